@@ -1,0 +1,141 @@
+"""`.nexusmem/config.json`: defaults, validation on read, and writing the defaults out at init.
+
+Every key has a default here; the file on disk may hold any subset. A key the schema does not know, or a
+value of the wrong type, is an error naming the file and the dotted key — never silently replaced.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from nexusmem.errors import ConfigError
+
+CONFIG_VERSION = 1
+
+DEFAULTS: dict[str, Any] = {
+    "version": CONFIG_VERSION,
+    "sources": {
+        "git": {"enabled": True},
+        "diff": {
+            "enabled": True,
+            "initialCommits": 200,
+            "maxFilesPerCommit": 50,
+            "skip": [
+                "*.lock", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock",
+                "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "*.min.js", "*.min.css", "*.map",
+                "dist/*", "build/*", "out/*", "target/*", "node_modules/*", "vendor/*", "*.pb.go",
+                "*_pb2.py", "*.generated.*", "__snapshots__/*",
+            ],
+        },
+        "docs": {
+            "enabled": True,
+            "include": ["*.md", "*.mdx", "*.markdown"],
+            "exclude": ["node_modules/*", "vendor/*", "CHANGELOG.md"],
+            "maxFileBytes": 1_000_000,
+        },
+        "shell": {"enabled": True, "scrapeFallback": True, "scrapeTailLines": 2000},
+    },
+    "limits": {"maxBodyChars": 20_000},
+    "query": {"budget": 2000},
+    "redaction": {"enabled": True},
+}
+
+# Keys whose value may also be null; everything else must have the default's type.
+_NULLABLE: set[str] = set()
+
+
+def defaults() -> dict[str, Any]:
+    return copy.deepcopy(DEFAULTS)
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
+    if isinstance(schema, dict):
+        if not isinstance(given, dict):
+            raise ConfigError(f"{path}: '{prefix}' must be an object, not {_type_name(given)}")
+        for key, value in given.items():
+            dotted = f"{prefix}.{key}" if prefix else key
+            if key not in schema:
+                raise ConfigError(f"{path}: unknown key '{dotted}'")
+            _check(path, dotted, value, schema[key])
+        return
+    if given is None and prefix in _NULLABLE:
+        return
+    if isinstance(schema, bool):
+        ok = isinstance(given, bool)
+    elif isinstance(schema, int):
+        ok = isinstance(given, int) and not isinstance(given, bool)
+        if ok and given < 0:
+            raise ConfigError(f"{path}: '{prefix}' must not be negative (got {given})")
+    elif isinstance(schema, float):
+        ok = isinstance(given, (int, float)) and not isinstance(given, bool)
+    elif isinstance(schema, list):
+        ok = isinstance(given, list) and all(isinstance(x, str) for x in given)
+    else:
+        ok = isinstance(given, type(schema))
+    if not ok:
+        raise ConfigError(
+            f"{path}: '{prefix}' must be {_type_name(schema)}"
+            + (" of strings" if isinstance(schema, list) else "")
+            + f", not {_type_name(given)} ({json.dumps(given)[:60]})"
+        )
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def validate(data: Any, path: Path) -> dict[str, Any]:
+    """Check DATA against the schema and return it merged over the defaults."""
+    _check(path, "", data, DEFAULTS)
+    if data.get("version", CONFIG_VERSION) > CONFIG_VERSION:
+        raise ConfigError(f"{path}: 'version' {data['version']} is newer than this NexusMem understands")
+    return _merge(DEFAULTS, data)
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read and validate config.json; a missing file means the defaults."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return defaults()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    return validate(data, path)
+
+
+def write_defaults(path: Path) -> bool:
+    """Write every default out, unless a config already exists (then it is validated, never overwritten)."""
+    if path.exists():
+        load(path)
+        return False
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(DEFAULTS, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return True
+
+
+def section(config: dict[str, Any], dotted: str) -> Any:
+    """config['a']['b'] for 'a.b'."""
+    value: Any = config
+    for part in dotted.split("."):
+        value = value[part]
+    return value

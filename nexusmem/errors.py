@@ -1,0 +1,35 @@
+"""The library's exceptions. The CLI turns each into a one-line message and exit code 1."""
+
+from __future__ import annotations
+
+
+class NexusMemError(Exception):
+    """Base class: a failure the user can act on, with a message that says what and where."""
+
+
+class NotARepositoryError(NexusMemError):
+    pass
+
+
+class GitNotInstalledError(NexusMemError):
+    pass
+
+
+class GitStartError(NexusMemError):
+    """git exists but could not be started (permissions, exec format, resource limits)."""
+
+
+class GitCommandError(NexusMemError):
+    pass
+
+
+class ConfigError(NexusMemError):
+    pass
+
+
+class NotInitialisedError(NexusMemError):
+    pass
+
+
+class StoreError(NexusMemError):
+    pass

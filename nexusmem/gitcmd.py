@@ -1,0 +1,100 @@
+"""Running git: one place that starts the process, cleans its environment and classifies failures.
+
+Stdlib only: this module is on the hot paths (precheck, the git hooks).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from nexusmem.errors import GitCommandError, GitNotInstalledError, GitStartError
+
+GIT = os.environ.get("NEXUSMEM_GIT", "git")
+
+# Options that make git's output stable and machine-readable whatever the user's config says.
+_STABLE = ["-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "log.showSignature=false"]
+
+
+def clean_env() -> dict[str, str]:
+    """The environment minus GIT_* variables that a calling hook may have set (GIT_DIR, GIT_INDEX_FILE...).
+
+    Inside a git hook these point at the outer repository and would silently redirect our git calls.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP}
+    env["LC_ALL"] = "C"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+# Test and user configuration that is not about *which* repository git looks at.
+_KEEP = {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_ATTR_NOSYSTEM"}
+
+
+def _start_error(exc: OSError) -> Exception:
+    if isinstance(exc, FileNotFoundError):
+        return GitNotInstalledError(f"git is not installed (or not on PATH): could not find '{GIT}'")
+    return GitStartError(f"git could not be started: {exc}")
+
+
+def run(args: Sequence[str], cwd: Path | str, *, check: bool = True, input: bytes | None = None) -> bytes:
+    """Run `git ARGS` in CWD and return stdout bytes; raise a classified error on failure."""
+    try:
+        proc = subprocess.run(
+            [GIT, *_STABLE, *args],
+            cwd=str(cwd),
+            input=input,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=clean_env(),
+            check=False,
+        )
+    except OSError as exc:
+        raise _start_error(exc) from exc
+    if check and proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip()
+        raise GitCommandError(f"git {' '.join(args[:3])} failed ({proc.returncode}): {msg}")
+    return proc.stdout
+
+
+def run_ok(args: Sequence[str], cwd: Path | str) -> tuple[int, bytes]:
+    """Run git and return (exit code, stdout) without raising on a non-zero exit."""
+    try:
+        proc = subprocess.run(
+            [GIT, *_STABLE, *args],
+            cwd=str(cwd),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=clean_env(),
+            check=False,
+        )
+    except OSError as exc:
+        raise _start_error(exc) from exc
+    return proc.returncode, proc.stdout
+
+
+def stream(args: Sequence[str], cwd: Path | str, bufsize: int = 1 << 20) -> Iterator[bytes]:
+    """Yield stdout of `git ARGS` line by line (bytes, newline kept), without holding it all in memory."""
+    try:
+        proc = subprocess.Popen(
+            [GIT, *_STABLE, *args],
+            cwd=str(cwd),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=clean_env(),
+            bufsize=bufsize,
+        )
+    except OSError as exc:
+        raise _start_error(exc) from exc
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        yield from proc.stdout
+    finally:
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        code = proc.wait()
+    if code != 0:
+        raise GitCommandError(f"git {' '.join(args[:3])} failed ({code}): {err.decode('utf-8', 'replace').strip()}")

@@ -1,0 +1,59 @@
+"""Identity: a project's id (shared by every clone of one origin) and content-addressed node ids."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from nexusmem import gitcmd
+
+NODE_ID_LEN = 24
+
+_SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/]*@)?([^/]+)(/.*)?$")
+
+
+def normalise_url(url: str) -> str:
+    """Reduce a remote URL to host/path: scheme, user and port-less noise, trailing '/' and '.git' removed.
+
+    git@github.com:Org/Repo.git, https://user@github.com/org/repo/ and ssh://git@github.com/org/repo
+    all become github.com/org/repo.
+    """
+    url = url.strip()
+    m = _SCHEME.match(url)
+    if m:
+        host, path = m.group(1), m.group(2) or ""
+    else:
+        m2 = _SCP.match(url)
+        if m2 and not url.startswith("/"):
+            host, path = m2.group(1), "/" + m2.group(2)
+        else:
+            host, path = "", url
+    host = host.split(":")[0] if host.count(":") == 1 and host.split(":")[1].isdigit() else host
+    path = path.rstrip("/")
+    if path.endswith(".git"):
+        path = path[:-4]
+    path = path.rstrip("/")
+    joined = f"{host}{path}" if host else path
+    return joined.lower()
+
+
+def origin_url(root: Path) -> str | None:
+    code, out = gitcmd.run_ok(["config", "--get", "remote.origin.url"], root)
+    text = out.decode("utf-8", "replace").strip()
+    return text if code == 0 and text else None
+
+
+def project_id(root: Path) -> str:
+    """The normalised origin URL when there is one, else the absolute path of the root."""
+    url = origin_url(root)
+    if url:
+        return normalise_url(url)
+    return str(root.resolve())
+
+
+def node_id(project: str, kind: str, natural_key: str) -> str:
+    """sha256(project + NUL + kind + NUL + natural key), hex, first 24 characters."""
+    data = f"{project}\0{kind}\0{natural_key}".encode("utf-8", "surrogateescape")
+    return hashlib.sha256(data).hexdigest()[:NODE_ID_LEN]

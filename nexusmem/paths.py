@@ -1,0 +1,75 @@
+"""Where things live: the repository root, its .nexusmem/ directory, the user directory. Stdlib only."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nexusmem import gitcmd
+from nexusmem.errors import GitCommandError, NotARepositoryError
+
+STATE_DIR = ".nexusmem"
+DB_NAME = "memory.db"
+CONFIG_NAME = "config.json"
+
+
+def user_dir() -> Path:
+    """~/.nexusmem, or $NEXUSMEM_HOME when set."""
+    override = os.environ.get("NEXUSMEM_HOME")
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".nexusmem"
+
+
+def registry_path() -> Path:
+    return user_dir() / "projects.json"
+
+
+def shell_log_path() -> Path:
+    return user_dir() / "shell-history.jsonl"
+
+
+def find_root_fast(start: Path) -> Path | None:
+    """Walk up from START to the first directory holding `.git` (a dir, or a file in worktrees/submodules).
+
+    No process is started: this is what the hot paths use to decide quickly whether there is anything to do.
+    """
+    here = start.resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def repo_root(start: Path | str | None = None) -> Path:
+    """The top of the git work tree containing START (default: the current directory), asking git itself.
+
+    Raises NotARepositoryError, GitNotInstalledError or GitStartError: three different problems, three messages.
+    """
+    where = Path(start) if start is not None else Path.cwd()
+    if not where.exists():
+        raise NotARepositoryError(f"{where}: no such directory")
+    if where.is_file():
+        where = where.parent
+    try:
+        out = gitcmd.run(["rev-parse", "--show-toplevel"], where)
+    except GitCommandError as exc:
+        raise NotARepositoryError(
+            f"{where} is not inside a git repository (run `git init` first, or pass -C PATH)"
+        ) from exc
+    text = os.fsdecode(out.rstrip(b"\n"))
+    if not text:
+        raise NotARepositoryError(f"{where} is inside a .git directory, not a work tree")
+    return Path(text)
+
+
+def state_dir(root: Path) -> Path:
+    return root / STATE_DIR
+
+
+def db_path(root: Path) -> Path:
+    return state_dir(root) / DB_NAME
+
+
+def config_path(root: Path) -> Path:
+    return state_dir(root) / CONFIG_NAME

@@ -1,0 +1,61 @@
+"""The shape every source has: `scan(ctx)` returns a ScanResult whose `nodes` the sync stores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from nexusmem.nodes import Node
+
+ProgressFn = Callable[[str, int, "int | None"], None]
+
+
+def _no_progress(label: str, done: int, total: int | None) -> None:
+    return None
+
+
+@dataclass
+class ScanContext:
+    """What a source may know: where the repo is, its project id, its config section and its last cursor."""
+
+    root: Path
+    project_id: str
+    config: dict[str, Any]  # the whole validated config (sources read their own section)
+    cursor: str | None = None  # what this source persisted after its last successful sync
+    full: bool = False  # ignore the cursor (first sync, --rebuild)
+    progress: ProgressFn = _no_progress
+    # Read-only facts from the store a source may need, filled by the sync (never SQL in a source).
+    known: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ScanResult:
+    """A lazy scan. Iterate `nodes` first; the source fills `cursor`, `keep` and `skipped` while it goes.
+
+    - cursor: persisted after the nodes are stored (None keeps the previous one).
+    - keep: after storing, every stored node of this source whose natural key keep() rejects is removed
+      (sections that disappeared, commits no longer reachable). None removes nothing.
+    - skipped: inputs passed over (bad lines, binaries...), counted for the summary.
+    """
+
+    nodes: Iterable[Node]
+    cursor: str | None = None
+    keep: Callable[[str], bool] | None = None
+    skipped: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class Source(Protocol):
+    name: str  # stable id used for cursors and `--prune-source`
+    kinds: tuple[str, ...]
+
+    def enabled(self, config: dict[str, Any]) -> bool: ...
+
+    def scan(self, ctx: ScanContext) -> ScanResult: ...
+
+
+def drain(nodes: Iterable[Node]) -> Iterator[Node]:
+    """Iterate a scan's nodes (helper for previews)."""
+    yield from nodes
