@@ -1,0 +1,349 @@
+"""Docs collector: the repository's Markdown files, one `doc_section` node per heading-delimited section.
+
+Where a Markdown file becomes nodes: `scan()` lists candidate files with one `git ls-files`, skips all work
+when nothing changed since the last sync (fingerprint cursor), else splits every file at its ATX headings
+(`split_sections`) and dates each file by the last commit that touched it, all in one `git log`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from nexusmem import gitcmd
+from nexusmem.errors import GitCommandError
+from nexusmem.nodes import Node
+from nexusmem.redact import redact
+from nexusmem.signals import doc_signal
+from nexusmem.sources.base import ScanContext, ScanResult
+
+TRUNCATION_MARKER = "\n…[truncated]"
+# Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
+_CURSOR_VERSION = "docs-1"
+# Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
+# (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
+_MAX_PATHSPEC_BYTES = 24_000
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+# A line that cannot be a one-line paragraph over a setext underline (list item, quote, table, html...).
+_NOT_PARAGRAPH = re.compile(r"^(?: {4,}|\t| {0,3}(?:[-*+>|<]|\d+[.)])(?:\s|$))")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One heading-delimited part of a Markdown file. Level 0 is the preamble before the first heading."""
+
+    heading: str
+    level: int
+    line: int  # 1-based line of the heading (1 for the preamble)
+    trail: tuple[str, ...]  # headings from the top of the file down to this one
+    text: str  # the section, heading line included
+
+
+def split_sections(text: str, file_name: str) -> list[Section]:
+    """Cut Markdown TEXT at ATX (and simple setext) headings, ignoring '#' lines inside fenced code.
+
+    A section runs from its heading to the next heading of any level. Sections with nothing under their
+    heading are dropped (a bare heading is noise in results) but still count in the heading trail.
+    """
+    lines = text.split("\n")
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    heading, level, line_no = file_name, 0, 1
+    trail: tuple[str, ...] = (file_name,)
+    heading_lines = 0  # how many lines of `body` are the heading itself (0 preamble, 1 ATX, 2 setext)
+    body: list[str] = []
+    fence: str | None = None
+    start = 0
+    # YAML front matter belongs to the preamble; its closing '---' must not read as a setext underline.
+    if lines and lines[0].strip() == "---":
+        for j in range(1, len(lines)):
+            if lines[j].strip() in ("---", "..."):
+                body.extend(lines[: j + 1])
+                start = j + 1
+                break
+
+    def close() -> None:
+        if "\n".join(body[heading_lines:]).strip():
+            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
+
+    def push(new_level: int, new_heading: str) -> tuple[str, ...]:
+        while stack and stack[-1][0] >= new_level:
+            stack.pop()
+        stack.append((new_level, new_heading))
+        return tuple(h for _, h in stack)
+
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if fence is not None:
+            stripped = line.strip()
+            # A fence closes with the same character, at least as long, and nothing after it.
+            if stripped.startswith(fence) and not stripped.lstrip(fence[0]):
+                fence = None
+            body.append(line)
+            continue
+        m = _FENCE.match(line)
+        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence = m.group(1)
+            body.append(line)
+            continue
+        atx = _ATX.match(line)
+        if atx and (atx.group(2) or "").strip():
+            close()
+            heading, level, line_no = atx.group(2).strip(), len(atx.group(1)), i + 1
+            trail = push(level, heading)
+            body, heading_lines = [line], 1
+            continue
+        setext = _SETEXT.match(line)
+        if (
+            setext
+            and len(body) > heading_lines
+            and body[-1].strip()
+            and not _NOT_PARAGRAPH.match(body[-1])
+            # only a one-line paragraph: '---' under a longer paragraph is more often a rule than a heading
+            and (len(body) - heading_lines < 2 or not body[-2].strip())
+        ):
+            title_line = body.pop()
+            close()
+            heading, level, line_no = title_line.strip(), 1 if setext.group(1)[0] == "=" else 2, i
+            trail = push(level, heading)
+            body, heading_lines = [title_line, line], 2
+            continue
+        body.append(line)
+    close()
+    return sections
+
+
+def _glob_match(path: str, patterns: Sequence[str]) -> bool:
+    """gitignore-like, case-insensitive glob match.
+
+    A pattern without '/' matches the file name at any depth; one with '/' matches the path from the root
+    or from any directory ('node_modules/*' also hides a/node_modules/x.md).
+    """
+    lower = path.lower()
+    name = lower.rsplit("/", 1)[-1]
+    for raw in patterns:
+        pat = raw.lower().lstrip("/")
+        if "/" in pat:
+            if fnmatchcase(lower, pat) or fnmatchcase(lower, "*/" + pat):
+                return True
+        elif fnmatchcase(name, pat):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    path: str  # repo-relative, posix
+    tracked: bool
+    size: int
+    mtime_ns: int
+
+
+class DocsSource:
+    """Markdown files of the repository (tracked and untracked-not-ignored) as `doc_section` nodes."""
+
+    name = "docs"
+    kinds = ("doc_section",)
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        """On unless sources.docs.enabled is false."""
+        return bool(config.get("sources", {}).get("docs", {}).get("enabled", True))
+
+    def scan(self, ctx: ScanContext) -> ScanResult:
+        """Emit every section when any candidate file (or HEAD, or the config) changed, else nothing."""
+        settings = ctx.config.get("sources", {}).get("docs", {})
+        include = list(settings.get("include", ["*.md", "*.mdx", "*.markdown"]))
+        exclude = list(settings.get("exclude", []))
+        max_bytes = int(settings.get("maxFileBytes", 1_000_000))
+        max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
+
+        head = _head_sha(ctx.root)
+        candidates, too_big = _candidates(ctx.root, include, exclude, max_bytes)
+        fingerprint = _fingerprint(head, candidates, [include, exclude, max_bytes, max_body])
+        result = ScanResult(nodes=(), skipped=too_big)
+        if ctx.cursor == fingerprint and not ctx.full:
+            result.cursor = ctx.cursor
+            return result
+        result.nodes = self._emit(ctx, result, head, candidates, include, max_body, fingerprint)
+        return result
+
+    def _emit(
+        self,
+        ctx: ScanContext,
+        result: ScanResult,
+        head: str | None,
+        candidates: list[_Candidate],
+        include: list[str],
+        max_body: int,
+        fingerprint: str,
+    ) -> Iterator[Node]:
+        emitted: set[str] = set()
+        times = _file_times(ctx.root, head, candidates, include)
+        for n, cand in enumerate(candidates):
+            ctx.progress("docs", n, len(candidates))
+            try:
+                raw = (ctx.root / cand.path).read_bytes()
+            except OSError:
+                result.skipped += 1
+                continue
+            text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+            ts = times.get(cand.path, cand.mtime_ns // 1_000_000)
+            for node in _section_nodes(ctx.project_id, cand.path, text, ts, max_body):
+                if node.natural_key in emitted:
+                    continue
+                emitted.add(node.natural_key)
+                yield node
+        # Set only once every file was read: an interrupted scan persists nothing and prunes nothing.
+        result.keep = emitted.__contains__
+        result.cursor = fingerprint
+
+
+def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -> Iterator[Node]:
+    file_name = path.rsplit("/", 1)[-1]
+    seen: dict[str, int] = {}
+    for sec in split_sections(text, file_name):
+        # Headings are redacted too: they end up in the natural key, the ref and the title.
+        heading = redact(sec.heading)
+        trail = " > ".join(redact(h) for h in sec.trail)
+        occurrence = seen.get(trail, 0)
+        seen[trail] = occurrence + 1
+        body = redact(sec.text)
+        if len(body) > max_body:
+            body = body[:max_body] + TRUNCATION_MARKER
+        yield Node(
+            project=project,
+            kind="doc_section",
+            source="docs",
+            natural_key=f"{path}#{trail}#{occurrence}",
+            ref=f"{path}#{heading}",
+            title=f"{path} — {heading}",
+            body=body,
+            ts=ts,
+            signal=doc_signal(body),
+            group=path,
+            files=(path,),
+            meta={"path": path, "heading": heading, "level": sec.level, "line": sec.line},
+        )
+
+
+def _head_sha(root: Path) -> str | None:
+    code, out = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], root)
+    sha = out.decode("ascii", "replace").strip()
+    return sha if code == 0 and sha else None
+
+
+def _candidates(
+    root: Path, include: Sequence[str], exclude: Sequence[str], max_bytes: int
+) -> tuple[list[_Candidate], int]:
+    """Tracked + untracked-not-ignored files matching the globs, sorted; also how many were too big."""
+    # -t tags each entry: '?' untracked, anything else tracked; one process answers both questions.
+    out = gitcmd.run(["ls-files", "-co", "-t", "--exclude-standard", "-z"], root)
+    seen: dict[str, bool] = {}
+    for entry in out.split(b"\0"):
+        if len(entry) < 3:
+            continue
+        path = os.fsdecode(entry[2:])
+        if path in seen or not _glob_match(path, include) or _glob_match(path, exclude):
+            continue
+        seen[path] = entry[:1] != b"?"
+    found: list[_Candidate] = []
+    too_big = 0
+    for path in sorted(seen):
+        try:
+            st = os.lstat(root / path)
+        except OSError:
+            continue  # tracked but deleted in the work tree
+        # Regular files only: a symlink may point outside the repository, a directory may be a submodule.
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if st.st_size > max_bytes:
+            too_big += 1
+            continue
+        found.append(_Candidate(path, seen[path], st.st_size, st.st_mtime_ns))
+    return found, too_big
+
+
+def _fingerprint(head: str | None, candidates: Iterable[_Candidate], settings: list[Any]) -> str:
+    h = hashlib.sha256()
+    h.update(f"{_CURSOR_VERSION}\0{head or ''}\0".encode())
+    h.update(json.dumps(settings, sort_keys=True).encode())
+    for c in candidates:
+        h.update(f"\0{c.path}\0{c.size}\0{c.mtime_ns}\0{int(c.tracked)}".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _file_times(
+    root: Path, head: str | None, candidates: Sequence[_Candidate], include: Sequence[str]
+) -> dict[str, int]:
+    """Epoch ms of the last commit touching each tracked, unmodified candidate, from ONE `git log`.
+
+    Files that are untracked, staged-new or modified since HEAD are left out: the caller uses their mtime.
+    """
+    if head is None:
+        return {}
+    tracked = {c.path for c in candidates if c.tracked}
+    if not tracked:
+        return {}
+    changed = gitcmd.run(["diff", "HEAD", "--name-only", "--no-renames", "-z"], root)
+    need = tracked - {os.fsdecode(p) for p in changed.split(b"\0") if p}
+    if not need:
+        return {}
+    literal = [f":(literal){p}" for p in sorted(need)]
+    if sum(len(p) + 1 for p in literal) <= _MAX_PATHSPEC_BYTES:
+        pathspecs = literal
+    else:
+        pathspecs = [f":(glob){p}" if "/" in p else f":(glob)**/{p}" for p in include]
+    try:
+        return _walk_log(root, pathspecs, need)
+    except GitCommandError:
+        # A date is not worth failing the scan over (shallow or damaged history): fall back to mtimes.
+        return {}
+
+
+def _walk_log(root: Path, pathspecs: list[str], need: set[str]) -> dict[str, int]:
+    # %x01 marks a commit header; with -z every header and file name ends in NUL, and the first file name
+    # after a header carries a leading newline.
+    args = ["log", "--format=%x01%ct", "--name-only", "--no-renames", "-z", "--", *pathspecs]
+    times: dict[str, int] = {}
+    remaining = set(need)
+    current: int | None = None
+    after_header = False
+    buf = b""
+    chunks = gitcmd.stream(args, root)
+    try:
+        for chunk in chunks:
+            buf += chunk
+            *tokens, buf = buf.split(b"\0")
+            for tok in tokens:
+                if tok.startswith(b"\x01"):
+                    current = int(tok[1:] or b"0") * 1000
+                    after_header = True
+                    continue
+                if after_header and tok.startswith(b"\n"):
+                    tok = tok[1:]
+                after_header = False
+                if not tok or current is None:
+                    continue
+                path = os.fsdecode(tok)
+                if path in remaining:
+                    times[path] = current
+                    remaining.discard(path)
+            if not remaining:
+                break  # every file dated: stop walking history (closing the stream ends git)
+    finally:
+        close: Callable[[], None] | None = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+    return times
