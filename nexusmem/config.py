@@ -24,10 +24,29 @@ DEFAULTS: dict[str, Any] = {
             "initialCommits": 200,
             "maxFilesPerCommit": 50,
             "skip": [
-                "*.lock", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock",
-                "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "*.min.js", "*.min.css", "*.map",
-                "dist/*", "build/*", "out/*", "target/*", "node_modules/*", "vendor/*", "*.pb.go",
-                "*_pb2.py", "*.generated.*", "__snapshots__/*",
+                "*.lock",
+                "package-lock.json",
+                "yarn.lock",
+                "pnpm-lock.yaml",
+                "poetry.lock",
+                "Cargo.lock",
+                "go.sum",
+                "composer.lock",
+                "Gemfile.lock",
+                "uv.lock",
+                "*.min.js",
+                "*.min.css",
+                "*.map",
+                "dist/*",
+                "build/*",
+                "out/*",
+                "target/*",
+                "node_modules/*",
+                "vendor/*",
+                "*.pb.go",
+                "*_pb2.py",
+                "*.generated.*",
+                "__snapshots__/*",
             ],
         },
         "docs": {
@@ -52,9 +71,14 @@ def defaults() -> dict[str, Any]:
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "list",
+        dict: "object",
+    }.get(type(value), type(value).__name__)
 
 
 def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
@@ -118,7 +142,9 @@ def load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+        raise ConfigError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from exc
     return validate(data, path)
 
 

@@ -46,8 +46,7 @@ def run(args: Sequence[str], cwd: Path | str, *, check: bool = True, input: byte
             [GIT, *_STABLE, *args],
             cwd=str(cwd),
             input=input,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             env=clean_env(),
             check=False,
         )
@@ -97,4 +96,6 @@ def stream(args: Sequence[str], cwd: Path | str, bufsize: int = 1 << 20) -> Iter
         proc.stderr.close()
         code = proc.wait()
     if code != 0:
-        raise GitCommandError(f"git {' '.join(args[:3])} failed ({code}): {err.decode('utf-8', 'replace').strip()}")
+        raise GitCommandError(
+            f"git {' '.join(args[:3])} failed ({code}): {err.decode('utf-8', 'replace').strip()}"
+        )

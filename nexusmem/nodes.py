@@ -60,8 +60,16 @@ class Node:
     def content_hash(self) -> str:
         """What decides whether a re-scan 'updated' the node: everything but bookkeeping."""
         h = hashlib.sha256()
-        for part in (self.title, self.body, self.ref, str(self.ts), f"{self.signal:.6f}", self.group or "",
-                     "\n".join(self.files), json.dumps(self.meta, sort_keys=True, ensure_ascii=False)):
+        for part in (
+            self.title,
+            self.body,
+            self.ref,
+            str(self.ts),
+            f"{self.signal:.6f}",
+            self.group or "",
+            "\n".join(self.files),
+            json.dumps(self.meta, sort_keys=True, ensure_ascii=False),
+        ):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\0")
         return h.hexdigest()[:32]

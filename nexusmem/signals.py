@@ -8,8 +8,18 @@ from __future__ import annotations
 import re
 
 COMMIT_TYPE_SIGNAL: dict[str, float] = {
-    "fix": 0.8, "feat": 0.8, "security": 0.85, "revert": 0.78, "perf": 0.7, "refactor": 0.68,
-    "test": 0.45, "docs": 0.35, "build": 0.32, "ci": 0.28, "chore": 0.25, "style": 0.2,
+    "fix": 0.8,
+    "feat": 0.8,
+    "security": 0.85,
+    "revert": 0.78,
+    "perf": 0.7,
+    "refactor": 0.68,
+    "test": 0.45,
+    "docs": 0.35,
+    "build": 0.32,
+    "ci": 0.28,
+    "chore": 0.25,
+    "style": 0.2,
 }
 OTHER_COMMIT = 0.5
 _CONVENTIONAL = re.compile(r"^(?P<type>[a-zA-Z]+)(?:\([^)]*\))?(?P<bang>!)?:\s")
@@ -26,8 +36,15 @@ def conventional_type(subject: str) -> str | None:
     return m.group("type").lower() if m else None
 
 
-def commit_signal(subject: str, body: str, *, is_merge: bool = False, author: str = "",
-                  files_changed: int = 0, lines_changed: int = 0) -> float:
+def commit_signal(
+    subject: str,
+    body: str,
+    *,
+    is_merge: bool = False,
+    author: str = "",
+    files_changed: int = 0,
+    lines_changed: int = 0,
+) -> float:
     kind = conventional_type(subject)
     value = COMMIT_TYPE_SIGNAL.get(kind or "", OTHER_COMMIT)
     m = _CONVENTIONAL.match(subject)
@@ -44,8 +61,34 @@ def commit_signal(subject: str, body: str, *, is_merge: bool = False, author: st
     return _clamp(value)
 
 
-_NOISE = {"cd", "ls", "ll", "la", "pwd", "clear", "exit", "history", "cls", "z", "j", "echo", "which", "type",
-          "whoami", "date", "true", "false", "l", "dir", "fg", "bg", "jobs", "reset", "logout", "exec"}
+_NOISE = {
+    "cd",
+    "ls",
+    "ll",
+    "la",
+    "pwd",
+    "clear",
+    "exit",
+    "history",
+    "cls",
+    "z",
+    "j",
+    "echo",
+    "which",
+    "type",
+    "whoami",
+    "date",
+    "true",
+    "false",
+    "l",
+    "dir",
+    "fg",
+    "bg",
+    "jobs",
+    "reset",
+    "logout",
+    "exec",
+}
 _DESTRUCTIVE = re.compile(
     r"(\brm\s+-[a-zA-Z]*[rf]|\bgit\s+(push\s+(-f|--force)|reset\s+--hard|clean\s+-[a-z]*f|branch\s+-D|"
     r"rebase|checkout\s+--\s|restore\b|stash\s+(drop|clear))|\bdd\s|\bmkfs|\bchmod\s+-R|\bchown\s+-R|"

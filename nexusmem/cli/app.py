@@ -1,0 +1,98 @@
+"""The click group: lazy sub-commands, `-C PATH` before or after the command, library errors → exit 1."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from nexusmem import __version__
+from nexusmem.cli.main import COMMANDS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command is used (or help lists it)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        try:
+            command = getattr(importlib.import_module(module), attr)
+        except ImportError as exc:  # a command whose module is not part of this build
+            raise click.ClickException(f"'{cmd_name}' is not available in this installation: {exc}") from exc
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            try:
+                command = self.get_command(ctx, name)
+            except click.ClickException:
+                continue
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=formatter.width - 30)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _set_root(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.find_root().meta["nexusmem.root"] = value
+
+
+def repo_option(func: F) -> F:
+    """`-C PATH` on a sub-command (git-style `-C` before the command works too)."""
+    return click.option(
+        "-C",
+        "repo",
+        metavar="PATH",
+        expose_value=False,
+        callback=_set_root,
+        is_eager=True,
+        help="Run as if started in PATH.",
+    )(func)
+
+
+def root_of(ctx: click.Context) -> Path:
+    value = ctx.find_root().meta.get("nexusmem.root")
+    return Path(value) if value else Path.cwd()
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="""\b
+Examples:
+  nexusmem sync                      # set up (first time) and ingest this repository
+  nexusmem query "why did we switch the cache to WAL"
+  nexusmem -C ~/src/app status
+""",
+)
+@click.version_option(__version__, "-V", "--version", prog_name="nexusmem", message="%(prog)s %(version)s")
+@click.option(
+    "-C",
+    "repo",
+    metavar="PATH",
+    expose_value=False,
+    callback=_set_root,
+    is_eager=True,
+    help="Run as if nexusmem was started in PATH (like git -C).",
+)
+def cli() -> None:
+    """NexusMem: what actually happened in this repository, ranked and token-budgeted for you or your agent.
+
+    Records git commits and their per-file patches, project docs and (with the prompt hooks) shell
+    commands with their exit codes into .nexusmem/memory.db. Nothing leaves the machine.
+    """

@@ -1,0 +1,53 @@
+"""What every command shares: turning library errors into click errors, JSON output, progress."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from nexusmem.errors import NexusMemError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def library_errors(func: F) -> F:
+    """A NexusMemError becomes `Error: <message>` and exit 1; nothing else is caught."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except NexusMemError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+class Progress:
+    """A one-line progress indicator on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, label: str, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        text = f"  syncing {label}: {done}" + (f"/{total}" if total else "") + " node(s)"
+        sys.stderr.write("\r" + text.ljust(60))
+        sys.stderr.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()

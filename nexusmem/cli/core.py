@@ -1,0 +1,176 @@
+"""init, sync, query, status, projects."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import Progress, echo_json, library_errors
+
+
+@click.command("init", epilog="Example:\n\n  nexusmem init && nexusmem sync")
+@repo_option
+@click.pass_context
+@library_errors
+def init_cmd(ctx: click.Context) -> None:
+    """Create .nexusmem/ in this repository and register it. Safe to run again."""
+    from nexusmem import project
+
+    proj, created = project.init(root_of(ctx))
+    verb = "initialised" if created else "already initialised"
+    click.echo(f"{verb}: {proj.state_dir} (project {proj.id})")
+
+
+@click.command("sync", epilog="Examples:\n\n  nexusmem sync\n\n  nexusmem sync --rebuild --quiet")
+@repo_option
+@click.option("--rebuild", is_flag=True, help="Drop this project's nodes and ingest everything again.")
+@click.option(
+    "--source",
+    "only",
+    multiple=True,
+    metavar="NAME",
+    help="Sync only this source (git, diff, docs, shell); repeatable.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+@library_errors
+def sync_cmd(ctx: click.Context, rebuild: bool, only: tuple[str, ...], quiet: bool, as_json: bool) -> None:
+    """Ingest new git commits, per-file diffs, docs and shell history (initialises the repo when needed)."""
+    from nexusmem import sync
+
+    progress = Progress(enabled=not quiet and not as_json)
+    try:
+        summary = sync.sync(
+            root_of(ctx),
+            rebuild=rebuild,
+            only=list(only) or None,
+            progress=progress,
+            log=None if quiet else lambda m: click.echo(m, err=True),
+        )
+    finally:
+        progress.finish()
+    if as_json:
+        echo_json(summary.to_json())
+    elif not quiet:
+        click.echo(describe_sync(summary))
+
+
+def describe_sync(summary: object) -> str:
+    """The one-paragraph summary printed at the end of a sync."""
+    from nexusmem.sync import SyncSummary
+
+    assert isinstance(summary, SyncSummary)
+    parts = []
+    for s in summary.sources:
+        if s.noop:
+            parts.append(f"{s.name} unchanged")
+            continue
+        text = f"{s.name} +{s.added}"
+        if s.updated:
+            text += f" ~{s.updated}"
+        if s.removed:
+            text += f" -{s.removed}"
+        if s.skipped:
+            text += f" ({s.skipped} skipped)"
+        parts.append(text)
+    head = "Initialised and synced" if summary.initialised else ("Rebuilt" if summary.rebuilt else "Synced")
+    return (
+        f"{head} {summary.root} in {summary.seconds:.2f}s: {'; '.join(parts) or 'no sources enabled'}. "
+        f"{summary.total_nodes} node(s) in memory."
+    )
+
+
+def _parse_as_of(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date (use YYYY-MM-DD or an ISO 8601 time)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+@click.command(
+    "query",
+    epilog="""\b
+Examples:
+  nexusmem query "why did we switch the cache to WAL"
+  nexusmem query --budget 800 --json flaky test
+  nexusmem query -- --force-with-lease
+""",
+)
+@repo_option
+@click.argument("text", nargs=-1, required=True)
+@click.option("--budget", type=click.IntRange(min=50), default=None, help="Token budget (default 2000).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (see DESIGN.md contract).")
+@click.option("--as-of", metavar="DATE", help="Only what the store had recorded at DATE (ISO 8601).")
+@click.pass_context
+@library_errors
+def query_cmd(
+    ctx: click.Context, text: tuple[str, ...], budget: int | None, as_json: bool, as_of: str | None
+) -> None:
+    """Search this repository's memory and print a ranked, token-budgeted answer."""
+    from nexusmem import project
+    from nexusmem.retrieve import query
+
+    question = " ".join(text).strip()
+    if not question:
+        raise click.BadParameter("the query is empty", param_hint="TEXT")
+    proj = project.load(root_of(ctx))
+    limit = budget if budget is not None else int(proj.config["query"]["budget"])
+    with proj.open_store() as store:
+        result = query.run(store, question, project=proj.root.name, budget=limit, as_of=_parse_as_of(as_of))
+    if as_json:
+        echo_json(query.to_json(result))
+    else:
+        click.echo(query.render(result))
+
+
+@click.command("status", epilog="Examples:\n\n  nexusmem status\n\n  nexusmem status --share")
+@repo_option
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--share", is_flag=True, help="A plain-text summary without local paths, for pasting.")
+@click.pass_context
+@library_errors
+def status_cmd(ctx: click.Context, as_json: bool, share: bool) -> None:
+    """What this repository's memory holds: nodes by kind, date range, sources and their last sync."""
+    from nexusmem import project, status
+
+    info = status.status(project.load(root_of(ctx)))
+    if as_json:
+        echo_json(info)
+    elif share:
+        click.echo(status.share(info))
+    else:
+        click.echo(status.render(info))
+
+
+@click.command("projects", epilog="Examples:\n\n  nexusmem projects\n\n  nexusmem projects --prune")
+@click.option("--prune", is_flag=True, help="Forget registered projects whose database is gone.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@library_errors
+def projects_cmd(prune: bool, as_json: bool) -> None:
+    """List every repository with a NexusMem memory on this machine (~/.nexusmem/projects.json)."""
+    from nexusmem import registry
+
+    removed = registry.prune() if prune else []
+    entries = registry.load()
+    rows = [{**p, "missing": not Path(str(p.get("db", ""))).exists()} for p in entries]
+    if as_json:
+        echo_json({"projects": rows, "pruned": removed})
+        return
+    for p in removed:
+        click.echo(f"pruned   {p['root']} (database gone)")
+    if not rows:
+        click.echo("no projects registered yet (run `nexusmem sync` in a repository)")
+    for p in rows:
+        flag = "MISSING " if p["missing"] else "        "
+        click.echo(f"{flag}{p.get('name', '?'):<24} {p['root']}")
+    if any(p["missing"] for p in rows) and not prune:
+        click.echo("(MISSING: the database is gone or unreachable; `nexusmem projects --prune` forgets them)")

@@ -1,0 +1,31 @@
+"""Entry point. `--version` answers before click is even imported; commands load only when invoked."""
+
+from __future__ import annotations
+
+import sys
+
+# name -> "module:attribute"; modules are imported only when their command runs (fast start-up).
+COMMANDS: dict[str, str] = {
+    "init": "nexusmem.cli.core:init_cmd",
+    "sync": "nexusmem.cli.core:sync_cmd",
+    "query": "nexusmem.cli.core:query_cmd",
+    "status": "nexusmem.cli.core:status_cmd",
+    "projects": "nexusmem.cli.core:projects_cmd",
+    "scan-git": "nexusmem.cli.scan:scan_git",
+    "scan-diff": "nexusmem.cli.scan:scan_diff",
+    "scan-docs": "nexusmem.cli.scan:scan_docs",
+    "scan-shell": "nexusmem.cli.scan:scan_shell",
+    "hook": "nexusmem.cli.hook:hook",
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["--version"], ["-V"]):
+        from nexusmem import __version__
+
+        sys.stdout.write(f"nexusmem {__version__}\n")
+        return
+    from nexusmem.cli.app import cli
+
+    cli.main(args=args, prog_name="nexusmem")

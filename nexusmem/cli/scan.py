@@ -1,0 +1,68 @@
+"""scan-*: dry-run previews of what a sync would store. They write nothing."""
+
+from __future__ import annotations
+
+import itertools
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import echo_json, library_errors
+
+
+def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) -> None:
+    from nexusmem import project as project_mod
+    from nexusmem.sources import registry
+    from nexusmem.sync import scan_context
+
+    proj = project_mod.load(root_of(ctx), require_init=False)
+    source = registry.get(source_name)
+    result = source.scan(scan_context(proj, None, full=True))
+    nodes = list(itertools.islice(result.nodes, limit)) if limit else list(result.nodes)
+    if as_json:
+        echo_json(
+            [
+                {
+                    "id": n.id,
+                    "kind": n.kind,
+                    "ref": n.ref,
+                    "title": n.title,
+                    "signal": n.signal,
+                    "ts": n.ts,
+                    "files": list(n.files),
+                }
+                for n in nodes
+            ]
+        )
+        return
+    for n in nodes:
+        click.echo(f"{n.signal:.2f}  {n.title}")
+    click.echo(
+        f"{len(nodes)} node(s) would be stored from {source_name}"
+        + (f" (showing the first {limit})" if limit and len(nodes) == limit else "")
+        + (f", {result.skipped} skipped" if result.skipped else "")
+        + ". Nothing was written."
+    )
+
+
+def _make(name: str, what: str) -> click.Command:
+    @click.command(
+        f"scan-{name}",
+        help=f"Preview the {what} a sync would store (writes nothing).",
+        epilog=f"Example:\n\n  nexusmem scan-{name} --limit 20",
+    )
+    @repo_option
+    @click.option("--limit", type=click.IntRange(min=0), default=0, help="Show at most N nodes (0 = all).")
+    @click.option("--json", "as_json", is_flag=True, help="Print the nodes as JSON.")
+    @click.pass_context
+    @library_errors
+    def command(ctx: click.Context, limit: int, as_json: bool) -> None:
+        _preview(ctx, name, limit, as_json)
+
+    return command
+
+
+scan_git = _make("git", "commit nodes")
+scan_diff = _make("diff", "per-file diff nodes")
+scan_docs = _make("docs", "doc section nodes")
+scan_shell = _make("shell", "shell command nodes")

@@ -1,0 +1,67 @@
+"""A project: a git work tree with a .nexusmem/ directory. Finding it, initialising it, opening its store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nexusmem import config, identity, paths, registry
+from nexusmem.store import Store, open_store
+
+
+@dataclass
+class Project:
+    root: Path
+    id: str
+    config: dict[str, Any]
+
+    @property
+    def state_dir(self) -> Path:
+        return paths.state_dir(self.root)
+
+    @property
+    def db_path(self) -> Path:
+        return paths.db_path(self.root)
+
+    def open_store(self, *, readonly: bool = False) -> Store:
+        return open_store(self.db_path, readonly=readonly)
+
+
+def is_initialised(root: Path) -> bool:
+    return paths.db_path(root).exists()
+
+
+def init(start: Path | str | None = None) -> tuple[Project, bool]:
+    """Create .nexusmem/ (.gitignore, config.json with every default, memory.db in WAL) and register it.
+
+    Idempotent: an existing config is validated, never overwritten. Returns (project, created_anything).
+    """
+    root = paths.repo_root(start)
+    state = paths.state_dir(root)
+    created = False
+    if not state.exists():
+        state.mkdir()
+        created = True
+    ignore = state / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+        created = True
+    created = config.write_defaults(paths.config_path(root)) or created
+    db = paths.db_path(root)
+    if not db.exists():
+        created = True
+    open_store(db, create=True).close()
+    project = Project(root=root, id=identity.project_id(root), config=config.load(paths.config_path(root)))
+    registry.register(root, project.id)
+    return project, created
+
+
+def load(start: Path | str | None = None, *, require_init: bool = True) -> Project:
+    """The project containing START, with its validated config."""
+    root = paths.repo_root(start)
+    if require_init and not is_initialised(root):
+        from nexusmem.errors import NotInitialisedError
+
+        raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem init && nexusmem sync`")
+    return Project(root=root, id=identity.project_id(root), config=config.load(paths.config_path(root)))

@@ -1,0 +1,83 @@
+"""~/.nexusmem/projects.json: which repositories have a memory, for `projects` and cross-project recall.
+
+An index, not a source of truth: an entry whose database is missing is reported, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from nexusmem import paths
+
+
+def _warn(message: str) -> None:
+    print(f"nexusmem: warning: {message}", file=sys.stderr)
+
+
+def load() -> list[dict[str, Any]]:
+    """Registered projects; a corrupt file reads as empty (with a warning) and is kept aside, not lost."""
+    path = paths.registry_path()
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        _warn(f"{path}: cannot read ({exc}); treating the project registry as empty")
+        return []
+    try:
+        data = json.loads(raw)
+        projects = data["projects"]
+        if not isinstance(projects, list) or not all(isinstance(p, dict) and "root" in p for p in projects):
+            raise ValueError("'projects' must be a list of objects with a 'root'")
+        return projects
+    except (ValueError, KeyError, TypeError) as exc:
+        _warn(f"{path}: corrupt ({exc}); treating the project registry as empty")
+        return []
+
+
+def _save(projects: list[dict[str, Any]]) -> None:
+    path = paths.registry_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, OSError):
+            # Keep the unreadable file for the user rather than overwrite it.
+            path.replace(path.with_name(f"projects.json.corrupt-{int(time.time())}"))
+    fd, tmp = tempfile.mkstemp(prefix=".projects.", suffix=".tmp", dir=str(path.parent))
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"version": 1, "projects": projects}, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def register(root: Path, project_id: str, *, synced: bool = False) -> None:
+    """Add or refresh ROOT's entry (atomic write)."""
+    projects = load()
+    key = str(root)
+    entry = next((p for p in projects if p.get("root") == key), None)
+    if entry is None:
+        entry = {"root": key, "added": int(time.time() * 1000)}
+        projects.append(entry)
+    entry["id"] = project_id
+    entry["name"] = root.name
+    entry["db"] = str(paths.db_path(root))
+    if synced:
+        entry["lastSync"] = int(time.time() * 1000)
+    projects.sort(key=lambda p: str(p.get("root")))
+    _save(projects)
+
+
+def prune() -> list[dict[str, Any]]:
+    """Remove entries whose database no longer exists; return what was removed."""
+    projects = load()
+    gone = [p for p in projects if not Path(str(p.get("db", ""))).exists()]
+    if gone:
+        _save([p for p in projects if p not in gone])
+    return gone

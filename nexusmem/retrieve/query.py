@@ -1,0 +1,222 @@
+"""One query against one project's store: retrieve → fuse → rank → pack. Returns plain data for present."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexusmem.retrieve import fuse, rank, search
+from nexusmem.retrieve.pack import Candidate, pack
+from nexusmem.retrieve.summarise import summary as make_summary
+from nexusmem.store import Store, StoredNode
+
+DEFAULT_BUDGET = 2000
+
+
+@dataclass
+class Item:
+    id: str
+    kind: str
+    ts: int
+    title: str
+    summary: str
+    provenance: str
+    trust: str
+    score: float
+    project: str
+    ref: str
+    linked_from: str | None = None
+    relation: str | None = None
+
+
+@dataclass
+class QueryResult:
+    query: str
+    budget: int
+    tokens_used: int = 0
+    matched: int = 0
+    bm25_matched: int = 0
+    vector_matched: int = 0
+    items: list[Item] = field(default_factory=list)
+    projects: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def item_text(item: Item, *, with_project: bool = False) -> str:
+    """The plain-text lines of one item: what `query` prints and what the token estimate counts."""
+    from datetime import datetime, timezone
+
+    date = datetime.fromtimestamp(item.ts / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+    tags = f"[{item.provenance}]"
+    if item.trust != "candidate":
+        tags += f" [{item.trust}]"
+    if with_project:
+        tags += f" [{item.project}]"
+    title = item.title if len(item.title) <= 160 else item.title[:159] + "…"
+    head = f"- {date} {tags} {title}"
+    if item.linked_from:
+        head += f"  -- linked as the fix ({item.relation})"
+    lines = [head, f"  id {item.id}"]
+    lines += ["  " + line for line in item.summary.splitlines() if line.strip()]
+    return "\n".join(lines)
+
+
+def _item(node: StoredNode, score: float, project: str, query: str) -> Item:
+    return Item(
+        id=node.id,
+        kind=node.kind,
+        ts=node.ts,
+        title=node.title,
+        summary=make_summary(node, query),
+        provenance=node.provenance,
+        trust=node.trust,
+        score=score,
+        project=project,
+        ref=node.ref,
+    )
+
+
+def ranked_candidates(
+    store: Store, text: str, *, as_of: int | None = None, limit: int = search.CANDIDATES
+) -> tuple[list[tuple[StoredNode, float]], dict[str, int]]:
+    """Nodes matching TEXT with their final scores, best first, plus match counts."""
+    bm25_ids, bm25_total = search.bm25(store, text, limit=limit, as_of=as_of)
+    fused = fuse.rrf([bm25_ids])
+    relevance = rank.normalise(fused)
+    nodes = store.get_many(list(fused))
+    now = store.reference_time(as_of) or 0
+    scored: list[tuple[StoredNode, float]] = []
+    for node_id, rel in relevance.items():
+        node = nodes.get(node_id)
+        if node is None:
+            continue
+        value = rank.score(
+            rel,
+            node.signal,
+            node.ts,
+            now,
+            node.provenance,
+            superseded=node.superseded_by is not None,
+            rejected=node.trust == "rejected",
+        )
+        scored.append((node, value))
+    # Ties are broken by id so that the same store and query give the same bytes.
+    scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    counts = {
+        "matched": len(fused) if bm25_total <= len(fused) else bm25_total,
+        "bm25": bm25_total,
+        "vector": 0,
+    }
+    return scored, counts
+
+
+def run(
+    store: Store, text: str, *, project: str, budget: int = DEFAULT_BUDGET, as_of: int | None = None
+) -> QueryResult:
+    """Answer TEXT from one store within BUDGET tokens."""
+    result = QueryResult(query=text, budget=budget, projects=[project])
+    scored, counts = ranked_candidates(store, text, as_of=as_of)
+    result.matched, result.bm25_matched, result.vector_matched = (
+        counts["matched"],
+        counts["bm25"],
+        counts["vector"],
+    )
+    by_id: dict[str, tuple[StoredNode, float]] = {n.id: (n, s) for n, s in scored}
+    items: dict[str, Item] = {}
+
+    def candidate(node: StoredNode, score: float) -> Candidate:
+        item = items.get(node.id) or _item(node, score, project, text)
+        items[node.id] = item
+        return Candidate(node.id, score, node.group, _tokens(item))
+
+    links: dict[str, list[tuple[str, str]]] = {}
+    for src, dst, rel in store.links_from([n.id for n, _ in scored]):
+        links.setdefault(src, []).append((dst, rel))
+
+    def fixes_of(node_id: str) -> list[tuple[str, str]]:
+        return links.get(node_id, [])
+
+    def candidate_for(node_id: str) -> Candidate | None:
+        if node_id in by_id:
+            node, score = by_id[node_id]
+            return candidate(node, score)
+        fix = store.get(node_id)
+        if fix is None or (as_of is not None and fix.created_at > as_of):
+            return None
+        by_id[node_id] = (fix, 0.0)
+        return candidate(fix, 0.0)
+
+    ranked = [candidate(n, s) for n, s in scored]
+    placed, used = pack(ranked, budget, fixes_of, candidate_for, header_tokens=_header_tokens(text))
+    for entry in placed:
+        base = items[entry.id]
+        result.items.append(
+            Item(
+                **{
+                    **base.__dict__,
+                    "score": entry.score,
+                    "linked_from": entry.linked_from,
+                    "relation": entry.relation,
+                }
+            )
+        )
+    result.tokens_used = used
+    return result
+
+
+def _tokens(item: Item) -> int:
+    from nexusmem.retrieve.pack import estimate_tokens
+
+    return estimate_tokens(item_text(item)) + 1
+
+
+def _header_tokens(text: str) -> int:
+    from nexusmem.retrieve.pack import estimate_tokens
+
+    return estimate_tokens(f"Relevant history for: {text}\n")
+
+
+def to_json(result: QueryResult) -> dict[str, Any]:
+    """The `query --json` contract of DESIGN.md."""
+    from datetime import datetime, timezone
+
+    return {
+        "query": result.query,
+        "budget": result.budget,
+        "tokens_used": result.tokens_used,
+        "matched": result.matched,
+        "bm25_matched": result.bm25_matched,
+        "vector_matched": result.vector_matched,
+        "items": [
+            {
+                "id": it.id,
+                "kind": it.kind,
+                "ts": datetime.fromtimestamp(it.ts / 1000, tz=timezone.utc).isoformat(timespec="seconds"),
+                "title": it.title,
+                "summary": it.summary,
+                "provenance": it.provenance,
+                "trust": it.trust,
+                "score": round(it.score, 6),
+                "project": it.project,
+                "ref": it.ref,
+                "linked_from": it.linked_from,
+            }
+            for it in result.items
+        ],
+    }
+
+
+def render(result: QueryResult, *, with_project: bool = False) -> str:
+    """The packed block a person (and an agent) reads. Same store and query → same bytes."""
+    if not result.items:
+        return f"No memory matches: {result.query}"
+    lines = [f"Relevant history for: {result.query}"]
+    if with_project:
+        lines.append(f"scope   {len(result.projects)} project(s): {', '.join(result.projects)}")
+    lines.append("")
+    lines += [item_text(it, with_project=with_project) for it in result.items]
+    lines.append("")
+    lines.append(
+        f"{len(result.items)} of {result.matched} match(es) shown, ~{result.tokens_used}/{result.budget} tokens"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,69 @@
+"""The short text shown under an item's title: what an agent reads instead of the whole node."""
+
+from __future__ import annotations
+
+import re
+
+from nexusmem.retrieve.search import terms
+from nexusmem.store import StoredNode
+
+MAX_SUMMARY_CHARS = 320
+MAX_HUNK_LINES = 12
+_HUNK = re.compile(r"^@@ ", re.MULTILINE)
+
+
+def _clip(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _first_lines(text: str, count: int) -> str:
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    return "\n".join(lines[:count])
+
+
+def best_hunk(patch: str, query: str) -> str:
+    """The hunk of PATCH that mentions the most query terms (the first hunk on a tie), clipped."""
+    starts = [m.start() for m in _HUNK.finditer(patch)]
+    if not starts:
+        return _first_lines(patch, MAX_HUNK_LINES)
+    hunks = [patch[a:b] for a, b in zip(starts, [*starts[1:], len(patch)])]
+    wanted = terms(query)
+
+    def hits(hunk: str) -> int:
+        low = hunk.lower()
+        return sum(low.count(w) for w in wanted)
+
+    best = max(range(len(hunks)), key=lambda i: (hits(hunks[i]), -i))
+    lines = hunks[best].splitlines()
+    clipped = "\n".join(line[:200] for line in lines[:MAX_HUNK_LINES])
+    if len(lines) > MAX_HUNK_LINES:
+        clipped += f"\n… ({len(lines) - MAX_HUNK_LINES} more lines)"
+    return clipped
+
+
+def summary(node: StoredNode, query: str) -> str:
+    if node.kind == "code_diff":
+        return best_hunk(node.body, query)
+    if node.kind == "git_commit":
+        body = node.body.split("\n", 1)[1] if "\n" in node.body else ""
+        return _clip(_first_lines(body, 4))
+    if node.kind == "shell_command":
+        meta = node.meta
+        parts = [f"in {meta.get('cwd', '.')}"]
+        if meta.get("exit") is not None:
+            parts.append(f"exit {meta['exit']}")
+        if meta.get("pipestatus"):
+            parts.append("pipestatus " + " ".join(str(x) for x in meta["pipestatus"]))
+        if meta.get("duration_ms") is not None:
+            parts.append(f"{int(meta['duration_ms']) / 1000:.1f}s")
+        if meta.get("shell"):
+            parts.append(str(meta["shell"]))
+        command = node.ref
+        text = ", ".join(parts)
+        return _clip(f"$ {command}\n{text}" if "\n" in command or len(command) > 100 else text)
+    if node.kind == "doc_section":
+        # The heading is already the title; show what the section says.
+        body = "\n".join(ln for ln in node.body.splitlines() if not ln.lstrip().startswith("#"))
+        return _clip(_first_lines(body, 4))
+    return _clip(_first_lines(node.body, 4))

@@ -1,0 +1,40 @@
+"""Which collectors exist, in the order a sync runs them. Imported lazily: a source is loaded when used."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from nexusmem.sources.base import Source
+
+# name -> "module:Class"
+SOURCES: dict[str, str] = {
+    "git": "nexusmem.sources.git:GitSource",
+    "diff": "nexusmem.sources.git:DiffSource",
+    "docs": "nexusmem.sources.docs:DocsSource",
+    "shell": "nexusmem.sources.shell:ShellSource",
+}
+
+
+def get(name: str) -> Source:
+    try:
+        target = SOURCES[name]
+    except KeyError:
+        raise KeyError(f"unknown source {name!r} (known: {', '.join(SOURCES)})") from None
+    module, _, attr = target.partition(":")
+    cls: Any = getattr(importlib.import_module(module), attr)
+    source: Source = cls()
+    return source
+
+
+def available() -> list[str]:
+    """Names of sources whose module is importable (all of them in a complete install)."""
+    names = []
+    for name, target in SOURCES.items():
+        module = target.partition(":")[0]
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+        names.append(name)
+    return names

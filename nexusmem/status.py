@@ -1,0 +1,85 @@
+"""What a project's memory holds: counts by kind, dates, each source's cursor and last sync."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from nexusmem import paths
+from nexusmem.project import Project
+from nexusmem.store import connection
+
+
+def iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def status(project: Project) -> dict[str, Any]:
+    with project.open_store() as store:
+        first, last = store.date_range()
+        db = project.db_path
+        size = sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())
+        return {
+            "root": str(project.root),
+            "project": project.id,
+            "database": str(db),
+            "databaseBytes": size,
+            "schemaVersion": store.schema_version(),
+            "driver": f"{connection.DRIVER} (SQLite {connection.sqlite_version()})",
+            "vectorBackend": None,
+            "nodes": store.node_count(),
+            "byKind": store.counts_by_kind(),
+            "links": store.link_count(),
+            "first": iso(first),
+            "last": iso(last),
+            "sources": [{**s, "last_sync": iso(s["last_sync"])} for s in store.sources()],
+            "shellLog": str(paths.shell_log_path()),
+        }
+
+
+def render(info: dict[str, Any]) -> str:
+    def day(value: str | None) -> str:
+        return value[:10] if value else "-"
+
+    lines = [f"{info['nodes']} node(s)  {day(info['first'])} .. {day(info['last'])}"]
+    for kind, count in sorted(info["byKind"].items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"{count:>10}  {kind}")
+    if info["links"]:
+        lines.append(f"{info['links']:>10}  failure→fix link(s)")
+    lines.append("")
+    lines.append(f"root      {info['root']}")
+    lines.append(f"project   {info['project']}")
+    lines.append(
+        f"database  {info['database']} ({info['databaseBytes'] / 1e6:.1f} MB, schema v{info['schemaVersion']})"
+    )
+    lines.append(f"driver    {info['driver']}; vectors: {info['vectorBackend'] or 'none'}")
+    if info["sources"]:
+        lines.append("sources:")
+        for s in info["sources"]:
+            cursor = (s["cursor"] or "-")[:16]
+            lines.append(
+                f"  {s['name']:<8} last sync {s['last_sync'] or 'never'}  cursor {cursor}"
+                f"  (+{s['added']} ~{s['updated']} -{s['removed']}, {s['skipped']} skipped)"
+            )
+    else:
+        lines.append("sources:  never synced (run `nexusmem sync`)")
+    return "\n".join(lines)
+
+
+def share(info: dict[str, Any]) -> str:
+    """A plain-text summary without local paths, worth pasting into an issue or a chat."""
+
+    def day(value: str | None) -> str:
+        return value[:10] if value else "-"
+
+    lines = [
+        f"NexusMem memory for {info['project'].rsplit('/', 1)[-1]}: {info['nodes']} node(s), "
+        f"{day(info['first'])} .. {day(info['last'])}"
+    ]
+    for kind, count in sorted(info["byKind"].items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {count:>8}  {kind}")
+    if info["links"]:
+        lines.append(f"  {info['links']:>8}  failure→fix link(s)")
+    return "\n".join(lines)

@@ -1,0 +1,7 @@
+"""The only package that speaks SQL. Everything above it calls Store methods."""
+
+from __future__ import annotations
+
+from nexusmem.store.db import Store, StoredNode, open_store
+
+__all__ = ["Store", "StoredNode", "open_store"]

@@ -1,0 +1,43 @@
+"""Opening the database: one SQLite library (sqlean's bundled SQLite) for every connection to a file.
+
+The stdlib sqlite3 of many Pythons cannot load extensions (sqlite-vec); mixing two SQLite builds on one
+file breaks newer FTS5/vec0 features, so every connection goes through here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlean
+
+DRIVER = "sqlean.py"
+BUSY_TIMEOUT_MS = 15_000
+
+
+def sqlite_version() -> str:
+    return str(sqlean.sqlite_version)
+
+
+def connect(path: Path | str, *, readonly: bool = False) -> Any:
+    """A connection in autocommit mode (we BEGIN explicitly), WAL, with a generous busy timeout.
+
+    Readers never take a write lock, so an agent's search keeps answering while a sync writes.
+    """
+    if readonly:
+        uri = f"file:{Path(path).as_posix()}?mode=ro"
+        conn = sqlean.connect(
+            uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
+    else:
+        conn = sqlean.connect(
+            str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -32000")
+    return conn

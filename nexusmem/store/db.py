@@ -1,0 +1,437 @@
+"""Store: every read and write of memory.db. Callers see Python values, never SQL."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nexusmem.errors import StoreError
+from nexusmem.nodes import Node
+from nexusmem.store import connection, migrations
+
+BATCH = 500
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class StoredNode:
+    """A node as read back from the store, with its bookkeeping."""
+
+    id: str
+    kind: str
+    source: str
+    natural_key: str
+    ref: str
+    title: str
+    body: str
+    ts: int
+    created_at: int
+    signal: float
+    provenance: str
+    trust: str
+    superseded_by: str | None
+    group: str | None
+    meta: dict[str, Any]
+    project_id: str
+
+    @property
+    def meta_json(self) -> str:
+        return json.dumps(self.meta, sort_keys=True)
+
+
+_NODE_COLUMNS = (
+    "id, kind, source, natural_key, ref, title, body, ts, created_at, signal, provenance, trust, "
+    "superseded_by, grp, meta, project_id"
+)
+
+
+def _row_to_node(row: Sequence[Any]) -> StoredNode:
+    return StoredNode(
+        id=row[0],
+        kind=row[1],
+        source=row[2],
+        natural_key=row[3],
+        ref=row[4],
+        title=row[5],
+        body=row[6],
+        ts=row[7],
+        created_at=row[8],
+        signal=row[9],
+        provenance=row[10],
+        trust=row[11],
+        superseded_by=row[12],
+        group=row[13],
+        meta=json.loads(row[14]) if row[14] else {},
+        project_id=row[15],
+    )
+
+
+@dataclass
+class UpsertCounts:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class Store:
+    """A migrated connection to one project's memory.db."""
+
+    def __init__(self, conn: Any, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (a killed sync leaves the store whole)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        return migrations.current_version(self.conn)
+
+    # --- writing nodes -------------------------------------------------------------------------------
+    def upsert(self, nodes: Iterable[Node], on_batch: Callable[[int], None] | None = None) -> UpsertCounts:
+        """Insert new nodes, update changed ones (by content hash), leave trust/created_at alone.
+
+        Call inside transaction(). Nodes are consumed lazily in batches, so a generator of 100k nodes
+        never sits in memory at once.
+        """
+        counts = UpsertCounts()
+        batch: list[Node] = []
+        for node in nodes:
+            batch.append(node)
+            if len(batch) >= BATCH:
+                self._upsert_batch(batch, counts)
+                if on_batch:
+                    on_batch(len(batch))
+                batch = []
+        if batch:
+            self._upsert_batch(batch, counts)
+            if on_batch:
+                on_batch(len(batch))
+        return counts
+
+    def _upsert_batch(self, batch: list[Node], counts: UpsertCounts) -> None:
+        unique: dict[str, Node] = {}
+        for node in batch:
+            unique[node.id] = node  # the last version of a node within one scan wins
+        ids = list(unique)
+        marks = ",".join("?" * len(ids))
+        existing = dict(
+            self.conn.execute(f"SELECT id, content_hash FROM nodes WHERE id IN ({marks})", ids).fetchall()
+        )
+        stamp = now_ms()
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[tuple[Any, ...]] = []
+        changed: list[Node] = []
+        fresh: list[Node] = []
+        for node in unique.values():
+            digest = node.content_hash()
+            meta = json.dumps(node.meta, sort_keys=True, ensure_ascii=False)
+            if node.id not in existing:
+                inserts.append(
+                    (
+                        node.id,
+                        node.project,
+                        node.kind,
+                        node.source,
+                        node.natural_key,
+                        node.ref,
+                        node.title,
+                        node.body,
+                        node.ts,
+                        stamp,
+                        stamp,
+                        node.signal,
+                        node.provenance,
+                        node.group,
+                        digest,
+                        meta,
+                    )
+                )
+                fresh.append(node)
+            elif existing[node.id] != digest:
+                updates.append(
+                    (
+                        node.ref,
+                        node.title,
+                        node.body,
+                        node.ts,
+                        stamp,
+                        node.signal,
+                        node.group,
+                        digest,
+                        meta,
+                        node.source,
+                        node.natural_key,
+                        node.id,
+                    )
+                )
+                changed.append(node)
+            else:
+                counts.unchanged += 1
+        if inserts:
+            self.conn.executemany(
+                "INSERT INTO nodes(id, project_id, kind, source, natural_key, ref, title, body, ts, created_at,"
+                " updated_at, signal, provenance, grp, content_hash, meta)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                inserts,
+            )
+            counts.added += len(inserts)
+        if updates:
+            self.conn.executemany(
+                "UPDATE nodes SET ref=?, title=?, body=?, ts=?, updated_at=?, signal=?, grp=?, content_hash=?,"
+                " meta=?, source=?, natural_key=? WHERE id=?",
+                updates,
+            )
+            counts.updated += len(updates)
+        if changed:
+            self.conn.executemany(
+                "DELETE FROM node_files WHERE node_seq = (SELECT seq FROM nodes WHERE id = ?)",
+                [(n.id,) for n in changed],
+            )
+        file_rows = [(path, n.id) for n in (*fresh, *changed) for path in dict.fromkeys(n.files)]
+        if file_rows:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO node_files(path, node_seq) SELECT ?, seq FROM nodes WHERE id = ?",
+                file_rows,
+            )
+
+    def prune_source(self, source: str, keep: Callable[[str], bool]) -> int:
+        """Delete every node of SOURCE whose natural key KEEP rejects; return how many went."""
+        doomed = [
+            seq
+            for seq, key in self.conn.execute(
+                "SELECT seq, natural_key FROM nodes WHERE source = ?", (source,)
+            )
+            if not keep(key)
+        ]
+        return self._delete_seqs(doomed)
+
+    def delete_source(self, source: str) -> int:
+        rows = self.conn.execute("SELECT seq FROM nodes WHERE source = ?", (source,)).fetchall()
+        return self._delete_seqs([r[0] for r in rows])
+
+    def delete_all_nodes(self) -> int:
+        rows = self.conn.execute("SELECT seq FROM nodes").fetchall()
+        removed = self._delete_seqs([r[0] for r in rows])
+        self.conn.execute("DELETE FROM links")
+        return removed
+
+    def _delete_seqs(self, seqs: list[int]) -> int:
+        for start in range(0, len(seqs), BATCH):
+            chunk = seqs[start : start + BATCH]
+            marks = ",".join("?" * len(chunk))
+            ids = [r[0] for r in self.conn.execute(f"SELECT id FROM nodes WHERE seq IN ({marks})", chunk)]
+            idmarks = ",".join("?" * len(ids))
+            self.conn.execute(
+                f"DELETE FROM links WHERE from_id IN ({idmarks}) OR to_id IN ({idmarks})", ids + ids
+            )
+            self.conn.execute(f"DELETE FROM nodes WHERE seq IN ({marks})", chunk)
+        return len(seqs)
+
+    # --- source cursors --------------------------------------------------------------------------------
+    def cursor(self, source: str) -> str | None:
+        row = self.conn.execute("SELECT cursor FROM sources WHERE name = ?", (source,)).fetchone()
+        return row[0] if row else None
+
+    def record_sync(
+        self, source: str, cursor: str | None, added: int, updated: int, removed: int, skipped: int
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO sources(name, cursor, last_sync, added, updated, removed, skipped)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(name) DO UPDATE SET cursor = COALESCE(excluded.cursor, sources.cursor),"
+            " last_sync = excluded.last_sync, added = excluded.added, updated = excluded.updated,"
+            " removed = excluded.removed, skipped = excluded.skipped",
+            (source, cursor, now_ms(), added, updated, removed, skipped),
+        )
+
+    def reset_cursors(self) -> None:
+        self.conn.execute("UPDATE sources SET cursor = NULL")
+
+    def sources(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT name, cursor, last_sync, added, updated, removed, skipped FROM sources ORDER BY name"
+        ).fetchall()
+        keys = ("name", "cursor", "last_sync", "added", "updated", "removed", "skipped")
+        return [dict(zip(keys, row)) for row in rows]
+
+    # --- meta ------------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # --- reading ---------------------------------------------------------------------------------------
+    def get(self, node_id: str) -> StoredNode | None:
+        row = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        return _row_to_node(row) if row else None
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, StoredNode]:
+        out: dict[str, StoredNode] = {}
+        for start in range(0, len(ids), BATCH):
+            chunk = list(ids[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id IN ({marks})", chunk):
+                node = _row_to_node(row)
+                out[node.id] = node
+        return out
+
+    def find_by_prefix(self, prefix: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM nodes WHERE id >= ? AND id < ? ORDER BY id LIMIT 5", (prefix, prefix + "g")
+            )
+        ]
+
+    def search_fts(self, match: str, limit: int, as_of: int | None = None) -> list[str]:
+        """Node ids matching the FTS5 expression MATCH, best BM25 first (title weighted ×10)."""
+        if as_of is None:
+            sql = (
+                "SELECT n.id FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
+                " WHERE nodes_fts MATCH ? ORDER BY bm25(nodes_fts, 10.0, 1.0), n.id LIMIT ?"
+            )
+            params: tuple[Any, ...] = (match, limit)
+        else:
+            sql = (
+                "SELECT n.id FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
+                " WHERE nodes_fts MATCH ? AND n.created_at <= ? ORDER BY bm25(nodes_fts, 10.0, 1.0), n.id"
+                " LIMIT ?"
+            )
+            params = (match, as_of, limit)
+        try:
+            return [r[0] for r in self.conn.execute(sql, params)]
+        except Exception as exc:  # a malformed MATCH expression is our bug, but must not crash a query
+            raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+
+    def count_matches(self, match: str, as_of: int | None = None) -> int:
+        if as_of is None:
+            row = self.conn.execute(
+                "SELECT COUNT(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)
+            ).fetchone()
+        else:
+            row = self.conn.execute(
+                "SELECT COUNT(*) FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
+                " WHERE nodes_fts MATCH ? AND n.created_at <= ?",
+                (match, as_of),
+            ).fetchone()
+        return int(row[0])
+
+    def links_from(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(failure id, fix id, relation) for every link leaving one of IDS."""
+        out: list[tuple[str, str, str]] = []
+        for start in range(0, len(ids), BATCH):
+            chunk = list(ids[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            out.extend(
+                self.conn.execute(
+                    f"SELECT from_id, to_id, relation FROM links WHERE from_id IN ({marks})"
+                    " ORDER BY from_id, relation, to_id",
+                    chunk,
+                ).fetchall()
+            )
+        return out
+
+    def add_links(self, links: Iterable[tuple[str, str, str]]) -> int:
+        stamp = now_ms()
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO links(from_id, to_id, relation, created_at) VALUES (?, ?, ?, ?)",
+            [(a, b, rel, stamp) for a, b, rel in links],
+        )
+        return int(self.conn.total_changes - before)
+
+    def reference_time(self, as_of: int | None = None) -> int | None:
+        """The newest event time in the store (or recorded by AS_OF): 'now' for recency, so that a query's
+        output depends only on the store and the query (same bytes every time)."""
+        if as_of is None:
+            row = self.conn.execute("SELECT MAX(ts) FROM nodes").fetchone()
+        else:
+            row = self.conn.execute("SELECT MAX(ts) FROM nodes WHERE created_at <= ?", (as_of,)).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def counts_by_kind(self) -> dict[str, int]:
+        return dict(
+            self.conn.execute("SELECT kind, COUNT(*) FROM nodes GROUP BY kind ORDER BY kind").fetchall()
+        )
+
+    def date_range(self) -> tuple[int | None, int | None]:
+        row = self.conn.execute("SELECT MIN(ts), MAX(ts) FROM nodes").fetchone()
+        return (row[0], row[1])
+
+    def node_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0])
+
+    def link_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM links").fetchone()[0])
+
+    def iter_nodes(self, kind: str | None = None) -> Iterator[StoredNode]:
+        if kind is None:
+            cur = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes ORDER BY seq")
+        else:
+            cur = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE kind = ? ORDER BY seq", (kind,))
+        for row in cur:
+            yield _row_to_node(row)
+
+    def files_of(self, node_id: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT f.path FROM node_files f JOIN nodes n ON n.seq = f.node_seq WHERE n.id = ? ORDER BY f.path",
+                (node_id,),
+            )
+        ]
+
+    def checkpoint(self) -> None:
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> Store:
+    """Open (and migrate) a project's memory.db. Without CREATE a missing file is an error, not a new DB."""
+    if not create and not path.exists():
+        from nexusmem.errors import NotInitialisedError
+
+        raise NotInitialisedError(f"no memory database at {path}: run `nexusmem init` (or `nexusmem sync`)")
+    try:
+        conn = connection.connect(path, readonly=readonly)
+        if not readonly:
+            migrations.migrate(conn)
+        elif migrations.current_version(conn) < migrations.LATEST:
+            conn.close()
+            conn = connection.connect(path)
+            migrations.migrate(conn)
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise StoreError(f"{path}: cannot open the memory database: {exc}") from exc
+    return Store(conn, path)

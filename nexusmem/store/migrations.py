@@ -1,0 +1,154 @@
+"""Numbered, append-only schema migrations. Each runs in a transaction together with its record.
+
+Never edit a released migration: add the next number. tests/test_migrations.py builds a database at every
+earlier version and migrates it forward.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+Migration = tuple[int, str, Callable[[Any], None]]
+
+
+def execute_script(conn: Any, script: str) -> None:
+    """Run several statements inside the caller's transaction (executescript() would COMMIT it)."""
+    import sqlean
+
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlean.complete_statement(buf):
+            if buf.strip():
+                conn.execute(buf)
+            buf = ""
+    if buf.strip():
+        conn.execute(buf)
+
+
+def _m1_initial(conn: Any) -> None:
+    execute_script(
+        conn,
+        """
+        CREATE TABLE nodes(
+          seq INTEGER PRIMARY KEY,          -- stable rowid for the FTS external content (survives VACUUM)
+          id TEXT NOT NULL UNIQUE,          -- sha256(project, kind, natural key)[:24]
+          project_id TEXT NOT NULL,
+          kind TEXT NOT NULL,
+          source TEXT NOT NULL,
+          natural_key TEXT NOT NULL,
+          ref TEXT NOT NULL,
+          title TEXT NOT NULL,
+          body TEXT NOT NULL,
+          ts INTEGER NOT NULL,              -- when the event happened (epoch ms)
+          created_at INTEGER NOT NULL,      -- when this store first recorded it (epoch ms); --as-of reads this
+          updated_at INTEGER NOT NULL,
+          signal REAL NOT NULL,
+          provenance TEXT NOT NULL,
+          trust TEXT NOT NULL DEFAULT 'candidate' CHECK (trust IN ('candidate', 'verified', 'rejected')),
+          superseded_by TEXT,               -- id of the node that replaces this one (mark-stale)
+          grp TEXT,                         -- sibling group: chunks of one file, diffs of one commit
+          content_hash TEXT NOT NULL,
+          meta TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX nodes_source_key ON nodes(source, natural_key);
+        CREATE INDEX nodes_kind_ts ON nodes(kind, ts);
+        CREATE INDEX nodes_created ON nodes(created_at);
+
+        CREATE TABLE node_files(
+          path TEXT NOT NULL,
+          node_seq INTEGER NOT NULL REFERENCES nodes(seq) ON DELETE CASCADE,
+          PRIMARY KEY (path, node_seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX node_files_seq ON node_files(node_seq);
+
+        -- failure -> fix and other relations between nodes; relation says which heuristic found it
+        CREATE TABLE links(
+          from_id TEXT NOT NULL,
+          to_id TEXT NOT NULL,
+          relation TEXT NOT NULL,
+          created_at INTEGER NOT NULL,
+          PRIMARY KEY (from_id, to_id, relation)
+        ) WITHOUT ROWID;
+        CREATE INDEX links_to ON links(to_id);
+
+        CREATE TABLE sources(
+          name TEXT PRIMARY KEY,
+          cursor TEXT,
+          last_sync INTEGER,
+          added INTEGER NOT NULL DEFAULT 0,
+          updated INTEGER NOT NULL DEFAULT 0,
+          removed INTEGER NOT NULL DEFAULT 0,
+          skipped INTEGER NOT NULL DEFAULT 0
+        );
+
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE VIRTUAL TABLE nodes_fts USING fts5(
+          title, body, content='nodes', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER nodes_fts_ai AFTER INSERT ON nodes BEGIN
+          INSERT INTO nodes_fts(rowid, title, body) VALUES (new.seq, new.title, new.body);
+        END;
+        CREATE TRIGGER nodes_fts_ad AFTER DELETE ON nodes BEGIN
+          INSERT INTO nodes_fts(nodes_fts, rowid, title, body) VALUES ('delete', old.seq, old.title, old.body);
+        END;
+        CREATE TRIGGER nodes_fts_au AFTER UPDATE OF title, body ON nodes BEGIN
+          INSERT INTO nodes_fts(nodes_fts, rowid, title, body) VALUES ('delete', old.seq, old.title, old.body);
+          INSERT INTO nodes_fts(rowid, title, body) VALUES (new.seq, new.title, new.body);
+        END;
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [
+    (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
+]
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(conn: Any) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: Any, target: int | None = None) -> list[int]:
+    """Apply every migration above the database's version (up to TARGET); return the numbers applied."""
+    goal = LATEST if target is None else target
+    version = current_version(conn)
+    if version > LATEST:
+        from nexusmem.errors import StoreError
+
+        raise StoreError(
+            f"database schema version {version} is newer than this NexusMem ({LATEST}); upgrade it"
+        )
+    applied: list[int] = []
+    if version >= goal:
+        return applied
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = current_version(conn)  # another process may have migrated while we waited for the lock
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, name TEXT, applied_at INTEGER)"
+        )
+        for number, name, apply in MIGRATIONS:
+            if version < number <= goal:
+                apply(conn)
+                conn.execute(
+                    "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                    (number, name, int(time.time() * 1000)),
+                )
+                applied.append(number)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return applied

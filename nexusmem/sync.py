@@ -1,0 +1,152 @@
+"""Sync: run each enabled source and store what it finds. Sources → nodes → store, one transaction per source."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexusmem import paths
+from nexusmem import project as project_mod
+from nexusmem import registry
+from nexusmem.project import Project
+from nexusmem.sources import registry as sources
+from nexusmem.sources.base import ProgressFn, ScanContext, _no_progress
+
+
+@dataclass
+class SourceSummary:
+    name: str
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    noop: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SyncSummary:
+    root: str
+    sources: list[SourceSummary] = field(default_factory=list)
+    seconds: float = 0.0
+    initialised: bool = False
+    rebuilt: bool = False
+    total_nodes: int = 0
+
+    @property
+    def added(self) -> int:
+        return sum(s.added for s in self.sources)
+
+    @property
+    def updated(self) -> int:
+        return sum(s.updated for s in self.sources)
+
+    @property
+    def removed(self) -> int:
+        return sum(s.removed for s in self.sources)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "initialised": self.initialised,
+            "rebuilt": self.rebuilt,
+            "seconds": round(self.seconds, 3),
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "totalNodes": self.total_nodes,
+            "sources": [
+                {
+                    "name": s.name,
+                    "added": s.added,
+                    "updated": s.updated,
+                    "removed": s.removed,
+                    "skipped": s.skipped,
+                    "seconds": round(s.seconds, 3),
+                    "noop": s.noop,
+                    "notes": s.notes,
+                }
+                for s in self.sources
+            ],
+        }
+
+
+def scan_context(
+    project: Project, cursor: str | None = None, *, full: bool = False, progress: ProgressFn = _no_progress
+) -> ScanContext:
+    return ScanContext(
+        root=project.root,
+        project_id=project.id,
+        config=project.config,
+        cursor=cursor,
+        full=full,
+        progress=progress,
+    )
+
+
+def enabled_sources(project: Project, only: list[str] | None = None) -> list[str]:
+    names = only or list(sources.SOURCES)
+    return [n for n in names if sources.get(n).enabled(project.config)]
+
+
+def sync(
+    start: Any = None,
+    *,
+    rebuild: bool = False,
+    only: list[str] | None = None,
+    progress: ProgressFn = _no_progress,
+    log: Callable[[str], None] | None = None,
+) -> SyncSummary:
+    """Bring the project's memory up to date; initialise it first when needed.
+
+    Each source runs in its own transaction: its nodes, its pruning and its cursor land together or not at
+    all, so an interrupted sync leaves the store as it was before that source began.
+    """
+    started = time.perf_counter()
+    initialised = False
+    root = paths.repo_root(start)
+    if not project_mod.is_initialised(root):
+        project_mod.init(root)
+        initialised = True
+    project = project_mod.load(root)
+    summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
+    with project.open_store() as store:
+        if rebuild:
+            with store.transaction():
+                store.delete_all_nodes()
+                store.reset_cursors()
+        for name in enabled_sources(project, only):
+            source = sources.get(name)
+            part = SourceSummary(name=name)
+            t0 = time.perf_counter()
+            with store.transaction():
+                previous = store.cursor(name)
+                ctx = scan_context(project, previous, full=rebuild or previous is None, progress=progress)
+                result = source.scan(ctx)
+                done = 0
+
+                def batch_done(n: int, label: str = name) -> None:
+                    nonlocal done
+                    done += n
+                    progress(label, done, None)
+
+                counts = store.upsert(result.nodes, on_batch=batch_done)
+                part.added, part.updated = counts.added, counts.updated
+                if result.keep is not None:
+                    part.removed = store.prune_source(name, result.keep)
+                part.skipped = result.skipped
+                part.notes = list(result.notes)
+                part.noop = not (counts.added or counts.updated or part.removed)
+                store.record_sync(name, result.cursor, part.added, part.updated, part.removed, part.skipped)
+            part.seconds = time.perf_counter() - t0
+            summary.sources.append(part)
+            if log and part.notes:
+                for note in part.notes:
+                    log(f"{name}: {note}")
+        summary.total_nodes = store.node_count()
+    registry.register(project.root, project.id, synced=True)
+    summary.seconds = time.perf_counter() - started
+    return summary
