@@ -1,0 +1,385 @@
+"""The git collectors on real repositories: commits, per-file patches, cursors and rewritten history."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import commit, git
+
+import nexusmem
+from nexusmem.config import defaults
+from nexusmem.nodes import Node
+from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.git import DiffSource, GitSource, truncate, unquote_path
+
+
+def config(**diff: Any) -> dict[str, Any]:
+    cfg = defaults()
+    cfg["sources"]["diff"].update(diff)
+    return cfg
+
+
+def scan(
+    source: GitSource | DiffSource,
+    root: Path,
+    cursor: str | None = None,
+    *,
+    cfg: dict[str, Any] | None = None,
+    full: bool = False,
+) -> tuple[list[Node], ScanResult]:
+    ctx = ScanContext(root=root, project_id="proj", config=cfg or defaults(), cursor=cursor, full=full)
+    result = source.scan(ctx)
+    nodes = list(result.nodes)
+    return nodes, result
+
+
+def by_key(nodes: list[Node]) -> dict[str, Node]:
+    return {n.natural_key: n for n in nodes}
+
+
+# ---------------------------------------------------------------------------------------------- commits
+
+
+def test_commit_nodes_types_signals_and_files(repo: Path) -> None:
+    a = commit(repo, "feat(cli): add query", {"a.py": "x = 1\n"}, when=1_700_000_000)
+    b = commit(repo, "chore: tidy", {"a.py": "x = 2\n", "b.md": "# hi\n"}, when=1_700_000_100)
+    long_body = "fix: handle empty input\n\n" + "The parser crashed on empty input because it assumed... " * 4
+    c = commit(repo, long_body, {"a.py": "x = 3\n"})
+    d = commit(repo, "refactor!: drop old API", {})
+
+    nodes, result = scan(GitSource(), repo)
+    got = by_key(nodes)
+    assert set(got) == {a, b, c, d}
+    na = got[a]
+    assert na.kind == "git_commit" and na.source == "git"
+    assert na.ref == a and na.group == a and na.title == "feat(cli): add query"
+    assert na.ts == 1_700_000_000_000
+    assert na.signal == pytest.approx(0.8)
+    assert na.files == ("a.py",)
+    assert na.meta["type"] == "feat" and na.meta["merge"] is False and na.meta["parents"] == []
+    assert na.meta["author"] == "Test User" and "email" not in na.meta
+    assert "Files: a.py (+1 -0)" in na.body
+    nb = got[b]
+    assert nb.signal == pytest.approx(0.25)
+    assert set(nb.files) == {"a.py", "b.md"} and nb.meta["parents"] == [a]
+    assert nb.meta["insertions"] == 2 and nb.meta["deletions"] == 1
+    assert got[c].signal == pytest.approx(0.9)  # fix .8 + long body .1
+    assert "assumed" in got[c].body
+    assert got[d].signal == pytest.approx(0.8)  # other .68 refactor + .12 breaking
+    assert got[d].files == ()
+    assert result.cursor and result.cursor.endswith(d)
+    assert result.keep is not None and result.keep(a) and not result.keep("0" * 40)
+
+
+def test_rename_resolves_to_new_path_and_odd_names(repo: Path) -> None:
+    commit(repo, "init", {"old.txt": "one\ntwo\nthree\nfour\n", "tab\there.txt": "t\n"})
+    git(repo, "mv", "old.txt", "new name.txt")
+    sha = commit(repo, "move", {"new name.txt": "one\ntwo\nthree\nfour\nfive\n"})
+    nodes, _ = scan(GitSource(), repo)
+    assert by_key(nodes)[sha].files == ("new name.txt",)
+    diffs, _ = scan(DiffSource(), repo)
+    node = by_key(diffs)[f"{sha}:new name.txt"]
+    assert node.meta["old_path"] == "old.txt" and node.meta["insertions"] == 1
+    assert any(n.meta["path"] == "tab\there.txt" for n in diffs)
+
+
+def test_unquote_and_truncate_helpers() -> None:
+    assert unquote_path(b'"a\\tb\\303\\251\\"c"') == b'a\tb\xc3\xa9"c'
+    assert unquote_path(b"plain") == b"plain"
+    text, cut = truncate("line\n" * 100, 50)
+    assert cut and text.endswith("more characters]") and len(text) < 100
+    assert truncate("short", 50) == ("short", False)
+
+
+# ------------------------------------------------------------------------------------------------ diffs
+
+
+def test_diff_nodes_one_per_file_skipping_binary_lockfile_and_merge(repo: Path) -> None:
+    base = commit(repo, "init", {"src/app.py": "print(1)\n"})
+    sha = commit(
+        repo,
+        "fix(app): print two",
+        {
+            "src/app.py": "print(2)\n",
+            "README.md": "# readme\n",
+            "logo.png": b"\x89PNG\x00\x01\x02",
+            "package-lock.json": "{}\n",
+            "web/dist/bundle.js": "var a;\n",
+            "deps/Cargo.lock": "x\n",
+        },
+    )
+    git(repo, "checkout", "-q", "-b", "topic", base)
+    topic = commit(repo, "feat: topic", {"topic.py": "t = 1\n"})
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge branch 'topic'", "topic")
+    merge = git(repo, "rev-parse", "HEAD").strip()
+
+    nodes, result = scan(DiffSource(), repo)
+    keys = set(by_key(nodes))
+    assert keys == {f"{base}:src/app.py", f"{sha}:src/app.py", f"{sha}:README.md", f"{topic}:topic.py"}
+    assert not any(n.meta["sha"] == merge for n in nodes)
+    node = by_key(nodes)[f"{sha}:src/app.py"]
+    assert node.kind == "code_diff" and node.ref == node.natural_key and node.group == sha
+    assert node.title == f"src/app.py @ {sha[:7]} — fix(app): print two"
+    assert node.body.startswith("@@ ") and "-print(1)" in node.body and "+print(2)" in node.body
+    assert node.files == ("src/app.py",)
+    assert node.meta["insertions"] == 1 and node.meta["deletions"] == 1 and node.meta["old_path"] is None
+    assert node.signal == pytest.approx(0.8 * 0.9)
+    # binary + 3 skip-glob files (lockfile, dist/ under a subdir, *.lock under a subdir) + the merge
+    assert result.skipped == 5
+
+    commits, _ = scan(GitSource(), repo)
+    merge_node = by_key(commits)[merge]
+    assert merge_node.meta["merge"] is True and merge_node.signal <= 0.3
+    assert len(merge_node.meta["parents"]) == 2
+    assert by_key(commits)[sha].files.count("logo.png") == 1  # binaries are still listed on the commit
+
+
+def test_diff_truncation_and_max_files(repo: Path) -> None:
+    big = "".join(f"line {i} of a long file\n" for i in range(2000))
+    files: dict[str, str | bytes] = {"big.txt": big}
+    files.update({f"f{i}.txt": f"{i}\n" for i in range(5)})
+    sha = commit(repo, "feat: big", files)
+    cfg = config(maxFilesPerCommit=3)
+    cfg["limits"]["maxBodyChars"] = 1000
+    nodes, result = scan(DiffSource(), repo, cfg=cfg)
+    assert len(nodes) == 3 and result.skipped == 3
+    node = by_key(nodes)[f"{sha}:big.txt"]
+    assert node.meta["truncated"] is True and node.meta["insertions"] == 2000
+    assert len(node.body) < 1100
+    assert node.body.splitlines()[-1].startswith("[… truncated: ")
+    more = int(node.body.splitlines()[-1].split()[2])
+    assert more > len(big) - 1100
+
+
+def test_diff_first_sync_window_then_incremental_then_noop(repo: Path) -> None:
+    shas = [commit(repo, f"feat: step {i}", {"f.txt": f"{i}\n"}) for i in range(6)]
+    cfg = config(initialCommits=3)
+    nodes, first = scan(DiffSource(), repo, cfg=cfg)
+    assert {n.meta["sha"] for n in nodes} == set(shas[-3:])
+
+    new = [commit(repo, f"fix: more {i}", {"g.txt": f"{i}\n"}) for i in range(2)]
+    nodes, second = scan(DiffSource(), repo, first.cursor, cfg=cfg)
+    assert {n.meta["sha"] for n in nodes} == set(new)
+    assert second.cursor != first.cursor
+
+    nodes, third = scan(DiffSource(), repo, second.cursor, cfg=cfg)
+    assert nodes == [] and third.keep is None and third.cursor == second.cursor
+
+    # full=True ignores the cursor
+    nodes, _ = scan(DiffSource(), repo, second.cursor, cfg=cfg, full=True)
+    assert len(nodes) == 3
+
+
+def test_commit_incremental_and_noop(repo: Path) -> None:
+    first_shas = [commit(repo, f"feat: {i}", {"a.txt": f"{i}\n"}) for i in range(3)]
+    nodes, first = scan(GitSource(), repo)
+    assert {n.natural_key for n in nodes} == set(first_shas)
+    nodes, again = scan(GitSource(), repo, first.cursor)
+    assert nodes == [] and again.keep is None and again.cursor == first.cursor
+
+    new = commit(repo, "fix: later", {"a.txt": "x\n"})
+    nodes, second = scan(GitSource(), repo, first.cursor)
+    assert [n.natural_key for n in nodes] == [new]
+    assert second.keep is not None and all(second.keep(s) for s in [*first_shas, new])
+
+    # A new branch moves the fingerprint but not HEAD: nothing to walk, still a fresh cursor.
+    git(repo, "branch", "side")
+    nodes, third = scan(GitSource(), repo, second.cursor)
+    assert nodes == [] and third.cursor != second.cursor
+
+
+@pytest.mark.parametrize("rewrite", ["amend", "reset"])
+def test_rewritten_history_full_walk_and_prune(repo: Path, rewrite: str) -> None:
+    a = commit(repo, "feat: a", {"a.txt": "a\n"})
+    b = commit(repo, "feat: b", {"b.txt": "b\n"})
+    _, first = scan(GitSource(), repo)
+    _, dfirst = scan(DiffSource(), repo)
+    if rewrite == "amend":
+        git(repo, "commit", "-q", "--amend", "-m", "feat: b, reworded")
+    else:
+        git(repo, "reset", "-q", "--hard", a)
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    nodes, second = scan(GitSource(), repo, first.cursor)
+    assert {n.natural_key for n in nodes} == {a, head}  # full walk, not a range
+    assert second.keep is not None
+    assert not second.keep(b) and second.keep(a) and second.keep(head)
+
+    dnodes, dsecond = scan(DiffSource(), repo, dfirst.cursor)
+    assert {n.meta["sha"] for n in dnodes} == {a, head}
+    assert dsecond.keep is not None and not dsecond.keep(f"{b}:b.txt") and dsecond.keep(f"{a}:a.txt")
+
+
+# ------------------------------------------------------------------------------------------ repo shapes
+
+
+def test_empty_repo_then_first_commit(repo: Path) -> None:
+    for source in (GitSource(), DiffSource()):
+        nodes, result = scan(source, repo)
+        assert nodes == [] and result.cursor is not None and result.keep is None
+    _, empty = scan(GitSource(), repo)
+    sha = commit(repo, "feat: first", {"a.txt": "a\n"})
+    nodes, _ = scan(GitSource(), repo, empty.cursor)
+    assert [n.natural_key for n in nodes] == [sha]
+
+
+def test_detached_head(repo: Path) -> None:
+    a = commit(repo, "feat: a", {"a.txt": "a\n"})
+    commit(repo, "feat: b", {"a.txt": "b\n"})
+    git(repo, "checkout", "-q", "--detach", a)
+    nodes, result = scan(GitSource(), repo)
+    assert [n.natural_key for n in nodes] == [a]
+    assert result.cursor is not None and result.cursor.endswith(a)
+    c = commit(repo, "fix: on detached", {"a.txt": "c\n"})
+    nodes, _ = scan(GitSource(), repo, result.cursor)
+    assert [n.natural_key for n in nodes] == [c]
+
+
+def test_shallow_clone_and_no_origin(repo: Path, tmp_path: Path) -> None:
+    shas = [commit(repo, f"feat: {i}", {"a.txt": f"{i}\n"}) for i in range(6)]
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "3", f"file://{repo}", str(clone))
+    nodes, result = scan(GitSource(), clone)
+    assert {n.natural_key for n in nodes} == set(shas[-3:])
+    assert result.keep is not None and result.keep(shas[-1])
+    dnodes, _ = scan(DiffSource(), clone)
+    assert {n.meta["sha"] for n in dnodes} == set(shas[-3:])
+    # the original repository has no origin at all and scanned fine above
+    assert subprocess.run(["git", "remote"], cwd=repo, capture_output=True).stdout == b""
+
+
+def test_non_utf8_message_and_file_name(repo: Path, tmp_path: Path) -> None:
+    msg = tmp_path / "msg.txt"
+    msg.write_bytes("fix: caf\u00e9 na\u00efve\n\nd\u00e9tails\n".encode("latin-1"))
+    name = os.fsdecode(b"caf\xe9.txt")  # not valid UTF-8: a surrogate-escaped str on Linux
+    (repo / name).write_bytes(b"x\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "i18n.commitEncoding=latin1", "commit", "-q", "-F", str(msg))
+    # git commit "fixes" invalid UTF-8 by assuming Latin-1; write the object by hand to keep raw bytes.
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    parent = git(repo, "rev-parse", "HEAD").strip()
+    who = b"Test User <test@example.com> 1700000000 +0000"
+    raw = b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\nfix: raw \xe9 bytes\n" % (
+        tree.encode(),
+        parent.encode(),
+        who,
+        who,
+    )
+    proc = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo, input=raw, capture_output=True
+    )
+    git(repo, "update-ref", "HEAD", proc.stdout.decode().strip())
+
+    nodes, _ = scan(GitSource(), repo)
+    titles = {n.title for n in nodes}
+    assert "fix: café naïve" in titles
+    assert "fix: raw \ufffd bytes" in titles
+    for n in nodes:
+        n.body.encode("utf-8")  # valid UTF-8 for SQLite
+    files = {f for n in nodes for f in n.files}
+    assert "caf\ufffd.txt" in files
+    dnodes, _ = scan(DiffSource(), repo)
+    keys = {n.meta["path"] for n in dnodes}
+    assert "caf\ufffd.txt" in keys
+    for n in dnodes:
+        (n.title + n.body + n.natural_key).encode("utf-8")
+
+
+def test_submodule(repo: Path, tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q", "-b", "main")
+    sub_sha = commit(sub, "feat: in the submodule", {"s.txt": "s\n"})
+    commit(repo, "init", {"a.txt": "a\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "sub")
+    sha = commit(repo, "build: add submodule", {})
+    nodes, _ = scan(GitSource(), repo)
+    assert sub_sha not in by_key(nodes)
+    assert set(by_key(nodes)[sha].files) == {".gitmodules", "sub"}
+    dnodes, _ = scan(DiffSource(), repo)
+    assert f"{sha}:sub" in by_key(dnodes)
+    assert "Subproject commit" in by_key(dnodes)[f"{sha}:sub"].body
+
+
+def test_linked_worktree(repo: Path, tmp_path: Path) -> None:
+    a = commit(repo, "feat: a", {"a.txt": "a\n"})
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "wt-branch", str(wt))
+    b = commit(wt, "fix: in worktree", {"w.txt": "w\n"})
+    nodes, result = scan(GitSource(), wt)
+    assert {n.natural_key for n in nodes} == {a, b}
+    assert result.cursor is not None and result.cursor.endswith(b)
+    main_nodes, _ = scan(GitSource(), repo)
+    assert {n.natural_key for n in main_nodes} == {a}
+    dnodes, _ = scan(DiffSource(), wt)
+    assert f"{b}:w.txt" in by_key(dnodes)
+
+
+def test_enabled_follows_config() -> None:
+    cfg = defaults()
+    assert GitSource().enabled(cfg) and DiffSource().enabled(cfg)
+    off = copy.deepcopy(cfg)
+    off["sources"]["diff"]["enabled"] = False
+    assert GitSource().enabled(off) and not DiffSource().enabled(off)
+
+
+_MEASURE = """
+import resource, sys
+try:  # Linux keeps ru_maxrss across exec (the parent's peak): reset the high-water mark and read VmHWM
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+except OSError:
+    pass
+from pathlib import Path
+from nexusmem.config import defaults
+from nexusmem.sources.base import ScanContext
+from nexusmem.sources.git import DiffSource, GitSource
+root = Path(sys.argv[1])
+for source in (DiffSource(), GitSource()):
+    ctx = ScanContext(root=root, project_id="p", config=defaults())
+    for node in source.scan(ctx).nodes:
+        print(source.name, node.natural_key.split(":")[-1], len(node.body), node.meta.get("truncated", False),
+              node.meta["insertions"])
+try:
+    with open("/proc/self/status") as f:
+        hwm = next(int(x.split()[1]) for x in f if x.startswith("VmHWM:"))
+except OSError:
+    hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print("rss_kb", hwm)
+"""
+
+
+@pytest.mark.slow
+def test_50mb_commit_is_truncated_with_bounded_memory(repo: Path) -> None:
+    line = "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789\n"
+    count = 50 * 1024 * 1024 // len(line)
+    with (repo / "huge.txt").open("w", encoding="utf-8") as f:
+        for _ in range(count // 1000):
+            f.write(line * 1000)
+        f.write(line * (count % 1000))
+    commit(repo, "chore: add a huge generated file", {"small.txt": "s\n"})
+
+    # A fresh interpreter, so its peak RSS is the scan's own (pytest's is not).
+    env = dict(os.environ, PYTHONPATH=str(Path(nexusmem.__file__).parent.parent))
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(repo)], capture_output=True, text=True, env=env, check=True
+    )
+    rows = {tuple(r.split()[:2]): r.split()[2:] for r in proc.stdout.splitlines()}
+    limit = defaults()["limits"]["maxBodyChars"]
+    body_len, truncated, insertions = rows[("diff", "huge.txt")]
+    assert limit - len(line) <= int(body_len) <= limit + 100
+    assert truncated == "True" and int(insertions) == count
+    assert int(rows[("diff", "small.txt")][2]) == 1
+    commit_row = next(v for k, v in rows.items() if k[0] == "git")
+    assert int(commit_row[2]) == count + 1  # numstat of both files
+    rss_mb = int(proc.stdout.split()[-1]) / 1024
+    # Holding the patch would cost > 100 MB (50 MB of bytes plus its decoded str); streaming costs ~ the
+    # interpreter.
+    assert rss_mb < 60, f"peak RSS {rss_mb:.0f} MB while streaming a 50 MB patch"
