@@ -7,9 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nexusmem import paths
+from nexusmem import paths, registry
 from nexusmem import project as project_mod
-from nexusmem import registry
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
 from nexusmem.sources.base import ProgressFn, ScanContext, _no_progress
@@ -114,8 +113,12 @@ def sync(
     project = project_mod.load(root)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
     with project.open_store() as store:
+        kept: list[tuple[str, int, str, str | None]] = []
         if rebuild:
+            # Ids are content-addressed, so re-ingested nodes come back with the same id: their first-recorded
+            # time (for --as-of) and any human verdict are put back afterwards.
             with store.transaction():
+                kept = store.bookkeeping()
                 store.delete_all_nodes()
                 store.reset_cursors()
         for name in enabled_sources(project, only):
@@ -146,6 +149,9 @@ def sync(
             if log and part.notes:
                 for note in part.notes:
                     log(f"{name}: {note}")
+        if kept:
+            with store.transaction():
+                store.restore_bookkeeping(kept)
         summary.total_nodes = store.node_count()
     registry.register(project.root, project.id, synced=True)
     summary.seconds = time.perf_counter() - started

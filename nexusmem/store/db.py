@@ -241,6 +241,17 @@ class Store:
         self.conn.execute("DELETE FROM links")
         return removed
 
+    def bookkeeping(self) -> list[tuple[str, int, str, str | None]]:
+        """(id, created_at, trust, superseded_by) of every node: what a rebuild must not forget."""
+        return [tuple(r) for r in self.conn.execute("SELECT id, created_at, trust, superseded_by FROM nodes")]
+
+    def restore_bookkeeping(self, rows: list[tuple[str, int, str, str | None]]) -> None:
+        """Put back first-recorded times and human verdicts on the nodes that came back with the same id."""
+        self.conn.executemany(
+            "UPDATE nodes SET created_at = ?, trust = ?, superseded_by = ? WHERE id = ?",
+            [(created, trust, sup, node_id) for node_id, created, trust, sup in rows],
+        )
+
     def _delete_seqs(self, seqs: list[int]) -> int:
         for start in range(0, len(seqs), BATCH):
             chunk = seqs[start : start + BATCH]

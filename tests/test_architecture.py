@@ -1,0 +1,68 @@
+"""Boundaries of the one-direction flow, and what the light paths import."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "nexusmem"
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def modules_under(sub: str) -> list[Path]:
+    return sorted((PKG / sub).rglob("*.py"))
+
+
+def test_store_imports_nothing_above_it() -> None:
+    allowed = ("nexusmem.store", "nexusmem.errors", "nexusmem.nodes", "nexusmem.identity")
+    for path in modules_under("store"):
+        for name in imports_of(path):
+            if name.startswith("nexusmem"):
+                assert name.startswith(allowed), f"{path.name} imports {name}"
+
+
+def test_sources_never_import_retrieval_cli_or_mcp() -> None:
+    for path in modules_under("sources"):
+        for name in imports_of(path):
+            assert not name.startswith(
+                ("nexusmem.retrieve", "nexusmem.cli", "nexusmem.mcp_server", "nexusmem.store")
+            ), f"{path.name} imports {name}"
+
+
+def test_only_store_speaks_sql() -> None:
+    for path in PKG.rglob("*.py"):
+        if "store" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "import sqlean" not in text and "import sqlite3" not in text, f"{path} opens SQLite itself"
+
+
+def test_version_imports_nothing_heavy() -> None:
+    code = (
+        "import sys; from nexusmem.cli.main import main; main(['--version']);"
+        "heavy = [m for m in ('click', 'sqlean', 'mcp', 'numpy', 'httpx', 'wordllama', 'git', 'filelock')"
+        " if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "[]"
+
+
+def test_query_path_imports_no_embedder_or_mcp(tmp_path: Path) -> None:
+    code = (
+        "import sys; from nexusmem.retrieve import query; from nexusmem import sync;"
+        "print([m for m in ('mcp', 'numpy', 'httpx', 'wordllama', 'git') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

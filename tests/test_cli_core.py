@@ -1,0 +1,293 @@
+"""init, sync, query, status, projects through the CLI on real repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+from conftest import commit, git
+from helpers import query_json, run_cli, run_script
+
+DAY = 86_400
+
+
+def make_history(repo: Path) -> None:
+    base = 1_700_000_000
+    commit(repo, "docs: start the readme", {"README.md": "# Demo\n\nA demo.\n"}, when=base)
+    commit(repo, "feat(cache): add an on-disk cache", {"src/cache.py": "CACHE = {}\n"}, when=base + DAY)
+    commit(
+        repo,
+        "fix(cache): switch the cache database to WAL\n\nReaders were blocked while the writer held the lock;"
+        " WAL lets readers see a snapshot instead of waiting.",
+        {"src/cache.py": "CACHE = {}\nJOURNAL = 'wal'\n"},
+        when=base + 2 * DAY,
+    )
+    commit(repo, "chore: bump deps", {"requirements.txt": "click==8\n"}, when=base + 3 * DAY)
+
+
+def test_init_creates_layout_and_is_idempotent(repo: Path, isolated_home: Path) -> None:
+    first = run_cli("-C", str(repo), "init")
+    assert "initialised" in first.output
+    state = repo / ".nexusmem"
+    assert (state / ".gitignore").read_text(encoding="utf-8") == "*\n"
+    config = json.loads((state / "config.json").read_text(encoding="utf-8"))
+    assert config["limits"]["maxBodyChars"] == 20000 and config["sources"]["diff"]["initialCommits"] == 200
+    import sqlean
+
+    conn = sqlean.connect(str(state / "memory.db"))
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    registry = json.loads((isolated_home / ".nexusmem" / "projects.json").read_text(encoding="utf-8"))
+    assert [p["root"] for p in registry["projects"]] == [str(repo)]
+    before = (state / "config.json").read_bytes()
+    again = run_cli("-C", str(repo), "init")
+    assert "already initialised" in again.output
+    assert (state / "config.json").read_bytes() == before
+    assert git(repo, "status", "--porcelain") == ""  # .nexusmem ignores itself
+
+
+def test_sync_then_query_finds_the_commit_that_explains(repo: Path) -> None:
+    make_history(repo)
+    out = run_cli("-C", str(repo), "sync").output
+    assert "git +4" in out and "node(s) in memory" in out
+    data = query_json(repo, "why did we switch the cache to WAL")
+    assert set(data) == {
+        "query",
+        "budget",
+        "tokens_used",
+        "matched",
+        "bm25_matched",
+        "vector_matched",
+        "items",
+    }
+    top_commits = [it for it in data["items"] if it["kind"] == "git_commit"]
+    assert top_commits[0]["title"] == "fix(cache): switch the cache database to WAL"
+    item = top_commits[0]
+    assert set(item) == {
+        "id",
+        "kind",
+        "ts",
+        "title",
+        "summary",
+        "provenance",
+        "trust",
+        "score",
+        "project",
+        "ref",
+        "linked_from",
+    }
+    assert len(item["ref"]) == 40 and item["provenance"] == "observed" and item["trust"] == "candidate"
+    assert item["ts"].startswith("2023-11-16T")
+    assert data["tokens_used"] <= data["budget"] == 2000
+    diffs = [it for it in data["items"] if it["kind"] == "code_diff"]
+    assert diffs and all(":" in it["ref"] for it in diffs)
+
+
+def test_plain_query_output_and_determinism(repo: Path) -> None:
+    make_history(repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    first = run_cli("-C", str(repo), "query", "cache", "WAL").output
+    assert first.startswith("Relevant history for: cache WAL\n")
+    assert "[observed] fix(cache): switch the cache database to WAL" in first
+    for _ in range(3):
+        assert run_cli("-C", str(repo), "query", "cache", "WAL").output == first
+
+
+def test_query_without_hits_is_one_line_and_exit_0(repo: Path) -> None:
+    make_history(repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    result = run_cli("-C", str(repo), "query", "zebra", "xylophone")
+    assert result.output == "No memory matches: zebra xylophone\n"
+
+
+def test_budget_is_respected(repo: Path) -> None:
+    make_history(repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    small = query_json(repo, "cache", "--budget", "60")
+    big = query_json(repo, "cache")
+    assert small["tokens_used"] <= 60
+    assert len(small["items"]) < len(big["items"])
+
+
+def test_second_sync_is_a_noop_and_creates_no_duplicates(repo: Path) -> None:
+    make_history(repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    status1 = json.loads(run_cli("-C", str(repo), "status", "--json").output)
+    summary = json.loads(run_cli("-C", str(repo), "sync", "--json").output)
+    assert summary["added"] == summary["updated"] == summary["removed"] == 0
+    assert all(s["noop"] for s in summary["sources"])
+    status2 = json.loads(run_cli("-C", str(repo), "status", "--json").output)
+    assert status1["byKind"] == status2["byKind"]
+
+
+def test_c_option_before_and_after_command_and_dash_query(repo: Path, tmp_path: Path) -> None:
+    make_history(repo)
+    run_cli("sync", "-q", "-C", str(repo))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    before = run_cli("-C", str(repo), "status", "--json", cwd=elsewhere).output
+    after = run_cli("status", "--json", "-C", str(repo), cwd=elsewhere).output
+    assert json.loads(before)["byKind"] == json.loads(after)["byKind"]
+    dashed = run_cli("-C", str(repo), "query", "--", "-cache").output
+    assert "Relevant history for: -cache" in dashed
+
+
+def test_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
+    result = run_cli("-C", str(tmp_path), "init", ok=False)
+    assert result.exit_code == 1
+    assert "not inside a git repository" in result.output
+
+
+def test_query_before_init_says_what_to_run(repo: Path) -> None:
+    result = run_cli("-C", str(repo), "query", "x", ok=False)
+    assert result.exit_code == 1 and "nexusmem init" in result.output
+
+
+def test_git_missing_and_git_failing_to_start_are_different_errors(repo: Path, tmp_path: Path) -> None:
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    no_git = run_script("init", cwd=repo, env={"PATH": str(bindir)})
+    assert no_git.returncode == 1 and "git is not installed" in no_git.stderr, no_git.stderr
+    broken = bindir / "git"
+    broken.write_text("not a program\n", encoding="utf-8")
+    broken.chmod(0o644)  # present but not executable: exec fails with EACCES
+    cannot_start = run_script("init", cwd=repo, env={"PATH": str(bindir)})
+    assert cannot_start.returncode == 1
+    assert "git could not be started" in cannot_start.stderr, cannot_start.stderr
+    assert Path(sys.executable).exists()
+
+
+def test_corrupt_config_names_the_file_and_is_not_overwritten(repo: Path) -> None:
+    make_history(repo)
+    run_cli("-C", str(repo), "init")
+    cfg = repo / ".nexusmem" / "config.json"
+    cfg.write_text('{"limits": {"maxBodyChars": "lots"}}', encoding="utf-8")
+    bad_type = run_cli("-C", str(repo), "sync", ok=False)
+    assert (
+        bad_type.exit_code == 1 and "limits.maxBodyChars" in bad_type.output and str(cfg) in bad_type.output
+    )
+    cfg.write_text('{"limits": {"maxBodyChar": 5}}', encoding="utf-8")
+    unknown = run_cli("-C", str(repo), "sync", ok=False)
+    assert "unknown key 'limits.maxBodyChar'" in unknown.output
+    cfg.write_text("{not json", encoding="utf-8")
+    corrupt = run_cli("-C", str(repo), "init", ok=False)
+    assert "not valid JSON" in corrupt.output and str(cfg) in corrupt.output
+    assert cfg.read_text(encoding="utf-8") == "{not json"
+
+
+def test_status_share_and_projects(repo: Path, tmp_path: Path) -> None:
+    make_history(repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    text = run_cli("-C", str(repo), "status").output
+    assert "git_commit" in text and "last sync" in text and "sqlean" in text
+    shared = run_cli("-C", str(repo), "status", "--share").output
+    assert "4  git_commit" in shared and str(repo) not in shared
+    listing = run_cli("projects").output
+    assert str(repo) in listing and "MISSING" not in listing
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    run_cli("-C", str(other), "init")
+    import shutil
+
+    shutil.rmtree(other / ".nexusmem")
+    flagged = run_cli("projects").output
+    assert "MISSING" in flagged and str(other) in flagged
+    pruned = run_cli("projects", "--prune").output
+    assert "pruned" in pruned and str(other) in pruned
+    assert str(other) not in run_cli("projects").output
+
+
+def test_corrupt_registry_reads_as_empty_with_warning(repo: Path, isolated_home: Path) -> None:
+    reg = isolated_home / ".nexusmem" / "projects.json"
+    reg.parent.mkdir(parents=True, exist_ok=True)
+    reg.write_text("][", encoding="utf-8")
+    result = run_cli("projects")
+    assert "no projects registered" in result.output
+    run_cli("-C", str(repo), "init")
+    kept = list(reg.parent.glob("projects.json.corrupt-*"))
+    assert kept and kept[0].read_text(encoding="utf-8") == "]["
+
+
+def test_rebuild_drops_and_reingests_but_keeps_ids(repo: Path) -> None:
+    make_history(repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    ids = {it["id"] for it in query_json(repo, "cache")["items"]}
+    summary = json.loads(run_cli("-C", str(repo), "sync", "--rebuild", "--json").output)
+    assert summary["rebuilt"] and summary["added"] > 0
+    assert {it["id"] for it in query_json(repo, "cache")["items"]} == ids
+
+
+def test_rewritten_history_removes_unreachable_commits(repo: Path) -> None:
+    make_history(repo)
+    commit(repo, "fix: a mistaken zanzibar change", {"z.txt": "zanzibar\n"})
+    run_cli("-C", str(repo), "sync", "-q")
+    assert query_json(repo, "zanzibar")["items"]
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "reflog", "expire", "--expire=now", "--all")
+    summary = json.loads(run_cli("-C", str(repo), "sync", "--json").output)
+    assert summary["removed"] >= 2  # the commit and its diff
+    assert not [it for it in query_json(repo, "zanzibar")["items"] if it["kind"] != "doc_section"]
+
+
+def test_help_of_every_command_has_an_example() -> None:
+    from nexusmem.cli.main import COMMANDS
+
+    assert "Example" in run_cli("--help").output
+    for name in COMMANDS:
+        text = run_cli(name, "--help").output
+        assert "Example" in text, f"`nexusmem {name} --help` has no example"
+
+
+def test_version_is_fast_path(repo: Path) -> None:
+    from nexusmem import __version__
+
+    result = run_script("--version", cwd=repo)
+    assert result.returncode == 0 and result.stdout == f"nexusmem {__version__}\n"
+
+
+def test_console_script_end_to_end(repo: Path) -> None:
+    make_history(repo)
+    synced = run_script("sync", cwd=repo)
+    assert synced.returncode == 0, synced.stderr
+    answer = run_script("query", "--json", "WAL", "snapshot", cwd=repo)
+    assert answer.returncode == 0
+    assert json.loads(answer.stdout)["items"][0]["kind"] in {"git_commit", "code_diff"}
+    usage = run_script("query", cwd=repo)
+    assert usage.returncode == 2  # click usage error
+
+
+def test_verdicts_and_created_at_survive_resync_and_rebuild(repo: Path) -> None:
+    make_history(repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    import sqlean
+
+    db = repo / ".nexusmem" / "memory.db"
+    conn = sqlean.connect(str(db), isolation_level=None)
+    conn.execute("UPDATE nodes SET trust = 'verified' WHERE kind = 'git_commit'")
+    conn.execute("UPDATE nodes SET created_at = 1000 WHERE kind = 'code_diff'")
+    conn.close()
+    commit(repo, "feat: another", {"b.txt": "b\n"})
+    run_cli("-C", str(repo), "sync", "-q")
+    run_cli("-C", str(repo), "sync", "--rebuild", "-q")
+    conn = sqlean.connect(str(db))
+    trust = dict(conn.execute("SELECT title, trust FROM nodes WHERE kind = 'git_commit'").fetchall())
+    old_diffs = conn.execute(
+        "SELECT COUNT(*) FROM nodes WHERE kind = 'code_diff' AND created_at = 1000"
+    ).fetchone()
+    conn.close()
+    assert trust.pop("feat: another") == "candidate"
+    assert set(trust.values()) == {"verified"}
+    assert old_diffs[0] == 4
+
+
+def test_mode_of_state_dir_files_is_not_world_writable(repo: Path) -> None:
+    run_cli("-C", str(repo), "init")
+    mode = os.stat(repo / ".nexusmem" / "config.json").st_mode
+    assert not mode & stat.S_IWOTH
+    assert subprocess.run(["git", "check-ignore", "-q", ".nexusmem/memory.db"], cwd=repo).returncode == 0
