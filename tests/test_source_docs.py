@@ -1,0 +1,195 @@
+"""DocsSource on real git repositories: sections, keys, commit dates, pruning, the no-op cursor."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from conftest import commit, git
+
+from nexusmem.config import defaults
+from nexusmem.nodes import Node
+from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.docs import TRUNCATION_MARKER, DocsSource, split_sections
+
+GUIDE = """Intro text before any heading.
+
+# Guide
+
+Top level text.
+
+## Install
+
+Run the installer because the wheel is pure Python.
+
+```sh
+# not a heading: a shell comment in a fence
+echo hi
+```
+
+~~~
+## also not a heading
+~~~
+
+## Usage
+
+Use it.
+
+## Usage
+
+Again, a repeated heading.
+
+### Deep ###
+
+Nested text.
+"""
+
+
+def scan(
+    root: Path, cursor: str | None = None, full: bool = False, **limits: int
+) -> tuple[ScanResult, list[Node]]:
+    config = defaults()
+    config["limits"].update(limits)
+    result = DocsSource().scan(
+        ScanContext(root=root, project_id="proj", config=config, cursor=cursor, full=full)
+    )
+    return result, list(result.nodes)
+
+
+def by_key(nodes: list[Node]) -> dict[str, Node]:
+    return {n.natural_key: n for n in nodes}
+
+
+def test_sections_split_at_headings_and_fences_ignored(repo: Path) -> None:
+    commit(repo, "docs: guide", {"docs/guide.md": GUIDE}, when=1_700_000_000)
+    _, nodes = scan(repo)
+    keys = [n.natural_key for n in nodes]
+    assert keys == [
+        "docs/guide.md#guide.md#0",
+        "docs/guide.md#Guide#0",
+        "docs/guide.md#Guide > Install#0",
+        "docs/guide.md#Guide > Usage#0",
+        "docs/guide.md#Guide > Usage#1",
+        "docs/guide.md#Guide > Usage > Deep#0",
+    ]
+    nodes_by_key = by_key(nodes)
+    install = nodes_by_key["docs/guide.md#Guide > Install#0"]
+    assert "# not a heading" in install.body and "## also not a heading" in install.body
+    assert install.ref == "docs/guide.md#Install"
+    assert install.title == "docs/guide.md — Install"
+    assert install.meta == {"path": "docs/guide.md", "heading": "Install", "level": 2, "line": 7}
+    assert install.group == "docs/guide.md" and install.files == ("docs/guide.md",)
+    assert install.signal == 0.7  # "because": the text explains itself
+    deep = nodes_by_key["docs/guide.md#Guide > Usage > Deep#0"]
+    assert deep.ref == "docs/guide.md#Deep" and deep.meta["level"] == 3
+    preamble = nodes_by_key["docs/guide.md#guide.md#0"]
+    assert preamble.title == "docs/guide.md — guide.md" and preamble.meta["level"] == 0
+    assert len({n.id for n in nodes}) == len(nodes)
+
+
+def test_setext_headings_and_front_matter() -> None:
+    text = "---\ntitle: x\n---\n\nTitle\n=====\n\nbody\n\nSub\n---\n\nmore\n"
+    sections = split_sections(text, "f.md")
+    assert [(s.heading, s.level) for s in sections] == [("f.md", 0), ("Title", 1), ("Sub", 2)]
+
+
+def test_ts_is_last_commit_touching_the_file_not_mtime(repo: Path) -> None:
+    commit(repo, "a", {"a.md": "# A\n\none\n", "b.md": "# B\n\nbee\n"}, when=1_600_000_000)
+    commit(repo, "a again", {"a.md": "# A\n\ntwo\n"}, when=1_650_000_000)
+    commit(repo, "unrelated", {"code.py": "x = 1\n"}, when=1_700_000_000)
+    (repo / "new.md").write_text("# New\n\nuntracked\n", encoding="utf-8")
+    os.utime(repo / "new.md", ns=(1_234_567_890_000_000_000, 1_234_567_890_000_000_000))
+    _, nodes = scan(repo)
+    ts = {n.meta["path"]: n.ts for n in nodes}
+    assert ts == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000, "new.md": 1_234_567_890_000}
+
+
+def test_modified_uncommitted_file_uses_mtime(repo: Path) -> None:
+    commit(repo, "a", {"a.md": "# A\n\none\n"}, when=1_600_000_000)
+    (repo / "a.md").write_text("# A\n\nedited\n", encoding="utf-8")
+    os.utime(repo / "a.md", ns=(1_111_111_111_000_000_000, 1_111_111_111_000_000_000))
+    _, nodes = scan(repo)
+    assert [n.ts for n in nodes] == [1_111_111_111_000]
+
+
+def test_removed_section_and_deleted_file_are_rejected_by_keep(repo: Path) -> None:
+    commit(repo, "docs", {"a.md": "# A\n\na\n\n## Gone\n\nsoon\n", "b.md": "# B\n\nb\n"})
+    result, nodes = scan(repo)
+    old_keys = {n.natural_key for n in nodes}
+    assert "a.md#A > Gone#0" in old_keys
+    (repo / "a.md").write_text("# A\n\na\n", encoding="utf-8")
+    git(repo, "rm", "-q", "b.md")
+    result2, nodes2 = scan(repo, cursor=result.cursor)
+    assert [n.natural_key for n in nodes2] == ["a.md#A#0"]
+    assert result2.keep is not None
+    assert result2.keep("a.md#A#0")
+    assert not result2.keep("a.md#A > Gone#0")
+    assert not result2.keep("b.md#B#0")
+
+
+def test_noop_rescan_does_no_work_and_keeps_cursor(repo: Path) -> None:
+    commit(repo, "docs", {"README.md": "# R\n\nhello\n"})
+    result, nodes = scan(repo)
+    assert len(nodes) == 1 and result.cursor
+    start = time.perf_counter()
+    again, nodes2 = scan(repo, cursor=result.cursor)
+    elapsed = time.perf_counter() - start
+    assert nodes2 == [] and again.keep is None and again.cursor == result.cursor
+    assert elapsed < 0.5  # two small git processes; generous for loaded CI machines
+    forced, nodes3 = scan(repo, cursor=result.cursor, full=True)
+    assert len(nodes3) == 1 and forced.keep is not None
+    # touching a file (new mtime) changes the fingerprint even with identical content
+    os.utime(repo / "README.md", ns=(1, 1))
+    changed, nodes4 = scan(repo, cursor=result.cursor)
+    assert changed.cursor != result.cursor and len(nodes4) == 1
+
+
+def test_non_utf8_content_and_empty_repo(repo: Path) -> None:
+    # No commit at all: untracked docs still count.
+    (repo / "latin.md").write_bytes(b"# Caf\xe9\n\nna\xefve text \xff\n")
+    _, nodes = scan(repo)
+    assert len(nodes) == 1
+    assert nodes[0].ref == "latin.md#Caf\ufffd"
+    assert "\ufffd" in nodes[0].body
+
+
+def test_include_exclude_size_and_ignored(repo: Path) -> None:
+    commit(
+        repo,
+        "files",
+        {
+            ".gitignore": "ignored.md\n",
+            "CHANGELOG.md": "# Changes\n\nx\n",
+            "node_modules/pkg/README.md": "# Pkg\n\nx\n",
+            "notes.txt": "# Not markdown\n\nx\n",
+            "docs/page.mdx": "# Page\n\nx\n",
+            "big.md": "# Big\n\n" + "x" * 2000 + "\n",
+        },
+    )
+    (repo / "ignored.md").write_text("# Ignored\n\nx\n", encoding="utf-8")
+    config = defaults()
+    config["sources"]["docs"]["maxFileBytes"] = 1000
+    result = DocsSource().scan(ScanContext(root=repo, project_id="p", config=config))
+    assert [n.meta["path"] for n in result.nodes] == ["docs/page.mdx"]
+    assert result.skipped == 1  # big.md
+
+
+def test_long_section_truncated_and_redacted(repo: Path) -> None:
+    token = "ghp_" + "A1b2C3d4E5" * 3 + "f6G7h8"
+    commit(repo, "doc", {"a.md": f"# A\n\nexport GITHUB_TOKEN={token}\n\n" + "word " * 400 + "\n"})
+    _, nodes = scan(repo, maxBodyChars=500)
+    (node,) = nodes
+    assert node.body.endswith(TRUNCATION_MARKER)
+    assert len(node.body) == 500 + len(TRUNCATION_MARKER)
+    assert token not in node.body
+
+
+def test_commit_times_walk_many_files_in_one_git_log(repo: Path) -> None:
+    files = {f"d/{i}.md": f"# T{i}\n\ntext {i}\n" for i in range(30)}
+    commit(repo, "many", files, when=1_500_000_000)
+    commit(repo, "one", {"d/7.md": "# T7\n\nchanged\n"}, when=1_600_000_000)
+    _, nodes = scan(repo)
+    ts = {n.meta["path"]: n.ts for n in nodes}
+    assert ts["d/7.md"] == 1_600_000_000_000
+    assert {v for k, v in ts.items() if k != "d/7.md"} == {1_500_000_000_000}
