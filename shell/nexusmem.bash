@@ -1,0 +1,219 @@
+# NexusMem prompt hook for bash (4.4+; millisecond timing needs 5.0+).
+#
+# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl:
+#   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
+#    "command":...,"shell":"bash","session":...,"v":1}
+#
+# Load it from ~/.bashrc (`nexusmem hook install --shell bash`) or with
+# `eval "$(nexusmem hook print bash)"`. The file is written to work both sourced and eval'd, so it
+# never uses a top-level `return`: everything sits inside one `if`.
+#
+# Nothing is forked per prompt: only builtins and parameter expansion run.
+#  - PS0 (expanded after a line is read, before it runs) records the start time and a "a command
+#    ran" flag with arithmetic side effects inside an array subscript -- no function call, no fork.
+#    An empty Enter or a line cancelled with Ctrl-C never expands PS0, so it writes nothing.
+#  - The command text comes from the `history` builtin, written to a per-shell scratch file in the
+#    NexusMem user dir and read back with `read` (`$(history 1)` would fork).
+#  - The first thing in PROMPT_COMMAND is our function, so it sees the user's $? and PIPESTATUS;
+#    it hands $? (and $_) back unchanged to whatever runs after it.
+#  - Leading-space commands are never recorded (HISTCONTROL=ignorespace convention). A command bash
+#    kept out of its history (ignorespace, HISTIGNORE) is not recorded either; an immediate repeat
+#    dropped by ignoredups/erasedups is recorded again when its last argument ($_) matches.
+#  - Command text that is not valid UTF-8 keeps its valid parts; each invalid byte is written as the
+#    JSON escape \u00XX of its Latin-1 reading (byte 0xFF -> "\u00ff"), so every line parses.
+#  - Every write has its errors discarded: a read-only or full disk never prints into the prompt.
+
+if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
+    ((BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4))); then
+    __nexusmem_loaded=1
+    __nexusmem_dir=${NEXUSMEM_HOME:-$HOME/.nexusmem}
+    __nexusmem_log=$__nexusmem_dir/shell-history.jsonl
+    __nexusmem_scratch=$__nexusmem_dir/.bash-$$.tmp
+    printf -v __nexusmem_session '%x-%x-%04x%04x' "${EPOCHSECONDS:-0}" "$$" "$RANDOM" "$RANDOM"
+    __nexusmem_ran=0
+    __nexusmem_t0=0
+    __nexusmem_seen=
+    __nexusmem_last_arg=
+    __nexusmem_ps0=('')
+    # Control characters 0x01-0x1f (NUL cannot occur in a bash string) and their JSON escapes.
+    __nexusmem_ctl=
+    __nexusmem_ctl_esc=()
+    for __nexusmem_i in {1..31}; do
+        printf -v __nexusmem_c '%02x' "$__nexusmem_i"
+        printf -v __nexusmem_c '%b' "\\x$__nexusmem_c"
+        __nexusmem_ctl+=$__nexusmem_c
+        printf -v "__nexusmem_ctl_esc[__nexusmem_i]" '\\u%04x' "$__nexusmem_i"
+    done
+    unset __nexusmem_i __nexusmem_c
+
+    # Source time may fork: create the user dir (0700) and the log (0600) once, and drop scratch
+    # files left by shells that have exited.
+    if [[ ! -d $__nexusmem_dir ]]; then
+        (umask 077 && mkdir -p -- "$__nexusmem_dir") 2>/dev/null
+    fi
+    if [[ ! -e $__nexusmem_log ]]; then
+        (umask 077 && : >>"$__nexusmem_log") 2>/dev/null
+    fi
+    for __nexusmem_f in "$__nexusmem_dir"/.bash-*.tmp; do
+        __nexusmem_i=${__nexusmem_f##*/.bash-}
+        __nexusmem_i=${__nexusmem_i%.tmp}
+        if [[ -f $__nexusmem_f && $__nexusmem_i == +([0-9]) ]] && ! kill -0 "$__nexusmem_i" 2>/dev/null; then
+            rm -f -- "$__nexusmem_f" 2>/dev/null
+        fi
+    done
+    unset __nexusmem_f __nexusmem_i
+
+    # Escape $1 as the body of a JSON string into __nexusmem_json.
+    __nexusmem_escape() {
+        # Work on bytes: ASCII never occurs inside a multibyte UTF-8 sequence, so byte-wise
+        # replacement is exact, and invalid sequences cannot confuse the pattern matcher.
+        local LC_ALL=C
+        local s=$1 c i
+        s=${s//\\/\\\\}
+        s=${s//\"/\\\"}
+        if [[ $s == *[$__nexusmem_ctl]* ]]; then
+            s=${s//$'\n'/\\n}
+            s=${s//$'\t'/\\t}
+            s=${s//$'\r'/\\r}
+            for ((i = 1; i < 32; i++)); do
+                c=${__nexusmem_ctl:i-1:1}
+                [[ $s == *"$c"* ]] && s=${s//"$c"/${__nexusmem_ctl_esc[i]}}
+            done
+        fi
+        if [[ $s == *[$'\x80'-$'\xff']* ]]; then
+            __nexusmem_fix_utf8 "$s"
+        else
+            __nexusmem_json=$s
+        fi
+    }
+
+    # Copy $1 to __nexusmem_json, keeping valid UTF-8 and turning each invalid byte into \u00XX.
+    # Runs only for text with bytes >= 0x80, in the caller's C locale.
+    __nexusmem_fix_utf8() {
+        local s=$1 out='' ascii b n k ok hex
+        while [[ -n $s ]]; do
+            ascii=${s%%[$'\x80'-$'\xff']*}
+            out+=$ascii
+            s=${s:${#ascii}}
+            [[ -n $s ]] || break
+            b=${s:0:1}
+            n=0
+            case $b in
+            [$'\xc2'-$'\xdf']) n=2 ;;
+            [$'\xe0'-$'\xef']) n=3 ;;
+            [$'\xf0'-$'\xf4']) n=4 ;;
+            esac
+            ok=0
+            if ((n > 0 && ${#s} >= n)); then
+                ok=1
+                for ((k = 1; k < n; k++)); do
+                    [[ ${s:k:1} == [$'\x80'-$'\xbf'] ]] || ok=0
+                done
+                # Overlong forms, UTF-16 surrogates and code points above U+10FFFF are invalid too.
+                case $b in
+                $'\xe0') [[ ${s:1:1} == [$'\xa0'-$'\xbf'] ]] || ok=0 ;;
+                $'\xed') [[ ${s:1:1} == [$'\x80'-$'\x9f'] ]] || ok=0 ;;
+                $'\xf0') [[ ${s:1:1} == [$'\x90'-$'\xbf'] ]] || ok=0 ;;
+                $'\xf4') [[ ${s:1:1} == [$'\x80'-$'\x8f'] ]] || ok=0 ;;
+                esac
+            fi
+            if ((ok)); then
+                out+=${s:0:n}
+                s=${s:n}
+            else
+                printf -v hex '\\u00%02x' "'$b"
+                out+=$hex
+                s=${s:1}
+            fi
+        done
+        __nexusmem_json=$out
+    }
+
+    # Leave $? = $1 and $_ = $2 for whatever runs after us.
+    __nexusmem_restore() {
+        return "$1"
+    }
+
+    __nexusmem_precmd() {
+        local __st=$? __pst="${PIPESTATUS[*]}" __arg=$_
+        if ((__nexusmem_ran)); then
+            __nexusmem_ran=0
+            __nexusmem_record "$__st" "$__pst" "$__arg"
+        else
+            # First prompt, empty line or Ctrl-C at the prompt: only learn where history stands.
+            __nexusmem_history
+            __nexusmem_seen=$__nexusmem_hist
+        fi
+        __nexusmem_last_arg=$__arg
+        __nexusmem_restore "$__st" "$__arg"
+    }
+
+    # The newest history entry ("NUM  TEXT", or empty) into __nexusmem_hist, without forking.
+    __nexusmem_history() {
+        local HISTTIMEFORMAT=
+        __nexusmem_hist=
+        builtin history 1 2>/dev/null >|"$__nexusmem_scratch" || return 0
+        IFS= read -r -d '' __nexusmem_hist <"$__nexusmem_scratch" 2>/dev/null
+        __nexusmem_hist=${__nexusmem_hist%$'\n'}
+    }
+
+    __nexusmem_record() {
+        local st=$1 pst=$2 arg=$3 now t0 num text dur='' pipe='' cmd cwd line
+        now=${EPOCHREALTIME-}
+        now=${now//[!0-9]/}
+        __nexusmem_history
+        if [[ $__nexusmem_hist == "$__nexusmem_seen" ]]; then
+            # Bash kept this line out of its history. Record it only as an immediate repeat that
+            # ignoredups/erasedups dropped; ignorespace and HISTIGNORE lines stay private.
+            [[ ${HISTCONTROL-} == *dups* || ${HISTCONTROL-} == *ignoreboth* ]] || return 0
+            [[ -n $__nexusmem_hist && $arg == "$__nexusmem_last_arg" ]] || return 0
+        fi
+        __nexusmem_seen=$__nexusmem_hist
+        # "%5d%c %s": spaces, the number, one flag char ('*' when edited), a space, the text.
+        text=${__nexusmem_hist#"${__nexusmem_hist%%[![:space:]]*}"}
+        num=${text%%[![:digit:]]*}
+        [[ -n $num ]] || return 0
+        text=${text:${#num}+2}
+        [[ -n $text && $text != [[:space:]]* ]] || return 0
+        if [[ -n $now ]]; then
+            t0=$__nexusmem_t0
+            ((t0 > 0 && t0 <= now)) || t0=$now
+            dur=",\"duration_ms\":$(((now - t0) / 1000))"
+            t0=$((t0 / 1000))
+        else
+            printf -v t0 '%(%s)T' -1
+            t0=$((t0 * 1000))
+        fi
+        [[ -n $pst ]] && pipe=",\"pipestatus\":[${pst// /,}]"
+        __nexusmem_escape "$text"
+        cmd=$__nexusmem_json
+        __nexusmem_escape "$PWD"
+        cwd=$__nexusmem_json
+        printf -v line '{"ts":%s,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"bash","session":"%s","v":1}' \
+            "$t0" "$cwd" "$st" "$pipe" "$dur" "$cmd" "$__nexusmem_session"
+        if [[ ! -e $__nexusmem_log ]]; then
+            # The log vanished since the shell started: recreate it 0600 without forking.
+            local um
+            builtin umask >|"$__nexusmem_scratch" 2>/dev/null && read -r um <"$__nexusmem_scratch" 2>/dev/null
+            builtin umask 077
+            { builtin printf '%s\n' "$line"; } 2>/dev/null >>"$__nexusmem_log"
+            builtin umask "${um:-022}"
+        else
+            { builtin printf '%s\n' "$line"; } 2>/dev/null >>"$__nexusmem_log"
+        fi
+        return 0
+    }
+
+    # PS0: set the start time (microseconds) and the "a command ran" flag; expands to nothing.
+    # shellcheck disable=SC2016  # expanded by bash at each command, not now
+    PS0=${PS0-}'${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[!0-9]/}+0, 0)]}'
+    if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
+        PROMPT_COMMAND=(__nexusmem_precmd "${PROMPT_COMMAND[@]}")
+    else
+        # shellcheck disable=SC2128,SC2178  # a plain string here, the array case is handled above
+        PROMPT_COMMAND="__nexusmem_precmd${PROMPT_COMMAND:+$'\n'$PROMPT_COMMAND}"
+    fi
+    # Take a first look at history now, so an eval'd load does not record the line that loaded it.
+    __nexusmem_history
+    __nexusmem_seen=$__nexusmem_hist
+fi

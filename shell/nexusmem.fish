@@ -1,0 +1,135 @@
+# NexusMem prompt hook for fish (3.1+).
+#
+# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl:
+#   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
+#    "command":...,"shell":"fish","session":...,"v":1}
+#
+# Load it from config.fish (`nexusmem hook install --shell fish`) or with
+# `nexusmem hook print fish | source`. Everything sits inside one `if`, so it works either way.
+#
+# Nothing is forked per prompt: fish_postexec hands us the whole command line (multi-line too),
+# $status, $pipestatus and $CMD_DURATION; fish runs builtins inside (...) without forking. fish has
+# no builtin wall clock, so the start time is the Linux boot clock (/proc/uptime, read with the
+# `read` builtin, 10 ms resolution) plus an offset measured once when this file is loaded; where
+# /proc/uptime is missing (macOS) it falls back to the history entry's time (second resolution).
+# A command starting with a space is never recorded; an empty Enter fires no event, so no line.
+# Text that is not valid UTF-8 keeps its valid parts; each invalid byte (fish holds those as
+# U+F600+byte) becomes the JSON escape \u00XX of its Latin-1 reading, so every line parses.
+# Unwritable logs are skipped silently; on a full disk fish itself reports the failed write on
+# stderr, which no builtin can silence.
+
+if status is-interactive; and not set -q __nexusmem_loaded
+    set -g __nexusmem_loaded 1
+    if set -q NEXUSMEM_HOME; and test -n "$NEXUSMEM_HOME"
+        set -g __nexusmem_dir $NEXUSMEM_HOME
+    else
+        set -g __nexusmem_dir $HOME/.nexusmem
+    end
+    set -g __nexusmem_log $__nexusmem_dir/shell-history.jsonl
+
+    # Source time may fork: create the user dir (0700) and the log (0600), calibrate the clock.
+    if not test -e $__nexusmem_log
+        command sh -c 'umask 077 && mkdir -p -- "$1" && : >>"$2"' sh $__nexusmem_dir $__nexusmem_log 2>/dev/null
+    end
+    set -g __nexusmem_clock_offset
+    set -l __nexusmem_now (command date +%s%3N 2>/dev/null)
+    if not string match -qr '^[0-9]{13,}$' -- "$__nexusmem_now"
+        set __nexusmem_now (math (command date +%s 2>/dev/null; or echo 0) \* 1000)
+    end
+    if test -r /proc/uptime; and read -l __nexusmem_up __nexusmem_idle </proc/uptime
+        set __nexusmem_clock_offset (math "$__nexusmem_now - round($__nexusmem_up * 1000)")
+    end
+    set -g __nexusmem_session (printf '%x-%x-%04x%04x' (math "floor($__nexusmem_now / 1000)") $fish_pid (random 0 65535) (random 0 65535))
+
+    # Control characters and their JSON escapes (\n, \t, \r get the short forms).
+    set -g __nexusmem_ctl_chars
+    set -g __nexusmem_ctl_escapes
+    for __nexusmem_hex in 01 02 03 04 05 06 07 08 0b 0c 0e 0f 10 11 12 13 14 15 16 17 18 19 1a 1b 1c 1d 1e 1f
+        set -a __nexusmem_ctl_chars (printf "\x$__nexusmem_hex")
+        set -a __nexusmem_ctl_escapes "\\u00$__nexusmem_hex"
+    end
+    set -e __nexusmem_hex
+
+    # Print $argv[1] escaped as the body of a JSON string. (...) splits output into lines, so the
+    # text is handled as a list of lines that the final join puts back together with \n escapes.
+    function __nexusmem_escape
+        set -l s (string replace -a -- '\\' '\\\\' $argv[1])
+        set s (string replace -a -- '"' '\\"' $s)
+        if string match -qr '[\x01-\x1f]' -- $s
+            set s (string replace -a -- \t '\\t' $s)
+            set s (string replace -a -- \r '\\r' $s)
+            set -l i 1
+            for c in $__nexusmem_ctl_chars
+                if string match -q -- "*$c*" $s
+                    set s (string replace -a -- $c $__nexusmem_ctl_escapes[$i] $s)
+                end
+                set i (math $i + 1)
+            end
+        end
+        # fish holds each byte of an invalid UTF-8 sequence as the character U+F600 + byte, and
+        # decodes 4-6 byte forms above U+10FFFF (which JSON cannot carry) to their numbers.
+        for c in (string match -ra '[^\x{0}-\x{F67F}\x{F700}-\x{10FFFF}]' -- $s)
+            set -l code (printf '%d' "'$c")
+            set -l bytes
+            if test $code -ge 63104 -a $code -le 63231
+                set bytes (math $code - 62976)
+            else
+                set -l n 4
+                test $code -gt 2097151; and set n 5
+                test $code -gt 67108863; and set n 6
+                set -l lead 240 248 252
+                set -l li (math $n - 3)
+                set bytes (math "$lead[$li] + floor($code / 64^($n - 1))")
+                set -l k (math $n - 2)
+                while test $k -ge 0
+                    set -a bytes (math "128 + floor($code / 64^$k) % 64")
+                    set k (math $k - 1)
+                end
+            end
+            set -l escaped
+            for b in $bytes
+                set -a escaped '\\u00'(printf '%02x' $b)
+            end
+            set s (string replace -a -- $c (string join '' -- $escaped) $s)
+        end
+        string join -- '\\n' $s
+    end
+
+    # Only commands read after this file loaded are recorded (not the line that sourced it).
+    set -g __nexusmem_ran 0
+    function __nexusmem_preexec --on-event fish_preexec
+        set -g __nexusmem_ran 1
+    end
+
+    function __nexusmem_postexec --on-event fish_postexec
+        set -l __nexusmem_st $status $pipestatus
+        test "$__nexusmem_ran" = 1; or return
+        set -g __nexusmem_ran 0
+        set -l cmd $argv[1]
+        if string match -qr '^\s' -- $cmd; or not string match -qr '\S' -- $cmd
+            return
+        end
+        set -l now
+        if set -q __nexusmem_clock_offset[1]; and read -l up idle </proc/uptime 2>/dev/null
+            set now (math "$__nexusmem_clock_offset + round($up * 1000)")
+        else
+            set -l t (builtin history search --max 1 --show-time='%s ' 2>/dev/null)
+            set now (math (string split -m1 ' ' -- "$t 0")[1] \* 1000 + $CMD_DURATION)
+        end
+        set -l dur (math "max(0, 0$CMD_DURATION)")
+        set -l t0 (math "max(0, $now - $dur)")
+        set -l pipe (string join , -- $__nexusmem_st[2..-1])
+        set -l cwd (__nexusmem_escape $PWD)
+        set -l text (__nexusmem_escape $cmd)
+        set -l line (printf '{"ts":%d,"cwd":"%s","exit":%d,"pipestatus":[%s],"duration_ms":%d,"command":"%s","shell":"fish","session":"%s","v":1}' \
+            $t0 "$cwd" $__nexusmem_st[1] "$pipe" $dur "$text" $__nexusmem_session)
+        # Redirection errors in fish are printed whatever the block's stderr is: check first.
+        if not test -e $__nexusmem_log
+            test -w $__nexusmem_dir; or return
+            command sh -c 'umask 077 && : >>"$1"' sh $__nexusmem_log 2>/dev/null
+        end
+        if test -w $__nexusmem_log
+            printf '%s\n' $line >>$__nexusmem_log
+        end
+    end
+end

@@ -1,0 +1,147 @@
+# NexusMem prompt hook for zsh.
+#
+# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl:
+#   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
+#    "command":...,"shell":"zsh","session":...,"v":1}
+#
+# Load it from ~/.zshrc (`nexusmem hook install --shell zsh`) or with
+# `eval "$(nexusmem hook print zsh)"`. Written to work both sourced and eval'd: no top-level
+# `return`, everything sits inside one `if`.
+#
+# Nothing is forked per prompt: preexec receives the whole command line (multi-line too) in $1,
+# zsh/datetime's $epochtime gives the clock as integers (no locale decimal separator), and the
+# line is built with parameter expansion and written with the print builtin, errors discarded.
+# A command starting with a space is never recorded; an empty Enter runs no preexec, so no line.
+# Text that is not valid UTF-8 keeps its valid parts; each invalid byte becomes the JSON escape
+# \u00XX of its Latin-1 reading (byte 0xFF -> "\u00ff"), so every line parses.
+
+if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
+    typeset -g __nexusmem_loaded=1
+    zmodload -F zsh/datetime p:epochtime 2>/dev/null
+    typeset -g __nexusmem_dir=${NEXUSMEM_HOME:-$HOME/.nexusmem}
+    typeset -g __nexusmem_log=$__nexusmem_dir/shell-history.jsonl
+    typeset -g __nexusmem_session
+    printf -v __nexusmem_session '%x-%x-%04x%04x' ${epochtime[1]:-0} $$ $RANDOM $RANDOM
+    typeset -g __nexusmem_cmd=
+    typeset -gi __nexusmem_ran=0 __nexusmem_t0=0
+
+    # Source time may fork: create the user dir (0700) and the log (0600) once.
+    if [[ ! -d $__nexusmem_dir ]]; then
+        (umask 077 && mkdir -p -- $__nexusmem_dir) 2>/dev/null
+    fi
+    if [[ ! -e $__nexusmem_log ]]; then
+        (umask 077 && : >>| $__nexusmem_log) 2>/dev/null
+    fi
+
+    __nexusmem_now_ms() {
+        typeset -gi __nexusmem_now=$(( epochtime[1] * 1000 + epochtime[2] / 1000000 ))
+    }
+
+    __nexusmem_preexec() {
+        emulate -L zsh
+        __nexusmem_cmd=$1
+        __nexusmem_ran=1
+        __nexusmem_now_ms
+        __nexusmem_t0=$__nexusmem_now
+    }
+
+    # Escape $1 as the body of a JSON string into __nexusmem_json.
+    __nexusmem_escape() {
+        emulate -L zsh
+        # Bytes, not characters: ASCII never occurs inside a multibyte UTF-8 sequence, so byte-wise
+        # replacement is exact, and invalid sequences cannot confuse the pattern matcher.
+        setopt no_multibyte extended_glob
+        local s=$1 c out='' ascii b hex
+        local -i i n k ok
+        s=${s//\\/\\\\}
+        s=${s//\"/\\\"}
+        if [[ $s == *[$'\x01'-$'\x1f']* ]]; then
+            s=${s//$'\n'/\\n}
+            s=${s//$'\t'/\\t}
+            s=${s//$'\r'/\\r}
+            for (( i = 1; i < 32; i++ )); do
+                c=${(#)i}
+                if [[ $s == *$c* ]]; then
+                    printf -v hex '\\u%04x' $i
+                    s=${s//$c/$hex}
+                fi
+            done
+        fi
+        if [[ $s != *[$'\x80'-$'\xff']* ]]; then
+            __nexusmem_json=$s
+            return
+        fi
+        while [[ -n $s ]]; do
+            ascii=${s%%[$'\x80'-$'\xff']*}
+            out+=$ascii
+            s=${s[${#ascii}+1,-1]}
+            [[ -n $s ]] || break
+            b=${s[1]}
+            n=0
+            case $b in
+            ([$'\xc2'-$'\xdf']) n=2 ;;
+            ([$'\xe0'-$'\xef']) n=3 ;;
+            ([$'\xf0'-$'\xf4']) n=4 ;;
+            esac
+            ok=0
+            if (( n > 0 && ${#s} >= n )); then
+                ok=1
+                for (( k = 2; k <= n; k++ )); do
+                    [[ ${s[k]} == [$'\x80'-$'\xbf'] ]] || ok=0
+                done
+                # Overlong forms, UTF-16 surrogates and code points above U+10FFFF are invalid too.
+                case $b in
+                ($'\xe0') [[ ${s[2]} == [$'\xa0'-$'\xbf'] ]] || ok=0 ;;
+                ($'\xed') [[ ${s[2]} == [$'\x80'-$'\x9f'] ]] || ok=0 ;;
+                ($'\xf0') [[ ${s[2]} == [$'\x90'-$'\xbf'] ]] || ok=0 ;;
+                ($'\xf4') [[ ${s[2]} == [$'\x80'-$'\x8f'] ]] || ok=0 ;;
+                esac
+            fi
+            if (( ok )); then
+                out+=${s[1,n]}
+                s=${s[n+1,-1]}
+            else
+                printf -v hex '\\u00%02x' $(( #b ))
+                out+=$hex
+                s=${s[2,-1]}
+            fi
+        done
+        __nexusmem_json=$out
+    }
+
+    __nexusmem_precmd() {
+        local __st=$? __pst="${pipestatus[*]}"
+        emulate -L zsh
+        (( __nexusmem_ran )) || return $__st
+        __nexusmem_ran=0
+        local cmd=$__nexusmem_cmd line cwd pipe='' dur=''
+        __nexusmem_cmd=
+        if [[ -z ${cmd//[[:space:]]/} || $cmd == [[:space:]]* ]]; then
+            return $__st
+        fi
+        __nexusmem_now_ms
+        local -i t0=$__nexusmem_t0
+        (( t0 > 0 && t0 <= __nexusmem_now )) || t0=$__nexusmem_now
+        dur=",\"duration_ms\":$(( __nexusmem_now - t0 ))"
+        [[ -n $__pst ]] && pipe=",\"pipestatus\":[${__pst// /,}]"
+        __nexusmem_escape $cmd
+        cmd=$__nexusmem_json
+        __nexusmem_escape $PWD
+        cwd=$__nexusmem_json
+        printf -v line '{"ts":%d,"cwd":"%s","exit":%d%s%s,"command":"%s","shell":"zsh","session":"%s","v":1}' \
+            "$t0" "$cwd" "$__st" "$pipe" "$dur" "$cmd" "$__nexusmem_session"
+        if [[ ! -e $__nexusmem_log ]]; then
+            # The log vanished since the shell started: recreate it 0600. Rare, so a subshell is fine.
+            (umask 077 && : >>| $__nexusmem_log) 2>/dev/null
+        fi
+        # Nested: zsh reports a failed redirection on the stderr in force outside it.
+        { { print -r -- "$line" } >>| $__nexusmem_log } 2>/dev/null
+        return $__st
+    }
+
+    # Run first among the precmd hooks so $? and $pipestatus are still the command's own; zsh gives
+    # every later hook the same $? again.
+    typeset -ga precmd_functions preexec_functions
+    precmd_functions=(__nexusmem_precmd ${precmd_functions:#__nexusmem_precmd})
+    preexec_functions=(${preexec_functions:#__nexusmem_preexec} __nexusmem_preexec)
+fi

