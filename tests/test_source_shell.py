@@ -160,6 +160,8 @@ def test_bad_lines_are_counted_and_good_lines_kept(project: Path) -> None:
         b'{"cwd": "' + str(project).encode() + b'", "command": "make nots"}\n',  # missing ts
         b'{"ts": "3", "cwd": "' + str(project).encode() + b'", "command": "make strts"}\n',
         b"[1, 2]\n",
+        b'{"ts": 1, }\n',  # looks like an object, is not JSON: its batch falls back to line by line
+        b'{"x": 1}, {"y": 2}\n',  # two values on one line would shift a batch: detected, counted bad
         b"\n",
         line(project, "make two", ts=4, future_key={"a": 1}, exit="weird"),
         line(project, "   ", ts=5),  # empty command: skipped silently
@@ -167,7 +169,7 @@ def test_bad_lines_are_counted_and_good_lines_kept(project: Path) -> None:
     )
     result, nodes = scan(project)
     assert [n.ref for n in nodes] == ["make one", "make two", "make three"]
-    assert result.skipped == 7
+    assert result.skipped == 9
     assert nodes[1].meta["exit"] is None and nodes[1].title == "make two (exit unknown)"
     assert nodes[2].meta["pipestatus"] == [0, 1] and nodes[2].meta["duration_ms"] == 1500
     assert "pipestatus 0|1" in nodes[2].body and "1.5 s" in nodes[2].body
