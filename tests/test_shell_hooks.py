@@ -6,6 +6,7 @@ JSONL back with json.loads. Waits are event-driven: we poll the log for the expe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -96,10 +97,8 @@ class Shell:
                     f"{self.kind}: waited for {count} log lines, have {len(got)}: {got!r}\n"
                     f"terminal: {self.child.before!r} {self.child.buffer!r}"
                 )
-            try:
+            with contextlib.suppress(pexpect.EOF):
                 self.child.expect(pexpect.TIMEOUT, timeout=0.02)
-            except pexpect.EOF:
-                pass
 
     def run(self, text: str | bytes) -> dict[str, Any]:
         """Type one command and return the line it wrote."""
@@ -109,10 +108,8 @@ class Shell:
 
     def output(self) -> bytes:
         """Everything the terminal showed so far (drains the pty)."""
-        try:
+        with contextlib.suppress(pexpect.EOF):
             self.child.expect(pexpect.TIMEOUT, timeout=0.2)
-        except pexpect.EOF:
-            pass
         return bytes(self.child.before or b"")
 
     def close(self) -> None:
@@ -327,7 +324,10 @@ def _user_hook(kind: str, record: Path) -> str:
     if kind == "bash":
         return f"trap 'true' DEBUG; PROMPT_COMMAND='echo \"pc=$?\" >> {record}'"
     if kind == "zsh":
-        return f'precmd() {{ echo "precmd=$?" >> {record} }}; precmd_functions+=(u); u() {{ echo "u=$?" >> {record} }}'
+        return (
+            f'precmd() {{ echo "precmd=$?" >> {record} }}; '
+            f'precmd_functions+=(u); u() {{ echo "u=$?" >> {record} }}'
+        )
     return f"function fish_prompt; echo \"st=$status\" >> {record}; echo -n 'PROMPT> '; end"
 
 
@@ -426,10 +426,8 @@ def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> N
             except pexpect.EOF:
                 break
         assert status_file.read_text(encoding="utf-8").strip() == "1"
-        try:
+        with contextlib.suppress(pexpect.EOF):
             child.expect(pexpect.TIMEOUT, timeout=0.3)
-        except pexpect.EOF:
-            pass
         seen = bytes(child.before or b"")
         text = seen.decode("utf-8", "replace").lower()
         for word in ("denied", "error", "no space", "nexusmem", "warning", "no such"):
@@ -470,12 +468,21 @@ def test_scripts_parse(kind: str, check: list[str]) -> None:
 
 
 @pytest.mark.parametrize("name", ["nexusmem.bash", "nexusmem.zsh", "nexusmem.fish", "nexusmem.ps1"])
-def test_scripts_are_prefixed_lf_and_write_the_contract(name: str) -> None:
+def test_scripts_are_lf_guarded_and_write_the_contract(name: str) -> None:
     raw = script_path(f"shell/{name}").read_bytes()
     assert b"\r\n" not in raw
     text = raw.decode("utf-8")
-    for key in ("ts", "cwd", "exit", "pipestatus", "duration_ms", "command", "shell", "session", "v"):
-        assert re.search(rf'\\?"{key}\\?"', text) or f"{key} =" in text or f"'{key}'" in text, key
-    assert "__nexusmem_loaded" in text
+    # The line template: every contract key, written as "key": in the format string.
+    keys = ["ts", "cwd", "exit", "duration_ms", "command", "shell", "session", "v"]
+    if name != "nexusmem.ps1":  # PowerShell has no per-stage pipeline status
+        keys.append("pipestatus")
+    for key in keys:
+        assert re.search(rf'\\?"{key}\\?":', text), key
+    assert "__nexusmem_loaded" in text  # include guard
     assert "shell-history.jsonl" in text
     assert "NEXUSMEM_HOME" in text
+    # Everything the scripts define is prefixed.
+    defined = re.findall(r"^\s*(?:function\s+(?:global:)?|)([A-Za-z_][\w-]*)\s*\(\)\s*\{", text, re.M)
+    defined += re.findall(r"^\s*function\s+(?:global:)?([\w-]+)", text, re.M)
+    assert defined
+    assert all(f.startswith("__nexusmem_") or f == "prompt" for f in defined), defined

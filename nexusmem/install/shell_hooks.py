@@ -1,0 +1,250 @@
+"""Install, remove and inspect the shell prompt hooks (a marked block in the shell's rc file).
+
+The block sources the shipped script by absolute path. Install is idempotent; remove takes out
+exactly what install added, so the rc file is byte-identical afterwards: the begin marker records
+whether install had to add a newline to an unterminated last line, or created the file. A file
+that install created is deleted by remove when nothing else was written to it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from nexusmem.errors import NexusMemError
+from nexusmem.paths import shell_log_path
+from nexusmem.resources import script_path
+
+SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "pwsh")
+BEGIN = "# >>> nexusmem shell hook >>>"
+END = "# <<< nexusmem shell hook <<<"
+# Flags after the begin marker: what remove must undo besides the block itself.
+FLAG_NEWLINE = "added-newline"
+FLAG_CREATED = "created-file"
+
+_SCRIPT_NAMES = {
+    "bash": "nexusmem.bash",
+    "zsh": "nexusmem.zsh",
+    "fish": "nexusmem.fish",
+    "pwsh": "nexusmem.ps1",
+}
+_SHELL_ALIASES = {"powershell": "pwsh", "pwsh-preview": "pwsh"}
+
+
+class ShellHookError(NexusMemError):
+    """A shell hook could not be installed, removed or described."""
+
+
+@dataclass(frozen=True)
+class HookStatus:
+    shell: str
+    rc_file: Path
+    installed: bool
+
+
+@dataclass(frozen=True)
+class LogStatus:
+    path: Path
+    exists: bool
+    size: int
+    lines: int
+    modified: datetime | None
+
+
+def normalise_shell(name: str) -> str:
+    """'bash', '/usr/bin/zsh', 'pwsh.exe', 'powershell' -> one of SHELLS; raise ShellHookError otherwise."""
+    base = Path(name.strip()).name.lower()
+    base = base.removesuffix(".exe")
+    base = _SHELL_ALIASES.get(base, base)
+    if base not in SHELLS:
+        raise ShellHookError(f"unsupported shell {name!r}: choose one of {', '.join(SHELLS)}")
+    return base
+
+
+def detect_shell(environ: dict[str, str] | None = None) -> str:
+    """The user's shell from $SHELL (PowerShell sets $PSModulePath, not $SHELL, on Windows)."""
+    env = dict(os.environ) if environ is None else environ
+    shell = env.get("SHELL", "")
+    if shell:
+        return normalise_shell(shell)
+    if env.get("PSModulePath"):
+        return "pwsh"
+    raise ShellHookError("cannot tell which shell you use ($SHELL is not set): pass --shell")
+
+
+def hook_script(shell: str) -> Path:
+    """Absolute path of the shipped hook script for SHELL."""
+    try:
+        return script_path(f"shell/{_SCRIPT_NAMES[normalise_shell(shell)]}").resolve()
+    except FileNotFoundError as exc:
+        raise ShellHookError(str(exc)) from exc
+
+
+def script_text(shell: str) -> str:
+    """The hook script itself, for people who manage their dotfiles by hand."""
+    return hook_script(shell).read_text(encoding="utf-8")
+
+
+def rc_file(shell: str, environ: dict[str, str] | None = None) -> Path:
+    """The rc file the hook goes into: ~/.bashrc, $ZDOTDIR/.zshrc, XDG config.fish, the pwsh $PROFILE."""
+    env = dict(os.environ) if environ is None else environ
+    home = Path(env.get("HOME") or Path.home())
+    shell = normalise_shell(shell)
+    if shell == "bash":
+        return home / ".bashrc"
+    if shell == "zsh":
+        return Path(env.get("ZDOTDIR") or home) / ".zshrc"
+    config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    if shell == "fish":
+        return config / "fish" / "config.fish"
+    if os.name == "nt":
+        documents = Path(env.get("USERPROFILE") or home) / "Documents"
+        return documents / "PowerShell" / "Microsoft.PowerShell_profile.ps1"
+    return config / "powershell" / "Microsoft.PowerShell_profile.ps1"
+
+
+def _source_line(shell: str, script: Path) -> str:
+    path = str(script)
+    if shell in ("bash", "zsh"):
+        quoted = shlex.quote(path)
+        return f"[ -f {quoted} ] && . {quoted}"
+    if shell == "fish":
+        quoted = "'" + path.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return f"test -f {quoted}; and source {quoted}"
+    quoted = "'" + path.replace("'", "''") + "'"
+    return f"if (Test-Path -LiteralPath {quoted}) {{ . {quoted} }}"
+
+
+def render_block(shell: str, flags: tuple[str, ...] = ()) -> str:
+    """The lines install adds (each ending in a newline)."""
+    shell = normalise_shell(shell)
+    begin = " ".join((BEGIN, *flags))
+    body = _source_line(shell, hook_script(shell))
+    return (
+        f"{begin}\n# Added by `nexusmem hook install`; `nexusmem hook remove` takes it out.\n{body}\n{END}\n"
+    )
+
+
+def _find_block(text: str, path: Path) -> tuple[int, int, tuple[str, ...]] | None:
+    """(start, end, flags) of our block in TEXT as character offsets, or None."""
+    start = 0
+    while True:
+        start = text.find(BEGIN, start)
+        if start < 0:
+            return None
+        if start == 0 or text[start - 1] == "\n":
+            break
+        start += len(BEGIN)
+    line_end = text.find("\n", start)
+    if line_end < 0:
+        raise ShellHookError(f"{path}: the nexusmem block has no end marker ({END!r}); remove it by hand")
+    flags = tuple(text[start + len(BEGIN) : line_end].split())
+    end = text.find("\n" + END, line_end)
+    if end < 0:
+        raise ShellHookError(f"{path}: the nexusmem block has no end marker ({END!r}); remove it by hand")
+    end += 1 + len(END)
+    if end < len(text) and text[end] == "\n":
+        end += 1
+    return start, end, flags
+
+
+def _read(path: Path) -> str | None:
+    try:
+        # newline="" keeps \r\n files byte-identical through a round trip.
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ShellHookError(f"cannot read {path}: {exc}") from exc
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.nexusmem-tmp")
+        with tmp.open("w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ShellHookError(f"cannot write {path}: {exc}") from exc
+
+
+def install(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, bool]:
+    """Add the hook block to SHELL's rc file. Returns (rc file, True if it changed anything)."""
+    shell = normalise_shell(shell)
+    path = rc_file(shell, environ)
+    text = _read(path)
+    if text is not None and _find_block(text, path) is not None:
+        return path, False
+    flags: list[str] = []
+    if text is None:
+        flags.append(FLAG_CREATED)
+        text = ""
+    separator = ""
+    if text and not text.endswith("\n"):
+        flags.append(FLAG_NEWLINE)
+        separator = "\n"
+    _write(path, text + separator + render_block(shell, tuple(flags)))
+    return path, True
+
+
+def remove(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, bool]:
+    """Take the hook block out of SHELL's rc file. Returns (rc file, True if it changed anything)."""
+    shell = normalise_shell(shell)
+    path = rc_file(shell, environ)
+    text = _read(path)
+    found = None if text is None else _find_block(text, path)
+    if text is None or found is None:
+        return path, False
+    start, end, flags = found
+    if FLAG_NEWLINE in flags and start > 0 and text[start - 1] == "\n":
+        start -= 1
+    rest = text[:start] + text[end:]
+    if FLAG_CREATED in flags and rest == "":
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise ShellHookError(f"cannot remove {path}: {exc}") from exc
+    else:
+        _write(path, rest)
+    return path, True
+
+
+def hook_status(environ: dict[str, str] | None = None) -> list[HookStatus]:
+    """For every supported shell: its rc file and whether our block is in it."""
+    result = []
+    for shell in SHELLS:
+        path = rc_file(shell, environ)
+        try:
+            text = _read(path)
+            installed = text is not None and _find_block(text, path) is not None
+        except ShellHookError:
+            installed = True  # a begin marker without an end is still "ours, present"
+        result.append(HookStatus(shell=shell, rc_file=path, installed=installed))
+    return result
+
+
+def log_status(path: Path | None = None) -> LogStatus:
+    """Size, line count and last change of the hooks' log."""
+    path = path or shell_log_path()
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return LogStatus(path=path, exists=False, size=0, lines=0, modified=None)
+    except OSError as exc:
+        raise ShellHookError(f"cannot read {path}: {exc}") from exc
+    lines = 0
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                lines += chunk.count(b"\n")
+    except OSError as exc:
+        raise ShellHookError(f"cannot read {path}: {exc}") from exc
+    modified = datetime.fromtimestamp(stat.st_mtime, tz=timezone.utc)
+    return LogStatus(path=path, exists=True, size=stat.st_size, lines=lines, modified=modified)
