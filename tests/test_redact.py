@@ -1,0 +1,233 @@
+"""Secret redaction: every fixture secret is replaced by its typed placeholder, everything else survives."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from nexusmem.redact import KINDS, PATTERNS, PLACEHOLDER_RE, placeholder, redact, redact_counts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _secret_rows() -> list[tuple[str, str, str]]:
+    rows = []
+    for raw in (FIXTURES / "secrets.txt").read_text(encoding="utf-8").splitlines():
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        line, kind, secret = raw.split("\t")
+        rows.append((line, kind, secret))
+    return rows
+
+
+def _plain_lines() -> list[str]:
+    lines = []
+    for raw in (FIXTURES / "not_secrets.txt").read_text(encoding="utf-8").splitlines():
+        if not raw.strip() or (raw.startswith("# ") and raw[2:3].isupper()):
+            continue
+        lines.append(raw)
+    return lines
+
+
+SECRET_ROWS = _secret_rows()
+PLAIN_LINES = _plain_lines()
+
+
+def test_fixtures_are_big_enough() -> None:
+    assert len(SECRET_ROWS) >= 50
+    assert len(PLAIN_LINES) >= 50
+    for line, _kind, secret in SECRET_ROWS:
+        assert secret in line
+
+
+def test_every_placeholder_type_has_a_fixture() -> None:
+    assert set(KINDS) <= {kind for _, kind, _ in SECRET_ROWS}
+
+
+@pytest.mark.parametrize(("line", "kind", "secret"), SECRET_ROWS, ids=[r[1] for r in SECRET_ROWS])
+def test_secret_is_replaced_and_the_rest_of_the_line_kept(line: str, kind: str, secret: str) -> None:
+    out = redact(line)
+    assert secret not in out
+    assert placeholder(kind) in out
+    # Exactly the secret is replaced: the command, flags, URL, quotes and surrounding text all survive.
+    assert out == line.replace(secret, placeholder(kind))
+
+
+@pytest.mark.parametrize("line", PLAIN_LINES)
+def test_ordinary_text_is_unchanged(line: str) -> None:
+    assert redact(line) == line
+
+
+def test_whole_files_redact_like_their_lines() -> None:
+    text = "\n".join(line for line, _, _ in SECRET_ROWS)
+    expected = "\n".join(line.replace(secret, placeholder(kind)) for line, kind, secret in SECRET_ROWS)
+    assert redact(text) == expected
+    plain = "\n".join(PLAIN_LINES)
+    assert redact(plain) == plain
+
+
+def test_idempotent() -> None:
+    texts = [line for line, _, _ in SECRET_ROWS] + PLAIN_LINES
+    texts.append("\n".join(texts))
+    for text in texts:
+        once = redact(text)
+        assert redact(once) == once
+
+
+def test_placeholders_are_never_re_redacted() -> None:
+    for kind in KINDS:
+        ph = placeholder(kind)
+        for text in (
+            ph,
+            f"export GITHUB_TOKEN={ph}",
+            f'password: "{ph}"',
+            f"https://user:{ph}@example.com/x",
+            f"mysql -uroot -p{ph} db",
+            f"curl -u admin:{ph} https://x",
+            f'curl -H "Authorization: Bearer {ph}" https://x',
+            f"--token {ph}",
+        ):
+            assert redact(text) == text, text
+
+
+def test_counts_per_type() -> None:
+    text = "\n".join(line for line, _, _ in SECRET_ROWS)
+    out, counts = redact_counts(text)
+    expected: dict[str, int] = {}
+    for _, kind, _ in SECRET_ROWS:
+        expected[kind] = expected.get(kind, 0) + 1
+    assert counts == expected
+    assert len(PLACEHOLDER_RE.findall(out)) == len(SECRET_ROWS)
+    assert redact_counts("nothing to see here") == ("nothing to see here", {})
+
+
+def test_empty_string() -> None:
+    assert redact("") == ""
+    assert redact_counts("") == ("", {})
+
+
+RSA_BODY = "\n".join(
+    [
+        "MIIEowIBAAKCAQEAFAKEFAKEFAKEexampleNotARealKey0123456789abcdefghijkl",
+        "mnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/FAKEFAKEFAKE00",
+        "ThisIsMadeUpBase64ForTestsOnlyAndDecodesToNothingUsefulAtAll000==",
+    ]
+)
+
+
+def test_multiline_private_key_block() -> None:
+    key = f"-----BEGIN RSA PRIVATE KEY-----\n{RSA_BODY}\n-----END RSA PRIVATE KEY-----"
+    text = f"Added deploy key (oops)\n\n{key}\nsee docs/deploy.md\n"
+    out = redact(text)
+    assert out == "Added deploy key (oops)\n\n«redacted:private-key»\nsee docs/deploy.md\n"
+    for part in RSA_BODY.splitlines():
+        assert part not in out
+
+
+@pytest.mark.parametrize("label", ["OPENSSH", "EC", "ENCRYPTED", "DSA", ""])
+def test_private_key_block_in_a_diff(label: str) -> None:
+    header = f"-----BEGIN {label} PRIVATE KEY-----".replace("  ", " ")
+    footer = f"-----END {label} PRIVATE KEY-----".replace("  ", " ")
+    body = "".join(f"+{part}\n" for part in RSA_BODY.splitlines())
+    patch = f"@@ -0,0 +1,5 @@\n+{header}\n{body}+{footer}\n+# end of file\n"
+    out = redact(patch)
+    assert out == "@@ -0,0 +1,5 @@\n+«redacted:private-key»\n+# end of file\n"
+
+
+def test_truncated_private_key_block_is_still_redacted() -> None:
+    body = "".join(f"+{part}\n" for part in RSA_BODY.splitlines())
+    patch = f"+-----BEGIN OPENSSH PRIVATE KEY-----\n{body}"  # the patch was cut before END
+    out = redact(patch)
+    assert out.startswith("+«redacted:private-key»")
+    for part in RSA_BODY.splitlines():
+        assert part not in out
+
+
+def test_public_key_blocks_are_kept() -> None:
+    text = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFAKE\n-----END PUBLIC KEY-----"
+    assert redact(text) == text
+
+
+def test_unicode_around_secrets_survives() -> None:
+    for line, kind, secret in SECRET_ROWS:
+        text = f"Déploiement ✓ 部署 — 🚀\n{line} — fini İstanbul ✓"
+        assert redact(text) == text.replace(secret, placeholder(kind))
+    # A character whose lower() changes the string's length takes the slower case-insensitive path.
+    text = "İİİ\npassword: FakePassw0rd!x İ"
+    assert redact(text) == "İİİ\npassword: «redacted:password» İ"
+    assert (
+        redact("名前 — export DB_PASSWORD=Fake密码Passw0rd ✓")
+        == "名前 — export DB_PASSWORD=«redacted:password» ✓"
+    )
+    assert redact("İ curl -H 'Authorization: Bearer FAKEtoken123' x") == (
+        "İ curl -H 'Authorization: Bearer «redacted:bearer-token»' x"
+    )
+
+
+def test_url_password_keeps_scheme_user_and_host() -> None:
+    out = redact("postgres://app:FakePass123@db.example.com:5432/app")
+    assert out == "postgres://app:«redacted:password»@db.example.com:5432/app"
+    assert redact("redis://:FakePass123@cache:6379") == "redis://:«redacted:password»@cache:6379"
+
+
+def test_mysql_dash_p_only_for_mysql_like_tools() -> None:
+    assert redact("mysql -uroot -pFakePass1 app") == "mysql -uroot -p«redacted:password» app"
+    assert redact("mysql -uroot -p app") == "mysql -uroot -p app"
+    for text in (
+        "mkdir -p a/b",
+        "ssh -p 22 host",
+        "git log -p",
+        "docker run -p 8080:80 x",
+        "psql -p 5432 db",
+    ):
+        assert redact(text) == text
+
+
+def test_tool_flags_after_a_newline_or_separator() -> None:
+    assert redact("ls\nmysql -uroot -pFakePass1 app") == "ls\nmysql -uroot -p«redacted:password» app"
+    assert redact("true && sshpass -p FakePass1 ssh h") == "true && sshpass -p «redacted:password» ssh h"
+    assert redact("mysql -uroot app; mkdir -pv x") == "mysql -uroot app; mkdir -pv x"
+    assert redact("x=$(curl -u me:FakePass1 https://x)") == "x=$(curl -u me:«redacted:password» https://x)"
+
+
+def test_multiline_shell_command() -> None:
+    text = "docker run \\\n  -e API_TOKEN=FakeToken0123456789 \\\n  -p 8080:80 acme/web"
+    assert redact(text) == "docker run \\\n  -e API_TOKEN=«redacted:token» \\\n  -p 8080:80 acme/web"
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        "a",
+        "--password ",
+        "mysql -p",
+        "mysql ",
+        "://",
+        "://a:",
+        "password: ",
+        "token=",
+        "TOKEN=",
+        "Authorization: Bearer ",
+        "x-api-key: ",
+        "eyJhbGciOi.",
+        "-----BEGIN PRIVATE KEY-----",
+        "AKIA",
+        "sk-",
+        "curl -u a:",
+        '"',
+        "'\\",
+    ],
+)
+def test_one_megabyte_lines_do_not_blow_up(chunk: str) -> None:
+    line = (chunk * (1_000_000 // len(chunk) + 1))[:1_000_000]
+    out = redact(line)
+    assert redact(out) == out
+
+
+def test_patterns_table_is_literal_prefixed() -> None:
+    """Each rule must start with a literal so re can use its fast search (see the module docstring)."""
+    for rule in PATTERNS:
+        pattern = re.sub(r"^(?:\(\?P<\w+>)+", "", rule.pattern.pattern)
+        assert re.match(r"[A-Za-z0-9_:/-]", pattern), rule.name
