@@ -57,10 +57,13 @@ class Node:
     def provenance(self) -> str:
         return PROVENANCE[self.kind]
 
-    def content_hash(self) -> str:
+    def meta_json(self) -> str:
+        return json.dumps(self.meta, sort_keys=True, ensure_ascii=False)
+
+    def content_hash(self, meta_json: str | None = None) -> str:
         """What decides whether a re-scan 'updated' the node: everything but bookkeeping."""
-        h = hashlib.sha256()
-        for part in (
+        meta = self.meta_json() if meta_json is None else meta_json
+        parts = (
             self.title,
             self.body,
             self.ref,
@@ -68,8 +71,6 @@ class Node:
             f"{self.signal:.6f}",
             self.group or "",
             "\n".join(self.files),
-            json.dumps(self.meta, sort_keys=True, ensure_ascii=False),
-        ):
-            h.update(part.encode("utf-8", "surrogatepass"))
-            h.update(b"\0")
-        return h.hexdigest()[:32]
+            meta,
+        )
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]

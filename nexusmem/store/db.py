@@ -149,8 +149,8 @@ class Store:
         changed: list[Node] = []
         fresh: list[Node] = []
         for node in unique.values():
-            digest = node.content_hash()
-            meta = json.dumps(node.meta, sort_keys=True, ensure_ascii=False)
+            meta = node.meta_json()
+            digest = node.content_hash(meta)
             if node.id not in existing:
                 inserts.append(
                     (
@@ -201,6 +201,11 @@ class Store:
                 inserts,
             )
             counts.added += len(inserts)
+            marks = ",".join("?" * len(fresh))
+            self.conn.execute(
+                f"INSERT INTO nodes_fts(rowid, title, body) SELECT seq, title, body FROM nodes WHERE id IN ({marks})",
+                [n.id for n in fresh],
+            )
         if updates:
             self.conn.executemany(
                 "UPDATE nodes SET ref=?, title=?, body=?, ts=?, updated_at=?, signal=?, grp=?, content_hash=?,"

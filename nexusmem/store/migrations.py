@@ -89,9 +89,8 @@ def _m1_initial(conn: Any) -> None:
         CREATE VIRTUAL TABLE nodes_fts USING fts5(
           title, body, content='nodes', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
         );
-        CREATE TRIGGER nodes_fts_ai AFTER INSERT ON nodes BEGIN
-          INSERT INTO nodes_fts(rowid, title, body) VALUES (new.seq, new.title, new.body);
-        END;
+        -- No AFTER INSERT trigger: a virtual-table insert inside a trigger costs ~45 µs a row (a savepoint
+        -- per row); Store.upsert indexes each batch with one INSERT ... SELECT instead (8x faster).
         CREATE TRIGGER nodes_fts_ad AFTER DELETE ON nodes BEGIN
           INSERT INTO nodes_fts(nodes_fts, rowid, title, body) VALUES ('delete', old.seq, old.title, old.body);
         END;
