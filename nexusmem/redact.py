@@ -347,15 +347,18 @@ def _sk_key(m: re.Match[str], text: str) -> Span | None:
 # `-p` after one of these (in the same command segment) is a password: attached (`-pSECRET`) for the
 # MySQL family, attached or spaced for sshpass and registry logins. Anything else (`mkdir -p`, `ssh -p 22`,
 # `git log -p`, `docker run -p 8080:80`, `psql -p 5432`) is not.
+# What may precede a command name: a separator, a path, a quote (`bash -c '...'`) or a diff line's marker.
+_CMD_START = r"""(?:^|[\s/;|&(+"'`-])"""
 _DASH_P_ATTACHED = re.compile(
-    r"(?:^|[\s/;|&(])(?:mysql[a-z]*|mariadb[a-z-]*|sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login"
+    _CMD_START
+    + r"(?:mysql[a-z]*|mariadb[a-z-]*|sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login"
     r"|helm[ \t]+registry[ \t]+login)[ \t]"
 )
 _DASH_P_SPACED = re.compile(
-    r"(?:^|[\s/;|&(])(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login"
+    _CMD_START + r"(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login"
     r"|helm[ \t]+registry[ \t]+login)[ \t]"
 )
-_CURL = re.compile(r"(?:^|[\s/;|&(])curl[ \t]")
+_CURL = re.compile(_CMD_START + r"curl[ \t]")
 
 
 def _segment_start(text: str, end: int, reach: int) -> int:

@@ -189,6 +189,10 @@ def test_tool_flags_after_a_newline_or_separator() -> None:
     assert redact("ls\nmysql -uroot -pFakePass1 app") == "ls\nmysql -uroot -p«redacted:password» app"
     assert redact("true && sshpass -p FakePass1 ssh h") == "true && sshpass -p «redacted:password» ssh h"
     assert redact("mysql -uroot app; mkdir -pv x") == "mysql -uroot app; mkdir -pv x"
+    assert (
+        redact("+mysql -uroot -pFakePass1 db\n") == "+mysql -uroot -p«redacted:password» db\n"
+    )  # a diff line
+    assert redact("bash -c 'mysqldump -pFakePass1 db'") == "bash -c 'mysqldump -p«redacted:password» db'"
     assert redact("x=$(curl -u me:FakePass1 https://x)") == "x=$(curl -u me:«redacted:password» https://x)"
 
 
