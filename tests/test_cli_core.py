@@ -291,3 +291,17 @@ def test_mode_of_state_dir_files_is_not_world_writable(repo: Path) -> None:
     mode = os.stat(repo / ".nexusmem" / "config.json").st_mode
     assert not mode & stat.S_IWOTH
     assert subprocess.run(["git", "check-ignore", "-q", ".nexusmem/memory.db"], cwd=repo).returncode == 0
+
+
+def test_scan_previews_write_nothing(repo: Path) -> None:
+    make_history(repo)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "design.md").write_text("# Design\n\n## Why WAL\n\nBecause readers.\n", encoding="utf-8")
+    out = run_cli("-C", str(repo), "scan-git").output
+    assert "0.80  fix(cache): switch the cache database to WAL" in out and "Nothing was written" in out
+    diffs = json.loads(run_cli("-C", str(repo), "scan-diff", "--json").output)
+    assert {d["ref"].split(":", 1)[1] for d in diffs} >= {"src/cache.py", "README.md"}
+    docs = json.loads(run_cli("-C", str(repo), "scan-docs", "--json").output)
+    assert "docs/design.md#Why WAL" in {d["ref"] for d in docs}
+    assert len(json.loads(run_cli("-C", str(repo), "scan-git", "--json", "--limit", "2").output)) == 2
+    assert not (repo / ".nexusmem").exists()
