@@ -144,11 +144,6 @@ class LogLine:
     session: str
 
 
-def _opt_int(value: Any) -> int | None:
-    # `type(...) is int` rejects bools (a JSON true is not an exit code) and is the cheapest check.
-    return value if type(value) is int else None
-
-
 # The decoder's C scanner (typeshed does not declare the attribute, hence getattr).
 _scan_once: Callable[[str, int], tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009
 
@@ -231,26 +226,31 @@ def parse_log_line(raw: bytes) -> LogLine | None:
 
 def log_line_from(obj: Any) -> LogLine | None:
     """The LogLine in one parsed JSON value (see parse_log_line), None when it is not a valid one."""
-    if not isinstance(obj, dict):
+    # Called for every line of a log that may hold 100k: `type(x) is int` also rejects JSON booleans, and
+    # positional arguments avoid the keyword-matching cost.
+    if type(obj) is not dict:
         return None
-    ts, cwd, command = obj.get("ts"), obj.get("cwd"), obj.get("command")
-    if type(ts) is float and math.isfinite(ts):
+    get = obj.get
+    ts, cwd, command = get("ts"), get("cwd"), get("command")
+    if type(ts) is not int:
+        if type(ts) is not float or not math.isfinite(ts):
+            return None
         ts = int(ts)  # tolerated: a hook on a shell with only fractional clocks
-    if type(ts) is not int or type(cwd) is not str or type(command) is not str:
+    if type(cwd) is not str or type(command) is not str:
         return None
-    pipestatus = obj.get("pipestatus")
+    exit_code, pipestatus, duration = get("exit"), get("pipestatus"), get("duration_ms")
+    shell, session = get("shell"), get("session")
     if pipestatus is not None and not (type(pipestatus) is list and all(type(x) is int for x in pipestatus)):
         pipestatus = None
-    shell, session = obj.get("shell"), obj.get("session")
     return LogLine(
-        ts=ts,
-        cwd=cwd,
-        command=command,
-        exit=_opt_int(obj.get("exit")),
-        pipestatus=pipestatus,
-        duration_ms=_opt_int(obj.get("duration_ms")),
-        shell=shell if isinstance(shell, str) else "unknown",
-        session=session if isinstance(session, str) else "",
+        ts,
+        cwd,
+        command,
+        exit_code if type(exit_code) is int else None,
+        pipestatus,
+        duration if type(duration) is int else None,
+        shell if type(shell) is str else "unknown",
+        session if type(session) is str else "",
     )
 
 
@@ -371,18 +371,16 @@ def _title(command: str, exit_code: int | None) -> str:
     return f"{first} (exit {'unknown' if exit_code is None else exit_code})"
 
 
-def _context_line(
-    cwd: str | None,
-    exit_code: int | None,
-    pipestatus: list[int] | None,
-    duration_ms: int | None,
-    shell: str,
-) -> str:
-    # Runs once per stored command (80k times in a big first sync): plain concatenation, no lists.
+def _context_head(cwd: str | None, exit_code: int | None) -> str:
     where = f"cwd {cwd}" if cwd is not None else "cwd unknown (scraped from shell history)"
-    text = f"[{where} · exit {'unknown' if exit_code is None else exit_code}"
+    return f"[{where} · exit {'unknown' if exit_code is None else exit_code}"
+
+
+def _context_tail(pipestatus: list[int] | None, duration_ms: int | None, shell: str) -> str:
+    # Runs once per stored command (80k times in a big first sync): plain concatenation, no lists.
+    text = ""
     if pipestatus and len(pipestatus) > 1:
-        text += " · pipestatus " + "|".join(map(str, pipestatus))
+        text = " · pipestatus " + "|".join(map(str, pipestatus))
     if duration_ms is not None:
         text += f" · {duration_ms} ms" if duration_ms < 1000 else f" · {duration_ms / 1000:.1f} s"
     return f"{text} · {shell}]"
@@ -413,7 +411,7 @@ def _command_node(
         natural_key=natural_key,
         ref=command,
         title=title,
-        body=command + "\n" + _context_line(cwd, exit_code, pipestatus, duration_ms, shell),
+        body=command + "\n" + _context_head(cwd, exit_code) + _context_tail(pipestatus, duration_ms, shell),
         ts=ts,
         signal=signal,
         group=None,
@@ -428,6 +426,10 @@ def _command_node(
             "scraped": scraped,
         },
     )
+
+
+# (redacted command, cwd relative to its root, files named, title, signal, body up to the per-line part)
+_Facts = tuple[str, str, tuple[str, ...], str, float, str]
 
 
 class _Memo:
@@ -733,7 +735,7 @@ class ShellSource:
         seen_shells: set[str],
     ) -> Generator[Node, None, int]:
         attributor = Attributor.for_repo(ctx.root)
-        facts: dict[tuple[str, str, int | None], tuple[str, str, tuple[str, ...], str, float] | None] = {}
+        facts: dict[tuple[str, str, int | None], _Facts | None] = {}
         project = ctx.project_id
         done = offset
         count = 0
@@ -763,7 +765,7 @@ class ShellSource:
                     facts.clear()
             if known is None:
                 continue  # another project's line, or an empty command: nothing wrong with the log
-            command, rel, files, title, signal = known
+            command, rel, files, title, signal, body_head = known
             yield Node(
                 project,
                 "shell_command",
@@ -771,7 +773,7 @@ class ShellSource:
                 f"{line.session}\x1f{line.ts}\x1f{command}",
                 command,
                 title,
-                command + "\n" + _context_line(rel, line.exit, line.pipestatus, line.duration_ms, line.shell),
+                body_head + _context_tail(line.pipestatus, line.duration_ms, line.shell),
                 line.ts,
                 signal,
                 None,
@@ -789,17 +791,16 @@ class ShellSource:
         return done
 
     @staticmethod
-    def _facts(
-        attributor: Attributor, memo: _Memo, line: LogLine
-    ) -> tuple[str, str, tuple[str, ...], str, float] | None:
-        """(redacted command, cwd relative to its root, files, title, signal), None when not ours or empty."""
+    def _facts(attributor: Attributor, memo: _Memo, line: LogLine) -> _Facts | None:
+        """What a (command, cwd, exit) triple always yields; None when the cwd is not ours or it is empty."""
         where = attributor.match(line.cwd)
         if where is None or not line.command.strip():
             return None
         root, rel = where
         command = memo.redact(line.command)  # before anything else sees the text
         title, signal = memo.title_signal(command, line.exit)
-        return command, rel, memo.command_files(command, root, rel), title, signal
+        files = memo.command_files(command, root, rel)
+        return command, rel, files, title, signal, command + "\n" + _context_head(rel, line.exit)
 
     def _scrape(
         self, ctx: ScanContext, shell: str, tail: int, old_fingerprint: Any, memo: _Memo
