@@ -302,3 +302,43 @@ def test_no_scrape_once_the_hook_log_has_that_shell(project: Path, isolated_home
     (isolated_home / ".bash_history").write_text("make from-history\nmake more\n", encoding="utf-8")
     _, nodes2 = scan(project, result.cursor, scrape=True)
     assert nodes2 == []
+
+
+def test_chunk_boundaries_and_overlong_lines(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nexusmem.sources.shell as shell_module
+
+    # Tiny chunks and a tiny line cap exercise every boundary case of the reader on a small file.
+    monkeypatch.setattr(shell_module, "CHUNK_BYTES", 7)
+    monkeypatch.setattr(shell_module, "MAX_LINE_BYTES", 300)
+    good = [line(project, f"make t{i}", ts=i) for i in range(5)]
+    overlong = line(project, "echo " + "y" * 400, ts=99)
+    path = write_log(good[0], overlong, good[1], good[2], overlong, overlong, good[3], good[4][:-1])
+    records = list(shell_module.iter_log_lines(path, 0))
+    ends = [end for end, _ in records]
+    assert ends[-1] == -1 and ends[:-1] == sorted(ends[:-1])
+    assert [raw for _, raw in records[:-1]] == [
+        good[0][:-1],
+        None,
+        good[1][:-1],
+        good[2][:-1],
+        None,
+        None,
+        good[3][:-1],
+    ]
+    assert ends[-2] == path.stat().st_size - len(good[4]) + 1
+    result, nodes = scan(project)
+    assert [n.ref for n in nodes] == [f"make t{i}" for i in range(4)]
+    assert result.skipped == 4  # three over-long lines and the unfinished last one
+
+
+def test_read_tail_lines_across_blocks(tmp_path: Path) -> None:
+    from nexusmem.sources.shell import read_tail_lines
+
+    path = tmp_path / "h"
+    path.write_bytes(b"".join(b"line %d\n" % i for i in range(100)))
+    assert read_tail_lines(path, 3, block=5) == [b"line 97", b"line 98", b"line 99"]
+    assert read_tail_lines(path, 500, block=5)[0] == b"line 0"
+    path.write_bytes(b"a\nb")  # no final newline
+    assert read_tail_lines(path, 1) == [b"b"]
