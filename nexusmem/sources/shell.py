@@ -14,7 +14,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -705,9 +705,7 @@ class ShellSource:
             if st.st_size > offset:
                 offset = yield from self._read_log(ctx, result, log, offset, st.st_size, memo, seen_shells)
             head_len = min(HEAD_BYTES, offset)
-            log_state = LogPosition(
-                offset, st.st_dev, st.st_ino, head_len, _head_hash(log, head_len)
-            ).__dict__
+            log_state = asdict(LogPosition(offset, st.st_dev, st.st_ino, head_len, _head_hash(log, head_len)))
         scrape_state: dict[str, str] = {}
         if settings.get("scrapeFallback", True):
             old = state.get("scrape", {}) if isinstance(state.get("scrape"), dict) else {}
@@ -767,18 +765,18 @@ class ShellSource:
                 continue  # another project's line, or an empty command: nothing wrong with the log
             command, rel, files, title, signal, body_head = known
             yield Node(
-                project,
-                "shell_command",
-                "shell",
-                f"{line.session}\x1f{line.ts}\x1f{command}",
-                command,
-                title,
-                body_head + _context_tail(line.pipestatus, line.duration_ms, line.shell),
-                line.ts,
-                signal,
-                None,
-                files,
-                {
+                project=project,
+                kind="shell_command",
+                source="shell",
+                natural_key=f"{line.session}\x1f{line.ts}\x1f{command}",
+                ref=command,
+                title=title,
+                body=body_head + _context_tail(line.pipestatus, line.duration_ms, line.shell),
+                ts=line.ts,
+                signal=signal,
+                group=None,
+                files=files,
+                meta={
                     "cwd": rel,
                     "exit": line.exit,
                     "pipestatus": line.pipestatus,
