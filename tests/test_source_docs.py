@@ -6,6 +6,7 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 from conftest import commit, git
 
 from nexusmem.config import defaults
@@ -193,3 +194,22 @@ def test_commit_times_walk_many_files_in_one_git_log(repo: Path) -> None:
     ts = {n.meta["path"]: n.ts for n in nodes}
     assert ts["d/7.md"] == 1_600_000_000_000
     assert {v for k, v in ts.items() if k != "d/7.md"} == {1_500_000_000_000}
+
+
+def test_unreadable_file_keeps_its_sections(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    commit(repo, "docs", {"a.md": "# A\n\na\n", "b.md": "# B\n\nb\n"})
+    first, _ = scan(repo)
+    real_read = Path.read_bytes
+
+    def failing_read(self: Path) -> bytes:
+        # chmod 000 cannot stop root (these tests may run as root): fail the read itself instead.
+        if self.name == "b.md":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", failing_read)
+    assert first.cursor is not None
+    result, nodes = scan(repo, cursor=first.cursor + "x")
+    assert [n.natural_key for n in nodes] == ["a.md#A#0"]
+    assert result.skipped == 1 and result.cursor is None  # the next sync tries b.md again
+    assert result.keep is not None and result.keep("b.md#B#0") and not result.keep("c.md#C#0")

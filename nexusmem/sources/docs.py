@@ -189,6 +189,7 @@ class DocsSource:
         fingerprint: str,
     ) -> Iterator[Node]:
         emitted: set[str] = set()
+        unreadable: list[str] = []
         times = _file_times(ctx.root, head, candidates, include)
         for n, cand in enumerate(candidates):
             ctx.progress("docs", n, len(candidates))
@@ -196,6 +197,7 @@ class DocsSource:
                 raw = (ctx.root / cand.path).read_bytes()
             except OSError:
                 result.skipped += 1
+                unreadable.append(cand.path + "#")
                 continue
             text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
             text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -206,8 +208,11 @@ class DocsSource:
                 emitted.add(node.natural_key)
                 yield node
         # Set only once every file was read: an interrupted scan persists nothing and prunes nothing.
-        result.keep = emitted.__contains__
-        result.cursor = fingerprint
+        # A file that exists but could not be read this time keeps its old sections.
+        prefixes = tuple(unreadable)
+        result.keep = lambda key: key in emitted or (bool(prefixes) and key.startswith(prefixes))
+        # Not persisting the fingerprint makes the next sync try the unreadable file again.
+        result.cursor = None if unreadable else fingerprint
 
 
 def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -> Iterator[Node]:
