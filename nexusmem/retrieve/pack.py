@@ -6,14 +6,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 MAX_SIBLINGS = 2
+# No item renders in fewer tokens than this (date, tags, title, id line): below it the budget is spent.
+MIN_ITEM_TOKENS = 12
 
 
 @dataclass
 class Candidate:
+    """A ranked item; `size` is its token cost, or a function that renders it when first needed."""
+
     id: str
     score: float
     group: str | None
-    tokens: int
+    size: int | Callable[[], int]
+
+    @property
+    def tokens(self) -> int:
+        if callable(self.size):
+            self.size = self.size()
+        return self.size
 
 
 def estimate_tokens(text: str) -> int:
@@ -58,6 +68,8 @@ def pack(
         placed.append(entry)
 
     for cand in ranked:
+        if budget - used < MIN_ITEM_TOKENS:
+            break
         if not fits(cand):
             continue
         take(cand, Placed(cand.id, cand.score))

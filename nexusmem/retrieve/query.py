@@ -11,6 +11,15 @@ from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import Store, StoredNode
 
 DEFAULT_BUDGET = 2000
+_BODY_WINDOW = 40
+_NEEDS_BODY = {
+    "code_diff",
+    "git_commit",
+    "doc_section",
+    "conversation_turn",
+    "github_thread",
+    "session_summary",
+}
 
 
 @dataclass
@@ -83,7 +92,7 @@ def ranked_candidates(
     bm25_ids, bm25_total = search.bm25(store, text, limit=limit, as_of=as_of)
     fused = fuse.rrf([bm25_ids])
     relevance = rank.normalise(fused)
-    nodes = store.get_many(list(fused))
+    nodes = store.get_many(list(fused), light=True)
     now = store.reference_time(as_of) or 0
     scored: list[tuple[StoredNode, float]] = []
     for node_id, rel in relevance.items():
@@ -124,10 +133,28 @@ def run(
     by_id: dict[str, tuple[StoredNode, float]] = {n.id: (n, s) for n, s in scored}
     items: dict[str, Item] = {}
 
+    order = [n.id for n, _ in scored]
+    position = {node_id: i for i, node_id in enumerate(order)}
+    full: dict[str, StoredNode] = {}
+
+    def full_node(node: StoredNode) -> StoredNode:
+        # Ranking ran on light rows; bodies are read only for items the packer actually considers, a
+        # window of them at a time (one query instead of one per item).
+        if node.body or node.kind not in _NEEDS_BODY:
+            return node
+        if node.id not in full:
+            start = position.get(node.id)
+            window = [node.id] if start is None else order[start : start + _BODY_WINDOW]
+            full.update(store.get_many([i for i in window if i not in full]))
+        return full.get(node.id, node)
+
     def candidate(node: StoredNode, score: float) -> Candidate:
-        item = items.get(node.id) or _item(node, score, project, text)
-        items[node.id] = item
-        return Candidate(node.id, score, node.group, _tokens(item))
+        def cost() -> int:
+            item = _item(full_node(node), score, project, text)
+            items[node.id] = item
+            return _tokens(item)
+
+        return Candidate(node.id, score, node.group, cost)
 
     links: dict[str, list[tuple[str, str]]] = {}
     for src, dst, rel in store.links_from([n.id for n, _ in scored]):

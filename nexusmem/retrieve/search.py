@@ -120,6 +120,9 @@ STOPWORDS = frozenset(
 _TOKEN = re.compile(r"[\w]+", re.UNICODE)
 
 CANDIDATES = 200
+# BM25 costs ~1-2 µs for every matching node. Past this many postings a query drops its most common words
+# (rarest kept first, at least one always kept): they carry the least IDF and the most cost.
+MAX_POSTINGS = 8000
 
 
 def terms(text: str) -> list[str]:
@@ -131,19 +134,36 @@ def terms(text: str) -> list[str]:
     return list(dict.fromkeys(kept))
 
 
-def fts_expression(text: str) -> str | None:
+def fts_expression(text: str | list[str]) -> str | None:
     """An OR of the quoted terms: BM25 then prefers items that match more of them."""
-    words = terms(text)
+    words = terms(text) if isinstance(text, str) else text
     if not words:
         return None
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def affordable_terms(store: Store, words: list[str], budget: int = MAX_POSTINGS) -> list[str]:
+    """WORDS, minus the most common ones when together they would match more than BUDGET nodes."""
+    if len(words) < 2 or store.size_hint() <= budget:
+        return words
+    counts = store.term_doc_counts(words)
+    if sum(counts.values()) <= budget:
+        return words
+    kept: set[str] = set()
+    total = 0
+    for word in sorted(words, key=lambda w: (counts[w], words.index(w))):
+        if kept and total + counts[word] > budget:
+            continue
+        kept.add(word)
+        total += counts[word]
+    return [w for w in words if w in kept]
 
 
 def bm25(
     store: Store, text: str, *, limit: int = CANDIDATES, as_of: int | None = None
 ) -> tuple[list[str], int]:
     """(ids best first, total number of matches) for TEXT."""
-    expr = fts_expression(text)
+    expr = fts_expression(affordable_terms(store, terms(text)))
     if expr is None:
         return [], 0
     ids = store.search_fts(expr, limit, as_of)
