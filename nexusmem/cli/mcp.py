@@ -1,0 +1,32 @@
+"""`nexusmem mcp`: serve this machine's project memories to an agent over stdio (the MCP server)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(
+    "mcp",
+    epilog="""\b
+Examples:
+  claude mcp add nexusmem -- nexusmem mcp
+  nexusmem mcp --log-level INFO 2>mcp.log
+
+\b
+Every tool takes projectRoot (an absolute path), so one server serves every repository.
+See docs/mcp.md for Cursor, VS Code and Codex configuration.
+""",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="WARNING",
+    show_default=True,
+    help="What the server logs to stderr (stdout carries only the protocol).",
+)
+def mcp_cmd(log_level: str) -> None:
+    """Run the MCP server on stdin/stdout: search_memory, sync_project, get_status, get_memory."""
+    # Imported here: the MCP SDK takes about a second to import and no other command needs it.
+    from nexusmem.mcp_server import serve
+
+    serve(log_level)

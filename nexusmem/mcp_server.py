@@ -1,0 +1,461 @@
+"""The MCP server: four tools over stdio, each a thin typed wrapper over the library (the CLI is the other face).
+
+Every tool takes an explicit absolute `projectRoot` (an MCP call carries no working directory), opens its own
+store for the length of the call and closes it, and runs the blocking library work in a worker thread so the
+event loop keeps answering. Failures are raised as `ToolError` (the client sees `isError` and the message),
+never returned as text. While serving, the SDK points fd 1 at stderr, so a stray print cannot corrupt the
+protocol; our own logging goes to stderr too.
+
+`from __future__ import annotations` is safe here: the SDK reads tool signatures with
+`inspect.signature(eval_str=True)` and `get_type_hints`, which resolve the string annotations against this
+module's globals, so every type named in a tool signature or an output TypedDict is imported at module level.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from nexusmem import __version__, paths, status
+from nexusmem import project as project_mod
+from nexusmem import sync as sync_mod
+from nexusmem.errors import NexusMemError, NotARepositoryError
+from nexusmem.project import Project
+from nexusmem.retrieve import query as query_mod
+from nexusmem.sources.base import ProgressFn
+from nexusmem.store import Store, StoredNode
+
+log = logging.getLogger("nexusmem.mcp")
+
+T = TypeVar("T")
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+MIN_PREFIX = 6
+PROGRESS_INTERVAL_S = 0.25
+NO_MEMORY_HINT = "run `nexusmem sync` in that repository, or call the sync_project tool"
+
+INSTRUCTIONS = """\
+NexusMem remembers what actually happened in a git repository: commits and their per-file patches, shell
+commands with their exit codes (when the user installed the prompt hooks) and project docs. Call
+search_memory before changing unfamiliar code, when a test or command fails, or when you need to know why
+something is the way it is; call get_memory to read one result in full. Every tool needs projectRoot, the
+absolute path of the repository. If a repository has no memory yet, call sync_project once."""
+
+
+# --- structured output shapes (the tools' outputSchema) ------------------------------------------------------
+class SearchItem(TypedDict):
+    id: str
+    kind: str
+    ts: str
+    title: str
+    summary: str
+    provenance: str
+    trust: str
+    score: float
+    project: str
+    ref: str
+    linked_from: str | None
+
+
+class SearchResult(TypedDict):
+    """The `query --json` object of DESIGN.md."""
+
+    query: str
+    budget: int
+    tokens_used: int
+    matched: int
+    bm25_matched: int
+    vector_matched: int
+    items: list[SearchItem]
+
+
+class SourceSyncResult(TypedDict):
+    name: str
+    added: int
+    updated: int
+    removed: int
+    skipped: int
+    seconds: float
+    noop: bool
+    notes: list[str]
+
+
+class SyncResult(TypedDict):
+    """`nexusmem sync --json`."""
+
+    root: str
+    initialised: bool
+    rebuilt: bool
+    seconds: float
+    added: int
+    updated: int
+    removed: int
+    totalNodes: int
+    sources: list[SourceSyncResult]
+
+
+class MemoryLink(TypedDict):
+    to: str
+    relation: str
+
+
+class MemoryItem(TypedDict):
+    """One stored item in full."""
+
+    id: str
+    kind: str
+    ts: str
+    created_at: str
+    title: str
+    provenance: str
+    trust: str
+    ref: str
+    project: str
+    source: str
+    signal: float
+    superseded_by: str | None
+    body: str
+    files: list[str]
+    links: list[MemoryLink]
+    meta: dict[str, Any]
+
+
+# --- helpers ---------------------------------------------------------------------------------------------------
+@contextmanager
+def _library_errors() -> Iterator[None]:
+    """A library failure the user can act on becomes a tool error carrying its message."""
+    try:
+        yield
+    except NexusMemError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+async def _in_thread(func: Callable[[], T]) -> T:
+    """Run blocking library work (git, SQLite) off the event loop."""
+    return await anyio.to_thread.run_sync(func)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def resolve_root(project_root: str) -> Path:
+    """The top of the git work tree at PROJECT_ROOT, which must be an existing absolute directory."""
+    if not project_root.strip():
+        raise ToolError("projectRoot is empty: pass the absolute path of the repository")
+    given = Path(project_root).expanduser()
+    if not given.is_absolute():
+        raise ToolError(
+            f"projectRoot must be an absolute path, got {project_root!r} (an MCP call has no working directory)"
+        )
+    if not given.is_dir():
+        raise ToolError(f"projectRoot {project_root!r} is not an existing directory")
+    try:
+        return paths.repo_root(given.resolve())
+    except NotARepositoryError:
+        raise ToolError(
+            f"projectRoot {project_root!r} is not inside a git work tree: pass the absolute path of a repository"
+        ) from None
+    except NexusMemError as exc:  # git missing or unable to start: the library's message says which
+        raise ToolError(str(exc)) from exc
+
+
+def _load_initialised(root: Path) -> Project:
+    if not project_mod.is_initialised(root):
+        raise ToolError(f"{root} has no NexusMem memory yet: {NO_MEMORY_HINT}")
+    with _library_errors():
+        return project_mod.load(root)
+
+
+def parse_as_of(value: str | None) -> int | None:
+    """ISO 8601 date or time → epoch ms (a naive value is UTC), as the CLI's --as-of does."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):  # Python 3.10's fromisoformat does not take the Z suffix
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ToolError(
+            f"asOf {value!r} is not a date: use YYYY-MM-DD or an ISO 8601 time such as 2024-05-01T12:00:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def describe_sync(summary: sync_mod.SyncSummary) -> str:
+    """One paragraph, the same as `nexusmem sync` prints at the end."""
+    parts = []
+    for s in summary.sources:
+        if s.noop:
+            parts.append(f"{s.name} unchanged")
+            continue
+        text = f"{s.name} +{s.added}"
+        if s.updated:
+            text += f" ~{s.updated}"
+        if s.removed:
+            text += f" -{s.removed}"
+        if s.skipped:
+            text += f" ({s.skipped} skipped)"
+        parts.append(text)
+    head = "Initialised and synced" if summary.initialised else ("Rebuilt" if summary.rebuilt else "Synced")
+    return (
+        f"{head} {summary.root} in {summary.seconds:.2f}s: {'; '.join(parts) or 'no sources enabled'}. "
+        f"{summary.total_nodes} node(s) in memory."
+    )
+
+
+def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+# --- the work each tool does, in a worker thread ---------------------------------------------------------------
+def run_search(project_root: str, text: str, budget: int, as_of: str | None) -> CallToolResult:
+    question = text.strip()
+    if not question:
+        raise ToolError("query is empty: say what you are looking for")
+    cutoff = parse_as_of(as_of)
+    proj = _load_initialised(resolve_root(project_root))
+    with _library_errors(), proj.open_store() as store:
+        result = query_mod.run(store, question, project=proj.root.name, budget=budget, as_of=cutoff)
+    return _result(query_mod.render(result), query_mod.to_json(result))
+
+
+def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: ProgressFn) -> CallToolResult:
+    root = resolve_root(project_root)
+    # Options the library does not have yet are accepted and ignored, so agents' calls keep working when it does.
+    accepted = inspect.signature(sync_mod.sync).parameters
+    extra: dict[str, Any] = {}
+    if "link_failures" in accepted:
+        extra["link_failures"] = link_failures
+    if "no_embed" in accepted:
+        extra["no_embed"] = no_embed
+    elif "embed" in accepted:
+        extra["embed"] = not no_embed
+    with _library_errors():
+        summary = sync_mod.sync(root, progress=progress, log=lambda note: log.info("sync: %s", note), **extra)
+    return _result(describe_sync(summary), summary.to_json())
+
+
+def run_status(project_root: str) -> CallToolResult:
+    proj = _load_initialised(resolve_root(project_root))
+    with _library_errors():
+        info = status.status(proj)
+    return _result(status.render(info), info)
+
+
+def find_node(store: Store, wanted: str) -> StoredNode:
+    """The node with id WANTED, or the only one whose id starts with it (at least MIN_PREFIX characters)."""
+    key = wanted.strip().lower()
+    if not key:
+        raise ToolError("id is empty: pass an id from a search_memory result")
+    node = store.get(key)
+    if node is not None:
+        return node
+    if len(key) < MIN_PREFIX:
+        raise ToolError(
+            f"no memory item has id {wanted!r} (a prefix must have at least {MIN_PREFIX} characters)"
+        )
+    matches = store.find_by_prefix(key)
+    if not matches:
+        raise ToolError(f"no memory item has id {wanted!r}")
+    if len(matches) > 1:
+        raise ToolError(f"id prefix {wanted!r} is ambiguous ({', '.join(matches)}...): give more characters")
+    found = store.get(matches[0])
+    if found is None:  # deleted between the two reads (a concurrent rebuild)
+        raise ToolError(f"no memory item has id {wanted!r}")
+    return found
+
+
+def run_get(project_root: str, wanted: str) -> CallToolResult:
+    proj = _load_initialised(resolve_root(project_root))
+    with _library_errors(), proj.open_store() as store:
+        node = find_node(store, wanted)
+        files = store.files_of(node.id)
+        links = [MemoryLink(to=dst, relation=rel) for _, dst, rel in store.links_from([node.id])]
+    item = MemoryItem(
+        id=node.id,
+        kind=node.kind,
+        ts=_iso(node.ts),
+        created_at=_iso(node.created_at),
+        title=node.title,
+        provenance=node.provenance,
+        trust=node.trust,
+        ref=node.ref,
+        project=proj.root.name,
+        source=node.source,
+        signal=node.signal,
+        superseded_by=node.superseded_by,
+        body=node.body,
+        files=files,
+        links=links,
+        meta=node.meta,
+    )
+    return _result(render_memory(item), dict(item))
+
+
+def render_memory(item: MemoryItem) -> str:
+    """One item as plain text: a header of facts, then the whole body."""
+    tags = f"[{item['provenance']}] [{item['trust']}]"
+    lines = [
+        f"{item['title']}",
+        f"id {item['id']}  {item['kind']}  {tags}",
+        f"when {item['ts']} (recorded {item['created_at']})",
+        f"ref {item['ref']}",
+    ]
+    if item["superseded_by"]:
+        lines.append(f"superseded by {item['superseded_by']}")
+    if item["files"]:
+        lines.append("files " + ", ".join(item["files"]))
+    lines += [f"fixed by {link['to']} ({link['relation']})" for link in item["links"]]
+    lines += ["", item["body"]]
+    return "\n".join(lines)
+
+
+# --- the server ------------------------------------------------------------------------------------------------
+ProjectRoot = Annotated[
+    str, Field(description="Absolute path of the git repository (or a directory inside it) to work on.")
+]
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
+    """The NexusMem MCP server with its four tools (not started)."""
+    server: MCPServer = MCPServer(
+        "nexusmem", version=__version__, instructions=INSTRUCTIONS, log_level=log_level
+    )
+
+    @server.tool(title="Search project memory", annotations=READ_ONLY)
+    async def search_memory(
+        projectRoot: ProjectRoot,
+        query: Annotated[
+            str,
+            Field(
+                description="What you want to know, in plain words or exact terms (a flag, a file, an error)."
+            ),
+        ],
+        budget: Annotated[int, Field(ge=50, description="Token budget for the answer.")] = 2000,
+        allProjects: Annotated[
+            bool, Field(description="Search every project on this machine (not available yet).")
+        ] = False,
+        asOf: Annotated[
+            str | None,
+            Field(
+                description="Only what memory had recorded at this ISO 8601 date/time (UTC when no offset)."
+            ),
+        ] = None,
+    ) -> Annotated[CallToolResult, SearchResult]:
+        """Search what actually happened in a repository: commits, per-file diffs, shell commands (with exit
+        codes) and docs, ranked and packed into a token budget.
+
+        Use it before editing unfamiliar code, when a command or test fails ("has this failed before, what fixed
+        it?"), or to learn why something is the way it is. Returns a plain-text block (best first, each item with its date,
+        provenance tag and id) and the same items as structured data. Expand an item
+        with get_memory.
+        """
+        if allProjects:
+            raise ToolError(
+                "allProjects: cross-project search is not available yet; search one repository at a time"
+            )
+        return await _in_thread(functools.partial(run_search, projectRoot, query, budget, asOf))
+
+    @server.tool(
+        title="Sync project memory",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    async def sync_project(
+        ctx: Context[Any, Any],
+        projectRoot: ProjectRoot,
+        linkFailures: Annotated[
+            bool,
+            Field(description="Also link failed commands to the commands that fixed them (when supported)."),
+        ] = False,
+        noEmbed: Annotated[
+            bool, Field(description="Skip computing embeddings (keyword search only).")
+        ] = False,
+    ) -> Annotated[CallToolResult, SyncResult]:
+        """Bring a repository's memory up to date: ingest new commits, diffs, docs and shell history.
+
+        Creates the memory (.nexusmem/) first when the repository has none. Incremental and safe to repeat; the
+        first sync of a large repository can take a while and reports progress. Returns what was added.
+        """
+        counts: dict[str, int] = {}
+        sent = [0.0]  # progress must increase with every notification
+        last = [time.monotonic()]
+
+        def forward(value: float, message: str) -> None:
+            if value <= sent[0]:
+                return
+            sent[0] = value
+            try:
+                anyio.from_thread.run(ctx.report_progress, value, None, message)
+            except Exception:  # a client that went away must not fail the sync
+                log.debug("progress notification failed", exc_info=True)
+
+        def on_progress(label: str, done: int, total: int | None) -> None:
+            counts[label] = done
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_INTERVAL_S:
+                last[0] = now
+                forward(float(sum(counts.values())), f"{label}: {done} node(s) stored")
+
+        await ctx.report_progress(0, None, "sync started")
+        result = await _in_thread(
+            functools.partial(run_sync, projectRoot, linkFailures, noEmbed, on_progress)
+        )
+        done = max(float(sum(counts.values())), sent[0] + 1)
+        await ctx.report_progress(done, done, "sync finished")
+        return result
+
+    @server.tool(title="Project memory status", annotations=READ_ONLY)
+    async def get_status(projectRoot: ProjectRoot) -> Annotated[CallToolResult, dict[str, Any]]:
+        """What a repository's memory holds: node counts by kind, date range, database size, and each source's
+        last sync. Use it to check whether memory exists and is current before relying on search_memory."""
+        return await _in_thread(functools.partial(run_status, projectRoot))
+
+    @server.tool(title="Read one memory item", annotations=READ_ONLY)
+    async def get_memory(
+        projectRoot: ProjectRoot,
+        id: Annotated[
+            str,
+            Field(
+                description="An id from a search_memory result, or a unique prefix of at least 6 characters."
+            ),
+        ],
+    ) -> Annotated[CallToolResult, MemoryItem]:
+        """Read one memory item in full: the whole commit message, patch, command or doc section, with its
+        files, time, provenance, trust and the fixes linked to it."""
+        return await _in_thread(functools.partial(run_get, projectRoot, id))
+
+    return server
+
+
+def serve(log_level: str = "WARNING") -> None:
+    """Serve the tools over stdin/stdout until the client closes the stream."""
+    level = log_level.upper()
+    if level not in LOG_LEVELS:
+        raise ValueError(f"log level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+    build_server(level).run("stdio")
