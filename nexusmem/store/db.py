@@ -409,6 +409,94 @@ class Store:
         )
         return int(self.conn.total_changes - before)
 
+    # --- failure → fix linking (nexusmem.link) ---------------------------------------------------------
+    def shell_commands_since(self, since_ms: int) -> Iterator[tuple[str, int, str, str | None, int | None]]:
+        """(id, ts, command, cwd, exit) of every shell_command with ts >= SINCE_MS, oldest first.
+
+        One pass over the (kind, ts) index; ties in ts keep recording order (rowid).
+        """
+        yield from self.conn.execute(
+            "SELECT id, ts, ref, json_extract(meta, '$.cwd'), json_extract(meta, '$.exit') FROM nodes"
+            " WHERE kind = 'shell_command' AND ts >= ? ORDER BY ts, seq",
+            (since_ms,),
+        )
+
+    def failure_files_since(self, since_ms: int) -> list[tuple[str, str]]:
+        """(shell_command id, path) for every file named by a command with ts >= SINCE_MS that failed."""
+        return [
+            tuple(r)
+            for r in self.conn.execute(
+                "SELECT n.id, f.path FROM nodes n JOIN node_files f ON f.node_seq = n.seq"
+                " WHERE n.kind = 'shell_command' AND n.ts >= ? AND json_extract(n.meta, '$.exit') != 0"
+                " ORDER BY n.seq, f.path",
+                (since_ms,),
+            )
+        ]
+
+    def commit_files_since(self, since_ms: int) -> list[tuple[str, int, str]]:
+        """(path, ts, commit id) for every file touched by a git_commit with ts >= SINCE_MS, by (ts, id)."""
+        return [
+            tuple(r)
+            for r in self.conn.execute(
+                "SELECT f.path, n.ts, n.id FROM nodes n JOIN node_files f ON f.node_seq = n.seq"
+                " WHERE n.kind = 'git_commit' AND n.ts >= ? ORDER BY n.ts, n.id",
+                (since_ms,),
+            )
+        ]
+
+    def has_kind_between(self, kinds: Sequence[str], ts_from: int, ts_to: int | None = None) -> bool:
+        """Whether any node of KINDS has ts in [TS_FROM, TS_TO] (TS_TO None: no upper bound)."""
+        marks = ",".join("?" * len(kinds))
+        row = self.conn.execute(
+            f"SELECT 1 FROM nodes WHERE kind IN ({marks}) AND ts >= ? AND ts <= ? LIMIT 1",
+            (*kinds, ts_from, ts_to if ts_to is not None else 2**62),
+        ).fetchone()
+        return row is not None
+
+    def search_fts_kinds(
+        self, match: str, kinds: Sequence[str], ts_from: int, ts_to: int
+    ) -> list[tuple[str, int]]:
+        """(id, ts) of nodes of KINDS with ts in [TS_FROM, TS_TO] matching the FTS5 expression MATCH, best
+        BM25 first (title weighted ×10, ties by id)."""
+        marks = ",".join("?" * len(kinds))
+        sql = (
+            "SELECT n.id, n.ts FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
+            f" WHERE nodes_fts MATCH ? AND n.kind IN ({marks}) AND n.ts >= ? AND n.ts <= ?"
+            " ORDER BY bm25(nodes_fts, 10.0, 1.0), n.id"
+        )
+        try:
+            return [tuple(r) for r in self.conn.execute(sql, (match, *kinds, ts_from, ts_to))]
+        except Exception as exc:  # a malformed MATCH expression is our bug, but must not abort a sync
+            raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+
+    def failure_links_since(self, since_ms: int, relations: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(from id, to id, relation) of links with one of RELATIONS leaving a shell_command with ts >= SINCE_MS."""
+        marks = ",".join("?" * len(relations))
+        return [
+            tuple(r)
+            for r in self.conn.execute(
+                "SELECT l.from_id, l.to_id, l.relation FROM links l JOIN nodes n ON n.id = l.from_id"
+                f" WHERE n.kind = 'shell_command' AND n.ts >= ? AND l.relation IN ({marks})",
+                (since_ms, *relations),
+            )
+        ]
+
+    def delete_links(self, links: Iterable[tuple[str, str, str]]) -> int:
+        """Delete the given (from id, to id, relation) links; return how many existed."""
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "DELETE FROM links WHERE from_id = ? AND to_id = ? AND relation = ?", [tuple(x) for x in links]
+        )
+        return int(self.conn.total_changes - before)
+
+    def min_ts_updated_since(self, updated_ms: int, kinds: Sequence[str]) -> int | None:
+        """The oldest event time among nodes of KINDS written (inserted or changed) at or after UPDATED_MS."""
+        marks = ",".join("?" * len(kinds))
+        row = self.conn.execute(
+            f"SELECT MIN(ts) FROM nodes WHERE updated_at >= ? AND kind IN ({marks})", (updated_ms, *kinds)
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
     def reference_time(self, as_of: int | None = None) -> int | None:
         """The newest event time in the store (or recorded by AS_OF): 'now' for recency, so that a query's
         output depends only on the store and the query (same bytes every time)."""

@@ -1,0 +1,340 @@
+"""Failure → fix linking: for each failed shell command, what later resolved it.
+
+Three independent heuristics, each recorded as its own link relation (a failure may get none, one or all):
+
+- ``retry``: the first later shell command with the same normalised text (whitespace collapsed, trimmed) in
+  the same working directory that exited 0 within 24 h.
+- ``commit``: the first git commit within 24 h after the failure, and before its successful retry when
+  there is one, that touched a file the failing command names (the failure node's ``files``) or a file
+  inside a directory it names (``ruff check src/cache``).
+- ``discussion``: the best full-text (BM25) match among conversation turns and session summaries within
+  ±24 h of the failure that contains *every* significant word of the command. Requiring every word, not
+  any, is what the original learned from dogfooding: one shared word as generic as "npm" linked unrelated
+  discussions about half the time.
+
+Significant words are :func:`nexusmem.retrieve.search.terms` of the command (English stopwords and one-letter
+words removed) minus redaction placeholders and minus :data:`GENERIC_WORDS`: launchers, package managers,
+interpreters, URL schemes and file-name extensions, which say how something was run rather than what. A command with no
+significant word left (``make``, ``npm run``) is never linked by discussion: any turn would match it.
+
+Linking is a pure function of the store: running it twice changes nothing, and the links of every failure it
+reconsiders are brought to exactly what the rules give now (stale ones removed). ``since_ms`` limits which
+failures are reconsidered; :func:`link_recent` derives it from what was written since the previous run, so a
+post-commit auto-sync only looks at the last day or so. Callers run these inside ``Store.transaction()``.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexusmem.redact import PLACEHOLDER_RE
+from nexusmem.retrieve.search import terms
+from nexusmem.store import Store
+from nexusmem.store.db import now_ms
+
+DAY_MS = 24 * 60 * 60 * 1000
+RETRY = "retry"
+COMMIT = "commit"
+DISCUSSION = "discussion"
+RELATIONS = (COMMIT, DISCUSSION, RETRY)
+DISCUSSION_KINDS = ("conversation_turn", "session_summary")
+# Kinds whose arrival can create or change a link: failures, retries, commits and discussions.
+_LINKED_KINDS = ("shell_command", "git_commit", *DISCUSSION_KINDS)
+# Meta key holding the store time at which the last link run started (see link_recent).
+WATERMARK_KEY = "link.watermark"
+
+# How a command was run (or a URL scheme, a file type), not what it was about: never required of a discussion.
+GENERIC_WORDS = frozenset(
+    {
+        "bash",
+        "bun",
+        "cargo",
+        "cfg",
+        "cjs",
+        "css",
+        "deno",
+        "env",
+        "exec",
+        "fish",
+        "git",
+        "go",
+        "html",
+        "http",
+        "https",
+        "ini",
+        "js",
+        "json",
+        "jsx",
+        "lock",
+        "make",
+        "md",
+        "mjs",
+        "node",
+        "npm",
+        "npx",
+        "pip",
+        "pip3",
+        "pipx",
+        "pnpm",
+        "poetry",
+        "pwsh",
+        "py",
+        "python",
+        "python3",
+        "rs",
+        "ruby",
+        "run",
+        "sh",
+        "sudo",
+        "time",
+        "toml",
+        "ts",
+        "tsx",
+        "txt",
+        "uv",
+        "uvx",
+        "yaml",
+        "yarn",
+        "yml",
+        "zsh",
+    }
+)
+
+
+@dataclass
+class LinkSummary:
+    """What one link run did. ``retry``/``commit``/``discussion`` count the links the rules give for the
+    failures considered; ``added``/``removed`` count the rows that changed in the store."""
+
+    since_ms: int | None = None
+    failures: int = 0
+    retry: int = 0
+    commit: int = 0
+    discussion: int = 0
+    added: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    skipped: bool = False  # incremental run with nothing new to look at
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def links(self) -> int:
+        return self.retry + self.commit + self.discussion
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as plain JSON values (for `sync --json`)."""
+        return {
+            "since": self.since_ms,
+            "failures": self.failures,
+            "retry": self.retry,
+            "commit": self.commit,
+            "discussion": self.discussion,
+            "added": self.added,
+            "removed": self.removed,
+            "seconds": round(self.seconds, 3),
+            "skipped": self.skipped,
+        }
+
+
+@dataclass(slots=True)
+class _Failure:
+    id: str
+    ts: int
+    command: str
+    retry_id: str | None = None
+    retry_ts: int | None = None
+
+
+def normalise(command: str) -> str:
+    """The command with runs of whitespace collapsed to one space and the ends trimmed."""
+    return " ".join(command.split())
+
+
+def significant_words(command: str) -> list[str]:
+    """The words a discussion must contain, all of them, to be linked to a failure of COMMAND (see module doc)."""
+    return [w for w in terms(PLACEHOLDER_RE.sub(" ", command)) if w not in GENERIC_WORDS]
+
+
+def _fts_all(words: list[str]) -> str:
+    # Quoted, so FTS5 tokenises each word as it tokenised the text: test_cache becomes the phrase "test cache".
+    return " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def link_failures(store: Store, *, since_ms: int | None = None) -> LinkSummary:
+    """Compute failure → fix links for failed shell commands with ts >= SINCE_MS (every one when None).
+
+    Adds missing links (INSERT OR IGNORE) and removes this module's links of those failures that the rules no
+    longer give, so the result does not depend on how often or in which order it ran. A full run (SINCE_MS
+    None) also records the watermark that :func:`link_recent` starts from. Call inside a transaction.
+    """
+    started = time.perf_counter()
+    stamp = now_ms()
+    lower = 0 if since_ms is None else since_ms
+    summary = LinkSummary(since_ms=since_ms)
+
+    failures = _retries(store, lower)
+    summary.failures = len(failures)
+    wanted: set[tuple[str, str, str]] = set()
+    for f in failures:
+        if f.retry_id is not None:
+            wanted.add((f.id, f.retry_id, RETRY))
+    wanted |= _commits(store, lower, failures)
+    wanted |= _discussions(store, lower, failures)
+    for _, _, relation in wanted:
+        if relation == RETRY:
+            summary.retry += 1
+        elif relation == COMMIT:
+            summary.commit += 1
+        else:
+            summary.discussion += 1
+
+    existing = set(store.failure_links_since(lower, RELATIONS))
+    summary.removed = store.delete_links(sorted(existing - wanted))
+    summary.added = store.add_links(sorted(wanted - existing))
+    if since_ms is None:
+        store.set_meta(WATERMARK_KEY, str(stamp))
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def incremental_since(store: Store) -> int | None:
+    """Where an incremental run must start: 24 h before the oldest event written since the last run.
+
+    None means "everything" (no run recorded yet). Any failure that a node written since then could link,
+    or a new failure itself, lies at or after that point: retries and commits come at most 24 h after their
+    failure, discussions at most 24 h either side. Returns -1 when nothing relevant was written.
+    "Since" is inclusive: nodes written in the previous run's own millisecond are looked at again (harmless:
+    linking is idempotent) rather than risk missing a writer whose stamp fell in it.
+    """
+    mark = store.get_meta(WATERMARK_KEY)
+    if mark is None or not mark.isdigit():
+        return None
+    oldest = store.min_ts_updated_since(int(mark), _LINKED_KINDS)
+    return -1 if oldest is None else oldest - DAY_MS
+
+
+def link_recent(store: Store) -> LinkSummary:
+    """Link only what the nodes written since the previous run can have changed; everything the first time.
+
+    The entry point for hooks (`sync --auto` after a commit): with nothing new it reads one meta row and
+    one aggregate. Records the new watermark. Call inside a transaction.
+    """
+    stamp = now_ms()
+    since = incremental_since(store)
+    if since == -1:
+        summary = LinkSummary(skipped=True)
+    else:
+        summary = link_failures(store, since_ms=since)
+    # A full run already recorded its own (earlier) stamp; both are "before anything this run did not see".
+    store.set_meta(WATERMARK_KEY, str(stamp))
+    return summary
+
+
+def _retries(store: Store, lower: int) -> list[_Failure]:
+    """Failures with ts >= LOWER, oldest first, each with its retry filled in when there is one.
+
+    One sweep over the commands in time order: a success releases every failure of the same (text, cwd)
+    still waiting, since it is the first success after each of them; those older than 24 h get no retry.
+    """
+    failures: list[_Failure] = []
+    waiting: dict[tuple[str, str], list[_Failure]] = {}
+    normalised: dict[str, str] = {}  # a real log repeats a few hundred commands thousands of times
+    for node_id, ts, command, cwd, exit_code in store.shell_commands_since(lower):
+        if cwd is None or exit_code is None:
+            continue  # scraped from a history file: no exit status, no directory
+        text = normalised.get(command)
+        if text is None:
+            text = normalised[command] = normalise(command)
+        key = (text, cwd)
+        if exit_code != 0:
+            failure = _Failure(node_id, ts, command)
+            failures.append(failure)
+            waiting.setdefault(key, []).append(failure)
+            continue
+        pending = waiting.pop(key, None)
+        if not pending:
+            continue
+        for f in pending:
+            if ts == f.ts:
+                # Same millisecond is not "later"; a success logged with the failure's own stamp is not
+                # its retry, and the failure keeps waiting for the next one.
+                waiting.setdefault(key, []).append(f)
+            elif ts - f.ts <= DAY_MS:
+                f.retry_id, f.retry_ts = node_id, ts
+    return failures
+
+
+def _commits(store: Store, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
+    """Commit links: per failure, the earliest commit after it touching one of its files, or a file inside a
+    directory it names (ties by id)."""
+    files: dict[str, list[str]] = {}
+    for node_id, path in store.failure_files_since(lower):
+        files.setdefault(node_id, []).append(path)
+    if not files:
+        return set()
+    times: dict[str, list[int]] = {}
+    ids: dict[str, list[str]] = {}
+    for path, ts, commit_id in store.commit_files_since(lower):
+        # A commit touching src/cache/lru.py touched what `ruff check src/cache` names: index each file under
+        # its directories too. Rows come ordered by (ts, id), so every list stays sorted.
+        for key in (path, *_parents(path)):
+            key_ids = ids.setdefault(key, [])
+            if key_ids and key_ids[-1] == commit_id:
+                continue  # another file of the same commit in this directory
+            key_ids.append(commit_id)
+            times.setdefault(key, []).append(ts)
+    out: set[tuple[str, str, str]] = set()
+    for f in failures:
+        best: tuple[int, str] | None = None
+        for path in files.get(f.id, ()):
+            path_times = times.get(path)
+            if not path_times:
+                continue
+            i = bisect_right(path_times, f.ts)  # strictly after the failure
+            if i < len(path_times):
+                found = (path_times[i], ids[path][i])
+                if best is None or found < best:
+                    best = found
+        if best is None or best[0] - f.ts > DAY_MS:
+            continue
+        if f.retry_ts is not None and best[0] >= f.retry_ts:
+            continue  # the command already passed again before this commit: the commit did not fix it
+        out.add((f.id, best[1], COMMIT))
+    return out
+
+
+def _parents(path: str) -> list[str]:
+    """src/cache/lru.py → [src/cache, src]."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(len(parts), 0, -1)]
+
+
+def _discussions(store: Store, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
+    """Discussion links: one full-text query per distinct set of significant words, not per failure."""
+    if not failures or not store.has_kind_between(DISCUSSION_KINDS, lower - DAY_MS):
+        return set()
+    groups: dict[tuple[str, ...], list[_Failure]] = {}
+    for f in failures:
+        significant = significant_words(f.command)
+        if significant:
+            groups.setdefault(tuple(significant), []).append(f)
+    out: set[tuple[str, str, str]] = set()
+    for words, members in groups.items():
+        lo = min(f.ts for f in members) - DAY_MS
+        hi = max(f.ts for f in members) + DAY_MS
+        hits = store.search_fts_kinds(_fts_all(list(words)), DISCUSSION_KINDS, lo, hi)
+        if not hits:
+            continue
+        # Hits arrive best first; index them by time so each failure scans only its own ±24 h window.
+        by_time = sorted((ts, rank, node_id) for rank, (node_id, ts) in enumerate(hits))
+        stamps = [t for t, _, _ in by_time]
+        for f in members:
+            start = bisect_left(stamps, f.ts - DAY_MS)
+            end = bisect_right(stamps, f.ts + DAY_MS)
+            if start < end:
+                best = min(by_time[start:end], key=lambda hit: hit[1])
+                out.add((f.id, best[2], DISCUSSION))
+    return out
