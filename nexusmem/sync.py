@@ -5,13 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexusmem import paths, registry
 from nexusmem import project as project_mod
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
 from nexusmem.sources.base import ProgressFn, ScanContext, _no_progress
+
+if TYPE_CHECKING:
+    from nexusmem.link import LinkSummary
 
 
 @dataclass
@@ -34,6 +37,7 @@ class SyncSummary:
     initialised: bool = False
     rebuilt: bool = False
     total_nodes: int = 0
+    links: LinkSummary | None = None  # set when failure → fix linking ran
 
     @property
     def added(self) -> int:
@@ -57,6 +61,7 @@ class SyncSummary:
             "updated": self.updated,
             "removed": self.removed,
             "totalNodes": self.total_nodes,
+            "links": self.links.to_json() if self.links is not None else None,
             "sources": [
                 {
                     "name": s.name,
@@ -98,11 +103,13 @@ def sync(
     only: list[str] | None = None,
     progress: ProgressFn = _no_progress,
     log: Callable[[str], None] | None = None,
+    link_failures: bool = False,
 ) -> SyncSummary:
     """Bring the project's memory up to date; initialise it first when needed.
 
     Each source runs in its own transaction: its nodes, its pruning and its cursor land together or not at
-    all, so an interrupted sync leaves the store as it was before that source began.
+    all, so an interrupted sync leaves the store as it was before that source began. LINK_FAILURES then
+    links failed shell commands to their fixes (nexusmem.link.link_recent) in one more transaction.
     """
     started = time.perf_counter()
     initialised = False
@@ -152,6 +159,11 @@ def sync(
         if kept:
             with store.transaction():
                 store.restore_bookkeeping(kept)
+        if link_failures:
+            from nexusmem import link
+
+            with store.transaction():
+                summary.links = link.link_recent(store)
         summary.total_nodes = store.node_count()
     registry.register(project.root, project.id, synced=True)
     summary.seconds = time.perf_counter() - started

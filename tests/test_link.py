@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from itertools import count
 from pathlib import Path
 
+import conftest
 import pytest
+from helpers import query_json, run_cli
 
 from nexusmem import link
 from nexusmem.link import DAY_MS, LinkSummary, link_failures, link_recent, significant_words
 from nexusmem.nodes import Node
+from nexusmem.paths import shell_log_path
 from nexusmem.store import Store, open_store
 
 T0 = 1_700_000_000_000
@@ -411,3 +415,75 @@ def test_rebuild_forgets_links_and_the_next_incremental_run_relinks_everything(s
         again = link_recent(store)
     assert again.failures == 1 and again.added == 1
     assert store.link_count() == 1
+
+
+# ---------------------------------------------------------------------------------------- end to end
+
+
+def test_sync_link_failures_then_query_shows_each_fix_right_after_its_failure(repo: Path) -> None:
+    now_s = int(time.time()) // 3600 * 3600 - 3 * 86400  # three days ago, on the hour
+    t0 = now_s * 1000
+    conftest.commit(
+        repo,
+        "chore: start",
+        {"tests/test_cache.py": "def test(): pass\n", "src/app.py": "x = 1\n"},
+        when=now_s - 86400,
+    )
+    conftest.commit(
+        repo, "fix(app): satisfy ruff in src/app.py", {"src/app.py": "X = 1\n"}, when=now_s + 3 * 3600
+    )
+    fix_sha = conftest.git(repo, "rev-parse", "HEAD").strip()
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    entries = [
+        (t0, "pytest tests/test_cache.py", 1),
+        (t0 + HOUR, "pytest tests/test_cache.py", 0),
+        (t0 + 2 * HOUR, "ruff check src/app.py", 1),
+        (t0 + 4 * HOUR, "ruff check src/app.py", 0),
+        (t0 + 5 * HOUR, "git status", 0),
+    ]
+    with open(log, "w", encoding="utf-8") as fh:
+        for ts, command, code in entries:
+            fh.write(
+                json.dumps(
+                    {
+                        "ts": ts,
+                        "cwd": str(repo),
+                        "exit": code,
+                        "command": command,
+                        "shell": "bash",
+                        "session": "s1",
+                        "v": 1,
+                    }
+                )
+                + "\n"
+            )
+
+    out = run_cli("-C", str(repo), "sync", "--link-failures", "--json").stdout
+    summary = json.loads(out)["links"]
+    assert (summary["failures"], summary["retry"], summary["commit"], summary["discussion"]) == (2, 2, 1, 0)
+    plain = run_cli("-C", str(repo), "sync", "--link-failures").stdout
+    assert "Failure links: nothing new to link." in plain
+
+    data = query_json(repo, "why did pytest tests/test_cache.py fail")
+    first, second = data["items"][0], data["items"][1]
+    assert first["ref"] == "pytest tests/test_cache.py" and "(exit 1)" in first["title"]
+    assert first["linked_from"] is None
+    assert second["ref"] == "pytest tests/test_cache.py" and "(exit 0)" in second["title"]
+    assert second["linked_from"] == first["id"] and second["score"] == first["score"]
+
+    text = run_cli("-C", str(repo), "query", "why did pytest tests/test_cache.py fail").stdout
+    lines = [line for line in text.splitlines() if line.startswith("- ")]
+    assert "pytest tests/test_cache.py (exit 1)" in lines[0]
+    assert lines[1].endswith("-- linked as the fix (retry)") and "(exit 0)" in lines[1]
+
+    # The ruff failure's fixes: the commit that touched src/app.py, and the passing re-run after it.
+    data = query_json(repo, "ruff check src/app.py failed")
+    ids = [it["id"] for it in data["items"]]
+    failure = next(it for it in data["items"] if "(exit 1)" in it["title"])
+    riders = [it for it in data["items"] if it["linked_from"] == failure["id"]]
+    assert {it["kind"] for it in riders} == {"git_commit", "shell_command"}
+    assert {it["ref"] for it in riders} == {fix_sha, "ruff check src/app.py"}
+    assert ids.index(failure["id"]) + 1 == ids.index(riders[0]["id"])
+    assert ids.index(failure["id"]) + 2 == ids.index(riders[1]["id"])
+    assert all(it["score"] == failure["score"] for it in riders)

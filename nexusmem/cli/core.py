@@ -34,11 +34,18 @@ def init_cmd(ctx: click.Context) -> None:
     metavar="NAME",
     help="Sync only this source (git, diff, docs, shell); repeatable.",
 )
+@click.option(
+    "--link-failures",
+    is_flag=True,
+    help="Then link failed shell commands to what fixed them (same-command retry, commit, discussion).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 @library_errors
-def sync_cmd(ctx: click.Context, rebuild: bool, only: tuple[str, ...], quiet: bool, as_json: bool) -> None:
+def sync_cmd(
+    ctx: click.Context, rebuild: bool, only: tuple[str, ...], link_failures: bool, quiet: bool, as_json: bool
+) -> None:
     """Ingest new git commits, per-file diffs, docs and shell history (initialises the repo when needed)."""
     from nexusmem import sync
 
@@ -50,6 +57,7 @@ def sync_cmd(ctx: click.Context, rebuild: bool, only: tuple[str, ...], quiet: bo
             only=list(only) or None,
             progress=progress,
             log=None if quiet else lambda m: click.echo(m, err=True),
+            link_failures=link_failures,
         )
     finally:
         progress.finish()
@@ -78,10 +86,20 @@ def describe_sync(summary: object) -> str:
             text += f" ({s.skipped} skipped)"
         parts.append(text)
     head = "Initialised and synced" if summary.initialised else ("Rebuilt" if summary.rebuilt else "Synced")
-    return (
+    text = (
         f"{head} {summary.root} in {summary.seconds:.2f}s: {'; '.join(parts) or 'no sources enabled'}. "
         f"{summary.total_nodes} node(s) in memory."
     )
+    links = summary.links
+    if links is not None:
+        if links.skipped:
+            text += " Failure links: nothing new to link."
+        else:
+            text += (
+                f" Failure links: {links.failures} failure(s) checked; {links.retry} retry, {links.commit} commit,"
+                f" {links.discussion} discussion (+{links.added} -{links.removed})."
+            )
+    return text
 
 
 def _parse_as_of(value: str | None) -> int | None:
