@@ -18,12 +18,13 @@ GIT = os.environ.get("NEXUSMEM_GIT", "git")
 _STABLE = ["-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "log.showSignature=false"]
 
 
-def clean_env() -> dict[str, str]:
+def clean_env(keep: Sequence[str] = ()) -> dict[str, str]:
     """The environment minus GIT_* variables that a calling hook may have set (GIT_DIR, GIT_INDEX_FILE...).
 
     Inside a git hook these point at the outer repository and would silently redirect our git calls.
+    KEEP names variables to pass through anyway (precheck needs the GIT_INDEX_FILE of `git commit -a`).
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP or k in keep}
     env["LC_ALL"] = "C"
     env["GIT_TERMINAL_PROMPT"] = "0"
     return env
@@ -39,7 +40,14 @@ def _start_error(exc: OSError) -> Exception:
     return GitStartError(f"git could not be started: {exc}")
 
 
-def run(args: Sequence[str], cwd: Path | str, *, check: bool = True, input: bytes | None = None) -> bytes:
+def run(
+    args: Sequence[str],
+    cwd: Path | str,
+    *,
+    check: bool = True,
+    input: bytes | None = None,
+    keep_env: Sequence[str] = (),
+) -> bytes:
     """Run `git ARGS` in CWD and return stdout bytes; raise a classified error on failure."""
     try:
         proc = subprocess.run(
@@ -47,7 +55,7 @@ def run(args: Sequence[str], cwd: Path | str, *, check: bool = True, input: byte
             cwd=str(cwd),
             input=input,
             capture_output=True,
-            env=clean_env(),
+            env=clean_env(keep_env),
             check=False,
         )
     except OSError as exc:

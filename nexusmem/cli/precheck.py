@@ -1,0 +1,68 @@
+"""`nexusmem precheck`: warnings about the files about to be committed. Thin: parse, call, print."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import library_errors
+
+
+@click.command(
+    "precheck",
+    epilog="""\b
+Examples:
+  nexusmem precheck                  # the staged files (what the pre-commit hook runs)
+  nexusmem precheck --working        # changed but not staged yet
+  nexusmem precheck --files src/cache.py tests/test_cache.py
+  nexusmem hook git install          # run it on every commit
+""",
+)
+@repo_option
+@click.argument("paths", nargs=-1, metavar="[FILE]...")
+@click.option(
+    "--files", "explicit", is_flag=True, help="Check the FILE arguments instead of the staged files."
+)
+@click.option("--working", is_flag=True, help="Check unstaged changes instead of the staged files.")
+@click.option("--strict", is_flag=True, help="Exit 1 when anything is found (fails the commit in a hook).")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@click.pass_context
+@library_errors
+def precheck_cmd(
+    ctx: click.Context, paths: tuple[str, ...], explicit: bool, working: bool, strict: bool, as_json: bool
+) -> None:
+    """Warn about staged files with recent unresolved failures or high churn (advisory unless --strict).
+
+    A failure counts when a shell command that names the file (its path, a parent directory or its module
+    name) failed in the last 30 days and was never seen passing afterwards. Churn: 4 or more commits
+    touching the file in 30 days.
+    """
+    from nexusmem import precheck
+
+    if paths and not explicit:
+        explicit = True  # `precheck a.py b.py` means those files, as the pre-commit framework passes them
+    if explicit and working:
+        raise click.UsageError("--files and --working are exclusive")
+    result = precheck.run(root_of(ctx), files=list(paths) if explicit else None, working=working)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    if not result.checked:
+        note = result.reason or "nothing checked"
+        click.echo(
+            f"nexusmem precheck: {note}" + (" (--strict: nothing was checked)" if strict else ""), err=True
+        )
+        return
+    if not as_json:
+        for finding in result.findings:
+            click.echo(finding.message, err=True)
+        if result.findings:
+            advice = "commit refused (--strict)" if strict else "advisory only"
+            click.echo(
+                f"nexusmem precheck: {len(result.findings)} warning(s) for {len(result.files)} file(s) ({advice})",
+                err=True,
+            )
+    if strict and result.findings:
+        ctx.exit(1)

@@ -1,0 +1,297 @@
+"""Precheck: warnings about the files about to be committed, from what this repository's memory holds.
+
+Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
+module name in the command) and were never seen passing; and high churn (many commits touching it lately).
+
+Runs on every commit, so it stays light: no click needed here, no project id (that would start git), the
+store opened read-only, and three indexed range reads for all files together.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from nexusmem import gitcmd, paths
+
+DAY_MS = 86_400_000
+WINDOW_DAYS = 30
+CHURN_THRESHOLD = 4
+# Timestamps a little ahead of the wall clock (another machine's skewed clock) still count as "recent".
+FUTURE_SLACK_MS = DAY_MS
+# At most this many distinct failing commands are reported per file: a wall of warnings gets ignored.
+MAX_FAILURES_PER_FILE = 5
+
+# Module names too generic to mean "this file" when they appear in a command (`npm test`, `make setup`).
+_GENERIC_STEMS = frozenset(
+    {"test", "tests", "main", "index", "init", "setup", "utils", "util", "conftest", "readme", "changelog",
+     "license", "makefile", "package", "lib", "src", "app", "mod", "common", "types", "config", "core"}
+)  # fmt: skip
+
+
+# Files whose name is not a module name: a command mentioning `worker` is not about docs/worker.md.
+_NOT_CODE = frozenset(
+    {".md", ".rst", ".txt", ".adoc", ".json", ".yaml", ".yml", ".toml", ".lock", ".cfg", ".ini", ".csv",
+     ".html", ".css", ".svg", ".png", ".jpg", ".gif", ".ico", ".pdf", ".xml"}
+)  # fmt: skip
+
+
+@dataclass
+class Finding:
+    """One warning about one file."""
+
+    path: str
+    kind: str  # "failure" | "churn"
+    message: str
+    command: str | None = None
+    exit: int | None = None
+    ts: int | None = None
+    times: int = 1
+    commits: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["date"] = _date(self.ts) if self.ts is not None else None
+        return data
+
+
+@dataclass
+class PrecheckResult:
+    """What precheck looked at and found. `checked` is False when there was no memory to check against."""
+
+    root: str | None
+    files: list[str]
+    findings: list[Finding] = field(default_factory=list)
+    checked: bool = True
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "checked": self.checked,
+            "reason": self.reason,
+            "files": self.files,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _date(ts_ms: int) -> str:
+    return datetime.fromtimestamp(ts_ms / 1000).strftime("%Y-%m-%d")
+
+
+def staged_files(root: Path, *, working: bool = False) -> list[str]:
+    """Repository-relative paths staged for commit (or, with WORKING, changed but not staged)."""
+    args = ["diff", "--name-only", "-z", "--no-ext-diff"]
+    if not working:
+        args.insert(1, "--cached")
+    keep: tuple[str, ...] = ()
+    index = os.environ.get("GIT_INDEX_FILE")
+    if index:
+        # `git commit -a` and `git commit PATH` run hooks against a temporary index: that one holds what is
+        # being committed. Git runs hooks from the top of the work tree, so a relative value means ROOT.
+        os.environ["GIT_INDEX_FILE"] = os.path.join(os.getcwd(), index)
+        keep = ("GIT_INDEX_FILE",)
+    out = gitcmd.run(args, root, keep_env=keep)
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+
+
+def relative_files(root: Path, files: Sequence[str], cwd: Path | None = None) -> list[str]:
+    """FILES as given on the command line (relative to CWD) → posix paths relative to ROOT."""
+    base = cwd or Path.cwd()
+    real_root = os.path.realpath(root)
+    out: list[str] = []
+    for name in files:
+        full = os.path.realpath(os.path.join(base, name))
+        rel = os.path.relpath(full, real_root)
+        out.append(Path(rel).as_posix() if not rel.startswith("..") else name)
+    return out
+
+
+def _ancestors(path: str) -> list[str]:
+    """'src/a/b.py' → ['src/a', 'src']: a command naming a directory covers the files inside it."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(len(parts), 0, -1)]
+
+
+def module_name(path: str) -> str | None:
+    """The name a command would use for PATH's module ('src/cache.py' → 'cache'), or None if too generic."""
+    p = Path(path)
+    if p.suffix.lower() in _NOT_CODE:
+        return None
+    stem = p.stem
+    if stem in ("__init__", "__main__"):
+        stem = p.parent.name
+    if len(stem) < 3 or stem.lower() in _GENERIC_STEMS:
+        return None
+    return stem
+
+
+def check(
+    root: Path,
+    files: Sequence[str],
+    *,
+    now_ms: int | None = None,
+    days: int = WINDOW_DAYS,
+    churn_threshold: int = CHURN_THRESHOLD,
+) -> PrecheckResult:
+    """Findings for FILES (repository-relative) from ROOT's memory. A missing memory is not an error."""
+    from nexusmem.store.db import open_store
+
+    files = list(dict.fromkeys(files))
+    result = PrecheckResult(root=str(root), files=files)
+    db = paths.db_path(root)
+    if not db.exists():
+        result.checked = False
+        result.reason = f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
+        return result
+    if not files:
+        return result
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    start, end = now - days * DAY_MS, now + FUTURE_SLACK_MS
+    with open_store(db, readonly=True) as store:
+        commands = store.shell_commands_between(start, end)
+        lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
+        naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
+        failures = _unresolved_failures(store, files, commands, naming)
+    churn: dict[str, set[str]] = {}
+    for path, node_id, kind in naming:
+        if kind == "git_commit":
+            churn.setdefault(path, set()).add(node_id)
+    for path in files:
+        result.findings.extend(failures.get(path, []))
+        commits = len(churn.get(path, ()))
+        if commits >= churn_threshold:
+            result.findings.append(
+                Finding(
+                    path=path,
+                    kind="churn",
+                    commits=commits,
+                    message=(
+                        f"{path}: changed in {commits} commits in the last {days} days (high churn)"
+                        " — review the whole diff and run its tests"
+                    ),
+                )
+            )
+    return result
+
+
+def _unresolved_failures(
+    store: Any,
+    files: list[str],
+    commands: list[tuple[str, str, int, str | None, int | None]],
+    naming: list[tuple[str, str, str]],
+) -> dict[str, list[Finding]]:
+    # A failure is resolved by a later success of the same text in the same directory (the window holds
+    # every command later than any failure in it), or by a link the failure→fix linker recorded.
+    last_ok: dict[tuple[str, str | None], int] = {}
+    failed: list[tuple[str, str, int, str | None, int]] = []
+    for node_id, command, ts, cwd, code in commands:
+        if code == 0:
+            last_ok[(command, cwd)] = ts
+        elif code is not None:
+            failed.append((node_id, command, ts, cwd, code))
+    if not failed:
+        return {}
+    open_failures = [f for f in failed if last_ok.get((f[1], f[3]), -1) <= f[2]]
+    if not open_failures:
+        return {}
+    # Which files each failure names: node_files (the file or a parent directory), or the module name.
+    by_id: dict[str, set[str]] = {}
+    wanted = set(files)
+    dirs: dict[str, list[str]] = {}
+    for path in files:
+        for parent in _ancestors(path):
+            dirs.setdefault(parent, []).append(path)
+    for path, node_id, kind in naming:
+        if kind != "shell_command":
+            continue
+        if path in wanted:
+            by_id.setdefault(node_id, set()).add(path)
+        for child in dirs.get(path, ()):
+            by_id.setdefault(node_id, set()).add(child)
+    stems: dict[str, list[str]] = {}
+    for path in files:
+        name = module_name(path)
+        if name:
+            stems.setdefault(name, []).append(path)
+    if stems:
+        # Word boundaries are anything but letters and digits, so `tests/test_cache.py` names `cache`.
+        pattern = re.compile(
+            r"(?<![A-Za-z0-9])("
+            + "|".join(map(re.escape, sorted(stems, key=len, reverse=True)))
+            + r")(?![A-Za-z0-9])"
+        )
+        for node_id, command, _ts, _cwd, _code in open_failures:
+            for hit in pattern.findall(command):
+                by_id.setdefault(node_id, set()).update(stems[hit])
+    candidates = [f for f in open_failures if f[0] in by_id]
+    if not candidates:
+        return {}
+    linked = {from_id for from_id, _to, _rel in store.links_from([f[0] for f in candidates])}
+    # Newest first; one finding per (file, command, cwd), carrying how often it failed unresolved.
+    grouped: dict[tuple[str, str, str | None], list[tuple[str, str, int, str | None, int]]] = {}
+    for failure in sorted(candidates, key=lambda f: f[2], reverse=True):
+        if failure[0] in linked:
+            continue
+        for path in sorted(by_id[failure[0]]):
+            grouped.setdefault((path, failure[1], failure[3]), []).append(failure)
+    out: dict[str, list[Finding]] = {}
+    for (path, command, _cwd), runs in grouped.items():
+        if len(out.get(path, ())) >= MAX_FAILURES_PER_FILE:
+            continue
+        _id, _cmd, ts, _where, code = runs[0]
+        shown = command if len(command) <= 120 else command[:119] + "…"
+        shown = " ".join(shown.split())
+        times = f" ({len(runs)} times in the last {WINDOW_DAYS} days)" if len(runs) > 1 else ""
+        out.setdefault(path, []).append(
+            Finding(
+                path=path,
+                kind="failure",
+                command=command,
+                exit=code,
+                ts=ts,
+                times=len(runs),
+                message=(
+                    f"{path}: `{shown}` failed (exit {code}) on {_date(ts)}{times} and was never seen passing"
+                    " — run it before committing"
+                ),
+            )
+        )
+    return out
+
+
+def run(
+    start: Path | None = None,
+    *,
+    files: Sequence[str] | None = None,
+    working: bool = False,
+    now_ms: int | None = None,
+) -> PrecheckResult:
+    """Find the repository from START (no process), list the files and check them.
+
+    Outside a repository, or in one without `.nexusmem/`, returns an unchecked result instead of failing.
+    """
+    here = (start or Path.cwd()).resolve()
+    root = paths.find_root_fast(here)
+    if root is None:
+        return PrecheckResult(
+            root=None, files=[], checked=False, reason=f"{here} is not inside a git repository"
+        )
+    if not paths.state_dir(root).is_dir():
+        return PrecheckResult(
+            root=str(root),
+            files=[],
+            checked=False,
+            reason=f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)",
+        )
+    if files is not None:
+        names = relative_files(root, files, here)
+    else:
+        names = staged_files(root, working=working)
+    return check(root, names, now_ms=now_ms)

@@ -1,0 +1,183 @@
+"""precheck on real repositories: unresolved failures, resolution by retry or link, churn, exit codes, speed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import commit, git
+from helpers import run_cli, run_script
+
+from nexusmem import precheck, sync
+from nexusmem.paths import shell_log_path
+from nexusmem.store.db import open_store
+
+DAY_MS = 86_400_000
+
+
+def write_log(repo: Path, entries: list[tuple[str, int, int]]) -> None:
+    """Shell-log lines (command, exit, ms ago) in REPO, as the prompt hooks write them."""
+    now = int(time.time() * 1000)
+    path = shell_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        for n, (command, code, ago) in enumerate(entries):
+            line = {"ts": now - ago, "cwd": str(repo), "exit": code, "command": command, "shell": "bash"}
+            handle.write(json.dumps({**line, "session": f"s{n}", "v": 1}) + "\n")
+
+
+def project(repo: Path) -> Path:
+    commit(
+        repo,
+        "feat: cache and parser",
+        {"src/cache.py": "x = 1\n", "src/parser.py": "y = 1\n", "tests/test_cache.py": "def test(): pass\n"},
+    )
+    return repo
+
+
+def test_unresolved_failure_is_reported_with_command_exit_and_date(repo: Path) -> None:
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 1, 2 * DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    result = run_cli("-C", str(repo), "precheck")
+    day = time.strftime("%Y-%m-%d", time.localtime(time.time() - 2 * 86400))
+    assert (
+        f"src/cache.py: `pytest tests/test_cache.py` failed (exit 1) on {day} and was never seen passing"
+        " — run it before committing"
+    ) in result.stderr
+    assert result.exit_code == 0  # advisory
+    strict = run_cli("-C", str(repo), "precheck", "--strict", ok=False)
+    assert strict.exit_code == 1
+
+
+def test_failure_named_by_path_and_by_directory(repo: Path) -> None:
+    project(repo)
+    write_log(repo, [("ruff check src/", 1, DAY_MS), ("cat tests/test_cache.py", 2, DAY_MS)])
+    sync.sync(repo)
+    found = precheck.run(repo, files=["tests/test_cache.py", "src/parser.py"])
+    by_file = {(f.path, f.command) for f in found.findings}
+    assert ("src/parser.py", "ruff check src/") in by_file
+    assert ("tests/test_cache.py", "cat tests/test_cache.py") in by_file
+
+
+def test_later_success_in_same_cwd_resolves_a_failure(repo: Path) -> None:
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 1, 3 * DAY_MS), ("pytest tests/test_cache.py", 0, DAY_MS)])
+    sync.sync(repo)
+    assert precheck.run(repo, files=["src/cache.py"]).findings == []
+
+
+def test_success_before_the_failure_does_not_resolve_it(repo: Path) -> None:
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 0, 3 * DAY_MS), ("pytest tests/test_cache.py", 1, DAY_MS)])
+    sync.sync(repo)
+    assert [f.kind for f in precheck.run(repo, files=["src/cache.py"]).findings] == ["failure"]
+
+
+def test_a_link_from_the_failure_resolves_it(repo: Path) -> None:
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 1, DAY_MS)])
+    sync.sync(repo)
+    db = repo / ".nexusmem" / "memory.db"
+    with open_store(db) as store:
+        failure = next(n for n in store.iter_nodes("shell_command"))
+        fix = next(n for n in store.iter_nodes("git_commit"))
+        with store.transaction():
+            store.add_links([(failure.id, fix.id, "commit")])
+    assert precheck.run(repo, files=["src/cache.py"]).findings == []
+
+
+def test_old_failures_are_ignored(repo: Path) -> None:
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 1, 31 * DAY_MS)])
+    sync.sync(repo)
+    assert precheck.run(repo, files=["src/cache.py"]).findings == []
+
+
+def test_churn_flags_four_recent_commits(repo: Path) -> None:
+    project(repo)
+    for n in range(3):
+        commit(repo, f"fix: cache {n}", {"src/cache.py": f"x = {n + 10}\n"})
+    sync.sync(repo)
+    assert precheck.run(repo, files=["src/cache.py"]).findings[0].kind == "churn"  # 4 with the first
+    assert precheck.run(repo, files=["src/parser.py"]).findings == []  # 1 commit
+    old = int(time.time()) - 40 * 86400
+    commit(repo, "fix: old parser change", {"src/parser.py": "y = 5\n"}, when=old)
+    sync.sync(repo)
+    data = json.loads(run_cli("-C", str(repo), "precheck", "--json", "--files", "src/cache.py").stdout)
+    assert data["findings"][0]["kind"] == "churn" and data["findings"][0]["commits"] == 4
+
+
+def test_module_name_is_matched_but_docs_and_generic_names_are_not(repo: Path) -> None:
+    project(repo)
+    commit(repo, "docs", {"docs/cache.md": "# Cache\n", "src/main.py": "z = 1\n"})
+    write_log(repo, [("python -m demo.cache --selftest", 1, DAY_MS), ("make main", 2, DAY_MS)])
+    sync.sync(repo)
+    found = precheck.run(repo, files=["src/cache.py", "docs/cache.md", "src/main.py"])
+    assert {f.path for f in found.findings} == {"src/cache.py"}
+
+
+def test_outside_a_repo_or_without_memory_says_so_and_exits_0(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    for where in (outside, repo):
+        proc = run_script("precheck", "--strict", cwd=where)
+        assert proc.returncode == 0, proc.stderr
+        assert "nothing was checked" in proc.stderr and proc.stdout == ""
+
+
+def test_working_and_explicit_file_lists(repo: Path) -> None:
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 1, DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    assert precheck.run(repo).files == []
+    assert precheck.run(repo, working=True).files == ["src/cache.py"]
+    assert precheck.run(repo / "src", files=["cache.py"]).files == ["src/cache.py"]
+
+
+def test_commit_all_temporary_index_is_what_gets_checked(repo: Path) -> None:
+    """`git commit -a` runs hooks against a temporary index: precheck must see those files."""
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 1, DAY_MS)])
+    sync.sync(repo)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    script = Path(sys.executable).parent / "nexusmem"
+    hook.write_text(f"#!/bin/sh\nexec '{script}' precheck --strict\n", encoding="utf-8")
+    hook.chmod(0o755)
+    (repo / "src/cache.py").write_text("x = 4\n", encoding="utf-8")
+    proc = subprocess.run(
+        ["git", "commit", "-a", "-m", "change"], cwd=repo, capture_output=True, text=True, env=dict(os.environ)
+    )
+    assert proc.returncode == 1 and "src/cache.py: `pytest tests/test_cache.py` failed" in proc.stderr
+
+
+def test_precheck_imports_nothing_heavy(repo: Path) -> None:
+    project(repo)
+    sync.sync(repo)
+    code = (
+        "import sys; from nexusmem.cli.main import main\n"
+        "try:\n    main(['precheck', '--files', 'src/cache.py'])\nexcept SystemExit:\n    pass\n"
+        "print([m for m in ('mcp', 'numpy', 'httpx', 'wordllama', 'git', 'filelock') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True, env=dict(os.environ)
+    ).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_findings_json_shape(repo: Path) -> None:
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 127, DAY_MS)])
+    sync.sync(repo)
+    data: dict[str, Any] = json.loads(run_cli("-C", str(repo), "precheck", "--json", "src/cache.py").stdout)
+    assert data["checked"] is True and data["files"] == ["src/cache.py"]
+    (finding,) = data["findings"]
+    assert finding["exit"] == 127 and finding["command"] == "pytest tests/test_cache.py" and finding["date"]
