@@ -1,0 +1,393 @@
+"""The MCP server, driven the way agents drive it: the installed `nexusmem mcp` script spoken to over stdio by
+the SDK's real client, against real git repositories."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import commit, git
+from helpers import console_script, run_script
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, TextContent
+
+PKG = Path(__file__).resolve().parent.parent / "nexusmem"
+DAY = 86_400
+BASE = 1_700_000_000
+TOOLS = {"search_memory", "sync_project", "get_status", "get_memory"}
+
+
+def server_env() -> dict[str, str]:
+    """What the server process needs from the isolated test environment (conftest sets these)."""
+    keep = ("HOME", "NEXUSMEM_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PATH")
+    return {k: os.environ[k] for k in keep if k in os.environ}
+
+
+@asynccontextmanager
+async def mcp_session(log: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=console_script(), args=["mcp"], env=server_env(), cwd=str(log.parent)
+    )
+    with log.open("w", encoding="utf-8") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+def text_of(result: CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def ok(result: CallToolResult) -> tuple[str, dict[str, Any]]:
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    return text_of(result), result.structured_content
+
+
+def error(result: CallToolResult) -> str:
+    assert result.is_error, f"expected an error, got {result.content}"
+    assert result.structured_content is None
+    return text_of(result)
+
+
+def small_history(repo: Path) -> None:
+    commit(
+        repo, "feat(parser): parse nested tables", {"src/parser.py": "def parse():\n    return {}\n"}, BASE
+    )
+    commit(
+        repo,
+        "fix(cache): switch the sqlite cache to WAL because readers blocked writers",
+        {"src/cache.py": "MODE = 'wal'\n"},
+        BASE + DAY,
+    )
+    commit(
+        repo,
+        "docs: explain the cache",
+        {"README.md": "# Demo\n\n## Cache\n\nWe use WAL because readers must never block the writer.\n"},
+        BASE + 2 * DAY,
+    )
+    commit(
+        repo,
+        "refactor(parser): split the tokenizer out",
+        {"src/tokenizer.py": "TOKENS = []\n"},
+        BASE + 3 * DAY,
+    )
+
+
+def test_tools_are_listed_with_their_schemas(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            listed = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(listed) == TOOLS
+        for tool in listed.values():
+            assert "projectRoot" in tool.input_schema["required"]
+            assert tool.description and "\n        " not in tool.description
+            assert tool.output_schema is not None
+        search = listed["search_memory"].input_schema
+        assert search["required"] == ["projectRoot", "query"]
+        props = search["properties"]
+        assert props["budget"]["default"] == 2000 and props["budget"]["type"] == "integer"
+        assert props["allProjects"]["default"] is False
+        assert props["asOf"]["default"] is None
+        sync = listed["sync_project"].input_schema
+        assert sync["required"] == ["projectRoot"]
+        assert sync["properties"]["linkFailures"]["default"] is False
+        assert sync["properties"]["noEmbed"]["default"] is False
+        assert "ctx" not in sync["properties"]
+        assert listed["get_memory"].input_schema["required"] == ["projectRoot", "id"]
+        assert listed["get_status"].input_schema["required"] == ["projectRoot"]
+        items = listed["search_memory"].output_schema
+        assert items is not None and set(items["required"]) >= {"query", "budget", "tokens_used", "items"}
+        assert listed["search_memory"].annotations is not None
+        assert listed["search_memory"].annotations.read_only_hint is True
+
+    anyio.run(main)
+
+
+def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> None:
+    small_history(repo)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    root = str(repo)
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            # No memory yet: a clear error that says what to do, and nothing is created by searching.
+            message = error(await s.call_tool("search_memory", {"projectRoot": root, "query": "cache"}))
+            assert "nexusmem sync" in message and "sync_project" in message
+            assert not (repo / ".nexusmem").exists()
+            assert "sync_project" in error(await s.call_tool("get_status", {"projectRoot": root}))
+
+            updates: list[tuple[float, float | None, str | None]] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                updates.append((progress, total, message))
+
+            text, summary = ok(
+                await s.call_tool(
+                    "sync_project", {"projectRoot": root, "linkFailures": True}, progress_callback=on_progress
+                )
+            )
+            assert summary["initialised"] is True and summary["totalNodes"] > 0
+            assert {src["name"] for src in summary["sources"]} >= {"git", "diff", "docs"}
+            assert text.startswith(f"Initialised and synced {repo}") and "node(s) in memory" in text
+            assert updates and updates[-1][2] == "sync finished"
+            values = [u[0] for u in updates]
+            assert values == sorted(set(values)), "progress must increase"
+
+            # search_memory: the same text `nexusmem query` prints, the same object `query --json` prints.
+            text, found = ok(await s.call_tool("search_memory", {"projectRoot": root, "query": "cache WAL"}))
+            cli = run_script("-C", root, "query", "--", "cache WAL", cwd=tmp_path)
+            assert cli.returncode == 0, cli.stderr
+            assert text == cli.stdout.rstrip("\n")
+            cli_json = run_script("-C", root, "query", "--json", "--", "cache WAL", cwd=tmp_path)
+            assert found == json.loads(cli_json.stdout)
+            assert any(i["kind"] == "git_commit" and "WAL" in i["title"] for i in found["items"])
+            assert set(found["items"][0]) == {
+                "id", "kind", "ts", "title", "summary", "provenance", "trust", "score", "project", "ref",
+                "linked_from",
+            }  # fmt: skip
+
+            # A directory inside the work tree works too; budget is honoured.
+            _, small = ok(
+                await s.call_tool(
+                    "search_memory", {"projectRoot": str(repo / "src"), "query": "parser", "budget": 50}
+                )
+            )
+            assert small["budget"] == 50 and small["tokens_used"] <= 50
+
+            # asOf filters on when the store recorded a node: before the sync nothing, long after everything.
+            text, past = ok(
+                await s.call_tool(
+                    "search_memory", {"projectRoot": root, "query": "cache", "asOf": "2000-01-01"}
+                )
+            )
+            assert past["items"] == [] and text == "No memory matches: cache"
+            _, future = ok(
+                await s.call_tool(
+                    "search_memory",
+                    {"projectRoot": root, "query": "cache WAL", "asOf": "2999-01-01T00:00:00Z"},
+                )
+            )
+            assert future == found
+
+            # get_memory: a full id, a unique prefix, a diff with its files.
+            first = next(i for i in found["items"] if i["kind"] == "git_commit")
+            text, item = ok(await s.call_tool("get_memory", {"projectRoot": root, "id": first["id"]}))
+            assert item["id"] == first["id"] and item["ref"] == first["ref"] and item["ts"] == first["ts"]
+            assert (
+                item["kind"] == "git_commit"
+                and item["provenance"] == "observed"
+                and item["trust"] == "candidate"
+            )
+            assert "readers blocked writers" in item["body"] and item["body"] in text
+            assert item["files"] == ["src/cache.py"] and item["links"] == []
+            _, again = ok(
+                await s.call_tool("get_memory", {"projectRoot": root, "id": first["id"][:8].upper()})
+            )
+            assert again == item
+            _, diffs = ok(
+                await s.call_tool("search_memory", {"projectRoot": root, "query": "tokenizer TOKENS"})
+            )
+            diff = next(i for i in diffs["items"] if i["kind"] == "code_diff")
+            text, full = ok(await s.call_tool("get_memory", {"projectRoot": root, "id": diff["id"]}))
+            assert full["files"] == ["src/tokenizer.py"] and "TOKENS = []" in full["body"]
+            assert full["ref"].endswith(":src/tokenizer.py")
+
+            # get_status: the library's status dict and its rendering.
+            text, info = ok(await s.call_tool("get_status", {"projectRoot": root}))
+            assert info["root"] == root and info["nodes"] == summary["totalNodes"]
+            assert info["byKind"]["git_commit"] == 4 and text.startswith(f"{info['nodes']} node(s)")
+
+            # A second sync is incremental.
+            _, second = ok(await s.call_tool("sync_project", {"projectRoot": root}))
+            assert second["initialised"] is False and second["added"] == 0
+
+            # Errors come back as tool errors naming the problem, and the server keeps answering.
+            assert "absolute" in error(
+                await s.call_tool("search_memory", {"projectRoot": "repo", "query": "x"})
+            )
+            assert "not an existing directory" in error(
+                await s.call_tool("get_status", {"projectRoot": str(tmp_path / "missing")})
+            )
+            assert "not inside a git work tree" in error(
+                await s.call_tool("search_memory", {"projectRoot": str(plain), "query": "x"})
+            )
+            assert "'last tuesday'" in error(
+                await s.call_tool(
+                    "search_memory", {"projectRoot": root, "query": "x", "asOf": "last tuesday"}
+                )
+            )
+            assert "not available yet" in error(
+                await s.call_tool("search_memory", {"projectRoot": root, "query": "x", "allProjects": True})
+            )
+            assert "empty" in error(await s.call_tool("search_memory", {"projectRoot": root, "query": "  "}))
+            assert "budget" in error(
+                await s.call_tool("search_memory", {"projectRoot": root, "query": "x", "budget": 10})
+            )
+            assert "'0123456789abcdef01234567'" in error(
+                await s.call_tool("get_memory", {"projectRoot": root, "id": "0123456789abcdef01234567"})
+            )
+            assert "6 characters" in error(
+                await s.call_tool("get_memory", {"projectRoot": root, "id": "abc"})
+            )
+            assert "not inside a git work tree" in error(
+                await s.call_tool("sync_project", {"projectRoot": str(plain)})
+            )
+            assert not (plain / ".nexusmem").exists()
+            _, still = ok(await s.call_tool("search_memory", {"projectRoot": root, "query": "cache WAL"}))
+            assert still == found
+
+    anyio.run(main)
+    log = (tmp_path / "server.log").read_text(encoding="utf-8")
+    assert "Traceback" not in log, log
+
+
+def fast_history(repo: Path, commits: int) -> None:
+    """COMMITS conventional commits, each touching one file, written in one `git fast-import`."""
+    kinds = ["feat", "fix", "refactor", "test", "docs", "perf", "chore"]
+    areas = ["cache", "parser", "sync", "cli", "store", "hooks"]
+    chunks: list[bytes] = []
+    for n in range(1, commits + 1):
+        area = areas[n % len(areas)]
+        message = f"{kinds[n % len(kinds)]}({area}): change {n} to the {area} module\n".encode()
+        content = f"# {area} revision {n}\nVALUE_{n} = {n}\n".encode()
+        when = BASE + n * 600
+        chunks.append(b"commit refs/heads/main\n")
+        chunks.append(f"mark :{n}\n".encode())
+        chunks.append(f"committer Test User <test@example.com> {when} +0000\n".encode())
+        chunks.append(f"data {len(message)}\n".encode() + message)
+        if n > 1:
+            chunks.append(f"from :{n - 1}\n".encode())
+        chunks.append(f"M 100644 inline src/{area}_{n % 40}.py\n".encode())
+        chunks.append(f"data {len(content)}\n".encode() + content + b"\n")
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(chunks), check=True)
+    git(repo, "reset", "-q", "--hard")
+
+
+def test_search_keeps_answering_while_the_cli_rebuilds(repo: Path, tmp_path: Path) -> None:
+    fast_history(repo, 300)
+    first = run_script("-C", str(repo), "sync", "--quiet", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    stop = threading.Event()
+    rebuilds: list[subprocess.CompletedProcess[str]] = []
+
+    def rebuild_loop() -> None:
+        while not stop.is_set():
+            rebuilds.append(run_script("-C", str(repo), "sync", "--rebuild", "--quiet", cwd=tmp_path))
+
+    answers: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            worker = threading.Thread(target=rebuild_loop)
+            worker.start()
+            try:
+                deadline = time.monotonic() + 6
+                n = 0
+                while time.monotonic() < deadline or len(rebuilds) < 2:
+                    n += 1
+                    query = ["cache module", "parser change", "fix sync", "VALUE_7"][n % 4]
+                    result = await s.call_tool("search_memory", {"projectRoot": str(repo), "query": query})
+                    text, data = ok(result)
+                    assert "locked" not in text
+                    assert data["query"] == query and data["tokens_used"] <= data["budget"]
+                    assert text.startswith((f"Relevant history for: {query}", f"No memory matches: {query}"))
+                    answers.append(data)
+                    if n % 10 == 0:
+                        ok(await s.call_tool("get_status", {"projectRoot": str(repo)}))
+            finally:
+                stop.set()
+                await anyio.to_thread.run_sync(worker.join)
+
+    anyio.run(main)
+    assert len(rebuilds) >= 2 and len(answers) >= 20
+    for proc in rebuilds:
+        assert proc.returncode == 0, proc.stderr
+        assert "locked" not in proc.stderr
+    # A rebuild empties the store in its own transaction before re-ingesting, so some answers are
+    # legitimately empty; the point here is that every answer is a valid one.
+    assert any(a["items"] for a in answers)
+    assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8")
+
+
+def test_mcp_inspector_cli_lists_the_tools(tmp_path: Path) -> None:
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("npx is not installed")
+    # HOME is a temp dir here; keep npm's download cache in the user's real one so only the first run fetches.
+    env = {**os.environ, "NPM_CONFIG_UPDATE_NOTIFIER": "false"}
+    if "NPM_CONFIG_CACHE" not in env and sys.platform != "win32":
+        import pwd
+
+        env["NPM_CONFIG_CACHE"] = str(Path(pwd.getpwuid(os.getuid()).pw_dir) / ".npm")
+    cmd = [
+        npx,
+        "-y",
+        "@modelcontextprotocol/inspector",
+        "--cli",
+        console_script(),
+        "mcp",
+        "--method",
+        "tools/list",
+    ]
+    try:
+        proc = subprocess.run(
+            cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip("the MCP Inspector did not start within 120 s (npm registry unreachable?)")
+    if proc.returncode != 0 and (
+        "ENOTFOUND" in proc.stderr or "EAI_AGAIN" in proc.stderr or "ETIMEDOUT" in proc.stderr
+    ):
+        pytest.skip(f"npx could not fetch the MCP Inspector: {proc.stderr.strip()[-200:]}")
+    assert proc.returncode == 0, proc.stderr
+    names = {tool["name"] for tool in json.loads(proc.stdout)["tools"]}
+    assert names == TOOLS
+
+
+def test_mcp_command_help_and_import_boundaries(tmp_path: Path) -> None:
+    helped = run_script("mcp", "--help", cwd=tmp_path)
+    assert helped.returncode == 0 and "claude mcp add nexusmem -- nexusmem mcp" in helped.stdout
+    # The server and the CLI are two faces over one library: neither imports the other, except the
+    # `mcp` command, which imports the server only when it runs.
+    server_imports = imports_of(PKG / "mcp_server.py")
+    assert not any(name.startswith("nexusmem.cli") for name in server_imports)
+    for path in (PKG / "cli").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top_level = {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module}
+        assert "nexusmem.mcp_server" not in top_level, path.name
+        if path.name != "mcp.py":
+            assert "nexusmem.mcp_server" not in imports_of(path), path.name
+    code = "import sys, nexusmem.cli.mcp; print('mcp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def imports_of(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
