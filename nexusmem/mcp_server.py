@@ -44,6 +44,7 @@ from nexusmem.store import Store, StoredNode
 log = logging.getLogger("nexusmem.mcp")
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -346,7 +347,17 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         "nexusmem", version=__version__, instructions=INSTRUCTIONS, log_level=log_level
     )
 
-    @server.tool(title="Search project memory", annotations=READ_ONLY)
+    def tool(title: str, annotations: ToolAnnotations) -> Callable[[F], F]:
+        """Register a tool whose description is its docstring without the source indentation."""
+
+        def register(fn: F) -> F:
+            description = inspect.cleandoc(fn.__doc__ or "")
+            server.add_tool(fn, title=title, description=description, annotations=annotations)
+            return fn
+
+        return register
+
+    @tool("Search project memory", READ_ONLY)
     async def search_memory(
         projectRoot: ProjectRoot,
         query: Annotated[
@@ -369,10 +380,10 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         """Search what actually happened in a repository: commits, per-file diffs, shell commands (with exit
         codes) and docs, ranked and packed into a token budget.
 
-        Use it before editing unfamiliar code, when a command or test fails ("has this failed before, what fixed
-        it?"), or to learn why something is the way it is. Returns a plain-text block (best first, each item with its date,
-        provenance tag and id) and the same items as structured data. Expand an item
-        with get_memory.
+        Use it before editing unfamiliar code, when a command or test fails ("has this failed before, and what
+        fixed it?"), or to learn why something is the way it is. Returns a plain-text block, best first, each
+        item with its date, provenance tag and id, and the same items as structured data. Read one item in
+        full with get_memory.
         """
         if allProjects:
             raise ToolError(
@@ -380,9 +391,9 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
             )
         return await _in_thread(functools.partial(run_search, projectRoot, query, budget, asOf))
 
-    @server.tool(
-        title="Sync project memory",
-        annotations=ToolAnnotations(
+    @tool(
+        "Sync project memory",
+        ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
         ),
     )
@@ -430,13 +441,13 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         await ctx.report_progress(done, done, "sync finished")
         return result
 
-    @server.tool(title="Project memory status", annotations=READ_ONLY)
+    @tool("Project memory status", READ_ONLY)
     async def get_status(projectRoot: ProjectRoot) -> Annotated[CallToolResult, dict[str, Any]]:
         """What a repository's memory holds: node counts by kind, date range, database size, and each source's
         last sync. Use it to check whether memory exists and is current before relying on search_memory."""
         return await _in_thread(functools.partial(run_status, projectRoot))
 
-    @server.tool(title="Read one memory item", annotations=READ_ONLY)
+    @tool("Read one memory item", READ_ONLY)
     async def get_memory(
         projectRoot: ProjectRoot,
         id: Annotated[
