@@ -1,0 +1,270 @@
+"""Failure → fix linking measured on a generated history with planted fixes and planted decoys.
+
+Deterministic (fixed seed). Every scenario is placed at a random time in a 90-day span with its own command
+text, files and vocabulary, interleaved with noise (successful everyday commands, unrelated commits and
+conversation turns, failures nothing fixed). The planted truth is the set of links the rules should find;
+each decoy category is built to tempt one rule and must produce no link at all.
+
+This is a regression harness for the rules as specified, not a measure of how often the rules are right on
+real histories: there the truth is unknown, and a retry that merely passed by luck still counts as "fix".
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import count
+from pathlib import Path
+
+import pytest
+
+from nexusmem.link import DAY_MS, link_failures
+from nexusmem.nodes import Node
+from nexusmem.store import Store, open_store
+
+SEED = 20261130
+START = 1_750_000_000_000
+SPAN = 90 * DAY_MS
+MINUTE = 60_000
+HOUR = 60 * MINUTE
+WORDS = [
+    "quartz", "ember", "falcon", "lumen", "orbit", "pylon", "raven", "sable", "tundra", "vortex",
+    "willow", "zephyr", "cobalt", "delta", "garnet", "harbor", "indigo", "juniper", "kestrel", "mosaic",
+]  # fmt: skip
+
+# Planted fixes: (category, how many).
+PLANTED = {"retry": 40, "commit": 30, "commit+retry": 15, "discussion": 20}
+# Decoys: each must add no link beyond the planted ones.
+DECOYS = {
+    "same command, other cwd": 25,
+    "success after 25 h": 25,
+    "other command sharing words": 25,
+    "commit touching an unrelated file": 25,
+    "commit before the failure": 25,
+    "commit after the successful retry": 15,
+    "turn missing one word": 20,
+    "turn 25 h away": 20,
+    "only generic words": 10,
+    "never fixed": 30,
+}
+
+
+@dataclass
+class History:
+    nodes: list[Node] = field(default_factory=list)
+    truth: set[tuple[str, str, str]] = field(default_factory=set)
+    # failure id → category, for per-category counts of what was linked
+    category: dict[str, str] = field(default_factory=dict)
+
+
+_serial = count()
+
+
+def _shell(command: str, ts: int, exit_code: int, cwd: str = ".", files: tuple[str, ...] = ()) -> Node:
+    return Node(
+        project="eval",
+        kind="shell_command",
+        source="shell",
+        natural_key=f"s{next(_serial)}\x1f{ts}\x1f{command}",
+        ref=command,
+        title=f"{command} (exit {exit_code})",
+        body=command,
+        ts=ts,
+        signal=0.5,
+        files=files,
+        meta={"cwd": cwd, "exit": exit_code, "session": "s1"},
+    )
+
+
+def _commit(ts: int, *files: str) -> Node:
+    sha = f"{next(_serial):040x}"
+    return Node(
+        project="eval",
+        kind="git_commit",
+        source="git",
+        natural_key=sha,
+        ref=sha,
+        title="fix: adjust things",
+        body="fix: adjust things",
+        ts=ts,
+        signal=0.8,
+        group=sha,
+        files=files,
+    )
+
+
+def _turn(ts: int, text: str) -> Node:
+    return Node(
+        project="eval",
+        kind="conversation_turn",
+        source="conversation",
+        natural_key=f"t{next(_serial)}",
+        ref=f"turn {next(_serial)}",
+        title=text[:60],
+        body=text,
+        ts=ts,
+        signal=0.5,
+    )
+
+
+def build_history(seed: int = SEED) -> History:
+    global _serial
+    _serial = count()  # node ids depend only on the seed, not on what was built before
+    rng = random.Random(seed)
+    h = History()
+    n = count()
+
+    def when() -> int:
+        return START + rng.randrange(SPAN)
+
+    def fail(category: str, command: str, ts: int, **kw: object) -> Node:
+        node = _shell(command, ts, rng.choice([1, 1, 2, 127, 130]), **kw)  # type: ignore[arg-type]
+        h.nodes.append(node)
+        h.category[node.id] = category
+        return node
+
+    def plant(failure: Node, fix: Node, relation: str) -> None:
+        h.nodes.append(fix)
+        h.truth.add((failure.id, fix.id, relation))
+
+    for _ in range(PLANTED["retry"]):
+        i, t = next(n), when()
+        f = fail("retry", f"pytest tests/test_mod{i}.py -q", t)
+        spaced = f"pytest  tests/test_mod{i}.py   -q " if rng.random() < 0.3 else f.ref
+        plant(f, _shell(spaced, t + rng.randrange(MINUTE, 23 * HOUR), 0), "retry")
+        if rng.random() < 0.5:  # a second success later: the first one is the retry
+            h.nodes.append(_shell(f.ref, t + 23 * HOUR + rng.randrange(HOUR), 0))
+    for _ in range(PLANTED["commit"]):
+        i, t = next(n), when()
+        path = f"src/pkg{i}/mod.py"
+        f = fail("commit", f"ruff check {path}", t, files=(path,))
+        plant(f, _commit(t + rng.randrange(MINUTE, 23 * HOUR), path, f"src/pkg{i}/other.py"), "commit")
+    for _ in range(PLANTED["commit+retry"]):
+        i, t = next(n), when()
+        path = f"lib/unit{i}.py"
+        f = fail("commit+retry", f"mypy {path}", t, files=(path,))
+        plant(f, _commit(t + rng.randrange(MINUTE, 2 * HOUR), path), "commit")
+        plant(f, _shell(f.ref, t + 2 * HOUR + rng.randrange(MINUTE, HOUR), 0, files=(path,)), "retry")
+    for _ in range(PLANTED["discussion"]):
+        i, t = next(n), when()
+        a, b = rng.sample(WORDS, 2)
+        f = fail("discussion", f"npm run deploy-{a}{i} --target {b}{i}", t)
+        talk = f"deploy-{a}{i} fails for target {b}{i}: the {a}{i} bundle is missing, rebuild it first"
+        plant(f, _turn(t + rng.choice([-1, 1]) * rng.randrange(MINUTE, 23 * HOUR), talk), "discussion")
+
+    for _ in range(DECOYS["same command, other cwd"]):
+        i, t = next(n), when()
+        fail("same command, other cwd", f"cargo test -p crate{i}", t, cwd="crates/a")
+        h.nodes.append(_shell(f"cargo test -p crate{i}", t + HOUR, 0, cwd="crates/b"))
+    for _ in range(DECOYS["success after 25 h"]):
+        i, t = next(n), when()
+        fail("success after 25 h", f"make check-{i}", t)
+        h.nodes.append(_shell(f"make check-{i}", t + 25 * HOUR, 0))
+    for _ in range(DECOYS["other command sharing words"]):
+        i, t = next(n), when()
+        fail("other command sharing words", f"pytest tests/test_shared{i}.py -k slow", t)
+        h.nodes.append(_shell(f"pytest tests/test_shared{i}.py -k fast", t + HOUR, 0))
+    for _ in range(DECOYS["commit touching an unrelated file"]):
+        i, t = next(n), when()
+        fail("commit touching an unrelated file", f"eslint web/app{i}.js", t, files=(f"web/app{i}.js",))
+        h.nodes.append(_commit(t + HOUR, f"web/other{i}.js", f"web/app{i}.js.map"))
+    for _ in range(DECOYS["commit before the failure"]):
+        i, t = next(n), when()
+        fail("commit before the failure", f"go vet ./cmd/tool{i}/main.go", t, files=(f"cmd/tool{i}/main.go",))
+        h.nodes.append(_commit(t - rng.randrange(1, 23 * HOUR), f"cmd/tool{i}/main.go"))
+    for _ in range(DECOYS["commit after the successful retry"]):
+        i, t = next(n), when()
+        path = f"conf/site{i}.toml"
+        f = fail("commit after the successful retry", f"validate {path}", t, files=(path,))
+        plant(f, _shell(f.ref, t + HOUR, 0, files=(path,)), "retry")  # the retry is a true link
+        h.nodes.append(_commit(t + 2 * HOUR, path))  # the commit came after it passed: not the fix
+    for _ in range(DECOYS["turn missing one word"]):
+        i, t = next(n), when()
+        a, b = rng.sample(WORDS, 2)
+        fail("turn missing one word", f"terraform apply -target module.{a}{i}.{b}{i}", t)
+        h.nodes.append(_turn(t + HOUR, f"terraform apply on module {a}{i} needs the lock released first"))
+    for _ in range(DECOYS["turn 25 h away"]):
+        i, t = next(n), when()
+        a = rng.choice(WORDS)
+        fail("turn 25 h away", f"helm upgrade {a}{i}", t)
+        h.nodes.append(_turn(t + rng.choice([-25, 25]) * HOUR, f"helm upgrade {a}{i} failed on the quota"))
+    for _ in range(DECOYS["only generic words"]):
+        t = when()
+        fail("only generic words", rng.choice(["npm run", "make", "python3", "git"]), t)
+        h.nodes.append(_turn(t + HOUR, "npm run make python3 git: all of these are in my history"))
+    for _ in range(DECOYS["never fixed"]):
+        i, t = next(n), when()
+        fail("never fixed", f"./scripts/flaky{i}.sh", t, files=(f"scripts/flaky{i}.sh",))
+
+    # Noise: everyday successes, commits touching noise files, chatter that names no failing command.
+    for _ in range(3000):
+        h.nodes.append(
+            _shell(rng.choice(["git status", "ls", "git diff", "make build", "pytest -q"]), when(), 0)
+        )
+    for k in range(300):
+        h.nodes.append(_commit(when(), f"docs/page{k}.md"))
+    for _ in range(200):
+        h.nodes.append(_turn(when(), f"let us look at the {rng.choice(WORDS)} service logs again"))
+    rng.shuffle(h.nodes)  # insertion order must not matter
+    return h
+
+
+@dataclass
+class Scores:
+    predicted: set[tuple[str, str, str]]
+    truth: set[tuple[str, str, str]]
+
+    @property
+    def precision(self) -> float:
+        return len(self.predicted & self.truth) / len(self.predicted) if self.predicted else 1.0
+
+    @property
+    def recall(self) -> float:
+        return len(self.predicted & self.truth) / len(self.truth) if self.truth else 1.0
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[History, Scores]]:
+    history = build_history()
+    path: Path = tmp_path_factory.mktemp("eval") / "memory.db"
+    with open_store(path, create=True) as store:
+        with store.transaction():
+            store.upsert(history.nodes)
+            link_failures(store)
+        yield history, Scores(_links(store), history.truth)
+
+
+def _links(store: Store) -> set[tuple[str, str, str]]:
+    return set(store.conn.execute("SELECT from_id, to_id, relation FROM links").fetchall())
+
+
+def test_precision_and_recall_on_the_planted_fixes(evaluated: tuple[History, Scores]) -> None:
+    _, scores = evaluated
+    # 40 retry + 30 commit + 15 (commit + retry) × 2 + 20 discussion + 15 true retries among the decoys.
+    assert len(scores.truth) == 135
+    assert (scores.precision, scores.recall) == (1.0, 1.0)
+    by_relation = {
+        rel: sum(1 for *_, r in scores.predicted if r == rel) for rel in ("retry", "commit", "discussion")
+    }
+    assert by_relation == {"retry": 70, "commit": 45, "discussion": 20}
+
+
+def test_every_decoy_category_adds_no_link(evaluated: tuple[History, Scores]) -> None:
+    history, scores = evaluated
+    false_links: dict[str, int] = dict.fromkeys(DECOYS, 0)
+    for src, _, _ in scores.predicted - scores.truth:
+        category = history.category.get(src, "noise")
+        false_links[category] = false_links.get(category, 0) + 1
+    assert false_links == dict.fromkeys(DECOYS, 0)
+    linked = {src for src, _, _ in scores.predicted}
+    failures = {cat: sum(1 for c in history.category.values() if c == cat) for cat in DECOYS}
+    assert failures == DECOYS  # each category holds exactly the failures it says
+    # Only the one decoy category with a genuine retry has linked failures at all.
+    assert {history.category[src] for src in linked} - set(PLANTED) == {"commit after the successful retry"}
+
+
+def test_the_generated_history_is_deterministic() -> None:
+    a, b = build_history(), build_history()
+    assert [(n.id, n.ts, n.ref) for n in a.nodes] == [(n.id, n.ts, n.ref) for n in b.nodes]
+    assert a.truth == b.truth
