@@ -98,3 +98,9 @@ def print_cmd(shell: str) -> None:
         nexusmem hook print fish | source        # in config.fish
     """
     click.echo(shell_hooks.script_text(shell), nl=False)
+
+
+from nexusmem.cli.git_hooks import git_group, git_post_group  # noqa: E402  (after `hook` exists)
+
+hook.add_command(git_group)
+hook.add_command(git_post_group)

@@ -1,0 +1,162 @@
+"""`nexusmem hook git ...` (pre-commit: precheck) and `nexusmem hook git-post ...` (post-commit: auto-sync).
+
+Thin: parse, call nexusmem.install.git_hooks, print. Registered on the `hook` group in cli/hook.py.
+"""
+
+from __future__ import annotations
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import library_errors
+from nexusmem.install import git_hooks
+
+
+def _report_install(result: git_hooks.InstallResult, what: str) -> None:
+    messages = {
+        "created": f"Installed the {what} in {result.path}.",
+        "chained": f"Added the {what} to the existing hook {result.path} (the existing hook still runs).",
+        "legacy": (
+            f"Moved the existing hook to {result.path.name}{git_hooks.LEGACY_SUFFIX} and installed the {what}"
+            f" in {result.path}, which runs it afterwards."
+        ),
+        "updated": f"Updated the {what} in {result.path}.",
+        "unchanged": f"The {what} is already in {result.path}.",
+    }
+    click.echo(messages[result.how])
+    if result.warning:
+        click.echo(f"Warning: {result.warning}", err=True)
+
+
+def _report_status(state: git_hooks.HookState, what: str) -> None:
+    if not state.installed:
+        other = " (another tool's hook is there)" if state.exists else ""
+        click.echo(f"{state.name}: not installed{other}: {state.path}")
+        return
+    mode = {"created": "our own file", "chained": "chained into an existing hook", "legacy": "wrapping"}
+    extra = " --strict" if state.strict else ""
+    click.echo(f"{state.name}: installed{extra} ({mode.get(state.how or '', '?')}): {state.path}")
+    click.echo(f"  runs {what} with {state.command}")
+    if not state.command_exists:
+        click.echo(
+            f"  Warning: {state.command} is missing; run install again to point the hook at this nexusmem",
+            err=True,
+        )
+    if not state.executable:
+        click.echo(f"  Warning: {state.path} is not executable, so git does not run it", err=True)
+
+
+@click.group(name="git")
+def git_group() -> None:
+    """The pre-commit hook: `nexusmem precheck` on every commit (advisory unless --strict).
+
+    \b
+    Example:
+        nexusmem hook git install
+    """
+
+
+@git_group.command(name="install")
+@repo_option
+@click.option("--strict", is_flag=True, help="Refuse the commit when precheck finds something.")
+@click.option(
+    "--force", is_flag=True, help="Wrap a hook that is not a shell script (moved aside, still runs)."
+)
+@click.pass_context
+@library_errors
+def git_install(ctx: click.Context, strict: bool, force: bool) -> None:
+    """Run precheck from this repository's pre-commit hook (idempotent; keeps an existing hook).
+
+    \b
+    Examples:
+        nexusmem hook git install
+        nexusmem hook git install --strict
+    """
+    _report_install(
+        git_hooks.install("pre-commit", root_of(ctx), strict=strict, force=force), "precheck hook"
+    )
+
+
+@git_group.command(name="remove")
+@repo_option
+@click.pass_context
+@library_errors
+def git_remove(ctx: click.Context) -> None:
+    """Take the precheck hook out, leaving the pre-commit hook exactly as it was before.
+
+    \b
+    Example:
+        nexusmem hook git remove
+    """
+    path, changed = git_hooks.remove("pre-commit", root_of(ctx))
+    click.echo(f"Removed the precheck hook from {path}." if changed else f"No precheck hook in {path}.")
+
+
+@git_group.command(name="status")
+@repo_option
+@click.pass_context
+@library_errors
+def git_status(ctx: click.Context) -> None:
+    """Show whether the pre-commit hook runs precheck, and with which nexusmem.
+
+    \b
+    Example:
+        nexusmem hook git status
+    """
+    _report_status(git_hooks.status("pre-commit", root_of(ctx)), "precheck")
+
+
+@click.group(name="git-post")
+def git_post_group() -> None:
+    """The post-commit hook: a detached `nexusmem sync --auto` after every commit.
+
+    \b
+    Example:
+        nexusmem hook git-post install
+    """
+
+
+@git_post_group.command(name="install")
+@repo_option
+@click.option(
+    "--force", is_flag=True, help="Wrap a hook that is not a shell script (moved aside, still runs)."
+)
+@click.pass_context
+@library_errors
+def git_post_install(ctx: click.Context, force: bool) -> None:
+    """Sync in the background after every commit (idempotent; keeps an existing hook).
+
+    \b
+    Example:
+        nexusmem hook git-post install
+    """
+    _report_install(git_hooks.install("post-commit", root_of(ctx), force=force), "auto-sync hook")
+
+
+@git_post_group.command(name="remove")
+@repo_option
+@click.pass_context
+@library_errors
+def git_post_remove(ctx: click.Context) -> None:
+    """Take the auto-sync hook out, leaving the post-commit hook exactly as it was before.
+
+    \b
+    Example:
+        nexusmem hook git-post remove
+    """
+    path, changed = git_hooks.remove("post-commit", root_of(ctx))
+    click.echo(f"Removed the auto-sync hook from {path}." if changed else f"No auto-sync hook in {path}.")
+
+
+@git_post_group.command(name="status")
+@repo_option
+@click.pass_context
+@library_errors
+def git_post_status(ctx: click.Context) -> None:
+    """Show whether the post-commit hook starts the auto-sync, and with which nexusmem.
+
+    \b
+    Example:
+        nexusmem hook git-post status
+    """
+    _report_status(git_hooks.status("post-commit", root_of(ctx)), "sync --auto")

@@ -1,0 +1,318 @@
+"""Install, remove and inspect NexusMem's git hooks (pre-commit: precheck; post-commit: detached auto-sync).
+
+What gets written is a marked block of three lines that runs the shipped hook body (hooks/pre-commit or
+hooks/post-commit) with the console script's absolute path, resolved at install time. Where it goes:
+
+- no hook yet: a new file holding a shebang and the block (remove deletes the file);
+- an existing POSIX-shell hook: the block goes right after its shebang line (remove takes out exactly those
+  bytes). First rather than last, because a foreign hook that ends in `exit` would otherwise never reach us,
+  and running first leaves the foreign hook's own exit status as the hook's status;
+- anything else (a Python or Node hook, a symlink): refused unless --force, which moves the foreign hook
+  aside to `<name>.nexusmem-legacy` and writes a hook that runs ours and then `exec`s it (remove moves it
+  back, byte for byte).
+
+The hooks directory comes from `git rev-parse --git-path hooks`, so core.hooksPath and worktrees (which
+share the main repository's hooks) are honoured.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from nexusmem import gitcmd, paths
+from nexusmem.errors import NexusMemError
+from nexusmem.resources import script_path
+
+HOOK_NAMES: tuple[str, ...] = ("pre-commit", "post-commit")
+# The id in the begin marker tells our block from anyone else's text that merely mentions nexusmem.
+HOOK_ID = "nexusmem-hook-v1"
+LEGACY_SUFFIX = ".nexusmem-legacy"
+
+FLAG_CREATED = "created-file"
+FLAG_NEWLINE = "added-newline"
+FLAG_LEGACY = "legacy"
+FLAG_STRICT = "strict"
+
+# Interpreters whose syntax our three POSIX lines are valid in.
+_SH_LIKE = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+
+
+class GitHookError(NexusMemError):
+    """A hook could not be installed or removed; the message says why and what to do."""
+
+
+@dataclass
+class HookState:
+    """What `status` reports for one hook."""
+
+    name: str
+    path: Path
+    exists: bool
+    installed: bool
+    how: str | None  # "created" | "chained" | "legacy" (ours wraps a moved-aside foreign hook) | None
+    strict: bool
+    executable: bool
+    command: str | None  # the console script the block runs
+    command_exists: bool
+
+
+def _begin(name: str) -> bytes:
+    return f"# >>> nexusmem {name} hook >>> {HOOK_ID}".encode()
+
+
+def _end(name: str) -> bytes:
+    return f"# <<< nexusmem {name} hook <<<".encode()
+
+
+def hooks_dir(start: Path | str | None = None) -> Path:
+    """The directory git runs hooks from for the repository at START (core.hooksPath, worktrees honoured)."""
+    root = paths.repo_root(start)
+    out = os.fsdecode(gitcmd.run(["rev-parse", "--git-path", "hooks"], root).rstrip(b"\n"))
+    # Relative answers (including a relative core.hooksPath) are relative to the top of the work tree.
+    return Path(os.path.normpath(root / out))
+
+
+def console_script() -> Path:
+    """Absolute path of the installed `nexusmem` script, resolved now so hooks never search PATH."""
+    bindir = Path(os.path.abspath(sys.executable)).parent  # not resolve(): a venv's python is a symlink
+    for name in ("nexusmem", "nexusmem.exe"):
+        candidate = bindir / name
+        if candidate.is_file():
+            return candidate
+    found = shutil.which("nexusmem")
+    if found:
+        return Path(os.path.abspath(found))
+    raise GitHookError(
+        f"cannot find the nexusmem console script next to {sys.executable} or on PATH; reinstall NexusMem"
+    )
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def render_block(name: str, flags: tuple[str, ...], legacy: Path | None = None) -> bytes:
+    """The marked lines install writes for hook NAME (each ending in a newline)."""
+    body = script_path(f"hooks/{name}")
+    strict = "1" if FLAG_STRICT in flags else "0"
+    env = f"NEXUSMEM_BIN={_quote(str(console_script()))}"
+    if name == "pre-commit":
+        env += f" NEXUSMEM_PRECHECK_STRICT={strict}"
+    verb = "git" if name == "pre-commit" else "git-post"
+    run = f"{env} /bin/sh {_quote(str(body))}"
+    # Only a strict precheck's refusal may stop the hook; the body itself exits 0 otherwise.
+    lines = [
+        " ".join((_begin(name).decode(), *flags)),
+        f"# Added by `nexusmem hook {verb} install`; `nexusmem hook {verb} remove` takes it out.",
+        f"{run} || exit $?" if name == "pre-commit" else run,
+    ]
+    if legacy is not None:
+        lines.append(f'exec {_quote(str(legacy))} "$@"')
+    lines.append(_end(name).decode())
+    return ("\n".join(lines) + "\n").encode()
+
+
+def find_block(data: bytes, name: str, path: Path) -> tuple[int, int, tuple[str, ...]] | None:
+    """(start, end, flags) of our block in DATA as byte offsets, or None when there is none."""
+    begin, end_marker = _begin(name), _end(name)
+    start = 0
+    while True:
+        start = data.find(begin, start)
+        if start < 0:
+            return None
+        if start == 0 or data[start - 1 : start] == b"\n":
+            break
+        start += len(begin)
+    line_end = data.find(b"\n", start)
+    end = data.find(b"\n" + end_marker, line_end) if line_end >= 0 else -1
+    if end < 0:
+        raise GitHookError(f"{path}: the nexusmem block has no end marker; remove it by hand")
+    flags = tuple(data[start + len(begin) : line_end].decode("utf-8", "replace").split())
+    end += 1 + len(end_marker)
+    if data[end : end + 1] == b"\n":
+        end += 1
+    return start, end, flags
+
+
+def _is_sh_like(data: bytes) -> bool:
+    if not data.startswith(b"#!"):
+        return True  # git runs a hook without a shebang with /bin/sh
+    words = data[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return True
+    program = os.path.basename(words[0])
+    if program == "env":
+        rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        program = os.path.basename(rest[0]) if rest else ""
+    return program in _SH_LIKE
+
+
+def _write_bytes(path: Path, data: bytes, mode: int | None) -> None:
+    tmp = path.with_name(f".{path.name}.nexusmem-tmp")
+    try:
+        tmp.write_bytes(data)
+        os.chmod(tmp, mode if mode is not None else 0o755)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise GitHookError(f"cannot write {path}: {exc}") from exc
+
+
+def _check_name(name: str) -> None:
+    if name not in HOOK_NAMES:
+        raise GitHookError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
+
+
+@dataclass
+class InstallResult:
+    path: Path
+    changed: bool
+    how: str  # "created" | "chained" | "legacy" | "unchanged" | "updated"
+    warning: str | None = None
+
+
+def install(
+    name: str, start: Path | str | None = None, *, strict: bool = False, force: bool = False
+) -> InstallResult:
+    """Install our block into hook NAME. Idempotent; a different --strict choice updates the block in place."""
+    _check_name(name)
+    directory = hooks_dir(start)
+    path = directory / name
+    flags = [FLAG_STRICT] if strict and name == "pre-commit" else []
+    if path.is_symlink():
+        # Rewriting through a symlink would edit a shared script; replacing it would lose the link.
+        if not force:
+            raise GitHookError(f"{path} is a symlink to another tool's hook; use --force to wrap it")
+        return _install_legacy(name, path, flags)
+    try:
+        data: bytes | None = path.read_bytes()
+    except FileNotFoundError:
+        data = None
+    except OSError as exc:
+        raise GitHookError(f"cannot read {path}: {exc}") from exc
+    if data is None:
+        directory.mkdir(parents=True, exist_ok=True)
+        block = render_block(name, (FLAG_CREATED, *flags))
+        _write_bytes(path, b"#!/bin/sh\n" + block, 0o755)
+        return InstallResult(path, True, "created")
+    found = find_block(data, name, path)
+    if found is not None:
+        return _refresh(name, path, data, found, flags)
+    if not _is_sh_like(data):
+        if not force:
+            raise GitHookError(
+                f"{path} is not a shell script, so nexusmem cannot add its line to it; "
+                f"use --force to move it to {path.name}{LEGACY_SUFFIX} and run it from our hook"
+            )
+        return _install_legacy(name, path, flags)
+    mode = path.stat().st_mode & 0o7777
+    extra: list[str] = []
+    if data.startswith(b"#!"):
+        cut = data.find(b"\n")
+        if cut < 0:
+            extra.append(FLAG_NEWLINE)
+            head, tail = data + b"\n", b""
+        else:
+            head, tail = data[: cut + 1], data[cut + 1 :]
+    else:
+        head, tail = b"", data
+    block = render_block(name, (*extra, *flags))
+    _write_bytes(path, head + block + tail, mode)
+    warning = None
+    if not os.access(path, os.X_OK):
+        warning = f"{path} is not executable, so git does not run it (chmod +x it to enable both hooks)"
+    return InstallResult(path, True, "chained", warning)
+
+
+def _refresh(
+    name: str, path: Path, data: bytes, found: tuple[int, int, tuple[str, ...]], flags: list[str]
+) -> InstallResult:
+    start, end, old_flags = found
+    kept = tuple(f for f in old_flags if f != FLAG_STRICT)
+    legacy = path.with_name(path.name + LEGACY_SUFFIX) if FLAG_LEGACY in kept else None
+    block = render_block(name, (*kept, *flags), legacy)
+    if data[start:end] == block:
+        return InstallResult(path, False, "unchanged")
+    _write_bytes(path, data[:start] + block + data[end:], path.stat().st_mode & 0o7777)
+    return InstallResult(path, True, "updated")
+
+
+def _install_legacy(name: str, path: Path, flags: list[str]) -> InstallResult:
+    legacy = path.with_name(path.name + LEGACY_SUFFIX)
+    if legacy.exists() or legacy.is_symlink():
+        raise GitHookError(f"{legacy} already exists; move it away before installing with --force")
+    os.rename(path, legacy)
+    block = render_block(name, (FLAG_CREATED, FLAG_LEGACY, *flags), legacy)
+    try:
+        _write_bytes(path, b"#!/bin/sh\n" + block, 0o755)
+    except GitHookError:
+        os.rename(legacy, path)
+        raise
+    return InstallResult(path, True, "legacy")
+
+
+def remove(name: str, start: Path | str | None = None) -> tuple[Path, bool]:
+    """Take our block out of hook NAME, restoring the file exactly as it was. Returns (path, changed)."""
+    _check_name(name)
+    path = hooks_dir(start) / name
+    if path.is_symlink():
+        return path, False  # ours is never a symlink
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return path, False
+    found = find_block(data, name, path)
+    if found is None:
+        return path, False
+    start_at, end, flags = found
+    if FLAG_NEWLINE in flags and data[start_at - 1 : start_at] == b"\n":
+        start_at -= 1
+    rest = data[:start_at] + data[end:]
+    try:
+        if FLAG_CREATED in flags and rest in (b"", b"#!/bin/sh\n"):
+            path.unlink()
+            if FLAG_LEGACY in flags:
+                os.rename(path.with_name(path.name + LEGACY_SUFFIX), path)
+        else:
+            _write_bytes(path, rest, path.stat().st_mode & 0o7777)
+    except OSError as exc:
+        raise GitHookError(f"cannot restore {path}: {exc}") from exc
+    return path, True
+
+
+def status(name: str, start: Path | str | None = None) -> HookState:
+    """Where hook NAME lives and whether (and how) our block is in it."""
+    _check_name(name)
+    path = hooks_dir(start) / name
+    exists = path.exists()
+    data = path.read_bytes() if exists and not path.is_symlink() else b""
+    try:
+        found = find_block(data, name, path) if data else None
+    except GitHookError:
+        found = None
+    command: str | None = None
+    if found is not None:
+        text = data[found[0] : found[1]].decode("utf-8", "replace")
+        marker = "NEXUSMEM_BIN='"
+        at = text.find(marker)
+        if at >= 0:
+            command = text[at + len(marker) : text.find("'", at + len(marker))]
+    flags = found[2] if found else ()
+    how = None
+    if found is not None:
+        how = "legacy" if FLAG_LEGACY in flags else ("created" if FLAG_CREATED in flags else "chained")
+    return HookState(
+        name=name,
+        path=path,
+        exists=exists,
+        installed=found is not None,
+        how=how,
+        strict=FLAG_STRICT in flags,
+        executable=exists and os.access(path, os.X_OK),
+        command=command,
+        command_exists=bool(command) and Path(command or "").is_file(),
+    )
