@@ -39,16 +39,32 @@ def init_cmd(ctx: click.Context) -> None:
     is_flag=True,
     help="Then link failed shell commands to what fixed them (same-command retry, commit, discussion).",
 )
+@click.option(
+    "--auto",
+    is_flag=True,
+    help="As the post-commit hook runs it: skip (marking pending) when a sync already runs; link failures.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 @library_errors
 def sync_cmd(
-    ctx: click.Context, rebuild: bool, only: tuple[str, ...], link_failures: bool, quiet: bool, as_json: bool
+    ctx: click.Context,
+    rebuild: bool,
+    only: tuple[str, ...],
+    link_failures: bool,
+    auto: bool,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Ingest new git commits, per-file diffs, docs and shell history (initialises the repo when needed)."""
     from nexusmem import sync
 
+    if auto:
+        from nexusmem import autosync
+
+        autosync.auto_sync(root_of(ctx), log=click.echo)
+        return
     progress = Progress(enabled=not quiet and not as_json)
     try:
         summary = sync.sync(

@@ -1,0 +1,138 @@
+"""`sync --auto`: the post-commit hook's sync, coalesced by a file lock so a burst of commits costs few syncs.
+
+Protocol (two files in .nexusmem/):
+- `sync.lock`: an OS file lock taken without waiting. The OS releases it when its holder dies, even by
+  SIGKILL, so a crashed sync never blocks the next one.
+- `sync.pending`: touched by a sync that found the lock taken, then it retries the lock once and returns.
+  The holder waits a short quiet period (so a burst of commits lands in one run), clears the flag before
+  each run and, after releasing the lock, looks again: a commit that arrives at any moment is either seen
+  by a run that starts after it, or leaves the flag for someone who then takes the lock. Never two syncs
+  at once; never a commit left unsynced.
+
+Each run writes one line to stdout (the hook points it at `.nexusmem/auto-sync.log`), and the log is cut
+back to its newest part at the start of every auto sync so it never grows without bound.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from nexusmem import paths
+
+LOCK_NAME = "sync.lock"
+PENDING_NAME = "sync.pending"
+LOG_NAME = "auto-sync.log"
+LOG_CAP_BYTES = 256 * 1024
+LOG_KEEP_BYTES = 64 * 1024
+# How long a sync waits, holding the lock, for more commits to arrive before it starts (see auto_sync).
+DEBOUNCE_SECONDS = 1.0
+# A safety net: a commit loop that never stops must not keep one process syncing forever.
+MAX_RUNS = 20
+
+
+@dataclass
+class AutoSyncResult:
+    """What one `sync --auto` process did: how many syncs it ran (0 when it only marked pending)."""
+
+    root: str
+    runs: int = 0
+    deferred: bool = False
+
+
+def log_path(root: Path) -> Path:
+    return paths.state_dir(root) / LOG_NAME
+
+
+def cap_log(path: Path, cap: int = LOG_CAP_BYTES, keep: int = LOG_KEEP_BYTES) -> bool:
+    """Cut PATH down to its newest KEEP bytes (from a line start) when it is over CAP. True if it did.
+
+    In place rather than renamed: the hook's shell opened the file with O_APPEND, and appends keep landing
+    at the (new) end of the same file.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    if size <= cap:
+        return False
+    with path.open("r+b") as handle:
+        handle.seek(size - keep)
+        tail = handle.read()
+        cut = tail.find(b"\n")
+        tail = tail[cut + 1 :] if cut >= 0 else tail
+        handle.seek(0)
+        handle.write(b"[log cut to its newest part]\n" + tail)
+        handle.truncate()
+    return True
+
+
+def _stamp() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def auto_sync(
+    start: Path | str | None = None,
+    *,
+    log: Callable[[str], None] = print,
+    run_sync: Callable[[Path], Any] | None = None,
+    debounce: float = DEBOUNCE_SECONDS,
+) -> AutoSyncResult:
+    """Sync unless one already runs (then mark pending and return at once); loop while pending was set.
+
+    RUN_SYNC(root) does one sync (default: nexusmem.sync.sync with failure→fix linking); tests plug in here.
+    """
+    from filelock import FileLock, Timeout
+
+    root = paths.repo_root(start)
+    state = paths.state_dir(root)
+    state.mkdir(exist_ok=True)
+    cap_log(state / LOG_NAME)
+    result = AutoSyncResult(root=str(root))
+    lock = FileLock(str(state / LOCK_NAME), timeout=0)
+    pending = state / PENDING_NAME
+    if run_sync is None:
+        from nexusmem.sync import sync
+
+        def run_sync(where: Path) -> Any:
+            # Linking at hook time keeps precheck's "never resolved" answers current between manual syncs.
+            return sync(where, link_failures=True)
+
+    while True:
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            if result.runs == 0 and not result.deferred:
+                pending.touch()
+                result.deferred = True
+                log(f"{_stamp()} pid {os.getpid()}: a sync is running; marked pending")
+                continue  # try once more: the holder may have released just before the flag appeared
+            return result
+        try:
+            while result.runs < MAX_RUNS:
+                # Holding the lock through a short quiet period is what coalesces a burst: the commits made
+                # meanwhile only mark pending, and the one sync below covers them all.
+                time.sleep(debounce)
+                pending.unlink(missing_ok=True)  # before syncing: a commit from now on sets it again
+                began = time.time()
+                summary = run_sync(root)
+                result.runs += 1
+                ended = time.time()
+                added = getattr(summary, "added", "?")
+                # The epoch span lets a reader (and the tests) check that no two runs ever overlapped.
+                log(
+                    f"{_stamp()} pid {os.getpid()}: sync run {result.runs} done in {ended - began:.2f}s"
+                    f" (+{added} node(s)) [{began:.3f}-{ended:.3f}]"
+                )
+                if not pending.exists():
+                    break
+        finally:
+            lock.release()
+        # Released: a flag set after our last look belongs to a sync that could not get the lock.
+        if not pending.exists() or result.runs >= MAX_RUNS:
+            return result

@@ -1,0 +1,316 @@
+"""Git hooks with real `git commit`s: install/remove/status, foreign hooks, core.hooksPath, worktrees, and the
+detached post-commit auto-sync coalesced by its file lock."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import commit, git
+from helpers import run_cli
+
+from nexusmem import autosync, sync
+from nexusmem.install import git_hooks
+from nexusmem.paths import shell_log_path
+from nexusmem.store.db import open_store
+
+
+def git_commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """A real `git commit` of whatever is staged, as a user runs it (hooks included)."""
+    return subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", message, *extra],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
+    )
+
+
+def synced(repo: Path) -> Path:
+    commit(repo, "feat: first", {"src/cache.py": "x = 1\n", "README.md": "# Demo\n"})
+    sync.sync(repo)
+    return repo
+
+
+def plant_failure(repo: Path, command: str = "pytest tests/test_cache.py") -> None:
+    path = shell_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = {"ts": int(time.time() * 1000) - 3_600_000, "cwd": str(repo), "exit": 1, "command": command}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({**line, "shell": "bash", "session": "s", "v": 1}) + "\n")
+
+
+def commit_ids(db: Path) -> set[str]:
+    with open_store(db, readonly=True) as store:
+        return {n.id for n in store.iter_nodes("git_commit")}
+
+
+def all_ids(db: Path) -> set[str]:
+    with open_store(db, readonly=True) as store:
+        return {n.id for n in store.iter_nodes()}
+
+
+def wait_settled(repo: Path, expected_commits: int, timeout: float = 120.0) -> None:
+    """Until the store holds EXPECTED_COMMITS, nothing is pending and no sync holds the lock (twice in a row)."""
+    from filelock import FileLock, Timeout
+
+    state = repo / ".nexusmem"
+    deadline = time.monotonic() + timeout
+    calm = 0
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        if (state / "sync.pending").exists() or len(commit_ids(state / "memory.db")) != expected_commits:
+            calm = 0
+            continue
+        lock = FileLock(str(state / "sync.lock"), timeout=0)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            calm = 0
+            continue
+        lock.release()
+        calm += 1
+        if calm >= 3:
+            return
+    log = (state / "auto-sync.log").read_text(encoding="utf-8") if (state / "auto-sync.log").exists() else ""
+    raise AssertionError(f"auto-sync did not settle in {timeout}s; log:\n{log}")
+
+
+# --- install / remove / status ------------------------------------------------------------------------
+
+
+def test_install_creates_an_executable_hook_and_remove_deletes_it(repo: Path) -> None:
+    result = run_cli("-C", str(repo), "hook", "git", "install")
+    path = repo / ".git" / "hooks" / "pre-commit"
+    assert "Installed the precheck hook" in result.stdout and os.access(path, os.X_OK)
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("#!/bin/sh\n") and git_hooks.HOOK_ID in text
+    # The console script by absolute path, never a PATH lookup.
+    assert f"NEXUSMEM_BIN='{Path(sys.executable).parent / 'nexusmem'}'" in text
+    again = run_cli("-C", str(repo), "hook", "git", "install")
+    assert "already" in again.stdout and path.read_text(encoding="utf-8") == text
+    status = run_cli("-C", str(repo), "hook", "git", "status").stdout
+    assert "pre-commit: installed (our own file)" in status
+    run_cli("-C", str(repo), "hook", "git", "remove")
+    assert not path.exists()
+    assert "not installed" in run_cli("-C", str(repo), "hook", "git", "status").stdout
+    assert "No precheck hook" in run_cli("-C", str(repo), "hook", "git", "remove").stdout
+
+
+@pytest.mark.parametrize(
+    "original",
+    [
+        b"#!/bin/sh\necho foreign >> foreign.log\nexit 0\n",
+        b"#!/usr/bin/env bash\r\nset -e\r\necho foreign >> foreign.log\r\n",
+        b"echo foreign >> foreign.log\n",  # no shebang: git runs it with sh
+        b"#!/bin/sh",  # no trailing newline
+    ],
+)
+def test_foreign_sh_hook_is_chained_and_restored_byte_for_byte(repo: Path, original: bytes) -> None:
+    path = repo / ".git" / "hooks" / "pre-commit"
+    path.write_bytes(original)
+    path.chmod(0o750)
+    out = run_cli("-C", str(repo), "hook", "git", "install").stdout
+    assert "existing hook" in out
+    assert git_hooks.status("pre-commit", repo).how == "chained"
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")  # switching mode edits the block in place
+    assert git_hooks.status("pre-commit", repo).strict
+    run_cli("-C", str(repo), "hook", "git", "remove")
+    assert path.read_bytes() == original and (path.stat().st_mode & 0o777) == 0o750
+
+
+def test_foreign_hook_still_runs_and_its_exit_status_is_kept(repo: Path) -> None:
+    synced(repo)
+    plant_failure(repo)
+    sync.sync(repo)
+    path = repo / ".git" / "hooks" / "pre-commit"
+    path.write_text("#!/bin/sh\necho ran >> foreign.log\nexit 3\n", encoding="utf-8")
+    path.chmod(0o755)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    refused = git_commit(repo, "change")
+    assert refused.returncode != 0  # the foreign hook said no, and that still counts
+    assert "src/cache.py: `pytest tests/test_cache.py` failed" in refused.stderr  # ours ran first
+    assert (repo / "foreign.log").read_text(encoding="utf-8") == "ran\n"
+    path.write_text(path.read_text(encoding="utf-8").replace("exit 3", "exit 0"), encoding="utf-8")
+    passed = git_commit(repo, "change")
+    assert passed.returncode == 0, passed.stderr  # advisory: warnings, commit goes through
+    assert "advisory only" in passed.stderr and passed.stdout == ""
+
+
+def test_strict_hook_refuses_a_commit_with_an_unresolved_failure(repo: Path) -> None:
+    synced(repo)
+    plant_failure(repo)
+    sync.sync(repo)
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    refused = git_commit(repo, "change")
+    assert refused.returncode == 1 and "commit refused (--strict)" in refused.stderr
+    (repo / "README.md").write_text("# Demo 2\n", encoding="utf-8")
+    git(repo, "reset", "-q", "src/cache.py")
+    git(repo, "add", "README.md")
+    assert git_commit(repo, "docs").returncode == 0  # nothing known against README.md
+
+
+def test_hook_without_memory_or_with_a_missing_binary_never_fails_the_commit(repo: Path) -> None:
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    assert git_commit(repo, "no memory yet").returncode == 0
+    synced(repo)
+    for name in ("pre-commit", "post-commit"):
+        path = repo / ".git" / "hooks" / name
+        path.write_text(
+            re.sub(r"NEXUSMEM_BIN='[^']*'", "NEXUSMEM_BIN='/nonexistent/nexusmem'", path.read_text())
+        )
+    proc = git_commit(repo, "binary gone")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_non_shell_hook_is_refused_without_force_and_wrapped_with_it(repo: Path) -> None:
+    path = repo / ".git" / "hooks" / "post-commit"
+    original = b"#!/usr/bin/env python3\nopen('foreign.log', 'a').write('py\\n')\n"
+    path.write_bytes(original)
+    path.chmod(0o755)
+    refused = run_cli("-C", str(repo), "hook", "git-post", "install", ok=False)
+    assert refused.exit_code == 1 and "--force" in refused.output and path.read_bytes() == original
+    run_cli("-C", str(repo), "hook", "git-post", "install", "--force")
+    assert git_hooks.status("post-commit", repo).how == "legacy"
+    assert git_commit(repo, "one").returncode == 0
+    assert (repo / "foreign.log").read_text(encoding="utf-8") == "py\n"  # the wrapped hook still runs
+    run_cli("-C", str(repo), "hook", "git-post", "remove")
+    assert path.read_bytes() == original
+    assert not (path.parent / ("post-commit" + git_hooks.LEGACY_SUFFIX)).exists()
+
+
+def test_core_hooks_path_is_honoured(repo: Path) -> None:
+    git(repo, "config", "core.hooksPath", ".githooks")
+    synced(repo)
+    plant_failure(repo)
+    sync.sync(repo)
+    run_cli("-C", str(repo / "src"), "hook", "git", "install", "--strict")
+    assert (repo / ".githooks" / "pre-commit").exists()
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    (repo / "src/cache.py").write_text("x = 9\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    assert git_commit(repo, "change").returncode == 1
+    assert "(hooksPath" not in run_cli("-C", str(repo), "hook", "git", "status").stdout
+
+
+def test_worktree_commit_runs_the_shared_hook_and_syncs_the_worktree(repo: Path, tmp_path: Path) -> None:
+    synced(repo)
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(worktree))
+    run_cli("-C", str(worktree), "hook", "git-post", "install")
+    assert (repo / ".git" / "hooks" / "post-commit").exists()  # worktrees share the main hooks
+    sync.sync(worktree)
+    before = len(commit_ids(worktree / ".nexusmem" / "memory.db"))
+    (worktree / "side.txt").write_text("side\n", encoding="utf-8")
+    git(worktree, "add", "side.txt")
+    assert git_commit(worktree, "feat: side branch work").returncode == 0
+    wait_settled(worktree, before + 1)
+    # The hook's sync read the worktree it ran in (GIT_DIR and friends stripped), not the main checkout.
+    main_commits = len(commit_ids(repo / ".nexusmem" / "memory.db"))
+    assert main_commits == before
+
+
+# --- detached auto-sync ------------------------------------------------------------------------------
+
+
+def test_burst_of_commits_is_coalesced_and_ends_equal_to_a_clean_sync(repo: Path, tmp_path: Path) -> None:
+    git(repo, "remote", "add", "origin", "https://example.com/team/demo.git")  # one project id for both
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    started = time.perf_counter()
+    for n in range(20):
+        (repo / f"f{n}.txt").write_text(f"{n}\n", encoding="utf-8")
+        git(repo, "add", f"f{n}.txt")
+        proc = git_commit(repo, f"feat: change {n}")
+        assert proc.returncode == 0, proc.stderr
+    burst = time.perf_counter() - started
+    wait_settled(repo, 21)
+    log = (repo / ".nexusmem" / "auto-sync.log").read_text(encoding="utf-8")
+    spans = sorted(
+        (float(a), float(b)) for a, b in re.findall(r"sync run \d+ done .*\[([\d.]+)-([\d.]+)\]", log)
+    )
+    print(f"\n20 commits in {burst:.2f}s -> {len(spans)} auto sync run(s)")
+    assert 1 <= len(spans) < 20
+    for (_, end), (begin, _) in itertools.pairwise(spans):
+        assert begin >= end - 0.001, "two syncs overlapped"
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "remote", "set-url", "origin", "https://example.com/team/demo.git")
+    run_cli("-C", str(clone), "sync", "--rebuild", "--quiet")
+    assert all_ids(repo / ".nexusmem" / "memory.db") == all_ids(clone / ".nexusmem" / "memory.db")
+
+
+def test_a_running_sync_makes_others_mark_pending_and_return(repo: Path) -> None:
+    synced(repo)
+    state = repo / ".nexusmem"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from filelock import FileLock;"
+         f"lock = FileLock({str(state / 'sync.lock')!r}); lock.acquire(); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        calls: list[Path] = []
+        t0 = time.perf_counter()
+        result = autosync.auto_sync(repo, log=lambda _m: None, run_sync=calls.append, debounce=0)
+        assert result.deferred and result.runs == 0 and calls == []
+        assert time.perf_counter() - t0 < 2 and (state / "sync.pending").exists()
+        # A holder killed outright never blocks the next sync: the OS drops its lock with the process.
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(10)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+    result = autosync.auto_sync(repo, log=lambda _m: None, run_sync=calls.append, debounce=0)
+    assert result.runs == 1 and not (state / "sync.pending").exists()
+
+
+def test_pending_set_during_a_run_causes_one_more_run(repo: Path) -> None:
+    synced(repo)
+    pending = repo / ".nexusmem" / "sync.pending"
+    runs: list[int] = []
+
+    def slow_sync(root: Path) -> None:
+        runs.append(1)
+        if len(runs) == 1:
+            pending.touch()  # a commit arrived while we were syncing
+
+    result = autosync.auto_sync(repo, log=lambda _m: None, run_sync=slow_sync, debounce=0)
+    assert result.runs == 2 and not pending.exists()
+
+
+def test_auto_sync_log_is_capped(tmp_path: Path) -> None:
+    log = tmp_path / "auto-sync.log"
+    log.write_bytes(b"".join(b"line %06d\n" % n for n in range(40_000)))  # ~480 KB
+    assert autosync.cap_log(log)
+    data = log.read_bytes()
+    assert len(data) <= autosync.LOG_KEEP_BYTES + 100 and data.endswith(b"line 039999\n")
+    assert not autosync.cap_log(log)
+
+
+def test_post_commit_returns_at_once_and_logs_a_run(repo: Path) -> None:
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    status = run_cli("-C", str(repo), "hook", "git-post", "status").stdout
+    assert "post-commit: installed" in status and "sync --auto" in status
+    t0 = time.perf_counter()
+    assert git_commit(repo, "feat: two").returncode == 0
+    assert time.perf_counter() - t0 < 1.0  # a sync takes longer than this; the commit does not wait
+    wait_settled(repo, 2)
+    assert "sync run 1 done" in (repo / ".nexusmem" / "auto-sync.log").read_text(encoding="utf-8")
