@@ -16,6 +16,7 @@ back to its newest part at the start of every auto sync so it never grows withou
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,3 +137,38 @@ def auto_sync(
         # Released: a flag set after our last look belongs to a sync that could not get the lock.
         if not pending.exists() or result.runs >= MAX_RUNS:
             return result
+
+
+def spawn_detached(start: Path | None = None) -> bool:
+    """Start `nexusmem sync --auto` in its own session, output to the auto-sync log, and return at once.
+
+    For callers that cannot detach with a shell (the pre-commit framework's post-commit stage runs a Python
+    entry point and waits for it). False when there is no repository memory to sync.
+    """
+    import subprocess
+
+    from nexusmem import gitcmd
+
+    root = paths.find_root_fast(start or Path.cwd())
+    if root is None or not paths.state_dir(root).is_dir():
+        return False
+    with log_path(root).open("ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "nexusmem", "sync", "--auto"],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=gitcmd.clean_env(),  # the hook's GIT_DIR/GIT_INDEX_FILE must not steer the sync
+            start_new_session=True,
+            close_fds=True,
+        )
+    return True
+
+
+if __name__ == "__main__":
+    # `python -m nexusmem.autosync`: the pre-commit framework's nexusmem-sync hook. Never fails a commit.
+    try:
+        spawn_detached()
+    except Exception as exc:  # a hook fails open: say why on stderr, exit 0
+        print(f"nexusmem: auto-sync not started: {exc}", file=sys.stderr)
