@@ -206,10 +206,11 @@ def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> N
     assert not any("nexusmem-private" in entry["command"] for entry in sh.lines())
 
     # Ctrl-C interrupts a running command: it is recorded with the signal's status.
+    before = len(sh.lines())
     sh.type("sleep 5")
     wait_for_child_process(sh.child.pid)  # interrupt sleep itself, not the line being read
     sh.child.sendintr()
-    line = sh.wait_lines(len(sh.lines()) + 1)[-1]
+    line = sh.wait_lines(before + 1)[before]
     assert line["command"] == "sleep 5"
     assert line["exit"] == 130  # 128 + SIGINT
     assert line["duration_ms"] >= 0
@@ -219,10 +220,11 @@ def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> N
     sh.child.expect(b"nexusmem-cancelled")
     sh.child.sendintr()
     # Line editors flush typeahead while they handle the interrupt: retype until the line lands.
+    before = len(sh.lines())
     for _attempt in range(5):
         sh.type("true after-cancel")
         try:
-            sh.wait_lines(len(sh.lines()) + 1, timeout=1.0)
+            sh.wait_lines(before + 1, timeout=1.0)
             break
         except AssertionError:
             continue
