@@ -39,7 +39,7 @@ from nexusmem.errors import NexusMemError, NotARepositoryError
 from nexusmem.project import Project
 from nexusmem.retrieve import query as query_mod
 from nexusmem.sources.base import ProgressFn
-from nexusmem.store import Store, StoredNode
+from nexusmem.store import Store, StoredNode, open_store
 
 log = logging.getLogger("nexusmem.mcp")
 
@@ -157,6 +157,11 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
 
 
+# Resolved roots, so a search does not start `git rev-parse` every time (~3 ms, far more on a busy machine).
+# An entry is trusted only while its root still holds `.git`.
+_roots: dict[Path, Path] = {}
+
+
 def resolve_root(project_root: str) -> Path:
     """The top of the git work tree at PROJECT_ROOT, which must be an existing absolute directory."""
     if not project_root.strip():
@@ -168,19 +173,37 @@ def resolve_root(project_root: str) -> Path:
         )
     if not given.is_dir():
         raise ToolError(f"projectRoot {project_root!r} is not an existing directory")
+    key = given.resolve()
+    cached = _roots.get(key)
+    if cached is not None and (cached / ".git").exists():
+        return cached
     try:
-        return paths.repo_root(given.resolve())
+        root = paths.repo_root(key)
     except NotARepositoryError:
         raise ToolError(
             f"projectRoot {project_root!r} is not inside a git work tree: pass the absolute path of a repository"
         ) from None
     except NexusMemError as exc:  # git missing or unable to start: the library's message says which
         raise ToolError(str(exc)) from exc
+    _roots[key] = root
+    return root
+
+
+def _require_memory(root: Path) -> None:
+    if not project_mod.is_initialised(root):
+        raise ToolError(f"{root} has no NexusMem memory yet: {NO_MEMORY_HINT}")
+
+
+def _open_store(root: Path) -> Store:
+    """The store of an initialised ROOT, for the tools that need neither the project id nor its config
+    (search with an explicit budget, get_memory): no git process per call."""
+    _require_memory(root)
+    with _library_errors():
+        return open_store(paths.db_path(root))
 
 
 def _load_initialised(root: Path) -> Project:
-    if not project_mod.is_initialised(root):
-        raise ToolError(f"{root} has no NexusMem memory yet: {NO_MEMORY_HINT}")
+    _require_memory(root)
     with _library_errors():
         return project_mod.load(root)
 
@@ -235,9 +258,9 @@ def run_search(project_root: str, text: str, budget: int, as_of: str | None) -> 
     if not question:
         raise ToolError("query is empty: say what you are looking for")
     cutoff = parse_as_of(as_of)
-    proj = _load_initialised(resolve_root(project_root))
-    with _library_errors(), proj.open_store() as store:
-        result = query_mod.run(store, question, project=proj.root.name, budget=budget, as_of=cutoff)
+    root = resolve_root(project_root)
+    with _open_store(root) as store, _library_errors():
+        result = query_mod.run(store, question, project=root.name, budget=budget, as_of=cutoff)
     return _result(query_mod.render(result), query_mod.to_json(result))
 
 
@@ -288,8 +311,8 @@ def find_node(store: Store, wanted: str) -> StoredNode:
 
 
 def run_get(project_root: str, wanted: str) -> CallToolResult:
-    proj = _load_initialised(resolve_root(project_root))
-    with _library_errors(), proj.open_store() as store:
+    root = resolve_root(project_root)
+    with _open_store(root) as store, _library_errors():
         node = find_node(store, wanted)
         files = store.files_of(node.id)
         links = [MemoryLink(to=dst, relation=rel) for _, dst, rel in store.links_from([node.id])]
@@ -302,7 +325,7 @@ def run_get(project_root: str, wanted: str) -> CallToolResult:
         provenance=node.provenance,
         trust=node.trust,
         ref=node.ref,
-        project=proj.root.name,
+        project=root.name,
         source=node.source,
         signal=node.signal,
         superseded_by=node.superseded_by,
