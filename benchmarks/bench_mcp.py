@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""MCP server benchmarks (issue 6): spawn → initialize, and tool round trips over stdio on a 10,000-commit history.
+
+    python benchmarks/bench_mcp.py [--dir /tmp/nexusmem-bench] [--rounds 10]
+
+Uses DIR/repo with its memory when DIR/repo/.nexusmem exists (read-only: nothing is synced); otherwise builds the
+history with ../shared/bench/make_history.py and syncs it once. Drives the installed `nexusmem mcp` script next
+to this Python with the SDK's stdio client, as an agent would. Prints a Markdown table. Not a test: numbers
+depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+HERE = Path(__file__).resolve().parent
+MAKE_HISTORY = HERE.parent.parent / "shared" / "bench" / "make_history.py"
+QUERIES = [
+    "stale lock files in the cache",
+    "why does the parser crash on unicode paths",
+    "retry budget timeouts",
+    "windows line endings",
+    "concurrent writers storage",
+    "expired tokens auth",
+    "gzip streams http",
+    "keep-alive sockets network",
+    "daylight saving time scheduler",
+    "nested transactions index",
+    "pytest tests/test_router.py",
+    "duplicate keys config",
+    "zero-length files upload",
+    "symlinked roots plugins",
+    "partial reads session",
+    "why a write-ahead log",
+]
+
+
+def script() -> str:
+    path = Path(sys.executable).parent / "nexusmem"
+    return str(path) if path.exists() else shutil.which("nexusmem") or "nexusmem"
+
+
+def prepare(base: Path, commits: int, shell_lines: int) -> tuple[Path, dict[str, str]]:
+    repo, home = base / "repo", base / "home"
+    env = {**os.environ, "NEXUSMEM_HOME": str(home)}
+    if (repo / ".nexusmem" / "memory.db").exists():
+        return repo, env
+    if not repo.exists():
+        subprocess.run(
+            [
+                sys.executable,
+                str(MAKE_HISTORY),
+                str(base),
+                "--commits",
+                str(commits),
+                "--shell-lines",
+                str(shell_lines),
+            ],
+            check=True,
+        )
+    home.mkdir(exist_ok=True)
+    shutil.copy(base / "shell-history.jsonl", home / "shell-history.jsonl")
+    subprocess.run([script(), "-C", str(repo), "sync", "--quiet"], env=env, check=True)
+    return repo, env
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+async def spawn_to_initialize(env: dict[str, str], cwd: Path) -> float:
+    params = StdioServerParameters(command=script(), args=["mcp"], env=env, cwd=str(cwd))
+    start = time.perf_counter()
+    with open(os.devnull, "w", encoding="utf-8") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return time.perf_counter() - start
+
+
+async def round_trips(env: dict[str, str], repo: Path, rounds: int) -> dict[str, list[float]]:
+    params = StdioServerParameters(command=script(), args=["mcp"], env=env, cwd=str(repo))
+    timings: dict[str, list[float]] = {"search": [], "get_memory": [], "get_status": []}
+    root = str(repo)
+    with open(os.devnull, "w", encoding="utf-8") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            ids: list[str] = []
+            for query in QUERIES:  # warm-up: page cache, first store open, code paths
+                result = await session.call_tool("search_memory", {"projectRoot": root, "query": query})
+                assert not result.is_error and result.structured_content is not None, result.content
+                ids += [item["id"] for item in result.structured_content["items"][:2]]
+            for _ in range(rounds):
+                for query in QUERIES:
+                    start = time.perf_counter()
+                    result = await session.call_tool("search_memory", {"projectRoot": root, "query": query})
+                    timings["search"].append(time.perf_counter() - start)
+                    assert not result.is_error
+            for node_id in ids:
+                start = time.perf_counter()
+                result = await session.call_tool("get_memory", {"projectRoot": root, "id": node_id})
+                timings["get_memory"].append(time.perf_counter() - start)
+                assert not result.is_error
+            for _ in range(20):
+                start = time.perf_counter()
+                result = await session.call_tool("get_status", {"projectRoot": root})
+                timings["get_status"].append(time.perf_counter() - start)
+                assert not result.is_error
+    return timings
+
+
+def in_process_search(repo: Path, rounds: int) -> list[float]:
+    """The library's own cost for the same queries (no process, no protocol), for comparison."""
+    sys.path.insert(0, str(HERE.parent))
+    from nexusmem import project
+    from nexusmem.retrieve import query
+
+    proj = project.load(repo)
+    out: list[float] = []
+    for _ in range(rounds):
+        for text in QUERIES:
+            start = time.perf_counter()
+            with proj.open_store() as store:
+                query.run(store, text, project=proj.root.name)
+            out.append(time.perf_counter() - start)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/nexusmem-bench"))
+    ap.add_argument("--commits", type=int, default=10_000)
+    ap.add_argument("--shell-lines", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=10, help="passes over the query set")
+    args = ap.parse_args()
+    repo, env = prepare(args.dir, args.commits, args.shell_lines)
+    os.environ["NEXUSMEM_HOME"] = env["NEXUSMEM_HOME"]
+
+    starts = [anyio.run(spawn_to_initialize, env, repo) for _ in range(7)]
+    timings = anyio.run(round_trips, env, repo, args.rounds)
+    library = in_process_search(repo, args.rounds)
+
+    rows: list[tuple[str, str, str]] = [
+        (
+            "spawn `nexusmem mcp` → initialize answered (median of 7)",
+            ms(statistics.median(starts)),
+            f"min {ms(min(starts))}, max {ms(max(starts))}; target < 1 s",
+        )
+    ]
+    search = timings["search"]
+    rows.append(
+        (
+            f"search_memory round trip, BM25 (p50 of {len(search)})",
+            ms(pct(search, 0.5)),
+            f"p95 {ms(pct(search, 0.95))}, max {ms(max(search))}; target < 50 ms",
+        )
+    )
+    rows.append(
+        (
+            "same queries in-process (query.run + store open, p50)",
+            ms(pct(library, 0.5)),
+            f"p95 {ms(pct(library, 0.95))}: the library's share of the round trip",
+        )
+    )
+    for name in ("get_memory", "get_status"):
+        values: list[Any] = timings[name]
+        rows.append(
+            (
+                f"{name} round trip (p50 of {len(values)})",
+                ms(pct(values, 0.5)),
+                f"p95 {ms(pct(values, 0.95))}",
+            )
+        )
+
+    print(f"MCP server on {repo} ({sys.platform}, Python {sys.version.split()[0]})\n")
+    print("| measure | value | notes |\n|---|---|---|")
+    for name, value, note in rows:
+        print(f"| {name} | {value} | {note} |")
+
+
+if __name__ == "__main__":
+    main()
