@@ -168,3 +168,25 @@ def sync(
     registry.register(project.root, project.id, synced=True)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def prune_source(start: Any, name: str, *, dry_run: bool = True) -> int:
+    """Delete every node one source stored (NAME: a source, or 'shell:SHELL' for one shell's commands).
+
+    With DRY_RUN (the default) nothing is deleted; the count of what would go is returned either way.
+    """
+    source, _, shell = name.partition(":")
+    if source not in sources.SOURCES or (shell and source != "shell"):
+        from nexusmem.errors import NexusMemError
+
+        raise NexusMemError(f"unknown source {name!r} (known: {', '.join(sources.SOURCES)}, or shell:NAME)")
+    project = project_mod.load(start)
+    with project.open_store() as store:
+        if dry_run:
+            return store.count_source(source, shell=shell or None)
+        with store.transaction():
+            removed = store.delete_source(source, shell=shell or None)
+            if not shell:
+                store.record_sync(source, None, 0, 0, removed, 0)
+                store.clear_cursor(source)
+        return removed

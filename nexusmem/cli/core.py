@@ -44,6 +44,12 @@ def init_cmd(ctx: click.Context) -> None:
     is_flag=True,
     help="As the post-commit hook runs it: skip (marking pending) when a sync already runs; link failures.",
 )
+@click.option(
+    "--prune-source",
+    metavar="NAME",
+    help="Instead of syncing, delete every node of one source (git, diff, docs, shell, shell:zsh...).",
+)
+@click.option("--yes", is_flag=True, help="With --prune-source: really delete (otherwise a dry run).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
@@ -54,11 +60,21 @@ def sync_cmd(
     only: tuple[str, ...],
     link_failures: bool,
     auto: bool,
+    prune_source: str | None,
+    yes: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
     """Ingest new git commits, per-file diffs, docs and shell history (initialises the repo when needed)."""
     from nexusmem import sync
+
+    if prune_source:
+        count = sync.prune_source(root_of(ctx), prune_source, dry_run=not yes)
+        if yes:
+            click.echo(f"deleted {count} node(s) of {prune_source}; `nexusmem sync` would bring them back")
+        else:
+            click.echo(f"would delete {count} node(s) of {prune_source} (dry run: add --yes to delete)")
+        return
 
     if auto:
         from nexusmem import autosync

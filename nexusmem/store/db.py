@@ -239,9 +239,26 @@ class Store:
         ]
         return self._delete_seqs(doomed)
 
-    def delete_source(self, source: str) -> int:
-        rows = self.conn.execute("SELECT seq FROM nodes WHERE source = ?", (source,)).fetchall()
-        return self._delete_seqs([r[0] for r in rows])
+    def _source_seqs(self, source: str, shell: str | None) -> list[int]:
+        if shell is None:
+            rows = self.conn.execute("SELECT seq FROM nodes WHERE source = ?", (source,)).fetchall()
+        else:
+            rows = self.conn.execute(
+                "SELECT seq FROM nodes WHERE source = ? AND json_extract(meta, '$.shell') = ?",
+                (source, shell),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def count_source(self, source: str, *, shell: str | None = None) -> int:
+        return len(self._source_seqs(source, shell))
+
+    def delete_source(self, source: str, *, shell: str | None = None) -> int:
+        """Delete a source's nodes (only one shell's commands when SHELL is given)."""
+        return self._delete_seqs(self._source_seqs(source, shell))
+
+    def clear_cursor(self, source: str) -> None:
+        """Forget where a source got to, so its next sync reads everything again."""
+        self.conn.execute("UPDATE sources SET cursor = NULL WHERE name = ?", (source,))
 
     def delete_all_nodes(self) -> int:
         rows = self.conn.execute("SELECT seq FROM nodes").fetchall()
