@@ -13,6 +13,8 @@ from typing import Any
 from nexusmem.errors import StoreError
 from nexusmem.nodes import Node
 from nexusmem.store import connection, migrations
+from nexusmem.store.cjk import CjkIndexMixin
+from nexusmem.store.vectors import VectorIndexMixin
 
 BATCH = 500
 
@@ -84,7 +86,7 @@ class UpsertCounts:
     unchanged: int = 0
 
 
-class Store:
+class Store(VectorIndexMixin, CjkIndexMixin):
     """A migrated connection to one project's memory.db."""
 
     def __init__(self, conn: Any, path: Path) -> None:
@@ -209,6 +211,7 @@ class Store:
                 f"INSERT INTO nodes_fts(rowid, title, body) SELECT seq, title, body FROM nodes WHERE id IN ({marks})",
                 [n.id for n in fresh],
             )
+            self._cjk_index_ids([n.id for n in fresh])
         if updates:
             self.conn.executemany(
                 "UPDATE nodes SET ref=?, title=?, body=?, ts=?, updated_at=?, signal=?, grp=?, content_hash=?,"
@@ -216,6 +219,7 @@ class Store:
                 updates,
             )
             counts.updated += len(updates)
+            self._cjk_reindex_ids([n.id for n in changed])
         if changed:
             self.conn.executemany(
                 "DELETE FROM node_files WHERE node_seq = (SELECT seq FROM nodes WHERE id = ?)",
@@ -286,6 +290,8 @@ class Store:
             self.conn.execute(
                 f"DELETE FROM links WHERE from_id IN ({idmarks}) OR to_id IN ({idmarks})", ids + ids
             )
+            self._cjk_unindex(chunk)
+            self._forget_vectors(chunk)
             self.conn.execute(f"DELETE FROM nodes WHERE seq IN ({marks})", chunk)
         return len(seqs)
 

@@ -109,9 +109,28 @@ def _m2_vocabulary(conn: Any) -> None:
     conn.execute("CREATE INDEX nodes_ts ON nodes(ts)")
 
 
+def _m3_vectors_and_cjk(conn: Any) -> None:
+    # Which content each node's vector was made from (the vec0 table itself is created lazily by the store
+    # once the provider's dimension is known: see store/vectors.py). Vectors follow their node out.
+    conn.execute(
+        "CREATE TABLE node_vectors(seq INTEGER PRIMARY KEY REFERENCES nodes(seq) ON DELETE CASCADE,"
+        " content_hash TEXT NOT NULL)"
+    )
+    # Trigram index over CJK-bearing nodes only (store/cjk.py), filled from what is already stored. The
+    # pattern is spelled out (not imported) so this migration never changes after release.
+    cjk_glob = "*[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]*"
+    conn.execute("CREATE VIRTUAL TABLE nodes_cjk USING fts5(title, body, tokenize='trigram')")
+    conn.execute(
+        "INSERT INTO nodes_cjk(rowid, title, body) SELECT seq, title, body FROM nodes"
+        " WHERE title GLOB ? OR body GLOB ?",
+        (cjk_glob, cjk_glob),
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
+    (3, "vector bookkeeping (node_vectors) and a trigram index for CJK text", _m3_vectors_and_cjk),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,90 @@
+"""A trigram FTS5 index over the nodes that contain Chinese, Japanese or Korean text, and only those.
+
+The word index (unicode61) sees a run of CJK characters as one token, so a query for 缓存锁 never matches
+修复缓存锁文件过期的问题. Trigrams match any 3-character substring. Indexing only CJK-bearing nodes keeps
+the table small on the (usual) mostly-English store. The Store keeps it current on insert, update and
+delete (no triggers: a virtual-table write inside a trigger costs a savepoint per row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nexusmem.errors import StoreError
+
+CJK_TABLE = "nodes_cjk"
+# Hiragana, Katakana, CJK Extension A, CJK Unified Ideographs, Hangul syllables, CJK compatibility
+# ideographs, half-width Katakana. SQLite's GLOB compares code points, so ranges of UTF-8 work.
+CJK_CLASS = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
+CJK_GLOB = f"*{CJK_CLASS}*"
+
+
+class CjkIndexMixin:
+    """Store methods for the CJK trigram index. Mixed into Store (which provides `conn`)."""
+
+    conn: Any
+
+    def _cjk_index_ids(self, ids: Sequence[str]) -> None:
+        """Index the nodes with these ids that contain CJK text (call after they are inserted)."""
+        if not ids:
+            return
+        marks = ",".join("?" * len(ids))
+        self.conn.execute(
+            f"INSERT INTO {CJK_TABLE}(rowid, title, body) SELECT seq, title, body FROM nodes"
+            f" WHERE id IN ({marks}) AND (title GLOB ? OR body GLOB ?)",
+            [*ids, CJK_GLOB, CJK_GLOB],
+        )
+
+    def _cjk_reindex_ids(self, ids: Sequence[str]) -> None:
+        """Re-index nodes whose title or body changed (they may have gained or lost CJK text)."""
+        if not ids:
+            return
+        marks = ",".join("?" * len(ids))
+        self.conn.execute(
+            f"DELETE FROM {CJK_TABLE} WHERE rowid IN (SELECT seq FROM nodes WHERE id IN ({marks}))", list(ids)
+        )
+        self._cjk_index_ids(ids)
+
+    def _cjk_unindex(self, seqs: Sequence[int]) -> None:
+        if seqs:
+            marks = ",".join("?" * len(seqs))
+            self.conn.execute(f"DELETE FROM {CJK_TABLE} WHERE rowid IN ({marks})", list(seqs))
+
+    def cjk_count(self) -> int:
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM {CJK_TABLE}").fetchone()[0])
+
+    def search_cjk(
+        self, trigrams: Sequence[str], shorter: Sequence[str], limit: int, as_of: int | None = None
+    ) -> list[str]:
+        """Node ids from the CJK index, best first: BM25 over an OR of TRIGRAMS when there are any, else
+        a substring scan for the SHORTER (1-2 character) runs, which trigrams cannot match."""
+        params: list[Any]
+        if trigrams:
+            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in trigrams)
+            sql = f"SELECT n.id FROM {CJK_TABLE} c JOIN nodes n ON n.seq = c.rowid WHERE {CJK_TABLE} MATCH ?"
+            params = [match]
+            order = f" ORDER BY bm25({CJK_TABLE}, 10.0, 1.0), n.seq"
+        elif shorter:
+            conds = " OR ".join(["c.title LIKE ? OR c.body LIKE ?"] * len(shorter))
+            sql = f"SELECT n.id FROM {CJK_TABLE} c JOIN nodes n ON n.seq = c.rowid WHERE ({conds})"
+            params = [p for s in shorter for p in (f"%{s}%", f"%{s}%")]
+            # No relevance score to sort by: title hits first, then the newest.
+            order = (
+                " ORDER BY (" + " OR ".join(["c.title LIKE ?"] * len(shorter)) + ") DESC, n.ts DESC, n.seq"
+            )
+            params_order = [f"%{s}%" for s in shorter]
+        else:
+            return []
+        if as_of is not None:
+            sql += " AND n.created_at <= ?"
+            params.append(as_of)
+        sql += order
+        if not trigrams:
+            params.extend(params_order)
+        sql += " LIMIT ?"
+        params.append(limit)
+        try:
+            return [str(r[0]) for r in self.conn.execute(sql, params)]
+        except Exception as exc:
+            raise StoreError(f"CJK search failed: {exc}") from exc

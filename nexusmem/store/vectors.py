@@ -1,0 +1,174 @@
+"""The vector index: a sqlite-vec `vec0` table (cosine distance) keyed by nodes.seq, plus its bookkeeping.
+
+vec0 is loaded by file path from the installed sqlite_vec package, found without importing it (its
+__init__ imports numpy: ~120 ms). The table's dimension belongs to the provider that made the vectors, so
+it is created lazily, when the first batch of vectors arrives. `node_vectors(seq, content_hash)` records
+which content each vector was made from: the embedding pass redoes a node whose hash moved on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nexusmem.errors import StoreError
+
+VEC_TABLE = "nodes_vec"
+IDENTITY_KEY = "vector_identity"
+
+
+def vec0_path() -> Path:
+    """The vec0 loadable extension inside the installed sqlite_vec package (without the suffix)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreError("vector search needs the sqlite-vec package (pip install sqlite-vec)")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    for suffix in (".so", ".dylib", ".dll"):
+        if (folder / f"vec0{suffix}").exists():
+            # SQLite appends the platform's suffix itself when the path has none.
+            return folder / "vec0"
+    raise StoreError(f"sqlite-vec is installed at {folder} but holds no vec0 extension")
+
+
+def load_vec0(conn: Any) -> None:
+    """Load sqlite-vec into CONN (a sqlean connection); extension loading is switched off again after."""
+    path = vec0_path()
+    try:
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(str(path))
+        finally:
+            conn.enable_load_extension(False)
+    except Exception as exc:
+        raise StoreError(f"cannot load sqlite-vec from {path}: {exc}") from exc
+
+
+class VectorIndexMixin:
+    """Store methods for vectors. Mixed into Store (which provides `conn`)."""
+
+    conn: Any
+    _vec_loaded: bool = False
+
+    def _vec_ready(self) -> None:
+        if not self._vec_loaded:
+            load_vec0(self.conn)
+            self._vec_loaded = True
+
+    def vec_version(self) -> str:
+        """sqlite-vec's version, e.g. "v0.1.9" (loads the extension)."""
+        self._vec_ready()
+        return str(self.conn.execute("SELECT vec_version()").fetchone()[0])
+
+    def has_vector_table(self) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VEC_TABLE,)
+        ).fetchone()
+        return row is not None
+
+    def vector_identity_json(self) -> str | None:
+        """The recorded identity (JSON: provider name, model, dim) of the stored vectors, if any."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (IDENTITY_KEY,)).fetchone()
+        return str(row[0]) if row else None
+
+    def vector_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM node_vectors").fetchone()[0])
+
+    def has_vectors(self) -> bool:
+        """Whether any vector is stored (one index probe; what decides if a query loads the embedder)."""
+        return self.conn.execute("SELECT 1 FROM node_vectors LIMIT 1").fetchone() is not None
+
+    def create_vector_table(self, dim: int, identity_json: str) -> None:
+        """Create the vec0 table for DIM-dimensional vectors and record who makes them. Call inside
+        transaction(), after drop_vectors() when an older identity's table exists."""
+        self._vec_ready()
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0("
+            f"embedding float[{int(dim)}] distance_metric=cosine)"
+        )
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (IDENTITY_KEY, identity_json),
+        )
+
+    def drop_vectors(self) -> int:
+        """Delete every vector, the vec0 table and the recorded identity; return how many vectors went."""
+        count = self.vector_count()
+        if self.has_vector_table():
+            self._vec_ready()
+            self.conn.execute(f"DROP TABLE {VEC_TABLE}")
+        self.conn.execute("DELETE FROM node_vectors")
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (IDENTITY_KEY,))
+        return count
+
+    def count_unembedded(self) -> int:
+        """Nodes with no vector, or whose content changed since their vector was made."""
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM nodes n LEFT JOIN node_vectors v ON v.seq = n.seq"
+            " WHERE v.seq IS NULL OR v.content_hash != n.content_hash"
+        ).fetchone()
+        return int(row[0])
+
+    def unembedded(self, after_seq: int, limit: int, body_chars: int) -> list[tuple[int, str, str, str]]:
+        """(seq, content_hash, title, first BODY_CHARS of body) of up to LIMIT nodes needing a vector,
+        with seq > AFTER_SEQ, in seq order (the caller's cursor guarantees progress)."""
+        return [
+            (int(r[0]), str(r[1]), str(r[2]), str(r[3]))
+            for r in self.conn.execute(
+                "SELECT n.seq, n.content_hash, n.title, substr(n.body, 1, ?) FROM nodes n"
+                " LEFT JOIN node_vectors v ON v.seq = n.seq"
+                " WHERE n.seq > ? AND (v.seq IS NULL OR v.content_hash != n.content_hash)"
+                " ORDER BY n.seq LIMIT ?",
+                (body_chars, after_seq, limit),
+            )
+        ]
+
+    def put_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store (seq, content_hash, float32 blob) rows, replacing older vectors of the same nodes.
+        Call inside transaction(), after create_vector_table()."""
+        if not rows:
+            return
+        self._vec_ready()
+        seqs = [r[0] for r in rows]
+        marks = ",".join("?" * len(seqs))
+        # vec0 has no upsert: delete, then insert.
+        self.conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({marks})", seqs)
+        self.conn.executemany(
+            f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES (?, ?)", [(r[0], r[2]) for r in rows]
+        )
+        self.conn.executemany(
+            "INSERT INTO node_vectors(seq, content_hash) VALUES (?, ?)"
+            " ON CONFLICT(seq) DO UPDATE SET content_hash = excluded.content_hash",
+            [(r[0], r[1]) for r in rows],
+        )
+
+    def search_vectors(self, blob: bytes, k: int, as_of: int | None = None) -> list[tuple[str, float]]:
+        """(node id, cosine distance) of the K nearest vectors to BLOB, nearest first (ties by seq).
+
+        Vectors whose node is gone, or (AS_OF) was recorded later, are left out after the k-NN.
+        """
+        self._vec_ready()
+        sql = (
+            f"SELECT n.id, knn.distance FROM (SELECT rowid AS r, distance FROM {VEC_TABLE}"
+            " WHERE embedding MATCH ? AND k = ?) AS knn JOIN nodes n ON n.seq = knn.r"
+        )
+        params: list[Any] = [blob, k]
+        if as_of is not None:
+            sql += " WHERE n.created_at <= ?"
+            params.append(as_of)
+        sql += " ORDER BY knn.distance, knn.r"
+        try:
+            return [(str(r[0]), float(r[1])) for r in self.conn.execute(sql, params)]
+        except Exception as exc:
+            raise StoreError(f"vector search failed: {exc}") from exc
+
+    def _forget_vectors(self, seqs: Sequence[int]) -> None:
+        """Delete the vectors of nodes about to be deleted (vec0 rows know no foreign keys)."""
+        if not seqs:
+            return
+        marks = ",".join("?" * len(seqs))
+        self.conn.execute(f"DELETE FROM node_vectors WHERE seq IN ({marks})", list(seqs))
+        if self.has_vector_table():
+            self._vec_ready()
+            self.conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({marks})", list(seqs))
