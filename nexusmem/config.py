@@ -60,7 +60,13 @@ DEFAULTS: dict[str, Any] = {
     "limits": {"maxBodyChars": 20_000},
     "query": {"budget": 2000},
     "redaction": {"enabled": True},
+    # Semantic search. provider: "builtin" (wordllama, shipped in the package, offline), "ollama" (url,
+    # model e.g. "nomic-embed-text") or "none". model "" means the provider's default.
+    "embedding": {"provider": "builtin", "model": "", "url": "http://127.0.0.1:11434", "batchSize": 256},
 }
+
+# Keys whose string value must be one of a few words.
+_CHOICES: dict[str, tuple[str, ...]] = {"embedding.provider": ("builtin", "ollama", "none")}
 
 # Keys whose value may also be null; everything else must have the default's type.
 _NULLABLE: set[str] = set()
@@ -93,6 +99,10 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
         return
     if given is None and prefix in _NULLABLE:
         return
+    if prefix in _CHOICES and given not in _CHOICES[prefix]:
+        raise ConfigError(
+            f"{path}: '{prefix}' must be one of {', '.join(_CHOICES[prefix])} (got {json.dumps(given)[:60]})"
+        )
     if isinstance(schema, bool):
         ok = isinstance(given, bool)
     elif isinstance(schema, int):

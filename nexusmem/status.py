@@ -7,13 +7,28 @@ from typing import Any
 
 from nexusmem import paths
 from nexusmem.project import Project
-from nexusmem.store import connection
+from nexusmem.store import Store, connection
 
 
 def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def vector_backend(store: Store) -> str | None:
+    """e.g. "sqlite-vec 0.1.9 (vec0, cosine), builtin wordllama 256-d, 1234 vectors"; None without vectors."""
+    from nexusmem.embed import Identity
+    from nexusmem.errors import StoreError
+
+    identity = Identity.from_json(store.vector_identity_json())
+    if identity is None:
+        return None
+    try:
+        version = store.vec_version().lstrip("v")
+    except StoreError:
+        version = "(cannot load)"
+    return f"sqlite-vec {version} (vec0, cosine), {identity.describe()}, {store.vector_count()} vectors"
 
 
 def status(project: Project) -> dict[str, Any]:
@@ -28,7 +43,7 @@ def status(project: Project) -> dict[str, Any]:
             "databaseBytes": size,
             "schemaVersion": store.schema_version(),
             "driver": f"{connection.DRIVER} (SQLite {connection.sqlite_version()})",
-            "vectorBackend": None,
+            "vectorBackend": vector_backend(store),
             "nodes": store.node_count(),
             "byKind": store.counts_by_kind(),
             "links": store.link_count(),

@@ -14,6 +14,7 @@ from nexusmem.sources import registry as sources
 from nexusmem.sources.base import ProgressFn, ScanContext, _no_progress
 
 if TYPE_CHECKING:
+    from nexusmem.embed.index import EmbedSummary
     from nexusmem.link import LinkSummary
 
 
@@ -38,6 +39,7 @@ class SyncSummary:
     rebuilt: bool = False
     total_nodes: int = 0
     links: LinkSummary | None = None  # set when failure → fix linking ran
+    embedding: EmbedSummary | None = None  # set when the embedding pass ran
 
     @property
     def added(self) -> int:
@@ -62,6 +64,7 @@ class SyncSummary:
             "removed": self.removed,
             "totalNodes": self.total_nodes,
             "links": self.links.to_json() if self.links is not None else None,
+            "embedding": self.embedding.to_json() if self.embedding is not None else None,
             "sources": [
                 {
                     "name": s.name,
@@ -104,12 +107,14 @@ def sync(
     progress: ProgressFn = _no_progress,
     log: Callable[[str], None] | None = None,
     link_failures: bool = False,
+    embed: bool = True,
 ) -> SyncSummary:
     """Bring the project's memory up to date; initialise it first when needed.
 
     Each source runs in its own transaction: its nodes, its pruning and its cursor land together or not at
     all, so an interrupted sync leaves the store as it was before that source began. LINK_FAILURES then
-    links failed shell commands to their fixes (nexusmem.link.link_recent) in one more transaction.
+    links failed shell commands to their fixes (nexusmem.link.link_recent) in one more transaction. EMBED
+    then gives new and changed nodes a vector (nexusmem.embed.index), one committed batch at a time.
     """
     started = time.perf_counter()
     initialised = False
@@ -164,6 +169,11 @@ def sync(
 
             with store.transaction():
                 summary.links = link.link_recent(store)
+        if embed:
+            # After the sources: batches commit one by one, so an interrupted pass resumes next sync.
+            from nexusmem.embed.index import embed_pending
+
+            summary.embedding = embed_pending(store, project.config, progress=progress, log=log)
         summary.total_nodes = store.node_count()
     registry.register(project.root, project.id, synced=True)
     summary.seconds = time.perf_counter() - started

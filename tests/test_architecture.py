@@ -61,8 +61,36 @@ def test_version_imports_nothing_heavy() -> None:
 
 def test_query_path_imports_no_embedder_or_mcp(tmp_path: Path) -> None:
     code = (
-        "import sys; from nexusmem.retrieve import query; from nexusmem import sync;"
-        "print([m for m in ('mcp', 'numpy', 'httpx', 'wordllama', 'git') if m in sys.modules])"
+        "import sys; from nexusmem.retrieve import query, vector, cjk; from nexusmem import sync, status, embed;"
+        "from nexusmem.store import vectors;"
+        "print([m for m in ('mcp', 'numpy', 'httpx', 'wordllama', 'git', 'sqlite_vec') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_providers_import_their_libraries_only_when_used() -> None:
+    code = (
+        "import sys; from nexusmem import embed; b = embed.make('builtin'); o = embed.make('ollama');"
+        "print([m for m in ('numpy', 'httpx', 'wordllama', 'sqlite_vec') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_query_without_vectors_loads_no_embedder(tmp_path: Path) -> None:
+    """A store without vectors answers from BM25 without importing numpy, wordllama or httpx."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "fix: flaky cache test"], check=True
+    )
+    code = (
+        "import sys; from nexusmem import sync, project; from nexusmem.retrieve import query;"
+        f"sync.sync({str(repo)!r}, embed=False); p = project.load({str(repo)!r});"
+        "s = p.open_store(); r = query.run(s, 'flaky cache', project='repo'); s.close();"
+        "print(len(r.items), r.vector_matched, [m for m in ('numpy', 'httpx', 'wordllama') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "1 0 []"

@@ -50,6 +50,7 @@ def init_cmd(ctx: click.Context) -> None:
     help="Instead of syncing, delete every node of one source (git, diff, docs, shell, shell:zsh...).",
 )
 @click.option("--yes", is_flag=True, help="With --prune-source: really delete (otherwise a dry run).")
+@click.option("--no-embed", is_flag=True, help="Skip the embedding pass this once (search stays as it was).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
@@ -62,6 +63,7 @@ def sync_cmd(
     auto: bool,
     prune_source: str | None,
     yes: bool,
+    no_embed: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -90,6 +92,7 @@ def sync_cmd(
             progress=progress,
             log=None if quiet else lambda m: click.echo(m, err=True),
             link_failures=link_failures,
+            embed=not no_embed,
         )
     finally:
         progress.finish()
@@ -131,6 +134,12 @@ def describe_sync(summary: object) -> str:
                 f" Failure links: {links.failures} failure(s) checked; {links.retry} retry, {links.commit} commit,"
                 f" {links.discussion} discussion (+{links.added} -{links.removed})."
             )
+    embedding = summary.embedding
+    if embedding is not None and embedding.embedded:
+        text += (
+            f" Embedded {embedding.embedded} node(s) ({embedding.provider}) in {embedding.seconds:.2f}s;"
+            f" {embedding.vectors} vector(s)."
+        )
     return text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from nexusmem.retrieve import fuse, rank, search
+from nexusmem.retrieve import cjk, fuse, rank, search, vector
 from nexusmem.retrieve.pack import Candidate, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import Store, StoredNode
@@ -86,11 +86,25 @@ def _item(node: StoredNode, score: float, project: str, query: str) -> Item:
 
 
 def ranked_candidates(
-    store: Store, text: str, *, as_of: int | None = None, limit: int = search.CANDIDATES
+    store: Store,
+    text: str,
+    *,
+    as_of: int | None = None,
+    limit: int = search.CANDIDATES,
+    vectors: bool = True,
 ) -> tuple[list[tuple[StoredNode, float]], dict[str, int]]:
-    """Nodes matching TEXT with their final scores, best first, plus match counts."""
+    """Nodes matching TEXT with their final scores, best first, plus match counts.
+
+    Ranked lists fused by RRF: BM25 over the word index; the CJK trigram index when TEXT has CJK
+    characters; vector k-NN when the store holds vectors and their provider answers (VECTORS=False skips).
+    """
     bm25_ids, bm25_total = search.bm25(store, text, limit=limit, as_of=as_of)
-    fused = fuse.rrf([bm25_ids])
+    lists = [bm25_ids]
+    # A run of CJK characters is one token to the word index: the trigram index recalls its substrings.
+    cjk_ids = cjk.search(store, text, limit=limit, as_of=as_of)
+    vector_ids = vector.knn(store, text, as_of=as_of) if vectors else []
+    lists += [ids for ids in (cjk_ids, vector_ids) if ids]
+    fused = fuse.rrf(lists)
     relevance = rank.normalise(fused)
     nodes = store.get_many(list(fused), light=True)
     now = store.reference_time(as_of) or 0
@@ -111,10 +125,12 @@ def ranked_candidates(
         scored.append((node, value))
     # Ties are broken by id so that the same store and query give the same bytes.
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    lexical_extra = len(set(cjk_ids) - set(bm25_ids))
     counts = {
-        "matched": len(fused) if bm25_total <= len(fused) else bm25_total,
-        "bm25": bm25_total,
-        "vector": 0,
+        # Distinct ids in the fused lists, plus the BM25 matches past the candidate cut.
+        "matched": len(fused) + max(0, bm25_total - len(bm25_ids)),
+        "bm25": bm25_total + lexical_extra,
+        "vector": len(vector_ids),
     }
     return scored, counts
 

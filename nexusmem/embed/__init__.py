@@ -1,0 +1,118 @@
+"""Embedding providers behind one small interface: the built-in local model, Ollama over HTTP, or none.
+
+This module is light on purpose (stdlib only): wordllama, numpy and httpx are imported inside the
+provider that needs them, so `query` on a store without vectors, `precheck` and `--version` never pay for
+them.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+PROVIDERS = ("builtin", "ollama", "none")
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
+DEFAULT_BATCH = 256
+
+# A vector as a provider returns it: float32 bytes (little-endian, what sqlite-vec stores) or floats.
+Vector = bytes | list[float]
+
+
+class EmbeddingUnavailable(Exception):
+    """The provider cannot answer now (server down, model missing, bad answer): search stays BM25-only."""
+
+
+class Provider(Protocol):
+    """What the embedding pass and the query need from an embedder."""
+
+    name: str  # "builtin" | "ollama"
+    model: str
+    # Cosine similarity under which a k-NN hit is noise for this model (unrelated texts' typical level).
+    min_similarity: float
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> list[Vector]: ...
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which model made the stored vectors. Vectors of two identities are not comparable."""
+
+    name: str
+    model: str
+    dim: int
+    url: str | None = None  # where an Ollama provider was reached; not part of the identity
+
+    def same_as(self, other: Identity | None) -> bool:
+        return other is not None and (self.name, self.model, self.dim) == (other.name, other.model, other.dim)
+
+    def describe(self) -> str:
+        if self.name == "builtin":
+            return f"builtin wordllama {self.dim}-d"
+        return f"{self.name} {self.model} {self.dim}-d"
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"name": self.name, "model": self.model, "dim": self.dim, "url": self.url}, sort_keys=True
+        )
+
+    @staticmethod
+    def from_json(text: str | None) -> Identity | None:
+        if not text:
+            return None
+        try:
+            data = json.loads(text)
+            return Identity(str(data["name"]), str(data["model"]), int(data["dim"]), data.get("url"))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def to_blob(vector: Vector) -> bytes:
+    """float32 bytes for sqlite-vec, whatever form the provider returned."""
+    if isinstance(vector, bytes):
+        return vector
+    return array("f", vector).tobytes()
+
+
+def from_config(config: dict[str, Any]) -> Provider | None:
+    """The provider the project's config asks for (`embedding` section); None for "none"."""
+    section = config.get("embedding", {})
+    name = section.get("provider", "builtin")
+    model = section.get("model", "") or ""
+    url = section.get("url", "") or DEFAULT_OLLAMA_URL
+    return make(name, model, url)
+
+
+def make(name: str, model: str = "", url: str | None = None) -> Provider | None:
+    """A provider by name (unloaded: nothing heavy happens until the first embed)."""
+    if name == "none":
+        return None
+    if name == "builtin":
+        from nexusmem.embed.builtin import BuiltinProvider
+
+        return BuiltinProvider(model or None)
+    if name == "ollama":
+        from nexusmem.embed.ollama import OllamaProvider
+
+        return OllamaProvider(model or DEFAULT_OLLAMA_MODEL, url or DEFAULT_OLLAMA_URL)
+    raise ValueError(f"unknown embedding provider {name!r} (expected one of {', '.join(PROVIDERS)})")
+
+
+_CACHE: dict[tuple[str, str, str | None], Provider] = {}
+
+
+def for_identity(identity: Identity) -> Provider | None:
+    """The provider that made vectors of IDENTITY, kept for the life of the process (a long-lived MCP
+    server loads the model once)."""
+    key = (identity.name, identity.model, identity.url)
+    if key not in _CACHE:
+        provider = make(identity.name, identity.model, identity.url)
+        if provider is None:
+            return None
+        _CACHE[key] = provider
+    return _CACHE[key]

@@ -1,0 +1,159 @@
+"""The embedding pass: give every node without a current vector one, a batch at a time.
+
+Incremental (only nodes with no vector or whose content hash moved on), batched (config
+`embedding.batchSize`), and resumable: each batch commits on its own, so an interrupted pass keeps what it
+finished and the next sync embeds only the rest. A change of provider identity (name, model, dimension)
+drops every vector and rebuilds them, and says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexusmem.embed import (
+    DEFAULT_BATCH,
+    EmbeddingUnavailable,
+    Identity,
+    Provider,
+    from_config,
+    to_blob,
+)
+from nexusmem.errors import StoreError
+from nexusmem.store import Store
+
+BODY_CHARS = 1000  # the title and the start of the body say what a node is about; diffs run long
+ProgressFn = Callable[[str, int, "int | None"], None]
+
+
+def _no_progress(label: str, done: int, total: int | None) -> None:
+    return None
+
+
+@dataclass
+class EmbedSummary:
+    """What one embedding pass did."""
+
+    provider: str | None = None  # e.g. "builtin wordllama 256-d"; None when the provider is "none"
+    embedded: int = 0
+    dropped: int = 0  # vectors dropped because the provider identity changed (or became "none")
+    pending: int = 0  # nodes that needed a vector when the pass began
+    vectors: int = 0  # vectors stored after the pass
+    seconds: float = 0.0
+    unavailable: str | None = None  # why the pass stopped early (the search stays BM25-only)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "embedded": self.embedded,
+            "dropped": self.dropped,
+            "pending": self.pending,
+            "vectors": self.vectors,
+            "seconds": round(self.seconds, 3),
+            "unavailable": self.unavailable,
+            "notes": self.notes,
+        }
+
+
+def node_text(title: str, body_start: str) -> str:
+    """What is embedded for a node: its title and the first BODY_CHARS of its body."""
+    return f"{title}\n{body_start}" if body_start and body_start != title else title
+
+
+def embed_pending(
+    store: Store,
+    config: dict[str, Any],
+    *,
+    provider: Provider | str | None = "config",
+    progress: ProgressFn = _no_progress,
+    log: Callable[[str], None] | None = None,
+) -> EmbedSummary:
+    """Embed every node that needs it with the configured provider (or PROVIDER, for tests)."""
+    started = time.perf_counter()
+    summary = EmbedSummary()
+    say = log or (lambda _m: None)
+
+    def note(message: str) -> None:
+        summary.notes.append(message)
+        say(f"embedding: {message}")
+
+    try:
+        chosen = from_config(config) if provider == "config" else provider
+    except EmbeddingUnavailable as exc:
+        summary.unavailable = str(exc)
+        note(f"{exc}; search stays BM25-only")
+        return summary
+    assert not isinstance(chosen, str)
+    stored = Identity.from_json(store.vector_identity_json())
+    if chosen is None:
+        if stored is not None or store.has_vectors():
+            with store.transaction():
+                summary.dropped = store.drop_vectors()
+            note(
+                f"provider is 'none': dropped {summary.dropped} vector(s) ({_describe(stored)}); search is BM25-only"
+            )
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    summary.provider = f"{chosen.name} {chosen.model}"
+    if stored is not None and (stored.name, stored.model) != (chosen.name, chosen.model):
+        with store.transaction():
+            summary.dropped = store.drop_vectors()
+        note(
+            f"provider changed ({stored.describe()} → {chosen.name} {chosen.model}): dropped"
+            f" {summary.dropped} vector(s); rebuilding them"
+        )
+        stored = None
+    summary.pending = store.count_unembedded()
+    batch_size = max(1, int(config.get("embedding", {}).get("batchSize", DEFAULT_BATCH) or DEFAULT_BATCH))
+    last_seq = 0
+    while summary.pending:
+        rows = store.unembedded(last_seq, batch_size, BODY_CHARS)
+        if not rows:
+            break
+        try:
+            vectors = chosen.embed([node_text(title, body) for _seq, _hash, title, body in rows])
+        except EmbeddingUnavailable as exc:
+            summary.unavailable = str(exc)
+            done = f"; {summary.embedded} embedded before that" if summary.embedded else ""
+            note(f"{exc}{done}; search stays BM25-only until a sync reaches it")
+            break
+        blobs = [to_blob(v) for v in vectors]
+        dim = len(blobs[0]) // 4
+        identity = Identity(chosen.name, chosen.model, dim, getattr(chosen, "url", None))
+        dropped_now = 0
+        try:
+            with store.transaction():
+                current = Identity.from_json(store.vector_identity_json())
+                if not identity.same_as(current):
+                    if current is not None or store.has_vector_table():
+                        # Same provider and model, another dimension (the server's model was replaced).
+                        dropped_now = store.drop_vectors()
+                        summary.dropped += dropped_now
+                        note(
+                            f"vector dimension changed ({_describe(current)} → {dim}-d): dropped all vectors"
+                        )
+                    store.create_vector_table(dim, identity.to_json())
+                store.put_vectors([(seq, digest, blob) for (seq, digest, _t, _b), blob in zip(rows, blobs)])
+        except StoreError as exc:
+            summary.unavailable = str(exc)
+            note(f"{exc}; search stays BM25-only")
+            break
+        summary.provider = identity.describe()
+        summary.embedded += len(rows)
+        last_seq = rows[-1][0]
+        if dropped_now:
+            # Nodes before this batch lost their vectors too: start over from the first node.
+            last_seq = 0
+            summary.pending = summary.embedded + store.count_unembedded()
+        progress("embed", summary.embedded, summary.pending)
+    summary.vectors = store.vector_count()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _describe(identity: Identity | None) -> str:
+    return identity.describe() if identity is not None else "unknown provider"

@@ -1,0 +1,88 @@
+"""A real HTTP server on 127.0.0.1 that speaks Ollama's /api/embed, for the real httpx client code."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DIM = 16
+
+
+def toy_embedding(text: str, dim: int = DIM) -> list[float]:
+    """Letter-trigram hashing, normalised: texts sharing words get close vectors (deterministic)."""
+    vec = [0.0] * dim
+    low = f"  {text.lower()}  "
+    for i in range(len(low) - 2):
+        vec[sum(map(ord, low[i : i + 3])) % dim] += 1.0
+    norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+    return [x / norm for x in vec]
+
+
+class Standin:
+    """Mode "ok" answers properly; "malformed" answers JSON of the wrong shape; "garbage" answers non-JSON;
+    "missing-model" answers 404 like Ollama does for a model that was never pulled."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.dim = DIM
+        self.requests: list[dict[str, Any]] = []
+        self.url = ""
+
+
+@contextmanager
+def ollama_standin() -> Iterator[Standin]:
+    state = Standin()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            return None
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            state.requests.append(body)
+            if self.path != "/api/embed":
+                self._send(404, b'{"error": "not found"}')
+            elif state.mode == "missing-model":
+                self._send(404, json.dumps({"error": f'model "{body.get("model")}" not found'}).encode())
+            elif state.mode == "garbage":
+                self._send(200, b"<html>proxy error</html>")
+            elif state.mode == "malformed":
+                self._send(200, json.dumps({"embedding": [0.1, 0.2]}).encode())
+            else:
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                answer = {"model": body["model"], "embeddings": [toy_embedding(t, state.dim) for t in texts]}
+                self._send(200, json.dumps(answer).encode())
+
+        def _send(self, code: int, payload: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def closed_port_url() -> str:
+    """A loopback URL where nothing listens (connection refused)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}"

@@ -1,0 +1,310 @@
+"""Embedding providers and the embedding pass, on real repositories, real SQLite and the real models."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ollama_standin import DIM, closed_port_url, ollama_standin
+
+from nexusmem import embed, project
+from nexusmem.embed import EmbeddingUnavailable, Vector
+from nexusmem.embed.index import embed_pending
+from nexusmem.embed.ollama import OllamaProvider
+from nexusmem.errors import ConfigError
+
+from conftest import commit, git
+from helpers import run_cli, run_script
+
+
+def set_embedding(repo: Path, **settings: Any) -> None:
+    """Initialise REPO when needed and change its `embedding` config section."""
+    if not (repo / ".nexusmem" / "config.json").exists():
+        run_cli("-C", str(repo), "init")
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["embedding"].update(settings)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def sync_json(repo: Path, *extra: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(run_cli("-C", str(repo), "sync", "--json", *extra).stdout)
+    return data
+
+
+def counts(repo: Path) -> tuple[int, int, int]:
+    """(nodes, vectors recorded, rows in the vec0 table)."""
+    with project.load(repo).open_store() as store:
+        rows = 0
+        if store.has_vector_table():
+            store._vec_ready()
+            rows = int(store.conn.execute("SELECT COUNT(*) FROM nodes_vec").fetchone()[0])
+        return store.node_count(), store.vector_count(), rows
+
+
+@pytest.fixture
+def history(repo: Path) -> Path:
+    commit(repo, "Add the cache module", {"cache.py": "def get(key):\n    return None\n"})
+    commit(
+        repo, "fix: expire the cache lock file after a crash", {"cache.py": "def get(key):\n    return 1\n"}
+    )
+    commit(repo, "docs: explain the release process", {"README.md": "# Release\n\nTag, then publish.\n"})
+    return repo
+
+
+# --- the built-in provider ------------------------------------------------------------------------------
+
+OFFLINE_SCRIPT = r"""
+import json, socket
+def refuse(*args, **kwargs):
+    raise OSError("network disabled by the test")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+socket.create_connection = refuse
+import numpy as np
+from nexusmem.embed.builtin import BuiltinProvider
+p = BuiltinProvider()
+a, b, c = (np.frombuffer(v, dtype="<f4") for v in p.embed([
+    "fix the stale cache lock file", "cache lock file expired: fixed", "add a dark theme to the settings page"]))
+print(json.dumps({"dim": int(a.shape[0]), "provider_dim": p.dim, "similar": float(a @ b),
+                  "unrelated": float(a @ c), "norm": float(a @ a)}))
+"""
+
+
+def test_builtin_embeds_with_the_network_unreachable(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in {"no_proxy", "http_proxy", "https_proxy"}}
+    dead = closed_port_url()
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HTTP_PROXY=dead,
+        HTTPS_PROXY=dead,
+        http_proxy=dead,
+        https_proxy=dead,
+        HOME=str(tmp_path),  # no ~/.cache/wordllama to fall back on
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", OFFLINE_SCRIPT], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["dim"] == 256 and out["provider_dim"] == 256
+    assert abs(out["norm"] - 1.0) < 1e-4
+    assert out["similar"] > out["unrelated"] + 0.3
+    assert not (tmp_path / ".cache" / "wordllama").exists()
+
+
+def test_builtin_handles_empty_and_cjk_text() -> None:
+    provider = embed.make("builtin")
+    assert provider is not None
+    vectors = provider.embed(["", "   ", "修复缓存锁文件过期的问题", "キャッシュのロックファイルを修正"])
+    assert [len(embed.to_blob(v)) for v in vectors] == [256 * 4] * 4
+    import numpy as np
+
+    assert all(np.isfinite(np.frombuffer(embed.to_blob(v), dtype="<f4")).all() for v in vectors)
+
+
+def test_builtin_rejects_a_model_it_does_not_ship() -> None:
+    with pytest.raises(EmbeddingUnavailable, match="ships only"):
+        embed.make("builtin", "all-MiniLM-L6-v2")
+
+
+# --- the Ollama provider against a real HTTP stand-in ----------------------------------------------------
+
+
+def test_ollama_provider_speaks_api_embed() -> None:
+    with ollama_standin() as server:
+        provider = OllamaProvider("nomic-embed-text", server.url + "/")
+        vectors = provider.embed(["first text", "second text"])
+        assert len(vectors) == 2 and all(isinstance(v, list) and len(v) == DIM for v in vectors)
+        assert provider.dim == DIM
+        assert server.requests == [{"model": "nomic-embed-text", "input": ["first text", "second text"]}]
+        provider.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("malformed", "malformed answer"),
+        ("garbage", "not JSON"),
+        ("missing-model", "HTTP 404"),
+    ],
+)
+def test_ollama_bad_answers_are_unavailable_not_crashes(mode: str, message: str) -> None:
+    with ollama_standin() as server:
+        server.mode = mode
+        with pytest.raises(EmbeddingUnavailable, match=message):
+            OllamaProvider("nomic-embed-text", server.url).embed(["text"])
+
+
+def test_ollama_refused_connection_is_unavailable() -> None:
+    with pytest.raises(EmbeddingUnavailable, match="unreachable"):
+        OllamaProvider("nomic-embed-text", closed_port_url()).embed(["text"])
+
+
+def test_config_rejects_an_unknown_provider(history: Path) -> None:
+    set_embedding(history, provider="openai")
+    with pytest.raises(ConfigError, match=r"embedding\.provider.*builtin, ollama, none"):
+        project.load(history)
+
+
+# --- the embedding pass through `nexusmem sync` ----------------------------------------------------------
+
+
+def test_sync_embeds_every_node_then_only_what_changed(history: Path) -> None:
+    first = sync_json(history)
+    emb = first["embedding"]
+    assert emb["provider"] == "builtin wordllama 256-d"
+    assert emb["embedded"] == first["totalNodes"] == emb["vectors"] > 0
+    nodes, vectors, rows = counts(history)
+    assert nodes == vectors == rows
+
+    assert sync_json(history)["embedding"]["embedded"] == 0  # nothing new: nothing embedded
+
+    commit(
+        history,
+        "docs: the release needs a changelog",
+        {"README.md": "# Release\n\nChangelog, tag, publish.\n"},
+    )
+    third = sync_json(history)
+    assert third["embedding"]["embedded"] == third["added"] + third["updated"] > 0
+    nodes, vectors, rows = counts(history)
+    assert nodes == vectors == rows
+
+
+def test_sync_no_embed_skips_the_pass_once(history: Path) -> None:
+    data = sync_json(history, "--no-embed")
+    assert data["embedding"] is None
+    assert counts(history)[1] == 0
+    assert "vectors: none" in run_cli("-C", str(history), "status").stdout
+    later = sync_json(history)
+    assert later["embedding"]["embedded"] == later["totalNodes"]
+    status = run_cli("-C", str(history), "status").stdout
+    assert f"builtin wordllama 256-d, {later['totalNodes']} vectors" in status
+    assert "sqlite-vec 0.1." in status and "(vec0, cosine)" in status
+
+
+def test_sync_with_ollama_stores_its_vectors(history: Path) -> None:
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url, batchSize=2)
+        data = sync_json(history)
+        assert data["embedding"]["provider"] == f"ollama nomic-embed-text {DIM}-d"
+        assert data["embedding"]["embedded"] == data["totalNodes"]
+        assert len(server.requests) == -(-data["totalNodes"] // 2)  # batches of 2
+        assert all(r["model"] == "nomic-embed-text" for r in server.requests)
+        info = json.loads(run_cli("-C", str(history), "status", "--json").stdout)
+        assert info["vectorBackend"].endswith(
+            f"ollama nomic-embed-text {DIM}-d, {data['totalNodes']} vectors"
+        )
+
+
+def test_sync_with_ollama_down_says_so_once_and_succeeds(history: Path) -> None:
+    set_embedding(history, provider="ollama", url=closed_port_url())
+    proc = run_script("sync", cwd=history)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "unreachable" in lines[0] and "BM25" in lines[0]
+    assert counts(history)[1] == 0
+
+
+def test_sync_with_a_malformed_ollama_answer_succeeds(history: Path) -> None:
+    with ollama_standin() as server:
+        server.mode = "malformed"
+        set_embedding(history, provider="ollama", url=server.url)
+        data = sync_json(history)
+        assert "malformed" in data["embedding"]["unavailable"]
+        assert data["totalNodes"] > 0 and counts(history)[1] == 0
+
+
+def test_provider_change_drops_and_rebuilds_vectors(history: Path) -> None:
+    first = sync_json(history)
+    total = first["totalNodes"]
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        proc = run_cli("-C", str(history), "sync")
+        assert (
+            f"provider changed (builtin wordllama 256-d → ollama nomic-embed-text): dropped {total} vector(s);"
+            " rebuilding them" in proc.stderr
+        )
+        assert counts(history) == (total, total, total)
+        with project.load(history).open_store() as store:
+            identity = embed.Identity.from_json(store.vector_identity_json())
+        assert identity is not None and (identity.name, identity.dim) == ("ollama", DIM)
+
+        # The server's model is replaced by one of another dimension: rebuilt again, said again.
+        server.dim = 8
+        commit(history, "feat: add a cache warm-up", {"warm.py": "x = 1\n"})
+        proc = run_cli("-C", str(history), "sync")
+        assert f"vector dimension changed (ollama nomic-embed-text {DIM}-d → 8-d)" in proc.stderr
+        nodes, vectors, rows = counts(history)
+        assert nodes == vectors == rows
+
+    set_embedding(history, provider="none")
+    proc = run_cli("-C", str(history), "sync")
+    assert "provider is 'none': dropped" in proc.stderr and "BM25-only" in proc.stderr
+    assert counts(history)[1:] == (0, 0)
+    assert json.loads(run_cli("-C", str(history), "status", "--json").stdout)["vectorBackend"] is None
+
+
+class FailingAfter:
+    """A provider that embeds BATCHES batches, then dies the way a killed process would (not 'unavailable')."""
+
+    name = "builtin"
+    model = "l2_supercat"
+    min_similarity = 0.25
+    dim = 256
+
+    def __init__(self, batches: int) -> None:
+        self.left = batches
+        self.seen: list[str] = []
+        self.real = embed.make("builtin")
+
+    def embed(self, texts: list[str]) -> list[Vector]:
+        if self.left == 0:
+            raise KeyboardInterrupt
+        self.left -= 1
+        self.seen += texts
+        assert self.real is not None
+        return self.real.embed(texts)
+
+
+def test_an_interrupted_pass_resumes_where_it_stopped(history: Path) -> None:
+    for i in range(4):
+        commit(history, f"feat: step {i} of the migration", {f"step{i}.py": f"STEP = {i}\n"})
+    total = sync_json(history, "--no-embed")["totalNodes"]
+    assert total >= 10
+    proj = project.load(history)
+    config = {**proj.config, "embedding": {**proj.config["embedding"], "batchSize": 3}}
+    dying = FailingAfter(batches=2)
+    with proj.open_store() as store, pytest.raises(KeyboardInterrupt):
+        embed_pending(store, config, provider=dying)
+    assert counts(history)[1] == 6  # two committed batches of 3 survive
+
+    rest = FailingAfter(batches=100)
+    with proj.open_store() as store:
+        summary = embed_pending(store, config, provider=rest)
+    assert summary.pending == summary.embedded == total - 6
+    assert not set(rest.seen) & set(dying.seen)  # nothing embedded twice
+    assert counts(history) == (total, total, total)
+
+
+def test_rewritten_history_takes_its_vectors_along(history: Path) -> None:
+    base = git(history, "rev-parse", "HEAD").strip()
+    commit(history, "feat: experimental sharding of the cache", {"shard.py": "SHARDS = 4\n"})
+    sync_json(history)
+    before = counts(history)
+    git(history, "reset", "-q", "--hard", base)
+    git(history, "reflog", "expire", "--expire=now", "--all")
+    git(history, "gc", "-q", "--prune=now")
+    data = sync_json(history)
+    assert data["removed"] >= 2
+    after = counts(history)
+    assert after[0] == after[1] == after[2] == before[0] - data["removed"]
+    out = json.loads(run_cli("-C", str(history), "query", "--json", "--", "sharding the cache").stdout)
+    assert all("shard" not in item["title"].lower() for item in out["items"])
