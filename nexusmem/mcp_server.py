@@ -454,7 +454,7 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
             now = time.monotonic()
             if now - last[0] >= PROGRESS_INTERVAL_S:
                 last[0] = now
-                forward(float(sum(counts.values())), f"{label}: {done} node(s) stored")
+                forward(float(sum(counts.values())), f"{label}: {done} node(s)")
 
         await ctx.report_progress(0, None, "sync started")
         result = await _in_thread(
