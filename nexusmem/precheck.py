@@ -141,7 +141,8 @@ def check(
     churn_threshold: int = CHURN_THRESHOLD,
 ) -> PrecheckResult:
     """Findings for FILES (repository-relative) from ROOT's memory. A missing memory is not an error."""
-    from nexusmem.store.db import open_store
+    from nexusmem.store import connection
+    from nexusmem.store.db import Store
 
     files = list(dict.fromkeys(files))
     result = PrecheckResult(root=str(root), files=files)
@@ -154,7 +155,9 @@ def check(
         return result
     now = int(time.time() * 1000) if now_ms is None else now_ms
     start, end = now - days * DAY_MS, now + FUTURE_SLACK_MS
-    with open_store(db, readonly=True) as store:
+    # Read-only and never migrated: a commit hook must not rewrite the database (an older schema already
+    # has every table and column read here), and a sync may be writing it at this very moment.
+    with Store(connection.connect(db, readonly=True), db) as store:
         commands = store.shell_commands_between(start, end)
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
         naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)

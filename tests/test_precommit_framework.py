@@ -1,0 +1,133 @@
+"""The real pre-commit framework installing this repository's hooks from a clone of HEAD and running them on
+real commits. Needs network to PyPI the first time (pre-commit builds a virtualenv from the repository);
+one PRE_COMMIT_HOME is shared across the module so that happens once."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nexusmem.paths import shell_log_path
+
+from conftest import commit, git
+
+pytestmark = pytest.mark.slow
+
+SOURCE = Path(__file__).resolve().parent.parent
+PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, Path]]:
+    """(clone of this repository's HEAD, its sha, a shared PRE_COMMIT_HOME)."""
+    if not PRE_COMMIT.exists():
+        pytest.skip("pre-commit is not installed in this environment")
+    base = tmp_path_factory.mktemp("precommit")
+    clone = base / "nexusmem-src"
+    # A clone of HEAD: what pre-commit installs is exactly what is committed, not the working tree.
+    subprocess.run(["git", "clone", "-q", str(SOURCE), str(clone)], check=True, env=_no_git_env())
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    # NEXUSMEM_TEST_PRE_COMMIT_HOME keeps the built hook environment between runs (minutes saved offline).
+    cache = Path(os.environ.get("NEXUSMEM_TEST_PRE_COMMIT_HOME") or base / "cache")
+    yield clone, sha, cache
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _no_git_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
+
+
+def _config(source: Path, sha: str, *hook_ids: str) -> str:
+    hooks = "".join(f"      - id: {h}\n" for h in hook_ids)
+    return f"repos:\n  - repo: {source}\n    rev: {sha}\n    hooks:\n{hooks}"
+
+
+def _run(repo: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PRE_COMMIT_HOME=str(cache), PRE_COMMIT_COLOR="never")
+    return subprocess.run(
+        list(args), cwd=repo, capture_output=True, text=True, env=env, check=False, timeout=300
+    )
+
+
+def _plant_failure(repo: Path, command: str = "pytest tests/test_cache.py", ago_ms: int = 60_000) -> None:
+    path = shell_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = {
+        "ts": int(time.time() * 1000) - ago_ms,
+        "cwd": str(repo),
+        "exit": 1,
+        "command": command,
+    }
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({**line, "shell": "bash", "session": "s", "v": 1}) + "\n")
+
+
+def test_framework_runs_precheck_advisory_then_strict_then_post_commit_sync(
+    repo: Path, hook_repo: tuple[Path, str, Path]
+) -> None:
+    source, sha, cache = hook_repo
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(_config(source, sha, "nexusmem-precheck", "nexusmem-sync"), encoding="utf-8")
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n", "tests/test_cache.py": "def test(): pass\n"})
+    installed = _run(
+        repo, cache, str(PRE_COMMIT), "install", "--hook-type", "pre-commit", "--hook-type", "post-commit"
+    )
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    # Build the hook environment once, outside any commit (it is the slow part: pip from PyPI).
+    built = _run(repo, cache, str(PRE_COMMIT), "install-hooks")
+    assert built.returncode == 0, built.stderr + built.stdout
+    # Sync with the nexusmem the hooks run (the committed code), so both agree on the database schema.
+    hook_script = max(cache.glob("repo*/py_env-*/bin/nexusmem"), key=lambda p: p.stat().st_mtime)
+    _plant_failure(repo)
+    subprocess.run([str(hook_script), "sync", "-q"], cwd=repo, env=dict(os.environ), check=True)
+
+    # Advisory: the warning is shown and the commit goes through.
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    advisory = _run(repo, cache, "git", "commit", "-m", "change cache")
+    output = advisory.stdout + advisory.stderr
+    assert advisory.returncode == 0, output
+    assert "src/cache.py: `pytest tests/test_cache.py` failed (exit 1)" in output
+
+    # The post-commit nexusmem-sync hook brought the new commit into the memory, in the background.
+    # Polled through the hooks' own nexusmem: this process's (working-tree) code could migrate the database.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        info = subprocess.run(
+            [str(hook_script), "status", "--json"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+        )
+        if '"git_commit": 2' in info.stdout:
+            break
+        time.sleep(0.3)
+    else:
+        log = repo / ".nexusmem" / "auto-sync.log"
+        raise AssertionError(
+            f"post-commit sync never ran: {info.stdout} {log.read_text() if log.exists() else ''}"
+        )
+
+    # Strict: a change to a file with a failure nothing has fixed yet is refused. (The post-commit sync
+    # linked the first failure to the commit that followed it, so it counts as resolved now.)
+    _plant_failure(repo, "mypy src/cache.py", ago_ms=1000)
+    subprocess.run([str(hook_script), "sync", "-q"], cwd=repo, env=dict(os.environ), check=True)
+    config.write_text(_config(source, sha, "nexusmem-precheck-strict"), encoding="utf-8")
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py", ".pre-commit-config.yaml")
+    strict = _run(repo, cache, "git", "commit", "-m", "change cache again")
+    assert strict.returncode != 0
+    shown = strict.stdout + strict.stderr
+    assert "nexusmem precheck (strict)" in shown and "Failed" in shown
+    assert "src/cache.py: `mypy src/cache.py` failed (exit 1)" in shown
