@@ -317,10 +317,13 @@ def _discussions(store: Store, lower: int, failures: list[_Failure]) -> set[tupl
     if not failures or not store.has_kind_between(DISCUSSION_KINDS, lower - DAY_MS):
         return set()
     groups: dict[tuple[str, ...], list[_Failure]] = {}
+    words_of: dict[str, tuple[str, ...]] = {}  # failures repeat a few hundred distinct commands
     for f in failures:
-        significant = significant_words(f.command)
+        significant = words_of.get(f.command)
+        if significant is None:
+            significant = words_of[f.command] = tuple(significant_words(f.command))
         if significant:
-            groups.setdefault(tuple(significant), []).append(f)
+            groups.setdefault(significant, []).append(f)
     out: set[tuple[str, str, str]] = set()
     for words, members in groups.items():
         lo = min(f.ts for f in members) - DAY_MS

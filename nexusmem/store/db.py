@@ -482,8 +482,11 @@ class Store(VectorIndexMixin, CjkIndexMixin):
         """(id, ts) of nodes of KINDS with ts in [TS_FROM, TS_TO] matching the FTS5 expression MATCH, best
         BM25 first (title weighted ×10, ties by id)."""
         marks = ",".join("?" * len(kinds))
+        # CROSS JOIN keeps the full-text match as the outer loop. With a plain JOIN the planner walks the
+        # (kind, ts) index and re-runs the MATCH for every row it finds: 8 s instead of 9 ms per query
+        # against 5,000 conversation turns.
         sql = (
-            "SELECT n.id, n.ts FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
+            "SELECT n.id, n.ts FROM nodes_fts CROSS JOIN nodes n ON n.seq = nodes_fts.rowid"
             f" WHERE nodes_fts MATCH ? AND n.kind IN ({marks}) AND n.ts >= ? AND n.ts <= ?"
             " ORDER BY bm25(nodes_fts, 10.0, 1.0), n.id"
         )
