@@ -8,15 +8,16 @@ from collections.abc import Iterator
 from itertools import count
 from pathlib import Path
 
-import conftest
 import pytest
-from helpers import query_json, run_cli
 
 from nexusmem import link
 from nexusmem.link import DAY_MS, LinkSummary, link_failures, link_recent, significant_words
 from nexusmem.nodes import Node
 from nexusmem.paths import shell_log_path
 from nexusmem.store import Store, open_store
+
+import conftest
+from helpers import query_json, run_cli
 
 T0 = 1_700_000_000_000
 HOUR = 60 * 60 * 1000
