@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import commit, git
-from helpers import run_cli, run_script
-
 from nexusmem import precheck, sync
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
+
+from conftest import commit, git
+from helpers import run_cli, run_script
 
 DAY_MS = 86_400_000
 
@@ -69,14 +69,18 @@ def test_failure_named_by_path_and_by_directory(repo: Path) -> None:
 
 def test_later_success_in_same_cwd_resolves_a_failure(repo: Path) -> None:
     project(repo)
-    write_log(repo, [("pytest tests/test_cache.py", 1, 3 * DAY_MS), ("pytest tests/test_cache.py", 0, DAY_MS)])
+    write_log(
+        repo, [("pytest tests/test_cache.py", 1, 3 * DAY_MS), ("pytest tests/test_cache.py", 0, DAY_MS)]
+    )
     sync.sync(repo)
     assert precheck.run(repo, files=["src/cache.py"]).findings == []
 
 
 def test_success_before_the_failure_does_not_resolve_it(repo: Path) -> None:
     project(repo)
-    write_log(repo, [("pytest tests/test_cache.py", 0, 3 * DAY_MS), ("pytest tests/test_cache.py", 1, DAY_MS)])
+    write_log(
+        repo, [("pytest tests/test_cache.py", 0, 3 * DAY_MS), ("pytest tests/test_cache.py", 1, DAY_MS)]
+    )
     sync.sync(repo)
     assert [f.kind for f in precheck.run(repo, files=["src/cache.py"]).findings] == ["failure"]
 
@@ -154,7 +158,11 @@ def test_commit_all_temporary_index_is_what_gets_checked(repo: Path) -> None:
     hook.chmod(0o755)
     (repo / "src/cache.py").write_text("x = 4\n", encoding="utf-8")
     proc = subprocess.run(
-        ["git", "commit", "-a", "-m", "change"], cwd=repo, capture_output=True, text=True, env=dict(os.environ)
+        ["git", "commit", "-a", "-m", "change"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
     )
     assert proc.returncode == 1 and "src/cache.py: `pytest tests/test_cache.py` failed" in proc.stderr
 
@@ -168,7 +176,12 @@ def test_precheck_imports_nothing_heavy(repo: Path) -> None:
         "print([m for m in ('mcp', 'numpy', 'httpx', 'wordllama', 'git', 'filelock') if m in sys.modules])"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True, env=dict(os.environ)
+        [sys.executable, "-c", code],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
     ).stdout
     assert out.strip().splitlines()[-1] == "[]"
 
