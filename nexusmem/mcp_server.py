@@ -209,43 +209,11 @@ def _load_initialised(root: Path) -> Project:
 
 
 def parse_as_of(value: str | None) -> int | None:
-    """ISO 8601 date or time → epoch ms (a naive value is UTC), as the CLI's --as-of does."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):  # Python 3.10's fromisoformat does not take the Z suffix
-        text = text[:-1] + "+00:00"
+    """asOf → epoch ms, parsed exactly as the CLI's --as-of; a bad value is a tool error naming it."""
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ToolError(
-            f"asOf {value!r} is not a date: use YYYY-MM-DD or an ISO 8601 time such as 2024-05-01T12:00:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
-
-
-def describe_sync(summary: sync_mod.SyncSummary) -> str:
-    """One paragraph, the same as `nexusmem sync` prints at the end."""
-    parts = []
-    for s in summary.sources:
-        if s.noop:
-            parts.append(f"{s.name} unchanged")
-            continue
-        text = f"{s.name} +{s.added}"
-        if s.updated:
-            text += f" ~{s.updated}"
-        if s.removed:
-            text += f" -{s.removed}"
-        if s.skipped:
-            text += f" ({s.skipped} skipped)"
-        parts.append(text)
-    head = "Initialised and synced" if summary.initialised else ("Rebuilt" if summary.rebuilt else "Synced")
-    return (
-        f"{head} {summary.root} in {summary.seconds:.2f}s: {'; '.join(parts) or 'no sources enabled'}. "
-        f"{summary.total_nodes} node(s) in memory."
-    )
+        return query_mod.parse_as_of(value)
+    except NexusMemError as exc:
+        raise ToolError(f"asOf {exc}") from None
 
 
 def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
@@ -277,7 +245,7 @@ def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: P
         extra["embed"] = not no_embed
     with _library_errors():
         summary = sync_mod.sync(root, progress=progress, log=lambda note: log.info("sync: %s", note), **extra)
-    return _result(describe_sync(summary), summary.to_json())
+    return _result(summary.describe(), summary.to_json())
 
 
 def run_status(project_root: str) -> CallToolResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,46 @@ class SyncSummary:
     @property
     def removed(self) -> int:
         return sum(s.removed for s in self.sources)
+
+    def describe(self) -> str:
+        """The one-paragraph summary `nexusmem sync` prints at the end (and the MCP sync_project returns)."""
+        summary = self
+        parts = []
+        for s in summary.sources:
+            if s.noop:
+                parts.append(f"{s.name} unchanged")
+                continue
+            text = f"{s.name} +{s.added}"
+            if s.updated:
+                text += f" ~{s.updated}"
+            if s.removed:
+                text += f" -{s.removed}"
+            if s.skipped:
+                text += f" ({s.skipped} skipped)"
+            parts.append(text)
+        head = (
+            "Initialised and synced" if summary.initialised else ("Rebuilt" if summary.rebuilt else "Synced")
+        )
+        text = (
+            f"{head} {summary.root} in {summary.seconds:.2f}s: {'; '.join(parts) or 'no sources enabled'}. "
+            f"{summary.total_nodes} node(s) in memory."
+        )
+        links = summary.links
+        if links is not None:
+            if links.skipped:
+                text += " Failure links: nothing new to link."
+            else:
+                text += (
+                    f" Failure links: {links.failures} failure(s) checked; {links.retry} retry, {links.commit} commit,"
+                    f" {links.discussion} discussion (+{links.added} -{links.removed})."
+                )
+        embedding = summary.embedding
+        if embedding is not None and embedding.embedded:
+            text += (
+                f" Embedded {embedding.embedded} node(s) ({embedding.provider}) in {embedding.seconds:.2f}s;"
+                f" {embedding.vectors} vector(s)."
+            )
+        return text
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -124,15 +165,17 @@ def sync(
         initialised = True
     project = project_mod.load(root)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
-    with project.open_store() as store:
+    with project.open_store() as store, contextlib.ExitStack() as whole:
         kept: list[tuple[str, int, str, str | None]] = []
         if rebuild:
-            # Ids are content-addressed, so re-ingested nodes come back with the same id: their first-recorded
-            # time (for --as-of) and any human verdict are put back afterwards.
-            with store.transaction():
-                kept = store.bookkeeping()
-                store.delete_all_nodes()
-                store.reset_cursors()
+            # One transaction for the whole rebuild: readers (an agent's search) keep seeing the old memory
+            # until the new one is complete, never an empty store. Ids are content-addressed, so re-ingested
+            # nodes come back with the same id: first-recorded times (for --as-of) and human verdicts are
+            # put back at the end.
+            whole.enter_context(store.transaction())
+            kept = store.bookkeeping()
+            store.delete_all_nodes()
+            store.reset_cursors()
         for name in enabled_sources(project, only):
             source = sources.get(name)
             part = SourceSummary(name=name)
@@ -162,8 +205,8 @@ def sync(
                 for note in part.notes:
                     log(f"{name}: {note}")
         if kept:
-            with store.transaction():
-                store.restore_bookkeeping(kept)
+            store.restore_bookkeeping(kept)
+        whole.close()  # commits the rebuild, if there is one
         if link_failures:
             from nexusmem import link
 

@@ -324,9 +324,13 @@ def test_search_keeps_answering_while_the_cli_rebuilds(repo: Path, tmp_path: Pat
     for proc in rebuilds:
         assert proc.returncode == 0, proc.stderr
         assert "locked" not in proc.stderr
-    # A rebuild empties the store in its own transaction before re-ingesting, so some answers are
-    # legitimately empty; the point here is that every answer is a valid one.
+    # A rebuild runs in one transaction: readers keep the old memory until the new one is complete, so a
+    # query that finds something finds it in every answer, never an empty store mid-rebuild.
     assert any(a["items"] for a in answers)
+    found: dict[str, set[bool]] = {}
+    for a in answers:
+        found.setdefault(a["query"], set()).add(bool(a["items"]))
+    assert all(len(seen) == 1 for seen in found.values()), found
     assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8")
 
 

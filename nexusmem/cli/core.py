@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -99,60 +98,7 @@ def sync_cmd(
     if as_json:
         echo_json(summary.to_json())
     elif not quiet:
-        click.echo(describe_sync(summary))
-
-
-def describe_sync(summary: object) -> str:
-    """The one-paragraph summary printed at the end of a sync."""
-    from nexusmem.sync import SyncSummary
-
-    assert isinstance(summary, SyncSummary)
-    parts = []
-    for s in summary.sources:
-        if s.noop:
-            parts.append(f"{s.name} unchanged")
-            continue
-        text = f"{s.name} +{s.added}"
-        if s.updated:
-            text += f" ~{s.updated}"
-        if s.removed:
-            text += f" -{s.removed}"
-        if s.skipped:
-            text += f" ({s.skipped} skipped)"
-        parts.append(text)
-    head = "Initialised and synced" if summary.initialised else ("Rebuilt" if summary.rebuilt else "Synced")
-    text = (
-        f"{head} {summary.root} in {summary.seconds:.2f}s: {'; '.join(parts) or 'no sources enabled'}. "
-        f"{summary.total_nodes} node(s) in memory."
-    )
-    links = summary.links
-    if links is not None:
-        if links.skipped:
-            text += " Failure links: nothing new to link."
-        else:
-            text += (
-                f" Failure links: {links.failures} failure(s) checked; {links.retry} retry, {links.commit} commit,"
-                f" {links.discussion} discussion (+{links.added} -{links.removed})."
-            )
-    embedding = summary.embedding
-    if embedding is not None and embedding.embedded:
-        text += (
-            f" Embedded {embedding.embedded} node(s) ({embedding.provider}) in {embedding.seconds:.2f}s;"
-            f" {embedding.vectors} vector(s)."
-        )
-    return text
-
-
-def _parse_as_of(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a date (use YYYY-MM-DD or an ISO 8601 time)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
+        click.echo(summary.describe())
 
 
 @click.command(
@@ -184,7 +130,9 @@ def query_cmd(
     proj = project.load(root_of(ctx))
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     with proj.open_store() as store:
-        result = query.run(store, question, project=proj.root.name, budget=limit, as_of=_parse_as_of(as_of))
+        result = query.run(
+            store, question, project=proj.root.name, budget=limit, as_of=query.parse_as_of(as_of)
+        )
     if as_json:
         echo_json(query.to_json(result))
     else:

@@ -51,6 +51,28 @@ class QueryResult:
     notes: list[str] = field(default_factory=list)
 
 
+def parse_as_of(value: str | None) -> int | None:
+    """ISO 8601 date or time → epoch ms for --as-of / asOf (a naive value is UTC; 'Z' accepted)."""
+    from datetime import datetime, timezone
+
+    from nexusmem.errors import NexusMemError
+
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):  # Python 3.10's fromisoformat does not take the Z suffix
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise NexusMemError(
+            f"{value!r} is not a date: use YYYY-MM-DD or an ISO 8601 time such as 2024-05-01T12:00:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
 def item_text(item: Item, *, with_project: bool = False) -> str:
     """The plain-text lines of one item: what `query` prints and what the token estimate counts."""
     from datetime import datetime, timezone

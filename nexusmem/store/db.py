@@ -92,6 +92,7 @@ class Store(VectorIndexMixin, CjkIndexMixin):
     def __init__(self, conn: Any, path: Path) -> None:
         self.conn = conn
         self.path = path
+        self._savepoints = 0
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -105,7 +106,22 @@ class Store(VectorIndexMixin, CjkIndexMixin):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (a killed sync leaves the store whole)."""
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (a killed sync leaves the store whole).
+
+        Inside an open transaction it is a SAVEPOINT instead, so a caller can make several steps one unit.
+        """
+        if self.conn.in_transaction:
+            self._savepoints += 1
+            name = f"nm_{self._savepoints}"
+            self.conn.execute(f"SAVEPOINT {name}")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute(f"ROLLBACK TO {name}")
+                self.conn.execute(f"RELEASE {name}")
+                raise
+            self.conn.execute(f"RELEASE {name}")
+            return
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
