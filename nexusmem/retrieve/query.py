@@ -158,11 +158,17 @@ def ranked_candidates(
 
 
 def run(
-    store: Store, text: str, *, project: str, budget: int = DEFAULT_BUDGET, as_of: int | None = None
+    store: Store,
+    text: str,
+    *,
+    project: str,
+    budget: int = DEFAULT_BUDGET,
+    as_of: int | None = None,
+    vectors: bool = True,
 ) -> QueryResult:
-    """Answer TEXT from one store within BUDGET tokens."""
+    """Answer TEXT from one store within BUDGET tokens (VECTORS=False: lexical lists only)."""
     result = QueryResult(query=text, budget=budget, projects=[project])
-    scored, counts = ranked_candidates(store, text, as_of=as_of)
+    scored, counts = ranked_candidates(store, text, as_of=as_of, vectors=vectors)
     result.matched, result.bm25_matched, result.vector_matched = (
         counts["matched"],
         counts["bm25"],

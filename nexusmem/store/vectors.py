@@ -149,19 +149,26 @@ class VectorIndexMixin:
         Vectors whose node is gone, or (AS_OF) was recorded later, are left out after the k-NN.
         """
         self._vec_ready()
-        sql = (
-            f"SELECT n.id, knn.distance FROM (SELECT rowid AS r, distance FROM {VEC_TABLE}"
-            " WHERE embedding MATCH ? AND k = ?) AS knn JOIN nodes n ON n.seq = knn.r"
-        )
-        params: list[Any] = [blob, k]
-        if as_of is not None:
-            sql += " WHERE n.created_at <= ?"
-            params.append(as_of)
-        sql += " ORDER BY knn.distance, knn.r"
         try:
-            return [(str(r[0]), float(r[1])) for r in self.conn.execute(sql, params)]
+            # The k-NN runs alone: vec0 refuses a KNN query that SQLite merged with an outer ORDER BY.
+            hits = self.conn.execute(
+                f"SELECT rowid, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                (blob, k),
+            ).fetchall()
         except Exception as exc:
             raise StoreError(f"vector search failed: {exc}") from exc
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        seqs = [int(h[0]) for h in hits]
+        sql = f"SELECT seq, id FROM nodes WHERE seq IN ({marks})"
+        params: list[Any] = list(seqs)
+        if as_of is not None:
+            sql += " AND created_at <= ?"
+            params.append(as_of)
+        ids = {int(r[0]): str(r[1]) for r in self.conn.execute(sql, params)}
+        ranked = sorted(((float(d), int(seq)) for seq, d in hits if int(seq) in ids))
+        return [(ids[seq], distance) for distance, seq in ranked]
 
     def _forget_vectors(self, seqs: Sequence[int]) -> None:
         """Delete the vectors of nodes about to be deleted (vec0 rows know no foreign keys)."""

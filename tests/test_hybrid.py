@@ -1,0 +1,106 @@
+"""Hybrid retrieval: BM25 and vector k-NN fused by RRF, on real repositories with the real builtin model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ollama_standin import closed_port_url, ollama_standin
+
+from nexusmem import project
+from nexusmem.retrieve import fuse, query
+
+from conftest import commit
+from helpers import run_cli
+
+
+def query_json(repo: Path, text: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(run_cli("-C", str(repo), "query", "--json", "--", text).stdout)
+    return data
+
+
+def set_embedding(repo: Path, **settings: Any) -> None:
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["embedding"].update(settings)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.fixture
+def history(repo: Path) -> Path:
+    commit(repo, "Speed up image thumbnail rendering", {"thumbs.py": "SIZE = 128\n"})
+    commit(repo, "Fix flaky login test on CI", {"test_login.py": "def test_login():\n    pass\n"})
+    commit(repo, "Add dark mode toggle to settings", {"settings.py": "DARK = False\n"})
+    commit(repo, "Upgrade the postgres driver", {"requirements.txt": "psycopg==3.2\n"})
+    commit(repo, "Handle timeouts when the payment gateway is slow", {"pay.py": "TIMEOUT = 5\n"})
+    return repo
+
+
+def test_vectors_find_what_shares_no_word_with_the_query(history: Path) -> None:
+    run_cli("-C", str(history), "sync", "--no-embed")
+    before = query_json(history, "make pictures faster")
+    assert before["bm25_matched"] == 0 and before["vector_matched"] == 0 and before["items"] == []
+
+    run_cli("-C", str(history), "sync")
+    after = query_json(history, "make pictures faster")
+    assert after["bm25_matched"] == 0
+    assert after["vector_matched"] >= 1
+    assert after["items"][0]["title"] == "Speed up image thumbnail rendering"
+    # Below the model's noise floor a neighbour is not a match: unrelated commits stay out.
+    assert all("postgres" not in it["title"] for it in after["items"])
+
+
+def test_both_lists_fuse_and_bm25_still_leads_on_exact_words(history: Path) -> None:
+    run_cli("-C", str(history), "sync")
+    out = query_json(history, "flaky login test")
+    assert out["bm25_matched"] >= 1 and out["vector_matched"] >= 1
+    assert out["items"][0]["title"] == "Fix flaky login test on CI"
+    assert out["matched"] >= max(out["bm25_matched"], out["vector_matched"])
+
+
+def test_without_vectors_the_output_is_unchanged(history: Path) -> None:
+    run_cli("-C", str(history), "sync", "--no-embed")
+    plain = run_cli("-C", str(history), "query", "--", "payment gateway timeouts").stdout
+    with project.load(history).open_store() as store:
+        bm25_only = query.run(store, "payment gateway timeouts", project=history.name, vectors=False)
+    assert plain == query.render(bm25_only) + "\n"
+    assert query_json(history, "payment gateway timeouts")["vector_matched"] == 0
+
+
+def test_ollama_down_at_query_time_means_bm25_only(history: Path) -> None:
+    run_cli("-C", str(history), "init")
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", url=server.url)
+        run_cli("-C", str(history), "sync")
+        up = query_json(history, "payment gateway timeouts")
+        assert up["vector_matched"] >= 1
+        with project.load(history).open_store() as store:
+            url = json.loads(store.vector_identity_json() or "{}")["url"]
+        assert url == server.url
+    # The server is gone; the vectors stay. The query answers from BM25 alone, same items as BM25.
+    down = query_json(history, "payment gateway timeouts")
+    assert down["vector_matched"] == 0
+    assert down["items"] and down["items"][0]["title"].endswith(
+        "Handle timeouts when the payment gateway is slow"
+    )
+    with project.load(history).open_store() as store:
+        bm25_only = query.run(store, "payment gateway timeouts", project=history.name, vectors=False)
+    assert [it["id"] for it in down["items"]] == [it.id for it in bm25_only.items]
+    assert closed_port_url()  # (the stand-in's port is closed now, like a stopped Ollama)
+
+
+def test_rrf_uses_rank_positions_only() -> None:
+    fused = fuse.rrf([["a", "b", "c"], ["c", "a"]])
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62)
+    assert max(fused, key=lambda k: fused[k]) == "a"
+
+
+def test_query_output_is_deterministic_with_vectors(history: Path) -> None:
+    run_cli("-C", str(history), "sync")
+    first = run_cli("-C", str(history), "query", "--json", "--", "slow checkout requests").stdout
+    second = run_cli("-C", str(history), "query", "--json", "--", "slow checkout requests").stdout
+    assert first == second
