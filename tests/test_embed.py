@@ -308,3 +308,23 @@ def test_rewritten_history_takes_its_vectors_along(history: Path) -> None:
     assert after[0] == after[1] == after[2] == before[0] - data["removed"]
     out = json.loads(run_cli("-C", str(history), "query", "--json", "--", "sharding the cache").stdout)
     assert all("shard" not in item["title"].lower() for item in out["items"])
+
+
+def test_the_light_query_embedder_matches_wordllama() -> None:
+    """The query path reads wordllama's files without importing it: same vectors as WordLlama itself."""
+    import numpy as np
+
+    from nexusmem.embed import builtin
+
+    texts = [
+        "fix the stale cache lock file",
+        "修复缓存锁文件过期的问题",
+        "キャッシュのロックファイルを修正",
+        "x",
+        "pytest tests/test_router.py -k 'not slow' && echo ok",
+        "a much longer text " * 40,
+    ]
+    full = builtin.model().embed(texts, norm=True)
+    light = np.array([np.frombuffer(builtin.query_embedder().embed(t), dtype="<f4") for t in texts])
+    assert light.shape == full.shape == (len(texts), 256)
+    assert np.abs(light - full).max() < 1e-5

@@ -8,14 +8,20 @@ that does not exist in the wheel and then tries the network).
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
+import math
+import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from nexusmem.embed import EmbeddingUnavailable, Vector
 
 CONFIG = "l2_supercat"
 DIM = 256
+TOKENIZER_FILE = "tokenizers/l2_supercat_tokenizer_config.json"
+WEIGHTS_FILE = "weights/l2_supercat_256.safetensors"
+TENSOR = "embedding.weight"
 
 
 def package_dir() -> Path:
@@ -61,6 +67,54 @@ def load_model() -> Any:
         ) from exc
 
 
+class QueryEmbedder:
+    """One text at a time, the way WordLlamaInference.embed(norm=True) computes it, without importing
+    wordllama (~0.5 s: pydantic, requests, its config files) or numpy: `tokenizers` (~40 ms) splits the
+    text, the few token rows are read straight from the safetensors file (float16), averaged and
+    L2-normalised. A query pays ~1 ms instead of loading the whole model; tests pin it to the real thing.
+    """
+
+    def __init__(self, where: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(where / TOKENIZER_FILE))
+        self.tokenizer.no_truncation()
+        self.file: BinaryIO = (where / WEIGHTS_FILE).open("rb")
+        header_len = struct.unpack("<Q", self.file.read(8))[0]
+        info = json.loads(self.file.read(header_len))[TENSOR]
+        if info["dtype"] != "F16" or info["shape"][1] != DIM:
+            raise EmbeddingUnavailable(
+                f"unexpected wordllama weights layout: {info['dtype']} {info['shape']}"
+            )
+        self.vocab = int(info["shape"][0])
+        self.base = 8 + header_len + int(info["data_offsets"][0])
+        self.row = struct.Struct(f"<{DIM}e")
+
+    def embed(self, text: str) -> bytes:
+        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
+        total = [0.0] * DIM
+        for token in ids:
+            self.file.seek(self.base + min(max(token, 0), self.vocab - 1) * self.row.size)
+            total = [a + b for a, b in zip(total, self.row.unpack(self.file.read(self.row.size)))]
+        count = max(len(ids), 1)
+        mean = [x / count for x in total]
+        norm = math.sqrt(sum(x * x for x in mean)) or 1.0
+        return struct.pack(f"<{DIM}f", *(x / norm for x in mean))
+
+
+_QUERY: QueryEmbedder | None = None
+
+
+def query_embedder() -> QueryEmbedder:
+    global _QUERY
+    if _QUERY is None:
+        try:
+            _QUERY = QueryEmbedder(package_dir())
+        except (OSError, ValueError, KeyError) as exc:
+            raise EmbeddingUnavailable(f"the built-in embedder cannot read its model files: {exc}") from exc
+    return _QUERY
+
+
 class BuiltinProvider:
     """wordllama l2_supercat, 256 dimensions, L2-normalised (cosine = dot product)."""
 
@@ -84,9 +138,12 @@ class BuiltinProvider:
         """One float32 vector (as bytes) per text."""
         if not texts:
             return []
-        if self._model is None:
-            self._model = model()
         # An empty text pools zero tokens (a NaN vector): give it one token's worth of text.
         safe = [t if t.strip() else "-" for t in texts]
+        if len(safe) == 1 and self._model is None and _MODEL is None:
+            # A query: the light path (no wordllama/numpy import); batches use wordllama itself.
+            return [query_embedder().embed(safe[0])]
+        if self._model is None:
+            self._model = model()
         matrix = self._model.embed(safe, norm=True, batch_size=max(64, len(safe)))
         return [row.tobytes() for row in matrix.astype("<f4", copy=False)]
