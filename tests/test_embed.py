@@ -328,3 +328,8 @@ def test_the_light_query_embedder_matches_wordllama() -> None:
     light = np.array([np.frombuffer(builtin.query_embedder().embed(t), dtype="<f4") for t in texts])
     assert light.shape == full.shape == (len(texts), 256)
     assert np.abs(light - full).max() < 1e-5
+    # The batch path sorts texts by length for speed: the answer keeps the caller's order.
+    batch = np.array(
+        [np.frombuffer(embed.to_blob(v), dtype="<f4") for v in builtin.BuiltinProvider().embed(texts)]
+    )
+    assert np.abs(batch - full).max() < 1e-5
