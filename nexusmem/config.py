@@ -63,6 +63,17 @@ DEFAULTS: dict[str, Any] = {
     # Semantic search. provider: "builtin" (wordllama, shipped in the package, offline), "ollama" (url,
     # model e.g. "nomic-embed-text") or "none". model "" means the provider's default.
     "embedding": {"provider": "builtin", "model": "", "url": "http://127.0.0.1:11434", "batchSize": 256},
+    # `nexusmem stale`: non-observed nodes older than this that nothing has confirmed.
+    "stale": {"maxAgeDays": 45},
+    # A local chat model (Ollama) judges whether a newer node contradicts a stale one; sync asks at most
+    # maxPerSync new questions. Suggestions only: nothing is ever superseded without `mark-stale`.
+    "contradictions": {
+        "autoCheck": True,
+        "maxPerSync": 3,
+        "model": "qwen2.5:3b",
+        "url": "http://127.0.0.1:11434",
+        "timeoutSeconds": 60.0,
+    },
 }
 
 # Keys whose string value must be one of a few words.

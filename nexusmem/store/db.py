@@ -14,6 +14,7 @@ from nexusmem.errors import StoreError
 from nexusmem.nodes import Node
 from nexusmem.store import connection, migrations
 from nexusmem.store.cjk import CjkIndexMixin
+from nexusmem.store.hygiene import HygieneMixin
 from nexusmem.store.vectors import VectorIndexMixin
 
 BATCH = 500
@@ -86,7 +87,7 @@ class UpsertCounts:
     unchanged: int = 0
 
 
-class Store(VectorIndexMixin, CjkIndexMixin):
+class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
     """A migrated connection to one project's memory.db."""
 
     def __init__(self, conn: Any, path: Path) -> None:

@@ -127,10 +127,58 @@ def _m3_vectors_and_cjk(conn: Any) -> None:
     )
 
 
+def _m4_hygiene(conn: Any) -> None:
+    execute_script(
+        conn,
+        """
+        -- forget: what sync must never store again. spec is JSON: a literal keeps salted hashes of the value
+        -- and of its half-length pieces (never the value); a regex keeps its pattern (nothing else matches).
+        CREATE TABLE deny_list(
+          id INTEGER PRIMARY KEY,
+          key TEXT NOT NULL UNIQUE,
+          kind TEXT NOT NULL CHECK (kind IN ('literal', 'regex')),
+          ignore_case INTEGER NOT NULL DEFAULT 0,
+          spec TEXT NOT NULL,
+          scope TEXT NOT NULL DEFAULT 'project' CHECK (scope IN ('project', 'global')),
+          created_at INTEGER NOT NULL
+        );
+        -- one row per removal: node ids (hashes) and counts by kind, never the content
+        CREATE TABLE tombstones(
+          id INTEGER PRIMARY KEY,
+          at INTEGER NOT NULL,
+          entry_key TEXT,
+          reason TEXT NOT NULL,
+          removed INTEGER NOT NULL,
+          kinds TEXT NOT NULL,
+          node_ids TEXT NOT NULL
+        );
+        CREATE TABLE hygiene_audit(id INTEGER PRIMARY KEY, at INTEGER NOT NULL, action TEXT NOT NULL, detail TEXT NOT NULL);
+        -- a local model's judgment of one (older, newer) pair, keyed by both contents: never asked twice
+        CREATE TABLE contradiction_checks(
+          old_hash TEXT NOT NULL,
+          new_hash TEXT NOT NULL,
+          old_id TEXT NOT NULL,
+          new_id TEXT NOT NULL,
+          contradicts INTEGER NOT NULL,
+          reason TEXT NOT NULL,
+          model TEXT NOT NULL,
+          checked_at INTEGER NOT NULL,
+          PRIMARY KEY (old_hash, new_hash)
+        ) WITHOUT ROWID;
+        CREATE INDEX contradiction_checks_old ON contradiction_checks(old_id);
+        CREATE INDEX contradiction_checks_new ON contradiction_checks(new_id);
+        -- FTS5 (SQLite >= 3.42) then removes a deleted row's entries from the index itself, not only marks them
+        INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('secure-delete', 1);
+        INSERT INTO nodes_cjk(nodes_cjk, rank) VALUES ('secure-delete', 1);
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
     (3, "vector bookkeeping (node_vectors) and a trigram index for CJK text", _m3_vectors_and_cjk),
+    (4, "hygiene: deny-list, tombstones, audit, contradiction memo; FTS secure-delete", _m4_hygiene),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,263 @@
+"""Store methods for hygiene: the deny-list, tombstones and the audit trail, deleting for good (secure delete,
+FTS merge, WAL truncation, VACUUM), human verdicts, supersession, and the contradiction-judgment memo.
+
+Mixed into Store (which provides `conn` and `_delete_seqs`). Nothing here ever stores forgotten content:
+tombstones hold node ids (hashes) and counts; deny-list entries hold what sync needs to recognise a value
+(hashes, or a regex's pattern, which cannot be hashed and still match).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from nexusmem.errors import StoreError
+
+# (seq, id, kind, title, ref, body, meta JSON, content_hash, grp)
+TextRow = tuple[int, str, str, str, str, str, str, str, str | None]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class HygieneMixin:
+    """Store methods for forget, scrub, stale, review and mark-stale."""
+
+    conn: Any
+    path: Path
+
+    def _delete_seqs(self, seqs: list[int]) -> int:  # provided by Store
+        raise NotImplementedError
+
+    # --- deny-list ---------------------------------------------------------------------------------
+    def deny_entries(self) -> list[dict[str, Any]]:
+        """Every deny-list entry of this store: {key, kind, ignore_case, spec, scope, created_at}."""
+        rows = self.conn.execute(
+            "SELECT key, kind, ignore_case, spec, scope, created_at FROM deny_list ORDER BY id"
+        ).fetchall()
+        return [
+            {
+                "key": r[0],
+                "kind": r[1],
+                "ignore_case": bool(r[2]),
+                "spec": json.loads(r[3]),
+                "scope": r[4],
+                "created_at": int(r[5]),
+            }
+            for r in rows
+        ]
+
+    def add_deny_entry(
+        self, key: str, kind: str, ignore_case: bool, spec: dict[str, Any], scope: str
+    ) -> bool:
+        """Record an entry; False when one with the same key is already there."""
+        before = self.conn.total_changes
+        self.conn.execute(
+            "INSERT OR IGNORE INTO deny_list(key, kind, ignore_case, spec, scope, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (key, kind, int(ignore_case), json.dumps(spec, sort_keys=True), scope, _now_ms()),
+        )
+        return bool(self.conn.total_changes - before)
+
+    def add_tombstone(
+        self, entry_key: str | None, reason: str, kinds: dict[str, int], node_ids: list[str]
+    ) -> None:
+        """One removal: which entry caused it, how many nodes of each kind, their ids (hashes) — no content."""
+        self.conn.execute(
+            "INSERT INTO tombstones(at, entry_key, reason, removed, kinds, node_ids) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                _now_ms(),
+                entry_key,
+                reason,
+                sum(kinds.values()),
+                json.dumps(kinds, sort_keys=True),
+                json.dumps(sorted(node_ids)),
+            ),
+        )
+
+    def tombstones(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT at, entry_key, reason, removed, kinds, node_ids FROM tombstones ORDER BY id"
+        ).fetchall()
+        return [
+            {
+                "at": r[0],
+                "entry_key": r[1],
+                "reason": r[2],
+                "removed": r[3],
+                "kinds": json.loads(r[4]),
+                "node_ids": json.loads(r[5]),
+            }
+            for r in rows
+        ]
+
+    def add_audit(self, action: str, detail: dict[str, Any]) -> None:
+        """An audit row: what was done and counts (DETAIL must never hold the forgotten content)."""
+        self.conn.execute(
+            "INSERT INTO hygiene_audit(at, action, detail) VALUES (?, ?, ?)",
+            (_now_ms(), action, json.dumps(detail, sort_keys=True)),
+        )
+
+    def audit_log(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT at, action, detail FROM hygiene_audit ORDER BY id").fetchall()
+        return [{"at": r[0], "action": r[1], "detail": json.loads(r[2])} for r in rows]
+
+    # --- finding and deleting for good ---------------------------------------------------------------
+    def iter_texts(self) -> Iterator[TextRow]:
+        """(seq, id, kind, title, ref, body, meta, content_hash, grp) of every node, in seq order."""
+        yield from self.conn.execute(
+            "SELECT seq, id, kind, title, ref, body, meta, content_hash, grp FROM nodes ORDER BY seq"
+        )
+
+    def delete_for_good(self, seqs: Sequence[int]) -> int:
+        """Delete nodes with SQLite's secure_delete on (freed cells and pages are zeroed). Call inside
+        transaction(); run purge() after it commits."""
+        self.conn.execute("PRAGMA secure_delete = ON")
+        return self._delete_seqs(list(seqs))
+
+    def forget_judgments(self, node_ids: Sequence[str]) -> int:
+        """Drop contradiction judgments about deleted nodes (a model's reason may quote their content)."""
+        before = self.conn.total_changes
+        for start in range(0, len(node_ids), 500):
+            chunk = list(node_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            self.conn.execute(
+                f"DELETE FROM contradiction_checks WHERE old_id IN ({marks}) OR new_id IN ({marks})",
+                chunk + chunk,
+            )
+        return int(self.conn.total_changes - before)
+
+    def rewrite_text(self, rows: Sequence[tuple[str, str, str, str, str, str]]) -> None:
+        """Replace (title, body, ref, meta JSON, content_hash) of nodes given as (id, title, body, ref, meta,
+        hash): scrub's in-place redaction. The FTS trigger re-indexes; the CJK index is redone here."""
+        self.conn.execute("PRAGMA secure_delete = ON")
+        self.conn.executemany(
+            "UPDATE nodes SET title = ?, body = ?, ref = ?, meta = ?, content_hash = ?, updated_at = ? WHERE id = ?",
+            [(t, b, r, m, h, _now_ms(), i) for i, t, b, r, m, h in rows],
+        )
+        reindex = getattr(self, "_cjk_reindex_ids", None)
+        if reindex is not None:
+            reindex([r[0] for r in rows])
+
+    def purge(self, *, vacuum: bool = False) -> bool:
+        """Make deleted content unrecoverable from the files: merge the full-text indexes (their segments
+        drop deleted entries), copy the WAL into the database and truncate it, and (VACUUM) rewrite the
+        file without free pages. True when the WAL was fully checkpointed (a reader holding an old
+        snapshot can keep frames alive)."""
+        if self.conn.in_transaction:
+            raise StoreError("purge() must run outside a transaction")
+        self.conn.execute("PRAGMA secure_delete = ON")
+        self.conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+        self.conn.execute("INSERT INTO nodes_cjk(nodes_cjk) VALUES ('optimize')")
+        if vacuum:
+            self.conn.execute("VACUUM")
+        row = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return row is not None and int(row[0]) == 0
+
+    def database_files(self) -> list[Path]:
+        """The database file and, when present, its -wal and -shm companions."""
+        return [p for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")) if p.exists()]
+
+    def backup_to(self, target: Path) -> None:
+        """A consistent copy of the database (SQLite's online backup API), created with mode 0600."""
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        from nexusmem.store import connection
+
+        dest = connection.connect(target)
+        try:
+            self.conn.backup(dest)
+            dest.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            dest.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            dest.close()
+        os.chmod(target, 0o600)
+
+    # --- verdicts and supersession -------------------------------------------------------------------
+    def set_trust(self, node_id: str, trust: str) -> None:
+        self.conn.execute("UPDATE nodes SET trust = ? WHERE id = ?", (trust, node_id))
+
+    def set_superseded(self, node_id: str, by: str | None) -> None:
+        self.conn.execute("UPDATE nodes SET superseded_by = ? WHERE id = ?", (by, node_id))
+
+    def stale_candidates(self, before_ms: int, limit: int) -> list[tuple[str, str, str, int, str, str, str]]:
+        """(id, kind, title, ts, provenance, trust, content_hash) of non-observed, unconfirmed, unsuperseded
+        nodes with ts < BEFORE_MS, oldest first."""
+        return [
+            tuple(r)
+            for r in self.conn.execute(
+                "SELECT id, kind, title, ts, provenance, trust, content_hash FROM nodes"
+                " WHERE provenance != 'observed' AND trust != 'verified' AND superseded_by IS NULL AND ts < ?"
+                " ORDER BY ts, id LIMIT ?",
+                (before_ms, limit),
+            )
+        ]
+
+    def node_hash(self, node_id: str) -> tuple[str, int, str | None] | None:
+        """(content_hash, ts, group) of one node."""
+        row = self.conn.execute("SELECT content_hash, ts, grp FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        return (str(row[0]), int(row[1]), row[2]) if row else None
+
+    # --- contradiction judgments (memo keyed by the pair's content hashes) ----------------------------
+    def judgment(self, old_hash: str, new_hash: str) -> tuple[bool, str] | None:
+        row = self.conn.execute(
+            "SELECT contradicts, reason FROM contradiction_checks WHERE old_hash = ? AND new_hash = ?",
+            (old_hash, new_hash),
+        ).fetchone()
+        return (bool(row[0]), str(row[1])) if row else None
+
+    def put_judgment(
+        self,
+        old_id: str,
+        old_hash: str,
+        new_id: str,
+        new_hash: str,
+        contradicts: bool,
+        reason: str,
+        model: str,
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO contradiction_checks(old_hash, new_hash, old_id, new_id, contradicts, reason, model,"
+            " checked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(old_hash, new_hash) DO UPDATE SET"
+            " contradicts = excluded.contradicts, reason = excluded.reason, model = excluded.model,"
+            " checked_at = excluded.checked_at, old_id = excluded.old_id, new_id = excluded.new_id",
+            (old_hash, new_hash, old_id, new_id, int(contradicts), reason, model, _now_ms()),
+        )
+
+    def suggestions(self, old_ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+        """Standing 'likely superseded by' suggestions for OLD_IDS: old id -> [(new id, new title, reason)].
+
+        Only judgments made on the nodes' current content count, and only while the newer node exists."""
+        out: dict[str, list[tuple[str, str, str]]] = {}
+        for start in range(0, len(old_ids), 500):
+            chunk = list(old_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for old_id, new_id, title, reason in self.conn.execute(
+                "SELECT c.old_id, c.new_id, n.title, c.reason FROM contradiction_checks c"
+                " JOIN nodes o ON o.id = c.old_id AND o.content_hash = c.old_hash"
+                " JOIN nodes n ON n.id = c.new_id AND n.content_hash = c.new_hash"
+                f" WHERE c.contradicts = 1 AND c.old_id IN ({marks}) ORDER BY c.checked_at, c.new_id",
+                chunk,
+            ):
+                out.setdefault(old_id, []).append((new_id, title, reason))
+        return out
+
+    def newer_fts(self, match: str, after_ts: int, exclude_id: str, limit: int = 20) -> list[str]:
+        """Ids of nodes with ts > AFTER_TS matching the FTS5 expression MATCH, best BM25 first."""
+        try:
+            return [
+                str(r[0])
+                for r in self.conn.execute(
+                    "SELECT n.id FROM nodes_fts CROSS JOIN nodes n ON n.seq = nodes_fts.rowid"
+                    " WHERE nodes_fts MATCH ? AND n.ts > ? AND n.id != ?"
+                    " ORDER BY bm25(nodes_fts, 10.0, 1.0), n.id LIMIT ?",
+                    (match, after_ts, exclude_id, limit),
+                )
+            ]
+        except Exception as exc:
+            raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
