@@ -26,6 +26,7 @@ class SourceSummary:
     updated: int = 0
     removed: int = 0
     skipped: int = 0
+    denied: int = 0  # nodes the deny-list (forget) dropped before they were stored
     seconds: float = 0.0
     noop: bool = False
     notes: list[str] = field(default_factory=list)
@@ -69,6 +70,8 @@ class SyncSummary:
                 text += f" -{s.removed}"
             if s.skipped:
                 text += f" ({s.skipped} skipped)"
+            if s.denied:
+                text += f" ({s.denied} denied)"
             parts.append(text)
         head = (
             "Initialised and synced" if summary.initialised else ("Rebuilt" if summary.rebuilt else "Synced")
@@ -113,6 +116,7 @@ class SyncSummary:
                     "updated": s.updated,
                     "removed": s.removed,
                     "skipped": s.skipped,
+                    "denied": s.denied,
                     "seconds": round(s.seconds, 3),
                     "noop": s.noop,
                     "notes": s.notes,
@@ -166,6 +170,10 @@ def sync(
     project = project_mod.load(root)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
     with project.open_store() as store, contextlib.ExitStack() as whole:
+        from nexusmem.hygiene.forget import sync_gate
+
+        # The deny-list's one gate: every source's nodes pass through it before the store sees them.
+        deny = sync_gate(store, log)
         kept: list[tuple[str, int, str, str | None]] = []
         if rebuild:
             # One transaction for the whole rebuild: readers (an agent's search) keep seeing the old memory
@@ -191,8 +199,10 @@ def sync(
                     done += n
                     progress(label, done, None)
 
-                counts = store.upsert(result.nodes, on_batch=batch_done)
+                dropped_before = deny.dropped
+                counts = store.upsert(deny.filter(result.nodes) if deny else result.nodes, on_batch=batch_done)
                 part.added, part.updated = counts.added, counts.updated
+                part.denied = deny.dropped - dropped_before
                 if result.keep is not None:
                     part.removed = store.prune_source(name, result.keep)
                 part.skipped = result.skipped
@@ -217,6 +227,13 @@ def sync(
             from nexusmem.embed.index import embed_pending
 
             summary.embedding = embed_pending(store, project.config, progress=progress, log=log)
+            try:  # suggestions only: a missing or broken model must never fail a sync
+                from nexusmem.hygiene.stale import auto_check
+
+                auto_check(store, project.config, log)
+            except Exception as exc:
+                if log:
+                    log(f"contradictions: skipped ({type(exc).__name__}: {exc})")
         summary.total_nodes = store.node_count()
     registry.register(project.root, project.id, synced=True)
     summary.seconds = time.perf_counter() - started

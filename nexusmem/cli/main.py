@@ -18,6 +18,11 @@ COMMANDS: dict[str, str] = {
     "hook": "nexusmem.cli.hook:hook",
     "precheck": "nexusmem.cli.precheck:precheck_cmd",
     "mcp": "nexusmem.cli.mcp:mcp_cmd",
+    "forget": "nexusmem.cli.hygiene:forget_cmd",
+    "scrub": "nexusmem.cli.hygiene:scrub_cmd",
+    "stale": "nexusmem.cli.hygiene:stale_cmd",
+    "mark-stale": "nexusmem.cli.hygiene:mark_stale_cmd",
+    "review": "nexusmem.cli.hygiene:review_cmd",
 }
 
 

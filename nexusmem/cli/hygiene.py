@@ -1,0 +1,298 @@
+"""forget, scrub, stale, mark-stale, review: removing things for good, and every claim's trust."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import echo_json, library_errors
+
+
+def _date(ts: int) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(ts / 1000))
+
+
+@click.command(
+    "forget",
+    epilog="""\b
+Examples:
+  nexusmem forget 'hunter2'                 # dry run: what would go
+  nexusmem forget 'hunter2' --yes
+  nexusmem forget --regex 'corp-[0-9]{4}' --ignore-case --yes
+  nexusmem forget 'acme-prod.internal' --global --yes
+  nexusmem forget --list
+  nexusmem forget --export ~/deny.json      # then, in another clone:
+  nexusmem forget --import ~/deny.json --yes
+""",
+)
+@repo_option
+@click.argument("value", required=False)
+@click.option("--regex", "pattern", metavar="PATTERN", help="Forget everything a regular expression matches.")
+@click.option("--ignore-case", is_flag=True, help="Match regardless of case.")
+@click.option("--yes", is_flag=True, help="Really delete (otherwise a dry run).")
+@click.option("--keep-log", is_flag=True, help="Leave the shell hooks' log alone (default: rewrite it).")
+@click.option(
+    "--global",
+    "user_wide",
+    is_flag=True,
+    help="Also add the entry to the user-wide deny-list every project's sync honours.",
+)
+@click.option("--list", "list_", is_flag=True, help="Show the active deny-list entries.")
+@click.option(
+    "--export",
+    "export_path",
+    metavar="PATH",
+    type=click.Path(path_type=Path),
+    help="Write the entries to PATH.",
+)
+@click.option(
+    "--import",
+    "import_path",
+    metavar="PATH",
+    type=click.Path(path_type=Path),
+    help="Apply the entries of PATH.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+@library_errors
+def forget_cmd(
+    ctx: click.Context,
+    value: str | None,
+    pattern: str | None,
+    ignore_case: bool,
+    yes: bool,
+    keep_log: bool,
+    user_wide: bool,
+    list_: bool,
+    export_path: Path | None,
+    import_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Delete every node containing VALUE for good and keep any later sync from storing it again.
+
+    Matches titles, bodies, refs and metadata. Deleted for good: the rows, both full-text indexes, vectors,
+    the WAL (checkpointed and truncated) and free pages (VACUUM); the shell hooks' log loses the lines
+    holding it. A literal VALUE is kept on the deny-list only as salted hashes; a --regex PATTERN has to be
+    kept as written. Every removal leaves a tombstone of ids and counts, never the content.
+    """
+    from nexusmem.hygiene import forget
+
+    root = root_of(ctx)
+    modes = sum(x for x in (list_, export_path is not None, import_path is not None, bool(value or pattern)))
+    if modes != 1 or (value is not None and pattern is not None):
+        raise click.UsageError("give one of: VALUE, --regex PATTERN, --list, --export PATH, --import PATH")
+    if list_:
+        entries = forget.list_entries(root)
+        if as_json:
+            echo_json({"entries": [{**e.to_json(), "scope": e.scope} for e in entries]})
+            return
+        if not entries:
+            click.echo("the deny-list is empty")
+        for e in entries:
+            click.echo(f"{e.key[:12]}  {e.scope:<7}  {e.describe()}")
+        return
+    if export_path is not None:
+        count = forget.export_entries(root, export_path)
+        click.echo(
+            f"wrote {count} entr(ies) to {export_path} (mode 0600). Move it through a channel you control, never"
+            " git: regex entries are readable patterns and short values can be guessed from their hashes."
+        )
+        return
+    if import_path is not None:
+        report = forget.import_entries(
+            root, import_path, dry_run=not yes, keep_log=keep_log, user_wide=user_wide
+        )
+    else:
+        text = pattern if pattern is not None else str(value)
+        report = forget.forget(
+            root,
+            text,
+            regex=pattern is not None,
+            ignore_case=ignore_case,
+            dry_run=not yes,
+            keep_log=keep_log,
+            user_wide=user_wide,
+        )
+    if as_json:
+        echo_json(report.to_json())
+        return
+    kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items()) or "nothing stored"
+    log = "the shell log is left as it is" if report.log_kept else f"{report.log_lines} shell-log line(s)"
+    if report.dry_run:
+        click.echo(f"would delete {report.removed} node(s): {kinds}; {log}")
+        for title in report.titles:
+            click.echo(f"  - {title[:100]}")
+        click.echo("dry run: add --yes to delete and add the deny-list entry")
+        return
+    click.echo(
+        f"deleted {report.removed} node(s): {kinds}; removed {log}"
+        if not report.log_kept
+        else f"deleted {report.removed} node(s): {kinds}; {log}"
+    )
+    added = "added" if report.entries_added else "already on it"
+    click.echo(
+        f"deny-list: {report.entries_added + report.entries_known} entr(ies) {added}"
+        + ("; added to the user-wide list" if report.global_added else "")
+    )
+    if report.pattern_kept:
+        click.echo(
+            "note: a regex entry keeps its pattern as written in memory.db (a pattern cannot be hashed)"
+        )
+    if report.verified_absent is True:
+        click.echo("verified: the value is in none of memory.db's bytes (nor its -wal/-shm)")
+    elif report.verified_absent is False:
+        click.echo("WARNING: the value is still in the database files (another process may hold them open)")
+    if not report.checkpointed:
+        click.echo(
+            "WARNING: a reader kept the WAL from being truncated; run the command again once it is done"
+        )
+
+
+@click.command(
+    "scrub",
+    epilog="""\b
+Examples:
+  nexusmem scrub --dry-run
+  nexusmem scrub
+""",
+)
+@repo_option
+@click.option("--dry-run", is_flag=True, help="Only count what the current rules would redact.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+@library_errors
+def scrub_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+    """Re-run today's secret redaction over everything already stored, then delete the old text for good.
+
+    A backup of memory.db (mode 0600; it still holds the secrets) is written next to it first.
+    """
+    from nexusmem.hygiene import scrub
+
+    report = scrub.scrub(root_of(ctx), dry_run=dry_run)
+    if as_json:
+        echo_json(report.to_json())
+        return
+    found = ", ".join(f"{n} {k}" for k, n in sorted(report.secrets.items())) or "none"
+    verb = "would redact" if dry_run else "redacted"
+    click.echo(f"{verb} {report.changed} of {report.scanned} node(s); secrets: {found}")
+    if report.backup is not None:
+        click.echo(
+            f"backup: {report.backup} (mode 0600; delete it once you are satisfied: it holds the secrets)"
+        )
+
+
+@click.command(
+    "stale",
+    epilog="""\b
+Examples:
+  nexusmem stale
+  nexusmem stale --check-contradictions
+""",
+)
+@repo_option
+@click.option(
+    "--check-contradictions",
+    is_flag=True,
+    help="Ask the local model (contradictions.model via Ollama) whether a newer node contradicts each one.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@library_errors
+def stale_cmd(ctx: click.Context, check_contradictions: bool, as_json: bool) -> None:
+    """List doc sections and other non-observed claims old enough that nothing has confirmed they still
+    hold (stale.maxAgeDays, 45 by default). Writes nothing but memoised model judgments."""
+    from nexusmem.hygiene import stale
+
+    found, summary = stale.stale(root_of(ctx), check_contradictions=check_contradictions)
+    if as_json:
+        echo_json(
+            {
+                "candidates": [c.to_json() for c in found],
+                "check": None
+                if summary is None
+                else {
+                    "judged": summary.judged,
+                    "memoised": summary.memoised,
+                    "flagged": summary.flagged,
+                    "badAnswers": summary.bad_answers,
+                    "unavailable": summary.unavailable,
+                },
+            }
+        )
+        return
+    if summary is not None:
+        for note in summary.notes:
+            click.echo(f"note: {note}", err=True)
+    if not found:
+        click.echo("no stale candidates")
+        return
+    click.echo(
+        f"{len(found)} stale candidate(s): not observed, older than the limit, not verified or superseded"
+    )
+    for c in found:
+        tag = f"[{c.provenance}]" + (f" [{c.trust}]" if c.trust != "candidate" else "")
+        click.echo(f"- {_date(c.ts)} {tag} {c.title[:110]}")
+        click.echo(f"  id {c.id}")
+        for new_id, title, reason in c.suggestions:
+            click.echo(f"  likely superseded by {new_id} {title[:80]} -- {reason}")
+    if summary is not None:
+        click.echo(
+            f"checked: {summary.judged} new judgment(s), {summary.memoised} already judged,"
+            f" {summary.flagged} new likely contradiction(s)"
+        )
+
+
+@click.command(
+    "mark-stale",
+    epilog="Example:\n\n  nexusmem mark-stale 3f9a1c --supersedes 8be21d",
+)
+@repo_option
+@click.argument("old")
+@click.option(
+    "--supersedes", "new", metavar="NEW", help="Id (or unique prefix) of the node that replaces OLD."
+)
+@click.option("--clear", is_flag=True, help="Remove OLD's replacement instead.")
+@click.pass_context
+@library_errors
+def mark_stale_cmd(ctx: click.Context, old: str, new: str | None, clear: bool) -> None:
+    """Record that node NEW replaces node OLD: OLD ranks lower from now on (×.5) but is never deleted."""
+    from nexusmem.hygiene import review
+
+    if (new is None) == (not clear) or (new is not None and clear):
+        raise click.UsageError("give --supersedes NEW, or --clear")
+    old_node, new_node = review.mark_stale(root_of(ctx), old, None if clear else new)
+    if new_node is None:
+        click.echo(f"{old_node.id} is no longer marked as superseded")
+    else:
+        click.echo(
+            f"{old_node.id} ({old_node.title[:60]}) is superseded by {new_node.id} ({new_node.title[:60]})"
+        )
+
+
+@click.command(
+    "review",
+    epilog="""\b
+Examples:
+  nexusmem review 3f9a1c --verify
+  nexusmem review 3f9a1c --reject
+""",
+)
+@repo_option
+@click.argument("node_id")
+@click.option("--verify", "verdict", flag_value="verify", help="You checked it: it holds ([verified] tag).")
+@click.option("--reject", "verdict", flag_value="reject", help="It is wrong: tagged [rejected], ranked ×.3.")
+@click.option("--clear", "verdict", flag_value="clear", help="Back to unreviewed.")
+@click.pass_context
+@library_errors
+def review_cmd(ctx: click.Context, node_id: str, verdict: str | None) -> None:
+    """Record your verdict on one node; shown on every result, never overwritten by a sync."""
+    from nexusmem.hygiene import review
+
+    if verdict is None:
+        raise click.UsageError("give --verify, --reject or --clear")
+    node, previous = review.review(root_of(ctx), node_id, verdict)
+    now = review.VERDICTS[verdict]
+    click.echo(f"{node.id} ({node.title[:70]}): {previous} -> {now}")

@@ -1,0 +1,1 @@
+"""Memory hygiene: forget (deny-list, tombstones, deleting for good), scrub, stale, review, mark-stale."""

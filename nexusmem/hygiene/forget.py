@@ -1,0 +1,331 @@
+"""forget: delete every node containing a value, for good, and keep it from ever being stored again.
+
+Four things happen on `forget --yes`, in this order:
+1. a deny-list entry is recorded (this project's store; with --global also the user-wide list), so the
+   sync loop's one gate (Matcher.filter, in nexusmem.sync) drops any node containing the value — from any
+   source, including a `sync --rebuild` re-reading the append-only shell log;
+2. every stored node whose title, body, ref or meta contains the value is deleted with SQLite's
+   secure_delete on (FTS5 'secure-delete' is set on both full-text indexes by migration 4), its vectors,
+   trigram rows, links and contradiction judgments with it, leaving a tombstone of ids and counts;
+3. the hooks' shell log is rewritten without the lines containing it (unless --keep-log);
+4. the database is purged: full-text indexes merged, VACUUM, WAL checkpointed and truncated; for a literal
+   value the files are then read back to prove the bytes are gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nexusmem import paths
+from nexusmem import project as project_mod
+from nexusmem.hygiene.denylist import (
+    DenyListError,
+    Entry,
+    Matcher,
+    add_global,
+    document,
+    entry_from_json,
+    load_global,
+    make_literal,
+    make_regex,
+    node_fields,
+    parse_document,
+    write_private,
+)
+from nexusmem.store import Store
+
+SAMPLE_TITLES = 5
+
+
+@dataclass
+class Removal:
+    """What a forget/import did (or, in a dry run, would do)."""
+
+    dry_run: bool
+    entries_added: int = 0
+    entries_known: int = 0
+    removed: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+    titles: list[str] = field(default_factory=list)
+    log_lines: int = 0
+    log_kept: bool = False
+    global_added: bool = False
+    checkpointed: bool = True
+    verified_absent: bool | None = None  # literal values only: the files were read back
+    pattern_kept: bool = False  # a regex entry stores its pattern in clear
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dryRun": self.dry_run,
+            "entriesAdded": self.entries_added,
+            "entriesKnown": self.entries_known,
+            "removed": self.removed,
+            "kinds": self.kinds,
+            "logLines": self.log_lines,
+            "logKept": self.log_kept,
+            "globalAdded": self.global_added,
+            "checkpointed": self.checkpointed,
+            "verifiedAbsent": self.verified_absent,
+            "patternKept": self.pattern_kept,
+        }
+
+
+def stored_entries(store: Store) -> list[Entry]:
+    return [entry_from_json(row, str(row["scope"])) for row in store.deny_entries()]
+
+
+def _matches(store: Store, entries: Sequence[Entry]) -> list[tuple[int, str, str, str, Entry]]:
+    """(seq, id, kind, title, first matching entry) of every stored node an entry matches."""
+    matcher = Matcher(entries)
+    found: list[tuple[int, str, str, str, Entry]] = []
+    if not matcher:
+        return found
+    for seq, node_id, kind, title, ref, body, meta, _hash, _grp in store.iter_texts():
+        try:
+            meta_value = json.loads(meta) if meta else {}
+        except ValueError:
+            meta_value = meta
+        entry = matcher.which(node_fields(title, body, ref, meta_value))
+        if entry is not None:
+            found.append((int(seq), str(node_id), str(kind), str(title), entry))
+    return found
+
+
+def _kinds(rows: Sequence[tuple[int, str, str, str, Entry]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for _seq, _id, kind, _title, _entry in rows:
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _delete(store: Store, rows: Sequence[tuple[int, str, str, str, Entry]], reason: str) -> int:
+    """Delete ROWS for good and leave one tombstone per entry (call inside transaction())."""
+    by_entry: dict[str, list[tuple[int, str, str, str, Entry]]] = {}
+    for row in rows:
+        by_entry.setdefault(row[4].key, []).append(row)
+    for key, group in by_entry.items():
+        store.add_tombstone(key, reason, _kinds(group), [r[1] for r in group])
+    store.forget_judgments([r[1] for r in rows])
+    return store.delete_for_good([r[0] for r in rows])
+
+
+def _file_holds(files: Sequence[Path], needle: bytes, ignore_case: bool) -> bool:
+    if not needle:
+        return False
+    probe = needle.lower() if ignore_case else needle
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if probe in (data.lower() if ignore_case else data):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------------------------------- shell log
+
+
+def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
+    """Drop every line of the hooks' log that an entry matches; return how many (would) go.
+
+    The log is rewritten to a temp file in the same directory (mode 0600, fsync) and renamed over the old
+    one, so an error leaves the old log whole. Lines appended by a hook while we copy are picked up
+    before the rename. Each project's shell source sees a new inode and re-reads from the start; node ids
+    are content-addressed, so nothing is duplicated and nothing is missed.
+    """
+    log = paths.shell_log_path()
+    matcher = Matcher(entries)
+    if not matcher or not log.exists():
+        return 0
+
+    def doomed(raw: bytes) -> bool:
+        text = raw.decode("utf-8", "replace")
+        texts = [text]
+        with contextlib.suppress(ValueError):  # a line that is not JSON is checked as raw text only
+            texts += node_fields("", "", "", json.loads(raw))
+        return matcher.which(texts) is not None
+
+    dropped = 0
+    if dry_run:
+        with open(log, "rb") as fh:
+            for raw in fh:
+                if raw.endswith(b"\n") and doomed(raw):
+                    dropped += 1
+        return dropped
+    st = os.stat(log)
+    tmp = log.with_name(f".{log.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with open(log, "rb") as src, os.fdopen(fd, "wb") as out:
+            for _ in range(3):  # a hook may append while we copy: read to the end again before renaming
+                for raw in src:
+                    if raw.endswith(b"\n") and doomed(raw):
+                        dropped += 1
+                        continue
+                    out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, st.st_mode & 0o777 or 0o600)
+        if dropped:
+            os.replace(tmp, log)
+        else:
+            tmp.unlink()
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return dropped
+
+
+# ------------------------------------------------------------------------------------------- commands
+
+
+def _apply(
+    store: Store,
+    entries: Sequence[Entry],
+    report: Removal,
+    *,
+    reason: str,
+    keep_log: bool,
+    scope: str,
+    plaintext: tuple[bytes, bool] | None = None,
+) -> None:
+    rows = _matches(store, entries)
+    report.removed = len(rows)
+    report.kinds = _kinds(rows)
+    report.titles = [r[3] for r in rows[:SAMPLE_TITLES]]
+    report.log_kept = keep_log
+    if report.dry_run:
+        report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
+        return
+    with store.transaction():
+        for entry in entries:
+            if store.add_deny_entry(entry.key, entry.kind, entry.ignore_case, entry.spec, scope):
+                report.entries_added += 1
+            else:
+                report.entries_known += 1
+        _delete(store, rows, reason)
+        store.add_audit(
+            reason,
+            {"entries": [e.key for e in entries], "removed": report.removed, "kinds": report.kinds},
+        )
+    if not keep_log:
+        report.log_lines = scrub_log(entries, dry_run=False)
+        if report.log_lines:
+            with store.transaction():
+                store.add_audit("scrub-log", {"entries": [e.key for e in entries], "lines": report.log_lines})
+    report.checkpointed = store.purge(vacuum=True)
+    if plaintext is not None:
+        needle, ignore_case = plaintext
+        report.verified_absent = not _file_holds(store.database_files(), needle, ignore_case)
+
+
+def forget(
+    start: Any,
+    value: str,
+    *,
+    regex: bool = False,
+    ignore_case: bool = False,
+    dry_run: bool = True,
+    keep_log: bool = False,
+    user_wide: bool = False,
+) -> Removal:
+    """Forget VALUE (a literal, or a regular expression with REGEX) in the project at START.
+
+    DRY_RUN (the default) changes nothing and reports what would go. USER_WIDE also writes the entry to
+    the user-wide deny-list that every project's sync honours.
+    """
+    entry = make_regex(value, ignore_case) if regex else make_literal(value, ignore_case)
+    project = project_mod.load(start)
+    report = Removal(dry_run=dry_run, pattern_kept=regex)
+    with project.open_store() as store:
+        for known in [*stored_entries(store), *load_global()]:
+            if known.key == entry.key or (known.is_value(value) and known.ignore_case == ignore_case):
+                entry = known  # the same value again: keep one entry (a literal's salt differs every time)
+                break
+        plaintext = None if regex else (value.encode("utf-8", "surrogatepass"), ignore_case)
+        _apply(
+            store,
+            [entry],
+            report,
+            reason="forget",
+            keep_log=keep_log,
+            scope="global" if user_wide else "project",
+            plaintext=plaintext,
+        )
+    if user_wide and not dry_run:
+        report.global_added = add_global(entry)
+    return report
+
+
+def list_entries(start: Any) -> list[Entry]:
+    """This project's entries (user-wide copies included) and the user-wide ones not yet applied here."""
+    project = project_mod.load(start)
+    with project.open_store(readonly=True) as store:
+        local = stored_entries(store)
+    keys = {e.key for e in local}
+    return local + [e for e in load_global() if e.key not in keys]
+
+
+def export_entries(start: Any, target: Path) -> int:
+    """Write every active entry to TARGET (JSON, mode 0600); return how many."""
+    entries = list_entries(start)
+    write_private(target, document(entries))
+    return len(entries)
+
+
+def import_entries(
+    start: Any, source: Path, *, dry_run: bool = True, keep_log: bool = False, user_wide: bool = False
+) -> Removal:
+    """Add the entries of an export to this project (USER_WIDE: to the user-wide list too) and delete the
+    copies that already synced back in."""
+    try:
+        raw = source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DenyListError(f"{source}: cannot read: {exc}") from exc
+    entries = parse_document(raw, source)
+    project = project_mod.load(start)
+    report = Removal(dry_run=dry_run, pattern_kept=any(e.kind == "regex" for e in entries))
+    with project.open_store() as store:
+        _apply(
+            store,
+            entries,
+            report,
+            reason="import",
+            keep_log=keep_log,
+            scope="global" if user_wide else "project",
+        )
+    if user_wide and not dry_run:
+        for entry in entries:
+            report.global_added = add_global(entry) or report.global_added
+    return report
+
+
+def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher:
+    """What the sync loop filters with: this project's entries plus the user-wide ones.
+
+    A user-wide entry this store has not seen yet is applied first (recorded here, matching nodes deleted
+    for good), so `forget --global` reaches every project at its next sync.
+    """
+    local = stored_entries(store)
+    user = load_global()
+    known = {e.key for e in local}
+    fresh = [e for e in user if e.key not in known]
+    if fresh:
+        rows = _matches(store, fresh)
+        with store.transaction():
+            for entry in fresh:
+                store.add_deny_entry(entry.key, entry.kind, entry.ignore_case, entry.spec, "global")
+            _delete(store, rows, "global")
+            store.add_audit("global", {"entries": [e.key for e in fresh], "removed": len(rows)})
+        if rows:
+            store.purge(vacuum=True)
+            if log:
+                log(f"forget: {len(rows)} node(s) removed by {len(fresh)} new user-wide deny-list entr(ies)")
+    return Matcher([*local, *user])

@@ -1,0 +1,98 @@
+"""scrub: run today's redaction rules over what is already stored, then delete the old text for good.
+
+Sources redact at ingest, so a rule added later protects new input only; scrub brings the old nodes up to
+the same standard. A backup of memory.db (mode 0600: it still holds the secrets) is taken first.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nexusmem import project as project_mod
+from nexusmem.nodes import Node
+from nexusmem.redact import redact_counts
+
+
+@dataclass
+class ScrubReport:
+    dry_run: bool
+    scanned: int = 0
+    changed: int = 0
+    secrets: dict[str, int] = field(default_factory=dict)
+    backup: Path | None = None
+    checkpointed: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dryRun": self.dry_run,
+            "scanned": self.scanned,
+            "changed": self.changed,
+            "secrets": self.secrets,
+            "backup": str(self.backup) if self.backup else None,
+            "checkpointed": self.checkpointed,
+        }
+
+
+def _redact_value(value: Any, counts: dict[str, int]) -> Any:
+    if isinstance(value, str):
+        text, found = redact_counts(value)
+        for kind, n in found.items():
+            counts[kind] = counts.get(kind, 0) + n
+        return text
+    if isinstance(value, dict):
+        return {k: _redact_value(v, counts) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v, counts) for v in value]
+    return value
+
+
+def scrub(start: Any, *, dry_run: bool = False) -> ScrubReport:
+    """Redact every stored node's title, body, ref and meta with the current rules (nexusmem.redact)."""
+    project = project_mod.load(start)
+    report = ScrubReport(dry_run=dry_run)
+    with project.open_store() as store:
+        rewrites: list[tuple[str, str, str, str, str, str]] = []
+        for stored in store.iter_nodes():
+            report.scanned += 1
+            counts: dict[str, int] = {}
+            title = _redact_value(stored.title, counts)
+            body = _redact_value(stored.body, counts)
+            ref = _redact_value(stored.ref, counts)
+            meta = _redact_value(stored.meta, counts)
+            if not counts:
+                continue
+            for kind, n in counts.items():
+                report.secrets[kind] = report.secrets.get(kind, 0) + n
+            # The hash a sync would compute for the redacted node: the next sync sees it unchanged, and
+            # the embedding pass (which compares hashes) re-embeds it from the redacted text.
+            node = Node(
+                project=stored.project_id,
+                kind=stored.kind,
+                source=stored.source,
+                natural_key=stored.natural_key,
+                ref=ref,
+                title=title,
+                body=body,
+                ts=stored.ts,
+                signal=stored.signal,
+                group=stored.group,
+                files=tuple(store.files_of(stored.id)),
+                meta=meta,
+                id=stored.id,
+            )
+            meta_json = node.meta_json()
+            rewrites.append((stored.id, title, body, ref, meta_json, node.content_hash(meta_json)))
+        report.changed = len(rewrites)
+        if dry_run or not rewrites:
+            return report
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        report.backup = project.db_path.with_name(f"{project.db_path.name}.pre-scrub-{stamp}.bak")
+        store.backup_to(report.backup)
+        with store.transaction():
+            store.rewrite_text(rewrites)
+            store.add_audit("scrub", {"changed": report.changed, "secrets": report.secrets})
+        report.checkpointed = store.purge(vacuum=True)
+    return report

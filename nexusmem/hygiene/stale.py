@@ -1,0 +1,313 @@
+"""stale: claims old enough to doubt, and (optionally) a local model's opinion on whether a newer node
+contradicts them.
+
+A candidate is a non-observed node (a doc section, a conversation turn, a summary) older than
+`stale.maxAgeDays` that nobody verified and nothing superseded. That is a heuristic on age and provenance,
+not content; `--check-contradictions` adds content: the most similar newer node (vector k-NN when the store
+has vectors, else full-text search on the candidate's title words) and a local chat model's yes/no on the
+pair. Every judgment is memoised by the pair's content hashes, so a pair is never sent twice. Nothing here
+ever sets superseded_by: that stays a human decision (`mark-stale`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexusmem import project as project_mod
+from nexusmem.store import Store, StoredNode
+
+DAY_MS = 86_400_000
+MAX_CANDIDATES = 200
+# Characters of each node's body put in front of the model: enough for a section, bounded for a 3B model.
+PROMPT_BODY_CHARS = 1500
+NEIGHBOURS = 20
+
+SYSTEM_PROMPT = (
+    "You compare two notes from one software project's memory: an OLDER note and a NEWER note. "
+    "Decide whether the NEWER note makes the OLDER note no longer true (a changed decision, value, command, "
+    "API or behaviour). Different topics, additions and elaborations are NOT contradictions. "
+    'Answer with one JSON object and nothing else: {"contradicts": true or false, "reason": "<one short '
+    'sentence>"}'
+)
+
+
+class JudgeUnavailable(Exception):
+    """The model cannot be asked now (refused, timed out, HTTP error): stop for this run."""
+
+
+class JudgeBadAnswer(Exception):
+    """The model answered, but not with the JSON asked for: this pair stays unjudged."""
+
+
+@dataclass
+class Candidate:
+    id: str
+    kind: str
+    title: str
+    ts: int
+    provenance: str
+    trust: str
+    suggestions: list[tuple[str, str, str]] = field(default_factory=list)  # (new id, new title, reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "ts": self.ts,
+            "provenance": self.provenance,
+            "trust": self.trust,
+            "likelySupersededBy": [{"id": i, "title": t, "reason": r} for i, t, r in self.suggestions],
+        }
+
+
+@dataclass
+class CheckSummary:
+    judged: int = 0  # new judgments made this run
+    memoised: int = 0  # pairs skipped because they were judged before
+    flagged: int = 0  # new judgments that said "contradicts"
+    bad_answers: int = 0
+    unavailable: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------------ model
+
+
+class Judge:
+    """A local chat model behind Ollama's HTTP API (POST /api/chat, non-streaming, JSON format).
+
+    An older Ollama without /api/chat (HTTP 404 not naming the model) is asked through /api/generate.
+    """
+
+    def __init__(self, model: str, url: str, timeout: float) -> None:
+        self.model = model
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._client: Any = None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def _post(self, endpoint: str, payload: dict[str, Any]) -> Any:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(2.0, self.timeout)))
+        try:
+            response = self._client.post(f"{self.url}{endpoint}", json=payload)
+        except httpx.TimeoutException as exc:
+            raise JudgeUnavailable(
+                f"Ollama at {self.url} did not answer within {self.timeout:g}s ({type(exc).__name__})"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise JudgeUnavailable(f"Ollama at {self.url} is unreachable ({type(exc).__name__})") from exc
+        return response
+
+    def ask(self, older: StoredNode, newer: StoredNode) -> tuple[bool, str]:
+        """(contradicts, reason) for the pair, from the model."""
+        prompt = f"OLDER ({_date(older.ts)}, {older.kind}):\n{_text(older)}\n\nNEWER ({_date(newer.ts)}, {newer.kind}):\n{_text(newer)}"
+        options = {"temperature": 0}
+        response = self._post(
+            "/api/chat",
+            {
+                "model": self.model,
+                "messages": [
+                    {"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": prompt},
+                ],
+                "stream": False,
+                "format": "json",
+                "options": options,
+            },
+        )
+        field_name = "message"
+        if response.status_code == 404 and "model" not in response.text.lower():
+            response = self._post(
+                "/api/generate",
+                {
+                    "model": self.model,
+                    "system": SYSTEM_PROMPT,
+                    "prompt": prompt,
+                    "stream": False,
+                    "format": "json",
+                    "options": options,
+                },
+            )
+            field_name = "response"
+        if response.status_code != 200:
+            detail = response.text.strip().replace("\n", " ")[:160]
+            raise JudgeUnavailable(
+                f"Ollama at {self.url} answered HTTP {response.status_code} for model {self.model!r}: {detail}"
+            )
+        try:
+            data = response.json()
+            content = data["message"]["content"] if field_name == "message" else data["response"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise JudgeBadAnswer(f"Ollama at {self.url} sent an answer of the wrong shape") from exc
+        return parse_verdict(content)
+
+
+def parse_verdict(content: Any) -> tuple[bool, str]:
+    """The model's {"contradicts": bool, "reason": str}; a code fence or prose around the object is
+    tolerated, anything else is a JudgeBadAnswer."""
+    if not isinstance(content, str):
+        raise JudgeBadAnswer("the model's answer is not text")
+    start, end = content.find("{"), content.rfind("}")
+    if start < 0 or end <= start:
+        raise JudgeBadAnswer("the model's answer holds no JSON object")
+    try:
+        verdict = json.loads(content[start : end + 1])
+    except ValueError as exc:
+        raise JudgeBadAnswer("the model's answer is not valid JSON") from exc
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("contradicts"), bool):
+        raise JudgeBadAnswer('the model\'s answer has no boolean "contradicts"')
+    reason = verdict.get("reason", "")
+    reason = " ".join(reason.split())[:300] if isinstance(reason, str) else ""
+    return verdict["contradicts"], reason or "(no reason given)"
+
+
+def _date(ts: int) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(ts / 1000))
+
+
+def _text(node: StoredNode) -> str:
+    body = node.body if node.body != node.title else ""
+    return f"{node.title}\n{body[:PROMPT_BODY_CHARS]}".strip()
+
+
+# --------------------------------------------------------------------------------------------- finding
+
+
+def candidates(store: Store, max_age_days: int, *, now_ms: int | None = None) -> list[Candidate]:
+    """Stale candidates, oldest first, each with its standing contradiction suggestions."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    rows = store.stale_candidates(now - max_age_days * DAY_MS, MAX_CANDIDATES)
+    found = [Candidate(i, k, t, ts, p, trust) for i, k, t, ts, p, trust, _h in rows]
+    standing = store.suggestions([c.id for c in found])
+    for cand in found:
+        cand.suggestions = standing.get(cand.id, [])
+    return found
+
+
+def newest_similar(store: Store, node: StoredNode) -> StoredNode | None:
+    """The node most similar to NODE among those that happened after it (not a sibling chunk of it)."""
+    ids: list[str] = []
+    if store.has_vectors():
+        from nexusmem.retrieve import vector
+
+        ids = vector.knn(store, f"{node.title}\n{node.body[:PROMPT_BODY_CHARS]}", k=NEIGHBOURS)
+    if not ids:
+        from nexusmem.retrieve import search
+
+        expr = search.fts_expression(search.terms(node.title))
+        ids = store.newer_fts(expr, node.ts, node.id, NEIGHBOURS) if expr else []
+    found = store.get_many(ids, light=True)
+    for node_id in ids:
+        other = found.get(node_id)
+        if other is None or other.id == node.id or other.ts <= node.ts:
+            continue
+        if node.group is not None and other.group == node.group:
+            continue
+        return store.get(other.id)
+    return None
+
+
+def check(
+    store: Store,
+    config: dict[str, Any],
+    found: list[Candidate],
+    *,
+    max_new: int | None = None,
+    judge: Judge | None = None,
+) -> CheckSummary:
+    """Judge each candidate against its most similar newer node (memoised); at most MAX_NEW new questions."""
+    section = config.get("contradictions", {})
+    summary = CheckSummary()
+    owned = judge is None
+    model = str(section.get("model", "qwen2.5:3b"))
+    judge = judge or Judge(model, str(section.get("url")), float(section.get("timeoutSeconds", 60.0)))
+    try:
+        for cand in found:
+            if max_new is not None and summary.judged + summary.bad_answers >= max_new:
+                break
+            older = store.get(cand.id)
+            if older is None:
+                continue
+            newer = newest_similar(store, older)
+            if newer is None:
+                continue
+            old_hash = store.node_hash(older.id)
+            new_hash = store.node_hash(newer.id)
+            if old_hash is None or new_hash is None:
+                continue
+            if store.judgment(old_hash[0], new_hash[0]) is not None:
+                summary.memoised += 1
+                continue
+            try:
+                contradicts, reason = judge.ask(older, newer)
+            except JudgeBadAnswer as exc:
+                summary.bad_answers += 1
+                summary.notes.append(f"{exc} for {older.id[:12]}; left unjudged")
+                continue
+            except JudgeUnavailable as exc:
+                summary.unavailable = str(exc)
+                summary.notes.append(f"{exc}; contradiction check skipped")
+                break
+            with store.transaction():
+                store.put_judgment(older.id, old_hash[0], newer.id, new_hash[0], contradicts, reason, model)
+            summary.judged += 1
+            summary.flagged += int(contradicts)
+    finally:
+        if owned:
+            judge.close()
+    standing = store.suggestions([c.id for c in found])
+    for cand in found:
+        cand.suggestions = standing.get(cand.id, [])
+    return summary
+
+
+# ------------------------------------------------------------------------------------------- commands
+
+
+def stale(start: Any, *, check_contradictions: bool = False) -> tuple[list[Candidate], CheckSummary | None]:
+    """The project's stale candidates; with CHECK_CONTRADICTIONS, judge every unjudged pair first."""
+    project = project_mod.load(start)
+    max_age = int(project.config["stale"]["maxAgeDays"])
+    with project.open_store() as store:
+        found = candidates(store, max_age)
+        summary = check(store, project.config, found) if check_contradictions and found else None
+    return found, summary
+
+
+def auto_check(
+    store: Store, config: dict[str, Any], log: Callable[[str], None] | None = None
+) -> CheckSummary | None:
+    """The step at the end of a sync: at most contradictions.maxPerSync new judgments; None when switched
+    off or there is nothing to judge. An unreachable model is one line of LOG, never an error."""
+    section = config.get("contradictions", {})
+    limit = int(section.get("maxPerSync", 3))
+    if not section.get("autoCheck", True) or limit <= 0:
+        return None
+    found = candidates(store, int(config.get("stale", {}).get("maxAgeDays", 45)))
+    if not found:
+        return None
+    summary = check(store, config, found, max_new=limit)
+    if log:
+        if summary.unavailable:
+            log(f"contradictions: {summary.unavailable}; skipped (suggestions only, nothing changed)")
+        for note in summary.notes:
+            if not note.startswith(summary.unavailable or "\0"):
+                log(f"contradictions: {note}")
+        open_count = sum(len(c.suggestions) for c in found)
+        if summary.judged or open_count:
+            log(
+                f"contradictions: {summary.judged} new judgment(s), {open_count} open suggestion(s)"
+                " (see `nexusmem stale`)"
+            )
+    return summary
