@@ -81,7 +81,8 @@ def forget_cmd(
     from nexusmem.hygiene import forget
 
     root = root_of(ctx)
-    modes = sum(x for x in (list_, export_path is not None, import_path is not None, bool(value or pattern)))
+    given = value is not None or pattern is not None
+    modes = sum(x for x in (list_, export_path is not None, import_path is not None, given))
     if modes != 1 or (value is not None and pattern is not None):
         raise click.UsageError("give one of: VALUE, --regex PATTERN, --list, --export PATH, --import PATH")
     if list_:

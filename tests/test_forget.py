@@ -1,0 +1,336 @@
+"""forget and scrub on real repositories, real SQLite files and the real shell log: gone means gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import commit, git
+from helpers import query_json, run_cli, run_script
+
+VALUE = "Zebracorn-Quux-4417"
+CJK = "缓存锁文件过期"
+
+
+def log_path(home: Path) -> Path:
+    return home / ".nexusmem" / "shell-history.jsonl"
+
+
+def log_line(cwd: Path, command: str, ts: int, session: str = "s1", exit_code: int = 0) -> str:
+    obj = {
+        "ts": ts,
+        "cwd": str(cwd),
+        "exit": exit_code,
+        "command": command,
+        "shell": "bash",
+        "session": session,
+    }
+    return json.dumps({**obj, "v": 1}, ensure_ascii=False) + "\n"
+
+
+def append_log(home: Path, *lines: str) -> None:
+    path = log_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(lines))
+    os.chmod(path, 0o600)
+
+
+def db_files(repo: Path) -> list[Path]:
+    base = repo / ".nexusmem" / "memory.db"
+    return [p for p in (base, Path(f"{base}-wal"), Path(f"{base}-shm")) if p.exists()]
+
+
+def holds(repo: Path, needle: str) -> list[str]:
+    """The database files whose raw bytes contain NEEDLE (UTF-8)."""
+    raw = needle.encode()
+    return [p.name for p in db_files(repo) if raw in p.read_bytes()]
+
+
+def leaky_repo(repo: Path, home: Path) -> None:
+    """A repo whose commit message, a diff, a doc (with CJK text) and two shell commands hold VALUE."""
+    base = int(time.time()) - 3 * 86_400
+    commit(repo, "docs: start", {"README.md": "# Demo\n\nNothing to see.\n"}, when=base)
+    commit(
+        repo,
+        f"feat: connect to the {VALUE} cluster",
+        {"src/conf.py": f"CLUSTER = '{VALUE}'\nTIMEOUT = 3\n"},
+        when=base + 60,
+    )
+    commit(
+        repo,
+        "docs: deployment notes",
+        {"docs/deploy.md": f"# Deploy\n\nWe deploy to {VALUE} every Friday.\n\n## 缓存\n\n{CJK} {VALUE}\n"},
+        when=base + 120,
+    )
+    commit(repo, "chore: unrelated", {"src/other.py": "X = 1\n"}, when=base + 180)
+    ms = base * 1000
+    append_log(
+        home,
+        log_line(repo, "make test", ms + 1000),
+        log_line(repo, f"ssh deploy@{VALUE}.internal", ms + 2000, exit_code=255),
+        log_line(repo, f'curl -H "X-Cluster: {VALUE}" https://example.test', ms + 3000),
+        log_line(repo, "git status", ms + 4000),
+    )
+
+
+def shell_refs(repo: Path) -> list[str]:
+    from nexusmem import project
+
+    with project.load(repo).open_store(readonly=True) as store:
+        return sorted(n.ref for n in store.iter_nodes("shell_command"))
+
+
+def test_forget_removes_every_byte_and_no_sync_brings_it_back(repo: Path, isolated_home: Path) -> None:
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync")
+    assert holds(repo, VALUE), "the test is meaningless unless the value was stored first"
+    before = run_cli("-C", str(repo), "status", "--json").stdout
+
+    dry = run_cli("-C", str(repo), "forget", VALUE).output
+    assert "would delete" in dry and "git_commit" in dry and "shell_command" in dry and "dry run" in dry
+    assert "2 shell-log line(s)" in dry
+    assert run_cli("-C", str(repo), "status", "--json").stdout == before  # a dry run changes nothing
+
+    out = run_cli("-C", str(repo), "forget", VALUE, "--yes").output
+    assert "deleted" in out and "verified: the value is in none" in out, out
+    assert holds(repo, VALUE) == []
+    assert holds(repo, CJK) == []  # the CJK section held the value too: its trigram rows went with it
+    assert VALUE not in log_path(isolated_home).read_text(encoding="utf-8")
+    assert stat.S_IMODE(log_path(isolated_home).stat().st_mode) == 0o600
+    assert query_json(repo, VALUE)["items"] == []
+    wal = Path(f"{repo}/.nexusmem/memory.db-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
+
+    # Later syncs, including a rebuild from git history, never bring it back; the gate counts the drops.
+    commit(repo, f"fix: stop talking to {VALUE}", {"src/conf.py": "CLUSTER = 'other'\n"})
+    append_log(isolated_home, log_line(repo, f"ping {VALUE}", int(time.time() * 1000)))
+    data = json.loads(run_cli("-C", str(repo), "sync", "--json").stdout)
+    denied = {s["name"]: s["denied"] for s in data["sources"]}
+    assert denied["git"] == 1 and denied["diff"] == 1 and denied["shell"] == 1
+    data = json.loads(run_cli("-C", str(repo), "sync", "--rebuild", "--json").stdout)
+    denied = {s["name"]: s["denied"] for s in data["sources"]}
+    assert denied["git"] == 2 and denied["docs"] >= 1
+    assert holds(repo, VALUE) == []
+    assert query_json(repo, VALUE)["items"] == []
+    # Nodes that never held the value are all still there.
+    titles = [it["title"] for it in query_json(repo, "unrelated")["items"]]
+    assert "chore: unrelated" in titles
+
+
+def test_tombstone_and_audit_hold_counts_not_content(repo: Path, isolated_home: Path) -> None:
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "forget", VALUE, "--yes")
+    from nexusmem import project
+
+    with project.load(repo).open_store(readonly=True) as store:
+        stones = store.tombstones()
+        audit = store.audit_log()
+        entries = store.deny_entries()
+    assert len(stones) == 1 and stones[0]["reason"] == "forget"
+    assert stones[0]["removed"] == sum(stones[0]["kinds"].values()) >= 5
+    assert all(len(i) == 24 for i in stones[0]["node_ids"])
+    assert [a["action"] for a in audit] == ["forget", "scrub-log"]
+    assert VALUE not in json.dumps([stones, audit, entries]) and VALUE.lower() not in json.dumps(entries)
+    assert entries[0]["kind"] == "literal" and entries[0]["spec"]["length"] == len(VALUE)
+
+
+def test_shell_log_rewrite_neither_duplicates_nor_misses_lines(repo: Path, isolated_home: Path) -> None:
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert len(shell_refs(repo)) == 4
+    inode = log_path(isolated_home).stat().st_ino
+    run_cli("-C", str(repo), "forget", VALUE, "--yes")
+    assert log_path(isolated_home).stat().st_ino != inode  # replaced, so every reader starts over
+    assert shell_refs(repo) == ["git status", "make test"]
+    now = int(time.time() * 1000)
+    append_log(isolated_home, log_line(repo, "pytest -x", now), log_line(repo, f"echo {VALUE}", now + 1))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert shell_refs(repo) == ["git status", "make test", "pytest -x"]  # once each, the value's line dropped
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert shell_refs(repo) == ["git status", "make test", "pytest -x"]
+    assert len(log_path(isolated_home).read_text(encoding="utf-8").splitlines()) == 4
+
+
+def test_keep_log_leaves_the_log_and_the_gate_still_holds(repo: Path, isolated_home: Path) -> None:
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    original = log_path(isolated_home).read_bytes()
+    out = run_cli("-C", str(repo), "forget", VALUE, "--yes", "--keep-log").output
+    assert "left as it is" in out
+    assert log_path(isolated_home).read_bytes() == original
+    run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed")
+    assert shell_refs(repo) == ["git status", "make test"]
+    assert holds(repo, VALUE) == []
+
+
+def test_log_is_never_truncated_when_the_rewrite_fails(
+    repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leaky_repo(repo, isolated_home)
+    original = log_path(isolated_home).read_bytes()
+    from nexusmem.hygiene import denylist, forget
+
+    def broken(src: Any, dst: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(forget.os, "replace", broken)
+    with pytest.raises(OSError):
+        forget.scrub_log([denylist.make_literal(VALUE, False)], dry_run=False)
+    assert log_path(isolated_home).read_bytes() == original
+    assert [p.name for p in log_path(isolated_home).parent.iterdir()] == ["shell-history.jsonl"]
+
+
+def test_ignore_case_and_regex(repo: Path, isolated_home: Path) -> None:
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    out = run_cli("-C", str(repo), "forget", VALUE.upper(), "--ignore-case", "--yes").output
+    assert "verified" in out
+    assert holds(repo, VALUE) == []
+    commit(repo, "feat: ticket CORP-1234 and corp-9876", {"a.txt": "a\n"})
+    commit(repo, "feat: ticket CORP-12", {"b.txt": "b\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    out = run_cli("-C", str(repo), "forget", "--regex", r"corp-[0-9]{4}", "--ignore-case", "--yes").output
+    assert "keeps its pattern" in out
+    titles = [it["title"] for it in query_json(repo, "ticket")["items"]]
+    assert titles and all("CORP-12" in t and "1234" not in t and "9876" not in t for t in titles)
+    listed = run_cli("-C", str(repo), "forget", "--list").output
+    assert "regex  /corp-[0-9]{4}/ (ignore case)" in listed and f"value  {len(VALUE)} byte(s)" in listed
+    assert VALUE.lower() not in listed.lower()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--regex", "("], "invalid regular expression"),
+        (["--regex", ""], "empty"),
+        (["--regex", "a*"], "matches the empty string"),
+        (["--regex", r"\b"], "matches the empty string"),
+        (["--regex", "x|"], "matches the empty string"),
+        (["   "], "empty"),
+    ],
+)
+def test_bad_patterns_are_refused(repo: Path, args: list[str], message: str) -> None:
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    result = run_cli("-C", str(repo), "forget", *args, "--yes", ok=False)
+    assert result.exit_code == 1 and message in result.output
+    from nexusmem import project
+
+    with project.load(repo).open_store(readonly=True) as store:
+        assert store.deny_entries() == [] and store.node_count() == 1
+
+
+def test_export_import_carries_the_deny_list_to_a_clone(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "forget", VALUE, "--yes", "--keep-log")
+    run_cli("-C", str(repo), "forget", "--regex", "Fri[d]ay", "--yes", "--keep-log")
+    export = tmp_path / "deny.json"
+    out = run_cli("-C", str(repo), "forget", "--export", str(export)).output
+    assert "wrote 2 entr(ies)" in out
+    assert stat.S_IMODE(export.stat().st_mode) == 0o600
+    assert VALUE not in export.read_text(encoding="utf-8")
+
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    run_cli("-C", str(clone), "sync", "--no-embed")
+    assert holds(clone, VALUE)  # git history carries it back: the limitation import closes
+    dry = run_cli("-C", str(clone), "forget", "--import", str(export)).output
+    assert "would delete" in dry and holds(clone, VALUE)
+    run_cli("-C", str(clone), "forget", "--import", str(export), "--yes")
+    # The regex entry keeps its pattern ("Fri[d]ay"), not what it matched.
+    assert holds(clone, VALUE) == [] and holds(clone, "Friday") == []
+    run_cli("-C", str(clone), "sync", "--rebuild", "--no-embed")
+    assert holds(clone, VALUE) == []
+    again = run_cli("-C", str(clone), "forget", "--import", str(export), "--yes", "--json").stdout
+    assert json.loads(again)["entriesKnown"] == 2 and json.loads(again)["removed"] == 0
+
+
+def test_global_entry_reaches_every_project_at_its_next_sync(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    commit(other, f"feat: also mentions {VALUE}", {"x.txt": "x\n"})
+    run_cli("-C", str(other), "sync", "--no-embed")
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    out = run_cli("-C", str(repo), "forget", VALUE, "--global", "--yes").output
+    assert "added to the user-wide list" in out
+    deny = isolated_home / ".nexusmem" / "deny-list.json"
+    assert stat.S_IMODE(deny.stat().st_mode) == 0o600 and VALUE not in deny.read_text(encoding="utf-8")
+    assert holds(other, VALUE)  # not touched until its own sync
+    run_cli("-C", str(other), "sync", "--no-embed")
+    assert holds(other, VALUE) == []
+    run_cli("-C", str(other), "sync", "--rebuild", "--no-embed")
+    assert holds(other, VALUE) == [] and query_json(other, "mentions")["items"] == []
+    listed = run_cli("-C", str(other), "forget", "--list").output
+    assert "global" in listed
+
+
+def test_corrupt_user_wide_list_fails_sync_loudly(repo: Path, isolated_home: Path) -> None:
+    commit(repo, "init")
+    (isolated_home / ".nexusmem").mkdir(exist_ok=True)
+    (isolated_home / ".nexusmem" / "deny-list.json").write_text("{not json", encoding="utf-8")
+    result = run_cli("-C", str(repo), "sync", "--no-embed", ok=False)
+    assert result.exit_code == 1 and "deny-list.json" in result.output
+
+
+def test_scrub_applies_current_rules_to_old_nodes(repo: Path, isolated_home: Path) -> None:
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    secret = "AKIA" + "QWERTYUIOPASDFGH"
+    from nexusmem import project
+    from nexusmem.nodes import Node
+
+    proj = project.load(repo)
+    with proj.open_store() as store, store.transaction():
+        # What an older NexusMem (without today's rule) would have stored.
+        store.upsert(
+            [
+                Node(
+                    project=proj.id,
+                    kind="shell_command",
+                    source="shell",
+                    natural_key="old",
+                    ref=f"aws configure set key {secret}",
+                    title=f"aws configure set key {secret}",
+                    body=f"aws configure set key {secret}",
+                    ts=1_700_000_000_000,
+                    signal=0.5,
+                    meta={"cwd": ".", "note": secret},
+                )
+            ]
+        )
+    assert holds(repo, secret)
+    dry = run_cli("-C", str(repo), "scrub", "--dry-run").output
+    assert "would redact 1 of 2" in dry and holds(repo, secret)
+    out = run_cli("-C", str(repo), "scrub").output
+    assert "redacted 1 of 2" in out and "aws-key" in out
+    backups = list((repo / ".nexusmem").glob("memory.db.pre-scrub-*.bak"))
+    assert len(backups) == 1 and stat.S_IMODE(backups[0].stat().st_mode) == 0o600
+    assert secret.encode() in backups[0].read_bytes()  # the backup is a real copy (hence 0600)
+    assert holds(repo, secret) == []
+    items = query_json(repo, "aws configure")["items"]
+    assert items and "«redacted:aws-key»" in items[0]["title"]
+
+
+def test_forget_as_a_real_process(repo: Path, isolated_home: Path) -> None:
+    leaky_repo(repo, isolated_home)
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    done = run_script("forget", VALUE, "--yes", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert holds(repo, VALUE) == []
+    usage = run_script("forget", cwd=repo)
+    assert usage.returncode == 2
