@@ -18,11 +18,12 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import commit, git
-from helpers import console_script, run_script
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
+
+from conftest import commit, git
+from helpers import console_script, run_script
 
 PKG = Path(__file__).resolve().parent.parent / "nexusmem"
 DAY = 86_400

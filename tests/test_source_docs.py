@@ -7,12 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import commit, git
 
 from nexusmem.config import defaults
 from nexusmem.nodes import Node
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import TRUNCATION_MARKER, DocsSource, split_sections
+
+from conftest import commit, git
 
 GUIDE = """Intro text before any heading.
 

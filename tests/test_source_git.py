@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit, git
 
 import nexusmem
 from nexusmem.config import defaults
 from nexusmem.nodes import Node
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.git import DiffSource, GitSource, truncate, unquote_path
+
+from conftest import commit, git
 
 
 def config(**diff: Any) -> dict[str, Any]:

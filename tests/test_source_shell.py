@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit, git
 
 from nexusmem.config import defaults
 from nexusmem.nodes import Node
@@ -16,6 +15,8 @@ from nexusmem.paths import shell_log_path
 from nexusmem.redact import redact
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.shell import ShellSource, command_files, unmetafy
+
+from conftest import commit, git
 
 TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "f6G7h8"
 
