@@ -11,14 +11,16 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """Never touch the real home: HOME, NEXUSMEM_HOME and git's global config point at temp dirs."""
     home = tmp_path_factory.mktemp("home")
     gitconfig = home / ".gitconfig"
     gitconfig.write_text(
         "[user]\n\tname = Test User\n\temail = test@example.com\n"
         "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n"
-        "[protocol \"file\"]\n\tallow = always\n",
+        '[protocol "file"]\n\tallow = always\n',
         encoding="utf-8",
     )
     monkeypatch.setenv("HOME", str(home))
@@ -43,7 +45,9 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout.decode("utf-8", "replace")
 
 
-def commit(repo: Path, message: str, files: dict[str, str | bytes] | None = None, when: int | None = None) -> str:
+def commit(
+    repo: Path, message: str, files: dict[str, str | bytes] | None = None, when: int | None = None
+) -> str:
     """Write FILES, stage everything and commit with MESSAGE (at epoch WHEN, if given); return the sha."""
     for name, content in (files or {}).items():
         path = repo / name
