@@ -200,7 +200,9 @@ def sync(
                     progress(label, done, None)
 
                 dropped_before = deny.dropped
-                counts = store.upsert(deny.filter(result.nodes) if deny else result.nodes, on_batch=batch_done)
+                counts = store.upsert(
+                    deny.filter(result.nodes) if deny else result.nodes, on_batch=batch_done
+                )
                 part.added, part.updated = counts.added, counts.updated
                 part.denied = deny.dropped - dropped_before
                 if result.keep is not None:

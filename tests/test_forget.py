@@ -181,7 +181,7 @@ def test_log_is_never_truncated_when_the_rewrite_fails(
     def broken(src: Any, dst: Any) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(forget.os, "replace", broken)
+    monkeypatch.setattr(os, "replace", broken)
     with pytest.raises(OSError):
         forget.scrub_log([denylist.make_literal(VALUE, False)], dry_run=False)
     assert log_path(isolated_home).read_bytes() == original

@@ -1,0 +1,252 @@
+"""stale (with a real HTTP model stand-in), mark-stale, review and --as-of on real repositories."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chat_standin import chat_standin
+from ollama_standin import closed_port_url
+
+from conftest import commit
+from helpers import query_json, run_cli, run_script
+
+DAY = 86_400
+OLD = int(time.time()) - 200 * DAY
+
+
+def configure(repo: Path, **contradictions: Any) -> None:
+    run_cli("-C", str(repo), "init")
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["embedding"]["provider"] = "none"  # FTS neighbours; the vector path has its own test
+    data["contradictions"].update(contradictions)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def stale_repo(repo: Path, extra_old_docs: int = 0) -> None:
+    files: dict[str, str | bytes] = {"README.md": "## Cache\n\nThe cache uses Redis for sessions.\n"}
+    for i in range(extra_old_docs):
+        files[f"notes/n{i}.md"] = f"## Cache note {i}\n\nCache detail number {i}.\n"
+    commit(repo, "docs: cache notes", files, when=OLD)
+    commit(
+        repo,
+        "docs: describe the new cache backend",
+        {"docs/cache.md": "## Cache backend\n\nThe cache no longer uses Redis; sessions live in SQLite.\n"},
+    )
+
+
+def stale_json(repo: Path, *extra: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(run_cli("-C", str(repo), "stale", "--json", *extra).stdout)
+    return data
+
+
+def node_id(repo: Path, title_part: str) -> str:
+    from nexusmem import project
+
+    with project.load(repo).open_store(readonly=True) as store:
+        ids = [n.id for n in store.iter_nodes() if title_part in n.title]
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
+def test_stale_lists_old_unconfirmed_non_observed_nodes(repo: Path) -> None:
+    configure(repo, autoCheck=False)
+    stale_repo(repo)
+    run_cli("-C", str(repo), "sync")
+    data = stale_json(repo)
+    titles = [c["title"] for c in data["candidates"]]
+    assert titles == ["README.md — Cache"]  # not the commit (observed), not the recent doc
+    assert data["check"] is None
+    readme = data["candidates"][0]["id"]
+    out = run_cli("-C", str(repo), "stale").output
+    assert "1 stale candidate(s)" in out and f"id {readme}" in out and "[authored]" in out
+    run_cli("-C", str(repo), "review", readme[:8], "--verify")
+    assert stale_json(repo)["candidates"] == []  # confirmed by a person
+    run_cli("-C", str(repo), "review", readme, "--clear")
+    newer = node_id(repo, "Cache backend")
+    run_cli("-C", str(repo), "mark-stale", readme, "--supersedes", newer)
+    assert stale_json(repo)["candidates"] == []  # already replaced
+
+
+def test_check_contradictions_suggests_and_memoises(repo: Path) -> None:
+    with chat_standin() as model:
+        configure(repo, autoCheck=False, url=model.url)
+        stale_repo(repo)
+        run_cli("-C", str(repo), "sync")
+        assert model.judged() == 0  # autoCheck off
+        out = run_cli("-C", str(repo), "stale", "--check-contradictions").output
+        newer = node_id(repo, "Cache backend")
+        assert f"likely superseded by {newer} docs/cache.md — Cache backend -- the newer note says" in out
+        assert model.judged() == 1
+        path, body = model.requests[-1]
+        assert path == "/api/chat" and body["model"] == "qwen2.5:3b" and body["stream"] is False
+        assert "Redis for sessions" in body["messages"][-1]["content"]
+        run_cli("-C", str(repo), "stale", "--check-contradictions")
+        assert model.judged() == 1  # the pair was judged: never sent again
+        plain = run_cli("-C", str(repo), "stale").output
+        assert "likely superseded by" in plain and model.judged() == 1
+    from nexusmem import project
+
+    with project.load(repo).open_store(readonly=True) as store:
+        assert all(n.superseded_by is None for n in store.iter_nodes())  # a suggestion, never a decision
+
+
+def test_sync_judges_at_most_max_per_sync_then_nothing_new(repo: Path) -> None:
+    with chat_standin() as model:
+        configure(repo, url=model.url)
+        stale_repo(repo, extra_old_docs=5)
+        out = run_cli("-C", str(repo), "sync").output
+        assert model.judged() == 3
+        assert "contradictions: 3 new judgment(s)" in out
+        run_cli("-C", str(repo), "sync")
+        assert model.judged() == 6  # the remaining three candidates
+        run_cli("-C", str(repo), "sync")
+        assert model.judged() == 6  # every pair judged: repeat syncs ask nothing
+        data = stale_json(repo)
+        flagged = [c for c in data["candidates"] if c["likelySupersededBy"]]
+        # Each candidate's nearest newer node is the doc saying "no longer": the stand-in flags all six.
+        assert len(flagged) == 6 and "README.md — Cache" in [c["title"] for c in flagged]
+
+
+def test_vector_neighbours_when_the_store_has_embeddings(repo: Path) -> None:
+    with chat_standin() as model:
+        configure(repo, autoCheck=False, url=model.url)
+        path = repo / ".nexusmem" / "config.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["embedding"].update({"provider": "ollama", "model": "toy", "url": model.url})
+        path.write_text(json.dumps(data), encoding="utf-8")
+        stale_repo(repo)
+        run_cli("-C", str(repo), "sync")
+        embeds = sum(1 for p, _ in model.requests if p == "/api/embed")
+        assert embeds >= 1
+        out = run_cli("-C", str(repo), "stale", "--check-contradictions").output
+        assert "likely superseded by" in out
+        assert sum(1 for p, _ in model.requests if p == "/api/embed") > embeds  # k-NN embedded the candidate
+
+
+def test_unreachable_model_is_one_line_and_sync_succeeds(repo: Path) -> None:
+    configure(repo, url=closed_port_url())
+    stale_repo(repo)
+    done = run_script("sync", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if line.startswith("contradictions:")]
+    assert len(notes) == 1 and "unreachable (ConnectError)" in notes[0]
+    out = run_cli("-C", str(repo), "stale", "--check-contradictions").output
+    assert "unreachable" in out and "README.md — Cache" in out
+
+
+def test_slow_model_times_out_with_a_note(repo: Path) -> None:
+    with chat_standin() as model:
+        model.mode, model.delay = "slow", 3.0
+        configure(repo, url=model.url, timeoutSeconds=0.5)
+        stale_repo(repo)
+        started = time.monotonic()
+        out = run_cli("-C", str(repo), "sync").output
+        assert time.monotonic() - started < 3.0
+        assert "did not answer within 0.5s" in out and "node(s) in memory" in out
+        model.mode = "ok"
+        run_cli("-C", str(repo), "stale", "--check-contradictions")
+        assert stale_json(repo)["candidates"][0]["likelySupersededBy"]
+
+
+@pytest.mark.parametrize(("mode", "message"), [("malformed", "no JSON object"), ("garbage", "wrong shape")])
+def test_bad_answers_are_noted_and_not_memoised(repo: Path, mode: str, message: str) -> None:
+    with chat_standin() as model:
+        model.mode = mode
+        configure(repo, autoCheck=False, url=model.url)
+        stale_repo(repo)
+        run_cli("-C", str(repo), "sync")
+        out = run_cli("-C", str(repo), "stale", "--check-contradictions").output
+        assert message in out
+        asked = model.judged()
+        run_cli("-C", str(repo), "stale", "--check-contradictions")
+        assert model.judged() == asked + 1  # not memoised: asked again
+        model.mode = "ok"
+        run_cli("-C", str(repo), "stale", "--check-contradictions")
+        assert stale_json(repo)["candidates"][0]["likelySupersededBy"]
+
+
+def test_old_ollama_without_chat_is_asked_through_generate(repo: Path) -> None:
+    with chat_standin() as model:
+        model.mode = "no-chat"
+        configure(repo, autoCheck=False, url=model.url)
+        stale_repo(repo)
+        run_cli("-C", str(repo), "sync")
+        out = run_cli("-C", str(repo), "stale", "--check-contradictions").output
+        assert "likely superseded by" in out
+        assert [p for p, _ in model.requests] == ["/api/chat", "/api/generate"]
+
+
+def scores(repo: Path, text: str) -> dict[str, tuple[float, str]]:
+    return {it["title"]: (it["score"], it["trust"]) for it in query_json(repo, text)["items"]}
+
+
+def test_mark_stale_demotes_and_checks_ids(repo: Path) -> None:
+    configure(repo, autoCheck=False)
+    stale_repo(repo)
+    run_cli("-C", str(repo), "sync")
+    readme, newer = node_id(repo, "README.md — Cache"), node_id(repo, "Cache backend")
+    before = scores(repo, "Redis sessions")["README.md — Cache"][0]
+    out = run_cli("-C", str(repo), "mark-stale", readme[:6], "--supersedes", newer[:6]).output
+    assert f"{readme} (README.md — Cache) is superseded by {newer}" in out
+    after = scores(repo, "Redis sessions")["README.md — Cache"][0]
+    assert after == pytest.approx(before * 0.5, rel=1e-3)  # demoted, still returned
+    for args, message in [
+        ([readme, "--supersedes", "ffffffffff"], "no node with id"),
+        ([readme, "--supersedes", readme], "cannot supersede itself"),
+        ([readme[:2], "--supersedes", newer], "at least 4 characters"),
+    ]:
+        bad = run_cli("-C", str(repo), "mark-stale", *args, ok=False)
+        assert bad.exit_code == 1 and message in bad.output
+    assert run_cli("-C", str(repo), "mark-stale", readme, ok=False).exit_code == 2
+    run_cli("-C", str(repo), "mark-stale", readme, "--clear")
+    assert scores(repo, "Redis sessions")["README.md — Cache"][0] == pytest.approx(before, rel=1e-6)
+
+
+def test_review_verdicts_show_demote_and_survive_sync_and_rebuild(repo: Path) -> None:
+    configure(repo, autoCheck=False)
+    stale_repo(repo)
+    run_cli("-C", str(repo), "sync")
+    readme, newer = node_id(repo, "README.md — Cache"), node_id(repo, "Cache backend")
+    base = scores(repo, "Redis sessions")
+    run_cli("-C", str(repo), "review", readme, "--reject")
+    out = run_cli("-C", str(repo), "review", newer, "--verify").output
+    assert "candidate -> verified" in out
+    got = scores(repo, "Redis sessions")
+    assert got["README.md — Cache"][0] == pytest.approx(base["README.md — Cache"][0] * 0.3, rel=1e-3)
+    assert got["README.md — Cache"][1] == "rejected"
+    assert got["docs/cache.md — Cache backend"] == (base["docs/cache.md — Cache backend"][0], "verified")
+    text = run_cli("-C", str(repo), "query", "Redis sessions").output
+    assert "[authored] [rejected] README.md — Cache" in text and "[authored] [verified] docs/cache.md" in text
+    # Edit both docs so a re-sync rewrites them, add a commit, then rebuild: verdicts stay.
+    commit(repo, "docs: touch", {"README.md": "## Cache\n\nThe cache uses Redis for sessions (old).\n"})
+    run_cli("-C", str(repo), "sync")
+    run_cli("-C", str(repo), "sync", "--rebuild")
+    trusts = {t: trust for t, (_s, trust) in scores(repo, "Redis sessions").items()}
+    assert trusts["README.md — Cache"] == "rejected" and trusts["docs/cache.md — Cache backend"] == "verified"
+    assert run_cli("-C", str(repo), "review", readme, ok=False).exit_code == 2
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+
+
+def test_as_of_hides_what_was_recorded_later(repo: Path) -> None:
+    commit(repo, "feat: first widget")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    time.sleep(1.1)
+    between = int(time.time() * 1000) - 500
+    commit(repo, "feat: second widget")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    now_titles = [it["title"] for it in query_json(repo, "widget")["items"]]
+    assert set(now_titles) == {"feat: first widget", "feat: second widget"}
+    then = [it["title"] for it in query_json(repo, "widget", "--as-of", iso(between))["items"]]
+    assert then == ["feat: first widget"]
+    # A rebuild keeps first-recorded times, so the earlier answer does not change.
+    run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed")
+    assert [it["title"] for it in query_json(repo, "widget", "--as-of", iso(between))["items"]] == then
