@@ -1,0 +1,304 @@
+"""Cross-project recall: one query over every registered project's own database, fused by rank.
+
+Each project ranks its own candidates (its own reference time, its own priors) exactly as a single-project
+query does; the per-project ranked lists are then fused with RRF on positions only, because a BM25 cost is
+computed against its own corpus and means different things in a 50-node and a 50,000-node database. The
+fused order is packed into the budget like any other query, and a linked fix rides along from the store of
+the project that recorded the link.
+
+Databases stay per project and are opened read-only: a query never writes another project's memory. A
+registered project whose database is missing or unreadable is reported and skipped; the registry is an
+index, not a source of truth, so it is never pruned here (an unmounted drive is not a deleted project).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nexusmem import paths, registry
+from nexusmem.errors import NexusMemError
+from nexusmem.retrieve import fuse, query
+from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
+from nexusmem.retrieve.summarise import summary as make_summary
+from nexusmem.store import Store, StoredNode, open_store
+from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
+
+# Bodies are read a window at a time, only for the items the packer considers (as in query.run).
+_BODY_WINDOW = 40
+
+
+@dataclass(frozen=True)
+class Target:
+    """One project to search: its display name, its work-tree root and its database."""
+
+    name: str
+    root: str
+    db: Path
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A project that could not be searched, and why (reported, never pruned)."""
+
+    name: str
+    root: str
+    db: str
+    reason: str
+
+
+@dataclass
+class MultiResult(query.QueryResult):
+    """A QueryResult over several projects, plus the projects that were skipped."""
+
+    skipped: list[Skipped] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)  # beside `projects` (names), in the same order
+
+
+@dataclass
+class _Searched:
+    """One project's ranked candidates and what is needed to render and link them later."""
+
+    index: int
+    target: Target
+    store: Store
+    scored: list[tuple[StoredNode, float]]
+    links: dict[str, list[tuple[str, str]]]
+    order: list[str] = field(default_factory=list)
+    position: dict[str, int] = field(default_factory=dict)
+    full: dict[str, StoredNode] = field(default_factory=dict)
+
+    def full_node(self, node: StoredNode) -> StoredNode:
+        if node.body or node.kind not in query._NEEDS_BODY:
+            return node
+        if node.id not in self.full:
+            start = self.position.get(node.id)
+            window = [node.id] if start is None else self.order[start : start + _BODY_WINDOW]
+            self.full.update(self.store.get_many([i for i in window if i not in self.full]))
+        return self.full.get(node.id, node)
+
+
+def _current_target(start: Path | None) -> Target | None:
+    """The repository containing START when it has a memory; None when START is not in one (that is fine:
+    cross-project recall does not need a current project)."""
+    if start is None:
+        return None
+    try:
+        root = paths.repo_root(start)
+    except NexusMemError:
+        return None
+    db = paths.db_path(root)
+    if not db.exists():
+        return None
+    return Target(name=root.name, root=str(root), db=db)
+
+
+def targets(current: Path | None) -> list[Target]:
+    """The projects a cross-project query searches: the current one first (registered or not), then every
+    registered project in registry order, each database once."""
+    found: list[Target] = []
+    here = _current_target(current)
+    registered = registry.load()
+    if here is not None:
+        # The registry's name wins for the current project too, so its tag is the same from anywhere.
+        entry = next((p for p in registered if str(p.get("root")) == here.root), None)
+        if entry is not None and entry.get("name"):
+            here = Target(name=str(entry["name"]), root=here.root, db=here.db)
+        found.append(here)
+    for entry in registered:
+        root = str(entry["root"])
+        db = Path(str(entry["db"])) if entry.get("db") else paths.db_path(Path(root))
+        name = str(entry.get("name") or Path(root).name)
+        found.append(Target(name=name, root=root, db=db))
+    unique: list[Target] = []
+    seen: set[str] = set()
+    for target in found:
+        key = _db_key(target.db)
+        if key not in seen:
+            seen.add(key)
+            unique.append(target)
+    return unique
+
+
+def _db_key(db: Path) -> str:
+    try:
+        return str(db.resolve())
+    except OSError:
+        return str(db)
+
+
+def _skip(target: Target, reason: str) -> Skipped:
+    return Skipped(name=target.name, root=target.root, db=str(target.db), reason=reason)
+
+
+def _search_one(
+    index: int, target: Target, text: str, as_of: int | None, vectors: bool, stack: ExitStack
+) -> tuple[_Searched | None, dict[str, int], Skipped | None]:
+    if not target.db.exists():
+        return None, {}, _skip(target, f"database missing: {target.db}")
+    try:
+        store = stack.enter_context(open_store(target.db, readonly=True))
+        version = store.schema_version()
+        if version > SCHEMA_LATEST:
+            reason = f"database schema version {version} is newer than this NexusMem ({SCHEMA_LATEST})"
+            return None, {}, _skip(target, reason)
+        scored, counts = query.ranked_candidates(store, text, as_of=as_of, vectors=vectors)
+        links: dict[str, list[tuple[str, str]]] = {}
+        for src, dst, rel in store.links_from([n.id for n, _ in scored]):
+            links.setdefault(src, []).append((dst, rel))
+    except NexusMemError as exc:
+        return None, {}, _skip(target, str(exc))
+    except Exception as exc:
+        # A broken file surfaces as the SQLite driver's own error (not a StoreError) on the first read past
+        # the header: one project's damage must not take down the others' answer. It is reported, not hidden.
+        return None, {}, _skip(target, f"cannot read the memory database: {type(exc).__name__}: {exc}")
+    searched = _Searched(index=index, target=target, store=store, scored=scored, links=links)
+    searched.order = [n.id for n, _ in scored]
+    searched.position = {node_id: i for i, node_id in enumerate(searched.order)}
+    return searched, counts, None
+
+
+def header_lines(text: str, names: list[str]) -> str:
+    """The header `render(with_project=True)` prints above the items (counted against the budget)."""
+    return f"Relevant history for: {text}\nscope   {len(names)} project(s): {', '.join(names)}\n"
+
+
+def search_all(
+    text: str,
+    *,
+    current: Path | None = None,
+    budget: int = query.DEFAULT_BUDGET,
+    as_of: int | None = None,
+    vectors: bool = True,
+) -> MultiResult:
+    """Answer TEXT from every registered project (and CURRENT's repository, registered or not) within BUDGET.
+
+    Each project's ranked list counts by position only (RRF, K = 60); ties between equal positions go to the
+    higher within-project score, then to the project listed first, then to the node id, so the same stores
+    and query give the same bytes. An item's score is its fused score. AS_OF applies to every project.
+    """
+    result = MultiResult(query=text, budget=budget)
+    with ExitStack() as stack:
+        searched: list[_Searched] = []
+        for target in targets(current):
+            one, counts, skipped = _search_one(len(searched), target, text, as_of, vectors, stack)
+            if skipped is not None:
+                result.skipped.append(skipped)
+                continue
+            assert one is not None
+            searched.append(one)
+            result.projects.append(target.name)
+            result.roots.append(target.root)
+            result.matched += counts["matched"]
+            result.bm25_matched += counts["bm25"]
+            result.vector_matched += counts["vector"]
+        _fuse_and_pack(result, searched, text, budget, as_of)
+    result.notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]
+    return result
+
+
+def _fuse_and_pack(
+    result: MultiResult, searched: list[_Searched], text: str, budget: int, as_of: int | None
+) -> None:
+    # Keys are (project, node) so that each project's list is fused on its own positions.
+    lists = [[f"{s.index}:{node.id}" for node, _ in s.scored] for s in searched]
+    fused = fuse.rrf(lists)
+    entries: list[tuple[float, float, int, str, StoredNode]] = []
+    for s in searched:
+        for node, own in s.scored:
+            entries.append((fused[f"{s.index}:{node.id}"], own, s.index, node.id, node))
+    entries.sort(key=lambda e: (-round(e[0], 12), -round(e[1], 9), e[2], e[3]))
+
+    # Two clones of one repository share a namespace and so node ids: an item appears once, from the project
+    # whose list ranked it best.
+    owner: dict[str, _Searched] = {}
+    chosen: dict[str, tuple[StoredNode, float]] = {}
+    for score, _own, index, node_id, node in entries:
+        if node_id not in owner:
+            owner[node_id] = searched[index]
+            chosen[node_id] = (node, score)
+    # A fix not itself among the candidates is read from the store of the project that recorded the link;
+    # walking in fused order makes that choice deterministic when two projects link the same id.
+    for node_id in chosen:
+        for fix_id, _rel in owner[node_id].links.get(node_id, []):
+            owner.setdefault(fix_id, owner[node_id])
+
+    items: dict[str, query.Item] = {}
+
+    def candidate(node: StoredNode, score: float) -> Candidate:
+        proj = owner[node.id]
+
+        def cost() -> int:
+            full = proj.full_node(node)
+            item = query.Item(
+                id=full.id,
+                kind=full.kind,
+                ts=full.ts,
+                title=full.title,
+                summary=make_summary(full, text),
+                provenance=full.provenance,
+                trust=full.trust,
+                score=score,
+                project=proj.target.name,
+                ref=full.ref,
+            )
+            items[node.id] = item
+            return estimate_tokens(query.item_text(item, with_project=True)) + 1
+
+        # Sibling groups (chunks of one file or reply) are per project.
+        group = None if node.group is None else f"{proj.index}:{node.group}"
+        return Candidate(node.id, score, group, cost)
+
+    def fixes_of(node_id: str) -> list[tuple[str, str]]:
+        proj = owner.get(node_id)
+        return [] if proj is None else proj.links.get(node_id, [])
+
+    def candidate_for(node_id: str) -> Candidate | None:
+        if node_id in chosen:
+            node, score = chosen[node_id]
+            return candidate(node, score)
+        proj = owner.get(node_id)
+        if proj is None:
+            return None
+        fix = proj.store.get(node_id)
+        if fix is None or (as_of is not None and fix.created_at > as_of):
+            return None
+        chosen[node_id] = (fix, 0.0)
+        return candidate(fix, 0.0)
+
+    ranked = [candidate(node, score) for node, score in list(chosen.values())]
+    header = estimate_tokens(header_lines(text, result.projects))
+    placed, used = pack(ranked, budget, fixes_of, candidate_for, header_tokens=header)
+    for entry in placed:
+        base = items[entry.id]
+        result.items.append(
+            query.Item(
+                **{
+                    **base.__dict__,
+                    "score": entry.score,
+                    "linked_from": entry.linked_from,
+                    "relation": entry.relation,
+                }
+            )
+        )
+    result.tokens_used = used
+
+
+def to_json(result: MultiResult) -> dict[str, Any]:
+    """`query --all-projects --json`: the DESIGN.md `query --json` object, extended (only under
+    --all-projects) with `projects` (each searched project's {name, root}, in order; the root is what
+    get_memory needs to expand an item) and `skipped` (each {name, root, db, reason})."""
+    data = query.to_json(result)
+    data["projects"] = [{"name": n, "root": r} for n, r in zip(result.projects, result.roots)]
+    data["skipped"] = [
+        {"name": s.name, "root": s.root, "db": s.db, "reason": s.reason} for s in result.skipped
+    ]
+    return data
+
+
+def render(result: MultiResult) -> str:
+    """The packed block with project tags and the scope line; skipped projects are not part of it (the CLI
+    prints them on stderr, the MCP server appends them)."""
+    return query.render(result, with_project=True)
