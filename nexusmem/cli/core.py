@@ -108,6 +108,7 @@ Examples:
   nexusmem query "why did we switch the cache to WAL"
   nexusmem query --budget 800 --json flaky test
   nexusmem query -- --force-with-lease
+  nexusmem query --all-projects "why was the retry budget raised"
 """,
 )
 @repo_option
@@ -115,10 +116,20 @@ Examples:
 @click.option("--budget", type=click.IntRange(min=50), default=None, help="Token budget (default 2000).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (see DESIGN.md contract).")
 @click.option("--as-of", metavar="DATE", help="Only what the store had recorded at DATE (ISO 8601).")
+@click.option(
+    "--all-projects",
+    is_flag=True,
+    help="Search every project registered on this machine (~/.nexusmem/projects.json), tagged by project.",
+)
 @click.pass_context
 @library_errors
 def query_cmd(
-    ctx: click.Context, text: tuple[str, ...], budget: int | None, as_json: bool, as_of: str | None
+    ctx: click.Context,
+    text: tuple[str, ...],
+    budget: int | None,
+    as_json: bool,
+    as_of: str | None,
+    all_projects: bool,
 ) -> None:
     """Search this repository's memory and print a ranked, token-budgeted answer."""
     from nexusmem import project
@@ -127,6 +138,9 @@ def query_cmd(
     question = " ".join(text).strip()
     if not question:
         raise click.BadParameter("the query is empty", param_hint="TEXT")
+    if all_projects:
+        _query_all_projects(ctx, question, budget, as_json, as_of)
+        return
     proj = project.load(root_of(ctx))
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     with proj.open_store() as store:
@@ -137,6 +151,38 @@ def query_cmd(
         echo_json(query.to_json(result))
     else:
         click.echo(query.render(result))
+
+
+def _query_all_projects(
+    ctx: click.Context, question: str, budget: int | None, as_json: bool, as_of: str | None
+) -> None:
+    """`query --all-projects`: the current directory need not be a repository; skipped projects go to stderr."""
+    from nexusmem import config, paths
+    from nexusmem.errors import NexusMemError
+    from nexusmem.retrieve import multi, query
+
+    cutoff = query.parse_as_of(as_of)
+    limit = budget
+    if limit is None:
+        limit = query.DEFAULT_BUDGET
+        try:
+            root = paths.repo_root(root_of(ctx))
+        except NexusMemError:
+            root = None
+        # Inside a repository with a memory, its configured budget applies, as for a plain query.
+        if root is not None and paths.config_path(root).exists():
+            limit = int(config.load(paths.config_path(root))["query"]["budget"])
+    result = multi.search_all(question, current=root_of(ctx), budget=limit, as_of=cutoff)
+    for note in result.notes:
+        click.echo(f"nexusmem: note: {note}", err=True)
+    if not result.projects and not result.skipped:
+        click.echo(
+            "nexusmem: note: no project has a memory yet (run `nexusmem sync` in a repository)", err=True
+        )
+    if as_json:
+        echo_json(multi.to_json(result))
+    else:
+        click.echo(multi.render(result))
 
 
 @click.command("status", epilog="Examples:\n\n  nexusmem status\n\n  nexusmem status --share")
