@@ -30,13 +30,14 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from nexusmem import __version__, paths, status
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import NexusMemError, NotARepositoryError
 from nexusmem.project import Project
+from nexusmem.retrieve import multi as multi_mod
 from nexusmem.retrieve import query as query_mod
 from nexusmem.sources.base import ProgressFn
 from nexusmem.store import Store, StoredNode, open_store
@@ -75,8 +76,20 @@ class SearchItem(TypedDict):
     linked_from: str | None
 
 
+class SearchedProject(TypedDict):
+    name: str
+    root: str
+
+
+class SkippedProject(TypedDict):
+    name: str
+    root: str
+    db: str
+    reason: str
+
+
 class SearchResult(TypedDict):
-    """The `query --json` object of DESIGN.md."""
+    """The `query --json` object of DESIGN.md (with allProjects, also `projects` and `skipped`)."""
 
     query: str
     budget: int
@@ -85,6 +98,8 @@ class SearchResult(TypedDict):
     bm25_matched: int
     vector_matched: int
     items: list[SearchItem]
+    projects: NotRequired[list[SearchedProject]]
+    skipped: NotRequired[list[SkippedProject]]
 
 
 class SourceSyncResult(TypedDict):
@@ -232,6 +247,27 @@ def run_search(project_root: str, text: str, budget: int, as_of: str | None) -> 
     return _result(query_mod.render(result), query_mod.to_json(result))
 
 
+def run_search_all(project_root: str, text: str, budget: int, as_of: str | None) -> CallToolResult:
+    """allProjects: every registered project; projectRoot is the current project only when it is one."""
+    question = text.strip()
+    if not question:
+        raise ToolError("query is empty: say what you are looking for")
+    cutoff = parse_as_of(as_of)
+    given = Path(project_root).expanduser()
+    if not given.is_absolute():
+        raise ToolError(
+            f"projectRoot must be an absolute path, got {project_root!r} (an MCP call has no working directory)"
+        )
+    with _library_errors():
+        result = multi_mod.search_all(
+            question, current=given if given.is_dir() else None, budget=budget, as_of=cutoff
+        )
+    text_block = multi_mod.render(result)
+    if result.notes:
+        text_block += "\n\n" + "\n".join(f"note: {note}" for note in result.notes)
+    return _result(text_block, multi_mod.to_json(result))
+
+
 def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: ProgressFn) -> CallToolResult:
     root = resolve_root(project_root)
     # Options the library does not have yet are accepted and ignored, so agents' calls keep working when it does.
@@ -359,7 +395,11 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         ],
         budget: Annotated[int, Field(ge=50, description="Token budget for the answer.")] = 2000,
         allProjects: Annotated[
-            bool, Field(description="Search every project on this machine (not available yet).")
+            bool,
+            Field(
+                description="Search every project registered on this machine, not just projectRoot's; "
+                "each result names its project."
+            ),
         ] = False,
         asOf: Annotated[
             str | None,
@@ -375,11 +415,14 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         fixed it?"), or to learn why something is the way it is. Returns a plain-text block, best first, each
         item with its date, provenance tag and id, and the same items as structured data. Read one item in
         full with get_memory.
+
+        With allProjects, every repository registered on this machine is searched (projectRoot need not
+        have a memory); each item is tagged with its project, and projects whose memory cannot be read are
+        listed as skipped. To expand one item with get_memory, pass its project's root (the structured
+        `projects` list gives each name's root).
         """
         if allProjects:
-            raise ToolError(
-                "allProjects: cross-project search is not available yet; search one repository at a time"
-            )
+            return await _in_thread(functools.partial(run_search_all, projectRoot, query, budget, asOf))
         return await _in_thread(functools.partial(run_search, projectRoot, query, budget, asOf))
 
     @tool(
