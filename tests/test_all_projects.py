@@ -1,0 +1,357 @@
+"""Cross-project recall (`query --all-projects`, MCP `allProjects`) over real, synced repositories.
+
+Two repositories with different histories are built and synced once per module: "platform", large (200
+commits, many of them about the retry budget) and "uploader", tiny (three commits, a weaker match, and a
+failed command whose fix was linked by `sync --link-failures`). Each test gets its own home (conftest) and a
+copy of the registry those syncs wrote, so a test may add, break or hide projects without touching others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import TextContent
+
+from nexusmem import paths
+from nexusmem.store import open_store
+
+from conftest import commit, git
+from helpers import console_script, query_json, run_cli, run_script
+
+DAY = 86_400
+HOUR_MS = 3_600_000
+QUERY = "retry budget"
+
+
+@dataclass(frozen=True)
+class World:
+    platform: Path
+    uploader: Path
+    registry: Path  # the projects.json both syncs wrote
+    between: str  # an ISO instant after platform's sync and before uploader's
+    fix_sha: str  # the uploader commit that fixed the failed lint run
+
+
+def _git_env(home: Path) -> dict[str, str]:
+    """What conftest's isolated_home sets, for the module-scoped build (which runs outside any test)."""
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text(
+        "[user]\n\tname = Test User\n\temail = test@example.com\n"
+        "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n",
+        encoding="utf-8",
+    )
+    return {
+        "HOME": str(home),
+        "NEXUSMEM_HOME": str(home / ".nexusmem"),
+        "GIT_CONFIG_GLOBAL": str(gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+
+
+def _build_platform(root: Path, start: int) -> None:
+    """200 commits: every fifth one about the retry budget (both query words), the rest unrelated."""
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    for i in range(200):
+        when = start + i * 3600
+        if i % 5 == 0:
+            message = (
+                f"fix(http): raise the retry budget for service {i} after timeouts, retry budget now {i}"
+            )
+            files = {f"svc/retry_{i % 7}.py": f"RETRY_BUDGET = {i}\n"}
+        else:
+            message = f"feat(ui): widget number {i} renders the dashboard panel"
+            files = {f"ui/widget_{i % 11}.py": f"PANEL = {i}\n"}
+        commit(root, message, files, when=when)
+
+
+def _build_uploader(root: Path, start: int) -> str:
+    """Three commits, one weakly matching ("retry" only), and a linted file fixed by a later commit."""
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    commit(root, "chore: start the uploader", {"src/app.py": "x = 1\n"}, when=start)
+    commit(
+        root, "feat(upload): add a retry loop around the S3 put", {"src/put.py": "LOOP = 1\n"}, start + DAY
+    )
+    return commit(
+        root, "fix(app): satisfy the linter", {"src/app.py": "X = 1\n"}, when=start + 2 * DAY + 3 * 3600
+    )
+
+
+def _write_shell_log(log: Path, cwd: Path, t0_ms: int) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    entries = [(t0_ms, "ruff check src/app.py", 1), (t0_ms + 4 * HOUR_MS, "ruff check src/app.py", 0)]
+    with log.open("w", encoding="utf-8") as fh:
+        for ts, command, code in entries:
+            line = {"ts": ts, "cwd": str(cwd), "exit": code, "command": command, "shell": "bash", "v": 1}
+            fh.write(json.dumps({**line, "session": "s1"}) + "\n")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    base = tmp_path_factory.mktemp("world")
+    home = base / "home"
+    home.mkdir()
+    env = _git_env(home)
+    start = (int(time.time()) // 3600 * 3600) - 20 * DAY
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(os.environ):
+            if key.startswith("GIT_"):
+                mp.delenv(key)
+        for key, value in env.items():
+            mp.setenv(key, value)
+        platform, uploader = base / "platform", base / "uploader"
+        _build_platform(platform, start)
+        fix_sha = _build_uploader(uploader, start)
+        _write_shell_log(paths.shell_log_path(), uploader, (start + 2 * DAY) * 1000)
+        run_cli("-C", str(platform), "sync", "--no-embed", "--quiet")
+        time.sleep(0.05)
+        between = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        time.sleep(0.05)
+        out = run_cli("-C", str(uploader), "sync", "--no-embed", "--link-failures", "--json").stdout
+        assert json.loads(out)["links"]["commit"] == 1
+        yield World(platform, uploader, paths.registry_path(), between, fix_sha)
+
+
+@pytest.fixture
+def registered(world: World) -> World:
+    """This test's (empty) home gets the registry the module's syncs wrote: both projects registered."""
+    target = paths.registry_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(world.registry, target)
+    return world
+
+
+def all_json(cwd: Path, *extra: str, text: str = QUERY) -> dict[str, Any]:
+    out = run_cli("-C", str(cwd), "query", "--all-projects", "--json", *extra, "--", text).stdout
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def digest(root: Path) -> tuple[str, int]:
+    """The database file's bytes, and how many bytes its write-ahead log holds (0 when there is none)."""
+    state = root / ".nexusmem"
+    wal = state / "memory.db-wal"
+    return hashlib.sha256(
+        (state / "memory.db").read_bytes()
+    ).hexdigest(), wal.stat().st_size if wal.exists() else 0
+
+
+def small_repo(path: Path, message: str) -> Path:
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    commit(path, message, {"notes.txt": message + "\n"}, when=1_700_000_000)
+    run_cli("-C", str(path), "sync", "--no-embed", "--quiet")
+    return path
+
+
+# --------------------------------------------------------------------------------------------------- tests
+
+
+def test_results_from_both_projects_are_tagged_and_fused_by_rank(registered: World, tmp_path: Path) -> None:
+    # Each project on its own: platform has dozens of two-word matches, uploader one weak one-word match.
+    alone_p = query_json(registered.platform, QUERY, "--budget", "4000")
+    alone_u = query_json(registered.uploader, QUERY)
+    assert alone_p["bm25_matched"] >= 40
+    top_u = alone_u["items"][0]
+    assert "retry loop" in top_u["title"] and "budget" not in top_u["title"].lower()
+
+    before = {name: digest(root) for name, root in (("p", registered.platform), ("u", registered.uploader))}
+    # Run from a directory that is not a repository: the current project is optional.
+    data = all_json(tmp_path, "--budget", "600")
+    assert [p["name"] for p in data["projects"]] == ["platform", "uploader"]
+    assert [p["root"] for p in data["projects"]] == [str(registered.platform), str(registered.uploader)]
+    assert data["skipped"] == []
+    assert {it["project"] for it in data["items"]} == {"platform", "uploader"}
+    # Rank 1 is worth the same in every list: the tiny project's best hit sits in the first tier, ahead of
+    # every platform item but platform's own first, although its BM25 match is far weaker.
+    ids = [(it["project"], it["id"]) for it in data["items"]]
+    assert ("uploader", top_u["id"]) in ids[:2]
+    assert ("platform", alone_p["items"][0]["id"]) in ids[:2]
+    # Within one project the order is that project's own ranking (an item that does not fit is skipped).
+    platform_order = [it["id"] for it in data["items"] if it["project"] == "platform"]
+    alone_order = [it["id"] for it in alone_p["items"]]
+    assert platform_order == [i for i in alone_order if i in platform_order]
+    # Counts add up over the projects; the budget holds.
+    assert data["matched"] == alone_p["matched"] + alone_u["matched"]
+    assert data["bm25_matched"] == alone_p["bm25_matched"] + alone_u["bm25_matched"]
+    assert data["tokens_used"] <= 600
+    # The `query --json` keys of DESIGN.md, plus `projects` and `skipped` only under --all-projects.
+    assert list(data) == [
+        "query",
+        "budget",
+        "tokens_used",
+        "matched",
+        "bm25_matched",
+        "vector_matched",
+        "items",
+        "projects",
+        "skipped",
+    ]
+    assert set(alone_p) == set(data) - {"projects", "skipped"}
+    assert all(list(it) == list(alone_p["items"][0]) for it in data["items"])
+    # A query writes no project's database (read-only connections: SQLite may leave its empty -wal/-shm
+    # reader files beside it, but not one byte of content).
+    after = {name: digest(root) for name, root in (("p", registered.platform), ("u", registered.uploader))}
+    assert after == before and all(wal == 0 for _, wal in after.values())
+
+
+def test_plain_output_shows_the_scope_and_a_project_tag(registered: World, tmp_path: Path) -> None:
+    result = run_cli("-C", str(tmp_path), "query", "--all-projects", "--budget", "600", "--", QUERY)
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Relevant history for: {QUERY}"
+    assert lines[1] == "scope   2 project(s): platform, uploader"
+    items = [line for line in lines if line.startswith("- ")]
+    assert any(" [observed] [uploader] feat(upload): add a retry loop" in line for line in items)
+    assert all(" [observed] [platform] " in line or " [uploader] " in line for line in items)
+    assert result.stderr == ""
+
+
+def test_current_project_is_included_once_registered_or_not(registered: World, tmp_path: Path) -> None:
+    # Registered: it is not searched twice, and comes first.
+    data = all_json(registered.uploader)
+    assert [p["name"] for p in data["projects"]] == ["uploader", "platform"]
+    # Not registered (synced, then the registry put back): still searched, and the registry stays as it was.
+    local = small_repo(tmp_path / "scratch", "feat: a retry budget for the scratch pad")
+    shutil.copyfile(registered.registry, paths.registry_path())
+    registry_bytes = paths.registry_path().read_bytes()
+    data = all_json(local)
+    assert [p["name"] for p in data["projects"]] == ["scratch", "platform", "uploader"]
+    assert data["items"][0]["project"] == "scratch"
+    assert paths.registry_path().read_bytes() == registry_bytes
+
+
+def test_a_linked_fix_rides_along_from_the_project_that_recorded_it(
+    registered: World, tmp_path: Path
+) -> None:
+    data = all_json(tmp_path, text="ruff check src/app.py failed")
+    items = data["items"]
+    failure = next(it for it in items if "(exit 1)" in it["title"])
+    assert failure["project"] == "uploader"
+    riders = [it for it in items if it["linked_from"] == failure["id"]]
+    assert {it["ref"] for it in riders} == {registered.fix_sha, "ruff check src/app.py"}
+    assert all(it["project"] == "uploader" and it["score"] == failure["score"] for it in riders)
+    at = items.index(failure)
+    assert items[at + 1 : at + 1 + len(riders)] == riders
+    text = run_cli(
+        "-C", str(tmp_path), "query", "--all-projects", "--", "ruff check src/app.py failed"
+    ).stdout
+    assert "[uploader] fix(app): satisfy the linter  -- linked as the fix (commit)" in text
+
+
+def test_missing_corrupt_and_newer_databases_are_reported_and_skipped(
+    registered: World, tmp_path: Path
+) -> None:
+    gone = small_repo(tmp_path / "gone", "fix: retry budget in the gone project")
+    broken = small_repo(tmp_path / "broken", "fix: retry budget in the broken project")
+    future = small_repo(tmp_path / "future", "fix: retry budget in the future project")
+    shutil.rmtree(gone / ".nexusmem")
+    for leftover in (broken / ".nexusmem").glob("memory.db-*"):
+        leftover.unlink()
+    (broken / ".nexusmem" / "memory.db").write_bytes(os.urandom(8192))
+    with open_store(future / ".nexusmem" / "memory.db") as store:
+        store.conn.execute("INSERT INTO schema_migrations(version, name, applied_at) VALUES (999, 'x', 0)")
+    registry_bytes = paths.registry_path().read_bytes()
+
+    result = run_cli("-C", str(tmp_path), "query", "--all-projects", "--json", "--", QUERY)
+    data = json.loads(result.stdout)
+    skipped = {s["name"]: s for s in data["skipped"]}
+    assert set(skipped) == {"gone", "broken", "future"}
+    assert "database missing" in skipped["gone"]["reason"]
+    assert skipped["gone"]["db"] == str(gone / ".nexusmem" / "memory.db")
+    assert "not a database" in skipped["broken"]["reason"]
+    assert "newer than this NexusMem" in skipped["future"]["reason"]
+    assert [p["name"] for p in data["projects"]] == ["platform", "uploader"]
+    assert {it["project"] for it in data["items"]} == {"platform", "uploader"}
+    for name in ("gone", "broken", "future"):
+        assert f"nexusmem: note: skipped {name} ({tmp_path / name}): " in result.stderr
+    # Reported, never pruned: the registry is byte for byte what it was.
+    assert paths.registry_path().read_bytes() == registry_bytes
+    projects = run_cli("projects", "--json").stdout
+    assert {p["name"] for p in json.loads(projects)["projects"]} >= {"gone", "broken", "future"}
+
+
+def test_same_stores_and_query_give_the_same_bytes(registered: World, tmp_path: Path) -> None:
+    runs = [run_script("query", "--all-projects", "--", QUERY, cwd=tmp_path) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr
+    assert runs[0].stdout == runs[1].stdout and "scope   2 project(s)" in runs[0].stdout
+    again = [all_json(tmp_path) for _ in range(2)]
+    assert json.dumps(again[0]) == json.dumps(again[1])
+
+
+def test_as_of_applies_to_every_project(registered: World, tmp_path: Path) -> None:
+    data = all_json(tmp_path, "--as-of", registered.between)
+    assert [p["name"] for p in data["projects"]] == ["platform", "uploader"]
+    assert data["items"] and {it["project"] for it in data["items"]} == {"platform"}
+    assert all_json(tmp_path, "--as-of", "2001-01-01")["items"] == []
+
+
+def test_no_projects_at_all_is_a_note_not_a_failure(tmp_path: Path) -> None:
+    result = run_cli("-C", str(tmp_path), "query", "--all-projects", "--", QUERY)
+    assert result.stdout.startswith("No memory matches")
+    assert "no project has a memory yet" in result.stderr
+
+
+# ------------------------------------------------------------------------------------------------------ MCP
+
+
+def server_env() -> dict[str, str]:
+    keep = ("HOME", "NEXUSMEM_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PATH")
+    return {k: os.environ[k] for k in keep if k in os.environ}
+
+
+@asynccontextmanager
+async def mcp_session(log: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=console_script(), args=["mcp"], env=server_env(), cwd=str(log.parent)
+    )
+    with log.open("w", encoding="utf-8") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+def test_mcp_search_memory_all_projects(registered: World, tmp_path: Path) -> None:
+    missing = small_repo(tmp_path / "gone", "docs: nothing here")
+    shutil.rmtree(missing / ".nexusmem")
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            result = await session.call_tool(
+                "search_memory",
+                {"projectRoot": str(outside), "query": QUERY, "allProjects": True, "budget": 600},
+            )
+        assert not result.is_error, result.content
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        assert "scope   2 project(s): platform, uploader" in block.text
+        assert "[uploader]" in block.text and "[platform]" in block.text
+        assert f"note: skipped gone ({missing}): database missing" in block.text
+        data = result.structured_content
+        assert data is not None
+        assert [p["name"] for p in data["projects"]] == ["platform", "uploader"]
+        assert [s["name"] for s in data["skipped"]] == ["gone"]
+        assert {it["project"] for it in data["items"]} == {"platform", "uploader"}
+        cli = all_json(outside, "--budget", "600")
+        assert data["items"] == cli["items"]
+
+    anyio.run(main)
