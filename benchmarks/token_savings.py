@@ -15,7 +15,7 @@ Query set, chosen mechanically (never by hand):
 - docs: every doc section whose text gives a reason (because, the reason, trade-off, instead of, rationale,
   why — the markers of the doc signal in DESIGN.md), in path/line order, sampled at even spacing; the query
   is the heading text.
-Duplicate query texts are asked once. The labelled target of a query is the commit (or doc section) it came
+Sampling runs over distinct query texts (each asked once, at its first occurrence). The labelled target of a query is the commit (or doc section) it came
 from, together with every other commit (section) that yields the very same query text: the text cannot tell
 them apart, so any of them answers it.
 
@@ -90,6 +90,17 @@ def even_sample(items: list[Any], n: int) -> list[Any]:
     return [items[int(i * step)] for i in range(n)]
 
 
+def first_of_each(texts: list[str]) -> list[str]:
+    """TEXTS without case-insensitive repeats, each at its first occurrence."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for text in texts:
+        if text.lower() not in seen:
+            seen.add(text.lower())
+            out.append(text)
+    return out
+
+
 def commit_probes(repo: Path, store: Any, n: int) -> list[Probe]:
     """Evenly spaced well-explained fix/feat/perf commits, oldest first; query = subject without prefix."""
     out = git(repo, "log", "--no-merges", "--reverse", "--format=%H%x1f%s%x1f%b%x1e")
@@ -116,15 +127,9 @@ def commit_probes(repo: Path, store: Any, n: int) -> list[Probe]:
     for sha, text in candidates:
         if sha in by_sha:
             same_text.setdefault(text.lower(), set()).add(by_sha[sha])
-    probes: list[Probe] = []
-    seen: set[str] = set()
-    unique = [(sha, text) for sha, text in candidates if sha in by_sha]
-    for _sha, text in even_sample(unique, n):
-        if text.lower() in seen:
-            continue
-        seen.add(text.lower())
-        probes.append(Probe(text, "commit", same_text[text.lower()]))
-    return probes
+    # Sampled over distinct query texts (first occurrence), so that N queries are N different questions.
+    unique = first_of_each([text for sha, text in candidates if sha in by_sha])
+    return [Probe(text, "commit", same_text[text.lower()]) for text in even_sample(unique, n)]
 
 
 def doc_probes(store: Any, n: int) -> list[Probe]:
@@ -138,15 +143,8 @@ def doc_probes(store: Any, n: int) -> list[Probe]:
     same_text: dict[str, set[str]] = {}
     for node in sections:
         same_text.setdefault(str(node.meta["heading"]).lower(), set()).add(node.id)
-    probes: list[Probe] = []
-    seen: set[str] = set()
-    for node in even_sample(sections, n):
-        heading = str(node.meta["heading"])
-        if heading.lower() in seen:
-            continue
-        seen.add(heading.lower())
-        probes.append(Probe(heading, "doc", same_text[heading.lower()]))
-    return probes
+    headings = first_of_each([str(node.meta["heading"]) for node in sections])
+    return [Probe(h, "doc", same_text[h.lower()]) for h in even_sample(headings, n)]
 
 
 class Baselines:
