@@ -104,3 +104,31 @@ def test_query_output_is_deterministic_with_vectors(history: Path) -> None:
     first = run_cli("-C", str(history), "query", "--json", "--", "slow checkout requests").stdout
     second = run_cli("-C", str(history), "query", "--json", "--", "slow checkout requests").stdout
     assert first == second
+
+
+def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Path) -> None:
+    import time
+
+    from nexusmem.retrieve import vector
+
+    run_cli("-C", str(history), "sync", "-q")
+    vector._WARM.clear()
+    questions = ["the dev server flashes a console window", "cache lock", "why did login break"]
+    proj = project.load(history)
+    with proj.open_store() as store:
+        cold = {q: vector.knn(store, q) for q in questions}  # first query: vec0; starts the in-memory copy
+        warm = vector._WARM[str(store.path)]
+        deadline = time.monotonic() + 20
+        while warm.matrix is None:
+            vector.knn(store, questions[0])
+            assert time.monotonic() < deadline, "the in-memory vectors never loaded"
+            time.sleep(0.05)
+        assert {q: vector.knn(store, q) for q in questions} == cold
+    commit(history, "feat(search): a brand new node about quasars", {"quasar.txt": "quasar\n"})
+    run_cli("-C", str(history), "sync", "-q")
+    with proj.open_store() as store:
+        # New vectors: the copy is stale and no longer used until it is reloaded.
+        assert vector._WARM[str(store.path)].generation != store.vectors_generation()
+        ids = vector.knn(store, "quasars")
+        assert vector._WARM[str(store.path)].matrix is None
+        assert ids and store.get(ids[0]) is not None

@@ -17,6 +17,8 @@ from nexusmem.errors import StoreError
 
 VEC_TABLE = "nodes_vec"
 IDENTITY_KEY = "vector_identity"
+# Bumped by every write to the vectors: a process that keeps them in memory knows when to reload.
+GENERATION_KEY = "vector_generation"
 
 
 def vec0_path() -> Path:
@@ -43,6 +45,27 @@ def load_vec0(conn: Any) -> None:
             conn.enable_load_extension(False)
     except Exception as exc:
         raise StoreError(f"cannot load sqlite-vec from {path}: {exc}") from exc
+
+
+def read_all_vectors(db: Path) -> list[tuple[int, bytes]]:
+    """Every (seq, float32 blob) of the database at DB, through a connection of its own (safe to call from
+    a background thread while other connections read and write)."""
+    from nexusmem.store import connection
+
+    conn = connection.connect(db)
+    try:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VEC_TABLE,)
+        ).fetchone()
+        if not exists:
+            return []
+        load_vec0(conn)
+        return [
+            (int(r[0]), bytes(r[1]))
+            for r in conn.execute(f"SELECT rowid, embedding FROM {VEC_TABLE} ORDER BY rowid")
+        ]
+    finally:
+        conn.close()
 
 
 class VectorIndexMixin:
@@ -72,6 +95,36 @@ class VectorIndexMixin:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (IDENTITY_KEY,)).fetchone()
         return str(row[0]) if row else None
 
+    def vectors_generation(self) -> str:
+        """Changes whenever any vector is added, replaced or deleted (a cache key for in-memory copies)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (GENERATION_KEY,)).fetchone()
+        return str(row[0]) if row else "0"
+
+    def _bump_generation(self) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1')"
+            " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (GENERATION_KEY,),
+        )
+
+    def vector_hits_to_ids(
+        self, hits: Sequence[tuple[int, float]], as_of: int | None = None
+    ) -> list[tuple[str, float]]:
+        """Map (seq, distance) hits to (node id, distance), nearest first (ties by seq), dropping vectors
+        whose node is gone or (AS_OF) was recorded later."""
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        seqs = [int(h[0]) for h in hits]
+        sql = f"SELECT seq, id FROM nodes WHERE seq IN ({marks})"
+        params: list[Any] = list(seqs)
+        if as_of is not None:
+            sql += " AND created_at <= ?"
+            params.append(as_of)
+        ids = {int(r[0]): str(r[1]) for r in self.conn.execute(sql, params)}
+        ranked = sorted((float(d), int(seq)) for seq, d in hits if int(seq) in ids)
+        return [(ids[seq], distance) for distance, seq in ranked]
+
     def vector_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM node_vectors").fetchone()[0])
 
@@ -100,6 +153,7 @@ class VectorIndexMixin:
             self.conn.execute(f"DROP TABLE {VEC_TABLE}")
         self.conn.execute("DELETE FROM node_vectors")
         self.conn.execute("DELETE FROM meta WHERE key = ?", (IDENTITY_KEY,))
+        self._bump_generation()
         return count
 
     def count_unembedded(self) -> int:
@@ -142,6 +196,7 @@ class VectorIndexMixin:
             " ON CONFLICT(seq) DO UPDATE SET content_hash = excluded.content_hash",
             [(r[0], r[1]) for r in rows],
         )
+        self._bump_generation()
 
     def search_vectors(self, blob: bytes, k: int, as_of: int | None = None) -> list[tuple[str, float]]:
         """(node id, cosine distance) of the K nearest vectors to BLOB, nearest first (ties by seq).
@@ -157,18 +212,7 @@ class VectorIndexMixin:
             ).fetchall()
         except Exception as exc:
             raise StoreError(f"vector search failed: {exc}") from exc
-        if not hits:
-            return []
-        marks = ",".join("?" * len(hits))
-        seqs = [int(h[0]) for h in hits]
-        sql = f"SELECT seq, id FROM nodes WHERE seq IN ({marks})"
-        params: list[Any] = list(seqs)
-        if as_of is not None:
-            sql += " AND created_at <= ?"
-            params.append(as_of)
-        ids = {int(r[0]): str(r[1]) for r in self.conn.execute(sql, params)}
-        ranked = sorted(((float(d), int(seq)) for seq, d in hits if int(seq) in ids))
-        return [(ids[seq], distance) for distance, seq in ranked]
+        return self.vector_hits_to_ids([(int(h[0]), float(h[1])) for h in hits], as_of)
 
     def _forget_vectors(self, seqs: Sequence[int]) -> None:
         """Delete the vectors of nodes about to be deleted (vec0 rows know no foreign keys)."""
@@ -179,3 +223,4 @@ class VectorIndexMixin:
         if self.has_vector_table():
             self._vec_ready()
             self.conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({marks})", list(seqs))
+            self._bump_generation()
