@@ -61,7 +61,7 @@ def peak_rss_of_sync(repo: Path, env: dict[str, str], only: list[str]) -> tuple[
     """Run a first sync in a fresh Python process; return (seconds, its own peak RSS in MB, git excluded)."""
     code = (
         "import resource, sys, time; from nexusmem import sync;"
-        "t = time.perf_counter(); sync.sync(sys.argv[1], only=sys.argv[2:] or None);"
+        "t = time.perf_counter(); sync.sync(sys.argv[1], only=sys.argv[2:] or None, embed=False);"
         "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
     )
     out = subprocess.run(
@@ -98,7 +98,9 @@ def main() -> None:
     home = base / "home"
     home.mkdir(exist_ok=True)
     shutil.copy(base / "shell-history.jsonl", home / "shell-history.jsonl")
-    env = {**os.environ, "NEXUSMEM_HOME": str(home)}
+    user_home = base / "user-home"  # no real shell history is scraped into the benchmark's memory
+    user_home.mkdir(exist_ok=True)
+    env = {**os.environ, "NEXUSMEM_HOME": str(home), "HOME": str(user_home)}
     nm = script()
     rows: list[tuple[str, str, str]] = []
 
@@ -109,7 +111,9 @@ def main() -> None:
     git_runs = []
     for _ in range(3):
         fresh(repo)
-        git_runs.append(timed([nm, "sync", "-q", "--source", "git", "--source", "diff"], repo, env))
+        git_runs.append(
+            timed([nm, "sync", "-q", "--no-embed", "--source", "git", "--source", "diff"], repo, env)
+        )
     first_git = min(git_runs)
     rows.append(("raw `git log --numstat` + `git log -p -200`", f"{raw:.2f} s", ""))
     rows.append(
@@ -128,13 +132,10 @@ def main() -> None:
         ).stdout
     )
     nodes = status["nodes"]
-    rows.append((f"first full sync, all sources ({nodes:,} nodes)", f"{seconds:.2f} s", ""))
+    rows.append((f"first full sync, all sources, no embedding ({nodes:,} nodes)", f"{seconds:.2f} s", ""))
     rows.append(
         ("peak memory of that first sync (Python process, git excluded)", f"{rss:.0f} MB", "target < 200 MB")
     )
-
-    noop = statistics.median(timed([nm, "sync", "-q"], repo, env) for _ in range(7))
-    rows.append(("no-op re-sync (cold CLI, median of 7)", f"{noop * 1000:.0f} ms", "target < 300 ms"))
 
     sys.path.insert(0, str(HERE.parent))
     from nexusmem import project
@@ -166,6 +167,25 @@ def main() -> None:
         (
             "`nexusmem query` as a cold CLI process, p50 (10 queries)",
             f"{statistics.median(cold) * 1000:.0f} ms",
+            "target < 300 ms",
+        )
+    )
+
+    # The query figures above are BM25 only (no vectors yet); the hybrid ones are in
+    # benchmarks/bench_hybrid.py. The no-op re-sync is the default command, embedding check included.
+    embed_seconds = timed([nm, "sync", "-q"], repo, env)
+    rows.append(
+        (
+            f"embedding pass of those {nodes:,} nodes (builtin wordllama)",
+            f"{embed_seconds:.1f} s",
+            f"{nodes / embed_seconds:,.0f} texts/s",
+        )
+    )
+    noop = statistics.median(timed([nm, "sync", "-q"], repo, env) for _ in range(7))
+    rows.append(
+        (
+            "no-op re-sync (default `nexusmem sync`, cold CLI, median of 7)",
+            f"{noop * 1000:.0f} ms",
             "target < 300 ms",
         )
     )
