@@ -33,6 +33,8 @@ LOG_CAP_BYTES = 256 * 1024
 LOG_KEEP_BYTES = 64 * 1024
 # How long a sync waits, holding the lock, for more commits to arrive before it starts (see auto_sync).
 DEBOUNCE_SECONDS = 1.0
+# However long a burst goes on, a sync starts after this many seconds of waiting for it to end.
+MAX_QUIET_WAIT = 15.0
 # A safety net: a commit loop that never stops must not keep one process syncing forever.
 MAX_RUNS = 20
 
@@ -71,6 +73,24 @@ def cap_log(path: Path, cap: int = LOG_CAP_BYTES, keep: int = LOG_KEEP_BYTES) ->
         handle.write(b"[log cut to its newest part]\n" + tail)
         handle.truncate()
     return True
+
+
+def _mark_time(pending: Path) -> int | None:
+    try:
+        return pending.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+def _wait_for_quiet(pending: Path, debounce: float, limit: float | None = None) -> None:
+    """Sleep until the pending mark has not moved for DEBOUNCE seconds (each commit's hook touches it),
+    or until LIMIT seconds have passed in all."""
+    deadline = time.monotonic() + (MAX_QUIET_WAIT if limit is None else limit)
+    while True:
+        before = _mark_time(pending)
+        time.sleep(debounce)
+        if _mark_time(pending) == before or time.monotonic() >= deadline:
+            return
 
 
 def _stamp() -> str:
@@ -116,9 +136,10 @@ def auto_sync(
             return result
         try:
             while result.runs < MAX_RUNS:
-                # Holding the lock through a short quiet period is what coalesces a burst: the commits made
-                # meanwhile only mark pending, and the one sync below covers them all.
-                time.sleep(debounce)
+                # Holding the lock until the commits stop (no new mark for DEBOUNCE seconds, at most
+                # MAX_QUIET_WAIT in all) is what coalesces a burst: the commits made meanwhile only mark
+                # pending, and the one sync below covers them all.
+                _wait_for_quiet(pending, debounce)
                 pending.unlink(missing_ok=True)  # before syncing: a commit from now on sets it again
                 began = time.time()
                 summary = run_sync(root)

@@ -246,7 +246,9 @@ def test_burst_of_commits_is_coalesced_and_ends_equal_to_a_clean_sync(repo: Path
         (float(a), float(b)) for a, b in re.findall(r"sync run \d+ done .*\[([\d.]+)-([\d.]+)\]", log)
     )
     print(f"\n20 commits in {burst:.2f}s -> {len(spans)} auto sync run(s)")
-    assert 1 <= len(spans) < 20
+    # The holder waits for the commits to stop before it syncs: the burst is one sync, plus at most one
+    # for commits that landed while it ran.
+    assert 1 <= len(spans) <= 2
     for (_, end), (begin, _) in itertools.pairwise(spans):
         assert begin >= end - 0.001, "two syncs overlapped"
     clone = tmp_path / "clone"
