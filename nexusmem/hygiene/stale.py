@@ -285,6 +285,20 @@ def stale(start: Any, *, check_contradictions: bool = False) -> tuple[list[Candi
     return found, summary
 
 
+def _listening(url: str, timeout: float = 0.25) -> bool:
+    """Whether anything accepts a TCP connection at URL's host and port (stdlib only, no HTTP)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def auto_check(
     store: Store, config: dict[str, Any], log: Callable[[str], None] | None = None
 ) -> CheckSummary | None:
@@ -294,8 +308,23 @@ def auto_check(
     limit = int(section.get("maxPerSync", 3))
     if not section.get("autoCheck", True) or limit <= 0:
         return None
+    url = str(section.get("url", "http://127.0.0.1:11434"))
     found = candidates(store, int(config.get("stale", {}).get("maxAgeDays", 45)))
     if not found:
+        return None
+    if not _listening(url):
+        # Most machines run no model server: find that out with one socket before loading the embedder
+        # or importing httpx (~0.5 s on every sync, post-commit ones included). Say so only to someone
+        # who set up a model server (the original checked only when Ollama served its embeddings too);
+        # everyone else would read the same line after every sync.
+        from nexusmem.config import DEFAULTS
+
+        uses_ollama = config.get("embedding", {}).get("provider") == "ollama"
+        if log and (uses_ollama or url != DEFAULTS["contradictions"]["url"]):
+            log(
+                f"contradictions: Ollama at {url} is unreachable (ConnectError);"
+                " skipped (suggestions only, nothing changed)"
+            )
         return None
     summary = check(store, config, found, max_new=limit)
     if log:

@@ -188,13 +188,19 @@ class HygieneMixin:
     def stale_candidates(self, before_ms: int, limit: int) -> list[tuple[str, str, str, int, str, str, str]]:
         """(id, kind, title, ts, provenance, trust, content_hash) of non-observed, unconfirmed, unsuperseded
         nodes with ts < BEFORE_MS, oldest first."""
+        from nexusmem.nodes import PROVENANCE
+
+        # By kind rather than by provenance: the (kind, ts) index then skips the observed majority
+        # (commits, diffs, shell commands) instead of walking all of it (~50 ms at 100k nodes).
+        kinds = sorted(k for k, p in PROVENANCE.items() if p != "observed")
+        marks = ",".join("?" * len(kinds))
         return [
             tuple(r)
             for r in self.conn.execute(
                 "SELECT id, kind, title, ts, provenance, trust, content_hash FROM nodes"
-                " WHERE provenance != 'observed' AND trust != 'verified' AND superseded_by IS NULL AND ts < ?"
+                f" WHERE kind IN ({marks}) AND trust != 'verified' AND superseded_by IS NULL AND ts < ?"
                 " ORDER BY ts, id LIMIT ?",
-                (before_ms, limit),
+                (*kinds, before_ms, limit),
             )
         ]
 
