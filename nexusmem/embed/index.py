@@ -107,7 +107,12 @@ def embed_pending(
             f" {summary.dropped} vector(s); rebuilding them"
         )
         stored = None
-    summary.pending = store.count_unembedded()
+    newest = store.newest_update()
+    through = store.embedded_through()
+    if stored is not None and newest is not None and through is not None and through >= newest:
+        summary.pending = 0  # a completed pass already covered every node as it is now
+    else:
+        summary.pending = store.count_unembedded()
     batch_size = max(1, int(config.get("embedding", {}).get("batchSize", DEFAULT_BATCH) or DEFAULT_BATCH))
     last_seq = 0
     while summary.pending:
@@ -150,6 +155,9 @@ def embed_pending(
             last_seq = 0
             summary.pending = summary.embedded + store.count_unembedded()
         progress("embed", summary.embedded, summary.pending)
+    if summary.unavailable is None and newest is not None and store.has_vectors():
+        with store.transaction():
+            store.set_embedded_through(newest)
     summary.vectors = store.vector_count()
     summary.seconds = time.perf_counter() - started
     return summary

@@ -174,11 +174,17 @@ def _m4_hygiene(conn: Any) -> None:
     )
 
 
+def _m5_updated_index(conn: Any) -> None:
+    # "Has anything changed since?" (the embedding pass, incremental failure linking) becomes O(log n).
+    conn.execute("CREATE INDEX IF NOT EXISTS nodes_updated ON nodes(updated_at)")
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
     (3, "vector bookkeeping (node_vectors) and a trigram index for CJK text", _m3_vectors_and_cjk),
     (4, "hygiene: deny-list, tombstones, audit, contradiction memo; FTS secure-delete", _m4_hygiene),
+    (5, "index on nodes.updated_at", _m5_updated_index),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -19,6 +19,9 @@ VEC_TABLE = "nodes_vec"
 IDENTITY_KEY = "vector_identity"
 # Bumped by every write to the vectors: a process that keeps them in memory knows when to reload.
 GENERATION_KEY = "vector_generation"
+# The newest nodes.updated_at a completed embedding pass covered: a sync with nothing newer skips the
+# (100 ms at 100k nodes) search for nodes that need a vector.
+EMBEDDED_THROUGH_KEY = "vectors_complete_through"
 
 
 def vec0_path() -> Path:
@@ -152,9 +155,24 @@ class VectorIndexMixin:
             self._vec_ready()
             self.conn.execute(f"DROP TABLE {VEC_TABLE}")
         self.conn.execute("DELETE FROM node_vectors")
-        self.conn.execute("DELETE FROM meta WHERE key = ?", (IDENTITY_KEY,))
+        self.conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (IDENTITY_KEY, EMBEDDED_THROUGH_KEY))
         self._bump_generation()
         return count
+
+    def newest_update(self) -> int | None:
+        """The newest nodes.updated_at (indexed)."""
+        row = self.conn.execute("SELECT MAX(updated_at) FROM nodes").fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def embedded_through(self) -> int | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (EMBEDDED_THROUGH_KEY,)).fetchone()
+        return int(row[0]) if row else None
+
+    def set_embedded_through(self, updated_at: int) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (EMBEDDED_THROUGH_KEY, str(updated_at)),
+        )
 
     def count_unembedded(self) -> int:
         """Nodes with no vector, or whose content changed since their vector was made."""
