@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,8 +43,14 @@ class StoredNode:
     trust: str
     superseded_by: str | None
     group: str | None
-    meta: dict[str, Any]
+    raw_meta: str
     project_id: str
+
+    @functools.cached_property
+    def meta(self) -> dict[str, Any]:
+        """The metadata, parsed on first use (ranking reads hundreds of rows and needs it for few)."""
+        parsed: dict[str, Any] = json.loads(self.raw_meta) if self.raw_meta else {}
+        return parsed
 
     @property
     def meta_json(self) -> str:
@@ -75,7 +82,7 @@ def _row_to_node(row: Sequence[Any]) -> StoredNode:
         trust=row[11],
         superseded_by=row[12],
         group=row[13],
-        meta=json.loads(row[14]) if row[14] else {},
+        raw_meta=row[14] or "",
         project_id=row[15],
     )
 
