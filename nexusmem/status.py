@@ -47,6 +47,7 @@ def status(project: Project) -> dict[str, Any]:
             "nodes": store.node_count(),
             "byKind": store.counts_by_kind(),
             "links": store.link_count(),
+            "flagged": store.open_suggestion_count(),
             "first": iso(first),
             "last": iso(last),
             "sources": [{**s, "last_sync": iso(s["last_sync"])} for s in store.sources()],
@@ -63,6 +64,8 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"{count:>10}  {kind}")
     if info["links"]:
         lines.append(f"{info['links']:>10}  failure→fix link(s)")
+    if info.get("flagged"):
+        lines.append(f"{info['flagged']:>10}  flagged as likely superseded (see `nexusmem stale`)")
     lines.append("")
     lines.append(f"root      {info['root']}")
     lines.append(f"project   {info['project']}")

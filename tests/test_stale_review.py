@@ -90,6 +90,7 @@ def test_check_contradictions_suggests_and_memoises(repo: Path) -> None:
         assert model.judged() == 1  # the pair was judged: never sent again
         plain = run_cli("-C", str(repo), "stale").output
         assert "likely superseded by" in plain and model.judged() == 1
+        assert "1  flagged as likely superseded" in run_cli("-C", str(repo), "status").output
     from nexusmem import project
 
     with project.load(repo).open_store(readonly=True) as store:

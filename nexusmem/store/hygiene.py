@@ -253,6 +253,16 @@ class HygieneMixin:
                 out.setdefault(old_id, []).append((new_id, title, reason))
         return out
 
+    def open_suggestion_count(self) -> int:
+        """How many nodes have a standing 'likely superseded' suggestion and are not marked superseded."""
+        row = self.conn.execute(
+            "SELECT COUNT(DISTINCT c.old_id) FROM contradiction_checks c"
+            " JOIN nodes o ON o.id = c.old_id AND o.content_hash = c.old_hash AND o.superseded_by IS NULL"
+            " JOIN nodes n ON n.id = c.new_id AND n.content_hash = c.new_hash"
+            " WHERE c.contradicts = 1"
+        ).fetchone()
+        return int(row[0])
+
     def newer_fts(self, match: str, after_ts: int, exclude_id: str, limit: int = 20) -> list[str]:
         """Ids of nodes with ts > AFTER_TS matching the FTS5 expression MATCH, best BM25 first."""
         try:
