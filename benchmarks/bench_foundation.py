@@ -20,41 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-MAKE_HISTORY = HERE.parent.parent / "shared" / "bench" / "make_history.py"
-QUERIES = [
-    "stale lock files in the cache",
-    "why does the parser crash on unicode paths",
-    "retry budget timeouts",
-    "windows line endings",
-    "concurrent writers storage",
-    "expired tokens auth",
-    "gzip streams http",
-    "keep-alive sockets network",
-    "daylight saving time scheduler",
-    "nested transactions index",
-    "pytest tests/test_router.py",
-    "mypy src/worker",
-    "duplicate keys config",
-    "zero-length files upload",
-    "symlinked roots plugins",
-    "partial reads session",
-    "negative offsets search",
-    "why a write-ahead log",
-    "large payloads render",
-    "missing config cli",
-]
-
-
-def script() -> str:
-    path = Path(sys.executable).parent / "nexusmem"
-    return str(path) if path.exists() else shutil.which("nexusmem") or "nexusmem"
-
-
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+from common import HERE, MAKE_HISTORY, QUERIES, script, timed
 
 
 def peak_rss_of_sync(repo: Path, env: dict[str, str], only: list[str]) -> tuple[float, float]:

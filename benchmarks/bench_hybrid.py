@@ -23,33 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-QUERIES = [
-    "stale lock files in the cache",
-    "why does the parser crash on unicode paths",
-    "retry budget timeouts",
-    "windows line endings",
-    "concurrent writers storage",
-    "expired tokens auth",
-    "gzip streams http",
-    "keep-alive sockets network",
-    "daylight saving time scheduler",
-    "nested transactions index",
-    "pytest tests/test_router.py",
-    "mypy src/worker",
-    "duplicate keys config",
-    "zero-length files upload",
-    "symlinked roots plugins",
-    "partial reads session",
-    "negative offsets search",
-    "why a write-ahead log",
-    "large payloads render",
-    "missing config cli",
-]
-
-
-def script() -> str:
-    path = Path(sys.executable).parent / "nexusmem"
-    return str(path) if path.exists() else shutil.which("nexusmem") or "nexusmem"
+from common import QUERIES, script
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -25,31 +25,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-HERE = Path(__file__).resolve().parent
-MAKE_HISTORY = HERE.parent.parent / "shared" / "bench" / "make_history.py"
-QUERIES = [
-    "stale lock files in the cache",
-    "why does the parser crash on unicode paths",
-    "retry budget timeouts",
-    "windows line endings",
-    "concurrent writers storage",
-    "expired tokens auth",
-    "gzip streams http",
-    "keep-alive sockets network",
-    "daylight saving time scheduler",
-    "nested transactions index",
-    "pytest tests/test_router.py",
-    "duplicate keys config",
-    "zero-length files upload",
-    "symlinked roots plugins",
-    "partial reads session",
-    "why a write-ahead log",
-]
-
-
-def script() -> str:
-    path = Path(sys.executable).parent / "nexusmem"
-    return str(path) if path.exists() else shutil.which("nexusmem") or "nexusmem"
+from common import HERE, MAKE_HISTORY, QUERIES, script
 
 
 def prepare(base: Path, commits: int, shell_lines: int) -> tuple[Path, dict[str, str]]:

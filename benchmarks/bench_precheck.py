@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-MAKE_HISTORY = HERE.parent.parent / "shared" / "bench" / "make_history.py"
+from common import MAKE_HISTORY
+
 SCRIPT = Path(sys.executable).parent / "nexusmem"
 STAGED = 20
 
