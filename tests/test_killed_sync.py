@@ -1,0 +1,79 @@
+"""A sync killed at any moment (SIGKILL, no cleanup) leaves the store whole, and the next sync finishes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from helpers import console_script
+
+ROOT = Path(__file__).resolve().parent.parent
+MAKE_HISTORY = ROOT / "benchmarks" / "eval" / "make_history.py"
+
+
+def counts(db: Path) -> dict[str, int]:
+    import sqlean
+
+    conn = sqlean.connect(str(db))
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        fts = conn.execute("SELECT COUNT(*) FROM nodes_fts WHERE nodes_fts MATCH 'feat OR fix'").fetchone()[0]
+        by_kind = dict(conn.execute("SELECT kind, COUNT(*) FROM nodes GROUP BY kind").fetchall())
+        by_kind["_fts_hits"] = fts
+        return by_kind
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_point_leaves_a_whole_store(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, str(MAKE_HISTORY), str(tmp_path / "h"), "--commits", "1500", "--shell-lines", "10"],
+        check=True,
+        capture_output=True,
+    )
+    repo = tmp_path / "h" / "repo"
+    reference = tmp_path / "reference"
+    git(tmp_path, "clone", "-q", str(repo), str(reference))
+    git(reference, "remote", "remove", "origin")
+    env = {**os.environ}
+    # The complete result, from an undisturbed sync of an identical clone (same commits, same files).
+    shutil.rmtree(reference / ".nexusmem", ignore_errors=True)
+    done = subprocess.run([console_script(), "sync", "-q", "--no-embed"], cwd=reference, env=env, check=False)
+    assert done.returncode == 0
+    full = counts(reference / ".nexusmem" / "memory.db")
+    assert full["git_commit"] > 1500
+
+    db = repo / ".nexusmem" / "memory.db"
+    for delay in (0.4, 0.8, 1.2, 1.6, 2.0):
+        proc = subprocess.Popen(
+            [console_script(), "sync", "-q", "--no-embed"],
+            cwd=repo,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        if not db.exists():
+            continue
+        now = counts(db)
+        # Each source commits its nodes, pruning and cursor together: all of a source or none of it.
+        for kind in ("git_commit", "code_diff", "doc_section"):
+            assert now.get(kind, 0) in (0, full[kind]), (delay, kind, now, full)
+    finish = subprocess.run(
+        [console_script(), "sync", "--json", "--no-embed"], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert finish.returncode == 0, finish.stderr
+    assert json.loads(finish.stdout)["totalNodes"] == sum(v for k, v in full.items() if not k.startswith("_"))
+    assert counts(db) == full
