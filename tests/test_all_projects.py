@@ -13,8 +13,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,15 +21,14 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 from nexusmem import paths
 from nexusmem.store import open_store
 
 from conftest import commit, git
-from helpers import console_script, query_json, run_cli, run_script
+from helpers import query_json, run_cli, run_script
+from mcp_helpers import mcp_session
 
 DAY = 86_400
 HOUR_MS = 3_600_000
@@ -307,25 +305,6 @@ def test_no_projects_at_all_is_a_note_not_a_failure(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------ MCP
-
-
-def server_env() -> dict[str, str]:
-    keep = ("HOME", "NEXUSMEM_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PATH")
-    return {k: os.environ[k] for k in keep if k in os.environ}
-
-
-@asynccontextmanager
-async def mcp_session(log: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=console_script(), args=["mcp"], env=server_env(), cwd=str(log.parent)
-    )
-    with log.open("w", encoding="utf-8") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
 
 
 def test_mcp_search_memory_all_projects(registered: World, tmp_path: Path) -> None:

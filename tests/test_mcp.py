@@ -11,44 +11,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from conftest import commit, git
 from helpers import console_script, run_script
+from mcp_helpers import mcp_session
 
 PKG = Path(__file__).resolve().parent.parent / "nexusmem"
 DAY = 86_400
 BASE = 1_700_000_000
 TOOLS = {"search_memory", "sync_project", "get_status", "get_memory"}
-
-
-def server_env() -> dict[str, str]:
-    """What the server process needs from the isolated test environment (conftest sets these)."""
-    keep = ("HOME", "NEXUSMEM_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PATH")
-    return {k: os.environ[k] for k in keep if k in os.environ}
-
-
-@asynccontextmanager
-async def mcp_session(log: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=console_script(), args=["mcp"], env=server_env(), cwd=str(log.parent)
-    )
-    with log.open("w", encoding="utf-8") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
 
 
 def text_of(result: CallToolResult) -> str:
