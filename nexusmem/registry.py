@@ -5,11 +5,13 @@ An index, not a source of truth: an entry whose database is missing is reported,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +59,32 @@ def _save(projects: list[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """Serialise read-modify-write of projects.json: two repositories' post-commit syncs finishing at
+    once must not drop each other's entry. An OS lock (released if the holder dies); none on Windows."""
+    path = paths.registry_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows: the atomic replace still keeps the file whole
+        yield
+        return
+    fd = os.open(str(path.with_name(".projects.lock")), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def register(root: Path, project_id: str, *, synced: bool = False) -> None:
     """Add or refresh ROOT's entry (atomic write)."""
+    with _locked():
+        _register(root, project_id, synced=synced)
+
+
+def _register(root: Path, project_id: str, *, synced: bool) -> None:
     projects = load()
     key = str(root)
     entry = next((p for p in projects if p.get("root") == key), None)
@@ -76,8 +102,9 @@ def register(root: Path, project_id: str, *, synced: bool = False) -> None:
 
 def prune() -> list[dict[str, Any]]:
     """Remove entries whose database no longer exists; return what was removed."""
-    projects = load()
-    gone = [p for p in projects if not Path(str(p.get("db", ""))).exists()]
-    if gone:
-        _save([p for p in projects if p not in gone])
-    return gone
+    with _locked():
+        projects = load()
+        gone = [p for p in projects if not Path(str(p.get("db", ""))).exists()]
+        if gone:
+            _save([p for p in projects if p not in gone])
+        return gone
