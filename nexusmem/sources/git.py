@@ -381,6 +381,23 @@ def commit_node(ctx: ScanContext, source: str, rec: CommitRecord, limit: int) ->
     )
 
 
+def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[WalkPlan | None, ScanResult]:
+    """Plan the walk for a git-backed source. (None, result) when nothing moved since the cursor;
+    otherwise the plan and a result whose keep() drops nodes (natural key → sha) of unreachable commits."""
+    plan = plan_walk(ctx.root, ctx.cursor, ctx.full)
+    if plan.noop:
+        return None, ScanResult(nodes=(), cursor=ctx.cursor, keep=None)
+    reachable = reachable_commits(ctx.root, plan.state)
+    keep: Callable[[str], bool] | None = None
+    if reachable is not None:
+        commits = reachable
+
+        def keep(key: str) -> bool:
+            return sha_of_key(key) in commits
+
+    return plan, ScanResult(nodes=(), cursor=plan.state.cursor, keep=keep)
+
+
 class GitSource:
     """git_commit nodes for every commit reachable from HEAD."""
 
@@ -393,15 +410,9 @@ class GitSource:
 
     def scan(self, ctx: ScanContext) -> ScanResult:
         """Plan the walk now (cheap); stream the commits lazily when `nodes` is iterated."""
-        plan = plan_walk(ctx.root, ctx.cursor, ctx.full)
-        if plan.noop:
-            return ScanResult(nodes=(), cursor=ctx.cursor, keep=None)
-        reachable = reachable_commits(ctx.root, plan.state)
-        keep: Callable[[str], bool] | None = None
-        if reachable is not None:
-            keep = reachable.__contains__
-        result = ScanResult(nodes=(), cursor=plan.state.cursor, keep=keep)
-        result.nodes = self._nodes(ctx, plan)
+        plan, result = _start_scan(ctx, sha_of_key=lambda key: key)
+        if plan is not None:
+            result.nodes = self._nodes(ctx, plan)
         return result
 
     def _nodes(self, ctx: ScanContext, plan: WalkPlan) -> Iterator[Node]:
@@ -674,18 +685,9 @@ class DiffSource:
 
     def scan(self, ctx: ScanContext) -> ScanResult:
         """First sync (or rewritten history): the newest `initialCommits` commits; later: prevHEAD..HEAD."""
-        plan = plan_walk(ctx.root, ctx.cursor, ctx.full)
-        if plan.noop:
-            return ScanResult(nodes=(), cursor=ctx.cursor, keep=None)
-        reachable = reachable_commits(ctx.root, plan.state)
-        keep: Callable[[str], bool] | None = None
-        if reachable is not None:
-            commits = reachable
-
-            def keep(key: str) -> bool:
-                return key.split(":", 1)[0] in commits
-
-        result = ScanResult(nodes=(), cursor=plan.state.cursor, keep=keep)
+        plan, result = _start_scan(ctx, sha_of_key=lambda key: key.split(":", 1)[0])
+        if plan is None:
+            return result
         revs = plan.revs
         if revs is not None and plan.full:
             window = int(_setting(ctx.config, "sources.diff.initialCommits"))
