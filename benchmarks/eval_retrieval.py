@@ -219,29 +219,10 @@ def build(workdir: Path, *, commits: int, shell_lines: int, seed: int) -> Path:
 def ranked_ids(store: Any, lists: Sequence[Sequence[str]]) -> list[str]:
     """LISTS fused and ranked exactly as query.ranked_candidates does (RRF → min-max → priors), ids best
     first. Used for the vector-only mode, which the library has no switch for."""
-    from nexusmem.retrieve import fuse, rank
+    from nexusmem.retrieve import fuse, query
 
     fused = fuse.rrf([ids for ids in lists if ids])
-    relevance = rank.normalise(fused)
-    nodes = store.get_many(list(fused), light=True)
-    now = store.reference_time() or 0
-    scored = []
-    for node_id, rel in relevance.items():
-        node = nodes.get(node_id)
-        if node is None:
-            continue
-        value = rank.score(
-            rel,
-            node.signal,
-            node.ts,
-            now,
-            node.provenance,
-            superseded=node.superseded_by is not None,
-            rejected=node.trust == "rejected",
-        )
-        scored.append((node_id, value))
-    scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0]))
-    return [node_id for node_id, _ in scored]
+    return [node.id for node, _ in query.score_fused(store, fused)]
 
 
 def mode_rankers(store: Any) -> dict[str, Callable[[str], list[str]]]:

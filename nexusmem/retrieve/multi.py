@@ -22,7 +22,6 @@ from nexusmem import paths, registry
 from nexusmem.errors import NexusMemError
 from nexusmem.retrieve import fuse, query
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
-from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import Store, StoredNode, open_store
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
 
@@ -231,19 +230,7 @@ def _fuse_and_pack(
         proj = owner[node.id]
 
         def cost() -> int:
-            full = proj.full_node(node)
-            item = query.Item(
-                id=full.id,
-                kind=full.kind,
-                ts=full.ts,
-                title=full.title,
-                summary=make_summary(full, text),
-                provenance=full.provenance,
-                trust=full.trust,
-                score=score,
-                project=proj.target.name,
-                ref=full.ref,
-            )
+            item = query.make_item(proj.full_node(node), score, proj.target.name, text)
             items[node.id] = item
             return estimate_tokens(query.item_text(item, with_project=True)) + 1
 

@@ -103,7 +103,8 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _item(node: StoredNode, score: float, project: str, query: str) -> Item:
+def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
+    """The presentable item for NODE (its summary chosen for QUERY)."""
     return Item(
         id=node.id,
         kind=node.kind,
@@ -116,6 +117,34 @@ def _item(node: StoredNode, score: float, project: str, query: str) -> Item:
         project=project,
         ref=node.ref,
     )
+
+
+def score_fused(
+    store: Store, fused: dict[str, float], as_of: int | None = None
+) -> list[tuple[StoredNode, float]]:
+    """Fused retrieval scores → final scores (min-max relevance × priors), best first.
+
+    Ties are broken by id so that the same store and query give the same bytes."""
+    relevance = rank.normalise(fused)
+    nodes = store.get_many(list(fused), light=True)
+    now = store.reference_time(as_of) or 0
+    scored: list[tuple[StoredNode, float]] = []
+    for node_id, rel in relevance.items():
+        node = nodes.get(node_id)
+        if node is None:
+            continue
+        value = rank.score(
+            rel,
+            node.signal,
+            node.ts,
+            now,
+            node.provenance,
+            superseded=node.superseded_by is not None,
+            rejected=node.trust == "rejected",
+        )
+        scored.append((node, value))
+    scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    return scored
 
 
 def ranked_candidates(
@@ -138,26 +167,7 @@ def ranked_candidates(
     vector_ids = vector.knn(store, text, as_of=as_of) if vectors else []
     lists += [ids for ids in (cjk_ids, vector_ids) if ids]
     fused = fuse.rrf(lists)
-    relevance = rank.normalise(fused)
-    nodes = store.get_many(list(fused), light=True)
-    now = store.reference_time(as_of) or 0
-    scored: list[tuple[StoredNode, float]] = []
-    for node_id, rel in relevance.items():
-        node = nodes.get(node_id)
-        if node is None:
-            continue
-        value = rank.score(
-            rel,
-            node.signal,
-            node.ts,
-            now,
-            node.provenance,
-            superseded=node.superseded_by is not None,
-            rejected=node.trust == "rejected",
-        )
-        scored.append((node, value))
-    # Ties are broken by id so that the same store and query give the same bytes.
-    scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    scored = score_fused(store, fused, as_of)
     lexical_extra = len(set(cjk_ids) - set(bm25_ids))
     counts = {
         # Distinct ids in the fused lists, plus the BM25 matches past the candidate cut.
@@ -205,7 +215,7 @@ def run(
 
     def candidate(node: StoredNode, score: float) -> Candidate:
         def cost() -> int:
-            item = _item(full_node(node), score, project, text)
+            item = make_item(full_node(node), score, project, text)
             items[node.id] = item
             return _tokens(item)
 
