@@ -12,7 +12,7 @@ from nexusmem import paths, registry
 from nexusmem import project as project_mod
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
-from nexusmem.sources.base import ProgressFn, ScanContext, _no_progress
+from nexusmem.sources.base import ProgressFn, ScanContext, Source, _no_progress
 
 if TYPE_CHECKING:
     from nexusmem.embed.index import EmbedSummary
@@ -139,9 +139,10 @@ def scan_context(
     )
 
 
-def enabled_sources(project: Project, only: list[str] | None = None) -> list[str]:
-    names = only or list(sources.SOURCES)
-    return [n for n in names if sources.get(n).enabled(project.config)]
+def enabled_sources(project: Project, only: list[str] | None = None) -> list[tuple[str, Source]]:
+    """(name, source) of every source to run, in sync order."""
+    chosen = ((name, sources.get(name)) for name in only or list(sources.SOURCES))
+    return [(name, source) for name, source in chosen if source.enabled(project.config)]
 
 
 def sync(
@@ -184,8 +185,7 @@ def sync(
             kept = store.bookkeeping()
             store.delete_all_nodes()
             store.reset_cursors()
-        for name in enabled_sources(project, only):
-            source = sources.get(name)
+        for name, source in enabled_sources(project, only):
             part = SourceSummary(name=name)
             t0 = time.perf_counter()
             with store.transaction():
