@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -54,8 +54,3 @@ class Source(Protocol):
     def enabled(self, config: dict[str, Any]) -> bool: ...
 
     def scan(self, ctx: ScanContext) -> ScanResult: ...
-
-
-def drain(nodes: Iterable[Node]) -> Iterator[Node]:
-    """Iterate a scan's nodes (helper for previews)."""
-    yield from nodes

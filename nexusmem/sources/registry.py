@@ -25,16 +25,3 @@ def get(name: str) -> Source:
     cls: Any = getattr(importlib.import_module(module), attr)
     source: Source = cls()
     return source
-
-
-def available() -> list[str]:
-    """Names of sources whose module is importable (all of them in a complete install)."""
-    names = []
-    for name, target in SOURCES.items():
-        module = target.partition(":")[0]
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            continue
-        names.append(name)
-    return names
