@@ -1,0 +1,204 @@
+"""benchmarks/eval_real.py end to end on a small real repository: clone of a bare mirror at a pin, real
+init + sync, every mode graded; a bad target stops the run with the question's id; --check shows leaks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "eval_real.py"
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("eval_real", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def commit(repo: Path, message: str, files: dict[str, str]) -> str:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def small_history(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A bare mirror of a small history, the pin one commit before its tip (the tip must not leak in)."""
+    work = tmp_path / "src"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    shas = {
+        "readme": commit(
+            work,
+            "Add a README",
+            {
+                "README.md": "# Demo\n\nA demo tool.\n\n## Proxy settings\n\nSet HTTPS_PROXY to route requests.\n"
+            },
+        ),
+        "empty": commit(
+            work,
+            "Fix crash when the config file is empty",
+            {"src/config.py": "def load(text):\n    return parse(text) if text.strip() else {}\n"},
+        ),
+        "code": commit(
+            work,
+            "Tidy the loader",
+            {"src/loader.py": "def frobnicate_widgets(items):\n    return sorted(items)\n"},
+        ),
+        "retry1": commit(work, "Add exponential backoff to retries", {"src/net.py": "DELAY = 2\n"}),
+        "retry2": commit(
+            work, "Cap the retry backoff at thirty seconds", {"src/net.py": "DELAY = 2\nCAP = 30\n"}
+        ),
+        "colour": commit(work, "Print warnings in yellow", {"src/ui.py": "YELLOW = 33\n"}),
+    }
+    shas["pin"] = shas["colour"]
+    shas["after"] = commit(work, "Teleport the database to the moon", {"src/moon.py": "x = 1\n"})
+    mirror = tmp_path / "mirror.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(mirror)], check=True)
+    return mirror, shas
+
+
+def question_file(root: Path, shas: dict[str, str], *, extra: list[dict[str, Any]] | None = None) -> Path:
+    questions = [
+        {
+            "id": "t-obvious",
+            "kind": "symptom",
+            "q": "crash when the config file is empty",
+            "targets": [shas["empty"]],
+        },
+        {
+            "id": "t-code",
+            "kind": "code",
+            "q": "where is frobnicate_widgets defined",
+            "targets": [shas["code"]],
+        },
+        {
+            "id": "t-doc",
+            "kind": "doc",
+            "q": "route requests through a proxy",
+            "targets": ["README.md#Proxy settings"],
+        },
+        {
+            "id": "t-multi",
+            "kind": "multi",
+            "q": "retry backoff",
+            "targets": [shas["retry1"], f"{shas['retry2']}:src/net.py"],
+        },
+        {"id": "t-none", "kind": "none", "q": "teleport the database to the moon", "targets": []},
+        *(extra or []),
+    ]
+    path = root / "dev" / "demo.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "repo": "x/demo",
+        "url": "",
+        "commit": shas["pin"],
+        "set": "dev",
+        "written_by": "test",
+        "questions": questions,
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_harness_grades_a_real_repository_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ev = load_script()
+    mirror, shas = small_history(tmp_path)
+    questions = tmp_path / "questions"
+    question_file(questions, shas)
+    out = tmp_path / "out.json"
+    args = ["--questions", str(questions), "--repo", f"demo={mirror}", "--work", str(tmp_path / "work")]
+    assert ev.main([*args, "--details", "--json", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "demo: sync took" in printed.err
+    assert "| demo | **all** | 4 |" in printed.out  # the none question is graded apart
+    data = json.loads(out.read_text(encoding="utf-8"))
+    ranks = {q["id"]: q["ranks"] for q in data["questions"]}
+    # The obvious question is first in every mode, the naive baseline included.
+    assert ranks["t-obvious"] == {"baseline": 1, "bm25": 1, "hybrid": 1}
+    # The function name lives only in the code change: found through the diff node, not by the baseline.
+    assert ranks["t-code"]["bm25"] == 1 and ranks["t-code"]["baseline"] is None
+    # Docs are out of the baseline's reach; the doc section is found by the library.
+    assert ranks["t-doc"]["baseline"] is None and ranks["t-doc"]["hybrid"] == 1
+    assert ranks["t-multi"]["bm25"] == 1
+    repo = data["repos"]["demo"]
+    assert repo["pin"] == shas["pin"] and repo["sync_seconds"] > 0
+    assert repo["all"]["bm25"]["r1"] == 1.0 and repo["all"]["hybrid"]["packed"] == 1.0
+    # The commit after the pin never reached the store: the `none` question has nothing true to find.
+    clone = tmp_path / "work" / f"demo-{shas['pin'][:12]}" / "repo"
+    assert git(clone, "rev-parse", "HEAD") == shas["pin"]
+    assert git(clone, "for-each-ref") == ""  # no ref past the pin (or at all: HEAD is detached)
+    from nexusmem import project
+
+    with project.load(clone).open_store(readonly=True) as store:
+        assert {n.ref for n in store.iter_nodes("git_commit")} == {
+            shas[k] for k in shas if k not in ("pin", "after")
+        }
+    assert repo["none"]["n"] == 1
+
+    # --reuse skips the clone and the sync, and grades the same.
+    assert ev.main([*args, "--reuse", "--json", str(out)]) == 0
+    assert "reusing the store" in capsys.readouterr().err
+    assert {q["id"]: q["ranks"] for q in json.loads(out.read_text())["questions"]} == ranks
+
+
+def test_bad_targets_stop_with_the_question_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ev = load_script()
+    mirror, shas = small_history(tmp_path)
+    questions = tmp_path / "questions"
+    base = ["--questions", str(questions), "--repo", f"demo={mirror}", "--check"]
+    bad = {
+        "past the pin": ([shas["after"]], "not reachable from the pin"),
+        "untouched path": ([f"{shas['empty']}:src/net.py"], "does not touch 'src/net.py'"),
+        "missing heading": (["README.md#Proxies"], "no non-empty section 'Proxies' in README.md"),
+        "missing file": (["docs/nothing.md#Intro"], "no file 'docs/nothing.md'"),
+        "short sha": ([shas["empty"][:12]], "is not a full sha, sha:path or path#Heading"),
+    }
+    for label, (targets, message) in bad.items():
+        question_file(
+            questions, shas, extra=[{"id": "t-bad", "kind": "code", "q": label, "targets": targets}]
+        )
+        assert ev.main(base) == 2, label
+        err = capsys.readouterr().err
+        assert "question t-bad" in err and message in err, (label, err)
+    # A good file passes, and --check shows the words a symptom question shares with its commit.
+    question_file(questions, shas)
+    assert ev.main(base) == 0
+    printed = capsys.readouterr().out
+    assert "t-obvious: shares 4: crash, config, file, empty" in printed
+
+
+def test_recent_work_questions_name_what_was_planted(tmp_path: Path) -> None:
+    ev = load_script()
+    _data, questions = ev.load_recent()
+    recent = [q for q in questions if q.kind == "recent"]
+    assert len(recent) >= 15 and any(q.kind == "none" for q in questions)
+    cues = ("yesterday", "last week", "hours ago", "today", "this morning", "just now", "last")
+    assert sum(any(c in q.q for c in cues) for q in recent) >= 12
+    broken = json.loads(ev.RECENT_FILE.read_text(encoding="utf-8"))
+    broken["questions"][0]["targets"] = ["shell:pytest tests/test_refund.py -k partial_refund@5h"]
+    path = tmp_path / "recent.json"
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(ev.EvalError, match=r"question recent-01: target .* names nothing planted"):
+        ev.load_recent(path)
