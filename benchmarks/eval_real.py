@@ -197,6 +197,10 @@ class PinnedRepo:
         if code != 0:
             raise EvalError(f"pin {pin} is not in {gitdir}: fetch it (git -C {gitdir} fetch origin {pin})")
 
+    def exists(self, sha: str) -> bool:
+        code, _ = git(self.gitdir, "cat-file", "-e", f"{sha}^{{commit}}", ok=(0, 1, 128))
+        return code == 0
+
     def is_ancestor(self, sha: str) -> bool:
         code, _ = git(self.gitdir, "merge-base", "--is-ancestor", sha, self.pin, ok=(0, 1, 128))
         return code == 0
@@ -234,6 +238,8 @@ def validate(qf: QuestionFile, repo: PinnedRepo) -> list[str]:
                 raise EvalError(f"{qf.path}: question {q.id}: {exc}") from None
             if kind in ("commit", "diff"):
                 sha = target[:40]
+                if not repo.exists(sha):
+                    raise EvalError(f"{qf.path}: question {q.id}: commit {sha} is not in {repo.gitdir}")
                 if not repo.is_ancestor(sha):
                     raise EvalError(
                         f"{qf.path}: question {q.id}: commit {sha} is not reachable from the pin {qf.commit}"
