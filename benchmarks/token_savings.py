@@ -5,13 +5,15 @@
         [--details]
 
 REPO must already be synced (`nexusmem -C REPO sync`); the store is opened read-only and nothing is written.
+A clone synced by benchmarks/eval_real.py --work DIR is one: DIR/<name>-<pin12>/repo (the real
+repositories of docs/evaluation.md section 3, at their pins).
 
 Query set, chosen mechanically (never by hand):
 - commits: every non-merge fix/feat/perf commit whose message body is longer than 120 characters, oldest
   first, sampled at even spacing; the query is the subject stripped of its conventional prefix
-  ("fix(cache): key renders by locale" → "key renders by locale"). In a repository without a single
-  conventional fix/feat/perf subject, every non-merge commit with such a body qualifies instead, and the
-  query is its whole subject;
+  ("fix(cache): key renders by locale" → "key renders by locale"). In a repository with fewer such
+  commits than queries asked for (most real repositories), every non-merge commit with such a body
+  qualifies instead, and the query is its subject (a conventional prefix still stripped);
 - docs: every doc section whose text gives a reason (because, the reason, trade-off, instead of, rationale,
   why — the markers of the doc signal in DESIGN.md), in path/line order, sampled at even spacing; the query
   is the heading text.
@@ -105,7 +107,7 @@ def commit_probes(repo: Path, store: Any, n: int) -> list[Probe]:
     """Evenly spaced well-explained fix/feat/perf commits, oldest first; query = subject without prefix."""
     out = git(repo, "log", "--no-merges", "--reverse", "--format=%H%x1f%s%x1f%b%x1e")
     candidates: list[tuple[str, str]] = []
-    plain: list[tuple[str, str]] = []
+    every: list[tuple[str, str]] = []  # every well-explained commit, conventional prefix stripped
     for record in out.split("\x1e"):
         parts = record.strip("\n").split("\x1f")
         if len(parts) != 3:
@@ -116,12 +118,11 @@ def commit_probes(repo: Path, store: Any, n: int) -> list[Probe]:
         match = CONVENTIONAL.match(subject.strip())
         if match:
             candidates.append((sha, match.group(3).strip()))
-        else:
-            plain.append((sha, subject.strip()))
-    if not any(CONVENTIONAL.match(s) for s in git(repo, "log", "--no-merges", "--format=%s").splitlines()):
-        # A repository that does not use conventional commits at all: every well-explained commit
-        # qualifies, and its whole subject is the query.
-        candidates = plain
+        every.append((sha, match.group(3).strip() if match else subject.strip()))
+    if len(candidates) < n:
+        # A repository that uses conventional fix/feat/perf subjects rarely or never (httpx has one
+        # well-explained one in 1,500 commits): every well-explained commit qualifies.
+        candidates = every
     by_sha = {node.ref: node.id for node in store.iter_nodes("git_commit")}
     same_text: dict[str, set[str]] = {}
     for sha, text in candidates:
