@@ -3,7 +3,7 @@
 
     python benchmarks/eval_real.py --repo httpx=/path/to/httpx --repo cobra=/path/to/cobra ...
         [--repo generated] [--set dev|heldout|all] [--work DIR] [--reuse] [--details] [--json OUT]
-        [--check] [--questions DIR]
+        [--check] [--no-pack] [--questions DIR]
 
 The repositories are not in the project. Each `--repo NAME=PATH` names a git directory (a clone or a bare
 mirror such as /work/.mirror/encode+httpx/repo) that holds the pinned commit of the question file
@@ -64,6 +64,7 @@ of its first target per mode; `--json OUT` writes every number and every rank.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -391,7 +392,8 @@ def metric_block(rows: list[Graded]) -> dict[str, Any]:
             "r5": sum(1 for r in ranks if r and r <= 5) / n if n else 0.0,
         }
     for mode in PACKED_MODES:
-        out[mode]["packed"] = sum(g.packed.get(mode, False) for g in rows) / n if n else 0.0
+        done = [g.packed[mode] for g in rows if mode in g.packed]  # empty with --no-pack
+        out[mode]["packed"] = sum(done) / len(done) if done else None
     flags = [g.flagged for g in rows if g.flagged is not None]
     out["flagged"] = sum(flags) / len(flags) if flags else None
     return out
@@ -415,6 +417,8 @@ def grade(
     calls: LibraryCalls,
     resolve: Callable[[Question], tuple[set[str], list[str]]],
     baseline: Callable[[str], list[str]],
+    *,
+    pack: bool = True,
 ) -> list[Graded]:
     """Ask every question every way. RESOLVE gives (acceptable node ids, unresolved targets); BASELINE
     maps a question to the node ids its commits have (commit nodes)."""
@@ -428,6 +432,8 @@ def grade(
             g.ranks[mode] = first_rank([h.id for h in hits], correct)
             if mode == "hybrid":
                 g.top_returned = bool(hits)
+            if not pack:
+                continue
             items, flag = calls.packed(q.q, vectors=vectors)
             g.packed[mode] = any(h.id in correct for h in items)
             if mode == "hybrid":
@@ -722,12 +728,18 @@ def run_repo(
     work: Path,
     *,
     reuse: bool,
+    pack: bool = True,
     log: Callable[[str], None],
     recent: dict[str, Any] | None = None,
 ) -> RepoRun:
     from nexusmem import project
 
-    slot = work / (f"{name}-{pin[:12]}" if source is not None else name)
+    if recent is not None:
+        # Named after what is planted, so that --reuse never grades an edited file against an old store.
+        planted = json.dumps([recent["history"], recent["planted"]], sort_keys=True).encode()
+        slot = work / f"{name}-{hashlib.sha256(planted).hexdigest()[:8]}"
+    else:
+        slot = work / f"{name}-{pin[:12]}"
     clone_seconds = 0.0
 
     def build(slot_dir: Path) -> dict[str, Any]:
@@ -761,7 +773,7 @@ def run_repo(
         def baseline(text: str) -> list[str]:
             return [index.commits[sha] for sha in base.ranked(text) if sha in index.commits]
 
-        graded = grade(questions, calls, resolver, baseline)
+        graded = grade(questions, calls, resolver, baseline, pack=pack)
         nodes = store.node_count()
     for g in graded:
         for target in g.unresolved:
@@ -852,7 +864,9 @@ def details(runs: list[RepoRun]) -> str:
     for run in runs:
         for g in run.graded:
             ranks = [str(g.ranks.get(m) or "–") for m in MODES]
-            packed = " / ".join("yes" if g.packed.get(m) else "no" for m in PACKED_MODES)
+            packed = " / ".join(
+                "–" if m not in g.packed else "yes" if g.packed[m] else "no" for m in PACKED_MODES
+            )
             text = g.question.q if len(g.question.q) <= 90 else g.question.q[:89] + "…"
             lines.append(
                 f"| {g.question.id} | {g.question.kind} | {text} | " + " | ".join(ranks) + f" | {packed} |"
@@ -935,6 +949,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reuse", action="store_true", help="with --work: skip clone+sync of a synced pin")
     ap.add_argument("--check", action="store_true", help="validate the question files only (no sync)")
     ap.add_argument("--details", action="store_true", help="one row per question with its ranks")
+    ap.add_argument(
+        "--no-pack",
+        action="store_true",
+        help="skip the packed column (about half the time; for tuning loops)",
+    )
     ap.add_argument("--json", type=Path, metavar="OUT", help="write every number to OUT")
     args = ap.parse_args(argv)
 
@@ -981,11 +1000,32 @@ def main(argv: list[str] | None = None) -> int:
             for qf in files:
                 groups.setdefault((qf.name, qf.commit), []).extend(qf.questions)
             for (name, pin), questions in groups.items():
-                runs.append(run_repo(name, pin, repos[name], questions, work, reuse=args.reuse, log=log))
+                runs.append(
+                    run_repo(
+                        name,
+                        pin,
+                        repos[name],
+                        questions,
+                        work,
+                        reuse=args.reuse,
+                        pack=not args.no_pack,
+                        log=log,
+                    )
+                )
             if recent is not None:
                 data, questions = recent
                 runs.append(
-                    run_repo(GENERATED, "", None, questions, work, reuse=args.reuse, log=log, recent=data)
+                    run_repo(
+                        GENERATED,
+                        "",
+                        None,
+                        questions,
+                        work,
+                        reuse=args.reuse,
+                        pack=not args.no_pack,
+                        log=log,
+                        recent=data,
+                    )
                 )
             print()
             print(f"sets: {', '.join(sets)}; ranks graded {len(runs)} store(s)")
