@@ -98,6 +98,14 @@ def _type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
+def _show(value: Any) -> str:
+    """VALUE as short JSON for an error message (a 100k-deep list cannot be dumped: its type then)."""
+    try:
+        return json.dumps(value)[:60]
+    except (RecursionError, ValueError):
+        return f"a deeply nested {_type_name(value)}"
+
+
 def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
     if isinstance(schema, dict):
         if not isinstance(given, dict):
@@ -112,7 +120,7 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
         return
     if prefix in _CHOICES and given not in _CHOICES[prefix]:
         raise ConfigError(
-            f"{path}: '{prefix}' must be one of {', '.join(_CHOICES[prefix])} (got {json.dumps(given)[:60]})"
+            f"{path}: '{prefix}' must be one of {', '.join(_CHOICES[prefix])} (got {_show(given)})"
         )
     if isinstance(schema, bool):
         ok = isinstance(given, bool)
@@ -130,7 +138,7 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
         raise ConfigError(
             f"{path}: '{prefix}' must be {_type_name(schema)}"
             + (" of strings" if isinstance(schema, list) else "")
-            + f", not {_type_name(given)} ({json.dumps(given)[:60]})"
+            + f", not {_type_name(given)} ({_show(given)})"
         )
 
 
@@ -166,6 +174,8 @@ def load(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from exc
+    except RecursionError:
+        raise ConfigError(f"{path}: not a config: JSON nested too deeply to read") from None
     return validate(data, path)
 
 

@@ -19,7 +19,6 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -169,7 +168,7 @@ async def _in_thread(func: Callable[[], T]) -> T:
 
 
 def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+    return query_mod.iso_time(ms)
 
 
 # Resolved roots, so a search does not start `git rev-parse` every time (~3 ms, far more on a busy machine).

@@ -22,6 +22,49 @@ PROVENANCE: dict[str, str] = {
 KINDS = tuple(PROVENANCE)
 TRUST_STATES = ("candidate", "verified", "rejected")
 
+# Event times outside this window are bad input, not history: a hook line claiming 1e15 ms (year 33658)
+# would be stored and then crash every date formatter that shows it ("year out of range"). 1970 is the
+# epoch (git allows no earlier author time by default); nothing real is dated after 2100.
+MIN_TS_MS = 0
+MAX_TS_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z
+
+
+def ts_ok(ms: int) -> bool:
+    """Whether epoch milliseconds MS fall inside the window every part of NexusMem can store and show."""
+    return MIN_TS_MS <= ms < MAX_TS_MS
+
+
+def text_ok(text: str) -> bool:
+    """Whether TEXT can be written as UTF-8 (a lone surrogate from a JSON escape like \\ud800 cannot).
+
+    isascii() is O(1) in CPython (a flag on the string), so the common case costs nothing.
+    """
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def node_problem(node: Node) -> str | None:
+    """Why NODE cannot be stored as it is (a bad time, text that is not valid Unicode), or None.
+
+    The last line of defence in sync: a source is expected to skip such records itself, with their
+    location; this catches whatever a parser let through, so one record never fails a whole sync.
+    (meta is not checked: every source builds it from fields it already checked, and serialising it
+    twice per node would cost ~5 µs × 80k nodes on a big first sync.)
+    """
+    if type(node.ts) is not int or not ts_ok(node.ts):
+        return f"time {node.ts!r} ms is outside 1970..2100"
+    for name in ("natural_key", "ref", "title", "body"):
+        if not text_ok(getattr(node, name)):
+            return f"{name} is not valid Unicode (a lone surrogate)"
+    if not all(text_ok(f) for f in node.files):
+        return "a file name is not valid Unicode (a lone surrogate)"
+    return None
+
 
 @dataclass
 class Node:

@@ -82,7 +82,10 @@ class PrecheckResult:
 
 
 def _date(ts_ms: int) -> str:
-    return datetime.fromtimestamp(ts_ms / 1000).strftime("%Y-%m-%d")
+    try:
+        return datetime.fromtimestamp(ts_ms / 1000).strftime("%Y-%m-%d")
+    except (ValueError, OverflowError, OSError):  # stored before ingest range-checked times
+        return "????-??-??"
 
 
 def staged_files(root: Path, *, working: bool = False) -> list[str]:

@@ -41,6 +41,9 @@ def load() -> list[dict[str, Any]]:
     except (ValueError, KeyError, TypeError) as exc:
         _warn(f"{path}: corrupt ({exc}); treating the project registry as empty")
         return []
+    except RecursionError:
+        _warn(f"{path}: corrupt (JSON nested too deeply); treating the project registry as empty")
+        return []
 
 
 def _save(projects: list[dict[str, Any]]) -> None:
@@ -49,7 +52,7 @@ def _save(projects: list[dict[str, Any]]) -> None:
     if path.exists():
         try:
             json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError):
             # Keep the unreadable file for the user rather than overwrite it.
             path.replace(path.with_name(f"projects.json.corrupt-{int(time.time())}"))
     fd, tmp = tempfile.mkstemp(prefix=".projects.", suffix=".tmp", dir=str(path.parent))

@@ -8,12 +8,16 @@ from typing import Any
 from nexusmem import paths
 from nexusmem.project import Project
 from nexusmem.store import Store, connection
+from nexusmem.sync import problem_history
 
 
 def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):  # a store written before times were range-checked
+        return f"invalid time {ms}"
 
 
 def vector_backend(store: Store) -> str | None:
@@ -52,6 +56,8 @@ def status(project: Project) -> dict[str, Any]:
             "last": iso(last),
             "sources": [{**s, "last_sync": iso(s["last_sync"])} for s in store.sources()],
             "shellLog": str(paths.shell_log_path()),
+            # Bad records sync passed over, per source: how many in all and where the newest were.
+            "skippedRecords": problem_history(store),
         }
 
 
@@ -83,6 +89,10 @@ def render(info: dict[str, Any]) -> str:
             )
     else:
         lines.append("sources:  never synced (run `nexusmem sync`)")
+    for name, history in sorted(info.get("skippedRecords", {}).items()):
+        recent = history.get("recent", [])
+        lines.append(f"skipped bad records in {name}: {history.get('total', 0)} (newest {len(recent)} below)")
+        lines += [f"  {entry.get('at', '?')}  {entry.get('where', '?')}" for entry in recent[::-1]]
     return "\n".join(lines)
 
 

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nexusmem import paths, registry
 from nexusmem import project as project_mod
+from nexusmem.nodes import Node, node_problem
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
-from nexusmem.sources.base import ProgressFn, ScanContext, Source, _no_progress
+from nexusmem.sources.base import ProgressFn, ScanContext, ScanResult, Source, _no_progress
 
 if TYPE_CHECKING:
     from nexusmem.embed.index import EmbedSummary
     from nexusmem.link import LinkSummary
+    from nexusmem.store import Store
 
 
 @dataclass
@@ -30,6 +33,7 @@ class SourceSummary:
     seconds: float = 0.0
     noop: bool = False
     notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # where skipped bad records were (first few)
 
 
 @dataclass
@@ -120,10 +124,57 @@ class SyncSummary:
                     "seconds": round(s.seconds, 3),
                     "noop": s.noop,
                     "notes": s.notes,
+                    "problems": s.problems,
                 }
                 for s in self.sources
             ],
         }
+
+
+def _storable(nodes: Iterable[Node], result: ScanResult) -> Iterator[Node]:
+    """NODES without the ones the store cannot hold (nodes.node_problem), each skipped with its ref."""
+    for node in nodes:
+        problem = node_problem(node)
+        if problem is None:
+            yield node
+        else:
+            result.skip(f"{node.kind} {node.ref[:80]!r}: {problem}")
+
+
+# A bounded history of where bad records were skipped, per source (meta key PROBLEMS_KEY + source name).
+PROBLEMS_KEY = "skipped:"
+PROBLEMS_KEPT = 20
+
+
+def record_problems(store: Store, source: str, problems: list[str], *, reset: bool = False) -> None:
+    """Add PROBLEMS to SOURCE's skipped-record history (newest PROBLEMS_KEPT kept; RESET starts afresh).
+
+    Kept across syncs because an incremental source reads a bad line once: the next sync skips nothing,
+    and `status` must still say that (and where) something was passed over.
+    """
+    old = {} if reset else problem_history(store).get(source, {})
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    recent = [*old.get("recent", []), *({"at": stamp, "where": where} for where in problems)]
+    total = int(old.get("total", 0)) + len(problems)
+    store.set_meta(
+        PROBLEMS_KEY + source, json.dumps({"total": total, "recent": recent[-PROBLEMS_KEPT:]}, sort_keys=True)
+    )
+
+
+def problem_history(store: Store) -> dict[str, dict[str, Any]]:
+    """{source: {"total": n, "recent": [{"at", "where"}...]}} for every source that ever skipped a record."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in store.sources():
+        raw = store.get_meta(PROBLEMS_KEY + str(row["name"]))
+        if not raw:
+            continue
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and data.get("total"):
+            found[str(row["name"])] = data
+    return found
 
 
 def scan_context(
@@ -200,15 +251,17 @@ def sync(
                     progress(label, done, None)
 
                 dropped_before = deny.dropped
-                counts = store.upsert(
-                    deny.filter(result.nodes) if deny else result.nodes, on_batch=batch_done
-                )
+                nodes = _storable(result.nodes, result)
+                counts = store.upsert(deny.filter(nodes) if deny else nodes, on_batch=batch_done)
                 part.added, part.updated = counts.added, counts.updated
                 part.denied = deny.dropped - dropped_before
                 if result.keep is not None:
                     part.removed = store.prune_source(name, result.keep)
                 part.skipped = result.skipped
                 part.notes = list(result.notes)
+                part.problems = list(result.problems)
+                if result.problems or rebuild:
+                    record_problems(store, name, result.problems, reset=rebuild)
                 part.noop = not (counts.added or counts.updated or part.removed)
                 store.record_sync(name, result.cursor, part.added, part.updated, part.removed, part.skipped)
             part.seconds = time.perf_counter() - t0
@@ -216,6 +269,11 @@ def sync(
             if log and part.notes:
                 for note in part.notes:
                     log(f"{name}: {note}")
+            if log and part.problems:
+                more = part.skipped - len(part.problems)
+                log(f"{name}: skipped {len(part.problems)} bad record(s): " + "; ".join(part.problems[:3]))
+                if len(part.problems) > 3 or more > 0:
+                    log(f"{name}: (`nexusmem status` lists where the skipped records are)")
         if kept:
             store.restore_bookkeeping(kept)
         whole.close()  # commits the rebuild, if there is one

@@ -78,7 +78,10 @@ def parse_as_of(value: str | None) -> int | None:
 def _day_of(days: int) -> str:
     from datetime import datetime, timezone
 
-    return datetime.fromtimestamp(days * 86400, tz=timezone.utc).strftime("%Y-%m-%d")
+    try:
+        return datetime.fromtimestamp(days * 86400, tz=timezone.utc).strftime("%Y-%m-%d")
+    except (ValueError, OverflowError, OSError):  # stored before ingest range-checked times (year > 9999)
+        return "????-??-??"
 
 
 def _day(ts_ms: int) -> str:
@@ -268,10 +271,19 @@ def _header_tokens(text: str) -> int:
     return estimate_tokens(f"Relevant history for: {text}\n")
 
 
-def to_json(result: QueryResult) -> dict[str, Any]:
-    """The `query --json` contract of DESIGN.md."""
+def iso_time(ts_ms: int) -> str:
+    """ISO 8601 UTC seconds of epoch ms; a time no date can show (a store written before ingest checked
+    times: 1e15 ms is year 33658) reads as its number instead of failing the whole answer."""
     from datetime import datetime, timezone
 
+    try:
+        return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):
+        return f"invalid time {ts_ms}"
+
+
+def to_json(result: QueryResult) -> dict[str, Any]:
+    """The `query --json` contract of DESIGN.md."""
     return {
         "query": result.query,
         "budget": result.budget,
@@ -283,7 +295,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
             {
                 "id": it.id,
                 "kind": it.kind,
-                "ts": datetime.fromtimestamp(it.ts / 1000, tz=timezone.utc).isoformat(timespec="seconds"),
+                "ts": iso_time(it.ts),
                 "title": it.title,
                 "summary": it.summary,
                 "provenance": it.provenance,

@@ -9,6 +9,9 @@ from typing import Any, Protocol
 
 from nexusmem.nodes import Node
 
+# Locations of skipped records kept per source and sync: enough to find and fix them, bounded.
+MAX_PROBLEMS = 20
+
 ProgressFn = Callable[[str, int, "int | None"], None]
 
 
@@ -38,6 +41,8 @@ class ScanResult:
     - keep: after storing, every stored node of this source whose natural key keep() rejects is removed
       (sections that disappeared, commits no longer reachable). None removes nothing.
     - skipped: inputs passed over (bad lines, binaries...), counted for the summary.
+    - problems: where the bad ones among them were ("file byte 1234: why"), the first MAX_PROBLEMS only
+      (a log of a million garbage lines must not make a million-entry list), shown by `status`.
     """
 
     nodes: Iterable[Node]
@@ -45,6 +50,13 @@ class ScanResult:
     keep: Callable[[str], bool] | None = None
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def skip(self, where: str) -> None:
+        """Count one bad input and remember where it was (the first MAX_PROBLEMS of them)."""
+        self.skipped += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(where)
 
 
 class Source(Protocol):

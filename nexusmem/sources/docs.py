@@ -27,7 +27,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-1"
+_CURSOR_VERSION = "docs-2"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -193,16 +193,24 @@ class DocsSource:
         times = _file_times(ctx.root, head, candidates, include)
         for n, cand in enumerate(candidates):
             ctx.progress("docs", n, len(candidates))
+            # A file name that is not UTF-8 (caf\xe9.md) is read by its real name but stored with U+FFFD:
+            # stored text must be valid UTF-8, and the mapping is the same on every scan (as in git.py).
+            shown = _display(cand.path)
             try:
                 raw = (ctx.root / cand.path).read_bytes()
             except OSError:
                 result.skipped += 1
-                unreadable.append(cand.path + "#")
+                unreadable.append(shown + "#")
                 continue
             text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
             text = text.replace("\r\n", "\n").replace("\r", "\n")
             ts = times.get(cand.path, cand.mtime_ns // 1_000_000)
-            for node in _section_nodes(ctx.project_id, cand.path, text, ts, max_body):
+            try:
+                nodes = list(_section_nodes(ctx.project_id, shown, text, ts, max_body))
+            except Exception as exc:  # one odd file must not stop the others (fuzzed: none known)
+                result.skip(f"{shown}: cannot split into sections ({type(exc).__name__}: {str(exc)[:120]})")
+                continue
+            for node in nodes:
                 if node.natural_key in emitted:
                     continue
                 emitted.add(node.natural_key)
@@ -213,6 +221,11 @@ class DocsSource:
         result.keep = lambda key: key in emitted or (bool(prefixes) and key.startswith(prefixes))
         # Not persisting the fingerprint makes the next sync try the unreadable file again.
         result.cursor = None if unreadable else fingerprint
+
+
+def _display(path: str) -> str:
+    """PATH as valid UTF-8: undecodable bytes (kept by os.fsdecode as lone surrogates) become U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -> Iterator[Node]:

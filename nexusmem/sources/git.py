@@ -25,7 +25,7 @@ from typing import Any
 from nexusmem import gitcmd
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
-from nexusmem.nodes import Node
+from nexusmem.nodes import Node, ts_ok
 from nexusmem.redact import redact
 from nexusmem.signals import commit_signal, conventional_type
 from nexusmem.sources.base import ScanContext, ScanResult
@@ -211,7 +211,7 @@ def _parse_header(raw: bytes) -> _Header | None:
     try:
         ts_ms = int(fields[2]) * 1000
     except ValueError:
-        ts_ms = 0
+        ts_ms = -1  # no usable author time: outside the window, so the commit is skipped and reported
     return _Header(
         sha=fields[0].decode("ascii"),
         parents=fields[1].decode("ascii", "replace").split(),
@@ -412,16 +412,26 @@ class GitSource:
         """Plan the walk now (cheap); stream the commits lazily when `nodes` is iterated."""
         plan, result = _start_scan(ctx, sha_of_key=lambda key: key)
         if plan is not None:
-            result.nodes = self._nodes(ctx, plan)
+            result.nodes = self._nodes(ctx, plan, result)
         return result
 
-    def _nodes(self, ctx: ScanContext, plan: WalkPlan) -> Iterator[Node]:
+    def _nodes(self, ctx: ScanContext, plan: WalkPlan, result: ScanResult) -> Iterator[Node]:
         if plan.revs is None:
             return
         limit = int(_setting(ctx.config, "limits.maxBodyChars"))
         done = 0
         for rec in iter_commits(ctx.root, plan.revs):
-            yield commit_node(ctx, self.name, rec, limit)
+            sha = rec.header.sha
+            if not ts_ok(rec.header.ts_ms):
+                # A forged or corrupt commit (hash-object --literally): a time no date can show.
+                result.skip(f"commit {sha}: author time {rec.header.ts_ms // 1000} is outside 1970..2100")
+                continue
+            try:
+                node = commit_node(ctx, self.name, rec, limit)
+            except Exception as exc:  # one odd commit must not stop the ones after it
+                result.skip(f"commit {sha}: {type(exc).__name__}: {str(exc)[:120]}")
+                continue
+            yield node
             done += 1
             if done % 1000 == 0:
                 ctx.progress("git", done, None)

@@ -20,7 +20,7 @@ from typing import Any
 
 from nexusmem import gitcmd
 from nexusmem.errors import NexusMemError
-from nexusmem.nodes import Node
+from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, Node, text_ok
 from nexusmem.paths import shell_log_path
 from nexusmem.redact import redact
 from nexusmem.signals import shell_signal
@@ -164,7 +164,16 @@ def _loads(raw: bytes) -> Any:
     return obj
 
 
-_BAD: Any = object()  # a line that is not JSON (or is over-long): counted as skipped
+class _Bad:
+    """A line that is not a JSON value (or is over-long, or nested too deeply): skipped and counted."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+_BAD = _Bad("longer than 1 MB")
 _BLANK: Any = object()  # an empty line: skipped without complaint
 _PARTIAL: Any = object()  # the last line has no newline yet
 
@@ -172,12 +181,16 @@ _PARTIAL: Any = object()  # the last line has no newline yet
 def _loads_or_bad(raw: bytes) -> Any:
     try:
         return _loads(raw)
-    except ValueError:  # includes UnicodeDecodeError for garbage bytes
-        return _BAD
+    except UnicodeDecodeError:
+        return _Bad("not UTF-8")
+    except ValueError as exc:
+        return _Bad(f"not JSON ({str(exc)[:60]})")
+    except RecursionError:  # [[[[... 100k deep: the C scanner gives up, the line is garbage
+        return _Bad("JSON nested too deeply")
 
 
 def iter_log_records(path: Path, offset: int, batch: int = 2048) -> Iterator[tuple[int, Any]]:
-    """Yield (end offset, parsed JSON value | _BAD | _BLANK) per complete line; (-1, _PARTIAL) at a cut end.
+    """Yield (end offset, parsed JSON value | _Bad | _BLANK) per complete line; (-1, _PARTIAL) at a cut end.
 
     Lines that look like one object each are parsed a batch at a time as one JSON array (a third faster
     than line by line: the per-call overhead dominates for short lines). A batch whose parse fails or
@@ -191,7 +204,7 @@ def iter_log_records(path: Path, offset: int, batch: int = 2048) -> Iterator[tup
             values = json.loads(b"[" + b",".join(pending) + b"]")
             if len(values) != len(pending):
                 raise ValueError("lines and values do not align")
-        except ValueError:
+        except (ValueError, RecursionError):
             values = [_loads_or_bad(raw) for raw in pending]
         yield from zip(ends, values)
         ends.clear()
@@ -224,8 +237,24 @@ def parse_log_line(raw: bytes) -> LogLine | None:
     return log_line_from(_loads_or_bad(raw))
 
 
+# Range checks at ingest (a value outside is bad input, never stored): exit codes span Windows' unsigned
+# 32-bit codes (0xC0000005 = 3221225477) and negative ones; a duration over ten years is a broken clock.
+EXIT_MIN, EXIT_MAX = -(1 << 31), 1 << 32
+MAX_DURATION_MS = 10 * 365 * 86_400_000
+MAX_PIPESTATUS = 64
+
+
+def _exit_ok(value: Any) -> bool:
+    return type(value) is int and EXIT_MIN <= value < EXIT_MAX
+
+
 def log_line_from(obj: Any) -> LogLine | None:
-    """The LogLine in one parsed JSON value (see parse_log_line), None when it is not a valid one."""
+    """The LogLine in one parsed JSON value (see parse_log_line), None when it is not a valid one.
+
+    A time outside 1970..2100 or text that is not valid Unicode (a lone surrogate escape such as \\ud800)
+    makes the line invalid; an optional number out of its range (exit, pipestatus, duration_ms) reads as
+    absent, like one of the wrong type. line_problem() says why a line was refused.
+    """
     # Called for every line of a log that may hold 100k: `type(x) is int` also rejects JSON booleans, and
     # positional arguments avoid the keyword-matching cost.
     if type(obj) is not dict:
@@ -236,22 +265,46 @@ def log_line_from(obj: Any) -> LogLine | None:
         if type(ts) is not float or not math.isfinite(ts):
             return None
         ts = int(ts)  # tolerated: a hook on a shell with only fractional clocks
-    if type(cwd) is not str or type(command) is not str:
+    if not (MIN_TS_MS <= ts < MAX_TS_MS):
+        return None
+    if type(cwd) is not str or type(command) is not str or not text_ok(cwd) or not text_ok(command):
         return None
     exit_code, pipestatus, duration = get("exit"), get("pipestatus"), get("duration_ms")
     shell, session = get("shell"), get("session")
-    if pipestatus is not None and not (type(pipestatus) is list and all(type(x) is int for x in pipestatus)):
+    if pipestatus is not None and not (
+        type(pipestatus) is list and len(pipestatus) <= MAX_PIPESTATUS and all(map(_exit_ok, pipestatus))
+    ):
         pipestatus = None
     return LogLine(
         ts,
         cwd,
         command,
-        exit_code if type(exit_code) is int else None,
+        exit_code if _exit_ok(exit_code) else None,
         pipestatus,
-        duration if type(duration) is int else None,
-        shell if type(shell) is str else "unknown",
-        session if type(session) is str else "",
+        duration if type(duration) is int and 0 <= duration <= MAX_DURATION_MS else None,
+        shell if type(shell) is str and text_ok(shell) else "unknown",
+        session if type(session) is str and text_ok(session) else "",
     )
+
+
+def line_problem(obj: Any) -> str:
+    """Why log_line_from refused OBJ (the slow path, for bad lines only): what `status` shows."""
+    if isinstance(obj, _Bad):
+        return obj.reason
+    if type(obj) is not dict:
+        return f"a JSON {type(obj).__name__}, not an object"
+    ts = obj.get("ts")
+    if type(ts) not in (int, float) or (type(ts) is float and not math.isfinite(ts)):
+        return "no numeric 'ts'"
+    if not (MIN_TS_MS <= ts < MAX_TS_MS):
+        return f"'ts' {ts:g} is outside 1970..2100 (epoch milliseconds)"
+    for key in ("cwd", "command"):
+        value = obj.get(key)
+        if type(value) is not str:
+            return f"no string '{key}'"
+        if not text_ok(value):
+            return f"'{key}' is not valid Unicode (a lone surrogate escape)"
+    return "not a valid hook line"
 
 
 # --------------------------------------------------------------------------------------- attribution
@@ -486,8 +539,9 @@ class HistoryEntry:
     duration_s: int | None = None
 
 
-_BASH_TS = re.compile(r"^#(\d{9,11})\s*$")
-_ZSH_EXTENDED = re.compile(r"^: *(\d+):(\d+);(.*)$", re.DOTALL)
+_BASH_TS = re.compile(r"^#([0-9]{9,11})\s*$")
+# At most 18 digits: a longer run is not a time (and int() of 4,300+ digits raises ValueError).
+_ZSH_EXTENDED = re.compile(r"^: *([0-9]{1,18}):([0-9]{1,18});(.*)$", re.DOTALL)
 
 
 def parse_bash_history(lines: list[str]) -> list[HistoryEntry]:
@@ -590,7 +644,7 @@ def parse_fish_history(lines: list[str]) -> list[HistoryEntry]:
             cmd, when = _fish_unescape(line[7:]), None
         elif line.startswith("  when: ") and cmd is not None:
             value = line[8:].strip()
-            when = int(value) if value.isdigit() else None
+            when = int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
     flush()
     return entries
 
@@ -713,7 +767,7 @@ class ShellSource:
             for shell in SHELLS:
                 if shell in seen_shells:
                     continue
-                fingerprint = yield from self._scrape(ctx, shell, tail, old.get(shell), memo)
+                fingerprint = yield from self._scrape(ctx, result, shell, tail, old.get(shell), memo)
                 if fingerprint:
                     scrape_state[shell] = fingerprint
         # Persisted only after every node was handed over: an interrupted sync reads the same lines again.
@@ -741,7 +795,7 @@ class ShellSource:
             if end < 0:  # incomplete last line: counted, and read again once its newline arrives
                 result.skipped += 1
                 break
-            done = end
+            start, done = done, end
             count += 1
             if count % 20_000 == 0:
                 ctx.progress("shell", done, size)
@@ -749,7 +803,7 @@ class ShellSource:
                 continue
             line = log_line_from(record)
             if line is None:
-                result.skipped += 1
+                result.skip(f"{log} byte {start}: {line_problem(record)}")
                 continue
             seen_shells.add(line.shell)
             # Everything derived from (command, cwd, exit) is computed once per distinct triple: a real
@@ -801,7 +855,7 @@ class ShellSource:
         return command, rel, files, title, signal, command + "\n" + _context_head(rel, line.exit)
 
     def _scrape(
-        self, ctx: ScanContext, shell: str, tail: int, old_fingerprint: Any, memo: _Memo
+        self, ctx: ScanContext, result: ScanResult, shell: str, tail: int, old_fingerprint: Any, memo: _Memo
     ) -> Generator[Node, None, str]:
         """Nodes from the tail of SHELL's history file; returns its fingerprint ('' when there is none)."""
         for path in history_paths(shell):
@@ -819,7 +873,20 @@ class ShellSource:
             root = Path(os.path.realpath(ctx.root))
             file_ms = st.st_mtime_ns // 1_000_000
             occurrences: dict[tuple[int | None, str], int] = {}
-            for entry in _PARSERS[shell](_decode_history(shell, raw)):
+            try:
+                entries = _PARSERS[shell](_decode_history(shell, raw))
+            except Exception as exc:  # a parser bug must cost this file, not the sync (fuzzed: none known)
+                result.skip(f"{path}: cannot parse the last {tail} lines ({type(exc).__name__}: {exc})")
+                return ""
+            for n, entry in enumerate(entries, 1):
+                if entry.ts is not None and not (MIN_TS_MS <= entry.ts * 1000 < MAX_TS_MS):
+                    result.skip(
+                        f"{path}: entry {n} of the last {tail} lines: time {entry.ts} is outside 1970..2100"
+                    )
+                    continue
+                duration_s = entry.duration_s
+                if duration_s is not None and not 0 <= duration_s * 1000 <= MAX_DURATION_MS:
+                    duration_s = None
                 command = memo.redact(entry.command)
                 n = occurrences.get((entry.ts, command), 0)
                 occurrences[(entry.ts, command)] = n + 1
@@ -833,7 +900,7 @@ class ShellSource:
                     cwd=None,
                     exit_code=None,
                     pipestatus=None,
-                    duration_ms=entry.duration_s * 1000 if entry.duration_s is not None else None,
+                    duration_ms=duration_s * 1000 if duration_s is not None else None,
                     shell=shell,
                     session=None,
                     files=memo.command_files(command, root, "."),
