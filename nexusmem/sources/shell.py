@@ -294,10 +294,15 @@ def line_problem(obj: Any) -> str:
     if type(obj) is not dict:
         return f"a JSON {type(obj).__name__}, not an object"
     ts = obj.get("ts")
-    if type(ts) not in (int, float) or (type(ts) is float and not math.isfinite(ts)):
+    if (
+        not isinstance(ts, (int, float))
+        or isinstance(ts, bool)
+        or (isinstance(ts, float) and not math.isfinite(ts))
+    ):
         return "no numeric 'ts'"
     if not (MIN_TS_MS <= ts < MAX_TS_MS):
-        return f"'ts' {ts:g} is outside 1970..2100 (epoch milliseconds)"
+        shown = str(ts) if len(str(ts)) <= 24 else f"{str(ts)[:8]}… ({len(str(ts))} digits)"
+        return f"'ts' {shown} is outside 1970..2100 (epoch milliseconds)"
     for key in ("cwd", "command"):
         value = obj.get(key)
         if type(value) is not str:
