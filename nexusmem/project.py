@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,15 +40,17 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     """
     root = paths.repo_root(start)
     state = paths.state_dir(root)
-    created = False
-    if not state.exists():
-        state.mkdir()
-        created = True
-    ignore = state / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
-        created = True
-    created = config.write_defaults(paths.config_path(root)) or created
+    try:
+        created = _make_state_dir(state)
+        ignore = state / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
+            created = True
+        created = config.write_defaults(paths.config_path(root)) or created
+    except OSError as exc:
+        from nexusmem.errors import StoreError
+
+        raise StoreError(f"{state}: cannot set up the memory directory: {exc.strerror or exc}") from exc
     db = paths.db_path(root)
     if not db.exists():
         created = True
@@ -55,6 +58,25 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     project = Project(root=root, id=identity.project_id(root), config=config.load(paths.config_path(root)))
     registry.register(root, project.id)
     return project, created
+
+
+def _make_state_dir(state: Path) -> bool:
+    """Create STATE (.nexusmem/); True when it did. What is in the way is named, never a traceback."""
+    from nexusmem.errors import StoreError
+
+    if state.is_symlink() and not state.exists():
+        raise StoreError(
+            f"{state} is a symbolic link to {os.readlink(state)}, which does not exist: "
+            "create that directory, or remove the link and run the command again"
+        )
+    if state.exists() and not state.is_dir():
+        raise StoreError(
+            f"{state} is a file, not a directory: move it aside (NexusMem keeps its memory in that directory)"
+        )
+    if state.exists():
+        return False
+    state.mkdir()
+    return True
 
 
 def load(start: Path | str | None = None, *, require_init: bool = True) -> Project:

@@ -295,6 +295,19 @@ def sync(
                 if log:
                     log(f"contradictions: skipped ({type(exc).__name__}: {exc})")
         summary.total_nodes = store.node_count()
+        # SQLite only notices overwritten pages when it reads them; a sync may touch none of them and
+        # must not then report success. Bounded in time (health.CHECK_SECONDS): ~13 ms for a 3 MB store.
+        problems = store.quick_check()
+        if problems:
+            from nexusmem.errors import StoreError
+            from nexusmem.store.health import damaged_advice
+
+            raise StoreError(
+                f"{project.db_path} is damaged (quick_check: {'; '.join(problems[:2])}"
+                + (f" and {len(problems) - 2} more" if len(problems) > 2 else "")
+                + "); "
+                f"{damaged_advice(project.db_path)}"
+            )
     registry.register(project.root, project.id, synced=True)
     summary.seconds = time.perf_counter() - started
     return summary

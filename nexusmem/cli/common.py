@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import sys
@@ -15,8 +16,14 @@ from nexusmem.errors import NexusMemError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# What the environment refuses rather than what NexusMem got wrong: a one-line error, not a crash report.
+_ENVIRONMENT_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
 def library_errors(func: F) -> F:
-    """A NexusMemError becomes `Error: <message>` and exit 1; nothing else is caught."""
+    """A NexusMemError becomes `Error: <message>` and exit 1, and so does an OSError the environment
+    caused (read-only or full disk, permissions), naming the file. Anything else is a bug: main() turns
+    it into one line, a crash log and exit 3."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -24,6 +31,11 @@ def library_errors(func: F) -> F:
             return func(*args, **kwargs)
         except NexusMemError as exc:
             raise click.ClickException(str(exc)) from exc
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT_ERRNOS:
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
 
     return wrapper  # type: ignore[return-value]
 

@@ -1,4 +1,8 @@
-"""Entry point. `--version` answers before click is even imported; commands load only when invoked."""
+"""Entry point. `--version` answers before click is even imported; commands load only when invoked.
+
+Exit codes: 0 success, 1 an error the message explains (bad input, a damaged store, a full disk), 2 a usage
+error (click), 3 an unexpected failure: one line on stderr, the traceback in a crash log (cli/crash.py).
+"""
 
 from __future__ import annotations
 
@@ -33,6 +37,11 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.stdout.write(f"nexusmem {__version__}\n")
         return
-    from nexusmem.cli.app import cli
+    try:
+        from nexusmem.cli.app import cli
 
-    cli.main(args=args, prog_name="nexusmem")
+        cli.main(args=args, prog_name="nexusmem")
+    except Exception:  # a bug, not bad input (click handles its own errors and Ctrl-C inside main)
+        from nexusmem.cli.crash import report
+
+        sys.exit(report(args))

@@ -6,14 +6,14 @@ import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nexusmem.errors import StoreError
 from nexusmem.nodes import Node
-from nexusmem.store import connection, migrations
+from nexusmem.store import connection, health, migrations
 from nexusmem.store.cjk import CjkIndexMixin
 from nexusmem.store.hygiene import HygieneMixin
 from nexusmem.store.vectors import VectorIndexMixin
@@ -101,6 +101,7 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
         self.conn = conn
         self.path = path
         self._savepoints = 0
+        self._wrote = False  # a write transaction was begun: a failure then gets the full store check
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -109,8 +110,20 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        """Closes; a driver error escaping the block becomes a StoreError that names the file and the fix
+        (after a failed write, or any sign of damage, SQLite's quick_check is asked first)."""
+        if exc is None:
+            self.close()
+            return
+        with suppress(health.DriverError):  # the block's own error is the one to report
+            self.close()
+        if isinstance(exc, health.DriverError):
+            raise health.explain(self.path, exc, writing=self._wrote) from exc
+
+    def quick_check(self, seconds: float = health.CHECK_SECONDS) -> list[str] | None:
+        """[] when SQLite finds the file whole, else its first problems; None when not finished in time."""
+        return health.quick_check(self.conn, seconds)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -131,6 +144,7 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
             self.conn.execute(f"RELEASE {name}")
             return
         self.conn.execute("BEGIN IMMEDIATE")
+        self._wrote = True
         try:
             yield
         except BaseException:
@@ -402,7 +416,10 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
             params = (match, as_of, limit)
         try:
             return [r[0] for r in self.conn.execute(sql, params)]
-        except Exception as exc:  # a malformed MATCH expression is our bug, but must not crash a query
+        except health.DriverError as exc:
+            if health.looks_damaged(exc):  # not the expression: the file (say so, and what to do)
+                raise health.explain(self.path, exc, writing=False) from exc
+            # a malformed MATCH expression is our bug, but must not crash a query
             raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
 
     def size_hint(self) -> int:
@@ -642,8 +659,16 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
             conn.close()
             conn = connection.connect(path)
             migrations.migrate(conn)
+        missing = health.missing_tables(conn)
+        if missing:
+            conn.close()
+            raise StoreError(
+                f"{path} is damaged: table(s) {', '.join(missing)} missing; {health.damaged_advice(path)}"
+            )
     except StoreError:
         raise
+    except health.DriverError as exc:
+        raise health.explain(path, exc, writing=False) from exc
     except Exception as exc:
         raise StoreError(f"{path}: cannot open the memory database: {exc}") from exc
     return Store(conn, path)

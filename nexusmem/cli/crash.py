@@ -1,0 +1,64 @@
+"""An unexpected exception: one line for the user, the traceback in a private crash log, exit code 3.
+
+A traceback on the terminal helps nobody who is not debugging NexusMem, and it may print what the failing
+record held. The log keeps the newest reports (CRASH_LOG_CAP bytes), 0600 in a 0700 directory.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+EXIT_CRASH = 3
+CRASH_LOG_NAME = "crash.log"
+CRASH_LOG_CAP = 256 * 1024
+
+
+def crash_log_path() -> Path:
+    from nexusmem import paths
+
+    return paths.user_dir() / CRASH_LOG_NAME
+
+
+def _append(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        if path.stat().st_size > CRASH_LOG_CAP:
+            path.unlink()  # the newest report matters; older ones were read or are stale
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        if hasattr(os, "fchmod"):  # an existing log created under another umask
+            os.fchmod(fd, 0o600)
+        os.write(fd, text.encode("utf-8", "backslashreplace"))
+    finally:
+        os.close(fd)
+
+
+def report(args: list[str]) -> int:
+    """Write the current exception to the crash log, print one line, return the exit code (3)."""
+    from nexusmem import __version__
+
+    exc = sys.exc_info()[1]
+    name = type(exc).__name__
+    # The message may hold input (a command line, a path); the terminal gets its first line, escaped.
+    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    first = first.encode("ascii", "backslashreplace").decode("ascii")
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    command = args[0] if args else ""
+    entry = (
+        f"--- {stamp} nexusmem {__version__} (python {sys.version.split()[0]}, {sys.platform}) "
+        f"command {command!r}\n{traceback.format_exc()}\n"
+    )
+    try:
+        path = crash_log_path()
+        _append(path, entry)
+        where = f"details in {path} (please include them in a bug report)"
+    except OSError as err:
+        where = f"could not write the crash log ({err.strerror or err})"
+    sys.stderr.write(f"nexusmem: internal error ({name}: {first}); {where}\n")
+    return EXIT_CRASH

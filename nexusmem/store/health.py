@@ -1,0 +1,130 @@
+"""Telling a damaged or full store from a passing failure, and saying what to do about it.
+
+A SQLite error surfaces as the driver's own exception (OperationalError "no such table", DatabaseError
+"database disk image is malformed", "database or disk is full"). The commands turn it into one line that
+names the database and the fix; after a failed write, sync asks SQLite itself (`PRAGMA quick_check`) whether
+the file is still whole, because "the disk was full" and "pages were overwritten" need different advice.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlean
+
+from nexusmem.errors import StoreError
+
+# Every driver failure (OperationalError, IntegrityError, DatabaseError...) derives from this.
+DriverError = sqlean.Error
+
+# Tables without which no command can work; a file missing one was damaged by hand or by another program.
+REQUIRED_TABLES = ("nodes", "node_files", "links", "sources", "meta", "nodes_fts", "schema_migrations")
+
+# quick_check reads every page: ~18 µs a page here (13 ms for a 2.9 MB store, `benchmarks/bench_health.py`),
+# so about 0.5 s for 100 MB. Bounded so a huge store never makes a sync slow: past it, "not checked".
+CHECK_SECONDS = 2.0
+_PROGRESS_OPS = 10_000
+
+
+def missing_tables(conn: Any) -> list[str]:
+    """REQUIRED_TABLES that CONN's database lacks (one read of sqlite_master)."""
+    have = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [name for name in REQUIRED_TABLES if name not in have]
+
+
+def quick_check(conn: Any, seconds: float = CHECK_SECONDS) -> list[str] | None:
+    """SQLite's own verdict on the file: [] when whole, else its first problems; None when it did not
+    finish within SECONDS (a very large store) or could not run at all."""
+    deadline = time.monotonic() + seconds
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_OPS)
+    try:
+        rows = conn.execute("PRAGMA quick_check(10)").fetchall()
+    except DriverError as exc:
+        if "interrupted" in str(exc):
+            return None
+        return [str(exc)]
+    finally:
+        conn.set_progress_handler(None, 0)
+    # One problem may span lines ("Tree 3 page 318: ...\nTree 3 page 316: ..."): one line each for messages.
+    problems = [
+        line
+        for row in rows
+        for line in str(row[0]).splitlines()
+        if line.strip() and not line.startswith("*** in database")
+    ]
+    return [] if problems == ["ok"] else problems
+
+
+def check_file(path: Path, seconds: float = CHECK_SECONDS) -> list[str] | None:
+    """quick_check on a fresh read-only connection to PATH (the failed one may be in any state)."""
+    try:
+        conn = sqlean.connect(f"file:{path.as_posix()}?mode=ro", uri=True, timeout=5)
+    except DriverError as exc:
+        return [str(exc)]
+    try:
+        return quick_check(conn, seconds)
+    finally:
+        conn.close()
+
+
+def looks_damaged(exc: BaseException) -> bool:
+    """Whether a driver error speaks of the file itself rather than of one statement."""
+    text = str(exc).lower()
+    return any(word in text for word in ("malformed", "not a database", "corrupt", "no such table"))
+
+
+def _cannot_write(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "unable to open" in text or "readonly" in text or "read-only" in text
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "disk is full" in text or "file too large" in text or "no space left" in text
+
+
+def damaged_advice(path: Path) -> str:
+    return (
+        f"move it aside (mv {path} {path}.damaged) and run `nexusmem sync` to rebuild it from git, docs and "
+        "the shell log, or restore it from a backup"
+    )
+
+
+def explain(path: Path, exc: BaseException, *, writing: bool) -> StoreError:
+    """One StoreError saying what happened to PATH and what to do. After a failed write (WRITING), the file
+    is checked first: a full disk leaves it whole, overwritten pages do not."""
+    if is_disk_full(exc):
+        return StoreError(
+            f"{path}: the disk is full ({exc}). Nothing half-written was kept (each source is one "
+            "transaction): free some space and run the command again."
+        )
+    if not os.access(path.parent, os.W_OK) and _cannot_write(exc):
+        return StoreError(
+            f"{path.parent} is not writable (a read-only file system or its permissions): NexusMem writes "
+            "its lock and write-ahead log there even to read; make it writable and run the command again"
+        )
+    missing = []
+    try:
+        conn = sqlean.connect(f"file:{path.as_posix()}?mode=ro", uri=True, timeout=5)
+        try:
+            missing = missing_tables(conn)
+        finally:
+            conn.close()
+    except DriverError:
+        pass
+    if missing:
+        return StoreError(
+            f"{path} is damaged: table(s) {', '.join(missing)} missing ({exc}); {damaged_advice(path)}"
+        )
+    problems = check_file(path) if writing or looks_damaged(exc) else []
+    if problems:
+        return StoreError(
+            f"{path} is damaged ({exc}; quick_check: {problems[0]}"
+            + (f" and {len(problems) - 1} more" if len(problems) > 1 else "")
+            + f"); {damaged_advice(path)}"
+        )
+    verdict = " (quick_check found the file whole)" if problems == [] and writing else ""
+    return StoreError(f"{path}: the memory database failed: {exc}{verdict}; run the command again")
