@@ -49,6 +49,11 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 MIN_PREFIX = 6
+# Bounds on what one search may ask: a 1 MB query took minutes (0.4 ms per word) and blocked its worker;
+# 10,000 characters / 1,000 words is far past any real question or pasted error message.
+MAX_QUERY_CHARS = 10_000
+MAX_QUERY_WORDS = 1_000
+MAX_BUDGET = 100_000
 PROGRESS_INTERVAL_S = 0.25
 NO_MEMORY_HINT = "run `nexusmem sync` in that repository, or call the sync_project tool"
 
@@ -235,10 +240,27 @@ def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
 
 
 # --- the work each tool does, in a worker thread ---------------------------------------------------------------
-def run_search(project_root: str, text: str, budget: int, as_of: str | None) -> CallToolResult:
+def check_query(text: str) -> str:
+    """The stripped query, or a tool error when it is empty or over MAX_QUERY_CHARS / MAX_QUERY_WORDS."""
     question = text.strip()
     if not question:
         raise ToolError("query is empty: say what you are looking for")
+    if len(question) > MAX_QUERY_CHARS:
+        raise ToolError(
+            f"query is too long ({len(question):,} characters; at most {MAX_QUERY_CHARS:,}): "
+            "ask with the distinctive words (an error line, a file, a flag), not a whole log"
+        )
+    words = len(question.split())
+    if words > MAX_QUERY_WORDS:
+        raise ToolError(
+            f"query has too many words ({words:,}; at most {MAX_QUERY_WORDS:,}): "
+            "ask with the distinctive words (an error line, a file, a flag), not a whole log"
+        )
+    return question
+
+
+def run_search(project_root: str, text: str, budget: int, as_of: str | None) -> CallToolResult:
+    question = check_query(text)
     cutoff = parse_as_of(as_of)
     root = resolve_root(project_root)
     with _open_store(root) as store, _library_errors():
@@ -248,9 +270,7 @@ def run_search(project_root: str, text: str, budget: int, as_of: str | None) -> 
 
 def run_search_all(project_root: str, text: str, budget: int, as_of: str | None) -> CallToolResult:
     """allProjects: every registered project; projectRoot is the current project only when it is one."""
-    question = text.strip()
-    if not question:
-        raise ToolError("query is empty: say what you are looking for")
+    question = check_query(text)
     cutoff = parse_as_of(as_of)
     given = Path(project_root).expanduser()
     if not given.is_absolute():
@@ -392,7 +412,9 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
                 description="What you want to know, in plain words or exact terms (a flag, a file, an error)."
             ),
         ],
-        budget: Annotated[int, Field(ge=50, description="Token budget for the answer.")] = 2000,
+        budget: Annotated[
+            int, Field(ge=50, le=MAX_BUDGET, description="Token budget for the answer (50 to 100000).")
+        ] = 2000,
         allProjects: Annotated[
             bool,
             Field(
@@ -502,4 +524,6 @@ def serve(log_level: str = "WARNING") -> None:
     level = log_level.upper()
     if level not in LOG_LEVELS:
         raise ValueError(f"log level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
-    build_server(level).run("stdio")
+    from nexusmem.mcp_stdio import serve_stdio
+
+    anyio.run(serve_stdio, build_server(level))

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import Progress, echo_json, library_errors
+from nexusmem.cli.common import Progress, echo_human, echo_json, library_errors
 
 
 @click.command("init", epilog="Example:\n\n  nexusmem init && nexusmem sync")
@@ -89,7 +89,7 @@ def sync_cmd(
             rebuild=rebuild,
             only=list(only) or None,
             progress=progress,
-            log=None if quiet else lambda m: click.echo(m, err=True),
+            log=None if quiet else lambda m: echo_human(m, err=True),
             link_failures=link_failures,
             embed=not no_embed,
         )
@@ -98,7 +98,7 @@ def sync_cmd(
     if as_json:
         echo_json(summary.to_json())
     elif not quiet:
-        click.echo(summary.describe())
+        echo_human(summary.describe())
 
 
 @click.command(
@@ -150,7 +150,7 @@ def query_cmd(
     if as_json:
         echo_json(query.to_json(result))
     else:
-        click.echo(query.render(result))
+        echo_human(query.render(result))
 
 
 def _query_all_projects(
@@ -174,7 +174,7 @@ def _query_all_projects(
             limit = int(config.load(paths.config_path(root))["query"]["budget"])
     result = multi.search_all(question, current=root_of(ctx), budget=limit, as_of=cutoff)
     for note in result.notes:
-        click.echo(f"nexusmem: note: {note}", err=True)
+        echo_human(f"nexusmem: note: {note}", err=True)
     if not result.projects and not result.skipped:
         click.echo(
             "nexusmem: note: no project has a memory yet (run `nexusmem sync` in a repository)", err=True
@@ -182,7 +182,7 @@ def _query_all_projects(
     if as_json:
         echo_json(multi.to_json(result))
     else:
-        click.echo(multi.render(result))
+        echo_human(multi.render(result))
 
 
 @click.command("status", epilog="Examples:\n\n  nexusmem status\n\n  nexusmem status --share")
@@ -199,9 +199,9 @@ def status_cmd(ctx: click.Context, as_json: bool, share: bool) -> None:
     if as_json:
         echo_json(info)
     elif share:
-        click.echo(status.share(info))
+        echo_human(status.share(info))
     else:
-        click.echo(status.render(info))
+        echo_human(status.render(info))
 
 
 @click.command("projects", epilog="Examples:\n\n  nexusmem projects\n\n  nexusmem projects --prune")
@@ -219,11 +219,11 @@ def projects_cmd(prune: bool, as_json: bool) -> None:
         echo_json({"projects": rows, "pruned": removed})
         return
     for p in removed:
-        click.echo(f"pruned   {p['root']} (database gone)")
+        echo_human(f"pruned   {p['root']} (database gone)")
     if not rows:
         click.echo("no projects registered yet (run `nexusmem sync` in a repository)")
     for p in rows:
         flag = "MISSING " if p["missing"] else "        "
-        click.echo(f"{flag}{p.get('name', '?'):<24} {p['root']}")
+        echo_human(f"{flag}{p.get('name', '?'):<24} {p['root']}")
     if any(p["missing"] for p in rows) and not prune:
         click.echo("(MISSING: the database is gone or unreachable; `nexusmem projects --prune` forgets them)")

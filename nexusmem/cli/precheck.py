@@ -8,7 +8,7 @@ import sys
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import library_errors
+from nexusmem.cli.common import echo_human, library_errors
 
 
 @click.command(
@@ -51,13 +51,13 @@ def precheck_cmd(
         sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
     if not result.checked:
         note = result.reason or "nothing checked"
-        click.echo(
+        echo_human(
             f"nexusmem precheck: {note}" + (" (--strict: nothing was checked)" if strict else ""), err=True
         )
         return
     if not as_json:
         for finding in result.findings:
-            click.echo(finding.message, err=True)
+            echo_human(finding.message, err=True)
         if result.findings:
             advice = "commit refused (--strict)" if strict else "advisory only"
             click.echo(

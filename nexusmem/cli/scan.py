@@ -7,7 +7,7 @@ import itertools
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import echo_json, library_errors
+from nexusmem.cli.common import echo_human, echo_json, library_errors
 
 
 def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) -> None:
@@ -36,7 +36,7 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
         )
         return
     for n in nodes:
-        click.echo(f"{n.signal:.2f}  {n.title}")
+        echo_human(f"{n.signal:.2f}  {n.title}")
     click.echo(
         f"{len(nodes)} node(s) would be stored from {source_name}"
         + (f" (showing the first {limit})" if limit and len(nodes) == limit else "")

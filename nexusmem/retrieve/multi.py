@@ -13,6 +13,8 @@ index, not a source of truth, so it is never pruned here (an unmounted drive is 
 
 from __future__ import annotations
 
+import os
+import stat
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,11 +134,36 @@ def _skip(target: Target, reason: str) -> Skipped:
     return Skipped(name=target.name, root=target.root, db=str(target.db), reason=reason)
 
 
+def untrusted(db: Path) -> str | None:
+    """Why DB must not be searched on this user's behalf, or None: a database (or its directory, or its
+    write-ahead log) owned by another user or writable by everyone could hold anything that user wrote into
+    it, and a cross-project answer would present that as this user's own history. POSIX only."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return None
+    uid = getuid()
+    for path in (db.parent, db, db.with_name(db.name + "-wal")):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"cannot check who owns {path}: {exc.strerror or exc}"
+        if st.st_uid != uid:
+            return f"not searched: {path} belongs to another user (uid {st.st_uid})"
+        if st.st_mode & stat.S_IWOTH:
+            return f"not searched: {path} is writable by every user (chmod o-w to trust it)"
+    return None
+
+
 def _search_one(
     index: int, target: Target, text: str, as_of: int | None, vectors: bool, stack: ExitStack
 ) -> tuple[_Searched | None, dict[str, int], Skipped | None]:
     if not target.db.exists():
         return None, {}, _skip(target, f"database missing: {target.db}")
+    distrust = untrusted(target.db)
+    if distrust is not None:
+        return None, {}, _skip(target, distrust)
     try:
         store = stack.enter_context(open_store(target.db, readonly=True))
         version = store.schema_version()

@@ -1,0 +1,118 @@
+"""The MCP server's stdio transport, made to answer every request, including malformed ones.
+
+The SDK's stdio reader hands a line it cannot parse to the session as an exception, and the session drops
+it: the client waits forever for an answer to that request. Two kinds of line did that:
+
+- a lone UTF-16 surrogate escape (`"\\ud800"`): valid JSON to Python, refused by the SDK's parser. It is
+  replaced by U+FFFD before parsing, so the request is answered (with the character shown as �);
+- a line that is not a JSON-RPC message at all (cut short, garbage): answered with the JSON-RPC "Parse
+  error" (-32700), carrying the request's id when one can be read from the line (else id null, as JSON-RPC
+  says), so a waiting client gets an error instead of silence.
+
+Bytes that are not UTF-8 were already decoded with U+FFFD by the SDK; that is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections import deque
+from collections.abc import AsyncIterator
+from io import TextIOWrapper
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+# A lone surrogate escape, or a valid pair / an escaped backslash that must be left alone (matched first,
+# left to right, so `\\ud800` - a backslash then the text "ud800" - is never mistaken for an escape).
+_ESCAPES = re.compile(
+    r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+
+
+def _fix(match: re.Match[str]) -> str:
+    text = match.group()
+    return text if len(text) != 6 else "\\ufffd"
+
+
+def fix_surrogates(line: str) -> str:
+    """LINE with every lone surrogate escape in its JSON strings replaced by \\ufffd."""
+    if "\\u" not in line:
+        return line
+    return _ESCAPES.sub(_fix, line)
+
+
+def request_id(line: str) -> int | str | None:
+    """The id of a JSON-RPC message that failed to parse, when the line still shows it; else None."""
+    found = _ID.search(line)
+    if found is None:
+        return None
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, (int, str)) else None
+
+
+class _Lines:
+    """stdin as the SDK reads it (`async for line`), with surrogates fixed and parse failures noted."""
+
+    def __init__(self, source: Any, failed: deque[int | str | None]) -> None:
+        self.source = source
+        self.failed = failed
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for raw in self.source:
+            line = fix_surrogates(raw)
+            try:  # the SDK's own parser: a line it refuses is exactly one it will hand over as an exception
+                types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except Exception:
+                self.failed.append(request_id(line))
+            yield line
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """Run SERVER over stdin/stdout until the client closes stdin, answering malformed lines."""
+    # Our own duplicate of fd 0 to read from; fd 0 itself then points at the null device, so a child process
+    # can never eat protocol bytes (the SDK does the same when it owns stdin).
+    wire_fd = os.dup(sys.stdin.fileno())
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, sys.stdin.fileno())
+    os.close(devnull)
+    failed: deque[int | str | None] = deque()
+    text = TextIOWrapper(os.fdopen(wire_fd, "rb", closefd=True), encoding="utf-8", errors="replace")
+    stdin = _Lines(anyio.wrap_file(text), failed)
+    lowlevel = server._lowlevel_server
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def answer_malformed() -> None:
+            async with send:
+                async for item in read_stream:
+                    if not isinstance(item, Exception):
+                        await send.send(item)
+                        continue
+                    error = types.ErrorData(
+                        code=types.PARSE_ERROR,
+                        message="Parse error: the request is not a valid JSON-RPC message "
+                        f"({str(item).splitlines()[0][:200]})",
+                    )
+                    reply = types.JSONRPCError(
+                        jsonrpc="2.0", id=failed.popleft() if failed else None, error=error
+                    )
+                    await write_stream.send(SessionMessage(reply))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(answer_malformed)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())  # type: ignore[arg-type]
+            group.cancel_scope.cancel()
