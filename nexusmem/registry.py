@@ -29,7 +29,7 @@ def load() -> list[dict[str, Any]]:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return []
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         _warn(f"{path}: cannot read ({exc}); treating the project registry as empty")
         return []
     try:
@@ -52,7 +52,7 @@ def _save(projects: list[dict[str, Any]]) -> None:
     if path.exists():
         try:
             json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, OSError, RecursionError):
+        except (ValueError, OSError, RecursionError):  # UnicodeDecodeError is a ValueError
             # Keep the unreadable file for the user rather than overwrite it.
             path.replace(path.with_name(f"projects.json.corrupt-{int(time.time())}"))
     fd, tmp = tempfile.mkstemp(prefix=".projects.", suffix=".tmp", dir=str(path.parent))

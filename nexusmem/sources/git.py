@@ -278,11 +278,20 @@ def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
     so paths with tabs, newlines or non-UTF-8 bytes parse exactly.
     """
     args = ["log", "-z", "--numstat", *_LOG_STABLE, _FORMAT, *revs, "--"]
+    return parse_commit_stream(gitcmd.stream(args, root))
+
+
+def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
+    """The CommitRecords in a `git log -z --numstat` byte stream (see iter_commits), in any chunking.
+
+    Anything that is not a header or a numstat entry is passed over (a record that cannot be parsed never
+    stops the ones after it); fuzzed in tests/test_fuzz.py.
+    """
     current: CommitRecord | None = None
     prev_empty = True
     rename: tuple[bytes, bytes] | None = None
     rename_old: bytes | None = None
-    for tok in _nul_tokens(gitcmd.stream(args, root)):
+    for tok in _nul_tokens(chunks):
         if prev_empty and tok.startswith(_TAG):
             header = _parse_header(tok)
             if header is not None:

@@ -126,5 +126,13 @@ def explain(path: Path, exc: BaseException, *, writing: bool) -> StoreError:
             + (f" and {len(problems) - 1} more" if len(problems) > 1 else "")
             + f"); {damaged_advice(path)}"
         )
-    verdict = " (quick_check found the file whole)" if problems == [] and writing else ""
+    whole = problems == [] and writing
+    if "i/o error" in str(exc).lower():
+        # What a full disk or a file-size limit (EFBIG) looks like to SQLite mid-write.
+        return StoreError(
+            f"{path}: a write failed ({exc}): the disk may be full or failing, or a file-size limit was hit. "
+            + ("The store checks out whole (quick_check) and " if whole else "")
+            + "nothing half-written was kept: free some space and run the command again."
+        )
+    verdict = " (quick_check found the file whole)" if whole else ""
     return StoreError(f"{path}: the memory database failed: {exc}{verdict}; run the command again")

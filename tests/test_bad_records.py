@@ -1,0 +1,225 @@
+"""One bad record is skipped, counted and located; the records after it are kept; nothing downstream crashes.
+
+Every case is a real repository, a real hook log or history file, and the installed `nexusmem` run as a
+process (sync, status, query, --all-projects), as the issue's attack ran it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import commit, git
+from helpers import run_script
+
+NESTED = '{"ts":1700000000500,"cwd":"%s","command":' + "[" * 100_000 + "]" * 100_000 + "}"
+
+
+def hook_line(cwd: Path, command: str, ts: int = 1_700_000_000_000, **extra: Any) -> str:
+    return json.dumps(
+        {"ts": ts, "cwd": str(cwd), "command": command, "shell": "bash", "session": "s1", **extra}
+    )
+
+
+def write_log(lines: list[str]) -> Path:
+    log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return log
+
+
+def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = run_script("-C", str(repo), *args, cwd=repo)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def stored_commands(repo: Path) -> list[str]:
+    proc = cli(repo, "query", "--json", "--budget", "20000", "echo")
+    assert proc.returncode == 0, proc.stderr
+    return sorted(it["title"].split(" (exit")[0] for it in json.loads(proc.stdout)["items"])
+
+
+def test_bad_hook_lines_are_skipped_located_and_the_rest_kept(repo: Path) -> None:
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    raw_lines = [
+        hook_line(repo, "echo marker0"),
+        NESTED % repo,  # RecursionError in the JSON decoder
+        hook_line(repo, "echo marker1"),
+        '{"ts":1700000000600,"cwd":"%s","command":"echo \\ud800 marker-lone"}' % repo,  # lone surrogate
+        hook_line(repo, "echo marker2"),
+        '{"ts":1e20,"cwd":"%s","command":"echo marker-overflow"}' % repo,  # OverflowError before
+        hook_line(repo, "echo marker3"),
+        '{"ts":1e15,"cwd":"%s","command":"echo marker-year-33658"}' % repo,  # "year out of range" later
+        '{"ts":%s,"cwd":"%s","command":"echo marker-400-digits"}' % ("9" * 400, repo),
+        hook_line(repo, "echo marker4", exit=10**30, duration_ms=10**400, pipestatus=[0, 2**40]),
+        hook_line(repo, "echo marker5"),
+    ]
+    log = write_log(raw_lines)
+    proc = cli(repo, "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    shell = next(s for s in json.loads(proc.stdout)["sources"] if s["name"] == "shell")
+    assert shell["skipped"] == 5
+    assert shell["added"] == 6
+    assert "JSON nested too deeply" in proc.stderr  # sync says so, without a traceback
+
+    assert stored_commands(repo) == [f"echo marker{i}" for i in range(6)]
+    # The out-of-range numbers of a valid line read as unknown, never as a crash or a stored 10**400.
+    text = cli(repo, "query", "marker4").stdout
+    assert "exit unknown" in text
+
+    # status (human and JSON) lists each skipped line with its byte offset and why.
+    starts = [0]
+    for line in raw_lines:
+        starts.append(starts[-1] + len(line.encode()) + 1)
+    info = json.loads(cli(repo, "status", "--json").stdout)
+    where = [entry["where"] for entry in info["skippedRecords"]["shell"]["recent"]]
+    assert info["skippedRecords"]["shell"]["total"] == 5
+    assert where[0] == f"{log} byte {starts[1]}: JSON nested too deeply"
+    assert where[1].startswith(f"{log} byte {starts[3]}: 'command' is not valid Unicode")
+    assert where[2].startswith(f"{log} byte {starts[5]}: 'ts' 1e+20 is outside 1970..2100")
+    assert where[3].startswith(f"{log} byte {starts[7]}: 'ts' 1000000000000000.0 is outside")
+    assert "(401 digits)" in where[4] or "(400 digits)" in where[4]
+    human = cli(repo, "status").stdout
+    assert "skipped bad records in shell: 5" in human
+    assert f"byte {starts[1]}: JSON nested too deeply" in human
+
+    # A later sync reads nothing new; the history of what was skipped stays for status.
+    cli(repo, "sync", "--no-embed")
+    assert json.loads(cli(repo, "status", "--json").stdout)["skippedRecords"]["shell"]["total"] == 5
+
+
+def test_a_store_written_before_the_range_check_still_answers(repo: Path, tmp_path: Path) -> None:
+    """A time of 1e15 ms already in a store (older versions accepted it) must not crash any reader."""
+    commit(repo, "feat: far future marker", {"a.txt": "a\n"})
+    assert cli(repo, "sync", "--no-embed").returncode == 0
+    import sqlean
+
+    conn = sqlean.connect(str(repo / ".nexusmem" / "memory.db"))
+    conn.execute("UPDATE nodes SET ts = 1000000000000000")
+    conn.commit()
+    conn.close()
+    for args in (("query", "marker"), ("query", "--json", "marker"), ("status",), ("status", "--json")):
+        proc = cli(repo, *args)
+        assert proc.returncode == 0, (args, proc.stderr)
+    assert "????-??-??" in cli(repo, "query", "marker").stdout
+    assert json.loads(cli(repo, "query", "--json", "marker").stdout)["items"][0]["ts"] == (
+        "invalid time 1000000000000000"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = run_script("query", "--all-projects", "marker", cwd=elsewhere)
+    assert proc.returncode == 0 and "far future marker" in proc.stdout, proc.stderr
+
+
+def test_history_files_with_absurd_numbers(repo: Path, isolated_home: Path) -> None:
+    """No hook installed: the history files are scraped. Absurd times skip their entry, nothing else."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    (isolated_home / ".zsh_history").write_text(
+        ": 1700000000:0;echo zmarker-before\n"
+        ": 99999999999999999:0;echo zmarker-overflow\n"
+        f": 1700000001:{'9' * 5000};echo zmarker-digits\n"
+        ": 1700000002:99999999999999;echo zmarker-long-duration\n"
+        ": 1700000003:0;echo zmarker-after\n",
+        encoding="utf-8",
+    )
+    fish = isolated_home / ".local" / "share" / "fish" / "fish_history"
+    fish.parent.mkdir(parents=True)
+    fish.write_text(
+        "- cmd: echo fmarker-before\n  when: 1700000000\n"
+        "- cmd: echo fmarker-far\n  when: 99999999999999\n"
+        "- cmd: echo fmarker-digits\n  when: " + "9" * 5000 + "\n"
+        "- cmd: echo fmarker-superscript\n  when: ²\n"
+        "- cmd: echo fmarker-after\n  when: 1700000003\n",
+        encoding="utf-8",
+    )
+    proc = cli(repo, "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    shell = next(s for s in json.loads(proc.stdout)["sources"] if s["name"] == "shell")
+    assert shell["skipped"] == 2
+    titles = json.loads(cli(repo, "query", "--json", "--budget", "20000", "zmarker fmarker").stdout)["items"]
+    got = {it["title"].split(" (exit")[0] for it in titles}
+    assert {"echo zmarker-before", "echo zmarker-after", "echo fmarker-before", "echo fmarker-after"} <= got
+    assert "echo zmarker-overflow" not in got and "echo fmarker-far" not in got
+    # An entry whose number is not a time keeps its command (with no time of its own).
+    assert "echo fmarker-digits" in got and "echo fmarker-superscript" in got
+    where = json.loads(cli(repo, "status", "--json").stdout)["skippedRecords"]["shell"]["recent"]
+    assert any(str(isolated_home / ".zsh_history") in w["where"] for w in where)
+    assert any(str(fish) in w["where"] for w in where)
+
+
+def test_one_forged_commit_is_skipped_and_the_commits_after_it_kept(repo: Path) -> None:
+    commit(repo, "feat: before the forged one", {"a.txt": "a\n"})
+    tree = git(repo, "write-tree").strip()
+    parent = git(repo, "rev-parse", "HEAD").strip()
+    body = (
+        f"tree {tree}\nparent {parent}\nauthor A <a@b> 99999999999999 +0000\n"
+        "committer A <a@b> 99999999999999 +0000\n\nfeat: forged far future\n"
+    )
+    forged = (
+        subprocess.run(
+            ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+            cwd=repo,
+            input=body.encode(),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    git(repo, "update-ref", "HEAD", forged)
+    commit(repo, "feat: after the forged one", {"b.txt": "b\n"})
+    proc = cli(repo, "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    git_summary = next(s for s in json.loads(proc.stdout)["sources"] if s["name"] == "git")
+    assert (git_summary["added"], git_summary["skipped"]) == (2, 1)
+    assert f"commit {forged}: author time 99999999999999 is outside 1970..2100" in git_summary["problems"]
+    assert cli(repo, "query", "forged").returncode == 0
+    assert cli(repo, "status").returncode == 0
+
+
+def test_a_file_name_that_is_not_utf8_is_indexed(repo: Path) -> None:
+    (repo / os.fsdecode(b"caf\xe9.md")).write_bytes(b"# Caf\n\nlatin name marker\n")
+    (repo / "ok.md").write_text("# Fine\n\nsecond marker\n", encoding="utf-8")
+    proc = cli(repo, "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    items = json.loads(cli(repo, "query", "--json", "marker").stdout)["items"]
+    assert {it["ref"] for it in items} == {"caf\ufffd.md#Caf", "ok.md#Fine"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"sources":' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"sources":{"git":{"enabled":' + "[" * 100_000 + "]" * 100_000 + "}}}",
+    ],
+)
+def test_deeply_nested_config_is_a_clear_error(repo: Path, text: str) -> None:
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    assert cli(repo, "sync", "--no-embed").returncode == 0
+    (repo / ".nexusmem" / "config.json").write_text(text, encoding="utf-8")
+    for args in (("sync",), ("query", "start"), ("status",)):
+        proc = cli(repo, *args)
+        assert proc.returncode == 1
+        assert proc.stderr.strip() == (
+            f"Error: {repo / '.nexusmem' / 'config.json'}: not a config: JSON nested too deeply to read"
+        )
+
+
+def test_deeply_nested_projects_json_reads_as_empty_with_a_warning(repo: Path) -> None:
+    commit(repo, "feat: registry marker", {"a.txt": "a\n"})
+    assert cli(repo, "sync", "--no-embed").returncode == 0
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    registry.write_text('{"projects":' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    for args in (("projects",), ("query", "--all-projects", "marker"), ("sync", "--no-embed")):
+        proc = cli(repo, *args)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "corrupt (JSON nested too deeply)" in proc.stderr
+    # sync kept the unreadable file aside and wrote a fresh registry.
+    assert list(registry.parent.glob("projects.json.corrupt-*"))
+    assert json.loads(registry.read_text(encoding="utf-8"))["projects"][0]["root"] == str(repo)

@@ -1,0 +1,208 @@
+"""Clear one-line errors, never a traceback: a damaged, dropped, full or read-only store, `.nexusmem` in the
+way, and a crash log with exit code 3 for what is a bug. Real repositories, real processes."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import commit
+from helpers import console_script, run_script
+
+DAMAGED = "move it aside"
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], code: int = 1) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def synced(repo: Path) -> Path:
+    commit(repo, "feat: remember the cache marker", {"a.txt": "a\n"})
+    proc = run_script("sync", "--no-embed", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    return repo / ".nexusmem" / "memory.db"
+
+
+def test_dangling_symlink_and_regular_file_in_place_of_nexusmem(repo: Path) -> None:
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    state = repo / ".nexusmem"
+    state.symlink_to(repo / "gone" / "elsewhere")
+    for args in (("sync",), ("init",)):
+        line = one_line_error(run_script(*args, cwd=repo))
+        assert line == (
+            f"Error: {state} is a symbolic link to {repo / 'gone' / 'elsewhere'}, which does not exist: "
+            "create that directory, or remove the link and run the command again"
+        )
+    state.unlink()
+    state.write_text("not a directory\n", encoding="utf-8")
+    for args in (("sync",), ("init",)):
+        line = one_line_error(run_script(*args, cwd=repo))
+        assert line.startswith(f"Error: {state} is a file, not a directory")
+    for args in (("query", "x"), ("status",)):
+        assert "no NexusMem memory yet" in one_line_error(run_script(*args, cwd=repo))
+
+
+@pytest.mark.parametrize("table", ["nodes", "sources", "meta"])
+def test_a_dropped_table(repo: Path, table: str) -> None:
+    db = synced(repo)
+    import sqlean
+
+    conn = sqlean.connect(str(db))
+    conn.execute(f"DROP TABLE {table}")
+    conn.commit()
+    conn.close()
+    for args in (("sync",), ("query", "cache"), ("status",)):
+        line = one_line_error(run_script(*args, cwd=repo))
+        assert line.startswith(f"Error: {db} is damaged: table(s) {table} missing; {DAMAGED}")
+    # The advice works: moved aside, the next sync rebuilds the memory.
+    db.rename(db.with_name("memory.db.damaged"))
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    assert "cache marker" in run_script("query", "cache", cwd=repo).stdout
+
+
+def overwrite_pages(db: Path, pages: range, *, keep_headers: bool) -> None:
+    data = bytearray(db.read_bytes())
+    size = 4096
+    for page in pages:
+        start = page * size + (1000 if keep_headers else 0)
+        end = page * size + (3000 if keep_headers else size)
+        data[start:end] = os.urandom(end - start) if not keep_headers else bytes(end - start)
+    db.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("keep_headers", [False, True], ids=["garbage-pages", "zeroed-cells"])
+def test_sync_reports_a_store_with_overwritten_pages(repo: Path, keep_headers: bool) -> None:
+    for i in range(60):
+        (repo / f"doc{i}.md").write_text(
+            f"# Section {i}\n\n" + " ".join(f"word{i}x{j}" for j in range(400)) + "\n", encoding="utf-8"
+        )
+    db = synced(repo)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sqlean; sqlean.connect({str(db)!r}).execute('PRAGMA wal_checkpoint(TRUNCATE)')",
+        ],
+        check=True,
+    )
+    pages = db.stat().st_size // 4096
+    assert pages > 40
+    overwrite_pages(db, range(pages // 2, pages // 2 + 10), keep_headers=keep_headers)
+    line = one_line_error(run_script("sync", "--no-embed", cwd=repo))
+    assert line.startswith(f"Error: {db} is damaged (") and DAMAGED in line
+    assert "quick_check" in line
+
+
+def test_disk_full_while_syncing(repo: Path) -> None:
+    """A file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes every write past it fail with EFBIG, exactly
+    as a full disk makes writes fail: the store must stay whole and the message say what to do."""
+    db = synced(repo)
+    before = db.read_bytes()
+    for i in range(30):
+        (repo / f"f{i}.txt").write_text(os.urandom(8000).hex(), encoding="utf-8")
+    commit(repo, "feat: a large commit that will not fit", {})
+    limit = db.stat().st_size + 40_000
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.run(
+        [console_script(), "sync", "--no-embed"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        preexec_fn=small_disk,
+        check=False,
+    )
+    line = one_line_error(proc)
+    assert "a write failed" in line and "free some space and run the command again" in line
+    assert "checks out whole (quick_check)" in line
+    # Whole: quick_check passes and the memory answers as before; the next sync (with room) catches up.
+    assert run_script("query", "cache", cwd=repo).returncode == 0
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    assert "large commit" in run_script("query", "large commit", cwd=repo).stdout
+    assert before  # the original file was readable before the failure
+
+
+def _readonly_runner(state: Path) -> list[str] | None:
+    """A command prefix under which STATE is read-only, or None: root ignores permission bits, so it needs
+    a private read-only bind mount (unshare); anyone else gets chmod."""
+    if os.geteuid() != 0:
+        state.chmod(0o500)
+        return []
+    if not shutil.which("unshare"):
+        return None
+    probe = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount --bind '{state}' '{state}' && mount -o remount,bind,ro '{state}'",
+        ],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        return None
+    mount = f"mount --bind '{state}' '{state}' && mount -o remount,bind,ro '{state}' && exec \"$0\" \"$@\""
+    return ["unshare", "-m", "sh", "-c", mount]
+
+
+def test_sync_auto_and_query_on_a_read_only_nexusmem(repo: Path) -> None:
+    synced(repo)
+    state = repo / ".nexusmem"
+    prefix = _readonly_runner(state)
+    if prefix is None:
+        pytest.skip("cannot make a directory read-only for root here (no unshare/mount)")
+    try:
+        for args in (["sync", "--auto"], ["sync"], ["query", "cache"]):
+            proc = subprocess.run(
+                [*prefix, console_script(), *args], cwd=repo, capture_output=True, text=True, check=False
+            )
+            line = one_line_error(proc)
+            assert str(state) in line, line
+            assert "Read-only file system" in line or "is not writable" in line or "Permission denied" in line
+    finally:
+        state.chmod(0o700)
+
+
+def test_an_unexpected_exception_prints_one_line_logs_the_traceback_and_exits_3(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A bug stand-in: status() raises in a real `nexusmem` process (the code path is the entry point's)."""
+    synced(repo)
+    program = (
+        "import nexusmem.status as st\n"
+        "def boom(project):\n"
+        "    raise KeyError('\\x1b]52;c;aGVsbG8=\\x07 unexpected')\n"
+        "st.status = boom\n"
+        "from nexusmem.cli.main import main\n"
+        f"main(['-C', {str(repo)!r}, 'status'])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", program], cwd=isolated_home, capture_output=True, text=True, check=False
+    )
+    line = one_line_error(proc, code=3)
+    log = isolated_home / ".nexusmem" / "crash.log"
+    assert line == (
+        "nexusmem: internal error (KeyError: '\\x1b]52;c;aGVsbG8=\\x07 unexpected'); "
+        f"details in {log} (please include them in a bug report)"
+    )
+    assert "\x1b" not in proc.stderr
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    text = log.read_text(encoding="utf-8")
+    assert "Traceback (most recent call last)" in text and "in boom" in text and "command '-C'" in text

@@ -1,0 +1,237 @@
+"""Property-based fuzzing of every parser that reads outside input (hypothesis).
+
+The property, for each: it never raises anything but its documented error, and valid records around a bad
+one are kept. CI runs a bounded number of examples per property (NEXUSMEM_FUZZ_EXAMPLES, default 60);
+`scripts/fuzz --examples N` runs the same properties longer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nexusmem import config, registry
+from nexusmem.errors import ConfigError
+from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, text_ok
+from nexusmem.sources import docs, git, shell
+
+EXAMPLES = int(os.environ.get("NEXUSMEM_FUZZ_EXAMPLES", "60"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    database=None,
+)
+
+# Text as hostile input has it: any code point, including lone surrogates, controls and NULs.
+any_text = st.text(st.characters(codec=None), max_size=200)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | any_text
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4),
+    max_leaves=20,
+)
+hook_keys = st.sampled_from(["ts", "cwd", "command", "exit", "pipestatus", "duration_ms", "shell", "session"])
+hook_objects = st.dictionaries(hook_keys | any_text, json_values, max_size=9)
+
+
+def dumps(value: Any) -> bytes:
+    """JSON as a buggy or hostile hook could write it: surrogates escaped, NaN allowed."""
+    return json.dumps(value, ensure_ascii=True).encode()
+
+
+def valid_line(i: int) -> bytes:
+    return dumps({"ts": 1_700_000_000_000 + i, "cwd": "/r", "command": f"echo valid{i}", "exit": 0})
+
+
+# ------------------------------------------------------------------------------------------ shell log
+
+
+@FUZZ
+@given(st.binary(max_size=300) | hook_objects.map(dumps) | json_values.map(dumps))
+def test_one_hook_line_never_raises_and_what_it_accepts_is_storable(raw: bytes) -> None:
+    line = shell.parse_log_line(raw)
+    if line is None:
+        assert isinstance(shell.line_problem(shell._loads_or_bad(raw)), str)
+        return
+    assert MIN_TS_MS <= line.ts < MAX_TS_MS
+    assert all(text_ok(s) for s in (line.cwd, line.command, line.shell, line.session))
+    assert line.exit is None or shell.EXIT_MIN <= line.exit < shell.EXIT_MAX
+    assert line.duration_ms is None or 0 <= line.duration_ms <= shell.MAX_DURATION_MS
+    shell._context_tail(line.pipestatus, line.duration_ms, line.shell)  # formats without overflow
+
+
+@FUZZ
+@given(st.lists(st.binary(max_size=200) | hook_objects.map(dumps), min_size=1, max_size=6))
+def test_valid_hook_lines_around_bad_ones_are_kept(tmp_path: Path, bad: list[bytes]) -> None:
+    lines: list[bytes] = []
+    for i, garbage in enumerate(bad):
+        lines.append(valid_line(i))
+        lines.append(garbage.replace(b"\n", b" "))
+    lines.append(valid_line(len(bad)))
+    path = tmp_path / "shell-history.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    commands = []
+    for end, record in shell.iter_log_records(path, 0, batch=4):
+        assert end > 0
+        parsed = shell.log_line_from(record)
+        if parsed is not None and parsed.command.startswith("echo valid"):
+            commands.append(parsed.command)
+    assert commands == [f"echo valid{i}" for i in range(len(bad) + 1)]
+
+
+# ------------------------------------------------------------------------------------- history files
+
+history_lines = st.lists(any_text.map(lambda t: t.replace("\n", " ")), max_size=12)
+
+
+@FUZZ
+@given(st.sampled_from(sorted(shell._PARSERS)), history_lines)
+def test_history_parsers_never_raise(name: str, lines: list[str]) -> None:
+    for entry in shell._PARSERS[name](lines):
+        assert isinstance(entry.command, str) and entry.command.strip()
+        assert entry.ts is None or (isinstance(entry.ts, int) and entry.ts >= 0)
+        assert entry.duration_s is None or entry.duration_s >= 0
+
+
+@FUZZ
+@given(st.binary(max_size=400))
+def test_zsh_history_bytes_never_raise(raw: bytes) -> None:
+    lines = shell._decode_history("zsh", raw.split(b"\n"))
+    shell.parse_zsh_history(lines)
+
+
+@FUZZ
+@given(any_text.map(lambda t: t.replace("\n", " ")))
+def test_valid_history_entries_around_a_bad_line_are_kept(garbage: str) -> None:
+    garbage = garbage.rstrip("\\`")  # a trailing \\ (zsh) or ` (pwsh) legitimately continues a command
+    zsh = shell.parse_zsh_history([": 1700000000:0;echo before", garbage, ": 1700000001:0;echo after"])
+    assert zsh[0].command == "echo before" and zsh[-1].command == "echo after"
+    assert (zsh[0].ts, zsh[-1].ts) == (1_700_000_000, 1_700_000_001)
+    if not garbage.startswith(("- cmd:", "  when:")):
+        fish = shell.parse_fish_history(
+            ["- cmd: echo before", "  when: 1700000000", garbage, "- cmd: echo after", "  when: 1700000001"]
+        )
+        assert fish[0].command == "echo before" and fish[-1].command == "echo after"
+        assert fish[-1].ts == 1_700_000_001
+    pwsh = shell.parse_pwsh_history(["echo before", garbage, "echo after"])
+    assert pwsh[0].command == "echo before" and pwsh[-1].command == "echo after"
+    bash = shell.parse_bash_history(
+        ["#1700000000", "echo before", "#1700000001", garbage, "#1700000002", "echo after"]
+    )
+    assert bash[0].command == "echo before" and bash[-1].command == "echo after"
+
+
+# ------------------------------------------------------------------------------------ git log stream
+
+
+def header(sha: str, subject: str, ts: bytes = b"1700000000") -> bytes:
+    return (
+        b"NXM"
+        + sha.encode()
+        + b"\x1f\x1f"
+        + ts
+        + b"\x1fA\x1f"
+        + subject.encode()
+        + b"\x1f"
+        + subject.encode()
+        + b"\n"
+    )
+
+
+@FUZZ
+@given(st.binary(max_size=300), st.binary(max_size=40), st.integers(min_value=1, max_value=64))
+def test_commit_stream_keeps_the_records_around_garbage(garbage: bytes, bad_ts: bytes, chunk: int) -> None:
+    first, second = "a" * 40, "b" * 40
+    stream = (
+        header(first, "first")
+        + b"\x00\n1\t2\tsrc/a.py\x00"
+        + garbage.replace(b"\x00NXM", b"\x00nxm")
+        + b"\x00\x00"
+        + header("c" * 40, "odd time", bad_ts.replace(b"\x1f", b"").replace(b"\x00", b""))
+        + b"\x00\x00"
+        + header(second, "second")
+        + b"\x00\n3\t4\tsrc/b.py\x00"
+    )
+    chunks = [stream[i : i + chunk] for i in range(0, len(stream), chunk)]
+    records = list(git.parse_commit_stream(chunks))
+    shas = [r.header.sha for r in records]
+    assert shas[0] == first and shas[-1] == second
+    assert records[-1].files[-1].path == "src/b.py" and (
+        records[-1].files[-1].added,
+        records[-1].files[-1].deleted,
+    ) == (3, 4)
+
+
+@FUZZ
+@given(st.lists(st.binary(max_size=120), max_size=8))
+def test_commit_stream_never_raises(chunks: list[bytes]) -> None:
+    for record in git.parse_commit_stream(chunks):
+        assert len(record.header.sha) in (40, 64)
+
+
+# ------------------------------------------------------------------------------------------ Markdown
+
+
+@FUZZ
+@given(
+    st.lists(
+        any_text | st.sampled_from(["# H", "## Sub", "```", "~~~", "---", "===", "> q", ""]), max_size=30
+    )
+)
+def test_markdown_splitter_never_raises_and_keeps_every_heading(parts: list[str]) -> None:
+    text = "\n".join(["# Before", "kept text", "", *parts, "", "# After", "also kept"])
+    sections = docs.split_sections(text, "f.md")
+    assert sections[0].heading == "Before" and "kept text" in sections[0].text
+    if "```" not in parts and "~~~" not in parts:  # an unclosed fence legitimately swallows the rest
+        assert sections[-1].heading == "After" and "also kept" in sections[-1].text
+    for section in sections:
+        assert section.line >= 1 and section.text
+
+
+# --------------------------------------------------------------------------- config and projects.json
+
+
+@FUZZ
+@given(json_values.map(dumps) | st.binary(max_size=300))
+def test_config_raises_only_config_errors(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "config.json"
+    path.write_bytes(raw)
+    try:
+        loaded = config.load(path)
+    except ConfigError as exc:
+        assert str(path) in str(exc)
+        return
+    assert loaded["version"] == config.CONFIG_VERSION
+
+
+@FUZZ
+@given(
+    json_values.map(dumps) | st.binary(max_size=300) | hook_objects.map(lambda o: dumps({"projects": [o]}))
+)
+def test_projects_json_never_raises(tmp_path: Path, raw: bytes) -> None:
+    # conftest's isolated home is per test: every example overwrites the same projects.json in it.
+    path = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(raw)
+    projects = registry.load()
+    assert all(isinstance(p, dict) and "root" in p for p in projects)
+
+
+def test_deep_nesting_is_covered() -> None:
+    """The generated values stay shallow; the one input that crashed every sync is checked explicitly."""
+    deep = b'{"ts":1,"cwd":"/","command":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert shell.parse_log_line(deep) is None
+    assert shell.line_problem(shell._loads_or_bad(deep)) == "JSON nested too deeply"

@@ -1,0 +1,170 @@
+"""The MCP server under hostile requests: size caps with clear tool errors (real SDK client), and an answer
+to every request, even one the SDK client could never send (raw JSON-RPC lines on the server's stdin)."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from conftest import commit
+from helpers import console_script, run_script
+from mcp_helpers import mcp_session, server_env
+
+
+def synced(repo: Path) -> None:
+    commit(repo, "fix(cache): switch the sqlite cache to WAL", {"cache.py": "MODE = 'wal'\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+
+
+def test_query_and_budget_caps_are_clear_tool_errors(repo: Path, tmp_path: Path) -> None:
+    synced(repo)
+
+    async def main() -> dict[str, str]:
+        errors: dict[str, str] = {}
+        async with mcp_session(tmp_path / "server.log") as session:
+            cases: dict[str, dict[str, Any]] = {
+                "chars": {"query": "x" * 10_001},
+                "megabyte": {"query": "word " * 200_000},
+                "words": {"query": "a " * 1_001},
+                "budget": {"query": "cache", "budget": 10**12},
+                "all-projects": {"query": "word " * 200_000, "allProjects": True},
+            }
+            for name, extra in cases.items():
+                started = time.monotonic()
+                result = await session.call_tool("search_memory", {"projectRoot": str(repo), **extra})
+                assert time.monotonic() - started < 10, name
+                assert result.is_error, name
+                errors[name] = result.content[0].text  # type: ignore[union-attr]
+            ok = await session.call_tool("search_memory", {"projectRoot": str(repo), "query": "cache"})
+            assert not ok.is_error and "WAL" in ok.content[0].text  # type: ignore[union-attr]
+        return errors
+
+    errors = anyio.run(main)
+    assert "query is too long (10,001 characters; at most 10,000)" in errors["chars"]
+    assert "query is too long (999,999 characters" in errors["megabyte"]
+    assert "query has too many words (1,001; at most 1,000)" in errors["words"]
+    assert "less than or equal to 100000" in errors["budget"]
+    assert "query is too long" in errors["all-projects"]
+
+
+class RawServer:
+    """`nexusmem mcp` spoken to line by line, so that malformed JSON-RPC can be sent at all."""
+
+    def __init__(self, cwd: Path, errlog: Path) -> None:
+        self.proc = subprocess.Popen(
+            [console_script(), "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog.open("wb"),
+            env=server_env(),
+            cwd=cwd,
+        )
+        self.request(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+
+    def send(self, raw: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(raw + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 20) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, "the server did not answer"
+        data: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        return data
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.send(json.dumps(message).encode())
+        return self.receive()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=20)
+
+
+def search(request_id: int, root: str, query: str) -> bytes:
+    args = {"projectRoot": root, "query": query}
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "search_memory", "arguments": args},
+    }
+    return json.dumps(message).encode()
+
+
+def test_every_request_gets_an_answer(repo: Path, tmp_path: Path) -> None:
+    synced(repo)
+    server = RawServer(tmp_path, tmp_path / "server.log")
+    root = str(repo).encode()
+    try:
+        # A lone surrogate escape in the query: answered, the character shown as U+FFFD.
+        server.send(search(1, str(repo), "cache").replace(b"cache", b"cache \\ud800 wal"))
+        reply = server.receive()
+        assert reply["id"] == 1 and not reply["result"].get("isError")
+        assert "cache \ufffd wal" in reply["result"]["content"][0]["text"]
+        # ... and in projectRoot: a tool error naming it, not silence.
+        server.send(search(2, "/tmp/x", "cache").replace(b"/tmp/x", b"/tmp/\\udc80x"))
+        reply = server.receive()
+        assert reply["id"] == 2 and reply["result"]["isError"]
+        assert "'/tmp/\ufffdx' is not an existing directory" in reply["result"]["content"][0]["text"]
+        # An escaped backslash before "ud800" is plain text and must stay as it is.
+        server.send(search(3, str(repo), "cache").replace(b"cache", b"cache \\\\ud800"))
+        reply = server.receive()
+        assert reply["id"] == 3 and "cache \\ud800" in reply["result"]["content"][0]["text"]
+        # Bytes that are not UTF-8.
+        server.send(
+            b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search_memory",'
+            b'"arguments":{"projectRoot":"' + root + b'","query":"cache \xff\xfe"}}}'
+        )
+        reply = server.receive()
+        assert reply["id"] == 4 and not reply["result"].get("isError")
+        # A request cut short: a JSON-RPC parse error carrying its id, so the client stops waiting.
+        server.send(b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search_mem')
+        reply = server.receive()
+        assert reply == {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "error": {"code": -32700, "message": reply["error"]["message"]},
+        }
+        assert reply["error"]["message"].startswith("Parse error")
+        # Garbage without any id: the parse error with id null (JSON-RPC 2.0, section 5.1).
+        server.send(b"\x00\x01 not json at all")
+        assert server.receive()["id"] is None
+        # Nesting too deep for any parser.
+        server.send(
+            b'{"jsonrpc":"2.0","id":6,"method":"ping","params":{"a":'
+            + b"[" * 100_000
+            + b"]" * 100_000
+            + b"}}"
+        )
+        assert server.receive()["id"] == 6
+        # The server is still whole and answers normally.
+        reply = server.request(json.loads(search(7, str(repo), "cache")))
+        assert reply["id"] == 7 and "WAL" in reply["result"]["content"][0]["text"]
+        assert server.proc.poll() is None
+    finally:
+        server.close()
+    assert server.proc.returncode == 0
+    assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert os.environ["NEXUSMEM_HOME"]  # the server ran in the isolated home

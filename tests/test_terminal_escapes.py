@@ -1,0 +1,69 @@
+"""Human output shows control characters as escapes; --json keeps them exact.
+
+Run under a real pseudo-terminal (pexpect): click strips ANSI sequences only when stdout is NOT a
+terminal, so a pty is where an OSC 52 clipboard write in a commit message would reach the user raw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pexpect
+
+from conftest import commit
+from helpers import console_script, run_script
+
+OSC52 = "\x1b]52;c;aGVsbG8gd29ybGQ=\x07"  # write "hello world" to the clipboard
+TITLE = "\x1b]0;owned\x07"  # change the window title
+CSI8 = "\x9b2J"  # clear the screen with the one-byte C1 CSI
+BIDI = "\u202e"  # right-to-left override
+
+
+def in_terminal(repo: Path, *args: str) -> bytes:
+    child = pexpect.spawn(console_script(), list(args), cwd=str(repo), env=dict(os.environ), timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    out: bytes = child.before
+    return out
+
+
+def test_query_status_scan_and_precheck_escape_terminal_controls(repo: Path) -> None:
+    subject = f"fix: clipboard{OSC52} and title{TITLE} and screen{CSI8} and {BIDI}reversed"
+    commit(repo, subject, {"src/app.py": "x = 1\n"})
+    log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as fh:
+        for i in range(2):
+            line = {
+                "ts": 1_700_000_000_000 + i,
+                "cwd": str(repo),
+                "command": f"pytest src/app.py {OSC52}",
+                "exit": 1,
+                "shell": "bash",
+                "session": "s",
+            }
+            fh.write(json.dumps(line) + "\n")
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+
+    outputs = {
+        "query": in_terminal(repo, "query", "clipboard"),
+        "status": in_terminal(repo, "status"),
+        "scan-git": in_terminal(repo, "scan-git"),
+        "scan-shell": in_terminal(repo, "scan-shell"),
+    }
+    (repo / "src" / "app.py").write_text("x = 2\n", encoding="utf-8")
+    outputs["precheck"] = in_terminal(repo, "precheck", "--working")
+    for name, out in outputs.items():
+        assert b"\x1b" not in out and b"\x07" not in out, (name, out)
+        assert "\x9b".encode() not in out and BIDI.encode() not in out, (name, out)
+    assert b"clipboard\\x1b]52;c;aGVsbG8gd29ybGQ=\\x07 and title\\x1b]0;owned\\x07" in outputs["query"]
+    assert b"screen\\x9b2J and \\u202ereversed" in outputs["query"]
+    assert b"\\x1b]52;" in outputs["scan-git"] and b"\\x1b]52;" in outputs["scan-shell"]
+    assert b"\\x1b]52;" in outputs["precheck"]  # the failing command names the staged file
+
+    # --json is exact: the same characters, JSON-escaped, parse back to the stored text.
+    data = json.loads(run_script("query", "--json", "clipboard", cwd=repo).stdout)
+    assert any(item["title"] == subject for item in data["items"])
