@@ -17,7 +17,7 @@ import pytest
 from conftest import commit, git
 from helpers import run_script
 
-NESTED = '{"ts":1700000000500,"cwd":"%s","command":' + "[" * 100_000 + "]" * 100_000 + "}"
+NESTED = '{"ts":1700000000500,"cwd":"CWD","command":' + "[" * 100_000 + "]" * 100_000 + "}"
 
 
 def hook_line(cwd: Path, command: str, ts: int = 1_700_000_000_000, **extra: Any) -> str:
@@ -49,14 +49,16 @@ def test_bad_hook_lines_are_skipped_located_and_the_rest_kept(repo: Path) -> Non
     commit(repo, "feat: start", {"a.txt": "a\n"})
     raw_lines = [
         hook_line(repo, "echo marker0"),
-        NESTED % repo,  # RecursionError in the JSON decoder
+        NESTED.replace("CWD", str(repo)),  # RecursionError in the JSON decoder
         hook_line(repo, "echo marker1"),
-        '{"ts":1700000000600,"cwd":"%s","command":"echo \\ud800 marker-lone"}' % repo,  # lone surrogate
+        '{"ts":1700000000600,"cwd":"'
+        + str(repo)
+        + '","command":"echo \\ud800 marker-lone"}',  # lone surrogate
         hook_line(repo, "echo marker2"),
-        '{"ts":1e20,"cwd":"%s","command":"echo marker-overflow"}' % repo,  # OverflowError before
+        '{"ts":1e20,"cwd":"' + str(repo) + '","command":"echo marker-overflow"}',  # OverflowError before
         hook_line(repo, "echo marker3"),
-        '{"ts":1e15,"cwd":"%s","command":"echo marker-year-33658"}' % repo,  # "year out of range" later
-        '{"ts":%s,"cwd":"%s","command":"echo marker-400-digits"}' % ("9" * 400, repo),
+        '{"ts":1e15,"cwd":"' + str(repo) + '","command":"echo marker-year-33658"}',  # "year out of range"
+        '{"ts":' + "9" * 400 + ',"cwd":"' + str(repo) + '","command":"echo marker-400-digits"}',
         hook_line(repo, "echo marker4", exit=10**30, duration_ms=10**400, pipestatus=[0, 2**40]),
         hook_line(repo, "echo marker5"),
     ]

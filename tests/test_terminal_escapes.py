@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pexpect
@@ -32,13 +33,13 @@ def in_terminal(repo: Path, *args: str) -> bytes:
 
 def test_query_status_scan_and_precheck_escape_terminal_controls(repo: Path) -> None:
     subject = f"fix: clipboard{OSC52} and title{TITLE} and screen{CSI8} and {BIDI}reversed"
-    commit(repo, subject, {"src/app.py": "x = 1\n"})
+    commit(repo, subject, {"src/app.py": "x = 1\n"}, int(time.time()) - 3600)  # before the failure
     log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w", encoding="utf-8") as fh:
         for i in range(2):
             line = {
-                "ts": 1_700_000_000_000 + i,
+                "ts": int(time.time() * 1000) - 60_000 + i,  # precheck: the last 30 days
                 "cwd": str(repo),
                 "command": f"pytest src/app.py {OSC52}",
                 "exit": 1,
