@@ -56,8 +56,18 @@ def node_problem(node: Node) -> str | None:
     (meta is not checked: every source builds it from fields it already checked, and serialising it
     twice per node would cost ~5 µs × 80k nodes on a big first sync.)
     """
-    if type(node.ts) is not int or not ts_ok(node.ts):
-        return f"time {node.ts!r} ms is outside 1970..2100"
+    ts = node.ts
+    if type(ts) is not int or not MIN_TS_MS <= ts < MAX_TS_MS:
+        return f"time {ts!r} ms is outside 1970..2100"
+    # Fast path (isascii is O(1)): nearly every node is plain ASCII and needs nothing more.
+    if (
+        node.natural_key.isascii()
+        and node.ref.isascii()
+        and node.title.isascii()
+        and node.body.isascii()
+        and (not node.files or "".join(node.files).isascii())
+    ):
+        return None
     for name in ("natural_key", "ref", "title", "body"):
         if not text_ok(getattr(node, name)):
             return f"{name} is not valid Unicode (a lone surrogate)"

@@ -23,9 +23,12 @@ DriverError = sqlean.Error
 # Tables without which no command can work; a file missing one was damaged by hand or by another program.
 REQUIRED_TABLES = ("nodes", "node_files", "links", "sources", "meta", "nodes_fts", "schema_migrations")
 
-# quick_check reads every page: ~18 µs a page here (13 ms for a 2.9 MB store, `benchmarks/bench_health.py`),
-# so about 0.5 s for 100 MB. Bounded so a huge store never makes a sync slow: past it, "not checked".
+# quick_check reads every page: 0.9 s for a 25 MB store, 3.7 s for 120 MB (~36 ms/MB, measured by
+# benchmarks/bench_health.py on a busy 2-core machine). The check at the end of every sync is for stores up
+# to END_CHECK_MAX_BYTES, bounded by CHECK_SECONDS; after a failed write it always runs (FAILURE_SECONDS).
 CHECK_SECONDS = 2.0
+FAILURE_SECONDS = 30.0
+END_CHECK_MAX_BYTES = 32_000_000
 _PROGRESS_OPS = 10_000
 
 
@@ -119,7 +122,7 @@ def explain(path: Path, exc: BaseException, *, writing: bool) -> StoreError:
         return StoreError(
             f"{path} is damaged: table(s) {', '.join(missing)} missing ({exc}); {damaged_advice(path)}"
         )
-    problems = check_file(path) if writing or looks_damaged(exc) else []
+    problems = check_file(path, FAILURE_SECONDS) if writing or looks_damaged(exc) else []
     if problems:
         return StoreError(
             f"{path} is damaged ({exc}; quick_check: {problems[0]}"
