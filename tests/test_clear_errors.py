@@ -109,7 +109,6 @@ def test_disk_full_while_syncing(repo: Path) -> None:
     """A file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes every write past it fail with EFBIG, exactly
     as a full disk makes writes fail: the store must stay whole and the message say what to do."""
     db = synced(repo)
-    before = db.read_bytes()
     for i in range(30):
         (repo / f"f{i}.txt").write_text(os.urandom(8000).hex(), encoding="utf-8")
     commit(repo, "feat: a large commit that will not fit", {})
@@ -134,7 +133,6 @@ def test_disk_full_while_syncing(repo: Path) -> None:
     assert run_script("query", "cache", cwd=repo).returncode == 0
     assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
     assert "large commit" in run_script("query", "large commit", cwd=repo).stdout
-    assert before  # the original file was readable before the failure
 
 
 def _readonly_runner(state: Path) -> list[str] | None:
