@@ -269,11 +269,6 @@ def sync(
             if log and part.notes:
                 for note in part.notes:
                     log(f"{name}: {note}")
-            if log and part.problems:
-                more = part.skipped - len(part.problems)
-                log(f"{name}: skipped {len(part.problems)} bad record(s): " + "; ".join(part.problems[:3]))
-                if len(part.problems) > 3 or more > 0:
-                    log(f"{name}: (`nexusmem status` lists where the skipped records are)")
         if kept:
             store.restore_bookkeeping(kept)
         whole.close()  # commits the rebuild, if there is one

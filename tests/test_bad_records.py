@@ -68,7 +68,7 @@ def test_bad_hook_lines_are_skipped_located_and_the_rest_kept(repo: Path) -> Non
     shell = next(s for s in json.loads(proc.stdout)["sources"] if s["name"] == "shell")
     assert shell["skipped"] == 5
     assert shell["added"] == 6
-    assert "JSON nested too deeply" in proc.stderr  # sync says so, without a traceback
+    assert shell["problems"][0].endswith("JSON nested too deeply")
 
     assert stored_commands(repo) == [f"echo marker{i}" for i in range(6)]
     # The out-of-range numbers of a valid line read as unknown, never as a crash or a stored 10**400.
@@ -176,10 +176,16 @@ def test_one_forged_commit_is_skipped_and_the_commits_after_it_kept(repo: Path) 
     )
     git(repo, "update-ref", "HEAD", forged)
     commit(repo, "feat: after the forged one", {"b.txt": "b\n"})
-    proc = cli(repo, "sync", "--json", "--no-embed")
+    proc = cli(repo, "sync", "--no-embed")
     assert proc.returncode == 0, proc.stderr
+    # The human summary says where, on stderr; the JSON below carries the same list.
+    assert f"git: skipped 1 bad record(s): commit {forged}: author time 99999999999999" in proc.stderr
+    assert "git +2 (1 skipped)" in proc.stdout
+    commit(repo, "feat: one more", {"c.txt": "c\n"})
+    git(repo, "update-ref", "refs/heads/side", forged)  # still reachable: a rebuild meets it again
+    proc = cli(repo, "sync", "--rebuild", "--json", "--no-embed")
     git_summary = next(s for s in json.loads(proc.stdout)["sources"] if s["name"] == "git")
-    assert (git_summary["added"], git_summary["skipped"]) == (2, 1)
+    assert (git_summary["added"], git_summary["skipped"]) == (3, 1)
     assert f"commit {forged}: author time 99999999999999 is outside 1970..2100" in git_summary["problems"]
     assert cli(repo, "query", "forged").returncode == 0
     assert cli(repo, "status").returncode == 0

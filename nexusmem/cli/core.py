@@ -97,8 +97,16 @@ def sync_cmd(
         progress.finish()
     if as_json:
         echo_json(summary.to_json())
-    elif not quiet:
-        echo_human(summary.describe())
+        return
+    if quiet:
+        return
+    for part in summary.sources:
+        if part.problems:  # where the bad records were (the JSON has them under sources[].problems)
+            shown = "; ".join(part.problems[:3])
+            echo_human(f"{part.name}: skipped {len(part.problems)} bad record(s): {shown}", err=True)
+            if len(part.problems) > 3:
+                echo_human(f"{part.name}: `nexusmem status` lists the others", err=True)
+    echo_human(summary.describe())
 
 
 @click.command(
