@@ -13,6 +13,9 @@ import pytest
 from conftest import commit, git
 from helpers import run_script
 
+# Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
+pytestmark = pytest.mark.slow
+
 
 def project(tmp_path: Path, name: str, subject: str) -> Path:
     repo = tmp_path / name

@@ -17,6 +17,9 @@ import pytest
 from conftest import commit, git
 from helpers import run_script
 
+# Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
+pytestmark = pytest.mark.slow
+
 NESTED = '{"ts":1700000000500,"cwd":"CWD","command":' + "[" * 100_000 + "]" * 100_000 + "}"
 
 

@@ -17,6 +17,9 @@ import pytest
 from conftest import commit
 from helpers import console_script, run_script
 
+# Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
+pytestmark = pytest.mark.slow
+
 DAMAGED = "move it aside"
 
 

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,7 @@ def test_one_hook_line_never_raises_and_what_it_accepts_is_storable(raw: bytes) 
     shell._context_tail(line.pipestatus, line.duration_ms, line.shell)  # formats without overflow
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.binary(max_size=200) | hook_objects.map(dumps), min_size=1, max_size=6))
 def test_valid_hook_lines_around_bad_ones_are_kept(tmp_path: Path, bad: list[bytes]) -> None:

@@ -12,10 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from conftest import commit
 from helpers import console_script, run_script
 from mcp_helpers import mcp_session, server_env
+
+# Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
+pytestmark = pytest.mark.slow
 
 
 def synced(repo: Path) -> None:

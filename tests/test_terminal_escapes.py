@@ -12,9 +12,13 @@ import time
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from conftest import commit
 from helpers import console_script, run_script
+
+# Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
+pytestmark = pytest.mark.slow
 
 OSC52 = "\x1b]52;c;aGVsbG8gd29ybGQ=\x07"  # write "hello world" to the clipboard
 TITLE = "\x1b]0;owned\x07"  # change the window title
