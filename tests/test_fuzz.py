@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nexusmem import config, registry
+from nexusmem import config, gitcmd, registry
 from nexusmem.errors import ConfigError
 from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, text_ok
 from nexusmem.sources import docs, git, shell
+from nexusmem.sources.base import ScanContext
 
 EXAMPLES = int(os.environ.get("NEXUSMEM_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(
@@ -181,6 +183,49 @@ def test_commit_stream_keeps_the_records_around_garbage(garbage: bytes, bad_ts: 
 def test_commit_stream_never_raises(chunks: list[bytes]) -> None:
     for record in git.parse_commit_stream(chunks):
         assert len(record.header.sha) in (40, 64)
+
+
+@pytest.fixture(scope="module")
+def patch_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """The real `git log -p` output (as iter_diff_nodes asks for it) of a two-commit repository."""
+    repo = tmp_path_factory.mktemp("diffrepo")
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "A",
+        "GIT_AUTHOR_EMAIL": "a@b",
+        "GIT_COMMITTER_NAME": "A",
+        "GIT_COMMITTER_EMAIL": "a@b",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "feat: first"]):
+        if args[0] == "add":
+            (repo / "first.py").write_text("a = 1\nb = 2\n", encoding="utf-8")
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True)
+    (repo / "second.py").write_text("c = 3\n", encoding="utf-8")
+    subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+    subprocess.run(["git", "commit", "-qm", "fix: second"], cwd=repo, env=env, check=True)
+    args = ["log", "-p", *git._LOG_STABLE, git._FORMAT + "%x00", "HEAD", "--"]
+    return list(gitcmd.stream(args, repo))
+
+
+@FUZZ
+@given(st.lists(st.binary(max_size=120), max_size=8), st.sampled_from([0, 1, 2, 3]))
+def test_diff_stream_keeps_the_commits_around_garbage(
+    patch_lines: list[bytes], garbage: list[bytes], where: int
+) -> None:
+    starts = [i for i, line in enumerate(patch_lines) if line.startswith(b"\0NXM")]
+    assert len(starts) == 2  # newest first: "fix: second", then "feat: first"
+    # Garbage goes between the two commits, or after the second's header, or at either end.
+    cut = [starts[1], starts[1] + 1, 0, len(patch_lines)][where]
+    junk = [(g.replace(b"\n", b" ").replace(b"\0", b"") + b"\n") for g in garbage]
+    lines = patch_lines[:cut] + junk + patch_lines[cut:]
+    ctx = ScanContext(root=Path("/nonexistent"), project_id="p", config={})
+    nodes = list(git.iter_diff_nodes(ctx, "diff", [], git.DiffStats(), lines=lines))
+    paths = [node.meta["path"] for node in nodes]
+    assert "second.py" in paths
+    if where != 1:  # junk right after a header is that commit's (garbage) patch text; the other survives
+        assert "first.py" in paths
 
 
 # ------------------------------------------------------------------------------------------ Markdown

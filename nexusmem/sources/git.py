@@ -553,8 +553,17 @@ class DiffStats:
         return self.merges + self.binary + self.skipped_glob + self.over_cap
 
 
-def iter_diff_nodes(ctx: ScanContext, source: str, revs: list[str], stats: DiffStats) -> Iterator[Node]:
-    """Stream `git log -p` over REVS and yield one code_diff node per kept file section."""
+def iter_diff_nodes(
+    ctx: ScanContext,
+    source: str,
+    revs: list[str],
+    stats: DiffStats,
+    lines: Iterable[bytes] | None = None,
+) -> Iterator[Node]:
+    """Stream `git log -p` over REVS and yield one code_diff node per kept file section.
+
+    LINES (the log's lines, newline kept) replaces running git: how tests/test_fuzz.py feeds it garbage.
+    """
     dcfg = _setting(ctx.config, "sources.diff")
     skip_globs: list[str] = list(dcfg.get("skip", DEFAULTS["sources"]["diff"]["skip"]))
     max_files = int(dcfg.get("maxFilesPerCommit", DEFAULTS["sources"]["diff"]["maxFilesPerCommit"]))
@@ -622,7 +631,7 @@ def iter_diff_nodes(ctx: ScanContext, source: str, revs: list[str], stats: DiffS
             lines_changed += patch.insertions + patch.deletions
 
     hunk: _Patch | None = None  # the current section once past its first @@ (the hot path)
-    for line in gitcmd.stream(args, ctx.root):
+    for line in gitcmd.stream(args, ctx.root) if lines is None else lines:
         # Almost every line of a big patch is a hunk line; test for that first and do nothing else.
         if hunk is not None and line and line[0] in _HUNK_FIRST:
             hunk.add(line, limit)
