@@ -32,6 +32,7 @@ MB/s on a realistic mix.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import string
@@ -217,8 +218,17 @@ _IDENTIFIER_PART = re.compile(r"[A-Za-z]+\d{0,2}|\d{1,2}")
 
 
 def _identifier_like(value: str) -> bool:
-    """`development_settings_v2`, `MyServiceAccount`, `prod.eu-west-1`: words, not random characters."""
-    return all(_IDENTIFIER_PART.fullmatch(part) for part in _SEPARATORS.split(value) if part)
+    """`development_settings_v2`, `MyServiceAccount`, `prod.eu-west-1`: words, not random characters.
+
+    Parts of letters (and at most two trailing digits) between separators, whose camel-case words average
+    at least 3 letters: `hashedPassword` is words, `odkFi45_aAoDCA` (odk Fi a Ao DCA) is not."""
+    if not all(_IDENTIFIER_PART.fullmatch(part) for part in _SEPARATORS.split(value) if part):
+        return False
+    words = _CAMEL_WORD.findall(value)
+    return not words or sum(map(len, words)) >= 3 * len(words)
+
+
+_CAMEL_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 
 
 _SEPARATORS = re.compile(r"[_.\-/:]")
@@ -375,9 +385,13 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
             return accept(vstart, vend)
         return None
     if not quoted:
-        line_start = text.rfind("\n", 0, key_start) + 1
-        if not _LINE_START_KEY.fullmatch(text, line_start, key_start):
-            return None
+        # Bounded look-back: a key 256+ characters into a line is not at its start (and a 1 MB line of
+        # `password: ` must not rescan the line for every hit).
+        lo = max(0, key_start - 256)
+        line_start = max(lo, text.rfind("\n", lo, key_start) + 1)
+        at_start = (line_start > lo or lo == 0) and _LINE_START_KEY.fullmatch(text, line_start, key_start)
+        # Markdown inline code starts a line of its own: "Set `password: ...` in ..."
+        at_start = at_start or text[line_start:key_start].rstrip(" \t").endswith("`")
         for stop in ",;}]":
             if stop in raw:
                 raw = raw[: raw.index(stop)]
@@ -393,7 +407,23 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
             or (sep.strip() == ":" and _TYPE_NAME.fullmatch(raw))  # `secret: Buffer` is a type
         ):
             return None
+        if not at_start and not (_password_like(raw) or _looks_random(raw)):
+            return None  # mid-line (`f(password: pw)`, prose): only a value shaped like a password
     return accept(vstart, vend)
+
+
+def _password_like(value: str) -> bool:
+    """At least 8 characters of three classes (lower, upper, digit, symbol), not words: `Summer2024!`,
+    `NFnRs05+CHS1AI`; not `pw`, `hashedPassword`, `new_token`, `options.token`."""
+    if len(value) < 8 or _identifier_like(value):
+        return False
+    classes = (
+        any(c.islower() for c in value)
+        + any(c.isupper() for c in value)
+        + any(c.isdigit() for c in value)
+        + any(not c.isalnum() for c in value)
+    )
+    return classes >= 3
 
 
 def _spaced_assignment(
@@ -414,13 +444,18 @@ def _spaced_assignment(
         return accept(vstart, vend)  # keytool -storepass X, -keypass X, -srcstorepass X
     if key != "password":
         return None
-    line_start = text.rfind("\n", 0, key_start) + 1
+    lo = max(0, key_start - 512)
+    line_start = max(lo, text.rfind("\n", lo, key_start) + 1)
     prefix = text[line_start:key_start]
-    if _NETRC_LINE.search(prefix):
+    if ("machine" in prefix or "default" in prefix) and _NETRC_LINE.search(prefix):
         return accept(vstart, vend)
-    line_end = text.find("\n", vend)
-    rest = text[vend : len(text) if line_end < 0 else line_end]
-    if not prefix.strip() and not rest.strip() and "machine " in text[max(0, line_start - 500) : line_start]:
+    line_end = text.find("\n", vend, vend + 512)
+    rest = text[vend : vend + 512 if line_end < 0 else line_end]
+    if (
+        not prefix.strip(" \t+-")
+        and (not rest.strip() or _password_like(raw))
+        and "machine " in text[max(0, line_start - 500) : line_start]
+    ):
         return accept(vstart, vend)  # a multi-line .netrc entry
     return None
 
@@ -429,7 +464,7 @@ _NPMRC_KEYS = frozenset(["_auth", "_authtoken", "_password"])
 _DASH_PASS_FLAG = re.compile(r"-[a-z]*pass(?:word)?")
 # `machine HOST login USER password X`, `default login USER password X` (the password ends the prefix).
 _NETRC_LINE = re.compile(
-    r"(?:^|[\s'\"])(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account)[ \t]+\S+)*[ \t]+$"
+    r"(?:^|[\s'\"`+-])(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account)[ \t]+\S+)*[ \t]+$"
 )
 
 
@@ -541,7 +576,7 @@ def _lookback(kind: str, before: str, reach: tuple[int, int], ahead: str = "") -
             start = hit - width
             if start < 0 or not pattern.fullmatch(text, start, hit):
                 continue
-            if start == 0 or text[start - 1] not in _TOKEN_CHARS:
+            if _starts_token(text, start):
                 return (start, m.end(), kind)
         return None
 
@@ -549,6 +584,13 @@ def _lookback(kind: str, before: str, reach: tuple[int, int], ahead: str = "") -
 
 
 _TOKEN_CHARS = _WORD | frozenset("_-.~+/")
+
+
+def _starts_token(text: str, start: int) -> bool:
+    """True when a token may start at START: after a non-token character, or after a diff line's `+`/`-`."""
+    if start == 0 or text[start - 1] not in _TOKEN_CHARS:
+        return True
+    return text[start - 1] in "+-" and (start == 1 or text[start - 2] == "\n")
 
 
 def _telegram(m: re.Match[str], text: str) -> Span | None:
@@ -571,7 +613,7 @@ def _discord(m: re.Match[str], text: str) -> Span | None:
         start -= 1
     if not 23 <= end - start <= 28 or text[start] not in "MNO":
         return None
-    if start and text[start - 1] in _TOKEN_CHARS:
+    if not _starts_token(text, start):
         return None
     return (start, m.end(), "discord-token")
 
@@ -648,18 +690,32 @@ def _command_before(
     text: str, end: int, reach: int, names: tuple[str, ...], pattern: re.Pattern[str]
 ) -> bool:
     """Whether a command matching PATTERN (starting with one of NAMES, after a separator, a path, a quote
-    or a diff marker) begins in the shell segment that ends at END. Found with rfind, not a regex search
-    (a regex search of the segment for every `-p` took 70 us per hit on a 1 MB line of `curl -u a:`)."""
+    or a diff marker) begins in the shell segment that ends at END (at most REACH characters back)."""
     lo = _segment_start(text, end, reach)
+    starts = _command_starts(text, names, pattern)
+    k = bisect.bisect_left(starts, lo)
+    return k < len(starts) and starts[k] < end
+
+
+# The last text's command positions per pattern. Found once per text with str.find, then bisected for each
+# flag: a regex search of the segment for every `-p` took 70 us per hit on a 1 MB line of `curl -u a:`.
+_STARTS_CACHE: dict[int, tuple[str, list[int]]] = {}
+
+
+def _command_starts(text: str, names: tuple[str, ...], pattern: re.Pattern[str]) -> list[int]:
+    cached = _STARTS_CACHE.get(id(pattern))
+    if cached is not None and cached[0] is text:
+        return cached[1]
+    starts: list[int] = []
     for name in names:
-        i = text.rfind(name, lo, end)
-        for _ in range(3):  # the nearest occurrences: a text repeating the name must not cost O(n) per hit
-            if i < 0:
-                break
-            if (i == 0 or text[i - 1] in _CMD_BOUNDARY) and pattern.match(text, i, end):
-                return True
-            i = text.rfind(name, lo, i)
-    return False
+        i = text.find(name)
+        while i >= 0:
+            if (i == 0 or text[i - 1] in _CMD_BOUNDARY) and pattern.match(text, i):
+                starts.append(i)
+            i = text.find(name, i + 1)
+    starts.sort()
+    _STARTS_CACHE[id(pattern)] = (text, starts)
+    return starts
 
 
 def _segment_start(text: str, end: int, reach: int) -> int:

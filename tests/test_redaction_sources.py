@@ -1,0 +1,166 @@
+"""Every source that writes nodes redacts before the store: the corpus secrets through a real `nexusmem sync`.
+
+Each case plants every secret of tests/fixtures/redaction_corpus.json through one channel -- the shell hooks'
+log, a shell history file, commit subjects, a commit body, committed file content (diffs), Markdown prose,
+inline code and fenced code -- into a real git repository with HOME and NEXUSMEM_HOME in temp dirs, runs
+`nexusmem sync`, and greps the raw bytes of every file under `.nexusmem/` (memory.db, -wal, -shm, anything
+else) and under NEXUSMEM_HOME except the hook log itself. Canary words planted next to the secrets must be
+found, so a channel that stored nothing (or truncated its text) cannot pass by accident.
+
+The hook log is the input here, written by the test; rewriting it after sync belongs to the log's own tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import commit, git
+from helpers import run_cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CORPUS: dict[str, Any] = json.loads((FIXTURES / "redaction_corpus.json").read_text(encoding="utf-8"))
+SECRETS: list[dict[str, str]] = CORPUS["secrets"]
+PLACED = [row["context"].replace("{s}", row["value"]) for row in SECRETS]
+CHUNK = 25  # secrets per commit/file/section: well under every size limit (maxBodyChars 20,000)
+
+
+def needles(value: str) -> list[str]:
+    """What must not be stored: the value, and each line of a multi-line value (a PEM body line)."""
+    parts = [value]
+    for piece in re.split(r"\n|\\n", value):
+        if len(piece) >= 16 and piece != value and "-----" not in piece:
+            parts.append(piece)
+    return parts
+
+
+def chunks() -> list[list[str]]:
+    return [PLACED[i : i + CHUNK] for i in range(0, len(PLACED), CHUNK)]
+
+
+def canary(channel: str, i: int) -> str:
+    return f"canary{channel.replace('-', '')}{i}zq"
+
+
+def hook_log(repo: Path) -> list[str]:
+    log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    base = 1_700_000_000_000
+    with log.open("w", encoding="utf-8") as fh:
+        for i, text in enumerate(PLACED):
+            record = {"ts": base + i, "cwd": str(repo), "exit": 0, "command": text, "shell": "bash", "v": 1}
+            fh.write(json.dumps(record) + "\n")
+        fh.write(json.dumps({"ts": base + 10**6, "cwd": str(repo), "exit": 0, "command": f"echo {canary('log', 0)}"}))
+        fh.write("\n")
+    return [canary("log", 0)]
+
+
+def history_file(repo: Path) -> list[str]:
+    """~/.bash_history with HISTTIMEFORMAT stamps, so multi-line commands stay one entry."""
+    lines = []
+    for i, text in enumerate([*PLACED, f"echo {canary('history', 0)}"]):
+        lines += [f"#{1_700_000_000 + i}", text]
+    (Path.home() / ".bash_history").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [canary("history", 0)]
+
+
+def commit_subjects(repo: Path) -> list[str]:
+    """One commit per secret (its context as the message), written with git fast-import."""
+    stream = []
+    for i, text in enumerate([*PLACED, f"chore: {canary('subject', 0)}"]):
+        message = text.encode()
+        stream.append(
+            b"commit refs/heads/main\n"
+            + f"committer Test User <test@example.com> {1_700_000_000 + i} +0000\n".encode()
+            + f"data {len(message)}\n".encode()
+            + message
+            + b"\n"
+        )
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(stream), check=True)
+    git(repo, "reset", "-q", "--hard", "main")
+    return [canary("subject", 0)]
+
+
+def commit_bodies(repo: Path) -> list[str]:
+    marks = []
+    for i, chunk in enumerate(chunks()):
+        marks.append(canary("body", i))
+        commit(repo, f"chore: rotate credentials, batch {i}\n\n" + "\n".join(chunk) + f"\n\n{marks[-1]}\n")
+    return marks
+
+
+def committed_files(repo: Path) -> list[str]:
+    commit(repo, "chore: start", {"README.txt": "start\n"})
+    files, marks = {}, []
+    for i, chunk in enumerate(chunks()):
+        marks.append(canary("file", i))
+        files[f"config/leaky_{i:02d}.env"] = "\n".join(chunk) + f"\n# {marks[-1]}\n"
+    commit(repo, "chore: add environment files", files)
+    return marks
+
+
+def markdown(style: str) -> Callable[[Path], list[str]]:
+    def plant(repo: Path) -> list[str]:
+        parts, marks = ["# Runbook\n"], []
+        for i, chunk in enumerate(chunks()):
+            marks.append(canary(f"md{style}", i))
+            parts.append(f"\n## Step {i}\n\nSee {marks[-1]} first.\n")
+            if style == "prose":
+                parts.extend(f"\nThe old value was {text} until Monday.\n" for text in chunk)
+            elif style == "inline":
+                parts.extend(f"\n- run `{text}` once\n" for text in chunk)
+            else:
+                parts.append("\n```bash\n" + "\n".join(chunk) + "\n```\n")
+        commit(repo, "docs: runbook", {"docs/runbook.md": "".join(parts)})
+        return marks
+
+    return plant
+
+
+CHANNELS: dict[str, Callable[[Path], list[str]]] = {
+    "shell-hook-log": hook_log,
+    "shell-history-file": history_file,
+    "commit-subject": commit_subjects,
+    "commit-body": commit_bodies,
+    "committed-file-diff": committed_files,
+    "markdown-prose": markdown("prose"),
+    "markdown-inline-code": markdown("inline"),
+    "markdown-fenced-code": markdown("fenced"),
+}
+
+
+def stored_bytes(repo: Path) -> dict[Path, bytes]:
+    """Every file the sync may have written: all of .nexusmem/ and NEXUSMEM_HOME (the hook log excepted)."""
+    home = Path(os.environ["NEXUSMEM_HOME"])
+    files = [p for p in (repo / ".nexusmem").rglob("*") if p.is_file()]
+    files += [p for p in home.rglob("*") if p.is_file() and p.name != "shell-history.jsonl"]
+    return {p: p.read_bytes() for p in files}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("channel", list(CHANNELS))
+def test_no_corpus_secret_reaches_the_store(repo: Path, channel: str) -> None:
+    if channel.startswith("shell"):
+        commit(repo, "chore: start", {"a.txt": "a\n"})
+    marks = CHANNELS[channel](repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    files = stored_bytes(repo)
+    assert any(p.name == "memory.db" for p in files)
+    raw = b"\n".join(files.values())
+    for mark in marks:
+        assert mark.encode() in raw, f"{channel}: canary {mark} was not stored: the channel ingested nothing"
+    leaked = [
+        (row["type"], needle)
+        for row in SECRETS
+        for needle in needles(row["value"])
+        if needle.encode() in raw
+    ]
+    assert not leaked, f"{channel}: {len(leaked)} secret(s) stored: {leaked[:5]}"
+    assert b"\xc2\xabredacted:" in raw  # the placeholders, UTF-8 encoded, are what is stored instead
