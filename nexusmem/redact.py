@@ -691,8 +691,10 @@ def _command_before(
 ) -> bool:
     """Whether a command matching PATTERN (starting with one of NAMES, after a separator, a path, a quote
     or a diff marker) begins in the shell segment that ends at END (at most REACH characters back)."""
-    lo = _segment_start(text, end, reach)
     starts = _command_starts(text, names, pattern)
+    if not starts:  # the common case (`mkdir -p`, `git log -p` and no mysql anywhere): no segment to find
+        return False
+    lo = _segment_start(text, end, reach)
     k = bisect.bisect_left(starts, lo)
     return k < len(starts) and starts[k] < end
 
@@ -881,7 +883,7 @@ _ASSIGN_WORDS: tuple[tuple[str, str], ...] = (
     ("token", r"(?P<w>token)(?P<k>)"),
     ("api", r"(?P<w>api)(?P<k>[_-]?key)"),
     ("private", r"(?P<w>private)(?P<k>[_-]?key)"),
-    ("pwd", r"(?P<w>pwd)(?P<k>)"),
+    ("_pwd", r"(?P<w>_pwd)(?P<k>)"),  # MYSQL_PWD, DB_PWD; not the shell's $PWD
     ("credential", r"(?P<w>credential)(?P<k>s?)"),
     ("auth", r"(?P<w>auth)(?P<k>(?:[_-]?token|[_-]?key)?)"),
     ("_key", r"(?P<w>_key)(?P<k>)"),
@@ -889,13 +891,79 @@ _ASSIGN_WORDS: tuple[tuple[str, str], ...] = (
 _ASSIGN_SEP = r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+|(?<=pass|word)[ \t]+)"
 _NAME_KINDS = ("password", "token", "secret", "api-key", "aws-secret-key")
 
+_TOKEN_RULES: tuple[Rule, ...] = (
+    *(_rule(f"token:{lit}", (kind,), lit, body, _token(kind)) for kind, lit, body in _TOKENS),
+    _rule(
+        "openai-anthropic",
+        ("anthropic-key", "openai-key"),
+        "sk-",
+        r"(?:(?P<a>ant-[a-z]{2,10}\d\d-[A-Za-z0-9_-]{20,255})"
+        r"|(?:proj|svcacct|admin)-(?P<p>[A-Za-z0-9_-]{20,255})|(?P<b>[A-Za-z0-9]{32,255}))",
+        _sk_key,
+    ),
+    _rule("jwt", ("jwt",), "eyJ", rf"{_B64URL}{{8,}}\.eyJ{_B64URL}{{8,}}\.{_B64URL}*", _token("jwt")),
+)
+
+
+# The token formats grouped by their literal's first character: one regex per group, `X(?:rest|rest...)`,
+# which re scans with its fast single-character prefix search. 118 separate literal searches cost ~3x the
+# whole of redaction before this table grew; 29 grouped scans cost about a third of that (measured with
+# benchmarks/bench_redact.py).
+def _group_tokens(rules: tuple[Rule, ...]) -> tuple[tuple[re.Pattern[str], dict[str, list[Rule]]], ...]:
+    by_first: dict[str, dict[str, list[Rule]]] = {}
+    for rule in rules:
+        by_first.setdefault(rule.literal[0], {}).setdefault(rule.literal, []).append(rule)
+    groups = []
+    for first, by_literal in by_first.items():
+        rests = sorted((lit[1:] for lit in by_literal), key=len, reverse=True)
+        pattern = re.compile(re.escape(first) + "(?:" + "|".join(re.escape(r) for r in rests) + ")")
+        # The scan reports the longest literal at a position; the rules of its shorter prefixes (`eyJ` for
+        # `eyJrIjoi`) are tried after its own.
+        candidates = {
+            lit: [
+                rule
+                for other in sorted(by_literal, key=len, reverse=True)
+                if lit.startswith(other)
+                for rule in by_literal[other]
+            ]
+            for lit in by_literal
+        }
+        groups.append((pattern, candidates))
+    return tuple(groups)
+
+
+_TOKEN_GROUPS = _group_tokens(_TOKEN_RULES)
+_TOKEN_SCAN = re.compile("|".join(sorted({re.escape(rule.literal) for rule in _TOKEN_RULES})))
+
+
+def _find_tokens(text: str) -> list[Span]:
+    """Every self-identifying token (sorted by start; overlaps are dropped when spliced)."""
+    spans: list[Span] = []
+    for pattern, by_literal in _TOKEN_GROUPS:
+        for hit in pattern.finditer(text):
+            for rule in by_literal[hit.group()]:
+                m = rule.pattern.match(text, hit.start())
+                span = rule.handler(m, text) if m is not None else None
+                if span is not None and span[1] > span[0]:
+                    spans.append(span)
+                    break
+    spans.sort()
+    return spans
+
+
 PATTERNS: tuple[Rule, ...] = (
     # Multi-line first: a key block may contain anything.
     Rule(
         "private-key", ("private-key",), _PEM_BEGIN, _no_handler, finder=_private_keys, literal="-----BEGIN"
     ),
-    # Self-identifying tokens (prefix + body).
-    *(_rule(f"token:{lit}", (kind,), lit, body, _token(kind)) for kind, lit, body in _TOKENS),
+    # Self-identifying tokens (prefix + body), found in one pass (see _find_tokens).
+    Rule(
+        "tokens",
+        tuple(sorted({kind for rule in _TOKEN_RULES for kind in rule.kinds})),
+        _TOKEN_SCAN,
+        _no_handler,
+        finder=_find_tokens,
+    ),
     _rule(
         "slack-webhook",
         ("slack-webhook",),
@@ -917,15 +985,6 @@ PATTERNS: tuple[Rule, ...] = (
             "discordapp.com/api/webhooks/",
         )
     ),
-    _rule(
-        "openai-anthropic",
-        ("anthropic-key", "openai-key"),
-        "sk-",
-        r"(?:(?P<a>ant-[a-z]{2,10}\d\d-[A-Za-z0-9_-]{20,255})"
-        r"|(?:proj|svcacct|admin)-(?P<p>[A-Za-z0-9_-]{20,255})|(?P<b>[A-Za-z0-9]{32,255}))",
-        _sk_key,
-    ),
-    _rule("jwt", ("jwt",), "eyJ", rf"{_B64URL}{{8,}}\.eyJ{_B64URL}{{8,}}\.{_B64URL}*", _token("jwt")),
     # Tokens whose literal is in the middle (checked backwards from the hit).
     _rule("telegram-token", ("telegram-token",), ":A", "[A-Za-z0-9_-]{34}" + _END_URL, _telegram),
     _rule(
@@ -991,7 +1050,7 @@ PATTERNS: tuple[Rule, ...] = (
         "-p",
         r"(?P<sp>[ \t]*)" + _SHELL_VALUE,
         _tool_dash_p,
-        requires=("mysql", "mariadb", "sshpass", "login"),
+        requires=_ATTACHED_NAMES,
     ),
     _rule(
         "redis-dash-a", ("password",), "-a", r"[ \t]+" + _SHELL_VALUE, _redis_dash_a, requires=("redis-cli",)

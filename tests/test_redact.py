@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nexusmem.redact import KINDS, PATTERNS, PLACEHOLDER_RE, placeholder, redact, redact_counts
+from nexusmem.redact import _TOKEN_RULES, KINDS, PATTERNS, PLACEHOLDER_RE, placeholder, redact, redact_counts
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -236,8 +236,11 @@ def test_one_megabyte_lines_do_not_blow_up(chunk: str) -> None:
 
 
 def test_patterns_table_is_literal_prefixed() -> None:
-    """Each rule starts with its literal, which the engine finds with str.find (see the module docstring)."""
-    for rule in PATTERNS:
+    """Each rule starts with its literal, which the engine finds with str.find (see the module docstring);
+    the token formats are scanned by their literals too (grouped by first character)."""
+    for rule in (*PATTERNS, *_TOKEN_RULES):
+        if rule.finder is not None:
+            continue
         assert rule.literal, rule.name
         if rule.lowered:
             assert rule.literal == rule.literal.lower(), rule.name
