@@ -124,7 +124,7 @@ class Rule:
     lowered: bool = False
     finder: Callable[[str], Iterable[Span]] | None = None  # a whole-text scan instead of pattern + handler
     literal: str = ""  # what the pattern starts with: found with str.find before the regex runs
-    requires: tuple[str, ...] = ()  # skip the rule unless one of these occurs in the text
+    gate: Callable[[str], bool] | None = None  # skip the rule unless gate(text): the tool it needs is there
 
     @property
     def fallback(self) -> re.Pattern[str]:
@@ -770,11 +770,11 @@ def _rule(
     body: str,
     handler: Handler,
     lowered: bool = False,
-    requires: tuple[str, ...] = (),
+    gate: Callable[[str], bool] | None = None,
 ) -> Rule:
     """A rule whose regex is LITERAL (matched exactly; lower case when LOWERED) followed by BODY."""
     assert not lowered or literal == literal.lower(), literal
-    return Rule(name, kinds, re.compile(re.escape(literal) + body), handler, lowered, None, literal, requires)
+    return Rule(name, kinds, re.compile(re.escape(literal) + body), handler, lowered, None, literal, gate)
 
 
 # Self-identifying tokens: (placeholder type, literal prefix, body). The whole match is the secret and must
@@ -1050,10 +1050,18 @@ PATTERNS: tuple[Rule, ...] = (
         "-p",
         r"(?P<sp>[ \t]*)" + _SHELL_VALUE,
         _tool_dash_p,
-        requires=_ATTACHED_NAMES,
+        gate=lambda text: bool(
+            _command_starts(text, _ATTACHED_NAMES, _ATTACHED_TOOLS)
+            or _command_starts(text, _SPACED_NAMES, _SPACED_TOOLS)
+        ),
     ),
     _rule(
-        "redis-dash-a", ("password",), "-a", r"[ \t]+" + _SHELL_VALUE, _redis_dash_a, requires=("redis-cli",)
+        "redis-dash-a",
+        ("password",),
+        "-a",
+        r"[ \t]+" + _SHELL_VALUE,
+        _redis_dash_a,
+        gate=lambda text: bool(_command_starts(text, ("redis-cli",), _REDIS_CLI)),
     ),
     _rule(
         "curl-user",
@@ -1061,7 +1069,7 @@ PATTERNS: tuple[Rule, ...] = (
         "-u",
         r"(?P<long>ser)?[ \t]*[\"']?[^\s:\"'@«»]+:" + _SHELL_VALUE,
         _curl_user,
-        requires=("curl",),
+        gate=lambda text: bool(_command_starts(text, ("curl",), _CURL)),
     ),
     _rule(
         "htpasswd",
@@ -1163,7 +1171,7 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
             hay = lowered
         else:
             hay = text
-        if rule.literal not in hay or (rule.requires and not any(r in hay for r in rule.requires)):
+        if rule.literal not in hay or (rule.gate is not None and not rule.gate(text)):
             continue
         if len(hay) == len(text):
             hits: Iterable[re.Match[str]] = _matches(rule, hay)
