@@ -182,8 +182,24 @@ def _is_reference(value: str) -> bool:
 # Values that stand for a secret in docs and samples; redacting them would hide nothing, keeping them keeps
 # examples readable. A real password of exactly `changeme` is therefore kept (it is no secret either).
 _PLACEHOLDERS = frozenset(
-    "changeme changeit change-me change_me placeholder example dummy redacted todo tbd fixme secret "
-    "password token yourpassword mypassword".split()
+    [
+        "changeme",
+        "changeit",
+        "change-me",
+        "change_me",
+        "placeholder",
+        "example",
+        "dummy",
+        "redacted",
+        "todo",
+        "tbd",
+        "fixme",
+        "secret",
+        "password",
+        "token",
+        "yourpassword",
+        "mypassword",
+    ]
 )
 _PLACEHOLDER_SHAPE = re.compile(r"(?i)(?:your|my|insert|enter|put)[-_][\w-]*|[\w-]*[-_]here")
 
@@ -355,6 +371,8 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     before = text[key_start - 1] if key_start else ""
     after = text[vend] if vend < len(text) else " "
     kind = _kind_for_name(key)
+    if before == "/" and sep.strip() == ":":
+        return None  # a URL's user (`https://x-access-token:TOKEN@host`): the URL rule takes its password
 
     def accept(start: int, end: int) -> Span | None:
         span = _value_span(text, start, end, kind)
@@ -510,12 +528,107 @@ def _flag(m: re.Match[str], text: str) -> Span | None:
 
 # Words that follow a flag name in prose, not as its value ("the --token option", "--token is optional").
 _PROSE_WORDS = frozenset(
-    "a an the and or but nor is are was were be been being to of in on at by for with from as if when then "
-    "than that this these those it its not no only also instead option options flag flags argument "
-    "arguments arg args parameter parameters param value values setting settings switch field variable "
-    "must can may might should will would does do did has have had takes expects accepts works which who "
-    "where here there above below first last every each any all is's isn't doesn't wins overrides "
-    "defaults default set sets unset required optional".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "nor",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "if",
+        "when",
+        "then",
+        "than",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "not",
+        "no",
+        "only",
+        "also",
+        "instead",
+        "option",
+        "options",
+        "flag",
+        "flags",
+        "argument",
+        "arguments",
+        "arg",
+        "args",
+        "parameter",
+        "parameters",
+        "param",
+        "value",
+        "values",
+        "setting",
+        "settings",
+        "switch",
+        "field",
+        "variable",
+        "must",
+        "can",
+        "may",
+        "might",
+        "should",
+        "will",
+        "would",
+        "does",
+        "do",
+        "did",
+        "has",
+        "have",
+        "had",
+        "takes",
+        "expects",
+        "accepts",
+        "works",
+        "which",
+        "who",
+        "where",
+        "here",
+        "there",
+        "above",
+        "below",
+        "first",
+        "last",
+        "every",
+        "each",
+        "any",
+        "all",
+        "is's",
+        "isn't",
+        "doesn't",
+        "wins",
+        "overrides",
+        "defaults",
+        "default",
+        "set",
+        "sets",
+        "unset",
+        "required",
+        "optional",
+    ]
 )
 _METAVARIABLE = re.compile(r"[A-Z][A-Z0-9_]{0,24}|<[^>]*>|\[[^\]]*\]")
 
@@ -534,8 +647,8 @@ def _header(m: re.Match[str], text: str) -> Span | None:
     access, session, license) take any value; another `*-key:` needs a random-looking one."""
     colon = text.index(":", m.start())
     name_start = _name_before(text, colon, _HEADER_NAME)
-    if name_start and text[name_start - 1] in _WORD:
-        return None
+    if name_start and (text[name_start - 1] in _WORD or text[name_start - 1] == "/"):
+        return None  # glued to a word, or a URL's user (`https://x-access-token:TOKEN@github.com`)
     name = text[name_start:colon].lower()
     kind = "token" if "token" in name else "secret" if "secret" in name else "api-key"
     span = _value_span(text, m.start("v"), m.end("v"), kind)
@@ -905,65 +1018,13 @@ _TOKEN_RULES: tuple[Rule, ...] = (
 )
 
 
-# The token formats grouped by their literal's first character: one regex per group, `X(?:rest|rest...)`,
-# which re scans with its fast single-character prefix search. 118 separate literal searches cost ~3x the
-# whole of redaction before this table grew; 29 grouped scans cost about a third of that (measured with
-# benchmarks/bench_redact.py).
-def _group_tokens(rules: tuple[Rule, ...]) -> tuple[tuple[re.Pattern[str], dict[str, list[Rule]]], ...]:
-    by_first: dict[str, dict[str, list[Rule]]] = {}
-    for rule in rules:
-        by_first.setdefault(rule.literal[0], {}).setdefault(rule.literal, []).append(rule)
-    groups = []
-    for first, by_literal in by_first.items():
-        rests = sorted((lit[1:] for lit in by_literal), key=len, reverse=True)
-        pattern = re.compile(re.escape(first) + "(?:" + "|".join(re.escape(r) for r in rests) + ")")
-        # The scan reports the longest literal at a position; the rules of its shorter prefixes (`eyJ` for
-        # `eyJrIjoi`) are tried after its own.
-        candidates = {
-            lit: [
-                rule
-                for other in sorted(by_literal, key=len, reverse=True)
-                if lit.startswith(other)
-                for rule in by_literal[other]
-            ]
-            for lit in by_literal
-        }
-        groups.append((pattern, candidates))
-    return tuple(groups)
-
-
-_TOKEN_GROUPS = _group_tokens(_TOKEN_RULES)
-_TOKEN_SCAN = re.compile("|".join(sorted({re.escape(rule.literal) for rule in _TOKEN_RULES})))
-
-
-def _find_tokens(text: str) -> list[Span]:
-    """Every self-identifying token (sorted by start; overlaps are dropped when spliced)."""
-    spans: list[Span] = []
-    for pattern, by_literal in _TOKEN_GROUPS:
-        for hit in pattern.finditer(text):
-            for rule in by_literal[hit.group()]:
-                m = rule.pattern.match(text, hit.start())
-                span = rule.handler(m, text) if m is not None else None
-                if span is not None and span[1] > span[0]:
-                    spans.append(span)
-                    break
-    spans.sort()
-    return spans
-
-
 PATTERNS: tuple[Rule, ...] = (
     # Multi-line first: a key block may contain anything.
     Rule(
         "private-key", ("private-key",), _PEM_BEGIN, _no_handler, finder=_private_keys, literal="-----BEGIN"
     ),
-    # Self-identifying tokens (prefix + body), found in one pass (see _find_tokens).
-    Rule(
-        "tokens",
-        tuple(sorted({kind for rule in _TOKEN_RULES for kind in rule.kinds})),
-        _TOKEN_SCAN,
-        _no_handler,
-        finder=_find_tokens,
-    ),
+    # Self-identifying tokens (prefix + body).
+    *_TOKEN_RULES,
     _rule(
         "slack-webhook",
         ("slack-webhook",),
@@ -979,11 +1040,7 @@ PATTERNS: tuple[Rule, ...] = (
             r"(?P<v>[\w@/.-]{20,400})",
             _token("webhook", "v", check_left=False),
         )
-        for lit in (
-            "webhook.office.com/webhookb2/",
-            "discord.com/api/webhooks/",
-            "discordapp.com/api/webhooks/",
-        )
+        for lit in ("webhook.office.com/webhookb2/", "/api/webhooks/")  # Microsoft Teams, Discord
     ),
     # Tokens whose literal is in the middle (checked backwards from the hit).
     _rule("telegram-token", ("telegram-token",), ":A", "[A-Za-z0-9_-]{34}" + _END_URL, _telegram),
@@ -1022,11 +1079,11 @@ PATTERNS: tuple[Rule, ...] = (
             f"azure:{lit}",
             ("azure-key",),
             lit,
-            r"[ \t]*=[ \t]*(?P<v>[^\s;\"'`<>]+)",
+            body + r"[ \t]*=[ \t]*(?P<v>[^\s;\"'`<>]+)",
             _azure_key,
             lowered=True,
         )
-        for lit in ("accountkey", "sharedaccesskey", "sharedaccesssignature")
+        for lit, body in (("accountkey", ""), ("sharedaccess", "(?:key|signature)"))
     ),
     _rule(
         "nuget-password",
@@ -1093,11 +1150,11 @@ PATTERNS: tuple[Rule, ...] = (
             f"header:{lit}",
             ("api-key", "token", "secret"),
             lit,
-            r"[ \t]*(?P<v>[^\s\"'`<>,;|]+)",
+            body + r"[ \t]*(?P<v>[^\s\"'`<>,;|]+)",
             _header,
             lowered=True,
         )
-        for lit in ("-key:", "-token:", "-secret:", "apikey:")
+        for lit, body in (("-", "(?:key|token|secret):"), ("apikey:", ""))
     ),
     # Assignments to names like secrets (shell variables, config keys): one rule per word.
     *(
@@ -1118,13 +1175,109 @@ KINDS: tuple[str, ...] = tuple(sorted({kind for rule in PATTERNS for kind in rul
 
 # ------------------------------------------------------------------------------------------------- engine
 
+# (priority, rule): a lower priority wins when two detections overlap (PATTERNS order).
+_Candidates = dict[str, list[tuple[int, Rule]]]
+
+
+def _build_scans(rules: tuple[tuple[int, Rule], ...]) -> tuple[tuple[re.Pattern[str], _Candidates], ...]:
+    """Token rules grouped by their literal's first character: one regex per group, `X(?:rest|...)`.
+
+    re finds a pattern's one-character literal prefix with memchr, so a group costs one fast pass over the
+    text, and a hit (rare: a token prefix) is then matched against the rules whose literal is there (its
+    own, then those of shorter literals it starts with: `eyJ` after `eyJrIjoi`). 29 passes for 118 formats;
+    a `find` per format cost ~3x the whole of redaction before (measured with benchmarks/bench_redact.py)."""
+    by_first: dict[str, dict[str, list[tuple[int, Rule]]]] = {}
+    for priority, rule in rules:
+        literals = by_first.setdefault(rule.literal[0], {})
+        literals.setdefault(rule.literal, []).append((priority, rule))
+    scans = []
+    for first, literals in by_first.items():
+        rests = sorted((lit[1:] for lit in literals), key=len, reverse=True)
+        pattern = re.compile(re.escape(first) + "(?:" + "|".join(re.escape(rest) for rest in rests) + ")")
+        longest_first = sorted(literals, key=len, reverse=True)
+        candidates = {
+            lit: sorted(pair for other in longest_first if lit.startswith(other) for pair in literals[other])
+            for lit in literals
+        }
+        scans.append((pattern, candidates))
+    return tuple(scans)
+
+
+def _memchr_pattern(rule: Rule) -> re.Pattern[str]:
+    """RULE's pattern written so that re sees a one-character literal prefix (found with memchr): the rest
+    of the literal goes in an alternation with an empty-failing branch, `p(?:ass|(?!))...`. With the whole
+    literal as prefix re would use its slower multi-character prefix search (measured 20x slower)."""
+    source, literal = rule.pattern.pattern, rule.literal
+    if len(literal) < 2:
+        return rule.pattern
+    escaped = re.escape(literal)
+    head = re.escape(literal[0]) + "(?:" + re.escape(literal[1:]) + "|(?!))"
+    if source.startswith(escaped):
+        return re.compile(head + source[len(escaped) :], rule.pattern.flags)
+    group = f"(?P<w>{literal})"
+    if source.startswith(group):  # the assignment rules capture their word
+        return re.compile(f"(?P<w>{head})" + source[len(group) :], rule.pattern.flags)
+    return rule.pattern
+
+
+_TOKEN_PRIORITIES = tuple((i, r) for i, r in enumerate(PATTERNS) if r in _TOKEN_RULES)
+_SCANS = _build_scans(_TOKEN_PRIORITIES)
+_FINDERS = tuple((priority, rule) for priority, rule in enumerate(PATTERNS) if rule.finder is not None)
+_CONTEXT = tuple(
+    (priority, rule, _memchr_pattern(rule))
+    for priority, rule in enumerate(PATTERNS)
+    if rule.finder is None and rule not in _TOKEN_RULES
+)
+
+# (start, end, priority, type)
+_Hit = tuple[int, int, int, str]
+
+
+def _handle(
+    rule: Rule, priority: int, m: re.Match[str], text: str, gates: dict[int, bool], hits: list[_Hit]
+) -> None:
+    if rule.gate is not None:
+        ok = gates.get(priority)
+        if ok is None:
+            ok = gates[priority] = rule.gate(text)
+        if not ok:
+            return
+    span = rule.handler(m, text)
+    if span is not None and span[1] > span[0]:
+        hits.append((span[0], span[1], priority, span[2]))
+
+
+def _collect(text: str, gates: dict[int, bool], hits: list[_Hit]) -> None:
+    for pattern, candidates in _SCANS:
+        for found in pattern.finditer(text):
+            start = found.start()
+            for priority, rule in candidates[found.group()]:
+                m = rule.pattern.match(text, start)
+                if m is not None:
+                    _handle(rule, priority, m, text, gates, hits)
+                    break
+
+
+def _merge(hits: list[_Hit]) -> list[Span]:
+    """Overlapping detections become one span (their union: no part of a secret is left), typed by the
+    detection of the lowest priority."""
+    hits.sort()
+    merged: list[_Hit] = []
+    for start, end, priority, kind in hits:
+        if merged and start < merged[-1][1]:
+            m_start, m_end, m_priority, m_kind = merged[-1]
+            if priority < m_priority:
+                m_priority, m_kind = priority, kind
+            merged[-1] = (m_start, max(m_end, end), m_priority, m_kind)
+        else:
+            merged.append((start, end, priority, kind))
+    return [(start, end, kind) for start, end, _, kind in merged]
+
 
 def _splice(text: str, spans: list[Span], counts: dict[str, int]) -> str:
     parts: list[str] = []
     pos = 0
     for start, end, kind in spans:
-        if start < pos:  # overlaps a span already replaced in this pass
-            continue
         parts.append(text[pos:start])
         parts.append(placeholder(kind))
         counts[kind] = counts.get(kind, 0) + 1
@@ -1133,59 +1286,35 @@ def _splice(text: str, spans: list[Span], counts: dict[str, int]) -> str:
     return "".join(parts)
 
 
-def _matches(rule: Rule, hay: str) -> Iterator[re.Match[str]]:
-    """Non-overlapping matches of RULE in HAY, left to right (what finditer would give)."""
-    literal = rule.literal
-    if len(literal) < 2:
-        yield from rule.pattern.finditer(hay)
-        return
-    match = rule.pattern.match
-    find = hay.find
-    pos = find(literal)
-    while pos >= 0:
-        m = match(hay, pos)
-        if m is None:
-            pos = find(literal, pos + 1)
-        else:
-            yield m
-            pos = find(literal, max(m.end(), pos + 1))
-
-
 def redact_counts(text: str) -> tuple[str, dict[str, int]]:
-    """Redact TEXT and return it with the number of secrets replaced per placeholder type."""
+    """Redact TEXT and return it with the number of secrets replaced per placeholder type.
+
+    Every rule looks at the original text; overlapping detections are merged (see _merge)."""
     counts: dict[str, int] = {}
     if not text:
         return text, counts
+    hits: list[_Hit] = []
+    for priority, rule in _FINDERS:
+        if rule.finder is not None and rule.literal in text:
+            hits.extend((start, end, priority, kind) for start, end, kind in rule.finder(text))
+    gates: dict[int, bool] = {}
+    _collect(text, gates, hits)
     lowered: str | None = None
-    for rule in PATTERNS:
-        if rule.finder is not None:
-            if rule.literal in text:
-                found = list(rule.finder(text))
-                if found:
-                    text = _splice(text, found, counts)
-                    lowered = None
-            continue
+    for priority, rule, scan in _CONTEXT:
         if rule.lowered:
             if lowered is None:
                 lowered = text.lower()
-            hay = lowered
+            if len(lowered) != len(text):  # lower() changed the length (e.g. "İ"): offsets would not line up
+                matches = rule.fallback.finditer(text)
+            else:
+                matches = scan.finditer(lowered)
         else:
-            hay = text
-        if rule.literal not in hay or (rule.gate is not None and not rule.gate(text)):
-            continue
-        if len(hay) == len(text):
-            hits: Iterable[re.Match[str]] = _matches(rule, hay)
-        else:  # lower() changed the length (e.g. "İ"): offsets would not line up
-            hits = rule.fallback.finditer(text)
-        spans: list[Span] = []
-        for m in hits:
-            span = rule.handler(m, text)
-            if span is not None and span[1] > span[0]:
-                spans.append(span)
-        if spans:
-            text = _splice(text, spans, counts)
-            lowered = None
-    return text, counts
+            matches = scan.finditer(text)
+        for m in matches:
+            _handle(rule, priority, m, text, gates, hits)
+    if not hits:
+        return text, counts
+    return _splice(text, _merge(hits), counts), counts
 
 
 def redact(text: str) -> str:
