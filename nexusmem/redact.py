@@ -460,6 +460,9 @@ def _spaced_assignment(
     before = text[key_start - 1] if key_start else " "
     if _DASH_PASS_FLAG.fullmatch(lowered) and before.isspace():
         return accept(vstart, vend)  # keytool -storepass X, -keypass X, -srcstorepass X
+    segment = text[max(0, key_start - 40) : key_start]
+    if _FISH_SET.search(segment) and _ENV_NAME.fullmatch(key):
+        return accept(vstart, vend)  # fish: set -gx DB_PASSWORD VALUE
     if key != "password":
         return None
     lo = max(0, key_start - 512)
@@ -478,6 +481,7 @@ def _spaced_assignment(
     return None
 
 
+_FISH_SET = re.compile(r"(?:^|[\s;&|(])set(?:[ \t]+-[a-zA-Z]+)+[ \t]+$")
 _NPMRC_KEYS = frozenset(["_auth", "_authtoken", "_password"])
 _DASH_PASS_FLAG = re.compile(r"-[a-z]*pass(?:word)?")
 # `machine HOST login USER password X`, `default login USER password X` (the password ends the prefix).
@@ -741,6 +745,14 @@ def _azure_key(m: re.Match[str], text: str) -> Span | None:
     return _value_span(text, m.start("v"), m.end("v"), "azure-key")
 
 
+def _xml_element(m: re.Match[str], text: str) -> Span | None:
+    """`<password>VALUE</password>`, `<apiKey>VALUE</apiKey>` (Maven settings, .NET configs)."""
+    span = _value_span(text, m.start("v"), m.end("v"), _kind_for_name(m.group("k")))
+    if span is None or _plain_value(text[span[0] : span[1]]):
+        return None
+    return span
+
+
 def _htpasswd(m: re.Match[str], text: str) -> Span | None:
     """`htpasswd -b[c] FILE USER PASSWORD`: the password is the third operand (only with -b)."""
     if "b" not in m.group("flags") or not _left_ok(text, m.start()):
@@ -1001,7 +1013,7 @@ _ASSIGN_WORDS: tuple[tuple[str, str], ...] = (
     ("auth", r"(?P<w>auth)(?P<k>(?:[_-]?token|[_-]?key)?)"),
     ("_key", r"(?P<w>_key)(?P<k>)"),
 )
-_ASSIGN_SEP = r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+|(?<=pass|word)[ \t]+)"
+_ASSIGN_SEP = r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+|(?<=pass|word|oken|cret|_key)[ \t]+(?![A-Za-z_][\w.-]*=[^=]))"
 _NAME_KINDS = ("password", "token", "secret", "api-key", "aws-secret-key")
 
 _TOKEN_RULES: tuple[Rule, ...] = (
@@ -1155,6 +1167,15 @@ PATTERNS: tuple[Rule, ...] = (
             lowered=True,
         )
         for lit, body in (("-", "(?:key|token|secret):"), ("apikey:", ""))
+    ),
+    _rule(
+        "xml-element",
+        _NAME_KINDS,
+        "<",
+        r"(?P<k>[a-z0-9_.-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key))>"
+        r"(?P<v>[^<\s]{1,500})</",
+        _xml_element,
+        lowered=True,
     ),
     # Assignments to names like secrets (shell variables, config keys): one rule per word.
     *(
