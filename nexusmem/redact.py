@@ -407,7 +407,9 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         # `password: ` must not rescan the line for every hit).
         lo = max(0, key_start - 256)
         line_start = max(lo, text.rfind("\n", lo, key_start) + 1)
-        at_start = (line_start > lo or lo == 0) and _LINE_START_KEY.fullmatch(text, line_start, key_start)
+        at_start = (line_start > lo or lo == 0) and bool(
+            _LINE_START_KEY.fullmatch(text, line_start, key_start)
+        )
         # Markdown inline code starts a line of its own: "Set `password: ...` in ..."
         at_start = at_start or text[line_start:key_start].rstrip(" \t").endswith("`")
         for stop in ",;}]":

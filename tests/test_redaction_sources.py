@@ -57,7 +57,11 @@ def hook_log(repo: Path) -> list[str]:
         for i, text in enumerate(PLACED):
             record = {"ts": base + i, "cwd": str(repo), "exit": 0, "command": text, "shell": "bash", "v": 1}
             fh.write(json.dumps(record) + "\n")
-        fh.write(json.dumps({"ts": base + 10**6, "cwd": str(repo), "exit": 0, "command": f"echo {canary('log', 0)}"}))
+        fh.write(
+            json.dumps(
+                {"ts": base + 10**6, "cwd": str(repo), "exit": 0, "command": f"echo {canary('log', 0)}"}
+            )
+        )
         fh.write("\n")
     return [canary("log", 0)]
 
@@ -157,10 +161,7 @@ def test_no_corpus_secret_reaches_the_store(repo: Path, channel: str) -> None:
     for mark in marks:
         assert mark.encode() in raw, f"{channel}: canary {mark} was not stored: the channel ingested nothing"
     leaked = [
-        (row["type"], needle)
-        for row in SECRETS
-        for needle in needles(row["value"])
-        if needle.encode() in raw
+        (row["type"], needle) for row in SECRETS for needle in needles(row["value"]) if needle.encode() in raw
     ]
     assert not leaked, f"{channel}: {len(leaked)} secret(s) stored: {leaked[:5]}"
     assert b"\xc2\xabredacted:" in raw  # the placeholders, UTF-8 encoded, are what is stored instead
