@@ -462,9 +462,6 @@ def _spaced_assignment(
     before = text[key_start - 1] if key_start else " "
     if _DASH_PASS_FLAG.fullmatch(lowered) and before.isspace():
         return accept(vstart, vend)  # keytool -storepass X, -keypass X, -srcstorepass X
-    segment = text[max(0, key_start - 40) : key_start]
-    if _FISH_SET.search(segment) and _ENV_NAME.fullmatch(key):
-        return accept(vstart, vend)  # fish: set -gx DB_PASSWORD VALUE
     if key != "password":
         return None
     lo = max(0, key_start - 512)
@@ -483,7 +480,6 @@ def _spaced_assignment(
     return None
 
 
-_FISH_SET = re.compile(r"(?:^|[\s;&|(])set(?:[ \t]+-[a-zA-Z]+)+[ \t]+$")
 _NPMRC_KEYS = frozenset(["_auth", "_authtoken", "_password"])
 _DASH_PASS_FLAG = re.compile(r"-[a-z]*pass(?:word)?")
 # `machine HOST login USER password X`, `default login USER password X` (the password ends the prefix).
@@ -745,6 +741,19 @@ def _azure_key(m: re.Match[str], text: str) -> Span | None:
     if not _left_ok(text, m.start()):
         return None
     return _value_span(text, m.start("v"), m.end("v"), "azure-key")
+
+
+def _fish_set(m: re.Match[str], text: str) -> Span | None:
+    """fish's `set -gx DB_PASSWORD VALUE`: a variable named like a secret (strong names only)."""
+    if not _left_ok(text, m.start()) or not _STRONG_NAME.search(m.group("k").upper()):
+        return None
+    span = _value_span(text, m.start("v"), m.end("v"), _kind_for_name(m.group("k")))
+    if span is None or _plain_value(text[span[0] : span[1]]):
+        return None
+    return span
+
+
+_STRONG_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|_PWD$|_PASS$")
 
 
 def _xml_element(m: re.Match[str], text: str) -> Span | None:
@@ -1015,7 +1024,7 @@ _ASSIGN_WORDS: tuple[tuple[str, str], ...] = (
     ("auth", r"(?P<w>auth)(?P<k>(?:[_-]?token|[_-]?key)?)"),
     ("_key", r"(?P<w>_key)(?P<k>)"),
 )
-_ASSIGN_SEP = r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+|(?<=pass|word|oken|cret|_key)[ \t]+(?![A-Za-z_][\w.-]*=[^=]))"
+_ASSIGN_SEP = r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+|(?<=pass|word)[ \t]+(?![A-Za-z_][\w.-]*=[^=]))"
 _NAME_KINDS = ("password", "token", "secret", "api-key", "aws-secret-key")
 
 _TOKEN_RULES: tuple[Rule, ...] = (
@@ -1169,6 +1178,13 @@ PATTERNS: tuple[Rule, ...] = (
             lowered=True,
         )
         for lit, body in (("-", "(?:key|token|secret):"), ("apikey:", ""))
+    ),
+    _rule(
+        "fish-set",
+        _NAME_KINDS,
+        "set",
+        r"(?:[ \t]+-[a-zA-Z]+)+[ \t]+(?P<k>[A-Za-z_][A-Za-z0-9_]*)[ \t]+" + _SHELL_VALUE,
+        _fish_set,
     ),
     _rule(
         "xml-element",
