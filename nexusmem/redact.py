@@ -176,7 +176,12 @@ def _is_reference(value: str) -> bool:
         or value.endswith(("...", "…"))  # `sk-...`: an elided example
         or value.lower() in _PLACEHOLDERS
         or _PLACEHOLDER_SHAPE.fullmatch(value) is not None
+        or _CAPS_WORD.fullmatch(value.rstrip(",.;:)")) is not None  # a metavariable in docs: PASS, API_KEY
+        or not any(c.isalnum() for c in value)  # punctuation: the gap between two strings, `", "`
     )
+
+
+_CAPS_WORD = re.compile(r"[A-Z][A-Z_]{0,24}")
 
 
 # Values that stand for a secret in docs and samples; redacting them would hide nothing, keeping them keeps
@@ -197,6 +202,7 @@ _PLACEHOLDERS = frozenset(
         "secret",
         "password",
         "token",
+        "value",
         "yourpassword",
         "mypassword",
     ]
