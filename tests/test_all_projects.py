@@ -26,9 +26,8 @@ from mcp.types import TextContent
 from nexusmem import paths
 from nexusmem.store import open_store
 
-from conftest import commit, git
-from helpers import query_json, run_cli, run_script
-from mcp_helpers import mcp_session
+from helpers import commit, git, query_json, run_cli, run_script
+from helpers.mcp import mcp_session
 
 DAY = 86_400
 HOUR_MS = 3_600_000

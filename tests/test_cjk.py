@@ -11,8 +11,7 @@ import pytest
 from nexusmem import project
 from nexusmem.retrieve import cjk
 
-from conftest import commit
-from helpers import run_cli
+from helpers import commit, run_cli
 
 
 def query_json(repo: Path, text: str) -> dict[str, Any]:

@@ -8,8 +8,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from conftest import commit, git
-from helpers import query_json, run_cli, run_script
+from helpers import commit, git, query_json, run_cli, run_script
 
 DAY = 86_400
 

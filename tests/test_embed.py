@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ollama_standin import DIM, closed_port_url, ollama_standin
 
 from nexusmem import embed, project
 from nexusmem.embed import EmbeddingUnavailable, Vector
@@ -18,8 +17,8 @@ from nexusmem.embed.index import embed_pending
 from nexusmem.embed.ollama import OllamaProvider
 from nexusmem.errors import ConfigError
 
-from conftest import commit, git
-from helpers import run_cli, run_script
+from helpers import commit, git, run_cli, run_script
+from helpers.ollama_standin import DIM, closed_port_url, ollama_standin
 
 
 def set_embedding(repo: Path, **settings: Any) -> None:

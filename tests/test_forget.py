@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import commit, git
-from helpers import query_json, run_cli, run_script
+from helpers import commit, git, query_json, run_cli, run_script, shell_node
 
 VALUE = "Zebracorn-Quux-4417"
 CJK = "缓存锁文件过期"
@@ -292,24 +291,18 @@ def test_scrub_applies_current_rules_to_old_nodes(repo: Path, isolated_home: Pat
     run_cli("-C", str(repo), "sync", "--no-embed")
     secret = "AKIA" + "QWERTYUIOPASDFGH"
     from nexusmem import project
-    from nexusmem.nodes import Node
 
     proj = project.load(repo)
     with proj.open_store() as store, store.transaction():
         # What an older NexusMem (without today's rule) would have stored.
         store.upsert(
             [
-                Node(
+                shell_node(
+                    f"aws configure set key {secret}",
+                    1_700_000_000_000,
                     project=proj.id,
-                    kind="shell_command",
-                    source="shell",
-                    natural_key="old",
-                    ref=f"aws configure set key {secret}",
-                    title=f"aws configure set key {secret}",
-                    body=f"aws configure set key {secret}",
-                    ts=1_700_000_000_000,
-                    signal=0.5,
-                    meta={"cwd": ".", "note": secret},
+                    key="old",
+                    note=secret,
                 )
             ]
         )

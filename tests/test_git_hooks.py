@@ -20,8 +20,7 @@ from nexusmem.install import git_hooks
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
 
-from conftest import commit, git
-from helpers import run_cli
+from helpers import commit, git, run_cli
 
 
 def git_commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:

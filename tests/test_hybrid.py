@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ollama_standin import closed_port_url, ollama_standin
 
 from nexusmem import project
 from nexusmem.retrieve import fuse, query
 
-from conftest import commit
-from helpers import run_cli
+from helpers import commit, run_cli
+from helpers.ollama_standin import closed_port_url, ollama_standin
 
 
 def query_json(repo: Path, text: str) -> dict[str, Any]:

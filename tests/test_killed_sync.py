@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
-from helpers import console_script
+from helpers import console_script, git
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_HISTORY = ROOT / "benchmarks" / "eval" / "make_history.py"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from itertools import count
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,10 @@ from nexusmem.nodes import Node
 from nexusmem.paths import shell_log_path
 from nexusmem.store import Store, open_store
 
-import conftest
-from helpers import query_json, run_cli
+from helpers import commit, commit_node, git, query_json, run_cli, shell_node, store_nodes, turn_node
 
 T0 = 1_700_000_000_000
 HOUR = 60 * 60 * 1000
-_serial = count()
 
 
 @pytest.fixture
@@ -30,58 +27,8 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield s
 
 
-def shell(
-    command: str, ts: int, exit_code: int | None = 1, cwd: str | None = ".", files: tuple[str, ...] = ()
-) -> Node:
-    return Node(
-        project="p",
-        kind="shell_command",
-        source="shell",
-        natural_key=f"s{next(_serial)}\x1f{ts}\x1f{command}",
-        ref=command,
-        title=f"{command} (exit {exit_code})",
-        body=command,
-        ts=ts,
-        signal=0.5,
-        files=files,
-        meta={"cwd": cwd, "exit": exit_code, "session": "s"},
-    )
-
-
-def commit(ts: int, *files: str, subject: str = "fix: something") -> Node:
-    sha = f"{next(_serial):040x}"
-    return Node(
-        project="p",
-        kind="git_commit",
-        source="git",
-        natural_key=sha,
-        ref=sha,
-        title=subject,
-        body=subject,
-        ts=ts,
-        signal=0.8,
-        group=sha,
-        files=files,
-    )
-
-
-def turn(ts: int, text: str, kind: str = "conversation_turn") -> Node:
-    return Node(
-        project="p",
-        kind=kind,
-        source="conversation",
-        natural_key=f"t{next(_serial)}",
-        ref=f"t{ts}",
-        title=text[:40],
-        body=text,
-        ts=ts,
-        signal=0.5,
-    )
-
-
 def add(store: Store, *nodes: Node) -> None:
-    with store.transaction():
-        store.upsert(nodes)
+    store_nodes(store, nodes)
 
 
 def run(store: Store, since_ms: int | None = None) -> LinkSummary:
@@ -97,7 +44,10 @@ def links(store: Store) -> set[tuple[str, str, str]]:
 
 
 def test_retry_links_the_same_command_that_later_passed(store: Store) -> None:
-    fail, ok = shell("pytest tests/test_cache.py", T0), shell("pytest tests/test_cache.py", T0 + HOUR, 0)
+    fail, ok = (
+        shell_node("pytest tests/test_cache.py", T0),
+        shell_node("pytest tests/test_cache.py", T0 + HOUR, 0),
+    )
     add(store, fail, ok)
     summary = run(store)
     assert links(store) == {(fail.id, ok.id, "retry")}
@@ -106,26 +56,26 @@ def test_retry_links_the_same_command_that_later_passed(store: Store) -> None:
 
 
 def test_retry_window_is_24_hours_inclusive(store: Store) -> None:
-    on_edge = shell("make a", T0), shell("make a", T0 + DAY_MS, 0)
-    past_edge = shell("make b", T0), shell("make b", T0 + DAY_MS + 1, 0)
+    on_edge = shell_node("make a", T0), shell_node("make a", T0 + DAY_MS, 0)
+    past_edge = shell_node("make b", T0), shell_node("make b", T0 + DAY_MS + 1, 0)
     add(store, *on_edge, *past_edge)
     run(store)
     assert links(store) == {(on_edge[0].id, on_edge[1].id, "retry")}
 
 
 def test_retry_needs_the_same_cwd(store: Store) -> None:
-    fail = shell("npm test", T0, cwd="web")
-    elsewhere = shell("npm test", T0 + HOUR, 0, cwd="api")
-    here = shell("npm test", T0 + 2 * HOUR, 0, cwd="web")
+    fail = shell_node("npm test", T0, cwd="web")
+    elsewhere = shell_node("npm test", T0 + HOUR, 0, cwd="api")
+    here = shell_node("npm test", T0 + 2 * HOUR, 0, cwd="web")
     add(store, fail, elsewhere, here)
     run(store)
     assert links(store) == {(fail.id, here.id, "retry")}
 
 
 def test_retry_text_is_whitespace_normalised_but_otherwise_exact(store: Store) -> None:
-    fail = shell("pytest   tests/test_x.py\t-q ", T0)
-    other = shell("pytest tests/test_x.py -x", T0 + HOUR, 0)
-    same = shell(" pytest tests/test_x.py -q", T0 + 2 * HOUR, 0)
+    fail = shell_node("pytest   tests/test_x.py\t-q ", T0)
+    other = shell_node("pytest tests/test_x.py -x", T0 + HOUR, 0)
+    same = shell_node(" pytest tests/test_x.py -q", T0 + 2 * HOUR, 0)
     add(store, fail, other, same)
     run(store)
     assert links(store) == {(fail.id, same.id, "retry")}
@@ -133,18 +83,18 @@ def test_retry_text_is_whitespace_normalised_but_otherwise_exact(store: Store) -
 
 
 def test_retry_is_the_first_later_success(store: Store) -> None:
-    before = shell("cargo build", T0 - HOUR, 0)
-    fail = shell("cargo build", T0)
-    first, second = shell("cargo build", T0 + HOUR, 0), shell("cargo build", T0 + 2 * HOUR, 0)
+    before = shell_node("cargo build", T0 - HOUR, 0)
+    fail = shell_node("cargo build", T0)
+    first, second = shell_node("cargo build", T0 + HOUR, 0), shell_node("cargo build", T0 + 2 * HOUR, 0)
     add(store, second, before, fail, first)  # insertion order must not matter, only time
     run(store)
     assert links(store) == {(fail.id, first.id, "retry")}
 
 
 def test_every_failure_before_a_success_links_to_it(store: Store) -> None:
-    f1, f2 = shell("make lint", T0), shell("make lint", T0 + HOUR, 2)
-    ok = shell("make lint", T0 + 2 * HOUR, 0)
-    again = shell("make lint", T0 + 3 * HOUR)  # failed again after the success: nothing fixed it yet
+    f1, f2 = shell_node("make lint", T0), shell_node("make lint", T0 + HOUR, 2)
+    ok = shell_node("make lint", T0 + 2 * HOUR, 0)
+    again = shell_node("make lint", T0 + 3 * HOUR)  # failed again after the success: nothing fixed it yet
     add(store, f1, f2, ok, again)
     summary = run(store)
     assert links(store) == {(f1.id, ok.id, "retry"), (f2.id, ok.id, "retry")}
@@ -152,17 +102,21 @@ def test_every_failure_before_a_success_links_to_it(store: Store) -> None:
 
 
 def test_success_in_the_same_millisecond_is_not_later(store: Store) -> None:
-    fail, same_ms, later = shell("go test", T0), shell("go test", T0, 0), shell("go test", T0 + 5, 0)
+    fail, same_ms, later = (
+        shell_node("go test", T0),
+        shell_node("go test", T0, 0),
+        shell_node("go test", T0 + 5, 0),
+    )
     add(store, fail, same_ms, later)
     run(store)
     assert links(store) == {(fail.id, later.id, "retry")}
 
 
 def test_unknown_exit_is_neither_a_failure_nor_a_fix(store: Store) -> None:
-    scraped_fail = shell("make", T0, exit_code=None, cwd=None)
-    fail = shell("make", T0 + HOUR)
-    unknown = shell("make", T0 + 2 * HOUR, exit_code=None)
-    ok = shell("make", T0 + 3 * HOUR, 0)
+    scraped_fail = shell_node("make", T0, exit_code=None, cwd=None)
+    fail = shell_node("make", T0 + HOUR)
+    unknown = shell_node("make", T0 + 2 * HOUR, exit_code=None)
+    ok = shell_node("make", T0 + 3 * HOUR, 0)
     add(store, scraped_fail, fail, unknown, ok)
     summary = run(store)
     assert summary.failures == 1
@@ -173,11 +127,11 @@ def test_unknown_exit_is_neither_a_failure_nor_a_fix(store: Store) -> None:
 
 
 def test_commit_touching_a_named_file_after_the_failure(store: Store) -> None:
-    fail = shell("ruff check src/app.py", T0, files=("src/app.py",))
-    earlier = commit(T0 - HOUR, "src/app.py")
-    unrelated = commit(T0 + HOUR, "README.md")
-    fix = commit(T0 + 2 * HOUR, "src/app.py", "src/other.py")
-    later = commit(T0 + 3 * HOUR, "src/app.py")
+    fail = shell_node("ruff check src/app.py", T0, files=("src/app.py",))
+    earlier = commit_node(T0 - HOUR, "src/app.py")
+    unrelated = commit_node(T0 + HOUR, "README.md")
+    fix = commit_node(T0 + 2 * HOUR, "src/app.py", "src/other.py")
+    later = commit_node(T0 + 3 * HOUR, "src/app.py")
     add(store, fail, earlier, unrelated, fix, later)
     summary = run(store)
     assert links(store) == {(fail.id, fix.id, "commit")}
@@ -185,53 +139,53 @@ def test_commit_touching_a_named_file_after_the_failure(store: Store) -> None:
 
 
 def test_commit_window_is_24_hours(store: Store) -> None:
-    in_time = shell("mypy src/a.py", T0, files=("src/a.py",))
-    too_late = shell("mypy src/b.py", T0, files=("src/b.py",))
-    c_in, c_late = commit(T0 + DAY_MS, "src/a.py"), commit(T0 + DAY_MS + 1, "src/b.py")
+    in_time = shell_node("mypy src/a.py", T0, files=("src/a.py",))
+    too_late = shell_node("mypy src/b.py", T0, files=("src/b.py",))
+    c_in, c_late = commit_node(T0 + DAY_MS, "src/a.py"), commit_node(T0 + DAY_MS + 1, "src/b.py")
     add(store, in_time, too_late, c_in, c_late)
     run(store)
     assert links(store) == {(in_time.id, c_in.id, "commit")}
 
 
 def test_commit_after_the_successful_retry_is_not_the_fix(store: Store) -> None:
-    fail = shell("pytest tests/t.py", T0, files=("tests/t.py",))
-    ok = shell("pytest tests/t.py", T0 + HOUR, 0, files=("tests/t.py",))
-    after = commit(T0 + 2 * HOUR, "tests/t.py")
+    fail = shell_node("pytest tests/t.py", T0, files=("tests/t.py",))
+    ok = shell_node("pytest tests/t.py", T0 + HOUR, 0, files=("tests/t.py",))
+    after = commit_node(T0 + 2 * HOUR, "tests/t.py")
     add(store, fail, ok, after)
     run(store)
     assert links(store) == {(fail.id, ok.id, "retry")}
 
 
 def test_commit_before_the_retry_links_as_well(store: Store) -> None:
-    fail = shell("pytest tests/t.py", T0, files=("tests/t.py",))
-    fix = commit(T0 + HOUR, "tests/t.py")
-    ok = shell("pytest tests/t.py", T0 + 2 * HOUR, 0, files=("tests/t.py",))
+    fail = shell_node("pytest tests/t.py", T0, files=("tests/t.py",))
+    fix = commit_node(T0 + HOUR, "tests/t.py")
+    ok = shell_node("pytest tests/t.py", T0 + 2 * HOUR, 0, files=("tests/t.py",))
     add(store, fail, fix, ok)
     run(store)
     assert links(store) == {(fail.id, ok.id, "retry"), (fail.id, fix.id, "commit")}
 
 
 def test_commit_under_a_named_directory_counts(store: Store) -> None:
-    fail = shell("ruff check src/cache", T0, files=("src/cache",))
-    sibling = commit(T0 + HOUR, "src/cachex/a.py")  # a prefix of the name is not the directory
-    fix = commit(T0 + 2 * HOUR, "src/cache/lru.py", "src/cache/disk.py")
+    fail = shell_node("ruff check src/cache", T0, files=("src/cache",))
+    sibling = commit_node(T0 + HOUR, "src/cachex/a.py")  # a prefix of the name is not the directory
+    fix = commit_node(T0 + 2 * HOUR, "src/cache/lru.py", "src/cache/disk.py")
     add(store, fail, sibling, fix)
     run(store)
     assert links(store) == {(fail.id, fix.id, "commit")}
 
 
 def test_first_commit_over_all_named_files(store: Store) -> None:
-    fail = shell("pytest tests/a.py tests/b.py", T0, files=("tests/a.py", "tests/b.py"))
-    on_b = commit(T0 + HOUR, "tests/b.py")
-    on_a = commit(T0 + 2 * HOUR, "tests/a.py")
+    fail = shell_node("pytest tests/a.py tests/b.py", T0, files=("tests/a.py", "tests/b.py"))
+    on_b = commit_node(T0 + HOUR, "tests/b.py")
+    on_a = commit_node(T0 + 2 * HOUR, "tests/a.py")
     add(store, fail, on_a, on_b)
     run(store)
     assert links(store) == {(fail.id, on_b.id, "commit")}
 
 
 def test_successful_command_gets_no_commit_link(store: Store) -> None:
-    ok = shell("ruff check src/app.py", T0, 0, files=("src/app.py",))
-    add(store, ok, commit(T0 + HOUR, "src/app.py"))
+    ok = shell_node("ruff check src/app.py", T0, 0, files=("src/app.py",))
+    add(store, ok, commit_node(T0 + HOUR, "src/app.py"))
     assert run(store).failures == 0
     assert links(store) == set()
 
@@ -254,10 +208,10 @@ def test_significant_words_drop_launchers_stopwords_extensions_and_placeholders(
 
 
 def test_discussion_needs_every_significant_word(store: Store) -> None:
-    fail = shell("npm whoami", T0)
-    generic = turn(T0 + HOUR, "npm is broken again, try npm ci")  # only the generic word
-    partial = turn(T0 + HOUR, "whoami")  # every significant word, poorly
-    good = turn(T0 + 2 * HOUR, "npm whoami fails with E401: run npm login first, whoami needs a token")
+    fail = shell_node("npm whoami", T0)
+    generic = turn_node(T0 + HOUR, "npm is broken again, try npm ci")  # only the generic word
+    partial = turn_node(T0 + HOUR, "whoami")  # every significant word, poorly
+    good = turn_node(T0 + 2 * HOUR, "npm whoami fails with E401: run npm login first, whoami needs a token")
     add(store, fail, generic, partial, good)
     run(store)
     # Both remaining turns contain "whoami"; BM25 prefers the one that says it twice.
@@ -269,39 +223,39 @@ def test_discussion_needs_every_significant_word(store: Store) -> None:
 
 
 def test_discussion_rejects_a_turn_missing_one_word(store: Store) -> None:
-    fail = shell("pytest tests/test_cache.py", T0)
-    missing = turn(T0 + HOUR, "pytest keeps failing in tests/test_auth.py")
+    fail = shell_node("pytest tests/test_cache.py", T0)
+    missing = turn_node(T0 + HOUR, "pytest keeps failing in tests/test_auth.py")
     add(store, fail, missing)
     run(store)
     assert links(store) == set()
-    good = turn(T0 + 2 * HOUR, "pytest tests/test_cache.py fails because the cache dir is stale")
+    good = turn_node(T0 + 2 * HOUR, "pytest tests/test_cache.py fails because the cache dir is stale")
     add(store, good)
     run(store)
     assert links(store) == {(fail.id, good.id, "discussion")}
 
 
 def test_discussion_window_is_24_hours_either_side(store: Store) -> None:
-    fail = shell("terraform plan", T0)
-    before = turn(T0 - DAY_MS, "terraform plan failed: provider lock is stale", kind="session_summary")
-    too_early = turn(T0 - DAY_MS - 1, "terraform plan failed: provider lock is stale again")
-    too_late = turn(T0 + DAY_MS + 1, "terraform plan failed: provider lock is stale, still")
+    fail = shell_node("terraform plan", T0)
+    before = turn_node(T0 - DAY_MS, "terraform plan failed: provider lock is stale", kind="session_summary")
+    too_early = turn_node(T0 - DAY_MS - 1, "terraform plan failed: provider lock is stale again")
+    too_late = turn_node(T0 + DAY_MS + 1, "terraform plan failed: provider lock is stale, still")
     add(store, fail, before, too_early, too_late)
     run(store)
     assert links(store) == {(fail.id, before.id, "discussion")}
 
 
 def test_command_of_only_generic_words_gets_no_discussion(store: Store) -> None:
-    fail = shell("npm run", T0)
-    add(store, fail, turn(T0 + HOUR, "npm run prints the scripts"))
+    fail = shell_node("npm run", T0)
+    add(store, fail, turn_node(T0 + HOUR, "npm run prints the scripts"))
     run(store)
     assert links(store) == set()
 
 
 def test_one_failure_can_have_all_three_links(store: Store) -> None:
-    fail = shell("pytest tests/t.py", T0, files=("tests/t.py",))
-    fix = commit(T0 + HOUR, "tests/t.py")
-    ok = shell("pytest tests/t.py", T0 + 2 * HOUR, 0)
-    talk = turn(T0 + 30 * 60_000, "why does pytest tests/t.py fail? the fixture was renamed")
+    fail = shell_node("pytest tests/t.py", T0, files=("tests/t.py",))
+    fix = commit_node(T0 + HOUR, "tests/t.py")
+    ok = shell_node("pytest tests/t.py", T0 + 2 * HOUR, 0)
+    talk = turn_node(T0 + 30 * 60_000, "why does pytest tests/t.py fail? the fixture was renamed")
     add(store, fail, fix, ok, talk)
     summary = run(store)
     assert links(store) == {
@@ -316,8 +270,8 @@ def test_one_failure_can_have_all_three_links(store: Store) -> None:
 
 
 def test_second_run_changes_nothing(store: Store) -> None:
-    fail = shell("make test", T0, files=("Makefile",))
-    add(store, fail, shell("make test", T0 + HOUR, 0), commit(T0 + 60_000, "Makefile"))
+    fail = shell_node("make test", T0, files=("Makefile",))
+    add(store, fail, shell_node("make test", T0 + HOUR, 0), commit_node(T0 + 60_000, "Makefile"))
     first = run(store)
     before = store.conn.execute("SELECT * FROM links ORDER BY 1, 2, 3").fetchall()
     second = run(store)
@@ -327,12 +281,12 @@ def test_second_run_changes_nothing(store: Store) -> None:
 
 
 def test_a_link_the_rules_no_longer_give_is_removed(store: Store) -> None:
-    fail = shell("make test", T0)
-    late_ok = shell("make test", T0 + 3 * HOUR, 0)
+    fail = shell_node("make test", T0)
+    late_ok = shell_node("make test", T0 + 3 * HOUR, 0)
     add(store, fail, late_ok)
     run(store)
     # A line recorded late (another machine's log, say) shows an earlier success: that one is the retry.
-    early_ok = shell("make test", T0 + HOUR, 0)
+    early_ok = shell_node("make test", T0 + HOUR, 0)
     add(store, early_ok)
     summary = run(store)
     assert (summary.added, summary.removed) == (1, 1)
@@ -340,8 +294,8 @@ def test_a_link_the_rules_no_longer_give_is_removed(store: Store) -> None:
 
 
 def test_other_relations_are_left_alone(store: Store) -> None:
-    fail = shell("make test", T0)
-    add(store, fail, shell("make test", T0 + HOUR, 0))
+    fail = shell_node("make test", T0)
+    add(store, fail, shell_node("make test", T0 + HOUR, 0))
     with store.transaction():
         store.add_links([(fail.id, "elsewhere", "supersedes")])
     run(store)
@@ -349,16 +303,16 @@ def test_other_relations_are_left_alone(store: Store) -> None:
 
 
 def test_since_limits_the_failures_reconsidered(store: Store) -> None:
-    old = shell("make a", T0)
-    new = shell("make a", T0 + 2 * DAY_MS)
-    add(store, old, shell("make a", T0 + HOUR, 0), new, shell("make a", T0 + 2 * DAY_MS + HOUR, 0))
+    old = shell_node("make a", T0)
+    new = shell_node("make a", T0 + 2 * DAY_MS)
+    add(store, old, shell_node("make a", T0 + HOUR, 0), new, shell_node("make a", T0 + 2 * DAY_MS + HOUR, 0))
     summary = run(store, since_ms=T0 + DAY_MS)
     assert summary.failures == 1
     assert {src for src, _, _ in links(store)} == {new.id}
 
 
 def test_incremental_runs_do_only_new_work_and_match_a_full_run(store: Store) -> None:
-    history = [shell("make lint", T0 + i * DAY_MS, 1 if i % 2 == 0 else 0) for i in range(10)]
+    history = [shell_node("make lint", T0 + i * DAY_MS, 1 if i % 2 == 0 else 0) for i in range(10)]
     add(store, *history)
     time.sleep(0.002)  # nodes written in the run's own millisecond are (harmlessly) looked at again
     with store.transaction():
@@ -370,8 +324,8 @@ def test_incremental_runs_do_only_new_work_and_match_a_full_run(store: Store) ->
 
     # A new failure and its retry, 12 h after the last command: only the last day or so is looked at.
     last = history[-1].ts
-    fail, ok = shell("make lint", last + 12 * HOUR), shell("make lint", last + 13 * HOUR, 0)
-    fix = commit(last + 12 * HOUR + 1, "Makefile")
+    fail, ok = shell_node("make lint", last + 12 * HOUR), shell_node("make lint", last + 13 * HOUR, 0)
+    fix = commit_node(last + 12 * HOUR + 1, "Makefile")
     add(store, fail, ok, fix)
     with store.transaction():
         inc = link_recent(store)
@@ -386,8 +340,8 @@ def test_incremental_runs_do_only_new_work_and_match_a_full_run(store: Store) ->
 
 
 def test_rebuild_forgets_links_and_the_next_incremental_run_relinks_everything(store: Store) -> None:
-    fail = shell("make x", T0)
-    add(store, fail, shell("make x", T0 + HOUR, 0))
+    fail = shell_node("make x", T0)
+    add(store, fail, shell_node("make x", T0 + HOUR, 0))
     with store.transaction():
         link_recent(store)
     nodes = list(store.iter_nodes())
@@ -424,16 +378,14 @@ def test_rebuild_forgets_links_and_the_next_incremental_run_relinks_everything(s
 def test_sync_link_failures_then_query_shows_each_fix_right_after_its_failure(repo: Path) -> None:
     now_s = int(time.time()) // 3600 * 3600 - 3 * 86400  # three days ago, on the hour
     t0 = now_s * 1000
-    conftest.commit(
+    commit(
         repo,
         "chore: start",
         {"tests/test_cache.py": "def test(): pass\n", "src/app.py": "x = 1\n"},
         when=now_s - 86400,
     )
-    conftest.commit(
-        repo, "fix(app): satisfy ruff in src/app.py", {"src/app.py": "X = 1\n"}, when=now_s + 3 * 3600
-    )
-    fix_sha = conftest.git(repo, "rev-parse", "HEAD").strip()
+    commit(repo, "fix(app): satisfy ruff in src/app.py", {"src/app.py": "X = 1\n"}, when=now_s + 3 * 3600)
+    fix_sha = git(repo, "rev-parse", "HEAD").strip()
     log = shell_log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
     entries = [

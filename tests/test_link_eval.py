@@ -23,6 +23,8 @@ from nexusmem.link import DAY_MS, link_failures
 from nexusmem.nodes import Node
 from nexusmem.store import Store, open_store
 
+from helpers import commit_node, shell_node, turn_node
+
 SEED = 20261130
 START = 1_750_000_000_000
 SPAN = 90 * DAY_MS
@@ -62,50 +64,18 @@ _serial = count()
 
 
 def _shell(command: str, ts: int, exit_code: int, cwd: str = ".", files: tuple[str, ...] = ()) -> Node:
-    return Node(
-        project="eval",
-        kind="shell_command",
-        source="shell",
-        natural_key=f"s{next(_serial)}\x1f{ts}\x1f{command}",
-        ref=command,
-        title=f"{command} (exit {exit_code})",
-        body=command,
-        ts=ts,
-        signal=0.5,
-        files=files,
-        meta={"cwd": cwd, "exit": exit_code, "session": "s1"},
-    )
+    key = f"s{next(_serial)}\x1f{ts}\x1f{command}"
+    return shell_node(command, ts, exit_code, cwd=cwd, files=files, session="s1", project="eval", key=key)
 
 
 def _commit(ts: int, *files: str) -> Node:
     sha = f"{next(_serial):040x}"
-    return Node(
-        project="eval",
-        kind="git_commit",
-        source="git",
-        natural_key=sha,
-        ref=sha,
-        title="fix: adjust things",
-        body="fix: adjust things",
-        ts=ts,
-        signal=0.8,
-        group=sha,
-        files=files,
-    )
+    return commit_node(ts, *files, subject="fix: adjust things", project="eval", sha=sha)
 
 
 def _turn(ts: int, text: str) -> Node:
-    return Node(
-        project="eval",
-        kind="conversation_turn",
-        source="conversation",
-        natural_key=f"t{next(_serial)}",
-        ref=f"turn {next(_serial)}",
-        title=text[:60],
-        body=text,
-        ts=ts,
-        signal=0.5,
-    )
+    key = f"t{next(_serial)}"
+    return turn_node(ts, text, project="eval", key=key, ref=f"turn {next(_serial)}", title_chars=60)
 
 
 def build_history(seed: int = SEED) -> History:

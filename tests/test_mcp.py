@@ -18,9 +18,8 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from conftest import commit, git
-from helpers import console_script, run_script
-from mcp_helpers import mcp_session
+from helpers import commit, console_script, git, run_script
+from helpers.mcp import mcp_session
 
 PKG = Path(__file__).resolve().parent.parent / "nexusmem"
 DAY = 86_400

@@ -14,8 +14,7 @@ from nexusmem import precheck, sync
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
 
-from conftest import commit, git
-from helpers import run_cli, run_script
+from helpers import commit, git, run_cli, run_script
 
 DAY_MS = 86_400_000
 

@@ -17,7 +17,7 @@ import pytest
 
 from nexusmem.paths import shell_log_path
 
-from conftest import commit, git
+from helpers import commit, git
 
 pytestmark = pytest.mark.slow
 

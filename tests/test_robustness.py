@@ -6,8 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from conftest import commit, git
-from helpers import query_json, run_cli
+from helpers import commit, git, query_json, run_cli
 
 
 def sync_json(repo: Path, *extra: str) -> dict[str, object]:

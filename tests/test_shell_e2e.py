@@ -13,8 +13,7 @@ import pytest
 from nexusmem.redact import redact
 from nexusmem.resources import script_path
 
-from conftest import commit
-from helpers import query_json, run_cli
+from helpers import commit, query_json, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

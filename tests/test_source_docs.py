@@ -13,7 +13,7 @@ from nexusmem.nodes import Node
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import TRUNCATION_MARKER, DocsSource, split_sections
 
-from conftest import commit, git
+from helpers import commit, git
 
 GUIDE = """Intro text before any heading.
 

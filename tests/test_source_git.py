@@ -17,7 +17,7 @@ from nexusmem.nodes import Node
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.git import DiffSource, GitSource, truncate, unquote_path
 
-from conftest import commit, git
+from helpers import commit, git
 
 
 def config(**diff: Any) -> dict[str, Any]:

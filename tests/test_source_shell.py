@@ -15,7 +15,7 @@ from nexusmem.paths import shell_log_path
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.shell import ShellSource, command_files, unmetafy
 
-from conftest import commit, git
+from helpers import commit, git
 
 TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "f6G7h8"
 
@@ -182,7 +182,8 @@ def test_redaction_before_title_body_ref_meta(project: Path) -> None:
     (node,) = nodes
     for text in (node.ref, node.title, node.body, node.natural_key, json.dumps(node.meta)):
         assert TOKEN not in text
-    assert "redacted" in node.ref
+    assert node.ref == redact(f"export GITHUB_TOKEN={TOKEN}") != f"export GITHUB_TOKEN={TOKEN}"
+    assert "«redacted:" in node.ref and "«redacted:" in node.body
 
 
 def test_multiline_command_title(project: Path) -> None:

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_standin import chat_standin
-from ollama_standin import closed_port_url
 
-from conftest import commit
-from helpers import query_json, run_cli, run_script
+from helpers import commit, query_json, run_cli, run_script
+from helpers.chat_standin import chat_standin
+from helpers.ollama_standin import closed_port_url
 
 DAY = 86_400
 OLD = int(time.time()) - 200 * DAY

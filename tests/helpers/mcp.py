@@ -10,7 +10,7 @@ from pathlib import Path
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from helpers import console_script
+from helpers.cli import console_script
 
 
 def server_env() -> dict[str, str]:

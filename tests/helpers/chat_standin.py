@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ollama_standin import toy_embedding
+from helpers.ollama_standin import toy_embedding
 
 
 class ChatStandin:

@@ -1,0 +1,30 @@
+"""What tests share besides fixtures (those stay in conftest.py): `from helpers import X`.
+
+- helpers.git: real repositories (`git`, `init_repo`, `commit`)
+- helpers.cli: driving the CLI in-process (`run_cli`, `query_json`) or as the installed script (`run_script`)
+- helpers.nodes: node factories for tests that build memory by hand (`shell_node`, `commit_node`, ...)
+- helpers.env: the isolated HOME every test runs in (used by conftest)
+- helpers.mcp, helpers.ollama_standin, helpers.chat_standin: import these by module (they start servers or
+  load the MCP SDK, which most tests do not need)
+"""
+
+from __future__ import annotations
+
+from helpers.cli import console_script, query_json, run_cli, run_script
+from helpers.git import commit, git, init_repo
+from helpers.nodes import commit_node, node, shell_node, store_nodes, turn_node
+
+__all__ = [
+    "commit",
+    "commit_node",
+    "console_script",
+    "git",
+    "init_repo",
+    "node",
+    "query_json",
+    "run_cli",
+    "run_script",
+    "shell_node",
+    "store_nodes",
+    "turn_node",
+]

@@ -1,0 +1,28 @@
+"""The isolated environment every test runs in: HOME, NEXUSMEM_HOME and git's config in temp dirs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+GITCONFIG = (
+    "[user]\n\tname = Test User\n\temail = test@example.com\n"
+    "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n"
+    '[protocol "file"]\n\tallow = always\n'
+)
+
+
+def isolate(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point HOME, NEXUSMEM_HOME and git's global config at HOME; drop every other GIT_* variable."""
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text(GITCONFIG, encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("NEXUSMEM_HOME", str(home / ".nexusmem"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    for key in list(os.environ):
+        if key.startswith("GIT_") and key not in {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"}:
+            monkeypatch.delenv(key)

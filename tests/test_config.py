@@ -1,0 +1,30 @@
+"""config.json: defaults written once, validation errors that name the file and the dotted key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nexusmem import config
+from nexusmem.errors import ConfigError
+
+
+def test_config_defaults_roundtrip_and_errors(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    assert config.write_defaults(path)
+    assert config.load(path) == config.DEFAULTS
+    assert not config.write_defaults(path)  # never overwritten
+    path.write_text(json.dumps({"sources": {"docs": {"enabled": "yes"}}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'sources\.docs\.enabled' must be boolean"):
+        config.load(path)
+    path.write_text(json.dumps({"limits": {"maxBodyChars": -1}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="must not be negative"):
+        config.load(path)
+    path.write_text(json.dumps({"sources": {"diff": {"skip": ["a", 3]}}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="list of strings"):
+        config.load(path)
+    path.write_text(json.dumps({"limits": {"maxBodyChars": 500}}), encoding="utf-8")
+    merged = config.load(path)
+    assert merged["limits"]["maxBodyChars"] == 500 and merged["query"]["budget"] == 2000

@@ -1,0 +1,58 @@
+"""Ranking arithmetic: prior exponents, recency by provenance, reciprocal-rank fusion, budget packing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nexusmem.retrieve import fuse, rank
+from nexusmem.retrieve.pack import Candidate, pack
+
+
+def test_prior_exponents_bound_the_joint_gap_to_2x() -> None:
+    assert round(rank.SIGNAL_EXP, 3) == 0.215 and round(rank.RECENCY_EXP, 3) == 0.288
+    best = rank.score(1.0, 1.0, 0, 0, "observed")
+    worst = rank.score(1.0, 0.0, 0, 10**15, "observed")
+    assert math.isclose(best / worst, 2.0, rel_tol=1e-6)
+    assert rank.score(1.0, 0.5, 0, 0, "observed", superseded=True) == pytest.approx(
+        0.5 * rank.score(1.0, 0.5, 0, 0, "observed")
+    )
+    assert rank.score(1.0, 0.5, 0, 0, "observed", rejected=True) == pytest.approx(
+        0.3 * rank.score(1.0, 0.5, 0, 0, "observed")
+    )
+
+
+def test_recency_fades_faster_for_less_trusted_provenance() -> None:
+    month = 30 * rank.DAY_MS
+    assert rank.recency(0, month, "observed") == pytest.approx(0.3 + 0.7 * 0.5)
+    assert (
+        rank.recency(0, month, "derived")
+        < rank.recency(0, month, "recorded")
+        < rank.recency(0, month, "authored")
+        < rank.recency(0, month, "observed")
+    )
+
+
+def test_rrf_uses_positions_only() -> None:
+    scores = fuse.rrf([["a", "b"], ["b", "c"]])
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["a"] == pytest.approx(1 / 61) and scores["c"] == pytest.approx(1 / 62)
+    assert rank.normalise({"a": 3.0, "b": 1.0}) == {"a": 1.0, "b": rank.RELEVANCE_FLOOR}
+
+
+def test_pack_skips_what_does_not_fit_caps_siblings_and_places_fixes() -> None:
+    ranked = [
+        Candidate("big", 1.0, None, 500),
+        Candidate("s1", 0.9, "doc", 10),
+        Candidate("s2", 0.8, "doc", 10),
+        Candidate("s3", 0.7, "doc", 10),
+        Candidate("fail", 0.6, None, 10),
+        Candidate("small", 0.5, None, 10),
+    ]
+    fixes = {"fail": [("fix", "retry")]}
+    extra = {"fix": Candidate("fix", 0.0, None, 10)}
+    placed, used = pack(ranked, 100, lambda i: fixes.get(i, []), extra.get)
+    order = [(p.id, p.linked_from) for p in placed]
+    assert order == [("s1", None), ("s2", None), ("fail", None), ("fix", "fail"), ("small", None)]
+    assert placed[3].score == 0.6 and used == 50
