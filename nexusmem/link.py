@@ -20,7 +20,10 @@ significant word left (``make``, ``npm run``) is never linked by discussion: any
 Linking is a pure function of the store: running it twice changes nothing, and the links of every failure it
 reconsiders are brought to exactly what the rules give now (stale ones removed). ``since_ms`` limits which
 failures are reconsidered; :func:`link_recent` derives it from what was written since the previous run, so a
-post-commit auto-sync only looks at the last day or so. Callers run these inside ``Store.transaction()``.
+post-commit auto-sync only looks at the last day or so. "Since" is counted on the store's write sequence
+(``Store.write_seq``), not the clock: a millisecond stamp is shared by every write within it, so a clock
+watermark either re-reads the writes of its own millisecond or misses some. Callers run these inside
+``Store.transaction()``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from typing import Any
 from nexusmem.redact import PLACEHOLDER_RE
 from nexusmem.retrieve.search import terms
 from nexusmem.store import Store
-from nexusmem.store.db import now_ms
 
 DAY_MS = 24 * 60 * 60 * 1000
 RETRY = "retry"
@@ -43,8 +45,9 @@ RELATIONS = (COMMIT, DISCUSSION, RETRY)
 DISCUSSION_KINDS = ("conversation_turn", "session_summary")
 # Kinds whose arrival can create or change a link: failures, retries, commits and discussions.
 _LINKED_KINDS = ("shell_command", "git_commit", *DISCUSSION_KINDS)
-# Meta key holding the store time at which the last link run started (see link_recent).
-WATERMARK_KEY = "link.watermark"
+# Meta key holding the store write sequence the last link run saw (see link_recent). (Until schema 6 the
+# key "link.watermark" held a clock time; it is ignored, so the first run after the upgrade is a full one.)
+WATERMARK_KEY = "link.written"
 
 # How a command was run (or a URL scheme, a file type), not what it was about: never required of a discussion.
 GENERIC_WORDS = frozenset(
@@ -171,7 +174,7 @@ def link_failures(store: Store, *, since_ms: int | None = None) -> LinkSummary:
     None) also records the watermark that :func:`link_recent` starts from. Call inside a transaction.
     """
     started = time.perf_counter()
-    stamp = now_ms()
+    stamp = store.write_seq()
     lower = 0 if since_ms is None else since_ms
     summary = LinkSummary(since_ms=since_ms)
 
@@ -206,13 +209,13 @@ def incremental_since(store: Store) -> int | None:
     None means "everything" (no run recorded yet). Any failure that a node written since then could link,
     or a new failure itself, lies at or after that point: retries and commits come at most 24 h after their
     failure, discussions at most 24 h either side. Returns -1 when nothing relevant was written.
-    "Since" is inclusive: nodes written in the previous run's own millisecond are looked at again (harmless:
-    linking is idempotent) rather than risk missing a writer whose stamp fell in it.
+    "Since" is exact: nodes whose write sequence is above the one the previous run saw (runs hold the write
+    lock, so no write can fall between reading the sequence and linking).
     """
     mark = store.get_meta(WATERMARK_KEY)
     if mark is None or not mark.isdigit():
         return None
-    oldest = store.min_ts_updated_since(int(mark), _LINKED_KINDS)
+    oldest = store.min_ts_written_after(int(mark), _LINKED_KINDS)
     return -1 if oldest is None else oldest - DAY_MS
 
 
@@ -222,13 +225,13 @@ def link_recent(store: Store) -> LinkSummary:
     The entry point for hooks (`sync --auto` after a commit): with nothing new it reads one meta row and
     one aggregate. Records the new watermark. Call inside a transaction.
     """
-    stamp = now_ms()
+    stamp = store.write_seq()
     since = incremental_since(store)
     if since == -1:
         summary = LinkSummary(skipped=True)
     else:
         summary = link_failures(store, since_ms=since)
-    # A full run already recorded its own (earlier) stamp; both are "before anything this run did not see".
+    # Linking writes links, never nodes: the sequence read at the start is still the last write.
     store.set_meta(WATERMARK_KEY, str(stamp))
     return summary
 

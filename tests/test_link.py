@@ -314,7 +314,6 @@ def test_since_limits_the_failures_reconsidered(store: Store) -> None:
 def test_incremental_runs_do_only_new_work_and_match_a_full_run(store: Store) -> None:
     history = [shell_node("make lint", T0 + i * DAY_MS, 1 if i % 2 == 0 else 0) for i in range(10)]
     add(store, *history)
-    time.sleep(0.002)  # nodes written in the run's own millisecond are (harmlessly) looked at again
     with store.transaction():
         first = link_recent(store)
     assert first.since_ms is None and first.failures == 5  # no watermark yet: everything
@@ -337,6 +336,25 @@ def test_incremental_runs_do_only_new_work_and_match_a_full_run(store: Store) ->
         store.conn.execute("DELETE FROM links")
     run(store)
     assert links(store) == incremental
+
+
+def test_incremental_runs_do_not_depend_on_the_clock(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every write and every run in one and the same millisecond: a clock watermark cannot tell them apart.
+    from nexusmem.store import db
+
+    monkeypatch.setattr(db, "now_ms", lambda: 1_800_000_000_000)
+    add(store, shell_node("make a", T0), shell_node("make a", T0 + HOUR, 0))
+    with store.transaction():
+        assert link_recent(store).added == 1
+    with store.transaction():
+        assert link_recent(store).skipped
+    fail, ok = shell_node("make b", T0 + 2 * HOUR), shell_node("make b", T0 + 3 * HOUR, 0)
+    add(store, fail, ok)
+    with store.transaction():
+        inc = link_recent(store)
+    assert not inc.skipped and inc.added == 1 and (fail.id, ok.id, "retry") in links(store)
+    with store.transaction():
+        assert link_recent(store).skipped
 
 
 def test_rebuild_forgets_links_and_the_next_incremental_run_relinks_everything(store: Store) -> None:

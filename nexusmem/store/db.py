@@ -19,6 +19,9 @@ from nexusmem.store.hygiene import HygieneMixin
 from nexusmem.store.vectors import VectorIndexMixin
 
 BATCH = 500
+# Meta key of the store write sequence: bumped once by every batch of node inserts or changes, stamped on
+# the rows it wrote (nodes.written). Unlike a clock it never repeats and never goes back.
+WRITE_SEQ_KEY = "store.write_seq"
 
 
 def now_ms() -> int:
@@ -236,12 +239,13 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
                 changed.append(node)
             else:
                 counts.unchanged += 1
+        written = self._next_write_seq() if inserts or updates else 0
         if inserts:
             self.conn.executemany(
                 "INSERT INTO nodes(id, project_id, kind, source, natural_key, ref, title, body, ts, created_at,"
-                " updated_at, signal, provenance, grp, content_hash, meta)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                inserts,
+                " updated_at, signal, provenance, grp, content_hash, meta, written)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(*row, written) for row in inserts],
             )
             counts.added += len(inserts)
             marks = ",".join("?" * len(fresh))
@@ -253,8 +257,8 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
         if updates:
             self.conn.executemany(
                 "UPDATE nodes SET ref=?, title=?, body=?, ts=?, updated_at=?, signal=?, grp=?, content_hash=?,"
-                " meta=?, source=?, natural_key=? WHERE id=?",
-                updates,
+                " meta=?, source=?, natural_key=?, written=? WHERE id=?",
+                [(*row[:-1], written, row[-1]) for row in updates],
             )
             counts.updated += len(updates)
             self._cjk_reindex_ids([n.id for n in changed])
@@ -361,6 +365,20 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
         return [dict(zip(keys, row)) for row in rows]
 
     # --- meta ------------------------------------------------------------------------------------------
+    def _next_write_seq(self) -> int:
+        """Bump the store write sequence and return the new value (inside the caller's transaction)."""
+        row = self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE"
+            " SET value = CAST(value AS INTEGER) + 1 RETURNING value",
+            (WRITE_SEQ_KEY,),
+        ).fetchone()
+        return int(row[0])
+
+    def write_seq(self) -> int:
+        """The store write sequence: how many node-writing batches this store has seen (0: none yet)."""
+        value = self.get_meta(WRITE_SEQ_KEY)
+        return int(value) if value is not None and value.isdigit() else 0
+
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
@@ -556,11 +574,11 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
         )
         return int(self.conn.total_changes - before)
 
-    def min_ts_updated_since(self, updated_ms: int, kinds: Sequence[str]) -> int | None:
-        """The oldest event time among nodes of KINDS written (inserted or changed) at or after UPDATED_MS."""
+    def min_ts_written_after(self, write_seq: int, kinds: Sequence[str]) -> int | None:
+        """The oldest event time among nodes of KINDS written (inserted or changed) after WRITE_SEQ."""
         marks = ",".join("?" * len(kinds))
         row = self.conn.execute(
-            f"SELECT MIN(ts) FROM nodes WHERE updated_at >= ? AND kind IN ({marks})", (updated_ms, *kinds)
+            f"SELECT MIN(ts) FROM nodes WHERE written > ? AND kind IN ({marks})", (write_seq, *kinds)
         ).fetchone()
         return int(row[0]) if row and row[0] is not None else None
 

@@ -34,6 +34,9 @@ class HygieneMixin:
     def _delete_seqs(self, seqs: list[int]) -> int:  # provided by Store
         raise NotImplementedError
 
+    def _next_write_seq(self) -> int:  # provided by Store
+        raise NotImplementedError
+
     # --- deny-list ---------------------------------------------------------------------------------
     def deny_entries(self) -> list[dict[str, Any]]:
         """Every deny-list entry of this store: {key, kind, ignore_case, spec, scope, created_at}."""
@@ -136,9 +139,11 @@ class HygieneMixin:
         """Replace (title, body, ref, meta JSON, content_hash) of nodes given as (id, title, body, ref, meta,
         hash): scrub's in-place redaction. The FTS trigger re-indexes; the CJK index is redone here."""
         self.conn.execute("PRAGMA secure_delete = ON")
+        written = self._next_write_seq()
         self.conn.executemany(
-            "UPDATE nodes SET title = ?, body = ?, ref = ?, meta = ?, content_hash = ?, updated_at = ? WHERE id = ?",
-            [(t, b, r, m, h, _now_ms(), i) for i, t, b, r, m, h in rows],
+            "UPDATE nodes SET title = ?, body = ?, ref = ?, meta = ?, content_hash = ?, updated_at = ?, written = ?"
+            " WHERE id = ?",
+            [(t, b, r, m, h, _now_ms(), written, i) for i, t, b, r, m, h in rows],
         )
         reindex = getattr(self, "_cjk_reindex_ids", None)
         if reindex is not None:

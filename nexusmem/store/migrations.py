@@ -179,12 +179,22 @@ def _m5_updated_index(conn: Any) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS nodes_updated ON nodes(updated_at)")
 
 
+def _m6_write_sequence(conn: Any) -> None:
+    # "What was written since?" by a counter instead of the clock: a wall-clock millisecond is shared by
+    # everything written within it, so a watermark on it must either re-read or miss the writes of its own
+    # millisecond. `written` is the store write sequence (meta 'store.write_seq') of a node's last insert or
+    # change; every existing node counts as written before the first numbered write.
+    conn.execute("ALTER TABLE nodes ADD COLUMN written INTEGER NOT NULL DEFAULT 0")
+    conn.execute("CREATE INDEX nodes_written ON nodes(written)")
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
     (3, "vector bookkeeping (node_vectors) and a trigram index for CJK text", _m3_vectors_and_cjk),
     (4, "hygiene: deny-list, tombstones, audit, contradiction memo; FTS secure-delete", _m4_hygiene),
     (5, "index on nodes.updated_at", _m5_updated_index),
+    (6, "write sequence on nodes (nodes.written)", _m6_write_sequence),
 ]
 
 LATEST = MIGRATIONS[-1][0]
