@@ -3,7 +3,8 @@
 Three independent heuristics, each recorded as its own link relation (a failure may get none, one or all):
 
 - ``retry``: the first later shell command with the same normalised text (whitespace collapsed, trimmed) in
-  the same working directory that exited 0 within 24 h.
+  the same working directory that exited 0 within 24 h (the rule lives in :mod:`nexusmem.resolved`, shared
+  with precheck).
 - ``commit``: the first git commit within 24 h after the failure, and before its successful retry when
   there is one, that touched a file the failing command names (the failure node's ``files``) or a file
   inside a directory it names (``ruff check src/cache``).
@@ -33,11 +34,13 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from nexusmem import resolved
 from nexusmem.redact import PLACEHOLDER_RE
+from nexusmem.resolved import DAY_MS
+from nexusmem.resolved import normalise as normalise  # re-exported: the rule is shared
 from nexusmem.retrieve.search import terms
 from nexusmem.store import Store
 
-DAY_MS = 24 * 60 * 60 * 1000
 RETRY = "retry"
 COMMIT = "commit"
 DISCUSSION = "discussion"
@@ -151,11 +154,6 @@ class _Failure:
     retry_ts: int | None = None
 
 
-def normalise(command: str) -> str:
-    """The command with runs of whitespace collapsed to one space and the ends trimmed."""
-    return " ".join(command.split())
-
-
 def significant_words(command: str) -> list[str]:
     """The words a discussion must contain, all of them, to be linked to a failure of COMMAND (see module doc)."""
     return [w for w in terms(PLACEHOLDER_RE.sub(" ", command)) if w not in GENERIC_WORDS]
@@ -237,36 +235,14 @@ def link_recent(store: Store) -> LinkSummary:
 
 
 def _retries(store: Store, lower: int) -> list[_Failure]:
-    """Failures with ts >= LOWER, oldest first, each with its retry filled in when there is one.
-
-    One sweep over the commands in time order: a success releases every failure of the same (text, cwd)
-    still waiting, since it is the first success after each of them; those older than 24 h get no retry.
-    """
+    """Failures with ts >= LOWER, oldest first, each with its retry (nexusmem.resolved) when there is one."""
+    found, retry_of = resolved.retries(store.shell_commands_since(lower), within_ms=DAY_MS)
     failures: list[_Failure] = []
-    waiting: dict[tuple[str, str], list[_Failure]] = {}
-    normalised: dict[str, str] = {}  # a real log repeats a few hundred commands thousands of times
-    for node_id, ts, command, cwd, exit_code in store.shell_commands_since(lower):
-        if cwd is None or exit_code is None:
-            continue  # scraped from a history file: no exit status, no directory
-        text = normalised.get(command)
-        if text is None:
-            text = normalised[command] = normalise(command)
-        key = (text, cwd)
-        if exit_code != 0:
-            failure = _Failure(node_id, ts, command)
-            failures.append(failure)
-            waiting.setdefault(key, []).append(failure)
-            continue
-        pending = waiting.pop(key, None)
-        if not pending:
-            continue
-        for f in pending:
-            if ts == f.ts:
-                # Same millisecond is not "later"; a success logged with the failure's own stamp is not
-                # its retry, and the failure keeps waiting for the next one.
-                waiting.setdefault(key, []).append(f)
-            elif ts - f.ts <= DAY_MS:
-                f.retry_id, f.retry_ts = node_id, ts
+    for node_id, ts, command, _cwd, _exit in found:
+        failure = _Failure(node_id, ts, command)
+        if node_id in retry_of:
+            failure.retry_id, failure.retry_ts = retry_of[node_id]
+        failures.append(failure)
     return failures
 
 

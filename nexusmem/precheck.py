@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from nexusmem import gitcmd, paths
+from nexusmem import gitcmd, paths, resolved
 
 DAY_MS = 86_400_000
 WINDOW_DAYS = 30
@@ -193,18 +193,16 @@ def _unresolved_failures(
     commands: list[tuple[str, str, int, str | None, int | None]],
     naming: list[tuple[str, str, str]],
 ) -> dict[str, list[Finding]]:
-    # A failure is resolved by a later success of the same text in the same directory (the window holds
-    # every command later than any failure in it), or by a link the failure→fix linker recorded.
-    last_ok: dict[tuple[str, str | None], int] = {}
-    failed: list[tuple[str, str, int, str | None, int]] = []
-    for node_id, command, ts, cwd, code in commands:
-        if code == 0:
-            last_ok[(command, cwd)] = ts
-        elif code is not None:
-            failed.append((node_id, command, ts, cwd, code))
-    if not failed:
-        return {}
-    open_failures = [f for f in failed if last_ok.get((f[1], f[3]), -1) <= f[2]]
+    # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
+    # the window holds every command later than any failure in it), or by a link the linker recorded.
+    found, resolved_by = resolved.retries(
+        ((node_id, ts, command, cwd, code) for node_id, command, ts, cwd, code in commands), within_ms=None
+    )
+    open_failures = [
+        (node_id, command, ts, cwd, code)
+        for node_id, ts, command, cwd, code in found
+        if node_id not in resolved_by and code is not None
+    ]
     if not open_failures:
         return {}
     # Which files each failure names: node_files (the file or a parent directory), or the module name.

@@ -1,0 +1,63 @@
+"""Was this failure resolved? One rule for `precheck` ("never seen passing") and the failure → fix linker.
+
+A failed shell command is resolved by the first *later* success of the same command — the text with runs of
+whitespace collapsed and the ends trimmed — in the same working directory. "Later" is strict: a success
+logged in the failure's own millisecond is not its retry. The linker also bounds how much later (24 h: a
+pass three days on says little about what fixed it); precheck takes any later pass (the file is no longer
+known to break that command). Commands without a directory or an exit status (scraped from a history file)
+neither fail nor resolve.
+
+Standard library only: precheck imports this on every commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+DAY_MS = 86_400_000
+# How much later a success may come and still count as the failure's retry (the linker's window).
+RETRY_WINDOW_MS = DAY_MS
+
+# (node id, ts ms, command, cwd, exit status), in time order.
+Command = tuple[str, int, str, str | None, int | None]
+
+
+def normalise(command: str) -> str:
+    """The command with runs of whitespace collapsed to one space and the ends trimmed."""
+    return " ".join(command.split())
+
+
+def retries(
+    commands: Iterable[Command], *, within_ms: int | None = RETRY_WINDOW_MS
+) -> tuple[list[Command], dict[str, tuple[str, int]]]:
+    """The failures among COMMANDS (oldest first) and, per failure id, its resolving success (id, ts).
+
+    COMMANDS must come in time order. A success within WITHIN_MS of a failure (None: any time later)
+    resolves it. One sweep: a success releases every failure of the same (text, cwd) still waiting, since it
+    is the first success after each of them; those it is too late for stay unresolved for good.
+    """
+    failures: list[Command] = []
+    resolved: dict[str, tuple[str, int]] = {}
+    waiting: dict[tuple[str, str], list[Command]] = {}
+    normalised: dict[str, str] = {}  # a real log repeats a few hundred commands thousands of times
+    for row in commands:
+        node_id, ts, command, cwd, exit_code = row
+        if cwd is None or exit_code is None:
+            continue
+        text = normalised.get(command)
+        if text is None:
+            text = normalised[command] = normalise(command)
+        key = (text, cwd)
+        if exit_code != 0:
+            failures.append(row)
+            waiting.setdefault(key, []).append(row)
+            continue
+        pending = waiting.pop(key, None)
+        if not pending:
+            continue
+        for failure in pending:
+            if ts == failure[1]:
+                waiting.setdefault(key, []).append(failure)  # same millisecond is not "later": keep waiting
+            elif within_ms is None or ts - failure[1] <= within_ms:
+                resolved[failure[0]] = (node_id, ts)
+    return failures, resolved

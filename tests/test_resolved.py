@@ -1,0 +1,28 @@
+"""The one rule for "was this failure resolved?", shared by precheck and the failure → fix linker."""
+
+from __future__ import annotations
+
+from nexusmem.resolved import DAY_MS, retries
+
+T0 = 1_700_000_000_000
+
+
+def test_first_later_success_of_the_same_command_in_the_same_directory_resolves() -> None:
+    commands = [
+        ("f1", T0, "pytest  tests/x.py", "/r", 1),
+        ("other-dir", T0 + 1, "pytest tests/x.py", "/elsewhere", 0),
+        ("same-ms", T0, "pytest tests/x.py", "/r", 0),  # logged in the failure's own millisecond: not later
+        ("scraped", T0 + 2, "pytest tests/x.py", None, None),  # no directory, no status: neither
+        ("ok1", T0 + 3, " pytest tests/x.py\n", "/r", 0),  # whitespace differs: the same command
+        ("ok2", T0 + 4, "pytest tests/x.py", "/r", 0),
+    ]
+    failures, resolved = retries(commands)
+    assert [f[0] for f in failures] == ["f1"]
+    assert resolved == {"f1": ("ok1", T0 + 3)}
+
+
+def test_the_linker_window_bounds_how_much_later_precheck_does_not() -> None:
+    commands = [("f", T0, "make", "/r", 2), ("ok", T0 + DAY_MS + 1, "make", "/r", 0)]
+    assert retries(commands)[1] == {}
+    assert retries(commands, within_ms=DAY_MS + 1)[1] == {"f": ("ok", T0 + DAY_MS + 1)}
+    assert retries(commands, within_ms=None)[1] == {"f": ("ok", T0 + DAY_MS + 1)}
