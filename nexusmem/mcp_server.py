@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
-from nexusmem import __version__, paths, status
+from nexusmem import __version__, paths, status, timefmt
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import NexusMemError, NotARepositoryError
@@ -170,10 +170,6 @@ def _library_errors() -> Iterator[None]:
 async def _in_thread(func: Callable[[], T]) -> T:
     """Run blocking library work (git, SQLite) off the event loop."""
     return await anyio.to_thread.run_sync(func)
-
-
-def _iso(ms: int) -> str:
-    return query_mod.iso_time(ms)
 
 
 # Resolved roots, so a search does not start `git rev-parse` every time (~3 ms, far more on a busy machine).
@@ -342,8 +338,8 @@ def run_get(project_root: str, wanted: str) -> CallToolResult:
     item = MemoryItem(
         id=node.id,
         kind=node.kind,
-        ts=_iso(node.ts),
-        created_at=_iso(node.created_at),
+        ts=timefmt.iso(node.ts),
+        created_at=timefmt.iso(node.created_at),
         title=node.title,
         provenance=node.provenance,
         trust=node.trust,

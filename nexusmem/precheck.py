@@ -14,11 +14,10 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from nexusmem import gitcmd, paths, resolved
+from nexusmem import gitcmd, paths, resolved, timefmt
 
 DAY_MS = 86_400_000
 WINDOW_DAYS = 30
@@ -57,7 +56,7 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["date"] = _date(self.ts) if self.ts is not None else None
+        data["date"] = timefmt.day(self.ts) if self.ts is not None else None
         return data
 
 
@@ -79,13 +78,6 @@ class PrecheckResult:
             "files": self.files,
             "findings": [f.to_json() for f in self.findings],
         }
-
-
-def _date(ts_ms: int) -> str:
-    try:
-        return datetime.fromtimestamp(ts_ms / 1000).strftime("%Y-%m-%d")
-    except (ValueError, OverflowError, OSError):  # stored before ingest range-checked times
-        return "????-??-??"
 
 
 def staged_files(root: Path, *, working: bool = False) -> list[str]:
@@ -262,7 +254,7 @@ def _unresolved_failures(
                 ts=ts,
                 times=len(runs),
                 message=(
-                    f"{path}: `{shown}` failed (exit {code}) on {_date(ts)}{times} and was never seen passing"
+                    f"{path}: `{shown}` failed (exit {code}) on {timefmt.day(ts)}{times} and was never seen passing"
                     " — run it before committing"
                 ),
             )

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
-from nexusmem import paths
+from nexusmem import paths, timefmt
 from nexusmem.project import Project
 from nexusmem.store import Store, connection
 from nexusmem.sync import problem_history
 
 
 def iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
-    except (ValueError, OverflowError, OSError):  # a store written before times were range-checked
-        return f"invalid time {ms}"
+    return None if ms is None else timefmt.iso(ms)
 
 
 def vector_backend(store: Store) -> str | None:

@@ -46,7 +46,7 @@ def test_unresolved_failure_is_reported_with_command_exit_and_date(repo: Path) -
     (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
     git(repo, "add", "src/cache.py")
     result = run_cli("-C", str(repo), "precheck")
-    day = time.strftime("%Y-%m-%d", time.localtime(time.time() - 2 * 86400))
+    day = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 2 * 86400))  # dates are UTC everywhere
     assert (
         f"src/cache.py: `pytest tests/test_cache.py` failed (exit 1) on {day} and was never seen passing"
         " — run it before committing"

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 
+from nexusmem import timefmt
 from nexusmem.cli.app import repo_option, root_of
 from nexusmem.cli.common import echo_json, library_errors
-
-
-def _date(ts: int) -> str:
-    return time.strftime("%Y-%m-%d", time.gmtime(ts / 1000))
 
 
 @click.command(
@@ -235,7 +231,7 @@ def stale_cmd(ctx: click.Context, check_contradictions: bool, as_json: bool) -> 
     )
     for c in found:
         tag = f"[{c.provenance}]" + (f" [{c.trust}]" if c.trust != "candidate" else "")
-        click.echo(f"- {_date(c.ts)} {tag} {c.title[:110]}")
+        click.echo(f"- {timefmt.day(c.ts)} {tag} {c.title[:110]}")
         click.echo(f"  id {c.id}")
         for new_id, title, reason in c.suggestions:
             click.echo(f"  likely superseded by {new_id} {title[:80]} -- {reason}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexusmem import project as project_mod
+from nexusmem import timefmt
 from nexusmem.store import Store, StoredNode
 
 DAY_MS = 86_400_000
@@ -111,7 +112,7 @@ class Judge:
 
     def ask(self, older: StoredNode, newer: StoredNode) -> tuple[bool, str]:
         """(contradicts, reason) for the pair, from the model."""
-        prompt = f"OLDER ({_date(older.ts)}, {older.kind}):\n{_text(older)}\n\nNEWER ({_date(newer.ts)}, {newer.kind}):\n{_text(newer)}"
+        prompt = f"OLDER ({timefmt.day(older.ts)}, {older.kind}):\n{_text(older)}\n\nNEWER ({timefmt.day(newer.ts)}, {newer.kind}):\n{_text(newer)}"
         options = {"temperature": 0}
         response = self._post(
             "/api/chat",
@@ -170,10 +171,6 @@ def parse_verdict(content: Any) -> tuple[bool, str]:
     reason = verdict.get("reason", "")
     reason = " ".join(reason.split())[:300] if isinstance(reason, str) else ""
     return verdict["contradicts"], reason or "(no reason given)"
-
-
-def _date(ts: int) -> str:
-    return time.strftime("%Y-%m-%d", time.gmtime(ts / 1000))
 
 
 def _text(node: StoredNode) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from nexusmem import timefmt
 from nexusmem.retrieve import cjk, fuse, rank, search, vector
 from nexusmem.retrieve.pack import Candidate, pack
 from nexusmem.retrieve.summarise import summary as make_summary
@@ -74,24 +74,9 @@ def parse_as_of(value: str | None) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-@functools.lru_cache(maxsize=4096)
-def _day_of(days: int) -> str:
-    from datetime import datetime, timezone
-
-    try:
-        return datetime.fromtimestamp(days * 86400, tz=timezone.utc).strftime("%Y-%m-%d")
-    except (ValueError, OverflowError, OSError):  # stored before ingest range-checked times (year > 9999)
-        return "????-??-??"
-
-
-def _day(ts_ms: int) -> str:
-    """UTC date of an epoch-ms time (cached per day: formatting dates was a tenth of a query)."""
-    return _day_of(ts_ms // 86_400_000)
-
-
 def item_text(item: Item, *, with_project: bool = False) -> str:
     """The plain-text lines of one item: what `query` prints and what the token estimate counts."""
-    date = _day(item.ts)
+    date = timefmt.day(item.ts)
     tags = f"[{item.provenance}]"
     if item.trust != "candidate":
         tags += f" [{item.trust}]"
@@ -271,17 +256,6 @@ def _header_tokens(text: str) -> int:
     return estimate_tokens(f"Relevant history for: {text}\n")
 
 
-def iso_time(ts_ms: int) -> str:
-    """ISO 8601 UTC seconds of epoch ms; a time no date can show (a store written before ingest checked
-    times: 1e15 ms is year 33658) reads as its number instead of failing the whole answer."""
-    from datetime import datetime, timezone
-
-    try:
-        return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
-    except (ValueError, OverflowError, OSError):
-        return f"invalid time {ts_ms}"
-
-
 def to_json(result: QueryResult) -> dict[str, Any]:
     """The `query --json` contract of DESIGN.md."""
     return {
@@ -295,7 +269,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
             {
                 "id": it.id,
                 "kind": it.kind,
-                "ts": iso_time(it.ts),
+                "ts": timefmt.iso(it.ts),
                 "title": it.title,
                 "summary": it.summary,
                 "provenance": it.provenance,
