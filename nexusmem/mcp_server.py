@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
-from nexusmem import __version__, paths, status, timefmt
+from nexusmem import __version__, paths, show, status
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import NexusMemError, NotARepositoryError
@@ -39,7 +39,7 @@ from nexusmem.project import Project
 from nexusmem.retrieve import multi as multi_mod
 from nexusmem.retrieve import query as query_mod
 from nexusmem.sources.base import ProgressFn
-from nexusmem.store import Store, StoredNode, open_store
+from nexusmem.store import Store, open_store
 
 log = logging.getLogger("nexusmem.mcp")
 
@@ -48,7 +48,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
-MIN_PREFIX = 6
+MIN_PREFIX = show.MIN_PREFIX
 # Bounds on what one search may ask: a 1 MB query took minutes (0.4 ms per word) and blocked its worker;
 # 10,000 characters / 1,000 words is far past any real question or pasted error message.
 MAX_QUERY_CHARS = 10_000
@@ -306,72 +306,11 @@ def run_status(project_root: str) -> CallToolResult:
     return _result(status.render(info), info)
 
 
-def find_node(store: Store, wanted: str) -> StoredNode:
-    """The node with id WANTED, or the only one whose id starts with it (at least MIN_PREFIX characters)."""
-    key = wanted.strip().lower()
-    if not key:
-        raise ToolError("id is empty: pass an id from a search_memory result")
-    node = store.get(key)
-    if node is not None:
-        return node
-    if len(key) < MIN_PREFIX:
-        raise ToolError(
-            f"no memory item has id {wanted!r} (a prefix must have at least {MIN_PREFIX} characters)"
-        )
-    matches = store.find_by_prefix(key)
-    if not matches:
-        raise ToolError(f"no memory item has id {wanted!r}")
-    if len(matches) > 1:
-        raise ToolError(f"id prefix {wanted!r} is ambiguous ({', '.join(matches)}...): give more characters")
-    found = store.get(matches[0])
-    if found is None:  # deleted between the two reads (a concurrent rebuild)
-        raise ToolError(f"no memory item has id {wanted!r}")
-    return found
-
-
 def run_get(project_root: str, wanted: str) -> CallToolResult:
     root = resolve_root(project_root)
     with _open_store(root) as store, _library_errors():
-        node = find_node(store, wanted)
-        files = store.files_of(node.id)
-        links = [MemoryLink(to=dst, relation=rel) for _, dst, rel in store.links_from([node.id])]
-    item = MemoryItem(
-        id=node.id,
-        kind=node.kind,
-        ts=timefmt.iso(node.ts),
-        created_at=timefmt.iso(node.created_at),
-        title=node.title,
-        provenance=node.provenance,
-        trust=node.trust,
-        ref=node.ref,
-        project=root.name,
-        source=node.source,
-        signal=node.signal,
-        superseded_by=node.superseded_by,
-        body=node.body,
-        files=files,
-        links=links,
-        meta=node.meta,
-    )
-    return _result(render_memory(item), dict(item))
-
-
-def render_memory(item: MemoryItem) -> str:
-    """One item as plain text: a header of facts, then the whole body."""
-    tags = f"[{item['provenance']}] [{item['trust']}]"
-    lines = [
-        f"{item['title']}",
-        f"id {item['id']}  {item['kind']}  {tags}",
-        f"when {item['ts']} (recorded {item['created_at']})",
-        f"ref {item['ref']}",
-    ]
-    if item["superseded_by"]:
-        lines.append(f"superseded by {item['superseded_by']}")
-    if item["files"]:
-        lines.append("files " + ", ".join(item["files"]))
-    lines += [f"fixed by {link['to']} ({link['relation']})" for link in item["links"]]
-    lines += ["", item["body"]]
-    return "\n".join(lines)
+        item = show.expand(store, show.find(store, wanted), root.name)
+    return _result(show.render(item), item)
 
 
 # --- the server ------------------------------------------------------------------------------------------------
@@ -504,7 +443,7 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         id: Annotated[
             str,
             Field(
-                description="An id from a search_memory result, or a unique prefix of at least 6 characters."
+                description=f"An id from a search_memory result, or a unique prefix of at least {MIN_PREFIX} characters."
             ),
         ],
     ) -> Annotated[CallToolResult, MemoryItem]:

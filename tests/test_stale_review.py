@@ -199,7 +199,7 @@ def test_mark_stale_demotes_and_checks_ids(repo: Path) -> None:
     for args, message in [
         ([readme, "--supersedes", "ffffffffff"], "no node with id"),
         ([readme, "--supersedes", readme], "cannot supersede itself"),
-        ([readme[:2], "--supersedes", newer], "at least 4 characters"),
+        ([readme[:2], "--supersedes", newer], "at least 6 characters"),  # one minimum: nexusmem.show
     ]:
         bad = run_cli("-C", str(repo), "mark-stale", *args, ok=False)
         assert bad.exit_code == 1 and message in bad.output

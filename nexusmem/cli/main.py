@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "stale": "nexusmem.cli.hygiene:stale_cmd",
     "mark-stale": "nexusmem.cli.hygiene:mark_stale_cmd",
     "review": "nexusmem.cli.hygiene:review_cmd",
+    "show": "nexusmem.cli.show:show_cmd",
 }
 
 

@@ -7,37 +7,17 @@ the nodes that return with the same content-addressed id.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
 from nexusmem import project as project_mod
 from nexusmem.errors import NexusMemError
-from nexusmem.store import Store, StoredNode
+from nexusmem.show import find as resolve
+from nexusmem.store import StoredNode
 
-MIN_PREFIX = 4
 VERDICTS = {"verify": "verified", "reject": "rejected", "clear": "candidate"}
 
 
-def resolve(store: Store, ref: str) -> StoredNode:
-    """The node whose id is REF or starts with it (a unique prefix of at least MIN_PREFIX characters)."""
-    text = ref.strip().lower()
-    node = store.get(text)
-    if node is not None:
-        return node
-    if len(text) < MIN_PREFIX:
-        raise NexusMemError(f"{ref!r}: give at least {MIN_PREFIX} characters of a node id")
-    matches = store.find_by_prefix(text)
-    if not matches:
-        raise NexusMemError(
-            f"no node with id {ref!r} (ids are shown by `nexusmem query` and `nexusmem stale`)"
-        )
-    if len(matches) > 1:
-        raise NexusMemError(f"{ref!r} is ambiguous: {', '.join(m[:12] for m in matches)}...")
-    found = store.get(matches[0])
-    assert found is not None
-    return found
-
-
-def review(start: Any, ref: str, verdict: str) -> tuple[StoredNode, str]:
+def review(start: Path | str | None, ref: str, verdict: str) -> tuple[StoredNode, str]:
     """Record VERDICT ('verify', 'reject' or 'clear') on one node; returns (node, previous trust)."""
     if verdict not in VERDICTS:
         raise NexusMemError(f"unknown verdict {verdict!r}")
@@ -50,7 +30,9 @@ def review(start: Any, ref: str, verdict: str) -> tuple[StoredNode, str]:
     return node, node.trust
 
 
-def mark_stale(start: Any, old_ref: str, new_ref: str | None) -> tuple[StoredNode, StoredNode | None]:
+def mark_stale(
+    start: Path | str | None, old_ref: str, new_ref: str | None
+) -> tuple[StoredNode, StoredNode | None]:
     """Record that NEW replaces OLD (NEW None: clear it). Both must exist and differ."""
     project = project_mod.load(start)
     with project.open_store() as store:

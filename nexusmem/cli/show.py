@@ -1,0 +1,32 @@
+"""show: one memory item in full (what MCP get_memory gives an agent)."""
+
+from __future__ import annotations
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import echo_json, library_errors
+
+
+@click.command(
+    "show",
+    epilog="""\b
+Examples:
+  nexusmem show 3f9a1c                 # an id from `nexusmem query`, or its first 6+ characters
+  nexusmem show 3f9a1c --json
+""",
+)
+@repo_option
+@click.argument("node_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the item as JSON (the shape of MCP get_memory).")
+@click.pass_context
+@library_errors
+def show_cmd(ctx: click.Context, node_id: str, as_json: bool) -> None:
+    """Expand one item in full: title, ref, kind, dates, provenance, trust, body, files and fix links."""
+    from nexusmem import show
+
+    item = show.show(root_of(ctx), node_id)
+    if as_json:
+        echo_json(item)
+    else:
+        click.echo(show.render(item))

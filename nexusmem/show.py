@@ -1,0 +1,102 @@
+"""One item by id: the lookup every command shares (review, mark-stale, show, MCP get_memory) and the full
+expansion `nexusmem show` and MCP `get_memory` print.
+
+An id is 24 hex characters; a unique prefix of at least MIN_PREFIX = 6 will do. Why 6, not git's 4: a
+prefix that matches exactly one node is taken as that node, so a mistyped or half-copied short prefix must
+rarely hit some *other* node by chance. With n nodes, a random k-hex prefix matches one with probability
+about n / 16^k: for a 10,000-node store that is 15 % at 4 characters and 0.06 % at 6 (a 100,000-node shell
+history: 0.6 %). Six is still short enough to type from a query line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nexusmem import timefmt
+from nexusmem.errors import NexusMemError
+from nexusmem.store import Store, StoredNode
+
+MIN_PREFIX = 6
+
+
+class IdLookupError(NexusMemError):
+    """No node, or not exactly one, answers to the id given."""
+
+
+def find(store: Store, ref: str) -> StoredNode:
+    """The node whose id is REF, or the only one whose id starts with it (at least MIN_PREFIX characters).
+
+    Case and surrounding blanks do not matter. An ambiguous prefix is an error naming the candidates.
+    """
+    key = ref.strip().lower()
+    if not key:
+        raise IdLookupError("the id is empty: give an id from a query result (or its first characters)")
+    node = store.get(key)
+    if node is not None:
+        return node
+    if len(key) < MIN_PREFIX:
+        raise IdLookupError(
+            f"no node has id {ref!r}: give the whole id or at least {MIN_PREFIX} characters of it"
+        )
+    matches = store.find_by_prefix(key)
+    if not matches:
+        raise IdLookupError(f"no node with id {ref!r} (ids are shown in query results)")
+    if len(matches) > 1:
+        found = store.get_many(matches, light=True)
+        listed = "; ".join(f"{m} {found[m].title[:50]}" if m in found else m for m in matches)
+        more = " (and maybe more)" if len(matches) >= 5 else ""
+        raise IdLookupError(f"id prefix {ref!r} is ambiguous: {listed}{more}; give more characters")
+    node = store.get(matches[0])
+    if node is None:  # deleted between the two reads (a concurrent rebuild)
+        raise IdLookupError(f"no node with id {ref!r}")
+    return node
+
+
+def expand(store: Store, node: StoredNode, project: str) -> dict[str, Any]:
+    """NODE in full, as MCP get_memory's MemoryItem: facts, provenance, trust, body, files and links."""
+    return {
+        "id": node.id,
+        "kind": node.kind,
+        "ts": timefmt.iso(node.ts),
+        "created_at": timefmt.iso(node.created_at),
+        "title": node.title,
+        "provenance": node.provenance,
+        "trust": node.trust,
+        "ref": node.ref,
+        "project": project,
+        "source": node.source,
+        "signal": node.signal,
+        "superseded_by": node.superseded_by,
+        "body": node.body,
+        "files": store.files_of(node.id),
+        "links": [{"to": dst, "relation": rel} for _, dst, rel in store.links_from([node.id])],
+        "meta": node.meta,
+    }
+
+
+def render(item: dict[str, Any]) -> str:
+    """One expanded item as plain text: a header of facts, then the whole body."""
+    tags = f"[{item['provenance']}] [{item['trust']}]"
+    lines = [
+        f"{item['title']}",
+        f"id {item['id']}  {item['kind']}  {tags}",
+        f"when {item['ts']} (recorded {item['created_at']})",
+        f"ref {item['ref']}",
+    ]
+    if item["superseded_by"]:
+        lines.append(f"superseded by {item['superseded_by']}")
+    if item["files"]:
+        lines.append("files " + ", ".join(item["files"]))
+    lines += [f"fixed by {link['to']} ({link['relation']})" for link in item["links"]]
+    lines += ["", item["body"]]
+    return "\n".join(lines)
+
+
+def show(start: Path | str | None, ref: str) -> dict[str, Any]:
+    """The item REF (an id or unique prefix) of the project at START, expanded."""
+    from nexusmem import project as project_mod
+
+    project = project_mod.load(start)
+    with project.open_store(readonly=True) as store:
+        return expand(store, find(store, ref), project.root.name)

@@ -1,0 +1,79 @@
+"""`nexusmem show ID` on a real synced repository: full id, prefix, ambiguous prefix, unknown id, --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nexusmem import project
+from nexusmem.show import MIN_PREFIX
+
+from helpers import commit, node, query_json, run_cli, run_script, store_nodes
+
+
+def synced(repo: Path) -> dict[str, str]:
+    """Sync a repository with one fix commit; returns the commit's query item."""
+    commit(repo, "chore: start", {"src/cache.py": "TTL = 10\n"})
+    commit(repo, "fix(cache): expire entries after 60 s, not 10", {"src/cache.py": "TTL = 60\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    items = query_json(repo, "expire cache entries")["items"]
+    return next(it for it in items if it["kind"] == "git_commit" and "expire" in it["title"])
+
+
+def test_show_expands_one_item_by_id_or_prefix(repo: Path) -> None:
+    item = synced(repo)
+    out = run_cli("-C", str(repo), "show", item["id"]).output
+    lines = out.splitlines()
+    assert lines[0] == "fix(cache): expire entries after 60 s, not 10"
+    assert lines[1] == f"id {item['id']}  git_commit  [observed] [candidate]"
+    assert lines[2].startswith("when 20") and "(recorded 20" in lines[2]
+    assert lines[3] == f"ref {item['ref']}"
+    assert "files src/cache.py" in lines
+
+    full = json.loads(run_cli("-C", str(repo), "show", "--json", item["id"]).output)
+    assert full["id"] == item["id"] and full["ref"] == item["ref"] and full["ts"] == item["ts"]
+    assert full["files"] == ["src/cache.py"] and full["project"] == repo.name
+    assert full["provenance"] == "observed" and full["trust"] == "candidate"
+    assert set(full) == {
+        "id", "kind", "ts", "created_at", "title", "provenance", "trust", "ref", "project", "source",
+        "signal", "superseded_by", "body", "files", "links", "meta",
+    }  # fmt: skip
+
+    prefix = item["id"][:MIN_PREFIX].upper()  # case and blanks do not matter
+    assert json.loads(run_cli("-C", str(repo), "show", "--json", f" {prefix} ").output) == full
+    # The diff of that commit is its own item, with the patch as its body.
+    diff = next(it for it in query_json(repo, "TTL cache.py")["items"] if it["kind"] == "code_diff")
+    patch = json.loads(run_cli("-C", str(repo), "show", "--json", diff["id"]).output)
+    assert "+TTL = 60" in patch["body"] and patch["kind"] == "code_diff"
+
+
+def test_show_errors_name_the_problem(repo: Path) -> None:
+    item = synced(repo)
+    # Two ids sharing their first 8 characters: what a large store eventually holds.
+    other = "0" if item["id"][8] != "0" else "1"
+    twin_id = item["id"][:8] + other * 16
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        store_nodes(store, [node("doc_section", text="Cache notes twin", project=proj.id, id=twin_id)])
+
+    ambiguous = run_cli("-C", str(repo), "show", item["id"][:8], ok=False)
+    assert ambiguous.exit_code == 1
+    assert f"id prefix '{item['id'][:8]}' is ambiguous" in ambiguous.output
+    assert (
+        item["id"] in ambiguous.output
+        and twin_id in ambiguous.output
+        and "Cache notes twin" in ambiguous.output
+    )
+    assert json.loads(run_cli("-C", str(repo), "show", "--json", item["id"][:9]).output)["id"] == item["id"]
+
+    unknown = run_cli("-C", str(repo), "show", "ffffffffffffff", ok=False)
+    assert unknown.exit_code == 1 and "no node with id 'ffffffffffffff'" in unknown.output
+    short = run_cli("-C", str(repo), "show", item["id"][: MIN_PREFIX - 1], ok=False)
+    assert short.exit_code == 1 and f"at least {MIN_PREFIX} characters" in short.output
+    assert run_cli("-C", str(repo), "show", ok=False).exit_code == 2  # usage: the id is required
+
+
+def test_show_as_the_installed_script_outside_memory(repo: Path) -> None:
+    commit(repo, "chore: start")
+    done = run_script("show", "abcdef", cwd=repo)
+    assert done.returncode == 1 and "nexusmem init" in done.stderr and "Traceback" not in done.stderr
