@@ -59,7 +59,6 @@ DEFAULTS: dict[str, Any] = {
     },
     "limits": {"maxBodyChars": 20_000},
     "query": {"budget": 2000},
-    "redaction": {"enabled": True},
     # Semantic search. provider: "builtin" (wordllama, shipped in the package, offline), "ollama" (url,
     # model e.g. "nomic-embed-text") or "none". model "" means the provider's default.
     "embedding": {"provider": "builtin", "model": "", "url": "http://127.0.0.1:11434", "batchSize": 256},
@@ -152,8 +151,29 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Removed keys a config written by an earlier version may still hold: key -> the only value still accepted
+# (and then ignored), and why nothing else is. `redaction.enabled` was written by every `init` but never
+# read; honouring false would store secrets in clear, so redaction cannot be turned off.
+_REMOVED: dict[str, tuple[Any, str]] = {
+    "redaction": (
+        {"enabled": True},
+        "secrets are always redacted before anything is stored; delete the 'redaction' key",
+    ),
+}
+
+
+def _drop_removed(data: Any, path: Path) -> Any:
+    if not isinstance(data, dict) or not any(key in data for key in _REMOVED):
+        return data
+    for key, (accepted, why) in _REMOVED.items():
+        if key in data and data[key] not in ({}, accepted):
+            raise ConfigError(f"{path}: '{key}' was removed ({json.dumps(data[key])[:60]}): {why}")
+    return {k: v for k, v in data.items() if k not in _REMOVED}
+
+
 def validate(data: Any, path: Path) -> dict[str, Any]:
     """Check DATA against the schema and return it merged over the defaults."""
+    data = _drop_removed(data, path)
     _check(path, "", data, DEFAULTS)
     if data.get("version", CONFIG_VERSION) > CONFIG_VERSION:
         raise ConfigError(f"{path}: 'version' {data['version']} is newer than this NexusMem understands")

@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem import paths, registry
@@ -197,7 +198,7 @@ def enabled_sources(project: Project, only: list[str] | None = None) -> list[tup
 
 
 def sync(
-    start: Any = None,
+    start: Path | str | None = None,
     *,
     rebuild: bool = False,
     only: list[str] | None = None,
@@ -312,7 +313,7 @@ def sync(
     return summary
 
 
-def prune_source(start: Any, name: str, *, dry_run: bool = True) -> int:
+def prune_source(start: Path | str | None, name: str, *, dry_run: bool = True) -> int:
     """Delete every node one source stored (NAME: a source, or 'shell:SHELL' for one shell's commands).
 
     With DRY_RUN (the default) nothing is deleted; the count of what would go is returned either way.

@@ -28,3 +28,15 @@ def test_config_defaults_roundtrip_and_errors(tmp_path: Path) -> None:
     path.write_text(json.dumps({"limits": {"maxBodyChars": 500}}), encoding="utf-8")
     merged = config.load(path)
     assert merged["limits"]["maxBodyChars"] == 500 and merged["query"]["budget"] == 2000
+
+
+def test_redaction_cannot_be_turned_off(tmp_path: Path) -> None:
+    # Every config written before the key was removed holds it as true: still loads, the key is dropped.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"redaction": {"enabled": True}, "query": {"budget": 900}}), encoding="utf-8")
+    loaded = config.load(path)
+    assert "redaction" not in loaded and loaded["query"]["budget"] == 900
+    path.write_text(json.dumps({"redaction": {"enabled": False}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"config\.json: 'redaction' was removed .*always redacted"):
+        config.load(path)
+    assert "redaction" not in config.DEFAULTS

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from nexusmem.embed import EmbeddingUnavailable, Vector
+from nexusmem.ollama import OllamaClient, OllamaUnreachable
 
-# A refused connection answers at once; a host that drops packets must not hang a query for long.
-CONNECT_TIMEOUT = 2.0
 READ_TIMEOUT = 120.0
 
 
@@ -24,9 +23,9 @@ class OllamaProvider:
 
     def __init__(self, model: str, url: str) -> None:
         self.model = model
-        self.url = url.rstrip("/")
+        self._client = OllamaClient(url, timeout=READ_TIMEOUT)
+        self.url = self._client.url
         self._dim: int | None = None
-        self._client: Any = None
 
     @property
     def dim(self) -> int:
@@ -37,20 +36,12 @@ class OllamaProvider:
         return self._dim
 
     def _post(self, texts: list[str]) -> Any:
-        import httpx
-
-        if self._client is None:
-            self._client = httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
-        endpoint = f"{self.url}/api/embed"
         try:
-            response = self._client.post(endpoint, json={"model": self.model, "input": texts})
-        except httpx.HTTPError as exc:
-            raise EmbeddingUnavailable(f"Ollama at {self.url} is unreachable ({type(exc).__name__})") from exc
+            response = self._client.post("/api/embed", {"model": self.model, "input": texts})
+        except OllamaUnreachable as exc:
+            raise EmbeddingUnavailable(str(exc)) from exc
         if response.status_code != 200:
-            detail = response.text.strip().replace("\n", " ")[:160]
-            raise EmbeddingUnavailable(
-                f"Ollama at {self.url} answered HTTP {response.status_code} for model {self.model!r}: {detail}"
-            )
+            raise EmbeddingUnavailable(self._client.http_error(response, self.model))
         try:
             return response.json()
         except ValueError as exc:
@@ -84,6 +75,4 @@ class OllamaProvider:
         return out
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self._client.close()

@@ -227,7 +227,7 @@ def _apply(
 
 
 def forget(
-    start: Any,
+    start: Path | str | None,
     value: str,
     *,
     regex: bool = False,
@@ -264,7 +264,7 @@ def forget(
     return report
 
 
-def list_entries(start: Any) -> list[Entry]:
+def list_entries(start: Path | str | None) -> list[Entry]:
     """This project's entries (user-wide copies included) and the user-wide ones not yet applied here."""
     project = project_mod.load(start)
     with project.open_store(readonly=True) as store:
@@ -273,7 +273,7 @@ def list_entries(start: Any) -> list[Entry]:
     return local + [e for e in load_global() if e.key not in keys]
 
 
-def export_entries(start: Any, target: Path) -> int:
+def export_entries(start: Path | str | None, target: Path) -> int:
     """Write every active entry to TARGET (JSON, mode 0600); return how many."""
     entries = list_entries(start)
     write_private(target, document(entries))
@@ -281,7 +281,12 @@ def export_entries(start: Any, target: Path) -> int:
 
 
 def import_entries(
-    start: Any, source: Path, *, dry_run: bool = True, keep_log: bool = False, user_wide: bool = False
+    start: Path | str | None,
+    source: Path,
+    *,
+    dry_run: bool = True,
+    keep_log: bool = False,
+    user_wide: bool = False,
 ) -> Removal:
     """Add the entries of an export to this project (USER_WIDE: to the user-wide list too) and delete the
     copies that already synced back in."""

@@ -49,7 +49,7 @@ def _redact_value(value: Any, counts: dict[str, int]) -> Any:
     return value
 
 
-def scrub(start: Any, *, dry_run: bool = False) -> ScrubReport:
+def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
     """Redact every stored node's title, body, ref and meta with the current rules (nexusmem.redact)."""
     project = project_mod.load(start)
     report = ScrubReport(dry_run=dry_run)

@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nexusmem import project as project_mod
@@ -86,29 +87,23 @@ class Judge:
     """
 
     def __init__(self, model: str, url: str, timeout: float) -> None:
+        from nexusmem.ollama import OllamaClient
+
         self.model = model
-        self.url = url.rstrip("/")
         self.timeout = timeout
-        self._client: Any = None
+        self._client = OllamaClient(url, timeout=timeout)
+        self.url = self._client.url
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        self._client.close()
 
     def _post(self, endpoint: str, payload: dict[str, Any]) -> Any:
-        import httpx
+        from nexusmem.ollama import OllamaUnreachable
 
-        if self._client is None:
-            self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(2.0, self.timeout)))
         try:
-            response = self._client.post(f"{self.url}{endpoint}", json=payload)
-        except httpx.TimeoutException as exc:
-            raise JudgeUnavailable(
-                f"Ollama at {self.url} did not answer within {self.timeout:g}s ({type(exc).__name__})"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise JudgeUnavailable(f"Ollama at {self.url} is unreachable ({type(exc).__name__})") from exc
-        return response
+            return self._client.post(endpoint, payload)
+        except OllamaUnreachable as exc:
+            raise JudgeUnavailable(str(exc)) from exc
 
     def ask(self, older: StoredNode, newer: StoredNode) -> tuple[bool, str]:
         """(contradicts, reason) for the pair, from the model."""
@@ -142,10 +137,7 @@ class Judge:
             )
             field_name = "response"
         if response.status_code != 200:
-            detail = response.text.strip().replace("\n", " ")[:160]
-            raise JudgeUnavailable(
-                f"Ollama at {self.url} answered HTTP {response.status_code} for model {self.model!r}: {detail}"
-            )
+            raise JudgeUnavailable(self._client.http_error(response, self.model))
         try:
             data = response.json()
             content = data["message"]["content"] if field_name == "message" else data["response"]
@@ -272,7 +264,9 @@ def check(
 # ------------------------------------------------------------------------------------------- commands
 
 
-def stale(start: Any, *, check_contradictions: bool = False) -> tuple[list[Candidate], CheckSummary | None]:
+def stale(
+    start: Path | str | None, *, check_contradictions: bool = False
+) -> tuple[list[Candidate], CheckSummary | None]:
     """The project's stale candidates; with CHECK_CONTRADICTIONS, judge every unjudged pair first."""
     project = project_mod.load(start)
     max_age = int(project.config["stale"]["maxAgeDays"])
