@@ -27,6 +27,7 @@ from nexusmem import paths
 from nexusmem.store import open_store
 
 from helpers import commit, git, query_json, run_cli, run_script
+from helpers.env import GITCONFIG
 from helpers.mcp import mcp_session
 
 DAY = 86_400
@@ -46,11 +47,7 @@ class World:
 def _git_env(home: Path) -> dict[str, str]:
     """What conftest's isolated_home sets, for the module-scoped build (which runs outside any test)."""
     gitconfig = home / ".gitconfig"
-    gitconfig.write_text(
-        "[user]\n\tname = Test User\n\temail = test@example.com\n"
-        "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n",
-        encoding="utf-8",
-    )
+    gitconfig.write_text(GITCONFIG, encoding="utf-8")
     return {
         "HOME": str(home),
         "NEXUSMEM_HOME": str(home / ".nexusmem"),
@@ -159,6 +156,7 @@ def small_repo(path: Path, message: str) -> Path:
 # --------------------------------------------------------------------------------------------------- tests
 
 
+@pytest.mark.slow
 def test_results_from_both_projects_are_tagged_and_fused_by_rank(registered: World, tmp_path: Path) -> None:
     # Each project on its own: platform has dozens of two-word matches, uploader one weak one-word match.
     alone_p = query_json(registered.platform, QUERY, "--budget", "4000")
@@ -207,6 +205,7 @@ def test_results_from_both_projects_are_tagged_and_fused_by_rank(registered: Wor
     assert after == before and all(wal == 0 for _, wal in after.values())
 
 
+@pytest.mark.slow
 def test_plain_output_shows_the_scope_and_a_project_tag(registered: World, tmp_path: Path) -> None:
     result = run_cli("-C", str(tmp_path), "query", "--all-projects", "--budget", "600", "--", QUERY)
     lines = result.stdout.splitlines()
@@ -218,6 +217,7 @@ def test_plain_output_shows_the_scope_and_a_project_tag(registered: World, tmp_p
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_current_project_is_included_once_registered_or_not(registered: World, tmp_path: Path) -> None:
     # Registered: it is not searched twice, and comes first.
     data = all_json(registered.uploader)
@@ -232,6 +232,7 @@ def test_current_project_is_included_once_registered_or_not(registered: World, t
     assert paths.registry_path().read_bytes() == registry_bytes
 
 
+@pytest.mark.slow
 def test_a_linked_fix_rides_along_from_the_project_that_recorded_it(
     registered: World, tmp_path: Path
 ) -> None:
@@ -282,6 +283,7 @@ def test_missing_corrupt_and_newer_databases_are_reported_and_skipped(
     assert {p["name"] for p in json.loads(projects)["projects"]} >= {"gone", "broken", "future"}
 
 
+@pytest.mark.slow
 def test_same_stores_and_query_give_the_same_bytes(registered: World, tmp_path: Path) -> None:
     runs = [run_script("query", "--all-projects", "--", QUERY, cwd=tmp_path) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[0].stderr
@@ -290,6 +292,7 @@ def test_same_stores_and_query_give_the_same_bytes(registered: World, tmp_path: 
     assert json.dumps(again[0]) == json.dumps(again[1])
 
 
+@pytest.mark.slow
 def test_as_of_applies_to_every_project(registered: World, tmp_path: Path) -> None:
     data = all_json(tmp_path, "--as-of", registered.between)
     assert [p["name"] for p in data["projects"]] == ["platform", "uploader"]
@@ -306,6 +309,7 @@ def test_no_projects_at_all_is_a_note_not_a_failure(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------------ MCP
 
 
+@pytest.mark.slow
 def test_mcp_search_memory_all_projects(registered: World, tmp_path: Path) -> None:
     missing = small_repo(tmp_path / "gone", "docs: nothing here")
     shutil.rmtree(missing / ".nexusmem")

@@ -28,6 +28,7 @@ def history(repo: Path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("embed", [False, True])
 def test_chinese_and_japanese_queries_find_their_commits(history: Path, embed: bool) -> None:
     run_cli("-C", str(history), "sync", *([] if embed else ["--no-embed"]))

@@ -8,6 +8,8 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from helpers import commit, git, query_json, run_cli, run_script
 
 DAY = 86_400
@@ -213,6 +215,7 @@ def test_corrupt_registry_reads_as_empty_with_warning(repo: Path, isolated_home:
     assert kept and kept[0].read_text(encoding="utf-8") == "]["
 
 
+@pytest.mark.slow
 def test_rebuild_drops_and_reingests_but_keeps_ids(repo: Path) -> None:
     make_history(repo)
     run_cli("-C", str(repo), "sync", "-q")
@@ -250,6 +253,7 @@ def test_version_is_fast_path(repo: Path) -> None:
     assert result.returncode == 0 and result.stdout == f"nexusmem {__version__}\n"
 
 
+@pytest.mark.slow
 def test_console_script_end_to_end(repo: Path) -> None:
     make_history(repo)
     synced = run_script("sync", cwd=repo)

@@ -75,6 +75,7 @@ print(json.dumps({"dim": int(a.shape[0]), "provider_dim": p.dim, "similar": floa
 """
 
 
+@pytest.mark.slow
 def test_builtin_embeds_with_the_network_unreachable(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k.lower() not in {"no_proxy", "http_proxy", "https_proxy"}}
     dead = closed_port_url()
@@ -116,6 +117,7 @@ def test_builtin_rejects_a_model_it_does_not_ship() -> None:
 # --- the Ollama provider against a real HTTP stand-in ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ollama_provider_speaks_api_embed() -> None:
     with ollama_standin() as server:
         provider = OllamaProvider("nomic-embed-text", server.url + "/")
@@ -126,6 +128,7 @@ def test_ollama_provider_speaks_api_embed() -> None:
         provider.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "message"),
     [
@@ -202,6 +205,7 @@ def test_sync_with_ollama_stores_its_vectors(history: Path) -> None:
         )
 
 
+@pytest.mark.slow
 def test_sync_with_ollama_down_says_so_once_and_succeeds(history: Path) -> None:
     set_embedding(history, provider="ollama", url=closed_port_url())
     proc = run_script("sync", cwd=history)
@@ -221,6 +225,7 @@ def test_sync_with_a_malformed_ollama_answer_succeeds(history: Path) -> None:
         assert data["totalNodes"] > 0 and counts(history)[1] == 0
 
 
+@pytest.mark.slow
 def test_provider_change_drops_and_rebuilds_vectors(history: Path) -> None:
     first = sync_json(history)
     total = first["totalNodes"]
@@ -273,6 +278,7 @@ class FailingAfter:
         return self.real.embed(texts)
 
 
+@pytest.mark.slow
 def test_an_interrupted_pass_resumes_where_it_stopped(history: Path) -> None:
     for i in range(4):
         commit(history, f"feat: step {i} of the migration", {f"step{i}.py": f"STEP = {i}\n"})

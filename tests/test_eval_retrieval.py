@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "eval_retrieval.py"
 
 
@@ -28,6 +30,7 @@ def test_query_set_is_large_and_half_paraphrase() -> None:
     assert {q.type for q in queries} == {"lexical", "paraphrase"}
 
 
+@pytest.mark.slow
 def test_hybrid_beats_bm25_on_the_labelled_set(tmp_path: Path) -> None:
     ev = load_script()
     # NEXUSMEM_HOME and HOME already point at temp dirs (tests/conftest.py): the planted shell log lands there.

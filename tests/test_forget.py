@@ -86,6 +86,7 @@ def shell_refs(repo: Path) -> list[str]:
         return sorted(n.ref for n in store.iter_nodes("shell_command"))
 
 
+@pytest.mark.slow
 def test_forget_removes_every_byte_and_no_sync_brings_it_back(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)
     run_cli("-C", str(repo), "sync")
@@ -141,6 +142,7 @@ def test_tombstone_and_audit_hold_counts_not_content(repo: Path, isolated_home: 
     assert entries[0]["kind"] == "literal" and entries[0]["spec"]["length"] == len(VALUE)
 
 
+@pytest.mark.slow
 def test_shell_log_rewrite_neither_duplicates_nor_misses_lines(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -158,6 +160,7 @@ def test_shell_log_rewrite_neither_duplicates_nor_misses_lines(repo: Path, isola
     assert len(log_path(isolated_home).read_text(encoding="utf-8").splitlines()) == 4
 
 
+@pytest.mark.slow
 def test_keep_log_leaves_the_log_and_the_gate_still_holds(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -187,6 +190,7 @@ def test_log_is_never_truncated_when_the_rewrite_fails(
     assert [p.name for p in log_path(isolated_home).parent.iterdir()] == ["shell-history.jsonl"]
 
 
+@pytest.mark.slow
 def test_ignore_case_and_regex(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -205,6 +209,7 @@ def test_ignore_case_and_regex(repo: Path, isolated_home: Path) -> None:
     assert VALUE.lower() not in listed.lower()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -227,6 +232,7 @@ def test_bad_patterns_are_refused(repo: Path, args: list[str], message: str) -> 
         assert store.deny_entries() == [] and store.node_count() == 1
 
 
+@pytest.mark.slow
 def test_export_import_carries_the_deny_list_to_a_clone(
     repo: Path, isolated_home: Path, tmp_path: Path
 ) -> None:
@@ -255,6 +261,7 @@ def test_export_import_carries_the_deny_list_to_a_clone(
     assert json.loads(again)["entriesKnown"] == 2 and json.loads(again)["removed"] == 0
 
 
+@pytest.mark.slow
 def test_global_entry_reaches_every_project_at_its_next_sync(
     repo: Path, isolated_home: Path, tmp_path: Path
 ) -> None:
@@ -319,6 +326,7 @@ def test_scrub_applies_current_rules_to_old_nodes(repo: Path, isolated_home: Pat
     assert items and "«redacted:aws-key»" in items[0]["title"]
 
 
+@pytest.mark.slow
 def test_forget_as_a_real_process(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)
     assert run_script("sync", "--no-embed", cwd=repo).returncode == 0

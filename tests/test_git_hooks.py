@@ -128,6 +128,7 @@ def test_foreign_sh_hook_is_chained_and_restored_byte_for_byte(repo: Path, origi
     assert path.read_bytes() == original and (path.stat().st_mode & 0o777) == 0o750
 
 
+@pytest.mark.slow
 def test_foreign_hook_still_runs_and_its_exit_status_is_kept(repo: Path) -> None:
     synced(repo)
     plant_failure(repo)
@@ -148,6 +149,7 @@ def test_foreign_hook_still_runs_and_its_exit_status_is_kept(repo: Path) -> None
     assert "advisory only" in passed.stderr and passed.stdout == ""
 
 
+@pytest.mark.slow
 def test_strict_hook_refuses_a_commit_with_an_unresolved_failure(repo: Path) -> None:
     synced(repo)
     plant_failure(repo)
@@ -207,6 +209,7 @@ def test_core_hooks_path_is_honoured(repo: Path) -> None:
     assert "(hooksPath" not in run_cli("-C", str(repo), "hook", "git", "status").stdout
 
 
+@pytest.mark.slow
 def test_worktree_commit_runs_the_shared_hook_and_syncs_the_worktree(repo: Path, tmp_path: Path) -> None:
     synced(repo)
     worktree = tmp_path / "wt"
@@ -227,6 +230,7 @@ def test_worktree_commit_runs_the_shared_hook_and_syncs_the_worktree(repo: Path,
 # --- detached auto-sync ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_burst_of_commits_is_coalesced_and_ends_equal_to_a_clean_sync(repo: Path, tmp_path: Path) -> None:
     git(repo, "remote", "add", "origin", "https://example.com/team/demo.git")  # one project id for both
     synced(repo)
@@ -306,6 +310,7 @@ def test_auto_sync_log_is_capped(tmp_path: Path) -> None:
     assert not autosync.cap_log(log)
 
 
+@pytest.mark.slow
 def test_post_commit_returns_at_once_and_logs_a_run(repo: Path) -> None:
     synced(repo)
     run_cli("-C", str(repo), "hook", "git-post", "install")

@@ -37,6 +37,7 @@ def history(repo: Path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_vectors_find_what_shares_no_word_with_the_query(history: Path) -> None:
     run_cli("-C", str(history), "sync", "--no-embed")
     before = query_json(history, "make pictures faster")
@@ -51,6 +52,7 @@ def test_vectors_find_what_shares_no_word_with_the_query(history: Path) -> None:
     assert all("postgres" not in it["title"] for it in after["items"])
 
 
+@pytest.mark.slow
 def test_both_lists_fuse_and_bm25_still_leads_on_exact_words(history: Path) -> None:
     run_cli("-C", str(history), "sync")
     out = query_json(history, "flaky login test")
@@ -68,6 +70,7 @@ def test_without_vectors_the_output_is_unchanged(history: Path) -> None:
     assert query_json(history, "payment gateway timeouts")["vector_matched"] == 0
 
 
+@pytest.mark.slow
 def test_ollama_down_at_query_time_means_bm25_only(history: Path) -> None:
     run_cli("-C", str(history), "init")
     with ollama_standin() as server:
@@ -105,6 +108,7 @@ def test_query_output_is_deterministic_with_vectors(history: Path) -> None:
     assert first == second
 
 
+@pytest.mark.slow
 def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Path) -> None:
     import time
 

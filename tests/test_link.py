@@ -393,6 +393,7 @@ def test_rebuild_forgets_links_and_the_next_incremental_run_relinks_everything(s
 # ---------------------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_sync_link_failures_then_query_shows_each_fix_right_after_its_failure(repo: Path) -> None:
     now_s = int(time.time()) // 3600 * 3600 - 3 * 86400  # three days ago, on the hour
     t0 = now_s * 1000

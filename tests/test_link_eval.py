@@ -209,6 +209,7 @@ def _links(store: Store) -> set[tuple[str, str, str]]:
     return set(store.conn.execute("SELECT from_id, to_id, relation FROM links").fetchall())
 
 
+@pytest.mark.slow
 def test_precision_and_recall_on_the_planted_fixes(evaluated: tuple[History, Scores]) -> None:
     _, scores = evaluated
     # 40 retry + 30 commit + 15 (commit + retry) × 2 + 20 discussion + 15 true retries among the decoys.

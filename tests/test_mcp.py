@@ -70,6 +70,7 @@ def small_history(repo: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_tools_are_listed_with_their_schemas(tmp_path: Path) -> None:
     async def main() -> None:
         async with mcp_session(tmp_path / "server.log") as session:
@@ -100,6 +101,7 @@ def test_tools_are_listed_with_their_schemas(tmp_path: Path) -> None:
     anyio.run(main)
 
 
+@pytest.mark.slow
 def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> None:
     small_history(repo)
     plain = tmp_path / "plain"
@@ -261,6 +263,7 @@ def fast_history(repo: Path, commits: int) -> None:
     git(repo, "reset", "-q", "--hard")
 
 
+@pytest.mark.slow
 def test_search_keeps_answering_while_the_cli_rebuilds(repo: Path, tmp_path: Path) -> None:
     fast_history(repo, 300)
     first = run_script("-C", str(repo), "sync", "--quiet", cwd=tmp_path)
@@ -311,6 +314,7 @@ def test_search_keeps_answering_while_the_cli_rebuilds(repo: Path, tmp_path: Pat
     assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_mcp_inspector_cli_lists_the_tools(tmp_path: Path) -> None:
     npx = shutil.which("npx")
     if npx is None:
@@ -346,6 +350,7 @@ def test_mcp_inspector_cli_lists_the_tools(tmp_path: Path) -> None:
     assert names == TOOLS
 
 
+@pytest.mark.slow
 def test_mcp_command_help_and_import_boundaries(tmp_path: Path) -> None:
     helped = run_script("mcp", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "claude mcp add nexusmem -- nexusmem mcp" in helped.stdout

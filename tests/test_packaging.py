@@ -35,6 +35,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_wheel_ships_every_script_with_lf_endings(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
@@ -47,6 +48,7 @@ def test_wheel_ships_every_script_with_lf_endings(wheel: Path) -> None:
         assert "nexusmem = nexusmem.cli.main:main" in zf.read(entry_points).decode()
 
 
+@pytest.mark.slow
 def test_installed_package_finds_its_scripts_inside_itself(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nexusmem import precheck, sync
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
@@ -127,6 +129,7 @@ def test_module_name_is_matched_but_docs_and_generic_names_are_not(repo: Path) -
     assert {f.path for f in found.findings} == {"src/cache.py"}
 
 
+@pytest.mark.slow
 def test_outside_a_repo_or_without_memory_says_so_and_exits_0(repo: Path, tmp_path: Path) -> None:
     outside = tmp_path / "plain"
     outside.mkdir()
@@ -146,6 +149,7 @@ def test_working_and_explicit_file_lists(repo: Path) -> None:
     assert precheck.run(repo / "src", files=["cache.py"]).files == ["src/cache.py"]
 
 
+@pytest.mark.slow
 def test_commit_all_temporary_index_is_what_gets_checked(repo: Path) -> None:
     """`git commit -a` runs hooks against a temporary index: precheck must see those files."""
     project(repo)
@@ -166,6 +170,7 @@ def test_commit_all_temporary_index_is_what_gets_checked(repo: Path) -> None:
     assert proc.returncode == 1 and "src/cache.py: `pytest tests/test_cache.py` failed" in proc.stderr
 
 
+@pytest.mark.slow
 def test_precheck_imports_nothing_heavy(repo: Path) -> None:
     project(repo)
     sync.sync(repo)

@@ -72,6 +72,7 @@ def _plant_failure(repo: Path, command: str = "pytest tests/test_cache.py", ago_
         handle.write(json.dumps({**line, "shell": "bash", "session": "s", "v": 1}) + "\n")
 
 
+@pytest.mark.slow
 def test_framework_runs_precheck_advisory_then_strict_then_post_commit_sync(
     repo: Path, hook_repo: tuple[Path, str, Path]
 ) -> None:

@@ -206,6 +206,7 @@ def test_multiline_shell_command() -> None:
     assert redact(text) == "docker run \\\n  -e API_TOKEN=«redacted:token» \\\n  -p 8080:80 acme/web"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "chunk",
     [

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_concurrent_registrations_lose_no_entry(tmp_path: Path, isolated_home: Path) -> None:
     code = (
         "import sys; from pathlib import Path; from nexusmem import registry\n"

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from helpers import commit, git, query_json, run_cli
 
 
@@ -19,6 +21,7 @@ def kinds(repo: Path) -> dict[str, int]:
     return by_kind
 
 
+@pytest.mark.slow
 def test_empty_repository_then_first_commit(repo: Path) -> None:
     (repo / "NOTES.md").write_text("# Notes\n\nUntracked but indexed.\n", encoding="utf-8")
     sync_json(repo)
@@ -30,6 +33,7 @@ def test_empty_repository_then_first_commit(repo: Path) -> None:
     assert kinds(repo)["git_commit"] == 1
 
 
+@pytest.mark.slow
 def test_detached_head(repo: Path) -> None:
     commit(repo, "feat: one", {"a.txt": "1\n"})
     commit(repo, "feat: two", {"a.txt": "2\n"})
@@ -51,6 +55,7 @@ def test_shallow_clone(repo: Path, tmp_path: Path) -> None:
     assert query_json(shallow, "step 5")["items"]
 
 
+@pytest.mark.slow
 def test_two_clones_share_one_project_id_and_no_origin_uses_path(repo: Path, tmp_path: Path) -> None:
     commit(repo, "feat: shared", {"a.txt": "a\n"})
     ids = []
@@ -98,6 +103,7 @@ def test_non_utf8_message_and_file_name(repo: Path) -> None:
     assert any("encoding in latin-1" in t for t in titles)
 
 
+@pytest.mark.slow
 def test_binary_files_and_submodule(repo: Path, tmp_path: Path) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()
@@ -115,6 +121,7 @@ def test_binary_files_and_submodule(repo: Path, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_large_commit_is_truncated_and_marked(repo: Path) -> None:
     lines = "".join(f"line {i} of a very large generated file with some words\n" for i in range(900_000))
     assert len(lines) > 50_000_000

