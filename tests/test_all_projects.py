@@ -251,6 +251,7 @@ def test_a_linked_fix_rides_along_from_the_project_that_recorded_it(
     assert "[uploader] fix(app): satisfy the linter  -- linked as the fix (commit)" in text
 
 
+@pytest.mark.slow
 def test_missing_corrupt_and_newer_databases_are_reported_and_skipped(
     registered: World, tmp_path: Path
 ) -> None:
