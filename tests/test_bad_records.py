@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import commit, git
-from helpers import run_script
+from helpers import commit, git, run_script
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow

@@ -14,9 +14,8 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import commit
-from helpers import console_script, run_script
-from mcp_helpers import mcp_session, server_env
+from helpers import commit, console_script, run_script
+from helpers.mcp import mcp_session, server_env
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow

@@ -14,8 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import commit
-from helpers import console_script, run_script
+from helpers import commit, console_script, run_script
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow

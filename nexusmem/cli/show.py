@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import echo_json, library_errors
+from nexusmem.cli.common import echo_human, echo_json, library_errors
 
 
 @click.command(
@@ -29,4 +29,4 @@ def show_cmd(ctx: click.Context, node_id: str, as_json: bool) -> None:
     if as_json:
         echo_json(item)
     else:
-        click.echo(show.render(item))
+        echo_human(show.render(item))  # a stored body may hold terminal escapes
