@@ -22,8 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import commit, git
-from helpers import run_cli
+from helpers import commit, git, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS: dict[str, Any] = json.loads((FIXTURES / "redaction_corpus.json").read_text(encoding="utf-8"))

@@ -12,6 +12,7 @@ import pytest
 from nexusmem.config import defaults
 from nexusmem.nodes import Node
 from nexusmem.paths import shell_log_path
+from nexusmem.redact import redact
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.shell import ShellSource, command_files, unmetafy
 
