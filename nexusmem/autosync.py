@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from nexusmem import paths
+from nexusmem import paths, private
 
 LOCK_NAME = "sync.lock"
 PENDING_NAME = "sync.pending"
@@ -112,10 +112,11 @@ def auto_sync(
 
     root = paths.repo_root(start)
     state = paths.state_dir(root)
-    state.mkdir(exist_ok=True)
+    private.make_dir(state)
+    private.fix_tree(state)
     cap_log(state / LOG_NAME)
     result = AutoSyncResult(root=str(root))
-    lock = FileLock(str(state / LOCK_NAME), timeout=0)
+    lock = FileLock(str(state / LOCK_NAME), timeout=0, mode=0o600)
     pending = state / PENDING_NAME
     if run_sync is None:
         from nexusmem.sync import sync
@@ -129,7 +130,7 @@ def auto_sync(
             lock.acquire(timeout=0)
         except Timeout:
             if result.runs == 0 and not result.deferred:
-                pending.touch()
+                private.touch(pending)
                 result.deferred = True
                 log(f"{_stamp()} pid {os.getpid()}: a sync is running; marked pending")
                 continue  # try once more: the holder may have released just before the flag appeared
@@ -173,7 +174,7 @@ def spawn_detached(start: Path | None = None) -> bool:
     root = paths.find_root_fast(start or Path.cwd())
     if root is None or not paths.state_dir(root).is_dir():
         return False
-    with log_path(root).open("ab") as log:
+    with os.fdopen(private.open_fd(log_path(root), os.O_WRONLY | os.O_APPEND), "ab") as log:
         subprocess.Popen(
             [sys.executable, "-m", "nexusmem", "sync", "--auto"],
             cwd=root,

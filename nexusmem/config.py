@@ -204,9 +204,9 @@ def write_defaults(path: Path) -> bool:
     if path.exists():
         load(path)
         return False
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(DEFAULTS, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    from nexusmem import private
+
+    private.write_atomic(path, (json.dumps(DEFAULTS, indent=2) + "\n").encode("utf-8"))
     return True
 
 

@@ -21,6 +21,16 @@ def user_dir() -> Path:
     return Path.home() / ".nexusmem"
 
 
+def ensure_user_dir() -> Path:
+    """The user directory, created 0700 if missing, with every file in it made 0600 (fixing older installs)."""
+    from nexusmem import private
+
+    path = user_dir()
+    private.make_dir(path)
+    private.fix_tree(path)
+    return path
+
+
 def registry_path() -> Path:
     return user_dir() / "projects.json"
 

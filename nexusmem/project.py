@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nexusmem import config, identity, paths, registry
+from nexusmem import config, identity, paths, private, registry
 from nexusmem.store import Store, open_store
 
 
@@ -44,7 +44,7 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
         created = _make_state_dir(state)
         ignore = state / ".gitignore"
         if not ignore.exists():
-            ignore.write_text("*\n", encoding="utf-8")
+            private.write_atomic(ignore, b"*\n")
             created = True
         created = config.write_defaults(paths.config_path(root)) or created
     except OSError as exc:
@@ -75,7 +75,7 @@ def _make_state_dir(state: Path) -> bool:
         )
     if state.exists():
         return False
-    state.mkdir()
+    private.make_dir(state)
     return True
 
 

@@ -48,7 +48,7 @@ def load() -> list[dict[str, Any]]:
 
 def _save(projects: list[dict[str, Any]]) -> None:
     path = paths.registry_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    paths.ensure_user_dir()
     if path.exists():
         try:
             json.loads(path.read_text(encoding="utf-8"))
@@ -67,7 +67,7 @@ def _locked() -> Iterator[None]:
     """Serialise read-modify-write of projects.json: two repositories' post-commit syncs finishing at
     once must not drop each other's entry. An OS lock (released if the holder dies); none on Windows."""
     path = paths.registry_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    paths.ensure_user_dir()
     try:
         import fcntl
     except ImportError:  # Windows: the atomic replace still keeps the file whole

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from nexusmem import paths, registry
 from nexusmem import project as project_mod
+from nexusmem.errors import NexusMemError
 from nexusmem.nodes import Node, node_problem
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
@@ -197,6 +198,48 @@ def enabled_sources(project: Project, only: list[str] | None = None) -> list[tup
     return [(name, source) for name, source in chosen if source.enabled(project.config)]
 
 
+RUN_LOCK_NAME = "sync.run.lock"
+# How long a second sync waits for the one running (a `sync --rebuild` of a large repository takes minutes).
+DEFAULT_WAIT_SECONDS = 600.0
+
+
+class SyncBusyError(NexusMemError):
+    """Another sync of this project held the lock for longer than we were willing to wait."""
+
+
+@contextlib.contextmanager
+def exclusive(root: Path, wait: float, log: Callable[[str], None] | None, what: str = "sync") -> Iterator[None]:
+    """Hold this project's run lock (`.nexusmem/sync.run.lock`) for the duration: one writer at a time.
+
+    Without it a second sync started during a long `sync --rebuild` queued on SQLite's write lock and died
+    after the 15 s busy timeout with "database is locked". Now it says it is waiting, waits up to WAIT
+    seconds for the lock (an OS lock, released if its holder dies, even by SIGKILL), then gives up with a
+    one-line SyncBusyError. `sync --auto` keeps its own coalescing lock (sync.lock) around this one.
+    """
+    from filelock import FileLock, Timeout
+
+    state = paths.state_dir(root)
+    lock = FileLock(str(state / RUN_LOCK_NAME), mode=0o600)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if wait <= 0:
+            raise SyncBusyError(f"another sync of {root} is running; try again when it has finished") from None
+        if log:
+            log(f"waiting for another sync of this project to finish (up to {wait:.0f} s)…")
+        try:
+            lock.acquire(timeout=wait)
+        except Timeout:
+            raise SyncBusyError(
+                f"another sync of {root} is still running after {wait:.0f} s; {what} gave up (try again when it"
+                " has finished, or give a longer --wait)"
+            ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def sync(
     start: Path | str | None = None,
     *,
@@ -206,6 +249,7 @@ def sync(
     log: Callable[[str], None] | None = None,
     link_failures: bool = False,
     embed: bool = True,
+    wait: float = DEFAULT_WAIT_SECONDS,
 ) -> SyncSummary:
     """Bring the project's memory up to date; initialise it first when needed.
 
@@ -222,11 +266,20 @@ def sync(
         initialised = True
     project = project_mod.load(root)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
-    with project.open_store() as store, contextlib.ExitStack() as whole:
+    with exclusive(project.root, wait, log), project.open_store() as store, contextlib.ExitStack() as whole:
+        from nexusmem.hygiene import hooklog
         from nexusmem.hygiene.forget import sync_gate
 
         # The deny-list's one gate: every source's nodes pass through it before the store sees them.
         deny = sync_gate(store, log)
+        # No raw secret outlives this sync in the hooks' log or the bash scratch files (in place, no line
+        # lost: see nexusmem.hygiene.hooklog). Before the sources, so the shell source reads redacted lines.
+        _done, notes = hooklog.redact_pass(
+            (lambda texts: deny.which(texts) is not None) if deny else None
+        )
+        if log:
+            for note in notes:
+                log(note)
         kept: list[tuple[str, int, str, str | None]] = []
         if rebuild:
             # One transaction for the whole rebuild: readers (an agent's search) keep seeing the old memory
@@ -273,6 +326,9 @@ def sync(
         if kept:
             store.restore_bookkeeping(kept)
         whole.close()  # commits the rebuild, if there is one
+        from nexusmem.hygiene.forget import rekey_seen
+
+        rekey_seen(store, deny)  # older salted-hash entries whose value a match just revealed
         if link_failures:
             from nexusmem import link
 

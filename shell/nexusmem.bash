@@ -46,14 +46,14 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     done
     unset __nexusmem_i __nexusmem_c
 
-    # Source time may fork: create the user dir (0700) and the log (0600) once, and drop scratch
-    # files left by shells that have exited.
+    __nexusmem_umask_file=${__nexusmem_scratch%.tmp}.umask.tmp
+    # Source time may fork: create the user dir (0700), the log and this shell's two scratch files
+    # (0600: the scratch file holds raw command lines) once, and drop scratch files left by shells
+    # that have exited. Later writes into existing files keep these modes whatever the umask.
     if [[ ! -d $__nexusmem_dir ]]; then
         (umask 077 && mkdir -p -- "$__nexusmem_dir") 2>/dev/null
     fi
-    if [[ ! -e $__nexusmem_log ]]; then
-        (umask 077 && : >>"$__nexusmem_log") 2>/dev/null
-    fi
+    (umask 077 && : >>"$__nexusmem_log" && : >|"$__nexusmem_scratch" && : >|"$__nexusmem_umask_file") 2>/dev/null
     for __nexusmem_f in "$__nexusmem_dir"/.bash-*.tmp; do
         __nexusmem_i=${__nexusmem_f##*/.bash-}
         __nexusmem_i=${__nexusmem_i%%.*}
@@ -62,6 +62,32 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         fi
     done
     unset __nexusmem_f __nexusmem_i
+
+    # The scratch files go with the shell (a sync deletes those of shells killed without an EXIT trap
+    # run). Chained in front of any EXIT trap set before us; one set after us replaces it, and then
+    # the next sync cleans up instead.
+    __nexusmem_exit() {
+        rm -f -- "$__nexusmem_scratch" "$__nexusmem_umask_file" 2>/dev/null
+    }
+    __nexusmem_trap=$(trap -p EXIT)
+    if [[ -n $__nexusmem_trap ]]; then
+        eval "__nexusmem_trap=(${__nexusmem_trap})"
+        # shellcheck disable=SC2064  # the earlier trap's text is meant to be expanded now
+        trap "__nexusmem_exit; ${__nexusmem_trap[2]}" EXIT
+    else
+        trap __nexusmem_exit EXIT
+    fi
+    unset __nexusmem_trap
+
+    # Run "$@" (a redirection that may create a file) under umask 077, without forking: the current
+    # umask is read back through a file that already exists (created 0600 at load).
+    __nexusmem_private() {
+        local um=
+        { builtin umask >|"$__nexusmem_umask_file" && read -r um <"$__nexusmem_umask_file"; } 2>/dev/null
+        builtin umask 077
+        "$@"
+        builtin umask "${um:-022}"
+    }
 
     # Escape $1 as the body of a JSON string into __nexusmem_json.
     __nexusmem_escape() {
@@ -159,27 +185,43 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # `history 1` is appended NUL-terminated to a scratch file and read back through a read fd
     # that stays open, so each prompt reads just the new record. (Truncating the file every prompt
     # instead costs ~0.2 ms on ext4, which flushes a file rewritten in place; a re-read with
-    # mapfile reads byte by byte.) The file is emptied every 1000 prompts.
+    # mapfile reads byte by byte.) The file is emptied every 1000 prompts, and by every sync (which
+    # keeps no raw command on disk): a read that finds nothing then reopens the file and tries again.
     __nexusmem_scratch_n=0
     __nexusmem_rfd=
     __nexusmem_history() {
-        local HISTTIMEFORMAT='' rec
+        local HISTTIMEFORMAT='' rec try
         __nexusmem_hist=
-        if ((++__nexusmem_scratch_n > 1000)) || [[ -z $__nexusmem_rfd ]]; then
-            __nexusmem_scratch_n=0
-            if [[ -n $__nexusmem_rfd ]]; then
-                { exec {__nexusmem_rfd}<&-; } 2>/dev/null
+        for try in 1 2; do
+            if ((++__nexusmem_scratch_n > 1000 || try == 2)) || [[ -z $__nexusmem_rfd ]]; then
+                __nexusmem_scratch_n=0
+                if [[ -n $__nexusmem_rfd ]]; then
+                    { exec {__nexusmem_rfd}<&-; } 2>/dev/null
+                fi
+                __nexusmem_rfd=
+                if [[ -f $__nexusmem_scratch ]]; then
+                    { : >|"$__nexusmem_scratch"; } 2>/dev/null
+                else
+                    __nexusmem_private __nexusmem_truncate
+                fi
+                # A group, so that the 2>/dev/null does not become permanent with exec.
+                { exec {__nexusmem_rfd}<"$__nexusmem_scratch"; } 2>/dev/null || return 0
             fi
-            __nexusmem_rfd=
-            { : >|"$__nexusmem_scratch"; } 2>/dev/null
-            # A group, so that the 2>/dev/null does not become permanent with exec.
-            { exec {__nexusmem_rfd}<"$__nexusmem_scratch"; } 2>/dev/null || return 0
-        fi
-        { builtin history 1 && builtin printf '\0'; } 2>/dev/null >>"$__nexusmem_scratch" || return 0
-        while IFS= read -r -d '' -u "$__nexusmem_rfd" rec 2>/dev/null; do
-            __nexusmem_hist=$rec
+            { builtin history 1 && builtin printf '\0'; } 2>/dev/null >>"$__nexusmem_scratch" || return 0
+            while IFS= read -r -d '' -u "$__nexusmem_rfd" rec 2>/dev/null; do
+                __nexusmem_hist=$rec
+            done
+            # Found a record, or history itself is off or empty: no second try.
+            [[ -n $__nexusmem_hist || ! -o history ]] && break
+            ((HISTCMD > 1)) || break
         done
         __nexusmem_hist=${__nexusmem_hist%$'\n'}
+    }
+    __nexusmem_truncate() {
+        { : >|"$__nexusmem_scratch"; } 2>/dev/null
+    }
+    __nexusmem_append_line() {
+        { builtin printf '%s\n' "$1"; } 2>/dev/null >>"$__nexusmem_log"
     }
 
     __nexusmem_record() {
@@ -218,11 +260,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             "$t0" "$cwd" "$st" "$pipe" "$dur" "$cmd" "$__nexusmem_session"
         if [[ ! -e $__nexusmem_log ]]; then
             # The log vanished since the shell started: recreate it 0600 without forking.
-            local um
-            builtin umask >|"${__nexusmem_scratch%.tmp}.umask.tmp" 2>/dev/null && read -r um <"${__nexusmem_scratch%.tmp}.umask.tmp" 2>/dev/null
-            builtin umask 077
-            { builtin printf '%s\n' "$line"; } 2>/dev/null >>"$__nexusmem_log"
-            builtin umask "${um:-022}"
+            __nexusmem_private __nexusmem_append_line "$line"
         else
             { builtin printf '%s\n' "$line"; } 2>/dev/null >>"$__nexusmem_log"
         fi

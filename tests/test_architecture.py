@@ -26,7 +26,7 @@ def modules_under(sub: str) -> list[Path]:
 
 
 def test_store_imports_nothing_above_it() -> None:
-    allowed = ("nexusmem.store", "nexusmem.errors", "nexusmem.nodes", "nexusmem.identity")
+    allowed = ("nexusmem.store", "nexusmem.errors", "nexusmem.nodes", "nexusmem.identity", "nexusmem.private")
     for path in modules_under("store"):
         for name in imports_of(path):
             if name.startswith("nexusmem"):

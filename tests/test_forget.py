@@ -113,7 +113,9 @@ def test_forget_removes_every_byte_and_no_sync_brings_it_back(repo: Path, isolat
     append_log(isolated_home, log_line(repo, f"ping {VALUE}", int(time.time() * 1000)))
     data = json.loads(run_cli("-C", str(repo), "sync", "--json").stdout)
     denied = {s["name"]: s["denied"] for s in data["sources"]}
-    assert denied["git"] == 1 and denied["diff"] == 1 and denied["shell"] == 1
+    # The new log line never reaches the shell source: the sync's log pass blanks it in place first.
+    assert denied["git"] == 1 and denied["diff"] == 1 and denied["shell"] == 0
+    assert VALUE not in log_path(isolated_home).read_text(encoding="utf-8")
     data = json.loads(run_cli("-C", str(repo), "sync", "--rebuild", "--json").stdout)
     denied = {s["name"]: s["denied"] for s in data["sources"]}
     assert denied["git"] == 2 and denied["docs"] >= 1
@@ -147,9 +149,11 @@ def test_shell_log_rewrite_neither_duplicates_nor_misses_lines(repo: Path, isola
     leaky_repo(repo, isolated_home)
     run_cli("-C", str(repo), "sync", "--no-embed")
     assert len(shell_refs(repo)) == 4
-    inode = log_path(isolated_home).stat().st_ino
+    before = log_path(isolated_home).stat()
     run_cli("-C", str(repo), "forget", VALUE, "--yes")
-    assert log_path(isolated_home).stat().st_ino != inode  # replaced, so every reader starts over
+    after = log_path(isolated_home).stat()
+    # Rewritten in place: same file, same size (the doomed lines are blanked), so no offset moves.
+    assert (after.st_ino, after.st_size) == (before.st_ino, before.st_size)
     assert shell_refs(repo) == ["git status", "make test"]
     now = int(time.time() * 1000)
     append_log(isolated_home, log_line(repo, "pytest -x", now), log_line(repo, f"echo {VALUE}", now + 1))
@@ -157,7 +161,8 @@ def test_shell_log_rewrite_neither_duplicates_nor_misses_lines(repo: Path, isola
     assert shell_refs(repo) == ["git status", "make test", "pytest -x"]  # once each, the value's line dropped
     run_cli("-C", str(repo), "sync", "--no-embed")
     assert shell_refs(repo) == ["git status", "make test", "pytest -x"]
-    assert len(log_path(isolated_home).read_text(encoding="utf-8").splitlines()) == 4
+    lines = log_path(isolated_home).read_text(encoding="utf-8").splitlines()
+    assert len([line for line in lines if line.strip()]) == 3 and VALUE not in "".join(lines)
 
 
 @pytest.mark.slow
@@ -180,14 +185,17 @@ def test_log_is_never_truncated_when_the_rewrite_fails(
     original = log_path(isolated_home).read_bytes()
     from nexusmem.hygiene import denylist, forget
 
-    def broken(src: Any, dst: Any) -> None:
+    def broken(fd: int, data: bytes, offset: int) -> int:
         raise OSError("disk full")
 
-    monkeypatch.setattr(os, "replace", broken)
+    entry = denylist.make_literal(VALUE, False)
+    monkeypatch.setattr(os, "pwrite", broken)
     with pytest.raises(OSError):
-        forget.scrub_log([denylist.make_literal(VALUE, False)], dry_run=False)
+        forget.scrub_log([entry], dry_run=False)
+    # Nothing copied, renamed or truncated: the log is as it was and no temp copy is left behind.
     assert log_path(isolated_home).read_bytes() == original
-    assert [p.name for p in log_path(isolated_home).parent.iterdir()] == ["shell-history.jsonl"]
+    names = {p.name for p in log_path(isolated_home).parent.iterdir()}
+    assert not [n for n in names if n.endswith(".tmp")], names
 
 
 @pytest.mark.slow

@@ -50,6 +50,14 @@ def init_cmd(ctx: click.Context) -> None:
 )
 @click.option("--yes", is_flag=True, help="With --prune-source: really delete (otherwise a dry run).")
 @click.option("--no-embed", is_flag=True, help="Skip the embedding pass this once (search stays as it was).")
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for another sync of this project to finish (0: give up at once).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
@@ -63,6 +71,7 @@ def sync_cmd(
     prune_source: str | None,
     yes: bool,
     no_embed: bool,
+    wait: float,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -92,6 +101,7 @@ def sync_cmd(
             log=None if quiet else lambda m: echo_human(m, err=True),
             link_failures=link_failures,
             embed=not no_embed,
+            wait=wait,
         )
     finally:
         progress.finish()

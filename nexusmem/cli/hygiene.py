@@ -20,6 +20,7 @@ Examples:
   nexusmem forget --regex 'corp-[0-9]{4}' --ignore-case --yes
   nexusmem forget 'acme-prod.internal' --global --yes
   nexusmem forget --list
+  nexusmem forget --remove-entry 3f9a1c0b2d4e  # a key as --list shows it, or the value/pattern
   nexusmem forget --export ~/deny.json      # then, in another clone:
   nexusmem forget --import ~/deny.json --yes
 """,
@@ -37,6 +38,12 @@ Examples:
     help="Also add the entry to the user-wide deny-list every project's sync honours.",
 )
 @click.option("--list", "list_", is_flag=True, help="Show the active deny-list entries.")
+@click.option(
+    "--remove-entry",
+    "remove",
+    metavar="ID|VALUE",
+    help="Take an entry off the deny-list (a key prefix from --list, the value, or a regex's pattern).",
+)
 @click.option(
     "--export",
     "export_path",
@@ -63,6 +70,7 @@ def forget_cmd(
     keep_log: bool,
     user_wide: bool,
     list_: bool,
+    remove: str | None,
     export_path: Path | None,
     import_path: Path | None,
     as_json: bool,
@@ -71,16 +79,32 @@ def forget_cmd(
 
     Matches titles, bodies, refs and metadata. Deleted for good: the rows, both full-text indexes, vectors,
     the WAL (checkpointed and truncated) and free pages (VACUUM); the shell hooks' log loses the lines
-    holding it. A literal VALUE is kept on the deny-list only as salted hashes; a --regex PATTERN has to be
-    kept as written. Every removal leaves a tombstone of ids and counts, never the content.
+    holding it, and so do scrub backups and the bash hook's scratch files. A literal VALUE is kept on the
+    deny-list only as hashes keyed with your secret deny-list key (~/.nexusmem/deny-key.json); a --regex
+    PATTERN has to be kept as written, and runs on a linear-time engine (RE2). Every removal leaves a
+    tombstone of ids and counts, never the content.
     """
     from nexusmem.hygiene import forget
 
     root = root_of(ctx)
     given = value is not None or pattern is not None
-    modes = sum(x for x in (list_, export_path is not None, import_path is not None, given))
+    modes = sum(x for x in (list_, export_path is not None, import_path is not None, remove is not None, given))
     if modes != 1 or (value is not None and pattern is not None):
-        raise click.UsageError("give one of: VALUE, --regex PATTERN, --list, --export PATH, --import PATH")
+        raise click.UsageError(
+            "give one of: VALUE, --regex PATTERN, --list, --remove-entry ID, --export PATH, --import PATH"
+        )
+    if remove is not None:
+        removed = forget.remove_entry(root, remove)
+        if as_json:
+            echo_json({"removed": [{**e.to_json(), "scope": e.scope} for e in removed]})
+            return
+        for e in removed:
+            click.echo(f"removed {e.key[:12]}  {e.scope:<7}  {e.describe()}")
+        click.echo(
+            "what it matched is no longer dropped from now on; other projects keep their own copy of a"
+            " user-wide entry (remove it there too)"
+        )
+        return
     if list_:
         entries = forget.list_entries(root)
         if as_json:
@@ -94,8 +118,9 @@ def forget_cmd(
     if export_path is not None:
         count = forget.export_entries(root, export_path)
         click.echo(
-            f"wrote {count} entr(ies) to {export_path} (mode 0600). Move it through a channel you control, never"
-            " git: regex entries are readable patterns and short values can be guessed from their hashes."
+            f"wrote {count} entr(ies) to {export_path} (mode 0600), with the deny-list key they were made"
+            " with. Move it through a channel you control, never git: with the key, short values can be"
+            " guessed from their hashes, and regex entries are readable patterns."
         )
         return
     if import_path is not None:
@@ -138,8 +163,14 @@ def forget_cmd(
         click.echo(
             "note: a regex entry keeps its pattern as written in memory.db (a pattern cannot be hashed)"
         )
+    if report.rekeyed:
+        click.echo(f"re-keyed {report.rekeyed} older salted-hash entr(ies) with your deny-list key")
+    if report.backups:
+        click.echo(f"also removed from {report.backups} scrub backup(s)")
+    for name in report.skipped_links:
+        click.echo(f"WARNING: {name} is a symbolic link: not followed; check what it points to by hand")
     if report.verified_absent is True:
-        click.echo("verified: the value is in none of memory.db's bytes (nor its -wal/-shm)")
+        click.echo("verified: the value is in none of memory.db's bytes (nor its -wal/-shm, nor backups)")
     elif report.verified_absent is False:
         click.echo("WARNING: the value is still in the database files (another process may hold them open)")
     if not report.checkpointed:

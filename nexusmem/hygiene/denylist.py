@@ -1,14 +1,26 @@
 """Deny-list entries: recognising a forgotten value in future input without keeping the value.
 
-A literal entry keeps, for a random per-entry salt, the keyed BLAKE2b digest of the whole value and of each
-of its half-length pieces. Any occurrence of a value of L bytes in a text contains one of the text's
-*aligned* blocks of k = ceil(L/2) bytes (offsets 0, k, 2k, ...), at some offset j < k inside the value, so
-hashing those blocks finds every candidate position at C speed (len/k hashes per text) and the whole-value
-digest confirms it. The value itself is never stored. What that costs: the pieces are digests of half the
-value, so guessing a short value takes about twice the square root of the work guessing it whole would —
-a digest protects against the value being *readable*, not against someone guessing a short one.
+A literal entry keeps keyed BLAKE2b digests of the whole value and of each of its half-length pieces. Any
+occurrence of a value of L bytes in a text contains one of the text's *aligned* blocks of k = ceil(L/2) bytes
+(offsets 0, k, 2k, ...), at some offset j < k inside the value, so hashing those blocks finds every candidate
+position at C speed (len/k hashes per text) and the whole-value digest confirms it. The value itself is never
+stored.
 
-A regex entry keeps its pattern (a pattern cannot be hashed and still match): say so to the user.
+The digests are keyed with a per-user secret (`~/.nexusmem/deny-key.json`, mode 0600, 32 random bytes made
+on first use; each entry's key is BLAKE2b(entry salt) under that secret). Without the key file the
+deny-list (memory.db's table, deny-list.json, an export without keys) reveals nothing: every guess needs the
+key. The older scheme keyed the digests with the entry's salt only, stored beside them, so a short value
+could be guessed offline (an 8-character value was recovered in 9 s from its half-length piece digests).
+Older entries cannot be re-hashed without the value, so they keep matching with the old scheme (`forget
+--list` marks them) and are re-keyed the next time their value is seen: when a sync or forget meets the value
+in a text (the matched bytes are the value), or when the user forgets the same value again.
+
+A regex entry keeps its pattern (a pattern cannot be hashed and still match): say so to the user. Patterns
+run on RE2 (google-re2), whose matching time is linear in the text, so no pattern can hang a sync or a forget
+(`(a+)+$` on 100,000 characters: ~40 ms; Python's re takes longer than anyone waits). RE2 has no
+backreferences or lookaround, so such patterns are refused with a message. Where google-re2 cannot be
+installed, Python's re is used only for patterns without nested or alternated repetition and without
+backreferences (the constructs that cause catastrophic backtracking), and the rest are refused.
 With ignore_case both sides are case-folded before hashing/matching.
 """
 
@@ -16,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
@@ -24,11 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexusmem import paths
+from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
 
 MAX_VALUE_BYTES = 4096
+MAX_PATTERN_CHARS = 1000
 GLOBAL_NAME = "deny-list.json"
+KEY_NAME = "deny-key.json"
+KEYED = "keyed-v1"  # spec["scheme"] of entries keyed with the user's secret; absent on older entries
 EXPORT_VERSION = 1
 # Strings a regex is tried on to see whether it can match an empty string somewhere (it would then match
 # every node).
@@ -37,6 +51,10 @@ _EMPTY_PROBES = ("", "a", " ", "abc def", "0", "\n", "-", "é")
 
 class DenyListError(NexusMemError):
     """An entry that cannot be used: empty, an invalid regex, one that matches the empty string..."""
+
+
+class _MissingKey(ValueError):
+    """A keyed entry whose user key this machine does not hold."""
 
 
 def _digest(salt: bytes, data: bytes, size: int) -> str:
@@ -58,19 +76,27 @@ class Entry:
     scope: str = "project"
     created_at: int = 0
     _pieces: dict[bytes, list[int]] = field(default_factory=dict, repr=False)
-    _regex: re.Pattern[str] | None = field(default=None, repr=False)
+    _regex: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        self.problem = ""  # why a stored entry cannot be used (shown by --list; matching raises it)
+        self.seen: bytes | None = None  # an older entry's value, once met in a text (for re-keying)
         if self.kind == "regex":
-            self._regex = compile_regex(str(self.spec.get("pattern", "")), self.ignore_case)
+            try:
+                self._regex = compile_regex(str(self.spec.get("pattern", "")), self.ignore_case)
+            except DenyListError as exc:
+                self.problem = str(exc)
         elif self.kind == "literal":
             try:
-                self._salt = bytes.fromhex(str(self.spec["salt"]))
                 self._length = int(self.spec["length"])
                 self._full = str(self.spec["digest"])
                 pieces = self.spec["pieces"]
                 if not isinstance(pieces, list) or self._length < 1:
                     raise ValueError("pieces")
+                self._salt = _entry_key(self.spec)
+            except _MissingKey as exc:
+                self.problem = str(exc)
+                return
             except (KeyError, ValueError, TypeError) as exc:
                 raise DenyListError(f"deny-list entry {self.key[:12]} is malformed ({exc})") from None
             self._block = (self._length + 1) // 2
@@ -95,13 +121,24 @@ class Entry:
         """How `forget --list` shows the entry: a regex's pattern, a literal's length and hash prefix."""
         flags = " (ignore case)" if self.ignore_case else ""
         if self.kind == "regex":
-            return f"regex  /{self.spec['pattern']}/{flags}"
-        return f"value  {self._length} byte(s), hash {self._full[:12]}{flags}"
+            broken = f"  UNUSABLE: {self.problem}" if self.problem else ""
+            return f"regex  /{self.spec['pattern']}/{flags}{broken}"
+        legacy = "" if self.keyed else " (older salted hash: re-keyed when the value is next seen)"
+        return f"value  {self._length} byte(s), hash {self._full[:12]}{flags}{legacy}"
+
+    @property
+    def keyed(self) -> bool:
+        return self.kind == "literal" and self.spec.get("scheme") == KEYED
 
     def matches(self, text: str) -> bool:
         """Whether TEXT contains the value (or the regex matches somewhere in it)."""
         if not text:
             return False
+        if self.problem:
+            raise DenyListError(
+                f"deny-list entry {self.key[:12]} cannot be used: {self.problem}"
+                f" (remove it with `nexusmem forget --remove-entry {self.key[:12]}`)"
+            )
         if self._regex is not None:
             return self._regex.search(text) is not None
         data = _fold(text, self.ignore_case).encode("utf-8", "surrogatepass")
@@ -119,25 +156,107 @@ class Entry:
             for j in offsets:
                 s = start - j
                 if s >= 0 and s + length <= size and _digest(salt, data[s : s + length], 32) == full:
+                    if not self.keyed:
+                        self.seen = data[s : s + length]
                     return True
         return False
 
     def is_value(self, value: str) -> bool:
         """Whether VALUE is exactly what this literal entry was made from (a repeat `forget`)."""
-        if self.kind != "literal":
+        if self.kind != "literal" or self.problem:
             return False
         data = _fold(value, self.ignore_case).encode("utf-8", "surrogatepass")
         return len(data) == self._length and _digest(self._salt, data, 32) == self._full
 
 
-def compile_regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    """The compiled PATTERN, or a DenyListError when it is empty, invalid, or can match an empty string."""
+def _re2() -> Any:
+    """The google-re2 module, or None where it is not installed."""
+    try:
+        import re2
+    except ImportError:
+        return None
+    return re2
+
+
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+
+
+def _backtracking_risk(pattern: str, flags: int) -> str | None:
+    """Why Python's re could take exponential time on PATTERN (None when it cannot): a repetition that
+    contains another repetition or an alternation, or a backreference. Conservative: some safe patterns
+    are refused too (only where google-re2 is missing)."""
+    try:
+        from re import _parser as parser  # type: ignore[attr-defined]
+    except ImportError:  # Python < 3.11
+        import sre_parse as parser
+
+    def walk(items: Any, inside_repeat: bool) -> str | None:
+        for op, arg in items:
+            name = str(op)
+            if name in ("GROUPREF", "GROUPREF_EXISTS"):
+                return "a backreference"
+            if name in _REPEATS:
+                _low, high, sub = arg
+                repeats = high is None or int(high) > 1
+                if inside_repeat and repeats:
+                    return "a repetition inside a repetition"
+                found = walk(sub, inside_repeat or repeats)
+                if found:
+                    return found
+            elif name == "SUBPATTERN":
+                found = walk(arg[-1], inside_repeat)
+                if found:
+                    return found
+            elif name == "BRANCH":
+                if inside_repeat:
+                    return "an alternation inside a repetition"
+                for alt in arg[1]:
+                    found = walk(alt, inside_repeat)
+                    if found:
+                        return found
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                found = walk(arg[1], inside_repeat)
+                if found:
+                    return found
+        return None
+
+    return walk(parser.parse(pattern, flags), False)
+
+
+def compile_regex(pattern: str, ignore_case: bool) -> Any:
+    """The compiled PATTERN (RE2; Python's re only where RE2 is missing and the pattern cannot backtrack
+    badly), or a DenyListError when it is empty, too long, invalid, unsafe or can match an empty string."""
     if not pattern.strip():
         raise DenyListError("the pattern is empty")
-    try:
-        compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise DenyListError(f"invalid regular expression {pattern!r}: {exc}") from None
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise DenyListError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
+    engine = _re2()
+    compiled: Any
+    if engine is not None:
+        options = engine.Options()
+        options.log_errors = False  # RE2 would print its own copy of the error on stderr
+        options.case_sensitive = not ignore_case
+        try:
+            compiled = engine.compile(pattern, options)
+        except engine.error as exc:
+            detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            raise DenyListError(
+                f"invalid regular expression {pattern!r} for the linear-time engine (RE2): {detail}."
+                " Backreferences and lookaround are not supported (they are what can make matching take"
+                " exponential time)"
+            ) from None
+    else:
+        flags = re.IGNORECASE if ignore_case else 0
+        try:
+            risk = _backtracking_risk(pattern, flags)
+            compiled = re.compile(pattern, flags)
+        except (re.error, RecursionError, OverflowError) as exc:
+            raise DenyListError(f"invalid regular expression {pattern!r}: {exc}") from None
+        if risk:
+            raise DenyListError(
+                f"the regular expression {pattern!r} has {risk}, which can make matching take exponential"
+                " time; install google-re2 (`pip install google-re2`) for patterns like this"
+            )
     for probe in _EMPTY_PROBES:
         for m in compiled.finditer(probe):
             if m.end() == m.start():
@@ -157,12 +276,88 @@ def make_literal(value: str, ignore_case: bool) -> Entry:
     data = _fold(value, ignore_case).encode("utf-8", "surrogatepass")
     if len(data) > MAX_VALUE_BYTES:
         raise DenyListError(f"the value to forget is longer than {MAX_VALUE_BYTES} bytes: use --regex")
+    return literal_from_bytes(data, ignore_case)
+
+
+def literal_from_bytes(data: bytes, ignore_case: bool) -> Entry:
+    """A keyed literal entry for DATA (already case-folded when IGNORE_CASE): random salt, user key."""
+    key_id, _secret = user_key()
     salt = secrets.token_bytes(16)
+    spec: dict[str, Any] = {"scheme": KEYED, "key_id": key_id, "salt": salt.hex()}
+    entry_key = _entry_key(spec)
     block = (len(data) + 1) // 2
-    pieces = [_digest(salt, data[j : j + block], 8) for j in range(block)]
-    full = _digest(salt, data, 32)
-    spec = {"salt": salt.hex(), "length": len(data), "digest": full, "pieces": pieces}
+    pieces = [_digest(entry_key, data[j : j + block], 8) for j in range(block)]
+    full = _digest(entry_key, data, 32)
+    spec.update({"length": len(data), "digest": full, "pieces": pieces})
     return Entry(key=full, kind="literal", ignore_case=ignore_case, spec=spec)
+
+
+# ------------------------------------------------------------------------------------------ user key
+
+
+def key_path() -> Path:
+    return paths.user_dir() / KEY_NAME
+
+
+def _key_id(secret: bytes) -> str:
+    return hashlib.blake2b(secret, digest_size=6, person=b"nexusmem-keyid").hexdigest()
+
+
+def _read_keys() -> dict[str, Any]:
+    path = key_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"version": 1, "current": "", "keys": {}}
+    except (OSError, ValueError) as exc:
+        raise DenyListError(f"{path}: cannot read the deny-list key ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("keys"), dict):
+        raise DenyListError(f"{path}: not a deny-list key file")
+    return data
+
+
+def user_key() -> tuple[str, bytes]:
+    """(id, secret) of this user's deny-list key, made on first use (0600 file in the 0700 user dir)."""
+    data = _read_keys()
+    current = str(data.get("current", ""))
+    if current in data["keys"]:
+        return current, bytes.fromhex(str(data["keys"][current]))
+    secret = secrets.token_bytes(32)
+    key_id = _key_id(secret)
+    data["keys"][key_id] = secret.hex()
+    data["current"] = key_id
+    paths.ensure_user_dir()
+    private.write_atomic(key_path(), (json.dumps(data, indent=2) + "\n").encode())
+    return key_id, secret
+
+
+def add_keys(keys: dict[str, str]) -> None:
+    """Add KEYS (id -> hex secret, from an export) to this user's key file, keeping the current one."""
+    data = _read_keys()
+    fresh = {k: v for k, v in keys.items() if k not in data["keys"]}
+    if not fresh:
+        return
+    for key_id, secret in fresh.items():
+        if _key_id(bytes.fromhex(secret)) != key_id:
+            raise DenyListError(f"deny-list key {key_id} does not match its id")
+    data["keys"].update(fresh)
+    paths.ensure_user_dir()
+    private.write_atomic(key_path(), (json.dumps(data, indent=2) + "\n").encode())
+
+
+def _entry_key(spec: dict[str, Any]) -> bytes:
+    """The BLAKE2b key of a literal entry: the salt alone (older entries) or the salt under the user key."""
+    salt = bytes.fromhex(str(spec["salt"]))
+    if spec.get("scheme") != KEYED:
+        return salt
+    key_id = str(spec.get("key_id", ""))
+    secret = _read_keys()["keys"].get(key_id)
+    if secret is None:
+        raise _MissingKey(
+            f"it was made with deny-list key {key_id}, which {key_path()} does not hold (import the export"
+            " that carries it, or forget the value again here)"
+        )
+    return hashlib.blake2b(salt, key=bytes.fromhex(str(secret)), digest_size=32).digest()
 
 
 def make_regex(pattern: str, ignore_case: bool) -> Entry:
@@ -275,31 +470,51 @@ def parse_document(raw: str, path: Path, scope: str = "project") -> list[Entry]:
         raise DenyListError(f"{path}: expected an object with an 'entries' list")
     if int(data.get("version", EXPORT_VERSION)) > EXPORT_VERSION:
         raise DenyListError(f"{path}: version {data['version']} is newer than this NexusMem understands")
+    keys = data.get("keys")
+    if isinstance(keys, dict) and keys:
+        try:
+            add_keys({str(k): str(v) for k, v in keys.items()})
+        except ValueError as exc:
+            raise DenyListError(f"{path}: a key is malformed ({exc})") from None
     try:
         return [entry_from_json(item, scope) for item in data["entries"]]
     except DenyListError as exc:
         raise DenyListError(f"{path}: {exc}") from None
 
 
-def document(entries: Sequence[Entry]) -> str:
-    return json.dumps({"version": EXPORT_VERSION, "entries": [e.to_json() for e in entries]}, indent=2) + "\n"
+def document(entries: Sequence[Entry], *, with_keys: bool = False) -> str:
+    """An export / user-wide file. WITH_KEYS (exports): the user keys the entries were made with, so another
+    machine can match them — the file is then as sensitive as the key file itself."""
+    data: dict[str, Any] = {"version": EXPORT_VERSION, "entries": [e.to_json() for e in entries]}
+    if with_keys:
+        ids = {str(e.spec.get("key_id")) for e in entries if e.keyed}
+        held = _read_keys()["keys"]
+        data["keys"] = {k: held[k] for k in sorted(ids) if k in held}
+    return json.dumps(data, indent=2) + "\n"
 
 
 def write_private(path: Path, text: str) -> None:
     """Write TEXT atomically with mode 0600 (temp file in the same directory, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    private.write_atomic(path, text.encode("utf-8"))
+
+
+def remove_global(key: str) -> bool:
+    """Remove the entry KEY from the user-wide list; False when it is not there."""
+    current = load_global()
+    kept = [e for e in current if e.key != key]
+    if len(kept) == len(current):
+        return False
+    write_private(global_path(), document(kept))
+    return True
+
+
+def replace_global(old_key: str, entry: Entry) -> bool:
+    """Swap the entry OLD_KEY for ENTRY in the user-wide list (re-keying); False when OLD_KEY is not there."""
+    current = load_global()
+    if not any(e.key == old_key for e in current):
+        return False
+    write_private(global_path(), document([entry if e.key == old_key else e for e in current]))
+    return True
 
 
 def add_global(entry: Entry) -> bool:

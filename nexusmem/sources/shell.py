@@ -8,6 +8,7 @@ shell (its hook is not installed), the tail of that shell's own history file is 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -90,6 +91,40 @@ def _resume_offset(path: Path, st: os.stat_result, saved: Any) -> int:
 
 
 # ------------------------------------------------------------------------------------ reading the log
+
+LOCK_NAME = ".shell-history.lock"
+
+
+@contextlib.contextmanager
+def log_lock(exclusive: bool) -> Iterator[None]:
+    """An OS lock on a side file of the log, taken by NexusMem processes only — never by the hooks.
+
+    Readers (each project's sync) take it shared, the in-place rewriters (the redaction pass at the start
+    of a sync, forget) take it exclusive, so a reader never sees a line half overwritten. The hooks only
+    ever append (O_APPEND) past the end, which a rewrite never touches, so they need no lock and never
+    wait. The OS drops the lock when its holder dies, even by SIGKILL. No-op without fcntl (Windows).
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    from nexusmem import private
+
+    directory = private.make_dir(shell_log_path().parent)
+    fd = private.open_fd(directory / LOCK_NAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _locked_records(path: Path, offset: int) -> Iterator[tuple[int, Any]]:
+    """iter_log_records under the shared log lock (released when the iteration ends or is dropped)."""
+    with log_lock(exclusive=False):
+        yield from iter_log_records(path, offset)
+
 
 
 def iter_log_lines(path: Path, offset: int) -> Iterator[tuple[int, bytes | None]]:
@@ -796,7 +831,7 @@ class ShellSource:
         project = ctx.project_id
         done = offset
         count = 0
-        for end, record in iter_log_records(log, offset):
+        for end, record in _locked_records(log, offset):
             if end < 0:  # incomplete last line: counted, and read again once its newline arrives
                 result.skipped += 1
                 break

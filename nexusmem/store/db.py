@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nexusmem import private
 from nexusmem.errors import StoreError
 from nexusmem.nodes import Node
 from nexusmem.store import connection, health, migrations
@@ -669,6 +672,13 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
         from nexusmem.errors import NotInitialisedError
 
         raise NotInitialisedError(f"no memory database at {path}: run `nexusmem init` (or `nexusmem sync`)")
+    # 0600 files in a 0700 folder whatever the umask: SQLite gives -wal and -shm the mode of the database
+    # file, so creating that one 0600 covers them; an older install's 0644 files are fixed here.
+    with contextlib.suppress(OSError):
+        if create and not path.exists():
+            private.make_dir(path.parent)
+            os.close(private.open_fd(path, os.O_RDWR))
+        private.fix_tree(path.parent)
     try:
         conn = connection.connect(path, readonly=readonly)
         if not readonly:

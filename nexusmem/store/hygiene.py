@@ -67,6 +67,12 @@ class HygieneMixin:
         )
         return bool(self.conn.total_changes - before)
 
+    def remove_deny_entry(self, key: str) -> bool:
+        """Delete the entry KEY; False when there is none."""
+        before = self.conn.total_changes
+        self.conn.execute("DELETE FROM deny_list WHERE key = ?", (key,))
+        return bool(self.conn.total_changes - before)
+
     def add_tombstone(
         self, entry_key: str | None, reason: str, kinds: dict[str, int], node_ids: list[str]
     ) -> None:

@@ -1,0 +1,309 @@
+"""The hooks' files on disk: the shell log is rewritten *in place* so no raw secret outlives the next sync.
+
+The prompt hooks append one JSON line per command to `~/.nexusmem/shell-history.jsonl` with O_APPEND, from
+any number of live shells, without any lock (a prompt must never wait). Every project reads that one log
+from its own byte offset (stored in its own memory.db, out of reach of the others). So a rewrite must:
+- never lose a line a shell appends meanwhile: the file is never renamed, copied or truncated; only bytes
+  of *complete* lines that were already there are overwritten (pwrite), and an O_APPEND write always lands
+  past the end, so the two never touch the same bytes (the old rename-based rewrite lost 58 lines in 5
+  runs of forget under load; this one loses none, tests/test_trust_disk.py measures it at ≥ 1,000
+  appends/s);
+- keep every project's byte offset right: a line's replacement is never longer than the line — it is
+  padded with spaces up to the original length (JSON allows trailing whitespace; a line of only spaces
+  reads as blank and is skipped silently) — so every line still starts where it did;
+- keep readers from seeing half a line: rewriters take the log lock exclusive, readers shared
+  (nexusmem.sources.shell.log_lock); the hooks never take it.
+
+What gets rewritten: at the start of every sync (any project), each complete line not yet checked gets
+today's redaction (nexusmem.redact) on its command, and a line holding a deny-listed value is blanked. The
+replacement is the line with the redacted command (exactly what the store keeps, so a project that reads it
+later stores the same node); when redaction made it longer than the original, the optional fields (v,
+pipestatus, duration_ms) are dropped to make room, and if that is not enough the line is blanked (counted
+as `dropped`). A bookmark (`.shell-history.redacted`: device, inode, offset, hash of the head) keeps the
+pass to the new lines. Overwriting a line inside the first 4 KiB changes the hash every project's cursor
+keeps of the log's head, so those projects read the log again from the start once; node ids are
+content-addressed, so that re-read adds nothing twice.
+
+In place also means the raw bytes are overwritten in the same disk blocks rather than left in freed ones
+(a copy-and-rename leaves the old blocks unwiped). Copy-on-write file systems (btrfs, ZFS) and SSD
+wear-levelling can still keep old blocks: no file-level tool can reach those.
+
+The log must live in the user directory: if it is a symbolic link to a file outside it, NexusMem does not
+write through the link (it may be anything: a file in a synced folder, another program's log). The
+redaction pass then skips it with a note, and forget refuses with a message saying how to fix it.
+
+The bash hook's scratch files (`.bash-<pid>.tmp`: the last commands, raw) are emptied at every sync
+(the hook reopens an emptied file and reads again, so no command is lost) and deleted when their shell has
+exited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nexusmem import paths, private
+from nexusmem.errors import NexusMemError
+from nexusmem.redact import redact
+from nexusmem.sources.shell import HEAD_BYTES, iter_log_lines, log_lock
+
+BOOKMARK_NAME = ".shell-history.redacted"
+_SCRATCH = re.compile(r"^\.bash-(\d+)(?:\.umask)?\.tmp$")
+_LEFTOVER = re.compile(r"^\.shell-history\.jsonl\.(\d+)\.tmp$")
+_OPTIONAL = ("v", "pipestatus", "duration_ms")
+
+# What a line becomes: None to keep it, else its replacement (b"" blanks it).
+Transform = Callable[[bytes], bytes | None]
+
+
+class LogOutsideError(NexusMemError):
+    """The log is a symbolic link to a file outside the user directory: not written through."""
+
+
+@dataclass
+class Rewrite:
+    checked: int = 0  # complete lines looked at
+    redacted: int = 0  # lines rewritten with their command redacted
+    dropped: int = 0  # lines blanked (a deny-listed value, or no room for the redacted form)
+    end: int = 0  # offset after the last complete line looked at
+
+
+def log_file() -> Path | None:
+    """The log to rewrite (a link's target when it stays in the user directory), None when there is none.
+
+    Raises LogOutsideError for a link leading out of the user directory.
+    """
+    log = paths.shell_log_path()
+    try:
+        st = os.lstat(log)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISLNK(st.st_mode):
+        return log
+    home = os.path.realpath(paths.user_dir())
+    target = os.path.realpath(log)
+    if os.path.dirname(target) != home:
+        raise LogOutsideError(
+            f"{log} is a symbolic link to {target}, outside {home}: NexusMem does not rewrite files outside"
+            f" its directory. Move the file into place (`mv {target} {log}`) and run the command again."
+        )
+    return Path(target) if os.path.exists(target) else None
+
+
+def _pad(replacement: bytes, length: int) -> bytes:
+    return replacement + b" " * (length - len(replacement))
+
+
+def rewrite(log: Path, start: int, transform: Transform, *, dry_run: bool = False) -> Rewrite:
+    """Apply TRANSFORM to every complete line of LOG from byte START, overwriting changed lines in place.
+
+    Call with the log lock held exclusive. A replacement longer than its line is a bug in TRANSFORM.
+    """
+    done = Rewrite(end=start)
+    fd = os.open(log, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for end, raw in iter_log_lines(log, start):
+            if end < 0:
+                break  # a line still being written: its shell's next bytes complete it
+            done.checked += 1
+            done.end = end
+            if raw is None:
+                continue  # over-long: never read whole, skipped by every reader
+            new = transform(raw)
+            if new is None:
+                continue
+            if len(new) > len(raw):
+                raise ValueError("a log line's replacement may not be longer than the line")
+            if new.strip():
+                done.redacted += 1
+            else:
+                done.dropped += 1
+            if not dry_run:
+                os.pwrite(fd, _pad(new, len(raw)), end - 1 - len(raw))
+        if not dry_run and (done.redacted or done.dropped):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    return done
+
+
+def _dumps(obj: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a \ud800 escape: keep it escaped
+        return json.dumps(obj, separators=(",", ":")).encode("ascii")
+
+
+def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None) -> bytes | None:
+    """RAW with its command redacted (None: nothing to change; b"": blank it). See the module docstring."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError):
+        obj = None
+    if not isinstance(obj, dict) or not isinstance(obj.get("command"), str):
+        text = raw.decode("utf-8", "replace")
+        if (denied is not None and denied([text])) or redact(text) != text:
+            return b""
+        return None
+    texts = [v for v in obj.values() if isinstance(v, str)]
+    if denied is not None and denied(texts):
+        return b""
+    command = obj["command"]
+    clean = redact(command)
+    if clean == command:
+        return None
+    obj["command"] = clean
+    new = _dumps(obj)
+    for key in _OPTIONAL:
+        if len(new) <= len(raw):
+            return new
+        obj.pop(key, None)
+        new = _dumps(obj)
+    return new if len(new) <= len(raw) else b""
+
+
+# --------------------------------------------------------------------------------- the sync's pass
+
+
+def _bookmark_path() -> Path:
+    return paths.user_dir() / BOOKMARK_NAME
+
+
+def _head(fd: int, length: int) -> str:
+    return hashlib.sha256(os.pread(fd, length, 0)).hexdigest()[:32]
+
+
+def _resume(log: Path) -> int:
+    """Where the last pass stopped, when the log is still the same file; 0 otherwise."""
+    try:
+        saved = json.loads(_bookmark_path().read_text(encoding="utf-8"))
+        st = os.stat(log)
+        offset = int(saved["offset"])
+        if (saved["dev"], saved["ino"]) != (st.st_dev, st.st_ino) or offset > st.st_size:
+            return 0
+        fd = os.open(log, os.O_RDONLY)
+        try:
+            if _head(fd, min(HEAD_BYTES, offset)) != saved["head"]:
+                return 0
+        finally:
+            os.close(fd)
+        return offset
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def _save_bookmark(log: Path, offset: int) -> None:
+    st = os.stat(log)
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        head = _head(fd, min(HEAD_BYTES, offset))
+    finally:
+        os.close(fd)
+    data = {"dev": st.st_dev, "ino": st.st_ino, "offset": offset, "head": head}
+    private.write_atomic(_bookmark_path(), json.dumps(data).encode())
+
+
+def redact_pass(denied: Callable[[list[str]], bool] | None = None) -> tuple[Rewrite, list[str]]:
+    """The sync's pass over the log's new lines (and the scratch files); (what changed, notes for the user)."""
+    notes: list[str] = []
+    done = Rewrite()
+    try:
+        paths.ensure_user_dir()
+        log = log_file()
+        if log is not None:
+            with log_lock(exclusive=True):
+                start = _resume(log)
+                done = rewrite(log, start, lambda raw: redacted_line(raw, denied))
+                _save_bookmark(log, done.end)
+    except LogOutsideError as exc:
+        notes.append(f"the shell log was not redacted: {exc}")
+    except OSError as exc:
+        notes.append(f"the shell log was not redacted: {exc}")
+    tidy_scratch(empty_live=True)
+    if done.redacted or done.dropped:
+        notes.append(
+            f"shell log: {done.redacted} line(s) rewritten with secrets redacted, {done.dropped} blanked"
+        )
+    return done, notes
+
+
+# ------------------------------------------------------------------------------ scratch and leftovers
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process: leave its file alone
+    return True
+
+
+def _wipe(path: Path) -> None:
+    """Overwrite a regular file's bytes with zeros, then delete it (a link is only unlinked)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            size = os.fstat(fd).st_size
+            os.pwrite(fd, b"\0" * size, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def tidy_scratch(*, empty_live: bool) -> int:
+    """Delete the bash hook's scratch files of shells that have exited (and links posing as them); with
+    EMPTY_LIVE, empty the live shells' ones too. Also wipes a killed rewrite's temp copy of the log (older
+    versions copied the log to `.shell-history.jsonl.<pid>.tmp`). Returns how many files were touched."""
+    touched = 0
+    try:
+        entries = list(os.scandir(paths.user_dir()))
+    except OSError:
+        return 0
+    for entry in entries:
+        scratch = _SCRATCH.match(entry.name)
+        leftover = _LEFTOVER.match(entry.name)
+        if not scratch and not leftover:
+            continue
+        path = Path(entry.path)
+        pid = int((scratch or leftover).group(1))  # type: ignore[union-attr]
+        if entry.is_symlink():
+            with contextlib.suppress(OSError):
+                path.unlink()  # never follow it: only the link goes
+            touched += 1
+        elif not _alive(pid) or (leftover and pid != os.getpid()):
+            _wipe(path)
+            touched += 1
+        elif scratch and empty_live and entry.name.endswith(f"{pid}.tmp") and ".umask" not in entry.name:
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+                try:
+                    size = os.fstat(fd).st_size
+                    if size:
+                        # Zeros first (the raw bytes must not stay in freed blocks), then empty it: the hook
+                        # finds nothing to read after its next append, reopens the file and reads again.
+                        os.pwrite(fd, b"\0" * size, 0)
+                        os.ftruncate(fd, 0)
+                        touched += 1
+                finally:
+                    os.close(fd)
+    return touched
+
+
+def scratch_files() -> Iterable[Path]:
+    """The scratch files present now (for tests and forget's report)."""
+    try:
+        return [Path(e.path) for e in os.scandir(paths.user_dir()) if _SCRATCH.match(e.name)]
+    except OSError:
+        return []

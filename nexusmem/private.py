@@ -1,0 +1,121 @@
+"""Private files: mode 0600 in folders of mode 0700, whatever the umask, and older installs fixed on the spot.
+
+Everything NexusMem keeps (memory.db and its -wal/-shm, the hooks' log, locks, config, backups, crash logs,
+the deny-list key) says what someone ran and where, so neither `.nexusmem/` nor `~/.nexusmem` may be
+readable by other users. Modes passed to mkdir/open are masked by the umask (022 usually; 000 in some
+containers), so every creation here is followed by an explicit chmod, and `fix_tree` puts right what an
+older version (or a hook's shell redirect) created with the umask's modes. Stdlib only: the store and the
+hot paths import it.
+
+Symbolic links are never followed: a link is neither chmod-ed nor written through (its target may lie
+outside our folder and belong to something else).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+# How deep fix_tree looks: .nexusmem/ and ~/.nexusmem hold files and at most a level of caches.
+_MAX_DEPTH = 3
+
+
+def make_dir(path: Path) -> Path:
+    """Create PATH (and missing parents) and make PATH itself 0700 (an existing one too). Returns PATH."""
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, DIR_MODE)
+    fix_mode(path)
+    return path
+
+
+def fix_mode(path: Path | str, st: os.stat_result | None = None) -> bool:
+    """chmod PATH to 0700 (a folder) or 0600 (a file) when group or others have any bit; True if changed.
+
+    Links and other users' files are left alone; a failure (read-only file system) is not an error: the
+    next run tries again.
+    """
+    try:
+        st = st or os.lstat(path)
+        if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+            return False
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return False
+        os.chmod(path, DIR_MODE if stat.S_ISDIR(st.st_mode) else FILE_MODE)
+        return True
+    except OSError:
+        return False
+
+
+def fix_tree(directory: Path, depth: int = _MAX_DEPTH) -> int:
+    """Make DIRECTORY 0700 and everything in it 0600/0700, without following links; how many changed.
+
+    Costs one scandir per folder (~20 µs for the dozen files of a .nexusmem/), so it runs on every store
+    open and every sync.
+    """
+    changed = int(fix_mode(directory))
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return changed
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            if depth > 1:
+                changed += fix_tree(Path(entry.path), depth - 1)
+            else:
+                changed += int(fix_mode(entry.path, st))
+        elif st.st_mode & 0o077:
+            changed += int(fix_mode(entry.path, st))
+    return changed
+
+
+def open_fd(path: Path | str, flags: int) -> int:
+    """os.open with O_CREAT and mode 0600 (enforced with fchmod, whatever the umask); never through a link."""
+    fd = os.open(path, flags | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        if os.fstat(fd).st_mode & 0o077 and hasattr(os, "fchmod"):
+            os.fchmod(fd, FILE_MODE)
+    except OSError:
+        pass
+    return fd
+
+
+def touch(path: Path) -> None:
+    """Create PATH empty (0600) or bump its mtime."""
+    os.close(open_fd(path, os.O_WRONLY | os.O_APPEND))
+    os.utime(path)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write DATA to PATH atomically with mode 0600 (temp file in the same folder, fsync, rename).
+
+    A missing folder is created 0700; an existing one is left as it is (PATH may be an export in $HOME).
+    """
+    if not path.parent.is_dir():
+        make_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = open_fd(tmp, os.O_WRONLY | os.O_TRUNC)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
