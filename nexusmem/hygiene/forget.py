@@ -396,6 +396,15 @@ def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher
     """
     local = stored_entries(store)
     user = load_global()
+    broken = [e for e in [*local, *user] if e.problem]
+    if broken:
+        # Refused up front, not at the first node it meets: an entry that cannot run must not let its
+        # value back in, nor fail a sync only on the day that value turns up.
+        e = broken[0]
+        raise DenyListError(
+            f"deny-list entry {e.key[:12]} cannot be used: {e.problem}. Remove it with"
+            f" `nexusmem forget --remove-entry {e.key[:12]}` (and forget the value again if it still matters)"
+        )
     known = {e.key for e in local}
     fresh = [e for e in user if e.key not in known]
     if fresh:

@@ -1,0 +1,593 @@
+"""Trust on disk: private files whatever the umask, no raw secret in the hooks' files past a sync, forget
+that reaches every copy and never hangs, keyed deny-list hashes, and a second sync that waits.
+
+Real repositories, real SQLite files, real `nexusmem` processes, a real appender process and real bash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from conftest import commit, git
+from helpers import console_script, run_cli
+
+SECRET = "ghp_" + "Q7w9E2r4T6y8U1i3O5p7A9s2D4f6G8h0J2k4"  # a real-shaped GitHub token
+VALUE = "Zebracorn-Quux-4417"
+
+
+def home_dir() -> Path:
+    return Path(os.environ["NEXUSMEM_HOME"])
+
+
+def log_path() -> Path:
+    return home_dir() / "shell-history.jsonl"
+
+
+def line(cwd: Path, command: str, ts: int, **extra: object) -> str:
+    obj = {"ts": ts, "cwd": str(cwd), "exit": 0, "command": command, "shell": "bash", "session": "s1", "v": 1}
+    obj.update(extra)
+    return json.dumps(obj, ensure_ascii=False) + "\n"
+
+
+def append(*lines: str) -> None:
+    home_dir().mkdir(parents=True, exist_ok=True)
+    with open(log_path(), "a", encoding="utf-8") as fh:
+        fh.write("".join(lines))
+
+
+def cli(
+    *args: str, cwd: Path | None = None, timeout: float = 120, umask: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The installed console script in its own process (umask applied in the child)."""
+
+    def setup() -> None:
+        if umask is not None:
+            os.umask(umask)
+
+    return subprocess.run(
+        [console_script(), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=setup,
+        check=False,
+    )
+
+
+def small_repo(repo: Path) -> None:
+    base = int(time.time()) - 86_400
+    commit(repo, "docs: start", {"README.md": "# Demo\n\nHello.\n"}, when=base)
+    commit(repo, f"feat: talk to {VALUE}", {"src/a.py": f"HOST = '{VALUE}'\n"}, when=base + 60)
+
+
+def modes(directory: Path) -> dict[str, int]:
+    found = {directory.name: stat.S_IMODE(directory.lstat().st_mode)}
+    for path in directory.rglob("*"):
+        if not path.is_symlink():
+            found[str(path.relative_to(directory))] = stat.S_IMODE(path.lstat().st_mode)
+    return found
+
+
+def assert_private(directory: Path) -> None:
+    for name, mode in modes(directory).items():
+        path = directory if name == directory.name else directory / name
+        expected = 0o700 if path.is_dir() else 0o600
+        assert mode == expected, f"{path}: {oct(mode)} (expected {oct(expected)})"
+
+
+# ------------------------------------------------------------------------------------ permissions
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_every_file_is_private_whatever_the_umask(repo: Path, umask: int) -> None:
+    small_repo(repo)
+    append(line(repo, f"export GITHUB_TOKEN={SECRET}", int(time.time() * 1000)))
+    os.chmod(log_path(), 0o666)
+    os.chmod(home_dir(), 0o777)
+    for args in (["sync", "--no-embed"], ["forget", VALUE, "--yes"], ["scrub"], ["sync", "--no-embed"]):
+        proc = cli("-C", str(repo), *args, umask=umask)
+        assert proc.returncode == 0, proc.stderr
+    names = set(modes(repo / ".nexusmem"))
+    assert {"memory.db", "config.json", "sync.run.lock"} <= names, names
+    assert not (repo / ".nexusmem" / "deny-key.json").exists()  # the key lives in the user dir only
+    assert {"deny-key.json", "shell-history.jsonl", "projects.json"} <= set(modes(home_dir()))
+    assert_private(repo / ".nexusmem")
+    assert_private(home_dir())
+
+
+def test_an_older_install_is_fixed_on_the_next_run(repo: Path) -> None:
+    small_repo(repo)
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    for directory in (repo / ".nexusmem", home_dir()):
+        os.chmod(directory, 0o755)
+        for path in directory.iterdir():
+            if path.is_file():
+                os.chmod(path, 0o644)
+    proc = cli("-C", str(repo), "query", "--json", "talk", umask=0o022)  # a read-only command fixes the store
+    assert proc.returncode == 0, proc.stderr
+    assert_private(repo / ".nexusmem")
+    assert cli("-C", str(repo), "sync", "--no-embed", umask=0o022).returncode == 0
+    assert_private(home_dir())
+
+
+# ------------------------------------------------------------------------- the log, redacted in place
+
+
+def test_sync_redacts_the_log_in_place_and_every_project_still_reads_it_right(
+    repo: Path, tmp_path: Path
+) -> None:
+    small_repo(repo)
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    commit(other, "init", {"x.txt": "x\n"})
+    now = int(time.time() * 1000)
+    append(
+        line(repo, "make test", now),
+        line(other, f"curl -H 'Authorization: token {SECRET}' https://api.github.com", now + 1),
+        line(repo, f"export GITHUB_TOKEN={SECRET}", now + 2, pipestatus=[0], duration_ms=3),
+        line(repo, "git status", now + 3),
+    )
+    size = log_path().stat().st_size
+    assert cli("-C", str(other), "sync", "--no-embed").returncode == 0  # the other project syncs first
+    raw = log_path().read_bytes()
+    assert SECRET.encode() not in raw and len(raw) == size  # same length: every offset still right
+    # This project had read nothing yet: it gets all its lines, redacted, once each, and sees no new ones
+    # in a second sync.
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    refs = shell_refs(repo)
+    assert refs == sorted(["export GITHUB_TOKEN=«redacted:github-token»", "git status", "make test"])
+    append(line(repo, "pytest -x", now + 4))
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    assert cli("-C", str(other), "sync", "--no-embed").returncode == 0
+    assert shell_refs(repo) == sorted([*refs, "pytest -x"])
+    assert len(shell_refs(other)) == 1 and SECRET not in shell_refs(other)[0]
+
+
+def shell_refs(repo: Path) -> list[str]:
+    from nexusmem import project
+
+    with project.load(repo).open_store(readonly=True) as store:
+        return sorted(n.ref for n in store.iter_nodes("shell_command"))
+
+
+APPENDER = r"""
+import os, sys, time
+path, rate, seconds, cwd = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+n = 0
+start = time.monotonic()
+while time.monotonic() - start < seconds:
+    # As a hook does: open with O_APPEND, one write of one line, close.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    secret = " SECRET" if n % 7 == 0 else ""
+    os.write(fd, ('{"ts":%d,"cwd":"%s","exit":0,"command":"echo line-%06d%s","shell":"bash","session":"load","v":1}\n'
+                  % (1700000000000 + n, cwd, n, secret)).encode())
+    os.close(fd)
+    n += 1
+    delay = start + n / rate - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+print(n, n / (time.monotonic() - start))
+"""
+
+
+def start_appender(rate: float, seconds: float, cwd: Path, secret: str) -> subprocess.Popen[str]:
+    code = APPENDER.replace("SECRET", secret)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(log_path()), str(rate), str(seconds), str(cwd)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def numbered(raw: bytes) -> list[int]:
+    found = []
+    for text in raw.decode("utf-8").splitlines():
+        if text.strip():
+            obj = json.loads(text)
+            if obj.get("session") == "load":
+                found.append(int(obj["command"].split("line-")[1][:6]))
+    return found
+
+
+@pytest.mark.slow
+def test_forget_loses_no_line_a_hook_appends_meanwhile(repo: Path, tmp_path: Path) -> None:
+    small_repo(repo)
+    # A big log, so the rewrite takes long enough for many appends to land during it.
+    now = int(time.time() * 1000)
+    append(*(line(tmp_path, f"echo filler {i} {'x' * 60}", now + i) for i in range(150_000)))
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    appender = start_appender(1000.0, 6.0, tmp_path, VALUE)
+    time.sleep(0.5)
+    for _ in range(3):
+        started = time.monotonic()
+        proc = cli("-C", str(repo), "forget", VALUE, "--yes")
+        assert proc.returncode == 0, proc.stderr
+        assert time.monotonic() - started > 0.2  # the rewrite really overlapped the appends
+    out, _ = appender.communicate(timeout=30)
+    written, rate = int(out.split()[0]), float(out.split()[1])
+    assert rate >= 900, f"the appender managed only {rate:.0f} lines/s"
+    raw = log_path().read_bytes()
+    kept = numbered(raw)
+    with_value = {n for n in range(written) if n % 7 == 0}
+    # Every line is there, except the ones holding the value that a forget had already seen.
+    assert set(kept) | with_value == set(range(written)), (
+        f"{len(set(range(written)) - set(kept) - with_value)} lost"
+    )
+    assert len(kept) == len(set(kept))
+    # Lines holding the value that arrived after the last forget are still there; one more forget takes them.
+    assert cli("-C", str(repo), "forget", VALUE, "--yes").returncode == 0
+    raw = log_path().read_bytes()
+    assert VALUE.encode() not in raw
+    assert set(numbered(raw)) == set(range(written)) - with_value
+    print(f"appender: {written} lines at {rate:.0f}/s during 3 forgets; lost 0")
+
+
+@pytest.mark.slow
+def test_sync_redaction_loses_no_line_under_1000_appends_per_second(repo: Path) -> None:
+    small_repo(repo)
+    appender = start_appender(1000.0, 5.0, repo, f"&& export GITHUB_TOKEN={SECRET}")
+    syncs = 0
+    while appender.poll() is None:
+        proc = cli("-C", str(repo), "sync", "--no-embed", "--only", "shell")
+        assert proc.returncode == 0, proc.stderr
+        syncs += 1
+    out, _ = appender.communicate(timeout=30)
+    written = int(out.split()[0])
+    assert cli("-C", str(repo), "sync", "--no-embed", "--only", "shell").returncode == 0
+    raw = log_path().read_bytes()
+    assert sorted(numbered(raw)) == list(range(written)), "a line was lost or duplicated"
+    assert SECRET.encode() not in raw
+    refs = [r for r in shell_refs(repo) if "line-" in r]
+    assert len(refs) == written and len(set(refs)) == written  # every line stored once, none twice
+    assert syncs >= 2
+
+
+def test_forget_refuses_a_log_that_links_out_of_the_user_dir(repo: Path, tmp_path: Path) -> None:
+    small_repo(repo)
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text(line(repo, f"ping {VALUE}", 1), encoding="utf-8")
+    home_dir().mkdir(parents=True, exist_ok=True)
+    log_path().symlink_to(outside)
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    proc = cli("-C", str(repo), "forget", VALUE, "--yes")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "outside" in proc.stderr and "mv " in proc.stderr, proc.stderr
+    assert VALUE in outside.read_text(encoding="utf-8")  # not written through
+    # Still nothing forgotten: forget refused before changing anything.
+    assert cli("-C", str(repo), "forget", "--list").stdout.strip() == "the deny-list is empty"
+    # A link that stays inside the user dir is fine.
+    log_path().unlink()
+    inside = home_dir() / "rotated.jsonl"
+    shutil.copy(outside, inside)
+    log_path().symlink_to(inside)
+    proc = cli("-C", str(repo), "forget", VALUE, "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert VALUE not in inside.read_text(encoding="utf-8") and log_path().is_symlink()
+
+
+def test_forget_reaches_backups_scratch_files_and_a_killed_forgets_copy(repo: Path) -> None:
+    small_repo(repo)
+    append(line(repo, f"ssh deploy@{VALUE}", int(time.time() * 1000)))
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    from nexusmem import project
+
+    with project.load(repo).open_store() as store:
+        backup = repo / ".nexusmem" / "memory.db.pre-scrub-20260101T000000.bak"
+        store.backup_to(backup)
+    assert VALUE.encode() in backup.read_bytes()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        scratch_live = home_dir() / f".bash-{live.pid}.tmp"
+        scratch_live.write_bytes(f"  12  ssh deploy@{VALUE}\n\0".encode())
+        dead = subprocess.run(["true"], check=True)
+        del dead
+        scratch_dead = home_dir() / ".bash-999999.tmp"
+        scratch_dead.write_bytes(f"  3  echo {VALUE}\n\0".encode())
+        leftover = home_dir() / ".shell-history.jsonl.999998.tmp"
+        leftover.write_bytes(log_path().read_bytes())
+        proc = cli("-C", str(repo), "forget", VALUE, "--yes")
+        assert proc.returncode == 0, proc.stderr
+        assert "1 scrub backup" in proc.stdout and "verified" in proc.stdout, proc.stdout
+        assert VALUE.encode() not in backup.read_bytes()
+        assert scratch_live.exists() and scratch_live.read_bytes() == b""  # a live shell keeps its file
+        assert not scratch_dead.exists() and not leftover.exists()
+        for path in home_dir().iterdir():
+            if path.is_file():
+                assert VALUE.encode() not in path.read_bytes(), path
+    finally:
+        live.kill()
+        live.wait()
+
+
+# ------------------------------------------------------------------------------ forget: regexes, keys
+
+
+def test_a_pathological_regex_returns_promptly(repo: Path) -> None:
+    commit(repo, "feat: " + "a" * 40 + "!", {"a.txt": "a" * 5000 + "!\n"})
+    append(line(repo, "echo " + "a" * 100_000 + "!", int(time.time() * 1000)))
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    for args in (["forget", "--regex", "(a+)+$"], ["forget", "--regex", "(a+)+$", "--yes"]):
+        started = time.monotonic()
+        proc = cli("-C", str(repo), *args, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert time.monotonic() - started < 20
+    started = time.monotonic()
+    append(line(repo, "echo " + "a" * 100_000 + "!", int(time.time() * 1000)))
+    assert (
+        cli("-C", str(repo), "sync", "--no-embed", timeout=60).returncode == 0
+    )  # the entry never hangs a sync
+    assert time.monotonic() - started < 20
+    proc = cli("-C", str(repo), "forget", "--regex", r"(a)\1")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "RE2" in proc.stderr, proc.stderr
+
+
+def test_without_re2_only_patterns_that_cannot_backtrack_badly_are_accepted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nexusmem.hygiene import denylist
+
+    monkeypatch.setattr(denylist, "_re2", lambda: None)
+    for bad in ("(a+)+$", "(a|aa)*b", "(x*)*y", r"(a)\1"):
+        with pytest.raises(denylist.DenyListError, match="exponential|backreference"):
+            denylist.make_regex(bad, False)
+    entry = denylist.make_regex("corp-[0-9]{4}", True)
+    assert entry.matches("see CORP-1234 now") and not entry.matches("corp-12")
+
+
+def test_remove_entry_by_key_or_value_and_a_broken_entry_says_how(repo: Path) -> None:
+    small_repo(repo)
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    assert cli("-C", str(repo), "forget", VALUE, "--yes").returncode == 0
+    listed = cli("-C", str(repo), "forget", "--list").stdout
+    key = listed.split()[0]
+    proc = cli("-C", str(repo), "forget", "--remove-entry", key)
+    assert proc.returncode == 0 and f"removed {key}" in proc.stdout, proc.stderr
+    assert "empty" in cli("-C", str(repo), "forget", "--list").stdout
+    commit(repo, f"fix: {VALUE} again", {"b.txt": "b\n"})
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    assert VALUE.encode() in (repo / ".nexusmem" / "memory.db").read_bytes() + _wal(repo)
+    # By value, the same entry made --global: gone from the user-wide list too.
+    assert cli("-C", str(repo), "forget", VALUE, "--global", "--yes").returncode == 0
+    assert json.loads((home_dir() / "deny-list.json").read_text())["entries"]
+    assert cli("-C", str(repo), "forget", "--remove-entry", VALUE).returncode == 0
+    assert json.loads((home_dir() / "deny-list.json").read_text())["entries"] == []
+    # A stored entry this version cannot run (a backreference, from before RE2): sync names the way out.
+    from nexusmem import project
+
+    pattern = r"(b+)\1"
+    with project.load(repo).open_store() as store:
+        key = hashlib.sha256(f"0\0{pattern}".encode()).hexdigest()
+        store.add_deny_entry(key, "regex", False, {"pattern": pattern}, "project")
+    proc = cli("-C", str(repo), "sync", "--no-embed")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert f"--remove-entry {key[:12]}" in proc.stderr, proc.stderr
+    assert "UNUSABLE" in cli("-C", str(repo), "forget", "--list").stdout
+    assert cli("-C", str(repo), "forget", "--remove-entry", key[:12]).returncode == 0
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+
+
+def _wal(repo: Path) -> bytes:
+    wal = repo / ".nexusmem" / "memory.db-wal"
+    return wal.read_bytes() if wal.exists() else b""
+
+
+def test_deny_list_hashes_are_keyed_and_older_entries_are_rekeyed(repo: Path, tmp_path: Path) -> None:
+    from nexusmem.hygiene import denylist
+
+    entry = denylist.make_literal("hunter22", False)
+    key_file = home_dir() / "deny-key.json"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    # The old attack: the salt is right there; guessing needs only salt + candidate. It no longer matches.
+    salt = bytes.fromhex(entry.spec["salt"])
+    assert hashlib.blake2b(b"hunter22", key=salt, digest_size=32).hexdigest() != entry.spec["digest"]
+    assert entry.matches("password hunter22 here") and entry.is_value("hunter22")
+    # Without the key file the entry cannot even be checked: the deny-list alone reveals nothing.
+    saved = key_file.read_bytes()
+    key_file.unlink()
+    assert denylist.Entry(entry.key, "literal", False, entry.spec).problem
+    key_file.write_bytes(saved)
+
+    # An older, salt-only entry (as earlier versions wrote it) keeps matching, then gets re-keyed.
+    small_repo(repo)
+    old_salt = os.urandom(16)
+    data = VALUE.encode()
+    block = (len(data) + 1) // 2
+    spec = {
+        "salt": old_salt.hex(),
+        "length": len(data),
+        "digest": hashlib.blake2b(data, key=old_salt, digest_size=32).hexdigest(),
+        "pieces": [
+            hashlib.blake2b(data[j : j + block], key=old_salt, digest_size=8).hexdigest()
+            for j in range(block)
+        ],
+    }
+    from nexusmem import project
+
+    run_cli("-C", str(repo), "init")
+    with project.load(repo).open_store() as store:
+        store.add_deny_entry(spec["digest"], "literal", False, spec, "project")
+    assert "older salted hash" in cli("-C", str(repo), "forget", "--list").stdout
+    proc = cli("-C", str(repo), "sync", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    assert VALUE.encode() not in (repo / ".nexusmem" / "memory.db").read_bytes() + _wal(repo)
+    listed = cli("-C", str(repo), "forget", "--list").stdout
+    assert "older salted hash" not in listed and listed.count("value") == 1, listed
+
+
+def test_global_entries_work_in_every_project_with_the_user_key(repo: Path, tmp_path: Path) -> None:
+    small_repo(repo)
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    commit(other, f"feat: {VALUE} here too", {"c.txt": "c\n"})
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    assert cli("-C", str(repo), "forget", VALUE, "--global", "--yes").returncode == 0
+    doc = json.loads((home_dir() / "deny-list.json").read_text())
+    assert doc["entries"][0]["spec"]["scheme"] == "keyed-v1" and "keys" not in doc
+    assert cli("-C", str(other), "sync", "--no-embed").returncode == 0
+    assert VALUE.encode() not in (other / ".nexusmem" / "memory.db").read_bytes() + _wal(other)
+    # An export carries the key, so another machine (another NEXUSMEM_HOME) can match the entries.
+    export = tmp_path / "deny.json"
+    assert cli("-C", str(repo), "forget", "--export", str(export)).returncode == 0
+    assert json.loads(export.read_text())["keys"]
+
+
+# ------------------------------------------------------------------------------ a second sync waits
+
+
+def _lock_held(path: Path) -> bool:
+    import fcntl
+
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def big_history(repo: Path, commits: int) -> None:
+    """COMMITS commits with a file each, written fast through git fast-import."""
+    lines = []
+    for i in range(commits):
+        body = f"value {i}\n" * 40
+        lines.append(
+            f"commit refs/heads/main\ncommitter T <t@example.com> {1_700_000_000 + i} +0000\n"
+            f"data {len(f'change {i}')}\nchange {i}\n"
+            f"M 644 inline src/f{i % 50}.txt\ndata {len(body)}\n{body}\n"
+        )
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input="".join(lines).encode(), check=True)
+    git(repo, "reset", "-q", "--hard", "main")
+
+
+@pytest.mark.slow
+def test_a_second_sync_during_a_rebuild_waits_then_succeeds(repo: Path) -> None:
+    big_history(repo, 1500)
+    assert cli("-C", str(repo), "sync", "--no-embed", timeout=300).returncode == 0
+    lock = repo / ".nexusmem" / "sync.run.lock"
+    first = subprocess.Popen(
+        [console_script(), "-C", str(repo), "sync", "--rebuild", "--no-embed", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not _lock_held(lock):
+        assert first.poll() is None and time.monotonic() < deadline, "the rebuild never took the lock"
+        time.sleep(0.01)
+    second = cli("-C", str(repo), "sync", "--no-embed", timeout=300)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert second.returncode == 0, second.stderr
+    assert "waiting for another sync of this project" in second.stderr, second.stderr
+    assert "Traceback" not in second.stderr + err and "locked" not in second.stderr + err
+
+
+def test_a_second_sync_gives_up_cleanly_after_its_wait(repo: Path) -> None:
+    small_repo(repo)
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from nexusmem.sync import exclusive\n"
+            "with exclusive(Path(sys.argv[1]), 0, None):\n print('held', flush=True); time.sleep(60)",
+            str(repo),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        proc = cli("-C", str(repo), "sync", "--no-embed", "--wait", "1")
+        assert 0.9 < time.monotonic() - started < 15
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr
+        assert "waiting for another sync" in proc.stderr and "another sync of" in proc.stderr, proc.stderr
+        assert "is still running" in proc.stderr
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    # The holder died (SIGKILL): the OS released its lock, so the next sync just runs.
+    assert cli("-C", str(repo), "sync", "--no-embed", "--wait", "0").returncode == 0
+
+
+# ------------------------------------------------------------------------------ the bash scratch file
+
+
+@pytest.fixture
+def bash() -> Iterator[pexpect.spawn]:
+    from nexusmem.resources import script_path
+
+    env = dict(os.environ, TERM="dumb", PS1="PROMPT> ", HISTCONTROL="", LC_ALL="C.UTF-8")
+    env["HISTFILE"] = str(Path(os.environ["HOME"]) / ".bash_history")
+    child = pexpect.spawn(
+        "bash",
+        ["--norc", "--noprofile", "-i"],
+        env=env,
+        cwd=os.environ["HOME"],
+        timeout=10,
+        preexec_fn=lambda: os.umask(0o022),
+    )
+    child.sendline(f"source '{script_path('shell/nexusmem.bash')}'".encode())
+    yield child
+    child.close(force=True)
+
+
+def wait_for(predicate: object, timeout: float = 8.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def commands() -> list[str]:
+    if not log_path().exists():
+        return []
+    return [
+        json.loads(t)["command"] for t in log_path().read_text(encoding="utf-8").splitlines() if t.strip()
+    ]
+
+
+def test_bash_scratch_file_is_private_emptied_by_sync_and_removed_at_exit(
+    bash: pexpect.spawn, repo: Path
+) -> None:
+    small_repo(repo)
+    bash.sendline(f"cd '{repo}'".encode())
+    bash.sendline(f"echo one {SECRET}".encode())
+    wait_for(lambda: any("one" in c for c in commands()))
+    scratch = home_dir() / f".bash-{bash.pid}.tmp"
+    assert stat.S_IMODE(scratch.stat().st_mode) == 0o600  # under umask 022
+    assert SECRET.encode() in scratch.read_bytes()
+    stale = home_dir() / ".bash-999997.tmp"
+    stale.write_bytes(b"  1  old raw command\n\0")
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    assert scratch.read_bytes() == b"" and not stale.exists()
+    assert SECRET.encode() not in log_path().read_bytes()
+    # The hook copes with the emptied file: the next commands are recorded, in order, none lost.
+    for word in ("two", "three"):
+        bash.sendline(f"echo {word}".encode())
+    wait_for(lambda: [c for c in commands() if c.startswith("echo t")] == ["echo two", "echo three"])
+    bash.sendline(b"exit")
+    bash.expect(pexpect.EOF)
+    wait_for(lambda: not scratch.exists())
+    assert not list(home_dir().glob(".bash-*"))
