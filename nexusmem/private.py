@@ -86,7 +86,9 @@ def fix_tree(directory: Path, depth: int = _MAX_DEPTH) -> int:
 
 def open_fd(path: Path | str, flags: int) -> int:
     """os.open with O_CREAT and mode 0600 (enforced with fchmod, whatever the umask); never through a link."""
-    fd = os.open(path, flags | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    fd = os.open(
+        path, flags | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), FILE_MODE
+    )
     try:
         if os.fstat(fd).st_mode & 0o077 and hasattr(os, "fchmod"):
             os.fchmod(fd, FILE_MODE)

@@ -208,7 +208,9 @@ class SyncBusyError(NexusMemError):
 
 
 @contextlib.contextmanager
-def exclusive(root: Path, wait: float, log: Callable[[str], None] | None, what: str = "sync") -> Iterator[None]:
+def exclusive(
+    root: Path, wait: float, log: Callable[[str], None] | None, what: str = "sync"
+) -> Iterator[None]:
     """Hold this project's run lock (`.nexusmem/sync.run.lock`) for the duration: one writer at a time.
 
     Without it a second sync started during a long `sync --rebuild` queued on SQLite's write lock and died
@@ -224,7 +226,9 @@ def exclusive(root: Path, wait: float, log: Callable[[str], None] | None, what: 
         lock.acquire(timeout=0)
     except Timeout:
         if wait <= 0:
-            raise SyncBusyError(f"another sync of {root} is running; try again when it has finished") from None
+            raise SyncBusyError(
+                f"another sync of {root} is running; try again when it has finished"
+            ) from None
         if log:
             log(f"waiting for another sync of this project to finish (up to {wait:.0f} s)…")
         try:
@@ -274,9 +278,7 @@ def sync(
         deny = sync_gate(store, log)
         # No raw secret outlives this sync in the hooks' log or the bash scratch files (in place, no line
         # lost: see nexusmem.hygiene.hooklog). Before the sources, so the shell source reads redacted lines.
-        _done, notes = hooklog.redact_pass(
-            (lambda texts: deny.which(texts) is not None) if deny else None
-        )
+        _done, notes = hooklog.redact_pass((lambda texts: deny.which(texts) is not None) if deny else None)
         if log:
             for note in notes:
                 log(note)

@@ -88,7 +88,9 @@ def forget_cmd(
 
     root = root_of(ctx)
     given = value is not None or pattern is not None
-    modes = sum(x for x in (list_, export_path is not None, import_path is not None, remove is not None, given))
+    modes = sum(
+        x for x in (list_, export_path is not None, import_path is not None, remove is not None, given)
+    )
     if modes != 1 or (value is not None and pattern is not None):
         raise click.UsageError(
             "give one of: VALUE, --regex PATTERN, --list, --remove-entry ID, --export PATH, --import PATH"

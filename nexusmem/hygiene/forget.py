@@ -278,7 +278,9 @@ def remove_entry(start: Any, ident: str) -> list[Entry]:
         for e in entries:
             by_key = len(ident) >= 6 and e.key.startswith(ident)
             by_pattern = e.kind == "regex" and e.spec.get("pattern") == ident
-            by_value = e.kind == "literal" and (e.is_value(ident) or (e.ignore_case and e.is_value(ident.casefold())))
+            by_value = e.kind == "literal" and (
+                e.is_value(ident) or (e.ignore_case and e.is_value(ident.casefold()))
+            )
             if by_key or by_pattern or by_value:
                 chosen.setdefault(e.key, e)
         if not chosen:

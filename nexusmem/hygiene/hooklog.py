@@ -142,6 +142,21 @@ def _dumps(obj: dict[str, Any]) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
+_MEMO: dict[str, str] = {}
+
+
+def _redact_memo(text: str) -> str:
+    """redact(), remembered: a real log repeats a few hundred commands thousands of times."""
+    try:
+        return _MEMO[text]
+    except KeyError:
+        pass
+    if len(_MEMO) > 50_000:
+        _MEMO.clear()
+    value = _MEMO[text] = redact(text)
+    return value
+
+
 def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None) -> bytes | None:
     """RAW with its command redacted (None: nothing to change; b"": blank it). See the module docstring."""
     try:
@@ -157,7 +172,7 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
     if denied is not None and denied(texts):
         return b""
     command = obj["command"]
-    clean = redact(command)
+    clean = _redact_memo(command)
     if clean == command:
         return None
     obj["command"] = clean

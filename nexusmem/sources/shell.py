@@ -126,7 +126,6 @@ def _locked_records(path: Path, offset: int) -> Iterator[tuple[int, Any]]:
         yield from iter_log_records(path, offset)
 
 
-
 def iter_log_lines(path: Path, offset: int) -> Iterator[tuple[int, bytes | None]]:
     """Yield (end offset, line) for each complete line after OFFSET, reading in chunks.
 
