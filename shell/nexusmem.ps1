@@ -27,6 +27,10 @@ if (-not (Get-Variable -Name __nexusmem_loaded -Scope Global -ErrorAction Silent
         try {
             if (-not (Test-Path -LiteralPath $global:__nexusmem_dir)) {
                 $null = New-Item -ItemType Directory -Force -Path $global:__nexusmem_dir
+                if (-not $IsWindows -and $PSVersionTable.PSVersion.Major -ge 7) {
+                    # Mode 0700: the folder holds what was typed.
+                    [System.IO.File]::SetUnixFileMode($global:__nexusmem_dir, [System.IO.UnixFileMode]'UserRead, UserWrite, UserExecute')
+                }
             }
             if (-not (Test-Path -LiteralPath $global:__nexusmem_log)) {
                 [System.IO.File]::WriteAllText($global:__nexusmem_log, '', $global:__nexusmem_utf8)
