@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nexusmem import private
+from nexusmem.private import fix_tree, make_dir, open_fd
 from nexusmem.errors import StoreError
 from nexusmem.nodes import Node
 from nexusmem.store import connection, health, migrations
@@ -676,9 +676,9 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
     # file, so creating that one 0600 covers them; an older install's 0644 files are fixed here.
     with contextlib.suppress(OSError):
         if create and not path.exists():
-            private.make_dir(path.parent)
-            os.close(private.open_fd(path, os.O_RDWR))
-        private.fix_tree(path.parent)
+            make_dir(path.parent)
+            os.close(open_fd(path, os.O_RDWR))
+        fix_tree(path.parent)
     try:
         conn = connection.connect(path, readonly=readonly)
         if not readonly:
