@@ -604,3 +604,25 @@ def test_bash_scratch_file_is_private_emptied_by_sync_and_removed_at_exit(
     bash.expect(pexpect.EOF)
     wait_for(lambda: not scratch.exists())
     assert not list(home_dir().glob(".bash-*"))
+
+
+@pytest.mark.slow
+def test_forget_waits_for_a_running_sync_instead_of_failing(repo: Path) -> None:
+    small_repo(repo)
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from nexusmem.sync import exclusive\n"
+            "with exclusive(Path(sys.argv[1]), 0, None):\n print('held', flush=True); time.sleep(8)",
+            str(repo),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    proc = cli("-C", str(repo), "forget", VALUE, "--yes")
+    holder.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert "waiting for another sync of this project" in proc.stderr and "deleted" in proc.stdout

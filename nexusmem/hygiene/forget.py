@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,18 @@ class Removal:
             "skippedLinks": self.skipped_links,
             "rekeyed": self.rekeyed,
         }
+
+
+def writer_lock(root: Path) -> contextlib.AbstractContextManager[None]:
+    """This project's run lock (nexusmem.sync.exclusive), so forget waits for a running sync (a long
+    `sync --rebuild` holds SQLite's write lock for minutes) instead of failing with "database is locked"."""
+    from nexusmem.sync import DEFAULT_WAIT_SECONDS, exclusive
+
+    return exclusive(root, DEFAULT_WAIT_SECONDS, _note, what="forget")
+
+
+def _note(message: str) -> None:
+    print(f"nexusmem: {message}", file=sys.stderr)
 
 
 def stored_entries(store: Store) -> list[Entry]:
@@ -272,7 +285,7 @@ def remove_entry(start: Any, ident: str) -> list[Entry]:
     Other projects keep the copy a user-wide entry left in their own store: remove it there too.
     """
     project = project_mod.load(start)
-    with project.open_store() as store:
+    with writer_lock(project.root), project.open_store() as store:
         entries = [*stored_entries(store), *load_global()]
         chosen: dict[str, Entry] = {}
         for e in entries:
@@ -315,7 +328,7 @@ def forget(
     entry = make_regex(value, ignore_case) if regex else make_literal(value, ignore_case)
     project = project_mod.load(start)
     report = Removal(dry_run=dry_run, pattern_kept=regex)
-    with project.open_store() as store:
+    with writer_lock(project.root), project.open_store() as store:
         for known in [*stored_entries(store), *load_global()]:
             if known.key == entry.key or (known.is_value(value) and known.ignore_case == ignore_case):
                 if known.kind == "literal" and not known.keyed and not dry_run:
@@ -375,7 +388,7 @@ def import_entries(
     entries = parse_document(raw, source)
     project = project_mod.load(start)
     report = Removal(dry_run=dry_run, pattern_kept=any(e.kind == "regex" for e in entries))
-    with project.open_store() as store:
+    with writer_lock(project.root), project.open_store() as store:
         _apply(
             store,
             entries,

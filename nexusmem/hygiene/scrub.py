@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem import project as project_mod
+from nexusmem.hygiene.forget import writer_lock
 from nexusmem.nodes import Node
 from nexusmem.redact import redact_counts
 
@@ -53,7 +54,7 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
     """Redact every stored node's title, body, ref and meta with the current rules (nexusmem.redact)."""
     project = project_mod.load(start)
     report = ScrubReport(dry_run=dry_run)
-    with project.open_store() as store:
+    with writer_lock(project.root), project.open_store() as store:
         rewrites: list[tuple[str, str, str, str, str, str]] = []
         for stored in store.iter_nodes():
             report.scanned += 1

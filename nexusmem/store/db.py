@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nexusmem.private import fix_tree, make_dir, open_fd
 from nexusmem.errors import StoreError
 from nexusmem.nodes import Node
+from nexusmem.private import fix_tree, make_dir, open_fd
 from nexusmem.store import connection, health, migrations
 from nexusmem.store.cjk import CjkIndexMixin
 from nexusmem.store.hygiene import HygieneMixin
