@@ -185,8 +185,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # `history 1` is appended NUL-terminated to a scratch file and read back through a read fd
     # that stays open, so each prompt reads just the new record. (Truncating the file every prompt
     # instead costs ~0.2 ms on ext4, which flushes a file rewritten in place; a re-read with
-    # mapfile reads byte by byte.) The file is emptied every 1000 prompts, and by every sync (which
-    # keeps no raw command on disk): a read that finds nothing then reopens the file and tries again.
+    # mapfile reads byte by byte.) The file is emptied every 1000 prompts. A sync overwrites it with
+    # zeros (no raw command stays on disk); a record read back empty that way makes us reset the file
+    # and try once more.
     __nexusmem_scratch_n=0
     __nexusmem_rfd=
     __nexusmem_history() {

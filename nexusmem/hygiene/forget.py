@@ -11,7 +11,7 @@ Four things happen on `forget --yes`, in this order:
 4. the database is purged: full-text indexes merged, VACUUM, WAL checkpointed and truncated; for a literal
    value the files are then read back to prove the bytes are gone;
 5. the copies that hold it too are reached: each `scrub` backup (memory.db.pre-scrub-*.bak) gets the same
-   deletion and purge, the bash hook's scratch files are emptied (live shells) or deleted (exited ones), and
+   deletion and purge, the bash hook's scratch files are zeroed (live shells) or deleted (exited ones), and
    a temp copy of the log left by a killed older forget is wiped. Nothing is followed through a symbolic
    link: a backup that is a link is skipped and reported, and a log that links out of ~/.nexusmem makes
    forget refuse before changing anything (hooklog.LogOutsideError says how to fix it).
@@ -164,7 +164,7 @@ def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
 
     In place, under the log lock (nexusmem.hygiene.hooklog): each doomed line is overwritten with spaces of
     the same length, so a hook appending meanwhile loses nothing (the old copy-and-rename lost 58 lines in
-    5 runs under load) and every project's byte offset stays right. The bash scratch files are emptied
+    5 runs under load) and every project's byte offset stays right. The bash scratch files are zeroed
     (a live shell's) or deleted (an exited one's), and a killed older forget's temp copy of the log wiped.
     """
     matcher = Matcher(entries)
@@ -180,7 +180,7 @@ def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
 
     log = hooklog.log_file()
     if not dry_run:
-        hooklog.tidy_scratch(empty_live=True)
+        hooklog.tidy_scratch(wipe_live=True)
     if log is None:
         return 0
     with log_lock(exclusive=True):

@@ -32,9 +32,11 @@ The log must live in the user directory: if it is a symbolic link to a file outs
 write through the link (it may be anything: a file in a synced folder, another program's log). The
 redaction pass then skips it with a note, and forget refuses with a message saying how to fix it.
 
-The bash hook's scratch files (`.bash-<pid>.tmp`: the last commands, raw) are emptied at every sync
-(the hook reopens an emptied file and reads again, so no command is lost) and deleted when their shell has
-exited.
+The bash hook's scratch files (`.bash-<pid>.tmp`: the last commands, raw) are overwritten with zeros at
+every sync and deleted when their shell has exited. Zeros rather than truncation: the live shell reads the
+file through a descriptor that stays open at the end of what it has read, so its offsets must not move (a
+truncated file would hand it the tail of its next record as if it were a whole one). A record the shell had
+appended but not read yet reads back as empty; the hook then resets the file and asks `history` again.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -242,7 +244,7 @@ def redact_pass(denied: Callable[[list[str]], bool] | None = None) -> tuple[Rewr
         notes.append(f"the shell log was not redacted: {exc}")
     except OSError as exc:
         notes.append(f"the shell log was not redacted: {exc}")
-    tidy_scratch(empty_live=True)
+    tidy_scratch(wipe_live=True)
     if done.redacted or done.dropped:
         notes.append(
             f"shell log: {done.redacted} line(s) rewritten with secrets redacted, {done.dropped} blanked"
@@ -277,9 +279,9 @@ def _wipe(path: Path) -> None:
         path.unlink()
 
 
-def tidy_scratch(*, empty_live: bool) -> int:
+def tidy_scratch(*, wipe_live: bool) -> int:
     """Delete the bash hook's scratch files of shells that have exited (and links posing as them); with
-    EMPTY_LIVE, empty the live shells' ones too. Also wipes a killed rewrite's temp copy of the log (older
+    WIPE_LIVE, overwrite the live shells' ones with zeros (same size: see the module docstring). Also wipes a killed rewrite's temp copy of the log (older
     versions copied the log to `.shell-history.jsonl.<pid>.tmp`). Returns how many files were touched."""
     touched = 0
     try:
@@ -300,25 +302,15 @@ def tidy_scratch(*, empty_live: bool) -> int:
         elif not _alive(pid) or (leftover and pid != os.getpid()):
             _wipe(path)
             touched += 1
-        elif scratch and empty_live and entry.name.endswith(f"{pid}.tmp") and ".umask" not in entry.name:
+        elif scratch and wipe_live and entry.name.endswith(f"{pid}.tmp") and ".umask" not in entry.name:
             with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+                fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
                 try:
                     size = os.fstat(fd).st_size
-                    if size:
-                        # Zeros first (the raw bytes must not stay in freed blocks), then empty it: the hook
-                        # finds nothing to read after its next append, reopens the file and reads again.
+                    if os.pread(fd, size, 0).strip(b"\0"):  # not already zeros
                         os.pwrite(fd, b"\0" * size, 0)
-                        os.ftruncate(fd, 0)
+                        os.fsync(fd)
                         touched += 1
                 finally:
                     os.close(fd)
     return touched
-
-
-def scratch_files() -> Iterable[Path]:
-    """The scratch files present now (for tests and forget's report)."""
-    try:
-        return [Path(e.path) for e in os.scandir(paths.user_dir()) if _SCRATCH.match(e.name)]
-    except OSError:
-        return []
