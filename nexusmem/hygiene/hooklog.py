@@ -55,7 +55,7 @@ from typing import Any
 from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
 from nexusmem.redact import redact
-from nexusmem.sources.shell import HEAD_BYTES, iter_log_lines, log_lock
+from nexusmem.sources.shell import HEAD_BYTES, iter_log_lines, loads_line, log_lock
 
 BOOKMARK_NAME = ".shell-history.redacted"
 _SCRATCH = re.compile(r"^\.bash-(\d+)(?:\.umask)?\.tmp$")
@@ -162,16 +162,15 @@ def _redact_memo(text: str) -> str:
 def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None) -> bytes | None:
     """RAW with its command redacted (None: nothing to change; b"": blank it). See the module docstring."""
     try:
-        obj = json.loads(raw)
+        obj = loads_line(raw)
     except (ValueError, RecursionError):
         obj = None
-    if not isinstance(obj, dict) or not isinstance(obj.get("command"), str):
+    if type(obj) is not dict or type(obj.get("command")) is not str:
         text = raw.decode("utf-8", "replace")
         if (denied is not None and denied([text])) or redact(text) != text:
             return b""
         return None
-    texts = [v for v in obj.values() if isinstance(v, str)]
-    if denied is not None and denied(texts):
+    if denied is not None and denied([v for v in obj.values() if type(v) is str]):
         return b""
     command = obj["command"]
     clean = _redact_memo(command)
