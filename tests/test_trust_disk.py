@@ -21,8 +21,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import commit, git
-from helpers import console_script, run_cli
+from helpers import commit, console_script, git, run_cli
 
 SECRET = "ghp_" + "Q7w9E2r4T6y8U1i3O5p7A9s2D4f6G8h0J2k4"  # a real-shaped GitHub token
 VALUE = "Zebracorn-Quux-4417"
