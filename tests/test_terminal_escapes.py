@@ -71,3 +71,19 @@ def test_query_status_scan_and_precheck_escape_terminal_controls(repo: Path) -> 
     # --json is exact: the same characters, JSON-escaped, parse back to the stored text.
     data = json.loads(run_script("query", "--json", "clipboard", cwd=repo).stdout)
     assert any(item["title"] == subject for item in data["items"])
+
+
+def test_forget_dry_run_and_review_escape_terminal_controls(repo: Path) -> None:
+    subject = f"fix: paste{OSC52} and title{TITLE}"
+    commit(repo, subject, {"src/app.py": "x = 1\n"}, int(time.time()) - 3600)
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    data = json.loads(run_script("query", "--json", "paste", cwd=repo).stdout)
+    node_id = next(item["id"] for item in data["items"] if item["title"] == subject)
+
+    outputs = {
+        "forget": in_terminal(repo, "forget", "paste"),  # a dry run: lists the titles it would delete
+        "review": in_terminal(repo, "review", node_id, "--verify"),
+    }
+    for name, out in outputs.items():
+        assert b"\x1b" not in out and b"\x07" not in out, (name, out)
+        assert b"paste\\x1b]52;c;" in out, (name, out)

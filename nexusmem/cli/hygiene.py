@@ -8,7 +8,7 @@ import click
 
 from nexusmem import timefmt
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import echo_json, library_errors
+from nexusmem.cli.common import echo_human, echo_json, library_errors
 
 
 @click.command(
@@ -101,7 +101,7 @@ def forget_cmd(
             echo_json({"removed": [{**e.to_json(), "scope": e.scope} for e in removed]})
             return
         for e in removed:
-            click.echo(f"removed {e.key[:12]}  {e.scope:<7}  {e.describe()}")
+            echo_human(f"removed {e.key[:12]}  {e.scope:<7}  {e.describe()}")
         click.echo(
             "what it matched is no longer dropped from now on; other projects keep their own copy of a"
             " user-wide entry (remove it there too)"
@@ -115,7 +115,7 @@ def forget_cmd(
         if not entries:
             click.echo("the deny-list is empty")
         for e in entries:
-            click.echo(f"{e.key[:12]}  {e.scope:<7}  {e.describe()}")
+            echo_human(f"{e.key[:12]}  {e.scope:<7}  {e.describe()}")
         return
     if export_path is not None:
         count = forget.export_entries(root, export_path)
@@ -148,7 +148,7 @@ def forget_cmd(
     if report.dry_run:
         click.echo(f"would delete {report.removed} node(s): {kinds}; {log}")
         for title in report.titles:
-            click.echo(f"  - {title[:100]}")
+            echo_human(f"  - {title[:100]}")
         click.echo("dry run: add --yes to delete and add the deny-list entry")
         return
     click.echo(
@@ -255,7 +255,7 @@ def stale_cmd(ctx: click.Context, check_contradictions: bool, as_json: bool) -> 
         return
     if summary is not None:
         for note in summary.notes:
-            click.echo(f"note: {note}", err=True)
+            echo_human(f"note: {note}", err=True)
     if not found:
         click.echo("no stale candidates")
         return
@@ -264,10 +264,10 @@ def stale_cmd(ctx: click.Context, check_contradictions: bool, as_json: bool) -> 
     )
     for c in found:
         tag = f"[{c.provenance}]" + (f" [{c.trust}]" if c.trust != "candidate" else "")
-        click.echo(f"- {timefmt.day(c.ts)} {tag} {c.title[:110]}")
+        echo_human(f"- {timefmt.day(c.ts)} {tag} {c.title[:110]}")
         click.echo(f"  id {c.id}")
         for new_id, title, reason in c.suggestions:
-            click.echo(f"  likely superseded by {new_id} {title[:80]} -- {reason}")
+            echo_human(f"  likely superseded by {new_id} {title[:80]} -- {reason}")
     if summary is not None:
         click.echo(
             f"checked: {summary.judged} new judgment(s), {summary.memoised} already judged,"
@@ -297,7 +297,7 @@ def mark_stale_cmd(ctx: click.Context, old: str, new: str | None, clear: bool) -
     if new_node is None:
         click.echo(f"{old_node.id} is no longer marked as superseded")
     else:
-        click.echo(
+        echo_human(
             f"{old_node.id} ({old_node.title[:60]}) is superseded by {new_node.id} ({new_node.title[:60]})"
         )
 
@@ -325,4 +325,4 @@ def review_cmd(ctx: click.Context, node_id: str, verdict: str | None) -> None:
         raise click.UsageError("give --verify, --reject or --clear")
     node, previous = review.review(root_of(ctx), node_id, verdict)
     now = review.VERDICTS[verdict]
-    click.echo(f"{node.id} ({node.title[:70]}): {previous} -> {now}")
+    echo_human(f"{node.id} ({node.title[:70]}): {previous} -> {now}")
