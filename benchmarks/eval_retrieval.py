@@ -10,7 +10,7 @@ What it builds (in DIR, a fresh temp dir by default):
 - the needles of benchmarks/eval/planted.json written on top of it: commits (git commit with fixed
   author/committer dates, counted back from the generated HEAD so that every run lays them out alike), doc
   files committed the same way, and failed shell commands appended to $NEXUSMEM_HOME/shell-history.jsonl in
-  the DESIGN.md line contract with a cwd inside the repository;
+  the shell-log line of docs/contracts.md §2 with a cwd inside the repository;
 - one `sync` (sources, then the built-in wordllama embedding pass).
 
 Then every query of benchmarks/eval/queries.json is run three ways, and graded on the full ranked

@@ -15,7 +15,7 @@ Query set, chosen mechanically (never by hand):
   commits than queries asked for (most real repositories), every non-merge commit with such a body
   qualifies instead, and the query is its subject (a conventional prefix still stripped);
 - docs: every doc section whose text gives a reason (because, the reason, trade-off, instead of, rationale,
-  why — the markers of the doc signal in DESIGN.md), in path/line order, sampled at even spacing; the query
+  why — the markers of the doc signal in nexusmem/signals.py), in path/line order, sampled at even spacing; the query
   is the heading text.
 Sampling runs over distinct query texts (each asked once, at its first occurrence). The labelled target of a query is the commit (or doc section) it came
 from, together with every other commit (section) that yields the very same query text: the text cannot tell

@@ -9,7 +9,8 @@ from typing import Any
 
 from nexusmem.identity import node_id
 
-# Provenance is fixed per kind (DESIGN.md): where a claim came from, never whether anyone checked it.
+# Provenance is fixed per kind (docs/contracts.md §4): where a claim came from, never whether anyone
+# checked it.
 PROVENANCE: dict[str, str] = {
     "git_commit": "observed",
     "code_diff": "observed",
@@ -81,8 +82,8 @@ class Node:
     """One remembered thing.
 
     `natural_key` is what makes it unique within its kind (a commit sha, "sha:path", "path#heading#n");
-    `ref` is the handle shown to users and agents (DESIGN.md `query --json`). `ts` is epoch milliseconds of
-    the event itself. `group` ties chunks of one thing together (sections of one file, diffs of one commit)
+    `ref` is the handle shown to users and agents (docs/contracts.md, `query --json`). `ts` is epoch
+    milliseconds of the event itself. `group` ties chunks of one thing together (sections of one file, diffs of one commit)
     so the packer can cap siblings. `files` are repository paths the node touches or names.
     """
 

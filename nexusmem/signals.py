@@ -1,6 +1,6 @@
 """Priors: how much a node is worth (0..1) before any query, from what kind of event it is.
 
-The numbers are the original product's (DESIGN.md). Measure before changing them.
+The numbers are the original product's. Measure before changing them.
 """
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ def test_results_from_both_projects_are_tagged_and_fused_by_rank(registered: Wor
     assert data["matched"] == alone_p["matched"] + alone_u["matched"]
     assert data["bm25_matched"] == alone_p["bm25_matched"] + alone_u["bm25_matched"]
     assert data["tokens_used"] <= 600
-    # The `query --json` keys of DESIGN.md, plus `projects` and `skipped` only under --all-projects.
+    # The `query --json` keys of docs/contracts.md §5, plus `projects` and `skipped` only under --all-projects.
     assert list(data) == [
         "query",
         "budget",

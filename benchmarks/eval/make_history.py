@@ -5,7 +5,7 @@
 
 Creates OUT_DIR/repo (a git repository built with `git fast-import`: conventional-commit messages with
 bodies, a source tree, tests, Markdown docs with sections, some binary and lock files, merges of topic branches) and
-OUT_DIR/shell-history.jsonl (lines in the shell-log contract of DESIGN.md: failures followed by retries,
+OUT_DIR/shell-history.jsonl (lines in the shell-log line of docs/contracts.md §2: failures followed by retries,
 noise commands, commands in the repo and outside it). Deterministic for a given seed. Stdlib only.
 """
 
