@@ -94,8 +94,10 @@ def test_install_creates_an_executable_hook_and_remove_deletes_it(repo: Path) ->
     assert "Installed the precheck hook" in result.stdout and os.access(path, os.X_OK)
     text = path.read_text(encoding="utf-8")
     assert text.startswith("#!/bin/sh\n") and git_hooks.HOOK_ID in text
-    # The console script by absolute path, never a PATH lookup.
-    assert f"NEXUSMEM_BIN='{Path(sys.executable).parent / 'nexusmem'}'" in text
+    # The console script pinned by absolute path (PATH only when it is gone); the body is copied in, so
+    # nothing inside the install is needed for the hook to run.
+    assert f"nexusmem_pinned='{Path(sys.executable).parent / 'nexusmem'}'" in text
+    assert "_data/hooks" not in text and "/bin/sh '" not in text
     again = run_cli("-C", str(repo), "hook", "git", "install")
     assert "already" in again.stdout and path.read_text(encoding="utf-8") == text
     status = run_cli("-C", str(repo), "hook", "git", "status").stdout
@@ -167,13 +169,13 @@ def test_strict_hook_refuses_a_commit_with_an_unresolved_failure(repo: Path) -> 
 
 def test_hook_without_memory_or_with_a_missing_binary_never_fails_the_commit(repo: Path) -> None:
     run_cli("-C", str(repo), "hook", "git", "install", "--strict")
-    run_cli("-C", str(repo), "hook", "git-post", "install")
     assert git_commit(repo, "no memory yet").returncode == 0
     synced(repo)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
     for name in ("pre-commit", "post-commit"):
         path = repo / ".git" / "hooks" / name
         path.write_text(
-            re.sub(r"NEXUSMEM_BIN='[^']*'", "NEXUSMEM_BIN='/nonexistent/nexusmem'", path.read_text())
+            re.sub(r"nexusmem_pinned='[^']*'", "nexusmem_pinned='/nonexistent/nexusmem'", path.read_text())
         )
     proc = git_commit(repo, "binary gone")
     assert proc.returncode == 0, proc.stderr

@@ -5,14 +5,17 @@ Thin: parse, call nexusmem.install.git_hooks, print. Registered on the `hook` gr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from nexusmem import paths
 from nexusmem.cli.app import repo_option, root_of
 from nexusmem.cli.common import library_errors
 from nexusmem.install import git_hooks
 
 
-def _report_install(result: git_hooks.InstallResult, what: str) -> None:
+def _report_install(result: git_hooks.InstallResult, what: str, root: Path) -> None:
     messages = {
         "created": f"Installed the {what} in {result.path}.",
         "chained": f"Added the {what} to the existing hook {result.path} (the existing hook still runs).",
@@ -22,26 +25,40 @@ def _report_install(result: git_hooks.InstallResult, what: str) -> None:
         ),
         "updated": f"Updated the {what} in {result.path}.",
         "unchanged": f"The {what} is already in {result.path}.",
+        "repaired": f"Repaired the {what} in {result.path} ({result.was_broken}).",
     }
     click.echo(messages[result.how])
     if result.warning:
         click.echo(f"Warning: {result.warning}", err=True)
+    pinned = git_hooks.pinned_only_warning()
+    if pinned:
+        click.echo(f"Note: {pinned}", err=True)
+    if not (root / ".nexusmem").is_dir():
+        if result.path.name == "post-commit":
+            click.echo("No memory in this repository yet: the next commit builds it in the background.")
+        else:
+            click.echo(
+                "No memory in this repository yet, so precheck has nothing to check:"
+                " run `nexusmem sync` (or install the post-commit hook: `nexusmem hook git-post install`)."
+            )
 
 
-def _report_status(state: git_hooks.HookState, what: str) -> None:
+def _report_status(state: git_hooks.HookState, what: str, verb: str) -> None:
     if not state.installed:
         other = " (another tool's hook is there)" if state.exists else ""
         click.echo(f"{state.name}: not installed{other}: {state.path}")
         return
     mode = {"created": "our own file", "chained": "chained into an existing hook", "legacy": "wrapping"}
     extra = " --strict" if state.strict else ""
-    click.echo(f"{state.name}: installed{extra} ({mode.get(state.how or '', '?')}): {state.path}")
-    click.echo(f"  runs {what} with {state.command}")
-    if not state.command_exists:
-        click.echo(
-            f"  Warning: {state.command} is missing; run install again to point the hook at this nexusmem",
-            err=True,
-        )
+    word = "broken" if state.broken else "installed"
+    click.echo(f"{state.name}: {word}{extra} ({mode.get(state.how or '', '?')}): {state.path}")
+    if state.broken:
+        click.echo(f"  {state.broken}; fix: nexusmem hook {verb} install", err=True)
+    elif state.fallback:
+        click.echo(f"  runs {what} with {state.fallback} (from PATH: {state.command} is gone)")
+        click.echo(f"  Warning: re-pin it with `nexusmem hook {verb} install`", err=True)
+    else:
+        click.echo(f"  runs {what} with {state.command}")
     if not state.executable:
         click.echo(f"  Warning: {state.path} is not executable, so git does not run it", err=True)
 
@@ -73,7 +90,9 @@ def git_install(ctx: click.Context, strict: bool, force: bool) -> None:
         nexusmem hook git install --strict
     """
     _report_install(
-        git_hooks.install("pre-commit", root_of(ctx), strict=strict, force=force), "precheck hook"
+        git_hooks.install("pre-commit", root_of(ctx), strict=strict, force=force),
+        "precheck hook",
+        paths.repo_root(root_of(ctx)),
     )
 
 
@@ -103,7 +122,7 @@ def git_status(ctx: click.Context) -> None:
     Example:
         nexusmem hook git status
     """
-    _report_status(git_hooks.status("pre-commit", root_of(ctx)), "precheck")
+    _report_status(git_hooks.status("pre-commit", root_of(ctx)), "precheck", "git")
 
 
 @click.group(name="git-post")
@@ -130,7 +149,11 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
     Example:
         nexusmem hook git-post install
     """
-    _report_install(git_hooks.install("post-commit", root_of(ctx), force=force), "auto-sync hook")
+    _report_install(
+        git_hooks.install("post-commit", root_of(ctx), force=force),
+        "auto-sync hook",
+        paths.repo_root(root_of(ctx)),
+    )
 
 
 @git_post_group.command(name="remove")
@@ -159,4 +182,4 @@ def git_post_status(ctx: click.Context) -> None:
     Example:
         nexusmem hook git-post status
     """
-    _report_status(git_hooks.status("post-commit", root_of(ctx)), "sync --auto")
+    _report_status(git_hooks.status("post-commit", root_of(ctx)), "sync --auto", "git-post")

@@ -1,7 +1,11 @@
 """Install, remove and inspect NexusMem's git hooks (pre-commit: precheck; post-commit: detached auto-sync).
 
-What gets written is a marked block of three lines that runs the shipped hook body (hooks/pre-commit or
-hooks/post-commit) with the console script's absolute path, resolved at install time. Where it goes:
+What gets written is a marked block: a subshell holding the shipped hook body (hooks/pre-commit or
+hooks/post-commit, comments dropped) after one line pinning the console script's absolute path, resolved at
+install time. The body is copied, not referenced: a hook that ran a file inside one virtualenv broke every
+commit (`/bin/sh: cannot open ...`) once that virtualenv was upgraded or uninstalled. The copy runs the pinned
+script while it exists, else the `nexusmem` on PATH, else prints one line saying what to do and lets the commit
+through. Where the block goes:
 
 - no hook yet: a new file holding a shebang and the block (remove deletes the file);
 - an existing POSIX-shell hook: the block goes right after its shebang line (remove takes out exactly those
@@ -56,8 +60,12 @@ class HookState:
     how: str | None  # "created" | "chained" | "legacy" (ours wraps a moved-aside foreign hook) | None
     strict: bool
     executable: bool
-    command: str | None  # the console script the block runs
+    command: str | None  # the console script the block pins
     command_exists: bool
+    # Why the hook does not do its job (its target is gone), or None when it works. A hook that falls back
+    # to the nexusmem on PATH works; `fallback` names that one.
+    broken: str | None = None
+    fallback: str | None = None
 
 
 def _begin(name: str) -> bytes:
@@ -95,21 +103,29 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
+def _body(name: str) -> list[str]:
+    """The shipped hook body's lines without its shebang, comments and blank lines."""
+    text = script_path(f"hooks/{name}").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+PIN = "nexusmem_pinned="
+
+
 def render_block(name: str, flags: tuple[str, ...], legacy: Path | None = None) -> bytes:
     """The marked lines install writes for hook NAME (each ending in a newline)."""
-    body = script_path(f"hooks/{name}")
-    strict = "1" if FLAG_STRICT in flags else "0"
-    env = f"NEXUSMEM_BIN={_quote(str(console_script()))}"
-    if name == "pre-commit":
-        env += f" NEXUSMEM_PRECHECK_STRICT={strict}"
     verb = "git" if name == "pre-commit" else "git-post"
-    run = f"{env} /bin/sh {_quote(str(body))}"
-    # Only a strict precheck's refusal may stop the hook; the body itself exits 0 otherwise.
     lines = [
         " ".join((_begin(name).decode(), *flags)),
         f"# Added by `nexusmem hook {verb} install`; `nexusmem hook {verb} remove` takes it out.",
-        f"{run} || exit $?" if name == "pre-commit" else run,
+        "(",
+        f"{PIN}{_quote(str(console_script()))}",
     ]
+    if FLAG_STRICT in flags:
+        lines.append("set -- --strict")
+    lines += _body(name)
+    # Only a strict precheck's refusal may stop the hook; the body exits 0 otherwise.
+    lines.append(") || exit $?" if name == "pre-commit" else ")")
     if legacy is not None:
         lines.append(f'exec {_quote(str(legacy))} "$@"')
     lines.append(_end(name).decode())
@@ -171,8 +187,9 @@ def _check_name(name: str) -> None:
 class InstallResult:
     path: Path
     changed: bool
-    how: str  # "created" | "chained" | "legacy" | "unchanged" | "updated"
+    how: str  # "created" | "chained" | "legacy" | "unchanged" | "updated" | "repaired"
     warning: str | None = None
+    was_broken: str | None = None  # what a repaired hook did wrong before
 
 
 def install(
@@ -237,7 +254,10 @@ def _refresh(
     block = render_block(name, (*kept, *flags), legacy)
     if data[start:end] == block:
         return InstallResult(path, False, "unchanged")
+    command, _ok, broken, fallback = _diagnose(data[start:end].decode("utf-8", "replace"))
     _write_bytes(path, data[:start] + block + data[end:], path.stat().st_mode & 0o7777)
+    if broken or fallback:
+        return InstallResult(path, True, "repaired", was_broken=broken or f"{command} was gone")
     return InstallResult(path, True, "updated")
 
 
@@ -284,8 +304,51 @@ def remove(name: str, start: Path | str | None = None) -> tuple[Path, bool]:
     return path, True
 
 
+def _unquote(text: str, at: int) -> str:
+    """The single-quoted shell word starting at TEXT[AT] (as _quote writes it)."""
+    out, i = [], at + 1
+    while i < len(text):
+        end = text.find("'", i)
+        if end < 0:
+            return "".join(out) + text[i:]
+        out.append(text[i:end])
+        if text.startswith("'\\''", end):
+            out.append("'")
+            i = end + 4
+            continue
+        return "".join(out)
+    return "".join(out)
+
+
+def _diagnose(block: str) -> tuple[str | None, bool, str | None, str | None]:
+    """(pinned command, it exists, why the block is broken, the PATH fallback it runs instead)."""
+    at = block.find(PIN)
+    if at >= 0:  # the current, self-contained block
+        command = _unquote(block, at + len(PIN))
+        if os.access(command, os.X_OK):
+            return command, True, None, None
+        fallback = shutil.which("nexusmem")
+        if fallback:
+            return command, False, None, fallback
+        return command, False, f"{command} is gone and no nexusmem is on PATH: the hook skips itself", None
+    # An older block ran a body file inside the install (NEXUSMEM_BIN=... /bin/sh 'body'); when that file
+    # is gone /bin/sh cannot open it and every commit fails.
+    command = None
+    marker = "NEXUSMEM_BIN='"
+    at = block.find(marker)
+    if at >= 0:
+        command = _unquote(block, at + len(marker) - 1)
+    body_at = block.find("/bin/sh '")
+    body = _unquote(block, body_at + len("/bin/sh ")) if body_at >= 0 else None
+    if body is not None and not Path(body).is_file():
+        return command, False, f"it runs {body}, which is gone: every commit fails", None
+    if command is not None and not os.access(command, os.X_OK):
+        return command, False, f"{command} is gone: the hook does nothing", None
+    return command, True, None, None
+
+
 def status(name: str, start: Path | str | None = None) -> HookState:
-    """Where hook NAME lives and whether (and how) our block is in it."""
+    """Where hook NAME lives, whether (and how) our block is in it, and whether what it runs still exists."""
     _check_name(name)
     path = hooks_dir(start) / name
     exists = path.exists()
@@ -295,12 +358,11 @@ def status(name: str, start: Path | str | None = None) -> HookState:
     except GitHookError:
         found = None
     command: str | None = None
+    command_exists = False
+    broken = fallback = None
     if found is not None:
         text = data[found[0] : found[1]].decode("utf-8", "replace")
-        marker = "NEXUSMEM_BIN='"
-        at = text.find(marker)
-        if at >= 0:
-            command = text[at + len(marker) : text.find("'", at + len(marker))]
+        command, command_exists, broken, fallback = _diagnose(text)
     flags = found[2] if found else ()
     how = None
     if found is not None:
@@ -314,5 +376,25 @@ def status(name: str, start: Path | str | None = None) -> HookState:
         strict=FLAG_STRICT in flags,
         executable=exists and os.access(path, os.X_OK),
         command=command,
-        command_exists=bool(command) and Path(command or "").is_file(),
+        command_exists=command_exists,
+        broken=broken,
+        fallback=fallback,
+    )
+
+
+def pinned_only_warning() -> str | None:
+    """Why the hook will break when this install goes, when `nexusmem` on PATH is not this install.
+
+    `uvx` and similar run NexusMem from a cache path that is cleaned up later; a hook can then only fall
+    back to a `nexusmem` on PATH, and there is none (or another one).
+    """
+    script = console_script()
+    found = shutil.which("nexusmem")
+    if found and os.path.realpath(found) == os.path.realpath(script):
+        return None
+    where = f"the nexusmem on PATH is {found}" if found else "no nexusmem is on PATH"
+    return (
+        f"the hook runs {script}, and {where}: if that path goes away (a uvx cache, a deleted virtualenv) the"
+        " hook skips itself with a message. Install NexusMem with `pipx install` or `uv tool install` so the"
+        " hook can find it on PATH."
     )
