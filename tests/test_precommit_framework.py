@@ -1,6 +1,6 @@
 """The real pre-commit framework installing this repository's hooks from a clone of HEAD and running them on
-real commits. Needs network to PyPI the first time (pre-commit builds a virtualenv from the repository);
-one PRE_COMMIT_HOME is shared across the module so that happens once."""
+real commits. The hooks are `language: script`: pre-commit builds no environment, and they run the user's own
+`nexusmem` from PATH (here: the one next to this Python), or say in one line that there is none."""
 
 from __future__ import annotations
 
@@ -52,8 +52,12 @@ def _config(source: Path, sha: str, *hook_ids: str) -> str:
     return f"repos:\n  - repo: {source}\n    rev: {sha}\n    hooks:\n{hooks}"
 
 
-def _run(repo: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PRE_COMMIT_HOME=str(cache), PRE_COMMIT_COLOR="never")
+USER_PATH = f"{Path(sys.executable).parent}:/usr/bin:/bin"  # the user's nexusmem, git and sh
+BARE_PATH = "/usr/bin:/bin"  # no nexusmem anywhere
+
+
+def _run(repo: Path, cache: Path, *args: str, path: str = USER_PATH) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PRE_COMMIT_HOME=str(cache), PRE_COMMIT_COLOR="never", PATH=path)
     return subprocess.run(
         list(args), cwd=repo, capture_output=True, text=True, env=env, check=False, timeout=300
     )
@@ -84,11 +88,10 @@ def test_framework_runs_precheck_advisory_then_strict_then_post_commit_sync(
         repo, cache, str(PRE_COMMIT), "install", "--hook-type", "pre-commit", "--hook-type", "post-commit"
     )
     assert installed.returncode == 0, installed.stderr + installed.stdout
-    # Build the hook environment once, outside any commit (it is the slow part: pip from PyPI).
     built = _run(repo, cache, str(PRE_COMMIT), "install-hooks")
     assert built.returncode == 0, built.stderr + built.stdout
-    # Sync with the nexusmem the hooks run (the committed code), so both agree on the database schema.
-    hook_script = max(cache.glob("repo*/py_env-*/bin/nexusmem"), key=lambda p: p.stat().st_mtime)
+    assert not list(cache.glob("repo*/py_env-*")), "the framework route must not build a Python environment"
+    hook_script = Path(sys.executable).parent / "nexusmem"  # the user's own install, as the hooks run it
     _plant_failure(repo)
     subprocess.run([str(hook_script), "sync", "-q"], cwd=repo, env=dict(os.environ), check=True)
 
@@ -132,3 +135,42 @@ def test_framework_runs_precheck_advisory_then_strict_then_post_commit_sync(
     shown = strict.stdout + strict.stderr
     assert "nexusmem precheck (strict)" in shown and "Failed" in shown
     assert "src/cache.py: `mypy src/cache.py` failed (exit 1)" in shown
+
+
+def test_framework_hooks_without_nexusmem_on_path_let_the_commit_through(
+    repo: Path, hook_repo: tuple[Path, str, Path]
+) -> None:
+    source, sha, cache = hook_repo
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(_config(source, sha, "nexusmem-precheck-strict", "nexusmem-sync"), encoding="utf-8")
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n"})
+    installed = _run(
+        repo, cache, str(PRE_COMMIT), "install", "--hook-type", "pre-commit", "--hook-type", "post-commit"
+    )
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    subprocess.run([str(Path(sys.executable).parent / "nexusmem"), "sync", "-q"], cwd=repo, check=True)
+    _plant_failure(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    done = _run(repo, cache, "git", "commit", "-m", "change cache", path=BARE_PATH)
+    shown = done.stdout + done.stderr
+    assert done.returncode == 0, shown  # strict, a known failure, but NexusMem is absent: fail open
+    assert "nexusmem: precheck skipped: nexusmem is not installed nor on PATH" in shown
+    assert "nexusmem: memory not updated: nexusmem is not installed nor on PATH" in shown
+
+
+def test_framework_sync_builds_the_memory_on_the_first_commit(
+    repo: Path, hook_repo: tuple[Path, str, Path]
+) -> None:
+    source, sha, cache = hook_repo
+    (repo / ".pre-commit-config.yaml").write_text(_config(source, sha, "nexusmem-sync"), encoding="utf-8")
+    installed = _run(repo, cache, str(PRE_COMMIT), "install", "--hook-type", "post-commit")
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    git(repo, "add", ".pre-commit-config.yaml")
+    first = _run(repo, cache, "git", "commit", "-m", "feat: first")
+    assert first.returncode == 0 and "building it in the background" in first.stdout + first.stderr
+    db = repo / ".nexusmem" / "memory.db"
+    deadline = time.monotonic() + 60
+    while not (db.exists() and (repo / ".nexusmem" / "auto-sync.log").read_text().count("done")):
+        assert time.monotonic() < deadline, (repo / ".nexusmem" / "auto-sync.log").read_text()
+        time.sleep(0.3)
