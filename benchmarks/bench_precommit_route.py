@@ -47,7 +47,7 @@ def main() -> None:
         (base / "home").mkdir()
         hooks = base / "hooks-src"
         subprocess.run(["git", "clone", "-q", args.source, str(hooks)], check=True, env=env)
-        sha = run(["git", "rev-parse", args.rev], hooks, env).stdout.strip()
+        sha = run(["git", "rev-parse", args.rev], Path(args.source), env).stdout.strip()
         repo = base / "repo"
         repo.mkdir()
         run(["git", "init", "-q", "-b", "main"], repo, env)
