@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "mark-stale": "nexusmem.cli.hygiene:mark_stale_cmd",
     "review": "nexusmem.cli.hygiene:review_cmd",
     "show": "nexusmem.cli.show:show_cmd",
+    "doctor": "nexusmem.cli.maintain:doctor_cmd",
+    "uninstall": "nexusmem.cli.maintain:uninstall_cmd",
 }
 
 

@@ -194,6 +194,13 @@ def install(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, bo
     return path, True
 
 
+def is_installed(shell: str, environ: dict[str, str] | None = None) -> bool:
+    """Whether SHELL's rc file holds our block (ShellHookError when it holds a broken one)."""
+    path = rc_file(normalise_shell(shell), environ)
+    text = _read(path)
+    return text is not None and _find_block(text, path) is not None
+
+
 def remove(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, bool]:
     """Take the hook block out of SHELL's rc file. Returns (rc file, True if it changed anything)."""
     shell = normalise_shell(shell)

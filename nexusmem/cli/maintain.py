@@ -1,0 +1,90 @@
+"""`nexusmem doctor` and `nexusmem uninstall`. Thin: parse, call nexusmem.doctor / nexusmem.install.uninstall,
+print."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import library_errors
+
+
+@click.command("doctor")
+@repo_option
+@click.option("--json", "as_json", is_flag=True, help="Print every check as JSON.")
+@click.pass_context
+@library_errors
+def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
+    """Check hooks, store, backends and registry; print each problem with the command that fixes it.
+
+    Exit 1 when there is a problem, 0 otherwise.
+
+    \b
+    Example:
+        nexusmem doctor
+    """
+    from nexusmem import doctor
+
+    checks = doctor.run(root_of(ctx))
+    problems = [c for c in checks if not c.ok]
+    if as_json:
+        out = {"ok": not problems, "problems": len(problems), "checks": [c.to_json() for c in checks]}
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for check in checks:
+            mark = "ok     " if check.ok else "PROBLEM"
+            click.echo(f"{mark} {check.area:<10} {check.detail}")
+            if check.fix:
+                click.echo(f"        fix: {check.fix}")
+        click.echo(f"{len(problems)} problem(s)." if problems else "No problems found.")
+    if problems:
+        ctx.exit(1)
+
+
+@click.command("uninstall")
+@repo_option
+@click.option(
+    "--all-projects", is_flag=True, help="Also remove the git hooks of every registered repository."
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
+@click.pass_context
+@library_errors
+def uninstall_cmd(ctx: click.Context, all_projects: bool, dry_run: bool) -> None:
+    """Remove every shell hook and this repository's git hooks (byte for byte); keep the memories.
+
+    \b
+    Examples:
+        nexusmem uninstall --dry-run
+        nexusmem uninstall --all-projects
+    """
+    from nexusmem.install import uninstall
+
+    plan = uninstall.uninstall(root_of(ctx), all_projects=all_projects, dry_run=dry_run)
+    verb = "Would remove" if dry_run else "Removed"
+    for step in plan.removed:
+        click.echo(f"{verb} the {step.detail} {step.what} from {step.path}")
+    if not plan.removed:
+        click.echo(
+            "No NexusMem hook is installed" + ("" if all_projects else " here (try --all-projects)") + "."
+        )
+    for error in plan.errors:
+        click.echo(f"Could not remove: {error}", err=True)
+    if plan.framework:
+        click.echo("\nThe pre-commit framework runs NexusMem hooks; take these lines out yourself:")
+        for config, line_no, line in plan.framework:
+            click.echo(f"  {config}:{line_no}: {line.strip()}")
+    if plan.memories:
+        click.echo("\nKept the memories (delete them to forget everything):")
+        for folder in plan.memories:
+            click.echo(f"  {folder}")
+        click.echo("  rm -rf " + " ".join(shlex.quote(str(f)) for f in plan.memories))
+    click.echo(
+        "\nThen remove the package: `pipx uninstall nexusmem`, `uv tool uninstall nexusmem` or"
+        " `pip uninstall nexusmem`; and any MCP entry you added to an agent (`claude mcp remove nexusmem`)."
+    )
+    if plan.errors:
+        ctx.exit(1)

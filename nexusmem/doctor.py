@@ -1,0 +1,290 @@
+"""`nexusmem doctor`: is everything NexusMem installed still wired up? Each problem comes with its fix.
+
+Fast on purpose (it is what you run when something feels off): no embedder is loaded (the builtin model is
+only looked up), the store is opened read-only for `PRAGMA quick_check`, and a model server is probed with
+one socket connect (0.5 s timeout) only when the project is configured to use one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import socket
+import stat
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from nexusmem import paths, registry
+from nexusmem.errors import NexusMemError
+from nexusmem.install import git_hooks, shell_hooks, uninstall
+
+# A log line newer than this counts as "recording"; older is worth a note (not a problem: maybe that shell
+# is simply not used).
+RECENT_SECONDS = 7 * 24 * 3600
+LOG_TAIL_BYTES = 256 * 1024
+# quick_check reads every page (~36 ms/MB here, see store/health.py): bounded so doctor stays quick on a
+# very large store, which is then reported as not checked rather than as a problem.
+DOCTOR_CHECK_SECONDS = 10.0
+
+
+@dataclass
+class Check:
+    area: str  # "shell" | "git" | "pre-commit" | "store" | "backend" | "embedder" | "registry"
+    ok: bool
+    detail: str
+    fix: str | None = None  # the command that fixes it (problems only)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _sourced_script(shell: str) -> Path | None:
+    """The script path the installed rc block sources, or None."""
+    path = shell_hooks.rc_file(shell)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    at = text.find(shell_hooks.BEGIN)
+    if at < 0:
+        return None
+    lines = text[at:].splitlines()
+    if len(lines) < 3:
+        return None
+    line = lines[2]
+    try:
+        if shell == "pwsh":
+            return Path(line.split("'")[1].replace("''", "'"))
+        return Path(shlex.split(line)[2])
+    except (ValueError, IndexError):
+        return None
+
+
+def _last_record_per_shell(log: Path) -> dict[str, int]:
+    """Epoch ms of the newest line of each shell in the tail of the hooks' log."""
+    try:
+        with log.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - LOG_TAIL_BYTES))
+            tail = handle.read()
+    except OSError:
+        return {}
+    newest: dict[str, int] = {}
+    for raw in tail.splitlines():
+        try:
+            line = json.loads(raw)
+            shell, ts = str(line["shell"]), int(line["ts"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        newest[shell] = max(ts, newest.get(shell, 0))
+    return newest
+
+
+def _ago(ms: int) -> str:
+    seconds = max(0, time.time() - ms / 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{seconds:.0f} s ago"
+
+
+def check_shells() -> list[Check]:
+    checks = []
+    last = _last_record_per_shell(paths.shell_log_path())
+    for shell in shell_hooks.SHELLS:
+        try:
+            if not shell_hooks.is_installed(shell):
+                continue
+        except shell_hooks.ShellHookError as exc:
+            checks.append(Check("shell", False, str(exc), f"nexusmem hook remove --shell {shell}"))
+            continue
+        rc = shell_hooks.rc_file(shell)
+        script = _sourced_script(shell)
+        if script is None or not script.is_file():
+            checks.append(
+                Check(
+                    "shell",
+                    False,
+                    f"{shell}: {rc} sources {script}, which is gone: nothing is recorded",
+                    f"nexusmem hook remove --shell {shell} && nexusmem hook install --shell {shell}",
+                )
+            )
+            continue
+        seen = last.get(shell)
+        when = f"last recorded {_ago(seen)}" if seen else "nothing recorded from it yet"
+        stale = seen is not None and time.time() - seen / 1000 > RECENT_SECONDS
+        checks.append(
+            Check("shell", True, f"{shell}: hook in {rc}, {when}" + (" (a while ago)" if stale else ""))
+        )
+    return checks
+
+
+def check_git(root: Path) -> list[Check]:
+    checks = []
+    for name, verb in (("pre-commit", "git"), ("post-commit", "git-post")):
+        state = git_hooks.status(name, root)
+        if not state.installed:
+            continue
+        fix = f"nexusmem hook {verb} install"
+        if state.broken:
+            checks.append(Check("git", False, f"{state.path}: {state.broken}", fix))
+        elif state.fallback:
+            detail = f"{state.path}: {state.command} is gone; the hook runs {state.fallback} from PATH"
+            checks.append(Check("git", False, detail, fix))
+        elif not state.executable:
+            checks.append(Check("git", False, f"{state.path} is not executable", f"chmod +x {state.path}"))
+        else:
+            checks.append(Check("git", True, f"{name}: runs {state.command}"))
+    entries = uninstall.framework_entries(root)
+    if entries:
+        config = entries[0][0]
+        found = shutil.which("nexusmem")
+        if found:
+            checks.append(Check("pre-commit", True, f"{config}: its nexusmem hooks run {found}"))
+        else:
+            detail = f"{config} runs nexusmem hooks, but no nexusmem is on PATH: they skip themselves"
+            checks.append(Check("pre-commit", False, detail, "pipx install /path/to/nexusmem"))
+        text = config.read_text(encoding="utf-8")
+        for line in text.splitlines():
+            value = line.strip().removeprefix("-").strip()
+            if value.startswith("repo:"):
+                repo = value[5:].strip().strip("'\"")
+                if repo.startswith(("/", "~")) and not Path(repo).expanduser().exists():
+                    detail = f"{config}: repo {repo} does not exist"
+                    checks.append(Check("pre-commit", False, detail, f"edit {config}"))
+    return checks
+
+
+def _mode_check(path: Path, want: int) -> Check | None:
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return None
+    if mode & ~want:
+        return Check("store", False, f"{path} is {mode:04o}, readable by others", f"chmod {want:o} {path}")
+    return None
+
+
+def check_store(root: Path) -> list[Check]:
+    from nexusmem.store import health
+
+    checks = []
+    state = paths.state_dir(root)
+    db = paths.db_path(root)
+    if not db.exists():
+        return [Check("store", False, f"{root} has no memory yet", f"nexusmem -C {root} sync")]
+    try:
+        result = health.check_file(db, DOCTOR_CHECK_SECONDS)
+        if result == []:
+            checks.append(Check("store", True, f"{db}: quick_check ok"))
+        elif result is None:
+            detail = f"{db}: quick_check did not finish in {DOCTOR_CHECK_SECONDS:.0f} s (a large store); not checked"
+            checks.append(Check("store", True, detail))
+        else:
+            detail = f"{db}: quick_check found {'; '.join(result[:3])}"
+            checks.append(Check("store", False, detail, f"nexusmem -C {root} sync --rebuild"))
+    except Exception as exc:  # a file that is not a database at all
+        checks.append(
+            Check("store", False, f"{db}: cannot be read ({exc})", f"nexusmem -C {root} sync --rebuild")
+        )
+    wanted = [(state, 0o700), (paths.config_path(root), 0o600)]
+    wanted += [(db.with_name(db.name + s), 0o600) for s in ("", "-wal", "-shm")]
+    wanted += [(paths.user_dir(), 0o700), (paths.shell_log_path(), 0o600), (paths.registry_path(), 0o600)]
+    for path, want in wanted:
+        problem = _mode_check(path, want)
+        if problem:
+            checks.append(problem)
+    return checks
+
+
+def check_backend() -> list[Check]:
+    from nexusmem.store import connection, vectors
+
+    checks = [
+        Check("backend", True, f"SQLite driver {connection.DRIVER} (SQLite {connection.sqlite_version()})")
+    ]
+    try:
+        version = vectors.vec0_version()
+        checks.append(Check("backend", True, f"sqlite-vec {version} loads"))
+    except Exception as exc:
+        fix = "pip install --force-reinstall sqlite-vec sqlean.py  (in NexusMem's environment)"
+        checks.append(Check("backend", False, f"sqlite-vec does not load: {exc}; search is BM25-only", fix))
+    return checks
+
+
+def check_embedder(root: Path | None) -> list[Check]:
+    section: dict[str, Any] = {}
+    if root is not None and paths.config_path(root).exists():
+        try:
+            data = json.loads(paths.config_path(root).read_text(encoding="utf-8"))
+            section = dict(data.get("embedding", {}))
+        except (OSError, ValueError, AttributeError) as exc:
+            return [Check("embedder", False, f"{paths.config_path(root)}: {exc}", "fix the file by hand")]
+    provider = section.get("provider", "builtin")
+    if provider == "none":
+        return [Check("embedder", True, "provider none: keyword search only")]
+    if provider == "builtin":
+        if importlib.util.find_spec("wordllama") is None:
+            fix = "pip install wordllama  (in NexusMem's environment)"
+            return [Check("embedder", False, "builtin model (wordllama) is not installed", fix)]
+        return [Check("embedder", True, "builtin wordllama is installed")]
+    url = str(section.get("url") or "http://127.0.0.1:11434")
+    parsed = urlparse(url)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            pass
+    except OSError as exc:
+        fix = "start it (`ollama serve`) or set embedding.provider to builtin in .nexusmem/config.json"
+        return [Check("embedder", False, f"{provider} at {url} is unreachable ({exc})", fix)]
+    return [Check("embedder", True, f"{provider} at {url} answers")]
+
+
+def check_registry(root: Path | None) -> list[Check]:
+    checks = []
+    path = paths.registry_path()
+    if path.exists():
+        try:
+            json.loads(path.read_text(encoding="utf-8"))["projects"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            fix = f"mv {path} {path}.bad  (every project registers again on its next sync)"
+            return [Check("registry", False, f"{path} is corrupt ({exc})", fix)]
+    entries = registry.load()
+    known = set()
+    for entry in entries:
+        where = Path(str(entry.get("root")))
+        known.add(str(where))
+        if not paths.db_path(where).exists():
+            detail = f"registered project {where} has no memory any more"
+            checks.append(Check("registry", False, detail, "nexusmem projects --prune"))
+    if root is not None and paths.db_path(root).exists() and str(root) not in known:
+        checks.append(
+            Check("registry", False, f"{root} has a memory but is not registered", f"nexusmem -C {root} init")
+        )
+    if not checks:
+        checks.append(Check("registry", True, f"{len(entries)} project(s) registered"))
+    return checks
+
+
+def run(start: Path | None) -> list[Check]:
+    """Every check, for the repository containing START (when there is one) and the machine."""
+    root: Path | None = None
+    if start is not None:
+        try:
+            root = paths.repo_root(start)
+        except NexusMemError:
+            root = None
+    checks = check_shells()
+    if root is not None:
+        checks += check_git(root)
+        checks += check_store(root)
+    checks += check_backend()
+    checks += check_embedder(root)
+    checks += check_registry(root)
+    return checks

@@ -1,0 +1,148 @@
+"""`nexusmem doctor` on a real repository with planted problems, and `nexusmem uninstall` on real rc files and
+real git hooks (every file byte-identical to before install)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from nexusmem import paths, sync
+
+from conftest import commit, git
+from helpers import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def doctor_json(repo: Path) -> tuple[int, dict[str, object]]:
+    result = run_cli("-C", str(repo), "doctor", "--json", ok=False)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def tighten(repo: Path) -> None:
+    """Modes as they should be, so that only what a test plants is reported."""
+    for path in [paths.state_dir(repo), paths.user_dir()]:
+        path.chmod(0o700)
+    for path in paths.state_dir(repo).iterdir():
+        if path.is_file():
+            path.chmod(0o600)
+
+
+def test_doctor_reports_each_planted_problem_with_its_fix_and_passes_once_fixed(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    tighten(repo)
+    code, report = doctor_json(repo)
+    assert code == 0 and report["problems"] == 0, report
+
+    # 1. a dead hook path (the install it pinned is gone, and none is on PATH)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(re.sub(r"nexusmem_pinned='[^']*'", "nexusmem_pinned='/gone/bin/nexusmem'", hook.read_text()))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    # 2. a database readable by others
+    (repo / ".nexusmem" / "memory.db").chmod(0o644)
+    # 3. the registry lost this project's entry
+    registry = paths.registry_path()
+    registry.write_text(json.dumps({"version": 1, "projects": []}), encoding="utf-8")
+
+    code, report = doctor_json(repo)
+    problems = [c for c in report["checks"] if not c["ok"]]  # type: ignore[union-attr]
+    # SQLite gives a new -wal file the database's mode: the 0644 shows up on both.
+    assert code == 1 and sorted({c["area"] for c in problems}) == ["git", "registry", "store"], problems
+    assert all("memory.db" in c["detail"] for c in problems if c["area"] == "store")
+    by_area: dict[str, dict[str, str]] = {}
+    for c in problems:
+        by_area.setdefault(c["area"], c)
+    assert "/gone/bin/nexusmem is gone" in by_area["git"]["detail"]
+    assert by_area["git"]["fix"] == "nexusmem hook git install"
+    assert "memory.db is 0644" in by_area["store"]["detail"]
+    assert by_area["store"]["fix"] == f"chmod 600 {repo / '.nexusmem' / 'memory.db'}"
+    assert "not registered" in by_area["registry"]["detail"]
+    assert by_area["registry"]["fix"] == f"nexusmem -C {repo} init"
+    text = run_cli("-C", str(repo), "doctor", ok=False)
+    assert text.exit_code == 1 and "fix: nexusmem hook git install" in text.stdout
+
+    # Each printed fix, applied, clears its problem.
+    run_cli("-C", str(repo), "hook", "git", "install")
+    for c in problems:
+        if c["area"] == "store":
+            os.system(c["fix"])  # the printed chmod commands, as a user would paste them
+    run_cli("-C", str(repo), "init")
+    registry.chmod(0o600)
+    code, report = doctor_json(repo)
+    assert code == 0, report
+
+
+def test_doctor_flags_a_corrupt_store(repo: Path) -> None:
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    tighten(repo)
+    db = repo / ".nexusmem" / "memory.db"
+    data = bytearray(db.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # the first page's b-tree header
+    db.write_bytes(bytes(data))
+    code, report = doctor_json(repo)
+    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
+    assert code == 1 and store and store[0]["fix"] == f"nexusmem -C {repo} sync --rebuild"
+
+
+def snapshot(files: list[Path]) -> dict[Path, bytes | None]:
+    return {f: f.read_bytes() if f.exists() else None for f in files}
+
+
+def test_uninstall_restores_every_file_byte_for_byte(repo: Path, tmp_path: Path, isolated_home: Path) -> None:
+    home = isolated_home
+    bashrc, zshrc = home / ".bashrc", home / ".zshrc"
+    fish = home / ".config" / "fish" / "config.fish"
+    bashrc.write_bytes(b"# my bashrc\r\nalias ll='ls -l'\r\n")
+    zshrc.write_bytes(b"export EDITOR=vim")  # no trailing newline
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    commit(other, "feat: other", {"b.py": "y = 1\n"})
+    pre = repo / ".git" / "hooks" / "pre-commit"
+    pre.write_bytes(b"#!/bin/sh\necho foreign\n")
+    pre.chmod(0o755)
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text("repos:\n  - repo: local\n    hooks:\n      - id: nexusmem-precheck\n", encoding="utf-8")
+    watched = [bashrc, zshrc, fish, pre, repo / ".git/hooks/post-commit", config]
+    watched += [other / ".git/hooks/pre-commit", other / ".git/hooks/post-commit"]
+    before = snapshot(watched)
+
+    for shell in ("bash", "zsh", "fish"):
+        run_cli("hook", "install", "--shell", shell)
+    for where in (repo, other):
+        sync.sync(where, embed=False)
+        run_cli("-C", str(where), "hook", "git", "install")
+        run_cli("-C", str(where), "hook", "git-post", "install")
+    installed = snapshot(watched)
+    assert all(installed[f] != before[f] for f in watched if f != config)
+
+    dry = run_cli("-C", str(repo), "uninstall", "--dry-run").stdout
+    assert snapshot(watched) == installed  # a dry run changes nothing
+    assert "Would remove the bash shell hook" in dry and f"{pre}" in dry
+
+    out = run_cli("-C", str(repo), "uninstall").stdout
+    after = snapshot(watched)
+    for f in (bashrc, zshrc, fish, pre, repo / ".git/hooks/post-commit"):
+        assert after[f] == before[f], f
+    assert after[other / ".git/hooks/pre-commit"] == installed[other / ".git/hooks/pre-commit"]  # not asked
+    # The committed framework config is not edited: the line to take out is printed.
+    assert after[config] == before[config]
+    assert f"{config}:4: - id: nexusmem-precheck" in out
+    # The memories stay, and the way to delete them is said.
+    assert (repo / ".nexusmem").is_dir() and (other / ".nexusmem").is_dir()
+    assert f"rm -rf {repo / '.nexusmem'} {other / '.nexusmem'} {paths.user_dir()}" in out
+
+    run_cli("-C", str(repo), "uninstall", "--all-projects")
+    assert snapshot(watched) == before
+    assert "No NexusMem hook is installed." in run_cli("uninstall", "--all-projects").stdout
+    assert os.access(pre, os.X_OK)
