@@ -33,6 +33,20 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Like click's, plus "did you mean" for a mistyped command name (difflib, no extra dependency)."""
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and name not in COMMANDS and not name.startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(name, list(COMMANDS), n=3, cutoff=0.6)
+            if close:
+                hint = " or ".join(f"'{c}'" for c in close)
+                ctx.fail(f"No such command '{name}'. Did you mean {hint}?")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):

@@ -26,6 +26,15 @@ See docs/mcp.md for Cursor, VS Code and Codex configuration.
 )
 def mcp_cmd(log_level: str) -> None:
     """Run the MCP server on stdin/stdout: search_memory, sync_project, get_status, get_memory."""
+    import sys
+
+    if sys.stdin.isatty():
+        # Started by hand: it waits silently for JSON-RPC, which looks like a hang without this line.
+        click.echo(
+            "nexusmem mcp speaks the Model Context Protocol on stdin/stdout: start it from an agent"
+            " (see `nexusmem mcp --help`); Ctrl-D or Ctrl-C stops it.",
+            err=True,
+        )
     # Imported here: the MCP SDK takes about a second to import and no other command needs it.
     from nexusmem.mcp_server import serve
 
