@@ -25,11 +25,52 @@ from nexusmem.embed.index import BODY_CHARS, embed_pending, node_text
 from nexusmem.nodes import Node
 from nexusmem.store.db import open_store
 
-WORDS = (
-    "cache retry budget timeout upload parser config lock writer reader index query token budget shell "
-    "hook commit diff docs sync vector model server client socket thread queue worker flush journal wal "
-    "schema migration cursor registry project redact secret prompt history rank score recency signal"
-).split()
+WORDS = [
+    "cache",
+    "retry",
+    "budget",
+    "timeout",
+    "upload",
+    "parser",
+    "config",
+    "lock",
+    "writer",
+    "reader",
+    "index",
+    "query",
+    "token",
+    "budget",
+    "shell",
+    "hook",
+    "commit",
+    "diff",
+    "docs",
+    "sync",
+    "vector",
+    "model",
+    "server",
+    "client",
+    "socket",
+    "thread",
+    "queue",
+    "worker",
+    "flush",
+    "journal",
+    "wal",
+    "schema",
+    "migration",
+    "cursor",
+    "registry",
+    "project",
+    "redact",
+    "secret",
+    "prompt",
+    "history",
+    "rank",
+    "score",
+    "recency",
+    "signal",
+]
 
 
 def make_nodes(count: int) -> list[Node]:
@@ -61,28 +102,29 @@ class Replay:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--nodes", type=int, default=60_000)
     args = parser.parse_args()
     config = {"embedding": {"provider": "builtin"}}
     provider = from_config(config)
     assert provider is not None
     provider.embed(["warm up the model"])
-    with tempfile.TemporaryDirectory() as tmp:
-        with open_store(Path(tmp) / "memory.db", create=True) as store:
-            with store.transaction():
-                store.upsert(make_nodes(args.nodes))
-            rows = store.unembedded(0, args.nodes, BODY_CHARS)
-            texts = [node_text(title, body) for _s, _h, title, body in rows]
-            vectors: list[list[float]] = []
-            t0 = time.perf_counter()
-            for at in range(0, len(texts), DEFAULT_BATCH):
-                vectors.extend(list(v) for v in provider.embed(texts[at : at + DEFAULT_BATCH]))
-            model = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            summary = embed_pending(store, config, provider=Replay(provider, vectors))  # type: ignore[arg-type]
-            rest = time.perf_counter() - t0
-            assert summary.embedded == args.nodes, summary
+    with tempfile.TemporaryDirectory() as tmp, open_store(Path(tmp) / "memory.db", create=True) as store:
+        with store.transaction():
+            store.upsert(make_nodes(args.nodes))
+        rows = store.unembedded(0, args.nodes, BODY_CHARS)
+        texts = [node_text(title, body) for _s, _h, title, body in rows]
+        vectors: list[list[float]] = []
+        t0 = time.perf_counter()
+        for at in range(0, len(texts), DEFAULT_BATCH):
+            vectors.extend(list(v) for v in provider.embed(texts[at : at + DEFAULT_BATCH]))
+        model = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        summary = embed_pending(store, config, provider=Replay(provider, vectors))  # type: ignore[arg-type]
+        rest = time.perf_counter() - t0
+        assert summary.embedded == args.nodes, summary
     print(f"{args.nodes} nodes, batch {DEFAULT_BATCH}")
     print(f"model alone:                 {model:.2f} s ({args.nodes / model:,.0f} texts/s)")
     print(f"the pass besides the model:  {rest:.2f} s")

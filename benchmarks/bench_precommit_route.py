@@ -32,7 +32,9 @@ def du_mb(path: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rev", default="HEAD")
     parser.add_argument("--source", default=str(HERE))
     args = parser.parse_args()

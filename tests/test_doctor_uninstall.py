@@ -44,7 +44,9 @@ def test_doctor_reports_each_planted_problem_with_its_fix_and_passes_once_fixed(
 
     # 1. a dead hook path (the install it pinned is gone, and none is on PATH)
     hook = repo / ".git" / "hooks" / "pre-commit"
-    hook.write_text(re.sub(r"nexusmem_pinned='[^']*'", "nexusmem_pinned='/gone/bin/nexusmem'", hook.read_text()))
+    hook.write_text(
+        re.sub(r"nexusmem_pinned='[^']*'", "nexusmem_pinned='/gone/bin/nexusmem'", hook.read_text())
+    )
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     # 2. a database readable by others
     (repo / ".nexusmem" / "memory.db").chmod(0o644)
@@ -112,7 +114,9 @@ def test_uninstall_restores_every_file_byte_for_byte(repo: Path, tmp_path: Path,
     pre.write_bytes(b"#!/bin/sh\necho foreign\n")
     pre.chmod(0o755)
     config = repo / ".pre-commit-config.yaml"
-    config.write_text("repos:\n  - repo: local\n    hooks:\n      - id: nexusmem-precheck\n", encoding="utf-8")
+    config.write_text(
+        "repos:\n  - repo: local\n    hooks:\n      - id: nexusmem-precheck\n", encoding="utf-8"
+    )
     watched = [bashrc, zshrc, fish, pre, repo / ".git/hooks/post-commit", config]
     watched += [other / ".git/hooks/pre-commit", other / ".git/hooks/post-commit"]
     before = snapshot(watched)

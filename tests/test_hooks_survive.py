@@ -96,7 +96,9 @@ def test_deleted_install_never_fails_a_commit_and_says_what_to_do(
     lines = done.stderr.splitlines()
     assert len(lines) == 2, done.stderr  # one line per hook
     assert lines[0].startswith("nexusmem: precheck skipped: nexusmem is not installed (the hook ran")
-    assert "run `nexusmem hook git install`, or delete the nexusmem block from .git/hooks/pre-commit" in lines[0]
+    assert (
+        "run `nexusmem hook git install`, or delete the nexusmem block from .git/hooks/pre-commit" in lines[0]
+    )
     assert lines[1].startswith("nexusmem: memory not updated:") and "hook git-post install" in lines[1]
 
     # status says broken, not installed (no nexusmem on PATH for this process either).

@@ -21,11 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import tree_sitter as ts
+import tree_sitter_powershell as tsp
 
 from nexusmem.install import shell_hooks
-
-ts = pytest.importorskip("tree_sitter")
-tsp = pytest.importorskip("tree_sitter_powershell")
 
 SCRIPT = shell_hooks.hook_script("pwsh")
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,7 +178,7 @@ BODY = {
     "fish": 'source "$NX_SCRIPT"; printf "%s" (__nexusmem_escape "$NX_IN")',
 }
 TRICKY = [
-    'echo "double" \'single\'',
+    "echo \"double\" 'single'",
     "back\\slash C:\\Users\\x \\n literally",
     "tab\there\nnewline\r\nCRLF",
     "bell\x07 esc\x1b[31m unit\x1f del\x7f",

@@ -306,7 +306,8 @@ def remove(name: str, start: Path | str | None = None) -> tuple[Path, bool]:
 
 def _unquote(text: str, at: int) -> str:
     """The single-quoted shell word starting at TEXT[AT] (as _quote writes it)."""
-    out, i = [], at + 1
+    out: list[str] = []
+    i = at + 1
     while i < len(text):
         end = text.find("'", i)
         if end < 0:
@@ -333,18 +334,16 @@ def _diagnose(block: str) -> tuple[str | None, bool, str | None, str | None]:
         return command, False, f"{command} is gone and no nexusmem is on PATH: the hook skips itself", None
     # An older block ran a body file inside the install (NEXUSMEM_BIN=... /bin/sh 'body'); when that file
     # is gone /bin/sh cannot open it and every commit fails.
-    command = None
     marker = "NEXUSMEM_BIN='"
     at = block.find(marker)
-    if at >= 0:
-        command = _unquote(block, at + len(marker) - 1)
+    old: str | None = _unquote(block, at + len(marker) - 1) if at >= 0 else None
     body_at = block.find("/bin/sh '")
     body = _unquote(block, body_at + len("/bin/sh ")) if body_at >= 0 else None
     if body is not None and not Path(body).is_file():
-        return command, False, f"it runs {body}, which is gone: every commit fails", None
-    if command is not None and not os.access(command, os.X_OK):
-        return command, False, f"{command} is gone: the hook does nothing", None
-    return command, True, None, None
+        return old, False, f"it runs {body}, which is gone: every commit fails", None
+    if old is not None and not os.access(old, os.X_OK):
+        return old, False, f"{old} is gone: the hook does nothing", None
+    return old, True, None, None
 
 
 def status(name: str, start: Path | str | None = None) -> HookState:
@@ -359,7 +358,8 @@ def status(name: str, start: Path | str | None = None) -> HookState:
         found = None
     command: str | None = None
     command_exists = False
-    broken = fallback = None
+    broken: str | None = None
+    fallback: str | None = None
     if found is not None:
         text = data[found[0] : found[1]].decode("utf-8", "replace")
         command, command_exists, broken, fallback = _diagnose(text)

@@ -10,6 +10,7 @@ with the command that deletes them. Removing the package itself is the package m
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,10 +55,9 @@ def framework_entries(root: Path) -> list[tuple[Path, int, str]]:
 def _repositories(start: Path | None, all_projects: bool) -> list[Path]:
     roots: list[Path] = []
     if start is not None:
-        try:
+        # uninstall works outside a repository too: the shell hooks and the registry remain.
+        with contextlib.suppress(NexusMemError):
             roots.append(paths.repo_root(start))
-        except NexusMemError:
-            pass  # uninstall works outside a repository too: the shell hooks and the registry remain
     if all_projects:
         for entry in registry.load():
             root = Path(str(entry.get("root")))
@@ -97,9 +97,9 @@ def uninstall(start: Path | None, *, all_projects: bool = False, dry_run: bool =
             plan.memories.append(paths.state_dir(root))
     # Every memory on this machine is left, whichever repositories lost their hooks: say where they are.
     for entry in registry.load():
-        state = paths.state_dir(Path(str(entry.get("root"))))
-        if state.is_dir() and state not in plan.memories:
-            plan.memories.append(state)
+        folder = paths.state_dir(Path(str(entry.get("root"))))
+        if folder.is_dir() and folder not in plan.memories:
+            plan.memories.append(folder)
     if paths.user_dir().is_dir():
         plan.memories.append(paths.user_dir())
     return plan
