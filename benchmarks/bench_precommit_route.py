@@ -5,7 +5,7 @@
 Clones SOURCE (default: this checkout) at REV (default: HEAD) as the hook repository, makes a fresh
 repository with a .pre-commit-config.yaml using nexusmem-precheck and nexusmem-sync, runs
 `pre-commit install` with an empty PRE_COMMIT_HOME, and times the first `git commit` (which builds whatever
-environment the hooks declare) and a second one, then measures PRE_COMMIT_HOME with `du`. The pre-commit
+environment the hooks declare) and a second one, with the nexusmem next to this Python on PATH, then measures PRE_COMMIT_HOME with `du`. The pre-commit
 used is the one next to this Python (the test extra installs it).
 """
 
@@ -46,6 +46,8 @@ def main() -> None:
         env |= {"PRE_COMMIT_HOME": str(base / "cache"), "PRE_COMMIT_COLOR": "never"}
         env |= {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b"}
         env |= {"GIT_COMMITTER_EMAIL": "b@x"}
+        # The user's own install on PATH (the `language: script` hooks run it; the python route ignores it).
+        env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
         (base / "home").mkdir()
         hooks = base / "hooks-src"
         subprocess.run(["git", "clone", "-q", args.source, str(hooks)], check=True, env=env)

@@ -155,8 +155,8 @@ def test_framework_hooks_without_nexusmem_on_path_let_the_commit_through(
     done = _run(repo, cache, "git", "commit", "-m", "change cache", path=BARE_PATH)
     shown = done.stdout + done.stderr
     assert done.returncode == 0, shown  # strict, a known failure, but NexusMem is absent: fail open
-    assert "nexusmem: precheck skipped: nexusmem is not installed nor on PATH" in shown
-    assert "nexusmem: memory not updated: nexusmem is not installed nor on PATH" in shown
+    assert "nexusmem: precheck skipped: no nexusmem on PATH; install it (pipx or uv tool install)" in shown
+    assert "nexusmem: memory not updated: no nexusmem on PATH" in shown
 
 
 def test_framework_sync_builds_the_memory_on_the_first_commit(
