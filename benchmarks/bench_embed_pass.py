@@ -123,10 +123,14 @@ def main() -> None:
             store.upsert(make_nodes(args.nodes))
         rows = store.unembedded(0, args.nodes, BODY_CHARS)
         texts = [node_text(title, body) for _s, _h, title, body in rows]
-        vectors: list[list[float]] = []
+        vectors: list[bytes] = []
         t0 = time.perf_counter()
-        for at in range(0, len(texts), DEFAULT_BATCH):
-            vectors.extend(list(v) for v in provider.embed(texts[at : at + DEFAULT_BATCH]))
+        if args.skip_model:
+            rng = random.Random(1)
+            vectors = [struct.pack("<256f", *(rng.gauss(0, 1) for _ in range(256))) for _ in texts]
+        else:
+            for at in range(0, len(texts), DEFAULT_BATCH):
+                vectors.extend(bytes(v) for v in provider.embed(texts[at : at + DEFAULT_BATCH]))
         model = time.perf_counter() - t0
         t0 = time.perf_counter()
         summary = embed_pending(store, config, provider=Replay(provider, vectors))  # type: ignore[arg-type]
