@@ -219,8 +219,9 @@ class VectorIndexMixin:
         marks = ",".join("?" * len(seqs))
         # vec0 has no upsert: delete, then insert. But only the nodes that had a vector (node_vectors
         # records exactly those, written in the same transactions as vec0): a DELETE on vec0 costs about
-        # as much for rowids that are not there, and on a first pass none are. Skipping it took the pass
-        # from 1.27x to 1.04x its model's own time at 60,000 nodes (benchmarks/bench_embed_pass.py).
+        # as much for rowids that are not there (it grows with the table), and on a first pass none are.
+        # At 60,000 nodes skipping it cut the pass's own work (besides the model) from 22-53 s to 5-8 s,
+        # and the whole pass from 1.28x to 1.17x its model's time (benchmarks/bench_embed_pass.py).
         had = [
             int(r[0]) for r in self.conn.execute(f"SELECT seq FROM node_vectors WHERE seq IN ({marks})", seqs)
         ]
