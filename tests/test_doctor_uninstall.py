@@ -12,8 +12,7 @@ import pytest
 
 from nexusmem import paths, sync
 
-from conftest import commit, git
-from helpers import run_cli
+from helpers import commit, git, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,7 @@ from nexusmem import sync
 from nexusmem.install import git_hooks
 from nexusmem.paths import shell_log_path
 
-from conftest import commit, git
-from helpers import run_cli
+from helpers import commit, git, run_cli
 
 pytestmark = pytest.mark.slow
 
