@@ -18,7 +18,8 @@ CONFIG_VERSION = 1
 DEFAULTS: dict[str, Any] = {
     "version": CONFIG_VERSION,
     "sources": {
-        "git": {"enabled": True},
+        # changeWords: index the identifiers and comment words of every commit's code change (low weight).
+        "git": {"enabled": True, "changeWords": True},
         "diff": {
             "enabled": True,
             "initialCommits": 200,
@@ -52,9 +53,19 @@ DEFAULTS: dict[str, Any] = {
         "docs": {
             "enabled": True,
             "include": ["*.md", "*.mdx", "*.markdown"],
-            "exclude": ["node_modules/*", "vendor/*", "CHANGELOG.md"],
+            # Release notes are the changelog source's: one node per entry, linked to its commits.
+            "exclude": [
+                "node_modules/*",
+                "vendor/*",
+                "CHANGELOG*",
+                "CHANGES*",
+                "NEWS*",
+                "HISTORY*",
+                "RELEASES*",
+            ],
             "maxFileBytes": 1_000_000,
         },
+        "changelog": {"enabled": True},
         "shell": {"enabled": True, "scrapeFallback": True, "scrapeTailLines": 2000},
     },
     "limits": {"maxBodyChars": 20_000},

@@ -100,6 +100,8 @@ class Node:
     files: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
     id: str = ""
+    # Indexed with low weight, never shown and kept out of content_hash: a commit's change words.
+    words: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in PROVENANCE:

@@ -18,6 +18,11 @@ from nexusmem.project import Project
 from nexusmem.sources import registry as sources
 from nexusmem.sources.base import ProgressFn, ScanContext, ScanResult, Source, _no_progress
 
+# Set by migration 7 in a store that already held commits (value "1"), by scrub ("scrub") or by a user-wide
+# forget entry new to this store ("forget"): the next git
+# scan (a full walk: the cursor was cleared with it) derives every commit's change words again.
+BACKFILL_CHANGE_WORDS = "backfill.changeWords"
+
 if TYPE_CHECKING:
     from nexusmem.embed.index import EmbedSummary
     from nexusmem.link import LinkSummary
@@ -295,9 +300,25 @@ def sync(
         for name, source in enabled_sources(project, only):
             part = SourceSummary(name=name)
             t0 = time.perf_counter()
+            reason = store.get_meta(BACKFILL_CHANGE_WORDS) if name == "git" else None
+            backfill = reason is not None
+            if backfill:
+                commits = store.counts_by_kind().get("git_commit", 0)
+                why = {"scrub": "after a scrub", "forget": "after a user-wide forget"}.get(
+                    reason or "", "after an upgrade"
+                )
+                message = (
+                    f"git: adding change words to the {commits} commit(s) already in memory (once, {why})"
+                )
+                if log:
+                    log(message)
+                part.notes.append(message.removeprefix("git: "))
             with store.transaction():
                 previous = store.cursor(name)
                 ctx = scan_context(project, previous, full=rebuild or previous is None, progress=progress)
+                if deny:
+                    # Text a source derives rather than stores (a commit's change words) is checked here.
+                    ctx.known["denied"] = lambda text: deny.which([text]) is not None
                 result = source.scan(ctx)
                 done = 0
 
@@ -314,19 +335,26 @@ def sync(
                 if result.keep is not None:
                     part.removed = store.prune_source(name, result.keep)
                 part.skipped = result.skipped
-                part.notes = list(result.notes)
+                part.notes += result.notes
                 part.problems = list(result.problems)
                 if result.problems or rebuild:
                     record_problems(store, name, result.problems, reset=rebuild)
+                if result.links is not None:
+                    store.replace_links(result.link_relation, result.links)
+                if backfill:
+                    store.delete_meta(BACKFILL_CHANGE_WORDS)
                 part.noop = not (counts.added or counts.updated or part.removed)
                 store.record_sync(name, result.cursor, part.added, part.updated, part.removed, part.skipped)
             part.seconds = time.perf_counter() - t0
             summary.sources.append(part)
-            if log and part.notes:
-                for note in part.notes:
+            if log and result.notes:
+                for note in result.notes:
                     log(f"{name}: {note}")
         if kept:
             store.restore_bookkeeping(kept)
+        # Changelog entries lend their words to the commits they describe; either side may have changed.
+        with store.transaction():
+            store.refresh_notes("changelog", "git_commit")
         whole.close()  # commits the rebuild, if there is one
         from nexusmem.hygiene.forget import rekey_seen
 

@@ -48,6 +48,7 @@ from nexusmem.hygiene.denylist import (
 )
 from nexusmem.sources.shell import log_lock
 from nexusmem.store import Store, open_store
+from nexusmem.text import identifiers
 
 SAMPLE_TITLES = 5
 
@@ -67,6 +68,7 @@ class Removal:
     global_added: bool = False
     checkpointed: bool = True
     verified_absent: bool | None = None  # literal values only: the files were read back
+    words_cleared: int = 0  # commits whose change words held the value's pieces
     pattern_kept: bool = False  # a regex entry stores its pattern in clear
     backups: int = 0  # scrub backups that held it and were cleaned
     skipped_links: list[str] = field(default_factory=list)  # backups that are links: not followed
@@ -122,6 +124,12 @@ def _matches(store: Store, entries: Sequence[Entry]) -> list[tuple[int, str, str
         if entry is not None:
             found.append((int(seq), str(node_id), str(kind), str(title), entry))
     return found
+
+
+def value_words(value: str) -> list[str]:
+    """The change words a literal VALUE would leave behind in a commit's words (lower-cased identifiers
+    of three characters or more)."""
+    return sorted({w.lower() for w in identifiers(value) if len(w) >= 3})
 
 
 def _kinds(rows: Sequence[tuple[int, str, str, str, Entry]]) -> dict[str, int]:
@@ -200,6 +208,7 @@ def _apply(
     keep_log: bool,
     scope: str,
     plaintext: tuple[bytes, bool] | None = None,
+    word_tokens: Sequence[str] = (),
 ) -> None:
     if not keep_log:
         hooklog.log_file()  # a log linking out of ~/.nexusmem: refuse before anything changes
@@ -219,6 +228,10 @@ def _apply(
             else:
                 report.entries_known += 1
         _delete(store, rows, reason)
+        if word_tokens:
+            # Change words are cut from diffs: the value's pieces may sit in a commit that never held it
+            # whole. Such commits lose their words (not the commit: its own text is clean).
+            report.words_cleared = store.clear_words_with(word_tokens)
         store.add_audit(
             reason,
             {"entries": [e.key for e in entries], "removed": report.removed, "kinds": report.kinds},
@@ -349,6 +362,7 @@ def forget(
             keep_log=keep_log,
             scope="global" if user_wide else "project",
             plaintext=plaintext,
+            word_tokens=[] if regex else value_words(value),
         )
     if user_wide and not dry_run:
         report.global_added = add_global(entry)
@@ -430,6 +444,10 @@ def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher
                 store.add_deny_entry(entry.key, entry.kind, entry.ignore_case, entry.spec, "global")
             _delete(store, rows, "global")
             store.add_audit("global", {"entries": [e.key for e in fresh], "removed": len(rows)})
+            # Only the entries' hashes are here, not the values: change words (cut from diffs, lower-cased)
+            # cannot be matched, so this sync's git scan derives them all again through the gate.
+            store.clear_cursor("git")
+            store.set_meta("backfill.changeWords", "forget")
         if rows:
             store.purge(vacuum=True)
             if log:

@@ -95,5 +95,9 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
         with store.transaction():
             store.rewrite_text(rewrites)
             store.add_audit("scrub", {"changed": report.changed, "secrets": report.secrets})
+            # Change words are cut from diffs (most of which are not stored): the next sync derives them
+            # again under today's rules (sync.BACKFILL_CHANGE_WORDS).
+            store.clear_cursor("git")
+            store.set_meta("backfill.changeWords", "scrub")
         report.checkpointed = store.purge(vacuum=True)
     return report

@@ -84,7 +84,9 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
         tags += f" [{item.project}]"
     title = item.title if len(item.title) <= 160 else item.title[:159] + "…"
     head = f"- {date} {tags} {title}"
-    if item.linked_from:
+    if item.linked_from and item.relation == "changelog":
+        head += "  -- the commit this changelog entry describes"
+    elif item.linked_from:
         head += f"  -- linked as the fix ({item.relation})"
     lines = [head, f"  id {item.id}"]
     lines += ["  " + line for line in item.summary.splitlines() if line.strip()]

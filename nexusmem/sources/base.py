@@ -51,6 +51,10 @@ class ScanResult:
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # When set (after the nodes were iterated): every link of LINK_RELATION is replaced by these
+    # (from id, to id, relation) triples.
+    links: list[tuple[str, str, str]] | None = None
+    link_relation: str = ""
 
     def skip(self, where: str) -> None:
         """Count one bad input and remember where it was (the first MAX_PROBLEMS of them)."""

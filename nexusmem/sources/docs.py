@@ -39,6 +39,61 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _NOT_PARAGRAPH = re.compile(r"^(?: {4,}|\t| {0,3}(?:[-*+>|<]|\d+[.)])(?:\s|$))")
 
 
+# Headings that name a *kind* of section, not its subject: "Example" says nothing about what it is an example
+# of, and a results list of five "Example" titles is useless. Such a section carries its parent heading in
+# its title ("Retries › Example"); matched case-insensitively, ignoring a trailing colon or number.
+GENERIC_HEADINGS = frozenset(
+    [
+        "answer",
+        "answers",
+        "arguments",
+        "background",
+        "caveats",
+        "context",
+        "description",
+        "details",
+        "discussion",
+        "example",
+        "examples",
+        "faq",
+        "input",
+        "intro",
+        "introduction",
+        "limitations",
+        "note",
+        "notes",
+        "options",
+        "output",
+        "overview",
+        "parameters",
+        "params",
+        "problem",
+        "question",
+        "result",
+        "results",
+        "returns",
+        "see-also",
+        "solution",
+        "step",
+        "steps",
+        "summary",
+        "syntax",
+        "tip",
+        "tips",
+        "usage",
+        "warning",
+        "warnings",
+    ]
+)
+_HEADING_TAIL = re.compile(r"[\s:.#0-9()-]+$")
+
+
+def is_generic_heading(heading: str) -> bool:
+    """Whether HEADING names a kind of section ("Example 2:", "Usage", "See also") rather than a subject."""
+    key = _HEADING_TAIL.sub("", heading.strip().lower()).replace(" ", "-")
+    return key in GENERIC_HEADINGS
+
+
 @dataclass(frozen=True)
 class Section:
     """One heading-delimited part of a Markdown file. Level 0 is the preamble before the first heading."""
@@ -240,13 +295,16 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
         body = redact(sec.text)
         if len(body) > max_body:
             body = body[:max_body] + TRUNCATION_MARKER
+        shown = heading
+        if len(sec.trail) >= 2 and is_generic_heading(sec.heading):
+            shown = f"{redact(sec.trail[-2])} › {heading}"
         yield Node(
             project=project,
             kind="doc_section",
             source="docs",
             natural_key=f"{path}#{trail}#{occurrence}",
             ref=f"{path}#{heading}",
-            title=f"{path} — {heading}",
+            title=f"{path} — {shown}",
             body=body,
             ts=ts,
             signal=doc_signal(body),

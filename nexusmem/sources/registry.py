@@ -12,6 +12,7 @@ SOURCES: dict[str, str] = {
     "git": "nexusmem.sources.git:GitSource",
     "diff": "nexusmem.sources.git:DiffSource",
     "docs": "nexusmem.sources.docs:DocsSource",
+    "changelog": "nexusmem.sources.changelog:ChangelogSource",
     "shell": "nexusmem.sources.shell:ShellSource",
 }
 

@@ -26,6 +26,26 @@ BATCH = 500
 # the rows it wrote (nodes.written). Unlike a clock it never repeats and never goes back.
 WRITE_SEQ_KEY = "store.write_seq"
 
+# BM25 column weights of the word indexes: title, body, words (a commit's change words), notes (changelog
+# entries lent to a commit). A title hit counts 10× a body hit, as before. Change words hold each word
+# once (no term frequency to lean on) and are what a code question names: on the labelled dev questions
+# of four real repositories (benchmarks/eval_real.py, BM25 list) MRR was .222 with words and notes at 0,
+# .253 at (0.3, 0.6), .321 at (1, 1), .364 at (2, 2), .365 at (3, 3): a plateau from 2 on, so 2 (doc
+# questions lose a little as commits crowd docs: .535 at 1 → .489 at 2). Notes moved nothing between 2
+# and 4. The ranking may pass other weights to search_fts(); these are the defaults.
+FTS_WEIGHTS: tuple[float, float, float, float] = (10.0, 1.0, 2.0, 2.0)
+# A match in the stemmed index is worth this share of an exact one. Every exact match is a stemmed match
+# too, so an exact hit scores (1 + STEM_SHARE) and always beats a stem-only one ("crash" for "crashed")
+# of the same strength. Kept small: on the dev questions (benchmarks/eval_real.py, BM25 list, every query
+# word stemmed) stemming helped doc questions and hurt code ones, whose identifiers are exact; MRR overall
+# was .364 at 0.5, .370 at 0.25, .384 at 0.1, .380 with no stemmed index. The retrieval now asks the
+# stemmed index only for rare words (retrieve.search.STEM_RARE): a recall net.
+STEM_SHARE = 0.1
+
+
+def _bm25(table: str, weights: Sequence[float]) -> str:
+    return f"bm25({table}, {', '.join(f'{float(w):.4f}' for w in weights)})"
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -51,6 +71,7 @@ class StoredNode:
     group: str | None
     raw_meta: str
     project_id: str
+    words: str = ""  # a commit's change words: indexed, never shown
 
     @functools.cached_property
     def meta(self) -> dict[str, Any]:
@@ -65,11 +86,11 @@ class StoredNode:
 
 _NODE_COLUMNS = (
     "id, kind, source, natural_key, ref, title, body, ts, created_at, signal, provenance, trust, "
-    "superseded_by, grp, meta, project_id"
+    "superseded_by, grp, meta, project_id, words"
 )
 
 
-_LIGHT_COLUMNS = _NODE_COLUMNS.replace(" body,", " '',")
+_LIGHT_COLUMNS = _NODE_COLUMNS.replace(" body,", " '',").replace(", words", ", ''")
 
 
 def _row_to_node(row: Sequence[Any]) -> StoredNode:
@@ -90,6 +111,7 @@ def _row_to_node(row: Sequence[Any]) -> StoredNode:
         group=row[13],
         raw_meta=row[14] or "",
         project_id=row[15],
+        words=row[16] or "",
     )
 
 
@@ -189,9 +211,14 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
             unique[node.id] = node  # the last version of a node within one scan wins
         ids = list(unique)
         marks = ",".join("?" * len(ids))
-        existing = dict(
-            self.conn.execute(f"SELECT id, content_hash FROM nodes WHERE id IN ({marks})", ids).fetchall()
-        )
+        # The change words are left out of the content hash (adding them to old commits must not make their
+        # vectors look stale); a node whose words alone moved is updated all the same.
+        existing = {
+            row[0]: (row[1], row[2])
+            for row in self.conn.execute(
+                f"SELECT id, content_hash, words FROM nodes WHERE id IN ({marks})", ids
+            ).fetchall()
+        }
         stamp = now_ms()
         inserts: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
@@ -219,10 +246,11 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
                         node.group,
                         digest,
                         meta,
+                        node.words,
                     )
                 )
                 fresh.append(node)
-            elif existing[node.id] != digest:
+            elif existing[node.id] != (digest, node.words):
                 updates.append(
                     (
                         node.ref,
@@ -234,6 +262,7 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
                         node.group,
                         digest,
                         meta,
+                        node.words,
                         node.source,
                         node.natural_key,
                         node.id,
@@ -246,21 +275,28 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
         if inserts:
             self.conn.executemany(
                 "INSERT INTO nodes(id, project_id, kind, source, natural_key, ref, title, body, ts, created_at,"
-                " updated_at, signal, provenance, grp, content_hash, meta, written)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " updated_at, signal, provenance, grp, content_hash, meta, words, written)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(*row, written) for row in inserts],
             )
             counts.added += len(inserts)
             marks = ",".join("?" * len(fresh))
+            fresh_ids = [n.id for n in fresh]
             self.conn.execute(
-                f"INSERT INTO nodes_fts(rowid, title, body) SELECT seq, title, body FROM nodes WHERE id IN ({marks})",
-                [n.id for n in fresh],
+                "INSERT INTO nodes_fts(rowid, title, body, words, notes)"
+                f" SELECT seq, title, body, words, notes FROM nodes WHERE id IN ({marks})",
+                fresh_ids,
+            )
+            self.conn.execute(
+                "INSERT INTO nodes_stem(rowid, title, body, notes) SELECT seq, title, body, notes FROM nodes"
+                f" WHERE id IN ({marks}) AND kind != 'code_diff'",  # prose only: see migration 7
+                fresh_ids,
             )
             self._cjk_index_ids([n.id for n in fresh])
         if updates:
             self.conn.executemany(
                 "UPDATE nodes SET ref=?, title=?, body=?, ts=?, updated_at=?, signal=?, grp=?, content_hash=?,"
-                " meta=?, source=?, natural_key=?, written=? WHERE id=?",
+                " meta=?, words=?, source=?, natural_key=?, written=? WHERE id=?",
                 [(*row[:-1], written, row[-1]) for row in updates],
             )
             counts.updated += len(updates)
@@ -386,6 +422,9 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    def delete_meta(self, key: str) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute(
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -417,26 +456,122 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
             )
         ]
 
-    def search_fts(self, match: str, limit: int, as_of: int | None = None) -> list[str]:
-        """Node ids matching the FTS5 expression MATCH, best BM25 first (title weighted ×10)."""
-        if as_of is None:
+    def search_fts(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        weights: Sequence[float] = FTS_WEIGHTS,
+        stemmed: bool = True,
+        stem_match: str | None = None,
+    ) -> list[str]:
+        """Node ids matching the FTS5 expression MATCH, best BM25 first (see search_fts_scored)."""
+        hits = self.search_fts_scored(
+            match, limit, as_of, weights=weights, stemmed=stemmed, stem_match=stem_match
+        )
+        return [node_id for node_id, _ in hits]
+
+    def search_fts_scored(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        weights: Sequence[float] = FTS_WEIGHTS,
+        stemmed: bool = True,
+        stem_match: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """(id, score) of nodes matching the FTS5 expression MATCH, best first; score = -(exact BM25 +
+        STEM_SHARE × stemmed BM25) with column WEIGHTS (title, body, words, notes), so higher is better.
+        AS_OF keeps what was recorded by then; SINCE/UNTIL keep nodes whose event time lies in the window
+        (both ends inclusive, epoch ms).
+
+        STEMMED also asks the porter index (with STEM_MATCH, MATCH when None; an empty one skips it) and
+        adds its share: "crashed" then finds "crash", and an exact match (which matches both indexes)
+        outranks a stem-only one of the same strength.
+        """
+        if stem_match is None:
+            stem_match = match
+        if not stemmed or not stem_match:
+            return self._search_exact(match, limit, as_of, since, until, weights)
+        filters: list[tuple[str, int]] = [
+            (clause, value)
+            for clause, value in (("m.created_at <= ?", as_of), ("m.ts >= ?", since), ("m.ts <= ?", until))
+            if value is not None
+        ]
+        parts: list[str] = []
+        params: list[Any] = []
+        stem_weights = (weights[0], weights[1], weights[3])  # the stemmed index has no change words
+        tables = [("nodes_fts", 1.0, weights, match), ("nodes_stem", STEM_SHARE, stem_weights, stem_match)]
+        for table, share, column_weights, expr in tables:
+            score = f"{_bm25(table, column_weights)} * {share}"
+            if not filters:
+                # Rank inside the FTS table first, join the few winners after: joining every match before
+                # sorting cost ~40% more at 25k matches.
+                parts.append(
+                    f"SELECT * FROM (SELECT rowid AS r, {score} AS s FROM {table}"
+                    f" WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?)"
+                )
+                params += [expr, limit * 2]
+            else:
+                where = " AND ".join(clause for clause, _ in filters)
+                parts.append(
+                    f"SELECT * FROM (SELECT {table}.rowid AS r, {score} AS s FROM {table}"
+                    f" JOIN nodes m ON m.seq = {table}.rowid WHERE {table} MATCH ? AND {where}"
+                    " ORDER BY s, m.seq LIMIT ?)"
+                )
+                params += [expr, *(value for _, value in filters), limit * 2]
+        sql = (
+            f"SELECT n.id, hits.score FROM (SELECT r, SUM(s) AS score FROM ({' UNION ALL '.join(parts)})"
+            " GROUP BY r ORDER BY score, r LIMIT ?) AS hits JOIN nodes n ON n.seq = hits.r"
+            " ORDER BY hits.score, hits.r"
+        )
+        params.append(limit)
+        try:
+            return [(r[0], -float(r[1])) for r in self.conn.execute(sql, params)]
+        except health.DriverError as exc:
+            if health.looks_damaged(exc):  # not the expression: the file (say so, and what to do)
+                raise health.explain(self.path, exc, writing=False) from exc
+            # a malformed MATCH expression is our bug, but must not crash a query
+            raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+
+    def _search_exact(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None,
+        since: int | None,
+        until: int | None,
+        weights: Sequence[float],
+    ) -> list[tuple[str, float]]:
+        """search_fts_scored over the exact index alone (no union to merge: the cheaper plan)."""
+        score = _bm25("nodes_fts", weights)
+        if as_of is None and since is None and until is None:
             # Rank inside the FTS table first, join the few winners after: joining every match before
             # sorting cost ~40% more at 25k matches.
             sql = (
-                "SELECT n.id FROM (SELECT rowid AS r, bm25(nodes_fts, 10.0, 1.0) AS score FROM nodes_fts"
+                f"SELECT n.id, hits.score FROM (SELECT rowid AS r, {score} AS score FROM nodes_fts"
                 " WHERE nodes_fts MATCH ? ORDER BY score, rowid LIMIT ?) AS hits"
                 " JOIN nodes n ON n.seq = hits.r ORDER BY hits.score, hits.r"
             )
-            params: tuple[Any, ...] = (match, limit)
+            params: list[Any] = [match, limit]
         else:
+            where = ["nodes_fts MATCH ?"]
+            params = [match]
+            for clause, value in (("n.created_at <= ?", as_of), ("n.ts >= ?", since), ("n.ts <= ?", until)):
+                if value is not None:
+                    where.append(clause)
+                    params.append(value)
             sql = (
-                "SELECT n.id FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
-                " WHERE nodes_fts MATCH ? AND n.created_at <= ? ORDER BY bm25(nodes_fts, 10.0, 1.0), n.seq"
-                " LIMIT ?"
+                f"SELECT n.id, {score} AS score FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
+                f" WHERE {' AND '.join(where)} ORDER BY score, n.seq LIMIT ?"
             )
-            params = (match, as_of, limit)
+            params.append(limit)
         try:
-            return [r[0] for r in self.conn.execute(sql, params)]
+            return [(str(r[0]), -float(r[1])) for r in self.conn.execute(sql, params)]
         except health.DriverError as exc:
             if health.looks_damaged(exc):  # not the expression: the file (say so, and what to do)
                 raise health.explain(self.path, exc, writing=False) from exc
@@ -457,15 +592,18 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
                 counts[term] = int(row[0])
         return counts
 
-    def count_matches(self, match: str, as_of: int | None = None) -> int:
+    def count_matches(self, match: str, as_of: int | None = None, *, stemmed: bool = False) -> int:
+        """How many nodes match MATCH (in the exact index; in the stemmed one, which holds no change words
+        but more forms of every prose word, when STEMMED)."""
+        table = "nodes_stem" if stemmed else "nodes_fts"
         if as_of is None:
             row = self.conn.execute(
-                "SELECT COUNT(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)
+                f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ?", (match,)
             ).fetchone()
         else:
             row = self.conn.execute(
-                "SELECT COUNT(*) FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
-                " WHERE nodes_fts MATCH ? AND n.created_at <= ?",
+                f"SELECT COUNT(*) FROM {table} JOIN nodes n ON n.seq = {table}.rowid"
+                f" WHERE {table} MATCH ? AND n.created_at <= ?",
                 (match, as_of),
             ).fetchone()
         return int(row[0])
@@ -484,6 +622,46 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
                 ).fetchall()
             )
         return out
+
+    def clear_words_with(self, words: Sequence[str]) -> int:
+        """Empty the change words of every node whose words include all of WORDS; return how many."""
+        if not words:
+            return 0
+        where = " AND ".join(["(' ' || words || ' ') LIKE ? ESCAPE '\\'"] * len(words))
+        params = ["% " + w.replace("%", "").replace("_", "\\_") + " %" for w in words]
+        before = self.conn.total_changes
+        self.conn.execute(f"UPDATE nodes SET words = '' WHERE words != '' AND {where}", params)
+        return int(self.conn.total_changes - before)
+
+    def replace_links(self, relation: str, links: Iterable[tuple[str, str, str]]) -> int:
+        """Make LINKS the only links of RELATION; return how many there are now."""
+        self.conn.execute("DELETE FROM links WHERE relation = ?", (relation,))
+        return self.add_links(links)
+
+    def refresh_notes(self, relation: str, kind: str, max_chars: int = 4000) -> int:
+        """Give every node of KIND the bodies of the nodes linking to it by RELATION as its `notes` (its
+        low-weight FTS column: a changelog entry lends its words to the commits it describes), at most
+        MAX_CHARS; clear the notes of nodes no longer linked. Return how many nodes changed."""
+        wanted: dict[int, list[str]] = {}
+        for seq, body in self.conn.execute(
+            "SELECT t.seq, f.body FROM links l JOIN nodes t ON t.id = l.to_id JOIN nodes f ON f.id = l.from_id"
+            " WHERE l.relation = ? AND t.kind = ? ORDER BY t.seq, f.seq",
+            (relation, kind),
+        ):
+            wanted.setdefault(seq, []).append(body)
+        current = dict(
+            self.conn.execute(
+                "SELECT seq, notes FROM nodes WHERE kind = ? AND notes != ''", (kind,)
+            ).fetchall()
+        )
+        changes: list[tuple[str, int]] = []
+        for seq, bodies in wanted.items():
+            notes = "\n".join(bodies)[:max_chars]
+            if current.get(seq, "") != notes:
+                changes.append((notes, seq))
+        changes.extend(("", seq) for seq in current if seq not in wanted)
+        self.conn.executemany("UPDATE nodes SET notes = ? WHERE seq = ?", changes)
+        return len(changes)
 
     def add_links(self, links: Iterable[tuple[str, str, str]]) -> int:
         stamp = now_ms()
@@ -550,7 +728,7 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
         sql = (
             "SELECT n.id, n.ts FROM nodes_fts CROSS JOIN nodes n ON n.seq = nodes_fts.rowid"
             f" WHERE nodes_fts MATCH ? AND n.kind IN ({marks}) AND n.ts >= ? AND n.ts <= ?"
-            " ORDER BY bm25(nodes_fts, 10.0, 1.0), n.id"
+            f" ORDER BY {_bm25('nodes_fts', FTS_WEIGHTS)}, n.id"
         )
         try:
             return [tuple(r) for r in self.conn.execute(sql, (match, *kinds, ts_from, ts_to))]

@@ -164,6 +164,7 @@ class HygieneMixin:
             raise StoreError("purge() must run outside a transaction")
         self.conn.execute("PRAGMA secure_delete = ON")
         self.conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+        self.conn.execute("INSERT INTO nodes_stem(nodes_stem) VALUES ('optimize')")
         self.conn.execute("INSERT INTO nodes_cjk(nodes_cjk) VALUES ('optimize')")
         if vacuum:
             self.conn.execute("VACUUM")
@@ -282,7 +283,7 @@ class HygieneMixin:
                 for r in self.conn.execute(
                     "SELECT n.id FROM nodes_fts CROSS JOIN nodes n ON n.seq = nodes_fts.rowid"
                     " WHERE nodes_fts MATCH ? AND n.ts > ? AND n.id != ?"
-                    " ORDER BY bm25(nodes_fts, 10.0, 1.0), n.id LIMIT ?",
+                    " ORDER BY bm25(nodes_fts, 10.0, 1.0, 2.0, 2.0), n.id LIMIT ?",
                     (match, after_ts, exclude_id, limit),
                 )
             ]

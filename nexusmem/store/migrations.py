@@ -188,6 +188,62 @@ def _m6_write_sequence(conn: Any) -> None:
     conn.execute("CREATE INDEX nodes_written ON nodes(written)")
 
 
+def _m7_words_and_stems(conn: Any) -> None:
+    # Two more indexed columns on every node, both low-weight in BM25 and never shown: `words` (a commit's
+    # change words, made by its source) and `notes` (text other nodes lend it: the changelog entries that
+    # describe a commit). FTS5 cannot add a column, so the word index is rebuilt with four, and a second
+    # one with the porter stemmer joins it ("crashed" finds "crash"; the exact index keeps exact matches
+    # ahead). The tables and the stemmer are spelled out here so this migration never changes after release.
+    conn.execute("ALTER TABLE nodes ADD COLUMN words TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE nodes ADD COLUMN notes TEXT NOT NULL DEFAULT ''")
+    execute_script(
+        conn,
+        """
+        DROP TRIGGER nodes_fts_ad;
+        DROP TRIGGER nodes_fts_au;
+        DROP TABLE nodes_vocab;
+        DROP TABLE nodes_fts;
+        CREATE VIRTUAL TABLE nodes_fts USING fts5(
+          title, body, words, notes, content='nodes', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
+        );
+        -- Change words are identifiers and code_diff bodies are code: stemming them would double the index
+        -- cost of the biggest texts for no matches, so the stemmed index holds prose only.
+        CREATE VIRTUAL TABLE nodes_stem USING fts5(
+          title, body, notes, content='nodes', content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('secure-delete', 1);
+        INSERT INTO nodes_stem(nodes_stem, rank) VALUES ('secure-delete', 1);
+        CREATE TRIGGER nodes_fts_ad AFTER DELETE ON nodes BEGIN
+          INSERT INTO nodes_fts(nodes_fts, rowid, title, body, words, notes)
+            VALUES ('delete', old.seq, old.title, old.body, old.words, old.notes);
+          INSERT INTO nodes_stem(nodes_stem, rowid, title, body, notes)
+            SELECT 'delete', old.seq, old.title, old.body, old.notes WHERE old.kind != 'code_diff';
+        END;
+        CREATE TRIGGER nodes_fts_au AFTER UPDATE OF title, body, words, notes ON nodes BEGIN
+          INSERT INTO nodes_fts(nodes_fts, rowid, title, body, words, notes)
+            VALUES ('delete', old.seq, old.title, old.body, old.words, old.notes);
+          INSERT INTO nodes_fts(rowid, title, body, words, notes) VALUES (new.seq, new.title, new.body, new.words, new.notes);
+          INSERT INTO nodes_stem(nodes_stem, rowid, title, body, notes)
+            SELECT 'delete', old.seq, old.title, old.body, old.notes WHERE old.kind != 'code_diff';
+          INSERT INTO nodes_stem(rowid, title, body, notes)
+            SELECT new.seq, new.title, new.body, new.notes WHERE new.kind != 'code_diff';
+        END;
+        INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild');
+        INSERT INTO nodes_stem(rowid, title, body, notes) SELECT seq, title, body, notes FROM nodes
+          WHERE kind != 'code_diff';
+        CREATE VIRTUAL TABLE nodes_vocab USING fts5vocab(nodes_fts, 'row');
+        """,
+    )
+    # Existing commits have no change words yet: the git source walks the whole history again on the next
+    # sync (ids and first-recorded times stay; only the words are added) and says so.
+    conn.execute("UPDATE sources SET cursor = NULL WHERE name = 'git'")
+    conn.execute(
+        "INSERT INTO meta(key, value) SELECT 'backfill.changeWords', '1'"
+        " WHERE EXISTS (SELECT 1 FROM nodes WHERE kind = 'git_commit')"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -195,6 +251,7 @@ MIGRATIONS: list[Migration] = [
     (4, "hygiene: deny-list, tombstones, audit, contradiction memo; FTS secure-delete", _m4_hygiene),
     (5, "index on nodes.updated_at", _m5_updated_index),
     (6, "write sequence on nodes (nodes.written)", _m6_write_sequence),
+    (7, "change words and lent notes as indexed columns; a stemmed word index", _m7_words_and_stems),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,296 @@
+"""Changelog collector: CHANGELOG / CHANGES / NEWS / HISTORY / RELEASES entries as `doc_section` nodes,
+each linked to the commits it describes.
+
+Why: people describe a problem the way release notes do ("the client hangs when the server closes the
+connection"), not the way commits do ("pool: drop half-closed sockets"). An entry node answers such a
+question itself, and its link lends its words to the commits it describes (the store keeps them in the
+commit's low-weight `notes` column), so the commit is found by them too.
+
+One node per entry: a top-level bullet of a version section, with its nested lines (a version section
+without bullets is one entry). A version section of a busy project lists dozens of unrelated changes; as
+one node it would match every question a little and link to every commit of the release.
+
+An entry links to a commit when
+- they name the same number: "#123" or ".../pull/123" in the entry, and "(#123)", "Merge pull request
+  #123", "Fixes #123" (any "#123") in the commit message; or
+- the commit added the entry's first line (one bounded `git log -p` over the changelog files), unless that
+  commit added more than BULK_ENTRIES entries: a release commit that writes the whole list describes none
+  of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nexusmem import gitcmd
+from nexusmem.errors import GitCommandError
+from nexusmem.identity import node_id
+from nexusmem.nodes import Node
+from nexusmem.redact import redact
+from nexusmem.signals import doc_signal
+from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.docs import split_sections
+
+_CURSOR_VERSION = "changelog-1"
+RELATION = "changelog"
+# File names (case-insensitive, any extension) that hold release notes.
+NAMES = re.compile(
+    r"^(changelog|changes|news|history|releases?|release[-_ ]notes)(\.[a-z]+)?$", re.IGNORECASE
+)
+_SKIP_DIRS = re.compile(r"(^|/)(node_modules|vendor|third_party|\.git)/")
+# A commit that added more entries than this is a release commit: its "added by" links are dropped.
+BULK_ENTRIES = 8
+# Commits touching the changelog files read by the "added by" pass (newest first): bounds the pass on a
+# project with a 20-year changelog; entries older than that keep their number links.
+MAX_CHANGELOG_COMMITS = 5000
+# Commits one number may link to: a number named by many commits is an umbrella issue, not this entry's.
+MAX_COMMITS_PER_NUMBER = 4
+MAX_ENTRY_CHARS = 4000
+
+_BULLET = re.compile(r"^( {0,6})[-*+] +\S")
+_NUMBER = re.compile(r"(?:(?<![\w/&])#|/(?:pull|issues|pulls)/)(\d{1,7})\b")
+
+
+@dataclass
+class Entry:
+    path: str
+    version: str  # the section heading ("1.2.3 (2024-01-02)", "Unreleased")
+    text: str  # the entry, as written
+    first_line: str
+    numbers: list[str] = field(default_factory=list)
+
+
+def split_entries(text: str, path: str) -> list[Entry]:
+    """The entries of one changelog file: top-level bullets of each section (or the section's prose)."""
+    entries: list[Entry] = []
+    for sec in split_sections(text, path.rsplit("/", 1)[-1]):
+        lines = sec.text.split("\n")[1 if sec.level else 0 :]
+        if sec.level and lines and re.match(r"^ {0,3}(=+|-+)\s*$", lines[0]):
+            lines = lines[1:]  # a setext underline
+        bullets = [m.group(1) for line in lines if (m := _BULLET.match(line))]
+        chunks: list[list[str]] = []
+        if bullets:
+            top = min(len(b) for b in bullets)
+            for line in lines:
+                m = _BULLET.match(line)
+                if m and len(m.group(1)) == top:
+                    chunks.append([line])
+                elif chunks:  # nested bullets and continuation lines belong to the bullet above
+                    chunks[-1].append(line)
+        else:
+            chunks = [lines]
+        version = sec.heading
+        if len(sec.trail) >= 2 and not re.search(r"\d", version) and re.search(r"\d", sec.trail[-2]):
+            version = f"{sec.trail[-2]} › {version}"  # "### Fixed" under "## 1.2.0"
+        for chunk in chunks:
+            body = "\n".join(chunk).strip()
+            if not body:
+                continue
+            first = chunk[0].strip()
+            numbers = list(dict.fromkeys(_NUMBER.findall(body)))
+            entries.append(Entry(path, version, body[:MAX_ENTRY_CHARS], first, numbers))
+    return entries
+
+
+def _changelog_files(root: Path, max_bytes: int) -> list[tuple[str, str]]:
+    """(path, blob sha) of tracked changelog files, sorted."""
+    out = gitcmd.run(["ls-files", "-s", "-z"], root)
+    found: list[tuple[str, str]] = []
+    for entry in out.split(b"\0"):
+        meta, _, raw = entry.partition(b"\t")
+        if not raw:
+            continue
+        path = raw.decode("utf-8", "replace")
+        name = path.rsplit("/", 1)[-1]
+        if not NAMES.match(name) or _SKIP_DIRS.search(path) or path.count("/") > 2:
+            continue
+        parts = meta.split()
+        if len(parts) < 2 or not parts[0].startswith(b"100"):
+            continue
+        try:
+            if (root / path).stat().st_size > max_bytes:
+                continue
+        except OSError:
+            continue
+        found.append((path, parts[1].decode("ascii")))
+    return sorted(found)
+
+
+def _commit_numbers(root: Path) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Number → commits whose message names it (subject matches first), and every commit's time (ms)."""
+    subject_hits: dict[str, list[str]] = {}
+    body_hits: dict[str, list[str]] = {}
+    times: dict[str, int] = {}
+    args = ["log", "--no-color", "--encoding=UTF-8", "--format=%x00%H%x1f%ct%x1f%s%x1f%b", "HEAD", "--"]
+    buf = b""
+    for chunk in gitcmd.stream(args, root):
+        buf += chunk
+        *records, buf = buf.split(b"\0")
+        for raw in records:
+            _record(raw, subject_hits, body_hits, times)
+    _record(buf, subject_hits, body_hits, times)
+    merged: dict[str, list[str]] = {}
+    for number in subject_hits.keys() | body_hits.keys():
+        shas = list(dict.fromkeys(subject_hits.get(number, []) + body_hits.get(number, [])))
+        merged[number] = shas[:MAX_COMMITS_PER_NUMBER]
+    return merged, times
+
+
+def _record(
+    raw: bytes, subject_hits: dict[str, list[str]], body_hits: dict[str, list[str]], times: dict[str, int]
+) -> None:
+    fields = raw.decode("utf-8", "replace").split("\x1f", 3)
+    if len(fields) != 4 or len(fields[0]) not in (40, 64):
+        return
+    sha, ts, subject, body = fields
+    times[sha] = int(ts or 0) * 1000 if ts.isdigit() else 0
+    for number in set(_NUMBER.findall(subject)):
+        subject_hits.setdefault(number, []).append(sha)
+    for number in set(_NUMBER.findall(body)) - set(_NUMBER.findall(subject)):
+        body_hits.setdefault(number, []).append(sha)
+
+
+def _added_by(root: Path, paths: list[str], wanted: set[str]) -> tuple[dict[str, str], str]:
+    """First line of an entry → the newest commit whose patch added that exact line (its current form);
+    and the newest commit that touched the files."""
+    found: dict[str, str] = {}
+    newest = ""
+    if not wanted:
+        return found, newest
+    args = [
+        "log",
+        "-p",
+        "--unified=0",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        f"--max-count={MAX_CHANGELOG_COMMITS}",
+        "--format=%x00%H",
+        "HEAD",
+        "--",
+        *[f":(literal){p}" for p in paths],
+    ]
+    sha = ""
+    chunks = gitcmd.stream(args, root)
+    try:
+        for line in chunks:
+            if line.startswith(b"\0"):
+                sha = line[1:].strip().decode("ascii", "replace")
+                newest = newest or sha
+                continue
+            if line.startswith(b"+") and not line.startswith(b"+++ "):
+                text = line[1:].decode("utf-8", "replace").strip()
+                if text in wanted and text not in found:
+                    found[text] = sha
+                    if len(found) == len(wanted):
+                        break
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+    return found, newest
+
+
+class ChangelogSource:
+    """Release-note entries, linked to the commits they describe (see the module docstring)."""
+
+    name = "changelog"
+    kinds: tuple[str, ...] = ("doc_section",)
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        """On unless sources.changelog.enabled is false."""
+        return bool(config.get("sources", {}).get("changelog", {}).get("enabled", True))
+
+    def scan(self, ctx: ScanContext) -> ScanResult:
+        """Nothing when no changelog file changed since the last sync; else every entry and its links."""
+        max_bytes = int(ctx.config.get("sources", {}).get("docs", {}).get("maxFileBytes", 1_000_000))
+        code, _ = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], ctx.root)
+        files = _changelog_files(ctx.root, max_bytes) if code == 0 else []
+        digest = hashlib.sha256(json.dumps([_CURSOR_VERSION, files]).encode()).hexdigest()[:24]
+        result = ScanResult(nodes=(), cursor=ctx.cursor)
+        if ctx.cursor == digest and not ctx.full:
+            return result
+        result.nodes = self._emit(ctx, result, files, digest)
+        return result
+
+    def _emit(
+        self, ctx: ScanContext, result: ScanResult, files: list[tuple[str, str]], digest: str
+    ) -> Iterator[Node]:
+        entries: list[Entry] = []
+        for path, _blob in files:
+            try:
+                raw = (ctx.root / path).read_bytes()
+            except OSError:
+                result.skipped += 1
+                continue
+            text = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")
+            entries.extend(split_entries(text, path))
+        try:
+            numbers, times = _commit_numbers(ctx.root) if entries else ({}, {})
+            added, newest = _added_by(ctx.root, [p for p, _ in files], {e.first_line for e in entries})
+        except GitCommandError as exc:
+            result.notes.append(f"commit links skipped: {exc}")
+            numbers, times, added, newest = {}, {}, {}, ""
+        per_commit: dict[str, int] = {}
+        for sha in added.values():
+            per_commit[sha] = per_commit.get(sha, 0) + 1
+        links: list[tuple[str, str, str]] = []
+        emitted: set[str] = set()
+        seen: dict[str, int] = {}
+        for n, entry in enumerate(entries):
+            ctx.progress("changelog", n, len(entries))
+            commits: list[str] = []
+            for number in entry.numbers:
+                commits.extend(numbers.get(number, []))
+            adder = added.get(entry.first_line)
+            if adder and per_commit.get(adder, 0) <= BULK_ENTRIES:
+                commits.append(adder)
+            commits = [c for c in dict.fromkeys(commits) if c in times]
+            body = redact(entry.text)
+            version = redact(entry.version)
+            key_base = f"{entry.path}#{version}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
+            occurrence = seen.get(key_base, 0)
+            seen[key_base] = occurrence + 1
+            key = f"{key_base}#{occurrence}"
+            headline = re.sub(r"^[-*+]\s+", "", body.split("\n", 1)[0]).strip()
+            if len(headline) > 120:
+                headline = headline[:119] + "…"
+            # Dated by the commit that wrote it, else by the newest commit it names, else by the file.
+            ts = times.get(adder or "", 0) or max((times.get(c, 0) for c in commits), default=0)
+            ts = ts or times.get(newest, 0)
+            node = Node(
+                project=ctx.project_id,
+                kind="doc_section",
+                source=self.name,
+                natural_key=key,
+                ref=f"{entry.path}#{version}",
+                title=f"{entry.path} — {version}: {headline}",
+                body=body,
+                ts=ts,
+                signal=doc_signal(body),
+                group=f"{entry.path}#{version}",
+                files=(entry.path,),
+                meta={
+                    "path": entry.path,
+                    "heading": version,
+                    "changelog": True,
+                    "numbers": entry.numbers,
+                    "commits": commits,
+                },
+            )
+            emitted.add(key)
+            for sha in commits:
+                links.append((node.id, node_id(ctx.project_id, "git_commit", sha), RELATION))
+            yield node
+        # Set only after every entry was emitted: an interrupted scan replaces no links and prunes nothing.
+        result.keep = lambda k: k in emitted
+        result.links = links
+        result.link_relation = RELATION
+        result.cursor = digest

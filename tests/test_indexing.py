@@ -1,0 +1,255 @@
+"""Indexing for retrieval: change words of every commit, the stemmed index, changelog entries linked to their
+commits, generic doc headings. Real git repositories, real SQLite, the real sync."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nexusmem import project, sync
+from nexusmem.identity import node_id
+from nexusmem.retrieve import query, search
+from nexusmem.sources.base import ScanContext
+from nexusmem.sources.git import MAX_CHANGE_WORDS, GitSource, change_words
+from nexusmem.store import migrations
+from nexusmem.store.connection import connect
+
+from helpers import commit, git
+
+# An AWS key the redactor knows (the documentation example key).
+SECRET = "AKIAIOSFODNN7EXAMPLE"
+
+
+def stored(repo: Path, sha: str) -> tuple[str, str]:
+    """(words, notes) of the git_commit node of SHA."""
+    with project.load(repo).open_store() as store:
+        row = store.conn.execute(
+            "SELECT words, notes FROM nodes WHERE kind = 'git_commit' AND ref = ?", (sha,)
+        ).fetchone()
+    assert row is not None, f"no commit node for {sha}"
+    return row[0], row[1]
+
+
+def bm25_refs(repo: Path, text: str) -> list[str]:
+    with project.load(repo).open_store() as store:
+        ids, _ = search.bm25(store, text)
+        nodes = store.get_many(ids)
+        return [nodes[i].ref for i in ids]
+
+
+def test_a_function_named_only_in_the_diff_finds_its_commit(repo: Path) -> None:
+    commit(repo, "init", {"net.py": "def connect():\n    return None\n"})
+    sha = commit(
+        repo,
+        "fix the thing",
+        {
+            "net.py": "def connect():\n    # drop half-closed sockets before reuse\n"
+            "    return reapIdleConnections(pool_sockets)\n"
+        },
+    )
+    sync.sync(repo, embed=False)
+    words, _ = stored(repo, sha)
+    assert "reapidleconnections" in words.split() and "reap" in words.split() and "idle" in words.split()
+    assert "sockets" in words.split()  # a comment word
+    result = query.run(project.load(repo).open_store(), "reapIdleConnections", project="repo")
+    commits = [item.ref for item in result.items if item.kind == "git_commit"]
+    assert commits and commits[0] == sha
+
+
+def test_lock_minified_vendored_and_binary_files_give_no_words(repo: Path) -> None:
+    commit(repo, "init", {"README.md": "# x\n"})
+    sha = commit(
+        repo,
+        "bump everything",
+        {
+            "package-lock.json": '{"lockfilequirk": 1}\n',
+            "web/app.min.js": "var minifiedquirk=1;\n",
+            "vendor/lib/thing.go": "func vendoredQuirk() {}\n",
+            "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00binaryquirk\x00",
+            "src/real.py": "def keptFunction():\n    pass\n",
+        },
+    )
+    sync.sync(repo, embed=False)
+    words = stored(repo, sha)[0].split()
+    assert "keptfunction" in words
+    for skipped in ("lockfilequirk", "minifiedquirk", "vendoredquirk", "binaryquirk"):
+        assert skipped not in words
+
+
+def test_a_secret_in_a_diff_never_becomes_a_change_word(repo: Path) -> None:
+    commit(repo, "init", {"settings.py": "DEBUG = False\n"})
+    sha = commit(
+        repo, "configure storage", {"settings.py": f'DEBUG = False\naws_access_key_id = "{SECRET}"\n'}
+    )
+    sync.sync(repo, embed=False)
+    words = stored(repo, sha)[0]
+    assert "aws_access_key_id" in words.split()
+    assert SECRET.lower() not in words.lower() and "redacted" not in words
+    assert bm25_refs(repo, SECRET) == []
+
+
+def test_change_words_are_capped_most_informative_first() -> None:
+    changed = (
+        "\n".join(f"value_{i} = plainword{i}" for i in range(400)) + "\nspecialHelper(x)\nspecialHelper(y)\n"
+    )
+    words = change_words(["def handle_upload(request):"], changed).split()
+    assert len(words) == MAX_CHANGE_WORDS
+    assert words[:3] == ["handle_upload", "handle", "upload"]  # the hunk header's function comes first
+    assert words.index("specialhelper") < words.index("value_0")  # used twice: ahead of the ones used once
+    assert not any(w.startswith("plainword") for w in words)  # plain words come after every compound one
+
+
+def test_incremental_sync_adds_change_words_for_new_commits_only(repo: Path) -> None:
+    first = commit(repo, "one", {"a.py": "def alphaRoutine():\n    pass\n"})
+    sync.sync(repo, embed=False)
+    before = stored(repo, first)
+    second = commit(repo, "two", {"b.py": "def betaRoutine():\n    pass\n"})
+    summary = sync.sync(repo, embed=False)
+    git_part = next(s for s in summary.sources if s.name == "git")
+    assert (git_part.added, git_part.updated) == (1, 0)
+    assert "betaroutine" in stored(repo, second)[0].split()
+    assert stored(repo, first) == before
+
+
+def test_a_version_5_store_backfills_change_words_on_the_next_sync(repo: Path) -> None:
+    shas = [
+        commit(repo, f"change {i}", {f"m{i}.py": f"def routine{i}Handler():\n    pass\n"}) for i in range(3)
+    ]
+    proj, _ = project.init(repo)
+    # A store as version 5 wrote it: the nodes of a real scan, no words column, the FTS over title + body.
+    for old in proj.db_path.parent.glob("memory.db*"):
+        old.unlink()
+    conn = connect(proj.db_path)
+    migrations.migrate(conn, target=5)
+    ctx = ScanContext(root=repo, project_id=proj.id, config=proj.config)
+    result = GitSource().scan(ctx)
+    nodes = list(result.nodes)
+    conn.execute("BEGIN")
+    for n in nodes:
+        conn.execute(
+            "INSERT INTO nodes(id, project_id, kind, source, natural_key, ref, title, body, ts, created_at,"
+            " updated_at, signal, provenance, grp, content_hash, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                n.id,
+                n.project,
+                n.kind,
+                n.source,
+                n.natural_key,
+                n.ref,
+                n.title,
+                n.body,
+                n.ts,
+                1000,
+                1000,
+                n.signal,
+                n.provenance,
+                n.group,
+                n.content_hash(),
+                n.meta_json(),
+            ),
+        )
+    conn.execute("INSERT INTO nodes_fts(rowid, title, body) SELECT seq, title, body FROM nodes")
+    conn.execute("INSERT INTO sources(name, cursor) VALUES ('git', ?)", (result.cursor,))
+    conn.execute("COMMIT")
+    conn.close()
+
+    lines: list[str] = []
+    summary = sync.sync(repo, embed=False, log=lines.append, only=["git"])
+    assert any("adding change words to the 3 commit(s) already in memory" in line for line in lines), lines
+    git_part = summary.sources[0]
+    assert (git_part.added, git_part.updated, git_part.removed) == (0, 3, 0)
+    for i, sha in enumerate(shas):
+        assert f"routine{i}handler" in stored(repo, sha)[0].split()
+    with project.load(repo).open_store() as store:
+        assert store.schema_version() == migrations.LATEST
+        assert {r[0] for r in store.conn.execute("SELECT created_at FROM nodes")} == {1000}
+    assert bm25_refs(repo, "routine1Handler")[0] == shas[1]
+    lines.clear()
+    sync.sync(repo, embed=False, log=lines.append, only=["git"])  # once only
+    assert not any("change words" in line for line in lines)
+
+
+def test_an_inflected_word_finds_the_stem_and_an_exact_match_wins(repo: Path) -> None:
+    stem_only = commit(repo, "worker crash on empty queue", {"a.txt": "1"})
+    exact = commit(repo, "worker crashed on empty queue", {"a.txt": "2"})
+    only_stem = commit(repo, "parser crash with unicode paths", {"b.txt": "1"})
+    sync.sync(repo, embed=False)
+    refs = bm25_refs(repo, "crashed")
+    assert refs[0] == exact  # the exact word beats the same text with the stem only
+    assert stem_only in refs and only_stem in refs  # "crashed" finds "crash"
+    assert bm25_refs(repo, "parsers crashing")[0] == only_stem
+
+
+CHANGELOG = """# Changelog
+
+## 2.1.0 (2024-03-01)
+
+### Fixed
+
+- The client hangs forever when the server closes a keep-alive connection early. (#412)
+- Uploads of empty files no longer fail with a length mismatch.
+
+## 2.0.0
+
+* Big rewrite
+  * nested detail
+"""
+
+
+def test_changelog_entries_link_to_their_commits(repo: Path) -> None:
+    commit(repo, "init", {"pool.py": "x = 1\n"})
+    by_number = commit(repo, "pool: drop half-closed sockets (#412)", {"pool.py": "x = 2\n"})
+    adder = commit(repo, "upload: accept zero-length bodies", {"up.py": "y = 1\n", "CHANGELOG.md": CHANGELOG})
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        entries = [n for n in store.iter_nodes("doc_section") if n.source == "changelog"]
+        titles = {n.title for n in entries}
+        assert "CHANGELOG.md — 2.0.0: * Big rewrite" not in titles  # the bullet marker is not in the title
+        hang = next(n for n in entries if "hangs forever" in n.title)
+        assert hang.title.startswith("CHANGELOG.md — 2.1.0 (2024-03-01) › Fixed: The client hangs")
+        links = {(a, b) for a, b, rel in store.links_from([hang.id]) if rel == "changelog"}
+        assert (hang.id, node_id(proj.id, "git_commit", by_number)) in links
+        rewrite = next(n for n in entries if "Big rewrite" in n.title)
+        assert "nested detail" in rewrite.body
+        assert len(entries) == 3
+    assert "keep-alive" in stored(repo, by_number)[1]  # the entry lends its words to the commit
+    assert "empty files" in stored(repo, adder)[1]  # linked by the commit that added its line
+    # A question in the changelog's words now finds the commit, whose own message has none of them.
+    refs = bm25_refs(repo, "client hangs forever keep-alive")
+    assert by_number in refs
+    result = query.run(proj.open_store(), "client hangs forever keep-alive", project="repo")
+    shown = [(i.ref, i.relation) for i in result.items]
+    assert (by_number, "changelog") in shown or shown[0][0] == by_number
+
+
+def test_a_release_commit_that_writes_many_entries_is_not_linked_to_them(repo: Path) -> None:
+    commit(repo, "init", {"a.py": "1"})
+    bullets = "\n".join(f"- Change number {i} to the frobnicator." for i in range(12))
+    release = commit(repo, "Release 3.0", {"CHANGES.md": f"# 3.0\n\n{bullets}\n"})
+    sync.sync(repo, embed=False)
+    assert stored(repo, release)[1] == ""
+
+
+def test_a_generic_doc_heading_carries_its_parent(repo: Path) -> None:
+    doc = "# Guide\n\n## Retries\n\nHow retries work.\n\n### Example\n\nretry(3)\n\n## Timeouts\n\nText.\n"
+    commit(repo, "docs", {"docs/guide.md": doc})
+    sync.sync(repo, embed=False)
+    with project.load(repo).open_store() as store:
+        titles = {n.meta["heading"]: (n.title, n.ref) for n in store.iter_nodes("doc_section")}
+    assert titles["Example"] == ("docs/guide.md — Retries › Example", "docs/guide.md#Example")
+    assert titles["Timeouts"][0] == "docs/guide.md — Timeouts"
+
+
+def test_changelog_links_survive_a_rebuild(repo: Path) -> None:
+    sha = commit(
+        repo, "fix: stop double close (#7)", {"a.py": "1", "NEWS.md": "# 1.0\n\n- Double close fixed (#7)\n"}
+    )
+    sync.sync(repo, embed=False)
+    assert "Double close" in stored(repo, sha)[1]
+    sync.sync(repo, embed=False, rebuild=True)
+    assert "Double close" in stored(repo, sha)[1]
+    git(repo, "rm", "-q", "NEWS.md")
+    commit(repo, "drop news", {})
+    sync.sync(repo, embed=False)
+    assert stored(repo, sha)[1] == ""
+    assert sha in bm25_refs(repo, "double close stop")  # the commit itself is still found by its own words
