@@ -16,8 +16,8 @@ What it builds (in DIR, a fresh temp dir by default):
 Then every query of benchmarks/eval/queries.json is run three ways, and graded on the full ranked
 candidate list (the order `ranked_candidates` returns, after the rank priors), not only on the packed items:
 - bm25:   ranked_candidates(vectors=False) — the word index (plus the CJK trigram list, empty for English);
-- vector: vector.knn alone, passed through the same RRF → min-max → priors ranking (a helper here, not a
-          library hook); the raw k-NN order is shown too, as a diagnostic;
+- vector: vector.neighbours alone, passed through the same scoring (similarity → relevance × priors; a
+          helper here, not a library hook); the raw k-NN order is shown too, as a diagnostic;
 - hybrid: ranked_candidates() — what `nexusmem query` uses.
 "packed" is the share of queries whose answer is among the items query.run packs into the default budget.
 
@@ -216,13 +216,17 @@ def build(workdir: Path, *, commits: int, shell_lines: int, seed: int) -> Path:
 # --- ranking the three ways ----------------------------------------------------------------------------
 
 
-def ranked_ids(store: Any, lists: Sequence[Sequence[str]]) -> list[str]:
-    """LISTS fused and ranked exactly as query.ranked_candidates does (RRF → min-max → priors), ids best
-    first. Used for the vector-only mode, which the library has no switch for."""
-    from nexusmem.retrieve import fuse, query
+def vector_ranked_ids(store: Any, text: str) -> list[str]:
+    """The vector list alone, scored and ranked exactly as query.ranked_candidates scores it (similarity
+    above the floor → relevance × priors), ids best first. Used for the vector-only mode, which the
+    library has no switch for."""
+    from nexusmem.retrieve import fuse, query, vector
 
-    fused = fuse.rrf([ids for ids in lists if ids])
-    return [node.id for node, _ in query.score_fused(store, fused)]
+    near = vector.neighbours(store, text)
+    found = fuse.evidence([], near.hits, near.floor)
+    # Relevance is w·semantic for every node here, so the weight does not change the order; 1 keeps it plain.
+    settings = query.rank.Settings(vector_weight=1.0)
+    return [node.id for node, _ in query.score_fused(store, found, settings=settings)]
 
 
 def mode_rankers(store: Any) -> dict[str, Callable[[str], list[str]]]:
@@ -235,7 +239,7 @@ def mode_rankers(store: Any) -> dict[str, Callable[[str], list[str]]]:
         return [n.id for n, _ in query.ranked_candidates(store, text)[0]]
 
     def vector_only(text: str) -> list[str]:
-        return ranked_ids(store, [vector.knn(store, text)])
+        return vector_ranked_ids(store, text)
 
     def vector_raw(text: str) -> list[str]:
         return vector.knn(store, text)

@@ -70,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
     },
     "limits": {"maxBodyChars": 20_000},
     "query": {"budget": 2000},
+    # How much the vector list adds to a word match (0 = words only); see README "How ranking works".
+    "ranking": {"vectorWeight": 0.8},
     # Semantic search. provider: "builtin" (wordllama, shipped in the package, offline), "ollama" (url,
     # model e.g. "nomic-embed-text") or "none". model "" means the provider's default.
     "embedding": {"provider": "builtin", "model": "", "url": "http://127.0.0.1:11434", "batchSize": 256},
@@ -88,6 +90,9 @@ DEFAULTS: dict[str, Any] = {
 
 # Keys whose string value must be one of a few words.
 _CHOICES: dict[str, tuple[str, ...]] = {"embedding.provider": ("builtin", "ollama", "none")}
+
+# Numbers that must lie in a range (inclusive).
+_RANGES: dict[str, tuple[float, float]] = {"ranking.vectorWeight": (0.0, 2.0)}
 
 # Keys whose value may also be null; everything else must have the default's type.
 _NULLABLE: set[str] = set()
@@ -150,6 +155,10 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
             + (" of strings" if isinstance(schema, list) else "")
             + f", not {_type_name(given)} ({_show(given)})"
         )
+    if prefix in _RANGES:
+        lo, hi = _RANGES[prefix]
+        if not lo <= given <= hi:
+            raise ConfigError(f"{path}: '{prefix}' must be between {lo:g} and {hi:g} (got {given})")
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -31,13 +31,14 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
-from nexusmem import __version__, paths, show, status
+from nexusmem import __version__, config, paths, show, status
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import NexusMemError, NotARepositoryError
 from nexusmem.project import Project
 from nexusmem.retrieve import multi as multi_mod
 from nexusmem.retrieve import query as query_mod
+from nexusmem.retrieve import rank, timecue
 from nexusmem.sources.base import ProgressFn
 from nexusmem.store import Store, open_store
 
@@ -49,10 +50,10 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 MIN_PREFIX = show.MIN_PREFIX
-# Bounds on what one search may ask: a 1 MB query took minutes (0.4 ms per word) and blocked its worker;
-# 10,000 characters / 1,000 words is far past any real question or pasted error message.
-MAX_QUERY_CHARS = 10_000
-MAX_QUERY_WORDS = 1_000
+# Bounds on what one search may ask: a 1 MB query took minutes (0.4 ms per word) and blocked its worker.
+# The library now cuts a question past 8,000 characters before any per-word work (a pasted log answers,
+# with a note), so the cap only guards the transport: 100,000 characters, far past any pasted log.
+MAX_QUERY_CHARS = 100_000
 MAX_BUDGET = 100_000
 PROGRESS_INTERVAL_S = 0.25
 NO_MEMORY_HINT = "run `nexusmem sync` in that repository, or call the sync_project tool"
@@ -102,6 +103,8 @@ class SearchResult(TypedDict):
     bm25_matched: int
     vector_matched: int
     items: list[SearchItem]
+    weak: bool
+    notes: list[str]
     projects: NotRequired[list[SearchedProject]]
     skipped: NotRequired[list[SkippedProject]]
 
@@ -236,8 +239,16 @@ def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
 
 
 # --- the work each tool does, in a worker thread ---------------------------------------------------------------
+def parse_window(since: str | None, until: str | None) -> tuple[int | None, int | None]:
+    """since/until → epoch ms, parsed exactly as the CLI's --since/--until; a bad value is a tool error."""
+    try:
+        return timecue.window(since, until)
+    except NexusMemError as exc:
+        raise ToolError(f"since/until: {exc}") from None
+
+
 def check_query(text: str) -> str:
-    """The stripped query, or a tool error when it is empty or over MAX_QUERY_CHARS / MAX_QUERY_WORDS."""
+    """The stripped query, or a tool error when it is empty or over MAX_QUERY_CHARS."""
     question = text.strip()
     if not question:
         raise ToolError("query is empty: say what you are looking for")
@@ -246,28 +257,48 @@ def check_query(text: str) -> str:
             f"query is too long ({len(question):,} characters; at most {MAX_QUERY_CHARS:,}): "
             "ask with the distinctive words (an error line, a file, a flag), not a whole log"
         )
-    words = len(question.split())
-    if words > MAX_QUERY_WORDS:
-        raise ToolError(
-            f"query has too many words ({words:,}; at most {MAX_QUERY_WORDS:,}): "
-            "ask with the distinctive words (an error line, a file, a flag), not a whole log"
-        )
     return question
 
 
-def run_search(project_root: str, text: str, budget: int, as_of: str | None) -> CallToolResult:
+def run_search(
+    project_root: str,
+    text: str,
+    budget: int,
+    as_of: str | None,
+    since: str | None = None,
+    until: str | None = None,
+) -> CallToolResult:
     question = check_query(text)
     cutoff = parse_as_of(as_of)
+    lo, hi = parse_window(since, until)
     root = resolve_root(project_root)
     with _open_store(root) as store, _library_errors():
-        result = query_mod.run(store, question, project=root.name, budget=budget, as_of=cutoff)
+        settings = rank.settings_from(config.load(paths.config_path(root)))
+        result = query_mod.run(
+            store,
+            question,
+            project=root.name,
+            budget=budget,
+            as_of=cutoff,
+            since=lo,
+            until=hi,
+            settings=settings,
+        )
     return _result(query_mod.render(result), query_mod.to_json(result))
 
 
-def run_search_all(project_root: str, text: str, budget: int, as_of: str | None) -> CallToolResult:
+def run_search_all(
+    project_root: str,
+    text: str,
+    budget: int,
+    as_of: str | None,
+    since: str | None = None,
+    until: str | None = None,
+) -> CallToolResult:
     """allProjects: every registered project; projectRoot is the current project only when it is one."""
     question = check_query(text)
     cutoff = parse_as_of(as_of)
+    lo, hi = parse_window(since, until)
     given = Path(project_root).expanduser()
     if not given.is_absolute():
         raise ToolError(
@@ -275,11 +306,16 @@ def run_search_all(project_root: str, text: str, budget: int, as_of: str | None)
         )
     with _library_errors():
         result = multi_mod.search_all(
-            question, current=given if given.is_dir() else None, budget=budget, as_of=cutoff
+            question,
+            current=given if given.is_dir() else None,
+            budget=budget,
+            as_of=cutoff,
+            since=lo,
+            until=hi,
         )
     text_block = multi_mod.render(result)
-    if result.notes:
-        text_block += "\n\n" + "\n".join(f"note: {note}" for note in result.notes)
+    if result.skipped_notes:
+        text_block += "\n\n" + "\n".join(f"note: {note}" for note in result.skipped_notes)
     return _result(text_block, multi_mod.to_json(result))
 
 
@@ -360,7 +396,22 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         asOf: Annotated[
             str | None,
             Field(
-                description="Only what memory had recorded at this ISO 8601 date/time (UTC when no offset)."
+                description="Only what memory had recorded by this ISO 8601 date/time (UTC when no offset): "
+                "recording time, not when things happened (that is since/until)."
+            ),
+        ] = None,
+        since: Annotated[
+            str | None,
+            Field(
+                description="Only what happened at or after this time: YYYY-MM-DD, ISO 8601, today, "
+                "yesterday, or an age such as 6h, 2d, 1w."
+            ),
+        ] = None,
+        until: Annotated[
+            str | None,
+            Field(
+                description="Only what happened at or before this time (same forms; a bare date includes "
+                "the whole day)."
             ),
         ] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
@@ -376,10 +427,17 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         have a memory); each item is tagged with its project, and projects whose memory cannot be read are
         listed as skipped. To expand one item with get_memory, pass its project's root (the structured
         `projects` list gives each name's root).
+
+        A question that mentions time ("yesterday", "recently", "last week", a date) ranks newer items
+        higher; since/until restrict to a window of event time. When nothing matches the question well the
+        answer starts with "No strong match", `weak` is true, and only the closest few items follow: say so
+        rather than treating them as the answer.
         """
         if allProjects:
-            return await _in_thread(functools.partial(run_search_all, projectRoot, query, budget, asOf))
-        return await _in_thread(functools.partial(run_search, projectRoot, query, budget, asOf))
+            return await _in_thread(
+                functools.partial(run_search_all, projectRoot, query, budget, asOf, since, until)
+            )
+        return await _in_thread(functools.partial(run_search, projectRoot, query, budget, asOf, since, until))
 
     @tool(
         "Sync project memory",

@@ -194,6 +194,8 @@ def test_results_from_both_projects_are_tagged_and_fused_by_rank(registered: Wor
         "bm25_matched",
         "vector_matched",
         "items",
+        "weak",
+        "notes",
         "projects",
         "skipped",
     ]

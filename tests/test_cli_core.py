@@ -62,8 +62,11 @@ def test_sync_then_query_finds_the_commit_that_explains(repo: Path) -> None:
         "matched",
         "bm25_matched",
         "vector_matched",
+        "weak",
+        "notes",
         "items",
     }
+    assert data["weak"] is False and data["notes"] == []
     top_commits = [it for it in data["items"] if it["kind"] == "git_commit"]
     assert top_commits[0]["title"] == "fix(cache): switch the cache database to WAL"
     item = top_commits[0]

@@ -1,4 +1,4 @@
-"""Hybrid retrieval: BM25 and vector k-NN fused by RRF, on real repositories with the real builtin model."""
+"""Hybrid retrieval: BM25 and vector k-NN fused on their scores, on real repositories with the real builtin model."""
 
 from __future__ import annotations
 
@@ -119,14 +119,21 @@ def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Pat
     questions = ["the dev server flashes a console window", "cache lock", "why did login break"]
     proj = project.load(history)
     with proj.open_store() as store:
-        cold = {q: vector.knn(store, q) for q in questions}  # first query: vec0; starts the in-memory copy
+        # First query: vec0; it starts the in-memory copy. Fusion uses the similarities, so they must agree too.
+        cold = {q: vector.knn_scored(store, q) for q in questions}
         warm = vector._WARM[str(store.path)]
         deadline = time.monotonic() + 20
         while warm.matrix is None:
             vector.knn(store, questions[0])
             assert time.monotonic() < deadline, "the in-memory vectors never loaded"
             time.sleep(0.05)
-        assert {q: vector.knn(store, q) for q in questions} == cold
+        hot = {q: vector.knn_scored(store, q) for q in questions}
+        assert {q: [i for i, _ in hits] for q, hits in hot.items()} == {
+            q: [i for i, _ in hits] for q, hits in cold.items()
+        }
+        for q in questions:
+            assert [sim for _, sim in hot[q]] == pytest.approx([sim for _, sim in cold[q]], abs=1e-5)
+            assert all(0.25 <= sim <= 1.0 + 1e-6 for _, sim in hot[q])
     commit(history, "feat(search): a brand new node about quasars", {"quasar.txt": "quasar\n"})
     run_cli("-C", str(history), "sync", "-q")
     with proj.open_store() as store:

@@ -1,4 +1,4 @@
-"""Ranking arithmetic: prior exponents, recency by provenance, reciprocal-rank fusion, budget packing."""
+"""Ranking arithmetic: bounded priors, recency by provenance, reciprocal-rank fusion, budget packing."""
 
 from __future__ import annotations
 
@@ -10,16 +10,20 @@ from nexusmem.retrieve import fuse, rank
 from nexusmem.retrieve.pack import Candidate, pack
 
 
-def test_prior_exponents_bound_the_joint_gap_to_2x() -> None:
-    assert round(rank.SIGNAL_EXP, 3) == 0.215 and round(rank.RECENCY_EXP, 3) == 0.288
+def test_priors_are_bounded_and_age_counts_only_where_it_should() -> None:
     best = rank.score(1.0, 1.0, 0, 0, "observed")
-    worst = rank.score(1.0, 0.0, 0, 10**15, "observed")
-    assert math.isclose(best / worst, 2.0, rel_tol=1e-6)
+    assert math.isclose(best / rank.score(1.0, 0.0, 0, 0, "observed"), rank.SIGNAL_GAP, rel_tol=1e-6)
+    # A years-old commit weighs what a fresh one does, unless the question asks about time.
+    assert rank.score(1.0, 1.0, 0, 10**15, "observed") == pytest.approx(best)
+    cued = rank.score(1.0, 1.0, 0, 10**15, "observed", time_cue=True)
+    assert math.isclose(best / cued, rank.CUE_RECENCY_GAP, rel_tol=1e-6)
+    old_command = rank.score(1.0, 1.0, 0, 10**15, "observed", kind="shell_command")
+    assert math.isclose(best / old_command, rank.RECENCY_GAP, rel_tol=1e-6)
     assert rank.score(1.0, 0.5, 0, 0, "observed", superseded=True) == pytest.approx(
-        0.5 * rank.score(1.0, 0.5, 0, 0, "observed")
+        rank.SUPERSEDED_FACTOR * rank.score(1.0, 0.5, 0, 0, "observed")
     )
     assert rank.score(1.0, 0.5, 0, 0, "observed", rejected=True) == pytest.approx(
-        0.3 * rank.score(1.0, 0.5, 0, 0, "observed")
+        rank.REJECTED_FACTOR * rank.score(1.0, 0.5, 0, 0, "observed")
     )
 
 
@@ -38,7 +42,6 @@ def test_rrf_uses_positions_only() -> None:
     scores = fuse.rrf([["a", "b"], ["b", "c"]])
     assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
     assert scores["a"] == pytest.approx(1 / 61) and scores["c"] == pytest.approx(1 / 62)
-    assert rank.normalise({"a": 3.0, "b": 1.0}) == {"a": 1.0, "b": rank.RELEVANCE_FLOOR}
 
 
 def test_pack_skips_what_does_not_fit_caps_siblings_and_places_fixes() -> None:

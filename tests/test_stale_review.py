@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from nexusmem.retrieve import rank
+
 from helpers import commit, query_json, run_cli, run_script
 from helpers.chat_standin import chat_standin
 from helpers.ollama_standin import closed_port_url
@@ -200,7 +202,7 @@ def test_mark_stale_demotes_and_checks_ids(repo: Path) -> None:
     out = run_cli("-C", str(repo), "mark-stale", readme[:6], "--supersedes", newer[:6]).output
     assert f"{readme} (README.md — Cache) is superseded by {newer}" in out
     after = scores(repo, "Redis sessions")["README.md — Cache"][0]
-    assert after == pytest.approx(before * 0.5, rel=1e-3)  # demoted, still returned
+    assert after == pytest.approx(before * rank.SUPERSEDED_FACTOR, rel=1e-3)  # demoted, still returned
     for args, message in [
         ([readme, "--supersedes", "ffffffffff"], "no node with id"),
         ([readme, "--supersedes", readme], "cannot supersede itself"),
@@ -223,7 +225,9 @@ def test_review_verdicts_show_demote_and_survive_sync_and_rebuild(repo: Path) ->
     out = run_cli("-C", str(repo), "review", newer, "--verify").output
     assert "candidate -> verified" in out
     got = scores(repo, "Redis sessions")
-    assert got["README.md — Cache"][0] == pytest.approx(base["README.md — Cache"][0] * 0.3, rel=1e-3)
+    assert got["README.md — Cache"][0] == pytest.approx(
+        base["README.md — Cache"][0] * rank.REJECTED_FACTOR, rel=1e-3
+    )
     assert got["README.md — Cache"][1] == "rejected"
     assert got["docs/cache.md — Cache backend"] == (base["docs/cache.md — Cache backend"][0], "verified")
     text = run_cli("-C", str(repo), "query", "Redis sessions").output

@@ -125,15 +125,38 @@ def sync_cmd(
 Examples:
   nexusmem query "why did we switch the cache to WAL"
   nexusmem query --budget 800 --json flaky test
+  nexusmem query --since 2d "what failed in the upload tests"
   nexusmem query -- --force-with-lease
   nexusmem query --all-projects "why was the retry budget raised"
+
+\b
+Time: --since/--until filter on when things happened (a commit's date, when a
+command ran); --as-of on when NexusMem recorded them (what it knew back then).
+A question that asks about time ("yesterday", "recently", "last week", a date)
+ranks newer items higher; otherwise the age of commits, diffs and docs does not
+count. An answer with no good match starts with "No strong match" (--json:
+"weak": true) and shows only the closest few items.
 """,
 )
 @repo_option
 @click.argument("text", nargs=-1, required=True)
 @click.option("--budget", type=click.IntRange(min=50), default=None, help="Token budget (default 2000).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (see DESIGN.md contract).")
-@click.option("--as-of", metavar="DATE", help="Only what the store had recorded at DATE (ISO 8601).")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    help="Only what happened at or after WHEN: YYYY-MM-DD, an ISO 8601 time, today, yesterday, or an age (30m, 6h, 2d, 1w).",
+)
+@click.option(
+    "--until",
+    metavar="WHEN",
+    help="Only what happened at or before WHEN (same forms; a bare date includes that whole day).",
+)
+@click.option(
+    "--as-of",
+    metavar="DATE",
+    help="Only what the store had recorded by DATE (ISO 8601): recording time, not event time.",
+)
 @click.option(
     "--all-projects",
     is_flag=True,
@@ -146,24 +169,34 @@ def query_cmd(
     text: tuple[str, ...],
     budget: int | None,
     as_json: bool,
+    since: str | None,
+    until: str | None,
     as_of: str | None,
     all_projects: bool,
 ) -> None:
     """Search this repository's memory and print a ranked, token-budgeted answer."""
     from nexusmem import project
-    from nexusmem.retrieve import query
+    from nexusmem.retrieve import query, rank, timecue
 
     question = " ".join(text).strip()
     if not question:
         raise click.BadParameter("the query is empty", param_hint="TEXT")
+    window = timecue.window(since, until)
     if all_projects:
-        _query_all_projects(ctx, question, budget, as_json, as_of)
+        _query_all_projects(ctx, question, budget, as_json, as_of, window)
         return
     proj = project.load(root_of(ctx))
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     with proj.open_store() as store:
         result = query.run(
-            store, question, project=proj.root.name, budget=limit, as_of=query.parse_as_of(as_of)
+            store,
+            question,
+            project=proj.root.name,
+            budget=limit,
+            as_of=query.parse_as_of(as_of),
+            since=window[0],
+            until=window[1],
+            settings=rank.settings_from(proj.config),
         )
     if as_json:
         echo_json(query.to_json(result))
@@ -172,7 +205,12 @@ def query_cmd(
 
 
 def _query_all_projects(
-    ctx: click.Context, question: str, budget: int | None, as_json: bool, as_of: str | None
+    ctx: click.Context,
+    question: str,
+    budget: int | None,
+    as_json: bool,
+    as_of: str | None,
+    window: tuple[int | None, int | None],
 ) -> None:
     """`query --all-projects`: the current directory need not be a repository; skipped projects go to stderr."""
     from nexusmem import config, paths
@@ -190,8 +228,10 @@ def _query_all_projects(
         # Inside a repository with a memory, its configured budget applies, as for a plain query.
         if root is not None and paths.config_path(root).exists():
             limit = int(config.load(paths.config_path(root))["query"]["budget"])
-    result = multi.search_all(question, current=root_of(ctx), budget=limit, as_of=cutoff)
-    for note in result.notes:
+    result = multi.search_all(
+        question, current=root_of(ctx), budget=limit, as_of=cutoff, since=window[0], until=window[1]
+    )
+    for note in result.skipped_notes:
         echo_human(f"nexusmem: note: {note}", err=True)
     if not result.projects and not result.skipped:
         click.echo(

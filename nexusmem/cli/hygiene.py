@@ -288,7 +288,7 @@ def stale_cmd(ctx: click.Context, check_contradictions: bool, as_json: bool) -> 
 @click.pass_context
 @library_errors
 def mark_stale_cmd(ctx: click.Context, old: str, new: str | None, clear: bool) -> None:
-    """Record that node NEW replaces node OLD: OLD ranks lower from now on (×.5) but is never deleted."""
+    """Record that node NEW replaces node OLD: OLD ranks lower from now on (×.7) but is never deleted."""
     from nexusmem.hygiene import review
 
     if (new is None) == (not clear) or (new is not None and clear):
@@ -313,7 +313,7 @@ Examples:
 @repo_option
 @click.argument("node_id")
 @click.option("--verify", "verdict", flag_value="verify", help="You checked it: it holds ([verified] tag).")
-@click.option("--reject", "verdict", flag_value="reject", help="It is wrong: tagged [rejected], ranked ×.3.")
+@click.option("--reject", "verdict", flag_value="reject", help="It is wrong: tagged [rejected], ranked ×.5.")
 @click.option("--clear", "verdict", flag_value="clear", help="Back to unreviewed.")
 @click.pass_context
 @library_errors

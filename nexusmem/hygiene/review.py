@@ -1,6 +1,6 @@
 """review and mark-stale: a person's verdict on one node, and which node replaces another.
 
-Both only demote or label (rank applies superseded ×.5 and rejected ×.3); nothing is deleted. A re-sync
+Both only demote or label (rank applies superseded ×.7 and rejected ×.5); nothing is deleted. A re-sync
 never overwrites them: upsert leaves trust and superseded_by alone, and `sync --rebuild` puts them back on
 the nodes that return with the same content-addressed id.
 """

@@ -37,3 +37,13 @@ def search(store: Store, text: str, *, limit: int, as_of: int | None = None) -> 
     if not grams and not short:
         return []
     return store.search_cjk(grams, short, limit, as_of)
+
+
+def search_scored(
+    store: Store, text: str, *, limit: int, as_of: int | None = None
+) -> list[tuple[str, float]]:
+    """(id, score) from the CJK trigram index for TEXT, best first; [] when TEXT has no CJK characters."""
+    grams, short = trigrams(text)
+    if not grams and not short:
+        return []
+    return store.search_cjk_scored(grams, short, limit, as_of)

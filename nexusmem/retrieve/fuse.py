@@ -1,8 +1,16 @@
-"""Reciprocal Rank Fusion: lists are combined by rank position only, never by raw scores."""
+"""Fusing ranked lists.
+
+Within one project the lists are fused on their scores (`evidence`): a BM25 score divided by the query's
+best BM25 score, and a cosine similarity above the embedder's noise floor. Rank-only fusion (RRF, K = 60)
+made rank 1 in both lists only ~6% better than rank 5 in both, and halved an item that is strong in one
+list and absent from the other. Across projects the lists are fused by rank (`rrf`): a BM25 score is
+computed against its own corpus and means different things in a 50-node and a 50,000-node database.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 RRF_K = 60
 
@@ -14,3 +22,44 @@ def rrf(lists: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
         for position, item in enumerate(ranked, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + position)
     return scores
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the retrieval lists say about one node, each part in [0, 1].
+
+    lexical: its BM25 score over the best BM25 score of the query (the CJK trigram list counts the same
+    way; a node in both takes the larger share). semantic: its cosine similarity above the floor,
+    max(0, cos - floor) / (1 - floor); cosine is the raw similarity (0 when not in the vector list)."""
+
+    lexical: float = 0.0
+    semantic: float = 0.0
+    cosine: float = 0.0
+
+
+def evidence(
+    lexical: Sequence[Sequence[tuple[str, float]]],
+    neighbours: Sequence[tuple[str, float]],
+    floor: float,
+    scales: Sequence[float] | None = None,
+) -> dict[str, Evidence]:
+    """Each listed node's Evidence. LEXICAL: (id, score) lists, higher better (BM25, CJK trigrams), each
+    list's shares multiplied by its SCALES entry (default 1); NEIGHBOURS: (id, cosine similarity); FLOOR:
+    the embedder's noise floor."""
+    lex: dict[str, float] = {}
+    for index, ranked in enumerate(lexical):
+        best = max((score for _, score in ranked), default=0.0)
+        if best <= 0.0:
+            continue
+        scale = 1.0 if scales is None else scales[index]
+        for node_id, score in ranked:
+            share = scale * max(0.0, score) / best
+            if share > lex.get(node_id, 0.0):
+                lex[node_id] = share
+    span = max(1e-9, 1.0 - floor)
+    sem = {node_id: (max(0.0, cos - floor) / span, cos) for node_id, cos in neighbours}
+    out: dict[str, Evidence] = {}
+    for node_id in dict.fromkeys([*lex, *sem]):
+        semantic, cosine = sem.get(node_id, (0.0, 0.0))
+        out[node_id] = Evidence(lex.get(node_id, 0.0), min(1.0, semantic), cosine)
+    return out

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexusmem import paths, registry
+from nexusmem import config, paths, registry
 from nexusmem.errors import NexusMemError
-from nexusmem.retrieve import fuse, query
+from nexusmem.retrieve import fuse, query, rank
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.store import Store, StoredNode, open_store
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
@@ -55,6 +55,7 @@ class MultiResult(query.QueryResult):
     """A QueryResult over several projects, plus the projects that were skipped."""
 
     skipped: list[Skipped] = field(default_factory=list)
+    skipped_notes: list[str] = field(default_factory=list)  # one line per skipped project (stderr / appended)
     roots: list[str] = field(default_factory=list)  # beside `projects` (names), in the same order
 
 
@@ -67,6 +68,7 @@ class _Searched:
     store: Store
     scored: list[tuple[StoredNode, float]]
     links: dict[str, list[tuple[str, str]]]
+    weak: bool = False
     order: list[str] = field(default_factory=list)
     position: dict[str, int] = field(default_factory=dict)
     full: dict[str, StoredNode] = field(default_factory=dict)
@@ -156,8 +158,24 @@ def untrusted(db: Path) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Filters:
+    as_of: int | None = None
+    since: int | None = None
+    until: int | None = None
+
+
+def _settings_of(target: Target) -> rank.Settings:
+    """The project's own `ranking` settings; the defaults when its config cannot be read (its search
+    still runs: a config problem is reported by that project's own commands)."""
+    try:
+        return rank.settings_from(config.load(paths.config_path(Path(target.root))))
+    except NexusMemError:
+        return rank.DEFAULT
+
+
 def _search_one(
-    index: int, target: Target, text: str, as_of: int | None, vectors: bool, stack: ExitStack
+    index: int, target: Target, text: str, filters: _Filters, vectors: bool, stack: ExitStack
 ) -> tuple[_Searched | None, dict[str, int], Skipped | None]:
     if not target.db.exists():
         return None, {}, _skip(target, f"database missing: {target.db}")
@@ -170,7 +188,17 @@ def _search_one(
         if version > SCHEMA_LATEST:
             reason = f"database schema version {version} is newer than this NexusMem ({SCHEMA_LATEST})"
             return None, {}, _skip(target, reason)
-        scored, counts = query.ranked_candidates(store, text, as_of=as_of, vectors=vectors)
+        found = query.retrieve(
+            store,
+            text,
+            as_of=filters.as_of,
+            since=filters.since,
+            until=filters.until,
+            vectors=vectors,
+            settings=_settings_of(target),
+        )
+        scored, counts = found.scored, found.counts
+        weak = not scored or query.strength(found).weak
         links: dict[str, list[tuple[str, str]]] = {}
         for src, dst, rel in store.links_from([n.id for n, _ in scored]):
             links.setdefault(src, []).append((dst, rel))
@@ -180,15 +208,14 @@ def _search_one(
         # A broken file surfaces as the SQLite driver's own error (not a StoreError) on the first read past
         # the header: one project's damage must not take down the others' answer. It is reported, not hidden.
         return None, {}, _skip(target, f"cannot read the memory database: {type(exc).__name__}: {exc}")
-    searched = _Searched(index=index, target=target, store=store, scored=scored, links=links)
+    searched = _Searched(index=index, target=target, store=store, scored=scored, links=links, weak=weak)
     searched.order = [n.id for n, _ in scored]
     searched.position = {node_id: i for i, node_id in enumerate(searched.order)}
     return searched, counts, None
 
 
-def header_lines(text: str, names: list[str]) -> str:
-    """The header `render(with_project=True)` prints above the items (counted against the budget)."""
-    return f"Relevant history for: {text}\nscope   {len(names)} project(s): {', '.join(names)}\n"
+def scope_line(names: list[str]) -> str:
+    return f"scope   {len(names)} project(s): {', '.join(names)}"
 
 
 def search_all(
@@ -197,19 +224,23 @@ def search_all(
     current: Path | None = None,
     budget: int = query.DEFAULT_BUDGET,
     as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
     vectors: bool = True,
 ) -> MultiResult:
     """Answer TEXT from every registered project (and CURRENT's repository, registered or not) within BUDGET.
 
     Each project's ranked list counts by position only (RRF, K = 60); ties between equal positions go to the
     higher within-project score, then to the project listed first, then to the node id, so the same stores
-    and query give the same bytes. An item's score is its fused score. AS_OF applies to every project.
+    and query give the same bytes. An item's score is its fused score. AS_OF and the SINCE/UNTIL window
+    apply to every project. The answer is weak when no project's best candidates match the question well.
     """
-    result = MultiResult(query=text, budget=budget)
+    result = MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
+    filters = _Filters(as_of, since, until)
     with ExitStack() as stack:
         searched: list[_Searched] = []
         for target in targets(current):
-            one, counts, skipped = _search_one(len(searched), target, text, as_of, vectors, stack)
+            one, counts, skipped = _search_one(len(searched), target, text, filters, vectors, stack)
             if skipped is not None:
                 result.skipped.append(skipped)
                 continue
@@ -220,8 +251,9 @@ def search_all(
             result.matched += counts["matched"]
             result.bm25_matched += counts["bm25"]
             result.vector_matched += counts["vector"]
+        result.weak = all(s.weak for s in searched)
         _fuse_and_pack(result, searched, text, budget, as_of)
-    result.notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]
+    result.skipped_notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]
     return result
 
 
@@ -252,18 +284,19 @@ def _fuse_and_pack(
             owner.setdefault(fix_id, owner[node_id])
 
     items: dict[str, query.Item] = {}
+    search_text = query.prepare(text).search_text
 
     def candidate(node: StoredNode, score: float) -> Candidate:
         proj = owner[node.id]
 
         def cost() -> int:
-            item = query.make_item(proj.full_node(node), score, proj.target.name, text)
+            item = query.make_item(proj.full_node(node), score, proj.target.name, search_text)
             items[node.id] = item
             return estimate_tokens(query.item_text(item, with_project=True)) + 1
 
         # Sibling groups (chunks of one file or reply) are per project.
         group = None if node.group is None else f"{proj.index}:{node.group}"
-        return Candidate(node.id, score, group, cost)
+        return Candidate(node.id, score, group, cost, floor=query.min_tokens(node))
 
     def fixes_of(node_id: str) -> list[tuple[str, str]]:
         proj = owner.get(node_id)
@@ -283,8 +316,15 @@ def _fuse_and_pack(
         return candidate(fix, 0.0)
 
     ranked = [candidate(node, score) for node, score in list(chosen.values())]
-    header = estimate_tokens(header_lines(text, result.projects))
-    placed, used = pack(ranked, budget, fixes_of, candidate_for, header_tokens=header)
+    head = estimate_tokens(query.header(result, scope_line(result.projects)))
+    placed, used = pack(
+        ranked,
+        budget,
+        fixes_of,
+        candidate_for,
+        header_tokens=head,
+        max_items=query.WEAK_ITEMS if result.weak else None,
+    )
     for entry in placed:
         base = items[entry.id]
         result.items.append(

@@ -18,6 +18,9 @@ class Candidate:
     score: float
     group: str | None
     size: int | Callable[[], int]
+    # A lower bound of its token cost known without rendering it (its date, tags, title and id line):
+    # once the budget is nearly spent, most candidates are ruled out by it alone.
+    floor: int = 0
 
     @property
     def tokens(self) -> int:
@@ -45,19 +48,22 @@ def pack(
     fixes_of: Callable[[str], Sequence[tuple[str, str]]],
     candidate_for: Callable[[str], Candidate | None],
     header_tokens: int = 0,
+    max_items: int | None = None,
 ) -> tuple[list[Placed], int]:
     """Walk RANKED (best first) and place every item that fits; an item that does not fit is skipped, not a
     stop. After a failure, its linked fixes (fixes_of → [(fix id, relation)]) are placed right after it with
-    the failure's score, whether or not they matched the query. Returns (placed, tokens used)."""
+    the failure's score, whether or not they matched the query. MAX_ITEMS caps the ranked items placed
+    (their linked fixes ride along). Returns (placed, tokens used)."""
     used = header_tokens
     placed: list[Placed] = []
     seen: set[str] = set()
     per_group: dict[str, int] = {}
 
     def fits(c: Candidate) -> bool:
-        if c.id in seen or used + c.tokens > budget:
+        # The cheap checks first: sizing a candidate renders it (and may read its body).
+        if c.id in seen or (c.group is not None and per_group.get(c.group, 0) >= MAX_SIBLINGS):
             return False
-        return not (c.group is not None and per_group.get(c.group, 0) >= MAX_SIBLINGS)
+        return used + c.floor <= budget and used + c.tokens <= budget
 
     def take(c: Candidate, entry: Placed) -> None:
         nonlocal used
@@ -67,11 +73,13 @@ def pack(
             per_group[c.group] = per_group.get(c.group, 0) + 1
         placed.append(entry)
 
+    primary = 0
     for cand in ranked:
-        if budget - used < MIN_ITEM_TOKENS:
+        if budget - used < MIN_ITEM_TOKENS or (max_items is not None and primary >= max_items):
             break
         if not fits(cand):
             continue
+        primary += 1
         take(cand, Placed(cand.id, cand.score))
         for fix_id, relation in fixes_of(cand.id):
             fix = candidate_for(fix_id)

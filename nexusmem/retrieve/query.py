@@ -6,12 +6,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexusmem import timefmt
-from nexusmem.retrieve import cjk, fuse, rank, search, vector
-from nexusmem.retrieve.pack import Candidate, pack
+from nexusmem.retrieve import cjk, fuse, rank, search, timecue, vector
+from nexusmem.retrieve.fuse import Evidence
+from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import Store, StoredNode
 
 DEFAULT_BUDGET = 2000
+# A question longer than this is cut (its first and last halves kept), with a note: ~4 pages of a pasted log.
+MAX_QUERY_CHARS = 8000
+# The header echoes at most this much of the question.
+SHOWN_QUERY_CHARS = 160
+# The BM25 list counts in proportion to how much of the question's IDF mass the best of its top
+# STRENGTH_TOP hits contains (to this power): see `retrieve`.
+STRENGTH_TOP = 3
+LEXICAL_COVERAGE_EXP = 1.0
+# An answer is weak when words no node contains carry this share of the question's IDF mass and no
+# vector neighbour is this similar (see Strength); it then shows only WEAK_ITEMS items.
+WEAK_MISSING = 0.4
+STRONG_COSINE = 0.6
+WEAK_ITEMS = 5
+WEAK_LINE = "No strong match: nothing in memory covers this question well; the closest items follow."
 _BODY_WINDOW = 40
 _NEEDS_BODY = {
     "code_diff",
@@ -50,6 +65,7 @@ class QueryResult:
     items: list[Item] = field(default_factory=list)
     projects: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    weak: bool = False
 
 
 def parse_as_of(value: str | None) -> int | None:
@@ -110,25 +126,33 @@ def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
 
 
 def score_fused(
-    store: Store, fused: dict[str, float], as_of: int | None = None
+    store: Store,
+    evidence: dict[str, Evidence],
+    as_of: int | None = None,
+    *,
+    cue: timecue.Cue | None = None,
+    settings: rank.Settings = rank.DEFAULT,
 ) -> list[tuple[StoredNode, float]]:
-    """Fused retrieval scores → final scores (min-max relevance × priors), best first.
+    """Fused evidence → final scores (relevance × priors), best first. With a time CUE age counts for every
+    node, from the cue's date when it names one, else from the newest event in the store.
 
     Ties are broken by id so that the same store and query give the same bytes."""
-    relevance = rank.normalise(fused)
-    nodes = store.get_many(list(fused), light=True)
-    now = store.reference_time(as_of) or 0
+    nodes = store.get_many(list(evidence), light=True)
+    now = cue.anchor_ms if cue is not None and cue.anchor_ms is not None else store.reference_time(as_of) or 0
+    time_cue = cue is not None
     scored: list[tuple[StoredNode, float]] = []
-    for node_id, rel in relevance.items():
+    for node_id, ev in evidence.items():
         node = nodes.get(node_id)
         if node is None:
             continue
         value = rank.score(
-            rel,
+            rank.relevance(ev, settings),
             node.signal,
             node.ts,
             now,
             node.provenance,
+            kind=node.kind,
+            time_cue=time_cue,
             superseded=node.superseded_by is not None,
             rejected=node.trust == "rejected",
         )
@@ -137,35 +161,167 @@ def score_fused(
     return scored
 
 
+@dataclass
+class Question:
+    """A question as it is searched: cut when overlong, its time cue found and taken out of the words."""
+
+    text: str  # what was asked (after the cut)
+    search_text: str  # without the time cue's phrases: what BM25 and the embedder see
+    cue: timecue.Cue | None
+    notes: list[str] = field(default_factory=list)
+
+
+def prepare(text: str) -> Question:
+    """Cut an overlong question (keeping its start and its end: a pasted log's error is often last),
+    and find its time cue."""
+    notes: list[str] = []
+    if len(text) > MAX_QUERY_CHARS:
+        half = MAX_QUERY_CHARS // 2
+        notes.append(f"the question was cut to its first and last {half:,} of {len(text):,} characters")
+        text = text[:half] + " … " + text[-half:]
+    # A pasted log or document is not a question about time, whatever timestamps it holds.
+    cue = timecue.find_cue(text) if len(search.terms(text)) <= search.MAX_QUERY_TERMS else None
+    return Question(text, timecue.without_cue(text, cue), cue, notes)
+
+
+@dataclass
+class Retrieved:
+    """Everything one query found in one store, ranked, with what judging its strength needs."""
+
+    question: Question
+    scored: list[tuple[StoredNode, float]]
+    counts: dict[str, int]
+    evidence: dict[str, Evidence]
+    terms: search.QueryTerms
+
+
+def retrieve(
+    store: Store,
+    text: str,
+    *,
+    as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    limit: int = search.CANDIDATES,
+    vectors: bool = True,
+    settings: rank.Settings = rank.DEFAULT,
+) -> Retrieved:
+    """Nodes matching TEXT with their final scores, best first, plus match counts and evidence.
+
+    Lists fused on their scores (fuse.evidence): BM25 over the word index; the CJK trigram index when TEXT
+    has CJK characters; vector k-NN when the store holds vectors and their provider answers (VECTORS=False
+    skips). SINCE/UNTIL keep nodes whose event time lies in the window.
+    """
+    question = prepare(text)
+    words = search.query_terms(store, question.search_text)
+    bm25_hits, bm25_total = search.bm25_scored(
+        store, words.words, limit=limit, as_of=as_of, since=since, until=until
+    )
+    # A run of CJK characters is one token to the word index: the trigram index recalls its substrings.
+    cjk_hits = cjk.search_scored(store, question.search_text, limit=limit, as_of=as_of)
+    if since is not None or until is not None:
+        cjk_hits = _in_window(store, cjk_hits, since, until)
+    # A long question (a pasted log) is embedded as its informative words: embedding 8,000 characters
+    # took ~0.5-1 s and averages them into mush.
+    embed_text = " ".join(words.counted) if words.dropped else question.search_text
+    near = (
+        vector.neighbours(store, embed_text, as_of=as_of, since=since, until=until)
+        if vectors
+        else vector.Neighbours([], 0.0)
+    )
+    scale = 1.0
+    if bm25_hits and LEXICAL_COVERAGE_EXP:
+        # BM25 shares are relative to the query's best match, however poor that match is. Scaling the list
+        # by how much of the question its best few hits contain lets the vectors speak when the words
+        # matched are only the common ones.
+        best = max(coverage(store, words, [i for i, _ in bm25_hits[:STRENGTH_TOP]]).values())
+        scale = best**LEXICAL_COVERAGE_EXP
+    found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
+    scored = score_fused(store, found, as_of, cue=question.cue, settings=settings)
+    bm25_ids = {node_id for node_id, _ in bm25_hits}
+    lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
+    counts = {
+        # Distinct ids in the fused lists, plus the BM25 matches past the candidate cut.
+        "matched": len(found) + max(0, bm25_total - len(bm25_hits)),
+        "bm25": bm25_total + lexical_extra,
+        "vector": len(near.hits),
+    }
+    return Retrieved(question, scored, counts, found, words)
+
+
+def _in_window(
+    store: Store, hits: list[tuple[str, float]], since: int | None, until: int | None
+) -> list[tuple[str, float]]:
+    nodes = store.get_many([node_id for node_id, _ in hits], light=True)
+    lo, hi = since if since is not None else -(2**62), until if until is not None else 2**62
+    return [(i, s) for i, s in hits if i in nodes and lo <= nodes[i].ts <= hi]
+
+
 def ranked_candidates(
     store: Store,
     text: str,
     *,
     as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
     limit: int = search.CANDIDATES,
     vectors: bool = True,
+    settings: rank.Settings = rank.DEFAULT,
 ) -> tuple[list[tuple[StoredNode, float]], dict[str, int]]:
-    """Nodes matching TEXT with their final scores, best first, plus match counts.
+    """Nodes matching TEXT with their final scores, best first, plus match counts (see retrieve)."""
+    found = retrieve(
+        store, text, as_of=as_of, since=since, until=until, limit=limit, vectors=vectors, settings=settings
+    )
+    return found.scored, found.counts
 
-    Ranked lists fused by RRF: BM25 over the word index; the CJK trigram index when TEXT has CJK
-    characters; vector k-NN when the store holds vectors and their provider answers (VECTORS=False skips).
-    """
-    bm25_ids, bm25_total = search.bm25(store, text, limit=limit, as_of=as_of)
-    lists = [bm25_ids]
-    # A run of CJK characters is one token to the word index: the trigram index recalls its substrings.
-    cjk_ids = cjk.search(store, text, limit=limit, as_of=as_of)
-    vector_ids = vector.knn(store, text, as_of=as_of) if vectors else []
-    lists += [ids for ids in (cjk_ids, vector_ids) if ids]
-    fused = fuse.rrf(lists)
-    scored = score_fused(store, fused, as_of)
-    lexical_extra = len(set(cjk_ids) - set(bm25_ids))
-    counts = {
-        # Distinct ids in the fused lists, plus the BM25 matches past the candidate cut.
-        "matched": len(fused) + max(0, bm25_total - len(bm25_ids)),
-        "bm25": bm25_total + lexical_extra,
-        "vector": len(vector_ids),
-    }
-    return scored, counts
+
+@dataclass(frozen=True)
+class Strength:
+    """How well memory can answer the question, from evidence a reader can check.
+
+    missing: the share of the question's IDF mass carried by words that no node contains. A question
+    about something that never happened names it ("NTLM", "brotli", "tcsh"), and those words, the rarest
+    and so the heaviest, are nowhere in memory. cosine: the best vector similarity (0 without vectors); a
+    close semantic neighbour overrides missing words (the same thing said in other words).
+
+    On the dev questions of four real repositories (docs/evaluation.md) the rule below flags 8 of the 12
+    `none` questions and 13 of the 84 answerable ones."""
+
+    missing: float
+    cosine: float
+
+    @property
+    def weak(self) -> bool:
+        return self.missing >= WEAK_MISSING and self.cosine < STRONG_COSINE
+
+
+def strength(found: Retrieved) -> Strength:
+    """The Strength of FOUND (no store access: the words' document counts are already known)."""
+    cosine = max((ev.cosine for ev in found.evidence.values()), default=0.0)
+    words = found.terms
+    mass = sum(words.idf(w) for w in words.counted)
+    if mass <= 0:
+        return Strength(0.0, cosine)
+    absent = sum(words.idf(w) for w in words.counted if words.doc_counts.get(w, 0) == 0)
+    return Strength(absent / mass, cosine)
+
+
+def coverage(store: Store, words: search.QueryTerms, ids: list[str]) -> dict[str, float]:
+    """For each of IDS (a few), the share of the question's IDF mass among the words it contains (one
+    small FTS probe per question word that any node has)."""
+    covered = dict.fromkeys(ids, 0.0)
+    mass = sum(words.idf(w) for w in words.counted)
+    if not ids or mass <= 0:
+        return covered
+    for word in words.counted:
+        if words.doc_counts.get(word, 0) == 0:
+            continue  # no node contains it: nothing to probe
+        expr = search.fts_expression([word])
+        if expr is None:
+            continue
+        for node_id in store.matching(expr, ids):
+            covered[node_id] += words.idf(word) / mass
+    return covered
 
 
 def run(
@@ -175,16 +331,27 @@ def run(
     project: str,
     budget: int = DEFAULT_BUDGET,
     as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
     vectors: bool = True,
+    settings: rank.Settings = rank.DEFAULT,
 ) -> QueryResult:
     """Answer TEXT from one store within BUDGET tokens (VECTORS=False: lexical lists only)."""
-    result = QueryResult(query=text, budget=budget, projects=[project])
-    scored, counts = ranked_candidates(store, text, as_of=as_of, vectors=vectors)
+    found = retrieve(store, text, as_of=as_of, since=since, until=until, vectors=vectors, settings=settings)
+    scored, counts = found.scored, found.counts
+    result = QueryResult(query=text, budget=budget, projects=[project], notes=list(found.question.notes))
+    if found.terms.dropped:
+        result.notes.append(
+            f"searched the {len(found.terms.counted)} rarest known words of the question"
+            f" ({found.terms.dropped} left out)"
+        )
     result.matched, result.bm25_matched, result.vector_matched = (
         counts["matched"],
         counts["bm25"],
         counts["vector"],
     )
+    # Nothing found at all is the weakest answer of all (`render` then says no memory matches).
+    result.weak = not scored or strength(found).weak
     by_id: dict[str, tuple[StoredNode, float]] = {n.id: (n, s) for n, s in scored}
     items: dict[str, Item] = {}
 
@@ -205,11 +372,11 @@ def run(
 
     def candidate(node: StoredNode, score: float) -> Candidate:
         def cost() -> int:
-            item = make_item(full_node(node), score, project, text)
+            item = make_item(full_node(node), score, project, found.question.search_text)
             items[node.id] = item
             return _tokens(item)
 
-        return Candidate(node.id, score, node.group, cost)
+        return Candidate(node.id, score, node.group, cost, floor=min_tokens(node))
 
     links: dict[str, list[tuple[str, str]]] = {}
     for src, dst, rel in store.links_from([n.id for n, _ in scored]):
@@ -229,7 +396,14 @@ def run(
         return candidate(fix, 0.0)
 
     ranked = [candidate(n, s) for n, s in scored]
-    placed, used = pack(ranked, budget, fixes_of, candidate_for, header_tokens=_header_tokens(text))
+    placed, used = pack(
+        ranked,
+        budget,
+        fixes_of,
+        candidate_for,
+        header_tokens=estimate_tokens(header(result)),
+        max_items=WEAK_ITEMS if result.weak else None,
+    )
     for entry in placed:
         base = items[entry.id]
         result.items.append(
@@ -247,19 +421,37 @@ def run(
 
 
 def _tokens(item: Item) -> int:
-    from nexusmem.retrieve.pack import estimate_tokens
-
     return estimate_tokens(item_text(item)) + 1
 
 
-def _header_tokens(text: str) -> int:
-    from nexusmem.retrieve.pack import estimate_tokens
+def min_tokens(node: StoredNode) -> int:
+    """A lower bound of _tokens for NODE's item, without its summary: the first two lines of item_text
+    (date, provenance tag, title cut at 160 characters; the id line) are part of every rendering."""
+    title = node.title if len(node.title) <= 160 else node.title[:160]
+    return (len(f"- 0000-00-00 [{node.provenance}] {title}\n  id {node.id}") // 4) + 1
 
-    return estimate_tokens(f"Relevant history for: {text}\n")
+
+def shown_query(text: str) -> str:
+    """The question as the answer's header echoes it: one line, at most SHOWN_QUERY_CHARS (a pasted log
+    must not spend the budget on its own echo)."""
+    line = " ".join(text.split())
+    return line if len(line) <= SHOWN_QUERY_CHARS else line[: SHOWN_QUERY_CHARS - 1] + "…"
+
+
+def header(result: QueryResult, scope: str | None = None) -> str:
+    """The lines `render` prints above the items (counted against the budget)."""
+    lines = [f"Relevant history for: {shown_query(result.query)}"]
+    if scope is not None:
+        lines.append(scope)
+    lines += [f"note: {note}" for note in result.notes]
+    if result.weak:
+        lines.append(WEAK_LINE)
+    return "\n".join(lines) + "\n"
 
 
 def to_json(result: QueryResult) -> dict[str, Any]:
-    """The `query --json` contract of DESIGN.md."""
+    """The `query --json` contract of DESIGN.md, plus `weak` (no candidate matches the question well:
+    the items are only the closest few) and `notes` (what was done to the question, e.g. cut)."""
     return {
         "query": result.query,
         "budget": result.budget,
@@ -283,17 +475,19 @@ def to_json(result: QueryResult) -> dict[str, Any]:
             }
             for it in result.items
         ],
+        "weak": result.weak,
+        "notes": list(result.notes),
     }
 
 
 def render(result: QueryResult, *, with_project: bool = False) -> str:
     """The packed block a person (and an agent) reads. Same store and query → same bytes."""
     if not result.items:
-        return f"No memory matches: {result.query}"
-    lines = [f"Relevant history for: {result.query}"]
+        return f"No memory matches: {shown_query(result.query)}"
+    scope = None
     if with_project:
-        lines.append(f"scope   {len(result.projects)} project(s): {', '.join(result.projects)}")
-    lines.append("")
+        scope = f"scope   {len(result.projects)} project(s): {', '.join(result.projects)}"
+    lines = [header(result, scope)]
     lines += [item_text(it, with_project=with_project) for it in result.items]
     lines.append("")
     lines.append(

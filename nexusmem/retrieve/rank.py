@@ -1,40 +1,83 @@
-"""score = relevance × signal_w^SE × recency^RE — the original's ranking, constants from DESIGN.md.
+"""score = relevance × priors.
 
-relevance is the fused retrieval score min-maxed into [.15, 1]; signal_w = .2 + .8·signal; recency decays
-with a half-life of 30 days × a provenance factor (observed facts fade slowest). SE and RE bound the two
-priors *jointly*: across their whole range they can overturn relevance by at most M = 2×.
+relevance = lexical + w·semantic (see fuse.Evidence and query.retrieve): a node's BM25 score over the
+query's best, scaled by how much of the question that best match contains, plus its vector similarity
+above the embedder's noise floor, weighted by w (`ranking.vectorWeight`, default VECTOR_WEIGHT). A node
+that only BM25 found keeps its whole lexical score (rank fusion halved it); with w < 1 a node that only the
+vectors found cannot outrank a word match that contains the whole question.
+
+w was tuned on the dev questions of four real repositories (docs/evaluation.md): hybrid MRR .261 at
+w = 0 (words only), .330 at .4, .356 at .6 and .8, .362 at 1, .357 at 1.5, .353 at 2; .8 sits in the
+middle of that plateau. Weighting the vectors per node kind (commit, diff, doc) did no better.
+
+priors = signal_w^SE × recency^RE × superseded × rejected, each bounded so that it cannot overturn a clear
+relevance winner:
+- signal_w = .2 + .8·signal (the kind's prior: a fix commit .8, a chore .25) spans 5×; SE squeezes that to
+  SIGNAL_GAP (1.15×).
+- recency halves every 30 days (faster for less trusted provenance) down to a floor of .3. It counts only
+  for the kinds whose worth fades (shell commands, conversation) — up to RECENCY_GAP (1.41×) — unless the
+  question carries a time cue ("yesterday", "recently", a date), when it counts for every kind, up to
+  CUE_RECENCY_GAP (3×): then a fresh weaker match should beat an old stronger one.
+- a node the user marked superseded counts SUPERSEDED_FACTOR, one they rejected REJECTED_FACTOR.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-RELEVANCE_FLOOR = 0.15
-MAX_PRIOR_GAP = 2.0  # M
-SIGNAL_EXP = math.log(math.sqrt(MAX_PRIOR_GAP)) / math.log(5)  # ≈ .215: signal_w spans .2..1 (5×)
-RECENCY_EXP = math.log(math.sqrt(MAX_PRIOR_GAP)) / math.log(1 / 0.3)  # ≈ .288: recency spans .3..1
+from nexusmem.retrieve.fuse import Evidence
+
+VECTOR_WEIGHT = 0.8
+SIGNAL_GAP = 1.15
+RECENCY_GAP = math.sqrt(2.0)
+CUE_RECENCY_GAP = 3.0
+RECENCY_FLOOR = 0.3
+SIGNAL_EXP = math.log(SIGNAL_GAP) / math.log(5)  # ≈ .087: signal_w spans .2..1 (5×)
+RECENCY_EXP = math.log(RECENCY_GAP) / math.log(1 / RECENCY_FLOOR)  # ≈ .288: recency spans .3..1
+CUE_RECENCY_EXP = math.log(CUE_RECENCY_GAP) / math.log(1 / RECENCY_FLOOR)  # ≈ .912
 HALF_LIFE_DAYS = 30.0
 PROVENANCE_RATE = {"observed": 1.0, "authored": 0.75, "recorded": 0.5, "derived": 0.35}
-SUPERSEDED_FACTOR = 0.5
-REJECTED_FACTOR = 0.3
+# Kinds whose worth fades with age whatever the question: what was typed or said, not what was decided.
+RECENCY_KINDS = frozenset({"shell_command", "conversation_turn", "session_summary"})
+SUPERSEDED_FACTOR = 0.7
+REJECTED_FACTOR = 0.5
 DAY_MS = 86_400_000
 
 
-def normalise(scores: dict[str, float]) -> dict[str, float]:
-    """Min-max into [RELEVANCE_FLOOR, 1]; a single score (or all equal) maps to 1."""
-    if not scores:
-        return {}
-    lo, hi = min(scores.values()), max(scores.values())
-    if hi - lo < 1e-12:
-        return dict.fromkeys(scores, 1.0)
-    span = 1.0 - RELEVANCE_FLOOR
-    return {k: RELEVANCE_FLOOR + span * (v - lo) / (hi - lo) for k, v in scores.items()}
+@dataclass(frozen=True)
+class Settings:
+    """The tunable part of ranking (`ranking` in config.json)."""
+
+    vector_weight: float = VECTOR_WEIGHT
+
+
+DEFAULT = Settings()
+
+
+def settings_from(config: Mapping[str, Any]) -> Settings:
+    """The Settings of a validated config.json (config.load)."""
+    section = config.get("ranking", {})
+    return Settings(vector_weight=float(section.get("vectorWeight", VECTOR_WEIGHT)))
+
+
+def relevance(ev: Evidence, settings: Settings = DEFAULT) -> float:
+    return ev.lexical + settings.vector_weight * ev.semantic
 
 
 def recency(ts_ms: int, now_ms: int, provenance: str) -> float:
-    age_days = max(0.0, (now_ms - ts_ms) / DAY_MS)
+    age_days = abs(now_ms - ts_ms) / DAY_MS  # abs: a question's date can lie before an event
     rate = PROVENANCE_RATE.get(provenance, 1.0)
-    return 0.3 + 0.7 * math.pow(2.0, -age_days / (HALF_LIFE_DAYS * rate))
+    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * math.pow(2.0, -age_days / (HALF_LIFE_DAYS * rate))
+
+
+def recency_exponent(kind: str, time_cue: bool) -> float:
+    """How much age counts for KIND: fully with a time cue, a little for fading kinds, else not at all."""
+    if time_cue:
+        return CUE_RECENCY_EXP
+    return RECENCY_EXP if kind in RECENCY_KINDS else 0.0
 
 
 def score(
@@ -44,13 +87,16 @@ def score(
     now_ms: int,
     provenance: str,
     *,
+    kind: str = "git_commit",
+    time_cue: bool = False,
     superseded: bool = False,
     rejected: bool = False,
 ) -> float:
     signal_w = 0.2 + 0.8 * max(0.0, min(1.0, signal))
-    value = (
-        relevance * math.pow(signal_w, SIGNAL_EXP) * math.pow(recency(ts_ms, now_ms, provenance), RECENCY_EXP)
-    )
+    value = relevance * math.pow(signal_w, SIGNAL_EXP)
+    exponent = recency_exponent(kind, time_cue)
+    if exponent:
+        value *= math.pow(recency(ts_ms, now_ms, provenance), exponent)
     if superseded:
         value *= SUPERSEDED_FACTOR
     if rejected:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import dataclass
+
 from nexusmem.store import Store
 from nexusmem.text import STOPWORDS, terms
 
@@ -22,11 +26,15 @@ def fts_expression(text: str | list[str]) -> str | None:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-def affordable_terms(store: Store, words: list[str], budget: int = MAX_POSTINGS) -> list[str]:
-    """WORDS, minus the most common ones when together they would match more than BUDGET nodes."""
+def affordable_terms(
+    store: Store, words: list[str], budget: int = MAX_POSTINGS, *, counts: dict[str, int] | None = None
+) -> list[str]:
+    """WORDS, minus the most common ones when together they would match more than BUDGET nodes (COUNTS:
+    the words' document counts when the caller has them)."""
     if len(words) < 2 or store.size_hint() <= budget:
         return words
-    counts = store.term_doc_counts(words)
+    if counts is None:
+        counts = store.term_doc_counts(words)
     if sum(counts.values()) <= budget:
         return words
     kept: set[str] = set()
@@ -55,14 +63,88 @@ def stem_terms(store: Store, words: list[str]) -> list[str]:
     return [w for w in words if counts[w] < STEM_RARE]
 
 
-def bm25(
-    store: Store, text: str, *, limit: int = CANDIDATES, as_of: int | None = None
-) -> tuple[list[str], int]:
-    """(ids best first, total number of matches) for TEXT."""
-    words = affordable_terms(store, terms(text))
+# A pasted log can hold hundreds of distinct words. Past this many, a query keeps its rarest words that the
+# store knows (the most informative: highest IDF), and leaves out words no node contains (hashes, times).
+MAX_QUERY_TERMS = 24
+
+
+@dataclass
+class QueryTerms:
+    """The words of a question: what is searched, and what judging the match needs (their IDF)."""
+
+    words: list[str]  # searched with BM25 (informative, affordable), in question order
+    counted: list[str]  # the words whose IDF mass a strong match must cover
+    doc_counts: dict[str, int]  # word -> how many nodes contain it
+    nodes: int  # corpus size for IDF
+    dropped: int = 0  # words left out because the question had more than MAX_QUERY_TERMS
+
+    def idf(self, word: str) -> float:
+        """BM25's IDF, ln(1 + (N - df + .5) / (df + .5)): a word no node has weighs the most."""
+        df = self.doc_counts.get(word, 0)
+        return math.log(1.0 + (self.nodes - df + 0.5) / (df + 0.5))
+
+
+def query_terms(store: Store, text: str) -> QueryTerms:
+    """The informative words of TEXT: every significant word, or (past MAX_QUERY_TERMS) the rarest ones
+    the store knows; then, at large stores, minus the commonest while their postings cost too much."""
+    words = terms(text)
+    counts = doc_counts(store, words)
+    nodes = max(store.size_hint(), 1)
+    dropped = 0
+    counted = words
+    if len(words) > MAX_QUERY_TERMS:
+        known = [w for w in words if counts.get(w, 0) > 0 and not _noise(w)]
+        keep = set(sorted(known, key=lambda w: (counts[w], words.index(w)))[:MAX_QUERY_TERMS])
+        counted = [w for w in words if w in keep]
+        dropped = len(words) - len(counted)
+    searched = affordable_terms(store, counted, counts=counts)
+    return QueryTerms(searched, counted, counts, nodes, dropped)
+
+
+_HEXISH = re.compile(r"[0-9a-f]*[0-9][0-9a-f]*")
+
+
+def _noise(word: str) -> bool:
+    """A number, or a hex id of 6+ characters: in a pasted log these are rare, yet say nothing."""
+    return word.isdigit() or (len(word) >= 6 and _HEXISH.fullmatch(word) is not None)
+
+
+def doc_counts(store: Store, words: list[str]) -> dict[str, int]:
+    """How many nodes contain each word. The index splits "max_retries" into two tokens, and a phrase has
+    no count of its own: it is counted as its rarest token (an upper bound). A word in no node exactly
+    may be there in another form ("crashed" for "crash"): it is counted in the stemmed index."""
+    parts = {w: [t for t in w.split("_") if t] or [w] for w in words}
+    counts = store.term_doc_counts(sorted({t for ts in parts.values() for t in ts})) if words else {}
+    out = {w: min(counts.get(t, 0) for t in ts) for w, ts in parts.items()}
+    for word, count in out.items():
+        if count == 0:  # not in any node as written; maybe in another form ("crashed" for "crash")
+            expr = fts_expression([word])
+            out[word] = store.count_stemmed(expr) if expr else 0
+    return out
+
+
+def bm25_scored(
+    store: Store,
+    words: list[str],
+    *,
+    limit: int = CANDIDATES,
+    as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> tuple[list[tuple[str, float]], int]:
+    """((id, BM25 score) best first, total number of matches) for an OR of WORDS."""
     expr = fts_expression(words)
     if expr is None:
         return [], 0
-    ids = store.search_fts(expr, limit, as_of, stem_match=fts_expression(stem_terms(store, words)) or "")
-    total = len(ids) if len(ids) < limit else store.count_matches(expr, as_of)
-    return ids, total
+    stem_match = fts_expression(stem_terms(store, words)) or ""
+    hits = store.search_fts_scored(expr, limit, as_of, since=since, until=until, stem_match=stem_match)
+    total = len(hits) if len(hits) < limit else store.count_matches(expr, as_of, since=since, until=until)
+    return hits, total
+
+
+def bm25(
+    store: Store, text: str, *, limit: int = CANDIDATES, as_of: int | None = None
+) -> tuple[list[str], int]:
+    """(ids best first, total number of matches) for TEXT (the BM25 list alone, as retrieve runs it)."""
+    hits, total = bm25_scored(store, query_terms(store, text).words, limit=limit, as_of=as_of)
+    return [node_id for node_id, _ in hits], total

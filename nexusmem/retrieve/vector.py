@@ -22,6 +22,8 @@ KNN = 200
 # is loaded in a background thread from the second query on (queries use vec0 meanwhile), so a one-shot
 # CLI query never pays for it, and no query ever waits for it.
 WARM_AFTER_QUERIES = 2
+# How deep the k-NN looks when the query has a --since/--until window (filtered after the k-NN).
+WINDOW_K = 2000
 
 
 @dataclass
@@ -81,23 +83,64 @@ def _warm_hits(store: Store, blob: bytes, k: int) -> list[tuple[int, float]] | N
 
 def knn(store: Store, text: str, *, k: int = KNN, as_of: int | None = None) -> list[str]:
     """Ids of the K nodes nearest to TEXT, nearest first; [] when there are no vectors or no provider."""
+    return [node_id for node_id, _ in knn_scored(store, text, k=k, as_of=as_of)]
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The k-NN list with what score-aware fusion needs: each hit's cosine similarity, and the provider's
+    noise floor (below it a neighbour is not a match; fusion maps floor..1 onto 0..1)."""
+
+    hits: list[tuple[str, float]]  # (id, cosine similarity), nearest first
+    floor: float
+
+
+def knn_scored(
+    store: Store,
+    text: str,
+    *,
+    k: int = KNN,
+    as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[tuple[str, float]]:
+    """(id, cosine similarity) of the K nodes nearest to TEXT, nearest first (see neighbours)."""
+    return neighbours(store, text, k=k, as_of=as_of, since=since, until=until).hits
+
+
+def neighbours(
+    store: Store,
+    text: str,
+    *,
+    k: int = KNN,
+    as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> Neighbours:
+    """The K nodes nearest to TEXT with their cosine similarities, nearest first, those below the
+    provider's noise floor left out; empty when there are no vectors or no provider. With a SINCE/UNTIL
+    window the k-NN looks WINDOW_K deep before the window filter, so that a narrow window keeps hits."""
     identity = embed.Identity.from_json(store.vector_identity_json())
     if identity is None or not text.strip() or not store.has_vectors():
-        return []
+        return Neighbours([], 0.0)
+    windowed = since is not None or until is not None
+    depth = max(k, WINDOW_K) if windowed else k
     try:
         provider = embed.for_identity(identity)
         if provider is None:
-            return []
+            return Neighbours([], 0.0)
         vector = embed.to_blob(provider.embed([text])[0])
         if len(vector) != identity.dim * 4:
-            return []
-        warm = _warm_hits(store, vector, k)
+            return Neighbours([], 0.0)
+        warm = _warm_hits(store, vector, depth)
         hits = (
-            store.vector_hits_to_ids(warm, as_of)
+            store.vector_hits_to_ids(warm, as_of, since=since, until=until)
             if warm is not None
-            else store.search_vectors(vector, k, as_of)
+            else store.search_vectors(vector, depth, as_of, since=since, until=until)
         )
     except (embed.EmbeddingUnavailable, StoreError, ValueError):
-        return []
+        return Neighbours([], 0.0)
     # Cosine distance = 1 - similarity; below the model's noise floor a neighbour is not a match.
-    return [node_id for node_id, distance in hits if 1.0 - distance >= provider.min_similarity]
+    floor = provider.min_similarity
+    kept = [(node_id, 1.0 - distance) for node_id, distance in hits if 1.0 - distance >= floor]
+    return Neighbours(kept[:k], floor)

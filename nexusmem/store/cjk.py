@@ -57,34 +57,43 @@ class CjkIndexMixin:
     def search_cjk(
         self, trigrams: Sequence[str], shorter: Sequence[str], limit: int, as_of: int | None = None
     ) -> list[str]:
-        """Node ids from the CJK index, best first: BM25 over an OR of TRIGRAMS when there are any, else
-        a substring scan for the SHORTER (1-2 character) runs, which trigrams cannot match."""
-        params: list[Any]
+        """Node ids from the CJK index, best first (see search_cjk_scored)."""
+        return [node_id for node_id, _ in self.search_cjk_scored(trigrams, shorter, limit, as_of)]
+
+    def search_cjk_scored(
+        self, trigrams: Sequence[str], shorter: Sequence[str], limit: int, as_of: int | None = None
+    ) -> list[tuple[str, float]]:
+        """(id, score) from the CJK index, best first: -BM25 over an OR of TRIGRAMS when there are any,
+        else a substring scan for the SHORTER (1-2 character) runs, which trigrams cannot match (score 1
+        for a title hit, 0.5 for a body-only hit)."""
+        params: list[Any] = []
         if trigrams:
             match = " OR ".join('"' + t.replace('"', '""') + '"' for t in trigrams)
-            sql = f"SELECT n.id FROM {CJK_TABLE} c JOIN nodes n ON n.seq = c.rowid WHERE {CJK_TABLE} MATCH ?"
-            params = [match]
+            score = f"-bm25({CJK_TABLE}, 10.0, 1.0)"
+            sql = f"SELECT n.id, {score} FROM {CJK_TABLE} c JOIN nodes n ON n.seq = c.rowid WHERE {CJK_TABLE} MATCH ?"
+            params.append(match)
             order = f" ORDER BY bm25({CJK_TABLE}, 10.0, 1.0), n.seq"
+            params_order: list[Any] = []
         elif shorter:
+            in_title = " OR ".join(["c.title LIKE ?"] * len(shorter))
             conds = " OR ".join(["c.title LIKE ? OR c.body LIKE ?"] * len(shorter))
-            sql = f"SELECT n.id FROM {CJK_TABLE} c JOIN nodes n ON n.seq = c.rowid WHERE ({conds})"
-            params = [p for s in shorter for p in (f"%{s}%", f"%{s}%")]
-            # No relevance score to sort by: title hits first, then the newest.
-            order = (
-                " ORDER BY (" + " OR ".join(["c.title LIKE ?"] * len(shorter)) + ") DESC, n.ts DESC, n.seq"
+            sql = (
+                f"SELECT n.id, CASE WHEN ({in_title}) THEN 1.0 ELSE 0.5 END"
+                f" FROM {CJK_TABLE} c JOIN nodes n ON n.seq = c.rowid WHERE ({conds})"
             )
+            params.extend(f"%{s}%" for s in shorter)
+            params.extend(p for s in shorter for p in (f"%{s}%", f"%{s}%"))
+            # No relevance score to sort by: title hits first, then the newest.
+            order = f" ORDER BY ({in_title}) DESC, n.ts DESC, n.seq"
             params_order = [f"%{s}%" for s in shorter]
         else:
             return []
         if as_of is not None:
             sql += " AND n.created_at <= ?"
             params.append(as_of)
-        sql += order
-        if not trigrams:
-            params.extend(params_order)
-        sql += " LIMIT ?"
-        params.append(limit)
+        sql += order + " LIMIT ?"
+        params += [*params_order, limit]
         try:
-            return [str(r[0]) for r in self.conn.execute(sql, params)]
+            return [(str(r[0]), float(r[1])) for r in self.conn.execute(sql, params)]
         except Exception as exc:
             raise StoreError(f"CJK search failed: {exc}") from exc

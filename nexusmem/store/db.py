@@ -578,6 +578,38 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
             # a malformed MATCH expression is our bug, but must not crash a query
             raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
 
+    def matching(self, match: str, ids: Sequence[str]) -> set[str]:
+        """Those of IDS (a few) whose indexed text matches the FTS5 expression MATCH: which query words the
+        best candidates actually contain, for judging how strong a match is."""
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        # CROSS JOIN keeps the few nodes as the outer loop: FTS5 then seeks each one's rowid in the term's
+        # postings instead of listing every node that has the term (~30k for a common word at 100k nodes).
+        # Either index: an exact match or another form of the word ("crashed" for "crash").
+        found: set[str] = set()
+        for table in ("nodes_fts", "nodes_stem"):
+            sql = (
+                f"SELECT n.id FROM nodes n CROSS JOIN {table} ON {table}.rowid = n.seq"
+                f" WHERE n.id IN ({marks}) AND {table} MATCH ?"
+            )
+            try:
+                found.update(str(r[0]) for r in self.conn.execute(sql, [*ids, match]))
+            except Exception as exc:
+                raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+        return found
+
+    def count_stemmed(self, match: str, cap: int = 1000) -> int:
+        """How many nodes the stemmed index matches for MATCH, counted up to CAP (enough for an IDF)."""
+        try:
+            row = self.conn.execute(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM nodes_stem WHERE nodes_stem MATCH ? LIMIT ?)",
+                (match, cap),
+            ).fetchone()
+        except Exception as exc:
+            raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+        return int(row[0])
+
     def size_hint(self) -> int:
         """Roughly how many nodes the store has ever held (max rowid): free, unlike COUNT(*)."""
         row = self.conn.execute("SELECT MAX(seq) FROM nodes").fetchone()
@@ -592,19 +624,33 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
                 counts[term] = int(row[0])
         return counts
 
-    def count_matches(self, match: str, as_of: int | None = None, *, stemmed: bool = False) -> int:
+    def count_matches(
+        self,
+        match: str,
+        as_of: int | None = None,
+        *,
+        stemmed: bool = False,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> int:
         """How many nodes match MATCH (in the exact index; in the stemmed one, which holds no change words
-        but more forms of every prose word, when STEMMED)."""
+        but more forms of every prose word, when STEMMED), with the filters of search_fts_scored."""
         table = "nodes_stem" if stemmed else "nodes_fts"
-        if as_of is None:
+        if as_of is None and since is None and until is None:
             row = self.conn.execute(
                 f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ?", (match,)
             ).fetchone()
         else:
+            where = [f"{table} MATCH ?"]
+            params: list[Any] = [match]
+            for clause, value in (("n.created_at <= ?", as_of), ("n.ts >= ?", since), ("n.ts <= ?", until)):
+                if value is not None:
+                    where.append(clause)
+                    params.append(value)
             row = self.conn.execute(
                 f"SELECT COUNT(*) FROM {table} JOIN nodes n ON n.seq = {table}.rowid"
-                f" WHERE {table} MATCH ? AND n.created_at <= ?",
-                (match, as_of),
+                f" WHERE {' AND '.join(where)}",
+                params,
             ).fetchone()
         return int(row[0])
 

@@ -124,19 +124,29 @@ class VectorIndexMixin:
         )
 
     def vector_hits_to_ids(
-        self, hits: Sequence[tuple[int, float]], as_of: int | None = None
+        self,
+        hits: Sequence[tuple[int, float]],
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
     ) -> list[tuple[str, float]]:
         """Map (seq, distance) hits to (node id, distance), nearest first (ties by seq), dropping vectors
-        whose node is gone or (AS_OF) was recorded later."""
+        whose node is gone, (AS_OF) was recorded later, or whose event time is outside SINCE..UNTIL."""
         if not hits:
             return []
         marks = ",".join("?" * len(hits))
         seqs = [int(h[0]) for h in hits]
         sql = f"SELECT seq, id FROM nodes WHERE seq IN ({marks})"
         params: list[Any] = list(seqs)
-        if as_of is not None:
-            sql += " AND created_at <= ?"
-            params.append(as_of)
+        for clause, value in (
+            (" AND created_at <= ?", as_of),
+            (" AND ts >= ?", since),
+            (" AND ts <= ?", until),
+        ):
+            if value is not None:
+                sql += clause
+                params.append(value)
         ids = {int(r[0]): str(r[1]) for r in self.conn.execute(sql, params)}
         ranked = sorted((float(d), int(seq)) for seq, d in hits if int(seq) in ids)
         return [(ids[seq], distance) for distance, seq in ranked]
@@ -237,10 +247,19 @@ class VectorIndexMixin:
         )
         self._bump_generation()
 
-    def search_vectors(self, blob: bytes, k: int, as_of: int | None = None) -> list[tuple[str, float]]:
+    def search_vectors(
+        self,
+        blob: bytes,
+        k: int,
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[tuple[str, float]]:
         """(node id, cosine distance) of the K nearest vectors to BLOB, nearest first (ties by seq).
 
-        Vectors whose node is gone, or (AS_OF) was recorded later, are left out after the k-NN.
+        Vectors whose node is gone, or (AS_OF) was recorded later, or (SINCE/UNTIL) happened outside the
+        window, are left out after the k-NN.
         """
         self._vec_ready()
         try:
@@ -251,7 +270,9 @@ class VectorIndexMixin:
             ).fetchall()
         except Exception as exc:
             raise StoreError(f"vector search failed: {exc}") from exc
-        return self.vector_hits_to_ids([(int(h[0]), float(h[1])) for h in hits], as_of)
+        return self.vector_hits_to_ids(
+            [(int(h[0]), float(h[1])) for h in hits], as_of, since=since, until=until
+        )
 
     def _forget_vectors(self, seqs: Sequence[int]) -> None:
         """Delete the vectors of nodes about to be deleted (vec0 rows know no foreign keys)."""

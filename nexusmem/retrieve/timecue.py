@@ -1,0 +1,135 @@
+"""Time in a question: whether it asks about recent events ("what failed yesterday"), and the explicit
+--since/--until window.
+
+Recency is a prior that only some questions want. "Why does the parser reject tabs" is answered by a commit
+from five years ago as well as by one from last week; "what did I try yesterday" is not. So age counts for
+every kind of node only when the question carries a time cue, and otherwise only for the kinds whose worth
+fades by nature (shell commands, conversation turns).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+from nexusmem.errors import NexusMemError
+
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+# Phrases that ask about time relative to now. "last" alone is left out: "the last argument" is not a time.
+_RELATIVE = re.compile(
+    r"\b(?:"
+    r"recent|recently|lately|latest|newest|most\s+recent|just\s+now|right\s+now|earlier\s+today"
+    r"|today|tonight|yesterday|this\s+(?:morning|afternoon|evening|week|month|sprint)"
+    r"|last\s+(?:night|week|month|year|time|thing|attempt|try|run|change|commit|push|few\s+\w+|couple\s+of\s+\w+)"
+    r"|(?:try|tried|did|ran|run|changed|broke|failed|fixed|touched)\s+last"
+    r"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a\s+few|couple\s+of|several)"
+    r"\s+(?:minutes?|hours?|days?|weeks?|months?)\s+ago"
+    r"|(?:past|last)\s+(?:\d+\s+|few\s+|couple\s+of\s+)?(?:hour|hours|days|weeks|months)"
+    r")\b",
+    re.IGNORECASE,
+)
+# An explicit date: 2024-05-01, 2024/05/01, "May 3", "3 May", "March 2024".
+_DATE = re.compile(
+    r"\b(?:\d{4}[-/]\d{1,2}[-/]\d{1,2}"
+    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTHS})\b"
+    rf"|(?:{_MONTHS})\.?\s+\d{{4}})",
+    re.IGNORECASE,
+)
+
+
+_ISO_DAY = re.compile(r"\b(\d{4})[-/](\d{1,2})[-/](\d{1,2})\b")
+
+
+@dataclass(frozen=True)
+class Cue:
+    """A time cue found in a question: the phrases that carry it, and (for a question naming one ISO
+    date, "what broke on 2024-05-01") that day, which age is then measured from instead of from now."""
+
+    phrases: tuple[str, ...]
+    anchor_ms: int | None = None
+
+
+def find_cue(text: str) -> Cue | None:
+    """The question's time cue ("recently", "yesterday", "last week", "just now", a date...), or None."""
+    found = [m.group(0) for m in _RELATIVE.finditer(text)] + [m.group(0) for m in _DATE.finditer(text)]
+    if not found:
+        return None
+    days = {m.groups() for m in _ISO_DAY.finditer(text)}
+    anchor = None
+    if len(days) == 1 and not _RELATIVE.search(text):
+        year, month, day = (int(x) for x in next(iter(days)))
+        try:
+            anchor = int(datetime(year, month, day, 12, tzinfo=timezone.utc).timestamp() * 1000)
+        except ValueError:
+            anchor = None
+    return Cue(tuple(found), anchor)
+
+
+def without_cue(text: str, cue: Cue | None) -> str:
+    """TEXT with the cue's relative phrases taken out ("what failed yesterday" → "what failed"), when
+    something is left; dates stay (a date's words can be in a commit message or a release note)."""
+    if cue is None:
+        return text
+    stripped = _RELATIVE.sub(" ", text)
+    stripped = re.sub(r"\s+", " ", stripped).strip()
+    return stripped if re.search(r"\w", stripped) else text
+
+
+# --- --since / --until ---------------------------------------------------------------------------------------
+_AGO = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
+_AGO_UNIT_S = {"m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+
+
+def parse_when(value: str, *, end: bool = False, now: datetime | None = None) -> int:
+    """A --since/--until value → epoch ms. ISO 8601 date or time (a naive value is UTC; 'Z' accepted),
+    "today"/"yesterday", or an age such as 30m, 6h, 2d, 1w (before NOW, the wall clock by default).
+
+    END: a bare date (or today/yesterday) means the end of that day, so `--until 2024-05-01` includes
+    the whole day; otherwise the start of it."""
+    text = value.strip()
+    clock = now or datetime.now(timezone.utc)
+    if not text:
+        raise NexusMemError(
+            "an empty time: use YYYY-MM-DD, an ISO 8601 time, today, yesterday or an age like 2d"
+        )
+    ago = _AGO.match(text)
+    if ago:
+        seconds = int(ago.group(1)) * _AGO_UNIT_S[ago.group(2).lower()]
+        return int((clock - timedelta(seconds=seconds)).timestamp() * 1000)
+    day: date | None = None
+    if text.lower() in ("today", "yesterday"):
+        day = clock.astimezone(timezone.utc).date() - timedelta(days=1 if text.lower() == "yesterday" else 0)
+    elif re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            raise NexusMemError(f"{value!r} is not a date: use YYYY-MM-DD") from None
+    if day is not None:
+        start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+        moment = start + timedelta(days=1) - timedelta(milliseconds=1) if end else start
+        return int(moment.timestamp() * 1000)
+    iso = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        raise NexusMemError(
+            f"{value!r} is not a time: use YYYY-MM-DD, an ISO 8601 time such as 2024-05-01T12:00:00Z,"
+            " today, yesterday, or an age such as 30m, 6h, 2d, 1w"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def window(since: str | None, until: str | None) -> tuple[int | None, int | None]:
+    """(since ms, until ms) from the option values (None when not given); a window that ends before it
+    starts is an error naming both."""
+    lo = parse_when(since) if since and since.strip() else None
+    hi = parse_when(until, end=True) if until and until.strip() else None
+    if lo is not None and hi is not None and hi < lo:
+        raise NexusMemError(f"the window is empty: --until {until} is before --since {since}")
+    return lo, hi

@@ -1,0 +1,241 @@
+"""Ranking v2 on real stores built from real git repositories: score-aware fusion, question-aware recency,
+the --since/--until window, the weak-match flag and long questions."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.types import CallToolResult, TextContent
+
+from nexusmem import config
+from nexusmem.errors import ConfigError, NexusMemError
+from nexusmem.retrieve import fuse, query, rank, timecue
+
+from helpers import commit, query_json, run_cli
+from helpers.mcp import mcp_session
+
+DAY = 86_400
+NOW = int(time.time())
+
+
+def _day(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+@pytest.fixture
+def old_and_fresh(repo: Path) -> Path:
+    """A strong old explanation of the upload retry, a weaker fresh commit on the same subject, and
+    unrelated history around them."""
+    commit(repo, "Add the project skeleton", {"README.md": "# uploader\n"}, when=NOW - 900 * DAY)
+    commit(
+        repo,
+        "fix(upload): retry multipart upload chunks when the storage gateway times out\n\n"
+        "The gateway drops idle connections after 30 s; a chunk that hit it failed the whole upload.",
+        {"upload.py": "RETRIES = 3\n"},
+        when=NOW - 800 * DAY,
+    )
+    commit(repo, "docs: describe the release process", {"RELEASE.md": "tag, push\n"}, when=NOW - 700 * DAY)
+    commit(repo, "feat(auth): sign in with a passkey", {"auth.py": "PASSKEY = True\n"}, when=NOW - 30 * DAY)
+    commit(
+        repo,
+        "feat(db): index the sessions table",
+        {"db.sql": "CREATE INDEX s ON sessions(id);\n"},
+        when=NOW - 20 * DAY,
+    )
+    commit(repo, "docs: how the database is backed up", {"BACKUP.md": "nightly dump\n"}, when=NOW - 10 * DAY)
+    commit(
+        repo,
+        "chore(upload): log each chunk's gateway",
+        {"upload.py": "RETRIES = 3\nLOG = 1\n"},
+        when=NOW - 3600,
+    )
+    return repo
+
+
+def titles(data: dict[str, Any]) -> list[str]:
+    return [it["title"].splitlines()[0] for it in data["items"] if it["kind"] == "git_commit"]
+
+
+def test_a_strong_old_commit_beats_a_weaker_fresh_one_unless_the_question_asks_about_time(
+    old_and_fresh: Path,
+) -> None:
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    plain = query_json(old_and_fresh, "upload chunk gateway timeout retry")
+    assert titles(plain)[0].startswith("fix(upload): retry multipart upload chunks")
+    assert plain["weak"] is False
+    # The same words with a time cue: the fresh commit is what "yesterday" is about.
+    cued = query_json(old_and_fresh, "what changed in the upload chunk gateway retry yesterday")
+    assert titles(cued)[0] == "chore(upload): log each chunk's gateway"
+
+
+def test_since_and_until_filter_on_event_time(old_and_fresh: Path) -> None:
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    recent = query_json(old_and_fresh, "upload gateway", "--since", "2d")
+    assert titles(recent) == ["chore(upload): log each chunk's gateway"]
+    older = query_json(old_and_fresh, "upload gateway", "--until", _day(NOW - 400 * DAY))
+    assert titles(older) == ["fix(upload): retry multipart upload chunks when the storage gateway times out"]
+    window = query_json(
+        old_and_fresh, "upload gateway", "--since", _day(NOW - 900 * DAY), "--until", _day(NOW - 600 * DAY)
+    )
+    assert titles(window) == ["fix(upload): retry multipart upload chunks when the storage gateway times out"]
+    bad = run_cli("-C", str(old_and_fresh), "query", "--since", "last tuesday", "upload", ok=False)
+    assert bad.exit_code != 0 and "'last tuesday' is not a time" in bad.output
+    empty = run_cli("-C", str(old_and_fresh), "query", "--since", "1d", "--until", "9d", "upload", ok=False)
+    assert empty.exit_code != 0 and "the window is empty" in empty.output
+    help_text = run_cli("query", "--help").output
+    assert "recording time, not event time" in help_text
+
+
+def test_a_question_about_something_that_never_happened_is_flagged_weak(old_and_fresh: Path) -> None:
+    run_cli("-C", str(old_and_fresh), "sync")
+    never = query_json(old_and_fresh, "why did we migrate the billing database to MongoDB")
+    assert never["weak"] is True
+    assert 0 < len(never["items"]) <= query.WEAK_ITEMS
+    text = run_cli(
+        "-C", str(old_and_fresh), "query", "why did we migrate the billing database to MongoDB"
+    ).output
+    assert text.splitlines()[1] == query.WEAK_LINE
+    real = query_json(old_and_fresh, "why do upload chunks retry when the gateway times out")
+    assert real["weak"] is False
+    assert titles(real)[0].startswith("fix(upload): retry multipart upload chunks")
+    assert query.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", "upload gateway retry").output
+
+
+def test_a_pasted_2000_word_log_still_answers_with_a_short_header(old_and_fresh: Path) -> None:
+    run_cli("-C", str(old_and_fresh), "sync")
+    lines = [
+        f"2026-03-{n % 28 + 1:02d}T10:{n % 60:02d}:00Z worker-{n % 5} req={n * 7919:x} "
+        + (
+            "upload chunk 7 failed: storage gateway timeout after 30s, retrying"
+            if n % 9 == 0
+            else "GET /health 200 ok"
+        )
+        for n in range(300)
+    ]
+    log = "\n".join(lines)
+    assert len(log.split()) >= 2000
+    data = query_json(old_and_fresh, log, "--budget", "600")
+    assert titles(data)[0].startswith("fix(upload): retry multipart upload chunks")
+    assert any("cut" in note for note in data["notes"])
+    assert data["tokens_used"] <= 600
+    text = run_cli("-C", str(old_and_fresh), "query", "--budget", "600", "--", log).output
+    head = text.splitlines()[0]
+    assert head.startswith("Relevant history for: 2026-03-01") and len(head) <= 200
+    assert "note: the question was cut" in text
+
+
+def test_a_bm25_only_hit_is_not_buried_by_vector_only_hits(repo: Path) -> None:
+    commit(repo, "Speed up image thumbnail rendering", {"thumbs.py": "SIZE = 128\n"})
+    commit(repo, "Make photo previews load quicker", {"preview.py": "LAZY = True\n"})
+    commit(repo, "Faster picture resizing with a worker pool", {"resize.py": "POOL = 4\n"})
+    commit(repo, "Cache rendered avatars on disk", {"avatar.py": "CACHE = True\n"})
+    commit(repo, "Set qz_blit_stride to 64 for the compositor", {"blit.c": "int qz_blit_stride = 64;\n"})
+    run_cli("-C", str(repo), "sync")
+    data = query_json(repo, "qz_blit_stride make images render faster")
+    assert data["vector_matched"] >= 2  # the picture commits are in the vector list
+    assert titles(data)[0] == "Set qz_blit_stride to 64 for the compositor"
+
+
+def test_evidence_keeps_a_one_list_item_whole() -> None:
+    found = fuse.evidence([[("a", 8.0), ("b", 4.0)]], [("c", 0.9), ("b", 0.5)], floor=0.25)
+    assert found["a"] == fuse.Evidence(lexical=1.0, semantic=0.0, cosine=0.0)
+    assert found["b"].lexical == pytest.approx(0.5) and found["b"].semantic == pytest.approx(1 / 3)
+    assert found["c"].lexical == 0.0 and found["c"].semantic == pytest.approx(0.65 / 0.75)
+
+
+@pytest.mark.parametrize(
+    ("text", "cued"),
+    [
+        ("what failed yesterday", True),
+        ("the most recent change to the parser", True),
+        ("what did I try last", True),
+        ("anything from last week about the cache", True),
+        ("what broke on 2024-05-01", True),
+        ("the flaky test this morning", True),
+        ("why does the parser reject the last argument", False),
+        ("why does the cache use WAL", False),
+        ("handle the latestVersion field", False),
+    ],
+)
+def test_time_cues_are_found_only_where_they_are(text: str, cued: bool) -> None:
+    assert (timecue.find_cue(text) is not None) is cued
+
+
+def test_since_until_values() -> None:
+    now = datetime(2026, 5, 10, 12, 0, tzinfo=timezone.utc)
+    assert timecue.parse_when("2d", now=now) == int(
+        datetime(2026, 5, 8, 12, tzinfo=timezone.utc).timestamp() * 1000
+    )
+    assert timecue.parse_when("yesterday", now=now) == int(
+        datetime(2026, 5, 9, tzinfo=timezone.utc).timestamp() * 1000
+    )
+    end = timecue.parse_when("2026-05-01", end=True, now=now)
+    assert end == int(datetime(2026, 5, 2, tzinfo=timezone.utc).timestamp() * 1000) - 1
+    assert timecue.parse_when("2026-05-01T08:00:00Z") == int(
+        datetime(2026, 5, 1, 8, tzinfo=timezone.utc).timestamp() * 1000
+    )
+    with pytest.raises(NexusMemError, match="not a date"):
+        timecue.parse_when("2026-13-01")
+
+
+def test_vector_weight_is_validated(tmp_path: Path) -> None:
+    assert config.DEFAULTS["ranking"]["vectorWeight"] == rank.VECTOR_WEIGHT
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"ranking": {"vectorWeight": 0.5}}), encoding="utf-8")
+    assert config.load(path)["ranking"]["vectorWeight"] == 0.5
+    path.write_text(json.dumps({"ranking": {"vectorWeight": -1}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'ranking.vectorWeight' must be between 0 and 2"):
+        config.load(path)
+    path.write_text(json.dumps({"ranking": {"vectorWeight": "high"}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="must be number"):
+        config.load(path)
+
+
+def _structured(result: CallToolResult) -> tuple[str, dict[str, Any]]:
+    assert not result.is_error, result.content
+    block = result.content[0]
+    assert isinstance(block, TextContent) and result.structured_content is not None
+    return block.text, result.structured_content
+
+
+@pytest.mark.slow
+def test_mcp_search_takes_since_until_and_reports_weak(old_and_fresh: Path, tmp_path: Path) -> None:
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    root = str(old_and_fresh)
+
+    async def scenario() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            _, recent = _structured(
+                await s.call_tool(
+                    "search_memory", {"projectRoot": root, "query": "upload gateway", "since": "2d"}
+                )
+            )
+            assert titles(recent) == ["chore(upload): log each chunk's gateway"]
+            _, older = _structured(
+                await s.call_tool(
+                    "search_memory",
+                    {"projectRoot": root, "query": "upload gateway", "until": _day(NOW - 400 * DAY)},
+                )
+            )
+            assert titles(older) == [
+                "fix(upload): retry multipart upload chunks when the storage gateway times out"
+            ]
+            text, never = _structured(
+                await s.call_tool(
+                    "search_memory",
+                    {"projectRoot": root, "query": "why did we migrate the billing database to MongoDB"},
+                )
+            )
+            assert never["weak"] is True and query.WEAK_LINE in text
+            bad = await s.call_tool(
+                "search_memory", {"projectRoot": root, "query": "upload", "until": "soon"}
+            )
+            assert bad.is_error and "'soon' is not a time" in str(bad.content)
+
+    anyio.run(scenario)
