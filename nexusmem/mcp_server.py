@@ -94,7 +94,7 @@ class SkippedProject(TypedDict):
 
 
 class SearchResult(TypedDict):
-    """The `query --json` object of DESIGN.md (with allProjects, also `projects` and `skipped`)."""
+    """The `query --json` object of docs/contracts.md (with allProjects, also `projects` and `skipped`)."""
 
     query: str
     budget: int

@@ -341,7 +341,7 @@ def _fuse_and_pack(
 
 
 def to_json(result: MultiResult) -> dict[str, Any]:
-    """`query --all-projects --json`: the DESIGN.md `query --json` object, extended (only under
+    """`query --all-projects --json`: the `query --json` object of docs/contracts.md, extended (only under
     --all-projects) with `projects` (each searched project's {name, root}, in order; the root is what
     get_memory needs to expand an item) and `skipped` (each {name, root, db, reason})."""
     data = query.to_json(result)

@@ -450,7 +450,7 @@ def header(result: QueryResult, scope: str | None = None) -> str:
 
 
 def to_json(result: QueryResult) -> dict[str, Any]:
-    """The `query --json` contract of DESIGN.md, plus `weak` (no candidate matches the question well:
+    """The `query --json` contract of docs/contracts.md, plus `weak` (no candidate matches the question well:
     the items are only the closest few) and `notes` (what was done to the question, e.g. cut)."""
     return {
         "query": result.query,
