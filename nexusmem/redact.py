@@ -1267,6 +1267,9 @@ def _memchr_pattern(rule: Rule) -> re.Pattern[str]:
 
 _TOKEN_PRIORITIES = tuple((i, r) for i, r in enumerate(PATTERNS) if r in _TOKEN_RULES)
 _SCANS = _build_scans(_TOKEN_PRIORITIES)
+_SCAN_LITERALS: dict[str, list[tuple[int, Rule]]] = {}
+for _priority, _rule_ in _TOKEN_PRIORITIES:
+    _SCAN_LITERALS.setdefault(_rule_.literal, []).append((_priority, _rule_))
 _FINDERS = tuple((priority, rule) for priority, rule in enumerate(PATTERNS) if rule.finder is not None)
 _CONTEXT = tuple(
     (priority, rule, _memchr_pattern(rule))
@@ -1276,6 +1279,90 @@ _CONTEXT = tuple(
 
 # (start, end, priority, type)
 _Hit = tuple[int, int, int, str]
+
+# ------------------------------------------------------------------------------------------------ anchors
+#
+# What a pass over the text costs (benchmarks/bench_redact.py's mix, Python 3.11): re finds a pattern that
+# starts with one literal character at ~1 ns per character, and a position where that character occurs but
+# the rest fails costs a few ns more; a pattern that starts with a character *set* (an alternation of
+# several first characters) is scanned ~10x slower. So the cost is the number of passes: 29 token passes
+# (one per first character) and 31 context passes made ~3/4 of all redaction time. Now each literal is
+# found by an *anchor*: one of its characters, chosen so that few distinct anchors cover all literals
+# (`_` finds `ghp_`, `npm_`, `hf_`, `_key` ...; `-` finds `glpat-`, `NRAK-`, `--` ...), with a look-behind
+# for the characters before it. One pass per anchor character.
+
+
+def _source_after_literal(rule: Rule) -> str:
+    """RULE's pattern after its literal, with named groups made plain (an alternation may not repeat a
+    group name)."""
+    source = re.sub(r"\(\?P<\w+>", "(?:", rule.pattern.pattern)
+    for head in (re.escape(rule.literal), "(?:" + rule.literal + ")"):
+        if source.startswith(head):
+            return source[len(head) :]
+    raise ValueError(f"rule {rule.name}: pattern does not start with its literal")
+
+
+def _choose_anchors(literals: Iterable[str]) -> dict[str, int]:
+    """Literal -> offset of its anchor: greedily the character found in the most literals not yet covered
+    (fewest passes), ties to the later character of the literal."""
+    left = sorted(set(literals))
+    chosen: dict[str, int] = {}
+    while left:
+        counts: dict[str, int] = {}
+        for literal in left:
+            for char in set(literal):
+                counts[char] = counts.get(char, 0) + 1
+        anchor = max(sorted(counts), key=lambda c: counts[c])
+        for literal in [lit for lit in left if anchor in lit]:
+            chosen[literal] = literal.rindex(anchor)
+            left.remove(literal)
+    return chosen
+
+
+# (pattern, reach, rules): one pass over the text; a match at P means a rule's literal starts at P - offset
+# (offset <= reach) and its whole pattern matches there.
+_AnchorScan = tuple[re.Pattern[str], int, tuple[tuple[int, Rule], ...]]
+
+
+def _anchor_scans(rules: Iterable[tuple[int, Rule]], often: frozenset[str]) -> tuple[_AnchorScan, ...]:
+    """RULES grouped by anchor character, one regex per group: `_(?:(?<=ghp_)[A-Za-z0-9]{36,255}|...)`.
+    Each alternative is the rest of the literal, a look-behind for the literal, and the rule's body, so a
+    match is a real detection, never just a literal. Rules named in OFTEN (they match in ordinary code:
+    `-p 8080:80`, `password: str`) get their own groups, so that they do not open the others'."""
+    rules = tuple(rules)
+    anchors = _choose_anchors(rule.literal for _, rule in rules)
+    groups: dict[tuple[str, bool], list[tuple[int, Rule]]] = {}
+    for priority, rule in rules:
+        key = (rule.literal[anchors[rule.literal]], rule.name in often)
+        groups.setdefault(key, []).append((priority, rule))
+    scans = []
+    for (anchor, _), members in groups.items():
+        alternatives = []
+        reach = 0
+        for _, rule in members:
+            literal, at = rule.literal, anchors[rule.literal]
+            reach = max(reach, at)
+            behind = f"(?<={re.escape(literal)})" if len(literal) > 1 else ""
+            alternatives.append(re.escape(literal[at + 1 :]) + behind + _source_after_literal(rule))
+        pattern = re.compile(re.escape(anchor) + "(?:" + "|".join(alternatives) + ")")
+        scans.append((pattern, reach, tuple(members)))
+    return tuple(scans)
+
+
+_TOKEN_SCANS = _anchor_scans(_TOKEN_PRIORITIES, frozenset())
+_ANCHOR_AT = _choose_anchors(rule.literal for _, rule in _TOKEN_PRIORITIES)
+_TOKEN_CANDIDATES = {
+    literal: sorted(
+        pair for other, pairs in _SCAN_LITERALS.items() if literal.startswith(other) for pair in pairs
+    )
+    for literal in _SCAN_LITERALS
+}
+_OFTEN = frozenset(["tool-dash-p", "flag", "assign:pass", "assign:_key", "assign:token", "assign:auth"])
+_CONTEXT_PASS = {id(rule): scan for _, rule, scan in _CONTEXT}
+_CONTEXT_SCANS = tuple(
+    (lowered, _anchor_scans(((p, r) for p, r, _ in _CONTEXT if r.lowered == lowered), _OFTEN))
+    for lowered in (False, True)
+)
 
 
 def _handle(
@@ -1293,14 +1380,20 @@ def _handle(
 
 
 def _collect(text: str, gates: dict[int, bool], hits: list[_Hit]) -> None:
-    for pattern, candidates in _SCANS:
+    """The token formats: a pass per anchor finds whole detections; at each, the rules of the literal there
+    (and of the shorter literals it starts with: `eyJ` after `eyJrIjoi`) are tried, the first match wins."""
+    for pattern, _, members in _TOKEN_SCANS:
         for found in pattern.finditer(text):
-            start = found.start()
-            for priority, rule in candidates[found.group()]:
-                m = rule.pattern.match(text, start)
-                if m is not None:
-                    _handle(rule, priority, m, text, gates, hits)
-                    break
+            anchor = found.start()
+            for _, rule in members:
+                start = anchor - _ANCHOR_AT[rule.literal]
+                if start < 0 or not text.startswith(rule.literal, start):
+                    continue
+                for priority, candidate in _TOKEN_CANDIDATES[rule.literal]:
+                    m = candidate.pattern.match(text, start)
+                    if m is not None:
+                        _handle(candidate, priority, m, text, gates, hits)
+                        break
 
 
 def _merge(hits: list[_Hit]) -> list[Span]:
@@ -1344,19 +1437,25 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
             hits.extend((start, end, priority, kind) for start, end, kind in rule.finder(text))
     gates: dict[int, bool] = {}
     _collect(text, gates, hits)
-    lowered: str | None = None
-    for priority, rule, scan in _CONTEXT:
-        if rule.lowered:
-            if lowered is None:
-                lowered = text.lower()
-            if len(lowered) != len(text):  # lower() changed the length (e.g. "İ"): offsets would not line up
-                matches = rule.fallback.finditer(text)
-            else:
-                matches = scan.finditer(lowered)
-        else:
-            matches = scan.finditer(text)
-        for m in matches:
-            _handle(rule, priority, m, text, gates, hits)
+    lowered = text.lower()
+    if len(lowered) != len(text):  # lower() changed the length (e.g. "İ"): offsets would not line up
+        for priority, rule, _ in _CONTEXT:
+            for m in (rule.fallback if rule.lowered else rule.pattern).finditer(text):
+                _handle(rule, priority, m, text, gates, hits)
+    else:
+        # A group's regex is its gate: no match, none of its rules matches anywhere; a first match at P, none
+        # matches before P - reach. Each rule then runs its own pass from there, so what is found is what a
+        # pass per rule over the whole text finds.
+        for is_lowered, scans in _CONTEXT_SCANS:
+            source = lowered if is_lowered else text
+            for gate, reach, members in scans:
+                first = gate.search(source)
+                if first is None:
+                    continue
+                start = max(0, first.start() - reach)
+                for priority, rule in members:
+                    for m in _CONTEXT_PASS[id(rule)].finditer(source, start):
+                        _handle(rule, priority, m, text, gates, hits)
     if not hits:
         return text, counts
     return _splice(text, _merge(hits), counts), counts
