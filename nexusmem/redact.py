@@ -823,9 +823,9 @@ _ATTACHED_NAMES = (
 _SPACED_TOOLS = re.compile(
     r"(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login|helm[ \t]+registry[ \t]+login)[ \t]"
 )
-# Every tool above has one of these in its name or its `login`: 4 finds rule out a text (`docker run -p`,
+# Every tool above has one of these in its name or its `login `: 5 finds rule out a text (`docker run -p`,
 # `mkdir -p`) before the 18 finds of the tool names (they were ~1/10 of redaction time on the benchmark mix).
-_PASSWORD_TOOL_WORDS = ("mysql", "mariadb", "sshpass", "login")
+_PASSWORD_TOOL_WORDS = ("mysql", "mariadb", "sshpass", "login ", "login\t")
 _SPACED_NAMES = ("sshpass", "docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm")
 _CURL = re.compile(r"curl[ \t]")
 _REDIS_CLI = re.compile(r"redis-cli[ \t]")
@@ -1388,16 +1388,19 @@ _CONTEXT_SCANS = tuple(
 
 def _handle(
     rule: Rule, priority: int, m: re.Match[str], text: str, gates: dict[int, bool], hits: list[_Hit]
-) -> None:
+) -> bool:
+    """Add the detection at M to HITS, if any; False when RULE's gate is closed for TEXT (its tool is not
+    there: the rest of its matches need not be looked at, e.g. 5,000 `-p` in the benchmark's diffs)."""
     if rule.gate is not None:
         ok = gates.get(priority)
         if ok is None:
             ok = gates[priority] = rule.gate(text)
         if not ok:
-            return
+            return False
     span = rule.handler(m, text)
     if span is not None and span[1] > span[0]:
         hits.append((span[0], span[1], priority, span[2]))
+    return True
 
 
 def _collect(text: str, gates: dict[int, bool], hits: list[_Hit]) -> None:
@@ -1476,7 +1479,8 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
                 start = max(0, first.start() - reach)
                 for priority, rule in members:
                     for m in _CONTEXT_PASS[id(rule)].finditer(source, start):
-                        _handle(rule, priority, m, text, gates, hits)
+                        if not _handle(rule, priority, m, text, gates, hits):
+                            break
     if not hits:
         return text, counts
     return _splice(text, _merge(hits), counts), counts
