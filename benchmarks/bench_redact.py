@@ -8,24 +8,31 @@ per file diff and per Markdown section -- from code-diff hunks (50% of the bytes
 commit messages (15%) and shell commands (15%), with 0.1% of the lines replaced by corpus secrets. MB/s is
 reported by wall clock and by CPU time (`time.process_time`: steadier on a busy machine), with the load.
 
+`--against REF` also loads nexusmem/redact.py as it is at git REF (e.g. `main`, a commit) and times it and
+the working tree's engine alternately, round by round, on the same texts (a loaded machine slows both
+alike), and counts the texts whose output differs.
+
 `--detect-secrets` runs detect-secrets (pip install detect-secrets; not a dependency) on the same corpus
 (its file scanner with the default plugins and filters, each row as its own .txt file; a row counts as
 caught if anything is reported in it) and times its file scan over the same mix.
 
-    .venv/bin/python benchmarks/bench_redact.py [--mb 10] [--repeat 3] [--detect-secrets]
+    .venv/bin/python benchmarks/bench_redact.py [--mb 10] [--repeat 3] [--against REF] [--detect-secrets]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -148,6 +155,44 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return min(walls), min(cpus)
 
 
+def engine_at(ref: str) -> ModuleType:
+    """nexusmem/redact.py as it is at git REF, loaded as a module of its own."""
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(
+        ["git", "-C", str(root), "show", f"{ref}:nexusmem/redact.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    path = Path(tempfile.mkdtemp()) / "redact_at_ref.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("redact_at_ref", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["redact_at_ref"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def side_by_side(ref: str, megabytes: float, repeat: int) -> None:
+    """The engine at REF and the working tree's, alternately on the same texts: best CPU time of each."""
+    other = engine_at(ref)
+    for secrets in (False, True):
+        calls = make_calls(megabytes, secrets)
+        mb = sum(len(c.encode()) + 1 for c in calls) / 1e6
+        differing = sum(other.redact(c) != redact(c) for c in calls)
+        best = {ref: float("inf"), "this tree": float("inf")}
+        for _ in range(repeat):
+            for name, fn in ((ref, other.redact), ("this tree", redact)):
+                start = time.process_time()
+                for c in calls:
+                    fn(c)
+                best[name] = min(best[name], time.process_time() - start)
+        label = "mix+secrets" if secrets else "mix"
+        rates = ", ".join(f"{name} {mb / cpu:5.1f} MB/s cpu" for name, cpu in best.items())
+        print(f"side by side {label:12} {mb:5.1f} MB: {rates}; outputs differing: {differing}/{len(calls)}")
+
+
 def coverage_ours(corpus: dict[str, Any]) -> dict[str, Any]:
     exact = gone = 0
     missed: list[str] = []
@@ -195,6 +240,9 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=10.0, help="size of the generated mix in MB")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--detect-secrets", action="store_true", help="also measure detect-secrets")
+    parser.add_argument(
+        "--against", metavar="REF", help="also time nexusmem/redact.py at this git ref, alternately"
+    )
     parser.add_argument("--verbose", action="store_true", help="list misses and false positives")
     args = parser.parse_args()
 
@@ -230,6 +278,8 @@ def main() -> None:
             f"nexusmem   {label:12} {mb:5.1f} MB in {len(calls)} calls: {mb / wall:6.1f} MB/s wall, "
             f"{mb / cpu:6.1f} MB/s cpu, redacted={redacted}"
         )
+    if args.against:
+        side_by_side(args.against, args.mb, args.repeat)
     if args.detect_secrets:
         from detect_secrets import SecretsCollection
         from detect_secrets.settings import default_settings
