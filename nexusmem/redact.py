@@ -21,13 +21,14 @@ What is recognised (docs/hygiene.md has the list and the measured corpus figures
   Shannon entropy per character (a 32-digit hex key has ~3.7, ``development_settings_v2`` is an identifier).
 
 Speed. Sync runs this over every commit message and every patch (tens of MB), so every rule is a regex
-that begins with a *literal* (``AKIA``, ``ghp_``, ``://``, ``--``, ``token`` ...). The engine finds each
-literal with ``str.find`` (a memchr/two-way search, GB/s) and only runs the rule's regex where the literal
-occurs; a rule whose text lacks its literal costs one ``find``. A regex that begins with a lookbehind, a
-character class, an alternation or ``(?i)`` would have to be tried at every position instead (measured
-30-100x slower), so boundaries are checked in Python on the few hits, and case-insensitive rules search a
-lower-cased copy of the text (same offsets) with lower-case literals. benchmarks/bench_redact.py measures
-MB/s on a realistic mix.
+that begins with a *literal* (``AKIA``, ``ghp_``, ``://``, ``--``, ``token`` ...), and what costs is the
+number of passes over the text: re scans for a pattern's first literal character at ~1 ns per character,
+while a pattern that starts with a lookbehind, a character set, an alternation of first characters or
+``(?i)`` is tried at every position (measured 10-100x slower). So literals are found by shared *anchor*
+characters (16 token passes for ~120 formats, see :func:`_anchor_scans`), context rules run only where
+their group's combined regex matches, boundaries are checked in Python on the few hits, and
+case-insensitive rules search a lower-cased copy of the text (same offsets) with lower-case literals.
+benchmarks/bench_redact.py measures MB/s on a realistic mix (15 MB/s CPU, was 8 with the same rules).
 """
 
 from __future__ import annotations
@@ -1226,33 +1227,6 @@ KINDS: tuple[str, ...] = tuple(sorted({kind for rule in PATTERNS for kind in rul
 
 # ------------------------------------------------------------------------------------------------- engine
 
-# (priority, rule): a lower priority wins when two detections overlap (PATTERNS order).
-_Candidates = dict[str, list[tuple[int, Rule]]]
-
-
-def _build_scans(rules: tuple[tuple[int, Rule], ...]) -> tuple[tuple[re.Pattern[str], _Candidates], ...]:
-    """Token rules grouped by their literal's first character: one regex per group, `X(?:rest|...)`.
-
-    re finds a pattern's one-character literal prefix with memchr, so a group costs one fast pass over the
-    text, and a hit (rare: a token prefix) is then matched against the rules whose literal is there (its
-    own, then those of shorter literals it starts with: `eyJ` after `eyJrIjoi`). 29 passes for 118 formats;
-    a `find` per format cost ~3x the whole of redaction before (measured with benchmarks/bench_redact.py)."""
-    by_first: dict[str, dict[str, list[tuple[int, Rule]]]] = {}
-    for priority, rule in rules:
-        literals = by_first.setdefault(rule.literal[0], {})
-        literals.setdefault(rule.literal, []).append((priority, rule))
-    scans = []
-    for first, literals in by_first.items():
-        rests = sorted((lit[1:] for lit in literals), key=len, reverse=True)
-        pattern = re.compile(re.escape(first) + "(?:" + "|".join(re.escape(rest) for rest in rests) + ")")
-        longest_first = sorted(literals, key=len, reverse=True)
-        candidates = {
-            lit: sorted(pair for other in longest_first if lit.startswith(other) for pair in literals[other])
-            for lit in literals
-        }
-        scans.append((pattern, candidates))
-    return tuple(scans)
-
 
 def _memchr_pattern(rule: Rule) -> re.Pattern[str]:
     """RULE's pattern written so that re sees a one-character literal prefix (found with memchr): the rest
@@ -1272,7 +1246,7 @@ def _memchr_pattern(rule: Rule) -> re.Pattern[str]:
 
 
 _TOKEN_PRIORITIES = tuple((i, r) for i, r in enumerate(PATTERNS) if r in _TOKEN_RULES)
-_SCANS = _build_scans(_TOKEN_PRIORITIES)
+# Token literal -> its (priority, rule) pairs; a lower priority wins when two detections overlap.
 _SCAN_LITERALS: dict[str, list[tuple[int, Rule]]] = {}
 for _priority, _rule_ in _TOKEN_PRIORITIES:
     _SCAN_LITERALS.setdefault(_rule_.literal, []).append((_priority, _rule_))
@@ -1292,10 +1266,11 @@ _Hit = tuple[int, int, int, str]
 # starts with one literal character at ~1 ns per character, and a position where that character occurs but
 # the rest fails costs a few ns more; a pattern that starts with a character *set* (an alternation of
 # several first characters) is scanned ~10x slower. So the cost is the number of passes: 29 token passes
-# (one per first character) and 31 context passes made ~3/4 of all redaction time. Now each literal is
-# found by an *anchor*: one of its characters, chosen so that few distinct anchors cover all literals
-# (`_` finds `ghp_`, `npm_`, `hf_`, `_key` ...; `-` finds `glpat-`, `NRAK-`, `--` ...), with a look-behind
-# for the characters before it. One pass per anchor character.
+# (one per first character) and 31 context passes took over half of all redaction time (0.22 of ~0.4 s
+# per 3 MB). Now each literal is found by an *anchor*: one of its characters, chosen so that few distinct
+# anchors cover all literals (`p` finds `ghp_`, `npm_`, `dapi` ...; `s` finds `sk-`, `hvs.`, `shpat_` ...),
+# with a look-behind for the characters before it: 16 token passes, and 14 group gates for the context
+# rules (benchmarks/bench_redact.py --against REF: 8.2 -> 15.3 MB/s CPU side by side).
 
 
 def _source_after_literal(rule: Rule) -> str:
