@@ -23,12 +23,9 @@ from typing import Any
 from nexusmem import config, paths, registry
 from nexusmem.errors import NexusMemError
 from nexusmem.retrieve import fuse, query, rank
-from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
+from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.store import Store, StoredNode, open_store
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
-
-# Bodies are read a window at a time, only for the items the packer considers (as in query.run).
-_BODY_WINDOW = 40
 
 
 @dataclass(frozen=True)
@@ -61,26 +58,14 @@ class MultiResult(query.QueryResult):
 
 @dataclass
 class _Searched:
-    """One project's ranked candidates and what is needed to render and link them later."""
+    """One project's ranked candidates, and its shelf: what packing needs to render and link them."""
 
     index: int
     target: Target
     store: Store
     scored: list[tuple[StoredNode, float]]
-    links: dict[str, list[tuple[str, str]]]
+    shelf: query.Shelf
     weak: bool = False
-    order: list[str] = field(default_factory=list)
-    position: dict[str, int] = field(default_factory=dict)
-    full: dict[str, StoredNode] = field(default_factory=dict)
-
-    def full_node(self, node: StoredNode) -> StoredNode:
-        if node.body or node.kind not in query._NEEDS_BODY:
-            return node
-        if node.id not in self.full:
-            start = self.position.get(node.id)
-            window = [node.id] if start is None else self.order[start : start + _BODY_WINDOW]
-            self.full.update(self.store.get_many([i for i in window if i not in self.full]))
-        return self.full.get(node.id, node)
 
 
 def _current_target(start: Path | None) -> Target | None:
@@ -208,10 +193,9 @@ def _search_one(
         # A broken file surfaces as the SQLite driver's own error (not a StoreError) on the first read past
         # the header: one project's damage must not take down the others' answer. It is reported, not hidden.
         return None, {}, _skip(target, f"cannot read the memory database: {type(exc).__name__}: {exc}")
-    searched = _Searched(index=index, target=target, store=store, scored=scored, links=links, weak=weak)
-    searched.order = [n.id for n, _ in scored]
-    searched.position = {node_id: i for i, node_id in enumerate(searched.order)}
-    return searched, counts, None
+    # Sibling groups (chunks of one file or reply) are per project.
+    shelf = query.Shelf(target.name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
+    return _Searched(index, target, store, scored, shelf, weak), counts, None
 
 
 def scope_line(names: list[str]) -> str:
@@ -280,63 +264,23 @@ def _fuse_and_pack(
     # A fix not itself among the candidates is read from the store of the project that recorded the link;
     # walking in fused order makes that choice deterministic when two projects link the same id.
     for node_id in chosen:
-        for fix_id, _rel in owner[node_id].links.get(node_id, []):
+        for fix_id, _rel in owner[node_id].shelf.links.get(node_id, []):
             owner.setdefault(fix_id, owner[node_id])
 
-    items: dict[str, query.Item] = {}
-    search_text = query.prepare(text).search_text
-
-    def candidate(node: StoredNode, score: float) -> Candidate:
-        proj = owner[node.id]
-
-        def cost() -> int:
-            item = query.make_item(proj.full_node(node), score, proj.target.name, search_text)
-            items[node.id] = item
-            return estimate_tokens(query.item_text(item, with_project=True)) + 1
-
-        # Sibling groups (chunks of one file or reply) are per project.
-        group = None if node.group is None else f"{proj.index}:{node.group}"
-        return Candidate(node.id, score, group, cost, floor=query.min_tokens(node))
-
-    def fixes_of(node_id: str) -> list[tuple[str, str]]:
+    def shelf_of(node_id: str) -> query.Shelf | None:
         proj = owner.get(node_id)
-        return [] if proj is None else proj.links.get(node_id, [])
+        return None if proj is None else proj.shelf
 
-    def candidate_for(node_id: str) -> Candidate | None:
-        if node_id in chosen:
-            node, score = chosen[node_id]
-            return candidate(node, score)
-        proj = owner.get(node_id)
-        if proj is None:
-            return None
-        fix = proj.store.get(node_id)
-        if fix is None or (as_of is not None and fix.created_at > as_of):
-            return None
-        chosen[node_id] = (fix, 0.0)
-        return candidate(fix, 0.0)
-
-    ranked = [candidate(node, score) for node, score in list(chosen.values())]
-    head = estimate_tokens(query.header(result, scope_line(result.projects)))
-    placed, used = pack(
-        ranked,
-        budget,
-        fixes_of,
-        candidate_for,
-        header_tokens=head,
+    result.items, used = query.pack_items(
+        chosen,
+        shelf_of,
+        budget=budget,
+        header_tokens=estimate_tokens(query.header(result, scope_line(result.projects))),
         max_items=query.WEAK_ITEMS if result.weak else None,
+        as_of=as_of,
+        search_text=query.prepare(text).search_text,
+        with_project=True,
     )
-    for entry in placed:
-        base = items[entry.id]
-        result.items.append(
-            query.Item(
-                **{
-                    **base.__dict__,
-                    "score": entry.score,
-                    "linked_from": entry.linked_from,
-                    "relation": entry.relation,
-                }
-            )
-        )
     result.tokens_used = used
 
 

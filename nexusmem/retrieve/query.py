@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -352,80 +353,109 @@ def run(
     )
     # Nothing found at all is the weakest answer of all (`render` then says no memory matches).
     result.weak = not scored or strength(found).weak
-    by_id: dict[str, tuple[StoredNode, float]] = {n.id: (n, s) for n, s in scored}
-    items: dict[str, Item] = {}
-
-    order = [n.id for n, _ in scored]
-    position = {node_id: i for i, node_id in enumerate(order)}
-    full: dict[str, StoredNode] = {}
-
-    def full_node(node: StoredNode) -> StoredNode:
-        # Ranking ran on light rows; bodies are read only for items the packer actually considers, a
-        # window of them at a time (one query instead of one per item).
-        if node.body or node.kind not in _NEEDS_BODY:
-            return node
-        if node.id not in full:
-            start = position.get(node.id)
-            window = [node.id] if start is None else order[start : start + _BODY_WINDOW]
-            full.update(store.get_many([i for i in window if i not in full]))
-        return full.get(node.id, node)
-
-    def candidate(node: StoredNode, score: float) -> Candidate:
-        def cost() -> int:
-            item = make_item(full_node(node), score, project, found.question.search_text)
-            items[node.id] = item
-            return _tokens(item)
-
-        return Candidate(node.id, score, node.group, cost, floor=min_tokens(node))
-
     links: dict[str, list[tuple[str, str]]] = {}
     for src, dst, rel in store.links_from([n.id for n, _ in scored]):
         links.setdefault(src, []).append((dst, rel))
-
-    def fixes_of(node_id: str) -> list[tuple[str, str]]:
-        return links.get(node_id, [])
-
-    def candidate_for(node_id: str) -> Candidate | None:
-        if node_id in by_id:
-            node, score = by_id[node_id]
-            return candidate(node, score)
-        fix = store.get(node_id)
-        if fix is None or (as_of is not None and fix.created_at > as_of):
-            return None
-        by_id[node_id] = (fix, 0.0)
-        return candidate(fix, 0.0)
-
-    ranked = [candidate(n, s) for n, s in scored]
-    placed, used = pack(
-        ranked,
-        budget,
-        fixes_of,
-        candidate_for,
+    shelf = Shelf(project, store, [n.id for n, _ in scored], links)
+    result.items, used = pack_items(
+        {n.id: (n, s) for n, s in scored},
+        lambda _node_id: shelf,
+        budget=budget,
         header_tokens=estimate_tokens(header(result)),
         max_items=WEAK_ITEMS if result.weak else None,
+        as_of=as_of,
+        search_text=found.question.search_text,
     )
-    for entry in placed:
-        base = items[entry.id]
-        result.items.append(
-            Item(
-                **{
-                    **base.__dict__,
-                    "score": entry.score,
-                    "linked_from": entry.linked_from,
-                    "relation": entry.relation,
-                }
-            )
-        )
     result.tokens_used = used
     return result
 
 
-def _tokens(item: Item) -> int:
-    return estimate_tokens(item_text(item)) + 1
+@dataclass
+class Shelf:
+    """One store's side of packing: where its items' bodies, names and links come from.
+
+    Ranking runs on light rows; bodies are read only for the items the packer actually considers, a window
+    of ORDER at a time (one query instead of one per item)."""
+
+    name: str
+    store: Store
+    order: list[str]  # the store's ranked ids, best first
+    links: dict[str, list[tuple[str, str]]]  # failure id -> [(fix id, relation)]
+    group_prefix: str = ""  # sibling groups are per store when several are packed together
+    full: dict[str, StoredNode] = field(default_factory=dict)
+    position: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.position = {node_id: i for i, node_id in enumerate(self.order)}
+
+    def full_node(self, node: StoredNode) -> StoredNode:
+        if node.body or node.kind not in _NEEDS_BODY:
+            return node
+        if node.id not in self.full:
+            start = self.position.get(node.id)
+            window = [node.id] if start is None else self.order[start : start + _BODY_WINDOW]
+            self.full.update(self.store.get_many([i for i in window if i not in self.full]))
+        return self.full.get(node.id, node)
+
+
+def pack_items(
+    chosen: dict[str, tuple[StoredNode, float]],
+    shelf_of: Callable[[str], Shelf | None],
+    *,
+    budget: int,
+    header_tokens: int,
+    max_items: int | None,
+    as_of: int | None,
+    search_text: str,
+    with_project: bool = False,
+) -> tuple[list[Item], int]:
+    """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
+    packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
+    candidate, or a fix to read) belongs to. Returns (items in packed order, tokens used)."""
+    items: dict[str, Item] = {}
+
+    def candidate(node: StoredNode, score: float) -> Candidate:
+        shelf = shelf_of(node.id)
+        assert shelf is not None
+
+        def cost() -> int:
+            item = make_item(shelf.full_node(node), score, shelf.name, search_text)
+            items[node.id] = item
+            return estimate_tokens(item_text(item, with_project=with_project)) + 1
+
+        group = None if node.group is None else f"{shelf.group_prefix}{node.group}"
+        return Candidate(node.id, score, group, cost, floor=min_tokens(node))
+
+    def fixes_of(node_id: str) -> list[tuple[str, str]]:
+        shelf = shelf_of(node_id)
+        return [] if shelf is None else shelf.links.get(node_id, [])
+
+    def candidate_for(node_id: str) -> Candidate | None:
+        if node_id in chosen:
+            node, score = chosen[node_id]
+            return candidate(node, score)
+        shelf = shelf_of(node_id)
+        fix = None if shelf is None else shelf.store.get(node_id)
+        if fix is None or (as_of is not None and fix.created_at > as_of):
+            return None
+        chosen[node_id] = (fix, 0.0)
+        return candidate(fix, 0.0)
+
+    ranked = [candidate(node, score) for node, score in list(chosen.values())]
+    placed, used = pack(
+        ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
+    )
+    out = [
+        Item(
+            **{**items[e.id].__dict__, "score": e.score, "linked_from": e.linked_from, "relation": e.relation}
+        )
+        for e in placed
+    ]
+    return out, used
 
 
 def min_tokens(node: StoredNode) -> int:
-    """A lower bound of _tokens for NODE's item, without its summary: the first two lines of item_text
+    """A lower bound of the token cost of NODE's item, without its summary: the first two lines of item_text
     (date, provenance tag, title cut at 160 characters; the id line) are part of every rendering."""
     title = node.title if len(node.title) <= 160 else node.title[:160]
     return (len(f"- 0000-00-00 [{node.provenance}] {title}\n  id {node.id}") // 4) + 1
