@@ -3,7 +3,7 @@
 
     python benchmarks/bench_foundation.py [--dir /tmp/nexusmem-bench] [--commits 10000] [--shell-lines 115000]
 
-Builds the history with ../shared/bench/make_history.py (unless DIR already has one), then measures with
+Builds the history with benchmarks/eval/make_history.py (unless DIR already has one), then measures with
 the installed `nexusmem` console script next to this Python. Prints a Markdown table. Not a test: numbers
 depend on the machine; the README quotes a run of this script.
 """

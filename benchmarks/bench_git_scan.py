@@ -1,6 +1,6 @@
 """Time the git collectors' first sync against raw git, plus the no-op re-sync and peak RSS.
 
-    python3 /work/shared/bench/make_history.py /tmp/hist10k --commits 10000 --shell-lines 10
+    python3 benchmarks/eval/make_history.py /tmp/hist10k --commits 10000 --shell-lines 10
     .venv/bin/python benchmarks/bench_git_scan.py /tmp/hist10k/repo [--runs 3]
 
 Baseline: `git log --numstat` + `git log -p -200` (their output discarded). Ours: iterate every node of

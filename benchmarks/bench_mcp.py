@@ -4,7 +4,7 @@
     python benchmarks/bench_mcp.py [--dir /tmp/nexusmem-bench] [--rounds 10]
 
 Uses DIR/repo with its memory when DIR/repo/.nexusmem exists (read-only: nothing is synced); otherwise builds the
-history with ../shared/bench/make_history.py and syncs it once. Drives the installed `nexusmem mcp` script next
+history with benchmarks/eval/make_history.py and syncs it once. Drives the installed `nexusmem mcp` script next
 to this Python with the SDK's stdio client, as an agent would. Prints a Markdown table. Not a test: numbers
 depend on the machine.
 """

@@ -5,7 +5,7 @@
 
 Reuses DIR (repo + home) when DIR/repo/.nexusmem exists, read-only: the 20 staged files come from a
 throwaway index (GIT_INDEX_FILE) holding an older tree, so the repository's own index, objects and store are
-never written. Otherwise builds DIR with ../shared/bench/make_history.py and syncs it. Target: < 250 ms.
+never written. Otherwise builds DIR with benchmarks/eval/make_history.py and syncs it. Target: < 250 ms.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Time the shell source over a synthetic hook log: first read, and a no-op re-scan at the end offset.
 
-    python3 /work/shared/bench/make_history.py /tmp/h --commits 10 --shell-lines 100000
+    python3 benchmarks/eval/make_history.py /tmp/h --commits 10 --shell-lines 100000
     .venv/bin/python benchmarks/bench_shell_scan.py /tmp/h
 
 Reads OUT/shell-history.jsonl for OUT/repo with NEXUSMEM_HOME pointed at a temp copy of the log and

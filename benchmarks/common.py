@@ -9,11 +9,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# The shared generator beside the project checkout; a worktree elsewhere uses the vendored copy (the same
-# generator, ruff-formatted, in benchmarks/eval/).
-MAKE_HISTORY = HERE.parent.parent / "shared" / "bench" / "make_history.py"
-if not MAKE_HISTORY.exists():
-    MAKE_HISTORY = HERE / "eval" / "make_history.py"
+# The history generator lives in the repository, so that every benchmark re-runs from a clone.
+MAKE_HISTORY = HERE / "eval" / "make_history.py"
 QUERIES = [
     "stale lock files in the cache",
     "why does the parser crash on unicode paths",
