@@ -2,6 +2,7 @@
 """MCP server benchmarks (issue 6): spawn → initialize, and tool round trips over stdio on a 10,000-commit history.
 
     python benchmarks/bench_mcp.py [--dir /tmp/nexusmem-bench] [--rounds 10]
+    python benchmarks/bench_mcp.py --start-only   # spawn → initialize, and → first tools/list; no history
 
 Uses DIR/repo with its memory when DIR/repo/.nexusmem exists (read-only: nothing is synced); otherwise builds the
 history with benchmarks/eval/make_history.py and syncs it once. Drives the installed `nexusmem mcp` script next
@@ -73,6 +74,21 @@ async def spawn_to_initialize(env: dict[str, str], cwd: Path) -> float:
             return time.perf_counter() - start
 
 
+async def spawn_to_tools(env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Spawn → initialize answered, and → the first tools/list answered (which waits for the SDK import)."""
+    params = StdioServerParameters(command=script(), args=["mcp"], env=env, cwd=str(cwd))
+    start = time.perf_counter()
+    with open(os.devnull, "w", encoding="utf-8") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            initialized = time.perf_counter() - start
+            await session.list_tools()
+            return initialized, time.perf_counter() - start
+
+
 async def _no_validation(self: ClientSession, name: str, result: Any) -> None:
     return None
 
@@ -141,7 +157,20 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=10_000)
     ap.add_argument("--shell-lines", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=10, help="passes over the query set")
+    ap.add_argument("--start-only", action="store_true", help="only time the server's start (no history)")
     args = ap.parse_args()
+    if args.start_only:
+        args.dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "NEXUSMEM_HOME": str(args.dir / "home")}
+        pairs = [anyio.run(spawn_to_tools, env, args.dir) for _ in range(7)]
+        for label, values in (
+            ("initialize", [p[0] for p in pairs]),
+            ("first tools/list", [p[1] for p in pairs]),
+        ):
+            print(
+                f"spawn → {label}: median {ms(statistics.median(values))}, min {ms(min(values))}, max {ms(max(values))}"
+            )
+        return
     repo, env = prepare(args.dir, args.commits, args.shell_lines)
     os.environ["NEXUSMEM_HOME"] = env["NEXUSMEM_HOME"]
 

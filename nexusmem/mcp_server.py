@@ -35,6 +35,7 @@ from nexusmem import __version__, config, paths, show, status
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import NexusMemError, NotARepositoryError
+from nexusmem.mcp_handshake import INSTRUCTIONS, SERVER_NAME, Handshake
 from nexusmem.project import Project
 from nexusmem.retrieve import multi as multi_mod
 from nexusmem.retrieve import query as query_mod
@@ -57,13 +58,6 @@ MAX_QUERY_CHARS = 100_000
 MAX_BUDGET = 100_000
 PROGRESS_INTERVAL_S = 0.25
 NO_MEMORY_HINT = "run `nexusmem sync` in that repository, or call the sync_project tool"
-
-INSTRUCTIONS = """\
-NexusMem remembers what actually happened in a git repository: commits and their per-file patches, shell
-commands with their exit codes (when the user installed the prompt hooks) and project docs. Call
-search_memory before changing unfamiliar code, when a test or command fails, or when you need to know why
-something is the way it is; call get_memory to read one result in full. Every tool needs projectRoot, the
-absolute path of the repository. If a repository has no memory yet, call sync_project once."""
 
 
 # --- structured output shapes (the tools' outputSchema) ------------------------------------------------------
@@ -361,7 +355,7 @@ READ_ONLY = ToolAnnotations(
 def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
     """The NexusMem MCP server with its four tools (not started)."""
     server: MCPServer = MCPServer(
-        "nexusmem", version=__version__, instructions=INSTRUCTIONS, log_level=log_level
+        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level=log_level
     )
 
     def tool(title: str, annotations: ToolAnnotations) -> Callable[[F], F]:
@@ -512,11 +506,12 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
     return server
 
 
-def serve(log_level: str = "WARNING") -> None:
-    """Serve the tools over stdin/stdout until the client closes the stream."""
+def serve(log_level: str = "WARNING", handshake: Handshake | None = None) -> None:
+    """Serve the tools over stdin/stdout until the client closes the stream; HANDSHAKE is what
+    mcp_handshake.answer_initialize read (and maybe answered) before this module was imported."""
     level = log_level.upper()
     if level not in LOG_LEVELS:
         raise ValueError(f"log level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
     from nexusmem.mcp_stdio import serve_stdio
 
-    anyio.run(serve_stdio, build_server(level))
+    anyio.run(serve_stdio, build_server(level), handshake)

@@ -10,11 +10,16 @@ it: the client waits forever for an answer to that request. Two kinds of line di
   says), so a waiting client gets an error instead of silence.
 
 Bytes that are not UTF-8 were already decoded with U+FFFD by the SDK; that is kept.
+
+When `initialize` was already answered before the SDK loaded (nexusmem.mcp_handshake), the bytes read then
+are replayed to the SDK first, and its own answer to that request is dropped on the way out.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import re
 import sys
@@ -28,6 +33,10 @@ import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+
+from nexusmem.mcp_handshake import Handshake
+
+log = logging.getLogger("nexusmem.mcp")
 
 # A lone surrogate escape, or a valid pair / an escaped backslash that must be left alone (matched first,
 # left to right, so `\\ud800` - a backslash then the text "ud800" - is never mistaken for an escape).
@@ -81,8 +90,52 @@ class _Lines:
             yield line
 
 
-async def serve_stdio(server: MCPServer) -> None:
-    """Run SERVER over stdin/stdout until the client closes stdin, answering malformed lines."""
+class _Replay(io.RawIOBase):
+    """The bytes HANDSHAKE read from stdin before the SDK loaded, then the rest of FD."""
+
+    def __init__(self, prefix: bytes, fd: int) -> None:
+        self.prefix = prefix
+        self.fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.prefix:
+            size = min(len(buffer), len(self.prefix))
+            buffer[:size] = self.prefix[:size]
+            self.prefix = self.prefix[size:]
+            return size
+        data = os.read(self.fd, len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
+
+
+def _is_early_answer(message: SessionMessage, handshake: Handshake | None) -> bool:
+    """Whether MESSAGE is the SDK's answer to the `initialize` already answered by HANDSHAKE (logged when the
+    two differ: the hand-written answer has fallen behind the SDK)."""
+    if handshake is None or handshake.answered_id is None:
+        return False
+    reply = message.message
+    if (
+        not isinstance(reply, (types.JSONRPCResponse, types.JSONRPCError))
+        or reply.id != handshake.answered_id
+    ):
+        return False
+    sent = json.loads(reply.model_dump_json(by_alias=True, exclude_unset=True))
+    if sent.get("result") != handshake.result:
+        log.warning("initialize was answered early with %s; the SDK answers %s", handshake.result, sent)
+    return True
+
+
+async def serve_stdio(server: MCPServer, handshake: Handshake | None = None) -> None:
+    """Run SERVER over stdin/stdout until the client closes stdin, answering malformed lines; HANDSHAKE holds
+    what was read (and maybe answered) before the SDK loaded."""
     # Our own duplicate of fd 0 to read from; fd 0 itself then points at the null device, so a child process
     # can never eat protocol bytes (the SDK does the same when it owns stdin).
     wire_fd = os.dup(sys.stdin.fileno())
@@ -90,11 +143,24 @@ async def serve_stdio(server: MCPServer) -> None:
     os.dup2(devnull, sys.stdin.fileno())
     os.close(devnull)
     failed: deque[int | str | None] = deque()
-    text = TextIOWrapper(os.fdopen(wire_fd, "rb", closefd=True), encoding="utf-8", errors="replace")
+    prefix = handshake.prefix if handshake is not None else b""
+    text = TextIOWrapper(io.BufferedReader(_Replay(prefix, wire_fd)), encoding="utf-8", errors="replace")
     stdin = _Lines(anyio.wrap_file(text), failed)
     lowlevel = server._lowlevel_server
     async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
+        early = [handshake]  # the early answer is dropped once
+        writing = [False]
+
+        async def write_answers() -> None:
+            async for message in out_receive:
+                if early[0] is not None and _is_early_answer(message, early[0]):
+                    early[0] = None
+                    continue
+                writing[0] = True
+                await write_stream.send(message)
+                writing[0] = False
 
         async def answer_malformed() -> None:
             async with send:
@@ -114,5 +180,10 @@ async def serve_stdio(server: MCPServer) -> None:
 
         async with anyio.create_task_group() as group:
             group.start_soon(answer_malformed)
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())  # type: ignore[arg-type]
+            group.start_soon(write_answers)
+            await lowlevel.run(receive, out_send, lowlevel.create_initialization_options())  # type: ignore[arg-type]
+            # The stream is unbuffered: every answer sent has been taken; let the last one reach stdout.
+            while writing[0]:
+                await anyio.sleep(0.005)
+            await write_stream.aclose()  # as the SDK's run would have: the transport's writer then ends
             group.cancel_scope.cancel()

@@ -5,10 +5,15 @@ module name in the command) and were never seen passing; and high churn (many co
 
 Runs on every commit, so it stays light: no click needed here, no project id (that would start git), the
 store opened read-only, and three indexed range reads for all files together.
+
+Commands not synced yet count too: the hook log past this project's shell cursor (its last 4 MB at most) is
+read with the shell source's own parser, so the test that failed a minute ago warns before any `nexusmem
+sync`. The shell source (and its redaction patterns) is imported only when the log has such a tail.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -156,6 +161,9 @@ def check(
         commands = store.shell_commands_between(start, end)
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
         naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
+        commands, naming = _with_unsynced(
+            root, store.cursor("shell"), commands, naming, set(lookup), start, end
+        )
         failures = _unresolved_failures(store, files, commands, naming)
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
@@ -177,6 +185,48 @@ def check(
                 )
             )
     return result
+
+
+def _synced_offset(cursor: str | None, st: os.stat_result) -> int:
+    """Where the last sync stopped reading the log (0 when unknown or another file): a cheap pre-check, the
+    shell source re-validates it."""
+    try:
+        pos = json.loads(cursor or "")["log"]
+        if (pos["dev"], pos["ino"]) == (st.st_dev, st.st_ino):
+            return int(pos["offset"])
+    except (ValueError, TypeError, KeyError):
+        pass
+    return 0
+
+
+def _with_unsynced(
+    root: Path,
+    cursor: str | None,
+    commands: list[tuple[str, str, int, str | None, int | None]],
+    naming: list[tuple[str, str, str]],
+    lookup: set[str],
+    start: int,
+    end: int,
+) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]]]:
+    """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring)."""
+    try:
+        st = os.stat(paths.shell_log_path())
+    except OSError:
+        return commands, naming
+    if st.st_size <= _synced_offset(cursor, st):
+        return commands, naming  # the usual case right after a sync: no import, no read
+    from nexusmem.sources import shell
+
+    tail = [t for t in shell.unsynced_tail(root, cursor) if start <= t.ts < end]
+    if not tail:
+        return commands, naming
+    known = {(command, ts) for _id, command, ts, _cwd, _code in commands}
+    fresh = [t for t in tail if (t.command, t.ts) not in known]  # a sync may have raced this read
+    merged = sorted(
+        [*commands, *((t.key, t.command, t.ts, t.cwd, t.exit) for t in fresh)], key=lambda c: c[2]
+    )
+    named = [*naming, *((f, t.key, "shell_command") for t in fresh for f in t.files if f in lookup)]
+    return merged, named
 
 
 def _unresolved_failures(

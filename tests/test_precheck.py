@@ -198,3 +198,39 @@ def test_findings_json_shape(repo: Path) -> None:
     assert data["checked"] is True and data["files"] == ["src/cache.py"]
     (finding,) = data["findings"]
     assert finding["exit"] == 127 and finding["command"] == "pytest tests/test_cache.py" and finding["date"]
+
+
+def hook_line(cwd: Path, command: str, code: int, ago_ms: int) -> bytes:
+    """One line exactly as shell/nexusmem.bash's printf writes it (key order, no spaces)."""
+    ts = int(time.time() * 1000) - ago_ms
+    text = json.dumps(command)[1:-1]
+    return (
+        f'{{"ts":{ts},"cwd":"{cwd}","exit":{code},"pipestatus":[{code}],"duration_ms":850,'
+        f'"command":"{text}","shell":"bash","session":"19a2b-1f2e-00c1","v":1}}\n'
+    ).encode()
+
+
+def test_a_failure_not_yet_synced_warns(repo: Path) -> None:
+    """The test that just failed on a staged file warns before any `nexusmem sync`; its later success, also
+    unsynced, silences it; another repository's lines and a line cut short are ignored."""
+    project(repo)
+    write_log(repo, [("make lint", 0, DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    assert "failed" not in run_cli("-C", str(repo), "precheck").stderr
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo / "src", "pytest ../tests/test_cache.py --token=ghp_" + "a1B2" * 9, 1, 60_000))
+        log.write(hook_line(repo.parent, "pytest tests/test_cache.py", 2, 50_000))  # not this repository
+    result = run_cli("-C", str(repo), "precheck", "--json")
+    [finding] = json.loads(result.stdout)["findings"]
+    assert finding["path"] == "src/cache.py" and finding["exit"] == 1
+    assert finding["command"].startswith("pytest ../tests/test_cache.py --token=")
+    assert "a1B2a1B2" not in result.stdout  # redacted, as a sync would store it
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo / "src", "pytest ../tests/test_cache.py --token=ghp_" + "a1B2" * 9, 0, 10_000))
+        log.write(b'{"ts":1,"cwd":"' + str(repo).encode() + b'","command":"pytest')  # still being written
+    assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
+    # Once synced, the same history gives the same answer from the store.
+    sync.sync(repo)
+    assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []

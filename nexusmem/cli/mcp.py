@@ -35,7 +35,11 @@ def mcp_cmd(log_level: str) -> None:
             " (see `nexusmem mcp --help`); Ctrl-D or Ctrl-C stops it.",
             err=True,
         )
-    # Imported here: the MCP SDK takes about a second to import and no other command needs it.
+    # The MCP SDK takes about a second to import and no other command needs it: `initialize` is answered
+    # first, by hand, so an agent's start does not wait for it (nexusmem/mcp_handshake.py).
+    from nexusmem.mcp_handshake import answer_initialize
+
+    handshake = answer_initialize()
     from nexusmem.mcp_server import serve
 
-    serve(log_level)
+    serve(log_level, handshake)

@@ -948,3 +948,56 @@ class ShellSource:
                 )
             return fingerprint
         return ""
+
+
+# ------------------------------------------------------------------------- the unsynced tail (precheck)
+
+# precheck reads at most this much of the log past the project's cursor: 4 MB is ~20,000 hook lines, far
+# more than a day's work between syncs, and ~40 ms to parse; an older tail is left to `nexusmem sync`.
+TAIL_MAX_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class TailCommand:
+    """A hook line not yet synced into ROOT's memory, shaped like a stored shell_command (redacted)."""
+
+    key: str  # "log:<byte offset>", standing in for a node id
+    command: str
+    ts: int
+    cwd: str  # relative to the repository root, "." at the top (as stored)
+    exit: int | None
+    files: tuple[str, ...]
+
+
+def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES) -> list[TailCommand]:
+    """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
+    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git."""
+    log = shell_log_path()
+    try:
+        st = os.stat(log)
+    except OSError:
+        return []
+    offset = _resume_offset(log, st, _decode_cursor(cursor).get("log"))
+    if st.st_size <= offset:
+        return []
+    start = max(offset, st.st_size - max_bytes)
+    attributor = Attributor([root])
+    memo = _Memo()
+    out: list[TailCommand] = []
+    records = iter_log_records(log, start)
+    if start > offset:  # began mid-line: the first record is a fragment
+        next(records, None)
+    for end, record in records:
+        if end < 0:
+            break
+        line = log_line_from(record)
+        if line is None:
+            continue
+        where = attributor.match(line.cwd)
+        if where is None or not line.command.strip():
+            continue
+        place, rel = where
+        command = memo.redact(line.command)
+        files = memo.command_files(command, place, rel)
+        out.append(TailCommand(f"log:{end}", command, line.ts, rel, line.exit, files))
+    return out
