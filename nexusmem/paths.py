@@ -51,6 +51,28 @@ def find_root_fast(start: Path) -> Path | None:
     return None
 
 
+def main_worktree(root: Path) -> Path | None:
+    """The main work tree of the linked worktree at ROOT (`git worktree add`), None for any other root.
+
+    Read from files, no process: ROOT/.git is a file `gitdir: <common>/worktrees/<name>`, whose `commondir`
+    names the shared git directory; the main work tree is the folder holding that directory (not for a bare
+    repository, whose worktrees have no main one to share a memory with)."""
+    try:
+        text = (root / ".git").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):  # a directory (a main work tree) or unreadable
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = (root / text[len("gitdir:") :].strip()).resolve()
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):  # a submodule's .git file: no commondir
+        return None
+    if common.name != ".git" or not common.is_dir():
+        return None
+    return common.parent
+
+
 def repo_root(start: Path | str | None = None) -> Path:
     """The top of the git work tree containing START (default: the current directory), asking git itself.
 

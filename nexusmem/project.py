@@ -80,8 +80,13 @@ def _make_state_dir(state: Path) -> bool:
 
 
 def load(start: Path | str | None = None, *, require_init: bool = True) -> Project:
-    """The project containing START, with its validated config."""
+    """The project containing START, with its validated config. In a linked worktree without a memory of
+    its own, that is the main work tree's memory (the shell source already counts worktrees as the repo)."""
     root = paths.repo_root(start)
+    if not is_initialised(root):
+        main = paths.main_worktree(root)
+        if main is not None and is_initialised(main):
+            root = main
     if require_init and not is_initialised(root):
         from nexusmem.errors import NotInitialisedError
 

@@ -288,6 +288,7 @@ def sync(
             for note in notes:
                 log(note)
         kept: list[tuple[str, int, str, str | None]] = []
+        kept_links: list[tuple[str, str, str, int]] = []
         if rebuild:
             # One transaction for the whole rebuild: readers (an agent's search) keep seeing the old memory
             # until the new one is complete, never an empty store. Ids are content-addressed, so re-ingested
@@ -295,6 +296,7 @@ def sync(
             # put back at the end.
             whole.enter_context(store.transaction())
             kept = store.bookkeeping()
+            kept_links = store.all_links()
             store.delete_all_nodes()
             store.reset_cursors()
         for name, source in enabled_sources(project, only):
@@ -352,6 +354,8 @@ def sync(
                     log(f"{name}: {note}")
         if kept:
             store.restore_bookkeeping(kept)
+        if kept_links:
+            store.restore_links(kept_links)
         # Changelog entries lend their words to the commits they describe; either side may have changed.
         with store.transaction():
             store.refresh_notes("changelog", "git_commit")

@@ -155,7 +155,8 @@ count. An answer with no good match starts with "No strong match" (--json:
 @click.option(
     "--as-of",
     metavar="DATE",
-    help="Only what the store had recorded by DATE (ISO 8601): recording time, not event time.",
+    help="Only what memory had recorded by DATE (ISO 8601): recording time, when a sync stored it, "
+    "not when the commit or command happened.",
 )
 @click.option(
     "--all-projects",
@@ -187,16 +188,26 @@ def query_cmd(
         return
     proj = project.load(root_of(ctx))
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
+    cutoff = query.parse_as_of(as_of)
     with proj.open_store() as store:
         result = query.run(
             store,
             question,
             project=proj.root.name,
             budget=limit,
-            as_of=query.parse_as_of(as_of),
+            as_of=cutoff,
             since=window[0],
             until=window[1],
             settings=rank.settings_from(proj.config),
+        )
+        first = store.first_recorded() if cutoff is not None else None
+    if cutoff is not None and first is not None and cutoff < first:
+        from nexusmem import timefmt
+
+        echo_human(
+            f"nexusmem: note: --as-of {as_of} is before this memory's first recording ({timefmt.day(first)}):"
+            " --as-of means recording time (when a sync stored an item), so nothing was recorded yet",
+            err=True,
         )
     if as_json:
         echo_json(query.to_json(result))

@@ -362,6 +362,21 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
             [(created, trust, sup, node_id) for node_id, created, trust, sup in rows],
         )
 
+    def all_links(self) -> list[tuple[str, str, str, int]]:
+        """(from id, to id, relation, created_at) of every link: failure→fix links are not re-derived by a
+        rebuild's sources (the linker may have seen commands that have since left the log)."""
+        return [tuple(r) for r in self.conn.execute("SELECT from_id, to_id, relation, created_at FROM links")]
+
+    def restore_links(self, rows: list[tuple[str, str, str, int]]) -> int:
+        """Put back the links in ROWS whose two nodes came back (same content, same id); returns how many."""
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO links(from_id, to_id, relation, created_at) SELECT ?, ?, ?, ?"
+            " WHERE EXISTS (SELECT 1 FROM nodes WHERE id = ?) AND EXISTS (SELECT 1 FROM nodes WHERE id = ?)",
+            [(a, b, rel, created, a, b) for a, b, rel, created in rows],
+        )
+        return int(self.conn.total_changes - before)
+
     def _delete_seqs(self, seqs: list[int]) -> int:
         for start in range(0, len(seqs), BATCH):
             chunk = seqs[start : start + BATCH]
@@ -375,6 +390,11 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
             self._forget_vectors(chunk)
             self.conn.execute(f"DELETE FROM nodes WHERE seq IN ({marks})", chunk)
         return len(seqs)
+
+    def first_recorded(self) -> int | None:
+        """When the oldest node still held was first recorded (epoch ms), None for an empty store."""
+        row = self.conn.execute("SELECT MIN(created_at) FROM nodes").fetchone()
+        return int(row[0]) if row and row[0] is not None else None
 
     # --- source cursors --------------------------------------------------------------------------------
     def cursor(self, source: str) -> str | None:

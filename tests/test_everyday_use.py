@@ -1,0 +1,61 @@
+"""Everyday-use misses (issue 14): links across --rebuild, `status` in a linked worktree, --as-of before the
+first recording. Real git repositories, real stores, the installed CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from helpers import commit, git, run_cli
+from nexusmem.paths import db_path, shell_log_path
+from nexusmem.store.db import open_store
+
+HOUR = 3_600_000
+
+
+def write_commands(repo: Path, entries: list[tuple[int, str, int]]) -> None:
+    shell_log_path().parent.mkdir(parents=True, exist_ok=True)
+    with shell_log_path().open("a", encoding="utf-8") as fh:
+        for ts, command, code in entries:
+            line = {"ts": ts, "cwd": str(repo), "exit": code, "command": command, "shell": "bash"}
+            fh.write(json.dumps({**line, "session": "s1", "v": 1}) + "\n")
+
+
+def links(repo: Path) -> set[tuple[str, str, str]]:
+    with open_store(db_path(repo)) as store:
+        return {(a, b, rel) for a, b, rel, _created in store.all_links()}
+
+
+def test_rebuild_keeps_failure_fix_links(repo: Path) -> None:
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n", "tests/test_cache.py": "def test(): pass\n"})
+    t0 = int(time.time() * 1000) - 6 * HOUR
+    write_commands(repo, [(t0, "pytest tests/test_cache.py", 1), (t0 + HOUR, "pytest tests/test_cache.py", 0)])
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    before = links(repo)
+    assert before, "the linker found no failure→fix link to keep"
+    run_cli("-C", str(repo), "sync", "--no-embed", "--rebuild")
+    assert links(repo) == before
+
+
+def test_status_and_query_in_a_linked_worktree_use_the_main_memory(repo: Path, tmp_path: Path) -> None:
+    commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    other = tmp_path / "feature-wt"
+    git(repo, "worktree", "add", "-q", str(other))
+    status = run_cli("-C", str(other / "src"), "status", "--json").stdout
+    assert json.loads(status)["root"] == str(repo.resolve())
+    answer = run_cli("-C", str(other), "query", "retry budget").stdout
+    assert "the retry budget" in answer
+    assert not (other / ".nexusmem").exists()  # nothing created in the worktree
+
+
+def test_as_of_before_the_first_recording_says_so(repo: Path) -> None:
+    commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    early = run_cli("-C", str(repo), "query", "--as-of", "2001-01-01", "retry budget")
+    assert "before this memory's first recording" in early.stderr
+    assert "recording time" in early.stderr
+    later = run_cli("-C", str(repo), "query", "--as-of", "2099-01-01", "retry budget")
+    assert "first recording" not in later.stderr and "the retry budget" in later.stdout
+    assert "recording time" in run_cli("query", "--help").stdout
