@@ -51,24 +51,32 @@ def find_root_fast(start: Path) -> Path | None:
     return None
 
 
-def main_worktree(root: Path) -> Path | None:
-    """The main work tree of the linked worktree at ROOT (`git worktree add`), None for any other root.
-
-    Read from files, no process: ROOT/.git is a file `gitdir: <common>/worktrees/<name>`, whose `commondir`
-    names the shared git directory; the main work tree is the folder holding that directory (not for a bare
-    repository, whose worktrees have no main one to share a memory with)."""
+def git_common_dir(root: Path) -> Path | None:
+    """The git directory ROOT's work tree shares with its worktrees (ROOT/.git, or for a linked worktree the
+    one its `gitdir:` file's `commondir` names), read from files without a process; None when unknown."""
+    dot = root / ".git"
+    if dot.is_dir():
+        return dot
     try:
-        text = (root / ".git").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):  # a directory (a main work tree) or unreadable
+        text = dot.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
         return None
     if not text.startswith("gitdir:"):
         return None
     gitdir = (root / text[len("gitdir:") :].strip()).resolve()
     try:
-        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
-    except (OSError, UnicodeDecodeError):  # a submodule's .git file: no commondir
+        return (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):  # a submodule's .git file: its git dir is not shared
+        return gitdir if gitdir.is_dir() else None
+
+
+def main_worktree(root: Path) -> Path | None:
+    """The main work tree of the linked worktree at ROOT (`git worktree add`), None for any other root (a main
+    work tree, a submodule, or a worktree of a bare repository, which has no main one to share a memory with)."""
+    if not (root / ".git").is_file():
         return None
-    if common.name != ".git" or not common.is_dir():
+    common = git_common_dir(root)
+    if common is None or common.name != ".git" or not common.is_dir() or common.parent == root:
         return None
     return common.parent
 

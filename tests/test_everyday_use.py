@@ -59,3 +59,26 @@ def test_as_of_before_the_first_recording_says_so(repo: Path) -> None:
     later = run_cli("-C", str(repo), "query", "--as-of", "2099-01-01", "retry budget")
     assert "first recording" not in later.stderr and "the retry budget" in later.stdout
     assert "recording time" in run_cli("query", "--help").stdout
+
+
+def commit_titles(repo: Path) -> set[str]:
+    with open_store(db_path(repo)) as store:
+        rows = store.conn.execute("SELECT title FROM nodes WHERE kind = 'git_commit'").fetchall()
+    return {row[0] for row in rows}
+
+
+def test_deepening_a_shallow_clone_is_noticed(repo: Path, tmp_path: Path) -> None:
+    for n in range(6):
+        commit(repo, f"feat: step {n}", {f"src/step{n}.py": f"N = {n}\n"})
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{repo}", str(clone))
+    run_cli("-C", str(clone), "sync", "--no-embed")
+    assert {t for t in commit_titles(clone) if "step" in t} == {"feat: step 4", "feat: step 5"}
+    git(clone, "fetch", "-q", "--deepen", "2")
+    run_cli("-C", str(clone), "sync", "--no-embed")
+    assert {"feat: step 2", "feat: step 3"} <= commit_titles(clone)
+    git(clone, "fetch", "-q", "--unshallow")
+    run_cli("-C", str(clone), "sync", "--no-embed")
+    assert {f"feat: step {n}" for n in range(6)} <= commit_titles(clone)
+    again = json.loads(run_cli("-C", str(clone), "sync", "--no-embed", "--json").stdout)
+    assert again["added"] == 0  # and a sync after that has nothing new

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexusmem import gitcmd
+from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node, ts_ok
@@ -103,7 +103,23 @@ def repo_state(root: Path) -> RepoState:
         if name == b"HEAD" and _HEX.match(sha):
             head = sha.decode("ascii")
             break
-    return RepoState(hashlib.sha256(out).hexdigest()[:20], head, bool(out.strip()))
+    fingerprint = hashlib.sha256(out).hexdigest()[:20]
+    # A shallow clone's boundary is part of the state: `git fetch --deepen/--unshallow` brings older commits
+    # without moving any ref. "s<hash of .git/shallow>" marks a shallow clone (see plan_walk).
+    common = paths.git_common_dir(root)
+    if common is not None:
+        try:
+            fingerprint += "s" + hashlib.sha256((common / "shallow").read_bytes()).hexdigest()[:12]
+        except OSError:
+            pass  # not shallow
+    return RepoState(fingerprint, head, bool(out.strip()))
+
+
+def _cursor_shallow(cursor: str | None) -> str | None:
+    """The shallow-boundary mark in a cursor of ours ("" for a cursor of a complete clone)."""
+    if not cursor or cursor.count(":") != 2:
+        return None
+    return cursor.split(":")[1].partition("s")[2]
 
 
 def _cursor_head(cursor: str | None) -> str | None:
@@ -134,6 +150,8 @@ def plan_walk(root: Path, cursor: str | None, full: bool) -> WalkPlan:
     if state.head is None:
         return WalkPlan(state)
     prev = None if full else _cursor_head(cursor)
+    if prev is not None and _cursor_shallow(cursor) != _cursor_shallow(state.cursor):
+        return WalkPlan(state, revs=[state.head], full=True)  # deepened or unshallowed: older commits appeared
     if prev == state.head:  # only other refs moved: nothing new on HEAD, but branches may have gone
         return WalkPlan(state, revs=None)
     if prev is not None:
