@@ -7,9 +7,10 @@ import json
 import time
 from pathlib import Path
 
-from helpers import commit, git, run_cli
 from nexusmem.paths import db_path, shell_log_path
 from nexusmem.store.db import open_store
+
+from helpers import commit, git, run_cli
 
 HOUR = 3_600_000
 
@@ -30,7 +31,9 @@ def links(repo: Path) -> set[tuple[str, str, str]]:
 def test_rebuild_keeps_failure_fix_links(repo: Path) -> None:
     commit(repo, "feat: cache", {"src/cache.py": "x = 1\n", "tests/test_cache.py": "def test(): pass\n"})
     t0 = int(time.time() * 1000) - 6 * HOUR
-    write_commands(repo, [(t0, "pytest tests/test_cache.py", 1), (t0 + HOUR, "pytest tests/test_cache.py", 0)])
+    write_commands(
+        repo, [(t0, "pytest tests/test_cache.py", 1), (t0 + HOUR, "pytest tests/test_cache.py", 0)]
+    )
     run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
     before = links(repo)
     assert before, "the linker found no failure→fix link to keep"

@@ -14,10 +14,11 @@ import pytest
 from mcp.server.runner import ServerRunner, _dump_result
 from mcp_types import methods
 
-from helpers.cli import console_script
-from helpers.mcp import server_env
 from nexusmem import mcp_handshake
 from nexusmem.mcp_server import build_server
+
+from helpers.cli import console_script
+from helpers.mcp import server_env
 
 VERSIONS = [*mcp_handshake.HANDSHAKE_PROTOCOL_VERSIONS, "2026-07-28", "1999-01-01"]
 

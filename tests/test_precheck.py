@@ -220,7 +220,9 @@ def test_a_failure_not_yet_synced_warns(repo: Path) -> None:
     git(repo, "add", "src/cache.py")
     assert "failed" not in run_cli("-C", str(repo), "precheck").stderr
     with shell_log_path().open("ab") as log:
-        log.write(hook_line(repo / "src", "pytest ../tests/test_cache.py --token=ghp_" + "a1B2" * 9, 1, 60_000))
+        log.write(
+            hook_line(repo / "src", "pytest ../tests/test_cache.py --token=ghp_" + "a1B2" * 9, 1, 60_000)
+        )
         log.write(hook_line(repo.parent, "pytest tests/test_cache.py", 2, 50_000))  # not this repository
     result = run_cli("-C", str(repo), "precheck", "--json")
     [finding] = json.loads(result.stdout)["findings"]
@@ -228,7 +230,9 @@ def test_a_failure_not_yet_synced_warns(repo: Path) -> None:
     assert finding["command"].startswith("pytest ../tests/test_cache.py --token=")
     assert "a1B2a1B2" not in result.stdout  # redacted, as a sync would store it
     with shell_log_path().open("ab") as log:
-        log.write(hook_line(repo / "src", "pytest ../tests/test_cache.py --token=ghp_" + "a1B2" * 9, 0, 10_000))
+        log.write(
+            hook_line(repo / "src", "pytest ../tests/test_cache.py --token=ghp_" + "a1B2" * 9, 0, 10_000)
+        )
         log.write(b'{"ts":1,"cwd":"' + str(repo).encode() + b'","command":"pytest')  # still being written
     assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
     # Once synced, the same history gives the same answer from the store.

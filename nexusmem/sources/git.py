@@ -107,11 +107,9 @@ def repo_state(root: Path) -> RepoState:
     # A shallow clone's boundary is part of the state: `git fetch --deepen/--unshallow` brings older commits
     # without moving any ref. "s<hash of .git/shallow>" marks a shallow clone (see plan_walk).
     common = paths.git_common_dir(root)
-    if common is not None:
-        try:
-            fingerprint += "s" + hashlib.sha256((common / "shallow").read_bytes()).hexdigest()[:12]
-        except OSError:
-            pass  # not shallow
+    shallow = common / "shallow" if common is not None else None
+    if shallow is not None and shallow.is_file():
+        fingerprint += "s" + hashlib.sha256(shallow.read_bytes()).hexdigest()[:12]
     return RepoState(fingerprint, head, bool(out.strip()))
 
 
@@ -151,7 +149,9 @@ def plan_walk(root: Path, cursor: str | None, full: bool) -> WalkPlan:
         return WalkPlan(state)
     prev = None if full else _cursor_head(cursor)
     if prev is not None and _cursor_shallow(cursor) != _cursor_shallow(state.cursor):
-        return WalkPlan(state, revs=[state.head], full=True)  # deepened or unshallowed: older commits appeared
+        return WalkPlan(
+            state, revs=[state.head], full=True
+        )  # deepened or unshallowed: older commits appeared
     if prev == state.head:  # only other refs moved: nothing new on HEAD, but branches may have gone
         return WalkPlan(state, revs=None)
     if prev is not None:
