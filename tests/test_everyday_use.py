@@ -10,6 +10,8 @@ from pathlib import Path
 from nexusmem.paths import db_path, shell_log_path
 from nexusmem.store.db import open_store
 
+import pytest
+
 from helpers import commit, git, run_cli
 
 HOUR = 3_600_000
@@ -85,3 +87,24 @@ def test_deepening_a_shallow_clone_is_noticed(repo: Path, tmp_path: Path) -> Non
     assert {f"feat: step {n}" for n in range(6)} <= commit_titles(clone)
     again = json.loads(run_cli("-C", str(clone), "sync", "--no-embed", "--json").stdout)
     assert again["added"] == 0  # and a sync after that has nothing new
+
+
+@pytest.mark.slow
+def test_scan_previews_the_next_sync(repo: Path) -> None:
+    commit(
+        repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n", "README.md": "# Retry\n\nBudget.\n"}
+    )
+    first = run_cli("-C", str(repo), "scan-git").stdout
+    assert "git: 1 new, 0 changed, 0 unchanged node(s)" in first and "the retry budget" in first
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "git: 0 new, 0 changed, 1 unchanged node(s)" in run_cli("-C", str(repo), "scan-git").stdout
+    docs = run_cli("-C", str(repo), "scan-docs").stdout
+    assert "docs: 0 new, 0 changed, 1 unchanged node(s)" in docs
+    (repo / "README.md").write_text("# Retry\n\nBudget of three.\n", encoding="utf-8")
+    commit(repo, "feat: a second budget", {"src/second.py": "B = 2\n"})
+    after = run_cli("-C", str(repo), "scan-git").stdout
+    assert "git: 1 new, 0 changed, 1 unchanged node(s)" in after and "a second budget" in after
+    assert "the retry budget" not in after
+    assert "docs: 0 new, 1 changed, 0 unchanged node(s)" in run_cli("-C", str(repo), "scan-docs").stdout
+    listed = json.loads(run_cli("-C", str(repo), "scan-git", "--json").stdout)
+    assert [n["title"] for n in listed] == ["feat: a second budget"]

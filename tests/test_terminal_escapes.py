@@ -50,14 +50,11 @@ def test_query_status_scan_and_precheck_escape_terminal_controls(repo: Path) -> 
                 "session": "s",
             }
             fh.write(json.dumps(line) + "\n")
+    # scan-* list what the next sync would store: before it, everything.
+    outputs = {"scan-git": in_terminal(repo, "scan-git"), "scan-shell": in_terminal(repo, "scan-shell")}
     assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
-
-    outputs = {
-        "query": in_terminal(repo, "query", "clipboard"),
-        "status": in_terminal(repo, "status"),
-        "scan-git": in_terminal(repo, "scan-git"),
-        "scan-shell": in_terminal(repo, "scan-shell"),
-    }
+    outputs["query"] = in_terminal(repo, "query", "clipboard")
+    outputs["status"] = in_terminal(repo, "status")
     (repo / "src" / "app.py").write_text("x = 2\n", encoding="utf-8")
     outputs["precheck"] = in_terminal(repo, "precheck", "--working")
     for name, out in outputs.items():

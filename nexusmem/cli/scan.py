@@ -1,4 +1,8 @@
-"""scan-*: dry-run previews of what a sync would store. They write nothing."""
+"""scan-*: dry-run previews of what the next sync would store. They write nothing.
+
+Each node the source yields is compared with the store by id and content hash, as the sync's upsert does:
+only new and changed nodes are listed, and unchanged ones are counted, so an up-to-date memory previews
+"0 new, 0 changed, N unchanged" rather than a whole first sync."""
 
 from __future__ import annotations
 
@@ -18,7 +22,16 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
     proj = project_mod.load(root_of(ctx), require_init=False)
     source = registry.get(source_name)
     result = source.scan(scan_context(proj, None, full=True))
-    nodes = list(itertools.islice(result.nodes, limit)) if limit else list(result.nodes)
+    every = {n.id: n for n in result.nodes}  # the last version of a node within one scan wins, as in upsert
+    stored: dict[str, str] = {}
+    if project_mod.is_initialised(proj.root):
+        with proj.open_store() as store:
+            stored = store.content_hashes(list(every))
+    new = [n for n in every.values() if n.id not in stored]
+    changed = [n for n in every.values() if n.id in stored and n.content_hash(n.meta_json()) != stored[n.id]]
+    unchanged = len(every) - len(new) - len(changed)
+    pending = new + changed
+    nodes = list(itertools.islice(pending, limit)) if limit else pending
     if as_json:
         echo_json(
             [
@@ -38,8 +51,8 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
     for n in nodes:
         echo_human(f"{n.signal:.2f}  {n.title}")
     click.echo(
-        f"{len(nodes)} node(s) would be stored from {source_name}"
-        + (f" (showing the first {limit})" if limit and len(nodes) == limit else "")
+        f"{source_name}: {len(new)} new, {len(changed)} changed, {unchanged} unchanged node(s)"
+        + (f" (showing the first {limit})" if limit and len(pending) > limit else "")
         + (f", {result.skipped} skipped" if result.skipped else "")
         + ". Nothing was written."
     )

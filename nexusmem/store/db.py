@@ -183,6 +183,15 @@ class Store(VectorIndexMixin, CjkIndexMixin, HygieneMixin):
     def schema_version(self) -> int:
         return migrations.current_version(self.conn)
 
+    def content_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        """id → content hash of the nodes among IDS that are stored (what upsert compares against)."""
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), BATCH):
+            chunk = list(ids[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            out.update(self.conn.execute(f"SELECT id, content_hash FROM nodes WHERE id IN ({marks})", chunk))
+        return out
+
     # --- writing nodes -------------------------------------------------------------------------------
     def upsert(self, nodes: Iterable[Node], on_batch: Callable[[int], None] | None = None) -> UpsertCounts:
         """Insert new nodes, update changed ones (by content hash), leave trust/created_at alone.
