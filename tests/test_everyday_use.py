@@ -7,10 +7,10 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from nexusmem.paths import db_path, shell_log_path
 from nexusmem.store.db import open_store
-
-import pytest
 
 from helpers import commit, git, run_cli
 
