@@ -76,9 +76,8 @@ def render(info: dict[str, Any]) -> str:
     if info["sources"]:
         lines.append("sources:")
         for s in info["sources"]:
-            cursor = (s["cursor"] or "-")[:16]
             lines.append(
-                f"  {s['name']:<8} last sync {s['last_sync'] or 'never'}  cursor {cursor}"
+                f"  {s['name']:<8} last sync {s['last_sync'] or 'never'}  {position(s['cursor'])}"
                 f"  (+{s['added']} ~{s['updated']} -{s['removed']}, {s['skipped']} skipped)"
             )
     else:
@@ -88,6 +87,24 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"skipped bad records in {name}: {history.get('total', 0)} (newest {len(recent)} below)")
         lines += [f"  {entry.get('at', '?')}  {entry.get('where', '?')}" for entry in recent[::-1]]
     return "\n".join(lines)
+
+
+def position(cursor: str | None) -> str:
+    """Where a source's next sync resumes, in words: the commit for git-backed sources, the byte for the
+    hooks' log; the cursor itself (an opaque JSON or fingerprint) is in `status --json`."""
+    if not cursor:
+        return "not started"
+    parts = cursor.split(":")
+    if len(parts) == 3 and len(parts[2]) >= 7 and all(c in "0123456789abcdef" for c in parts[2]):
+        return f"at commit {parts[2][:10]}"
+    try:
+        import json
+
+        data = json.loads(cursor)
+        offset = data["log"]["offset"]
+    except (ValueError, TypeError, KeyError):
+        return "resumes where it stopped"
+    return f"at log byte {offset:,}" if isinstance(offset, int) else "resumes where it stopped"
 
 
 def share(info: dict[str, Any]) -> str:

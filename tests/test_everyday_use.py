@@ -50,6 +50,9 @@ def test_status_and_query_in_a_linked_worktree_use_the_main_memory(repo: Path, t
     git(repo, "worktree", "add", "-q", str(other))
     status = run_cli("-C", str(other / "src"), "status", "--json").stdout
     assert json.loads(status)["root"] == str(repo.resolve())
+    text = run_cli("-C", str(other), "status").stdout
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert f"at commit {head[:10]}" in text and '{"' not in text  # no cut-off JSON cursor
     answer = run_cli("-C", str(other), "query", "retry budget").stdout
     assert "the retry budget" in answer
     assert not (other / ".nexusmem").exists()  # nothing created in the worktree
