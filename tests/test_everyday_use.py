@@ -111,3 +111,13 @@ def test_scan_previews_the_next_sync(repo: Path) -> None:
     assert "docs: 0 new, 1 changed, 0 unchanged node(s)" in run_cli("-C", str(repo), "scan-docs").stdout
     listed = json.loads(run_cli("-C", str(repo), "scan-git", "--json").stdout)
     assert [n["title"] for n in listed] == ["feat: a second budget"]
+
+
+def test_a_scraped_command_shows_no_unknown_directory(repo: Path) -> None:
+    """Commands from a shell's own history file (no hook installed) have no cwd: no `in None` shown."""
+    commit(repo, "feat: retry", {"src/retry.py": "BUDGET = 3\n"})
+    (Path.home() / ".bash_history").write_text("pytest tests/test_retry_budget.py\n", encoding="utf-8")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    out = run_cli("-C", str(repo), "query", "--budget", "400", "pytest test_retry_budget").stdout
+    assert "pytest tests/test_retry_budget.py" in out
+    assert "None" not in out

@@ -50,7 +50,8 @@ def summary(node: StoredNode, query: str) -> str:
         return _clip(_first_lines(body, 4))
     if node.kind == "shell_command":
         meta = node.meta
-        parts = [f"in {meta.get('cwd', '.')}"]
+        # A command scraped from a shell's own history file has no known directory (cwd None).
+        parts = [f"in {meta['cwd']}"] if meta.get("cwd") is not None else []
         if meta.get("exit") is not None:
             parts.append(f"exit {meta['exit']}")
         if meta.get("pipestatus"):
