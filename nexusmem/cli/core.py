@@ -155,8 +155,8 @@ count. An answer with no good match starts with "No strong match" (--json:
 @click.option(
     "--as-of",
     metavar="DATE",
-    help="Only what memory had recorded by DATE (ISO 8601): recording time, when a sync stored it, "
-    "not when the commit or command happened.",
+    help="Only what the store had recorded by DATE (ISO 8601): recording time, not event time "
+    "(when a sync stored an item, not when its commit or command happened).",
 )
 @click.option(
     "--all-projects",
