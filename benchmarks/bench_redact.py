@@ -8,7 +8,7 @@ per file diff and per Markdown section -- from code-diff hunks (50% of the bytes
 commit messages (15%) and shell commands (15%), with 0.1% of the lines replaced by corpus secrets. MB/s is
 reported by wall clock and by CPU time (`time.process_time`: steadier on a busy machine), with the load.
 
-`--against REF` also loads nexusmem/redact.py as it is at git REF (e.g. `main`, a commit) and times it and
+`--against REF` also loads the redaction engine (nexusmem/redact_engine.py, or redact.py before it moved) as it is at git REF (e.g. `main`, a commit) and times it and
 the working tree's engine alternately, round by round, on the same texts (a loaded machine slows both
 alike), and counts the texts whose output differs.
 
@@ -156,14 +156,18 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
 
 
 def engine_at(ref: str) -> ModuleType:
-    """nexusmem/redact.py as it is at git REF, loaded as a module of its own."""
+    """The redaction engine as it is at git REF, loaded as a module of its own: nexusmem/redact_engine.py,
+    or nexusmem/redact.py at refs from before the engine moved out of it."""
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(
-        ["git", "-C", str(root), "show", f"{ref}:nexusmem/redact.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    for name in ("nexusmem/redact_engine.py", "nexusmem/redact.py"):
+        shown = subprocess.run(
+            ["git", "-C", str(root), "show", f"{ref}:{name}"], capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            source = shown.stdout
+            break
+    else:
+        raise SystemExit(f"no redaction engine at {ref}")
     path = Path(tempfile.mkdtemp()) / "redact_at_ref.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("redact_at_ref", path)

@@ -1,0 +1,1466 @@
+"""The redaction engine: every rule, and the scan that applies them (nexusmem.redact loads it on first use).
+
+Every recognised secret is replaced by a typed placeholder such as ``«redacted:aws-key»``; the rest of the
+text is kept byte for byte (a URL keeps its scheme, user and host; a flag keeps its name; a quoted value
+keeps its quotes). ``redact`` is idempotent: a placeholder is never matched again.
+
+What is recognised (docs/hygiene.md has the list and the measured corpus figures):
+
+- about 110 self-identifying token formats (a fixed prefix and a known length/alphabet: ``AKIA``, ``ghp_``,
+  ``SG.``, ``hvs.``, ``hf_``, ``dop_v1_`` ...), after the rule sets of gitleaks and trufflehog, plus a few
+  without a prefix (Discord and Telegram bot tokens, Azure AD client secrets);
+- credentials in context: URL passwords, ``Authorization:`` and ``*-Key:``/``*-Token:`` headers, Azure
+  ``AccountKey=``, ``.netrc`` ``password`` lines, tool flags (``mysql -p``, ``curl -u``, ``keytool
+  -storepass`` ...);
+- the catch-all: a value assigned to a name like a secret (``NAME=value``, ``name: value``,
+  ``"name": "value"``, ``--name value``). For the *strong* words (PASSWORD, PASSWD, SECRET, TOKEN, API_KEY,
+  PRIVATE_KEY, PWD) any value is a secret except references (``$X``, ``${X}``, ``<x>``, ``{{x}}``), types
+  and booleans, placeholders (``changeme``, ``xxx``, ``...``), paths and numbers of at most 4 digits. For
+  the *weak* words (another ``*_KEY``, AUTH, CREDENTIAL(S), ``--key``) the value must also look random: at
+  least 16 characters, two of lower/upper/digit, not shaped like an identifier, and at least 3.0 bits of
+  Shannon entropy per character (a 32-digit hex key has ~3.7, ``development_settings_v2`` is an identifier).
+
+Speed. Sync runs this over every commit message and every patch (tens of MB), so every rule is a regex
+that begins with a *literal* (``AKIA``, ``ghp_``, ``://``, ``--``, ``token`` ...), and what costs is the
+number of passes over the text: re scans for a pattern's first literal character at ~1 ns per character,
+while a pattern that starts with a lookbehind, a character set, an alternation of first characters or
+``(?i)`` is tried at every position (measured 10-100x slower). So literals are found by shared *anchor*
+characters (16 token passes for ~120 formats, see :func:`_anchor_scans`), context rules run only where
+their group's combined regex matches, boundaries are checked in Python on the few hits, and
+case-insensitive rules search a lower-cased copy of the text (same offsets) with lower-case literals.
+benchmarks/bench_redact.py measures MB/s on a realistic mix (15 MB/s CPU, was 8 with the same rules).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+import string
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["PATTERNS", "PLACEHOLDER_RE", "Rule", "placeholder", "redact", "redact_counts"]
+
+PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
+
+# (start, end, type) of the text to replace; None when a hit turns out not to be a secret.
+Span = tuple[int, int, str]
+Handler = Callable[["re.Match[str]", str], "Span | None"]
+
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME = _WORD | {"_"}
+_KEYNAME = _NAME | {"-", "."}
+
+# A value in a shell command: double-quoted (with escapes), single-quoted, or bare up to a shell separator.
+# An unterminated quote runs to the end of the line (over-redacting beats leaking).
+_SHELL_VALUE = r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>)]+)"""
+# A value after `NAME=` / `key:`: as above, but a bare one must end the word (`token = get_token()`,
+# `api_key = os.environ["KEY"]` and `cache_key = f"..."` are code, not values).
+_ASSIGN_VALUE = r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>()\[\]{}]+(?![^\s,;}\]|&<>"'`]))"""
+
+# Bare config values that are code or types, not secrets (`password: str`, `token = None`).
+_NOT_VALUES = frozenset(
+    [
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "str",
+        "string",
+        "int",
+        "bool",
+        "boolean",
+        "bytes",
+        "float",
+        "number",
+        "any",
+        "optional",
+        "secretstr",
+        "required",
+        "yes",
+        "no",
+    ]
+)
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_LINE_START_KEY = re.compile(r"[ \t+\->]*(?:(?:export|set)[ \t]+)?[\"']?")
+_NOT_SECRET_KEY_NAMES = frozenset(
+    [
+        "PUBLIC_KEY",
+        "PUBLISHABLE_KEY",
+        "PRIMARY_KEY",
+        "FOREIGN_KEY",
+        "SORT_KEY",
+        "PARTITION_KEY",
+        "CACHE_KEY",
+        "HOTKEY",
+        "SHORTCUT_KEY",
+        "SSH_KEY_PATH",
+    ]
+)
+
+
+def placeholder(kind: str) -> str:
+    """The placeholder that stands in for a secret of type KIND."""
+    return f"«redacted:{kind}»"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One detector: a literal-prefixed regex and a handler that turns a hit into the span to replace.
+
+    The engine finds ``literal`` with ``str.find`` and runs ``pattern.match`` only there (a one-character
+    literal is left to ``pattern.finditer``, whose single-character prefix scan is as fast).
+
+    ``lowered`` rules search ``text.lower()`` (their pattern is written in lower case) so that they are
+    case-insensitive without paying for ``re.IGNORECASE``.
+    """
+
+    name: str
+    kinds: tuple[str, ...]
+    pattern: re.Pattern[str]
+    handler: Handler
+    lowered: bool = False
+    finder: Callable[[str], Iterable[Span]] | None = None  # a whole-text scan instead of pattern + handler
+    literal: str = ""  # what the pattern starts with: found with str.find before the regex runs
+    gate: Callable[[str], bool] | None = None  # skip the rule unless gate(text): the tool it needs is there
+
+    @property
+    def fallback(self) -> re.Pattern[str]:
+        """The same pattern with IGNORECASE, for the rare text whose lower() changes its length."""
+        return _ignorecase(self.pattern.pattern)
+
+
+_IGNORECASE_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _ignorecase(pattern: str) -> re.Pattern[str]:
+    compiled = _IGNORECASE_CACHE.get(pattern)
+    if compiled is None:
+        compiled = _IGNORECASE_CACHE[pattern] = re.compile(pattern, re.IGNORECASE)
+    return compiled
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _left_ok(text: str, start: int) -> bool:
+    """True when the character before START does not glue a hit onto a longer word."""
+    return start == 0 or text[start - 1] not in _WORD
+
+
+def _value_span(text: str, start: int, end: int, kind: str) -> Span | None:
+    """The span of a value without its quotes, or None when it is empty, a reference or a placeholder."""
+    if start < 0 or end <= start:
+        return None
+    first = text[start]
+    if first in "\"'":
+        start += 1
+        if end > start and text[end - 1] == first:
+            end -= 1
+    value = text[start:end]
+    if not value or _is_reference(value):
+        return None
+    return (start, end, kind)
+
+
+def _is_reference(value: str) -> bool:
+    """A variable reference, template, placeholder or mask stands for a secret but is not one."""
+    return (
+        value[0] in "$<{%=*"
+        or "«" in value
+        or "»" in value
+        or value.startswith("-")
+        or value.strip("*xX•.") == ""
+        or value.endswith(("...", "…"))  # `sk-...`: an elided example
+        or value.lower() in _PLACEHOLDERS
+        or _PLACEHOLDER_SHAPE.fullmatch(value) is not None
+        or _CAPS_WORD.fullmatch(value.rstrip(",.;:)")) is not None  # a metavariable in docs: PASS, API_KEY
+        or not any(c.isalnum() for c in value)  # punctuation: the gap between two strings, `", "`
+    )
+
+
+_CAPS_WORD = re.compile(r"[A-Z][A-Z_]{0,24}")
+
+
+# Values that stand for a secret in docs and samples; redacting them would hide nothing, keeping them keeps
+# examples readable. A real password of exactly `changeme` is therefore kept (it is no secret either).
+_PLACEHOLDERS = frozenset(
+    [
+        "changeme",
+        "changeit",
+        "change-me",
+        "change_me",
+        "placeholder",
+        "example",
+        "dummy",
+        "redacted",
+        "todo",
+        "tbd",
+        "fixme",
+        "secret",
+        "password",
+        "token",
+        "value",
+        "yourpassword",
+        "mypassword",
+    ]
+)
+_PLACEHOLDER_SHAPE = re.compile(r"(?i)(?:your|my|insert|enter|put)[-_][\w-]*|[\w-]*[-_]here")
+
+
+def _is_path(value: str) -> bool:
+    """A file path or URL without credentials (a key *file* is not the key). Base64 may start with `/`
+    too: a segment of 12+ characters mixing upper case, lower case and digits is not a path's."""
+    if value.startswith(("file:", "http://", "https://")):
+        return True
+    if not value.startswith(("/", "./", "../", "~/")) and not (
+        len(value) > 2 and value[1] == ":" and value[2] in "\\/"
+    ):
+        return False
+    return not any(_RANDOM_SEGMENT.search(part) for part in value.split("/"))
+
+
+_RANDOM_SEGMENT = re.compile(r"^(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-z0-9+=]{12,}$")
+
+
+def _plain_value(value: str) -> bool:
+    """True for a value that is not a secret whatever its name: a type, boolean, path or small number."""
+    lowered = value.lower()
+    return (
+        lowered in _NOT_VALUES
+        or _is_path(value)
+        or (value.isdigit() and len(value) <= 4)
+        or _DOTTED_NAME.fullmatch(value) is not None
+    )
+
+
+_IDENTIFIER_PART = re.compile(r"[A-Za-z]+\d{0,2}|\d{1,2}")
+
+
+def _identifier_like(value: str) -> bool:
+    """`development_settings_v2`, `MyServiceAccount`, `prod.eu-west-1`: words, not random characters.
+
+    Parts of letters (and at most two trailing digits) between separators, whose camel-case words average
+    at least 3 letters: `hashedPassword` is words, `odkFi45_aAoDCA` (odk Fi a Ao DCA) is not."""
+    if not all(_IDENTIFIER_PART.fullmatch(part) for part in _SEPARATORS.split(value) if part):
+        return False
+    words = _CAMEL_WORD.findall(value)
+    return not words or sum(map(len, words)) >= 3 * len(words)
+
+
+_CAMEL_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+_SEPARATORS = re.compile(r"[_.\-/:]")
+
+
+def _looks_random(value: str) -> bool:
+    """The weak-name threshold: >= 16 characters, two of lower/upper/digit, not an identifier, and >= 3.0
+    bits of Shannon entropy per character. Random keys clear it easily (32 hex digits ~3.7, 40 base64
+    characters ~5.0); `development_settings_v2`, `./certs/dev.key` and `3600` do not."""
+    if len(value) < 16 or _identifier_like(value) or _plain_value(value):
+        return False
+    classes = (
+        any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
+    )
+    if classes < 2:
+        return False
+    counts: dict[str, int] = {}
+    for c in value:
+        counts[c] = counts.get(c, 0) + 1
+    n = len(value)
+    entropy = -sum(k / n * math.log2(k / n) for k in counts.values())
+    return entropy >= 3.0
+
+
+def _name_before(text: str, end: int, chars: frozenset[str]) -> int:
+    """Start index of the run of CHARS that ends at END."""
+    start = end
+    while start > 0 and text[start - 1] in chars:
+        start -= 1
+    return start
+
+
+def _kind_for_name(name: str) -> str:
+    """Placeholder type for a variable or key NAME (`AWS_SECRET_ACCESS_KEY`, `db_password`, ...)."""
+    upper = name.upper()
+    if "AWS" in upper and "SECRET" in upper:
+        return "aws-secret-key"
+    if "PASSW" in upper or "PASSPHRASE" in upper or upper.endswith("PASS") or upper.endswith("PWD"):
+        return "password"
+    if "TOKEN" in upper:
+        return "token"
+    if "SECRET" in upper or "CREDENTIAL" in upper:
+        return "secret"
+    return "api-key"
+
+
+# ------------------------------------------------------------------------------------------------ handlers
+
+
+def _token(kind: str, group: int | str = 0, check_left: bool = True) -> Handler:
+    """A self-identifying token (prefix + body): the whole match (or GROUP) is the secret."""
+
+    def handle(m: re.Match[str], text: str) -> Span | None:
+        if check_left and not _left_ok(text, m.start()):
+            return None
+        return (m.start(group), m.end(group), kind)
+
+    return handle
+
+
+def _value(kind: str | Callable[[re.Match[str], str], str]) -> Handler:
+    """The named group ``v`` is the secret (quotes kept); KIND may depend on the match."""
+
+    def handle(m: re.Match[str], text: str) -> Span | None:
+        k = kind if isinstance(kind, str) else kind(m, text)
+        return _value_span(text, m.start("v"), m.end("v"), k)
+
+    return handle
+
+
+_PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s\\:,.-]{0,16384}")
+_PEM_WINDOW = 65536
+
+
+def _private_keys(text: str) -> Iterator[Span]:
+    """PEM private key blocks, BEGIN through END; without an END within 64 KiB (a truncated patch), the
+    header and the base64-looking text after it. Linear: a stretch known to hold no END is not re-searched."""
+    pos = 0
+    no_end_until = 0  # no END line starts in [.., no_end_until - 64)
+    while True:
+        begin = _PEM_BEGIN.search(text, pos)
+        if begin is None:
+            return
+        limit = begin.end() + _PEM_WINDOW
+        end = None
+        lo = max(begin.end(), no_end_until - 64)
+        if lo < limit:
+            end = _PEM_END.search(text, lo, limit)
+        if end is not None:
+            yield (begin.start(), end.end(), "private-key")
+            pos = end.end()
+            continue
+        no_end_until = max(no_end_until, limit)
+        body = _PEM_BODY.match(text, begin.end())
+        pos = body.end() if body else begin.end()
+        yield (begin.start(), pos, "private-key")
+
+
+def _assignment(m: re.Match[str], text: str) -> Span | None:
+    """A value assigned to a key named like a secret, in one of these shapes.
+
+    - shell: `export X_TOKEN=value`, `DB_PASSWORD="value" cmd`, `-e API_KEY=value` -- a name, `=` with no
+      spaces, anywhere on the line (a lower-case one only as a whole shell word);
+    - config: `password: value`, `"api_key": "value"`, `secret = 'value'`, `db_password=value` -- a quoted
+      value anywhere, a bare one only at the start of a line (YAML, .env, ini) and only when it does not
+      look like code or a type annotation (`password: str`, `token = self.token`);
+    - a URL query parameter (`?password=value&`), an .npmrc `_auth=`/`_authToken=`;
+    - whitespace-separated: `aws configure set aws_secret_access_key VALUE`, single-dash tool flags
+      (`keytool -storepass VALUE`), `.netrc` (`machine h login u password VALUE`), openssl `pass:VALUE`.
+
+    Weak names (another `*_KEY`, AUTH, CREDENTIAL) need a value that looks random (:func:`_looks_random`).
+    """
+    w = m.group("w")
+    word = "pass-only" if w == "pass" and not m.group("k") else w
+    weak = w in ("_key", "credential") or (w == "auth" and not m.group("k"))
+    key_start = _name_before(text, m.start(), _KEYNAME)
+    key = text[key_start : m.end("k")]
+    sep = m.group("sep")
+    vstart, vend = m.start("v"), m.end("v")
+    raw = text[vstart:vend]
+    quoted = raw[0] in "\"'"
+    before = text[key_start - 1] if key_start else ""
+    after = text[vend] if vend < len(text) else " "
+    kind = _kind_for_name(key)
+    if before == "/" and sep.strip() == ":":
+        return None  # a URL's user (`https://x-access-token:TOKEN@host`): the URL rule takes its password
+
+    def accept(start: int, end: int) -> Span | None:
+        span = _value_span(text, start, end, kind)
+        if span is None:
+            return None
+        value = text[span[0] : span[1]]
+        if _plain_value(value) or (weak and not _looks_random(value)):
+            return None
+        return span
+
+    if key.lower() in _NPMRC_KEYS and sep.strip() == "=":
+        return accept(vstart, vend)
+    if sep == "=" and before in ("?", "&") and not weak:  # a URL query parameter
+        return accept(vstart, vend)
+    shell = sep == "=" and not m.group("q") and before not in ("$", "{", ".") and _ENV_NAME.fullmatch(key)
+    if shell and key != key.upper() and not (after.isspace() or after in "\"'`"):
+        shell = None  # lower-case `name=value` counts only as a whole shell word, not `f(password=pw, x)`
+    if shell:
+        if word == "pass-only" and not (key.upper() == "PASS" or key.upper().endswith("_PASS")):
+            return None
+        if word == "_key" and key.upper() in _NOT_SECRET_KEY_NAMES:
+            return None
+        return accept(vstart, vend)
+    if not sep.strip():  # whitespace separator
+        return _spaced_assignment(text, key, key_start, raw, vstart, vend, accept)
+    if word == "pass-only":  # bare `pass`: only openssl's `pass:VALUE`
+        if key.lower() == "pass" and sep == ":" and before in (" ", "\t") and not quoted:
+            return accept(vstart, vend)
+        return None
+    if not quoted:
+        # Bounded look-back: a key 256+ characters into a line is not at its start (and a 1 MB line of
+        # `password: ` must not rescan the line for every hit).
+        lo = max(0, key_start - 256)
+        line_start = max(lo, text.rfind("\n", lo, key_start) + 1)
+        at_start = (line_start > lo or lo == 0) and bool(
+            _LINE_START_KEY.fullmatch(text, line_start, key_start)
+        )
+        # Markdown inline code starts a line of its own: "Set `password: ...` in ..."
+        at_start = at_start or text[line_start:key_start].rstrip(" \t").endswith("`")
+        for stop in ",;}]":
+            if stop in raw:
+                raw = raw[: raw.index(stop)]
+        vend = vstart + len(raw)
+        lowered = raw.lower()
+        if (
+            not raw
+            or lowered in _NOT_VALUES
+            or lowered == key.lower().rsplit(".", 1)[-1]
+            or _DOTTED_NAME.fullmatch(raw)
+            or (after in "\"'" and len(raw) <= 2)  # a string prefix: `password = f"{x}"`
+            or ("." in key and sep.strip() != sep)  # `self.token = new_token` is code
+            or (sep.strip() == ":" and _TYPE_NAME.fullmatch(raw))  # `secret: Buffer` is a type
+        ):
+            return None
+        if not at_start and not (_password_like(raw) or _looks_random(raw)):
+            return None  # mid-line (`f(password: pw)`, prose): only a value shaped like a password
+    return accept(vstart, vend)
+
+
+def _password_like(value: str) -> bool:
+    """At least 8 characters of three classes (lower, upper, digit, symbol), not words: `Summer2024!`,
+    `NFnRs05+CHS1AI`; not `pw`, `hashedPassword`, `new_token`, `options.token`."""
+    if len(value) < 8 or _identifier_like(value):
+        return False
+    classes = (
+        any(c.islower() for c in value)
+        + any(c.isupper() for c in value)
+        + any(c.isdigit() for c in value)
+        + any(not c.isalnum() for c in value)
+    )
+    return classes >= 3
+
+
+def _spaced_assignment(
+    text: str,
+    key: str,
+    key_start: int,
+    raw: str,
+    vstart: int,
+    vend: int,
+    accept: Callable[[int, int], Span | None],
+) -> Span | None:
+    """`KEY VALUE` with only whitespace between: the AWS CLI, single-dash tool flags and .netrc."""
+    lowered = key.lower()
+    if lowered.endswith("aws_secret_access_key"):
+        return (vstart, vend, "aws-secret-key") if _AWS_SECRET.fullmatch(raw) else None
+    before = text[key_start - 1] if key_start else " "
+    if _DASH_PASS_FLAG.fullmatch(lowered) and before.isspace():
+        return accept(vstart, vend)  # keytool -storepass X, -keypass X, -srcstorepass X
+    if key != "password":
+        return None
+    lo = max(0, key_start - 512)
+    line_start = max(lo, text.rfind("\n", lo, key_start) + 1)
+    prefix = text[line_start:key_start]
+    if ("machine" in prefix or "default" in prefix) and _NETRC_LINE.search(prefix):
+        return accept(vstart, vend)
+    line_end = text.find("\n", vend, vend + 512)
+    rest = text[vend : vend + 512 if line_end < 0 else line_end]
+    if (
+        not prefix.strip(" \t+-")
+        and (not rest.strip() or _password_like(raw))
+        and "machine " in text[max(0, line_start - 500) : line_start]
+    ):
+        return accept(vstart, vend)  # a multi-line .netrc entry
+    return None
+
+
+_NPMRC_KEYS = frozenset(["_auth", "_authtoken", "_password"])
+_DASH_PASS_FLAG = re.compile(r"-[a-z]*pass(?:word)?")
+# `machine HOST login USER password X`, `default login USER password X` (the password ends the prefix).
+_NETRC_LINE = re.compile(
+    r"(?:^|[\s'\"`+-])(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account)[ \t]+\S+)*[ \t]+$"
+)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
+_AWS_SECRET = re.compile(r"[A-Za-z0-9/+=]{30,}")
+
+
+def _flag_kind(m: re.Match[str], text: str) -> str:
+    flag = m.group("k").lower()
+    if flag.startswith("pass"):
+        return "password"
+    if "token" in flag:
+        return "token"
+    if "secret" in flag or "cred" in flag:
+        return "secret"
+    return "api-key"
+
+
+def _flag(m: re.Match[str], text: str) -> Span | None:
+    """`--password=X`, `--token X`, `--api-key X`, `--client-secret X`; weak: `--key X`, `--auth X`.
+
+    A spaced value that is a prose word or a metavariable is not a secret: `the --token option`, `if
+    --token is omitted`, `--api-key KEY`."""
+    span = _value_span(text, m.start("v"), m.end("v"), _flag_kind(m, text))
+    if span is None:
+        return None
+    value = text[span[0] : span[1]]
+    if text.startswith(("id=", "src=", "type="), span[0]):
+        return None  # docker build --secret id=...,src=... names a file, it is not the secret
+    if (
+        m.group("sep") != "="
+        and span[0] == m.start("v")
+        and (value.lower().rstrip(",.;:!?)") in _PROSE_WORDS or _METAVARIABLE.fullmatch(value))
+    ):
+        return None
+    flag = m.group("k").lower()
+    weak = flag in ("key", "auth", "credential", "credentials", "license-key", "access-key")
+    if _plain_value(value) or (weak and not _looks_random(value)):
+        return None
+    return span
+
+
+# Words that follow a flag name in prose, not as its value ("the --token option", "--token is optional").
+_PROSE_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "nor",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "if",
+        "when",
+        "then",
+        "than",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "not",
+        "no",
+        "only",
+        "also",
+        "instead",
+        "option",
+        "options",
+        "flag",
+        "flags",
+        "argument",
+        "arguments",
+        "arg",
+        "args",
+        "parameter",
+        "parameters",
+        "param",
+        "value",
+        "values",
+        "setting",
+        "settings",
+        "switch",
+        "field",
+        "variable",
+        "must",
+        "can",
+        "may",
+        "might",
+        "should",
+        "will",
+        "would",
+        "does",
+        "do",
+        "did",
+        "has",
+        "have",
+        "had",
+        "takes",
+        "expects",
+        "accepts",
+        "works",
+        "which",
+        "who",
+        "where",
+        "here",
+        "there",
+        "above",
+        "below",
+        "first",
+        "last",
+        "every",
+        "each",
+        "any",
+        "all",
+        "is's",
+        "isn't",
+        "doesn't",
+        "wins",
+        "overrides",
+        "defaults",
+        "default",
+        "set",
+        "sets",
+        "unset",
+        "required",
+        "optional",
+    ]
+)
+_METAVARIABLE = re.compile(r"[A-Z][A-Z0-9_]{0,24}|<[^>]*>|\[[^\]]*\]")
+
+
+def _auth_header(m: re.Match[str], text: str) -> Span | None:
+    scheme = m.group("s").lower()
+    kind = "basic-auth" if scheme == "basic" else "bearer-token"
+    return _value_span(text, m.start("v"), m.end("v"), kind)
+
+
+def _header(m: re.Match[str], text: str) -> Span | None:
+    """`X-API-Key: v`, `DD-APPLICATION-KEY: v`, `PRIVATE-TOKEN: v`, `Ocp-Apim-Subscription-Key: v`.
+
+    The hit is the literal `-key:`/`-token:`/`-secret:`/`apikey:`; the header name runs back to a
+    separator. Names that say what they carry (api, auth, token, secret, application, subscription, private,
+    access, session, license) take any value; another `*-key:` needs a random-looking one."""
+    colon = text.index(":", m.start())
+    name_start = _name_before(text, colon, _HEADER_NAME)
+    if name_start and (text[name_start - 1] in _WORD or text[name_start - 1] == "/"):
+        return None  # glued to a word, or a URL's user (`https://x-access-token:TOKEN@github.com`)
+    name = text[name_start:colon].lower()
+    kind = "token" if "token" in name else "secret" if "secret" in name else "api-key"
+    span = _value_span(text, m.start("v"), m.end("v"), kind)
+    if span is None:
+        return None
+    value = text[span[0] : span[1]]
+    if _plain_value(value):
+        return None
+    if not any(word in name for word in _STRONG_HEADER_WORDS) and not _looks_random(value):
+        return None
+    return span
+
+
+_HEADER_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_STRONG_HEADER_WORDS = (
+    "api",
+    "auth",
+    "token",
+    "secret",
+    "application",
+    "subscription",
+    "private",
+    "access",
+    "session",
+    "license",
+    "functions",
+)
+
+
+def _lookback(kind: str, before: str, reach: tuple[int, int], ahead: str = "") -> Handler:
+    """A token whose literal is in its middle (`Q~`, `_mmk`, `.atlasv1.`): the part before the hit must
+    fullmatch BEFORE, REACH[0] to REACH[1] characters long, and start on a word boundary."""
+    pattern = re.compile(before)
+
+    def handle(m: re.Match[str], text: str) -> Span | None:
+        hit = m.start()
+        for width in range(reach[1], reach[0] - 1, -1):
+            start = hit - width
+            if start < 0 or not pattern.fullmatch(text, start, hit):
+                continue
+            if _starts_token(text, start):
+                return (start, m.end(), kind)
+        return None
+
+    return handle
+
+
+_TOKEN_CHARS = _WORD | frozenset("_-.~+/")
+
+
+def _starts_token(text: str, start: int) -> bool:
+    """True when a token may start at START: after a non-token character, or after a diff line's `+`/`-`."""
+    if start == 0 or text[start - 1] not in _TOKEN_CHARS:
+        return True
+    return text[start - 1] in "+-" and (start == 1 or text[start - 2] == "\n")
+
+
+def _telegram(m: re.Match[str], text: str) -> Span | None:
+    """`123456789:AA...` (bot id, colon, 35 characters starting with A): the id must be 5-16 digits."""
+    end = m.start()
+    start = end
+    while start > 0 and text[start - 1] in "0123456789":
+        start -= 1
+    if not 5 <= end - start <= 16 or not _left_ok(text, start) or (start and text[start - 1] in "_-.:/"):
+        return None
+    return (start, m.end(), "telegram-token")
+
+
+def _discord(m: re.Match[str], text: str) -> Span | None:
+    """A Discord bot token: base64 of the bot's numeric id (starts M/N/O, 23-28 characters), `.`, 6, `.`,
+    27-38. The hit is the first `.`; the id part is checked backwards."""
+    end = m.start()
+    start = end
+    while start > 0 and end - start < 30 and text[start - 1] in _B64URL_CHARS:
+        start -= 1
+    if not 23 <= end - start <= 28 or text[start] not in "MNO":
+        return None
+    if not _starts_token(text, start):
+        return None
+    return (start, m.end(), "discord-token")
+
+
+_B64URL_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
+
+
+def _azure_key(m: re.Match[str], text: str) -> Span | None:
+    """`AccountKey=...;`, `SharedAccessKey=...`, `SharedAccessSignature=...` in a connection string."""
+    if not _left_ok(text, m.start()):
+        return None
+    return _value_span(text, m.start("v"), m.end("v"), "azure-key")
+
+
+def _fish_set(m: re.Match[str], text: str) -> Span | None:
+    """fish's `set -gx DB_PASSWORD VALUE`: a variable named like a secret (strong names only)."""
+    if not _left_ok(text, m.start()) or not _STRONG_NAME.search(m.group("k").upper()):
+        return None
+    span = _value_span(text, m.start("v"), m.end("v"), _kind_for_name(m.group("k")))
+    if span is None or _plain_value(text[span[0] : span[1]]):
+        return None
+    return span
+
+
+_STRONG_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|_PWD$|_PASS$")
+
+
+def _xml_element(m: re.Match[str], text: str) -> Span | None:
+    """`<password>VALUE</password>`, `<apiKey>VALUE</apiKey>` (Maven settings, .NET configs)."""
+    span = _value_span(text, m.start("v"), m.end("v"), _kind_for_name(m.group("k")))
+    if span is None or _plain_value(text[span[0] : span[1]]):
+        return None
+    return span
+
+
+def _htpasswd(m: re.Match[str], text: str) -> Span | None:
+    """`htpasswd -b[c] FILE USER PASSWORD`: the password is the third operand (only with -b)."""
+    if "b" not in m.group("flags") or not _left_ok(text, m.start()):
+        return None
+    return _value_span(text, m.start("v"), m.end("v"), "password")
+
+
+def _stripe(m: re.Match[str], text: str) -> Span | None:
+    """`sk_live_`, `sk_test_`, `rk_live_`, `rk_test_`, `pk_live_` (the regex starts at the `k_`)."""
+    start = m.start() - 1
+    if start < 0 or text[start] not in "srp" or (text[start] == "p" and m.group("env") != "live"):
+        return None
+    if not _left_ok(text, start):
+        return None
+    return (start, m.end(), "stripe-key")
+
+
+def _sk_key(m: re.Match[str], text: str) -> Span | None:
+    """Anthropic `sk-ant-api03-...`; OpenAI `sk-proj-...` or a legacy `sk-` + 32+ alphanumerics with a digit."""
+    if not _left_ok(text, m.start()):
+        return None
+    if m.group("a") is not None:
+        return (m.start(), m.end(), "anthropic-key")
+    body = m.group("b")
+    if body is not None and not any(c.isdigit() for c in body):
+        return None
+    return (m.start(), m.end(), "openai-key")
+
+
+# `-p` after one of these (in the same command segment) is a password: attached (`-pSECRET`) for the
+# MySQL family, attached or spaced for sshpass and registry logins. Anything else (`mkdir -p`, `ssh -p 22`,
+# `git log -p`, `docker run -p 8080:80`, `psql -p 5432`) is not.
+# What may precede a command name: a separator, a path, a quote (`bash -c '...'`) or a diff line's marker.
+_CMD_BOUNDARY = frozenset(" \t\n\r/;|&(+\"'`-")
+_ATTACHED_TOOLS = re.compile(
+    r"(?:mysql[a-z]*|mariadb[a-z-]*|sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login"
+    r"|helm[ \t]+registry[ \t]+login)[ \t]"
+)
+_ATTACHED_NAMES = (
+    "mysql",
+    "mariadb",
+    "sshpass",
+    "docker",
+    "podman",
+    "nerdctl",
+    "buildah",
+    "skopeo",
+    "oras",
+    "helm",
+)
+_SPACED_TOOLS = re.compile(
+    r"(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login|helm[ \t]+registry[ \t]+login)[ \t]"
+)
+# Every tool above has one of these in its name or its `login `: 5 finds rule out a text (`docker run -p`,
+# `mkdir -p`) before the 18 finds of the tool names (they were ~1/10 of redaction time on the benchmark mix).
+_PASSWORD_TOOL_WORDS = ("mysql", "mariadb", "sshpass", "login ", "login\t")
+_SPACED_NAMES = ("sshpass", "docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm")
+_CURL = re.compile(r"curl[ \t]")
+_REDIS_CLI = re.compile(r"redis-cli[ \t]")
+
+
+def _command_before(
+    text: str, end: int, reach: int, names: tuple[str, ...], pattern: re.Pattern[str]
+) -> bool:
+    """Whether a command matching PATTERN (starting with one of NAMES, after a separator, a path, a quote
+    or a diff marker) begins in the shell segment that ends at END (at most REACH characters back)."""
+    starts = _command_starts(text, names, pattern)
+    if not starts:  # the common case (`mkdir -p`, `git log -p` and no mysql anywhere): no segment to find
+        return False
+    lo = _segment_start(text, end, reach)
+    k = bisect.bisect_left(starts, lo)
+    return k < len(starts) and starts[k] < end
+
+
+# The last text's command positions per pattern. Found once per text with str.find, then bisected for each
+# flag: a regex search of the segment for every `-p` took 70 us per hit on a 1 MB line of `curl -u a:`.
+_STARTS_CACHE: dict[int, tuple[str, list[int]]] = {}
+
+
+def _command_starts(text: str, names: tuple[str, ...], pattern: re.Pattern[str]) -> list[int]:
+    cached = _STARTS_CACHE.get(id(pattern))
+    if cached is not None and cached[0] is text:
+        return cached[1]
+    starts: list[int] = []
+    for name in names:
+        i = text.find(name)
+        while i >= 0:
+            if (i == 0 or text[i - 1] in _CMD_BOUNDARY) and pattern.match(text, i):
+                starts.append(i)
+            i = text.find(name, i + 1)
+    starts.sort()
+    _STARTS_CACHE[id(pattern)] = (text, starts)
+    return starts
+
+
+def _segment_start(text: str, end: int, reach: int) -> int:
+    """Where to look for the command that owns a flag at END: from the separator (newline, `;`, `|`, `&`)
+    that starts its shell segment, at most REACH characters back."""
+    lo = max(0, end - reach)
+    return max(lo, max(text.rfind(sep, lo, end) for sep in "\n;|&"))
+
+
+def _tool_dash_p(m: re.Match[str], text: str) -> Span | None:
+    """`mysql -uroot -pSECRET`, `sshpass -p SECRET`, `docker login -p SECRET`: only after that tool."""
+    start = m.start()
+    if start == 0 or not text[start - 1].isspace():
+        return None
+    names, tool = (_SPACED_NAMES, _SPACED_TOOLS) if m.group("sp") else (_ATTACHED_NAMES, _ATTACHED_TOOLS)
+    if not _command_before(text, start, 300, names, tool):
+        return None
+    return _value_span(text, m.start("v"), m.end("v"), "password")
+
+
+def _redis_dash_a(m: re.Match[str], text: str) -> Span | None:
+    """`redis-cli -a SECRET`: only after redis-cli in the same command."""
+    start = m.start()
+    if start == 0 or not text[start - 1].isspace():
+        return None
+    if not _command_before(text, start, 300, ("redis-cli",), _REDIS_CLI):
+        return None
+    return _value_span(text, m.start("v"), m.end("v"), "password")
+
+
+def _curl_user(m: re.Match[str], text: str) -> Span | None:
+    """`curl -u user:SECRET ...` / `curl --user user:SECRET`."""
+    start = m.start() - (1 if m.group("long") else 0)
+    if start <= 0 or not text[start - 1].isspace() or not _command_before(text, start, 500, ("curl",), _CURL):
+        return None
+    return _value_span(text, m.start("v"), m.end("v"), "password")
+
+
+# ------------------------------------------------------------------------------------------------- rules
+
+
+def _no_handler(m: re.Match[str], text: str) -> Span | None:
+    return None
+
+
+def _rule(
+    name: str,
+    kinds: tuple[str, ...],
+    literal: str,
+    body: str,
+    handler: Handler,
+    lowered: bool = False,
+    gate: Callable[[str], bool] | None = None,
+) -> Rule:
+    """A rule whose regex is LITERAL (matched exactly; lower case when LOWERED) followed by BODY."""
+    assert not lowered or literal == literal.lower(), literal
+    return Rule(name, kinds, re.compile(re.escape(literal) + body), handler, lowered, None, literal, gate)
+
+
+# Self-identifying tokens: (placeholder type, literal prefix, body). The whole match is the secret and must
+# start on a word boundary. Formats after gitleaks' config/gitleaks.toml and trufflehog's detectors.
+_B64URL = "[A-Za-z0-9_-]"
+_END = "(?![A-Za-z0-9])"  # no longer alphanumeric run: the token ends here
+_END_URL = "(?![A-Za-z0-9_-])"
+_TOKENS: tuple[tuple[str, str, str], ...] = (
+    *(("aws-key", p, "[A-Z0-9]{16}" + _END) for p in ("AKIA", "ASIA", "ABIA", "ACCA")),
+    ("aws-key", "ABSK", "[A-Za-z0-9+/]{100,300}={0,2}"),
+    *(("github-token", p, "[A-Za-z0-9]{36,255}") for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("github-token", "github_pat_", "[A-Za-z0-9_]{22,255}"),
+    *(
+        ("gitlab-token", p, "[A-Za-z0-9_-]{20,300}(?:\\.[0-9a-z]{9})?")
+        for p in (
+            "glpat-",
+            "gldt-",
+            "glrt-",
+            "glptt-",
+            "glcbt-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "glsoat-",
+            "glffct-",
+        )
+    ),
+    ("gitlab-token", "GR1348941", "[A-Za-z0-9_-]{20,}"),
+    ("slack-token", "xox", "(?:e\\.xox[bp]|[abposre])-(?=[A-Za-z0-9-]{0,20}[0-9])[A-Za-z0-9-]{10,255}"),
+    ("slack-token", "xapp-", "\\d-[A-Za-z0-9-]{10,255}"),
+    *(
+        ("stripe-key", p, "[A-Za-z0-9]{10,255}")
+        for p in ("sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_", "pk_live_")
+    ),
+    ("stripe-key", "whsec_", "[A-Za-z0-9+/=]{24,}"),
+    ("pypi-token", "pypi-AgEIcHlwaS5vcmc", "[A-Za-z0-9_-]{16,}"),
+    ("npm-token", "npm_", "[A-Za-z0-9]{36}" + _END),
+    ("google-api-key", "AIza", "[0-9A-Za-z_-]{35}" + _END_URL),
+    ("google-oauth-secret", "GOCSPX-", "[A-Za-z0-9_-]{28}"),
+    ("google-oauth-token", "ya29.", "[A-Za-z0-9_-]{20,}"),
+    ("sendgrid-key", "SG.", "[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}"),
+    *(("vault-token", p, "[A-Za-z0-9_-]{24,}") for p in ("hvs.", "hvb.", "hvr.")),
+    ("heroku-key", "HRKU-", "[A-Za-z0-9_-]{20,}"),
+    ("twilio-key", "SK", "[0-9a-fA-F]{32}" + _END),
+    ("huggingface-token", "hf_", "[A-Za-z]{34}" + _END),
+    ("huggingface-token", "api_org_", "[A-Za-z]{34}" + _END),
+    *(("shopify-token", p, "[a-fA-F0-9]{32}" + _END) for p in ("shpat_", "shpca_", "shppa_", "shpss_")),
+    *(("digitalocean-token", p, "[a-f0-9]{64}") for p in ("dop_v1_", "doo_v1_", "dor_v1_")),
+    ("grafana-token", "glsa_", "[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"),
+    ("grafana-token", "glc_", "[A-Za-z0-9+/]{32,400}={0,3}"),
+    ("grafana-token", "eyJrIjoi", "[A-Za-z0-9]{70,400}={0,3}"),
+    ("newrelic-key", "NRAK-", "[A-Z0-9]{27}"),
+    ("newrelic-key", "NRII-", "[A-Za-z0-9_-]{32}"),
+    ("newrelic-key", "NRJS-", "[a-f0-9]{19}"),
+    ("postman-key", "PMAK-", "[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"),
+    ("age-key", "AGE-SECRET-KEY-1", "[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ("alibaba-key", "LTAI", "[A-Za-z0-9]{20}" + _END),
+    ("artifactory-key", "AKCp", "[A-Za-z0-9]{69}"),
+    ("artifactory-key", "cmVmd", "[A-Za-z0-9]{59}"),
+    ("atlassian-token", "ATATT3", "[A-Za-z0-9_=-]{100,}"),
+    ("databricks-token", "dapi", "[a-f0-9]{32}(?:-\\d)?" + _END),
+    ("doppler-token", "dp.", "(?:pt|st|ct|sa|scim|audit)\\.[A-Za-z0-9]{40,44}"),
+    ("dynatrace-token", "dt0c01.", "[A-Za-z0-9]{24}\\.[A-Za-z0-9]{64}"),
+    *(("easypost-key", p, "[A-Za-z0-9]{54}") for p in ("EZAK", "EZTK")),
+    *(("flutterwave-key", p, "(?:_TEST)?-[a-hA-H0-9]{12,32}(?:-X)?") for p in ("FLWSECK", "FLWPUBK")),
+    ("linear-key", "lin_api_", "[A-Za-z0-9]{40}"),
+    ("notion-token", "ntn_", "[0-9]{11}[A-Za-z0-9]{35}"),
+    ("perplexity-key", "pplx-", "[A-Za-z0-9]{48}"),
+    *(("planetscale-token", p, "[\\w=.-]{32,64}") for p in ("pscale_tkn_", "pscale_oauth_", "pscale_pw_")),
+    ("prefect-key", "pnu_", "[A-Za-z0-9]{36}"),
+    ("pulumi-token", "pul-", "[a-f0-9]{40}"),
+    ("readme-key", "rdme_", "[a-z0-9]{70}"),
+    ("rubygems-key", "rubygems_", "[a-f0-9]{48}"),
+    ("scalingo-token", "tk-us-", "[\\w-]{48}"),
+    ("sendinblue-key", "xkeysib-", "[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    ("sentry-token", "sntryu_", "[a-f0-9]{64}"),
+    ("sentry-token", "sntrys_", "eyJ[A-Za-z0-9+/=_]{50,}"),
+    *(("shippo-token", p, "[a-fA-F0-9]{40}") for p in ("shippo_live_", "shippo_test_")),
+    *(("square-token", p, "[\\w-]{22,60}") for p in ("sq0atp-", "sq0csp-")),
+    ("square-token", "EAAA", "[\\w-]{40,}"),
+    *(("facebook-token", p, "[A-Za-z0-9]{100,}") for p in ("EAAC", "EAAM")),
+    ("sourcegraph-token", "sgp_", "(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}"),
+    ("infracost-key", "ico-", "[A-Za-z0-9]{32}"),
+    ("frameio-token", "fio-u-", "[\\w=-]{64}"),
+    ("octopus-key", "API-", "[A-Z0-9]{26}" + _END),
+    ("1password-key", "A3-", "[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}"),
+    ("1password-token", "ops_eyJ", "[A-Za-z0-9+/]{250,}={0,3}"),
+    ("clojars-token", "CLOJARS_", "[A-Za-z0-9]{60}"),
+    *(("duffel-token", p, "[\\w=-]{43}") for p in ("duffel_live_", "duffel_test_")),
+    ("openshift-token", "sha256~", "[\\w-]{43}"),
+    ("flyio-token", "fo1_", "[\\w-]{43}"),
+    *(("flyio-token", p, "[A-Za-z0-9+/]{100,}={0,3}") for p in ("fm1r_", "fm1a_", "fm2_")),
+    ("mapbox-token", "sk.eyJ", "[\\w-]{20,}\\.[\\w-]{20,}"),
+    ("typeform-token", "tfp_", "[\\w.=-]{59}"),
+    ("adobe-secret", "p8e-", "[A-Za-z0-9]{32}"),
+    ("cloudflare-key", "v1.0-", "[a-f0-9]{24}-[a-f0-9]{146}"),
+    *(("intra42-secret", p, "[a-f0-9]{64}") for p in ("s-s4t2ud-", "s-s4t2af-")),
+    *(("settlemint-token", p, "[A-Za-z0-9]{16}" + _END) for p in ("sm_aat_", "sm_pat_", "sm_sat_")),
+)
+
+# Which text each assignment word's rule starts with, and the key words it covers.
+_ASSIGN_WORDS: tuple[tuple[str, str], ...] = (
+    ("pass", r"(?P<w>pass)(?P<k>(?:word|wd|phrase)?)"),
+    ("secret", r"(?P<w>secret)(?P<k>(?:[_-]?(?:access[_-]?)?key)?)"),
+    ("token", r"(?P<w>token)(?P<k>)"),
+    ("api", r"(?P<w>api)(?P<k>[_-]?key)"),
+    ("private", r"(?P<w>private)(?P<k>[_-]?key)"),
+    ("_pwd", r"(?P<w>_pwd)(?P<k>)"),  # MYSQL_PWD, DB_PWD; not the shell's $PWD
+    ("credential", r"(?P<w>credential)(?P<k>s?)"),
+    ("auth", r"(?P<w>auth)(?P<k>(?:[_-]?token|[_-]?key)?)"),
+    ("_key", r"(?P<w>_key)(?P<k>)"),
+)
+_ASSIGN_SEP = r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+|(?<=pass|word)[ \t]+(?![A-Za-z_][\w.-]*=[^=]))"
+_NAME_KINDS = ("password", "token", "secret", "api-key", "aws-secret-key")
+
+_TOKEN_RULES: tuple[Rule, ...] = (
+    *(_rule(f"token:{lit}", (kind,), lit, body, _token(kind)) for kind, lit, body in _TOKENS),
+    _rule(
+        "openai-anthropic",
+        ("anthropic-key", "openai-key"),
+        "sk-",
+        r"(?:(?P<a>ant-[a-z]{2,10}\d\d-[A-Za-z0-9_-]{20,255})"
+        r"|(?:proj|svcacct|admin)-(?P<p>[A-Za-z0-9_-]{20,255})|(?P<b>[A-Za-z0-9]{32,255}))",
+        _sk_key,
+    ),
+    _rule("jwt", ("jwt",), "eyJ", rf"{_B64URL}{{8,}}\.eyJ{_B64URL}{{8,}}\.{_B64URL}*", _token("jwt")),
+)
+
+
+PATTERNS: tuple[Rule, ...] = (
+    # Multi-line first: a key block may contain anything.
+    Rule(
+        "private-key", ("private-key",), _PEM_BEGIN, _no_handler, finder=_private_keys, literal="-----BEGIN"
+    ),
+    # Self-identifying tokens (prefix + body).
+    *_TOKEN_RULES,
+    _rule(
+        "slack-webhook",
+        ("slack-webhook",),
+        "hooks.slack.com/",
+        r"(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+-]{8,300})",
+        _token("slack-webhook", "v", check_left=False),
+    ),
+    *(
+        _rule(
+            f"webhook:{lit}",
+            ("webhook",),
+            lit,
+            r"(?P<v>[\w@/.-]{20,400})",
+            _token("webhook", "v", check_left=False),
+        )
+        for lit in ("webhook.office.com/webhookb2/", "/api/webhooks/")  # Microsoft Teams, Discord
+    ),
+    # Tokens whose literal is in the middle (checked backwards from the hit).
+    _rule("telegram-token", ("telegram-token",), ":A", "[A-Za-z0-9_-]{34}" + _END_URL, _telegram),
+    _rule(
+        "discord-token",
+        ("discord-token",),
+        ".",
+        r"[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}" + _END_URL,
+        _discord,
+    ),
+    _rule(
+        "azure-ad-secret",
+        ("azure-ad-secret",),
+        "Q~",
+        r"[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])",
+        _lookback("azure-ad-secret", r"[A-Za-z0-9_~.]{3}\d", (4, 4)),
+    ),
+    _rule(
+        "maxmind-key",
+        ("maxmind-key",),
+        "_mmk",
+        _END,
+        _lookback("maxmind-key", r"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}", (36, 36)),
+    ),
+    _rule(
+        "terraform-token",
+        ("terraform-token",),
+        ".atlasv1.",
+        r"[A-Za-z0-9_=-]{60,70}",
+        _lookback("terraform-token", r"[A-Za-z0-9]{14}", (14, 14)),
+    ),
+    # Credentials in context.
+    _rule("url-password", ("password",), "://", r"[^\s:/@«»]*:(?P<v>[^\s@/«»]+)@", _value("password")),
+    *(
+        _rule(
+            f"azure:{lit}",
+            ("azure-key",),
+            lit,
+            body + r"[ \t]*=[ \t]*(?P<v>[^\s;\"'`<>]+)",
+            _azure_key,
+            lowered=True,
+        )
+        for lit, body in (("accountkey", ""), ("sharedaccess", "(?:key|signature)"))
+    ),
+    _rule(
+        "nuget-password",
+        ("password",),
+        '<add key="',
+        r'(?:cleartext)?password"[ \t]+value="(?P<v>[^"]*)"',
+        _value("password"),
+        lowered=True,
+    ),
+    _rule(
+        "flag",
+        ("password", "token", "secret", "api-key"),
+        "--",
+        r"(?:[a-z0-9]{1,30}-){0,4}(?P<k>password|passwd|pass|token|authtoken|api-key|apikey|secret|secret-key"
+        r"|access-key|private-key|license-key|key|auth|credentials?)(?P<sep>=|[ \t]+)" + _SHELL_VALUE,
+        _flag,
+    ),
+    _rule(
+        "tool-dash-p",
+        ("password",),
+        "-p",
+        r"(?P<sp>[ \t]*)" + _SHELL_VALUE,
+        _tool_dash_p,
+        gate=lambda text: bool(
+            any(word in text for word in _PASSWORD_TOOL_WORDS)
+            and (
+                _command_starts(text, _ATTACHED_NAMES, _ATTACHED_TOOLS)
+                or _command_starts(text, _SPACED_NAMES, _SPACED_TOOLS)
+            )
+        ),
+    ),
+    _rule(
+        "redis-dash-a",
+        ("password",),
+        "-a",
+        r"[ \t]+" + _SHELL_VALUE,
+        _redis_dash_a,
+        gate=lambda text: bool(_command_starts(text, ("redis-cli",), _REDIS_CLI)),
+    ),
+    _rule(
+        "curl-user",
+        ("password",),
+        "-u",
+        r"(?P<long>ser)?[ \t]*[\"']?[^\s:\"'@«»]+:" + _SHELL_VALUE,
+        _curl_user,
+        gate=lambda text: bool(_command_starts(text, ("curl",), _CURL)),
+    ),
+    _rule(
+        "htpasswd",
+        ("password",),
+        "htpasswd",
+        r"(?P<flags>(?:[ \t]+-[A-Za-z]+)*)[ \t]+[^\s-]\S*[ \t]+\S+[ \t]+" + _SHELL_VALUE,
+        _htpasswd,
+    ),
+    # Case-insensitive rules: patterns in lower case, searched in text.lower().
+    _rule(
+        "authorization",
+        ("bearer-token", "basic-auth"),
+        "authorization",
+        r"[\"']?[ \t]*[:=][ \t]*[fbr]?[\"'`]?[ \t]*(?P<s>bearer|basic|token|bot)[ \t]+"
+        r"(?P<v>[^\s\"'`<>{$«][^\s\"'`<>]*)",
+        _auth_header,
+        lowered=True,
+    ),
+    *(
+        _rule(
+            f"header:{lit}",
+            ("api-key", "token", "secret"),
+            lit,
+            body + r"[ \t]*(?P<v>[^\s\"'`<>,;|]+)",
+            _header,
+            lowered=True,
+        )
+        for lit, body in (("-", "(?:key|token|secret):"), ("apikey:", ""))
+    ),
+    _rule(
+        "fish-set",
+        _NAME_KINDS,
+        "set",
+        r"(?:[ \t]+-[a-zA-Z]+)+[ \t]+(?P<k>[A-Za-z_][A-Za-z0-9_]*)[ \t]+" + _SHELL_VALUE,
+        _fish_set,
+    ),
+    _rule(
+        "xml-element",
+        _NAME_KINDS,
+        "<",
+        r"(?P<k>[a-z0-9_.-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key))>"
+        r"(?P<v>[^<\s]{1,500})</",
+        _xml_element,
+        lowered=True,
+    ),
+    # Assignments to names like secrets (shell variables, config keys): one rule per word.
+    *(
+        Rule(
+            f"assign:{lit}",
+            _NAME_KINDS,
+            re.compile(word + _ASSIGN_SEP + _ASSIGN_VALUE),
+            _assignment,
+            lowered=True,
+            literal=lit,
+        )
+        for lit, word in _ASSIGN_WORDS
+    ),
+)
+
+KINDS: tuple[str, ...] = tuple(sorted({kind for rule in PATTERNS for kind in rule.kinds}))
+
+
+# ------------------------------------------------------------------------------------------------- engine
+
+
+def _memchr_pattern(rule: Rule) -> re.Pattern[str]:
+    """RULE's pattern written so that re sees a one-character literal prefix (found with memchr): the rest
+    of the literal goes in an alternation with an empty-failing branch, `p(?:ass|(?!))...`. With the whole
+    literal as prefix re would use its slower multi-character prefix search (measured 20x slower)."""
+    source, literal = rule.pattern.pattern, rule.literal
+    if len(literal) < 2:
+        return rule.pattern
+    escaped = re.escape(literal)
+    head = re.escape(literal[0]) + "(?:" + re.escape(literal[1:]) + "|(?!))"
+    if source.startswith(escaped):
+        return re.compile(head + source[len(escaped) :], rule.pattern.flags)
+    group = f"(?P<w>{literal})"
+    if source.startswith(group):  # the assignment rules capture their word
+        return re.compile(f"(?P<w>{head})" + source[len(group) :], rule.pattern.flags)
+    return rule.pattern
+
+
+_TOKEN_PRIORITIES = tuple((i, r) for i, r in enumerate(PATTERNS) if r in _TOKEN_RULES)
+# Token literal -> its (priority, rule) pairs; a lower priority wins when two detections overlap.
+_SCAN_LITERALS: dict[str, list[tuple[int, Rule]]] = {}
+for _priority, _rule_ in _TOKEN_PRIORITIES:
+    _SCAN_LITERALS.setdefault(_rule_.literal, []).append((_priority, _rule_))
+_FINDERS = tuple((priority, rule) for priority, rule in enumerate(PATTERNS) if rule.finder is not None)
+_CONTEXT = tuple(
+    (priority, rule, _memchr_pattern(rule))
+    for priority, rule in enumerate(PATTERNS)
+    if rule.finder is None and rule not in _TOKEN_RULES
+)
+
+# (start, end, priority, type)
+_Hit = tuple[int, int, int, str]
+
+# ------------------------------------------------------------------------------------------------ anchors
+#
+# What a pass over the text costs (benchmarks/bench_redact.py's mix, Python 3.11): re finds a pattern that
+# starts with one literal character at ~1 ns per character, and a position where that character occurs but
+# the rest fails costs a few ns more; a pattern that starts with a character *set* (an alternation of
+# several first characters) is scanned ~10x slower. So the cost is the number of passes: 29 token passes
+# (one per first character) and 31 context passes took over half of all redaction time (0.22 of ~0.4 s
+# per 3 MB). Now each literal is found by an *anchor*: one of its characters, chosen so that few distinct
+# anchors cover all literals (`p` finds `ghp_`, `npm_`, `dapi` ...; `s` finds `sk-`, `hvs.`, `shpat_` ...),
+# with a look-behind for the characters before it: 16 token passes, and 14 group gates for the context
+# rules (benchmarks/bench_redact.py --against REF: 8.2 -> 15.3 MB/s CPU side by side).
+
+
+def _source_after_literal(rule: Rule) -> str:
+    """RULE's pattern after its literal, with named groups made plain (an alternation may not repeat a
+    group name)."""
+    source = re.sub(r"\(\?P<\w+>", "(?:", rule.pattern.pattern)
+    for head in (re.escape(rule.literal), "(?:" + rule.literal + ")"):
+        if source.startswith(head):
+            return source[len(head) :]
+    raise ValueError(f"rule {rule.name}: pattern does not start with its literal")
+
+
+def _choose_anchors(literals: Iterable[str]) -> dict[str, int]:
+    """Literal -> offset of its anchor: greedily the character found in the most literals not yet covered
+    (fewest passes). Never a literal's last character (unless it has one): the characters after the anchor
+    let re reject most positions with one comparison per branch instead of a look-behind each."""
+    left = sorted(set(literals))
+    chosen: dict[str, int] = {}
+    while left:
+        counts: dict[str, int] = {}
+        for literal in left:
+            for char in set(literal[:-1] or literal):
+                counts[char] = counts.get(char, 0) + 1
+        anchor = max(sorted(counts), key=lambda c: counts[c])
+        for literal in [lit for lit in left if anchor in (lit[:-1] or lit)]:
+            chosen[literal] = (literal[:-1] or literal).index(anchor)
+            left.remove(literal)
+    return chosen
+
+
+def _trie(branches: list[tuple[str, str]]) -> str:
+    """`(text, tail)` pairs as one regex whose alternatives are factored by their first character (re tries
+    a branch that starts with a literal with one comparison)."""
+    by_first: dict[str, list[tuple[str, str]]] = {}
+    ends: list[str] = []
+    for text, tail in branches:
+        if text:
+            by_first.setdefault(text[0], []).append((text[1:], tail))
+        else:
+            ends.append(tail)
+    alternatives = [re.escape(c) + _trie(rest) for c, rest in by_first.items()] + ends
+    return alternatives[0] if len(alternatives) == 1 and not ends else "(?:" + "|".join(alternatives) + ")"
+
+
+# (pattern, reach, rules): one pass over the text; a match at P means a rule's literal starts at P - offset
+# (offset <= reach) and its whole pattern matches there.
+_AnchorScan = tuple[re.Pattern[str], int, tuple[tuple[int, Rule], ...]]
+
+
+def _anchor_scans(rules: Iterable[tuple[int, Rule]], often: frozenset[str]) -> tuple[_AnchorScan, ...]:
+    """RULES grouped by anchor character, one regex per group: `_(?:(?<=ghp_)[A-Za-z0-9]{36,255}|...)`.
+    Each alternative is the rest of the literal, a look-behind for the literal, and the rule's body, so a
+    match is a real detection, never just a literal. Rules named in OFTEN (they match in ordinary code:
+    `-p 8080:80`, `password: str`) get their own groups, so that they do not open the others'."""
+    rules = tuple(rules)
+    anchors = _choose_anchors(rule.literal for _, rule in rules)
+    groups: dict[tuple[str, bool], list[tuple[int, Rule]]] = {}
+    for priority, rule in rules:
+        key = (rule.literal[anchors[rule.literal]], rule.name in often)
+        groups.setdefault(key, []).append((priority, rule))
+    scans = []
+    for (anchor, _), members in groups.items():
+        branches = []
+        reach = 0
+        for _, rule in members:
+            literal, at = rule.literal, anchors[rule.literal]
+            reach = max(reach, at)
+            behind = f"(?<={re.escape(literal)})" if at else ""
+            branches.append((literal[at + 1 :], behind + _source_after_literal(rule)))
+        pattern = re.compile(re.escape(anchor) + _trie(branches))
+        scans.append((pattern, reach, tuple(members)))
+    return tuple(scans)
+
+
+_TOKEN_SCANS = _anchor_scans(_TOKEN_PRIORITIES, frozenset())
+_ANCHOR_AT = _choose_anchors(rule.literal for _, rule in _TOKEN_PRIORITIES)
+_TOKEN_CANDIDATES = {
+    literal: sorted(
+        pair for other, pairs in _SCAN_LITERALS.items() if literal.startswith(other) for pair in pairs
+    )
+    for literal in _SCAN_LITERALS
+}
+_OFTEN = frozenset(["tool-dash-p", "flag", "assign:pass", "assign:_key", "assign:token", "assign:auth"])
+_CONTEXT_PASS = {id(rule): scan for _, rule, scan in _CONTEXT}
+_CONTEXT_SCANS = tuple(
+    (lowered, _anchor_scans(((p, r) for p, r, _ in _CONTEXT if r.lowered == lowered), _OFTEN))
+    for lowered in (False, True)
+)
+
+
+def _handle(
+    rule: Rule, priority: int, m: re.Match[str], text: str, gates: dict[int, bool], hits: list[_Hit]
+) -> bool:
+    """Add the detection at M to HITS, if any; False when RULE's gate is closed for TEXT (its tool is not
+    there: the rest of its matches need not be looked at, e.g. 5,000 `-p` in the benchmark's diffs)."""
+    if rule.gate is not None:
+        ok = gates.get(priority)
+        if ok is None:
+            ok = gates[priority] = rule.gate(text)
+        if not ok:
+            return False
+    span = rule.handler(m, text)
+    if span is not None and span[1] > span[0]:
+        hits.append((span[0], span[1], priority, span[2]))
+    return True
+
+
+def _collect(text: str, gates: dict[int, bool], hits: list[_Hit]) -> None:
+    """The token formats: a pass per anchor finds whole detections; at each, the rules of the literal there
+    (and of the shorter literals it starts with: `eyJ` after `eyJrIjoi`) are tried, the first match wins."""
+    for pattern, _, members in _TOKEN_SCANS:
+        for found in pattern.finditer(text):
+            anchor = found.start()
+            for _, rule in members:
+                start = anchor - _ANCHOR_AT[rule.literal]
+                if start < 0 or not text.startswith(rule.literal, start):
+                    continue
+                for priority, candidate in _TOKEN_CANDIDATES[rule.literal]:
+                    m = candidate.pattern.match(text, start)
+                    if m is not None:
+                        _handle(candidate, priority, m, text, gates, hits)
+                        break
+
+
+def _merge(hits: list[_Hit]) -> list[Span]:
+    """Overlapping detections become one span (their union: no part of a secret is left), typed by the
+    detection of the lowest priority."""
+    hits.sort()
+    merged: list[_Hit] = []
+    for start, end, priority, kind in hits:
+        if merged and start < merged[-1][1]:
+            m_start, m_end, m_priority, m_kind = merged[-1]
+            if priority < m_priority:
+                m_priority, m_kind = priority, kind
+            merged[-1] = (m_start, max(m_end, end), m_priority, m_kind)
+        else:
+            merged.append((start, end, priority, kind))
+    return [(start, end, kind) for start, end, _, kind in merged]
+
+
+def _splice(text: str, spans: list[Span], counts: dict[str, int]) -> str:
+    parts: list[str] = []
+    pos = 0
+    for start, end, kind in spans:
+        parts.append(text[pos:start])
+        parts.append(placeholder(kind))
+        counts[kind] = counts.get(kind, 0) + 1
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def redact_counts(text: str) -> tuple[str, dict[str, int]]:
+    """Redact TEXT and return it with the number of secrets replaced per placeholder type.
+
+    Every rule looks at the original text; overlapping detections are merged (see _merge)."""
+    counts: dict[str, int] = {}
+    if not text:
+        return text, counts
+    hits: list[_Hit] = []
+    for priority, rule in _FINDERS:
+        if rule.finder is not None and rule.literal in text:
+            hits.extend((start, end, priority, kind) for start, end, kind in rule.finder(text))
+    gates: dict[int, bool] = {}
+    _collect(text, gates, hits)
+    lowered = text.lower()
+    if len(lowered) != len(text):  # lower() changed the length (e.g. "İ"): offsets would not line up
+        for priority, rule, _ in _CONTEXT:
+            for m in (rule.fallback if rule.lowered else rule.pattern).finditer(text):
+                _handle(rule, priority, m, text, gates, hits)
+    else:
+        # A group's regex is its gate: no match, none of its rules matches anywhere; a first match at P, none
+        # matches before P - reach. Each rule then runs its own pass from there, so what is found is what a
+        # pass per rule over the whole text finds.
+        for is_lowered, scans in _CONTEXT_SCANS:
+            source = lowered if is_lowered else text
+            for gate, reach, members in scans:
+                first = gate.search(source)
+                if first is None:
+                    continue
+                start = max(0, first.start() - reach)
+                for priority, rule in members:
+                    for m in _CONTEXT_PASS[id(rule)].finditer(source, start):
+                        if not _handle(rule, priority, m, text, gates, hits):
+                            break
+    if not hits:
+        return text, counts
+    return _splice(text, _merge(hits), counts), counts
+
+
+def redact(text: str) -> str:
+    """Return TEXT with every recognised secret replaced by a typed placeholder such as «redacted:aws-key»."""
+    return redact_counts(text)[0]
