@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nexusmem.config import defaults
 from nexusmem.sources.base import ScanContext
-from nexusmem.sources.git import DiffSource, GitSource
+from nexusmem.sources.git.source import DiffSource, GitSource
 
 
 def peak_rss_mb() -> float:

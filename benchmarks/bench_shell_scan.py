@@ -34,7 +34,7 @@ def main() -> None:
         from nexusmem.config import defaults
         from nexusmem.identity import project_id
         from nexusmem.sources.base import ScanContext
-        from nexusmem.sources.shell import ShellSource
+        from nexusmem.sources.shell.source import ShellSource
 
         root = (args.out / "repo").resolve()
         config = defaults()

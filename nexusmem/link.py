@@ -13,7 +13,7 @@ Three independent heuristics, each recorded as its own link relation (a failure 
   any, is what the original learned from dogfooding: one shared word as generic as "npm" linked unrelated
   discussions about half the time.
 
-Significant words are :func:`nexusmem.retrieve.search.terms` of the command (English stopwords and one-letter
+Significant words are :func:`nexusmem.text.terms` of the command (English stopwords and one-letter
 words removed) minus redaction placeholders and minus :data:`GENERIC_WORDS`: launchers, package managers,
 interpreters, URL schemes and file-name extensions, which say how something was run rather than what. A command with no
 significant word left (``make``, ``npm run``) is never linked by discussion: any turn would match it.
@@ -38,8 +38,8 @@ from nexusmem import resolved
 from nexusmem.redact import PLACEHOLDER_RE
 from nexusmem.resolved import DAY_MS
 from nexusmem.resolved import normalise as normalise  # re-exported: the rule is shared
-from nexusmem.retrieve.search import terms
-from nexusmem.store import Store
+from nexusmem.store.interface import LinkStore
+from nexusmem.text import terms
 
 RETRY = "retry"
 COMMIT = "commit"
@@ -164,7 +164,7 @@ def _fts_all(words: list[str]) -> str:
     return " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-def link_failures(store: Store, *, since_ms: int | None = None) -> LinkSummary:
+def link_failures(store: LinkStore, *, since_ms: int | None = None) -> LinkSummary:
     """Compute failure → fix links for failed shell commands with ts >= SINCE_MS (every one when None).
 
     Adds missing links (INSERT OR IGNORE) and removes this module's links of those failures that the rules no
@@ -201,7 +201,7 @@ def link_failures(store: Store, *, since_ms: int | None = None) -> LinkSummary:
     return summary
 
 
-def incremental_since(store: Store) -> int | None:
+def incremental_since(store: LinkStore) -> int | None:
     """Where an incremental run must start: 24 h before the oldest event written since the last run.
 
     None means "everything" (no run recorded yet). Any failure that a node written since then could link,
@@ -217,7 +217,7 @@ def incremental_since(store: Store) -> int | None:
     return -1 if oldest is None else oldest - DAY_MS
 
 
-def link_recent(store: Store) -> LinkSummary:
+def link_recent(store: LinkStore) -> LinkSummary:
     """Link only what the nodes written since the previous run can have changed; everything the first time.
 
     The entry point for hooks (`sync --auto` after a commit): with nothing new it reads one meta row and
@@ -234,7 +234,7 @@ def link_recent(store: Store) -> LinkSummary:
     return summary
 
 
-def _retries(store: Store, lower: int) -> list[_Failure]:
+def _retries(store: LinkStore, lower: int) -> list[_Failure]:
     """Failures with ts >= LOWER, oldest first, each with its retry (nexusmem.resolved) when there is one."""
     found, retry_of = resolved.retries(store.shell_commands_since(lower), within_ms=DAY_MS)
     failures: list[_Failure] = []
@@ -246,7 +246,7 @@ def _retries(store: Store, lower: int) -> list[_Failure]:
     return failures
 
 
-def _commits(store: Store, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
+def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
     """Commit links: per failure, the earliest commit after it touching one of its files, or a file inside a
     directory it names (ties by id)."""
     files: dict[str, list[str]] = {}
@@ -291,7 +291,7 @@ def _parents(path: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
-def _discussions(store: Store, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
+def _discussions(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
     """Discussion links: one full-text query per distinct set of significant words, not per failure."""
     if not failures or not store.has_kind_between(DISCUSSION_KINDS, lower - DAY_MS):
         return set()

@@ -215,9 +215,9 @@ def _with_unsynced(
         return commands, naming
     if st.st_size <= _synced_offset(cursor, st):
         return commands, naming  # the usual case right after a sync: no import, no read
-    from nexusmem.sources import shell
+    from nexusmem.sources.shell import source as shell_source
 
-    tail = [t for t in shell.unsynced_tail(root, cursor) if start <= t.ts < end]
+    tail = [t for t in shell_source.unsynced_tail(root, cursor) if start <= t.ts < end]
     if not tail:
         return commands, naming
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}

@@ -15,7 +15,8 @@ from typing import Any
 
 from nexusmem import timefmt
 from nexusmem.errors import NexusMemError
-from nexusmem.store import Store, StoredNode
+from nexusmem.store import StoredNode
+from nexusmem.store.interface import SearchStore
 
 MIN_PREFIX = 6
 
@@ -24,7 +25,7 @@ class IdLookupError(NexusMemError):
     """No node, or not exactly one, answers to the id given."""
 
 
-def find(store: Store, ref: str) -> StoredNode:
+def find(store: SearchStore, ref: str) -> StoredNode:
     """The node whose id is REF, or the only one whose id starts with it (at least MIN_PREFIX characters).
 
     Case and surrounding blanks do not matter. An ambiguous prefix is an error naming the candidates.
@@ -53,7 +54,7 @@ def find(store: Store, ref: str) -> StoredNode:
     return node
 
 
-def expand(store: Store, node: StoredNode, project: str) -> dict[str, Any]:
+def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]:
     """NODE in full, as MCP get_memory's MemoryItem: facts, provenance, trust, body, files and links."""
     return {
         "id": node.id,

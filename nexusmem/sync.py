@@ -26,7 +26,7 @@ BACKFILL_CHANGE_WORDS = "backfill.changeWords"
 if TYPE_CHECKING:
     from nexusmem.embed.index import EmbedSummary
     from nexusmem.link import LinkSummary
-    from nexusmem.store import Store
+    from nexusmem.store.interface import SyncStore
 
 
 @dataclass
@@ -153,7 +153,7 @@ PROBLEMS_KEY = "skipped:"
 PROBLEMS_KEPT = 20
 
 
-def record_problems(store: Store, source: str, problems: list[str], *, reset: bool = False) -> None:
+def record_problems(store: SyncStore, source: str, problems: list[str], *, reset: bool = False) -> None:
     """Add PROBLEMS to SOURCE's skipped-record history (newest PROBLEMS_KEPT kept; RESET starts afresh).
 
     Kept across syncs because an incremental source reads a bad line once: the next sync skips nothing,
@@ -168,7 +168,7 @@ def record_problems(store: Store, source: str, problems: list[str], *, reset: bo
     )
 
 
-def problem_history(store: Store) -> dict[str, dict[str, Any]]:
+def problem_history(store: SyncStore) -> dict[str, dict[str, Any]]:
     """{source: {"total": n, "recent": [{"at", "where"}...]}} for every source that ever skipped a record."""
     found: dict[str, dict[str, Any]] = {}
     for row in store.sources():

@@ -20,8 +20,13 @@ from hypothesis import strategies as st
 from nexusmem import config, gitcmd, registry
 from nexusmem.errors import ConfigError
 from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, text_ok
-from nexusmem.sources import docs, git, shell
+from nexusmem.sources import docs
 from nexusmem.sources.base import ScanContext
+from nexusmem.sources.git import commits as git_commits
+from nexusmem.sources.git import diff as git_diff
+from nexusmem.sources.shell import history as shell_history
+from nexusmem.sources.shell import logline as shell_logline
+from nexusmem.sources.shell import node as shell_node
 
 EXAMPLES = int(os.environ.get("NEXUSMEM_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(
@@ -64,15 +69,15 @@ def valid_line(i: int) -> bytes:
 @FUZZ
 @given(st.binary(max_size=300) | hook_objects.map(dumps) | json_values.map(dumps))
 def test_one_hook_line_never_raises_and_what_it_accepts_is_storable(raw: bytes) -> None:
-    line = shell.parse_log_line(raw)
+    line = shell_logline.parse_log_line(raw)
     if line is None:
-        assert isinstance(shell.line_problem(shell._loads_or_bad(raw)), str)
+        assert isinstance(shell_logline.line_problem(shell_logline._loads_or_bad(raw)), str)
         return
     assert MIN_TS_MS <= line.ts < MAX_TS_MS
     assert all(text_ok(s) for s in (line.cwd, line.command, line.shell, line.session))
-    assert line.exit is None or shell.EXIT_MIN <= line.exit < shell.EXIT_MAX
-    assert line.duration_ms is None or 0 <= line.duration_ms <= shell.MAX_DURATION_MS
-    shell._context_tail(line.pipestatus, line.duration_ms, line.shell)  # formats without overflow
+    assert line.exit is None or shell_logline.EXIT_MIN <= line.exit < shell_logline.EXIT_MAX
+    assert line.duration_ms is None or 0 <= line.duration_ms <= shell_logline.MAX_DURATION_MS
+    shell_node._context_tail(line.pipestatus, line.duration_ms, line.shell)  # formats without overflow
 
 
 @pytest.mark.slow
@@ -87,9 +92,9 @@ def test_valid_hook_lines_around_bad_ones_are_kept(tmp_path: Path, bad: list[byt
     path = tmp_path / "shell-history.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     commands = []
-    for end, record in shell.iter_log_records(path, 0, batch=4):
+    for end, record in shell_logline.iter_log_records(path, 0, batch=4):
         assert end > 0
-        parsed = shell.log_line_from(record)
+        parsed = shell_logline.log_line_from(record)
         if parsed is not None and parsed.command.startswith("echo valid"):
             commands.append(parsed.command)
     assert commands == [f"echo valid{i}" for i in range(len(bad) + 1)]
@@ -101,9 +106,9 @@ history_lines = st.lists(any_text.map(lambda t: t.replace("\n", " ")), max_size=
 
 
 @FUZZ
-@given(st.sampled_from(sorted(shell._PARSERS)), history_lines)
+@given(st.sampled_from(sorted(shell_history._PARSERS)), history_lines)
 def test_history_parsers_never_raise(name: str, lines: list[str]) -> None:
-    for entry in shell._PARSERS[name](lines):
+    for entry in shell_history._PARSERS[name](lines):
         assert isinstance(entry.command, str) and entry.command.strip()
         assert entry.ts is None or (isinstance(entry.ts, int) and entry.ts >= 0)
         assert entry.duration_s is None or entry.duration_s >= 0
@@ -112,26 +117,28 @@ def test_history_parsers_never_raise(name: str, lines: list[str]) -> None:
 @FUZZ
 @given(st.binary(max_size=400))
 def test_zsh_history_bytes_never_raise(raw: bytes) -> None:
-    lines = shell._decode_history("zsh", raw.split(b"\n"))
-    shell.parse_zsh_history(lines)
+    lines = shell_history._decode_history("zsh", raw.split(b"\n"))
+    shell_history.parse_zsh_history(lines)
 
 
 @FUZZ
 @given(any_text.map(lambda t: t.replace("\n", " ")))
 def test_valid_history_entries_around_a_bad_line_are_kept(garbage: str) -> None:
     garbage = garbage.rstrip("\\`")  # a trailing \\ (zsh) or ` (pwsh) legitimately continues a command
-    zsh = shell.parse_zsh_history([": 1700000000:0;echo before", garbage, ": 1700000001:0;echo after"])
+    zsh = shell_history.parse_zsh_history(
+        [": 1700000000:0;echo before", garbage, ": 1700000001:0;echo after"]
+    )
     assert zsh[0].command == "echo before" and zsh[-1].command == "echo after"
     assert (zsh[0].ts, zsh[-1].ts) == (1_700_000_000, 1_700_000_001)
     if not garbage.startswith(("- cmd:", "  when:")):
-        fish = shell.parse_fish_history(
+        fish = shell_history.parse_fish_history(
             ["- cmd: echo before", "  when: 1700000000", garbage, "- cmd: echo after", "  when: 1700000001"]
         )
         assert fish[0].command == "echo before" and fish[-1].command == "echo after"
         assert fish[-1].ts == 1_700_000_001
-    pwsh = shell.parse_pwsh_history(["echo before", garbage, "echo after"])
+    pwsh = shell_history.parse_pwsh_history(["echo before", garbage, "echo after"])
     assert pwsh[0].command == "echo before" and pwsh[-1].command == "echo after"
-    bash = shell.parse_bash_history(
+    bash = shell_history.parse_bash_history(
         ["#1700000000", "echo before", "#1700000001", garbage, "#1700000002", "echo after"]
     )
     assert bash[0].command == "echo before" and bash[-1].command == "echo after"
@@ -169,7 +176,7 @@ def test_commit_stream_keeps_the_records_around_garbage(garbage: bytes, bad_ts: 
         + b"\x00\n3\t4\tsrc/b.py\x00"
     )
     chunks = [stream[i : i + chunk] for i in range(0, len(stream), chunk)]
-    records = list(git.parse_commit_stream(chunks))
+    records = list(git_commits.parse_commit_stream(chunks))
     shas = [r.header.sha for r in records]
     assert shas[0] == first and shas[-1] == second
     assert records[-1].files[-1].path == "src/b.py" and (
@@ -181,7 +188,7 @@ def test_commit_stream_keeps_the_records_around_garbage(garbage: bytes, bad_ts: 
 @FUZZ
 @given(st.lists(st.binary(max_size=120), max_size=8))
 def test_commit_stream_never_raises(chunks: list[bytes]) -> None:
-    for record in git.parse_commit_stream(chunks):
+    for record in git_commits.parse_commit_stream(chunks):
         assert len(record.header.sha) in (40, 64)
 
 
@@ -205,7 +212,7 @@ def patch_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     (repo / "second.py").write_text("c = 3\n", encoding="utf-8")
     subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
     subprocess.run(["git", "commit", "-qm", "fix: second"], cwd=repo, env=env, check=True)
-    args = ["log", "-p", *git._LOG_STABLE, git._FORMAT + "%x00", "HEAD", "--"]
+    args = ["log", "-p", *git_commits._LOG_STABLE, git_commits._FORMAT + "%x00", "HEAD", "--"]
     return list(gitcmd.stream(args, repo))
 
 
@@ -221,7 +228,7 @@ def test_diff_stream_keeps_the_commits_around_garbage(
     junk = [(g.replace(b"\n", b" ").replace(b"\0", b"") + b"\n") for g in garbage]
     lines = patch_lines[:cut] + junk + patch_lines[cut:]
     ctx = ScanContext(root=Path("/nonexistent"), project_id="p", config={})
-    nodes = list(git.iter_diff_nodes(ctx, "diff", [], git.DiffStats(), lines=lines))
+    nodes = list(git_diff.iter_diff_nodes(ctx, "diff", [], git_diff.DiffStats(), lines=lines))
     paths = [node.meta["path"] for node in nodes]
     assert "second.py" in paths
     if where != 1:  # junk right after a header is that commit's (garbage) patch text; the other survives
@@ -279,5 +286,5 @@ def test_projects_json_never_raises(tmp_path: Path, raw: bytes) -> None:
 def test_deep_nesting_is_covered() -> None:
     """The generated values stay shallow; the one input that crashed every sync is checked explicitly."""
     deep = b'{"ts":1,"cwd":"/","command":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    assert shell.parse_log_line(deep) is None
-    assert shell.line_problem(shell._loads_or_bad(deep)) == "JSON nested too deeply"
+    assert shell_logline.parse_log_line(deep) is None
+    assert shell_logline.line_problem(shell_logline._loads_or_bad(deep)) == "JSON nested too deeply"

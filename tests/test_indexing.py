@@ -9,7 +9,8 @@ from nexusmem import project, sync
 from nexusmem.identity import node_id
 from nexusmem.retrieve import query, search
 from nexusmem.sources.base import ScanContext
-from nexusmem.sources.git import MAX_CHANGE_WORDS, GitSource, change_words
+from nexusmem.sources.git.changewords import MAX_CHANGE_WORDS, change_words
+from nexusmem.sources.git.source import GitSource
 from nexusmem.store import migrations
 from nexusmem.store.connection import connect
 

@@ -340,9 +340,9 @@ def test_incremental_runs_do_only_new_work_and_match_a_full_run(store: Store) ->
 
 def test_incremental_runs_do_not_depend_on_the_clock(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     # Every write and every run in one and the same millisecond: a clock watermark cannot tell them apart.
-    from nexusmem.store import db
+    from nexusmem.store import nodes as db_nodes
 
-    monkeypatch.setattr(db, "now_ms", lambda: 1_800_000_000_000)
+    monkeypatch.setattr(db_nodes, "now_ms", lambda: 1_800_000_000_000)
     add(store, shell_node("make a", T0), shell_node("make a", T0 + HOUR, 0))
     with store.transaction():
         assert link_recent(store).added == 1

@@ -15,7 +15,9 @@ import nexusmem
 from nexusmem.config import defaults
 from nexusmem.nodes import Node
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.git import DiffSource, GitSource, truncate, unquote_path
+from nexusmem.sources.git.commits import truncate
+from nexusmem.sources.git.diff import unquote_path
+from nexusmem.sources.git.source import DiffSource, GitSource
 
 from helpers import commit, git
 
@@ -341,7 +343,7 @@ except OSError:
 from pathlib import Path
 from nexusmem.config import defaults
 from nexusmem.sources.base import ScanContext
-from nexusmem.sources.git import DiffSource, GitSource
+from nexusmem.sources.git.source import DiffSource, GitSource
 root = Path(sys.argv[1])
 for source in (DiffSource(), GitSource()):
     ctx = ScanContext(root=root, project_id="p", config=defaults())

@@ -14,7 +14,9 @@ from nexusmem.nodes import Node
 from nexusmem.paths import shell_log_path
 from nexusmem.redact import redact
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.shell import ShellSource, command_files, unmetafy
+from nexusmem.sources.shell.attribution import command_files
+from nexusmem.sources.shell.history import unmetafy
+from nexusmem.sources.shell.source import ShellSource
 
 from helpers import commit, git
 
@@ -307,15 +309,15 @@ def test_no_scrape_once_the_hook_log_has_that_shell(project: Path, isolated_home
 def test_chunk_boundaries_and_overlong_lines(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nexusmem.sources.shell as shell_module
+    from nexusmem.sources.shell import logline as shell_module_logline
 
     # Tiny chunks and a tiny line cap exercise every boundary case of the reader on a small file.
-    monkeypatch.setattr(shell_module, "CHUNK_BYTES", 7)
-    monkeypatch.setattr(shell_module, "MAX_LINE_BYTES", 300)
+    monkeypatch.setattr(shell_module_logline, "CHUNK_BYTES", 7)
+    monkeypatch.setattr(shell_module_logline, "MAX_LINE_BYTES", 300)
     good = [line(project, f"make t{i}", ts=i) for i in range(5)]
     overlong = line(project, "echo " + "y" * 400, ts=99)
     path = write_log(good[0], overlong, good[1], good[2], overlong, overlong, good[3], good[4][:-1])
-    records = list(shell_module.iter_log_lines(path, 0))
+    records = list(shell_module_logline.iter_log_lines(path, 0))
     ends = [end for end, _ in records]
     assert ends[-1] == -1 and ends[:-1] == sorted(ends[:-1])
     assert [raw for _, raw in records[:-1]] == [
@@ -334,7 +336,7 @@ def test_chunk_boundaries_and_overlong_lines(
 
 
 def test_read_tail_lines_across_blocks(tmp_path: Path) -> None:
-    from nexusmem.sources.shell import read_tail_lines
+    from nexusmem.sources.shell.history import read_tail_lines
 
     path = tmp_path / "h"
     path.write_bytes(b"".join(b"line %d\n" % i for i in range(100)))

@@ -46,7 +46,7 @@ from nexusmem.hygiene.denylist import (
     replace_global,
     write_private,
 )
-from nexusmem.sources.shell import log_lock
+from nexusmem.sources.shell.logline import log_lock
 from nexusmem.store import Store, open_store
 from nexusmem.text import identifiers
 

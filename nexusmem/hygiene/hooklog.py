@@ -12,7 +12,7 @@ from its own byte offset (stored in its own memory.db, out of reach of the other
   padded with spaces up to the original length (JSON allows trailing whitespace; a line of only spaces
   reads as blank and is skipped silently) — so every line still starts where it did;
 - keep readers from seeing half a line: rewriters take the log lock exclusive, readers shared
-  (nexusmem.sources.shell.log_lock); the hooks never take it.
+  (nexusmem.sources.shell.logline.log_lock); the hooks never take it.
 
 What gets rewritten: at the start of every sync (any project), each complete line not yet checked gets
 today's redaction (nexusmem.redact) on its command, and a line holding a deny-listed value is blanked. The
@@ -55,7 +55,7 @@ from typing import Any
 from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
 from nexusmem.redact import redact
-from nexusmem.sources.shell import HEAD_BYTES, iter_log_lines, loads_line, log_lock
+from nexusmem.sources.shell.logline import HEAD_BYTES, iter_log_lines, loads_line, log_lock
 
 BOOKMARK_NAME = ".shell-history.redacted"
 _SCRATCH = re.compile(r"^\.bash-(\d+)(?:\.umask)?\.tmp$")

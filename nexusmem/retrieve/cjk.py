@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from nexusmem.store import Store
+from nexusmem.store.interface import SearchStore
 
 _CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+")
 MAX_TRIGRAMS = 32
@@ -31,7 +31,7 @@ def trigrams(text: str) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(grams))[:MAX_TRIGRAMS], short
 
 
-def search(store: Store, text: str, *, limit: int, as_of: int | None = None) -> list[str]:
+def search(store: SearchStore, text: str, *, limit: int, as_of: int | None = None) -> list[str]:
     """Node ids from the CJK trigram index for TEXT, best first; [] when TEXT has no CJK characters."""
     grams, short = trigrams(text)
     if not grams and not short:
@@ -40,7 +40,7 @@ def search(store: Store, text: str, *, limit: int, as_of: int | None = None) -> 
 
 
 def search_scored(
-    store: Store, text: str, *, limit: int, as_of: int | None = None
+    store: SearchStore, text: str, *, limit: int, as_of: int | None = None
 ) -> list[tuple[str, float]]:
     """(id, score) from the CJK trigram index for TEXT, best first; [] when TEXT has no CJK characters."""
     grams, short = trigrams(text)

@@ -24,7 +24,8 @@ from nexusmem import config, paths, registry
 from nexusmem.errors import NexusMemError
 from nexusmem.retrieve import fuse, query, rank
 from nexusmem.retrieve.pack import estimate_tokens
-from nexusmem.store import Store, StoredNode, open_store
+from nexusmem.store import StoredNode, open_store
+from nexusmem.store.interface import SearchStore
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
 
 
@@ -62,7 +63,7 @@ class _Searched:
 
     index: int
     target: Target
-    store: Store
+    store: SearchStore
     scored: list[tuple[StoredNode, float]]
     shelf: query.Shelf
     weak: bool = False

@@ -11,7 +11,8 @@ from nexusmem.retrieve import cjk, fuse, rank, search, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
-from nexusmem.store import Store, StoredNode
+from nexusmem.store import StoredNode
+from nexusmem.store.interface import SearchStore
 
 DEFAULT_BUDGET = 2000
 # A question longer than this is cut (its first and last halves kept), with a note: ~4 pages of a pasted log.
@@ -127,7 +128,7 @@ def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
 
 
 def score_fused(
-    store: Store,
+    store: SearchStore,
     evidence: dict[str, Evidence],
     as_of: int | None = None,
     *,
@@ -197,7 +198,7 @@ class Retrieved:
 
 
 def retrieve(
-    store: Store,
+    store: SearchStore,
     text: str,
     *,
     as_of: int | None = None,
@@ -251,7 +252,7 @@ def retrieve(
 
 
 def _in_window(
-    store: Store, hits: list[tuple[str, float]], since: int | None, until: int | None
+    store: SearchStore, hits: list[tuple[str, float]], since: int | None, until: int | None
 ) -> list[tuple[str, float]]:
     nodes = store.get_many([node_id for node_id, _ in hits], light=True)
     lo, hi = since if since is not None else -(2**62), until if until is not None else 2**62
@@ -259,7 +260,7 @@ def _in_window(
 
 
 def ranked_candidates(
-    store: Store,
+    store: SearchStore,
     text: str,
     *,
     as_of: int | None = None,
@@ -307,7 +308,7 @@ def strength(found: Retrieved) -> Strength:
     return Strength(absent / mass, cosine)
 
 
-def coverage(store: Store, words: search.QueryTerms, ids: list[str]) -> dict[str, float]:
+def coverage(store: SearchStore, words: search.QueryTerms, ids: list[str]) -> dict[str, float]:
     """For each of IDS (a few), the share of the question's IDF mass among the words it contains (one
     small FTS probe per question word that any node has)."""
     covered = dict.fromkeys(ids, 0.0)
@@ -326,7 +327,7 @@ def coverage(store: Store, words: search.QueryTerms, ids: list[str]) -> dict[str
 
 
 def run(
-    store: Store,
+    store: SearchStore,
     text: str,
     *,
     project: str,
@@ -378,7 +379,7 @@ class Shelf:
     of ORDER at a time (one query instead of one per item)."""
 
     name: str
-    store: Store
+    store: SearchStore
     order: list[str]  # the store's ranked ids, best first
     links: dict[str, list[tuple[str, str]]]  # failure id -> [(fix id, relation)]
     group_prefix: str = ""  # sibling groups are per store when several are packed together

@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from nexusmem.store import Store
+from nexusmem.store.interface import SearchStore
 from nexusmem.text import STOPWORDS, terms
 
 __all__ = ["STOPWORDS", "affordable_terms", "bm25", "fts_expression", "terms"]
@@ -27,7 +27,7 @@ def fts_expression(text: str | list[str]) -> str | None:
 
 
 def affordable_terms(
-    store: Store, words: list[str], budget: int = MAX_POSTINGS, *, counts: dict[str, int] | None = None
+    store: SearchStore, words: list[str], budget: int = MAX_POSTINGS, *, counts: dict[str, int] | None = None
 ) -> list[str]:
     """WORDS, minus the most common ones when together they would match more than BUDGET nodes (COUNTS:
     the words' document counts when the caller has them)."""
@@ -55,7 +55,7 @@ def affordable_terms(
 STEM_RARE = 3
 
 
-def stem_terms(store: Store, words: list[str]) -> list[str]:
+def stem_terms(store: SearchStore, words: list[str]) -> list[str]:
     """Those of WORDS the stemmed index is asked for: the ones fewer than STEM_RARE nodes hold as written."""
     if not words:
         return []
@@ -84,7 +84,7 @@ class QueryTerms:
         return math.log(1.0 + (self.nodes - df + 0.5) / (df + 0.5))
 
 
-def query_terms(store: Store, text: str) -> QueryTerms:
+def query_terms(store: SearchStore, text: str) -> QueryTerms:
     """The informative words of TEXT: every significant word, or (past MAX_QUERY_TERMS) the rarest ones
     the store knows; then, at large stores, minus the commonest while their postings cost too much."""
     words = terms(text)
@@ -109,7 +109,7 @@ def _noise(word: str) -> bool:
     return word.isdigit() or (len(word) >= 6 and _HEXISH.fullmatch(word) is not None)
 
 
-def doc_counts(store: Store, words: list[str]) -> dict[str, int]:
+def doc_counts(store: SearchStore, words: list[str]) -> dict[str, int]:
     """How many nodes contain each word. The index splits "max_retries" into two tokens, and a phrase has
     no count of its own: it is counted as its rarest token (an upper bound). A word in no node exactly
     may be there in another form ("crashed" for "crash"): it is counted in the stemmed index."""
@@ -124,7 +124,7 @@ def doc_counts(store: Store, words: list[str]) -> dict[str, int]:
 
 
 def bm25_scored(
-    store: Store,
+    store: SearchStore,
     words: list[str],
     *,
     limit: int = CANDIDATES,
@@ -143,7 +143,7 @@ def bm25_scored(
 
 
 def bm25(
-    store: Store, text: str, *, limit: int = CANDIDATES, as_of: int | None = None
+    store: SearchStore, text: str, *, limit: int = CANDIDATES, as_of: int | None = None
 ) -> tuple[list[str], int]:
     """(ids best first, total number of matches) for TEXT (the BM25 list alone, as retrieve runs it)."""
     hits, total = bm25_scored(store, query_terms(store, text).words, limit=limit, as_of=as_of)

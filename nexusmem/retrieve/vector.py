@@ -13,7 +13,7 @@ from typing import Any
 
 from nexusmem import embed
 from nexusmem.errors import StoreError
-from nexusmem.store import Store
+from nexusmem.store.interface import SearchStore
 from nexusmem.store.vectors import read_all_vectors
 
 KNN = 200
@@ -55,7 +55,7 @@ def _load(db: Path, warm: _Warm) -> None:
         return
 
 
-def _warm_hits(store: Store, blob: bytes, k: int) -> list[tuple[int, float]] | None:
+def _warm_hits(store: SearchStore, blob: bytes, k: int) -> list[tuple[int, float]] | None:
     """(seq, cosine distance) of the K nearest, from the in-memory copy; None while it is not ready."""
     key = str(store.path)
     generation = store.vectors_generation()
@@ -81,7 +81,7 @@ def _warm_hits(store: Store, blob: bytes, k: int) -> list[tuple[int, float]] | N
     return [(int(warm.seqs[i]), float(1.0 - sims[i])) for i in top]
 
 
-def knn(store: Store, text: str, *, k: int = KNN, as_of: int | None = None) -> list[str]:
+def knn(store: SearchStore, text: str, *, k: int = KNN, as_of: int | None = None) -> list[str]:
     """Ids of the K nodes nearest to TEXT, nearest first; [] when there are no vectors or no provider."""
     return [node_id for node_id, _ in knn_scored(store, text, k=k, as_of=as_of)]
 
@@ -96,7 +96,7 @@ class Neighbours:
 
 
 def knn_scored(
-    store: Store,
+    store: SearchStore,
     text: str,
     *,
     k: int = KNN,
@@ -109,7 +109,7 @@ def knn_scored(
 
 
 def neighbours(
-    store: Store,
+    store: SearchStore,
     text: str,
     *,
     k: int = KNN,

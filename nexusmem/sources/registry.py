@@ -9,11 +9,11 @@ from nexusmem.sources.base import Source
 
 # name -> "module:Class"
 SOURCES: dict[str, str] = {
-    "git": "nexusmem.sources.git:GitSource",
-    "diff": "nexusmem.sources.git:DiffSource",
+    "git": "nexusmem.sources.git.source:GitSource",
+    "diff": "nexusmem.sources.git.source:DiffSource",
     "docs": "nexusmem.sources.docs:DocsSource",
     "changelog": "nexusmem.sources.changelog:ChangelogSource",
-    "shell": "nexusmem.sources.shell:ShellSource",
+    "shell": "nexusmem.sources.shell.source:ShellSource",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from nexusmem.store.db import Store, StoredNode, open_store
+from nexusmem.store.db import Store, open_store
+from nexusmem.store.nodes import StoredNode
 
 __all__ = ["Store", "StoredNode", "open_store"]

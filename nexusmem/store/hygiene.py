@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexusmem.errors import StoreError
 
@@ -31,11 +31,10 @@ class HygieneMixin:
     conn: Any
     path: Path
 
-    def _delete_seqs(self, seqs: list[int]) -> int:  # provided by Store
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by Store
 
-    def _next_write_seq(self) -> int:  # provided by Store
-        raise NotImplementedError
+        def _delete_seqs(self, seqs: list[int]) -> int: ...
+        def _next_write_seq(self) -> int: ...
 
     # --- deny-list ---------------------------------------------------------------------------------
     def deny_entries(self) -> list[dict[str, Any]]:

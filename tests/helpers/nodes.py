@@ -13,7 +13,7 @@ from typing import Any
 
 from nexusmem.nodes import Node
 from nexusmem.store import Store
-from nexusmem.store.db import UpsertCounts
+from nexusmem.store.nodes import UpsertCounts
 
 _serial = count()
 

@@ -1,0 +1,262 @@
+"""Commits: one streamed `git log` in a fixed format, parsed into records, and the `git_commit` node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nexusmem import gitcmd
+from nexusmem.nodes import Node
+from nexusmem.redact import redact
+from nexusmem.signals import commit_signal, conventional_type
+from nexusmem.sources.base import ScanContext
+from nexusmem.sources.git.repo import _HEX
+
+# A commit header in our log output starts with NUL + this tag. A NUL can never start a patch line (every
+# patch line starts with a prefix character) and git refuses NUL bytes in commit messages, so the marker
+# is unambiguous in both the -z numstat stream and the line-based patch stream.
+_TAG = b"NXM"
+
+_SEP = b"\x1f"  # between header fields; the free-text message is always the last field
+
+# Options that pin down the output whatever the user's git config says (diff.noprefix, diff.submodule=log,
+# diff.external, textconv drivers, i18n.logOutputEncoding...). gitcmd adds quotepath/color/showSignature.
+_LOG_STABLE = [
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--encoding=UTF-8",
+    "--submodule=short",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "-M",
+]
+
+# Files listed in a commit node's body: enough to be useful, bounded for commits touching thousands.
+_SUMMARY_FILES = 20
+
+
+def truncate(text: str, limit: int, extra: int = 0) -> tuple[str, bool]:
+    """Cut TEXT to LIMIT characters (on a line boundary when one is near) and append a marker line.
+
+    EXTRA counts characters already dropped before TEXT reached us (a streamed patch's unread tail).
+    """
+    if len(text) <= limit and not extra:
+        return text, False
+    cut = len(text)
+    if cut > limit:
+        cut = text.rfind("\n", 0, limit + 1)
+        if cut < limit // 2:
+            cut = limit
+    more = len(text) - cut + extra
+    return text[:cut].rstrip("\n") + f"\n[… truncated: {more} more characters]", True
+
+
+def _text(raw: bytes) -> str:
+    # 'replace' (not surrogateescape): stored text must be valid UTF-8 for SQLite, and the mapping is
+    # deterministic, so a non-UTF-8 path still yields the same natural key on every scan.
+    return raw.decode("utf-8", "replace")
+
+
+def _body_after_subject(message: str) -> str:
+    """The message without its first paragraph (what commit_signal calls the body)."""
+    parts = message.split("\n\n", 1)
+    return parts[1] if len(parts) == 2 else ""
+
+
+@dataclass
+class _Header:
+    sha: str
+    parents: list[str]
+    ts_ms: int
+    author: str
+    subject: str
+    message: str
+
+
+def _parse_header(raw: bytes) -> _Header | None:
+    """Parse 'NXM<sha>\\x1f<parents>\\x1f<author time>\\x1f<author>\\x1f<subject>\\x1f<message>'."""
+    fields = raw[len(_TAG) :].split(_SEP, 5)
+    if len(fields) != 6 or not _HEX.match(fields[0]):
+        return None
+    try:
+        ts_ms = int(fields[2]) * 1000
+    except ValueError:
+        ts_ms = -1  # no usable author time: outside the window, so the commit is skipped and reported
+    return _Header(
+        sha=fields[0].decode("ascii"),
+        parents=fields[1].decode("ascii", "replace").split(),
+        ts_ms=ts_ms,
+        author=_text(fields[3]),
+        subject=_text(fields[4]),
+        message=_text(fields[5]),
+    )
+
+
+# The header fields, then the full raw message; %s is asked for separately because git folds a multi-line
+# first paragraph into it exactly as `git log --oneline` shows it.
+_FORMAT = "--format=%x00NXM%H%x1f%P%x1f%at%x1f%an%x1f%s%x1f%B"
+
+# git_commit
+
+
+@dataclass
+class FileStat:
+    """One numstat entry: the new path, the old one for a rename, and the line counts (None = binary)."""
+
+    path: str
+    old_path: str | None
+    added: int | None
+    deleted: int | None
+
+
+@dataclass
+class CommitRecord:
+    header: _Header
+    files: list[FileStat] = field(default_factory=list)
+
+
+def _nul_tokens(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Re-split a byte stream (delivered in arbitrary pieces) on NUL, holding only one token at a time."""
+    pending: list[bytes] = []
+    for chunk in chunks:
+        if b"\0" not in chunk:
+            pending.append(chunk)
+            continue
+        parts = chunk.split(b"\0")
+        if pending:
+            pending.append(parts[0])
+            parts[0] = b"".join(pending)
+            pending = []
+        last = parts.pop()
+        yield from parts
+        if last:
+            pending.append(last)
+    if pending:
+        yield b"".join(pending)
+
+
+def _count(raw: bytes) -> int | None:
+    return None if raw == b"-" else int(raw)
+
+
+def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
+    """Stream the commits of REVS with their numstat from one `git log -z --numstat` process.
+
+    With -z every numstat entry is NUL-terminated and unquoted, and a rename is "A\\tD\\t\\0old\\0new\\0",
+    so paths with tabs, newlines or non-UTF-8 bytes parse exactly.
+    """
+    args = ["log", "-z", "--numstat", *_LOG_STABLE, _FORMAT, *revs, "--"]
+    return parse_commit_stream(gitcmd.stream(args, root))
+
+
+def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
+    """The CommitRecords in a `git log -z --numstat` byte stream (see iter_commits), in any chunking.
+
+    Anything that is not a header or a numstat entry is passed over (a record that cannot be parsed never
+    stops the ones after it); fuzzed in tests/test_fuzz.py.
+    """
+    current: CommitRecord | None = None
+    prev_empty = True
+    rename: tuple[bytes, bytes] | None = None
+    rename_old: bytes | None = None
+    for tok in _nul_tokens(chunks):
+        if prev_empty and tok.startswith(_TAG):
+            header = _parse_header(tok)
+            if header is not None:
+                if current is not None:
+                    yield current
+                current = CommitRecord(header)
+                prev_empty = False
+                rename = None
+                continue
+        prev_empty = tok == b""
+        if current is None:
+            continue
+        if rename is not None:
+            if rename_old is None:
+                rename_old = tok
+                continue
+            current.files.append(
+                FileStat(_text(tok), _text(rename_old), _count(rename[0]), _count(rename[1]))
+            )
+            rename, rename_old = None, None
+            continue
+        if tok.startswith(b"\n"):  # git separates the message from the numstat block with a newline
+            tok = tok[1:]
+        if not tok:
+            continue
+        fields = tok.split(b"\t", 2)
+        if len(fields) != 3:
+            continue
+        try:
+            if fields[2] == b"":
+                _count(fields[0])  # validate the numbers now, not two tokens later
+                _count(fields[1])
+                rename = (fields[0], fields[1])
+                continue
+            current.files.append(FileStat(_text(fields[2]), None, _count(fields[0]), _count(fields[1])))
+        except ValueError:
+            rename = None
+            continue
+    if current is not None:
+        yield current
+
+
+def _file_summary(files: list[FileStat]) -> str:
+    shown = []
+    for f in files[:_SUMMARY_FILES]:
+        if f.added is None or f.deleted is None:
+            shown.append(f"{f.path} (binary)")
+        else:
+            shown.append(f"{f.path} (+{f.added} -{f.deleted})")
+    more = len(files) - _SUMMARY_FILES
+    return "Files: " + ", ".join(shown) + (f", … and {more} more files" if more > 0 else "")
+
+
+def commit_node(ctx: ScanContext, source: str, rec: CommitRecord, limit: int, words: str = "") -> Node:
+    """Build the git_commit node of one commit (WORDS: its change words, already redacted)."""
+    h = rec.header
+    insertions = sum(f.added or 0 for f in rec.files)
+    deletions = sum(f.deleted or 0 for f in rec.files)
+    is_merge = len(h.parents) > 1
+    message = h.message.rstrip("\n")
+    signal = commit_signal(
+        h.subject,
+        _body_after_subject(message),
+        is_merge=is_merge,
+        author=h.author,
+        files_changed=len(rec.files),
+        lines_changed=insertions + deletions,
+    )
+    # One redact() call over message + file list: redaction is most of this source's CPU time.
+    text = redact(message + "\n\n" + _file_summary(rec.files) if rec.files else message)
+    body, truncated = truncate(text, limit)
+    meta: dict[str, Any] = {
+        "sha": h.sha,
+        "author": h.author,
+        "parents": h.parents,
+        "insertions": insertions,
+        "deletions": deletions,
+        "type": conventional_type(h.subject),
+        "merge": is_merge,
+    }
+    if truncated:
+        meta["truncated"] = True
+    return Node(
+        project=ctx.project_id,
+        kind="git_commit",
+        source=source,
+        natural_key=h.sha,
+        ref=h.sha,
+        title=redact(h.subject),
+        body=body,
+        ts=h.ts_ms,
+        signal=signal,
+        group=h.sha,
+        files=tuple(f.path for f in rec.files),
+        meta=meta,
+        words=words,
+    )

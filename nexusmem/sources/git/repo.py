@@ -1,0 +1,124 @@
+"""Repository state: HEAD, branches and tags as one cursor, and which commits a scan must walk."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nexusmem import gitcmd, paths
+from nexusmem.config import DEFAULTS
+from nexusmem.errors import GitCommandError
+
+CURSOR_VERSION = "g1"
+
+_HEX = re.compile(rb"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+# Shared: configuration, repository state, cursor and walk plan
+
+
+def _setting(config: dict[str, Any], dotted: str) -> Any:
+    """config['a']['b'] for 'a.b', falling back to the default so a partial config (tests, previews) works."""
+    value: Any = config
+    default: Any = DEFAULTS
+    for part in dotted.split("."):
+        default = default[part]
+        value = value.get(part, default) if isinstance(value, dict) else default
+    return value
+
+
+@dataclass(frozen=True)
+class RepoState:
+    """HEAD and a fingerprint of every ref, from one cheap `git show-ref --head`."""
+
+    fingerprint: str
+    head: str | None  # None when HEAD is unborn (empty repository, orphan branch)
+    has_refs: bool
+
+    @property
+    def cursor(self) -> str:
+        return f"{CURSOR_VERSION}:{self.fingerprint}:{self.head or ''}"
+
+
+def repo_state(root: Path) -> RepoState:
+    """Read HEAD and all refs. An empty repository (no refs, unborn HEAD) is a state, not an error."""
+    code, out = gitcmd.run_ok(["show-ref", "--head"], root)
+    if code not in (0, 1):  # 1 = no refs at all; anything else is a real failure (not a repository...)
+        raise GitCommandError(f"git show-ref failed ({code}) in {root}")
+    head: str | None = None
+    for line in out.splitlines():
+        sha, _, name = line.partition(b" ")
+        if name == b"HEAD" and _HEX.match(sha):
+            head = sha.decode("ascii")
+            break
+    fingerprint = hashlib.sha256(out).hexdigest()[:20]
+    # A shallow clone's boundary is part of the state: `git fetch --deepen/--unshallow` brings older commits
+    # without moving any ref. "s<hash of .git/shallow>" marks a shallow clone (see plan_walk).
+    common = paths.git_common_dir(root)
+    shallow = common / "shallow" if common is not None else None
+    if shallow is not None and shallow.is_file():
+        fingerprint += "s" + hashlib.sha256(shallow.read_bytes()).hexdigest()[:12]
+    return RepoState(fingerprint, head, bool(out.strip()))
+
+
+def _cursor_shallow(cursor: str | None) -> str | None:
+    """The shallow-boundary mark in a cursor of ours ("" for a cursor of a complete clone)."""
+    if not cursor or cursor.count(":") != 2:
+        return None
+    return cursor.split(":")[1].partition("s")[2]
+
+
+def _cursor_head(cursor: str | None) -> str | None:
+    """The HEAD sha stored in a cursor of ours, or None (no cursor, foreign format, unborn HEAD)."""
+    if not cursor:
+        return None
+    parts = cursor.split(":")
+    if len(parts) != 3 or parts[0] != CURSOR_VERSION or not _HEX.match(parts[2].encode("ascii", "replace")):
+        return None
+    return parts[2]
+
+
+@dataclass
+class WalkPlan:
+    """What a scan has to do: nothing (noop), a range, everything, or no walk but a prune."""
+
+    state: RepoState
+    noop: bool = False
+    revs: list[str] | None = None  # `git log` revision arguments; None = nothing to walk
+    full: bool = False  # True when the whole history (or the first-sync window) is walked
+
+
+def plan_walk(root: Path, cursor: str | None, full: bool) -> WalkPlan:
+    """Decide between no-op, fast-forward (prevHEAD..HEAD) and full walk (first sync or rewritten history)."""
+    state = repo_state(root)
+    if not full and cursor is not None and cursor == state.cursor:
+        return WalkPlan(state, noop=True)
+    if state.head is None:
+        return WalkPlan(state)
+    prev = None if full else _cursor_head(cursor)
+    if prev is not None and _cursor_shallow(cursor) != _cursor_shallow(state.cursor):
+        return WalkPlan(
+            state, revs=[state.head], full=True
+        )  # deepened or unshallowed: older commits appeared
+    if prev == state.head:  # only other refs moved: nothing new on HEAD, but branches may have gone
+        return WalkPlan(state, revs=None)
+    if prev is not None:
+        code, _ = gitcmd.run_ok(["merge-base", "--is-ancestor", prev, state.head], root)
+        if code == 0:
+            return WalkPlan(state, revs=[f"{prev}..{state.head}"])
+    return WalkPlan(state, revs=[state.head], full=True)
+
+
+def reachable_commits(root: Path, state: RepoState) -> set[str] | None:
+    """Every commit reachable from any ref (and HEAD); None when there are no refs or git fails.
+
+    None means "prune nothing": a failure here must never empty the store.
+    """
+    if not state.has_refs:
+        return None
+    code, out = gitcmd.run_ok(["rev-list", "--all"], root)
+    if code != 0:
+        return None
+    return set(out.decode("ascii", "replace").split())

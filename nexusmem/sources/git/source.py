@@ -1,0 +1,118 @@
+"""Git collectors: commits (`git_commit`) and per-file patches (`code_diff`), each one streamed `git log`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from nexusmem.nodes import Node, ts_ok
+from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.git.changewords import ChangeWords, iter_change_words
+from nexusmem.sources.git.commits import commit_node, iter_commits
+from nexusmem.sources.git.diff import DiffStats, iter_diff_nodes
+from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_commits
+
+
+def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[WalkPlan | None, ScanResult]:
+    """Plan the walk for a git-backed source. (None, result) when nothing moved since the cursor;
+    otherwise the plan and a result whose keep() drops nodes (natural key → sha) of unreachable commits."""
+    plan = plan_walk(ctx.root, ctx.cursor, ctx.full)
+    if plan.noop:
+        return None, ScanResult(nodes=(), cursor=ctx.cursor, keep=None)
+    reachable = reachable_commits(ctx.root, plan.state)
+    keep: Callable[[str], bool] | None = None
+    if reachable is not None:
+        commits = reachable
+
+        def keep(key: str) -> bool:
+            return sha_of_key(key) in commits
+
+    return plan, ScanResult(nodes=(), cursor=plan.state.cursor, keep=keep)
+
+
+class GitSource:
+    """git_commit nodes for every commit reachable from HEAD."""
+
+    name = "git"
+    kinds: tuple[str, ...] = ("git_commit",)
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        """On unless sources.git.enabled is false."""
+        return bool(_setting(config, "sources.git.enabled"))
+
+    def scan(self, ctx: ScanContext) -> ScanResult:
+        """Plan the walk now (cheap); stream the commits lazily when `nodes` is iterated."""
+        plan, result = _start_scan(ctx, sha_of_key=lambda key: key)
+        if plan is not None:
+            result.nodes = self._nodes(ctx, plan, result)
+        return result
+
+    def _nodes(self, ctx: ScanContext, plan: WalkPlan, result: ScanResult) -> Iterator[Node]:
+        if plan.revs is None:
+            return
+        limit = int(_setting(ctx.config, "limits.maxBodyChars"))
+        words: ChangeWords | None = None
+        if _setting(ctx.config, "sources.git.changeWords"):
+            skip = _setting(ctx.config, "sources.diff.skip")
+            words = ChangeWords(iter_change_words(ctx.root, plan.revs, skip, ctx.known.get("denied")))
+        done = 0
+        try:
+            for rec in iter_commits(ctx.root, plan.revs):
+                sha = rec.header.sha
+                found = words.of(sha) if words is not None else ""
+                if not ts_ok(rec.header.ts_ms):
+                    # A forged or corrupt commit (hash-object --literally): a time no date can show.
+                    result.skip(f"commit {sha}: author time {rec.header.ts_ms // 1000} is outside 1970..2100")
+                    continue
+                try:
+                    node = commit_node(ctx, self.name, rec, limit, found)
+                except Exception as exc:  # one odd commit must not stop the ones after it
+                    result.skip(f"commit {sha}: {type(exc).__name__}: {str(exc)[:120]}")
+                    continue
+                yield node
+                done += 1
+                if done % 1000 == 0:
+                    ctx.progress("git", done, None)
+        finally:
+            if words is not None:
+                words.close()
+        ctx.progress("git", done, done)
+
+
+class DiffSource:
+    """code_diff nodes: one per changed file of each non-merge commit (a newest window, then increments)."""
+
+    name = "diff"
+    kinds: tuple[str, ...] = ("code_diff",)
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        """On unless sources.diff.enabled is false."""
+        return bool(_setting(config, "sources.diff.enabled"))
+
+    def scan(self, ctx: ScanContext) -> ScanResult:
+        """First sync (or rewritten history): the newest `initialCommits` commits; later: prevHEAD..HEAD."""
+        plan, result = _start_scan(ctx, sha_of_key=lambda key: key.split(":", 1)[0])
+        if plan is None:
+            return result
+        revs = plan.revs
+        if revs is not None and plan.full:
+            window = int(_setting(ctx.config, "sources.diff.initialCommits"))
+            revs = [*revs, f"--max-count={window}"] if window > 0 else None
+        result.nodes = self._nodes(ctx, revs, result)
+        return result
+
+    def _nodes(self, ctx: ScanContext, revs: list[str] | None, result: ScanResult) -> Iterator[Node]:
+        if revs is None:
+            return
+        stats = DiffStats()
+        done = 0
+        try:
+            for node in iter_diff_nodes(ctx, self.name, revs, stats):
+                yield node
+                done += 1
+                if done % 1000 == 0:
+                    ctx.progress("diff", done, None)
+        finally:
+            # Set while the generator runs to its end, before the sync reads it.
+            result.skipped = stats.total
+        ctx.progress("diff", done, done)

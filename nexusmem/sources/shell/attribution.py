@@ -1,0 +1,115 @@
+"""Which repository a command belongs to (its cwd inside the root or a worktree) and which files it names."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from nexusmem import gitcmd
+from nexusmem.errors import NexusMemError
+
+# Tokens checked against the file system per command, at most: a pasted 500-word command stays cheap.
+MAX_PATH_TOKENS = 32
+
+_MEMO_LIMIT = 50_000
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.normpath(path))
+
+
+class Attributor:
+    """Decides whether a cwd belongs to this repository (root or any worktree), caching per distinct cwd.
+
+    Both the paths as written and their resolved forms are compared, so a log that says /tmp/x matches a
+    root that resolves to /private/tmp/x (macOS) and the other way round.
+    """
+
+    def __init__(self, roots: list[Path]) -> None:
+        forms: dict[str, Path] = {}
+        for root in roots:
+            for form in (str(root), os.path.realpath(root)):
+                forms.setdefault(_norm(form), Path(os.path.realpath(root)))
+        # Longest first: a worktree nested inside the main checkout wins for cwds inside it.
+        self._roots = sorted(forms.items(), key=lambda kv: len(kv[0]), reverse=True)
+        self._cache: dict[str, tuple[Path, str] | None] = {}
+
+    @classmethod
+    def for_repo(cls, root: Path) -> Attributor:
+        """The repository root plus every worktree `git worktree list` knows (one git process)."""
+        roots = [root]
+        try:
+            out = gitcmd.run(["worktree", "list", "--porcelain"], root)
+        except NexusMemError:
+            out = b""
+        for line in out.split(b"\n"):
+            if line.startswith(b"worktree "):
+                roots.append(Path(os.fsdecode(line[len(b"worktree ") :])))
+        return cls(roots)
+
+    def match(self, cwd: str) -> tuple[Path, str] | None:
+        """(resolved root, cwd relative to it in posix form, '.' for the root) or None when not ours."""
+        try:
+            return self._cache[cwd]
+        except KeyError:
+            pass
+        found = None
+        if os.path.isabs(cwd):
+            found = self._match_form(_norm(cwd), cwd)
+            if found is None:
+                found = self._match_form(_norm(os.path.realpath(cwd)), os.path.realpath(cwd))
+        if len(self._cache) > _MEMO_LIMIT:
+            self._cache.clear()
+        self._cache[cwd] = found
+        return found
+
+    def _match_form(self, normed: str, original: str) -> tuple[Path, str] | None:
+        for form, resolved in self._roots:
+            if normed == form:
+                return resolved, "."
+            if normed.startswith(form.rstrip(os.sep) + os.sep):
+                rel = os.path.normpath(original)[len(form.rstrip(os.sep)) + 1 :]
+                return resolved, rel.replace(os.sep, "/")
+        return None
+
+
+_STRIP = "\"'`,;()[]{}"
+
+_LINE_SUFFIX = re.compile(r"(?::\d+)+$")
+
+
+def command_files(command: str, cwd: Path, root: Path) -> tuple[str, ...]:
+    """Repository paths (posix, relative to ROOT) that COMMAND names and that exist, in order of mention.
+
+    `pytest tests/test_x.py::test_y`, `ruff check src/a.py:12`, `--cov=src/pkg` all count. Only tokens
+    with a '/' or '.' cost a file-system check, so plain words are free.
+    """
+    found: list[str] = []
+    checked = 0
+    root_prefix = str(root).rstrip(os.sep) + os.sep
+    for token in command.split():
+        if "/" not in token and "." not in token:
+            continue
+        tok = token.strip(_STRIP).lstrip("<>&|0123456789" if token[:1] in "<>0123456789" else "")
+        if tok.startswith("-"):
+            if "=" not in tok:
+                continue
+            tok = tok.split("=", 1)[1].strip(_STRIP)
+        tok = tok.split("::", 1)[0]
+        tok = _LINE_SUFFIX.sub("", tok)
+        if not tok or tok in (".", "..") or "://" in tok or "*" in tok or "?" in tok or tok.startswith("~"):
+            continue
+        checked += 1
+        if checked > MAX_PATH_TOKENS:
+            break
+        for base in (cwd, root):
+            candidate = os.path.join(base, tok)
+            if os.path.lexists(candidate):
+                real = os.path.realpath(candidate)
+                if real.startswith(root_prefix):
+                    rel = real[len(root_prefix) :].replace(os.sep, "/")
+                    if rel not in found:
+                        found.append(rel)
+                break
+    return tuple(found)

@@ -1,0 +1,293 @@
+"""The shell-log line: its format (docs/contracts.md §2), parsing and range checks, and reading the log.
+
+One module owns it: the shell source reads with it, `forget` rewrites the log with it, `hook status` and
+`hook install` name the same shells. The prompt hooks (shell/) write it; nothing here writes a line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, text_ok
+from nexusmem.paths import shell_log_path
+
+SHELLS = ("bash", "zsh", "fish", "pwsh")
+
+CHUNK_BYTES = 1 << 20
+
+# A longer line is not a command anyone typed (a pasted blob, a corrupted write): skipped, never buffered.
+MAX_LINE_BYTES = 1 << 20
+
+# How much of the log's start identifies it: a replaced or truncated-and-rewritten log hashes differently.
+HEAD_BYTES = 4096
+
+
+def _head_hash(path: Path, length: int) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read(length)).hexdigest()[:32]
+
+
+LOCK_NAME = ".shell-history.lock"
+
+
+@contextlib.contextmanager
+def log_lock(exclusive: bool) -> Iterator[None]:
+    """An OS lock on a side file of the log, taken by NexusMem processes only — never by the hooks.
+
+    Readers (each project's sync) take it shared, the in-place rewriters (the redaction pass at the start
+    of a sync, forget) take it exclusive, so a reader never sees a line half overwritten. The hooks only
+    ever append (O_APPEND) past the end, which a rewrite never touches, so they need no lock and never
+    wait. The OS drops the lock when its holder dies, even by SIGKILL. No-op without fcntl (Windows).
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    from nexusmem import private
+
+    directory = private.make_dir(shell_log_path().parent)
+    fd = private.open_fd(directory / LOCK_NAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _locked_records(path: Path, offset: int) -> Iterator[tuple[int, Any]]:
+    """iter_log_records under the shared log lock (released when the iteration ends or is dropped)."""
+    with log_lock(exclusive=False):
+        yield from iter_log_records(path, offset)
+
+
+def iter_log_lines(path: Path, offset: int) -> Iterator[tuple[int, bytes | None]]:
+    """Yield (end offset, line) for each complete line after OFFSET, reading in chunks.
+
+    An over-long line yields None instead of its bytes (it is never held in memory whole). A last line
+    without its newline yields (-1, None) and no offset: it is probably still being written.
+    """
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        pos = offset  # file offset of buf[0]
+        buf = b""
+        discarding = False  # inside an over-long line, dropping bytes until its newline
+        while True:
+            chunk = fh.read(CHUNK_BYTES)
+            if not chunk:
+                break
+            if discarding:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    pos += len(chunk)
+                    continue
+                pos += nl + 1
+                yield pos, None
+                chunk = chunk[nl + 1 :]
+                discarding = False
+            buf = buf + chunk if buf else chunk
+            lines = buf.split(b"\n")
+            buf = lines.pop()
+            for line in lines:
+                pos += len(line) + 1
+                yield pos, (line if len(line) <= MAX_LINE_BYTES else None)
+            if len(buf) > MAX_LINE_BYTES:
+                pos += len(buf)
+                buf = b""
+                discarding = True
+        if buf or discarding:
+            yield -1, None
+
+
+@dataclass(slots=True)
+class LogLine:
+    """One well-formed hook line (optional fields None when absent or of the wrong type)."""
+
+    ts: int
+    cwd: str
+    command: str
+    exit: int | None
+    pipestatus: list[int] | None
+    duration_ms: int | None
+    shell: str
+    session: str
+
+
+# The decoder's C scanner (typeshed does not declare the attribute, hence getattr).
+_scan_once: Callable[[str, int], tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009
+
+
+def loads_line(raw: bytes) -> Any:
+    """json.loads for one line, about twice as fast on the common case (a bare object, nothing around it).
+
+    The C scanner is used directly: json.loads spends half its time detecting the encoding and wrapping.
+    Anything unusual (surrounding whitespace, trailing data) goes through json.loads for the exact verdict.
+    """
+    text = raw.decode("utf-8")
+    try:
+        obj, end = _scan_once(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return obj
+
+
+class _Bad:
+    """A line that is not a JSON value (or is over-long, or nested too deeply): skipped and counted."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+_BAD = _Bad("longer than 1 MB")
+
+_BLANK: Any = object()  # an empty line: skipped without complaint
+
+_PARTIAL: Any = object()  # the last line has no newline yet
+
+
+def _loads_or_bad(raw: bytes) -> Any:
+    try:
+        return loads_line(raw)
+    except UnicodeDecodeError:
+        return _Bad("not UTF-8")
+    except ValueError as exc:
+        return _Bad(f"not JSON ({str(exc)[:60]})")
+    except RecursionError:  # [[[[... 100k deep: the C scanner gives up, the line is garbage
+        return _Bad("JSON nested too deeply")
+
+
+def iter_log_records(path: Path, offset: int, batch: int = 2048) -> Iterator[tuple[int, Any]]:
+    """Yield (end offset, parsed JSON value | _Bad | _BLANK) per complete line; (-1, _PARTIAL) at a cut end.
+
+    Lines that look like one object each are parsed a batch at a time as one JSON array (a third faster
+    than line by line: the per-call overhead dominates for short lines). A batch whose parse fails or
+    yields a different number of values falls back to line by line, so a bad line costs only its batch.
+    """
+    ends: list[int] = []
+    pending: list[bytes] = []
+
+    def flush() -> Iterator[tuple[int, Any]]:
+        try:
+            values = json.loads(b"[" + b",".join(pending) + b"]")
+            if len(values) != len(pending):
+                raise ValueError("lines and values do not align")
+        except (ValueError, RecursionError):
+            values = [_loads_or_bad(raw) for raw in pending]
+        yield from zip(ends, values)
+        ends.clear()
+        pending.clear()
+
+    for end, raw in iter_log_lines(path, offset):
+        if end >= 0 and raw is not None and raw[:1] == b"{" and raw[-1:] == b"}":
+            ends.append(end)
+            pending.append(raw)
+            if len(pending) >= batch:
+                yield from flush()
+            continue
+        yield from flush()
+        if end < 0:
+            yield -1, _PARTIAL
+        elif raw is None:
+            yield end, _BAD
+        elif not raw.strip():
+            yield end, _BLANK
+        else:
+            yield end, _loads_or_bad(raw)
+    yield from flush()
+
+
+def parse_log_line(raw: bytes) -> LogLine | None:
+    """Parse one log line; None when it is not JSON, not an object, or lacks ts/cwd/command of the right type.
+
+    Unknown keys are ignored; an optional key of the wrong type reads as absent rather than losing the line.
+    """
+    return log_line_from(_loads_or_bad(raw))
+
+
+# Range checks at ingest (a value outside is bad input, never stored): exit codes span Windows' unsigned
+# 32-bit codes (0xC0000005 = 3221225477) and negative ones; a duration over ten years is a broken clock.
+EXIT_MIN, EXIT_MAX = -(1 << 31), 1 << 32
+
+MAX_DURATION_MS = 10 * 365 * 86_400_000
+
+MAX_PIPESTATUS = 64
+
+
+def _exit_ok(value: Any) -> bool:
+    return type(value) is int and EXIT_MIN <= value < EXIT_MAX
+
+
+def log_line_from(obj: Any) -> LogLine | None:
+    """The LogLine in one parsed JSON value (see parse_log_line), None when it is not a valid one.
+
+    A time outside 1970..2100 or text that is not valid Unicode (a lone surrogate escape such as \\ud800)
+    makes the line invalid; an optional number out of its range (exit, pipestatus, duration_ms) reads as
+    absent, like one of the wrong type. line_problem() says why a line was refused.
+    """
+    # Called for every line of a log that may hold 100k: `type(x) is int` also rejects JSON booleans, and
+    # positional arguments avoid the keyword-matching cost.
+    if type(obj) is not dict:
+        return None
+    get = obj.get
+    ts, cwd, command = get("ts"), get("cwd"), get("command")
+    if type(ts) is not int:
+        if type(ts) is not float or not math.isfinite(ts):
+            return None
+        ts = int(ts)  # tolerated: a hook on a shell with only fractional clocks
+    if not (MIN_TS_MS <= ts < MAX_TS_MS):
+        return None
+    if type(cwd) is not str or type(command) is not str or not text_ok(cwd) or not text_ok(command):
+        return None
+    exit_code, pipestatus, duration = get("exit"), get("pipestatus"), get("duration_ms")
+    shell, session = get("shell"), get("session")
+    if pipestatus is not None and not (
+        type(pipestatus) is list and len(pipestatus) <= MAX_PIPESTATUS and all(map(_exit_ok, pipestatus))
+    ):
+        pipestatus = None
+    return LogLine(
+        ts,
+        cwd,
+        command,
+        exit_code if _exit_ok(exit_code) else None,
+        pipestatus,
+        duration if type(duration) is int and 0 <= duration <= MAX_DURATION_MS else None,
+        shell if type(shell) is str and text_ok(shell) else "unknown",
+        session if type(session) is str and text_ok(session) else "",
+    )
+
+
+def line_problem(obj: Any) -> str:
+    """Why log_line_from refused OBJ (the slow path, for bad lines only): what `status` shows."""
+    if isinstance(obj, _Bad):
+        return obj.reason
+    if type(obj) is not dict:
+        return f"a JSON {type(obj).__name__}, not an object"
+    ts = obj.get("ts")
+    if (
+        not isinstance(ts, (int, float))
+        or isinstance(ts, bool)
+        or (isinstance(ts, float) and not math.isfinite(ts))
+    ):
+        return "no numeric 'ts'"
+    if not (MIN_TS_MS <= ts < MAX_TS_MS):
+        shown = str(ts) if len(str(ts)) <= 24 else f"{str(ts)[:8]}… ({len(str(ts))} digits)"
+        return f"'ts' {shown} is outside 1970..2100 (epoch milliseconds)"
+    for key in ("cwd", "command"):
+        value = obj.get(key)
+        if type(value) is not str:
+            return f"no string '{key}'"
+        if not text_ok(value):
+            return f"'{key}' is not valid Unicode (a lone surrogate escape)"
+    return "not a valid hook line"

@@ -1,0 +1,125 @@
+"""The one builder of `shell_command` nodes (from a log line or a history entry), and the per-scan caches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nexusmem.nodes import Node
+from nexusmem.redact import redact
+from nexusmem.signals import shell_signal
+from nexusmem.sources.shell.attribution import _MEMO_LIMIT, command_files
+
+TITLE_CHARS = 120
+
+
+def _title(command: str, exit_code: int | None) -> str:
+    stripped = command.strip()
+    first = stripped.split("\n", 1)[0].rstrip()
+    if len(first) > TITLE_CHARS:
+        first = first[: TITLE_CHARS - 1].rstrip() + "…"
+    elif first != stripped:
+        first += " …"
+    return f"{first} (exit {'unknown' if exit_code is None else exit_code})"
+
+
+def _context_head(cwd: str | None, exit_code: int | None) -> str:
+    where = f"cwd {cwd}" if cwd is not None else "cwd unknown (scraped from shell history)"
+    return f"[{where} · exit {'unknown' if exit_code is None else exit_code}"
+
+
+def _context_tail(pipestatus: list[int] | None, duration_ms: int | None, shell: str) -> str:
+    # Runs once per stored command (80k times in a big first sync): plain concatenation, no lists.
+    text = ""
+    if pipestatus and len(pipestatus) > 1:
+        text = " · pipestatus " + "|".join(map(str, pipestatus))
+    if duration_ms is not None:
+        text += f" · {duration_ms} ms" if duration_ms < 1000 else f" · {duration_ms / 1000:.1f} s"
+    return f"{text} · {shell}]"
+
+
+def _command_node(
+    project: str,
+    *,
+    natural_key: str,
+    command: str,
+    ts: int,
+    cwd: str | None,
+    exit_code: int | None,
+    pipestatus: list[int] | None,
+    duration_ms: int | None,
+    shell: str,
+    session: str | None,
+    files: tuple[str, ...],
+    scraped: bool,
+    memo: _Memo,
+) -> Node:
+    # COMMAND is already redacted: nothing below may see the raw text.
+    title, signal = memo.title_signal(command, exit_code)
+    return Node(
+        project=project,
+        kind="shell_command",
+        source="shell",
+        natural_key=natural_key,
+        ref=command,
+        title=title,
+        body=command + "\n" + _context_head(cwd, exit_code) + _context_tail(pipestatus, duration_ms, shell),
+        ts=ts,
+        signal=signal,
+        group=None,
+        files=files,
+        meta={
+            "cwd": cwd,
+            "exit": exit_code,
+            "pipestatus": pipestatus,
+            "duration_ms": duration_ms,
+            "shell": shell,
+            "session": session,
+            "scraped": scraped,
+        },
+    )
+
+
+# (redacted command, cwd relative to its root, files named, title, signal, body up to the per-line part)
+_Facts = tuple[str, str, tuple[str, ...], str, float, str]
+
+
+class _Memo:
+    """Per-scan caches: real histories repeat a few hundred commands thousands of times."""
+
+    def __init__(self) -> None:
+        self.redacted: dict[str, str] = {}
+        self.files: dict[tuple[str, str, str], tuple[str, ...]] = {}
+        self.derived: dict[tuple[str, int | None], tuple[str, float]] = {}
+
+    def title_signal(self, command: str, exit_code: int | None) -> tuple[str, float]:
+        key = (command, exit_code)
+        try:
+            return self.derived[key]
+        except KeyError:
+            pass
+        if len(self.derived) > _MEMO_LIMIT:
+            self.derived.clear()
+        value = self.derived[key] = (_title(command, exit_code), shell_signal(command, exit_code))
+        return value
+
+    def redact(self, text: str) -> str:
+        try:
+            return self.redacted[text]
+        except KeyError:
+            pass
+        if len(self.redacted) > _MEMO_LIMIT:
+            self.redacted.clear()
+        value = self.redacted[text] = redact(text)
+        return value
+
+    def command_files(self, command: str, root: Path, rel: str) -> tuple[str, ...]:
+        key = (command, str(root), rel)
+        try:
+            return self.files[key]
+        except KeyError:
+            pass
+        if len(self.files) > _MEMO_LIMIT:
+            self.files.clear()
+        cwd = root if rel == "." else root / rel
+        value = self.files[key] = command_files(command, cwd, root)
+        return value

@@ -1,0 +1,318 @@
+"""Shell collector: where a shell command becomes a `shell_command` node.
+
+The prompt hooks append one JSON line per command to the user-wide log (`paths.shell_log_path()`, format in
+`logline`). Every project reads that one log from its own persisted byte offset and keeps the lines whose
+cwd lies inside the repository or one of its worktrees. When the log has never had a line from a shell
+(its hook is not installed), the tail of that shell's own history file is scraped instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Generator, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, Node
+from nexusmem.paths import shell_log_path
+from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.shell.attribution import _MEMO_LIMIT, Attributor
+from nexusmem.sources.shell.history import _PARSERS, _decode_history, history_paths, read_tail_lines
+from nexusmem.sources.shell.logline import (
+    _BLANK,
+    HEAD_BYTES,
+    MAX_DURATION_MS,
+    SHELLS,
+    LogLine,
+    _head_hash,
+    _locked_records,
+    iter_log_records,
+    line_problem,
+    log_line_from,
+)
+from nexusmem.sources.shell.node import _command_node, _context_head, _context_tail, _Facts, _Memo
+
+_CURSOR_VERSION = 1
+
+
+@dataclass
+class LogPosition:
+    """Where the last scan stopped in the log, and which file that was (device, inode, hash of its head)."""
+
+    offset: int = 0
+    dev: int = 0
+    ino: int = 0
+    head_len: int = 0
+    head_hash: str = ""
+
+
+def _decode_cursor(text: str | None) -> dict[str, Any]:
+    """The persisted state, or an empty one when missing, from another version, or unreadable."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict) or data.get("v") != _CURSOR_VERSION:
+        return {}
+    return data
+
+
+def _resume_offset(path: Path, st: os.stat_result, saved: Any) -> int:
+    """The saved offset when the log is still the same file and has not shrunk, else 0 (read it again)."""
+    if not isinstance(saved, dict):
+        return 0
+    try:
+        pos = LogPosition(**saved)
+    except TypeError:
+        return 0
+    if (pos.dev, pos.ino) != (st.st_dev, st.st_ino) or st.st_size < pos.offset:
+        return 0
+    try:
+        if pos.head_len and _head_hash(path, pos.head_len) != pos.head_hash:
+            return 0
+    except OSError:
+        return 0
+    return pos.offset
+
+
+class ShellSource:
+    """Shell commands run in this repository, from the hooks' log, else scraped from history files.
+
+    Known limitation of the scrape fallback: history files record no working directory, so every scraped
+    command is attributed to the project being synced (and no exit code is known).
+    """
+
+    name = "shell"
+    kinds = ("shell_command",)
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        """On unless sources.shell.enabled is false."""
+        return bool(config.get("sources", {}).get("shell", {}).get("enabled", True))
+
+    def scan(self, ctx: ScanContext) -> ScanResult:
+        """Read the log from the saved offset (from the start when the file was replaced, or ctx.full)."""
+        result = ScanResult(nodes=())
+        result.nodes = self._scan(ctx, result)
+        return result
+
+    def _scan(self, ctx: ScanContext, result: ScanResult) -> Iterator[Node]:
+        state = {} if ctx.full else _decode_cursor(ctx.cursor)
+        settings = ctx.config.get("sources", {}).get("shell", {})
+        memo = _Memo()
+        seen_shells: set[str] = {s for s in state.get("seen", []) if isinstance(s, str)}
+        log = shell_log_path()
+        log_state: dict[str, Any] | None = None
+        try:
+            st = os.stat(log)
+        except OSError:
+            st = None
+        if st is not None:
+            offset = _resume_offset(log, st, state.get("log"))
+            if st.st_size > offset:
+                offset = yield from self._read_log(ctx, result, log, offset, st.st_size, memo, seen_shells)
+            head_len = min(HEAD_BYTES, offset)
+            log_state = asdict(LogPosition(offset, st.st_dev, st.st_ino, head_len, _head_hash(log, head_len)))
+        scrape_state: dict[str, str] = {}
+        if settings.get("scrapeFallback", True):
+            old = state.get("scrape", {}) if isinstance(state.get("scrape"), dict) else {}
+            tail = int(settings.get("scrapeTailLines", 2000))
+            for shell in SHELLS:
+                if shell in seen_shells:
+                    continue
+                fingerprint = yield from self._scrape(ctx, result, shell, tail, old.get(shell), memo)
+                if fingerprint:
+                    scrape_state[shell] = fingerprint
+        # Persisted only after every node was handed over: an interrupted sync reads the same lines again.
+        result.cursor = json.dumps(
+            {"v": _CURSOR_VERSION, "log": log_state, "seen": sorted(seen_shells), "scrape": scrape_state},
+            sort_keys=True,
+        )
+
+    def _read_log(
+        self,
+        ctx: ScanContext,
+        result: ScanResult,
+        log: Path,
+        offset: int,
+        size: int,
+        memo: _Memo,
+        seen_shells: set[str],
+    ) -> Generator[Node, None, int]:
+        attributor = Attributor.for_repo(ctx.root)
+        facts: dict[tuple[str, str, int | None], _Facts | None] = {}
+        project = ctx.project_id
+        done = offset
+        count = 0
+        for end, record in _locked_records(log, offset):
+            if end < 0:  # incomplete last line: counted, and read again once its newline arrives
+                result.skipped += 1
+                break
+            start, done = done, end
+            count += 1
+            if count % 20_000 == 0:
+                ctx.progress("shell", done, size)
+            if record is _BLANK:
+                continue
+            line = log_line_from(record)
+            if line is None:
+                result.skip(f"{log} byte {start}: {line_problem(record)}")
+                continue
+            seen_shells.add(line.shell)
+            # Everything derived from (command, cwd, exit) is computed once per distinct triple: a real
+            # log repeats a few hundred of them, so redaction, signals and file checks cost almost nothing.
+            key = (line.command, line.cwd, line.exit)
+            try:
+                known = facts[key]
+            except KeyError:
+                known = facts[key] = self._facts(attributor, memo, line)
+                if len(facts) > _MEMO_LIMIT:
+                    facts.clear()
+            if known is None:
+                continue  # another project's line, or an empty command: nothing wrong with the log
+            command, rel, files, title, signal, body_head = known
+            yield Node(
+                project=project,
+                kind="shell_command",
+                source="shell",
+                natural_key=f"{line.session}\x1f{line.ts}\x1f{command}",
+                ref=command,
+                title=title,
+                body=body_head + _context_tail(line.pipestatus, line.duration_ms, line.shell),
+                ts=line.ts,
+                signal=signal,
+                group=None,
+                files=files,
+                meta={
+                    "cwd": rel,
+                    "exit": line.exit,
+                    "pipestatus": line.pipestatus,
+                    "duration_ms": line.duration_ms,
+                    "shell": line.shell,
+                    "session": line.session,
+                    "scraped": False,
+                },
+            )
+        return done
+
+    @staticmethod
+    def _facts(attributor: Attributor, memo: _Memo, line: LogLine) -> _Facts | None:
+        """What a (command, cwd, exit) triple always yields; None when the cwd is not ours or it is empty."""
+        where = attributor.match(line.cwd)
+        if where is None or not line.command.strip():
+            return None
+        root, rel = where
+        command = memo.redact(line.command)  # before anything else sees the text
+        title, signal = memo.title_signal(command, line.exit)
+        files = memo.command_files(command, root, rel)
+        return command, rel, files, title, signal, command + "\n" + _context_head(rel, line.exit)
+
+    def _scrape(
+        self, ctx: ScanContext, result: ScanResult, shell: str, tail: int, old_fingerprint: Any, memo: _Memo
+    ) -> Generator[Node, None, str]:
+        """Nodes from the tail of SHELL's history file; returns its fingerprint ('' when there is none)."""
+        for path in history_paths(shell):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            fingerprint = f"{path}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{tail}"
+            if fingerprint == old_fingerprint and not ctx.full:
+                return fingerprint
+            try:
+                raw = read_tail_lines(path, tail)
+            except OSError:
+                return ""
+            root = Path(os.path.realpath(ctx.root))
+            file_ms = st.st_mtime_ns // 1_000_000
+            occurrences: dict[tuple[int | None, str], int] = {}
+            try:
+                entries = _PARSERS[shell](_decode_history(shell, raw))
+            except Exception as exc:  # a parser bug must cost this file, not the sync (fuzzed: none known)
+                result.skip(f"{path}: cannot parse the last {tail} lines ({type(exc).__name__}: {exc})")
+                return ""
+            for n, entry in enumerate(entries, 1):
+                if entry.ts is not None and not (MIN_TS_MS <= entry.ts * 1000 < MAX_TS_MS):
+                    result.skip(
+                        f"{path}: entry {n} of the last {tail} lines: time {entry.ts} is outside 1970..2100"
+                    )
+                    continue
+                duration_s = entry.duration_s
+                if duration_s is not None and not 0 <= duration_s * 1000 <= MAX_DURATION_MS:
+                    duration_s = None
+                command = memo.redact(entry.command)
+                n = occurrences.get((entry.ts, command), 0)
+                occurrences[(entry.ts, command)] = n + 1
+                stamp = "" if entry.ts is None else str(entry.ts)
+                yield _command_node(
+                    ctx.project_id,
+                    natural_key=f"scraped\x1f{shell}\x1f{stamp}\x1f{command}\x1f{n}",
+                    command=command,
+                    # No timestamp in the file: the file's mtime is the best "no later than" we have.
+                    ts=entry.ts * 1000 if entry.ts is not None else file_ms,
+                    cwd=None,
+                    exit_code=None,
+                    pipestatus=None,
+                    duration_ms=duration_s * 1000 if duration_s is not None else None,
+                    shell=shell,
+                    session=None,
+                    files=memo.command_files(command, root, "."),
+                    scraped=True,
+                    memo=memo,
+                )
+            return fingerprint
+        return ""
+
+
+# precheck reads at most this much of the log past the project's cursor: 4 MB is ~20,000 hook lines, far
+# more than a day's work between syncs, and ~40 ms to parse; an older tail is left to `nexusmem sync`.
+TAIL_MAX_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class TailCommand:
+    """A hook line not yet synced into ROOT's memory, shaped like a stored shell_command (redacted)."""
+
+    key: str  # "log:<byte offset>", standing in for a node id
+    command: str
+    ts: int
+    cwd: str  # relative to the repository root, "." at the top (as stored)
+    exit: int | None
+    files: tuple[str, ...]
+
+
+def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES) -> list[TailCommand]:
+    """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
+    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git."""
+    log = shell_log_path()
+    try:
+        st = os.stat(log)
+    except OSError:
+        return []
+    offset = _resume_offset(log, st, _decode_cursor(cursor).get("log"))
+    if st.st_size <= offset:
+        return []
+    start = max(offset, st.st_size - max_bytes)
+    attributor = Attributor([root])
+    memo = _Memo()
+    out: list[TailCommand] = []
+    records = iter_log_records(log, start)
+    if start > offset:  # began mid-line: the first record is a fragment
+        next(records, None)
+    for end, record in records:
+        if end < 0:
+            break
+        line = log_line_from(record)
+        if line is None:
+            continue
+        where = attributor.match(line.cwd)
+        if where is None or not line.command.strip():
+            continue
+        place, rel = where
+        command = memo.redact(line.command)
+        files = memo.command_files(command, place, rel)
+        out.append(TailCommand(f"log:{end}", command, line.ts, rel, line.exit, files))
+    return out

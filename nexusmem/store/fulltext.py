@@ -1,0 +1,259 @@
+"""Full-text search: the FTS5 word index(es), BM25 ranking, term statistics for the query planner.
+
+Mixed into Store (which provides `conn` and `path`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nexusmem.errors import StoreError
+from nexusmem.store import health
+
+# BM25 column weights of the word indexes: title, body, words (a commit's change words), notes (changelog
+# entries lent to a commit). A title hit counts 10× a body hit, as before. Change words hold each word
+# once (no term frequency to lean on) and are what a code question names: on the labelled dev questions
+# of four real repositories (benchmarks/eval_real.py, BM25 list) MRR was .222 with words and notes at 0,
+# .253 at (0.3, 0.6), .321 at (1, 1), .364 at (2, 2), .365 at (3, 3): a plateau from 2 on, so 2 (doc
+# questions lose a little as commits crowd docs: .535 at 1 → .489 at 2). Notes moved nothing between 2
+# and 4. The ranking may pass other weights to search_fts(); these are the defaults.
+FTS_WEIGHTS: tuple[float, float, float, float] = (10.0, 1.0, 2.0, 2.0)
+
+# A match in the stemmed index is worth this share of an exact one. Every exact match is a stemmed match
+# too, so an exact hit scores (1 + STEM_SHARE) and always beats a stem-only one ("crash" for "crashed")
+# of the same strength. Kept small: on the dev questions (benchmarks/eval_real.py, BM25 list, every query
+# word stemmed) stemming helped doc questions and hurt code ones, whose identifiers are exact; MRR overall
+# was .364 at 0.5, .370 at 0.25, .384 at 0.1, .380 with no stemmed index. The retrieval now asks the
+# stemmed index only for rare words (retrieve.search.STEM_RARE): a recall net.
+STEM_SHARE = 0.1
+
+
+def _bm25(table: str, weights: Sequence[float]) -> str:
+    return f"bm25({table}, {', '.join(f'{float(w):.4f}' for w in weights)})"
+
+
+class FullTextMixin:
+    """Store methods for fulltext. Mixed into Store."""
+
+    conn: Any
+    path: Path
+
+    def search_fts(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        weights: Sequence[float] = FTS_WEIGHTS,
+        stemmed: bool = True,
+        stem_match: str | None = None,
+    ) -> list[str]:
+        """Node ids matching the FTS5 expression MATCH, best BM25 first (see search_fts_scored)."""
+        hits = self.search_fts_scored(
+            match, limit, as_of, weights=weights, stemmed=stemmed, stem_match=stem_match
+        )
+        return [node_id for node_id, _ in hits]
+
+    def search_fts_scored(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        weights: Sequence[float] = FTS_WEIGHTS,
+        stemmed: bool = True,
+        stem_match: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """(id, score) of nodes matching the FTS5 expression MATCH, best first; score = -(exact BM25 +
+        STEM_SHARE × stemmed BM25) with column WEIGHTS (title, body, words, notes), so higher is better.
+        AS_OF keeps what was recorded by then; SINCE/UNTIL keep nodes whose event time lies in the window
+        (both ends inclusive, epoch ms).
+
+        STEMMED also asks the porter index (with STEM_MATCH, MATCH when None; an empty one skips it) and
+        adds its share: "crashed" then finds "crash", and an exact match (which matches both indexes)
+        outranks a stem-only one of the same strength.
+        """
+        if stem_match is None:
+            stem_match = match
+        if not stemmed or not stem_match:
+            return self._search_exact(match, limit, as_of, since, until, weights)
+        filters: list[tuple[str, int]] = [
+            (clause, value)
+            for clause, value in (("m.created_at <= ?", as_of), ("m.ts >= ?", since), ("m.ts <= ?", until))
+            if value is not None
+        ]
+        parts: list[str] = []
+        params: list[Any] = []
+        stem_weights = (weights[0], weights[1], weights[3])  # the stemmed index has no change words
+        tables = [("nodes_fts", 1.0, weights, match), ("nodes_stem", STEM_SHARE, stem_weights, stem_match)]
+        for table, share, column_weights, expr in tables:
+            score = f"{_bm25(table, column_weights)} * {share}"
+            if not filters:
+                # Rank inside the FTS table first, join the few winners after: joining every match before
+                # sorting cost ~40% more at 25k matches.
+                parts.append(
+                    f"SELECT * FROM (SELECT rowid AS r, {score} AS s FROM {table}"
+                    f" WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?)"
+                )
+                params += [expr, limit * 2]
+            else:
+                where = " AND ".join(clause for clause, _ in filters)
+                parts.append(
+                    f"SELECT * FROM (SELECT {table}.rowid AS r, {score} AS s FROM {table}"
+                    f" JOIN nodes m ON m.seq = {table}.rowid WHERE {table} MATCH ? AND {where}"
+                    " ORDER BY s, m.seq LIMIT ?)"
+                )
+                params += [expr, *(value for _, value in filters), limit * 2]
+        sql = (
+            f"SELECT n.id, hits.score FROM (SELECT r, SUM(s) AS score FROM ({' UNION ALL '.join(parts)})"
+            " GROUP BY r ORDER BY score, r LIMIT ?) AS hits JOIN nodes n ON n.seq = hits.r"
+            " ORDER BY hits.score, hits.r"
+        )
+        params.append(limit)
+        try:
+            return [(r[0], -float(r[1])) for r in self.conn.execute(sql, params)]
+        except health.DriverError as exc:
+            if health.looks_damaged(exc):  # not the expression: the file (say so, and what to do)
+                raise health.explain(self.path, exc, writing=False) from exc
+            # a malformed MATCH expression is our bug, but must not crash a query
+            raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+
+    def _search_exact(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None,
+        since: int | None,
+        until: int | None,
+        weights: Sequence[float],
+    ) -> list[tuple[str, float]]:
+        """search_fts_scored over the exact index alone (no union to merge: the cheaper plan)."""
+        score = _bm25("nodes_fts", weights)
+        if as_of is None and since is None and until is None:
+            # Rank inside the FTS table first, join the few winners after: joining every match before
+            # sorting cost ~40% more at 25k matches.
+            sql = (
+                f"SELECT n.id, hits.score FROM (SELECT rowid AS r, {score} AS score FROM nodes_fts"
+                " WHERE nodes_fts MATCH ? ORDER BY score, rowid LIMIT ?) AS hits"
+                " JOIN nodes n ON n.seq = hits.r ORDER BY hits.score, hits.r"
+            )
+            params: list[Any] = [match, limit]
+        else:
+            where = ["nodes_fts MATCH ?"]
+            params = [match]
+            for clause, value in (("n.created_at <= ?", as_of), ("n.ts >= ?", since), ("n.ts <= ?", until)):
+                if value is not None:
+                    where.append(clause)
+                    params.append(value)
+            sql = (
+                f"SELECT n.id, {score} AS score FROM nodes_fts JOIN nodes n ON n.seq = nodes_fts.rowid"
+                f" WHERE {' AND '.join(where)} ORDER BY score, n.seq LIMIT ?"
+            )
+            params.append(limit)
+        try:
+            return [(str(r[0]), -float(r[1])) for r in self.conn.execute(sql, params)]
+        except health.DriverError as exc:
+            if health.looks_damaged(exc):  # not the expression: the file (say so, and what to do)
+                raise health.explain(self.path, exc, writing=False) from exc
+            # a malformed MATCH expression is our bug, but must not crash a query
+            raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+
+    def matching(self, match: str, ids: Sequence[str]) -> set[str]:
+        """Those of IDS (a few) whose indexed text matches the FTS5 expression MATCH: which query words the
+        best candidates actually contain, for judging how strong a match is."""
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        # CROSS JOIN keeps the few nodes as the outer loop: FTS5 then seeks each one's rowid in the term's
+        # postings instead of listing every node that has the term (~30k for a common word at 100k nodes).
+        # Either index: an exact match or another form of the word ("crashed" for "crash").
+        found: set[str] = set()
+        for table in ("nodes_fts", "nodes_stem"):
+            sql = (
+                f"SELECT n.id FROM nodes n CROSS JOIN {table} ON {table}.rowid = n.seq"
+                f" WHERE n.id IN ({marks}) AND {table} MATCH ?"
+            )
+            try:
+                found.update(str(r[0]) for r in self.conn.execute(sql, [*ids, match]))
+            except Exception as exc:
+                raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+        return found
+
+    def count_stemmed(self, match: str, cap: int = 1000) -> int:
+        """How many nodes the stemmed index matches for MATCH, counted up to CAP (enough for an IDF)."""
+        try:
+            row = self.conn.execute(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM nodes_stem WHERE nodes_stem MATCH ? LIMIT ?)",
+                (match, cap),
+            ).fetchone()
+        except Exception as exc:
+            raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+        return int(row[0])
+
+    def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many nodes contain each term (FTS vocabulary); a term absent from the index maps to 0."""
+        counts = dict.fromkeys(terms, 0)
+        for term in terms:
+            row = self.conn.execute("SELECT doc FROM nodes_vocab WHERE term = ?", (term,)).fetchone()
+            if row:
+                counts[term] = int(row[0])
+        return counts
+
+    def count_matches(
+        self,
+        match: str,
+        as_of: int | None = None,
+        *,
+        stemmed: bool = False,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> int:
+        """How many nodes match MATCH (in the exact index; in the stemmed one, which holds no change words
+        but more forms of every prose word, when STEMMED), with the filters of search_fts_scored."""
+        table = "nodes_stem" if stemmed else "nodes_fts"
+        if as_of is None and since is None and until is None:
+            row = self.conn.execute(
+                f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ?", (match,)
+            ).fetchone()
+        else:
+            where = [f"{table} MATCH ?"]
+            params: list[Any] = [match]
+            for clause, value in (("n.created_at <= ?", as_of), ("n.ts >= ?", since), ("n.ts <= ?", until)):
+                if value is not None:
+                    where.append(clause)
+                    params.append(value)
+            row = self.conn.execute(
+                f"SELECT COUNT(*) FROM {table} JOIN nodes n ON n.seq = {table}.rowid"
+                f" WHERE {' AND '.join(where)}",
+                params,
+            ).fetchone()
+        return int(row[0])
+
+    def refresh_notes(self, relation: str, kind: str, max_chars: int = 4000) -> int:
+        """Give every node of KIND the bodies of the nodes linking to it by RELATION as its `notes` (its
+        low-weight FTS column: a changelog entry lends its words to the commits it describes), at most
+        MAX_CHARS; clear the notes of nodes no longer linked. Return how many nodes changed."""
+        wanted: dict[int, list[str]] = {}
+        for seq, body in self.conn.execute(
+            "SELECT t.seq, f.body FROM links l JOIN nodes t ON t.id = l.to_id JOIN nodes f ON f.id = l.from_id"
+            " WHERE l.relation = ? AND t.kind = ? ORDER BY t.seq, f.seq",
+            (relation, kind),
+        ):
+            wanted.setdefault(seq, []).append(body)
+        current = dict(
+            self.conn.execute(
+                "SELECT seq, notes FROM nodes WHERE kind = ? AND notes != ''", (kind,)
+            ).fetchall()
+        )
+        changes: list[tuple[str, int]] = []
+        for seq, bodies in wanted.items():
+            notes = "\n".join(bodies)[:max_chars]
+            if current.get(seq, "") != notes:
+                changes.append((notes, seq))
+        changes.extend(("", seq) for seq in current if seq not in wanted)
+        self.conn.executemany("UPDATE nodes SET notes = ? WHERE seq = ?", changes)
+        return len(changes)

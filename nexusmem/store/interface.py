@@ -1,0 +1,247 @@
+"""The store's interface: what the layers above it may call, as Protocols.
+
+The SQLite `Store` (nexusmem.store.db) implements all of them; a team store (PostgreSQL) implements the same
+ones, so that retrieval, ranking, packing and linking never fork by backend. Each Protocol is what one
+consumer needs, no more:
+
+- `SearchStore`: what retrieval, ranking, packing and `show` read (nexusmem.retrieve, nexusmem.show);
+- `LinkStore`: what the failure → fix linker reads and writes (nexusmem.link);
+- `SyncStore`: what a sync writes: nodes, cursors, meta, one transaction per source (nexusmem.sync).
+
+Ids are node ids (24 hex); times are epoch milliseconds; AS_OF filters on when the store first recorded a
+node (created_at), never on when it happened (ts). Hygiene (forget, scrub, stale, review), the embedding
+pass and `status` still take the concrete Store: they manage the SQLite file itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
+
+from nexusmem.nodes import Node
+from nexusmem.store.nodes import StoredNode, UpsertCounts
+
+
+class SearchStore(Protocol):
+    """Reads behind a query: candidates (BM25, CJK trigrams, vectors), the nodes themselves, their links."""
+
+    # Where the store lives: the key of per-process caches (the in-memory vector copy of a long-running
+    # MCP server) and what error messages name.
+    path: Path
+
+    def schema_version(self) -> int: ...
+
+    # nodes
+    def get(self, node_id: str) -> StoredNode | None: ...
+
+    def get_many(self, ids: Sequence[str], *, light: bool = False) -> dict[str, StoredNode]:
+        """LIGHT may leave out body (empty string): ranking reads hundreds of candidates."""
+        ...
+
+    def find_by_prefix(self, prefix: str) -> list[str]:
+        """Up to 5 ids starting with PREFIX, in id order."""
+        ...
+
+    def files_of(self, node_id: str) -> list[str]: ...
+
+    def links_from(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(from id, to id, relation) of every link leaving one of IDS."""
+        ...
+
+    def reference_time(self, as_of: int | None = None) -> int | None:
+        """The newest event time held (recorded by AS_OF): the 'now' of recency, so that a query's answer
+        depends only on the store and the question."""
+        ...
+
+    def size_hint(self) -> int:
+        """Roughly how many nodes the store holds; cheap (the planner's guard)."""
+        ...
+
+    # full text
+    def search_fts(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        weights: Sequence[float] = ...,
+        stemmed: bool = True,
+        stem_match: str | None = None,
+    ) -> list[str]:
+        """Ids matching the FTS5 expression MATCH, best BM25 first (see search_fts_scored)."""
+        ...
+
+    def search_fts_scored(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        weights: Sequence[float] = ...,
+        stemmed: bool = True,
+        stem_match: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """(id, score) matching MATCH, best first; higher is better. WEIGHTS per column (title, body, change
+        words, notes); STEMMED also asks the stemmed index with STEM_MATCH (MATCH when None, skipped when
+        empty), for a small share of the score; SINCE/UNTIL keep event times in the window (inclusive)."""
+        ...
+
+    def count_matches(
+        self,
+        match: str,
+        as_of: int | None = None,
+        *,
+        stemmed: bool = False,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> int:
+        """How many nodes match MATCH (in the stemmed index when STEMMED; event times within SINCE/UNTIL)."""
+        ...
+
+    def count_stemmed(self, match: str, cap: int = 1000) -> int:
+        """How many nodes the stemmed index matches for MATCH, counted up to CAP (enough for an IDF)."""
+        ...
+
+    def matching(self, match: str, ids: Sequence[str]) -> set[str]:
+        """Those of IDS (a few) whose indexed text matches MATCH: how strong the best candidates' match is."""
+        ...
+
+    def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many nodes contain each term (0 when absent)."""
+        ...
+
+    def search_cjk(
+        self, trigrams: Sequence[str], shorter: Sequence[str], limit: int, as_of: int | None = None
+    ) -> list[str]: ...
+
+    def search_cjk_scored(
+        self, trigrams: Sequence[str], shorter: Sequence[str], limit: int, as_of: int | None = None
+    ) -> list[tuple[str, float]]:
+        """(id, score) from the CJK trigram index, best first."""
+        ...
+
+    # vectors
+    def vector_identity_json(self) -> str | None:
+        """Who made the stored vectors (JSON: provider, model, dim); None without vectors."""
+        ...
+
+    def has_vectors(self) -> bool: ...
+
+    def vectors_generation(self) -> str:
+        """Changes whenever a vector is added, replaced or deleted: the key of in-memory copies."""
+        ...
+
+    def search_vectors(
+        self,
+        blob: bytes,
+        k: int,
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[tuple[str, float]]:
+        """(id, cosine distance) of the K nearest to BLOB (float32), nearest first; SINCE/UNTIL filter event
+        times after the k-NN."""
+        ...
+
+    def vector_hits_to_ids(
+        self,
+        hits: Sequence[tuple[int, float]],
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[tuple[str, float]]:
+        """(row key, distance) hits of an in-memory copy as (id, distance), nearest first."""
+        ...
+
+
+class LinkStore(Protocol):
+    """The linker's reads (range scans by event time) and its writes (links, its watermark).
+
+    Call the writes inside a transaction of the caller.
+    """
+
+    def write_seq(self) -> int:
+        """The store write sequence: bumped by every batch that writes nodes, never by the clock."""
+        ...
+
+    def min_ts_written_after(self, write_seq: int, kinds: Sequence[str]) -> int | None: ...
+
+    def shell_commands_since(self, since_ms: int) -> Iterator[tuple[str, int, str, str | None, int | None]]:
+        """(id, ts, command, cwd, exit) of every shell command with ts >= SINCE_MS, oldest first."""
+        ...
+
+    def failure_files_since(self, since_ms: int) -> list[tuple[str, str]]: ...
+
+    def commit_files_since(self, since_ms: int) -> list[tuple[str, int, str]]: ...
+
+    def has_kind_between(self, kinds: Sequence[str], ts_from: int, ts_to: int | None = None) -> bool: ...
+
+    def search_fts_kinds(
+        self, match: str, kinds: Sequence[str], ts_from: int, ts_to: int
+    ) -> list[tuple[str, int]]: ...
+
+    def failure_links_since(self, since_ms: int, relations: Sequence[str]) -> list[tuple[str, str, str]]: ...
+
+    def add_links(self, links: Iterable[tuple[str, str, str]]) -> int: ...
+
+    def delete_links(self, links: Iterable[tuple[str, str, str]]) -> int: ...
+
+    def linked_through(self) -> int | None:
+        """The write sequence the last link run saw (None: never ran)."""
+        ...
+
+    def set_linked_through(self, write_seq: int) -> None: ...
+
+
+class SyncStore(Protocol):
+    """What a sync writes: nodes by content hash, each source's cursor and counts, a little meta."""
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One unit of work, rolled back on any error; nested, a savepoint."""
+        ...
+
+    def quick_check(self, seconds: float = ...) -> list[str] | None: ...
+
+    def upsert(
+        self, nodes: Iterable[Node], on_batch: Callable[[int], None] | None = None
+    ) -> UpsertCounts: ...
+
+    def prune_source(self, source: str, keep: Callable[[str], bool]) -> int: ...
+
+    def count_source(self, source: str, *, shell: str | None = None) -> int: ...
+
+    def delete_source(self, source: str, *, shell: str | None = None) -> int: ...
+
+    def delete_all_nodes(self) -> int: ...
+
+    def bookkeeping(self) -> list[tuple[str, int, str, str | None]]:
+        """(id, created_at, trust, superseded_by) of every node: what a rebuild must put back."""
+        ...
+
+    def restore_bookkeeping(self, rows: list[tuple[str, int, str, str | None]]) -> None: ...
+
+    def node_count(self) -> int: ...
+
+    # cursors
+    def cursor(self, source: str) -> str | None: ...
+
+    def record_sync(
+        self, source: str, cursor: str | None, added: int, updated: int, removed: int, skipped: int
+    ) -> None: ...
+
+    def reset_cursors(self) -> None: ...
+
+    def clear_cursor(self, source: str) -> None: ...
+
+    def sources(self) -> list[dict[str, Any]]: ...
+
+    # meta
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...

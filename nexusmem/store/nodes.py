@@ -1,0 +1,422 @@
+"""Nodes: writing (upsert by content hash, the write sequence stamp), deleting, and reading them back.
+
+`StoredNode` is what every reader gets: a node as stored, with its bookkeeping (created_at, trust,
+superseded_by). Mixed into Store (which provides `conn`, `path` and the write sequence).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nexusmem.nodes import Node
+
+BATCH = 500
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class StoredNode:
+    """A node as read back from the store, with its bookkeeping."""
+
+    id: str
+    kind: str
+    source: str
+    natural_key: str
+    ref: str
+    title: str
+    body: str
+    ts: int
+    created_at: int
+    signal: float
+    provenance: str
+    trust: str
+    superseded_by: str | None
+    group: str | None
+    raw_meta: str
+    project_id: str
+    words: str = ""  # a commit's change words: indexed, never shown
+
+    @functools.cached_property
+    def meta(self) -> dict[str, Any]:
+        """The metadata, parsed on first use (ranking reads hundreds of rows and needs it for few)."""
+        parsed: dict[str, Any] = json.loads(self.raw_meta) if self.raw_meta else {}
+        return parsed
+
+    @property
+    def meta_json(self) -> str:
+        return json.dumps(self.meta, sort_keys=True)
+
+
+_NODE_COLUMNS = (
+    "id, kind, source, natural_key, ref, title, body, ts, created_at, signal, provenance, trust, "
+    "superseded_by, grp, meta, project_id, words"
+)
+
+_LIGHT_COLUMNS = _NODE_COLUMNS.replace(" body,", " '',").replace(", words", ", ''")
+
+
+def _row_to_node(row: Sequence[Any]) -> StoredNode:
+    return StoredNode(
+        id=row[0],
+        kind=row[1],
+        source=row[2],
+        natural_key=row[3],
+        ref=row[4],
+        title=row[5],
+        body=row[6],
+        ts=row[7],
+        created_at=row[8],
+        signal=row[9],
+        provenance=row[10],
+        trust=row[11],
+        superseded_by=row[12],
+        group=row[13],
+        raw_meta=row[14] or "",
+        project_id=row[15],
+        words=row[16] or "",
+    )
+
+
+@dataclass
+class UpsertCounts:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class NodesMixin:
+    """Store methods for nodes. Mixed into Store."""
+
+    conn: Any
+    path: Path
+
+    if TYPE_CHECKING:  # provided by Store or another of its mixins
+
+        def _cjk_index_ids(self, ids: Sequence[str]) -> None: ...
+        def _cjk_reindex_ids(self, ids: Sequence[str]) -> None: ...
+        def _cjk_unindex(self, seqs: Sequence[int]) -> None: ...
+        def _forget_vectors(self, seqs: Sequence[int]) -> None: ...
+        def _next_write_seq(self) -> int: ...
+
+    def content_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        """id → content hash of the nodes among IDS that are stored (what upsert compares against)."""
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), BATCH):
+            chunk = list(ids[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            out.update(self.conn.execute(f"SELECT id, content_hash FROM nodes WHERE id IN ({marks})", chunk))
+        return out
+
+    def upsert(self, nodes: Iterable[Node], on_batch: Callable[[int], None] | None = None) -> UpsertCounts:
+        """Insert new nodes, update changed ones (by content hash), leave trust/created_at alone.
+
+        Call inside transaction(). Nodes are consumed lazily in batches, so a generator of 100k nodes
+        never sits in memory at once.
+        """
+        counts = UpsertCounts()
+        batch: list[Node] = []
+        for node in nodes:
+            batch.append(node)
+            if len(batch) >= BATCH:
+                self._upsert_batch(batch, counts)
+                if on_batch:
+                    on_batch(len(batch))
+                batch = []
+        if batch:
+            self._upsert_batch(batch, counts)
+            if on_batch:
+                on_batch(len(batch))
+        return counts
+
+    def _upsert_batch(self, batch: list[Node], counts: UpsertCounts) -> None:
+        unique: dict[str, Node] = {}
+        for node in batch:
+            unique[node.id] = node  # the last version of a node within one scan wins
+        ids = list(unique)
+        marks = ",".join("?" * len(ids))
+        # The change words are left out of the content hash (adding them to old commits must not make their
+        # vectors look stale); a node whose words alone moved is updated all the same.
+        existing = {
+            row[0]: (row[1], row[2])
+            for row in self.conn.execute(
+                f"SELECT id, content_hash, words FROM nodes WHERE id IN ({marks})", ids
+            ).fetchall()
+        }
+        stamp = now_ms()
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[tuple[Any, ...]] = []
+        changed: list[Node] = []
+        fresh: list[Node] = []
+        for node in unique.values():
+            meta = node.meta_json()
+            digest = node.content_hash(meta)
+            if node.id not in existing:
+                inserts.append(
+                    (
+                        node.id,
+                        node.project,
+                        node.kind,
+                        node.source,
+                        node.natural_key,
+                        node.ref,
+                        node.title,
+                        node.body,
+                        node.ts,
+                        stamp,
+                        stamp,
+                        node.signal,
+                        node.provenance,
+                        node.group,
+                        digest,
+                        meta,
+                        node.words,
+                    )
+                )
+                fresh.append(node)
+            elif existing[node.id] != (digest, node.words):
+                updates.append(
+                    (
+                        node.ref,
+                        node.title,
+                        node.body,
+                        node.ts,
+                        stamp,
+                        node.signal,
+                        node.group,
+                        digest,
+                        meta,
+                        node.words,
+                        node.source,
+                        node.natural_key,
+                        node.id,
+                    )
+                )
+                changed.append(node)
+            else:
+                counts.unchanged += 1
+        written = self._next_write_seq() if inserts or updates else 0
+        if inserts:
+            self.conn.executemany(
+                "INSERT INTO nodes(id, project_id, kind, source, natural_key, ref, title, body, ts, created_at,"
+                " updated_at, signal, provenance, grp, content_hash, meta, words, written)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(*row, written) for row in inserts],
+            )
+            counts.added += len(inserts)
+            marks = ",".join("?" * len(fresh))
+            fresh_ids = [n.id for n in fresh]
+            self.conn.execute(
+                "INSERT INTO nodes_fts(rowid, title, body, words, notes)"
+                f" SELECT seq, title, body, words, notes FROM nodes WHERE id IN ({marks})",
+                fresh_ids,
+            )
+            self.conn.execute(
+                "INSERT INTO nodes_stem(rowid, title, body, notes) SELECT seq, title, body, notes FROM nodes"
+                f" WHERE id IN ({marks}) AND kind != 'code_diff'",  # prose only: see migration 7
+                fresh_ids,
+            )
+            self._cjk_index_ids([n.id for n in fresh])
+        if updates:
+            self.conn.executemany(
+                "UPDATE nodes SET ref=?, title=?, body=?, ts=?, updated_at=?, signal=?, grp=?, content_hash=?,"
+                " meta=?, words=?, source=?, natural_key=?, written=? WHERE id=?",
+                [(*row[:-1], written, row[-1]) for row in updates],
+            )
+            counts.updated += len(updates)
+            self._cjk_reindex_ids([n.id for n in changed])
+        if changed:
+            self.conn.executemany(
+                "DELETE FROM node_files WHERE node_seq = (SELECT seq FROM nodes WHERE id = ?)",
+                [(n.id,) for n in changed],
+            )
+        file_rows = [(path, n.id) for n in (*fresh, *changed) for path in dict.fromkeys(n.files)]
+        if file_rows:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO node_files(path, node_seq) SELECT ?, seq FROM nodes WHERE id = ?",
+                file_rows,
+            )
+
+    def prune_source(self, source: str, keep: Callable[[str], bool]) -> int:
+        """Delete every node of SOURCE whose natural key KEEP rejects; return how many went."""
+        doomed = [
+            seq
+            for seq, key in self.conn.execute(
+                "SELECT seq, natural_key FROM nodes WHERE source = ?", (source,)
+            )
+            if not keep(key)
+        ]
+        return self._delete_seqs(doomed)
+
+    def _source_seqs(self, source: str, shell: str | None) -> list[int]:
+        if shell is None:
+            rows = self.conn.execute("SELECT seq FROM nodes WHERE source = ?", (source,)).fetchall()
+        else:
+            rows = self.conn.execute(
+                "SELECT seq FROM nodes WHERE source = ? AND json_extract(meta, '$.shell') = ?",
+                (source, shell),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def count_source(self, source: str, *, shell: str | None = None) -> int:
+        return len(self._source_seqs(source, shell))
+
+    def delete_source(self, source: str, *, shell: str | None = None) -> int:
+        """Delete a source's nodes (only one shell's commands when SHELL is given)."""
+        return self._delete_seqs(self._source_seqs(source, shell))
+
+    def delete_all_nodes(self) -> int:
+        rows = self.conn.execute("SELECT seq FROM nodes").fetchall()
+        removed = self._delete_seqs([r[0] for r in rows])
+        self.conn.execute("DELETE FROM links")
+        return removed
+
+    def bookkeeping(self) -> list[tuple[str, int, str, str | None]]:
+        """(id, created_at, trust, superseded_by) of every node: what a rebuild must not forget."""
+        return [tuple(r) for r in self.conn.execute("SELECT id, created_at, trust, superseded_by FROM nodes")]
+
+    def restore_bookkeeping(self, rows: list[tuple[str, int, str, str | None]]) -> None:
+        """Put back first-recorded times and human verdicts on the nodes that came back with the same id."""
+        self.conn.executemany(
+            "UPDATE nodes SET created_at = ?, trust = ?, superseded_by = ? WHERE id = ?",
+            [(created, trust, sup, node_id) for node_id, created, trust, sup in rows],
+        )
+
+    def _delete_seqs(self, seqs: list[int]) -> int:
+        for start in range(0, len(seqs), BATCH):
+            chunk = seqs[start : start + BATCH]
+            marks = ",".join("?" * len(chunk))
+            ids = [r[0] for r in self.conn.execute(f"SELECT id FROM nodes WHERE seq IN ({marks})", chunk)]
+            idmarks = ",".join("?" * len(ids))
+            self.conn.execute(
+                f"DELETE FROM links WHERE from_id IN ({idmarks}) OR to_id IN ({idmarks})", ids + ids
+            )
+            self._cjk_unindex(chunk)
+            self._forget_vectors(chunk)
+            self.conn.execute(f"DELETE FROM nodes WHERE seq IN ({marks})", chunk)
+        return len(seqs)
+
+    def first_recorded(self) -> int | None:
+        """When the oldest node still held was first recorded (epoch ms), None for an empty store."""
+        row = self.conn.execute("SELECT MIN(created_at) FROM nodes").fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def get(self, node_id: str) -> StoredNode | None:
+        row = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        return _row_to_node(row) if row else None
+
+    def get_many(self, ids: Sequence[str], *, light: bool = False) -> dict[str, StoredNode]:
+        """Nodes by id. LIGHT leaves out body (empty string) for ranking many candidates cheaply."""
+        columns = _LIGHT_COLUMNS if light else _NODE_COLUMNS
+        out: dict[str, StoredNode] = {}
+        for start in range(0, len(ids), BATCH):
+            chunk = list(ids[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(f"SELECT {columns} FROM nodes WHERE id IN ({marks})", chunk):
+                node = _row_to_node(row)
+                out[node.id] = node
+        return out
+
+    def find_by_prefix(self, prefix: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM nodes WHERE id >= ? AND id < ? ORDER BY id LIMIT 5", (prefix, prefix + "g")
+            )
+        ]
+
+    def size_hint(self) -> int:
+        """Roughly how many nodes the store has ever held (max rowid): free, unlike COUNT(*)."""
+        row = self.conn.execute("SELECT MAX(seq) FROM nodes").fetchone()
+        return int(row[0] or 0)
+
+    def clear_words_with(self, words: Sequence[str]) -> int:
+        """Empty the change words of every node whose words include all of WORDS; return how many."""
+        if not words:
+            return 0
+        where = " AND ".join(["(' ' || words || ' ') LIKE ? ESCAPE '\\'"] * len(words))
+        params = ["% " + w.replace("%", "").replace("_", "\\_") + " %" for w in words]
+        before = self.conn.total_changes
+        self.conn.execute(f"UPDATE nodes SET words = '' WHERE words != '' AND {where}", params)
+        return int(self.conn.total_changes - before)
+
+    def reference_time(self, as_of: int | None = None) -> int | None:
+        """The newest event time in the store (or recorded by AS_OF): 'now' for recency, so that a query's
+        output depends only on the store and the query (same bytes every time)."""
+        if as_of is None:
+            row = self.conn.execute("SELECT MAX(ts) FROM nodes").fetchone()
+        else:
+            row = self.conn.execute("SELECT MAX(ts) FROM nodes WHERE created_at <= ?", (as_of,)).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def counts_by_kind(self) -> dict[str, int]:
+        return dict(
+            self.conn.execute("SELECT kind, COUNT(*) FROM nodes GROUP BY kind ORDER BY kind").fetchall()
+        )
+
+    def date_range(self) -> tuple[int | None, int | None]:
+        row = self.conn.execute("SELECT MIN(ts), MAX(ts) FROM nodes").fetchone()
+        return (row[0], row[1])
+
+    def node_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0])
+
+    def iter_nodes(self, kind: str | None = None) -> Iterator[StoredNode]:
+        if kind is None:
+            cur = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes ORDER BY seq")
+        else:
+            cur = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE kind = ? ORDER BY seq", (kind,))
+        for row in cur:
+            yield _row_to_node(row)
+
+    def files_of(self, node_id: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT f.path FROM node_files f JOIN nodes n ON n.seq = f.node_seq WHERE n.id = ? ORDER BY f.path",
+                (node_id,),
+            )
+        ]
+
+    def shell_commands_between(
+        self, start: int, end: int
+    ) -> list[tuple[str, str, int, str | None, int | None]]:
+        """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END, oldest first."""
+        return [
+            tuple(r)
+            for r in self.conn.execute(
+                "SELECT id, ref, ts, json_extract(meta, '$.cwd'), json_extract(meta, '$.exit') FROM nodes"
+                " WHERE kind = 'shell_command' AND ts BETWEEN ? AND ? ORDER BY ts, seq",
+                (start, end),
+            )
+        ]
+
+    def nodes_naming(
+        self, paths: Sequence[str], kinds: Sequence[str], start: int, end: int
+    ) -> list[tuple[str, str, str]]:
+        """(path, node id, kind) for nodes of KINDS with START <= ts <= END whose files include one of PATHS."""
+        if not paths or not kinds:
+            return []
+        out: list[tuple[str, str, str]] = []
+        kind_marks = ",".join("?" * len(kinds))
+        for first in range(0, len(paths), BATCH):
+            chunk = list(paths[first : first + BATCH])
+            marks = ",".join("?" * len(chunk))
+            # CROSS JOIN keeps node_files (path-indexed) as the outer loop: the planner otherwise walks
+            # every node of the kind in the time range.
+            out.extend(
+                self.conn.execute(
+                    f"SELECT f.path, n.id, n.kind FROM node_files f CROSS JOIN nodes n ON n.seq = f.node_seq"
+                    f" WHERE f.path IN ({marks}) AND n.kind IN ({kind_marks}) AND n.ts BETWEEN ? AND ?",
+                    [*chunk, *kinds, start, end],
+                ).fetchall()
+            )
+        return out
