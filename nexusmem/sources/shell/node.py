@@ -37,7 +37,12 @@ def _context_tail(pipestatus: list[int] | None, duration_ms: int | None, shell: 
     return f"{text} · {shell}]"
 
 
-def _command_node(
+def body_head(command: str, cwd: str | None, exit_code: int | None) -> str:
+    """The body up to the per-line part: the command, then where it ran and how it ended."""
+    return command + "\n" + _context_head(cwd, exit_code)
+
+
+def command_node(
     project: str,
     *,
     natural_key: str,
@@ -51,10 +56,16 @@ def _command_node(
     session: str | None,
     files: tuple[str, ...],
     scraped: bool,
-    memo: _Memo,
+    title: str,
+    signal: float,
+    head: str,
 ) -> Node:
-    # COMMAND is already redacted: nothing below may see the raw text.
-    title, signal = memo.title_signal(command, exit_code)
+    """The one `shell_command` node, from a hook line or a scraped history entry.
+
+    COMMAND is already redacted: nothing here may see the raw text. TITLE and SIGNAL (Memo.title_signal)
+    and HEAD (body_head) are passed in because the callers compute them once per distinct command: a real
+    log repeats a few hundred commands thousands of times.
+    """
     return Node(
         project=project,
         kind="shell_command",
@@ -62,7 +73,7 @@ def _command_node(
         natural_key=natural_key,
         ref=command,
         title=title,
-        body=command + "\n" + _context_head(cwd, exit_code) + _context_tail(pipestatus, duration_ms, shell),
+        body=head + _context_tail(pipestatus, duration_ms, shell),
         ts=ts,
         signal=signal,
         group=None,
@@ -80,10 +91,10 @@ def _command_node(
 
 
 # (redacted command, cwd relative to its root, files named, title, signal, body up to the per-line part)
-_Facts = tuple[str, str, tuple[str, ...], str, float, str]
+Facts = tuple[str, str, tuple[str, ...], str, float, str]
 
 
-class _Memo:
+class Memo:
     """Per-scan caches: real histories repeat a few hundred commands thousands of times."""
 
     def __init__(self) -> None:

@@ -32,7 +32,7 @@ from nexusmem.sources.shell.logline import (
     line_problem,
     log_line_from,
 )
-from nexusmem.sources.shell.node import _command_node, _context_head, _context_tail, _Facts, _Memo
+from nexusmem.sources.shell.node import Facts, Memo, body_head, command_node
 
 _CURSOR_VERSION = 1
 
@@ -102,7 +102,7 @@ class ShellSource:
     def _scan(self, ctx: ScanContext, result: ScanResult) -> Iterator[Node]:
         state = {} if ctx.full else _decode_cursor(ctx.cursor)
         settings = ctx.config.get("sources", {}).get("shell", {})
-        memo = _Memo()
+        memo = Memo()
         seen_shells: set[str] = {s for s in state.get("seen", []) if isinstance(s, str)}
         log = shell_log_path()
         log_state: dict[str, Any] | None = None
@@ -139,11 +139,11 @@ class ShellSource:
         log: Path,
         offset: int,
         size: int,
-        memo: _Memo,
+        memo: Memo,
         seen_shells: set[str],
     ) -> Generator[Node, None, int]:
         attributor = Attributor.for_repo(ctx.root)
-        facts: dict[tuple[str, str, int | None], _Facts | None] = {}
+        facts: dict[tuple[str, str, int | None], Facts | None] = {}
         project = ctx.project_id
         done = offset
         count = 0
@@ -173,33 +173,28 @@ class ShellSource:
                     facts.clear()
             if known is None:
                 continue  # another project's line, or an empty command: nothing wrong with the log
-            command, rel, files, title, signal, body_head = known
-            yield Node(
-                project=project,
-                kind="shell_command",
-                source="shell",
+            command, rel, files, title, signal, head = known
+            yield command_node(
+                project,
                 natural_key=f"{line.session}\x1f{line.ts}\x1f{command}",
-                ref=command,
-                title=title,
-                body=body_head + _context_tail(line.pipestatus, line.duration_ms, line.shell),
+                command=command,
                 ts=line.ts,
-                signal=signal,
-                group=None,
+                cwd=rel,
+                exit_code=line.exit,
+                pipestatus=line.pipestatus,
+                duration_ms=line.duration_ms,
+                shell=line.shell,
+                session=line.session,
                 files=files,
-                meta={
-                    "cwd": rel,
-                    "exit": line.exit,
-                    "pipestatus": line.pipestatus,
-                    "duration_ms": line.duration_ms,
-                    "shell": line.shell,
-                    "session": line.session,
-                    "scraped": False,
-                },
+                scraped=False,
+                title=title,
+                signal=signal,
+                head=head,
             )
         return done
 
     @staticmethod
-    def _facts(attributor: Attributor, memo: _Memo, line: LogLine) -> _Facts | None:
+    def _facts(attributor: Attributor, memo: Memo, line: LogLine) -> Facts | None:
         """What a (command, cwd, exit) triple always yields; None when the cwd is not ours or it is empty."""
         where = attributor.match(line.cwd)
         if where is None or not line.command.strip():
@@ -208,10 +203,10 @@ class ShellSource:
         command = memo.redact(line.command)  # before anything else sees the text
         title, signal = memo.title_signal(command, line.exit)
         files = memo.command_files(command, root, rel)
-        return command, rel, files, title, signal, command + "\n" + _context_head(rel, line.exit)
+        return command, rel, files, title, signal, body_head(command, rel, line.exit)
 
     def _scrape(
-        self, ctx: ScanContext, result: ScanResult, shell: str, tail: int, old_fingerprint: Any, memo: _Memo
+        self, ctx: ScanContext, result: ScanResult, shell: str, tail: int, old_fingerprint: Any, memo: Memo
     ) -> Generator[Node, None, str]:
         """Nodes from the tail of SHELL's history file; returns its fingerprint ('' when there is none)."""
         for path in history_paths(shell):
@@ -247,7 +242,8 @@ class ShellSource:
                 n = occurrences.get((entry.ts, command), 0)
                 occurrences[(entry.ts, command)] = n + 1
                 stamp = "" if entry.ts is None else str(entry.ts)
-                yield _command_node(
+                title, signal = memo.title_signal(command, None)
+                yield command_node(
                     ctx.project_id,
                     natural_key=f"scraped\x1f{shell}\x1f{stamp}\x1f{command}\x1f{n}",
                     command=command,
@@ -261,7 +257,9 @@ class ShellSource:
                     session=None,
                     files=memo.command_files(command, root, "."),
                     scraped=True,
-                    memo=memo,
+                    title=title,
+                    signal=signal,
+                    head=body_head(command, None, None),
                 )
             return fingerprint
         return ""
@@ -297,7 +295,7 @@ def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTE
         return []
     start = max(offset, st.st_size - max_bytes)
     attributor = Attributor([root])
-    memo = _Memo()
+    memo = Memo()
     out: list[TailCommand] = []
     records = iter_log_records(log, start)
     if start > offset:  # began mid-line: the first record is a fragment
