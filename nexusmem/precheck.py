@@ -141,8 +141,7 @@ def check(
     churn_threshold: int = CHURN_THRESHOLD,
 ) -> PrecheckResult:
     """Findings for FILES (repository-relative) from ROOT's memory. A missing memory is not an error."""
-    from nexusmem.store import connection
-    from nexusmem.store.db import Store
+    from nexusmem.store.db import open_unmigrated
 
     files = list(dict.fromkeys(files))
     result = PrecheckResult(root=str(root), files=files)
@@ -157,7 +156,7 @@ def check(
     start, end = now - days * DAY_MS, now + FUTURE_SLACK_MS
     # Read-only and never migrated: a commit hook must not rewrite the database (an older schema already
     # has every table and column read here), and a sync may be writing it at this very moment.
-    with Store(connection.connect(db, readonly=True), db) as store:
+    with open_unmigrated(db) as store:
         commands = store.shell_commands_between(start, end)
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
         naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)

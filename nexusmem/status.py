@@ -6,7 +6,7 @@ from typing import Any
 
 from nexusmem import paths, timefmt
 from nexusmem.project import Project
-from nexusmem.store import Store, connection
+from nexusmem.store import Store
 from nexusmem.sync import problem_history
 
 
@@ -40,7 +40,7 @@ def status(project: Project) -> dict[str, Any]:
             "database": str(db),
             "databaseBytes": size,
             "schemaVersion": store.schema_version(),
-            "driver": f"{connection.DRIVER} (SQLite {connection.sqlite_version()})",
+            "driver": store.driver(),
             "vectorBackend": vector_backend(store),
             "nodes": store.node_count(),
             "byKind": store.counts_by_kind(),

@@ -17,8 +17,8 @@ from pathlib import Path
 from nexusmem.errors import NexusMemError
 from nexusmem.paths import shell_log_path
 from nexusmem.resources import script_path
+from nexusmem.sources.shell.logline import SHELLS as SHELLS  # the shells the hooks exist for
 
-SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "pwsh")
 BEGIN = "# >>> nexusmem shell hook >>>"
 END = "# <<< nexusmem shell hook <<<"
 # Flags after the begin marker: what remove must undo besides the block itself.

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexusmem.errors import StoreError
 from nexusmem.private import fix_tree, make_dir, open_fd
@@ -84,6 +84,10 @@ class Store(
             raise
         self.conn.execute("COMMIT")
 
+    def driver(self) -> str:
+        """Which SQLite library and version serve this store, e.g. "sqlean.py (SQLite 3.45.1)"."""
+        return f"{connection.DRIVER} (SQLite {connection.sqlite_version()})"
+
     def schema_version(self) -> int:
         return migrations.current_version(self.conn)
 
@@ -152,3 +156,18 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
     except Exception as exc:
         raise StoreError(f"{path}: cannot open the memory database: {exc}") from exc
     return Store(conn, path)
+
+
+def open_unmigrated(path: Path) -> Store:
+    """Open PATH read-only and never migrated: for the commit hook (precheck), which must not rewrite the
+    database while a sync may be writing it. An older schema already has every table and column it reads.
+    Driver errors inside the `with` block become a StoreError that names the file (Store.__exit__)."""
+    return Store(connection.connect(path, readonly=True), path)
+
+
+if TYPE_CHECKING:
+    from nexusmem.store.interface import LinkStore, SearchStore, SyncStore
+
+    def _implements(store: Store) -> tuple[SearchStore, LinkStore, SyncStore]:
+        """mypy checks here that Store implements every Protocol of the interface."""
+        return store, store, store

@@ -19,7 +19,8 @@ from typing import Any
 from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, text_ok
 from nexusmem.paths import shell_log_path
 
-SHELLS = ("bash", "zsh", "fish", "pwsh")
+# The shells whose hooks write the log (the `shell` key of a line), in the order install and status list them.
+SHELLS: tuple[str, ...] = ("bash", "zsh", "fish", "pwsh")
 
 CHUNK_BYTES = 1 << 20
 
