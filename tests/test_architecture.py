@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,56 @@ def test_only_store_speaks_sql() -> None:
             continue
         text = path.read_text(encoding="utf-8")
         assert "import sqlean" not in text and "import sqlite3" not in text, f"{path} opens SQLite itself"
+
+
+# What SQL looks like in Python source: a call that runs it, or a statement in a string.
+SQL = re.compile(
+    r"\.execute(?:many|script)?\(|\b(?:SELECT|INSERT INTO|UPDATE \w+ SET|DELETE FROM|CREATE (?:TABLE|INDEX"
+    r"|VIRTUAL TABLE|TRIGGER)|DROP TABLE|ALTER TABLE|PRAGMA) "
+)
+
+
+def test_sql_appears_nowhere_outside_store() -> None:
+    offenders = [
+        f"{path.relative_to(PKG)}:{n}: {line.strip()}"
+        for path in PKG.rglob("*.py")
+        if "store" not in path.relative_to(PKG).parts
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if SQL.search(line)
+    ]
+    assert offenders == []
+
+
+def test_the_sql_check_sees_sql() -> None:
+    assert SQL.search('rows = store.conn.execute("SELECT id FROM nodes")')
+    assert SQL.search("DELETE FROM links WHERE relation = ?")
+    assert not SQL.search("select the newest node, then delete it from the list")
+
+
+def test_mcp_server_never_imports_the_cli() -> None:
+    """Both faces call the library; the CLI may start the server (`nexusmem mcp`), never the other way."""
+    for path in (PKG / "mcp_server.py", PKG / "mcp_stdio.py"):
+        for name in imports_of(path):
+            assert not name.startswith("nexusmem.cli"), f"{path.name} imports {name}"
+
+
+def test_ingest_never_imports_retrieval() -> None:
+    ingest = [*modules_under("sources"), PKG / "sync.py", PKG / "link.py", PKG / "autosync.py"]
+    for path in ingest:
+        for name in imports_of(path):
+            assert not name.startswith("nexusmem.retrieve"), f"{path.relative_to(PKG)} imports {name}"
+
+
+def test_retrieval_and_ingest_see_the_store_through_its_protocols() -> None:
+    """retrieve/, show, link and sync type their store parameters with store.interface, not the SQLite Store."""
+    typed = [*modules_under("retrieve"), PKG / "show.py", PKG / "link.py", PKG / "sync.py"]
+    for path in typed:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.arg) and node.arg == "store" and node.annotation is not None:
+                assert ast.unparse(node.annotation) in ("SearchStore", "LinkStore", "SyncStore"), (
+                    f"{path.relative_to(PKG)}:{node.lineno}: store: {ast.unparse(node.annotation)}"
+                )
 
 
 def test_version_imports_nothing_heavy() -> None:
