@@ -48,9 +48,6 @@ RELATIONS = (COMMIT, DISCUSSION, RETRY)
 DISCUSSION_KINDS = ("conversation_turn", "session_summary")
 # Kinds whose arrival can create or change a link: failures, retries, commits and discussions.
 _LINKED_KINDS = ("shell_command", "git_commit", *DISCUSSION_KINDS)
-# Meta key holding the store write sequence the last link run saw (see link_recent). (Until schema 6 the
-# key "link.watermark" held a clock time; it is ignored, so the first run after the upgrade is a full one.)
-WATERMARK_KEY = "link.written"
 
 # How a command was run (or a URL scheme, a file type), not what it was about: never required of a discussion.
 GENERIC_WORDS = frozenset(
@@ -196,7 +193,7 @@ def link_failures(store: LinkStore, *, since_ms: int | None = None) -> LinkSumma
     summary.removed = store.delete_links(sorted(existing - wanted))
     summary.added = store.add_links(sorted(wanted - existing))
     if since_ms is None:
-        store.set_meta(WATERMARK_KEY, str(stamp))
+        store.set_linked_through(stamp)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -210,10 +207,10 @@ def incremental_since(store: LinkStore) -> int | None:
     "Since" is exact: nodes whose write sequence is above the one the previous run saw (runs hold the write
     lock, so no write can fall between reading the sequence and linking).
     """
-    mark = store.get_meta(WATERMARK_KEY)
-    if mark is None or not mark.isdigit():
+    mark = store.linked_through()
+    if mark is None:
         return None
-    oldest = store.min_ts_written_after(int(mark), _LINKED_KINDS)
+    oldest = store.min_ts_written_after(mark, _LINKED_KINDS)
     return -1 if oldest is None else oldest - DAY_MS
 
 
@@ -230,7 +227,7 @@ def link_recent(store: LinkStore) -> LinkSummary:
     else:
         summary = link_failures(store, since_ms=since)
     # Linking writes links, never nodes: the sequence read at the start is still the last write.
-    store.set_meta(WATERMARK_KEY, str(stamp))
+    store.set_linked_through(stamp)
     return summary
 
 

@@ -13,12 +13,27 @@ from nexusmem.errors import StoreError
 from nexusmem.store.fulltext import FTS_WEIGHTS, _bm25
 from nexusmem.store.nodes import BATCH, now_ms
 
+# Meta key holding the store write sequence the last link run saw (nexusmem.link.link_recent). (Until schema
+# 6 the key "link.watermark" held a clock time; it is ignored, so the first run after the upgrade is a full one.)
+LINKED_THROUGH_KEY = "link.written"
+
 
 class LinksMixin:
     """Store methods for links. Mixed into Store."""
 
     conn: Any
     path: Path
+
+    def linked_through(self) -> int | None:
+        """The store write sequence the last link run saw; None before the first run (or an unreadable mark)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (LINKED_THROUGH_KEY,)).fetchone()
+        return int(row[0]) if row and str(row[0]).isdigit() else None
+
+    def set_linked_through(self, write_seq: int) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (LINKED_THROUGH_KEY, str(write_seq)),
+        )
 
     def all_links(self) -> list[tuple[str, str, str, int]]:
         """(from id, to id, relation, created_at) of every link: failure→fix links are not re-derived by a
