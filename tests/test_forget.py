@@ -281,6 +281,10 @@ def test_global_entry_reaches_every_project_at_its_next_sync(
     run_cli("-C", str(repo), "sync", "--no-embed")
     out = run_cli("-C", str(repo), "forget", VALUE, "--global", "--yes").output
     assert "added to the user-wide list" in out
+    # Only this project's files were read back: the other one is named as still holding the value.
+    assert "none of this project's memory.db bytes" in out
+    assert "not yet removed from 1 other project(s): each still holds it until its next sync" in out
+    assert f"  - {other.resolve()}\n" in out
     deny = isolated_home / ".nexusmem" / "deny-list.json"
     assert stat.S_IMODE(deny.stat().st_mode) == 0o600 and VALUE not in deny.read_text(encoding="utf-8")
     assert holds(other, VALUE)  # not touched until its own sync

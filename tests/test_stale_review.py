@@ -65,13 +65,62 @@ def test_stale_lists_old_unconfirmed_non_observed_nodes(repo: Path) -> None:
     assert data["check"] is None
     readme = data["candidates"][0]["id"]
     out = run_cli("-C", str(repo), "stale").output
-    assert "1 stale candidate(s)" in out and f"id {readme}" in out and "[authored]" in out
+    assert "checked 1 old claim(s); 1 listed" in out and f"id {readme}" in out and "[authored]" in out
+    assert "why: newer: docs/cache.md — Cache backend" in out
     run_cli("-C", str(repo), "review", readme[:8], "--verify")
     assert stale_json(repo)["candidates"] == []  # confirmed by a person
     run_cli("-C", str(repo), "review", readme, "--clear")
     newer = node_id(repo, "Cache backend")
     run_cli("-C", str(repo), "mark-stale", readme, "--supersedes", newer)
     assert stale_json(repo)["candidates"] == []  # already replaced
+
+
+def test_stale_lists_only_old_claims_something_newer_touches(repo: Path) -> None:
+    configure(repo, autoCheck=False)
+    commit(
+        repo,
+        "docs: conduct, api and cache notes",
+        {
+            "CODE_OF_CONDUCT.md": "## Our Pledge\n\nWe pledge to make participation harassment-free.\n",
+            "docs/api.md": "## Request handling\n\nRequests are parsed in `src/api.py` before routing.\n",
+            "docs/cache.md": "## Cache\n\nThe cache uses Redis for sessions.\n",
+            "src/api.py": "def parse():\n    return 1\n",
+        },
+        when=OLD,
+    )
+    commit(
+        repo, "fix: parse headers first", {"src/api.py": "def parse():\n    return 2\n"}, when=OLD + 100 * DAY
+    )
+    commit(
+        repo,
+        "docs: the new cache backend",
+        {"docs/backend.md": "## Cache backend\n\nThe cache no longer uses Redis; sessions live in SQLite.\n"},
+    )
+    run_cli("-C", str(repo), "sync")
+    data = stale_json(repo)
+    listed = {c["title"]: c["why"] for c in data["candidates"]}
+    # Three old doc sections checked; the Code of Conduct, which nothing newer touches, is not listed.
+    assert data["checked"] == 3
+    assert listed == {
+        "docs/api.md — Request handling": "src/api.py changed since",
+        "docs/cache.md — Cache": "newer: docs/backend.md — Cache backend",
+    }
+    out = run_cli("-C", str(repo), "stale").output
+    assert "checked 3 old claim(s); 2 listed" in out and "Our Pledge" not in out
+    # The section's own file changed after its text: it is re-dated to that commit, hence no longer old.
+    commit(repo, "docs: api notes", {"docs/api.md": "## Request handling\n\nParsed in `src/api.py`.\n"})
+    run_cli("-C", str(repo), "sync")
+    assert [c["title"] for c in stale_json(repo)["candidates"]] == ["docs/cache.md — Cache"]
+
+
+def test_stale_says_when_nothing_is_listed(repo: Path) -> None:
+    configure(repo, autoCheck=False)
+    commit(
+        repo, "docs: conduct", {"CODE_OF_CONDUCT.md": "## Our Pledge\n\nWe pledge to be kind.\n"}, when=OLD
+    )
+    run_cli("-C", str(repo), "sync")
+    out = run_cli("-C", str(repo), "stale").output
+    assert "checked 1 old claim(s); none listed: nothing newer touches them" in out
 
 
 def test_check_contradictions_suggests_and_memoises(repo: Path) -> None:

@@ -172,7 +172,19 @@ def forget_cmd(
     for name in report.skipped_links:
         click.echo(f"WARNING: {name} is a symbolic link: not followed; check what it points to by hand")
     if report.verified_absent is True:
-        click.echo("verified: the value is in none of memory.db's bytes (nor its -wal/-shm, nor backups)")
+        click.echo(
+            "verified: the value is in none of this project's memory.db bytes (nor its -wal/-shm, nor backups)"
+        )
+    if user_wide and not report.dry_run:
+        if report.others_pending:
+            click.echo(
+                f"not yet removed from {len(report.others_pending)} other project(s): each still holds it"
+                " until its next sync (`nexusmem sync` there) applies the user-wide entry:"
+            )
+            for other in report.others_pending:
+                echo_human(f"  - {other}")
+        else:
+            click.echo("other projects: none registered; any project is cleaned at its next sync")
     elif report.verified_absent is False:
         click.echo("WARNING: the value is still in the database files (another process may hold them open)")
     if not report.checkpointed:
@@ -232,14 +244,16 @@ Examples:
 @click.pass_context
 @library_errors
 def stale_cmd(ctx: click.Context, check_contradictions: bool, as_json: bool) -> None:
-    """List doc sections and other non-observed claims old enough that nothing has confirmed they still
-    hold (stale.maxAgeDays, 45 by default). Writes nothing but memoised model judgments."""
+    """List doc sections and other non-observed claims older than stale.maxAgeDays (45 by default) that
+    something newer touches: a later commit changed a file they belong to or name, or a newer node covers
+    the same subject. Writes nothing but memoised model judgments."""
     from nexusmem.hygiene import stale
 
-    found, summary = stale.stale(root_of(ctx), check_contradictions=check_contradictions)
+    found, summary, checked = stale.stale(root_of(ctx), check_contradictions=check_contradictions)
     if as_json:
         echo_json(
             {
+                "checked": checked,
                 "candidates": [c.to_json() for c in found],
                 "check": None
                 if summary is None
@@ -257,15 +271,17 @@ def stale_cmd(ctx: click.Context, check_contradictions: bool, as_json: bool) -> 
         for note in summary.notes:
             echo_human(f"note: {note}", err=True)
     if not found:
-        click.echo("no stale candidates")
+        click.echo(f"checked {checked} old claim(s); none listed: nothing newer touches them")
         return
     click.echo(
-        f"{len(found)} stale candidate(s): not observed, older than the limit, not verified or superseded"
+        f"checked {checked} old claim(s); {len(found)} listed: a file they belong to or name changed since,"
+        " or a newer node covers the same subject"
     )
     for c in found:
         tag = f"[{c.provenance}]" + (f" [{c.trust}]" if c.trust != "candidate" else "")
         echo_human(f"- {timefmt.day(c.ts)} {tag} {c.title[:110]}")
         click.echo(f"  id {c.id}")
+        echo_human(f"  why: {c.why}")
         for new_id, title, reason in c.suggestions:
             echo_human(f"  likely superseded by {new_id} {title[:80]} -- {reason}")
     if summary is not None:

@@ -73,6 +73,9 @@ class Removal:
     backups: int = 0  # scrub backups that held it and were cleaned
     skipped_links: list[str] = field(default_factory=list)  # backups that are links: not followed
     rekeyed: int = 0  # older (salted-hash) entries re-keyed with the user key
+    # --global: other registered projects. Not opened here (each applies the user-wide list at its own
+    # next sync), so they may still hold the value until then.
+    others_pending: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +93,7 @@ class Removal:
             "backups": self.backups,
             "skippedLinks": self.skipped_links,
             "rekeyed": self.rekeyed,
+            "othersPending": self.others_pending,
         }
 
 
@@ -366,7 +370,17 @@ def forget(
         )
     if user_wide and not dry_run:
         report.global_added = add_global(entry)
+        report.others_pending = _other_projects(project.root)
     return report
+
+
+def _other_projects(root: Path) -> list[str]:
+    """Roots of the registered projects other than ROOT: the ones a user-wide entry reaches only at their
+    next sync."""
+    from nexusmem import registry
+
+    here = root.resolve()
+    return [str(p["root"]) for p in registry.load() if Path(str(p["root"])).resolve() != here]
 
 
 def list_entries(start: Path | str | None) -> list[Entry]:
@@ -414,6 +428,7 @@ def import_entries(
     if user_wide and not dry_run:
         for entry in entries:
             report.global_added = add_global(entry) or report.global_added
+        report.others_pending = _other_projects(project.root)
     return report
 
 

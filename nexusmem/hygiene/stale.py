@@ -1,9 +1,12 @@
 """stale: claims old enough to doubt, and (optionally) a local model's opinion on whether a newer node
 contradicts them.
 
-A candidate is a non-observed node (a doc section, a conversation turn, a summary) older than
-`stale.maxAgeDays` that nobody verified and nothing superseded. That is a heuristic on age and provenance,
-not content; `--check-contradictions` adds content: the most similar newer node (vector k-NN when the store
+An old claim is a non-observed node (a doc section, a conversation turn, a summary) older than
+`stale.maxAgeDays` that nobody verified and nothing superseded. Age alone is noise (200 such claims on httpx,
+led by its Code of Conduct), so a claim is listed only when something newer touches it: a commit or diff
+dated after it changed a file it belongs to or names (`src/api.py` in its text), or a newer node on the same
+subject exists (the neighbour below). A doc section is dated by the last commit touching its own file, so
+its own file counts only once changed again. `--check-contradictions` adds content: the most similar newer node (vector k-NN when the store
 has vectors, else full-text search on the candidate's title words) and a local chat model's yes/no on the
 pair. Every judgment is memoised by the pair's content hashes, so a pair is never sent twice. Nothing here
 ever sets superseded_by: that stays a human decision (`mark-stale`).
@@ -12,6 +15,7 @@ ever sets superseded_by: that stays a human decision (`mark-stale`).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +28,10 @@ from nexusmem.store import Store, StoredNode
 
 DAY_MS = 86_400_000
 MAX_CANDIDATES = 200
+# Old claims examined per run, oldest first: each costs a few indexed reads and one neighbour search.
+MAX_CHECKED = 2000
+# A file named in a claim's text: `src/api.py`, docs/setup.md (a dotted name with an extension, no URL).
+_PATH_RE = re.compile(r"(?<![\w/:.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,5})(?![\w/])")
 # Characters of each node's body put in front of the model: enough for a section, bounded for a 3B model.
 PROMPT_BODY_CHARS = 1500
 NEIGHBOURS = 20
@@ -54,6 +62,7 @@ class Candidate:
     provenance: str
     trust: str
     suggestions: list[tuple[str, str, str]] = field(default_factory=list)  # (new id, new title, reason)
+    why: str = ""  # what newer touches it: "src/api.py changed since" or "newer: <title>"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +72,7 @@ class Candidate:
             "ts": self.ts,
             "provenance": self.provenance,
             "trust": self.trust,
+            "why": self.why,
             "likelySupersededBy": [{"id": i, "title": t, "reason": r} for i, t, r in self.suggestions],
         }
 
@@ -173,15 +183,57 @@ def _text(node: StoredNode) -> str:
 # --------------------------------------------------------------------------------------------- finding
 
 
-def candidates(store: Store, max_age_days: int, *, now_ms: int | None = None) -> list[Candidate]:
-    """Stale candidates, oldest first, each with its standing contradiction suggestions."""
+def named_files(text: str) -> list[str]:
+    """Repository-relative file paths named in TEXT (`./` dropped), in order, without repeats."""
+    return list(dict.fromkeys(m.group(1).removeprefix("./") for m in _PATH_RE.finditer(text)))
+
+
+def candidates(
+    store: Store, max_age_days: int, *, now_ms: int | None = None, touched_only: bool = True
+) -> list[Candidate]:
+    """Stale candidates, oldest first, each with its standing contradiction suggestions. With TOUCHED_ONLY,
+    only the old claims something newer touches (see the module docstring); else every old claim."""
+    return _find(store, max_age_days, now_ms=now_ms, touched_only=touched_only)[0]
+
+
+def _find(
+    store: Store, max_age_days: int, *, now_ms: int | None = None, touched_only: bool = True
+) -> tuple[list[Candidate], int]:
+    """(candidates, how many old claims were checked)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    rows = store.stale_candidates(now - max_age_days * DAY_MS, MAX_CANDIDATES)
-    found = [Candidate(i, k, t, ts, p, trust) for i, k, t, ts, p, trust, _h in rows]
+    rows = store.stale_candidates(
+        now - max_age_days * DAY_MS, MAX_CHECKED if touched_only else MAX_CANDIDATES
+    )
+    old = [Candidate(i, k, t, ts, p, trust) for i, k, t, ts, p, trust, _h in rows]
+    found = [c for c in old if _touched(store, c)][:MAX_CANDIDATES] if touched_only else old
     standing = store.suggestions([c.id for c in found])
     for cand in found:
         cand.suggestions = standing.get(cand.id, [])
-    return found
+    return found, len(old)
+
+
+def _touched(store: Store, cand: Candidate) -> bool:
+    """Whether a later commit changed a file CAND belongs to or names, or a newer node shares its subject;
+    sets CAND.why."""
+    node = store.get(cand.id)
+    if node is None:
+        return False
+    changed = store.changed_after([*store.files_of(node.id), *named_files(node.body)], node.ts)
+    if changed:
+        cand.why = f"{', '.join(changed[:3])} changed since"
+        return True
+    newer = newest_similar(store, node)
+    if newer is not None:
+        cand.why = f"newer: {newer.title[:80]}"
+        return True
+    return False
+
+
+def subject(node: StoredNode) -> str:
+    """NODE's title without its file's path ("CODE_OF_CONDUCT.md — Our Pledge" -> "Our Pledge"): words such
+    as "md" or "docs" in a path would make every doc section a neighbour of every other."""
+    prefix = f"{node.group} — " if node.group else ""
+    return node.title.removeprefix(prefix) if prefix and node.title.startswith(prefix) else node.title
 
 
 def newest_similar(store: Store, node: StoredNode) -> StoredNode | None:
@@ -194,7 +246,7 @@ def newest_similar(store: Store, node: StoredNode) -> StoredNode | None:
     if not ids:
         from nexusmem.retrieve import search
 
-        expr = search.fts_expression(search.terms(node.title))
+        expr = search.fts_expression(search.terms(subject(node)))
         ids = store.newer_fts(expr, node.ts, node.id, NEIGHBOURS) if expr else []
     found = store.get_many(ids, light=True)
     for node_id in ids:
@@ -266,14 +318,15 @@ def check(
 
 def stale(
     start: Path | str | None, *, check_contradictions: bool = False
-) -> tuple[list[Candidate], CheckSummary | None]:
-    """The project's stale candidates; with CHECK_CONTRADICTIONS, judge every unjudged pair first."""
+) -> tuple[list[Candidate], CheckSummary | None, int]:
+    """(the project's stale candidates, the contradiction check's summary, how many old claims were
+    checked); with CHECK_CONTRADICTIONS, judge every unjudged pair first."""
     project = project_mod.load(start)
     max_age = int(project.config["stale"]["maxAgeDays"])
     with project.open_store() as store:
-        found = candidates(store, max_age)
+        found, checked = _find(store, max_age)
         summary = check(store, project.config, found) if check_contradictions and found else None
-    return found, summary
+    return found, summary, checked
 
 
 def _listening(url: str, timeout: float = 0.25) -> bool:
@@ -300,7 +353,9 @@ def auto_check(
     if not section.get("autoCheck", True) or limit <= 0:
         return None
     url = str(section.get("url", "http://127.0.0.1:11434"))
-    found = candidates(store, int(config.get("stale", {}).get("maxAgeDays", 45)))
+    # Every old claim, unfiltered: this runs after each sync, and check() itself skips a claim with no
+    # newer neighbour.
+    found = candidates(store, int(config.get("stale", {}).get("maxAgeDays", 45)), touched_only=False)
     if not found:
         return None
     if not _listening(url):

@@ -215,6 +215,19 @@ class HygieneMixin:
             )
         ]
 
+    def changed_after(self, paths: Sequence[str], after_ts: int) -> list[str]:
+        """Which of PATHS a commit or diff dated after AFTER_TS touched (path-indexed reads, one per path)."""
+        hit: list[str] = []
+        for path in dict.fromkeys(paths):
+            row = self.conn.execute(
+                "SELECT 1 FROM node_files f CROSS JOIN nodes n ON n.seq = f.node_seq"
+                " WHERE f.path = ? AND n.kind IN ('git_commit', 'code_diff') AND n.ts > ? LIMIT 1",
+                (path, after_ts),
+            ).fetchone()
+            if row is not None:
+                hit.append(path)
+        return hit
+
     def node_hash(self, node_id: str) -> tuple[str, int, str | None] | None:
         """(content_hash, ts, group) of one node."""
         row = self.conn.execute("SELECT content_hash, ts, grp FROM nodes WHERE id = ?", (node_id,)).fetchone()
