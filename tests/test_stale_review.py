@@ -309,3 +309,32 @@ def test_as_of_hides_what_was_recorded_later(repo: Path) -> None:
     # A rebuild keeps first-recorded times, so the earlier answer does not change.
     run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed")
     assert [it["title"] for it in query_json(repo, "widget", "--as-of", iso(between))["items"]] == then
+
+
+def test_with_embeddings_only_a_close_newer_node_makes_a_claim_stale(repo: Path) -> None:
+    """The nearest newer node is not enough: with vectors (the default), an unrelated newer commit must not
+    list an old Code of Conduct section; a newer note on the same subject still lists the old one."""
+    run_cli("-C", str(repo), "init")
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["contradictions"]["autoCheck"] = False
+    path.write_text(json.dumps(data), encoding="utf-8")
+    commit(
+        repo,
+        "docs: conduct and cache notes",
+        {
+            "CODE_OF_CONDUCT.md": "## Our Pledge\n\nWe pledge to make participation harassment-free.\n",
+            "docs/cache.md": "## Cache\n\nThe cache uses Redis for sessions.\n",
+        },
+        when=OLD,
+    )
+    commit(repo, "fix: parse headers before routing", {"src/api.py": "def parse():\n    return 2\n"})
+    commit(
+        repo,
+        "docs: the new cache backend",
+        {"docs/backend.md": "## Cache backend\n\nThe cache no longer uses Redis; sessions live in SQLite.\n"},
+    )
+    run_cli("-C", str(repo), "sync")
+    listed = {c["title"] for c in stale_json(repo)["candidates"]}
+    assert "CODE_OF_CONDUCT.md — Our Pledge" not in listed
+    assert "docs/cache.md — Cache" in listed

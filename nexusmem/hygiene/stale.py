@@ -236,14 +236,20 @@ def subject(node: StoredNode) -> str:
     return node.title.removeprefix(prefix) if prefix and node.title.startswith(prefix) else node.title
 
 
+SAME_SUBJECT_COSINE = 0.6
+
+
 def newest_similar(store: Store, node: StoredNode) -> StoredNode | None:
     """The node most similar to NODE among those that happened after it (not a sibling chunk of it)."""
     ids: list[str] = []
     if store.has_vectors():
         from nexusmem.retrieve import vector
 
-        ids = vector.knn(store, f"{node.title}\n{node.body[:PROMPT_BODY_CHARS]}", k=NEIGHBOURS)
-    if not ids:
+        hits = vector.knn_scored(store, f"{node.title}\n{node.body[:PROMPT_BODY_CHARS]}", k=NEIGHBOURS)
+        # The nearest node is not necessarily about the same thing: only a close one counts (the cosine a
+        # query needs for "a strong match" too), else every old claim would have a newer neighbour.
+        ids = [node_id for node_id, cosine in hits if cosine >= SAME_SUBJECT_COSINE]
+    else:
         from nexusmem.retrieve import search
 
         expr = search.fts_expression(search.terms(subject(node)))
