@@ -28,7 +28,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
 from nexusmem import __version__, config, paths, show, status
@@ -343,6 +343,96 @@ def run_get(project_root: str, wanted: str) -> CallToolResult:
     return _result(show.render(item), item)
 
 
+# --- argument checking in plain words ---------------------------------------------------------------------------
+# The published parameter names are camelCase; agents often guess snake_case (`project_root`). Any spelling that
+# differs only in case and underscores is taken as the parameter it spells, so those calls just work.
+_EXPECTED = {
+    "string": "a string",
+    "integer": "a whole number",
+    "boolean": "true or false",
+    "number": "a number",
+}
+
+
+def _squash(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def _accepted_names(schema: dict[str, Any]) -> str:
+    required = set(schema.get("required", []))
+    props: dict[str, Any] = schema.get("properties", {})
+    return ", ".join(f"{name} (required)" if name in required else name for name in props)
+
+
+def _expected(prop: dict[str, Any]) -> str:
+    kinds = [prop.get("type")] if "type" in prop else [alt.get("type") for alt in prop.get("anyOf", [])]
+    words = [_EXPECTED.get(str(kind), str(kind)) for kind in kinds if kind and kind != "null"]
+    return " or ".join(words) or "a value"
+
+
+def normalise_arguments(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """ARGUMENTS keyed by the published names: snake_case (or any case) spellings are mapped to them, and an
+    unknown name is a tool error that names it, suggests the closest and lists the accepted names."""
+    props: dict[str, Any] = schema.get("properties", {})
+    by_squash = {_squash(name): name for name in props}
+    out: dict[str, Any] = {}
+    for key, value in arguments.items():
+        name = key if key in props else by_squash.get(_squash(key))
+        if name is None:
+            import difflib
+
+            close = difflib.get_close_matches(_squash(key), list(by_squash), n=1, cutoff=0.6)
+            hint = f" (did you mean {by_squash[close[0]]!r}?)" if close else ""
+            raise ToolError(
+                f"{tool}: unknown parameter {key!r}{hint}; accepted parameters: {_accepted_names(schema)}"
+            )
+        if name in out:
+            raise ToolError(f"{tool}: parameter {name} is given twice (as {name!r} and a spelling of it)")
+        out[name] = value
+    return out
+
+
+def plain_validation_error(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
+    """A pydantic ValidationError on a tool's arguments in plain words: each parameter, what was expected and
+    what came, then the accepted names (the SDK's text is a multi-line dump with pydantic URLs)."""
+    props: dict[str, Any] = schema.get("properties", {})
+    problems: list[str] = []
+    for err in exc.errors():
+        name = ".".join(str(part) for part in err["loc"]) or "arguments"
+        prop = props.get(str(err["loc"][0]), {}) if err["loc"] else {}
+        if err["type"] == "missing":
+            problems.append(f"{name} is required ({_expected(prop)})")
+            continue
+        got = repr(err.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        message = str(err["msg"])
+        message = message[:1].lower() + message[1:]
+        if err["type"].endswith(("_type", "_parsing")):
+            problems.append(f"{name} must be {_expected(prop)}, got {got}")
+        else:
+            problems.append(f"{name} {message.removeprefix('input ')}, got {got}")
+    return f"{tool}: invalid arguments: {'; '.join(problems)}. Accepted parameters: {_accepted_names(schema)}"
+
+
+class _Server(MCPServer):
+    """MCPServer whose tool calls accept snake_case spellings and report bad arguments in plain words."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return await super().call_tool(name, arguments, context)
+        schema = tool.parameters
+        arguments = normalise_arguments(name, arguments, schema)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(plain_validation_error(name, exc.__cause__, schema)) from exc.__cause__
+            raise
+
+
 # --- the server ------------------------------------------------------------------------------------------------
 ProjectRoot = Annotated[
     str, Field(description="Absolute path of the git repository (or a directory inside it) to work on.")
@@ -354,7 +444,7 @@ READ_ONLY = ToolAnnotations(
 
 def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
     """The NexusMem MCP server with its four tools (not started)."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level=log_level
     )
 

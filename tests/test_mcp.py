@@ -377,3 +377,38 @@ def imports_of(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
     return found
+
+
+@pytest.mark.slow
+def test_wrong_argument_names_and_types_are_plain_words_and_snake_case_works(
+    repo: Path, tmp_path: Path
+) -> None:
+    small_history(repo)
+    root = str(repo)
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            # snake_case spellings of the camelCase parameters are accepted.
+            _, summary = ok(await s.call_tool("sync_project", {"project_root": root, "no_embed": True}))
+            assert summary["totalNodes"] > 0
+            text, found = ok(
+                await s.call_tool(
+                    "search_memory", {"project_root": root, "query": "WAL cache", "as_of": None}
+                )
+            )
+            assert "WAL" in text and found["items"]
+            # A misspelt name: named, a suggestion, and the accepted names, no pydantic dump.
+            message = error(await s.call_tool("search_memory", {"projectRot": root, "query": "cache"}))
+            assert "unknown parameter 'projectRot'" in message and "did you mean 'projectRoot'" in message
+            assert "projectRoot (required), query (required), budget, allProjects" in message
+            assert "pydantic" not in message and "validation error" not in message.lower()
+            # A wrong type: the parameter, what was expected, what came.
+            message = error(
+                await s.call_tool("search_memory", {"projectRoot": root, "query": "cache", "budget": "abc"})
+            )
+            assert "budget must be a whole number, got 'abc'" in message
+            assert "errors.pydantic.dev" not in message and "Accepted parameters:" in message
+            message = error(await s.call_tool("get_memory", {"projectRoot": root}))
+            assert "id is required (a string)" in message
+
+    anyio.run(main)
