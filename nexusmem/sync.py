@@ -66,6 +66,22 @@ class SyncSummary:
     def removed(self) -> int:
         return sum(s.removed for s in self.sources)
 
+    def timing_lines(self) -> list[str]:
+        """`sync --verbose`: one line per phase (each source, then the embedding pass) with its time and
+        rate, so a slow first sync shows where its seconds went."""
+        lines = []
+        for s in self.sources:
+            count = s.added + s.updated + s.removed
+            rate = f", {count / s.seconds:,.0f}/s" if count and s.seconds > 0 else ""
+            what = "unchanged" if s.noop else f"{count} node(s) written"
+            lines.append(f"timing: {s.name} {s.seconds:.2f}s ({what}{rate})")
+        if self.embedding is not None:
+            e = self.embedding
+            rate = f", {e.embedded / e.seconds:,.0f}/s" if e.embedded and e.seconds > 0 else ""
+            lines.append(f"timing: embed {e.seconds:.2f}s ({e.embedded} item(s) embedded{rate})")
+        lines.append(f"timing: total {self.seconds:.2f}s")
+        return lines
+
     def describe(self) -> str:
         """The one-paragraph summary `nexusmem sync` prints at the end (and the MCP sync_project returns)."""
         summary = self

@@ -60,6 +60,7 @@ def init_cmd(ctx: click.Context) -> None:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Also print how long each phase took (on stderr).")
 @click.pass_context
 @library_errors
 def sync_cmd(
@@ -74,6 +75,7 @@ def sync_cmd(
     wait: float,
     quiet: bool,
     as_json: bool,
+    verbose: bool,
 ) -> None:
     """Ingest new git commits, per-file diffs, docs and shell history (initialises the repo when needed)."""
     from nexusmem import sync
@@ -105,6 +107,9 @@ def sync_cmd(
         )
     finally:
         progress.finish()
+    if verbose:
+        for line in summary.timing_lines():
+            echo_human(line, err=True)
     if as_json:
         echo_json(summary.to_json())
         return

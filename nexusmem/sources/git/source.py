@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from nexusmem.nodes import Node, ts_ok
-from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.base import ScanContext, ScanResult, _no_progress
 from nexusmem.sources.git.changewords import ChangeWords, iter_change_words
-from nexusmem.sources.git.commits import commit_node, iter_commits
+from nexusmem.sources.git.commits import PROGRESS_EVERY, commit_count, commit_node, iter_commits
 from nexusmem.sources.git.diff import DiffStats, iter_diff_nodes
 from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_commits
 
@@ -55,6 +55,7 @@ class GitSource:
         if _setting(ctx.config, "sources.git.changeWords"):
             skip = _setting(ctx.config, "sources.diff.skip")
             words = ChangeWords(iter_change_words(ctx.root, plan.revs, skip, ctx.known.get("denied")))
+        total = commit_count(ctx.root, plan.revs) if ctx.progress is not _no_progress else None
         done = 0
         try:
             for rec in iter_commits(ctx.root, plan.revs):
@@ -71,8 +72,8 @@ class GitSource:
                     continue
                 yield node
                 done += 1
-                if done % 1000 == 0:
-                    ctx.progress("git", done, None)
+                if done % PROGRESS_EVERY == 0:
+                    ctx.progress("git", done, total)
         finally:
             if words is not None:
                 words.close()
@@ -110,7 +111,7 @@ class DiffSource:
             for node in iter_diff_nodes(ctx, self.name, revs, stats):
                 yield node
                 done += 1
-                if done % 1000 == 0:
+                if done % PROGRESS_EVERY == 0:
                     ctx.progress("diff", done, None)
         finally:
             # Set while the generator runs to its end, before the sync reads it.
