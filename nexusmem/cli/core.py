@@ -79,6 +79,7 @@ def sync_cmd(
 ) -> None:
     """Ingest new git commits, per-file diffs, docs and shell history (initialises the repo when needed)."""
     from nexusmem import sync
+    from nexusmem.sources.base import _no_progress
 
     if prune_source:
         count = sync.prune_source(root_of(ctx), prune_source, dry_run=not yes)
@@ -99,7 +100,9 @@ def sync_cmd(
             root_of(ctx),
             rebuild=rebuild,
             only=list(only) or None,
-            progress=progress,
+            # Not a terminal (hooks, pipes): no callback at all, so the sources skip work done only for it
+            # (the git phase's `rev-list --count` for its total).
+            progress=progress if progress.enabled else _no_progress,
             log=None if quiet else lambda m: echo_human(m, err=True),
             link_failures=link_failures,
             embed=not no_embed,
