@@ -124,7 +124,7 @@ class SyncResult(TypedDict):
     added: int
     updated: int
     removed: int
-    totalNodes: int
+    total_nodes: int
     sources: list[SourceSyncResult]
 
 

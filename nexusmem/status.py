@@ -38,20 +38,20 @@ def status(project: Project) -> dict[str, Any]:
             "root": str(project.root),
             "project": project.id,
             "database": str(db),
-            "databaseBytes": size,
-            "schemaVersion": store.schema_version(),
+            "database_bytes": size,
+            "schema_version": store.schema_version(),
             "driver": store.driver(),
-            "vectorBackend": vector_backend(store),
+            "vector_backend": vector_backend(store),
             "nodes": store.node_count(),
-            "byKind": store.counts_by_kind(),
+            "by_kind": store.counts_by_kind(),
             "links": store.link_count(),
             "flagged": store.open_suggestion_count(),
             "first": iso(first),
             "last": iso(last),
             "sources": [{**s, "last_sync": iso(s["last_sync"])} for s in store.sources()],
-            "shellLog": str(paths.shell_log_path()),
+            "shell_log": str(paths.shell_log_path()),
             # Bad records sync passed over, per source: how many in all and where the newest were.
-            "skippedRecords": problem_history(store),
+            "skipped_records": problem_history(store),
         }
 
 
@@ -60,7 +60,7 @@ def render(info: dict[str, Any]) -> str:
         return value[:10] if value else "-"
 
     lines = [f"{info['nodes']} node(s)  {day(info['first'])} .. {day(info['last'])}"]
-    for kind, count in sorted(info["byKind"].items(), key=lambda kv: (-kv[1], kv[0])):
+    for kind, count in sorted(info["by_kind"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"{count:>10}  {kind}")
     if info["links"]:
         lines.append(f"{info['links']:>10}  failure→fix link(s)")
@@ -70,9 +70,9 @@ def render(info: dict[str, Any]) -> str:
     lines.append(f"root      {info['root']}")
     lines.append(f"project   {info['project']}")
     lines.append(
-        f"database  {info['database']} ({info['databaseBytes'] / 1e6:.1f} MB, schema v{info['schemaVersion']})"
+        f"database  {info['database']} ({info['database_bytes'] / 1e6:.1f} MB, schema v{info['schema_version']})"
     )
-    lines.append(f"driver    {info['driver']}; vectors: {info['vectorBackend'] or 'none'}")
+    lines.append(f"driver    {info['driver']}; vectors: {info['vector_backend'] or 'none'}")
     if info["sources"]:
         lines.append("sources:")
         for s in info["sources"]:
@@ -82,7 +82,7 @@ def render(info: dict[str, Any]) -> str:
             )
     else:
         lines.append("sources:  never synced (run `nexusmem sync`)")
-    for name, history in sorted(info.get("skippedRecords", {}).items()):
+    for name, history in sorted(info.get("skipped_records", {}).items()):
         recent = history.get("recent", [])
         lines.append(f"skipped bad records in {name}: {history.get('total', 0)} (newest {len(recent)} below)")
         lines += [f"  {entry.get('at', '?')}  {entry.get('where', '?')}" for entry in recent[::-1]]
@@ -117,7 +117,7 @@ def share(info: dict[str, Any]) -> str:
         f"NexusMem memory for {info['project'].rsplit('/', 1)[-1]}: {info['nodes']} node(s), "
         f"{day(info['first'])} .. {day(info['last'])}"
     ]
-    for kind, count in sorted(info["byKind"].items(), key=lambda kv: (-kv[1], kv[0])):
+    for kind, count in sorted(info["by_kind"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {count:>8}  {kind}")
     if info["links"]:
         lines.append(f"  {info['links']:>8}  failure→fix link(s)")

@@ -133,7 +133,7 @@ class SyncSummary:
             "added": self.added,
             "updated": self.updated,
             "removed": self.removed,
-            "totalNodes": self.total_nodes,
+            "total_nodes": self.total_nodes,
             "links": self.links.to_json() if self.links is not None else None,
             "embedding": self.embedding.to_json() if self.embedding is not None else None,
             "sources": [

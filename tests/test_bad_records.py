@@ -82,8 +82,8 @@ def test_bad_hook_lines_are_skipped_located_and_the_rest_kept(repo: Path) -> Non
     for line in raw_lines:
         starts.append(starts[-1] + len(line.encode()) + 1)
     info = json.loads(cli(repo, "status", "--json").stdout)
-    where = [entry["where"] for entry in info["skippedRecords"]["shell"]["recent"]]
-    assert info["skippedRecords"]["shell"]["total"] == 5
+    where = [entry["where"] for entry in info["skipped_records"]["shell"]["recent"]]
+    assert info["skipped_records"]["shell"]["total"] == 5
     assert where[0] == f"{log} byte {starts[1]}: JSON nested too deeply"
     assert where[1].startswith(f"{log} byte {starts[3]}: 'command' is not valid Unicode")
     assert where[2].startswith(f"{log} byte {starts[5]}: 'ts' 1e+20 is outside 1970..2100")
@@ -95,7 +95,7 @@ def test_bad_hook_lines_are_skipped_located_and_the_rest_kept(repo: Path) -> Non
 
     # A later sync reads nothing new; the history of what was skipped stays for status.
     cli(repo, "sync", "--no-embed")
-    assert json.loads(cli(repo, "status", "--json").stdout)["skippedRecords"]["shell"]["total"] == 5
+    assert json.loads(cli(repo, "status", "--json").stdout)["skipped_records"]["shell"]["total"] == 5
 
 
 def test_a_store_written_before_the_range_check_still_answers(repo: Path, tmp_path: Path) -> None:
@@ -152,7 +152,7 @@ def test_history_files_with_absurd_numbers(repo: Path, isolated_home: Path) -> N
     assert "echo zmarker-overflow" not in got and "echo fmarker-far" not in got
     # An entry whose number is not a time keeps its command (with no time of its own).
     assert "echo fmarker-digits" in got and "echo fmarker-superscript" in got
-    where = json.loads(cli(repo, "status", "--json").stdout)["skippedRecords"]["shell"]["recent"]
+    where = json.loads(cli(repo, "status", "--json").stdout)["skipped_records"]["shell"]["recent"]
     assert any(str(isolated_home / ".zsh_history") in w["where"] for w in where)
     assert any(str(fish) in w["where"] for w in where)
 

@@ -124,7 +124,7 @@ def test_second_sync_is_a_noop_and_creates_no_duplicates(repo: Path) -> None:
     assert summary["added"] == summary["updated"] == summary["removed"] == 0
     assert all(s["noop"] for s in summary["sources"])
     status2 = json.loads(run_cli("-C", str(repo), "status", "--json").output)
-    assert status1["byKind"] == status2["byKind"]
+    assert status1["by_kind"] == status2["by_kind"]
 
 
 def test_c_option_before_and_after_command_and_dash_query(repo: Path, tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_c_option_before_and_after_command_and_dash_query(repo: Path, tmp_path: 
     elsewhere.mkdir()
     before = run_cli("-C", str(repo), "status", "--json", cwd=elsewhere).output
     after = run_cli("status", "--json", "-C", str(repo), cwd=elsewhere).output
-    assert json.loads(before)["byKind"] == json.loads(after)["byKind"]
+    assert json.loads(before)["by_kind"] == json.loads(after)["by_kind"]
     dashed = run_cli("-C", str(repo), "query", "--", "-cache").output
     assert "Relevant history for: -cache" in dashed
 

@@ -162,7 +162,7 @@ def test_sync_embeds_every_node_then_only_what_changed(history: Path) -> None:
     first = sync_json(history)
     emb = first["embedding"]
     assert emb["provider"] == "builtin wordllama 256-d"
-    assert emb["embedded"] == first["totalNodes"] == emb["vectors"] > 0
+    assert emb["embedded"] == first["total_nodes"] == emb["vectors"] > 0
     nodes, vectors, rows = counts(history)
     assert nodes == vectors == rows
 
@@ -185,9 +185,9 @@ def test_sync_no_embed_skips_the_pass_once(history: Path) -> None:
     assert counts(history)[1] == 0
     assert "vectors: none" in run_cli("-C", str(history), "status").stdout
     later = sync_json(history)
-    assert later["embedding"]["embedded"] == later["totalNodes"]
+    assert later["embedding"]["embedded"] == later["total_nodes"]
     status = run_cli("-C", str(history), "status").stdout
-    assert f"builtin wordllama 256-d, {later['totalNodes']} vectors" in status
+    assert f"builtin wordllama 256-d, {later['total_nodes']} vectors" in status
     assert "sqlite-vec 0.1." in status and "(vec0, cosine)" in status
 
 
@@ -196,12 +196,12 @@ def test_sync_with_ollama_stores_its_vectors(history: Path) -> None:
         set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url, batchSize=2)
         data = sync_json(history)
         assert data["embedding"]["provider"] == f"ollama nomic-embed-text {DIM}-d"
-        assert data["embedding"]["embedded"] == data["totalNodes"]
-        assert len(server.requests) == -(-data["totalNodes"] // 2)  # batches of 2
+        assert data["embedding"]["embedded"] == data["total_nodes"]
+        assert len(server.requests) == -(-data["total_nodes"] // 2)  # batches of 2
         assert all(r["model"] == "nomic-embed-text" for r in server.requests)
         info = json.loads(run_cli("-C", str(history), "status", "--json").stdout)
-        assert info["vectorBackend"].endswith(
-            f"ollama nomic-embed-text {DIM}-d, {data['totalNodes']} vectors"
+        assert info["vector_backend"].endswith(
+            f"ollama nomic-embed-text {DIM}-d, {data['total_nodes']} vectors"
         )
 
 
@@ -222,13 +222,13 @@ def test_sync_with_a_malformed_ollama_answer_succeeds(history: Path) -> None:
         set_embedding(history, provider="ollama", url=server.url)
         data = sync_json(history)
         assert "malformed" in data["embedding"]["unavailable"]
-        assert data["totalNodes"] > 0 and counts(history)[1] == 0
+        assert data["total_nodes"] > 0 and counts(history)[1] == 0
 
 
 @pytest.mark.slow
 def test_provider_change_drops_and_rebuilds_vectors(history: Path) -> None:
     first = sync_json(history)
-    total = first["totalNodes"]
+    total = first["total_nodes"]
     with ollama_standin() as server:
         set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
         proc = run_cli("-C", str(history), "sync")
@@ -253,7 +253,7 @@ def test_provider_change_drops_and_rebuilds_vectors(history: Path) -> None:
     proc = run_cli("-C", str(history), "sync")
     assert "provider is 'none': dropped" in proc.stderr and "BM25-only" in proc.stderr
     assert counts(history)[1:] == (0, 0)
-    assert json.loads(run_cli("-C", str(history), "status", "--json").stdout)["vectorBackend"] is None
+    assert json.loads(run_cli("-C", str(history), "status", "--json").stdout)["vector_backend"] is None
 
 
 class FailingAfter:
@@ -282,7 +282,7 @@ class FailingAfter:
 def test_an_interrupted_pass_resumes_where_it_stopped(history: Path) -> None:
     for i in range(4):
         commit(history, f"feat: step {i} of the migration", {f"step{i}.py": f"STEP = {i}\n"})
-    total = sync_json(history, "--no-embed")["totalNodes"]
+    total = sync_json(history, "--no-embed")["total_nodes"]
     assert total >= 10
     proj = project.load(history)
     config = {**proj.config, "embedding": {**proj.config["embedding"], "batchSize": 3}}

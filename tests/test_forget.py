@@ -265,7 +265,7 @@ def test_export_import_carries_the_deny_list_to_a_clone(
     run_cli("-C", str(clone), "sync", "--rebuild", "--no-embed")
     assert holds(clone, VALUE) == []
     again = run_cli("-C", str(clone), "forget", "--import", str(export), "--yes", "--json").stdout
-    assert json.loads(again)["entriesKnown"] == 2 and json.loads(again)["removed"] == 0
+    assert json.loads(again)["entries_known"] == 2 and json.loads(again)["removed"] == 0
 
 
 @pytest.mark.slow

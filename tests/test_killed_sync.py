@@ -74,5 +74,7 @@ def test_sigkill_at_any_point_leaves_a_whole_store(tmp_path: Path) -> None:
         [console_script(), "sync", "--json", "--no-embed"], cwd=repo, env=env, capture_output=True, text=True
     )
     assert finish.returncode == 0, finish.stderr
-    assert json.loads(finish.stdout)["totalNodes"] == sum(v for k, v in full.items() if not k.startswith("_"))
+    assert json.loads(finish.stdout)["total_nodes"] == sum(
+        v for k, v in full.items() if not k.startswith("_")
+    )
     assert counts(db) == full

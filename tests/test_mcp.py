@@ -126,7 +126,7 @@ def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> Non
                     "sync_project", {"projectRoot": root, "linkFailures": True}, progress_callback=on_progress
                 )
             )
-            assert summary["initialised"] is True and summary["totalNodes"] > 0
+            assert summary["initialised"] is True and summary["total_nodes"] > 0
             assert {src["name"] for src in summary["sources"]} >= {"git", "diff", "docs"}
             assert text.startswith(f"Initialised and synced {repo}") and "node(s) in memory" in text
             assert updates and updates[-1][2] == "sync finished"
@@ -194,8 +194,8 @@ def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> Non
 
             # get_status: the library's status dict and its rendering.
             text, info = ok(await s.call_tool("get_status", {"projectRoot": root}))
-            assert info["root"] == root and info["nodes"] == summary["totalNodes"]
-            assert info["byKind"]["git_commit"] == 4 and text.startswith(f"{info['nodes']} node(s)")
+            assert info["root"] == root and info["nodes"] == summary["total_nodes"]
+            assert info["by_kind"]["git_commit"] == 4 and text.startswith(f"{info['nodes']} node(s)")
 
             # A second sync is incremental.
             _, second = ok(await s.call_tool("sync_project", {"projectRoot": root}))
@@ -390,7 +390,7 @@ def test_wrong_argument_names_and_types_are_plain_words_and_snake_case_works(
         async with mcp_session(tmp_path / "server.log") as s:
             # snake_case spellings of the camelCase parameters are accepted.
             _, summary = ok(await s.call_tool("sync_project", {"project_root": root, "no_embed": True}))
-            assert summary["totalNodes"] > 0
+            assert summary["total_nodes"] > 0
             text, found = ok(
                 await s.call_tool(
                     "search_memory", {"project_root": root, "query": "WAL cache", "as_of": None}

@@ -17,7 +17,7 @@ def sync_json(repo: Path, *extra: str) -> dict[str, object]:
 
 
 def kinds(repo: Path) -> dict[str, int]:
-    by_kind: dict[str, int] = json.loads(run_cli("-C", str(repo), "status", "--json").output)["byKind"]
+    by_kind: dict[str, int] = json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]
     return by_kind
 
 

@@ -137,7 +137,7 @@ def test_bad_log_lines_are_counted_and_lose_nothing_else(repo: Path) -> None:
     again = json.loads(run_cli("-C", str(repo), "sync", "--json").output)
     assert next(s for s in again["sources"] if s["name"] == "shell")["added"] == 0
     status = json.loads(run_cli("-C", str(repo), "status", "--json").output)
-    assert status["byKind"]["shell_command"] == 5
+    assert status["by_kind"]["shell_command"] == 5
 
 
 @pytest.mark.slow
@@ -152,13 +152,13 @@ def test_prune_source_is_a_dry_run_unless_yes(repo: Path) -> None:
     run_cli("-C", str(repo), "sync", "-q")
     dry = run_cli("-C", str(repo), "sync", "--prune-source", "shell:zsh").output
     assert "would delete 1 node(s) of shell:zsh" in dry
-    assert json.loads(run_cli("-C", str(repo), "status", "--json").output)["byKind"]["shell_command"] == 2
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]["shell_command"] == 2
     assert (
         "deleted 1 node(s)" in run_cli("-C", str(repo), "sync", "--prune-source", "shell:zsh", "--yes").output
     )
     assert "deleted 1 node(s)" in run_cli("-C", str(repo), "sync", "--prune-source", "shell", "--yes").output
-    assert "shell_command" not in json.loads(run_cli("-C", str(repo), "status", "--json").output)["byKind"]
+    assert "shell_command" not in json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]
     bad = run_cli("-C", str(repo), "sync", "--prune-source", "nope", ok=False)
     assert bad.exit_code == 1 and "unknown source 'nope'" in bad.output
     run_cli("-C", str(repo), "sync", "-q")  # the cursor was cleared: everything comes back
-    assert json.loads(run_cli("-C", str(repo), "status", "--json").output)["byKind"]["shell_command"] == 2
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]["shell_command"] == 2

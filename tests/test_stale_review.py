@@ -160,7 +160,7 @@ def test_sync_judges_at_most_max_per_sync_then_nothing_new(repo: Path) -> None:
         run_cli("-C", str(repo), "sync")
         assert model.judged() == 6  # every pair judged: repeat syncs ask nothing
         data = stale_json(repo)
-        flagged = [c for c in data["candidates"] if c["likelySupersededBy"]]
+        flagged = [c for c in data["candidates"] if c["likely_superseded_by"]]
         # Each candidate's nearest newer node is the doc saying "no longer": the stand-in flags all six.
         assert len(flagged) == 6 and "README.md — Cache" in [c["title"] for c in flagged]
 
@@ -206,7 +206,7 @@ def test_slow_model_times_out_with_a_note(repo: Path) -> None:
         assert "did not answer within 0.5s" in out and "node(s) in memory" in out
         model.mode = "ok"
         run_cli("-C", str(repo), "stale", "--check-contradictions")
-        assert stale_json(repo)["candidates"][0]["likelySupersededBy"]
+        assert stale_json(repo)["candidates"][0]["likely_superseded_by"]
 
 
 @pytest.mark.slow
@@ -224,7 +224,7 @@ def test_bad_answers_are_noted_and_not_memoised(repo: Path, mode: str, message: 
         assert model.judged() == asked + 1  # not memoised: asked again
         model.mode = "ok"
         run_cli("-C", str(repo), "stale", "--check-contradictions")
-        assert stale_json(repo)["candidates"][0]["likelySupersededBy"]
+        assert stale_json(repo)["candidates"][0]["likely_superseded_by"]
 
 
 def test_old_ollama_without_chat_is_asked_through_generate(repo: Path) -> None:

@@ -261,7 +261,7 @@ def stale_cmd(ctx: click.Context, check_contradictions: bool, as_json: bool) -> 
                     "judged": summary.judged,
                     "memoised": summary.memoised,
                     "flagged": summary.flagged,
-                    "badAnswers": summary.bad_answers,
+                    "bad_answers": summary.bad_answers,
                     "unavailable": summary.unavailable,
                 },
             }

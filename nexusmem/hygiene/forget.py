@@ -79,21 +79,21 @@ class Removal:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "dryRun": self.dry_run,
-            "entriesAdded": self.entries_added,
-            "entriesKnown": self.entries_known,
+            "dry_run": self.dry_run,
+            "entries_added": self.entries_added,
+            "entries_known": self.entries_known,
             "removed": self.removed,
             "kinds": self.kinds,
-            "logLines": self.log_lines,
-            "logKept": self.log_kept,
-            "globalAdded": self.global_added,
+            "log_lines": self.log_lines,
+            "log_kept": self.log_kept,
+            "global_added": self.global_added,
             "checkpointed": self.checkpointed,
-            "verifiedAbsent": self.verified_absent,
-            "patternKept": self.pattern_kept,
+            "verified_absent": self.verified_absent,
+            "pattern_kept": self.pattern_kept,
             "backups": self.backups,
-            "skippedLinks": self.skipped_links,
+            "skipped_links": self.skipped_links,
             "rekeyed": self.rekeyed,
-            "othersPending": self.others_pending,
+            "others_pending": self.others_pending,
         }
 
 

@@ -42,5 +42,5 @@ def mark_stale(
             raise NexusMemError("a node cannot supersede itself")
         with store.transaction():
             store.set_superseded(old.id, new.id if new else None)
-            store.add_audit("mark-stale", {"id": old.id, "supersededBy": new.id if new else None})
+            store.add_audit("mark-stale", {"id": old.id, "superseded_by": new.id if new else None})
     return old, new

@@ -28,7 +28,7 @@ class ScrubReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "dryRun": self.dry_run,
+            "dry_run": self.dry_run,
             "scanned": self.scanned,
             "changed": self.changed,
             "secrets": self.secrets,

@@ -73,7 +73,7 @@ class Candidate:
             "provenance": self.provenance,
             "trust": self.trust,
             "why": self.why,
-            "likelySupersededBy": [{"id": i, "title": t, "reason": r} for i, t, r in self.suggestions],
+            "likely_superseded_by": [{"id": i, "title": t, "reason": r} for i, t, r in self.suggestions],
         }
 
 
