@@ -2,7 +2,7 @@
 """Labelled retrieval evaluation on real public repositories (and on recent work in a generated history).
 
     python benchmarks/eval_real.py --repo httpx=/path/to/httpx --repo cobra=/path/to/cobra ...
-        [--repo generated] [--set dev|heldout|all] [--work DIR] [--reuse] [--details] [--json OUT]
+        [--repo generated] [--set dev|heldout|fresh|all] [--work DIR] [--reuse] [--details] [--json OUT]
         [--check] [--no-pack] [--questions DIR]
 
 The repositories are not in the project. Each `--repo NAME=PATH` names a git directory (a clone or a bare
@@ -82,7 +82,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 QUESTIONS_DIR = HERE / "eval" / "real"
 RECENT_FILE = QUESTIONS_DIR / "recent.json"
-SETS = ("dev", "heldout")
+# dev: tuned on; heldout: written apart, seen after tuning; fresh: new repositories (sinatra, gson, zod),
+# written by a helper who never saw a ranking result. `all` reads whichever of them a repository has.
+SETS = ("dev", "heldout", "fresh")
 KINDS = ("symptom", "code", "doc", "multi", "none", "recent")
 MODES = ("baseline", "bm25", "hybrid")
 PACKED_MODES = ("bm25", "hybrid")

@@ -189,6 +189,31 @@ def test_bad_targets_stop_with_the_question_id(tmp_path: Path, capsys: pytest.Ca
     assert "t-obvious: shares 4: crash, config, file, empty" in printed
 
 
+def test_fresh_set_is_read_by_fresh_and_all_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fresh set (new repositories, written apart) is chosen with --set fresh and joins --set all."""
+    ev = load_script()
+    mirror, shas = small_history(tmp_path)
+    questions = tmp_path / "questions"
+    dev = question_file(questions, shas)
+    data = json.loads(dev.read_text(encoding="utf-8"))
+    dev.unlink()
+    data["set"] = "fresh"
+    data["questions"] = [dict(q, id=q["id"].replace("t-", "f-")) for q in data["questions"]]
+    (questions / "fresh").mkdir()
+    (questions / "fresh" / "demo.json").write_text(json.dumps(data), encoding="utf-8")
+    base = ["--questions", str(questions), "--repo", f"demo={mirror}", "--check"]
+    assert ev.main([*base, "--set", "fresh"]) == 0
+    printed = capsys.readouterr()
+    assert "fresh/demo.json: 5 questions, every target valid" in printed.err
+    assert "f-obvious: shares 4" in printed.out
+    assert ev.main([*base, "--set", "dev"]) == 2  # no dev file for demo any more
+    assert "no question file for 'demo'" in capsys.readouterr().err
+    question_file(questions, shas)
+    assert ev.main([*base, "--set", "all"]) == 0
+    err = capsys.readouterr().err
+    assert "dev/demo.json: 5 questions" in err and "fresh/demo.json: 5 questions" in err
+
+
 def test_recent_work_questions_name_what_was_planted(tmp_path: Path) -> None:
     ev = load_script()
     _data, questions = ev.load_recent()
