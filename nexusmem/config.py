@@ -67,6 +67,9 @@ DEFAULTS: dict[str, Any] = {
         },
         "changelog": {"enabled": True},
         "shell": {"enabled": True, "scrapeFallback": True, "scrapeTailLines": 2000},
+        # The agents' transcripts (README "Conversation transcripts"): off until you opt in, since they are
+        # the likeliest place for a pasted credential (everything read is redacted all the same).
+        "conversation": {"enabled": False, "agents": ["claude-code", "codex", "aider", "gemini"]},
     },
     "limits": {"maxBodyChars": 20_000},
     "query": {"budget": 2000},
@@ -90,6 +93,11 @@ DEFAULTS: dict[str, Any] = {
 
 # Keys whose string value must be one of a few words.
 _CHOICES: dict[str, tuple[str, ...]] = {"embedding.provider": ("builtin", "ollama", "none")}
+
+# Lists whose every item must be one of a few words.
+_LIST_CHOICES: dict[str, tuple[str, ...]] = {
+    "sources.conversation.agents": ("claude-code", "codex", "aider", "gemini"),
+}
 
 # Numbers that must lie in a range (inclusive).
 _RANGES: dict[str, tuple[float, float]] = {"ranking.vectorWeight": (0.0, 2.0)}
@@ -155,6 +163,12 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
             + (" of strings" if isinstance(schema, list) else "")
             + f", not {_type_name(given)} ({_show(given)})"
         )
+    if prefix in _LIST_CHOICES:
+        wrong = [x for x in given if x not in _LIST_CHOICES[prefix]]
+        if wrong:
+            raise ConfigError(
+                f"{path}: '{prefix}' may only name {', '.join(_LIST_CHOICES[prefix])} (got {_show(wrong[0])})"
+            )
     if prefix in _RANGES:
         lo, hi = _RANGES[prefix]
         if not lo <= given <= hi:

@@ -146,3 +146,19 @@ def doc_signal(text: str) -> float:
 
 def _clamp(value: float) -> float:
     return max(0.0, min(1.0, round(value, 4)))
+
+
+def conversation_signal(answer: str, *, ran_commands: bool, failed: bool, sidechain: bool) -> float:
+    """A conversation turn .45 (recorded talk about events, below the events themselves); +.1 when the
+    agent ran commands in it, +.1 more when one failed (the exchanges that discuss a failure), +.1 when the
+    answer explains itself; a subagent's sidechain −.15 (work on behalf of the main thread, not a decision)."""
+    value = 0.45
+    if ran_commands:
+        value += 0.1
+    if failed:
+        value += 0.1
+    if _EXPLAINS.search(answer):
+        value += 0.1
+    if sidechain:
+        value -= 0.15
+    return _clamp(value)

@@ -275,6 +275,7 @@ def sync(
     link_failures: bool = False,
     embed: bool = True,
     wait: float = DEFAULT_WAIT_SECONDS,
+    enable: list[str] | None = None,
 ) -> SyncSummary:
     """Bring the project's memory up to date; initialise it first when needed.
 
@@ -282,6 +283,7 @@ def sync(
     all, so an interrupted sync leaves the store as it was before that source began. LINK_FAILURES then
     links failed shell commands to their fixes (nexusmem.link.link_recent) in one more transaction. EMBED
     then gives new and changed nodes a vector (nexusmem.embed.index), one committed batch at a time.
+    ENABLE turns sources that are off in the config on for this run only (`sync --conversation`).
     """
     started = time.perf_counter()
     initialised = False
@@ -290,6 +292,8 @@ def sync(
         project_mod.init(root)
         initialised = True
     project = project_mod.load(root)
+    if enable:
+        project = _with_enabled(project, enable)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
     with exclusive(project.root, wait, log), project.open_store() as store, contextlib.ExitStack() as whole:
         from nexusmem.hygiene import hooklog
@@ -417,6 +421,19 @@ def sync(
     registry.register(project.root, project.id, synced=True)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _with_enabled(project: Project, names: list[str]) -> Project:
+    """PROJECT with the sources NAMES switched on in a copy of its config (nothing is written)."""
+    import copy
+    import dataclasses
+
+    config = copy.deepcopy(project.config)
+    for name in names:
+        if name not in sources.SOURCES:
+            raise NexusMemError(f"unknown source {name!r} (known: {', '.join(sources.SOURCES)})")
+        config.setdefault("sources", {}).setdefault(name, {})["enabled"] = True
+    return dataclasses.replace(project, config=config)
 
 
 def prune_source(start: Path | str | None, name: str, *, dry_run: bool = True) -> int:

@@ -31,7 +31,12 @@ def init_cmd(ctx: click.Context) -> None:
     "only",
     multiple=True,
     metavar="NAME",
-    help="Sync only this source (git, diff, docs, shell); repeatable.",
+    help="Sync only this source (git, diff, docs, changelog, shell, conversation); repeatable.",
+)
+@click.option(
+    "--conversation",
+    is_flag=True,
+    help="Also read the coding agents' transcripts this once (sources.conversation, off by default).",
 )
 @click.option(
     "--link-failures",
@@ -67,6 +72,7 @@ def sync_cmd(
     ctx: click.Context,
     rebuild: bool,
     only: tuple[str, ...],
+    conversation: bool,
     link_failures: bool,
     auto: bool,
     prune_source: str | None,
@@ -107,6 +113,7 @@ def sync_cmd(
             link_failures=link_failures,
             embed=not no_embed,
             wait=wait,
+            enable=["conversation"] if conversation else None,
         )
     finally:
         progress.finish()

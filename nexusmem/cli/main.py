@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "scan-diff": "nexusmem.cli.scan:scan_diff",
     "scan-docs": "nexusmem.cli.scan:scan_docs",
     "scan-shell": "nexusmem.cli.scan:scan_shell",
+    "scan-conversation": "nexusmem.cli.scan:scan_conversation",
     "hook": "nexusmem.cli.hook:hook",
     "precheck": "nexusmem.cli.precheck:precheck_cmd",
     "mcp": "nexusmem.cli.mcp:mcp_cmd",

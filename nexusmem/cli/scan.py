@@ -79,3 +79,7 @@ scan_git = _make("git", "commit nodes")
 scan_diff = _make("diff", "per-file diff nodes")
 scan_docs = _make("docs", "doc section nodes")
 scan_shell = _make("shell", "shell command nodes")
+scan_conversation = _make(
+    "conversation",
+    "conversation turns and agent shell calls (from Claude Code, Codex, Aider, Gemini CLI transcripts)",
+)

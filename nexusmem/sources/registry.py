@@ -14,6 +14,7 @@ SOURCES: dict[str, str] = {
     "docs": "nexusmem.sources.docs:DocsSource",
     "changelog": "nexusmem.sources.changelog:ChangelogSource",
     "shell": "nexusmem.sources.shell.source:ShellSource",
+    "conversation": "nexusmem.sources.conversation.source:ConversationSource",
 }
 
 

@@ -23,6 +23,9 @@ def isolate(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    # The agents' own homes: transcripts are read from under HOME only.
+    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"):
+        monkeypatch.delenv(key, raising=False)
     for key in list(os.environ):
         if key.startswith("GIT_") and key not in {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"}:
             monkeypatch.delenv(key)

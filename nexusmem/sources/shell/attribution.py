@@ -28,12 +28,20 @@ class Attributor:
 
     def __init__(self, roots: list[Path]) -> None:
         forms: dict[str, Path] = {}
+        self._resolved: list[Path] = []
         for root in roots:
+            if Path(os.path.realpath(root)) not in self._resolved:
+                self._resolved.append(Path(os.path.realpath(root)))
             for form in (str(root), os.path.realpath(root)):
                 forms.setdefault(_norm(form), Path(os.path.realpath(root)))
         # Longest first: a worktree nested inside the main checkout wins for cwds inside it.
         self._roots = sorted(forms.items(), key=lambda kv: len(kv[0]), reverse=True)
         self._cache: dict[str, tuple[Path, str] | None] = {}
+
+    @property
+    def roots(self) -> list[Path]:
+        """The resolved roots (the repository first, then its worktrees), each once."""
+        return list(self._resolved)
 
     @classmethod
     def for_repo(cls, root: Path) -> Attributor:

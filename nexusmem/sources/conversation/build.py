@@ -1,0 +1,229 @@
+"""Threads → nodes: `conversation_turn` per exchange (chunked at headings), `shell_command` per agent call.
+
+Everything read from a transcript is redacted (nexusmem.redact) before it is put in a node: the question,
+every answer chunk, every command. Node shapes are in docs/contracts.md (§ conversation turns).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from nexusmem.nodes import Node
+from nexusmem.signals import conversation_signal
+from nexusmem.sources.conversation.model import Call, Exchange, Thread
+from nexusmem.sources.shell.node import Memo, body_head, command_node
+
+# An answer up to this many characters is one node; a longer one is split at its Markdown headings
+# (~600 tokens each: a heading-sized piece ranks on its own subject instead of the whole reply's).
+CHUNK_CHARS = 2400
+# Pieces per exchange, at most: the rest of a very long reply is folded into the last one (then cut at
+# the body limit). The packer shows at most 2 siblings of one exchange anyway (retrieve.pack.MAX_SIBLINGS).
+MAX_CHUNKS = 12
+QUESTION_CHARS = 2000  # meta `question` (contract)
+TITLE_CHARS = 100
+MAX_CALLS_LISTED = 20
+
+_HEADING = re.compile(r"^#{1,6}\s+\S")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+Match = Callable[[str | None], "tuple[Path, str] | None"]
+
+
+def agent_call_key(agent: str, call_id: str) -> str:
+    """The natural key of an agent's shell call, the same whichever way it was seen (hook or transcript)."""
+    return f"agent:{agent}:{call_id}"
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """(heading, text) pieces of TEXT split before each Markdown heading outside code fences."""
+    pieces: list[tuple[str, str]] = []
+    heading = ""
+    lines: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and _HEADING.match(line):
+            if any(x.strip() for x in lines):
+                pieces.append((heading, "\n".join(lines).strip()))
+                lines = []
+            heading = line.lstrip("#").strip()
+        lines.append(line)
+    if any(x.strip() for x in lines):
+        pieces.append((heading, "\n".join(lines).strip()))
+    return pieces
+
+
+def _split_long(text: str) -> list[str]:
+    """TEXT in pieces of at most CHUNK_CHARS, cut at blank lines where possible."""
+    out: list[str] = []
+    while len(text) > CHUNK_CHARS:
+        cut = text.rfind("\n\n", 0, CHUNK_CHARS)
+        if cut < CHUNK_CHARS // 3:
+            cut = CHUNK_CHARS
+        out.append(text[:cut].strip())
+        text = text[cut:].strip()
+    if text:
+        out.append(text)
+    return out
+
+
+def chunk_answer(answer: str) -> list[tuple[str, str]]:
+    """(heading, text) chunks of an answer: one when short, else heading sections merged up to CHUNK_CHARS."""
+    if len(answer) <= CHUNK_CHARS:
+        return [("", answer)]
+    chunks: list[tuple[str, str]] = []
+    for heading, text in _sections(answer):
+        parts = _split_long(text)
+        for n, part in enumerate(parts):
+            head = heading if n == 0 else (f"{heading} (cont.)" if heading else "")
+            if chunks and len(chunks[-1][1]) + len(part) + 2 <= CHUNK_CHARS:
+                chunks[-1] = (chunks[-1][0] or head, chunks[-1][1] + "\n\n" + part)
+            else:
+                chunks.append((head, part))
+    if len(chunks) > MAX_CHUNKS:
+        tail = "\n\n".join(text for _, text in chunks[MAX_CHUNKS - 1 :])
+        chunks = [*chunks[: MAX_CHUNKS - 1], (chunks[MAX_CHUNKS - 1][0], tail)]
+    return chunks
+
+
+def _first_line(text: str, limit: int = TITLE_CHARS) -> str:
+    line = text.strip().split("\n", 1)[0].strip()
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _status(exit_code: int | None) -> str:
+    return "exit unknown" if exit_code is None else f"exit {exit_code}"
+
+
+def _relative_file(path: str, roots: list[Path]) -> str | None:
+    real = os.path.realpath(path) if os.path.isabs(path) else None
+    if real is None:
+        return path.replace(os.sep, "/") if path and not path.startswith("..") else None
+    for root in roots:
+        prefix = str(root).rstrip(os.sep) + os.sep
+        if real.startswith(prefix):
+            return real[len(prefix) :].replace(os.sep, "/")
+    return None
+
+
+class Builder:
+    """Builds the nodes of one project's threads; MATCH attributes a cwd (Attributor.match)."""
+
+    def __init__(self, project: str, match: Match, roots: list[Path], max_body: int) -> None:
+        self.project = project
+        self.match = match
+        self.roots = roots
+        self.max_body = max_body
+        self.memo = Memo()
+
+    def nodes(self, thread: Thread) -> Iterator[Node]:
+        for turn, exchange in enumerate(thread.exchanges):
+            yield from self._turn(thread, turn, exchange)
+
+    def _turn(self, thread: Thread, turn: int, exchange: Exchange) -> Iterator[Node]:
+        redact = self.memo.redact
+        where = self.match(exchange.cwd) or self.match(thread.cwd)
+        rel_cwd = where[1] if where else exchange.cwd
+        question = redact(exchange.question)
+        answer = redact("\n\n".join(a for a in exchange.answer if a))
+        calls: list[tuple[Call, str]] = [(c, redact(c.command)) for c in exchange.calls]
+        files: list[str] = []
+        for path in exchange.files:
+            rel = _relative_file(path, self.roots)
+            if rel and rel not in files:
+                files.append(rel)
+        for call, command in calls:
+            node = self._call_node(thread, call, command, where)
+            if node is not None:
+                for name in node.files:
+                    if name not in files:
+                        files.append(name)
+                yield node
+        if not question and not answer:
+            return
+        ran = "\n".join(
+            f"$ {_first_line(command, 200)} ({_status(call.exit)})"
+            for call, command in calls[:MAX_CALLS_LISTED]
+        )
+        if len(calls) > MAX_CALLS_LISTED:
+            ran += f"\n… and {len(calls) - MAX_CALLS_LISTED} more command(s)"
+        chunks = chunk_answer(answer) if answer else [("", "")]
+        group = f"{thread.agent}:{thread.session_id}:{thread.thread}:{turn}" if len(chunks) > 1 else None
+        opener = _first_line(question) if question else f"({thread.agent} continues) {_first_line(answer)}"
+        signal = conversation_signal(
+            answer,
+            ran_commands=bool(calls),
+            failed=any(c.exit not in (None, 0) for c, _ in calls),
+            sidechain=thread.sidechain,
+        )
+        key = f"{thread.agent}:{thread.session_id}:{thread.thread}:{turn}"
+        for n, (heading, text) in enumerate(chunks):
+            asked = question if n == 0 else _first_line(question, 200)
+            body = (f"Q: {asked}\n\n" if asked else "") + (f"A: {text}" if text else "A: (no reply recorded)")
+            if n == 0 and ran:
+                body += "\n\nCommands run:\n" + ran
+            if len(body) > self.max_body:
+                body = body[: self.max_body - 30].rstrip() + "\n… [truncated]"
+            title = opener + (f" › {_first_line(heading, 60)}" if heading else "")
+            if thread.sidechain:
+                named = thread.thread not in ("subagent", "sidechain")
+                title = (f"[subagent {thread.thread}] " if named else "[subagent] ") + title
+            yield Node(
+                project=self.project,
+                kind="conversation_turn",
+                source="conversation",
+                natural_key=f"{key}:{n}",
+                ref=f"{thread.agent}:{thread.session_id}#{turn}" + (f".{n}" if len(chunks) > 1 else ""),
+                title=title,
+                body=body,
+                ts=exchange.ts,
+                signal=signal,
+                group=group,
+                files=tuple(files),
+                meta={
+                    "agent": thread.agent,
+                    "session_id": thread.session_id,
+                    "thread": thread.thread,
+                    "turn": turn,
+                    "sidechain": thread.sidechain,
+                    "cwd": rel_cwd,
+                    "question": question[:QUESTION_CHARS],
+                    "chunk": n,
+                    "chunks": len(chunks),
+                    "model": thread.model,
+                },
+            )
+
+    def _call_node(
+        self, thread: Thread, call: Call, command: str, where: tuple[Path, str] | None
+    ) -> Node | None:
+        """The shell_command node of an agent's call, or None when it ran outside this repository."""
+        if call.cwd is not None:
+            where = self.match(call.cwd)
+        if where is None or not command.strip():
+            return None
+        root, rel = where
+        title, signal = self.memo.title_signal(command, call.exit)
+        node = command_node(
+            self.project,
+            natural_key=agent_call_key(thread.agent, call.call_id),
+            command=command,
+            ts=call.ts,
+            cwd=rel,
+            exit_code=call.exit,
+            pipestatus=None,
+            duration_ms=None,
+            shell=thread.agent,
+            session=thread.session_id,
+            files=self.memo.command_files(command, root, rel),
+            scraped=False,
+            title=title,
+            signal=signal,
+            head=body_head(command, rel, call.exit),
+        )
+        node.meta.update({"author": thread.agent, "author_kind": "agent", "call_id": call.call_id})
+        return node

@@ -1,0 +1,183 @@
+"""What every transcript parser produces (threads of exchanges and shell calls), and the defensive readers.
+
+The agents' transcript formats are undocumented and change between releases, so every parser here follows
+the same rules: a record that does not match what we know is skipped and counted with its file:line, the
+records after it are still read, a line longer than MAX_LINE_BYTES is never held in memory, and nothing
+raises out of a parser (`Report.skip` is the only way to say something was wrong).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+# A Claude Code line holding a pasted log or a large tool result runs to a few hundred KB; 8 MB is far
+# beyond any real record and bounds what one bad line can cost (it is skipped, in 64 KB reads).
+MAX_LINE_BYTES = 8 << 20
+_READ_CHUNK = 64 << 10
+
+# Where skipped records are remembered (the first few per file are enough to find the pattern).
+MAX_PROBLEMS_PER_FILE = 5
+
+
+@dataclass
+class Call:
+    """One shell command an agent ran (a tool call), with its outcome when the transcript has it."""
+
+    call_id: str
+    command: str
+    ts: int  # ms
+    cwd: str | None  # absolute, as the agent reported it
+    exit: int | None = None  # None: unknown (no result, interrupted, output piped into head/tail)
+
+
+@dataclass
+class Exchange:
+    """One question from the person and everything the agent said back before the next question."""
+
+    ts: int  # ms, the question's record time (the first answer's when there is no question)
+    question: str
+    cwd: str | None
+    answer: list[str] = field(default_factory=list)  # assistant prose, in order
+    calls: list[Call] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # absolute paths the agent edited (Edit/Write tools)
+
+
+@dataclass
+class Thread:
+    """One conversation: a main session, or one subagent's sidechain of it."""
+
+    agent: str  # "claude-code" | "codex" | "aider" | "gemini"
+    session_id: str
+    thread: str = "main"  # "main", or the subagent's id for a sidechain
+    sidechain: bool = False
+    cwd: str | None = None  # the first working directory the records name (attribution)
+    model: str | None = None
+    exchanges: list[Exchange] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """What a parser passed over: a count plus the first few locations, per scan."""
+
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+    _per_file: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, path: Path | str, line: int | None, why: str) -> None:
+        self.skipped += 1
+        key = str(path)
+        seen = self._per_file.get(key, 0)
+        self._per_file[key] = seen + 1
+        if seen < MAX_PROBLEMS_PER_FILE:
+            where = f"{path}:{line}" if line is not None else str(path)
+            self.problems.append(f"{where}: {why}")
+
+
+def iter_lines(path: Path, report: Report) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line without its newline) for each line of PATH; over-long lines skipped.
+
+    A last line without a newline is yielded too: an agent may be writing it right now, and if it is cut
+    the JSON parse fails and it is counted, to be read whole on the next sync (the file changed).
+    """
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        report.skip(path, None, f"cannot open ({exc.strerror or exc})")
+        return
+    with handle:
+        number = 0
+        while True:
+            line = handle.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                # Discard the rest of this line without holding it.
+                while True:
+                    rest = handle.readline(_READ_CHUNK)
+                    if not rest or rest.endswith(b"\n"):
+                        break
+                report.skip(path, number, f"line longer than {MAX_LINE_BYTES >> 20} MB")
+                continue
+            yield number, line.rstrip(b"\r\n")
+
+
+def iter_json_objects(path: Path, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each JSON-object line of PATH; blank lines ignored, the rest counted."""
+    for number, raw in iter_lines(path, report):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            report.skip(path, number, "not a JSON line")
+            continue
+        if not isinstance(value, dict):
+            report.skip(path, number, f"a JSON {type(value).__name__}, not an object")
+            continue
+        yield number, value
+
+
+def iso_ms(value: Any) -> int | None:
+    """Epoch ms of an ISO-8601 time ('2026-09-11T15:00:00.000Z'), or None when it is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        ms = int(moment.timestamp() * 1000)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return ms if 0 <= ms < 4_102_444_800_000 else None
+
+
+_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.DOTALL)
+
+
+def strip_injected(text: str) -> str:
+    """TEXT without the <system-reminder> blocks the agent CLI adds to what the person typed."""
+    if "<system-reminder>" in text:
+        text = _REMINDER.sub("", text)
+    return text.strip()
+
+
+# A command whose output is cut by head/tail/tee (or whose status is echoed away) reports the status of the
+# last program in the pipe, not the command's: its outcome is unknown, not success.
+_MASKED = re.compile(r"\|\s*(?:head|tail|tee|less|more)\b|;\s*echo\s+[\"']?[A-Za-z_ ]*[:=]?\s*\$\?")
+
+
+def masked_status(command: str) -> bool:
+    """Whether COMMAND's reported status says nothing about the command itself (pipe into head, echo $?)."""
+    return bool(_MASKED.search(command))
+
+
+def text_of(value: Any, *, keys: tuple[str, ...] = ("text",)) -> str:
+    """The text of a message content: a string, or the joined KEYS of a list of blocks (others ignored)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for block in value:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict):
+                for key in keys:
+                    text = block.get(key)
+                    if isinstance(text, str):
+                        parts.append(text)
+                        break
+        return "\n".join(parts)
+    return ""

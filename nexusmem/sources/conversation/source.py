@@ -1,0 +1,180 @@
+"""Conversation collector: the coding agents' own transcripts become `conversation_turn` nodes, and the
+shell commands the agents ran in them `shell_command` nodes authored by the agent.
+
+Off by default (`sources.conversation.enabled`; `nexusmem sync --conversation` for one run): a transcript
+is the likeliest place for a pasted credential, so nothing is read until the person opts in, and all of it
+is redacted before it reaches a node. Agents read (`sources.conversation.agents`): Claude Code, Codex CLI,
+Aider, Gemini CLI; each parser module names the files and the format.
+
+Cursor: per transcript file, its size, mtime, inode and a hash of its first 4 KB. A file whose four are
+unchanged is not opened beyond that head, so a re-sync with nothing new reads ~4 KB per file and parses
+nothing; a file that changed in any of them (appended, or rewritten under us) is read again whole, and the
+content-addressed ids make that idempotent. A file found to belong to another project is remembered as
+such and not parsed again until it changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nexusmem.nodes import Node
+from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult
+from nexusmem.sources.conversation import aider, claude, codex, gemini
+from nexusmem.sources.conversation.build import Builder
+from nexusmem.sources.conversation.model import Report, Thread
+from nexusmem.sources.shell.attribution import Attributor
+
+AGENTS = ("claude-code", "codex", "aider", "gemini")
+_CURSOR_VERSION = 1
+HEAD_BYTES = 4096
+
+
+def _head_hash(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            return hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()[:16]
+    except OSError:
+        return ""
+
+
+def _decode_cursor(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    if (
+        not isinstance(data, dict)
+        or data.get("v") != _CURSOR_VERSION
+        or not isinstance(data.get("files"), dict)
+    ):
+        return {}
+    files: dict[str, Any] = data["files"]
+    return files
+
+
+class ConversationSource:
+    name = "conversation"
+    kinds = ("conversation_turn", "shell_command")
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        """Off unless sources.conversation.enabled is true (or `sync --conversation` for one run)."""
+        return bool(config.get("sources", {}).get("conversation", {}).get("enabled", False))
+
+    def scan(self, ctx: ScanContext) -> ScanResult:
+        result = ScanResult(nodes=())
+        result.nodes = self._scan(ctx, result)
+        return result
+
+    def _scan(self, ctx: ScanContext, result: ScanResult) -> Iterator[Node]:
+        settings = ctx.config.get("sources", {}).get("conversation", {})
+        wanted = set(settings.get("agents", AGENTS))
+        old = {} if ctx.full else _decode_cursor(ctx.cursor)
+        attributor = Attributor.for_repo(ctx.root)
+        roots = attributor.roots
+        max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
+        builder = Builder(ctx.project_id, self._matcher(attributor), roots, max_body)
+        report = Report()
+        files = self._files(wanted, roots)
+        state: dict[str, Any] = {}
+        read = 0
+        for done, (agent, path, companion) in enumerate(files, 1):
+            if done % 50 == 0:
+                ctx.progress("conversation", done, len(files))
+            key = str(path)
+            fingerprint = self._fingerprint(path, companion)
+            if fingerprint is None:
+                continue  # gone between listing and now
+            previous = old.get(key)
+            if isinstance(previous, dict) and previous.get("fp") == fingerprint:
+                state[key] = previous
+                continue
+            ours = True
+            if agent in ("claude-code", "codex"):
+                module = claude if agent == "claude-code" else codex
+                cwd = module.head_cwd(path, report)
+                ours = cwd is not None and attributor.match(cwd) is not None
+            state[key] = {"fp": fingerprint, "ours": ours}
+            if not ours:
+                continue
+            read += 1
+            for thread in self._parse(agent, path, report, roots):
+                if thread.cwd is not None and attributor.match(thread.cwd) is None:
+                    continue  # a thread (a sidechain) that ran elsewhere
+                yield from builder.nodes(thread)
+        if read:
+            result.notes.append(f"read {read} changed transcript file(s) of {len(files)}")
+        result.skipped += report.skipped
+        result.problems.extend(report.problems[:MAX_PROBLEMS])
+        # Persisted after every node was handed over: an interrupted sync reads the same files again.
+        result.cursor = json.dumps({"v": _CURSOR_VERSION, "files": state}, sort_keys=True)
+
+    @staticmethod
+    def _matcher(attributor: Attributor) -> Any:
+        def match(cwd: str | None) -> tuple[Path, str] | None:
+            return None if cwd is None else attributor.match(cwd)
+
+        return match
+
+    @staticmethod
+    def _files(wanted: set[str], roots: list[Path]) -> list[tuple[str, Path, Path | None]]:
+        """(agent, transcript file, a companion file whose change also counts) for every file to consider."""
+        out: list[tuple[str, Path, Path | None]] = []
+        if "claude-code" in wanted:
+            out += [("claude-code", p, None) for p in claude.transcript_files()]
+        if "codex" in wanted:
+            out += [("codex", p, None) for p in codex.transcript_files()]
+        if "aider" in wanted:
+            for root in roots:
+                chat = root / aider.CHAT_FILE
+                if chat.is_file():
+                    out.append(("aider", chat, root / aider.INPUT_FILE))
+        if "gemini" in wanted:
+            out += [("gemini", p, None) for p in gemini.transcript_files(roots)]
+        return out
+
+    @staticmethod
+    def _fingerprint(path: Path, companion: Path | None) -> list[Any] | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        fp: list[Any] = [st.st_size, st.st_mtime_ns, st.st_ino, _head_hash(path)]
+        if companion is not None:
+            try:
+                cst = os.stat(companion)
+                fp += [cst.st_size, cst.st_mtime_ns]
+            except OSError:
+                pass
+        return fp
+
+    @staticmethod
+    def _parse(agent: str, path: Path, report: Report, roots: list[Path]) -> list[Thread]:
+        """The threads of one file; a parser bug costs this file (counted), never the sync."""
+        try:
+            if agent == "claude-code":
+                return claude.parse(path, report)
+            if agent == "codex":
+                return codex.parse(path, report)
+            if agent == "aider":
+                return aider.parse(path, report, cwd=str(path.parent))
+            return gemini.parse(path, report, cwd=str(_gemini_root(path, roots)))
+        except Exception as exc:  # defensive: undocumented formats; one file must not stop the others
+            report.skip(path, None, f"cannot parse ({type(exc).__name__}: {exc})")
+            return []
+
+
+def _gemini_root(path: Path, roots: list[Path]) -> Path:
+    """The root whose Gemini hash names PATH's folder (tmp/<hash>/chats/session-*.json)."""
+    digest = path.parent.parent.name
+    for root in roots:
+        for form in (str(root), os.path.realpath(root)):
+            if gemini.project_hash(form) == digest:
+                return Path(form)
+    return roots[0]
