@@ -1,0 +1,376 @@
+"""The conversation source: the agents' transcripts in their real formats (tests/helpers/transcripts.py), synced
+through the real CLI into a real store in a real git repository."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from nexusmem import project as project_mod
+from nexusmem.store.nodes import StoredNode
+
+from helpers import commit, git, run_cli, run_script
+from helpers import transcripts as T
+from helpers.git import init_repo
+from helpers.mcp import mcp_session
+
+START = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=3)
+
+
+@pytest.fixture
+def world(repo: Path, tmp_path: Path, isolated_home: Path) -> dict[str, Any]:
+    """A repository with one commit and transcripts of all four agents (plus another project's)."""
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n", "src/db.py": "POOL = 5\n"})
+    other = init_repo(tmp_path / "other")
+    claude = T.write_claude(isolated_home / ".claude", repo, other, START)
+    codex = T.write_codex(isolated_home / ".codex", repo, other, START)
+    aider = T.write_aider(repo, START)
+    gemini = T.write_gemini(isolated_home / ".gemini", repo, START)
+    return {
+        "repo": repo,
+        "home": isolated_home,
+        "claude": claude,
+        "codex": codex,
+        "aider": aider,
+        "gemini": gemini,
+    }
+
+
+def sync_json(repo: Path, *extra: str) -> dict[str, Any]:
+    out = run_cli("-C", str(repo), "sync", "--no-embed", "--json", *extra).stdout
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def part(summary: dict[str, Any], name: str = "conversation") -> dict[str, Any]:
+    found = [s for s in summary["sources"] if s["name"] == name]
+    assert found, f"source {name} did not run: {[s['name'] for s in summary['sources']]}"
+    return found[0]
+
+
+def nodes(repo: Path, kind: str | None = None) -> list[StoredNode]:
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        return list(store.iter_nodes(kind))
+
+
+def files_of(repo: Path, node_id: str) -> list[str]:
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        return store.files_of(node_id)
+
+
+def turns(repo: Path) -> list[StoredNode]:
+    return sorted(nodes(repo, "conversation_turn"), key=lambda n: (n.ts, n.natural_key))
+
+
+def agent_calls(repo: Path) -> dict[str, StoredNode]:
+    return {n.natural_key: n for n in nodes(repo, "shell_command") if n.natural_key.startswith("agent:")}
+
+
+def test_off_by_default_and_on_for_one_run_with_the_flag(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    plain = sync_json(repo)
+    assert "conversation" not in [s["name"] for s in plain["sources"]]
+    assert turns(repo) == []
+    summary = sync_json(repo, "--conversation")
+    assert part(summary)["added"] > 0
+    # Not persisted: the next plain sync does not read transcripts.
+    again = sync_json(repo)
+    assert "conversation" not in [s["name"] for s in again["sources"]]
+    config = json.loads((repo / ".nexusmem" / "config.json").read_text())
+    assert config["sources"]["conversation"]["enabled"] is False
+
+
+def test_every_agent_recorded_and_nothing_from_other_projects(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    sync_json(repo, "--conversation")
+    found = turns(repo)
+    assert {n.meta["agent"] for n in found} == {"claude-code", "codex", "aider", "gemini"}
+    text = "\n".join(n.title + n.body + json.dumps(n.meta) for n in nodes(repo))
+    assert "OTHERPROJECT" not in text
+    assert "COMPACTIONMARKER" not in text  # agent-acompact-* runs are the CLI's own
+    for injected in ("Injected context", "AGENTS.md", "environment_context", "Caveat:", "command-name"):
+        assert injected not in text, injected
+    questions = {n.meta["question"] for n in found}
+    assert "run the migration tests" in questions
+    assert "why does the build need node 20?" in questions
+    for n in found:
+        assert n.provenance == "recorded" and n.source == "conversation"
+        assert n.meta["cwd"] == "."
+        assert set(n.meta) >= {"agent", "session_id", "turn", "sidechain", "cwd", "question"}
+
+
+def test_claude_code_main_thread_subagents_and_tool_calls(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    sync_json(repo, "--conversation")
+    claude = [n for n in turns(repo) if n.meta["agent"] == "claude-code"]
+    main = [n for n in claude if not n.meta["sidechain"]]
+    side = [n for n in claude if n.meta["sidechain"]]
+    # Two questions in the main thread: tool results, /clear and isMeta lines are not questions.
+    assert sorted({n.meta["turn"] for n in main}) == [0, 1]
+    assert all(n.meta["session_id"] == T.CLAUDE_SESSION for n in main)
+    first = next(n for n in main if n.meta["turn"] == 0)
+    assert first.meta["question"].startswith("why does test_cache_eviction fail?")
+    assert "never evicts" in first.body  # assistant prose after the tool call is kept
+    assert "hmm" not in first.body  # thinking blocks are not prose
+    assert "AssertionError: lru kept 3 items" not in first.body  # tool output is not the answer
+    assert "$ pytest tests/test_cache.py -k eviction (exit 1)" in first.body
+    # All three subagent layouts, tagged and kept out of the main thread.
+    assert {n.meta["thread"] for n in side} == {"a1b2c3", "old123", "sidechain"}
+    assert not any("retry helpers" in n.body for n in main)
+    assert all(n.title.startswith("[subagent") for n in side)
+    calls = agent_calls(repo)
+    fail = calls["agent:claude-code:toolu_01FAIL"]
+    assert fail.meta["exit"] == 1 and fail.meta["author"] == "claude-code"
+    assert fail.meta["author_kind"] == "agent" and fail.meta["call_id"] == "toolu_01FAIL"
+    assert calls["agent:claude-code:toolu_01PASS"].meta["exit"] == 0
+    assert "agent:claude-code:toolu_01SUB" in calls  # the subagent's call is recorded too
+
+
+def test_codex_pairs_calls_with_outputs_and_skips_boilerplate(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    sync_json(repo, "--conversation")
+    codex = [n for n in turns(repo) if n.meta["agent"] == "codex"]
+    main = [n for n in codex if not n.meta["sidechain"]]
+    assert [n.meta["question"] for n in main] == ["run the migration tests"]
+    assert main[0].meta["session_id"] == T.CODEX_SESSION and main[0].meta["model"] == "gpt-5.5"
+    assert "table copy" in main[0].body
+    assert files_of(repo, main[0].id) == ["src/db.py"]  # named by its apply_patch
+    assert [n.meta["question"] for n in codex if n.meta["sidechain"]] == ["check the lint config"]
+    calls = agent_calls(repo)
+    assert calls["agent:codex:call_MIGFAIL"].meta["exit"] == 1  # "Process exited with code 1"
+    assert calls["agent:codex:call_STATUS"].meta["exit"] == 0  # JSON output, metadata.exit_code
+    assert calls["agent:codex:call_STATUS"].ref == "git status --short"  # ["bash","-lc",...] unwrapped
+
+
+def test_aider_sessions_questions_and_times(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    sync_json(repo, "--conversation")
+    aider = [n for n in turns(repo) if n.meta["agent"] == "aider"]
+    questions = [n.meta["question"] for n in aider]
+    assert questions == [
+        "add a health endpoint\nthat returns the version",
+        "why is the connection pool size 5?",
+    ]
+    assert len({n.meta["session_id"] for n in aider}) == 2
+    # The first question's time comes from .aider.input.history (40 s after the session started).
+    assert aider[0].ts == int((START + timedelta(seconds=40)).timestamp() * 1000)
+    assert "3 passed" not in aider[0].body  # `>` lines are Aider's output, not the model's reply
+    assert "Added `/health`" in aider[0].body
+    running = [c for k, c in agent_calls(repo).items() if k.startswith("agent:aider:")]
+    assert [c.ref for c in running] == ["python -m pytest tests/test_db.py"]
+    assert running[0].meta["exit"] is None  # Aider's history does not say
+
+
+def test_gemini_attributed_by_hashing_the_root(world: dict[str, Any], tmp_path: Path) -> None:
+    repo, home = world["repo"], world["home"]
+    T.write_gemini(home / ".gemini", tmp_path / "elsewhere", START)  # another root's hash: not ours
+    sync_json(repo, "--conversation")
+    gem = [n for n in turns(repo) if n.meta["agent"] == "gemini"]
+    assert [n.meta["question"] for n in gem] == ["why does the build need node 20?"]
+    assert agent_calls(repo)["agent:gemini:run_shell_command-1"].meta["exit"] == 0
+
+
+def test_long_answer_chunked_at_headings_as_siblings(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    sync_json(repo, "--conversation")
+    plan = [n for n in turns(repo) if n.meta["question"].startswith("plan the retry layer")]
+    assert len(plan) == 3
+    assert len({n.group for n in plan}) == 1 and plan[0].group is not None
+    titles = sorted(n.title for n in plan)
+    assert [t.split(" › ")[1] for t in titles] == ["Backoff schedule", "Idempotency keys", "Jitter"]
+    jitter = next(n for n in plan if n.title.endswith("Jitter"))
+    assert "# not a heading inside a fence" in jitter.body
+
+
+def test_secrets_never_reach_the_store(world: dict[str, Any]) -> None:
+    repo, home = world["repo"], world["home"]
+    w = T.ClaudeWriter("5ec5ec5e-0000-4000-8000-000000000000", repo, START + timedelta(minutes=5))
+    w.user(f"deploy with GITHUB_TOKEN={T.SECRET}")
+    w.bash("toolu_01SECRET", f"curl -H 'Authorization: token {T.SECRET}' https://api.github.com/user", "{}")
+    w.say(f"Done; the token {T.SECRET} works.")
+    w.write(home / ".claude" / "projects" / "-x" / "5ec5ec5e-0000-4000-8000-000000000000.jsonl")
+    sync_json(repo, "--conversation")
+    state = repo / ".nexusmem"
+    blobs = b"".join(p.read_bytes() for p in state.iterdir() if p.is_file())
+    assert T.SECRET.encode() not in blobs
+    assert any("«redacted:" in n.body for n in turns(repo))
+    assert "«redacted:" in agent_calls(repo)["agent:claude-code:toolu_01SECRET"].ref
+
+
+def test_resync_does_no_work_and_reads_changed_files_again(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    first = part(sync_json(repo, "--conversation"))
+    assert first["added"] > 0
+    second = part(sync_json(repo, "--conversation"))
+    assert second["noop"] and second["skipped"] == 0 and second["notes"] == []
+    # Appending a turn reads that file again: only the new exchange and its call are written.
+    main: Path = world["claude"]["main"]
+    w = T.ClaudeWriter(T.CLAUDE_SESSION, repo, START + timedelta(hours=1))
+    w.n = 100
+    w.user("and the docs?")
+    w.bash("toolu_01DOCS", "mkdocs build", "ok")
+    with main.open("a", encoding="utf-8") as f:
+        f.write("\n" + "".join(json.dumps(r) + "\n" for r in w.records))
+    third = part(sync_json(repo, "--conversation"))
+    assert (third["added"], third["updated"]) == (2, 0)
+    assert third["notes"] == ["read 1 changed transcript file(s) of 9"]
+    # A file rewritten under us (same name, new content) is read again.
+    w2 = T.ClaudeWriter(T.CLAUDE_SESSION_2, repo, START)
+    w2.user("REWRITTEN question")
+    w2.say("REWRITTEN answer")
+    w2.write(world["claude"]["folder"] / "agent-old123.jsonl")
+    fourth = part(sync_json(repo, "--conversation"))
+    assert fourth["updated"] == 1  # the same thread and turn, new text
+    assert any("REWRITTEN" in n.body for n in turns(repo))
+
+
+def test_bad_records_skipped_and_counted_with_file_and_line(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    summary = part(sync_json(repo, "--conversation"))
+    problems = summary["problems"]
+    main = str(world["claude"]["main"])
+    assert f"{main}:16: not a JSON line" in problems
+    assert f"{main}:15: unknown record type 'brand-new-record-kind'" in problems
+    assert any(p.startswith(f"{main}:17:") for p in problems)  # the line cut mid-write
+    assert any("mystery_item" in p for p in problems)
+    assert any("messages[3]" in p for p in problems)  # gemini's non-object message
+    assert summary["skipped"] == len(problems)
+    status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
+    assert "not a JSON line" in json.dumps(status)
+    # The records after each bad one were still read.
+    assert any(n.meta["thread"] == "sidechain" for n in turns(repo))
+
+
+def test_over_long_line_is_skipped_without_stopping_the_file(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nexusmem.sources.conversation import model
+
+    monkeypatch.setattr(model, "MAX_LINE_BYTES", 4096)
+    repo, home = world["repo"], world["home"]
+    w = T.ClaudeWriter("10a9-0000", repo, START)
+    w.user("first question before the huge line")
+    w.say("x" * 20_000)  # one line of ~20 KB
+    w.user("question after the huge line")
+    w.say("still read")
+    path = w.write(home / ".claude" / "projects" / "-long" / "10a9-0000.jsonl")
+    summary = part(sync_json(repo, "--conversation"))
+    assert f"{path}:2: line longer than 0 MB" in summary["problems"]
+    after = [n for n in turns(repo) if n.meta["session_id"] == "10a9-0000"]
+    assert [n.meta["question"] for n in after] == [
+        "first question before the huge line",
+        "question after the huge line",
+    ]
+
+
+def test_claude_config_dir_and_codex_home_are_honoured(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commit(repo, "init", {"a.txt": "a\n"})
+    other = init_repo(tmp_path / "other")
+    T.write_claude(tmp_path / "cc", repo, other, START)
+    T.write_codex(tmp_path / "cx", repo, other, START)
+    assert part(sync_json(repo, "--conversation"))["added"] == 0 or not any(
+        n.meta["agent"] in ("claude-code", "codex") for n in turns(repo)
+    )
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "cx"))
+    sync_json(repo, "--conversation")
+    assert {n.meta["agent"] for n in turns(repo)} == {"claude-code", "codex"}
+
+
+def test_agents_setting_limits_what_is_read_and_is_validated(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    run_cli("-C", str(repo), "init")
+    config_path = repo / ".nexusmem" / "config.json"
+    config = json.loads(config_path.read_text())
+    config["sources"]["conversation"] = {"enabled": True, "agents": ["codex"]}
+    config_path.write_text(json.dumps(config))
+    sync_json(repo)  # enabled in the config: no flag needed
+    assert {n.meta["agent"] for n in turns(repo)} == {"codex"}
+    config["sources"]["conversation"]["agents"] = ["codex", "cursor"]
+    config_path.write_text(json.dumps(config))
+    bad = run_cli("-C", str(repo), "sync", ok=False)
+    assert bad.exit_code != 0
+    assert "'sources.conversation.agents' may only name claude-code, codex, aider, gemini" in bad.output
+    assert '"cursor"' in bad.output
+
+
+def test_worktree_sessions_are_attributed_with_a_relative_cwd(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    commit(repo, "init", {"src/a.py": "A = 1\n"})
+    tree = tmp_path / "wt-feature"
+    git(repo, "worktree", "add", "-q", str(tree), "-b", "feature")
+    w = T.ClaudeWriter("wt000000-0000", tree / "src", START)
+    w.user("what does A mean in the feature branch?")
+    w.say("A is the answer.")
+    w.write(isolated_home / ".claude" / "projects" / "-wt" / "wt000000-0000.jsonl")
+    sync_json(repo, "--conversation")
+    found = turns(repo)
+    assert [n.meta["cwd"] for n in found] == ["src"]
+
+
+def test_scan_conversation_previews_the_next_sync(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    before = run_cli("-C", str(repo), "scan-conversation").stdout
+    assert "conversation turns" not in before
+    head = before.strip().splitlines()[-1]
+    assert head.startswith("conversation: ") and " new, 0 changed, 0 unchanged" in head
+    assert head.endswith("skipped. Nothing was written.")
+    listed = json.loads(run_cli("-C", str(repo), "scan-conversation", "--json").stdout)
+    kinds = {item["kind"] for item in listed}
+    assert kinds == {"conversation_turn", "shell_command"}
+    assert not (repo / ".nexusmem").exists() or turns(repo) == []  # nothing written
+    sync_json(repo, "--conversation")
+    after = run_cli("-C", str(repo), "scan-conversation").stdout.strip().splitlines()[-1]
+    assert after.startswith(f"conversation: 0 new, 0 changed, {len(listed)} unchanged")
+
+
+def test_failure_discussed_in_a_transcript_gets_a_discussion_link(world: dict[str, Any]) -> None:
+    repo = world["repo"]
+    summary = sync_json(repo, "--conversation", "--link-failures")
+    assert summary["links"]["discussion"] >= 1
+    failed = agent_calls(repo)["agent:claude-code:toolu_01FAIL"]
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        links = store.links_from([failed.id])
+        by_id = {n.id: n for n in store.iter_nodes("conversation_turn")}
+    discussion = [to for _, to, rel in links if rel == "discussion"]
+    assert len(discussion) == 1
+    turn = by_id[discussion[0]]
+    assert turn.meta["question"].startswith("why does test_cache_eviction fail?")
+    assert "retry" in {rel for _, _, rel in links}  # the passing re-run
+    # And the query shows the failure with what discussed it.
+    out = run_cli("-C", str(repo), "query", "--", "pytest eviction").stdout
+    assert "test_cache_eviction" in out
+
+
+@pytest.mark.slow
+def test_installed_script_and_mcp_search_find_a_conversation_turn(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
+    repo = world["repo"]
+    done = run_script("-C", str(repo), "sync", "--conversation", "--no-embed", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "conversation +" in done.stdout
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            result = await s.call_tool(
+                "search_memory", {"projectRoot": str(repo), "query": "migration renames a column table copy"}
+            )
+            assert not result.is_error
+            found = result.structured_content
+            assert found is not None
+            kinds = [item["kind"] for item in found["items"]]
+            assert "conversation_turn" in kinds
+            item = found["items"][kinds.index("conversation_turn")]
+            assert item["provenance"] == "recorded"
+            assert item["title"] == "run the migration tests"
+
+    anyio.run(main)
