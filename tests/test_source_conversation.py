@@ -242,6 +242,8 @@ def test_bad_records_skipped_and_counted_with_file_and_line(world: dict[str, Any
     assert summary["skipped"] == len(problems)
     status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
     assert "not a JSON line" in json.dumps(status)
+    text = run_cli("-C", str(repo), "status").stdout
+    assert "9 transcript file(s) seen, 7 of this project" in text
     # The records after each bad one were still read.
     assert any(n.meta["thread"] == "sidechain" for n in turns(repo))
 
@@ -275,9 +277,8 @@ def test_claude_config_dir_and_codex_home_are_honoured(
     other = init_repo(tmp_path / "other")
     T.write_claude(tmp_path / "cc", repo, other, START)
     T.write_codex(tmp_path / "cx", repo, other, START)
-    assert part(sync_json(repo, "--conversation"))["added"] == 0 or not any(
-        n.meta["agent"] in ("claude-code", "codex") for n in turns(repo)
-    )
+    sync_json(repo, "--conversation")
+    assert turns(repo) == []  # nothing under ~/.claude or ~/.codex
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "cx"))
     sync_json(repo, "--conversation")
