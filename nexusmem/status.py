@@ -104,7 +104,9 @@ def position(cursor: str | None) -> str:
         if isinstance(data, dict) and isinstance(data.get("files"), dict):  # the conversation source
             files = data["files"].values()
             ours = sum(1 for f in files if isinstance(f, dict) and f.get("ours"))
-            return f"{len(files)} transcript file(s) seen, {ours} of this project; changed ones are read again"
+            return (
+                f"{len(files)} transcript file(s) seen, {ours} of this project; changed ones are read again"
+            )
         offset = data["log"]["offset"]
     except (ValueError, TypeError, KeyError):
         return "resumes where it stopped"
