@@ -375,3 +375,46 @@ def test_installed_script_and_mcp_search_find_a_conversation_turn(
             assert item["title"] == "run the migration tests"
 
     anyio.run(main)
+
+
+def test_a_failure_typed_in_the_shell_links_to_the_turn_that_asked_about_it(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    """The person's own failing command (prompt hook log), then a session where they ask the agent about it."""
+    commit(repo, "feat: parser", {"src/parser.py": "def parse(): ...\n"})
+    failed_at = START + timedelta(minutes=10)
+    line = {
+        "ts": int(failed_at.timestamp() * 1000),
+        "cwd": str(repo),
+        "exit": 1,
+        "duration_ms": 812,
+        "command": "pytest tests/test_parser.py",
+        "shell": "zsh",
+        "session": "6651a0c2-1f3a-4b2e",
+        "v": 1,
+    }
+    log = isolated_home / ".nexusmem" / "shell-history.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    w = T.ClaudeWriter("d15c0000-0000-4000-8000-000000000000", repo, failed_at + timedelta(minutes=2))
+    w.user("pytest tests/test_parser.py fails with KeyError 'tables' after my change, why?")
+    w.say("The parser looks up 'tables' before the header is read; parse() must read the header first.")
+    unrelated = T.ClaudeWriter("d15c0001-0000-4000-8000-000000000000", repo, failed_at + timedelta(minutes=5))
+    unrelated.user("what does the parser do with nested tables?")  # shares words, not every one
+    unrelated.say("It recurses.")
+    folder = isolated_home / ".claude" / "projects" / "-repo"
+    w.write(folder / "d15c0000-0000-4000-8000-000000000000.jsonl")
+    unrelated.write(folder / "d15c0001-0000-4000-8000-000000000000.jsonl")
+    # Without transcripts the failure has nothing to link to.
+    assert sync_json(repo, "--link-failures")["links"]["discussion"] == 0
+    summary = sync_json(repo, "--conversation", "--link-failures")
+    assert summary["links"]["discussion"] == 1
+    (failure,) = [n for n in nodes(repo, "shell_command") if n.ref == "pytest tests/test_parser.py"]
+    assert failure.meta["exit"] == 1 and failure.meta.get("author", "me") == "me"  # typed by the person
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        (link,) = store.links_from([failure.id])
+        turn = store.get(link[1])
+    assert link[2] == "discussion" and turn is not None
+    assert turn.meta["session_id"] == "d15c0000-0000-4000-8000-000000000000"
+    out = run_cli("-C", str(repo), "query", "--", "pytest test_parser").stdout
+    assert "linked as the fix (discussion)" in out

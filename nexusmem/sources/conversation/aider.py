@@ -87,7 +87,15 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
     asking: list[str] = []  # consecutive `#### ` lines
     prose: list[str] = []
 
-    def close_question(number: int) -> None:
+    def time_of(text: str, start: int, index: int) -> int:
+        """The input-history time of TEXT (each entry used once), else the session start + INDEX ms."""
+        for i, (ms, entry) in enumerate(times):
+            if not used[i] and entry == text and ms >= start - 1000:
+                used[i] = True
+                return ms
+        return start + index
+
+    def close_question() -> None:
         nonlocal current, asking
         if not asking or thread is None:
             asking = []
@@ -98,16 +106,9 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
         if question is None:
             current = None  # what follows answers a command, not a question
             return
-        ts = _time_of(text, start_ms, len(thread.exchanges))
+        ts = time_of(text, start_ms, len(thread.exchanges))
         current = Exchange(ts=ts, question=question, cwd=cwd)
         thread.exchanges.append(current)
-
-    def _time_of(text: str, start: int, index: int) -> int:
-        for i, (ms, entry) in enumerate(times):
-            if not used[i] and entry == text and ms >= start - 1000:
-                used[i] = True
-                return ms
-        return start + index
 
     def flush_prose() -> None:
         nonlocal prose
@@ -121,7 +122,7 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
         started = _START.match(line)
         if started:
             flush_prose()
-            close_question(number)
+            close_question()
             ms = _local_ms(started.group(1))
             if ms is None:
                 report.skip(path, number, "session start with an unreadable time")
@@ -140,7 +141,7 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
             flush_prose()
             asking.append(line[4:].strip())
             continue
-        close_question(number)
+        close_question()
         if line.startswith(">"):
             flush_prose()
             running = _RUNNING.match(line[1:].strip())
@@ -150,5 +151,5 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
             continue
         prose.append(line)
     flush_prose()
-    close_question(0)
+    close_question()
     return [t for t in threads if t.exchanges]

@@ -25,7 +25,7 @@ from typing import Any
 from nexusmem.nodes import Node
 from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult
 from nexusmem.sources.conversation import aider, claude, codex, gemini
-from nexusmem.sources.conversation.build import Builder
+from nexusmem.sources.conversation.build import Builder, Match
 from nexusmem.sources.conversation.model import Report, Thread
 from nexusmem.sources.shell.attribution import Attributor
 
@@ -116,7 +116,7 @@ class ConversationSource:
         result.cursor = json.dumps({"v": _CURSOR_VERSION, "files": state}, sort_keys=True)
 
     @staticmethod
-    def _matcher(attributor: Attributor) -> Any:
+    def _matcher(attributor: Attributor) -> Match:
         def match(cwd: str | None) -> tuple[Path, str] | None:
             return None if cwd is None else attributor.match(cwd)
 
