@@ -169,10 +169,16 @@ def test_aider_sessions_questions_and_times(world: dict[str, Any]) -> None:
 def test_gemini_attributed_by_hashing_the_root(world: dict[str, Any], tmp_path: Path) -> None:
     repo, home = world["repo"], world["home"]
     T.write_gemini(home / ".gemini", tmp_path / "elsewhere", START)  # another root's hash: not ours
+    # A folder named some other way (a newer Gemini CLI's short name) holding a session of this root.
+    moved = T.write_gemini(home / ".gemini", repo, START + timedelta(hours=1), session="gem-moved")
+    target = home / ".gemini" / "tmp" / "my-repo" / "chats" / moved.name
+    target.parent.mkdir(parents=True)
+    moved.rename(target)
     sync_json(repo, "--conversation")
     gem = [n for n in turns(repo) if n.meta["agent"] == "gemini"]
-    assert [n.meta["question"] for n in gem] == ["why does the build need node 20?"]
-    assert agent_calls(repo)["agent:gemini:run_shell_command-1"].meta["exit"] == 0
+    assert [n.meta["question"] for n in gem] == ["why does the build need node 20?"] * 2
+    assert {n.meta["session_id"] for n in gem} == {"gem-5e55-10n", "gem-moved"}
+    assert agent_calls(repo)["agent:gemini:gem-5e55-10n/run_shell_command-1"].meta["exit"] == 0
 
 
 def test_long_answer_chunked_at_headings_as_siblings(world: dict[str, Any]) -> None:
@@ -225,7 +231,7 @@ def test_resync_does_no_work_and_reads_changed_files_again(world: dict[str, Any]
     w2.say("REWRITTEN answer")
     w2.write(world["claude"]["folder"] / "agent-old123.jsonl")
     fourth = part(sync_json(repo, "--conversation"))
-    assert fourth["updated"] == 1  # the same thread and turn, new text
+    assert fourth["notes"] == ["read 1 changed transcript file(s) of 9"] and fourth["added"] == 1
     assert any("REWRITTEN" in n.body for n in turns(repo))
 
 

@@ -364,11 +364,11 @@ The pool size is 5 because the SQLite writer lock serialises writes anyway.
     return repo / ".aider.chat.history.md"
 
 
-def write_gemini(gemini_dir: Path, repo: Path, start: datetime) -> Path:
+def write_gemini(gemini_dir: Path, repo: Path, start: datetime, *, session: str = "gem-5e55-10n") -> Path:
     """~/.gemini/tmp/<sha256(root)>/chats/session-*.json for REPO."""
     digest = hashlib.sha256(str(repo).encode()).hexdigest()
     doc = {
-        "sessionId": "gem-5e55-10n",
+        "sessionId": session,
         "projectHash": digest,
         "startTime": iso(start),
         "lastUpdated": iso(start + timedelta(minutes=1)),
@@ -412,7 +412,7 @@ def write_gemini(gemini_dir: Path, repo: Path, start: datetime) -> Path:
             "garbage",
         ],
     }
-    path = gemini_dir / "tmp" / digest / "chats" / "session-2026-11-29T10-00-gem5e55.json"
+    path = gemini_dir / "tmp" / digest / "chats" / f"session-2026-11-29T10-00-{session}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path

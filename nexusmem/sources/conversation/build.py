@@ -152,7 +152,8 @@ class Builder:
         if len(calls) > MAX_CALLS_LISTED:
             ran += f"\n… and {len(calls) - MAX_CALLS_LISTED} more command(s)"
         chunks = chunk_answer(answer) if answer else [("", "")]
-        group = f"{thread.agent}:{thread.session_id}:{thread.thread}:{turn}" if len(chunks) > 1 else None
+        key = f"{thread.agent}:{thread.session_id}:{thread.thread}:{exchange.anchor or turn}"
+        group = key if len(chunks) > 1 else None
         opener = _first_line(question) if question else f"({thread.agent} continues) {_first_line(answer)}"
         signal = conversation_signal(
             answer,
@@ -160,7 +161,6 @@ class Builder:
             failed=any(c.exit not in (None, 0) for c, _ in calls),
             sidechain=thread.sidechain,
         )
-        key = f"{thread.agent}:{thread.session_id}:{thread.thread}:{turn}"
         for n, (heading, text) in enumerate(chunks):
             asked = question if n == 0 else _first_line(question, 200)
             body = (f"Q: {asked}\n\n" if asked else "") + (f"A: {text}" if text else "A: (no reply recorded)")
@@ -190,6 +190,9 @@ class Builder:
                     "thread": thread.thread,
                     "turn": turn,
                     "sidechain": thread.sidechain,
+                    # The agent answered: `--author` filters treat a turn as the agent's, like its commands.
+                    "author": thread.agent,
+                    "author_kind": "agent",
                     "cwd": rel_cwd,
                     "question": question[:QUESTION_CHARS],
                     "chunk": n,

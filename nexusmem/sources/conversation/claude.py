@@ -133,9 +133,9 @@ class _ThreadState:
         self.pending: dict[str, Call] = {}
         self.last_ts: int | None = None
 
-    def exchange(self, ts: int, cwd: str | None) -> Exchange:
+    def exchange(self, ts: int, cwd: str | None, anchor: str | None) -> Exchange:
         if self.current is None:  # the agent spoke first (a resumed session, a subagent's reply)
-            self.current = Exchange(ts=ts, question="", cwd=cwd)
+            self.current = Exchange(ts=ts, question="", cwd=cwd, anchor=anchor)
             self.thread.exchanges.append(self.current)
         return self.current
 
@@ -190,7 +190,7 @@ def parse(path: Path, report: Report) -> list[Thread]:
             model = message.get("model")
             if isinstance(model, str) and model and not model.startswith("<"):
                 state.thread.model = model
-            _assistant(state, message.get("content"), ts, cwd)
+            _assistant(state, message.get("content"), ts, cwd, uuid if isinstance(uuid, str) else None)
     return [s.thread for s in states.values() if s.thread.exchanges]
 
 
@@ -219,15 +219,16 @@ def _user(state: _ThreadState, content: Any, record: dict[str, Any], ts: int, cw
     text = strip_injected(text_of(content))
     if not text or text.startswith(_INJECTED_PREFIXES):
         return
-    state.current = Exchange(ts=ts, question=text, cwd=cwd)
+    uuid = record.get("uuid")
+    state.current = Exchange(ts=ts, question=text, cwd=cwd, anchor=uuid if isinstance(uuid, str) else None)
     state.thread.exchanges.append(state.current)
 
 
-def _assistant(state: _ThreadState, content: Any, ts: int, cwd: str | None) -> None:
+def _assistant(state: _ThreadState, content: Any, ts: int, cwd: str | None, anchor: str | None) -> None:
     if isinstance(content, str):
         text = strip_injected(content)
         if text:
-            state.exchange(ts, cwd).answer.append(text)
+            state.exchange(ts, cwd, anchor).answer.append(text)
         return
     if not isinstance(content, list):
         return
@@ -238,7 +239,7 @@ def _assistant(state: _ThreadState, content: Any, ts: int, cwd: str | None) -> N
         if kind == "text":
             prose = block.get("text")
             if isinstance(prose, str) and prose.strip():
-                state.exchange(ts, cwd).answer.append(strip_injected(prose))
+                state.exchange(ts, cwd, anchor).answer.append(strip_injected(prose))
         elif kind == "tool_use":
             name = block.get("name")
             raw_input = block.get("input")
@@ -248,9 +249,9 @@ def _assistant(state: _ThreadState, content: Any, ts: int, cwd: str | None) -> N
                 command = tool_input.get("command")
                 if isinstance(command, str) and command.strip():
                     call = Call(call_id=call_id, command=command, ts=ts, cwd=cwd)
-                    state.exchange(ts, cwd).calls.append(call)
+                    state.exchange(ts, cwd, anchor).calls.append(call)
                     state.pending[call_id] = call
             elif name in _EDIT_TOOLS:
                 target = tool_input.get("file_path") or tool_input.get("notebook_path")
                 if isinstance(target, str) and target:
-                    state.exchange(ts, cwd).files.append(target)
+                    state.exchange(ts, cwd, anchor).files.append(target)

@@ -2,8 +2,8 @@
 
 `projectHash` is Gemini CLI's `getProjectHash(projectRoot)`: the SHA-256 hex of the directory it was
 started in (google-gemini/gemini-cli packages/core/src/utils/paths.ts). So a session is ours when that
-hash equals the hash of the repository root or of one of its worktrees (the folder name, or the file's own
-`projectHash`). A session started in a subdirectory hashes that subdirectory and is not found: we do not
+hash equals the hash of the repository root or of one of its worktrees: the folder's name, or, in a folder
+named some other way, the `projectHash` near the start of the document. A session started in a subdirectory hashes that subdirectory and is not found: we do not
 hash every directory of the repository. Messages: `type` `user` is the person, `gemini`/`model` the
 agent, with `toolCalls` (`run_shell_command`, `args.command`; the result text ends `Exit Code: N`).
 """
@@ -37,18 +37,32 @@ def project_hash(root: Path | str) -> str:
     return hashlib.sha256(str(root).encode("utf-8")).hexdigest()
 
 
-def transcript_files(roots: list[Path], base: Path | None = None) -> list[Path]:
-    """The session files of the projects ROOTS (each as given and resolved), sorted."""
+def transcript_files(base: Path | None = None) -> list[Path]:
+    """Every session file under BASE/tmp/*/chats/, sorted (whose they are is decided by `root_of`)."""
     tmp = (base or gemini_home()) / "tmp"
-    hashes = {project_hash(form) for root in roots for form in (str(root), os.path.realpath(root))}
-    found: list[Path] = []
-    for digest in sorted(hashes):
-        chats = tmp / digest / "chats"
-        try:
-            found.extend(sorted(p for p in chats.glob("session-*.json") if p.is_file()))
-        except OSError:
-            continue
-    return found
+    try:
+        return sorted(p for p in tmp.glob("*/chats/session-*.json") if p.is_file())
+    except OSError:
+        return []
+
+
+_PROJECT_HASH = re.compile(rb'"projectHash"\s*:\s*"([0-9a-f]{64})"')
+
+
+def root_of(path: Path, roots: list[Path]) -> Path | None:
+    """Which of ROOTS the session file PATH belongs to: its folder is named by the root's hash, or (a
+    folder named otherwise) the `projectHash` in its first 4 KB is; None when neither."""
+    hashes = {project_hash(form): root for root in roots for form in (str(root), os.path.realpath(root))}
+    found = hashes.get(path.parent.parent.name)
+    if found is not None:
+        return found
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    match = _PROJECT_HASH.search(head)
+    return hashes.get(match.group(1).decode()) if match else None
 
 
 def _text(content: Any) -> str:
@@ -99,14 +113,16 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
             continue
         last_ts = ts
         kind = message.get("type")
+        ident = message.get("id")
+        anchor = ident if isinstance(ident, str) and ident else None
         if kind == "user":
             text = _text(message.get("content"))
             if text and not text.startswith("/"):
-                current = Exchange(ts=ts, question=text, cwd=cwd)
+                current = Exchange(ts=ts, question=text, cwd=cwd, anchor=anchor)
                 thread.exchanges.append(current)
         elif kind in ("gemini", "model", "assistant"):
             if current is None:
-                current = Exchange(ts=ts, question="", cwd=cwd)
+                current = Exchange(ts=ts, question="", cwd=cwd, anchor=anchor)
                 thread.exchanges.append(current)
             text = _text(message.get("content"))
             if text:
@@ -123,8 +139,8 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
                 if not isinstance(command, str) or not command.strip():
                     report.skip(f"{path} {where}.toolCalls[{n}]", None, "shell call without a command")
                     continue
-                if not isinstance(call_id, str) or not call_id:
-                    call_id = f"{thread.session_id}:{index}:{n}"
+                # Qualified by the session: Gemini's ids are only meant to be unique within one.
+                call_id = f"{thread.session_id}/{call_id if isinstance(call_id, str) and call_id else f'{index}.{n}'}"
                 found = _EXIT.search(_result_text(call.get("result")))
                 status = int(found.group(1)) if found else None
                 if status is None and call.get("status") == "success" and not masked_status(command):

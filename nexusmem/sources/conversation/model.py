@@ -46,6 +46,9 @@ class Exchange:
     answer: list[str] = field(default_factory=list)  # assistant prose, in order
     calls: list[Call] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # absolute paths the agent edited (Edit/Write tools)
+    # The transcript's own id of the exchange's first record (Claude Code's uuid, Gemini's message id), so
+    # its node keeps its id when earlier records are rewritten; None: keyed by its position in the thread.
+    anchor: str | None = None
 
 
 @dataclass

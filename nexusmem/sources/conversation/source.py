@@ -100,6 +100,8 @@ class ConversationSource:
                 module = claude if agent == "claude-code" else codex
                 cwd = module.head_cwd(path, report)
                 ours = cwd is not None and attributor.match(cwd) is not None
+            elif agent == "gemini":
+                ours = gemini.root_of(path, roots) is not None
             state[key] = {"fp": fingerprint, "ours": ours}
             if not ours:
                 continue
@@ -136,7 +138,7 @@ class ConversationSource:
                 if chat.is_file():
                     out.append(("aider", chat, root / aider.INPUT_FILE))
         if "gemini" in wanted:
-            out += [("gemini", p, None) for p in gemini.transcript_files(roots)]
+            out += [("gemini", p, None) for p in gemini.transcript_files()]
         return out
 
     @staticmethod
@@ -164,17 +166,7 @@ class ConversationSource:
                 return codex.parse(path, report)
             if agent == "aider":
                 return aider.parse(path, report, cwd=str(path.parent))
-            return gemini.parse(path, report, cwd=str(_gemini_root(path, roots)))
+            return gemini.parse(path, report, cwd=str(gemini.root_of(path, roots) or roots[0]))
         except Exception as exc:  # defensive: undocumented formats; one file must not stop the others
             report.skip(path, None, f"cannot parse ({type(exc).__name__}: {exc})")
             return []
-
-
-def _gemini_root(path: Path, roots: list[Path]) -> Path:
-    """The root whose Gemini hash names PATH's folder (tmp/<hash>/chats/session-*.json)."""
-    digest = path.parent.parent.name
-    for root in roots:
-        for form in (str(root), os.path.realpath(root)):
-            if gemini.project_hash(form) == digest:
-                return Path(form)
-    return roots[0]
