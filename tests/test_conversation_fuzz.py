@@ -183,3 +183,46 @@ def test_gemini_parser_never_raises(tmp_path_factory: Any, doc: Any, messages: l
         path = folder / f"session-{n}.json"
         path.write_text(json.dumps(body), encoding="utf-8")
         _build(gemini.parse(path, Report(), cwd=str(ROOT)))
+
+
+def _node_map(threads: list[Thread]) -> dict[str, tuple[str, str, int, str]]:
+    builder = Builder("p", lambda cwd: (ROOT, ".") if cwd else None, [ROOT], 20_000)
+    out: dict[str, tuple[str, str, int, str]] = {}
+    for thread in threads:
+        for node in builder.nodes(thread):
+            out[node.natural_key] = (node.title, node.body, node.ts, node.meta_json())
+    return out
+
+
+def _resume_matches_full_read(path: Path, records: list[str], cut: int, module: Any) -> None:
+    """Reading the first CUT lines, then on from the saved position after the rest was appended, stores
+    exactly what one read of the whole file stores (later versions of a node replace earlier ones)."""
+    path.write_text("".join(records[:cut]), encoding="utf-8")
+    first, resume = module.parse_from(path, Report(), None)
+    seen = _node_map(first)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(records[cut:]))
+    second, _ = module.parse_from(path, Report(), resume)  # None (no message yet): from the top
+    seen.update(_node_map(second))
+    whole = _node_map(module.parse(path, Report()))
+    assert seen == whole
+
+
+def test_reading_on_from_the_saved_position_equals_a_full_read(tmp_path: Path) -> None:
+    """At every line the fixture files could have been cut by a sync while the agent was writing them."""
+    from datetime import datetime, timezone
+
+    from helpers import transcripts as T
+
+    start = datetime(2026, 9, 11, 15, 0, tzinfo=timezone.utc)
+    T.write_claude(tmp_path / "cc", ROOT, tmp_path / "other", start)
+    claude_file = tmp_path / "cc" / "projects" / "-some-lossy-encoded-name" / f"{T.CLAUDE_SESSION}.jsonl"
+    lines = claude_file.read_text(encoding="utf-8").splitlines(keepends=True)[:-3]  # the odd tail left out
+    for cut in range(1, len(lines)):
+        _resume_matches_full_read(tmp_path / f"claude-{cut}.jsonl", lines, cut, claude)
+    rollout = T.write_codex(tmp_path / "cx", ROOT, tmp_path / "other", start)
+    lines = [
+        ln for ln in rollout.read_text(encoding="utf-8").splitlines(keepends=True) if "mystery" not in ln
+    ]
+    for cut in range(1, len(lines)):
+        _resume_matches_full_read(tmp_path / f"rollout-{cut}.jsonl", lines, cut, codex)

@@ -225,6 +225,8 @@ def test_resync_does_no_work_and_reads_changed_files_again(world: dict[str, Any]
     third = part(sync_json(repo, "--conversation"))
     assert (third["added"], third["updated"]) == (2, 0)
     assert third["notes"] == ["read 1 changed transcript file(s) of 9"]
+    (docs,) = [n for n in turns(repo) if n.meta["question"] == "and the docs?"]
+    assert (docs.meta["turn"], docs.meta["thread"]) == (2, "main")  # numbering carried on past turns 0, 1
     # A file rewritten under us (same name, new content) is read again.
     w2 = T.ClaudeWriter(T.CLAUDE_SESSION_2, repo, START)
     w2.user("REWRITTEN question")

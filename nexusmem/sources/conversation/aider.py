@@ -55,7 +55,7 @@ def input_times(path: Path, report: Report) -> list[tuple[int, str]]:
 
     if not path.is_file():
         return entries
-    for _number, raw in iter_lines(path, report):
+    for _number, _offset, raw in iter_lines(path, report):
         line = _decode(raw)
         found = _INPUT_STAMP.match(line)
         if found:
@@ -117,7 +117,7 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
         if text and current is not None:
             current.answer.append(text)
 
-    for number, raw in iter_lines(path, report):
+    for number, _offset, raw in iter_lines(path, report):
         line = _decode(raw)
         started = _START.match(line)
         if started:

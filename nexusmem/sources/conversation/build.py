@@ -121,7 +121,7 @@ class Builder:
         self.memo = Memo()
 
     def nodes(self, thread: Thread) -> Iterator[Node]:
-        for turn, exchange in enumerate(thread.exchanges):
+        for turn, exchange in enumerate(thread.exchanges, thread.first_turn):
             yield from self._turn(thread, turn, exchange)
 
     def _turn(self, thread: Thread, turn: int, exchange: Exchange) -> Iterator[Node]:

@@ -27,10 +27,12 @@ from nexusmem.sources.conversation.model import (
     Call,
     Exchange,
     Report,
+    Resume,
     Thread,
     iso_ms,
     iter_json_objects,
     masked_status,
+    resume_after,
     strip_injected,
     text_of,
 )
@@ -110,7 +112,7 @@ def transcript_files(base: Path | None = None) -> list[Path]:
 def head_cwd(path: Path, report: Report) -> str | None:
     """The first `cwd` the records of PATH name (where the session ran), or None."""
     quiet = Report()  # problems are counted when the file is parsed, not twice
-    for n, (_, record) in enumerate(iter_json_objects(path, quiet)):
+    for n, (_, _, record) in enumerate(iter_json_objects(path, quiet)):
         cwd = record.get("cwd")
         if isinstance(cwd, str) and cwd:
             return cwd
@@ -142,10 +144,16 @@ class _ThreadState:
 
 def parse(path: Path, report: Report) -> list[Thread]:
     """The threads of one transcript file: its main conversation and any sidechains, each on its own."""
+    return parse_from(path, report, None)[0]
+
+
+def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[Thread], Resume]:
+    """Like parse, from RESUME (a previous read's end) when given; also returns where the next read starts."""
     file_agent = _subagent_id(path)
     states: dict[str, _ThreadState] = {}
     seen_uuids: set[str] = set()
-    for number, record in iter_json_objects(path, report):
+    start, first_line = (resume.offset, resume.line) if resume else (0, 1)
+    for number, offset, record in iter_json_objects(path, report, start, first_line):
         kind = record.get("type")
         if kind not in ("user", "assistant"):
             if kind not in _OTHER_TYPES:
@@ -170,7 +178,13 @@ def parse(path: Path, report: Report) -> list[Thread]:
             session = record.get("sessionId")
             session_id = session if isinstance(session, str) and session else path.stem
             state = states[thread_id] = _ThreadState(
-                Thread(agent=AGENT, session_id=session_id, thread=thread_id, sidechain=sidechain)
+                Thread(
+                    agent=AGENT,
+                    session_id=session_id,
+                    thread=thread_id,
+                    sidechain=sidechain,
+                    first_turn=resume.turns.get(thread_id, 0) if resume else 0,
+                )
             )
         cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else None
         if cwd and state.thread.cwd is None:
@@ -182,6 +196,7 @@ def parse(path: Path, report: Report) -> list[Thread]:
                 report.skip(path, number, "no readable timestamp")
                 continue
         state.last_ts = ts
+        had = len(state.thread.exchanges)
         if kind == "user":
             if record.get("isMeta") is True:
                 continue
@@ -191,7 +206,10 @@ def parse(path: Path, report: Report) -> list[Thread]:
             if isinstance(model, str) and model and not model.startswith("<"):
                 state.thread.model = model
             _assistant(state, message.get("content"), ts, cwd, uuid if isinstance(uuid, str) else None)
-    return [s.thread for s in states.values() if s.thread.exchanges]
+        if len(state.thread.exchanges) > had:
+            state.thread.exchanges[-1].offset, state.thread.exchanges[-1].line = offset, number
+    threads = [s.thread for s in states.values() if s.thread.exchanges]
+    return threads, resume_after(threads, resume, {})
 
 
 def _user(state: _ThreadState, content: Any, record: dict[str, Any], ts: int, cwd: str | None) -> None:

@@ -23,10 +23,12 @@ from nexusmem.sources.conversation.model import (
     Call,
     Exchange,
     Report,
+    Resume,
     Thread,
     iso_ms,
     iter_json_objects,
     masked_status,
+    resume_after,
     strip_injected,
     text_of,
 )
@@ -70,7 +72,7 @@ def transcript_files(base: Path | None = None) -> list[Path]:
 def head_cwd(path: Path, report: Report) -> str | None:
     """The cwd of the session_meta (or first turn_context) record: where the session started."""
     quiet = Report()
-    for n, (_, record) in enumerate(iter_json_objects(path, quiet)):
+    for n, (_, _, record) in enumerate(iter_json_objects(path, quiet)):
         payload = record.get("payload")
         if record.get("type") in ("session_meta", "turn_context") and isinstance(payload, dict):
             cwd = payload.get("cwd")
@@ -126,22 +128,35 @@ def _exit_of(output: Any) -> int | None:
 
 def parse(path: Path, report: Report) -> list[Thread]:
     """The one thread of a rollout file (a sidechain when the session is a subagent's)."""
-    thread = Thread(agent=AGENT, session_id=_id_from_name(path))
+    return parse_from(path, report, None)[0]
+
+
+def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[Thread], Resume | None]:
+    """Like parse, from RESUME when given; also returns where the next read may start (None: from the top,
+    for a file read through its event_msg mirror)."""
+    facts = resume.facts if resume else {}
+    thread = Thread(agent=AGENT, session_id=str(facts.get("session_id") or _id_from_name(path)))
+    thread.sidechain = facts.get("sidechain") is True
+    thread.thread = str(facts.get("thread") or "main")
+    thread.model = facts["model"] if isinstance(facts.get("model"), str) else None
+    thread.first_turn = resume.turns.get("main", 0) if resume else 0
     current: Exchange | None = None
     pending: dict[str, Call] = {}
-    cwd: str | None = None
-    saw_messages = False
+    cwd: str | None = facts["cwd"] if isinstance(facts.get("cwd"), str) else None
+    thread.cwd = facts["first_cwd"] if isinstance(facts.get("first_cwd"), str) else None
+    saw_messages = facts.get("messages") is True
     events: list[tuple[int, str, str]] = []  # (ts, role, text) from event_msg, the fallback
 
     def exchange(ts: int) -> Exchange:
         nonlocal current
         if current is None:
-            current = Exchange(ts=ts, question="", cwd=cwd)
+            current = Exchange(ts=ts, question="", cwd=cwd, offset=offset, line=number)
             thread.exchanges.append(current)
         return current
 
     last_ts: int | None = None
-    for number, record in iter_json_objects(path, report):
+    start, first_line = (resume.offset, resume.line) if resume else (0, 1)
+    for number, offset, record in iter_json_objects(path, report, start, first_line):
         kind = record.get("type")
         payload = record.get("payload")
         if kind not in _KNOWN_TYPES:
@@ -191,7 +206,7 @@ def parse(path: Path, report: Report) -> list[Thread]:
                 saw_messages = True
                 if not text or text.startswith(_BOILERPLATE):
                     continue
-                current = Exchange(ts=ts, question=text, cwd=cwd)
+                current = Exchange(ts=ts, question=text, cwd=cwd, offset=offset, line=number)
                 thread.exchanges.append(current)
             elif role == "assistant":
                 saw_messages = True
@@ -221,9 +236,22 @@ def parse(path: Path, report: Report) -> list[Thread]:
             patch = payload.get("input")
             if isinstance(patch, str):
                 exchange(ts).files.extend(m.strip() for m in _PATCH_FILE.findall(patch))
-    if not saw_messages and events:
-        thread.exchanges = _from_events(events, cwd, thread.exchanges)
-    return [thread] if thread.exchanges else []
+    threads = [thread] if thread.exchanges else []
+    if not saw_messages:
+        if events:
+            thread.exchanges = _from_events(events, cwd, thread.exchanges)
+            threads = [thread] if thread.exchanges else []
+        return threads, None
+    facts = {
+        "session_id": thread.session_id,
+        "sidechain": thread.sidechain,
+        "thread": thread.thread,
+        "model": thread.model,
+        "cwd": cwd,
+        "first_cwd": thread.cwd,
+        "messages": True,
+    }
+    return threads, resume_after([thread], resume, facts)
 
 
 def _from_events(events: list[tuple[int, str, str]], cwd: str | None, had: list[Exchange]) -> list[Exchange]:

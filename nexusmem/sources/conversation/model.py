@@ -49,6 +49,8 @@ class Exchange:
     # The transcript's own id of the exchange's first record (Claude Code's uuid, Gemini's message id), so
     # its node keeps its id when earlier records are rewritten; None: keyed by its position in the thread.
     anchor: str | None = None
+    offset: int = 0  # byte offset and line number of its first record (append-only resumption)
+    line: int = 1
 
 
 @dataclass
@@ -62,6 +64,21 @@ class Thread:
     cwd: str | None = None  # the first working directory the records name (attribution)
     model: str | None = None
     exchanges: list[Exchange] = field(default_factory=list)
+    first_turn: int = 0  # the turn number of exchanges[0] (> 0 when a read resumed mid-file)
+
+
+def resume_after(threads: list[Thread], previous: Resume | None, facts: dict[str, Any]) -> Resume:
+    """Where the next read of an append-only file starts: the first record of the latest exchange of each
+    thread (it may still grow), the earliest of them; turns before it are numbered for good."""
+    base = previous or Resume()
+    lasts = [t.exchanges[-1] for t in threads if t.exchanges]
+    if not lasts:
+        return Resume(base.offset, base.line, dict(base.turns), facts)
+    first = min(lasts, key=lambda e: e.offset)
+    turns = dict(base.turns)
+    for t in threads:
+        turns[t.thread] = t.first_turn + sum(1 for e in t.exchanges if e.offset < first.offset)
+    return Resume(first.offset, first.line, turns, facts)
 
 
 @dataclass
@@ -82,11 +99,48 @@ class Report:
             self.problems.append(f"{where}: {why}")
 
 
-def iter_lines(path: Path, report: Report) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line without its newline) for each line of PATH; over-long lines skipped.
+@dataclass
+class Resume:
+    """Where an append-only transcript's next read starts: the byte (and line number) at which the last,
+    possibly unfinished exchange of every thread began, with what the parser needs to carry on from there
+    (the turns already numbered per thread, and parser-specific facts such as the current cwd)."""
 
-    A last line without a newline is yielded too: an agent may be writing it right now, and if it is cut
-    the JSON parse fails and it is counted, to be read whole on the next sync (the file changed).
+    offset: int = 0
+    line: int = 1
+    turns: dict[str, int] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"offset": self.offset, "line": self.line, "turns": self.turns, "facts": self.facts}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Resume | None:
+        """The saved position, or None when DATA is not one (an older cursor, a hand edit)."""
+        if not isinstance(data, dict):
+            return None
+        offset, line, turns, facts = (
+            data.get("offset"),
+            data.get("line"),
+            data.get("turns"),
+            data.get("facts"),
+        )
+        if not (isinstance(offset, int) and isinstance(line, int) and offset >= 0 and line >= 1):
+            return None
+        if not isinstance(turns, dict) or not all(isinstance(v, int) for v in turns.values()):
+            return None
+        return cls(
+            offset, line, {str(k): int(v) for k, v in turns.items()}, facts if isinstance(facts, dict) else {}
+        )
+
+
+def iter_lines(
+    path: Path, report: Report, start: int = 0, first_line: int = 1
+) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset of the line, line without its newline) for each line of PATH from START.
+
+    Over-long lines are skipped and counted. A last line without a newline is yielded too: an agent may be
+    writing it right now, and if it is cut the JSON parse fails and it is counted, to be read whole on the
+    next sync (the file changed).
     """
     try:
         handle = path.open("rb")
@@ -94,26 +148,35 @@ def iter_lines(path: Path, report: Report) -> Iterator[tuple[int, bytes]]:
         report.skip(path, None, f"cannot open ({exc.strerror or exc})")
         return
     with handle:
-        number = 0
+        if start:
+            handle.seek(start)
+        number = first_line - 1
+        offset = start
         while True:
             line = handle.readline(MAX_LINE_BYTES + 1)
             if not line:
                 return
             number += 1
+            here = offset
+            offset += len(line)
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
                 # Discard the rest of this line without holding it.
                 while True:
                     rest = handle.readline(_READ_CHUNK)
+                    offset += len(rest)
                     if not rest or rest.endswith(b"\n"):
                         break
                 report.skip(path, number, f"line longer than {MAX_LINE_BYTES >> 20} MB")
                 continue
-            yield number, line.rstrip(b"\r\n")
+            yield number, here, line.rstrip(b"\r\n")
 
 
-def iter_json_objects(path: Path, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each JSON-object line of PATH; blank lines ignored, the rest counted."""
-    for number, raw in iter_lines(path, report):
+def iter_json_objects(
+    path: Path, report: Report, start: int = 0, first_line: int = 1
+) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(line number, byte offset, object) for each JSON-object line of PATH from START; blank lines ignored,
+    the rest counted."""
+    for number, offset, raw in iter_lines(path, report, start, first_line):
         if not raw.strip():
             continue
         try:
@@ -124,7 +187,7 @@ def iter_json_objects(path: Path, report: Report) -> Iterator[tuple[int, dict[st
         if not isinstance(value, dict):
             report.skip(path, number, f"a JSON {type(value).__name__}, not an object")
             continue
-        yield number, value
+        yield number, offset, value
 
 
 def iso_ms(value: Any) -> int | None:

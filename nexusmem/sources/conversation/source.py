@@ -8,9 +8,11 @@ Aider, Gemini CLI; each parser module names the files and the format.
 
 Cursor: per transcript file, its size, mtime, inode and a hash of its first 4 KB. A file whose four are
 unchanged is not opened beyond that head, so a re-sync with nothing new reads ~4 KB per file and parses
-nothing; a file that changed in any of them (appended, or rewritten under us) is read again whole, and the
-content-addressed ids make that idempotent. A file found to belong to another project is remembered as
-such and not parsed again until it changes.
+nothing. An append-only JSONL transcript (Claude Code, Codex) that only grew (same inode, same head,
+larger) is read on from the byte where its last exchange began (that exchange may have grown), with the
+turn numbering carried over (model.Resume); any other change (rewritten under us, truncated, replaced)
+reads the file again from the top, which the content-addressed ids make idempotent. A file found to belong
+to another project is remembered as such and not parsed again until it changes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from nexusmem.nodes import Node
 from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult
 from nexusmem.sources.conversation import aider, claude, codex, gemini
 from nexusmem.sources.conversation.build import Builder, Match
-from nexusmem.sources.conversation.model import Report, Thread
+from nexusmem.sources.conversation.model import Report, Resume, Thread
 from nexusmem.sources.shell.attribution import Attributor
 
 AGENTS = ("claude-code", "codex", "aider", "gemini")
@@ -95,6 +97,15 @@ class ConversationSource:
             if isinstance(previous, dict) and previous.get("fp") == fingerprint:
                 state[key] = previous
                 continue
+            resume = self._appended(previous, fingerprint) if agent in ("claude-code", "codex") else None
+            if resume is not None:  # the same file, grown: read on from its last open exchange
+                read += 1
+                threads, after = self._parse_from(agent, path, report, resume)
+                state[key] = {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}
+                for thread in threads:
+                    if thread.cwd is None or attributor.match(thread.cwd) is not None:
+                        yield from builder.nodes(thread)
+                continue
             ours = True
             if agent in ("claude-code", "codex"):
                 module = claude if agent == "claude-code" else codex
@@ -106,7 +117,12 @@ class ConversationSource:
             if not ours:
                 continue
             read += 1
-            for thread in self._parse(agent, path, report, roots):
+            if agent in ("claude-code", "codex"):
+                threads, after = self._parse_from(agent, path, report, None)
+                state[key]["resume"] = after.to_json() if after else None
+            else:
+                threads = self._parse(agent, path, report, roots)
+            for thread in threads:
                 if thread.cwd is not None and attributor.match(thread.cwd) is None:
                     continue  # a thread (a sidechain) that ran elsewhere
                 yield from builder.nodes(thread)
@@ -155,6 +171,34 @@ class ConversationSource:
             except OSError:
                 pass
         return fp
+
+    @staticmethod
+    def _appended(previous: Any, fingerprint: list[Any]) -> Resume | None:
+        """Where to read on in a file that only grew since PREVIOUS (same inode, same first 4 KB, larger),
+        or None when it must be read from the top."""
+        if not isinstance(previous, dict) or previous.get("ours") is not True:
+            return None
+        old = previous.get("fp")
+        if not isinstance(old, list) or len(old) < 4 or not isinstance(old[0], int):
+            return None
+        size, _mtime, ino, head = fingerprint[:4]
+        if ino != old[2] or head != old[3] or size <= old[0]:
+            return None
+        resume = Resume.from_json(previous.get("resume"))
+        return resume if resume is not None and resume.offset <= old[0] else None
+
+    @staticmethod
+    def _parse_from(
+        agent: str, path: Path, report: Report, resume: Resume | None
+    ) -> tuple[list[Thread], Resume | None]:
+        """An append-only transcript's threads from RESUME (None: the top), and where to read on next time."""
+        try:
+            if agent == "claude-code":
+                return claude.parse_from(path, report, resume)
+            return codex.parse_from(path, report, resume)
+        except Exception as exc:  # defensive, as in _parse
+            report.skip(path, None, f"cannot parse ({type(exc).__name__}: {exc})")
+            return [], None
 
     @staticmethod
     def _parse(agent: str, path: Path, report: Report, roots: list[Path]) -> list[Thread]:
