@@ -97,41 +97,43 @@ class ConversationSource:
             if isinstance(previous, dict) and previous.get("fp") == fingerprint:
                 state[key] = previous
                 continue
-            resume = self._appended(previous, fingerprint) if agent in ("claude-code", "codex") else None
-            if resume is not None:  # the same file, grown: read on from its last open exchange
-                read += 1
-                threads, after = self._parse_from(agent, path, report, resume)
-                state[key] = {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}
-                for thread in threads:
-                    if thread.cwd is None or attributor.match(thread.cwd) is not None:
-                        yield from builder.nodes(thread)
-                continue
-            ours = True
-            if agent in ("claude-code", "codex"):
-                module = claude if agent == "claude-code" else codex
-                cwd = module.head_cwd(path, report)
-                ours = cwd is not None and attributor.match(cwd) is not None
-            elif agent == "gemini":
-                ours = gemini.root_of(path, roots) is not None
-            state[key] = {"fp": fingerprint, "ours": ours}
-            if not ours:
-                continue
-            read += 1
-            if agent in ("claude-code", "codex"):
-                threads, after = self._parse_from(agent, path, report, None)
-                state[key]["resume"] = after.to_json() if after else None
-            else:
-                threads = self._parse(agent, path, report, roots)
+            entry, threads = self._read(agent, path, previous, fingerprint, attributor, report)
+            state[key] = entry
+            read += entry["ours"]
             for thread in threads:
-                if thread.cwd is not None and attributor.match(thread.cwd) is None:
-                    continue  # a thread (a sidechain) that ran elsewhere
-                yield from builder.nodes(thread)
+                if thread.cwd is None or attributor.match(thread.cwd) is not None:  # a sidechain elsewhere
+                    yield from builder.nodes(thread)
         if read:
             result.notes.append(f"read {read} changed transcript file(s) of {len(files)}")
         result.skipped += report.skipped
         result.problems.extend(report.problems[:MAX_PROBLEMS])
         # Persisted after every node was handed over: an interrupted sync reads the same files again.
         result.cursor = json.dumps({"v": _CURSOR_VERSION, "files": state}, sort_keys=True)
+
+    def _read(
+        self,
+        agent: str,
+        path: Path,
+        previous: Any,
+        fingerprint: list[Any],
+        attributor: Attributor,
+        report: Report,
+    ) -> tuple[dict[str, Any], list[Thread]]:
+        """The cursor entry of a changed file and its threads (none when it is another project's)."""
+        resume = self._appended(previous, fingerprint) if agent in ("claude-code", "codex") else None
+        if resume is not None:  # the same file, grown: read on from its last open exchange
+            threads, after = self._parse_from(agent, path, report, resume)
+            return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
+        roots = attributor.roots
+        if agent in ("claude-code", "codex"):
+            cwd = (claude if agent == "claude-code" else codex).head_cwd(path, report)
+            if cwd is None or attributor.match(cwd) is None:
+                return {"fp": fingerprint, "ours": False}, []
+            threads, after = self._parse_from(agent, path, report, None)
+            return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
+        if agent == "gemini" and gemini.root_of(path, roots) is None:
+            return {"fp": fingerprint, "ours": False}, []
+        return {"fp": fingerprint, "ours": True}, self._parse(agent, path, report, roots)
 
     @staticmethod
     def _matcher(attributor: Attributor) -> Match:
