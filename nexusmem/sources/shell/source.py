@@ -32,7 +32,7 @@ from nexusmem.sources.shell.logline import (
     line_problem,
     log_line_from,
 )
-from nexusmem.sources.shell.node import Facts, Memo, body_head, command_node
+from nexusmem.sources.shell.node import Facts, Memo, agent_call_key, body_head, command_node
 
 _CURSOR_VERSION = 1
 
@@ -174,9 +174,13 @@ class ShellSource:
             if known is None:
                 continue  # another project's line, or an empty command: nothing wrong with the log
             command, rel, files, title, signal, head = known
+            if line.call_id is not None and line.author_kind == "agent":
+                natural_key = agent_call_key(line.author, line.call_id)
+            else:
+                natural_key = f"{line.session}\x1f{line.ts}\x1f{command}"
             yield command_node(
                 project,
-                natural_key=f"{line.session}\x1f{line.ts}\x1f{command}",
+                natural_key=natural_key,
                 command=command,
                 ts=line.ts,
                 cwd=rel,
@@ -190,6 +194,8 @@ class ShellSource:
                 title=title,
                 signal=signal,
                 head=head,
+                author=line.author,
+                author_kind=line.author_kind,
             )
         return done
 
