@@ -17,12 +17,12 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexusmem import gitcmd, paths, resolved, timefmt
+from nexusmem import authors, gitcmd, paths, resolved, timefmt
 
 DAY_MS = 86_400_000
 WINDOW_DAYS = 30
@@ -139,8 +139,12 @@ def check(
     now_ms: int | None = None,
     days: int = WINDOW_DAYS,
     churn_threshold: int = CHURN_THRESHOLD,
+    author: str | None = None,
 ) -> PrecheckResult:
-    """Findings for FILES (repository-relative) from ROOT's memory. A missing memory is not an error."""
+    """Findings for FILES (repository-relative) from ROOT's memory. A missing memory is not an error.
+
+    AUTHOR (nexusmem.authors: me, agents, a name) keeps the failures of commands by that author; any
+    author's later success still resolves a failure (the agent re-ran your test and it passed)."""
     from nexusmem.store.db import open_unmigrated
 
     files = list(dict.fromkeys(files))
@@ -160,10 +164,21 @@ def check(
         commands = store.shell_commands_between(start, end)
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
         naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
+        who: dict[str, dict[str, str]] | None = None
+        if author is not None:
+            who = store.shell_command_authors(start, end)
         commands, naming = _with_unsynced(
-            root, store.cursor("shell"), commands, naming, set(lookup), start, end
+            root, store.cursor("shell"), commands, naming, set(lookup), start, end, who
         )
-        failures = _unresolved_failures(store, files, commands, naming)
+        failures = _unresolved_failures(
+            store,
+            files,
+            commands,
+            naming,
+            None
+            if who is None
+            else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {}))),
+        )
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
         if kind == "git_commit":
@@ -206,8 +221,10 @@ def _with_unsynced(
     lookup: set[str],
     start: int,
     end: int,
+    who: dict[str, dict[str, str]] | None = None,
 ) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]]]:
-    """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring)."""
+    """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring); the tail's
+    authors go into WHO when it is given."""
     try:
         st = os.stat(paths.shell_log_path())
     except OSError:
@@ -221,6 +238,8 @@ def _with_unsynced(
         return commands, naming
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}
     fresh = [t for t in tail if (t.command, t.ts) not in known]  # a sync may have raced this read
+    if who is not None:
+        who.update({t.key: {"author": t.author, "author_kind": t.author_kind} for t in fresh})
     merged = sorted(
         [*commands, *((t.key, t.command, t.ts, t.cwd, t.exit) for t in fresh)], key=lambda c: c[2]
     )
@@ -233,6 +252,7 @@ def _unresolved_failures(
     files: list[str],
     commands: list[tuple[str, str, int, str | None, int | None]],
     naming: list[tuple[str, str, str]],
+    author_ok: Callable[[str], bool] | None = None,
 ) -> dict[str, list[Finding]]:
     # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
     # the window holds every command later than any failure in it), or by a link the linker recorded.
@@ -242,7 +262,7 @@ def _unresolved_failures(
     open_failures = [
         (node_id, command, ts, cwd, code)
         for node_id, ts, command, cwd, code in found
-        if node_id not in resolved_by and code is not None
+        if node_id not in resolved_by and code is not None and (author_ok is None or author_ok(node_id))
     ]
     if not open_failures:
         return {}
@@ -317,6 +337,7 @@ def run(
     files: Sequence[str] | None = None,
     working: bool = False,
     now_ms: int | None = None,
+    author: str | None = None,
 ) -> PrecheckResult:
     """Find the repository from START (no process), list the files and check them.
 
@@ -339,4 +360,4 @@ def run(
         names = relative_files(root, files, here)
     else:
         names = staged_files(root, working=working)
-    return check(root, names, now_ms=now_ms)
+    return check(root, names, now_ms=now_ms, author=author)

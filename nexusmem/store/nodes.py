@@ -399,6 +399,19 @@ class NodesMixin:
             )
         ]
 
+    def shell_command_authors(self, start: int, end: int) -> dict[str, dict[str, str]]:
+        """id -> {author, author_kind} of the shell commands with START <= ts <= END that name an author
+        (the person's own commands recorded before authors existed have none: they are "me")."""
+        return {
+            r[0]: {"author": r[1], "author_kind": r[2]}
+            for r in self.conn.execute(
+                "SELECT id, json_extract(meta, '$.author'), json_extract(meta, '$.author_kind') FROM nodes"
+                " WHERE kind = 'shell_command' AND ts BETWEEN ? AND ?"
+                " AND json_extract(meta, '$.author') IS NOT NULL",
+                (start, end),
+            )
+        }
+
     def nodes_naming(
         self, paths: Sequence[str], kinds: Sequence[str], start: int, end: int
     ) -> list[tuple[str, str, str]]:

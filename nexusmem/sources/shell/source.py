@@ -286,6 +286,8 @@ class TailCommand:
     cwd: str  # relative to the repository root, "." at the top (as stored)
     exit: int | None
     files: tuple[str, ...]
+    author: str = "me"
+    author_kind: str = "human"
 
 
 def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES) -> list[TailCommand]:
@@ -318,5 +320,7 @@ def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTE
         place, rel = where
         command = memo.redact(line.command)
         files = memo.command_files(command, place, rel)
-        out.append(TailCommand(f"log:{end}", command, line.ts, rel, line.exit, files))
+        out.append(
+            TailCommand(f"log:{end}", command, line.ts, rel, line.exit, files, line.author, line.author_kind)
+        )
     return out
