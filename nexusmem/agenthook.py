@@ -54,12 +54,10 @@ def _append(path: str, data: bytes) -> None:
 
 def record(agent: str, raw: bytes, now_ms: int | None = None) -> bool:
     """Append the log line for one payload RAW of AGENT; True when a line was written."""
-    import json
-
     from nexusmem.sources.shell import agentcmd
 
     try:
-        payload = json.loads(raw)
+        payload = agentcmd.loads(raw)
     except (ValueError, RecursionError):
         return False
     line = agentcmd.log_line(agent, payload, int(time.time() * 1000) if now_ms is None else now_ms)

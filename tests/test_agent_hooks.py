@@ -228,7 +228,7 @@ def test_the_recorder_imports_only_the_stdlib_and_agentcmd(repo: Path, isolated_
         "nexusmem.sources.shell",
         "nexusmem.sources.shell.agentcmd",
     }
-    assert not {"click", "sqlite3", "mcp", "numpy", "site", "subprocess"} & loaded
+    assert not {"click", "sqlite3", "mcp", "numpy", "site", "subprocess", "re", "json", "typing"} & loaded
 
 
 # --- canonical text and log-line parsing -----------------------------------------------------------------

@@ -20,10 +20,12 @@ a pager-like filter decided it. The canonical text is what matches the person's 
 
 from __future__ import annotations
 
-import json
 import os
-import re
-from typing import Any
+
+# `typing` costs a cold process ~3 ms (a quarter of the recorder's own work): annotations only, never loaded.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 AGENTS: tuple[str, ...] = ("claude-code", "codex")
 
@@ -37,14 +39,45 @@ SHELL_TOOLS = frozenset({"Bash"})
 # Filters whose own exit status replaces the command's (without pipefail): the status says nothing.
 _MASKING = frozenset({"head", "tail", "tee", "less", "more", "cat"})
 
-_EXIT_CODE = re.compile(r"\AExit code (-?\d+)\b")
-_PROCESS_EXITED = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
-# `; echo "EXIT:$?"`, `; echo exit=$?`, `; echo $?`, `; echo "[exit code: $?]"` at the very end.
-_STATUS_ECHO = re.compile(
-    r"""\s*;\s*echo\s+(['"]?)\s*[\[(]?\s*(?:[A-Za-z][A-Za-z _-]*\s*[:=]?\s*)?\$\?\s*[\])]?\s*\1\s*\Z"""
-)
-# The line that echo printed, last in the output: "EXIT:2", "exit code: 0", "2".
-_ECHOED = re.compile(r"(?:\A|\n)\s*[\[(]?\s*(?:[A-Za-z][A-Za-z _-]*\s*[:=]?\s*)?(-?\d+)\s*[\])]?\s*\Z")
+# No `re`, no `json` here: importing them (enum, functools, collections, json.decoder...) costs a cold
+# process ~27 ms of CPU, more than the interpreter's own start (~19 ms); the C scanner behind json.loads
+# (_json) parses the payload, and the few patterns below are plain string scans.
+_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ _-")
+
+
+def _int_prefix(text: str) -> int | None:
+    """The integer at the start of TEXT ("2\nls: ..." -> 2), None when there is none."""
+    end = 1 if text[:1] == "-" else 0
+    while end < len(text) and text[end].isdigit() and text[end].isascii():
+        end += 1
+    digits = text[:end]
+    return int(digits) if digits.lstrip("-") else None
+
+
+def _labelled_code(line: str) -> int | None:
+    """The code in an echoed status line: "EXIT:2", "exit code: 0", "[exit=1]", "2"; None otherwise."""
+    text = line.strip().strip("[]()").strip()
+    end = len(text)
+    while end > 0 and text[end - 1].isdigit() and text[end - 1].isascii():
+        end -= 1
+    if end == len(text):
+        return None
+    start = end - 1 if end > 0 and text[end - 1] == "-" else end
+    label = text[:start].rstrip().rstrip(":=").rstrip()
+    if label and not (label[0].isalpha() and set(label) <= _LABEL_CHARS):
+        return None
+    return int(text[start:])
+
+
+def _is_status_echo(segment: str) -> bool:
+    """Whether SEGMENT (the last `;`-separated part of a command) is `echo "EXIT:$?"` or the like."""
+    words = segment.strip()
+    if not words.startswith("echo ") or words.count("$") != 1 or "$?" not in words:
+        return False
+    rest = words[5:].strip()
+    if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "'\"":
+        rest = rest[1:-1]
+    return _labelled_code(rest.replace("$?", "0")) == 0
 
 
 def _top_level(command: str) -> list[tuple[int, str]]:
@@ -117,11 +150,10 @@ def canonical(command: str, cwd: str) -> tuple[str, str, bool, bool]:
         cwd = os.path.normpath(os.path.join(cwd, os.path.expanduser(target))) if cwd else target
         text = text[ops[0][0] + 2 :].strip()
     echoed = False
-    match = _STATUS_ECHO.search(text)
-    if match and match.start() > 0:
+    if "$?" in text:
         ops = _top_level(text)
-        if ops and ops[-1][1] == ";" and ops[-1][0] >= match.start():
-            text, echoed = text[: match.start()].rstrip(), True
+        if ops and ops[-1][1] == ";" and ops[-1][0] > 0 and _is_status_echo(text[ops[-1][0] + 1 :]):
+            text, echoed = text[: ops[-1][0]].rstrip(), True
     masked = False
     ops = _top_level(text)
     if ops and ops[-1][1] == "|":
@@ -137,8 +169,8 @@ def canonical(command: str, cwd: str) -> tuple[str, str, bool, bool]:
 def _echoed_code(output: Any) -> int | None:
     if not isinstance(output, str):
         return None
-    match = _ECHOED.search(output.rstrip()[-200:])
-    return int(match.group(1)) if match else None
+    tail = output.rstrip()[-200:]
+    return _labelled_code(tail.rsplit("\n", 1)[-1]) if tail else None
 
 
 def _codex_code(response: Any) -> int | None:
@@ -153,8 +185,12 @@ def _codex_code(response: Any) -> int | None:
                 return code
         return None
     if isinstance(response, str):
-        match = _PROCESS_EXITED.search(response[:4000])
-        return int(match.group(1)) if match else None
+        head = response[:4000]
+        for marker in ("Process exited with code ", "Exit code: ", "Exit code "):
+            at = head.find(marker)
+            if at >= 0:
+                return _int_prefix(head[at + len(marker) :])
+        return None
     return None
 
 
@@ -194,8 +230,8 @@ def log_line(agent: str, payload: Any, now_ms: int) -> dict[str, Any] | None:
     if event == "PostToolUseFailure":
         interrupted = payload.get("is_interrupt") is True
         error = payload.get("error")
-        match = _EXIT_CODE.match(error) if isinstance(error, str) else None
-        exit_code = None if interrupted or match is None else int(match.group(1))
+        code = _int_prefix(error[10:]) if isinstance(error, str) and error.startswith("Exit code ") else None
+        exit_code = None if interrupted else code
     elif agent == "claude-code":
         interrupted = isinstance(response, dict) and response.get("interrupted") is True
         exit_code = None if interrupted else 0
@@ -230,9 +266,57 @@ def log_line(agent: str, payload: Any, now_ms: int) -> dict[str, Any] | None:
     return line
 
 
-def encode(line: dict[str, Any]) -> bytes | None:
-    """LINE as one UTF-8 JSON line; None when its text cannot be written as UTF-8 (a lone surrogate)."""
+def loads(data: bytes) -> Any:
+    """json.loads for one payload, through the C scanner when there is one (see the note on imports).
+
+    Raises ValueError (or RecursionError) on anything that is not exactly one JSON value."""
     try:
-        return (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    except (UnicodeEncodeError, ValueError):
+        from _json import make_scanner
+    except ImportError:  # an interpreter without CPython's accelerator
+        import json
+
+        return json.loads(data)
+    text = data.decode("utf-8")
+    start = len(text) - len(text.lstrip(" \t\n\r"))
+    try:
+        value, end = make_scanner(_ScanContext())(text, start)  # type: ignore[arg-type]
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError("trailing data after the JSON value")
+    return value
+
+
+class _ScanContext:
+    """What _json.make_scanner reads from a json.JSONDecoder: the defaults of json.loads."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float  # NaN, Infinity
+
+
+def encode(line: dict[str, Any]) -> bytes | None:
+    """LINE (flat: str, int, bool, None values) as one UTF-8 JSON line; None when its text cannot be written
+    as UTF-8 (a lone surrogate from a \\ud800 escape in the payload)."""
+    try:
+        from _json import encode_basestring as quote
+    except ImportError:
+        from json.encoder import py_encode_basestring as quote
+    parts = []
+    for key, value in line.items():
+        if value is None:
+            text = "null"
+        elif value is True or value is False:
+            text = "true" if value else "false"
+        elif type(value) is int:
+            text = str(value)
+        else:
+            text = quote(str(value))
+        parts.append(f"{quote(key)}:{text}")
+    try:
+        return ("{" + ",".join(parts) + "}\n").encode("utf-8")
+    except UnicodeEncodeError:
         return None
