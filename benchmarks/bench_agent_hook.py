@@ -105,9 +105,11 @@ def main() -> None:
         print(summary("sh -c 'cat >/dev/null'", shell))
         print(summary("sh -c 'python -I -S -c pass'", bare))
         print(summary("agent hook (recorder)", hook))
-        print(
-            f"added over a bare interpreter: p50 {statistics.median(hook) - statistics.median(bare):+.1f} ms"
-        )
+        added = statistics.median(hook) - statistics.median(bare)
+        print(f"added over a bare interpreter: wall p50 {added:+.1f} ms")
+        for label in ("shell", "bare", "hook"):
+            print(f"cpu {label:<6} mean {statistics.fmean(CPU[label]):5.1f} ms per call")
+        print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":
