@@ -203,6 +203,8 @@ def problem_history(store: SyncStore) -> dict[str, dict[str, Any]]:
 def scan_context(
     project: Project, cursor: str | None = None, *, full: bool = False, progress: ProgressFn = _no_progress
 ) -> ScanContext:
+    from nexusmem.store import atuin
+
     return ScanContext(
         root=project.root,
         project_id=project.id,
@@ -210,6 +212,8 @@ def scan_context(
         cursor=cursor,
         full=full,
         progress=progress,
+        # Foreign databases are read through the store (sources speak no SQL).
+        known={"atuin_history": atuin.read_history},
     )
 
 
@@ -338,6 +342,8 @@ def sync(
             with store.transaction():
                 previous = store.cursor(name)
                 ctx = scan_context(project, previous, full=rebuild or previous is None, progress=progress)
+                # What is stored already, for a source that must not add a command twice (atuin).
+                ctx.known["shell_commands_between"] = store.shell_commands_between
                 if deny:
                     # Text a source derives rather than stores (a commit's change words) is checked here.
                     ctx.known["denied"] = lambda text: deny.which([text]) is not None

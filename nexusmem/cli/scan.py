@@ -21,12 +21,18 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
 
     proj = project_mod.load(root_of(ctx), require_init=False)
     source = registry.get(source_name)
-    result = source.scan(scan_context(proj, None, full=True))
-    every = {n.id: n for n in result.nodes}  # the last version of a node within one scan wins, as in upsert
+    scan = scan_context(proj, None, full=True)
     stored: dict[str, str] = {}
     if project_mod.is_initialised(proj.root):
         with proj.open_store() as store:
+            scan.known["shell_commands_between"] = store.shell_commands_between
+            result = source.scan(scan)
+            # A node's last version within one scan wins, as in upsert.
+            every = {n.id: n for n in result.nodes}
             stored = store.content_hashes(list(every))
+    else:
+        result = source.scan(scan)
+        every = {n.id: n for n in result.nodes}
     new = [n for n in every.values() if n.id not in stored]
     changed = [n for n in every.values() if n.id in stored and n.content_hash(n.meta_json()) != stored[n.id]]
     unchanged = len(every) - len(new) - len(changed)
@@ -83,3 +89,4 @@ scan_conversation = _make(
     "conversation",
     "conversation turns and agent shell calls (from Claude Code, Codex, Aider, Gemini CLI transcripts)",
 )
+scan_atuin = _make("atuin", "shell command nodes from atuin's history.db")
