@@ -107,6 +107,8 @@ def position(cursor: str | None) -> str:
             return (
                 f"{len(files)} transcript file(s) seen, {ours} of this project; changed ones are read again"
             )
+        if isinstance(data, dict) and isinstance(data.get("ts"), int) and "path" in data:  # atuin
+            return f"after {iso(data['ts'] // 1_000_000)}"
         offset = data["log"]["offset"]
     except (ValueError, TypeError, KeyError):
         return "resumes where it stopped"

@@ -515,3 +515,24 @@ def test_git_is_unaffected(repo: Path) -> None:
     out = run_cli("-C", str(repo), "query", "--json", "--author", "codex", "--", "feat cache").stdout
     assert "git_commit" in {i["kind"] for i in json.loads(out)["items"]}
     assert os.environ["NEXUSMEM_HOME"]  # isolated
+
+
+def test_doctor_reports_agent_hooks(repo: Path, isolated_home: Path) -> None:
+    run_cli("hook", "agent", "install", "claude-code")
+    post = installed_command(claude_settings(isolated_home), "PostToolUse")
+    assert fire(post, claude_success(repo, "git status", "toolu_D")).returncode == 0
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    checks = report["checks"] if isinstance(report, dict) else report
+    agent = [c for c in checks if c["area"] == "agent"]
+    assert len(agent) == 1 and agent[0]["ok"] and "last recorded" in agent[0]["detail"]
+    path = claude_settings(isolated_home)
+    path.write_text(
+        path.read_text().replace(
+            agent_hooks.hook_command("claude-code"),
+            "/gone/python -I -S /gone/nexusmem/agenthook.py claude-code",
+        )
+    )
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    checks = report["checks"] if isinstance(report, dict) else report
+    agent = [c for c in checks if c["area"] == "agent"]
+    assert not agent[0]["ok"] and agent[0]["fix"] == "nexusmem hook agent install claude-code"

@@ -216,3 +216,12 @@ def test_an_older_schema_a_missing_and_a_broken_database(repo: Path, atuin_db: P
     assert any("atuin" in note for note in part.notes)
     off = run_cli("-C", str(repo), "scan-shell")
     assert off.exit_code == 0
+
+
+def test_status_says_where_atuin_resumes(repo: Path, atuin_db: Path) -> None:
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    conn = make_db(atuin_db)
+    add(conn, "pytest", repo, 1_790_000_000_000)
+    sync.sync(repo)
+    out = run_cli("-C", str(repo), "status").stdout
+    assert "atuin" in out and "after 2026-09-21" in out
