@@ -536,3 +536,24 @@ def test_doctor_reports_agent_hooks(repo: Path, isolated_home: Path) -> None:
     checks = report["checks"] if isinstance(report, dict) else report
     agent = [c for c in checks if c["area"] == "agent"]
     assert not agent[0]["ok"] and agent[0]["fix"] == "nexusmem hook agent install claude-code"
+
+
+def test_a_secret_in_an_agent_command_is_redacted_in_the_log_and_the_store(
+    repo: Path, isolated_home: Path
+) -> None:
+    run_cli("hook", "agent", "install", "claude-code")
+    post = installed_command(claude_settings(isolated_home), "PostToolUse")
+    secret = "ghp_" + "Z" * 36
+    assert fire(post, claude_success(repo, f"GITHUB_TOKEN={secret} gh pr list", "toolu_S")).returncode == 0
+    assert (
+        secret.encode() in shell_log_path().read_bytes()
+    )  # raw until the next sync, 0600, like every hook line
+    commit(repo, "feat: start", {"src/app.py": "x = 1\n"})
+    sync.sync(repo)
+    assert secret.encode() not in shell_log_path().read_bytes()
+    raw = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.name.startswith("memory.db"))
+    assert secret.encode() not in raw
+    line = log_lines()[0]
+    assert (
+        line["command"] == "GITHUB_TOKEN=«redacted:github-token» gh pr list" and line["call_id"] == "toolu_S"
+    )
