@@ -56,6 +56,11 @@ def install_cmd(ctx: click.Context, agent: str, project: bool) -> None:
         click.echo(f"Installed the {agent} command hook in {path}. Start a new {agent} session to record.")
     else:
         click.echo(f"The {agent} command hook is already in {path}.")
+    if agent == "codex":
+        click.echo(
+            "Codex runs a new or changed hook only after you trust it once: open `codex` and accept the"
+            " hook review it shows (a `codex exec` run alone never asks)."
+        )
 
 
 @agent_group.command(name="remove")
