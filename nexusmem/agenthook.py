@@ -83,9 +83,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run as a file with -S: make the package importable from where this file lives (the checkout or
-    # site-packages), and drop the script's own folder so a module here never shadows the stdlib.
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # Run as a file with -I -S: make the package importable from where this file lives (the checkout or
+    # site-packages), after the stdlib so nothing installed beside it can shadow a stdlib module; and drop
+    # this file's own folder (on sys.path before 3.11's -I implied -P) so a module here shadows nothing.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [*(p for p in sys.path if os.path.abspath(p or ".") != here), os.path.dirname(here)]
     code = main()
     try:
         sys.stdout.flush()

@@ -106,7 +106,10 @@ class AtuinSource:
             ):
                 state = loaded
         since: int = state["ts"] if type(state.get("ts")) is int else 0
-        reader = ctx.known["atuin_history"]
+        reader = ctx.known.get("atuin_history")  # the store's reader: sources speak no SQL
+        if reader is None:
+            result.notes.append(f"{path} not read: this sync gave the atuin source no database reader")
+            return
         attributor = Attributor.for_repo(ctx.root)
         memo = Memo()
         now_ns = time.time_ns()

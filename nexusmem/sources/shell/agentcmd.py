@@ -279,7 +279,7 @@ def loads(data: bytes) -> Any:
     text = data.decode("utf-8")
     start = len(text) - len(text.lstrip(" \t\n\r"))
     try:
-        value, end = make_scanner(_ScanContext())(text, start)  # type: ignore[arg-type]
+        value, end = make_scanner(_DecoderSettings())(text, start)  # type: ignore[arg-type]
     except StopIteration:
         raise ValueError("not JSON") from None
     if text[end:].strip(" \t\n\r"):
@@ -287,7 +287,7 @@ def loads(data: bytes) -> Any:
     return value
 
 
-class _ScanContext:
+class _DecoderSettings:
     """What _json.make_scanner reads from a json.JSONDecoder: the defaults of json.loads."""
 
     strict = True
