@@ -225,3 +225,41 @@ def test_status_says_where_atuin_resumes(repo: Path, atuin_db: Path) -> None:
     sync.sync(repo)
     out = run_cli("-C", str(repo), "status").stdout
     assert "atuin" in out and "after 2026-09-21" in out
+
+
+def test_an_agent_command_seen_by_atuin_and_our_agent_hook_is_one_node(repo: Path, atuin_db: Path) -> None:
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    now = int(time.time() * 1000)
+    conn = make_db(atuin_db)
+    # atuin's own Claude Code hook stores the text as the agent sent it (and forces a failure's exit to 1).
+    add(
+        conn,
+        f"cd {repo} && pytest -x 2>&1 | tail -20",
+        repo,
+        now - 9_000,
+        exit=1,
+        author="claude-code",
+        kind=2,
+    )
+    add(conn, 'cd src && make; echo "EXIT:$?"', repo, now - 5_000, author="codex", kind=2)
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    ours = {
+        "ts": now - 8_500,
+        "cwd": str(repo),
+        "exit": None,
+        "command": "pytest -x",
+        "shell": "claude-code",
+        "session": "sess",
+        "author": "claude-code",
+        "author_kind": "agent",
+        "call_id": "toolu_1",
+        "v": 1,
+    }
+    log.write_text(json.dumps(ours) + "\n", encoding="utf-8")
+    sync.sync(repo)
+    nodes = shell_nodes(repo)
+    assert nodes["pytest -x"]["source"] == "shell"  # once, from our hook, keyed by the call id
+    assert sum(1 for ref in nodes if "pytest" in ref) == 1
+    make = nodes["make"]
+    assert (make["source"], make["cwd"], make["exit"], make["author"]) == ("atuin", "src", None, "codex")

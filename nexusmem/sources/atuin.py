@@ -12,6 +12,8 @@ is stored; `sources.atuin.enabled: false` turns it off.
 - Author: `author_kind` 2, or an `author` atuin knows as an agent, is an agent's command: "claude-code" and
   "codex" keep their names (the same author as our own agent hook), other agents become "atuin:<name>";
   the rest is the person's ("me").
+- An agent's command is canonicalised as our agent hook does it (nexusmem.sources.shell.agentcmd: `cd DIR &&`
+  into the cwd, a trailing status echo or `| tail` off, the exit then unknown), so the two match.
 - Not twice: a command our own prompt or agent hook also logged (same redacted text, started within 5 s) is
   left to the hook's node, which has the pipeline statuses and the exact call id.
 - Cursor: the newest timestamp read, held back to the oldest command still running (less than a day old),
@@ -31,6 +33,7 @@ from typing import Any
 from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, Node
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.shell.agentcmd import AGENTS as OUR_AGENTS
+from nexusmem.sources.shell.agentcmd import canonical
 from nexusmem.sources.shell.attribution import Attributor
 from nexusmem.sources.shell.logline import EXIT_MAX, EXIT_MIN, MAX_DURATION_MS
 from nexusmem.sources.shell.node import Memo, body_head, command_node
@@ -114,7 +117,8 @@ class AtuinSource:
         memo = Memo()
         now_ns = time.time_ns()
         newest, running = since - 1, None
-        rows: list[tuple[Any, str, Path, str, int]] = []  # (row, redacted command, root, rel cwd, ts ms)
+        # (row, redacted command, root, cwd relative to it, ts ms, exit, author, author kind)
+        rows: list[tuple[Any, str, Path, str, int, int | None, str, str]] = []
         try:
             for row in reader(path, since):
                 ts_ns, exit_code, duration = _int(row.timestamp_ns), _int(row.exit), _int(row.duration_ns)
@@ -134,26 +138,34 @@ class AtuinSource:
                 ):
                     result.skip(f"{path} row {row.id!r}: time or exit code out of range")
                     continue
-                where = attributor.match(row.cwd)
-                if where is None or not row.command.strip() or "\x00" in row.command:
+                command, cwd = row.command, row.cwd
+                code: int | None = exit_code
+                author, kind = author_of(row.author, row.author_kind)
+                if kind == "agent":
+                    # atuin keeps the agent's text as sent (`cd /repo && pytest 2>&1 | tail`); our hook keeps
+                    # it canonical: the same canonical text is what makes the two one command.
+                    command, cwd, echoed, masked = canonical(command, cwd)
+                    code = None if echoed or masked else code
+                where = attributor.match(cwd)
+                if where is None or not command.strip() or "\x00" in command:
                     continue
-                rows.append((row, memo.redact(row.command), where[0], where[1], ts))
+                rows.append((row, memo.redact(command), where[0], where[1], ts, code, author, kind))
         except Exception as exc:  # a locked, corrupt or foreign file costs this source, never the sync
             result.notes.append(str(exc))
             return
         own_ids: set[str] = set()
         nodes: list[Node] = []
-        for row, command, root, rel, ts in rows:
-            author, kind = author_of(row.author, row.author_kind)
+        for row, command, root, rel, ts, exit_or_none, author, kind in rows:
+            code = exit_or_none
             duration_ms = row.duration_ns // 1_000_000
-            title, signal = memo.title_signal(command, row.exit)
+            title, signal = memo.title_signal(command, code)
             node = command_node(
                 ctx.project_id,
                 natural_key=f"atuin:{row.id}",
                 command=command,
                 ts=ts,
                 cwd=rel,
-                exit_code=row.exit,
+                exit_code=code,
                 pipestatus=None,
                 duration_ms=duration_ms if duration_ms <= MAX_DURATION_MS else None,
                 shell=row.shell if isinstance(row.shell, str) and row.shell else "atuin",
@@ -162,7 +174,7 @@ class AtuinSource:
                 scraped=False,
                 title=title,
                 signal=signal,
-                head=body_head(command, rel, row.exit),
+                head=body_head(command, rel, code),
                 author=author,
                 author_kind=kind,
                 source="atuin",
