@@ -458,6 +458,7 @@ def test_author_filter_on_query_and_precheck(repo: Path) -> None:
     assert _commands(repo, "--author", "me") == {"pytest tests/test_cache.py --lf"}
     assert _commands(repo, "--author", "agents") == every - {"pytest tests/test_cache.py --lf"}
     assert _commands(repo, "--author", "codex") == {"pytest tests/test_cache.py -x"}
+    assert _commands(repo, "--all-projects", "--author", "codex") == {"pytest tests/test_cache.py -x"}
     bad = run_cli("-C", str(repo), "query", "--author", "a b", "--", "pytest", ok=False)
     assert bad.exit_code == 2 and "--author" in bad.output
     files = ["tests/test_cache.py"]
