@@ -50,7 +50,7 @@ def of(kind: str, meta: dict[str, Any]) -> tuple[str, str] | None:
             "human" if author == ME else "agent"
         )
     if kind == "conversation_turn":
-        agent = meta.get("agent")
+        agent = meta.get("author") or meta.get("agent")
         return (agent if isinstance(agent, str) and agent else "agent"), "agent"
     return None
 
