@@ -9,12 +9,13 @@ can be found by "hangs" without a word of the question reaching it.
 
 The groups were written from general knowledge of how bugs are reported and fixed, before the labelled
 questions' target commits were read, and hold no project's vocabulary: only words that mean the same
-kind of failure in any codebase. Words are matched after a light suffix strip (see `_key`), so "hangs",
-"hanging" and "hung" all reach the "hang" group.
+kind of failure in any codebase. Words are matched after a light suffix strip (see `_forms`), so "hangs"
+and "hanging" reach the "hang" group.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 GROUPS: tuple[tuple[str, ...], ...] = (
@@ -181,34 +182,42 @@ GROUPS: tuple[tuple[str, ...], ...] = (
 MAX_EXPANSIONS = 24
 
 
-def _key(word: str) -> str:
-    """A light stem for looking a word up: "hangs", "hanging", "hanged" → "hang"; "crashes" → "crash"."""
+def _forms(word: str) -> list[str]:
+    """WORD and the bases it may be an inflection of: "hangs", "hanging" → "hang"; "freezes" → "freeze";
+    "crashes" → "crash"; "stopped" → "stop". Over-generates; only forms in a group count."""
     w = word.lower()
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(w) > len(suffix) + 2 and w.endswith(suffix):
-            return w[: -len(suffix)]
-    return w
+    out = [w]
+    if w.endswith("s") and len(w) > 3:
+        out += [w[:-1], w[:-2]]
+    if w.endswith("ed") and len(w) > 4:
+        out += [w[:-1], w[:-2], w[:-3]]
+    if w.endswith("ing") and len(w) > 5:
+        out += [w[:-3], w[:-3] + "e", w[:-4]]
+    return out
 
 
 _INDEX: dict[str, int] = {}
 for _number, _group in enumerate(GROUPS):
     for _word in _group:
         _INDEX.setdefault(_word, _number)
-        _INDEX.setdefault(_key(_word), _number)
+
+
+def _group_of(word: str) -> int | None:
+    return next((_INDEX[f] for f in _forms(word) if f in _INDEX), None)
 
 
 def expand(words: Iterable[str], limit: int = MAX_EXPANSIONS) -> list[str]:
     """The thesaurus words that WORDS (a question's terms) bring in, without WORDS themselves, in
     question order, at most LIMIT."""
     given = list(words)
-    seen = set(given) | {_key(w) for w in given}
-    out: list[str] = []
+    seen = {form for w in given for form in _forms(w)}
+    lists: list[list[str]] = []
     for word in given:
-        number = _INDEX.get(word, _INDEX.get(_key(word)))
+        number = _group_of(word)
         if number is None:
             continue
-        for other in GROUPS[number]:
-            if other not in seen and _key(other) not in seen:
-                seen.add(other)
-                out.append(other)
+        lists.append([other for other in GROUPS[number] if other not in seen])
+        seen.update(lists[-1])
+    # Interleaved, so that past LIMIT every matched group keeps its first (closest) words.
+    out = [w for row in itertools.zip_longest(*lists) for w in row if w is not None]
     return out[:limit]
