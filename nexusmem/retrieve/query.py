@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexusmem import authors, timefmt
-from nexusmem.retrieve import cjk, fuse, rank, search, timecue, vector
+from nexusmem.retrieve import cjk, fuse, rank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
+from nexusmem.retrieve.intent import Intent, intent
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import StoredNode
@@ -23,6 +24,15 @@ SHOWN_QUERY_CHARS = 160
 # STRENGTH_TOP hits contains (to this power): see `retrieve`.
 STRENGTH_TOP = 3
 LEXICAL_COVERAGE_EXP = 1.0
+# The thesaurus query (retrieve.thesaurus) counts this share of the question's own words, its best hit
+# capped at the question's best (merge_scored). Hybrid MRR over the 84 dev questions of the real
+# repositories / their 28 symptom questions / the generated-history evaluation (benchmarks/
+# eval_retrieval.py): without the thesaurus .503 / .102 / .619; capped: .508 / .118 / .619 at .2, .518 /
+# .147 / .617 at .35, .522 / .154 / .617 at .5; uncapped: .511 / .126 / .601, .527 / .173 / .588, .537 /
+# .216 / .585 (common kin such as "drop" or "empty" then buried generated answers).
+THESAURUS_WEIGHT = 0.0
+# The thesaurus words together match at most this many nodes (their commonest dropped first).
+THESAURUS_POSTINGS = 2000
 # An answer is weak when words no node contains carry this share of the question's IDF mass and no
 # vector neighbour is this similar (see Strength); it then shows only WEAK_ITEMS items.
 WEAK_MISSING = 0.4
@@ -134,9 +144,11 @@ def score_fused(
     *,
     cue: timecue.Cue | None = None,
     settings: rank.Settings = rank.DEFAULT,
+    asks: Intent = "neutral",
 ) -> list[tuple[StoredNode, float]]:
     """Fused evidence → final scores (relevance × priors), best first. With a time CUE age counts for every
-    node, from the cue's date when it names one, else from the newest event in the store.
+    node, from the cue's date when it names one, else from the newest event in the store. ASKS (what the
+    question asks for, retrieve.intent) lifts doc sections for a usage question.
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
@@ -157,6 +169,8 @@ def score_fused(
             time_cue=time_cue,
             superseded=node.superseded_by is not None,
             rejected=node.trust == "rejected",
+            fix=rank.says_fix(node.kind, node.title),
+            usage=asks == "usage",
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
@@ -171,6 +185,7 @@ class Question:
     search_text: str  # without the time cue's phrases: what BM25 and the embedder see
     cue: timecue.Cue | None
     notes: list[str] = field(default_factory=list)
+    asks: Intent = "neutral"  # how to use something, or what happened (retrieve.intent)
 
 
 def prepare(text: str) -> Question:
@@ -182,8 +197,9 @@ def prepare(text: str) -> Question:
         notes.append(f"the question was cut to its first and last {half:,} of {len(text):,} characters")
         text = text[:half] + " … " + text[-half:]
     # A pasted log or document is not a question about time, whatever timestamps it holds.
-    cue = timecue.find_cue(text) if len(search.terms(text)) <= search.MAX_QUERY_TERMS else None
-    return Question(text, timecue.without_cue(text, cue), cue, notes)
+    short = len(search.terms(text)) <= search.MAX_QUERY_TERMS
+    cue = timecue.find_cue(text) if short else None
+    return Question(text, timecue.without_cue(text, cue), cue, notes, intent(text) if short else "neutral")
 
 
 @dataclass
@@ -221,6 +237,16 @@ def retrieve(
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
+    # Symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect") in a second,
+    # low-weight query: a commit that names the mechanism is found by a question that names the symptom.
+    extra = thesaurus.expand(words.counted) if THESAURUS_WEIGHT and not words.dropped else []
+    if extra:
+        # Exact index only, and a smaller postings budget: these words count half, and must not cost more.
+        extra = search.affordable_terms(store, extra, THESAURUS_POSTINGS)
+        extra_hits, _ = search.bm25_scored(
+            store, extra, limit=limit, as_of=as_of, since=since, until=until, stemmed=False
+        )
+        bm25_hits = merge_scored(bm25_hits, extra_hits, THESAURUS_WEIGHT, limit)
     # A run of CJK characters is one token to the word index: the trigram index recalls its substrings.
     cjk_hits = cjk.search_scored(store, question.search_text, limit=limit, as_of=as_of)
     if since is not None or until is not None:
@@ -241,7 +267,7 @@ def retrieve(
         best = max(coverage(store, words, [i for i, _ in bm25_hits[:STRENGTH_TOP]]).values())
         scale = best**LEXICAL_COVERAGE_EXP
     found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
-    scored = score_fused(store, found, as_of, cue=question.cue, settings=settings)
+    scored = score_fused(store, found, as_of, cue=question.cue, settings=settings, asks=question.asks)
     if author is not None:
         scored = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
     bm25_ids = {node_id for node_id, _ in bm25_hits}
@@ -253,6 +279,21 @@ def retrieve(
         "vector": len(near.hits),
     }
     return Retrieved(question, scored, counts, found, words)
+
+
+def merge_scored(
+    hits: list[tuple[str, float]], extra: list[tuple[str, float]], weight: float, limit: int
+) -> list[tuple[str, float]]:
+    """HITS with WEIGHT × the scores of EXTRA added, best first. EXTRA is first scaled so that its best
+    is no higher than the best of HITS: a thesaurus word is never worth more than the question's own
+    words (uncapped, common kin such as "drop" or "empty" buried answers on the generated history)."""
+    best = max((value for _, value in hits), default=0.0)
+    best_extra = max((value for _, value in extra), default=0.0)
+    scale = min(1.0, best / best_extra) if best_extra > 0 else 0.0
+    scores = dict(hits)
+    for node_id, value in extra:
+        scores[node_id] = scores.get(node_id, 0.0) + weight * scale * value
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))[:limit]
 
 
 def _in_window(

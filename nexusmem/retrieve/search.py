@@ -131,11 +131,16 @@ def bm25_scored(
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
+    stemmed: bool = True,
 ) -> tuple[list[tuple[str, float]], int]:
-    """((id, BM25 score) best first, total number of matches) for an OR of WORDS."""
+    """((id, BM25 score) best first, total number of matches) for an OR of WORDS (STEMMED=False: the
+    exact index only, and the total is a lower bound)."""
     expr = fts_expression(words)
     if expr is None:
         return [], 0
+    if not stemmed:
+        hits = store.search_fts_scored(expr, limit, as_of, since=since, until=until, stemmed=False)
+        return hits, len(hits)
     stem_match = fts_expression(stem_terms(store, words)) or ""
     hits = store.search_fts_scored(expr, limit, as_of, since=since, until=until, stem_match=stem_match)
     total = len(hits) if len(hits) < limit else store.count_matches(expr, as_of, since=since, until=until)

@@ -1,0 +1,44 @@
+"""What a question asks for: how to use something (the docs answer it) or what happened (history does).
+
+"How do I get a --version flag?" is answered by a doc section; "when did the version flag start printing to
+stdout?" by a commit. Doc sections no longer look new to the ranking (age does not count for them, see
+rank.py), and on the dev questions of four real repositories that cost doc questions MRR .62 → .44: the
+old recency prior had been a hidden doc boost. A usage question now gives doc sections that boost back
+(rank.USAGE_DOC_FACTOR), and no other question does. The patterns were written from how people ask, not
+from the labelled questions, and are deliberately narrow: a question matching both kinds, or neither
+("rg prints an error when I pipe into head"), is `neutral` and ranked as before.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Intent = Literal["usage", "history", "neutral"]
+
+_USAGE = re.compile(
+    r"\b(how (do|can|should|would|could) (i|we|you|one)|how to|is there|are there|is it possible|"
+    r"can (i|we|you)|should (i|we)|do (i|we) (need|have to)|"
+    r"what('s| is) the (best|recommended|right|correct) way|what (does|do) .{1,60}\b(do|mean)|how does|"
+    r"does (it|this|the \w+) (support|allow|let|force|have|work)|"
+    r"where (should|can|do) (i|we) (report|find|get|put|configure|set))\b",
+    re.IGNORECASE,
+)
+_HISTORY = re.compile(
+    r"\b(when (did|was|were|has|have)|where (did|was|were)|what happened|why (did|was|were)|"
+    r"how (was|were|did) .{1,80}\b(fixed|added|changed|removed|solved|resolved)|since (when|which)|"
+    r"which (change|commit|pull request|pr|release|version) (added|made|removed|changed|introduced|fixed|dropped)|"
+    r"which (change|commit)|(got|been|was|were) (added|removed|fixed|introduced|renamed|dropped|deprecated|reverted))\b",
+    re.IGNORECASE,
+)
+
+
+def intent(text: str) -> Intent:
+    """`usage` when TEXT asks how to use something and not what happened, `history` for the reverse,
+    else `neutral`."""
+    usage, history = _USAGE.search(text) is not None, _HISTORY.search(text) is not None
+    if usage and not history:
+        return "usage"
+    if history and not usage:
+        return "history"
+    return "neutral"

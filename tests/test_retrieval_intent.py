@@ -1,0 +1,83 @@
+"""What the question asks for, on real stores built from real git repositories: a usage question lifts
+doc sections, a commit that says it fixes something counts more, and symptom words reach the commit that
+names the mechanism through the thesaurus."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from nexusmem.retrieve import thesaurus
+from nexusmem.retrieve.intent import intent
+
+from helpers import commit, query_json, run_cli
+
+DAY = 86_400
+NOW = int(time.time())
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("how do I turn off colour in the output", "usage"),
+        ("is there a way to read the token from a file", "usage"),
+        ("what does the --strict flag do", "usage"),
+        ("when did the --strict flag start failing on warnings", "history"),
+        ("which change added the retry option", "history"),
+        ("where was the token cache introduced", "history"),
+        ("the upload hangs after a gateway timeout", "neutral"),
+        ("how do I get the old behaviour back now that the flag was removed", "neutral"),
+    ],
+)
+def test_intent_of_a_question(text: str, asks: str) -> None:
+    assert intent(text) == asks
+
+
+def test_thesaurus_brings_the_mechanism_for_a_symptom_and_nothing_for_other_words() -> None:
+    assert "deadlock" in thesaurus.expand(["worker", "hangs"])
+    assert "panic" in thesaurus.expand(["crashed"])
+    assert "respect" in thesaurus.expand(["ignores"])
+    assert thesaurus.expand(["parser", "unicode"]) == [w for w in thesaurus.expand(["unicode"])]
+    assert thesaurus.expand(["parser", "paths"]) == []
+    assert len(thesaurus.expand(["hangs", "crashes", "slow", "leaks", "ignored", "twice"])) <= (
+        thesaurus.MAX_EXPANSIONS
+    )
+
+
+@pytest.fixture
+def retries(repo: Path) -> Path:
+    """A doc section that explains how to configure retries, and the commits that added and changed them."""
+    commit(repo, "Add the project skeleton", {"README.md": "# uploader\n"}, when=NOW - 900 * DAY)
+    commit(
+        repo,
+        "Add a retries option to the upload client",
+        {"client.py": "RETRIES = 3\n"},
+        when=NOW - 800 * DAY,
+    )
+    commit(
+        repo,
+        "docs: usage guide",
+        {
+            "docs/usage.md": "# Usage\n\n## Retries\n\nSet `retries` in the client config to retry a failed"
+            " upload; 0 turns retrying off. Each retry waits twice as long as the one before.\n"
+        },
+        when=NOW - 700 * DAY,
+    )
+    commit(
+        repo,
+        "Raise the default of the retries option to 5",
+        {"client.py": "RETRIES = 5\n"},
+        when=NOW - 600 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    return repo
+
+
+def test_a_usage_question_finds_the_doc_section_and_a_history_question_the_commit(retries: Path) -> None:
+    usage = query_json(retries, "how do I configure retries for the upload client")
+    assert usage["items"][0]["kind"] == "doc_section", [it["title"] for it in usage["items"]]
+    history = query_json(retries, "when was the retries option added to the upload client")
+    top = history["items"][0]
+    assert top["kind"] != "doc_section" and "Add a retries option" in top["title"], top["title"]
