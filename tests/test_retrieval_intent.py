@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nexusmem.retrieve import thesaurus
+from nexusmem import project
+from nexusmem.retrieve import query, thesaurus
 from nexusmem.retrieve.intent import intent
 
 from helpers import commit, query_json, run_cli
@@ -81,3 +82,18 @@ def test_a_usage_question_finds_the_doc_section_and_a_history_question_the_commi
     history = query_json(retries, "when was the retries option added to the upload client")
     top = history["items"][0]
     assert top["kind"] != "doc_section" and "Add a retries option" in top["title"], top["title"]
+
+
+def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
+    commit(repo, "Rework cache eviction for large keys", {"cache.py": "A = 1\n"}, when=NOW - 50 * DAY)
+    commit(repo, "Fix cache eviction for large keys", {"cache.py": "A = 2\n"}, when=NOW - 40 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    proj = project.load(repo)
+    with proj.open_store(readonly=True) as store:
+        scored, _ = query.ranked_candidates(store, "cache eviction large keys", vectors=False)
+    score = {node.title: value for node, value in scored if node.kind == "git_commit"}
+    fixed, reworked = (
+        score["Fix cache eviction for large keys"],
+        score["Rework cache eviction for large keys"],
+    )
+    assert fixed > 1.1 * reworked

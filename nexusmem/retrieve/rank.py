@@ -53,7 +53,7 @@ HALF_LIFE_DAYS = 30.0
 PROVENANCE_RATE = {"observed": 1.0, "authored": 0.75, "recorded": 0.5, "derived": 0.35}
 # Kinds whose worth fades with age whatever the question: what was typed or said, not what was decided.
 RECENCY_KINDS = frozenset({"shell_command", "conversation_turn", "session_summary"})
-FIX_FACTOR = 1.0
+FIX_FACTOR = 1.2
 USAGE_DOC_FACTOR = 2.0
 _FIX = re.compile(
     r"\b(fix|fixes|fixed|fixing|bugfix|hotfix|regression|revert|reverts|workaround)\b", re.IGNORECASE
