@@ -97,3 +97,19 @@ def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
         score["Rework cache eviction for large keys"],
     )
     assert fixed > 1.1 * reworked
+
+
+def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Path) -> None:
+    commit(repo, "Add the worker", {"worker.py": "def run(): ...\n"}, when=NOW - 300 * DAY)
+    commit(repo, "docs: explain stopping the worker", {"STOP.md": "send SIGTERM\n"}, when=NOW - 200 * DAY)
+    commit(
+        repo,
+        "worker: avoid a deadlock on the queue lock while stopping",
+        {"worker.py": "def run(): ...\ndef stop(): ...\n"},
+        when=NOW - 100 * DAY,
+    )
+    commit(repo, "Rename the queue module", {"queue2.py": "Q = 1\n"}, when=NOW - 50 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "my worker hangs forever when stopping")
+    titles = [it["title"] for it in found["items"]]
+    assert "worker: avoid a deadlock" in titles[0], titles

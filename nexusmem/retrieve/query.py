@@ -30,7 +30,7 @@ LEXICAL_COVERAGE_EXP = 1.0
 # eval_retrieval.py): without the thesaurus .503 / .102 / .619; capped: .508 / .118 / .619 at .2, .518 /
 # .147 / .617 at .35, .522 / .154 / .617 at .5; uncapped: .511 / .126 / .601, .527 / .173 / .588, .537 /
 # .216 / .585 (common kin such as "drop" or "empty" then buried generated answers).
-THESAURUS_WEIGHT = 0.0
+THESAURUS_WEIGHT = 0.5
 # The thesaurus words together match at most this many nodes (their commonest dropped first).
 THESAURUS_POSTINGS = 2000
 # An answer is weak when words no node contains carry this share of the question's IDF mass and no
