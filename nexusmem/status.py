@@ -7,7 +7,7 @@ from typing import Any
 from nexusmem import paths, timefmt
 from nexusmem.project import Project
 from nexusmem.store import Store
-from nexusmem.sync import problem_history
+from nexusmem.sync import problem_history, source_states
 
 
 def iso(ms: int | None) -> str | None:
@@ -52,6 +52,8 @@ def status(project: Project) -> dict[str, Any]:
             "shell_log": str(paths.shell_log_path()),
             # Bad records sync passed over, per source: how many in all and where the newest were.
             "skipped_records": problem_history(store),
+            # One line per source that left one: why an opt-in source did nothing ("skipped: gh CLI ...").
+            "source_states": source_states(store),
         }
 
 
@@ -82,6 +84,8 @@ def render(info: dict[str, Any]) -> str:
             )
     else:
         lines.append("sources:  never synced (run `nexusmem sync`)")
+    for name, state in sorted(info.get("source_states", {}).items()):
+        lines.append(f"{name}: {state}")
     for name, history in sorted(info.get("skipped_records", {}).items()):
         recent = history.get("recent", [])
         lines.append(f"skipped bad records in {name}: {history.get('total', 0)} (newest {len(recent)} below)")

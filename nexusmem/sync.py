@@ -164,6 +164,20 @@ def _storable(nodes: Iterable[Node], result: ScanResult) -> Iterator[Node]:
             result.skip(f"{node.kind} {node.ref[:80]!r}: {problem}")
 
 
+# One line per source for `status` (meta key STATE_KEY + source name): why an opt-in source was skipped.
+STATE_KEY = "state:"
+
+
+def source_states(store: SyncStore) -> dict[str, str]:
+    """{source: its last sync's one-line state} for the sources that left one."""
+    found: dict[str, str] = {}
+    for row in store.sources():
+        value = store.get_meta(STATE_KEY + str(row["name"]))
+        if value:
+            found[str(row["name"])] = value
+    return found
+
+
 # A bounded history of where bad records were skipped, per source (meta key PROBLEMS_KEY + source name).
 PROBLEMS_KEY = "skipped:"
 PROBLEMS_KEPT = 20
@@ -361,8 +375,14 @@ def sync(
                 part.problems = list(result.problems)
                 if result.problems or rebuild:
                     record_problems(store, name, result.problems, reset=rebuild)
-                if result.links is not None:
+                if result.links is not None and result.link_scope is not None:
+                    store.replace_links_from(result.link_relation, result.link_scope, result.links)
+                elif result.links is not None:
                     store.replace_links(result.link_relation, result.links)
+                if result.state:
+                    store.set_meta(STATE_KEY + name, result.state)
+                else:
+                    store.delete_meta(STATE_KEY + name)
                 if backfill:
                     store.delete_meta(BACKFILL_CHANGE_WORDS)
                 part.noop = not (counts.added or counts.updated or part.removed)
@@ -376,9 +396,10 @@ def sync(
             store.restore_bookkeeping(kept)
         if kept_links:
             store.restore_links(kept_links)
-        # Changelog entries lend their words to the commits they describe; either side may have changed.
+        # Changelog entries and GitHub threads lend their words to the commits they describe (or that closed
+        # them); either side may have changed.
         with store.transaction():
-            store.refresh_notes("changelog", "git_commit")
+            store.refresh_notes(("changelog", "github"), "git_commit")
         whole.close()  # commits the rebuild, if there is one
         from nexusmem.hygiene.forget import rekey_seen
 

@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "scan-docs": "nexusmem.cli.scan:scan_docs",
     "scan-shell": "nexusmem.cli.scan:scan_shell",
     "scan-conversation": "nexusmem.cli.scan:scan_conversation",
+    "scan-github": "nexusmem.cli.scan:scan_github",
     "hook": "nexusmem.cli.hook:hook",
     "precheck": "nexusmem.cli.precheck:precheck_cmd",
     "mcp": "nexusmem.cli.mcp:mcp_cmd",

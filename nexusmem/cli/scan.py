@@ -1,5 +1,8 @@
 """scan-*: dry-run previews of what the next sync would store. They write nothing.
 
+A source that reads over the network (github) scans from the cursor its last sync left, exactly as the
+next sync would (a full scan would cost one API call per thread); a source never synced scans everything.
+
 Each node the source yields is compared with the store by id and content hash, as the sync's upsert does:
 only new and changed nodes are listed, and unchanged ones are counted, so an up-to-date memory previews
 "0 new, 0 changed, N unchanged" rather than a whole first sync."""
@@ -21,7 +24,11 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
 
     proj = project_mod.load(root_of(ctx), require_init=False)
     source = registry.get(source_name)
-    result = source.scan(scan_context(proj, None, full=True))
+    cursor: str | None = None
+    if getattr(source, "preview_from_cursor", False) and project_mod.is_initialised(proj.root):
+        with proj.open_store() as store:
+            cursor = store.cursor(source_name)
+    result = source.scan(scan_context(proj, cursor, full=cursor is None))
     every = {n.id: n for n in result.nodes}  # the last version of a node within one scan wins, as in upsert
     stored: dict[str, str] = {}
     if project_mod.is_initialised(proj.root):
@@ -56,6 +63,8 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
         + (f", {result.skipped} skipped" if result.skipped else "")
         + ". Nothing was written."
     )
+    if result.state and not result.state.startswith("read "):
+        click.echo(f"{source_name}: {result.state}", err=True)
 
 
 def _make(name: str, what: str) -> click.Command:
@@ -83,3 +92,4 @@ scan_conversation = _make(
     "conversation",
     "conversation turns and agent shell calls (from Claude Code, Codex, Aider, Gemini CLI transcripts)",
 )
+scan_github = _make("github", "GitHub issue and PR nodes (via gh)")

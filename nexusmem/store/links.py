@@ -70,6 +70,26 @@ class LinksMixin:
         self.conn.execute("DELETE FROM links WHERE relation = ?", (relation,))
         return self.add_links(links)
 
+    def replace_links_from(
+        self, relation: str, from_ids: Sequence[str], links: Iterable[tuple[str, str, str]]
+    ) -> int:
+        """Make LINKS the only links of RELATION leaving FROM_IDS (links leaving other nodes stay), keeping
+        only links whose two nodes are stored; return how many of LINKS are stored now."""
+        for start in range(0, len(from_ids), BATCH):
+            chunk = list(from_ids[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            self.conn.execute(
+                f"DELETE FROM links WHERE relation = ? AND from_id IN ({marks})", (relation, *chunk)
+            )
+        stamp = now_ms()
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO links(from_id, to_id, relation, created_at) SELECT ?, ?, ?, ?"
+            " WHERE EXISTS (SELECT 1 FROM nodes WHERE id = ?) AND EXISTS (SELECT 1 FROM nodes WHERE id = ?)",
+            [(a, b, rel, stamp, a, b) for a, b, rel in links],
+        )
+        return int(self.conn.total_changes - before)
+
     def add_links(self, links: Iterable[tuple[str, str, str]]) -> int:
         stamp = now_ms()
         before = self.conn.total_changes
