@@ -1,7 +1,9 @@
 """Precheck: warnings about the files about to be committed, from what this repository's memory holds.
 
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
-module name in the command) and were never seen passing; and high churn (many commits touching it lately).
+module name in the command) and were never seen passing; the same for the files that import it (the import
+edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
+tests/test_api.py imports src/cache.py); and high churn (many commits touching it lately).
 
 Runs on every commit, so it stays light: no click needed here, no project id (that would start git), the
 store opened read-only, and three indexed range reads for all files together.
@@ -58,6 +60,7 @@ class Finding:
     ts: int | None = None
     times: int = 1
     commits: int | None = None
+    importer: str | None = None  # kind "importer_failure": the file importing PATH whose command failed
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -158,18 +161,32 @@ def check(
     # has every table and column read here), and a sync may be writing it at this very moment.
     with open_unmigrated(db) as store:
         commands = store.shell_commands_between(start, end)
-        lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
+        # Stored edges only (one indexed read): precheck never parses source files.
+        importers = [(dst, src) for dst, src in store.importers_of(files) if src not in files]
+        importer_paths = sorted({src for _dst, src in importers})
+        lookup = sorted({p for f in [*files, *importer_paths] for p in (f, *_ancestors(f))})
         naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
         commands, naming = _with_unsynced(
             root, store.cursor("shell"), commands, naming, set(lookup), start, end
         )
         failures = _unresolved_failures(store, files, commands, naming)
+        # An importer's failures count only when the command names the importer's path (or a folder
+        # holding it): its bare module name would widen a guess into a wrong warning.
+        via = (
+            _unresolved_failures(store, importer_paths, commands, naming, by_name=False)
+            if importer_paths
+            else {}
+        )
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
         if kind == "git_commit":
             churn.setdefault(path, set()).add(node_id)
+    by_file: dict[str, list[str]] = {}
+    for dst, src in importers:
+        by_file.setdefault(dst, []).append(src)
     for path in files:
         result.findings.extend(failures.get(path, []))
+        result.findings.extend(_importer_findings(path, by_file.get(path, []), via, failures.get(path, [])))
         commits = len(churn.get(path, ()))
         if commits >= churn_threshold:
             result.findings.append(
@@ -184,6 +201,38 @@ def check(
                 )
             )
     return result
+
+
+def _importer_findings(
+    path: str, importers: list[str], via: dict[str, list[Finding]], own: list[Finding]
+) -> list[Finding]:
+    """PATH's warnings from the failures of the files importing it: one per command, newest first, none for
+    a command already reported for PATH itself."""
+    seen = {f.command for f in own}
+    found: list[Finding] = []
+    for importer in importers:
+        for failure in via.get(importer, []):
+            if failure.command in seen:
+                continue
+            seen.add(failure.command)
+            shown = " ".join((failure.command or "")[:119].split())
+            found.append(
+                Finding(
+                    path=path,
+                    kind="importer_failure",
+                    command=failure.command,
+                    exit=failure.exit,
+                    ts=failure.ts,
+                    times=failure.times,
+                    importer=importer,
+                    message=(
+                        f"{path}: imported by {importer}, whose `{shown}` failed (exit {failure.exit}) on"
+                        f" {timefmt.day(failure.ts or 0)} and was never seen passing — run it before committing"
+                    ),
+                )
+            )
+    found.sort(key=lambda f: f.ts or 0, reverse=True)
+    return found[:MAX_FAILURES_PER_FILE]
 
 
 def _synced_offset(cursor: str | None, st: os.stat_result) -> int:
@@ -233,6 +282,8 @@ def _unresolved_failures(
     files: list[str],
     commands: list[tuple[str, str, int, str | None, int | None]],
     naming: list[tuple[str, str, str]],
+    *,
+    by_name: bool = True,
 ) -> dict[str, list[Finding]]:
     # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
     # the window holds every command later than any failure in it), or by a link the linker recorded.
@@ -261,7 +312,7 @@ def _unresolved_failures(
         for child in dirs.get(path, ()):
             by_id.setdefault(node_id, set()).add(child)
     stems: dict[str, list[str]] = {}
-    for path in files:
+    for path in files if by_name else ():
         name = module_name(path)
         if name:
             stems.setdefault(name, []).append(path)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from nexusmem.embed.index import EmbedSummary
     from nexusmem.link import LinkSummary
     from nexusmem.store.interface import SyncStore
+    from nexusmem.structure.scan import StructurePlan
 
 
 @dataclass
@@ -53,6 +54,7 @@ class SyncSummary:
     total_nodes: int = 0
     links: LinkSummary | None = None  # set when failure → fix linking ran
     embedding: EmbedSummary | None = None  # set when the embedding pass ran
+    structure: StructurePlan | None = None  # set when the import-structure pass ran
 
     @property
     def added(self) -> int:
@@ -136,6 +138,7 @@ class SyncSummary:
             "total_nodes": self.total_nodes,
             "links": self.links.to_json() if self.links is not None else None,
             "embedding": self.embedding.to_json() if self.embedding is not None else None,
+            "structure": _structure_json(self.structure),
             "sources": [
                 {
                     "name": s.name,
@@ -152,6 +155,20 @@ class SyncSummary:
                 for s in self.sources
             ],
         }
+
+
+def _structure_json(plan: StructurePlan | None) -> dict[str, Any] | None:
+    if plan is None:
+        return None
+    return {
+        "files": plan.files,
+        "parsed": len(plan.parsed),
+        "edges": plan.edges,
+        "added": len(plan.add),
+        "removed": len(plan.remove),
+        "skipped": plan.skipped,
+        "seconds": round(plan.seconds, 3),
+    }
 
 
 def _storable(nodes: Iterable[Node], result: ScanResult) -> Iterator[Node]:
@@ -404,6 +421,14 @@ def sync(
         from nexusmem.hygiene.forget import rekey_seen
 
         rekey_seen(store, deny)  # older salted-hash entries whose value a match just revealed
+        if only is None and project.config.get("structure", {}).get("enabled", True):
+            from nexusmem.structure import scan as structure
+
+            try:
+                summary.structure = structure.run(project.root, store, project.config)
+            except NexusMemError as exc:  # git failed: the structure is advice, never a failed sync
+                if log:
+                    log(f"structure: skipped ({exc})")
         if link_failures:
             from nexusmem import link
 

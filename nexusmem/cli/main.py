@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "scan-shell": "nexusmem.cli.scan:scan_shell",
     "scan-conversation": "nexusmem.cli.scan:scan_conversation",
     "scan-github": "nexusmem.cli.scan:scan_github",
+    "scan-structure": "nexusmem.cli.scan:scan_structure",
     "hook": "nexusmem.cli.hook:hook",
     "precheck": "nexusmem.cli.precheck:precheck_cmd",
     "mcp": "nexusmem.cli.mcp:mcp_cmd",

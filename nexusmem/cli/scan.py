@@ -93,3 +93,42 @@ scan_conversation = _make(
     "conversation turns and agent shell calls (from Claude Code, Codex, Aider, Gemini CLI transcripts)",
 )
 scan_github = _make("github", "GitHub issue and PR nodes (via gh)")
+
+
+@click.command(
+    "scan-structure",
+    help="Preview the import edges the next sync would add or remove (Python, JS/TS, Go, Rust, Java; "
+    "tracked files only). Writes nothing.",
+    epilog="Example:\n\n  nexusmem scan-structure --limit 20",
+)
+@repo_option
+@click.option("--limit", type=click.IntRange(min=0), default=0, help="Show at most N edges (0 = all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.pass_context
+@library_errors
+def scan_structure(ctx: click.Context, limit: int, as_json: bool) -> None:
+    from nexusmem import project as project_mod
+    from nexusmem.structure import scan as structure
+
+    proj = project_mod.load(root_of(ctx), require_init=False)
+    max_bytes = int(proj.config.get("structure", {}).get("maxFileBytes", 1_000_000))
+    if project_mod.is_initialised(proj.root):
+        with proj.open_store() as store:
+            plan = structure.plan(proj.root, store.import_files(), store.import_edges(), max_bytes)
+    else:
+        plan = structure.plan(proj.root, {}, set(), max_bytes)
+    changes = [("+", a, b) for a, b in sorted(plan.add)] + [("-", a, b) for a, b in sorted(plan.remove)]
+    shown = changes[:limit] if limit else changes
+    if as_json:
+        data = plan.to_json()
+        if limit:
+            data["added"], data["removed"] = data["added"][:limit], data["removed"][:limit]
+        echo_json(data)
+        return
+    for sign, a, b in shown:
+        echo_human(f"{sign} {a} → {b}")
+    click.echo(
+        plan.describe()
+        + (f" (showing the first {limit} changes)" if limit and len(changes) > limit else "")
+        + ". Nothing was written."
+    )

@@ -16,6 +16,7 @@ from nexusmem.store.cjk import CjkIndexMixin
 from nexusmem.store.cursors import CursorsMixin
 from nexusmem.store.fulltext import FullTextMixin
 from nexusmem.store.hygiene import HygieneMixin
+from nexusmem.store.imports import ImportsMixin
 from nexusmem.store.links import LinksMixin
 from nexusmem.store.nodes import NodesMixin
 from nexusmem.store.vectors import VectorIndexMixin
@@ -26,7 +27,14 @@ WRITE_SEQ_KEY = "store.write_seq"
 
 
 class Store(
-    NodesMixin, FullTextMixin, LinksMixin, CursorsMixin, VectorIndexMixin, CjkIndexMixin, HygieneMixin
+    NodesMixin,
+    FullTextMixin,
+    LinksMixin,
+    CursorsMixin,
+    VectorIndexMixin,
+    CjkIndexMixin,
+    HygieneMixin,
+    ImportsMixin,
 ):
     """A migrated connection to one project's memory.db."""
 

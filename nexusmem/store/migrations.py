@@ -244,6 +244,20 @@ def _m7_words_and_stems(conn: Any) -> None:
     )
 
 
+def _m8_import_structure(conn: Any) -> None:
+    execute_script(
+        conn,
+        """
+        -- The structure pass: each tracked source file's import specifiers (JSON), keyed by its blob so an
+        -- unchanged file is never parsed again, and the file -> file edges resolved from them.
+        CREATE TABLE import_files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, specs TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE import_edges(src TEXT NOT NULL, dst TEXT NOT NULL, PRIMARY KEY (src, dst)) WITHOUT ROWID;
+        -- precheck asks "who imports this staged file?"
+        CREATE INDEX import_edges_dst ON import_edges(dst);
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -252,6 +266,7 @@ MIGRATIONS: list[Migration] = [
     (5, "index on nodes.updated_at", _m5_updated_index),
     (6, "write sequence on nodes (nodes.written)", _m6_write_sequence),
     (7, "change words and lent notes as indexed columns; a stemmed word index", _m7_words_and_stems),
+    (8, "import structure: parsed files and import edges", _m8_import_structure),
 ]
 
 LATEST = MIGRATIONS[-1][0]

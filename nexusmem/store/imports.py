@@ -1,0 +1,79 @@
+"""Import structure: each tracked source file's parsed import specifiers (keyed by its blob, so an
+unchanged file is never parsed again) and the file → file import edges resolved from them.
+
+Mixed into Store (which provides `conn`). Edges are between repository paths, not nodes: a file is not a
+memory item, and precheck reads them by path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from nexusmem.store.nodes import BATCH
+
+
+class ImportsMixin:
+    """Store methods for the import structure. Mixed into Store."""
+
+    conn: Any
+
+    def _has_imports(self) -> bool:
+        # precheck opens the store unmigrated: a store from before schema 8 has no such tables.
+        row = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'import_edges'"
+        ).fetchone()
+        return row is not None
+
+    def import_files(self) -> dict[str, tuple[str, list[list[Any]]]]:
+        """{path: (blob sha, specifiers)} of every file the last structure pass parsed."""
+        out: dict[str, tuple[str, list[list[Any]]]] = {}
+        for path, blob, specs in self.conn.execute("SELECT path, blob, specs FROM import_files"):
+            try:
+                parsed = json.loads(specs)
+            except ValueError:
+                parsed = []
+            out[path] = (blob, parsed if isinstance(parsed, list) else [])
+        return out
+
+    def save_import_files(self, rows: Iterable[tuple[str, str, list[Any]]], removed: Iterable[str]) -> None:
+        """Store (path, blob, specifiers) ROWS; forget the files in REMOVED."""
+        self.conn.executemany(
+            "INSERT INTO import_files(path, blob, specs) VALUES (?, ?, ?)"
+            " ON CONFLICT(path) DO UPDATE SET blob = excluded.blob, specs = excluded.specs",
+            [(p, b, json.dumps(s, separators=(",", ":"))) for p, b, s in rows],
+        )
+        self.conn.executemany("DELETE FROM import_files WHERE path = ?", [(p,) for p in removed])
+
+    def import_edges(self) -> set[tuple[str, str]]:
+        """Every (importer, imported) pair stored."""
+        return {(a, b) for a, b in self.conn.execute("SELECT src, dst FROM import_edges")}
+
+    def change_import_edges(self, add: Iterable[tuple[str, str]], remove: Iterable[tuple[str, str]]) -> None:
+        self.conn.executemany("DELETE FROM import_edges WHERE src = ? AND dst = ?", list(remove))
+        self.conn.executemany("INSERT OR IGNORE INTO import_edges(src, dst) VALUES (?, ?)", list(add))
+
+    def importers_of(self, paths: Sequence[str], per_path: int = 50) -> list[tuple[str, str]]:
+        """(imported, importer) for each of PATHS, at most PER_PATH importers each, by importer path. One
+        indexed read per batch: precheck calls this on every commit."""
+        if not paths or not self._has_imports():
+            return []
+        out: list[tuple[str, str]] = []
+        for start in range(0, len(paths), BATCH):
+            chunk = list(paths[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT dst, src FROM import_edges WHERE dst IN ({marks}) ORDER BY dst, src", chunk
+            ).fetchall()
+            seen: dict[str, int] = {}
+            for dst, src in rows:
+                seen[dst] = seen.get(dst, 0) + 1
+                if seen[dst] <= per_path:
+                    out.append((dst, src))
+        return out
+
+    def import_edge_count(self) -> int:
+        if not self._has_imports():
+            return 0
+        return int(self.conn.execute("SELECT COUNT(*) FROM import_edges").fetchone()[0])
