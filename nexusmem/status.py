@@ -45,6 +45,7 @@ def status(project: Project) -> dict[str, Any]:
             "nodes": store.node_count(),
             "by_kind": store.counts_by_kind(),
             "links": store.link_count(),
+            "import_edges": store.import_edge_count(),
             "flagged": store.open_suggestion_count(),
             "first": iso(first),
             "last": iso(last),
@@ -66,6 +67,8 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"{count:>10}  {kind}")
     if info["links"]:
         lines.append(f"{info['links']:>10}  failure→fix link(s)")
+    if info.get("import_edges"):
+        lines.append(f"{info['import_edges']:>10}  import edge(s) between tracked files")
     if info.get("flagged"):
         lines.append(f"{info['flagged']:>10}  flagged as likely superseded (see `nexusmem stale`)")
     lines.append("")

@@ -114,9 +114,9 @@ def scan_structure(ctx: click.Context, limit: int, as_json: bool) -> None:
     max_bytes = int(proj.config.get("structure", {}).get("maxFileBytes", 1_000_000))
     if project_mod.is_initialised(proj.root):
         with proj.open_store() as store:
-            plan = structure.plan(proj.root, store.import_files(), store.import_edges(), max_bytes)
+            plan = structure.plan(proj.root, store, max_bytes)
     else:
-        plan = structure.plan(proj.root, {}, set(), max_bytes)
+        plan = structure.plan(proj.root, structure.Nothing(), max_bytes)
     changes = [("+", a, b) for a, b in sorted(plan.add)] + [("-", a, b) for a, b in sorted(plan.remove)]
     shown = changes[:limit] if limit else changes
     if as_json:

@@ -26,15 +26,29 @@ class ImportsMixin:
         ).fetchone()
         return row is not None
 
-    def import_files(self) -> dict[str, tuple[str, list[list[Any]]]]:
-        """{path: (blob sha, specifiers)} of every file the last structure pass parsed."""
-        out: dict[str, tuple[str, list[list[Any]]]] = {}
-        for path, blob, specs in self.conn.execute("SELECT path, blob, specs FROM import_files"):
+    def import_blobs(self) -> dict[str, str]:
+        """{path: blob sha} of every file the last structure pass parsed."""
+        return dict(self.conn.execute("SELECT path, blob FROM import_files").fetchall())
+
+    def import_specs(self, paths: Sequence[str] | None = None) -> dict[str, list[list[Any]]]:
+        """{path: parsed specifiers} of PATHS (every stored file when None)."""
+        if paths is None:
+            rows = self.conn.execute("SELECT path, specs FROM import_files").fetchall()
+        else:
+            rows = []
+            for start in range(0, len(paths), BATCH):
+                chunk = list(paths[start : start + BATCH])
+                marks = ",".join("?" * len(chunk))
+                rows += self.conn.execute(
+                    f"SELECT path, specs FROM import_files WHERE path IN ({marks})", chunk
+                ).fetchall()
+        out: dict[str, list[list[Any]]] = {}
+        for path, specs in rows:
             try:
                 parsed = json.loads(specs)
             except ValueError:
                 parsed = []
-            out[path] = (blob, parsed if isinstance(parsed, list) else [])
+            out[path] = parsed if isinstance(parsed, list) else []
         return out
 
     def save_import_files(self, rows: Iterable[tuple[str, str, list[Any]]], removed: Iterable[str]) -> None:
@@ -46,9 +60,24 @@ class ImportsMixin:
         )
         self.conn.executemany("DELETE FROM import_files WHERE path = ?", [(p,) for p in removed])
 
-    def import_edges(self) -> set[tuple[str, str]]:
-        """Every (importer, imported) pair stored."""
-        return {(a, b) for a, b in self.conn.execute("SELECT src, dst FROM import_edges")}
+    def import_edges(self, importers: Sequence[str] | None = None) -> set[tuple[str, str]]:
+        """Every (importer, imported) pair stored, or those leaving IMPORTERS."""
+        if importers is None:
+            return {(a, b) for a, b in self.conn.execute("SELECT src, dst FROM import_edges")}
+        out: set[tuple[str, str]] = set()
+        for start in range(0, len(importers), BATCH):
+            chunk = list(importers[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                (a, b)
+                for a, b in self.conn.execute(
+                    f"SELECT src, dst FROM import_edges WHERE src IN ({marks})", chunk
+                )
+            )
+        return out
+
+    def import_edge_total(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM import_edges").fetchone()[0])
 
     def change_import_edges(self, add: Iterable[tuple[str, str]], remove: Iterable[tuple[str, str]]) -> None:
         self.conn.executemany("DELETE FROM import_edges WHERE src = ? AND dst = ?", list(remove))

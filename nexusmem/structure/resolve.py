@@ -19,6 +19,7 @@ from __future__ import annotations
 import posixpath
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from nexusmem.structure.parse import Spec
 
@@ -34,8 +35,8 @@ def _dir(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
-def _join(*parts: str) -> str:
-    return "/".join(p for p in parts if p)
+def _join(base: str, rel: str) -> str:
+    return f"{base}/{rel}" if base and rel else base or rel
 
 
 class Resolver:
@@ -263,9 +264,15 @@ class Resolver:
         return []
 
 
-def edges(files: Iterable[str], specs: Mapping[str, Sequence[Spec]]) -> set[tuple[str, str]]:
-    """(importer, imported) pairs among FILES."""
-    resolver = Resolver(files, specs)
+def edges(
+    files: Iterable[str],
+    specs: Mapping[str, Sequence[Spec]],
+    *,
+    all_specs: Mapping[str, Sequence[Any]] | None = None,
+) -> set[tuple[str, str]]:
+    """(importer, imported) pairs among FILES for the importers in SPECS (ALL_SPECS, when given, is every
+    file's: the resolver reads the go.mod files from it)."""
+    resolver = Resolver(files, specs if all_specs is None else all_specs)
     out: set[tuple[str, str]] = set()
     for importer, ss in specs.items():
         if importer not in resolver.files:

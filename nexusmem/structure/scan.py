@@ -9,9 +9,10 @@ per thousand files: dictionary lookups). Only the edges that changed are written
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nexusmem import gitcmd
 from nexusmem.structure import parse, resolve
@@ -88,16 +89,44 @@ def _read_blobs(root: Path, blobs: list[str], max_bytes: int) -> dict[str, bytes
     return out
 
 
-def plan(root: Path, stored: dict[str, tuple[str, list[Any]]], edges: set[tuple[str, str]],
-         max_bytes: int) -> StructurePlan:  # fmt: skip
-    """What a pass would change, given the STORED files and EDGES (nothing is written here)."""
+class Stored(Protocol):
+    """What a pass reads of the previous one (the Store; or nothing before the first)."""
+
+    def import_blobs(self) -> dict[str, str]: ...
+
+    def import_specs(self, paths: Sequence[str] | None = None) -> dict[str, list[list[Any]]]: ...
+
+    def import_edges(self, importers: Sequence[str] | None = None) -> set[tuple[str, str]]: ...
+
+    def import_edge_total(self) -> int: ...
+
+
+class Nothing:
+    """The previous pass of a store that never had one."""
+
+    def import_blobs(self) -> dict[str, str]:
+        return {}
+
+    def import_specs(self, paths: Sequence[str] | None = None) -> dict[str, list[list[Any]]]:
+        return {}
+
+    def import_edges(self, importers: Sequence[str] | None = None) -> set[tuple[str, str]]:
+        return set()
+
+    def import_edge_total(self) -> int:
+        return 0
+
+
+def plan(root: Path, stored: Stored, max_bytes: int) -> StructurePlan:
+    """What a pass would change, given what STORED holds (nothing is written here)."""
     t0 = time.perf_counter()
     result = StructurePlan()
     files = tracked(root)
     result.files = len(files)
-    changed = [p for p, blob in files.items() if stored.get(p, ("",))[0] != blob]
+    blobs = stored.import_blobs()
+    changed = [p for p, blob in files.items() if blobs.get(p) != blob]
     contents = _read_blobs(root, sorted({files[p] for p in changed}), max_bytes)
-    specs: dict[str, list[Any]] = {p: s for p, (_b, s) in stored.items() if p in files}
+    parsed: dict[str, list[Any]] = {}
     for path in changed:
         raw = contents.get(files[path])
         if raw is None or b"\0" in raw[:8000]:
@@ -105,13 +134,30 @@ def plan(root: Path, stored: dict[str, tuple[str, list[Any]]], edges: set[tuple[
             found: list[Any] = []
         else:
             found = [list(s) for s in parse.specs(path, raw.decode("utf-8", "replace"))]
-        specs[path] = found
+        parsed[path] = found
         result.parsed.append((path, files[path], found))
-    result.removed = sorted(p for p in stored if p not in files)
-    now = resolve.edges(files, {p: [tuple(s) for s in ss] for p, ss in specs.items()})
-    result.add = now - edges
-    result.remove = edges - now
-    result.edges = len(now)
+    result.removed = sorted(p for p in blobs if p not in files)
+    same_files = not result.removed and len(blobs) == len(files)
+    if same_files and not any(parse.language(p) == "gomod" for p in changed):
+        # Resolution depends on the set of files (and go.mod), not on other files' contents: with the same
+        # files, only the changed importers' edges can change, and a no-op pass resolves nothing.
+        if changed:
+            gomods = stored.import_specs([p for p in files if parse.language(p) == "gomod"])
+            mine = stored.import_edges(changed)
+            fresh = resolve.edges(
+                files, {p: [tuple(s) for s in parsed[p]] for p in changed}, all_specs=gomods
+            )
+            result.add = fresh - mine
+            result.remove = mine - fresh
+        result.edges = stored.import_edge_total() - len(result.remove) + len(result.add)
+    else:
+        specs = {p: s for p, s in stored.import_specs().items() if p in files}
+        specs.update(parsed)
+        now = resolve.edges(files, {p: [tuple(s) for s in ss] for p, ss in specs.items()})
+        edges = stored.import_edges()
+        result.add = now - edges
+        result.remove = edges - now
+        result.edges = len(now)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -119,7 +165,7 @@ def plan(root: Path, stored: dict[str, tuple[str, list[Any]]], edges: set[tuple[
 def run(root: Path, store: Any, config: dict[str, Any], *, dry_run: bool = False) -> StructurePlan:
     """Plan against STORE and, unless DRY_RUN, write the plan in one transaction."""
     max_bytes = int(config.get("structure", {}).get("maxFileBytes", 1_000_000))
-    result = plan(root, store.import_files(), store.import_edges(), max_bytes)
+    result = plan(root, store, max_bytes)
     if not dry_run and (result.parsed or result.removed or result.add or result.remove):
         with store.transaction():
             store.save_import_files(result.parsed, result.removed)
