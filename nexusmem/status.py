@@ -114,6 +114,8 @@ def position(cursor: str | None) -> str:
             return (
                 f"{len(files)} transcript file(s) seen, {ours} of this project; changed ones are read again"
             )
+        if isinstance(data, dict) and isinstance(data.get("since"), str):  # the github source
+            return f"threads updated since {data['since']}"
         offset = data["log"]["offset"]
     except (ValueError, TypeError, KeyError):
         return "resumes where it stopped"

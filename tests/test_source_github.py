@@ -96,8 +96,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, 
     return repo, data, shas
 
 
-def _configure(repo: Path, **github: object) -> None:
-    cfg = repo / ".nexusmem" / "config.json"
+def _configure(root: Path, **github: object) -> None:
+    cfg = root / ".nexusmem" / "config.json"
     data = json.loads(cfg.read_text(encoding="utf-8"))
     data["sources"]["github"].update(github)
     cfg.write_text(json.dumps(data), encoding="utf-8")
@@ -283,6 +283,18 @@ def test_missing_or_logged_out_gh_is_a_quiet_skip(world: tuple[Path, Path, dict[
         len(_threads(repo)) == 130
         and "skipped" not in run_cli("-C", str(repo), "status").stdout.split("github:")[-1]
     )
+
+
+def test_an_api_error_fails_the_source_not_the_sync(world: tuple[Path, Path, dict[str, str]]) -> None:
+    repo, _, _ = world
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    _configure(repo, **{"repo": "acme/renamed"})  # gh answers 404 for a repository it cannot see
+    result = run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "github: gh api call failed: gh: Not Found (HTTP 404)" in result.stderr
+    status = run_cli("-C", str(repo), "status").stdout
+    assert "github: failed: gh api call failed: gh: Not Found (HTTP 404)" in status
+    assert "threads updated since 2026-11-05T10:00:00Z" in status  # the cursor stayed where it was
+    assert len(_threads(repo)) == 130
 
 
 def test_secrets_in_threads_are_redacted(world: tuple[Path, Path, dict[str, str]]) -> None:
