@@ -19,7 +19,7 @@ and threads can hold secrets people pasted (every text is redacted before it is 
   spread over several syncs and nothing is skipped.
 - Links (relation `github`), thread → commit: a PR to its merge commit ("Merge pull request #N") or squash
   commit ("... (#N)"); an issue to commits whose message closes it ("Fixes #N", "Closes #N", "Resolves
-  #N") and to the commits of the PRs read with it whose description closes it.
+  #N") or ends in "(#N)", and to the commits of the PRs read with it whose description closes it.
 - A missing gh or a logged-out one (exit 4) skips the source quietly; `status` shows the one-line reason.
 """
 
@@ -347,8 +347,7 @@ class GithubSource:
         body = "\n\n".join(parts)
         if len(body) > limit:
             body = body[: limit - 1] + "…"
-        shas = commits.pulls.get(t.number, []) if t.is_pr else []
-        shas = shas + commits.closes.get(t.number, [])
+        shas = commits.commits(t.number)
         for pr in closing_prs:
             shas += commits.pulls.get(pr, [])
         shas = list(dict.fromkeys(shas))[: MAX_COMMITS_PER_NUMBER * 2]
