@@ -164,16 +164,23 @@ def check(
         # Stored edges only (one indexed read): precheck never parses source files.
         importers = [(dst, src) for dst, src in store.importers_of(files) if src not in files]
         importer_paths = sorted({src for _dst, src in importers})
-        lookup = sorted({p for f in [*files, *importer_paths] for p in (f, *_ancestors(f))})
-        naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
+        own = {p for f in files for p in (f, *_ancestors(f))}
+        naming = store.nodes_naming(sorted(own), ("shell_command", "git_commit"), start, end)
+        extra = {p for f in importer_paths for p in (f, *_ancestors(f))} - own
         commands, naming = _with_unsynced(
-            root, store.cursor("shell"), commands, naming, set(lookup), start, end
+            root, store.cursor("shell"), commands, naming, own | extra, start, end
         )
-        failures = _unresolved_failures(store, files, commands, naming)
+        open_failures = _open_failures(commands)
+        if extra and open_failures:
+            # The importers' paths named by open failures: the files of those few commands, not every
+            # node naming each importer (a file of a long history is named by hundreds of commits).
+            named = store.files_of_many([f[0] for f in open_failures])
+            naming += [(path, node_id, "shell_command") for node_id, path in named if path in extra]
+        failures = _unresolved_failures(store, files, open_failures, naming)
         # An importer's failures count only when the command names the importer's path (or a folder
         # holding it): its bare module name would widen a guess into a wrong warning.
         via = (
-            _unresolved_failures(store, importer_paths, commands, naming, by_name=False)
+            _unresolved_failures(store, importer_paths, open_failures, naming, by_name=False)
             if importer_paths
             else {}
         )
@@ -277,24 +284,31 @@ def _with_unsynced(
     return merged, named
 
 
-def _unresolved_failures(
-    store: Any,
-    files: list[str],
-    commands: list[tuple[str, str, int, str | None, int | None]],
-    naming: list[tuple[str, str, str]],
-    *,
-    by_name: bool = True,
-) -> dict[str, list[Finding]]:
+OpenFailure = tuple[str, str, int, "str | None", int]
+
+
+def _open_failures(commands: list[tuple[str, str, int, str | None, int | None]]) -> list[OpenFailure]:
+    """(id, command, ts, cwd, exit) of the failures no later run of the same command resolved."""
     # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
     # the window holds every command later than any failure in it), or by a link the linker recorded.
     found, resolved_by = resolved.retries(
         ((node_id, ts, command, cwd, code) for node_id, command, ts, cwd, code in commands), within_ms=None
     )
-    open_failures = [
+    return [
         (node_id, command, ts, cwd, code)
         for node_id, ts, command, cwd, code in found
         if node_id not in resolved_by and code is not None
     ]
+
+
+def _unresolved_failures(
+    store: Any,
+    files: list[str],
+    open_failures: list[OpenFailure],
+    naming: list[tuple[str, str, str]],
+    *,
+    by_name: bool = True,
+) -> dict[str, list[Finding]]:
     if not open_failures:
         return {}
     # Which files each failure names: node_files (the file or a parent directory), or the module name.

@@ -386,6 +386,21 @@ class NodesMixin:
             )
         ]
 
+    def files_of_many(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(node id, path) for every file of the nodes IDS."""
+        out: list[tuple[str, str]] = []
+        for first in range(0, len(ids), BATCH):
+            chunk = list(ids[first : first + BATCH])
+            marks = ",".join("?" * len(chunk))
+            out.extend(
+                self.conn.execute(
+                    f"SELECT n.id, f.path FROM nodes n CROSS JOIN node_files f ON f.node_seq = n.seq"
+                    f" WHERE n.id IN ({marks})",
+                    chunk,
+                ).fetchall()
+            )
+        return out
+
     def shell_commands_between(
         self, start: int, end: int
     ) -> list[tuple[str, str, int, str | None, int | None]]:
