@@ -18,11 +18,13 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexusmem import authors, gitcmd, paths, resolved, timefmt
+
+if TYPE_CHECKING:
+    from nexusmem.store.hookreads import HookReader
 
 DAY_MS = 86_400_000
 WINDOW_DAYS = 30
@@ -46,34 +48,61 @@ _NOT_CODE = frozenset(
 )  # fmt: skip
 
 
-@dataclass
 class Finding:
-    """One warning about one file."""
+    """One warning about one file. (A plain class: `dataclasses` imports `inspect`, ~10% of a cold
+    precheck.)"""
 
-    path: str
-    kind: str  # "failure" | "churn"
-    message: str
-    command: str | None = None
-    exit: int | None = None
-    ts: int | None = None
-    times: int = 1
-    commits: int | None = None
+    FIELDS = ("path", "kind", "message", "command", "exit", "ts", "times", "commits")  # the JSON order
+    __slots__ = FIELDS
+
+    def __init__(
+        self,
+        path: str,
+        kind: str,  # "failure" | "churn"
+        message: str,
+        command: str | None = None,
+        exit: int | None = None,
+        ts: int | None = None,
+        times: int = 1,
+        commits: int | None = None,
+    ) -> None:
+        self.path = path
+        self.kind = kind
+        self.message = message
+        self.command = command
+        self.exit = exit
+        self.ts = ts
+        self.times = times
+        self.commits = commits
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Finding) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"Finding({self.path!r}, {self.kind!r}, {self.message!r})"
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data: dict[str, Any] = {name: getattr(self, name) for name in self.FIELDS}
         data["date"] = timefmt.day(self.ts) if self.ts is not None else None
         return data
 
 
-@dataclass
 class PrecheckResult:
     """What precheck looked at and found. `checked` is False when there was no memory to check against."""
 
-    root: str | None
-    files: list[str]
-    findings: list[Finding] = field(default_factory=list)
-    checked: bool = True
-    reason: str | None = None
+    def __init__(
+        self,
+        root: str | None,
+        files: list[str],
+        findings: list[Finding] | None = None,
+        checked: bool = True,
+        reason: str | None = None,
+    ) -> None:
+        self.root = root
+        self.files = files
+        self.findings: list[Finding] = findings if findings is not None else []
+        self.checked = checked
+        self.reason = reason
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,7 +174,7 @@ def check(
 
     AUTHOR (nexusmem.authors: me, agents, a name) keeps the failures of commands by that author; any
     author's later success still resolves a failure (the agent re-ran your test and it passed)."""
-    from nexusmem.store.db import open_unmigrated
+    from nexusmem.store.hookreads import HookReader
 
     files = list(dict.fromkeys(files))
     result = PrecheckResult(root=str(root), files=files)
@@ -160,7 +189,7 @@ def check(
     start, end = now - days * DAY_MS, now + FUTURE_SLACK_MS
     # Read-only and never migrated: a commit hook must not rewrite the database (an older schema already
     # has every table and column read here), and a sync may be writing it at this very moment.
-    with open_unmigrated(db) as store:
+    with HookReader(db) as store:
         commands = store.shell_commands_between(start, end)
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
         naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
@@ -248,7 +277,7 @@ def _with_unsynced(
 
 
 def _unresolved_failures(
-    store: Any,
+    store: HookReader,
     files: list[str],
     commands: list[tuple[str, str, int, str | None, int | None]],
     naming: list[tuple[str, str, str]],
