@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +54,8 @@ def _save(projects: list[dict[str, Any]]) -> None:
         except (ValueError, OSError, RecursionError):  # UnicodeDecodeError is a ValueError
             # Keep the unreadable file for the user rather than overwrite it.
             path.replace(path.with_name(f"projects.json.corrupt-{int(time.time())}"))
+    import tempfile  # ~10 ms of imports (shutil, random, bz2, lzma) that only a registry write needs
+
     fd, tmp = tempfile.mkstemp(prefix=".projects.", suffix=".tmp", dir=str(path.parent))
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump({"version": 1, "projects": projects}, fh, indent=2, sort_keys=True)
