@@ -243,10 +243,10 @@ def exclusive(
     seconds for the lock (an OS lock, released if its holder dies, even by SIGKILL), then gives up with a
     one-line SyncBusyError. `sync --auto` keeps its own coalescing lock (sync.lock) around this one.
     """
-    from filelock import FileLock, Timeout
+    from nexusmem.oslock import FileLock, Timeout
 
     state = paths.state_dir(root)
-    lock = FileLock(str(state / RUN_LOCK_NAME), mode=0o600)
+    lock = FileLock(state / RUN_LOCK_NAME)
     try:
         lock.acquire(timeout=0)
     except Timeout:
