@@ -339,9 +339,24 @@ def sync(
                 if log:
                     log(message)
                 part.notes.append(message.removeprefix("git: "))
+            # A source that reports its own progress (in its own unit, with a total) owns the bar; the
+            # store's batch counts (nodes) stand in only for one that does not.
+            reported: list[bool] = []
+
+            def source_progress(
+                label: str, done: int, total: int | None, seen: list[bool] = reported
+            ) -> None:
+                seen[:] = [True]
+                progress(label, done, total)
+
             with store.transaction():
                 previous = store.cursor(name)
-                ctx = scan_context(project, previous, full=rebuild or previous is None, progress=progress)
+                ctx = scan_context(
+                    project,
+                    previous,
+                    full=rebuild or previous is None,
+                    progress=_no_progress if progress is _no_progress else source_progress,
+                )
                 # What is stored already, for a source that must not add a command twice (atuin).
                 ctx.known["shell_commands_between"] = store.shell_commands_between
                 if deny:
@@ -350,10 +365,11 @@ def sync(
                 result = source.scan(ctx)
                 done = 0
 
-                def batch_done(n: int, label: str = name) -> None:
+                def batch_done(n: int, label: str = name, seen: list[bool] = reported) -> None:
                     nonlocal done
                     done += n
-                    progress(label, done, None)
+                    if not seen:
+                        progress(label, done, None)
 
                 dropped_before = deny.dropped
                 nodes = _storable(result.nodes, result)

@@ -49,7 +49,7 @@ def echo_json(data: Any) -> None:
 # What each phase counts, so the bar says "files" for docs rather than "nodes".
 UNITS = {
     "git": "commits",
-    "diff": "file changes",
+    "diff": "commits",
     "docs": "files",
     "shell": "bytes",
     "changelog": "entries",
