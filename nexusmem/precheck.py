@@ -8,7 +8,11 @@ store opened read-only, and three indexed range reads for all files together.
 
 Commands not synced yet count too: the hook log past this project's shell cursor (its last 4 MB at most) is
 read with the shell source's own parser, so the test that failed a minute ago warns before any `nexusmem
-sync`. The shell source (and its redaction patterns) is imported only when the log has such a tail.
+sync`. The shell source is imported only when the log has such a tail. The tail is first read as typed,
+without loading the redaction engine (~0.15 s of a cold process): when no command in it failed unresolved
+and no failure to report carries a redacted value (the only cases where redacting could change the answer),
+that answer stands; otherwise the tail is read again, redacted exactly as a sync would store it, and the
+answer comes from that. Nothing unredacted is ever shown.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ CHURN_THRESHOLD = 4
 FUTURE_SLACK_MS = DAY_MS
 # At most this many distinct failing commands are reported per file: a wall of warnings gets ignored.
 MAX_FAILURES_PER_FILE = 5
+# How a redacted value looks in a stored command (nexusmem.redact.placeholder), without importing redact.
+PLACEHOLDER = "«redacted:"
 
 # Module names too generic to mean "this file" when they appear in a command (`npm test`, `make setup`).
 _GENERIC_STEMS = frozenset(
@@ -193,21 +199,25 @@ def check(
         commands = store.shell_commands_between(start, end)
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
         naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
+        cursor = store.cursor("shell")
         who: dict[str, dict[str, str]] | None = None
         if author is not None:
             who = store.shell_command_authors(start, end)
-        commands, naming = _with_unsynced(
-            root, store.cursor("shell"), commands, naming, set(lookup), start, end, who
-        )
-        failures = _unresolved_failures(
-            store,
-            files,
-            commands,
-            naming,
+        author_ok = (
             None
             if who is None
-            else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {}))),
+            else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
         )
+        merged, named, from_tail = _with_unsynced(
+            root, cursor, commands, naming, set(lookup), start, end, who=who
+        )
+        failures, redact_first = _unresolved_failures(store, files, merged, named, author_ok)
+        if from_tail and redact_first:
+            merged, named, _ = _with_unsynced(
+                root, cursor, commands, naming, set(lookup), start, end, who=who, redacted=True
+            )
+            failures, _ = _unresolved_failures(store, files, merged, named, author_ok)
+        naming = named
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
         if kind == "git_commit":
@@ -250,21 +260,24 @@ def _with_unsynced(
     lookup: set[str],
     start: int,
     end: int,
+    *,
     who: dict[str, dict[str, str]] | None = None,
-) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]]]:
-    """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring); the tail's
-    authors go into WHO when it is given."""
+    redacted: bool = False,
+) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]], bool]:
+    """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring), and whether
+    the tail added anything. Without REDACTED the tail's commands are as typed: never to be shown. The
+    tail's authors go into WHO when it is given."""
     try:
         st = os.stat(paths.shell_log_path())
     except OSError:
-        return commands, naming
+        return commands, naming, False
     if st.st_size <= _synced_offset(cursor, st):
-        return commands, naming  # the usual case right after a sync: no import, no read
+        return commands, naming, False  # the usual case right after a sync: no import, no read
     from nexusmem.sources.shell import source as shell_source
 
-    tail = [t for t in shell_source.unsynced_tail(root, cursor) if start <= t.ts < end]
+    tail = [t for t in shell_source.unsynced_tail(root, cursor, redacted=redacted) if start <= t.ts < end]
     if not tail:
-        return commands, naming
+        return commands, naming, False
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}
     fresh = [t for t in tail if (t.command, t.ts) not in known]  # a sync may have raced this read
     if who is not None:
@@ -273,7 +286,7 @@ def _with_unsynced(
         [*commands, *((t.key, t.command, t.ts, t.cwd, t.exit) for t in fresh)], key=lambda c: c[2]
     )
     named = [*naming, *((f, t.key, "shell_command") for t in fresh for f in t.files if f in lookup)]
-    return merged, named
+    return merged, named, bool(fresh)
 
 
 def _unresolved_failures(
@@ -282,7 +295,8 @@ def _unresolved_failures(
     commands: list[tuple[str, str, int, str | None, int | None]],
     naming: list[tuple[str, str, str]],
     author_ok: Callable[[str], bool] | None = None,
-) -> dict[str, list[Finding]]:
+) -> tuple[dict[str, list[Finding]], bool]:
+    """Findings per file, and whether redacting the unsynced tail could change them (see below)."""
     # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
     # the window holds every command later than any failure in it), or by a link the linker recorded.
     found, resolved_by = resolved.retries(
@@ -294,7 +308,11 @@ def _unresolved_failures(
         if node_id not in resolved_by and code is not None and (author_ok is None or author_ok(node_id))
     ]
     if not open_failures:
-        return {}
+        return {}, False
+    # Redacting the tail's commands can only merge commands (resolving more) and take words out of them, so
+    # the answer from the commands as typed stands unless a tail command failed and stays unresolved, or a
+    # failure to show holds a redacted value that a redacted tail command might match.
+    redact_first = any(f[0].startswith("log:") for f in open_failures)
     # Which files each failure names: node_files (the file or a parent directory), or the module name.
     by_id: dict[str, set[str]] = {}
     wanted = set(files)
@@ -325,8 +343,9 @@ def _unresolved_failures(
             for hit in pattern.findall(command):
                 by_id.setdefault(node_id, set()).update(stems[hit])
     candidates = [f for f in open_failures if f[0] in by_id]
+    redact_first = redact_first or any(PLACEHOLDER in f[1] for f in candidates)
     if not candidates:
-        return {}
+        return {}, redact_first
     linked = {from_id for from_id, _to, _rel in store.links_from([f[0] for f in candidates])}
     # Newest first; one finding per (file, command, cwd), carrying how often it failed unresolved.
     grouped: dict[tuple[str, str, str | None], list[tuple[str, str, int, str | None, int]]] = {}
@@ -357,7 +376,7 @@ def _unresolved_failures(
                 ),
             )
         )
-    return out
+    return out, redact_first
 
 
 def run(

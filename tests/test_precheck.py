@@ -285,3 +285,47 @@ def test_a_failure_not_yet_synced_warns(repo: Path) -> None:
     # Once synced, the same history gives the same answer from the store.
     sync.sync(repo)
     assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
+
+
+def test_an_unsynced_tail_is_redacted_only_when_it_could_change_the_answer(repo: Path) -> None:
+    """A tail of passing commands is read as typed (the redaction engine, ~0.15 s, is not loaded); a failure
+    in it is answered from the redacted tail, exactly as after a sync: two runs that differ only in a
+    secret are one command, so the second run's success resolves the first run's failure."""
+    project(repo)
+    write_log(repo, [("make lint", 0, DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    token = "ghp_" + "a1B2" * 9
+    other = "ghp_" + "c3D4" * 9
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, f"pytest tests/test_cache.py --token={token}", 0, 60_000))
+    code = (
+        "import sys, json; from nexusmem import precheck\n"
+        "r = precheck.run(files=['src/cache.py'])\n"
+        "print(json.dumps([len(r.findings), 'nexusmem.redact_engine' in sys.modules]))"
+    )
+
+    def in_process() -> list[Any]:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ),
+        ).stdout
+        answer: list[Any] = json.loads(out.splitlines()[-1])
+        return answer
+
+    assert in_process() == [0, False]
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, f"pytest tests/test_cache.py --token={other}", 1, 50_000))
+    assert in_process() == [1, True]
+    shown = run_cli("-C", str(repo), "precheck", "--json").stdout
+    assert "c3D4c3D4" not in shown and json.loads(shown)["findings"][0]["exit"] == 1
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, f"pytest tests/test_cache.py --token={token}", 0, 40_000))
+    before_sync = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
+    sync.sync(repo)
+    assert before_sync == json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
