@@ -12,9 +12,15 @@ Rows:
   version        `nexusmem --version`
   precheck       `nexusmem precheck`, 20 staged files (a throwaway GIT_INDEX_FILE), hook log fully synced
   precheck-tail  the same with 200 unsynced hook-log lines (appended to home/shell-history.jsonl for the
-                 run and truncated away afterwards, so the store's cursor stays valid)
+                 run and truncated away afterwards, so the store's cursor stays valid): test runs of the
+                 staged files with a secret in them, every fourth one failing
+  precheck-tail-ok  the same 200 lines, all passing (the usual commit after a green test run)
   query          `nexusmem query Q` on BM25-DIR, Q cycling through the 20 benchmark questions
   noop-sync      `nexusmem sync -q` on DIR, nothing new (writes the store's sync times, nothing else)
+
+With --against, each tree gets its own copy of each store (a store migrated by the newer code is refused by
+the older one): the copies are renamed into place for each run, so both trees see the same repository,
+hook log and cursors, and the stores are put back as they were at the end.
 
 Each tree runs under the venv's interpreter with PYTHONPATH=<tree> and PYTHONDONTWRITEBYTECODE unset, after
 `compileall` (what a pip install gives users). Rounds alternate which tree goes first, so a loaded machine
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,7 +48,7 @@ from common import QUERIES
 HERE = Path(__file__).resolve().parent
 CHECKOUT = HERE.parent
 LAUNCH = "import sys\nfrom nexusmem.cli.main import main\nsys.exit(main())\n"
-ROWS = ("version", "precheck", "precheck-tail", "query", "noop-sync")
+ROWS = ("version", "precheck", "precheck-tail", "precheck-tail-ok", "query", "noop-sync")
 TAIL_LINES = 200
 
 
@@ -63,7 +70,7 @@ def compiled(tree: Path) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "nexusmem")], env=env, check=True)
 
 
-def tail_lines(repo: Path, index: Path, now_ms: int) -> str:
+def tail_lines(repo: Path, index: Path, now_ms: int, failing: bool = True) -> str:
     """TAIL_LINES hook-log lines in REPO: test runs naming the staged files (and a secret the findings must
     not show), every fourth one failing."""
     env = dict(os.environ, GIT_INDEX_FILE=str(index))
@@ -80,7 +87,7 @@ def tail_lines(repo: Path, index: Path, now_ms: int) -> str:
         record = {
             "ts": now_ms - (TAIL_LINES - i) * 1000,
             "cwd": str(repo),
-            "exit": 1 if i % 4 == 0 else 0,
+            "exit": 1 if failing and i % 4 == 0 else 0,
             "duration_ms": 1200,
             "command": f"pytest {files[i % len(files)]} -k case_{i} --api-key=sk-{i:040d}",
             "shell": "bash",
@@ -89,6 +96,42 @@ def tail_lines(repo: Path, index: Path, now_ms: int) -> str:
         }
         out.append(json.dumps(record))
     return "\n".join(out) + "\n"
+
+
+DB_FILES = ("memory.db", "memory.db-wal", "memory.db-shm")
+
+
+class Stores:
+    """Per-tree copies of the stores in DIRS, swapped into place with renames (no copy per run)."""
+
+    def __init__(self, dirs: list[Path], trees: list[str], spare: Path) -> None:
+        self.states = [d / "repo" / ".nexusmem" for d in dict.fromkeys(dirs)]
+        self.spare = spare
+        self.current = trees[0]
+        for i, state in enumerate(self.states):
+            for tree in trees[1:]:
+                for name in DB_FILES:
+                    if (state / name).exists():
+                        shutil.copy2(state / name, self.slot(i, tree, name))
+
+    def slot(self, i: int, tree: str, name: str) -> Path:
+        return self.spare / f"{i}-{tree.replace('/', '_')}-{name}"
+
+    def use(self, tree: str) -> None:
+        if tree == self.current:
+            return
+        for i, state in enumerate(self.states):
+            for name in DB_FILES:
+                live, parked, wanted = (
+                    state / name,
+                    self.slot(i, self.current, name),
+                    self.slot(i, tree, name),
+                )
+                if live.exists():
+                    os.replace(live, parked)
+                if wanted.exists():
+                    os.replace(wanted, live)
+        self.current = tree
 
 
 def main() -> None:
@@ -113,12 +156,19 @@ def main() -> None:
             trees[args.against] = export(args.against, tmp / "against")
         for tree in trees.values():
             compiled(tree)
+        spare = tmp / "stores"
+        spare.mkdir()
+        stores = Stores([args.dir, bm25_dir], list(trees), spare)
         launcher = tmp / "nexusmem"
         launcher.write_text(LAUNCH, encoding="utf-8")
         index = tmp / "index"
         files = staged_index(args.dir / "repo", index)
         log = args.dir / "home" / "shell-history.jsonl"
-        extra = tail_lines(args.dir / "repo", index, int(time.time() * 1000)).encode()
+        now = int(time.time() * 1000)
+        extra = {
+            "precheck-tail": tail_lines(args.dir / "repo", index, now).encode(),
+            "precheck-tail-ok": tail_lines(args.dir / "repo", index, now, failing=False).encode(),
+        }
 
         def command(row: str, i: int) -> tuple[list[str], Path, dict[str, str]]:
             home = args.dir / "home"
@@ -126,7 +176,7 @@ def main() -> None:
             env = dict(base_env, NEXUSMEM_HOME=str(home))
             if row == "version":
                 return ["--version"], repo, env
-            if row in ("precheck", "precheck-tail"):
+            if row.startswith("precheck"):
                 return ["precheck"], repo, dict(env, GIT_INDEX_FILE=str(index))
             if row == "query":
                 env["NEXUSMEM_HOME"] = str(bm25_dir / "home")
@@ -135,41 +185,52 @@ def main() -> None:
 
         times: dict[tuple[str, str], list[float]] = {}
         outputs: dict[tuple[str, str], str] = {}
-        for row in rows:
-            size = log.stat().st_size
-            if row == "precheck-tail":
-                with log.open("ab") as f:
-                    f.write(extra)
-            try:
-                for i in range(args.runs):
-                    order = list(trees.items())
-                    if i % 2:
-                        order.reverse()
-                    for name, tree in order:
-                        argv, cwd, env = command(row, i)
-                        env["PYTHONPATH"] = str(tree)
-                        started = time.perf_counter()
-                        proc = subprocess.run(
-                            [sys.executable, str(launcher), *argv], cwd=cwd, env=env, capture_output=True
-                        )
-                        times.setdefault((row, name), []).append((time.perf_counter() - started) * 1000)
-                        if proc.returncode != 0:
-                            raise SystemExit(f"{name} {row} failed: {proc.stderr.decode()[-2000:]}")
-                        outputs[(row, name)] = (proc.stdout + proc.stderr).decode()
-                        if row == "precheck-tail" and "sk-0000" in outputs[(row, name)]:
-                            raise SystemExit(f"{name} showed an unredacted secret from the unsynced tail")
-            finally:
-                if row == "precheck-tail":
-                    os.truncate(log, size)
+
+        def run(row: str, i: int, name: str, tree: Path) -> float:
+            argv, cwd, env = command(row, i)
+            env["PYTHONPATH"] = str(tree)
+            stores.use(name)
+            started = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, str(launcher), *argv], cwd=cwd, env=env, capture_output=True
+            )
+            elapsed = (time.perf_counter() - started) * 1000
+            if proc.returncode != 0:
+                raise SystemExit(f"{name} {row} failed: {proc.stderr.decode()[-2000:]}")
+            outputs[(row, name)] = (proc.stdout + proc.stderr).decode()
+            if row.startswith("precheck-tail") and "sk-0000" in outputs[(row, name)]:
+                raise SystemExit(f"{name} showed an unredacted secret from the unsynced tail")
+            return elapsed
+
+        try:
+            for row in rows:
+                size = log.stat().st_size
+                if row in extra:
+                    with log.open("ab") as f:
+                        f.write(extra[row])
+                try:
+                    for name, tree in trees.items():  # untimed: page cache, a migration, .pyc checks
+                        run(row, 0, name, tree)
+                    for i in range(args.runs):
+                        order = list(trees.items())
+                        if i % 2:
+                            order.reverse()
+                        for name, tree in order:
+                            times.setdefault((row, name), []).append(run(row, i, name, tree))
+                finally:
+                    if row in extra:
+                        os.truncate(log, size)
+        finally:
+            stores.use("this")
 
     print(f"cold CLI processes, {args.runs} runs each, alternating; {files} staged files for precheck")
-    print(f"{'row':<14} " + "  ".join(f"{name[:20]:>22}" for name in trees))
+    print(f"{'row':<17} " + "  ".join(f"{name[:20]:>22}" for name in trees))
     for row in rows:
         cells = []
         for name in trees:
             t = sorted(times[(row, name)])
             cells.append(f"{statistics.median(t):7.0f} ms (p90 {t[int(len(t) * 0.9) - 1]:4.0f})")
-        print(f"{row:<14} " + "  ".join(f"{c:>22}" for c in cells))
+        print(f"{row:<17} " + "  ".join(f"{c:>22}" for c in cells))
     for row in rows:
         first = outputs[(row, "this")].splitlines()
         print(f"  {row}: {len(first)} output line(s); last: {first[-1][:100] if first else '-'}")
