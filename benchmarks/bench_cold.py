@@ -18,9 +18,9 @@ Rows:
   query          `nexusmem query Q` on BM25-DIR, Q cycling through the 20 benchmark questions
   noop-sync      `nexusmem sync -q` on DIR, nothing new (writes the store's sync times, nothing else)
 
-With --against, each tree gets its own copy of each store (a store migrated by the newer code is refused by
-the older one): the copies are renamed into place for each run, so both trees see the same repository,
-hook log and cursors, and the stores are put back as they were at the end.
+Each tree gets its own copy of each store (a store migrated by the newer code is refused by the older one),
+renamed into place for its runs, so both trees see the same repository, hook log and cursors; the stores
+in DIR are put back untouched at the end.
 
 Each tree runs under the venv's interpreter with PYTHONPATH=<tree> and PYTHONDONTWRITEBYTECODE unset, after
 `compileall` (what a pip install gives users). Rounds alternate which tree goes first, so a loaded machine
@@ -102,17 +102,19 @@ DB_FILES = ("memory.db", "memory.db-wal", "memory.db-shm")
 
 
 class Stores:
-    """Per-tree copies of the stores in DIRS, swapped into place with renames (no copy per run)."""
+    """Each tree's own copy of the stores in DIRS, renamed into place for its runs (no copy per run); the
+    originals are parked meanwhile and put back by restore(), untouched (no migration, no sync)."""
 
     def __init__(self, dirs: list[Path], trees: list[str], spare: Path) -> None:
         self.states = [d / "repo" / ".nexusmem" for d in dict.fromkeys(dirs)]
         self.spare = spare
-        self.current = trees[0]
+        self.current: str | None = None
         for i, state in enumerate(self.states):
-            for tree in trees[1:]:
-                for name in DB_FILES:
-                    if (state / name).exists():
+            for name in DB_FILES:
+                if (state / name).exists():
+                    for tree in trees:
                         shutil.copy2(state / name, self.slot(i, tree, name))
+                    os.replace(state / name, self.slot(i, "original", name))
 
     def slot(self, i: int, tree: str, name: str) -> Path:
         return self.spare / f"{i}-{tree.replace('/', '_')}-{name}"
@@ -122,16 +124,15 @@ class Stores:
             return
         for i, state in enumerate(self.states):
             for name in DB_FILES:
-                live, parked, wanted = (
-                    state / name,
-                    self.slot(i, self.current, name),
-                    self.slot(i, tree, name),
-                )
-                if live.exists():
-                    os.replace(live, parked)
+                live, wanted = state / name, self.slot(i, tree, name)
+                if live.exists() and self.current is not None:
+                    os.replace(live, self.slot(i, self.current, name))
                 if wanted.exists():
                     os.replace(wanted, live)
         self.current = tree
+
+    def restore(self) -> None:
+        self.use("original")
 
 
 def main() -> None:
@@ -221,7 +222,7 @@ def main() -> None:
                     if row in extra:
                         os.truncate(log, size)
         finally:
-            stores.use("this")
+            stores.restore()
 
     print(f"cold CLI processes, {args.runs} runs each, alternating; {files} staged files for precheck")
     print(f"{'row':<17} " + "  ".join(f"{name[:20]:>22}" for name in trees))
