@@ -28,6 +28,10 @@ class Project:
     def __repr__(self) -> str:
         return f"Project(root={self.root!r})"
 
+    def with_config(self, config: dict[str, Any]) -> Project:
+        """The same project with CONFIG (e.g. a source switched on for one run)."""
+        return Project(self.root, config, self._id)
+
     @property
     def state_dir(self) -> Path:
         return paths.state_dir(self.root)

@@ -448,14 +448,13 @@ def sync(
 def _with_enabled(project: Project, names: list[str]) -> Project:
     """PROJECT with the sources NAMES switched on in a copy of its config (nothing is written)."""
     import copy
-    import dataclasses
 
     config = copy.deepcopy(project.config)
     for name in names:
         if name not in sources.SOURCES:
             raise NexusMemError(f"unknown source {name!r} (known: {', '.join(sources.SOURCES)})")
         config.setdefault("sources", {}).setdefault(name, {})["enabled"] = True
-    return dataclasses.replace(project, config=config)
+    return project.with_config(config)
 
 
 def prune_source(start: Path | str | None, name: str, *, dry_run: bool = True) -> int:
