@@ -70,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
         # The agents' transcripts (README "Conversation transcripts"): off until you opt in, since they are
         # the likeliest place for a pasted credential (everything read is redacted all the same).
         "conversation": {"enabled": False, "agents": ["claude-code", "codex", "aider", "gemini"]},
+        # atuin's history.db; path "" = $XDG_DATA_HOME/atuin/history.db or ~/.local/share/atuin/history.db.
+        "atuin": {"enabled": True, "path": ""},
         # GitHub issues and PRs through the `gh` CLI (network, login): off unless asked. repo "" = the
         # origin remote's OWNER/REPO. Caps bound one sync's API calls (1 + threads with comments).
         "github": {"enabled": False, "repo": "", "maxThreads": 100, "maxCommentsPerThread": 100},

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 from nexusmem import paths, registry
 from nexusmem.errors import NexusMemError
-from nexusmem.install import git_hooks, shell_hooks, uninstall
+from nexusmem.install import agent_hooks, git_hooks, shell_hooks, uninstall
 
 # A log line newer than this counts as "recording"; older is worth a note (not a problem: maybe that shell
 # is simply not used).
@@ -35,7 +35,7 @@ DOCTOR_CHECK_SECONDS = 10.0
 
 @dataclass
 class Check:
-    area: str  # "shell" | "git" | "pre-commit" | "store" | "backend" | "embedder" | "registry"
+    area: str  # "shell" | "agent" | "git" | "pre-commit" | "store" | "backend" | "embedder" | "registry"
     ok: bool
     detail: str
     fix: str | None = None  # the command that fixes it (problems only)
@@ -122,6 +122,34 @@ def check_shells() -> list[Check]:
         checks.append(
             Check("shell", True, f"{shell}: hook in {rc}, {when}" + (" (a while ago)" if stale else ""))
         )
+    return checks
+
+
+def check_agents(root: Path | None) -> list[Check]:
+    """Each installed agent hook: present and pointing at this NexusMem, and when it last recorded."""
+    checks = []
+    last = _last_record_per_shell(paths.shell_log_path())
+    scopes: list[tuple[str, Path | None]] = [(a, None) for a in agent_hooks.AGENTS]
+    if root is not None:
+        scopes.append(("claude-code", root))
+    for agent, project in scopes:
+        flag = " --project" if project is not None else ""
+        try:
+            state = agent_hooks.status(agent, project)
+        except NexusMemError as exc:
+            checks.append(
+                Check(
+                    "agent", False, str(exc), f"fix the file, then nexusmem hook agent install {agent}{flag}"
+                )
+            )
+            continue
+        if state.stale:
+            detail = f"{agent}: the hook in {state.path} runs another NexusMem or a moved interpreter"
+            checks.append(Check("agent", False, detail, f"nexusmem hook agent install {agent}{flag}"))
+        elif state.installed:
+            seen = last.get(agent)
+            when = f"last recorded {_ago(seen)}" if seen else "nothing recorded from it yet"
+            checks.append(Check("agent", True, f"{agent}: hook in {state.path}, {when}"))
     return checks
 
 
@@ -281,6 +309,7 @@ def run(start: Path | None) -> list[Check]:
         except NexusMemError:
             root = None
     checks = check_shells()
+    checks += check_agents(root)
     if root is not None:
         checks += check_git(root)
         checks += check_store(root)

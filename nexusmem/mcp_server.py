@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from nexusmem import __version__, config, paths, show, status
+from nexusmem import __version__, authors, config, paths, show, status
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import NexusMemError, NotARepositoryError
@@ -241,6 +241,14 @@ def parse_window(since: str | None, until: str | None) -> tuple[int | None, int 
         raise ToolError(f"since/until: {exc}") from None
 
 
+def parse_author(value: str | None) -> str | None:
+    """author → the filter, checked exactly as the CLI's --author; a bad value is a tool error."""
+    try:
+        return authors.parse(value)
+    except authors.AuthorError as exc:
+        raise ToolError(f"author: {str(exc).removeprefix('--author ')}") from None
+
+
 def check_query(text: str) -> str:
     """The stripped query, or a tool error when it is empty or over MAX_QUERY_CHARS."""
     question = text.strip()
@@ -261,10 +269,12 @@ def run_search(
     as_of: str | None,
     since: str | None = None,
     until: str | None = None,
+    author: str | None = None,
 ) -> CallToolResult:
     question = check_query(text)
     cutoff = parse_as_of(as_of)
     lo, hi = parse_window(since, until)
+    who = parse_author(author)
     root = resolve_root(project_root)
     with _open_store(root) as store, _library_errors():
         settings = rank.settings_from(config.load(paths.config_path(root)))
@@ -277,6 +287,7 @@ def run_search(
             since=lo,
             until=hi,
             settings=settings,
+            author=who,
         )
     return _result(query_mod.render(result), query_mod.to_json(result))
 
@@ -288,11 +299,13 @@ def run_search_all(
     as_of: str | None,
     since: str | None = None,
     until: str | None = None,
+    author: str | None = None,
 ) -> CallToolResult:
     """allProjects: every registered project; projectRoot is the current project only when it is one."""
     question = check_query(text)
     cutoff = parse_as_of(as_of)
     lo, hi = parse_window(since, until)
+    who = parse_author(author)
     given = Path(project_root).expanduser()
     if not given.is_absolute():
         raise ToolError(
@@ -306,6 +319,7 @@ def run_search_all(
             as_of=cutoff,
             since=lo,
             until=hi,
+            author=who,
         )
     text_block = multi_mod.render(result)
     if result.skipped_notes:
@@ -498,6 +512,14 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
                 "the whole day)."
             ),
         ] = None,
+        author: Annotated[
+            str | None,
+            Field(
+                description="Only shell commands by this author: `me` (typed by the person), `agents` (any "
+                "coding agent), or one agent's name such as claude-code or codex. Commits, diffs and docs "
+                "always pass."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Search what actually happened in a repository: commits, per-file diffs, shell commands (with exit
         codes) and docs, ranked and packed into a token budget.
@@ -519,9 +541,11 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         """
         if allProjects:
             return await _in_thread(
-                functools.partial(run_search_all, projectRoot, query, budget, asOf, since, until)
+                functools.partial(run_search_all, projectRoot, query, budget, asOf, since, until, author)
             )
-        return await _in_thread(functools.partial(run_search, projectRoot, query, budget, asOf, since, until))
+        return await _in_thread(
+            functools.partial(run_search, projectRoot, query, budget, asOf, since, until, author)
+        )
 
     @tool(
         "Sync project memory",

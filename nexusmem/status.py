@@ -116,6 +116,8 @@ def position(cursor: str | None) -> str:
             )
         if isinstance(data, dict) and isinstance(data.get("since"), str):  # the github source
             return f"threads updated since {data['since']}"
+        if isinstance(data, dict) and isinstance(data.get("ts"), int) and "path" in data:  # atuin
+            return f"after {iso(data['ts'] // 1_000_000)}"
         offset = data["log"]["offset"]
     except (ValueError, TypeError, KeyError):
         return "resumes where it stopped"

@@ -234,6 +234,8 @@ def problem_history(store: SyncStore) -> dict[str, dict[str, Any]]:
 def scan_context(
     project: Project, cursor: str | None = None, *, full: bool = False, progress: ProgressFn = _no_progress
 ) -> ScanContext:
+    from nexusmem.store import atuin
+
     return ScanContext(
         root=project.root,
         project_id=project.id,
@@ -241,6 +243,8 @@ def scan_context(
         cursor=cursor,
         full=full,
         progress=progress,
+        # Foreign databases are read through the store (sources speak no SQL).
+        known={"atuin_history": atuin.read_history},
     )
 
 
@@ -270,10 +274,10 @@ def exclusive(
     seconds for the lock (an OS lock, released if its holder dies, even by SIGKILL), then gives up with a
     one-line SyncBusyError. `sync --auto` keeps its own coalescing lock (sync.lock) around this one.
     """
-    from filelock import FileLock, Timeout
+    from nexusmem.oslock import FileLock, Timeout
 
     state = paths.state_dir(root)
-    lock = FileLock(str(state / RUN_LOCK_NAME), mode=0o600)
+    lock = FileLock(state / RUN_LOCK_NAME)
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -366,19 +370,37 @@ def sync(
                 if log:
                     log(message)
                 part.notes.append(message.removeprefix("git: "))
+            # A source that reports its own progress (in its own unit, with a total) owns the bar; the
+            # store's batch counts (nodes) stand in only for one that does not.
+            reported: list[bool] = []
+
+            def source_progress(
+                label: str, done: int, total: int | None, seen: list[bool] = reported
+            ) -> None:
+                seen[:] = [True]
+                progress(label, done, total)
+
             with store.transaction():
                 previous = store.cursor(name)
-                ctx = scan_context(project, previous, full=rebuild or previous is None, progress=progress)
+                ctx = scan_context(
+                    project,
+                    previous,
+                    full=rebuild or previous is None,
+                    progress=_no_progress if progress is _no_progress else source_progress,
+                )
+                # What is stored already, for a source that must not add a command twice (atuin).
+                ctx.known["shell_commands_between"] = store.shell_commands_between
                 if deny:
                     # Text a source derives rather than stores (a commit's change words) is checked here.
                     ctx.known["denied"] = lambda text: deny.which([text]) is not None
                 result = source.scan(ctx)
                 done = 0
 
-                def batch_done(n: int, label: str = name) -> None:
+                def batch_done(n: int, label: str = name, seen: list[bool] = reported) -> None:
                     nonlocal done
                     done += n
-                    progress(label, done, None)
+                    if not seen:
+                        progress(label, done, None)
 
                 dropped_before = deny.dropped
                 nodes = _storable(result.nodes, result)
@@ -472,14 +494,13 @@ def sync(
 def _with_enabled(project: Project, names: list[str]) -> Project:
     """PROJECT with the sources NAMES switched on in a copy of its config (nothing is written)."""
     import copy
-    import dataclasses
 
     config = copy.deepcopy(project.config)
     for name in names:
         if name not in sources.SOURCES:
             raise NexusMemError(f"unknown source {name!r} (known: {', '.join(sources.SOURCES)})")
         config.setdefault("sources", {}).setdefault(name, {})["enabled"] = True
-    return dataclasses.replace(project, config=config)
+    return project.with_config(config)
 
 
 def prune_source(start: Path | str | None, name: str, *, dry_run: bool = True) -> int:

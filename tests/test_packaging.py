@@ -66,3 +66,40 @@ def test_installed_package_finds_its_scripts_inside_itself(wheel: Path, tmp_path
     assert len(found) == len(SCRIPTS)
     for path in found:
         assert site in path.parents, f"{path} was not found inside the installed package"
+
+
+@pytest.mark.slow
+def test_installed_agent_hook_records_from_inside_the_package(wheel: Path, tmp_path: Path) -> None:
+    """The hook command an installed package writes runs its own recorder, with no site-packages (-S)."""
+    import json
+    import shlex
+
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["NEXUSMEM_HOME"] = str(tmp_path / "nm")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from nexusmem.install.agent_hooks import hook_command; print(hook_command('claude-code'))"
+    )
+    command = subprocess.run(
+        [sys.executable, "-c", code, str(site)], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
+    assert shlex.split(command)[3] == str((site / "nexusmem" / "agenthook.py").resolve())
+    payload = {
+        "session_id": "s",
+        "cwd": str(tmp_path),
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": "make"},
+        "tool_use_id": "toolu_W",
+        "error": "Exit code 2\nmake: *** No targets.",
+        "is_interrupt": False,
+    }
+    done = subprocess.run(
+        ["sh", "-c", command], input=json.dumps(payload).encode(), env=env, capture_output=True
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    line = json.loads((tmp_path / "nm" / "shell-history.jsonl").read_text(encoding="utf-8"))
+    assert (line["command"], line["exit"], line["call_id"]) == ("make", 2, "toolu_W")

@@ -141,6 +141,24 @@ def sync_cmd(
     echo_human(summary.describe())
 
 
+AUTHOR_HELP = (
+    "Only shell commands by this author: me (what you typed), agents (any coding agent), or an agent's"
+    " name (claude-code, codex, ...). Commits, diffs and docs always pass."
+)
+
+
+def parse_author(value: str | None) -> str | None:
+    """--author checked (a bad value is a usage error naming the option)."""
+    from nexusmem import authors
+
+    try:
+        return authors.parse(value)
+    except authors.AuthorError as exc:
+        raise click.BadParameter(
+            str(exc).removeprefix(f"--author {value!r}: "), param_hint="--author"
+        ) from None
+
+
 @click.command(
     "query",
     epilog="""\b
@@ -185,6 +203,7 @@ count. An answer with no good match starts with "No strong match" (--json:
     is_flag=True,
     help="Search every project registered on this machine (~/.nexusmem/projects.json), tagged by project.",
 )
+@click.option("--author", metavar="me|agents|NAME", help=AUTHOR_HELP)
 @click.pass_context
 @library_errors
 def query_cmd(
@@ -196,6 +215,7 @@ def query_cmd(
     until: str | None,
     as_of: str | None,
     all_projects: bool,
+    author: str | None,
 ) -> None:
     """Search this repository's memory and print a ranked, token-budgeted answer."""
     from nexusmem import project
@@ -205,8 +225,9 @@ def query_cmd(
     if not question:
         raise click.BadParameter("the query is empty", param_hint="TEXT")
     window = timecue.window(since, until)
+    who = parse_author(author)
     if all_projects:
-        _query_all_projects(ctx, question, budget, as_json, as_of, window)
+        _query_all_projects(ctx, question, budget, as_json, as_of, window, who)
         return
     proj = project.load(root_of(ctx))
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
@@ -221,6 +242,7 @@ def query_cmd(
             since=window[0],
             until=window[1],
             settings=rank.settings_from(proj.config),
+            author=who,
         )
         first = store.first_recorded() if cutoff is not None else None
     if cutoff is not None and first is not None and cutoff < first:
@@ -244,6 +266,7 @@ def _query_all_projects(
     as_json: bool,
     as_of: str | None,
     window: tuple[int | None, int | None],
+    author: str | None = None,
 ) -> None:
     """`query --all-projects`: the current directory need not be a repository; skipped projects go to stderr."""
     from nexusmem import config, paths
@@ -262,7 +285,13 @@ def _query_all_projects(
         if root is not None and paths.config_path(root).exists():
             limit = int(config.load(paths.config_path(root))["query"]["budget"])
     result = multi.search_all(
-        question, current=root_of(ctx), budget=limit, as_of=cutoff, since=window[0], until=window[1]
+        question,
+        current=root_of(ctx),
+        budget=limit,
+        as_of=cutoff,
+        since=window[0],
+        until=window[1],
+        author=author,
     )
     for note in result.skipped_notes:
         echo_human(f"nexusmem: note: {note}", err=True)

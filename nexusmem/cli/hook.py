@@ -100,7 +100,9 @@ def print_cmd(shell: str) -> None:
     click.echo(shell_hooks.script_text(shell), nl=False)
 
 
-from nexusmem.cli.git_hooks import git_group, git_post_group  # noqa: E402  (after `hook` exists)
+from nexusmem.cli.agent_hooks import agent_group  # noqa: E402  (after `hook` exists)
+from nexusmem.cli.git_hooks import git_group, git_post_group  # noqa: E402
 
 hook.add_command(git_group)
 hook.add_command(git_post_group)
+hook.add_command(agent_group)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
-
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import echo_human, library_errors
+from nexusmem.cli.common import library_errors
+from nexusmem.cli.plain import report
 
 
 @click.command(
@@ -29,10 +27,21 @@ Examples:
 @click.option("--working", is_flag=True, help="Check unstaged changes instead of the staged files.")
 @click.option("--strict", is_flag=True, help="Exit 1 when anything is found (fails the commit in a hook).")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@click.option(
+    "--author",
+    metavar="me|agents|NAME",
+    help="Only failures of commands by this author: me, agents, or an agent's name (claude-code, codex).",
+)
 @click.pass_context
 @library_errors
 def precheck_cmd(
-    ctx: click.Context, paths: tuple[str, ...], explicit: bool, working: bool, strict: bool, as_json: bool
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    explicit: bool,
+    working: bool,
+    strict: bool,
+    as_json: bool,
+    author: str | None,
 ) -> None:
     """Warn about staged files with recent unresolved failures or high churn (advisory unless --strict).
 
@@ -46,23 +55,15 @@ def precheck_cmd(
         explicit = True  # `precheck a.py b.py` means those files, as the pre-commit framework passes them
     if explicit and working:
         raise click.UsageError("--files and --working are exclusive")
-    result = precheck.run(root_of(ctx), files=list(paths) if explicit else None, working=working)
-    if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
-    if not result.checked:
-        note = result.reason or "nothing checked"
-        echo_human(
-            f"nexusmem precheck: {note}" + (" (--strict: nothing was checked)" if strict else ""), err=True
-        )
-        return
-    if not as_json:
-        for finding in result.findings:
-            echo_human(finding.message, err=True)
-        if result.findings:
-            advice = "commit refused (--strict)" if strict else "advisory only"
-            click.echo(
-                f"nexusmem precheck: {len(result.findings)} warning(s) for {len(result.files)} file(s) ({advice})",
-                err=True,
-            )
-    if strict and result.findings:
-        ctx.exit(1)
+    from nexusmem import authors
+
+    try:
+        who = authors.parse(author)
+    except authors.AuthorError as exc:
+        raise click.BadParameter(
+            str(exc).removeprefix(f"--author {author!r}: "), param_hint="--author"
+        ) from None
+    result = precheck.run(root_of(ctx), files=list(paths) if explicit else None, working=working, author=who)
+    code = report(result, strict=strict, as_json=as_json)
+    if code:
+        ctx.exit(code)

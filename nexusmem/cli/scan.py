@@ -28,12 +28,18 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
     if getattr(source, "preview_from_cursor", False) and project_mod.is_initialised(proj.root):
         with proj.open_store() as store:
             cursor = store.cursor(source_name)
-    result = source.scan(scan_context(proj, cursor, full=cursor is None))
-    every = {n.id: n for n in result.nodes}  # the last version of a node within one scan wins, as in upsert
+    scan = scan_context(proj, cursor, full=cursor is None)
     stored: dict[str, str] = {}
     if project_mod.is_initialised(proj.root):
         with proj.open_store() as store:
+            scan.known["shell_commands_between"] = store.shell_commands_between
+            result = source.scan(scan)
+            # A node's last version within one scan wins, as in upsert.
+            every = {n.id: n for n in result.nodes}
             stored = store.content_hashes(list(every))
+    else:
+        result = source.scan(scan)
+        every = {n.id: n for n in result.nodes}
     new = [n for n in every.values() if n.id not in stored]
     changed = [n for n in every.values() if n.id in stored and n.content_hash(n.meta_json()) != stored[n.id]]
     unchanged = len(every) - len(new) - len(changed)

@@ -1,7 +1,8 @@
 """`nexusmem uninstall`: take out every hook NexusMem installed, and say what it leaves behind.
 
-What it removes, each exactly as `hook remove` / `hook git remove` would (the files byte-identical to before
-install): the prompt-hook block in every shell's rc file, and the pre-commit and post-commit blocks in this
+What it removes, each exactly as `hook remove` / `hook git remove` / `hook agent remove` would (the files
+byte-identical to before install): the prompt-hook block in every shell's rc file, the agents' command hooks
+(user scope, and each repository's .claude/settings.local.json), and the pre-commit and post-commit blocks in this
 repository (or, with all_projects, in every registered repository). What it only reports: entries for our
 hooks in a `.pre-commit-config.yaml` (a committed file that the user's team shares: we print the lines to
 take out rather than edit it), and the memories themselves (`.nexusmem/` in each repository, `~/.nexusmem`),
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from nexusmem import paths, registry
 from nexusmem.errors import NexusMemError
-from nexusmem.install import git_hooks, shell_hooks
+from nexusmem.install import agent_hooks, git_hooks, shell_hooks
 
 FRAMEWORK_CONFIG = ".pre-commit-config.yaml"
 _FRAMEWORK_LINE = re.compile(r"^\s*(?:-\s*)?id:\s*['\"]?(nexusmem-[A-Za-z-]+)")
@@ -27,7 +28,7 @@ _FRAMEWORK_LINE = re.compile(r"^\s*(?:-\s*)?id:\s*['\"]?(nexusmem-[A-Za-z-]+)")
 class Step:
     """One thing uninstall did (or, in a dry run, would do)."""
 
-    what: str  # "shell hook" | "git hook"
+    what: str  # "shell hook" | "git hook" | "agent hook"
     path: Path
     detail: str
 
@@ -81,7 +82,18 @@ def uninstall(start: Path | None, *, all_projects: bool = False, dry_run: bool =
             continue
         if present:
             plan.removed.append(Step("shell hook", rc, shell))
-    for root in _repositories(start, all_projects):
+    roots = _repositories(start, all_projects)
+    for agent, project in [(a, None) for a in agent_hooks.AGENTS] + [("claude-code", r) for r in roots]:
+        try:
+            present = agent_hooks.is_installed(agent, project)
+            if present and not dry_run:
+                agent_hooks.remove(agent, project)
+        except NexusMemError as exc:
+            plan.errors.append(str(exc))
+            continue
+        if present:
+            plan.removed.append(Step("agent hook", agent_hooks.settings_path(agent, project), agent))
+    for root in roots:
         for name in git_hooks.HOOK_NAMES:
             try:
                 state = git_hooks.status(name, root)

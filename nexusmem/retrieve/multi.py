@@ -149,6 +149,7 @@ class _Filters:
     as_of: int | None = None
     since: int | None = None
     until: int | None = None
+    author: str | None = None
 
 
 def _settings_of(target: Target) -> rank.Settings:
@@ -181,6 +182,7 @@ def _search_one(
             since=filters.since,
             until=filters.until,
             vectors=vectors,
+            author=filters.author,
             settings=_settings_of(target),
         )
         scored, counts = found.scored, found.counts
@@ -212,6 +214,7 @@ def search_all(
     since: int | None = None,
     until: int | None = None,
     vectors: bool = True,
+    author: str | None = None,
 ) -> MultiResult:
     """Answer TEXT from every registered project (and CURRENT's repository, registered or not) within BUDGET.
 
@@ -221,7 +224,7 @@ def search_all(
     apply to every project. The answer is weak when no project's best candidates match the question well.
     """
     result = MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
-    filters = _Filters(as_of, since, until)
+    filters = _Filters(as_of, since, until, author)
     with ExitStack() as stack:
         searched: list[_Searched] = []
         for target in targets(current):

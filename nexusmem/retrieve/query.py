@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nexusmem import timefmt
+from nexusmem import authors, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, search, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
@@ -207,12 +207,14 @@ def retrieve(
     limit: int = search.CANDIDATES,
     vectors: bool = True,
     settings: rank.Settings = rank.DEFAULT,
+    author: str | None = None,
 ) -> Retrieved:
     """Nodes matching TEXT with their final scores, best first, plus match counts and evidence.
 
     Lists fused on their scores (fuse.evidence): BM25 over the word index; the CJK trigram index when TEXT
     has CJK characters; vector k-NN when the store holds vectors and their provider answers (VECTORS=False
-    skips). SINCE/UNTIL keep nodes whose event time lies in the window.
+    skips). SINCE/UNTIL keep nodes whose event time lies in the window; AUTHOR (nexusmem.authors) keeps the
+    commands of that author (other kinds pass).
     """
     question = prepare(text)
     words = search.query_terms(store, question.search_text)
@@ -240,6 +242,8 @@ def retrieve(
         scale = best**LEXICAL_COVERAGE_EXP
     found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
     scored = score_fused(store, found, as_of, cue=question.cue, settings=settings)
+    if author is not None:
+        scored = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
     counts = {
@@ -337,9 +341,13 @@ def run(
     until: int | None = None,
     vectors: bool = True,
     settings: rank.Settings = rank.DEFAULT,
+    author: str | None = None,
 ) -> QueryResult:
-    """Answer TEXT from one store within BUDGET tokens (VECTORS=False: lexical lists only)."""
-    found = retrieve(store, text, as_of=as_of, since=since, until=until, vectors=vectors, settings=settings)
+    """Answer TEXT from one store within BUDGET tokens (VECTORS=False: lexical lists only; AUTHOR: see
+    nexusmem.authors)."""
+    found = retrieve(
+        store, text, as_of=as_of, since=since, until=until, vectors=vectors, settings=settings, author=author
+    )
     scored, counts = found.scored, found.counts
     result = QueryResult(query=text, budget=budget, projects=[project], notes=list(found.question.notes))
     if found.terms.dropped:

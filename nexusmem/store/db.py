@@ -166,13 +166,6 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
     return Store(conn, path)
 
 
-def open_unmigrated(path: Path) -> Store:
-    """Open PATH read-only and never migrated: for the commit hook (precheck), which must not rewrite the
-    database while a sync may be writing it. An older schema already has every table and column it reads.
-    Driver errors inside the `with` block become a StoreError that names the file (Store.__exit__)."""
-    return Store(connection.connect(path, readonly=True), path)
-
-
 if TYPE_CHECKING:
     from nexusmem.store.interface import LinkStore, SearchStore, SyncStore
 

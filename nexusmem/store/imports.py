@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from nexusmem.store import hookreads
 from nexusmem.store.nodes import BATCH
 
 
@@ -20,11 +21,7 @@ class ImportsMixin:
     conn: Any
 
     def _has_imports(self) -> bool:
-        # precheck opens the store unmigrated: a store from before schema 8 has no such tables.
-        row = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'import_edges'"
-        ).fetchone()
-        return row is not None
+        return hookreads.has_imports(self.conn)
 
     def import_blobs(self) -> dict[str, str]:
         """{path: blob sha} of every file the last structure pass parsed."""
@@ -84,23 +81,8 @@ class ImportsMixin:
         self.conn.executemany("INSERT OR IGNORE INTO import_edges(src, dst) VALUES (?, ?)", list(add))
 
     def importers_of(self, paths: Sequence[str], per_path: int = 50) -> list[tuple[str, str]]:
-        """(imported, importer) for each of PATHS, at most PER_PATH importers each, by importer path. One
-        indexed read per batch: precheck calls this on every commit."""
-        if not paths or not self._has_imports():
-            return []
-        out: list[tuple[str, str]] = []
-        for start in range(0, len(paths), BATCH):
-            chunk = list(paths[start : start + BATCH])
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT dst, src FROM import_edges WHERE dst IN ({marks}) ORDER BY dst, src", chunk
-            ).fetchall()
-            seen: dict[str, int] = {}
-            for dst, src in rows:
-                seen[dst] = seen.get(dst, 0) + 1
-                if seen[dst] <= per_path:
-                    out.append((dst, src))
-        return out
+        """(imported, importer) for each of PATHS, at most PER_PATH importers each, by importer path."""
+        return hookreads.importers_of(self.conn, paths, per_path)
 
     def import_edge_count(self) -> int:
         if not self._has_imports():

@@ -120,6 +120,11 @@ class LogLine:
     duration_ms: int | None
     shell: str
     session: str
+    # Who ran it (docs/contracts.md §2): absent = the person at the keyboard ("me", "human"). An agent's
+    # hook line names the agent ("claude-code", "codex") and its own id of the tool call.
+    author: str = "me"
+    author_kind: str = "human"
+    call_id: str | None = None
 
 
 # The decoder's C scanner (typeshed does not declare the attribute, hence getattr).
@@ -225,6 +230,12 @@ MAX_DURATION_MS = 10 * 365 * 86_400_000
 
 MAX_PIPESTATUS = 64
 
+# An author is a short name ("claude-code", "atuin:copilot"); a call id an agent's token ("toolu_01…",
+# "call_…": ~30 characters). Longer values are not what a hook writes: read as absent.
+MAX_AUTHOR_CHARS = 64
+MAX_CALL_ID_CHARS = 200
+AUTHOR_KINDS = ("human", "agent")
+
 
 def _exit_ok(value: Any) -> bool:
     return type(value) is int and EXIT_MIN <= value < EXIT_MAX
@@ -257,7 +268,7 @@ def log_line_from(obj: Any) -> LogLine | None:
         type(pipestatus) is list and len(pipestatus) <= MAX_PIPESTATUS and all(map(_exit_ok, pipestatus))
     ):
         pipestatus = None
-    return LogLine(
+    line = LogLine(
         ts,
         cwd,
         command,
@@ -267,6 +278,24 @@ def log_line_from(obj: Any) -> LogLine | None:
         shell if type(shell) is str and text_ok(shell) else "unknown",
         session if type(session) is str and text_ok(session) else "",
     )
+    author = get("author")
+    if author is not None:  # the person's own hooks never write it: the common case costs one lookup
+        _set_author(line, author, get("author_kind"), get("call_id"))
+    return line
+
+
+def _set_author(line: LogLine, author: Any, kind: Any, call_id: Any) -> None:
+    """Fill LINE's author fields from a line's `author`, `author_kind`, `call_id` (out of range = absent).
+
+    A name without a valid kind is an agent's unless it is "me": only agent hooks write the key."""
+    if type(author) is not str or not author.strip() or len(author) > MAX_AUTHOR_CHARS or not text_ok(author):
+        return
+    author = author.strip()
+    if kind not in AUTHOR_KINDS:
+        kind = "human" if author == "me" else "agent"
+    line.author, line.author_kind = author, kind
+    if type(call_id) is str and 0 < len(call_id) <= MAX_CALL_ID_CHARS and text_ok(call_id):
+        line.call_id = call_id
 
 
 def line_problem(obj: Any) -> str:

@@ -42,6 +42,12 @@ def body_head(command: str, cwd: str | None, exit_code: int | None) -> str:
     return command + "\n" + _context_head(cwd, exit_code)
 
 
+def agent_call_key(agent: str, call_id: str) -> str:
+    """The natural key of an agent's shell call, whichever way it was seen (its hook's log line or its
+    transcript): both give the same node id, so the second sighting updates the first instead of adding one."""
+    return f"agent:{agent}:{call_id}"
+
+
 def command_node(
     project: str,
     *,
@@ -59,6 +65,9 @@ def command_node(
     title: str,
     signal: float,
     head: str,
+    author: str = "me",
+    author_kind: str = "human",
+    source: str = "shell",
 ) -> Node:
     """The one `shell_command` node, from a hook line or a scraped history entry.
 
@@ -69,7 +78,7 @@ def command_node(
     return Node(
         project=project,
         kind="shell_command",
-        source="shell",
+        source=source,
         natural_key=natural_key,
         ref=command,
         title=title,
@@ -86,6 +95,8 @@ def command_node(
             "shell": shell,
             "session": session,
             "scraped": scraped,
+            "author": author,
+            "author_kind": author_kind,
         },
     )
 

@@ -32,7 +32,7 @@ from nexusmem.sources.shell.logline import (
     line_problem,
     log_line_from,
 )
-from nexusmem.sources.shell.node import Facts, Memo, body_head, command_node
+from nexusmem.sources.shell.node import Facts, Memo, agent_call_key, body_head, command_node
 
 _CURSOR_VERSION = 1
 
@@ -174,9 +174,13 @@ class ShellSource:
             if known is None:
                 continue  # another project's line, or an empty command: nothing wrong with the log
             command, rel, files, title, signal, head = known
+            if line.call_id is not None and line.author_kind == "agent":
+                natural_key = agent_call_key(line.author, line.call_id)
+            else:
+                natural_key = f"{line.session}\x1f{line.ts}\x1f{command}"
             yield command_node(
                 project,
-                natural_key=f"{line.session}\x1f{line.ts}\x1f{command}",
+                natural_key=natural_key,
                 command=command,
                 ts=line.ts,
                 cwd=rel,
@@ -190,6 +194,8 @@ class ShellSource:
                 title=title,
                 signal=signal,
                 head=head,
+                author=line.author,
+                author_kind=line.author_kind,
             )
         return done
 
@@ -280,11 +286,18 @@ class TailCommand:
     cwd: str  # relative to the repository root, "." at the top (as stored)
     exit: int | None
     files: tuple[str, ...]
+    author: str = "me"
+    author_kind: str = "human"
 
 
-def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES) -> list[TailCommand]:
+def unsynced_tail(
+    root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES, *, redacted: bool = True
+) -> list[TailCommand]:
     """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
-    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git."""
+    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git.
+
+    REDACTED=False leaves the commands as typed, for a caller that shows none of them (and so need not load
+    the redaction engine, ~0.15 s): precheck redacts again before it shows one (nexusmem.precheck)."""
     log = shell_log_path()
     try:
         st = os.stat(log)
@@ -310,7 +323,9 @@ def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTE
         if where is None or not line.command.strip():
             continue
         place, rel = where
-        command = memo.redact(line.command)
+        command = memo.redact(line.command) if redacted else line.command
         files = memo.command_files(command, place, rel)
-        out.append(TailCommand(f"log:{end}", command, line.ts, rel, line.exit, files))
+        out.append(
+            TailCommand(f"log:{end}", command, line.ts, rel, line.exit, files, line.author, line.author_kind)
+        )
     return out

@@ -1,0 +1,95 @@
+"""The recorder the coding agents' hooks run: one shell call in (the hook payload on stdin), one log line out.
+
+Installed by `nexusmem hook agent install claude-code|codex` as
+`<python> -I -S <this file> <agent>`: run as a script, not through the `nexusmem` console script, so a call
+imports no click, no store, no site-packages (`-S`), only the stdlib and nexusmem.sources.shell.agentcmd;
+benchmarks/bench_agent_hook.py measures the whole process (the agent waits for it after every Bash call).
+
+It must never get in the agent's way: it prints nothing, always exits 0 (exit 2 would feed stderr to the
+model as a blocking error), reads at most MAX_PAYLOAD_BYTES (a bigger payload is drained and dropped), opens
+no socket. The line is appended raw, like the prompt hooks' lines, to the same 0600 log: the next sync
+redacts it in place before anything reads it (nexusmem.hygiene.hooklog).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def _read_stdin(limit: int) -> bytes | None:
+    """Up to LIMIT bytes of stdin; None (after draining the rest) when there is more."""
+    stream = sys.stdin.buffer if sys.stdin is not None else None
+    if stream is None:
+        return None
+    data = stream.read(limit + 1)
+    if len(data) <= limit:
+        return data
+    # Drain so the agent's write never sees a broken pipe, without holding it: bounded at 64 MB.
+    for _ in range(64):
+        if not stream.read(1 << 20):
+            break
+    return None
+
+
+def _log_path() -> str:
+    home = os.environ.get("NEXUSMEM_HOME") or os.path.join(os.path.expanduser("~"), ".nexusmem")
+    return os.path.join(os.path.expanduser(home), "shell-history.jsonl")
+
+
+def _append(path: str, data: bytes) -> None:
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+        os.write(fd, data)  # one write with O_APPEND: lands whole past the end, whoever else appends
+    finally:
+        os.close(fd)
+
+
+def record(agent: str, raw: bytes, now_ms: int | None = None) -> bool:
+    """Append the log line for one payload RAW of AGENT; True when a line was written."""
+    from nexusmem.sources.shell import agentcmd
+
+    try:
+        payload = agentcmd.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    line = agentcmd.log_line(agent, payload, int(time.time() * 1000) if now_ms is None else now_ms)
+    data = None if line is None else agentcmd.encode(line)
+    if data is None:
+        return False
+    _append(_log_path(), data)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: `agenthook.py AGENT` with the payload on stdin. Always 0, never a word on any stream."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        from nexusmem.sources.shell.agentcmd import MAX_PAYLOAD_BYTES
+
+        raw = _read_stdin(MAX_PAYLOAD_BYTES)
+        if raw is not None and args:
+            record(args[0], raw)
+    except BaseException:  # a recorder must never fail the agent's tool call
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    # Run as a file with -I -S: make the package importable from where this file lives (the checkout or
+    # site-packages), after the stdlib so nothing installed beside it can shadow a stdlib module; and drop
+    # this file's own folder (on sys.path before 3.11's -I implied -P) so a module here shadows nothing.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [*(p for p in sys.path if os.path.abspath(p or ".") != here), os.path.dirname(here)]
+    code = main()
+    try:
+        sys.stdout.flush()
+    finally:
+        os._exit(code)

@@ -1,0 +1,70 @@
+"""Who ran a command: the `--author me|agents|NAME` filter of query, precheck and the MCP search tool.
+
+A `shell_command` node's meta carries `author` ("me" for the person at the keyboard, else the agent or
+tool: "claude-code", "codex", "atuin:copilot") and `author_kind` ("human" | "agent"); nodes recorded before
+authors existed have neither and are the person's. A `conversation_turn` is its agent's. Other kinds (commits,
+diffs, docs) have no author in this sense and always pass the filter. Stdlib only: precheck imports it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+ME, AGENTS = "me", "agents"
+HELP = (
+    "Only shell commands (and conversations) by this author: `me` (what you typed), `agents` (any coding"
+    " agent), or one agent's name (claude-code, codex, ...). Commits, diffs and docs always pass."
+)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._-]{0,63}\Z")
+AUTHORED_KINDS = ("shell_command", "conversation_turn")
+
+
+class AuthorError(ValueError):
+    """An --author value that is neither me, agents nor a plausible name."""
+
+
+def parse(value: str | None) -> str | None:
+    """VALUE checked and normalised (None = no filter)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.lower() in (ME, AGENTS):
+        return text.lower()
+    if not _NAME.match(text):
+        raise AuthorError(
+            f"--author {value!r}: expected `me`, `agents` or an agent's name such as claude-code"
+            " (letters, digits, ':', '.', '_', '-'; at most 64 characters)"
+        )
+    return text
+
+
+def of(kind: str, meta: dict[str, Any]) -> tuple[str, str] | None:
+    """(author, author kind) of a node of KIND with META; None for kinds that have no author."""
+    if kind == "shell_command":
+        author = meta.get("author")
+        if not isinstance(author, str) or not author:
+            return ME, "human"
+        author_kind = meta.get("author_kind")
+        return author, author_kind if author_kind in ("human", "agent") else (
+            "human" if author == ME else "agent"
+        )
+    if kind == "conversation_turn":
+        agent = meta.get("author") or meta.get("agent")
+        return (agent if isinstance(agent, str) and agent else "agent"), "agent"
+    return None
+
+
+def keeps(wanted: str | None, kind: str, meta: dict[str, Any]) -> bool:
+    """Whether a node of KIND with META passes the filter WANTED (a parse() result)."""
+    if wanted is None:
+        return True
+    who = of(kind, meta)
+    if who is None:
+        return True
+    author, author_kind = who
+    if wanted == ME:
+        return author_kind == "human"
+    if wanted == AGENTS:
+        return author_kind == "agent"
+    return author == wanted

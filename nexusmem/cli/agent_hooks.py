@@ -1,0 +1,114 @@
+"""`nexusmem hook agent ...`: the coding agents' command hooks (Claude Code, Codex). Thin: parse, call, print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import library_errors
+from nexusmem.install import agent_hooks
+
+AGENT_CHOICE = click.Choice(agent_hooks.AGENTS, case_sensitive=False)
+
+_PROJECT_HELP = (
+    "This repository's .claude/settings.local.json (not committed) instead of your user settings."
+    " Claude Code only."
+)
+
+
+def _project(ctx: click.Context, project: bool) -> Path | None:
+    if not project:
+        return None
+    from nexusmem import paths
+
+    return paths.repo_root(root_of(ctx))
+
+
+@click.group(name="agent")
+def agent_group() -> None:
+    """Record the shell commands your coding agents run (Claude Code, Codex), tagged with the agent.
+
+    \b
+    Examples:
+        nexusmem hook agent install claude-code      # ~/.claude/settings.json
+        nexusmem hook agent install codex            # ~/.codex/hooks.json
+        nexusmem query --author agents "what did the agent run on the migrations"
+    """
+
+
+@agent_group.command(name="install")
+@click.argument("agent", type=AGENT_CHOICE)
+@click.option("--project", is_flag=True, help=_PROJECT_HELP)
+@repo_option
+@click.pass_context
+@library_errors
+def install_cmd(ctx: click.Context, agent: str, project: bool) -> None:
+    """Add the command recorder to AGENT's hooks (idempotent; your other settings are kept).
+
+    \b
+    Example:
+        nexusmem hook agent install claude-code --project
+    """
+    path, changed = agent_hooks.install(agent, _project(ctx, project))
+    if changed:
+        click.echo(f"Installed the {agent} command hook in {path}. Start a new {agent} session to record.")
+    else:
+        click.echo(f"The {agent} command hook is already in {path}.")
+    if agent == "codex":
+        click.echo(
+            "Codex runs a new or changed hook only after you trust it once: open `codex` and accept the"
+            " hook review it shows (a `codex exec` run alone never asks)."
+        )
+
+
+@agent_group.command(name="remove")
+@click.argument("agent", type=AGENT_CHOICE)
+@click.option("--project", is_flag=True, help=_PROJECT_HELP)
+@repo_option
+@click.pass_context
+@library_errors
+def remove_cmd(ctx: click.Context, agent: str, project: bool) -> None:
+    """Take the command recorder out of AGENT's hooks (the file as it was before install).
+
+    \b
+    Example:
+        nexusmem hook agent remove codex
+    """
+    path, changed = agent_hooks.remove(agent, _project(ctx, project))
+    if changed:
+        click.echo(f"Removed the {agent} command hook from {path}.")
+    else:
+        click.echo(f"No {agent} command hook in {path}; nothing to do.")
+
+
+@agent_group.command(name="status")
+@click.argument("agent", type=AGENT_CHOICE, required=False)
+@repo_option
+@click.pass_context
+@library_errors
+def status_cmd(ctx: click.Context, agent: str | None) -> None:
+    """Show where the agents' command hooks are installed (user scope, and this repository's).
+
+    \b
+    Example:
+        nexusmem hook agent status
+    """
+    from nexusmem import paths
+    from nexusmem.errors import NexusMemError
+
+    try:
+        root: Path | None = paths.repo_root(root_of(ctx))
+    except NexusMemError:
+        root = None
+    for name in [agent] if agent else list(agent_hooks.AGENTS):
+        scopes: list[Path | None] = [None]
+        if root is not None and name == "claude-code":
+            scopes.append(root)
+        for scope in scopes:
+            entry = agent_hooks.status(name, scope)
+            state = "installed" if entry.installed else ("outdated" if entry.stale else "not installed")
+            click.echo(f"{entry.agent:<12} {entry.scope:<8} {state:<14} {entry.path}")
+            if entry.stale:
+                click.echo(f"  run `nexusmem hook agent install {entry.agent}` to point it at this NexusMem")

@@ -1,0 +1,209 @@
+"""atuin's shell history (`history.db`): `shell_command` nodes for the commands run inside this repository.
+
+atuin records every command of every shell it hooks, with its directory, exit code and duration, and since
+2026 who ran it (its own agent hooks tag Claude Code, Codex, Copilot... calls). Importing it gives a memory
+the commands typed before NexusMem's own hook was installed, and the agents' commands when only atuin's
+agent hooks are installed. On by default like the shell source (it is local and already on disk: the same
+data as the ~/.bash_history tail the shell source scrapes), and redacted like every command before anything
+is stored; `sources.atuin.enabled: false` turns it off.
+
+- Read-only and WAL-safe (nexusmem.store.atuin); rows still running (exit -1) or deleted are skipped.
+- Times: atuin's nanoseconds become milliseconds; the duration too.
+- Author: `author_kind` 2, or an `author` atuin knows as an agent, is an agent's command: "claude-code" and
+  "codex" keep their names (the same author as our own agent hook), other agents become "atuin:<name>";
+  the rest is the person's ("me").
+- An agent's command is canonicalised as our agent hook does it (nexusmem.sources.shell.agentcmd: `cd DIR &&`
+  into the cwd, a trailing status echo or `| tail` off, the exit then unknown), so the two match.
+- Not twice: a command our own prompt or agent hook also logged (same redacted text, started within 5 s) is
+  left to the hook's node, which has the pipeline statuses and the exact call id.
+- Cursor: the newest timestamp read, held back to the oldest command still running (less than a day old),
+  so a command that was running at one sync is read once it has finished.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, Node
+from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.shell.agentcmd import AGENTS as OUR_AGENTS
+from nexusmem.sources.shell.agentcmd import canonical
+from nexusmem.sources.shell.attribution import Attributor
+from nexusmem.sources.shell.logline import EXIT_MAX, EXIT_MIN, MAX_DURATION_MS
+from nexusmem.sources.shell.node import Memo, body_head, command_node
+
+# atuin-client history.rs KNOWN_AGENTS: an `author` naming one of these is an agent even without author_kind.
+ATUIN_AGENTS = ("claude-code", "codex", "copilot", "opencode", "pi")
+AGENT_KIND = 2
+SAME_COMMAND_MS = 5_000
+RUNNING_MAX_NS = 86_400 * 10**9
+_CURSOR_VERSION = 1
+
+
+def default_path(environ: dict[str, str] | None = None) -> Path:
+    """$XDG_DATA_HOME/atuin/history.db, else ~/.local/share/atuin/history.db (atuin's own default)."""
+    env = os.environ if environ is None else environ
+    data = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "share")
+    return Path(data) / "atuin" / "history.db"
+
+
+def history_path(config: dict[str, Any]) -> Path:
+    given = str(config.get("sources", {}).get("atuin", {}).get("path") or "")
+    return Path(given).expanduser() if given else default_path()
+
+
+def author_of(author: Any, author_kind: Any) -> tuple[str, str]:
+    """(author, author_kind) in NexusMem's terms for an atuin row's `author` and `author_kind`."""
+    name = author.strip() if isinstance(author, str) else ""
+    agent = author_kind == AGENT_KIND or (author_kind is None and name in ATUIN_AGENTS)
+    if not agent:
+        return "me", "human"
+    if name in OUR_AGENTS:
+        return name, "agent"
+    return f"atuin:{name or 'agent'}"[:64], "agent"
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _near(times: list[int], ts: int) -> bool:
+    at = bisect.bisect_left(times, ts - SAME_COMMAND_MS)
+    return at < len(times) and times[at] <= ts + SAME_COMMAND_MS
+
+
+class AtuinSource:
+    """Shell commands from atuin's history.db whose directory is inside this repository (or a worktree)."""
+
+    name = "atuin"
+    kinds = ("shell_command",)
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        return bool(config.get("sources", {}).get("atuin", {}).get("enabled", True))
+
+    def scan(self, ctx: ScanContext) -> ScanResult:
+        result = ScanResult(nodes=())
+        result.nodes = self._scan(ctx, result)
+        return result
+
+    def _scan(self, ctx: ScanContext, result: ScanResult) -> Iterator[Node]:
+        path = history_path(ctx.config)
+        if not path.is_file():
+            return  # no atuin here: nothing to say, the cursor stays
+        state: dict[str, Any] = {}
+        if not ctx.full and ctx.cursor:
+            try:
+                loaded = json.loads(ctx.cursor)
+            except ValueError:
+                loaded = {}
+            if (
+                isinstance(loaded, dict)
+                and loaded.get("v") == _CURSOR_VERSION
+                and loaded.get("path") == str(path)
+            ):
+                state = loaded
+        since: int = state["ts"] if type(state.get("ts")) is int else 0
+        reader = ctx.known.get("atuin_history")  # the store's reader: sources speak no SQL
+        if reader is None:
+            result.notes.append(f"{path} not read: this sync gave the atuin source no database reader")
+            return
+        attributor = Attributor.for_repo(ctx.root)
+        memo = Memo()
+        now_ns = time.time_ns()
+        newest, running = since - 1, None
+        # (row, redacted command, root, cwd relative to it, ts ms, exit, author, author kind)
+        rows: list[tuple[Any, str, Path, str, int, int | None, str, str]] = []
+        try:
+            for row in reader(path, since):
+                ts_ns, exit_code, duration = _int(row.timestamp_ns), _int(row.exit), _int(row.duration_ns)
+                if ts_ns is None or not isinstance(row.command, str) or not isinstance(row.cwd, str):
+                    result.skip(f"{path} row {row.id!r}: timestamp, command or cwd of the wrong type")
+                    continue
+                if exit_code == -1 or duration is None or duration < 0:
+                    if now_ns - ts_ns < RUNNING_MAX_NS:
+                        running = ts_ns if running is None else min(running, ts_ns)
+                    continue
+                newest = max(newest, ts_ns)
+                ts = ts_ns // 1_000_000
+                if (
+                    not (MIN_TS_MS <= ts < MAX_TS_MS)
+                    or exit_code is None
+                    or not EXIT_MIN <= exit_code < EXIT_MAX
+                ):
+                    result.skip(f"{path} row {row.id!r}: time or exit code out of range")
+                    continue
+                command, cwd = row.command, row.cwd
+                code: int | None = exit_code
+                author, kind = author_of(row.author, row.author_kind)
+                if kind == "agent":
+                    # atuin keeps the agent's text as sent (`cd /repo && pytest 2>&1 | tail`); our hook keeps
+                    # it canonical: the same canonical text is what makes the two one command.
+                    command, cwd, echoed, masked = canonical(command, cwd)
+                    code = None if echoed or masked else code
+                where = attributor.match(cwd)
+                if where is None or not command.strip() or "\x00" in command:
+                    continue
+                rows.append((row, memo.redact(command), where[0], where[1], ts, code, author, kind))
+        except Exception as exc:  # a locked, corrupt or foreign file costs this source, never the sync
+            result.notes.append(str(exc))
+            return
+        own_ids: set[str] = set()
+        nodes: list[Node] = []
+        for row, command, root, rel, ts, exit_or_none, author, kind in rows:
+            code = exit_or_none
+            duration_ms = row.duration_ns // 1_000_000
+            title, signal = memo.title_signal(command, code)
+            node = command_node(
+                ctx.project_id,
+                natural_key=f"atuin:{row.id}",
+                command=command,
+                ts=ts,
+                cwd=rel,
+                exit_code=code,
+                pipestatus=None,
+                duration_ms=duration_ms if duration_ms <= MAX_DURATION_MS else None,
+                shell=row.shell if isinstance(row.shell, str) and row.shell else "atuin",
+                session=row.session if isinstance(row.session, str) else None,
+                files=memo.command_files(command, root, rel),
+                scraped=False,
+                title=title,
+                signal=signal,
+                head=body_head(command, rel, code),
+                author=author,
+                author_kind=kind,
+                source="atuin",
+            )
+            own_ids.add(node.id)
+            nodes.append(node)
+        logged = self._logged(ctx, nodes, own_ids)
+        for node in nodes:
+            times = logged.get(node.ref)
+            # A hook stamps a command's start or its end (by shell): either may be the one near atuin's.
+            if times and any(_near(times, t) for t in (node.ts, node.ts + (node.meta["duration_ms"] or 0))):
+                continue  # our hook has it
+            yield node
+        cursor = running if running is not None else newest + 1
+        result.cursor = json.dumps({"v": _CURSOR_VERSION, "path": str(path), "ts": max(cursor, since)})
+
+    @staticmethod
+    def _logged(ctx: ScanContext, nodes: list[Node], own_ids: set[str]) -> dict[str, list[int]]:
+        """Command text -> sorted start times of the stored commands (not atuin's) around NODES' times."""
+        lookup = ctx.known.get("shell_commands_between")
+        if lookup is None or not nodes:
+            return {}
+        lo = min(n.ts for n in nodes) - SAME_COMMAND_MS
+        hi = max(n.ts + (n.meta["duration_ms"] or 0) for n in nodes) + SAME_COMMAND_MS
+        wanted = {n.ref for n in nodes}
+        found: dict[str, list[int]] = {}
+        for node_id, command, ts, _cwd, _exit in lookup(lo, hi):
+            if command in wanted and node_id not in own_ids:
+                found.setdefault(command, []).append(ts)
+        for times in found.values():
+            times.sort()
+        return found

@@ -1,0 +1,322 @@
+"""An agent's shell call, from its hook payload to one shell-log line (docs/contracts.md §2).
+
+Shared by the recorder the agents' hooks run (nexusmem/agenthook.py, a fresh process per call: stdlib only,
+no import of anything heavy, ~1 ms of work) and by anything that reads the same calls another way (a
+transcript). Payload shapes are in the agents' hook docs; what is known of them:
+
+- Claude Code sends `PostToolUse` for a Bash call that exited 0 and only `PostToolUseFailure` for any other
+  outcome, whose exit code exists only as text: `"error": "Exit code 2\\n<stderr>"`. A user's interrupt
+  (`is_interrupt: true`) is not a failure of the command; a timeout ("Command timed out after 2m") has no
+  code. There is no `tool_response.exit_code`. No payload carries a time: stamped on receipt.
+- Codex sends only `PostToolUse`, failures included; its `tool_response` is untyped: an `exitCode` /
+  `exit_code` number when there is one, else the output text's "Process exited with code N".
+
+Agents wrap commands in ways that hide the status: of Bash calls measured by the original product, 15 of 17
+ended in `; echo "EXIT:$?"` and 12 of 69 piped into `| head -100`. So the command is canonicalised (a
+leading `cd DIR &&` moves into the cwd, a trailing status echo goes, a trailing pipe into head/tail/tee goes)
+and the exit code is read back from the echo's output line when there is one, or marked unknown (None) when
+a pager-like filter decided it. The canonical text is what matches the person's own `pytest -x`.
+"""
+
+from __future__ import annotations
+
+import os
+
+# `typing` costs a cold process ~3 ms (a quarter of the recorder's own work): annotations only, never loaded.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+AGENTS: tuple[str, ...] = ("claude-code", "codex")
+
+# What the recorder reads from stdin at most: a Bash payload carries the command's output, which Claude Code
+# cuts at 30,000 characters by default; a bigger payload is dropped whole (never parsed half).
+MAX_PAYLOAD_BYTES = 1 << 20
+
+# Tool names of a shell call: Claude Code's and Codex's hooks both say "Bash".
+SHELL_TOOLS = frozenset({"Bash"})
+
+# Filters whose own exit status replaces the command's (without pipefail): the status says nothing.
+_MASKING = frozenset({"head", "tail", "tee", "less", "more", "cat"})
+
+# No `re`, no `json` here: importing them (enum, functools, collections, json.decoder...) costs a cold
+# process ~27 ms of CPU, more than the interpreter's own start (~19 ms); the C scanner behind json.loads
+# (_json) parses the payload, and the few patterns below are plain string scans.
+_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ _-")
+
+
+def _int_prefix(text: str) -> int | None:
+    """The integer at the start of TEXT ("2\nls: ..." -> 2), None when there is none."""
+    end = 1 if text[:1] == "-" else 0
+    while end < len(text) and text[end].isdigit() and text[end].isascii():
+        end += 1
+    digits = text[:end]
+    return int(digits) if digits.lstrip("-") else None
+
+
+def _labelled_code(line: str) -> int | None:
+    """The code in an echoed status line: "EXIT:2", "exit code: 0", "[exit=1]", "2"; None otherwise."""
+    text = line.strip().strip("[]()").strip()
+    end = len(text)
+    while end > 0 and text[end - 1].isdigit() and text[end - 1].isascii():
+        end -= 1
+    if end == len(text):
+        return None
+    start = end - 1 if end > 0 and text[end - 1] == "-" else end
+    label = text[:start].rstrip().rstrip(":=").rstrip()
+    if label and not (label[0].isalpha() and set(label) <= _LABEL_CHARS):
+        return None
+    return int(text[start:])
+
+
+def _is_status_echo(segment: str) -> bool:
+    """Whether SEGMENT (the last `;`-separated part of a command) is `echo "EXIT:$?"` or the like."""
+    words = segment.strip()
+    if not words.startswith("echo ") or words.count("$") != 1 or "$?" not in words:
+        return False
+    rest = words[5:].strip()
+    if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "'\"":
+        rest = rest[1:-1]
+    return _labelled_code(rest.replace("$?", "0")) == 0
+
+
+def _top_level(command: str) -> list[tuple[int, str]]:
+    """(offset, operator) of each `|`, `||`, `&&`, `;` outside quotes, `$(…)`, backquotes and escapes."""
+    out: list[tuple[int, str]] = []
+    i, n, depth = 0, len(command), 0
+    quote = ""
+    while i < n:
+        c = command[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "$" and quote == '"' and command.startswith("$(", i):
+                depth += 1
+                i += 1
+        elif c in "'\"`":
+            quote = c
+        elif command.startswith("$(", i):
+            depth += 1
+            i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and c in "|&;":
+            two = command[i : i + 2]
+            if two in ("||", "&&"):
+                out.append((i, two))
+                i += 2
+                continue
+            if (c == "&" and command[i + 1 : i + 2] == ">") or command[i - 1 : i] in (">", "<"):
+                i += 1  # `&>file`, `2>&1`, `>|file`: redirections, not operators
+                continue
+            if c != "&":
+                out.append((i, c))
+        i += 1
+    return out
+
+
+def _unquote_word(word: str) -> str | None:
+    """A single shell word without its quotes; None when it is more than one plain word."""
+    word = word.strip()
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        inner = word[1:-1]
+        return inner if "$" not in inner or word[0] == "'" else None
+    if not word or any(ch in word for ch in " \t'\"$`\\*?~"):
+        return None
+    return word
+
+
+def canonical(command: str, cwd: str) -> tuple[str, str, bool, bool]:
+    """(canonical command, its cwd, status echoed, status masked) of an agent's COMMAND run in CWD.
+
+    - `cd DIR && rest` (repeated): DIR becomes the cwd (joined to CWD when relative), REST the command;
+    - a final `; echo "EXIT:$?"`: dropped; `status echoed` tells the caller to read the code from the output;
+    - a final `| head -N` / `| tail` / `| tee f` (and a `2>&1` before it): dropped; `status masked` = the
+      exit status is the filter's, not the command's (when the echo came after such a pipe, it is masked too).
+    """
+    text = command.strip()
+    while True:
+        ops = _top_level(text)
+        if not ops or ops[0][1] != "&&" or not text.startswith("cd "):
+            break
+        target = _unquote_word(text[3 : ops[0][0]])
+        if target is None:
+            break
+        cwd = os.path.normpath(os.path.join(cwd, os.path.expanduser(target))) if cwd else target
+        text = text[ops[0][0] + 2 :].strip()
+    echoed = False
+    if "$?" in text:
+        ops = _top_level(text)
+        if ops and ops[-1][1] == ";" and ops[-1][0] > 0 and _is_status_echo(text[ops[-1][0] + 1 :]):
+            text, echoed = text[: ops[-1][0]].rstrip(), True
+    masked = False
+    ops = _top_level(text)
+    if ops and ops[-1][1] == "|":
+        stage = text[ops[-1][0] + 1 :].split()
+        if stage and stage[0] in _MASKING:
+            masked = True
+            text = text[: ops[-1][0]].rstrip()
+            if text.endswith("2>&1"):
+                text = text[:-4].rstrip()
+    return text or command.strip(), cwd, echoed, masked
+
+
+def _echoed_code(output: Any) -> int | None:
+    if not isinstance(output, str):
+        return None
+    tail = output.rstrip()[-200:]
+    return _labelled_code(tail.rsplit("\n", 1)[-1]) if tail else None
+
+
+def _codex_code(response: Any) -> int | None:
+    if isinstance(response, dict):
+        for key in ("exitCode", "exit_code"):
+            value = response.get(key)
+            if type(value) is int:
+                return value
+        for key in ("output", "stdout", "formatted_output"):
+            code = _codex_code(response.get(key))
+            if code is not None:
+                return code
+        return None
+    if isinstance(response, str):
+        head = response[:4000]
+        for marker in ("Process exited with code ", "Exit code: ", "Exit code "):
+            at = head.find(marker)
+            if at >= 0:
+                return _int_prefix(head[at + len(marker) :])
+        return None
+    return None
+
+
+def _command_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        import shlex  # only for an argv-shaped command (Codex's `shell` tool)
+
+        if (
+            len(value) >= 3
+            and value[0] in ("bash", "sh", "zsh", "/bin/bash", "/bin/sh")
+            and value[1] in ("-c", "-lc")
+        ):
+            return str(value[2])
+        return shlex.join(value)
+    return None
+
+
+def log_line(agent: str, payload: Any, now_ms: int) -> dict[str, Any] | None:
+    """The shell-log line for one hook PAYLOAD of AGENT received at NOW_MS; None when it is not a shell call
+    (another tool, another event, a malformed payload) or carries nothing to record."""
+    if agent not in AGENTS or not isinstance(payload, dict):
+        return None
+    event = payload.get("hook_event_name")
+    if event not in ("PostToolUse", "PostToolUseFailure") or payload.get("tool_name") not in SHELL_TOOLS:
+        return None
+    tool_input = payload.get("tool_input")
+    raw = _command_text(tool_input.get("command")) if isinstance(tool_input, dict) else None
+    cwd = payload.get("cwd")
+    if raw is None or not raw.strip() or "\x00" in raw or not isinstance(cwd, str) or not cwd:
+        return None
+    command, cwd, echoed, masked = canonical(raw, cwd)
+    response = payload.get("tool_response")
+    exit_code: int | None
+    interrupted = False
+    if event == "PostToolUseFailure":
+        interrupted = payload.get("is_interrupt") is True
+        error = payload.get("error")
+        code = _int_prefix(error[10:]) if isinstance(error, str) and error.startswith("Exit code ") else None
+        exit_code = None if interrupted else code
+    elif agent == "claude-code":
+        interrupted = isinstance(response, dict) and response.get("interrupted") is True
+        exit_code = None if interrupted else 0
+        if echoed and not interrupted and isinstance(response, dict):
+            exit_code = _echoed_code(response.get("stdout"))
+    else:
+        exit_code = _codex_code(response)
+        if echoed and isinstance(response, dict):
+            exit_code = _echoed_code(response.get("stdout") or response.get("output"))
+    if masked:
+        exit_code = None
+    duration = payload.get("duration_ms")
+    duration_ms = duration if type(duration) is int and 0 <= duration < 10 * 365 * 86_400_000 else None
+    line: dict[str, Any] = {
+        "ts": now_ms - (duration_ms or 0),
+        "cwd": cwd,
+        "exit": exit_code,
+        "command": command,
+        "shell": agent,
+        "session": payload.get("session_id") if isinstance(payload.get("session_id"), str) else "",
+        "author": agent,
+        "author_kind": "agent",
+        "v": 1,
+    }
+    if duration_ms is not None:
+        line["duration_ms"] = duration_ms
+    call_id = payload.get("tool_use_id") or payload.get("call_id")
+    if isinstance(call_id, str) and 0 < len(call_id) <= 200:
+        line["call_id"] = call_id
+    if interrupted:
+        line["interrupted"] = True
+    return line
+
+
+def loads(data: bytes) -> Any:
+    """json.loads for one payload, through the C scanner when there is one (see the note on imports).
+
+    Raises ValueError (or RecursionError) on anything that is not exactly one JSON value."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # an interpreter without CPython's accelerator
+        import json
+
+        return json.loads(data)
+    text = data.decode("utf-8")
+    start = len(text) - len(text.lstrip(" \t\n\r"))
+    try:
+        value, end = make_scanner(_DecoderSettings())(text, start)  # type: ignore[arg-type]
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError("trailing data after the JSON value")
+    return value
+
+
+class _DecoderSettings:
+    """What _json.make_scanner reads from a json.JSONDecoder: the defaults of json.loads."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float  # NaN, Infinity
+
+
+def encode(line: dict[str, Any]) -> bytes | None:
+    """LINE (flat: str, int, bool, None values) as one UTF-8 JSON line; None when its text cannot be written
+    as UTF-8 (a lone surrogate from a \\ud800 escape in the payload)."""
+    try:
+        from _json import encode_basestring as quote
+    except ImportError:
+        from json.encoder import py_encode_basestring as quote
+    parts = []
+    for key, value in line.items():
+        if value is None:
+            text = "null"
+        elif value is True or value is False:
+            text = "true" if value else "false"
+        elif type(value) is int:
+            text = str(value)
+        else:
+            text = quote(str(value))
+        parts.append(f"{quote(key)}:{text}")
+    try:
+        return ("{" + ",".join(parts) + "}\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return None

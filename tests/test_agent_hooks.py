@@ -1,0 +1,560 @@
+"""The coding agents' command hooks: installed into real settings files, the recorder run exactly as Claude
+Code and Codex run it (the hook command from the installed file, through a shell, the payload on stdin),
+synced into a real repository's memory, filtered by --author through the CLI and the real MCP client."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from nexusmem import precheck, sync
+from nexusmem.install import agent_hooks
+from nexusmem.paths import shell_log_path
+from nexusmem.sources.shell.agentcmd import canonical, log_line
+from nexusmem.sources.shell.logline import parse_log_line
+from nexusmem.sources.shell.node import agent_call_key
+
+from helpers import commit, git, run_cli
+from helpers.mcp import mcp_session
+
+
+def claude_settings(home: Path) -> Path:
+    return home / ".claude" / "settings.json"
+
+
+def installed_command(settings: Path, event: str) -> str:
+    """The command the agent will run for EVENT, read back from the settings file as the agent reads it."""
+    data = json.loads(settings.read_text(encoding="utf-8"))
+    commands = [h["command"] for g in data["hooks"][event] for h in g["hooks"] if "agenthook" in h["command"]]
+    assert len(commands) == 1, commands
+    return commands[0]
+
+
+def fire(command: str, payload: dict[str, Any] | bytes) -> subprocess.CompletedProcess[bytes]:
+    """Run a hook command as the agents do: `sh -c COMMAND`, the payload JSON on stdin."""
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return subprocess.run(["sh", "-c", command], input=data, capture_output=True, timeout=30, check=False)
+
+
+def log_lines() -> list[dict[str, Any]]:
+    path = shell_log_path()
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def claude_success(cwd: Path, command: str, tool_use_id: str, stdout: str = "ok") -> dict[str, Any]:
+    # The live-probed shape (Claude Code 2.1.226): no exit code, no time.
+    return {
+        "session_id": "sess-1",
+        "transcript_path": "/tmp/t/sess-1.jsonl",
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "run it"},
+        "tool_response": {
+            "stdout": stdout,
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+            "noOutputExpected": False,
+        },
+        "tool_use_id": tool_use_id,
+        "duration_ms": 17,
+    }
+
+
+def claude_failure(
+    cwd: Path, command: str, tool_use_id: str, error: str, interrupt: bool = False
+) -> dict[str, Any]:
+    return {
+        "session_id": "sess-1",
+        "transcript_path": "/tmp/t/sess-1.jsonl",
+        "cwd": str(cwd),
+        "prompt_id": "p1",
+        "permission_mode": "default",
+        "effort": "medium",
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "run it"},
+        "tool_use_id": tool_use_id,
+        "error": error,
+        "is_interrupt": interrupt,
+        "duration_ms": 42,
+    }
+
+
+def codex_post(cwd: Path, command: str, call_id: str, response: Any) -> dict[str, Any]:
+    # openai/codex hooks/schema/generated/post-tool-use.command.input.schema.json: the required keys.
+    return {
+        "cwd": str(cwd),
+        "hook_event_name": "PostToolUse",
+        "model": "gpt-5-codex",
+        "permission_mode": "default",
+        "session_id": "019a-codex",
+        "tool_input": {"command": command},
+        "tool_name": "Bash",
+        "tool_response": response,
+        "tool_use_id": call_id,
+        "transcript_path": None,
+        "turn_id": "t1",
+    }
+
+
+# --- the recorder, driven as each agent drives it ------------------------------------------------------
+
+
+def test_claude_code_calls_are_recorded_with_real_exit_codes(repo: Path, isolated_home: Path) -> None:
+    run_cli("hook", "agent", "install", "claude-code")
+    settings = claude_settings(isolated_home)
+    post, failure = (
+        installed_command(settings, "PostToolUse"),
+        installed_command(settings, "PostToolUseFailure"),
+    )
+    sub = repo / "src"
+    sub.mkdir()
+    calls = [
+        (post, claude_success(repo, "git status", "toolu_A")),
+        (failure, claude_failure(repo, "ls ./no-such-dir-xyz", "toolu_B", "Exit code 2\nls: cannot access")),
+        (failure, claude_failure(repo, "sleep 100", "toolu_C", "Interrupted by user", interrupt=True)),
+        (failure, claude_failure(repo, "npm test", "toolu_D", "Command timed out after 2m 0.0s")),
+        (post, claude_success(repo, "pytest -x 2>&1 | tail -20", "toolu_E")),
+        (
+            post,
+            claude_success(repo, f'cd "{sub}" && make lint; echo "EXIT:$?"', "toolu_F", "lint...\nEXIT:3"),
+        ),
+    ]
+    for command, payload in calls:
+        done = fire(command, payload)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    lines = {line["call_id"]: line for line in log_lines()}
+    assert [lines[k]["exit"] for k in ("toolu_A", "toolu_B", "toolu_C", "toolu_D", "toolu_E", "toolu_F")] == [
+        0,
+        2,  # parsed from "Exit code 2", not forced to 1
+        None,  # an interrupt is not a failure
+        None,  # a timeout has no code
+        None,  # the status is tail's
+        3,  # read back from the echoed line
+    ]
+    assert lines["toolu_E"]["command"] == "pytest -x"
+    assert (lines["toolu_F"]["command"], lines["toolu_F"]["cwd"]) == ("make lint", str(sub))
+    assert lines["toolu_C"]["interrupted"] is True
+    assert all(line["author"] == "claude-code" and line["author_kind"] == "agent" for line in lines.values())
+    log = shell_log_path()
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600 and stat.S_IMODE(log.parent.stat().st_mode) == 0o700
+
+    # Synced: shell_command nodes with the agent as author, keyed by the call id.
+    commit(repo, "feat: start", {"src/app.py": "x = 1\n"})
+    sync.sync(repo)
+    out = run_cli(
+        "-C", str(repo), "query", "--json", "--author", "claude-code", "--", "no-such-dir-xyz"
+    ).stdout
+    items = json.loads(out)["items"]
+    assert items and items[0]["kind"] == "shell_command" and "ls ./no-such-dir-xyz" in items[0]["title"]
+    from nexusmem.project import load
+
+    with load(repo).open_store() as store:
+        node = store.get(items[0]["id"])
+        assert node is not None
+        assert (node.meta["author"], node.meta["author_kind"], node.meta["exit"]) == (
+            "claude-code",
+            "agent",
+            2,
+        )
+        assert node.natural_key == agent_call_key("claude-code", "toolu_B")
+
+
+def test_codex_calls_are_recorded(repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    codex_home = isolated_home / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    run_cli("hook", "agent", "install", "codex")
+    command = installed_command(codex_home / "hooks.json", "PostToolUse")
+    data = json.loads((codex_home / "hooks.json").read_text(encoding="utf-8"))
+    assert set(data["hooks"]) == {"PostToolUse"} and data["hooks"]["PostToolUse"][0]["matcher"] == "^Bash$"
+    payloads = [
+        codex_post(repo, "cargo test", "call_1", {"exitCode": 101, "stdout": "test failed"}),
+        codex_post(
+            repo, "ls", "call_2", "Chunk ID: 1\nWall time: 0.1s\nProcess exited with code 0\nOutput:\na"
+        ),
+        codex_post(repo, "true", "call_3", True),  # untyped in the schema: nothing to read
+        {**codex_post(repo, "cat a", "call_4", {}), "tool_name": "apply_patch"},  # not a shell call
+    ]
+    for payload in payloads:
+        assert fire(command, payload).returncode == 0
+    lines = {line["call_id"]: line for line in log_lines()}
+    assert {k: v["exit"] for k, v in lines.items()} == {"call_1": 101, "call_2": 0, "call_3": None}
+    assert all(v["author"] == "codex" and v["session"] == "019a-codex" for v in lines.values())
+
+
+def test_the_recorder_never_gets_in_the_agents_way(
+    repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_cli("hook", "agent", "install", "claude-code")
+    post = installed_command(claude_settings(isolated_home), "PostToolUse")
+    big = claude_success(repo, "cat big.log", "toolu_big", stdout="x" * (2 << 20))  # 2 MB: over the 1 MB cap
+    for payload in (big, b"not json {", b"", b"[1, 2]", b"[" * 100_000, {"hook_event_name": "PostToolUse"}):
+        started = time.monotonic()
+        done = fire(post, payload)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert time.monotonic() - started < 10
+    assert log_lines() == []
+    # A log that cannot be written (its folder is a file): still exit 0 and silent.
+    blocker = isolated_home / "blocker"
+    blocker.write_text("in the way", encoding="utf-8")
+    monkeypatch.setenv("NEXUSMEM_HOME", str(blocker / "nm"))
+    done = fire(post, claude_success(repo, "git status", "toolu_X"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def test_the_recorder_imports_only_the_stdlib_and_agentcmd(repo: Path, isolated_home: Path) -> None:
+    run_cli("hook", "agent", "install", "claude-code")
+    post = installed_command(claude_settings(isolated_home), "PostToolUse")
+    probe = post.replace(" -I -S ", " -I -S -X importtime ", 1)
+    done = fire(probe, claude_success(repo, "git status", "toolu_I"))
+    loaded = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines() if "|" in line}
+    ours = {name for name in loaded if name.startswith("nexusmem")}
+    assert ours == {
+        "nexusmem",
+        "nexusmem.sources",
+        "nexusmem.sources.shell",
+        "nexusmem.sources.shell.agentcmd",
+    }
+    assert not {"click", "sqlite3", "mcp", "numpy", "site", "subprocess", "re", "json", "typing"} & loaded
+
+
+# --- canonical text and log-line parsing -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('cd /home/u/app && pytest -x; echo "EXIT:$?"', ("pytest -x", "/home/u/app", True, False)),
+        ("pytest 2>&1 | head -100", ("pytest", "/repo", False, True)),
+        ('echo "a|b" | grep a', ('echo "a|b" | grep a', "/repo", False, False)),
+        ("make test || true", ("make test || true", "/repo", False, False)),
+        ("cd sub && ls | tee out; echo exit=$?", ("ls", "/repo/sub", True, True)),
+        ("cd $(mktemp -d) && ls", ("cd $(mktemp -d) && ls", "/repo", False, False)),
+        ("echo $?", ("echo $?", "/repo", False, False)),
+    ],
+)
+def test_canonical_command(raw: str, expected: tuple[str, str, bool, bool]) -> None:
+    assert canonical(raw, "/repo") == expected
+
+
+def test_log_line_author_keys_are_range_checked() -> None:
+    base = {"ts": 1_700_000_000_000, "cwd": "/r", "command": "ls", "exit": 0, "shell": "zsh", "session": "s"}
+    plain = parse_log_line(json.dumps(base).encode())
+    assert plain is not None and (plain.author, plain.author_kind, plain.call_id) == ("me", "human", None)
+    agent = parse_log_line(
+        json.dumps({**base, "author": "codex", "author_kind": "agent", "call_id": "c1"}).encode()
+    )
+    assert agent is not None and (agent.author, agent.author_kind, agent.call_id) == ("codex", "agent", "c1")
+    for bad in ({"author": 7}, {"author": ""}, {"author": "x" * 65}, {"author": "\ud800"}):
+        line = parse_log_line(json.dumps({**base, **bad}).encode())
+        assert line is not None and line.author == "me", bad  # out of range reads as absent; the line stays
+    odd = parse_log_line(
+        json.dumps({**base, "author": "aider", "author_kind": "robot", "call_id": 5}).encode()
+    )
+    assert odd is not None and (odd.author, odd.author_kind, odd.call_id) == ("aider", "agent", None)
+
+
+def test_payloads_that_are_not_shell_calls_give_no_line() -> None:
+    now = 1_700_000_000_000
+    good = {
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "cwd": "/r",
+        "tool_input": {"command": "ls"},
+    }
+    assert log_line("claude-code", good, now) is not None
+    for bad in (
+        {**good, "tool_name": "Edit"},
+        {**good, "hook_event_name": "PreToolUse"},
+        {**good, "tool_input": {"command": "a\x00b"}},
+        {**good, "tool_input": {"command": "   "}},
+        {**good, "cwd": 3},
+        [good],
+    ):
+        assert log_line("claude-code", bad, now) is None
+    assert log_line("gemini", good, now) is None
+
+
+# --- install / remove, byte for byte -------------------------------------------------------------------
+
+
+ODD = '{\r\n\t"model": "opus",\r\n\t"env": {"NAME": "é", "X": "\\u00e9"},\r\n\t"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}\r\n}'
+
+
+@pytest.mark.parametrize(
+    "original",
+    [
+        None,
+        "",
+        "{}",
+        '{\n  "model": "opus",\n  "permissions": {"allow": ["Bash(git log:*)"]}\n}\n',
+        ODD,
+        '{"hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt"}]}]}}',
+    ],
+)
+def test_install_then_remove_is_byte_for_byte(isolated_home: Path, original: str | None) -> None:
+    settings = claude_settings(isolated_home)
+    if original is not None:
+        settings.parent.mkdir(parents=True)
+        settings.write_bytes(original.encode())
+    run_cli("hook", "agent", "install", "claude-code")
+    after_install = settings.read_bytes()
+    data = json.loads(after_install.decode().lstrip("\ufeff"))
+    assert set(data["hooks"]) >= {"PostToolUse", "PostToolUseFailure"}
+    if original:
+        kept = json.loads(original) if original.strip() else {}
+        assert {k: v for k, v in data.items() if k != "hooks"} == {
+            k: v for k, v in kept.items() if k != "hooks"
+        }
+    again = run_cli("hook", "agent", "install", "claude-code").stdout
+    assert "already" in again and settings.read_bytes() == after_install  # idempotent
+    run_cli("hook", "agent", "remove", "claude-code")
+    if original is None:
+        assert not settings.exists() and not settings.parent.exists()
+    else:
+        assert settings.read_bytes() == original.encode()
+    assert "nothing to do" in run_cli("hook", "agent", "remove", "claude-code").stdout
+
+
+def test_formatting_is_kept_and_an_edit_in_between_survives_remove(isolated_home: Path) -> None:
+    settings = claude_settings(isolated_home)
+    settings.parent.mkdir(parents=True)
+    settings.write_bytes(ODD.encode())
+    run_cli("hook", "agent", "install", "claude-code")
+    text = settings.read_bytes().decode()
+    assert text.startswith('{\r\n\t"model": "opus",\r\n\t"env": {\r\n\t\t"NAME": "é"') and not text.endswith(
+        "\n"
+    )
+    # The user (or Claude Code itself) changes a setting while the hook is installed.
+    data = json.loads(text)
+    data["model"] = "sonnet"
+    settings.write_text(json.dumps(data, indent="\t").replace("\n", "\r\n"), encoding="utf-8", newline="")
+    run_cli("hook", "agent", "remove", "claude-code")
+    left = json.loads(settings.read_text(encoding="utf-8"))
+    assert left["model"] == "sonnet"  # their edit stays
+    assert left["hooks"] == {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}  # ours gone
+    assert b"\r\n\t" in settings.read_bytes()
+
+
+def test_a_corrupt_settings_file_is_an_error_and_untouched(isolated_home: Path) -> None:
+    settings = claude_settings(isolated_home)
+    settings.parent.mkdir(parents=True)
+    settings.write_bytes(b'{"model": "opus",,}')
+    for verb in ("install", "remove", "status"):
+        result = run_cli("hook", "agent", verb, "claude-code", ok=False)
+        assert result.exit_code != 0 and "not valid JSON" in result.output and str(settings) in result.output
+    assert settings.read_bytes() == b'{"model": "opus",,}'
+    settings.write_bytes(b'{"hooks": []}')
+    result = run_cli("hook", "agent", "install", "claude-code", ok=False)
+    assert "'hooks' is a list, expected an object" in result.output
+    assert settings.read_bytes() == b'{"hooks": []}'
+
+
+def test_project_scope_writes_settings_local_never_the_committed_file(
+    repo: Path, isolated_home: Path
+) -> None:
+    committed = repo / ".claude" / "settings.json"
+    committed.parent.mkdir()
+    committed.write_text('{"permissions": {}}\n', encoding="utf-8")
+    run_cli("-C", str(repo), "hook", "agent", "install", "claude-code", "--project")
+    local = repo / ".claude" / "settings.local.json"
+    assert installed_command(local, "PostToolUse") and committed.read_text() == '{"permissions": {}}\n'
+    assert not claude_settings(isolated_home).exists()
+    status = run_cli("-C", str(repo), "hook", "agent", "status").stdout
+    assert f"claude-code  project  installed      {local}" in status
+    refused = run_cli("-C", str(repo), "hook", "agent", "install", "codex", "--project", ok=False)
+    assert "Codex has no uncommitted project hooks file" in refused.output
+    # uninstall takes it out too, with the user-scope hooks.
+    run_cli("hook", "agent", "install", "codex")
+    out = run_cli("-C", str(repo), "uninstall").stdout
+    assert "claude-code agent hook" in out and "codex agent hook" in out
+    assert not local.exists() and committed.exists()
+    assert not (isolated_home / ".codex" / "hooks.json").exists()
+
+
+def test_claude_config_dir_is_honoured_and_a_moved_install_is_outdated(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = isolated_home / "claude-cfg"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    run_cli("hook", "agent", "install", "claude-code")
+    assert (config / "settings.json").exists() and not claude_settings(isolated_home).exists()
+    # An older install pointed at another interpreter: status says outdated, install replaces it in place.
+    path = config / "settings.json"
+    path.write_text(
+        path.read_text().replace(
+            agent_hooks.hook_command("claude-code"),
+            "/old/python -I -S /old/nexusmem/agenthook.py claude-code",
+        )
+    )
+    assert "outdated" in run_cli("hook", "agent", "status", "claude-code").stdout
+    run_cli("hook", "agent", "install", "claude-code")
+    assert installed_command(path, "PostToolUse") == agent_hooks.hook_command("claude-code")
+
+
+# --- --author through the CLI, precheck and the real MCP client ------------------------------------------
+
+
+def mixed_history(repo: Path) -> None:
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n", "tests/test_cache.py": "def test(): pass\n"})
+    now = int(time.time() * 1000)
+    path = shell_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    base = {"cwd": str(repo), "shell": "zsh", "session": "s1", "v": 1}
+    lines = [
+        {**base, "ts": now - 50_000, "command": "pytest tests/test_cache.py --lf", "exit": 1},
+        {
+            **base,
+            "ts": now - 40_000,
+            "command": "pytest tests/test_cache.py -q",
+            "exit": 2,
+            "shell": "claude-code",
+            "author": "claude-code",
+            "author_kind": "agent",
+            "call_id": "toolu_Q",
+        },
+        {
+            **base,
+            "ts": now - 30_000,
+            "command": "pytest tests/test_cache.py -x",
+            "exit": 4,
+            "shell": "codex",
+            "author": "codex",
+            "author_kind": "agent",
+            "call_id": "call_Q",
+        },
+    ]
+    with path.open("a", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+
+
+def _commands(repo: Path, *extra: str) -> set[str]:
+    out = run_cli("-C", str(repo), "query", "--json", *extra, "--", "pytest test_cache").stdout
+    return {i["ref"] for i in json.loads(out)["items"] if i["kind"] == "shell_command"}
+
+
+def test_author_filter_on_query_and_precheck(repo: Path) -> None:
+    mixed_history(repo)
+    sync.sync(repo)
+    every = {
+        "pytest tests/test_cache.py --lf",
+        "pytest tests/test_cache.py -q",
+        "pytest tests/test_cache.py -x",
+    }
+    assert _commands(repo) == every
+    assert _commands(repo, "--author", "me") == {"pytest tests/test_cache.py --lf"}
+    assert _commands(repo, "--author", "agents") == every - {"pytest tests/test_cache.py --lf"}
+    assert _commands(repo, "--author", "codex") == {"pytest tests/test_cache.py -x"}
+    assert _commands(repo, "--all-projects", "--author", "codex") == {"pytest tests/test_cache.py -x"}
+    bad = run_cli("-C", str(repo), "query", "--author", "a b", "--", "pytest", ok=False)
+    assert bad.exit_code == 2 and "--author" in bad.output
+    files = ["tests/test_cache.py"]
+    found = {f.command for f in precheck.run(repo, files=files).findings}
+    assert found == every
+    assert {f.command for f in precheck.run(repo, files=files, author="me").findings} == {
+        "pytest tests/test_cache.py --lf"
+    }
+    out = run_cli("-C", str(repo), "precheck", "--json", "--author", "claude-code", *files).stdout
+    assert [f["command"] for f in json.loads(out)["findings"]] == ["pytest tests/test_cache.py -q"]
+
+
+def test_author_filter_on_unsynced_lines_in_precheck(repo: Path) -> None:
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n"})
+    sync.sync(repo)
+    mixed_history(repo)  # after the sync: precheck reads them from the log's tail
+    files = ["tests/test_cache.py"]
+    assert {f.command for f in precheck.run(repo, files=files, author="agents").findings} == {
+        "pytest tests/test_cache.py -q",
+        "pytest tests/test_cache.py -x",
+    }
+
+
+@pytest.mark.slow
+def test_author_filter_through_the_mcp_client(repo: Path, tmp_path: Path) -> None:
+    mixed_history(repo)
+    sync.sync(repo)
+    root = str(repo)
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            for author, expected in (
+                ("me", {"pytest tests/test_cache.py --lf"}),
+                ("claude-code", {"pytest tests/test_cache.py -q"}),
+                ("agents", {"pytest tests/test_cache.py -q", "pytest tests/test_cache.py -x"}),
+            ):
+                result = await s.call_tool(
+                    "search_memory", {"projectRoot": root, "query": "pytest test_cache", "author": author}
+                )
+                assert not result.is_error
+                assert result.structured_content is not None
+                refs = {i["ref"] for i in result.structured_content["items"] if i["kind"] == "shell_command"}
+                assert refs == expected, author
+            bad = await s.call_tool("search_memory", {"projectRoot": root, "query": "x", "author": "a b"})
+            assert bad.is_error and "author" in bad.content[0].text  # type: ignore[union-attr]
+
+    anyio.run(main)
+
+
+def test_git_is_unaffected(repo: Path) -> None:
+    """Commits pass every author filter: --author narrows commands, not history."""
+    mixed_history(repo)
+    git(repo, "log", "-1")
+    sync.sync(repo)
+    out = run_cli("-C", str(repo), "query", "--json", "--author", "codex", "--", "feat cache").stdout
+    assert "git_commit" in {i["kind"] for i in json.loads(out)["items"]}
+    assert os.environ["NEXUSMEM_HOME"]  # isolated
+
+
+def test_doctor_reports_agent_hooks(repo: Path, isolated_home: Path) -> None:
+    run_cli("hook", "agent", "install", "claude-code")
+    post = installed_command(claude_settings(isolated_home), "PostToolUse")
+    assert fire(post, claude_success(repo, "git status", "toolu_D")).returncode == 0
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    checks = report["checks"] if isinstance(report, dict) else report
+    agent = [c for c in checks if c["area"] == "agent"]
+    assert len(agent) == 1 and agent[0]["ok"] and "last recorded" in agent[0]["detail"]
+    path = claude_settings(isolated_home)
+    path.write_text(
+        path.read_text().replace(
+            agent_hooks.hook_command("claude-code"),
+            "/gone/python -I -S /gone/nexusmem/agenthook.py claude-code",
+        )
+    )
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    checks = report["checks"] if isinstance(report, dict) else report
+    agent = [c for c in checks if c["area"] == "agent"]
+    assert not agent[0]["ok"] and agent[0]["fix"] == "nexusmem hook agent install claude-code"
+
+
+def test_a_secret_in_an_agent_command_is_redacted_in_the_log_and_the_store(
+    repo: Path, isolated_home: Path
+) -> None:
+    run_cli("hook", "agent", "install", "claude-code")
+    post = installed_command(claude_settings(isolated_home), "PostToolUse")
+    secret = "ghp_" + "Z" * 36
+    assert fire(post, claude_success(repo, f"GITHUB_TOKEN={secret} gh pr list", "toolu_S")).returncode == 0
+    assert (
+        secret.encode() in shell_log_path().read_bytes()
+    )  # raw until the next sync, 0600, like every hook line
+    commit(repo, "feat: start", {"src/app.py": "x = 1\n"})
+    sync.sync(repo)
+    assert secret.encode() not in shell_log_path().read_bytes()
+    raw = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.name.startswith("memory.db"))
+    assert secret.encode() not in raw
+    line = log_lines()[0]
+    assert (
+        line["command"] == "GITHUB_TOKEN=«redacted:github-token» gh pr list" and line["call_id"] == "toolu_S"
+    )

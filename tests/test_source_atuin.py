@@ -1,0 +1,265 @@
+"""atuin import: a real history.db with atuin's schema (its migrations, WAL mode) written by a concurrent
+writer while NexusMem syncs, read into a real repository's memory."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nexusmem import sync
+from nexusmem.paths import shell_log_path
+from nexusmem.project import load
+
+from helpers import commit, run_cli
+
+NS = 1_000_000  # ns per ms
+
+# crates/atuin-client/migrations, in order (the columns and indexes a 2026 database has).
+SCHEMA = [
+    """create table if not exists history (
+        id text primary key, timestamp integer not null, duration integer not null, exit integer not null,
+        command text not null, cwd text not null, session text not null, hostname text not null,
+        unique(timestamp, cwd, command))""",
+    "create index if not exists idx_history_timestamp on history(timestamp)",
+    "create index if not exists idx_history_command_timestamp on history(command, timestamp)",
+    "alter table history add column deleted_at integer",
+    "alter table history add column author text",
+    "alter table history add column intent text",
+    "alter table history add column shell text",
+    "alter table history add column author_kind integer",
+    "create index if not exists idx_history_active_timestamp on history(timestamp) where deleted_at is null",
+]
+OLD_SCHEMA = SCHEMA[:4]
+
+
+def make_db(path: Path, schema: list[str] = SCHEMA) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    assert conn.execute("pragma journal_mode=wal").fetchone()[0] == "wal"
+    conn.execute("pragma synchronous=normal")
+    for statement in schema:
+        conn.execute(statement)
+    return conn
+
+
+def add(
+    conn: sqlite3.Connection,
+    command: str,
+    cwd: Path | str,
+    ts_ms: int,
+    *,
+    exit: int = 0,
+    duration_ms: int = 120,
+    author: str | None = None,
+    kind: int | None = None,
+    deleted: bool = False,
+    columns: bool = True,
+) -> str:
+    row_id = uuid.uuid4().hex
+    values = [row_id, ts_ms * NS, duration_ms * NS if duration_ms >= 0 else -1, exit, command, str(cwd)]
+    values += ["0192sess", "host:me"]
+    if columns:
+        conn.execute(
+            "insert into history (id, timestamp, duration, exit, command, cwd, session, hostname, deleted_at,"
+            " author, author_kind, shell) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [*values, ts_ms * NS if deleted else None, author, kind, "zsh"],
+        )
+    else:
+        conn.execute(
+            "insert into history (id, timestamp, duration, exit, command, cwd, session, hostname)"
+            " values (?, ?, ?, ?, ?, ?, ?, ?)",
+            values,
+        )
+    return row_id
+
+
+@pytest.fixture
+def atuin_db(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    data = isolated_home / "xdg-data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    return data / "atuin" / "history.db"
+
+
+def shell_nodes(repo: Path) -> dict[str, dict[str, object]]:
+    with load(repo).open_store() as store:
+        ids = [i for i, _c, _t, _w, _e in store.shell_commands_between(0, 2**62)]
+        nodes = store.get_many(ids)
+    return {n.ref: {**n.meta, "ts": n.ts, "source": n.source} for n in nodes.values()}
+
+
+def test_atuin_rows_become_commands_with_authors_and_no_duplicates(repo: Path, atuin_db: Path) -> None:
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    now = int(time.time() * 1000)
+    conn = make_db(atuin_db)
+    add(conn, "pytest -x", repo, now - 60_000, exit=1, duration_ms=2_500)
+    add(conn, "cargo build", repo / "src", now - 50_000, author="claude-code", kind=2)
+    add(conn, "npm run lint", repo, now - 45_000, author="copilot")  # a known agent, author_kind NULL (older)
+    add(conn, "make deploy", repo, now - 40_000, author="me", kind=1)
+    add(conn, "export GITHUB_TOKEN=ghp_" + "a" * 36, repo, now - 35_000)
+    add(conn, "sleep 600", repo, now - 30_000, exit=-1, duration_ms=-1)  # still running
+    add(conn, "rm -rf build", repo, now - 25_000, deleted=True)
+    add(conn, "ls ~", "/somewhere/else", now - 20_000)
+    add(conn, "git status", repo, now - 10_000)  # our own prompt hook logged it too (below)
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    hook = {"ts": now - 10_000 + 300, "cwd": str(repo), "exit": 0, "command": "git status", "shell": "zsh"}
+    log.write_text(json.dumps({**hook, "session": "s", "v": 1}) + "\n", encoding="utf-8")
+
+    sync.sync(repo)
+    nodes = shell_nodes(repo)
+    from_atuin = {ref: meta for ref, meta in nodes.items() if meta["source"] == "atuin"}
+    assert set(from_atuin) == {
+        "pytest -x",
+        "cargo build",
+        "npm run lint",
+        "make deploy",
+        "export GITHUB_TOKEN=«redacted:github-token»",
+    }
+    assert nodes["git status"]["source"] == "shell"  # once, from the hook
+    pytest_x = from_atuin["pytest -x"]
+    assert (pytest_x["exit"], pytest_x["duration_ms"], pytest_x["ts"]) == (1, 2_500, now - 60_000)
+    assert (pytest_x["author"], pytest_x["author_kind"], pytest_x["cwd"]) == ("me", "human", ".")
+    assert (from_atuin["cargo build"]["author"], from_atuin["cargo build"]["cwd"]) == ("claude-code", "src")
+    assert (from_atuin["npm run lint"]["author"], from_atuin["npm run lint"]["author_kind"]) == (
+        "atuin:copilot",
+        "agent",
+    )
+    assert from_atuin["make deploy"]["author"] == "me"
+    raw = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.name.startswith("memory.db"))
+    assert b"ghp_" + b"a" * 36 not in raw
+
+    # --author sees them like the hooks' commands.
+    out = run_cli("-C", str(repo), "query", "--json", "--author", "agents", "--", "cargo npm pytest").stdout
+    assert {i["ref"] for i in json.loads(out)["items"] if i["kind"] == "shell_command"} == {
+        "cargo build",
+        "npm run lint",
+    }
+
+    # The running command ends; a sync reads it (the cursor waited for it) and nothing else twice.
+    conn.execute("update history set exit = 0, duration = ? where command = 'sleep 600'", (600_000 * NS,))
+    second = sync.sync(repo)
+    atuin_part = next(p for p in second.sources if p.name == "atuin")
+    assert (atuin_part.added, atuin_part.updated) == (1, 0)
+    assert shell_nodes(repo)["sleep 600"]["duration_ms"] == 600_000
+    third = sync.sync(repo)
+    assert next((p.added, p.updated) for p in third.sources if p.name == "atuin") == (0, 0)
+
+    # scan-atuin previews the next sync: nothing new now; a new row shows up, as text and as JSON.
+    assert "atuin: 0 new, 0 changed" in run_cli("-C", str(repo), "scan-atuin").stdout
+    add(conn, "pytest -k cache", repo, now)
+    preview = json.loads(run_cli("-C", str(repo), "scan-atuin", "--json").stdout)
+    assert [n["ref"] for n in preview] == ["pytest -k cache"]
+
+
+@pytest.mark.slow
+def test_a_concurrent_writer_never_blocks_or_tears_the_read(repo: Path, atuin_db: Path) -> None:
+    """atuin keeps inserting (and holds its write transaction open) while NexusMem syncs."""
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    now = int(time.time() * 1000)
+    conn = make_db(atuin_db)
+    for n in range(500):
+        add(conn, f"make step{n}", repo, now - 600_000 + n)
+    stop = threading.Event()
+    written: list[int] = []
+
+    def writer() -> None:
+        other = sqlite3.connect(atuin_db, isolation_level=None, check_same_thread=False)
+        other.execute("pragma busy_timeout=5000")
+        n = 0
+        while not stop.is_set():
+            other.execute("begin immediate")
+            add(other, f"echo live{n}", repo, now - 300_000 + n)
+            time.sleep(0.01)  # the write lock is held meanwhile
+            other.execute("commit")
+            written.append(n)
+            n += 1
+        other.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        started = time.monotonic()
+        sync.sync(repo)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join()
+    nodes = shell_nodes(repo)
+    assert all(f"make step{n}" in nodes for n in range(500))
+    live = sorted(int(ref[9:]) for ref in nodes if ref.startswith("echo live"))
+    assert live and live == list(range(len(live)))  # a consistent prefix: no gap, no torn row
+    sync.sync(repo)
+    assert sum(1 for ref in shell_nodes(repo) if ref.startswith("echo live")) == len(written)
+    assert took < 60
+
+
+def test_an_older_schema_a_missing_and_a_broken_database(repo: Path, atuin_db: Path) -> None:
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    sync.sync(repo)  # no atuin at all: nothing to say
+    now = int(time.time() * 1000)
+    conn = make_db(atuin_db, OLD_SCHEMA)
+    add(conn, "pytest", repo, now - 1000, columns=False)
+    sync.sync(repo)
+    assert shell_nodes(repo)["pytest"]["author"] == "me"
+    conn.close()
+    for suffix in ("-wal", "-shm"):
+        Path(str(atuin_db) + suffix).unlink(missing_ok=True)
+    atuin_db.write_bytes(b"not a database at all" * 100)
+    summary = sync.sync(repo)  # one source's problem, reported, never the sync's
+    part = next(p for p in summary.sources if p.name == "atuin")
+    assert any("atuin" in note for note in part.notes)
+    off = run_cli("-C", str(repo), "scan-shell")
+    assert off.exit_code == 0
+
+
+def test_status_says_where_atuin_resumes(repo: Path, atuin_db: Path) -> None:
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    conn = make_db(atuin_db)
+    add(conn, "pytest", repo, 1_790_000_000_000)
+    sync.sync(repo)
+    out = run_cli("-C", str(repo), "status").stdout
+    assert "atuin" in out and "after 2026-09-21" in out
+
+
+def test_an_agent_command_seen_by_atuin_and_our_agent_hook_is_one_node(repo: Path, atuin_db: Path) -> None:
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    now = int(time.time() * 1000)
+    conn = make_db(atuin_db)
+    # atuin's own Claude Code hook stores the text as the agent sent it (and forces a failure's exit to 1).
+    add(
+        conn,
+        f"cd {repo} && pytest -x 2>&1 | tail -20",
+        repo,
+        now - 9_000,
+        exit=1,
+        author="claude-code",
+        kind=2,
+    )
+    add(conn, 'cd src && make; echo "EXIT:$?"', repo, now - 5_000, author="codex", kind=2)
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    ours = {
+        "ts": now - 8_500,
+        "cwd": str(repo),
+        "exit": None,
+        "command": "pytest -x",
+        "shell": "claude-code",
+        "session": "sess",
+        "author": "claude-code",
+        "author_kind": "agent",
+        "call_id": "toolu_1",
+        "v": 1,
+    }
+    log.write_text(json.dumps(ours) + "\n", encoding="utf-8")
+    sync.sync(repo)
+    nodes = shell_nodes(repo)
+    assert nodes["pytest -x"]["source"] == "shell"  # once, from our hook, keyed by the call id
+    assert sum(1 for ref in nodes if "pytest" in ref) == 1
+    make = nodes["make"]
+    assert (make["source"], make["cwd"], make["exit"], make["author"]) == ("atuin", "src", None, "codex")
