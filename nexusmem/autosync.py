@@ -108,7 +108,7 @@ def auto_sync(
 
     RUN_SYNC(root) does one sync (default: nexusmem.sync.sync with failure→fix linking); tests plug in here.
     """
-    from filelock import FileLock, Timeout
+    from nexusmem.oslock import FileLock, Timeout
 
     root = paths.repo_root(start)
     state = paths.state_dir(root)
@@ -116,7 +116,7 @@ def auto_sync(
     private.fix_tree(state)
     cap_log(state / LOG_NAME)
     result = AutoSyncResult(root=str(root))
-    lock = FileLock(str(state / LOCK_NAME), timeout=0, mode=0o600)
+    lock = FileLock(state / LOCK_NAME)
     pending = state / PENDING_NAME
     if run_sync is None:
         from nexusmem.sync import sync

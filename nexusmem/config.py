@@ -72,7 +72,14 @@ DEFAULTS: dict[str, Any] = {
         "conversation": {"enabled": False, "agents": ["claude-code", "codex", "aider", "gemini"]},
         # atuin's history.db; path "" = $XDG_DATA_HOME/atuin/history.db or ~/.local/share/atuin/history.db.
         "atuin": {"enabled": True, "path": ""},
+        # GitHub issues and PRs through the `gh` CLI (network, login): off unless asked. repo "" = the
+        # origin remote's OWNER/REPO. Caps bound one sync's API calls (1 + threads with comments).
+        "github": {"enabled": False, "repo": "", "maxThreads": 100, "maxCommentsPerThread": 100},
     },
+    # Import edges between tracked files (Python, JS/TS, Go, Rust, Java), kept up to date by every sync;
+    # precheck warns when a staged file's importers failed recently. Files larger than maxFileBytes are
+    # not parsed (generated bundles).
+    "structure": {"enabled": True, "maxFileBytes": 1_000_000},
     "limits": {"maxBodyChars": 20_000},
     "query": {"budget": 2000},
     # How much the vector list adds to a word match (0 = words only); see README "How ranking works".

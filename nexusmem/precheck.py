@@ -1,14 +1,20 @@
 """Precheck: warnings about the files about to be committed, from what this repository's memory holds.
 
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
-module name in the command) and were never seen passing; and high churn (many commits touching it lately).
+module name in the command) and were never seen passing; the same for the files that import it (the import
+edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
+tests/test_api.py imports src/cache.py); and high churn (many commits touching it lately).
 
 Runs on every commit, so it stays light: no click needed here, no project id (that would start git), the
 store opened read-only, and three indexed range reads for all files together.
 
 Commands not synced yet count too: the hook log past this project's shell cursor (its last 4 MB at most) is
 read with the shell source's own parser, so the test that failed a minute ago warns before any `nexusmem
-sync`. The shell source (and its redaction patterns) is imported only when the log has such a tail.
+sync`. The shell source is imported only when the log has such a tail. The tail is first read as typed,
+without loading the redaction engine (~0.15 s of a cold process): when no command in it failed unresolved
+and no failure to report carries a redacted value (the only cases where redacting could change the answer),
+that answer stands; otherwise the tail is read again, redacted exactly as a sync would store it, and the
+answer comes from that. Nothing unredacted is ever shown.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexusmem import authors, gitcmd, paths, resolved, timefmt
+
+if TYPE_CHECKING:
+    from nexusmem.store.hookreads import HookReader
 
 DAY_MS = 86_400_000
 WINDOW_DAYS = 30
@@ -31,6 +39,8 @@ CHURN_THRESHOLD = 4
 FUTURE_SLACK_MS = DAY_MS
 # At most this many distinct failing commands are reported per file: a wall of warnings gets ignored.
 MAX_FAILURES_PER_FILE = 5
+# How a redacted value looks in a stored command (nexusmem.redact.placeholder), without importing redact.
+PLACEHOLDER = "«redacted:"
 
 # Module names too generic to mean "this file" when they appear in a command (`npm test`, `make setup`).
 _GENERIC_STEMS = frozenset(
@@ -46,34 +56,65 @@ _NOT_CODE = frozenset(
 )  # fmt: skip
 
 
-@dataclass
 class Finding:
-    """One warning about one file."""
+    """One warning about one file. (A plain class: `dataclasses` imports `inspect`, ~10% of a cold
+    precheck.)"""
 
-    path: str
-    kind: str  # "failure" | "churn"
-    message: str
-    command: str | None = None
-    exit: int | None = None
-    ts: int | None = None
-    times: int = 1
-    commits: int | None = None
+    FIELDS = (  # the JSON order
+        "path", "kind", "message", "command", "exit", "ts", "times", "commits", "importer",
+    )  # fmt: skip
+    __slots__ = FIELDS
+
+    def __init__(
+        self,
+        path: str,
+        kind: str,  # "failure" | "churn" | "importer_failure"
+        message: str,
+        command: str | None = None,
+        exit: int | None = None,
+        ts: int | None = None,
+        times: int = 1,
+        commits: int | None = None,
+        importer: str | None = None,  # kind "importer_failure": the file importing PATH whose command failed
+    ) -> None:
+        self.path = path
+        self.kind = kind
+        self.message = message
+        self.command = command
+        self.exit = exit
+        self.ts = ts
+        self.times = times
+        self.commits = commits
+        self.importer = importer
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Finding) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"Finding({self.path!r}, {self.kind!r}, {self.message!r})"
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data: dict[str, Any] = {name: getattr(self, name) for name in self.FIELDS}
         data["date"] = timefmt.day(self.ts) if self.ts is not None else None
         return data
 
 
-@dataclass
 class PrecheckResult:
     """What precheck looked at and found. `checked` is False when there was no memory to check against."""
 
-    root: str | None
-    files: list[str]
-    findings: list[Finding] = field(default_factory=list)
-    checked: bool = True
-    reason: str | None = None
+    def __init__(
+        self,
+        root: str | None,
+        files: list[str],
+        findings: list[Finding] | None = None,
+        checked: bool = True,
+        reason: str | None = None,
+    ) -> None:
+        self.root = root
+        self.files = files
+        self.findings: list[Finding] = findings if findings is not None else []
+        self.checked = checked
+        self.reason = reason
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,7 +186,7 @@ def check(
 
     AUTHOR (nexusmem.authors: me, agents, a name) keeps the failures of commands by that author; any
     author's later success still resolves a failure (the agent re-ran your test and it passed)."""
-    from nexusmem.store.db import open_unmigrated
+    from nexusmem.store.hookreads import HookReader
 
     files = list(dict.fromkeys(files))
     result = PrecheckResult(root=str(root), files=files)
@@ -160,31 +201,62 @@ def check(
     start, end = now - days * DAY_MS, now + FUTURE_SLACK_MS
     # Read-only and never migrated: a commit hook must not rewrite the database (an older schema already
     # has every table and column read here), and a sync may be writing it at this very moment.
-    with open_unmigrated(db) as store:
+    with HookReader(db) as store:
         commands = store.shell_commands_between(start, end)
-        lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
-        naming = store.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
+        # Stored edges only (one indexed read): precheck never parses source files.
+        importers = [(dst, src) for dst, src in store.importers_of(files) if src not in files]
+        importer_paths = sorted({src for _dst, src in importers})
+        own = {p for f in files for p in (f, *_ancestors(f))}
+        stored_naming = store.nodes_naming(sorted(own), ("shell_command", "git_commit"), start, end)
+        extra = {p for f in importer_paths for p in (f, *_ancestors(f))} - own
+        cursor = store.cursor("shell")
         who: dict[str, dict[str, str]] | None = None
         if author is not None:
             who = store.shell_command_authors(start, end)
-        commands, naming = _with_unsynced(
-            root, store.cursor("shell"), commands, naming, set(lookup), start, end, who
-        )
-        failures = _unresolved_failures(
-            store,
-            files,
-            commands,
-            naming,
+        author_ok = (
             None
             if who is None
-            else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {}))),
+            else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
         )
+
+        def findings(
+            redacted: bool,
+        ) -> tuple[list[tuple[str, str, str]], dict[str, list[Finding]], dict[str, list[Finding]], bool]:
+            merged, naming, from_tail = _with_unsynced(
+                root, cursor, commands, stored_naming, own | extra, start, end, who=who, redacted=redacted
+            )
+            open_failures = _open_failures(merged, author_ok)
+            if extra and open_failures:
+                # The importers' paths named by open failures: the files of those few commands, not every
+                # node naming each importer (a file of a long history is named by hundreds of commits).
+                named = store.files_of_many([f[0] for f in open_failures])
+                naming = naming + [
+                    (path, node_id, "shell_command") for node_id, path in named if path in extra
+                ]
+            failures, again = _unresolved_failures(store, files, open_failures, naming)
+            # An importer's failures count only when the command names the importer's path (or a folder
+            # holding it): its bare module name would widen a guess into a wrong warning.
+            via: dict[str, list[Finding]] = {}
+            if importer_paths:
+                via, again_via = _unresolved_failures(
+                    store, importer_paths, open_failures, naming, by_name=False
+                )
+                again = again or again_via
+            return naming, failures, via, from_tail and again
+
+        naming, failures, via, again = findings(redacted=False)
+        if again:
+            naming, failures, via, _ = findings(redacted=True)
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
         if kind == "git_commit":
             churn.setdefault(path, set()).add(node_id)
+    by_file: dict[str, list[str]] = {}
+    for dst, src in importers:
+        by_file.setdefault(dst, []).append(src)
     for path in files:
         result.findings.extend(failures.get(path, []))
+        result.findings.extend(_importer_findings(path, by_file.get(path, []), via, failures.get(path, [])))
         commits = len(churn.get(path, ()))
         if commits >= churn_threshold:
             result.findings.append(
@@ -199,6 +271,38 @@ def check(
                 )
             )
     return result
+
+
+def _importer_findings(
+    path: str, importers: list[str], via: dict[str, list[Finding]], own: list[Finding]
+) -> list[Finding]:
+    """PATH's warnings from the failures of the files importing it: one per command, newest first, none for
+    a command already reported for PATH itself."""
+    seen = {f.command for f in own}
+    found: list[Finding] = []
+    for importer in importers:
+        for failure in via.get(importer, []):
+            if failure.command in seen:
+                continue
+            seen.add(failure.command)
+            shown = " ".join((failure.command or "")[:119].split())
+            found.append(
+                Finding(
+                    path=path,
+                    kind="importer_failure",
+                    command=failure.command,
+                    exit=failure.exit,
+                    ts=failure.ts,
+                    times=failure.times,
+                    importer=importer,
+                    message=(
+                        f"{path}: imported by {importer}, whose `{shown}` failed (exit {failure.exit}) on"
+                        f" {timefmt.day(failure.ts or 0)} and was never seen passing — run it before committing"
+                    ),
+                )
+            )
+    found.sort(key=lambda f: f.ts or 0, reverse=True)
+    return found[:MAX_FAILURES_PER_FILE]
 
 
 def _synced_offset(cursor: str | None, st: os.stat_result) -> int:
@@ -221,21 +325,24 @@ def _with_unsynced(
     lookup: set[str],
     start: int,
     end: int,
+    *,
     who: dict[str, dict[str, str]] | None = None,
-) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]]]:
-    """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring); the tail's
-    authors go into WHO when it is given."""
+    redacted: bool = False,
+) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]], bool]:
+    """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring), and whether
+    the tail added anything. Without REDACTED the tail's commands are as typed: never to be shown. The
+    tail's authors go into WHO when it is given."""
     try:
         st = os.stat(paths.shell_log_path())
     except OSError:
-        return commands, naming
+        return commands, naming, False
     if st.st_size <= _synced_offset(cursor, st):
-        return commands, naming  # the usual case right after a sync: no import, no read
+        return commands, naming, False  # the usual case right after a sync: no import, no read
     from nexusmem.sources.shell import source as shell_source
 
-    tail = [t for t in shell_source.unsynced_tail(root, cursor) if start <= t.ts < end]
+    tail = [t for t in shell_source.unsynced_tail(root, cursor, redacted=redacted) if start <= t.ts < end]
     if not tail:
-        return commands, naming
+        return commands, naming, False
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}
     fresh = [t for t in tail if (t.command, t.ts) not in known]  # a sync may have raced this read
     if who is not None:
@@ -244,28 +351,45 @@ def _with_unsynced(
         [*commands, *((t.key, t.command, t.ts, t.cwd, t.exit) for t in fresh)], key=lambda c: c[2]
     )
     named = [*naming, *((f, t.key, "shell_command") for t in fresh for f in t.files if f in lookup)]
-    return merged, named
+    return merged, named, bool(fresh)
 
 
-def _unresolved_failures(
-    store: Any,
-    files: list[str],
+OpenFailure = tuple[str, str, int, "str | None", int]
+
+
+def _open_failures(
     commands: list[tuple[str, str, int, str | None, int | None]],
-    naming: list[tuple[str, str, str]],
     author_ok: Callable[[str], bool] | None = None,
-) -> dict[str, list[Finding]]:
+) -> list[OpenFailure]:
+    """(id, command, ts, cwd, exit) of the failures no later run of the same command resolved (of the
+    authors AUTHOR_OK keeps)."""
     # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
     # the window holds every command later than any failure in it), or by a link the linker recorded.
     found, resolved_by = resolved.retries(
         ((node_id, ts, command, cwd, code) for node_id, command, ts, cwd, code in commands), within_ms=None
     )
-    open_failures = [
+    return [
         (node_id, command, ts, cwd, code)
         for node_id, ts, command, cwd, code in found
         if node_id not in resolved_by and code is not None and (author_ok is None or author_ok(node_id))
     ]
+
+
+def _unresolved_failures(
+    store: HookReader,
+    files: list[str],
+    open_failures: list[OpenFailure],
+    naming: list[tuple[str, str, str]],
+    *,
+    by_name: bool = True,
+) -> tuple[dict[str, list[Finding]], bool]:
+    """Findings per file, and whether redacting the unsynced tail could change them (see below)."""
     if not open_failures:
-        return {}
+        return {}, False
+    # Redacting the tail's commands can only merge commands (resolving more) and take words out of them, so
+    # the answer from the commands as typed stands unless a tail command failed and stays unresolved, or a
+    # failure to show holds a redacted value that a redacted tail command might match.
+    redact_first = any(f[0].startswith("log:") for f in open_failures)
     # Which files each failure names: node_files (the file or a parent directory), or the module name.
     by_id: dict[str, set[str]] = {}
     wanted = set(files)
@@ -281,7 +405,7 @@ def _unresolved_failures(
         for child in dirs.get(path, ()):
             by_id.setdefault(node_id, set()).add(child)
     stems: dict[str, list[str]] = {}
-    for path in files:
+    for path in files if by_name else ():
         name = module_name(path)
         if name:
             stems.setdefault(name, []).append(path)
@@ -296,8 +420,9 @@ def _unresolved_failures(
             for hit in pattern.findall(command):
                 by_id.setdefault(node_id, set()).update(stems[hit])
     candidates = [f for f in open_failures if f[0] in by_id]
+    redact_first = redact_first or any(PLACEHOLDER in f[1] for f in candidates)
     if not candidates:
-        return {}
+        return {}, redact_first
     linked = {from_id for from_id, _to, _rel in store.links_from([f[0] for f in candidates])}
     # Newest first; one finding per (file, command, cwd), carrying how often it failed unresolved.
     grouped: dict[tuple[str, str, str | None], list[tuple[str, str, int, str | None, int]]] = {}
@@ -328,7 +453,7 @@ def _unresolved_failures(
                 ),
             )
         )
-    return out
+    return out, redact_first
 
 
 def run(

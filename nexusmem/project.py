@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +10,27 @@ from nexusmem import config, identity, paths, private, registry
 from nexusmem.store import Store, open_store
 
 
-@dataclass
 class Project:
-    root: Path
-    id: str
-    config: dict[str, Any]
+    """ROOT's memory and its config. The project id (the normalised origin URL, which takes a `git config`
+    process to read) is looked up on first use: a query never needs it."""
+
+    def __init__(self, root: Path, config: dict[str, Any], id: str | None = None) -> None:
+        self.root = root
+        self.config = config
+        self._id = id
+
+    @property
+    def id(self) -> str:
+        if self._id is None:
+            self._id = identity.project_id(self.root)
+        return self._id
+
+    def __repr__(self) -> str:
+        return f"Project(root={self.root!r})"
+
+    def with_config(self, config: dict[str, Any]) -> Project:
+        """The same project with CONFIG (e.g. a source switched on for one run)."""
+        return Project(self.root, config, self._id)
 
     @property
     def state_dir(self) -> Path:
@@ -55,7 +70,7 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     if not db.exists():
         created = True
     open_store(db, create=True).close()
-    project = Project(root=root, id=identity.project_id(root), config=config.load(paths.config_path(root)))
+    project = Project(root=root, config=config.load(paths.config_path(root)))
     registry.register(root, project.id)
     return project, created
 
@@ -91,4 +106,4 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
         from nexusmem.errors import NotInitialisedError
 
         raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem init && nexusmem sync`")
-    return Project(root=root, id=identity.project_id(root), config=config.load(paths.config_path(root)))
+    return Project(root=root, config=config.load(paths.config_path(root)))

@@ -7,7 +7,7 @@ from typing import Any
 from nexusmem import paths, timefmt
 from nexusmem.project import Project
 from nexusmem.store import Store
-from nexusmem.sync import problem_history
+from nexusmem.sync import problem_history, source_states
 
 
 def iso(ms: int | None) -> str | None:
@@ -45,6 +45,7 @@ def status(project: Project) -> dict[str, Any]:
             "nodes": store.node_count(),
             "by_kind": store.counts_by_kind(),
             "links": store.link_count(),
+            "import_edges": store.import_edge_count(),
             "flagged": store.open_suggestion_count(),
             "first": iso(first),
             "last": iso(last),
@@ -52,6 +53,8 @@ def status(project: Project) -> dict[str, Any]:
             "shell_log": str(paths.shell_log_path()),
             # Bad records sync passed over, per source: how many in all and where the newest were.
             "skipped_records": problem_history(store),
+            # One line per source that left one: why an opt-in source did nothing ("skipped: gh CLI ...").
+            "source_states": source_states(store),
         }
 
 
@@ -64,6 +67,8 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"{count:>10}  {kind}")
     if info["links"]:
         lines.append(f"{info['links']:>10}  failure→fix link(s)")
+    if info.get("import_edges"):
+        lines.append(f"{info['import_edges']:>10}  import edge(s) between tracked files")
     if info.get("flagged"):
         lines.append(f"{info['flagged']:>10}  flagged as likely superseded (see `nexusmem stale`)")
     lines.append("")
@@ -82,6 +87,8 @@ def render(info: dict[str, Any]) -> str:
             )
     else:
         lines.append("sources:  never synced (run `nexusmem sync`)")
+    for name, state in sorted(info.get("source_states", {}).items()):
+        lines.append(f"{name}: {state}")
     for name, history in sorted(info.get("skipped_records", {}).items()):
         recent = history.get("recent", [])
         lines.append(f"skipped bad records in {name}: {history.get('total', 0)} (newest {len(recent)} below)")
@@ -107,6 +114,8 @@ def position(cursor: str | None) -> str:
             return (
                 f"{len(files)} transcript file(s) seen, {ours} of this project; changed ones are read again"
             )
+        if isinstance(data, dict) and isinstance(data.get("since"), str):  # the github source
+            return f"threads updated since {data['since']}"
         if isinstance(data, dict) and isinstance(data.get("ts"), int) and "path" in data:  # atuin
             return f"after {iso(data['ts'] // 1_000_000)}"
         offset = data["log"]["offset"]

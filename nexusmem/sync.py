@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from nexusmem.embed.index import EmbedSummary
     from nexusmem.link import LinkSummary
     from nexusmem.store.interface import SyncStore
+    from nexusmem.structure.scan import StructurePlan
 
 
 @dataclass
@@ -53,6 +54,7 @@ class SyncSummary:
     total_nodes: int = 0
     links: LinkSummary | None = None  # set when failure → fix linking ran
     embedding: EmbedSummary | None = None  # set when the embedding pass ran
+    structure: StructurePlan | None = None  # set when the import-structure pass ran
 
     @property
     def added(self) -> int:
@@ -136,6 +138,7 @@ class SyncSummary:
             "total_nodes": self.total_nodes,
             "links": self.links.to_json() if self.links is not None else None,
             "embedding": self.embedding.to_json() if self.embedding is not None else None,
+            "structure": _structure_json(self.structure),
             "sources": [
                 {
                     "name": s.name,
@@ -154,6 +157,20 @@ class SyncSummary:
         }
 
 
+def _structure_json(plan: StructurePlan | None) -> dict[str, Any] | None:
+    if plan is None:
+        return None
+    return {
+        "files": plan.files,
+        "parsed": len(plan.parsed),
+        "edges": plan.edges,
+        "added": len(plan.add),
+        "removed": len(plan.remove),
+        "skipped": plan.skipped,
+        "seconds": round(plan.seconds, 3),
+    }
+
+
 def _storable(nodes: Iterable[Node], result: ScanResult) -> Iterator[Node]:
     """NODES without the ones the store cannot hold (nodes.node_problem), each skipped with its ref."""
     for node in nodes:
@@ -162,6 +179,20 @@ def _storable(nodes: Iterable[Node], result: ScanResult) -> Iterator[Node]:
             yield node
         else:
             result.skip(f"{node.kind} {node.ref[:80]!r}: {problem}")
+
+
+# One line per source for `status` (meta key STATE_KEY + source name): why an opt-in source was skipped.
+STATE_KEY = "state:"
+
+
+def source_states(store: SyncStore) -> dict[str, str]:
+    """{source: its last sync's one-line state} for the sources that left one."""
+    found: dict[str, str] = {}
+    for row in store.sources():
+        value = store.get_meta(STATE_KEY + str(row["name"]))
+        if value:
+            found[str(row["name"])] = value
+    return found
 
 
 # A bounded history of where bad records were skipped, per source (meta key PROBLEMS_KEY + source name).
@@ -243,10 +274,10 @@ def exclusive(
     seconds for the lock (an OS lock, released if its holder dies, even by SIGKILL), then gives up with a
     one-line SyncBusyError. `sync --auto` keeps its own coalescing lock (sync.lock) around this one.
     """
-    from filelock import FileLock, Timeout
+    from nexusmem.oslock import FileLock, Timeout
 
     state = paths.state_dir(root)
-    lock = FileLock(str(state / RUN_LOCK_NAME), mode=0o600)
+    lock = FileLock(state / RUN_LOCK_NAME)
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -339,9 +370,24 @@ def sync(
                 if log:
                     log(message)
                 part.notes.append(message.removeprefix("git: "))
+            # A source that reports its own progress (in its own unit, with a total) owns the bar; the
+            # store's batch counts (nodes) stand in only for one that does not.
+            reported: list[bool] = []
+
+            def source_progress(
+                label: str, done: int, total: int | None, seen: list[bool] = reported
+            ) -> None:
+                seen[:] = [True]
+                progress(label, done, total)
+
             with store.transaction():
                 previous = store.cursor(name)
-                ctx = scan_context(project, previous, full=rebuild or previous is None, progress=progress)
+                ctx = scan_context(
+                    project,
+                    previous,
+                    full=rebuild or previous is None,
+                    progress=_no_progress if progress is _no_progress else source_progress,
+                )
                 # What is stored already, for a source that must not add a command twice (atuin).
                 ctx.known["shell_commands_between"] = store.shell_commands_between
                 if deny:
@@ -350,10 +396,11 @@ def sync(
                 result = source.scan(ctx)
                 done = 0
 
-                def batch_done(n: int, label: str = name) -> None:
+                def batch_done(n: int, label: str = name, seen: list[bool] = reported) -> None:
                     nonlocal done
                     done += n
-                    progress(label, done, None)
+                    if not seen:
+                        progress(label, done, None)
 
                 dropped_before = deny.dropped
                 nodes = _storable(result.nodes, result)
@@ -367,8 +414,14 @@ def sync(
                 part.problems = list(result.problems)
                 if result.problems or rebuild:
                     record_problems(store, name, result.problems, reset=rebuild)
-                if result.links is not None:
+                if result.links is not None and result.link_scope is not None:
+                    store.replace_links_from(result.link_relation, result.link_scope, result.links)
+                elif result.links is not None:
                     store.replace_links(result.link_relation, result.links)
+                if result.state:
+                    store.set_meta(STATE_KEY + name, result.state)
+                else:
+                    store.delete_meta(STATE_KEY + name)
                 if backfill:
                     store.delete_meta(BACKFILL_CHANGE_WORDS)
                 part.noop = not (counts.added or counts.updated or part.removed)
@@ -382,13 +435,22 @@ def sync(
             store.restore_bookkeeping(kept)
         if kept_links:
             store.restore_links(kept_links)
-        # Changelog entries lend their words to the commits they describe; either side may have changed.
+        # Changelog entries and GitHub threads lend their words to the commits they describe (or that closed
+        # them); either side may have changed.
         with store.transaction():
-            store.refresh_notes("changelog", "git_commit")
+            store.refresh_notes(("changelog", "github"), "git_commit")
         whole.close()  # commits the rebuild, if there is one
         from nexusmem.hygiene.forget import rekey_seen
 
         rekey_seen(store, deny)  # older salted-hash entries whose value a match just revealed
+        if only is None and project.config.get("structure", {}).get("enabled", True):
+            from nexusmem.structure import scan as structure
+
+            try:
+                summary.structure = structure.run(project.root, store, project.config)
+            except NexusMemError as exc:  # git failed: the structure is advice, never a failed sync
+                if log:
+                    log(f"structure: skipped ({exc})")
         if link_failures:
             from nexusmem import link
 
@@ -432,14 +494,13 @@ def sync(
 def _with_enabled(project: Project, names: list[str]) -> Project:
     """PROJECT with the sources NAMES switched on in a copy of its config (nothing is written)."""
     import copy
-    import dataclasses
 
     config = copy.deepcopy(project.config)
     for name in names:
         if name not in sources.SOURCES:
             raise NexusMemError(f"unknown source {name!r} (known: {', '.join(sources.SOURCES)})")
         config.setdefault("sources", {}).setdefault(name, {})["enabled"] = True
-    return dataclasses.replace(project, config=config)
+    return project.with_config(config)
 
 
 def prune_source(start: Path | str | None, name: str, *, dry_run: bool = True) -> int:

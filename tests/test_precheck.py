@@ -177,7 +177,8 @@ def test_precheck_imports_nothing_heavy(repo: Path) -> None:
     code = (
         "import sys; from nexusmem.cli.main import main\n"
         "try:\n    main(['precheck', '--files', 'src/cache.py'])\nexcept SystemExit:\n    pass\n"
-        "print([m for m in ('mcp', 'numpy', 'httpx', 'wordllama', 'git', 'filelock') if m in sys.modules])"
+        "heavy = ('mcp', 'numpy', 'httpx', 'wordllama', 'git', 'filelock', 'click', 'nexusmem.store.db', 'inspect')\n"
+        "print([m for m in heavy if m in sys.modules])"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -188,6 +189,52 @@ def test_precheck_imports_nothing_heavy(repo: Path) -> None:
         env=dict(os.environ),
     ).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.slow
+def test_the_hooks_plain_path_answers_as_the_click_command(repo: Path, tmp_path: Path) -> None:
+    """The console script answers the hook's forms of precheck without click (cli/plain.py): same output
+    and exit code as the click command; help, unknown options and usage errors are click's."""
+    project(repo)
+    write_log(
+        repo,
+        [
+            ("pytest tests/test_cache.py", 1, DAY_MS),
+            ("make check \x1b]52;c;aGk=\x07 tests/test_cache.py", 2, DAY_MS),
+        ],
+    )
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    forms = [
+        ["precheck"],
+        ["precheck", "--strict"],
+        ["precheck", "--json"],
+        ["precheck", "--files", "--", "src/cache.py", "src/parser.py"],
+        ["precheck", "src/cache.py", "--strict", "--json"],
+        ["precheck", "--working"],
+        ["precheck", "-C", str(repo), "--strict"],
+    ]
+    for form in forms:
+        plain = run_script(*form, cwd=repo)
+        clicked = run_cli(*form, cwd=repo, ok=False)
+        assert (plain.returncode, plain.stdout, plain.stderr) == (
+            clicked.exit_code,
+            clicked.stdout,
+            clicked.stderr,
+        ), form
+    assert "failed (exit 1)" in run_script("precheck", cwd=repo).stderr
+    shown = run_script("precheck", cwd=repo).stderr
+    assert "\\x1b]52" in shown and "\x1b" not in shown  # shown escaped, never sent raw
+    assert run_script("precheck", "--strict", cwd=repo).returncode == 1
+    assert run_script("precheck", "-C", str(repo), cwd=elsewhere).returncode == 0
+    assert "Usage:" in run_script("precheck", "--help", cwd=repo).stdout
+    bogus = run_script("precheck", "--bogus", cwd=repo)
+    assert bogus.returncode == 2 and "No such option '--bogus'" in bogus.stderr
+    both = run_script("precheck", "--files", "--working", "a.py", cwd=repo)
+    assert both.returncode == 2 and "--files and --working are exclusive" in both.stderr
 
 
 def test_findings_json_shape(repo: Path) -> None:
@@ -238,3 +285,47 @@ def test_a_failure_not_yet_synced_warns(repo: Path) -> None:
     # Once synced, the same history gives the same answer from the store.
     sync.sync(repo)
     assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
+
+
+def test_an_unsynced_tail_is_redacted_only_when_it_could_change_the_answer(repo: Path) -> None:
+    """A tail of passing commands is read as typed (the redaction engine, ~0.15 s, is not loaded); a failure
+    in it is answered from the redacted tail, exactly as after a sync: two runs that differ only in a
+    secret are one command, so the second run's success resolves the first run's failure."""
+    project(repo)
+    write_log(repo, [("make lint", 0, DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    token = "ghp_" + "a1B2" * 9
+    other = "ghp_" + "c3D4" * 9
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, f"pytest tests/test_cache.py --token={token}", 0, 60_000))
+    code = (
+        "import sys, json; from nexusmem import precheck\n"
+        "r = precheck.run(files=['src/cache.py'])\n"
+        "print(json.dumps([len(r.findings), 'nexusmem.redact_engine' in sys.modules]))"
+    )
+
+    def in_process() -> list[Any]:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ),
+        ).stdout
+        answer: list[Any] = json.loads(out.splitlines()[-1])
+        return answer
+
+    assert in_process() == [0, False]
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, f"pytest tests/test_cache.py --token={other}", 1, 50_000))
+    assert in_process() == [1, True]
+    shown = run_cli("-C", str(repo), "precheck", "--json").stdout
+    assert "c3D4c3D4" not in shown and json.loads(shown)["findings"][0]["exit"] == 1
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, f"pytest tests/test_cache.py --token={token}", 0, 40_000))
+    before_sync = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
+    sync.sync(repo)
+    assert before_sync == json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []

@@ -167,6 +167,24 @@ def test_time_cues_are_found_only_where_they_are(text: str, cued: bool) -> None:
     assert (timecue.find_cue(text) is not None) is cued
 
 
+def test_the_cheap_word_check_never_hides_a_cue() -> None:
+    """find_cue skips compiling its regexes for a question without a digit or a cue word; on every question
+    here (cue words inside other words, at underscores, in capitals, non-ASCII look-alikes) the answer is
+    what the regexes alone say."""
+    relative, dates = timecue._patterns()
+    words = ["LAST", "lastly", "this_week", "this", "week", "agony", "ago", "2", "nowhere", "Now", "past_due",
+             "past", "hours", "PAST", "days", "Yesterday", "yesterdays", "fixed", "last", "time", "recently",
+             "lateſt", "\u212aelvin", "May", "tried", "3", "few", "minutes", "a", "ago.", "(today)", "la-test"]  # fmt: skip
+    checked = 0
+    for i, first in enumerate(words):
+        for second in [*words[i:], ""]:
+            for text in (f"{first} {second}", f"why {second}-{first} of it", f"{first}{second}"):
+                expected = bool(relative.search(text) or dates.search(text))
+                assert (timecue.find_cue(text) is not None) is expected, text
+                checked += 1
+    assert checked > 1000
+
+
 def test_since_until_values() -> None:
     now = datetime(2026, 5, 10, 12, 0, tzinfo=timezone.utc)
     assert timecue.parse_when("2d", now=now) == int(

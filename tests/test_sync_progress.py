@@ -54,6 +54,9 @@ def test_first_sync_on_a_terminal_shows_a_bar_with_the_commit_total(repo: Path) 
     assert child.exitstatus == 0, out
     assert re.search(rf"syncing git \(commits\).*\b\d+/{COMMITS}\b", out), out
     assert f"{COMMITS}/{COMMITS}" in out
+    # The diff phase (the newest 200 commits' patches) has a total too, in commits.
+    assert re.search(r"syncing diff \(commits\).*\b\d+/200\b", out), out
+    assert "200/200" in out
     assert "Initialised and synced" in out
 
 

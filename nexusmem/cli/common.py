@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -13,13 +11,10 @@ from typing import Any, TypeVar
 
 import click
 
+from nexusmem.cli.plain import ENVIRONMENT_ERRNOS, terminal_safe
 from nexusmem.errors import NexusMemError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-# What the environment refuses rather than what NexusMem got wrong: a one-line error, not a crash report.
-_ENVIRONMENT_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
 def library_errors(func: F) -> F:
@@ -34,29 +29,12 @@ def library_errors(func: F) -> F:
         except NexusMemError as exc:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:
-            if exc.errno not in _ENVIRONMENT_ERRNOS:
+            if exc.errno not in ENVIRONMENT_ERRNOS:
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
 
     return wrapper  # type: ignore[return-value]
-
-
-# Characters a terminal acts on instead of showing: C0 controls but newline and tab (ESC starts OSC 52
-# clipboard writes and title changes), DEL, C1 controls (0x9b is a one-byte CSI) and the bidi overrides
-# that make text read differently from what it is. Stored text is never changed; only what is printed.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def terminal_safe(text: str) -> str:
-    """TEXT with every control character shown as an escape (\\x1b), so a commit message or a command
-    cannot drive the terminal that prints it. JSON output is exact and never goes through this."""
-    return _CONTROL.sub(_escape, text)
 
 
 def echo_human(text: str, *, err: bool = False) -> None:
@@ -71,7 +49,7 @@ def echo_json(data: Any) -> None:
 # What each phase counts, so the bar says "files" for docs rather than "nodes".
 UNITS = {
     "git": "commits",
-    "diff": "file changes",
+    "diff": "commits",
     "docs": "files",
     "shell": "bytes",
     "changelog": "entries",

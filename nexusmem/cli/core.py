@@ -31,7 +31,7 @@ def init_cmd(ctx: click.Context) -> None:
     "only",
     multiple=True,
     metavar="NAME",
-    help="Sync only this source (git, diff, docs, changelog, shell, conversation); repeatable.",
+    help="Sync only this source (git, diff, docs, changelog, shell, conversation, github); repeatable.",
 )
 @click.option(
     "--conversation",
@@ -54,6 +54,12 @@ def init_cmd(ctx: click.Context) -> None:
     help="Instead of syncing, delete every node of one source (git, diff, docs, shell, shell:zsh...).",
 )
 @click.option("--yes", is_flag=True, help="With --prune-source: really delete (otherwise a dry run).")
+@click.option(
+    "--github",
+    "github",
+    is_flag=True,
+    help="Also read GitHub issues and PRs (via gh) this once, even if off.",
+)
 @click.option("--no-embed", is_flag=True, help="Skip the embedding pass this once (search stays as it was).")
 @click.option(
     "--wait",
@@ -77,6 +83,7 @@ def sync_cmd(
     auto: bool,
     prune_source: str | None,
     yes: bool,
+    github: bool,
     no_embed: bool,
     wait: float,
     quiet: bool,
@@ -113,7 +120,7 @@ def sync_cmd(
             link_failures=link_failures,
             embed=not no_embed,
             wait=wait,
-            enable=["conversation"] if conversation else None,
+            enable=[*(["conversation"] if conversation else []), *(["github"] if github else [])] or None,
         )
     finally:
         progress.finish()

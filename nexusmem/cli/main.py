@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "scan-shell": "nexusmem.cli.scan:scan_shell",
     "scan-conversation": "nexusmem.cli.scan:scan_conversation",
     "scan-atuin": "nexusmem.cli.scan:scan_atuin",
+    "scan-github": "nexusmem.cli.scan:scan_github",
+    "scan-structure": "nexusmem.cli.scan:scan_structure",
     "hook": "nexusmem.cli.hook:hook",
     "precheck": "nexusmem.cli.precheck:precheck_cmd",
     "mcp": "nexusmem.cli.mcp:mcp_cmd",
@@ -43,6 +45,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(f"nexusmem {__version__}\n")
         return
     try:
+        if args[:1] == ["precheck"]:
+            # The commit hook's command: its plain forms answer without importing click (cli/plain.py).
+            from nexusmem.cli.plain import precheck
+
+            code = precheck(args[1:])
+            if code is not None:
+                sys.exit(code)
         from nexusmem.cli.app import cli
 
         cli.main(args=args, prog_name="nexusmem")

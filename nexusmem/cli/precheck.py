@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
-
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import echo_human, library_errors
+from nexusmem.cli.common import library_errors
+from nexusmem.cli.plain import report
 
 
 @click.command(
@@ -66,22 +64,6 @@ def precheck_cmd(
             str(exc).removeprefix(f"--author {author!r}: "), param_hint="--author"
         ) from None
     result = precheck.run(root_of(ctx), files=list(paths) if explicit else None, working=working, author=who)
-    if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
-    if not result.checked:
-        note = result.reason or "nothing checked"
-        echo_human(
-            f"nexusmem precheck: {note}" + (" (--strict: nothing was checked)" if strict else ""), err=True
-        )
-        return
-    if not as_json:
-        for finding in result.findings:
-            echo_human(finding.message, err=True)
-        if result.findings:
-            advice = "commit refused (--strict)" if strict else "advisory only"
-            click.echo(
-                f"nexusmem precheck: {len(result.findings)} warning(s) for {len(result.files)} file(s) ({advice})",
-                err=True,
-            )
-    if strict and result.findings:
-        ctx.exit(1)
+    code = report(result, strict=strict, as_json=as_json)
+    if code:
+        ctx.exit(code)

@@ -1,5 +1,8 @@
 """scan-*: dry-run previews of what the next sync would store. They write nothing.
 
+A source that reads over the network (github) scans from the cursor its last sync left, exactly as the
+next sync would (a full scan would cost one API call per thread); a source never synced scans everything.
+
 Each node the source yields is compared with the store by id and content hash, as the sync's upsert does:
 only new and changed nodes are listed, and unchanged ones are counted, so an up-to-date memory previews
 "0 new, 0 changed, N unchanged" rather than a whole first sync."""
@@ -21,7 +24,11 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
 
     proj = project_mod.load(root_of(ctx), require_init=False)
     source = registry.get(source_name)
-    scan = scan_context(proj, None, full=True)
+    cursor: str | None = None
+    if getattr(source, "preview_from_cursor", False) and project_mod.is_initialised(proj.root):
+        with proj.open_store() as store:
+            cursor = store.cursor(source_name)
+    scan = scan_context(proj, cursor, full=cursor is None)
     stored: dict[str, str] = {}
     if project_mod.is_initialised(proj.root):
         with proj.open_store() as store:
@@ -62,6 +69,8 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
         + (f", {result.skipped} skipped" if result.skipped else "")
         + ". Nothing was written."
     )
+    if result.state and not result.state.startswith("read "):
+        click.echo(f"{source_name}: {result.state}", err=True)
 
 
 def _make(name: str, what: str) -> click.Command:
@@ -89,4 +98,43 @@ scan_conversation = _make(
     "conversation",
     "conversation turns and agent shell calls (from Claude Code, Codex, Aider, Gemini CLI transcripts)",
 )
-scan_atuin = _make("atuin", "shell command nodes from atuin's history.db")
+scan_github = _make("github", "GitHub issue and PR nodes (via gh)")
+
+
+@click.command(
+    "scan-structure",
+    help="Preview the import edges the next sync would add or remove (Python, JS/TS, Go, Rust, Java; "
+    "tracked files only). Writes nothing.",
+    epilog="Example:\n\n  nexusmem scan-structure --limit 20",
+)
+@repo_option
+@click.option("--limit", type=click.IntRange(min=0), default=0, help="Show at most N edges (0 = all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.pass_context
+@library_errors
+def scan_structure(ctx: click.Context, limit: int, as_json: bool) -> None:
+    from nexusmem import project as project_mod
+    from nexusmem.structure import scan as structure
+
+    proj = project_mod.load(root_of(ctx), require_init=False)
+    max_bytes = int(proj.config.get("structure", {}).get("maxFileBytes", 1_000_000))
+    if project_mod.is_initialised(proj.root):
+        with proj.open_store() as store:
+            plan = structure.plan(proj.root, store, max_bytes)
+    else:
+        plan = structure.plan(proj.root, structure.Nothing(), max_bytes)
+    changes = [("+", a, b) for a, b in sorted(plan.add)] + [("-", a, b) for a, b in sorted(plan.remove)]
+    shown = changes[:limit] if limit else changes
+    if as_json:
+        data = plan.to_json()
+        if limit:
+            data["added"], data["removed"] = data["added"][:limit], data["removed"][:limit]
+        echo_json(data)
+        return
+    for sign, a, b in shown:
+        echo_human(f"{sign} {a} → {b}")
+    click.echo(
+        plan.describe()
+        + (f" (showing the first {limit} changes)" if limit and len(changes) > limit else "")
+        + ". Nothing was written."
+    )

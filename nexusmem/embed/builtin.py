@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import logging
 import math
 import struct
 from pathlib import Path
@@ -47,6 +46,8 @@ def model() -> Any:
 
 def load_model() -> Any:
     """WordLlama's inference object, loaded from the package's own files without touching the network."""
+    import logging  # only with the model: ~10 ms that a sync with nothing to embed need not pay
+
     where = package_dir()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,6 +281,8 @@ def make_literal(value: str, ignore_case: bool) -> Entry:
 def literal_from_bytes(data: bytes, ignore_case: bool) -> Entry:
     """A keyed literal entry for DATA (already case-folded when IGNORE_CASE): random salt, user key."""
     key_id, _secret = user_key()
+    import secrets  # hmac, random, base64 behind it: only when a key or salt is made
+
     salt = secrets.token_bytes(16)
     spec: dict[str, Any] = {"scheme": KEYED, "key_id": key_id, "salt": salt.hex()}
     entry_key = _entry_key(spec)
@@ -322,6 +323,8 @@ def user_key() -> tuple[str, bytes]:
     current = str(data.get("current", ""))
     if current in data["keys"]:
         return current, bytes.fromhex(str(data["keys"][current]))
+    import secrets
+
     secret = secrets.token_bytes(32)
     key_id = _key_id(secret)
     data["keys"][key_id] = secret.hex()

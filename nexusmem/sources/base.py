@@ -55,6 +55,11 @@ class ScanResult:
     # (from id, to id, relation) triples.
     links: list[tuple[str, str, str]] | None = None
     link_relation: str = ""
+    # With links: when set, only the links of LINK_RELATION leaving these ids are replaced (an incremental
+    # source that re-reads a few of its nodes); links to or from a node the store does not hold are dropped.
+    link_scope: list[str] | None = None
+    # One line `status` shows for this source ("skipped: gh CLI not found on PATH"); None clears it.
+    state: str | None = None
 
     def skip(self, where: str) -> None:
         """Count one bad input and remember where it was (the first MAX_PROBLEMS of them)."""

@@ -17,6 +17,8 @@ SOURCES: dict[str, str] = {
     "conversation": "nexusmem.sources.conversation.source:ConversationSource",
     # After shell and conversation: a command the hooks or a transcript recorded too is left to that node.
     "atuin": "nexusmem.sources.atuin:AtuinSource",
+    # After git: its links name commits, which must be stored first.
+    "github": "nexusmem.sources.github.source:GithubSource",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from nexusmem.store import hookreads
 from nexusmem.store.nodes import now_ms
 
 
@@ -22,8 +23,7 @@ class CursorsMixin:
         self.conn.execute("UPDATE sources SET cursor = NULL WHERE name = ?", (source,))
 
     def cursor(self, source: str) -> str | None:
-        row = self.conn.execute("SELECT cursor FROM sources WHERE name = ?", (source,)).fetchone()
-        return row[0] if row else None
+        return hookreads.cursor(self.conn, source)
 
     def record_sync(
         self, source: str, cursor: str | None, added: int, updated: int, removed: int, skipped: int

@@ -16,6 +16,7 @@ from nexusmem.store.cjk import CjkIndexMixin
 from nexusmem.store.cursors import CursorsMixin
 from nexusmem.store.fulltext import FullTextMixin
 from nexusmem.store.hygiene import HygieneMixin
+from nexusmem.store.imports import ImportsMixin
 from nexusmem.store.links import LinksMixin
 from nexusmem.store.nodes import NodesMixin
 from nexusmem.store.vectors import VectorIndexMixin
@@ -26,7 +27,14 @@ WRITE_SEQ_KEY = "store.write_seq"
 
 
 class Store(
-    NodesMixin, FullTextMixin, LinksMixin, CursorsMixin, VectorIndexMixin, CjkIndexMixin, HygieneMixin
+    NodesMixin,
+    FullTextMixin,
+    LinksMixin,
+    CursorsMixin,
+    VectorIndexMixin,
+    CjkIndexMixin,
+    HygieneMixin,
+    ImportsMixin,
 ):
     """A migrated connection to one project's memory.db."""
 
@@ -156,13 +164,6 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
     except Exception as exc:
         raise StoreError(f"{path}: cannot open the memory database: {exc}") from exc
     return Store(conn, path)
-
-
-def open_unmigrated(path: Path) -> Store:
-    """Open PATH read-only and never migrated: for the commit hook (precheck), which must not rewrite the
-    database while a sync may be writing it. An older schema already has every table and column it reads.
-    Driver errors inside the `with` block become a StoreError that names the file (Store.__exit__)."""
-    return Store(connection.connect(path, readonly=True), path)
 
 
 if TYPE_CHECKING:

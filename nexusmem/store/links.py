@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.errors import StoreError
+from nexusmem.store import hookreads
 from nexusmem.store.fulltext import FTS_WEIGHTS, _bm25
-from nexusmem.store.nodes import BATCH, now_ms
+from nexusmem.store.nodes import now_ms
 
 # Meta key holding the store write sequence the last link run saw (nexusmem.link.link_recent). (Until schema
 # 6 the key "link.watermark" held a clock time; it is ignored, so the first run after the upgrade is a full one.)
@@ -52,23 +53,32 @@ class LinksMixin:
 
     def links_from(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """(failure id, fix id, relation) for every link leaving one of IDS."""
-        out: list[tuple[str, str, str]] = []
-        for start in range(0, len(ids), BATCH):
-            chunk = list(ids[start : start + BATCH])
-            marks = ",".join("?" * len(chunk))
-            out.extend(
-                self.conn.execute(
-                    f"SELECT from_id, to_id, relation FROM links WHERE from_id IN ({marks})"
-                    " ORDER BY from_id, relation, to_id",
-                    chunk,
-                ).fetchall()
-            )
-        return out
+        return hookreads.links_from(self.conn, ids)
 
     def replace_links(self, relation: str, links: Iterable[tuple[str, str, str]]) -> int:
         """Make LINKS the only links of RELATION; return how many there are now."""
         self.conn.execute("DELETE FROM links WHERE relation = ?", (relation,))
         return self.add_links(links)
+
+    def replace_links_from(
+        self, relation: str, from_ids: Sequence[str], links: Iterable[tuple[str, str, str]]
+    ) -> int:
+        """Make LINKS the only links of RELATION leaving FROM_IDS (links leaving other nodes stay), keeping
+        only links whose two nodes are stored; return how many of LINKS are stored now."""
+        for start in range(0, len(from_ids), BATCH):
+            chunk = list(from_ids[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            self.conn.execute(
+                f"DELETE FROM links WHERE relation = ? AND from_id IN ({marks})", (relation, *chunk)
+            )
+        stamp = now_ms()
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO links(from_id, to_id, relation, created_at) SELECT ?, ?, ?, ?"
+            " WHERE EXISTS (SELECT 1 FROM nodes WHERE id = ?) AND EXISTS (SELECT 1 FROM nodes WHERE id = ?)",
+            [(a, b, rel, stamp, a, b) for a, b, rel in links],
+        )
+        return int(self.conn.total_changes - before)
 
     def add_links(self, links: Iterable[tuple[str, str, str]]) -> int:
         stamp = now_ms()

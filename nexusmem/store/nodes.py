@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem.nodes import Node
+from nexusmem.store import hookreads
 
 BATCH = 500
 
@@ -386,50 +387,22 @@ class NodesMixin:
             )
         ]
 
+    def files_of_many(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(node id, path) for every file of the nodes IDS."""
+        return hookreads.files_of_many(self.conn, ids)
+
     def shell_commands_between(
         self, start: int, end: int
     ) -> list[tuple[str, str, int, str | None, int | None]]:
         """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END, oldest first."""
-        return [
-            tuple(r)
-            for r in self.conn.execute(
-                "SELECT id, ref, ts, json_extract(meta, '$.cwd'), json_extract(meta, '$.exit') FROM nodes"
-                " WHERE kind = 'shell_command' AND ts BETWEEN ? AND ? ORDER BY ts, seq",
-                (start, end),
-            )
-        ]
+        return hookreads.shell_commands_between(self.conn, start, end)
 
     def shell_command_authors(self, start: int, end: int) -> dict[str, dict[str, str]]:
-        """id -> {author, author_kind} of the shell commands with START <= ts <= END that name an author
-        (the person's own commands recorded before authors existed have none: they are "me")."""
-        return {
-            r[0]: {"author": r[1], "author_kind": r[2]}
-            for r in self.conn.execute(
-                "SELECT id, json_extract(meta, '$.author'), json_extract(meta, '$.author_kind') FROM nodes"
-                " WHERE kind = 'shell_command' AND ts BETWEEN ? AND ?"
-                " AND json_extract(meta, '$.author') IS NOT NULL",
-                (start, end),
-            )
-        }
+        """id -> {author, author_kind} of the shell commands with START <= ts <= END that name an author."""
+        return hookreads.shell_command_authors(self.conn, start, end)
 
     def nodes_naming(
         self, paths: Sequence[str], kinds: Sequence[str], start: int, end: int
     ) -> list[tuple[str, str, str]]:
         """(path, node id, kind) for nodes of KINDS with START <= ts <= END whose files include one of PATHS."""
-        if not paths or not kinds:
-            return []
-        out: list[tuple[str, str, str]] = []
-        kind_marks = ",".join("?" * len(kinds))
-        for first in range(0, len(paths), BATCH):
-            chunk = list(paths[first : first + BATCH])
-            marks = ",".join("?" * len(chunk))
-            # CROSS JOIN keeps node_files (path-indexed) as the outer loop: the planner otherwise walks
-            # every node of the kind in the time range.
-            out.extend(
-                self.conn.execute(
-                    f"SELECT f.path, n.id, n.kind FROM node_files f CROSS JOIN nodes n ON n.seq = f.node_seq"
-                    f" WHERE f.path IN ({marks}) AND n.kind IN ({kind_marks}) AND n.ts BETWEEN ? AND ?",
-                    [*chunk, *kinds, start, end],
-                ).fetchall()
-            )
-        return out
+        return hookreads.nodes_naming(self.conn, paths, kinds, start, end)

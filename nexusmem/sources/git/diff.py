@@ -139,6 +139,7 @@ class _Patch:
 class DiffStats:
     """Counters of one diff scan (what was passed over, and why)."""
 
+    commits: int = 0  # walked, merges included (the progress position)
     merges: int = 0
     binary: int = 0
     skipped_glob: int = 0
@@ -177,6 +178,7 @@ def iter_diff_nodes(
     def finish_commit() -> Iterator[Node]:
         if header is None:
             return
+        stats.commits += 1
         if len(header.parents) > 1:
             stats.merges += 1
             return

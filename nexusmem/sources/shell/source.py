@@ -290,9 +290,14 @@ class TailCommand:
     author_kind: str = "human"
 
 
-def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES) -> list[TailCommand]:
+def unsynced_tail(
+    root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES, *, redacted: bool = True
+) -> list[TailCommand]:
     """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
-    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git."""
+    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git.
+
+    REDACTED=False leaves the commands as typed, for a caller that shows none of them (and so need not load
+    the redaction engine, ~0.15 s): precheck redacts again before it shows one (nexusmem.precheck)."""
     log = shell_log_path()
     try:
         st = os.stat(log)
@@ -318,7 +323,7 @@ def unsynced_tail(root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTE
         if where is None or not line.command.strip():
             continue
         place, rel = where
-        command = memo.redact(line.command)
+        command = memo.redact(line.command) if redacted else line.command
         files = memo.command_files(command, place, rel)
         out.append(
             TailCommand(f"log:{end}", command, line.ts, rel, line.exit, files, line.author, line.author_kind)

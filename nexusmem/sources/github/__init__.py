@@ -1,0 +1,1 @@
+"""GitHub issues and pull requests, read through the `gh` CLI (opt-in: sources.github)."""

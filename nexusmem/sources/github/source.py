@@ -1,0 +1,385 @@
+"""GitHub collector: one `github_thread` node per issue or pull request, its comments folded in.
+
+Why: a bug report says what the person saw ("upload hangs after the proxy times out"); the commit that
+fixed it says what the code does ("pool: drop half-closed sockets"). The thread answers such a question
+itself, and its link lends its title and description to the commits that closed it (the store keeps them
+in the commit's low-weight `notes` column, as changelog entries do), so the commit is found by the
+symptom too.
+
+Off by default (`sources.github.enabled`; `sync --github` for one run): it needs the network and a login,
+and threads can hold secrets people pasted (every text is redacted before it is yielded).
+
+- Calls: `gh api --method GET repos/OWNER/REPO/issues -f state=all -f sort=updated ... --paginate` (issues
+  and PRs; a PR has `pull_request`, whose `merged_at` is its merged state) and, for a thread with
+  comments, `repos/OWNER/REPO/issues/N/comments`. OWNER/REPO comes from `sources.github.repo` or the
+  `origin` remote (the first GitHub remote otherwise).
+- Cursor: the newest `updated_at` stored (`since` is inclusive, so the boundary thread is read again and
+  stored as unchanged). The first sync reads the newest `maxThreads` threads; later ones read the oldest
+  `maxThreads` updated since the cursor and move it to the last one read, so a burst of updates is
+  spread over several syncs and nothing is skipped.
+- Links (relation `github`), thread → commit: a PR to its merge commit ("Merge pull request #N") or squash
+  commit ("... (#N)"); an issue to commits whose message closes it ("Fixes #N", "Closes #N", "Resolves
+  #N") or ends in "(#N)", and to the commits of the PRs read with it whose description closes it.
+- A missing gh or a logged-out one (exit 4) skips the source quietly; `status` shows the one-line reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from nexusmem import gitcmd
+from nexusmem.errors import GitCommandError
+from nexusmem.identity import node_id
+from nexusmem.nodes import Node, ts_ok
+from nexusmem.redact import redact
+from nexusmem.signals import _clamp
+from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.github import gh
+
+RELATION = "github"
+_CURSOR_VERSION = 1
+# Commits one number may link to, newest first: a number named by many commits is an umbrella issue.
+MAX_COMMITS_PER_NUMBER = 4
+# What a thread lends the commits it links to: its title and this much of its description.
+DESCRIPTION_CHARS = 1000
+MAX_COMMENT_CHARS = 4000
+
+# GitHub's closing keywords (docs: "Linking a pull request to an issue"), bare or "owner/repo#N".
+_CLOSES = re.compile(
+    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:([\w.-]+/[\w.-]+))?#(\d{1,7})\b", re.IGNORECASE
+)
+_MERGE_PR = re.compile(r"^Merge pull request #(\d{1,7})\b")
+_SQUASH = re.compile(r"\(#(\d{1,7})\)\s*$")
+
+
+def settings(config: dict[str, Any]) -> dict[str, Any]:
+    section: dict[str, Any] = config.get("sources", {}).get("github", {})
+    return section
+
+
+def repo_slug(root: Path, configured: str = "") -> str | None:
+    """owner/repo: the configured one, else origin's, else the first GitHub remote's (None: no GitHub)."""
+    if configured:
+        return configured.strip("/")
+    code, out = gitcmd.run_ok(["remote", "-v"], root)
+    if code != 0:
+        return None
+    found: dict[str, str] = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and (slug := gh.parse_slug(parts[1])):
+            found.setdefault(parts[0], slug)
+    return found.get("origin") or next(iter(found.values()), None)
+
+
+def closing_numbers(text: str, slug: str) -> list[str]:
+    """Issue numbers TEXT closes with a GitHub keyword ("Fixes #12", "closes owner/repo#12")."""
+    out: list[str] = []
+    for repo, number in _CLOSES.findall(text):
+        if not repo or repo.lower() == slug.lower():
+            out.append(number)
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class CommitMap:
+    """Thread number → commits, newest first: PR merges and squashes, and closing keywords."""
+
+    pulls: dict[str, list[str]] = field(default_factory=dict)
+    closes: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, sha: str, subject: str, body: str, slug: str) -> None:
+        numbers = [m.group(1) for m in (_MERGE_PR.match(subject), _SQUASH.search(subject)) if m]
+        for number in dict.fromkeys(numbers):
+            self.pulls.setdefault(number, []).append(sha)
+        for number in closing_numbers(f"{subject}\n{body}", slug):
+            self.closes.setdefault(number, []).append(sha)
+
+    def commits(self, number: str) -> list[str]:
+        both = self.pulls.get(number, []) + self.closes.get(number, [])
+        return list(dict.fromkeys(both))[:MAX_COMMITS_PER_NUMBER]
+
+
+def commit_map(root: Path, slug: str, revs: list[str]) -> CommitMap:
+    """Read the messages of REVS (`git log` arguments) once."""
+    found = CommitMap()
+    buf = b""
+    args = ["log", "--no-color", "--encoding=UTF-8", "--format=%x00%H%x1f%s%x1f%b", *revs, "--"]
+    for chunk in gitcmd.stream(args, root):
+        buf += chunk
+        *records, buf = buf.split(b"\0")
+        for raw in records:
+            _record(found, raw, slug)
+    _record(found, buf, slug)
+    return found
+
+
+def _record(found: CommitMap, raw: bytes, slug: str) -> None:
+    fields = raw.decode("utf-8", "replace").split("\x1f", 2)
+    if len(fields) == 3 and len(fields[0]) in (40, 64):
+        found.add(fields[0], fields[1], fields[2], slug)
+
+
+def _ms(value: Any) -> int | None:
+    """Epoch ms of a GitHub time ("2026-11-02T10:00:00Z"), None when absent or malformed."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        ms = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+    return ms if ts_ok(ms) else None
+
+
+def thread_signal(*, merged: bool, comments: int, labels: Iterable[str], closed: bool) -> float:
+    """.4, +.2 merged, +.15 for 3+ comments (+.05 for one), +.1 a bug/help-wanted label, -.15 closed
+    without a word: the original product's priors."""
+    value = 0.4 + (0.2 if merged else 0.0)
+    value += 0.15 if comments >= 3 else 0.05 if comments >= 1 else 0.0
+    if any(re.search(r"bug|help.wanted", label, re.IGNORECASE) for label in labels):
+        value += 0.1
+    if closed and comments == 0:
+        value -= 0.15
+    return _clamp(value)
+
+
+def _cursor(raw: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(raw or "")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) and data.get("v") == _CURSOR_VERSION else {}
+
+
+@dataclass
+class Thread:
+    item: dict[str, Any]
+    number: str
+    is_pr: bool
+    updated: int
+    comments: list[dict[str, Any]] = field(default_factory=list)
+
+
+class GithubSource:
+    """Issues and pull requests of the repository's GitHub remote (see the module docstring)."""
+
+    name = "github"
+    kinds: tuple[str, ...] = ("github_thread",)
+    # scan-github previews from the stored cursor: a full scan would re-read every thread over the network.
+    preview_from_cursor = True
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        """Off unless sources.github.enabled is true."""
+        return bool(settings(config).get("enabled", False))
+
+    def scan(self, ctx: ScanContext) -> ScanResult:
+        """Fetch now (a missing or logged-out gh skips with `state` set); yield the nodes when iterated."""
+        cfg = settings(ctx.config)
+        result = ScanResult(nodes=(), cursor=ctx.cursor)
+        slug = repo_slug(ctx.root, str(cfg.get("repo", "")))
+        if slug is None:
+            result.state = "skipped: no GitHub remote (set sources.github.repo to OWNER/REPO)"
+            return result
+        previous = {} if ctx.full else _cursor(ctx.cursor)
+        since = previous.get("since") if isinstance(previous.get("since"), str) else None
+        max_threads = int(cfg.get("maxThreads", 100))
+        try:
+            threads, capped = self._threads(ctx.root, slug, since, max_threads, result)
+            max_comments = int(cfg.get("maxCommentsPerThread", 100))
+            for thread in threads:
+                if max_comments and int(thread.item.get("comments") or 0) > 0:
+                    thread.comments = list(
+                        gh.api_items(
+                            f"repos/{slug}/issues/{thread.number}/comments",
+                            [("per_page", str(min(100, max_comments)))],
+                            cwd=ctx.root,
+                            limit=max_comments,
+                        )
+                    )
+        except gh.GhUnavailable as exc:
+            result.state = f"skipped: {exc}"
+            return result
+        except gh.GhError as exc:
+            result.state = f"failed: {exc}"
+            result.notes.append(str(exc))
+            return result
+        result.state = f"read {slug}" + (
+            f" (cap {max_threads} reached: the rest next sync)" if capped else ""
+        )
+        if capped:
+            result.notes.append(f"{max_threads} threads read (sources.github.maxThreads); the rest next sync")
+        if capped and since is not None:
+            new_since: str | None = threads[-1].item["updated_at"]  # ascending: resume at the last one read
+        else:
+            seen = ([since] if since else []) + [str(t.item["updated_at"]) for t in threads]
+            new_since = max(seen, key=lambda s: _ms(s) or 0) if seen else None
+        head = self._head(ctx.root)
+        try:
+            if threads:
+                commits = commit_map(ctx.root, slug, ["HEAD"]) if head else CommitMap()
+            elif head and previous.get("head") and previous.get("head") != head:
+                commits = commit_map(ctx.root, slug, [head, f"^{previous['head']}"])
+            else:
+                commits = CommitMap()
+        except GitCommandError as exc:
+            result.notes.append(f"commit links skipped: {exc}")
+            commits = CommitMap()
+        cursor = json.dumps({"v": _CURSOR_VERSION, "since": new_since, "head": head}, sort_keys=True)
+        result.nodes = self._emit(ctx, result, slug, threads, commits, cursor)
+        return result
+
+    @staticmethod
+    def _head(root: Path) -> str:
+        code, out = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], root)
+        return out.decode("ascii", "replace").strip() if code == 0 else ""
+
+    @staticmethod
+    def _threads(
+        root: Path, slug: str, since: str | None, limit: int, result: ScanResult
+    ) -> tuple[list[Thread], bool]:
+        params = [("state", "all"), ("sort", "updated"), ("per_page", str(max(1, min(100, limit))))]
+        # The first sync takes the newest threads; later ones the oldest updated since, so none is skipped.
+        params.append(("direction", "asc" if since else "desc"))
+        if since:
+            params.append(("since", since))
+        threads: list[Thread] = []
+        for n, item in enumerate(gh.api_items(f"repos/{slug}/issues", params, cwd=root, limit=limit)):
+            number = item.get("number")
+            updated = _ms(item.get("updated_at"))
+            if not isinstance(number, int) or updated is None or not isinstance(item.get("title"), str):
+                result.skip(f"issues item {n}: no number, title or updated_at")
+                continue
+            is_pr = isinstance(item.get("pull_request"), dict)
+            threads.append(Thread(item=item, number=str(number), is_pr=is_pr, updated=updated))
+        return threads, len(threads) >= limit > 0
+
+    def _emit(
+        self,
+        ctx: ScanContext,
+        result: ScanResult,
+        slug: str,
+        threads: list[Thread],
+        commits: CommitMap,
+        cursor: str,
+    ) -> Iterator[Node]:
+        def thread_id(number: str) -> str:
+            return node_id(ctx.project_id, "github_thread", f"{slug}#{number}")
+
+        # PRs read now lend their commits to the issues their description closes.
+        closed_by_prs: dict[str, list[str]] = {}
+        pr_closes: dict[str, list[str]] = {}
+        for t in threads:
+            if t.is_pr:
+                pr_closes[t.number] = closing_numbers(str(t.item.get("body") or ""), slug)
+                for issue in pr_closes[t.number]:
+                    closed_by_prs.setdefault(issue, []).append(t.number)
+        links: list[tuple[str, str, str]] = []
+        scope: list[str] = []
+        for n, t in enumerate(threads):
+            ctx.progress("github", n, len(threads))
+            node = self._node(
+                ctx, slug, t, commits, closed_by_prs.get(t.number, []), pr_closes.get(t.number, [])
+            )
+            scope.append(node.id)
+            links += [
+                (node.id, node_id(ctx.project_id, "git_commit", sha), RELATION)
+                for sha in node.meta["commits"]
+            ]
+            yield node
+        # Commits new since the last sync that close or merge a thread read earlier.
+        emitted = {t.number for t in threads}
+        for number in commits.pulls.keys() | commits.closes.keys():
+            if number not in emitted:
+                links += [
+                    (thread_id(number), node_id(ctx.project_id, "git_commit", sha), RELATION)
+                    for sha in commits.commits(number)
+                ]
+        # Set only after every thread was emitted: an interrupted scan replaces no links.
+        result.links = links
+        result.link_relation = RELATION
+        result.link_scope = scope
+        result.cursor = cursor
+
+    def _node(
+        self,
+        ctx: ScanContext,
+        slug: str,
+        t: Thread,
+        commits: CommitMap,
+        closing_prs: list[str],
+        closes: list[str],
+    ) -> Node:
+        item = t.item
+        limit = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
+        title = redact(str(item["title"]).strip())
+        description = redact(str(item.get("body") or "").replace("\r\n", "\n").strip())
+        labels = [
+            redact(str(label.get("name")))
+            for label in item.get("labels") or []
+            if isinstance(label, dict) and label.get("name")
+        ]
+        user = item.get("user") if isinstance(item.get("user"), dict) else {}
+        author = str(user.get("login") or "") if user else ""
+        pull = item.get("pull_request") if t.is_pr else None
+        merged_at = pull.get("merged_at") if isinstance(pull, dict) else None
+        merged = bool(merged_at)
+        state = "merged" if merged else str(item.get("state") or "open")
+        what = "PR" if t.is_pr else "Issue"
+        parts = [
+            f"{what} #{t.number}: {title}",
+            f"{state}" + (f"; labels: {', '.join(labels)}" if labels else ""),
+        ]
+        if description:
+            parts.append(description)
+        for c in t.comments:
+            text = str(c.get("body") or "").replace("\r\n", "\n").strip()
+            if not text:
+                continue
+            who = c.get("user", {}).get("login") if isinstance(c.get("user"), dict) else None
+            when = str(c.get("created_at") or "")[:10]
+            parts.append(f"— {who or 'someone'} ({when}): {redact(text[:MAX_COMMENT_CHARS])}")
+        body = "\n\n".join(parts)
+        if len(body) > limit:
+            body = body[: limit - 1] + "…"
+        shas = commits.commits(t.number)
+        for pr in closing_prs:
+            shas += commits.pulls.get(pr, [])
+        shas = list(dict.fromkeys(shas))[: MAX_COMMITS_PER_NUMBER * 2]
+        comments = int(item.get("comments") or 0)
+        return Node(
+            project=ctx.project_id,
+            kind="github_thread",
+            source=self.name,
+            natural_key=f"{slug}#{t.number}",
+            ref=f"{slug}#{t.number}",
+            title=f"{what} #{t.number}: {title}",
+            body=body,
+            ts=t.updated,
+            signal=thread_signal(
+                merged=merged, comments=comments, labels=labels, closed=item.get("state") == "closed"
+            ),
+            meta={
+                "number": int(t.number),
+                "type": "pull_request" if t.is_pr else "issue",
+                "state": state,
+                "merged": merged,
+                "labels": labels,
+                "author": author,
+                "url": str(item.get("html_url") or ""),
+                "comments": comments,
+                "comments_kept": len(t.comments),
+                "created_at": _ms(item.get("created_at")),
+                "closed_at": _ms(item.get("closed_at")),
+                "merged_at": _ms(merged_at),
+                "closes": [int(x) for x in closes],
+                "closed_by_prs": [int(x) for x in closing_prs],
+                "commits": shas,
+                "description": description[:DESCRIPTION_CHARS],
+            },
+        )
