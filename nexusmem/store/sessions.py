@@ -1,0 +1,68 @@
+"""Reads behind session summaries: conversation turns grouped by session, and the summaries already made.
+
+Mixed into Store (which provides `conn`). Read-only: the session source writes through the sync's upsert.
+Subagent threads (meta `sidechain` true) are left out: a summary tells what the person and the agent
+decided in the main thread; a subagent's search is a step of it, already visible in its answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from nexusmem.store.nodes import _NODE_COLUMNS, StoredNode, _row_to_node
+
+_MAIN_THREAD = (
+    "kind = 'conversation_turn' AND project_id = ? AND COALESCE(json_extract(meta, '$.sidechain'), 0) = 0"
+)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session's main thread as it stands: how many turns, when the first and last began, and the
+    latest time any of them was (re)written (a turn changed in place moves it)."""
+
+    agent: str
+    session_id: str
+    turns: int
+    first_ts: int
+    last_ts: int
+    changed_at: int
+
+
+class SessionsMixin:
+    """Store methods for session summaries. Mixed into Store."""
+
+    conn: Any
+
+    def conversation_sessions(self, project_id: str) -> list[SessionInfo]:
+        """Every session with at least one main-thread turn, newest last turn first."""
+        rows = self.conn.execute(
+            "SELECT json_extract(meta, '$.agent'), json_extract(meta, '$.session_id'), COUNT(*), MIN(ts),"
+            f" MAX(ts), MAX(updated_at) FROM nodes WHERE {_MAIN_THREAD}"
+            " GROUP BY 1, 2 ORDER BY 5 DESC, 2",
+            (project_id,),
+        ).fetchall()
+        return [
+            SessionInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]))
+            for r in rows
+            if isinstance(r[0], str) and isinstance(r[1], str) and r[1]
+        ]
+
+    def session_turns(self, project_id: str, agent: str, session_id: str) -> list[StoredNode]:
+        """The main-thread turns of one session in order (meta `turn`, then time)."""
+        cur = self.conn.execute(
+            f"SELECT {_NODE_COLUMNS} FROM nodes WHERE {_MAIN_THREAD}"
+            " AND json_extract(meta, '$.agent') = ? AND json_extract(meta, '$.session_id') = ?"
+            " ORDER BY COALESCE(json_extract(meta, '$.turn'), 0), ts, seq",
+            (project_id, agent, session_id),
+        )
+        return [_row_to_node(row) for row in cur]
+
+    def session_summaries(self, project_id: str) -> dict[str, StoredNode]:
+        """Natural key ("agent:session id") → the stored session_summary node."""
+        cur = self.conn.execute(
+            f"SELECT {_NODE_COLUMNS} FROM nodes WHERE kind = 'session_summary' AND project_id = ?",
+            (project_id,),
+        )
+        return {node.natural_key: node for node in map(_row_to_node, cur)}
