@@ -166,6 +166,7 @@ def test_at_most_max_sessions_per_sync_newest_first_and_the_rest_queued(repo: Pa
         first = sync(repo)
         assert chat_calls(model) == 2 and sorted(summaries(repo)) == ["s0", "s1"]  # the newest two
         assert "2 summarised, 3 queued for the next sync" in source_part(first)["notes"]
+        assert "3 session(s) queued, 0 settling" in run_cli("-C", str(repo), "status").stdout
         sync(repo)
         assert chat_calls(model) == 4 and len(summaries(repo)) == 4
         sync(repo)
@@ -367,6 +368,7 @@ def test_an_unreachable_server_is_a_note_not_a_failed_sync(repo: Path) -> None:
     data = sync(repo)
     assert summaries(repo) == {}
     assert "is unreachable; 1 session(s) left for the next sync" in " ".join(source_part(data)["notes"])
+    assert "1 session(s) queued" in run_cli("-C", str(repo), "status").stdout
     shown = json.loads(run_cli("-C", str(repo), "scan-session", "--json").stdout)
     assert "unreachable" in shown["prompts"][0]["error"]
 

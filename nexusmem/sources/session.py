@@ -408,7 +408,7 @@ class SessionSource:
 
     def scan(self, ctx: ScanContext) -> ScanResult:
         store: ConversationReader | None = ctx.known.get("conversations")
-        result = ScanResult(nodes=())
+        result = ScanResult(nodes=(), cursor=ctx.cursor)
         if store is None:
             result.notes.append("no store to read conversation turns from; nothing summarised")
             return result
@@ -430,7 +430,6 @@ class SessionSource:
                 result.notes.append(
                     f"Ollama at {work.url} is unreachable; {left} session(s) left for the next sync"
                 )
-                left = 0
             else:
                 model = SessionModel(work.model, work.url, float(section["timeoutSeconds"]))
                 try:
@@ -451,6 +450,11 @@ class SessionSource:
                         yield summary_node(ctx.project_id, p, work.model, title, summary)
                 finally:
                     model.close()
+        # Not a resume point (every sync plans from the store): what `status` says is still to do.
+        waiting = work.queued + failed + left
+        result.cursor = json.dumps(
+            {"session": {"queued": waiting, "settling": work.settling}}, sort_keys=True
+        )
         parts = [f"{done} summarised"]
         if work.reused:
             parts.append(f"{len(work.reused)} unchanged prompt(s) re-used")
