@@ -135,6 +135,20 @@ def test_a_session_that_grows_is_summarised_again_only_once_settled(repo: Path) 
         assert after.meta["prompt_hash"] != before.meta["prompt_hash"]
 
 
+@pytest.mark.slow
+def test_a_settling_session_is_summarised_by_the_first_sync_after_it_settles(repo: Path) -> None:
+    """Nothing is written in between: the sync notices the time alone (the cursor keeps when it is due)."""
+    with chat_standin() as model:
+        configure(repo, model.url, settleMinutes=1)
+        add(repo, *session("s1", ["Why is the build slow?"], ended_ms_ago=MINUTE - 2500))
+        sync(repo)
+        sync(repo)
+        assert chat_calls(model) == 0 and summaries(repo) == {}
+        time.sleep(3)
+        sync(repo)
+        assert chat_calls(model) == 1 and list(summaries(repo)) == ["s1"]
+
+
 def test_a_turn_rewritten_without_changing_the_prompt_costs_no_call(repo: Path) -> None:
     """The fingerprint moves (a turn was rewritten) but the prompt hash does not: the memo answers."""
     with chat_standin() as model:

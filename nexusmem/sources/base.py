@@ -113,8 +113,18 @@ class ConversationReader(Protocol):
         """Every session with a main-thread turn, newest last turn first."""
         ...
 
-    def session_turns(self, project_id: str, agent: str, session_id: str) -> Sequence[TurnFacts]:
-        """One session's main-thread turns in order."""
+    def session_turns(
+        self, project_id: str, sessions: Sequence[tuple[str, str]], ts_from: int, ts_to: int
+    ) -> Mapping[tuple[str, str], Sequence[TurnFacts]]:
+        """(agent, session id) → main-thread turns in order, for SESSIONS lying within TS_FROM..TS_TO."""
+        ...
+
+    def turns_state(self, write_seq: int) -> tuple[int, bool]:
+        """How many conversation turns there are, and whether any was written after WRITE_SEQ."""
+        ...
+
+    def write_seq(self) -> int:
+        """The store write sequence (bumped by every batch that writes nodes)."""
         ...
 
     def session_summaries(self, project_id: str) -> Mapping[str, SummaryFacts]:

@@ -136,6 +136,8 @@ class Plan:
     reused: list[Node] = field(default_factory=list)  # turns moved but the prompt did not: no model call
     pending: list[Pending] = field(default_factory=list)  # for the model, newest first, at most maxSessions
     queued: int = 0  # beyond maxSessions: the next sync
+    due: int | None = None  # when the first settling session settles (epoch ms)
+    state: dict[str, Any] = field(default_factory=dict)  # what the cursor keeps for the next sync's check
 
 
 def session_key(agent: str, session_id: str) -> str:
@@ -327,6 +329,23 @@ def settings(config: dict[str, Any]) -> dict[str, Any]:
     return section
 
 
+def config_token(config: dict[str, Any]) -> str:
+    """The settings a stored plan depends on: a change to any of them means planning afresh."""
+    section = settings(config)
+    keys = ("model", "maxPromptChars", "settleMinutes", "maxSessions")
+    return "|".join([PROMPT_VERSION, *(str(section[k]) for k in keys)])
+
+
+def _state(cursor: str | None) -> dict[str, Any]:
+    """The previous sync's plan state from the cursor ({} when absent or unreadable)."""
+    try:
+        data = json.loads(cursor or "{}")
+    except ValueError:
+        return {}
+    state = data.get("session") if isinstance(data, dict) else None
+    return state if isinstance(state, dict) else {}
+
+
 def plan(
     store: ConversationReader, project_id: str, config: dict[str, Any], now_ms: int | None = None
 ) -> Plan:
@@ -338,29 +357,48 @@ def plan(
     now = int(time.time() * 1000) if now_ms is None else now_ms
     out = Plan(model=model, url=str(section["url"]))
     stored = store.session_summaries(project_id)
+    candidates: list[SessionFacts] = []  # settled, summary missing or out of date: newest first
     for info in store.conversation_sessions(project_id):
         key = session_key(info.agent, info.session_id)
         out.keys.add(key)
         previous = stored.get(key)
-        print_ = fingerprint(info, model, max_chars)
-        if previous is not None and previous.meta.get("fingerprint") == print_:
+        if previous is not None and previous.meta.get("fingerprint") == fingerprint(info, model, max_chars):
             out.current += 1
-            continue
-        if now - info.last_ts < settle_ms:
+        elif now - info.last_ts < settle_ms:
             out.settling += 1
-            continue
-        if len(out.pending) >= cap:
-            out.queued += 1  # its prompt is built when its turn comes (it may then turn out unchanged)
-            continue
-        turns = store.session_turns(project_id, info.agent, info.session_id)
-        prompt = redact(build_prompt(info, turns, max_chars))
-        digest = prompt_hash(model, prompt)
-        opening = _question(turns[0]) if turns else ""
-        if previous is not None and previous.meta.get("prompt_hash") == digest:
-            meta = {**previous.meta, "fingerprint": print_, "turns": info.turns}
-            out.reused.append(_node(project_id, info, key, previous.title, previous.body, meta))
-            continue
-        out.pending.append(Pending(info, key, prompt, digest, print_, opening, previous))
+            due = info.last_ts + settle_ms
+            out.due = due if out.due is None else min(out.due, due)
+        else:
+            candidates.append(info)
+    # Turns are read a few sessions at a time (one index range read each) until maxSessions prompts need
+    # the model; a session whose prompt did not change costs no call and does not count.
+    done = 0
+    while done < len(candidates) and len(out.pending) < cap:
+        chunk = candidates[done : done + max(cap - len(out.pending), 8)]
+        done += len(chunk)
+        turns_of = store.session_turns(
+            project_id,
+            [(c.agent, c.session_id) for c in chunk],
+            min(c.first_ts for c in chunk),
+            max(c.last_ts for c in chunk),
+        )
+        for info in chunk:
+            if len(out.pending) >= cap:
+                out.queued += 1
+                continue
+            key = session_key(info.agent, info.session_id)
+            previous = stored.get(key)
+            print_ = fingerprint(info, model, max_chars)
+            turns = turns_of.get((info.agent, info.session_id), [])
+            prompt = redact(build_prompt(info, turns, max_chars))
+            digest = prompt_hash(model, prompt)
+            opening = _question(turns[0]) if turns else ""
+            if previous is not None and previous.meta.get("prompt_hash") == digest:
+                meta = {**previous.meta, "fingerprint": print_, "turns": info.turns}
+                out.reused.append(_node(project_id, info, key, previous.title, previous.body, meta))
+                continue
+            out.pending.append(Pending(info, key, prompt, digest, print_, opening, previous))
+    out.queued += len(candidates) - done  # their prompts are built when their turn comes
     return out
 
 
@@ -412,7 +450,19 @@ class SessionSource:
         if store is None:
             result.notes.append("no store to read conversation turns from; nothing summarised")
             return result
-        work = plan(store, ctx.project_id, ctx.config)
+        token = config_token(ctx.config)
+        now = int(time.time() * 1000)
+        last = _state(ctx.cursor)
+        if not ctx.full and last.get("config") == token and last.get("queued") == 0:
+            due = last.get("due")
+            if not isinstance(due, int) or now < due:
+                count, newer = store.turns_state(int(last.get("seen", 0)))
+                if count == last.get("turns") and not newer:
+                    return result  # nothing written, nothing settled, nothing queued: no turn is read
+        seen = store.write_seq()
+        count, _ = store.turns_state(seen)
+        work = plan(store, ctx.project_id, ctx.config, now)
+        work.state = {"config": token, "seen": seen, "turns": count, "due": work.due}
         # A summary goes when its session's turns went (forget, prune); a failed model call keeps the old one.
         result.keep = lambda key: key in work.keys
         result.nodes = self._emit(ctx, work, result)
@@ -453,7 +503,7 @@ class SessionSource:
         # Not a resume point (every sync plans from the store): what `status` says is still to do.
         waiting = work.queued + failed + left
         result.cursor = json.dumps(
-            {"session": {"queued": waiting, "settling": work.settling}}, sort_keys=True
+            {"session": {**work.state, "queued": waiting, "settling": work.settling}}, sort_keys=True
         )
         parts = [f"{done} summarised"]
         if work.reused:

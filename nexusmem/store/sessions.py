@@ -7,6 +7,7 @@ decided in the main thread; a subagent's search is a step of it, already visible
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,15 +50,42 @@ class SessionsMixin:
             if isinstance(r[0], str) and isinstance(r[1], str) and r[1]
         ]
 
-    def session_turns(self, project_id: str, agent: str, session_id: str) -> list[StoredNode]:
-        """The main-thread turns of one session in order (meta `turn`, then time)."""
+    def session_turns(
+        self, project_id: str, sessions: Sequence[tuple[str, str]], ts_from: int, ts_to: int
+    ) -> dict[tuple[str, str], list[StoredNode]]:
+        """(agent, session id) → main-thread turns in order, for each of SESSIONS whose turns all lie within
+        TS_FROM..TS_TO: one range read over the (kind, ts) index for the lot, not one table scan per
+        session (1,000 sessions of 20 turns took 159 ms a session that way)."""
+        wanted = set(sessions)
+        found: dict[tuple[str, str], list[StoredNode]] = {key: [] for key in wanted}
+        if not wanted:
+            return found
+        ids = sorted({sid for _, sid in wanted})
+        marks = ",".join("?" * len(ids))
         cur = self.conn.execute(
-            f"SELECT {_NODE_COLUMNS} FROM nodes WHERE {_MAIN_THREAD}"
-            " AND json_extract(meta, '$.agent') = ? AND json_extract(meta, '$.session_id') = ?"
+            f"SELECT {_NODE_COLUMNS}, json_extract(meta, '$.agent'), json_extract(meta, '$.session_id')"
+            f" FROM nodes WHERE {_MAIN_THREAD} AND ts BETWEEN ? AND ?"
+            f" AND json_extract(meta, '$.session_id') IN ({marks})"
             " ORDER BY COALESCE(json_extract(meta, '$.turn'), 0), ts, seq",
-            (project_id, agent, session_id),
+            (project_id, ts_from, ts_to, *ids),
         )
-        return [_row_to_node(row) for row in cur]
+        for row in cur:
+            key = (row[-2], row[-1])
+            if key in wanted:
+                found[key].append(_row_to_node(row[:-2]))
+        return found
+
+    def turns_state(self, write_seq: int) -> tuple[int, bool]:
+        """How many conversation turns the store holds, and whether any was written after WRITE_SEQ (both
+        read from indexes: the steady-state check of a sync)."""
+        count = self.conn.execute("SELECT COUNT(*) FROM nodes WHERE kind = 'conversation_turn'").fetchone()[0]
+        # `+kind` keeps the planner on the written index: rows written since are few, whereas the kind index
+        # would read every turn's row (past its body's overflow pages) to check `written`.
+        newer = self.conn.execute(
+            "SELECT EXISTS(SELECT 1 FROM nodes WHERE written > ? AND +kind = 'conversation_turn')",
+            (write_seq,),
+        ).fetchone()[0]
+        return int(count), bool(newer)
 
     def session_summaries(self, project_id: str) -> dict[str, StoredNode]:
         """Natural key ("agent:session id") → the stored session_summary node."""
