@@ -209,6 +209,30 @@ def test_subagent_turns_are_not_part_of_the_summary(repo: Path) -> None:
         assert "login test" in node.body and "Grep the auth" not in node.body and node.meta["turns"] == 1
 
 
+def test_the_pieces_of_a_long_answer_are_one_exchange_and_an_unasked_turn_has_no_person(repo: Path) -> None:
+    with chat_standin() as model:
+        configure(repo, model.url)
+        ts = now_ms() - HOUR
+        add(
+            repo,
+            conversation_turn("s1", 0, "Plan the cache rewrite", "## Step one\nSplit the module", ts=ts),
+            conversation_turn("s1", 0, "Plan the cache rewrite", "## Step two\nAdd an LRU", ts=ts, chunk=1),
+            conversation_turn("s1", 1, "", "Continuing: the tests pass now.", ts=ts + MINUTE),
+        )
+        [item] = json.loads(run_cli("-C", str(repo), "scan-session", "--dry-run", "--json").stdout)["prompts"]
+        prompt = item["messages"][1]["content"]
+        assert "2 exchange(s)" in prompt and prompt.count("PERSON:") == 1
+        assert (
+            "[turn 1] PERSON: Plan the cache rewrite\nAGENT: ## Step one Split the module ## Step two Add an LRU"
+            in prompt
+        )
+        assert "[turn 2]\nAGENT: Continuing: the tests pass now." in prompt and "Q: " not in prompt
+        model.title = "- a stray bullet"
+        sync(repo)
+        node = summaries(repo)["s1"]
+        assert node.meta["turns"] == 2 and node.title == "Plan the cache rewrite"
+
+
 def test_a_summary_goes_when_its_session_goes(repo: Path) -> None:
     with chat_standin() as model:
         configure(repo, model.url)

@@ -150,29 +150,59 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _question(turn: TurnFacts) -> str:
+    """What the person asked in this exchange ("" when the agent went on by itself)."""
     q = turn.meta.get("question")
-    return q if isinstance(q, str) and q.strip() else turn.title
+    return q.strip() if isinstance(q, str) else ""
 
 
 def _answer(turn: TurnFacts, question: str) -> str:
+    """The agent's part of one stored piece: the conversation source writes "Q: ...\n\nA: ..." (the
+    question once more in every heading-chunk of a long answer), and "A: (no reply recorded)" for none."""
     body = turn.body
-    if question and body.startswith(question):
+    if body.startswith("Q: "):
+        cut = body.find("\n\nA: ")
+        body = body[cut + 5 :] if cut >= 0 else ""
+    elif question and body.startswith(question):
         body = body[len(question) :]
-    return body
+    body = body.strip()
+    return "" if body == "(no reply recorded)" else body
+
+
+def exchanges(turns: Sequence[TurnFacts]) -> list[tuple[str, str]]:
+    """(question, answer) per exchange, in order: the heading-chunks of one exchange (one meta `turn`) are
+    put back together."""
+    grouped: dict[object, list[TurnFacts]] = {}
+    for n, turn in enumerate(turns):
+        index = turn.meta.get("turn")
+        grouped.setdefault(index if isinstance(index, int) else ("piece", n), []).append(turn)
+    out = []
+    for pieces in grouped.values():
+        question = next((q for q in map(_question, pieces) if q), "")
+        answer = "\n\n".join(a for a in (_answer(p, question) for p in pieces) if a)
+        out.append((question, answer))
+    return out
+
+
+def opening_question(turns: Sequence[TurnFacts]) -> str:
+    """The first thing the person asked in the session ("" when nothing)."""
+    return next((q for q, _ in exchanges(turns) if q), "")
 
 
 def build_prompt(info: SessionFacts, turns: Sequence[TurnFacts], max_chars: int) -> str:
-    """The user message for one session: a header, then the opening turn and the newest turns that fit."""
+    """The user message for one session: a header, then the opening exchange and the newest that fit."""
+    pairs = exchanges(turns)
     head = (
-        f"Session of {info.agent}, {len(turns)} turn(s), {timefmt.day(info.first_ts)} .. "
+        f"Session of {info.agent}, {len(pairs)} exchange(s), {timefmt.day(info.first_ts)} .. "
         f"{timefmt.day(info.last_ts)}.\n"
     )
     blocks = []
-    for n, turn in enumerate(turns, 1):
-        question = _question(turn)
-        answer = _answer(turn, question)
-        block = f"\n[turn {n}] PERSON: {_one_line(question, QUESTION_CHARS)}\n"
-        if answer.strip():
+    for n, (question, answer) in enumerate(pairs, 1):
+        block = f"\n[turn {n}]"
+        if question:
+            block += f" PERSON: {_one_line(question, QUESTION_CHARS)}\n"
+        else:
+            block += "\n"
+        if answer:
             block += f"AGENT: {_one_line(answer, ANSWER_CHARS)}\n"
         blocks.append(block)
     if not blocks:
@@ -198,7 +228,7 @@ def prompt_hash(model: str, prompt: str) -> str:
 
 
 def fingerprint(info: SessionFacts, model: str, max_chars: int) -> str:
-    return f"{PROMPT_VERSION}|{model}|{max_chars}|{info.turns}|{info.last_ts}|{info.changed_at}"
+    return f"{PROMPT_VERSION}|{model}|{max_chars}|{info.turns}|{info.pieces}|{info.last_ts}|{info.changed_at}"
 
 
 def valid_title(text: Any) -> str | None:
@@ -392,7 +422,7 @@ def plan(
             turns = turns_of.get((info.agent, info.session_id), [])
             prompt = redact(build_prompt(info, turns, max_chars))
             digest = prompt_hash(model, prompt)
-            opening = _question(turns[0]) if turns else ""
+            opening = opening_question(turns)
             if previous is not None and previous.meta.get("prompt_hash") == digest:
                 meta = {**previous.meta, "fingerprint": print_, "turns": info.turns}
                 out.reused.append(_node(project_id, info, key, previous.title, previous.body, meta))

@@ -20,8 +20,9 @@ _MAIN_THREAD = (
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """One session's main thread as it stands: how many turns, when the first and last began, and the
-    latest time any of them was (re)written (a turn changed in place moves it)."""
+    """One session's main thread as it stands: how many exchanges (distinct meta `turn`), when the first and
+    last began, the latest time any piece was (re)written (a turn changed in place moves it), how many
+    pieces."""
 
     agent: str
     session_id: str
@@ -29,6 +30,7 @@ class SessionInfo:
     first_ts: int
     last_ts: int
     changed_at: int
+    pieces: int  # stored nodes: an exchange with a long answer is several (heading-chunks)
 
 
 class SessionsMixin:
@@ -39,13 +41,14 @@ class SessionsMixin:
     def conversation_sessions(self, project_id: str) -> list[SessionInfo]:
         """Every session with at least one main-thread turn, newest last turn first."""
         rows = self.conn.execute(
-            "SELECT json_extract(meta, '$.agent'), json_extract(meta, '$.session_id'), COUNT(*), MIN(ts),"
-            f" MAX(ts), MAX(updated_at) FROM nodes WHERE {_MAIN_THREAD}"
+            "SELECT json_extract(meta, '$.agent'), json_extract(meta, '$.session_id'),"
+            " COUNT(DISTINCT COALESCE(json_extract(meta, '$.turn'), -seq)), MIN(ts), MAX(ts), MAX(updated_at),"
+            f" COUNT(*) FROM nodes WHERE {_MAIN_THREAD}"
             " GROUP BY 1, 2 ORDER BY 5 DESC, 2",
             (project_id,),
         ).fetchall()
         return [
-            SessionInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]))
+            SessionInfo(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6]))
             for r in rows
             if isinstance(r[0], str) and isinstance(r[1], str) and r[1]
         ]
@@ -66,7 +69,8 @@ class SessionsMixin:
             f"SELECT {_NODE_COLUMNS}, json_extract(meta, '$.agent'), json_extract(meta, '$.session_id')"
             f" FROM nodes WHERE {_MAIN_THREAD} AND ts BETWEEN ? AND ?"
             f" AND json_extract(meta, '$.session_id') IN ({marks})"
-            " ORDER BY COALESCE(json_extract(meta, '$.turn'), 0), ts, seq",
+            " ORDER BY COALESCE(json_extract(meta, '$.turn'), 0), ts, COALESCE(json_extract(meta, '$.chunk'), 0),"
+            " seq",
             (project_id, ts_from, ts_to, *ids),
         )
         for row in cur:

@@ -140,18 +140,20 @@ def conversation_turn(
     agent: str = "claude-code",
     project: str = "p",
     sidechain: bool = False,
+    chunk: int = 0,
     **meta: Any,
 ) -> Node:
-    """One question + answer exchange of an agent session, with the meta the conversation source gives it
-    (agent, session_id, turn, sidechain, cwd, question)."""
+    """One question + answer exchange of an agent session (or piece CHUNK of a long one), shaped as the
+    conversation source stores it: body "Q: ...\n\nA: ...", meta agent, session_id, turn, sidechain, cwd,
+    question, chunk."""
     return Node(
         project=project,
         kind="conversation_turn",
         source="conversation",
-        natural_key=f"{agent}:{session_id}:{turn}" + (":side" if sidechain else ""),
+        natural_key=f"{agent}:{session_id}:{turn}:{chunk}" + (":side" if sidechain else ""),
         ref=f"{agent}:{session_id}#{turn}",
         title=question.split("\n", 1)[0][:80],
-        body=f"{question}\n\n{answer}",
+        body=f"Q: {question}\n\nA: {answer}",
         ts=ts,
         signal=0.5,
         meta={
@@ -161,6 +163,7 @@ def conversation_turn(
             "sidechain": sidechain,
             "cwd": ".",
             "question": question,
+            "chunk": chunk,
             **meta,
         },
     )
