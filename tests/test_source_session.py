@@ -195,6 +195,9 @@ def test_off_by_default(repo: Path) -> None:
         data = sync(repo)
         assert chat_calls(model) == 0 and summaries(repo) == {}
         assert all(s["name"] != "session" for s in data["sources"])
+        # The preview still shows what would be sent, and says that sync will not send it.
+        out = run_cli("-C", str(repo), "scan-session", "--dry-run").stdout
+        assert "PERSON: Why is the build slow?" in out and "sync makes no summaries" in out
 
 
 def test_subagent_turns_are_not_part_of_the_summary(repo: Path) -> None:

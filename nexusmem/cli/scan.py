@@ -160,8 +160,9 @@ def scan_session(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     else:
         with proj.open_store(readonly=True) as store:
             report = session.preview(store, proj.id, proj.config, ask=not dry_run)
+    enabled = session.SessionSource().enabled(proj.config)
     if as_json:
-        echo_json({"dry_run": dry_run, **report})
+        echo_json({"dry_run": dry_run, "enabled": enabled, **report})
         return
     prompts = report["prompts"]
     assert isinstance(prompts, list)
@@ -184,3 +185,5 @@ def scan_session(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         f"{report['up_to_date']} up to date, {report['reused']} unchanged prompt(s) re-used. "
         + ("Nothing was sent or written." if dry_run else "Nothing was written.")
     )
+    if not enabled:
+        click.echo("sources.session.enabled is false in .nexusmem/config.json: sync makes no summaries.")
