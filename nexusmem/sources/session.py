@@ -530,7 +530,8 @@ class SessionSource:
                         yield summary_node(ctx.project_id, p, work.model, title, summary)
                 finally:
                     model.close()
-        # Not a resume point (every sync plans from the store): what `status` says is still to do.
+        # The plan's state: the next sync skips planning when no turn was written, nothing settled and
+        # nothing waits; `status` shows how many sessions are queued and settling.
         waiting = work.queued + failed + left
         result.cursor = json.dumps(
             {"session": {**work.state, "queued": waiting, "settling": work.settling}}, sort_keys=True
