@@ -449,3 +449,18 @@ def test_a_summary_naming_every_word_of_a_failed_command_is_linked_as_its_discus
         with proj.open_store(readonly=True) as store:
             links = store.links_from([_in(proj.id, failed).id])
         assert links == [(_in(proj.id, failed).id, summary.id, "discussion")]
+
+
+def test_doctor_checks_the_session_model_server_only_when_summaries_are_on(repo: Path) -> None:
+    configure(repo, closed_port_url())
+    out = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "session summaries: Ollama at http://127.0.0.1:" in out and "is unreachable" in out
+    with chat_standin() as model:
+        configure_url = json.loads((repo / ".nexusmem" / "config.json").read_text(encoding="utf-8"))
+        configure_url["sources"]["session"]["url"] = model.url
+        (repo / ".nexusmem" / "config.json").write_text(json.dumps(configure_url), encoding="utf-8")
+        out = run_cli("-C", str(repo), "doctor", ok=False).stdout
+        assert f"session summaries: Ollama at {model.url} answers (model qwen2.5:3b)" in out
+    configure_url["sources"]["session"]["enabled"] = False
+    (repo / ".nexusmem" / "config.json").write_text(json.dumps(configure_url), encoding="utf-8")
+    assert "session summaries" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
