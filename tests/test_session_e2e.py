@@ -8,17 +8,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from nexusmem import project as project_mod
 
 from helpers import commit, run_cli
+from helpers import transcripts as T
 from helpers.chat_standin import chat_standin
 from helpers.git import init_repo
-
-# The transcript fixtures come with the conversation source (helper `transcripts`): until both are on one
-# branch this test has nothing to read and is skipped; after the merge it runs.
-T = pytest.importorskip("helpers.transcripts")
 
 START = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=3)
 
