@@ -12,7 +12,7 @@ from typing import Any
 from nexusmem.errors import StoreError
 from nexusmem.store import hookreads
 from nexusmem.store.fulltext import FTS_WEIGHTS, _bm25
-from nexusmem.store.nodes import now_ms
+from nexusmem.store.nodes import BATCH, now_ms
 
 # Meta key holding the store write sequence the last link run saw (nexusmem.link.link_recent). (Until schema
 # 6 the key "link.watermark" held a clock time; it is ignored, so the first run after the upgrade is a full one.)
