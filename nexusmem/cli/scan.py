@@ -137,6 +137,7 @@ def scan_structure(ctx: click.Context, limit: int, as_json: bool) -> None:
         plan.describe()
         + (f" (showing the first {limit} changes)" if limit and len(changes) > limit else "")
         + ". Nothing was written."
+    )
 
 
 @click.command(
