@@ -98,6 +98,7 @@ scan_conversation = _make(
     "conversation",
     "conversation turns and agent shell calls (from Claude Code, Codex, Aider, Gemini CLI transcripts)",
 )
+scan_atuin = _make("atuin", "shell command nodes from atuin's history.db")
 scan_github = _make("github", "GitHub issue and PR nodes (via gh)")
 
 
