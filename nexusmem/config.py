@@ -75,6 +75,18 @@ DEFAULTS: dict[str, Any] = {
         # GitHub issues and PRs through the `gh` CLI (network, login): off unless asked. repo "" = the
         # origin remote's OWNER/REPO. Caps bound one sync's API calls (1 + threads with comments).
         "github": {"enabled": False, "repo": "", "maxThreads": 100, "maxCommentsPerThread": 100},
+        # One summary per settled conversation session, written by a local Ollama chat model (nothing leaves
+        # the machine). settleMinutes: quiet time before a session counts as finished; maxSessions: model
+        # calls per sync (the rest wait for the next); maxPromptChars: the prompt's size (~4 chars a token).
+        "session": {
+            "enabled": False,
+            "model": "qwen2.5:3b",
+            "url": "http://127.0.0.1:11434",
+            "settleMinutes": 30,
+            "maxSessions": 10,
+            "timeoutSeconds": 120.0,
+            "maxPromptChars": 12_000,
+        },
     },
     # Import edges between tracked files (Python, JS/TS, Go, Rust, Java), kept up to date by every sync;
     # precheck warns when a staged file's importers failed recently. Files larger than maxFileBytes are
@@ -109,7 +121,12 @@ _LIST_CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 # Numbers that must lie in a range (inclusive).
-_RANGES: dict[str, tuple[float, float]] = {"ranking.vectorWeight": (0.0, 2.0)}
+_RANGES: dict[str, tuple[float, float]] = {
+    "ranking.vectorWeight": (0.0, 2.0),
+    # A prompt needs room for at least one turn; beyond ~200k chars no local model's context holds it.
+    "sources.session.maxPromptChars": (1000, 200_000),
+    "sources.session.timeoutSeconds": (1.0, 3600.0),
+}
 
 # Keys whose value may also be null; everything else must have the default's type.
 _NULLABLE: set[str] = set()

@@ -274,6 +274,28 @@ def check_embedder(root: Path | None) -> list[Check]:
     return [Check("embedder", True, f"{provider} at {url} answers")]
 
 
+def check_session_model(root: Path | None) -> list[Check]:
+    """When session summaries are on: whether their model server accepts a connection (nothing when off)."""
+    if root is None or not paths.config_path(root).exists():
+        return []
+    try:
+        data = json.loads(paths.config_path(root).read_text(encoding="utf-8"))
+        section = dict(data.get("sources", {}).get("session", {}))
+    except (OSError, ValueError, AttributeError):
+        return []  # check_embedder already reports a config it cannot read
+    if section.get("enabled") is not True:
+        return []
+    from nexusmem.config import DEFAULTS
+    from nexusmem.ollama import listening
+
+    url = str(section.get("url") or DEFAULTS["sources"]["session"]["url"])
+    model = str(section.get("model") or DEFAULTS["sources"]["session"]["model"])
+    if not listening(url, timeout=0.5):
+        fix = f"start it (`ollama serve`, then `ollama pull {model}`) or set sources.session.enabled to false"
+        return [Check("sessions", False, f"session summaries: Ollama at {url} is unreachable", fix)]
+    return [Check("sessions", True, f"session summaries: Ollama at {url} answers (model {model})")]
+
+
 def check_registry(root: Path | None) -> list[Check]:
     checks = []
     path = paths.registry_path()
@@ -315,5 +337,6 @@ def run(start: Path | None) -> list[Check]:
         checks += check_store(root)
     checks += check_backend()
     checks += check_embedder(root)
+    checks += check_session_model(root)
     checks += check_registry(root)
     return checks

@@ -1,5 +1,5 @@
-"""The one HTTP client for a local Ollama server: embeddings (embed/ollama.py) and the contradiction judge
-(hygiene/stale.py) both post JSON through it.
+"""The one HTTP client for a local Ollama server: embeddings (embed/ollama.py), the contradiction judge
+(hygiene/stale.py) and session summaries (sources/session.py) all post JSON through it.
 
 httpx is imported on first use, not with this module: importing it costs ~0.5 s, and most runs (a sync with
 the builtin embedder, every precheck) never talk to Ollama. A refused connection answers at once; a host
@@ -11,6 +11,23 @@ from __future__ import annotations
 from typing import Any
 
 CONNECT_TIMEOUT = 2.0
+
+
+def listening(url: str, timeout: float = 0.25) -> bool:
+    """Whether anything accepts a TCP connection at URL's host and port (stdlib only, no HTTP).
+
+    Most machines run no model server: one socket finds that out before httpx is imported (~0.5 s).
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 class OllamaUnreachable(Exception):

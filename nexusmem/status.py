@@ -118,6 +118,9 @@ def position(cursor: str | None) -> str:
             return f"threads updated since {data['since']}"
         if isinstance(data, dict) and isinstance(data.get("ts"), int) and "path" in data:  # atuin
             return f"after {iso(data['ts'] // 1_000_000)}"
+        if isinstance(data, dict) and isinstance(data.get("session"), dict):
+            todo = data["session"]
+            return f"{todo.get('queued', 0)} session(s) queued, {todo.get('settling', 0)} settling"
         offset = data["log"]["offset"]
     except (ValueError, TypeError, KeyError):
         return "resumes where it stopped"

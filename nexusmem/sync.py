@@ -16,7 +16,14 @@ from nexusmem.errors import NexusMemError
 from nexusmem.nodes import Node, node_problem
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
-from nexusmem.sources.base import ProgressFn, ScanContext, ScanResult, Source, _no_progress
+from nexusmem.sources.base import (
+    ConversationReader,
+    ProgressFn,
+    ScanContext,
+    ScanResult,
+    Source,
+    _no_progress,
+)
 
 # Set by migration 7 in a store that already held commits (value "1"), by scrub ("scrub") or by a user-wide
 # forget entry new to this store ("forget"): the next git
@@ -390,6 +397,9 @@ def sync(
                 )
                 # What is stored already, for a source that must not add a command twice (atuin).
                 ctx.known["shell_commands_between"] = store.shell_commands_between
+                # Read-only: the session source summarises the conversation turns already stored.
+                conversations: ConversationReader = store
+                ctx.known["conversations"] = conversations
                 if deny:
                     # Text a source derives rather than stores (a commit's change words) is checked here.
                     ctx.known["denied"] = lambda text: deny.which([text]) is not None

@@ -53,6 +53,7 @@ UNITS = {
     "docs": "files",
     "shell": "bytes",
     "changelog": "entries",
+    "session": "sessions",
     "embed": "items",
 }
 

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "scan-atuin": "nexusmem.cli.scan:scan_atuin",
     "scan-github": "nexusmem.cli.scan:scan_github",
     "scan-structure": "nexusmem.cli.scan:scan_structure",
+    "scan-session": "nexusmem.cli.scan:scan_session",
     "hook": "nexusmem.cli.hook:hook",
     "precheck": "nexusmem.cli.precheck:precheck_cmd",
     "mcp": "nexusmem.cli.mcp:mcp_cmd",

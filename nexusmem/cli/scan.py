@@ -98,6 +98,7 @@ scan_conversation = _make(
     "conversation",
     "conversation turns and agent shell calls (from Claude Code, Codex, Aider, Gemini CLI transcripts)",
 )
+scan_atuin = _make("atuin", "shell command nodes from atuin's history.db")
 scan_github = _make("github", "GitHub issue and PR nodes (via gh)")
 
 
@@ -138,3 +139,53 @@ def scan_structure(ctx: click.Context, limit: int, as_json: bool) -> None:
         + (f" (showing the first {limit} changes)" if limit and len(changes) > limit else "")
         + ". Nothing was written."
     )
+
+
+@click.command(
+    "scan-session",
+    help="Preview the session summaries the next sync would make: with --dry-run the exact prompts it would "
+    "send to the local model (nothing is sent); without it the model's answers. Writes nothing.",
+    epilog="Example:\n\n  nexusmem scan-session --dry-run",
+)
+@repo_option
+@click.option("--dry-run", is_flag=True, help="Print the prompts without calling the model.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.pass_context
+@library_errors
+def scan_session(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+    from nexusmem import project as project_mod
+    from nexusmem.sources import session
+
+    proj = project_mod.load(root_of(ctx), require_init=False)
+    if not project_mod.is_initialised(proj.root):
+        report: dict[str, object] = session.preview_of_nothing(proj.config)
+    else:
+        with proj.open_store(readonly=True) as store:
+            report = session.preview(store, proj.id, proj.config, ask=not dry_run)
+    enabled = session.SessionSource().enabled(proj.config)
+    if as_json:
+        echo_json({"dry_run": dry_run, "enabled": enabled, **report})
+        return
+    prompts = report["prompts"]
+    assert isinstance(prompts, list)
+    for item in prompts:
+        echo_human(f"=== session {item['key']} ({item['turns']} turn(s), prompt {item['prompt_hash']})")
+        if dry_run:
+            for message in item["messages"]:
+                echo_human(f"--- {message['role']}")
+                echo_human(message["content"])
+        elif "error" in item:
+            echo_human(f"not summarised: {item['error']}")
+        else:
+            echo_human(f"title ({item['title_from']}): {item['title']}")
+            echo_human(item["summary"])
+        click.echo("")
+    verb = "would be sent to" if dry_run else "sent to"
+    click.echo(
+        f"session: {len(prompts)} prompt(s) {verb} {report['model']} at {report['url']}; "
+        f"{report['settling']} waiting to settle, {report['queued']} queued for a later sync, "
+        f"{report['up_to_date']} up to date, {report['reused']} unchanged prompt(s) re-used. "
+        + ("Nothing was sent or written." if dry_run else "Nothing was written.")
+    )
+    if not enabled:
+        click.echo("sources.session.enabled is false in .nexusmem/config.json: sync makes no summaries.")

@@ -335,20 +335,6 @@ def stale(
     return found, summary, checked
 
 
-def _listening(url: str, timeout: float = 0.25) -> bool:
-    """Whether anything accepts a TCP connection at URL's host and port (stdlib only, no HTTP)."""
-    import socket
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
-            return True
-    except (OSError, ValueError):
-        return False
-
-
 def auto_check(
     store: Store, config: dict[str, Any], log: Callable[[str], None] | None = None
 ) -> CheckSummary | None:
@@ -364,7 +350,9 @@ def auto_check(
     found = candidates(store, int(config.get("stale", {}).get("maxAgeDays", 45)), touched_only=False)
     if not found:
         return None
-    if not _listening(url):
+    from nexusmem.ollama import listening
+
+    if not listening(url):
         # Most machines run no model server: find that out with one socket before loading the embedder
         # or importing httpx (~0.5 s on every sync, post-commit ones included). Say so only to someone
         # who set up a model server (the original checked only when Ollama served its embeddings too);

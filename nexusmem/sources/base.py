@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,6 +66,72 @@ class ScanResult:
         self.skipped += 1
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(where)
+
+
+class TurnFacts(Protocol):
+    """What the session source reads of one stored conversation turn (a store.StoredNode)."""
+
+    @property
+    def ts(self) -> int: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...
+
+
+class SummaryFacts(TurnFacts, Protocol):
+    """A stored session_summary node."""
+
+    @property
+    def id(self) -> str: ...
+
+
+class SessionFacts(Protocol):
+    """One conversation session's main thread as it stands in the store (a store.sessions.SessionInfo)."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def turns(self) -> int: ...
+    @property
+    def first_ts(self) -> int: ...
+    @property
+    def last_ts(self) -> int: ...
+    @property
+    def changed_at(self) -> int: ...
+    @property
+    def pieces(self) -> int: ...
+
+
+class ConversationReader(Protocol):
+    """The reads the session source needs, handed to it by the sync as `ScanContext.known["conversations"]`
+    (the Store implements them in store/sessions.py; sources never import the store)."""
+
+    def conversation_sessions(self, project_id: str) -> Sequence[SessionFacts]:
+        """Every session with a main-thread turn, newest last turn first."""
+        ...
+
+    def session_turns(
+        self, project_id: str, sessions: Sequence[tuple[str, str]], ts_from: int, ts_to: int
+    ) -> Mapping[tuple[str, str], Sequence[TurnFacts]]:
+        """(agent, session id) → main-thread turns in order, for SESSIONS lying within TS_FROM..TS_TO."""
+        ...
+
+    def turns_state(self, write_seq: int) -> tuple[int, bool]:
+        """How many conversation turns there are, and whether any was written after WRITE_SEQ."""
+        ...
+
+    def write_seq(self) -> int:
+        """The store write sequence (bumped by every batch that writes nodes)."""
+        ...
+
+    def session_summaries(self, project_id: str) -> Mapping[str, SummaryFacts]:
+        """Natural key ("agent:session id") → the stored session_summary node."""
+        ...
 
 
 class Source(Protocol):

@@ -19,6 +19,8 @@ SOURCES: dict[str, str] = {
     "atuin": "nexusmem.sources.atuin:AtuinSource",
     # After git: its links name commits, which must be stored first.
     "github": "nexusmem.sources.github.source:GithubSource",
+    # Last: it summarises the conversation turns the sources before it stored.
+    "session": "nexusmem.sources.session:SessionSource",
 }
 
 

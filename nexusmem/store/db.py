@@ -19,6 +19,7 @@ from nexusmem.store.hygiene import HygieneMixin
 from nexusmem.store.imports import ImportsMixin
 from nexusmem.store.links import LinksMixin
 from nexusmem.store.nodes import NodesMixin
+from nexusmem.store.sessions import SessionsMixin
 from nexusmem.store.vectors import VectorIndexMixin
 
 # Meta key of the store write sequence: bumped once by every batch of node inserts or changes, stamped on
@@ -35,6 +36,7 @@ class Store(
     CjkIndexMixin,
     HygieneMixin,
     ImportsMixin,
+    SessionsMixin,
 ):
     """A migrated connection to one project's memory.db."""
 

@@ -1,7 +1,9 @@
 """A real HTTP server on 127.0.0.1 speaking Ollama's /api/chat, /api/generate and /api/embed, for the
 contradiction judge's real httpx client.
 
-Its "model" says a pair contradicts when the NEWER note contains "no longer". Modes: "ok"; "slow" (sleeps
+Its "model" says a pair contradicts when the NEWER note contains "no longer"; asked to summarise a session
+(the system prompt says "coding session"), it answers {"title": state.title, "summary": one line per
+PERSON line of the prompt}, so a summary says what the session said. Modes: "ok"; "slow" (sleeps
 `delay` seconds first); "malformed" (an answer that is not the JSON asked for); "garbage" (not JSON at
 all); "no-chat" (404 on /api/chat like an old Ollama, so the client must use /api/generate).
 """
@@ -23,6 +25,7 @@ class ChatStandin:
     def __init__(self) -> None:
         self.mode = "ok"
         self.delay = 2.0
+        self.title: object = "Fix the flaky cache eviction test"
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.url = ""
 
@@ -35,6 +38,12 @@ def verdict(prompt: str) -> dict[str, Any]:
     if "no longer" in newer:
         return {"contradicts": True, "reason": "the newer note says it no longer holds"}
     return {"contradicts": False, "reason": "different topics"}
+
+
+def summary_of(prompt: str) -> str:
+    """One bullet per PERSON line of a session prompt: a summary that says what was asked."""
+    asked = [line.split("PERSON:", 1)[1].strip() for line in prompt.splitlines() if "PERSON:" in line]
+    return "\n".join(f"- Discussed: {text}" for text in asked) or "- Nothing was asked."
 
 
 @contextmanager
@@ -56,25 +65,27 @@ def chat_standin() -> Iterator[ChatStandin]:
                 self._send(200, {"model": body["model"], "embeddings": [toy_embedding(t) for t in texts]})
             elif self.path == "/api/chat" and state.mode != "no-chat":
                 prompt = body["messages"][-1]["content"]
+                system = body["messages"][0]["content"] if len(body["messages"]) > 1 else ""
                 assert body["stream"] is False and body["format"] == "json"
                 self._send(
                     200,
                     {
                         "model": body["model"],
-                        "message": {"role": "assistant", "content": self._answer(prompt)},
+                        "message": {"role": "assistant", "content": self._answer(prompt, system)},
                     },
                 )
             elif self.path == "/api/generate":
                 assert body["stream"] is False
-                self._send(
-                    200, {"model": body["model"], "response": self._answer(body["prompt"]), "done": True}
-                )
+                answer = self._answer(body["prompt"], body.get("system", ""))
+                self._send(200, {"model": body["model"], "response": answer, "done": True})
             else:
                 self._send(404, {"error": "404 page not found"})
 
-        def _answer(self, prompt: str) -> str:
+        def _answer(self, prompt: str, system: str) -> str:
             if state.mode == "malformed":
                 return "Sure! The notes look related."
+            if "coding session" in system:
+                return json.dumps({"title": state.title, "summary": summary_of(prompt)})
             return json.dumps(verdict(prompt))
 
         def _send(self, code: int, obj: Any) -> None:

@@ -128,3 +128,42 @@ def store_nodes(store: Store, nodes: Iterable[Node]) -> UpsertCounts:
     """Write NODES in one transaction, as a sync would."""
     with store.transaction():
         return store.upsert(nodes)
+
+
+def conversation_turn(
+    session_id: str,
+    turn: int,
+    question: str,
+    answer: str = "Done.",
+    *,
+    ts: int,
+    agent: str = "claude-code",
+    project: str = "p",
+    sidechain: bool = False,
+    chunk: int = 0,
+    **meta: Any,
+) -> Node:
+    """One question + answer exchange of an agent session (or piece CHUNK of a long one), shaped as the
+    conversation source stores it: body "Q: ...\n\nA: ...", meta agent, session_id, turn, sidechain, cwd,
+    question, chunk."""
+    return Node(
+        project=project,
+        kind="conversation_turn",
+        source="conversation",
+        natural_key=f"{agent}:{session_id}:{turn}:{chunk}" + (":side" if sidechain else ""),
+        ref=f"{agent}:{session_id}#{turn}",
+        title=question.split("\n", 1)[0][:80],
+        body=f"Q: {question}\n\nA: {answer}",
+        ts=ts,
+        signal=0.5,
+        meta={
+            "agent": agent,
+            "session_id": session_id,
+            "turn": turn,
+            "sidechain": sidechain,
+            "cwd": ".",
+            "question": question,
+            "chunk": chunk,
+            **meta,
+        },
+    )
