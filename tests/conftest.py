@@ -26,3 +26,25 @@ def isolated_home(
 def repo(tmp_path: Path) -> Path:
     """An empty git repository (no commits yet)."""
     return init_repo(tmp_path / "repo")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """One real PostgreSQL + pgvector for the session (skips the test when the wheel is not importable)."""
+    from helpers import pg
+
+    why = pg.why_unavailable()
+    if why is not None:
+        pytest.skip(f"team store tests need a real PostgreSQL: {why}")
+    server = pg.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def team_url(pg_server: object) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL (no password: local sockets)."""
+    from helpers.pg import PgServer
+
+    assert isinstance(pg_server, PgServer)
+    return pg_server.new_database()

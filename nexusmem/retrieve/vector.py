@@ -57,6 +57,8 @@ def _load(db: Path, warm: _Warm) -> None:
 
 def _warm_hits(store: SearchStore, blob: bytes, k: int) -> list[tuple[int, float]] | None:
     """(seq, cosine distance) of the K nearest, from the in-memory copy; None while it is not ready."""
+    if not store.in_memory_copy:
+        return None
     key = str(store.path)
     generation = store.vectors_generation()
     with _WARM_LOCK:

@@ -40,6 +40,9 @@ class Store(
 ):
     """A migrated connection to one project's memory.db."""
 
+    # Retrieval may keep the vectors of a long-running process's store in memory (retrieve.vector).
+    in_memory_copy = True
+
     def __init__(self, conn: Any, path: Path) -> None:
         self.conn = conn
         self.path = path

@@ -30,6 +30,9 @@ class SearchStore(Protocol):
     # Where the store lives: the key of per-process caches (the in-memory vector copy of a long-running
     # MCP server) and what error messages name.
     path: Path
+    # Whether retrieval may keep an in-memory copy of the vectors (read from the SQLite file at `path`);
+    # False for the team store, whose k-NN is its HNSW index.
+    in_memory_copy: bool
 
     def schema_version(self) -> int: ...
 

@@ -45,6 +45,7 @@ class StoredNode:
     raw_meta: str
     project_id: str
     words: str = ""  # a commit's change words: indexed, never shown
+    recorded_by: str = ""  # the team member who pushed it first (team store only; "" for local memory)
 
     @functools.cached_property
     def meta(self) -> dict[str, Any]:

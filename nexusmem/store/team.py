@@ -1,0 +1,852 @@
+"""The team store: one project's shared memory in PostgreSQL + pgvector, behind the same SearchStore
+interface as the SQLite store, so retrieval, ranking and packing never fork by backend.
+
+psycopg (3) is imported here only, and this module only when a command touches the team store: the prompt
+hook, a commit and a precheck without --team never load it.
+
+Shape (migration 1): `nodes` keyed by the same content-addressed ids as SQLite (sha256 of project, kind,
+natural key), so pushes of one node from several machines merge into one row; a generated `tsvector` (GIN)
+over title (weight A), body (B) and change words (C); `emb vector(256)` with an HNSW cosine index for the
+built-in 256-d vectors; `links`; the team deny-list and the ids it removed (`forgotten`, which every push's
+INSERT skips server-side); `audit` (who forgot what, never the value); `members`. Times are epoch
+milliseconds as in SQLite; `created_at` is when the team store first recorded a node (what --as-of reads),
+`author` who pushed it first.
+
+Full text differs from SQLite's FTS5 in two ways a reader of results may notice: ranking is ts_rank with
+length normalisation (Postgres has no BM25; fusion divides by the best score, so only ratios matter), and
+there is no stemmed index or CJK trigram index (a CJK run is one token, as in the word index).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nexusmem.errors import StoreError
+from nexusmem.store.nodes import StoredNode
+
+# A team store that does not answer within this many seconds is treated as unreachable: a query then
+# answers from local memory alone (an agent must never wait on a dead VPN).
+CONNECT_TIMEOUT = 2
+# Vectors of the built-in model (wordllama 256-d) are the ones the team shares; a member whose local
+# vectors come from another model pushes nodes without vectors.
+TEAM_DIM = 256
+# How deep the HNSW graph is searched: at least the k asked for (pgvector's default ef_search is 40).
+EF_SEARCH_MIN = 100
+# Document counts are counted up to this many (an IDF needs no more; the planner's postings budget is 8,000).
+COUNT_CAP = 10_000
+TOTAL_CAP = 100_000
+
+# Postgres' word splitter would keep "foo.py" or "a/b/c" as one token; splitting on ASCII punctuation and
+# spaces first makes tokens what SQLite's unicode61 tokenizer makes ("max_retries" -> max, retries).
+_SPLIT_SQL = "'[[:space:][:punct:]]+'"
+_SPLIT_PY = re.compile(r"[\s!-/:-@\[-`{-~]+")
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "nodes (tsvector + GIN, vector(256) + HNSW), links, deny-list, forgotten ids, audit, members",
+        f"""
+        CREATE EXTENSION IF NOT EXISTS vector;
+        CREATE TABLE team_meta(key text PRIMARY KEY, value text NOT NULL);
+        CREATE TABLE nodes(
+          id text PRIMARY KEY,
+          project_id text NOT NULL,
+          kind text NOT NULL,
+          source text NOT NULL,
+          natural_key text NOT NULL,
+          ref text NOT NULL,
+          title text NOT NULL,
+          body text NOT NULL,
+          words text NOT NULL DEFAULT '',
+          ts bigint NOT NULL,
+          signal real NOT NULL,
+          provenance text NOT NULL,
+          grp text,
+          meta jsonb NOT NULL DEFAULT '{{}}',
+          content_hash text NOT NULL,
+          files text[] NOT NULL DEFAULT '{{}}',
+          trust text NOT NULL DEFAULT 'candidate' CHECK (trust IN ('candidate', 'verified', 'rejected')),
+          superseded_by text,
+          verdict_by text,
+          author text NOT NULL,
+          updated_by text NOT NULL,
+          created_at bigint NOT NULL,
+          updated_at bigint NOT NULL,
+          emb vector({TEAM_DIM}),
+          tsv tsvector GENERATED ALWAYS AS (
+            setweight(to_tsvector('simple', regexp_replace(title, {_SPLIT_SQL}, ' ', 'g')), 'A') ||
+            setweight(to_tsvector('simple', regexp_replace(left(body, 100000), {_SPLIT_SQL}, ' ', 'g')), 'B') ||
+            setweight(to_tsvector('simple', regexp_replace(words, {_SPLIT_SQL}, ' ', 'g')), 'C')
+          ) STORED
+        );
+        CREATE INDEX nodes_tsv ON nodes USING gin (tsv);
+        CREATE INDEX nodes_emb ON nodes USING hnsw (emb vector_cosine_ops) WITH (m = 16, ef_construction = 64);
+        CREATE INDEX nodes_project_ts ON nodes (project_id, ts DESC);
+        CREATE INDEX nodes_files ON nodes USING gin (files);
+        CREATE TABLE links(
+          from_id text NOT NULL,
+          to_id text NOT NULL,
+          relation text NOT NULL,
+          project_id text NOT NULL,
+          author text NOT NULL,
+          created_at bigint NOT NULL,
+          PRIMARY KEY (from_id, to_id, relation)
+        );
+        -- forget --team: an entry is a keyed digest (literal) or a pattern (regex), never the value.
+        CREATE TABLE deny_list(
+          key text PRIMARY KEY,
+          project_id text NOT NULL,
+          kind text NOT NULL CHECK (kind IN ('literal', 'regex')),
+          ignore_case boolean NOT NULL DEFAULT false,
+          spec jsonb NOT NULL,
+          author text NOT NULL,
+          created_at bigint NOT NULL
+        );
+        -- ids a forget removed: a member's push that still carries one is refused row by row, server-side.
+        CREATE TABLE forgotten(id text PRIMARY KEY, entry_key text NOT NULL, at bigint NOT NULL);
+        CREATE TABLE audit(
+          id bigserial PRIMARY KEY,
+          at bigint NOT NULL,
+          member text NOT NULL,
+          action text NOT NULL,
+          project_id text NOT NULL,
+          detail jsonb NOT NULL
+        );
+        CREATE TABLE members(
+          member text NOT NULL,
+          project_id text NOT NULL,
+          last_push bigint NOT NULL,
+          pushed bigint NOT NULL DEFAULT 0,
+          PRIMARY KEY (member, project_id)
+        );
+        """,
+    ),
+]
+LATEST = MIGRATIONS[-1][0]
+_MIGRATE_LOCK = 0x6E6D7465616D  # pg_advisory_xact_lock key: "nmteam"
+
+_COLUMNS = (
+    "id, kind, source, natural_key, ref, title, body, ts, created_at, signal, provenance, trust,"
+    " superseded_by, grp, meta::text, project_id, words, author"
+)
+_LIGHT = _COLUMNS.replace(" body,", " '',").replace(" words,", " '',")
+
+# Columns of one pushed node, in COPY order (the temporary table nm_push has the same ones).
+PUSH_COLUMNS = (
+    "id",
+    "kind",
+    "source",
+    "natural_key",
+    "ref",
+    "title",
+    "body",
+    "words",
+    "ts",
+    "signal",
+    "provenance",
+    "grp",
+    "meta",
+    "content_hash",
+    "files",
+    "trust",
+    "superseded_by",
+    "emb",
+)
+
+
+class TeamUnavailable(StoreError):
+    """The team store cannot be reached (or not now): callers fall back to local memory."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise StoreError(
+            f"team memory needs the PostgreSQL client psycopg: pip install 'nexusmem[team]' ({exc})"
+        ) from None
+    return psycopg
+
+
+def tsquery(match: str) -> str | None:
+    """The tsquery of an FTS5 OR-of-quoted-terms expression (retrieve.search.fts_expression): each term's
+    tokens as a phrase (a <-> b), the terms OR-ed; None when nothing searchable is left."""
+    terms = re.findall(r'"((?:[^"]|"")*)"', match) or [match]
+    parts: list[str] = []
+    for term in terms:
+        tokens = [t.lower() for t in _SPLIT_PY.split(term.replace('""', '"')) if t]
+        if tokens:
+            parts.append(" <-> ".join("'" + t.replace("'", "''").replace("\\", "\\\\") + "'" for t in tokens))
+    if not parts:
+        return None
+    return " | ".join(f"({p})" for p in parts)
+
+
+def vector_text(blob: bytes) -> str:
+    """A float32 blob as pgvector's text input, '[x,y,...]'."""
+    from array import array
+
+    values = array("f")
+    values.frombytes(blob)
+    return "[" + ",".join(f"{v:.7g}" for v in values) + "]"
+
+
+def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
+    """An autocommit psycopg connection to URL within TIMEOUT seconds, or TeamUnavailable (with the reason
+    the driver gave, which never holds a password)."""
+    psycopg = _psycopg()
+    try:
+        return psycopg.connect(
+            url, autocommit=True, connect_timeout=max(1, int(timeout)), application_name="nexusmem"
+        )
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TeamUnavailable(f"team store unreachable: {reason}") from None
+
+
+def schema_version_of(conn: Any) -> int:
+    row = conn.execute("SELECT to_regclass('team_schema')").fetchone()
+    if row is None or row[0] is None:
+        return 0
+    row = conn.execute("SELECT max(version) FROM team_schema").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: Any) -> list[int]:
+    """Apply the missing migrations, one transaction each, under an advisory lock (two members' first
+    pushes may arrive together); returns the versions applied."""
+    psycopg = _psycopg()
+    applied: list[int] = []
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS team_schema(version int PRIMARY KEY, name text NOT NULL,"
+                " applied_at bigint NOT NULL)"
+            )
+            current = schema_version_of(conn)
+            if current > LATEST:
+                raise StoreError(
+                    f"the team store's schema is version {current}, newer than this NexusMem ({LATEST}):"
+                    " upgrade NexusMem"
+                )
+            for version, name, sql in MIGRATIONS:
+                if version <= current:
+                    continue
+                conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO team_schema(version, name, applied_at) VALUES (%s, %s, %s)",
+                    (version, name, now_ms()),
+                )
+                applied.append(version)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise StoreError(
+            f"cannot set up the team store: {str(exc).splitlines()[0]} (a database owner must run"
+            " `CREATE EXTENSION vector` once, or grant CREATE on the database)"
+        ) from None
+    except psycopg.errors.FeatureNotSupported as exc:
+        raise StoreError(f"cannot set up the team store: {str(exc).splitlines()[0]}") from None
+    except psycopg.errors.UndefinedFile as exc:
+        raise StoreError(
+            f"the PostgreSQL server has no pgvector extension ({str(exc).splitlines()[0]}):"
+            " install pgvector on the server (https://github.com/pgvector/pgvector)"
+        ) from None
+    return applied
+
+
+@dataclass
+class PushCounts:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: int = 0  # forgotten ids the server would not take back
+
+
+class TeamStore:
+    """One project's view of the team store (every read is filtered on PROJECT), as a SearchStore."""
+
+    # Retrieval keeps no in-memory copy of a team store's vectors (it would mean reading them all over the
+    # network); HNSW answers every k-NN.
+    in_memory_copy = False
+
+    def __init__(self, conn: Any, project: str, member: str, label: str) -> None:
+        self.conn = conn
+        self.project = project
+        self.member = member
+        self.label = label  # the URL without credentials: what messages name
+        self.path = Path(f"team:{label}")
+        self._version: int | None = None
+
+    @classmethod
+    def open(
+        cls, url: str, project: str, member: str, label: str, *, create: bool = False, timeout: float = 2
+    ) -> TeamStore:
+        """Connect (TeamUnavailable when the server does not answer in TIMEOUT s); CREATE migrates, else a
+        store that was never set up is an error naming `team init`."""
+        conn = connect(url, timeout=timeout)
+        try:
+            if create:
+                migrate(conn)
+            version = schema_version_of(conn)
+            if version == 0:
+                raise StoreError(f"{label} holds no team memory yet: run `nexusmem team init --url ...`")
+            if version > LATEST:
+                raise StoreError(
+                    f"the team store's schema is version {version}, newer than this NexusMem ({LATEST})"
+                )
+        except BaseException:
+            conn.close()
+            raise
+        store = cls(conn, project, member, label)
+        store._version = version
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> TeamStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def schema_version(self) -> int:
+        if self._version is None:
+            self._version = schema_version_of(self.conn)
+        return self._version
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self.conn.transaction():
+            yield
+
+    # ------------------------------------------------------------------------------------------ reads
+
+    def _nodes(self, rows: Sequence[Sequence[Any]]) -> list[StoredNode]:
+        return [
+            StoredNode(
+                id=r[0],
+                kind=r[1],
+                source=r[2],
+                natural_key=r[3],
+                ref=r[4],
+                title=r[5],
+                body=r[6],
+                ts=int(r[7]),
+                created_at=int(r[8]),
+                signal=float(r[9]),
+                provenance=r[10],
+                trust=r[11],
+                superseded_by=r[12],
+                group=r[13],
+                raw_meta=r[14] or "",
+                project_id=r[15],
+                words=r[16] or "",
+                recorded_by=r[17] or "",
+            )
+            for r in rows
+        ]
+
+    def get(self, node_id: str) -> StoredNode | None:
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM nodes WHERE id = %s AND project_id = %s", (node_id, self.project)
+        ).fetchall()
+        found = self._nodes(rows)
+        return found[0] if found else None
+
+    def get_many(self, ids: Sequence[str], *, light: bool = False) -> dict[str, StoredNode]:
+        if not ids:
+            return {}
+        rows = self.conn.execute(
+            f"SELECT {_LIGHT if light else _COLUMNS} FROM nodes WHERE id = ANY(%s) AND project_id = %s",
+            (list(ids), self.project),
+        ).fetchall()
+        return {n.id: n for n in self._nodes(rows)}
+
+    def find_by_prefix(self, prefix: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE id >= %s AND id < %s AND project_id = %s ORDER BY id LIMIT 5",
+            (prefix, prefix + "g", self.project),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def files_of(self, node_id: str) -> list[str]:
+        row = self.conn.execute(
+            "SELECT files FROM nodes WHERE id = %s AND project_id = %s", (node_id, self.project)
+        ).fetchone()
+        return sorted(row[0]) if row and row[0] else []
+
+    def links_from(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        if not ids:
+            return []
+        rows = self.conn.execute(
+            "SELECT from_id, to_id, relation FROM links WHERE from_id = ANY(%s) AND project_id = %s"
+            " ORDER BY from_id, relation, to_id",
+            (list(ids), self.project),
+        ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def reference_time(self, as_of: int | None = None) -> int | None:
+        if as_of is None:
+            row = self.conn.execute(
+                "SELECT max(ts) FROM nodes WHERE project_id = %s", (self.project,)
+            ).fetchone()
+        else:
+            row = self.conn.execute(
+                "SELECT max(ts) FROM nodes WHERE project_id = %s AND created_at <= %s", (self.project, as_of)
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def size_hint(self) -> int:
+        """The planner's estimate of the table's rows (free), or an exact count when it has none yet."""
+        row = self.conn.execute("SELECT reltuples::bigint FROM pg_class WHERE relname = 'nodes'").fetchone()
+        estimate = int(row[0]) if row and row[0] is not None else -1
+        if estimate > 0:
+            return estimate
+        return self.node_count()
+
+    def node_count(self) -> int:
+        row = self.conn.execute("SELECT count(*) FROM nodes WHERE project_id = %s", (self.project,)).fetchone()
+        return int(row[0])
+
+    # ------------------------------------------------------------------------------------ full text
+
+    def _window(
+        self, as_of: int | None, since: int | None = None, until: int | None = None
+    ) -> tuple[str, list[Any]]:
+        sql, params = "", []
+        for clause, value in (
+            (" AND created_at <= %s", as_of),
+            (" AND ts >= %s", since),
+            (" AND ts <= %s", until),
+        ):
+            if value is not None:
+                sql += clause
+                params.append(value)
+        return sql, params
+
+    def search_fts(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        weights: Sequence[float] = (10.0, 1.0, 2.0, 2.0),
+        stemmed: bool = True,
+        stem_match: str | None = None,
+    ) -> list[str]:
+        hits = self.search_fts_scored(match, limit, as_of, weights=weights)
+        return [node_id for node_id, _ in hits]
+
+    def search_fts_scored(
+        self,
+        match: str,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        weights: Sequence[float] = (10.0, 1.0, 2.0, 2.0),
+        stemmed: bool = True,
+        stem_match: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """(id, ts_rank) best first. WEIGHTS (title, body, words, notes) become ts_rank's {D, C, B, A}
+        weights scaled into 0..1 (title A, body B, words C)."""
+        query = tsquery(match)
+        if query is None:
+            return []
+        top = max(float(w) for w in weights[:3]) or 1.0
+        title, body, words = (float(w) / top for w in weights[:3])
+        where, params = self._window(as_of, since, until)
+        rows = self.conn.execute(
+            "SELECT id, ts_rank(%s::real[], tsv, q, 1) AS r FROM nodes, to_tsquery('simple', %s) q"
+            f" WHERE project_id = %s AND tsv @@ q{where} ORDER BY r DESC, id LIMIT %s",
+            ([0.0, words, body, title], query, self.project, *params, limit),
+        ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    def count_matches(
+        self,
+        match: str,
+        as_of: int | None = None,
+        *,
+        stemmed: bool = False,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> int:
+        """How many nodes match (counted up to TOTAL_CAP)."""
+        query = tsquery(match)
+        if query is None:
+            return 0
+        where, params = self._window(as_of, since, until)
+        row = self.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM nodes WHERE project_id = %s"
+            f" AND tsv @@ to_tsquery('simple', %s){where} LIMIT %s) s",
+            (self.project, query, *params, TOTAL_CAP),
+        ).fetchone()
+        return int(row[0])
+
+    def count_stemmed(self, match: str, cap: int = 1000) -> int:
+        return 0  # no stemmed index in the team store (see the module docstring)
+
+    def matching(self, match: str, ids: Sequence[str]) -> set[str]:
+        query = tsquery(match)
+        if query is None or not ids:
+            return set()
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE id = ANY(%s) AND project_id = %s AND tsv @@ to_tsquery('simple', %s)",
+            (list(ids), self.project, query),
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many nodes hold each term, counted up to COUNT_CAP (enough for an IDF and the planner)."""
+        out: dict[str, int] = {}
+        for term in terms:
+            query = tsquery('"' + term.replace('"', '""') + '"')
+            if query is None:
+                out[term] = 0
+                continue
+            row = self.conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM nodes WHERE project_id = %s"
+                " AND tsv @@ to_tsquery('simple', %s) LIMIT %s) s",
+                (self.project, query, COUNT_CAP),
+            ).fetchone()
+            out[term] = int(row[0])
+        return out
+
+    def search_cjk(
+        self, trigrams: Sequence[str], shorter: Sequence[str], limit: int, as_of: int | None = None
+    ) -> list[str]:
+        return []
+
+    def search_cjk_scored(
+        self, trigrams: Sequence[str], shorter: Sequence[str], limit: int, as_of: int | None = None
+    ) -> list[tuple[str, float]]:
+        return []
+
+    # -------------------------------------------------------------------------------------- vectors
+
+    def vector_identity_json(self) -> str | None:
+        return self.get_meta("vector_identity")
+
+    def has_vectors(self) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM nodes WHERE project_id = %s AND emb IS NOT NULL LIMIT 1", (self.project,)
+        ).fetchone()
+        return row is not None
+
+    def vectors_generation(self) -> str:
+        return "team"
+
+    def search_vectors(
+        self,
+        blob: bytes,
+        k: int,
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[tuple[str, float]]:
+        """(id, cosine distance) of the K nearest, nearest first: HNSW with an iterative scan, so the
+        project (and time) filter still leaves K hits."""
+        if len(blob) != TEAM_DIM * 4:
+            return []
+        where, params = self._window(as_of, since, until)
+        vector = vector_text(blob)
+        with self.conn.transaction():
+            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH_MIN, min(int(k), 1000))}")
+            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = self.conn.execute(
+                "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
+                f"{where} ORDER BY emb <=> %s::vector LIMIT %s",
+                (vector, self.project, *params, vector, k),
+            ).fetchall()
+        hits = sorted((float(r[1]), r[0]) for r in rows)  # relaxed order: sort what came back
+        return [(node_id, distance) for distance, node_id in hits]
+
+    def exact_vectors(self, blob: bytes, k: int) -> list[str]:
+        """The exact k-NN (a sequential scan, no index): what the benchmark measures HNSW recall against."""
+        vector = vector_text(blob)
+        with self.conn.transaction():
+            self.conn.execute("SET LOCAL enable_indexscan = off")
+            rows = self.conn.execute(
+                "SELECT id FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
+                " ORDER BY emb <=> %s::vector, id LIMIT %s",
+                (self.project, vector, k),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def vector_hits_to_ids(
+        self,
+        hits: Sequence[tuple[int, float]],
+        as_of: int | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[tuple[str, float]]:
+        return []  # no in-memory copy (in_memory_copy is False): never called
+
+    # ----------------------------------------------------------------------------------------- meta
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM team_meta WHERE key = %s", (key,)).fetchone()
+        return str(row[0]) if row else None
+
+    def set_meta_if_absent(self, key: str, value: str) -> str:
+        """Set KEY unless it is set; returns the value that holds (the first writer's)."""
+        self.conn.execute(
+            "INSERT INTO team_meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, value)
+        )
+        current = self.get_meta(key)
+        assert current is not None
+        return current
+
+    # ----------------------------------------------------------------------------------------- push
+
+    def push_batch(self, rows: Sequence[Sequence[Any]]) -> PushCounts:
+        """Upsert ROWS (PUSH_COLUMNS order; emb as pgvector text or None) in one transaction: COPY into a
+        temporary table, then one INSERT ... ON CONFLICT. A node whose content hash (and words, and vector)
+        the team already holds is left alone, so re-pushing is free and idempotent; rows are locked in id
+        order, so concurrent pushes of overlapping batches cannot deadlock. A forgotten id is refused."""
+        counts = PushCounts()
+        if not rows:
+            return counts
+        stamp = now_ms()
+        with self.conn.transaction():
+            self.conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS nm_push(id text, kind text, source text, natural_key text,"
+                " ref text, title text, body text, words text, ts bigint, signal real, provenance text,"
+                f" grp text, meta text, content_hash text, files text[], trust text, superseded_by text,"
+                f" emb vector({TEAM_DIM})) ON COMMIT DELETE ROWS"
+            )
+            with self.conn.cursor() as cur:
+                with cur.copy(f"COPY nm_push ({', '.join(PUSH_COLUMNS)}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+                results = cur.execute(
+                    "INSERT INTO nodes AS n (id, project_id, kind, source, natural_key, ref, title, body,"
+                    " words, ts, signal, provenance, grp, meta, content_hash, files, trust, superseded_by,"
+                    " emb, author, updated_by, created_at, updated_at)"
+                    " SELECT DISTINCT ON (p.id) p.id, %s, p.kind, p.source, p.natural_key, p.ref, p.title,"
+                    " p.body, p.words, p.ts, p.signal, p.provenance, p.grp, p.meta::jsonb, p.content_hash,"
+                    " p.files, p.trust, p.superseded_by, p.emb, %s, %s, %s, %s FROM nm_push p"
+                    " WHERE NOT EXISTS (SELECT 1 FROM forgotten f WHERE f.id = p.id) ORDER BY p.id"
+                    " ON CONFLICT (id) DO UPDATE SET ref = excluded.ref, title = excluded.title,"
+                    " body = excluded.body, words = excluded.words, ts = excluded.ts, signal = excluded.signal,"
+                    " grp = excluded.grp, meta = excluded.meta, content_hash = excluded.content_hash,"
+                    " files = excluded.files, emb = coalesce(excluded.emb, n.emb),"
+                    " updated_by = excluded.updated_by, updated_at = excluded.updated_at"
+                    " WHERE n.project_id = excluded.project_id AND (n.content_hash <> excluded.content_hash"
+                    " OR n.words <> excluded.words OR (n.emb IS NULL AND excluded.emb IS NOT NULL))"
+                    " RETURNING (xmax = 0)",
+                    (self.project, self.member, self.member, stamp, stamp),
+                ).fetchall()
+                refused = cur.execute(
+                    "SELECT count(DISTINCT p.id) FROM nm_push p JOIN forgotten f ON f.id = p.id"
+                ).fetchone()
+            counts.added = sum(1 for r in results if r[0])
+            counts.updated = len(results) - counts.added
+            counts.refused = int(refused[0]) if refused else 0
+            distinct = len({row[0] for row in rows})
+            counts.unchanged = distinct - counts.added - counts.updated - counts.refused
+            self._note_member(distinct, stamp)
+        return counts
+
+    def _note_member(self, pushed: int, stamp: int) -> None:
+        self.conn.execute(
+            "INSERT INTO members(member, project_id, last_push, pushed) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (member, project_id) DO UPDATE SET last_push = excluded.last_push,"
+            " pushed = members.pushed + excluded.pushed",
+            (self.member, self.project, stamp, pushed),
+        )
+
+    def push_links(self, links: Sequence[tuple[str, str, str]]) -> int:
+        """Add LINKS whose two ends the team holds; returns how many were new."""
+        if not links:
+            return 0
+        stamp = now_ms()
+        with self.conn.transaction():
+            rows = self.conn.execute(
+                "INSERT INTO links(from_id, to_id, relation, project_id, author, created_at)"
+                " SELECT l.f, l.t, l.r, %s, %s, %s FROM unnest(%s::text[], %s::text[], %s::text[]) AS l(f, t, r)"
+                " WHERE EXISTS (SELECT 1 FROM nodes WHERE id = l.f AND project_id = %s)"
+                " AND EXISTS (SELECT 1 FROM nodes WHERE id = l.t AND project_id = %s)"
+                " ORDER BY l.f, l.t, l.r ON CONFLICT DO NOTHING RETURNING 1",
+                (
+                    self.project,
+                    self.member,
+                    stamp,
+                    [a for a, _, _ in links],
+                    [b for _, b, _ in links],
+                    [r for _, _, r in links],
+                    self.project,
+                    self.project,
+                ),
+            ).fetchall()
+        return len(rows)
+
+    def push_verdicts(self, verdicts: Sequence[tuple[str, str, str | None]]) -> int:
+        """(id, trust, superseded_by) human verdicts: set on the team's copies that differ; returns how many."""
+        if not verdicts:
+            return 0
+        with self.conn.transaction():
+            rows = self.conn.execute(
+                "UPDATE nodes n SET trust = v.t, superseded_by = v.s, verdict_by = %s"
+                " FROM unnest(%s::text[], %s::text[], %s::text[]) AS v(i, t, s)"
+                " WHERE n.id = v.i AND n.project_id = %s"
+                " AND (n.trust <> v.t OR n.superseded_by IS DISTINCT FROM v.s) RETURNING 1",
+                (
+                    self.member,
+                    [v[0] for v in verdicts],
+                    [v[1] for v in verdicts],
+                    [v[2] for v in verdicts],
+                    self.project,
+                ),
+            ).fetchall()
+        return len(rows)
+
+    # ---------------------------------------------------------------------------------------- forget
+
+    def deny_entries(self) -> list[dict[str, Any]]:
+        """The team's deny-list entries for this project (JSON objects as forget keeps them)."""
+        rows = self.conn.execute(
+            "SELECT key, kind, ignore_case, spec::text, created_at FROM deny_list WHERE project_id = %s"
+            " ORDER BY created_at, key",
+            (self.project,),
+        ).fetchall()
+        return [
+            {"key": r[0], "kind": r[1], "ignore_case": r[2], "spec": json.loads(r[3]), "created_at": r[4]}
+            for r in rows
+        ]
+
+    def candidates_containing(self, needle: str, ignore_case: bool) -> Iterator[tuple[str, list[str]]]:
+        """(id, texts) of the nodes whose title, body, ref or meta hold NEEDLE (server-side strpos, then
+        the caller confirms with the deny entry); NEEDLE empty: every node (a regex entry)."""
+        fold = "lower" if ignore_case else ""
+        sql = "SELECT id, title, body, ref, meta::text FROM nodes WHERE project_id = %s"
+        params: list[Any] = [self.project]
+        if needle:
+            sql += (
+                f" AND (strpos({fold}(title), %s) > 0 OR strpos({fold}(body), %s) > 0"
+                f" OR strpos({fold}(ref), %s) > 0 OR strpos({fold}(meta::text), %s) > 0)"
+            )
+            value = needle.lower() if ignore_case else needle
+            params += [value] * 4
+        with self.conn.cursor() as cur:
+            for row in cur.execute(sql, params):
+                yield row[0], [row[1], row[2], row[3], row[4]]
+
+    def forget(self, entry: dict[str, Any], ids: Sequence[str]) -> int:
+        """Record ENTRY in the team deny-list, delete IDS (and their links), remember them as forgotten and
+        write an audit row (who, when, how many, the entry's key; never the value). One transaction."""
+        stamp = now_ms()
+        with self.conn.transaction():
+            self.conn.execute(
+                "INSERT INTO deny_list(key, project_id, kind, ignore_case, spec, author, created_at)"
+                " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s) ON CONFLICT (key) DO NOTHING",
+                (
+                    entry["key"],
+                    self.project,
+                    entry["kind"],
+                    bool(entry.get("ignore_case", False)),
+                    json.dumps(entry["spec"]),
+                    self.member,
+                    stamp,
+                ),
+            )
+            removed = 0
+            if ids:
+                doomed = sorted(ids)
+                self.conn.execute(
+                    "DELETE FROM links WHERE from_id = ANY(%s) OR to_id = ANY(%s)", (doomed, doomed)
+                )
+                removed = len(
+                    self.conn.execute(
+                        "DELETE FROM nodes WHERE id = ANY(%s) AND project_id = %s RETURNING 1",
+                        (doomed, self.project),
+                    ).fetchall()
+                )
+                self.conn.execute(
+                    "INSERT INTO forgotten(id, entry_key, at) SELECT i, %s, %s FROM unnest(%s::text[]) i"
+                    " ON CONFLICT (id) DO NOTHING",
+                    (entry["key"], stamp, doomed),
+                )
+            self.conn.execute(
+                "INSERT INTO audit(at, member, action, project_id, detail) VALUES (%s, %s, 'forget', %s, %s)",
+                (
+                    stamp,
+                    self.member,
+                    self.project,
+                    json.dumps({"entry": entry["key"][:16], "kind": entry["kind"], "removed": removed}),
+                ),
+            )
+        return removed
+
+    def audit_log(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT at, member, action, detail::text FROM audit WHERE project_id = %s ORDER BY id",
+            (self.project,),
+        ).fetchall()
+        return [{"at": r[0], "member": r[1], "action": r[2], "detail": json.loads(r[3])} for r in rows]
+
+    # ---------------------------------------------------------------------------------------- status
+
+    def status(self) -> dict[str, Any]:
+        """What `team status` shows: nodes by kind, members and their last push, deny entries, size."""
+        kinds = dict(
+            self.conn.execute(
+                "SELECT kind, count(*) FROM nodes WHERE project_id = %s GROUP BY kind ORDER BY kind",
+                (self.project,),
+            ).fetchall()
+        )
+        members = [
+            {"member": r[0], "last_push": int(r[1]), "pushed": int(r[2])}
+            for r in self.conn.execute(
+                "SELECT member, last_push, pushed FROM members WHERE project_id = %s ORDER BY member",
+                (self.project,),
+            ).fetchall()
+        ]
+        deny = self.conn.execute(
+            "SELECT count(*) FROM deny_list WHERE project_id = %s", (self.project,)
+        ).fetchone()
+        vectors = self.conn.execute(
+            "SELECT count(*) FROM nodes WHERE project_id = %s AND emb IS NOT NULL", (self.project,)
+        ).fetchone()
+        size = self.conn.execute("SELECT pg_database_size(current_database())").fetchone()
+        return {
+            "schema_version": self.schema_version(),
+            "nodes": sum(int(v) for v in kinds.values()),
+            "by_kind": {k: int(v) for k, v in kinds.items()},
+            "vectors": int(vectors[0]),
+            "members": members,
+            "deny_entries": int(deny[0]),
+            "database_bytes": int(size[0]),
+        }
+
+    def table_bytes(self) -> int:
+        """nodes' total size on disk (heap, TOAST and every index): the benchmark's storage figure."""
+        row = self.conn.execute("SELECT pg_total_relation_size('nodes')").fetchone()
+        return int(row[0])
+
+
+if TYPE_CHECKING:
+    from nexusmem.store.interface import SearchStore
+
+    def _implements(store: TeamStore) -> SearchStore:
+        """mypy checks here that TeamStore implements the SearchStore Protocol."""
+        return store
+
+
+__all__ = ["LATEST", "PUSH_COLUMNS", "PushCounts", "TeamStore", "TeamUnavailable", "connect", "migrate"]
