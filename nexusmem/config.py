@@ -110,6 +110,17 @@ DEFAULTS: dict[str, Any] = {
         "url": "http://127.0.0.1:11434",
         "timeoutSeconds": 60.0,
     },
+    # Team memory on PostgreSQL + pgvector (`nexusmem team`). url: postgresql://user@host/db, never with
+    # a password (libpq reads PGPASSWORD or ~/.pgpass; NEXUSMEM_TEAM_URL overrides it, e.g. in CI). member:
+    # who this machine pushes as ("" = git's user.email). Shell commands and agent transcripts are shared
+    # only when opted in, redacted again on the way out. autoPush: the post-commit sync pushes too.
+    "team": {
+        "url": "",
+        "member": "",
+        "shareShell": False,
+        "shareConversations": False,
+        "autoPush": True,
+    },
 }
 
 # Keys whose string value must be one of a few words.
@@ -195,10 +206,26 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
             raise ConfigError(
                 f"{path}: '{prefix}' may only name {', '.join(_LIST_CHOICES[prefix])} (got {_show(wrong[0])})"
             )
+    if prefix == "team.url" and given and _has_password(str(given)):
+        raise ConfigError(
+            f"{path}: 'team.url' holds a password: remove it (use PGPASSWORD or ~/.pgpass; a config file"
+            " must never hold credentials in clear)"
+        )
     if prefix in _RANGES:
         lo, hi = _RANGES[prefix]
         if not lo <= given <= hi:
             raise ConfigError(f"{path}: '{prefix}' must be between {lo:g} and {hi:g} (got {given})")
+
+
+def _has_password(url: str) -> bool:
+    """Whether a PostgreSQL URL carries a password (user:secret@host, or a password= parameter)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return parts.password is not None or "password" in parse_qs(parts.query)
+    except ValueError:
+        return False
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -204,6 +205,12 @@ count. An answer with no good match starts with "No strong match" (--json:
     help="Search every project registered on this machine (~/.nexusmem/projects.json), tagged by project.",
 )
 @click.option("--author", metavar="me|agents|NAME", help=AUTHOR_HELP)
+@click.option(
+    "--team",
+    is_flag=True,
+    help="Also search the team store (nexusmem team init), fused with this memory; items tagged by who "
+    "recorded them. Unreachable: local results and one note.",
+)
 @click.pass_context
 @library_errors
 def query_cmd(
@@ -216,6 +223,7 @@ def query_cmd(
     as_of: str | None,
     all_projects: bool,
     author: str | None,
+    team: bool,
 ) -> None:
     """Search this repository's memory and print a ranked, token-budgeted answer."""
     from nexusmem import project
@@ -226,12 +234,17 @@ def query_cmd(
         raise click.BadParameter("the query is empty", param_hint="TEXT")
     window = timecue.window(since, until)
     who = parse_author(author)
+    if all_projects and team:
+        raise click.UsageError("--team and --all-projects cannot be combined")
     if all_projects:
         _query_all_projects(ctx, question, budget, as_json, as_of, window, who)
         return
     proj = project.load(root_of(ctx))
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     cutoff = query.parse_as_of(as_of)
+    if team:
+        _query_team(proj, question, limit, as_json, cutoff, window)
+        return
     with proj.open_store() as store:
         result = query.run(
             store,
@@ -257,6 +270,52 @@ def query_cmd(
         echo_json(query.to_json(result))
     else:
         echo_human(query.render(result))
+
+
+def _query_team(
+    proj: Any,
+    question: str,
+    limit: int,
+    as_json: bool,
+    cutoff: int | None,
+    window: tuple[int | None, int | None],
+) -> None:
+    """`query --team`: local memory fused with the team store; a team store that cannot be reached (or is
+    not configured) leaves the local answer plus one note on stderr, never an error."""
+    from nexusmem import team as team_mod
+    from nexusmem.errors import NexusMemError
+    from nexusmem.retrieve import multi, rank
+    from nexusmem.retrieve import team as team_query
+
+    shared = None
+    note = None
+    try:
+        found = team_mod.require(proj)
+        shared = team_mod.open_team(proj, found)
+    except NexusMemError as exc:
+        note = f"team store not searched: {exc}"
+    try:
+        with proj.open_store() as store:
+            result = team_query.search(
+                store,
+                shared,
+                question,
+                project=proj.root.name,
+                root=proj.root,
+                budget=limit,
+                as_of=cutoff,
+                since=window[0],
+                until=window[1],
+                settings=rank.settings_from(proj.config),
+                team_note=note,
+            )
+    finally:
+        if shared is not None:
+            shared.close()
+    if as_json:
+        echo_json(team_query.to_json(result))
+    else:
+        echo_human(multi.render(result))
 
 
 def _query_all_projects(

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "show": "nexusmem.cli.show:show_cmd",
     "doctor": "nexusmem.cli.maintain:doctor_cmd",
     "uninstall": "nexusmem.cli.maintain:uninstall_cmd",
+    "team": "nexusmem.cli.team:team_cmd",
 }
 
 

@@ -266,8 +266,9 @@ def compile_regex(pattern: str, ignore_case: bool) -> Any:
     return compiled
 
 
-def make_literal(value: str, ignore_case: bool) -> Entry:
-    """A new literal entry for VALUE (random salt; the value itself is not kept)."""
+def make_literal(value: str, ignore_case: bool, key: tuple[str, bytes] | None = None) -> Entry:
+    """A new literal entry for VALUE (random salt; the value itself is not kept), keyed with KEY ((id,
+    secret); the user's own key when None, a team's shared key for `forget --team`)."""
     if not value or not value.strip():
         raise DenyListError("the value to forget is empty")
     if "\0" in value:
@@ -275,12 +276,13 @@ def make_literal(value: str, ignore_case: bool) -> Entry:
     data = _fold(value, ignore_case).encode("utf-8", "surrogatepass")
     if len(data) > MAX_VALUE_BYTES:
         raise DenyListError(f"the value to forget is longer than {MAX_VALUE_BYTES} bytes: use --regex")
-    return literal_from_bytes(data, ignore_case)
+    return literal_from_bytes(data, ignore_case, key)
 
 
-def literal_from_bytes(data: bytes, ignore_case: bool) -> Entry:
-    """A keyed literal entry for DATA (already case-folded when IGNORE_CASE): random salt, user key."""
-    key_id, _secret = user_key()
+def literal_from_bytes(data: bytes, ignore_case: bool, key: tuple[str, bytes] | None = None) -> Entry:
+    """A keyed literal entry for DATA (already case-folded when IGNORE_CASE): random salt, user key (or
+    KEY, which must then be in the user's key file too: see add_keys)."""
+    key_id, _secret = user_key() if key is None else key
     import secrets  # hmac, random, base64 behind it: only when a key or salt is made
 
     salt = secrets.token_bytes(16)
@@ -298,6 +300,14 @@ def literal_from_bytes(data: bytes, ignore_case: bool) -> Entry:
 
 def key_path() -> Path:
     return paths.user_dir() / KEY_NAME
+
+
+def new_shared_key() -> tuple[str, bytes]:
+    """A fresh (id, secret) for a key several people share (a team's deny-list: `forget --team`)."""
+    import secrets
+
+    secret = secrets.token_bytes(32)
+    return _key_id(secret), secret
 
 
 def _key_id(secret: bytes) -> str:

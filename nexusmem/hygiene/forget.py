@@ -468,3 +468,22 @@ def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher
             if log:
                 log(f"forget: {len(rows)} node(s) removed by {len(fresh)} new user-wide deny-list entr(ies)")
     return Matcher([*local, *user])
+
+
+def apply_entries(store: Store, entries: Sequence[Entry], *, reason: str) -> int:
+    """Record ENTRIES (from elsewhere: the team's deny-list) in this store and delete the nodes they match,
+    as a user-wide entry's first sync does; returns how many nodes went. From then on the sync gate
+    (stored_entries) keeps their values out."""
+    rows = _matches(store, entries)
+    rekey_seen(store, Matcher(entries))
+    with store.transaction():
+        for entry in entries:
+            store.add_deny_entry(entry.key, entry.kind, entry.ignore_case, entry.spec, "project")
+        _delete(store, rows, reason)
+        store.add_audit(reason, {"entries": [e.key for e in entries], "removed": len(rows)})
+        # Change words hold only pieces of a value: the next git scan derives them again through the gate.
+        store.clear_cursor("git")
+        store.set_meta("backfill.changeWords", "forget")
+    if rows:
+        store.purge(vacuum=True)
+    return len(rows)

@@ -64,6 +64,7 @@ class Item:
     ref: str
     linked_from: str | None = None
     relation: str | None = None
+    recorded_by: str = ""  # the team member who recorded it (an item of the team store); "" for local
 
 
 @dataclass
@@ -110,6 +111,8 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
         tags += f" [{item.trust}]"
     if with_project:
         tags += f" [{item.project}]"
+    if item.recorded_by:
+        tags += f" [by {item.recorded_by}]"
     title = item.title if len(item.title) <= 160 else item.title[:159] + "…"
     head = f"- {date} {tags} {title}"
     if item.linked_from and item.relation == "changelog":
@@ -134,6 +137,7 @@ def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
         score=score,
         project=project,
         ref=node.ref,
+        recorded_by=node.recorded_by,
     )
 
 

@@ -379,6 +379,36 @@ class NodesMixin:
         for row in cur:
             yield _row_to_node(row)
 
+    def changed_after(
+        self, updated_at: int, seq: int, limit: int
+    ) -> list[tuple[StoredNode, int, int, tuple[str, ...]]]:
+        """(node, updated_at, seq, files) of up to LIMIT nodes written after the (UPDATED_AT, SEQ) mark, in
+        that order: the team push's resumable cursor (a batch that never committed is read again)."""
+        rows = self.conn.execute(
+            f"SELECT {_NODE_COLUMNS}, updated_at, seq FROM nodes"
+            " WHERE updated_at > ? OR (updated_at = ? AND seq > ?) ORDER BY updated_at, seq LIMIT ?",
+            (updated_at, updated_at, seq, limit),
+        ).fetchall()
+        if not rows:
+            return []
+        files: dict[int, list[str]] = {}
+        seqs = [int(r[-1]) for r in rows]
+        marks = ",".join("?" * len(seqs))
+        for path, node_seq in self.conn.execute(
+            f"SELECT path, node_seq FROM node_files WHERE node_seq IN ({marks}) ORDER BY path", seqs
+        ):
+            files.setdefault(int(node_seq), []).append(str(path))
+        return [(_row_to_node(r), int(r[-2]), int(r[-1]), tuple(files.get(int(r[-1]), ()))) for r in rows]
+
+    def verdicts(self) -> list[tuple[str, str, str | None]]:
+        """(id, trust, superseded_by) of every node a person judged (verified, rejected or superseded)."""
+        return [
+            (str(r[0]), str(r[1]), r[2])
+            for r in self.conn.execute(
+                "SELECT id, trust, superseded_by FROM nodes WHERE trust != 'candidate' OR superseded_by IS NOT NULL"
+            )
+        ]
+
     def files_of(self, node_id: str) -> list[str]:
         return [
             r[0]

@@ -417,7 +417,9 @@ class TeamStore:
         return self.node_count()
 
     def node_count(self) -> int:
-        row = self.conn.execute("SELECT count(*) FROM nodes WHERE project_id = %s", (self.project,)).fetchone()
+        row = self.conn.execute(
+            "SELECT count(*) FROM nodes WHERE project_id = %s", (self.project,)
+        ).fetchone()
         return int(row[0])
 
     # ------------------------------------------------------------------------------------ full text

@@ -151,6 +151,30 @@ class VectorIndexMixin:
         ranked = sorted((float(d), int(seq)) for seq, d in hits if int(seq) in ids)
         return [(ids[seq], distance) for distance, seq in ranked]
 
+    def vectors_by_seq(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        """seq -> float32 blob of those of SEQS that have a current vector (made from the node's content)."""
+        if not seqs or not self.has_vector_table():
+            return {}
+        self._vec_ready()
+        marks = ",".join("?" * len(seqs))
+        current = [
+            int(r[0])
+            for r in self.conn.execute(
+                f"SELECT v.seq FROM node_vectors v JOIN nodes n ON n.seq = v.seq"
+                f" WHERE v.seq IN ({marks}) AND v.content_hash = n.content_hash",
+                list(seqs),
+            )
+        ]
+        if not current:
+            return {}
+        marks = ",".join("?" * len(current))
+        return {
+            int(r[0]): bytes(r[1])
+            for r in self.conn.execute(
+                f"SELECT rowid, embedding FROM {VEC_TABLE} WHERE rowid IN ({marks})", current
+            )
+        }
+
     def vector_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM node_vectors").fetchone()[0])
 

@@ -1,0 +1,97 @@
+"""`nexusmem team init|push|status`: the shared team store (PostgreSQL + pgvector)."""
+
+from __future__ import annotations
+
+import click
+
+from nexusmem.cli.app import repo_option, root_of
+from nexusmem.cli.common import echo_human, echo_json, library_errors
+
+
+@click.group(
+    "team",
+    epilog="""\b
+Examples:
+  PGPASSWORD=... nexusmem team init --url postgresql://alice@db.internal/nexusmem
+  nexusmem team push
+  nexusmem team status
+  nexusmem query --team "why does the upload retry"
+""",
+)
+def team_cmd() -> None:
+    """Share this project's memory with the team through PostgreSQL + pgvector (pip install 'nexusmem[team]').
+
+    Shared: commits, diffs, docs, links and verdicts. Shell commands and agent conversations only with
+    team.shareShell / team.shareConversations in .nexusmem/config.json (redacted). Local paths never leave.
+    """
+
+
+@team_cmd.command("init")
+@repo_option
+@click.option("--url", required=True, metavar="URL", help="postgresql://USER@HOST[:PORT]/DATABASE")
+@click.pass_context
+@library_errors
+def init_cmd(ctx: click.Context, url: str) -> None:
+    """Check URL, set up the team store's tables and record the URL (never a password) in the config."""
+    from nexusmem import project, team
+
+    proj = project.load(root_of(ctx))
+    report = team.init(proj, url)
+    if report.stripped_password:
+        click.echo(
+            "nexusmem: note: the password in the URL was used to connect and not written to the config:"
+            " put it in PGPASSWORD or ~/.pgpass for the next commands",
+            err=True,
+        )
+    setup = f"schema {report.schema_version}" + (
+        f" (applied migration(s) {', '.join(map(str, report.migrated))})" if report.migrated else ""
+    )
+    echo_human(f"team store {report.label}: {setup}; this machine pushes as {report.member}")
+    echo_human("next: `nexusmem team push` (the post-commit sync pushes from now on)")
+
+
+@team_cmd.command("push")
+@repo_option
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
+@click.pass_context
+@library_errors
+def push_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
+    """Send what this member shares (new and changed since the last push) to the team store."""
+    from nexusmem import project, team
+
+    proj = project.load(root_of(ctx))
+    report = team.push(proj)
+    if as_json:
+        echo_json(report.to_json())
+    elif not quiet:
+        echo_human(report.describe())
+
+
+@team_cmd.command("status")
+@repo_option
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@library_errors
+def status_cmd(ctx: click.Context, as_json: bool) -> None:
+    """The team store: nodes by kind, members and their last push, deny-list entries, what is pending here."""
+    from nexusmem import project, team, timefmt
+
+    proj = project.load(root_of(ctx))
+    data = team.status(proj)
+    if as_json:
+        echo_json(data)
+        return
+    lines = [
+        f"team store  {data['url']} (schema {data['schema_version']}, {data['database_bytes'] / 1e6:,.1f} MB)",
+        f"member      {data['member']}; shares {', '.join(data['shared_kinds'])}",
+        f"nodes       {data['nodes']:,} ({data['vectors']:,} with vectors)",
+    ]
+    lines += [f"  {kind:<18} {count:,}" for kind, count in data["by_kind"].items()]
+    for member in data["members"]:
+        lines.append(
+            f"pushed by   {member['member']}: {member['pushed']:,} node(s), last {timefmt.iso(member['last_push'])}"
+        )
+    lines.append(f"deny-list   {data['deny_entries']} team entr(ies)")
+    lines.append(f"pending     {data['pending']:,} shareable node(s) here since the last push")
+    echo_human("\n".join(lines))

@@ -1,0 +1,84 @@
+"""`query --team`: this project's memory and the team store, each ranked by the same code, fused by rank.
+
+The team store is a SearchStore like the local one, so `query.retrieve` ranks it with the same scoring
+(BM25-like lexical list over its tsvector, HNSW k-NN, the same priors). The two ranked lists are fused with
+RRF on positions, as --all-projects fuses projects (a lexical score means different things in two corpora),
+and a node both hold appears once, from the list that ranked it better. Team items carry who recorded them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nexusmem.retrieve import multi, query, rank
+from nexusmem.store import StoredNode
+from nexusmem.store.interface import SearchStore
+
+TEAM_NAME = "team"
+
+
+def _searched(
+    index: int,
+    name: str,
+    root: str,
+    store: SearchStore,
+    text: str,
+    filters: dict[str, int | None],
+    settings: rank.Settings,
+) -> tuple[multi._Searched, dict[str, int]]:
+    found = query.retrieve(store, text, settings=settings, **filters)
+    links: dict[str, list[tuple[str, str]]] = {}
+    for src, dst, rel in store.links_from([n.id for n, _ in found.scored]):
+        links.setdefault(src, []).append((dst, rel))
+    scored: list[tuple[StoredNode, float]] = found.scored
+    shelf = query.Shelf(name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
+    target = multi.Target(name=name, root=root, db=store.path)
+    weak = not scored or query.strength(found).weak
+    return multi._Searched(index, target, store, scored, shelf, weak), found.counts
+
+
+def search(
+    local: SearchStore,
+    team: SearchStore | None,
+    text: str,
+    *,
+    project: str,
+    root: Path,
+    budget: int = query.DEFAULT_BUDGET,
+    as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    settings: rank.Settings = rank.DEFAULT,
+    team_note: str | None = None,
+) -> multi.MultiResult:
+    """Answer TEXT from LOCAL and TEAM (None: unreachable; TEAM_NOTE then says why, as one note line)."""
+    result = multi.MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
+    if team_note:
+        result.notes.append(team_note)
+    filters = {"as_of": as_of, "since": since, "until": until}
+    searched = []
+    stores: list[tuple[str, SearchStore]] = [(project, local)]
+    if team is not None:
+        stores.append((TEAM_NAME, team))
+    for index, (name, store) in enumerate(stores):
+        one, counts = _searched(index, name, str(root), store, text, filters, settings)
+        searched.append(one)
+        result.projects.append(name)
+        result.roots.append(str(root))
+        result.matched += counts["matched"]
+        result.bm25_matched += counts["bm25"]
+        result.vector_matched += counts["vector"]
+    result.weak = all(s.weak for s in searched)
+    multi._fuse_and_pack(result, searched, text, budget, as_of)
+    return result
+
+
+def to_json(result: multi.MultiResult) -> dict[str, Any]:
+    """`query --team --json`: the `query --json` object plus, on every item, `recorded_by` (the member who
+    pushed it first; "" for an item from this machine's memory) and `projects` (this project, "team")."""
+    data = query.to_json(result)
+    for item, out in zip(result.items, data["items"]):
+        out["recorded_by"] = item.recorded_by
+    data["projects"] = list(result.projects)
+    return data

@@ -1,0 +1,539 @@
+"""Team memory: what a member shares with the team store (PostgreSQL + pgvector), and how.
+
+`init` checks a URL and records it without credentials; `push` sends this project's shareable nodes, links
+and verdicts, resumably; `forget_team` removes a value from the team store and records a team deny-list
+entry every member's next push (or post-commit sync) applies to their own memory too; `status` reports.
+
+What leaves the machine is explicit and conservative (SHARED_KINDS): commits, diffs, docs (with changelog
+entries), links and verdicts. Shell commands and agent conversations only with `team.shareShell` /
+`team.shareConversations`, redacted again on the way out. Local absolute paths never leave: the repository
+root becomes relative, the home folder `~`.
+
+Nothing here runs on the prompt hook, the commit hook or a precheck without --team: psycopg loads with
+nexusmem.store.team, only when a team command or --team asks for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from nexusmem import config, paths, private, redact
+from nexusmem.errors import NexusMemError
+from nexusmem.project import Project
+from nexusmem.store import Store
+from nexusmem.store.nodes import StoredNode
+from nexusmem.store.team import TeamStore, TeamUnavailable
+
+ENV_URL = "NEXUSMEM_TEAM_URL"
+SHARED_KINDS = ("git_commit", "code_diff", "doc_section")
+SHELL_KINDS = ("shell_command",)
+CONVERSATION_KINDS = ("conversation_turn", "session_summary")
+# Nodes per push transaction: a killed push loses at most one batch of work (its cursor is saved after
+# each commit). 2,000 rows of ~2 KB: one COPY of ~4 MB.
+PUSH_BATCH = 2000
+# A dropped connection mid-push is retried this many times (waiting 0.5, 1, 2 s), then reported.
+RETRIES = 3
+DENY_KEY = "deny_key"
+VECTOR_IDENTITY = "vector_identity"
+_CURSOR_PREFIX = "team.pushed."
+
+
+class TeamError(NexusMemError):
+    pass
+
+
+# --------------------------------------------------------------------------------------------- settings
+
+
+def split_url(url: str) -> tuple[str, bool]:
+    """(URL without any password, whether one was there). Only postgresql:// URLs are accepted."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:
+        raise TeamError(f"not a PostgreSQL URL: {exc}") from None
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise TeamError(
+            "the team store URL must look like postgresql://USER@HOST:PORT/DATABASE (credentials come from"
+            " PGPASSWORD or ~/.pgpass)"
+        )
+    had = parts.password is not None
+    netloc = parts.netloc
+    if had:
+        userinfo, _, hostport = netloc.rpartition("@")
+        netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):
+        had = True
+        query = [(k, v) for k, v in query if k != "password"]
+    clean = urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="/:"), parts.fragment))
+    return clean, had
+
+
+@dataclass(frozen=True)
+class Settings:
+    url: str  # what connects (may hold a password when it came from the environment; never written)
+    label: str  # the URL without any password: what messages and status show
+    member: str
+    kinds: tuple[str, ...]
+    auto_push: bool
+
+
+def member_name(root: Path, section: dict[str, Any]) -> str:
+    """Who this machine pushes as: team.member, else git's user.email, else user@host."""
+    if section.get("member"):
+        return str(section["member"])
+    from nexusmem import gitcmd
+
+    code, out = gitcmd.run_ok(["config", "--get", "user.email"], root)
+    email = out.decode("utf-8", "replace").strip()
+    if code == 0 and email:
+        return email
+    import getpass
+    import socket
+
+    return f"{getpass.getuser()}@{socket.gethostname()}"
+
+
+def settings(proj: Project) -> Settings | None:
+    """This project's team settings, or None when no team store is configured (config or environment)."""
+    section = proj.config["team"]
+    url = os.environ.get(ENV_URL, "").strip() or str(section["url"])
+    if not url:
+        return None
+    label, _ = split_url(url)
+    kinds = SHARED_KINDS
+    if section["shareShell"]:
+        kinds += SHELL_KINDS
+    if section["shareConversations"]:
+        kinds += CONVERSATION_KINDS
+    return Settings(url, label, member_name(proj.root, section), kinds, bool(section["autoPush"]))
+
+
+def require(proj: Project) -> Settings:
+    found = settings(proj)
+    if found is None:
+        raise TeamError(
+            f"no team store is configured for {proj.root.name}: run `nexusmem team init --url"
+            f" postgresql://USER@HOST/DATABASE` (or set {ENV_URL})"
+        )
+    return found
+
+
+def open_team(proj: Project, found: Settings, *, create: bool = False, timeout: float = 2) -> TeamStore:
+    return TeamStore.open(found.url, proj.id, found.member, found.label, create=create, timeout=timeout)
+
+
+# ------------------------------------------------------------------------------------------------ init
+
+
+@dataclass
+class InitReport:
+    label: str
+    member: str
+    stripped_password: bool
+    migrated: list[int]
+    schema_version: int
+
+
+def init(proj: Project, url: str) -> InitReport:
+    """Check URL (connect, migrate the team store), then record it in this project's config without any
+    password: a password given in the URL is used for this connection only and then dropped."""
+    from nexusmem.store.team import connect, migrate
+
+    label, had_password = split_url(url)
+    conn = connect(url.strip())
+    try:
+        applied = migrate(conn)
+    finally:
+        conn.close()
+    path = paths.config_path(proj.root)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError) as exc:
+        raise TeamError(f"{path}: cannot read the config: {exc}") from None
+    section = dict(raw.get("team") or {})
+    section["url"] = label
+    raw["team"] = section
+    config.validate(raw, path)
+    private.write_atomic(path, (json.dumps(raw, indent=2) + "\n").encode("utf-8"))
+    from nexusmem.store.team import LATEST
+
+    return InitReport(label, member_name(proj.root, section), had_password, applied, LATEST)
+
+
+# ------------------------------------------------------------------------------------------------ push
+
+
+@dataclass
+class PushReport:
+    label: str = ""
+    member: str = ""
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: int = 0  # forgotten on the team: the server would not take them back
+    denied: int = 0  # matched a deny-list entry here: never sent
+    not_shared: int = 0  # kinds this member does not share
+    links: int = 0
+    verdicts: int = 0
+    deny_pulled: int = 0  # new team deny-list entries applied to the local memory
+    removed_local: int = 0  # local nodes those entries removed
+    vectors: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+    def describe(self) -> str:
+        sent = self.added + self.updated + self.unchanged + self.refused
+        lines = [
+            f"pushed {sent:,} node(s) to {self.label} as {self.member} in {self.seconds:.1f} s:"
+            f" {self.added:,} new, {self.updated:,} updated, {self.unchanged:,} already there"
+            + (f", {self.refused:,} refused (forgotten by the team)" if self.refused else ""),
+            f"  {self.vectors:,} with vectors; {self.links:,} new link(s); {self.verdicts:,} verdict(s) updated",
+        ]
+        if self.not_shared or self.denied:
+            lines.append(
+                f"  kept here: {self.not_shared:,} node(s) of kinds not shared"
+                + (f", {self.denied:,} matching a deny-list entry" if self.denied else "")
+            )
+        if self.deny_pulled:
+            lines.append(
+                f"  applied {self.deny_pulled} new team deny-list entr(ies): {self.removed_local} local node(s) removed"
+            )
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _cursor_key(found: Settings, proj: Project) -> str:
+    digest = hashlib.sha256(f"{found.label}\0{proj.id}".encode()).hexdigest()[:16]
+    return _CURSOR_PREFIX + digest
+
+
+def _read_cursor(local: Store, key: str) -> tuple[int, int]:
+    value = local.get_meta(key) or ""
+    at, _, seq = value.partition(":")
+    return (int(at), int(seq)) if at.isdigit() and seq.isdigit() else (-1, 0)
+
+
+class _Scrubber:
+    """Local absolute paths out of a node's text: the repository root becomes relative, home becomes ~."""
+
+    def __init__(self, root: Path) -> None:
+        self.pairs: list[tuple[str, str]] = []
+        for where in {str(root), str(root.resolve())}:
+            self.pairs += [(where + "/", ""), (where, ".")]
+        home = str(Path.home())
+        if home not in ("/", ""):
+            self.pairs += [(home + "/", "~/"), (home, "~")]
+
+    def text(self, value: str) -> str:
+        for old, new in self.pairs:
+            if old in value:
+                value = value.replace(old, new)
+        return value
+
+    def meta(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.meta(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.meta(v) for v in value]
+        return value
+
+
+def outgoing(node: StoredNode, files: tuple[str, ...], scrub: _Scrubber, emb: str | None) -> tuple[Any, ...]:
+    """NODE as the team store receives it (PUSH_COLUMNS order): paths made relative, and commands and
+    conversations redacted once more (the store is shared; a redaction rule added since the node was
+    recorded applies here too)."""
+    title, body, ref = node.title, node.body, node.ref
+    meta = scrub.meta(node.meta)
+    if node.kind in SHELL_KINDS or node.kind in CONVERSATION_KINDS:
+        title, body, ref = redact.redact(title), redact.redact(body), redact.redact(ref)
+        meta = json.loads(redact.redact(json.dumps(meta, ensure_ascii=False)))
+    title, body, ref = scrub.text(title), scrub.text(body), scrub.text(ref)
+    return (
+        node.id,
+        node.kind,
+        node.source,
+        scrub.text(node.natural_key),
+        ref,
+        title,
+        body,
+        node.words,
+        node.ts,
+        node.signal,
+        node.provenance,
+        node.group,
+        json.dumps(meta, sort_keys=True, ensure_ascii=False),
+        _hash(node, title, body, ref, meta),
+        [scrub.text(f) for f in files],
+        node.trust,
+        node.superseded_by,
+        emb,
+    )
+
+
+def _hash(node: StoredNode, title: str, body: str, ref: str, meta: Any) -> str:
+    parts = (
+        title,
+        body,
+        ref,
+        str(node.ts),
+        f"{node.signal:.6f}",
+        node.group or "",
+        json.dumps(meta, sort_keys=True),
+    )
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _retrying(
+    action: Callable[[TeamStore], Any],
+    team: list[TeamStore],
+    reopen: Callable[[], TeamStore],
+    report: PushReport,
+) -> Any:
+    """ACTION on the team store, reconnecting and retrying when the connection drops (RETRIES times)."""
+    import psycopg
+
+    delay = 0.5
+    for attempt in range(RETRIES + 1):
+        try:
+            return action(team[0])
+        except (psycopg.OperationalError, psycopg.errors.DeadlockDetected, TeamUnavailable) as exc:
+            if attempt == RETRIES:
+                raise TeamUnavailable(
+                    f"push to {report.label} interrupted after {RETRIES} retries"
+                    f" ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); what was sent is"
+                    " kept: run `nexusmem team push` again to finish"
+                ) from None
+            report.retries += 1
+            time.sleep(delay)
+            delay *= 2
+            try:
+                team[0].close()
+            except Exception:
+                pass
+            try:
+                team[0] = reopen()
+            except TeamUnavailable:
+                continue
+    raise AssertionError("unreachable")
+
+
+def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int = PUSH_BATCH) -> PushReport:
+    """Send what this member shares to the team store (see the module docstring), resumably.
+
+    First the team's deny-list is applied here (new entries recorded in the local deny-list and matching
+    local nodes removed), so a forgotten value is neither kept nor sent back. Then nodes written since the
+    last push's cursor go in batches, the cursor saved after each committed batch: a killed push resumes
+    where it stopped, and re-sending a batch is harmless (the upsert skips what the team already holds).
+    """
+    from nexusmem.hygiene import denylist, forget
+    from nexusmem.sync import DEFAULT_WAIT_SECONDS, exclusive
+
+    found = require(proj)
+    started = time.monotonic()
+    report = PushReport(label=found.label, member=found.member)
+
+    def reopen() -> TeamStore:
+        return open_team(proj, found, create=True)
+
+    team = [reopen()]
+    try:
+        with exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push"):
+            with proj.open_store() as local:
+                report.deny_pulled, report.removed_local = _pull_deny(team[0], local)
+                matcher = forget.sync_gate(local)
+                share_vectors = _vector_plan(team[0], local, report)
+                key = _cursor_key(found, proj)
+                at, seq = _read_cursor(local, key)
+                scrub = _Scrubber(proj.root)
+                while True:
+                    rows = local.changed_after(at, seq, batch)
+                    if not rows:
+                        break
+                    vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
+                    out = []
+                    for node, _updated, node_seq, files in rows:
+                        if node.kind not in found.kinds:
+                            report.not_shared += 1
+                            continue
+                        if matcher and matcher.which(
+                            denylist.node_fields(node.title, node.body, node.ref, node.meta)
+                        ):
+                            report.denied += 1
+                            continue
+                        blob = vectors.get(node_seq)
+                        if blob is not None:
+                            report.vectors += 1
+                        out.append(outgoing(node, files, scrub, None if blob is None else _vec(blob)))
+                    counts = _retrying(lambda t, out=out: t.push_batch(out), team, reopen, report)
+                    report.added += counts.added
+                    report.updated += counts.updated
+                    report.unchanged += counts.unchanged
+                    report.refused += counts.refused
+                    at, seq = rows[-1][1], rows[-1][2]
+                    with local.transaction():
+                        local.set_meta(key, f"{at}:{seq}")
+                    if log:
+                        log(f"team push: {report.added + report.updated + report.unchanged:,} node(s) sent")
+                links = [(a, b, r) for a, b, r, _ in local.all_links()]
+                report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
+                verdicts = local.verdicts()
+                report.verdicts = _retrying(lambda t: t.push_verdicts(verdicts), team, reopen, report)
+    finally:
+        team[0].close()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _vec(blob: bytes) -> str:
+    from nexusmem.store.team import vector_text
+
+    return vector_text(blob)
+
+
+def _vector_plan(team: TeamStore, local: Store, report: PushReport) -> bool:
+    """Whether this member's vectors go too: only those of the model the team's vectors come from (the
+    first member to push vectors decides; the built-in 256-d model by default)."""
+    from nexusmem import embed
+    from nexusmem.store.team import TEAM_DIM
+
+    mine = embed.Identity.from_json(local.vector_identity_json())
+    if mine is None:
+        return False
+    if mine.dim != TEAM_DIM:
+        report.notes.append(
+            f"vectors not shared: {mine.describe()} here, the team store holds {TEAM_DIM}-d ones"
+        )
+        return False
+    theirs = embed.Identity.from_json(team.set_meta_if_absent(VECTOR_IDENTITY, mine.to_json()))
+    if not mine.same_as(theirs):
+        assert theirs is not None
+        report.notes.append(f"vectors not shared: {mine.describe()} here, {theirs.describe()} on the team")
+        return False
+    return True
+
+
+def _team_key(team: TeamStore) -> tuple[str, bytes] | None:
+    value = team.get_meta(DENY_KEY)
+    if not value:
+        return None
+    data = json.loads(value)
+    return str(data["id"]), bytes.fromhex(str(data["secret"]))
+
+
+def _pull_deny(team: TeamStore, local: Store) -> tuple[int, int]:
+    """Record the team's deny-list entries this memory lacks and remove the local nodes they match;
+    returns (entries applied, nodes removed)."""
+    from nexusmem.hygiene import denylist, forget
+
+    entries = team.deny_entries()
+    if not entries:
+        return 0, 0
+    key = _team_key(team)
+    if key is not None:
+        denylist.add_keys({key[0]: key[1].hex()})
+    known = {e["key"] for e in local.deny_entries()}
+    fresh = [denylist.entry_from_json(e) for e in entries if e["key"] not in known]
+    if not fresh:
+        return 0, 0
+    return len(fresh), forget.apply_entries(local, fresh, reason="team")
+
+
+# ---------------------------------------------------------------------------------------------- forget
+
+
+@dataclass
+class TeamForget:
+    label: str
+    member: str
+    removed: int
+    dry_run: bool
+    kinds: dict[str, int]
+
+
+def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dry_run: bool) -> TeamForget:
+    """Delete every team node holding VALUE (or matching the regex), record the team deny-list entry (a
+    keyed digest under the team's shared key, or the pattern) and an audit row. The value never reaches
+    the team store's tables; it is sent once as the search needle of a literal (never for a regex)."""
+    from nexusmem.hygiene import denylist
+
+    found = require(proj)
+    with open_team(proj, found, create=True) as team:
+        if regex:
+            entry = denylist.make_regex(value, ignore_case)
+        else:
+            fresh = denylist.new_shared_key()
+            stored = team.set_meta_if_absent(DENY_KEY, json.dumps({"id": fresh[0], "secret": fresh[1].hex()}))
+            data = json.loads(stored)
+            key = (str(data["id"]), bytes.fromhex(str(data["secret"])))
+            denylist.add_keys({key[0]: key[1].hex()})
+            entry = denylist.make_literal(value, ignore_case, key)
+        ids: list[str] = []
+        kinds: dict[str, int] = {}
+        needle = "" if regex else value
+        for node_id, texts in team.candidates_containing(needle, ignore_case):
+            title, body, ref, meta = texts
+            try:
+                meta_value = json.loads(meta) if meta else {}
+            except ValueError:
+                meta_value = meta
+            if (
+                entry.matches(title)
+                or entry.matches(body)
+                or entry.matches(ref)
+                or any(entry.matches(s) for s in denylist.node_fields("", "", "", meta_value) if s)
+            ):
+                ids.append(node_id)
+        for kind, count in _kinds_of(team, ids).items():
+            kinds[kind] = count
+        removed = len(ids) if dry_run else team.forget(entry.to_json(), ids)
+    return TeamForget(found.label, found.member, removed, dry_run, kinds)
+
+
+def _kinds_of(team: TeamStore, ids: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for node in team.get_many(ids, light=True).values():
+        out[node.kind] = out.get(node.kind, 0) + 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- status
+
+
+def status(proj: Project) -> dict[str, Any]:
+    """The team store's figures for this project, plus this member's side: who, what is shared, how
+    many shareable local nodes the next push would send."""
+    found = require(proj)
+    with open_team(proj, found) as team:
+        data = team.status()
+    with proj.open_store(readonly=True) as local:
+        data["pending"] = _pending(local, found, _read_cursor(local, _cursor_key(found, proj)))
+    data.update({"url": found.label, "member": found.member, "shared_kinds": list(found.kinds)})
+    return data
+
+
+def _pending(local: Store, found: Settings, cursor: tuple[int, int]) -> int:
+    """How many shareable local nodes were written since this member's last push."""
+    at, seq = cursor
+    count = 0
+    while True:
+        rows = local.changed_after(at, seq, PUSH_BATCH)
+        if not rows:
+            return count
+        count += sum(1 for node, *_ in rows if node.kind in found.kinds)
+        at, seq = rows[-1][1], rows[-1][2]

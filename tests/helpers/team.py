@@ -1,0 +1,80 @@
+"""Simulated team members for the team store's tests: each has a HOME of their own, a git identity and a
+clone of one shared origin, and runs the real CLI in-process with that environment."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from click.testing import Result
+
+from helpers.cli import run_cli
+from helpers.env import GITCONFIG
+from helpers.git import git
+
+
+@dataclass
+class Member:
+    name: str
+    home: Path
+    repo: Path
+
+    @property
+    def email(self) -> str:
+        return f"{self.name}@example.com"
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HOME": str(self.home),
+            "NEXUSMEM_HOME": str(self.home / ".nexusmem"),
+            "GIT_CONFIG_GLOBAL": str(self.home / ".gitconfig"),
+        }
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        saved = {k: os.environ.get(k) for k in self.env()}
+        os.environ.update(self.env())
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def run(self, *args: str, ok: bool = True) -> Result:
+        with self.active():
+            return run_cli("-C", str(self.repo), *args, ok=ok)
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "--json").stdout)
+
+    def commit(self, message: str, files: dict[str, str]) -> str:
+        for name, content in files.items():
+            path = self.repo / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+        with self.active():
+            git(self.repo, "add", "-A")
+            git(self.repo, "commit", "-q", "-m", message)
+            return git(self.repo, "rev-parse", "HEAD").strip()
+
+
+def make_member(base: Path, name: str, origin: Path) -> Member:
+    """A member NAME with their own HOME under BASE and a clone of ORIGIN (a bare repository)."""
+    home = base / f"home-{name}"
+    home.mkdir(parents=True)
+    (home / ".gitconfig").write_text(
+        GITCONFIG.replace("Test User", name.title()).replace("test@example.com", f"{name}@example.com"),
+        encoding="utf-8",
+    )
+    member = Member(name, home, base / f"{name}-clone")
+    with member.active():
+        git(base, "clone", "-q", str(origin), member.repo.name)
+    return member
