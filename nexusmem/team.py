@@ -15,6 +15,7 @@ nexusmem.store.team, only when a team command or --team asks for it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ from nexusmem.errors import NexusMemError
 from nexusmem.project import Project
 from nexusmem.store import Store
 from nexusmem.store.nodes import StoredNode
-from nexusmem.store.team import TeamStore, TeamUnavailable
+from nexusmem.store.team import PushCounts, TeamStore, TeamUnavailable
 
 ENV_URL = "NEXUSMEM_TEAM_URL"
 SHARED_KINDS = ("git_commit", "code_diff", "doc_section")
@@ -110,7 +111,7 @@ def settings(proj: Project) -> Settings | None:
     if not url:
         return None
     label, _ = split_url(url)
-    kinds = SHARED_KINDS
+    kinds: tuple[str, ...] = SHARED_KINDS
     if section["shareShell"]:
         kinds += SHELL_KINDS
     if section["shareConversations"]:
@@ -322,10 +323,8 @@ def _retrying(
             report.retries += 1
             time.sleep(delay)
             delay *= 2
-            try:
+            with contextlib.suppress(Exception):
                 team[0].close()
-            except Exception:
-                pass
             try:
                 team[0] = reopen()
             except TeamUnavailable:
@@ -353,8 +352,9 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
 
     team = [reopen()]
     try:
-        with exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push"):
-            with proj.open_store() as local:
+        lock = exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push")
+        with lock, proj.open_store() as local:
+            if True:
                 report.deny_pulled, report.removed_local = _pull_deny(team[0], local)
                 matcher = forget.sync_gate(local)
                 share_vectors = _vector_plan(team[0], local, report)
@@ -362,7 +362,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                 at, seq = _read_cursor(local, key)
                 scrub = _Scrubber(proj.root)
                 while True:
-                    rows = local.changed_after(at, seq, batch)
+                    rows = local.written_after(at, seq, batch)
                     if not rows:
                         break
                     vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
@@ -380,7 +380,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                         if blob is not None:
                             report.vectors += 1
                         out.append(outgoing(node, files, scrub, None if blob is None else _vec(blob)))
-                    counts = _retrying(lambda t, out=out: t.push_batch(out), team, reopen, report)
+                    counts: PushCounts = _retrying(_batch_pusher(out), team, reopen, report)
                     report.added += counts.added
                     report.updated += counts.updated
                     report.unchanged += counts.unchanged
@@ -398,6 +398,10 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
         team[0].close()
     report.seconds = time.monotonic() - started
     return report
+
+
+def _batch_pusher(rows: list[tuple[Any, ...]]) -> Callable[[TeamStore], PushCounts]:
+    return lambda team: team.push_batch(rows)
 
 
 def _vec(blob: bytes) -> str:
@@ -532,7 +536,7 @@ def _pending(local: Store, found: Settings, cursor: tuple[int, int]) -> int:
     at, seq = cursor
     count = 0
     while True:
-        rows = local.changed_after(at, seq, PUSH_BATCH)
+        rows = local.written_after(at, seq, PUSH_BATCH)
         if not rows:
             return count
         count += sum(1 for node, *_ in rows if node.kind in found.kinds)

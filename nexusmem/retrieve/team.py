@@ -24,10 +24,11 @@ def _searched(
     root: str,
     store: SearchStore,
     text: str,
-    filters: dict[str, int | None],
+    window: tuple[int | None, int | None, int | None],
     settings: rank.Settings,
 ) -> tuple[multi._Searched, dict[str, int]]:
-    found = query.retrieve(store, text, settings=settings, **filters)
+    as_of, since, until = window
+    found = query.retrieve(store, text, as_of=as_of, since=since, until=until, settings=settings)
     links: dict[str, list[tuple[str, str]]] = {}
     for src, dst, rel in store.links_from([n.id for n, _ in found.scored]):
         links.setdefault(src, []).append((dst, rel))
@@ -56,7 +57,7 @@ def search(
     result = multi.MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
     if team_note:
         result.notes.append(team_note)
-    filters = {"as_of": as_of, "since": since, "until": until}
+    filters = (as_of, since, until)
     searched = []
     stores: list[tuple[str, SearchStore]] = [(project, local)]
     if team is not None:

@@ -379,7 +379,7 @@ class NodesMixin:
         for row in cur:
             yield _row_to_node(row)
 
-    def changed_after(
+    def written_after(
         self, updated_at: int, seq: int, limit: int
     ) -> list[tuple[StoredNode, int, int, tuple[str, ...]]]:
         """(node, updated_at, seq, files) of up to LIMIT nodes written after the (UPDATED_AT, SEQ) mark, in
