@@ -123,7 +123,12 @@ def auto_sync(
 
         def run_sync(where: Path) -> Any:
             # Linking at hook time keeps precheck's "never resolved" answers current between manual syncs.
-            return sync(where, link_failures=True)
+            summary = sync(where, link_failures=True)
+            if _team_configured(where):
+                from nexusmem import team
+
+                team.auto_push(where, log)
+            return summary
 
     while True:
         try:
@@ -159,6 +164,18 @@ def auto_sync(
         # Released: a flag set after our last look belongs to a sync that could not get the lock.
         if not pending.exists() or result.runs >= MAX_RUNS:
             return result
+
+
+def _team_configured(root: Path) -> bool:
+    """Whether the config names a team store (a cheap text check: nexusmem.team and psycopg load only
+    then) or NEXUSMEM_TEAM_URL is set."""
+    if os.environ.get("NEXUSMEM_TEAM_URL"):
+        return True
+    try:
+        text = paths.config_path(root).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return '"team"' in text and "postgres" in text
 
 
 def spawn_detached(start: Path | None = None) -> bool:

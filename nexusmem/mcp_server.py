@@ -73,6 +73,7 @@ class SearchItem(TypedDict):
     project: str
     ref: str
     linked_from: str | None
+    recorded_by: NotRequired[str]  # scope "team": the member who recorded it ("" = this machine)
 
 
 class SearchedProject(TypedDict):
@@ -292,6 +293,29 @@ def run_search(
     return _result(query_mod.render(result), query_mod.to_json(result))
 
 
+def run_search_team(
+    project_root: str,
+    text: str,
+    budget: int,
+    as_of: str | None,
+    since: str | None = None,
+    until: str | None = None,
+) -> CallToolResult:
+    """scope "team": this project's memory fused with the team store (nexusmem.team.query)."""
+    from nexusmem import project as project_mod
+    from nexusmem import team as team_mod
+    from nexusmem.retrieve import team as team_query
+
+    question = check_query(text)
+    cutoff = parse_as_of(as_of)
+    lo, hi = parse_window(since, until)
+    root = resolve_root(project_root)
+    with _library_errors():
+        proj = project_mod.load(root)
+        result = team_mod.query(proj, question, budget=budget, as_of=cutoff, since=lo, until=hi)
+    return _result(multi_mod.render(result), team_query.to_json(result))
+
+
 def run_search_all(
     project_root: str,
     text: str,
@@ -491,6 +515,14 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
                 "each result names its project."
             ),
         ] = False,
+        scope: Annotated[
+            Literal["project", "team"],
+            Field(
+                description='"team": also search the team store (PostgreSQL, `nexusmem team init`), fused '
+                "with this project's memory; each team item names who recorded it. Unreachable: local "
+                "results plus a note."
+            ),
+        ] = "project",
         asOf: Annotated[
             str | None,
             Field(
@@ -539,6 +571,10 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         answer starts with "No strong match", `weak` is true, and only the closest few items follow: say so
         rather than treating them as the answer.
         """
+        if scope == "team" and not allProjects:
+            return await _in_thread(
+                functools.partial(run_search_team, projectRoot, query, budget, asOf, since, until)
+            )
         if allProjects:
             return await _in_thread(
                 functools.partial(run_search_all, projectRoot, query, budget, asOf, since, until, author)

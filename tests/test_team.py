@@ -4,10 +4,15 @@ members with their own HOMEs and clones of one origin push, query, forget, and p
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
 from helpers.team import Member, make_member
 
@@ -110,3 +115,162 @@ def test_an_unreachable_team_store_leaves_local_results_and_one_note(
     assert "note: team store not searched: team store unreachable" in result.stdout
     as_json = alice.json("query", "--team", "uploader")
     assert as_json["items"] and all(item["recorded_by"] == "" for item in as_json["items"])
+
+
+def _team_rows(team_url: str, sql: str) -> list[tuple[object, ...]]:
+    from nexusmem.store.team import connect
+
+    conn = connect(team_url)
+    try:
+        return [tuple(r) for r in conn.execute(sql).fetchall()]
+    finally:
+        conn.close()
+
+
+def test_forget_team_reaches_every_member_and_the_audit_keeps_no_value(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice.commit("Wire the Bluebird-7731 partner endpoint", {"partner.py": "ENDPOINT = 'bluebird-7731'\n"})
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    assert (
+        bob.json("query", "--team", "Bluebird-7731 partner")["items"][0]["recorded_by"] == "alice@example.com"
+    )
+
+    dry = bob.run("forget", "--team", "Bluebird-7731", "--ignore-case")
+    assert "would delete" in dry.stdout
+    done = bob.json("forget", "--team", "Bluebird-7731", "--ignore-case", "--yes")
+    assert done["team"]["removed"] >= 2  # the commit and its diff
+    held = _team_rows(
+        team_url, "SELECT count(*) FROM nodes WHERE lower(title || body) LIKE '%bluebird-7731%'"
+    )
+    assert held == [(0,)]
+    audit = _team_rows(team_url, "SELECT member, action, detail::text FROM audit")
+    assert audit and audit[0][0] == "bob@example.com" and audit[0][1] == "forget"
+    assert "bluebird" not in json.dumps(_team_rows(team_url, "SELECT * FROM audit")).lower()
+    assert "bluebird" not in json.dumps(_team_rows(team_url, "SELECT spec::text FROM deny_list")).lower()
+
+    # Alice still holds it locally; her next push applies the team's entry and sends nothing back.
+    assert "Bluebird" in alice.run("query", "Bluebird-7731").stdout
+    pushed = alice.json("team", "push")
+    assert pushed["deny_pulled"] == 1 and pushed["removed_local"] >= 2
+    assert "Wire the Bluebird" not in alice.run("query", "Bluebird-7731 partner endpoint").stdout
+    assert _team_rows(team_url, "SELECT count(*) FROM nodes WHERE title LIKE '%Bluebird%'") == [(0,)]
+    # A member whose memory still held the node could not bring it back: the server refuses forgotten ids.
+    from nexusmem.store.team import TeamStore
+
+    ids = [str(r[0]) for r in _team_rows(team_url, "SELECT id FROM forgotten")]
+    with TeamStore.open(team_url, "any", "mallory@example.com", "test") as store:
+        row = (
+            "Bluebird-7731 again",
+            "",
+            "",
+            "",
+            "",
+            "",
+            0,
+            1.0,
+            "observed",
+            None,
+            "{}",
+            "h",
+            [],
+            "candidate",
+            None,
+            None,
+        )
+        counts = store.push_batch([(ids[0], "git_commit", *row[1:])])
+    assert counts.refused == 1 and counts.added == 0
+
+
+def _push_script(member: Member, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, **member.env(), **dict(e.split("=", 1) for e in extra)}
+    return subprocess.Popen(
+        [console_script(), "-C", str(member.repo), "team", "push", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _big_history(member: Member, commits: int) -> None:
+    for i in range(commits):
+        (member.repo / f"mod{i % 7}.py").write_text(f"VALUE_{i} = {i}\n" * 3, encoding="utf-8")
+        with member.active():
+            git(member.repo, "add", "-A")
+            git(member.repo, "commit", "-q", "-m", f"Change module {i % 7} to value {i}")
+    member.run("sync", "--quiet", "--no-embed")
+
+
+def test_concurrent_pushes_converge_to_one_set(tmp_path: Path, origin: Path, team_url: str) -> None:
+    alice, bob, carol = _members(tmp_path, origin, team_url, "alice", "bob", "carol")
+    for member in (alice, bob, carol):
+        _big_history(member, 30)  # 30 commits each, the seed history shared by all three
+    procs = [_push_script(m, "NEXUSMEM_TEAM_BATCH=25") for m in (alice, bob, carol)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    expected: set[str] = set()
+    for member in (alice, bob, carol):
+        with member.active():
+            from nexusmem.store import open_store
+
+            with open_store(member.repo / ".nexusmem" / "memory.db", readonly=True) as store:
+                expected |= {
+                    n.id for n in store.iter_nodes() if n.kind in ("git_commit", "code_diff", "doc_section")
+                }
+    held = {str(r[0]) for r in _team_rows(team_url, "SELECT id FROM nodes")}
+    assert held == expected
+    added = sum(json.loads(o[0])["added"] for o in outs)
+    assert added == len(expected)  # every node inserted exactly once, whoever got there first
+
+
+def test_a_killed_push_leaves_the_store_whole_and_the_next_push_completes_it(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    _big_history(alice, 60)
+    proc = _push_script(alice, "NEXUSMEM_TEAM_BATCH=5")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        count = _team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]
+        if isinstance(count, int) and count >= 10:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = int(str(_team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]))
+    # Whole batches only: every row the server holds is complete (tsv, files, author) and not duplicated.
+    assert _team_rows(
+        team_url, "SELECT count(*) FROM nodes WHERE author <> 'alice@example.com' OR tsv IS NULL"
+    ) == [(0,)]
+    finished = alice.json("team", "push")
+    total = int(str(_team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]))
+    assert partial < total
+    assert finished["added"] == total - partial
+    assert alice.json("team", "push")["added"] == 0
+
+
+def test_the_post_commit_sync_pushes_when_configured(tmp_path: Path, origin: Path, team_url: str) -> None:
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    alice.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
+    result = alice.run("sync", "--auto")
+    assert "team push:" in result.stdout
+    titles = {str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")}
+    assert "Raise the upload timeout to 90 s" in titles
+
+
+def test_mcp_scope_team_tags_items_by_member(tmp_path: Path, origin: Path, team_url: str) -> None:
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice.commit("Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH'\n"})
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    from nexusmem.mcp_server import run_search_team
+
+    with bob.active():
+        result = run_search_team(str(bob.repo), "TLS cipher legacy gateway", 1000, None)
+    data = result.structuredContent
+    assert data is not None
+    assert data["items"][0]["recorded_by"] == "alice@example.com"
+    assert [p["name"] for p in data["projects"]] == ["bob-clone", "team"]

@@ -283,35 +283,10 @@ def _query_team(
     """`query --team`: local memory fused with the team store; a team store that cannot be reached (or is
     not configured) leaves the local answer plus one note on stderr, never an error."""
     from nexusmem import team as team_mod
-    from nexusmem.errors import NexusMemError
-    from nexusmem.retrieve import multi, rank
+    from nexusmem.retrieve import multi
     from nexusmem.retrieve import team as team_query
 
-    shared = None
-    note = None
-    try:
-        found = team_mod.require(proj)
-        shared = team_mod.open_team(proj, found)
-    except NexusMemError as exc:
-        note = f"team store not searched: {exc}"
-    try:
-        with proj.open_store() as store:
-            result = team_query.search(
-                store,
-                shared,
-                question,
-                project=proj.root.name,
-                root=proj.root,
-                budget=limit,
-                as_of=cutoff,
-                since=window[0],
-                until=window[1],
-                settings=rank.settings_from(proj.config),
-                team_note=note,
-            )
-    finally:
-        if shared is not None:
-            shared.close()
+    result = team_mod.query(proj, question, budget=limit, as_of=cutoff, since=window[0], until=window[1])
     if as_json:
         echo_json(team_query.to_json(result))
     else:

@@ -58,6 +58,11 @@ Examples:
     type=click.Path(path_type=Path),
     help="Apply the entries of PATH.",
 )
+@click.option(
+    "--team",
+    is_flag=True,
+    help="Also delete it from the team store and add a team deny-list entry every member's next push applies.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 @library_errors
@@ -73,6 +78,7 @@ def forget_cmd(
     remove: str | None,
     export_path: Path | None,
     import_path: Path | None,
+    team: bool,
     as_json: bool,
 ) -> None:
     """Delete every node containing VALUE for good and keep any later sync from storing it again.
@@ -95,6 +101,8 @@ def forget_cmd(
         raise click.UsageError(
             "give one of: VALUE, --regex PATTERN, --list, --remove-entry ID, --export PATH, --import PATH"
         )
+    if team and not given:
+        raise click.UsageError("--team goes with VALUE or --regex PATTERN")
     if remove is not None:
         removed = forget.remove_entry(root, remove)
         if as_json:
@@ -140,9 +148,27 @@ def forget_cmd(
             keep_log=keep_log,
             user_wide=user_wide,
         )
+    shared = None
+    if team:
+        from nexusmem import project
+        from nexusmem import team as team_mod
+
+        text = pattern if pattern is not None else str(value)
+        shared = team_mod.forget_team(
+            project.load(root), text, regex=pattern is not None, ignore_case=ignore_case, dry_run=not yes
+        )
     if as_json:
-        echo_json(report.to_json())
+        data = report.to_json()
+        if shared is not None:
+            data["team"] = {"url": shared.label, "removed": shared.removed, "kinds": shared.kinds}
+        echo_json(data)
         return
+    if shared is not None:
+        team_kinds = ", ".join(f"{n} {k}" for k, n in shared.kinds.items()) or "nothing stored"
+        verb = "would delete" if shared.dry_run else "deleted"
+        echo_human(f"team store {shared.label}: {verb} {shared.removed} node(s): {team_kinds}")
+        if not shared.dry_run:
+            click.echo("team deny-list: entry recorded; every member's next push (or sync) applies it")
     kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items()) or "nothing stored"
     log = "the shell log is left as it is" if report.log_kept else f"{report.log_lines} shell-log line(s)"
     if report.dry_run:

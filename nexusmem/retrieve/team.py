@@ -77,9 +77,10 @@ def search(
 
 def to_json(result: multi.MultiResult) -> dict[str, Any]:
     """`query --team --json`: the `query --json` object plus, on every item, `recorded_by` (the member who
-    pushed it first; "" for an item from this machine's memory) and `projects` (this project, "team")."""
+    pushed it first; "" for an item from this machine's memory) and `projects` ({name, root} of this project
+    and of "team")."""
     data = query.to_json(result)
     for item, out in zip(result.items, data["items"]):
         out["recorded_by"] = item.recorded_by
-    data["projects"] = list(result.projects)
+    data["projects"] = [{"name": n, "root": r} for n, r in zip(result.projects, result.roots)]
     return data
