@@ -162,25 +162,10 @@ def test_forget_team_reaches_every_member_and_the_audit_keeps_no_value(
 
     ids = [str(r[0]) for r in _team_rows(team_url, "SELECT id FROM forgotten")]
     with TeamStore.open(team_url, "any", "mallory@example.com", "test") as store:
-        row = (
-            "Bluebird-7731 again",
-            "",
-            "",
-            "",
-            "",
-            "",
-            0,
-            1.0,
-            "observed",
-            None,
-            "{}",
-            "h",
-            [],
-            "candidate",
-            None,
-            None,
-        )
-        counts = store.push_batch([(ids[0], "git_commit", *row[1:])])
+        # PUSH_COLUMNS: id, kind, source, natural_key, ref, title, body, words, ts, signal, provenance,
+        # grp, meta, content_hash, files, trust, superseded_by, emb
+        row = (ids[0], "git_commit", "git", "k", "r", "Bluebird-7731 again", "", "", 0, 1.0, "observed")
+        counts = store.push_batch([(*row, None, "{}", "h", [], "candidate", None, None)])
     assert counts.refused == 1 and counts.added == 0
 
 
