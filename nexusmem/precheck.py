@@ -181,8 +181,11 @@ def check(
     days: int = WINDOW_DAYS,
     churn_threshold: int = CHURN_THRESHOLD,
     author: str | None = None,
+    team: Any = None,
 ) -> PrecheckResult:
-    """Findings for FILES (repository-relative) from ROOT's memory. A missing memory is not an error.
+    """Findings for FILES (repository-relative) from ROOT's memory, or from TEAM (an open team store:
+    `precheck --team` in a fresh CI checkout, which has no memory of its own). A missing memory is not an
+    error.
 
     AUTHOR (nexusmem.authors: me, agents, a name) keeps the failures of commands by that author; any
     author's later success still resolves a failure (the agent re-ran your test and it passed)."""
@@ -191,7 +194,7 @@ def check(
     files = list(dict.fromkeys(files))
     result = PrecheckResult(root=str(root), files=files)
     db = paths.db_path(root)
-    if not db.exists():
+    if team is None and not db.exists():
         result.checked = False
         result.reason = f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
         return result
@@ -201,52 +204,60 @@ def check(
     start, end = now - days * DAY_MS, now + FUTURE_SLACK_MS
     # Read-only and never migrated: a commit hook must not rewrite the database (an older schema already
     # has every table and column read here), and a sync may be writing it at this very moment.
-    with HookReader(db) as store:
-        commands = store.shell_commands_between(start, end)
-        # Stored edges only (one indexed read): precheck never parses source files.
-        importers = [(dst, src) for dst, src in store.importers_of(files) if src not in files]
-        importer_paths = sorted({src for _dst, src in importers})
-        own = {p for f in files for p in (f, *_ancestors(f))}
-        stored_naming = store.nodes_naming(sorted(own), ("shell_command", "git_commit"), start, end)
-        extra = {p for f in importer_paths for p in (f, *_ancestors(f))} - own
-        cursor = store.cursor("shell")
-        who: dict[str, dict[str, str]] | None = None
-        if author is not None:
-            who = store.shell_command_authors(start, end)
-        author_ok = (
-            None
-            if who is None
-            else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
-        )
-
-        def findings(
-            redacted: bool,
-        ) -> tuple[list[tuple[str, str, str]], dict[str, list[Finding]], dict[str, list[Finding]], bool]:
-            merged, naming, from_tail = _with_unsynced(
-                root, cursor, commands, stored_naming, own | extra, start, end, who=who, redacted=redacted
+    via: dict[str, list[Finding]] = {}
+    if team is not None:
+        # The team store: stored commands and commits only (no hook log, no import edges in it).
+        lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
+        team_commands = team.shell_commands_between(start, end)
+        naming = team.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
+        failures, _again = _unresolved_failures(team, files, _open_failures(team_commands, None), naming)
+    else:
+        with HookReader(db) as store:
+            commands = store.shell_commands_between(start, end)
+            # Stored edges only (one indexed read): precheck never parses source files.
+            importers = [(dst, src) for dst, src in store.importers_of(files) if src not in files]
+            importer_paths = sorted({src for _dst, src in importers})
+            own = {p for f in files for p in (f, *_ancestors(f))}
+            stored_naming = store.nodes_naming(sorted(own), ("shell_command", "git_commit"), start, end)
+            extra = {p for f in importer_paths for p in (f, *_ancestors(f))} - own
+            cursor = store.cursor("shell")
+            who: dict[str, dict[str, str]] | None = None
+            if author is not None:
+                who = store.shell_command_authors(start, end)
+            author_ok = (
+                None
+                if who is None
+                else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
             )
-            open_failures = _open_failures(merged, author_ok)
-            if extra and open_failures:
-                # The importers' paths named by open failures: the files of those few commands, not every
-                # node naming each importer (a file of a long history is named by hundreds of commits).
-                named = store.files_of_many([f[0] for f in open_failures])
-                naming = naming + [
-                    (path, node_id, "shell_command") for node_id, path in named if path in extra
-                ]
-            failures, again = _unresolved_failures(store, files, open_failures, naming)
-            # An importer's failures count only when the command names the importer's path (or a folder
-            # holding it): its bare module name would widen a guess into a wrong warning.
-            via: dict[str, list[Finding]] = {}
-            if importer_paths:
-                via, again_via = _unresolved_failures(
-                    store, importer_paths, open_failures, naming, by_name=False
-                )
-                again = again or again_via
-            return naming, failures, via, from_tail and again
 
-        naming, failures, via, again = findings(redacted=False)
-        if again:
-            naming, failures, via, _ = findings(redacted=True)
+            def findings(
+                redacted: bool,
+            ) -> tuple[list[tuple[str, str, str]], dict[str, list[Finding]], dict[str, list[Finding]], bool]:
+                merged, naming, from_tail = _with_unsynced(
+                    root, cursor, commands, stored_naming, own | extra, start, end, who=who, redacted=redacted
+                )
+                open_failures = _open_failures(merged, author_ok)
+                if extra and open_failures:
+                    # The importers' paths named by open failures: the files of those few commands, not every
+                    # node naming each importer (a file of a long history is named by hundreds of commits).
+                    named = store.files_of_many([f[0] for f in open_failures])
+                    naming = naming + [
+                        (path, node_id, "shell_command") for node_id, path in named if path in extra
+                    ]
+                failures, again = _unresolved_failures(store, files, open_failures, naming)
+                # An importer's failures count only when the command names the importer's path (or a folder
+                # holding it): its bare module name would widen a guess into a wrong warning.
+                via: dict[str, list[Finding]] = {}
+                if importer_paths:
+                    via, again_via = _unresolved_failures(
+                        store, importer_paths, open_failures, naming, by_name=False
+                    )
+                    again = again or again_via
+                return naming, failures, via, from_tail and again
+
+            naming, failures, via, again = findings(redacted=False)
+            if again:
+                naming, failures, via, _ = findings(redacted=True)
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
         if kind == "git_commit":
@@ -463,6 +474,7 @@ def run(
     working: bool = False,
     now_ms: int | None = None,
     author: str | None = None,
+    team: bool = False,
 ) -> PrecheckResult:
     """Find the repository from START (no process), list the files and check them.
 
@@ -474,6 +486,8 @@ def run(
         return PrecheckResult(
             root=None, files=[], checked=False, reason=f"{here} is not inside a git repository"
         )
+    if team:
+        return _run_team(root, here, files, working, now_ms)
     if not paths.state_dir(root).is_dir():
         return PrecheckResult(
             root=str(root),
@@ -486,3 +500,22 @@ def run(
     else:
         names = staged_files(root, working=working)
     return check(root, names, now_ms=now_ms, author=author)
+
+
+def _run_team(
+    root: Path, here: Path, files: Sequence[str] | None, working: bool, now_ms: int | None
+) -> PrecheckResult:
+    """`precheck --team`: the team store's failures and churn for the files (nexusmem.team loads psycopg)."""
+    from nexusmem import project, team
+    from nexusmem.errors import NexusMemError
+
+    names = relative_files(root, files, here) if files is not None else staged_files(root, working=working)
+    try:
+        proj = project.load(root, require_init=False)
+        store = team.open_team(proj, team.require(proj))
+    except NexusMemError as exc:
+        return PrecheckResult(
+            root=str(root), files=names, checked=False, reason=f"team store not checked: {exc}"
+        )
+    with store:
+        return check(root, names, now_ms=now_ms, team=store)

@@ -259,3 +259,59 @@ def test_mcp_scope_team_tags_items_by_member(tmp_path: Path, origin: Path, team_
     assert data is not None
     assert data["items"][0]["recorded_by"] == "alice@example.com"
     assert [p["name"] for p in data["projects"]] == ["bob-clone", "team"]
+
+
+def test_precheck_team_in_a_fresh_checkout_reads_the_teams_failures_and_churn(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    data = json.loads((alice.repo / ".nexusmem" / "config.json").read_text(encoding="utf-8"))
+    data["team"]["shareShell"] = True
+    (alice.repo / ".nexusmem" / "config.json").write_text(json.dumps(data), encoding="utf-8")
+    for i in range(4):
+        alice.commit(f"Tune the uploader, step {i}", {"uploader.py": f"STEP = {i}\n"})
+    alice.run("sync", "--quiet", "--no-embed")
+    from nexusmem.identity import project_id
+    from nexusmem.store import open_store
+
+    from helpers.nodes import shell_node, store_nodes
+
+    now = int(time.time() * 1000)
+    with alice.active(), open_store(alice.repo / ".nexusmem" / "memory.db") as store:
+        failing = shell_node(
+            "pytest tests/test_uploader.py",
+            now - 60_000,
+            1,
+            files=("uploader.py",),
+            project=project_id(alice.repo),
+        )
+        store_nodes(store, [failing])
+    alice.run("team", "push")
+
+    # CI: a fresh clone with no .nexusmem at all, the team URL from the environment.
+    ci = tmp_path / "ci-checkout"
+    git(tmp_path, "clone", "-q", str(origin), ci.name)
+    proc = subprocess.run(
+        [console_script(), "precheck", "--strict", "--team", "--json", "--files", "uploader.py"],
+        cwd=ci,
+        env={**os.environ, "NEXUSMEM_TEAM_URL": team_url},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    found = json.loads(proc.stdout)
+    kinds = {f["kind"] for f in found["findings"]}
+    assert kinds == {"failure", "churn"}
+    assert any(f["command"] == "pytest tests/test_uploader.py" for f in found["findings"])
+    assert not (ci / ".nexusmem").exists()
+    # Unreachable: nothing checked, said so, never a failed job on the team store's account.
+    gone = subprocess.run(
+        [console_script(), "precheck", "--strict", "--team", "--files", "uploader.py"],
+        cwd=ci,
+        env={**os.environ, "NEXUSMEM_TEAM_URL": f"postgresql://postgres@/x?host={tmp_path / 'none'}"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert gone.returncode == 0 and "team store not checked" in gone.stderr

@@ -17,6 +17,7 @@ Examples:
   nexusmem precheck --working        # changed but not staged yet
   nexusmem precheck --files src/cache.py tests/test_cache.py
   nexusmem hook git install          # run it on every commit
+  nexusmem precheck --strict --team --files $(git diff --name-only origin/main...)   # in CI
 """,
 )
 @repo_option
@@ -26,6 +27,11 @@ Examples:
 )
 @click.option("--working", is_flag=True, help="Check unstaged changes instead of the staged files.")
 @click.option("--strict", is_flag=True, help="Exit 1 when anything is found (fails the commit in a hook).")
+@click.option(
+    "--team",
+    is_flag=True,
+    help="Check against the team store (CI: a fresh checkout with NEXUSMEM_TEAM_URL and PGPASSWORD set).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 @click.option(
     "--author",
@@ -40,6 +46,7 @@ def precheck_cmd(
     explicit: bool,
     working: bool,
     strict: bool,
+    team: bool,
     as_json: bool,
     author: str | None,
 ) -> None:
@@ -63,7 +70,11 @@ def precheck_cmd(
         raise click.BadParameter(
             str(exc).removeprefix(f"--author {author!r}: "), param_hint="--author"
         ) from None
-    result = precheck.run(root_of(ctx), files=list(paths) if explicit else None, working=working, author=who)
+    if team and author is not None:
+        raise click.UsageError("--author cannot be combined with --team yet")
+    result = precheck.run(
+        root_of(ctx), files=list(paths) if explicit else None, working=working, author=who, team=team
+    )
     code = report(result, strict=strict, as_json=as_json)
     if code:
         ctx.exit(code)

@@ -422,6 +422,36 @@ class TeamStore:
         ).fetchone()
         return int(row[0])
 
+    # ------------------------------------------------------------------------------ precheck reads
+
+    def shell_commands_between(
+        self, start: int, end: int
+    ) -> list[tuple[str, str, int, str | None, int | None]]:
+        """(id, command, ts, cwd, exit) of the team's shell commands with START <= ts <= END, oldest first
+        (there are some only when members share them: team.shareShell)."""
+        rows = self.conn.execute(
+            "SELECT id, ref, ts, meta->>'cwd', (meta->>'exit')::int FROM nodes WHERE project_id = %s"
+            " AND kind = 'shell_command' AND ts BETWEEN %s AND %s ORDER BY ts, id",
+            (self.project, start, end),
+        ).fetchall()
+        return [(r[0], r[1], int(r[2]), r[3], r[4]) for r in rows]
+
+    def nodes_naming(
+        self, paths: Sequence[str], kinds: Sequence[str], start: int, end: int
+    ) -> list[tuple[str, str, str]]:
+        """(path, node id, kind) for nodes of KINDS with START <= ts <= END whose files include one of PATHS."""
+        if not paths or not kinds:
+            return []
+        rows = self.conn.execute(
+            "SELECT f, id, kind FROM nodes, unnest(files) f WHERE project_id = %s AND files && %s::text[]"
+            " AND f = ANY(%s) AND kind = ANY(%s) AND ts BETWEEN %s AND %s",
+            (self.project, list(paths), list(paths), list(kinds), start, end),
+        ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def cursor(self, source: str) -> str | None:
+        return None  # a team store has no local hook log to continue from
+
     # ------------------------------------------------------------------------------------ full text
 
     def _window(
