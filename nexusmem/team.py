@@ -357,49 +357,48 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
     team = [reopen()]
     try:
         with proj.open_store() as local:
-            if True:
-                # Only the deny-list step writes memory (deletions): it waits for a running sync; the rest
-                # reads (WAL readers never block the writer) and stamps its cursor in small transactions.
-                with exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push"):
-                    report.deny_pulled, report.removed_local = _pull_deny(team[0], local)
-                matcher = forget.sync_gate(local)
-                share_vectors = _vector_plan(team[0], local, report)
-                key = _cursor_key(found, proj)
-                at, seq = _read_cursor(local, key)
-                scrub = _Scrubber(proj.root)
-                while True:
-                    rows = local.written_after(at, seq, batch)
-                    if not rows:
-                        break
-                    vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
-                    out = []
-                    for node, _updated, node_seq, files in rows:
-                        if node.kind not in found.kinds:
-                            report.not_shared += 1
-                            continue
-                        if matcher and matcher.which(
-                            denylist.node_fields(node.title, node.body, node.ref, node.meta)
-                        ):
-                            report.denied += 1
-                            continue
-                        blob = vectors.get(node_seq)
-                        if blob is not None:
-                            report.vectors += 1
-                        out.append(outgoing(node, files, scrub, None if blob is None else _vec(blob)))
-                    counts: PushCounts = _retrying(_batch_pusher(out), team, reopen, report)
-                    report.added += counts.added
-                    report.updated += counts.updated
-                    report.unchanged += counts.unchanged
-                    report.refused += counts.refused
-                    at, seq = rows[-1][1], rows[-1][2]
-                    with local.transaction():
-                        local.set_meta(key, f"{at}:{seq}")
-                    if log:
-                        log(f"team push: {report.added + report.updated + report.unchanged:,} node(s) sent")
-                links = [(a, b, r) for a, b, r, _ in local.all_links()]
-                report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
-                verdicts = local.verdicts()
-                report.verdicts = _retrying(lambda t: t.push_verdicts(verdicts), team, reopen, report)
+            # Only the deny-list step writes memory (deletions): it waits for a running sync; the rest
+            # reads (WAL readers never block the writer) and stamps its cursor in small transactions.
+            with exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push"):
+                report.deny_pulled, report.removed_local = _pull_deny(team[0], local)
+                matcher = forget.sync_gate(local)  # (applies new user-wide entries: a write too)
+            share_vectors = _vector_plan(team[0], local, report)
+            key = _cursor_key(found, proj)
+            at, seq = _read_cursor(local, key)
+            scrub = _Scrubber(proj.root)
+            while True:
+                rows = local.written_after(at, seq, batch)
+                if not rows:
+                    break
+                vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
+                out = []
+                for node, _updated, node_seq, files in rows:
+                    if node.kind not in found.kinds:
+                        report.not_shared += 1
+                        continue
+                    if matcher and matcher.which(
+                        denylist.node_fields(node.title, node.body, node.ref, node.meta)
+                    ):
+                        report.denied += 1
+                        continue
+                    blob = vectors.get(node_seq)
+                    if blob is not None:
+                        report.vectors += 1
+                    out.append(outgoing(node, files, scrub, None if blob is None else _vec(blob)))
+                counts: PushCounts = _retrying(_batch_pusher(out), team, reopen, report)
+                report.added += counts.added
+                report.updated += counts.updated
+                report.unchanged += counts.unchanged
+                report.refused += counts.refused
+                at, seq = rows[-1][1], rows[-1][2]
+                with local.transaction():
+                    local.set_meta(key, f"{at}:{seq}")
+                if log:
+                    log(f"team push: {report.added + report.updated + report.unchanged:,} node(s) sent")
+            links = [(a, b, r) for a, b, r, _ in local.all_links()]
+            report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
+            verdicts = local.verdicts()
+            report.verdicts = _retrying(lambda t: t.push_verdicts(verdicts), team, reopen, report)
     finally:
         team[0].close()
     report.seconds = time.monotonic() - started

@@ -315,3 +315,32 @@ def test_precheck_team_in_a_fresh_checkout_reads_the_teams_failures_and_churn(
         check=False,
     )
     assert gone.returncode == 0 and "team store not checked" in gone.stderr
+
+
+def test_a_dropped_connection_mid_push_is_retried_and_the_push_completes(
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    _big_history(alice, 20)
+    from nexusmem import project, team
+    from nexusmem.store.team import connect
+
+    admin = connect(team_url)
+    dropped: list[int] = []
+
+    def after_batch(_line: str) -> None:
+        if not dropped:  # the server ends the push's session once, between two batches
+            rows = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = 'nexusmem' AND pid <> pg_backend_pid()"
+            ).fetchall()
+            dropped.append(len(rows))
+
+    monkeypatch.setenv("NEXUSMEM_TEAM_BATCH", "10")
+    with alice.active():
+        report = team.push(project.load(alice.repo), log=after_batch)
+    admin.close()
+    assert dropped and dropped[0] >= 1
+    assert report.retries >= 1
+    total = int(str(_team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]))
+    assert report.added == total and total > 20
