@@ -5,8 +5,7 @@ then pushes NODES generated nodes from MEMBERS simulated members through TeamSto
 INSERT ... ON CONFLICT path `team push` uses, vectors included), each member re-pushing an overlapping
 share of the history as clones of one origin do. Then:
 - query p50/p95: query.retrieve on the team store (lexical list, term counts, the built-in embedder, HNSW
-  k-NN, ranking) for the
-  shared query set, warm;
+  k-NN, ranking) for the shared query set, warm;
 - recall@10 of HNSW (ef_search 100, iterative scan) against an exact scan, over 50 query vectors;
 - storage: pg_total_relation_size('nodes') per 100k nodes.
 
