@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -247,18 +248,29 @@ def test_the_post_commit_sync_pushes_when_configured(tmp_path: Path, origin: Pat
 
 
 def test_mcp_scope_team_tags_items_by_member(tmp_path: Path, origin: Path, team_url: str) -> None:
+    import anyio
+
+    from helpers.mcp import mcp_session
+
     alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
     alice.commit("Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH'\n"})
     alice.run("sync", "--quiet")
     alice.run("team", "push")
-    from nexusmem.mcp_server import run_search_team
+    found: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            args = {"projectRoot": str(bob.repo), "query": "TLS cipher legacy gateway", "scope": "team"}
+            result = await session.call_tool("search_memory", args)
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            found.update(result.structured_content)
 
     with bob.active():
-        result = run_search_team(str(bob.repo), "TLS cipher legacy gateway", 1000, None)
-    data = result.structuredContent
-    assert data is not None
-    assert data["items"][0]["recorded_by"] == "alice@example.com"
-    assert [p["name"] for p in data["projects"]] == ["bob-clone", "team"]
+        anyio.run(main)
+    assert found["items"][0]["recorded_by"] == "alice@example.com"
+    assert found["items"][0]["title"] == "Pin the TLS cipher list for the legacy gateway"
+    assert [p["name"] for p in found["projects"]] == ["bob-clone", "team"]
 
 
 def test_precheck_team_in_a_fresh_checkout_reads_the_teams_failures_and_churn(
