@@ -31,11 +31,49 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from common import QUERIES  # noqa: E402
 
-WORDS = (
-    "cache lock parser unicode retry budget timeout windows line endings writer storage token auth gzip"
-    " stream http socket scheduler transaction index router worker config upload symlink plugin session"
-    " offset search payload render cli migration schema queue backoff flaky fixture build deploy"
-).split()
+WORDS = [
+    "cache",
+    "lock",
+    "parser",
+    "unicode",
+    "retry",
+    "budget",
+    "timeout",
+    "windows",
+    "line",
+    "endings",
+    "writer",
+    "storage",
+    "token",
+    "auth",
+    "gzip",
+    "stream",
+    "http",
+    "socket",
+    "scheduler",
+    "transaction",
+    "index",
+    "router",
+    "worker",
+    "config",
+    "upload",
+    "symlink",
+    "plugin",
+    "session",
+    "offset",
+    "search",
+    "payload",
+    "render",
+    "cli",
+    "migration",
+    "schema",
+    "queue",
+    "backoff",
+    "flaky",
+    "fixture",
+    "build",
+    "deploy",
+]
 KINDS = (
     ("git_commit", "observed", "git"),
     ("code_diff", "observed", "diff"),
@@ -96,11 +134,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000)
     args = parser.parse_args()
 
-    from helpers import pg
-
     from nexusmem import embed
     from nexusmem.retrieve import query
     from nexusmem.store.team import TeamStore
+
+    from helpers import pg
 
     rng = random.Random(13)
     centers = [[rng.gauss(0, 1) for _ in range(256)] for _ in range(64)]
