@@ -300,6 +300,7 @@ def run_search_team(
     as_of: str | None,
     since: str | None = None,
     until: str | None = None,
+    author: str | None = None,
 ) -> CallToolResult:
     """scope "team": this project's memory fused with the team store (nexusmem.team.query)."""
     from nexusmem import project as project_mod
@@ -309,10 +310,11 @@ def run_search_team(
     question = check_query(text)
     cutoff = parse_as_of(as_of)
     lo, hi = parse_window(since, until)
+    who = parse_author(author)
     root = resolve_root(project_root)
     with _library_errors():
         proj = project_mod.load(root)
-        result = team_mod.query(proj, question, budget=budget, as_of=cutoff, since=lo, until=hi)
+        result = team_mod.query(proj, question, budget=budget, as_of=cutoff, since=lo, until=hi, author=who)
     return _result(multi_mod.render(result), team_query.to_json(result))
 
 
@@ -573,7 +575,7 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         """
         if scope == "team" and not allProjects:
             return await _in_thread(
-                functools.partial(run_search_team, projectRoot, query, budget, asOf, since, until)
+                functools.partial(run_search_team, projectRoot, query, budget, asOf, since, until, author)
             )
         if allProjects:
             return await _in_thread(

@@ -572,6 +572,7 @@ def query(
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
+    author: str | None = None,
 ) -> Any:
     """`query --team` / MCP scope "team": this memory fused with the team store (retrieve.team.search). A
     team store not configured or not answering within the connect timeout leaves the local answer with
@@ -599,6 +600,7 @@ def query(
                 until=until,
                 settings=rank.settings_from(proj.config),
                 team_note=note,
+                author=author,
             )
     finally:
         if shared is not None:

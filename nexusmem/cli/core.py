@@ -243,7 +243,7 @@ def query_cmd(
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     cutoff = query.parse_as_of(as_of)
     if team:
-        _query_team(proj, question, limit, as_json, cutoff, window)
+        _query_team(proj, question, limit, as_json, cutoff, window, who)
         return
     with proj.open_store() as store:
         result = query.run(
@@ -279,6 +279,7 @@ def _query_team(
     as_json: bool,
     cutoff: int | None,
     window: tuple[int | None, int | None],
+    who: str | None,
 ) -> None:
     """`query --team`: local memory fused with the team store; a team store that cannot be reached (or is
     not configured) leaves the local answer plus one note on stderr, never an error."""
@@ -286,7 +287,9 @@ def _query_team(
     from nexusmem.retrieve import multi
     from nexusmem.retrieve import team as team_query
 
-    result = team_mod.query(proj, question, budget=limit, as_of=cutoff, since=window[0], until=window[1])
+    result = team_mod.query(
+        proj, question, budget=limit, as_of=cutoff, since=window[0], until=window[1], author=who
+    )
     if as_json:
         echo_json(team_query.to_json(result))
     else:

@@ -26,9 +26,12 @@ def _searched(
     text: str,
     window: tuple[int | None, int | None, int | None],
     settings: rank.Settings,
+    author: str | None,
 ) -> tuple[multi._Searched, dict[str, int]]:
     as_of, since, until = window
-    found = query.retrieve(store, text, as_of=as_of, since=since, until=until, settings=settings)
+    found = query.retrieve(
+        store, text, as_of=as_of, since=since, until=until, settings=settings, author=author
+    )
     links: dict[str, list[tuple[str, str]]] = {}
     for src, dst, rel in store.links_from([n.id for n, _ in found.scored]):
         links.setdefault(src, []).append((dst, rel))
@@ -52,8 +55,10 @@ def search(
     until: int | None = None,
     settings: rank.Settings = rank.DEFAULT,
     team_note: str | None = None,
+    author: str | None = None,
 ) -> multi.MultiResult:
-    """Answer TEXT from LOCAL and TEAM (None: unreachable; TEAM_NOTE then says why, as one note line)."""
+    """Answer TEXT from LOCAL and TEAM (None: unreachable; TEAM_NOTE then says why, as one note line);
+    AUTHOR (nexusmem.authors) keeps the commands of that author in both lists."""
     result = multi.MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
     if team_note:
         result.notes.append(team_note)
@@ -63,7 +68,7 @@ def search(
     if team is not None:
         stores.append((TEAM_NAME, team))
     for index, (name, store) in enumerate(stores):
-        one, counts = _searched(index, name, str(root), store, text, filters, settings)
+        one, counts = _searched(index, name, str(root), store, text, filters, settings, author)
         searched.append(one)
         result.projects.append(name)
         result.roots.append(str(root))
