@@ -205,6 +205,7 @@ def check(
     # Read-only and never migrated: a commit hook must not rewrite the database (an older schema already
     # has every table and column read here), and a sync may be writing it at this very moment.
     via: dict[str, list[Finding]] = {}
+    importers: list[tuple[str, str]] = []  # (file, a file importing it): local memory only
     if team is not None:
         # The team store: stored commands and commits only (no hook log, no import edges in it).
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
