@@ -153,3 +153,21 @@ def test_both_in_one_sync(repo_with_tests: Path, isolated_home: Path) -> None:
     assert_the_hooks_record(repo)
     sync(repo, "--conversation")  # a re-sync changes nothing
     assert_the_hooks_record(repo)
+
+
+def test_transcript_reads_status_echoes_and_pipes_as_the_hook_does(repo: Path, isolated_home: Path) -> None:
+    commit(repo, "feat: lint", {"Makefile": "lint:\n\truff check .\n"})
+    w = T.ClaudeWriter(SESSION, repo, START)
+    w.user("lint it and run the tests")
+    w.bash("toolu_01ECHO", f'cd "{repo / "src"}" && make lint; echo "EXIT:$?"', "ruff: 3 errors\nEXIT:3")
+    w.bash("toolu_01TAIL", "pytest -x 2>&1 | tail -20", "1 failed")
+    w.write(isolated_home / ".claude" / "projects" / "-repo" / f"{SESSION}.jsonl")
+    (repo / "src").mkdir(exist_ok=True)
+    sync(repo, "--conversation")
+    calls = {n.meta["call_id"]: n for n in agent_calls(repo)}
+    echo, tail = calls["toolu_01ECHO"], calls["toolu_01TAIL"]
+    assert (echo.ref, echo.meta["cwd"], echo.meta["exit"]) == ("make lint", "src", 3)  # read from EXIT:3
+    assert (tail.ref, tail.meta["exit"]) == ("pytest -x", None)  # tail's status says nothing
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        (turn,) = store.iter_nodes("conversation_turn")
+    assert "$ make lint (exit 3)" in turn.body and "$ pytest -x (exit unknown)" in turn.body
