@@ -169,16 +169,16 @@ class NodesMixin:
         marks = ",".join("?" * len(ids))
         # The change words are left out of the content hash (adding them to old commits must not make their
         # vectors look stale); a node whose words alone moved is updated all the same.
-        existing: dict[str, tuple[str, str]] = {}
-        firsthand: set[str] = set()
-        for row in self.conn.execute(
-            "SELECT id, content_hash, words, json_extract(meta, '$.seen_in') IS NULL FROM nodes"
-            f" WHERE id IN ({marks})",
-            ids,
-        ).fetchall():
-            existing[row[0]] = (row[1], row[2])
-            if row[3]:
-                firsthand.add(row[0])
+        existing = {
+            row[0]: (row[1], row[2])
+            for row in self.conn.execute(
+                f"SELECT id, content_hash, words FROM nodes WHERE id IN ({marks})", ids
+            ).fetchall()
+        }
+        # Only a batch with second-hand nodes stored already pays for reading their meta (the conversation
+        # source's agent calls; never a commit's or a hook line's batch).
+        secondhand = [n.id for n in unique.values() if n.id in existing and n.secondhand]
+        firsthand = self.firsthand_ids(secondhand) if secondhand else set()
         stamp = now_ms()
         inserts: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
