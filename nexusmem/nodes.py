@@ -113,6 +113,13 @@ class Node:
     def provenance(self) -> str:
         return PROVENANCE[self.kind]
 
+    @property
+    def secondhand(self) -> bool:
+        """Whether this node was read back from a second-hand account (meta `seen_in`, e.g. an agent's shell
+        call found in its transcript rather than recorded by its hook): the store never lets it overwrite a
+        first-hand node of the same id (store.nodes._upsert_batch)."""
+        return "seen_in" in self.meta
+
     def meta_json(self) -> str:
         return json.dumps(self.meta, sort_keys=True, ensure_ascii=False)
 

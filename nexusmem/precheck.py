@@ -235,7 +235,16 @@ def check(
                 redacted: bool,
             ) -> tuple[list[tuple[str, str, str]], dict[str, list[Finding]], dict[str, list[Finding]], bool]:
                 merged, naming, from_tail = _with_unsynced(
-                    root, cursor, commands, stored_naming, own | extra, start, end, who=who, redacted=redacted
+                    root,
+                    cursor,
+                    commands,
+                    stored_naming,
+                    own | extra,
+                    start,
+                    end,
+                    who=who,
+                    redacted=redacted,
+                    secondhand=store.secondhand_keys,
                 )
                 open_failures = _open_failures(merged, author_ok)
                 if extra and open_failures:
@@ -340,10 +349,15 @@ def _with_unsynced(
     *,
     who: dict[str, dict[str, str]] | None = None,
     redacted: bool = False,
+    secondhand: Callable[[list[str]], dict[str, str]] | None = None,
 ) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]], bool]:
     """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring), and whether
     the tail added anything. Without REDACTED the tail's commands are as typed: never to be shown. The
-    tail's authors go into WHO when it is given."""
+    tail's authors go into WHO when it is given.
+
+    An agent's call already stored from its transcript (SECONDHAND: natural key → id) and now in the tail as
+    its hook's line is one command, not two: the line takes the stored node's place (and id, so its links
+    count), with the hook's exit code, as the next sync will store it."""
     try:
         st = os.stat(paths.shell_log_path())
     except OSError:
@@ -357,6 +371,15 @@ def _with_unsynced(
         return commands, naming, False
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}
     fresh = [t for t in tail if (t.command, t.ts) not in known]  # a sync may have raced this read
+    keyed = [t.call_key for t in fresh if t.call_key is not None]
+    stored_as = secondhand(keyed) if keyed and secondhand is not None else {}
+    if stored_as:
+        fresh = [
+            t.rekeyed(stored_as[t.call_key]) if t.call_key is not None and t.call_key in stored_as else t
+            for t in fresh
+        ]
+        replaced = set(stored_as.values())
+        commands = [c for c in commands if c[0] not in replaced]
     if who is not None:
         who.update({t.key: {"author": t.author, "author_kind": t.author_kind} for t in fresh})
     merged = sorted(

@@ -90,6 +90,9 @@ def render(item: dict[str, Any]) -> str:
     if item["files"]:
         lines.append("files " + ", ".join(item["files"]))
     lines += [f"fixed by {link['to']} ({link['relation']})" for link in item["links"]]
+    seen_in = item["meta"].get("seen_in") if isinstance(item["meta"], dict) else None
+    if seen_in:  # an agent's call known only from its transcript: no hook line recorded it (yet)
+        lines.append(f"seen in {seen_in} only (exit read from its text, no duration)")
     lines += ["", item["body"]]
     return "\n".join(lines)
 

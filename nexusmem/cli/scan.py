@@ -37,6 +37,9 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
             # A node's last version within one scan wins, as in upsert.
             every = {n.id: n for n in result.nodes}
             stored = store.content_hashes(list(every))
+            # A second-hand node never overwrites a first-hand one (upsert): it would change nothing.
+            for i in store.firsthand_ids([i for i, n in every.items() if n.secondhand and i in stored]):
+                stored[i] = every[i].content_hash(every[i].meta_json())
     else:
         result = source.scan(scan)
         every = {n.id: n for n in result.nodes}

@@ -63,6 +63,9 @@ class HookReader:
     def importers_of(self, paths: Sequence[str], per_path: int = 50) -> list[tuple[str, str]]:
         return importers_of(self.conn, paths, per_path)
 
+    def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, str]:
+        return secondhand_keys(self.conn, natural_keys)
+
 
 def cursor(conn: Any, source: str) -> str | None:
     """Where SOURCE's last sync stopped (its own format), None before the first one."""
@@ -183,4 +186,23 @@ def importers_of(conn: Any, paths: Sequence[str], per_path: int = 50) -> list[tu
             seen[dst] = seen.get(dst, 0) + 1
             if seen[dst] <= per_path:
                 out.append((dst, src))
+    return out
+
+
+def secondhand_keys(conn: Any, natural_keys: Sequence[str]) -> dict[str, str]:
+    """natural key → id of the shell commands among NATURAL_KEYS stored second-hand (meta `seen_in`: an
+    agent's call read from its transcript), which that call's hook line replaces. An indexed lookup
+    (nodes_source_key), asked only for the agent calls in the log's unsynced tail."""
+    out: dict[str, str] = {}
+    keys = list(dict.fromkeys(natural_keys))
+    for first in range(0, len(keys), BATCH):
+        chunk = keys[first : first + BATCH]
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            conn.execute(
+                "SELECT natural_key, id FROM nodes WHERE source = 'shell' AND kind = 'shell_command'"
+                f" AND natural_key IN ({marks}) AND json_extract(meta, '$.seen_in') IS NOT NULL",
+                chunk,
+            )
+        )
     return out

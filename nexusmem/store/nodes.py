@@ -139,10 +139,33 @@ class NodesMixin:
                 on_batch(len(batch))
         return counts
 
+    def firsthand_ids(self, ids: Sequence[str]) -> set[str]:
+        """The ids among IDS stored from a first-hand sighting (meta without `seen_in`): what a second-hand
+        node of the same id must not overwrite (see _upsert_batch)."""
+        out: set[str] = set()
+        for start in range(0, len(ids), BATCH):
+            chunk = list(ids[start : start + BATCH])
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                row[0]
+                for row in self.conn.execute(
+                    f"SELECT id FROM nodes WHERE id IN ({marks}) AND json_extract(meta, '$.seen_in') IS NULL",
+                    chunk,
+                )
+            )
+        return out
+
     def _upsert_batch(self, batch: list[Node], counts: UpsertCounts) -> None:
+        # A second-hand node (Node.secondhand: an agent's call read back from its transcript, whose exit code
+        # is recovered from output text and which has no duration) never replaces a first-hand one of the
+        # same id (the agent hook's record of that call), whichever was seen first: in this batch, or stored.
         unique: dict[str, Node] = {}
         for node in batch:
-            unique[node.id] = node  # the last version of a node within one scan wins
+            held = unique.get(node.id)
+            if held is not None and node.secondhand and not held.secondhand:
+                counts.unchanged += 1
+                continue
+            unique[node.id] = node  # else the last version of a node within one scan wins
         ids = list(unique)
         marks = ",".join("?" * len(ids))
         # The change words are left out of the content hash (adding them to old commits must not make their
@@ -153,6 +176,10 @@ class NodesMixin:
                 f"SELECT id, content_hash, words FROM nodes WHERE id IN ({marks})", ids
             ).fetchall()
         }
+        # Only a batch with second-hand nodes stored already pays for reading their meta (the conversation
+        # source's agent calls; never a commit's or a hook line's batch).
+        secondhand = [n.id for n in unique.values() if n.id in existing and n.secondhand]
+        firsthand = self.firsthand_ids(secondhand) if secondhand else set()
         stamp = now_ms()
         inserts: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
@@ -184,6 +211,8 @@ class NodesMixin:
                     )
                 )
                 fresh.append(node)
+            elif node.secondhand and node.id in firsthand:
+                counts.unchanged += 1  # the first-hand record stays (see above)
             elif existing[node.id] != (digest, node.words):
                 updates.append(
                     (
@@ -421,6 +450,10 @@ class NodesMixin:
     def files_of_many(self, ids: Sequence[str]) -> list[tuple[str, str]]:
         """(node id, path) for every file of the nodes IDS."""
         return hookreads.files_of_many(self.conn, ids)
+
+    def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, str]:
+        """natural key → id of the agent calls among NATURAL_KEYS stored from a transcript (meta `seen_in`)."""
+        return hookreads.secondhand_keys(self.conn, natural_keys)
 
     def shell_commands_between(
         self, start: int, end: int

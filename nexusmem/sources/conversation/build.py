@@ -14,7 +14,8 @@ from pathlib import Path
 from nexusmem.nodes import Node
 from nexusmem.signals import conversation_signal
 from nexusmem.sources.conversation.model import Call, Exchange, Thread
-from nexusmem.sources.shell.node import Memo, body_head, command_node
+from nexusmem.sources.shell.agentcmd import canonical
+from nexusmem.sources.shell.node import Memo, agent_call_key, body_head, command_node
 
 # An answer up to this many characters is one node; a longer one is split at its Markdown headings
 # (~600 tokens each: a heading-sized piece ranks on its own subject instead of the whole reply's).
@@ -30,11 +31,6 @@ _HEADING = re.compile(r"^#{1,6}\s+\S")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 Match = Callable[[str | None], "tuple[Path, str] | None"]
-
-
-def agent_call_key(agent: str, call_id: str) -> str:
-    """The natural key of an agent's shell call, the same whichever way it was seen (hook or transcript)."""
-    return f"agent:{agent}:{call_id}"
 
 
 def _sections(text: str) -> list[tuple[str, str]]:
@@ -130,7 +126,7 @@ class Builder:
         rel_cwd = where[1] if where else exchange.cwd
         question = redact(exchange.question)
         answer = redact("\n\n".join(a for a in exchange.answer if a))
-        calls: list[tuple[Call, str]] = [(c, redact(c.command)) for c in exchange.calls]
+        calls = [self._seen(call, exchange.cwd or thread.cwd) for call in exchange.calls]
         files: list[str] = []
         for path in exchange.files:
             rel = _relative_file(path, self.roots)
@@ -201,6 +197,18 @@ class Builder:
                 },
             )
 
+    def _seen(self, call: Call, cwd: str | None) -> tuple[Call, str]:
+        """CALL as its agent hook records it (agentcmd.canonical: a leading `cd DIR &&` moved into the cwd, a
+        trailing status echo and `| head`/`| tail` taken off, the exit unknown when such a pipe decided it),
+        with its command redacted: the same text and cwd whichever way the call was seen, so precheck and
+        failure → fix matching see one command, and the person's `pytest -x` matches the agent's."""
+        start = call.cwd or cwd
+        command, moved, _echoed, masked = canonical(call.command, start or "")
+        # `cd sub && …` with no known start: where it ran is unknown.
+        ran_in = start if not moved or (start is None and not os.path.isabs(moved)) else moved
+        seen = Call(call.call_id, command, call.ts, ran_in, None if masked else call.exit)
+        return seen, self.memo.redact(command)
+
     def _call_node(
         self, thread: Thread, call: Call, command: str, where: tuple[Path, str] | None
     ) -> Node | None:
@@ -228,5 +236,9 @@ class Builder:
             signal=signal,
             head=body_head(command, rel, call.exit),
         )
-        node.meta.update({"author": thread.agent, "author_kind": "agent", "call_id": call.call_id})
+        # `seen_in`: read back from the transcript (exit recovered from the output, no duration). The store
+        # never lets it overwrite the agent hook's record of the same call (Node.secondhand), in either order.
+        node.meta.update(
+            {"author": thread.agent, "author_kind": "agent", "call_id": call.call_id, "seen_in": "transcript"}
+        )
         return node

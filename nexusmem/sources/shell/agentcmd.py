@@ -166,7 +166,8 @@ def canonical(command: str, cwd: str) -> tuple[str, str, bool, bool]:
     return text or command.strip(), cwd, echoed, masked
 
 
-def _echoed_code(output: Any) -> int | None:
+def echoed_code(output: Any) -> int | None:
+    """The code on the last line of OUTPUT when it is an echoed status ("EXIT:3"), else None."""
     if not isinstance(output, str):
         return None
     tail = output.rstrip()[-200:]
@@ -236,11 +237,11 @@ def log_line(agent: str, payload: Any, now_ms: int) -> dict[str, Any] | None:
         interrupted = isinstance(response, dict) and response.get("interrupted") is True
         exit_code = None if interrupted else 0
         if echoed and not interrupted and isinstance(response, dict):
-            exit_code = _echoed_code(response.get("stdout"))
+            exit_code = echoed_code(response.get("stdout"))
     else:
         exit_code = _codex_code(response)
         if echoed and isinstance(response, dict):
-            exit_code = _echoed_code(response.get("stdout") or response.get("output"))
+            exit_code = echoed_code(response.get("stdout") or response.get("output"))
     if masked:
         exit_code = None
     duration = payload.get("duration_ms")

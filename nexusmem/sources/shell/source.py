@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Generator, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -174,10 +174,7 @@ class ShellSource:
             if known is None:
                 continue  # another project's line, or an empty command: nothing wrong with the log
             command, rel, files, title, signal, head = known
-            if line.call_id is not None and line.author_kind == "agent":
-                natural_key = agent_call_key(line.author, line.call_id)
-            else:
-                natural_key = f"{line.session}\x1f{line.ts}\x1f{command}"
+            natural_key = _call_key(line) or f"{line.session}\x1f{line.ts}\x1f{command}"
             yield command_node(
                 project,
                 natural_key=natural_key,
@@ -271,6 +268,13 @@ class ShellSource:
         return ""
 
 
+def _call_key(line: LogLine) -> str | None:
+    """The natural key of an agent's call (the same its transcript gives it), None for any other line."""
+    if line.call_id is not None and line.author_kind == "agent":
+        return agent_call_key(line.author, line.call_id)
+    return None
+
+
 # precheck reads at most this much of the log past the project's cursor: 4 MB is ~20,000 hook lines, far
 # more than a day's work between syncs, and ~40 ms to parse; an older tail is left to `nexusmem sync`.
 TAIL_MAX_BYTES = 4 << 20
@@ -288,6 +292,11 @@ class TailCommand:
     files: tuple[str, ...]
     author: str = "me"
     author_kind: str = "human"
+    call_key: str | None = None  # an agent's call: its natural key (agent_call_key)
+
+    def rekeyed(self, key: str) -> TailCommand:
+        """This command standing in for the stored node KEY (precheck: the same call stored from a transcript)."""
+        return replace(self, key=key)
 
 
 def unsynced_tail(
@@ -326,6 +335,16 @@ def unsynced_tail(
         command = memo.redact(line.command) if redacted else line.command
         files = memo.command_files(command, place, rel)
         out.append(
-            TailCommand(f"log:{end}", command, line.ts, rel, line.exit, files, line.author, line.author_kind)
+            TailCommand(
+                f"log:{end}",
+                command,
+                line.ts,
+                rel,
+                line.exit,
+                files,
+                line.author,
+                line.author_kind,
+                _call_key(line),
+            )
         )
     return out
