@@ -34,6 +34,14 @@ class OllamaUnreachable(Exception):
     """No HTTP answer at all: refused, unresolvable, or too slow. The message is one sentence."""
 
 
+class OllamaHTTPError(Exception):
+    """The server answered, but not with 200 (an unknown model, an overloaded server). One sentence."""
+
+
+class OllamaBadAnswer(Exception):
+    """A 200 answer that is not the JSON shape of a chat or generate reply."""
+
+
 class OllamaClient:
     """POST JSON to one Ollama server; one connection pool per client, closed by close()."""
 
@@ -62,6 +70,42 @@ class OllamaClient:
         """One sentence for a non-200 answer: the status and the start of what the server said."""
         detail = response.text.strip().replace("\n", " ")[:160]
         return f"Ollama at {self.url} answered HTTP {response.status_code} for model {model!r}: {detail}"
+
+    def chat_json(self, model: str, system: str, prompt: str, options: dict[str, Any]) -> Any:
+        """The content of MODEL's non-streaming, JSON-format answer to SYSTEM + PROMPT (POST /api/chat); an
+        older Ollama without /api/chat (HTTP 404 not naming the model) is asked through /api/generate.
+        Raises OllamaUnreachable, OllamaHTTPError or OllamaBadAnswer."""
+        response = self.post(
+            "/api/chat",
+            {
+                "model": model,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                "stream": False,
+                "format": "json",
+                "options": options,
+            },
+        )
+        field_name = "message"
+        if response.status_code == 404 and "model" not in response.text.lower():
+            response = self.post(
+                "/api/generate",
+                {
+                    "model": model,
+                    "system": system,
+                    "prompt": prompt,
+                    "stream": False,
+                    "format": "json",
+                    "options": options,
+                },
+            )
+            field_name = "response"
+        if response.status_code != 200:
+            raise OllamaHTTPError(self.http_error(response, model))
+        try:
+            data = response.json()
+            return data["message"]["content"] if field_name == "message" else data["response"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise OllamaBadAnswer(f"Ollama at {self.url} sent an answer of the wrong shape") from exc
 
     def close(self) -> None:
         if self._client is not None:

@@ -107,52 +107,18 @@ class Judge:
     def close(self) -> None:
         self._client.close()
 
-    def _post(self, endpoint: str, payload: dict[str, Any]) -> Any:
-        from nexusmem.ollama import OllamaUnreachable
-
-        try:
-            return self._client.post(endpoint, payload)
-        except OllamaUnreachable as exc:
-            raise JudgeUnavailable(str(exc)) from exc
-
     def ask(self, older: StoredNode, newer: StoredNode) -> tuple[bool, str]:
         """(contradicts, reason) for the pair, from the model."""
         prompt = f"OLDER ({timefmt.day(older.ts)}, {older.kind}):\n{_text(older)}\n\nNEWER ({timefmt.day(newer.ts)}, {newer.kind}):\n{_text(newer)}"
         options = {"temperature": 0}
-        response = self._post(
-            "/api/chat",
-            {
-                "model": self.model,
-                "messages": [
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": prompt},
-                ],
-                "stream": False,
-                "format": "json",
-                "options": options,
-            },
-        )
-        field_name = "message"
-        if response.status_code == 404 and "model" not in response.text.lower():
-            response = self._post(
-                "/api/generate",
-                {
-                    "model": self.model,
-                    "system": SYSTEM_PROMPT,
-                    "prompt": prompt,
-                    "stream": False,
-                    "format": "json",
-                    "options": options,
-                },
-            )
-            field_name = "response"
-        if response.status_code != 200:
-            raise JudgeUnavailable(self._client.http_error(response, self.model))
+        from nexusmem.ollama import OllamaBadAnswer, OllamaHTTPError, OllamaUnreachable
+
         try:
-            data = response.json()
-            content = data["message"]["content"] if field_name == "message" else data["response"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise JudgeBadAnswer(f"Ollama at {self.url} sent an answer of the wrong shape") from exc
+            content = self._client.chat_json(self.model, SYSTEM_PROMPT, prompt, options)
+        except (OllamaUnreachable, OllamaHTTPError) as exc:
+            raise JudgeUnavailable(str(exc)) from exc
+        except OllamaBadAnswer as exc:
+            raise JudgeBadAnswer(str(exc)) from exc
         return parse_verdict(content)
 
 

@@ -296,51 +296,20 @@ class SessionModel:
     def close(self) -> None:
         self._client.close()
 
-    def _post(self, endpoint: str, payload: dict[str, Any]) -> Any:
-        from nexusmem.ollama import OllamaUnreachable
-
-        try:
-            return self._client.post(endpoint, payload)
-        except OllamaUnreachable as exc:
-            raise ModelUnavailable(str(exc)) from exc
-
     def summarise(self, prompt: str) -> tuple[Any, str]:
         """(title as given, summary) for one session's PROMPT."""
         # ~3 characters a token for prose with code in it, plus room for the answer: Ollama's default
         # context (2,048-4,096 tokens) would silently cut a 12,000-character prompt.
         num_ctx = max(4096, (len(SYSTEM_PROMPT) + len(prompt)) // 3 + 1024)
         options = {"temperature": 0, "num_ctx": num_ctx}
-        response = self._post(
-            "/api/chat",
-            {
-                "model": self.model,
-                "messages": messages(prompt),
-                "stream": False,
-                "format": "json",
-                "options": options,
-            },
-        )
-        field_name = "message"
-        if response.status_code == 404 and "model" not in response.text.lower():
-            response = self._post(
-                "/api/generate",
-                {
-                    "model": self.model,
-                    "system": SYSTEM_PROMPT,
-                    "prompt": prompt,
-                    "stream": False,
-                    "format": "json",
-                    "options": options,
-                },
-            )
-            field_name = "response"
-        if response.status_code != 200:
-            raise ModelUnavailable(self._client.http_error(response, self.model))
+        from nexusmem.ollama import OllamaBadAnswer, OllamaHTTPError, OllamaUnreachable
+
         try:
-            data = response.json()
-            content = data["message"]["content"] if field_name == "message" else data["response"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ModelBadAnswer(f"Ollama at {self.url} sent an answer of the wrong shape") from exc
+            content = self._client.chat_json(self.model, SYSTEM_PROMPT, prompt, options)
+        except (OllamaUnreachable, OllamaHTTPError) as exc:
+            raise ModelUnavailable(str(exc)) from exc
+        except OllamaBadAnswer as exc:
+            raise ModelBadAnswer(str(exc)) from exc
         return parse_answer(content)
 
 
