@@ -174,11 +174,13 @@ def main() -> None:
                 done += size
             print(f"member {m}: {start + done:,} nodes pushed so far", file=sys.stderr)
         team = stores[0]
+        team.refresh_statistics()  # what `team push` does after adding this many nodes
         total = team.node_count()
         # query: the team side of `query --team`, warm (first round discarded)
         timings = []
         for round_ in range(3):
             for text in QUERIES:
+                team._counts.clear()  # each question pays for its own term counts, as a fresh one would
                 t0 = time.perf_counter()
                 query.retrieve(team, text)
                 if round_:

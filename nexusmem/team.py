@@ -174,6 +174,10 @@ def init(proj: Project, url: str) -> InitReport:
 # ------------------------------------------------------------------------------------------------ push
 
 
+# A push that added this many nodes refreshes the planner's statistics (see TeamStore.refresh_statistics).
+ANALYZE_AFTER = 1000
+
+
 @dataclass
 class PushReport:
     label: str = ""
@@ -399,6 +403,8 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
             verdicts = local.verdicts()
             report.verdicts = _retrying(lambda t: t.push_verdicts(verdicts), team, reopen, report)
+            if report.added >= ANALYZE_AFTER:
+                _retrying(lambda t: t.refresh_statistics(), team, reopen, report)
     finally:
         team[0].close()
     report.seconds = time.monotonic() - started
