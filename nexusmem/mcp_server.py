@@ -263,6 +263,17 @@ def check_query(text: str) -> str:
     return question
 
 
+def search_args(
+    text: str, as_of: str | None, since: str | None, until: str | None, author: str | None
+) -> tuple[str, int | None, int | None, int | None, str | None]:
+    """(question, asOf ms, since ms, until ms, author filter) of one search call, each checked as the CLI
+    checks it; a bad one is a tool error naming it."""
+    question = check_query(text)
+    cutoff = parse_as_of(as_of)
+    lo, hi = parse_window(since, until)
+    return question, cutoff, lo, hi, parse_author(author)
+
+
 def run_search(
     project_root: str,
     text: str,
@@ -272,10 +283,7 @@ def run_search(
     until: str | None = None,
     author: str | None = None,
 ) -> CallToolResult:
-    question = check_query(text)
-    cutoff = parse_as_of(as_of)
-    lo, hi = parse_window(since, until)
-    who = parse_author(author)
+    question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
     root = resolve_root(project_root)
     with _open_store(root) as store, _library_errors():
         settings = rank.settings_from(config.load(paths.config_path(root)))
@@ -307,10 +315,7 @@ def run_search_team(
     from nexusmem import team as team_mod
     from nexusmem.retrieve import team as team_query
 
-    question = check_query(text)
-    cutoff = parse_as_of(as_of)
-    lo, hi = parse_window(since, until)
-    who = parse_author(author)
+    question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
     root = resolve_root(project_root)
     with _library_errors():
         proj = project_mod.load(root)
@@ -328,10 +333,7 @@ def run_search_all(
     author: str | None = None,
 ) -> CallToolResult:
     """allProjects: every registered project; projectRoot is the current project only when it is one."""
-    question = check_query(text)
-    cutoff = parse_as_of(as_of)
-    lo, hi = parse_window(since, until)
-    who = parse_author(author)
+    question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
     given = Path(project_root).expanduser()
     if not given.is_absolute():
         raise ToolError(
