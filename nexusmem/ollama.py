@@ -8,6 +8,7 @@ that drops packets must not hang a sync, hence the short connect timeout.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 CONNECT_TIMEOUT = 2.0
@@ -40,6 +41,20 @@ class OllamaHTTPError(Exception):
 
 class OllamaBadAnswer(Exception):
     """A 200 answer that is not the JSON shape of a chat or generate reply."""
+
+
+def answer_json(content: Any) -> Any:
+    """The JSON value a model answered with (a code fence or prose around the object is tolerated);
+    OllamaBadAnswer saying what is wrong with it otherwise."""
+    if not isinstance(content, str):
+        raise OllamaBadAnswer("the model's answer is not text")
+    start, end = content.find("{"), content.rfind("}")
+    if start < 0 or end <= start:
+        raise OllamaBadAnswer("the model's answer holds no JSON object")
+    try:
+        return json.loads(content[start : end + 1])
+    except ValueError as exc:
+        raise OllamaBadAnswer("the model's answer is not valid JSON") from exc
 
 
 class OllamaClient:

@@ -14,7 +14,6 @@ ever sets superseded_by: that stays a human decision (`mark-stale`).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
@@ -125,15 +124,12 @@ class Judge:
 def parse_verdict(content: Any) -> tuple[bool, str]:
     """The model's {"contradicts": bool, "reason": str}; a code fence or prose around the object is
     tolerated, anything else is a JudgeBadAnswer."""
-    if not isinstance(content, str):
-        raise JudgeBadAnswer("the model's answer is not text")
-    start, end = content.find("{"), content.rfind("}")
-    if start < 0 or end <= start:
-        raise JudgeBadAnswer("the model's answer holds no JSON object")
+    from nexusmem.ollama import OllamaBadAnswer, answer_json
+
     try:
-        verdict = json.loads(content[start : end + 1])
-    except ValueError as exc:
-        raise JudgeBadAnswer("the model's answer is not valid JSON") from exc
+        verdict = answer_json(content)
+    except OllamaBadAnswer as exc:
+        raise JudgeBadAnswer(str(exc)) from exc
     if not isinstance(verdict, dict) or not isinstance(verdict.get("contradicts"), bool):
         raise JudgeBadAnswer('the model\'s answer has no boolean "contradicts"')
     reason = verdict.get("reason", "")

@@ -263,15 +263,12 @@ def fallback_title(opening: str, info: SessionFacts) -> str:
 def parse_answer(content: Any) -> tuple[Any, str]:
     """(title as the model gave it, summary) from the model's JSON; prose or a code fence around the object is
     tolerated, anything else is a ModelBadAnswer."""
-    if not isinstance(content, str):
-        raise ModelBadAnswer("the model's answer is not text")
-    start, end = content.find("{"), content.rfind("}")
-    if start < 0 or end <= start:
-        raise ModelBadAnswer("the model's answer holds no JSON object")
+    from nexusmem.ollama import OllamaBadAnswer, answer_json
+
     try:
-        data = json.loads(content[start : end + 1])
-    except ValueError as exc:
-        raise ModelBadAnswer("the model's answer is not valid JSON") from exc
+        data = answer_json(content)
+    except OllamaBadAnswer as exc:
+        raise ModelBadAnswer(str(exc)) from exc
     if not isinstance(data, dict):
         raise ModelBadAnswer("the model's answer is not a JSON object")
     summary = data.get("summary")
