@@ -194,6 +194,8 @@ class PushReport:
     removed_local: int = 0  # local nodes those entries removed
     vectors: int = 0
     retries: int = 0
+    bulk: bool = False  # loaded without the HNSW index (a large first push)
+    index_built: bool = False  # built the HNSW index in one pass at the end
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -208,6 +210,15 @@ class PushReport:
             + (f", {self.refused:,} refused (forgotten by the team)" if self.refused else ""),
             f"  {self.vectors:,} with vectors; {self.links:,} new link(s); {self.verdicts:,} verdict(s) updated",
         ]
+        if self.index_built:
+            lines.append(
+                "  built the team's vector (HNSW) index in one pass"
+                + (
+                    " after loading without it (a large push)"
+                    if self.bulk
+                    else " (a bulk push had left none)"
+                )
+            )
         if self.not_shared or self.denied:
             lines.append(
                 f"  kept here: {self.not_shared:,} node(s) of kinds not shared"
@@ -259,7 +270,9 @@ class _Scrubber:
         return value
 
 
-def outgoing(node: StoredNode, files: tuple[str, ...], scrub: _Scrubber, emb: str | None) -> tuple[Any, ...]:
+def outgoing(
+    node: StoredNode, files: tuple[str, ...], scrub: _Scrubber, emb: bytes | None
+) -> tuple[Any, ...]:
     """NODE as the team store receives it (PUSH_COLUMNS order): paths made relative, and commands and
     conversations redacted once more (the store is shared; a redaction rule added since the node was
     recorded applies here too)."""
@@ -370,6 +383,10 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             key = _cursor_key(found, proj)
             at, seq = _read_cursor(local, key)
             scrub = _Scrubber(proj.root)
+            bulk = share_vectors and _retrying(
+                lambda t: begin_bulk(t, local.count_written_after(at, seq)), team, reopen, report
+            )
+            report.bulk = bool(bulk)
             while True:
                 rows = local.written_after(at, seq, batch)
                 if not rows:
@@ -388,7 +405,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                     blob = vectors.get(node_seq)
                     if blob is not None:
                         report.vectors += 1
-                    out.append(outgoing(node, files, scrub, None if blob is None else _vec(blob)))
+                    out.append(outgoing(node, files, scrub, blob))
                 counts: PushCounts = _retrying(_batch_pusher(out), team, reopen, report)
                 report.added += counts.added
                 report.updated += counts.updated
@@ -403,7 +420,12 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
             verdicts = local.verdicts()
             report.verdicts = _retrying(lambda t: t.push_verdicts(verdicts), team, reopen, report)
-            if report.added >= ANALYZE_AFTER:
+            # After a bulk load, and after a bulk push that died before its build: build HNSW in one pass
+            # (it ANALYZEs too).
+            report.index_built = _retrying(
+                lambda t: not t.vector_index_ready() and t.build_vector_index(), team, reopen, report
+            )
+            if report.added >= ANALYZE_AFTER and not report.index_built:
                 _retrying(lambda t: t.refresh_statistics(), team, reopen, report)
     finally:
         team[0].close()
@@ -411,14 +433,20 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
     return report
 
 
+def begin_bulk(team: TeamStore, pending: int) -> bool:
+    """Whether this push loads without the HNSW index (TeamStore.begin_bulk): a large push into a team
+    store holding no more vectors than it sends, the first push of a history. Building the index for the
+    whole store afterwards then costs at most twice the nodes sent; a smaller push inserts row by row."""
+    from nexusmem.store.team import BULK_MIN
+
+    # NEXUSMEM_TEAM_BULK_MIN: the size from which a push loads in bulk (tests use a small history).
+    value = os.environ.get("NEXUSMEM_TEAM_BULK_MIN", "")
+    least = int(value) if value.isdigit() and int(value) > 0 else BULK_MIN
+    return pending >= least and team.vector_count() <= pending and team.begin_bulk()
+
+
 def _batch_pusher(rows: list[tuple[Any, ...]]) -> Callable[[TeamStore], PushCounts]:
     return lambda team: team.push_batch(rows)
-
-
-def _vec(blob: bytes) -> str:
-    from nexusmem.store.team import vector_text
-
-    return vector_text(blob)
 
 
 def _vector_plan(team: TeamStore, local: Store, report: PushReport) -> bool:

@@ -181,20 +181,84 @@ def _push_script(member: Member, *extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _big_history(member: Member, commits: int) -> None:
+def _big_history(member: Member, commits: int, *, embed: bool = False) -> None:
     for i in range(commits):
         (member.repo / f"mod{i % 7}.py").write_text(f"VALUE_{i} = {i}\n" * 3, encoding="utf-8")
         with member.active():
             git(member.repo, "add", "-A")
             git(member.repo, "commit", "-q", "-m", f"Change module {i % 7} to value {i}")
-    member.run("sync", "--quiet", "--no-embed")
+    member.run("sync", "--quiet", *(() if embed else ("--no-embed",)))
+
+
+def _index_ready(team_url: str) -> bool:
+    rows = _team_rows(team_url, "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('nodes_emb')")
+    return rows == [(True,)]
+
+
+def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer_meanwhile(
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    _big_history(alice, 40, embed=True)
+    monkeypatch.setenv("NEXUSMEM_TEAM_BULK_MIN", "30")
+    first = alice.json("team", "push")
+    assert first["bulk"] is True and first["index_built"] is True and first["vectors"] > 30
+    assert _index_ready(team_url)
+    # The index built in one pass finds what an exact scan finds.
+    from nexusmem.store.team import TeamStore
+
+    with TeamStore.open(team_url, "any", "carol@example.com", "test") as store:
+        store.project = str(_team_rows(team_url, "SELECT project_id FROM nodes LIMIT 1")[0][0])
+        probe = store.conn.execute("SELECT emb::text FROM nodes WHERE emb IS NOT NULL LIMIT 1").fetchone()[0]
+        from array import array
+
+        blob = array("f", json.loads(probe)).tobytes()
+        assert [i for i, _ in store.search_vectors(blob, 10)] == store.exact_vectors(blob, 10)
+        # While a member's bulk load holds the index away, questions still get vector answers (exact).
+        assert store.begin_bulk() and not _index_ready(team_url)
+        assert [i for i, _ in store.search_vectors(blob, 5)] == store.exact_vectors(blob, 5)
+        both = bob.json("query", "--team", "Change module 3 value")
+        assert any(item["recorded_by"] == "alice@example.com" for item in both["items"])
+        assert store.build_vector_index() and _index_ready(team_url)
+    # A small push into a store that holds more than it sends goes row by row, into the index.
+    _big_history(bob, 3, embed=True)
+    second = bob.json("team", "push")
+    assert second["bulk"] is False and second["index_built"] is False and second["added"] > 0
+    assert _index_ready(team_url)
+
+
+def test_a_killed_bulk_push_leaves_no_index_and_the_next_push_builds_it(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    _big_history(alice, 60, embed=True)
+    proc = _push_script(alice, "NEXUSMEM_TEAM_BATCH=5", "NEXUSMEM_TEAM_BULK_MIN=20")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        count = _team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]
+        if isinstance(count, int) and count >= 10:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not _index_ready(team_url)  # killed between the load and the build
+    finished = alice.json("team", "push")  # bulk again or not (the rest's size decides), it builds
+    assert finished["index_built"] is True and finished["added"] > 0
+    assert _index_ready(team_url)
+    assert _team_rows(team_url, "SELECT count(*) FROM nodes WHERE emb IS NULL AND kind = 'git_commit'") == [
+        (0,)
+    ]
 
 
 def test_concurrent_pushes_converge_to_one_set(tmp_path: Path, origin: Path, team_url: str) -> None:
     alice, bob, carol = _members(tmp_path, origin, team_url, "alice", "bob", "carol")
     for member in (alice, bob, carol):
-        _big_history(member, 30)  # 30 commits each, the seed history shared by all three
-    procs = [_push_script(m, "NEXUSMEM_TEAM_BATCH=25") for m in (alice, bob, carol)]
+        _big_history(member, 30, embed=True)  # 30 commits each, the seed history shared by all three
+    # Each push is large enough for a bulk load: one member wins the bulk lock and drops the index, the
+    # others load into the table meanwhile; the index is whole at the end.
+    procs = [
+        _push_script(m, "NEXUSMEM_TEAM_BATCH=25", "NEXUSMEM_TEAM_BULK_MIN=20") for m in (alice, bob, carol)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     expected: set[str] = set()
@@ -210,6 +274,7 @@ def test_concurrent_pushes_converge_to_one_set(tmp_path: Path, origin: Path, tea
     assert held == expected
     added = sum(json.loads(o[0])["added"] for o in outs)
     assert added == len(expected)  # every node inserted exactly once, whoever got there first
+    assert sum(json.loads(o[0])["bulk"] for o in outs) >= 1 and _index_ready(team_url)
 
 
 def test_a_killed_push_leaves_the_store_whole_and_the_next_push_completes_it(

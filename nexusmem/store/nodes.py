@@ -429,6 +429,14 @@ class NodesMixin:
             files.setdefault(int(node_seq), []).append(str(path))
         return [(_row_to_node(r), int(r[-2]), int(r[-1]), tuple(files.get(int(r[-1]), ()))) for r in rows]
 
+    def count_written_after(self, updated_at: int, seq: int) -> int:
+        """How many nodes written_after would return in all (the team push's size, known up front)."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM nodes WHERE updated_at > ? OR (updated_at = ? AND seq > ?)",
+            (updated_at, updated_at, seq),
+        ).fetchone()
+        return int(row[0])
+
     def verdicts(self) -> list[tuple[str, str, str | None]]:
         """(id, trust, superseded_by) of every node a person judged (verified, rejected or superseded)."""
         return [
