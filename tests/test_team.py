@@ -242,6 +242,8 @@ def test_a_killed_bulk_push_leaves_no_index_and_the_next_push_builds_it(
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not _index_ready(team_url)  # killed between the load and the build
+    assert "vector index missing" in alice.run("team", "status").stdout
+    assert alice.json("team", "status")["vector_index"] is False
     finished = alice.json("team", "push")  # bulk again or not (the rest's size decides), it builds
     assert finished["index_built"] is True and finished["added"] > 0
     assert _index_ready(team_url)

@@ -87,6 +87,11 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         f"member      {data['member']}; shares {', '.join(data['shared_kinds'])}",
         f"nodes       {data['nodes']:,} ({data['vectors']:,} with vectors)",
     ]
+    if not data["vector_index"]:
+        lines.append(
+            "vector index missing: a large push is loading (or one died before building it); k-NN is an"
+            " exact scan until the next push builds it"
+        )
     lines += [f"  {kind:<18} {count:,}" for kind, count in data["by_kind"].items()]
     for member in data["members"]:
         lines.append(

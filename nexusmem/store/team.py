@@ -54,9 +54,10 @@ _HNSW_SQL = (
     f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON nodes USING hnsw (emb vector_cosine_ops)"
     " WITH (m = 16, ef_construction = 64)"
 )
-# A bulk build keeps the graph in maintenance_work_mem: ~1.4 KB a 256-d node (vector, neighbour lists,
-# overhead); past the cap pgvector carries on on disk, slower (it says so in a NOTICE).
-_BUILD_BYTES_PER_NODE = 1400
+# A bulk build keeps the graph in maintenance_work_mem: ~1.8 KB a 256-d node (1,032-byte vector, 32 level-0
+# neighbours of 16 bytes, upper levels, palloc overhead): 2 KB a node; past the cap pgvector carries on
+# inserting on disk, an order of magnitude slower (a NOTICE says so).
+_BUILD_BYTES_PER_NODE = 2048
 _BUILD_MEMORY_CAP_MB = 4096
 _BULK_LOCK = 0x6E6D62756C6B  # pg_advisory_lock key: "nmbulk"
 
@@ -1005,6 +1006,7 @@ class TeamStore:
             "nodes": sum(int(v) for v in kinds.values()),
             "by_kind": {k: int(v) for k, v in kinds.items()},
             "vectors": int(vectors[0]),
+            "vector_index": self.vector_index_ready(),
             "members": members,
             "deny_entries": int(deny[0]),
             "database_bytes": int(size[0]),
