@@ -219,9 +219,14 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
         assert [i for i, _ in store.search_vectors(blob, 5)] == store.exact_vectors(blob, 5)
         both = bob.json("query", "--team", "Change module 3 value")
         assert any(item["recorded_by"] == "alice@example.com" for item in both["items"])
+        # Another member's small push meanwhile neither waits for that load nor builds the index itself.
+        _big_history(bob, 2, embed=True)
+        during = bob.json("team", "push")
+        assert during["added"] > 0 and during["index_built"] is False and not _index_ready(team_url)
         assert store.build_vector_index() and _index_ready(team_url)
     # A small push into a store that holds more than it sends goes row by row, into the index.
-    _big_history(bob, 3, embed=True)
+    bob.commit("Log the retry count", {"uploader.py": "RETRIES = 5\n"})
+    bob.run("sync", "--quiet")
     second = bob.json("team", "push")
     assert second["bulk"] is False and second["index_built"] is False and second["added"] > 0
     assert _index_ready(team_url)

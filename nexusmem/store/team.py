@@ -747,9 +747,12 @@ class TeamStore:
 
     def build_vector_index(self) -> bool:
         """Build the HNSW index in one pass if it is missing or invalid (after begin_bulk, or after a bulk
-        push that died); returns whether it built. Waits for a member's build in progress (the bulk lock)
-        rather than building twice. The build blocks other members' writes, never reads, for its length."""
-        self.conn.execute("SELECT pg_advisory_lock(%s)", (_BULK_LOCK,))
+        push that died); returns whether it built. When another member holds the bulk lock, they are
+        loading and will build: nothing is done (a small push must not wait for someone's whole bulk load).
+        The build blocks other members' writes, never reads, for its length."""
+        row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (_BULK_LOCK,)).fetchone()
+        if not (row and row[0]):
+            return False
         try:
             if self.vector_index_ready():
                 return False
