@@ -242,9 +242,7 @@ def main() -> None:
         for m, store in enumerate(stores):
             start = 0 if args.shared else m * per_member
             back_share = 0.0 if args.shared or m == 0 else args.overlap
-            t0 = time.perf_counter()
-            bulk = not args.row_by_row and begin_bulk(store, int(per_member * (1 + back_share)))
-            push_seconds += time.perf_counter() - t0
+            bulk = None
             done = 0
             while done < per_member:
                 size = min(args.batch, per_member - done)
@@ -254,6 +252,10 @@ def main() -> None:
                     back = int(size * back_share)
                     rows += make_rows(back, max(0, start + done - per_member), rng, centers)[:back]
                 t1 = time.perf_counter()
+                if bulk is None:  # as `team push` decides, on its first batch
+                    pending = int(per_member * (1 + back_share))
+                    sample = [str(r[0]) for r in rows]
+                    bulk = not args.row_by_row and begin_bulk(store, pending, sample)
                 counts = store.push_batch(rows)
                 t2 = time.perf_counter()
                 generated += t1 - t0

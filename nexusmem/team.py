@@ -16,11 +16,12 @@ nexusmem.store.team, only when a team command or --team asks for it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -383,14 +384,15 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             key = _cursor_key(found, proj)
             at, seq = _read_cursor(local, key)
             scrub = _Scrubber(proj.root)
-            bulk = share_vectors and _retrying(
-                lambda t: begin_bulk(t, local.count_written_after(at, seq)), team, reopen, report
-            )
-            report.bulk = bool(bulk)
+            pending = local.count_written_after(at, seq)
             while True:
                 rows = local.written_after(at, seq, batch)
                 if not rows:
                     break
+                if share_vectors and pending:  # decided once, on the first batch
+                    decide = functools.partial(begin_bulk, pending=pending, sample=[r[0].id for r in rows])
+                    report.bulk = _retrying(decide, team, reopen, report)
+                    pending = 0
                 vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
                 out = []
                 for node, _updated, node_seq, files in rows:
@@ -433,16 +435,21 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
     return report
 
 
-def begin_bulk(team: TeamStore, pending: int) -> bool:
-    """Whether this push loads without the HNSW index (TeamStore.begin_bulk): a large push into a team
-    store holding no more vectors than it sends, the first push of a history. Building the index for the
-    whole store afterwards then costs at most twice the nodes sent; a smaller push inserts row by row."""
+def begin_bulk(team: TeamStore, pending: int, sample: Sequence[str]) -> bool:
+    """Whether this push of PENDING nodes loads without the HNSW index (TeamStore.begin_bulk): when the
+    nodes it adds — PENDING times the share of SAMPLE (its first batch's ids) the team lacks — are many, and
+    at least as many as the vectors the team holds: the first push of a history. Building the index for
+    the whole store afterwards then costs at most twice the nodes added; a smaller push inserts row by
+    row. A clone re-sending the history the team already holds adds nothing, and must not rebuild."""
     from nexusmem.store.team import BULK_MIN
 
     # NEXUSMEM_TEAM_BULK_MIN: the size from which a push loads in bulk (tests use a small history).
     value = os.environ.get("NEXUSMEM_TEAM_BULK_MIN", "")
     least = int(value) if value.isdigit() and int(value) > 0 else BULK_MIN
-    return pending >= least and team.vector_count() <= pending and team.begin_bulk()
+    if pending < least or not sample:
+        return False
+    new = pending * team.missing_count(sample) // len(sample)
+    return new >= least and team.vector_count() <= new and team.begin_bulk()
 
 
 def _batch_pusher(rows: list[tuple[Any, ...]]) -> Callable[[TeamStore], PushCounts]:

@@ -214,6 +214,11 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
 
         blob = array("f", json.loads(probe)).tobytes()
         assert [i for i, _ in store.search_vectors(blob, 10)] == store.exact_vectors(blob, 10)
+        # A clone re-sending the history the team already holds adds nothing: no bulk load, no rebuild.
+        from nexusmem.team import begin_bulk
+
+        held = [str(r[0]) for r in _team_rows(team_url, "SELECT id FROM nodes")]
+        assert not begin_bulk(store, len(held), held) and _index_ready(team_url)
         # While a member's bulk load holds the index away, questions still get vector answers (exact).
         assert store.begin_bulk() and not _index_ready(team_url)
         assert [i for i, _ in store.search_vectors(blob, 5)] == store.exact_vectors(blob, 5)

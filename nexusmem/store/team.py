@@ -724,6 +724,15 @@ class TeamStore:
         row = self.conn.execute("SELECT count(*) FROM nodes WHERE emb IS NOT NULL").fetchone()
         return int(row[0])
 
+    def missing_count(self, ids: Sequence[str]) -> int:
+        """How many of IDS the team store does not hold (a push's first batch: how much of it is new)."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM unnest(%s::text[]) AS i(id) WHERE NOT EXISTS (SELECT 1 FROM nodes n"
+            " WHERE n.id = i.id)",
+            (list(ids),),
+        ).fetchone()
+        return int(row[0])
+
     def vector_index_ready(self) -> bool:
         """Whether the HNSW index exists and is valid (a bulk push that was killed leaves none)."""
         row = self.conn.execute(
