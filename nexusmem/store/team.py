@@ -10,7 +10,8 @@ over title (weight A), body (B) and change words (C); `emb vector(256)` with an 
 built-in 256-d vectors; `links`; the team deny-list and the ids it removed (`forgotten`, which every push's
 INSERT skips server-side); `audit` (who forgot what, never the value); `members`. Times are epoch
 milliseconds as in SQLite; `created_at` is when the team store first recorded a node (what --as-of reads),
-`author` who pushed it first.
+`author` who pushed it first. The HNSW index is dropped for a large first push and built again in one pass
+after it (begin_bulk, build_vector_index): same definition, so no migration.
 
 Full text differs from SQLite's FTS5 in two ways a reader of results may notice: ranking is ts_rank with
 length normalisation (Postgres has no BM25; fusion divides by the best score, so only ratios matter), and
