@@ -131,6 +131,67 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        2,
+        "term_df: each lexeme's document count per project, kept by triggers; backfilled",
+        """
+        -- A question's IDF needs each word's document count. Counting matches in the GIN index cost up to
+        -- ~1 s a question at 20,000 nodes (every node holding a common word is visited); this table answers
+        -- in one index lookup. Statement-level triggers keep it in the writing transaction whatever writes
+        -- nodes (push, forget, verdicts), so a node another member pushed is counted once that push
+        -- commits. Upserts go in (project, term) order, so concurrent pushes cannot deadlock on it. The
+        -- row with the empty term (no lexeme is empty) holds the project's node count.
+        LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE;
+        CREATE TABLE term_df(
+          project_id text NOT NULL,
+          term text NOT NULL,
+          df bigint NOT NULL,
+          PRIMARY KEY (project_id, term)
+        );
+        CREATE FUNCTION nm_term_df_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO term_df AS d (project_id, term, df)
+          SELECT c.project_id, c.term, sum(c.df) FROM (
+            SELECT n.project_id, l.lexeme AS term, 1 AS df FROM nm_new n, unnest(n.tsv) l
+            UNION ALL SELECT n.project_id, '', 1 FROM nm_new n) c
+          GROUP BY 1, 2 ORDER BY 1, 2
+          ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
+          RETURN NULL;
+        END $$;
+        CREATE FUNCTION nm_term_df_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO term_df AS d (project_id, term, df)
+          SELECT c.project_id, c.term, sum(c.df) FROM (
+            SELECT n.project_id, l.lexeme AS term, 1 AS df FROM nm_new n, unnest(n.tsv) l
+            UNION ALL SELECT n.project_id, '', 1 FROM nm_new n
+            UNION ALL SELECT o.project_id, l.lexeme, -1 FROM nm_old o, unnest(o.tsv) l
+            UNION ALL SELECT o.project_id, '', -1 FROM nm_old o) c
+          GROUP BY 1, 2 HAVING sum(c.df) <> 0 ORDER BY 1, 2
+          ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
+          RETURN NULL;
+        END $$;
+        CREATE FUNCTION nm_term_df_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO term_df AS d (project_id, term, df)
+          SELECT c.project_id, c.term, -sum(c.df) FROM (
+            SELECT o.project_id, l.lexeme AS term, 1 AS df FROM nm_old o, unnest(o.tsv) l
+            UNION ALL SELECT o.project_id, '', 1 FROM nm_old o) c
+          GROUP BY 1, 2 ORDER BY 1, 2
+          ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
+          RETURN NULL;
+        END $$;
+        CREATE TRIGGER nodes_term_df_insert AFTER INSERT ON nodes REFERENCING NEW TABLE AS nm_new
+          FOR EACH STATEMENT EXECUTE FUNCTION nm_term_df_insert();
+        CREATE TRIGGER nodes_term_df_update AFTER UPDATE ON nodes
+          REFERENCING OLD TABLE AS nm_old NEW TABLE AS nm_new
+          FOR EACH STATEMENT EXECUTE FUNCTION nm_term_df_update();
+        CREATE TRIGGER nodes_term_df_delete AFTER DELETE ON nodes REFERENCING OLD TABLE AS nm_old
+          FOR EACH STATEMENT EXECUTE FUNCTION nm_term_df_delete();
+        INSERT INTO term_df(project_id, term, df)
+          SELECT project_id, l.lexeme, count(*) FROM nodes, unnest(tsv) l GROUP BY 1, 2
+          UNION ALL SELECT project_id, '', count(*) FROM nodes GROUP BY 1;
+        """,
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 _MIGRATE_LOCK = 0x6E6D7465616D  # pg_advisory_xact_lock key: "nmteam"
@@ -548,20 +609,39 @@ class TeamStore:
         return {r[0] for r in rows}
 
     def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many nodes hold each term, counted up to COUNT_CAP (enough for an IDF and the planner).
-
-        One statement for all the terms, and remembered for COUNT_MEMO_SECONDS: one question asks for the
-        same terms two or three times (affordability, stems, IDF), and a term per round trip cost ~180 ms
-        of a 20,000-node team query."""
+        """How many of this project's nodes hold each term: one lookup in term_df (a term of several
+        tokens, "router.py", counts as its rarest token: an upper bound). Remembered for
+        COUNT_MEMO_SECONDS, since one question asks for the same terms two or three times and a team store
+        is often a network round trip away."""
         now = time.monotonic()
         if now - self._counts_at > COUNT_MEMO_SECONDS or len(self._counts) > 10_000:
             self._counts, self._counts_at = {}, now
+        out = {term: self._counts[term] for term in terms if term in self._counts}
+        wanted = sorted({term for term in terms if term not in out})
+        if wanted:
+            fresh = self._read_doc_counts(wanted) if self.schema_version() >= 2 else self._count_docs(wanted)
+            out.update(fresh)
+            self._counts.update(fresh)
+        return out
+
+    def _read_doc_counts(self, terms: list[str]) -> dict[str, int]:
+        # Each term is made lexemes the way the tsv column makes them (split at punctuation, then the
+        # `simple` configuration), so a lookup finds exactly what `tsv @@ term` would match.
+        rows = self.conn.execute(
+            "SELECT t.term, min(coalesce(greatest(d.df, 0), 0)) FROM unnest(%s::text[]) AS t(term)"
+            " LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector('simple',"
+            f" regexp_replace(t.term, {_SPLIT_SQL}, ' ', 'g')))) AS l(lexeme) ON true"
+            " LEFT JOIN term_df d ON d.project_id = %s AND d.term = l.lexeme GROUP BY t.term",
+            (terms, self.project),
+        ).fetchall()
+        return {term: int(count or 0) for term, count in rows}
+
+    def _count_docs(self, terms: list[str]) -> dict[str, int]:
+        """Counts from the GIN index, each capped at COUNT_CAP: for a team store not yet migrated to
+        term_df (schema 1), which a query never migrates."""
         out: dict[str, int] = {}
         wanted: dict[str, str] = {}
         for term in terms:
-            if term in self._counts:
-                out[term] = self._counts[term]
-                continue
             query = tsquery('"' + term.replace('"', '""') + '"')
             if query is None:
                 out[term] = 0
@@ -575,7 +655,7 @@ class TeamStore:
                 (self.project, COUNT_CAP, list(wanted), list(wanted.values())),
             ).fetchall()
             for term, count in rows:
-                out[term] = self._counts[term] = int(count)
+                out[term] = int(count)
         return out
 
     def search_cjk(
