@@ -45,6 +45,14 @@ COUNT_CAP = 10_000
 # that a term another member just pushed is counted (a stale 0 would drop it from the question).
 COUNT_MEMO_SECONDS = 2.0
 TOTAL_CAP = 100_000
+# ts_rank reads every matching node's tsv from the heap (~4-10 µs each here): a question whose every word is
+# common (in most nodes of a 1,000,000-node store) would rank them all. Past this many postings only the
+# newest matches are ranked: about RANK_CAP of them, the share of the project's newest nodes that should
+# hold that many (recency is a prior of the ranking anyway).
+RANK_CAP = 5_000
+# term_doc_counts' key for the project's node count (term_df's row with the empty term); a term of a
+# question never holds a space.
+_TOTAL = " nodes"
 
 # Postgres' word splitter would keep "foo.py" or "a/b/c" as one token; splitting on ASCII punctuation and
 # spaces first makes tokens what SQLite's unicode61 tokenizer makes ("max_retries" -> max, retries).
@@ -353,6 +361,9 @@ class TeamStore:
         self._version: int | None = None
         self._counts: dict[str, int] = {}  # term_doc_counts' memo
         self._counts_at = 0.0
+        self._identity: str | None = None  # vector_identity_json, once known (the first writer's; fixed)
+        self._has_vectors = False
+        self._ef_search = 0  # the hnsw.ef_search this connection was given
 
     @classmethod
     def open(
@@ -475,7 +486,10 @@ class TeamStore:
         return int(row[0]) if row and row[0] is not None else None
 
     def size_hint(self) -> int:
-        """The planner's estimate of the table's rows (free), or an exact count when it has none yet."""
+        """This project's node count from term_df (read with the question's term counts: no extra round
+        trip); on a schema-1 store the planner's estimate of the table's rows, or an exact count."""
+        if self.schema_version() >= 2:
+            return self._project_nodes()
         row = self.conn.execute("SELECT reltuples::bigint FROM pg_class WHERE relname = 'nodes'").fetchone()
         estimate = int(row[0]) if row and row[0] is not None else -1
         if estimate > 0:
@@ -560,19 +574,43 @@ class TeamStore:
         stem_match: str | None = None,
     ) -> list[tuple[str, float]]:
         """(id, ts_rank) best first. WEIGHTS (title, body, words, notes) become ts_rank's {D, C, B, A}
-        weights scaled into 0..1 (title A, body B, words C)."""
+        weights scaled into 0..1 (title A, body B, words C). When the terms' document counts add up to
+        more than RANK_CAP, only the matches among the project's newest nodes are ranked (see RANK_CAP),
+        widened until LIMIT are found or every node is in."""
         query = tsquery(match)
         if query is None:
             return []
         top = max(float(w) for w in weights[:3]) or 1.0
         title, body, words = (float(w) / top for w in weights[:3])
         where, params = self._window(as_of, since, until)
-        rows = self.conn.execute(
-            "SELECT id, ts_rank(%s::real[], tsv, q, 1) AS r FROM nodes, to_tsquery('simple', %s) q"
-            f" WHERE project_id = %s AND tsv @@ q{where} ORDER BY r DESC, id LIMIT %s",
-            ([0.0, words, body, title], query, self.project, *params, limit),
-        ).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+        postings = sum(self._term_counts(match) or [0])
+        nodes = self._project_nodes() if postings > RANK_CAP else 0
+        newest = -(-nodes * RANK_CAP // postings) if postings > RANK_CAP else 0
+        while True:
+            edge = None
+            if 0 < newest < nodes:
+                row = self.conn.execute(
+                    f"SELECT ts FROM nodes WHERE project_id = %s{where} ORDER BY ts DESC OFFSET %s LIMIT 1",
+                    (self.project, *params, newest),
+                ).fetchone()
+                edge = int(row[0]) if row else None
+            recent = "" if edge is None else " AND ts >= %s"
+            rows = self.conn.execute(
+                "SELECT id, ts_rank(%s::real[], tsv, q, 1) AS r FROM nodes, to_tsquery('simple', %s) q"
+                f" WHERE project_id = %s AND tsv @@ q{where}{recent} ORDER BY r DESC, id LIMIT %s",
+                ([0.0, words, body, title], query, self.project, *params, *([edge] if recent else []), limit),
+            ).fetchall()
+            if edge is None or len(rows) >= limit:
+                return [(r[0], float(r[1])) for r in rows]
+            newest *= 8  # the terms are common, but not among the newest nodes: look further back
+
+    def _term_counts(self, match: str) -> list[int] | None:
+        """The document count of each OR-ed term of MATCH (term_df); None on a schema-1 store."""
+        if self.schema_version() < 2:
+            return None
+        terms = [t.replace('""', '"') for t in re.findall(r'"((?:[^"]|"")*)"', match)] or [match]
+        counts = self.term_doc_counts(terms)
+        return [counts[t] for t in terms]
 
     def count_matches(
         self,
@@ -583,15 +621,29 @@ class TeamStore:
         since: int | None = None,
         until: int | None = None,
     ) -> int:
-        """How many nodes match (counted up to TOTAL_CAP)."""
+        """How many nodes match. Counting them visits every match (~1 s for 100,000 of them here), so when
+        the terms' document counts add up to more than RANK_CAP the total comes from those counts: exact
+        for one word, else the size of the union if the words were independent (between the largest count
+        and the sum); with a time window, counted up to COUNT_CAP."""
         query = tsquery(match)
         if query is None:
             return 0
         where, params = self._window(as_of, since, until)
+        counts = self._term_counts(match)
+        cap = TOTAL_CAP
+        if counts is not None and sum(counts) > RANK_CAP:
+            if where:
+                cap = COUNT_CAP
+            else:
+                nodes = max(self._project_nodes(), 1)
+                missed = 1.0
+                for count in counts:
+                    missed *= 1.0 - min(count, nodes) / nodes
+                return min(max(max(counts), round(nodes * (1.0 - missed))), sum(counts), nodes)
         row = self.conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM nodes WHERE project_id = %s"
             f" AND tsv @@ to_tsquery('simple', %s){where} LIMIT %s) s",
-            (self.project, query, *params, TOTAL_CAP),
+            (self.project, query, *params, cap),
         ).fetchone()
         return int(row[0])
 
@@ -616,23 +668,31 @@ class TeamStore:
         now = time.monotonic()
         if now - self._counts_at > COUNT_MEMO_SECONDS or len(self._counts) > 10_000:
             self._counts, self._counts_at = {}, now
-        out = {term: self._counts[term] for term in terms if term in self._counts}
-        wanted = sorted({term for term in terms if term not in out})
-        if wanted:
-            fresh = self._read_doc_counts(wanted) if self.schema_version() >= 2 else self._count_docs(wanted)
-            out.update(fresh)
-            self._counts.update(fresh)
-        return out
+        wanted = sorted({term for term in terms if term not in self._counts})
+        if self.schema_version() >= 2:
+            if _TOTAL not in self._counts:
+                wanted.insert(0, _TOTAL)  # the project's node count rides along (size_hint)
+            if wanted:
+                self._counts.update(self._read_doc_counts(wanted))
+        elif wanted:
+            self._counts.update(self._count_docs(wanted))
+        return {term: self._counts[term] for term in terms}
+
+    def _project_nodes(self) -> int:
+        """This project's node count (term_df's empty term), through term_doc_counts' memo."""
+        self.term_doc_counts([])
+        return self._counts[_TOTAL]
 
     def _read_doc_counts(self, terms: list[str]) -> dict[str, int]:
         # Each term is made lexemes the way the tsv column makes them (split at punctuation, then the
         # `simple` configuration), so a lookup finds exactly what `tsv @@ term` would match.
         rows = self.conn.execute(
             "SELECT t.term, min(coalesce(greatest(d.df, 0), 0)) FROM unnest(%s::text[]) AS t(term)"
-            " LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector('simple',"
-            f" regexp_replace(t.term, {_SPLIT_SQL}, ' ', 'g')))) AS l(lexeme) ON true"
+            " LEFT JOIN LATERAL unnest(CASE WHEN t.term = %s THEN array[''] ELSE"
+            f" tsvector_to_array(to_tsvector('simple', regexp_replace(t.term, {_SPLIT_SQL}, ' ', 'g'))) END)"
+            " AS l(lexeme) ON true"
             " LEFT JOIN term_df d ON d.project_id = %s AND d.term = l.lexeme GROUP BY t.term",
-            (terms, self.project),
+            (terms, _TOTAL, self.project),
         ).fetchall()
         return {term: int(count or 0) for term, count in rows}
 
@@ -671,13 +731,18 @@ class TeamStore:
     # -------------------------------------------------------------------------------------- vectors
 
     def vector_identity_json(self) -> str | None:
-        return self.get_meta("vector_identity")
+        """The team's vector identity (set once by the first member who pushed vectors, then fixed)."""
+        if self._identity is None:
+            self._identity = self.get_meta("vector_identity")
+        return self._identity
 
     def has_vectors(self) -> bool:
-        row = self.conn.execute(
-            "SELECT 1 FROM nodes WHERE project_id = %s AND emb IS NOT NULL LIMIT 1", (self.project,)
-        ).fetchone()
-        return row is not None
+        if not self._has_vectors:
+            row = self.conn.execute(
+                "SELECT 1 FROM nodes WHERE project_id = %s AND emb IS NOT NULL LIMIT 1", (self.project,)
+            ).fetchone()
+            self._has_vectors = row is not None
+        return self._has_vectors
 
     def vectors_generation(self) -> str:
         return "team"
@@ -697,14 +762,21 @@ class TeamStore:
             return []
         where, params = self._window(as_of, since, until)
         vector = vector_text(blob)
-        with self.conn.transaction():
-            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH_MIN, min(int(k), 1000))}")
-            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            rows = self.conn.execute(
-                "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
-                f"{where} ORDER BY emb <=> %s::vector LIMIT %s",
-                (vector, self.project, *params, vector, k),
-            ).fetchall()
+        ef_search = max(EF_SEARCH_MIN, min(int(k), 1000))
+        if ef_search != self._ef_search:
+            # Set for this connection (it serves one question, or one command): a transaction with SET
+            # LOCAL took four more round trips on every k-NN.
+            self.conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, false),"
+                " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+                (str(ef_search),),
+            )
+            self._ef_search = ef_search
+        rows = self.conn.execute(
+            "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
+            f"{where} ORDER BY emb <=> %s::vector LIMIT %s",
+            (vector, self.project, *params, vector, k),
+        ).fetchall()
         hits = sorted((float(r[1]), r[0]) for r in rows)  # relaxed order: sort what came back
         return [(node_id, distance) for distance, node_id in hits]
 
