@@ -227,3 +227,45 @@ def test_migrating_a_store_without_term_df_backfills_it(team_url: str) -> None:
         assert _counts(new, "upload") == {"upload": 3}
     finally:
         new.close()
+
+
+def _history(store: Any, count: int) -> list[str]:
+    """COUNT nodes, oldest first, every one holding "cache": the oldest ones in their title (ts_rank's
+    heaviest weight), the newer ones in their body only; the oldest 30 also hold "legacy"."""
+    rows = []
+    for i in range(count):
+        row = list(_row(f"{i:024x}", f"cache layer change {i}" if i < count // 2 else f"change {i}", ""))
+        row[6] = ("legacy " if i < 30 else "") + f"touches the cache, step {i}"
+        row[8] = 1_700_000_000_000 + i * 60_000  # ts: one a minute
+        rows.append(tuple(row))
+    store.push_batch(rows)
+    return [r[0] for r in rows]
+
+
+def test_common_terms_rank_only_the_newest_matches(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nexusmem.store import team as team_store
+
+    ids = _history(store, 100)
+    everything = store.search_fts_scored('"cache"', 5)
+    assert set(i for i, _ in everything) <= set(ids[:50])  # uncapped: the title matches win
+
+    monkeypatch.setattr(team_store, "RANK_CAP", 10)  # 100 postings > 10: the newest 10 nodes are ranked
+    store._counts.clear()
+    newest = store.search_fts_scored('"cache"', 5)
+    assert len(newest) == 5 and set(i for i, _ in newest) <= set(ids[-10:])
+    # The match total no longer counts the matches: one word's total is its document count, exactly.
+    assert store.count_matches('"cache"') == 100
+    assert store.count_matches('"cache" OR "legacy"') == 100
+    assert store.count_matches('"legacy" OR "step"') == 100
+
+
+def test_a_common_term_absent_from_the_newest_nodes_is_still_found(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nexusmem.store import team as team_store
+
+    ids = _history(store, 100)
+    monkeypatch.setattr(team_store, "RANK_CAP", 10)  # "legacy": 30 postings, all among the oldest nodes
+    hits = store.search_fts_scored('"legacy"', 5)
+    assert len(hits) == 5 and set(i for i, _ in hits) <= set(ids[:30])
+    assert store.count_matches('"legacy"') == 30

@@ -591,7 +591,7 @@ class TeamStore:
             if 0 < newest < nodes:
                 row = self.conn.execute(
                     f"SELECT ts FROM nodes WHERE project_id = %s{where} ORDER BY ts DESC OFFSET %s LIMIT 1",
-                    (self.project, *params, newest),
+                    (self.project, *params, newest - 1),
                 ).fetchone()
                 edge = int(row[0]) if row else None
             recent = "" if edge is None else " AND ts >= %s"
