@@ -63,7 +63,8 @@ def _recounted(store: Any) -> dict[tuple[str, str], int]:
     """The same, counted from the nodes themselves."""
     rows = store.conn.execute(
         "SELECT project_id, l.lexeme, count(*) FROM nodes, unnest(tsv) l GROUP BY 1, 2"
-        " UNION ALL SELECT project_id, '', count(*) FROM nodes GROUP BY 1"
+        " UNION ALL SELECT project_id, ' nodes', count(*) FROM nodes GROUP BY 1"
+        " UNION ALL SELECT project_id, ' vectors', count(*) FROM nodes WHERE emb IS NOT NULL GROUP BY 1"
     ).fetchall()
     return {(r[0], r[1]): int(r[2]) for r in rows}
 
@@ -89,7 +90,7 @@ def test_push_counts_each_node_once_and_a_re_push_changes_nothing(store: Any) ->
         "zebra": 0,
     }
     assert _kept(store) == _recounted(store)
-    assert _kept(store)[(PROJECT, "")] == 3
+    assert _kept(store)[(PROJECT, " nodes")] == 3 and store.size_hint() == 3
 
     before = _kept(store)
     counts = store.push_batch(rows + rows[:1])  # the same nodes again (one twice in the batch)
@@ -99,7 +100,12 @@ def test_push_counts_each_node_once_and_a_re_push_changes_nothing(store: Any) ->
 
 def test_a_changed_node_moves_its_counts_and_a_verdict_does_not(store: Any) -> None:
     store.push_batch([_row("a" * 24, "Fix the flaky upload", "retry with backoff")])
-    store.push_batch([_row("a" * 24, "Fix the flaky download", "retry with jitter")])
+    assert not store.has_vectors()
+    changed = list(_row("a" * 24, "Fix the flaky download", "retry with jitter"))
+    changed[-1] = "[" + ",".join(["0.0625"] * 256) + "]"  # and it gains a vector
+    store.push_batch([tuple(changed)])
+    store._counts.clear()
+    assert store.has_vectors() and store.size_hint() == 1
     assert _counts(store, "upload", "download", "backoff", "jitter", "retry") == {
         "upload": 0,
         "download": 1,
@@ -122,6 +128,7 @@ def test_forget_takes_the_nodes_terms_away(store: Any) -> None:
     assert _counts(store, "hunter2", "password") == {"hunter2": 1, "password": 2}
     entry = {"key": "k" * 64, "kind": "literal", "spec": {"digest": "d"}}
     assert store.forget(entry, ["a" * 24]) == 1
+    assert store.size_hint() == 1
     assert _counts(store, "hunter2", "password", "rotate") == {"hunter2": 0, "password": 1, "rotate": 0}
     assert _kept(store) == _recounted(store)
     # The forgotten id pushed again by an old clone is refused, and counts nothing.

@@ -50,9 +50,10 @@ TOTAL_CAP = 100_000
 # newest matches are ranked: about RANK_CAP of them, the share of the project's newest nodes that should
 # hold that many (recency is a prior of the ranking anyway).
 RANK_CAP = 5_000
-# term_doc_counts' key for the project's node count (term_df's row with the empty term); a term of a
-# question never holds a space.
+# term_df's rows that are not lexemes (a lexeme never holds a space): the project's node count and how many
+# of its nodes have a vector. term_doc_counts reads them along with a question's terms.
 _TOTAL = " nodes"
+_VECTORS = " vectors"
 
 # Postgres' word splitter would keep "foo.py" or "a/b/c" as one token; splitting on ASCII punctuation and
 # spaces first makes tokens what SQLite's unicode61 tokenizer makes ("max_retries" -> max, retries).
@@ -147,8 +148,10 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         -- ~1 s a question at 20,000 nodes (every node holding a common word is visited); this table answers
         -- in one index lookup. Statement-level triggers keep it in the writing transaction whatever writes
         -- nodes (push, forget, verdicts), so a node another member pushed is counted once that push
-        -- commits. Upserts go in (project, term) order, so concurrent pushes cannot deadlock on it. The
-        -- row with the empty term (no lexeme is empty) holds the project's node count.
+        -- commits. Upserts go in (project, term) order, so concurrent pushes cannot deadlock on it. Two
+        -- rows per project are not lexemes (no lexeme holds a space): ' nodes', how many nodes the project
+        -- has (the IDF's N), and ' vectors', how many of them have a vector (a query asks whether any do:
+        -- on a project without vectors that was a scan of every node).
         LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE;
         CREATE TABLE term_df(
           project_id text NOT NULL,
@@ -161,7 +164,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
           INSERT INTO term_df AS d (project_id, term, df)
           SELECT c.project_id, c.term, sum(c.df) FROM (
             SELECT n.project_id, l.lexeme AS term, 1 AS df FROM nm_new n, unnest(n.tsv) l
-            UNION ALL SELECT n.project_id, '', 1 FROM nm_new n) c
+            UNION ALL SELECT n.project_id, ' nodes', 1 FROM nm_new n
+            UNION ALL SELECT n.project_id, ' vectors', 1 FROM nm_new n WHERE n.emb IS NOT NULL) c
           GROUP BY 1, 2 ORDER BY 1, 2
           ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
           RETURN NULL;
@@ -171,9 +175,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
           INSERT INTO term_df AS d (project_id, term, df)
           SELECT c.project_id, c.term, sum(c.df) FROM (
             SELECT n.project_id, l.lexeme AS term, 1 AS df FROM nm_new n, unnest(n.tsv) l
-            UNION ALL SELECT n.project_id, '', 1 FROM nm_new n
+            UNION ALL SELECT n.project_id, ' nodes', 1 FROM nm_new n
+            UNION ALL SELECT n.project_id, ' vectors', 1 FROM nm_new n WHERE n.emb IS NOT NULL
             UNION ALL SELECT o.project_id, l.lexeme, -1 FROM nm_old o, unnest(o.tsv) l
-            UNION ALL SELECT o.project_id, '', -1 FROM nm_old o) c
+            UNION ALL SELECT o.project_id, ' nodes', -1 FROM nm_old o
+            UNION ALL SELECT o.project_id, ' vectors', -1 FROM nm_old o WHERE o.emb IS NOT NULL) c
           GROUP BY 1, 2 HAVING sum(c.df) <> 0 ORDER BY 1, 2
           ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
           RETURN NULL;
@@ -183,7 +189,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
           INSERT INTO term_df AS d (project_id, term, df)
           SELECT c.project_id, c.term, -sum(c.df) FROM (
             SELECT o.project_id, l.lexeme AS term, 1 AS df FROM nm_old o, unnest(o.tsv) l
-            UNION ALL SELECT o.project_id, '', 1 FROM nm_old o) c
+            UNION ALL SELECT o.project_id, ' nodes', 1 FROM nm_old o
+            UNION ALL SELECT o.project_id, ' vectors', 1 FROM nm_old o WHERE o.emb IS NOT NULL) c
           GROUP BY 1, 2 ORDER BY 1, 2
           ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
           RETURN NULL;
@@ -197,7 +204,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
           FOR EACH STATEMENT EXECUTE FUNCTION nm_term_df_delete();
         INSERT INTO term_df(project_id, term, df)
           SELECT project_id, l.lexeme, count(*) FROM nodes, unnest(tsv) l GROUP BY 1, 2
-          UNION ALL SELECT project_id, '', count(*) FROM nodes GROUP BY 1;
+          UNION ALL SELECT project_id, ' nodes', count(*) FROM nodes GROUP BY 1
+          UNION ALL SELECT project_id, ' vectors', count(*) FROM nodes WHERE emb IS NOT NULL GROUP BY 1;
         """,
     ),
 ]
@@ -670,8 +678,9 @@ class TeamStore:
             self._counts, self._counts_at = {}, now
         wanted = sorted({term for term in terms if term not in self._counts})
         if self.schema_version() >= 2:
-            if _TOTAL not in self._counts:
-                wanted.insert(0, _TOTAL)  # the project's node count rides along (size_hint)
+            for key in (_TOTAL, _VECTORS):  # they ride along (size_hint, has_vectors)
+                if key not in self._counts:
+                    wanted.insert(0, key)
             if wanted:
                 self._counts.update(self._read_doc_counts(wanted))
         elif wanted:
@@ -688,11 +697,11 @@ class TeamStore:
         # `simple` configuration), so a lookup finds exactly what `tsv @@ term` would match.
         rows = self.conn.execute(
             "SELECT t.term, min(coalesce(greatest(d.df, 0), 0)) FROM unnest(%s::text[]) AS t(term)"
-            " LEFT JOIN LATERAL unnest(CASE WHEN t.term = %s THEN array[''] ELSE"
+            " LEFT JOIN LATERAL unnest(CASE WHEN t.term = ANY(%s) THEN array[t.term] ELSE"
             f" tsvector_to_array(to_tsvector('simple', regexp_replace(t.term, {_SPLIT_SQL}, ' ', 'g'))) END)"
             " AS l(lexeme) ON true"
             " LEFT JOIN term_df d ON d.project_id = %s AND d.term = l.lexeme GROUP BY t.term",
-            (terms, _TOTAL, self.project),
+            (terms, [_TOTAL, _VECTORS], self.project),
         ).fetchall()
         return {term: int(count or 0) for term, count in rows}
 
@@ -737,6 +746,9 @@ class TeamStore:
         return self._identity
 
     def has_vectors(self) -> bool:
+        if self.schema_version() >= 2:
+            self.term_doc_counts([])
+            return self._counts[_VECTORS] > 0
         if not self._has_vectors:
             row = self.conn.execute(
                 "SELECT 1 FROM nodes WHERE project_id = %s AND emb IS NOT NULL LIMIT 1", (self.project,)
@@ -835,6 +847,7 @@ class TeamStore:
         if not rows:
             return counts
         stamp = now_ms()
+        self._counts.clear()  # what this store remembered of term_df is about to change
         with self.conn.transaction():
             self.conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS nm_push(id text, kind text, source text, natural_key text,"
@@ -963,6 +976,7 @@ class TeamStore:
         """Record ENTRY in the team deny-list, delete IDS (and their links), remember them as forgotten and
         write an audit row (who, when, how many, the entry's key; never the value). One transaction."""
         stamp = now_ms()
+        self._counts.clear()
         with self.conn.transaction():
             self.conn.execute(
                 "INSERT INTO deny_list(key, project_id, kind, ignore_case, spec, author, created_at)"
@@ -1046,9 +1060,11 @@ class TeamStore:
             "database_bytes": int(size[0]),
         }
 
-    def table_bytes(self) -> int:
-        """nodes' total size on disk (heap, TOAST and every index): the benchmark's storage figure."""
-        row = self.conn.execute("SELECT pg_total_relation_size('nodes')").fetchone()
+    def table_bytes(self, table: str = "nodes") -> int:
+        """TABLE's total size on disk (heap, TOAST and every index): the benchmark's storage figure."""
+        if table not in ("nodes", "term_df"):
+            raise ValueError(f"not a team store table: {table}")
+        row = self.conn.execute("SELECT pg_total_relation_size(%s::regclass)", (table,)).fetchone()
         return int(row[0])
 
 
