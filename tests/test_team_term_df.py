@@ -276,3 +276,11 @@ def test_a_common_term_absent_from_the_newest_nodes_is_still_found(
     hits = store.search_fts_scored('"legacy"', 5)
     assert len(hits) == 5 and set(i for i, _ in hits) <= set(ids[:30])
     assert store.count_matches('"legacy"') == 30
+
+
+def test_a_database_never_set_up_is_named_as_such(team_url: str) -> None:
+    from nexusmem.errors import StoreError
+    from nexusmem.store.team import TeamStore
+
+    with pytest.raises(StoreError, match="holds no team memory yet: run `nexusmem team init"):
+        TeamStore.open(team_url, PROJECT, "alice@example.com", "db.example")

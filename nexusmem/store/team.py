@@ -296,11 +296,19 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
 
 
 def schema_version_of(conn: Any) -> int:
-    row = conn.execute("SELECT to_regclass('team_schema')").fetchone()
-    if row is None or row[0] is None:
+    """The team store's schema version, 0 when it was never set up (one round trip: a query opens the
+    store for each question)."""
+    psycopg = _psycopg()
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        # Inside a transaction (migrate's) a failed statement would abort it: look the table up first.
+        row = conn.execute("SELECT to_regclass('team_schema')").fetchone()
+        if row is None or row[0] is None:
+            return 0
+    try:
+        row = conn.execute("SELECT max(version) FROM team_schema").fetchone()
+    except psycopg.errors.UndefinedTable:
         return 0
-    row = conn.execute("SELECT max(version) FROM team_schema").fetchone()
-    return int(row[0] or 0)
+    return int(row[0] or 0) if row else 0
 
 
 def migrate(conn: Any) -> list[int]:
