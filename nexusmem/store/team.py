@@ -162,11 +162,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE FUNCTION nm_term_df_insert() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
           INSERT INTO term_df AS d (project_id, term, df)
-          SELECT c.project_id, c.term, sum(c.df) FROM (
-            SELECT n.project_id, l.lexeme AS term, 1 AS df FROM nm_new n, unnest(n.tsv) l
-            UNION ALL SELECT n.project_id, ' nodes', 1 FROM nm_new n
-            UNION ALL SELECT n.project_id, ' vectors', 1 FROM nm_new n WHERE n.emb IS NOT NULL) c
-          GROUP BY 1, 2 ORDER BY 1, 2
+          SELECT n.project_id, l.term, count(*) FROM nm_new n, unnest(tsvector_to_array(n.tsv)) l(term)
+          GROUP BY 1, 2
+          UNION ALL SELECT project_id, ' nodes', count(*) FROM nm_new GROUP BY 1
+          UNION ALL SELECT project_id, ' vectors', count(*) FROM nm_new WHERE emb IS NOT NULL GROUP BY 1
+          ORDER BY 1, 2
           ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
           RETURN NULL;
         END $$;
@@ -174,12 +174,12 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         BEGIN
           INSERT INTO term_df AS d (project_id, term, df)
           SELECT c.project_id, c.term, sum(c.df) FROM (
-            SELECT n.project_id, l.lexeme AS term, 1 AS df FROM nm_new n, unnest(n.tsv) l
-            UNION ALL SELECT n.project_id, ' nodes', 1 FROM nm_new n
-            UNION ALL SELECT n.project_id, ' vectors', 1 FROM nm_new n WHERE n.emb IS NOT NULL
-            UNION ALL SELECT o.project_id, l.lexeme, -1 FROM nm_old o, unnest(o.tsv) l
-            UNION ALL SELECT o.project_id, ' nodes', -1 FROM nm_old o
-            UNION ALL SELECT o.project_id, ' vectors', -1 FROM nm_old o WHERE o.emb IS NOT NULL) c
+            SELECT n.project_id, l.term, 1 AS df FROM nm_new n, unnest(tsvector_to_array(n.tsv)) l(term)
+            UNION ALL SELECT o.project_id, l.term, -1 FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)
+            UNION ALL SELECT project_id, ' nodes', 1 FROM nm_new
+            UNION ALL SELECT project_id, ' nodes', -1 FROM nm_old
+            UNION ALL SELECT project_id, ' vectors', 1 FROM nm_new WHERE emb IS NOT NULL
+            UNION ALL SELECT project_id, ' vectors', -1 FROM nm_old WHERE emb IS NOT NULL) c
           GROUP BY 1, 2 HAVING sum(c.df) <> 0 ORDER BY 1, 2
           ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
           RETURN NULL;
@@ -187,11 +187,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE FUNCTION nm_term_df_delete() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
           INSERT INTO term_df AS d (project_id, term, df)
-          SELECT c.project_id, c.term, -sum(c.df) FROM (
-            SELECT o.project_id, l.lexeme AS term, 1 AS df FROM nm_old o, unnest(o.tsv) l
-            UNION ALL SELECT o.project_id, ' nodes', 1 FROM nm_old o
-            UNION ALL SELECT o.project_id, ' vectors', 1 FROM nm_old o WHERE o.emb IS NOT NULL) c
-          GROUP BY 1, 2 ORDER BY 1, 2
+          SELECT o.project_id, l.term, -count(*) FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)
+          GROUP BY 1, 2
+          UNION ALL SELECT project_id, ' nodes', -count(*) FROM nm_old GROUP BY 1
+          UNION ALL SELECT project_id, ' vectors', -count(*) FROM nm_old WHERE emb IS NOT NULL GROUP BY 1
+          ORDER BY 1, 2
           ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
           RETURN NULL;
         END $$;
@@ -203,7 +203,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE TRIGGER nodes_term_df_delete AFTER DELETE ON nodes REFERENCING OLD TABLE AS nm_old
           FOR EACH STATEMENT EXECUTE FUNCTION nm_term_df_delete();
         INSERT INTO term_df(project_id, term, df)
-          SELECT project_id, l.lexeme, count(*) FROM nodes, unnest(tsv) l GROUP BY 1, 2
+          SELECT project_id, l.term, count(*) FROM nodes, unnest(tsvector_to_array(tsv)) l(term) GROUP BY 1, 2
           UNION ALL SELECT project_id, ' nodes', count(*) FROM nodes GROUP BY 1
           UNION ALL SELECT project_id, ' vectors', count(*) FROM nodes WHERE emb IS NOT NULL GROUP BY 1;
         """,
