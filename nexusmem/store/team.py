@@ -599,26 +599,29 @@ class TeamStore:
         top = max(float(w) for w in weights[:3]) or 1.0
         title, body, words = (float(w) / top for w in weights[:3])
         where, params = self._window(as_of, since, until)
+        weighted = [0.0, words, body, title]
         postings = sum(self._term_counts(match) or [0])
-        nodes = self._project_nodes() if postings > RANK_CAP else 0
-        newest = -(-nodes * RANK_CAP // postings) if postings > RANK_CAP else 0
-        while True:
-            edge = None
-            if 0 < newest < nodes:
-                row = self.conn.execute(
-                    f"SELECT ts FROM nodes WHERE project_id = %s{where} ORDER BY ts DESC OFFSET %s LIMIT 1",
-                    (self.project, *params, newest - 1),
-                ).fetchone()
-                edge = int(row[0]) if row else None
-            recent = "" if edge is None else " AND ts >= %s"
-            rows = self.conn.execute(
-                "SELECT id, ts_rank(%s::real[], tsv, q, 1) AS r FROM nodes, to_tsquery('simple', %s) q"
-                f" WHERE project_id = %s AND tsv @@ q{where}{recent} ORDER BY r DESC, id LIMIT %s",
-                ([0.0, words, body, title], query, self.project, *params, *([edge] if recent else []), limit),
-            ).fetchall()
-            if edge is None or len(rows) >= limit:
-                return [(r[0], float(r[1])) for r in rows]
-            newest *= 8  # the terms are common, but not among the newest nodes: look further back
+        if postings > RANK_CAP:
+            nodes = self._project_nodes()
+            newest = -(-nodes * RANK_CAP // postings)
+            while newest < nodes:
+                # The newest nodes are one walk down the (project_id, ts) index; the planner cannot push
+                # the match inside the LIMIT, so it never falls back to ranking every match.
+                rows = self.conn.execute(
+                    "SELECT id, ts_rank(%s::real[], tsv, q, 1) AS r FROM (SELECT id, tsv FROM nodes"
+                    f" WHERE project_id = %s{where} ORDER BY ts DESC LIMIT %s) n, to_tsquery('simple', %s) q"
+                    " WHERE tsv @@ q ORDER BY r DESC, id LIMIT %s",
+                    (weighted, self.project, *params, newest, query, limit),
+                ).fetchall()
+                if len(rows) >= limit:
+                    return [(r[0], float(r[1])) for r in rows]
+                newest *= 8  # the terms are common, but not among the newest nodes: look further back
+        rows = self.conn.execute(
+            "SELECT id, ts_rank(%s::real[], tsv, q, 1) AS r FROM nodes, to_tsquery('simple', %s) q"
+            f" WHERE project_id = %s AND tsv @@ q{where} ORDER BY r DESC, id LIMIT %s",
+            (weighted, query, self.project, *params, limit),
+        ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
 
     def _term_counts(self, match: str) -> list[int] | None:
         """The document count of each OR-ed term of MATCH (term_df); None on a schema-1 store."""
