@@ -17,7 +17,7 @@ share of the history as clones of one origin do. Then:
 --nodes and --members reuses the pushed database and measures only the query side (no push figures).
 --fill-sql writes the nodes with INSERT ... SELECT on the server instead (same word distribution, no vectors,
 no push path): the lexical side of a query at sizes the push rate makes impractical (1,000,000 nodes).
---profile prints, per statement shape, how many times one question runs it and the milliseconds it takes.
+--profile-query prints, per statement shape, how many times one question runs it and the milliseconds it takes.
 
 The issue asks for 1,000,000 nodes; the size is a flag: run the biggest the machine allows.
 """
@@ -226,7 +226,7 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=2000)
     parser.add_argument("--pgdata", help="keep the server's data here; reuse a database already pushed")
-    parser.add_argument("--profile", action="store_true", help="time each statement of the queries")
+    parser.add_argument("--profile-query", action="store_true", help="time each statement of the queries")
     parser.add_argument("--fill-sql", action="store_true", help="generate the nodes server-side, no vectors")
     args = parser.parse_args()
 
@@ -282,7 +282,7 @@ def main() -> None:
             for text in QUERIES:
                 # `query --team` opens the team store for each question: a fresh TeamStore (nothing
                 # remembered: term counts, vector identity, schema version) on the open connection.
-                conn = TimedConnection(team.conn, times) if args.profile and round_ else team.conn
+                conn = TimedConnection(team.conn, times) if args.profile_query and round_ else team.conn
                 fresh = TeamStore(conn, team.project, team.member, team.label)
                 t0 = time.perf_counter()
                 query.retrieve(fresh, text)

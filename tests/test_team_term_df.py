@@ -101,9 +101,9 @@ def test_push_counts_each_node_once_and_a_re_push_changes_nothing(store: Any) ->
 def test_a_changed_node_moves_its_counts_and_a_verdict_does_not(store: Any) -> None:
     store.push_batch([_row("a" * 24, "Fix the flaky upload", "retry with backoff")])
     assert not store.has_vectors()
-    changed = list(_row("a" * 24, "Fix the flaky download", "retry with jitter"))
-    changed[-1] = "[" + ",".join(["0.0625"] * 256) + "]"  # and it gains a vector
-    store.push_batch([tuple(changed)])
+    store.push_batch([_row("a" * 24, "Fix the flaky download", "retry with jitter")])
+    vector = "[" + ",".join(["0.0625"] * 256) + "]"  # and it gains a vector (as an embedding pass sends)
+    store.conn.execute("UPDATE nodes SET emb = %s::vector WHERE id = %s", (vector, "a" * 24))
     store._counts.clear()
     assert store.has_vectors() and store.size_hint() == 1
     assert _counts(store, "upload", "download", "backoff", "jitter", "retry") == {
