@@ -10,7 +10,8 @@ over title (weight A), body (B) and change words (C); `emb vector(256)` with an 
 built-in 256-d vectors; `links`; the team deny-list and the ids it removed (`forgotten`, which every push's
 INSERT skips server-side); `audit` (who forgot what, never the value); `members`. Times are epoch
 milliseconds as in SQLite; `created_at` is when the team store first recorded a node (what --as-of reads),
-`author` who pushed it first.
+`author` who pushed it first. Migration 2: `term_df`, each lexeme's document count per project, kept by
+statement triggers on `nodes` (a question's IDF is one index lookup, not a count of matches).
 
 Full text differs from SQLite's FTS5 in two ways a reader of results may notice: ranking is ts_rank with
 length normalisation (Postgres has no BM25; fusion divides by the best score, so only ratios matter), and
@@ -39,16 +40,17 @@ CONNECT_TIMEOUT = 2
 TEAM_DIM = 256
 # How deep the HNSW graph is searched: at least the k asked for (pgvector's default ef_search is 40).
 EF_SEARCH_MIN = 100
-# Document counts are counted up to this many (an IDF needs no more; the planner's postings budget is 8,000).
+# Where document counts are counted (a schema-1 store, a match total within a time window), up to this many
+# (an IDF needs no more; the planner's postings budget is 8,000).
 COUNT_CAP = 10_000
 # How long term_doc_counts remembers a count: long enough for one question's repeated asks, short enough
 # that a term another member just pushed is counted (a stale 0 would drop it from the question).
 COUNT_MEMO_SECONDS = 2.0
 TOTAL_CAP = 100_000
-# ts_rank reads every matching node's tsv from the heap (~4-10 µs each here): a question whose every word is
-# common (in most nodes of a 1,000,000-node store) would rank them all. Past this many postings only the
-# newest matches are ranked: about RANK_CAP of them, the share of the project's newest nodes that should
-# hold that many (recency is a prior of the ranking anyway).
+# ts_rank reads every matching node's tsv from the heap: a question whose every word is common would rank
+# them all (one word in 80% of 1,000,000 nodes: 2.7 s, load 7). Past this many postings only the matches
+# among the project's newest nodes are ranked, as many nodes as should hold about RANK_CAP matches (54 ms
+# for the same word; recency is a prior of the ranking anyway).
 RANK_CAP = 5_000
 # term_df's rows that are not lexemes (a lexeme never holds a space): the project's node count and how many
 # of its nodes have a vector. term_doc_counts reads them along with a question's terms.
