@@ -17,6 +17,8 @@ share of the history as clones of one origin do. Then:
 --nodes and --members reuses the pushed database and measures only the query side (no push figures).
 --fill-sql writes the nodes with INSERT ... SELECT on the server instead (same word distribution, no vectors,
 no push path): the lexical side of a query at sizes the push rate makes impractical (1,000,000 nodes).
+--schema1 also runs each question, right after, on the paths a team store not yet migrated to schema 2
+takes (each word's matches counted in the GIN index, every match ranked): a before/after under one load.
 --profile-query prints, per statement shape, how many times one question runs it and the milliseconds it takes.
 
 The issue asks for 1,000,000 nodes; the size is a flag: run the biggest the machine allows.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import re
 import statistics
@@ -228,6 +231,9 @@ def main() -> None:
     parser.add_argument("--pgdata", help="keep the server's data here; reuse a database already pushed")
     parser.add_argument("--profile-query", action="store_true", help="time each statement of the queries")
     parser.add_argument("--fill-sql", action="store_true", help="generate the nodes server-side, no vectors")
+    parser.add_argument(
+        "--schema1", action="store_true", help="also time each question on a schema-1 store's paths"
+    )
     args = parser.parse_args()
 
     from nexusmem import embed
@@ -277,6 +283,7 @@ def main() -> None:
         total = team.node_count()
         # query: the team side of `query --team`, warm (first round discarded)
         timings = []
+        old_paths: list[float] = []
         times: dict[str, list[float]] = defaultdict(list)
         for round_ in range(3):
             for text in QUERIES:
@@ -288,6 +295,13 @@ def main() -> None:
                 query.retrieve(fresh, text)
                 if round_:
                     timings.append((time.perf_counter() - t0) * 1000)
+                if args.schema1:  # the same question right after, as on a store without term_df
+                    old = TeamStore(team.conn, team.project, team.member, team.label)
+                    old._version = 1
+                    t0 = time.perf_counter()
+                    query.retrieve(old, text)
+                    if round_:
+                        old_paths.append((time.perf_counter() - t0) * 1000)
         connect_ms = []
         for _ in range(20):
             t0 = time.perf_counter()
@@ -328,11 +342,16 @@ def main() -> None:
             "query_team_p50_ms": round(statistics.median(timings), 1),
             "query_team_p95_ms": round(sorted(timings)[int(len(timings) * 0.95) - 1], 1),
             "open_p50_ms": round(statistics.median(connect_ms), 1),
+            "load_average": [round(x, 1) for x in os.getloadavg()],
             "hnsw_knn10_p50_ms": round(statistics.median(ann_ms), 1) if ann_ms else None,
             "hnsw_recall_at_10": round(hits / (probes * 10), 3) if probes else None,
             "bytes_per_100k_nodes": int(size / max(total, 1) * 100_000),
             "term_df_bytes_per_100k_nodes": int(team.table_bytes("term_df") / max(total, 1) * 100_000),
         }
+        if old_paths:
+            old_paths.sort()
+            result["query_team_schema1_p50_ms"] = round(statistics.median(old_paths), 1)
+            result["query_team_schema1_p95_ms"] = round(old_paths[int(len(old_paths) * 0.95) - 1], 1)
         print(json.dumps(result, indent=2))
         for store in stores:
             store.close()
