@@ -227,7 +227,8 @@ def query_cmd(
 ) -> None:
     """Search this repository's memory and print a ranked, token-budgeted answer."""
     from nexusmem import project
-    from nexusmem.retrieve import query, rank, timecue
+    from nexusmem.cli.plain import answer
+    from nexusmem.retrieve import query, timecue
 
     question = " ".join(text).strip()
     if not question:
@@ -240,36 +241,12 @@ def query_cmd(
         _query_all_projects(ctx, question, budget, as_json, as_of, window, who)
         return
     proj = project.load(root_of(ctx))
-    limit = budget if budget is not None else int(proj.config["query"]["budget"])
-    cutoff = query.parse_as_of(as_of)
     if team:
-        _query_team(proj, question, limit, as_json, cutoff, window, who)
+        limit = budget if budget is not None else int(proj.config["query"]["budget"])
+        _query_team(proj, question, limit, as_json, query.parse_as_of(as_of), window, who)
         return
-    with proj.open_store() as store:
-        result = query.run(
-            store,
-            question,
-            project=proj.root.name,
-            budget=limit,
-            as_of=cutoff,
-            since=window[0],
-            until=window[1],
-            settings=rank.settings_from(proj.config),
-            author=who,
-        )
-        first = store.first_recorded() if cutoff is not None else None
-    if cutoff is not None and first is not None and cutoff < first:
-        from nexusmem import timefmt
-
-        echo_human(
-            f"nexusmem: note: --as-of {as_of} is before this memory's first recording ({timefmt.day(first)}):"
-            " --as-of means recording time (when a sync stored an item), so nothing was recorded yet",
-            err=True,
-        )
-    if as_json:
-        echo_json(query.to_json(result))
-    else:
-        echo_human(query.render(result))
+    # The same body as the plain path's (cli/plain.py), so that both print the same bytes.
+    answer(proj, question, budget=budget, as_json=as_json, as_of=as_of, window=window, author=who)
 
 
 def _query_team(
