@@ -257,8 +257,8 @@ def scan_context(
 
 def enabled_sources(project: Project, only: list[str] | None = None) -> list[tuple[str, Source]]:
     """(name, source) of every source to run, in sync order."""
-    chosen = ((name, sources.get(name)) for name in only or list(sources.SOURCES))
-    return [(name, source) for name, source in chosen if source.enabled(project.config)]
+    names = only or list(sources.SOURCES)
+    return [(name, sources.get(name)) for name in names if sources.enabled(name, project.config)]
 
 
 RUN_LOCK_NAME = "sync.run.lock"
