@@ -364,9 +364,9 @@ def _with_unsynced(
         return commands, naming, False
     if st.st_size <= _synced_offset(cursor, st):
         return commands, naming, False  # the usual case right after a sync: no import, no read
-    from nexusmem.sources.shell import source as shell_source
+    from nexusmem.sources.shell import tail as shell_tail
 
-    tail = [t for t in shell_source.unsynced_tail(root, cursor, redacted=redacted) if start <= t.ts < end]
+    tail = [t for t in shell_tail.unsynced_tail(root, cursor, redacted=redacted) if start <= t.ts < end]
     if not tail:
         return commands, naming, False
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}

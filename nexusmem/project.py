@@ -113,11 +113,9 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
     return Project(root=root, config=config.load(paths.config_path(root)))
 
 
-def find(start: Path) -> Project | None:
-    """The initialised project containing START, found without starting a process (paths.find_root_fast),
-    or None whenever the answer or its error message needs git's own (load): no work tree above START,
-    START inside a `.git` directory, GIT_DIR or GIT_WORK_TREE set, or no memory there. `git rev-parse` is
-    a fork and an exec, ~10 ms of a cold `nexusmem query` on the 2-core build machine."""
+def _work_tree_fast(start: Path) -> Path | None:
+    """The work tree holding START as `git rev-parse --show-toplevel` names it, found without a process; None
+    when only git can say (GIT_DIR or GIT_WORK_TREE set, START inside a `.git` directory or not a directory)."""
     if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
         return None
     try:
@@ -126,7 +124,22 @@ def find(start: Path) -> Project | None:
         return None
     if ".git" in here.parts or not here.is_dir():
         return None
-    root = paths.find_root_fast(here)
+    return paths.find_root_fast(here)
+
+
+def own_root(start: Path) -> Path | None:
+    """The root of the work tree holding START when it has a memory of its own, found without a process
+    (sync: a linked worktree without one gets its own at its first sync); None otherwise."""
+    root = _work_tree_fast(start)
+    return root if root is not None and is_initialised(root) else None
+
+
+def find(start: Path) -> Project | None:
+    """The initialised project containing START, found without starting a process (paths.find_root_fast),
+    or None whenever the answer or its error message needs git's own (load): no work tree above START,
+    START inside a `.git` directory, GIT_DIR or GIT_WORK_TREE set, or no memory there. `git rev-parse` is
+    a fork and an exec, ~10 ms of a cold `nexusmem query` on the 2-core build machine."""
+    root = _work_tree_fast(start)
     if root is None:
         return None
     if not is_initialised(root):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nexusmem import paths, registry
+from nexusmem import gitcmd, paths, registry
 from nexusmem import project as project_mod
 from nexusmem.errors import NexusMemError
 from nexusmem.nodes import Node, node_problem
@@ -329,7 +329,9 @@ def sync(
     """
     started = time.perf_counter()
     initialised = False
-    root = paths.repo_root(start)
+    root = project_mod.own_root(Path(start) if start is not None else Path.cwd())
+    if root is None:  # no memory here yet, or a layout only git can name: ask git
+        root = paths.repo_root(start)
     if not project_mod.is_initialised(root):
         project_mod.init(root)
         initialised = True
@@ -337,7 +339,12 @@ def sync(
     if enable:
         project = _with_enabled(project, enable)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
-    with exclusive(project.root, wait, log), project.open_store() as store, contextlib.ExitStack() as whole:
+    with (
+        exclusive(project.root, wait, log),
+        project.open_store() as store,
+        contextlib.ExitStack() as whole,
+        gitcmd.snapshot(),  # one state of the repository for every source (HEAD, refs, index asked once)
+    ):
         from nexusmem.hygiene import hooklog
         from nexusmem.hygiene.forget import sync_gate
 
