@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import Progress, echo_human, echo_json, library_errors
+from nexusmem.cli.common import echo_human, echo_json, library_errors
 
 
 @click.command("init", epilog="Example:\n\n  nexusmem init && nexusmem sync")
@@ -93,7 +93,6 @@ def sync_cmd(
 ) -> None:
     """Ingest new git commits, per-file diffs, docs and shell history (initialises the repo when needed)."""
     from nexusmem import sync
-    from nexusmem.sources.base import _no_progress
 
     if prune_source:
         count = sync.prune_source(root_of(ctx), prune_source, dry_run=not yes)
@@ -108,38 +107,21 @@ def sync_cmd(
 
         autosync.auto_sync(root_of(ctx), log=click.echo)
         return
-    progress = Progress(enabled=not quiet and not as_json)
-    try:
-        summary = sync.sync(
-            root_of(ctx),
-            rebuild=rebuild,
-            only=list(only) or None,
-            # Not a terminal (hooks, pipes): no callback at all, so the sources skip work done only for it
-            # (the git phase's `rev-list --count` for its total).
-            progress=progress if progress.enabled else _no_progress,
-            log=None if quiet else lambda m: echo_human(m, err=True),
-            link_failures=link_failures,
-            embed=not no_embed,
-            wait=wait,
-            enable=[*(["conversation"] if conversation else []), *(["github"] if github else [])] or None,
-        )
-    finally:
-        progress.finish()
-    if verbose:
-        for line in summary.timing_lines():
-            echo_human(line, err=True)
-    if as_json:
-        echo_json(summary.to_json())
-        return
-    if quiet:
-        return
-    for part in summary.sources:
-        if part.problems:  # where the bad records were (the JSON has them under sources[].problems)
-            shown = "; ".join(part.problems[:3])
-            echo_human(f"{part.name}: skipped {len(part.problems)} bad record(s): {shown}", err=True)
-            if len(part.problems) > 3:
-                echo_human(f"{part.name}: `nexusmem status` lists the others", err=True)
-    echo_human(summary.describe())
+    from nexusmem.cli.plain import run_sync
+
+    # The same body as the plain path's (cli/plain.py), so that both print the same bytes.
+    run_sync(
+        root_of(ctx),
+        quiet=quiet,
+        as_json=as_json,
+        verbose=verbose,
+        rebuild=rebuild,
+        only=list(only),
+        link_failures=link_failures,
+        embed=not no_embed,
+        wait=wait,
+        enable=[*(["conversation"] if conversation else []), *(["github"] if github else [])],
+    )
 
 
 AUTHOR_HELP = (

@@ -1,12 +1,14 @@
-"""`nexusmem precheck` and `nexusmem query` without click: the commit hook's and the agent's paths.
+"""`nexusmem precheck`, `query` and `sync` without click: the commit hook's, the agent's and the scripts' paths.
 
 The pre-commit hook runs `nexusmem precheck [--strict]` (or `precheck --files -- PATH...` from the pre-commit
 framework) on every commit. Importing click (with `inspect`, `uuid`, `platform` and `datetime` behind it)
-was about a third of a cold precheck on the 2-core build machine, and ~50 ms of a cold `nexusmem query`.
+was about a third of a cold precheck on the 2-core build machine, and ~50 ms of a cold `nexusmem query` or
+of a `nexusmem sync` with nothing to do.
 main() hands the plain forms here; anything these parsers do not know (--help, a mistyped option, --files
 with --working, query's --team/--all-projects/--author, an empty question, a directory whose repository
-only git can name) goes to the click commands in cli/precheck.py and cli/core.py, which own the help text
-and the usage errors. Both paths print through report() and answer().
+only git can name, sync's --auto/--source/--wait/--prune-source) goes to the click commands in
+cli/precheck.py and cli/core.py, which own the help text and the usage errors. Both paths print through
+report(), answer() and run_sync().
 """
 
 from __future__ import annotations
@@ -235,3 +237,123 @@ def _quiet_stdout() -> None:
 
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def run_sync(
+    root: Path,
+    *,
+    quiet: bool,
+    as_json: bool,
+    verbose: bool,
+    rebuild: bool = False,
+    only: list[str] | None = None,
+    link_failures: bool = False,
+    embed: bool = True,
+    wait: float = 600.0,
+    enable: list[str] | None = None,
+) -> None:
+    """Sync ROOT's memory and print the summary: the one body of `sync`, on the plain and the click path."""
+    from nexusmem import sync
+    from nexusmem.cli.progress import Progress
+    from nexusmem.sources.base import _no_progress
+
+    progress = Progress(enabled=not quiet and not as_json)
+    try:
+        summary = sync.sync(
+            root,
+            rebuild=rebuild,
+            only=only or None,
+            # Not a terminal (hooks, pipes): no callback at all, so the sources skip work done only for it
+            # (the git phase's `rev-list --count` for its total).
+            progress=progress if progress.enabled else _no_progress,
+            log=None if quiet else _say,
+            link_failures=link_failures,
+            embed=embed,
+            wait=wait,
+            enable=enable or None,
+        )
+    finally:
+        progress.finish()
+    if verbose:
+        for line in summary.timing_lines():
+            _say(line)
+    if as_json:
+        _out(json.dumps(summary.to_json(), indent=2, ensure_ascii=False, sort_keys=False))
+        return
+    if quiet:
+        return
+    for part in summary.sources:
+        if part.problems:  # where the bad records were (the JSON has them under sources[].problems)
+            shown = "; ".join(part.problems[:3])
+            _say(f"{part.name}: skipped {len(part.problems)} bad record(s): {shown}")
+            if len(part.problems) > 3:
+                _say(f"{part.name}: `nexusmem status` lists the others")
+    _out(terminal_safe(summary.describe()))
+
+
+_SYNC_FLAGS = {
+    "-q": "quiet",
+    "--quiet": "quiet",
+    "--json": "as_json",
+    "-v": "verbose",
+    "--verbose": "verbose",
+    "--no-embed": "no_embed",
+    "--rebuild": "rebuild",
+    "--link-failures": "link_failures",
+    "--conversation": "conversation",
+    "--github": "github",
+}
+
+
+def sync(args: list[str]) -> int | None:
+    """Run `sync ARGS` and return its exit code, or None when ARGS need click (help, --auto, --source,
+    --wait, --prune-source, an unknown option or argument)."""
+    if not _utf8_stdout():
+        return None
+    opts = dict.fromkeys(_SYNC_FLAGS.values(), False)
+    where: str | None = None
+    rest = iter(args)
+    for arg in rest:
+        if arg in _SYNC_FLAGS:
+            opts[_SYNC_FLAGS[arg]] = True
+        elif arg == "-C" and where is None:
+            where = next(rest, None)
+            if where is None:
+                return None
+        else:
+            return None
+    from nexusmem.errors import NexusMemError
+
+    enable = [name for name in ("conversation", "github") if opts[name]]
+    try:
+        run_sync(
+            Path(where) if where else Path.cwd(),
+            quiet=opts["quiet"],
+            as_json=opts["as_json"],
+            verbose=opts["verbose"],
+            rebuild=opts["rebuild"],
+            link_failures=opts["link_failures"],
+            embed=not opts["no_embed"],
+            enable=enable,
+        )
+    except NexusMemError as exc:
+        _say(f"Error: {exc}")
+        return 1
+    except KeyboardInterrupt:  # as click says it
+        _say("Aborted!")
+        return 1
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 1
+    except OSError as exc:
+        if exc.errno not in ENVIRONMENT_ERRNOS:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(f"Error: {where}{exc.strerror or exc}")
+        return 1
+    return 0

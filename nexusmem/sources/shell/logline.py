@@ -108,25 +108,29 @@ def iter_log_lines(path: Path, offset: int) -> Iterator[tuple[int, bytes | None]
             yield -1, None
 
 
+# LogLine's fields in constructor order (its repr and equality follow it).
+_LOG_LINE_FIELDS = (
+    "ts",
+    "cwd",
+    "command",
+    "exit",
+    "pipestatus",
+    "duration_ms",
+    "shell",
+    "session",
+    "author",
+    "author_kind",
+    "call_id",
+)
+
+
 class LogLine:
     """One well-formed hook line (optional fields None when absent or of the wrong type).
 
     A plain class with slots rather than a dataclass: `dataclasses` imports `inspect`, ~10 ms of a cold
     precheck that reads the log's unsynced tail."""
 
-    __slots__ = (
-        "author",
-        "author_kind",
-        "call_id",
-        "command",
-        "cwd",
-        "duration_ms",
-        "exit",
-        "pipestatus",
-        "session",
-        "shell",
-        "ts",
-    )
+    __slots__ = _LOG_LINE_FIELDS
 
     def __init__(
         self,

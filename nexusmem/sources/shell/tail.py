@@ -69,11 +69,15 @@ def call_key(line: LogLine) -> str | None:
     return None
 
 
+# TailCommand's fields in constructor order (rekeyed, equality and repr follow it).
+_TAIL_FIELDS = ("key", "command", "ts", "cwd", "exit", "files", "author", "author_kind", "call_key")
+
+
 class TailCommand:
     """A hook line not yet synced into ROOT's memory, shaped like a stored shell_command (redacted unless
     read with redacted=False). A plain class: see the module docstring."""
 
-    __slots__ = ("author", "author_kind", "call_key", "command", "cwd", "exit", "files", "key", "ts")
+    __slots__ = _TAIL_FIELDS
 
     def __init__(
         self,
