@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from nexusmem.paths import shell_log_path
 from nexusmem.sources.shell.attribution import Attributor, command_files
@@ -69,58 +69,23 @@ def call_key(line: LogLine) -> str | None:
     return None
 
 
-# TailCommand's fields in constructor order (rekeyed, equality and repr follow it).
-_TAIL_FIELDS = ("key", "command", "ts", "cwd", "exit", "files", "author", "author_kind", "call_key")
-
-
-class TailCommand:
+class TailCommand(NamedTuple):
     """A hook line not yet synced into ROOT's memory, shaped like a stored shell_command (redacted unless
-    read with redacted=False). A plain class: see the module docstring."""
+    read with redacted=False). A NamedTuple, not a dataclass: see the module docstring."""
 
-    __slots__ = _TAIL_FIELDS
-
-    def __init__(
-        self,
-        key: str,  # "log:<byte offset>", standing in for a node id
-        command: str,
-        ts: int,
-        cwd: str,  # relative to the repository root, "." at the top (as stored)
-        exit: int | None,
-        files: tuple[str, ...],
-        author: str = "me",
-        author_kind: str = "human",
-        call_key: str | None = None,  # an agent's call: its natural key (agent_call_key)
-    ) -> None:
-        self.key = key
-        self.command = command
-        self.ts = ts
-        self.cwd = cwd
-        self.exit = exit
-        self.files = files
-        self.author = author
-        self.author_kind = author_kind
-        self.call_key = call_key
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TailCommand) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return "TailCommand(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(self, "call_key"):  # every field set: frozen, as the dataclass it replaces was
-            raise AttributeError(f"TailCommand is frozen: cannot set {name!r}")
-        object.__setattr__(self, name, value)
+    key: str  # "log:<byte offset>", standing in for a node id
+    command: str
+    ts: int
+    cwd: str  # relative to the repository root, "." at the top (as stored)
+    exit: int | None
+    files: tuple[str, ...]
+    author: str = "me"
+    author_kind: str = "human"
+    call_key: str | None = None  # an agent's call: its natural key (agent_call_key)
 
     def rekeyed(self, key: str) -> TailCommand:
         """This command standing in for the stored node KEY (precheck: the same call stored from a transcript)."""
-        return TailCommand(key, *self._fields()[1:])
+        return self._replace(key=key)
 
 
 def unsynced_tail(
@@ -143,6 +108,9 @@ def unsynced_tail(
     attributor = Attributor([root])
     shown: dict[str, str] = {}  # real histories repeat a few commands many times
     files_of: dict[tuple[str, str], tuple[str, ...]] = {}
+    # The paths the commands name, checked on disk once each: a test run repeated with other arguments
+    # (`-k case_1`, `-k case_2`) names the same files (~0.2 ms of stat calls per command otherwise).
+    paths_checked: dict[tuple[str, str], str | None] = {}
     redact: Callable[[str], str] | None = None
     if redacted:
         from nexusmem.redact import redact as redact_text
@@ -168,7 +136,8 @@ def unsynced_tail(
                 shown[command] = redact(command)
             command = shown[command]
         if (command, rel) not in files_of:
-            files_of[(command, rel)] = command_files(command, place if rel == "." else place / rel, place)
+            cwd = place if rel == "." else place / rel
+            files_of[(command, rel)] = command_files(command, cwd, place, known=paths_checked)
         out.append(
             TailCommand(
                 f"log:{end}",
