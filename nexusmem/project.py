@@ -113,6 +113,12 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
     return Project(root=root, config=config.load(paths.config_path(root)))
 
 
+def at(root: Path) -> Project:
+    """The project at ROOT, the top of a work tree that holds a memory (sync has just found or made it):
+    what load(ROOT) gives there, without asking git again for the top it already is."""
+    return Project(root=root, config=config.load(paths.config_path(root)))
+
+
 def _work_tree_fast(start: Path) -> Path | None:
     """The work tree holding START as `git rev-parse --show-toplevel` names it, found without a process; None
     when only git can say (GIT_DIR or GIT_WORK_TREE set, START inside a `.git` directory or not a directory)."""

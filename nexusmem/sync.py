@@ -335,7 +335,7 @@ def sync(
     if not project_mod.is_initialised(root):
         project_mod.init(root)
         initialised = True
-    project = project_mod.load(root)
+    project = project_mod.at(root)
     if enable:
         project = _with_enabled(project, enable)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)

@@ -149,3 +149,33 @@ def test_a_noop_sync_still_sees_a_new_commit_hook_line_and_doc_at_once(repo: Pat
         env=dict(os.environ),
     ).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_doc_globs_match_as_fnmatch_does() -> None:
+    """The docs source matches its include/exclude globs with one regex per list: the same answers as
+    fnmatchcase per pattern (the rule it replaces), name patterns at any depth, path patterns anywhere."""
+    from fnmatch import fnmatchcase
+
+    from nexusmem.sources.docs import _glob_match
+
+    def by_fnmatch(path: str, patterns: list[str]) -> bool:
+        lower, name = path.lower(), path.lower().rsplit("/", 1)[-1]
+        for raw in patterns:
+            pat = raw.lower().lstrip("/")
+            if "/" in pat and (fnmatchcase(lower, pat) or fnmatchcase(lower, "*/" + pat)):
+                return True
+            if "/" not in pat and fnmatchcase(name, pat):
+                return True
+        return False
+
+    lists = [
+        ["*.md", "*.mdx", "*.markdown"],
+        ["node_modules/*", "vendor/*", "/docs/*.MD", "CHANGELOG*", "*.min.*", "a[bc]?.md", "[!a]*.txt"],
+        [],
+    ]
+    paths = ["README.md", "docs/guide.MD", "a/node_modules/x.md", "node_modules/y.md", "vendor/a/b.md",
+             "x.txt", "ax.txt", "CHANGELOG.md", "docs/sub/notes.markdown", "abc.md", "acd.md", "Ünï.MD",
+             "line\nbreak.md", "docs/x.min.md"]  # fmt: skip
+    answers = [(_glob_match(p, pats), by_fnmatch(p, pats)) for pats in lists for p in paths]
+    assert all(mine == theirs for mine, theirs in answers)
+    assert sum(mine for mine, _ in answers) > 10  # the cases do match things
