@@ -218,6 +218,9 @@ def query(args: list[str]) -> int | None:
     except NexusMemError as exc:
         _say(f"Error: {exc}")
         return 1
+    except KeyboardInterrupt:
+        _aborted()
+        return 1
     except BrokenPipeError:  # `nexusmem query ... | head`: as click does, exit 1 without a traceback
         _quiet_stdout()
         return 1
@@ -228,6 +231,12 @@ def query(args: list[str]) -> int | None:
         _say(f"Error: {where}{exc.strerror or exc}")
         return 1
     return 0
+
+
+def _aborted() -> None:
+    """Ctrl-C, said as click says it (an empty line, then "Aborted!"), with exit 1."""
+    sys.stderr.write("\nAborted!\n")
+    sys.stderr.flush()
 
 
 def _quiet_stdout() -> None:
@@ -344,8 +353,8 @@ def sync(args: list[str]) -> int | None:
     except NexusMemError as exc:
         _say(f"Error: {exc}")
         return 1
-    except KeyboardInterrupt:  # as click says it
-        _say("Aborted!")
+    except KeyboardInterrupt:
+        _aborted()
         return 1
     except BrokenPipeError:
         _quiet_stdout()
