@@ -154,6 +154,43 @@ def _is_noise(word: str) -> bool:
     return len(word) < 3 or word in _NOISE or word.isdigit()
 
 
+# What one identifier adds, remembered across commits: a repository's names recur in commit after commit
+# (on the generated 10k-commit history, a changed identifier has been seen before 9 times in 10), and
+# lower-casing, classifying and splitting each anew was half of change_words' time. Bounded: at most this
+# many entries (~10 MB) before the memory starts over.
+_MEMO_MAX = 50_000
+_CHANGED: dict[str, tuple[bool, tuple[str, ...]]] = {}  # identifier → (compound, the words it adds)
+_FUNCS: dict[str, tuple[str, ...]] = {}  # hunk-header function context → the words it adds
+
+
+def _changed_words(ident: str) -> tuple[bool, tuple[str, ...]]:
+    """An identifier of the changed lines (3-40 characters): whether it is compound, and its words in order:
+    itself lower-cased unless it is noise, then its non-noise parts when it is compound."""
+    low = ident.lower()
+    compound = "_" in ident.strip("_") or not (ident.islower() or ident.isupper())
+    words = [low] if low not in _NOISE and not low.isdigit() else []
+    if compound:
+        words.extend(word for word in split_identifier(ident) if not _is_noise(word))
+    if len(_CHANGED) >= _MEMO_MAX:
+        _CHANGED.clear()
+    facts = _CHANGED[ident] = (compound, tuple(words))
+    return facts
+
+
+def _func_words(func: str) -> tuple[str, ...]:
+    """A hunk header's function context: each identifier lower-cased, then its parts, noise left out."""
+    words: list[str] = []
+    for ident in identifiers(PLACEHOLDER_RE.sub(" ", func)):
+        low = ident.lower()
+        if not _is_noise(low):
+            words.append(low)
+        words.extend(word for word in split_identifier(ident) if not _is_noise(word))
+    if len(_FUNCS) >= _MEMO_MAX:
+        _FUNCS.clear()
+    found = _FUNCS[func] = tuple(words)
+    return found
+
+
 def change_words(funcs: Iterable[str], changed: str, cap: int = MAX_CHANGE_WORDS) -> str:
     """The change words of one commit: distinct lower-cased words, most informative first, at most CAP.
 
@@ -163,44 +200,26 @@ def change_words(funcs: Iterable[str], changed: str, cap: int = MAX_CHANGE_WORDS
     (comments and short names), most frequent first. A compound identifier is kept whole *and* split
     ("parseHeaders" → parseheaders, parse, headers) so both the name and its words find the commit.
     """
-    out: list[str] = []
-    seen: set[str] = set()
-
-    def add_split(ident: str) -> None:
-        for word in split_identifier(ident):
-            if word not in seen and not _is_noise(word):
-                seen.add(word)
-                out.append(word)
-
+    sequence: list[str] = []
     for func in funcs:
-        for ident in identifiers(PLACEHOLDER_RE.sub(" ", func)):
-            low = ident.lower()
-            if low not in seen and not _is_noise(low):
-                seen.add(low)
-                out.append(low)
-            add_split(ident)
-    # Counter, set algebra and sort run in C; only the distinct survivors are looked at one by one, and
-    # split_identifier only runs on the compound ones that are kept.
-    counts = Counter(identifier_list(PLACEHOLDER_RE.sub(" ", changed)))
-    compound: list[str] = []
-    plain: list[str] = []
-    for ident in counts:
-        if "_" in ident.strip("_") or not (ident.islower() or ident.isupper()):
-            compound.append(ident)
+        found = _FUNCS.get(func)
+        sequence.extend(found if found is not None else _func_words(func))
+    if "«" in changed:  # a placeholder's words ("redacted", its kind) are not the change's
+        changed = PLACEHOLDER_RE.sub(" ", changed)
+    # Counter, the stable sort by count and dict.fromkeys (first occurrence wins) run in C; Python only
+    # looks up each distinct identifier's remembered words.
+    counts = Counter(identifier_list(changed))
+    plain: list[tuple[str, ...]] = []
+    for ident in sorted(counts, key=counts.__getitem__, reverse=True):  # stable: ties keep first-seen order
+        facts = _CHANGED.get(ident)
+        compound, words = facts if facts is not None else _changed_words(ident)
+        if compound:
+            sequence.extend(words)
         else:
-            plain.append(ident)
-    for group, is_compound in ((compound, True), (plain, False)):
-        group.sort(key=counts.__getitem__, reverse=True)  # stable: ties keep first-seen order
-        for ident in group:
-            low = ident.lower()
-            if low not in seen and low not in _NOISE and not low.isdigit():
-                seen.add(low)
-                out.append(low)
-            if is_compound:
-                add_split(ident)
-            if len(out) >= cap:
-                return " ".join(out[:cap])
-    return " ".join(out)
+            plain.append(words)
+    for words in plain:
+        sequence.extend(words)
+    return " ".join(list(dict.fromkeys(sequence))[:cap])
 
 
 # First bytes of a line git's default funcname rule takes as a function header (xdiff's def_ff: a letter,
