@@ -392,9 +392,13 @@ def parse_commit_words_stream(
                             patch.above = line
                     continue
             if not line.startswith(_HEADER):
-                if rec is not None:
-                    patch.other(line)
-                continue
+                # A patch line never starts with a NUL: one that does is framing, a header after garbage.
+                at = line.find(_HEADER) if line[:1] == b"\0" else -1
+                if at < 0:
+                    if rec is not None:
+                        patch.other(line)
+                    continue
+                line = line[at:]
             if rec is not None:
                 yield rec, patch.words(denied)
                 rec = None
@@ -416,6 +420,12 @@ def parse_commit_words_stream(
             stop = data.find(b"\0\0", end + 1)
             if stop < 0:
                 break  # a path with a newline in the numstat: more lines to come
+            if data.startswith(_TAG, stop + 2):  # no patch but a header glued on: garbage in the numstat
+                done = _record(data[: stop + 1])
+                if done is not None:
+                    yield done, ""
+                block = [data[stop + 1 :]]
+                continue
             rec = _record(data[: stop + 2])
             patch.reset()
             block = None
