@@ -155,10 +155,11 @@ def _is_noise(word: str) -> bool:
 
 
 # What one identifier adds, remembered across commits: a repository's names recur in commit after commit
-# (on the generated 10k-commit history, a changed identifier has been seen before 9 times in 10), and
-# lower-casing, classifying and splitting each anew was half of change_words' time. Bounded: at most this
-# many entries (~10 MB) before the memory starts over.
-_MEMO_MAX = 50_000
+# (an identifier of a commit's changed lines had been seen in an earlier commit 99 times in 100 on the
+# generated 10k-commit history, 9 in 10 on zod and httpx; a hunk's function 7-8 times in 10), and
+# lower-casing, classifying and splitting each anew was ~40% of change_words' time (cProfile, zod). Bounded:
+# at most this many entries per memory (~6 MB of compound names) before it starts over; zod has 15,540.
+_MEMO_MAX = 20_000
 _CHANGED: dict[str, tuple[bool, tuple[str, ...]]] = {}  # identifier → (compound, the words it adds)
 _FUNCS: dict[str, tuple[str, ...]] = {}  # hunk-header function context → the words it adds
 
@@ -345,9 +346,10 @@ def iter_commits_with_words(
     `git log -z -p --numstat --unified=1`.
 
     One pass instead of a numstat walk beside a patch walk: git reads each commit's trees and blobs once
-    (on the generated 10k-commit history: 3.4 s of git CPU, against 2.2 + 2.5 s for two processes), and
-    Python reads one stream. Files matching SKIP_GLOBS (lock, minified, generated, vendored: the diff
-    source's list) and binary files give no words; merges give none (their changes are their parents').
+    (on the generated 10k-commit history: 3.4 s of git CPU, against 2.2 + 2.5 s for two processes; even on
+    a history of large lock-file diffs, which git diffs twice either way), and Python reads one stream.
+    Files matching SKIP_GLOBS (lock, minified, generated, vendored: the diff source's list) and binary files
+    give no words; merges give none (their changes are their parents').
     The changed text is redacted before it is cut into words, so a secret in a diff never becomes a word; a
     commit whose changed text holds a value the user told `forget` (DENIED says so) gives no words at all.
     """
