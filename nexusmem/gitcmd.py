@@ -5,6 +5,7 @@ Stdlib only: this module is on the hot paths (precheck, the git hooks).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -34,6 +35,35 @@ def clean_env(keep: Sequence[str] = ()) -> dict[str, str]:
 _KEEP = {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_ATTR_NOSYSTEM"}
 
 
+# Read-only questions that several sources of one sync ask (HEAD: docs and changelog; the refs: git and
+# diff; the index: changelog and the import structure). Inside snapshot() each is asked of git once per
+# directory: each answer is a process (~4-8 ms of a no-op sync on the 2-core build machine), and one sync
+# reading one state of the repository for all its sources is what it should read anyway.
+_SNAPSHOT_ARGS = frozenset(
+    {("show-ref", "--head"), ("rev-parse", "-q", "--verify", "HEAD"), ("ls-files", "-s", "-z")}
+)
+_snapshot: dict[tuple[tuple[str, ...], str], bytes] | None = None
+
+
+@contextlib.contextmanager
+def snapshot() -> Iterator[None]:
+    """Within this block, a successful answer to one of _SNAPSHOT_ARGS is reused (a failure is asked again)."""
+    global _snapshot
+    outer = _snapshot
+    if outer is None:
+        _snapshot = {}
+    try:
+        yield
+    finally:
+        _snapshot = outer
+
+
+def _remembered(args: Sequence[str], cwd: Path | str) -> tuple[tuple[str, ...], str] | None:
+    if _snapshot is None or tuple(args) not in _SNAPSHOT_ARGS:
+        return None
+    return tuple(args), str(cwd)
+
+
 def _start_error(exc: OSError) -> Exception:
     if isinstance(exc, FileNotFoundError):
         return GitNotInstalledError(f"git is not installed (or not on PATH): could not find '{GIT}'")
@@ -49,6 +79,9 @@ def run(
     keep_env: Sequence[str] = (),
 ) -> bytes:
     """Run `git ARGS` in CWD and return stdout bytes; raise a classified error on failure."""
+    key = _remembered(args, cwd) if input is None and not keep_env else None
+    if key is not None and _snapshot is not None and key in _snapshot:
+        return _snapshot[key]
     try:
         proc = subprocess.run(
             [GIT, *_STABLE, *args],
@@ -63,11 +96,16 @@ def run(
     if check and proc.returncode != 0:
         msg = proc.stderr.decode("utf-8", "replace").strip()
         raise GitCommandError(f"git {' '.join(args[:3])} failed ({proc.returncode}): {msg}")
+    if key is not None and _snapshot is not None and proc.returncode == 0:
+        _snapshot[key] = proc.stdout
     return proc.stdout
 
 
 def run_ok(args: Sequence[str], cwd: Path | str) -> tuple[int, bytes]:
     """Run git and return (exit code, stdout) without raising on a non-zero exit."""
+    key = _remembered(args, cwd)
+    if key is not None and _snapshot is not None and key in _snapshot:
+        return 0, _snapshot[key]
     try:
         proc = subprocess.run(
             [GIT, *_STABLE, *args],
@@ -79,6 +117,8 @@ def run_ok(args: Sequence[str], cwd: Path | str) -> tuple[int, bytes]:
         )
     except OSError as exc:
         raise _start_error(exc) from exc
+    if key is not None and _snapshot is not None and proc.returncode == 0:
+        _snapshot[key] = proc.stdout
     return proc.returncode, proc.stdout
 
 

@@ -6,8 +6,6 @@ import hashlib
 import re
 from pathlib import Path
 
-from nexusmem import gitcmd
-
 NODE_ID_LEN = 24
 
 _SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")
@@ -40,6 +38,8 @@ def normalise_url(url: str) -> str:
 
 
 def origin_url(root: Path) -> str | None:
+    from nexusmem import gitcmd  # subprocess, only when a project id is asked for
+
     code, out = gitcmd.run_ok(["config", "--get", "remote.origin.url"], root)
     text = out.decode("utf-8", "replace").strip()
     return text if code == 0 and text else None

@@ -7,6 +7,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from nexusmem.bounds import MAX_TS_MS as MAX_TS_MS
+from nexusmem.bounds import MIN_TS_MS as MIN_TS_MS
+from nexusmem.bounds import text_ok as text_ok
+from nexusmem.bounds import ts_ok as ts_ok
 from nexusmem.identity import node_id
 
 # Provenance is fixed per kind (docs/contracts.md §4): where a claim came from, never whether anyone
@@ -23,30 +27,7 @@ PROVENANCE: dict[str, str] = {
 KINDS = tuple(PROVENANCE)
 TRUST_STATES = ("candidate", "verified", "rejected")
 
-# Event times outside this window are bad input, not history: a hook line claiming 1e15 ms (year 33658)
-# would be stored and then crash every date formatter that shows it ("year out of range"). 1970 is the
-# epoch (git allows no earlier author time by default); nothing real is dated after 2100.
-MIN_TS_MS = 0
-MAX_TS_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z
-
-
-def ts_ok(ms: int) -> bool:
-    """Whether epoch milliseconds MS fall inside the window every part of NexusMem can store and show."""
-    return MIN_TS_MS <= ms < MAX_TS_MS
-
-
-def text_ok(text: str) -> bool:
-    """Whether TEXT can be written as UTF-8 (a lone surrogate from a JSON escape like \\ud800 cannot).
-
-    isascii() is O(1) in CPython (a flag on the string), so the common case costs nothing.
-    """
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+# The bounds every stored value must satisfy live in nexusmem.bounds (light: the hook log's reader uses them).
 
 
 def node_problem(node: Node) -> str | None:

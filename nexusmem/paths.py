@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError, NotARepositoryError
 
 STATE_DIR = ".nexusmem"
@@ -91,6 +90,8 @@ def repo_root(start: Path | str | None = None) -> Path:
         raise NotARepositoryError(f"{where}: no such directory")
     if where.is_file():
         where = where.parent
+    from nexusmem import gitcmd  # subprocess: not for the process-free paths (find_root_fast)
+
     try:
         out = gitcmd.run(["rev-parse", "--show-toplevel"], where)
     except GitCommandError as exc:

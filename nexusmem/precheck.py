@@ -9,8 +9,9 @@ Runs on every commit, so it stays light: no click needed here, no project id (th
 store opened read-only, and three indexed range reads for all files together.
 
 Commands not synced yet count too: the hook log past this project's shell cursor (its last 4 MB at most) is
-read with the shell source's own parser, so the test that failed a minute ago warns before any `nexusmem
-sync`. The shell source is imported only when the log has such a tail. The tail is first read as typed,
+read with the shell source's own parser (sources/shell/tail: the log reader without the collector), so the
+test that failed a minute ago warns before any `nexusmem sync`. That module is imported only when the log
+has such a tail. The tail is first read as typed,
 without loading the redaction engine (~0.15 s of a cold process): when no command in it failed unresolved
 and no failure to report carries a redacted value (the only cases where redacting could change the answer),
 that answer stands; otherwise the tail is read again, redacted exactly as a sync would store it, and the
@@ -364,9 +365,9 @@ def _with_unsynced(
         return commands, naming, False
     if st.st_size <= _synced_offset(cursor, st):
         return commands, naming, False  # the usual case right after a sync: no import, no read
-    from nexusmem.sources.shell import source as shell_source
+    from nexusmem.sources.shell import tail as shell_tail
 
-    tail = [t for t in shell_source.unsynced_tail(root, cursor, redacted=redacted) if start <= t.ts < end]
+    tail = [t for t in shell_tail.unsynced_tail(root, cursor, redacted=redacted) if start <= t.ts < end]
     if not tail:
         return commands, naming, False
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nexusmem import paths, registry
+from nexusmem import gitcmd, paths, registry
 from nexusmem import project as project_mod
 from nexusmem.errors import NexusMemError
 from nexusmem.nodes import Node, node_problem
@@ -257,8 +257,8 @@ def scan_context(
 
 def enabled_sources(project: Project, only: list[str] | None = None) -> list[tuple[str, Source]]:
     """(name, source) of every source to run, in sync order."""
-    chosen = ((name, sources.get(name)) for name in only or list(sources.SOURCES))
-    return [(name, source) for name, source in chosen if source.enabled(project.config)]
+    names = only or list(sources.SOURCES)
+    return [(name, sources.get(name)) for name in names if sources.enabled(name, project.config)]
 
 
 RUN_LOCK_NAME = "sync.run.lock"
@@ -329,15 +329,22 @@ def sync(
     """
     started = time.perf_counter()
     initialised = False
-    root = paths.repo_root(start)
+    root = project_mod.own_root(Path(start) if start is not None else Path.cwd())
+    if root is None:  # no memory here yet, or a layout only git can name: ask git
+        root = paths.repo_root(start)
     if not project_mod.is_initialised(root):
         project_mod.init(root)
         initialised = True
-    project = project_mod.load(root)
+    project = project_mod.at(root)
     if enable:
         project = _with_enabled(project, enable)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
-    with exclusive(project.root, wait, log), project.open_store() as store, contextlib.ExitStack() as whole:
+    with (
+        exclusive(project.root, wait, log),
+        project.open_store() as store,
+        contextlib.ExitStack() as whole,
+        gitcmd.snapshot(),  # one state of the repository for every source (HEAD, refs, index asked once)
+    ):
         from nexusmem.hygiene import hooklog
         from nexusmem.hygiene.forget import sync_gate
 

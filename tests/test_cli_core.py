@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -311,3 +312,77 @@ def test_scan_previews_write_nothing(repo: Path) -> None:
     assert "docs/design.md#Why WAL" in {d["ref"] for d in docs}
     assert len(json.loads(run_cli("-C", str(repo), "scan-git", "--json", "--limit", "2").output)) == 2
     assert not (repo / ".nexusmem").exists()
+
+
+@pytest.mark.slow
+def test_the_plain_query_path_answers_as_the_click_command(repo: Path, tmp_path: Path) -> None:
+    """The console script answers the common forms of `query` without click (cli/plain.py): the same
+    stdout, stderr and exit code as the click command, on a real synced store; help, usage errors and
+    the rarer options are click's own."""
+    make_history(repo)
+    commit(
+        repo, "fix: escape \x1b]52;c;aGk=\x07 in the cache log", {"src/log.py": "x = 1\n"}, when=1_700_400_000
+    )
+    run_cli("-C", str(repo), "sync")
+    sub = repo / "src"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    forms: list[tuple[list[str], Path]] = [
+        (["query", "why did we switch the cache to WAL"], repo),
+        (["query", "--json", "--budget", "300", "cache"], repo),
+        (["query", "cache", "--budget=120", "WAL"], sub),
+        (["query", "--since", "2023-11-15", "--until=2023-11-20", "cache"], repo),
+        (["query", "--as-of", "2001-01-01", "cache"], repo),
+        (["query", "--since", "yesterday", "--until", "2001-01-01", "cache"], repo),
+        (["query", "-C", str(repo), "--", "--force-with-lease"], elsewhere),
+        (["query", "escape", "cache", "log"], repo),
+        (["query", "zzyzx", "qwrtp"], repo),
+    ]
+    for form, cwd in forms:
+        plain = run_script(*form, cwd=cwd)
+        clicked = run_cli(*form, cwd=cwd, ok=False)
+        assert (plain.returncode, plain.stdout, plain.stderr) == (
+            clicked.exit_code,
+            clicked.stdout,
+            clicked.stderr,
+        ), form
+    shown = run_script("query", "escape", "cache", "log", cwd=repo).stdout
+    assert "\\x1b]52" in shown and "\x1b" not in shown  # shown escaped, never sent raw
+    assert "switch the cache database to WAL" in run_script("query", "cache", "WAL", cwd=sub).stdout
+    assert (
+        "before this memory's first recording"
+        in run_script("query", "--as-of", "2001-01-01", "x", cwd=repo).stderr
+    )
+    # What only click answers: help, usage errors, an empty question, a directory outside any repository.
+    assert "Usage:" in run_script("query", "--help", cwd=repo).stdout
+    low = run_script("query", "--budget", "10", "cache", cwd=repo)
+    assert low.returncode == 2 and "10 is not in the range x>=50" in low.stderr
+    assert run_script("query", "--bogus", "cache", cwd=repo).returncode == 2
+    assert run_script("query", "  ", cwd=repo).returncode == 2
+    outside = run_script("query", "cache", cwd=elsewhere)
+    assert outside.returncode == 1 and "is not inside a git repository" in outside.stderr
+    # A linked worktree without a memory of its own reads the main work tree's, as `project.load` does.
+    tree = tmp_path / "tree"
+    git(repo, "worktree", "add", "-q", str(tree))
+    assert "switch the cache database to WAL" in run_script("query", "cache", "WAL", cwd=tree).stdout
+
+
+def test_plain_query_imports_no_click(repo: Path) -> None:
+    """`nexusmem query TEXT` on a synced store answers without importing click (a third of a cold query)."""
+    make_history(repo)
+    run_cli("-C", str(repo), "sync")
+    code = (
+        "import sys; from nexusmem.cli.main import main\n"
+        "try:\n    main(['query', 'cache', 'WAL'])\nexcept SystemExit:\n    pass\n"
+        "print([m for m in ('click', 'mcp', 'numpy', 'nexusmem.identity', 'subprocess') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
+    ).stdout
+    assert "switch the cache database to WAL" in out
+    assert out.strip().splitlines()[-1] == "[]"

@@ -329,3 +329,70 @@ def test_an_unsynced_tail_is_redacted_only_when_it_could_change_the_answer(repo:
     before_sync = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
     sync.sync(repo)
     assert before_sync == json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
+
+
+def test_an_unsynced_tail_loads_neither_the_collector_nor_dataclasses(repo: Path) -> None:
+    """Reading the hook log's unsynced tail (sources/shell/tail) costs the log reader only: not the shell
+    collector, nexusmem.nodes, dataclasses (inspect) or the redaction engine, for a tail of passing runs."""
+    project(repo)
+    write_log(repo, [("make lint", 0, DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    with shell_log_path().open("ab") as log:
+        for i in range(20):
+            log.write(hook_line(repo, f"pytest tests/test_cache.py -k case_{i}", 0, 60_000 - i))
+    code = (
+        "import sys, json; from nexusmem.cli.main import main\n"
+        "try:\n    main(['precheck', '--json'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('nexusmem.sources.shell.source', 'nexusmem.nodes', 'dataclasses', 'click',"
+        " 'nexusmem.redact_engine')\n"
+        "print(json.dumps([m for m in heavy if m in sys.modules]))"
+    )
+
+    def run() -> tuple[list[dict[str, Any]], list[str]]:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ),
+        ).stdout
+        *shown, loaded = out.strip().splitlines()
+        findings: list[dict[str, Any]] = json.loads("\n".join(shown))["findings"]
+        return findings, json.loads(loaded)
+
+    assert run() == ([], [])
+    with shell_log_path().open("ab") as log:  # a failure in the tail: read (and shown) redacted
+        log.write(hook_line(repo, "pytest tests/test_cache.py -k case_0", 1, 1_000))
+    findings, loaded = run()
+    assert [(f["exit"], f["command"]) for f in findings] == [(1, "pytest tests/test_cache.py -k case_0")]
+    assert "nexusmem.redact_engine" in loaded and "nexusmem.sources.shell.source" not in loaded
+
+
+def test_a_secret_in_a_failing_unsynced_command_is_never_shown(repo: Path) -> None:
+    """The console script's plain path, human and JSON output: a failing command of the unsynced tail
+    carrying secrets is shown redacted, exactly as it is shown once synced."""
+    project(repo)
+    write_log(repo, [("make lint", 0, DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    key = "sk-" + "7Qx9" * 10
+    command = (
+        f"pytest tests/test_cache.py --api-key={key} --db=postgres://app:hunter2-Secret9@db.local/app"
+        " AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    )
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, command, 1, 30_000))
+    human = run_script("precheck", cwd=repo)
+    as_json = run_script("precheck", "--json", cwd=repo)
+    for out in (human.stdout + human.stderr, as_json.stdout):
+        assert "failed (exit 1)" in out or '"exit": 1' in out
+        for secret in (key, "7Qx97Qx9", "hunter2-Secret9", "wJalrXUtnFEMI"):
+            assert secret not in out, secret
+        assert "«redacted:" in out
+    before = json.loads(as_json.stdout)["findings"]
+    sync.sync(repo)
+    assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == before

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import Progress, echo_human, echo_json, library_errors
+from nexusmem.cli.common import echo_human, echo_json, library_errors
 
 
 @click.command("init", epilog="Example:\n\n  nexusmem init && nexusmem sync")
@@ -93,7 +93,6 @@ def sync_cmd(
 ) -> None:
     """Ingest new git commits, per-file diffs, docs and shell history (initialises the repo when needed)."""
     from nexusmem import sync
-    from nexusmem.sources.base import _no_progress
 
     if prune_source:
         count = sync.prune_source(root_of(ctx), prune_source, dry_run=not yes)
@@ -108,38 +107,21 @@ def sync_cmd(
 
         autosync.auto_sync(root_of(ctx), log=click.echo)
         return
-    progress = Progress(enabled=not quiet and not as_json)
-    try:
-        summary = sync.sync(
-            root_of(ctx),
-            rebuild=rebuild,
-            only=list(only) or None,
-            # Not a terminal (hooks, pipes): no callback at all, so the sources skip work done only for it
-            # (the git phase's `rev-list --count` for its total).
-            progress=progress if progress.enabled else _no_progress,
-            log=None if quiet else lambda m: echo_human(m, err=True),
-            link_failures=link_failures,
-            embed=not no_embed,
-            wait=wait,
-            enable=[*(["conversation"] if conversation else []), *(["github"] if github else [])] or None,
-        )
-    finally:
-        progress.finish()
-    if verbose:
-        for line in summary.timing_lines():
-            echo_human(line, err=True)
-    if as_json:
-        echo_json(summary.to_json())
-        return
-    if quiet:
-        return
-    for part in summary.sources:
-        if part.problems:  # where the bad records were (the JSON has them under sources[].problems)
-            shown = "; ".join(part.problems[:3])
-            echo_human(f"{part.name}: skipped {len(part.problems)} bad record(s): {shown}", err=True)
-            if len(part.problems) > 3:
-                echo_human(f"{part.name}: `nexusmem status` lists the others", err=True)
-    echo_human(summary.describe())
+    from nexusmem.cli.plain import run_sync
+
+    # The same body as the plain path's (cli/plain.py), so that both print the same bytes.
+    run_sync(
+        root_of(ctx),
+        quiet=quiet,
+        as_json=as_json,
+        verbose=verbose,
+        rebuild=rebuild,
+        only=list(only),
+        link_failures=link_failures,
+        embed=not no_embed,
+        wait=wait,
+        enable=[*(["conversation"] if conversation else []), *(["github"] if github else [])],
+    )
 
 
 AUTHOR_HELP = (
@@ -227,7 +209,8 @@ def query_cmd(
 ) -> None:
     """Search this repository's memory and print a ranked, token-budgeted answer."""
     from nexusmem import project
-    from nexusmem.retrieve import query, rank, timecue
+    from nexusmem.cli.plain import answer
+    from nexusmem.retrieve import query, timecue
 
     question = " ".join(text).strip()
     if not question:
@@ -240,36 +223,12 @@ def query_cmd(
         _query_all_projects(ctx, question, budget, as_json, as_of, window, who)
         return
     proj = project.load(root_of(ctx))
-    limit = budget if budget is not None else int(proj.config["query"]["budget"])
-    cutoff = query.parse_as_of(as_of)
     if team:
-        _query_team(proj, question, limit, as_json, cutoff, window, who)
+        limit = budget if budget is not None else int(proj.config["query"]["budget"])
+        _query_team(proj, question, limit, as_json, query.parse_as_of(as_of), window, who)
         return
-    with proj.open_store() as store:
-        result = query.run(
-            store,
-            question,
-            project=proj.root.name,
-            budget=limit,
-            as_of=cutoff,
-            since=window[0],
-            until=window[1],
-            settings=rank.settings_from(proj.config),
-            author=who,
-        )
-        first = store.first_recorded() if cutoff is not None else None
-    if cutoff is not None and first is not None and cutoff < first:
-        from nexusmem import timefmt
-
-        echo_human(
-            f"nexusmem: note: --as-of {as_of} is before this memory's first recording ({timefmt.day(first)}):"
-            " --as-of means recording time (when a sync stored an item), so nothing was recorded yet",
-            err=True,
-        )
-    if as_json:
-        echo_json(query.to_json(result))
-    else:
-        echo_human(query.render(result))
+    # The same body as the plain path's (cli/plain.py), so that both print the same bytes.
+    answer(proj, question, budget=budget, as_json=as_json, as_of=as_of, window=window, author=who)
 
 
 def _query_team(

@@ -47,11 +47,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(f"nexusmem {__version__}\n")
         return
     try:
-        if args[:1] == ["precheck"]:
-            # The commit hook's command: its plain forms answer without importing click (cli/plain.py).
-            from nexusmem.cli.plain import precheck
+        if args[:1] in (["precheck"], ["query"], ["sync"]):
+            # The commit hook's, the agent's and the scripts' commands: their plain forms answer without
+            # importing click (cli/plain.py); anything else (help, usage errors, rarer options) goes on to click.
+            from nexusmem.cli import plain
 
-            code = precheck(args[1:])
+            code = {"precheck": plain.precheck, "query": plain.query, "sync": plain.sync}[args[0]](args[1:])
             if code is not None:
                 sys.exit(code)
         from nexusmem.cli.app import cli

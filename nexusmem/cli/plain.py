@@ -1,10 +1,14 @@
-"""`nexusmem precheck` without click: the commit hook's path.
+"""`nexusmem precheck`, `query` and `sync` without click: the commit hook's, the agent's and the scripts' paths.
 
 The pre-commit hook runs `nexusmem precheck [--strict]` (or `precheck --files -- PATH...` from the pre-commit
 framework) on every commit. Importing click (with `inspect`, `uuid`, `platform` and `datetime` behind it)
-was about a third of a cold precheck on the 2-core build machine. main() hands the plain forms here;
-anything this parser does not know (--help, a mistyped option, --files with --working) goes to the click
-command in cli/precheck.py, which owns the help text and the usage errors. Both print through report().
+was about a third of a cold precheck on the 2-core build machine, and ~50 ms of a cold `nexusmem query` or
+of a `nexusmem sync` with nothing to do.
+main() hands the plain forms here; anything these parsers do not know (--help, a mistyped option, --files
+with --working, query's --team/--all-projects/--author, an empty question, a directory whose repository
+only git can name, sync's --auto/--source/--wait/--prune-source) goes to the click commands in
+cli/precheck.py and cli/core.py, which own the help text and the usage errors. Both paths print through
+report(), answer() and run_sync().
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nexusmem.precheck import PrecheckResult
+    from nexusmem.project import Project
 
 # Characters a terminal acts on instead of showing: C0 controls but newline and tab (ESC starts OSC 52
 # clipboard writes and title changes), DEL, C1 controls (0x9b is a one-byte CSI) and the bidi overrides
@@ -108,3 +113,256 @@ def precheck(args: list[str]) -> int | None:
         _say(f"Error: {where}{exc.strerror or exc}")
         return 1
     return report(result, strict=opts["strict"], as_json=opts["as_json"])
+
+
+# query's options that take a value and that this parser answers; every other option goes to click.
+_QUERY_VALUES = ("--budget", "--since", "--until", "--as-of", "-C")
+_MIN_BUDGET = 50  # click.IntRange(min=50) on the click command
+
+
+def answer(
+    proj: Project,
+    question: str,
+    *,
+    budget: int | None,
+    as_json: bool,
+    as_of: str | None,
+    window: tuple[int | None, int | None],
+    author: str | None = None,
+) -> None:
+    """Answer QUESTION from PROJ's memory and print it (JSON on stdout, or the packed text): the one body of
+    a local `query`, on the plain path and the click path alike."""
+    from nexusmem.retrieve import query, rank
+
+    limit = budget if budget is not None else int(proj.config["query"]["budget"])
+    cutoff = query.parse_as_of(as_of)
+    with proj.open_store() as store:
+        result = query.run(
+            store,
+            question,
+            project=proj.root.name,
+            budget=limit,
+            as_of=cutoff,
+            since=window[0],
+            until=window[1],
+            settings=rank.settings_from(proj.config),
+            author=author,
+        )
+        first = store.first_recorded() if cutoff is not None else None
+    if cutoff is not None and first is not None and cutoff < first:
+        from nexusmem import timefmt
+
+        _say(
+            f"nexusmem: note: --as-of {as_of} is before this memory's first recording ({timefmt.day(first)}):"
+            " --as-of means recording time (when a sync stored an item), so nothing was recorded yet"
+        )
+    if as_json:
+        text = json.dumps(query.to_json(result), indent=2, ensure_ascii=False, sort_keys=False)
+    else:
+        text = terminal_safe(query.render(result))
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _utf8_stdout() -> bool:
+    """Whether stdout takes any text as it is (click re-wraps a misconfigured, e.g. ASCII, stream)."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
+    return encoding in ("utf-8", "utf8")
+
+
+def query(args: list[str]) -> int | None:
+    """Run `query ARGS` and return its exit code, or None when ARGS need click (help, an option this parser
+    does not answer, a usage error, a directory whose repository only git can name)."""
+    if not _utf8_stdout():
+        return None
+    values: dict[str, str] = {}
+    as_json = False
+    words: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        name, eq, inline = arg.partition("=")
+        if arg == "--":
+            words.extend(rest)
+        elif arg == "--json":
+            as_json = True
+        elif name in _QUERY_VALUES and (name == arg or (eq and name.startswith("--"))):
+            value = inline if eq else next(rest, None)
+            if value is None or name in values:
+                return None
+            values[name] = value
+        elif arg.startswith("-") and arg != "-":
+            return None
+        else:
+            words.append(arg)
+    question = " ".join(words).strip()
+    budget: int | None = None
+    if "--budget" in values:
+        try:
+            budget = int(values["--budget"])
+        except ValueError:
+            return None
+        if budget < _MIN_BUDGET:
+            return None
+    if not question:
+        return None
+    from nexusmem.errors import NexusMemError
+    from nexusmem.project import find
+    from nexusmem.retrieve.timecue import window
+
+    try:
+        span = window(values.get("--since"), values.get("--until"))
+        proj = find(Path(values.get("-C") or "."))
+        if proj is None:
+            return None  # click's command says what is wrong, asking git
+        answer(proj, question, budget=budget, as_json=as_json, as_of=values.get("--as-of"), window=span)
+    except NexusMemError as exc:
+        _say(f"Error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        _aborted()
+        return 1
+    except BrokenPipeError:  # `nexusmem query ... | head`: as click does, exit 1 without a traceback
+        _quiet_stdout()
+        return 1
+    except OSError as exc:
+        if exc.errno not in ENVIRONMENT_ERRNOS:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(f"Error: {where}{exc.strerror or exc}")
+        return 1
+    return 0
+
+
+def _aborted() -> None:
+    """Ctrl-C, said as click says it (an empty line, then "Aborted!"), with exit 1."""
+    sys.stderr.write("\nAborted!\n")
+    sys.stderr.flush()
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot raise again."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def run_sync(
+    root: Path,
+    *,
+    quiet: bool,
+    as_json: bool,
+    verbose: bool,
+    rebuild: bool = False,
+    only: list[str] | None = None,
+    link_failures: bool = False,
+    embed: bool = True,
+    wait: float = 600.0,
+    enable: list[str] | None = None,
+) -> None:
+    """Sync ROOT's memory and print the summary: the one body of `sync`, on the plain and the click path."""
+    from nexusmem import sync
+    from nexusmem.cli.progress import Progress
+    from nexusmem.sources.base import _no_progress
+
+    progress = Progress(enabled=not quiet and not as_json)
+    try:
+        summary = sync.sync(
+            root,
+            rebuild=rebuild,
+            only=only or None,
+            # Not a terminal (hooks, pipes): no callback at all, so the sources skip work done only for it
+            # (the git phase's `rev-list --count` for its total).
+            progress=progress if progress.enabled else _no_progress,
+            log=None if quiet else _say,
+            link_failures=link_failures,
+            embed=embed,
+            wait=wait,
+            enable=enable or None,
+        )
+    finally:
+        progress.finish()
+    if verbose:
+        for line in summary.timing_lines():
+            _say(line)
+    if as_json:
+        _out(json.dumps(summary.to_json(), indent=2, ensure_ascii=False, sort_keys=False))
+        return
+    if quiet:
+        return
+    for part in summary.sources:
+        if part.problems:  # where the bad records were (the JSON has them under sources[].problems)
+            shown = "; ".join(part.problems[:3])
+            _say(f"{part.name}: skipped {len(part.problems)} bad record(s): {shown}")
+            if len(part.problems) > 3:
+                _say(f"{part.name}: `nexusmem status` lists the others")
+    _out(terminal_safe(summary.describe()))
+
+
+_SYNC_FLAGS = {
+    "-q": "quiet",
+    "--quiet": "quiet",
+    "--json": "as_json",
+    "-v": "verbose",
+    "--verbose": "verbose",
+    "--no-embed": "no_embed",
+    "--rebuild": "rebuild",
+    "--link-failures": "link_failures",
+    "--conversation": "conversation",
+    "--github": "github",
+}
+
+
+def sync(args: list[str]) -> int | None:
+    """Run `sync ARGS` and return its exit code, or None when ARGS need click (help, --auto, --source,
+    --wait, --prune-source, an unknown option or argument)."""
+    if not _utf8_stdout():
+        return None
+    opts = dict.fromkeys(_SYNC_FLAGS.values(), False)
+    where: str | None = None
+    rest = iter(args)
+    for arg in rest:
+        if arg in _SYNC_FLAGS:
+            opts[_SYNC_FLAGS[arg]] = True
+        elif arg == "-C" and where is None:
+            where = next(rest, None)
+            if where is None:
+                return None
+        else:
+            return None
+    from nexusmem.errors import NexusMemError
+
+    enable = [name for name in ("conversation", "github") if opts[name]]
+    try:
+        run_sync(
+            Path(where) if where else Path.cwd(),
+            quiet=opts["quiet"],
+            as_json=opts["as_json"],
+            verbose=opts["verbose"],
+            rebuild=opts["rebuild"],
+            link_failures=opts["link_failures"],
+            embed=not opts["no_embed"],
+            enable=enable,
+        )
+    except NexusMemError as exc:
+        _say(f"Error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        _aborted()
+        return 1
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 1
+    except OSError as exc:
+        if exc.errno not in ENVIRONMENT_ERRNOS:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(f"Error: {where}{exc.strerror or exc}")
+        return 1
+    return 0

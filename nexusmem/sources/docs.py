@@ -7,6 +7,7 @@ when nothing changed since the last sync (fingerprint cursor), else splits every
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -14,7 +15,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from pathlib import Path
 from typing import Any
 
@@ -185,16 +186,31 @@ def _glob_match(path: str, patterns: Sequence[str]) -> bool:
     A pattern without '/' matches the file name at any depth; one with '/' matches the path from the root
     or from any directory ('node_modules/*' also hides a/node_modules/x.md).
     """
+    by_path, by_name = _glob_regexes(tuple(patterns))
     lower = path.lower()
-    name = lower.rsplit("/", 1)[-1]
+    if by_path is not None and by_path.match(lower):
+        return True
+    return by_name is not None and by_name.match(lower.rsplit("/", 1)[-1]) is not None
+
+
+@functools.lru_cache(maxsize=16)
+def _glob_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """PATTERNS as two regexes (over the lower-cased path, over the file name): one match per file instead
+    of fnmatchcase per pattern and file (each is `re.match(fnmatch.translate(pattern), text)`, so the
+    alternation of the translations answers as any() of them)."""
+    on_path: list[str] = []
+    on_name: list[str] = []
     for raw in patterns:
         pat = raw.lower().lstrip("/")
         if "/" in pat:
-            if fnmatchcase(lower, pat) or fnmatchcase(lower, "*/" + pat):
-                return True
-        elif fnmatchcase(name, pat):
-            return True
-    return False
+            on_path += [translate(pat), translate("*/" + pat)]
+        else:
+            on_name.append(translate(pat))
+
+    def joined(parts: list[str]) -> re.Pattern[str] | None:
+        return re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
+
+    return joined(on_path), joined(on_name)
 
 
 @dataclass(frozen=True)

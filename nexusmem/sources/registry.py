@@ -24,6 +24,20 @@ SOURCES: dict[str, str] = {
 }
 
 
+def enabled(name: str, config: dict[str, Any]) -> bool:
+    """Whether source NAME runs under CONFIG (`sources.NAME.enabled`, else its default), read without
+    importing the source: a sync no longer loads the modules of the sources that are off (conversation,
+    GitHub and session by default, ~25 ms each of a cold `nexusmem sync`). Each source's own `enabled`
+    says the same (tests/test_sync_noop.py checks every one)."""
+    from nexusmem.config import DEFAULTS
+
+    if name not in SOURCES:
+        raise KeyError(f"unknown source {name!r} (known: {', '.join(SOURCES)})")
+    section = config.get("sources", {}).get(name, {})
+    default = DEFAULTS["sources"].get(name, {}).get("enabled", False)
+    return bool(section.get("enabled", default) if isinstance(section, dict) else default)
+
+
 def get(name: str) -> Source:
     try:
         target = SOURCES[name]

@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from nexusmem.nodes import Node
 from nexusmem.store.nodes import StoredNode, UpsertCounts
+
+if TYPE_CHECKING:
+    from nexusmem.nodes import Node
 
 
 class SearchStore(Protocol):

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nexusmem.nodes import Node
 from nexusmem.store import hookreads
+
+if TYPE_CHECKING:  # a reader never builds a Node (nexusmem.nodes imports hashlib)
+    from nexusmem.nodes import Node
 
 BATCH = 500
 

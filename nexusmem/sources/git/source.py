@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nexusmem.nodes import Node, ts_ok
 from nexusmem.sources.base import ScanContext, ScanResult, _no_progress
-from nexusmem.sources.git.changewords import ChangeWords, iter_change_words
-from nexusmem.sources.git.commits import PROGRESS_EVERY, commit_count, commit_node, iter_commits
-from nexusmem.sources.git.diff import DiffStats, iter_diff_nodes
 from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_commits
+
+if TYPE_CHECKING:
+    from nexusmem.nodes import Node
+    from nexusmem.sources.git.changewords import ChangeWords
+
+# The readers of commits, change words and patches (and the signal rules behind them) are imported when
+# there is something to read: a sync with nothing new stops at plan_walk's one `git show-ref`.
 
 # The diff phase reads whole patches (~10x slower per commit than the commit phase): a report every 10
 # commits keeps its bar moving.
@@ -54,6 +57,10 @@ class GitSource:
     def _nodes(self, ctx: ScanContext, plan: WalkPlan, result: ScanResult) -> Iterator[Node]:
         if plan.revs is None:
             return
+        from nexusmem.nodes import ts_ok
+        from nexusmem.sources.git.changewords import ChangeWords, iter_change_words
+        from nexusmem.sources.git.commits import PROGRESS_EVERY, commit_count, commit_node, iter_commits
+
         limit = int(_setting(ctx.config, "limits.maxBodyChars"))
         words: ChangeWords | None = None
         if _setting(ctx.config, "sources.git.changeWords"):
@@ -109,6 +116,9 @@ class DiffSource:
     def _nodes(self, ctx: ScanContext, revs: list[str] | None, result: ScanResult) -> Iterator[Node]:
         if revs is None:
             return
+        from nexusmem.sources.git.commits import commit_count
+        from nexusmem.sources.git.diff import DiffStats, iter_diff_nodes
+
         stats = DiffStats()
         # Progress counts commits, whose total `git rev-list --count` gives in milliseconds (the file changes
         # are only known once each patch is read); asked only when someone watches (a terminal).

@@ -87,11 +87,14 @@ _STRIP = "\"'`,;()[]{}"
 _LINE_SUFFIX = re.compile(r"(?::\d+)+$")
 
 
-def command_files(command: str, cwd: Path, root: Path) -> tuple[str, ...]:
+def command_files(
+    command: str, cwd: Path, root: Path, *, known: dict[tuple[str, str], str | None] | None = None
+) -> tuple[str, ...]:
     """Repository paths (posix, relative to ROOT) that COMMAND names and that exist, in order of mention.
 
     `pytest tests/test_x.py::test_y`, `ruff check src/a.py:12`, `--cov=src/pkg` all count. Only tokens
-    with a '/' or '.' cost a file-system check, so plain words are free.
+    with a '/' or '.' cost a file-system check, so plain words are free. KNOWN, when given, keeps each
+    (cwd, path) answer for the caller's next commands (one read of the hook log: the disk does not change).
     """
     found: list[str] = []
     checked = 0
@@ -111,13 +114,25 @@ def command_files(command: str, cwd: Path, root: Path) -> tuple[str, ...]:
         checked += 1
         if checked > MAX_PATH_TOKENS:
             break
-        for base in (cwd, root):
-            candidate = os.path.join(base, tok)
-            if os.path.lexists(candidate):
-                real = os.path.realpath(candidate)
-                if real.startswith(root_prefix):
-                    rel = real[len(root_prefix) :].replace(os.sep, "/")
-                    if rel not in found:
-                        found.append(rel)
-                break
+        key = (str(cwd), tok)
+        if known is not None and key in known:
+            rel_path = known[key]
+        else:
+            rel_path = _in_root(tok, cwd, root, root_prefix)
+            if known is not None:
+                known[key] = rel_path
+        if rel_path is not None and rel_path not in found:
+            found.append(rel_path)
     return tuple(found)
+
+
+def _in_root(tok: str, cwd: Path, root: Path, root_prefix: str) -> str | None:
+    """TOK's path relative to ROOT (posix) when it exists from CWD (else from ROOT) inside ROOT, else None."""
+    for base in (cwd, root):
+        candidate = os.path.join(base, tok)
+        if os.path.lexists(candidate):
+            real = os.path.realpath(candidate)
+            if real.startswith(root_prefix):
+                return real[len(root_prefix) :].replace(os.sep, "/")
+            return None
+    return None

@@ -7,16 +7,14 @@ One module owns it: the shell source reads with it, `forget` rewrites the log wi
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, text_ok
+from nexusmem.bounds import MAX_TS_MS, MIN_TS_MS, text_ok
 from nexusmem.paths import shell_log_path
 
 # The shells whose hooks write the log (the `shell` key of a line), in the order install and status list them.
@@ -32,6 +30,8 @@ HEAD_BYTES = 4096
 
 
 def _head_hash(path: Path, length: int) -> str:
+    import hashlib  # OpenSSL's loader: only when a cursor is checked
+
     with open(path, "rb") as fh:
         return hashlib.sha256(fh.read(length)).hexdigest()[:32]
 
@@ -108,23 +108,69 @@ def iter_log_lines(path: Path, offset: int) -> Iterator[tuple[int, bytes | None]
             yield -1, None
 
 
-@dataclass(slots=True)
-class LogLine:
-    """One well-formed hook line (optional fields None when absent or of the wrong type)."""
+# LogLine's fields in constructor order (its repr and equality follow it).
+_LOG_LINE_FIELDS = (
+    "ts",
+    "cwd",
+    "command",
+    "exit",
+    "pipestatus",
+    "duration_ms",
+    "shell",
+    "session",
+    "author",
+    "author_kind",
+    "call_id",
+)
 
-    ts: int
-    cwd: str
-    command: str
-    exit: int | None
-    pipestatus: list[int] | None
-    duration_ms: int | None
-    shell: str
-    session: str
-    # Who ran it (docs/contracts.md §2): absent = the person at the keyboard ("me", "human"). An agent's
-    # hook line names the agent ("claude-code", "codex") and its own id of the tool call.
-    author: str = "me"
-    author_kind: str = "human"
-    call_id: str | None = None
+
+class LogLine:
+    """One well-formed hook line (optional fields None when absent or of the wrong type).
+
+    A plain class with slots rather than a dataclass: `dataclasses` imports `inspect`, ~10 ms of a cold
+    precheck that reads the log's unsynced tail."""
+
+    __slots__ = _LOG_LINE_FIELDS
+
+    def __init__(
+        self,
+        ts: int,
+        cwd: str,
+        command: str,
+        exit: int | None,
+        pipestatus: list[int] | None,
+        duration_ms: int | None,
+        shell: str,
+        session: str,
+        # Who ran it (docs/contracts.md §2): absent = the person at the keyboard ("me", "human"). An agent's
+        # hook line names the agent ("claude-code", "codex") and its own id of the tool call.
+        author: str = "me",
+        author_kind: str = "human",
+        call_id: str | None = None,
+    ) -> None:
+        self.ts = ts
+        self.cwd = cwd
+        self.command = command
+        self.exit = exit
+        self.pipestatus = pipestatus
+        self.duration_ms = duration_ms
+        self.shell = shell
+        self.session = session
+        self.author = author
+        self.author_kind = author_kind
+        self.call_id = call_id
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LogLine) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"LogLine({shown})"
 
 
 # The decoder's C scanner (typeshed does not declare the attribute, hence getattr).

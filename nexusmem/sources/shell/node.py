@@ -8,6 +8,7 @@ from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import shell_signal
 from nexusmem.sources.shell.attribution import _MEMO_LIMIT, command_files
+from nexusmem.sources.shell.tail import agent_call_key as agent_call_key
 
 TITLE_CHARS = 120
 
@@ -40,12 +41,6 @@ def _context_tail(pipestatus: list[int] | None, duration_ms: int | None, shell: 
 def body_head(command: str, cwd: str | None, exit_code: int | None) -> str:
     """The body up to the per-line part: the command, then where it ran and how it ended."""
     return command + "\n" + _context_head(cwd, exit_code)
-
-
-def agent_call_key(agent: str, call_id: str) -> str:
-    """The natural key of an agent's shell call, whichever way it was seen (its hook's log line or its
-    transcript): both give the same node id, so the second sighting updates the first instead of adding one."""
-    return f"agent:{agent}:{call_id}"
 
 
 def command_node(

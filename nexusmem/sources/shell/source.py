@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Generator, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,22 @@ from nexusmem.sources.shell.logline import (
     LogLine,
     _head_hash,
     _locked_records,
-    iter_log_records,
     line_problem,
     log_line_from,
 )
-from nexusmem.sources.shell.node import Facts, Memo, agent_call_key, body_head, command_node
+from nexusmem.sources.shell.node import Facts, Memo, body_head, command_node
+from nexusmem.sources.shell.tail import (  # the unsynced tail lives there: precheck loads only that
+    CURSOR_VERSION,
+    TAIL_MAX_BYTES,
+    TailCommand,
+    unsynced_tail,
+)
+from nexusmem.sources.shell.tail import call_key as _call_key
+from nexusmem.sources.shell.tail import decode_cursor as _decode_cursor
+from nexusmem.sources.shell.tail import resume_offset as _resume_offset
 
-_CURSOR_VERSION = 1
+_CURSOR_VERSION = CURSOR_VERSION
+__all__ = ["TAIL_MAX_BYTES", "ShellSource", "TailCommand", "unsynced_tail"]
 
 
 @dataclass
@@ -46,37 +55,6 @@ class LogPosition:
     ino: int = 0
     head_len: int = 0
     head_hash: str = ""
-
-
-def _decode_cursor(text: str | None) -> dict[str, Any]:
-    """The persisted state, or an empty one when missing, from another version, or unreadable."""
-    if not text:
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(data, dict) or data.get("v") != _CURSOR_VERSION:
-        return {}
-    return data
-
-
-def _resume_offset(path: Path, st: os.stat_result, saved: Any) -> int:
-    """The saved offset when the log is still the same file and has not shrunk, else 0 (read it again)."""
-    if not isinstance(saved, dict):
-        return 0
-    try:
-        pos = LogPosition(**saved)
-    except TypeError:
-        return 0
-    if (pos.dev, pos.ino) != (st.st_dev, st.st_ino) or st.st_size < pos.offset:
-        return 0
-    try:
-        if pos.head_len and _head_hash(path, pos.head_len) != pos.head_hash:
-            return 0
-    except OSError:
-        return 0
-    return pos.offset
 
 
 class ShellSource:
@@ -266,85 +244,3 @@ class ShellSource:
                 )
             return fingerprint
         return ""
-
-
-def _call_key(line: LogLine) -> str | None:
-    """The natural key of an agent's call (the same its transcript gives it), None for any other line."""
-    if line.call_id is not None and line.author_kind == "agent":
-        return agent_call_key(line.author, line.call_id)
-    return None
-
-
-# precheck reads at most this much of the log past the project's cursor: 4 MB is ~20,000 hook lines, far
-# more than a day's work between syncs, and ~40 ms to parse; an older tail is left to `nexusmem sync`.
-TAIL_MAX_BYTES = 4 << 20
-
-
-@dataclass(frozen=True)
-class TailCommand:
-    """A hook line not yet synced into ROOT's memory, shaped like a stored shell_command (redacted)."""
-
-    key: str  # "log:<byte offset>", standing in for a node id
-    command: str
-    ts: int
-    cwd: str  # relative to the repository root, "." at the top (as stored)
-    exit: int | None
-    files: tuple[str, ...]
-    author: str = "me"
-    author_kind: str = "human"
-    call_key: str | None = None  # an agent's call: its natural key (agent_call_key)
-
-    def rekeyed(self, key: str) -> TailCommand:
-        """This command standing in for the stored node KEY (precheck: the same call stored from a transcript)."""
-        return replace(self, key=key)
-
-
-def unsynced_tail(
-    root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES, *, redacted: bool = True
-) -> list[TailCommand]:
-    """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
-    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git.
-
-    REDACTED=False leaves the commands as typed, for a caller that shows none of them (and so need not load
-    the redaction engine, ~0.15 s): precheck redacts again before it shows one (nexusmem.precheck)."""
-    log = shell_log_path()
-    try:
-        st = os.stat(log)
-    except OSError:
-        return []
-    offset = _resume_offset(log, st, _decode_cursor(cursor).get("log"))
-    if st.st_size <= offset:
-        return []
-    start = max(offset, st.st_size - max_bytes)
-    attributor = Attributor([root])
-    memo = Memo()
-    out: list[TailCommand] = []
-    records = iter_log_records(log, start)
-    if start > offset:  # began mid-line: the first record is a fragment
-        next(records, None)
-    for end, record in records:
-        if end < 0:
-            break
-        line = log_line_from(record)
-        if line is None:
-            continue
-        where = attributor.match(line.cwd)
-        if where is None or not line.command.strip():
-            continue
-        place, rel = where
-        command = memo.redact(line.command) if redacted else line.command
-        files = memo.command_files(command, place, rel)
-        out.append(
-            TailCommand(
-                f"log:{end}",
-                command,
-                line.ts,
-                rel,
-                line.exit,
-                files,
-                line.author,
-                line.author_kind,
-                _call_key(line),
-            )
-        )
-    return out

@@ -1,0 +1,154 @@
+"""The hook log's unsynced tail, read for precheck: the commands after a project's shell cursor.
+
+precheck warns about a failure that `nexusmem sync` has not stored yet, so it reads the log past the cursor
+on every commit that has such a tail. This module is what that costs to load: the log reader, attribution
+and the cursor check, and nothing of the collector (node building, signals, dataclasses, nexusmem.nodes),
+~40 ms of a cold precheck on the 2-core build machine when it came through sources/shell/source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from nexusmem.paths import shell_log_path
+from nexusmem.sources.shell.attribution import Attributor, command_files
+from nexusmem.sources.shell.logline import LogLine, _head_hash, iter_log_records, log_line_from
+
+CURSOR_VERSION = 1
+# The fields of a saved log position (sources/shell/source.LogPosition), with their defaults.
+_POSITION = {"offset": 0, "dev": 0, "ino": 0, "head_len": 0, "head_hash": ""}
+
+# precheck reads at most this much of the log past the project's cursor: 4 MB is ~20,000 hook lines, far
+# more than a day's work between syncs, and ~40 ms to parse; an older tail is left to `nexusmem sync`.
+TAIL_MAX_BYTES = 4 << 20
+
+
+def decode_cursor(text: str | None) -> dict[str, Any]:
+    """The persisted state, or an empty one when missing, from another version, or unreadable."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict) or data.get("v") != CURSOR_VERSION:
+        return {}
+    return data
+
+
+def resume_offset(path: Path, st: os.stat_result, saved: Any) -> int:
+    """The saved offset when the log is still the same file and has not shrunk, else 0 (read it again)."""
+    if not isinstance(saved, dict) or not all(isinstance(k, str) and k in _POSITION for k in saved):
+        return 0
+    pos = {**_POSITION, **saved}
+    if (pos["dev"], pos["ino"]) != (st.st_dev, st.st_ino) or st.st_size < pos["offset"]:
+        return 0
+    try:
+        if pos["head_len"] and _head_hash(path, pos["head_len"]) != pos["head_hash"]:
+            return 0
+    except OSError:
+        return 0
+    offset: int = pos["offset"]
+    return offset
+
+
+def agent_call_key(agent: str, call_id: str) -> str:
+    """The natural key of an agent's shell call, whichever way it was seen (its hook's log line or its
+    transcript): both give the same node id, so the second sighting updates the first instead of adding one."""
+    return f"agent:{agent}:{call_id}"
+
+
+def call_key(line: LogLine) -> str | None:
+    """The natural key of an agent's call (the same its transcript gives it), None for any other line."""
+    if line.call_id is not None and line.author_kind == "agent":
+        return agent_call_key(line.author, line.call_id)
+    return None
+
+
+class TailCommand(NamedTuple):
+    """A hook line not yet synced into ROOT's memory, shaped like a stored shell_command (redacted unless
+    read with redacted=False). A NamedTuple, not a dataclass: see the module docstring."""
+
+    key: str  # "log:<byte offset>", standing in for a node id
+    command: str
+    ts: int
+    cwd: str  # relative to the repository root, "." at the top (as stored)
+    exit: int | None
+    files: tuple[str, ...]
+    author: str = "me"
+    author_kind: str = "human"
+    call_key: str | None = None  # an agent's call: its natural key (agent_call_key)
+
+    def rekeyed(self, key: str) -> TailCommand:
+        """This command standing in for the stored node KEY (precheck: the same call stored from a transcript)."""
+        return self._replace(key=key)
+
+
+def unsynced_tail(
+    root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES, *, redacted: bool = True
+) -> list[TailCommand]:
+    """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
+    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git.
+
+    REDACTED=False leaves the commands as typed, for a caller that shows none of them (and so need not load
+    the redaction engine, ~0.15 s): precheck redacts again before it shows one (nexusmem.precheck)."""
+    log = shell_log_path()
+    try:
+        st = os.stat(log)
+    except OSError:
+        return []
+    offset = resume_offset(log, st, decode_cursor(cursor).get("log"))
+    if st.st_size <= offset:
+        return []
+    start = max(offset, st.st_size - max_bytes)
+    attributor = Attributor([root])
+    shown: dict[str, str] = {}  # real histories repeat a few commands many times
+    files_of: dict[tuple[str, str], tuple[str, ...]] = {}
+    # The paths the commands name, checked on disk once each: a test run repeated with other arguments
+    # (`-k case_1`, `-k case_2`) names the same files (~0.2 ms of stat calls per command otherwise).
+    paths_checked: dict[tuple[str, str], str | None] = {}
+    redact: Callable[[str], str] | None = None
+    if redacted:
+        from nexusmem.redact import redact as redact_text
+
+        redact = redact_text
+    out: list[TailCommand] = []
+    records = iter_log_records(log, start)
+    if start > offset:  # began mid-line: the first record is a fragment
+        next(records, None)
+    for end, record in records:
+        if end < 0:
+            break
+        line = log_line_from(record)
+        if line is None:
+            continue
+        where = attributor.match(line.cwd)
+        if where is None or not line.command.strip():
+            continue
+        place, rel = where
+        command = line.command
+        if redact is not None:
+            if command not in shown:
+                shown[command] = redact(command)
+            command = shown[command]
+        if (command, rel) not in files_of:
+            cwd = place if rel == "." else place / rel
+            files_of[(command, rel)] = command_files(command, cwd, place, known=paths_checked)
+        out.append(
+            TailCommand(
+                f"log:{end}",
+                command,
+                line.ts,
+                rel,
+                line.exit,
+                files_of[(command, rel)],
+                line.author,
+                line.author_kind,
+                call_key(line),
+            )
+        )
+    return out
