@@ -10,7 +10,8 @@ over title (weight A), body (B) and change words (C); `emb vector(256)` with an 
 built-in 256-d vectors; `links`; the team deny-list and the ids it removed (`forgotten`, which every push's
 INSERT skips server-side); `audit` (who forgot what, never the value); `members`. Times are epoch
 milliseconds as in SQLite; `created_at` is when the team store first recorded a node (what --as-of reads),
-`author` who pushed it first.
+`author` who pushed it first. Migration 2: `term_df`, each lexeme's document count per project, kept by
+statement triggers on `nodes` (a question's IDF is one index lookup, not a count of matches).
 
 Full text differs from SQLite's FTS5 in two ways a reader of results may notice: ranking is ts_rank with
 length normalisation (Postgres has no BM25; fusion divides by the best score, so only ratios matter), and
@@ -39,12 +40,22 @@ CONNECT_TIMEOUT = 2
 TEAM_DIM = 256
 # How deep the HNSW graph is searched: at least the k asked for (pgvector's default ef_search is 40).
 EF_SEARCH_MIN = 100
-# Document counts are counted up to this many (an IDF needs no more; the planner's postings budget is 8,000).
+# Where document counts are counted (a schema-1 store, a match total within a time window), up to this many
+# (an IDF needs no more; the planner's postings budget is 8,000).
 COUNT_CAP = 10_000
 # How long term_doc_counts remembers a count: long enough for one question's repeated asks, short enough
 # that a term another member just pushed is counted (a stale 0 would drop it from the question).
 COUNT_MEMO_SECONDS = 2.0
 TOTAL_CAP = 100_000
+# ts_rank reads every matching node's tsv from the heap: a question whose every word is common would rank
+# them all (one word in 80% of 1,000,000 nodes: 2.7 s, load 7). Past this many postings only the matches
+# among the project's newest nodes are ranked, as many nodes as should hold about RANK_CAP matches (54 ms
+# for the same word; recency is a prior of the ranking anyway).
+RANK_CAP = 5_000
+# term_df's rows that are not lexemes (a lexeme never holds a space): the project's node count and how many
+# of its nodes have a vector. term_doc_counts reads them along with a question's terms.
+_TOTAL = " nodes"
+_VECTORS = " vectors"
 
 # Postgres' word splitter would keep "foo.py" or "a/b/c" as one token; splitting on ASCII punctuation and
 # spaces first makes tokens what SQLite's unicode61 tokenizer makes ("max_retries" -> max, retries).
@@ -129,6 +140,74 @@ MIGRATIONS: list[tuple[int, str, str]] = [
           pushed bigint NOT NULL DEFAULT 0,
           PRIMARY KEY (member, project_id)
         );
+        """,
+    ),
+    (
+        2,
+        "term_df: each lexeme's document count per project, kept by triggers; backfilled",
+        """
+        -- A question's IDF needs each word's document count. Counting matches in the GIN index cost up to
+        -- ~1 s a question at 20,000 nodes (every node holding a common word is visited); this table answers
+        -- in one index lookup. Statement-level triggers keep it in the writing transaction whatever writes
+        -- nodes (push, forget, verdicts), so a node another member pushed is counted once that push
+        -- commits. Upserts go in (project, term) order, so concurrent pushes cannot deadlock on it. Two
+        -- rows per project are not lexemes (no lexeme holds a space): ' nodes', how many nodes the project
+        -- has (the IDF's N), and ' vectors', how many of them have a vector (a query asks whether any do:
+        -- on a project without vectors that was a scan of every node).
+        LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE;
+        CREATE TABLE term_df(
+          project_id text NOT NULL,
+          term text NOT NULL,
+          df bigint NOT NULL,
+          PRIMARY KEY (project_id, term)
+        );
+        CREATE FUNCTION nm_term_df_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO term_df AS d (project_id, term, df)
+          SELECT n.project_id, l.term, count(*) FROM nm_new n, unnest(tsvector_to_array(n.tsv)) l(term)
+          GROUP BY 1, 2
+          UNION ALL SELECT project_id, ' nodes', count(*) FROM nm_new GROUP BY 1
+          UNION ALL SELECT project_id, ' vectors', count(*) FROM nm_new WHERE emb IS NOT NULL GROUP BY 1
+          ORDER BY 1, 2
+          ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
+          RETURN NULL;
+        END $$;
+        CREATE FUNCTION nm_term_df_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO term_df AS d (project_id, term, df)
+          SELECT c.project_id, c.term, sum(c.df) FROM (
+            SELECT n.project_id, l.term, 1 AS df FROM nm_new n, unnest(tsvector_to_array(n.tsv)) l(term)
+            UNION ALL SELECT o.project_id, l.term, -1 FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)
+            UNION ALL SELECT project_id, ' nodes', 1 FROM nm_new
+            UNION ALL SELECT project_id, ' nodes', -1 FROM nm_old
+            UNION ALL SELECT project_id, ' vectors', 1 FROM nm_new WHERE emb IS NOT NULL
+            UNION ALL SELECT project_id, ' vectors', -1 FROM nm_old WHERE emb IS NOT NULL) c
+          GROUP BY 1, 2 HAVING sum(c.df) <> 0 ORDER BY 1, 2
+          ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
+          RETURN NULL;
+        END $$;
+        CREATE FUNCTION nm_term_df_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO term_df AS d (project_id, term, df)
+          SELECT o.project_id, l.term, -count(*) FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)
+          GROUP BY 1, 2
+          UNION ALL SELECT project_id, ' nodes', -count(*) FROM nm_old GROUP BY 1
+          UNION ALL SELECT project_id, ' vectors', -count(*) FROM nm_old WHERE emb IS NOT NULL GROUP BY 1
+          ORDER BY 1, 2
+          ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
+          RETURN NULL;
+        END $$;
+        CREATE TRIGGER nodes_term_df_insert AFTER INSERT ON nodes REFERENCING NEW TABLE AS nm_new
+          FOR EACH STATEMENT EXECUTE FUNCTION nm_term_df_insert();
+        CREATE TRIGGER nodes_term_df_update AFTER UPDATE ON nodes
+          REFERENCING OLD TABLE AS nm_old NEW TABLE AS nm_new
+          FOR EACH STATEMENT EXECUTE FUNCTION nm_term_df_update();
+        CREATE TRIGGER nodes_term_df_delete AFTER DELETE ON nodes REFERENCING OLD TABLE AS nm_old
+          FOR EACH STATEMENT EXECUTE FUNCTION nm_term_df_delete();
+        INSERT INTO term_df(project_id, term, df)
+          SELECT project_id, l.term, count(*) FROM nodes, unnest(tsvector_to_array(tsv)) l(term) GROUP BY 1, 2
+          UNION ALL SELECT project_id, ' nodes', count(*) FROM nodes GROUP BY 1
+          UNION ALL SELECT project_id, ' vectors', count(*) FROM nodes WHERE emb IS NOT NULL GROUP BY 1;
         """,
     ),
 ]
@@ -219,11 +298,19 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
 
 
 def schema_version_of(conn: Any) -> int:
-    row = conn.execute("SELECT to_regclass('team_schema')").fetchone()
-    if row is None or row[0] is None:
+    """The team store's schema version, 0 when it was never set up (one round trip: a query opens the
+    store for each question)."""
+    psycopg = _psycopg()
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        # Inside a transaction (migrate's) a failed statement would abort it: look the table up first.
+        row = conn.execute("SELECT to_regclass('team_schema')").fetchone()
+        if row is None or row[0] is None:
+            return 0
+    try:
+        row = conn.execute("SELECT max(version) FROM team_schema").fetchone()
+    except psycopg.errors.UndefinedTable:
         return 0
-    row = conn.execute("SELECT max(version) FROM team_schema").fetchone()
-    return int(row[0] or 0)
+    return int(row[0] or 0) if row else 0
 
 
 def migrate(conn: Any) -> list[int]:
@@ -292,6 +379,9 @@ class TeamStore:
         self._version: int | None = None
         self._counts: dict[str, int] = {}  # term_doc_counts' memo
         self._counts_at = 0.0
+        self._identity: str | None = None  # vector_identity_json, once known (the first writer's; fixed)
+        self._has_vectors = False
+        self._ef_search = 0  # the hnsw.ef_search this connection was given
 
     @classmethod
     def open(
@@ -414,7 +504,10 @@ class TeamStore:
         return int(row[0]) if row and row[0] is not None else None
 
     def size_hint(self) -> int:
-        """The planner's estimate of the table's rows (free), or an exact count when it has none yet."""
+        """This project's node count from term_df (read with the question's term counts: no extra round
+        trip); on a schema-1 store the planner's estimate of the table's rows, or an exact count."""
+        if self.schema_version() >= 2:
+            return self._project_nodes()
         row = self.conn.execute("SELECT reltuples::bigint FROM pg_class WHERE relname = 'nodes'").fetchone()
         estimate = int(row[0]) if row and row[0] is not None else -1
         if estimate > 0:
@@ -499,19 +592,46 @@ class TeamStore:
         stem_match: str | None = None,
     ) -> list[tuple[str, float]]:
         """(id, ts_rank) best first. WEIGHTS (title, body, words, notes) become ts_rank's {D, C, B, A}
-        weights scaled into 0..1 (title A, body B, words C)."""
+        weights scaled into 0..1 (title A, body B, words C). When the terms' document counts add up to
+        more than RANK_CAP, only the matches among the project's newest nodes are ranked (see RANK_CAP),
+        widened until LIMIT are found or every node is in."""
         query = tsquery(match)
         if query is None:
             return []
         top = max(float(w) for w in weights[:3]) or 1.0
         title, body, words = (float(w) / top for w in weights[:3])
         where, params = self._window(as_of, since, until)
+        weighted = [0.0, words, body, title]
+        postings = sum(self._term_counts(match) or [0])
+        if postings > RANK_CAP:
+            nodes = self._project_nodes()
+            newest = -(-nodes * RANK_CAP // postings)
+            while newest < nodes:
+                # The newest nodes are one walk down the (project_id, ts) index; the planner cannot push
+                # the match inside the LIMIT, so it never falls back to ranking every match.
+                rows = self.conn.execute(
+                    "SELECT id, ts_rank(%s::real[], tsv, q, 1) AS r FROM (SELECT id, tsv FROM nodes"
+                    f" WHERE project_id = %s{where} ORDER BY ts DESC LIMIT %s) n, to_tsquery('simple', %s) q"
+                    " WHERE tsv @@ q ORDER BY r DESC, id LIMIT %s",
+                    (weighted, self.project, *params, newest, query, limit),
+                ).fetchall()
+                if len(rows) >= limit:
+                    return [(r[0], float(r[1])) for r in rows]
+                newest *= 8  # the terms are common, but not among the newest nodes: look further back
         rows = self.conn.execute(
             "SELECT id, ts_rank(%s::real[], tsv, q, 1) AS r FROM nodes, to_tsquery('simple', %s) q"
             f" WHERE project_id = %s AND tsv @@ q{where} ORDER BY r DESC, id LIMIT %s",
-            ([0.0, words, body, title], query, self.project, *params, limit),
+            (weighted, query, self.project, *params, limit),
         ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
+
+    def _term_counts(self, match: str) -> list[int] | None:
+        """The document count of each OR-ed term of MATCH (term_df); None on a schema-1 store."""
+        if self.schema_version() < 2:
+            return None
+        terms = [t.replace('""', '"') for t in re.findall(r'"((?:[^"]|"")*)"', match)] or [match]
+        counts = self.term_doc_counts(terms)
+        return [counts[t] for t in terms]
 
     def count_matches(
         self,
@@ -522,15 +642,29 @@ class TeamStore:
         since: int | None = None,
         until: int | None = None,
     ) -> int:
-        """How many nodes match (counted up to TOTAL_CAP)."""
+        """How many nodes match. Counting them visits every match (~1 s for 100,000 of them here), so when
+        the terms' document counts add up to more than RANK_CAP the total comes from those counts: exact
+        for one word, else the size of the union if the words were independent (between the largest count
+        and the sum); with a time window, counted up to COUNT_CAP."""
         query = tsquery(match)
         if query is None:
             return 0
         where, params = self._window(as_of, since, until)
+        counts = self._term_counts(match)
+        cap = TOTAL_CAP
+        if counts is not None and sum(counts) > RANK_CAP:
+            if where:
+                cap = COUNT_CAP
+            else:
+                nodes = max(self._project_nodes(), 1)
+                missed = 1.0
+                for count in counts:
+                    missed *= 1.0 - min(count, nodes) / nodes
+                return min(max(max(counts), round(nodes * (1.0 - missed))), sum(counts), nodes)
         row = self.conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM nodes WHERE project_id = %s"
             f" AND tsv @@ to_tsquery('simple', %s){where} LIMIT %s) s",
-            (self.project, query, *params, TOTAL_CAP),
+            (self.project, query, *params, cap),
         ).fetchone()
         return int(row[0])
 
@@ -548,20 +682,48 @@ class TeamStore:
         return {r[0] for r in rows}
 
     def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many nodes hold each term, counted up to COUNT_CAP (enough for an IDF and the planner).
-
-        One statement for all the terms, and remembered for COUNT_MEMO_SECONDS: one question asks for the
-        same terms two or three times (affordability, stems, IDF), and a term per round trip cost ~180 ms
-        of a 20,000-node team query."""
+        """How many of this project's nodes hold each term: one lookup in term_df (a term of several
+        tokens, "router.py", counts as its rarest token: an upper bound). Remembered for
+        COUNT_MEMO_SECONDS, since one question asks for the same terms two or three times and a team store
+        is often a network round trip away."""
         now = time.monotonic()
         if now - self._counts_at > COUNT_MEMO_SECONDS or len(self._counts) > 10_000:
             self._counts, self._counts_at = {}, now
+        wanted = sorted({term for term in terms if term not in self._counts})
+        if self.schema_version() >= 2:
+            for key in (_TOTAL, _VECTORS):  # they ride along (size_hint, has_vectors)
+                if key not in self._counts:
+                    wanted.insert(0, key)
+            if wanted:
+                self._counts.update(self._read_doc_counts(wanted))
+        elif wanted:
+            self._counts.update(self._count_docs(wanted))
+        return {term: self._counts[term] for term in terms}
+
+    def _project_nodes(self) -> int:
+        """This project's node count (term_df's empty term), through term_doc_counts' memo."""
+        self.term_doc_counts([])
+        return self._counts[_TOTAL]
+
+    def _read_doc_counts(self, terms: list[str]) -> dict[str, int]:
+        # Each term is made lexemes the way the tsv column makes them (split at punctuation, then the
+        # `simple` configuration), so a lookup finds exactly what `tsv @@ term` would match.
+        rows = self.conn.execute(
+            "SELECT t.term, min(coalesce(greatest(d.df, 0), 0)) FROM unnest(%s::text[]) AS t(term)"
+            " LEFT JOIN LATERAL unnest(CASE WHEN t.term = ANY(%s) THEN array[t.term] ELSE"
+            f" tsvector_to_array(to_tsvector('simple', regexp_replace(t.term, {_SPLIT_SQL}, ' ', 'g'))) END)"
+            " AS l(lexeme) ON true"
+            " LEFT JOIN term_df d ON d.project_id = %s AND d.term = l.lexeme GROUP BY t.term",
+            (terms, [_TOTAL, _VECTORS], self.project),
+        ).fetchall()
+        return {term: int(count or 0) for term, count in rows}
+
+    def _count_docs(self, terms: list[str]) -> dict[str, int]:
+        """Counts from the GIN index, each capped at COUNT_CAP: for a team store not yet migrated to
+        term_df (schema 1), which a query never migrates."""
         out: dict[str, int] = {}
         wanted: dict[str, str] = {}
         for term in terms:
-            if term in self._counts:
-                out[term] = self._counts[term]
-                continue
             query = tsquery('"' + term.replace('"', '""') + '"')
             if query is None:
                 out[term] = 0
@@ -575,7 +737,7 @@ class TeamStore:
                 (self.project, COUNT_CAP, list(wanted), list(wanted.values())),
             ).fetchall()
             for term, count in rows:
-                out[term] = self._counts[term] = int(count)
+                out[term] = int(count)
         return out
 
     def search_cjk(
@@ -591,13 +753,21 @@ class TeamStore:
     # -------------------------------------------------------------------------------------- vectors
 
     def vector_identity_json(self) -> str | None:
-        return self.get_meta("vector_identity")
+        """The team's vector identity (set once by the first member who pushed vectors, then fixed)."""
+        if self._identity is None:
+            self._identity = self.get_meta("vector_identity")
+        return self._identity
 
     def has_vectors(self) -> bool:
-        row = self.conn.execute(
-            "SELECT 1 FROM nodes WHERE project_id = %s AND emb IS NOT NULL LIMIT 1", (self.project,)
-        ).fetchone()
-        return row is not None
+        if self.schema_version() >= 2:
+            self.term_doc_counts([])
+            return self._counts[_VECTORS] > 0
+        if not self._has_vectors:
+            row = self.conn.execute(
+                "SELECT 1 FROM nodes WHERE project_id = %s AND emb IS NOT NULL LIMIT 1", (self.project,)
+            ).fetchone()
+            self._has_vectors = row is not None
+        return self._has_vectors
 
     def vectors_generation(self) -> str:
         return "team"
@@ -617,14 +787,21 @@ class TeamStore:
             return []
         where, params = self._window(as_of, since, until)
         vector = vector_text(blob)
-        with self.conn.transaction():
-            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH_MIN, min(int(k), 1000))}")
-            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            rows = self.conn.execute(
-                "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
-                f"{where} ORDER BY emb <=> %s::vector LIMIT %s",
-                (vector, self.project, *params, vector, k),
-            ).fetchall()
+        ef_search = max(EF_SEARCH_MIN, min(int(k), 1000))
+        if ef_search != self._ef_search:
+            # Set for this connection (it serves one question, or one command): a transaction with SET
+            # LOCAL took four more round trips on every k-NN.
+            self.conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, false),"
+                " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+                (str(ef_search),),
+            )
+            self._ef_search = ef_search
+        rows = self.conn.execute(
+            "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
+            f"{where} ORDER BY emb <=> %s::vector LIMIT %s",
+            (vector, self.project, *params, vector, k),
+        ).fetchall()
         hits = sorted((float(r[1]), r[0]) for r in rows)  # relaxed order: sort what came back
         return [(node_id, distance) for distance, node_id in hits]
 
@@ -683,6 +860,7 @@ class TeamStore:
         if not rows:
             return counts
         stamp = now_ms()
+        self._counts.clear()  # what this store remembered of term_df is about to change
         with self.conn.transaction():
             self.conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS nm_push(id text, kind text, source text, natural_key text,"
@@ -811,6 +989,7 @@ class TeamStore:
         """Record ENTRY in the team deny-list, delete IDS (and their links), remember them as forgotten and
         write an audit row (who, when, how many, the entry's key; never the value). One transaction."""
         stamp = now_ms()
+        self._counts.clear()
         with self.conn.transaction():
             self.conn.execute(
                 "INSERT INTO deny_list(key, project_id, kind, ignore_case, spec, author, created_at)"
@@ -894,9 +1073,11 @@ class TeamStore:
             "database_bytes": int(size[0]),
         }
 
-    def table_bytes(self) -> int:
-        """nodes' total size on disk (heap, TOAST and every index): the benchmark's storage figure."""
-        row = self.conn.execute("SELECT pg_total_relation_size('nodes')").fetchone()
+    def table_bytes(self, table: str = "nodes") -> int:
+        """TABLE's total size on disk (heap, TOAST and every index): the benchmark's storage figure."""
+        if table not in ("nodes", "term_df"):
+            raise ValueError(f"not a team store table: {table}")
+        row = self.conn.execute("SELECT pg_total_relation_size(%s::regclass)", (table,)).fetchone()
         return int(row[0])
 
 
