@@ -22,6 +22,7 @@ from nexusmem.errors import ConfigError
 from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, text_ok
 from nexusmem.sources import docs
 from nexusmem.sources.base import ScanContext
+from nexusmem.sources.git import changewords as git_changewords
 from nexusmem.sources.git import commits as git_commits
 from nexusmem.sources.git import diff as git_diff
 from nexusmem.sources.shell import history as shell_history
@@ -233,6 +234,76 @@ def test_diff_stream_keeps_the_commits_around_garbage(
     assert "second.py" in paths
     if where != 1:  # junk right after a header is that commit's (garbage) patch text; the other survives
         assert "first.py" in paths
+
+
+@pytest.fixture(scope="module")
+def walk_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """The real one-walk log (`git log -z -p --numstat -U1`, as iter_commits_with_words asks for it) of a
+    repository with two changing commits and an empty one between them."""
+    repo = tmp_path_factory.mktemp("walkrepo")
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "A",
+        "GIT_AUTHOR_EMAIL": "a@b",
+        "GIT_COMMITTER_NAME": "A",
+        "GIT_COMMITTER_EMAIL": "a@b",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+    for name, text, message in (
+        ("first.py", "def firstFunction():\n    return 1\n", "feat: first"),
+        (None, "", "chore: nothing"),
+        ("second.py", "def secondFunction():\n    return 2\n", "fix: second"),
+    ):
+        if name is not None:
+            (repo / name).write_text(text, encoding="utf-8")
+        subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", message], cwd=repo, env=env, check=True)
+    args = [
+        "log",
+        "-z",
+        "-p",
+        "--numstat",
+        "--unified=1",
+        *git_commits._LOG_STABLE,
+        git_commits._FORMAT,
+        "HEAD",
+    ]
+    return list(gitcmd.stream([*args, "--"], repo))
+
+
+@FUZZ
+@given(st.lists(st.binary(max_size=120), max_size=8), st.sampled_from([0, 1, 2, 3, 4]))
+def test_commit_words_stream_keeps_the_commits_around_garbage(
+    walk_lines: list[bytes], garbage: list[bytes], where: int
+) -> None:
+    starts = [i for i, line in enumerate(walk_lines) if line.startswith(b"\0NXM")]
+    assert len(starts) == 2  # "fix: second" (whose header line also holds the empty commit's), "feat: first"
+    # Junk lines (no header marker at their start) between the commits, after a header, at either end.
+    cut = [starts[1], starts[1] + 1, starts[0] + 1, 0, len(walk_lines)][where]
+    junk = [g.replace(b"\n", b" ").replace(b"\0NXM", b"\0nxm").lstrip(b"\0") + b"\n" for g in garbage]
+    lines = walk_lines[:cut] + junk + walk_lines[cut:]
+    walked = list(git_changewords.parse_commit_words_stream(lines, []))
+    subjects = [rec.header.subject for rec, _ in walked]
+    assert subjects == ["fix: second", "chore: nothing", "feat: first"]
+    if where != 2:  # junk inside a header is that commit's (garbage) message and numstat
+        assert [f.path for f in walked[0][0].files] == ["second.py"]
+    if where in (3, 4):  # junk outside every commit leaves every commit's words as they were
+        assert {rec.header.subject: w for rec, w in walked} == {
+            "fix: second": "secondfunction second",
+            "chore: nothing": "",
+            "feat: first": "firstfunction first",
+        }
+
+
+@FUZZ
+@given(
+    st.lists(st.binary(max_size=120) | st.sampled_from([b"\0NXM", b"\0\0", b"@@ -1 +1 @@ f\n"]), max_size=12)
+)
+def test_commit_words_stream_never_raises(lines: list[bytes]) -> None:
+    for record, words in git_changewords.parse_commit_words_stream(lines, ["*.lock"]):
+        assert len(record.header.sha) in (40, 64) and isinstance(words, str)
 
 
 # ------------------------------------------------------------------------------------------ Markdown

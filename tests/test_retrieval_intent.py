@@ -113,3 +113,35 @@ def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Pa
     found = query_json(repo, "my worker hangs forever when stopping")
     titles = [it["title"] for it in found["items"]]
     assert "worker: avoid a deadlock" in titles[0], titles
+
+
+def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) -> None:
+    """A changelog entry records what changed in a release; how to use the program is in the docs. Both
+    match the question's words here, the entry more of them."""
+    for n, area in enumerate(
+        ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"]
+    ):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    commit(repo, "Add the upload client", {"client.py": "WAIT = 30\n"}, when=NOW - 400 * DAY)
+    commit(
+        repo,
+        "docs: the upload guide",
+        {
+            "docs/guide.md": "# Guide\n\n## Waiting longer\n\nThe upload client gives up after 30 seconds. Set"
+            " `timeout` in the config to wait longer for a slow server.\n"
+        },
+        when=NOW - 300 * DAY,
+    )
+    commit(
+        repo,
+        "Release 1.2.0",
+        {
+            "CHANGELOG.md": "# Changelog\n\n## 1.2.0\n\n- Upload client: set the timeout of the upload client"
+            " (it was fixed at 30 seconds).\n- Faster hashing of large files.\n"
+        },
+        when=NOW - 200 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "how do I set the timeout of the upload client")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[0].startswith("docs/guide.md — Waiting longer"), titles

@@ -152,7 +152,7 @@ def score_fused(
 ) -> list[tuple[StoredNode, float]]:
     """Fused evidence → final scores (relevance × priors), best first. With a time CUE age counts for every
     node, from the cue's date when it names one, else from the newest event in the store. ASKS (what the
-    question asks for, retrieve.intent) lifts doc sections for a usage question.
+    question asks for, retrieve.intent) lifts doc sections (not changelog entries) for a usage question.
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
@@ -175,6 +175,7 @@ def score_fused(
             rejected=node.trust == "rejected",
             fix=rank.says_fix(node.kind, node.title),
             usage=asks == "usage",
+            source=node.source,
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))

@@ -10,7 +10,7 @@ from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_c
 
 if TYPE_CHECKING:
     from nexusmem.nodes import Node
-    from nexusmem.sources.git.changewords import ChangeWords
+    from nexusmem.sources.git.commits import CommitRecord
 
 # The readers of commits, change words and patches (and the signal rules behind them) are imported when
 # there is something to read: a sync with nothing new stops at plan_walk's one `git show-ref`.
@@ -58,36 +58,33 @@ class GitSource:
         if plan.revs is None:
             return
         from nexusmem.nodes import ts_ok
-        from nexusmem.sources.git.changewords import ChangeWords, iter_change_words
+        from nexusmem.sources.git.changewords import iter_commits_with_words
         from nexusmem.sources.git.commits import PROGRESS_EVERY, commit_count, commit_node, iter_commits
 
         limit = int(_setting(ctx.config, "limits.maxBodyChars"))
-        words: ChangeWords | None = None
+        commits: Iterator[tuple[CommitRecord, str]]
         if _setting(ctx.config, "sources.git.changeWords"):
             skip = _setting(ctx.config, "sources.diff.skip")
-            words = ChangeWords(iter_change_words(ctx.root, plan.revs, skip, ctx.known.get("denied")))
+            commits = iter_commits_with_words(ctx.root, plan.revs, skip, ctx.known.get("denied"))
+        else:
+            commits = ((rec, "") for rec in iter_commits(ctx.root, plan.revs))
         total = commit_count(ctx.root, plan.revs) if ctx.progress is not _no_progress else None
         done = 0
-        try:
-            for rec in iter_commits(ctx.root, plan.revs):
-                sha = rec.header.sha
-                found = words.of(sha) if words is not None else ""
-                if not ts_ok(rec.header.ts_ms):
-                    # A forged or corrupt commit (hash-object --literally): a time no date can show.
-                    result.skip(f"commit {sha}: author time {rec.header.ts_ms // 1000} is outside 1970..2100")
-                    continue
-                try:
-                    node = commit_node(ctx, self.name, rec, limit, found)
-                except Exception as exc:  # one odd commit must not stop the ones after it
-                    result.skip(f"commit {sha}: {type(exc).__name__}: {str(exc)[:120]}")
-                    continue
-                yield node
-                done += 1
-                if done % PROGRESS_EVERY == 0:
-                    ctx.progress("git", done, total)
-        finally:
-            if words is not None:
-                words.close()
+        for rec, found in commits:
+            sha = rec.header.sha
+            if not ts_ok(rec.header.ts_ms):
+                # A forged or corrupt commit (hash-object --literally): a time no date can show.
+                result.skip(f"commit {sha}: author time {rec.header.ts_ms // 1000} is outside 1970..2100")
+                continue
+            try:
+                node = commit_node(ctx, self.name, rec, limit, found)
+            except Exception as exc:  # one odd commit must not stop the ones after it
+                result.skip(f"commit {sha}: {type(exc).__name__}: {str(exc)[:120]}")
+                continue
+            yield node
+            done += 1
+            if done % PROGRESS_EVERY == 0:
+                ctx.progress("git", done, total)
         ctx.progress("git", done, done)
 
 
