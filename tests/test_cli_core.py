@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import commit, git, query_json, run_cli, run_script
+from helpers import commit, git, main_in_fresh_process, query_json, run_cli, run_script
 
 DAY = 86_400
 
@@ -152,7 +152,6 @@ def test_query_before_init_says_what_to_run(repo: Path) -> None:
 
 
 def test_git_missing_and_git_failing_to_start_are_different_errors(repo: Path, tmp_path: Path) -> None:
-    import sys
 
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -371,18 +370,8 @@ def test_plain_query_imports_no_click(repo: Path) -> None:
     """`nexusmem query TEXT` on a synced store answers without importing click (a third of a cold query)."""
     make_history(repo)
     run_cli("-C", str(repo), "sync")
-    code = (
-        "import sys; from nexusmem.cli.main import main\n"
-        "try:\n    main(['query', 'cache', 'WAL'])\nexcept SystemExit:\n    pass\n"
-        "print([m for m in ('click', 'mcp', 'numpy', 'nexusmem.identity', 'subprocess') if m in sys.modules])"
+    out, loaded = main_in_fresh_process(
+        repo, ["query", "cache", "WAL"], ("click", "mcp", "numpy", "nexusmem.identity", "subprocess")
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ),
-    ).stdout
     assert "switch the cache database to WAL" in out
-    assert out.strip().splitlines()[-1] == "[]"
+    assert loaded == []

@@ -16,7 +16,7 @@ from nexusmem import precheck, sync
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, run_cli, run_script
+from helpers import commit, git, main_in_fresh_process, run_cli, run_script
 
 DAY_MS = 86_400_000
 
@@ -174,21 +174,9 @@ def test_commit_all_temporary_index_is_what_gets_checked(repo: Path) -> None:
 def test_precheck_imports_nothing_heavy(repo: Path) -> None:
     project(repo)
     sync.sync(repo)
-    code = (
-        "import sys; from nexusmem.cli.main import main\n"
-        "try:\n    main(['precheck', '--files', 'src/cache.py'])\nexcept SystemExit:\n    pass\n"
-        "heavy = ('mcp', 'numpy', 'httpx', 'wordllama', 'git', 'filelock', 'click', 'nexusmem.store.db', 'inspect')\n"
-        "print([m for m in heavy if m in sys.modules])"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ),
-    ).stdout
-    assert out.strip().splitlines()[-1] == "[]"
+    heavy = ("mcp", "numpy", "httpx", "wordllama", "git", "filelock", "click", "nexusmem.store.db", "inspect")
+    _, loaded = main_in_fresh_process(repo, ["precheck", "--files", "src/cache.py"], heavy)
+    assert loaded == []
 
 
 @pytest.mark.slow
@@ -342,26 +330,18 @@ def test_an_unsynced_tail_loads_neither_the_collector_nor_dataclasses(repo: Path
     with shell_log_path().open("ab") as log:
         for i in range(20):
             log.write(hook_line(repo, f"pytest tests/test_cache.py -k case_{i}", 0, 60_000 - i))
-    code = (
-        "import sys, json; from nexusmem.cli.main import main\n"
-        "try:\n    main(['precheck', '--json'])\nexcept SystemExit:\n    pass\n"
-        "heavy = ('nexusmem.sources.shell.source', 'nexusmem.nodes', 'dataclasses', 'click',"
-        " 'nexusmem.redact_engine')\n"
-        "print(json.dumps([m for m in heavy if m in sys.modules]))"
+    heavy = (
+        "nexusmem.sources.shell.source",
+        "nexusmem.nodes",
+        "dataclasses",
+        "click",
+        "nexusmem.redact_engine",
     )
 
     def run() -> tuple[list[dict[str, Any]], list[str]]:
-        out = subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            check=True,
-            env=dict(os.environ),
-        ).stdout
-        *shown, loaded = out.strip().splitlines()
-        findings: list[dict[str, Any]] = json.loads("\n".join(shown))["findings"]
-        return findings, json.loads(loaded)
+        shown, loaded = main_in_fresh_process(repo, ["precheck", "--json"], heavy)
+        findings: list[dict[str, Any]] = json.loads(shown)["findings"]
+        return findings, loaded
 
     assert run() == ([], [])
     with shell_log_path().open("ab") as log:  # a failure in the tail: read (and shown) redacted

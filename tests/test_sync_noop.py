@@ -4,10 +4,7 @@ answers shared by the sources of one sync. Real repositories, the installed cons
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +15,7 @@ from nexusmem import config, gitcmd
 from nexusmem.paths import shell_log_path
 from nexusmem.sources import registry
 
-from helpers import commit, git, run_cli, run_script
+from helpers import commit, git, main_in_fresh_process, run_cli, run_script
 
 
 def _seconds_out(text: str) -> str:
@@ -134,21 +131,15 @@ def test_a_noop_sync_still_sees_a_new_commit_hook_line_and_doc_at_once(repo: Pat
     found = run_script("query", "--json", "journal", "WAL", cwd=repo)
     titles = [item["title"] for item in json.loads(found.stdout)["items"]]
     assert "fix(cache): keep the journal in WAL mode" in titles and "docs/guide.md — Guide" in titles
-    code = (
-        "import sys; from nexusmem.cli.main import main\n"
-        "try:\n    main(['sync', '-q'])\nexcept SystemExit:\n    pass\n"
-        "print([m for m in ('click', 'nexusmem.sources.conversation.source', 'nexusmem.sources.github.source',"
-        " 'nexusmem.sources.session', 'nexusmem.sources.git.commits') if m in sys.modules])"
+    heavy = (
+        "click",
+        "nexusmem.sources.conversation.source",
+        "nexusmem.sources.github.source",
+        "nexusmem.sources.session",
+        "nexusmem.sources.git.commits",
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ),
-    ).stdout
-    assert out.strip().splitlines()[-1] == "[]"
+    _, loaded = main_in_fresh_process(repo, ["sync", "-q"], heavy)
+    assert loaded == []
 
 
 def test_doc_globs_match_as_fnmatch_does() -> None:

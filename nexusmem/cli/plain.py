@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from nexusmem.precheck import PrecheckResult
     from nexusmem.project import Project
 
@@ -205,23 +207,35 @@ def query(args: list[str]) -> int | None:
             return None
     if not question:
         return None
-    from nexusmem.errors import NexusMemError
     from nexusmem.project import find
     from nexusmem.retrieve.timecue import window
 
-    try:
+    def body() -> int | None:
         span = window(values.get("--since"), values.get("--until"))
         proj = find(Path(values.get("-C") or "."))
         if proj is None:
             return None  # click's command says what is wrong, asking git
         answer(proj, question, budget=budget, as_json=as_json, as_of=values.get("--as-of"), window=span)
+        return 0
+
+    return _guarded(body)
+
+
+def _guarded(body: Callable[[], int | None]) -> int | None:
+    """Run a plain command's BODY and end it as its click command would: a NexusMemError or an
+    environment OSError (disk full, permission) as one `Error:` line, Ctrl-C as "Aborted!", a closed pipe
+    (`nexusmem query ... | head`) quietly; each exits 1 without a traceback."""
+    from nexusmem.errors import NexusMemError
+
+    try:
+        return body()
     except NexusMemError as exc:
         _say(f"Error: {exc}")
         return 1
     except KeyboardInterrupt:
         _aborted()
         return 1
-    except BrokenPipeError:  # `nexusmem query ... | head`: as click does, exit 1 without a traceback
+    except BrokenPipeError:
         _quiet_stdout()
         return 1
     except OSError as exc:
@@ -230,7 +244,6 @@ def query(args: list[str]) -> int | None:
         where = f"{exc.filename}: " if exc.filename else ""
         _say(f"Error: {where}{exc.strerror or exc}")
         return 1
-    return 0
 
 
 def _aborted() -> None:
@@ -336,10 +349,9 @@ def sync(args: list[str]) -> int | None:
                 return None
         else:
             return None
-    from nexusmem.errors import NexusMemError
-
     enable = [name for name in ("conversation", "github") if opts[name]]
-    try:
+
+    def body() -> int:
         run_sync(
             Path(where) if where else Path.cwd(),
             quiet=opts["quiet"],
@@ -350,19 +362,6 @@ def sync(args: list[str]) -> int | None:
             embed=not opts["no_embed"],
             enable=enable,
         )
-    except NexusMemError as exc:
-        _say(f"Error: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        _aborted()
-        return 1
-    except BrokenPipeError:
-        _quiet_stdout()
-        return 1
-    except OSError as exc:
-        if exc.errno not in ENVIRONMENT_ERRNOS:
-            raise
-        where = f"{exc.filename}: " if exc.filename else ""
-        _say(f"Error: {where}{exc.strerror or exc}")
-        return 1
-    return 0
+        return 0
+
+    return _guarded(body)

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from helpers.cli import console_script, query_json, run_cli, run_script
+from helpers.cli import console_script, main_in_fresh_process, query_json, run_cli, run_script
 from helpers.git import commit, git, init_repo
 from helpers.nodes import commit_node, node, shell_node, store_nodes, turn_node
 
@@ -20,6 +20,7 @@ __all__ = [
     "console_script",
     "git",
     "init_repo",
+    "main_in_fresh_process",
     "node",
     "query_json",
     "run_cli",

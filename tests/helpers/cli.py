@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +55,24 @@ def run_script(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subp
     return subprocess.run(
         [console_script(), *args], cwd=cwd, env=full, capture_output=True, text=True, check=False
     )
+
+
+def main_in_fresh_process(cwd: Path, argv: list[str], modules: Sequence[str]) -> tuple[str, list[str]]:
+    """Run `nexusmem ARGV` through cli.main in a fresh interpreter in CWD: what it printed, and which of
+    MODULES it imported (what a cold process pays for; the list is read back as a literal, so the
+    child imports nothing the command itself would not)."""
+    code = (
+        "import sys; from nexusmem.cli.main import main\n"
+        f"try:\n    main({list(argv)!r})\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {list(modules)!r} if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
+    ).stdout
+    *shown, loaded = out.strip().splitlines()
+    return "\n".join(shown), list(ast.literal_eval(loaded))
