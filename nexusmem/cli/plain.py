@@ -18,7 +18,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 # clipboard writes and title changes), DEL, C1 controls (0x9b is a one-byte CSI) and the bidi overrides
 # that make text read differently from what it is. Stored text is never changed; only what is printed.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+T = TypeVar("T")
 
 # What the environment refuses rather than what NexusMem got wrong: a one-line error, not a crash report.
 ENVIRONMENT_ERRNOS = frozenset(
@@ -99,21 +101,15 @@ def precheck(args: list[str]) -> int | None:
     if explicit and opts["working"]:
         return None  # click says why
     from nexusmem import precheck as library
-    from nexusmem.errors import NexusMemError
 
-    try:
-        result = library.run(
+    def body() -> PrecheckResult:
+        return library.run(
             Path(where) if where else Path.cwd(), files=paths if explicit else None, working=opts["working"]
         )
-    except NexusMemError as exc:
-        _say(f"Error: {exc}")
-        return 1
-    except OSError as exc:
-        if exc.errno not in ENVIRONMENT_ERRNOS:
-            raise
-        where = f"{exc.filename}: " if exc.filename else ""
-        _say(f"Error: {where}{exc.strerror or exc}")
-        return 1
+
+    result = _errors_said(body)
+    if isinstance(result, int):
+        return result
     return report(result, strict=opts["strict"], as_json=opts["as_json"])
 
 
@@ -221,10 +217,9 @@ def query(args: list[str]) -> int | None:
     return _guarded(body)
 
 
-def _guarded(body: Callable[[], int | None]) -> int | None:
-    """Run a plain command's BODY and end it as its click command would: a NexusMemError or an
-    environment OSError (disk full, permission) as one `Error:` line, Ctrl-C as "Aborted!", a closed pipe
-    (`nexusmem query ... | head`) quietly; each exits 1 without a traceback."""
+def _errors_said(body: Callable[[], T]) -> T | int:
+    """BODY's value, or 1 after one `Error:` line for a NexusMemError or an environment OSError (disk full,
+    permission), as the click commands say them. Any other OSError (a closed pipe among them) goes on."""
     from nexusmem.errors import NexusMemError
 
     try:
@@ -232,17 +227,25 @@ def _guarded(body: Callable[[], int | None]) -> int | None:
     except NexusMemError as exc:
         _say(f"Error: {exc}")
         return 1
-    except KeyboardInterrupt:
-        _aborted()
-        return 1
-    except BrokenPipeError:
-        _quiet_stdout()
-        return 1
     except OSError as exc:
         if exc.errno not in ENVIRONMENT_ERRNOS:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
         _say(f"Error: {where}{exc.strerror or exc}")
+        return 1
+
+
+def _guarded(body: Callable[[], int | None]) -> int | None:
+    """Run a plain command's BODY and end it as its click command would: errors as `_errors_said` says
+    them, Ctrl-C as "Aborted!", a closed pipe (`nexusmem query ... | head`) quietly; each exits 1 without a
+    traceback."""
+    try:
+        return _errors_said(body)
+    except KeyboardInterrupt:
+        _aborted()
+        return 1
+    except BrokenPipeError:
+        _quiet_stdout()
         return 1
 
 
