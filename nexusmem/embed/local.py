@@ -27,6 +27,7 @@ from nexusmem.embed import EmbeddingUnavailable, Vector
 # costs grow with the square of the length (128 pieces: ~2x the time of 64, and better on long titles).
 MAX_TOKENS = 128
 BATCH = 32
+GELU_BLOCK = 16_384  # floats: 64 KB a buffer, so the dozen passes of gelu stay in cache
 _REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
 
 
@@ -205,13 +206,37 @@ class Encoder:
 
 def gelu(np: Any, x: Any) -> Any:
     """BERT's exact GELU, x * Phi(x), with erf from Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7; numpy
-    has no erf, and the tanh approximation drifts by ~1e-3)."""
-    z = x * (1.0 / math.sqrt(2.0))
-    a = np.abs(z)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    erf = np.sign(z) * (1.0 - poly * np.exp(-a * a))
-    return 0.5 * x * (1.0 + erf)
+    has no erf, and the tanh approximation drifts by ~1e-3).
+
+    With z = x / sqrt(2) and q = poly(t) * exp(-z^2) = 1 - erf(|z|): x * Phi(x) = x - x * q / 2 for x >= 0,
+    and x * q / 2 below. Computed in place, a cache-sized block at a time: on a batch of 32 texts the FFN
+    activations are 32 x 128 x 1,536 floats, and a dozen passes over that from memory were a third of the
+    model's time (now ~1/8)."""
+    out = np.empty_like(x)
+    flat, result = x.reshape(-1), out.reshape(-1)
+    t = np.empty(min(GELU_BLOCK, flat.size), dtype=x.dtype)
+    q = np.empty_like(t)
+    for start in range(0, flat.size, GELU_BLOCK):
+        v = flat[start : start + GELU_BLOCK]
+        n = v.size
+        tb, qb = t[:n], q[:n]
+        np.abs(v, out=tb)
+        tb *= 0.3275911 / math.sqrt(2.0)
+        tb += 1.0
+        np.reciprocal(tb, out=tb)
+        np.multiply(tb, 1.061405429, out=qb)
+        for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+            qb += c
+            qb *= tb
+        np.square(v, out=tb)
+        tb *= -0.5
+        np.exp(tb, out=tb)
+        qb *= tb
+        qb *= v
+        qb *= 0.5  # x * q / 2
+        np.subtract(v, qb, out=tb)
+        np.copyto(result[start : start + n], np.where(v >= 0, tb, qb))
+    return out
 
 
 _ENCODERS: dict[Path, Encoder] = {}
