@@ -225,6 +225,136 @@ def fill_sql(store: Any, nodes: int, batch: int = 100_000) -> float:
     return time.perf_counter() - started
 
 
+def push_members(url: str, roots: list[str]) -> tuple[str, dict[str, Any]]:
+    """--from-store: each ROOT (a synced project: its .nexusmem store, vectors included) pushed in turn by
+    `nexusmem.team.push` itself, as member<i>@example.com sharing its shell commands too (team.shareShell):
+    what is read, scrubbed, redacted, batched, loaded in bulk or row by row and indexed is the product's.
+    Every root must have the same project id (one origin); a root pushed before to a database of this name
+    has its push cursor cleared first, since the database is new. Returns (project id, push figures)."""
+    from nexusmem import project, team
+
+    os.environ[team.ENV_URL] = url
+    figures: dict[str, Any] = {"members": []}
+    project_id = ""
+    sent = added = 0
+    seconds = 0.0
+    for m, root in enumerate(roots):
+        proj = project.load(Path(root))
+        if project_id and proj.id != project_id:
+            raise SystemExit(
+                f"{root}: project id {proj.id!r}, not {project_id!r}: give every root one origin"
+            )
+        project_id = proj.id
+        section = {**proj.config["team"], "member": f"member{m}@example.com", "shareShell": True}
+        proj = proj.with_config({**proj.config, "team": section})
+        found = team.require(proj)
+        with proj.open_store() as local, local.transaction():
+            local.set_meta(team._cursor_key(found, proj), "")
+        report = team.push(proj)
+        count = report.added + report.updated + report.unchanged + report.refused
+        sent += count
+        added += report.added
+        seconds += report.seconds
+        figures["members"].append(
+            {
+                "root": root,
+                "sent": count,
+                "added": report.added,
+                "updated": report.updated,
+                "unchanged": report.unchanged,
+                "not_shared": report.not_shared,
+                "vectors": report.vectors,
+                "bulk": report.bulk,
+                "index_built": report.index_built,
+                "seconds": round(report.seconds, 1),
+                "nodes_per_s": round(count / report.seconds) if report.seconds else None,
+            }
+        )
+        print(
+            f"member {m} ({root}): {report.describe()}; load {os.getloadavg()[0]:.1f}",
+            file=sys.stderr,
+            flush=True,
+        )
+    figures |= {
+        "rows_sent": sent,
+        "rows_added": added,
+        "push_seconds": round(seconds, 1),
+        "push_nodes_per_s": round(sent / seconds) if seconds else None,
+        "added_nodes_per_s": round(added / seconds) if seconds else None,
+    }
+    return project_id, figures
+
+
+def real_probes(holdout: str | None, count: int, rng: random.Random) -> list[tuple[str, bytes]]:
+    """Query vectors on real embeddings: the shared questions (QUERIES) embedded as a question is (the
+    built-in embedder, one text), then the stored vectors of COUNT nodes drawn from HOLDOUT, a synced
+    project that was not pushed (so no probe is its own nearest neighbour). (set, vector) pairs."""
+    from nexusmem import embed
+
+    provider = embed.make("builtin")
+    assert provider is not None
+    probes = [("questions", embed.to_blob(provider.embed([text])[0])) for text in QUERIES]
+    if holdout:
+        from nexusmem import project, team
+
+        proj = project.load(Path(holdout))
+        kinds = team.SHARED_KINDS + team.SHELL_KINDS
+        with proj.open_store(readonly=True) as local:
+            rows = [r for r in local.written_after(-1, 0, 1_000_000) if r[0].kind in kinds]
+            picked = rng.sample(rows, min(count, len(rows)))
+            vectors = local.vectors_by_seq([r[2] for r in picked])
+        probes += [("held-out nodes", vectors[r[2]]) for r in picked if r[2] in vectors]
+    return probes
+
+
+def recall(
+    team: Any, probes: list[tuple[str, bytes]], ef_values: list[int], deep_k: list[int]
+) -> dict[str, Any]:
+    """Recall@10 of HNSW against an exact scan, per probe set: at each hnsw.ef_search of EF_VALUES (k =
+    10) and for the top 10 of each K-deep k-NN of DEEP_K (ef_search K, as search_vectors sets it). "ids":
+    the share of the exact 10 ids found; "ties": a hit as close as the exact 10th also counts (identical
+    texts embed identically, and which of them fill the last places is arbitrary)."""
+    from nexusmem.store.team import EF_SEARCH_MIN
+
+    def run(blob: bytes, k: int, ef: int | None) -> tuple[list[tuple[str, float]], float]:
+        if ef is not None:  # search_vectors sets ef_search from k (at least EF_SEARCH_MIN): set it first
+            team.conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, false),"
+                " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+                (str(ef),),
+            )
+            team._ef_search = max(EF_SEARCH_MIN, min(k, 1000))
+        t0 = time.perf_counter()
+        hits = team.search_vectors(blob, k)[:10]
+        return hits, (time.perf_counter() - t0) * 1000
+
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys(n for n, _ in probes):
+        blobs = [b for n, b in probes if n == name]
+        cells: dict[str, dict[str, Any]] = {}
+        for label, k, ef in [(f"k10_ef{ef}", 10, ef) for ef in ef_values] + [
+            (f"top10_of_k{k}", k, None) for k in deep_k
+        ]:
+            ids = ties = 0
+            ms = []
+            for blob in blobs:
+                exact = team.exact_vectors(blob, 10)
+                hits, took = run(blob, k, ef)
+                ms.append(took)
+                ids += len({i for i, _ in hits} & {i for i, _ in exact})
+                tenth = exact[-1][1] if exact else 0.0
+                ties += sum(1 for _, d in hits if d <= tenth + 1e-6)
+            total = 10 * len(blobs)
+            cells[label] = {
+                "ids": round(ids / total, 3),
+                "ties": round(ties / total, 3),
+                "p50_ms": round(statistics.median(ms), 1),
+            }
+        out[f"{name} ({len(blobs)})"] = cells
+    team._ef_search = 0  # whatever was set last, search_vectors sets its own next time
+    return out
+
+
 # --profile: what each part of the schema costs a push (the same rows, one cost removed at a time).
 VARIANTS: list[tuple[str, list[str]]] = [
     ("as shipped", []),
@@ -278,6 +408,68 @@ def profile(args: argparse.Namespace) -> None:
         server.stop()
 
 
+def query_latency(team: Any, url: str) -> tuple[list[float], list[float]]:
+    """(query ms, open ms): the team side of `query --team` for QUERIES, warm (first round discarded), each
+    question on a fresh TeamStore over the open connection; then 20 opens (connect + schema check)."""
+    from nexusmem.retrieve import query
+    from nexusmem.store.team import TeamStore
+
+    timings = []
+    for round_ in range(3):
+        for text in QUERIES:
+            fresh = TeamStore(team.conn, team.project, team.member, team.label)
+            t0 = time.perf_counter()
+            query.retrieve(fresh, text)
+            if round_:
+                timings.append((time.perf_counter() - t0) * 1000)
+    connect_ms = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        TeamStore.open(url, team.project, team.member, team.label).close()
+        connect_ms.append((time.perf_counter() - t0) * 1000)
+    return timings, connect_ms
+
+
+def real(server: Any, args: argparse.Namespace) -> None:
+    """--from-store: push the given synced projects (push_members), then the same query, recall and size
+    figures as the synthetic run, on the product's own vectors (real_probes)."""
+    from nexusmem import project
+    from nexusmem.store.team import TeamStore
+
+    roots = [str(Path(r).resolve()) for r in args.from_store]
+    tag = hashlib.sha256("\0".join(roots).encode()).hexdigest()[:8]
+    url, pushed = database(server, f"bench_real_{tag}", args.pgdata is not None)
+    result: dict[str, Any] = {"roots": roots}
+    if pushed:
+        project_id = project.load(Path(roots[0])).id
+    else:
+        project_id, figures = push_members(url, roots)
+        result |= figures
+    team = TeamStore.open(url, project_id, "member0@example.com", "bench", create=True)
+    if not pushed:
+        team.set_meta_if_absent("bench_done", "1")
+    total = team.node_count()
+    vectors = team.vector_count()
+    timings, connect_ms = query_latency(team, url)
+    rng = random.Random(13)
+    probes = real_probes(args.holdout, args.probes, rng)
+    ef_values = [int(v) for v in args.ef_search.split(",") if v.strip()]
+    deep_k = [int(k) for k in args.recall_k.split(",") if k.strip() and int(k) > 10]
+    result |= {
+        "nodes": total,
+        "nodes_with_vectors": vectors,
+        "query_team_p50_ms": round(statistics.median(timings), 1),
+        "query_team_p95_ms": round(sorted(timings)[int(len(timings) * 0.95) - 1], 1),
+        "open_p50_ms": round(statistics.median(connect_ms), 1),
+        "recall_at_10": recall(team, probes, ef_values, deep_k),
+        "bytes_per_100k_nodes": int(team.table_bytes() / max(total, 1) * 100_000),
+        "term_df_bytes_per_100k_nodes": int(team.table_bytes("term_df") / max(total, 1) * 100_000),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
+    }
+    team.close()
+    print(json.dumps(result, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -292,6 +484,20 @@ def main() -> None:
         "--recall-k",
         default="200",
         help="also measure recall@10 of the top 10 of a K-deep k-NN for each K (comma-separated; 200 is a question's)",
+    )
+    parser.add_argument(
+        "--from-store",
+        action="append",
+        default=[],
+        metavar="ROOT",
+        help="push this synced project's real nodes and vectors with `team push` (repeatable: one member each)",
+    )
+    parser.add_argument(
+        "--holdout", metavar="ROOT", help="a synced project NOT pushed: its nodes' vectors are recall probes"
+    )
+    parser.add_argument("--probes", type=int, default=50, help="held-out (or synthetic) probe vectors")
+    parser.add_argument(
+        "--ef-search", default="40,100,200", help="recall@10 at each hnsw.ef_search (--from-store)"
     )
     parser.add_argument("--pgdata", help="keep the server's data here; reuse a database already pushed")
     parser.add_argument("--profile-query", action="store_true", help="time each statement of the queries")
@@ -324,6 +530,9 @@ def main() -> None:
     centers = [[rng.gauss(0, 1) for _ in range(256)] for _ in range(64)]
     server = start_server(args.pgdata)
     try:
+        if args.from_store:
+            real(server, args)
+            return
         name = f"bench_n{args.nodes}_m{args.members}" + ("_sql" if args.fill_sql else "")
         url, pushed = database(server, name, args.pgdata is not None)
         stores = [
@@ -412,7 +621,7 @@ def main() -> None:
         from array import array
 
         hits = 0
-        probes = 0 if args.fill_sql else 50  # no vectors to search
+        probes = 0 if args.fill_sql else args.probes  # no vectors to search
         ann_ms = []
         deep_k = [int(k) for k in args.recall_k.split(",") if k.strip() and int(k) > 10]
         deep_hits = dict.fromkeys(deep_k, 0)

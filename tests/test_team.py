@@ -213,7 +213,10 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
         from array import array
 
         blob = array("f", json.loads(probe)).tobytes()
-        assert [i for i, _ in store.search_vectors(blob, 10)] == store.exact_vectors(blob, 10)
+        found, exact = store.search_vectors(blob, 10), store.exact_vectors(blob, 10)
+        assert [i for i, _ in found] == [i for i, _ in exact] and len(exact) == 10
+        assert exact[0][1] < 1e-6 and [d for _, d in exact] == sorted(d for _, d in exact)
+        assert [d for _, d in found] == pytest.approx([d for _, d in exact], abs=1e-6)
         # A clone re-sending the history the team already holds adds nothing: no bulk load, no rebuild.
         from nexusmem.team import begin_bulk
 
@@ -221,7 +224,7 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
         assert not begin_bulk(store, len(held), held) and _index_ready(team_url)
         # While a member's bulk load holds the index away, questions still get vector answers (exact).
         assert store.begin_bulk() and not _index_ready(team_url)
-        assert [i for i, _ in store.search_vectors(blob, 5)] == store.exact_vectors(blob, 5)
+        assert [i for i, _ in store.search_vectors(blob, 5)] == [i for i, _ in store.exact_vectors(blob, 5)]
         both = bob.json("query", "--team", "Change module 3 value")
         assert any(item["recorded_by"] == "alice@example.com" for item in both["items"])
         # Another member's small push meanwhile neither waits for that load nor builds the index itself.

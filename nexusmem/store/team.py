@@ -851,17 +851,20 @@ class TeamStore:
         hits = sorted((float(r[1]), r[0]) for r in rows)  # relaxed order: sort what came back
         return [(node_id, distance) for distance, node_id in hits]
 
-    def exact_vectors(self, blob: bytes, k: int) -> list[str]:
-        """The exact k-NN (a sequential scan, no index): what the benchmark measures HNSW recall against."""
+    def exact_vectors(self, blob: bytes, k: int) -> list[tuple[str, float]]:
+        """(id, cosine distance) of the exact k-NN (a sequential scan, no index), nearest first: what the
+        benchmark measures HNSW recall against. The distances let it count a hit tied with the K-th
+        exact distance as found: real memories hold many identical texts (one shell command run
+        thousands of times), and which of those equal vectors fill the last places is arbitrary."""
         vector = vector_text(blob)
         with self.conn.transaction():
             self.conn.execute("SET LOCAL enable_indexscan = off")
             rows = self.conn.execute(
-                "SELECT id FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
-                " ORDER BY emb <=> %s::vector, id LIMIT %s",
-                (self.project, vector, k),
+                "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
+                " ORDER BY d, id LIMIT %s",
+                (vector, self.project, k),
             ).fetchall()
-        return [r[0] for r in rows]
+        return [(r[0], float(r[1])) for r in rows]
 
     def vector_hits_to_ids(
         self,
