@@ -278,6 +278,27 @@ def test_a_common_term_absent_from_the_newest_nodes_is_still_found(
     assert store.count_matches('"legacy"') == 30
 
 
+def test_matches_fewer_than_the_newest_window_are_all_ranked(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """20 of 100 nodes hold "cache": the 10 oldest in their title, the 10 newest in their body. With a cap
+    of 10 the newest window would be 50 nodes, more than the 20 matches: every match is ranked, so the
+    title matches win instead of the newest body matches."""
+    from nexusmem.store import team as team_store
+
+    rows = []
+    for i in range(100):
+        row = list(_row(f"{i:024x}", "cache layer change" if i < 10 else f"change {i}", ""))
+        row[6] = f"touches the cache, step {i}" if i >= 90 else f"step {i}"
+        row[8] = 1_700_000_000_000 + i * 60_000
+        rows.append(tuple(row))
+    store.push_batch(rows)
+    monkeypatch.setattr(team_store, "RANK_CAP", 10)
+    store._counts.clear()
+    hits = store.search_fts_scored('"cache"', 5)
+    assert len(hits) == 5 and {i for i, _ in hits} <= {r[0] for r in rows[:10]}
+
+
 def test_a_database_never_set_up_is_named_as_such(team_url: str) -> None:
     from nexusmem.errors import StoreError
     from nexusmem.store.team import TeamStore

@@ -652,7 +652,10 @@ class TeamStore:
         if postings > RANK_CAP:
             nodes = self._project_nodes()
             newest = -(-nodes * RANK_CAP // postings)
-            while newest < nodes:
+            # A window that reads more nodes than there are matches costs more than ranking the matches:
+            # words in ~6,800 of 205,441 real nodes (a window of the newest ~150,000) took 340-620 ms that
+            # way and 51-67 ms ranked outright (benchmarks/bench_team.py --from-store, load 4-6).
+            while newest < min(nodes, postings):
                 # The newest nodes are one walk down the (project_id, ts) index; the planner cannot push
                 # the match inside the LIMIT, so it never falls back to ranking every match.
                 rows = self.conn.execute(
