@@ -36,9 +36,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-import string
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 __all__ = ["PATTERNS", "PLACEHOLDER_RE", "Rule", "placeholder", "redact", "redact_counts"]
 
@@ -107,30 +105,82 @@ def placeholder(kind: str) -> str:
     return f"«redacted:{kind}»"
 
 
-@dataclass(frozen=True)
+class _Lazy:
+    """A regex compiled on first use: what it costs to compile all of them (~250, ~80 ms of a cold process
+    on the 2-core build machine) is paid only for the rules a text can match (see _literals_in)."""
+
+    __slots__ = ("_compiled", "flags", "source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source = source
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self.source, self.flags)
+        return compiled
+
+
 class Rule:
     """One detector: a literal-prefixed regex and a handler that turns a hit into the span to replace.
 
     The engine finds ``literal`` with ``str.find`` and runs ``pattern.match`` only there (a one-character
-    literal is left to ``pattern.finditer``, whose single-character prefix scan is as fast).
+    literal is left to ``pattern.finditer``, whose single-character prefix scan is as fast). Every match
+    starts with ``literal`` (in ``text.lower()`` for a lowered rule): a text without it is skipped whole,
+    and ``pattern`` is compiled on the first text that has it.
 
     ``lowered`` rules search ``text.lower()`` (their pattern is written in lower case) so that they are
     case-insensitive without paying for ``re.IGNORECASE``.
+
+    (A plain class, not a dataclass: ``dataclasses`` imports ``inspect``, and a dataclass compares rules
+    field by field, patterns included, where the engine asks which group a rule is in.)
     """
 
-    name: str
-    kinds: tuple[str, ...]
-    pattern: re.Pattern[str]
-    handler: Handler
-    lowered: bool = False
-    finder: Callable[[str], Iterable[Span]] | None = None  # a whole-text scan instead of pattern + handler
-    literal: str = ""  # what the pattern starts with: found with str.find before the regex runs
-    gate: Callable[[str], bool] | None = None  # skip the rule unless gate(text): the tool it needs is there
+    __slots__ = ("_pattern", "finder", "gate", "handler", "kinds", "literal", "lowered", "name")
+
+    def __init__(
+        self,
+        name: str,
+        kinds: tuple[str, ...],
+        pattern: str | re.Pattern[str],
+        handler: Handler,
+        lowered: bool = False,
+        finder: Callable[[str], Iterable[Span]] | None = None,  # a whole-text scan, not pattern + handler
+        literal: str = "",  # what the pattern starts with: found with str.find before the regex runs
+        gate: Callable[[str], bool] | None = None,  # skip the rule unless gate(text): its tool is there
+    ) -> None:
+        self.name = name
+        self.kinds = kinds
+        if isinstance(pattern, str):
+            self._pattern = _Lazy(pattern)
+        else:
+            self._pattern = _Lazy(pattern.pattern, pattern.flags)
+            self._pattern._compiled = pattern
+        self.handler = handler
+        self.lowered = lowered
+        self.finder = finder
+        self.literal = literal
+        self.gate = gate
+
+    def __repr__(self) -> str:
+        return f"Rule({self.name!r}, literal={self.literal!r})"
+
+    @property
+    def source(self) -> str:
+        """The pattern's text (not compiled)."""
+        return self._pattern.source
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled on first use)."""
+        return self._pattern.get()
 
     @property
     def fallback(self) -> re.Pattern[str]:
         """The same pattern with IGNORECASE, for the rare text whose lower() changes its length."""
-        return _ignorecase(self.pattern.pattern)
+        return _ignorecase(self._pattern.source)
 
 
 _IGNORECASE_CACHE: dict[str, re.Pattern[str]] = {}
@@ -740,7 +790,7 @@ def _discord(m: re.Match[str], text: str) -> Span | None:
     return (start, m.end(), "discord-token")
 
 
-_B64URL_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
+_B64URL_CHARS = _WORD | {"_", "-"}
 
 
 def _azure_key(m: re.Match[str], text: str) -> Span | None:
@@ -920,7 +970,7 @@ def _rule(
 ) -> Rule:
     """A rule whose regex is LITERAL (matched exactly; lower case when LOWERED) followed by BODY."""
     assert not lowered or literal == literal.lower(), literal
-    return Rule(name, kinds, re.compile(re.escape(literal) + body), handler, lowered, None, literal, gate)
+    return Rule(name, kinds, re.escape(literal) + body, handler, lowered, None, literal, gate)
 
 
 # Self-identifying tokens: (placeholder type, literal prefix, body). The whole match is the secret and must
@@ -1213,7 +1263,7 @@ PATTERNS: tuple[Rule, ...] = (
         Rule(
             f"assign:{lit}",
             _NAME_KINDS,
-            re.compile(word + _ASSIGN_SEP + _ASSIGN_VALUE),
+            word + _ASSIGN_SEP + _ASSIGN_VALUE,
             _assignment,
             lowered=True,
             literal=lit,
@@ -1228,24 +1278,25 @@ KINDS: tuple[str, ...] = tuple(sorted({kind for rule in PATTERNS for kind in rul
 # ------------------------------------------------------------------------------------------------- engine
 
 
-def _memchr_pattern(rule: Rule) -> re.Pattern[str]:
+def _memchr_pattern(rule: Rule) -> _Lazy:
     """RULE's pattern written so that re sees a one-character literal prefix (found with memchr): the rest
     of the literal goes in an alternation with an empty-failing branch, `p(?:ass|(?!))...`. With the whole
     literal as prefix re would use its slower multi-character prefix search (measured 20x slower)."""
-    source, literal = rule.pattern.pattern, rule.literal
+    source, literal, flags = rule.source, rule.literal, rule._pattern.flags
     if len(literal) < 2:
-        return rule.pattern
+        return rule._pattern
     escaped = re.escape(literal)
     head = re.escape(literal[0]) + "(?:" + re.escape(literal[1:]) + "|(?!))"
     if source.startswith(escaped):
-        return re.compile(head + source[len(escaped) :], rule.pattern.flags)
+        return _Lazy(head + source[len(escaped) :], flags)
     group = f"(?P<w>{literal})"
     if source.startswith(group):  # the assignment rules capture their word
-        return re.compile(f"(?P<w>{head})" + source[len(group) :], rule.pattern.flags)
-    return rule.pattern
+        return _Lazy(f"(?P<w>{head})" + source[len(group) :], flags)
+    return rule._pattern
 
 
-_TOKEN_PRIORITIES = tuple((i, r) for i, r in enumerate(PATTERNS) if r in _TOKEN_RULES)
+_TOKEN_IDS = frozenset(map(id, _TOKEN_RULES))
+_TOKEN_PRIORITIES = tuple((i, r) for i, r in enumerate(PATTERNS) if id(r) in _TOKEN_IDS)
 # Token literal -> its (priority, rule) pairs; a lower priority wins when two detections overlap.
 _SCAN_LITERALS: dict[str, list[tuple[int, Rule]]] = {}
 for _priority, _rule_ in _TOKEN_PRIORITIES:
@@ -1254,7 +1305,7 @@ _FINDERS = tuple((priority, rule) for priority, rule in enumerate(PATTERNS) if r
 _CONTEXT = tuple(
     (priority, rule, _memchr_pattern(rule))
     for priority, rule in enumerate(PATTERNS)
-    if rule.finder is None and rule not in _TOKEN_RULES
+    if rule.finder is None and id(rule) not in _TOKEN_IDS
 )
 
 # (start, end, priority, type)
@@ -1276,7 +1327,7 @@ _Hit = tuple[int, int, int, str]
 def _source_after_literal(rule: Rule) -> str:
     """RULE's pattern after its literal, with named groups made plain (an alternation may not repeat a
     group name)."""
-    source = re.sub(r"\(\?P<\w+>", "(?:", rule.pattern.pattern)
+    source = re.sub(r"\(\?P<\w+>", "(?:", rule.source)
     for head in (re.escape(rule.literal), "(?:" + rule.literal + ")"):
         if source.startswith(head):
             return source[len(head) :]
@@ -1315,9 +1366,32 @@ def _trie(branches: list[tuple[str, str]]) -> str:
     return alternatives[0] if len(alternatives) == 1 and not ends else "(?:" + "|".join(alternatives) + ")"
 
 
-# (pattern, reach, rules): one pass over the text; a match at P means a rule's literal starts at P - offset
-# (offset <= reach) and its whole pattern matches there.
-_AnchorScan = tuple[re.Pattern[str], int, tuple[tuple[int, Rule], ...]]
+class _AnchorScan:
+    """One pass over the text: a match of its pattern at P means a rule's literal starts at P - offset
+    (offset <= REACH) and its whole pattern matches there. LITERALS are its rules' literals, AT the offset
+    of the anchor in each: a text holding none of them is not scanned, and the pattern is built and
+    compiled on the first text that has one."""
+
+    __slots__ = ("_compiled", "anchor", "at", "literals", "members", "reach")
+
+    def __init__(self, anchor: str, members: tuple[tuple[int, Rule], ...], at: dict[str, int]) -> None:
+        self.anchor = anchor
+        self.members = members
+        self.at = {rule.literal: at[rule.literal] for _, rule in members}
+        self.literals = tuple(self.at)
+        self.reach = max(self.at.values())
+        self._compiled: re.Pattern[str] | None = None
+
+    def pattern(self) -> re.Pattern[str]:
+        compiled = self._compiled
+        if compiled is None:
+            branches = []
+            for _, rule in self.members:
+                literal, at = rule.literal, self.at[rule.literal]
+                behind = f"(?<={re.escape(literal)})" if at else ""
+                branches.append((literal[at + 1 :], behind + _source_after_literal(rule)))
+            compiled = self._compiled = re.compile(re.escape(self.anchor) + _trie(branches))
+        return compiled
 
 
 def _anchor_scans(rules: Iterable[tuple[int, Rule]], often: frozenset[str]) -> tuple[_AnchorScan, ...]:
@@ -1331,26 +1405,14 @@ def _anchor_scans(rules: Iterable[tuple[int, Rule]], often: frozenset[str]) -> t
     for priority, rule in rules:
         key = (rule.literal[anchors[rule.literal]], rule.name in often)
         groups.setdefault(key, []).append((priority, rule))
-    scans = []
-    for (anchor, _), members in groups.items():
-        branches = []
-        reach = 0
-        for _, rule in members:
-            literal, at = rule.literal, anchors[rule.literal]
-            reach = max(reach, at)
-            behind = f"(?<={re.escape(literal)})" if at else ""
-            branches.append((literal[at + 1 :], behind + _source_after_literal(rule)))
-        pattern = re.compile(re.escape(anchor) + _trie(branches))
-        scans.append((pattern, reach, tuple(members)))
-    return tuple(scans)
+    return tuple(_AnchorScan(anchor, tuple(members), anchors) for (anchor, _), members in groups.items())
 
 
 _TOKEN_SCANS = _anchor_scans(_TOKEN_PRIORITIES, frozenset())
-_ANCHOR_AT = _choose_anchors(rule.literal for _, rule in _TOKEN_PRIORITIES)
+_ANCHOR_AT = {literal: at for scan in _TOKEN_SCANS for literal, at in scan.at.items()}
+# Token literal -> the rules of it and of the shorter literals it starts with, by priority.
 _TOKEN_CANDIDATES = {
-    literal: sorted(
-        pair for other, pairs in _SCAN_LITERALS.items() if literal.startswith(other) for pair in pairs
-    )
+    literal: sorted(pair for k in range(1, len(literal) + 1) for pair in _SCAN_LITERALS.get(literal[:k], ()))
     for literal in _SCAN_LITERALS
 }
 _OFTEN = frozenset(["tool-dash-p", "flag", "assign:pass", "assign:_key", "assign:token", "assign:auth"])
@@ -1378,13 +1440,16 @@ def _handle(
     return True
 
 
-def _collect(text: str, gates: dict[int, bool], hits: list[_Hit]) -> None:
+def _collect(text: str, gates: dict[int, bool], hits: list[_Hit], prefilter: bool) -> None:
     """The token formats: a pass per anchor finds whole detections; at each, the rules of the literal there
-    (and of the shorter literals it starts with: `eyJ` after `eyJrIjoi`) are tried, the first match wins."""
-    for pattern, _, members in _TOKEN_SCANS:
-        for found in pattern.finditer(text):
+    (and of the shorter literals it starts with: `eyJ` after `eyJrIjoi`) are tried, the first match wins.
+    With PREFILTER, a pass none of whose literals is in TEXT is skipped (it cannot match)."""
+    for scan in _TOKEN_SCANS:
+        if prefilter and not _any_in(scan.literals, text):
+            continue
+        for found in scan.pattern().finditer(text):
             anchor = found.start()
-            for _, rule in members:
+            for _, rule in scan.members:
                 start = anchor - _ANCHOR_AT[rule.literal]
                 if start < 0 or not text.startswith(rule.literal, start):
                     continue
@@ -1393,6 +1458,13 @@ def _collect(text: str, gates: dict[int, bool], hits: list[_Hit]) -> None:
                     if m is not None:
                         _handle(candidate, priority, m, text, gates, hits)
                         break
+
+
+def _any_in(literals: tuple[str, ...], text: str) -> bool:
+    for literal in literals:
+        if literal in text:
+            return True
+    return False
 
 
 def _merge(hits: list[_Hit]) -> list[Span]:
@@ -1423,10 +1495,25 @@ def _splice(text: str, spans: list[Span], counts: dict[str, int]) -> str:
     return "".join(parts)
 
 
+# Texts up to this many characters (a shell command, a commit message, a short diff: most calls) are
+# checked for each pass's literals before it runs. Every match of a rule starts with its literal (in
+# text.lower() for a lowered rule; tests/test_redact.py checks both), so a pass whose literals are all absent
+# cannot match, and skipping it changes nothing (tests/test_redact.py runs the engine both ways over the
+# corpus and a generated mix and compares). It saves the passes and, in a short-lived process, compiling
+# their regexes: precheck redacting a failing command compiles the ~10 of ~250 its text can match. On a
+# long text the literal checks would cost as much as the passes they save, so it is scanned in full.
+_PREFILTER_MAX = 4096
+
+
 def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     """Redact TEXT and return it with the number of secrets replaced per placeholder type.
 
     Every rule looks at the original text; overlapping detections are merged (see _merge)."""
+    return _redact_counts(text, len(text) <= _PREFILTER_MAX)
+
+
+def _redact_counts(text: str, prefilter: bool) -> tuple[str, dict[str, int]]:
+    """redact_counts(TEXT), with or without PREFILTER (skipping the passes whose literals TEXT lacks)."""
     counts: dict[str, int] = {}
     if not text:
         return text, counts
@@ -1435,7 +1522,7 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
         if rule.finder is not None and rule.literal in text:
             hits.extend((start, end, priority, kind) for start, end, kind in rule.finder(text))
     gates: dict[int, bool] = {}
-    _collect(text, gates, hits)
+    _collect(text, gates, hits, prefilter)
     lowered = text.lower()
     if len(lowered) != len(text):  # lower() changed the length (e.g. "İ"): offsets would not line up
         for priority, rule, _ in _CONTEXT:
@@ -1447,13 +1534,17 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
         # pass per rule over the whole text finds.
         for is_lowered, scans in _CONTEXT_SCANS:
             source = lowered if is_lowered else text
-            for gate, reach, members in scans:
-                first = gate.search(source)
+            for scan in scans:
+                if prefilter and not _any_in(scan.literals, source):
+                    continue
+                first = scan.pattern().search(source)
                 if first is None:
                     continue
-                start = max(0, first.start() - reach)
-                for priority, rule in members:
-                    for m in _CONTEXT_PASS[id(rule)].finditer(source, start):
+                start = max(0, first.start() - scan.reach)
+                for priority, rule in scan.members:
+                    if prefilter and rule.literal not in source:
+                        continue
+                    for m in _CONTEXT_PASS[id(rule)].get().finditer(source, start):
                         if not _handle(rule, priority, m, text, gates, hits):
                             break
     if not hits:
