@@ -36,6 +36,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["PATTERNS", "PLACEHOLDER_RE", "Rule", "placeholder", "redact", "redact_counts"]
@@ -228,7 +229,7 @@ def _is_reference(value: str) -> bool:
         or value.lower() in _PLACEHOLDERS
         or _PLACEHOLDER_SHAPE.fullmatch(value) is not None
         or _CAPS_WORD.fullmatch(value.rstrip(",.;:)")) is not None  # a metavariable in docs: PASS, API_KEY
-        or not any(c.isalnum() for c in value)  # punctuation: the gap between two strings, `", "`
+        or not any(map(str.isalnum, value))  # punctuation: the gap between two strings, `", "`
     )
 
 
@@ -313,14 +314,10 @@ def _looks_random(value: str) -> bool:
     characters ~5.0); `development_settings_v2`, `./certs/dev.key` and `3600` do not."""
     if len(value) < 16 or _identifier_like(value) or _plain_value(value):
         return False
-    classes = (
-        any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
-    )
+    classes = any(map(str.islower, value)) + any(map(str.isupper, value)) + any(map(str.isdigit, value))
     if classes < 2:
         return False
-    counts: dict[str, int] = {}
-    for c in value:
-        counts[c] = counts.get(c, 0) + 1
+    counts = Counter(value)  # first-seen order, as the sum below has always been taken
     n = len(value)
     entropy = -sum(k / n * math.log2(k / n) for k in counts.values())
     return entropy >= 3.0
@@ -495,10 +492,10 @@ def _password_like(value: str) -> bool:
     if len(value) < 8 or _identifier_like(value):
         return False
     classes = (
-        any(c.islower() for c in value)
-        + any(c.isupper() for c in value)
-        + any(c.isdigit() for c in value)
-        + any(not c.isalnum() for c in value)
+        any(map(str.islower, value))
+        + any(map(str.isupper, value))
+        + any(map(str.isdigit, value))
+        + (not value.isalnum())  # a symbol (VALUE is not empty here)
     )
     return classes >= 3
 
@@ -845,7 +842,7 @@ def _sk_key(m: re.Match[str], text: str) -> Span | None:
     if m.group("a") is not None:
         return (m.start(), m.end(), "anthropic-key")
     body = m.group("b")
-    if body is not None and not any(c.isdigit() for c in body):
+    if body is not None and not any(map(str.isdigit, body)):
         return None
     return (m.start(), m.end(), "openai-key")
 
@@ -1440,12 +1437,15 @@ def _handle(
     return True
 
 
-def _collect(text: str, gates: dict[int, bool], hits: list[_Hit], prefilter: bool) -> None:
+def _collect(text: str, gates: dict[int, bool], hits: list[_Hit], prefilter: bool | None) -> None:
     """The token formats: a pass per anchor finds whole detections; at each, the rules of the literal there
     (and of the shorter literals it starts with: `eyJ` after `eyJrIjoi`) are tried, the first match wins.
-    With PREFILTER, a pass none of whose literals is in TEXT is skipped (it cannot match)."""
+    A pass none of whose literals is in TEXT is skipped when PREFILTER says so (see _redact_counts)."""
     for scan in _TOKEN_SCANS:
-        if prefilter and not _any_in(scan.literals, text):
+        if (
+            (prefilter or (prefilter is None and scan._compiled is None))
+            and (scan.anchor not in text or not any(map(text.__contains__, scan.literals)))
+        ):  # fmt: skip
             continue
         for found in scan.pattern().finditer(text):
             anchor = found.start()
@@ -1458,13 +1458,6 @@ def _collect(text: str, gates: dict[int, bool], hits: list[_Hit], prefilter: boo
                     if m is not None:
                         _handle(candidate, priority, m, text, gates, hits)
                         break
-
-
-def _any_in(literals: tuple[str, ...], text: str) -> bool:
-    for literal in literals:
-        if literal in text:
-            return True
-    return False
 
 
 def _merge(hits: list[_Hit]) -> list[Span]:
@@ -1495,13 +1488,15 @@ def _splice(text: str, spans: list[Span], counts: dict[str, int]) -> str:
     return "".join(parts)
 
 
-# Texts up to this many characters (a shell command, a commit message, a short diff: most calls) are
-# checked for each pass's literals before it runs. Every match of a rule starts with its literal (in
-# text.lower() for a lowered rule; tests/test_redact.py checks both), so a pass whose literals are all absent
-# cannot match, and skipping it changes nothing (tests/test_redact.py runs the engine both ways over the
-# corpus and a generated mix and compares). It saves the passes and, in a short-lived process, compiling
-# their regexes: precheck redacting a failing command compiles the ~10 of ~250 its text can match. On a
-# long text the literal checks would cost as much as the passes they save, so it is scanned in full.
+# A pass whose regex is not compiled yet runs on a text of up to this many characters (a shell command, a
+# commit message, a short diff: most calls) only if the text holds one of its literals. Every match of a
+# rule starts with its literal (in text.lower() for a lowered rule; tests/test_redact.py checks that), so a
+# pass without any of its literals in the text cannot match, and skipping it changes nothing (tests/
+# test_redact.py runs the engine with every pass so checked and with none over the corpus and a generated
+# mix, and compares). What it saves is compiling: precheck redacting a few failing commands in a fresh
+# process compiles the ~10 of ~250 regexes their text can match (~10 ms instead of ~80). Once compiled, a
+# pass runs unchecked: on a short text the literal checks (~60 ns each) cost about what the pass does, on a
+# long one more. The first long text compiles everything, so a sync stops checking after its first diff.
 _PREFILTER_MAX = 4096
 
 
@@ -1509,11 +1504,12 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     """Redact TEXT and return it with the number of secrets replaced per placeholder type.
 
     Every rule looks at the original text; overlapping detections are merged (see _merge)."""
-    return _redact_counts(text, len(text) <= _PREFILTER_MAX)
+    return _redact_counts(text, None if len(text) <= _PREFILTER_MAX else False)
 
 
-def _redact_counts(text: str, prefilter: bool) -> tuple[str, dict[str, int]]:
-    """redact_counts(TEXT), with or without PREFILTER (skipping the passes whose literals TEXT lacks)."""
+def _redact_counts(text: str, prefilter: bool | None) -> tuple[str, dict[str, int]]:
+    """redact_counts(TEXT). PREFILTER: True skips every pass whose literals TEXT lacks, False none, None
+    those not compiled yet."""
     counts: dict[str, int] = {}
     if not text:
         return text, counts
@@ -1535,16 +1531,22 @@ def _redact_counts(text: str, prefilter: bool) -> tuple[str, dict[str, int]]:
         for is_lowered, scans in _CONTEXT_SCANS:
             source = lowered if is_lowered else text
             for scan in scans:
-                if prefilter and not _any_in(scan.literals, source):
+                if (
+                    (prefilter or (prefilter is None and scan._compiled is None))
+                    and (scan.anchor not in source or not any(map(source.__contains__, scan.literals)))
+                ):  # fmt: skip
                     continue
                 first = scan.pattern().search(source)
                 if first is None:
                     continue
                 start = max(0, first.start() - scan.reach)
                 for priority, rule in scan.members:
-                    if prefilter and rule.literal not in source:
+                    lazy = _CONTEXT_PASS[id(rule)]
+                    if (
+                        prefilter or (prefilter is None and lazy._compiled is None)
+                    ) and rule.literal not in source:
                         continue
-                    for m in _CONTEXT_PASS[id(rule)].get().finditer(source, start):
+                    for m in lazy.get().finditer(source, start):
                         if not _handle(rule, priority, m, text, gates, hits):
                             break
     if not hits:
