@@ -152,3 +152,28 @@ def unsynced_tail(
             )
         )
     return out
+
+
+def redacted_tail(root: Path, tail: list[TailCommand]) -> list[TailCommand]:
+    """TAIL, as unsynced_tail(ROOT, ..., redacted=False) read it, the way redacted=True reads it: each command
+    redacted and the files it names found again in the redacted text, without reading the log again
+    (precheck reads the tail as typed first, and redacted only when that can change its answer)."""
+    from nexusmem.redact import redact
+
+    place = Path(os.path.realpath(root))  # what Attributor([root]) matches every command to
+    shown: dict[str, str] = {}
+    files_of: dict[tuple[str, str], tuple[str, ...]] = {}
+    paths_checked: dict[tuple[str, str], str | None] = {}
+    out: list[TailCommand] = []
+    for item in tail:
+        command = shown.get(item.command)
+        if command is None:
+            command = shown[item.command] = redact(item.command)
+        if command == item.command:
+            out.append(item)  # its files were found in this very text
+            continue
+        if (command, item.cwd) not in files_of:
+            cwd = place if item.cwd == "." else place / item.cwd
+            files_of[(command, item.cwd)] = command_files(command, cwd, place, known=paths_checked)
+        out.append(item._replace(command=command, files=files_of[(command, item.cwd)]))
+    return out
