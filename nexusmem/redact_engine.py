@@ -38,6 +38,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 
 __all__ = ["PATTERNS", "PLACEHOLDER_RE", "Rule", "placeholder", "redact", "redact_counts"]
 
@@ -1335,17 +1336,14 @@ def _choose_anchors(literals: Iterable[str]) -> dict[str, int]:
     """Literal -> offset of its anchor: greedily the character found in the most literals not yet covered
     (fewest passes). Never a literal's last character (unless it has one): the characters after the anchor
     let re reject most positions with one comparison per branch instead of a look-behind each."""
-    left = sorted(set(literals))
+    left = {literal: frozenset(literal[:-1] or literal) for literal in sorted(set(literals))}
     chosen: dict[str, int] = {}
     while left:
-        counts: dict[str, int] = {}
-        for literal in left:
-            for char in set(literal[:-1] or literal):
-                counts[char] = counts.get(char, 0) + 1
-        anchor = max(sorted(counts), key=lambda c: counts[c])
-        for literal in [lit for lit in left if anchor in (lit[:-1] or lit)]:
+        counts = Counter(chain.from_iterable(left.values()))
+        anchor = max(sorted(counts), key=counts.__getitem__)
+        for literal in [lit for lit, chars in left.items() if anchor in chars]:
             chosen[literal] = (literal[:-1] or literal).index(anchor)
-            left.remove(literal)
+            del left[literal]
     return chosen
 
 
@@ -1508,8 +1506,9 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
 
 
 def _redact_counts(text: str, prefilter: bool | None) -> tuple[str, dict[str, int]]:
-    """redact_counts(TEXT). PREFILTER: True skips every pass whose literals TEXT lacks, False none, None
-    those not compiled yet."""
+    """redact_counts(TEXT). PREFILTER: True checks every pass's literals first (skipping the passes whose
+    literals TEXT lacks, and running a context group's rules without their gate), False none, None those
+    whose regex is not compiled yet."""
     counts: dict[str, int] = {}
     if not text:
         return text, counts
@@ -1527,26 +1526,26 @@ def _redact_counts(text: str, prefilter: bool | None) -> tuple[str, dict[str, in
     else:
         # A group's regex is its gate: no match, none of its rules matches anywhere; a first match at P, none
         # matches before P - reach. Each rule then runs its own pass from there, so what is found is what a
-        # pass per rule over the whole text finds.
+        # pass per rule over the whole text finds. A gate not compiled yet is not compiled for a short text:
+        # the rules whose literal it holds run their own passes over all of it instead (the same matches;
+        # the gate only saves passes on long texts).
         for is_lowered, scans in _CONTEXT_SCANS:
             source = lowered if is_lowered else text
             for scan in scans:
-                if (
-                    (prefilter or (prefilter is None and scan._compiled is None))
-                    and (scan.anchor not in source or not any(map(source.__contains__, scan.literals)))
-                ):  # fmt: skip
-                    continue
-                first = scan.pattern().search(source)
-                if first is None:
-                    continue
-                start = max(0, first.start() - scan.reach)
-                for priority, rule in scan.members:
-                    lazy = _CONTEXT_PASS[id(rule)]
-                    if (
-                        prefilter or (prefilter is None and lazy._compiled is None)
-                    ) and rule.literal not in source:
+                start = 0
+                checked = prefilter or (prefilter is None and scan._compiled is None)
+                if checked:
+                    if scan.anchor not in source:
                         continue
-                    for m in lazy.get().finditer(source, start):
+                else:
+                    first = scan.pattern().search(source)
+                    if first is None:
+                        continue
+                    start = max(0, first.start() - scan.reach)
+                for priority, rule in scan.members:
+                    if checked and rule.literal not in source:
+                        continue
+                    for m in _CONTEXT_PASS[id(rule)].get().finditer(source, start):
                         if not _handle(rule, priority, m, text, gates, hits):
                             break
     if not hits:
