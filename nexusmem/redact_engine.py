@@ -48,6 +48,41 @@ PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
 Span = tuple[int, int, str]
 Handler = Callable[["re.Match[str]", str], "Span | None"]
 
+
+class _Lazy:
+    """A regex compiled on first use. Compiling all of the engine's (~280) took ~80 ms of every process
+    that redacted anything (`python -X importtime`, 2-core build machine); most texts can match only a
+    few of them (see _PREFILTER_MAX), and a process that redacts a few commands compiles only those."""
+
+    __slots__ = ("_compiled", "flags", "source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source = source
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self.source, self.flags)
+        return compiled
+
+    def match(self, text: str, *span: int) -> re.Match[str] | None:
+        return self.get().match(text, *span)
+
+    def search(self, text: str, *span: int) -> re.Match[str] | None:
+        return self.get().search(text, *span)
+
+    def fullmatch(self, text: str, *span: int) -> re.Match[str] | None:
+        return self.get().fullmatch(text, *span)
+
+    def findall(self, text: str) -> list[str]:
+        return self.get().findall(text)
+
+    def split(self, text: str) -> list[str]:
+        return self.get().split(text)
+
+
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _NAME = _WORD | {"_"}
 _KEYNAME = _NAME | {"-", "."}
@@ -84,8 +119,8 @@ _NOT_VALUES = frozenset(
         "no",
     ]
 )
-_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_LINE_START_KEY = re.compile(r"[ \t+\->]*(?:(?:export|set)[ \t]+)?[\"']?")
+_DOTTED_NAME = _Lazy(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_LINE_START_KEY = _Lazy(r"[ \t+\->]*(?:(?:export|set)[ \t]+)?[\"']?")
 _NOT_SECRET_KEY_NAMES = frozenset(
     [
         "PUBLIC_KEY",
@@ -105,24 +140,6 @@ _NOT_SECRET_KEY_NAMES = frozenset(
 def placeholder(kind: str) -> str:
     """The placeholder that stands in for a secret of type KIND."""
     return f"«redacted:{kind}»"
-
-
-class _Lazy:
-    """A regex compiled on first use: what it costs to compile all of them (~250, ~80 ms of a cold process
-    on the 2-core build machine) is paid only for the rules a text can match (see _literals_in)."""
-
-    __slots__ = ("_compiled", "flags", "source")
-
-    def __init__(self, source: str, flags: int = 0) -> None:
-        self.source = source
-        self.flags = flags
-        self._compiled: re.Pattern[str] | None = None
-
-    def get(self) -> re.Pattern[str]:
-        compiled = self._compiled
-        if compiled is None:
-            compiled = self._compiled = re.compile(self.source, self.flags)
-        return compiled
 
 
 class Rule:
@@ -146,7 +163,7 @@ class Rule:
         self,
         name: str,
         kinds: tuple[str, ...],
-        pattern: str | re.Pattern[str],
+        pattern: str,
         handler: Handler,
         lowered: bool = False,
         finder: Callable[[str], Iterable[Span]] | None = None,  # a whole-text scan, not pattern + handler
@@ -155,11 +172,7 @@ class Rule:
     ) -> None:
         self.name = name
         self.kinds = kinds
-        if isinstance(pattern, str):
-            self._pattern = _Lazy(pattern)
-        else:
-            self._pattern = _Lazy(pattern.pattern, pattern.flags)
-            self._pattern._compiled = pattern
+        self._pattern = _Lazy(pattern)
         self.handler = handler
         self.lowered = lowered
         self.finder = finder
@@ -234,7 +247,7 @@ def _is_reference(value: str) -> bool:
     )
 
 
-_CAPS_WORD = re.compile(r"[A-Z][A-Z_]{0,24}")
+_CAPS_WORD = _Lazy(r"[A-Z][A-Z_]{0,24}")
 
 
 # Values that stand for a secret in docs and samples; redacting them would hide nothing, keeping them keeps
@@ -260,7 +273,7 @@ _PLACEHOLDERS = frozenset(
         "mypassword",
     ]
 )
-_PLACEHOLDER_SHAPE = re.compile(r"(?i)(?:your|my|insert|enter|put)[-_][\w-]*|[\w-]*[-_]here")
+_PLACEHOLDER_SHAPE = _Lazy(r"(?i)(?:your|my|insert|enter|put)[-_][\w-]*|[\w-]*[-_]here")
 
 
 def _is_path(value: str) -> bool:
@@ -275,7 +288,7 @@ def _is_path(value: str) -> bool:
     return not any(_RANDOM_SEGMENT.search(part) for part in value.split("/"))
 
 
-_RANDOM_SEGMENT = re.compile(r"^(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-z0-9+=]{12,}$")
+_RANDOM_SEGMENT = _Lazy(r"^(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-z0-9+=]{12,}$")
 
 
 def _plain_value(value: str) -> bool:
@@ -289,7 +302,7 @@ def _plain_value(value: str) -> bool:
     )
 
 
-_IDENTIFIER_PART = re.compile(r"[A-Za-z]+\d{0,2}|\d{1,2}")
+_IDENTIFIER_PART = _Lazy(r"[A-Za-z]+\d{0,2}|\d{1,2}")
 
 
 def _identifier_like(value: str) -> bool:
@@ -303,10 +316,10 @@ def _identifier_like(value: str) -> bool:
     return not words or sum(map(len, words)) >= 3 * len(words)
 
 
-_CAMEL_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_CAMEL_WORD = _Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 
 
-_SEPARATORS = re.compile(r"[_.\-/:]")
+_SEPARATORS = _Lazy(r"[_.\-/:]")
 
 
 def _looks_random(value: str) -> bool:
@@ -370,9 +383,9 @@ def _value(kind: str | Callable[[re.Match[str], str], str]) -> Handler:
     return handle
 
 
-_PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
-_PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
-_PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s\\:,.-]{0,16384}")
+_PEM_BEGIN = _Lazy(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_END = _Lazy(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_BODY = _Lazy(r"[A-Za-z0-9+/=\s\\:,.-]{0,16384}")
 _PEM_WINDOW = 65536
 
 
@@ -536,16 +549,16 @@ def _spaced_assignment(
 
 
 _NPMRC_KEYS = frozenset(["_auth", "_authtoken", "_password"])
-_DASH_PASS_FLAG = re.compile(r"-[a-z]*pass(?:word)?")
+_DASH_PASS_FLAG = _Lazy(r"-[a-z]*pass(?:word)?")
 # `machine HOST login USER password X`, `default login USER password X` (the password ends the prefix).
-_NETRC_LINE = re.compile(
+_NETRC_LINE = _Lazy(
     r"(?:^|[\s'\"`+-])(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account)[ \t]+\S+)*[ \t]+$"
 )
 
 
-_ENV_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
-_AWS_SECRET = re.compile(r"[A-Za-z0-9/+=]{30,}")
+_ENV_NAME = _Lazy(r"[A-Za-z][A-Za-z0-9_]*")
+_TYPE_NAME = _Lazy(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
+_AWS_SECRET = _Lazy(r"[A-Za-z0-9/+=]{30,}")
 
 
 def _flag_kind(m: re.Match[str], text: str) -> str:
@@ -687,7 +700,7 @@ _PROSE_WORDS = frozenset(
         "optional",
     ]
 )
-_METAVARIABLE = re.compile(r"[A-Z][A-Z0-9_]{0,24}|<[^>]*>|\[[^\]]*\]")
+_METAVARIABLE = _Lazy(r"[A-Z][A-Z0-9_]{0,24}|<[^>]*>|\[[^\]]*\]")
 
 
 def _auth_header(m: re.Match[str], text: str) -> Span | None:
@@ -738,7 +751,7 @@ _STRONG_HEADER_WORDS = (
 def _lookback(kind: str, before: str, reach: tuple[int, int], ahead: str = "") -> Handler:
     """A token whose literal is in its middle (`Q~`, `_mmk`, `.atlasv1.`): the part before the hit must
     fullmatch BEFORE, REACH[0] to REACH[1] characters long, and start on a word boundary."""
-    pattern = re.compile(before)
+    pattern = _Lazy(before)
 
     def handle(m: re.Match[str], text: str) -> Span | None:
         hit = m.start()
@@ -808,7 +821,7 @@ def _fish_set(m: re.Match[str], text: str) -> Span | None:
     return span
 
 
-_STRONG_NAME = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|_PWD$|_PASS$")
+_STRONG_NAME = _Lazy(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|_PWD$|_PASS$")
 
 
 def _xml_element(m: re.Match[str], text: str) -> Span | None:
@@ -853,7 +866,7 @@ def _sk_key(m: re.Match[str], text: str) -> Span | None:
 # `git log -p`, `docker run -p 8080:80`, `psql -p 5432`) is not.
 # What may precede a command name: a separator, a path, a quote (`bash -c '...'`) or a diff line's marker.
 _CMD_BOUNDARY = frozenset(" \t\n\r/;|&(+\"'`-")
-_ATTACHED_TOOLS = re.compile(
+_ATTACHED_TOOLS = _Lazy(
     r"(?:mysql[a-z]*|mariadb[a-z-]*|sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login"
     r"|helm[ \t]+registry[ \t]+login)[ \t]"
 )
@@ -869,20 +882,18 @@ _ATTACHED_NAMES = (
     "oras",
     "helm",
 )
-_SPACED_TOOLS = re.compile(
+_SPACED_TOOLS = _Lazy(
     r"(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login|helm[ \t]+registry[ \t]+login)[ \t]"
 )
 # Every tool above has one of these in its name or its `login `: 5 finds rule out a text (`docker run -p`,
 # `mkdir -p`) before the 18 finds of the tool names (they were ~1/10 of redaction time on the benchmark mix).
 _PASSWORD_TOOL_WORDS = ("mysql", "mariadb", "sshpass", "login ", "login\t")
 _SPACED_NAMES = ("sshpass", "docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm")
-_CURL = re.compile(r"curl[ \t]")
-_REDIS_CLI = re.compile(r"redis-cli[ \t]")
+_CURL = _Lazy(r"curl[ \t]")
+_REDIS_CLI = _Lazy(r"redis-cli[ \t]")
 
 
-def _command_before(
-    text: str, end: int, reach: int, names: tuple[str, ...], pattern: re.Pattern[str]
-) -> bool:
+def _command_before(text: str, end: int, reach: int, names: tuple[str, ...], pattern: _Lazy) -> bool:
     """Whether a command matching PATTERN (starting with one of NAMES, after a separator, a path, a quote
     or a diff marker) begins in the shell segment that ends at END (at most REACH characters back)."""
     starts = _command_starts(text, names, pattern)
@@ -898,7 +909,7 @@ def _command_before(
 _STARTS_CACHE: dict[int, tuple[str, list[int]]] = {}
 
 
-def _command_starts(text: str, names: tuple[str, ...], pattern: re.Pattern[str]) -> list[int]:
+def _command_starts(text: str, names: tuple[str, ...], pattern: _Lazy) -> list[int]:
     cached = _STARTS_CACHE.get(id(pattern))
     if cached is not None and cached[0] is text:
         return cached[1]
@@ -1102,7 +1113,12 @@ _TOKEN_RULES: tuple[Rule, ...] = (
 PATTERNS: tuple[Rule, ...] = (
     # Multi-line first: a key block may contain anything.
     Rule(
-        "private-key", ("private-key",), _PEM_BEGIN, _no_handler, finder=_private_keys, literal="-----BEGIN"
+        "private-key",
+        ("private-key",),
+        _PEM_BEGIN.source,
+        _no_handler,
+        finder=_private_keys,
+        literal="-----BEGIN",
     ),
     # Self-identifying tokens (prefix + body).
     *_TOKEN_RULES,
