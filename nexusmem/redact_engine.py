@@ -44,6 +44,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
+from typing import Any
 
 __all__ = ["PATTERNS", "PLACEHOLDER_RE", "Rule", "placeholder", "redact", "redact_counts"]
 
@@ -59,7 +60,7 @@ class _Lazy:
     that redacted anything (2-core build machine, by load); most texts can match only a few of them (see
     _PREFILTER_MAX), and a process that redacts a few commands compiles only those."""
 
-    __slots__ = ("_compiled", "flags", "source")
+    _METHODS = frozenset(["match", "search", "fullmatch", "finditer", "findall", "split"])
 
     def __init__(self, source: str, flags: int = 0) -> None:
         self.source = source
@@ -72,20 +73,14 @@ class _Lazy:
             compiled = self._compiled = re.compile(self.source, self.flags)
         return compiled
 
-    def match(self, text: str, *span: int) -> re.Match[str] | None:
-        return self.get().match(text, *span)
-
-    def search(self, text: str, *span: int) -> re.Match[str] | None:
-        return self.get().search(text, *span)
-
-    def fullmatch(self, text: str, *span: int) -> re.Match[str] | None:
-        return self.get().fullmatch(text, *span)
-
-    def findall(self, text: str) -> list[str]:
-        return self.get().findall(text)
-
-    def split(self, text: str) -> list[str]:
-        return self.get().split(text)
+    def __getattr__(self, name: str) -> Any:
+        """`.match`, `.search` ...: the compiled pattern's own method, kept on the instance after the first
+        call, so that later calls cost what they cost on a compiled pattern (sync calls them per hit)."""
+        if name not in _Lazy._METHODS:
+            raise AttributeError(name)
+        method = getattr(self.get(), name)
+        setattr(self, name, method)
+        return method
 
 
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -1466,14 +1461,14 @@ def _collect(text: str, gates: dict[int, bool], hits: list[_Hit], prefilter: boo
             and (scan.anchor not in text or not any(map(text.__contains__, scan.literals)))
         ):  # fmt: skip
             continue
-        for found in scan.pattern().finditer(text):
+        for found in (scan._compiled or scan.pattern()).finditer(text):
             anchor = found.start()
             for _, rule in scan.members:
                 start = anchor - _ANCHOR_AT[rule.literal]
                 if start < 0 or not text.startswith(rule.literal, start):
                     continue
                 for priority, candidate in _TOKEN_CANDIDATES[rule.literal]:
-                    m = candidate.pattern.match(text, start)
+                    m = candidate._pattern.match(text, start)
                     if m is not None:
                         _handle(candidate, priority, m, text, gates, hits)
                         break
@@ -1559,14 +1554,15 @@ def _redact_counts(text: str, prefilter: bool | None) -> tuple[str, dict[str, in
                     if scan.anchor not in source:
                         continue
                 else:
-                    first = scan.pattern().search(source)
+                    first = (scan._compiled or scan.pattern()).search(source)
                     if first is None:
                         continue
                     start = max(0, first.start() - scan.reach)
                 for priority, rule in scan.members:
                     if checked and rule.literal not in source:
                         continue
-                    for m in _CONTEXT_PASS[id(rule)].get().finditer(source, start):
+                    lazy = _CONTEXT_PASS[id(rule)]
+                    for m in (lazy._compiled or lazy.get()).finditer(source, start):
                         if not _handle(rule, priority, m, text, gates, hits):
                             break
     if not hits:
