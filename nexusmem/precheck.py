@@ -234,7 +234,8 @@ def check(
                 else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
             )
 
-            tails: dict[bool, list[TailCommand]] = {}  # the tail as read, as typed (False) and redacted (True)
+            # The tail as read: as typed (False) and redacted (True).
+            tails: dict[bool, list[TailCommand]] = {}
 
             def findings(
                 redacted: bool,
