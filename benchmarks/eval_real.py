@@ -3,7 +3,7 @@
 
     python benchmarks/eval_real.py --repo httpx=/path/to/httpx --repo cobra=/path/to/cobra ...
         [--repo generated] [--set dev|heldout|fresh|all] [--work DIR] [--reuse] [--details] [--json OUT]
-        [--check] [--no-pack] [--questions DIR]
+        [--check] [--no-pack] [--questions DIR] [--embed-model DIR] [--vector-weight W]
 
 The repositories are not in the project. Each `--repo NAME=PATH` names a git directory (a clone or a bare
 mirror such as /work/.mirror/encode+httpx/repo) that holds the pinned commit of the question file
@@ -335,14 +335,17 @@ class Hit:
 class LibraryCalls:
     """Every call into NexusMem's ranking, in one place (the ranking code is changing: edit only here)."""
 
-    def __init__(self, store: Any, project_id: str) -> None:
+    def __init__(self, store: Any, project_id: str, vector_weight: float | None = None) -> None:
+        from nexusmem.retrieve import rank
+
         self.store = store
         self.project_id = project_id
+        self.settings = rank.DEFAULT if vector_weight is None else rank.Settings(vector_weight=vector_weight)
 
     def ranked(self, text: str, *, vectors: bool) -> list[Hit]:
         from nexusmem.retrieve import query
 
-        scored, _counts = query.ranked_candidates(self.store, text, vectors=vectors)
+        scored, _counts = query.ranked_candidates(self.store, text, vectors=vectors, settings=self.settings)
         return [Hit(node.id, node.kind, node.ref) for node, _score in scored]
 
     def packed(self, text: str, *, vectors: bool) -> tuple[list[Hit], bool | None]:
@@ -350,7 +353,7 @@ class LibraryCalls:
         library has no such flag yet)."""
         from nexusmem.retrieve import query
 
-        result = query.run(self.store, text, project=self.project_id, vectors=vectors)
+        result = query.run(self.store, text, project=self.project_id, vectors=vectors, settings=self.settings)
         flag = getattr(result, "no_strong_match", getattr(result, "weak", None))
         hits = [Hit(item.id, item.kind, item.ref) for item in result.items]
         return hits, None if flag is None else bool(flag)
@@ -539,6 +542,29 @@ def init_and_sync(root: Path) -> tuple[float, int]:
     started = time.perf_counter()
     summary = sync(root, link_failures=True)
     return time.perf_counter() - started, summary.total_nodes
+
+
+def use_local_model(root: Path, model: str, name: str, log: Callable[[str], None]) -> None:
+    """Point ROOT's store at the local sentence-transformer MODEL and embed every node with it, through the
+    product's own embedding pass (a store already embedded by that model is left as it is)."""
+    from nexusmem import project
+    from nexusmem.embed.index import embed_pending
+
+    config_path = root / ".nexusmem" / "config.json"
+    data = json.loads(config_path.read_text(encoding="utf-8"))
+    model = str(Path(model).expanduser().resolve())
+    data.setdefault("embedding", {}).update(provider="local", model=model)
+    config_path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    proj = project.load(root)
+    with proj.open_store() as store:
+        summary = embed_pending(store, proj.config, log=lambda m: log(f"{name}: {m}"))
+    if summary.unavailable:
+        raise EvalError(f"{name}: the local model cannot embed: {summary.unavailable}")
+    if summary.embedded:
+        rate = summary.embedded / max(summary.seconds, 1e-9)
+        log(
+            f"{name}: embedded {summary.embedded} nodes with {model} in {summary.seconds:.1f}s ({rate:.1f}/s)"
+        )
 
 
 def code_version() -> str:
@@ -733,6 +759,8 @@ def run_repo(
     pack: bool = True,
     log: Callable[[str], None],
     recent: dict[str, Any] | None = None,
+    embed_model: str | None = None,
+    vector_weight: float | None = None,
 ) -> RepoRun:
     from nexusmem import project
 
@@ -760,11 +788,13 @@ def run_repo(
     if not reused:
         extra = f" (history built in {info['build_seconds']:.1f}s)" if "build_seconds" in info else ""
         log(f"{name}: sync took {info['sync_seconds']:.1f}s, {info['nodes']} nodes{extra}")
+    if embed_model is not None:
+        use_local_model(root, embed_model, name, log)
     proj = project.load(root)
     notes: list[str] = []
     with proj.open_store(readonly=True) as store:
         index = RefIndex(store)
-        calls = LibraryCalls(store, proj.id)
+        calls = LibraryCalls(store, proj.id, vector_weight)
         if recent is not None:
             resolver = resolve_generated(index, info["planted_ts"])
             base = Baseline(root, "HEAD")
@@ -957,6 +987,13 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the packed column (about half the time; for tuning loops)",
     )
     ap.add_argument("--json", type=Path, metavar="OUT", help="write every number to OUT")
+    ap.add_argument(
+        "--embed-model",
+        metavar="DIR",
+        help="embed every store with this local sentence-transformer model (provider 'local') before grading;"
+        " use a --work dir of its own: the stores are re-embedded in place",
+    )
+    ap.add_argument("--vector-weight", type=float, help="ranking.vectorWeight for the hybrid modes")
     args = ap.parse_args(argv)
 
     def log(message: str) -> None:
@@ -1012,6 +1049,8 @@ def main(argv: list[str] | None = None) -> int:
                         reuse=args.reuse,
                         pack=not args.no_pack,
                         log=log,
+                        embed_model=args.embed_model,
+                        vector_weight=args.vector_weight,
                     )
                 )
             if recent is not None:
@@ -1027,6 +1066,8 @@ def main(argv: list[str] | None = None) -> int:
                         pack=not args.no_pack,
                         log=log,
                         recent=data,
+                        embed_model=args.embed_model,
+                        vector_weight=args.vector_weight,
                     )
                 )
             print()

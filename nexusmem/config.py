@@ -97,7 +97,9 @@ DEFAULTS: dict[str, Any] = {
     # How much the vector list adds to a word match (0 = words only); see README "How ranking works".
     "ranking": {"vectorWeight": 0.8},
     # Semantic search. provider: "builtin" (wordllama, shipped in the package, offline), "ollama" (url,
-    # model e.g. "nomic-embed-text") or "none". model "" means the provider's default.
+    # model e.g. "nomic-embed-text"), "local" (model: the path of a sentence-transformers BERT model
+    # directory such as all-MiniLM-L6-v2, run in-process; slower to sync, better on questions asked in
+    # other words than the commit's) or "none". model "" means the provider's default.
     "embedding": {"provider": "builtin", "model": "", "url": "http://127.0.0.1:11434", "batchSize": 256},
     # `nexusmem stale`: non-observed nodes older than this that nothing has confirmed.
     "stale": {"maxAgeDays": 45},
@@ -124,7 +126,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 # Keys whose string value must be one of a few words.
-_CHOICES: dict[str, tuple[str, ...]] = {"embedding.provider": ("builtin", "ollama", "none")}
+_CHOICES: dict[str, tuple[str, ...]] = {"embedding.provider": ("builtin", "ollama", "local", "none")}
 
 # Lists whose every item must be one of a few words.
 _LIST_CHOICES: dict[str, tuple[str, ...]] = {

@@ -151,7 +151,7 @@ def test_ollama_refused_connection_is_unavailable() -> None:
 
 def test_config_rejects_an_unknown_provider(history: Path) -> None:
     set_embedding(history, provider="openai")
-    with pytest.raises(ConfigError, match=r"embedding\.provider.*builtin, ollama, none"):
+    with pytest.raises(ConfigError, match=r"embedding\.provider.*builtin, ollama, local, none"):
         project.load(history)
 
 

@@ -1,4 +1,5 @@
-"""Embedding providers behind one small interface: the built-in local model, Ollama over HTTP, or none.
+"""Embedding providers behind one small interface: the built-in word vectors, Ollama over HTTP, a local
+sentence-transformer model directory run with numpy, or none.
 
 This module is light on purpose (stdlib only): wordllama, numpy and httpx are imported inside the
 provider that needs them, so `query` on a store without vectors, `precheck` and `--version` never pay for
@@ -12,7 +13,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-PROVIDERS = ("builtin", "ollama", "none")
+PROVIDERS = ("builtin", "ollama", "local", "none")
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 DEFAULT_BATCH = 256
@@ -28,7 +29,7 @@ class EmbeddingUnavailable(Exception):
 class Provider(Protocol):
     """What the embedding pass and the query need from an embedder."""
 
-    name: str  # "builtin" | "ollama"
+    name: str  # "builtin" | "ollama" | "local"
     model: str
     # Cosine similarity under which a k-NN hit is noise for this model (unrelated texts' typical level).
     min_similarity: float
@@ -100,6 +101,10 @@ def make(name: str, model: str = "", url: str | None = None) -> Provider | None:
         from nexusmem.embed.ollama import OllamaProvider
 
         return OllamaProvider(model or DEFAULT_OLLAMA_MODEL, url or DEFAULT_OLLAMA_URL)
+    if name == "local":
+        from nexusmem.embed.local import LocalProvider
+
+        return LocalProvider(model)
     raise ValueError(f"unknown embedding provider {name!r} (expected one of {', '.join(PROVIDERS)})")
 
 
