@@ -1,6 +1,7 @@
 """The embedding pass against its own model: how much more than the model's own work does a pass cost?
 
     python benchmarks/bench_embed_pass.py [--nodes 60000]
+    python benchmarks/bench_embed_pass.py --local-model DIR --nodes 1000   # the opt-in local encoder
 
 Builds a fresh store of NODES synthetic nodes (commit-like titles, diff-like bodies, varied words). Then
 (a) times the builtin model embedding exactly the texts the pass embeds, in the pass's batch size (the
@@ -20,6 +21,7 @@ import struct
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from nexusmem.embed import DEFAULT_BATCH, from_config
 from nexusmem.embed.index import BODY_CHARS, embed_pending, node_text
@@ -112,8 +114,15 @@ def main() -> None:
         action="store_true",
         help="replay random unit vectors instead of the model's: only the pass's own cost, in seconds",
     )
+    parser.add_argument(
+        "--local-model",
+        metavar="DIR",
+        help="time the 'local' provider with this sentence-transformer model directory instead of the built-in",
+    )
     args = parser.parse_args()
-    config = {"embedding": {"provider": "builtin"}}
+    config: dict[str, Any] = {"embedding": {"provider": "builtin"}}
+    if args.local_model:
+        config = {"embedding": {"provider": "local", "model": args.local_model}}
     provider = from_config(config)
     assert provider is not None
     if not args.skip_model:
@@ -127,7 +136,8 @@ def main() -> None:
         t0 = time.perf_counter()
         if args.skip_model:
             rng = random.Random(1)
-            vectors = [struct.pack("<256f", *(rng.gauss(0, 1) for _ in range(256))) for _ in texts]
+            dim = provider.dim
+            vectors = [struct.pack(f"<{dim}f", *(rng.gauss(0, 1) for _ in range(dim))) for _ in texts]
         else:
             for at in range(0, len(texts), DEFAULT_BATCH):
                 vectors.extend(bytes(v) for v in provider.embed(texts[at : at + DEFAULT_BATCH]))
@@ -136,7 +146,7 @@ def main() -> None:
         summary = embed_pending(store, config, provider=Replay(provider, vectors))  # type: ignore[arg-type]
         rest = time.perf_counter() - t0
         assert summary.embedded == args.nodes, summary
-    print(f"{args.nodes} nodes, batch {DEFAULT_BATCH}")
+    print(f"{args.nodes} nodes, batch {DEFAULT_BATCH}, provider {provider.name} {provider.model}")
     if args.skip_model:
         print(f"the pass besides the model:  {rest:.2f} s")
         return

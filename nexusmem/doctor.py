@@ -262,6 +262,19 @@ def check_embedder(root: Path | None) -> list[Check]:
             fix = "pip install wordllama  (in NexusMem's environment)"
             return [Check("embedder", False, "builtin model (wordllama) is not installed", fix)]
         return [Check("embedder", True, "builtin wordllama is installed")]
+    if provider == "local":
+        from nexusmem.embed import EmbeddingUnavailable
+        from nexusmem.embed.local import model_dir, read_config
+
+        fix = (
+            "point embedding.model at a sentence-transformers model directory, or set the provider to builtin"
+        )
+        try:
+            where = model_dir(str(section.get("model") or ""))
+            config = read_config(where)
+        except EmbeddingUnavailable as exc:
+            return [Check("embedder", False, str(exc), fix)]
+        return [Check("embedder", True, f"local model {where} ({config['hidden_size']}-d) has its files")]
     url = str(section.get("url") or "http://127.0.0.1:11434")
     parsed = urlparse(url)
     host, port = parsed.hostname or "127.0.0.1", parsed.port or (443 if parsed.scheme == "https" else 80)

@@ -12,10 +12,11 @@ Commands not synced yet count too: the hook log past this project's shell cursor
 read with the shell source's own parser (sources/shell/tail: the log reader without the collector), so the
 test that failed a minute ago warns before any `nexusmem sync`. That module is imported only when the log
 has such a tail. The tail is first read as typed,
-without loading the redaction engine (~0.15 s of a cold process): when no command in it failed unresolved
+without redacting it (loading the engine, compiling what the commands need and ~0.1 ms per distinct
+command: 25-50 ms for the benchmark's 200-command tail, by load): when no command in it failed unresolved
 and no failure to report carries a redacted value (the only cases where redacting could change the answer),
-that answer stands; otherwise the tail is read again, redacted exactly as a sync would store it, and the
-answer comes from that. Nothing unredacted is ever shown.
+that answer stands; otherwise that same read is redacted exactly as a sync would store it (not parsed
+again), and the answer comes from that. Nothing unredacted is ever shown.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from nexusmem import authors, gitcmd, paths, resolved, timefmt
 
 if TYPE_CHECKING:
+    from nexusmem.sources.shell.tail import TailCommand
     from nexusmem.store.hookreads import HookReader
 
 DAY_MS = 86_400_000
@@ -232,6 +234,9 @@ def check(
                 else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
             )
 
+            # The tail as read: as typed (False) and redacted (True).
+            tails: dict[bool, list[TailCommand]] = {}
+
             def findings(
                 redacted: bool,
             ) -> tuple[list[tuple[str, str, str]], dict[str, list[Finding]], dict[str, list[Finding]], bool]:
@@ -246,6 +251,7 @@ def check(
                     who=who,
                     redacted=redacted,
                     secondhand=store.secondhand_keys,
+                    tails=tails,
                 )
                 open_failures = _open_failures(merged, author_ok)
                 if extra and open_failures:
@@ -351,6 +357,7 @@ def _with_unsynced(
     who: dict[str, dict[str, str]] | None = None,
     redacted: bool = False,
     secondhand: Callable[[list[str]], dict[str, str]] | None = None,
+    tails: dict[bool, list[TailCommand]] | None = None,
 ) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]], bool]:
     """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring), and whether
     the tail added anything. Without REDACTED the tail's commands are as typed: never to be shown. The
@@ -358,7 +365,10 @@ def _with_unsynced(
 
     An agent's call already stored from its transcript (SECONDHAND: natural key → id) and now in the tail as
     its hook's line is one command, not two: the line takes the stored node's place (and id, so its links
-    count), with the hook's exit code, as the next sync will store it."""
+    count), with the hook's exit code, as the next sync will store it.
+
+    TAILS keeps the tail as read (by REDACTED): read as typed once, the redacted tail is that same read with
+    each command redacted (sources/shell/tail.redacted_tail), not a second parse of the log."""
     try:
         st = os.stat(paths.shell_log_path())
     except OSError:
@@ -367,7 +377,13 @@ def _with_unsynced(
         return commands, naming, False  # the usual case right after a sync: no import, no read
     from nexusmem.sources.shell import tail as shell_tail
 
-    tail = [t for t in shell_tail.unsynced_tail(root, cursor, redacted=redacted) if start <= t.ts < end]
+    if tails is not None and redacted and False in tails:
+        read = shell_tail.redacted_tail(root, tails[False])
+    else:
+        read = shell_tail.unsynced_tail(root, cursor, redacted=redacted)
+    if tails is not None:
+        tails[redacted] = read
+    tail = [t for t in read if start <= t.ts < end]
     if not tail:
         return commands, naming, False
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}

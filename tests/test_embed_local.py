@@ -311,3 +311,22 @@ def test_sync_with_a_missing_model_keeps_bm25_and_says_where(history: Path, tmp_
     assert f"{tmp_path / 'nowhere'} lacks config.json" in proc.stderr and "BM25" in proc.stderr
     listed = json.loads(run_cli("-C", str(history), "query", "cache lock", "--json").stdout)
     assert listed["items"], "BM25 still answers"
+
+
+def test_doctor_checks_the_local_model_directory(history: Path, tmp_path: Path) -> None:
+    """doctor names a missing model file, and never probes an Ollama URL for the local provider."""
+    model = write_model(tmp_path / "model")
+    (model / "tokenizer.json").rename(tmp_path / "tokenizer.json")
+    set_embedding(history, provider="local", model=str(model), url="http://127.0.0.1:9")
+
+    def embedder(repo: Path) -> dict[str, Any]:
+        report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+        checks: list[dict[str, Any]] = report["checks"]
+        return next(c for c in checks if c["area"] == "embedder")
+
+    check = embedder(history)
+    assert not check["ok"] and check["detail"] == f"the local embedding model at {model} lacks tokenizer.json"
+    assert "embedding.model" in check["fix"]
+    (tmp_path / "tokenizer.json").rename(model / "tokenizer.json")
+    check = embedder(history)
+    assert check["ok"] and check["detail"] == f"local model {model} ({HIDDEN}-d) has its files"

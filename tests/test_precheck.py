@@ -351,6 +351,41 @@ def test_an_unsynced_tail_loads_neither_the_collector_nor_dataclasses(repo: Path
     assert "nexusmem.redact_engine" in loaded and "nexusmem.sources.shell.source" not in loaded
 
 
+def test_the_tail_redacted_in_place_is_the_tail_read_redacted(repo: Path) -> None:
+    """precheck reads the unsynced tail once, as typed; redacting that read (tail.redacted_tail) gives what
+    reading the log redacted gives: the commands, and the files named by the redacted text only (a path
+    holding a token is no longer named once the token is a placeholder)."""
+    from nexusmem.sources.shell import tail
+
+    project(repo)
+    write_log(repo, [("make lint", 0, DAY_MS)])
+    sync.sync(repo)
+    token = "ghp_" + "a1B2" * 9
+    (repo / "keys").mkdir()
+    (repo / "keys" / f"{token}.txt").write_text("x\n", encoding="utf-8")
+    (repo / "src" / "deep").mkdir()
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, f"cat keys/{token}.txt src/cache.py", 1, 4_000))
+        log.write(hook_line(repo, "pytest tests/test_cache.py", 0, 3_000))
+        log.write(hook_line(repo / "src", f"pytest ../tests/test_cache.py --token={token}", 1, 2_000))
+        log.write(hook_line(repo / "src" / "deep", f"ls ../cache.py --token={token}", 1, 1_500))
+        log.write(hook_line(repo, f"pytest tests/test_cache.py --token={token}", 1, 1_000))
+    with open_store(repo / ".nexusmem" / "memory.db") as store:
+        cursor = store.cursor("shell")
+    typed = tail.unsynced_tail(repo, cursor, redacted=False)
+    read_redacted = tail.unsynced_tail(repo, cursor, redacted=True)
+    assert tail.redacted_tail(repo, typed) == read_redacted
+    assert [t.files for t in typed][:1] == [(f"keys/{token}.txt", "src/cache.py")]
+    assert [t.files for t in read_redacted] == [
+        ("src/cache.py",),
+        ("tests/test_cache.py",),
+        ("tests/test_cache.py",),
+        ("src/cache.py",),
+        ("tests/test_cache.py",),
+    ]
+    assert all(token not in t.command for t in read_redacted)
+
+
 def test_a_secret_in_a_failing_unsynced_command_is_never_shown(repo: Path) -> None:
     """The console script's plain path, human and JSON output: a failing command of the unsynced tail
     carrying secrets is shown redacted, exactly as it is shown once synced."""

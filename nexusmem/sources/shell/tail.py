@@ -94,8 +94,8 @@ def unsynced_tail(
     """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
     inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git.
 
-    REDACTED=False leaves the commands as typed, for a caller that shows none of them (and so need not load
-    the redaction engine, ~0.15 s): precheck redacts again before it shows one (nexusmem.precheck)."""
+    REDACTED=False leaves the commands as typed, for a caller that shows none of them (and so need not
+    redact them, ~0.1 ms each): precheck redacts that read (redacted_tail) before it shows one."""
     log = shell_log_path()
     try:
         st = os.stat(log)
@@ -151,4 +151,29 @@ def unsynced_tail(
                 call_key(line),
             )
         )
+    return out
+
+
+def redacted_tail(root: Path, tail: list[TailCommand]) -> list[TailCommand]:
+    """TAIL, as unsynced_tail(ROOT, ..., redacted=False) read it, the way redacted=True reads it: each command
+    redacted and the files it names found again in the redacted text, without reading the log again
+    (precheck reads the tail as typed first, and redacted only when that can change its answer)."""
+    from nexusmem.redact import redact
+
+    place = Path(os.path.realpath(root))  # what Attributor([root]) matches every command to
+    shown: dict[str, str] = {}
+    files_of: dict[tuple[str, str], tuple[str, ...]] = {}
+    paths_checked: dict[tuple[str, str], str | None] = {}
+    out: list[TailCommand] = []
+    for item in tail:
+        command = shown.get(item.command)
+        if command is None:
+            command = shown[item.command] = redact(item.command)
+        if command == item.command:
+            out.append(item)  # its files were found in this very text
+            continue
+        if (command, item.cwd) not in files_of:
+            cwd = place if item.cwd == "." else place / item.cwd
+            files_of[(command, item.cwd)] = command_files(command, cwd, place, known=paths_checked)
+        out.append(item._replace(command=command, files=files_of[(command, item.cwd)]))
     return out

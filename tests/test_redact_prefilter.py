@@ -1,0 +1,111 @@
+"""The redaction engine's literal prefilter and lazy compilation (nexusmem/redact_engine.py, _PREFILTER_MAX).
+
+A pass over the text is skipped when the text holds none of its rules' literals, and a regex is compiled
+only when a text could match it. That must never change what is redacted: here the engine runs with every
+pass so checked and with none, over the measured corpus, the fixture lines and a generated mix built from
+every rule's literal, and the outputs must be identical.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+from nexusmem import redact_engine
+from nexusmem.redact import PLACEHOLDER_RE
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CORPUS = json.loads((FIXTURES / "redaction_corpus.json").read_text(encoding="utf-8"))
+
+
+def _fixture_texts() -> list[str]:
+    texts = [row["context"].replace("{s}", row["value"]) for row in CORPUS["secrets"]]
+    texts += CORPUS["ordinary"]
+    for name in ("secrets.txt", "not_secrets.txt"):
+        for raw in (FIXTURES / name).read_text(encoding="utf-8").splitlines():
+            texts.append(raw.split("\t")[0])
+    return [t for t in texts if t]
+
+
+def _generated_texts(count: int, seed: int) -> list[str]:
+    """Texts made of every rule's literal followed by random token-ish characters (so that most rules find
+    their literal and many match), corpus lines, case changes and noise; a few longer than _PREFILTER_MAX."""
+    rng = random.Random(seed)
+    literals = sorted({rule.literal for rule in redact_engine.PATTERNS if rule.literal})
+    fixtures = _fixture_texts()
+    alphabet = string.ascii_letters + string.digits + "-_=.:/+~ \t\"'`$@<>{};|&"
+    body = string.ascii_letters + string.digits + "-_=./+"
+
+    def piece() -> str:
+        roll = rng.random()
+        if roll < 0.35:
+            return rng.choice(fixtures)
+        if roll < 0.85:
+            literal = rng.choice(literals)
+            if rng.random() < 0.15:
+                literal = literal.upper() if rng.random() < 0.5 else literal.title()
+            sep = rng.choice(["", "", "=", ": ", " ", "='", '="'])
+            chars = body if rng.random() < 0.7 else alphabet
+            return literal + sep + "".join(rng.choice(chars) for _ in range(rng.randint(0, 90)))
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40)))
+
+    texts = []
+    for i in range(count):
+        joiner = rng.choice([" ", "\n", "", " && ", "\n+", "; "])
+        parts = [piece() for _ in range(rng.randint(1, 8))]
+        if i % 50 == 0:  # past _PREFILTER_MAX
+            parts = parts * (redact_engine._PREFILTER_MAX // max(1, len("".join(parts))) + 2)
+        texts.append(joiner.join(parts))
+    return texts
+
+
+def test_the_prefilter_never_skips_a_rule_that_would_have_matched() -> None:
+    texts = _fixture_texts() + _generated_texts(4000, seed=20261130)
+    redacted = 0
+    for text in texts:
+        checked = redact_engine._redact_counts(text, True)
+        unchecked = redact_engine._redact_counts(text, False)
+        assert checked == unchecked, text
+        assert redact_engine.redact_counts(text) == unchecked, text
+        redacted += bool(PLACEHOLDER_RE.search(unchecked[0]))
+    # Not a vacuous comparison: a good share of the texts has something redacted.
+    assert redacted > len(texts) // 3, (redacted, len(texts))
+
+
+def test_every_match_starts_with_its_rules_literal() -> None:
+    """What the prefilter relies on, checked on the matches themselves (lowered rules in text.lower())."""
+    seen = 0
+    for text in _fixture_texts() + _generated_texts(600, seed=7):
+        lowered = text.lower()
+        if len(lowered) != len(text):
+            continue
+        for rule in redact_engine.PATTERNS:
+            if rule.finder is not None:
+                continue
+            source = lowered if rule.lowered else text
+            for m in rule.pattern.finditer(source):
+                assert source.startswith(rule.literal, m.start()), (rule.name, text)
+                seen += 1
+    assert seen > 1000
+
+
+def test_a_short_command_compiles_few_of_the_engines_regexes() -> None:
+    """In a fresh process, redacting a command with a secret in it compiles the few regexes its text can
+    match, not all ~250 (what precheck pays to show a failing command redacted)."""
+    code = (
+        "from nexusmem import redact_engine as e\n"
+        "out = e.redact('pytest tests/test_api.py -k case_1 --api-key=sk-' + '1' * 40)\n"
+        "lazies = [r._pattern for r in e.PATTERNS] + list(e._CONTEXT_PASS.values())\n"
+        "scans = [*e._TOKEN_SCANS, *(s for _, group in e._CONTEXT_SCANS for s in group)]\n"
+        "done = sum(x._compiled is not None for x in [*lazies, *scans])\n"
+        "print(out, done, len(lazies) + len(scans))\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out, done, total = shown.rsplit(" ", 2)
+    assert out == "pytest tests/test_api.py -k case_1 --api-key=«redacted:openai-key»"
+    assert int(total) > 200
+    assert int(done) <= 12, shown
