@@ -46,7 +46,7 @@ different histories and a clone of the first, ~205,000 distinct nodes:
     git clone -q /tmp/t/h7/repo /tmp/t/h7b/repo
     sed 's#/tmp/t/h7/repo#/tmp/t/h7b/repo#g' /tmp/t/h7/shell-history.jsonl > /tmp/t/h7b/shell-history.jsonl
     for d in h7 h8 h7b h9; do  # one origin; each member's own home and shell log; a sync with vectors
-      git -C /tmp/t/$d/repo remote add origin https://example.com/team/app.git
+      git -C /tmp/t/$d/repo config remote.origin.url https://example.com/team/app.git
       mkdir -p /tmp/t/$d/home /tmp/t/$d/user && cp /tmp/t/$d/shell-history.jsonl /tmp/t/$d/home/
       (cd /tmp/t/$d/repo && NEXUSMEM_HOME=/tmp/t/$d/home HOME=/tmp/t/$d/user nexusmem sync -q)
     done
