@@ -574,6 +574,17 @@ def code_version() -> str:
     return proc.stdout.strip() or "unknown"
 
 
+def _root_in(slot: Path, recorded: Path) -> Path:
+    """The store root RECORDED in SLOT's marker, found inside SLOT even when the work dir was copied
+    (`cp -a /tmp/a /tmp/b`: the marker still names /tmp/a/..., and grading or re-embedding that original
+    would change a store the copy was made to protect)."""
+    if slot.name in recorded.parts:
+        inside = slot.joinpath(*recorded.parts[recorded.parts.index(slot.name) + 1 :])
+        if inside.exists():
+            return inside
+    return recorded
+
+
 def prepare(
     name: str, slot: Path, *, reuse: bool, build: Callable[[Path], dict[str, Any]], log: Callable[[str], None]
 ) -> tuple[Path, dict[str, Any], bool]:
@@ -586,7 +597,7 @@ def prepare(
             f"{name}: reusing the store synced {info.get('synced_at', '?')} by code {info.get('code', '?')}"
             f" ({info.get('nodes', '?')} nodes; sync took {info.get('sync_seconds', 0):.1f}s)"
         )
-        return Path(info.get("root", slot / "repo")), info, True
+        return _root_in(slot, Path(info.get("root", slot / "repo"))), info, True
     if slot.exists():
         shutil.rmtree(slot)
     slot.mkdir(parents=True)
