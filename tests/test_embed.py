@@ -18,17 +18,8 @@ from nexusmem.embed.ollama import OllamaProvider
 from nexusmem.errors import ConfigError
 
 from helpers import commit, git, run_cli, run_script
+from helpers.embedding import cache_history, set_embedding
 from helpers.ollama_standin import DIM, closed_port_url, ollama_standin
-
-
-def set_embedding(repo: Path, **settings: Any) -> None:
-    """Initialise REPO when needed and change its `embedding` config section."""
-    if not (repo / ".nexusmem" / "config.json").exists():
-        run_cli("-C", str(repo), "init")
-    path = repo / ".nexusmem" / "config.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data["embedding"].update(settings)
-    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
 def sync_json(repo: Path, *extra: str) -> dict[str, Any]:
@@ -48,12 +39,7 @@ def counts(repo: Path) -> tuple[int, int, int]:
 
 @pytest.fixture
 def history(repo: Path) -> Path:
-    commit(repo, "Add the cache module", {"cache.py": "def get(key):\n    return None\n"})
-    commit(
-        repo, "fix: expire the cache lock file after a crash", {"cache.py": "def get(key):\n    return 1\n"}
-    )
-    commit(repo, "docs: explain the release process", {"README.md": "# Release\n\nTag, then publish.\n"})
-    return repo
+    return cache_history(repo)
 
 
 # --- the built-in provider ------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from nexusmem.embed.local import LocalProvider
 from nexusmem.retrieve import query
 from nexusmem.store.vectors import read_all_vectors
 
-from helpers import commit, run_cli, run_script
+from helpers import run_cli, run_script
+from helpers.embedding import cache_history, set_embedding
 
 HIDDEN, HEADS, LAYERS, FFN, POSITIONS = 16, 2, 2, 32, 24
 WORDS = [
@@ -254,23 +255,9 @@ def test_no_model_path_is_unavailable() -> None:
         embed.make("local", "")
 
 
-def set_embedding(repo: Path, **settings: Any) -> None:
-    if not (repo / ".nexusmem" / "config.json").exists():
-        run_cli("-C", str(repo), "init")
-    path = repo / ".nexusmem" / "config.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data["embedding"].update(settings)
-    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-
-
 @pytest.fixture
 def history(repo: Path) -> Path:
-    commit(repo, "Add the cache module", {"cache.py": "def get(key):\n    return None\n"})
-    commit(
-        repo, "fix: expire the cache lock file after a crash", {"cache.py": "def get(key):\n    return 1\n"}
-    )
-    commit(repo, "docs: explain the release process", {"README.md": "# Release\n\nTag, then publish.\n"})
-    return repo
+    return cache_history(repo)
 
 
 def test_sync_and_query_with_a_local_model(history: Path, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@
 - helpers.cli: driving the CLI in-process (`run_cli`, `query_json`) or as the installed script (`run_script`)
 - helpers.nodes: node factories for tests that build memory by hand (`shell_node`, `commit_node`, ...)
 - helpers.env: the isolated HOME every test runs in (used by conftest)
+- helpers.embedding: `set_embedding` (the config section) and `cache_history` (three commits to embed)
 - helpers.mcp, helpers.ollama_standin, helpers.chat_standin: import these by module (they start servers or
   load the MCP SDK, which most tests do not need)
 """
