@@ -379,16 +379,20 @@ def recall(
 # --profile: what each part of the schema costs a push (the same rows, one cost removed at a time).
 VARIANTS: list[tuple[str, list[str]]] = [
     ("as shipped", []),
-    ("no HNSW", ["DROP INDEX nodes_emb"]),
-    ("no HNSW, no GIN(tsv)", ["DROP INDEX nodes_emb", "DROP INDEX nodes_tsv"]),
+    ("no HNSW", ["DROP INDEX nodes_emb_history, nodes_emb_shell"]),
+    ("no HNSW, no GIN(tsv)", ["DROP INDEX nodes_emb_history, nodes_emb_shell", "DROP INDEX nodes_tsv"]),
     (
         "no HNSW, no tsv column",
-        ["DROP INDEX nodes_emb", "DROP INDEX nodes_tsv", "ALTER TABLE nodes DROP COLUMN tsv"],
+        [
+            "DROP INDEX nodes_emb_history, nodes_emb_shell",
+            "DROP INDEX nodes_tsv",
+            "ALTER TABLE nodes DROP COLUMN tsv",
+        ],
     ),
     (
         "primary key only, no tsv",
         [
-            "DROP INDEX nodes_emb",
+            "DROP INDEX nodes_emb_history, nodes_emb_shell",
             "DROP INDEX nodes_tsv",
             "DROP INDEX nodes_files",
             "DROP INDEX nodes_project_ts",

@@ -191,8 +191,13 @@ def _big_history(member: Member, commits: int, *, embed: bool = False) -> None:
 
 
 def _index_ready(team_url: str) -> bool:
-    rows = _team_rows(team_url, "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('nodes_emb')")
-    return rows == [(True,)]
+    """Both HNSW graphs (shell commands; every other kind) exist and are valid."""
+    rows = _team_rows(
+        team_url,
+        "SELECT indisvalid FROM pg_index WHERE indexrelid IN"
+        " (to_regclass('nodes_emb_history'), to_regclass('nodes_emb_shell'))",
+    )
+    return rows == [(True,), (True,)]
 
 
 def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer_meanwhile(

@@ -305,3 +305,44 @@ def test_a_database_never_set_up_is_named_as_such(team_url: str) -> None:
 
     with pytest.raises(StoreError, match="holds no team memory yet: run `nexusmem team init"):
         TeamStore.open(team_url, PROJECT, "alice@example.com", "db.example")
+
+
+def _vector_row(node_id: str, kind: str, angle: float) -> tuple[Any, ...]:
+    """A node whose 256-d unit vector lies ANGLE radians from the first axis, in the first two axes."""
+    import math
+    from array import array
+
+    vec = [0.0] * 256
+    vec[0], vec[1] = math.cos(angle), math.sin(angle)
+    row = list(_row(node_id, f"{kind} {node_id[:4]}", "body"))
+    row[1] = kind
+    row[-1] = array("f", vec).tobytes()
+    return tuple(row)
+
+
+def test_the_k_nn_merges_the_history_kinds_when_shell_commands_are_among_the_nearest(store: Any) -> None:
+    """Shell commands nearest, commits further: the answer is the K nearest of both searches, each node
+    once, nearest first, with the distances the vectors give (1 - cos(angle))."""
+    import math
+    from array import array
+
+    from nexusmem.store.team import merge_nearest
+
+    angles = {f"{i:024x}": 0.01 * i for i in range(1, 6)}  # shell commands, nearest
+    angles.update({f"{100 + i:024x}": 0.2 + 0.01 * i for i in range(1, 4)})  # commits, further
+    store.push_batch(
+        [
+            _vector_row(node_id, "shell_command" if a < 0.1 else "git_commit", a)
+            for node_id, a in angles.items()
+        ]
+    )
+    question = [0.0] * 256
+    question[0] = 1.0
+    hits = store.search_vectors(array("f", question).tobytes(), 7)
+    assert [node_id for node_id, _ in hits] == list(angles)[:7]
+    for node_id, distance in hits:
+        assert distance == pytest.approx(1 - math.cos(angles[node_id]), abs=1e-5)
+
+    # The merge itself: one row per id at its smaller distance, nearest first, cut at K.
+    merged = merge_nearest([("a", 0.3, "x"), ("b", 0.1, "x")], [("a", 0.2, "y"), ("c", 0.4, "y")], 2)
+    assert merged == [("b", 0.1, "x"), ("a", 0.2, "y")]
