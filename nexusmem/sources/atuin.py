@@ -32,6 +32,7 @@ from typing import Any
 
 from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, Node
 from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.shell.agentcmd import AGENTS as OUR_AGENTS
 from nexusmem.sources.shell.agentcmd import canonical
 from nexusmem.sources.shell.attribution import Attributor
@@ -97,16 +98,9 @@ class AtuinSource:
         if not path.is_file():
             return  # no atuin here: nothing to say, the cursor stays
         state: dict[str, Any] = {}
-        if not ctx.full and ctx.cursor:
-            try:
-                loaded = json.loads(ctx.cursor)
-            except ValueError:
-                loaded = {}
-            if (
-                isinstance(loaded, dict)
-                and loaded.get("v") == _CURSOR_VERSION
-                and loaded.get("path") == str(path)
-            ):
+        if not ctx.full:
+            loaded = decode_cursor(ctx.cursor, _CURSOR_VERSION)
+            if loaded.get("path") == str(path):
                 state = loaded
         since: int = state["ts"] if type(state.get("ts")) is int else 0
         reader = ctx.known.get("atuin_history")  # the store's reader: sources speak no SQL

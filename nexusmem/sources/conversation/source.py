@@ -29,6 +29,7 @@ from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult
 from nexusmem.sources.conversation import aider, claude, codex, gemini
 from nexusmem.sources.conversation.build import Builder, Match
 from nexusmem.sources.conversation.model import Report, Resume, Thread
+from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.shell.attribution import Attributor
 
 AGENTS = ("claude-code", "codex", "aider", "gemini")
@@ -45,17 +46,8 @@ def _head_hash(path: Path) -> str:
 
 
 def _decode_cursor(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    if (
-        not isinstance(data, dict)
-        or data.get("v") != _CURSOR_VERSION
-        or not isinstance(data.get("files"), dict)
-    ):
+    data = decode_cursor(text, _CURSOR_VERSION)
+    if not isinstance(data.get("files"), dict):
         return {}
     files: dict[str, Any] = data["files"]
     return files

@@ -40,6 +40,7 @@ from nexusmem.nodes import Node, ts_ok
 from nexusmem.redact import redact
 from nexusmem.signals import _clamp
 from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.github import gh
 
 RELATION = "github"
@@ -150,11 +151,7 @@ def thread_signal(*, merged: bool, comments: int, labels: Iterable[str], closed:
 
 
 def _cursor(raw: str | None) -> dict[str, Any]:
-    try:
-        data = json.loads(raw or "")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) and data.get("v") == _CURSOR_VERSION else {}
+    return decode_cursor(raw, _CURSOR_VERSION)
 
 
 @dataclass

@@ -8,13 +8,13 @@ and the cursor check, and nothing of the collector (node building, signals, data
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from nexusmem.paths import shell_log_path
+from nexusmem.sources import cursor
 from nexusmem.sources.shell.attribution import Attributor, command_files
 from nexusmem.sources.shell.logline import LogLine, _head_hash, iter_log_records, log_line_from
 
@@ -29,15 +29,7 @@ TAIL_MAX_BYTES = 4 << 20
 
 def decode_cursor(text: str | None) -> dict[str, Any]:
     """The persisted state, or an empty one when missing, from another version, or unreadable."""
-    if not text:
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(data, dict) or data.get("v") != CURSOR_VERSION:
-        return {}
-    return data
+    return cursor.decode_cursor(text, CURSOR_VERSION)
 
 
 def resume_offset(path: Path, st: os.stat_result, saved: Any) -> int:
