@@ -193,11 +193,10 @@ def test_commit_stream_never_raises(chunks: list[bytes]) -> None:
         assert len(record.header.sha) in (40, 64)
 
 
-@pytest.fixture(scope="module")
-def patch_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
-    """The real `git log -p` output (as iter_diff_nodes asks for it) of a two-commit repository."""
-    repo = tmp_path_factory.mktemp("diffrepo")
-    env = {
+def _git_env() -> dict[str, str]:
+    """git with a fixed identity and no user or system config: a module-scoped fixture runs before the
+    per-test isolated HOME is in place."""
+    return {
         **os.environ,
         "GIT_AUTHOR_NAME": "A",
         "GIT_AUTHOR_EMAIL": "a@b",
@@ -206,6 +205,13 @@ def patch_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
     }
+
+
+@pytest.fixture(scope="module")
+def patch_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """The real `git log -p` output (as iter_diff_nodes asks for it) of a two-commit repository."""
+    repo = tmp_path_factory.mktemp("diffrepo")
+    env = _git_env()
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "feat: first"]):
         if args[0] == "add":
             (repo / "first.py").write_text("a = 1\nb = 2\n", encoding="utf-8")
@@ -241,15 +247,7 @@ def walk_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     """The real one-walk log (`git log -z -p --numstat -U1`, as iter_commits_with_words asks for it) of a
     repository with two changing commits and an empty one between them."""
     repo = tmp_path_factory.mktemp("walkrepo")
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "A",
-        "GIT_AUTHOR_EMAIL": "a@b",
-        "GIT_COMMITTER_NAME": "A",
-        "GIT_COMMITTER_EMAIL": "a@b",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-    }
+    env = _git_env()
     subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
     for name, text, message in (
         ("first.py", "def firstFunction():\n    return 1\n", "feat: first"),

@@ -245,20 +245,25 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
     assert _index_ready(team_url)
 
 
+def _kill_once_rows_land(proc: subprocess.Popen[str], team_url: str, rows: int = 10) -> None:
+    """SIGKILL the push PROC once the team store holds ROWS nodes (a minute at most): killed mid-push."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        count = _team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]
+        if isinstance(count, int) and count >= rows:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
 def test_a_killed_bulk_push_leaves_no_index_and_the_next_push_builds_it(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
     (alice,) = _members(tmp_path, origin, team_url, "alice")
     _big_history(alice, 60, embed=True)
     proc = _push_script(alice, "NEXUSMEM_TEAM_BATCH=5", "NEXUSMEM_TEAM_BULK_MIN=20")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        count = _team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]
-        if isinstance(count, int) and count >= 10:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    _kill_once_rows_land(proc, team_url)
     assert not _index_ready(team_url)  # killed between the load and the build
     assert "vector index missing" in alice.run("team", "status").stdout
     assert alice.json("team", "status")["vector_index"] is False
@@ -303,14 +308,7 @@ def test_a_killed_push_leaves_the_store_whole_and_the_next_push_completes_it(
     (alice,) = _members(tmp_path, origin, team_url, "alice")
     _big_history(alice, 60)
     proc = _push_script(alice, "NEXUSMEM_TEAM_BATCH=5")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        count = _team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]
-        if isinstance(count, int) and count >= 10:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    _kill_once_rows_land(proc, team_url)
     partial = int(str(_team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]))
     # Whole batches only: every row the server holds is complete (tsv, files, author) and not duplicated.
     assert _team_rows(
