@@ -10,16 +10,12 @@ Prints, for the shared questions (QUERIES, embedded as a question is):
   scan of the doc sections (--merge-kind);
 - --dedup M,EF_CONSTRUCTION (repeatable): the recall of an HNSW index over one row per distinct vector
   (built with those parameters in a table `recall_dedup`): whether duplicates are what hides neighbours;
-- --partial: a second HNSW index over the nodes that are not shell commands (`recall_partial`, dropped
-  afterwards), and the recall of the k-NN merged with that index's own k-NN (one more query a question):
-  whether a graph of the history kinds alone finds what the shell-dominated graph hides.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import re
 import sys
 import time
 from pathlib import Path
@@ -48,51 +44,6 @@ def set_ef(team: Any, ef: int) -> None:
     team._ef_search = EF_SEARCH_MIN  # search_vectors(.., 10) keeps this connection's setting
 
 
-def partial_recall(team: Any, blobs: dict[str, bytes], exact: dict[str, Any], project: str) -> None:
-    from nexusmem.store.team import vector_text
-
-    conn = team.conn
-    conn.execute("DROP INDEX IF EXISTS recall_partial")
-    conn.execute("SET maintenance_work_mem = '512MB'")
-    t0 = time.perf_counter()
-    conn.execute(
-        "CREATE INDEX recall_partial ON nodes USING hnsw (emb vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-        " WHERE kind <> 'shell_command'"
-    )
-    conn.execute("ANALYZE nodes")
-    built = time.perf_counter() - t0
-    sql = (
-        "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
-        " AND kind <> 'shell_command' ORDER BY emb <=> %s::vector LIMIT %s"
-    )
-    try:
-        v0 = vector_text(next(iter(blobs.values())))
-        for k in (10, 200):
-            plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + sql, (v0, project, v0, k)).fetchall())
-            used = re.findall(r"(?:Index|Seq) Scan (?:using (\w+) )?on", plan)
-            print(
-                f"partial index built in {built:.1f} s; the history k-NN of {k} scans: {used or plan[:200]}"
-            )
-        for ef in (40, 100, 200):
-            for k in (10, 200):
-                set_ef(team, max(ef, k))
-                total = 0
-                for q, b in blobs.items():
-                    hits = team.search_vectors(b, k)
-                    v = vector_text(b)
-                    t1 = time.perf_counter()
-                    more = [(r[0], float(r[1])) for r in conn.execute(sql, (v, project, v, k)).fetchall()]
-                    both = sorted({**dict(hits), **dict(more)}.items(), key=lambda t: t[1])[:10]
-                    total += tie_recall(both, exact[q])
-                print(
-                    f"ef_search {max(ef, k)}, k-NN of {k} + history k-NN of {k}:"
-                    f" recall@10 (ties) {total / (10 * len(blobs)):.3f}"
-                    f" (the second query: {(time.perf_counter() - t1) * 1000:.1f} ms, last question)"
-                )
-    finally:
-        conn.execute("DROP INDEX IF EXISTS recall_partial")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pgdata", required=True)
@@ -101,8 +52,7 @@ def main() -> None:
     ap.add_argument("--ef-search", default="40,100,200,1000")
     ap.add_argument("--merge-kind", default="doc_section")
     ap.add_argument("--dedup", action="append", default=[], metavar="M,EF_CONSTRUCTION")
-    ap.add_argument("--partial", action="store_true", help="merge with a partial index over non-shell kinds")
-    ap.add_argument("--skip-basic", action="store_true", help="only the --dedup / --partial parts")
+    ap.add_argument("--skip-basic", action="store_true", help="only the --dedup part")
     args = ap.parse_args()
 
     from nexusmem import embed
@@ -218,8 +168,6 @@ def main() -> None:
                     f"distinct vectors only, m {m}, ef_construction {efc} (built in {built:.1f} s):"
                     f" ef_search {ef}: recall@10 (ties) {total / (10 * len(blobs)):.3f}"
                 )
-        if args.partial:
-            partial_recall(team, blobs, exact, args.project)
         team.close()
     finally:
         server.server.cleanup()
