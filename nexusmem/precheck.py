@@ -234,24 +234,27 @@ def check(
                 else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
             )
 
-            # The tail as read: as typed (False) and redacted (True).
-            tails: dict[bool, list[TailCommand]] = {}
+            typed = _unsynced_read(root, cursor)  # the hook log's unsynced tail, read once, as typed
 
             def findings(
-                redacted: bool,
-            ) -> tuple[list[tuple[str, str, str]], dict[str, list[Finding]], dict[str, list[Finding]], bool]:
+                tail: list[TailCommand],
+            ) -> tuple[
+                list[tuple[str, str, str]],
+                dict[str, list[Finding]],
+                dict[str, list[Finding]],
+                list[OpenFailure],
+            ]:
+                """Naming, findings by file and by importer, and the open failures when the answer is to be
+                taken again from the tail redacted (none: this answer stands)."""
                 merged, naming, from_tail = _with_unsynced(
-                    root,
-                    cursor,
                     commands,
                     stored_naming,
                     own | extra,
                     start,
                     end,
+                    tail,
                     who=who,
-                    redacted=redacted,
                     secondhand=store.secondhand_keys,
-                    tails=tails,
                 )
                 open_failures = _open_failures(merged, author_ok)
                 if extra and open_failures:
@@ -261,20 +264,29 @@ def check(
                     naming = naming + [
                         (path, node_id, "shell_command") for node_id, path in named if path in extra
                     ]
-                failures, again = _unresolved_failures(store, files, open_failures, naming)
+                failures, redacted_value = _unresolved_failures(store, files, open_failures, naming)
                 # An importer's failures count only when the command names the importer's path (or a folder
                 # holding it): its bare module name would widen a guess into a wrong warning.
                 via: dict[str, list[Finding]] = {}
                 if importer_paths:
-                    via, again_via = _unresolved_failures(
+                    via, redacted_via = _unresolved_failures(
                         store, importer_paths, open_failures, naming, by_name=False
                     )
-                    again = again or again_via
-                return naming, failures, via, from_tail and again
+                    redacted_value = redacted_value or redacted_via
+                # Redacting the tail's commands can only merge commands (resolving more failures) and take
+                # words out of them, so the answer from the tail as typed stands unless a failure from the tail
+                # is still open (it may be shown: never as typed), or a failure weighed holds a redacted value
+                # (a redacted tail command might be its retry).
+                if from_tail and (redacted_value or any(f[0] in from_tail for f in open_failures)):
+                    return naming, failures, via, open_failures
+                return naming, failures, via, []
 
-            naming, failures, via, again = findings(redacted=False)
-            if again:
-                naming, failures, via, _ = findings(redacted=True)
+            naming, failures, via, open_typed = findings(typed)
+            if open_typed:
+                from nexusmem.sources.shell.tail import with_texts
+
+                texts = _texts_to_redact(typed, open_typed)
+                naming, failures, via, _ = findings(with_texts(root, typed, texts))
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
         if kind == "git_commit":
@@ -345,47 +357,40 @@ def _synced_offset(cursor: str | None, st: os.stat_result) -> int:
     return 0
 
 
+def _unsynced_read(root: Path, cursor: str | None) -> list[TailCommand]:
+    """The hook log's commands in ROOT past its shell cursor (see the module docstring), as typed: never to be
+    shown before with_texts() has redacted them (_texts_to_redact)."""
+    try:
+        st = os.stat(paths.shell_log_path())
+    except OSError:
+        return []
+    if st.st_size <= _synced_offset(cursor, st):
+        return []  # the usual case right after a sync: no import, no read
+    from nexusmem.sources.shell import tail as shell_tail
+
+    return shell_tail.unsynced_tail(root, cursor, redacted=False)
+
+
 def _with_unsynced(
-    root: Path,
-    cursor: str | None,
     commands: list[tuple[str, str, int, str | None, int | None]],
     naming: list[tuple[str, str, str]],
     lookup: set[str],
     start: int,
     end: int,
+    read: list[TailCommand],
     *,
     who: dict[str, dict[str, str]] | None = None,
-    redacted: bool = False,
     secondhand: Callable[[list[str]], dict[str, str]] | None = None,
-    tails: dict[bool, list[TailCommand]] | None = None,
-) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]], bool]:
-    """COMMANDS and NAMING with the hook log's unsynced tail added (see the module docstring), and whether
-    the tail added anything. Without REDACTED the tail's commands are as typed: never to be shown. The
-    tail's authors go into WHO when it is given.
+) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]], set[str]]:
+    """COMMANDS and NAMING with READ (the hook log's unsynced tail) added, and the ids the tail's commands
+    take in them (none: the tail added nothing). The tail's authors go into WHO when it is given.
 
     An agent's call already stored from its transcript (SECONDHAND: natural key → id) and now in the tail as
     its hook's line is one command, not two: the line takes the stored node's place (and id, so its links
-    count), with the hook's exit code, as the next sync will store it.
-
-    TAILS keeps the tail as read (by REDACTED): read as typed once, the redacted tail is that same read with
-    each command redacted (sources/shell/tail.redacted_tail), not a second parse of the log."""
-    try:
-        st = os.stat(paths.shell_log_path())
-    except OSError:
-        return commands, naming, False
-    if st.st_size <= _synced_offset(cursor, st):
-        return commands, naming, False  # the usual case right after a sync: no import, no read
-    from nexusmem.sources.shell import tail as shell_tail
-
-    if tails is not None and redacted and False in tails:
-        read = shell_tail.redacted_tail(root, tails[False])
-    else:
-        read = shell_tail.unsynced_tail(root, cursor, redacted=redacted)
-    if tails is not None:
-        tails[redacted] = read
+    count), with the hook's exit code, as the next sync will store it."""
     tail = [t for t in read if start <= t.ts < end]
     if not tail:
-        return commands, naming, False
+        return commands, naming, set()
     known = {(command, ts) for _id, command, ts, _cwd, _code in commands}
     fresh = [t for t in tail if (t.command, t.ts) not in known]  # a sync may have raced this read
     keyed = [t.call_key for t in fresh if t.call_key is not None]
@@ -403,7 +408,48 @@ def _with_unsynced(
         [*commands, *((t.key, t.command, t.ts, t.cwd, t.exit) for t in fresh)], key=lambda c: c[2]
     )
     named = [*naming, *((f, t.key, "shell_command") for t in fresh for f in t.files if f in lookup)]
-    return merged, named, bool(fresh)
+    return merged, named, {t.key for t in fresh}
+
+
+def _texts_to_redact(tail: list[TailCommand], open_failures: list[OpenFailure]) -> dict[str, str]:
+    """Typed text → redacted text of the commands of TAIL (read as typed) that the answer needs redacted:
+    every failing one (precheck shows failures, so whatever it can show is redacted), and every passing one
+    that could, once redacted, be the retry of a failure open in the answer from the tail as typed
+    (OPEN_FAILURES). The others stay as typed and are never shown (a success never is): they resolve nothing
+    either way, so the answer is the one redacting every command gives, for a fraction of the redactions (the
+    benchmark's tail: 50 of 200 commands, ~0.1 ms each).
+
+    Why a success left out resolves nothing: redaction replaces spans of a text by placeholders (which hold no
+    whitespace) and keeps the rest byte for byte, so each placeholder-free word (whitespace-separated) of a
+    redacted text is a whole word of the text it came from. A success T is the retry of a failure F only if
+    redact(T) and redact(F) are the same words (nexusmem.resolved), so only if every placeholder-free word of
+    redact(F) is a word of T: a T failing that test is left as typed, and as typed it is not redact(F) either
+    (redact(F) redacts to itself, T does not). Redacting only ever resolves failures, never opens one, so the
+    failures open in the typed answer are all it can be tested against."""
+    from nexusmem.redact import redact
+
+    texts: dict[str, str] = {}
+    for t in tail:
+        if t.exit and t.command not in texts:  # failed (None: exit unknown, neither fails nor resolves)
+            texts[t.command] = redact(t.command)
+    # Each open failure's placeholder-free words, filed per cwd under its longest word.
+    needs: dict[tuple[str | None, str], list[frozenset[str]]] = {}
+    anything: set[str | None] = set()  # the cwds of a failure whose every word is a placeholder
+    for _id, command, _ts, cwd, _code in open_failures:
+        words = frozenset(w for w in texts.get(command, command).split() if PLACEHOLDER not in w)
+        if words:
+            needs.setdefault((cwd, max(words, key=len)), []).append(words)
+        else:
+            anything.add(cwd)
+    tried: set[tuple[str, str]] = set()
+    for t in tail:
+        if t.exit != 0 or t.command in texts or (t.command, t.cwd) in tried:
+            continue
+        tried.add((t.command, t.cwd))
+        typed = set(t.command.split())
+        if t.cwd in anything or any(w <= typed for word in typed for w in needs.get((t.cwd, word), ())):
+            texts[t.command] = redact(t.command)
+    return texts
 
 
 OpenFailure = tuple[str, str, int, "str | None", int]
@@ -435,13 +481,10 @@ def _unresolved_failures(
     *,
     by_name: bool = True,
 ) -> tuple[dict[str, list[Finding]], bool]:
-    """Findings per file, and whether redacting the unsynced tail could change them (see below)."""
+    """Findings per file, and whether a failure naming one of FILES holds a redacted value (a redacted
+    command of the unsynced tail might be its retry: see check)."""
     if not open_failures:
         return {}, False
-    # Redacting the tail's commands can only merge commands (resolving more) and take words out of them, so
-    # the answer from the commands as typed stands unless a tail command failed and stays unresolved, or a
-    # failure to show holds a redacted value that a redacted tail command might match.
-    redact_first = any(f[0].startswith("log:") for f in open_failures)
     # Which files each failure names: node_files (the file or a parent directory), or the module name.
     by_id: dict[str, set[str]] = {}
     wanted = set(files)
@@ -472,9 +515,9 @@ def _unresolved_failures(
             for hit in pattern.findall(command):
                 by_id.setdefault(node_id, set()).update(stems[hit])
     candidates = [f for f in open_failures if f[0] in by_id]
-    redact_first = redact_first or any(PLACEHOLDER in f[1] for f in candidates)
+    redacted_value = any(PLACEHOLDER in f[1] for f in candidates)
     if not candidates:
-        return {}, redact_first
+        return {}, redacted_value
     linked = {from_id for from_id, _to, _rel in store.links_from([f[0] for f in candidates])}
     # Newest first; one finding per (file, command, cwd), carrying how often it failed unresolved.
     grouped: dict[tuple[str, str, str | None], list[tuple[str, str, int, str | None, int]]] = {}
@@ -505,7 +548,7 @@ def _unresolved_failures(
                 ),
             )
         )
-    return out, redact_first
+    return out, redacted_value
 
 
 def run(
