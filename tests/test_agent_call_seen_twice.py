@@ -43,8 +43,9 @@ def write_transcript(repo: Path, home: Path) -> None:
     w.write(home / ".claude" / "projects" / "-repo" / f"{SESSION}.jsonl")
 
 
-def fire_hook(repo: Path, home: Path) -> None:
-    """The same call as the hook sees it: Claude Code runs the installed command with the payload on stdin."""
+def fire_hook(repo: Path, home: Path, command_line: str = "pytest tests/test_cache.py -x") -> None:
+    """The same call as the hook sees it: Claude Code runs the installed command with the payload on stdin
+    (COMMAND_LINE: what the agent ran after `cd <repo> &&`)."""
     settings = json.loads((home / ".claude" / "settings.json").read_text(encoding="utf-8"))
     (command,) = [
         h["command"]
@@ -59,7 +60,7 @@ def fire_hook(repo: Path, home: Path) -> None:
         "permission_mode": "default",
         "hook_event_name": "PostToolUseFailure",
         "tool_name": "Bash",
-        "tool_input": {"command": f"cd {repo} && pytest tests/test_cache.py -x", "description": "Run"},
+        "tool_input": {"command": f"cd {repo} && {command_line}", "description": "Run"},
         "tool_use_id": CALL,
         # The real code (pytest's 2 = interrupted/usage), where the transcript fixture says 1: which one is
         # stored shows whose record won.
@@ -143,6 +144,31 @@ def test_transcript_first_then_the_hook_line(repo_with_tests: Path, isolated_hom
     node = assert_the_hooks_record(repo)
     assert node.id == seen.id
     assert "seen in" not in run_cli("-C", str(repo), "show", node.id).stdout
+
+
+def test_a_secret_in_the_hook_line_of_a_call_seen_in_its_transcript_is_never_shown(
+    repo_with_tests: Path, isolated_home: Path
+) -> None:
+    """The hook's line, not synced yet, takes the transcript node's place (and id) in precheck's answer: its
+    command is shown redacted like any other failure of the tail (it was shown as typed, secret and all,
+    when only the tail's own `log:` ids counted as the tail's)."""
+    repo = repo_with_tests
+    key = "sk-" + "7Qx9" * 10
+    write_transcript(repo, isolated_home)
+    sync(repo, "--conversation")
+    fire_hook(repo, isolated_home, f"pytest tests/test_cache.py -x --api-key={key}")
+    for args in (["--json"], []):
+        out = run_cli("-C", str(repo), "precheck", *args, "tests/test_cache.py")
+        assert "7Qx97Qx9" not in out.stdout + out.stderr
+    findings = json.loads(run_cli("-C", str(repo), "precheck", "--json", "tests/test_cache.py").stdout)
+    (finding,) = [f for f in findings["findings"] if f["kind"] == "failure"]
+    assert (finding["command"], finding["exit"]) == (
+        "pytest tests/test_cache.py -x --api-key=«redacted:openai-key»",
+        2,
+    )
+    sync(repo, "--conversation")  # the same answer from the store
+    stored = json.loads(run_cli("-C", str(repo), "precheck", "--json", "tests/test_cache.py").stdout)
+    assert [f for f in stored["findings"] if f["kind"] == "failure"] == [finding]
 
 
 def test_both_in_one_sync(repo_with_tests: Path, isolated_home: Path) -> None:
