@@ -411,3 +411,81 @@ def test_a_secret_in_a_failing_unsynced_command_is_never_shown(repo: Path) -> No
     before = json.loads(as_json.stdout)["findings"]
     sync.sync(repo)
     assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == before
+
+
+def test_only_the_tails_failures_and_their_possible_retries_are_redacted(repo: Path) -> None:
+    """With a failure in the unsynced tail, precheck redacts the failing commands (it may show them) and the
+    passing ones that could be their retry once redacted (same cwd, every placeholder-free word of the
+    redacted failure among theirs), not the rest of the tail; the answer is the one a sync gives."""
+    from nexusmem.sources.shell import tail
+
+    project(repo)
+    write_log(repo, [("make lint", 0, DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    t1, t2, t3, t4 = ("ghp_" + part * 9 for part in ("a1B2", "c3D4", "e5F6", "g7H8"))
+    failing = f"pytest tests/test_cache.py --token={t1}"
+    retry = f"pytest tests/test_cache.py --token={t2}"  # the same command once redacted
+    lines = [
+        (repo, failing, 1),
+        (repo, retry, 0),
+        (repo, f"pytest tests/test_parser.py --token={t3}", 0),  # lacks the word tests/test_cache.py
+        (repo / "src", f"pytest ../tests/test_cache.py --token={t4}", 0),  # another directory
+        (repo, f"make deploy PASSWORD={t4}", 0),
+        (repo, f"pytest tests/test_cache.py -k slow --token={t3}", 1),  # failing: redacted
+    ]
+    with shell_log_path().open("ab") as log:
+        for n, (cwd, command, code) in enumerate(lines):
+            log.write(hook_line(cwd, command, code, 60_000 - n * 1_000))
+    with open_store(repo / ".nexusmem" / "memory.db") as store:
+        cursor = store.cursor("shell")
+    typed = tail.unsynced_tail(repo, cursor, redacted=False)
+    merged = [(t.key, t.command, t.ts, t.cwd, t.exit) for t in typed]
+    texts = precheck._texts_to_redact(typed, precheck._open_failures(merged))
+    assert sorted(texts) == sorted([failing, retry, lines[-1][1]])
+    assert texts[failing] == texts[retry] == "pytest tests/test_cache.py --token=«redacted:github-token»"
+    shown = run_cli("-C", str(repo), "precheck", "--json").stdout
+    [finding] = json.loads(shown)["findings"]  # the retry resolved the first failure
+    assert finding["command"] == "pytest tests/test_cache.py -k slow --token=«redacted:github-token»"
+    assert not any(secret in shown for secret in (t1, t2, t3, t4))
+    sync.sync(repo)
+    assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == [finding]
+
+
+def test_a_tail_redacted_in_part_answers_as_a_sync_does(repo: Path) -> None:
+    """Failures and passes that differ only in secrets, in two directories, some failures already synced:
+    precheck's answer from the unsynced tail (redacting only what can matter) is the answer after the sync
+    (every command redacted), and no secret of the tail is printed."""
+    project(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    (repo / "src/parser.py").write_text("y = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py", "src/parser.py")
+    secrets = ["ghp_" + f"{n:02d}aB" * 9 for n in range(6)]
+    shapes = [
+        "pytest tests/test_cache.py --token={}",
+        "pytest tests/test_cache.py -x --token={}",
+        "env API_TOKEN={} pytest src/parser.py",
+        "{}",  # a command that is all secret
+        "curl -H 'Authorization: Bearer {}' http://localhost/cache",
+        "ruff check src/ --api-key={}",
+    ]
+    runs: list[tuple[Path, str, int]] = []
+    for n in range(36):  # six rounds of the six shapes, each round with its own secret
+        turn = n // len(shapes)
+        cwd = repo if n % 5 else repo / "src"
+        command = shapes[n % len(shapes)].format(secrets[turn])
+        runs.append((cwd, command, 1 + turn % 2 if turn in (0, 2, 5) else 0))
+    write_log(repo, [("pytest tests/test_cache.py --token=" + secrets[1], 1, 2 * DAY_MS)])
+    sync.sync(repo)  # one failure stored redacted: a redacted success in the tail can be its retry
+    with shell_log_path().open("ab") as log:
+        for n, (cwd, command, code) in enumerate(runs):
+            log.write(hook_line(cwd, command, code, 100_000 - n * 1_000))
+    before = run_cli("-C", str(repo), "precheck", "--json").stdout
+    human = run_cli("-C", str(repo), "precheck")
+    for out in (before, human.stdout + human.stderr):
+        assert not any(secret[:12] in out for secret in secrets)
+    sync.sync(repo)
+    after = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
+    assert json.loads(before)["findings"] == after
+    assert {f["kind"] for f in after} == {"failure"} and len(after) >= 4
