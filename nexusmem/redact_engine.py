@@ -32,8 +32,9 @@ benchmarks/bench_redact.py measures MB/s on a realistic mix (15 MB/s CPU, was 8 
 
 Load. No regex is compiled at import (~3 ms instead of 60-85): each compiles on first use, and a short text
 runs only the passes whose literals it holds until they are compiled (_PREFILTER_MAX), so `precheck`
-showing a failing command redacted compiles the ~15 regexes that command can match. The output is the
-same either way (tests/test_redact_prefilter.py).
+showing a failing command redacted compiles the ~15 regexes that command can match; a token pass it opens
+is compiled from only the rules whose literal the text holds (_AnchorScan.pattern_for: the `sk-` branch of
+the 1,449-character `s` pass). The output is the same either way (tests/test_redact_prefilter.py).
 """
 
 from __future__ import annotations
@@ -1381,9 +1382,9 @@ class _AnchorScan:
     """One pass over the text: a match of its pattern at P means a rule's literal starts at P - offset
     (offset <= REACH) and its whole pattern matches there. LITERALS are its rules' literals, AT the offset
     of the anchor in each: a text holding none of them is not scanned, and the pattern is built and
-    compiled on the first text that has one."""
+    compiled on the first text that has one (a short text: see pattern_for)."""
 
-    __slots__ = ("_compiled", "anchor", "at", "literals", "members", "reach")
+    __slots__ = ("_compiled", "_partial", "anchor", "at", "literals", "members", "reach")
 
     def __init__(self, anchor: str, members: tuple[tuple[int, Rule], ...], at: dict[str, int]) -> None:
         self.anchor = anchor
@@ -1392,17 +1393,53 @@ class _AnchorScan:
         self.literals = tuple(self.at)
         self.reach = max(self.at.values())
         self._compiled: re.Pattern[str] | None = None
+        self._partial: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+    def source(self, literals: Iterable[str] | None = None) -> str:
+        """The pattern of the rules of LITERALS (None: all of them), in the members' order."""
+        keep = None if literals is None else set(literals)
+        branches = []
+        for _, rule in self.members:
+            literal, at = rule.literal, self.at[rule.literal]
+            if keep is not None and literal not in keep:
+                continue
+            behind = f"(?<={re.escape(literal)})" if at else ""
+            branches.append((literal[at + 1 :], behind + _source_after_literal(rule)))
+        return re.escape(self.anchor) + _trie(branches)
 
     def pattern(self) -> re.Pattern[str]:
         compiled = self._compiled
         if compiled is None:
-            branches = []
-            for _, rule in self.members:
-                literal, at = rule.literal, self.at[rule.literal]
-                behind = f"(?<={re.escape(literal)})" if at else ""
-                branches.append((literal[at + 1 :], behind + _source_after_literal(rule)))
-            compiled = self._compiled = re.compile(re.escape(self.anchor) + _trie(branches))
+            compiled = self._compiled = re.compile(self.source())
         return compiled
+
+    def pattern_for(self, text: str) -> re.Pattern[str] | None:
+        """The pass for a short TEXT that holds the anchor (None: none of the literals, nothing to scan): the
+        whole pattern once compiled; before that, the pattern of only the rules whose literal TEXT holds.
+
+        That is the same pass: a branch whose literal is not in the text matches nowhere, and dropping it
+        changes the order of no two branches that can match at one position (_trie orders alternatives by
+        their next character, which two matches at one position share, and puts the ends last in list
+        order), so every match and where the next search starts are the same. What it saves is compiling:
+        the benchmark's failing command (`--api-key=sk-…`) opens the `s` pass, 1,449 characters of regex
+        (7-13 ms to compile on the 2-core build machine), of which it needs the `sk-` branch. After
+        _PARTIAL_MAX such subsets (a sync's short texts) the whole pattern is compiled and used instead."""
+        if self._compiled is not None:
+            return self._compiled if any(map(text.__contains__, self.literals)) else None
+        present = tuple(literal for literal in self.literals if literal in text)
+        if not present:
+            return None
+        partial = self._partial.get(present)
+        if partial is None:
+            if len(present) == len(self.literals) or len(self._partial) >= _PARTIAL_MAX:
+                return self.pattern()
+            partial = self._partial[present] = re.compile(self.source(present))
+        return partial
+
+
+# How many partial patterns a pass compiles (for texts holding different subsets of its literals) before it
+# compiles its whole pattern: precheck's failing commands need one or two; a sync soon needs the whole.
+_PARTIAL_MAX = 3
 
 
 def _anchor_scans(rules: Iterable[tuple[int, Rule]], often: frozenset[str]) -> tuple[_AnchorScan, ...]:
@@ -1456,12 +1493,13 @@ def _collect(text: str, gates: dict[int, bool], hits: list[_Hit], prefilter: boo
     (and of the shorter literals it starts with: `eyJ` after `eyJrIjoi`) are tried, the first match wins.
     A pass none of whose literals is in TEXT is skipped when PREFILTER says so (see _redact_counts)."""
     for scan in _TOKEN_SCANS:
-        if (
-            (prefilter or (prefilter is None and scan._compiled is None))
-            and (scan.anchor not in text or not any(map(text.__contains__, scan.literals)))
-        ):  # fmt: skip
-            continue
-        for found in (scan._compiled or scan.pattern()).finditer(text):
+        if prefilter or (prefilter is None and scan._compiled is None):
+            pattern = scan.pattern_for(text) if scan.anchor in text else None
+            if pattern is None:
+                continue
+        else:
+            pattern = scan._compiled or scan.pattern()
+        for found in pattern.finditer(text):
             anchor = found.start()
             for _, rule in scan.members:
                 start = anchor - _ANCHOR_AT[rule.literal]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 import subprocess
 import sys
@@ -109,3 +110,47 @@ def test_a_short_command_compiles_few_of_the_engines_regexes() -> None:
     assert out == "pytest tests/test_api.py -k case_1 --api-key=«redacted:openai-key»"
     assert int(total) > 200
     assert int(done) <= 12, shown
+
+
+def test_a_pass_built_from_the_literals_a_text_holds_finds_what_the_whole_pass_finds() -> None:
+    """A short text runs a token pass compiled from only the rules whose literal it holds (pattern_for):
+    the same matches at the same places as the whole pass, over every subset the corpus and the generated
+    mix hold; the engine's answer through those partial passes is the answer without them."""
+    texts = _fixture_texts() + _generated_texts(1500, seed=11)
+    compared = partial = 0
+    cache: dict[tuple[int, tuple[str, ...]], re.Pattern[str]] = {}
+    for text in texts:
+        for n, scan in enumerate(redact_engine._TOKEN_SCANS):
+            present = tuple(literal for literal in scan.literals if literal in text)
+            if not present:
+                continue
+            key = (n, present)
+            if key not in cache:
+                cache[key] = re.compile(scan.source(present))
+            spans = [m.span() for m in cache[key].finditer(text)]
+            assert spans == [m.span() for m in scan.pattern().finditer(text)], (scan.anchor, present, text)
+            compared += bool(spans)
+            partial += len(present) < len(scan.literals)
+    assert compared > 500 and partial > 1000, (compared, partial)
+
+
+def test_a_fresh_engine_answers_through_partial_passes_as_through_whole_ones() -> None:
+    """In a fresh process (nothing compiled yet), short texts go through partial passes (here with no limit
+    on how many a pass compiles, so that every text does): the answers are those of the whole passes."""
+    texts = [t for t in _fixture_texts() + _generated_texts(300, seed=5) if len(t) <= 4096]
+    code = (
+        "import json, sys\n"
+        "from nexusmem import redact_engine as e\n"
+        "e._PARTIAL_MAX = 10**6\n"
+        "texts = json.loads(sys.stdin.read())\n"
+        "out = [e.redact_counts(t) for t in texts]\n"
+        "partial = sum(len(s._partial) for s in e._TOKEN_SCANS)\n"
+        "print(json.dumps([out, partial]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(texts), capture_output=True, text=True, check=True
+    )
+    fresh, partial = json.loads(done.stdout)
+    assert partial > 100
+    for text, (redacted, counts) in zip(texts, fresh, strict=True):
+        assert (redacted, counts) == redact_engine._redact_counts(text, False), text
