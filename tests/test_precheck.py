@@ -489,3 +489,26 @@ def test_a_tail_redacted_in_part_answers_as_a_sync_does(repo: Path) -> None:
     after = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
     assert json.loads(before)["findings"] == after
     assert {f["kind"] for f in after} == {"failure"} and len(after) >= 4
+
+
+def test_the_tails_command_type_has_the_fields_its_annotations_declare() -> None:
+    """TailCommand's fields are declared twice in sources/shell/tail.py (annotated for the type checker, a
+    collections.namedtuple at run time): the two agree, names, order and defaults."""
+    import ast
+    import inspect
+
+    from nexusmem.sources.shell import tail
+
+    module = ast.parse(inspect.getsource(tail))
+    (declared,) = [
+        node for node in ast.walk(module) if isinstance(node, ast.ClassDef) and node.name == "_Fields"
+    ]
+    fields = [s for s in declared.body if isinstance(s, ast.AnnAssign)]
+    names = [s.target.id for s in fields if isinstance(s.target, ast.Name)]
+    defaults = {
+        s.target.id: ast.literal_eval(s.value)
+        for s in fields
+        if isinstance(s.target, ast.Name) and s.value is not None
+    }
+    assert tail.TailCommand._fields == tuple(names)
+    assert tail.TailCommand._field_defaults == defaults
