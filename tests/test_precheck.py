@@ -441,6 +441,7 @@ def test_only_the_tails_failures_and_their_possible_retries_are_redacted(repo: P
     with open_store(repo / ".nexusmem" / "memory.db") as store:
         cursor = store.cursor("shell")
     typed = tail.unsynced_tail(repo, cursor, redacted=False)
+    merged: list[tuple[str, str, int, str | None, int | None]]
     merged = [(t.key, t.command, t.ts, t.cwd, t.exit) for t in typed]
     texts = precheck._texts_to_redact(typed, precheck._open_failures(merged))
     assert sorted(texts) == sorted([failing, retry, lines[-1][1]])
