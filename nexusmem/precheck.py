@@ -235,6 +235,7 @@ def check(
             )
 
             typed = _unsynced_read(root, cursor)  # the hook log's unsynced tail, read once, as typed
+            normalised: dict[str, str] = {}  # each command's text as compared, for both answers
 
             def findings(
                 tail: list[TailCommand],
@@ -256,7 +257,7 @@ def check(
                     who=who,
                     secondhand=store.secondhand_keys,
                 )
-                open_failures = _open_failures(merged, author_ok)
+                open_failures = _open_failures(merged, author_ok, normalised)
                 if extra and open_failures:
                     # The importers' paths named by open failures: the files of those few commands, not every
                     # node naming each importer (a file of a long history is named by hundreds of commits).
@@ -458,13 +459,16 @@ OpenFailure = tuple[str, str, int, "str | None", int]
 def _open_failures(
     commands: list[tuple[str, str, int, str | None, int | None]],
     author_ok: Callable[[str], bool] | None = None,
+    normalised: dict[str, str] | None = None,
 ) -> list[OpenFailure]:
     """(id, command, ts, cwd, exit) of the failures no later run of the same command resolved (of the
-    authors AUTHOR_OK keeps)."""
+    authors AUTHOR_OK keeps). NORMALISED: resolved.retries' cache, for a second sweep over the same window."""
     # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
     # the window holds every command later than any failure in it), or by a link the linker recorded.
     found, resolved_by = resolved.retries(
-        ((node_id, ts, command, cwd, code) for node_id, command, ts, cwd, code in commands), within_ms=None
+        ((node_id, ts, command, cwd, code) for node_id, command, ts, cwd, code in commands),
+        within_ms=None,
+        normalised=normalised,
     )
     return [
         (node_id, command, ts, cwd, code)

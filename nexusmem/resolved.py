@@ -28,18 +28,23 @@ def normalise(command: str) -> str:
 
 
 def retries(
-    commands: Iterable[Command], *, within_ms: int | None = RETRY_WINDOW_MS
+    commands: Iterable[Command],
+    *,
+    within_ms: int | None = RETRY_WINDOW_MS,
+    normalised: dict[str, str] | None = None,
 ) -> tuple[list[Command], dict[str, tuple[str, int]]]:
     """The failures among COMMANDS (oldest first) and, per failure id, its resolving success (id, ts).
 
     COMMANDS must come in time order. A success within WITHIN_MS of a failure (None: any time later)
     resolves it. One sweep: a success releases every failure of the same (text, cwd) still waiting, since it
     is the first success after each of them; those it is too late for stay unresolved for good.
+    NORMALISED (command -> normalise(command)) is kept for a caller's next sweep over the same commands.
     """
     failures: list[Command] = []
     resolved: dict[str, tuple[str, int]] = {}
     waiting: dict[tuple[str, str], list[Command]] = {}
-    normalised: dict[str, str] = {}  # a real log repeats a few hundred commands thousands of times
+    if normalised is None:
+        normalised = {}  # a real log repeats a few hundred commands thousands of times
     for row in commands:
         node_id, ts, command, cwd, exit_code = row
         if cwd is None or exit_code is None:
