@@ -9,7 +9,10 @@ diffs, docs) have no author in this sense and always pass the filter. Stdlib onl
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
+if TYPE_CHECKING:
+    from typing import Any
 
 ME, AGENTS = "me", "agents"
 HELP = (

@@ -27,11 +27,13 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from nexusmem import authors, gitcmd, paths, resolved, timefmt
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
+    from typing import Any
+
     from nexusmem.sources.shell.tail import TailCommand
     from nexusmem.store.hookreads import HookReader
 

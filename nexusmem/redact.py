@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import re
 from types import ModuleType
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["PLACEHOLDER_RE", "placeholder", "redact", "redact_counts"]
 

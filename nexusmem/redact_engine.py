@@ -45,7 +45,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["PATTERNS", "PLACEHOLDER_RE", "Rule", "placeholder", "redact", "redact_counts"]
 

@@ -6,7 +6,10 @@ Stdlib only: precheck's shell tail (sources/shell/tail.py) reads the shell curso
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def decode_cursor(text: str | None, version: int) -> dict[str, Any]:

@@ -8,9 +8,11 @@ class with every mixin and dataclass.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
+    from typing import Any
+
     from nexusmem.store.db import Store, open_store
     from nexusmem.store.nodes import StoredNode
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import sqlean
 
 from nexusmem.errors import StoreError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Every driver failure (OperationalError, IntegrityError, DatabaseError...) derives from this.
 DriverError = sqlean.Error

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from nexusmem.store import connection, health
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
+if TYPE_CHECKING:
+    from typing import Any
 
 BATCH = 500
 

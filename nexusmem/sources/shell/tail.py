@@ -12,7 +12,6 @@ import os
 from collections import namedtuple
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nexusmem.paths import shell_log_path
 from nexusmem.sources import cursor
@@ -62,7 +61,9 @@ def call_key(line: LogLine) -> str | None:
     return None
 
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
+    from typing import Any, NamedTuple
 
     class _Fields(NamedTuple):
         key: str  # "log:<byte offset>", standing in for a node id
