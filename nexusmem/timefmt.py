@@ -8,19 +8,17 @@ different dates for the same command (precheck used local time until both came h
 from __future__ import annotations
 
 import functools
-import time
+from datetime import datetime, timezone
 
 DAY_MS = 86_400_000
-# The days datetime can show: 0001-01-01 to 9999-12-31, as days from the epoch.
-_FIRST_DAY, _LAST_DAY = -719_162, 2_932_896
 
 
 @functools.lru_cache(maxsize=4096)
 def _day_of(days: int) -> str:
-    """time.gmtime, not datetime: importing datetime was ~2 ms of every cold precheck (which prints dates)."""
-    if not _FIRST_DAY <= days <= _LAST_DAY:  # stored before ingest range-checked times (year > 9999)
+    try:
+        return datetime.fromtimestamp(days * 86400, tz=timezone.utc).strftime("%Y-%m-%d")
+    except (ValueError, OverflowError, OSError):  # stored before ingest range-checked times (year > 9999)
         return "????-??-??"
-    return time.strftime("%Y-%m-%d", time.gmtime(days * 86400))
 
 
 def day(ts_ms: int) -> str:
@@ -32,8 +30,6 @@ def iso(ts_ms: int) -> str:
     """ISO 8601 UTC, whole seconds, of an epoch-ms time: 2024-05-01T12:00:00+00:00. A time no date can
     show (a store written before ingest checked times: 1e15 ms is year 33658) reads as its number instead
     of failing the whole answer."""
-    from datetime import datetime, timezone
-
     try:
         return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
     except (ValueError, OverflowError, OSError):
