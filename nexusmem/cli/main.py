@@ -47,12 +47,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(f"nexusmem {__version__}\n")
         return
     try:
-        if args[:1] in (["precheck"], ["query"], ["sync"]):
+        form = plain_form(args)
+        if form is not None:
             # The commit hook's, the agent's and the scripts' commands: their plain forms answer without
             # importing click (cli/plain.py); anything else (help, usage errors, rarer options) goes on to click.
             from nexusmem.cli import plain
 
-            code = {"precheck": plain.precheck, "query": plain.query, "sync": plain.sync}[args[0]](args[1:])
+            command, rest = form
+            code = {"precheck": plain.precheck, "query": plain.query, "sync": plain.sync}[command](rest)
             if code is not None:
                 sys.exit(code)
         from nexusmem.cli.app import cli
@@ -62,3 +64,16 @@ def main(argv: list[str] | None = None) -> None:
         from nexusmem.cli.crash import report
 
         sys.exit(report(args))
+
+
+PLAIN_COMMANDS = ("precheck", "query", "sync")
+
+
+def plain_form(args: list[str]) -> tuple[str, list[str]] | None:
+    """(command, its arguments) when ARGS may be one that cli/plain.py answers: `COMMAND ...`, or git-style
+    `-C PATH COMMAND ...`, which means `COMMAND -C PATH ...` (click reads both alike). None: click's."""
+    if args[:1] and args[0] in PLAIN_COMMANDS:
+        return args[0], args[1:]
+    if len(args) >= 3 and args[0] == "-C" and args[2] in PLAIN_COMMANDS and "-C" not in args[3:]:
+        return args[2], ["-C", args[1], *args[3:]]
+    return None
