@@ -332,19 +332,13 @@ def recall(
     team: Any, probes: list[tuple[str, bytes]], ef_values: list[int], deep_k: list[int]
 ) -> dict[str, Any]:
     """Recall@10 of HNSW against an exact scan, per probe set: at each hnsw.ef_search of EF_VALUES (k =
-    10) and for the top 10 of each K-deep k-NN of DEEP_K (ef_search K, as search_vectors sets it). "ids":
-    the share of the exact 10 ids found; "ties": a hit as close as the exact 10th also counts (identical
-    texts embed identically, and which of them fill the last places is arbitrary)."""
-    from nexusmem.store.team import EF_SEARCH_MIN
+    10; both graphs at that ef_search) and for the top 10 of each K-deep k-NN of DEEP_K (as search_vectors
+    searches it: each graph at the depth it derives from K). "ids": the share of the exact 10 ids found;
+    "ties": a hit as close as the exact 10th also counts (identical texts embed identically, and which of
+    them fill the last places is arbitrary)."""
 
     def run(blob: bytes, k: int, ef: int | None) -> tuple[list[tuple[str, float]], float]:
-        if ef is not None:  # search_vectors sets ef_search from k (at least EF_SEARCH_MIN): set it first
-            team.conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, false),"
-                " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
-                (str(ef),),
-            )
-            team._ef_search = max(EF_SEARCH_MIN, min(k, 1000))
+        team.fixed_ef_search = ef or 0
         t0 = time.perf_counter()
         hits = team.search_vectors(blob, k)[:10]
         return hits, (time.perf_counter() - t0) * 1000
@@ -372,7 +366,7 @@ def recall(
                 "p50_ms": round(statistics.median(ms), 1),
             }
         out[f"{name} ({len(blobs)})"] = cells
-    team._ef_search = 0  # whatever was set last, search_vectors sets its own next time
+    team.fixed_ef_search = 0
     return out
 
 

@@ -35,13 +35,8 @@ def tie_recall(hits: list[tuple[str, float]], exact: list[tuple[str, float]]) ->
 
 
 def set_ef(team: Any, ef: int) -> None:
-    from nexusmem.store.team import EF_SEARCH_MIN
-
-    team.conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', 'relaxed_order', false)",
-        (str(ef),),
-    )
-    team._ef_search = EF_SEARCH_MIN  # search_vectors(.., 10) keeps this connection's setting
+    """Search both graphs at EF (0: at the depths search_vectors derives from k)."""
+    team.fixed_ef_search = ef
 
 
 def main() -> None:
@@ -99,7 +94,7 @@ def main() -> None:
                     )
             print(f"ef_search {ef}: questions' recall@10 (ties) {total / (10 * len(blobs)):.3f}")
         for k in () if args.skip_basic else (10, 200):
-            team._ef_search = 0
+            set_ef(team, 0)
             alone = merged = 0
             missed: collections.Counter[str] = collections.Counter()
             for q, b in blobs.items():
@@ -144,7 +139,8 @@ def main() -> None:
             conn.execute("ANALYZE recall_dedup")
             built = time.perf_counter() - t0
             for ef in (40, 100, 200):
-                set_ef(team, ef)
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
+                team._ef_search = ef  # what this connection now has (search_vectors sets its own)
                 total = 0
                 for b in blobs.values():
                     v = vector_text(b)

@@ -334,6 +334,9 @@ def test_the_plain_query_path_answers_as_the_click_command(repo: Path, tmp_path:
         (["query", "--as-of", "2001-01-01", "cache"], repo),
         (["query", "--since", "yesterday", "--until", "2001-01-01", "cache"], repo),
         (["query", "-C", str(repo), "--", "--force-with-lease"], elsewhere),
+        (["-C", str(repo), "query", "--json", "cache", "WAL"], elsewhere),  # git-style, before the command
+        (["-C", str(sub), "query", "--budget", "120", "--", "--force-with-lease"], elsewhere),
+        (["-C", str(elsewhere), "query", "cache"], repo),  # not a repository: said the same way
         (["query", "escape", "cache", "log"], repo),
         (["query", "zzyzx", "qwrtp"], repo),
     ]
@@ -372,6 +375,14 @@ def test_plain_query_imports_no_click(repo: Path) -> None:
     run_cli("-C", str(repo), "sync")
     out, loaded = main_in_fresh_process(
         repo, ["query", "cache", "WAL"], ("click", "mcp", "numpy", "nexusmem.identity", "subprocess")
+    )
+    assert "switch the cache database to WAL" in out
+    assert loaded == []
+    # git-style `-C PATH` before the command takes the same path, from anywhere.
+    out, loaded = main_in_fresh_process(
+        repo.parent,
+        ["-C", str(repo), "query", "cache", "WAL"],
+        ("click", "mcp", "numpy", "nexusmem.identity", "subprocess"),
     )
     assert "switch the cache database to WAL" in out
     assert loaded == []

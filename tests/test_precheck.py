@@ -204,6 +204,7 @@ def test_the_hooks_plain_path_answers_as_the_click_command(repo: Path, tmp_path:
         ["precheck", "src/cache.py", "--strict", "--json"],
         ["precheck", "--working"],
         ["precheck", "-C", str(repo), "--strict"],
+        ["-C", str(repo), "precheck", "--json"],  # git-style, before the command
     ]
     for form in forms:
         plain = run_script(*form, cwd=repo)

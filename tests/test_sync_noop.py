@@ -92,6 +92,7 @@ def test_the_plain_sync_path_answers_as_the_click_command(repo: Path, tmp_path: 
         (["sync", "-q"], repo),
         (["sync", "-v", "--no-embed"], repo / "src"),
         (["sync", "-C", str(repo), "--quiet"], elsewhere),
+        (["-C", str(repo), "sync", "-q"], elsewhere),  # git-style, before the command
         (["sync"], elsewhere),  # not a repository: the same error
     ]
     for form, cwd in forms:

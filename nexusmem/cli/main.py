@@ -47,20 +47,22 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.stdout.write(f"nexusmem {__version__}\n")
         return
+    form = plain_form(args)
     collecting = gc.isenabled()
-    if args[:1] == ["precheck"]:
+    if form is not None and form[0] == "precheck":
         # No cyclic garbage collection in the commit hook's process: a precheck allocates a few hundred
         # thousand short-lived objects (modules, rows, the hook log's tail) that reference counting frees;
         # the collector's 20-30 young-generation passes over them freed nothing and took 5-10 ms of every
         # cold precheck (2-core build machine). Turned back on after, for a caller running main() in-process.
         gc.disable()
     try:
-        if args[:1] in (["precheck"], ["query"], ["sync"]):
+        if form is not None:
             # The commit hook's, the agent's and the scripts' commands: their plain forms answer without
             # importing click (cli/plain.py); anything else (help, usage errors, rarer options) goes on to click.
             from nexusmem.cli import plain
 
-            code = {"precheck": plain.precheck, "query": plain.query, "sync": plain.sync}[args[0]](args[1:])
+            command, rest = form
+            code = {"precheck": plain.precheck, "query": plain.query, "sync": plain.sync}[command](rest)
             if code is not None:
                 sys.exit(code)
         from nexusmem.cli.app import cli
@@ -73,3 +75,16 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if collecting:
             gc.enable()
+
+
+PLAIN_COMMANDS = ("precheck", "query", "sync")
+
+
+def plain_form(args: list[str]) -> tuple[str, list[str]] | None:
+    """(command, its arguments) when ARGS may be one that cli/plain.py answers: `COMMAND ...`, or git-style
+    `-C PATH COMMAND ...`, which means `COMMAND -C PATH ...` (click reads both alike). None: click's."""
+    if args[:1] and args[0] in PLAIN_COMMANDS:
+        return args[0], args[1:]
+    if len(args) >= 3 and args[0] == "-C" and args[2] in PLAIN_COMMANDS and "-C" not in args[3:]:
+        return args[2], ["-C", args[1], *args[3:]]
+    return None

@@ -39,8 +39,17 @@ CONNECT_TIMEOUT = 2
 # Vectors of the built-in model (wordllama 256-d) are the ones the team shares; a member whose local
 # vectors come from another model pushes nodes without vectors.
 TEAM_DIM = 256
-# How deep the HNSW graph is searched: at least the k asked for (pgvector's default ef_search is 40).
+# How deep the HNSW graph is searched: at least the k asked for (pgvector's default ef_search is 40), at
+# most pgvector's limit.
 EF_SEARCH_MIN = 100
+EF_SEARCH_MAX = 1000
+# The history graph (every kind but shell commands) is searched this many times deeper than the k asked.
+# It is the small graph (a tenth of a store of real memories, whose shell commands repeat), so a deeper
+# search costs little, and it holds what a question is usually after. On the 205,441-node store of real
+# memories (benchmarks/bench_team.py --from-store), a question's 200-deep k-NN held 0.945 of its exact 10
+# nearest with both graphs at ef_search 200, 0.990 with the history graph at 400 (this factor) and 0.995
+# at 800; the k-NN's p50 went from 11.9 to 13.8 ms (15.0 at 3x, 18.1 at 4x; load ~2.5, alternating).
+HISTORY_EF_FACTOR = 2
 # Where document counts are counted (a schema-1 store, a match total within a time window), up to this many
 # (an IDF needs no more; the planner's postings budget is 8,000).
 COUNT_CAP = 10_000
@@ -467,6 +476,9 @@ class TeamStore:
         self._identity: str | None = None  # vector_identity_json, once known (the first writer's; fixed)
         self._has_vectors = False
         self._ef_search = 0  # the hnsw.ef_search this connection was given
+        # One ef_search for both graphs instead of the one derived from k (benchmarks measuring recall
+        # at a given depth of search); 0: derived.
+        self.fixed_ef_search = 0
 
     @classmethod
     def open(
@@ -875,18 +887,12 @@ class TeamStore:
             return []
         where, params = self._window(as_of, since, until)
         vector = vector_text(blob)
-        ef_search = max(EF_SEARCH_MIN, min(int(k), 1000))
-        if ef_search != self._ef_search:
-            # Set for this connection (it serves one question, or one command): a transaction with SET
-            # LOCAL took four more round trips on every k-NN.
-            self.conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, false),"
-                " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
-                (str(ef_search),),
-            )
-            self._ef_search = ef_search
         rows: list[tuple[Any, ...]] = []
-        for _name, kinds, _sql in HNSW_INDEXES:  # one graph each (HNSW_INDEXES): the K nearest of both
+        for name, kinds, _sql in HNSW_INDEXES:  # one graph each (HNSW_INDEXES): the K nearest of both
+            factor = HISTORY_EF_FACTOR if name == HNSW_HISTORY_INDEX else 1
+            self._set_ef_search(
+                self.fixed_ef_search or min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, int(k)) * factor)
+            )
             more = self.conn.execute(
                 "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
                 f" AND {kinds}{where} ORDER BY emb <=> %s::vector LIMIT %s",
@@ -894,6 +900,19 @@ class TeamStore:
             ).fetchall()
             rows = merge_nearest(rows, more, k)  # sorted: a relaxed-order scan returns them unsorted
         return [(str(r[0]), float(r[1])) for r in rows]
+
+    def _set_ef_search(self, ef_search: int) -> None:
+        """Give this connection's HNSW scans EF_SEARCH (and the iterative scan), unless it has it already.
+        Set for the connection (it serves one question, or one command): a transaction with SET LOCAL took
+        four more round trips on every k-NN."""
+        if ef_search == self._ef_search:
+            return
+        self.conn.execute(
+            "SELECT set_config('hnsw.ef_search', %s, false),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+            (str(ef_search),),
+        )
+        self._ef_search = ef_search
 
     def exact_vectors(self, blob: bytes, k: int) -> list[tuple[str, float]]:
         """(id, cosine distance) of the exact k-NN (a sequential scan, no index), nearest first: what the
