@@ -11,12 +11,13 @@ store opened read-only, and three indexed range reads for all files together.
 Commands not synced yet count too: the hook log past this project's shell cursor (its last 4 MB at most) is
 read with the shell source's own parser (sources/shell/tail: the log reader without the collector), so the
 test that failed a minute ago warns before any `nexusmem sync`. That module is imported only when the log
-has such a tail. The tail is first read as typed,
-without redacting it (loading the engine, compiling what the commands need and ~0.1 ms per distinct
-command: 25-50 ms for the benchmark's 200-command tail, by load): when no command in it failed unresolved
-and no failure to report carries a redacted value (the only cases where redacting could change the answer),
-that answer stands; otherwise that same read is redacted exactly as a sync would store it (not parsed
-again), and the answer comes from that. Nothing unredacted is ever shown.
+has such a tail. The tail is first read as typed, without redacting it (loading the engine and ~0.1 ms per
+distinct command): when no failure from the tail is open and no failure to report carries a redacted value
+(the only cases where redacting could change the answer), that answer stands. Otherwise the answer is taken
+again from that same read (not parsed again) with every failing command redacted, and the passing ones that
+could be their retry once redacted (_texts_to_redact): the answer redacting every command gives, for 50
+redactions instead of 200 on the benchmark's tail. Every failure shown is redacted exactly as a sync would
+store it; nothing unredacted is ever shown.
 """
 
 from __future__ import annotations

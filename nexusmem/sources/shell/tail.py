@@ -104,7 +104,7 @@ def unsynced_tail(
     inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git.
 
     REDACTED=False leaves the commands as typed, for a caller that shows none of them (and so need not
-    redact them, ~0.1 ms each): precheck redacts that read (redacted_tail) before it shows one."""
+    redact them, ~0.1 ms each): precheck redacts what it may show of that read (with_texts) first."""
     log = shell_log_path()
     try:
         st = os.stat(log)
