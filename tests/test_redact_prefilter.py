@@ -96,20 +96,23 @@ def test_every_match_starts_with_its_rules_literal() -> None:
 
 def test_a_short_command_compiles_few_of_the_engines_regexes() -> None:
     """In a fresh process, redacting a command with a secret in it compiles the few regexes its text can
-    match, not all ~250 (what precheck pays to show a failing command redacted)."""
+    match, not all ~250 (what precheck pays to show a failing command redacted), and of the token pass its
+    `sk-` opens only that branch, not the whole pass."""
     code = (
         "from nexusmem import redact_engine as e\n"
         "out = e.redact('pytest tests/test_api.py -k case_1 --api-key=sk-' + '1' * 40)\n"
         "lazies = [r._pattern for r in e.PATTERNS] + list(e._CONTEXT_PASS.values())\n"
         "scans = [*e._TOKEN_SCANS, *(s for _, group in e._CONTEXT_SCANS for s in group)]\n"
         "done = sum(x._compiled is not None for x in [*lazies, *scans])\n"
-        "print(out, done, len(lazies) + len(scans))\n"
+        "partial = [p.pattern for s in e._TOKEN_SCANS for p in s._partial.values()]\n"
+        "print(out, done + len(partial), len(lazies) + len(scans), max(map(len, partial)))\n"
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    out, done, total = shown.rsplit(" ", 2)
+    out, done, total, longest = shown.rsplit(" ", 3)
     assert out == "pytest tests/test_api.py -k case_1 --api-key=«redacted:openai-key»"
     assert int(total) > 200
     assert int(done) <= 12, shown
+    assert int(longest) < 300, shown  # the `s` pass whole is 1,449 characters of regex
 
 
 def test_a_pass_built_from_the_literals_a_text_holds_finds_what_the_whole_pass_finds() -> None:
