@@ -223,6 +223,41 @@ def test_changelog_entries_link_to_their_commits(repo: Path) -> None:
     assert (by_number, "changelog") in shown or shown[0][0] == by_number
 
 
+CHANGES_RST = """Version 2.1.0
+-------------
+
+Released 2024-03-01
+
+-   The client hangs forever when the server closes a keep-alive
+    connection early. :issue:`410` :pr:`412`
+-   Uploads of empty files no longer fail.
+
+Version 2.0.0
+-------------
+
+-   Big rewrite.
+"""
+
+
+def test_rst_changelog_entries_and_sphinx_issue_roles_link_to_commits(repo: Path) -> None:
+    """Sphinx projects write their release notes in reStructuredText (CHANGES.rst) and name pull requests
+    with roles (:pr:`412`), not "#412": both are read, and the entry's words find the commit."""
+    commit(repo, "init", {"pool.py": "x = 1\n"})
+    by_number = commit(repo, "pool: drop half-closed sockets (#412)", {"pool.py": "x = 2\n"})
+    commit(repo, "docs: changes", {"CHANGES.rst": CHANGES_RST})
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        entries = [n for n in store.iter_nodes("doc_section") if n.source == "changelog"]
+        hang = next(n for n in entries if "hangs forever" in n.title)
+        assert hang.title.startswith("CHANGES.rst — Version 2.1.0: The client hangs forever")
+        links = {(a, b) for a, b, rel in store.links_from([hang.id]) if rel == "changelog"}
+        assert (hang.id, node_id(proj.id, "git_commit", by_number)) in links
+        assert len(entries) == 3
+    assert "keep-alive" in stored(repo, by_number)[1]
+    assert by_number in bm25_refs(repo, "client hangs forever keep-alive")
+
+
 def test_a_release_commit_that_writes_many_entries_is_not_linked_to_them(repo: Path) -> None:
     commit(repo, "init", {"a.py": "1"})
     bullets = "\n".join(f"- Change number {i} to the frobnicator." for i in range(12))

@@ -11,7 +11,7 @@ import pytest
 from nexusmem.config import defaults
 from nexusmem.nodes import Node
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.docs import TRUNCATION_MARKER, DocsSource, split_sections
+from nexusmem.sources.docs import TRUNCATION_MARKER, DocsSource, split_rst_sections, split_sections
 
 from helpers import commit, git
 
@@ -214,3 +214,81 @@ def test_unreadable_file_keeps_its_sections(repo: Path, monkeypatch: pytest.Monk
     assert [n.natural_key for n in nodes] == ["a.md#A#0"]
     assert result.skipped == 1 and result.cursor is None  # the next sync tries b.md again
     assert result.keep is not None and result.keep("b.md#B#0") and not result.keep("c.md#C#0")
+
+
+# A Sphinx page as Python projects write them: a label, an overlined title, roles and directives, a literal
+# block whose content looks like a title, a deeper level, a transition, and a title shorter than its line.
+OPTIONS_RST = """.. _options:
+
+=======
+Options
+=======
+
+.. currentmodule:: click
+
+Adding options to commands is done with the :func:`option` decorator.
+
+Name Your Options
+-----------------
+
+The name is derived from the flags::
+
+    Not a title
+    -----------
+
+    @click.option('--name')
+
+.. note::
+
+    Indented directive content
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+Multiple Values
+---------------
+
+Options can take a fixed number of values with ``nargs``.
+
+Tuples
+~~~~~~
+
+Deep text about tuples.
+
+----
+
+After a transition, still about tuples.
+
+Boolean Flags
+---
+Flags turn a feature on or off.
+"""
+
+
+def test_rst_sections_follow_docutils_titles() -> None:
+    sections = split_rst_sections(OPTIONS_RST, "options.rst")
+    shape = [(s.heading, s.level, s.trail) for s in sections]
+    assert shape == [
+        ("options.rst", 0, ("options.rst",)),  # the label before the first title
+        ("Options", 1, ("Options",)),
+        ("Name Your Options", 2, ("Options", "Name Your Options")),
+        ("Multiple Values", 2, ("Options", "Multiple Values")),
+        ("Tuples", 3, ("Options", "Multiple Values", "Tuples")),
+        ("Boolean Flags", 2, ("Options", "Boolean Flags")),
+    ]
+    by = {s.heading: s for s in sections}
+    assert "Not a title" in by["Name Your Options"].text  # a literal block is not cut
+    assert "Indented directive content" in by["Name Your Options"].text
+    assert "After a transition, still about tuples." in by["Tuples"].text
+    assert by["Options"].line == 4 and by["Name Your Options"].line == 11  # the title's own line
+
+
+def test_rst_docs_are_indexed_like_markdown(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "docs", {"docs/options.rst": OPTIONS_RST, "README.md": "# Demo\n\nText.\n"})
+    _, nodes = scan(root)
+    refs = {n.ref: n for n in nodes}
+    assert "docs/options.rst#Multiple Values" in refs and "README.md#Demo" in refs
+    tuples = refs["docs/options.rst#Tuples"]
+    assert tuples.title == "docs/options.rst — Tuples" and "Deep text about tuples." in tuples.body
+    assert not any(n.ref.endswith("#Not a title") for n in nodes)

@@ -35,7 +35,7 @@ from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.docs import split_sections
+from nexusmem.sources.docs import sections_of
 
 _CURSOR_VERSION = "changelog-1"
 RELATION = "changelog"
@@ -54,7 +54,8 @@ MAX_COMMITS_PER_NUMBER = 4
 MAX_ENTRY_CHARS = 4000
 
 _BULLET = re.compile(r"^( {0,6})[-*+] +\S")
-_NUMBER = re.compile(r"(?:(?<![\w/&])#|/(?:pull|issues|pulls)/)(\d{1,7})\b")
+# "#12", ".../pull/12", and Sphinx's issue roles (":pr:`12`", ":issue:`12`", as sphinx-issues writes them).
+_NUMBER = re.compile(r"(?:(?<![\w/&])#|/(?:pull|issues|pulls)/|:(?:pr|pull|issue|gh)(?:issue|pull)?:`)(\d{1,7})\b")
 
 
 @dataclass
@@ -69,7 +70,7 @@ class Entry:
 def split_entries(text: str, path: str) -> list[Entry]:
     """The entries of one changelog file: top-level bullets of each section (or the section's prose)."""
     entries: list[Entry] = []
-    for sec in split_sections(text, path.rsplit("/", 1)[-1]):
+    for sec in sections_of(text, path.rsplit("/", 1)[-1]):
         lines = sec.text.split("\n")[1 if sec.level else 0 :]
         if sec.level and lines and re.match(r"^ {0,3}(=+|-+)\s*$", lines[0]):
             lines = lines[1:]  # a setext underline

@@ -1,8 +1,10 @@
-"""Docs collector: the repository's Markdown files, one `doc_section` node per heading-delimited section.
+"""Docs collector: the repository's Markdown and reStructuredText files, one `doc_section` node per
+heading-delimited section.
 
-Where a Markdown file becomes nodes: `scan()` lists candidate files with one `git ls-files`, skips all work
-when nothing changed since the last sync (fingerprint cursor), else splits every file at its ATX headings
-(`split_sections`) and dates each file by the last commit that touched it, all in one `git log`.
+Where a doc file becomes nodes: `scan()` lists candidate files with one `git ls-files`, skips all work when
+nothing changed since the last sync (fingerprint cursor), else splits every file at its headings
+(`sections_of`: Markdown's ATX and setext headings, reStructuredText's adorned titles) and dates each file by
+the last commit that touched it, all in one `git log`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-3"
+_CURSOR_VERSION = "docs-4"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -222,7 +224,8 @@ class _Candidate:
 
 
 class DocsSource:
-    """Markdown files of the repository (tracked and untracked-not-ignored) as `doc_section` nodes."""
+    """Markdown and reStructuredText files of the repository (tracked and untracked-not-ignored) as
+    `doc_section` nodes."""
 
     name = "docs"
     kinds = ("doc_section",)
@@ -234,7 +237,7 @@ class DocsSource:
     def scan(self, ctx: ScanContext) -> ScanResult:
         """Emit every section when any candidate file (or HEAD, or the config) changed, else nothing."""
         settings = ctx.config.get("sources", {}).get("docs", {})
-        include = list(settings.get("include", ["*.md", "*.mdx", "*.markdown"]))
+        include = list(settings.get("include", ["*.md", "*.mdx", "*.markdown", "*.rst"]))
         exclude = list(settings.get("exclude", []))
         max_bytes = int(settings.get("maxFileBytes", 1_000_000))
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
@@ -294,6 +297,84 @@ class DocsSource:
         result.cursor = None if unreadable else fingerprint
 
 
+# A reStructuredText section adornment: one punctuation character repeated (docutils allows any of these).
+_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
+RST_SUFFIXES = (".rst", ".rest")
+
+
+def sections_of(text: str, file_name: str) -> list[Section]:
+    """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, else Markdown."""
+    if file_name.lower().endswith(RST_SUFFIXES):
+        return split_rst_sections(text, file_name)
+    return split_sections(text, file_name)
+
+
+def split_rst_sections(text: str, file_name: str) -> list[Section]:
+    """Cut reStructuredText at its section titles: a line of text under a blank line (or the start), with
+    an underline of one repeated punctuation character, and optionally an overline of the same one.
+
+    Levels follow docutils: each adornment style (character, overlined or not) gets the next level the
+    first time it appears. A title is never indented and never explicit markup (`.. note::`), so literal
+    blocks, directives and their content cannot be read as titles; a transition (a lone `----` between
+    blank lines) has no text above it and is not one either. Sections with nothing under their title are
+    dropped but count in the heading trail, as in split_sections."""
+    lines = text.split("\n")
+    sections: list[Section] = []
+    styles: list[tuple[str, bool]] = []
+    stack: list[tuple[int, str]] = []
+    heading, level, line_no = file_name, 0, 1
+    trail: tuple[str, ...] = (file_name,)
+    heading_lines = 0
+    body: list[str] = []
+
+    def close() -> None:
+        if "\n".join(body[heading_lines:]).strip():
+            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
+
+    def title_at(i: int) -> tuple[str, tuple[str, bool], int] | None:
+        """(title, style, lines it spans) when a section title starts at line I."""
+        if i > 0 and lines[i - 1].strip():
+            return None
+        line = lines[i]
+        over = _RST_ADORNMENT.match(line)
+        if over and i + 2 < len(lines):
+            middle, under = lines[i + 1], _RST_ADORNMENT.match(lines[i + 2])
+            if (
+                middle.strip()
+                and not _RST_ADORNMENT.match(middle)
+                and under
+                and under.group(1) == over.group(1)
+            ):
+                return middle.strip(), (over.group(1), True), 3
+        if over or not line.strip() or line[0].isspace() or line.startswith(".."):
+            return None
+        under = _RST_ADORNMENT.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if under is None:
+            return None
+        return line.strip(), (under.group(1), False), 2
+
+    i = 0
+    while i < len(lines):
+        found = title_at(i)
+        if found is None:
+            body.append(lines[i])
+            i += 1
+            continue
+        title, style, span = found
+        close()
+        if style not in styles:
+            styles.append(style)
+        heading, level, line_no = title, styles.index(style) + 1, i + 1 + (span == 3)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        trail = tuple(h for _, h in stack)
+        body, heading_lines = lines[i : i + span], span
+        i += span
+    close()
+    return sections
+
+
 def _display(path: str) -> str:
     """PATH as valid UTF-8: undecodable bytes (kept by os.fsdecode as lone surrogates) become U+FFFD."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -302,7 +383,7 @@ def _display(path: str) -> str:
 def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -> Iterator[Node]:
     file_name = path.rsplit("/", 1)[-1]
     seen: dict[str, int] = {}
-    for sec in split_sections(text, file_name):
+    for sec in sections_of(text, file_name):
         # Headings are redacted too: they end up in the natural key, the ref and the title.
         heading = redact(sec.heading)
         trail = " > ".join(redact(h) for h in sec.trail)
