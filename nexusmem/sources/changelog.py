@@ -55,7 +55,9 @@ MAX_ENTRY_CHARS = 4000
 
 _BULLET = re.compile(r"^( {0,6})[-*+] +\S")
 # "#12", ".../pull/12", and Sphinx's issue roles (":pr:`12`", ":issue:`12`", as sphinx-issues writes them).
-_NUMBER = re.compile(r"(?:(?<![\w/&])#|/(?:pull|issues|pulls)/|:(?:pr|pull|issue|gh)(?:issue|pull)?:`)(\d{1,7})\b")
+_NUMBER = re.compile(
+    r"(?:(?<![\w/&])#|/(?:pull|issues|pulls)/|:(?:pr|pull|issue|gh)(?:issue|pull)?:`)(\d{1,7})\b"
+)
 
 
 @dataclass
