@@ -258,6 +258,20 @@ def test_rst_changelog_entries_and_sphinx_issue_roles_link_to_commits(repo: Path
     assert by_number in bm25_refs(repo, "client hangs forever keep-alive")
 
 
+def test_rst_changelog_titles_never_become_entry_text() -> None:
+    from nexusmem.sources.changelog import split_entries
+
+    text = (
+        "=========\nChangelog\n=========\n\nVersion 2.0\n~~~~~~~~~~~\n\nProse fixes :issue:`7`.\n\n"
+        "Version 1.0\n~~~~~~~~~~~\n\n- bullet one (#3)\n"
+    )
+    shown = [(e.version, e.text, e.numbers) for e in split_entries(text, "CHANGES.rst")]
+    assert shown == [
+        ("Version 2.0", "Prose fixes :issue:`7`.", ["7"]),
+        ("Version 1.0", "- bullet one (#3)", ["3"]),
+    ]
+
+
 def test_a_release_commit_that_writes_many_entries_is_not_linked_to_them(repo: Path) -> None:
     commit(repo, "init", {"a.py": "1"})
     bullets = "\n".join(f"- Change number {i} to the frobnicator." for i in range(12))

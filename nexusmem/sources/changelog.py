@@ -54,6 +54,8 @@ MAX_COMMITS_PER_NUMBER = 4
 MAX_ENTRY_CHARS = 4000
 
 _BULLET = re.compile(r"^( {0,6})[-*+] +\S")
+# A line that underlines (or overlines) a title: Markdown's setext `===`/`---`, any reStructuredText one.
+_ADORNMENT = re.compile(r"^ {0,3}([!-/:-@\[-`{-~])\1{2,}\s*$")
 # "#12", ".../pull/12", and Sphinx's issue roles (":pr:`12`", ":issue:`12`", as sphinx-issues writes them).
 _NUMBER = re.compile(
     r"(?:(?<![\w/&])#|/(?:pull|issues|pulls)/|:(?:pr|pull|issue|gh)(?:issue|pull)?:`)(\d{1,7})\b"
@@ -73,9 +75,12 @@ def split_entries(text: str, path: str) -> list[Entry]:
     """The entries of one changelog file: top-level bullets of each section (or the section's prose)."""
     entries: list[Entry] = []
     for sec in sections_of(text, path.rsplit("/", 1)[-1]):
-        lines = sec.text.split("\n")[1 if sec.level else 0 :]
-        if sec.level and lines and re.match(r"^ {0,3}(=+|-+)\s*$", lines[0]):
-            lines = lines[1:]  # a setext underline
+        lines = sec.text.split("\n")
+        if sec.level:
+            # The title's own lines: a reStructuredText overline, the title, a setext or RST underline.
+            lines = lines[2:] if _ADORNMENT.match(lines[0]) else lines[1:]
+            if lines and _ADORNMENT.match(lines[0]):
+                lines = lines[1:]
         bullets = [m.group(1) for line in lines if (m := _BULLET.match(line))]
         chunks: list[list[str]] = []
         if bullets:
