@@ -292,3 +292,10 @@ def test_rst_docs_are_indexed_like_markdown(tmp_path: Path) -> None:
     tuples = refs["docs/options.rst#Tuples"]
     assert tuples.title == "docs/options.rst — Tuples" and "Deep text about tuples." in tuples.body
     assert not any(n.ref.endswith("#Not a title") for n in nodes)
+
+
+def test_heading_anchors_are_not_part_of_the_heading() -> None:
+    """`## server.host {#server-host}` (VitePress, Docusaurus, Pandoc, MkDocs) is titled as a reader sees it."""
+    text = "# Config {#config}\n\nIntro.\n\n## server.host {#server-host .api}\n\nThe host.\n\n## {#only}\n\nKept as written.\n"
+    assert [s.heading for s in split_sections(text, "a.md")] == ["Config", "server.host", "{#only}"]
+    assert [s.trail for s in split_sections(text, "a.md")][1] == ("Config", "server.host")

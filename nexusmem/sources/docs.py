@@ -108,6 +108,18 @@ class Section:
     text: str  # the section, heading line included
 
 
+# A heading's explicit anchor or attributes, `## Options {#options}` / `{#id .class}` (Pandoc, kramdown,
+# VitePress, Docusaurus, MkDocs' attr_list): markup, not words of the heading a reader sees.
+_HEADING_ATTRIBUTES = re.compile(r"[ \t]*\{[ \t]*[#.][^{}]*\}[ \t]*$")
+
+
+def heading_text(raw: str) -> str:
+    """A Markdown heading as a reader sees it: without an explicit `{#anchor}` at its end (unless that is
+    all there is)."""
+    text = raw.strip()
+    return _HEADING_ATTRIBUTES.sub("", text).strip() or text
+
+
 def split_sections(text: str, file_name: str) -> list[Section]:
     """Cut Markdown TEXT at ATX (and simple setext) headings, ignoring '#' lines inside fenced code.
 
@@ -158,7 +170,7 @@ def split_sections(text: str, file_name: str) -> list[Section]:
         atx = _ATX.match(line)
         if atx and (atx.group(2) or "").strip():
             close()
-            heading, level, line_no = atx.group(2).strip(), len(atx.group(1)), i + 1
+            heading, level, line_no = heading_text(atx.group(2)), len(atx.group(1)), i + 1
             trail = push(level, heading)
             body, heading_lines = [line], 1
             continue
@@ -173,7 +185,7 @@ def split_sections(text: str, file_name: str) -> list[Section]:
         ):
             title_line = body.pop()
             close()
-            heading, level, line_no = title_line.strip(), 1 if setext.group(1)[0] == "=" else 2, i
+            heading, level, line_no = heading_text(title_line), 1 if setext.group(1)[0] == "=" else 2, i
             trail = push(level, heading)
             body, heading_lines = [title_line, line], 2
             continue
