@@ -272,6 +272,37 @@ def test_rst_changelog_titles_never_become_entry_text() -> None:
     ]
 
 
+def test_changelog_entries_link_to_the_commits_they_name_by_id(repo: Path) -> None:
+    """Generated changelogs name commits, not numbers: a commit link (conventional-changelog,
+    release-please, semantic-release) or the abbreviated id that starts a changesets entry."""
+    commit(repo, "init", {"a.py": "1"})
+    linked = commit(repo, "fix(pool): drop half-closed sockets", {"a.py": "2"})
+    leading = commit(repo, "parser: accept a trailing comma", {"b.py": "1"})
+    commit(repo, "release", {"c.py": "1"})  # a commit named by no entry
+    notes = (
+        "# Changelog\n\n## 1.1.0\n\n"
+        f"* **pool:** keep-alive sockets closed early make the client hang "
+        f"([{linked[:7]}](https://github.com/o/r/commit/{linked}))\n\n"
+        f"## 1.0.1\n\n### Patch Changes\n\n- {leading[:7]}: Trailing commas no longer break parsing\n"
+        "- 0000000: an id no commit has\n"
+    )
+    writer = commit(repo, "docs: release notes", {"CHANGELOG.md": notes, "x.md": "x"})
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        links = {
+            n.body.split("\n")[0][:12]: {b for _a, b, rel in store.links_from([n.id]) if rel == "changelog"}
+            for n in store.iter_nodes("doc_section")
+            if n.source == "changelog"
+        }
+    # Each entry links to the commit it names, and (a few entries at once) to the commit that wrote it.
+    assert links["* **pool:** "] == {node_id(proj.id, "git_commit", sha) for sha in (linked, writer)}
+    assert links[f"- {leading[:7]}: T"] == {node_id(proj.id, "git_commit", sha) for sha in (leading, writer)}
+    assert links["- 0000000: a"] == {node_id(proj.id, "git_commit", writer)}  # no commit has that id
+    assert "keep-alive" in stored(repo, linked)[1]  # the entry's words reach the commit it names
+    assert "Trailing commas" in stored(repo, leading)[1]
+
+
 def test_a_release_commit_that_writes_many_entries_is_not_linked_to_them(repo: Path) -> None:
     commit(repo, "init", {"a.py": "1"})
     bullets = "\n".join(f"- Change number {i} to the frobnicator." for i in range(12))
