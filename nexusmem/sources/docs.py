@@ -1,9 +1,9 @@
-"""Docs collector: the repository's Markdown and reStructuredText files, one `doc_section` node per
-heading-delimited section.
+"""Docs collector: the repository's Markdown, reStructuredText and manual-page (troff) files, one
+`doc_section` node per heading-delimited section.
 
 Where a doc file becomes nodes: `scan()` lists candidate files with one `git ls-files`, skips all work when
 nothing changed since the last sync (fingerprint cursor), else splits every file at its headings
-(`sections_of`: Markdown's ATX and setext headings, reStructuredText's adorned titles) and dates each file by
+(`sections_of`: Markdown's ATX and setext headings, reStructuredText's adorned titles, troff's .SH/.SS) and dates each file by
 the last commit that touched it, all in one `git log`.
 """
 
@@ -236,8 +236,8 @@ class _Candidate:
 
 
 class DocsSource:
-    """Markdown and reStructuredText files of the repository (tracked and untracked-not-ignored) as
-    `doc_section` nodes."""
+    """Markdown, reStructuredText and manual-page files of the repository (tracked and untracked-not-ignored)
+    as `doc_section` nodes."""
 
     name = "docs"
     kinds = ("doc_section",)
@@ -249,7 +249,7 @@ class DocsSource:
     def scan(self, ctx: ScanContext) -> ScanResult:
         """Emit every section when any candidate file (or HEAD, or the config) changed, else nothing."""
         settings = ctx.config.get("sources", {}).get("docs", {})
-        include = list(settings.get("include", ["*.md", "*.mdx", "*.markdown", "*.rst"]))
+        include = list(settings.get("include", ["*.md", "*.mdx", "*.markdown", "*.rst", "*.[1-9]"]))
         exclude = list(settings.get("exclude", []))
         max_bytes = int(settings.get("maxFileBytes", 1_000_000))
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
@@ -314,11 +314,113 @@ _RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
 RST_SUFFIXES = (".rst", ".rest")
 
 
+# A manual page's file name: "fzf.1", "git-log.1", "tmux.1", "foo.3p".
+_MAN_NAME = re.compile(r"\.[1-9][a-z]?$")
+
+
 def sections_of(text: str, file_name: str) -> list[Section]:
-    """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, else Markdown."""
-    if file_name.lower().endswith(RST_SUFFIXES):
+    """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, troff for a
+    manual page (.1 to .9), else Markdown."""
+    name = file_name.lower()
+    if name.endswith(RST_SUFFIXES):
         return split_rst_sections(text, file_name)
+    if _MAN_NAME.search(name):
+        return split_man_sections(text, file_name)
     return split_sections(text, file_name)
+
+
+# troff: a section (.SH) or subsection (.SS) heading, man(7) or mdoc(7) spelling.
+_MAN_HEADING = re.compile(r"^\.(SH|SS|Sh|Ss)(?:[ \t]+(.*?))?[ \t]*$")
+# Requests that only lay text out (paragraphs, indents, fill modes, fonts, spacing): dropped with their
+# arguments when they have none worth reading.
+_MAN_LAYOUT = re.compile(
+    r"^\.(PP|LP|P|TP|TQ|RS|RE|nf|fi|br|sp|ad|na|in|ft|ne|hy|nh|ti|ll|ds|de|ie|el|if|so|IX|UR|UE|MT|ME|TH|Dd|Dt|Os|Bl|El|Bd|Ed|It)\b"
+)
+_MAN_BREAK = re.compile(r"^\.(PP|LP|P|TP|TQ|sp|It)\b")
+# A troff escape: a font change (\fB), a string (\*(xx), a named character (\(em, \[bu]) or one character.
+_MAN_ESCAPE = re.compile(r"\\(f(?:\[[^\]]*\]|\(..|.)|\*(?:\[[^\]]*\]|\(..|.)|\((..)|\[([^\]]*)\]|.)")
+_MAN_CHARS = {
+    "em": "-",
+    "en": "-",
+    "hy": "-",
+    "aq": "'",
+    "cq": "'",
+    "oq": "'",
+    "dq": '"',
+    "lq": '"',
+    "rq": '"',
+}
+_MAN_CHARS |= {"bu": "*", "co": "(c)", "rg": "(R)", "mu": "x", "ti": "~", "ha": "^", "ga": "`", "rs": "\\"}
+_MAN_ONE = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "`": "`", "'": "'", ".": "."}
+
+
+def _man_escape(m: re.Match[str]) -> str:
+    escape = m.group(1)
+    if escape[0] in "f*" and len(escape) > 1:
+        return ""
+    if m.group(2) is not None or m.group(3) is not None:
+        return _MAN_CHARS.get(m.group(2) or m.group(3) or "", "")
+    return _MAN_ONE.get(escape, "")
+
+
+def man_text(line: str) -> str | None:
+    """One troff line as plain text: escapes resolved, a text macro's arguments kept ('.B "-x, --extended"'
+    -> '-x, --extended'), a paragraph break as an empty line, other layout requests and comments dropped
+    (None)."""
+    if line.startswith(('.\\"', "'\\\"", ".\\#")) or line.strip() in (".", "'"):
+        return None
+    if not line.startswith((".", "'")):
+        return _MAN_ESCAPE.sub(_man_escape, line)
+    request, _, rest = line.partition(" ")
+    if _MAN_LAYOUT.match(line) and request != ".It":
+        return "" if _MAN_BREAK.match(line) else None
+    words = [quoted or bare for quoted, bare in re.findall(r'"([^"]*)"|(\S+)', rest)]
+    if request == ".IP":  # ".IP tag indent": the tag only
+        words = words[:1]
+    if not words:
+        return "" if request in (".IP", ".It") else None
+    # .BI, .BR, .IR ... alternate fonts between their arguments, written with no space between.
+    joined = "".join(words) if request in (".BI", ".BR", ".IB", ".IR", ".RB", ".RI") else " ".join(words)
+    return _MAN_ESCAPE.sub(_man_escape, joined)
+
+
+def split_man_sections(text: str, file_name: str) -> list[Section]:
+    """Cut a troff manual page at its .SH (level 1) and .SS (level 2) headings, as plain text; the page
+    header before the first .SH (.TH, comments) is not a section. A file with no .SH is not a manual
+    page (a ".1" can be anything): no sections."""
+    lines = text.split("\n")
+    sections: list[Section] = []
+    heading, level, line_no = "", 0, 0
+    trail: tuple[str, ...] = ()
+    body: list[str] = []
+
+    def close() -> None:
+        if level and "\n".join(body[1:]).strip():
+            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
+
+    i = 0
+    while i < len(lines):
+        m = _MAN_HEADING.match(lines[i])
+        if m is None:
+            shown = man_text(lines[i]) if level else None
+            if shown is not None:
+                body.append(shown)
+            i += 1
+            continue
+        close()
+        title = m.group(2) or ""
+        if not title and i + 1 < len(lines) and not _MAN_HEADING.match(lines[i + 1]):
+            # ".SH" alone: the title is the next line
+            i += 1
+            title = lines[i]
+        title = (man_text(title) or "").strip().strip('"').strip()
+        new_level = 1 if m.group(1).upper() == "SH" else 2
+        heading, level, line_no = title or file_name, new_level, i + 1
+        trail = (heading,) if new_level == 1 else (*trail[:1], heading)
+        body = [heading]
+        i += 1
+    close()
+    return sections
 
 
 def split_rst_sections(text: str, file_name: str) -> list[Section]:
