@@ -84,7 +84,7 @@ QUESTIONS_DIR = HERE / "eval" / "real"
 RECENT_FILE = QUESTIONS_DIR / "recent.json"
 # dev: tuned on; heldout: written apart, seen after tuning; fresh: new repositories (sinatra, gson, zod),
 # written by a helper who never saw a ranking result. `all` reads whichever of them a repository has.
-SETS = ("dev", "heldout", "fresh")
+SETS = ("dev", "heldout", "fresh", "rst")
 KINDS = ("symptom", "code", "doc", "multi", "none", "recent")
 MODES = ("baseline", "bm25", "hybrid")
 PACKED_MODES = ("bm25", "hybrid")
@@ -221,9 +221,9 @@ class PinnedRepo:
             if code != 0:
                 self._sections[path] = None
             else:
-                from nexusmem.sources.docs import split_sections
+                from nexusmem.sources.docs import sections_of
 
-                self._sections[path] = {s.heading for s in split_sections(text, path.rsplit("/", 1)[-1])}
+                self._sections[path] = {s.heading for s in sections_of(text, path.rsplit("/", 1)[-1])}
         return self._sections[path]
 
     def message(self, sha: str) -> str:

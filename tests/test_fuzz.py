@@ -323,6 +323,42 @@ def test_markdown_splitter_never_raises_and_keeps_every_heading(parts: list[str]
         assert section.line >= 1 and section.text
 
 
+@FUZZ
+@given(
+    st.lists(
+        any_text
+        | st.sampled_from(["Title", "=====", "-----", "~~~", "::", "    indented", ".. note::", "----", ""]),
+        max_size=30,
+    )
+)
+def test_rst_splitter_never_raises_and_keeps_every_title(parts: list[str]) -> None:
+    text = "\n".join(
+        ["Before", "======", "", "kept text", "", *parts, "", "After", "======", "", "also kept"]
+    )
+    sections = docs.split_rst_sections(text, "f.rst")
+    assert sections[0].heading == "Before" and "kept text" in sections[0].text
+    assert sections[-1].heading == "After" and "also kept" in sections[-1].text  # nothing swallows it
+    for section in sections:
+        assert section.line >= 1 and section.text and section.level >= 1
+
+
+@FUZZ
+@given(
+    st.lists(
+        any_text
+        | st.sampled_from([".SH", ".SS Sub", ".TP", '.BI "a" b', ".IP \\(bu 3n", "\\f", "\\(", '.\\" c', ""]),
+        max_size=30,
+    )
+)
+def test_man_splitter_never_raises_and_keeps_every_heading(parts: list[str]) -> None:
+    text = "\n".join([".TH X 1", ".SH BEFORE", "kept text", *parts, ".SH AFTER", "also kept"])
+    sections = docs.split_man_sections(text, "x.1")
+    assert sections[0].heading == "BEFORE" and "kept text" in sections[0].text
+    assert sections[-1].heading == "AFTER" and "also kept" in sections[-1].text
+    for section in sections:
+        assert section.line >= 1 and section.text and section.level in (1, 2)
+
+
 # --------------------------------------------------------------------------- config and projects.json
 
 

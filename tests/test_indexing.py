@@ -223,6 +223,86 @@ def test_changelog_entries_link_to_their_commits(repo: Path) -> None:
     assert (by_number, "changelog") in shown or shown[0][0] == by_number
 
 
+CHANGES_RST = """Version 2.1.0
+-------------
+
+Released 2024-03-01
+
+-   The client hangs forever when the server closes a keep-alive
+    connection early. :issue:`410` :pr:`412`
+-   Uploads of empty files no longer fail.
+
+Version 2.0.0
+-------------
+
+-   Big rewrite.
+"""
+
+
+def test_rst_changelog_entries_and_sphinx_issue_roles_link_to_commits(repo: Path) -> None:
+    """Sphinx projects write their release notes in reStructuredText (CHANGES.rst) and name pull requests
+    with roles (:pr:`412`), not "#412": both are read, and the entry's words find the commit."""
+    commit(repo, "init", {"pool.py": "x = 1\n"})
+    by_number = commit(repo, "pool: drop half-closed sockets (#412)", {"pool.py": "x = 2\n"})
+    commit(repo, "docs: changes", {"CHANGES.rst": CHANGES_RST})
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        entries = [n for n in store.iter_nodes("doc_section") if n.source == "changelog"]
+        hang = next(n for n in entries if "hangs forever" in n.title)
+        assert hang.title.startswith("CHANGES.rst — Version 2.1.0: The client hangs forever")
+        links = {(a, b) for a, b, rel in store.links_from([hang.id]) if rel == "changelog"}
+        assert (hang.id, node_id(proj.id, "git_commit", by_number)) in links
+        assert len(entries) == 3
+    assert "keep-alive" in stored(repo, by_number)[1]
+    assert by_number in bm25_refs(repo, "client hangs forever keep-alive")
+
+
+def test_rst_changelog_titles_never_become_entry_text() -> None:
+    from nexusmem.sources.changelog import split_entries
+
+    text = (
+        "=========\nChangelog\n=========\n\nVersion 2.0\n~~~~~~~~~~~\n\nProse fixes :issue:`7`.\n\n"
+        "Version 1.0\n~~~~~~~~~~~\n\n- bullet one (#3)\n"
+    )
+    shown = [(e.version, e.text, e.numbers) for e in split_entries(text, "CHANGES.rst")]
+    assert shown == [
+        ("Version 2.0", "Prose fixes :issue:`7`.", ["7"]),
+        ("Version 1.0", "- bullet one (#3)", ["3"]),
+    ]
+
+
+def test_changelog_entries_link_to_the_commits_they_name_by_id(repo: Path) -> None:
+    """Generated changelogs name commits, not numbers: a commit link (conventional-changelog,
+    release-please, semantic-release) or the abbreviated id that starts a changesets entry."""
+    commit(repo, "init", {"a.py": "1"})
+    linked = commit(repo, "fix(pool): drop half-closed sockets", {"a.py": "2"})
+    leading = commit(repo, "parser: accept a trailing comma", {"b.py": "1"})
+    commit(repo, "release", {"c.py": "1"})  # a commit named by no entry
+    notes = (
+        "# Changelog\n\n## 1.1.0\n\n"
+        f"* **pool:** keep-alive sockets closed early make the client hang "
+        f"([{linked[:7]}](https://github.com/o/r/commit/{linked}))\n\n"
+        f"## 1.0.1\n\n### Patch Changes\n\n- {leading[:7]}: Trailing commas no longer break parsing\n"
+        "- 0000000: an id no commit has\n"
+    )
+    writer = commit(repo, "docs: release notes", {"CHANGELOG.md": notes, "x.md": "x"})
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        links = {
+            n.body.split("\n")[0][:12]: {b for _a, b, rel in store.links_from([n.id]) if rel == "changelog"}
+            for n in store.iter_nodes("doc_section")
+            if n.source == "changelog"
+        }
+    # Each entry links to the commit it names, and (a few entries at once) to the commit that wrote it.
+    assert links["* **pool:** "] == {node_id(proj.id, "git_commit", sha) for sha in (linked, writer)}
+    assert links[f"- {leading[:7]}: T"] == {node_id(proj.id, "git_commit", sha) for sha in (leading, writer)}
+    assert links["- 0000000: a"] == {node_id(proj.id, "git_commit", writer)}  # no commit has that id
+    assert "keep-alive" in stored(repo, linked)[1]  # the entry's words reach the commit it names
+    assert "Trailing commas" in stored(repo, leading)[1]
+
+
 def test_a_release_commit_that_writes_many_entries_is_not_linked_to_them(repo: Path) -> None:
     commit(repo, "init", {"a.py": "1"})
     bullets = "\n".join(f"- Change number {i} to the frobnicator." for i in range(12))

@@ -1,14 +1,19 @@
 """atuin import: a real history.db with atuin's schema (its migrations, WAL mode) written by a concurrent
-writer while NexusMem syncs, read into a real repository's memory."""
+writer while NexusMem syncs, read into a real repository's memory.
+
+The fixtures write through sqlean, the SQLite NexusMem reads with: two SQLite libraries in one process do
+not see each other's POSIX locks, so one may reset the WAL index the other has mapped (SIGBUS; see SQLite's
+"How To Corrupt", multiple copies of SQLite). The concurrent writer is another process, as atuin is."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,9 +43,11 @@ SCHEMA = [
 OLD_SCHEMA = SCHEMA[:4]
 
 
-def make_db(path: Path, schema: list[str] = SCHEMA) -> sqlite3.Connection:
+def make_db(path: Path, schema: list[str] = SCHEMA) -> Any:
+    import sqlean
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn = sqlean.connect(str(path), isolation_level=None, check_same_thread=False)
     assert conn.execute("pragma journal_mode=wal").fetchone()[0] == "wal"
     conn.execute("pragma synchronous=normal")
     for statement in schema:
@@ -49,7 +56,7 @@ def make_db(path: Path, schema: list[str] = SCHEMA) -> sqlite3.Connection:
 
 
 def add(
-    conn: sqlite3.Connection,
+    conn: Any,
     command: str,
     cwd: Path | str,
     ts_ms: int,
@@ -157,6 +164,27 @@ def test_atuin_rows_become_commands_with_authors_and_no_duplicates(repo: Path, a
     assert [n["ref"] for n in preview] == ["pytest -k cache"]
 
 
+WRITER = """
+import os, sqlite3, sys, time, uuid
+db, cwd, start, stop = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+conn = sqlite3.connect(db, isolation_level=None)
+conn.execute("pragma busy_timeout=5000")
+n = 0
+while not os.path.exists(stop):
+    conn.execute("begin immediate")
+    conn.execute(
+        "insert into history (id, timestamp, duration, exit, command, cwd, session, hostname, shell)"
+        " values (?, ?, ?, 0, ?, ?, '0192sess', 'host:me', 'zsh')",
+        (uuid.uuid4().hex, (start + n) * 1_000_000, 120_000_000, f"echo live{n}", cwd),
+    )
+    time.sleep(0.01)  # the write lock is held meanwhile
+    conn.execute("commit")
+    print(n, flush=True)
+    n += 1
+conn.close()
+"""
+
+
 @pytest.mark.slow
 def test_a_concurrent_writer_never_blocks_or_tears_the_read(repo: Path, atuin_db: Path) -> None:
     """atuin keeps inserting (and holds its write transaction open) while NexusMem syncs."""
@@ -165,37 +193,30 @@ def test_a_concurrent_writer_never_blocks_or_tears_the_read(repo: Path, atuin_db
     conn = make_db(atuin_db)
     for n in range(500):
         add(conn, f"make step{n}", repo, now - 600_000 + n)
-    stop = threading.Event()
-    written: list[int] = []
-
-    def writer() -> None:
-        other = sqlite3.connect(atuin_db, isolation_level=None, check_same_thread=False)
-        other.execute("pragma busy_timeout=5000")
-        n = 0
-        while not stop.is_set():
-            other.execute("begin immediate")
-            add(other, f"echo live{n}", repo, now - 300_000 + n)
-            time.sleep(0.01)  # the write lock is held meanwhile
-            other.execute("commit")
-            written.append(n)
-            n += 1
-        other.close()
-
-    thread = threading.Thread(target=writer)
-    thread.start()
+    conn.close()
+    stop = atuin_db.parent / "stop"
+    # atuin's side: another process that keeps inserting, holding its write lock 10 ms at a time.
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(atuin_db), str(repo), str(now - 300_000), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "0"  # it is writing
         started = time.monotonic()
         sync.sync(repo)
         took = time.monotonic() - started
     finally:
-        stop.set()
-        thread.join()
+        stop.touch()
+        out, _ = writer.communicate(timeout=60)
+    written = 1 + len(out.split())
+    assert writer.returncode == 0
     nodes = shell_nodes(repo)
     assert all(f"make step{n}" in nodes for n in range(500))
     live = sorted(int(ref[9:]) for ref in nodes if ref.startswith("echo live"))
     assert live and live == list(range(len(live)))  # a consistent prefix: no gap, no torn row
     sync.sync(repo)
-    assert sum(1 for ref in shell_nodes(repo) if ref.startswith("echo live")) == len(written)
+    assert sum(1 for ref in shell_nodes(repo) if ref.startswith("echo live")) == written
     assert took < 60
 
 

@@ -11,7 +11,13 @@ import pytest
 from nexusmem.config import defaults
 from nexusmem.nodes import Node
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.docs import TRUNCATION_MARKER, DocsSource, split_sections
+from nexusmem.sources.docs import (
+    TRUNCATION_MARKER,
+    DocsSource,
+    split_man_sections,
+    split_rst_sections,
+    split_sections,
+)
 
 from helpers import commit, git
 
@@ -214,3 +220,142 @@ def test_unreadable_file_keeps_its_sections(repo: Path, monkeypatch: pytest.Monk
     assert [n.natural_key for n in nodes] == ["a.md#A#0"]
     assert result.skipped == 1 and result.cursor is None  # the next sync tries b.md again
     assert result.keep is not None and result.keep("b.md#B#0") and not result.keep("c.md#C#0")
+
+
+# A Sphinx page as Python projects write them: a label, an overlined title, roles and directives, a literal
+# block whose content looks like a title, a deeper level, a transition, and a title shorter than its line.
+OPTIONS_RST = """.. _options:
+
+=======
+Options
+=======
+
+.. currentmodule:: click
+
+Adding options to commands is done with the :func:`option` decorator.
+
+Name Your Options
+-----------------
+
+The name is derived from the flags::
+
+    Not a title
+    -----------
+
+    @click.option('--name')
+
+.. note::
+
+    Indented directive content
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+Multiple Values
+---------------
+
+Options can take a fixed number of values with ``nargs``.
+
+Tuples
+~~~~~~
+
+Deep text about tuples.
+
+----
+
+After a transition, still about tuples.
+
+Boolean Flags
+---
+Flags turn a feature on or off.
+"""
+
+
+def test_rst_sections_follow_docutils_titles() -> None:
+    sections = split_rst_sections(OPTIONS_RST, "options.rst")
+    shape = [(s.heading, s.level, s.trail) for s in sections]
+    assert shape == [
+        ("options.rst", 0, ("options.rst",)),  # the label before the first title
+        ("Options", 1, ("Options",)),
+        ("Name Your Options", 2, ("Options", "Name Your Options")),
+        ("Multiple Values", 2, ("Options", "Multiple Values")),
+        ("Tuples", 3, ("Options", "Multiple Values", "Tuples")),
+        ("Boolean Flags", 2, ("Options", "Boolean Flags")),
+    ]
+    by = {s.heading: s for s in sections}
+    assert "Not a title" in by["Name Your Options"].text  # a literal block is not cut
+    assert "Indented directive content" in by["Name Your Options"].text
+    assert "After a transition, still about tuples." in by["Tuples"].text
+    assert by["Options"].line == 4 and by["Name Your Options"].line == 11  # the title's own line
+
+
+def test_rst_docs_are_indexed_like_markdown(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "docs", {"docs/options.rst": OPTIONS_RST, "README.md": "# Demo\n\nText.\n"})
+    _, nodes = scan(root)
+    refs = {n.ref: n for n in nodes}
+    assert "docs/options.rst#Multiple Values" in refs and "README.md#Demo" in refs
+    tuples = refs["docs/options.rst#Tuples"]
+    assert tuples.title == "docs/options.rst — Tuples" and "Deep text about tuples." in tuples.body
+    assert not any(n.ref.endswith("#Not a title") for n in nodes)
+
+
+def test_heading_anchors_are_not_part_of_the_heading() -> None:
+    """`## server.host {#server-host}` (VitePress, Docusaurus, Pandoc, MkDocs) is titled as a reader sees it."""
+    text = "# Config {#config}\n\nIntro.\n\n## server.host {#server-host .api}\n\nThe host.\n\n## {#only}\n\nKept as written.\n"
+    assert [s.heading for s in split_sections(text, "a.md")] == ["Config", "server.host", "{#only}"]
+    assert [s.trail for s in split_sections(text, "a.md")][1] == ("Config", "server.host")
+
+
+# A command-line tool's manual page in troff, as fzf, tmux or ripgrep ship them.
+FINDER_1 = r""".\" the page header and this comment are not sections
+.TH FINDER 1 "Nov 2026" "finder 0.56" "finder - a fuzzy finder"
+.SH NAME
+finder \- a command\-line fuzzy finder
+.SH OPTIONS
+.SS Layout
+.TP
+.BI "\-\-height=" "HEIGHT[%]"
+Display finder window below the cursor with the given height instead of
+using the full screen.
+.PP
+If a negative value is specified, the height is calculated as the terminal
+height minus the given value.
+.TP
+.B "\-\-reverse"
+A synonym for \fB\-\-layout=reverse\fR
+.SH "ENVIRONMENT VARIABLES"
+.IP \(bu 3n
+FINDER_DEFAULT_OPTS: default options, e.g. \f(CW\-\-reverse\fP
+.SH
+EXIT STATUS
+0 Normal exit
+"""
+
+
+def test_man_pages_are_cut_at_their_headings_as_plain_text() -> None:
+    sections = split_man_sections(FINDER_1, "finder.1")
+    assert [(s.heading, s.level, s.trail) for s in sections] == [
+        ("NAME", 1, ("NAME",)),
+        ("Layout", 2, ("OPTIONS", "Layout")),
+        ("ENVIRONMENT VARIABLES", 1, ("ENVIRONMENT VARIABLES",)),
+        ("EXIT STATUS", 1, ("EXIT STATUS",)),
+    ]
+    layout = sections[1].text
+    assert "--height=HEIGHT[%]" in layout and "A synonym for --layout=reverse" in layout
+    assert "using the full screen.\n\nIf a negative value" in layout  # .PP keeps paragraphs apart
+    assert "\\f" not in layout and ".TP" not in layout and "3n" not in sections[2].text
+    assert "*\nFINDER_DEFAULT_OPTS: default options, e.g. --reverse" in sections[2].text
+    assert split_man_sections("just a file\nnamed like a page\n", "notes.1") == []  # no .SH: not a man page
+
+
+def test_man_pages_are_indexed_and_other_numbered_files_are_not(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "docs", {"man/man1/finder.1": FINDER_1, "data/run.1": "1 2 3\n4 5 6\n"})
+    _, nodes = scan(root)
+    refs = {n.ref for n in nodes}
+    assert refs == {
+        f"man/man1/finder.1#{h}" for h in ("NAME", "Layout", "ENVIRONMENT VARIABLES", "EXIT STATUS")
+    }

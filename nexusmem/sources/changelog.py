@@ -11,8 +11,10 @@ without bullets is one entry). A version section of a busy project lists dozens 
 one node it would match every question a little and link to every commit of the release.
 
 An entry links to a commit when
-- they name the same number: "#123" or ".../pull/123" in the entry, and "(#123)", "Merge pull request
-  #123", "Fixes #123" (any "#123") in the commit message; or
+- the entry names the commit: a commit link (".../commit/4ff8c1b", as generated changelogs write them) or
+  the abbreviated id that starts a changesets entry ("- 4ff8c1b: Fix ..."), resolved when unambiguous;
+- they name the same number: "#123", ".../pull/123" or a Sphinx role (":pr:`123`", ":issue:`123`") in the
+  entry, and "(#123)", "Merge pull request #123", "Fixes #123" (any "#123") in the commit message; or
 - the commit added the entry's first line (one bounded `git log -p` over the changelog files), unless that
   commit added more than BULK_ENTRIES entries: a release commit that writes the whole list describes none
   of them.
@@ -35,9 +37,9 @@ from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.docs import split_sections
+from nexusmem.sources.docs import sections_of
 
-_CURSOR_VERSION = "changelog-1"
+_CURSOR_VERSION = "changelog-2"
 RELATION = "changelog"
 # File names (case-insensitive, any extension) that hold release notes.
 NAMES = re.compile(
@@ -54,7 +56,15 @@ MAX_COMMITS_PER_NUMBER = 4
 MAX_ENTRY_CHARS = 4000
 
 _BULLET = re.compile(r"^( {0,6})[-*+] +\S")
-_NUMBER = re.compile(r"(?:(?<![\w/&])#|/(?:pull|issues|pulls)/)(\d{1,7})\b")
+# A commit an entry names: a commit link (".../commit/4ff8c1b…", as conventional-changelog, release-please
+# and semantic-release write them), or the abbreviated id that starts a changesets entry ("- 4ff8c1b: Fix …").
+_SHA = re.compile(r"/commits?/([0-9a-f]{7,64})\b|^[-*+] +([0-9a-f]{7,64}):", re.MULTILINE)
+# A line that underlines (or overlines) a title: Markdown's setext `===`/`---`, any reStructuredText one.
+_ADORNMENT = re.compile(r"^ {0,3}([!-/:-@\[-`{-~])\1{2,}\s*$")
+# "#12", ".../pull/12", and Sphinx's issue roles (":pr:`12`", ":issue:`12`", as sphinx-issues writes them).
+_NUMBER = re.compile(
+    r"(?:(?<![\w/&])#|/(?:pull|issues|pulls)/|:(?:pr|pull|issue|gh)(?:issue|pull)?:`)(\d{1,7})\b"
+)
 
 
 @dataclass
@@ -64,15 +74,19 @@ class Entry:
     text: str  # the entry, as written
     first_line: str
     numbers: list[str] = field(default_factory=list)
+    shas: list[str] = field(default_factory=list)  # commit ids it names (full or abbreviated, lower case)
 
 
 def split_entries(text: str, path: str) -> list[Entry]:
     """The entries of one changelog file: top-level bullets of each section (or the section's prose)."""
     entries: list[Entry] = []
-    for sec in split_sections(text, path.rsplit("/", 1)[-1]):
-        lines = sec.text.split("\n")[1 if sec.level else 0 :]
-        if sec.level and lines and re.match(r"^ {0,3}(=+|-+)\s*$", lines[0]):
-            lines = lines[1:]  # a setext underline
+    for sec in sections_of(text, path.rsplit("/", 1)[-1]):
+        lines = sec.text.split("\n")
+        if sec.level:
+            # The title's own lines: a reStructuredText overline, the title, a setext or RST underline.
+            lines = lines[2:] if _ADORNMENT.match(lines[0]) else lines[1:]
+            if lines and _ADORNMENT.match(lines[0]):
+                lines = lines[1:]
         bullets = [m.group(1) for line in lines if (m := _BULLET.match(line))]
         chunks: list[list[str]] = []
         if bullets:
@@ -94,7 +108,8 @@ def split_entries(text: str, path: str) -> list[Entry]:
                 continue
             first = chunk[0].strip()
             numbers = list(dict.fromkeys(_NUMBER.findall(body)))
-            entries.append(Entry(path, version, body[:MAX_ENTRY_CHARS], first, numbers))
+            shas = list(dict.fromkeys(m.group(1) or m.group(2) for m in _SHA.finditer(body)))
+            entries.append(Entry(path, version, body[:MAX_ENTRY_CHARS], first, numbers, shas))
     return entries
 
 
@@ -140,6 +155,23 @@ def _commit_numbers(root: Path) -> tuple[dict[str, list[str]], dict[str, int]]:
         shas = list(dict.fromkeys(subject_hits.get(number, []) + body_hits.get(number, [])))
         merged[number] = shas[:MAX_COMMITS_PER_NUMBER]
     return merged, times
+
+
+_PREFIX = 7  # git's shortest abbreviation
+
+
+def _by_prefix(times: dict[str, int]) -> dict[str, list[str]]:
+    """The first _PREFIX characters of every commit id → the ids (to resolve abbreviations in entries)."""
+    out: dict[str, list[str]] = {}
+    for sha in times:
+        out.setdefault(sha[:_PREFIX], []).append(sha)
+    return out
+
+
+def _resolve(sha: str, by_prefix: dict[str, list[str]]) -> list[str]:
+    """The commit SHA (full or abbreviated) names, if exactly one commit of HEAD's history has that prefix."""
+    found = [full for full in by_prefix.get(sha[:_PREFIX], []) if full.startswith(sha)]
+    return found if len(found) == 1 else []
 
 
 def _record(
@@ -244,9 +276,10 @@ class ChangelogSource:
         links: list[tuple[str, str, str]] = []
         emitted: set[str] = set()
         seen: dict[str, int] = {}
+        by_prefix = _by_prefix(times) if any(e.shas for e in entries) else {}
         for n, entry in enumerate(entries):
             ctx.progress("changelog", n, len(entries))
-            commits: list[str] = []
+            commits: list[str] = [full for sha in entry.shas for full in _resolve(sha, by_prefix)]
             for number in entry.numbers:
                 commits.extend(numbers.get(number, []))
             adder = added.get(entry.first_line)

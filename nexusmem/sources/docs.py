@@ -1,8 +1,10 @@
-"""Docs collector: the repository's Markdown files, one `doc_section` node per heading-delimited section.
+"""Docs collector: the repository's Markdown, reStructuredText and manual-page (troff) files, one
+`doc_section` node per heading-delimited section.
 
-Where a Markdown file becomes nodes: `scan()` lists candidate files with one `git ls-files`, skips all work
-when nothing changed since the last sync (fingerprint cursor), else splits every file at its ATX headings
-(`split_sections`) and dates each file by the last commit that touched it, all in one `git log`.
+Where a doc file becomes nodes: `scan()` lists candidate files with one `git ls-files`, skips all work when
+nothing changed since the last sync (fingerprint cursor), else splits every file at its headings
+(`sections_of`: Markdown's ATX and setext headings, reStructuredText's adorned titles, troff's .SH/.SS) and dates each file by
+the last commit that touched it, all in one `git log`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-3"
+_CURSOR_VERSION = "docs-4"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -106,6 +108,18 @@ class Section:
     text: str  # the section, heading line included
 
 
+# A heading's explicit anchor or attributes, `## Options {#options}` / `{#id .class}` (Pandoc, kramdown,
+# VitePress, Docusaurus, MkDocs' attr_list): markup, not words of the heading a reader sees.
+_HEADING_ATTRIBUTES = re.compile(r"[ \t]*\{[ \t]*[#.][^{}]*\}[ \t]*$")
+
+
+def heading_text(raw: str) -> str:
+    """A Markdown heading as a reader sees it: without an explicit `{#anchor}` at its end (unless that is
+    all there is)."""
+    text = raw.strip()
+    return _HEADING_ATTRIBUTES.sub("", text).strip() or text
+
+
 def split_sections(text: str, file_name: str) -> list[Section]:
     """Cut Markdown TEXT at ATX (and simple setext) headings, ignoring '#' lines inside fenced code.
 
@@ -156,7 +170,7 @@ def split_sections(text: str, file_name: str) -> list[Section]:
         atx = _ATX.match(line)
         if atx and (atx.group(2) or "").strip():
             close()
-            heading, level, line_no = atx.group(2).strip(), len(atx.group(1)), i + 1
+            heading, level, line_no = heading_text(atx.group(2)), len(atx.group(1)), i + 1
             trail = push(level, heading)
             body, heading_lines = [line], 1
             continue
@@ -171,7 +185,7 @@ def split_sections(text: str, file_name: str) -> list[Section]:
         ):
             title_line = body.pop()
             close()
-            heading, level, line_no = title_line.strip(), 1 if setext.group(1)[0] == "=" else 2, i
+            heading, level, line_no = heading_text(title_line), 1 if setext.group(1)[0] == "=" else 2, i
             trail = push(level, heading)
             body, heading_lines = [title_line, line], 2
             continue
@@ -222,7 +236,8 @@ class _Candidate:
 
 
 class DocsSource:
-    """Markdown files of the repository (tracked and untracked-not-ignored) as `doc_section` nodes."""
+    """Markdown, reStructuredText and manual-page files of the repository (tracked and untracked-not-ignored)
+    as `doc_section` nodes."""
 
     name = "docs"
     kinds = ("doc_section",)
@@ -234,7 +249,7 @@ class DocsSource:
     def scan(self, ctx: ScanContext) -> ScanResult:
         """Emit every section when any candidate file (or HEAD, or the config) changed, else nothing."""
         settings = ctx.config.get("sources", {}).get("docs", {})
-        include = list(settings.get("include", ["*.md", "*.mdx", "*.markdown"]))
+        include = list(settings.get("include", ["*.md", "*.mdx", "*.markdown", "*.rst", "*.[1-9]"]))
         exclude = list(settings.get("exclude", []))
         max_bytes = int(settings.get("maxFileBytes", 1_000_000))
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
@@ -294,6 +309,186 @@ class DocsSource:
         result.cursor = None if unreadable else fingerprint
 
 
+# A reStructuredText section adornment: one punctuation character repeated (docutils allows any of these).
+_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
+RST_SUFFIXES = (".rst", ".rest")
+
+
+# A manual page's file name: "fzf.1", "git-log.1", "tmux.1", "foo.3p".
+_MAN_NAME = re.compile(r"\.[1-9][a-z]?$")
+
+
+def sections_of(text: str, file_name: str) -> list[Section]:
+    """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, troff for a
+    manual page (.1 to .9), else Markdown."""
+    name = file_name.lower()
+    if name.endswith(RST_SUFFIXES):
+        return split_rst_sections(text, file_name)
+    if _MAN_NAME.search(name):
+        return split_man_sections(text, file_name)
+    return split_sections(text, file_name)
+
+
+# troff: a section (.SH) or subsection (.SS) heading, man(7) or mdoc(7) spelling.
+_MAN_HEADING = re.compile(r"^\.(SH|SS|Sh|Ss)(?:[ \t]+(.*?))?[ \t]*$")
+# Requests that only lay text out (paragraphs, indents, fill modes, fonts, spacing): dropped with their
+# arguments when they have none worth reading.
+_MAN_LAYOUT = re.compile(
+    r"^\.(PP|LP|P|TP|TQ|RS|RE|nf|fi|br|sp|ad|na|in|ft|ne|hy|nh|ti|ll|ds|de|ie|el|if|so|IX|UR|UE|MT|ME|TH|Dd|Dt|Os|Bl|El|Bd|Ed|It)\b"
+)
+_MAN_BREAK = re.compile(r"^\.(PP|LP|P|TP|TQ|sp|It)\b")
+# A troff escape: a font change (\fB), a string (\*(xx), a named character (\(em, \[bu]) or one character.
+_MAN_ESCAPE = re.compile(r"\\(f(?:\[[^\]]*\]|\(..|.)|\*(?:\[[^\]]*\]|\(..|.)|\((..)|\[([^\]]*)\]|.)")
+_MAN_CHARS = {
+    "em": "-",
+    "en": "-",
+    "hy": "-",
+    "aq": "'",
+    "cq": "'",
+    "oq": "'",
+    "dq": '"',
+    "lq": '"',
+    "rq": '"',
+}
+_MAN_CHARS |= {"bu": "*", "co": "(c)", "rg": "(R)", "mu": "x", "ti": "~", "ha": "^", "ga": "`", "rs": "\\"}
+_MAN_ONE = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "`": "`", "'": "'", ".": "."}
+
+
+def _man_escape(m: re.Match[str]) -> str:
+    escape = m.group(1)
+    if escape[0] in "f*" and len(escape) > 1:
+        return ""
+    if m.group(2) is not None or m.group(3) is not None:
+        return _MAN_CHARS.get(m.group(2) or m.group(3) or "", "")
+    return _MAN_ONE.get(escape, "")
+
+
+def man_text(line: str) -> str | None:
+    """One troff line as plain text: escapes resolved, a text macro's arguments kept ('.B "-x, --extended"'
+    -> '-x, --extended'), a paragraph break as an empty line, other layout requests and comments dropped
+    (None)."""
+    if line.startswith(('.\\"', "'\\\"", ".\\#")) or line.strip() in (".", "'"):
+        return None
+    if not line.startswith((".", "'")):
+        return _MAN_ESCAPE.sub(_man_escape, line)
+    request, _, rest = line.partition(" ")
+    if _MAN_LAYOUT.match(line) and request != ".It":
+        return "" if _MAN_BREAK.match(line) else None
+    words = [quoted or bare for quoted, bare in re.findall(r'"([^"]*)"|(\S+)', rest)]
+    if request == ".IP":  # ".IP tag indent": the tag only
+        words = words[:1]
+    if not words:
+        return "" if request in (".IP", ".It") else None
+    # .BI, .BR, .IR ... alternate fonts between their arguments, written with no space between.
+    joined = "".join(words) if request in (".BI", ".BR", ".IB", ".IR", ".RB", ".RI") else " ".join(words)
+    return _MAN_ESCAPE.sub(_man_escape, joined)
+
+
+def split_man_sections(text: str, file_name: str) -> list[Section]:
+    """Cut a troff manual page at its .SH (level 1) and .SS (level 2) headings, as plain text; the page
+    header before the first .SH (.TH, comments) is not a section. A file with no .SH is not a manual
+    page (a ".1" can be anything): no sections."""
+    lines = text.split("\n")
+    sections: list[Section] = []
+    heading, level, line_no = "", 0, 0
+    trail: tuple[str, ...] = ()
+    body: list[str] = []
+
+    def close() -> None:
+        if level and "\n".join(body[1:]).strip():
+            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
+
+    i = 0
+    while i < len(lines):
+        m = _MAN_HEADING.match(lines[i])
+        if m is None:
+            shown = man_text(lines[i]) if level else None
+            if shown is not None:
+                body.append(shown)
+            i += 1
+            continue
+        close()
+        title = m.group(2) or ""
+        if not title and i + 1 < len(lines) and not _MAN_HEADING.match(lines[i + 1]):
+            # ".SH" alone: the title is the next line
+            i += 1
+            title = lines[i]
+        title = (man_text(title) or "").strip().strip('"').strip()
+        new_level = 1 if m.group(1).upper() == "SH" else 2
+        heading, level, line_no = title or file_name, new_level, i + 1
+        trail = (heading,) if new_level == 1 else (*trail[:1], heading)
+        body = [heading]
+        i += 1
+    close()
+    return sections
+
+
+def split_rst_sections(text: str, file_name: str) -> list[Section]:
+    """Cut reStructuredText at its section titles: a line of text under a blank line (or the start), with
+    an underline of one repeated punctuation character, and optionally an overline of the same one.
+
+    Levels follow docutils: each adornment style (character, overlined or not) gets the next level the
+    first time it appears. A title is never indented and never explicit markup (`.. note::`), so literal
+    blocks, directives and their content cannot be read as titles; a transition (a lone `----` between
+    blank lines) has no text above it and is not one either. Sections with nothing under their title are
+    dropped but count in the heading trail, as in split_sections."""
+    lines = text.split("\n")
+    sections: list[Section] = []
+    styles: list[tuple[str, bool]] = []
+    stack: list[tuple[int, str]] = []
+    heading, level, line_no = file_name, 0, 1
+    trail: tuple[str, ...] = (file_name,)
+    heading_lines = 0
+    body: list[str] = []
+
+    def close() -> None:
+        if "\n".join(body[heading_lines:]).strip():
+            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
+
+    def title_at(i: int) -> tuple[str, tuple[str, bool], int] | None:
+        """(title, style, lines it spans) when a section title starts at line I."""
+        if i > 0 and lines[i - 1].strip():
+            return None
+        line = lines[i]
+        over = _RST_ADORNMENT.match(line)
+        if over and i + 2 < len(lines):
+            middle, under = lines[i + 1], _RST_ADORNMENT.match(lines[i + 2])
+            if (
+                middle.strip()
+                and not _RST_ADORNMENT.match(middle)
+                and under
+                and under.group(1) == over.group(1)
+            ):
+                return middle.strip(), (over.group(1), True), 3
+        if over or not line.strip() or line[0].isspace() or line.startswith(".."):
+            return None
+        under = _RST_ADORNMENT.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if under is None:
+            return None
+        return line.strip(), (under.group(1), False), 2
+
+    i = 0
+    while i < len(lines):
+        found = title_at(i)
+        if found is None:
+            body.append(lines[i])
+            i += 1
+            continue
+        title, style, span = found
+        close()
+        if style not in styles:
+            styles.append(style)
+        heading, level, line_no = title, styles.index(style) + 1, i + 1 + (span == 3)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        trail = tuple(h for _, h in stack)
+        body, heading_lines = lines[i : i + span], span
+        i += span
+    close()
+    return sections
+
+
 def _display(path: str) -> str:
     """PATH as valid UTF-8: undecodable bytes (kept by os.fsdecode as lone surrogates) become U+FFFD."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -302,7 +497,7 @@ def _display(path: str) -> str:
 def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -> Iterator[Node]:
     file_name = path.rsplit("/", 1)[-1]
     seen: dict[str, int] = {}
-    for sec in split_sections(text, file_name):
+    for sec in sections_of(text, file_name):
         # Headings are redacted too: they end up in the natural key, the ref and the title.
         heading = redact(sec.heading)
         trail = " > ".join(redact(h) for h in sec.trail)
