@@ -14,6 +14,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import (
     TRUNCATION_MARKER,
     DocsSource,
+    split_asciidoc_sections,
     split_man_sections,
     split_rst_sections,
     split_sections,
@@ -359,3 +360,64 @@ def test_man_pages_are_indexed_and_other_numbered_files_are_not(tmp_path: Path) 
     assert refs == {
         f"man/man1/finder.1#{h}" for h in ("NAME", "Layout", "ENVIRONMENT VARIABLES", "EXIT STATUS")
     }
+
+
+# An AsciiDoc guide as Asciidoctor-based projects (Spring, Antora sites, git's own docs) write them.
+GUIDE_ADOC = """= Finder Guide
+:toc: left
+
+The document preamble.
+
+== Installation
+
+Use the package manager.
+
+[source,console]
+----
+== not a title inside a listing block
+$ finder --version
+----
+
+=== From source
+
+Build it with `make`.
+
+....
+= literal, not a title
+....
+
+== Configuration
+
+Set FINDER_OPTS in your shell profile.
+
+====
+An example block; its fence is not a title either.
+====
+"""
+
+
+def test_asciidoc_sections_follow_its_titles_and_skip_blocks() -> None:
+    sections = split_asciidoc_sections(GUIDE_ADOC, "guide.adoc")
+    assert [(s.heading, s.level, s.trail) for s in sections] == [
+        ("Finder Guide", 1, ("Finder Guide",)),
+        ("Installation", 2, ("Finder Guide", "Installation")),
+        ("From source", 3, ("Finder Guide", "Installation", "From source")),
+        ("Configuration", 2, ("Finder Guide", "Configuration")),
+    ]
+    by = {s.heading: s for s in sections}
+    assert "== not a title inside a listing block" in by["Installation"].text
+    assert "= literal, not a title" in by["From source"].text
+    assert "An example block" in by["Configuration"].text
+    assert by["Installation"].line == 6
+
+
+def test_asciidoc_docs_are_indexed(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "docs", {"docs/guide.adoc": GUIDE_ADOC, "NOTES.asciidoc": "== Why\n\nBecause.\n"})
+    _, nodes = scan(root)
+    refs = {n.ref: n for n in nodes}
+    assert {"docs/guide.adoc#From source", "NOTES.asciidoc#Why"} <= set(refs)
+    assert "Build it with `make`." in refs["docs/guide.adoc#From source"].body
+    assert not any("not a title" in n.ref for n in nodes)

@@ -1,10 +1,10 @@
-"""Docs collector: the repository's Markdown, reStructuredText and manual-page (troff) files, one
-`doc_section` node per heading-delimited section.
+"""Docs collector: the repository's Markdown, reStructuredText, AsciiDoc and manual-page (troff) files,
+one `doc_section` node per heading-delimited section.
 
 Where a doc file becomes nodes: `scan()` lists candidate files with one `git ls-files`, skips all work when
 nothing changed since the last sync (fingerprint cursor), else splits every file at its headings
-(`sections_of`: Markdown's ATX and setext headings, reStructuredText's adorned titles, troff's .SH/.SS) and dates each file by
-the last commit that touched it, all in one `git log`.
+(`sections_of`: Markdown's ATX and setext headings, reStructuredText's adorned titles, AsciiDoc's `==`
+titles, troff's .SH/.SS) and dates each file by the last commit that touched it, all in one `git log`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-4"
+_CURSOR_VERSION = "docs-5"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -236,8 +236,8 @@ class _Candidate:
 
 
 class DocsSource:
-    """Markdown, reStructuredText and manual-page files of the repository (tracked and untracked-not-ignored)
-    as `doc_section` nodes."""
+    """Markdown, reStructuredText, AsciiDoc and manual-page files of the repository (tracked and
+    untracked-not-ignored) as `doc_section` nodes."""
 
     name = "docs"
     kinds = ("doc_section",)
@@ -249,7 +249,11 @@ class DocsSource:
     def scan(self, ctx: ScanContext) -> ScanResult:
         """Emit every section when any candidate file (or HEAD, or the config) changed, else nothing."""
         settings = ctx.config.get("sources", {}).get("docs", {})
-        include = list(settings.get("include", ["*.md", "*.mdx", "*.markdown", "*.rst", "*.[1-9]"]))
+        include = list(
+            settings.get(
+                "include", ["*.md", "*.mdx", "*.markdown", "*.rst", "*.adoc", "*.asciidoc", "*.[1-9]"]
+            )
+        )
         exclude = list(settings.get("exclude", []))
         max_bytes = int(settings.get("maxFileBytes", 1_000_000))
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
@@ -320,13 +324,63 @@ _MAN_NAME = re.compile(r"\.[1-9][a-z]?$")
 
 def sections_of(text: str, file_name: str) -> list[Section]:
     """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, troff for a
-    manual page (.1 to .9), else Markdown."""
+    manual page (.1 to .9), AsciiDoc for .adoc, else Markdown."""
     name = file_name.lower()
     if name.endswith(RST_SUFFIXES):
         return split_rst_sections(text, file_name)
     if _MAN_NAME.search(name):
         return split_man_sections(text, file_name)
+    if name.endswith(ASCIIDOC_SUFFIXES):
+        return split_asciidoc_sections(text, file_name)
     return split_sections(text, file_name)
+
+
+ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc")
+# An AsciiDoc section title ("== Install"; Markdown's "## Install" is accepted too) and a delimited block's
+# fence (listing ----, literal ...., example ====, sidebar ****, quote ____, passthrough ++++, comment ////).
+_ADOC_TITLE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*?)[ \t]*$")
+_ADOC_FENCE = re.compile(r"^(-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\+{4,}|/{4,})[ \t]*$")
+
+
+def split_asciidoc_sections(text: str, file_name: str) -> list[Section]:
+    """Cut AsciiDoc at its section titles (`= Document`, `== Section` ... level = number of `=`), never
+    inside a delimited block, whose fence closes with the same line. As split_sections otherwise."""
+    lines = text.split("\n")
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    heading, level, line_no = file_name, 0, 1
+    trail: tuple[str, ...] = (file_name,)
+    body: list[str] = []
+    fence: str | None = None
+
+    def close() -> None:
+        if "\n".join(body[1 if level else 0 :]).strip():
+            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
+
+    for i, line in enumerate(lines):
+        stripped = line.rstrip()
+        if fence is not None:
+            if stripped == fence:
+                fence = None
+            body.append(line)
+            continue
+        if _ADOC_FENCE.match(line):
+            fence = stripped
+            body.append(line)
+            continue
+        title = _ADOC_TITLE.match(line)
+        if title is None:
+            body.append(line)
+            continue
+        close()
+        heading, level, line_no = heading_text(title.group(2)), len(title.group(1)), i + 1
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        trail = tuple(h for _, h in stack)
+        body = [line]
+    close()
+    return sections
 
 
 # troff: a section (.SH) or subsection (.SS) heading, man(7) or mdoc(7) spelling.
