@@ -57,6 +57,7 @@ different histories and a clone of the first, ~205,000 distinct nodes:
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -128,16 +129,24 @@ KINDS = (
 def make_rows(
     count: int, start: int, rng: random.Random, centers: list[list[float]]
 ) -> list[tuple[object, ...]]:
-    from array import array
+    """COUNT nodes numbered from START: six words and '#i' for a title, sixty for a body, a vector of 64
+    Gaussian clusters (sigma 0.35 a dimension). numpy draws the vectors and words: drawn one by one in
+    Python they took ~1 s per 2,000 rows, as long as pushing them, and a push's batches are sent while the
+    next is made (Senders), so a slow generator would hide the server's time."""
+    import numpy as np
 
+    gen = np.random.default_rng(rng.getrandbits(64))
+    index = np.arange(start, start + count) % len(centers)
+    vectors = (np.asarray(centers)[index] + gen.normal(0.0, 0.35, (count, len(centers[0])))).astype(
+        np.float32
+    )
+    words = np.asarray(WORDS)[gen.integers(0, len(WORDS), (count, 66))].tolist()
     rows: list[tuple[object, ...]] = []
-    for i in range(start, start + count):
+    for n, i in enumerate(range(start, start + count)):
         kind, provenance, source = KINDS[i % 3]
-        title = " ".join(rng.choice(WORDS) for _ in range(6)) + f" #{i}"
-        body = " ".join(rng.choice(WORDS) for _ in range(60))
-        center = centers[i % len(centers)]
-        vec = [c + rng.gauss(0, 0.35) for c in center]
-        blob = array("f", vec).tobytes()
+        title = " ".join(words[n][:6]) + f" #{i}"
+        body = " ".join(words[n][6:])
+        blob = vectors[n].tobytes()
         node_id = hashlib.sha256(f"bench\0{kind}\0{i}".encode()).hexdigest()[:24]
         rows.append(
             (
@@ -500,6 +509,12 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=2000)
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="connections each member pushes over at once (default: team push's, NEXUSMEM_TEAM_JOBS or 2)",
+    )
+    parser.add_argument(
         "--recall-k",
         default="200",
         help="also measure recall@10 of the top 10 of a K-deep k-NN for each K (comma-separated; 200 is a question's)",
@@ -543,7 +558,7 @@ def main() -> None:
     from nexusmem.embed.builtin import BuiltinProvider
     from nexusmem.retrieve import query
     from nexusmem.store.team import TeamStore
-    from nexusmem.team import begin_bulk
+    from nexusmem.team import PushReport, Senders, begin_bulk, push_jobs
 
     rng = random.Random(13)
     centers = [[rng.gauss(0, 1) for _ in range(256)] for _ in range(64)]
@@ -569,6 +584,18 @@ def main() -> None:
             start = m * per_member
             bulk = None
             done = 0
+            counted = {"added": 0}
+
+            def settled(_token: Any, counts: Any, counted: dict[str, int] = counted) -> None:
+                counted["added"] += counts.added
+
+            senders = Senders(
+                [store],
+                functools.partial(TeamStore.open, url, "bench", store.member, "bench"),
+                PushReport(),
+                args.jobs or push_jobs(),
+                settled,
+            )
             while done < per_member:
                 size = min(args.batch, per_member - done)
                 t0 = time.perf_counter()
@@ -581,12 +608,17 @@ def main() -> None:
                     pending = int(per_member * (1 + (args.overlap if m else 0)))
                     sample = [str(r[0]) for r in rows]
                     bulk = not args.row_by_row and begin_bulk(store, pending, sample)
-                added += store.push_batch(rows).added
+                senders.send(rows, None)
                 t2 = time.perf_counter()
                 generated += t1 - t0
                 push_seconds += t2 - t1
                 sent += len(rows)
                 done += size
+            t1 = time.perf_counter()
+            senders.finish()
+            senders.close()
+            push_seconds += time.perf_counter() - t1
+            added += counted["added"]
             t0 = time.perf_counter()
             built = not store.vector_index_ready() and store.build_vector_index()
             build_seconds += time.perf_counter() - t0
@@ -659,7 +691,7 @@ def main() -> None:
                 deep_ms[k].append((time.perf_counter() - t0) * 1000)
                 deep_hits[k] += len(set(top) & exact)
         size = team.table_bytes()
-        result: dict[str, Any] = {"nodes": total, "members": args.members}
+        result: dict[str, Any] = {"nodes": total, "members": args.members, "jobs": args.jobs or push_jobs()}
         if filled is not None:
             result["fill_sql_s"] = round(filled, 1)
         elif not pushed:

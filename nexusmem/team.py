@@ -20,7 +20,9 @@ import functools
 import hashlib
 import json
 import os
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +45,12 @@ CONVERSATION_KINDS = ("conversation_turn", "session_summary")
 PUSH_BATCH = 2000
 # A dropped connection mid-push is retried this many times (waiting 0.5, 1, 2 s), then reported.
 RETRIES = 3
+# Connections a push sends its batches over at once (NEXUSMEM_TEAM_JOBS). One server backend turns ~3,000
+# nodes/s into rows (tsvector, GIN, heap) and inserts ~400 a second into HNSW, each on one core; two
+# backends use two of the server's cores, and the client reads and redacts the next batch meanwhile.
+PUSH_JOBS = 2
 DENY_KEY = "deny_key"
+_REPORT_LOCK = threading.Lock()
 VECTOR_IDENTITY = "vector_identity"
 _CURSOR_PREFIX = "team.pushed."
 
@@ -338,7 +345,8 @@ def _retrying(
                     f" ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); what was sent is"
                     " kept: run `nexusmem team push` again to finish"
                 ) from None
-            report.retries += 1
+            with _REPORT_LOCK:  # senders retry from their own threads
+                report.retries += 1
             time.sleep(delay)
             delay *= 2
             with contextlib.suppress(Exception):
@@ -385,39 +393,49 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             at, seq = _read_cursor(local, key)
             scrub = _Scrubber(proj.root)
             pending = local.count_written_after(at, seq)
-            while True:
-                rows = local.written_after(at, seq, batch)
-                if not rows:
-                    break
-                if share_vectors and pending:  # decided once, on the first batch
-                    decide = functools.partial(begin_bulk, pending=pending, sample=[r[0].id for r in rows])
-                    report.bulk = _retrying(decide, team, reopen, report)
-                    pending = 0
-                vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
-                out = []
-                for node, _updated, node_seq, files in rows:
-                    if node.kind not in found.kinds:
-                        report.not_shared += 1
-                        continue
-                    if matcher and matcher.which(
-                        denylist.node_fields(node.title, node.body, node.ref, node.meta)
-                    ):
-                        report.denied += 1
-                        continue
-                    blob = vectors.get(node_seq)
-                    if blob is not None:
-                        report.vectors += 1
-                    out.append(outgoing(node, files, scrub, blob))
-                counts: PushCounts = _retrying(_batch_pusher(out), team, reopen, report)
+
+            def settled(cursor: tuple[int, int], counts: PushCounts) -> None:
                 report.added += counts.added
                 report.updated += counts.updated
                 report.unchanged += counts.unchanged
                 report.refused += counts.refused
-                at, seq = rows[-1][1], rows[-1][2]
                 with local.transaction():
-                    local.set_meta(key, f"{at}:{seq}")
+                    local.set_meta(key, f"{cursor[0]}:{cursor[1]}")
                 if log:
                     log(f"team push: {report.added + report.updated + report.unchanged:,} node(s) sent")
+
+            senders = Senders(team, reopen, report, push_jobs(), settled)
+            try:
+                while True:
+                    rows = local.written_after(at, seq, batch)
+                    if not rows:
+                        break
+                    if share_vectors and pending:  # decided once, on the first batch
+                        decide = functools.partial(
+                            begin_bulk, pending=pending, sample=[r[0].id for r in rows]
+                        )
+                        report.bulk = _retrying(decide, team, reopen, report)
+                        pending = 0
+                    vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
+                    out = []
+                    for node, _updated, node_seq, files in rows:
+                        if node.kind not in found.kinds:
+                            report.not_shared += 1
+                            continue
+                        if matcher and matcher.which(
+                            denylist.node_fields(node.title, node.body, node.ref, node.meta)
+                        ):
+                            report.denied += 1
+                            continue
+                        blob = vectors.get(node_seq)
+                        if blob is not None:
+                            report.vectors += 1
+                        out.append(outgoing(node, files, scrub, blob))
+                    at, seq = rows[-1][1], rows[-1][2]
+                    senders.send(out, (at, seq))
+                senders.finish()
+            finally:
+                senders.close()
             links = [(a, b, r) for a, b, r, _ in local.all_links()]
             report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
             verdicts = local.verdicts()
@@ -433,6 +451,86 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
         team[0].close()
     report.seconds = time.monotonic() - started
     return report
+
+
+def push_jobs() -> int:
+    """How many connections a push sends over at once: NEXUSMEM_TEAM_JOBS, else PUSH_JOBS."""
+    value = os.environ.get("NEXUSMEM_TEAM_JOBS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else PUSH_JOBS
+
+
+class Senders:
+    """Sends a push's batches over JOBS connections at once and hands each batch's counts to SETTLED, on
+    the caller's thread, in the order the batches were given.
+
+    Why: a push is bound by the server, one core per backend (PUSH_JOBS), and the client's reading and
+    redacting of the next batch can overlap the server's work. Settling in order is what keeps a killed
+    push whole: the caller records a batch (its cursor) only once it and every batch before it committed,
+    so a push stopped with batches in flight re-sends them next time and the upsert leaves what had landed
+    as it is. Batches hold distinct nodes; their transactions meet only on term_df's rows (upserted in
+    (project, term) order by its trigger) and then the member's row, so one waits for the other's commit
+    there and none can deadlock. With one job everything runs on the caller's thread and connection."""
+
+    def __init__(
+        self,
+        team: list[TeamStore],
+        reopen: Callable[[], TeamStore],
+        report: PushReport,
+        jobs: int,
+        settled: Callable[[Any, PushCounts], None],
+    ) -> None:
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        self.team = team
+        self.reopen = reopen
+        self.report = report
+        self.jobs = max(1, jobs)
+        self.settled = settled
+        self._pool = ThreadPoolExecutor(self.jobs, "nexusmem-push") if self.jobs > 1 else None
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._opened: list[list[TeamStore]] = []
+        self._inflight: deque[tuple[Future[PushCounts], Any]] = deque()
+
+    def send(self, rows: list[tuple[Any, ...]], token: Any) -> None:
+        """Push ROWS (waiting while JOBS batches and one more are in flight); TOKEN comes back with them."""
+        if self._pool is None:
+            self.settled(token, _retrying(_batch_pusher(rows), self.team, self.reopen, self.report))
+            return
+        self._inflight.append((self._pool.submit(self._push, rows), token))
+        while len(self._inflight) > self.jobs:
+            self._settle_oldest()
+
+    def finish(self) -> None:
+        """Wait for every batch sent and settle it (raises the first batch's error, in order)."""
+        while self._inflight:
+            self._settle_oldest()
+
+    def close(self) -> None:
+        """Let the batches in flight end (an error stopped the push: they are not settled) and close the
+        senders' connections."""
+        if self._pool is not None:
+            for future, _token in self._inflight:
+                future.cancel()
+            self._pool.shutdown(wait=True)
+            self._inflight.clear()
+        for holder in self._opened:
+            with contextlib.suppress(Exception):
+                holder[0].close()
+
+    def _settle_oldest(self) -> None:
+        future, token = self._inflight.popleft()
+        self.settled(token, future.result())
+
+    def _push(self, rows: list[tuple[Any, ...]]) -> PushCounts:
+        holder: list[TeamStore] | None = getattr(self._local, "team", None)
+        if holder is None:
+            holder = [self.reopen()]
+            self._local.team = holder
+            with self._lock:
+                self._opened.append(holder)
+        counts: PushCounts = _retrying(_batch_pusher(rows), holder, self.reopen, self.report)
+        return counts
 
 
 def begin_bulk(team: TeamStore, pending: int, sample: Sequence[str]) -> bool:

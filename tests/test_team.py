@@ -321,6 +321,41 @@ def test_a_killed_push_leaves_the_store_whole_and_the_next_push_completes_it(
     assert alice.json("team", "push")["added"] == 0
 
 
+def test_a_batch_failing_while_later_ones_commit_is_sent_again_by_the_next_push(
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches go over two connections at once; one that fails must not be skipped by the next push even
+    though the batch after it committed (the cursor moves only past batches committed in order)."""
+    import psycopg
+
+    from nexusmem import project, team
+
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    _big_history(alice, 60)
+    doomed = "Change module 3 to value 24"
+    conn = psycopg.connect(team_url, autocommit=True)
+    conn.execute(
+        "CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        f" IF NEW.title = '{doomed}' THEN PERFORM pg_sleep(1.5); RAISE EXCEPTION 'injected failure';"
+        " END IF; RETURN NEW; END $$;"
+        " CREATE TRIGGER test_fail BEFORE INSERT ON nodes FOR EACH ROW EXECUTE FUNCTION test_fail()"
+    )
+    monkeypatch.setenv("NEXUSMEM_TEAM_BATCH", "5")
+    monkeypatch.setenv("NEXUSMEM_TEAM_JOBS", "2")
+    with alice.active(), pytest.raises(psycopg.Error, match="injected failure"):
+        team.push(project.load(alice.repo))
+    # The doomed batch's neighbour committed while it slept: rows past the failure are in.
+    after_failure = {str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes")}
+    assert doomed not in after_failure and "Change module 4 to value 25" in after_failure
+    conn.execute("DROP TRIGGER test_fail ON nodes")
+    conn.close()
+    finished = alice.json("team", "push")
+    assert finished["unchanged"] >= 5  # the batch that had landed after the failed one, sent again
+    titles = {str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")}
+    assert doomed in titles and len(titles) == 62  # the seed's 2 commits and the 60 made here
+    assert alice.json("team", "push")["added"] == 0
+
+
 def test_the_post_commit_sync_pushes_when_configured(tmp_path: Path, origin: Path, team_url: str) -> None:
     (alice,) = _members(tmp_path, origin, team_url, "alice")
     alice.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
