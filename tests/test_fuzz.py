@@ -362,7 +362,10 @@ def test_man_splitter_never_raises_and_keeps_every_heading(parts: list[str]) -> 
 @FUZZ
 @given(
     st.lists(
-        any_text | st.sampled_from(["== Sub", "----", "....", "====", "= Top", "[source]", "// c", ""]),
+        any_text
+        | st.sampled_from(
+            ["== Sub", "----", "....", "====", "= Top", "[source]", "// c", "Title", "~~~~~", ""]
+        ),
         max_size=30,
     )
 )

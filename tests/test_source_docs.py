@@ -411,6 +411,47 @@ def test_asciidoc_sections_follow_its_titles_and_skip_blocks() -> None:
     assert by["Installation"].line == 6
 
 
+# The older two-line titles (AsciiDoc Python's, as ninja's manual is written): an underline as long as the title.
+MANUAL_ASCIIDOC = """The Finder manual
+=================
+Jane Doe <jane@example.com>
+
+Introduction
+------------
+What the finder is for.
+
+Running it
+~~~~~~~~~~
+Run `finder` in a directory.
++
+----
+finder -t graph target
+----
+
+Subcommands
+^^^^^^^^^^
+Each tool is named with -t.
+
+Not a title: the underline is too short
+----
+a listing, not a section
+----
+"""
+
+
+def test_asciidoc_two_line_titles() -> None:
+    sections = split_asciidoc_sections(MANUAL_ASCIIDOC, "doc/manual.asciidoc")
+    assert [(s.heading, s.level, s.line) for s in sections] == [
+        ("The Finder manual", 1, 1),
+        ("Introduction", 2, 5),
+        ("Running it", 3, 9),
+        ("Subcommands", 4, 17),
+    ]
+    assert sections[-1].trail == ("The Finder manual", "Introduction", "Running it", "Subcommands")
+    assert "finder -t graph target" in sections[2].text
+    assert "a listing, not a section" in sections[3].text
+
+
 def test_asciidoc_docs_are_indexed(tmp_path: Path) -> None:
     root = tmp_path / "r"
     root.mkdir()

@@ -340,45 +340,70 @@ ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc")
 # fence (listing ----, literal ...., example ====, sidebar ****, quote ____, passthrough ++++, comment ////).
 _ADOC_TITLE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*?)[ \t]*$")
 _ADOC_FENCE = re.compile(r"^(-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\+{4,}|/{4,})[ \t]*$")
+# The older two-line title (AsciiDoc Python's, still read by Asciidoctor): a line of text underlined with
+# one of these characters, level by character, the underline as long as the title give or take two.
+_ADOC_UNDERLINE = re.compile(r"^(=+|-+|~+|\^+|\++)[ \t]*$")
+_ADOC_UNDERLINE_LEVEL = {"=": 1, "-": 2, "~": 3, "^": 4, "+": 5}
+_ADOC_SETEXT_TEXT = re.compile(r"^[^\s.\[/|+*<>-].*\w")
+
+
+def _adoc_two_line_title(line: str, underline: str) -> int:
+    """The level of LINE as a two-line title underlined by UNDERLINE, or 0 when it is not one."""
+    title = line.rstrip()
+    mark = _ADOC_UNDERLINE.match(underline)
+    if mark is None or not _ADOC_SETEXT_TEXT.match(title) or _ADOC_FENCE.match(title):
+        return 0
+    return _ADOC_UNDERLINE_LEVEL[mark.group(1)[0]] if abs(len(mark.group(1)) - len(title)) < 3 else 0
 
 
 def split_asciidoc_sections(text: str, file_name: str) -> list[Section]:
-    """Cut AsciiDoc at its section titles (`= Document`, `== Section` ... level = number of `=`), never
-    inside a delimited block, whose fence closes with the same line. As split_sections otherwise."""
+    """Cut AsciiDoc at its section titles (`= Document`, `== Section` ... level = number of `=`; or a line
+    underlined with `=`, `-`, `~`, `^`, `+`), never inside a delimited block, whose fence closes with the
+    same line. As split_sections otherwise."""
     lines = text.split("\n")
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
-    heading, level, line_no = file_name, 0, 1
+    heading, level, line_no, head = file_name, 0, 1, 0
     trail: tuple[str, ...] = (file_name,)
     body: list[str] = []
     fence: str | None = None
 
     def close() -> None:
-        if "\n".join(body[1 if level else 0 :]).strip():
+        if "\n".join(body[head:]).strip():
             sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
 
-    for i, line in enumerate(lines):
+    i = 0
+    while i < len(lines):
+        line = lines[i]
         stripped = line.rstrip()
+        i += 1
         if fence is not None:
             if stripped == fence:
                 fence = None
             body.append(line)
             continue
-        if _ADOC_FENCE.match(line):
+        two_line = _adoc_two_line_title(line, lines[i]) if i < len(lines) else 0
+        title = None if two_line else _ADOC_TITLE.match(line)
+        if not two_line and _ADOC_FENCE.match(line):
             fence = stripped
             body.append(line)
             continue
-        title = _ADOC_TITLE.match(line)
-        if title is None:
+        if title is None and not two_line:
             body.append(line)
             continue
         close()
-        heading, level, line_no = heading_text(title.group(2)), len(title.group(1)), i + 1
+        if two_line:
+            heading, level, line_no = heading_text(stripped), two_line, i
+            body, head = [line, lines[i]], 2
+            i += 1
+        else:
+            assert title is not None
+            heading, level, line_no = heading_text(title.group(2)), len(title.group(1)), i
+            body, head = [line], 1
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, heading))
         trail = tuple(h for _, h in stack)
-        body = [line]
     close()
     return sections
 
