@@ -404,7 +404,8 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                 if log:
                     log(f"team push: {report.added + report.updated + report.unchanged:,} node(s) sent")
 
-            senders = Senders(team, reopen, report, push_jobs(), settled)
+            # One batch or less: the caller's connection alone (a second would only cost its connect).
+            senders = Senders(team, reopen, report, push_jobs() if pending > batch else 1, settled)
             try:
                 while True:
                     rows = local.written_after(at, seq, batch)
