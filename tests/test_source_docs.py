@@ -66,6 +66,15 @@ def scan(
     return result, list(result.nodes)
 
 
+def indexed(tmp_path: Path, files: dict[str, str]) -> dict[str, Node]:
+    """The doc nodes, by ref, of a fresh repository holding FILES in one commit."""
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "docs", files)
+    return {n.ref: n for n in scan(root)[1]}
+
+
 def by_key(nodes: list[Node]) -> dict[str, Node]:
     return {n.natural_key: n for n in nodes}
 
@@ -289,16 +298,11 @@ def test_rst_sections_follow_docutils_titles() -> None:
 
 
 def test_rst_docs_are_indexed_like_markdown(tmp_path: Path) -> None:
-    root = tmp_path / "r"
-    root.mkdir()
-    git(root, "init", "-q")
-    commit(root, "docs", {"docs/options.rst": OPTIONS_RST, "README.md": "# Demo\n\nText.\n"})
-    _, nodes = scan(root)
-    refs = {n.ref: n for n in nodes}
+    refs = indexed(tmp_path, {"docs/options.rst": OPTIONS_RST, "README.md": "# Demo\n\nText.\n"})
     assert "docs/options.rst#Multiple Values" in refs and "README.md#Demo" in refs
     tuples = refs["docs/options.rst#Tuples"]
     assert tuples.title == "docs/options.rst — Tuples" and "Deep text about tuples." in tuples.body
-    assert not any(n.ref.endswith("#Not a title") for n in nodes)
+    assert not any(ref.endswith("#Not a title") for ref in refs)
 
 
 def test_heading_anchors_are_not_part_of_the_heading() -> None:
@@ -351,13 +355,8 @@ def test_man_pages_are_cut_at_their_headings_as_plain_text() -> None:
 
 
 def test_man_pages_are_indexed_and_other_numbered_files_are_not(tmp_path: Path) -> None:
-    root = tmp_path / "r"
-    root.mkdir()
-    git(root, "init", "-q")
-    commit(root, "docs", {"man/man1/finder.1": FINDER_1, "data/run.1": "1 2 3\n4 5 6\n"})
-    _, nodes = scan(root)
-    refs = {n.ref for n in nodes}
-    assert refs == {
+    refs = indexed(tmp_path, {"man/man1/finder.1": FINDER_1, "data/run.1": "1 2 3\n4 5 6\n"})
+    assert set(refs) == {
         f"man/man1/finder.1#{h}" for h in ("NAME", "Layout", "ENVIRONMENT VARIABLES", "EXIT STATUS")
     }
 
@@ -453,12 +452,7 @@ def test_asciidoc_two_line_titles() -> None:
 
 
 def test_asciidoc_docs_are_indexed(tmp_path: Path) -> None:
-    root = tmp_path / "r"
-    root.mkdir()
-    git(root, "init", "-q")
-    commit(root, "docs", {"docs/guide.adoc": GUIDE_ADOC, "NOTES.asciidoc": "== Why\n\nBecause.\n"})
-    _, nodes = scan(root)
-    refs = {n.ref: n for n in nodes}
+    refs = indexed(tmp_path, {"docs/guide.adoc": GUIDE_ADOC, "NOTES.asciidoc": "== Why\n\nBecause.\n"})
     assert {"docs/guide.adoc#From source", "NOTES.asciidoc#Why"} <= set(refs)
     assert "Build it with `make`." in refs["docs/guide.adoc#From source"].body
-    assert not any("not a title" in n.ref for n in nodes)
+    assert not any("not a title" in ref for ref in refs)
