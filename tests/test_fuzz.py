@@ -380,6 +380,25 @@ def test_asciidoc_splitter_never_raises_and_keeps_every_title(parts: list[str]) 
         assert section.line >= 1 and section.text
 
 
+@FUZZ
+@given(
+    st.lists(
+        any_text
+        | st.sampled_from(["** Sub", "* Top :tag:", "#+BEGIN_SRC sh", "#+end_src", "*bold*", "***", ""]),
+        max_size=30,
+    )
+)
+def test_org_splitter_never_raises_and_keeps_every_headline(parts: list[str]) -> None:
+    text = "\n".join(["* Before", "kept text", *parts, "", "* After", "also kept"])
+    sections = docs.split_org_sections(text, "f.org")
+    assert sections[0].heading == "Before" and "kept text" in sections[0].text
+    middle = "\n".join(parts).split("\n")
+    if not any(docs._ORG_BEGIN.match(line) for line in middle):  # an unclosed block swallows the rest
+        assert sections[-1].heading == "After" and "also kept" in sections[-1].text
+    for section in sections:
+        assert section.line >= 1 and section.text
+
+
 # --------------------------------------------------------------------------- config and projects.json
 
 

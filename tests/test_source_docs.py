@@ -16,6 +16,7 @@ from nexusmem.sources.docs import (
     DocsSource,
     split_asciidoc_sections,
     split_man_sections,
+    split_org_sections,
     split_rst_sections,
     split_sections,
 )
@@ -456,3 +457,42 @@ def test_asciidoc_docs_are_indexed(tmp_path: Path) -> None:
     assert {"docs/guide.adoc#From source", "NOTES.asciidoc#Why"} <= set(refs)
     assert "Build it with `make`." in refs["docs/guide.adoc#From source"].body
     assert not any("not a title" in ref for ref in refs)
+
+
+# An Emacs package's manual in Org, as magit or org-roam write theirs.
+MANUAL_ORG = """#+TITLE: Finder manual
+#+AUTHOR: Jane Doe
+
+Preamble text.
+
+* Installation                                                     :install:
+Use the package manager.
+#+BEGIN_SRC emacs-lisp
+* not a headline: inside a source block
+(use-package finder)
+#+END_SRC
+** TODO [#A] From source
+Clone and build.
+*bold* words are not a headline, nor is a line of stars:
+*****
+* Configuration
+Set ~finder-height~.
+"""
+
+
+def test_org_sections_follow_headlines_and_skip_blocks() -> None:
+    sections = split_org_sections(MANUAL_ORG, "doc/finder.org")
+    assert [(s.heading, s.level, s.line, s.trail) for s in sections] == [
+        ("doc/finder.org", 0, 1, ("doc/finder.org",)),
+        ("Installation", 1, 6, ("Installation",)),
+        ("From source", 2, 12, ("Installation", "From source")),
+        ("Configuration", 1, 16, ("Configuration",)),
+    ]
+    assert "* not a headline: inside a source block" in sections[1].text
+    assert "*bold* words are not a headline" in sections[2].text and "*****" in sections[2].text
+
+
+def test_org_docs_are_indexed(tmp_path: Path) -> None:
+    refs = indexed(tmp_path, {"doc/finder.org": MANUAL_ORG})
+    assert {"doc/finder.org#Installation", "doc/finder.org#From source"} <= set(refs)
+    assert "(use-package finder)" in refs["doc/finder.org#Installation"].body

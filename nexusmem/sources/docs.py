@@ -1,10 +1,11 @@
-"""Docs collector: the repository's Markdown, reStructuredText, AsciiDoc and manual-page (troff) files,
-one `doc_section` node per heading-delimited section.
+"""Docs collector: the repository's Markdown, reStructuredText, AsciiDoc, Org and manual-page (troff)
+files, one `doc_section` node per heading-delimited section.
 
 Where a doc file becomes nodes: `scan()` lists candidate files with one `git ls-files`, skips all work when
 nothing changed since the last sync (fingerprint cursor), else splits every file at its headings
 (`sections_of`: Markdown's ATX and setext headings, reStructuredText's adorned titles, AsciiDoc's `==`
-titles, troff's .SH/.SS) and dates each file by the last commit that touched it, all in one `git log`.
+and underlined titles, Org's `*` headlines, troff's .SH/.SS) and dates each file by the last commit that
+touched it, all in one `git log`.
 """
 
 from __future__ import annotations
@@ -236,7 +237,7 @@ class _Candidate:
 
 
 class DocsSource:
-    """Markdown, reStructuredText, AsciiDoc and manual-page files of the repository (tracked and
+    """Markdown, reStructuredText, AsciiDoc, Org and manual-page files of the repository (tracked and
     untracked-not-ignored) as `doc_section` nodes."""
 
     name = "docs"
@@ -251,7 +252,8 @@ class DocsSource:
         settings = ctx.config.get("sources", {}).get("docs", {})
         include = list(
             settings.get(
-                "include", ["*.md", "*.mdx", "*.markdown", "*.rst", "*.adoc", "*.asciidoc", "*.[1-9]"]
+                "include",
+                ["*.md", "*.mdx", "*.markdown", "*.rst", "*.adoc", "*.asciidoc", "*.org", "*.[1-9]"],
             )
         )
         exclude = list(settings.get("exclude", []))
@@ -324,8 +326,10 @@ _MAN_NAME = re.compile(r"\.[1-9][a-z]?$")
 
 def sections_of(text: str, file_name: str) -> list[Section]:
     """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, troff for a
-    manual page (.1 to .9), AsciiDoc for .adoc, else Markdown."""
+    manual page (.1 to .9), AsciiDoc for .adoc, Org for .org, else Markdown."""
     name = file_name.lower()
+    if name.endswith(ORG_SUFFIXES):
+        return split_org_sections(text, file_name)
     if name.endswith(RST_SUFFIXES):
         return split_rst_sections(text, file_name)
     if _MAN_NAME.search(name):
@@ -404,6 +408,55 @@ def split_asciidoc_sections(text: str, file_name: str) -> list[Section]:
             stack.pop()
         stack.append((level, heading))
         trail = tuple(h for _, h in stack)
+    close()
+    return sections
+
+
+ORG_SUFFIXES = (".org",)
+# An Org headline ("** TODO [#A] Title   :tag:"): level by stars; its TODO keyword, priority and tags are
+# not part of the title. A block (#+BEGIN_SRC ... #+END_SRC, any name, any case) is never cut.
+_ORG_HEADLINE = re.compile(r"^(\*+)[ \t]+(?:(?:TODO|DONE)[ \t]+)?(?:\[#[A-Za-z0-9]\][ \t]+)?(.*?)$")
+_ORG_TAGS = re.compile(r"[ \t]+:[\w@#%:]+:[ \t]*$")
+_ORG_BEGIN = re.compile(r"^[ \t]*#\+begin_(\S+)", re.IGNORECASE)
+
+
+def split_org_sections(text: str, file_name: str) -> list[Section]:
+    """Cut Org TEXT at its headlines (`* Title`, `** Sub` ...), never inside a #+BEGIN_/#+END_ block. As
+    split_sections otherwise."""
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    heading, level, line_no = file_name, 0, 1
+    trail: tuple[str, ...] = (file_name,)
+    body: list[str] = []
+    block_end: str | None = None
+
+    def close() -> None:
+        if "\n".join(body[1 if level else 0 :]).strip():
+            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
+
+    for i, line in enumerate(text.split("\n")):
+        if block_end is not None:
+            if line.strip().lower().startswith(block_end):
+                block_end = None
+            body.append(line)
+            continue
+        begin = _ORG_BEGIN.match(line)
+        if begin:
+            block_end = f"#+end_{begin.group(1).lower()}"
+            body.append(line)
+            continue
+        headline = _ORG_HEADLINE.match(line)
+        title = _ORG_TAGS.sub("", headline.group(2)).strip() if headline else ""
+        if headline is None or not title:
+            body.append(line)
+            continue
+        close()
+        heading, level, line_no = title, len(headline.group(1)), i + 1
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        trail = tuple(h for _, h in stack)
+        body = [line]
     close()
     return sections
 
