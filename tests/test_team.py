@@ -232,6 +232,17 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
         assert [i for i, _ in store.search_vectors(blob, 5)] == [i for i, _ in store.exact_vectors(blob, 5)]
         both = bob.json("query", "--team", "Change module 3 value")
         assert any(item["recorded_by"] == "alice@example.com" for item in both["items"])
+        assert not any("rebuilding its vector index" in note for note in both["notes"])
+        # A project too large for an exact scan is answered by its words meanwhile, and says so.
+        from nexusmem.store import team as team_store
+
+        monkeypatch.setattr(team_store, "EXACT_KNN_MAX", 10)
+        with TeamStore.open(team_url, store.project, "carol@example.com", "test") as other:
+            assert other.search_vectors(blob, 5) == [] and other.knn_skipped
+        words_only = bob.json("query", "--team", "Change module 3 value")
+        assert any(item["recorded_by"] == "alice@example.com" for item in words_only["items"])
+        assert any("rebuilding its vector index" in note for note in words_only["notes"])
+        monkeypatch.setattr(team_store, "EXACT_KNN_MAX", 50_000)
         # Another member's small push meanwhile neither waits for that load nor builds the index itself.
         _big_history(bob, 2, embed=True)
         during = bob.json("team", "push")

@@ -75,6 +75,10 @@ def search(
         result.matched += counts["matched"]
         result.bm25_matched += counts["bm25"]
         result.vector_matched += counts["vector"]
+    if team is not None and getattr(team, "knn_skipped", False):
+        result.notes.append(
+            "the team store is rebuilding its vector index (a large push): team results matched by words only"
+        )
     result.weak = all(s.weak for s in searched)
     multi._fuse_and_pack(result, searched, text, budget, as_of)
     return result

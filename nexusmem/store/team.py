@@ -50,6 +50,11 @@ EF_SEARCH_MAX = 1000
 # nearest with both graphs at ef_search 200, 0.990 with the history graph at 400 (this factor) and 0.995
 # at 800; the k-NN's p50 went from 11.9 to 13.8 ms (15.0 at 3x, 18.1 at 4x; load ~2.5, alternating).
 HISTORY_EF_FACTOR = 2
+# A project holding more vectors than this is not searched by an exact scan while its HNSW graphs are away
+# (a bulk push loads without them, then builds them: minutes at 1,000,000 nodes). The scan reads every
+# vector of the project (~1 s a question at 1,000,000, more under the build's load); the question is
+# answered by its words alone meanwhile, and says so. Below it the scan is quick and gives the same answers.
+EXACT_KNN_MAX = 50_000
 # Where document counts are counted (a schema-1 store, a match total within a time window), up to this many
 # (an IDF needs no more; the planner's postings budget is 8,000).
 COUNT_CAP = 10_000
@@ -479,6 +484,9 @@ class TeamStore:
         # One ef_search for both graphs instead of the one derived from k (benchmarks measuring recall
         # at a given depth of search); 0: derived.
         self.fixed_ef_search = 0
+        self._graphs_ready = (False, -COUNT_MEMO_SECONDS)  # vector_index_ready, and when it was asked
+        # Set when a k-NN was not run because the graphs are being rebuilt (see EXACT_KNN_MAX).
+        self.knn_skipped = False
 
     @classmethod
     def open(
@@ -885,6 +893,9 @@ class TeamStore:
         project (and time) filter still leaves K hits."""
         if len(blob) != TEAM_DIM * 4:
             return []
+        if self._rebuilding_large():
+            self.knn_skipped = True
+            return []
         where, params = self._window(as_of, since, until)
         vector = vector_text(blob)
         rows: list[tuple[Any, ...]] = []
@@ -900,6 +911,19 @@ class TeamStore:
             ).fetchall()
             rows = merge_nearest(rows, more, k)  # sorted: a relaxed-order scan returns them unsorted
         return [(str(r[0]), float(r[1])) for r in rows]
+
+    def _rebuilding_large(self) -> bool:
+        """Whether the HNSW graphs are away (a bulk push) and this project holds too many vectors for an
+        exact scan to stand in for them (EXACT_KNN_MAX)."""
+        ready, at = self._graphs_ready
+        now = time.monotonic()
+        if now - at > COUNT_MEMO_SECONDS:  # remembered as long as term counts are
+            ready = self.vector_index_ready()
+            self._graphs_ready = (ready, now)
+        if ready or self.schema_version() < 2:
+            return False
+        self.term_doc_counts([])
+        return self._counts.get(_VECTORS, 0) > EXACT_KNN_MAX
 
     def _set_ef_search(self, ef_search: int) -> None:
         """Give this connection's HNSW scans EF_SEARCH (and the iterative scan), unless it has it already.
