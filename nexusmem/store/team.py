@@ -52,8 +52,8 @@ EF_SEARCH_MAX = 1000
 HISTORY_EF_FACTOR = 2
 # A project holding more vectors than this is not searched by an exact scan while its HNSW graphs are away
 # (a bulk push loads without them, then builds them: minutes at 1,000,000 nodes). The scan reads every
-# vector of the project (~1 s a question at 1,000,000, more under the build's load); the question is
-# answered by its words alone meanwhile, and says so. Below it the scan is quick and gives the same answers.
+# vector of the project, competing with the build for the server's cores; the question is answered by its
+# words alone meanwhile, and says so. Below it the scan is quick and gives the same answers.
 EXACT_KNN_MAX = 50_000
 # Where document counts are counted (a schema-1 store, a match total within a time window), up to this many
 # (an IDF needs no more; the planner's postings budget is 8,000).
