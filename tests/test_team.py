@@ -68,6 +68,9 @@ def test_a_fix_one_member_recorded_answers_anothers_question(
     status = bob.json("team", "status")
     assert status["by_kind"]["git_commit"] == 3  # two shared commits + alice's, each once
     assert {m["member"] for m in status["members"]} == {"alice@example.com", "bob@example.com"}
+    # The server's buffers hold this small vector index: no advice about them.
+    assert status["vector_index_bytes"] > 0 and status["shared_buffers_bytes"] >= status["vector_index_bytes"]
+    assert "shared_buffers" not in bob.run("team", "status").stdout
 
 
 def test_shell_commands_and_local_paths_stay_home(tmp_path: Path, origin: Path, team_url: str) -> None:
@@ -485,3 +488,13 @@ def test_a_dropped_connection_mid_push_is_retried_and_the_push_completes(
     assert report.retries >= 1
     total = int(str(_team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]))
     assert report.added == total and total > 20
+
+
+def test_status_advises_raising_shared_buffers_only_when_the_index_outgrows_them() -> None:
+    from nexusmem.team import buffers_advice
+
+    assert buffers_advice(100 << 20, 128 << 20) is None
+    advice = buffers_advice(390 << 20, 128 << 20)
+    assert (
+        advice is not None and "shared_buffers (134 MB) is smaller than the vector index (409 MB)" in advice
+    )

@@ -76,6 +76,7 @@ def push_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
 def status_cmd(ctx: click.Context, as_json: bool) -> None:
     """The team store: nodes by kind, members and their last push, deny-list entries, what is pending here."""
     from nexusmem import project, team, timefmt
+    from nexusmem.store.team import EXACT_KNN_MAX
 
     proj = project.load(root_of(ctx))
     data = team.status(proj)
@@ -90,8 +91,11 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     if not data["vector_index"]:
         lines.append(
             "vector index missing: a large push is loading (or one died before building it); k-NN is an"
-            " exact scan until the next push builds it"
+            f" exact scan (past {EXACT_KNN_MAX:,} vectors: words only) until the next push builds it"
         )
+    advice = team.buffers_advice(data["vector_index_bytes"], data["shared_buffers_bytes"])
+    if advice:
+        lines.append(advice)
     lines += [f"  {kind:<18} {count:,}" for kind, count in data["by_kind"].items()]
     for member in data["members"]:
         lines.append(

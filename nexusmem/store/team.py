@@ -1291,6 +1291,11 @@ class TeamStore:
             "SELECT count(*) FROM nodes WHERE project_id = %s AND emb IS NOT NULL", (self.project,)
         ).fetchone()
         size = self.conn.execute("SELECT pg_database_size(current_database())").fetchone()
+        memory = self.conn.execute(
+            "SELECT coalesce(sum(pg_relation_size(i)), 0), pg_size_bytes(current_setting('shared_buffers'))"
+            " FROM unnest(ARRAY[to_regclass(%s), to_regclass(%s)]) AS i WHERE i IS NOT NULL",
+            (HNSW_HISTORY_INDEX, HNSW_SHELL_INDEX),
+        ).fetchone()
         return {
             "schema_version": self.schema_version(),
             "nodes": sum(int(v) for v in kinds.values()),
@@ -1300,6 +1305,8 @@ class TeamStore:
             "members": members,
             "deny_entries": int(deny[0]),
             "database_bytes": int(size[0]),
+            "vector_index_bytes": int(memory[0]),
+            "shared_buffers_bytes": int(memory[1]),
         }
 
     def table_bytes(self, table: str = "nodes") -> int:
