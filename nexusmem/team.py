@@ -679,8 +679,8 @@ def status(proj: Project) -> dict[str, Any]:
 def buffers_advice(index_bytes: int, buffers_bytes: int) -> str | None:
     """A line for `team status` when the server's shared_buffers cannot hold the HNSW graphs: every node a
     push inserts walks the graph, and pages read from outside PostgreSQL's buffers made that about twice
-    as slow (a 390 MB graph of 300,000 vectors took 263 inserts/s at 128 MB, PostgreSQL's default, and
-    529 at 4 GB: benchmarks/bench_team_buffers.py)."""
+    as slow (a 410 MB graph of 300,000 vectors took 265 inserts/s at 128 MB, PostgreSQL's default, and
+    531 at 4 GB: benchmarks/bench_team_buffers.py)."""
     if index_bytes <= buffers_bytes:
         return None
     return (
