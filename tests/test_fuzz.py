@@ -359,41 +359,24 @@ def test_man_splitter_never_raises_and_keeps_every_heading(parts: list[str]) -> 
         assert section.line >= 1 and section.text and section.level in (1, 2)
 
 
-@FUZZ
-@given(
-    st.lists(
-        any_text
-        | st.sampled_from(
-            ["== Sub", "----", "....", "====", "= Top", "[source]", "// c", "Title", "~~~~~", ""]
-        ),
-        max_size=30,
-    )
-)
-def test_asciidoc_splitter_never_raises_and_keeps_every_title(parts: list[str]) -> None:
-    text = "\n".join(["== Before", "kept text", *parts, "", "== After", "also kept"])
-    sections = docs.split_asciidoc_sections(text, "f.adoc")
-    assert sections[0].heading == "Before" and "kept text" in sections[0].text
-    middle = "\n".join(parts).split("\n")
-    if not any(docs._ADOC_FENCE.match(line) for line in middle):  # an unclosed block swallows the rest
-        assert sections[-1].heading == "After" and "also kept" in sections[-1].text
-    for section in sections:
-        assert section.line >= 1 and section.text
+ADOC_LINES = ["== Sub", "----", "....", "====", "= Top", "[source]", "// c", "Title", "~~~~~", ""]
+ORG_LINES = ["** Sub", "* Top :tag:", "#+BEGIN_SRC sh", "#+end_src", "*bold*", "***", ""]
 
 
 @FUZZ
-@given(
-    st.lists(
-        any_text
-        | st.sampled_from(["** Sub", "* Top :tag:", "#+BEGIN_SRC sh", "#+end_src", "*bold*", "***", ""]),
-        max_size=30,
-    )
-)
-def test_org_splitter_never_raises_and_keeps_every_headline(parts: list[str]) -> None:
-    text = "\n".join(["* Before", "kept text", *parts, "", "* After", "also kept"])
-    sections = docs.split_org_sections(text, "f.org")
+@given(st.sampled_from(["adoc", "org"]), st.data())
+def test_block_markup_splitters_never_raise_and_keep_every_title(markup: str, data: st.DataObject) -> None:
+    """AsciiDoc and Org: the titles around any lines stay sections, unless a block left open swallows the
+    rest (as Markdown's unclosed fence does)."""
+    split, title, opener, lines = {
+        "adoc": (docs.split_asciidoc_sections, "== {}", docs._ADOC_FENCE, ADOC_LINES),
+        "org": (docs.split_org_sections, "* {}", docs._ORG_BEGIN, ORG_LINES),
+    }[markup]
+    parts = data.draw(st.lists(any_text | st.sampled_from(lines), max_size=30))
+    text = "\n".join([title.format("Before"), "kept text", *parts, "", title.format("After"), "also kept"])
+    sections = split(text, f"f.{markup}")
     assert sections[0].heading == "Before" and "kept text" in sections[0].text
-    middle = "\n".join(parts).split("\n")
-    if not any(docs._ORG_BEGIN.match(line) for line in middle):  # an unclosed block swallows the rest
+    if not any(opener.match(line) for line in "\n".join(parts).split("\n")):
         assert sections[-1].heading == "After" and "also kept" in sections[-1].text
     for section in sections:
         assert section.line >= 1 and section.text
