@@ -121,6 +121,40 @@ def heading_text(raw: str) -> str:
     return _HEADING_ATTRIBUTES.sub("", text).strip() or text
 
 
+class _Cutter:
+    """What every splitter keeps between its titles: the lines under the current heading, the trail of
+    headings above it, and the sections closed so far. A section with nothing under its heading is dropped
+    (a bare heading is noise in results) but still counts in the trail."""
+
+    def __init__(self, file_name: str) -> None:
+        self.sections: list[Section] = []
+        self._stack: list[tuple[int, str]] = []
+        self.heading, self.level, self.line_no = file_name, 0, 1
+        self.trail: tuple[str, ...] = (file_name,)
+        self.body: list[str] = []
+        self.head = 0  # how many lines of `body` are the heading itself (0 for the preamble)
+
+    def close(self) -> None:
+        if "\n".join(self.body[self.head :]).strip():
+            self.sections.append(
+                Section(self.heading, self.level, self.line_no, self.trail, "\n".join(self.body).strip("\n"))
+            )
+
+    def open(self, heading: str, level: int, line_no: int, title_lines: list[str]) -> None:
+        """Close the current section and start HEADING (LEVEL, at LINE_NO), whose TITLE_LINES begin it."""
+        self.close()
+        while self._stack and self._stack[-1][0] >= level:
+            self._stack.pop()
+        self._stack.append((level, heading))
+        self.trail = tuple(h for _, h in self._stack)
+        self.heading, self.level, self.line_no = heading, level, line_no
+        self.body, self.head = list(title_lines), len(title_lines)
+
+    def finish(self) -> list[Section]:
+        self.close()
+        return self.sections
+
+
 def split_sections(text: str, file_name: str) -> list[Section]:
     """Cut Markdown TEXT at ATX (and simple setext) headings, ignoring '#' lines inside fenced code.
 
@@ -128,31 +162,16 @@ def split_sections(text: str, file_name: str) -> list[Section]:
     heading are dropped (a bare heading is noise in results) but still count in the heading trail.
     """
     lines = text.split("\n")
-    sections: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    heading, level, line_no = file_name, 0, 1
-    trail: tuple[str, ...] = (file_name,)
-    heading_lines = 0  # how many lines of `body` are the heading itself (0 preamble, 1 ATX, 2 setext)
-    body: list[str] = []
+    cut = _Cutter(file_name)
     fence: str | None = None
     start = 0
     # YAML front matter belongs to the preamble; its closing '---' must not read as a setext underline.
     if lines and lines[0].strip() == "---":
         for j in range(1, len(lines)):
             if lines[j].strip() in ("---", "..."):
-                body.extend(lines[: j + 1])
+                cut.body.extend(lines[: j + 1])
                 start = j + 1
                 break
-
-    def close() -> None:
-        if "\n".join(body[heading_lines:]).strip():
-            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
-
-    def push(new_level: int, new_heading: str) -> tuple[str, ...]:
-        while stack and stack[-1][0] >= new_level:
-            stack.pop()
-        stack.append((new_level, new_heading))
-        return tuple(h for _, h in stack)
 
     for i in range(start, len(lines)):
         line = lines[i]
@@ -161,38 +180,32 @@ def split_sections(text: str, file_name: str) -> list[Section]:
             # A fence closes with the same character, at least as long, and nothing after it.
             if stripped.startswith(fence) and not stripped.lstrip(fence[0]):
                 fence = None
-            body.append(line)
+            cut.body.append(line)
             continue
         m = _FENCE.match(line)
         if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
             fence = m.group(1)
-            body.append(line)
+            cut.body.append(line)
             continue
         atx = _ATX.match(line)
         if atx and (atx.group(2) or "").strip():
-            close()
-            heading, level, line_no = heading_text(atx.group(2)), len(atx.group(1)), i + 1
-            trail = push(level, heading)
-            body, heading_lines = [line], 1
+            cut.open(heading_text(atx.group(2)), len(atx.group(1)), i + 1, [line])
             continue
         setext = _SETEXT.match(line)
+        body = cut.body
         if (
             setext
-            and len(body) > heading_lines
+            and len(body) > cut.head
             and body[-1].strip()
             and not _NOT_PARAGRAPH.match(body[-1])
             # only a one-line paragraph: '---' under a longer paragraph is more often a rule than a heading
-            and (len(body) - heading_lines < 2 or not body[-2].strip())
+            and (len(body) - cut.head < 2 or not body[-2].strip())
         ):
             title_line = body.pop()
-            close()
-            heading, level, line_no = heading_text(title_line), 1 if setext.group(1)[0] == "=" else 2, i
-            trail = push(level, heading)
-            body, heading_lines = [title_line, line], 2
+            cut.open(heading_text(title_line), 1 if setext.group(1)[0] == "=" else 2, i, [title_line, line])
             continue
         body.append(line)
-    close()
-    return sections
+    return cut.finish()
 
 
 def _glob_match(path: str, patterns: Sequence[str]) -> bool:
@@ -365,17 +378,8 @@ def split_asciidoc_sections(text: str, file_name: str) -> list[Section]:
     underlined with `=`, `-`, `~`, `^`, `+`), never inside a delimited block, whose fence closes with the
     same line. As split_sections otherwise."""
     lines = text.split("\n")
-    sections: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    heading, level, line_no, head = file_name, 0, 1, 0
-    trail: tuple[str, ...] = (file_name,)
-    body: list[str] = []
+    cut = _Cutter(file_name)
     fence: str | None = None
-
-    def close() -> None:
-        if "\n".join(body[head:]).strip():
-            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
-
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -384,32 +388,22 @@ def split_asciidoc_sections(text: str, file_name: str) -> list[Section]:
         if fence is not None:
             if stripped == fence:
                 fence = None
-            body.append(line)
+            cut.body.append(line)
             continue
         two_line = _adoc_two_line_title(line, lines[i]) if i < len(lines) else 0
-        title = None if two_line else _ADOC_TITLE.match(line)
-        if not two_line and _ADOC_FENCE.match(line):
-            fence = stripped
-            body.append(line)
-            continue
-        if title is None and not two_line:
-            body.append(line)
-            continue
-        close()
         if two_line:
-            heading, level, line_no = heading_text(stripped), two_line, i
-            body, head = [line, lines[i]], 2
+            cut.open(heading_text(stripped), two_line, i, [line, lines[i]])
             i += 1
+            continue
+        title = _ADOC_TITLE.match(line)
+        if _ADOC_FENCE.match(line):
+            fence = stripped
+            cut.body.append(line)
+        elif title is None:
+            cut.body.append(line)
         else:
-            assert title is not None
-            heading, level, line_no = heading_text(title.group(2)), len(title.group(1)), i
-            body, head = [line], 1
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, heading))
-        trail = tuple(h for _, h in stack)
-    close()
-    return sections
+            cut.open(heading_text(title.group(2)), len(title.group(1)), i, [line])
+    return cut.finish()
 
 
 ORG_SUFFIXES = (".org",)
@@ -423,42 +417,26 @@ _ORG_BEGIN = re.compile(r"^[ \t]*#\+begin_(\S+)", re.IGNORECASE)
 def split_org_sections(text: str, file_name: str) -> list[Section]:
     """Cut Org TEXT at its headlines (`* Title`, `** Sub` ...), never inside a #+BEGIN_/#+END_ block. As
     split_sections otherwise."""
-    sections: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    heading, level, line_no = file_name, 0, 1
-    trail: tuple[str, ...] = (file_name,)
-    body: list[str] = []
+    cut = _Cutter(file_name)
     block_end: str | None = None
-
-    def close() -> None:
-        if "\n".join(body[1 if level else 0 :]).strip():
-            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
-
     for i, line in enumerate(text.split("\n")):
         if block_end is not None:
             if line.strip().lower().startswith(block_end):
                 block_end = None
-            body.append(line)
+            cut.body.append(line)
             continue
         begin = _ORG_BEGIN.match(line)
         if begin:
             block_end = f"#+end_{begin.group(1).lower()}"
-            body.append(line)
+            cut.body.append(line)
             continue
         headline = _ORG_HEADLINE.match(line)
         title = _ORG_TAGS.sub("", headline.group(2)).strip() if headline else ""
         if headline is None or not title:
-            body.append(line)
+            cut.body.append(line)
             continue
-        close()
-        heading, level, line_no = title, len(headline.group(1)), i + 1
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, heading))
-        trail = tuple(h for _, h in stack)
-        body = [line]
-    close()
-    return sections
+        cut.open(title, len(headline.group(1)), i + 1, [line])
+    return cut.finish()
 
 
 # troff: a section (.SH) or subsection (.SS) heading, man(7) or mdoc(7) spelling.
@@ -565,17 +543,8 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
     blank lines) has no text above it and is not one either. Sections with nothing under their title are
     dropped but count in the heading trail, as in split_sections."""
     lines = text.split("\n")
-    sections: list[Section] = []
+    cut = _Cutter(file_name)
     styles: list[tuple[str, bool]] = []
-    stack: list[tuple[int, str]] = []
-    heading, level, line_no = file_name, 0, 1
-    trail: tuple[str, ...] = (file_name,)
-    heading_lines = 0
-    body: list[str] = []
-
-    def close() -> None:
-        if "\n".join(body[heading_lines:]).strip():
-            sections.append(Section(heading, level, line_no, trail, "\n".join(body).strip("\n")))
 
     def title_at(i: int) -> tuple[str, tuple[str, bool], int] | None:
         """(title, style, lines it spans) when a section title starts at line I."""
@@ -603,22 +572,15 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
     while i < len(lines):
         found = title_at(i)
         if found is None:
-            body.append(lines[i])
+            cut.body.append(lines[i])
             i += 1
             continue
         title, style, span = found
-        close()
         if style not in styles:
             styles.append(style)
-        heading, level, line_no = title, styles.index(style) + 1, i + 1 + (span == 3)
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, heading))
-        trail = tuple(h for _, h in stack)
-        body, heading_lines = lines[i : i + span], span
+        cut.open(title, styles.index(style) + 1, i + 1 + (span == 3), lines[i : i + span])
         i += span
-    close()
-    return sections
+    return cut.finish()
 
 
 def _display(path: str) -> str:
