@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -323,63 +324,66 @@ def test_markdown_splitter_never_raises_and_keeps_every_heading(parts: list[str]
         assert section.line >= 1 and section.text
 
 
+# Per markup: its splitter, the lines before and after the drawn ones with the titles they hold, lines worth
+# drawing, a block opener that may legitimately swallow the rest (None: nothing may), and the levels its
+# sections may have.
+MARKUPS: dict[
+    str, tuple[Any, list[str], list[str], tuple[str, str], list[str], re.Pattern[str] | None, Any]
+] = {
+    "rst": (
+        docs.split_rst_sections,
+        ["Before", "======", "", "kept text", ""],
+        ["", "After", "======", "", "also kept"],
+        ("Before", "After"),
+        ["Title", "=====", "-----", "~~~", "::", "    indented", ".. note::", "----", ""],
+        None,
+        lambda level: level >= 1,
+    ),
+    "1": (
+        docs.split_man_sections,
+        [".TH X 1", ".SH BEFORE", "kept text"],
+        [".SH AFTER", "also kept"],
+        ("BEFORE", "AFTER"),
+        [".SH", ".SS Sub", ".TP", '.BI "a" b', ".IP \\(bu 3n", "\\f", "\\(", '.\\" c', ""],
+        None,
+        lambda level: level in (1, 2),
+    ),
+    "adoc": (
+        docs.split_asciidoc_sections,
+        ["== Before", "kept text"],
+        ["", "== After", "also kept"],
+        ("Before", "After"),
+        ["== Sub", "----", "....", "====", "= Top", "[source]", "// c", "Title", "~~~~~", ""],
+        docs._ADOC_FENCE,
+        lambda level: True,
+    ),
+    "org": (
+        docs.split_org_sections,
+        ["* Before", "kept text"],
+        ["", "* After", "also kept"],
+        ("Before", "After"),
+        ["** Sub", "* Top :tag:", "#+BEGIN_SRC sh", "#+end_src", "*bold*", "***", ""],
+        docs._ORG_BEGIN,
+        lambda level: True,
+    ),
+}
+
+
+@pytest.mark.parametrize("markup", sorted(MARKUPS))
 @FUZZ
-@given(
-    st.lists(
-        any_text
-        | st.sampled_from(["Title", "=====", "-----", "~~~", "::", "    indented", ".. note::", "----", ""]),
-        max_size=30,
-    )
-)
-def test_rst_splitter_never_raises_and_keeps_every_title(parts: list[str]) -> None:
-    text = "\n".join(
-        ["Before", "======", "", "kept text", "", *parts, "", "After", "======", "", "also kept"]
-    )
-    sections = docs.split_rst_sections(text, "f.rst")
-    assert sections[0].heading == "Before" and "kept text" in sections[0].text
-    assert sections[-1].heading == "After" and "also kept" in sections[-1].text  # nothing swallows it
-    for section in sections:
-        assert section.line >= 1 and section.text and section.level >= 1
-
-
-@FUZZ
-@given(
-    st.lists(
-        any_text
-        | st.sampled_from([".SH", ".SS Sub", ".TP", '.BI "a" b', ".IP \\(bu 3n", "\\f", "\\(", '.\\" c', ""]),
-        max_size=30,
-    )
-)
-def test_man_splitter_never_raises_and_keeps_every_heading(parts: list[str]) -> None:
-    text = "\n".join([".TH X 1", ".SH BEFORE", "kept text", *parts, ".SH AFTER", "also kept"])
-    sections = docs.split_man_sections(text, "x.1")
-    assert sections[0].heading == "BEFORE" and "kept text" in sections[0].text
-    assert sections[-1].heading == "AFTER" and "also kept" in sections[-1].text
-    for section in sections:
-        assert section.line >= 1 and section.text and section.level in (1, 2)
-
-
-ADOC_LINES = ["== Sub", "----", "....", "====", "= Top", "[source]", "// c", "Title", "~~~~~", ""]
-ORG_LINES = ["** Sub", "* Top :tag:", "#+BEGIN_SRC sh", "#+end_src", "*bold*", "***", ""]
-
-
-@FUZZ
-@given(st.sampled_from(["adoc", "org"]), st.data())
-def test_block_markup_splitters_never_raise_and_keep_every_title(markup: str, data: st.DataObject) -> None:
-    """AsciiDoc and Org: the titles around any lines stay sections, unless a block left open swallows the
-    rest (as Markdown's unclosed fence does)."""
-    split, title, opener, lines = {
-        "adoc": (docs.split_asciidoc_sections, "== {}", docs._ADOC_FENCE, ADOC_LINES),
-        "org": (docs.split_org_sections, "* {}", docs._ORG_BEGIN, ORG_LINES),
-    }[markup]
+@given(data=st.data())
+def test_splitters_never_raise_and_keep_every_title(markup: str, data: st.DataObject) -> None:
+    """reStructuredText, troff, AsciiDoc and Org: the titles around any lines stay sections, unless a block
+    left open swallows the rest (as Markdown's unclosed fence does; rst and troff have none)."""
+    split, before, after, (first, last), lines, opener, level_ok = MARKUPS[markup]
     parts = data.draw(st.lists(any_text | st.sampled_from(lines), max_size=30))
-    text = "\n".join([title.format("Before"), "kept text", *parts, "", title.format("After"), "also kept"])
-    sections = split(text, f"f.{markup}")
-    assert sections[0].heading == "Before" and "kept text" in sections[0].text
-    if not any(opener.match(line) for line in "\n".join(parts).split("\n")):
-        assert sections[-1].heading == "After" and "also kept" in sections[-1].text
+    sections = split("\n".join([*before, *parts, *after]), f"f.{markup}")
+    assert sections[0].heading == first and "kept text" in sections[0].text
+    drawn = "\n".join(parts).split("\n")
+    if opener is None or not any(opener.match(line) for line in drawn):
+        assert sections[-1].heading == last and "also kept" in sections[-1].text
     for section in sections:
-        assert section.line >= 1 and section.text
+        assert section.line >= 1 and section.text and level_ok(section.level)
 
 
 # --------------------------------------------------------------------------- config and projects.json
