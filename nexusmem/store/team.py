@@ -914,16 +914,19 @@ class TeamStore:
 
     def _rebuilding_large(self) -> bool:
         """Whether the HNSW graphs are away (a bulk push) and this project holds too many vectors for an
-        exact scan to stand in for them (EXACT_KNN_MAX)."""
+        exact scan to stand in for them (EXACT_KNN_MAX). The vector count comes first: has_vectors has
+        just read it (term_doc_counts' memo), so a smaller project asks the server nothing more."""
+        if self.schema_version() < 2:
+            return False
+        self.term_doc_counts([])
+        if self._counts.get(_VECTORS, 0) <= EXACT_KNN_MAX:
+            return False
         ready, at = self._graphs_ready
         now = time.monotonic()
         if now - at > COUNT_MEMO_SECONDS:  # remembered as long as term counts are
             ready = self.vector_index_ready()
             self._graphs_ready = (ready, now)
-        if ready or self.schema_version() < 2:
-            return False
-        self.term_doc_counts([])
-        return self._counts.get(_VECTORS, 0) > EXACT_KNN_MAX
+        return not ready
 
     def _set_ef_search(self, ef_search: int) -> None:
         """Give this connection's HNSW scans EF_SEARCH (and the iterative scan), unless it has it already.
