@@ -27,7 +27,7 @@ Question files (format: the project's EVAL_FORMAT, plus the `none` kind below): 
 - multi:   several commits are defensible, all listed;
 - none:    about something that never happened in that repository, `targets: []`. Graded apart: how often
            the top result is returned anyway (hybrid), and how often the result carries a "no strong match"
-           flag (QueryResult.no_strong_match or .weak, read with getattr: absent today, so 0%). The flag
+           flag (QueryResult.weak; not measured with --no-pack, which skips the packed answer). The flag
            rate on answerable questions is shown next to it: a flag that fires on everything is no flag.
 Targets: a full commit sha (hit by its git_commit node or any of its code_diff nodes `sha:path`), `sha:path`
 (hit by that diff node or by its commit node), `path#Heading` (the doc_section with that ref). A question
@@ -84,7 +84,7 @@ QUESTIONS_DIR = HERE / "eval" / "real"
 RECENT_FILE = QUESTIONS_DIR / "recent.json"
 # dev: tuned on; heldout: written apart, seen after tuning; fresh: new repositories (sinatra, gson, zod),
 # written by a helper who never saw a ranking result. `all` reads whichever of them a repository has.
-SETS = ("dev", "heldout", "fresh", "rst", "adoc")
+SETS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "rst", "adoc")
 KINDS = ("symptom", "code", "doc", "multi", "none", "recent")
 MODES = ("baseline", "bm25", "hybrid")
 PACKED_MODES = ("bm25", "hybrid")
@@ -350,7 +350,7 @@ class LibraryCalls:
 
     def packed(self, text: str, *, vectors: bool) -> tuple[list[Hit], bool | None]:
         """The items query.run packs at the default budget, and its "no strong match" flag (None: the
-        library has no such flag yet)."""
+        library has no such flag)."""
         from nexusmem.retrieve import query
 
         result = query.run(self.store, text, project=self.project_id, vectors=vectors, settings=self.settings)
@@ -893,9 +893,7 @@ def tables(runs: list[RepoRun]) -> str:
                 f"| {name} | {b['n']} | {percent(b['top_returned'])} | {percent(b['flagged'])} | {percent(fa)} |"
             )
         if all(none_block(rows)["flagged"] is None for _, rows in nones):
-            lines.append(
-                '\n(the library has no "no strong match" flag yet: QueryResult has no such attribute)'
-            )
+            lines.append("\n(no flag measured: it is read from the packed answer, which --no-pack skips)")
     return "\n".join(lines)
 
 

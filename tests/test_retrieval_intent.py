@@ -11,7 +11,7 @@ import pytest
 
 from nexusmem import project
 from nexusmem.retrieve import query, thesaurus
-from nexusmem.retrieve.intent import intent
+from nexusmem.retrieve.intent import intent, origin_name
 
 from helpers import commit, query_json, run_cli
 
@@ -145,3 +145,43 @@ def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) ->
     found = query_json(repo, "how do I set the timeout of the upload client")
     titles = [it["title"] for it in found["items"]]
     assert titles[0].startswith("docs/guide.md — Waiting longer"), titles
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("which change added the editDistance helper?", "editDistance"),
+        ("when was the get_gitignore function added?", "get_gitignore"),
+        ("when was the _lifeCycleHooks property added?", "_lifeCycleHooks"),
+        ("where does `wrap_stream` come from?", "`wrap_stream`"),
+        ("which commit introduced res.jsonp", "res.jsonp"),
+        ("when did FileField start calling seek", None),  # a later change, not where it began
+        ("when were stripColor and displayWidth added?", None),  # two names: how they meet
+        ("when was the retry option added?", None),  # no code name: the words decide
+        ("how do I use editDistance in my own code?", None),
+    ],
+)
+def test_a_question_about_where_a_name_came_from(text: str, name: str | None) -> None:
+    assert origin_name(text) == name
+
+
+def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path) -> None:
+    """Later changes that touch a name hold it as often as the one that brought it in (their diffs more):
+    "when was X added" is answered by the first, as `git log -S X --reverse` would."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    compositor = "".join(f"int layer_{n}_depth = {n};\n" for n in range(30)) + "int qz_blit_stride = 64;\n"
+    commit(repo, "Tune the compositor", {"blit.c": compositor}, when=NOW - 700 * DAY)
+    commit(
+        repo,
+        "Added alignment checks to the blitter",
+        {"check.c": "assert(qz_blit_stride % 16 == 0);\nassert(qz_blit_stride > 0);\n"},
+        when=NOW - 100 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "when was qz_blit_stride added?")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[0].endswith("Tune the compositor"), titles
+    # Asked about what it is now, the words decide: the change that checks it leads.
+    check = query_json(repo, "alignment checks on qz_blit_stride")
+    assert "alignment checks" in check["items"][0]["title"], [it["title"] for it in check["items"]]

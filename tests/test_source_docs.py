@@ -311,6 +311,9 @@ def test_heading_anchors_are_not_part_of_the_heading() -> None:
     text = "# Config {#config}\n\nIntro.\n\n## server.host {#server-host .api}\n\nThe host.\n\n## {#only}\n\nKept as written.\n"
     assert [s.heading for s in split_sections(text, "a.md")] == ["Config", "server.host", "{#only}"]
     assert [s.trail for s in split_sections(text, "a.md")][1] == ("Config", "server.host")
+    # GitHub-style anchors: an empty <a id> / <a name> before the words is a link target, not a title.
+    html = '## <a id="nulls"></a> Properties  missing\n\nText.\n\n## <A NAME=old /> Old `name`\n\nMore.\n'
+    assert [s.heading for s in split_sections(html, "t.md")] == ["Properties missing", "Old `name`"]
 
 
 # A command-line tool's manual page in troff, as fzf, tmux or ripgrep ship them.

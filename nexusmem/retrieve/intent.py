@@ -33,6 +33,29 @@ _HISTORY = re.compile(
 )
 
 
+# A code identifier in a question: a backticked span, camelCase, a PascalCase name with an inner capital,
+# snake_case, a member (`res.json`, `words.txt`), a call (`flatten()`) or a command-line option (`--pre`,
+# `-f`).
+_CODE = re.compile(
+    r"`[^`\n]+`|\b_*[a-z]+[A-Z]\w*|\b_*[A-Z][a-z0-9]+[A-Z]\w*|\b_*[A-Za-z]\w*_\w+|\b[A-Za-z_]\w+\.[A-Za-z_]\w*"
+    r"|\b[A-Za-z_]\w*\(\)|(?<![\w-])--?[A-Za-z][\w-]*"
+)
+# "When was X added?", "which change introduced X?", "where did X come from?": the question asks for the
+# change that brought a name in. Deliberately narrow: "when did X start failing" asks about a later change.
+_ORIGIN_VERB = re.compile(r"\b(introduc\w*|added|first|come from|came from|created)\b", re.IGNORECASE)
+_ORIGIN_ASK = re.compile(r"\b(when|which|where|since|what (change|commit|version|release))\b", re.IGNORECASE)
+
+
+def origin_name(text: str) -> str | None:
+    """The one code name TEXT asks the origin of ("when was editDistance added?" -> "editDistance"), else
+    None: no such question, or several names (then the question is about how they meet, not where one
+    began)."""
+    if not (_ORIGIN_VERB.search(text) and _ORIGIN_ASK.search(text)):
+        return None
+    names = [m.group(0) for m in _CODE.finditer(text)]
+    return names[0] if len(names) == 1 else None
+
+
 def intent(text: str) -> Intent:
     """`usage` when TEXT asks how to use something and not what happened, `history` for the reverse,
     else `neutral`."""

@@ -9,7 +9,7 @@ from typing import Any
 from nexusmem import authors, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
-from nexusmem.retrieve.intent import Intent, intent
+from nexusmem.retrieve.intent import Intent, intent, origin_name
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import StoredNode
@@ -191,6 +191,7 @@ class Question:
     cue: timecue.Cue | None
     notes: list[str] = field(default_factory=list)
     asks: Intent = "neutral"  # how to use something, or what happened (retrieve.intent)
+    origin: str | None = None  # the code name whose first change is asked for (intent.origin_name)
 
 
 def prepare(text: str) -> Question:
@@ -204,7 +205,9 @@ def prepare(text: str) -> Question:
     # A pasted log or document is not a question about time, whatever timestamps it holds.
     short = len(search.terms(text)) <= search.MAX_QUERY_TERMS
     cue = timecue.find_cue(text) if short else None
-    return Question(text, timecue.without_cue(text, cue), cue, notes, intent(text) if short else "neutral")
+    if not short:
+        return Question(text, timecue.without_cue(text, cue), cue, notes)
+    return Question(text, timecue.without_cue(text, cue), cue, notes, intent(text), origin_name(text))
 
 
 @dataclass
@@ -242,6 +245,12 @@ def retrieve(
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
+    if question.origin is not None:
+        # "When was editDistance added?": the first change that holds the name answers, as `git log -S
+        # --reverse` would, however many later changes touch it (and their diffs hold it more often).
+        bm25_hits = search.first_holder(
+            store, question.origin, bm25_hits, as_of=as_of, since=since, until=until
+        )
     # Symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect") in a second,
     # low-weight query: a commit that names the mechanism is found by a question that names the symptom.
     extra = thesaurus.expand(words.counted) if THESAURUS_WEIGHT and not words.dropped else []

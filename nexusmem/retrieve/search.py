@@ -147,6 +147,49 @@ def bm25_scored(
     return hits, total
 
 
+# "When was editDistance added?" is answered by the first change that holds the name (`git log -S
+# --reverse`). Later changes that touch the name hold it as often (their diffs more), so the first one is
+# put ORIGIN_LEAD above the best word match: at 1 it tied and lost to them on the vectors. A name held by
+# ORIGIN_LIMIT nodes or more is a word of the project, not one change's identifier.
+ORIGIN_LEAD = 1.25
+ORIGIN_LIMIT = 200
+_HISTORY_KINDS = ("git_commit", "code_diff")
+
+
+def first_holder(
+    store: SearchStore,
+    name: str,
+    hits: list[tuple[str, float]],
+    *,
+    as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[tuple[str, float]]:
+    """HITS (id, BM25 score), best first, with the first commit whose words hold NAME (its commit node and
+    its diffs that hold it, added when HITS lacks them) scored ORIGIN_LEAD × the best of HITS. Unchanged
+    when no commit holds NAME, or ORIGIN_LIMIT nodes or more do."""
+    words = terms(name)
+    if not words or not hits:
+        return hits
+    phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+    holders = store.search_fts_scored(phrase, ORIGIN_LIMIT, as_of, since=since, until=until, stemmed=False)
+    if not holders or len(holders) >= ORIGIN_LIMIT:
+        return hits
+    nodes = [
+        n for n in store.get_many([i for i, _ in holders], light=True).values() if n.kind in _HISTORY_KINDS
+    ]
+    if not nodes:
+        return hits
+    first = min(nodes, key=lambda n: (n.ts, n.id))
+    sha = first.ref.split(":", 1)[0]
+    best = max(score for _, score in hits)
+    scores = dict(hits)
+    for node in nodes:
+        if node.ref.split(":", 1)[0] == sha:
+            scores[node.id] = max(scores.get(node.id, 0.0), best * ORIGIN_LEAD)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
 def bm25(
     store: SearchStore, text: str, *, limit: int = CANDIDATES, as_of: int | None = None
 ) -> tuple[list[str], int]:

@@ -31,7 +31,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-5"
+_CURSOR_VERSION = "docs-6"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -112,13 +112,19 @@ class Section:
 # A heading's explicit anchor or attributes, `## Options {#options}` / `{#id .class}` (Pandoc, kramdown,
 # VitePress, Docusaurus, MkDocs' attr_list): markup, not words of the heading a reader sees.
 _HEADING_ATTRIBUTES = re.compile(r"[ \t]*\{[ \t]*[#.][^{}]*\}[ \t]*$")
+# An empty HTML anchor in a heading, `## <a id="nulls"></a> Properties missing` (GitHub renders nothing):
+# a link target, not words.
+_HTML_ANCHOR = re.compile(
+    r"""<a\s+(?:id|name)\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>/]+)\s*(?:/>|>\s*</a\s*>)""", re.IGNORECASE
+)
 
 
 def heading_text(raw: str) -> str:
-    """A Markdown heading as a reader sees it: without an explicit `{#anchor}` at its end (unless that is
-    all there is)."""
+    """A Markdown heading as a reader sees it: without an explicit `{#anchor}` at its end or an empty
+    `<a id="…"></a>` anywhere (unless that is all there is)."""
     text = raw.strip()
-    return _HEADING_ATTRIBUTES.sub("", text).strip() or text
+    bare = " ".join(_HTML_ANCHOR.sub(" ", _HEADING_ATTRIBUTES.sub("", text)).split())
+    return bare or text
 
 
 class _Cutter:
