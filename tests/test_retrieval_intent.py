@@ -4,14 +4,16 @@ names the mechanism through the thesaurus."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
 from nexusmem import project
+from nexusmem.paths import shell_log_path
 from nexusmem.retrieve import query, thesaurus
-from nexusmem.retrieve.intent import intent, origin_name
+from nexusmem.retrieve.intent import intent, origin_name, sequence
 
 from helpers import commit, query_json, run_cli
 
@@ -185,3 +187,90 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path) -
     # Asked about what it is now, the words decide: the change that checks it leads.
     check = query_json(repo, "alignment checks on qz_blit_stride")
     assert "alignment checks" in check["items"][0]["title"], [it["title"] for it in check["items"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "then"),
+    [
+        ("my push was rejected just now, what did I do next", "after"),
+        ("the database container would not start yesterday, what did I do about it", "after"),
+        ("what did I try before running the migration upgrade again", "before"),
+        ("what was the last thing I ran before pushing the export branch again", "before"),
+        ("what did I try last on the partial refund test", None),
+        ("what fixed the refund tests that were failing yesterday", None),
+        ("what did I do yesterday", None),
+        ("what did I do after cargo refused to build the crate", "after"),
+        ("once CI went red, what did I look at first", "after"),
+        ("what did I run just before starting git bisect", "before"),
+        ("what was the last docker build I ran for the api image", None),
+    ],
+)
+def test_a_question_about_what_was_run_next(text: str, then: str | None) -> None:
+    assert sequence(text) == then
+
+
+def write_commands(repo: Path, entries: list[tuple[int, str, int]]) -> None:
+    """Lines of the shell hook log (the shell-log contract), run in REPO."""
+    shell_log_path().parent.mkdir(parents=True, exist_ok=True)
+    with shell_log_path().open("a", encoding="utf-8") as fh:
+        for ts, command, code in entries:
+            line = {"ts": ts, "cwd": str(repo), "exit": code, "command": command, "shell": "bash"}
+            fh.write(json.dumps({**line, "session": "s1", "v": 1}) + "\n")
+
+
+@pytest.fixture
+def pushes(repo: Path) -> Path:
+    """Months of everyday `git push origin main` (the shorter, better word match), then today: a rejected
+    push of the feature branch, the rebase that followed, the push that went through."""
+    commit(repo, "Add the export module", {"export.py": "ROWS = 1\n"}, when=NOW - 400 * DAY)
+    now_ms = NOW * 1000
+    old = [(now_ms - (300 - day) * DAY * 1000, "git push origin main", day % 3) for day in range(250)]
+    old += [(now_ms - (300 - day) * DAY * 1000 + 60_000, "make lint", 0) for day in range(250)]
+    write_commands(repo, old)
+    write_commands(
+        repo,
+        [
+            (now_ms - 50 * 60_000, "git push origin feature/export-csv", 1),
+            (now_ms - 45 * 60_000, "git pull --rebase origin feature/export-csv", 0),
+            (now_ms - 30 * 60_000, "git rebase --continue", 0),
+            (now_ms - 25 * 60_000, "git push origin feature/export-csv", 0),
+        ],
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    return repo
+
+
+def test_what_was_done_after_a_recent_failure(pushes: Path) -> None:
+    """The rejected push is found among hundreds of older pushes (the time cue keeps recent candidates),
+    and the command run right after it answers."""
+    found = query_json(pushes, "my push was rejected just now, what did I do next")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[0].startswith("git pull --rebase origin feature/export-csv"), titles
+
+
+def test_what_was_run_before_doing_something_again(pushes: Path) -> None:
+    found = query_json(pushes, "what was the last thing I ran before pushing the export branch again")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[0].startswith("git rebase --continue"), titles
+
+
+def test_what_was_done_after_a_failure_starts_from_the_run_that_failed(repo: Path) -> None:
+    """A question that says cargo refused to build starts from the failed build, not from a later one that
+    passed and that the time cue ranks higher."""
+    commit(repo, "Add the diff crate", {"Cargo.toml": "[package]\n"}, when=NOW - 100 * DAY)
+    now_ms = NOW * 1000
+    write_commands(
+        repo,
+        [
+            (now_ms - 50 * 3_600_000, "cargo build --release -p fastdiff", 101),
+            (now_ms - 49 * 3_600_000, "rustup update stable", 0),
+            (now_ms - 48 * 3_600_000, "cargo build --release -p fastdiff", 0),
+            (now_ms - 47 * 3_600_000, "git commit -am 'declare rust-version'", 0),
+            (now_ms - 2 * 3_600_000, "cargo build --release -p fastdiff", 0),
+            (now_ms - 1 * 3_600_000, "cargo bench -p fastdiff", 0),
+        ],
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what did I do after cargo refused to build the fastdiff crate recently")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[0].startswith("rustup update stable"), titles

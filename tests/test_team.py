@@ -498,3 +498,39 @@ def test_status_advises_raising_shared_buffers_only_when_the_index_outgrows_them
     assert (
         advice is not None and "shared_buffers (134 MB) is smaller than the vector index (409 MB)" in advice
     )
+
+
+def test_what_a_member_did_next_follows_that_members_commands_only(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """What did I do next, over the team store: the command run next by the member whose push failed,
+    not a teammate's command that happened to run in between."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    from nexusmem.identity import project_id
+    from nexusmem.store import open_store
+
+    from helpers.nodes import shell_node, store_nodes
+
+    now = int(time.time() * 1000)
+    steps = [
+        (
+            alice,
+            [
+                ("git push origin feature/export-csv", now - 50 * 60_000, 1),
+                ("git pull --rebase origin feature/export-csv", now - 40 * 60_000, 0),
+            ],
+        ),
+        (bob, [("git status", now - 45 * 60_000, 0)]),
+    ]
+    for member, commands in steps:
+        data = json.loads((member.repo / ".nexusmem" / "config.json").read_text(encoding="utf-8"))
+        data["team"]["shareShell"] = True
+        (member.repo / ".nexusmem" / "config.json").write_text(json.dumps(data), encoding="utf-8")
+        with member.active(), open_store(member.repo / ".nexusmem" / "memory.db") as store:
+            nodes = [shell_node(c, ts, code, project=project_id(member.repo)) for c, ts, code in commands]
+            store_nodes(store, nodes)
+        member.run("team", "push")
+    proc = bob.run("query", "--team", "--json", "the export push was rejected, what did I do next")
+    items = json.loads(proc.stdout)["items"]
+    assert items[0]["title"].startswith("git pull --rebase origin feature/export-csv"), items
+    assert items[0]["recorded_by"] == "alice@example.com"

@@ -56,6 +56,43 @@ def origin_name(text: str) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
+# "The push was rejected, what did I do next?", "what did I run before pushing again?": the answer is a
+# command run next to the one the question names, not that command.
+_ASKS_DONE = re.compile(
+    r"\bwhat (did|do|had) (i|we) (do|try|run|type|check|look at|change)\b|\b(last )?thing (i|we) (ran|did|tried)\b"
+    r"|\bwhat (came|happened|ran) (next|after|before)\b|\bwhat next\b",
+    re.IGNORECASE,
+)
+_AFTER = re.compile(
+    r"\b(after|afterwards|next|then|once|between|about (it|that|this)|to fix it|in response)\b", re.IGNORECASE
+)
+Sequence = Literal["after", "before"]
+# A question that reports something going wrong ("cargo refused to build", "CI went red").
+_FAILURE = re.compile(
+    r"\b(fail\w*|broke|broken|break\w*|refus\w*|reject\w*|error\w*|crash\w*|red|blew up|wouldn'?t|would not"
+    r"|couldn'?t|could not|didn'?t work|did not work|exit(ed)? (with )?(code )?[1-9]\d*)\b",
+    re.IGNORECASE,
+)
+
+
+def reports_failure(text: str) -> bool:
+    """Whether TEXT reports that something went wrong."""
+    return _FAILURE.search(text) is not None
+
+
+def sequence(text: str) -> Sequence | None:
+    """`after` when TEXT asks what was done after something it names ("what did I do after cargo failed",
+    "once CI went red, what did I look at first"), `before` for what came before it ("what did I run just
+    before starting git bisect"), else None."""
+    if not _ASKS_DONE.search(text):
+        return None
+    if _AFTER.search(text) and not re.search(r"\b(just |right )?before\b", text, re.IGNORECASE):
+        return "after"
+    if re.search(r"\bbefore\b", text, re.IGNORECASE):
+        return "before"
+    return None
+
+
 def intent(text: str) -> Intent:
     """`usage` when TEXT asks how to use something and not what happened, `history` for the reverse,
     else `neutral`."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from nexusmem import authors, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
-from nexusmem.retrieve.intent import Intent, intent, origin_name
+from nexusmem.retrieve.intent import Intent, Sequence, intent, origin_name, reports_failure, sequence
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import StoredNode
@@ -192,6 +193,7 @@ class Question:
     notes: list[str] = field(default_factory=list)
     asks: Intent = "neutral"  # how to use something, or what happened (retrieve.intent)
     origin: str | None = None  # the code name whose first change is asked for (intent.origin_name)
+    then: Sequence | None = None  # asks what was run after (or before) what it names (intent.sequence)
 
 
 def prepare(text: str) -> Question:
@@ -207,7 +209,9 @@ def prepare(text: str) -> Question:
     cue = timecue.find_cue(text) if short else None
     if not short:
         return Question(text, timecue.without_cue(text, cue), cue, notes)
-    return Question(text, timecue.without_cue(text, cue), cue, notes, intent(text), origin_name(text))
+    return Question(
+        text, timecue.without_cue(text, cue), cue, notes, intent(text), origin_name(text), sequence(text)
+    )
 
 
 @dataclass
@@ -245,6 +249,18 @@ def retrieve(
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
+    if question.cue is not None and since is None and bm25_hits:
+        # A question about recent work ("my push was rejected just now") can match hundreds of old runs
+        # of the same command: the candidate cut, made on words alone, would drop the recent ones before
+        # recency counts. The words are asked again within the last CUE_WINDOW_MS, and both lists kept.
+        newest = question.cue.anchor_ms or store.reference_time(as_of)
+        if newest is not None:
+            recent, _ = search.bm25_scored(
+                store, words.words, limit=limit, as_of=as_of, since=newest - CUE_WINDOW_MS, until=until
+            )
+            union = dict(bm25_hits)
+            union.update((node_id, score) for node_id, score in recent if node_id not in union)
+            bm25_hits = sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
     if question.origin is not None:
         # "When was editDistance added?": the first change that holds the name answers, as `git log -S
         # --reverse` would, however many later changes touch it (and their diffs hold it more often).
@@ -282,6 +298,18 @@ def retrieve(
         scale = best**LEXICAL_COVERAGE_EXP
     found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
     scored = score_fused(store, found, as_of, cue=question.cue, settings=settings, asks=question.asks)
+    if question.then is not None:
+        scored = with_neighbours(
+            store,
+            scored,
+            question.then,
+            found,
+            latest=_AGAIN.search(question.text) is not None,
+            failed=reports_failure(question.text),
+            as_of=as_of,
+            since=since,
+            until=until,
+        )
     if author is not None:
         scored = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
     bm25_ids = {node_id for node_id, _ in bm25_hits}
@@ -293,6 +321,62 @@ def retrieve(
         "vector": len(near.hits),
     }
     return Retrieved(question, scored, counts, found, words)
+
+
+# "What did I do next?": the anchor is the best shell command among the first SEQUENCE_ANCHORS results, and
+# the SEQUENCE_STEPS commands run next to it (same directory, within SEQUENCE_WINDOW_MS) go just above it,
+# nearest first: they are the answer, the anchor is what makes them one.
+SEQUENCE_ANCHORS = 10
+ANCHOR_SHARE = 0.9
+_AGAIN = re.compile(r"\b(again|once more|the second time)\b", re.IGNORECASE)
+CUE_WINDOW_MS = 30 * 86_400_000
+SEQUENCE_STEPS = 3
+SEQUENCE_WINDOW_MS = 24 * 3_600_000
+
+
+def with_neighbours(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    then: Sequence,
+    evidence: dict[str, Evidence],
+    *,
+    latest: bool = False,
+    failed: bool = False,
+    as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[tuple[StoredNode, float]]:
+    """SCORED with the shell commands run right after (THEN `after`) or before its anchor put first: they
+    answer the question, the anchor is what makes them the answer. The anchor is the best ranked shell
+    command among the first SEQUENCE_ANCHORS results whose words match the question nearly as well as the
+    best such match does (EVIDENCE: a command the vectors brought is no anchor); of those, one that failed
+    when FAILED (the question reports a failure), and the latest when LATEST ("before I pushed again")."""
+    shells = [(n, v) for n, v in scored[:SEQUENCE_ANCHORS] if n.kind == "shell_command"]
+    if not shells:
+        return scored
+    best = max(evidence[n.id].lexical for n, _ in shells)
+    named = [(n, v) for n, v in shells if evidence[n.id].lexical >= ANCHOR_SHARE * best]
+    if failed:  # "after cargo refused to build": the run that failed, not the one that passed later
+        named = [(n, v) for n, v in named if n.meta.get("exit") not in (0, None)] or named
+    anchor = max(named, key=lambda pair: pair[0].ts)[0] if latest else named[0][0]
+    top = scored[0][1]
+    ids = store.shell_neighbours(
+        anchor, after=then == "after", limit=SEQUENCE_STEPS, window_ms=SEQUENCE_WINDOW_MS, as_of=as_of
+    )
+    nodes = store.get_many(ids, light=True)
+    lifted = {
+        node_id: top * (1.0 + 0.01 * (len(ids) - step))
+        for step, node_id in enumerate(ids)
+        if node_id in nodes
+        and (since is None or nodes[node_id].ts >= since)
+        and (until is None or nodes[node_id].ts <= until)
+    }
+    if not lifted:
+        return scored
+    out = [(nodes[node_id], value) for node_id, value in lifted.items()]
+    out += [(n, v) for n, v in scored if n.id not in lifted]
+    out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    return out
 
 
 def merge_scored(

@@ -153,6 +153,14 @@ class SearchStore(Protocol):
         times after the k-NN."""
         ...
 
+    def shell_neighbours(
+        self, anchor: StoredNode, *, after: bool, limit: int, window_ms: int, as_of: int | None = None
+    ) -> list[str]:
+        """Ids of the LIMIT shell commands run nearest to ANCHOR (a shell command) strictly after it (AFTER)
+        or before it, within WINDOW_MS, in its working directory (and, in a team store, by its member),
+        nearest first."""
+        ...
+
     def vector_hits_to_ids(
         self,
         hits: Sequence[tuple[int, float]],

@@ -12,7 +12,7 @@ from typing import Any
 from nexusmem.errors import StoreError
 from nexusmem.store import hookreads
 from nexusmem.store.fulltext import FTS_WEIGHTS, _bm25
-from nexusmem.store.nodes import BATCH, now_ms
+from nexusmem.store.nodes import BATCH, StoredNode, now_ms
 
 # Meta key holding the store write sequence the last link run saw (nexusmem.link.link_recent). (Until schema
 # 6 the key "link.watermark" held a clock time; it is ignored, so the first run after the upgrade is a full one.)
@@ -99,6 +99,32 @@ class LinksMixin:
             " WHERE kind = 'shell_command' AND ts >= ? ORDER BY ts, seq",
             (since_ms,),
         )
+
+    def shell_neighbours(
+        self, anchor: StoredNode, *, after: bool, limit: int, window_ms: int, as_of: int | None = None
+    ) -> list[str]:
+        """Ids of the LIMIT shell commands nearest to ANCHOR strictly after (AFTER) or before it, within
+        WINDOW_MS, run in ANCHOR's working directory (any when it has none), nearest first."""
+        cwd = anchor.meta.get("cwd")
+        where = ["kind = 'shell_command'", "id != ?"]
+        params: list[Any] = [anchor.id]
+        if after:
+            where.append("(ts > ? OR (ts = ? AND seq > (SELECT seq FROM nodes WHERE id = ?))) AND ts <= ?")
+            params += [anchor.ts, anchor.ts, anchor.id, anchor.ts + window_ms]
+        else:
+            where.append("(ts < ? OR (ts = ? AND seq < (SELECT seq FROM nodes WHERE id = ?))) AND ts >= ?")
+            params += [anchor.ts, anchor.ts, anchor.id, anchor.ts - window_ms]
+        if isinstance(cwd, str):
+            where.append("json_extract(meta, '$.cwd') = ?")
+            params.append(cwd)
+        if as_of is not None:
+            where.append("created_at <= ?")
+            params.append(as_of)
+        order = "ts, seq" if after else "ts DESC, seq DESC"
+        rows = self.conn.execute(
+            f"SELECT id FROM nodes WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", (*params, limit)
+        )
+        return [r[0] for r in rows]
 
     def failure_files_since(self, since_ms: int) -> list[tuple[str, str]]:
         """(shell_command id, path) for every file named by a command with ts >= SINCE_MS that failed."""

@@ -639,6 +639,28 @@ class TeamStore:
         ).fetchall()
         return [(r[0], r[1], int(r[2]), r[3], r[4]) for r in rows]
 
+    def shell_neighbours(
+        self, anchor: StoredNode, *, after: bool, limit: int, window_ms: int, as_of: int | None = None
+    ) -> list[str]:
+        """Ids of the LIMIT shell commands nearest to ANCHOR strictly after (AFTER) or before it, within
+        WINDOW_MS, run in its working directory by the member who recorded it, nearest first."""
+        cwd = anchor.meta.get("cwd")
+        near, far = ("ts > %s", "ts <= %s") if after else ("ts < %s", "ts >= %s")
+        bound = anchor.ts + window_ms if after else anchor.ts - window_ms
+        sql = (
+            "SELECT id FROM nodes WHERE project_id = %s AND kind = 'shell_command' AND author = %s"
+            f" AND {near} AND {far}"
+        )
+        params: list[Any] = [self.project, anchor.recorded_by, anchor.ts, bound]
+        if isinstance(cwd, str):
+            sql += " AND meta->>'cwd' = %s"
+            params.append(cwd)
+        if as_of is not None:
+            sql += " AND created_at <= %s"
+            params.append(as_of)
+        sql += (" ORDER BY ts, id" if after else " ORDER BY ts DESC, id DESC") + " LIMIT %s"
+        return [r[0] for r in self.conn.execute(sql, (*params, limit)).fetchall()]
+
     def nodes_naming(
         self, paths: Sequence[str], kinds: Sequence[str], start: int, end: int
     ) -> list[tuple[str, str, str]]:
