@@ -256,7 +256,13 @@ def retrieve(
         newest = question.cue.anchor_ms or store.reference_time(as_of)
         if newest is not None:
             recent, _ = search.bm25_scored(
-                store, words.words, limit=limit, as_of=as_of, since=newest - CUE_WINDOW_MS, until=until
+                store,
+                words.words,
+                limit=CUE_CANDIDATES,
+                as_of=as_of,
+                since=newest - CUE_WINDOW_MS,
+                until=until,
+                stemmed=False,  # the exact index alone: half the cost, and the main list has the stems
             )
             union = dict(bm25_hits)
             union.update((node_id, score) for node_id, score in recent if node_id not in union)
@@ -330,6 +336,7 @@ SEQUENCE_ANCHORS = 10
 ANCHOR_SHARE = 0.9
 _AGAIN = re.compile(r"\b(again|once more|the second time)\b", re.IGNORECASE)
 CUE_WINDOW_MS = 30 * 86_400_000
+CUE_CANDIDATES = 50
 SEQUENCE_STEPS = 3
 SEQUENCE_WINDOW_MS = 24 * 3_600_000
 
