@@ -34,6 +34,17 @@ QUERIES = [
     "missing config cli",
 ]
 
+# Questions that take the recent-work and origin paths of retrieval (query.CUE_WINDOW_MS,
+# query.with_neighbours, search.first_holder): each asks the store once or twice more.
+CUE_QUERIES = [
+    "which router tests failed yesterday",
+    "what broke in the cache recently",
+    "my push was rejected just now, what did I do next",
+    "what did I run just before the mypy check failed this morning",
+    "when was retry_budget added",
+    "the lint run that failed two hours ago",
+]
+
 
 def script() -> str:
     path = Path(sys.executable).parent / "nexusmem"
