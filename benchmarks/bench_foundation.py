@@ -17,10 +17,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from common import CUE_QUERIES, HERE, MAKE_HISTORY, QUERIES, script, timed
+from common import CUE_QUERIES, HERE, MAKE_HISTORY, QUERIES, query_latencies, script, timed
 
 
 def peak_rss_of_sync(repo: Path, env: dict[str, str], only: list[str]) -> tuple[float, float]:
@@ -105,7 +104,6 @@ def main() -> None:
 
     sys.path.insert(0, str(HERE.parent))
     from nexusmem import project
-    from nexusmem.retrieve import query
 
     proj = project.load(repo)
     with proj.open_store() as store:
@@ -113,15 +111,7 @@ def main() -> None:
             (QUERIES, ""),
             (CUE_QUERIES, ", questions with a time cue, a sequence or a name's origin"),
         ):
-            latencies = []
-            for q in questions:  # warm the page cache once
-                query.run(store, q, project=proj.root.name)
-            for _ in range(5):
-                for q in questions:
-                    t = time.perf_counter()
-                    query.run(store, q, project=proj.root.name)
-                    latencies.append(time.perf_counter() - t)
-            latencies.sort()
+            latencies = query_latencies(store, proj.root.name, questions)
             p50 = statistics.median(latencies)
             p95 = latencies[int(len(latencies) * 0.95)]
             rows.append(

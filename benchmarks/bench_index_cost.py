@@ -47,22 +47,13 @@ print(wall, own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime)
 
 
 _QUERY = """
-import statistics, sys, time
+import statistics, sys
 from nexusmem import project
-from nexusmem.retrieve import query
 sys.path.insert(0, sys.argv[2])
-from common import QUERIES
+from common import QUERIES, query_latencies
 proj = project.load(sys.argv[1])
 with proj.open_store() as store:
-    for q in QUERIES:
-        query.run(store, q, project=proj.root.name)
-    runs = []
-    for _ in range(5):
-        for q in QUERIES:
-            t = time.perf_counter()
-            query.run(store, q, project=proj.root.name)
-            runs.append(time.perf_counter() - t)
-    runs.sort()
+    runs = query_latencies(store, proj.root.name, QUERIES)
     print(store.node_count(), statistics.median(runs) * 1000, runs[int(len(runs) * 0.95)] * 1000)
 """
 

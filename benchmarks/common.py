@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 # The history generator lives in the repository, so that every benchmark re-runs from a clone.
@@ -55,3 +56,19 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
+
+
+def query_latencies(store: Any, project: str, questions: list[str], rounds: int = 5) -> list[float]:
+    """Seconds of each in-process `query.run` of QUESTIONS, ROUNDS times over, sorted; every question is
+    asked once first to warm the page cache."""
+    from nexusmem.retrieve import query
+
+    for q in questions:
+        query.run(store, q, project=project)
+    runs = []
+    for _ in range(rounds):
+        for q in questions:
+            t = time.perf_counter()
+            query.run(store, q, project=project)
+            runs.append(time.perf_counter() - t)
+    return sorted(runs)

@@ -9,20 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from nexusmem.paths import db_path, shell_log_path
+from nexusmem.paths import db_path
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, run_cli
+from helpers import commit, git, run_cli, write_commands
 
 HOUR = 3_600_000
-
-
-def write_commands(repo: Path, entries: list[tuple[int, str, int]]) -> None:
-    shell_log_path().parent.mkdir(parents=True, exist_ok=True)
-    with shell_log_path().open("a", encoding="utf-8") as fh:
-        for ts, command, code in entries:
-            line = {"ts": ts, "cwd": str(repo), "exit": code, "command": command, "shell": "bash"}
-            fh.write(json.dumps({**line, "session": "s1", "v": 1}) + "\n")
 
 
 def links(repo: Path) -> set[tuple[str, str, str]]:

@@ -4,18 +4,16 @@ names the mechanism through the thesaurus."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import pytest
 
 from nexusmem import project
-from nexusmem.paths import shell_log_path
 from nexusmem.retrieve import query, thesaurus
 from nexusmem.retrieve.intent import intent, origin_name, sequence
 
-from helpers import commit, query_json, run_cli
+from helpers import commit, query_json, run_cli, write_commands
 
 DAY = 86_400
 NOW = int(time.time())
@@ -174,12 +172,8 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path) -
         commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
     compositor = "".join(f"int layer_{n}_depth = {n};\n" for n in range(30)) + "int qz_blit_stride = 64;\n"
     commit(repo, "Tune the compositor", {"blit.c": compositor}, when=NOW - 700 * DAY)
-    commit(
-        repo,
-        "Added alignment checks to the blitter",
-        {"check.c": "assert(qz_blit_stride % 16 == 0);\nassert(qz_blit_stride > 0);\n"},
-        when=NOW - 100 * DAY,
-    )
+    checks = {"check.c": "assert(qz_blit_stride % 16 == 0);\nassert(qz_blit_stride > 0);\n"}
+    commit(repo, "Added alignment checks to the blitter", checks, when=NOW - 100 * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "when was qz_blit_stride added?")
     titles = [it["title"] for it in found["items"]]
@@ -209,13 +203,28 @@ def test_a_question_about_what_was_run_next(text: str, then: str | None) -> None
     assert sequence(text) == then
 
 
-def write_commands(repo: Path, entries: list[tuple[int, str, int]]) -> None:
-    """Lines of the shell hook log (the shell-log contract), run in REPO."""
-    shell_log_path().parent.mkdir(parents=True, exist_ok=True)
-    with shell_log_path().open("a", encoding="utf-8") as fh:
-        for ts, command, code in entries:
-            line = {"ts": ts, "cwd": str(repo), "exit": code, "command": command, "shell": "bash"}
-            fh.write(json.dumps({**line, "session": "s1", "v": 1}) + "\n")
+# (minutes ago, command, exit code): a rejected push, the rebase that followed, the push that went through.
+REJECTED_PUSH = [
+    (50, "git push origin feature/export-csv", 1),
+    (45, "git pull --rebase origin feature/export-csv", 0),
+    (30, "git rebase --continue", 0),
+    (25, "git push origin feature/export-csv", 0),
+]
+# A build that failed two days ago, what fixed it, and a later build that passed.
+REFUSED_BUILD = [
+    (50 * 60, "cargo build --release -p fastdiff", 101),
+    (49 * 60, "rustup update stable", 0),
+    (48 * 60, "cargo build --release -p fastdiff", 0),
+    (47 * 60, "git commit -am 'declare rust-version'", 0),
+    (2 * 60, "cargo build --release -p fastdiff", 0),
+    (60, "cargo bench -p fastdiff", 0),
+]
+
+
+def write_recent(repo: Path, commands: list[tuple[int, str, int]]) -> None:
+    write_commands(
+        repo, [(NOW * 1000 - minutes * 60_000, command, code) for minutes, command, code in commands]
+    )
 
 
 @pytest.fixture
@@ -227,15 +236,7 @@ def pushes(repo: Path) -> Path:
     old = [(now_ms - (300 - day) * DAY * 1000, "git push origin main", day % 3) for day in range(250)]
     old += [(now_ms - (300 - day) * DAY * 1000 + 60_000, "make lint", 0) for day in range(250)]
     write_commands(repo, old)
-    write_commands(
-        repo,
-        [
-            (now_ms - 50 * 60_000, "git push origin feature/export-csv", 1),
-            (now_ms - 45 * 60_000, "git pull --rebase origin feature/export-csv", 0),
-            (now_ms - 30 * 60_000, "git rebase --continue", 0),
-            (now_ms - 25 * 60_000, "git push origin feature/export-csv", 0),
-        ],
-    )
+    write_recent(repo, REJECTED_PUSH)
     run_cli("-C", str(repo), "sync", "--no-embed")
     return repo
 
@@ -258,18 +259,7 @@ def test_what_was_done_after_a_failure_starts_from_the_run_that_failed(repo: Pat
     """A question that says cargo refused to build starts from the failed build, not from a later one that
     passed and that the time cue ranks higher."""
     commit(repo, "Add the diff crate", {"Cargo.toml": "[package]\n"}, when=NOW - 100 * DAY)
-    now_ms = NOW * 1000
-    write_commands(
-        repo,
-        [
-            (now_ms - 50 * 3_600_000, "cargo build --release -p fastdiff", 101),
-            (now_ms - 49 * 3_600_000, "rustup update stable", 0),
-            (now_ms - 48 * 3_600_000, "cargo build --release -p fastdiff", 0),
-            (now_ms - 47 * 3_600_000, "git commit -am 'declare rust-version'", 0),
-            (now_ms - 2 * 3_600_000, "cargo build --release -p fastdiff", 0),
-            (now_ms - 1 * 3_600_000, "cargo bench -p fastdiff", 0),
-        ],
-    )
+    write_recent(repo, REFUSED_BUILD)
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "what did I do after cargo refused to build the fastdiff crate recently")
     titles = [it["title"] for it in found["items"]]

@@ -2,7 +2,8 @@
 
 - helpers.git: real repositories (`git`, `init_repo`, `commit`)
 - helpers.cli: driving the CLI in-process (`run_cli`, `query_json`) or as the installed script (`run_script`)
-- helpers.nodes: node factories for tests that build memory by hand (`shell_node`, `commit_node`, ...)
+- helpers.nodes: node factories for tests that build memory by hand (`shell_node`, `commit_node`, ...) and
+  `write_commands` (lines of the shell hook log)
 - helpers.env: the isolated HOME every test runs in (used by conftest)
 - helpers.embedding: `set_embedding` (the config section) and `cache_history` (three commits to embed)
 - helpers.mcp, helpers.ollama_standin, helpers.chat_standin: import these by module (they start servers or
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from helpers.cli import console_script, main_in_fresh_process, query_json, run_cli, run_script
 from helpers.git import commit, git, init_repo
-from helpers.nodes import commit_node, node, shell_node, store_nodes, turn_node
+from helpers.nodes import commit_node, node, shell_node, store_nodes, turn_node, write_commands
 
 __all__ = [
     "commit",
@@ -29,4 +30,5 @@ __all__ = [
     "shell_node",
     "store_nodes",
     "turn_node",
+    "write_commands",
 ]

@@ -7,8 +7,10 @@ Without `key`, a process-wide counter keeps every node distinct.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from itertools import count
+from pathlib import Path
 from typing import Any
 
 from nexusmem.nodes import Node
@@ -167,3 +169,15 @@ def conversation_turn(
             **meta,
         },
     )
+
+
+def write_commands(repo: Path, entries: list[tuple[int, str, int]], *, session: str = "s1") -> None:
+    """Append (ts ms, command, exit code) lines run in REPO to the shell hook log (the shell-log contract),
+    as the bash hook writes them; the next sync reads them."""
+    from nexusmem.paths import shell_log_path
+
+    shell_log_path().parent.mkdir(parents=True, exist_ok=True)
+    with shell_log_path().open("a", encoding="utf-8") as fh:
+        for ts, command, code in entries:
+            line = {"ts": ts, "cwd": str(repo), "exit": code, "command": command, "shell": "bash"}
+            fh.write(json.dumps({**line, "session": session, "v": 1}) + "\n")
