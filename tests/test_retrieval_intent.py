@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project
-from nexusmem.retrieve import query, thesaurus
-from nexusmem.retrieve.intent import intent, origin_name, sequence
+from nexusmem.retrieve import query, rank, thesaurus
+from nexusmem.retrieve.intent import intent, names_code, origin_name, sequence
 
 from helpers import commit, query_json, run_cli, write_commands
 
@@ -264,3 +264,39 @@ def test_what_was_done_after_a_failure_starts_from_the_run_that_failed(repo: Pat
     found = query_json(repo, "what did I do after cargo refused to build the fastdiff crate recently")
     titles = [it["title"] for it in found["items"]]
     assert titles[0].startswith("rustup update stable"), titles
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("where is compileQueryParser used", True),
+        ("when did FileField start unpacking a 4-tuple", True),
+        ("why does res.json call a local stringify helper", True),
+        ("error.flatten() crashes on a field called toString", True),
+        ("with -f words.txt the last entry loses a character", True),
+        ("when was should_skip_entry moved", True),
+        ("why does `rg needle sub` show hits under sub/target", True),
+        ("the upload hangs after a gateway timeout", False),
+        ("in what situations would plain grep be a better choice, e.g. POSIX", False),
+        ("what changed in version 3.0 of the re-run logic", False),
+    ],
+)
+def test_a_question_that_names_code(text: str, named: bool) -> None:
+    assert names_code(text) is named
+
+
+@pytest.mark.parametrize(
+    ("text", "factor"),
+    [
+        ("when did FileField start unpacking a 4-tuple", rank.CODE_VECTOR_FACTOR),
+        ("where is compileQueryParser used", rank.CODE_VECTOR_FACTOR),
+        ("how do I make TAB on my --output flag suggest folders", 1.0),  # usage: the docs answer it
+        ("my worker hangs forever when stopping", 1.0),
+    ],
+)
+def test_the_vectors_count_less_when_a_question_names_code(text: str, factor: float) -> None:
+    """Word vectors know prose, not identifiers (docs/evaluation.md: they cost code questions on five
+    of six real-repository sets); a usage question keeps them, the docs answer it."""
+    weight = query.vector_weight(query.prepare(text), rank.DEFAULT)
+    assert weight == pytest.approx(rank.VECTOR_WEIGHT * factor)
+    assert rank.CODE_VECTOR_FACTOR < 1.0

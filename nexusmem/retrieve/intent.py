@@ -46,6 +46,11 @@ _ORIGIN_VERB = re.compile(r"\b(introduc\w*|added|first|come from|came from|creat
 _ORIGIN_ASK = re.compile(r"\b(when|which|where|since|what (change|commit|version|release))\b", re.IGNORECASE)
 
 
+def names_code(text: str) -> bool:
+    """Whether TEXT names a code identifier, a file name or a command-line option."""
+    return _CODE.search(text) is not None
+
+
 def origin_name(text: str) -> str | None:
     """The one code name TEXT asks the origin of ("when was editDistance added?" -> "editDistance"), else
     None: no such question, or several names (then the question is about how they meet, not where one

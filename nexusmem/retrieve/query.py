@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nexusmem import authors, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
-from nexusmem.retrieve.intent import Intent, Sequence, intent, origin_name, reports_failure, sequence
+from nexusmem.retrieve.intent import (
+    Intent,
+    Sequence,
+    intent,
+    names_code,
+    origin_name,
+    reports_failure,
+    sequence,
+)
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import StoredNode
@@ -194,6 +202,7 @@ class Question:
     asks: Intent = "neutral"  # how to use something, or what happened (retrieve.intent)
     origin: str | None = None  # the code name whose first change is asked for (intent.origin_name)
     then: Sequence | None = None  # asks what was run after (or before) what it names (intent.sequence)
+    names_code: bool = False  # names an identifier, a file or an option (intent.names_code)
 
 
 def prepare(text: str) -> Question:
@@ -210,7 +219,14 @@ def prepare(text: str) -> Question:
     if not short:
         return Question(text, timecue.without_cue(text, cue), cue, notes)
     return Question(
-        text, timecue.without_cue(text, cue), cue, notes, intent(text), origin_name(text), sequence(text)
+        text,
+        timecue.without_cue(text, cue),
+        cue,
+        notes,
+        intent(text),
+        origin_name(text),
+        sequence(text),
+        names_code(text),
     )
 
 
@@ -303,6 +319,7 @@ def retrieve(
         best = max(coverage(store, words, [i for i, _ in bm25_hits[:STRENGTH_TOP]]).values())
         scale = best**LEXICAL_COVERAGE_EXP
     found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
+    settings = replace(settings, vector_weight=vector_weight(question, settings))
     scored = score_fused(store, found, as_of, cue=question.cue, settings=settings, asks=question.asks)
     if question.then is not None:
         scored = with_neighbours(
@@ -327,6 +344,15 @@ def retrieve(
         "vector": len(near.hits),
     }
     return Retrieved(question, scored, counts, found, words)
+
+
+def vector_weight(question: Question, settings: rank.Settings) -> float:
+    """The weight of the vector list for QUESTION: rank.CODE_VECTOR_FACTOR of the configured one when it
+    names an identifier, a file or an option, unless it asks how to use something (the docs answer that):
+    word vectors know prose, not identifiers, and the change that holds the named characters answers."""
+    if question.names_code and question.asks != "usage":
+        return settings.vector_weight * rank.CODE_VECTOR_FACTOR
+    return settings.vector_weight
 
 
 # "What did I do next?": the anchor is the best shell command among the first SEQUENCE_ANCHORS results, and

@@ -10,6 +10,16 @@ w was tuned on the dev questions of four real repositories (docs/evaluation.md):
 w = 0 (words only), .330 at .4, .356 at .6 and .8, .362 at 1, .357 at 1.5, .353 at 2; .8 sits in the
 middle of that plateau. Weighting the vectors per node kind (commit, diff, doc) did no better.
 
+A question that names an identifier, a file or an option (intent.names_code) and does not ask how to use
+something weighs the vectors CODE_VECTOR_FACTOR × w (query.vector_weight): the vectors cost code
+questions on five of six real-repository sets (hybrid below words only). With the origin rule in place
+(search.first_holder), hybrid MRR on dev / held-out / fresh / fresh2 / fresh3 / fresh4 at factor 1:
+.547 / .478 / .570 / .421 / .559 / .544 (mean .520); .75: mean .526; .5: .542 / .517 / .611 / .436 /
+.562 / .549 (.536); .25: .549 / .508 / .615 / .455 / .564 / .560 (.542); 0: .550 / .474 / .612 / .471 /
+.554 / .533 (.532). Chosen at .25 before the blind fresh5 set was run once: .514 at 1, .524 at .25 (code
+.518 → .567, symptom .407 → .447, multi .759 → .690). Tried before the origin rule, the same factor lost
+on the then-blind fresh2 (.349 → .340 at .5) and was dropped until the sets above said otherwise.
+
 priors = signal_w^SE × recency^RE × superseded × rejected, each bounded so that it cannot overturn a clear
 relevance winner:
 - signal_w = .2 + .8·signal (the kind's prior: a fix commit .8, a chore .25) spans 5×; SE squeezes that to
@@ -48,6 +58,7 @@ from typing import Any
 from nexusmem.retrieve.fuse import Evidence
 
 VECTOR_WEIGHT = 0.8
+CODE_VECTOR_FACTOR = float(__import__("os").environ.get("NXM_CVF", "0.25"))
 SIGNAL_GAP = 1.15
 RECENCY_GAP = math.sqrt(2.0)
 CUE_RECENCY_GAP = 3.0
