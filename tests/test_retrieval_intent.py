@@ -165,6 +165,10 @@ def test_a_question_about_where_a_name_came_from(text: str, name: str | None) ->
     assert origin_name(text) == name
 
 
+def titles_for(repo: Path, question: str) -> list[str]:
+    return [it["title"] for it in query_json(repo, question)["items"]]
+
+
 def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path) -> None:
     """Later changes that touch a name hold it as often as the one that brought it in (their diffs more):
     "when was X added" is answered by the first, as `git log -S X --reverse` would."""
@@ -175,8 +179,7 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path) -
     checks = {"check.c": "assert(qz_blit_stride % 16 == 0);\nassert(qz_blit_stride > 0);\n"}
     commit(repo, "Added alignment checks to the blitter", checks, when=NOW - 100 * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
-    found = query_json(repo, "when was qz_blit_stride added?")
-    titles = [it["title"] for it in found["items"]]
+    titles = titles_for(repo, "when was qz_blit_stride added?")
     assert titles[0].endswith("Tune the compositor"), titles
     # Asked about what it is now, the words decide: the change that checks it leads.
     check = query_json(repo, "alignment checks on qz_blit_stride")
@@ -244,14 +247,12 @@ def pushes(repo: Path) -> Path:
 def test_what_was_done_after_a_recent_failure(pushes: Path) -> None:
     """The rejected push is found among hundreds of older pushes (the time cue keeps recent candidates),
     and the command run right after it answers."""
-    found = query_json(pushes, "my push was rejected just now, what did I do next")
-    titles = [it["title"] for it in found["items"]]
+    titles = titles_for(pushes, "my push was rejected just now, what did I do next")
     assert titles[0].startswith("git pull --rebase origin feature/export-csv"), titles
 
 
 def test_what_was_run_before_doing_something_again(pushes: Path) -> None:
-    found = query_json(pushes, "what was the last thing I ran before pushing the export branch again")
-    titles = [it["title"] for it in found["items"]]
+    titles = titles_for(pushes, "what was the last thing I ran before pushing the export branch again")
     assert titles[0].startswith("git rebase --continue"), titles
 
 
@@ -261,8 +262,7 @@ def test_what_was_done_after_a_failure_starts_from_the_run_that_failed(repo: Pat
     commit(repo, "Add the diff crate", {"Cargo.toml": "[package]\n"}, when=NOW - 100 * DAY)
     write_recent(repo, REFUSED_BUILD)
     run_cli("-C", str(repo), "sync", "--no-embed")
-    found = query_json(repo, "what did I do after cargo refused to build the fastdiff crate recently")
-    titles = [it["title"] for it in found["items"]]
+    titles = titles_for(repo, "what did I do after cargo refused to build the fastdiff crate recently")
     assert titles[0].startswith("rustup update stable"), titles
 
 
