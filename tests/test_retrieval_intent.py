@@ -169,15 +169,17 @@ def titles_for(repo: Path, question: str) -> list[str]:
     return [it["title"] for it in query_json(repo, question)["items"]]
 
 
-def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path) -> None:
+@pytest.mark.parametrize("later", [600, 0], ids=["days-apart", "same-second"])
+def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path, later: int) -> None:
     """Later changes that touch a name hold it as often as the one that brought it in (their diffs more):
-    "when was X added" is answered by the first, as `git log -S X --reverse` would."""
+    "when was X added" is answered by the first, as `git log -S X --reverse` would, also when both were
+    committed in the same second (a script, a rebased series): the one the other descends from."""
     for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
         commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
     compositor = "".join(f"int layer_{n}_depth = {n};\n" for n in range(30)) + "int qz_blit_stride = 64;\n"
     commit(repo, "Tune the compositor", {"blit.c": compositor}, when=NOW - 700 * DAY)
     checks = {"check.c": "assert(qz_blit_stride % 16 == 0);\nassert(qz_blit_stride > 0);\n"}
-    commit(repo, "Added alignment checks to the blitter", checks, when=NOW - 100 * DAY)
+    commit(repo, "Added alignment checks to the blitter", checks, when=NOW - 700 * DAY + later * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
     titles = titles_for(repo, "when was qz_blit_stride added?")
     assert titles[0].endswith("Tune the compositor"), titles

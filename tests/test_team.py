@@ -534,3 +534,19 @@ def test_what_a_member_did_next_follows_that_members_commands_only(
     items = json.loads(proc.stdout)["items"]
     assert items[0]["title"].startswith("git pull --rebase origin feature/export-csv"), items
     assert items[0]["recorded_by"] == "alice@example.com"
+
+
+def test_when_a_name_was_added_is_answered_from_the_team_store(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """When was X added, over the team store: the first change that holds the name, not the later one
+    whose words say more about it."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    stride = "".join(f"int layer_{n}_depth = {n};\n" for n in range(30)) + "int qz_blit_stride = 64;\n"
+    alice.commit("Tune the compositor", {"blit.c": stride})
+    alice.commit("Added alignment checks to the blitter", {"check.c": "assert(qz_blit_stride % 16 == 0);\n"})
+    alice.run("sync", "--quiet", "--no-embed")
+    alice.run("team", "push")
+    items = json.loads(bob.run("query", "--team", "--json", "when was qz_blit_stride added?").stdout)["items"]
+    assert items[0]["title"].endswith("Tune the compositor"), [it["title"] for it in items]
+    assert items[0]["recorded_by"] == "alice@example.com"

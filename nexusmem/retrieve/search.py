@@ -6,6 +6,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.text import STOPWORDS, terms
 
@@ -180,14 +181,30 @@ def first_holder(
     ]
     if not nodes:
         return hits
-    first = min(nodes, key=lambda n: (n.ts, n.id))
-    sha = first.ref.split(":", 1)[0]
+    sha = _first_sha(nodes)
     best = max(score for _, score in hits)
     scores = dict(hits)
     for node in nodes:
         if node.ref.split(":", 1)[0] == sha:
             scores[node.id] = max(scores.get(node.id, 0.0), best * ORIGIN_LEAD)
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def _first_sha(nodes: list[StoredNode]) -> str:
+    """The sha of the earliest of NODES (commits and diffs). Commits of one second (a script, a series
+    rebased at once) are told apart by their parents: the first is the one none of the others descends
+    from."""
+    first_ts = min(node.ts for node in nodes)
+    tied = {node.ref.split(":", 1)[0] for node in nodes if node.ts == first_ts}
+    if len(tied) == 1:
+        return tied.pop()
+    parents = {
+        node.ref: set(node.meta.get("parents") or ())
+        for node in nodes
+        if node.kind == "git_commit" and node.ref in tied
+    }
+    roots = sorted(sha for sha in tied if not parents.get(sha, set()) & tied)
+    return roots[0] if roots else min(tied)
 
 
 def bm25(
