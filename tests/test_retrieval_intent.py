@@ -181,8 +181,12 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path, l
     checks = {"check.c": "assert(qz_blit_stride % 16 == 0);\nassert(qz_blit_stride > 0);\n"}
     commit(repo, "Added alignment checks to the blitter", checks, when=NOW - 700 * DAY + later * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
-    titles = titles_for(repo, "when was qz_blit_stride added?")
+    found = query_json(repo, "when was qz_blit_stride added?")
+    titles = [it["title"] for it in found["items"]]
     assert titles[0].endswith("Tune the compositor"), titles
+    assert any(n.startswith("first change that holds qz_blit_stride: ") for n in found["notes"]), found[
+        "notes"
+    ]
     # Asked about what it is now, the words decide: the change that checks it leads.
     check = query_json(repo, "alignment checks on qz_blit_stride")
     assert "alignment checks" in check["items"][0]["title"], [it["title"] for it in check["items"]]
@@ -249,8 +253,14 @@ def pushes(repo: Path) -> Path:
 def test_what_was_done_after_a_recent_failure(pushes: Path) -> None:
     """The rejected push is found among hundreds of older pushes (the time cue keeps recent candidates),
     and the command run right after it answers."""
-    titles = titles_for(pushes, "my push was rejected just now, what did I do next")
+    found = query_json(pushes, "my push was rejected just now, what did I do next")
+    titles = [it["title"] for it in found["items"]]
     assert titles[0].startswith("git pull --rebase origin feature/export-csv"), titles
+    # The answer says what it followed from.
+    assert any(
+        n.startswith("first: what was run after `git push origin feature/export-csv` (exit 1,")
+        for n in found["notes"]
+    ), found["notes"]
 
 
 def test_what_was_run_before_doing_something_again(pushes: Path) -> None:

@@ -286,9 +286,11 @@ def retrieve(
     if question.origin is not None:
         # "When was editDistance added?": the first change that holds the name answers, as `git log -S
         # --reverse` would, however many later changes touch it (and their diffs hold it more often).
-        bm25_hits = search.first_holder(
+        bm25_hits, first = search.first_holder(
             store, question.origin, bm25_hits, as_of=as_of, since=since, until=until
         )
+        if first is not None:
+            question.notes.append(f"first change that holds {question.origin}: {first[:10]}")
     # Symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect") in a second,
     # low-weight query: a commit that names the mechanism is found by a question that names the symptom.
     extra = thesaurus.expand(words.counted) if THESAURUS_WEIGHT and not words.dropped else []
@@ -322,7 +324,7 @@ def retrieve(
     settings = replace(settings, vector_weight=vector_weight(question, settings))
     scored = score_fused(store, found, as_of, cue=question.cue, settings=settings, asks=question.asks)
     if question.then is not None:
-        scored = with_neighbours(
+        scored, anchor = with_neighbours(
             store,
             scored,
             question.then,
@@ -333,6 +335,11 @@ def retrieve(
             since=since,
             until=until,
         )
+        if anchor is not None:
+            when = "after" if question.then == "after" else "before"
+            question.notes.append(
+                f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
+            )
     if author is not None:
         scored = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
     bm25_ids = {node_id for node_id, _ in bm25_hits}
@@ -378,15 +385,16 @@ def with_neighbours(
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
-) -> list[tuple[StoredNode, float]]:
-    """SCORED with the shell commands run right after (THEN `after`) or before its anchor put first: they
+) -> tuple[list[tuple[StoredNode, float]], StoredNode | None]:
+    """SCORED with the shell commands run right after (THEN `after`) or before its anchor put first, and
+    the anchor (None: no anchor, or nothing run next to it, and SCORED unchanged). The neighbours
     answer the question, the anchor is what makes them the answer. The anchor is the best ranked shell
     command among the first SEQUENCE_ANCHORS results whose words match the question nearly as well as the
     best such match does (EVIDENCE: a command the vectors brought is no anchor); of those, one that failed
     when FAILED (the question reports a failure), and the latest when LATEST ("before I pushed again")."""
     shells = [(n, v) for n, v in scored[:SEQUENCE_ANCHORS] if n.kind == "shell_command"]
     if not shells:
-        return scored
+        return scored, None
     best = max(evidence[n.id].lexical for n, _ in shells)
     named = [(n, v) for n, v in shells if evidence[n.id].lexical >= ANCHOR_SHARE * best]
     if failed:  # "after cargo refused to build": the run that failed, not the one that passed later
@@ -405,11 +413,16 @@ def with_neighbours(
         and (until is None or nodes[node_id].ts <= until)
     }
     if not lifted:
-        return scored
+        return scored, None
     out = [(nodes[node_id], value) for node_id, value in lifted.items()]
     out += [(n, v) for n, v in scored if n.id not in lifted]
     out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
-    return out
+    return out, anchor
+
+
+def _exit_text(node: StoredNode) -> str:
+    code = node.meta.get("exit")
+    return "exit unknown" if code is None else f"exit {code}"
 
 
 def merge_scored(

@@ -165,29 +165,29 @@ def first_holder(
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
-) -> list[tuple[str, float]]:
-    """HITS (id, BM25 score), best first, with the first commit whose words hold NAME (its commit node and
-    its diffs that hold it, added when HITS lacks them) scored ORIGIN_LEAD × the best of HITS. Unchanged
-    when no commit holds NAME, or ORIGIN_LIMIT nodes or more do."""
+) -> tuple[list[tuple[str, float]], str | None]:
+    """(HITS (id, BM25 score), best first, with the first commit whose words hold NAME (its commit node
+    and its diffs that hold it, added when HITS lacks them) scored ORIGIN_LEAD × the best of HITS; that
+    commit's sha). HITS unchanged and None when no commit holds NAME, or ORIGIN_LIMIT nodes or more do."""
     words = terms(name)
     if not words or not hits:
-        return hits
+        return hits, None
     phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
     holders = store.search_fts_scored(phrase, ORIGIN_LIMIT, as_of, since=since, until=until, stemmed=False)
     if not holders or len(holders) >= ORIGIN_LIMIT:
-        return hits
+        return hits, None
     nodes = [
         n for n in store.get_many([i for i, _ in holders], light=True).values() if n.kind in _HISTORY_KINDS
     ]
     if not nodes:
-        return hits
+        return hits, None
     sha = _first_sha(nodes)
     best = max(score for _, score in hits)
     scores = dict(hits)
     for node in nodes:
         if node.ref.split(":", 1)[0] == sha:
             scores[node.id] = max(scores.get(node.id, 0.0), best * ORIGIN_LEAD)
-    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0])), sha
 
 
 def _first_sha(nodes: list[StoredNode]) -> str:
