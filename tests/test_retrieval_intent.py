@@ -230,6 +230,17 @@ REFUSED_BUILD = [
 ]
 
 
+# Two failed builds a few hours apart, and what was tried in between.
+TWO_FAILED_BUILDS = [
+    (9 * 60, "go build ./cmd/ingest", 1),
+    (8 * 60, "go env GOPROXY GONOSUMDB GOFLAGS", 0),
+    (7 * 60, "go clean -modcache", 0),
+    (6 * 60, "go build ./cmd/ingest", 1),
+    (5 * 60, "go get github.com/segmentio/kafka-go@v0.4.48", 0),
+    (4 * 60, "go build ./cmd/ingest", 0),
+]
+
+
 def write_recent(repo: Path, commands: list[tuple[int, str, int]]) -> None:
     write_commands(
         repo, [(NOW * 1000 - minutes * 60_000, command, code) for minutes, command, code in commands]
@@ -312,3 +323,11 @@ def test_the_vectors_count_less_when_a_question_names_code(text: str, factor: fl
     weight = query.vector_weight(query.prepare(text), rank.DEFAULT)
     assert weight == pytest.approx(rank.VECTOR_WEIGHT * factor)
     assert rank.CODE_VECTOR_FACTOR < 1.0
+
+
+def test_what_was_tried_between_two_failures_follows_the_first(repo: Path) -> None:
+    commit(repo, "Add the ingest command", {"cmd/ingest/main.go": "package main\n"}, when=NOW - 100 * DAY)
+    write_recent(repo, TWO_FAILED_BUILDS)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = titles_for(repo, "in between the two failed builds of the ingest binary, what did I try")
+    assert titles[0].startswith("go env GOPROXY"), titles

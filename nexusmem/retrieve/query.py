@@ -331,6 +331,7 @@ def retrieve(
             found,
             latest=_AGAIN.search(question.text) is not None,
             failed=reports_failure(question.text),
+            between=_BETWEEN.search(question.text) is not None,
             as_of=as_of,
             since=since,
             until=until,
@@ -367,6 +368,7 @@ def vector_weight(question: Question, settings: rank.Settings) -> float:
 # nearest first: they are the answer, the anchor is what makes them one.
 SEQUENCE_ANCHORS = 10
 ANCHOR_SHARE = 0.9
+_BETWEEN = re.compile(r"\b(between|in between)\b", re.IGNORECASE)
 _AGAIN = re.compile(r"\b(again|once more|the second time)\b", re.IGNORECASE)
 CUE_WINDOW_MS = 30 * 86_400_000
 CUE_CANDIDATES = 50
@@ -382,6 +384,7 @@ def with_neighbours(
     *,
     latest: bool = False,
     failed: bool = False,
+    between: bool = False,
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
@@ -399,7 +402,12 @@ def with_neighbours(
     named = [(n, v) for n, v in shells if evidence[n.id].lexical >= ANCHOR_SHARE * best]
     if failed:  # "after cargo refused to build": the run that failed, not the one that passed later
         named = [(n, v) for n, v in named if n.meta.get("exit") not in (0, None)] or named
-    anchor = max(named, key=lambda pair: pair[0].ts)[0] if latest else named[0][0]
+    pair = [n for n, _ in named[:2]]
+    if between and len(pair) == 2 and abs(pair[0].ts - pair[1].ts) <= SEQUENCE_WINDOW_MS:
+        # "In between the two failed builds": what followed the first of the two runs it names.
+        anchor = min(pair, key=lambda n: n.ts)
+    else:
+        anchor = max(named, key=lambda pair: pair[0].ts)[0] if latest else named[0][0]
     top = scored[0][1]
     ids = store.shell_neighbours(
         anchor, after=then == "after", limit=SEQUENCE_STEPS, window_ms=SEQUENCE_WINDOW_MS, as_of=as_of
