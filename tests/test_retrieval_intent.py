@@ -212,39 +212,40 @@ def test_a_question_about_what_was_run_next(text: str, then: str | None) -> None
     assert sequence(text) == then
 
 
-# (minutes ago, command, exit code): a rejected push, the rebase that followed, the push that went through.
-REJECTED_PUSH = [
-    (50, "git push origin feature/export-csv", 1),
-    (45, "git pull --rebase origin feature/export-csv", 0),
-    (30, "git rebase --continue", 0),
-    (25, "git push origin feature/export-csv", 0),
-]
+# Shell sessions as "minutes-ago exit-code command" lines.
+# A rejected push, the rebase that followed, the push that went through.
+REJECTED_PUSH = """
+50 1 git push origin feature/export-csv
+45 0 git pull --rebase origin feature/export-csv
+30 0 git rebase --continue
+25 0 git push origin feature/export-csv
+"""
 # A build that failed two days ago, what fixed it, and a later build that passed.
-REFUSED_BUILD = [
-    (50 * 60, "cargo build --release -p fastdiff", 101),
-    (49 * 60, "rustup update stable", 0),
-    (48 * 60, "cargo build --release -p fastdiff", 0),
-    (47 * 60, "git commit -am 'declare rust-version'", 0),
-    (2 * 60, "cargo build --release -p fastdiff", 0),
-    (60, "cargo bench -p fastdiff", 0),
-]
-
-
+REFUSED_BUILD = """
+3000 101 cargo build --release -p fastdiff
+2940 0 rustup update stable
+2880 0 cargo build --release -p fastdiff
+2820 0 git commit -am 'declare rust-version'
+120 0 cargo build --release -p fastdiff
+60 0 cargo bench -p fastdiff
+"""
 # Two failed builds a few hours apart, and what was tried in between.
-TWO_FAILED_BUILDS = [
-    (9 * 60, "go build ./cmd/ingest", 1),
-    (8 * 60, "go env GOPROXY GONOSUMDB GOFLAGS", 0),
-    (7 * 60, "go clean -modcache", 0),
-    (6 * 60, "go build ./cmd/ingest", 1),
-    (5 * 60, "go get github.com/segmentio/kafka-go@v0.4.48", 0),
-    (4 * 60, "go build ./cmd/ingest", 0),
-]
+TWO_FAILED_BUILDS = """
+540 1 go build ./cmd/ingest
+480 0 go env GOPROXY GONOSUMDB GOFLAGS
+420 0 go clean -modcache
+360 1 go build ./cmd/ingest
+300 0 go get github.com/segmentio/kafka-go@v0.4.48
+240 0 go build ./cmd/ingest
+"""
 
 
-def write_recent(repo: Path, commands: list[tuple[int, str, int]]) -> None:
-    write_commands(
-        repo, [(NOW * 1000 - minutes * 60_000, command, code) for minutes, command, code in commands]
-    )
+def write_recent(repo: Path, session: str) -> None:
+    entries = []
+    for line in session.strip().splitlines():
+        minutes, code, command = line.split(" ", 2)
+        entries.append((NOW * 1000 - int(minutes) * 60_000, command, int(code)))
+    write_commands(repo, entries)
 
 
 @pytest.fixture
