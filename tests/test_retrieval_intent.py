@@ -206,6 +206,10 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path, l
         ("once CI went red, what did I look at first", "after"),
         ("what did I run just before starting git bisect", "before"),
         ("what was the last docker build I ran for the api image", None),
+        ("which CI command did I run just before checking the formatting", "before"),
+        ("when redis refused the connection, what was the first thing I checked", "after"),
+        ("what came right before make lint went green again", "before"),
+        ("as soon as the session suite broke, what did I run next?", "after"),
     ],
 )
 def test_a_question_about_what_was_run_next(text: str, then: str | None) -> None:

@@ -64,12 +64,14 @@ def origin_name(text: str) -> str | None:
 # "The push was rejected, what did I do next?", "what did I run before pushing again?": the answer is a
 # command run next to the one the question names, not that command.
 _ASKS_DONE = re.compile(
-    r"\bwhat (did|do|had) (i|we) (do|try|run|type|check|look at|change)\b|\b(last )?thing (i|we) (ran|did|tried)\b"
-    r"|\bwhat (came|happened|ran) (next|after|before)\b|\bwhat next\b",
+    r"\b(what|which( \w+){1,2}) (did|do|had) (i|we) (do|try|run|type|check|look at|change)\b"
+    r"|\bthing (i|we) (ran|did|tried|checked|looked at|typed)\b"
+    r"|\bwhat (came|happened|ran) ((right|just|immediately) )?(next|after|before)\b|\bwhat next\b",
     re.IGNORECASE,
 )
 _AFTER = re.compile(
-    r"\b(after|afterwards|next|then|once|between|about (it|that|this)|to fix it|in response)\b", re.IGNORECASE
+    r"\b(after|afterwards|next|then|once|as soon as|between|first thing|about (it|that|this)|to fix it|in response)\b",
+    re.IGNORECASE,
 )
 Sequence = Literal["after", "before"]
 # A question that reports something going wrong ("cargo refused to build", "CI went red").
