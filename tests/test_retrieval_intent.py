@@ -11,7 +11,7 @@ import pytest
 
 from nexusmem import project
 from nexusmem.retrieve import query, rank, thesaurus
-from nexusmem.retrieve.intent import intent, names_code, origin_name, sequence
+from nexusmem.retrieve.intent import intent, names_code, origin_name, removed_name, sequence
 
 from helpers import commit, query_json, run_cli, write_commands
 
@@ -336,3 +336,50 @@ def test_what_was_tried_between_two_failures_follows_the_first(repo: Path) -> No
     run_cli("-C", str(repo), "sync", "--no-embed")
     titles = titles_for(repo, "in between the two failed builds of the ingest binary, what did I try")
     assert titles[0].startswith("go env GOPROXY"), titles
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("when was getUsDateFormat removed from the date utilities?", "getUsDateFormat"),
+        ("which commit deleted detect_rack_handler?", "detect_rack_handler"),
+        ("what replaced DummyStdin, and when?", "DummyStdin"),
+        ("when did we drop the --files-without-matches flag", "--files-without-matches"),
+        ("when was remove_await_parens added to the line generator?", None),  # the name is not the verb
+        ("when was crossOriginStripHeaders added, and which headers does it drop?", None),  # added: the first
+        ("when did FileField drop its _consumed flag", None),  # two names
+        ("why can't I pass json= to delete()? the DELETE request has no body", None),
+    ],
+)
+def test_a_question_about_where_a_name_went(text: str, name: str | None) -> None:
+    assert removed_name(text) == name
+
+
+def test_when_was_a_name_removed_finds_the_change_that_took_it_out(repo: Path) -> None:
+    """The change that deleted a name's last lines answers "when was X removed", not the earlier ones
+    that touched it (their diffs hold it as often) nor the release notes written afterwards."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    legacy = "def qz_legacy_blit(frame):\n    return frame\n"
+    commit(repo, "Add the blitter", {"blit.py": legacy}, when=NOW - 800 * DAY)
+    commit(
+        repo,
+        "Speed up qz_legacy_blit for wide frames",
+        {"blit.py": legacy + "# qz_legacy_blit: fast\n"},
+        when=NOW - 500 * DAY,
+    )
+    commit(
+        repo,
+        "Drop the old blitter path",
+        {"blit.py": "def blit(frame):\n    return frame\n"},
+        when=NOW - 300 * DAY,
+    )
+    notes = "# Changes\n\n## 2.0\n\n- Removed `qz_legacy_blit`: use `blit`.\n"
+    commit(repo, "Release 2.0", {"CHANGES.md": notes}, when=NOW - 200 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "when was qz_legacy_blit removed?")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[0].endswith("Drop the old blitter path"), titles
+    assert any(n.startswith("last change that holds qz_legacy_blit: ") for n in found["notes"]), found[
+        "notes"
+    ]

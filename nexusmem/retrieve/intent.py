@@ -37,7 +37,8 @@ _HISTORY = re.compile(
 # snake_case, a member (`res.json`, `words.txt`), a call (`flatten()`) or a command-line option (`--pre`,
 # `-f`).
 _CODE = re.compile(
-    r"`[^`\n]+`|\b_*[a-z]+[A-Z]\w*|\b_*[A-Z][a-z0-9]+[A-Z]\w*|\b_*[A-Za-z]\w*_\w+|\b[A-Za-z_]\w+\.[A-Za-z_]\w*"
+    r"`[^`\n]+`|\b_*[a-z]+[A-Z]\w*|\b_*[A-Z][a-z0-9]+[A-Z]\w*|\b_*[A-Za-z]\w*_\w+|\b_+[A-Za-z]\w*"
+    r"|\b[A-Za-z_]\w+\.[A-Za-z_]\w*"
     r"|\b[A-Za-z_]\w*\(\)|(?<![\w-])--?[A-Za-z][\w-]*"
 )
 # "When was X added?", "which change introduced X?", "where did X come from?": the question asks for the
@@ -51,11 +52,31 @@ def names_code(text: str) -> bool:
     return _CODE.search(text) is not None
 
 
+# "When was getUsDateFormat removed?", "which change dropped --foo?", "what replaced X?": the question asks for
+# the change that took a name out.
+_REMOVAL_VERB = re.compile(
+    r"\b(removed?|removing|dropped|drop|deleted?|deleting|got rid of|go away|went away|replaced?|renamed?"
+    r"|stop(ped)? (shipping|supporting|exporting))\b"
+)
+_REMOVAL_ASK = re.compile(r"\b(when|which|why|where|what)\b", re.IGNORECASE)
+
+
+def removed_name(text: str) -> str | None:
+    """The one code name TEXT asks the removal of ("when was getUsDateFormat removed?" ->
+    "getUsDateFormat"), else None (also when it asks when something was added: that is the first change)."""
+    names = [m.group(0) for m in _CODE.finditer(text)]
+    words = _CODE.sub(" ", text)  # "remove_await_parens" is a name, not a verb
+    if len(names) != 1 or not (_REMOVAL_VERB.search(words) and _REMOVAL_ASK.search(words)):
+        return None
+    return None if _ORIGIN_VERB.search(words) else names[0]
+
+
 def origin_name(text: str) -> str | None:
     """The one code name TEXT asks the origin of ("when was editDistance added?" -> "editDistance"), else
     None: no such question, or several names (then the question is about how they meet, not where one
     began)."""
-    if not (_ORIGIN_VERB.search(text) and _ORIGIN_ASK.search(text)):
+    words = _CODE.sub(" ", text)
+    if not (_ORIGIN_VERB.search(words) and _ORIGIN_ASK.search(words)):
         return None
     names = [m.group(0) for m in _CODE.finditer(text)]
     return names[0] if len(names) == 1 else None

@@ -16,6 +16,7 @@ from nexusmem.retrieve.intent import (
     intent,
     names_code,
     origin_name,
+    removed_name,
     reports_failure,
     sequence,
 )
@@ -203,6 +204,7 @@ class Question:
     origin: str | None = None  # the code name whose first change is asked for (intent.origin_name)
     then: Sequence | None = None  # asks what was run after (or before) what it names (intent.sequence)
     names_code: bool = False  # names an identifier, a file or an option (intent.names_code)
+    gone: str | None = None  # the code name whose removal is asked for (intent.removed_name)
 
 
 def prepare(text: str) -> Question:
@@ -227,6 +229,7 @@ def prepare(text: str) -> Question:
         origin_name(text),
         sequence(text),
         names_code(text),
+        removed_name(text),
     )
 
 
@@ -286,11 +289,18 @@ def retrieve(
     if question.origin is not None:
         # "When was editDistance added?": the first change that holds the name answers, as `git log -S
         # --reverse` would, however many later changes touch it (and their diffs hold it more often).
-        bm25_hits, first = search.first_holder(
-            store, question.origin, bm25_hits, as_of=as_of, since=since, until=until
+        bm25_hits, first = search.holder(
+            store, question.origin, bm25_hits, "first", as_of=as_of, since=since, until=until
         )
         if first is not None:
             question.notes.append(f"first change that holds {question.origin}: {first[:10]}")
+    if question.gone is not None:
+        # "When was getUsDateFormat removed?": the last change that holds the name, as `git log -S` finds it.
+        bm25_hits, last = search.holder(
+            store, question.gone, bm25_hits, "last", as_of=as_of, since=since, until=until
+        )
+        if last is not None:
+            question.notes.append(f"last change that holds {question.gone}: {last[:10]}")
     # Symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect") in a second,
     # low-weight query: a commit that names the mechanism is found by a question that names the symptom.
     extra = thesaurus.expand(words.counted) if THESAURUS_WEIGHT and not words.dropped else []

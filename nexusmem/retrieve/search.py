@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
@@ -149,26 +150,34 @@ def bm25_scored(
 
 
 # "When was editDistance added?" is answered by the first change that holds the name (`git log -S
-# --reverse`). Later changes that touch the name hold it as often (their diffs more), so the first one is
-# put ORIGIN_LEAD above the best word match: at 1 it tied and lost to them on the vectors. A name held by
-# ORIGIN_LIMIT nodes or more is a word of the project, not one change's identifier.
+# --reverse`), "when was getUsDateFormat removed?" by the last one (`git log -S`, newest first): the change
+# that deleted its last lines. Other changes that touch the name hold it as often (their diffs more), so the
+# one asked for is put ORIGIN_LEAD above the best word match: at 1 it tied and lost to them on the vectors.
+# A name held by ORIGIN_LIMIT nodes or more is a word of the project, not one change's identifier. A change
+# to docs alone (the release notes that say "removed X") is not the one that removed it.
 ORIGIN_LEAD = 1.25
 ORIGIN_LIMIT = 200
 _HISTORY_KINDS = ("git_commit", "code_diff")
+_DOC_FILE = re.compile(
+    r"(^|/)(changelog|changes|news|history|release)[^/]*$|\.(md|mdx|markdown|rst|txt|adoc)$", re.I
+)
+Which = Literal["first", "last"]
 
 
-def first_holder(
+def holder(
     store: SearchStore,
     name: str,
     hits: list[tuple[str, float]],
+    which: Which = "first",
     *,
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
 ) -> tuple[list[tuple[str, float]], str | None]:
-    """(HITS (id, BM25 score), best first, with the first commit whose words hold NAME (its commit node
-    and its diffs that hold it, added when HITS lacks them) scored ORIGIN_LEAD × the best of HITS; that
-    commit's sha). HITS unchanged and None when no commit holds NAME, or ORIGIN_LIMIT nodes or more do."""
+    """(HITS (id, BM25 score), best first, with the first (WHICH) or last commit whose words hold NAME (its
+    commit node and its diffs that hold it, added when HITS lacks them) scored ORIGIN_LEAD × the best of
+    HITS; that commit's sha). HITS unchanged and None when no commit holds NAME, or ORIGIN_LIMIT nodes or
+    more do."""
     words = terms(name)
     if not words or not hits:
         return hits, None
@@ -179,9 +188,11 @@ def first_holder(
     nodes = [
         n for n in store.get_many([i for i, _ in holders], light=True).values() if n.kind in _HISTORY_KINDS
     ]
+    if which == "last":
+        nodes = [n for n in nodes if not _docs_only(store, n)]
     if not nodes:
         return hits, None
-    sha = _first_sha(nodes)
+    sha = _end_sha(nodes, which)
     best = max(score for _, score in hits)
     scores = dict(hits)
     for node in nodes:
@@ -190,12 +201,22 @@ def first_holder(
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0])), sha
 
 
-def _first_sha(nodes: list[StoredNode]) -> str:
-    """The sha of the earliest of NODES (commits and diffs). Commits of one second (a script, a series
-    rebased at once) are told apart by their parents: the first is the one none of the others descends
-    from."""
-    first_ts = min(node.ts for node in nodes)
-    tied = {node.ref.split(":", 1)[0] for node in nodes if node.ts == first_ts}
+def _docs_only(store: SearchStore, node: StoredNode) -> bool:
+    """Whether NODE (a commit or a diff) changed docs and release notes only."""
+    files = (
+        [node.ref.split(":", 1)[1]]
+        if node.kind == "code_diff" and ":" in node.ref
+        else store.files_of(node.id)
+    )
+    return bool(files) and all(_DOC_FILE.search(path) for path in files)
+
+
+def _end_sha(nodes: list[StoredNode], which: Which) -> str:
+    """The sha of the earliest (WHICH `first`) or the latest of NODES (commits and diffs). Commits of one
+    second (a script, a series rebased at once) are told apart by their parents: the first is the one none
+    of the others descends from, the last the one none of the others has for a parent."""
+    end_ts = (min if which == "first" else max)(node.ts for node in nodes)
+    tied = {node.ref.split(":", 1)[0] for node in nodes if node.ts == end_ts}
     if len(tied) == 1:
         return tied.pop()
     parents = {
@@ -203,8 +224,11 @@ def _first_sha(nodes: list[StoredNode]) -> str:
         for node in nodes
         if node.kind == "git_commit" and node.ref in tied
     }
-    roots = sorted(sha for sha in tied if not parents.get(sha, set()) & tied)
-    return roots[0] if roots else min(tied)
+    if which == "first":
+        ends = sorted(sha for sha in tied if not parents.get(sha, set()) & tied)
+    else:
+        ends = sorted(sha for sha in tied if not any(sha in parents.get(other, set()) for other in tied))
+    return ends[0] if ends else min(tied)
 
 
 def bm25(
