@@ -165,6 +165,13 @@ def test_a_question_about_where_a_name_came_from(text: str, name: str | None) ->
     assert origin_name(text) == name
 
 
+def synced_answer(repo: Path, question: str) -> tuple[list[str], list[str]]:
+    """Sync REPO (no vectors), then the titles and notes `query --json` gives for QUESTION."""
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, question)
+    return [it["title"] for it in found["items"]], list(found["notes"])
+
+
 def titles_for(repo: Path, question: str) -> list[str]:
     return [it["title"] for it in query_json(repo, question)["items"]]
 
@@ -180,13 +187,9 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path, l
     commit(repo, "Tune the compositor", {"blit.c": compositor}, when=NOW - 700 * DAY)
     checks = {"check.c": "assert(qz_blit_stride % 16 == 0);\nassert(qz_blit_stride > 0);\n"}
     commit(repo, "Added alignment checks to the blitter", checks, when=NOW - 700 * DAY + later * DAY)
-    run_cli("-C", str(repo), "sync", "--no-embed")
-    found = query_json(repo, "when was qz_blit_stride added?")
-    titles = [it["title"] for it in found["items"]]
+    titles, notes = synced_answer(repo, "when was qz_blit_stride added?")
     assert titles[0].endswith("Tune the compositor"), titles
-    assert any(n.startswith("first change that holds qz_blit_stride: ") for n in found["notes"]), found[
-        "notes"
-    ]
+    assert any(n.startswith("first change that holds qz_blit_stride: ") for n in notes), notes
     # Asked about what it is now, the words decide: the change that checks it leads.
     check = query_json(repo, "alignment checks on qz_blit_stride")
     assert "alignment checks" in check["items"][0]["title"], [it["title"] for it in check["items"]]
@@ -284,16 +287,6 @@ def test_what_was_run_before_doing_something_again(pushes: Path) -> None:
     assert titles[0].startswith("git rebase --continue"), titles
 
 
-def test_what_was_done_after_a_failure_starts_from_the_run_that_failed(repo: Path) -> None:
-    """A question that says cargo refused to build starts from the failed build, not from a later one that
-    passed and that the time cue ranks higher."""
-    commit(repo, "Add the diff crate", {"Cargo.toml": "[package]\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, REFUSED_BUILD)
-    run_cli("-C", str(repo), "sync", "--no-embed")
-    titles = titles_for(repo, "what did I do after cargo refused to build the fastdiff crate recently")
-    assert titles[0].startswith("rustup update stable"), titles
-
-
 @pytest.mark.parametrize(
     ("text", "named"),
     [
@@ -330,12 +323,30 @@ def test_the_vectors_count_less_when_a_question_names_code(text: str, factor: fl
     assert rank.CODE_VECTOR_FACTOR < 1.0
 
 
-def test_what_was_tried_between_two_failures_follows_the_first(repo: Path) -> None:
-    commit(repo, "Add the ingest command", {"cmd/ingest/main.go": "package main\n"}, when=NOW - 100 * DAY)
-    write_recent(repo, TWO_FAILED_BUILDS)
+@pytest.mark.parametrize(
+    ("session", "question", "first"),
+    [
+        # The failed build is the anchor, not a later one that passed and that the time cue ranks higher.
+        (
+            REFUSED_BUILD,
+            "what did I do after cargo refused to build the fastdiff crate recently",
+            "rustup update",
+        ),
+        # "In between" two failures: what followed the first of them.
+        (
+            TWO_FAILED_BUILDS,
+            "in between the two failed builds of the ingest binary, what did I try",
+            "go env",
+        ),
+    ],
+    ids=["after-the-failure", "between-two-failures"],
+)
+def test_the_anchor_of_a_what_came_next_question(repo: Path, session: str, question: str, first: str) -> None:
+    commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
+    write_recent(repo, session)
     run_cli("-C", str(repo), "sync", "--no-embed")
-    titles = titles_for(repo, "in between the two failed builds of the ingest binary, what did I try")
-    assert titles[0].startswith("go env GOPROXY"), titles
+    titles = titles_for(repo, question)
+    assert titles[0].startswith(first), titles
 
 
 @pytest.mark.parametrize(
@@ -361,25 +372,18 @@ def test_when_was_a_name_removed_finds_the_change_that_took_it_out(repo: Path) -
     for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
         commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
     legacy = "def qz_legacy_blit(frame):\n    return frame\n"
-    commit(repo, "Add the blitter", {"blit.py": legacy}, when=NOW - 800 * DAY)
-    commit(
-        repo,
-        "Speed up qz_legacy_blit for wide frames",
-        {"blit.py": legacy + "# qz_legacy_blit: fast\n"},
-        when=NOW - 500 * DAY,
-    )
-    commit(
-        repo,
-        "Drop the old blitter path",
-        {"blit.py": "def blit(frame):\n    return frame\n"},
-        when=NOW - 300 * DAY,
-    )
-    notes = "# Changes\n\n## 2.0\n\n- Removed `qz_legacy_blit`: use `blit`.\n"
-    commit(repo, "Release 2.0", {"CHANGES.md": notes}, when=NOW - 200 * DAY)
-    run_cli("-C", str(repo), "sync", "--no-embed")
-    found = query_json(repo, "when was qz_legacy_blit removed?")
-    titles = [it["title"] for it in found["items"]]
-    assert titles[0].endswith("Drop the old blitter path"), titles
-    assert any(n.startswith("last change that holds qz_legacy_blit: ") for n in found["notes"]), found[
-        "notes"
+    history = [
+        (800, "Add the blitter", {"blit.py": legacy}),
+        (500, "Speed up qz_legacy_blit for wide frames", {"blit.py": legacy + "# qz_legacy_blit: fast\n"}),
+        (300, "Drop the old blitter path", {"blit.py": "def blit(frame):\n    return frame\n"}),
+        (
+            200,
+            "Release 2.0",
+            {"CHANGES.md": "# Changes\n\n## 2.0\n\n- Removed `qz_legacy_blit`: use `blit`.\n"},
+        ),
     ]
+    for days, subject, files in history:
+        commit(repo, subject, files, when=NOW - days * DAY)
+    titles, notes = synced_answer(repo, "when was qz_legacy_blit removed?")
+    assert titles[0].endswith("Drop the old blitter path"), titles
+    assert any(n.startswith("last change that holds qz_legacy_blit: ") for n in notes), notes
