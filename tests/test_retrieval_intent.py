@@ -275,6 +275,8 @@ def test_what_was_done_after_a_recent_failure(pushes: Path) -> None:
     found = query_json(pushes, "my push was rejected just now, what did I do next")
     titles = [it["title"] for it in found["items"]]
     assert titles[0].startswith("git pull --rebase origin feature/export-csv"), titles
+    # No node holds "rejected", yet the answer is found: it is not flagged "no strong match".
+    assert found["weak"] is False
     # The answer says what it followed from.
     assert any(
         n.startswith("first: what was run after `git push origin feature/export-csv` (exit 1,")
