@@ -290,23 +290,17 @@ def retrieve(
             union = dict(bm25_hits)
             union.update((node_id, score) for node_id, score in recent if node_id not in union)
             bm25_hits = sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
-    if question.origin is not None:
-        # "When was editDistance added?": the first change that holds the name answers, as `git log -S
-        # --reverse` would, however many later changes touch it (and their diffs hold it more often).
-        bm25_hits, first = search.holder(
-            store, question.origin, bm25_hits, "first", as_of=as_of, since=since, until=until
-        )
-        if first is not None:
-            answered_by = first
-            question.notes.append(f"first change that holds {question.origin}: {first[:10]}")
-    if question.gone is not None:
-        # "When was getUsDateFormat removed?": the last change that holds the name, as `git log -S` finds it.
-        bm25_hits, last = search.holder(
-            store, question.gone, bm25_hits, "last", as_of=as_of, since=since, until=until
-        )
-        if last is not None:
-            answered_by = last
-            question.notes.append(f"last change that holds {question.gone}: {last[:10]}")
+    # "When was editDistance added?" is answered by the first change that holds the name, as `git log -S
+    # --reverse` would, however many later changes touch it (and their diffs hold it more often); "when was
+    # getUsDateFormat removed?" by the last one, as `git log -S` finds it.
+    ends: tuple[tuple[str | None, search.Which], ...] = ((question.origin, "first"), (question.gone, "last"))
+    for name, which in ends:
+        if name is None:
+            continue
+        bm25_hits, sha = search.holder(store, name, bm25_hits, which, as_of=as_of, since=since, until=until)
+        if sha is not None:
+            answered_by = sha
+            question.notes.append(f"{which} change that holds {name}: {sha[:10]}")
     # Symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect") in a second,
     # low-weight query: a commit that names the mechanism is found by a question that names the symptom.
     extra = thesaurus.expand(words.counted) if THESAURUS_WEIGHT and not words.dropped else []
