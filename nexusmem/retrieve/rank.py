@@ -58,7 +58,7 @@ from typing import Any
 from nexusmem.retrieve.fuse import Evidence
 
 VECTOR_WEIGHT = 0.8
-CODE_VECTOR_FACTOR = float(__import__("os").environ.get("NXM_CVF", "0.25"))
+CODE_VECTOR_FACTOR = 0.25
 SIGNAL_GAP = 1.15
 RECENCY_GAP = math.sqrt(2.0)
 CUE_RECENCY_GAP = 3.0
