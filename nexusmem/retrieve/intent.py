@@ -61,25 +61,30 @@ _REMOVAL_VERB = re.compile(
 _REMOVAL_ASK = re.compile(r"\b(when|which|why|where|what)\b", re.IGNORECASE)
 
 
+def _one_name(text: str) -> tuple[str | None, str]:
+    """(The one code name TEXT names, None for none or several; TEXT without its names): the verbs are
+    looked for in the words around the names ("remove_await_parens" is a name, not a verb)."""
+    names = [m.group(0) for m in _CODE.finditer(text)]
+    return (names[0] if len(names) == 1 else None), _CODE.sub(" ", text)
+
+
 def removed_name(text: str) -> str | None:
     """The one code name TEXT asks the removal of ("when was getUsDateFormat removed?" ->
     "getUsDateFormat"), else None (also when it asks when something was added: that is the first change)."""
-    names = [m.group(0) for m in _CODE.finditer(text)]
-    words = _CODE.sub(" ", text)  # "remove_await_parens" is a name, not a verb
-    if len(names) != 1 or not (_REMOVAL_VERB.search(words) and _REMOVAL_ASK.search(words)):
+    name, words = _one_name(text)
+    if name is None or not (_REMOVAL_VERB.search(words) and _REMOVAL_ASK.search(words)):
         return None
-    return None if _ORIGIN_VERB.search(words) else names[0]
+    return None if _ORIGIN_VERB.search(words) else name
 
 
 def origin_name(text: str) -> str | None:
     """The one code name TEXT asks the origin of ("when was editDistance added?" -> "editDistance"), else
     None: no such question, or several names (then the question is about how they meet, not where one
     began)."""
-    words = _CODE.sub(" ", text)
-    if not (_ORIGIN_VERB.search(words) and _ORIGIN_ASK.search(words)):
+    name, words = _one_name(text)
+    if name is None or not (_ORIGIN_VERB.search(words) and _ORIGIN_ASK.search(words)):
         return None
-    names = [m.group(0) for m in _CODE.finditer(text)]
-    return names[0] if len(names) == 1 else None
+    return name
 
 
 # "The push was rejected, what did I do next?", "what did I run before pushing again?": the answer is a
@@ -94,6 +99,7 @@ _AFTER = re.compile(
     r"\b(after|afterwards|next|then|once|as soon as|between|first thing|about (it|that|this)|to fix it|in response)\b",
     re.IGNORECASE,
 )
+_BEFORE = re.compile(r"\bbefore\b", re.IGNORECASE)
 Sequence = Literal["after", "before"]
 # A question that reports something going wrong ("cargo refused to build", "CI went red").
 _FAILURE = re.compile(
@@ -114,11 +120,9 @@ def sequence(text: str) -> Sequence | None:
     before starting git bisect"), else None."""
     if not _ASKS_DONE.search(text):
         return None
-    if _AFTER.search(text) and not re.search(r"\b(just |right )?before\b", text, re.IGNORECASE):
-        return "after"
-    if re.search(r"\bbefore\b", text, re.IGNORECASE):
+    if _BEFORE.search(text):
         return "before"
-    return None
+    return "after" if _AFTER.search(text) else None
 
 
 def intent(text: str) -> Intent:

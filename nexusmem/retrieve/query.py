@@ -43,6 +43,10 @@ LEXICAL_COVERAGE_EXP = 1.0
 THESAURUS_WEIGHT = 0.5
 # The thesaurus words together match at most this many nodes (their commonest dropped first).
 THESAURUS_POSTINGS = 2000
+# A question with a time cue also asks for its words within this window before the newest event (or the
+# date it names), up to CUE_CANDIDATES more candidates from the exact index: see `retrieve`.
+CUE_WINDOW_MS = 30 * 86_400_000
+CUE_CANDIDATES = 50
 # An answer is weak when words no node contains carry this share of the question's IDF mass and no
 # vector neighbour is this similar (see Strength); it then shows only WEAK_ITEMS items.
 WEAK_MISSING = 0.4
@@ -379,10 +383,8 @@ def vector_weight(question: Question, settings: rank.Settings) -> float:
 # nearest first: they are the answer, the anchor is what makes them one.
 SEQUENCE_ANCHORS = 10
 ANCHOR_SHARE = 0.9
-_BETWEEN = re.compile(r"\b(between|in between)\b", re.IGNORECASE)
+_BETWEEN = re.compile(r"\bbetween\b", re.IGNORECASE)
 _AGAIN = re.compile(r"\b(again|once more|the second time)\b", re.IGNORECASE)
-CUE_WINDOW_MS = 30 * 86_400_000
-CUE_CANDIDATES = 50
 SEQUENCE_STEPS = 3
 SEQUENCE_WINDOW_MS = 24 * 3_600_000
 
@@ -418,7 +420,7 @@ def with_neighbours(
         # "In between the two failed builds": what followed the first of the two runs it names.
         anchor = min(pair, key=lambda n: n.ts)
     else:
-        anchor = max(named, key=lambda pair: pair[0].ts)[0] if latest else named[0][0]
+        anchor = max(named, key=lambda item: item[0].ts)[0] if latest else named[0][0]
     top = scored[0][1]
     ids = store.shell_neighbours(
         anchor, after=then == "after", limit=SEQUENCE_STEPS, window_ms=SEQUENCE_WINDOW_MS, as_of=as_of
