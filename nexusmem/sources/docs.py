@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem import gitcmd
+from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node
 from nexusmem.redact import redact
@@ -269,12 +270,7 @@ class DocsSource:
     def scan(self, ctx: ScanContext) -> ScanResult:
         """Emit every section when any candidate file (or HEAD, or the config) changed, else nothing."""
         settings = ctx.config.get("sources", {}).get("docs", {})
-        include = list(
-            settings.get(
-                "include",
-                ["*.md", "*.mdx", "*.markdown", "*.rst", "*.adoc", "*.asciidoc", "*.org", "*.[1-9]"],
-            )
-        )
+        include = list(settings.get("include", DEFAULTS["sources"]["docs"]["include"]))
         exclude = list(settings.get("exclude", []))
         max_bytes = int(settings.get("maxFileBytes", 1_000_000))
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
