@@ -233,3 +233,33 @@ def test_deeply_nested_projects_json_reads_as_empty_with_a_warning(repo: Path) -
     # sync kept the unreadable file aside and wrote a fresh registry.
     assert list(registry.parent.glob("projects.json.corrupt-*"))
     assert json.loads(registry.read_text(encoding="utf-8"))["projects"][0]["root"] == str(repo)
+
+
+def test_a_commit_whose_blob_is_missing_is_kept_without_its_patch(repo: Path) -> None:
+    # A damaged clone (a snapshot missing one object, a partial clone that cannot fetch): git dies at the
+    # first patch it cannot read. Found on a real snapshot of go-chi/chi, which lacks a binary two of its
+    # 2016 commits added and deleted: the whole sync failed. The commits after it must still be read.
+    commit(repo, "feat: first change", {"a.txt": "alpha\n"})
+    commit(repo, "feat: add the lost binary", {"lost.bin": "payload that will go missing\n"})
+    blob = git(repo, "rev-parse", "HEAD:lost.bin").strip()
+    commit(repo, "feat: drop the lost binary", {"b.txt": "bravo\n"})
+    git(repo, "rm", "-q", "lost.bin")
+    git(repo, "commit", "-q", "-m", "chore: remove the lost binary")
+    commit(repo, "feat: parse the quokka flag", {"c.txt": "quokka_flag = True\n"})
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # loose objects in a fresh repo
+    proc = cli(repo, "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    sources = {s["name"]: s for s in json.loads(proc.stdout)["sources"]}
+    # Every commit is kept; the two whose patch names the missing blob lose only their change (words, diffs).
+    assert sources["git"]["added"] == 5
+    assert sources["git"]["skipped"] == 0
+    assert any(blob in p and "without their change" in p for p in sources["git"]["notes"]), sources["git"]
+    assert sources["diff"]["skipped"] == 2, sources["diff"]
+    assert sources["diff"]["added"] >= 3  # a.txt, b.txt, c.txt of the readable commits
+    # The commit after the damage is found by its change words and its diff.
+    items = json.loads(cli(repo, "query", "--json", "quokka_flag").stdout)["items"]
+    assert items and items[0]["title"].startswith(("feat: parse the quokka flag", "c.txt"))
+    assert any(
+        it["title"] == "feat: add the lost binary"
+        for it in json.loads(cli(repo, "query", "--json", "--budget", "20000", "lost binary").stdout)["items"]
+    )

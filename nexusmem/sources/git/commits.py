@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from nexusmem import gitcmd
+from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import commit_signal, conventional_type
@@ -165,6 +167,79 @@ def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
     """
     args = ["log", "-z", "--numstat", *_LOG_STABLE, _FORMAT, *revs, "--"]
     return parse_commit_stream(gitcmd.stream(args, root))
+
+
+# A clone can lack an object its history names: a damaged snapshot, a partial clone that cannot fetch. A `git
+# log` that reads changes (--numstat, -p) dies at the first commit whose change it cannot read, and every
+# commit after it was lost with it. The walk is resumed after that commit instead (`--skip`), and the commit
+# itself is read without its change (its header needs no blob). A clone missing more than MAX_UNREADABLE
+# commits' changes is not one bad record: the walk stops with git's error, which names the object.
+MAX_UNREADABLE = 100
+_UNREADABLE = re.compile(
+    r"unable to read|could not read|missing blob|bad object|is corrupt|did not send all necessary objects"
+    r"|promisor remote",
+    re.IGNORECASE,
+)
+T = TypeVar("T")
+
+
+def unreadable_object(exc: GitCommandError) -> bool:
+    """Whether git failed because an object of the repository cannot be read (missing or corrupt)."""
+    return _UNREADABLE.search(str(exc)) is not None
+
+
+def resumed(revs: list[str], skip: int) -> list[str] | None:
+    """REVS walked from its SKIP-th commit (0-based) on; a --max-count in REVS counts down. None when that
+    leaves nothing to walk."""
+    out: list[str] = []
+    for rev in revs:
+        if rev.startswith("--max-count="):
+            left = int(rev.split("=", 1)[1]) - skip
+            if left <= 0:
+                return None
+            rev = f"--max-count={left}"
+        out.append(rev)
+    return [*out, f"--skip={skip}"]
+
+
+def header_at(root: Path, revs: list[str], position: int) -> CommitRecord | None:
+    """The commit at POSITION (0-based) of REVS' walk, without its change: no numstat, so git reads no
+    blob. None when there is no such commit or git cannot read even that."""
+    args = ["log", "-z", *_LOG_STABLE, _FORMAT, *revs, f"--skip={position}", "--max-count=1", "--"]
+    try:
+        return next(parse_commit_stream(gitcmd.stream(args, root)), None)
+    except GitCommandError:
+        return None
+
+
+def past_unreadable(
+    root: Path,
+    revs: list[str],
+    walk: Callable[[list[str]], Iterator[T]],
+    finished: Callable[[], int],
+    lost: Callable[[CommitRecord, str], T | None],
+) -> Iterator[T]:
+    """What WALK yields over REVS, resumed past each commit whose change git cannot read. FINISHED says how
+    many commits the walks so far have completed; LOST is told of each commit passed over (its header, and
+    git's message) and may give an item to yield in its place."""
+    passed = 0
+    current: list[str] | None = revs
+    while current is not None:
+        try:
+            yield from walk(current)
+            return
+        except GitCommandError as exc:
+            if not unreadable_object(exc) or passed >= MAX_UNREADABLE:
+                raise
+            position = finished() + passed
+            record = header_at(root, revs, position)
+            if record is None:
+                raise
+            passed += 1
+            item = lost(record, str(exc).rsplit(": ", 1)[-1].strip())
+            if item is not None:
+                yield item
+            current = resumed(revs, position + 1)
 
 
 def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:

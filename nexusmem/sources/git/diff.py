@@ -144,10 +144,11 @@ class DiffStats:
     binary: int = 0
     skipped_glob: int = 0
     over_cap: int = 0
+    unreadable: int = 0  # commits whose patch git cannot read (a missing or corrupt object)
 
     @property
     def total(self) -> int:
-        return self.merges + self.binary + self.skipped_glob + self.over_cap
+        return self.merges + self.binary + self.skipped_glob + self.over_cap + self.unreadable
 
 
 def iter_diff_nodes(

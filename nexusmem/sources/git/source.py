@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from nexusmem.sources.base import ScanContext, ScanResult, _no_progress
+from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult, _no_progress
 from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_commits
 
 if TYPE_CHECKING:
@@ -59,15 +59,35 @@ class GitSource:
             return
         from nexusmem.nodes import ts_ok
         from nexusmem.sources.git.changewords import iter_commits_with_words
-        from nexusmem.sources.git.commits import PROGRESS_EVERY, commit_count, commit_node, iter_commits
+        from nexusmem.sources.git.commits import (
+            PROGRESS_EVERY,
+            commit_count,
+            commit_node,
+            iter_commits,
+            past_unreadable,
+        )
 
         limit = int(_setting(ctx.config, "limits.maxBodyChars"))
-        commits: Iterator[tuple[CommitRecord, str]]
-        if _setting(ctx.config, "sources.git.changeWords"):
-            skip = _setting(ctx.config, "sources.diff.skip")
-            commits = iter_commits_with_words(ctx.root, plan.revs, skip, ctx.known.get("denied"))
-        else:
-            commits = ((rec, "") for rec in iter_commits(ctx.root, plan.revs))
+        words = bool(_setting(ctx.config, "sources.git.changeWords"))
+        skip = _setting(ctx.config, "sources.diff.skip")
+        walked = 0
+        unreadable: list[str] = []
+
+        def walk(revs: list[str]) -> Iterator[tuple[CommitRecord, str]]:
+            nonlocal walked
+            if words:
+                found = iter_commits_with_words(ctx.root, revs, skip, ctx.known.get("denied"))
+            else:
+                found = ((rec, "") for rec in iter_commits(ctx.root, revs))
+            for item in found:
+                walked += 1
+                yield item
+
+        def lost(rec: CommitRecord, why: str) -> tuple[CommitRecord, str]:
+            unreadable.append(f"{rec.header.sha[:12]} ({why})")
+            return rec, ""
+
+        commits = past_unreadable(ctx.root, plan.revs, walk, lambda: walked, lost)
         total = commit_count(ctx.root, plan.revs) if ctx.progress is not _no_progress else None
         done = 0
         for rec, found in commits:
@@ -85,7 +105,18 @@ class GitSource:
             done += 1
             if done % PROGRESS_EVERY == 0:
                 ctx.progress("git", done, total)
+        if unreadable:
+            result.notes.append(unreadable_note(unreadable))
         ctx.progress("git", done, done)
+
+
+def unreadable_note(commits: list[str]) -> str:
+    """What a walk says of the commits whose change git could not read (COMMITS: "sha (why)")."""
+    shown = ", ".join(commits[:5]) + (f" and {len(commits) - 5} more" if len(commits) > 5 else "")
+    return (
+        f"kept {len(commits)} commit(s) without their change, which git cannot read (a damaged or partial"
+        f" clone; `git fsck` tells): {shown}"
+    )
 
 
 class DiffSource:
@@ -113,7 +144,7 @@ class DiffSource:
     def _nodes(self, ctx: ScanContext, revs: list[str] | None, result: ScanResult) -> Iterator[Node]:
         if revs is None:
             return
-        from nexusmem.sources.git.commits import commit_count
+        from nexusmem.sources.git.commits import commit_count, past_unreadable
         from nexusmem.sources.git.diff import DiffStats, iter_diff_nodes
 
         stats = DiffStats()
@@ -121,8 +152,19 @@ class DiffSource:
         # are only known once each patch is read); asked only when someone watches (a terminal).
         total = commit_count(ctx.root, revs) if ctx.progress is not _no_progress else None
         shown = 0
+        unreadable: list[str] = []
+
+        def lost(rec: CommitRecord, why: str) -> None:
+            stats.unreadable += 1
+            unreadable.append(f"{rec.header.sha[:12]} ({why})")
+            if len(result.problems) < MAX_PROBLEMS:
+                result.problems.append(f"commit {rec.header.sha}: its patch cannot be read ({why})")
+
+        walk = past_unreadable(
+            ctx.root, revs, lambda r: iter_diff_nodes(ctx, self.name, r, stats), lambda: stats.commits, lost
+        )
         try:
-            for node in iter_diff_nodes(ctx, self.name, revs, stats):
+            for node in walk:
                 yield node
                 if stats.commits - shown >= DIFF_PROGRESS_EVERY:
                     shown = stats.commits
@@ -130,4 +172,6 @@ class DiffSource:
         finally:
             # Set while the generator runs to its end, before the sync reads it.
             result.skipped = stats.total
+        if unreadable:
+            result.notes.append(unreadable_note(unreadable).replace("their change", "their patch"))
         ctx.progress("diff", stats.commits, stats.commits)
