@@ -389,3 +389,38 @@ def test_when_was_a_name_removed_finds_the_change_that_took_it_out(repo: Path) -
     titles, notes = synced_answer(repo, "when was qz_legacy_blit removed?")
     assert titles[0].endswith("Drop the old blitter path"), titles
     assert any(n.startswith("last change that holds qz_legacy_blit: ") for n in notes), notes
+
+
+def test_a_second_change_comes_before_the_first_ones_other_files(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit and its diffs are one change: the next change that matches nearly as well comes before the
+    first change's second and third files, not after them."""
+    commit(repo, "Add the project skeleton", {"README.md": "# plotter\n"}, when=NOW - 900 * DAY)
+    body = "spline_tolerance = 0.5  # spline tolerance for curve smoothing\n"
+    commit(
+        repo,
+        "Rework the spline tolerance for curve smoothing",
+        {f"curves/{name}.py": body for name in ("bezier", "catmull", "hermite")},
+        when=NOW - 800 * DAY,
+    )
+    commit(
+        repo,
+        "Round the spline tolerance when smoothing",
+        {"curves/round.py": "ROUND = 3\n"},
+        when=NOW - 700 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    proj = project.load(repo)
+
+    def order() -> list[str]:
+        with proj.open_store(readonly=True) as store:
+            scored, _ = query.ranked_candidates(store, "spline tolerance curve smoothing", vectors=False)
+        return [n.meta["subject"] if n.kind == "code_diff" else n.title for n, _ in scored[:5]]
+
+    second = "Round the spline tolerance when smoothing"
+    rework = "Rework the spline tolerance for curve smoothing"
+    monkeypatch.setattr(query, "SIBLING_FACTOR", 1.0)
+    assert order()[:4] == [rework] * 4  # without the rule, the rework's three files and its commit come first
+    monkeypatch.setattr(query, "SIBLING_FACTOR", 0.7)
+    assert order()[:2] == [rework, second]
