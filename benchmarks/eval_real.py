@@ -84,7 +84,20 @@ QUESTIONS_DIR = HERE / "eval" / "real"
 RECENT_FILE = QUESTIONS_DIR / "recent.json"
 # dev: tuned on; heldout: written apart, seen after tuning; fresh: new repositories (sinatra, gson, zod),
 # written by a helper who never saw a ranking result. `all` reads whichever of them a repository has.
-SETS = ("dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "removal", "rst", "adoc")
+SETS = (
+    "dev",
+    "heldout",
+    "fresh",
+    "fresh2",
+    "fresh3",
+    "fresh4",
+    "fresh5",
+    "fresh6",
+    "fresh7",
+    "removal",
+    "rst",
+    "adoc",
+)
 KINDS = ("symptom", "code", "doc", "multi", "none", "recent")
 MODES = ("baseline", "bm25", "hybrid")
 PACKED_MODES = ("bm25", "hybrid")

@@ -152,11 +152,10 @@ class DiffSource:
         # are only known once each patch is read); asked only when someone watches (a terminal).
         total = commit_count(ctx.root, revs) if ctx.progress is not _no_progress else None
         shown = 0
-        unreadable: list[str] = []
 
         def lost(rec: CommitRecord, why: str) -> None:
+            # Counted and located like any bad record: the sync's summary and `status` show them.
             stats.unreadable += 1
-            unreadable.append(f"{rec.header.sha[:12]} ({why})")
             if len(result.problems) < MAX_PROBLEMS:
                 result.problems.append(f"commit {rec.header.sha}: its patch cannot be read ({why})")
 
@@ -172,6 +171,5 @@ class DiffSource:
         finally:
             # Set while the generator runs to its end, before the sync reads it.
             result.skipped = stats.total
-        if unreadable:
-            result.notes.append(unreadable_note(unreadable).replace("their change", "their patch"))
+
         ctx.progress("diff", stats.commits, stats.commits)
