@@ -107,6 +107,21 @@ def test_a_question_about_something_that_never_happened_is_flagged_weak(old_and_
     assert query.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", "upload gateway retry").output
 
 
+def test_a_product_the_question_names_that_memory_never_saw_is_a_weak_answer(old_and_fresh: Path) -> None:
+    """Most of the question's words are everywhere ("upload", "chunks", "retry"); the one it is about is
+    nowhere. Written as a name, it says the answer is not in memory; the same words without it do not."""
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    assert query_json(old_and_fresh, "when did upload chunks retry through Kafka at the storage gateway")[
+        "weak"
+    ]
+    assert not query_json(old_and_fresh, "when did upload chunks retry at the storage gateway")["weak"]
+    # A word in capitals is how people name a symptom (CPU, OOM), not what the answer must hold.
+    assert not query_json(old_and_fresh, "when did upload chunks retry at the storage gateway on CPU")["weak"]
+    assert query.names_absent("the GraphQL endpoint", ["graphql"])
+    assert not query.names_absent("Kafka retries", ["kafka"])  # the first word is capitalised anyway
+    assert not query.names_absent("the graphql endpoint", ["graphql"])
+
+
 def test_a_pasted_2000_word_log_still_answers_with_a_short_header(old_and_fresh: Path) -> None:
     run_cli("-C", str(old_and_fresh), "sync")
     lines = [
