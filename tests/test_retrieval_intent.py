@@ -396,20 +396,17 @@ def test_a_second_change_comes_before_the_first_ones_other_files(
 ) -> None:
     """A commit and its diffs are one change: the next change that matches nearly as well comes before the
     first change's second and third files, not after them."""
-    commit(repo, "Add the project skeleton", {"README.md": "# plotter\n"}, when=NOW - 900 * DAY)
     body = "spline_tolerance = 0.5  # spline tolerance for curve smoothing\n"
-    commit(
-        repo,
-        "Rework the spline tolerance for curve smoothing",
-        {f"curves/{name}.py": body for name in ("bezier", "catmull", "hermite")},
-        when=NOW - 800 * DAY,
-    )
-    commit(
-        repo,
-        "Round the spline tolerance when smoothing",
-        {"curves/round.py": "ROUND = 3\n"},
-        when=NOW - 700 * DAY,
-    )
+    history = [
+        ("Add the project skeleton", {"README.md": "# plotter\n"}),
+        (
+            "Rework the spline tolerance for curve smoothing",
+            {f"curves/{n}.py": body for n in ("bezier", "catmull", "hermite")},
+        ),
+        ("Round the spline tolerance when smoothing", {"curves/round.py": "ROUND = 3\n"}),
+    ]
+    for age, (title, files) in zip((900, 800, 700), history):
+        commit(repo, title, files, when=NOW - age * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
     proj = project.load(repo)
 
