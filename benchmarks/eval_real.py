@@ -94,6 +94,7 @@ SETS = (
     "fresh5",
     "fresh6",
     "fresh7",
+    "fresh8",
     "removal",
     "rst",
     "adoc",
