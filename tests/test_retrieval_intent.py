@@ -421,3 +421,35 @@ def test_a_second_change_comes_before_the_first_ones_other_files(
     assert order()[:4] == [rework] * 4  # without the rule, the rework's three files and its commit come first
     monkeypatch.setattr(query, "SIBLING_FACTOR", 0.7)
     assert order()[:2] == [rework, second]
+
+
+def test_a_change_is_shown_by_its_commit_first_even_when_its_tests_match_better(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tests a fix adds repeat the question's words more than its message does: the answer still shows
+    the commit (it says why) first, then one of its files, not two files and no message."""
+    commit(repo, "Add the project skeleton", {"README.md": "# validators\n"}, when=NOW - 900 * DAY)
+    words = "emoji regex backtracking exponential remove "
+    commit(
+        repo,
+        "fix: remove exponential backtracking from the emoji regex\n\nThe nested quantifier made long inputs"
+        " take minutes; the alternation is now flat.",
+        {
+            "tests/test_emoji.py": f"# {words}\n",
+            "tests/test_redos.py": f"# {words}\n",
+            "src/regexes.py": "EMOJI = r'[\\u2600-\\u27bf]'\n",
+        },
+        when=NOW - 100 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "remove exponential backtracking from the emoji regex"
+
+    def kinds() -> list[str]:
+        return [it["kind"] for it in query_json(repo, question)["items"]]
+
+    with monkeypatch.context() as m:
+        m.setattr(query, "distinct_changes", lambda scored: scored)
+        assert kinds()[:2] == ["code_diff", "code_diff"]  # the case is real: two test files, no message
+    shown = query_json(repo, question)["items"]
+    assert [it["kind"] for it in shown[:2]] == ["git_commit", "code_diff"]
+    assert shown[0]["title"].startswith("fix: remove exponential backtracking from the emoji regex")

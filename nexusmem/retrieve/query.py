@@ -446,26 +446,35 @@ def commits_before_entries(
     return out
 
 
-# A commit and its diffs are one change: its second and later nodes count SIBLING_FACTOR of their score, so
-# that the next distinct change that matches nearly as well comes before them (the packer shows at most two
-# nodes of one commit anyway). Over the seven real-repository sets (hybrid MRR, docs/evaluation.md): mean
-# .5443 at 1, .5457 at .9, .5470 at .7 and at .5 (no set lower at any factor).
+# A commit and its diffs are one change, led by the commit: it takes the place of the change's best node
+# (the message says why; a diff only what), and the change's other nodes count SIBLING_FACTOR of their
+# score, so that the next distinct change that matches nearly as well comes before them (the packer shows
+# at most two nodes of one commit anyway: without the lead, a commit whose test files match the question
+# best was shown as two diffs and no message). Over the seven real-repository sets (hybrid MRR,
+# docs/evaluation.md): mean .5443 at 1, .5457 at .9, .5470 at .7 and at .5 (no set lower at any factor).
 SIBLING_FACTOR = 0.7
 _CHANGE_KINDS = ("git_commit", "code_diff")
 
 
 def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
-    """SCORED with every node of a commit after its best one (commit or diff) at SIBLING_FACTOR, re-sorted."""
-    seen: set[str] = set()
+    """SCORED (best first) with each commit's nodes led by the commit node when it is listed (else by the
+    best of them) at the best score among them, the others at SIBLING_FACTOR of their own; re-sorted."""
+    best: dict[str, float] = {}
+    leader: dict[str, str] = {}
+    for node, value in scored:
+        group = node.group if node.kind in _CHANGE_KINDS else None
+        if group is None:
+            continue
+        best.setdefault(group, value)
+        if node.kind == "git_commit" or group not in leader:
+            leader[group] = node.id
     out: list[tuple[StoredNode, float]] = []
     for node, value in scored:
         group = node.group if node.kind in _CHANGE_KINDS else None
         if group is not None:
-            if group in seen:
-                value *= SIBLING_FACTOR
-            seen.add(group)
+            value = best[group] if leader[group] == node.id else value * SIBLING_FACTOR
         out.append((node, value))
-    out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].kind != "git_commit", pair[0].id))
     return out
 
 
