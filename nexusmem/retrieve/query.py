@@ -536,9 +536,7 @@ def with_neighbours(
     lifted = {
         node_id: top * (1.0 + 0.01 * (len(ids) - step))
         for step, node_id in enumerate(ids)
-        if node_id in nodes
-        and (since is None or nodes[node_id].ts >= since)
-        and (until is None or nodes[node_id].ts <= until)
+        if node_id in nodes and _within(nodes[node_id], None, since, until)
     }
     if not lifted:
         return scored, None

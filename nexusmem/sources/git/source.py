@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult, _no_progress
+from nexusmem.sources.base import ScanContext, ScanResult, _no_progress
 from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_commits
 
 if TYPE_CHECKING:
@@ -154,10 +154,10 @@ class DiffSource:
         shown = 0
 
         def lost(rec: CommitRecord, why: str) -> None:
-            # Counted and located like any bad record: the sync's summary and `status` show them.
+            # Located like any bad record (the sync's summary and `status` show them); counted in the stats,
+            # whose total becomes the source's skipped count below.
             stats.unreadable += 1
-            if len(result.problems) < MAX_PROBLEMS:
-                result.problems.append(f"commit {rec.header.sha}: its patch cannot be read ({why})")
+            result.skip(f"commit {rec.header.sha}: its patch cannot be read ({why})")
 
         walk = past_unreadable(
             ctx.root, revs, lambda r: iter_diff_nodes(ctx, self.name, r, stats), lambda: stats.commits, lost
@@ -171,5 +171,4 @@ class DiffSource:
         finally:
             # Set while the generator runs to its end, before the sync reads it.
             result.skipped = stats.total
-
         ctx.progress("diff", stats.commits, stats.commits)
