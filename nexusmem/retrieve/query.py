@@ -606,9 +606,9 @@ class Strength:
     more than its share of the IDF mass says: "when did httpie add a GraphQL query mode?" matches "httpie",
     "query" and "mode" everywhere.
 
-    On the eight real-repository sets (docs/evaluation.md, 74 `none` and 714 answerable questions) missing
-    alone flags 41% of the `none` questions and 2.4% of the answerable ones; with absent_name 62% and 3.4%
-    (1.3% of those whose answer ranks first, as before)."""
+    On the eight real-repository sets (docs/evaluation.md, 74 `none` and 714 answerable questions) a
+    query's answer was flagged for 41% of the `none` questions and 2.4% of the answerable ones with missing
+    alone; with absent_name 62% and 3.1%."""
 
     missing: float
     cosine: float
