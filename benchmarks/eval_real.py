@@ -370,6 +370,9 @@ class LibraryCalls:
         result = query.run(self.store, text, project=self.project_id, vectors=vectors, settings=self.settings)
         flag = getattr(result, "no_strong_match", getattr(result, "weak", None))
         hits = [Hit(item.id, item.kind, item.ref) for item in result.items]
+        # A doc section packed once for several files holding its text names the others (`also_in`): the
+        # text is in the answer, under each of those refs.
+        hits += [Hit("", item.kind, ref) for item in result.items for ref in getattr(item, "also_in", [])]
         return hits, None if flag is None else bool(flag)
 
 
@@ -383,6 +386,7 @@ class Graded:
     packed: dict[str, bool] = field(default_factory=dict)
     flagged: bool | None = None  # the hybrid result's "no strong match" flag
     top_returned: bool = False  # hybrid ranked anything at all
+    folded: int = 0  # doc sections the hybrid answer packed once for another file's copy (`also_in`)
     unresolved: list[str] = field(default_factory=list)  # targets with no node in the store
 
 
@@ -454,9 +458,10 @@ def grade(
             if not pack:
                 continue
             items, flag = calls.packed(q.q, vectors=vectors)
-            g.packed[mode] = any(h.id in correct for h in items)
+            g.packed[mode] = any(h.id in correct or (not h.id and h.ref in q.targets) for h in items)
             if mode == "hybrid":
                 g.flagged = flag
+                g.folded = sum(1 for h in items if not h.id)
         out.append(g)
     return out
 
@@ -908,6 +913,13 @@ def tables(runs: list[RepoRun]) -> str:
             )
         if all(none_block(rows)["flagged"] is None for _, rows in nones):
             lines.append("\n(no flag measured: it is read from the packed answer, which --no-pack skips)")
+    graded = [g for run in runs for g in run.graded if g.packed]
+    if graded:
+        with_twins = sum(1 for g in graded if g.folded)
+        lines.append(
+            f"\nHybrid answers holding a doc section packed once for its copies elsewhere: {with_twins} of"
+            f" {len(graded)} ({sum(g.folded for g in graded)} copies not packed again)"
+        )
     return "\n".join(lines)
 
 

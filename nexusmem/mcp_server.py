@@ -73,6 +73,7 @@ class SearchItem(TypedDict):
     project: str
     ref: str
     linked_from: str | None
+    also_in: list[str]  # refs of doc sections with the same text, packed once (this item)
     recorded_by: NotRequired[str]  # scope "team": the member who recorded it ("" = this machine)
 
 

@@ -453,3 +453,40 @@ def test_a_change_is_shown_by_its_commit_first_even_when_its_tests_match_better(
     shown = query_json(repo, question)["items"]
     assert [it["kind"] for it in shown[:2]] == ["git_commit", "code_diff"]
     assert shown[0]["title"].startswith("fix: remove exponential backtracking from the emoji regex")
+
+
+def test_a_doc_section_kept_in_two_places_is_packed_once_under_the_path_a_reader_opens(repo: Path) -> None:
+    """A README made from a template in a hidden folder holds the template's sections word for word: the
+    answer shows the section once, from README.md, and names the template's copy; a section under the same
+    heading that says something else is still its own item."""
+    section = (
+        "## Redirecting logging\n\nWrap your handlers with logging_redirect so that log records are written"
+        " above the progress bar instead of breaking it in two; the bar is redrawn after each record.\n"
+    )
+    commit(
+        repo,
+        "docs: the readme and its template",
+        {
+            ".meta/readme-template.md": "# spinner\n\n" + section,
+            "README.md": "# spinner\n\n" + section,
+            "docs/v1/guide.md": "# Guide\n\n## Redirecting logging\n\nVersion 1 had no logging support at"
+            " all: pipe stderr elsewhere, or pass quiet=True to hide the bar while log records are written.\n",
+        },
+        when=NOW - 100 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+
+    data = query_json(repo, "how do I redirect logging so records do not break the progress bar")
+    docs = [it for it in data["items"] if it["kind"] == "doc_section"]
+    refs = [it["ref"] for it in docs]
+    assert "README.md#Redirecting logging" in refs
+    assert ".meta/readme-template.md#Redirecting logging" not in refs  # packed once, as the README's
+    assert "docs/v1/guide.md#Redirecting logging" in refs  # same heading, other words: its own item
+    readme = next(it for it in docs if it["ref"] == "README.md#Redirecting logging")
+    assert readme["also_in"] == [".meta/readme-template.md#Redirecting logging"]
+    assert refs.index("README.md#Redirecting logging") == 0  # at the best place either copy ranked
+
+    text = run_cli("-C", str(repo), "query", "--", "redirect logging progress bar").stdout
+    heads = [line for line in text.splitlines() if line.startswith("- ") and "Redirecting logging" in line]
+    assert len(heads) == 2 and ".meta/" not in "".join(heads)  # README's item and the v1 guide's
+    assert "  also in .meta/readme-template.md" in text

@@ -79,6 +79,7 @@ class Item:
     linked_from: str | None = None
     relation: str | None = None
     recorded_by: str = ""  # the team member who recorded it (an item of the team store); "" for local
+    also_in: list[str] = field(default_factory=list)  # refs of doc sections with the same text (doc_twins)
 
 
 @dataclass
@@ -134,6 +135,8 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     elif item.linked_from:
         head += f"  -- linked as the fix ({item.relation})"
     lines = [head, f"  id {item.id}"]
+    if item.also_in:
+        lines.append("  also in " + ", ".join(ref.split("#", 1)[0] for ref in item.also_in))
     lines += ["  " + line for line in item.summary.splitlines() if line.strip()]
     return "\n".join(lines)
 
@@ -792,17 +795,86 @@ def pack_items(
         chosen[node_id] = (fix, 0.0)
         return candidate(fix, 0.0)
 
-    ranked = [candidate(node, score) for node, score in list(chosen.values())]
+    twins = doc_twins(list(chosen.values()), shelf_of)
+    ranked = [
+        candidate(twins[node.id][0], score) if node.id in twins else candidate(node, score)
+        for node, score in list(chosen.values())
+        if node.id not in twins or twins[node.id]
+    ]
     placed, used = pack(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
+    also = {group[0].id: [n.ref for n in group[1:]] for group in twins.values() if group}
     out = [
         Item(
-            **{**items[e.id].__dict__, "score": e.score, "linked_from": e.linked_from, "relation": e.relation}
+            **{
+                **items[e.id].__dict__,
+                "score": e.score,
+                "linked_from": e.linked_from,
+                "relation": e.relation,
+                "also_in": also.get(e.id, []),
+            }
         )
         for e in placed
     ]
     return out, used
+
+
+# Doc sections with the same heading and nearly the same words (a README kept in two places, a template
+# and the file made from it, a guide copied into a per-version folder) are one text: packed once, at the
+# best place any of them ranked, under the path a reader would open, the others named on its "also in"
+# line. Compared among the first TWIN_DEPTH doc sections (their bodies are read for packing anyway).
+TWIN_DEPTH = 40
+TWIN_JACCARD = 0.9
+_WORDS = re.compile(r"\w+")
+
+
+def doc_twins(
+    ranked: list[tuple[StoredNode, float]], shelf_of: Callable[[str], Shelf | None]
+) -> dict[str, list[StoredNode]]:
+    """For each doc section of RANKED (best first) that has twins: its id -> [the twin to pack in its place,
+    then the others] on the group's first (best-ranked) member, and -> [] on the other members (not
+    packed). The twin packed is the first whose path has no hidden folder or file (".meta/.readme.rst" is
+    the template of "README.rst"), else the best-ranked. Twins are only sought within one store."""
+    groups: list[tuple[Shelf, str, set[str], list[StoredNode]]] = []
+    seen = 0
+    for node, _score in ranked:
+        if node.kind != "doc_section":
+            continue
+        seen += 1
+        if seen > TWIN_DEPTH:
+            break
+        shelf = shelf_of(node.id)
+        if shelf is None:
+            continue
+        full = shelf.full_node(node)
+        heading = full.ref.split("#", 1)[-1]
+        words = set(_WORDS.findall(full.body.lower()))
+        for g_shelf, g_heading, g_words, members in groups:
+            union = len(words | g_words)
+            if (
+                g_shelf is shelf
+                and g_heading == heading
+                and union
+                and len(words & g_words) / union >= TWIN_JACCARD
+            ):
+                members.append(full)
+                break
+        else:
+            groups.append((shelf, heading, words, [full]))
+    out: dict[str, list[StoredNode]] = {}
+    for _shelf, _heading, _words, members in groups:
+        if len(members) < 2:
+            continue
+        keep = next((m for m in members if not _hidden(m.ref.split("#", 1)[0])), members[0])
+        out[members[0].id] = [keep] + [m for m in members if m is not keep]
+        for m in members[1:]:
+            out[m.id] = []
+    return out
+
+
+def _hidden(path: str) -> bool:
+    return any(part.startswith(".") and part not in (".", "..") for part in path.split("/"))
 
 
 def min_tokens(node: StoredNode) -> int:
@@ -853,6 +925,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
                 "project": it.project,
                 "ref": it.ref,
                 "linked_from": it.linked_from,
+                "also_in": list(it.also_in),
             }
             for it in result.items
         ],
