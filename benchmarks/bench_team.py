@@ -22,9 +22,9 @@ no push path): the lexical side of a query at sizes the push rate makes impracti
 takes (each word's matches counted in the GIN index, every match ranked): a before/after under one load.
 --profile-query prints, per statement shape, how many times one question runs it and the milliseconds it takes.
 
-Each member decides as `team push` does (nexusmem.team.begin_bulk): a push of 5,000+ new nodes into a store
-holding no more vectors than that loads without the HNSW index and builds it in one pass at the end; the
-build's seconds count as push time (--row-by-row: never). --profile pushes the same NODES rows into schemas
+Each member decides as `team push` does (nexusmem.team.begin_bulk): a push of 5,000+ new nodes loads them
+into a vector generation of its own, without HNSW, and builds that generation's graphs in one pass at the
+end; the build's seconds count as push time (--row-by-row: never). --profile pushes the same NODES rows into schemas
 with one cost removed at a time (where a push's time goes).
 
     .venv/bin/python benchmarks/bench_team.py --nodes 1000000 --members 1      # one large first push
@@ -392,12 +392,12 @@ def recall(
 # --profile: what each part of the schema costs a push (the same rows, one cost removed at a time).
 VARIANTS: list[tuple[str, list[str]]] = [
     ("as shipped", []),
-    ("no HNSW", ["DROP INDEX nodes_emb_history, nodes_emb_shell"]),
-    ("no HNSW, no GIN(tsv)", ["DROP INDEX nodes_emb_history, nodes_emb_shell", "DROP INDEX nodes_tsv"]),
+    ("no HNSW", ["DROP INDEX nodes_emb_history_g0, nodes_emb_shell_g0"]),
+    ("no HNSW, no GIN(tsv)", ["DROP INDEX nodes_emb_history_g0, nodes_emb_shell_g0", "DROP INDEX nodes_tsv"]),
     (
         "no HNSW, no tsv column",
         [
-            "DROP INDEX nodes_emb_history, nodes_emb_shell",
+            "DROP INDEX nodes_emb_history_g0, nodes_emb_shell_g0",
             "DROP INDEX nodes_tsv",
             "ALTER TABLE nodes DROP COLUMN tsv",
         ],
@@ -405,7 +405,7 @@ VARIANTS: list[tuple[str, list[str]]] = [
     (
         "primary key only, no tsv",
         [
-            "DROP INDEX nodes_emb_history, nodes_emb_shell",
+            "DROP INDEX nodes_emb_history_g0, nodes_emb_shell_g0",
             "DROP INDEX nodes_tsv",
             "DROP INDEX nodes_files",
             "DROP INDEX nodes_project_ts",
@@ -604,10 +604,11 @@ def main() -> None:
             def settled(_token: Any, counts: Any, counted: dict[str, int] = counted) -> None:
                 counted["added"] += counts.added
 
+            report = PushReport()
             senders = Senders(
                 [store],
                 functools.partial(TeamStore.open, url, "bench", store.member, "bench"),
-                PushReport(),
+                report,
                 args.jobs or push_jobs(),
                 settled,
             )
@@ -623,6 +624,7 @@ def main() -> None:
                     pending = int(per_member * (1 + (args.overlap if m else 0)))
                     sample = [str(r[0]) for r in rows]
                     bulk = not args.row_by_row and begin_bulk(store, pending, sample)
+                    report.generation = store.push_gen  # where the other connections put new rows
                 senders.send(rows, None)
                 t2 = time.perf_counter()
                 generated += t1 - t0

@@ -95,6 +95,7 @@ SETS = (
     "fresh6",
     "fresh7",
     "fresh8",
+    "fresh9",
     "removal",
     "rst",
     "adoc",

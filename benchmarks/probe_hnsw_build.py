@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                 conn.execute(
                     f"INSERT INTO {name} SELECT i, {part}, (SELECT array_agg(ce.a[j] + (random() - 0.5) * 0.4)"
                     f" FROM generate_series(1, {DIM}) j)::vector FROM generate_series(%s, %s) i"
-                    f" JOIN centres ce ON ce.c = 1 + (i * 7919) % {CENTRES}",
+                    f" JOIN centres ce ON ce.c = 1 + (i * 7919) %% {CENTRES}",
                     (first, first + args.rows - 1),
                 )
                 t1 = time.perf_counter()

@@ -202,8 +202,9 @@ class PushReport:
     removed_local: int = 0  # local nodes those entries removed
     vectors: int = 0
     retries: int = 0
-    bulk: bool = False  # loaded without the HNSW index (a large first push)
-    index_built: bool = False  # built the HNSW index in one pass at the end
+    bulk: bool = False  # loaded into a vector generation of its own (a large push)
+    generation: int = 0  # that generation (0: row by row into generation 0's graphs)
+    index_built: bool = False  # built HNSW graphs in one pass at the end
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -220,11 +221,11 @@ class PushReport:
         ]
         if self.index_built:
             lines.append(
-                "  built the team's vector (HNSW) index in one pass"
+                "  built the team's vector (HNSW) graphs in one pass"
                 + (
-                    " after loading without it (a large push)"
+                    f" over this push's rows, loaded without them (vector generation {self.generation})"
                     if self.bulk
-                    else " (a bulk push had left none)"
+                    else " (a bulk push had left them unbuilt)"
                 )
             )
         if self.not_shared or self.denied:
@@ -416,6 +417,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                             begin_bulk, pending=pending, sample=[r[0].id for r in rows]
                         )
                         report.bulk = _retrying(decide, team, reopen, report)
+                        report.generation = team[0].push_gen
                         pending = 0
                     vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
                     out = []
@@ -496,7 +498,8 @@ class Senders:
     def send(self, rows: list[tuple[Any, ...]], token: Any) -> None:
         """Push ROWS (waiting while JOBS batches and one more are in flight); TOKEN comes back with them."""
         if self._pool is None:
-            self.settled(token, _retrying(_batch_pusher(rows), self.team, self.reopen, self.report))
+            pusher = _batch_pusher(rows, self.report.generation)
+            self.settled(token, _retrying(pusher, self.team, self.reopen, self.report))
             return
         self._inflight.append((self._pool.submit(self._push, rows), token))
         while len(self._inflight) > self.jobs:
@@ -530,16 +533,17 @@ class Senders:
             self._local.team = holder
             with self._lock:
                 self._opened.append(holder)
-        counts: PushCounts = _retrying(_batch_pusher(rows), holder, self.reopen, self.report)
+        pusher = _batch_pusher(rows, self.report.generation)
+        counts: PushCounts = _retrying(pusher, holder, self.reopen, self.report)
         return counts
 
 
 def begin_bulk(team: TeamStore, pending: int, sample: Sequence[str]) -> bool:
-    """Whether this push of PENDING nodes loads without the HNSW index (TeamStore.begin_bulk): when the
-    nodes it adds — PENDING times the share of SAMPLE (its first batch's ids) the team lacks — are many, and
-    at least as many as the vectors the team holds: the first push of a history. Building the index for
-    the whole store afterwards then costs at most twice the nodes added; a smaller push inserts row by
-    row. A clone re-sending the history the team already holds adds nothing, and must not rebuild."""
+    """Whether this push of PENDING nodes loads into a vector generation of its own (TeamStore.begin_bulk)
+    and builds its graphs in one pass at the end: when the nodes it adds — PENDING times the share of
+    SAMPLE (its first batch's ids) the team lacks — are BULK_MIN or more, however much the team holds. A
+    smaller push inserts row by row; a clone re-sending the history the team already holds adds nothing
+    and builds nothing."""
     from nexusmem.store.team import BULK_MIN
 
     # NEXUSMEM_TEAM_BULK_MIN: the size from which a push loads in bulk (tests use a small history).
@@ -548,11 +552,11 @@ def begin_bulk(team: TeamStore, pending: int, sample: Sequence[str]) -> bool:
     if pending < least or not sample:
         return False
     new = pending * team.missing_count(sample) // len(sample)
-    return new >= least and team.vector_count() <= new and team.begin_bulk()
+    return new >= least and team.begin_bulk()
 
 
-def _batch_pusher(rows: list[tuple[Any, ...]]) -> Callable[[TeamStore], PushCounts]:
-    return lambda team: team.push_batch(rows)
+def _batch_pusher(rows: list[tuple[Any, ...]], gen: int) -> Callable[[TeamStore], PushCounts]:
+    return lambda team: team.push_batch(rows, gen)
 
 
 def _vector_plan(team: TeamStore, local: Store, report: PushReport) -> bool:

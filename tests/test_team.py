@@ -184,8 +184,8 @@ def _push_script(member: Member, *extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _big_history(member: Member, commits: int, *, embed: bool = False) -> None:
-    for i in range(commits):
+def _big_history(member: Member, commits: int, *, embed: bool = False, start: int = 0) -> None:
+    for i in range(start, start + commits):
         (member.repo / f"mod{i % 7}.py").write_text(f"VALUE_{i} = {i}\n" * 3, encoding="utf-8")
         with member.active():
             git(member.repo, "add", "-A")
@@ -194,13 +194,18 @@ def _big_history(member: Member, commits: int, *, embed: bool = False) -> None:
 
 
 def _index_ready(team_url: str) -> bool:
-    """Both HNSW graphs (shell commands; every other kind) exist and are valid."""
+    """Every vector generation is marked ready and has both HNSW graphs (shell commands; every other kind),
+    valid."""
+    gens = _team_rows(team_url, "SELECT gen, ready FROM vector_gens ORDER BY gen")
+    if not gens or not all(ready for _gen, ready in gens):
+        return False
+    names = [f"nodes_emb_{graph}_g{gen}" for gen, _ in gens for graph in ("history", "shell")]
     rows = _team_rows(
         team_url,
-        "SELECT indisvalid FROM pg_index WHERE indexrelid IN"
-        " (to_regclass('nodes_emb_history'), to_regclass('nodes_emb_shell'))",
+        "SELECT count(*) FILTER (WHERE indisvalid) FROM pg_index WHERE indexrelid = ANY(ARRAY("
+        f"SELECT to_regclass(n) FROM unnest(ARRAY{names!r}::text[]) n))",
     )
-    return rows == [(True,), (True,)]
+    return rows == [(len(names),)]
 
 
 def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer_meanwhile(
@@ -230,33 +235,55 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
 
         held = [str(r[0]) for r in _team_rows(team_url, "SELECT id FROM nodes")]
         assert not begin_bulk(store, len(held), held) and _index_ready(team_url)
-        # While a member's bulk load holds the index away, questions still get vector answers (exact).
+        # While a member's bulk push loads into a generation of its own, the graphs of every other row
+        # stay, and that generation's rows are scanned exactly (a small project).
         assert store.begin_bulk() and not _index_ready(team_url)
+        loading = store.push_gen
+        assert loading > first["generation"] > 0
         assert [i for i, _ in store.search_vectors(blob, 5)] == [i for i, _ in store.exact_vectors(blob, 5)]
         both = bob.json("query", "--team", "Change module 3 value")
         assert any(item["recorded_by"] == "alice@example.com" for item in both["items"])
-        assert not any("rebuilding its vector index" in note for note in both["notes"])
-        # A project too large for an exact scan is answered by its words meanwhile, and says so.
+        assert not any("still indexing" in note for note in both["notes"])
+        # In a project too large for an exact scan, the loading generation's rows are matched by their
+        # words meanwhile, the question says so, and every other generation still answers through HNSW.
         from nexusmem.store import team as team_store
 
         monkeypatch.setattr(team_store, "EXACT_KNN_MAX", 10)
         with TeamStore.open(team_url, store.project, "carol@example.com", "test") as other:
-            assert other.search_vectors(blob, 5) == [] and other.knn_skipped
+            assert [i for i, _ in other.search_vectors(blob, 5)] == [i for i, _ in exact[:5]]
+            assert other.knn_skipped
         words_only = bob.json("query", "--team", "Change module 3 value")
         assert any(item["recorded_by"] == "alice@example.com" for item in words_only["items"])
-        assert any("rebuilding its vector index" in note for note in words_only["notes"])
+        assert any("still indexing" in note for note in words_only["notes"])
         monkeypatch.setattr(team_store, "EXACT_KNN_MAX", 50_000)
-        # Another member's small push meanwhile neither waits for that load nor builds the index itself.
+        # Another member's small push meanwhile neither waits for that load nor builds its graphs: its rows
+        # go row by row into generation 0's graphs, which stay whole.
         _big_history(bob, 2, embed=True)
         during = bob.json("team", "push")
         assert during["added"] > 0 and during["index_built"] is False and not _index_ready(team_url)
+        assert during["bulk"] is False and during["generation"] == 0
+        assert _team_rows(team_url, f"SELECT count(*) FROM nodes WHERE gen = {loading}") == [(0,)]
         assert store.build_vector_index() and _index_ready(team_url)
+        assert store.push_gen == 0
     # A small push into a store that holds more than it sends goes row by row, into the index.
     bob.commit("Log the retry count", {"uploader.py": "RETRIES = 5\n"})
     bob.run("sync", "--quiet")
     second = bob.json("team", "push")
     assert second["bulk"] is False and second["index_built"] is False and second["added"] > 0
     assert _index_ready(team_url)
+    # A large push into a store that already holds more vectors than it sends still loads into a
+    # generation of its own (earlier, only a history's first push could), and HNSW finds its rows.
+    _big_history(bob, 45, embed=True, start=100)
+    third = bob.json("team", "push")
+    assert third["bulk"] is True and third["index_built"] is True and third["generation"] > loading
+    assert _index_ready(team_url)
+    newest = _team_rows(
+        team_url,
+        f"SELECT project_id, emb::text FROM nodes WHERE gen = {third['generation']} AND emb IS NOT NULL LIMIT 1",
+    )[0]
+    with TeamStore.open(team_url, str(newest[0]), "carol@example.com", "test") as store:
+        blob = array("f", json.loads(str(newest[1]))).tobytes()
+        assert [i for i, _ in store.search_vectors(blob, 10)] == [i for i, _ in store.exact_vectors(blob, 10)]
 
 
 def _kill_once_rows_land(proc: subprocess.Popen[str], team_url: str, rows: int = 10) -> None:
@@ -293,8 +320,8 @@ def test_concurrent_pushes_converge_to_one_set(tmp_path: Path, origin: Path, tea
     alice, bob, carol = _members(tmp_path, origin, team_url, "alice", "bob", "carol")
     for member in (alice, bob, carol):
         _big_history(member, 30, embed=True)  # 30 commits each, the seed history shared by all three
-    # Each push is large enough for a bulk load: one member wins the bulk lock and drops the index, the
-    # others load into the table meanwhile; the index is whole at the end.
+    # Each push is large enough for a bulk load: each loads what it adds into a vector generation of its
+    # own and builds that generation's graphs; every generation is whole at the end.
     procs = [
         _push_script(m, "NEXUSMEM_TEAM_BATCH=25", "NEXUSMEM_TEAM_BULK_MIN=20") for m in (alice, bob, carol)
     ]

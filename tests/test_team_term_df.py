@@ -5,6 +5,7 @@ at once, and a migration from a store that had no term_df yet."""
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import Iterator
 from typing import Any
 
@@ -346,3 +347,66 @@ def test_the_k_nn_merges_the_history_kinds_when_shell_commands_are_among_the_nea
     # The merge itself: one row per id at its smaller distance, nearest first, cut at K.
     merged = merge_nearest([("a", 0.3, "x"), ("b", 0.1, "x")], [("a", 0.2, "y"), ("c", 0.4, "y")], 2)
     assert merged == [("b", 0.1, "x"), ("a", 0.2, "y")]
+
+
+def test_a_store_made_before_vector_generations_answers_then_migrates_with_its_graphs(team_url: str) -> None:
+    """A team store at schema 3 (one pair of graphs over every row) answers k-NN questions from a newer
+    NexusMem as it is; the next push migrates it (generation 0's graphs, built again) and its nearest
+    neighbours stay what an exact scan finds, then a bulk push adds a generation of its own."""
+    import random
+
+    from nexusmem.store import team as team_store
+
+    rng = random.Random(7)
+
+    def vec() -> bytes:
+        return array("f", [rng.uniform(-1, 1) for _ in range(team_store.TEAM_DIM)]).tobytes()
+
+    def rows(prefix: str, count: int) -> list[tuple[Any, ...]]:
+        return [(*_row(f"{prefix}{i:023x}", f"change {prefix} {i}", "")[:-1], vec()) for i in range(count)]
+
+    saved = team_store.MIGRATIONS[:]
+    conn = team_store.connect(team_url)
+    try:
+        team_store.MIGRATIONS[:] = saved[:3]
+        team_store.migrate(conn)
+    finally:
+        team_store.MIGRATIONS[:] = saved
+        conn.close()
+    old = team_store.TeamStore.open(team_url, PROJECT, "old@example.com", "test")
+    try:
+        assert old.schema_version() == 3
+        old.push_batch(rows("a", 60))
+        probe = vec()
+        assert old.vector_index_ready() and not old.begin_bulk()  # no generations before migration 4
+        assert [i for i, _ in old.search_vectors(probe, 10)] == [i for i, _ in old.exact_vectors(probe, 10)]
+    finally:
+        old.close()
+    new = _open(team_url, "new@example.com")  # what `team push` does: migrate
+    try:
+        assert new.schema_version() == team_store.LATEST
+        assert new.vector_index_ready() and new.status()["vector_generations"] == 1
+        graphs = new.conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE indexname IN ('nodes_emb_history_g0', 'nodes_emb_shell_g0')"
+        ).fetchone()
+        assert graphs == (2,)
+        assert [i for i, _ in new.search_vectors(probe, 10)] == [i for i, _ in new.exact_vectors(probe, 10)]
+        assert new.begin_bulk() and new.push_gen == 1
+        new.push_batch(rows("b", 40))
+        assert not new.vector_index_ready()
+        assert new.build_vector_index() and new.vector_index_ready()
+        assert new.conn.execute("SELECT count(*) FROM nodes WHERE gen = 1").fetchone() == (40,)
+        held = [i for i, _ in new.exact_vectors(probe, 20)]
+        assert any(i.startswith("b") for i in held)  # the new generation is among the nearest
+        assert [i for i, _ in new.search_vectors(probe, 20)] == held
+        # Each generation's branch of the statement can be answered by that generation's own graph (on
+        # 100 rows the planner prefers a scan and a sort: with those off, only an ordered index scan is left).
+        text = team_store.vector_text(probe)
+        sql = team_store.knn_statement([0, 1], team_store.GRAPHS[0][1], "")
+        with new.conn.transaction():
+            for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+                new.conn.execute(f"SET LOCAL {setting} = off")
+            plan = "\n".join(r[0] for r in new.conn.execute("EXPLAIN " + sql, [text, PROJECT, text, 20] * 2))
+        assert "nodes_emb_history_g0" in plan and "nodes_emb_history_g1" in plan, plan
+    finally:
+        new.close()

@@ -77,7 +77,7 @@ def search(
         result.vector_matched += counts["vector"]
     if team is not None and getattr(team, "knn_skipped", False):
         result.notes.append(
-            "the team store is rebuilding its vector index (a large push): team results matched by words only"
+            "the team store is still indexing a large push's vectors: its nodes are matched by words only"
         )
     result.weak = all(s.weak for s in searched)
     multi._fuse_and_pack(result, searched, text, budget, as_of)

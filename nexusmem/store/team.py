@@ -10,8 +10,9 @@ over title (weight A), body (B) and change words (C); `emb vector(256)` with an 
 built-in 256-d vectors; `links`; the team deny-list and the ids it removed (`forgotten`, which every push's
 INSERT skips server-side); `audit` (who forgot what, never the value); `members`. Times are epoch
 milliseconds as in SQLite; `created_at` is when the team store first recorded a node (what --as-of reads),
-`author` who pushed it first. The HNSW index is dropped for a large first push and built again in one pass
-after it (begin_bulk, build_vector_index): same definition, so no migration. Migration 2: `term_df`, each lexeme's document count per project, kept by
+`author` who pushed it first. Vector generations (migration 4): a large push loads its rows into a generation
+of its own and builds that generation's HNSW graphs in one pass when it has loaded them (begin_bulk,
+build_vector_index); smaller pushes insert into generation 0's graphs row by row. Migration 2: `term_df`, each lexeme's document count per project, kept by
 statement triggers on `nodes` (a question's IDF is one index lookup, not a count of matches).
 
 Full text differs from SQLite's FTS5 in two ways a reader of results may notice: ranking is ts_rank with
@@ -70,30 +71,39 @@ BULK_MIN = 5_000
 # memories, and one graph over everything missed a fifth of a question's nearest commits and doc sections
 # (recall@10 0.80 at the 200-deep k-NN a question asks; 0.945 with the two, 0.99 at 400 deep). Each row is in one graph, so a
 # push inserts and a bulk push builds what one graph cost. A k-NN searches both and merges.
-HNSW_HISTORY_INDEX = "nodes_emb_history"
-HNSW_SHELL_INDEX = "nodes_emb_shell"
-_HISTORY_KINDS = "kind <> 'shell_command'"
-_SHELL_KINDS = "kind = 'shell_command'"
-HNSW_INDEXES = (
-    (
-        HNSW_HISTORY_INDEX,
-        _HISTORY_KINDS,
-        f"CREATE INDEX IF NOT EXISTS {HNSW_HISTORY_INDEX} ON nodes USING hnsw (emb vector_cosine_ops)"
-        f" WITH (m = 16, ef_construction = 64) WHERE {_HISTORY_KINDS}",
-    ),
-    (
-        HNSW_SHELL_INDEX,
-        _SHELL_KINDS,
-        f"CREATE INDEX IF NOT EXISTS {HNSW_SHELL_INDEX} ON nodes USING hnsw (emb vector_cosine_ops)"
-        f" WITH (m = 16, ef_construction = 64) WHERE {_SHELL_KINDS}",
-    ),
-)
+#
+# Vector generations (team migration 4): a push that adds BULK_MIN nodes or more gets a generation of its
+# own (`gen`, from vector_gen_seq) and builds the two graphs over its rows alone, in one pass, when it has
+# loaded them; smaller pushes go row by row into generation 0's graphs. Why: a member's large push into a
+# store that already held as many vectors went row by row into one graph of every row: 841 nodes/s for
+# ten members pushing 100,000 nodes each (benchmarks/bench_team.py --nodes 1000000 --members 10). Building
+# a graph over its own 100,000 rows ran at ~4,500-6,000 nodes/s here (benchmarks/probe_hnsw_build.py),
+# whatever the store already holds, and no push waits for another's graphs. A k-NN searches every ready
+# generation's graphs (one statement per kind of graph) and merges.
+GRAPHS = (("history", "kind <> 'shell_command'"), ("shell", "kind = 'shell_command'"))
+HISTORY_GRAPH = "history"
+_GEN_LOCK = 0x6E6D  # pg_advisory_lock(int, int) class: (this, generation) while a push loads into it
+
+
+def graph_index(graph: str, gen: int | None) -> str:
+    """The HNSW index of GRAPH ("history" or "shell") over generation GEN's rows (None: over every row, as
+    a store before team migration 4 has them)."""
+    return f"nodes_emb_{graph}" if gen is None else f"nodes_emb_{graph}_g{int(gen)}"
+
+
+def graph_sql(graph: str, kinds: str, gen: int | None) -> str:
+    where = kinds if gen is None else f"{kinds} AND gen = {int(gen)}"
+    return (
+        f"CREATE INDEX IF NOT EXISTS {graph_index(graph, gen)} ON nodes USING hnsw (emb vector_cosine_ops)"
+        f" WITH (m = 16, ef_construction = 64) WHERE {where}"
+    )
+
+
 # A bulk build keeps the graph in maintenance_work_mem: ~1.8 KB a 256-d node (1,032-byte vector, 32 level-0
 # neighbours of 16 bytes, upper levels, palloc overhead): 2 KB a node; past the cap pgvector carries on
 # inserting on disk, an order of magnitude slower (a NOTICE says so).
 _BUILD_BYTES_PER_NODE = 2048
 _BUILD_MEMORY_CAP_MB = 4096
-_BULK_LOCK = 0x6E6D62756C6B  # pg_advisory_lock key: "nmbulk"
 # ts_rank reads every matching node's tsv from the heap: a question whose every word is common would rank
 # them all (one word in 80% of 1,000,000 nodes: 2.7 s, load 7). Past this many postings only the matches
 # among the project's newest nodes are ranked, as many nodes as should hold about RANK_CAP matches (54 ms
@@ -260,11 +270,34 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (
         3,
         "two HNSW graphs: shell commands, and every other kind (replacing the one over every node)",
-        f"""
-        -- Why: see HNSW_INDEXES. Building them reads every vector once, as building nodes_emb did.
+        """
+        -- Why: see GRAPHS. Building them reads every vector once, as building nodes_emb did.
         DROP INDEX IF EXISTS nodes_emb;
-        {HNSW_INDEXES[0][2]};
-        {HNSW_INDEXES[1][2]};
+        CREATE INDEX IF NOT EXISTS nodes_emb_history ON nodes USING hnsw (emb vector_cosine_ops)
+          WITH (m = 16, ef_construction = 64) WHERE kind <> 'shell_command';
+        CREATE INDEX IF NOT EXISTS nodes_emb_shell ON nodes USING hnsw (emb vector_cosine_ops)
+          WITH (m = 16, ef_construction = 64) WHERE kind = 'shell_command';
+        """,
+    ),
+    (
+        4,
+        "vector generations: a large push builds graphs over its own rows (gen, vector_gens)",
+        f"""
+        -- Why: see GRAPHS. Every row held so far is generation 0; its two graphs are built again with the
+        -- generation in their predicate (reading every vector once, as migration 3 did).
+        ALTER TABLE nodes ADD COLUMN gen int NOT NULL DEFAULT 0;
+        CREATE SEQUENCE vector_gen_seq START 1;
+        CREATE TABLE vector_gens(
+          gen int PRIMARY KEY,
+          member text NOT NULL,
+          created_at bigint NOT NULL,
+          ready boolean NOT NULL DEFAULT false
+        );
+        INSERT INTO vector_gens(gen, member, created_at, ready)
+          VALUES (0, '', (extract(epoch FROM clock_timestamp()) * 1000)::bigint, true);
+        DROP INDEX IF EXISTS nodes_emb_history, nodes_emb_shell;
+        {graph_sql(GRAPHS[0][0], GRAPHS[0][1], 0)};
+        {graph_sql(GRAPHS[1][0], GRAPHS[1][1], 0)};
         """,
     ),
 ]
@@ -461,6 +494,20 @@ def merge_nearest(
     return sorted(best.values(), key=lambda r: (float(r[1]), r[0]))[:k]
 
 
+def knn_statement(gens: Sequence[int | None], kinds: str, where: str) -> str:
+    """One k-NN statement over GENS' graphs of the graph holding KINDS: a branch per generation, each
+    taking (vector, project, *WHERE's values, vector, k)."""
+    branch = (
+        "(SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
+        f" AND {kinds}{{gen}}{where} ORDER BY emb <=> %s::vector LIMIT %s)"
+    )
+    # A generation's number is written into its branch (an int from vector_gens): a partial index is
+    # chosen only when the planner can prove its predicate from the statement's text.
+    return " UNION ALL ".join(
+        branch.replace("{gen}", "" if gen is None else f" AND gen = {int(gen)}") for gen in gens
+    )
+
+
 class TeamStore:
     """One project's view of the team store (every read is filtered on PROJECT), as a SearchStore."""
 
@@ -484,7 +531,10 @@ class TeamStore:
         # One ef_search for both graphs instead of the one derived from k (benchmarks measuring recall
         # at a given depth of search); 0: derived.
         self.fixed_ef_search = 0
-        self._graphs_ready = (False, -COUNT_MEMO_SECONDS)  # vector_index_ready, and when it was asked
+        # _generations' answer, and when it was asked
+        self._gens: tuple[list[tuple[int | None, bool]], float] = ([], -COUNT_MEMO_SECONDS)
+        # The vector generation this connection's pushes write new rows into (begin_bulk; 0: row by row).
+        self.push_gen = 0
         # Set when a k-NN was not run because the graphs are being rebuilt (see EXACT_KNN_MAX).
         self.knn_skipped = False
 
@@ -912,43 +962,67 @@ class TeamStore:
         until: int | None = None,
     ) -> list[tuple[str, float]]:
         """(id, cosine distance) of the K nearest, nearest first: HNSW with an iterative scan, so the
-        project (and time) filter still leaves K hits."""
+        project (and time) filter still leaves K hits. Every vector generation's graphs are searched (one
+        statement per kind of graph, a branch per generation); a generation whose graphs are still being
+        built is scanned exactly while the project holds at most EXACT_KNN_MAX vectors, and left out (the
+        question says so: knn_skipped) above that."""
         if len(blob) != TEAM_DIM * 4:
             return []
-        if self._rebuilding_large():
+        gens = self._generations()
+        building = [gen for gen, ready in gens if not ready]
+        if building and self._vector_total() > EXACT_KNN_MAX:
             self.knn_skipped = True
-            return []
+            gens = [(gen, ready) for gen, ready in gens if ready]
+            if not gens:
+                return []
         where, params = self._window(as_of, since, until)
         vector = vector_text(blob)
         rows: list[tuple[Any, ...]] = []
-        for name, kinds, _sql in HNSW_INDEXES:  # one graph each (HNSW_INDEXES): the K nearest of both
-            factor = HISTORY_EF_FACTOR if name == HNSW_HISTORY_INDEX else 1
+        for graph, kinds in GRAPHS:  # the K nearest of each graph, merged
+            factor = HISTORY_EF_FACTOR if graph == HISTORY_GRAPH else 1
             self._set_ef_search(
                 self.fixed_ef_search or min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, int(k)) * factor)
             )
+            sql = knn_statement([gen for gen, _ in gens], kinds, where)
             more = self.conn.execute(
-                "SELECT id, emb <=> %s::vector AS d FROM nodes WHERE project_id = %s AND emb IS NOT NULL"
-                f" AND {kinds}{where} ORDER BY emb <=> %s::vector LIMIT %s",
-                (vector, self.project, *params, vector, k),
+                sql, [*(vector, self.project, *params, vector, k)] * len(gens)
             ).fetchall()
             rows = merge_nearest(rows, more, k)  # sorted: a relaxed-order scan returns them unsorted
         return [(str(r[0]), float(r[1])) for r in rows]
 
-    def _rebuilding_large(self) -> bool:
-        """Whether the HNSW graphs are away (a bulk push) and this project holds too many vectors for an
-        exact scan to stand in for them (EXACT_KNN_MAX). The vector count comes first: has_vectors has
-        just read it (term_doc_counts' memo), so a smaller project asks the server nothing more."""
+    def _vector_total(self) -> int:
+        """This project's vector count (term_df's row, read with the question's term counts)."""
         if self.schema_version() < 2:
-            return False
+            return 0
         self.term_doc_counts([])
-        if self._counts.get(_VECTORS, 0) <= EXACT_KNN_MAX:
-            return False
-        ready, at = self._graphs_ready
+        return self._counts.get(_VECTORS, 0)
+
+    def _generations(self) -> list[tuple[int | None, bool]]:
+        """(generation, whether its graphs are ready) of every vector generation, oldest first, remembered
+        as long as term counts are; [(None, ready)] on a store older than team migration 4 (one set of
+        graphs over every row)."""
+        gens, at = self._gens
         now = time.monotonic()
-        if now - at > COUNT_MEMO_SECONDS:  # remembered as long as term counts are
-            ready = self.vector_index_ready()
-            self._graphs_ready = (ready, now)
-        return not ready
+        if gens and now - at <= COUNT_MEMO_SECONDS:
+            return gens
+        if self.schema_version() < 4:
+            gens = [(None, self._graphs_valid([graph_index(g, None) for g, _k in GRAPHS]))]
+        else:
+            gens = [
+                (int(r[0]), bool(r[1]))
+                for r in self.conn.execute("SELECT gen, ready FROM vector_gens ORDER BY gen").fetchall()
+            ]
+        self._gens = (gens, now)
+        return gens
+
+    def _graphs_valid(self, names: Sequence[str]) -> bool:
+        """Whether every index of NAMES exists and is valid."""
+        row = self.conn.execute(
+            "SELECT count(*) FILTER (WHERE i.indisvalid) FROM pg_index i"
+            " WHERE i.indexrelid = ANY(ARRAY(SELECT to_regclass(n) FROM unnest(%s::text[]) n))",
+            (list(names),),
+        ).fetchone()
+        return bool(row and row[0] == len(names))
 
     def _set_ef_search(self, ef_search: int) -> None:
         """Give this connection's HNSW scans EF_SEARCH (and the iterative scan), unless it has it already.
@@ -1027,56 +1101,84 @@ class TeamStore:
         return int(row[0])
 
     def vector_index_ready(self) -> bool:
-        """Whether both HNSW indexes exist and are valid (a bulk push that was killed leaves none)."""
-        row = self.conn.execute(
-            "SELECT count(*) FILTER (WHERE i.indisvalid) FROM pg_index i"
-            " WHERE i.indexrelid IN (to_regclass(%s), to_regclass(%s))",
-            (HNSW_HISTORY_INDEX, HNSW_SHELL_INDEX),
-        ).fetchone()
-        return bool(row and row[0] == 2)
+        """Whether every vector generation's graphs are built and valid (a bulk push that was killed, or
+        one still loading, leaves its generation without them)."""
+        self._gens = ([], -COUNT_MEMO_SECONDS)
+        gens = self._generations()
+        if not all(ready for _gen, ready in gens):
+            return False
+        return self._graphs_valid([graph_index(g, gen) for gen, _ in gens for g, _k in GRAPHS])
 
     def begin_bulk(self) -> bool:
-        """Drop the HNSW index for a large load, holding the bulk lock for this session; False (nothing
-        done) when another member holds it (their build will take these rows, or they go in row by row).
+        """Give this push a vector generation of its own: its new rows go into no graph while it loads
+        them, and build_vector_index builds that generation's two graphs in one pass each at the end.
+        The generation is locked for this session (an advisory lock): another member's build_vector_index
+        leaves it alone while this push lives, and builds it if the push dies before its build.
 
         Why: inserting into HNSW row by row was 38 of a 45 s 20,000-node push (vector(256), m=16,
         ef_construction=64, load 4.5 on 2 cores); loading without it took 7 s and one CREATE INDEX over the
-        same 20,000 vectors ~10 s. While the index is away, k-NN questions are answered by an exact scan:
-        the same answers, slower (a few hundred ms at 100k nodes). The DROP waits for running queries."""
-        row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (_BULK_LOCK,)).fetchone()
-        if not (row and row[0]):
+        same 20,000 vectors ~10 s. Earlier releases dropped the one set of graphs for the load, so only the
+        first push of a history could load this way; a generation leaves every other row's graphs in place.
+        While a generation is being built, k-NN questions scan its rows exactly (a small project) or leave
+        them out (see search_vectors)."""
+        if self.schema_version() < 4:
             return False
-        self.conn.execute(f"DROP INDEX IF EXISTS {HNSW_HISTORY_INDEX}, {HNSW_SHELL_INDEX}")
+        with self.conn.transaction():
+            row = self.conn.execute("SELECT nextval('vector_gen_seq')").fetchone()
+            gen = int(row[0])
+            self.conn.execute(
+                "INSERT INTO vector_gens(gen, member, created_at, ready) VALUES (%s, %s, %s, false)",
+                (gen, self.member, now_ms()),
+            )
+        self.conn.execute("SELECT pg_advisory_lock(%s, %s)", (_GEN_LOCK, gen))
+        self.push_gen = gen
+        self._gens = ([], -COUNT_MEMO_SECONDS)
         return True
 
     def build_vector_index(self) -> bool:
-        """Build the HNSW indexes in one pass each if missing or invalid (after begin_bulk, or after a bulk
-        push that died); returns whether it built. When another member holds the bulk lock, they are
-        loading and will build: nothing is done (a small push must not wait for someone's whole bulk load).
-        The build blocks other members' writes, never reads, for its length."""
-        row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (_BULK_LOCK,)).fetchone()
-        if not (row and row[0]):
-            return False
-        try:
-            if self.vector_index_ready():
-                return False
-            megabytes = max(64, min(_BUILD_MEMORY_CAP_MB, self.vector_count() * _BUILD_BYTES_PER_NODE >> 20))
-            for name, _kinds, sql in HNSW_INDEXES:
-                valid = self.conn.execute(
-                    "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)", (name,)
-                ).fetchone()
-                if valid and valid[0]:
-                    continue
-                self.conn.execute(f"DROP INDEX IF EXISTS {name}")  # an invalid one
-                with self.conn.transaction():
-                    self.conn.execute(f"SET LOCAL maintenance_work_mem = '{megabytes}MB'")
-                    self.conn.execute(sql)
+        """Build, in one pass each, the graphs of every generation that lacks them: this connection's own
+        (after begin_bulk), one a killed push left behind, and generation 0's if an index is missing or
+        invalid; returns whether it built any. A generation another live push holds (it is still loading)
+        is left to that push. A build blocks other members' writes, never reads, for its length."""
+        built = False
+        megabytes = max(64, min(_BUILD_MEMORY_CAP_MB, self.vector_count() * _BUILD_BYTES_PER_NODE >> 20))
+        self._gens = ([], -COUNT_MEMO_SECONDS)
+        for gen, ready in self._generations():
+            number = gen or 0
+            names = [graph_index(g, gen) for g, _k in GRAPHS]
+            if ready and self._graphs_valid(names):
+                continue
+            locked = gen is not None and number != 0 and number != self.push_gen
+            if locked:
+                row = self.conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_GEN_LOCK, number)).fetchone()
+                if not (row and row[0]):
+                    continue  # its push is alive and will build it
+            try:
+                for (graph, kinds), name in zip(GRAPHS, names):
+                    valid = self.conn.execute(
+                        "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)", (name,)
+                    ).fetchone()
+                    if valid and valid[0]:
+                        continue
+                    self.conn.execute(f"DROP INDEX IF EXISTS {name}")  # an invalid one
+                    with self.conn.transaction():
+                        self.conn.execute(f"SET LOCAL maintenance_work_mem = '{megabytes}MB'")
+                        self.conn.execute(graph_sql(graph, kinds, gen))
+                if gen is not None:
+                    self.conn.execute("UPDATE vector_gens SET ready = true WHERE gen = %s", (number,))
+                built = True
+            finally:
+                if locked:
+                    self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_GEN_LOCK, number))
+        if self.push_gen:
+            self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_GEN_LOCK, self.push_gen))
+            self.push_gen = 0
+        self._gens = ([], -COUNT_MEMO_SECONDS)
+        if built:
             self.refresh_statistics()
-            return True
-        finally:
-            self.conn.execute("SELECT pg_advisory_unlock_all()")
+        return built
 
-    def push_batch(self, rows: Sequence[Sequence[Any]]) -> PushCounts:
+    def push_batch(self, rows: Sequence[Sequence[Any]], gen: int | None = None) -> PushCounts:
         """Upsert ROWS (PUSH_COLUMNS order; emb a float32 blob as SQLite keeps it, or None) in one
         transaction: binary COPY into a temporary table, then one INSERT ... ON CONFLICT. A node whose
         content hash (and words, and vector) the team already holds is left alone, so re-pushing is free and
@@ -1085,8 +1187,14 @@ class TeamStore:
 
         Binary COPY because a vector as pgvector text ('[0.1234567,...]') cost 164 us of Python per node
         (256 formatted floats), a ceiling of ~6,000 nodes/s before the server did anything; the binary form
-        is the blob byte-swapped, 2 us."""
+        is the blob byte-swapped, 2 us.
+
+        New rows go into vector generation GEN (a bulk push's, see begin_bulk; default this connection's
+        push_gen, 0 when it has none: row by row into generation 0's graphs); a row already held keeps its
+        generation."""
         counts = PushCounts()
+        gen = self.push_gen if gen is None else gen
+        gen_column, gen_value = (", gen", ", %s") if self.schema_version() >= 4 else ("", "")
         if not rows:
             return counts
         stamp = now_ms()
@@ -1108,10 +1216,10 @@ class TeamStore:
                 results = cur.execute(
                     "INSERT INTO nodes AS n (id, project_id, kind, source, natural_key, ref, title, body,"
                     " words, ts, signal, provenance, grp, meta, content_hash, files, trust, superseded_by,"
-                    " emb, author, updated_by, created_at, updated_at)"
+                    f" emb, author, updated_by, created_at, updated_at{gen_column})"
                     " SELECT DISTINCT ON (p.id) p.id, %s, p.kind, p.source, p.natural_key, p.ref, p.title,"
                     " p.body, p.words, p.ts, p.signal, p.provenance, p.grp, p.meta::jsonb, p.content_hash,"
-                    " p.files, p.trust, p.superseded_by, p.emb, %s, %s, %s, %s FROM nm_push p"
+                    f" p.files, p.trust, p.superseded_by, p.emb, %s, %s, %s, %s{gen_value} FROM nm_push p"
                     " WHERE NOT EXISTS (SELECT 1 FROM forgotten f WHERE f.id = p.id) ORDER BY p.id"
                     " ON CONFLICT (id) DO UPDATE SET ref = excluded.ref, title = excluded.title,"
                     " body = excluded.body, words = excluded.words, ts = excluded.ts, signal = excluded.signal,"
@@ -1121,7 +1229,7 @@ class TeamStore:
                     " WHERE n.project_id = excluded.project_id AND (n.content_hash <> excluded.content_hash"
                     " OR n.words <> excluded.words OR (n.emb IS NULL AND excluded.emb IS NOT NULL))"
                     " RETURNING (xmax = 0)",
-                    (self.project, self.member, self.member, stamp, stamp),
+                    (self.project, self.member, self.member, stamp, stamp, *([gen] if gen_column else [])),
                 ).fetchall()
                 refused = cur.execute(
                     "SELECT count(DISTINCT p.id) FROM nm_push p JOIN forgotten f ON f.id = p.id"
@@ -1317,9 +1425,8 @@ class TeamStore:
         ).fetchone()
         size = self.conn.execute("SELECT pg_database_size(current_database())").fetchone()
         memory = self.conn.execute(
-            "SELECT coalesce(sum(pg_relation_size(i)), 0), pg_size_bytes(current_setting('shared_buffers'))"
-            " FROM unnest(ARRAY[to_regclass(%s), to_regclass(%s)]) AS i WHERE i IS NOT NULL",
-            (HNSW_HISTORY_INDEX, HNSW_SHELL_INDEX),
+            "SELECT coalesce(sum(pg_relation_size(c.oid)), 0), pg_size_bytes(current_setting('shared_buffers'))"
+            " FROM pg_class c WHERE c.relkind = 'i' AND c.relname LIKE 'nodes\\_emb\\_%%'"
         ).fetchone()
         return {
             "schema_version": self.schema_version(),
@@ -1327,6 +1434,7 @@ class TeamStore:
             "by_kind": {k: int(v) for k, v in kinds.items()},
             "vectors": int(vectors[0]),
             "vector_index": self.vector_index_ready(),
+            "vector_generations": len(self._generations()),
             "members": members,
             "deny_entries": int(deny[0]),
             "database_bytes": int(size[0]),
