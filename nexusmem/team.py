@@ -418,6 +418,8 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                         )
                         report.bulk = _retrying(decide, team, reopen, report)
                         report.generation = team[0].push_gen
+                        if team[0].bulk_refused:
+                            report.notes.append(team[0].bulk_refused)
                         pending = 0
                     vectors = local.vectors_by_seq([r[2] for r in rows]) if share_vectors else {}
                     out = []

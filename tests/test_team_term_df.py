@@ -393,6 +393,19 @@ def test_a_store_made_before_vector_generations_answers_then_migrates_with_its_g
         assert [i for i, _ in new.search_vectors(probe, 10)] == [i for i, _ in new.exact_vectors(probe, 10)]
         assert new.begin_bulk() and new.push_gen == 1
         new.push_batch(rows("b", 40))
+        # Generations are capped (every question searches them all): at the cap a large push goes row by
+        # row into generation 0's graphs, and says why.
+        capped = _open(team_url, "capped@example.com")
+        try:
+            saved_cap = team_store.MAX_GENERATIONS
+            team_store.MAX_GENERATIONS = 2  # generations 0 and 1 are held
+            try:
+                assert not capped.begin_bulk() and capped.push_gen == 0
+                assert "2 vector generations" in capped.bulk_refused
+            finally:
+                team_store.MAX_GENERATIONS = saved_cap
+        finally:
+            capped.close()
         assert not new.vector_index_ready()
         assert new.build_vector_index() and new.vector_index_ready()
         assert new.conn.execute("SELECT count(*) FROM nodes WHERE gen = 1").fetchone() == (40,)

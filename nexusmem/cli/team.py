@@ -86,12 +86,13 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     lines = [
         f"team store  {data['url']} (schema {data['schema_version']}, {data['database_bytes'] / 1e6:,.1f} MB)",
         f"member      {data['member']}; shares {', '.join(data['shared_kinds'])}",
-        f"nodes       {data['nodes']:,} ({data['vectors']:,} with vectors)",
+        f"nodes       {data['nodes']:,} ({data['vectors']:,} with vectors,"
+        f" {data.get('vector_generations', 1)} vector generation(s))",
     ]
     if not data["vector_index"]:
         lines.append(
-            "vector index missing: a large push is loading (or one died before building it); k-NN is an"
-            f" exact scan (past {EXACT_KNN_MAX:,} vectors: words only) until the next push builds it"
+            "vector index missing: a large push is loading (or one died before building it); its rows' k-NN"
+            f" is an exact scan (past {EXACT_KNN_MAX:,} vectors: words only) until a push builds it"
         )
     advice = team.buffers_advice(data["vector_index_bytes"], data["shared_buffers_bytes"])
     if advice:

@@ -82,6 +82,11 @@ BULK_MIN = 5_000
 # 2,846-3,377 nodes/s. A k-NN searches every ready generation's graphs (one statement per kind of graph)
 # and merges: ten generations of 100,000 cost a question 70-90 ms p50 instead of 12 ms with one graph.
 GRAPHS = (("history", "kind <> 'shell_command'"), ("shell", "kind = 'shell_command'"))
+# A question searches every generation's graphs, so generations are capped: past this many, a large push
+# goes row by row into generation 0's graphs, as every push did before generations (slower for the pusher,
+# no slower for everyone's questions). Ten generations of 100,000 cost a question 51-90 ms p50 here
+# (benchmarks/bench_team.py); twelve keeps it near the 100 ms the team query is held to.
+MAX_GENERATIONS = 12
 HISTORY_GRAPH = "history"
 _GEN_LOCK = 0x6E6D  # pg_advisory_lock(int, int) class: (this, generation) while a push loads into it
 
@@ -534,6 +539,7 @@ class TeamStore:
         self.fixed_ef_search = 0
         # _generations' answer, and when it was asked
         self._gens: tuple[list[tuple[int | None, bool]], float] = ([], -COUNT_MEMO_SECONDS)
+        self.bulk_refused = ""  # why begin_bulk gave no generation although the push was large
         # The vector generation this connection's pushes write new rows into (begin_bulk; 0: row by row).
         self.push_gen = 0
         # Set when a k-NN was not run because the graphs are being rebuilt (see EXACT_KNN_MAX).
@@ -1123,6 +1129,13 @@ class TeamStore:
         While a generation is being built, k-NN questions scan its rows exactly (a small project) or leave
         them out (see search_vectors)."""
         if self.schema_version() < 4:
+            return False
+        held = self.conn.execute("SELECT count(*) FROM vector_gens").fetchone()
+        if held and int(held[0]) >= MAX_GENERATIONS:
+            self.bulk_refused = (
+                f"the team store holds {int(held[0])} vector generations (the most a question searches is"
+                f" {MAX_GENERATIONS}): this push went row by row into the shared graphs"
+            )
             return False
         with self.conn.transaction():
             row = self.conn.execute("SELECT nextval('vector_gen_seq')").fetchone()
