@@ -96,6 +96,7 @@ SETS = (
     "fresh7",
     "fresh8",
     "fresh9",
+    "fresh10",
     "removal",
     "rst",
     "adoc",
