@@ -1169,10 +1169,7 @@ class TeamStore:
                     continue  # its push is alive and will build it
             try:
                 for (graph, kinds), name in zip(GRAPHS, names):
-                    valid = self.conn.execute(
-                        "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)", (name,)
-                    ).fetchone()
-                    if valid and valid[0]:
+                    if self._graphs_valid([name]):
                         continue
                     self.conn.execute(f"DROP INDEX IF EXISTS {name}")  # an invalid one
                     with self.conn.transaction():
