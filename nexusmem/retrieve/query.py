@@ -804,7 +804,12 @@ def pack_items(
     placed, used = pack(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
-    also = {group[0].id: [n.ref for n in group[1:]] for group in twins.values() if group}
+    # The same section read twice (as a doc and as a changelog entry) has the same ref: nothing to name.
+    also = {
+        group[0].id: list(dict.fromkeys(n.ref for n in group[1:] if n.ref != group[0].ref))
+        for group in twins.values()
+        if group
+    }
     out = [
         Item(
             **{
