@@ -306,7 +306,9 @@ def test_a_killed_bulk_push_leaves_no_index_and_the_next_push_builds_it(
     proc = _push_script(alice, "NEXUSMEM_TEAM_BATCH=5", "NEXUSMEM_TEAM_BULK_MIN=20")
     _kill_once_rows_land(proc, team_url)
     assert not _index_ready(team_url)  # killed between the load and the build
-    assert "vector index missing" in alice.run("team", "status").stdout
+    status_text = alice.run("team", "status").stdout
+    assert "vector index missing" in status_text
+    assert "2 vector generation(s)" in status_text  # generation 0 and the killed push's own
     assert alice.json("team", "status")["vector_index"] is False
     finished = alice.json("team", "push")  # bulk again or not (the rest's size decides), it builds
     assert finished["index_built"] is True and finished["added"] > 0
