@@ -40,18 +40,18 @@ def commit(repo: Path, message: str, files: dict[str, str]) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def small_history(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A bare mirror of a small history, the pin one commit before its tip (the tip must not leak in)."""
+def small_history(tmp_path: Path, *, template: bool = False) -> tuple[Path, dict[str, str]]:
+    """A bare mirror of a small history, the pin one commit before its tip (the tip must not leak in).
+    TEMPLATE: the README is also kept, word for word, as a template in a hidden folder."""
     work = tmp_path / "src"
     work.mkdir()
     git(work, "init", "-q", "-b", "main")
+    readme = "# Demo\n\nA demo tool.\n\n## Proxy settings\n\nSet HTTPS_PROXY to route requests.\n"
     shas = {
         "readme": commit(
             work,
             "Add a README",
-            {
-                "README.md": "# Demo\n\nA demo tool.\n\n## Proxy settings\n\nSet HTTPS_PROXY to route requests.\n"
-            },
+            {"README.md": readme, **({".meta/README.md": readme} if template else {})},
         ),
         "empty": commit(
             work,
@@ -227,3 +227,28 @@ def test_recent_work_questions_name_what_was_planted(tmp_path: Path) -> None:
     path.write_text(json.dumps(broken), encoding="utf-8")
     with pytest.raises(ev.EvalError, match=r"question recent-01: target .* names nothing planted"):
         ev.load_recent(path)
+
+
+@pytest.mark.slow
+def test_a_target_packed_as_the_copy_of_another_file_counts_as_packed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A doc section kept in two files is packed once, as the README's, naming the template's copy in
+    `also_in`: a question labelled with the template's section still finds its text in the answer."""
+    ev = load_script()
+    mirror, shas = small_history(tmp_path, template=True)
+    questions = tmp_path / "questions"
+    twin = {
+        "id": "t-twin",
+        "kind": "doc",
+        "q": "route requests through a proxy",
+        "targets": [".meta/README.md#Proxy settings"],
+    }
+    question_file(questions, shas, extra=[twin])
+    out = tmp_path / "out.json"
+    args = ["--questions", str(questions), "--repo", f"demo={mirror}", "--work", str(tmp_path / "work")]
+    assert ev.main([*args, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    graded = {q["id"]: q for q in json.loads(out.read_text(encoding="utf-8"))["questions"]}
+    assert graded["t-twin"]["packed"]["hybrid"] is True and graded["t-doc"]["packed"]["hybrid"] is True
+    assert "packed once for its copies elsewhere: 2 of 6 (2 copies not packed again)" in printed
