@@ -97,6 +97,7 @@ SETS = (
     "fresh8",
     "fresh9",
     "fresh10",
+    "fresh11",
     "removal",
     "rst",
     "adoc",
