@@ -87,7 +87,7 @@ GRAPHS = (("history", "kind <> 'shell_command'"), ("shell", "kind = 'shell_comma
 # no slower for everyone's questions). Ten generations of 100,000 cost a question 51-90 ms p50 here
 # (benchmarks/bench_team.py); twelve keeps it near the 100 ms the team query is held to.
 MAX_GENERATIONS = 12
-HISTORY_GRAPH = "history"
+HISTORY_GRAPH = GRAPHS[0][0]
 _GEN_LOCK = 0x6E6D  # pg_advisory_lock(int, int) class: (this, generation) while a push loads into it
 
 
@@ -1022,6 +1022,10 @@ class TeamStore:
         self._gens = (gens, now)
         return gens
 
+    def _forget_generations(self) -> None:
+        """Make the next _generations() ask the server (a push or a build has just changed them)."""
+        self._gens = ([], -COUNT_MEMO_SECONDS)
+
     def _graphs_valid(self, names: Sequence[str]) -> bool:
         """Whether every index of NAMES exists and is valid."""
         row = self.conn.execute(
@@ -1110,7 +1114,7 @@ class TeamStore:
     def vector_index_ready(self) -> bool:
         """Whether every vector generation's graphs are built and valid (a bulk push that was killed, or
         one still loading, leaves its generation without them)."""
-        self._gens = ([], -COUNT_MEMO_SECONDS)
+        self._forget_generations()
         gens = self._generations()
         if not all(ready for _gen, ready in gens):
             return False
@@ -1146,7 +1150,7 @@ class TeamStore:
             )
         self.conn.execute("SELECT pg_advisory_lock(%s, %s)", (_GEN_LOCK, gen))
         self.push_gen = gen
-        self._gens = ([], -COUNT_MEMO_SECONDS)
+        self._forget_generations()
         return True
 
     def build_vector_index(self) -> bool:
@@ -1155,8 +1159,8 @@ class TeamStore:
         invalid; returns whether it built any. A generation another live push holds (it is still loading)
         is left to that push. A build blocks other members' writes, never reads, for its length."""
         built = False
-        megabytes = max(64, min(_BUILD_MEMORY_CAP_MB, self.vector_count() * _BUILD_BYTES_PER_NODE >> 20))
-        self._gens = ([], -COUNT_MEMO_SECONDS)
+        megabytes = 0  # sized on the first build (counting every vector is a scan of the table)
+        self._forget_generations()
         for gen, ready in self._generations():
             number = gen or 0
             names = [graph_index(g, gen) for g, _k in GRAPHS]
@@ -1172,6 +1176,9 @@ class TeamStore:
                     if self._graphs_valid([name]):
                         continue
                     self.conn.execute(f"DROP INDEX IF EXISTS {name}")  # an invalid one
+                    if not megabytes:
+                        count = self.vector_count()
+                        megabytes = max(64, min(_BUILD_MEMORY_CAP_MB, count * _BUILD_BYTES_PER_NODE >> 20))
                     with self.conn.transaction():
                         self.conn.execute(f"SET LOCAL maintenance_work_mem = '{megabytes}MB'")
                         self.conn.execute(graph_sql(graph, kinds, gen))
@@ -1184,7 +1191,7 @@ class TeamStore:
         if self.push_gen:
             self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_GEN_LOCK, self.push_gen))
             self.push_gen = 0
-        self._gens = ([], -COUNT_MEMO_SECONDS)
+        self._forget_generations()
         if built:
             self.refresh_statistics()
         return built
