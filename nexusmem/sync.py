@@ -25,8 +25,8 @@ from nexusmem.sources.base import (
     _no_progress,
 )
 
-# Set by migration 7 in a store that already held commits (value "1"), by scrub ("scrub") or by a user-wide
-# forget entry new to this store ("forget"): the next git
+# Set by migration 7 or 10 in a store that already held commits (value "1", "defined"), by scrub ("scrub") or
+# by a user-wide forget entry new to this store ("forget"): the next git
 # scan (a full walk: the cursor was cleared with it) derives every commit's change words again.
 BACKFILL_CHANGE_WORDS = "backfill.changeWords"
 
@@ -378,9 +378,7 @@ def sync(
                 why = {"scrub": "after a scrub", "forget": "after a user-wide forget"}.get(
                     reason or "", "after an upgrade"
                 )
-                message = (
-                    f"git: adding change words to the {commits} commit(s) already in memory (once, {why})"
-                )
+                message = f"git: deriving the change words of the {commits} commit(s) already in memory (once, {why})"
                 if log:
                     log(message)
                 part.notes.append(message.removeprefix("git: "))

@@ -20,6 +20,7 @@ from nexusmem.sources.git.changewords import (
     MAX_CHANGE_WORDS,
     _is_noise,
     change_words,
+    defined_names,
     iter_commits_with_words,
 )
 from nexusmem.sources.git.commits import _LOG_STABLE, iter_commits
@@ -42,9 +43,11 @@ def stored_words(repo: Path, sha: str) -> str:
     return str(row[0])
 
 
-def oracle_change_words(funcs: Iterable[str], changed: str, cap: int = MAX_CHANGE_WORDS) -> str:
+def oracle_change_words(
+    funcs: Iterable[str], changed: str, cap: int = MAX_CHANGE_WORDS, defined: Iterable[str] = ()
+) -> str:
     """change_words as it was written before it remembered identifiers (a set and a list, one word at a
-    time); capped at the end too."""
+    time); capped at the end too. DEFINED names still in the changed text go first."""
     out: list[str] = []
     seen: set[str] = set()
 
@@ -54,6 +57,15 @@ def oracle_change_words(funcs: Iterable[str], changed: str, cap: int = MAX_CHANG
                 seen.add(word)
                 out.append(word)
 
+    counts = Counter(identifier_list(PLACEHOLDER_RE.sub(" ", changed)))
+    for ident in defined:
+        if ident in counts:
+            low = ident.lower()
+            if low not in seen and low not in _NOISE and not low.isdigit():
+                seen.add(low)
+                out.append(low)
+            if "_" in ident.strip("_") or not (ident.islower() or ident.isupper()):
+                add_split(ident)
     for func in funcs:
         for ident in identifiers(PLACEHOLDER_RE.sub(" ", func)):
             low = ident.lower()
@@ -61,7 +73,6 @@ def oracle_change_words(funcs: Iterable[str], changed: str, cap: int = MAX_CHANG
                 seen.add(low)
                 out.append(low)
             add_split(ident)
-    counts = Counter(identifier_list(PLACEHOLDER_RE.sub(" ", changed)))
     compound = [i for i in counts if "_" in i.strip("_") or not (i.islower() or i.isupper())]
     plain = [i for i in counts if i not in set(compound)]
     for group, is_compound in ((compound, True), (plain, False)):
@@ -86,17 +97,22 @@ def oracle_u0_words(repo: Path) -> dict[str, str]:
     lines: list[bytes] = []
     keep = False
     path: bytes | None = None
+    lines_signed: list[bytes] = []
 
     def finish() -> None:
         if sha:
             text = redact("\n".join(funcs) + "\n\x1e\n" + b"".join(lines).decode("utf-8", "replace"))
             head, _, body = text.partition("\n\x1e\n")
-            out[sha] = oracle_change_words(head.splitlines(), body) if funcs or lines else ""
+            plus = b"".join(line[1:] for line in lines_signed if line[:1] == b"+")
+            minus = b"".join(line[1:] for line in lines_signed if line[:1] == b"-")
+            defined = defined_names(plus, minus)
+            out[sha] = oracle_change_words(head.splitlines(), body, defined=defined) if funcs or lines else ""
 
     for line in gitcmd.stream(args, repo):
         if line.startswith(b"\0NXM"):
             finish()
             sha, funcs, lines, keep, path = line[4:].strip().decode(), [], [], False, None
+            lines_signed.clear()
         elif line.startswith(b"diff --git "):
             keep, path = False, None
         elif line.startswith(b"+++ "):
@@ -110,6 +126,7 @@ def oracle_u0_words(repo: Path) -> dict[str, str]:
                 funcs.append(context.decode("utf-8", "replace"))
         elif keep and line[:1] in (b"+", b"-"):
             lines.append(line[1:])
+            lines_signed.append(line)
     finish()
     return out
 
@@ -222,8 +239,13 @@ separator = st.sampled_from([" ", "\n", "(", ".", ", ", " = ", "«redacted:aws-k
     st.lists(st.lists(identifier, max_size=4).map(" ".join), max_size=4),
     st.lists(st.tuples(identifier, separator), max_size=80),
     st.integers(min_value=1, max_value=40),
+    st.lists(identifier, max_size=5),
 )
-def test_change_words_are_the_oracles(funcs: list[str], changed: list[tuple[str, str]], cap: int) -> None:
+def test_change_words_are_the_oracles(
+    funcs: list[str], changed: list[tuple[str, str]], cap: int, defined: list[str]
+) -> None:
     text = "".join(word + sep for word, sep in changed)
     assert change_words(funcs, text, cap) == oracle_change_words(funcs, text, cap)
     assert change_words(funcs, text, cap) == oracle_change_words(funcs, text, cap)  # remembered: same again
+    # Names the change defines go first when the (redacted) text still holds them.
+    assert change_words(funcs, text, cap, defined) == oracle_change_words(funcs, text, cap, defined)

@@ -56,6 +56,20 @@ def test_a_function_named_only_in_the_diff_finds_its_commit(repo: Path) -> None:
     assert commits and commits[0] == sha
 
 
+def test_a_name_a_big_change_defines_is_among_its_words(repo: Path) -> None:
+    """A change that renames hundreds of identifiers and defines one new function: the new function is what
+    a person asks about ("where does _dfs_package_resources come from?"), and the 300-word cap, which keeps
+    the most frequent names, must not cut it."""
+    commit(repo, "init", {"inspect.py": "".join(f"old_value_{i} = {i}\n" for i in range(400))})
+    many = "".join(f"new_value_{i} = old_value_{i} + other_value_{i}\n" for i in range(400))
+    defines = "\n\ndef _dfs_package_resources(dist):\n    return dist\n"
+    sha = commit(repo, "Expose manual pages", {"inspect.py": many + defines})
+    sync.sync(repo, embed=False)
+    words = stored(repo, sha)[0].split()
+    assert len(words) == MAX_CHANGE_WORDS
+    assert words[:3] == ["_dfs_package_resources", "dfs", "resources"], words[:8]  # "package": a code word
+
+
 def test_lock_minified_vendored_and_binary_files_give_no_words(repo: Path) -> None:
     commit(repo, "init", {"README.md": "# x\n"})
     sha = commit(
@@ -155,7 +169,9 @@ def test_a_version_5_store_backfills_change_words_on_the_next_sync(repo: Path) -
 
     lines: list[str] = []
     summary = sync.sync(repo, embed=False, log=lines.append, only=["git"])
-    assert any("adding change words to the 3 commit(s) already in memory" in line for line in lines), lines
+    assert any("deriving the change words of the 3 commit(s) already in memory" in line for line in lines), (
+        lines
+    )
     git_part = summary.sources[0]
     assert (git_part.added, git_part.updated, git_part.removed) == (0, 3, 0)
     for i, sha in enumerate(shas):
@@ -166,6 +182,37 @@ def test_a_version_5_store_backfills_change_words_on_the_next_sync(repo: Path) -
     assert bm25_refs(repo, "routine1Handler")[0] == shas[1]
     lines.clear()
     sync.sync(repo, embed=False, log=lines.append, only=["git"])  # once only
+    assert not any("change words" in line for line in lines)
+
+
+def test_an_upgraded_store_derives_its_change_words_again_once(repo: Path) -> None:
+    """A store written before the names a change defines came first (schema 9) derives every commit's change
+    words again on its next sync, says so, and keeps its nodes (same ids and first-recorded times)."""
+    head = "".join(f"value_{i} = other_{i}\n" for i in range(400))
+    commit(repo, "init", {"m.py": "x = 1\n"})
+    sha = commit(repo, "Rework the module", {"m.py": head + "\ndef fresh_helper_name():\n    pass\n"})
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        ids = {r[0]: r[1] for r in store.conn.execute("SELECT id, created_at FROM nodes")}
+        # What the release before wrote: the new name past the cap, and schema 9.
+        store.conn.execute(
+            "UPDATE nodes SET words = 'value_0 value other' WHERE kind = 'git_commit' AND ref = ?", (sha,)
+        )
+        store.conn.execute("DELETE FROM schema_migrations WHERE version = 10")
+        store.conn.commit()
+    assert bm25_refs(repo, "fresh_helper_name") != [sha]
+    lines: list[str] = []
+    sync.sync(repo, embed=False, log=lines.append)
+    assert any("deriving the change words of the 2 commit(s) already in memory" in line for line in lines), (
+        lines
+    )
+    assert stored(repo, sha)[0].split()[:2] == ["fresh_helper_name", "fresh"]
+    with project.load(repo).open_store() as store:
+        assert store.schema_version() == migrations.LATEST
+        assert {r[0]: r[1] for r in store.conn.execute("SELECT id, created_at FROM nodes")} == ids
+    lines.clear()
+    sync.sync(repo, embed=False, log=lines.append)  # once only
     assert not any("change words" in line for line in lines)
 
 

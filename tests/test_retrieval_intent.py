@@ -11,7 +11,7 @@ import pytest
 
 from nexusmem import project
 from nexusmem.retrieve import query, rank, thesaurus
-from nexusmem.retrieve.intent import intent, names_code, origin_name, removed_name, sequence
+from nexusmem.retrieve.intent import intent, names_code, origin_name, purpose_name, removed_name, sequence
 
 from helpers import commit, query_json, run_cli, write_commands
 
@@ -163,6 +163,48 @@ def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) ->
 )
 def test_a_question_about_where_a_name_came_from(text: str, name: str | None) -> None:
     assert origin_name(text) == name
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("what is _querycache used for in the request object?", "_querycache"),
+        ("what is the @expanded_enum_traits flag for?", "expanded_enum_traits"),
+        ("what does shouldHideOptionExtras control in the help output?", "shouldHideOptionExtras"),
+        ("why is there a MinusError type in the output code?", "MinusError"),
+        ("why does pipx have a _get_trash_file helper?", "_get_trash_file"),
+        ("what is the point of `wrap_stream`?", "`wrap_stream`"),
+        ("what is editDistance?", None),  # what it is now: the words decide
+        ("what does the timeout option do?", None),  # no code name
+        ("what do stripColor and displayWidth do together?", None),  # two names
+        ("why does get_config crash on an empty file?", None),  # a symptom, not a purpose
+    ],
+)
+def test_a_question_about_what_a_name_is_for(text: str, name: str | None) -> None:
+    assert purpose_name(text) == name
+
+
+def test_what_a_name_is_for_is_answered_by_the_change_that_brought_it_in(repo: Path) -> None:
+    """ "What is X for?" is answered by the change that defined X (its message says why), not by the later
+    changes that use it more often; and an older change that had only a look-alike (`implicit_names`, which
+    the word index reads as the same two words) is not taken for it."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    lookalike = "def varnames(func):\n    implicit_names = ('self',)\n    return implicit_names\n"
+    commit(repo, "Handle bound methods in varnames", {"hooks.py": lookalike}, when=NOW - 800 * DAY)
+    defined = "_IMPLICIT_NAMES = ('self', 'obj')\n\n\ndef varnames(func):\n    return _IMPLICIT_NAMES\n"
+    commit(repo, "Simplify varnames to use the code object", {"hooks.py": defined}, when=NOW - 400 * DAY)
+    for days in (300, 200, 100):
+        use = (
+            defined
+            + f"\n\ndef strip_{days}(args):\n    return [a for a in args if a not in _IMPLICIT_NAMES]\n"
+        )
+        commit(
+            repo, f"Strip _IMPLICIT_NAMES from hook args ({days})", {"hooks.py": use}, when=NOW - days * DAY
+        )
+    titles, notes = synced_answer(repo, "what is the _IMPLICIT_NAMES tuple used for?")
+    assert titles[0].endswith("Simplify varnames to use the code object"), titles
+    assert any(n.startswith("first change that holds _IMPLICIT_NAMES: ") for n in notes), notes
 
 
 def synced_answer(repo: Path, question: str) -> tuple[list[str], list[str]]:

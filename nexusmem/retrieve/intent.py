@@ -87,6 +87,28 @@ def origin_name(text: str) -> str | None:
     return name
 
 
+# "What is _querycache for?", "what does shouldHideOptionExtras control?", "why is there a MinusError
+# type?", "why does pipx have a _get_trash_file helper?": the question asks why one name exists, which the
+# change that brought it in says (as `git log -S NAME --reverse` finds it) and later changes that touch
+# it do not.
+_PURPOSE = re.compile(
+    r"\bwhat('s| is| are)( the| an?)? \S+( \w+){0,6}? (for|used)\b"
+    r"|\bwhat (does|do)\b.{1,60}\b(do|control|check|decide|describe|change|fill in|handle|mean)\b"
+    r"|\bwhy (is|are) there\b|\bwhy (does|do) \S+ (have|keep|need|define)\b"
+    r"|\bwhat is the (point|purpose|role|job) of\b",
+    re.IGNORECASE,
+)
+
+
+def purpose_name(text: str) -> str | None:
+    """The one code name TEXT asks the purpose of ("what is _querycache used for?" -> "_querycache"), else
+    None."""
+    name, _ = _one_name(text)
+    if name is None or not _PURPOSE.search(text):
+        return None
+    return name
+
+
 # "The push was rejected, what did I do next?", "what did I run before pushing again?": the answer is a
 # command run next to the one the question names, not that command.
 _ASKS_DONE = re.compile(

@@ -185,9 +185,17 @@ def holder(
     holders = store.search_fts_scored(phrase, ORIGIN_LIMIT, as_of, since=since, until=until, stemmed=False)
     if not holders or len(holders) >= ORIGIN_LIMIT:
         return hits, None
+    exact = _exact_name(name)
     nodes = [
-        n for n in store.get_many([i for i, _ in holders], light=True).values() if n.kind in _HISTORY_KINDS
+        n
+        for n in store.get_many([i for i, _ in holders], light=exact is None).values()
+        if n.kind in _HISTORY_KINDS
     ]
+    if exact is not None:
+        # The word index reads `_IMPLICIT_NAMES` as the words "implicit names": a change that only had a
+        # local `implicit_names` (or said "implicit names") matches it too, and may be older.
+        holding = [n for n in nodes if exact.search(n.title) or exact.search(n.body) or exact.search(n.words)]
+        nodes = holding or nodes
     if which == "last":
         nodes = [n for n in nodes if not _docs_only(store, n)]
     if not nodes:
@@ -199,6 +207,19 @@ def holder(
         if node.ref.split(":", 1)[0] == sha:
             scores[node.id] = max(scores.get(node.id, 0.0), best * ORIGIN_LEAD)
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0])), sha
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def _exact_name(name: str) -> re.Pattern[str] | None:
+    """A matcher of NAME as one whole identifier, any case (change words are lower-cased), when NAME is one
+    plain identifier (backticks and a call's "()" aside); None for a member, a path or an option."""
+    core = name.strip("`")
+    core = core[:-2] if core.endswith("()") else core
+    if not _PLAIN_NAME.fullmatch(core):
+        return None
+    return re.compile(r"(?<![\w$])" + re.escape(core) + r"(?![\w$])", re.IGNORECASE)
 
 
 def _docs_only(store: SearchStore, node: StoredNode) -> bool:

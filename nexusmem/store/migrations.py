@@ -265,6 +265,17 @@ def _m9_import_structure(conn: Any) -> None:
     )
 
 
+def _m10_defined_words(conn: Any) -> None:
+    # Change words now put the names a commit defines first (a big change's new function used to fall past
+    # the 300-word cap): the next sync derives every commit's words again, as migration 7 did, and says so.
+    conn.execute("UPDATE sources SET cursor = NULL WHERE name = 'git'")
+    conn.execute(
+        "INSERT INTO meta(key, value) SELECT 'backfill.changeWords', 'defined'"
+        " WHERE EXISTS (SELECT 1 FROM nodes WHERE kind = 'git_commit')"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -275,6 +286,11 @@ MIGRATIONS: list[Migration] = [
     (7, "change words and lent notes as indexed columns; a stemmed word index", _m7_words_and_stems),
     (8, "partial index on the nodes that hold lent notes", _m8_notes_index),
     (9, "import structure: parsed files and import edges", _m9_import_structure),
+    (
+        10,
+        "change words: the names a commit defines first (derived again on the next sync)",
+        _m10_defined_words,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

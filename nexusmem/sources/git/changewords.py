@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -192,9 +193,47 @@ def _func_words(func: str) -> tuple[str, ...]:
     return found
 
 
-def change_words(funcs: Iterable[str], changed: str, cap: int = MAX_CHANGE_WORDS) -> str:
+# A name the change defines: a definition keyword (after any modifiers) and the name, at a line's start.
+# Covers def/class (Python, Ruby), function (JS, PHP), fn/struct/enum/trait/const/static/mod (Rust), func
+# with or without a receiver (Go), type/interface/let/var/const (TS, Go, Swift, Kotlin), module, object.
+_DEFINES = re.compile(
+    rb"^[ \t]*(?:(?:export|default|pub(?:\([^)\n]*\))?|async|static|public|private|protected|abstract|final"
+    rb"|override|unsafe|readonly|declare|internal|open|inline|extern|sealed|data|suspend)[ \t]+)*"
+    rb"(?:def|class|function\*?|fn|func(?:[ \t]*\([^)\n]*\))?|struct|enum|trait|interface|type|const|let|var"
+    rb"|module|mod|object|record|macro_rules!|defn|defmacro)[ \t]+(?:self\.)?\*?([A-Za-z_$][\w$]{2,39})"
+    # A module-level assignment (Python, Ruby constants): a name in column 0, then = (not ==).
+    rb"|^([A-Za-z_][A-Za-z0-9_]{2,39})[ \t]*(?::[^=\n]{1,80})?=(?!=)",
+    re.MULTILINE,
+)
+
+# Names defined per commit that go ahead of every other change word (a new module defines dozens: the
+# first ones are kept, definitions by keyword before module-level assignments).
+MAX_DEFINED = 40
+
+
+def defined_names(added: bytes, removed: bytes) -> list[str]:
+    """Names the ADDED lines define and the REMOVED lines did not (a moved or re-indented definition is no
+    new name): those defined by a keyword in order of appearance, then those assigned in column 0; at most
+    MAX_DEFINED."""
+    gone = {a or b for a, b in _DEFINES.findall(removed)} if removed else set()
+    keyword: dict[bytes, None] = {}
+    assigned: dict[bytes, None] = {}
+    for a, b in _DEFINES.findall(added):
+        if a and a not in gone:
+            keyword[a] = None
+        elif b and b not in gone:
+            assigned[b] = None
+    names = list(keyword) + [name for name in assigned if name not in keyword]
+    return [_text(name) for name in names[:MAX_DEFINED]]
+
+
+def change_words(
+    funcs: Iterable[str], changed: str, cap: int = MAX_CHANGE_WORDS, defined: Iterable[str] = ()
+) -> str:
     """The change words of one commit: distinct lower-cased words, most informative first, at most CAP.
 
+    DEFINED are the names the change brings in (defined_names): asked about most ("what is
+    _get_trash_file for?", "when was isStream added?"), they come first, whatever the size of the change.
     FUNCS are the hunk headers' function contexts (where the change is), CHANGED the added and removed
     lines. Order: names from the hunk headers; then identifiers of the changed lines that are compound
     (snake_case, camelCase, with digits: specific to this code), most frequent first; then the plain words
@@ -202,14 +241,18 @@ def change_words(funcs: Iterable[str], changed: str, cap: int = MAX_CHANGE_WORDS
     ("parseHeaders" → parseheaders, parse, headers) so both the name and its words find the commit.
     """
     sequence: list[str] = []
+    if "«" in changed:  # a placeholder's words ("redacted", its kind) are not the change's
+        changed = PLACEHOLDER_RE.sub(" ", changed)
+    counts = Counter(identifier_list(changed))
+    for name in defined:
+        if name in counts:  # still there after redaction
+            facts = _CHANGED.get(name)
+            sequence.extend(facts[1] if facts is not None else _changed_words(name)[1])
     for func in funcs:
         found = _FUNCS.get(func)
         sequence.extend(found if found is not None else _func_words(func))
-    if "«" in changed:  # a placeholder's words ("redacted", its kind) are not the change's
-        changed = PLACEHOLDER_RE.sub(" ", changed)
     # Counter, the stable sort by count and dict.fromkeys (first occurrence wins) run in C; Python only
     # looks up each distinct identifier's remembered words.
-    counts = Counter(identifier_list(changed))
     plain: list[tuple[str, ...]] = []
     for ident in sorted(counts, key=counts.__getitem__, reverse=True):  # stable: ties keep first-seen order
         facts = _CHANGED.get(ident)
@@ -250,6 +293,7 @@ class _PatchWords:
         "_globs",
         "_skipped",
         "above",
+        "added",
         "changed",
         "funcs",
         "header_func",
@@ -257,6 +301,7 @@ class _PatchWords:
         "in_run",
         "keep",
         "path_plus",
+        "removed",
         "size",
     )
 
@@ -268,6 +313,8 @@ class _PatchWords:
     def reset(self) -> None:
         self.funcs: list[str] = []
         self.changed: list[bytes] = []
+        self.added: list[bytes] = []  # CHANGED split by sign: where a definition is new or gone
+        self.removed: list[bytes] = []
         self.size = 0
         self.in_hunk = False
         self.keep = False
@@ -328,7 +375,10 @@ class _PatchWords:
             return ""
         text = redact(text)
         head, _, body = text.partition("\n\x1e\n")
-        return change_words(head.splitlines(), body)
+        defined: list[str] = []
+        if self.added:
+            defined = defined_names(b"".join(self.added), b"".join(self.removed))
+        return change_words(head.splitlines(), body, defined=defined)
 
 
 _HEADER = b"\0" + _TAG
@@ -384,7 +434,9 @@ def parse_commit_words_stream(
                         if first == 0x2D and len(line) > 1 and line[1] in _FUNC_FIRST:
                             patch.above = line  # a pre-image line: above the runs after it
                         if patch.size < _MAX_CHANGE_BYTES and len(line) <= _MAX_LINE_BYTES:
-                            patch.changed.append(line[1:])
+                            body = line[1:]
+                            patch.changed.append(body)
+                            (patch.added if first == 0x2B else patch.removed).append(body)
                             patch.size += len(line)
                     continue
                 if first == 0x20:  # ' ': context, a pre-image line
