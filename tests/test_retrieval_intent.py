@@ -11,7 +11,15 @@ import pytest
 
 from nexusmem import project
 from nexusmem.retrieve import query, rank, thesaurus
-from nexusmem.retrieve.intent import intent, names_code, origin_name, purpose_name, removed_name, sequence
+from nexusmem.retrieve.intent import (
+    adopted_name,
+    intent,
+    names_code,
+    origin_name,
+    purpose_name,
+    removed_name,
+    sequence,
+)
 
 from helpers import commit, query_json, run_cli, write_commands
 
@@ -159,10 +167,26 @@ def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) ->
         ("when were stripColor and displayWidth added?", None),  # two names: how they meet
         ("when was the retry option added?", None),  # no code name: the words decide
         ("how do I use editDistance in my own code?", None),
+        ("who wrote macos_dark_mode_active and what decides the theme?", "macos_dark_mode_active"),
     ],
 )
 def test_a_question_about_where_a_name_came_from(text: str, name: str | None) -> None:
     assert origin_name(text) == name
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("when did fd start depending on humantime?", "humantime"),
+        ("when did we start using the argmax crate?", "argmax"),
+        ("when did it start using the normpath crate's PathExt?", "PathExt"),  # the one code name
+        ("when did koa start using its own isStream helper?", "isStream"),
+        ("where did we start using max(chunk_size, 1) in the loop", None),  # an expression, not a name
+        ("when did the parser start failing on empty files?", None),
+    ],
+)
+def test_a_question_about_when_a_dependency_came_in(text: str, name: str | None) -> None:
+    assert adopted_name(text) == name
 
 
 @pytest.mark.parametrize(

@@ -43,8 +43,10 @@ _CODE = re.compile(
 )
 # "When was X added?", "which change introduced X?", "where did X come from?": the question asks for the
 # change that brought a name in. Deliberately narrow: "when did X start failing" asks about a later change.
-_ORIGIN_VERB = re.compile(r"\b(introduc\w*|added|first|come from|came from|created)\b", re.IGNORECASE)
-_ORIGIN_ASK = re.compile(r"\b(when|which|where|since|what (change|commit|version|release))\b", re.IGNORECASE)
+_ORIGIN_VERB = re.compile(r"\b(introduc\w*|added|first|come from|came from|created|wrote)\b", re.IGNORECASE)
+_ORIGIN_ASK = re.compile(
+    r"\b(when|which|where|since|who|what (change|commit|version|release))\b", re.IGNORECASE
+)
 
 
 def names_code(text: str) -> bool:
@@ -98,6 +100,26 @@ _PURPOSE = re.compile(
     r"|\bwhat is the (point|purpose|role|job) of\b",
     re.IGNORECASE,
 )
+
+
+# "When did fd start depending on humantime?", "when did it start using the argmax crate?": the change that
+# brought a dependency or a helper in; the name need not look like code (a crate is a plain word).
+_ADOPT = re.compile(
+    r"\bstart(?:ed|s)? (?:using|depending on|to use|to depend on|requiring|pulling in)"
+    r"(?: the| its own| an?)? ([A-Za-z_][\w.-]*[\w])",
+    re.IGNORECASE,
+)
+
+
+def adopted_name(text: str) -> str | None:
+    """The name TEXT asks when a project started using ("when did fd start depending on humantime?" ->
+    "humantime"; "start using the normpath crate's PathExt" -> its one code name, "PathExt"), else None;
+    none for a call ("start using max(size, 1)" asks about the expression)."""
+    found = _ADOPT.search(text)
+    if found is None or text[found.end() : found.end() + 1] == "(":
+        return None
+    name, _ = _one_name(text)
+    return name or found.group(1)
 
 
 def purpose_name(text: str) -> str | None:

@@ -13,6 +13,7 @@ from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
     Intent,
     Sequence,
+    adopted_name,
     intent,
     names_code,
     origin_name,
@@ -234,7 +235,7 @@ def prepare(text: str) -> Question:
         cue,
         notes,
         intent(text),
-        origin_name(text) or purpose_name(text),
+        origin_name(text) or purpose_name(text) or adopted_name(text),
         sequence(text),
         names_code(text),
         removed_name(text),
