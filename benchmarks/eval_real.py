@@ -98,6 +98,8 @@ SETS = (
     "fresh9",
     "fresh10",
     "fresh11",
+    "fresh12",
+    "fresh13",
     "removal",
     "rst",
     "adoc",
