@@ -307,6 +307,23 @@ def exclusive(
         lock.release()
 
 
+RELEASES_READ = "releases.read"  # the git cursor (HEAD and every ref) the stored releases were read at
+
+
+def _read_releases(root: Path, store: SyncStore) -> None:
+    """Keep the store's version tags (sources.git.releases) in step with the repository: read again only
+    when a ref moved since the last read (the git cursor fingerprints every ref, tags included)."""
+    cursor = store.cursor("git")
+    if cursor is None or store.get_meta(RELEASES_READ) == cursor:
+        return
+    from nexusmem.sources.git import releases
+
+    found = releases.read(root)
+    with store.transaction():
+        store.replace_releases((r.name, r.version, r.sha, r.ts) for r in found)
+        store.set_meta(RELEASES_READ, cursor)
+
+
 def sync(
     start: Path | str | None = None,
     *,
@@ -450,6 +467,8 @@ def sync(
             store.restore_bookkeeping(kept)
         if kept_links:
             store.restore_links(kept_links)
+        if any(part.name == "git" for part in summary.sources):
+            _read_releases(project.root, store)
         # Changelog entries and GitHub threads lend their words to the commits they describe (or that closed
         # them); either side may have changed.
         with store.transaction():

@@ -122,6 +122,120 @@ def adopted_name(text: str) -> str | None:
     return name or found.group(1)
 
 
+# "Since upgrading to 0.30.4, POSTs hang", "after pipx 0.15.5.0 ...": a release of the project itself. The
+# word before the version says whose it is: a connector ("to 0.30.4", "since 1.1") or a lower-case name
+# ("sqlmodel 0.0.12") is the project's; a capitalised one (Python 3.12, Click 8.2, Node 0.10) or a known
+# runtime or library is not, and neither is a version in code quotes or one after "of" ("an input of 0.1").
+_VERSION = re.compile(r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
+_RELEASE_CONNECTORS = frozenset({"to", "since", "after", "from", "past"})
+_NAME_LEADS = frozenset(
+    {
+        "to",
+        "since",
+        "after",
+        "from",
+        "with",
+        "using",
+        "on",
+        "in",
+        "by",
+        "for",
+        "upgrading",
+        "upgraded",
+        "updating",
+        "updated",
+    }
+)
+_NOT_THE_PROJECT = frozenset(
+    {
+        "python",
+        "node",
+        "nodejs",
+        "ruby",
+        "go",
+        "golang",
+        "rust",
+        "rustc",
+        "cargo",
+        "java",
+        "jdk",
+        "php",
+        "perl",
+        "pip",
+        "npm",
+        "yarn",
+        "pnpm",
+        "deno",
+        "bun",
+        "gcc",
+        "clang",
+        "llvm",
+        "ubuntu",
+        "debian",
+        "fedora",
+        "centos",
+        "alpine",
+        "macos",
+        "windows",
+        "ios",
+        "android",
+        "django",
+        "flask",
+        "click",
+        "pydantic",
+        "sqlalchemy",
+        "react",
+        "vue",
+        "webpack",
+        "typescript",
+        "bash",
+        "zsh",
+        "fish",
+        "git",
+        "openssl",
+        "glibc",
+        "linux",
+        "kernel",
+        "chrome",
+        "firefox",
+        "electron",
+        "numpy",
+        "pandas",
+        "pytest",
+        "jest",
+        "mocha",
+        "babel",
+        "eslint",
+        "docker",
+        "kubernetes",
+        "version",
+        "release",
+        "of",
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+    }
+)
+
+
+def release_version(text: str) -> str | None:
+    """The project's own release TEXT names ("since upgrading to 0.30.4, ..." -> "0.30.4"), else None."""
+    for found in _VERSION.finditer(text):
+        if text[: found.start()].count("`") % 2:
+            continue  # inside code quotes: an argument, not a release
+        before = re.findall(r"[\w.+-]+|[^\w\s]", text[: found.start()])
+        prev = before[-1] if before else ""
+        lead = before[-2].lower() if len(before) > 1 else ""
+        if prev.lower() in _RELEASE_CONNECTORS:
+            return found.group(1)
+        is_name = re.fullmatch(r"[a-z][\w.+-]{2,}", prev) is not None and prev not in _NOT_THE_PROJECT
+        if is_name and (lead in _NAME_LEADS or not lead or not lead[0].isalnum()):
+            return found.group(1)
+    return None
+
+
 def purpose_name(text: str) -> str | None:
     """The one code name TEXT asks the purpose of ("what is _querycache used for?" -> "_querycache"), else
     None."""

@@ -18,6 +18,7 @@ from nexusmem.retrieve.intent import (
     names_code,
     origin_name,
     purpose_name,
+    release_version,
     removed_name,
     reports_failure,
     sequence,
@@ -214,6 +215,7 @@ class Question:
     then: Sequence | None = None  # asks what was run after (or before) what it names (intent.sequence)
     names_code: bool = False  # names an identifier, a file or an option (intent.names_code)
     gone: str | None = None  # the code name whose removal is asked for (intent.removed_name)
+    release: str | None = None  # the project's release the question names (intent.release_version)
 
 
 def prepare(text: str) -> Question:
@@ -239,6 +241,7 @@ def prepare(text: str) -> Question:
         sequence(text),
         names_code(text),
         removed_name(text),
+        release_version(text),
     )
 
 
@@ -299,6 +302,20 @@ def retrieve(
             union = dict(bm25_hits)
             union.update((node_id, score) for node_id, score in recent if node_id not in union)
             bm25_hits = sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
+    window = store.release_window(question.release) if question.release else None
+    if window is not None:
+        # "Since upgrading to 0.30.4, POSTs hang": the changes made after that release was tagged and before
+        # the next one are asked for (the fix of a regression it shipped goes into the next). They are
+        # searched apart too (the candidate cut, made on words alone, may drop them), and lifted below.
+        low = max(window[0] + 1, since or 0)
+        high = window[1] if until is None else min(until, window[1] or until)
+        found_in, _ = search.bm25_scored(
+            store, words.words, limit=CUE_CANDIDATES, as_of=as_of, since=low, until=high
+        )
+        union = dict(bm25_hits)
+        union.update((node_id, score) for node_id, score in found_in if node_id not in union)
+        bm25_hits = sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
+        question.notes.append(_release_note(question.release or "", window))
     # "When was editDistance added?" is answered by the first change that holds the name, as `git log -S
     # --reverse` would, however many later changes touch it (and their diffs hold it more often); "when was
     # getUsDateFormat removed?" by the last one, as `git log -S` finds it.
@@ -342,6 +359,8 @@ def retrieve(
     found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
     settings = replace(settings, vector_weight=vector_weight(question, settings))
     scored = score_fused(store, found, as_of, cue=question.cue, settings=settings, asks=question.asks)
+    if window is not None:
+        scored = in_release(scored, window)
     if question.asks != "usage":
         scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
     scored = distinct_changes(scored)
@@ -375,6 +394,34 @@ def retrieve(
         "vector": len(near.hits),
     }
     return Retrieved(question, scored, counts, found, words, answered_by)
+
+
+# What a change made within a named release's window counts, against the same match outside it.
+RELEASE_FACTOR = 4.0
+
+
+def in_release(
+    scored: list[tuple[StoredNode, float]], window: tuple[int, int | None]
+) -> list[tuple[StoredNode, float]]:
+    """SCORED with the changes (commits, diffs, changelog entries) dated within WINDOW (after the release's
+    tag, up to the next one's) counted RELEASE_FACTOR, best first again."""
+    start, end = window
+    lifted = [
+        (node, value * RELEASE_FACTOR if _is_change(node) and start < node.ts <= (end or node.ts) else value)
+        for node, value in scored
+    ]
+    lifted.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    return lifted
+
+
+def _is_change(node: StoredNode) -> bool:
+    return node.kind in _CHANGE_KINDS or node.source == rank.CHANGELOG_SOURCE
+
+
+def _release_note(version: str, window: tuple[int, int | None]) -> str:
+    start, end = window
+    until = f" and before the next ({timefmt.iso(end)[:10]})" if end is not None else ""
+    return f"release {version}: changes made after its tag ({timefmt.iso(start)[:10]}){until} come first"
 
 
 def vector_weight(question: Question, settings: rank.Settings) -> float:

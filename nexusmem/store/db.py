@@ -19,6 +19,7 @@ from nexusmem.store.hygiene import HygieneMixin
 from nexusmem.store.imports import ImportsMixin
 from nexusmem.store.links import LinksMixin
 from nexusmem.store.nodes import NodesMixin
+from nexusmem.store.releases import ReleasesMixin
 from nexusmem.store.sessions import SessionsMixin
 from nexusmem.store.vectors import VectorIndexMixin
 
@@ -36,6 +37,7 @@ class Store(
     CjkIndexMixin,
     HygieneMixin,
     ImportsMixin,
+    ReleasesMixin,
     SessionsMixin,
 ):
     """A migrated connection to one project's memory.db."""

@@ -55,6 +55,11 @@ class SearchStore(Protocol):
         """(from id, to id, relation) of every link leaving one of IDS."""
         ...
 
+    def release_window(self, version: str) -> tuple[int, int | None] | None:
+        """(when release VERSION was tagged, when the next one was, None if none), epoch ms; None when no
+        version tag names it (or the store keeps no tags)."""
+        ...
+
     def reference_time(self, as_of: int | None = None) -> int | None:
         """The newest event time held (recorded by AS_OF): the 'now' of recency, so that a query's answer
         depends only on the store and the question."""
@@ -258,3 +263,8 @@ class SyncStore(Protocol):
     def get_meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
+
+    # releases (sources.git.releases)
+    def replace_releases(self, rows: Iterable[tuple[str, str, str, int]]) -> None:
+        """ROWS: (tag name, version, commit sha, epoch ms) of every version tag."""
+        ...

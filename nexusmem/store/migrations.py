@@ -276,6 +276,18 @@ def _m10_defined_words(conn: Any) -> None:
     )
 
 
+def _m11_releases(conn: Any) -> None:
+    # The repository's version tags, read by the sync: a question that names a release asks about the
+    # changes around it. Filled by the next sync (nothing else is read again).
+    execute_script(
+        conn,
+        """
+        CREATE TABLE releases(name TEXT PRIMARY KEY, version TEXT NOT NULL, sha TEXT NOT NULL, ts INTEGER NOT NULL)
+          WITHOUT ROWID;
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -291,6 +303,7 @@ MIGRATIONS: list[Migration] = [
         "change words: the names a commit defines first (derived again on the next sync)",
         _m10_defined_words,
     ),
+    (11, "releases: the repository's version tags", _m11_releases),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -654,6 +654,10 @@ class TeamStore:
         ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
+    def release_window(self, version: str) -> tuple[int, int | None] | None:
+        """None: the team store keeps no tags (members' repositories may differ in them)."""
+        return None
+
     def reference_time(self, as_of: int | None = None) -> int | None:
         if as_of is None:
             row = self.conn.execute(

@@ -1,0 +1,56 @@
+"""Releases: the repository's version tags (`v1.2.0`, `0.30.4`, `pkg@2.1`), each with its commit and date.
+
+A question that names a release ("since upgrading to 0.30.4, POSTs hang") is asking about the changes
+around it: the ones that went into the next release, which is where a regression the user hit is fixed.
+The sync keeps the tags in the store (nexusmem.store.releases); retrieval turns a version into a window of
+time (retrieve.query).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from nexusmem import gitcmd
+
+# A tag whose name ends in a version: "v1.2.3", "1.2", "release-2.0.1", "pkg@3.4.0", "v14.3.2".
+_VERSION_TAG = re.compile(r"(?:^|[-_/@vV])(\d+(?:\.\d+){1,3})$")
+_FORMAT = "%(refname:strip=2)%00%(*objectname)%00%(objectname)%00%(creatordate:unix)"
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str  # the tag as written
+    version: str  # its dotted version ("1.2.3")
+    sha: str  # the commit it names (an annotated tag peeled)
+    ts: int  # when it was made (the tag's date, else its commit's), epoch ms
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """ "1.2" → (1, 2, 0, 0): versions compare by number, and "1.2" is "1.2.0"."""
+    parts = [int(p) for p in version.split(".")[:4]]
+    return tuple(parts + [0] * (4 - len(parts)))
+
+
+def parse(out: bytes) -> list[Release]:
+    """The version tags of `git for-each-ref --format=_FORMAT refs/tags` output; other tags, and lines that
+    do not parse, are passed over."""
+    found: list[Release] = []
+    for line in out.decode("utf-8", "replace").splitlines():
+        fields = line.split("\0")
+        if len(fields) != 4:
+            continue
+        name, peeled, sha, when = fields
+        version = _VERSION_TAG.search(name)
+        commit = peeled or sha
+        if version is None or not re.fullmatch(r"[0-9a-f]{40}", commit) or not when.isdigit():
+            continue
+        found.append(Release(name, version.group(1), commit, int(when) * 1000))
+    return found
+
+
+def read(root: Path) -> list[Release]:
+    """Every version tag of the repository at ROOT (one `git for-each-ref`)."""
+    code, out = gitcmd.run_ok(["for-each-ref", f"--format={_FORMAT}", "refs/tags"], root)
+    return parse(out) if code == 0 else []

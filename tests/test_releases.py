@@ -1,0 +1,92 @@
+"""A question that names a release of the project ("since upgrading to 1.1.0, ...") asks about the changes
+around it: the version tags are read at sync (real git tags, lightweight and annotated), kept in the store,
+and the changes made after that tag and before the next one come first. Real git repositories, the real
+sync and `query --json`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from nexusmem import project
+from nexusmem.retrieve.intent import release_version
+from nexusmem.sources.git import releases
+
+from helpers import commit, git, query_json, run_cli
+
+DAY = 86_400
+NOW = int(time.time())
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        ("since upgrading to 0.30.4, my POSTs hang", "0.30.4"),
+        ("after upgrading to 7.0, a mistyped subcommand complains about the flag", "7.0"),
+        ("since pipx 0.15.5.0, `pipx install .[dev]` no longer works", "0.15.5.0"),
+        ("with pip-tools 7.5 I cd into services/api and it aborts", "7.5"),
+        ("which regressions introduced by pluggy 1.1.0 were fixed afterwards?", "1.1.0"),
+        ("after moving to Python 3.12 I get a DeprecationWarning", None),  # another program's version
+        ("since moving to pydantic 2.10 the context is lost", None),  # a library's
+        ("a float input of 0.1 becomes 0.1000000000000000055", None),  # a value, not a release
+        ("a command argument like `release 1.10` reaches my handler as 1.1", None),  # in code quotes
+        ("the server listens on 127.0.0.1:8000", None),
+    ],
+)
+def test_a_question_that_names_a_release(text: str, version: str | None) -> None:
+    assert release_version(text) == version
+
+
+def test_version_tags_are_read_lightweight_and_annotated(repo: Path) -> None:
+    first = commit(repo, "first", {"a.txt": "1"}, when=NOW - 30 * DAY)
+    second = commit(repo, "second", {"a.txt": "2"}, when=NOW - 20 * DAY)
+    git(repo, "tag", "v1.0.0", first)
+    git(repo, "tag", "-a", "-m", "release 1.1", "release-1.1", second)
+    git(repo, "tag", "nightly", second)  # not a version
+    found = {r.name: r for r in releases.read(repo)}
+    assert set(found) == {"v1.0.0", "release-1.1"}
+    assert found["release-1.1"].sha == second  # the annotated tag, peeled to its commit
+    assert (found["v1.0.0"].version, found["release-1.1"].version) == ("1.0.0", "1.1")
+
+
+def test_since_a_release_the_changes_that_followed_it_come_first(repo: Path) -> None:
+    """The fix of a regression a release shipped goes into the next release: asked "since upgrading to 1.1.0
+    the export hangs", the change made between the 1.1.0 and 1.2.0 tags comes before older and newer
+    changes whose words match the question better. A tag made after the first sync is read by the next."""
+    for n in range(6):
+        commit(
+            repo,
+            f"Export: hangs on a locked file when the export is large ({n})",
+            {f"e{n}.py": f"N = {n}\n"},
+            when=NOW - (400 - n) * DAY,
+        )
+    v11 = commit(repo, "Release 1.1.0", {"VERSION": "1.1.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.1.0", v11)
+    fix = commit(
+        repo,
+        "Release the export writer's lock before flushing",
+        {"writer.py": "LOCK = None\n"},
+        when=NOW - 290 * DAY,
+    )
+    v12 = commit(repo, "Release 1.2.0", {"VERSION": "1.2.0\n"}, when=NOW - 280 * DAY)
+    commit(repo, "Export hangs less on large files", {"e9.py": "N = 9\n"}, when=NOW - 100 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "since upgrading to 1.1.0 the export hangs on large files"
+    before = query_json(repo, question)
+    assert not before["items"][0]["ref"].startswith(fix)  # no tag 1.2.0 yet: the window runs to now
+    git(repo, "tag", "v1.2.0", v12)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, question)
+    assert found["items"][0]["ref"].startswith(fix), [it["title"] for it in found["items"]]
+    assert any(n.startswith("release 1.1.0: changes made after its tag") for n in found["notes"]), found[
+        "notes"
+    ]
+    # A question that names no release is ranked as before.
+    plain = query_json(repo, "the export hangs on large files")
+    assert not plain["items"][0]["ref"].startswith(fix)
+    with project.load(repo).open_store() as store:
+        assert store.release_window("1.1") == store.release_window("1.1.0")
+        assert store.release_window("1.2.0") is not None and store.release_window("1.2.0")[1] is None
+        assert store.release_window("9.9") is None
