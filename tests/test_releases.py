@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project
+from nexusmem.retrieve import query
 from nexusmem.retrieve.intent import release_version
 from nexusmem.sources.git import releases
 
@@ -29,6 +30,8 @@ NOW = int(time.time())
         ("with pip-tools 7.5 I cd into services/api and it aborts", "7.5"),
         ("which regressions introduced by pluggy 1.1.0 were fixed afterwards?", "1.1.0"),
         ("after moving to Python 3.12 I get a DeprecationWarning", None),  # another program's version
+        ("after upgrading fish to 3.3, every run prints an error", None),  # the shell's, not the project's
+        ("after updating zoxide to 0.10.0, z stopped working", "0.10.0"),
         ("since moving to pydantic 2.10 the context is lost", None),  # a library's
         ("a float input of 0.1 becomes 0.1000000000000000055", None),  # a value, not a release
         ("a command argument like `release 1.10` reaches my handler as 1.1", None),  # in code quotes
@@ -49,6 +52,12 @@ def test_version_tags_are_read_lightweight_and_annotated(repo: Path) -> None:
     assert set(found) == {"v1.0.0", "release-1.1"}
     assert found["release-1.1"].sha == second  # the annotated tag, peeled to its commit
     assert (found["v1.0.0"].version, found["release-1.1"].version) == ("1.0.0", "1.1")
+
+
+def fix_score(repo: Path, question: str, sha: str) -> float:
+    with project.load(repo).open_store(readonly=True) as store:
+        scored, _ = query.ranked_candidates(store, question, vectors=False)
+    return next(value for node, value in scored if node.ref == sha)
 
 
 def test_since_a_release_the_changes_that_followed_it_come_first(repo: Path) -> None:
@@ -84,9 +93,18 @@ def test_since_a_release_the_changes_that_followed_it_come_first(repo: Path) -> 
         "notes"
     ]
     # A question that names no release is ranked as before.
-    plain = query_json(repo, "the export hangs on large files")
-    assert not plain["items"][0]["ref"].startswith(fix)
+    other = query_json(repo, "the export hangs on large files")
+    assert not other["items"][0]["ref"].startswith(fix)
     with project.load(repo).open_store() as store:
         assert store.release_window("1.1") == store.release_window("1.1.0")
         assert store.release_window("1.2.0") is not None and store.release_window("1.2.0")[1] is None
         assert store.release_window("9.9") is None
+    # A how-do-I question that names a release is left to the docs: the release's changes keep their score.
+    how = "since upgrading to 1.1.0, how do I keep the export from hanging on large files?"
+    what = "since upgrading to 1.1.0 the export hangs on large files"
+    lifted = {q: fix_score(repo, q, fix) for q in (how, what)}
+    with project.load(repo).open_store() as store, store.transaction():
+        store.replace_releases([])  # as if the repository had no tags
+    plain = {q: fix_score(repo, q, fix) for q in (how, what)}
+    assert lifted[how] == pytest.approx(plain[how])
+    assert lifted[what] == pytest.approx(plain[what] * query.RELEASE_FACTOR)

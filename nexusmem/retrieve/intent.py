@@ -128,6 +128,7 @@ def adopted_name(text: str) -> str | None:
 # runtime or library is not, and neither is a version in code quotes or one after "of" ("an input of 0.1").
 _VERSION = re.compile(r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
 _RELEASE_CONNECTORS = frozenset({"to", "since", "after", "from", "past"})
+_UPGRADE_VERBS = frozenset({"upgrading", "upgraded", "updating", "updated", "moving", "moved", "going", "went"})
 _NAME_LEADS = frozenset(
     {
         "to",
@@ -229,6 +230,10 @@ def release_version(text: str) -> str | None:
         prev = before[-1] if before else ""
         lead = before[-2].lower() if len(before) > 1 else ""
         if prev.lower() in _RELEASE_CONNECTORS:
+            # "upgrading fish to 3.3", "moved Python to 3.12": the version of what was upgraded.
+            other = lead in _NOT_THE_PROJECT or (len(before) > 1 and before[-2][:1].isupper())
+            if prev.lower() == "to" and other and lead not in _UPGRADE_VERBS:
+                continue
             return found.group(1)
         is_name = re.fullmatch(r"[a-z][\w.+-]{2,}", prev) is not None and prev not in _NOT_THE_PROJECT
         if is_name and (lead in _NAME_LEADS or not lead or not lead[0].isalnum()):

@@ -359,7 +359,7 @@ def retrieve(
     found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
     settings = replace(settings, vector_weight=vector_weight(question, settings))
     scored = score_fused(store, found, as_of, cue=question.cue, settings=settings, asks=question.asks)
-    if window is not None:
+    if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
         scored = in_release(scored, window)
     if question.asks != "usage":
         scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
