@@ -128,7 +128,9 @@ def adopted_name(text: str) -> str | None:
 # runtime or library is not, and neither is a version in code quotes or one after "of" ("an input of 0.1").
 _VERSION = re.compile(r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
 _RELEASE_CONNECTORS = frozenset({"to", "since", "after", "from", "past"})
-_UPGRADE_VERBS = frozenset({"upgrading", "upgraded", "updating", "updated", "moving", "moved", "going", "went"})
+_UPGRADE_VERBS = frozenset(
+    {"upgrading", "upgraded", "updating", "updated", "moving", "moved", "going", "went"}
+)
 _NAME_LEADS = frozenset(
     {
         "to",
