@@ -100,6 +100,7 @@ SETS = (
     "fresh11",
     "fresh12",
     "fresh13",
+    "fresh14",
     "removal",
     "rst",
     "adoc",
