@@ -403,8 +403,9 @@ RELEASE_FACTOR = 4.0
 def in_release(
     scored: list[tuple[StoredNode, float]], window: tuple[int, int | None]
 ) -> list[tuple[StoredNode, float]]:
-    """SCORED with the changes (commits, diffs, changelog entries) dated within WINDOW (after the release's
-    tag, up to the next one's) counted RELEASE_FACTOR, best first again."""
+    """SCORED with the changes made within WINDOW (after the release's tag, up to the next one's) counted
+    RELEASE_FACTOR, best first again: commits, their diffs, and changelog entries (dated by the commit that
+    wrote them)."""
     start, end = window
     lifted = [
         (node, value * RELEASE_FACTOR if _is_change(node) and start < node.ts <= (end or node.ts) else value)
