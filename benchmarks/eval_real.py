@@ -101,6 +101,7 @@ SETS = (
     "fresh12",
     "fresh13",
     "fresh14",
+    "fresh15",
     "removal",
     "rst",
     "adoc",

@@ -38,6 +38,14 @@ NOW = int(time.time())
         ("where was the token cache introduced", "history"),
         ("the upload hangs after a gateway timeout", "neutral"),
         ("how do I get the old behaviour back now that the flag was removed", "neutral"),
+        ("I keep a file of patterns; which option makes it skip every path matching them?", "usage"),
+        ("the binary complains about a missing VCRUNTIME140.dll; what are my options?", "usage"),
+        ("the variable is empty inside my request handlers — is that expected?", "usage"),
+        ("does undici offer a way to ping the server on an open WebSocket?", "usage"),
+        ("how can my test make sure the client did not reconnect?", "usage"),
+        ("where does fd read a global ignore file from?", "usage"),
+        ("where does the error code E42 come from?", "neutral"),  # an origin question: history's words
+        ("the option to skip paths is ignored since the last release", "neutral"),
     ],
 )
 def test_intent_of_a_question(text: str, asks: str) -> None:

@@ -21,7 +21,14 @@ _USAGE = re.compile(
     r"can (i|we|you)|should (i|we)|do (i|we) (need|have to)|"
     r"what('s| is) the (best|recommended|right|correct) way|what (does|do) .{1,60}\b(do|mean)|how does|"
     r"does (it|this|the \w+) (support|allow|let|force|have|work)|"
-    r"where (should|can|do) (i|we) (report|find|get|put|configure|set))\b",
+    r"where (should|can|do) (i|we) (report|find|get|put|configure|set)|"
+    # and the ways a question about a setting is asked without "how do I": "which option makes it skip…",
+    # "what are my options?", "is that expected?", "does undici offer a way to…", "how can my test…",
+    # "where does fd read its ignore file from?"
+    r"which (option|flag|setting|switch|config\w*|environment variable|env var|command|branch)s?|"
+    r"what are (my|the) options|is (that|this|it) (expected|supposed|intended|normal)|"
+    r"does \w+ (offer|provide|support|allow|let) |what (must|should) \w+ be|"
+    r"how (can|should|would|could) (each|my|our|the) \w+|where does \w+ (look|read|search|store|keep) )\b",
     re.IGNORECASE,
 )
 _HISTORY = re.compile(
