@@ -60,6 +60,21 @@ def fix_score(repo: Path, question: str, sha: str) -> float:
     return next(value for node, value in scored if node.ref == sha)
 
 
+def test_a_tag_line_that_does_not_parse_is_passed_over() -> None:
+    sha = "a" * 40
+    out = (
+        b"garbage without fields\n"
+        + f"v1.0\0\0{sha}\0not-a-date\n".encode()  # no date
+        + f"v1.1\0\0{'z' * 40}\01700000000\n".encode()  # no commit
+        + f"nightly\0\0{sha}\01700000000\n".encode()  # no version
+        + b"\xff\xfe\0\0\0\n"  # not UTF-8
+        + f"v1.2.0\0\0{sha}\01700000000\n".encode()
+    )
+    assert [(r.name, r.version, r.ts) for r in releases.parse(out)] == [
+        ("v1.2.0", "1.2.0", 1_700_000_000_000)
+    ]
+
+
 def test_since_a_release_the_changes_that_followed_it_come_first(repo: Path) -> None:
     """The fix of a regression a release shipped goes into the next release: asked "since upgrading to 1.1.0
     the export hangs", the change made between the 1.1.0 and 1.2.0 tags comes before older and newer

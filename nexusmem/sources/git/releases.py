@@ -27,12 +27,6 @@ class Release:
     ts: int  # when it was made (the tag's date, else its commit's), epoch ms
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """ "1.2" → (1, 2, 0, 0): versions compare by number, and "1.2" is "1.2.0"."""
-    parts = [int(p) for p in version.split(".")[:4]]
-    return tuple(parts + [0] * (4 - len(parts)))
-
-
 def parse(out: bytes) -> list[Release]:
     """The version tags of `git for-each-ref --format=_FORMAT refs/tags` output; other tags, and lines that
     do not parse, are passed over."""
