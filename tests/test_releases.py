@@ -64,11 +64,11 @@ def test_a_tag_line_that_does_not_parse_is_passed_over() -> None:
     sha = "a" * 40
     out = (
         b"garbage without fields\n"
-        + f"v1.0\0\0{sha}\0not-a-date\n".encode()  # no date
-        + f"v1.1\0\0{'z' * 40}\01700000000\n".encode()  # no commit
-        + f"nightly\0\0{sha}\01700000000\n".encode()  # no version
-        + b"\xff\xfe\0\0\0\n"  # not UTF-8
-        + f"v1.2.0\0\0{sha}\01700000000\n".encode()
+        + f"v1.0\x00\x00{sha}\x00not-a-date\n".encode()  # no date
+        + f"v1.1\x00\x00{'z' * 40}\x001700000000\n".encode()  # no commit
+        + f"nightly\x00\x00{sha}\x001700000000\n".encode()  # no version
+        + b"\xff\xfe\x00\x00\x00\n"  # not UTF-8
+        + f"v1.2.0\x00\x00{sha}\x001700000000\n".encode()
     )
     assert [(r.name, r.version, r.ts) for r in releases.parse(out)] == [
         ("v1.2.0", "1.2.0", 1_700_000_000_000)
