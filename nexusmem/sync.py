@@ -307,6 +307,29 @@ def exclusive(
         lock.release()
 
 
+PROJECT_ID = "project.id"  # the project id this store's nodes were last written under (identity.project_id)
+
+
+def _moved_note(project: Project, store: SyncStore, rebuild: bool) -> str | None:
+    """What to say when the project's id is not the one this store's nodes were written under: a repository
+    with no remote is known by its path, so moving or copying it (or giving it its first remote) makes this
+    sync write every node again under new ids beside the old ones. None when nothing changed (the id is
+    then recorded, for the next sync to compare)."""
+    recorded = store.get_meta(PROJECT_ID)
+    if recorded == project.id:
+        return None
+    if recorded is not None and not rebuild:
+        old = store.count_project(recorded)
+        if old:
+            return (
+                f"this repository's id changed (it was moved, copied or given a remote: {recorded} → {project.id});"
+                f" the {old} node(s) recorded under the old id stay beside the new ones until"
+                " `nexusmem sync --rebuild` drops them"
+            )
+    store.set_meta(PROJECT_ID, project.id)
+    return None
+
+
 RELEASES_READ = "releases.read"  # the git cursor (HEAD and every ref) the stored releases were read at
 
 
@@ -373,6 +396,12 @@ def sync(
         if log:
             for note in notes:
                 log(note)
+        moved = None
+        if store.get_meta(PROJECT_ID) != project.id:  # a first sync, an upgraded store, or a moved repository
+            with store.transaction():
+                moved = _moved_note(project, store, rebuild)
+        if moved and log:
+            log(f"git: {moved}")
         kept: list[tuple[str, int, str, str | None]] = []
         kept_links: list[tuple[str, str, str, int]] = []
         if rebuild:
@@ -467,8 +496,11 @@ def sync(
             store.restore_bookkeeping(kept)
         if kept_links:
             store.restore_links(kept_links)
-        if any(part.name == "git" for part in summary.sources):
-            _read_releases(project.root, store)
+        for part in summary.sources:
+            if part.name == "git":
+                _read_releases(project.root, store)
+                if moved:
+                    part.notes.append(moved)
         # Changelog entries and GitHub threads lend their words to the commits they describe (or that closed
         # them); either side may have changed.
         with store.transaction():

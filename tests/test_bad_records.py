@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from helpers import commit, git, run_script
+from nexusmem import project
+
+from helpers import commit, git, run_cli, run_script
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -263,3 +265,28 @@ def test_a_commit_whose_blob_is_missing_is_kept_without_its_patch(repo: Path) ->
         it["title"] == "feat: add the lost binary"
         for it in json.loads(cli(repo, "query", "--json", "--budget", "20000", "lost binary").stdout)["items"]
     )
+
+
+def test_a_moved_repository_without_a_remote_says_its_memory_is_doubled(repo: Path, tmp_path: Path) -> None:
+    """A repository with no remote is known by its path: moved elsewhere, its next sync writes every node
+    again under new ids. The sync says so (what, and the command that mends it), and `sync --rebuild` leaves
+    one copy."""
+    commit(repo, "add the parser", {"parser.py": "def parse():\n    return 1\n"})
+    commit(repo, "fix the parser", {"parser.py": "def parse():\n    return 2\n"})
+    first = run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "id changed" not in first.output
+    moved = tmp_path / "elsewhere" / "repo"
+    moved.parent.mkdir()
+    os.rename(repo, moved)
+    second = run_cli("-C", str(moved), "sync", "--no-embed")
+    assert "this repository's id changed" in second.output, second.output
+    assert "nexusmem sync --rebuild" in second.output
+    again = run_cli("-C", str(moved), "sync", "--no-embed")  # said again until mended
+    assert "this repository's id changed" in again.output
+    rebuilt = run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed")
+    assert "id changed" not in rebuilt.output
+    after = run_cli("-C", str(moved), "sync", "--no-embed")
+    assert "id changed" not in after.output
+    with project.load(moved).open_store(readonly=True) as store:
+        assert store.count_project(project.load(moved).id) == store.node_count()
+        assert store.counts_by_kind()["git_commit"] == 2

@@ -246,6 +246,10 @@ class SyncStore(Protocol):
 
     def node_count(self) -> int: ...
 
+    def count_project(self, project_id: str) -> int:
+        """How many nodes were written under PROJECT_ID."""
+        ...
+
     # cursors
     def cursor(self, source: str) -> str | None: ...
 

@@ -402,6 +402,12 @@ class NodesMixin:
     def node_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0])
 
+    def count_project(self, project_id: str) -> int:
+        """How many nodes were written under PROJECT_ID."""
+        return int(
+            self.conn.execute("SELECT COUNT(*) FROM nodes WHERE project_id = ?", (project_id,)).fetchone()[0]
+        )
+
     def iter_nodes(self, kind: str | None = None) -> Iterator[StoredNode]:
         if kind is None:
             cur = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes ORDER BY seq")
