@@ -316,17 +316,17 @@ def _moved_note(project: Project, store: SyncStore, rebuild: bool) -> str | None
     sync write every node again under new ids beside the old ones. None when nothing changed (the id is
     then recorded, for the next sync to compare)."""
     recorded = store.get_meta(PROJECT_ID)
-    if recorded == project.id:
+    if recorded == project.id:  # every sync but the first, an upgrade's or a move's: no write
         return None
-    if recorded is not None and not rebuild:
-        old = store.count_project(recorded)
-        if old:
-            return (
-                f"this repository's id changed (it was moved, copied or given a remote: {recorded} → {project.id});"
-                f" the {old} node(s) recorded under the old id stay beside the new ones until"
-                " `nexusmem sync --rebuild` drops them"
-            )
-    store.set_meta(PROJECT_ID, project.id)
+    old = store.count_project(recorded) if recorded is not None and not rebuild else 0
+    if old:
+        return (
+            f"this repository's id changed (it was moved, copied or given a remote: {recorded} → {project.id});"
+            f" the {old} node(s) recorded under the old id stay beside the new ones until"
+            " `nexusmem sync --rebuild` drops them"
+        )
+    with store.transaction():
+        store.set_meta(PROJECT_ID, project.id)
     return None
 
 
@@ -396,10 +396,7 @@ def sync(
         if log:
             for note in notes:
                 log(note)
-        moved = None
-        if store.get_meta(PROJECT_ID) != project.id:  # a first sync, an upgraded store, or a moved repository
-            with store.transaction():
-                moved = _moved_note(project, store, rebuild)
+        moved = _moved_note(project, store, rebuild)
         if moved and log:
             log(f"git: {moved}")
         kept: list[tuple[str, int, str, str | None]] = []

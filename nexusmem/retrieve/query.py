@@ -299,11 +299,9 @@ def retrieve(
                 until=until,
                 stemmed=False,  # the exact index alone: half the cost, and the main list has the stems
             )
-            union = dict(bm25_hits)
-            union.update((node_id, score) for node_id, score in recent if node_id not in union)
-            bm25_hits = sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
+            bm25_hits = with_hits(bm25_hits, recent)
     window = store.release_window(question.release) if question.release else None
-    if window is not None:
+    if question.release and window is not None:
         # "Since upgrading to 0.30.4, POSTs hang": the changes made after that release was tagged and before
         # the next one are asked for (the fix of a regression it shipped goes into the next). They are
         # searched apart too (the candidate cut, made on words alone, may drop them), and lifted below.
@@ -312,10 +310,8 @@ def retrieve(
         found_in, _ = search.bm25_scored(
             store, words.words, limit=CUE_CANDIDATES, as_of=as_of, since=low, until=high
         )
-        union = dict(bm25_hits)
-        union.update((node_id, score) for node_id, score in found_in if node_id not in union)
-        bm25_hits = sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
-        question.notes.append(_release_note(question.release or "", window))
+        bm25_hits = with_hits(bm25_hits, found_in)
+        question.notes.append(_release_note(question.release, window))
     # "When was editDistance added?" is answered by the first change that holds the name, as `git log -S
     # --reverse` would, however many later changes touch it (and their diffs hold it more often); "when was
     # getUsDateFormat removed?" by the last one, as `git log -S` finds it.
@@ -602,6 +598,14 @@ def with_neighbours(
 def _exit_text(node: StoredNode) -> str:
     code = node.meta.get("exit")
     return "exit unknown" if code is None else f"exit {code}"
+
+
+def with_hits(hits: list[tuple[str, float]], more: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """HITS and the hits of MORE they lack (a second search of the same words within a window of time: the
+    same scores), best first."""
+    union = dict(hits)
+    union.update((node_id, score) for node_id, score in more if node_id not in union)
+    return sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def merge_scored(
