@@ -496,6 +496,8 @@ def sync(
         for part in summary.sources:
             if part.name == "git":
                 _read_releases(project.root, store)
+                with store.transaction():
+                    store.fill_generations()
                 if moved:
                     part.notes.append(moved)
         # Changelog entries and GitHub threads lend their words to the commits they describe (or that closed

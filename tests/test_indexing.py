@@ -201,6 +201,7 @@ def test_an_upgraded_store_derives_its_change_words_again_once(repo: Path) -> No
         )
         store.conn.execute("DELETE FROM schema_migrations WHERE version >= 10")
         store.conn.execute("DROP TABLE releases")
+        store.conn.execute("DROP TABLE commit_generations")
         store.conn.commit()
     assert bm25_refs(repo, "fresh_helper_name") != [sha]
     lines: list[str] = []

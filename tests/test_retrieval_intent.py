@@ -21,7 +21,7 @@ from nexusmem.retrieve.intent import (
     sequence,
 )
 
-from helpers import commit, query_json, run_cli, write_commands
+from helpers import commit, git, query_json, run_cli, write_commands
 
 DAY = 86_400
 NOW = int(time.time())
@@ -176,6 +176,8 @@ def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) ->
         ("when was the retry option added?", None),  # no code name: the words decide
         ("how do I use editDistance in my own code?", None),
         ("who wrote macos_dark_mode_active and what decides the theme?", "macos_dark_mode_active"),
+        ("where did the TMonitor class come from?", "TMonitor"),  # an acronym before the word
+        ("where did the envwrap decorator come from?", "envwrap"),  # named by what it is
     ],
 )
 def test_a_question_about_where_a_name_came_from(text: str, name: str | None) -> None:
@@ -205,6 +207,8 @@ def test_a_question_about_when_a_dependency_came_in(text: str, name: str | None)
         ("what does shouldHideOptionExtras control in the help output?", "shouldHideOptionExtras"),
         ("why is there a MinusError type in the output code?", "MinusError"),
         ("why does pipx have a _get_trash_file helper?", "_get_trash_file"),
+        ("what is the envwrap decorator for?", "envwrap"),
+        ("why is there a TMonitor class?", "TMonitor"),
         ("what is the point of `wrap_stream`?", "`wrap_stream`"),
         ("what is editDistance?", None),  # what it is now: the words decide
         ("what does the timeout option do?", None),  # no code name
@@ -267,6 +271,35 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path, l
     # Asked about what it is now, the words decide: the change that checks it leads.
     check = query_json(repo, "alignment checks on qz_blit_stride")
     assert "alignment checks" in check["items"][0]["title"], [it["title"] for it in check["items"]]
+
+
+@pytest.mark.parametrize("syncs", ["one-sync", "a-sync-between"])
+def test_a_rebased_branch_with_older_dates_is_not_taken_for_where_a_name_began(
+    repo: Path, syncs: str
+) -> None:
+    """A branch written long ago and rebased onto today's history keeps its old author dates: its change
+    that uses a name looks older than the change that brought the name in, which is its ancestor. The
+    first holder is the first in the history (`git log -S X --reverse`), not the oldest author date."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    commit(
+        repo,
+        "Throttle the uploader",
+        {"upload.py": "qz_throttle_window = 5\n\n\ndef send(chunk):\n    return chunk\n"},
+        when=NOW - 300 * DAY,
+    )
+    if syncs == "a-sync-between":
+        run_cli("-C", str(repo), "sync", "--no-embed")
+    (repo / "batch.py").write_text(
+        "from upload import qz_throttle_window\n\nBATCH = qz_throttle_window * 2\n"
+    )
+    git(repo, "add", "-A")
+    old, new = NOW - 700 * DAY, NOW - 10 * DAY  # written 700 days ago, rebased and committed 10 days ago
+    env = {"GIT_AUTHOR_DATE": f"{old} +0000", "GIT_COMMITTER_DATE": f"{new} +0000"}
+    git(repo, "commit", "-q", "-m", "Batch the uploads", env=env)
+    titles, notes = synced_answer(repo, "where did qz_throttle_window come from?")
+    assert titles[0].endswith("Throttle the uploader"), titles
+    assert any(n.startswith("first change that holds qz_throttle_window: ") for n in notes), notes
 
 
 @pytest.mark.parametrize(
@@ -374,6 +407,8 @@ def test_what_was_run_before_doing_something_again(pushes: Path) -> None:
         ("when was should_skip_entry moved", True),
         ("why does `rg needle sub` show hits under sub/target", True),
         ("the upload hangs after a gateway timeout", False),
+        ("where did the TMonitor class come from", True),
+        ("the URLs and IDs in the JSON output are wrong", False),
         ("in what situations would plain grep be a better choice, e.g. POSIX", False),
         ("what changed in version 3.0 of the re-run logic", False),
     ],

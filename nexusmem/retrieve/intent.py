@@ -44,7 +44,8 @@ _HISTORY = re.compile(
 # snake_case, a member (`res.json`, `words.txt`), a call (`flatten()`) or a command-line option (`--pre`,
 # `-f`).
 _CODE = re.compile(
-    r"`[^`\n]+`|\b_*[a-z]+[A-Z]\w*|\b_*[A-Z][a-z0-9]+[A-Z]\w*|\b_*[A-Za-z]\w*_\w+|\b_+[A-Za-z]\w*"
+    r"`[^`\n]+`|\b_*[a-z]+[A-Z]\w*|\b_*[A-Z][a-z0-9]+[A-Z]\w*|\b_*[A-Z]{2,}[a-z]{2,}\w*|\b_*[A-Za-z]\w*_\w+"
+    r"|\b_+[A-Za-z]\w*"
     r"|\b[A-Za-z_]\w+\.[A-Za-z_]\w*"
     r"|\b[A-Za-z_]\w*\(\)|(?<![\w-])--?[A-Za-z][\w-]*"
 )
@@ -91,6 +92,8 @@ def origin_name(text: str) -> str | None:
     None: no such question, or several names (then the question is about how they meet, not where one
     began)."""
     name, words = _one_name(text)
+    if name is None and not _CODE.search(text):
+        name = _named_thing(text)
     if name is None or not (_ORIGIN_VERB.search(words) and _ORIGIN_ASK.search(words)):
         return None
     return name
@@ -250,13 +253,32 @@ def release_version(text: str) -> str | None:
     return None
 
 
+# A name need not look like code to be one: "what is the envwrap decorator for?" names it by what it is.
+_NAMED_THING = re.compile(
+    r"\b(?:the|an?|this|its|their) ([A-Za-z_$][\w$]*) (?:decorator|class|function|helper|method|type|module|"
+    r"wrapper|hook|macro|struct|enum|trait|interface|mixin|variable|constant|field|attribute|property|"
+    r"argument|parameter|alias|fixture|middleware)s?\b",
+    re.IGNORECASE,
+)
+
+
 def purpose_name(text: str) -> str | None:
-    """The one code name TEXT asks the purpose of ("what is _querycache used for?" -> "_querycache"), else
-    None."""
-    name, _ = _one_name(text)
-    if name is None or not _PURPOSE.search(text):
+    """The one code name TEXT asks the purpose of ("what is _querycache used for?" -> "_querycache"; "what
+    is the envwrap decorator for?" -> "envwrap"), else None."""
+    if not _PURPOSE.search(text):
         return None
-    return name
+    name, _ = _one_name(text)
+    if name is not None:
+        return name
+    if _CODE.search(text):
+        return None  # several names: the question is about how they meet
+    return _named_thing(text)
+
+
+def _named_thing(text: str) -> str | None:
+    """The name before what it is ("the envwrap decorator" -> "envwrap"), else None."""
+    named = _NAMED_THING.search(text)
+    return named.group(1) if named else None
 
 
 # "The push was rejected, what did I do next?", "what did I run before pushing again?": the answer is a

@@ -15,6 +15,7 @@ from nexusmem.store import connection, health, migrations
 from nexusmem.store.cjk import CjkIndexMixin
 from nexusmem.store.cursors import CursorsMixin
 from nexusmem.store.fulltext import FullTextMixin
+from nexusmem.store.generations import GenerationsMixin
 from nexusmem.store.hygiene import HygieneMixin
 from nexusmem.store.imports import ImportsMixin
 from nexusmem.store.links import LinksMixin
@@ -38,6 +39,7 @@ class Store(
     HygieneMixin,
     ImportsMixin,
     ReleasesMixin,
+    GenerationsMixin,
     SessionsMixin,
 ):
     """A migrated connection to one project's memory.db."""

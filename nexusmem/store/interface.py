@@ -60,6 +60,11 @@ class SearchStore(Protocol):
         version tag names it (or the store keeps no tags)."""
         ...
 
+    def generations(self, shas: Iterable[str]) -> dict[str, int]:
+        """sha → the commit's generation (1 + its parents' highest) for those of SHAS that are numbered;
+        empty when the store keeps no commit graph."""
+        ...
+
     def reference_time(self, as_of: int | None = None) -> int | None:
         """The newest event time held (recorded by AS_OF): the 'now' of recency, so that a query's answer
         depends only on the store and the question."""
@@ -271,4 +276,9 @@ class SyncStore(Protocol):
     # releases (sources.git.releases)
     def replace_releases(self, rows: Iterable[tuple[str, str, str, int]]) -> None:
         """ROWS: (tag name, version, commit sha, epoch ms) of every version tag."""
+        ...
+
+    # commit generations
+    def fill_generations(self) -> int:
+        """Number the stored commits that have no generation yet; how many were numbered."""
         ...

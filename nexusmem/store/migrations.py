@@ -288,6 +288,20 @@ def _m11_releases(conn: Any) -> None:
     )
 
 
+def _m12_commit_generations(conn: Any) -> None:
+    # "The first commit that holds X" is the first in the graph, not the oldest author date (a rebased
+    # branch keeps its old dates). The commits already stored are numbered from their recorded parents.
+    from nexusmem.store import generations
+
+    execute_script(
+        conn,
+        """
+        CREATE TABLE commit_generations(sha TEXT PRIMARY KEY, gen INTEGER NOT NULL) WITHOUT ROWID;
+        """,
+    )
+    generations.fill(conn)
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -304,6 +318,7 @@ MIGRATIONS: list[Migration] = [
         _m10_defined_words,
     ),
     (11, "releases: the repository's version tags", _m11_releases),
+    (12, "commit generations: each commit's place in the history graph", _m12_commit_generations),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -657,6 +657,10 @@ class TeamStore:
     def release_window(self, version: str) -> tuple[int, int | None] | None:
         """None: the team store keeps no tags (members' repositories may differ in them)."""
         return None
+
+    def generations(self, shas: Iterable[str]) -> dict[str, int]:
+        """Empty: the team store keeps no commit graph (a name's first holder goes by author time)."""
+        return {}
 
     def reference_time(self, as_of: int | None = None) -> int | None:
         if as_of is None:

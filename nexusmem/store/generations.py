@@ -1,0 +1,89 @@
+"""Commit generations: each commit's place in the history's graph (1 + its parents' highest; a root is 1),
+so that "the first commit that holds X" means the first in the history, not the one with the oldest author
+date. A branch rebased years after it was written keeps its old author dates but sits on top of everything
+it was rebased onto; a commit's ancestors always have lower generations. Mixed into Store (which provides
+`conn`); `fill` is also what migration 12 runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+_CHUNK = 500  # shas per IN (...) list: below SQLite's variable limit on every build
+
+
+def number(parents: Mapping[str, list[str]], known: Mapping[str, int]) -> dict[str, int]:
+    """The generation of every commit of PARENTS (sha → parent shas); a parent outside PARENTS counts with
+    its KNOWN generation, or 0 when unknown too (a shallow clone's cut, a pruned commit). Iterative (a
+    linear history is as deep as it is long); a cycle, which git cannot make but a damaged store might
+    hold, is cut where it closes."""
+    out: dict[str, int] = {}
+    for start in parents:
+        if start in out:
+            continue
+        path = {start}  # the commits whose parents are being numbered: a parent among them is a cycle
+        frames: list[tuple[str, Iterator[str]]] = [(start, iter(parents[start]))]
+        while frames:
+            sha, pending = frames[-1]
+            for parent in pending:
+                if parent in parents and parent not in out and parent not in path:
+                    path.add(parent)
+                    frames.append((parent, iter(parents[parent])))
+                    break
+            else:
+                frames.pop()
+                path.discard(sha)
+                out[sha] = 1 + max((out.get(p, known.get(p, 0)) for p in parents[sha]), default=0)
+    return out
+
+
+def generations_of(conn: Any, shas: Iterable[str]) -> dict[str, int]:
+    """sha → generation for those of SHAS that are numbered."""
+    wanted = list(dict.fromkeys(shas))
+    out: dict[str, int] = {}
+    for i in range(0, len(wanted), _CHUNK):
+        part = wanted[i : i + _CHUNK]
+        marks = ",".join("?" * len(part))
+        rows = conn.execute(f"SELECT sha, gen FROM commit_generations WHERE sha IN ({marks})", part)
+        out.update((sha, int(gen)) for sha, gen in rows)
+    return out
+
+
+def fill(conn: Any) -> int:
+    """Number the stored commits that have no generation yet (and forget those of commits no longer
+    stored); return how many were numbered."""
+    conn.execute(
+        "DELETE FROM commit_generations WHERE sha NOT IN (SELECT ref FROM nodes WHERE kind = 'git_commit')"
+    )
+    rows = conn.execute(
+        "SELECT n.ref, json_extract(n.meta, '$.parents') FROM nodes n WHERE n.kind = 'git_commit'"
+        " AND NOT EXISTS (SELECT 1 FROM commit_generations g WHERE g.sha = n.ref)"
+    ).fetchall()
+    if not rows:
+        return 0
+    parents: dict[str, list[str]] = {}
+    for sha, listed in rows:
+        try:
+            found = json.loads(listed) if listed else []
+        except ValueError:
+            found = []
+        parents[sha] = [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
+    outside = {p for ps in parents.values() for p in ps if p not in parents}
+    numbered = number(parents, generations_of(conn, outside))
+    conn.executemany("INSERT OR REPLACE INTO commit_generations(sha, gen) VALUES (?, ?)", numbered.items())
+    return len(numbered)
+
+
+class GenerationsMixin:
+    """Store methods for commit generations. Mixed into Store."""
+
+    conn: Any
+
+    def fill_generations(self) -> int:
+        """Number the commits stored since the last call (see `fill`)."""
+        return fill(self.conn)
+
+    def generations(self, shas: Iterable[str]) -> dict[str, int]:
+        """sha → generation (1 + the parents' highest) for those of SHAS that are stored commits."""
+        return generations_of(self.conn, shas)

@@ -1,0 +1,61 @@
+"""Commit generations (store.generations): a commit's place in the history graph, from recorded parents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nexusmem.store import connection, migrations
+from nexusmem.store.generations import number
+
+
+def test_a_merge_sits_above_both_of_its_branches() -> None:
+    # root ─ a ─ b ─────── merge
+    #          └─ c ─ d ─┘
+    parents = {"root": [], "a": ["root"], "b": ["a"], "c": ["a"], "d": ["c"], "merge": ["b", "d"]}
+    assert number(parents, {}) == {"root": 1, "a": 2, "b": 3, "c": 3, "d": 4, "merge": 5}
+
+
+def test_a_parent_numbered_earlier_or_missing_counts_as_known_or_zero() -> None:
+    # An incremental sync: the parent was numbered by an earlier one; a shallow clone's cut is unknown.
+    assert number({"new": ["old"]}, {"old": 41}) == {"new": 42}
+    assert number({"cut": ["not-stored"]}, {}) == {"cut": 1}
+
+
+def test_a_long_linear_history_is_numbered_without_recursion() -> None:
+    depth = 50_000
+    parents = {f"c{i}": ([f"c{i - 1}"] if i else []) for i in range(depth)}
+    assert number(parents, {})[f"c{depth - 1}"] == depth
+
+
+def test_a_cycle_in_damaged_records_ends_instead_of_looping() -> None:
+    found = number({"x": ["y"], "y": ["x"]}, {})
+    assert set(found) == {"x", "y"}
+
+
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=59), max_size=3), min_size=1, max_size=60))
+def test_every_ancestor_has_a_lower_generation(links: list[list[int]]) -> None:
+    # A random DAG: commit i may only have parents j < i (as git's graph is built), listed in any order.
+    parents = {f"c{i}": sorted({f"c{j % i}" for j in js}) if i else [] for i, js in enumerate(links)}
+    gens = number(dict(reversed(list(parents.items()))), {})
+    for sha, ps in parents.items():
+        assert all(gens[p] < gens[sha] for p in ps)
+        assert gens[sha] == 1 + max((gens[p] for p in ps), default=0)
+
+
+def test_migration_numbers_the_commits_a_store_already_holds(tmp_path: Path) -> None:
+    conn = connection.connect(tmp_path / "m.db")
+    migrations.migrate(conn, target=11)
+    rows = [("a", []), ("b", ["a"]), ("c", ["a"]), ("d", ["b", "c"])]
+    for seq, (sha, ps) in enumerate(rows, 1):
+        conn.execute(
+            "INSERT INTO nodes(seq, id, project_id, kind, source, natural_key, ref, title, body, ts, created_at,"
+            " updated_at, signal, provenance, content_hash, meta)"
+            " VALUES (?, ?, 'p', 'git_commit', 'git', ?, ?, 't', 'b', 0, 0, 0, 0.5, 'git', 'h', ?)",
+            (seq, f"id-{sha}", sha, sha, json.dumps({"sha": sha, "parents": ps})),
+        )
+    assert migrations.migrate(conn) == [12]
+    assert dict(conn.execute("SELECT sha, gen FROM commit_generations")) == {"a": 1, "b": 2, "c": 2, "d": 3}
