@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project
-from nexusmem.retrieve import query, rank, thesaurus
+from nexusmem.retrieve import query, rank, search, thesaurus
 from nexusmem.retrieve.intent import (
     adopted_name,
     intent,
@@ -129,6 +129,29 @@ def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Pa
     found = query_json(repo, "my worker hangs forever when stopping")
     titles = [it["title"] for it in found["items"]]
     assert "worker: avoid a deadlock" in titles[0], titles
+
+
+def test_a_word_many_changes_hold_still_finds_the_guide_that_says_it_in_another_form(repo: Path) -> None:
+    """ "plugin" is in several commit titles as written; the guide says only "plugins". Every word held by
+    less than half the nodes is looked up by its stem too, so the guide is among the word matches (it was
+    not found at all when only words fewer than three nodes held were stemmed)."""
+    for n, area in enumerate(
+        ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"]
+    ):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    for n, title in enumerate(["Load each plugin lazily", "Sort the plugin list", "Log the plugin name"]):
+        commit(repo, title, {f"t{n}.py": f"T = {n}\n"}, when=NOW - (500 - n) * DAY)
+    guide = (
+        "# Guide\n\n## Extending\n\nDrop your plugins into ~/.scanner/ext; the scanner loads them at start."
+        "\n\n## Output\n\nResults are printed as a table, one line per file.\n"
+    )
+    commit(repo, "docs: the guide", {"docs/guide.md": guide}, when=NOW - 300 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store(readonly=True) as store:
+        ids, _ = search.bm25(store, "how do I add another plugin?")
+        refs = [node.ref for node in store.get_many(ids).values()]
+    assert "docs/guide.md#Extending" in refs, refs
+    assert "docs/guide.md#Output" not in refs, refs
 
 
 def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) -> None:
