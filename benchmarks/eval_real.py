@@ -102,6 +102,7 @@ SETS = (
     "fresh13",
     "fresh14",
     "fresh15",
+    "fresh16",
     "removal",
     "rst",
     "adoc",

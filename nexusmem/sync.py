@@ -497,7 +497,7 @@ def sync(
             if part.name == "git":
                 _read_releases(project.root, store)
                 with store.transaction():
-                    store.fill_generations()
+                    store.fill_generations(changed=not part.noop)
                 if moved:
                     part.notes.append(moved)
         # Changelog entries and GitHub threads lend their words to the commits they describe (or that closed

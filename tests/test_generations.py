@@ -8,8 +8,11 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nexusmem import project
 from nexusmem.store import connection, migrations
 from nexusmem.store.generations import number
+
+from helpers import commit, git, run_cli
 
 
 def test_a_merge_sits_above_both_of_its_branches() -> None:
@@ -59,3 +62,23 @@ def test_migration_numbers_the_commits_a_store_already_holds(tmp_path: Path) -> 
         )
     assert migrations.migrate(conn) == [12]
     assert dict(conn.execute("SELECT sha, gen FROM commit_generations")) == {"a": 1, "b": 2, "c": 2, "d": 3}
+
+
+def test_a_sync_numbers_new_commits_and_mends_what_a_stopped_sync_left(repo: Path) -> None:
+    base = commit(repo, "first", {"a.txt": "1\n"})
+    git(repo, "checkout", "-q", "-b", "side")
+    side = commit(repo, "side", {"b.txt": "2\n"})
+    git(repo, "checkout", "-q", "main")
+    main = commit(repo, "main", {"c.txt": "3\n"})
+    git(repo, "merge", "-q", "--no-edit", "side")
+    merge = git(repo, "rev-parse", "HEAD").strip()
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    expected = {base: 1, side: 2, main: 2, merge: 3}
+    with project.load(repo).open_store() as store:
+        assert store.generations(expected) == expected
+        # A sync stopped after it wrote the commits and before it numbered them:
+        store.conn.execute("DELETE FROM commit_generations WHERE sha IN (?, ?)", (main, merge))
+        store.conn.commit()
+    run_cli("-C", str(repo), "sync", "--no-embed")  # nothing new in git: the cheap check finds the gap
+    with project.load(repo).open_store(readonly=True) as store:
+        assert store.generations(expected) == expected

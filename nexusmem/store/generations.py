@@ -50,9 +50,18 @@ def generations_of(conn: Any, shas: Iterable[str]) -> dict[str, int]:
     return out
 
 
-def fill(conn: Any) -> int:
+def fill(conn: Any, *, changed: bool = True) -> int:
     """Number the stored commits that have no generation yet (and forget those of commits no longer
-    stored); return how many were numbered."""
+    stored); return how many were numbered. CHANGED=False (the sync wrote no commit) first compares the
+    two counts (~0.4 ms at 10k commits, where the full check takes ~25 ms): equal, nothing is to do; they
+    differ after a sync that was stopped between writing commits and numbering them."""
+    if not changed:
+        stored, numbered = conn.execute(
+            "SELECT (SELECT count(*) FROM nodes WHERE kind = 'git_commit'),"
+            " (SELECT count(*) FROM commit_generations)"
+        ).fetchone()
+        if stored == numbered:
+            return 0
     conn.execute(
         "DELETE FROM commit_generations WHERE sha NOT IN (SELECT ref FROM nodes WHERE kind = 'git_commit')"
     )
@@ -80,9 +89,9 @@ class GenerationsMixin:
 
     conn: Any
 
-    def fill_generations(self) -> int:
+    def fill_generations(self, *, changed: bool = True) -> int:
         """Number the commits stored since the last call (see `fill`)."""
-        return fill(self.conn)
+        return fill(self.conn, changed=changed)
 
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → generation (1 + the parents' highest) for those of SHAS that are stored commits."""

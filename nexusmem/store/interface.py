@@ -279,6 +279,7 @@ class SyncStore(Protocol):
         ...
 
     # commit generations
-    def fill_generations(self) -> int:
-        """Number the stored commits that have no generation yet; how many were numbered."""
+    def fill_generations(self, *, changed: bool = True) -> int:
+        """Number the stored commits that have no generation yet; how many were numbered (CHANGED=False:
+        the sync wrote no commit, so only a cheap check runs unless a stopped sync left some)."""
         ...
