@@ -103,6 +103,7 @@ SETS = (
     "fresh14",
     "fresh15",
     "fresh16",
+    "fresh17",
     "removal",
     "rst",
     "adoc",
