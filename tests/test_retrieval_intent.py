@@ -46,6 +46,10 @@ NOW = int(time.time())
         ("where does fd read a global ignore file from?", "usage"),
         ("where does the error code E42 come from?", "neutral"),  # an origin question: history's words
         ("the option to skip paths is ignored since the last release", "neutral"),
+        ("how has support for UNIX domain sockets changed over the years?", "history"),
+        ("how has the way it reads proxy headers evolved?", "history"),
+        ("what changes were made to the cookie parser?", "history"),
+        ("how do I change the retry policy over time?", "neutral"),  # both kinds: as before
     ],
 )
 def test_intent_of_a_question(text: str, asks: str) -> None:
@@ -152,6 +156,31 @@ def test_a_word_many_changes_hold_still_finds_the_guide_that_says_it_in_another_
         refs = [node.ref for node in store.get_many(ids).values()]
     assert "docs/guide.md#Extending" in refs, refs
     assert "docs/guide.md#Output" not in refs, refs
+
+
+def test_a_question_about_how_something_changed_is_answered_by_the_changes_not_the_guide(repo: Path) -> None:
+    """The guide says how retries work now; "how have X changed over the years?" asks for the changes. Doc
+    sections count less for a question about what happened (changelog entries keep their score); a
+    how-do-I question about the same thing still gets the guide."""
+    for n, area in enumerate(
+        ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"]
+    ):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    guide = (
+        "# Guide\n\n## Upload retries\n\nAn upload that fails with a 503 is retried three times, waiting"
+        " longer each time. Set `retries` to change how many.\n\n## Output\n\nOne line per file.\n"
+    )
+    commit(repo, "docs: the guide", {"docs/guide.md": guide}, when=NOW - 800 * DAY)
+    message = "Retry an upload on a 503\n\nThe retries now cover a 503 too."
+    commit(repo, message, {"up.py": "RETRY = (503,)\n"}, when=NOW - 600 * DAY)
+    commit(
+        repo, "Back off longer between retries", {"up.py": "RETRY = (503,)\nWAIT = 2\n"}, when=NOW - 400 * DAY
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = titles_for(repo, "how have upload retries changed over the years?")
+    assert titles[0] == "Retry an upload on a 503", titles
+    usage = titles_for(repo, "how do I change how many times a failed upload is retried?")
+    assert usage[0] == "docs/guide.md — Upload retries", usage
 
 
 def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) -> None:

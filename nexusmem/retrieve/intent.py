@@ -35,7 +35,9 @@ _HISTORY = re.compile(
     r"\b(when (did|was|were|has|have)|where (did|was|were)|what happened|why (did|was|were)|"
     r"how (was|were|did) .{1,80}\b(fixed|added|changed|removed|solved|resolved)|since (when|which)|"
     r"which (change|commit|pull request|pr|release|version) (added|made|removed|changed|introduced|fixed|dropped)|"
-    r"which (change|commit)|(got|been|was|were) (added|removed|fixed|introduced|renamed|dropped|deprecated|reverted))\b",
+    r"which (change|commit)|(got|been|was|were) (added|removed|fixed|introduced|renamed|dropped|deprecated|reverted)|"
+    r"how (has|have) .{1,80}\b(changed|evolved|developed|grown)|\bevolved\b|over (the years|time)|"
+    r"what changes (were|have been) made)\b",
     re.IGNORECASE,
 )
 

@@ -195,6 +195,7 @@ def score_fused(
             rejected=node.trust == "rejected",
             fix=rank.says_fix(node.kind, node.title),
             usage=asks == "usage",
+            history=asks == "history",
             source=node.source,
         )
         scored.append((node, value))
