@@ -12,21 +12,16 @@ reads as a store from before the import structure. Writes the store (the edges, 
 
 from __future__ import annotations
 
-import argparse
-import os
 import random
 import statistics
 import subprocess
 import time
-from pathlib import Path
+
+from common import synced_dir_args
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/nexusmem-bench"))
-    ap.add_argument("--rounds", type=int, default=8)
-    args = ap.parse_args()
-    os.environ["NEXUSMEM_HOME"] = str(args.dir / "home")
+    args = synced_dir_args(__doc__, rounds=8)
     from nexusmem import precheck
     from nexusmem.store import connection
 

@@ -14,14 +14,12 @@ Not a test: numbers depend on the machine.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from common import CUE_QUERIES, QUERIES
+from common import CUE_QUERIES, QUERIES, synced_dir_args
 
 
 def latencies(store: Any, project: str, questions: list[str], rounds: int, vectors: bool) -> list[float]:
@@ -40,12 +38,7 @@ def latencies(store: Any, project: str, questions: list[str], rounds: int, vecto
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/nexusmem-bench"))
-    ap.add_argument("--rounds", type=int, default=12)
-    args = ap.parse_args()
-    os.environ["NEXUSMEM_HOME"] = str(args.dir / "home")
-    os.environ["HOME"] = str(args.dir / "user-home")
+    args = synced_dir_args(__doc__, rounds=12)
     import nexusmem
     from nexusmem import project
 

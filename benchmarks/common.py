@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -72,3 +74,16 @@ def query_latencies(store: Any, project: str, questions: list[str], rounds: int 
             query.run(store, q, project=project)
             runs.append(time.perf_counter() - t)
     return sorted(runs)
+
+
+def synced_dir_args(doc: str | None, rounds: int) -> argparse.Namespace:
+    """--dir (a history a benchmark synced, e.g. bench_foundation.py's /tmp/nexusmem-bench) and --rounds
+    (default ROUNDS), parsed; NEXUSMEM_HOME and HOME pointed inside DIR, so that nothing of the operator's
+    own memory or shell history is read."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/nexusmem-bench"))
+    ap.add_argument("--rounds", type=int, default=rounds)
+    args = ap.parse_args()
+    os.environ["NEXUSMEM_HOME"] = str(args.dir / "home")
+    os.environ["HOME"] = str(args.dir / "user-home")
+    return args
