@@ -60,7 +60,7 @@ def test_migration_numbers_the_commits_a_store_already_holds(tmp_path: Path) -> 
             " VALUES (?, ?, 'p', 'git_commit', 'git', ?, ?, 't', 'b', 0, 0, 0, 0.5, 'git', 'h', ?)",
             (seq, f"id-{sha}", sha, sha, json.dumps({"sha": sha, "parents": ps})),
         )
-    assert migrations.migrate(conn) == [12]
+    assert migrations.migrate(conn, target=12) == [12]
     assert dict(conn.execute("SELECT sha, gen FROM commit_generations")) == {"a": 1, "b": 2, "c": 2, "d": 3}
 
 

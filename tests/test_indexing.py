@@ -386,3 +386,35 @@ def test_changelog_links_survive_a_rebuild(repo: Path) -> None:
     sync.sync(repo, embed=False)
     assert stored(repo, sha)[1] == ""
     assert sha in bm25_refs(repo, "double close stop")  # the commit itself is still found by its own words
+
+
+def test_shell_commands_leave_the_stemmed_index_and_prose_stays(tmp_path: Path) -> None:
+    """Migration 13: a command line is not prose. The stemmed index keeps commits and docs ("crashed"
+    still finds "crash" there) and no longer holds commands, also after their text is rewritten."""
+    conn = connect(tmp_path / "m.db")
+    migrations.migrate(conn, target=12)
+    rows = [(1, "git_commit", "Parser crashed on empty input"), (2, "shell_command", "./crashed-build.sh")]
+    for seq, kind, title in rows:
+        conn.execute(
+            "INSERT INTO nodes(seq, id, project_id, kind, source, natural_key, ref, title, body, ts, created_at,"
+            " updated_at, signal, provenance, content_hash) VALUES (?, ?, 'p', ?, 's', ?, ?, ?, '', 0, 0, 0, .5,"
+            " 'x', 'h')",
+            (seq, f"id{seq}", kind, f"k{seq}", f"r{seq}", title),
+        )
+        # as the store wrote them before: every kind but diffs in both indexes
+        conn.execute(
+            "INSERT INTO nodes_fts(rowid, title, body, words, notes) VALUES (?, ?, '', '', '')", (seq, title)
+        )
+        conn.execute("INSERT INTO nodes_stem(rowid, title, body, notes) VALUES (?, ?, '', '')", (seq, title))
+
+    def stemmed(word: str) -> list[int]:
+        return [r[0] for r in conn.execute("SELECT rowid FROM nodes_stem WHERE nodes_stem MATCH ?", (word,))]
+
+    assert stemmed("crash") == [1, 2]
+    assert migrations.migrate(conn) == [13]
+    assert stemmed("crash") == [1]
+    conn.execute("UPDATE nodes SET title = './crashing-build.sh' WHERE seq = 2")
+    conn.execute("UPDATE nodes SET title = 'Parser crashes on empty input' WHERE seq = 1")
+    assert stemmed("crash") == [1]
+    exact = [r[0] for r in conn.execute("SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH 'crashing'")]
+    assert exact == [2]  # the exact index still holds the command

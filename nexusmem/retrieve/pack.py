@@ -52,7 +52,8 @@ def pack(
 ) -> tuple[list[Placed], int]:
     """Walk RANKED (best first) and place every item that fits; an item that does not fit is skipped, not a
     stop. After a failure, its linked fixes (fixes_of → [(fix id, relation)]) are placed right after it with
-    the failure's score, whether or not they matched the query. MAX_ITEMS caps the ranked items placed
+    the failure's score, whether or not they matched the query; a fix placed already (ranked above its
+    failure) stays where it is and is marked as linked. MAX_ITEMS caps the ranked items placed
     (their linked fixes ride along). Returns (placed, tokens used)."""
     used = header_tokens
     placed: list[Placed] = []
@@ -82,6 +83,13 @@ def pack(
         primary += 1
         take(cand, Placed(cand.id, cand.score))
         for fix_id, relation in fixes_of(cand.id):
+            if fix_id in seen:
+                # Ranked above its failure (the discussion matched the question better than the command):
+                # it stays where it is, and still says what it fixed.
+                earlier = next(p for p in placed if p.id == fix_id)
+                if earlier.linked_from is None:
+                    earlier.linked_from, earlier.relation = cand.id, relation
+                continue
             fix = candidate_for(fix_id)
             if fix is not None and fits(fix):
                 take(fix, Placed(fix.id, cand.score, linked_from=cand.id, relation=relation))

@@ -254,7 +254,7 @@ class NodesMixin:
             )
             self.conn.execute(
                 "INSERT INTO nodes_stem(rowid, title, body, notes) SELECT seq, title, body, notes FROM nodes"
-                f" WHERE id IN ({marks}) AND kind != 'code_diff'",  # prose only: see migration 7
+                f" WHERE id IN ({marks}) AND kind NOT IN ('code_diff', 'shell_command')",  # prose: migrations 7, 13
                 fresh_ids,
             )
             self._cjk_index_ids([n.id for n in fresh])
