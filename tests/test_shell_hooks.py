@@ -116,17 +116,29 @@ class Shell:
         self.child.close(force=True)
 
 
-def wait_for_child_process(pid: int, timeout: float = 5.0) -> None:
-    """Return once process PID has a child (the command it started); sleep briefly without /proc."""
+def wait_for_child_process(pid: int, name: str, timeout: float = 5.0) -> None:
+    """Return once process PID has a child that runs NAME (its exec done: a shell that forked but has not
+    exec'd yet may not have made it the terminal's foreground job, and a Ctrl-C then reaches the shell, not
+    the command); sleep briefly without /proc."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
     if not children.exists():
         time.sleep(0.5)
         return
     deadline = time.monotonic() + timeout
-    while not children.read_text(encoding="utf-8").strip():
-        assert time.monotonic() < deadline, "the shell started no command"
+
+    def running() -> bool:
+        for child in children.read_text(encoding="utf-8").split():
+            try:
+                if Path(f"/proc/{child}/comm").read_text(encoding="utf-8").strip() == name:
+                    return True
+            except OSError:  # gone between the two reads
+                continue
+        return False
+
+    while not running():
+        assert time.monotonic() < deadline, f"the shell started no {name}"
         time.sleep(0.01)
-    time.sleep(0.05)  # the child may still be between fork and exec
+    time.sleep(0.05)  # let the shell finish handing it the terminal
 
 
 @pytest.fixture
@@ -210,7 +222,7 @@ def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> N
     # Ctrl-C interrupts a running command: it is recorded with the signal's status.
     before = len(sh.lines())
     sh.type("sleep 5")
-    wait_for_child_process(sh.child.pid)  # interrupt sleep itself, not the line being read
+    wait_for_child_process(sh.child.pid, "sleep")  # interrupt sleep itself, not the line being read
     sh.child.sendintr()
     line = sh.wait_lines(before + 1)[before]
     assert line["command"] == "sleep 5"
