@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -116,29 +117,23 @@ class Shell:
         self.child.close(force=True)
 
 
-def wait_for_child_process(pid: int, name: str, timeout: float = 5.0) -> None:
-    """Return once process PID has a child that runs NAME (its exec done: a shell that forked but has not
-    exec'd yet may not have made it the terminal's foreground job, and a Ctrl-C then reaches the shell, not
-    the command); sleep briefly without /proc."""
+def child_running(pid: int, name: str, timeout: float = 5.0) -> int | None:
+    """The pid of process PID's child that runs NAME (its exec done), once there is one; None without /proc
+    (after a short sleep)."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
     if not children.exists():
         time.sleep(0.5)
-        return
+        return None
     deadline = time.monotonic() + timeout
-
-    def running() -> bool:
+    while True:
         for child in children.read_text(encoding="utf-8").split():
             try:
                 if Path(f"/proc/{child}/comm").read_text(encoding="utf-8").strip() == name:
-                    return True
+                    return int(child)
             except OSError:  # gone between the two reads
                 continue
-        return False
-
-    while not running():
         assert time.monotonic() < deadline, f"the shell started no {name}"
         time.sleep(0.01)
-    time.sleep(0.05)  # let the shell finish handing it the terminal
 
 
 @pytest.fixture
@@ -222,8 +217,14 @@ def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> N
     # Ctrl-C interrupts a running command: it is recorded with the signal's status.
     before = len(sh.lines())
     sh.type("sleep 5")
-    wait_for_child_process(sh.child.pid, "sleep")  # interrupt sleep itself, not the line being read
-    sh.child.sendintr()
+    # Ctrl-C is SIGINT to the foreground job. Sent through the terminal it raced the shell's hand-over of
+    # the terminal to the job (under a loaded full run it reached the shell, and sleep ran to exit 0), so
+    # it goes to sleep itself once sleep runs; through the terminal when there is no /proc.
+    sleeper = child_running(sh.child.pid, "sleep")
+    if sleeper is None:
+        sh.child.sendintr()
+    else:
+        os.kill(sleeper, signal.SIGINT)
     line = sh.wait_lines(before + 1)[before]
     assert line["command"] == "sleep 5"
     assert line["exit"] == 130  # 128 + SIGINT
