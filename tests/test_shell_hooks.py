@@ -66,7 +66,15 @@ class Shell:
         argv = {"bash": ["--norc", "--noprofile", "-i"], "zsh": ["-f", "-i"], "fish": ["--no-config", "-i"]}[
             kind
         ]
-        self.child = pexpect.spawn(kind, argv, env=full_env, cwd=str(home), timeout=10, dimensions=(40, 200))
+        self.child = pexpect.spawn(
+            kind,
+            argv,
+            env=full_env,
+            cwd=str(home),
+            timeout=10,
+            dimensions=(40, 200),
+            preexec_fn=default_signals,
+        )
         script = script_path(SCRIPT[kind])
         if load is None:
             load = f"source '{script}'"
@@ -115,6 +123,14 @@ class Shell:
 
     def close(self) -> None:
         self.child.close(force=True)
+
+
+def default_signals() -> None:
+    """In a spawned shell, before exec: Ctrl-C and Ctrl-\\ as a terminal gives them. A test run started in
+    the background of a non-interactive shell inherits SIGINT ignored, and bash passes an ignored SIGINT on
+    to the commands it runs: `sleep` then never stopped."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def child_running(pid: int, name: str, timeout: float = 5.0) -> int | None:
@@ -217,14 +233,9 @@ def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> N
     # Ctrl-C interrupts a running command: it is recorded with the signal's status.
     before = len(sh.lines())
     sh.type("sleep 5")
-    # Ctrl-C is SIGINT to the foreground job. Sent through the terminal it raced the shell's hand-over of
-    # the terminal to the job (under a loaded full run it reached the shell, and sleep ran to exit 0), so
-    # it goes to sleep itself once sleep runs; through the terminal when there is no /proc.
-    sleeper = child_running(sh.child.pid, "sleep")
-    if sleeper is None:
-        sh.child.sendintr()
-    else:
-        os.kill(sleeper, signal.SIGINT)
+    child_running(sh.child.pid, "sleep")  # interrupt sleep itself, not the line being read
+    time.sleep(0.05)  # let the shell finish handing it the terminal
+    sh.child.sendintr()
     line = sh.wait_lines(before + 1)[before]
     assert line["command"] == "sleep 5"
     assert line["exit"] == 130  # 128 + SIGINT
@@ -447,7 +458,7 @@ def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> N
     status_file = tmp_path / "status"
     env = dict(os.environ, TERM="dumb", LANG="C.UTF-8", PS1="PROMPT> ", NEXUSMEM_HOME=str(home))
     argv = {"bash": ["--norc", "--noprofile", "-i"], "zsh": ["-f", "-i"], "fish": ["--no-config", "-i"]}[kind]
-    child = pexpect.spawn(kind, argv, env=env, timeout=10, dimensions=(40, 200))
+    child = pexpect.spawn(kind, argv, env=env, timeout=10, dimensions=(40, 200), preexec_fn=default_signals)
     try:
         if kind == "fish":
             child.sendline(b"function fish_prompt; echo -n 'PROMPT> '; end; function fish_greeting; end")
