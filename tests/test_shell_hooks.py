@@ -133,23 +133,28 @@ def default_signals() -> None:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
-def child_running(pid: int, name: str, timeout: float = 5.0) -> int | None:
-    """The pid of process PID's child that runs NAME (its exec done), once there is one; None without /proc
-    (after a short sleep)."""
+def wait_for_child_process(pid: int, name: str, timeout: float = 5.0) -> None:
+    """Return once process PID has a child that runs NAME (its exec done), and the shell has had a moment
+    to hand it the terminal; sleep briefly without /proc."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
     if not children.exists():
         time.sleep(0.5)
-        return None
+        return
     deadline = time.monotonic() + timeout
-    while True:
+
+    def running() -> bool:
         for child in children.read_text(encoding="utf-8").split():
             try:
                 if Path(f"/proc/{child}/comm").read_text(encoding="utf-8").strip() == name:
-                    return int(child)
+                    return True
             except OSError:  # gone between the two reads
                 continue
+        return False
+
+    while not running():
         assert time.monotonic() < deadline, f"the shell started no {name}"
         time.sleep(0.01)
+    time.sleep(0.05)  # let the shell finish handing it the terminal
 
 
 @pytest.fixture
@@ -233,8 +238,7 @@ def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> N
     # Ctrl-C interrupts a running command: it is recorded with the signal's status.
     before = len(sh.lines())
     sh.type("sleep 5")
-    child_running(sh.child.pid, "sleep")  # interrupt sleep itself, not the line being read
-    time.sleep(0.05)  # let the shell finish handing it the terminal
+    wait_for_child_process(sh.child.pid, "sleep")  # interrupt sleep itself, not the line being read
     sh.child.sendintr()
     line = sh.wait_lines(before + 1)[before]
     assert line["command"] == "sleep 5"

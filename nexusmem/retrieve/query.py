@@ -194,8 +194,7 @@ def score_fused(
             superseded=node.superseded_by is not None,
             rejected=node.trust == "rejected",
             fix=rank.says_fix(node.kind, node.title),
-            usage=asks == "usage",
-            history=asks == "history",
+            asks=asks,
             source=node.source,
         )
         scored.append((node, value))

@@ -140,8 +140,7 @@ def score(
     superseded: bool = False,
     rejected: bool = False,
     fix: bool = False,
-    usage: bool = False,
-    history: bool = False,
+    asks: str = "neutral",
     source: str = "",
 ) -> float:
     signal_w = 0.2 + 0.8 * max(0.0, min(1.0, signal))
@@ -155,8 +154,9 @@ def score(
         value *= REJECTED_FACTOR
     if fix:
         value *= FIX_FACTOR
-    if usage and kind == "doc_section" and source != CHANGELOG_SOURCE:
-        value *= USAGE_DOC_FACTOR
-    if history and kind == "doc_section" and source != CHANGELOG_SOURCE:
-        value *= HISTORY_DOC_FACTOR
+    if kind == "doc_section" and source != CHANGELOG_SOURCE:  # what the question asks (retrieve.intent)
+        if asks == "usage":
+            value *= USAGE_DOC_FACTOR
+        elif asks == "history":
+            value *= HISTORY_DOC_FACTOR
     return value
