@@ -104,6 +104,7 @@ SETS = (
     "fresh15",
     "fresh16",
     "fresh17",
+    "fresh18",
     "removal",
     "rst",
     "adoc",
