@@ -14,6 +14,7 @@ from nexusmem.retrieve import query, rank, search, thesaurus
 from nexusmem.retrieve.intent import (
     adopted_name,
     intent,
+    mentions_docs,
     names_code,
     origin_name,
     purpose_name,
@@ -651,3 +652,70 @@ def test_a_doc_section_kept_in_two_places_is_packed_once_under_the_path_a_reader
     heads = [line for line in text.splitlines() if line.startswith("- ") and "Redirecting logging" in line]
     assert len(heads) == 2 and ".meta/" not in "".join(heads)  # README's item and the v1 guide's
     assert "  also in .meta/readme-template.md" in text
+
+
+@pytest.mark.parametrize(
+    ("paths", "docs"),
+    [
+        (["README.md"], True),
+        (["docs/conf.py", "docs/index.rst"], True),
+        (["CHANGELOG", "man/tool.1", "HISTORY.rst", "NEWS.txt"], True),
+        (["src/history.rs"], False),  # a module named history is code
+        (["requirements.txt"], False),
+        (["README.md", "src/walk.py"], False),
+        ([], False),
+    ],
+)
+def test_which_changes_are_documentation_only(paths: list[str], docs: bool) -> None:
+    assert rank.docs_only(paths) is docs
+
+
+@pytest.mark.parametrize(
+    ("text", "docs"),
+    [
+        ("the scan stops with permission denied on a broken symlink", False),
+        ("which commit documented the symlink behaviour?", True),
+        ("when did the README example for --follow change?", True),
+        ("is there a guide to writing plugins?", True),
+    ],
+)
+def test_a_question_that_speaks_of_docs(text: str, docs: bool) -> None:
+    assert mentions_docs(text) is docs
+
+
+@pytest.fixture
+def symlinks(repo: Path) -> Path:
+    """A fix to the code, and a later FAQ entry that describes the same problem in a user's words."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    fix = "try:\n    st = os.lstat(p)\nexcept PermissionError:\n    continue\n"
+    commit(repo, "walk: keep going past a broken symlink", {"walk.py": fix}, when=NOW - 500 * DAY)
+    faq = (
+        "# FAQ\n\n## Links\n\nOlder releases stopped the whole scan with Permission denied when they met a"
+        " broken symlink; the scan now skips it.\n"
+    )
+    commit(repo, "Add an FAQ", {"docs/faq.md": faq}, when=NOW - 300 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    return repo
+
+
+def commit_scores(repo: Path, question: str) -> dict[str, float]:
+    with project.load(repo).open_store(readonly=True) as store:
+        scored, _ = query.ranked_candidates(store, question, vectors=False)
+    return {node.title: value for node, value in scored if node.kind == "git_commit"}
+
+
+def test_a_change_to_the_docs_only_counts_less_unless_the_question_speaks_of_docs(
+    symlinks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question about how the program behaves is answered by a change to the program. The FAQ's commit
+    matches the user's words better (it describes the problem as they saw it), so without the factor it
+    would be the answer; a question about the docs still finds it."""
+    symptom = "why did the scan stop with Permission denied on a broken symlink?"
+    score = commit_scores(symlinks, symptom)
+    assert score["walk: keep going past a broken symlink"] > score["Add an FAQ"], score
+    about_docs = commit_scores(symlinks, "which change documented the scan stopping on a broken symlink?")
+    assert about_docs["Add an FAQ"] > about_docs["walk: keep going past a broken symlink"], about_docs
+    monkeypatch.setattr(rank, "DOCS_ONLY_FACTOR", 1.0)
+    unweighted = commit_scores(symlinks, symptom)
+    assert unweighted["Add an FAQ"] > unweighted["walk: keep going past a broken symlink"], unweighted

@@ -579,3 +579,31 @@ def test_when_a_name_was_added_is_answered_from_the_team_store(
     items = json.loads(bob.run("query", "--team", "--json", "when was qz_blit_stride added?").stdout)["items"]
     assert items[0]["title"].endswith("Tune the compositor"), [it["title"] for it in items]
     assert items[0]["recorded_by"] == "alice@example.com"
+
+
+def test_a_change_to_the_docs_only_counts_less_in_the_team_store_too(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """The team store reads a change's files as the local store does (`files_of_many`), so a FAQ commit that
+    describes a problem in the user's words stays below the fix to the code."""
+    from nexusmem.identity import project_id
+    from nexusmem.store.team import TeamStore
+
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    fix = "try:\n    st = os.lstat(p)\nexcept PermissionError:\n    continue\n"
+    alice.commit("walk: keep going past a broken symlink", {"walk.py": fix})
+    faq = (
+        "# FAQ\n\n## Links\n\nOlder releases stopped the whole scan with Permission denied when they met a"
+        " broken symlink; the scan now skips it.\n"
+    )
+    alice.commit("Add an FAQ", {"docs/faq.md": faq})
+    alice.run("sync", "--quiet", "--no-embed")
+    alice.run("team", "push")
+    with TeamStore.open(team_url, project_id(alice.repo), "carol@example.com", "test") as store:
+        ids = store.search_fts("symlink", 50)
+        files = sorted(path for _, path in store.files_of_many(ids))
+    assert "docs/faq.md" in files and "walk.py" in files, files
+    question = "why did the scan stop with Permission denied on a broken symlink?"
+    items = json.loads(bob.run("query", "--team", "--json", question).stdout)["items"]
+    commits = [it["title"] for it in items if it["kind"] == "git_commit"]
+    assert commits.index("walk: keep going past a broken symlink") < commits.index("Add an FAQ"), commits

@@ -310,6 +310,20 @@ def reports_failure(text: str) -> bool:
     return _FAILURE.search(text) is not None
 
 
+# A question that speaks of the docs themselves ("which commit documented --foo?", "the README example"):
+# there a change to the docs may be the answer (rank.DOCS_ONLY_FACTOR stays off).
+_DOCS = re.compile(
+    r"\b(docs?|document\w*|readme|manual|man ?pages?|typos?|examples?|guide|changelog|tutorial|wiki"
+    r"|spelling|wording|badge)\b",
+    re.IGNORECASE,
+)
+
+
+def mentions_docs(text: str) -> bool:
+    """Whether TEXT speaks of documentation."""
+    return _DOCS.search(text) is not None
+
+
 def sequence(text: str) -> Sequence | None:
     """`after` when TEXT asks what was done after something it names ("what did I do after cargo failed",
     "once CI went red, what did I look at first"), `before` for what came before it ("what did I run just

@@ -15,6 +15,7 @@ from nexusmem.retrieve.intent import (
     Sequence,
     adopted_name,
     intent,
+    mentions_docs,
     names_code,
     origin_name,
     purpose_name,
@@ -169,15 +170,19 @@ def score_fused(
     cue: timecue.Cue | None = None,
     settings: rank.Settings = rank.DEFAULT,
     asks: Intent = "neutral",
+    doc_changes_count: bool = False,
 ) -> list[tuple[StoredNode, float]]:
     """Fused evidence → final scores (relevance × priors), best first. With a time CUE age counts for every
     node, from the cue's date when it names one, else from the newest event in the store. ASKS (what the
     question asks for, retrieve.intent) lifts doc sections (not changelog entries) for a usage question.
+    A change to documentation only counts rank.DOCS_ONLY_FACTOR unless DOC_CHANGES_COUNT (the question
+    speaks of docs).
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
     now = cue.anchor_ms if cue is not None and cue.anchor_ms is not None else store.reference_time(as_of) or 0
     time_cue = cue is not None
+    doc_changes = set() if doc_changes_count else docs_only_changes(store, list(nodes.values()))
     scored: list[tuple[StoredNode, float]] = []
     for node_id, ev in evidence.items():
         node = nodes.get(node_id)
@@ -196,10 +201,25 @@ def score_fused(
             fix=rank.says_fix(node.kind, node.title),
             asks=asks,
             source=node.source,
+            docs_only=node_id in doc_changes,
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
     return scored
+
+
+def docs_only_changes(store: SearchStore, nodes: list[StoredNode]) -> set[str]:
+    """The ids of the commits and diffs among NODES that changed documentation only (rank.docs_only); one
+    read of the commits' files."""
+    out = {
+        n.id
+        for n in nodes
+        if n.kind == "code_diff" and ":" in n.ref and rank.docs_only([n.ref.split(":", 1)[1]])
+    }
+    paths: dict[str, list[str]] = {}
+    for node_id, path in store.files_of_many([n.id for n in nodes if n.kind == "git_commit"]):
+        paths.setdefault(node_id, []).append(path)
+    return out | {node_id for node_id, listed in paths.items() if rank.docs_only(listed)}
 
 
 @dataclass
@@ -216,6 +236,7 @@ class Question:
     names_code: bool = False  # names an identifier, a file or an option (intent.names_code)
     gone: str | None = None  # the code name whose removal is asked for (intent.removed_name)
     release: str | None = None  # the project's release the question names (intent.release_version)
+    about_docs: bool = False  # speaks of documentation (intent.mentions_docs): doc-only changes count fully
 
 
 def prepare(text: str) -> Question:
@@ -242,6 +263,7 @@ def prepare(text: str) -> Question:
         names_code(text),
         removed_name(text),
         release_version(text),
+        mentions_docs(text),
     )
 
 
@@ -354,7 +376,15 @@ def retrieve(
         scale = best**LEXICAL_COVERAGE_EXP
     found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
     settings = replace(settings, vector_weight=vector_weight(question, settings))
-    scored = score_fused(store, found, as_of, cue=question.cue, settings=settings, asks=question.asks)
+    scored = score_fused(
+        store,
+        found,
+        as_of,
+        cue=question.cue,
+        settings=settings,
+        asks=question.asks,
+        doc_changes_count=question.about_docs,
+    )
     if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
         scored = in_release(scored, window)
     if question.asks != "usage":

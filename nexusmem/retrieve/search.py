@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from nexusmem.retrieve import rank
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.text import STOPWORDS, terms
@@ -168,9 +169,6 @@ def bm25_scored(
 ORIGIN_LEAD = 2.0
 ORIGIN_LIMIT = 200
 _HISTORY_KINDS = ("git_commit", "code_diff")
-_DOC_FILE = re.compile(
-    r"(^|/)(changelog|changes|news|history|release)[^/]*$|\.(md|mdx|markdown|rst|txt|adoc)$", re.I
-)
 Which = Literal["first", "last"]
 
 
@@ -239,7 +237,7 @@ def _docs_only(store: SearchStore, node: StoredNode) -> bool:
         if node.kind == "code_diff" and ":" in node.ref
         else store.files_of(node.id)
     )
-    return bool(files) and all(_DOC_FILE.search(path) for path in files)
+    return rank.docs_only(files)
 
 
 def _end_sha(nodes: list[StoredNode], which: Which, generations: dict[str, int] | None = None) -> str:

@@ -51,6 +51,10 @@ class SearchStore(Protocol):
 
     def files_of(self, node_id: str) -> list[str]: ...
 
+    def files_of_many(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(node id, path) for every file of the nodes IDS."""
+        ...
+
     def links_from(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """(from id, to id, relation) of every link leaving one of IDS."""
         ...

@@ -644,6 +644,17 @@ class TeamStore:
         ).fetchone()
         return sorted(row[0]) if row and row[0] else []
 
+    def files_of_many(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        if not ids:
+            return []
+        return [
+            (row[0], row[1])
+            for row in self.conn.execute(
+                "SELECT id, unnest(files) FROM nodes WHERE id = ANY(%s) AND project_id = %s",
+                (list(ids), self.project),
+            )
+        ]
+
     def links_from(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         if not ids:
             return []
