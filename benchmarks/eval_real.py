@@ -105,6 +105,7 @@ SETS = (
     "fresh16",
     "fresh17",
     "fresh18",
+    "fresh19",
     "removal",
     "rst",
     "adoc",
