@@ -106,6 +106,7 @@ SETS = (
     "fresh17",
     "fresh18",
     "fresh19",
+    "fresh20",
     "removal",
     "rst",
     "adoc",

@@ -677,6 +677,7 @@ def test_which_changes_are_documentation_only(paths: list[str], docs: bool) -> N
         ("which commit documented the symlink behaviour?", True),
         ("when did the README example for --follow change?", True),
         ("is there a guide to writing plugins?", True),
+        ("when did the install instructions change?", True),
     ],
 )
 def test_a_question_that_speaks_of_docs(text: str, docs: bool) -> None:

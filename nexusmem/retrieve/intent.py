@@ -314,7 +314,7 @@ def reports_failure(text: str) -> bool:
 # there a change to the docs may be the answer (rank.DOCS_ONLY_FACTOR stays off).
 _DOCS = re.compile(
     r"\b(docs?|document\w*|readme|manual|man ?pages?|typos?|examples?|guide|changelog|tutorial|wiki"
-    r"|spelling|wording|badge)\b",
+    r"|spelling|wording|badge|instructions|faq)\b",
     re.IGNORECASE,
 )
 
