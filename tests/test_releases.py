@@ -123,3 +123,42 @@ def test_since_a_release_the_changes_that_followed_it_come_first(repo: Path) -> 
     plain = {q: fix_score(repo, q, fix) for q in (how, what)}
     assert lifted[how] == pytest.approx(plain[how])
     assert lifted[what] == pytest.approx(plain[what] * query.RELEASE_FACTOR)
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "family"),
+    [
+        ("v1.2.0", "1.2.0", ""),
+        ("1.2.0", "1.2.0", ""),
+        ("lib-v2.0.0", "2.0.0", "lib-"),
+        ("create-app@2.0.0", "2.0.0", "create-app@"),
+        ("release-2.0.1", "2.0.1", "release-"),
+        ("dev2.0", "2.0", "dev"),  # a "v" ending a word is part of the name
+    ],
+)
+def test_the_family_of_a_tag(name: str, version: str, family: str) -> None:
+    from nexusmem.store.releases import tag_family
+
+    assert tag_family(name, version) == family
+
+
+def test_a_release_of_the_project_is_not_mixed_with_its_packages_releases(repo: Path) -> None:
+    """A workspace that tags its library "lib-v2.0.0" long before the program's own "v2.0.0": "since 2.0"
+    is the program's window (up to its 2.1.0), not the library's; a version only a package has is read in
+    that package's tags."""
+    lib = commit(repo, "Library 2.0", {"lib.py": "V = 2\n"}, when=NOW - 700 * DAY)
+    git(repo, "tag", "lib-v2.0.0", lib)
+    lib21 = commit(repo, "Library 2.1", {"lib.py": "V = 21\n"}, when=NOW - 650 * DAY)
+    git(repo, "tag", "lib-v2.1.0", lib21)
+    lib3 = commit(repo, "Library 3.0", {"lib.py": "V = 3\n"}, when=NOW - 600 * DAY)
+    git(repo, "tag", "lib-v3.0.0", lib3)
+    app = commit(repo, "Program 2.0", {"app.py": "V = 2\n"}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v2.0.0", app)
+    app21 = commit(repo, "Program 2.1", {"app.py": "V = 21\n"}, when=NOW - 100 * DAY)
+    git(repo, "tag", "v2.1.0", app21)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store() as store:
+        start, end = store.release_window("2.0") or (0, 0)
+        assert (start // 1000, (end or 0) // 1000) == (NOW - 200 * DAY, NOW - 100 * DAY)
+        start, end = store.release_window("3.0") or (0, 0)
+        assert (start // 1000, end) == (NOW - 600 * DAY, None)

@@ -13,6 +13,15 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(parts + [0] * (4 - len(parts)))
 
 
+def tag_family(name: str, version: str) -> str:
+    """The part of tag NAME before its VERSION, without a "v": "" for "v1.2.0" and "1.2.0", "lib-" for
+    "lib-v2.0.0", "create-app@" for "create-app@2.0.0", "release-" for "release-2.0.1"."""
+    prefix = name[: len(name) - len(version)] if name.endswith(version) else name
+    if prefix[-1:] in ("v", "V") and (len(prefix) == 1 or not prefix[-2].isalnum()):
+        prefix = prefix[:-1]
+    return prefix
+
+
 class ReleasesMixin:
     """Store methods for releases. Mixed into Store."""
 
@@ -27,16 +36,31 @@ class ReleasesMixin:
 
     def release_window(self, version: str) -> tuple[int, int | None] | None:
         """(when the release VERSION was made, when the next one was; None when it is the newest), epoch
-        ms; None when no tag names VERSION. "1.1" names 1.1.0 and, if there is no such tag, the first 1.1.x."""
-        rows = self.conn.execute("SELECT version, ts FROM releases").fetchall()
+        ms; None when no tag names VERSION. "1.1" names 1.1.0 and, if there is no such tag, the first 1.1.x.
+
+        A repository that releases several packages tags each with its name ("v2.0.0" beside
+        "lib-v2.0.0" and "create-app@2.0.0"): the window is read within one family of tags (tag_family),
+        the project's own (unprefixed) when it holds VERSION, else the only family that does; when several
+        prefixed families do and none is the project's, all tags count together."""
+        rows = self.conn.execute("SELECT name, version, ts FROM releases").fetchall()
         if not rows:
             return None
         wanted = version_key(version)
         depth = len(version.split("."))
-        keyed = sorted((version_key(v), ts) for v, ts in rows)
-        same = [(k, ts) for k, ts in keyed if k[:depth] == wanted[:depth]]
-        if not same:
+        families: dict[str, list[tuple[tuple[int, ...], int]]] = {}
+        for name, tagged, ts in rows:
+            families.setdefault(tag_family(name, tagged), []).append((version_key(tagged), ts))
+        holding = [f for f, tags in families.items() if any(k[:depth] == wanted[:depth] for k, _ in tags)]
+        if not holding:
             return None
+        if "" in holding:
+            tags = families[""]
+        elif len(holding) == 1:
+            tags = families[holding[0]]
+        else:
+            tags = [tag for family in families.values() for tag in family]
+        keyed = sorted(tags)
+        same = [(k, ts) for k, ts in keyed if k[:depth] == wanted[:depth]]
         start = same[0][1]
         later = [ts for k, ts in keyed if k[:depth] > wanted[:depth]]
         return start, (min(later) if later else None)
