@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from nexusmem import config, paths, private, redact
+from nexusmem import config, gitcmd, paths, private, redact
 from nexusmem.errors import NexusMemError
 from nexusmem.project import Project
 from nexusmem.store import Store
@@ -204,6 +204,7 @@ class PushReport:
     retries: int = 0
     bulk: bool = False  # loaded into a vector generation of its own (a large push)
     generation: int = 0  # that generation (0: row by row into generation 0's graphs)
+    graph: int = 0  # commits whose place in the history's graph the team did not hold
     index_built: bool = False  # built HNSW graphs in one pass at the end
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -217,7 +218,8 @@ class PushReport:
             f"pushed {sent:,} node(s) to {self.label} as {self.member} in {self.seconds:.1f} s:"
             f" {self.added:,} new, {self.updated:,} updated, {self.unchanged:,} already there"
             + (f", {self.refused:,} refused (forgotten by the team)" if self.refused else ""),
-            f"  {self.vectors:,} with vectors; {self.links:,} new link(s); {self.verdicts:,} verdict(s) updated",
+            f"  {self.vectors:,} with vectors; {self.links:,} new link(s); {self.verdicts:,} verdict(s) updated;"
+            f" {self.graph:,} commit(s) placed in the history's graph",
         ]
         if self.index_built:
             lines.append(
@@ -407,6 +409,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
 
             # One batch or less: the caller's connection alone (a second would only cost its connect).
             senders = Senders(team, reopen, report, push_jobs() if pending > batch else 1, settled)
+            commits: list[str] = []  # the shas of the commits this push sends
             try:
                 while True:
                     rows = local.written_after(at, seq, batch)
@@ -427,6 +430,8 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                         if node.kind not in found.kinds:
                             report.not_shared += 1
                             continue
+                        if node.kind == "git_commit":
+                            commits.append(node.ref)
                         if matcher and matcher.which(
                             denylist.node_fields(node.title, node.body, node.ref, node.meta)
                         ):
@@ -441,6 +446,9 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                 senders.finish()
             finally:
                 senders.close()
+            report.graph = _retrying(
+                lambda t: _push_generations(t, local, key, commits, proj.root), team, reopen, report
+            )
             links = [(a, b, r) for a, b, r, _ in local.all_links()]
             report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
             verdicts = local.verdicts()
@@ -559,6 +567,28 @@ def begin_bulk(team: TeamStore, pending: int, sample: Sequence[str]) -> bool:
 
 def _batch_pusher(rows: list[tuple[Any, ...]], gen: int) -> Callable[[TeamStore], PushCounts]:
     return lambda team: team.push_batch(rows, gen)
+
+
+def _push_generations(team: TeamStore, local: Store, key: str, commits: list[str], root: Path) -> int:
+    """Send each commit's place in the history's graph ("where did X begin?" goes by it on the team store
+    too): every numbered commit on the first push to a team store that keeps them, then those of the
+    COMMITS this push sent. Nothing from a shallow clone, which numbers from its cut. Returns how many the
+    team did not hold."""
+    if team.schema_version() < 5 or _shallow(root):
+        return 0
+    mark = f"{key}:graph"
+    whole = local.get_meta(mark) != "1"
+    pairs = local.all_generations() if whole else sorted(local.generations(commits).items())
+    added = team.push_generations(pairs)
+    if whole:
+        with local.transaction():
+            local.set_meta(mark, "1")
+    return added
+
+
+def _shallow(root: Path) -> bool:
+    code, out = gitcmd.run_ok(["rev-parse", "--is-shallow-repository"], root)
+    return code == 0 and out.strip() == b"true"
 
 
 def _vector_plan(team: TeamStore, local: Store, report: PushReport) -> bool:

@@ -607,3 +607,31 @@ def test_a_change_to_the_docs_only_counts_less_in_the_team_store_too(
     items = json.loads(bob.run("query", "--team", "--json", question).stdout)["items"]
     commits = [it["title"] for it in items if it["kind"] == "git_commit"]
     assert commits.index("walk: keep going past a broken symlink") < commits.index("Add an FAQ"), commits
+
+
+def test_a_rebased_branch_is_not_taken_for_where_a_name_began_in_the_team_store(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """A change written long ago and rebased onto the one that brought a name in keeps its old author
+    date. The team store keeps each commit's place in the history's graph, as the local store does, so
+    "where did X come from?" is its ancestor there too; a second push sends only what is new."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice.commit("Throttle the uploader", {"upload.py": "qz_throttle_window = 5\n"})
+    (alice.repo / "batch.py").write_text(
+        "from upload import qz_throttle_window\nBATCH = qz_throttle_window * 2\n"
+    )
+    now = int(time.time())
+    old = {"GIT_AUTHOR_DATE": f"{now - 700 * 86_400} +0000", "GIT_COMMITTER_DATE": f"{now} +0000"}
+    with alice.active():
+        git(alice.repo, "add", "-A")
+        git(alice.repo, "commit", "-q", "-m", "Batch the uploads", env=old)
+    alice.run("sync", "--quiet", "--no-embed")
+    first = alice.json("team", "push")
+    assert first["graph"] >= 4, first  # the two shared commits and alice's two
+    items = json.loads(bob.run("query", "--team", "--json", "where did qz_throttle_window come from?").stdout)
+    assert items["items"][0]["title"].endswith("Throttle the uploader"), [
+        it["title"] for it in items["items"]
+    ]
+    alice.commit("Tidy the batcher", {"batch.py": "BATCH = 2\n"})
+    alice.run("sync", "--quiet", "--no-embed")
+    assert alice.json("team", "push")["graph"] == 1

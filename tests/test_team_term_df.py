@@ -423,3 +423,39 @@ def test_a_store_made_before_vector_generations_answers_then_migrates_with_its_g
         assert "nodes_emb_history_g0" in plan and "nodes_emb_history_g1" in plan, plan
     finally:
         new.close()
+
+
+def test_a_store_made_before_commit_generations_keeps_none_then_migrates_and_takes_them(
+    team_url: str,
+) -> None:
+    """A team store at schema 4 keeps no commit graph: it answers with none and takes none (an older
+    NexusMem's members push as before). The next push migrates it; then generations are kept per project,
+    the first pushed for a sha is kept, and another project's are not seen."""
+    from nexusmem.store import team as team_store
+
+    saved = team_store.MIGRATIONS[:]
+    conn = team_store.connect(team_url)
+    try:
+        team_store.MIGRATIONS[:] = saved[:4]
+        team_store.migrate(conn)
+    finally:
+        team_store.MIGRATIONS[:] = saved
+        conn.close()
+    a, b = "a" * 40, "b" * 40
+    old = team_store.TeamStore.open(team_url, PROJECT, "old@example.com", "test")
+    try:
+        assert old.schema_version() == 4
+        assert old.push_generations([(a, 1), (b, 2)]) == 0 and old.generations([a, b]) == {}
+    finally:
+        old.close()
+    new = _open(team_url, "new@example.com")  # what `team push` does: migrate
+    other = _open(team_url, "new@example.com", project="p2")
+    try:
+        assert new.schema_version() == team_store.LATEST
+        assert new.push_generations([(a, 1), (b, 2)]) == 2
+        assert new.push_generations([(b, 9), ("c" * 40, 3)]) == 1  # b is kept as first pushed
+        assert new.generations([a, b, "d" * 40]) == {a: 1, b: 2}
+        assert other.generations([a, b]) == {}
+    finally:
+        new.close()
+        other.close()

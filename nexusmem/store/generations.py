@@ -96,3 +96,10 @@ class GenerationsMixin:
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → generation (1 + the parents' highest) for those of SHAS that are stored commits."""
         return generations_of(self.conn, shas)
+
+    def all_generations(self) -> list[tuple[str, int]]:
+        """(sha, generation) of every numbered commit, in sha order (what a team push sends once)."""
+        return [
+            (str(sha), int(gen))
+            for sha, gen in self.conn.execute("SELECT sha, gen FROM commit_generations ORDER BY sha")
+        ]

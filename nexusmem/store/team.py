@@ -306,8 +306,23 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         {graph_sql(GRAPHS[1][0], GRAPHS[1][1], 0)};
         """,
     ),
+    (
+        5,
+        "commit generations: each commit's place in the history's graph, as members' syncs numbered it",
+        """
+        -- Why: "when was X added?" is answered by the first change in the history's graph that holds X; author
+        -- dates put a branch rebased years after it was written before what it was rebased onto.
+        CREATE TABLE commit_generations(
+          project_id text NOT NULL,
+          sha text NOT NULL,
+          gen int NOT NULL,
+          PRIMARY KEY (project_id, sha)
+        );
+        """,
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
+_GENERATIONS_BATCH = 10_000  # (sha, generation) pairs per INSERT: a 10k-commit first push in one
 _MIGRATE_LOCK = 0x6E6D7465616D  # pg_advisory_xact_lock key: "nmteam"
 
 _COLUMNS = (
@@ -670,8 +685,36 @@ class TeamStore:
         return None
 
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
-        """Empty: the team store keeps no commit graph (a name's first holder goes by author time)."""
-        return {}
+        """sha → generation for those of SHAS a member's push numbered (none before schema 5, nor for
+        commits only members on shallow clones pushed: there a name's first holder goes by author time)."""
+        wanted = list(dict.fromkeys(shas))
+        if not wanted or self.schema_version() < 5:
+            return {}
+        rows = self.conn.execute(
+            "SELECT sha, gen FROM commit_generations WHERE project_id = %s AND sha = ANY(%s)",
+            (self.project, wanted),
+        ).fetchall()
+        return {str(sha): int(gen) for sha, gen in rows}
+
+    def push_generations(self, pairs: Sequence[tuple[str, int]]) -> int:
+        """Add PAIRS (commit sha, generation) the team does not hold yet; returns how many were new (0 on a
+        team store from before schema 5). A commit's generation follows from its ancestry, which its sha
+        fixes: every full clone numbers it alike, so the first pushed is kept."""
+        if not pairs or self.schema_version() < 5:
+            return 0
+        added = 0
+        for first in range(0, len(pairs), _GENERATIONS_BATCH):
+            part = pairs[first : first + _GENERATIONS_BATCH]
+            with self.conn.transaction():
+                added += len(
+                    self.conn.execute(
+                        "INSERT INTO commit_generations(project_id, sha, gen)"
+                        " SELECT %s, g.s, g.n FROM unnest(%s::text[], %s::int[]) AS g(s, n)"
+                        " ORDER BY g.s ON CONFLICT DO NOTHING RETURNING 1",
+                        (self.project, [sha for sha, _ in part], [gen for _, gen in part]),
+                    ).fetchall()
+                )
+        return added
 
     def reference_time(self, as_of: int | None = None) -> int | None:
         if as_of is None:
