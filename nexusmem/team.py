@@ -409,7 +409,6 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
 
             # One batch or less: the caller's connection alone (a second would only cost its connect).
             senders = Senders(team, reopen, report, push_jobs() if pending > batch else 1, settled)
-            commits: list[str] = []  # the shas of the commits this push sends
             try:
                 while True:
                     rows = local.written_after(at, seq, batch)
@@ -430,8 +429,6 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                         if node.kind not in found.kinds:
                             report.not_shared += 1
                             continue
-                        if node.kind == "git_commit":
-                            commits.append(node.ref)
                         if matcher and matcher.which(
                             denylist.node_fields(node.title, node.body, node.ref, node.meta)
                         ):
@@ -447,7 +444,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             finally:
                 senders.close()
             report.graph = _retrying(
-                lambda t: _push_generations(t, local, key, commits, proj.root), team, reopen, report
+                lambda t: _push_generations(t, local, key, proj.root), team, reopen, report
             )
             links = [(a, b, r) for a, b, r, _ in local.all_links()]
             report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
@@ -569,20 +566,21 @@ def _batch_pusher(rows: list[tuple[Any, ...]], gen: int) -> Callable[[TeamStore]
     return lambda team: team.push_batch(rows, gen)
 
 
-def _push_generations(team: TeamStore, local: Store, key: str, commits: list[str], root: Path) -> int:
+def _push_generations(team: TeamStore, local: Store, key: str, root: Path) -> int:
     """Send each commit's place in the history's graph ("where did X begin?" goes by it on the team store
-    too): every numbered commit on the first push to a team store that keeps them, then those of the
-    COMMITS this push sent. Nothing from a shallow clone, which numbers from its cut. Returns how many the
-    team did not hold."""
+    too): those of the commits stored since the last push that sent them (all of them the first time, and
+    again whatever a killed push did not send). Nothing from a shallow clone, which numbers from its cut.
+    Returns how many the team did not hold."""
     if team.schema_version() < 5 or _shallow(root):
         return 0
     mark = f"{key}:graph"
-    whole = local.get_meta(mark) != "1"
-    pairs = local.all_generations() if whole else sorted(local.generations(commits).items())
-    added = team.push_generations(pairs)
-    if whole:
-        with local.transaction():
-            local.set_meta(mark, "1")
+    sent = local.get_meta(mark) or "0"
+    rows = local.generations_after(int(sent) if sent.isdigit() else 0)
+    if not rows:
+        return 0
+    added = team.push_generations([(sha, gen) for sha, gen, _ in rows])
+    with local.transaction():
+        local.set_meta(mark, str(rows[-1][2]))
     return added
 
 

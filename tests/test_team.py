@@ -361,7 +361,11 @@ def test_a_killed_push_leaves_the_store_whole_and_the_next_push_completes_it(
     total = int(str(_team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]))
     assert partial < total
     assert finished["added"] == total - partial
-    assert alice.json("team", "push")["added"] == 0
+    # Every commit's place in the history's graph too (the killed push sent none: they go after the nodes).
+    commits = _team_rows(team_url, "SELECT count(*) FROM nodes WHERE kind = 'git_commit'")
+    assert _team_rows(team_url, "SELECT count(*) FROM commit_generations") == commits == [(62,)]
+    again = alice.json("team", "push")
+    assert again["added"] == 0 and again["graph"] == 0
 
 
 def test_a_batch_failing_while_later_ones_commit_is_sent_again_by_the_next_push(

@@ -97,9 +97,14 @@ class GenerationsMixin:
         """sha → generation (1 + the parents' highest) for those of SHAS that are stored commits."""
         return generations_of(self.conn, shas)
 
-    def all_generations(self) -> list[tuple[str, int]]:
-        """(sha, generation) of every numbered commit, in sha order (what a team push sends once)."""
+    def generations_after(self, seq: int) -> list[tuple[str, int, int]]:
+        """(sha, generation, node seq) of the numbered commits whose node was stored after SEQ, oldest
+        first: what a team push has not sent yet (SEQ 0: all of them)."""
         return [
-            (str(sha), int(gen))
-            for sha, gen in self.conn.execute("SELECT sha, gen FROM commit_generations ORDER BY sha")
+            (str(sha), int(gen), int(node_seq))
+            for sha, gen, node_seq in self.conn.execute(
+                "SELECT g.sha, g.gen, n.seq FROM nodes n JOIN commit_generations g ON g.sha = n.ref"
+                " WHERE n.kind = 'git_commit' AND n.seq > ? ORDER BY n.seq",
+                (seq,),
+            )
         ]
