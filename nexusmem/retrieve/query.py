@@ -211,7 +211,15 @@ def score_fused(
 def docs_only_changes(store: SearchStore, nodes: list[StoredNode]) -> set[str]:
     """The ids of the commits and diffs among NODES that changed documentation only (rank.docs_only); one
     read of the commits' files."""
-    return {node_id for node_id, paths in changed_files(store, nodes).items() if rank.docs_only(paths)}
+    out = {
+        n.id
+        for n in nodes
+        if n.kind == "code_diff" and ":" in n.ref and rank.docs_only([n.ref.split(":", 1)[1]])
+    }
+    paths: dict[str, list[str]] = {}
+    for node_id, path in store.files_of_many([n.id for n in nodes if n.kind == "git_commit"]):
+        paths.setdefault(node_id, []).append(path)
+    return out | {node_id for node_id, listed in paths.items() if rank.docs_only(listed)}
 
 
 @dataclass
@@ -382,8 +390,6 @@ def retrieve(
     if question.asks != "usage":
         scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
     scored = distinct_changes(scored)
-    if question.asks != "usage" and AREA_WEIGHT:
-        scored = in_the_area(store, scored)
     if question.then is not None:
         scored, anchor = with_neighbours(
             store,
@@ -527,50 +533,6 @@ def commits_before_entries(
 # docs/evaluation.md): mean .5443 at 1, .5457 at .9, .5470 at .7 and at .5 (no set lower at any factor).
 SIBLING_FACTOR = 0.7
 _CHANGE_KINDS = ("git_commit", "code_diff")
-
-
-# The files the best matches changed say where in the code the answer lies, even when their words do not
-# say what it is: a question asked in a user's words ("--shell='bash -O globstar' does not start") meets
-# several changes to the shell-handling code before the one that fixed it. The first AREA_DEPTH changes
-# vote for their files (each its score over the best, shared among its files), and every change counts up
-# to 1 + AREA_WEIGHT by the best-voted of its files. Not for a how-do-I question: the docs answer it, and a
-# lift for changes only would put them before the guide.
-AREA_DEPTH = 80
-AREA_WEIGHT = 0.2
-
-
-def in_the_area(store: SearchStore, scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
-    """SCORED with each change (commit or diff) lifted by how much the first AREA_DEPTH changes touched its
-    files (see AREA_WEIGHT), best first again."""
-    if not scored:
-        return scored
-    files = changed_files(store, [node for node, _ in scored[:AREA_DEPTH]])
-    best = scored[0][1] or 1.0
-    votes: dict[str, float] = {}
-    for node, value in scored[:AREA_DEPTH]:
-        paths = files.get(node.id)
-        for path in paths or ():
-            votes[path] = votes.get(path, 0.0) + value / best / len(paths or ())
-    most = max(votes.values(), default=0.0)
-    if most <= 0:
-        return scored
-    more = changed_files(store, [node for node, _ in scored[AREA_DEPTH:]])
-    lifted = []
-    for node, value in scored:
-        paths = files.get(node.id) or more.get(node.id)
-        if paths:
-            value *= 1 + AREA_WEIGHT * max(votes.get(path, 0.0) for path in paths) / most
-        lifted.append((node, value))
-    lifted.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
-    return lifted
-
-
-def changed_files(store: SearchStore, nodes: list[StoredNode]) -> dict[str, list[str]]:
-    """node id → the files a change changed, for the commits and diffs among NODES (a diff: its one file)."""
-    out = {n.id: [n.ref.split(":", 1)[1]] for n in nodes if n.kind == "code_diff" and ":" in n.ref}
-    for node_id, path in store.files_of_many([n.id for n in nodes if n.kind == "git_commit"]):
-        out.setdefault(node_id, []).append(path)
-    return out
 
 
 def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
