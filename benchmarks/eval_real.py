@@ -107,6 +107,7 @@ SETS = (
     "fresh18",
     "fresh19",
     "fresh20",
+    "fresh21",
     "removal",
     "rst",
     "adoc",
