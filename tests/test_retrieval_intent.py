@@ -225,7 +225,15 @@ def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) ->
         ("where does `wrap_stream` come from?", "`wrap_stream`"),
         ("which commit introduced res.jsonp", "res.jsonp"),
         ("when did FileField start calling seek", None),  # a later change, not where it began
-        ("when were stripColor and displayWidth added?", None),  # two names: how they meet
+        ("when were stripColor and displayWidth added?", "stripColor"),  # added together: the first
+        ("how do parse_args and readConfig meet?", None),  # two names, no origin verb
+        (
+            "Which change introduced timeSliceIndexSym, so that write() reads t.slice(this[timeSliceIndexSym])?",
+            "timeSliceIndexSym",  # the other names say what it does
+        ),
+        ("When was InvalidSigningExecutable added to twine.exceptions?", "InvalidSigningExecutable"),
+        ("which commit first added an argparse action called EnvDefault to utils.py?", "EnvDefault"),
+        ("when was _colorama.is_a_tty replaced by should_colorize?", None),  # a replacement, not an origin
         ("when was the retry option added?", None),  # no code name: the words decide
         ("how do I use editDistance in my own code?", None),
         ("who wrote macos_dark_mode_active and what decides the theme?", "macos_dark_mode_active"),
@@ -720,3 +728,22 @@ def test_a_change_to_the_docs_only_counts_less_unless_the_question_speaks_of_doc
     monkeypatch.setattr(rank, "DOCS_ONLY_FACTOR", 1.0)
     unweighted = commit_scores(symlinks, symptom)
     assert unweighted["Add an FAQ"] > unweighted["walk: keep going past a broken symlink"], unweighted
+
+
+def test_a_question_naming_other_code_still_finds_where_its_name_began(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "Which change introduced X, so that write() stores Y …" names other code to say what X does. The
+    name the origin verb takes is the one asked about: its first holder comes first, not the later change
+    whose words hold more of the question."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    commit(repo, "Find the time field once", {"proto.js": "const qzSliceIndex = 8\n"}, when=NOW - 500 * DAY)
+    later = "Store lastTime on every write"
+    body = "function write(stream, t) {\n  stream.lastTime = t.slice(qzSliceIndex)\n}\n"
+    commit(repo, later, {"proto.js": "const qzSliceIndex = 8\n" + body}, when=NOW - 300 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "Which change introduced qzSliceIndex, so that write() stores stream.lastTime via t.slice()?"
+    titles, notes = synced_answer(repo, question)
+    assert titles[0] == "Find the time field once", titles
+    assert any(n.startswith("first change that holds qzSliceIndex: ") for n in notes), notes

@@ -89,14 +89,36 @@ def removed_name(text: str) -> str | None:
     return None if _ORIGIN_VERB.search(words) else name
 
 
+# "Which change introduced timeSliceIndexSym, so that write() stores …", "when was InvalidSigningExecutable
+# added to twine.exceptions?": a question may name other code to say what the name does or where it went;
+# the name the origin verb takes as its object (or that stands between "when was" and the verb) is the one
+# asked about.
+_NAME_AT = "(?P<name>" + _CODE.pattern + ")"
+_ORIGIN_OBJECT = re.compile(
+    r"\b(?i:introduc(?:ed|es|e)|added|adds|created|creates|first (?:added|introduced|used|created))\s+"
+    r"(?:(?i:the|an?|its|new)\s+)?(?:(?!(?:to|into|in|from|for|by|with|on|of|at)\s)[a-z]+\s+){0,3}?"
+    + _NAME_AT
+)
+_ORIGIN_SUBJECT = re.compile(
+    r"\b(?i:when|since when) (?i:was|were|did) (?:(?i:the|an?)\s+)?(?:[a-z]+\s+){0,2}?"
+    + _NAME_AT
+    + r"\s+(?:[\w.]+\s+){0,2}?(?i:added|introduced|created|first)\b"
+)
+
+
 def origin_name(text: str) -> str | None:
-    """The one code name TEXT asks the origin of ("when was editDistance added?" -> "editDistance"), else
-    None: no such question, or several names (then the question is about how they meet, not where one
-    began)."""
+    """The code name TEXT asks the origin of ("when was editDistance added?" -> "editDistance"), else None.
+    With several names, the one the origin verb is about (see _ORIGIN_OBJECT); none when no name is (then
+    the question is about how they meet, not where one began)."""
     name, words = _one_name(text)
     if name is None and not _CODE.search(text):
         name = _named_thing(text)
-    if name is None or not (_ORIGIN_VERB.search(words) and _ORIGIN_ASK.search(words)):
+    if name is None:
+        found = _ORIGIN_SUBJECT.search(text) or _ORIGIN_OBJECT.search(text)
+        if found is None or not _ORIGIN_ASK.search(text):
+            return None
+        return found.group("name")
+    if not (_ORIGIN_VERB.search(words) and _ORIGIN_ASK.search(words)):
         return None
     return name
 
