@@ -108,6 +108,7 @@ SETS = (
     "fresh19",
     "fresh20",
     "fresh21",
+    "fresh22",
     "removal",
     "rst",
     "adoc",
