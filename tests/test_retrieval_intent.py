@@ -234,6 +234,8 @@ def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) ->
         ("When was InvalidSigningExecutable added to twine.exceptions?", "InvalidSigningExecutable"),
         ("which commit first added an argparse action called EnvDefault to utils.py?", "EnvDefault"),
         ("when was _colorama.is_a_tty replaced by should_colorize?", None),  # a replacement, not an origin
+        ("where did kyOptionKeys and the KyOptionsRegistry type come from?", "kyOptionKeys"),
+        ("when was requestOptionsRegistry (typed with RequestInitRegistry) added?", "requestOptionsRegistry"),
         ("when was the retry option added?", None),  # no code name: the words decide
         ("how do I use editDistance in my own code?", None),
         ("who wrote macos_dark_mode_active and what decides the theme?", "macos_dark_mode_active"),
@@ -275,6 +277,9 @@ def test_a_question_about_when_a_dependency_came_in(text: str, name: str | None)
         ("what does the timeout option do?", None),  # no code name
         ("what do stripColor and displayWidth do together?", None),  # two names
         ("why does get_config crash on an empty file?", None),  # a symptom, not a purpose
+        ("what is the TypedSum struct in stats.rs for?", "TypedSum"),  # the other name says where it lives
+        ("what is GetStdoutQuiet in gyp's xcode_emulation.py for?", "GetStdoutQuiet"),
+        ("what is the little skip! macro inside count_files for?", None),  # its name is no code name here
     ],
 )
 def test_a_question_about_what_a_name_is_for(text: str, name: str | None) -> None:

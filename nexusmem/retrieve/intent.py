@@ -100,9 +100,18 @@ _ORIGIN_OBJECT = re.compile(
     + _NAME_AT
 )
 _ORIGIN_SUBJECT = re.compile(
-    r"\b(?i:when|since when) (?i:was|were|did) (?:(?i:the|an?)\s+)?(?:[a-z]+\s+){0,2}?"
+    r"\b(?i:(?:since )?when|where) (?i:was|were|did|does|do) (?:(?i:the|an?)\s+)?(?:[a-z]+\s+){0,2}?"
     + _NAME_AT
-    + r"\s+(?:[\w.]+\s+){0,2}?(?i:added|introduced|created|first)\b"
+    + r"\s+(?:\([^)]*\)\s+)?(?:[\w.]+\s+){0,4}?(?i:added|introduced|created|first|come from|came from)\b"
+)
+# "What is the TypedSum struct in stats.rs for?", "what is GetStdoutQuiet in xcode_emulation.py for?": the
+# name right after "what is (the)" is the one whose purpose is asked; the others say where it lives.
+# The same question with a file or a member between the name and "for" ("… in stats.rs for").
+_PURPOSE_WIDE = re.compile(
+    r"\bwhat('s| is| are| was| were)( the| an?)? \S+( \S+){0,6}? (for|used)\b", re.IGNORECASE
+)
+_PURPOSE_SUBJECT = re.compile(
+    r"\b(?i:what)(?:'s|\s+(?i:is|are|was|were))\s+(?:(?i:the|an?)\s+)?(?:[a-z]+\s+){0,2}?" + _NAME_AT
 )
 
 
@@ -290,12 +299,16 @@ def purpose_name(text: str) -> str | None:
     """The one code name TEXT asks the purpose of ("what is _querycache used for?" -> "_querycache"; "what
     is the envwrap decorator for?" -> "envwrap"), else None."""
     if not _PURPOSE.search(text):
-        return None
+        wide = _PURPOSE_WIDE.search(text) and _PURPOSE_SUBJECT.search(text)
+        return wide.group("name") if wide else None
     name, _ = _one_name(text)
     if name is not None:
         return name
     if _CODE.search(text):
-        return None  # several names: the question is about how they meet
+        # Several names: the one right after "what is" (see _PURPOSE_SUBJECT), else the question is about
+        # how they meet.
+        found = _PURPOSE_SUBJECT.search(text)
+        return found.group("name") if found else None
     return _named_thing(text)
 
 
