@@ -109,6 +109,7 @@ SETS = (
     "fresh20",
     "fresh21",
     "fresh22",
+    "fresh23",
     "removal",
     "rst",
     "adoc",
