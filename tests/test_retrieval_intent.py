@@ -280,6 +280,7 @@ def test_a_question_about_when_a_dependency_came_in(text: str, name: str | None)
         ("what is the TypedSum struct in stats.rs for?", "TypedSum"),  # the other name says where it lives
         ("what is GetStdoutQuiet in gyp's xcode_emulation.py for?", "GetStdoutQuiet"),
         ("what is the little skip! macro inside count_files for?", None),  # its name is no code name here
+        ("what was wrong with `hex_color *= 2` for three-digit values in parse_color?", None),  # no purpose
     ],
 )
 def test_a_question_about_what_a_name_is_for(text: str, name: str | None) -> None:
