@@ -104,13 +104,13 @@ _ORIGIN_SUBJECT = re.compile(
     + _NAME_AT
     + r"\s+(?:\([^)]*\)\s+)?(?:[\w.]+\s+){0,4}?(?i:added|introduced|created|first|come from|came from)\b"
 )
-# "What is the TypedSum struct in stats.rs for?", "what is GetStdoutQuiet in xcode_emulation.py for?": the
-# name right after "what is (the)" is the one whose purpose is asked; the others say where it lives. Right
-# after: "what was wrong with `x *= 2` for three-digit values?" asks no purpose.
-# The same question with a file or a member between the name and "for" ("… in stats.rs for").
+# A purpose question (_PURPOSE) with a file or a member between the name and "for" ("… in stats.rs for").
 _PURPOSE_WIDE = re.compile(
     r"\bwhat('s| is| are| was| were)( the| an?)? \S+( \S+){0,6}? (for|used)\b", re.IGNORECASE
 )
+# "What is the TypedSum struct in stats.rs for?", "what is GetStdoutQuiet in xcode_emulation.py for?": the
+# name right after "what is (the)" is the one whose purpose is asked; the others say where it lives. Right
+# after: "what was wrong with `x *= 2` for three-digit values?" asks no purpose.
 _PURPOSE_SUBJECT = re.compile(r"\b(?i:what)(?:'s|\s+(?i:is|are|was|were))\s+(?:(?i:the|an?)\s+)?" + _NAME_AT)
 
 
