@@ -571,12 +571,12 @@ def _push_generations(team: TeamStore, local: Store, key: str, root: Path) -> in
     too): those of the commits stored since the last push that sent them (all of them the first time, and
     again whatever a killed push did not send). Nothing from a shallow clone, which numbers from its cut.
     Returns how many the team did not hold."""
-    if team.schema_version() < 5 or _shallow(root):
+    if team.schema_version() < 5:
         return 0
     mark = f"{key}:graph"
     sent = local.get_meta(mark) or "0"
     rows = local.generations_after(int(sent) if sent.isdigit() else 0)
-    if not rows:
+    if not rows or _shallow(root):  # git is asked only when there is something to send
         return 0
     added = team.push_generations([(sha, gen) for sha, gen, _ in rows])
     with local.transaction():

@@ -182,7 +182,7 @@ def score_fused(
     nodes = store.get_many(list(evidence), light=True)
     now = cue.anchor_ms if cue is not None and cue.anchor_ms is not None else store.reference_time(as_of) or 0
     time_cue = cue is not None
-    doc_changes = set() if doc_changes_count else docs_only_changes(store, list(nodes.values()))
+    doc_changes = set() if doc_changes_count else search.docs_only_changes(store, list(nodes.values()))
     scored: list[tuple[StoredNode, float]] = []
     for node_id, ev in evidence.items():
         node = nodes.get(node_id)
@@ -206,20 +206,6 @@ def score_fused(
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
     return scored
-
-
-def docs_only_changes(store: SearchStore, nodes: list[StoredNode]) -> set[str]:
-    """The ids of the commits and diffs among NODES that changed documentation only (rank.docs_only); one
-    read of the commits' files."""
-    out = {
-        n.id
-        for n in nodes
-        if n.kind == "code_diff" and ":" in n.ref and rank.docs_only([n.ref.split(":", 1)[1]])
-    }
-    paths: dict[str, list[str]] = {}
-    for node_id, path in store.files_of_many([n.id for n in nodes if n.kind == "git_commit"]):
-        paths.setdefault(node_id, []).append(path)
-    return out | {node_id for node_id, listed in paths.items() if rank.docs_only(listed)}
 
 
 @dataclass

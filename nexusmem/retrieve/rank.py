@@ -35,7 +35,7 @@ relevance winner:
   On the dev questions (hybrid MRR over 84, with the symptom thesaurus): .445 at 1, .470 at 1.1, .483 at
   1.15, .498 at 1.2, .493 at 1.25, .491 at 1.3, .469 at 2 (symptom questions .118 → .215 at 1.2).
 - a commit (or diff) that changed documentation only counts DOCS_ONLY_FACTOR, unless the question speaks
-  of docs (intent.mentions_docs); the files are read once per query (query.docs_only_changes).
+  of docs (intent.mentions_docs); the files are read once per query (search.docs_only_changes).
 - a doc section counts USAGE_DOC_FACTOR when the question asks how to use something (retrieve.intent):
   without age, docs lost the hidden boost that looking new gave them (up to ~2× under the old priors).
   Dev hybrid MRR overall / doc / multi: .499 / .439 / .643 at 1, .499 / .454 / .620 at 1.2, .514 / .524 /

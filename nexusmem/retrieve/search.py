@@ -205,7 +205,8 @@ def holder(
         holding = [n for n in nodes if exact.search(n.title) or exact.search(n.body) or exact.search(n.words)]
         nodes = holding or nodes
     if which == "last":
-        nodes = [n for n in nodes if not _docs_only(store, n)]
+        docs = docs_only_changes(store, nodes)
+        nodes = [n for n in nodes if n.id not in docs]
     if not nodes:
         return hits, None
     sha = _end_sha(nodes, which, store.generations({node.ref.split(":", 1)[0] for node in nodes}))
@@ -230,14 +231,18 @@ def _exact_name(name: str) -> re.Pattern[str] | None:
     return re.compile(r"(?<![\w$])" + re.escape(core) + r"(?![\w$])", re.IGNORECASE)
 
 
-def _docs_only(store: SearchStore, node: StoredNode) -> bool:
-    """Whether NODE (a commit or a diff) changed docs and release notes only."""
-    files = (
-        [node.ref.split(":", 1)[1]]
-        if node.kind == "code_diff" and ":" in node.ref
-        else store.files_of(node.id)
-    )
-    return rank.docs_only(files)
+def docs_only_changes(store: SearchStore, nodes: list[StoredNode]) -> set[str]:
+    """The ids of the commits and diffs among NODES that changed documentation only (rank.docs_only): a
+    diff by its one file, the commits by one read of their files."""
+    out = {
+        n.id
+        for n in nodes
+        if n.kind == "code_diff" and ":" in n.ref and rank.docs_only([n.ref.split(":", 1)[1]])
+    }
+    paths: dict[str, list[str]] = {}
+    for node_id, path in store.files_of_many([n.id for n in nodes if n.kind == "git_commit"]):
+        paths.setdefault(node_id, []).append(path)
+    return out | {node_id for node_id, listed in paths.items() if rank.docs_only(listed)}
 
 
 def _end_sha(nodes: list[StoredNode], which: Which, generations: dict[str, int] | None = None) -> str:
