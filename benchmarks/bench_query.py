@@ -7,7 +7,7 @@ DIR is what benchmarks/bench_foundation.py leaves (repo/, home/, user-home/: the
 history and its 115,000-line shell log, synced). Nothing is synced or written here (the store is opened
 read-only), so two checkouts can be measured on the same store, alternately, by running this script with
 PYTHONPATH pointing at each: the comparison bench_foundation.py cannot make, since it syncs first. Asks
-QUERIES and CUE_QUERIES (benchmarks/common.py) once to warm the page cache, then ROUNDS times each, BM25
+QUERIES, CUE_QUERIES and NAME_QUERIES (benchmarks/common.py) once to warm the page cache, then ROUNDS times each, BM25
 only (the lexical lists) and hybrid (with the vectors, when the store has them). Prints a Markdown table.
 Not a test: numbers depend on the machine.
 """
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import CUE_QUERIES, QUERIES, synced_dir_args
+from common import CUE_QUERIES, NAME_QUERIES, QUERIES, synced_dir_args
 
 
 def latencies(store: Any, project: str, questions: list[str], rounds: int, vectors: bool) -> list[float]:
@@ -47,7 +47,12 @@ def main() -> None:
     print("| questions | lists | p50 / p95 |\n|---|---|---|")
     with proj.open_store(readonly=True) as store:
         nodes = store.size_hint()
-        for label, questions in (("plain", QUERIES), ("time cue, sequence, origin", CUE_QUERIES)):
+        groups = (
+            ("plain", QUERIES),
+            ("time cue, sequence, origin", CUE_QUERIES),
+            ("compound names", NAME_QUERIES),
+        )
+        for label, questions in groups:
             for vectors in (False, True):
                 runs = latencies(store, proj.id, questions, args.rounds, vectors)
                 p50, p95 = statistics.median(runs), runs[int(len(runs) * 0.95)]

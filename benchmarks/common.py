@@ -49,6 +49,18 @@ CUE_QUERIES = [
 ]
 
 
+# Questions that name code in compound names (camelCase, snake_case): their parts are asked in one more
+# query (query.NAME_PARTS_WEIGHT).
+NAME_QUERIES = [
+    "why does parseConfig crash on duplicate keys in the scheduler",
+    "RetryBudget timeouts in the httpClient",
+    "auth_entry_0 fails with expired tokens",
+    "helper_auth_1_3 returns nothing for zero-length files",
+    "StaleLockFiles left behind by the cacheManager",
+    "writeAheadLog keeps growing in storage",
+]
+
+
 def script() -> str:
     path = Path(sys.executable).parent / "nexusmem"
     return str(path) if path.exists() else shutil.which("nexusmem") or "nexusmem"

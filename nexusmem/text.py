@@ -122,6 +122,136 @@ STOPWORDS = frozenset(
         "very",
     ]
 )
+
+# Words every language's code is full of; they say nothing about what a change is for.
+CODE_WORDS = frozenset(
+    [
+        "abstract",
+        "and",
+        "arg",
+        "args",
+        "argv",
+        "assert",
+        "async",
+        "await",
+        "bool",
+        "boolean",
+        "break",
+        "byte",
+        "bytes",
+        "case",
+        "catch",
+        "char",
+        "class",
+        "cls",
+        "const",
+        "continue",
+        "def",
+        "default",
+        "defer",
+        "del",
+        "delete",
+        "dict",
+        "do",
+        "double",
+        "elif",
+        "else",
+        "end",
+        "enum",
+        "err",
+        "error",
+        "except",
+        "export",
+        "extends",
+        "false",
+        "final",
+        "finally",
+        "float",
+        "fmt",
+        "fn",
+        "for",
+        "func",
+        "function",
+        "get",
+        "go",
+        "if",
+        "impl",
+        "import",
+        "in",
+        "int",
+        "interface",
+        "is",
+        "isinstance",
+        "kwargs",
+        "lambda",
+        "len",
+        "let",
+        "list",
+        "map",
+        "match",
+        "mod",
+        "module",
+        "mut",
+        "new",
+        "nil",
+        "none",
+        "not",
+        "null",
+        "nullptr",
+        "object",
+        "of",
+        "ok",
+        "or",
+        "package",
+        "pass",
+        "print",
+        "private",
+        "protected",
+        "pub",
+        "public",
+        "raise",
+        "range",
+        "ref",
+        "require",
+        "return",
+        "self",
+        "set",
+        "static",
+        "str",
+        "string",
+        "struct",
+        "super",
+        "switch",
+        "this",
+        "throw",
+        "throws",
+        "true",
+        "try",
+        "type",
+        "typeof",
+        "undefined",
+        "unsafe",
+        "use",
+        "usize",
+        "val",
+        "var",
+        "void",
+        "where",
+        "while",
+        "with",
+        "yield",
+    ]
+)
+
+# Words no part of a name is worth searching or indexing for: the stopwords and the code words.
+CODE_NOISE = STOPWORDS | CODE_WORDS
+
+
+def is_noise_word(word: str) -> bool:
+    """Whether WORD (lower-cased) says nothing about a change: shorter than 3, a number, a stop or code word."""
+    return len(word) < 3 or word in CODE_NOISE or word.isdigit()
+
+
 _TOKEN = re.compile(r"[\w]+", re.UNICODE)
 # Identifier-like runs in code: letters, digits and underscores, starting with a letter or underscore.
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -150,6 +280,11 @@ def split_identifier(word: str) -> list[str]:
         else:
             parts.extend(p.lower() for p in _CAMEL.findall(piece))
     return parts
+
+
+def is_compound(ident: str) -> bool:
+    """Whether the identifier IDENT joins several words: snake_case, camelCase, PascalCase."""
+    return "_" in ident.strip("_") or not (ident.islower() or ident.isupper())
 
 
 def identifiers(text: str) -> Iterator[str]:

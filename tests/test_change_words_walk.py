@@ -16,16 +16,14 @@ from nexusmem import gitcmd, project, sync
 from nexusmem.config import DEFAULTS
 from nexusmem.redact import PLACEHOLDER_RE, redact
 from nexusmem.sources.git.changewords import (
-    _NOISE,
     MAX_CHANGE_WORDS,
-    _is_noise,
     change_words,
     defined_names,
     iter_commits_with_words,
 )
 from nexusmem.sources.git.commits import _LOG_STABLE, iter_commits
 from nexusmem.sources.git.diff import _label_path, _matches_any
-from nexusmem.text import identifier_list, identifiers, split_identifier
+from nexusmem.text import CODE_NOISE, identifier_list, identifiers, is_noise_word, split_identifier
 
 from helpers import commit, git
 
@@ -53,7 +51,7 @@ def oracle_change_words(
 
     def add_split(ident: str) -> None:
         for word in split_identifier(ident):
-            if word not in seen and not _is_noise(word):
+            if word not in seen and not is_noise_word(word):
                 seen.add(word)
                 out.append(word)
 
@@ -61,7 +59,7 @@ def oracle_change_words(
     for ident in defined:
         if ident in counts:
             low = ident.lower()
-            if low not in seen and low not in _NOISE and not low.isdigit():
+            if low not in seen and low not in CODE_NOISE and not low.isdigit():
                 seen.add(low)
                 out.append(low)
             if "_" in ident.strip("_") or not (ident.islower() or ident.isupper()):
@@ -69,7 +67,7 @@ def oracle_change_words(
     for func in funcs:
         for ident in identifiers(PLACEHOLDER_RE.sub(" ", func)):
             low = ident.lower()
-            if low not in seen and not _is_noise(low):
+            if low not in seen and not is_noise_word(low):
                 seen.add(low)
                 out.append(low)
             add_split(ident)
@@ -79,7 +77,7 @@ def oracle_change_words(
         group.sort(key=counts.__getitem__, reverse=True)
         for ident in group:
             low = ident.lower()
-            if low not in seen and low not in _NOISE and not low.isdigit():
+            if low not in seen and low not in CODE_NOISE and not low.isdigit():
                 seen.add(low)
                 out.append(low)
             if is_compound:

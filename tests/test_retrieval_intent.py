@@ -753,3 +753,36 @@ def test_a_question_naming_other_code_still_finds_where_its_name_began(
     titles, notes = synced_answer(repo, question)
     assert titles[0] == "Find the time field once", titles
     assert any(n.startswith("first change that holds qzSliceIndex: ") for n in notes), notes
+
+
+@pytest.mark.parametrize(
+    ("text", "known", "parts"),
+    [
+        (
+            "HasDarkBackground(os.Stdin) blocks forever",
+            ["hasdarkbackground", "os", "stdin"],
+            ["dark", "background"],
+        ),
+        ("set max_retries to 5", ["max_retries"], ["max", "retries"]),
+        ("getHTTPClient ignores the proxy", [], ["http", "client"]),  # "get" is a code word
+        ("the upload hangs after a timeout", ["upload", "hangs", "timeout"], []),  # no compound name
+        ("uploadFile and upload_file", ["uploadfile", "upload_file"], ["upload", "file"]),  # each part once
+    ],
+)
+def test_the_parts_of_a_questions_compound_names(text: str, known: list[str], parts: list[str]) -> None:
+    assert search.name_parts(text, known) == parts
+
+
+def test_a_question_naming_a_function_finds_the_fix_that_describes_it_in_words(repo: Path) -> None:
+    """The index holds `HasDarkBackground` as one word; the fix of its hang speaks of "the background
+    colour query" and holds no other word of the question: without the name's parts it is not found."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging", "tables"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.go": f"var n = {n}\n"}, when=NOW - (900 - n) * DAY)
+    added = "func HasDarkBackground() bool { return ask() }\n"
+    commit(repo, "Add HasDarkBackground", {"bg.go": added}, when=NOW - 400 * DAY)
+    fix = "Give the background colour query a deadline on a closed terminal"
+    commit(repo, fix, {"ask.go": "func ask() { deadline(limit) }\n"}, when=NOW - 200 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    scores = commit_scores(repo, "HasDarkBackground() blocks forever in CI")
+    assert fix in scores, scores
+    assert "Tidy the parser module" not in scores  # the parts are not a wildcard

@@ -10,7 +10,7 @@ from typing import Literal
 from nexusmem.retrieve import rank
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
-from nexusmem.text import STOPWORDS, terms
+from nexusmem.text import STOPWORDS, identifiers, is_compound, is_noise_word, split_identifier, terms
 
 __all__ = ["STOPWORDS", "affordable_terms", "bm25", "fts_expression", "terms"]
 
@@ -110,6 +110,21 @@ def query_terms(store: SearchStore, text: str) -> QueryTerms:
         dropped = len(words) - len(counted)
     searched = affordable_terms(store, counted, counts=counts)
     return QueryTerms(searched, counted, counts, nodes, dropped)
+
+
+def name_parts(text: str, known: list[str]) -> list[str]:
+    """The words of TEXT's compound names (`HasDarkBackground` → dark, background; `max_retries` → max,
+    retries) that KNOWN (the question's own search words) lacks, noise words left out, in order."""
+    have = set(known)
+    parts: list[str] = []
+    for ident in identifiers(text):
+        if not is_compound(ident):
+            continue
+        for part in split_identifier(ident):
+            if part not in have and not is_noise_word(part):
+                have.add(part)
+                parts.append(part)
+    return parts
 
 
 _HEXISH = re.compile(r"[0-9a-f]*[0-9][0-9a-f]*")

@@ -11,7 +11,14 @@ from nexusmem import gitcmd
 from nexusmem.redact import PLACEHOLDER_RE, redact
 from nexusmem.sources.git.commits import _FORMAT, _LOG_STABLE, _TAG, CommitRecord, _text, parse_commit_stream
 from nexusmem.sources.git.diff import _label_path, _matches_any
-from nexusmem.text import STOPWORDS, identifier_list, identifiers, split_identifier
+from nexusmem.text import (
+    CODE_NOISE,
+    identifier_list,
+    identifiers,
+    is_compound,
+    is_noise_word,
+    split_identifier,
+)
 
 # change words: what a commit's code change is about, for commits whose message does not say it
 
@@ -28,133 +35,6 @@ _MAX_CHANGE_BYTES = 64_000
 
 _MAX_LINE_BYTES = 400
 
-# Words every language's code is full of; they say nothing about what a change is for.
-CODE_WORDS = frozenset(
-    [
-        "abstract",
-        "and",
-        "arg",
-        "args",
-        "argv",
-        "assert",
-        "async",
-        "await",
-        "bool",
-        "boolean",
-        "break",
-        "byte",
-        "bytes",
-        "case",
-        "catch",
-        "char",
-        "class",
-        "cls",
-        "const",
-        "continue",
-        "def",
-        "default",
-        "defer",
-        "del",
-        "delete",
-        "dict",
-        "do",
-        "double",
-        "elif",
-        "else",
-        "end",
-        "enum",
-        "err",
-        "error",
-        "except",
-        "export",
-        "extends",
-        "false",
-        "final",
-        "finally",
-        "float",
-        "fmt",
-        "fn",
-        "for",
-        "func",
-        "function",
-        "get",
-        "go",
-        "if",
-        "impl",
-        "import",
-        "in",
-        "int",
-        "interface",
-        "is",
-        "isinstance",
-        "kwargs",
-        "lambda",
-        "len",
-        "let",
-        "list",
-        "map",
-        "match",
-        "mod",
-        "module",
-        "mut",
-        "new",
-        "nil",
-        "none",
-        "not",
-        "null",
-        "nullptr",
-        "object",
-        "of",
-        "ok",
-        "or",
-        "package",
-        "pass",
-        "print",
-        "private",
-        "protected",
-        "pub",
-        "public",
-        "raise",
-        "range",
-        "ref",
-        "require",
-        "return",
-        "self",
-        "set",
-        "static",
-        "str",
-        "string",
-        "struct",
-        "super",
-        "switch",
-        "this",
-        "throw",
-        "throws",
-        "true",
-        "try",
-        "type",
-        "typeof",
-        "undefined",
-        "unsafe",
-        "use",
-        "usize",
-        "val",
-        "var",
-        "void",
-        "where",
-        "while",
-        "with",
-        "yield",
-    ]
-)
-
-_NOISE = STOPWORDS | CODE_WORDS
-
-
-def _is_noise(word: str) -> bool:
-    return len(word) < 3 or word in _NOISE or word.isdigit()
-
-
 # What one identifier adds, remembered across commits: a repository's names recur in commit after commit
 # (an identifier of a commit's changed lines had been seen in an earlier commit 99 times in 100 on the
 # generated 10k-commit history, 9 in 10 on zod and httpx; a hunk's function 7-8 times in 10), and
@@ -169,10 +49,10 @@ def _changed_words(ident: str) -> tuple[bool, tuple[str, ...]]:
     """An identifier of the changed lines (3-40 characters): whether it is compound, and its words in order:
     itself lower-cased unless it is noise, then its non-noise parts when it is compound."""
     low = ident.lower()
-    compound = "_" in ident.strip("_") or not (ident.islower() or ident.isupper())
-    words = [low] if low not in _NOISE and not low.isdigit() else []
+    compound = is_compound(ident)
+    words = [low] if low not in CODE_NOISE and not low.isdigit() else []
     if compound:
-        words.extend(word for word in split_identifier(ident) if not _is_noise(word))
+        words.extend(word for word in split_identifier(ident) if not is_noise_word(word))
     if len(_CHANGED) >= _MEMO_MAX:
         _CHANGED.clear()
     facts = _CHANGED[ident] = (compound, tuple(words))
@@ -184,9 +64,9 @@ def _func_words(func: str) -> tuple[str, ...]:
     words: list[str] = []
     for ident in identifiers(PLACEHOLDER_RE.sub(" ", func)):
         low = ident.lower()
-        if not _is_noise(low):
+        if not is_noise_word(low):
             words.append(low)
-        words.extend(word for word in split_identifier(ident) if not _is_noise(word))
+        words.extend(word for word in split_identifier(ident) if not is_noise_word(word))
     if len(_FUNCS) >= _MEMO_MAX:
         _FUNCS.clear()
     found = _FUNCS[func] = tuple(words)
