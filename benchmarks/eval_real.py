@@ -110,6 +110,7 @@ SETS = (
     "fresh21",
     "fresh22",
     "fresh23",
+    "fresh24",
     "removal",
     "rst",
     "adoc",
