@@ -13,6 +13,7 @@ from nexusmem import project
 from nexusmem.retrieve import query, rank, search, thesaurus
 from nexusmem.retrieve.intent import (
     adopted_name,
+    code_names,
     intent,
     mentions_docs,
     names_code,
@@ -786,3 +787,31 @@ def test_a_question_naming_a_function_finds_the_fix_that_describes_it_in_words(r
     scores = commit_scores(repo, "HasDarkBackground() blocks forever in CI")
     assert fix in scores, scores
     assert "Tidy the parser module" not in scores  # the parts are not a wildcard
+
+
+def test_the_code_a_question_names() -> None:
+    text = "TimestampSigner('key').unsign() with --strict on `max age` and os.path ignores the zone"
+    assert code_names(text) == ["TimestampSigner", "unsign()", "--strict", "`max age`", "os.path"]
+    assert code_names("the upload hangs after a gateway timeout") == []
+
+
+def test_the_code_a_question_names_outweighs_its_prose(repo: Path) -> None:
+    """A question names the call that failed and tells the rest in words, one of which another change's
+    title holds ("server"); the change to the named code comes first (without the second look at the
+    named code, the other change did)."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging", "tables"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    broad = "Show the server zone"
+    commit(repo, broad, {"server.py": "ZONE = 'UTC'\n"}, when=NOW - 400 * DAY)
+    fix = "unsign: reject a value without a time part"
+    commit(
+        repo,
+        fix,
+        {"signer.py": "def unsign(value):\n    return value.rsplit(SEP, 1)\n"},
+        when=NOW - 300 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    scores = commit_scores(
+        repo, "unsign() says my tokens expired on a server in another timezone after a restart"
+    )
+    assert scores[fix] > scores[broad], scores

@@ -64,6 +64,11 @@ def names_code(text: str) -> bool:
     return _CODE.search(text) is not None
 
 
+def code_names(text: str) -> list[str]:
+    """The code identifiers, file names, options and backticked spans TEXT names, as written, in order."""
+    return _CODE.findall(text)
+
+
 # "When was getUsDateFormat removed?", "which change dropped --foo?", "what replaced X?": the question asks for
 # the change that took a name out.
 _REMOVAL_VERB = re.compile(
