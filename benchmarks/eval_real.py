@@ -111,6 +111,7 @@ SETS = (
     "fresh22",
     "fresh23",
     "fresh24",
+    "fresh25",
     "removal",
     "rst",
     "adoc",
