@@ -358,7 +358,7 @@ def retrieve(
         bm25_hits = merge_scored(bm25_hits, extra_hits, THESAURUS_WEIGHT, limit)
     # "HasDarkBackground() blocks forever" names a function the index holds as one word, and the fix is
     # titled "avoid background color query hang": the parts of the question's compound names are asked in
-    # a second query, merged like the thesaurus words (a pasted log's first MAX_QUERY_TERMS of them).
+    # a query of their own, merged like the thesaurus words (a pasted log's first MAX_QUERY_TERMS of them).
     parts = search.name_parts(question.search_text, words.counted) if NAME_PARTS_WEIGHT else []
     if parts:
         parts = search.affordable_terms(store, parts[: search.MAX_QUERY_TERMS], THESAURUS_POSTINGS)
