@@ -346,36 +346,30 @@ def retrieve(
         if sha is not None:
             answered_by = sha
             question.notes.append(f"{which} change that holds {name}: {sha[:10]}")
-    # Symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect") in a second,
-    # low-weight query: a commit that names the mechanism is found by a question that names the symptom.
-    extra = thesaurus.expand(words.counted) if THESAURUS_WEIGHT and not words.dropped else []
-    if extra:
-        # Exact index only, and a smaller postings budget: these words count half, and must not cost more.
-        extra = search.affordable_terms(store, extra, THESAURUS_POSTINGS)
-        extra_hits, _ = search.bm25_scored(
-            store, extra, limit=limit, as_of=as_of, since=since, until=until, stemmed=False
-        )
-        bm25_hits = merge_scored(bm25_hits, extra_hits, THESAURUS_WEIGHT, limit)
-    # "HasDarkBackground() blocks forever" names a function the index holds as one word, and the fix is
-    # titled "avoid background color query hang": the parts of the question's compound names are asked in
-    # a query of their own, merged like the thesaurus words (a pasted log's first MAX_QUERY_TERMS of them).
+    # Three more low-weight queries over the exact index, each merged into the list (merge_scored):
+    # - symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect"): a commit that
+    #   names the mechanism is found by a question that names the symptom. A smaller postings budget: these
+    #   words count half, and must not cost more.
+    # - "HasDarkBackground() blocks forever" names a function the index holds as one word, and the fix is
+    #   titled "avoid background color query hang": the parts of the question's compound names (a pasted
+    #   log's first MAX_QUERY_TERMS of them), within the same budget.
+    # - "TimestampSigner('key').unsign() on a token from Signer raises ValueError": the code a question names
+    #   is its most exact part, and its prose ("on a server whose TZ is …") can outweigh it. The words of its
+    #   code names are asked once more.
+    kin = thesaurus.expand(words.counted) if THESAURUS_WEIGHT and not words.dropped else []
+    if kin:
+        kin = search.affordable_terms(store, kin, THESAURUS_POSTINGS)
     parts = search.name_parts(question.search_text, words.counted) if NAME_PARTS_WEIGHT else []
     if parts:
         parts = search.affordable_terms(store, parts[: search.MAX_QUERY_TERMS], THESAURUS_POSTINGS)
-        part_hits, _ = search.bm25_scored(
-            store, parts, limit=limit, as_of=as_of, since=since, until=until, stemmed=False
-        )
-        bm25_hits = merge_scored(bm25_hits, part_hits, NAME_PARTS_WEIGHT, limit)
-    # "TimestampSigner('key').unsign() on a token from Signer raises ValueError": the code a question names
-    # is its most exact part, and its prose ("on a server whose TZ is …") can outweigh it. The words of its
-    # code names are asked once more, merged the same way.
     searched = set(words.words)
     named = [w for w in search.terms(" ".join(code_names(question.search_text))) if w in searched]
-    if named and CODE_NAMES_WEIGHT:
-        named_hits, _ = search.bm25_scored(
-            store, named, limit=limit, as_of=as_of, since=since, until=until, stemmed=False
-        )
-        bm25_hits = merge_scored(bm25_hits, named_hits, CODE_NAMES_WEIGHT, limit)
+    for extra, weight in ((kin, THESAURUS_WEIGHT), (parts, NAME_PARTS_WEIGHT), (named, CODE_NAMES_WEIGHT)):
+        if extra and weight:
+            extra_hits, _ = search.bm25_scored(
+                store, extra, limit=limit, as_of=as_of, since=since, until=until, stemmed=False
+            )
+            bm25_hits = merge_scored(bm25_hits, extra_hits, weight, limit)
     # A run of CJK characters is one token to the word index: the trigram index recalls its substrings.
     cjk_hits = cjk.search_scored(store, question.search_text, limit=limit, as_of=as_of)
     if since is not None or until is not None:
