@@ -363,6 +363,52 @@ def test_a_release_commit_that_writes_many_entries_is_not_linked_to_them(repo: P
     assert stored(repo, release)[1] == ""
 
 
+WORKFLOW = """name: release
+on:
+  push:
+    tags: ['v*']
+jobs:
+  - build: cargo build --release (#7)
+  - upload: gh release upload
+"""
+
+
+def test_code_and_config_named_like_release_notes_are_not_entries(repo: Path, monkeypatch) -> None:
+    """A CI workflow (`.github/workflows/release.yml`), a release script and a class file named History are
+    not release notes: their lines never become changelog entries nor lend words to a commit. The files
+    that are (any text format, or none) still do, and a store synced before this rule drops the others."""
+    import re
+
+    from nexusmem.sources import changelog
+
+    fix = commit(repo, "fix: stop double close (#7)", {"a.py": "1"})
+    commit(
+        repo,
+        "release tooling and notes",
+        {
+            ".github/workflows/release.yml": WORKFLOW,
+            "scripts/release.py": "# - Bump the version (#7)\nprint('bump')\n",
+            "lib/history.rb": "# - History of visited pages (#7)\nclass History; end\n",
+            "NEWS": "# 1.0\n\n- Double close fixed (#7)\n",
+            "History.rdoc": "= 1.0\n\n* Sockets no longer closed twice (#7)\n",
+        },
+    )
+    # The rule before: any extension.
+    monkeypatch.setattr(
+        changelog, "NAMES", re.compile(r"^(changelog|changes|news|history|releases?)(\.[a-z]+)?$", re.I)
+    )
+    sync.sync(repo, embed=False)
+    assert "cargo build" in stored(repo, fix)[1]
+    monkeypatch.undo()
+    sync.sync(repo, embed=False)
+    with project.load(repo).open_store() as store:
+        paths = {n.meta["path"] for n in store.iter_nodes("doc_section") if n.source == "changelog"}
+    assert paths == {"NEWS", "History.rdoc"}
+    notes = stored(repo, fix)[1]
+    assert "Double close fixed" in notes and "closed twice" in notes
+    assert "cargo build" not in notes and "Bump the version" not in notes and "visited pages" not in notes
+
+
 def test_a_generic_doc_heading_carries_its_parent(repo: Path) -> None:
     doc = "# Guide\n\n## Retries\n\nHow retries work.\n\n### Example\n\nretry(3)\n\n## Timeouts\n\nText.\n"
     commit(repo, "docs", {"docs/guide.md": doc})

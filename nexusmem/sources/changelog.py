@@ -41,9 +41,13 @@ from nexusmem.sources.docs import sections_of
 
 _CURSOR_VERSION = "changelog-2"
 RELATION = "changelog"
-# File names (case-insensitive, any extension) that hold release notes.
+# File names (case-insensitive) that hold release notes: no extension, or a text format's. Code and
+# configuration under those names are not release notes: `scripts/release.py`, `lib/mechanize/history.rb`,
+# `.github/workflows/release.yml` (a CI workflow read as 31 "entries" of ripgrep's release notes).
 NAMES = re.compile(
-    r"^(changelog|changes|news|history|releases?|release[-_ ]notes)(\.[a-z]+)?$", re.IGNORECASE
+    r"^(changelog|changes|news|history|releases?|release[-_ ]notes)"
+    r"(\.(md|markdown|mdx|rst|txt|text|adoc|asciidoc|org|rdoc|textile))?$",
+    re.IGNORECASE,
 )
 _SKIP_DIRS = re.compile(r"(^|/)(node_modules|vendor|third_party|\.git)/")
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
