@@ -3,6 +3,7 @@ commits, generic doc headings. Real git repositories, real SQLite, the real sync
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from nexusmem import project, sync
@@ -371,15 +372,17 @@ jobs:
   - build: cargo build --release (#7)
   - upload: gh release upload
 """
+RELEASE_NOTES_MD = (
+    "# Release Notes\n\n## 1.1.0\n\n- Retries honour the backoff cap (#7)\n\n## 1.0.0\n\n- First release\n"
+)
 
 
-def test_code_and_config_named_like_release_notes_are_not_entries(repo: Path, monkeypatch) -> None:
+def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, monkeypatch) -> None:
     """A CI workflow (`.github/workflows/release.yml`), a release script and a class file named History are
     not release notes: their lines never become changelog entries nor lend words to a commit. The files
-    that are (any text format, or none) still do, and a store synced before this rule drops the others."""
-    import re
-
-    from nexusmem.sources import changelog
+    that are (any text format, or none) still do, and `docs/release-notes.md` is read as entries only,
+    not a second time as usage docs. A store synced before these rules drops what they leave out."""
+    from nexusmem.sources import changelog, docs
 
     fix = commit(repo, "fix: stop double close (#7)", {"a.py": "1"})
     commit(
@@ -391,21 +394,44 @@ def test_code_and_config_named_like_release_notes_are_not_entries(repo: Path, mo
             "lib/history.rb": "# - History of visited pages (#7)\nclass History; end\n",
             "NEWS": "# 1.0\n\n- Double close fixed (#7)\n",
             "History.rdoc": "= 1.0\n\n* Sockets no longer closed twice (#7)\n",
+            "docs/release-notes.md": RELEASE_NOTES_MD,
+            "docs/guide.md": "# Guide\n\n## Retries\n\nSet the backoff cap.\n",
         },
     )
-    # The rule before: any extension.
+
+    def doc_paths() -> dict[str, set[str]]:
+        with project.load(repo).open_store() as store:
+            out: dict[str, set[str]] = {}
+            for n in store.iter_nodes("doc_section"):
+                out.setdefault(n.source, set()).add(n.meta["path"])
+            return out
+
+    # The rules before: any extension, and the docs source read every Markdown file.
     monkeypatch.setattr(
-        changelog, "NAMES", re.compile(r"^(changelog|changes|news|history|releases?)(\.[a-z]+)?$", re.I)
+        changelog,
+        "is_release_notes",
+        lambda p: (
+            p.count("/") <= 2
+            and bool(
+                re.match(
+                    r"^(changelog|changes|news|history|releases?|release[-_ ]notes)(\.[a-z]+)?$",
+                    p.rsplit("/", 1)[-1],
+                    re.I,
+                )
+            )
+        ),
     )
+    monkeypatch.setattr(docs, "is_release_notes", lambda p: False)
     sync.sync(repo, embed=False)
     assert "cargo build" in stored(repo, fix)[1]
+    assert "docs/release-notes.md" in doc_paths()["docs"]
     monkeypatch.undo()
     sync.sync(repo, embed=False)
-    with project.load(repo).open_store() as store:
-        paths = {n.meta["path"] for n in store.iter_nodes("doc_section") if n.source == "changelog"}
-    assert paths == {"NEWS", "History.rdoc"}
+    paths = doc_paths()
+    assert paths["changelog"] == {"NEWS", "History.rdoc", "docs/release-notes.md"}
+    assert paths["docs"] == {"docs/guide.md"}
     notes = stored(repo, fix)[1]
-    assert "Double close fixed" in notes and "closed twice" in notes
+    assert "Double close fixed" in notes and "closed twice" in notes and "backoff cap" in notes
     assert "cargo build" not in notes and "Bump the version" not in notes and "visited pages" not in notes
 
 

@@ -37,19 +37,10 @@ from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.docs import sections_of
+from nexusmem.sources.docs import is_release_notes, sections_of
 
 _CURSOR_VERSION = "changelog-2"
 RELATION = "changelog"
-# File names (case-insensitive) that hold release notes: no extension, or a text format's. Code and
-# configuration under those names are not release notes: `scripts/release.py`, `lib/mechanize/history.rb`,
-# `.github/workflows/release.yml` (a CI workflow read as 31 "entries" of ripgrep's release notes).
-NAMES = re.compile(
-    r"^(changelog|changes|news|history|releases?|release[-_ ]notes)"
-    r"(\.(md|markdown|mdx|rst|txt|text|adoc|asciidoc|org|rdoc|textile))?$",
-    re.IGNORECASE,
-)
-_SKIP_DIRS = re.compile(r"(^|/)(node_modules|vendor|third_party|\.git)/")
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
 # Commits touching the changelog files read by the "added by" pass (newest first): bounds the pass on a
@@ -126,8 +117,7 @@ def _changelog_files(root: Path, max_bytes: int) -> list[tuple[str, str]]:
         if not raw:
             continue
         path = raw.decode("utf-8", "replace")
-        name = path.rsplit("/", 1)[-1]
-        if not NAMES.match(name) or _SKIP_DIRS.search(path) or path.count("/") > 2:
+        if not is_release_notes(path):
             continue
         parts = meta.split()
         if len(parts) < 2 or not parts[0].startswith(b"100"):

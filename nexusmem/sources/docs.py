@@ -37,6 +37,31 @@ _CURSOR_VERSION = "docs-6"
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
 
+# Release notes are the changelog source's (one node per entry, linked to its commits): file names
+# (case-insensitive) with no extension or a text format's, at most RELEASE_NOTES_DEPTH folders down. Code and
+# configuration under those names are not release notes: `scripts/release.py`, `lib/mechanize/history.rb`,
+# `.github/workflows/release.yml` (a CI workflow was read as 31 "entries" of ripgrep's release notes). While
+# the changelog source is on, the docs source leaves these files to it: `docs/release-notes.md` was read
+# twice, as entries and as 187 usage sections.
+RELEASE_NOTES = re.compile(
+    r"^(changelog|changes|news|history|releases?|release[-_ ]notes)"
+    r"(\.(md|markdown|mdx|rst|txt|text|adoc|asciidoc|org|rdoc|textile))?$",
+    re.IGNORECASE,
+)
+RELEASE_NOTES_DEPTH = 2
+_NOT_RELEASE_NOTES = re.compile(r"(^|/)(node_modules|vendor|third_party|\.git)/")
+
+
+def is_release_notes(path: str) -> bool:
+    """Whether the repository file PATH (posix, relative) holds release notes the changelog source reads."""
+    name = path.rsplit("/", 1)[-1]
+    return (
+        RELEASE_NOTES.match(name) is not None
+        and path.count("/") <= RELEASE_NOTES_DEPTH
+        and _NOT_RELEASE_NOTES.search(path) is None
+    )
+
+
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -274,10 +299,11 @@ class DocsSource:
         exclude = list(settings.get("exclude", []))
         max_bytes = int(settings.get("maxFileBytes", 1_000_000))
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
+        changelog = bool(ctx.config.get("sources", {}).get("changelog", {}).get("enabled", True))
 
         head = _head_sha(ctx.root)
-        candidates, too_big = _candidates(ctx.root, include, exclude, max_bytes)
-        fingerprint = _fingerprint(head, candidates, [include, exclude, max_bytes, max_body])
+        candidates, too_big = _candidates(ctx.root, include, exclude, max_bytes, skip_release_notes=changelog)
+        fingerprint = _fingerprint(head, candidates, [include, exclude, max_bytes, max_body, changelog])
         result = ScanResult(nodes=(), skipped=too_big)
         if ctx.cursor == fingerprint and not ctx.full:
             result.cursor = ctx.cursor
@@ -628,9 +654,10 @@ def _head_sha(root: Path) -> str | None:
 
 
 def _candidates(
-    root: Path, include: Sequence[str], exclude: Sequence[str], max_bytes: int
+    root: Path, include: Sequence[str], exclude: Sequence[str], max_bytes: int, *, skip_release_notes: bool
 ) -> tuple[list[_Candidate], int]:
-    """Tracked + untracked-not-ignored files matching the globs, sorted; also how many were too big."""
+    """Tracked + untracked-not-ignored files matching the globs (release notes left out when
+    SKIP_RELEASE_NOTES), sorted; also how many were too big."""
     # -t tags each entry: '?' untracked, anything else tracked; one process answers both questions.
     out = gitcmd.run(["ls-files", "-co", "-t", "--exclude-standard", "-z"], root)
     seen: dict[str, bool] = {}
@@ -639,6 +666,8 @@ def _candidates(
             continue
         path = os.fsdecode(entry[2:])
         if path in seen or not _glob_match(path, include) or _glob_match(path, exclude):
+            continue
+        if skip_release_notes and is_release_notes(path):
             continue
         seen[path] = entry[:1] != b"?"
     found: list[_Candidate] = []
