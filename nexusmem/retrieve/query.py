@@ -338,11 +338,12 @@ def retrieve(
     # "When was editDistance added?" is answered by the first change that holds the name, as `git log -S
     # --reverse` would, however many later changes touch it (and their diffs hold it more often); "when was
     # getUsDateFormat removed?" by the last one, as `git log -S` finds it.
+    exact = search.ExactSearches(store, as_of=as_of, since=since, until=until)
     ends: tuple[tuple[str | None, search.Which], ...] = ((question.origin, "first"), (question.gone, "last"))
     for name, which in ends:
         if name is None:
             continue
-        bm25_hits, sha = search.holder(store, name, bm25_hits, which, as_of=as_of, since=since, until=until)
+        bm25_hits, sha = search.holder(store, name, bm25_hits, which, searches=exact)
         if sha is not None:
             answered_by = sha
             question.notes.append(f"{which} change that holds {name}: {sha[:10]}")
@@ -366,10 +367,7 @@ def retrieve(
     named = [w for w in search.terms(" ".join(code_names(question.search_text))) if w in searched]
     for extra, weight in ((kin, THESAURUS_WEIGHT), (parts, NAME_PARTS_WEIGHT), (named, CODE_NAMES_WEIGHT)):
         if extra and weight:
-            extra_hits, _ = search.bm25_scored(
-                store, extra, limit=limit, as_of=as_of, since=since, until=until, stemmed=False
-            )
-            bm25_hits = merge_scored(bm25_hits, extra_hits, weight, limit)
+            bm25_hits = merge_scored(bm25_hits, exact.words(extra, limit), weight, limit)
     # A run of CJK characters is one token to the word index: the trigram index recalls its substrings.
     cjk_hits = cjk.search_scored(store, question.search_text, limit=limit, as_of=as_of)
     if since is not None or until is not None:

@@ -173,6 +173,34 @@ def bm25_scored(
     return hits, total
 
 
+class ExactSearches:
+    """The searches of the exact index that one question makes within its window (AS_OF, SINCE, UNTIL), each
+    asked of the store once: "when was retry_budget added?" asks for `retry_budget` as the name whose first
+    change is sought (holder) and again as one of its code names, the same search (~5 ms at 100k nodes). Made
+    for one question and dropped with it: nothing is kept from one query (or sync) to the next."""
+
+    def __init__(
+        self, store: SearchStore, *, as_of: int | None, since: int | None, until: int | None
+    ) -> None:
+        self.store = store
+        self.as_of, self.since, self.until = as_of, since, until
+        self._found: dict[tuple[str, int], list[tuple[str, float]]] = {}
+
+    def scored(self, match: str, limit: int) -> list[tuple[str, float]]:
+        """(id, BM25 score) of the nodes the FTS5 expression MATCH finds in the exact index, best first."""
+        key = (match, limit)
+        if key not in self._found:
+            self._found[key] = self.store.search_fts_scored(
+                match, limit, self.as_of, since=self.since, until=self.until, stemmed=False
+            )
+        return list(self._found[key])
+
+    def words(self, words: list[str], limit: int) -> list[tuple[str, float]]:
+        """scored() for an OR of WORDS (as bm25_scored with stemmed=False)."""
+        expr = fts_expression(words)
+        return [] if expr is None else self.scored(expr, limit)
+
+
 # "When was editDistance added?" is answered by the first change that holds the name (`git log -S
 # --reverse`), "when was getUsDateFormat removed?" by the last one (`git log -S`, newest first): the change
 # that deleted its last lines. Other changes that touch the name hold it as often (their diffs more), so the
@@ -193,19 +221,17 @@ def holder(
     hits: list[tuple[str, float]],
     which: Which = "first",
     *,
-    as_of: int | None = None,
-    since: int | None = None,
-    until: int | None = None,
+    searches: ExactSearches,
 ) -> tuple[list[tuple[str, float]], str | None]:
     """(HITS (id, BM25 score), best first, with the first (WHICH) or last commit whose words hold NAME (its
     commit node and its diffs that hold it, added when HITS lacks them) scored ORIGIN_LEAD × the best of
     HITS; that commit's sha). HITS unchanged and None when no commit holds NAME, or ORIGIN_LIMIT nodes or
-    more do."""
+    more do. SEARCHES: the question's searches of the exact index (and its window)."""
     words = terms(name)
     if not words or not hits:
         return hits, None
     phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
-    holders = store.search_fts_scored(phrase, ORIGIN_LIMIT, as_of, since=since, until=until, stemmed=False)
+    holders = searches.scored(phrase, ORIGIN_LIMIT)
     if not holders or len(holders) >= ORIGIN_LIMIT:
         return hits, None
     exact = _exact_name(name)
