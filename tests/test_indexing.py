@@ -435,51 +435,6 @@ def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, 
     assert "cargo build" not in notes and "Bump the version" not in notes and "visited pages" not in notes
 
 
-HAND_WRITTEN_NOTES = """# Changes
-
-## Unreleased
-
-- Spinner frames no longer flicker on slow terminals
-
-## 1.1.0
-
-- Naturaltime no longer returns None for a moment exactly one hour ago
-- Ordinal suffixes are now translated for Dutch
-""" + "".join(f"- Polished wording of message {n}\n" for n in range(9))
-
-
-def test_an_entry_without_a_number_is_matched_by_its_words_within_its_release(repo: Path) -> None:
-    """Hand-written release notes name no pull request, and the release commit that writes them writes
-    every entry: an entry's words then find the one commit of its release (after the previous version's
-    tag, up to its own) that says the same thing. A commit outside the release that says it too, and an
-    entry that no commit of its release matches, stay unlinked."""
-    t0 = 1_700_000_000
-    older = commit(repo, "naturaltime returns None for one hour ago in old python", {"a.py": "0"}, when=t0)
-    git(repo, "tag", "v1.0.0")
-    fix = commit(repo, "fix naturaltime returning None exactly one hour ago", {"a.py": "1"}, when=t0 + 100)
-    commit(repo, "docs: typo in the readme", {"README.md": "# x\n"}, when=t0 + 200)
-    commit(repo, "Release 1.1.0", {"CHANGES.md": HAND_WRITTEN_NOTES}, when=t0 + 300)
-    git(repo, "tag", "v1.1.0")
-    spinner = commit(repo, "spinner: stop the flicker on slow terminals", {"s.py": "1"}, when=t0 + 400)
-    sync.sync(repo, embed=False)
-    proj = project.load(repo)
-    with proj.open_store() as store:
-        entries = {
-            n.title.split(": ", 1)[1]: n for n in store.iter_nodes("doc_section") if n.source == "changelog"
-        }
-        linked = {
-            title: {b for _a, b, rel in store.links_from([n.id]) if rel == "changelog"}
-            for title, n in entries.items()
-        }
-    hour = next(t for t in linked if t.startswith("Naturaltime"))
-    assert linked[hour] == {node_id(proj.id, "git_commit", fix)}
-    assert linked[next(t for t in linked if t.startswith("Spinner"))] == {
-        node_id(proj.id, "git_commit", spinner)
-    }
-    assert linked[next(t for t in linked if t.startswith("Ordinal"))] == set()
-    assert "exactly one hour" in stored(repo, fix)[1] and stored(repo, older)[1] == ""
-
-
 def test_a_generic_doc_heading_carries_its_parent(repo: Path) -> None:
     doc = "# Guide\n\n## Retries\n\nHow retries work.\n\n### Example\n\nretry(3)\n\n## Timeouts\n\nText.\n"
     commit(repo, "docs", {"docs/guide.md": doc})

@@ -137,7 +137,7 @@ def test_since_a_release_the_changes_that_followed_it_come_first(repo: Path) -> 
     ],
 )
 def test_the_family_of_a_tag(name: str, version: str, family: str) -> None:
-    from nexusmem.versions import tag_family
+    from nexusmem.store.releases import tag_family
 
     assert tag_family(name, version) == family
 

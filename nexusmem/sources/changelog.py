@@ -17,9 +17,7 @@ An entry links to a commit when
   entry, and "(#123)", "Merge pull request #123", "Fixes #123" (any "#123") in the commit message; or
 - the commit added the entry's first line (one bounded `git log -p` over the changelog files), unless that
   commit added more than BULK_ENTRIES entries: a release commit that writes the whole list describes none
-  of them;
-- none of the above links it, and its words clearly match one commit made within its release
-  (sources.entry_match): hand-written release notes name no number.
+  of them.
 """
 
 from __future__ import annotations
@@ -38,12 +36,10 @@ from nexusmem.identity import node_id
 from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import doc_signal
-from nexusmem.sources import entry_match
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import is_release_notes, sections_of
-from nexusmem.sources.git import releases
 
-_CURSOR_VERSION = "changelog-3"
+_CURSOR_VERSION = "changelog-2"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -135,11 +131,8 @@ def _changelog_files(root: Path, max_bytes: int) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def _commit_numbers(
-    root: Path, messages: entry_match.Messages
-) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Number → commits whose message names it (subject matches first), and every commit's time (ms);
-    every message's words go into MESSAGES."""
+def _commit_numbers(root: Path) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Number → commits whose message names it (subject matches first), and every commit's time (ms)."""
     subject_hits: dict[str, list[str]] = {}
     body_hits: dict[str, list[str]] = {}
     times: dict[str, int] = {}
@@ -149,8 +142,8 @@ def _commit_numbers(
         buf += chunk
         *records, buf = buf.split(b"\0")
         for raw in records:
-            _record(raw, subject_hits, body_hits, times, messages)
-    _record(buf, subject_hits, body_hits, times, messages)
+            _record(raw, subject_hits, body_hits, times)
+    _record(buf, subject_hits, body_hits, times)
     merged: dict[str, list[str]] = {}
     for number in subject_hits.keys() | body_hits.keys():
         shas = list(dict.fromkeys(subject_hits.get(number, []) + body_hits.get(number, [])))
@@ -176,18 +169,13 @@ def _resolve(sha: str, by_prefix: dict[str, list[str]]) -> list[str]:
 
 
 def _record(
-    raw: bytes,
-    subject_hits: dict[str, list[str]],
-    body_hits: dict[str, list[str]],
-    times: dict[str, int],
-    messages: entry_match.Messages,
+    raw: bytes, subject_hits: dict[str, list[str]], body_hits: dict[str, list[str]], times: dict[str, int]
 ) -> None:
     fields = raw.decode("utf-8", "replace").split("\x1f", 3)
     if len(fields) != 4 or len(fields[0]) not in (40, 64):
         return
     sha, ts, subject, body = fields
     times[sha] = int(ts or 0) * 1000 if ts.isdigit() else 0
-    messages.add(sha, times[sha], f"{subject}\n{body}")
     for number in set(_NUMBER.findall(subject)):
         subject_hits.setdefault(number, []).append(sha)
     for number in set(_NUMBER.findall(body)) - set(_NUMBER.findall(subject)):
@@ -270,14 +258,12 @@ class ChangelogSource:
                 continue
             text = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")
             entries.extend(split_entries(text, path))
-        messages = entry_match.Messages()
         try:
-            numbers, times = _commit_numbers(ctx.root, messages) if entries else ({}, {})
+            numbers, times = _commit_numbers(ctx.root) if entries else ({}, {})
             added, newest = _added_by(ctx.root, [p for p, _ in files], {e.first_line for e in entries})
-            spans = entry_match.windows(releases.read(ctx.root)) if entries else {}
         except GitCommandError as exc:
             result.notes.append(f"commit links skipped: {exc}")
-            numbers, times, added, newest, spans = {}, {}, {}, "", {}
+            numbers, times, added, newest = {}, {}, {}, ""
         per_commit: dict[str, int] = {}
         for sha in added.values():
             per_commit[sha] = per_commit.get(sha, 0) + 1
@@ -294,10 +280,6 @@ class ChangelogSource:
             if adder and per_commit.get(adder, 0) <= BULK_ENTRIES:
                 commits.append(adder)
             commits = [c for c in dict.fromkeys(commits) if c in times]
-            if not commits:
-                window = entry_match.window_of(entry.version, spans)
-                matched = entry_match.best_commit(entry.text, window, messages) if window else None
-                commits = [matched] if matched else []
             body = redact(entry.text)
             version = redact(entry.version)
             key_base = f"{entry.path}#{version}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
