@@ -112,6 +112,7 @@ SETS = (
     "fresh23",
     "fresh24",
     "fresh25",
+    "fresh26",
     "removal",
     "rst",
     "adoc",
