@@ -34,8 +34,9 @@ Targets: a full commit sha (hit by its git_commit node or any of its code_diff n
 is hit at rank r when any of its targets is at rank r. Every target is validated on load, before any
 sync: the commit is an ancestor of the pin (`git merge-base --is-ancestor`), `sha:path` is a path that
 commit touched, `path#Heading` is a non-empty section of that file at the pin (the docs collector's own
-splitter); after the sync, a doc target with no doc_section in the store is reported (e.g. a file the
-docs config excludes) and counts as a miss. A bad target stops the run with an error naming the question.
+splitter); after the sync, a doc target is hit by its doc_section, or, in a release-notes file, by the
+changelog entries under that heading (stored as "CHANGELOG.md#0.11.0 › Migration Guide"); one with neither
+is reported (e.g. a file the docs config excludes) and counts as a miss. A bad target stops the run with an error naming the question.
 `--check` runs only that validation, and prints for every symptom question the significant words it
 shares with its target commits' subject + body (light stemming), so that writers can see leaks.
 
@@ -492,6 +493,7 @@ class RefIndex:
         self.diffs: dict[str, str] = {}  # "sha:path" -> id
         self.diffs_of: dict[str, set[str]] = {}  # sha -> ids
         self.docs: dict[str, set[str]] = {}
+        self.entry_sections: dict[str, set[str]] = {}  # "path#Heading" -> changelog entries under that heading
         self.shell: dict[str, list[tuple[int, str]]] = {}  # command -> [(ts, id)]
         self.commit_by_subject: dict[str, list[str]] = {}
         for node in store.iter_nodes("git_commit"):
@@ -502,6 +504,11 @@ class RefIndex:
             self.diffs_of.setdefault(node.ref.split(":", 1)[0], set()).add(node.id)
         for node in store.iter_nodes("doc_section"):
             self.docs.setdefault(node.ref, set()).add(node.id)
+            if node.source == "changelog" and " › " in node.ref:
+                # A changelog entry under "### Migration Guide" of "## 0.11.0" is stored as
+                # "CHANGELOG.md#0.11.0 › Migration Guide"; a label names the section "CHANGELOG.md#Migration Guide".
+                path, _, trail = node.ref.partition("#")
+                self.entry_sections.setdefault(f"{path}#{trail.rsplit(' › ', 1)[-1]}", set()).add(node.id)
         for node in store.iter_nodes("shell_command"):
             self.shell.setdefault(node.ref, []).append((node.ts, node.id))
 
@@ -520,7 +527,7 @@ class RefIndex:
                 if target in self.diffs:
                     found.add(self.diffs[target])
             else:
-                found = self.docs.get(target, set())
+                found = self.docs.get(target, set()) or self.entry_sections.get(target, set())
             if not found:
                 missing.append(target)
             ids |= found
