@@ -493,7 +493,7 @@ class RefIndex:
         self.diffs: dict[str, str] = {}  # "sha:path" -> id
         self.diffs_of: dict[str, set[str]] = {}  # sha -> ids
         self.docs: dict[str, set[str]] = {}
-        self.entry_sections: dict[str, set[str]] = {}  # "path#Heading" -> changelog entries under that heading
+        self.entry_sections: dict[str, set[str]] = {}  # "path#Heading" -> changelog entries under it
         self.shell: dict[str, list[tuple[int, str]]] = {}  # command -> [(ts, id)]
         self.commit_by_subject: dict[str, list[str]] = {}
         for node in store.iter_nodes("git_commit"):
