@@ -114,6 +114,7 @@ SETS = (
     "fresh24",
     "fresh25",
     "fresh26",
+    "fresh27",
     "removal",
     "rst",
     "adoc",
