@@ -115,6 +115,7 @@ SETS = (
     "fresh25",
     "fresh26",
     "fresh27",
+    "fresh28",
     "removal",
     "rst",
     "adoc",
