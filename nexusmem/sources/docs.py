@@ -299,7 +299,9 @@ class DocsSource:
         exclude = list(settings.get("exclude", []))
         max_bytes = int(settings.get("maxFileBytes", 1_000_000))
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
-        changelog = bool(ctx.config.get("sources", {}).get("changelog", {}).get("enabled", True))
+        from nexusmem.sources.changelog import ChangelogSource  # it imports this module
+
+        changelog = ChangelogSource().enabled(ctx.config)
 
         head = _head_sha(ctx.root)
         candidates, too_big = _candidates(ctx.root, include, exclude, max_bytes, skip_release_notes=changelog)
