@@ -116,6 +116,7 @@ SETS = (
     "fresh26",
     "fresh27",
     "fresh28",
+    "fresh29",
     "removal",
     "rst",
     "adoc",

@@ -40,3 +40,19 @@ def test_redaction_cannot_be_turned_off(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"config\.json: 'redaction' was removed .*always redacted"):
         config.load(path)
     assert "redaction" not in config.DEFAULTS
+
+
+def test_the_diff_skip_list_init_once_wrote_means_todays(tmp_path: Path) -> None:
+    """Earlier inits wrote "build/*" into every config's diff skip list; a package named build (pypa/build's
+    src/build/) then lost every change. That exact list is read as today's default; a list the user edited
+    is theirs and kept as written."""
+    path = tmp_path / "config.json"
+    written = json.loads(json.dumps(config.DEFAULTS))
+    written["sources"]["diff"]["skip"] = list(config._FORMER_DIFF_SKIP)
+    path.write_text(json.dumps(written), encoding="utf-8")
+    skip = config.load(path)["sources"]["diff"]["skip"]
+    assert "build/*" not in skip and skip == config.DEFAULTS["sources"]["diff"]["skip"]
+    assert "dist/*" in skip and "vendor/*" in skip
+    edited = [*config._FORMER_DIFF_SKIP, "*.csv"]
+    path.write_text(json.dumps({"sources": {"diff": {"skip": edited}}}), encoding="utf-8")
+    assert config.load(path)["sources"]["diff"]["skip"] == edited

@@ -3,10 +3,11 @@ commits, generic doc headings. Real git repositories, real SQLite, the real sync
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from nexusmem import project, sync
+from nexusmem import config, project, sync
 from nexusmem.identity import node_id
 from nexusmem.retrieve import query, search
 from nexusmem.sources.base import ScanContext
@@ -89,6 +90,64 @@ def test_lock_minified_vendored_and_binary_files_give_no_words(repo: Path) -> No
     assert "keptfunction" in words
     for skipped in ("lockfilequirk", "minifiedquirk", "vendoredquirk", "binaryquirk"):
         assert skipped not in words
+
+
+def diff_refs(repo: Path) -> set[str]:
+    with project.load(repo).open_store() as store:
+        return {r[0] for r in store.conn.execute("SELECT ref FROM nodes WHERE kind = 'code_diff'")}
+
+
+def test_a_package_named_build_is_source_and_a_dist_bundle_is_not(repo: Path) -> None:
+    """pypa/build keeps its code in src/build/: a change there has words and a diff like any other."""
+    commit(repo, "init", {"src/build/__init__.py": "VERSION = 1\n"})
+    sha = commit(
+        repo,
+        "fix: avoid importing the optional backend",
+        {
+            "src/build/env.py": "def should_use_backend():\n    return importlib.util.find_spec('venvlib')\n",
+            "dist/bundle.js": "var bundledQuirk = 1;\n",
+        },
+    )
+    sync.sync(repo, embed=False)
+    words = stored(repo, sha)[0].split()
+    assert "should_use_backend" in words and "find_spec" in words
+    assert "bundledquirk" not in words
+    assert f"{sha}:src/build/env.py" in diff_refs(repo) and f"{sha}:dist/bundle.js" not in diff_refs(repo)
+    assert bm25_refs(repo, "should_use_backend")[0] == sha
+
+
+def test_a_store_synced_while_build_dirs_were_skipped_derives_them_once(repo: Path) -> None:
+    """A store written by the release that skipped build/ (its config as init wrote it then) gets the words
+    and the diff of a change there on its next sync, says so once, and keeps its nodes' ids and times."""
+    commit(repo, "init", {"README.md": "# x\n"})
+    sha = commit(repo, "tidy the backend", {"build/backend.py": "def isolated_backend_env():\n    pass\n"})
+    proj, _ = project.init(repo)
+    cfg_path = proj.db_path.parent / "config.json"
+    written = json.loads(cfg_path.read_text(encoding="utf-8"))
+    written["sources"]["diff"]["skip"] = ["build/*"]  # what the release before did, by a list of its own
+    cfg_path.write_text(json.dumps(written), encoding="utf-8")
+    sync.sync(repo, embed=False)
+    assert "isolated_backend_env" not in stored(repo, sha)[0].split()
+    written["sources"]["diff"]["skip"] = list(config._FORMER_DIFF_SKIP)  # as that release's init wrote it
+    cfg_path.write_text(json.dumps(written), encoding="utf-8")
+    with project.load(repo).open_store() as store:
+        times = {r[0]: r[1] for r in store.conn.execute("SELECT id, created_at FROM nodes")}
+        store.conn.execute("DELETE FROM schema_migrations WHERE version >= 14")
+        store.conn.commit()
+    lines: list[str] = []
+    sync.sync(repo, embed=False, log=lines.append)
+    assert any("deriving the change words of the 2 commit(s) already in memory" in line for line in lines), (
+        lines
+    )
+    assert "isolated_backend_env" in stored(repo, sha)[0].split()
+    assert f"{sha}:build/backend.py" in diff_refs(repo)
+    with project.load(repo).open_store() as store:
+        assert store.schema_version() == migrations.LATEST
+        now = {r[0]: r[1] for r in store.conn.execute("SELECT id, created_at FROM nodes")}
+    assert {i: now[i] for i in times} == times
+    lines.clear()
+    sync.sync(repo, embed=False, log=lines.append)  # once only
+    assert not any("change words" in line for line in lines)
 
 
 def test_a_secret_in_a_diff_never_becomes_a_change_word(repo: Path) -> None:
@@ -483,7 +542,7 @@ def test_shell_commands_leave_the_stemmed_index_and_prose_stays(tmp_path: Path) 
         return [r[0] for r in conn.execute("SELECT rowid FROM nodes_stem WHERE nodes_stem MATCH ?", (word,))]
 
     assert stemmed("crash") == [1, 2]
-    assert migrations.migrate(conn) == [13]
+    assert migrations.migrate(conn, target=13) == [13]
     assert stemmed("crash") == [1]
     conn.execute("UPDATE nodes SET title = './crashing-build.sh' WHERE seq = 2")
     conn.execute("UPDATE nodes SET title = 'Parser crashes on empty input' WHERE seq = 1")

@@ -337,6 +337,19 @@ def _m13_prose_stems(conn: Any) -> None:
     )
 
 
+def _m14_build_dirs_are_source(conn: Any) -> None:
+    # A directory named build is source now, not generated output (config._FORMER_DIFF_SKIP says why): the
+    # commits that changed files in one get their change words, and the newest window its diffs. The next
+    # sync walks the history again, as migrations 7 and 10 made it do (ids and first-recorded times stay),
+    # and the diff source its newest window (nodes it already holds are left as they are).
+    conn.execute("UPDATE sources SET cursor = NULL WHERE name IN ('git', 'diff')")
+    conn.execute(
+        "INSERT INTO meta(key, value) SELECT 'backfill.changeWords', 'build-dirs'"
+        " WHERE EXISTS (SELECT 1 FROM nodes WHERE kind = 'git_commit')"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -355,6 +368,11 @@ MIGRATIONS: list[Migration] = [
     (11, "releases: the repository's version tags", _m11_releases),
     (12, "commit generations: each commit's place in the history graph", _m12_commit_generations),
     (13, "the stemmed index holds prose only: shell commands leave it", _m13_prose_stems),
+    (
+        14,
+        "files under a build/ directory are source: their commits' change words and diffs",
+        _m14_build_dirs_are_source,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
