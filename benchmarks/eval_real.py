@@ -117,6 +117,7 @@ SETS = (
     "fresh27",
     "fresh28",
     "fresh29",
+    "fresh30",
     "removal",
     "rst",
     "adoc",
