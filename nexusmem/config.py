@@ -143,7 +143,7 @@ _RANGES: dict[str, tuple[float, float]] = {
 
 # The diff skip list as `init` wrote it out before "build/*" left it. A directory named build that git tracks
 # turned out to be source wherever it was looked for: in the histories of the ~95 public repositories of
-# the retrieval evaluation (docs/evaluation.md), the six that track one hold a package (pypa/build's
+# the retrieval evaluation (docs/evaluation.md), the nine that track one hold a package (pypa/build's
 # src/build/, urfave/cli's internal/build/), build scripts (bat's build.rs helpers, undici's Dockerfile and
 # wasm build) or a test suite's fixtures, never generated output (that is ignored, not committed). A config
 # that still holds this exact list was written by `init`, not chosen: it means today's default.
