@@ -106,14 +106,23 @@ def test_lock_minified_vendored_bundled_and_binary_files_give_no_words(repo: Pat
 
 def test_a_store_synced_while_build_dirs_were_skipped_derives_them_once(repo: Path) -> None:
     """A store written by the release that skipped build/ (its config as init wrote it then) gets the words
-    and the diff of a change there on its next sync, says so once, and keeps its nodes' ids and times."""
+    and the diff of a change there on its next sync, says so once, and keeps its nodes' ids and times. A
+    store whose commits never changed a file under build/ has nothing to redo, and walks nothing again."""
     commit(repo, "init", {"README.md": "# x\n"})
-    sha = commit(repo, "tidy the backend", {"build/backend.py": "def isolated_backend_env():\n    pass\n"})
     proj, _ = project.init(repo)
     cfg_path = proj.db_path.parent / "config.json"
     written = json.loads(cfg_path.read_text(encoding="utf-8"))
     written["sources"]["diff"]["skip"] = ["build/*"]  # what the release before did, by a list of its own
     cfg_path.write_text(json.dumps(written), encoding="utf-8")
+    sync.sync(repo, embed=False)
+    with project.load(repo).open_store() as store:
+        store.conn.execute("DELETE FROM schema_migrations WHERE version >= 14")
+        store.conn.commit()
+    lines: list[str] = []
+    summary = sync.sync(repo, embed=False, log=lines.append)
+    assert not any("change words" in line for line in lines), lines
+    assert next(s for s in summary.sources if s.name == "git").noop
+    sha = commit(repo, "tidy the backend", {"build/backend.py": "def isolated_backend_env():\n    pass\n"})
     sync.sync(repo, embed=False)
     assert "isolated_backend_env" not in stored(repo, sha)[0].split()
     written["sources"]["diff"]["skip"] = list(config._FORMER_DIFF_SKIP)  # as that release's init wrote it
@@ -122,7 +131,7 @@ def test_a_store_synced_while_build_dirs_were_skipped_derives_them_once(repo: Pa
         times = {r[0]: r[1] for r in store.conn.execute("SELECT id, created_at FROM nodes")}
         store.conn.execute("DELETE FROM schema_migrations WHERE version >= 14")
         store.conn.commit()
-    lines: list[str] = []
+    lines.clear()
     sync.sync(repo, embed=False, log=lines.append)
     assert any("deriving the change words of the 2 commit(s) already in memory" in line for line in lines), (
         lines

@@ -339,9 +339,16 @@ def _m13_prose_stems(conn: Any) -> None:
 
 def _m14_build_dirs_are_source(conn: Any) -> None:
     # A directory named build is source now, not generated output (config._FORMER_DIFF_SKIP says why): the
-    # commits that changed files in one get their change words, and the newest window its diffs. The next
-    # sync walks the history again, as migrations 7 and 10 made it do (ids and first-recorded times stay),
-    # and the diff source its newest window (nodes it already holds are left as they are).
+    # commits that changed files in one get their change words, and the newest window its diffs. When a
+    # stored commit changed such a file, the next sync walks the history again, as migrations 7 and 10 made
+    # it do (ids and first-recorded times stay), and the diff source its newest window (nodes it already
+    # holds are left as they are). A store with none (most: the commits' files say so) has nothing to redo.
+    touched = conn.execute(
+        "SELECT 1 FROM node_files f JOIN nodes n ON n.seq = f.node_seq WHERE n.kind = 'git_commit'"
+        " AND (f.path GLOB 'build/*' OR f.path GLOB '*/build/*') LIMIT 1"
+    ).fetchone()
+    if touched is None:
+        return
     conn.execute("UPDATE sources SET cursor = NULL WHERE name IN ('git', 'diff')")
     conn.execute(
         "INSERT INTO meta(key, value) SELECT 'backfill.changeWords', 'build-dirs'"
