@@ -36,6 +36,12 @@ NOW = int(time.time())
         ("a float input of 0.1 becomes 0.1000000000000000055", None),  # a value, not a release
         ("a command argument like `release 1.10` reaches my handler as 1.1", None),  # in code quotes
         ("the server listens on 127.0.0.1:8000", None),
+        # An upgrade between two releases: the trouble came with the second.
+        ("after upgrading RQ from 0.3 to 0.4, old jobs blow up", "0.4"),
+        ("since going from 1.2 to v1.3 it hangs", "1.3"),
+        ("upgraded pytest from 7.0 to 8.0 and now it fails", None),  # pytest's upgrade
+        ("moving from Python 3.11 to 3.12 broke it", None),  # Python's
+        ("after sqlmodel 0.0.11 to 0.0.12 the session is lost", "0.0.12"),
     ],
 )
 def test_a_question_that_names_a_release(text: str, version: str | None) -> None:
@@ -107,6 +113,9 @@ def test_since_a_release_the_changes_that_followed_it_come_first(repo: Path) -> 
     assert any(n.startswith("release 1.1.0: changes made after its tag") for n in found["notes"]), found[
         "notes"
     ]
+    # Named as an upgrade, the release the trouble came with is the second one.
+    upgrade = query_json(repo, "after upgrading from 1.0.0 to 1.1.0 the export hangs on large files")
+    assert upgrade["items"][0]["ref"].startswith(fix), [it["title"] for it in upgrade["items"]]
     # A question that names no release is ranked as before.
     other = query_json(repo, "the export hangs on large files")
     assert not other["items"][0]["ref"].startswith(fix)

@@ -270,14 +270,32 @@ _NOT_THE_PROJECT = frozenset(
 )
 
 
+# "from 0.3 to 0.4", "rq 1.15 to 1.16": an upgrade between two releases, named by the second version.
+_TO_VERSION = re.compile(r"\s+to\s+v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
+
+
 def release_version(text: str) -> str | None:
-    """The project's own release TEXT names ("since upgrading to 0.30.4, ..." -> "0.30.4"), else None."""
+    """The project's own release TEXT names ("since upgrading to 0.30.4, ..." -> "0.30.4"; "after upgrading
+    from 0.3 to 0.4, ..." -> "0.4", the release the trouble came with), else None."""
+    skip_to = 0
     for found in _VERSION.finditer(text):
-        if text[: found.start()].count("`") % 2:
-            continue  # inside code quotes: an argument, not a release
+        if found.start() < skip_to or text[: found.start()].count("`") % 2:
+            continue  # the second half of an upgrade already judged, or an argument in code quotes
         before = re.findall(r"[\w.+-]+|[^\w\s]", text[: found.start()])
         prev = before[-1] if before else ""
         lead = before[-2].lower() if len(before) > 1 else ""
+        upgrade = _TO_VERSION.match(text, found.end())
+        if upgrade is not None:
+            # Whose upgrade: the name before "from" ("upgraded pytest from 7.0 to 8.0" is pytest's), else
+            # the name right before the first version ("Python 3.11 to 3.12" is Python's).
+            if prev.lower() == "from":
+                ours = lead not in _NOT_THE_PROJECT
+            else:
+                ours = re.fullmatch(r"[a-z][\w.+-]{2,}", prev) is not None and prev not in _NOT_THE_PROJECT
+            if ours:
+                return upgrade.group(1)
+            skip_to = upgrade.end()
+            continue
         if prev.lower() in _RELEASE_CONNECTORS:
             # "upgrading fish to 3.3", "moved Python to 3.12": the version of what was upgraded.
             other = lead in _NOT_THE_PROJECT or (len(before) > 1 and before[-2][:1].isupper())
