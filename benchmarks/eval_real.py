@@ -118,6 +118,7 @@ SETS = (
     "fresh28",
     "fresh29",
     "fresh30",
+    "fresh31",
     "removal",
     "rst",
     "adoc",
