@@ -142,3 +142,30 @@ def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Pat
         ids = vector.knn(store, "quasars")
         assert vector._WARM[str(store.path)].matrix is None
         assert ids and store.get(ids[0]) is not None
+
+
+@pytest.mark.slow
+def test_a_match_the_nearest_k_leave_out_keeps_its_similarity(
+    history: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store with many near texts puts a good match past the k-NN's cut. Found by BM25, it is fused with
+    its own similarity, the one a deep k-NN reads, not as if the vectors had never seen it."""
+    from nexusmem.retrieve import vector
+
+    run_cli("-C", str(history), "sync", "-q")
+    question = "the payment gateway is slow and requests time out"
+    with project.load(history).open_store(readonly=True) as store:
+        deep = dict(vector.knn_scored(store, question, k=50))
+        nearest = vector.neighbours(store, question, k=1).hits[0][0]
+        others = [node_id for node_id in deep if node_id != nearest]
+        assert others, deep
+        near = vector.neighbours(store, question, k=1, also=[*others, nearest, "no-such-node"])
+        assert [node_id for node_id, _ in near.hits] == [nearest]
+        assert dict(near.more) == pytest.approx({node_id: deep[node_id] for node_id in others}, abs=1e-5)
+
+        # Through retrieval: with the k-NN cut at 1, a BM25 match outside it keeps its similarity.
+        monkeypatch.setattr(vector, "KNN", 1)
+        found = query.retrieve(store, question)
+        lexical = [node_id for node_id, ev in found.evidence.items() if ev.lexical > 0]
+        assert any(node_id != nearest and node_id in deep for node_id in lexical), (lexical, deep)
+        assert all(found.evidence[i].cosine == pytest.approx(deep.get(i, 0.0), abs=1e-5) for i in lexical)

@@ -230,6 +230,10 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
         assert [i for i, _ in found] == [i for i, _ in exact] and len(exact) == 10
         assert exact[0][1] < 1e-6 and [d for _, d in exact] == sorted(d for _, d in exact)
         assert [d for _, d in found] == pytest.approx([d for _, d in exact], abs=1e-6)
+        # The exact distance of nodes another list found, k-NN or not, is the one the scan reads.
+        assert store.vector_distances(blob, [i for i, _ in exact] + ["no-such-node"]) == pytest.approx(
+            dict(exact), abs=1e-6
+        )
         # A clone re-sending the history the team already holds adds nothing: no bulk load, no rebuild.
         from nexusmem.team import begin_bulk
 

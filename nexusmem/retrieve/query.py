@@ -376,7 +376,14 @@ def retrieve(
     # took ~0.5-1 s and averages them into mush.
     embed_text = " ".join(words.counted) if words.dropped else question.search_text
     near = (
-        vector.neighbours(store, embed_text, as_of=as_of, since=since, until=until)
+        vector.neighbours(
+            store,
+            embed_text,
+            as_of=as_of,
+            since=since,
+            until=until,
+            also=[node_id for node_id, _ in bm25_hits],
+        )
         if vectors
         else vector.Neighbours([], 0.0)
     )
@@ -387,7 +394,7 @@ def retrieve(
         # matched are only the common ones.
         best = max(coverage(store, words, [i for i, _ in bm25_hits[:STRENGTH_TOP]]).values())
         scale = best**LEXICAL_COVERAGE_EXP
-    found = fuse.evidence([bm25_hits, cjk_hits], near.hits, near.floor, scales=[scale, 1.0])
+    found = fuse.evidence([bm25_hits, cjk_hits], [*near.hits, *near.more], near.floor, scales=[scale, 1.0])
     settings = replace(settings, vector_weight=vector_weight(question, settings))
     scored = score_fused(
         store,

@@ -7,7 +7,8 @@ does one whose provider cannot answer now (Ollama down).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,8 @@ class Neighbours:
 
     hits: list[tuple[str, float]]  # (id, cosine similarity), nearest first
     floor: float
+    # (id, cosine similarity) of the nodes asked for by `also` that the k-NN left out, above the floor
+    more: list[tuple[str, float]] = field(default_factory=list)
 
 
 def knn_scored(
@@ -114,14 +117,20 @@ def neighbours(
     store: SearchStore,
     text: str,
     *,
-    k: int = KNN,
+    k: int | None = None,
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
+    also: Sequence[str] = (),
 ) -> Neighbours:
     """The K nodes nearest to TEXT with their cosine similarities, nearest first, those below the
     provider's noise floor left out; empty when there are no vectors or no provider. With a SINCE/UNTIL
-    window the k-NN looks WINDOW_K deep before the window filter, so that a narrow window keeps hits."""
+    window the k-NN looks WINDOW_K deep before the window filter, so that a narrow window keeps hits.
+
+    ALSO: ids another list found (the BM25 candidates), whose similarity is read exactly when the k-NN
+    leaves them out (`more`). A store with many near texts puts a good match at vector rank 400: cut at K,
+    it would count as no match at all, and lose to a weaker one the k-NN happened to reach."""
+    k = KNN if k is None else k
     identity = embed.Identity.from_json(store.vector_identity_json())
     if identity is None or not text.strip() or not store.has_vectors():
         return Neighbours([], 0.0)
@@ -144,5 +153,14 @@ def neighbours(
         return Neighbours([], 0.0)
     # Cosine distance = 1 - similarity; below the model's noise floor a neighbour is not a match.
     floor = provider.min_similarity
-    kept = [(node_id, 1.0 - distance) for node_id, distance in hits if 1.0 - distance >= floor]
-    return Neighbours(kept[:k], floor)
+    kept = [(node_id, 1.0 - distance) for node_id, distance in hits if 1.0 - distance >= floor][:k]
+    listed = {node_id for node_id, _ in kept}
+    wanted = [node_id for node_id in dict.fromkeys(also) if node_id not in listed]
+    try:
+        exact = store.vector_distances(vector, wanted) if wanted else {}
+    except StoreError:
+        exact = {}
+    more = sorted(
+        ((node_id, 1.0 - d) for node_id, d in exact.items() if 1.0 - d >= floor), key=lambda h: (-h[1], h[0])
+    )
+    return Neighbours(kept, floor, more)

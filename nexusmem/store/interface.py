@@ -167,6 +167,11 @@ class SearchStore(Protocol):
         times after the k-NN."""
         ...
 
+    def vector_distances(self, blob: bytes, ids: Sequence[str]) -> dict[str, float]:
+        """id → cosine distance from BLOB (float32) of those of IDS that have a vector: no k-NN, the exact
+        distance of nodes another list found."""
+        ...
+
     def shell_neighbours(
         self, anchor: StoredNode, *, after: bool, limit: int, window_ms: int, as_of: int | None = None
     ) -> list[str]:

@@ -1059,6 +1059,17 @@ class TeamStore:
             rows = merge_nearest(rows, more, k)  # sorted: a relaxed-order scan returns them unsorted
         return [(str(r[0]), float(r[1])) for r in rows]
 
+    def vector_distances(self, blob: bytes, ids: Sequence[str]) -> dict[str, float]:
+        """id → cosine distance from BLOB of those of IDS (this project's) that have a vector."""
+        if not ids or len(blob) != TEAM_DIM * 4:
+            return {}
+        rows = self.conn.execute(
+            "SELECT id, emb <=> %s::vector FROM nodes"
+            " WHERE project_id = %s AND id = ANY(%s) AND emb IS NOT NULL",
+            (vector_text(blob), self.project, list(ids)),
+        ).fetchall()
+        return {str(r[0]): float(r[1]) for r in rows}
+
     def _vector_total(self) -> int:
         """This project's vector count (term_df's row, read with the question's term counts)."""
         if self.schema_version() < 2:

@@ -298,6 +298,28 @@ class VectorIndexMixin:
             [(int(h[0]), float(h[1])) for h in hits], as_of, since=since, until=until
         )
 
+    def vector_distances(self, blob: bytes, ids: Sequence[str]) -> dict[str, float]:
+        """id → cosine distance from BLOB of those of IDS that have a vector (vec0 rows read by rowid)."""
+        if not ids or not self.has_vector_table():
+            return {}
+        marks = ",".join("?" * len(ids))
+        by_seq = {
+            int(r[0]): str(r[1])
+            for r in self.conn.execute(f"SELECT seq, id FROM nodes WHERE id IN ({marks})", list(ids))
+        }
+        if not by_seq:
+            return {}
+        self._vec_ready()
+        marks = ",".join("?" * len(by_seq))
+        try:
+            rows = self.conn.execute(
+                f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {VEC_TABLE} WHERE rowid IN ({marks})",
+                [blob, *by_seq],
+            ).fetchall()
+        except Exception as exc:
+            raise StoreError(f"vector search failed: {exc}") from exc
+        return {by_seq[int(r[0])]: float(r[1]) for r in rows if r[1] is not None}
+
     def _forget_vectors(self, seqs: Sequence[int]) -> None:
         """Delete the vectors of nodes about to be deleted (vec0 rows know no foreign keys)."""
         if not seqs:
