@@ -121,6 +121,8 @@ def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Pat
     with proj.open_store() as store:
         # First query: vec0; it starts the in-memory copy. Fusion uses the similarities, so they must agree too.
         cold = {q: vector.knn_scored(store, q) for q in questions}
+        every = [node_id for hits in cold.values() for node_id, _ in hits]
+        cold_more = {q: vector.neighbours(store, q, k=1, also=every).more for q in questions}
         warm = vector._WARM[str(store.path)]
         deadline = time.monotonic() + 20
         while warm.matrix is None:
@@ -128,6 +130,12 @@ def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Pat
             assert time.monotonic() < deadline, "the in-memory vectors never loaded"
             time.sleep(0.05)
         hot = {q: vector.knn_scored(store, q) for q in questions}
+        # The similarities of the nodes another list found, read from memory as vec0 reads them.
+        hot_more = {q: vector.neighbours(store, q, k=1, also=every).more for q in questions}
+        assert any(cold_more.values())
+        for q in questions:
+            assert [i for i, _ in hot_more[q]] == [i for i, _ in cold_more[q]]
+            assert [sim for _, sim in hot_more[q]] == pytest.approx([sim for _, sim in cold_more[q]], abs=1e-5)
         assert {q: [i for i, _ in hits] for q, hits in hot.items()} == {
             q: [i for i, _ in hits] for q, hits in cold.items()
         }

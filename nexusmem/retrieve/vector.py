@@ -56,8 +56,9 @@ def _load(db: Path, warm: _Warm) -> None:
         return
 
 
-def _warm_hits(store: SearchStore, blob: bytes, k: int) -> list[tuple[int, float]] | None:
-    """(seq, cosine distance) of the K nearest, from the in-memory copy; None while it is not ready."""
+def _warm_similarities(store: SearchStore, blob: bytes) -> tuple[Any, Any] | None:
+    """(seqs, cosine similarities to BLOB) over every vector of the in-memory copy, as numpy arrays in
+    seq order; None while the copy is not ready (the second query of a process starts loading it)."""
     if not store.in_memory_copy:
         return None
     key = str(store.path)
@@ -78,10 +79,32 @@ def _warm_hits(store: SearchStore, blob: bytes, k: int) -> list[tuple[int, float
     if query.shape[0] != warm.matrix.shape[1]:
         return None
     norm = float(np.linalg.norm(query)) or 1.0
-    sims = warm.matrix @ (query / norm)
+    return warm.seqs, warm.matrix @ (query / norm)
+
+
+def _nearest(seqs: Any, sims: Any, k: int) -> list[tuple[int, float]]:
+    """(seq, cosine distance) of the K most similar."""
+    import numpy as np
+
     count = min(k, sims.shape[0])
     top = np.argpartition(-sims, count - 1)[:count]
-    return [(int(warm.seqs[i]), float(1.0 - sims[i])) for i in top]
+    return [(int(seqs[i]), float(1.0 - sims[i])) for i in top]
+
+
+def _distances_of(store: SearchStore, seqs: Any, sims: Any, ids: Sequence[str]) -> dict[str, float]:
+    """id → cosine distance of those of IDS in the in-memory copy (SEQS sorted, SIMS beside them)."""
+    import numpy as np
+
+    rows = store.vector_rows(ids)
+    if not rows:
+        return {}
+    wanted = np.array(list(rows.values()), dtype=np.int64)
+    at = np.minimum(np.searchsorted(seqs, wanted), len(seqs) - 1)
+    return {
+        node_id: float(1.0 - sims[i])
+        for node_id, i, seq in zip(rows, at.tolist(), wanted.tolist(), strict=True)
+        if int(seqs[i]) == seq
+    }
 
 
 def knn(store: SearchStore, text: str, *, k: int = KNN, as_of: int | None = None) -> list[str]:
@@ -143,9 +166,9 @@ def neighbours(
         vector = embed.to_blob(provider.embed([text])[0])
         if len(vector) != identity.dim * 4:
             return Neighbours([], 0.0)
-        warm = _warm_hits(store, vector, depth)
+        warm = _warm_similarities(store, vector)
         hits = (
-            store.vector_hits_to_ids(warm, as_of, since=since, until=until)
+            store.vector_hits_to_ids(_nearest(*warm, depth), as_of, since=since, until=until)
             if warm is not None
             else store.search_vectors(vector, depth, as_of, since=since, until=until)
         )
@@ -157,7 +180,12 @@ def neighbours(
     listed = {node_id for node_id, _ in kept}
     wanted = [node_id for node_id in dict.fromkeys(also) if node_id not in listed]
     try:
-        exact = store.vector_distances(vector, wanted) if wanted else {}
+        if not wanted:
+            exact = {}
+        elif warm is not None:
+            exact = _distances_of(store, *warm, wanted)
+        else:
+            exact = store.vector_distances(vector, wanted)
     except StoreError:
         exact = {}
     more = sorted(

@@ -172,6 +172,11 @@ class SearchStore(Protocol):
         distance of nodes another list found."""
         ...
 
+    def vector_rows(self, ids: Sequence[str]) -> dict[str, int]:
+        """id → the row (nodes.seq) of its vector, for those of IDS that have one: what an in-memory copy of
+        the vectors is indexed by. Empty for a store without an in-memory copy."""
+        ...
+
     def shell_neighbours(
         self, anchor: StoredNode, *, after: bool, limit: int, window_ms: int, as_of: int | None = None
     ) -> list[str]:

@@ -1070,6 +1070,9 @@ class TeamStore:
         ).fetchall()
         return {str(r[0]): float(r[1]) for r in rows}
 
+    def vector_rows(self, ids: Sequence[str]) -> dict[str, int]:
+        return {}  # no in-memory copy (in_memory_copy is False): never called
+
     def _vector_total(self) -> int:
         """This project's vector count (term_df's row, read with the question's term counts)."""
         if self.schema_version() < 2:

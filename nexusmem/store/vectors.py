@@ -299,26 +299,37 @@ class VectorIndexMixin:
         )
 
     def vector_distances(self, blob: bytes, ids: Sequence[str]) -> dict[str, float]:
-        """id → cosine distance from BLOB of those of IDS that have a vector (vec0 rows read by rowid)."""
-        if not ids or not self.has_vector_table():
-            return {}
-        marks = ",".join("?" * len(ids))
-        by_seq = {
-            int(r[0]): str(r[1])
-            for r in self.conn.execute(f"SELECT seq, id FROM nodes WHERE id IN ({marks})", list(ids))
-        }
-        if not by_seq:
+        """id → cosine distance from BLOB of those of IDS that have a vector. One vec0 lookup by rowid
+        each: vec0 answers `rowid IN (...)` by scanning the whole table (90 ms at 100k vectors, against
+        ~0.15 ms a row)."""
+        rows = self.vector_rows(ids)
+        if not rows:
             return {}
         self._vec_ready()
-        marks = ",".join("?" * len(by_seq))
+        out: dict[str, float] = {}
         try:
-            rows = self.conn.execute(
-                f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {VEC_TABLE} WHERE rowid IN ({marks})",
-                [blob, *by_seq],
-            ).fetchall()
+            for node_id, seq in rows.items():
+                found = self.conn.execute(
+                    f"SELECT vec_distance_cosine(embedding, ?) FROM {VEC_TABLE} WHERE rowid = ?", (blob, seq)
+                ).fetchone()
+                if found is not None and found[0] is not None:
+                    out[node_id] = float(found[0])
         except Exception as exc:
             raise StoreError(f"vector search failed: {exc}") from exc
-        return {by_seq[int(r[0])]: float(r[1]) for r in rows if r[1] is not None}
+        return out
+
+    def vector_rows(self, ids: Sequence[str]) -> dict[str, int]:
+        """id → nodes.seq (the vector's rowid) of those of IDS that have a vector."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return {
+            str(r[0]): int(r[1])
+            for r in self.conn.execute(
+                f"SELECT n.id, n.seq FROM nodes n JOIN node_vectors v ON v.seq = n.seq WHERE n.id IN ({marks})",
+                list(ids),
+            )
+        }
 
     def _forget_vectors(self, seqs: Sequence[int]) -> None:
         """Delete the vectors of nodes about to be deleted (vec0 rows know no foreign keys)."""
