@@ -119,6 +119,7 @@ SETS = (
     "fresh29",
     "fresh30",
     "fresh31",
+    "fresh32",
     "removal",
     "rst",
     "adoc",
