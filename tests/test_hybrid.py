@@ -135,7 +135,9 @@ def test_a_long_running_process_answers_from_memory_exactly_as_vec0(history: Pat
         assert any(cold_more.values())
         for q in questions:
             assert [i for i, _ in hot_more[q]] == [i for i, _ in cold_more[q]]
-            assert [sim for _, sim in hot_more[q]] == pytest.approx([sim for _, sim in cold_more[q]], abs=1e-5)
+            assert [sim for _, sim in hot_more[q]] == pytest.approx(
+                [sim for _, sim in cold_more[q]], abs=1e-5
+            )
         assert {q: [i for i, _ in hits] for q, hits in hot.items()} == {
             q: [i for i, _ in hits] for q, hits in cold.items()
         }
