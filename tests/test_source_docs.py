@@ -316,6 +316,65 @@ def test_heading_anchors_are_not_part_of_the_heading() -> None:
     assert [s.heading for s in split_sections(html, "t.md")] == ["Properties missing", "Old `name`"]
 
 
+@pytest.mark.parametrize(
+    ("heading", "title"),
+    [
+        # testify's README: a link around a code span, with a link title.
+        ('[`assert`](https://pkg.go.dev/x/assert "API documentation") package', "`assert` package"),
+        (
+            "[Snap](https://snapcraft.io/a) Ubuntu and [supported systems](https://snapcraft.io/b)",
+            "Snap Ubuntu and supported systems",
+        ),
+        ("Install [![Build](https://ci/badge.svg)](https://ci/run)", "Install"),  # a badge is a picture
+        ("[Options][opts] and [flags][]", "Options and flags"),  # links by reference
+        ("See [RFC 3986](https://tools.ietf.org/html/rfc3986#section-3.4)", "See RFC 3986"),
+        ("Usage (a [b](https://c/(d)))", "Usage (a b)"),
+        # A code span is shown as written, whatever it holds; text in brackets that links nowhere stays.
+        (
+            "chalk.`<style>[.<style>...](string, [string...])`",
+            "chalk.`<style>[.<style>...](string, [string...])`",
+        ),
+        ("Arrays [1, 2]", "Arrays [1, 2]"),
+        ("![logo](logo.png)", "![logo](logo.png)"),  # nothing else: kept as written
+    ],
+)
+def test_a_heading_is_titled_as_a_reader_sees_its_links(heading: str, title: str) -> None:
+    text = f"# Top\n\nIntro.\n\n## {heading}\n\nBody.\n"
+    assert split_sections(text, "README.md")[1].heading == title
+
+
+def test_a_store_titled_with_link_markup_is_retitled_on_the_next_sync(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store synced when headings kept their link markup (docs-6) holds `README.md#[Snap](https://…)`:
+    the next sync replaces it with the section as a reader sees it, and the old ref is gone."""
+    from nexusmem import project
+    from nexusmem.sources import docs
+
+    from helpers import run_cli
+
+    commit(
+        repo,
+        "docs",
+        {
+            "README.md": "# Tool\n\nIntro.\n\n## Install with [Snap](https://snapcraft.io/x)\n\nsnap install tool\n"
+        },
+    )
+    with monkeypatch.context() as old:
+        old.setattr(docs, "_rendered", lambda text: text)
+        old.setattr(docs, "_CURSOR_VERSION", "docs-6")
+        run_cli("-C", str(repo), "sync", "--no-embed", "-q")
+    with project.load(repo).open_store(readonly=True) as store:
+        refs = {n.ref for n in store.iter_nodes("doc_section")}
+    assert "README.md#Install with [Snap](https://snapcraft.io/x)" in refs
+    run_cli("-C", str(repo), "sync", "--no-embed", "-q")
+    with project.load(repo).open_store(readonly=True) as store:
+        sections = {n.ref: n for n in store.iter_nodes("doc_section")}
+    assert "README.md#Install with Snap" in sections
+    assert not any("](" in ref for ref in sections), sorted(sections)
+    assert sections["README.md#Install with Snap"].title == "README.md — Install with Snap"
+
+
 # A command-line tool's manual page in troff, as fzf, tmux or ripgrep ship them.
 FINDER_1 = r""".\" the page header and this comment are not sections
 .TH FINDER 1 "Nov 2026" "finder 0.56" "finder - a fuzzy finder"

@@ -32,7 +32,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-6"
+_CURSOR_VERSION = "docs-7"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -145,11 +145,39 @@ _HTML_ANCHOR = re.compile(
 )
 
 
+# A code span (its text is kept as written, links and all), an image, and a link: inline
+# `[text](url "title")`, or by reference `[text][label]` / `[text][]`.
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_IMAGE = re.compile(
+    r"!\[[^\[\]]*\](?:\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)|\[[^\[\]]*\])"
+)
+_LINK = re.compile(
+    r"\[([^\[\]]*)\](?:\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)|\[[^\[\]]*\])"
+)
+
+
+def _rendered(text: str) -> str:
+    """TEXT with its links shown as their text and its images left out, as a reader sees them; code spans
+    as written."""
+    spans: list[str] = []
+
+    def keep(found: re.Match[str]) -> str:
+        spans.append(found.group(0))
+        return f"\x00{len(spans) - 1}\x00"
+
+    held = _CODE_SPAN.sub(keep, text)
+    if "[" not in held:
+        return text
+    held = _LINK.sub(r"\1", _IMAGE.sub(" ", held))
+    return re.sub("\x00(\\d+)\x00", lambda m: spans[int(m.group(1))], held)
+
+
 def heading_text(raw: str) -> str:
     """A Markdown heading as a reader sees it: without an explicit `{#anchor}` at its end or an empty
-    `<a id="…"></a>` anywhere (unless that is all there is)."""
+    `<a id="…"></a>` anywhere, its links as their text and its images (badges) left out, unless nothing
+    is left."""
     text = raw.strip()
-    bare = " ".join(_HTML_ANCHOR.sub(" ", _HEADING_ATTRIBUTES.sub("", text)).split())
+    bare = " ".join(_rendered(_HTML_ANCHOR.sub(" ", _HEADING_ATTRIBUTES.sub("", text))).split())
     return bare or text
 
 
