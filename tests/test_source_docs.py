@@ -326,7 +326,9 @@ def test_heading_anchors_are_not_part_of_the_heading() -> None:
             "Snap Ubuntu and supported systems",
         ),
         ("Install [![Build](https://ci/badge.svg)](https://ci/run)", "Install"),  # a badge is a picture
-        ("[Options][opts] and [flags][]", "Options and flags"),  # links by reference
+        ("Link [here](<a url with spaces>)", "Link here"),
+        # By reference, a link only where the document defines the label; as written otherwise.
+        ("copy(src, dest[, options][, callback])", "copy(src, dest[, options][, callback])"),
         ("See [RFC 3986](https://tools.ietf.org/html/rfc3986#section-3.4)", "See RFC 3986"),
         ("Usage (a [b](https://c/(d)))", "Usage (a b)"),
         # A code span is shown as written, whatever it holds; text in brackets that links nowhere stays.

@@ -32,7 +32,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-7"
+_CURSOR_VERSION = "docs-8"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -145,15 +145,14 @@ _HTML_ANCHOR = re.compile(
 )
 
 
-# A code span (its text is kept as written, links and all), an image, and a link: inline
-# `[text](url "title")`, or by reference `[text][label]` / `[text][]`.
+# A code span (its text is kept as written, links and all), an inline image and an inline link
+# (`[text](url "title")`, `[text](<url>)`). A reference-style `[text][label]` is a link only where the
+# document defines the label, and the text between brackets otherwise ("copy(src, dest[, options][,
+# callback])"): a heading alone cannot tell, so it is left as written.
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
-_IMAGE = re.compile(
-    r"!\[[^\[\]]*\](?:\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)|\[[^\[\]]*\])"
-)
-_LINK = re.compile(
-    r"\[([^\[\]]*)\](?:\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)|\[[^\[\]]*\])"
-)
+_DESTINATION = r"\((?:<[^<>\n]*>|(?:[^()\s]|\([^()\s]*\))*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+_IMAGE = re.compile(r"!\[[^\[\]]*\]" + _DESTINATION)
+_LINK = re.compile(r"\[([^\[\]]*)\]" + _DESTINATION)
 
 
 def _rendered(text: str) -> str:
