@@ -149,7 +149,10 @@ _HTML_ANCHOR = re.compile(
 # (`[text](url "title")`, `[text](<url>)`). A reference-style `[text][label]` is a link only where the
 # document defines the label, and the text between brackets otherwise ("copy(src, dest[, options][,
 # callback])"): a heading alone cannot tell, so it is left as written.
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_CODE_SPAN = re.compile(r"(?<!`)(`{1,8})(?!`)(.+?)(?<!`)\1(?!`)")
+# Longer than this, a "heading" is a damaged or generated line: kept as written (the patterns above are
+# cheap on a heading, not on a megabyte of backticks).
+_RENDER_MAX_CHARS = 1_000
 _DESTINATION = r"\((?:<[^<>\n]*>|(?:[^()\s]|\([^()\s]*\))*)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
 _IMAGE = re.compile(r"!\[[^\[\]]*\]" + _DESTINATION)
 _LINK = re.compile(r"\[([^\[\]]*)\]" + _DESTINATION)
@@ -158,6 +161,8 @@ _LINK = re.compile(r"\[([^\[\]]*)\]" + _DESTINATION)
 def _rendered(text: str) -> str:
     """TEXT with its links shown as their text and its images left out, as a reader sees them; code spans
     as written."""
+    if len(text) > _RENDER_MAX_CHARS or "\x00" in text:
+        return text
     spans: list[str] = []
 
     def keep(found: re.Match[str]) -> str:
