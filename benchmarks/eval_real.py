@@ -120,6 +120,7 @@ SETS = (
     "fresh30",
     "fresh31",
     "fresh32",
+    "fresh33",
     "removal",
     "rst",
     "adoc",
