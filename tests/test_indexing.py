@@ -332,6 +332,26 @@ def test_changelog_entries_link_to_their_commits(repo: Path) -> None:
     assert by_number in shown[:entry] and adder in shown[:entry]
 
 
+def test_a_changelog_entry_is_titled_without_its_links_urls(repo: Path) -> None:
+    """Release tools write each entry with links ("Fix copy ([#413](https://github.com/o/r/pull/413))"): the
+    title shows what a reader sees, and the entry still links to its commit by the number."""
+    fix = commit(repo, "copy: keep the mode bits (#413)", {"copy.py": "x = 1\n"})
+    log = (
+        "# Changelog\n\n## [3.0.0](https://github.com/o/r/compare/v2.0.0...v3.0.0) (2024-05-01)\n\n"
+        "- copy keeps the mode bits ([#413](https://github.com/o/r/pull/413)) ([abc1234](https://github.com/o/r/commit/abc1234))\n"
+    )
+    commit(repo, "release 3.0.0", {"CHANGELOG.md": log})
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        (entry,) = [n for n in store.iter_nodes("doc_section") if n.source == "changelog"]
+        assert entry.title == "CHANGELOG.md — 3.0.0 (2024-05-01): copy keeps the mode bits (#413) (abc1234)"
+        assert entry.ref == "CHANGELOG.md#3.0.0 (2024-05-01)"
+        assert "https://github.com/o/r/pull/413" in entry.body  # the text as written
+        links = {b for _, b, rel in store.links_from([entry.id]) if rel == "changelog"}
+        assert node_id(proj.id, "git_commit", fix) in links
+
+
 CHANGES_RST = """Version 2.1.0
 -------------
 

@@ -366,7 +366,7 @@ def test_a_store_titled_with_link_markup_is_retitled_on_the_next_sync(
         },
     )
     with monkeypatch.context() as old:
-        old.setattr(docs, "_rendered", lambda text: text)
+        old.setattr(docs, "inline_text", lambda text: text)
         old.setattr(docs, "_CURSOR_VERSION", "docs-6")
         run_cli("-C", str(repo), "sync", "--no-embed", "-q")
     with project.load(repo).open_store(readonly=True) as store:

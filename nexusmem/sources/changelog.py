@@ -37,9 +37,9 @@ from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.docs import is_release_notes, sections_of
+from nexusmem.sources.docs import inline_text, is_release_notes, sections_of
 
-_CURSOR_VERSION = "changelog-4"
+_CURSOR_VERSION = "changelog-5"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -286,7 +286,9 @@ class ChangelogSource:
             occurrence = seen.get(key_base, 0)
             seen[key_base] = occurrence + 1
             key = f"{key_base}#{occurrence}"
-            headline = re.sub(r"^[-*+]\s+", "", body.split("\n", 1)[0]).strip()
+            # The title shows the first line as a reader sees it ("Fix copy (#123)", not the link's URL); the
+            # text keeps the link, whose number ties the entry to its commit.
+            headline = inline_text(re.sub(r"^[-*+]\s+", "", body.split("\n", 1)[0]).strip())
             if len(headline) > 120:
                 headline = headline[:119] + "…"
             # Dated by the commit that wrote it, else by the newest commit it names, else by the file.

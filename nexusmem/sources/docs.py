@@ -158,7 +158,7 @@ _IMAGE = re.compile(r"!\[[^\[\]]*\]" + _DESTINATION)
 _LINK = re.compile(r"\[([^\[\]]*)\]" + _DESTINATION)
 
 
-def _rendered(text: str) -> str:
+def inline_text(text: str) -> str:
     """TEXT with its links shown as their text and its images left out, as a reader sees them; code spans
     as written."""
     if len(text) > _RENDER_MAX_CHARS or "\x00" in text:
@@ -181,7 +181,7 @@ def heading_text(raw: str) -> str:
     `<a id="…"></a>` anywhere, its links as their text and its images (badges) left out, unless nothing
     is left."""
     text = raw.strip()
-    bare = " ".join(_rendered(_HTML_ANCHOR.sub(" ", _HEADING_ATTRIBUTES.sub("", text))).split())
+    bare = " ".join(inline_text(_HTML_ANCHOR.sub(" ", _HEADING_ATTRIBUTES.sub("", text))).split())
     return bare or text
 
 
