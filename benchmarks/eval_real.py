@@ -121,6 +121,7 @@ SETS = (
     "fresh31",
     "fresh32",
     "fresh33",
+    "fresh34",
     "removal",
     "rst",
     "adoc",
