@@ -284,14 +284,13 @@ def release_version(text: str) -> str | None:
         before = re.findall(r"[\w.+-]+|[^\w\s]", text[: found.start()])
         prev = before[-1] if before else ""
         lead = before[-2].lower() if len(before) > 1 else ""
+        # A lower-case name right before the version ("sqlmodel 0.0.12"), not another program's.
+        is_name = re.fullmatch(r"[a-z][\w.+-]{2,}", prev) is not None and prev not in _NOT_THE_PROJECT
         upgrade = _TO_VERSION.match(text, found.end())
         if upgrade is not None:
             # Whose upgrade: the name before "from" ("upgraded pytest from 7.0 to 8.0" is pytest's), else
             # the name right before the first version ("Python 3.11 to 3.12" is Python's).
-            if prev.lower() == "from":
-                ours = lead not in _NOT_THE_PROJECT
-            else:
-                ours = re.fullmatch(r"[a-z][\w.+-]{2,}", prev) is not None and prev not in _NOT_THE_PROJECT
+            ours = lead not in _NOT_THE_PROJECT if prev.lower() == "from" else is_name
             if ours:
                 return upgrade.group(1)
             skip_to = upgrade.end()
@@ -302,7 +301,6 @@ def release_version(text: str) -> str | None:
             if prev.lower() == "to" and other and lead not in _UPGRADE_VERBS:
                 continue
             return found.group(1)
-        is_name = re.fullmatch(r"[a-z][\w.+-]{2,}", prev) is not None and prev not in _NOT_THE_PROJECT
         if is_name and (lead in _NAME_LEADS or not lead or not lead[0].isalnum()):
             return found.group(1)
     return None
