@@ -179,15 +179,17 @@ def neighbours(
     kept = [(node_id, 1.0 - distance) for node_id, distance in hits if 1.0 - distance >= floor][:k]
     listed = {node_id for node_id, _ in kept}
     wanted = [node_id for node_id in dict.fromkeys(also) if node_id not in listed]
+    # The k-NN's own list (WINDOW_K deep with a window) already holds the distances of some of them.
+    searched = dict(hits)
+    exact = {node_id: searched[node_id] for node_id in wanted if node_id in searched}
+    unread = [node_id for node_id in wanted if node_id not in searched]
     try:
-        if not wanted:
-            exact = {}
-        elif warm is not None:
-            exact = _distances_of(store, *warm, wanted)
-        else:
-            exact = store.vector_distances(vector, wanted)
+        if unread and warm is not None:
+            exact.update(_distances_of(store, *warm, unread))
+        elif unread:
+            exact.update(store.vector_distances(vector, unread))
     except StoreError:
-        exact = {}
+        pass  # a store that cannot answer now: the rest stay unread, as if the k-NN had never seen them
     more = sorted(
         ((node_id, 1.0 - d) for node_id, d in exact.items() if 1.0 - d >= floor), key=lambda h: (-h[1], h[0])
     )
