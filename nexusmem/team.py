@@ -593,7 +593,7 @@ def _vector_plan(team: TeamStore, local: Store, report: PushReport) -> bool:
     """Whether this member's vectors go too: only those of the model the team's vectors come from (the
     first member to push vectors decides; the built-in 256-d model by default)."""
     from nexusmem import embed
-    from nexusmem.store.team import TEAM_DIM
+    from nexusmem.store.team import TEAM_DIM, TOKEN_WEIGHTS
 
     mine = embed.Identity.from_json(local.vector_identity_json())
     if mine is None:
@@ -608,6 +608,10 @@ def _vector_plan(team: TeamStore, local: Store, report: PushReport) -> bool:
         assert theirs is not None
         report.notes.append(f"vectors not shared: {mine.describe()} here, {theirs.describe()} on the team")
         return False
+    weights = local.vector_token_weights()
+    if weights:
+        # The team's queries are pooled with the first pusher's weights (see TeamStore.vector_token_weights).
+        team.set_meta_if_absent(TOKEN_WEIGHTS, weights)
     return True
 
 

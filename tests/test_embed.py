@@ -96,7 +96,7 @@ def test_builtin_handles_empty_and_cjk_text() -> None:
 
 
 def test_builtin_rejects_a_model_it_does_not_ship() -> None:
-    with pytest.raises(EmbeddingUnavailable, match="ships only"):
+    with pytest.raises(EmbeddingUnavailable, match="has the models 'l2_supercat\\+idf'"):
         embed.make("builtin", "all-MiniLM-L6-v2")
 
 
@@ -147,7 +147,7 @@ def test_config_rejects_an_unknown_provider(history: Path) -> None:
 def test_sync_embeds_every_node_then_only_what_changed(history: Path) -> None:
     first = sync_json(history)
     emb = first["embedding"]
-    assert emb["provider"] == "builtin wordllama 256-d"
+    assert emb["provider"] == "builtin wordllama 256-d, weighted by this project's words"
     assert emb["embedded"] == first["total_nodes"] == emb["vectors"] > 0
     nodes, vectors, rows = counts(history)
     assert nodes == vectors == rows
@@ -173,7 +173,9 @@ def test_sync_no_embed_skips_the_pass_once(history: Path) -> None:
     later = sync_json(history)
     assert later["embedding"]["embedded"] == later["total_nodes"]
     status = run_cli("-C", str(history), "status").stdout
-    assert f"builtin wordllama 256-d, {later['total_nodes']} vectors" in status
+    assert (
+        f"builtin wordllama 256-d, weighted by this project's words, {later['total_nodes']} vectors" in status
+    )
     assert "sqlite-vec 0.1." in status and "(vec0, cosine)" in status
 
 
@@ -219,7 +221,7 @@ def test_provider_change_drops_and_rebuilds_vectors(history: Path) -> None:
         set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
         proc = run_cli("-C", str(history), "sync")
         assert (
-            f"provider changed (builtin wordllama 256-d → ollama nomic-embed-text): dropped {total} vector(s);"
+            f"provider changed (builtin wordllama 256-d, weighted by this project's words → ollama nomic-embed-text): dropped {total} vector(s);"
             " rebuilding them" in proc.stderr
         )
         assert counts(history) == (total, total, total)
@@ -315,12 +317,20 @@ def test_the_light_query_embedder_matches_wordllama() -> None:
         "pytest tests/test_router.py -k 'not slow' && echo ok",
         "a much longer text " * 40,
     ]
-    full = builtin.model().embed(texts, norm=True)
+    from wordllama import WordLlama
+
+    model = WordLlama.load(
+        config="l2_supercat", dim=256, cache_dir=builtin.package_dir(), disable_download=True
+    )
+    full = model.embed(texts, norm=True)
     light = np.array([np.frombuffer(builtin.query_embedder().embed(t), dtype="<f4") for t in texts])
     assert light.shape == full.shape == (len(texts), 256)
     assert np.abs(light - full).max() < 1e-5
     # The batch path sorts texts by length for speed: the answer keeps the caller's order.
     batch = np.array(
-        [np.frombuffer(embed.to_blob(v), dtype="<f4") for v in builtin.BuiltinProvider().embed(texts)]
+        [
+            np.frombuffer(embed.to_blob(v), dtype="<f4")
+            for v in builtin.BuiltinProvider("l2_supercat").embed(texts)
+        ]
     )
     assert np.abs(batch - full).max() < 1e-5

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nexusmem import project
+from nexusmem import embed, project
 from nexusmem.retrieve import fuse, query
 
 from helpers import commit, run_cli
@@ -178,4 +178,18 @@ def test_a_match_the_nearest_k_leave_out_keeps_its_similarity(
         found = query.retrieve(store, question)
         lexical = [node_id for node_id, ev in found.evidence.items() if ev.lexical > 0]
         assert any(node_id != nearest and node_id in deep for node_id in lexical), (lexical, deep)
-        assert all(found.evidence[i].cosine == pytest.approx(deep.get(i, 0.0), abs=1e-5) for i in lexical)
+        # Each word match's own similarity, read exactly: counted from the model's share floor (a word
+        # match's weak similarity still says something), and 0 below it.
+        identity = embed.Identity.from_json(store.vector_identity_json())
+        assert identity is not None
+        provider = embed.for_identity(identity, store.vector_token_weights())
+        assert provider is not None
+        share_floor = getattr(provider, "share_floor", provider.min_similarity)
+        blob = embed.to_blob(provider.embed([question])[0])
+        exact = {i: 1.0 - d for i, d in store.vector_distances(blob, lexical).items()}
+        assert any(0.0 < exact[i] < provider.min_similarity for i in lexical), (
+            exact
+        )  # below the listing floor
+        for i in lexical:
+            counted = exact[i] if exact[i] >= share_floor else 0.0
+            assert found.evidence[i].cosine == pytest.approx(counted, abs=1e-5)

@@ -54,7 +54,8 @@ class Identity:
 
     def describe(self) -> str:
         if self.name == "builtin":
-            return f"builtin wordllama {self.dim}-d"
+            pooled = "weighted by this project's words" if self.model.endswith("+idf") else "unweighted"
+            return f"builtin wordllama {self.dim}-d, {pooled}"
         return f"{self.name} {self.model} {self.dim}-d"
 
     def to_json(self) -> str:
@@ -108,16 +109,23 @@ def make(name: str, model: str = "", url: str | None = None) -> Provider | None:
     raise ValueError(f"unknown embedding provider {name!r} (expected one of {', '.join(PROVIDERS)})")
 
 
-_CACHE: dict[tuple[str, str, str | None], Provider] = {}
+_CACHE: dict[tuple[str, str, str | None, str | None], Provider] = {}
 
 
-def for_identity(identity: Identity) -> Provider | None:
-    """The provider that made vectors of IDENTITY, kept for the life of the process (a long-lived MCP
-    server loads the model once)."""
-    key = (identity.name, identity.model, identity.url)
+def for_identity(identity: Identity, token_weights: str | None = None) -> Provider | None:
+    """The provider that made vectors of IDENTITY (with TOKEN_WEIGHTS, the store's
+    `vector_token_weights()`, for the built-in model that pools with them), kept for the life of the
+    process: a long-lived MCP server loads the model once, and each store's weights once."""
+    weights = token_weights if identity.name == "builtin" else None
+    key = (identity.name, identity.model, identity.url, weights)
     if key not in _CACHE:
         provider = make(identity.name, identity.model, identity.url)
         if provider is None:
             return None
+        if weights is not None:
+            from nexusmem.embed.builtin import BuiltinProvider, TokenWeights
+
+            if isinstance(provider, BuiltinProvider):
+                provider = provider.with_weights(TokenWeights.from_text(weights))
         _CACHE[key] = provider
     return _CACHE[key]

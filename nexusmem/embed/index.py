@@ -25,6 +25,7 @@ from nexusmem.errors import StoreError
 from nexusmem.store import Store
 
 BODY_CHARS = 1000  # the title and the start of the body say what a node is about; diffs run long
+WEIGHTS_SAMPLE = 20_000  # at most this many nodes' texts are read to count token weights
 ProgressFn = Callable[[str, int, "int | None"], None]
 
 
@@ -107,6 +108,7 @@ def embed_pending(
             f" {summary.dropped} vector(s); rebuilding them"
         )
         stored = None
+    chosen, stored = _with_token_weights(store, chosen, stored, summary, note)
     newest = store.newest_update()
     through = store.embedded_through()
     if stored is not None and newest is not None and through is not None and through >= newest:
@@ -161,6 +163,44 @@ def embed_pending(
     summary.vectors = store.vector_count()
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _with_token_weights(
+    store: Store,
+    chosen: Provider,
+    stored: Identity | None,
+    summary: EmbedSummary,
+    note: Callable[[str], None],
+) -> tuple[Provider, Identity | None]:
+    """CHOSEN bound to the store's token weights, when its model pools with them (the built-in one).
+
+    The weights are counted over the store's nodes when it has none yet (its first vectors, or vectors of
+    another model), and counted again once it holds REWEIGH_GROWTH times the nodes they were counted
+    over; vectors pooled with the old weights are dropped then and rebuilt in this pass."""
+    from nexusmem.embed import builtin
+
+    if not isinstance(chosen, builtin.BuiltinProvider) or not chosen.weighs_tokens:
+        return chosen, stored
+    weights = builtin.TokenWeights.from_text(store.vector_token_weights())
+    nodes = store.node_count()
+    if weights is not None and stored is not None and nodes < builtin.REWEIGH_GROWTH * max(weights.nodes, 1):
+        return chosen.with_weights(weights), stored
+    # Past WEIGHTS_SAMPLE nodes an even sample counts them: a token's rarity is read as well from 20,000
+    # texts as from 100,000, and counting tokenizes every text it reads once more.
+    every = max(1, -(-nodes // WEIGHTS_SAMPLE))
+    texts = (node_text(t, b) for t, b in store.embedding_texts(BODY_CHARS, every=every))
+    fresh = builtin.weights_from_counts(*builtin.count_tokens(texts), basis=nodes)
+    with store.transaction():
+        dropped = store.drop_vectors() if (stored is not None or store.has_vectors()) else 0
+        store.set_vector_token_weights(fresh.to_text())
+    if dropped:
+        summary.dropped += dropped
+        was = weights.nodes if weights is not None else 0
+        note(
+            f"the project grew from {was} to {nodes} nodes: token weights counted again, dropped"
+            f" {dropped} vector(s); rebuilding them"
+        )
+    return chosen.with_weights(fresh), None
 
 
 def _describe(identity: Identity | None) -> str:

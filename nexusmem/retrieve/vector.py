@@ -160,7 +160,7 @@ def neighbours(
     windowed = since is not None or until is not None
     depth = max(k, WINDOW_K) if windowed else k
     try:
-        provider = embed.for_identity(identity)
+        provider = embed.for_identity(identity, store.vector_token_weights())
         if provider is None:
             return Neighbours([], 0.0)
         vector = embed.to_blob(provider.embed([text])[0])
@@ -174,8 +174,11 @@ def neighbours(
         )
     except (embed.EmbeddingUnavailable, StoreError, ValueError):
         return Neighbours([], 0.0)
-    # Cosine distance = 1 - similarity; below the model's noise floor a neighbour is not a match.
+    # Cosine distance = 1 - similarity. A node only the vectors found must reach the model's noise floor;
+    # a node the words found too counts its similarity from the model's share floor (the same, unless the
+    # model says its similarity carries signal below the level unrelated texts reach: see embed.builtin).
     floor = provider.min_similarity
+    share_floor = min(floor, getattr(provider, "share_floor", floor))
     kept = [(node_id, 1.0 - distance) for node_id, distance in hits if 1.0 - distance >= floor][:k]
     listed = {node_id for node_id, _ in kept}
     wanted = [node_id for node_id in dict.fromkeys(also) if node_id not in listed]
@@ -191,6 +194,7 @@ def neighbours(
     except StoreError:
         pass  # a store that cannot answer now: the rest stay unread, as if the k-NN had never seen them
     more = sorted(
-        ((node_id, 1.0 - d) for node_id, d in exact.items() if 1.0 - d >= floor), key=lambda h: (-h[1], h[0])
+        ((node_id, 1.0 - d) for node_id, d in exact.items() if 1.0 - d >= share_floor),
+        key=lambda h: (-h[1], h[0]),
     )
-    return Neighbours(kept, floor, more)
+    return Neighbours(kept, share_floor, more)

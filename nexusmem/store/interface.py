@@ -150,6 +150,11 @@ class SearchStore(Protocol):
 
     def has_vectors(self) -> bool: ...
 
+    def vector_token_weights(self) -> str | None:
+        """The token weights the built-in embedder pooled the vectors with (embed.builtin.TokenWeights as
+        text); a query is pooled with the same ones. None for other models."""
+        ...
+
     def vectors_generation(self) -> str:
         """Changes whenever a vector is added, replaced or deleted: the key of in-memory copies."""
         ...

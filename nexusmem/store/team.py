@@ -117,6 +117,8 @@ _BUILD_MEMORY_CAP_MB = 4096
 RANK_CAP = 5_000
 # term_df's rows that are not lexemes (a lexeme never holds a space): the project's node count and how many
 # of its nodes have a vector. term_doc_counts reads them along with a question's terms.
+# team_meta key: the token weights the team's vectors are pooled with (the first pusher's).
+TOKEN_WEIGHTS = "vector_token_weights"
 _TOTAL = " nodes"
 _VECTORS = " vectors"
 
@@ -547,6 +549,7 @@ class TeamStore:
         self._counts_at = 0.0
         self._vector_oid: int | None = None  # set by _copy_types
         self._identity: str | None = None  # vector_identity_json, once known (the first writer's; fixed)
+        self._token_weights: str | None = None  # vector_token_weights, once read ("" for none)
         self._has_vectors = False
         self._ef_search = 0  # the hnsw.ef_search this connection was given
         # One ef_search for both graphs instead of the one derived from k (benchmarks measuring recall
@@ -1006,6 +1009,13 @@ class TeamStore:
         if self._identity is None:
             self._identity = self.get_meta("vector_identity")
         return self._identity
+
+    def vector_token_weights(self) -> str | None:
+        """The token weights the first member who pushed vectors pooled them with (then fixed). Members
+        count their own over their clone's nodes; clones of one project count nearly the same."""
+        if self._token_weights is None:
+            self._token_weights = self.get_meta(TOKEN_WEIGHTS) or ""
+        return self._token_weights or None
 
     def has_vectors(self) -> bool:
         if self.schema_version() >= 2:

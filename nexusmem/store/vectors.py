@@ -9,7 +9,7 @@ which content each vector was made from: the embedding pass redoes a node whose 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,8 @@ GENERATION_KEY = "vector_generation"
 # The newest nodes.updated_at a completed embedding pass covered: a sync with nothing newer skips the
 # (100 ms at 100k nodes) search for nodes that need a vector.
 EMBEDDED_THROUGH_KEY = "vectors_complete_through"
+# The token weights the built-in embedder pooled the vectors with (embed.builtin.TokenWeights.to_text).
+TOKEN_WEIGHTS_KEY = "vector_token_weights"
 
 
 def vec0_path() -> Path:
@@ -196,15 +198,38 @@ class VectorIndexMixin:
         )
 
     def drop_vectors(self) -> int:
-        """Delete every vector, the vec0 table and the recorded identity; return how many vectors went."""
+        """Delete every vector, the vec0 table, the recorded identity and the token weights the vectors were
+        made with; return how many vectors went."""
         count = self.vector_count()
         if self.has_vector_table():
             self._vec_ready()
             self.conn.execute(f"DROP TABLE {VEC_TABLE}")
         self.conn.execute("DELETE FROM node_vectors")
-        self.conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (IDENTITY_KEY, EMBEDDED_THROUGH_KEY))
+        self.conn.execute(
+            "DELETE FROM meta WHERE key IN (?, ?, ?)", (IDENTITY_KEY, EMBEDDED_THROUGH_KEY, TOKEN_WEIGHTS_KEY)
+        )
         self._bump_generation()
         return count
+
+    def vector_token_weights(self) -> str | None:
+        """The token weights the stored vectors were pooled with (as embed.builtin keeps them), if any."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (TOKEN_WEIGHTS_KEY,)).fetchone()
+        return str(row[0]) if row else None
+
+    def set_vector_token_weights(self, text: str) -> None:
+        """Record the token weights every vector from now on is pooled with. Call inside transaction(),
+        after drop_vectors(): vectors pooled with other weights are not comparable."""
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (TOKEN_WEIGHTS_KEY, text),
+        )
+
+    def embedding_texts(self, body_chars: int, every: int = 1) -> Iterator[tuple[str, str]]:
+        """(title, first BODY_CHARS of body) of every EVERY-th node (by row): what the embedding pass reads,
+        for counting its tokens."""
+        sql = "SELECT title, substr(body, 1, ?) FROM nodes" + (" WHERE seq % ? = 0" if every > 1 else "")
+        for row in self.conn.execute(sql, (body_chars, every) if every > 1 else (body_chars,)):
+            yield str(row[0]), str(row[1])
 
     def newest_update(self) -> int | None:
         """The newest nodes.updated_at (indexed)."""
