@@ -122,6 +122,7 @@ SETS = (
     "fresh32",
     "fresh33",
     "fresh34",
+    "fresh35",
     "removal",
     "rst",
     "adoc",

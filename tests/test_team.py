@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from nexusmem import project
+
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
 from helpers.team import Member, make_member
@@ -234,6 +236,10 @@ def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer
         assert store.vector_distances(blob, [i for i, _ in exact] + ["no-such-node"]) == pytest.approx(
             dict(exact), abs=1e-6
         )
+        # The team's queries are pooled with the token weights of the member who first pushed vectors.
+        with alice.active(), project.load(alice.repo).open_store(readonly=True) as mine:
+            weights = mine.vector_token_weights()
+        assert weights and store.vector_token_weights() == weights
         # A clone re-sending the history the team already holds adds nothing: no bulk load, no rebuild.
         from nexusmem.team import begin_bulk
 
