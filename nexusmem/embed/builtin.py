@@ -118,7 +118,10 @@ def count_tokens(texts: Iterable[str], batch: int = 2048) -> tuple[list[int], in
     chunk: list[str] = []
 
     def flush() -> None:
-        held = [np.unique(np.asarray(e.ids, dtype=np.int64)) for e in tokenizer.encode_batch(chunk, False)]
+        held = [
+            np.unique(np.asarray(e.ids, dtype=np.int64))
+            for e in tokenizer.encode_batch(chunk, add_special_tokens=False)
+        ]
         ids = np.concatenate(held) if held else np.zeros(0, dtype=np.int64)
         counts[:] += np.bincount(ids[(ids >= 0) & (ids < vocab)], minlength=vocab)
 

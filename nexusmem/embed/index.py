@@ -195,11 +195,12 @@ def _with_token_weights(
         store.set_vector_token_weights(fresh.to_text())
     if dropped:
         summary.dropped += dropped
-        was = weights.nodes if weights is not None else 0
-        note(
-            f"the project grew from {was} to {nodes} nodes: token weights counted again, dropped"
-            f" {dropped} vector(s); rebuilding them"
+        why = (
+            f"the project grew from {weights.nodes} to {nodes} nodes: token weights counted again"
+            if weights is not None
+            else "token weights counted"
         )
+        note(f"{why}, dropped {dropped} vector(s); rebuilding them")
     return chosen.with_weights(fresh), None
 
 
