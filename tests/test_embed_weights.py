@@ -85,14 +85,31 @@ def test_weights_are_counted_once_then_again_when_the_project_doubles(repo: Path
 
     for i in range(first["total_nodes"]):
         commit(repo, f"feat: add widget {i}", {f"w{i}.txt": f"widget {i}\n"})
-    proc = run_cli("-C", str(repo), "sync")
-    assert f"the project grew from {weights.nodes} to " in proc.stderr
-    assert "token weights counted again" in proc.stderr
+    grew = sync_json(repo)  # a small rebuild: said in the summary, not on stderr
+    notes = " ".join(grew["embedding"]["notes"])
+    assert f"the project grew from {weights.nodes} to {grew['total_nodes']} nodes" in notes
+    assert "token weights counted again" in notes
+    assert grew["embedding"]["embedded"] == grew["total_nodes"] == grew["embedding"]["vectors"]
     with project.load(repo).open_store(readonly=True) as store:
         grown = builtin.TokenWeights.from_text(store.vector_token_weights())
         total, vectors = store.node_count(), store.vector_count()
     assert grown is not None and grown.nodes == total == vectors
     assert grown.blob != weights.blob
+
+
+def test_a_long_rebuild_for_new_weights_is_said_on_stderr(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nexusmem.embed import index
+
+    trailer_history(repo, chores=2)
+    total = sync_json(repo)["total_nodes"]
+    for i in range(total):
+        commit(repo, f"feat: add gadget {i}", {f"g{i}.txt": f"gadget {i}\n"})
+    monkeypatch.setattr(index, "REWEIGH_LOUD", total)  # the size that counts as long, for this test
+    proc = run_cli("-C", str(repo), "sync")
+    assert f"embedding: the project grew from {total} to " in proc.stderr
+    assert f"token weights counted again, dropped {total} vector(s); rebuilding them" in proc.stderr
 
 
 def test_a_store_pooled_without_weights_is_rebuilt_once_with_them(repo: Path) -> None:

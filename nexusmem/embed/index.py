@@ -26,6 +26,7 @@ from nexusmem.store import Store
 
 BODY_CHARS = 1000  # the title and the start of the body say what a node is about; diffs run long
 WEIGHTS_SAMPLE = 20_000  # at most this many nodes' texts are read to count token weights
+REWEIGH_LOUD = 5_000  # a re-count that re-embeds this many vectors is said on stderr too
 ProgressFn = Callable[[str, int, "int | None"], None]
 
 
@@ -200,7 +201,10 @@ def _with_token_weights(
             if weights is not None
             else "token weights counted"
         )
-        note(f"{why}, dropped {dropped} vector(s); rebuilding them")
+        message = f"{why}, dropped {dropped} vector(s); rebuilding them"
+        # A young project doubles often and re-embeds in a blink: said in the summary (`sync --json`), and
+        # on stderr only when the rebuild is long enough to notice.
+        (note if dropped >= REWEIGH_LOUD else summary.notes.append)(message)
     return chosen.with_weights(fresh), None
 
 
