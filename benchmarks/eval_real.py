@@ -123,6 +123,7 @@ SETS = (
     "fresh33",
     "fresh34",
     "fresh35",
+    "fresh36",
     "removal",
     "rst",
     "adoc",
