@@ -250,6 +250,7 @@ class FailingAfter:
     name = "builtin"
     model = "l2_supercat"
     min_similarity = 0.25
+    share_floor = 0.25
     dim = 256
 
     def __init__(self, batches: int) -> None:

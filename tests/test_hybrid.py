@@ -184,7 +184,7 @@ def test_a_match_the_nearest_k_leave_out_keeps_its_similarity(
         assert identity is not None
         provider = embed.for_identity(identity, store.vector_token_weights())
         assert provider is not None
-        share_floor = getattr(provider, "share_floor", provider.min_similarity)
+        share_floor = provider.share_floor
         blob = embed.to_blob(provider.embed([question])[0])
         exact = {i: 1.0 - d for i, d in store.vector_distances(blob, lexical).items()}
         assert any(0.0 < exact[i] < provider.min_similarity for i in lexical), (

@@ -33,6 +33,9 @@ class Provider(Protocol):
     model: str
     # Cosine similarity under which a k-NN hit is noise for this model (unrelated texts' typical level).
     min_similarity: float
+    # Where the semantic share of a node the words found too starts (fusion counts max(0, cos - it));
+    # min_similarity for most models, lower where a word match's weak similarity still carries signal.
+    share_floor: float
 
     @property
     def dim(self) -> int: ...

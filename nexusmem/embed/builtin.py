@@ -111,7 +111,7 @@ def count_tokens(texts: Iterable[str], batch: int = 2048) -> tuple[list[int], in
     """(per token id: how many of TEXTS hold it, how many texts were read)."""
     import numpy as np
 
-    tokenizer = _tokenizer(package_dir())
+    tokenizer = query_embedder().tokenizer  # the one the embedding uses, loaded once per process
     vocab = tokenizer.get_vocab_size()
     counts = np.zeros(vocab, dtype=np.int64)
     seen = 0

@@ -288,6 +288,7 @@ class LocalProvider:
     name = "local"
     # With mean-pooled MiniLM vectors unrelated texts score about -0.1..0.15, paraphrases 0.3..0.7.
     min_similarity = 0.2
+    share_floor = 0.2
 
     def __init__(self, model: str) -> None:
         self.where, self.model = resolve_model(model)

@@ -20,6 +20,7 @@ class OllamaProvider:
     name = "ollama"
     # Embedding models served by Ollama put unrelated texts well above zero; k-NN ranks, RRF fuses by rank.
     min_similarity = 0.0
+    share_floor = 0.0
 
     def __init__(self, model: str, url: str) -> None:
         self.model = model

@@ -178,7 +178,7 @@ def neighbours(
     # a node the words found too counts its similarity from the model's share floor (the same, unless the
     # model says its similarity carries signal below the level unrelated texts reach: see embed.builtin).
     floor = provider.min_similarity
-    share_floor = min(floor, getattr(provider, "share_floor", floor))
+    share_floor = min(floor, provider.share_floor)
     kept = [(node_id, 1.0 - distance) for node_id, distance in hits if 1.0 - distance >= floor][:k]
     listed = {node_id for node_id, _ in kept}
     wanted = [node_id for node_id in dict.fromkeys(also) if node_id not in listed]

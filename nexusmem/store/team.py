@@ -115,10 +115,10 @@ _BUILD_MEMORY_CAP_MB = 4096
 # among the project's newest nodes are ranked, as many nodes as should hold about RANK_CAP matches (54 ms
 # for the same word; recency is a prior of the ranking anyway).
 RANK_CAP = 5_000
-# term_df's rows that are not lexemes (a lexeme never holds a space): the project's node count and how many
-# of its nodes have a vector. term_doc_counts reads them along with a question's terms.
 # team_meta key: the token weights the team's vectors are pooled with (the first pusher's).
 TOKEN_WEIGHTS = "vector_token_weights"
+# term_df's rows that are not lexemes (a lexeme never holds a space): the project's node count and how many
+# of its nodes have a vector. term_doc_counts reads them along with a question's terms.
 _TOTAL = " nodes"
 _VECTORS = " vectors"
 
