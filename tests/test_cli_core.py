@@ -371,11 +371,12 @@ def test_the_plain_query_path_answers_as_the_click_command(repo: Path, tmp_path:
 
 
 def test_plain_query_imports_no_click(repo: Path) -> None:
-    """`nexusmem query TEXT` on a synced store answers without importing click (a third of a cold query)."""
+    """`nexusmem query TEXT` on a synced store answers without importing click (a third of a cold query),
+    and without asking git for the project's id (`nexusmem.gitcmd`, which computing one loads)."""
     make_history(repo)
     run_cli("-C", str(repo), "sync")
     out, loaded = main_in_fresh_process(
-        repo, ["query", "cache", "WAL"], ("click", "mcp", "numpy", "nexusmem.identity", "subprocess")
+        repo, ["query", "cache", "WAL"], ("click", "mcp", "numpy", "nexusmem.gitcmd", "subprocess")
     )
     assert "switch the cache database to WAL" in out
     assert loaded == []
@@ -383,7 +384,7 @@ def test_plain_query_imports_no_click(repo: Path) -> None:
     out, loaded = main_in_fresh_process(
         repo.parent,
         ["-C", str(repo), "query", "cache", "WAL"],
-        ("click", "mcp", "numpy", "nexusmem.identity", "subprocess"),
+        ("click", "mcp", "numpy", "nexusmem.gitcmd", "subprocess"),
     )
     assert "switch the cache database to WAL" in out
     assert loaded == []

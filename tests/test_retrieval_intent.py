@@ -16,6 +16,7 @@ from nexusmem.retrieve.intent import (
     code_names,
     intent,
     mentions_docs,
+    mentions_tests,
     names_code,
     origin_name,
     purpose_name,
@@ -735,6 +736,92 @@ def test_a_change_to_the_docs_only_counts_less_unless_the_question_speaks_of_doc
     monkeypatch.setattr(rank, "DOCS_ONLY_FACTOR", 1.0)
     unweighted = commit_scores(symlinks, symptom)
     assert unweighted["Add an FAQ"] > unweighted["walk: keep going past a broken symlink"], unweighted
+
+
+@pytest.mark.parametrize(
+    ("paths", "tests"),
+    [
+        (["tests/test_walk.py"], True),
+        (["src/walk_test.go", "testdata/broken.txt"], True),
+        (["lib/parse.test.ts", "__tests__/cli.js", "spec/agent_spec.rb"], True),
+        (["src/test/java/WalkTest.java", "tests/snapshots/walk__broken.snap"], True),
+        (["tests/test_walk.py", "CHANGELOG.md"], True),  # tests and a note about them: still no program
+        (["tests/test_walk.py", "walk.py"], False),  # a fix with its test
+        (["README.md"], False),  # docs only: rank.docs_only's, not this
+        (["src/latest.js", "contest.py", "attestation.go"], False),  # "test" inside a word
+        (["src/testing.py"], False),  # a module named testing is code
+        ([], False),
+    ],
+)
+def test_which_changes_are_tests_only(paths: list[str], tests: bool) -> None:
+    assert rank.tests_only(paths) is tests
+
+
+@pytest.mark.parametrize(
+    ("text", "tests"),
+    [
+        ("the scan stops with permission denied on a broken symlink", False),
+        ("which commit added the test for broken symlinks?", True),
+        ("why does the spec for --follow fail on Windows?", True),
+        ("my pytest run aborts with SystemExit", False),  # pytest is a program, not a test
+    ],
+)
+def test_a_question_that_speaks_of_tests(text: str, tests: bool) -> None:
+    assert mentions_tests(text) is tests
+
+
+@pytest.fixture
+def tested(repo: Path) -> Path:
+    """A fix to the code, then a regression test for it whose title and names say the symptom in full."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    fix = "try:\n    st = os.lstat(p)\nexcept PermissionError:\n    continue\n"
+    commit(repo, "walk: keep going past a broken symlink", {"walk.py": fix}, when=NOW - 500 * DAY)
+    test = (
+        "def test_broken_symlink(tmp_path):\n"
+        "    (tmp_path / 'gone').symlink_to(tmp_path / 'missing')\n    assert list(scan(tmp_path)) == []\n"
+    )
+    title = "Test that a broken symlink does not stop the scan"
+    commit(repo, title, {"tests/test_walk.py": test}, when=NOW - 499 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    return repo
+
+
+def test_a_change_to_the_tests_only_counts_less_unless_the_question_speaks_of_tests(
+    tested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question about how the program behaves is answered by the change to the program, not by the test
+    written for it afterwards, however closely the test's title repeats the question. A question about the
+    test still finds it; without the factor the test would come first."""
+    test = "Test that a broken symlink does not stop the scan"
+    symptom = "why did the scan stop with Permission denied on a broken symlink?"
+    score = commit_scores(tested, symptom)
+    assert score["walk: keep going past a broken symlink"] > score[test], score
+    about_tests = commit_scores(tested, "which test checks that the scan survives a broken symlink?")
+    assert about_tests[test] > about_tests["walk: keep going past a broken symlink"], about_tests
+    monkeypatch.setattr(rank, "TESTS_ONLY_FACTOR", 1.0)
+    unweighted = commit_scores(tested, symptom)
+    assert unweighted[test] > unweighted["walk: keep going past a broken symlink"], unweighted
+
+
+def test_a_fix_keeps_its_own_test(repo: Path) -> None:
+    """A diff of a test file counts as its commit does: the test a fix brings with it is part of the fix
+    (it often says the symptom best), and only a change with no program file counts less."""
+    commit(
+        repo,
+        "walk: keep going past a broken symlink",
+        {"walk.py": "continue\n", "tests/test_walk.py": "ok\n"},
+    )
+    commit(repo, "Test the walk", {"tests/test_walk.py": "ok\nmore\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store(readonly=True) as store:
+        nodes = [n for n in store.iter_nodes() if n.kind in ("git_commit", "code_diff")]
+        aside = search.aside_changes(store, nodes)
+    tests_only = sorted(n.title for n in nodes if n.id in aside.tests)
+    assert tests_only == ["Test the walk", "tests/test_walk.py @ " + tests_only[1].split(" @ ")[1]], (
+        tests_only
+    )
+    assert not aside.docs
 
 
 def test_a_question_naming_other_code_still_finds_where_its_name_began(

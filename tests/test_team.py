@@ -595,11 +595,12 @@ def test_when_a_name_was_added_is_answered_from_the_team_store(
     assert items[0]["recorded_by"] == "alice@example.com"
 
 
-def test_a_change_to_the_docs_only_counts_less_in_the_team_store_too(
+def test_a_change_to_the_docs_or_tests_only_counts_less_in_the_team_store_too(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
     """The team store reads a change's files as the local store does (`files_of_many`), so a FAQ commit that
-    describes a problem in the user's words stays below the fix to the code."""
+    describes a problem in the user's words, and a test written after the fix, stay below the fix to the
+    code."""
     from nexusmem.identity import project_id
     from nexusmem.store.team import TeamStore
 
@@ -611,6 +612,8 @@ def test_a_change_to_the_docs_only_counts_less_in_the_team_store_too(
         " broken symlink; the scan now skips it.\n"
     )
     alice.commit("Add an FAQ", {"docs/faq.md": faq})
+    test = "def test_broken_symlink(tmp_path):\n    assert list(scan(tmp_path)) == []\n"
+    alice.commit("Test that a broken symlink does not stop the scan", {"tests/test_walk.py": test})
     alice.run("sync", "--quiet", "--no-embed")
     alice.run("team", "push")
     with TeamStore.open(team_url, project_id(alice.repo), "carol@example.com", "test") as store:
@@ -621,6 +624,8 @@ def test_a_change_to_the_docs_only_counts_less_in_the_team_store_too(
     items = json.loads(bob.run("query", "--team", "--json", question).stdout)["items"]
     commits = [it["title"] for it in items if it["kind"] == "git_commit"]
     assert commits.index("walk: keep going past a broken symlink") < commits.index("Add an FAQ"), commits
+    fix, tests = "walk: keep going past a broken symlink", "Test that a broken symlink does not stop the scan"
+    assert commits.index(fix) < commits.index(tests), commits  # a change to tests alone counts less too
 
 
 def test_a_rebased_branch_is_not_taken_for_where_a_name_began_in_the_team_store(

@@ -379,6 +379,16 @@ def mentions_docs(text: str) -> bool:
     return _DOCS.search(text) is not None
 
 
+# A question that speaks of tests ("which commit added the test for broken symlinks?", "why does the spec
+# fail on Windows?"): there a change to the tests may be the answer (rank.TESTS_ONLY_FACTOR stays off).
+_TESTS = re.compile(r"\b(tests?|tested|testing|specs?|fixtures?|test ?suite|snapshots?)\b", re.IGNORECASE)
+
+
+def mentions_tests(text: str) -> bool:
+    """Whether TEXT speaks of tests."""
+    return _TESTS.search(text) is not None
+
+
 def sequence(text: str) -> Sequence | None:
     """`after` when TEXT asks what was done after something it names ("what did I do after cargo failed",
     "once CI went red, what did I look at first"), `before` for what came before it ("what did I run just

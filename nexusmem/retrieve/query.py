@@ -17,6 +17,7 @@ from nexusmem.retrieve.intent import (
     code_names,
     intent,
     mentions_docs,
+    mentions_tests,
     names_code,
     origin_name,
     purpose_name,
@@ -186,18 +187,25 @@ def score_fused(
     settings: rank.Settings = rank.DEFAULT,
     asks: Intent = "neutral",
     doc_changes_count: bool = False,
+    test_changes_count: bool = False,
 ) -> list[tuple[StoredNode, float]]:
     """Fused evidence → final scores (relevance × priors), best first. With a time CUE age counts for every
     node, from the cue's date when it names one, else from the newest event in the store. ASKS (what the
     question asks for, retrieve.intent) lifts doc sections (not changelog entries) for a usage question.
     A change to documentation only counts rank.DOCS_ONLY_FACTOR unless DOC_CHANGES_COUNT (the question
-    speaks of docs).
+    speaks of docs); one to tests and no program file rank.TESTS_ONLY_FACTOR unless TEST_CHANGES_COUNT.
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
     now = cue.anchor_ms if cue is not None and cue.anchor_ms is not None else store.reference_time(as_of) or 0
     time_cue = cue is not None
-    doc_changes = set() if doc_changes_count else search.docs_only_changes(store, list(nodes.values()))
+    aside = (
+        search.AsideChanges(set(), set())
+        if doc_changes_count and test_changes_count
+        else search.aside_changes(store, list(nodes.values()))
+    )
+    doc_changes = set() if doc_changes_count else aside.docs
+    test_changes = set() if test_changes_count else aside.tests
     scored: list[tuple[StoredNode, float]] = []
     for node_id, ev in evidence.items():
         node = nodes.get(node_id)
@@ -217,6 +225,7 @@ def score_fused(
             asks=asks,
             source=node.source,
             docs_only=node_id in doc_changes,
+            tests_only=node_id in test_changes,
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
@@ -238,6 +247,7 @@ class Question:
     gone: str | None = None  # the code name whose removal is asked for (intent.removed_name)
     release: str | None = None  # the project's release the question names (intent.release_version)
     about_docs: bool = False  # speaks of documentation (intent.mentions_docs): doc-only changes count fully
+    about_tests: bool = False  # speaks of tests (intent.mentions_tests): test-only changes count fully
 
 
 def prepare(text: str) -> Question:
@@ -265,6 +275,7 @@ def prepare(text: str) -> Question:
         removed_name(text),
         release_version(text),
         mentions_docs(text),
+        mentions_tests(text),
     )
 
 
@@ -404,6 +415,7 @@ def retrieve(
         settings=settings,
         asks=question.asks,
         doc_changes_count=question.about_docs,
+        test_changes_count=question.about_tests,
     )
     if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
         scored = in_release(scored, window)

@@ -35,7 +35,9 @@ relevance winner:
   On the dev questions (hybrid MRR over 84, with the symptom thesaurus): .445 at 1, .470 at 1.1, .483 at
   1.15, .498 at 1.2, .493 at 1.25, .491 at 1.3, .469 at 2 (symptom questions .118 → .215 at 1.2).
 - a commit (or diff) that changed documentation only counts DOCS_ONLY_FACTOR, unless the question speaks
-  of docs (intent.mentions_docs); the files are read once per query (search.docs_only_changes).
+  of docs (intent.mentions_docs); one that changed tests and no program file counts TESTS_ONLY_FACTOR,
+  unless it speaks of tests (intent.mentions_tests). The files are read once per query
+  (search.aside_changes).
 - a doc section counts USAGE_DOC_FACTOR when the question asks how to use something (retrieve.intent):
   without age, docs lost the hidden boost that looking new gave them (up to ~2× under the old priors).
   Dev hybrid MRR overall / doc / multi: .499 / .439 / .643 at 1, .499 / .454 / .620 at 1.2, .514 / .524 /
@@ -103,6 +105,23 @@ _DOC_PATH = re.compile(
     r"|license|copying)(\.(txt|md|rst|adoc|markdown))?$",
     re.IGNORECASE,
 )
+# A commit (or diff) that changed tests only (docs perhaps too, but no program file) counts TESTS_ONLY_FACTOR
+# unless the question speaks of tests (intent.mentions_tests): "regression test for issue #88", "Add a test
+# for loading config when the drive letter doesn't match" repeat the words of the fix they test, and on the
+# labelled sets one sat first above the fix of 49 questions. A diff counts as its commit does (a fix's new
+# test is often the part of it that says the symptom best). Hybrid MRR over 35 sets, 3,194 questions
+# (docs/evaluation.md): 1 → .6855, .8 → .6879, .6 → .6880, .4 → .6881 (2 questions worse at each).
+TESTS_ONLY_FACTOR = 0.6
+# Tests by their path: a folder of tests, specs, fixtures or test data, or a file named as a test by its
+# language's convention (test_x.py, x_test.go, x.test.ts, x_spec.rb, XTest.java), or a snapshot.
+_TEST_PATH = re.compile(
+    r"(^|/)(?i:tests?|specs?|__tests__|__mocks__|__snapshots__|testdata|test_data|testing|fixtures?|e2e)/"
+    r"|(^|/)(test_[^/]+|conftest\.py)$"
+    r"|_(test|tests|spec)\.\w+$"
+    r"|\.(test|spec)\.[cm]?[jt]sx?$"
+    r"|[a-z0-9]Tests?\.(java|kt|cs|swift|scala|php)$"
+    r"|\.snap$"
+)
 SUPERSEDED_FACTOR = 0.7
 REJECTED_FACTOR = 0.5
 DAY_MS = 86_400_000
@@ -152,6 +171,15 @@ def docs_only(paths: Iterable[str]) -> bool:
     return bool(listed) and all(_DOC_PATH.search(path) for path in listed)
 
 
+def tests_only(paths: Iterable[str]) -> bool:
+    """Whether PATHS (the files of one change) are tests, or tests and docs: no program file, and not docs
+    only (docs_only); False for none."""
+    listed = list(paths)
+    if not listed or not all(_TEST_PATH.search(path) or _DOC_PATH.search(path) for path in listed):
+        return False
+    return any(_TEST_PATH.search(path) for path in listed)
+
+
 def score(
     relevance: float,
     signal: float,
@@ -167,6 +195,7 @@ def score(
     asks: str = "neutral",
     source: str = "",
     docs_only: bool = False,
+    tests_only: bool = False,
 ) -> float:
     signal_w = 0.2 + 0.8 * max(0.0, min(1.0, signal))
     value = relevance * math.pow(signal_w, SIGNAL_EXP)
@@ -181,6 +210,8 @@ def score(
         value *= FIX_FACTOR
     if docs_only:
         value *= DOCS_ONLY_FACTOR
+    if tests_only:
+        value *= TESTS_ONLY_FACTOR
     if kind == "doc_section" and source != CHANGELOG_SOURCE:  # what the question asks (retrieve.intent)
         if asks == "usage":
             value *= USAGE_DOC_FACTOR

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from nexusmem import identity
 from nexusmem.retrieve import rank
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
@@ -246,7 +247,7 @@ def holder(
         holding = [n for n in nodes if exact.search(n.title) or exact.search(n.body) or exact.search(n.words)]
         nodes = holding or nodes
     if which == "last":
-        docs = docs_only_changes(store, nodes)
+        docs = aside_changes(store, nodes).docs
         nodes = [n for n in nodes if n.id not in docs]
     if not nodes:
         return hits, None
@@ -272,18 +273,32 @@ def _exact_name(name: str) -> re.Pattern[str] | None:
     return re.compile(r"(?<![\w$])" + re.escape(core) + r"(?![\w$])", re.IGNORECASE)
 
 
-def docs_only_changes(store: SearchStore, nodes: list[StoredNode]) -> set[str]:
-    """The ids of the commits and diffs among NODES that changed documentation only (rank.docs_only): a
-    diff by its one file, the commits by one read of their files."""
-    out = {
-        n.id
-        for n in nodes
-        if n.kind == "code_diff" and ":" in n.ref and rank.docs_only([n.ref.split(":", 1)[1]])
+@dataclass(frozen=True)
+class AsideChanges:
+    """The changes among some nodes that leave the program alone (rank.docs_only, rank.tests_only)."""
+
+    docs: set[str]  # ids of the commits and diffs that changed documentation only
+    tests: set[str]  # ids of the commits and diffs whose commit changed tests (and maybe docs), no program
+
+
+def aside_changes(store: SearchStore, nodes: list[StoredNode]) -> AsideChanges:
+    """Which commits and diffs among NODES changed docs only, or tests and no program file, in one read of
+    their commits' files. A diff is docs by its one file, and tests by its commit's files: a fix's new test
+    is a part of the fix."""
+    changes = [n for n in nodes if n.kind in _HISTORY_KINDS and (n.kind == "git_commit" or ":" in n.ref)]
+    docs = {n.id for n in changes if n.kind == "code_diff" and rank.docs_only([n.ref.split(":", 1)[1]])}
+    commit_of = {
+        n.id: n.id
+        if n.kind == "git_commit"
+        else identity.node_id(n.project_id, "git_commit", n.ref.split(":", 1)[0])
+        for n in changes
     }
     paths: dict[str, list[str]] = {}
-    for node_id, path in store.files_of_many([n.id for n in nodes if n.kind == "git_commit"]):
+    for node_id, path in store.files_of_many(sorted(set(commit_of.values()))):
         paths.setdefault(node_id, []).append(path)
-    return out | {node_id for node_id, listed in paths.items() if rank.docs_only(listed)}
+    docs |= {n.id for n in changes if n.kind == "git_commit" and rank.docs_only(paths.get(n.id, []))}
+    tests = {node_id for node_id, commit in commit_of.items() if rank.tests_only(paths.get(commit, []))}
+    return AsideChanges(docs, tests)
 
 
 def _end_sha(nodes: list[StoredNode], which: Which, generations: dict[str, int] | None = None) -> str:
