@@ -124,6 +124,7 @@ SETS = (
     "fresh34",
     "fresh35",
     "fresh36",
+    "fresh37",
     "removal",
     "rst",
     "adoc",
