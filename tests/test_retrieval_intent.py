@@ -824,6 +824,41 @@ def test_a_fix_keeps_its_own_test(repo: Path) -> None:
     assert not aside.docs
 
 
+@pytest.fixture
+def swept(repo: Path) -> Path:
+    """A narrow fix, then a sweep over eight modules whose changed lines hold the same words."""
+    for n, area in enumerate(["hashing", "logging", "cli", "manifest", "packaging", "upload"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    fix = "if data.startswith(BOM):\n    data = data[len(BOM):]\n"
+    commit(repo, "reader: skip a BOM at the start of a file", {"reader.py": fix}, when=NOW - 500 * DAY)
+    sweep = {
+        f"{area}.py": f"def read_{area}(path):\n    data = open_file(path).read()  # file start, bom, parse error\n"
+        for area in ["hashing", "logging", "cli", "manifest", "packaging", "upload", "config", "index"]
+    }
+    commit(repo, "Share one file reader across the modules", sweep, when=NOW - 400 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    return repo
+
+
+def test_a_change_to_many_files_counts_less_when_the_question_reports_a_failure(
+    swept: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question that reports a failure is answered by a fix, and a fix is narrow: a change to eight modules
+    that holds the same words counts less. A question that reports nothing is ranked as before."""
+    fix, sweep = "reader: skip a BOM at the start of a file", "Share one file reader across the modules"
+    failing = "reading a file that starts with a bom fails with a parse error"
+    score = commit_scores(swept, failing)
+    assert score[fix] > score[sweep], score
+    monkeypatch.setattr(rank, "WIDE_FACTOR", 1.0)
+    unweighted = commit_scores(swept, failing)
+    assert unweighted[sweep] > unweighted[fix], unweighted
+    neutral = "where is a file that starts with a bom parsed?"  # no failure reported
+    before = commit_scores(swept, neutral)
+    monkeypatch.setattr(rank, "WIDE_FACTOR", 0.01)
+    assert commit_scores(swept, neutral) == before
+    assert commit_scores(swept, failing)[sweep] < unweighted[sweep] / 50
+
+
 def test_a_question_naming_other_code_still_finds_where_its_name_began(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

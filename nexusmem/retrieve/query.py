@@ -188,12 +188,14 @@ def score_fused(
     asks: Intent = "neutral",
     doc_changes_count: bool = False,
     test_changes_count: bool = False,
+    failure: bool = False,
 ) -> list[tuple[StoredNode, float]]:
     """Fused evidence → final scores (relevance × priors), best first. With a time CUE age counts for every
     node, from the cue's date when it names one, else from the newest event in the store. ASKS (what the
     question asks for, retrieve.intent) lifts doc sections (not changelog entries) for a usage question.
     A change to documentation only counts rank.DOCS_ONLY_FACTOR unless DOC_CHANGES_COUNT (the question
-    speaks of docs); one to tests and no program file rank.TESTS_ONLY_FACTOR unless TEST_CHANGES_COUNT.
+    speaks of docs); one to tests and no program file rank.TESTS_ONLY_FACTOR unless TEST_CHANGES_COUNT; one
+    to many files rank.WIDE_FACTOR when the question reports a FAILURE.
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
@@ -201,7 +203,7 @@ def score_fused(
     time_cue = cue is not None
     aside = (
         search.AsideChanges(set(), set())
-        if doc_changes_count and test_changes_count
+        if doc_changes_count and test_changes_count and not failure
         else search.aside_changes(store, list(nodes.values()))
     )
     doc_changes = set() if doc_changes_count else aside.docs
@@ -226,6 +228,7 @@ def score_fused(
             source=node.source,
             docs_only=node_id in doc_changes,
             tests_only=node_id in test_changes,
+            wide=failure and node_id in aside.wide,
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
@@ -248,6 +251,7 @@ class Question:
     release: str | None = None  # the project's release the question names (intent.release_version)
     about_docs: bool = False  # speaks of documentation (intent.mentions_docs): doc-only changes count fully
     about_tests: bool = False  # speaks of tests (intent.mentions_tests): test-only changes count fully
+    failure: bool = False  # reports a failure (intent.reports_failure): a change to many files counts less
 
 
 def prepare(text: str) -> Question:
@@ -276,6 +280,7 @@ def prepare(text: str) -> Question:
         release_version(text),
         mentions_docs(text),
         mentions_tests(text),
+        reports_failure(text),
     )
 
 
@@ -416,6 +421,7 @@ def retrieve(
         asks=question.asks,
         doc_changes_count=question.about_docs,
         test_changes_count=question.about_tests,
+        failure=question.failure,
     )
     if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
         scored = in_release(scored, window)

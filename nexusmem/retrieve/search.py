@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from nexusmem import identity
@@ -279,11 +279,12 @@ class AsideChanges:
 
     docs: set[str]  # ids of the commits and diffs that changed documentation only
     tests: set[str]  # ids of the commits and diffs whose commit changed tests (and maybe docs), no program
+    wide: set[str] = field(default_factory=set)  # ids of those whose commit changed > rank.WIDE_FILES files
 
 
 def aside_changes(store: SearchStore, nodes: list[StoredNode]) -> AsideChanges:
-    """Which commits and diffs among NODES changed docs only, or tests and no program file, in one read of
-    their commits' files. A diff is docs by its one file, and tests by its commit's files: a fix's new test
+    """Which commits and diffs among NODES changed docs only, tests and no program file, or many files, in
+    one read of their commits' files. A diff is docs by its one file, and tests by its commit's files: a fix's new test
     is a part of the fix."""
     changes = [n for n in nodes if n.kind in _HISTORY_KINDS and (n.kind == "git_commit" or ":" in n.ref)]
     docs = {n.id for n in changes if n.kind == "code_diff" and rank.docs_only([n.ref.split(":", 1)[1]])}
@@ -298,7 +299,8 @@ def aside_changes(store: SearchStore, nodes: list[StoredNode]) -> AsideChanges:
         paths.setdefault(node_id, []).append(path)
     docs |= {n.id for n in changes if n.kind == "git_commit" and rank.docs_only(paths.get(n.id, []))}
     tests = {node_id for node_id, commit in commit_of.items() if rank.tests_only(paths.get(commit, []))}
-    return AsideChanges(docs, tests)
+    wide = {node_id for node_id, commit in commit_of.items() if len(paths.get(commit, ())) > rank.WIDE_FILES}
+    return AsideChanges(docs, tests, wide)
 
 
 def _end_sha(nodes: list[StoredNode], which: Which, generations: dict[str, int] | None = None) -> str:
