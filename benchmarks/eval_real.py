@@ -125,6 +125,7 @@ SETS = (
     "fresh35",
     "fresh36",
     "fresh37",
+    "fresh38",
     "removal",
     "rst",
     "adoc",
