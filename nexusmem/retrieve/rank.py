@@ -59,7 +59,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from nexusmem.retrieve.fuse import Evidence
 
@@ -182,13 +182,26 @@ def docs_only(paths: Iterable[str]) -> bool:
     return bool(listed) and all(_DOC_PATH.search(path) for path in listed)
 
 
+Role = Literal["docs", "tests", "program"]
+
+
+def path_role(path: str) -> Role:
+    """What the file at PATH is to a change: documentation, tests, or the program."""
+    if _DOC_PATH.search(path):
+        return "docs"
+    return "tests" if _TEST_PATH.search(path) else "program"
+
+
 def tests_only(paths: Iterable[str]) -> bool:
     """Whether PATHS (the files of one change) are tests, or tests and docs: no program file, and not docs
     only (docs_only); False for none."""
-    listed = list(paths)
-    if not listed or not all(_TEST_PATH.search(path) or _DOC_PATH.search(path) for path in listed):
-        return False
-    return any(_TEST_PATH.search(path) for path in listed)
+    return roles_tests_only([path_role(path) for path in paths])
+
+
+def roles_tests_only(roles: Iterable[Role]) -> bool:
+    """tests_only for the files' ROLES (path_role)."""
+    seen = set(roles)
+    return "tests" in seen and "program" not in seen
 
 
 def score(

@@ -284,8 +284,8 @@ class AsideChanges:
 
 def aside_changes(store: SearchStore, nodes: list[StoredNode]) -> AsideChanges:
     """Which commits and diffs among NODES changed docs only, tests and no program file, or many files, in
-    one read of their commits' files. A diff is docs by its one file, and tests by its commit's files: a fix's new test
-    is a part of the fix."""
+    one read of their commits' files. A diff is docs by its one file, and tests or many files by its
+    commit's: a fix's new test is a part of the fix."""
     changes = [n for n in nodes if n.kind in _HISTORY_KINDS and (n.kind == "git_commit" or ":" in n.ref)]
     docs = {n.id for n in changes if n.kind == "code_diff" and rank.docs_only([n.ref.split(":", 1)[1]])}
     commit_of = {
@@ -297,9 +297,17 @@ def aside_changes(store: SearchStore, nodes: list[StoredNode]) -> AsideChanges:
     paths: dict[str, list[str]] = {}
     for node_id, path in store.files_of_many(sorted(set(commit_of.values()))):
         paths.setdefault(node_id, []).append(path)
-    docs |= {n.id for n in changes if n.kind == "git_commit" and rank.docs_only(paths.get(n.id, []))}
-    tests = {node_id for node_id, commit in commit_of.items() if rank.tests_only(paths.get(commit, []))}
-    wide = {node_id for node_id, commit in commit_of.items() if len(paths.get(commit, ())) > rank.WIDE_FILES}
+    roles: dict[str, rank.Role] = {}  # a project's paths recur from change to change: each is read once
+    for listed in paths.values():
+        for path in listed:
+            if path not in roles:
+                roles[path] = rank.path_role(path)
+    docs_commits = {c for c, listed in paths.items() if all(roles[path] == "docs" for path in listed)}
+    docs |= {n.id for n in changes if n.kind == "git_commit" and n.id in docs_commits}
+    tested = {c for c, listed in paths.items() if rank.roles_tests_only(roles[path] for path in listed)}
+    broad = {commit for commit, listed in paths.items() if len(listed) > rank.WIDE_FILES}
+    tests = {node_id for node_id, commit in commit_of.items() if commit in tested}
+    wide = {node_id for node_id, commit in commit_of.items() if commit in broad}
     return AsideChanges(docs, tests, wide)
 
 
