@@ -700,13 +700,18 @@ def test_a_question_that_speaks_of_docs(text: str, docs: bool) -> None:
     assert mentions_docs(text) is docs
 
 
-@pytest.fixture
-def symlinks(repo: Path) -> Path:
-    """A fix to the code, and a later FAQ entry that describes the same problem in a user's words."""
+def tidy_then_fix(repo: Path) -> None:
+    """Six commits that tidy unrelated modules, then the fix to the walk over a broken symlink."""
     for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
         commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
     fix = "try:\n    st = os.lstat(p)\nexcept PermissionError:\n    continue\n"
     commit(repo, "walk: keep going past a broken symlink", {"walk.py": fix}, when=NOW - 500 * DAY)
+
+
+@pytest.fixture
+def symlinks(repo: Path) -> Path:
+    """A fix to the code, and a later FAQ entry that describes the same problem in a user's words."""
+    tidy_then_fix(repo)
     faq = (
         "# FAQ\n\n## Links\n\nOlder releases stopped the whole scan with Permission denied when they met a"
         " broken symlink; the scan now skips it.\n"
@@ -773,10 +778,7 @@ def test_a_question_that_speaks_of_tests(text: str, tests: bool) -> None:
 @pytest.fixture
 def tested(repo: Path) -> Path:
     """A fix to the code, then a regression test for it whose title and names say the symptom in full."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
-    fix = "try:\n    st = os.lstat(p)\nexcept PermissionError:\n    continue\n"
-    commit(repo, "walk: keep going past a broken symlink", {"walk.py": fix}, when=NOW - 500 * DAY)
+    tidy_then_fix(repo)
     test = (
         "def test_broken_symlink(tmp_path):\n"
         "    (tmp_path / 'gone').symlink_to(tmp_path / 'missing')\n    assert list(scan(tmp_path)) == []\n"
