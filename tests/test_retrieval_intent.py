@@ -818,12 +818,12 @@ def test_a_fix_keeps_its_own_test(repo: Path) -> None:
     run_cli("-C", str(repo), "sync", "--no-embed")
     with project.load(repo).open_store(readonly=True) as store:
         nodes = [n for n in store.iter_nodes() if n.kind in ("git_commit", "code_diff")]
-        aside = search.aside_changes(store, nodes)
-    tests_only = sorted(n.title for n in nodes if n.id in aside.tests)
+        scope = search.change_scope(store, nodes)
+    tests_only = sorted(n.title for n in nodes if n.id in scope.tests)
     assert tests_only == ["Test the walk", "tests/test_walk.py @ " + tests_only[1].split(" @ ")[1]], (
         tests_only
     )
-    assert not aside.docs
+    assert not scope.docs
 
 
 @pytest.fixture

@@ -201,13 +201,13 @@ def score_fused(
     nodes = store.get_many(list(evidence), light=True)
     now = cue.anchor_ms if cue is not None and cue.anchor_ms is not None else store.reference_time(as_of) or 0
     time_cue = cue is not None
-    aside = (
-        search.AsideChanges(set(), set())
+    scope = (
+        search.ChangeScope(set(), set(), set())
         if doc_changes_count and test_changes_count and not failure
-        else search.aside_changes(store, list(nodes.values()))
+        else search.change_scope(store, list(nodes.values()))
     )
-    doc_changes = set() if doc_changes_count else aside.docs
-    test_changes = set() if test_changes_count else aside.tests
+    doc_changes = set() if doc_changes_count else scope.docs
+    test_changes = set() if test_changes_count else scope.tests
     scored: list[tuple[StoredNode, float]] = []
     for node_id, ev in evidence.items():
         node = nodes.get(node_id)
@@ -228,7 +228,7 @@ def score_fused(
             source=node.source,
             docs_only=node_id in doc_changes,
             tests_only=node_id in test_changes,
-            wide=failure and node_id in aside.wide,
+            wide=failure and node_id in scope.wide,
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))

@@ -37,7 +37,7 @@ relevance winner:
 - a commit (or diff) that changed documentation only counts DOCS_ONLY_FACTOR, unless the question speaks
   of docs (intent.mentions_docs); one that changed tests and no program file counts TESTS_ONLY_FACTOR,
   unless it speaks of tests (intent.mentions_tests). The files are read once per query
-  (search.aside_changes).
+  (search.change_scope).
 - a doc section counts USAGE_DOC_FACTOR when the question asks how to use something (retrieve.intent):
   without age, docs lost the hidden boost that looking new gave them (up to ~2× under the old priors).
   Dev hybrid MRR overall / doc / multi: .499 / .439 / .643 at 1, .499 / .454 / .620 at 1.2, .514 / .524 /

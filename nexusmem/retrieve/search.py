@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from nexusmem import identity
@@ -247,7 +247,7 @@ def holder(
         holding = [n for n in nodes if exact.search(n.title) or exact.search(n.body) or exact.search(n.words)]
         nodes = holding or nodes
     if which == "last":
-        docs = aside_changes(store, nodes).docs
+        docs = change_scope(store, nodes).docs
         nodes = [n for n in nodes if n.id not in docs]
     if not nodes:
         return hits, None
@@ -274,15 +274,15 @@ def _exact_name(name: str) -> re.Pattern[str] | None:
 
 
 @dataclass(frozen=True)
-class AsideChanges:
-    """The changes among some nodes that leave the program alone (rank.docs_only, rank.tests_only)."""
+class ChangeScope:
+    """What the files of some changes say of them (rank.docs_only, rank.tests_only, rank.WIDE_FILES)."""
 
     docs: set[str]  # ids of the commits and diffs that changed documentation only
     tests: set[str]  # ids of the commits and diffs whose commit changed tests (and maybe docs), no program
-    wide: set[str] = field(default_factory=set)  # ids of those whose commit changed > rank.WIDE_FILES files
+    wide: set[str]  # ids of the commits and diffs whose commit changed more than rank.WIDE_FILES files
 
 
-def aside_changes(store: SearchStore, nodes: list[StoredNode]) -> AsideChanges:
+def change_scope(store: SearchStore, nodes: list[StoredNode]) -> ChangeScope:
     """Which commits and diffs among NODES changed docs only, tests and no program file, or many files, in
     one read of their commits' files. A diff is docs by its one file, and tests or many files by its
     commit's: a fix's new test is a part of the fix."""
@@ -308,7 +308,7 @@ def aside_changes(store: SearchStore, nodes: list[StoredNode]) -> AsideChanges:
     broad = {commit for commit, listed in paths.items() if len(listed) > rank.WIDE_FILES}
     tests = {node_id for node_id, commit in commit_of.items() if commit in tested}
     wide = {node_id for node_id, commit in commit_of.items() if commit in broad}
-    return AsideChanges(docs, tests, wide)
+    return ChangeScope(docs, tests, wide)
 
 
 def _end_sha(nodes: list[StoredNode], which: Which, generations: dict[str, int] | None = None) -> str:
