@@ -252,3 +252,36 @@ def test_a_target_packed_as_the_copy_of_another_file_counts_as_packed(
     graded = {q["id"]: q for q in json.loads(out.read_text(encoding="utf-8"))["questions"]}
     assert graded["t-twin"]["packed"]["hybrid"] is True and graded["t-doc"]["packed"]["hybrid"] is True
     assert "packed once for its copies elsewhere: 2 of 6 (2 copies not packed again)" in printed
+
+
+ABOVE = SCRIPT.parent / "eval_above.py"
+
+
+@pytest.mark.slow
+def test_what_sits_above_an_answer_is_counted_from_the_synced_stores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`eval_above.py` reads the stores `eval_real.py --work` synced: for a question answered 2nd, it counts
+    the features of the answer and of the change above it; with nothing synced it says so and stops."""
+    ev = load_script()
+    mirror, shas = small_history(tmp_path)
+    questions = tmp_path / "questions"
+    second = {"id": "t-second", "kind": "code", "q": "retry backoff", "targets": [shas["retry1"]]}
+    question_file(questions, shas, extra=[second])
+    args = ["--questions", str(questions), "--repo", f"demo={mirror}", "--work", str(tmp_path / "work")]
+    assert ev.main([*args, "--no-pack", "--details"]) == 0
+    details = capsys.readouterr().out
+    row = next(line for line in details.splitlines() if line.startswith("| t-second |"))
+    assert row.split(" | ")[5] == "3", row  # the hybrid rank: below the later change and its diff
+    spec = importlib.util.spec_from_file_location("eval_above", ABOVE)
+    assert spec is not None and spec.loader is not None
+    above = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(above)
+    assert above.main(args) == 0
+    out = capsys.readouterr().out
+    assert "code: 1 questions answered 2nd to 10th, 2 nodes ranked above their answers" in out, out
+    # Both retry changes touched one file (src/net.py), neither says it fixes something.
+    assert "| the change touched one file | 1.00 | 1.00 |" in out
+    assert "| the subject says it fixes something | 0.00 | 0.00 |" in out
+    assert above.main([*args[:-1], str(tmp_path / "nothing")]) == 1
+    assert "no synced store for demo" in capsys.readouterr().err
