@@ -86,6 +86,19 @@ def read_all_vectors(db: Path) -> list[tuple[int, bytes]]:
         conn.close()
 
 
+def _meta(conn: Any, key: str) -> Any:
+    """The meta value under KEY, or None (the mixin sees `conn`, not Store.get_meta)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def _put_meta(conn: Any, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
 class VectorIndexMixin:
     """Store methods for vectors. Mixed into Store (which provides `conn`)."""
 
@@ -110,13 +123,13 @@ class VectorIndexMixin:
 
     def vector_identity_json(self) -> str | None:
         """The recorded identity (JSON: provider name, model, dim) of the stored vectors, if any."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (IDENTITY_KEY,)).fetchone()
-        return str(row[0]) if row else None
+        value = _meta(self.conn, IDENTITY_KEY)
+        return None if value is None else str(value)
 
     def vectors_generation(self) -> str:
         """Changes whenever any vector is added, replaced or deleted (a cache key for in-memory copies)."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (GENERATION_KEY,)).fetchone()
-        return str(row[0]) if row else "0"
+        value = _meta(self.conn, GENERATION_KEY)
+        return "0" if value is None else str(value)
 
     def _bump_generation(self) -> None:
         self.conn.execute(
@@ -192,10 +205,7 @@ class VectorIndexMixin:
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0("
             f"embedding float[{int(dim)}] distance_metric=cosine)"
         )
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (IDENTITY_KEY, identity_json),
-        )
+        _put_meta(self.conn, IDENTITY_KEY, identity_json)
 
     def drop_vectors(self) -> int:
         """Delete every vector, the vec0 table, the recorded identity and the token weights the vectors were
@@ -213,16 +223,13 @@ class VectorIndexMixin:
 
     def vector_token_weights(self) -> str | None:
         """The token weights the stored vectors were pooled with (as embed.builtin keeps them), if any."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (TOKEN_WEIGHTS_KEY,)).fetchone()
-        return str(row[0]) if row else None
+        value = _meta(self.conn, TOKEN_WEIGHTS_KEY)
+        return None if value is None else str(value)
 
     def set_vector_token_weights(self, text: str) -> None:
         """Record the token weights every vector from now on is pooled with. Call inside transaction(),
         after drop_vectors(): vectors pooled with other weights are not comparable."""
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (TOKEN_WEIGHTS_KEY, text),
-        )
+        _put_meta(self.conn, TOKEN_WEIGHTS_KEY, text)
 
     def embedding_texts(self, body_chars: int, every: int = 1) -> Iterator[tuple[str, str]]:
         """(title, first BODY_CHARS of body) of every EVERY-th node (by row): what the embedding pass reads,
@@ -237,14 +244,11 @@ class VectorIndexMixin:
         return int(row[0]) if row and row[0] is not None else None
 
     def embedded_through(self) -> int | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (EMBEDDED_THROUGH_KEY,)).fetchone()
-        return int(row[0]) if row else None
+        value = _meta(self.conn, EMBEDDED_THROUGH_KEY)
+        return None if value is None else int(value)
 
     def set_embedded_through(self, updated_at: int) -> None:
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (EMBEDDED_THROUGH_KEY, str(updated_at)),
-        )
+        _put_meta(self.conn, EMBEDDED_THROUGH_KEY, str(updated_at))
 
     def count_unembedded(self) -> int:
         """Nodes with no vector, or whose content changed since their vector was made."""
