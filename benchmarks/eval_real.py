@@ -126,6 +126,7 @@ SETS = (
     "fresh36",
     "fresh37",
     "fresh38",
+    "fresh39",
     "removal",
     "rst",
     "adoc",
