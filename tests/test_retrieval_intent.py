@@ -53,6 +53,19 @@ NOW = int(time.time())
         ("how has the way it reads proxy headers evolved?", "history"),
         ("what changes were made to the cookie parser?", "history"),
         ("how do I change the retry policy over time?", "neutral"),  # both kinds: as before
+        ("what do I put in setup.cfg to turn the cache off?", "usage"),
+        ("what should the config file contain for a second mirror?", "usage"),
+        ("which flag do I need for a dry run?", "usage"),
+        ("my password has an @ in it and the URL no longer parses; how am I supposed to write it?", "usage"),
+        ("the hook never runs after checkout, what am I doing wrong", "usage"),
+        ("what is the difference between the read timeout and the pool timeout?", "usage"),
+        ("I want the log to rotate daily but keep a week of files. How?", "usage"),
+        ("the hook never runs after checkout", "neutral"),
+        ("which commits changed how the pool timeout is counted?", "history"),
+        ("who added the --jobs option, and why?", "history"),
+        ("what broke the colour output on Windows terminals?", "history"),
+        ("how did the plugin API move between the two major versions?", "history"),
+        ("was there ever a YAML config loader?", "history"),
     ],
 )
 def test_intent_of_a_question(text: str, asks: str) -> None:

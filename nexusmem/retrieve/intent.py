@@ -28,7 +28,14 @@ _USAGE = re.compile(
     r"which (option|flag|setting|switch|config\w*|environment variable|env var|command|branch)s?|"
     r"what are (my|the) options|is (that|this|it) (expected|supposed|intended|normal)|"
     r"does \w+ (offer|provide|support|allow|let) |what (must|should) \w+ be|"
-    r"how (can|should|would|could) (each|my|our|the) \w+|where does \w+ (look|read|search|store|keep) )\b",
+    r"how (can|should|would|could) (each|my|our|the) \w+|where does \w+ (look|read|search|store|keep) |"
+    # and the ways of asking what to write or do: "what do I put in my Cargo.toml", "what should the file
+    # contain", "which version do I need", "how am I supposed to write it", "what am I doing wrong", "what
+    # is the difference between X and Y", and a request that ends on a bare "How?"
+    r"what (do|should|must|can|would) (i|we|you) (do|set|add|pass|use|run|put|write|change|call|type|need"
+    r"|install|give|import)|what should (i|we|my|the|this)|which \w+( \w+)? (do|should|can|must) (i|we|you)|"
+    r"(how|what|where) am i (supposed|meant|expected) to|am i (supposed|meant) to|what am i doing wrong|"
+    r"difference between)\b|\bhow\s*\?\s*$",
     re.IGNORECASE,
 )
 _HISTORY = re.compile(
@@ -37,7 +44,11 @@ _HISTORY = re.compile(
     r"which (change|commit|pull request|pr|release|version) (added|made|removed|changed|introduced|fixed|dropped)|"
     r"which (change|commit)|(got|been|was|were) (added|removed|fixed|introduced|renamed|dropped|deprecated|reverted)|"
     r"how (has|have) .{1,80}\b(changed|evolved|developed|grown)|\bevolved\b|over (the years|time)|"
-    r"what changes (were|have been) made)\b",
+    r"what changes (were|have been) made|"
+    # and the plural, the author and the cause: "which commits changed…", "who added…", "what broke…", "how
+    # did X's API move…", "was there ever…"
+    r"which (changes|commits|pull requests|prs|releases|versions)|who (added|wrote|introduced|changed|removed"
+    r"|made|broke|fixed)|what (introduced|fixed|fixes|broke|caused)|how did|was there ever)\b",
     re.IGNORECASE,
 )
 
