@@ -27,15 +27,18 @@ _USAGE = re.compile(
     # "where does fd read its ignore file from?"
     r"which (option|flag|setting|switch|config\w*|environment variable|env var|command|branch)s?|"
     r"what are (my|the) options|is (that|this|it) (expected|supposed|intended|normal)|"
-    r"does \w+ (offer|provide|support|allow|let) |what (must|should) \w+ be|"
+    r"does \w+ (offer|provide|support|allow|let) |"
+    r"what (must|should) ((my|the|our|your|this|a) )?\w+ (be|contain|look like|include)|"
     r"how (can|should|would|could) (each|my|our|the) \w+|where does \w+ (look|read|search|store|keep) |"
     # and the ways of asking what to write or do: "what do I put in my Cargo.toml", "what should the file
-    # contain", "which version do I need", "how am I supposed to write it", "what am I doing wrong", "what
-    # is the difference between X and Y", and a request that ends on a bare "How?"
+    # contain", "which version do I need", "what command do I run", "how am I supposed to write it", "what
+    # am I doing wrong", "is that supported at all?", "what is the difference between X and Y", and a
+    # request that ends on a bare "How?"
     r"what (do|should|must|can|would) (i|we|you) (do|set|add|pass|use|run|put|write|change|call|type|need"
-    r"|install|give|import)|what should (i|we|my|the|this)|which \w+( \w+)? (do|should|can|must) (i|we|you)|"
-    r"(how|what|where) am i (supposed|meant|expected) to|am i (supposed|meant) to|what am i doing wrong|"
-    r"difference between)\b|\bhow\s*\?\s*$",
+    r"|install|give|import)|what should (i|we|my|the|this)|(which|what) \w+( \w+)? (do|should|can|must) "
+    r"(i|we|you)|(how|what|where) am i (supposed|meant|expected) to|am i (supposed|meant) to|"
+    r"what am i doing wrong|is (that|this|it) (supported|a bug)|supported at all|difference between)\b|"
+    r"\bhow\s*\?\s*$",
     re.IGNORECASE,
 )
 _HISTORY = re.compile(
