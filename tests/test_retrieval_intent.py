@@ -123,6 +123,20 @@ def test_a_usage_question_finds_the_doc_section_and_a_history_question_the_commi
     assert top["kind"] != "doc_section" and "Add a retries option" in top["title"], top["title"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the retries in the upload client; what am I doing wrong",
+        "retries in the upload client: is that supported at all?",
+    ],
+)
+def test_more_ways_of_asking_how_to_use_something_find_the_doc_section(retries: Path, text: str) -> None:
+    """Neither question says "how do I": each is asked the way people ask what they got wrong, and the
+    guide answers both. Read as neither kind of question, the commit that added the option came first."""
+    found = query_json(retries, text)
+    assert found["items"][0]["kind"] == "doc_section", [it["title"] for it in found["items"]]
+
+
 def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
     commit(repo, "Rework cache eviction for large keys", {"cache.py": "A = 1\n"}, when=NOW - 50 * DAY)
     commit(repo, "Fix cache eviction for large keys", {"cache.py": "A = 2\n"}, when=NOW - 40 * DAY)
