@@ -127,6 +127,7 @@ SETS = (
     "fresh37",
     "fresh38",
     "fresh39",
+    "fresh40",
     "removal",
     "rst",
     "adoc",
