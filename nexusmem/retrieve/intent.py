@@ -26,7 +26,7 @@ _USAGE = re.compile(
     # "what are my options?", "is that expected?", "does undici offer a way to…", "how can my test…",
     # "where does fd read its ignore file from?"
     r"which (option|flag|setting|switch|config\w*|environment variable|env var|command|branch)s?|"
-    r"what are (my|the) options|is (that|this|it) (expected|supposed|intended|normal)|"
+    r"what are (my|the) options|is (that|this|it) (expected|supposed|intended|normal|supported|a bug)|"
     r"does \w+ (offer|provide|support|allow|let) |"
     r"what (must|should) ((my|the|our|your|this|a) )?\w+ (be|contain|look like|include)|"
     r"how (can|should|would|could) (each|my|our|the) \w+|where does \w+ (look|read|search|store|keep) |"
@@ -37,7 +37,7 @@ _USAGE = re.compile(
     r"what (do|should|must|can|would) (i|we|you) (do|set|add|pass|use|run|put|write|change|call|type|need"
     r"|install|give|import)|what should (i|we|my|the|this)|(which|what) \w+( \w+)? (do|should|can|must) "
     r"(i|we|you)|(how|what|where) am i (supposed|meant|expected) to|am i (supposed|meant) to|"
-    r"what am i doing wrong|is (that|this|it) (supported|a bug)|supported at all|difference between)\b|"
+    r"what am i doing wrong|supported at all|difference between)\b|"
     r"\bhow\s*\?\s*$",
     re.IGNORECASE,
 )
