@@ -22,6 +22,7 @@ from nexusmem.retrieve.intent import (
     purpose_name,
     removed_name,
     sequence,
+    topic,
 )
 
 from helpers import commit, git, query_json, run_cli, write_commands
@@ -135,6 +136,84 @@ def test_more_ways_of_asking_how_to_use_something_find_the_doc_section(retries: 
     guide answers both. Read as neither kind of question, the commit that added the option came first."""
     found = query_json(retries, text)
     assert found["items"][0]["kind"] == "doc_section", [it["title"] for it in found["items"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "matter"),
+    [
+        ("what's the command to get thor onto my machine?", "install"),
+        ("What command do I run to add chi to my Go module?", "install"),
+        ("How do I add this library to my Go project?", "install"),
+        ("how do I install widget on Windows?", "install"),
+        ("can I bundle it into a closed-source commercial tool, and under what terms?", "license"),
+        ("what licence is this released under?", "license"),
+        ("what's the oldest Go release I can still use testify with?", "versions"),
+        ("which Python versions does it support?", "versions"),
+        ("I'd like to help out; is there a guide for contributors?", "contributing"),
+        ("I cloned the repo; how do I install it for hacking?", "contributing"),
+        ("how do I privately report a security hole I found?", "security"),
+        ("how do I uninstall it completely?", "uninstall"),
+        # not one of these matters: a failure while installing, a feature to get, a name, a warning's words
+        ("pip install yarl from the sdist inside a Docker image blows up with UnicodeDecodeError", None),
+        ("On OS X without the command line tools, pip install MarkupSafe aborts with a traceback", None),
+        ("how do I get tab completion working in zsh?", None),
+        ("the contributors list in the about box is out of date", None),
+        ("every call prints a DeprecationWarning about security vulnerabilities with shell: true", None),
+        ("put the file on the server and the upload fails", None),
+    ],
+)
+def test_the_practical_matter_a_question_asks_about(text: str, matter: str | None) -> None:
+    found = topic(text)
+    assert (found.name if found else None) == matter
+
+
+@pytest.fixture
+def readme(repo: Path) -> Path:
+    """A README with the usual sections, and commits that say the project's name more often than it does."""
+    commit(
+        repo,
+        "Add the widget runner",
+        {"widget.rb": "class Widget; end\n"},
+        when=NOW - 900 * DAY,
+    )
+    commit(
+        repo,
+        "README",
+        {
+            "README.md": "# widget\n\nA small task runner.\n\n## Installation\n\n    gem install widget\n\n"
+            "## Usage\n\nWrite a Widgetfile and run `widget list` to see its tasks.\n\n"
+            "## License\n\nReleased under the MIT License.\n"
+        },
+        when=NOW - 800 * DAY,
+    )
+    for n, subject in enumerate(
+        [
+            "widget runner was not loading widget tasks from the machine's home folder",
+            "fix widget command handling on a machine without a Widgetfile",
+            "widget: ship the default tasks with the gem",
+        ]
+    ):
+        commit(
+            repo, subject, {"widget.rb": f"class Widget; VERSION = {n}; end\n"}, when=NOW - (700 - n) * DAY
+        )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("text", "section"),
+    [
+        ("what's the command to get widget onto my machine?", "Installation"),
+        ("can I ship widget inside a closed-source product, and under what terms?", "License"),
+    ],
+)
+def test_a_question_about_a_practical_matter_finds_the_section_that_heads_it(
+    readme: Path, text: str, section: str
+) -> None:
+    """Neither question shares a word with its section but the project's name, which every commit says too:
+    before, commits came first."""
+    titles = titles_for(readme, text)
+    assert titles[0].endswith(section), titles
 
 
 def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:

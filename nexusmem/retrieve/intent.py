@@ -12,6 +12,7 @@ from the labelled questions, and are deliberately narrow: a question matching bo
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 Intent = Literal["usage", "history", "neutral"]
@@ -423,3 +424,90 @@ def intent(text: str) -> Intent:
     if history and not usage:
         return "history"
     return "neutral"
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A project's practical matter a question asks about: installing it, its licence, the versions it
+    supports… A project's docs give each one a section of that name ("Installation", "License",
+    "Supported versions"), whatever words the question uses ("how do I get thor onto my machine?",
+    "can I ship it in a closed-source product?")."""
+
+    name: str
+    words: tuple[str, ...]  # searched for such sections (as indexed: lower-case, unstemmed)
+    heading: re.Pattern[str]  # a section's heading, or its file's name, that names the matter
+
+    def heads(self, ref: str) -> bool:
+        """Whether the doc section REF ("path#Heading") is about this matter, by its heading or by its
+        file's name (every section of CONTRIBUTING.md is about contributing)."""
+        path, _, heading = ref.partition("#")
+        name = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        return self.heading.search(heading) is not None or self.heading.search(name) is not None
+
+
+# How each matter is asked, and how docs head its section. Written from how READMEs are laid out and how
+# people ask about them, not from the labelled questions; deliberately narrow ("how do I get tab completion"
+# is not about installing, "the contributors' names" is not about contributing, "pip install X fails" asks
+# about a failure). The first that matches wins.
+_TOPICS: tuple[tuple[re.Pattern[str], Topic], ...] = tuple(
+    (
+        re.compile(asked, re.IGNORECASE),
+        Topic(name, tuple(words.split()), re.compile(heading, re.IGNORECASE)),
+    )
+    for name, asked, words, heading in (
+        (
+            "uninstall",
+            r"\b(how (do|can|should) (i|we|you) (uninstall|remove)\b.{0,40}\b(completely|entirely|cleanly|for good)"
+            r"|how (do|can|should) (i|we|you) uninstall|uninstall(ing)? (it|\S+) (completely|entirely|cleanly))\b",
+            "uninstall uninstalling uninstallation removal",
+            r"^(uninstall\w*|removal|removing)\b",
+        ),
+        (
+            "contributing",
+            r"\b(contribut(e|ing|ion)|help out|get involved|(send|open|submit|make) (a |my )?(pull request|pr"
+            r"|patch)|run the (test suite|tests) locally|development (setup|environment)|for hacking|hack on)\b",
+            "contributing contribute contribution contributions development",
+            r"^(contribut\w*|development|developing|hacking|how to contribute)",
+        ),
+        (
+            "install",
+            r"\b(how (do|can|should|would) (i|we|you|one) (install|obtain|download)|how to (install|obtain|download)"
+            r"|(what('s| is)?|which) (the )?(\S+ )?(command|line)\b.{0,40}\b(install|add|pull in|get)"
+            r"|(add|pull in|get|install) (\S+ ){0,3}(to|into|onto) (my|our|a|the) (\S+ )?(project|module"
+            r"|machine|computer|laptop|system|server|dependencies|go\.mod|cargo\.toml|package\.json|gemfile"
+            r"|requirements\S*|pyproject\.toml|composer\.json))\b",
+            "install installation installing setup quickstart",
+            r"^(install(ation|ing)?|getting started|quick ?start|setup|set(ting)? up|download(ing)?)\b",
+        ),
+        (
+            "license",
+            r"\b(licen[cs]\w*|closed[- ]source|proprietary|commercial(ly)?|copyright|under what terms|legally)\b",
+            "license licence licensing licensed copyright",
+            r"^(licen[cs]\w*|copying|copyright|legal)\b",
+        ),
+        (
+            "versions",
+            r"\b((oldest|minimum|minimal|earliest|lowest)\b.{0,40}\b(versions?|releases?|node(\.js)?|python|ruby"
+            r"|go|golang|rust|rustc|php|java|jdk|toolchain|compiler)|which (\S+ )?versions? (of (\S+ )?)?(do|does"
+            r"|is|are|can|will|should|must)|msrv|supported (\S+ )?versions)\b",
+            "supported minimum compatibility requirements msrv",
+            r"(supported|minimum|compatib|requirement|msrv|version support)",
+        ),
+        (
+            "security",
+            r"\b((report|disclose|tell)\b.{0,60}\b(security|vulnerabilit\w*)|(security|vulnerabilit\w*)\b.{0,60}"
+            r"\b(report|disclos\w*|privately)|security (policy|contact))",
+            "security vulnerability vulnerabilities",
+            r"(security|vulnerabilit)",
+        ),
+    )
+)
+
+
+def topic(text: str) -> Topic | None:
+    """The practical matter TEXT asks about (installing, licence, supported versions, contributing, security,
+    uninstalling), or None."""
+    for asked, found in _TOPICS:
+        if asked.search(text):
+            return found
+    return None

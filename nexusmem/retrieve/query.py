@@ -13,6 +13,7 @@ from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
     Intent,
     Sequence,
+    Topic,
     adopted_name,
     code_names,
     intent,
@@ -25,6 +26,7 @@ from nexusmem.retrieve.intent import (
     removed_name,
     reports_failure,
     sequence,
+    topic,
 )
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
@@ -56,6 +58,11 @@ THESAURUS_POSTINGS = 2000
 # .3 → .6266 / .7148, .5 → .6285 / .7155, .75 → .6288 / .7160, 1 → .6296 / .7162, 1.5 → .6289 / .7163.
 # A plateau from .5 on; .75 sits in it. Stemmed parts: .6265 / .7161 at .3, as exact ones.
 NAME_PARTS_WEIGHT = 0.75
+# The doc sections that head the practical matter a question asks about (intent.topic: installing, the
+# licence…), found by the matter's words among their TOPIC_CANDIDATES best matches, join the BM25 list at
+# this share of the question's best match (rank.TOPIC_FACTOR then lifts them).
+TOPIC_WEIGHT = 1.0
+TOPIC_CANDIDATES = 200
 # The words of the question's code names (intent.code_names: identifiers, members, calls, options,
 # backticked spans) asked once more, merged at this weight: the names a user quotes from their code or
 # their terminal are the question's most exact words. Hybrid MRR, sixteen older sets / eight newest, with
@@ -189,13 +196,15 @@ def score_fused(
     doc_changes_count: bool = False,
     test_changes_count: bool = False,
     failure: bool = False,
+    topic: Topic | None = None,
 ) -> list[tuple[StoredNode, float]]:
     """Fused evidence → final scores (relevance × priors), best first. With a time CUE age counts for every
     node, from the cue's date when it names one, else from the newest event in the store. ASKS (what the
     question asks for, retrieve.intent) lifts doc sections (not changelog entries) for a usage question.
     A change to documentation only counts rank.DOCS_ONLY_FACTOR unless DOC_CHANGES_COUNT (the question
     speaks of docs); one to tests and no program file rank.TESTS_ONLY_FACTOR unless TEST_CHANGES_COUNT; one
-    to many files rank.WIDE_FACTOR when the question reports a FAILURE.
+    to many files rank.WIDE_FACTOR when the question reports a FAILURE. A doc section that heads the TOPIC
+    the question asks about (intent.topic) counts rank.TOPIC_FACTOR.
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
@@ -229,6 +238,7 @@ def score_fused(
             docs_only=node_id in doc_changes,
             tests_only=node_id in test_changes,
             wide=failure and node_id in scope.wide,
+            on_topic=topic is not None and _heads(topic, node),
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
@@ -252,6 +262,7 @@ class Question:
     about_docs: bool = False  # speaks of documentation (intent.mentions_docs): doc-only changes count fully
     about_tests: bool = False  # speaks of tests (intent.mentions_tests): test-only changes count fully
     failure: bool = False  # reports a failure (intent.reports_failure): a change to many files counts less
+    topic: Topic | None = None  # the practical matter asked about (intent.topic): its doc sections count more
 
 
 def prepare(text: str) -> Question:
@@ -281,6 +292,7 @@ def prepare(text: str) -> Question:
         mentions_docs(text),
         mentions_tests(text),
         reports_failure(text),
+        topic(text),
     )
 
 
@@ -384,6 +396,10 @@ def retrieve(
     for extra, weight in ((kin, THESAURUS_WEIGHT), (parts, NAME_PARTS_WEIGHT), (named, CODE_NAMES_WEIGHT)):
         if extra and weight:
             bm25_hits = merge_scored(bm25_hits, exact.words(extra, limit), weight, limit)
+    # "How do I get thor onto my machine?" shares no word with the README's "Installation" but the project's
+    # name: the sections that head the matter asked about are searched by its own words, and join the list.
+    if question.topic is not None and TOPIC_WEIGHT:
+        bm25_hits = merge_scored(bm25_hits, topic_sections(store, exact, question.topic), TOPIC_WEIGHT, limit)
     # A run of CJK characters is one token to the word index: the trigram index recalls its substrings.
     cjk_hits = cjk.search_scored(store, question.search_text, limit=limit, as_of=as_of)
     if since is not None or until is not None:
@@ -422,6 +438,7 @@ def retrieve(
         doc_changes_count=question.about_docs,
         test_changes_count=question.about_tests,
         failure=question.failure,
+        topic=question.topic,
     )
     if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
         scored = in_release(scored, window)
@@ -674,6 +691,19 @@ def with_hits(hits: list[tuple[str, float]], more: list[tuple[str, float]]) -> l
     union = dict(hits)
     union.update((node_id, score) for node_id, score in more if node_id not in union)
     return sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def _heads(topic: Topic, node: StoredNode) -> bool:
+    """Whether NODE is a doc section (not a changelog entry) that heads TOPIC."""
+    return node.kind == "doc_section" and node.source != rank.CHANGELOG_SOURCE and topic.heads(node.ref)
+
+
+def topic_sections(store: SearchStore, exact: search.ExactSearches, topic: Topic) -> list[tuple[str, float]]:
+    """(id, BM25 score) of the doc sections that head TOPIC, among the TOPIC_CANDIDATES best matches of
+    its words."""
+    hits = exact.words(list(topic.words), TOPIC_CANDIDATES)
+    nodes = store.get_many([node_id for node_id, _ in hits], light=True)
+    return [(node_id, value) for node_id, value in hits if node_id in nodes and _heads(topic, nodes[node_id])]
 
 
 def merge_scored(

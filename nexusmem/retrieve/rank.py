@@ -84,6 +84,11 @@ USAGE_DOC_FACTOR = 2.5
 # .6098, .5 → .6099 (26 questions better, 1 worse at .7: "why did black explode my short list?", a doc
 # question asked in history's words). On the dev set alone (an older ranking) it had been flat.
 HISTORY_DOC_FACTOR = 0.7
+# A doc section whose heading (or file) names the practical matter a question asks about (installing, the
+# licence, supported versions, contributing, security, uninstalling: intent.topic) counts TOPIC_FACTOR:
+# "how do I get thor onto my machine?" is answered by the README's "Installation", which shares no word
+# with it but the project's name.
+TOPIC_FACTOR = 2.0
 # The source whose doc sections are release notes (sources/changelog.py): history, not usage docs.
 CHANGELOG_SOURCE = "changelog"
 _FIX = re.compile(
@@ -221,6 +226,7 @@ def score(
     docs_only: bool = False,
     tests_only: bool = False,
     wide: bool = False,
+    on_topic: bool = False,
 ) -> float:
     signal_w = 0.2 + 0.8 * max(0.0, min(1.0, signal))
     value = relevance * math.pow(signal_w, SIGNAL_EXP)
@@ -244,4 +250,6 @@ def score(
             value *= USAGE_DOC_FACTOR
         elif asks == "history":
             value *= HISTORY_DOC_FACTOR
+        if on_topic:
+            value *= TOPIC_FACTOR
     return value
