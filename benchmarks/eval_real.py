@@ -128,6 +128,7 @@ SETS = (
     "fresh38",
     "fresh39",
     "fresh40",
+    "fresh41",
     "removal",
     "rst",
     "adoc",

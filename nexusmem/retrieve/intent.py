@@ -476,14 +476,14 @@ _TOPICS: tuple[tuple[tuple[str, ...], re.Pattern[str], Topic], ...] = tuple(
         ),
         (
             "install",
-            "install|obtain|download|command|line|project|module|machine|computer|laptop|system|server|dependencies|go.mod|cargo.toml|package.json|gemfile|requirements|pyproject|composer",
-            r"\b(how (do|can|should|would) (i|we|you|one) (install|obtain|download)|how to (install|obtain|download)"
+            "install|command|line|project|module|machine|computer|laptop|system|server|dependencies|go.mod|cargo.toml|package.json|gemfile|requirements|pyproject|composer",
+            r"\b(how (do|can|should|would) (i|we|you|one) install|how to install"
             r"|(what('s| is)?|which) (the )?(\S+ )?(command|line)\b.{0,40}\b(install|add|pull in|get)"
             r"|(add|pull in|get|install) (\S+ ){0,3}(to|into|onto) (my|our|a|the) (\S+ )?(project|module"
             r"|machine|computer|laptop|system|server|dependencies|go\.mod|cargo\.toml|package\.json|gemfile"
             r"|requirements\S*|pyproject\.toml|composer\.json))\b",
             "install installation installing setup quickstart",
-            r"^(install(ation|ing)?|getting started|quick ?start|setup|set(ting)? up|download(ing)?)\b",
+            r"^(install(ation|ing)?|getting started|quick ?start|setup|set(ting)? up)\b",
         ),
         (
             "license",
