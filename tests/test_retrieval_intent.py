@@ -216,6 +216,44 @@ def test_a_question_about_a_practical_matter_finds_the_section_that_heads_it(
     assert titles[0].endswith(section), titles
 
 
+def test_the_filler_of_a_failure_report_does_not_pick_the_change(repo: Path) -> None:
+    """ "Goes completely silent", "what's the problem": each of those words is held by one unrelated commit,
+    and BM25 gave them their full weight; the fix shares only "sunday" with the question."""
+    commit(repo, "Add the scheduler", {"scheduler.py": "def due(job): return True\n"}, when=NOW - 900 * DAY)
+    commit(repo, "Add the nightly importer", {"importer.py": "def run(): pass\n"}, when=NOW - 850 * DAY)
+    commit(
+        repo,
+        "importer: report problems completely and retry what goes wrong",
+        {"importer.py": "def run():\n    retry()\n"},
+        when=NOW - 800 * DAY,
+    )
+    commit(
+        repo,
+        "scheduler: jobs due on a sunday were skipped",
+        {"scheduler.py": "def due(job): return job.weekday in (0, 7)\n"},
+        when=NOW - 700 * DAY,
+    )
+    commit(
+        repo,
+        "Log the nightly run's start and end",
+        {"importer.py": "def run():\n    log()\n"},
+        when=NOW - 600 * DAY,
+    )
+    titles, _ = synced_answer(
+        repo, "my nightly job fails every sunday: it goes completely silent, no error; what's the problem?"
+    )
+    assert titles[0] == "scheduler: jobs due on a sunday were skipped", titles
+
+
+def test_a_failure_that_names_code_gives_the_vectors_more_say_than_a_question_about_code() -> None:
+    """Its code names are what the user saw; the rest is an account of the symptom, which is prose."""
+    code = query.prepare("which change made parse_headers join folded lines?")
+    failure = query.prepare("parse_headers fails with KeyError when a header line is folded")
+    assert failure.failure and failure.names_code and code.names_code and not code.failure
+    full = rank.DEFAULT.vector_weight
+    assert 0 < query.vector_weight(code, rank.DEFAULT) < query.vector_weight(failure, rank.DEFAULT) < full
+
+
 def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
     commit(repo, "Rework cache eviction for large keys", {"cache.py": "A = 1\n"}, when=NOW - 50 * DAY)
     commit(repo, "Fix cache eviction for large keys", {"cache.py": "A = 2\n"}, when=NOW - 40 * DAY)

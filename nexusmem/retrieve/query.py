@@ -330,7 +330,7 @@ def retrieve(
     commands of that author (other kinds pass).
     """
     question = prepare(text)
-    words = search.query_terms(store, question.search_text)
+    words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
@@ -509,9 +509,11 @@ def _release_note(version: str, window: tuple[int, int | None]) -> str:
 def vector_weight(question: Question, settings: rank.Settings) -> float:
     """The weight of the vector list for QUESTION: rank.CODE_VECTOR_FACTOR of the configured one when it
     names an identifier, a file or an option, unless it asks how to use something (the docs answer that):
-    word vectors know prose, not identifiers, and the change that holds the named characters answers."""
+    word vectors know prose, not identifiers, and the change that holds the named characters answers.
+    rank.FAILURE_CODE_VECTOR_FACTOR when it also reports a failure: the rest is an account of a symptom."""
     if question.names_code and question.asks != "usage":
-        return settings.vector_weight * rank.CODE_VECTOR_FACTOR
+        factor = rank.FAILURE_CODE_VECTOR_FACTOR if question.failure else rank.CODE_VECTOR_FACTOR
+        return settings.vector_weight * factor
     return settings.vector_weight
 
 

@@ -19,6 +19,11 @@ questions on five of six real-repository sets (hybrid below words only). With th
 .554 / .533 (.532). Chosen at .25 before the blind fresh5 set was run once: .514 at 1, .524 at .25 (code
 .518 → .567, symptom .407 → .447, multi .759 → .690). Tried before the origin rule, the same factor lost
 on the then-blind fresh2 (.349 → .340 at .5) and was dropped until the sets above said otherwise.
+A question that names code *and reports a failure* ("`hexyl big.iso | head` ends with 'Broken pipe'")
+weighs them FAILURE_CODE_VECTOR_FACTOR × w instead: its code names are what the user saw, and the rest is
+an account of the symptom, prose the vectors know. Thirty-nine labelled sets, with the failure questions'
+filler words dropped (text.FILLER_WORDS): .25 → .6984, .5 → .6993, then without the filler: .25 → .6977,
+.5 → .6987, .75 → .6975, 1 → .6952.
 
 priors = signal_w^SE × recency^RE × superseded × rejected, each bounded so that it cannot overturn a clear
 relevance winner:
@@ -65,6 +70,7 @@ from nexusmem.retrieve.fuse import Evidence
 
 VECTOR_WEIGHT = 0.8
 CODE_VECTOR_FACTOR = 0.25
+FAILURE_CODE_VECTOR_FACTOR = 0.5
 SIGNAL_GAP = 1.15
 RECENCY_GAP = math.sqrt(2.0)
 CUE_RECENCY_GAP = 3.0

@@ -11,7 +11,15 @@ from nexusmem import identity
 from nexusmem.retrieve import rank
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
-from nexusmem.text import STOPWORDS, identifiers, is_compound, is_noise_word, split_identifier, terms
+from nexusmem.text import (
+    FILLER_WORDS,
+    STOPWORDS,
+    identifiers,
+    is_compound,
+    is_noise_word,
+    split_identifier,
+    terms,
+)
 
 __all__ = ["STOPWORDS", "affordable_terms", "bm25", "fts_expression", "terms"]
 
@@ -96,10 +104,12 @@ class QueryTerms:
         return math.log(1.0 + (self.nodes - df + 0.5) / (df + 0.5))
 
 
-def query_terms(store: SearchStore, text: str) -> QueryTerms:
+def query_terms(store: SearchStore, text: str, *, failure: bool = False) -> QueryTerms:
     """The informative words of TEXT: every significant word, or (past MAX_QUERY_TERMS) the rarest ones
-    the store knows; then, at large stores, minus the commonest while their postings cost too much."""
-    words = terms(text)
+    the store knows; then, at large stores, minus the commonest while their postings cost too much. When
+    TEXT reports a FAILURE, the filler of its account ("goes completely silent", "keeps going") is left out
+    too (text.FILLER_WORDS)."""
+    words = terms(text, FILLER_WORDS) if failure else terms(text)
     counts = doc_counts(store, words)
     nodes = max(store.size_hint(), 1)
     dropped = 0
