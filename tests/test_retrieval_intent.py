@@ -219,26 +219,23 @@ def test_a_question_about_a_practical_matter_finds_the_section_that_heads_it(
 def test_the_filler_of_a_failure_report_does_not_pick_the_change(repo: Path) -> None:
     """ "Goes completely silent", "what's the problem": each of those words is held by one unrelated commit,
     and BM25 gave them their full weight; the fix shares only "sunday" with the question."""
-    commit(repo, "Add the scheduler", {"scheduler.py": "def due(job): return True\n"}, when=NOW - 900 * DAY)
-    commit(repo, "Add the nightly importer", {"importer.py": "def run(): pass\n"}, when=NOW - 850 * DAY)
-    commit(
-        repo,
-        "importer: report problems completely and retry what goes wrong",
-        {"importer.py": "def run():\n    retry()\n"},
-        when=NOW - 800 * DAY,
-    )
-    commit(
-        repo,
-        "scheduler: jobs due on a sunday were skipped",
-        {"scheduler.py": "def due(job): return job.weekday in (0, 7)\n"},
-        when=NOW - 700 * DAY,
-    )
-    commit(
-        repo,
-        "Log the nightly run's start and end",
-        {"importer.py": "def run():\n    log()\n"},
-        when=NOW - 600 * DAY,
-    )
+    history = [
+        ("Add the scheduler", "scheduler.py", "def due(job): return True\n"),
+        ("Add the nightly importer", "importer.py", "def run(): pass\n"),
+        (
+            "importer: report problems completely and retry what goes wrong",
+            "importer.py",
+            "def run(): retry()\n",
+        ),
+        (
+            "scheduler: jobs due on a sunday were skipped",
+            "scheduler.py",
+            "def due(job): return job.weekday < 7\n",
+        ),
+        ("Log the nightly run's start and end", "importer.py", "def run(): log()\n"),
+    ]
+    for age, (subject, path, text) in zip(range(900, 0, -100), history, strict=False):
+        commit(repo, subject, {path: text}, when=NOW - age * DAY)
     titles, _ = synced_answer(
         repo, "my nightly job fails every sunday: it goes completely silent, no error; what's the problem?"
     )
