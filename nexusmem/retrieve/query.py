@@ -196,15 +196,15 @@ def score_fused(
     doc_changes_count: bool = False,
     test_changes_count: bool = False,
     failure: bool = False,
-    topic: Topic | None = None,
+    matter: Topic | None = None,
 ) -> list[tuple[StoredNode, float]]:
     """Fused evidence → final scores (relevance × priors), best first. With a time CUE age counts for every
     node, from the cue's date when it names one, else from the newest event in the store. ASKS (what the
     question asks for, retrieve.intent) lifts doc sections (not changelog entries) for a usage question.
     A change to documentation only counts rank.DOCS_ONLY_FACTOR unless DOC_CHANGES_COUNT (the question
     speaks of docs); one to tests and no program file rank.TESTS_ONLY_FACTOR unless TEST_CHANGES_COUNT; one
-    to many files rank.WIDE_FACTOR when the question reports a FAILURE. A doc section that heads the TOPIC
-    the question asks about (intent.topic) counts rank.TOPIC_FACTOR.
+    to many files rank.WIDE_FACTOR when the question reports a FAILURE. A doc section that heads the
+    practical MATTER the question asks about (intent.topic) counts rank.TOPIC_FACTOR.
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
@@ -238,7 +238,7 @@ def score_fused(
             docs_only=node_id in doc_changes,
             tests_only=node_id in test_changes,
             wide=failure and node_id in scope.wide,
-            on_topic=topic is not None and _heads(topic, node),
+            on_topic=matter is not None and _heads(matter, node),
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
@@ -438,7 +438,7 @@ def retrieve(
         doc_changes_count=question.about_docs,
         test_changes_count=question.about_tests,
         failure=question.failure,
-        topic=question.topic,
+        matter=question.topic,
     )
     if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
         scored = in_release(scored, window)
@@ -695,17 +695,19 @@ def with_hits(hits: list[tuple[str, float]], more: list[tuple[str, float]]) -> l
     return sorted(union.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
-def _heads(topic: Topic, node: StoredNode) -> bool:
-    """Whether NODE is a doc section (not a changelog entry) that heads TOPIC."""
-    return node.kind == "doc_section" and node.source != rank.CHANGELOG_SOURCE and topic.heads(node.ref)
+def _heads(matter: Topic, node: StoredNode) -> bool:
+    """Whether NODE is a doc section (not a changelog entry) that heads MATTER."""
+    return node.kind == "doc_section" and node.source != rank.CHANGELOG_SOURCE and matter.heads(node.ref)
 
 
-def topic_sections(store: SearchStore, exact: search.ExactSearches, topic: Topic) -> list[tuple[str, float]]:
-    """(id, BM25 score) of the doc sections that head TOPIC, among the TOPIC_CANDIDATES best matches of
+def topic_sections(store: SearchStore, exact: search.ExactSearches, matter: Topic) -> list[tuple[str, float]]:
+    """(id, BM25 score) of the doc sections that head MATTER, among the TOPIC_CANDIDATES best matches of
     its words."""
-    hits = exact.words(list(topic.words), TOPIC_CANDIDATES)
+    hits = exact.words(list(matter.words), TOPIC_CANDIDATES)
     nodes = store.get_many([node_id for node_id, _ in hits], light=True)
-    return [(node_id, value) for node_id, value in hits if node_id in nodes and _heads(topic, nodes[node_id])]
+    return [
+        (node_id, value) for node_id, value in hits if node_id in nodes and _heads(matter, nodes[node_id])
+    ]
 
 
 def merge_scored(
