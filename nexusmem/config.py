@@ -51,7 +51,17 @@ DEFAULTS: dict[str, Any] = {
         },
         "docs": {
             "enabled": True,
-            "include": ["*.md", "*.mdx", "*.markdown", "*.rst", "*.adoc", "*.asciidoc", "*.org", "*.[1-9]"],
+            "include": [
+                "*.md",
+                "*.mdx",
+                "*.markdown",
+                "*.rst",
+                "*.adoc",
+                "*.asciidoc",
+                "*.org",
+                "*.rdoc",
+                "*.[1-9]",
+            ],
             # Release notes are the changelog source's: one node per entry, linked to its commits.
             "exclude": [
                 "node_modules/*",

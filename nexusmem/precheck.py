@@ -57,7 +57,7 @@ _GENERIC_STEMS = frozenset(
 
 # Files whose name is not a module name: a command mentioning `worker` is not about docs/worker.md.
 _NOT_CODE = frozenset(
-    {".md", ".rst", ".txt", ".adoc", ".json", ".yaml", ".yml", ".toml", ".lock", ".cfg", ".ini", ".csv",
+    {".md", ".rst", ".txt", ".adoc", ".rdoc", ".json", ".yaml", ".yml", ".toml", ".lock", ".cfg", ".ini", ".csv",
      ".html", ".css", ".svg", ".png", ".jpg", ".gif", ".ico", ".pdf", ".xml"}
 )  # fmt: skip
 

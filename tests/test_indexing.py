@@ -401,6 +401,24 @@ def test_rst_changelog_titles_never_become_entry_text() -> None:
     ]
 
 
+def test_rdoc_history_entries_carry_their_release() -> None:
+    """History.rdoc (rake, minitest, hoe-made gems) heads each release with `=== 13.2.1`: an entry is dated
+    by it, and its PR number is read."""
+    from nexusmem.sources.changelog import split_entries
+
+    text = (
+        "= History\n\n=== 13.2.1\n\n* Suppressed a backtrace line by @a in #554\n"
+        "* Bump actions by @b in #553\n\n=== 13.0.0\n\n==== Bug fixes\n\n"
+        "* Fixed a crash on an empty Rakefile. Pull Request #12\n  second line of it\n"
+    )
+    shown = [(e.version, e.first_line, e.numbers) for e in split_entries(text, "History.rdoc")]
+    assert shown == [
+        ("13.2.1", "* Suppressed a backtrace line by @a in #554", ["554"]),
+        ("13.2.1", "* Bump actions by @b in #553", ["553"]),
+        ("13.0.0 › Bug fixes", "* Fixed a crash on an empty Rakefile. Pull Request #12", ["12"]),
+    ]
+
+
 def test_changelog_entries_link_to_the_commits_they_name_by_id(repo: Path) -> None:
     """Generated changelogs name commits, not numbers: a commit link (conventional-changelog,
     release-please, semantic-release) or the abbreviated id that starts a changesets entry."""

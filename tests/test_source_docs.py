@@ -14,6 +14,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import (
     TRUNCATION_MARKER,
     DocsSource,
+    sections_of,
     split_asciidoc_sections,
     split_man_sections,
     split_org_sections,
@@ -524,6 +525,61 @@ def test_asciidoc_docs_are_indexed(tmp_path: Path) -> None:
     assert {"docs/guide.adoc#From source", "NOTES.asciidoc#Why"} <= set(refs)
     assert "Build it with `make`." in refs["docs/guide.adoc#From source"].body
     assert not any("not a title" in ref for ref in refs)
+
+
+# A Ruby gem's README in RDoc, as rake and minitest write theirs: `=` headings, indented verbatim examples.
+README_RDOC = """= FINDER -- find files by rule
+
+home :: https://example.com/finder
+
+== Installation
+
+=== Gem Installation
+
+  gem install finder
+
+== Usage
+
+Write a +Finderfile+:
+
+  # Finderfile: a Ruby comment, not a heading
+  rule "*.rb"
+  == not a heading either, it is indented
+
+=== The +finder+ *command*
+
+Run it in a directory.
+"""
+
+
+def test_rdoc_sections_follow_its_headings_and_skip_verbatim() -> None:
+    sections = sections_of(README_RDOC, "README.rdoc")
+    assert [(s.heading, s.level, s.line) for s in sections] == [
+        ("FINDER -- find files by rule", 1, 1),
+        ("Gem Installation", 3, 7),
+        ("Usage", 2, 11),
+        ("The finder command", 3, 19),
+    ]
+    by = {s.heading: s for s in sections}
+    assert by["Gem Installation"].trail == (
+        "FINDER -- find files by rule",
+        "Installation",
+        "Gem Installation",
+    )
+    assert "# Finderfile: a Ruby comment, not a heading" in by["Usage"].text
+    assert "== not a heading either" in by["Usage"].text
+    # A file that says it is Markdown is read as Markdown.
+    markdown = sections_of("# :markup: markdown\n\n# Title\n\nText.\n\n## Part\n\nMore.\n", "NOTES.rdoc")
+    assert [s.heading for s in markdown] == ["Title", "Part"]
+
+
+def test_rdoc_docs_are_indexed(tmp_path: Path) -> None:
+    refs = indexed(
+        tmp_path, {"README.rdoc": README_RDOC, "doc/rules.rdoc": "= Rules\n\nA rule names files.\n"}
+    )
+    assert {"README.rdoc#Gem Installation", "README.rdoc#Usage", "doc/rules.rdoc#Rules"} <= set(refs)
+    assert "gem install finder" in refs["README.rdoc#Gem Installation"].body
+    assert not any("not a heading" in ref or "Finderfile:" in ref for ref in refs)
 
 
 # An Emacs package's manual in Org, as magit or org-roam write theirs.

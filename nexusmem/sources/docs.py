@@ -32,7 +32,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-8"
+_CURSOR_VERSION = "docs-9"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -401,7 +401,8 @@ _MAN_NAME = re.compile(r"\.[1-9][a-z]?$")
 
 def sections_of(text: str, file_name: str) -> list[Section]:
     """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, troff for a
-    manual page (.1 to .9), AsciiDoc for .adoc, Org for .org, else Markdown."""
+    manual page (.1 to .9), AsciiDoc for .adoc, Org for .org, RDoc for .rdoc (unless it says
+    `:markup: markdown`), else Markdown."""
     name = file_name.lower()
     if name.endswith(ORG_SUFFIXES):
         return split_org_sections(text, file_name)
@@ -411,7 +412,40 @@ def sections_of(text: str, file_name: str) -> list[Section]:
         return split_man_sections(text, file_name)
     if name.endswith(ASCIIDOC_SUFFIXES):
         return split_asciidoc_sections(text, file_name)
+    if name.endswith(RDOC_SUFFIXES) and not _RDOC_MARKDOWN.search(text[:RDOC_DIRECTIVE_CHARS]):
+        return split_rdoc_sections(text, file_name)
     return split_sections(text, file_name)
+
+
+RDOC_SUFFIXES = (".rdoc",)
+# An RDoc heading ("= RAKE -- Ruby Make", "== Installation", "=== 13.2.1"): at the left margin, level by
+# the number of `=`. An indented line is verbatim text (code), never a heading; Markdown's `#` means
+# nothing in RDoc, so a Ruby comment in an example is not cut at. A file may say `:markup: markdown` at
+# its top, and is then read as Markdown.
+_RDOC_HEADING = re.compile(r"^(={1,6})[ \t]*([^=\s].*?)[ \t]*$")
+_RDOC_MARKDOWN = re.compile(r"^[ \t#]*:markup:[ \t]*markdown\b", re.IGNORECASE | re.MULTILINE)
+RDOC_DIRECTIVE_CHARS = 2000
+# RDoc's inline markup in a heading: +code+, *bold*, _emphasis_ around one word, and `\` escapes.
+_RDOC_INLINE = re.compile(r"(?<![\w\\])([+*_])(\S+?)\1(?!\w)")
+
+
+def rdoc_heading_text(raw: str) -> str:
+    """An RDoc heading as a reader sees it: its inline markup (+code+, *bold*, _em_) and escapes dropped."""
+    text = _RDOC_INLINE.sub(r"\2", raw.strip()).replace("\\", "")
+    return " ".join(text.split()) or raw.strip()
+
+
+def split_rdoc_sections(text: str, file_name: str) -> list[Section]:
+    """Cut RDoc markup (README.rdoc, History.rdoc, doc/*.rdoc) at its headings (`= Title`, `== Section` ...
+    level = number of `=`). As split_sections otherwise."""
+    cut = _Cutter(file_name)
+    for number, line in enumerate(text.split("\n"), start=1):
+        title = _RDOC_HEADING.match(line)
+        if title is None:
+            cut.body.append(line)
+        else:
+            cut.open(rdoc_heading_text(title.group(2)), len(title.group(1)), number, [line])
+    return cut.finish()
 
 
 ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc")
