@@ -266,6 +266,33 @@ def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
     assert fixed > 1.1 * reworked
 
 
+def test_the_change_comes_before_the_merge_that_brought_it_in(repo: Path) -> None:
+    """A merge holds no change of its own, and its short message (the branch name) can match the question
+    better than the change it merged: the change is shown first, the merge still listed."""
+    commit(repo, "Add tail", {"tail.py": "def follow(stream): ...\n"}, when=NOW - 300 * DAY)
+    git(repo, "checkout", "-q", "-b", "fix-hang-on-empty-input")
+    fix = "tail: stop waiting for more lines when the input is empty and closed, instead of a hang"
+    commit(
+        repo, fix, {"tail.py": "def follow(stream):\n    if stream.closed: return\n"}, when=NOW - 200 * DAY
+    )
+    git(repo, "checkout", "-q", "-")
+    commit(repo, "Add the README", {"README.md": "# tail\n"}, when=NOW - 190 * DAY)
+    stamp = f"{NOW - 180 * DAY} +0000"
+    env = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    git(
+        repo,
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "Merge branch 'fix-hang-on-empty-input'",
+        "fix-hang-on-empty-input",
+        env=env,
+    )
+    titles, _ = synced_answer(repo, "why did tail hang on empty input?")
+    assert titles.index(fix) < titles.index("Merge branch 'fix-hang-on-empty-input'"), titles
+
+
 def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Path) -> None:
     commit(repo, "Add the worker", {"worker.py": "def run(): ...\n"}, when=NOW - 300 * DAY)
     commit(repo, "docs: explain stopping the worker", {"STOP.md": "send SIGTERM\n"}, when=NOW - 200 * DAY)

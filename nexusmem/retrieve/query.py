@@ -204,7 +204,8 @@ def score_fused(
     A change to documentation only counts rank.DOCS_ONLY_FACTOR unless DOC_CHANGES_COUNT (the question
     speaks of docs); one to tests and no program file rank.TESTS_ONLY_FACTOR unless TEST_CHANGES_COUNT; one
     to many files rank.WIDE_FACTOR when the question reports a FAILURE. A doc section that heads the
-    practical MATTER the question asks about (intent.topic) counts rank.TOPIC_FACTOR.
+    practical MATTER the question asks about (intent.topic) counts rank.TOPIC_FACTOR; a merge commit
+    rank.MERGE_FACTOR.
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
@@ -239,6 +240,7 @@ def score_fused(
             tests_only=node_id in test_changes,
             wide=failure and node_id in scope.wide,
             on_topic=matter is not None and _heads(matter, node),
+            merge=node.kind == "git_commit" and node.meta.get("merge") is True,
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
