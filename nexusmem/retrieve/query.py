@@ -185,6 +185,12 @@ def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
     )
 
 
+def _is_merge(node: StoredNode) -> bool:
+    """Whether NODE is a merge commit. Its metadata is parsed only when it holds a `true` (ranking reads
+    hundreds of rows, and most commits' metadata has none)."""
+    return node.kind == "git_commit" and "true" in node.raw_meta and node.meta.get("merge") is True
+
+
 def score_fused(
     store: SearchStore,
     evidence: dict[str, Evidence],
@@ -240,7 +246,7 @@ def score_fused(
             tests_only=node_id in test_changes,
             wide=failure and node_id in scope.wide,
             on_topic=matter is not None and _heads(matter, node),
-            merge=node.kind == "git_commit" and node.meta.get("merge") is True,
+            merge=_is_merge(node),
         )
         scored.append((node, value))
     scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
