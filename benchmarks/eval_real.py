@@ -129,6 +129,7 @@ SETS = (
     "fresh39",
     "fresh40",
     "fresh41",
+    "fresh42",
     "removal",
     "rst",
     "adoc",
