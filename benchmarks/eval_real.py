@@ -130,6 +130,7 @@ SETS = (
     "fresh40",
     "fresh41",
     "fresh42",
+    "fresh43",
     "removal",
     "rst",
     "adoc",
