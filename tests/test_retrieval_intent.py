@@ -293,6 +293,37 @@ def test_the_change_comes_before_the_merge_that_brought_it_in(repo: Path) -> Non
     assert titles.index(fix) < titles.index("Merge branch 'fix-hang-on-empty-input'"), titles
 
 
+def test_a_changelog_entry_lifts_the_change_that_added_it_not_a_bookkeeping_commit(repo: Path) -> None:
+    """An entry with no number is linked to the commit that added it. A fix that wrote its own entry is the
+    change the entry describes and comes just above it; "Update changelog.", which changed the changelog
+    alone, is bookkeeping and stays where its own score put it."""
+    notes = "# Changelog\n\n## 2.10.1\n\n"
+    fixed = "* Fixed a crash when an argument is a path object.\n"
+    logged = "* Fixed the LocalPath has no attribute startswith failure in inline mode.\n"
+    commit(repo, "Add the plugin", {"plugin.py": "def load(args): ...\n"}, when=NOW - 300 * DAY)
+    commit(repo, "docs: start a changelog", {"CHANGELOG.md": notes}, when=NOW - 290 * DAY)
+    fix = "plugin: str() each arg"
+    commit(
+        repo,
+        fix,
+        {"plugin.py": "def load(args): [str(a) for a in args]\n", "CHANGELOG.md": notes + fixed},
+        when=NOW - 200 * DAY,
+    )
+    commit(repo, "Update changelog.", {"CHANGELOG.md": notes + fixed + logged}, when=NOW - 199 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store(readonly=True) as store:
+        found, _ = query.ranked_candidates(
+            store, "crash path object LocalPath startswith changelog", vectors=False
+        )
+        by_title = {node.title: node for node, _ in found}
+        entries = [by_title[f"CHANGELOG.md — 2.10.1: {line[2:].strip()}"] for line in (logged, fixed)]
+        changes = [by_title["Update changelog."], by_title[fix]]
+        scored = [(entries[0], 1.0), (entries[1], 0.9), (changes[0], 0.1), (changes[1], 0.05)]
+        lifted = {node.title: value for node, value in query.commits_before_entries(store, scored)}
+    assert lifted[fix] > 0.9  # just above the entry it wrote
+    assert lifted["Update changelog."] == 0.1
+
+
 def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Path) -> None:
     commit(repo, "Add the worker", {"worker.py": "def run(): ...\n"}, when=NOW - 300 * DAY)
     commit(repo, "docs: explain stopping the worker", {"STOP.md": "send SIGTERM\n"}, when=NOW - 200 * DAY)
