@@ -131,6 +131,7 @@ SETS = (
     "fresh41",
     "fresh42",
     "fresh43",
+    "fresh44",
     "removal",
     "rst",
     "adoc",
