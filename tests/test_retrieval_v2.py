@@ -14,6 +14,7 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 from nexusmem import config
+from nexusmem.embed import builtin
 from nexusmem.errors import ConfigError, NexusMemError
 from nexusmem.retrieve import fuse, query, rank, timecue
 
@@ -120,6 +121,27 @@ def test_a_product_the_question_names_that_memory_never_saw_is_a_weak_answer(old
     assert query.names_absent("the GraphQL endpoint", ["graphql"])
     assert not query.names_absent("Kafka retries", ["kafka"])  # the first word is capitalised anyway
     assert not query.names_absent("the graphql endpoint", ["graphql"])
+
+
+def test_ordinary_words_memory_lacks_do_not_make_an_answered_question_weak(old_and_fresh: Path) -> None:
+    """A user tells what they saw in everyday words no commit uses ("suddenly", "somewhere"); the commit
+    that answers holds the rest. Those words count a quarter of their weight, so the answer is not flagged;
+    a name memory never saw ("Kafka" split into pieces by the tokenizer, not a word of English) still is."""
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    told = "upload chunks retry at the storage gateway, then suddenly somewhere it stops"
+    answered = query_json(old_and_fresh, told)
+    assert titles(answered)[0].startswith("fix(upload): retry multipart upload chunks")
+    assert answered["weak"] is False
+    assert query.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", told).output
+    assert query_json(old_and_fresh, "upload chunks retry at the storage gateway through kafka")["weak"]
+    assert builtin.whole_words(["suddenly", "somewhere", "kafka", "brotli"]) == {"suddenly", "somewhere"}
+
+
+def test_an_exception_the_user_saw_is_not_a_name_the_answer_must_hold() -> None:
+    assert not query.names_absent("the upload raises TypeError at the gateway", ["typeerror"])
+    assert not query.names_absent("and then AttributeError: 'NoneType' has no write", ["nonetype"])
+    assert not query.names_absent("prints a DeprecationWarning", ["deprecationwarning"])
+    assert query.names_absent("retries through Kafka", ["kafka"])
 
 
 def test_a_pasted_2000_word_log_still_answers_with_a_short_header(old_and_fresh: Path) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import importlib.util
 import json
 import math
@@ -142,6 +143,23 @@ def _tokenizer(where: Path) -> Any:
     tokenizer = Tokenizer.from_file(str(where / TOKENIZER_FILE))
     tokenizer.no_truncation()
     return tokenizer
+
+
+@functools.lru_cache(maxsize=1)
+def _tokenizer_bytes() -> bytes:
+    return (package_dir() / TOKENIZER_FILE).read_bytes()
+
+
+def whole_words(words: Iterable[str]) -> set[str]:
+    """Those of WORDS (lower case) that the tokenizer's vocabulary holds as one whole-word token: ordinary
+    English ("inside", "program", "although"), where names are split ("kafka" -> k·afka, "brotli" ->
+    bro·t·li). The vocabulary is read as bytes (~5 ms once per process, no `tokenizers` import): a key of its
+    JSON is written `"\u2581word":`. Empty when the package is missing."""
+    try:
+        vocabulary = _tokenizer_bytes()
+    except (EmbeddingUnavailable, OSError):
+        return set()
+    return {w for w in words if w.isalpha() and f'"\u2581{w}":'.encode() in vocabulary}
 
 
 class QueryEmbedder:
