@@ -324,6 +324,32 @@ def test_a_changelog_entry_lifts_the_change_that_added_it_not_a_bookkeeping_comm
     assert lifted["Update changelog."] == 0.1
 
 
+def test_an_entry_below_its_own_commit_gives_way_to_the_next_change(repo: Path) -> None:
+    """Once the fix is lifted above the entry it wrote, the entry says the same change again in other
+    words: the next distinct change that matches nearly as well comes before it."""
+    notes = "# Changelog\n\n## 2.10.1\n\n"
+    fixed = "* Fixed a crash when an argument is a path object.\n"
+    commit(repo, "Add the plugin", {"plugin.py": "def load(args): ...\n"}, when=NOW - 300 * DAY)
+    commit(repo, "docs: start a changelog", {"CHANGELOG.md": notes}, when=NOW - 290 * DAY)
+    fix = "plugin: str() each arg"
+    commit(
+        repo,
+        fix,
+        {"plugin.py": "def load(args): [str(a) for a in args]\n", "CHANGELOG.md": notes + fixed},
+        when=NOW - 200 * DAY,
+    )
+    other = "config: accept a path object for the cache folder"
+    commit(repo, other, {"config.py": "CACHE = None\n"}, when=NOW - 100 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store(readonly=True) as store:
+        found, _ = query.ranked_candidates(store, "crash path object argument cache", vectors=False)
+        by_title = {node.title: node for node, _ in found}
+        entry = by_title[f"CHANGELOG.md — 2.10.1: {fixed[2:].strip()}"]
+        scored = [(entry, 1.0), (by_title[other], 0.9), (by_title[fix], 0.05)]
+        ranked = [node.title for node, _ in query.commits_before_entries(store, scored)]
+    assert ranked == [fix, other, entry.title]
+
+
 def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Path) -> None:
     commit(repo, "Add the worker", {"worker.py": "def run(): ...\n"}, when=NOW - 300 * DAY)
     commit(repo, "docs: explain stopping the worker", {"STOP.md": "send SIGTERM\n"}, when=NOW - 200 * DAY)
