@@ -79,10 +79,10 @@ CUE_CANDIDATES = 50
 # is ordinary English (one whole-word token of the built-in tokenizer: "inside", "program", "although")
 # counts COMMON_WORD_SHARE of its weight: a long account of a symptom holds many, and a small store lacks
 # them by chance; a name no node holds ("brotli", "cobertura", "kafka" are split into pieces) counts in full.
-# Forty-five labelled sets (4,155 answerable and 407 `none` questions, docs/evaluation.md): with every word
-# in full at .4, 47.2% of the `none` questions flagged and 8.2% of the answerable ones (14.2% on the
-# sixteen newest sets, whose symptom questions are the longest); at .25 with common words at .25, 52.6% and
-# 6.8% (9.4%).
+# Forty-five labelled sets (4,155 answerable and 407 `none` questions, benchmarks/eval_real.py, packed):
+# with every word in full at .4, 47.2% of the `none` questions flagged and 8.1% of the answerable ones
+# (14.1% on the fourteen newest sets, `fresh30`-`43`, whose symptom questions are the longest); at .25 with
+# common words at .25, 52.6% and 6.6% (9.3%). docs/evaluation.md has the curve.
 WEAK_MISSING = 0.25
 COMMON_WORD_SHARE = 0.25
 STRONG_COSINE = 0.6
