@@ -471,6 +471,32 @@ RELEASE_NOTES_MD = (
 )
 
 
+def test_a_version_history_and_an_older_majors_changelog_are_release_notes(repo: Path) -> None:
+    """golang-jwt keeps its old notes in VERSION_HISTORY.md, league/commonmark an older major's in
+    CHANGELOG-1.x.md: their entries link to the commits they name, as CHANGELOG.md's do, and are not read
+    as usage docs. A release checklist is a guide, not notes."""
+    fix = commit(repo, "Fix audience check for string slices (#12)", {"claims.go": "package jwt\n"})
+    commit(
+        repo,
+        "notes",
+        {
+            "VERSION_HISTORY.md": "# History\n\n## 3.2.1\n\n* Fixed type confusion in VerifyAudience (#12)\n",
+            "CHANGELOG-1.x.md": "# Changelog\n\n## 1.6.0\n\n- Audience may now be a list (#12)\n",
+            "RELEASE-CHECKLIST.md": "# Releasing\n\n## Tagging\n\nPush the tag (#12).\n",
+        },
+    )
+    sync.sync(repo, embed=False)
+    with project.load(repo).open_store() as store:
+        paths: dict[str, set[str]] = {}
+        for n in store.iter_nodes("doc_section"):
+            paths.setdefault(n.source, set()).add(n.meta["path"])
+    assert paths["changelog"] == {"VERSION_HISTORY.md", "CHANGELOG-1.x.md"}
+    assert paths["docs"] == {"RELEASE-CHECKLIST.md"}
+    notes = stored(repo, fix)[1]
+    assert "type confusion in VerifyAudience" in notes and "Audience may now be a list" in notes
+    assert "Push the tag" not in notes
+
+
 def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, monkeypatch) -> None:
     """A CI workflow (`.github/workflows/release.yml`), a release script and a class file named History are
     not release notes: their lines never become changelog entries nor lend words to a commit. The files

@@ -32,19 +32,22 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-9"
+_CURSOR_VERSION = "docs-10"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
 
 # Release notes are the changelog source's (one node per entry, linked to its commits): file names
-# (case-insensitive) with no extension or a text format's, at most RELEASE_NOTES_DEPTH folders down. Code and
+# (case-insensitive) with no extension or a text format's, at most RELEASE_NOTES_DEPTH folders down, also
+# under "version history" (golang-jwt's VERSION_HISTORY.md, anyio's docs/versionhistory.rst) and with an
+# older major's number (rollup's CHANGELOG-2.md, league/commonmark's CHANGELOG-1.x.md). Code and
 # configuration under those names are not release notes: `scripts/release.py`, `lib/mechanize/history.rb`,
 # `.github/workflows/release.yml` (a CI workflow was read as 31 "entries" of ripgrep's release notes). While
 # the changelog source is on, the docs source leaves these files to it: `docs/release-notes.md` was read
 # twice, as entries and as 187 usage sections.
 RELEASE_NOTES = re.compile(
-    r"^(changelog|changes|news|history|releases?|release[-_ ]notes)"
+    r"^(changelog|changes|news|history|version[-_ ]?history|releases?|release[-_ ]notes)"
+    r"([-_ ]v?\d+(\.(\d+|x))*)?"  # an older major's notes kept apart: CHANGELOG-1.md, CHANGELOG-0.x.md
     r"(\.(md|markdown|mdx|rst|txt|text|adoc|asciidoc|org|rdoc|textile))?$",
     re.IGNORECASE,
 )
