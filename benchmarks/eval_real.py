@@ -132,6 +132,7 @@ SETS = (
     "fresh42",
     "fresh43",
     "fresh44",
+    "fresh45",
     "removal",
     "rst",
     "adoc",
