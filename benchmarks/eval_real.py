@@ -133,6 +133,7 @@ SETS = (
     "fresh43",
     "fresh44",
     "fresh45",
+    "fresh46",
     "removal",
     "rst",
     "adoc",
