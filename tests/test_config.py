@@ -56,3 +56,17 @@ def test_the_diff_skip_list_init_once_wrote_means_todays(tmp_path: Path) -> None
     edited = [*config._FORMER_DIFF_SKIP, "*.csv"]
     path.write_text(json.dumps({"sources": {"diff": {"skip": edited}}}), encoding="utf-8")
     assert config.load(path)["sources"]["diff"]["skip"] == edited
+
+
+def test_the_docs_exclude_list_init_once_wrote_means_todays(tmp_path: Path) -> None:
+    """Earlier inits wrote a docs exclude list without the test folders; a Markdown linter's test inputs
+    were then read as its documentation. That exact list is read as today's; an edited one is kept."""
+    path = tmp_path / "config.json"
+    written = json.loads(json.dumps(config.DEFAULTS))
+    written["sources"]["docs"]["exclude"] = list(config._FORMER_DOCS_EXCLUDE)
+    path.write_text(json.dumps(written), encoding="utf-8")
+    exclude = config.load(path)["sources"]["docs"]["exclude"]
+    assert exclude == config.DEFAULTS["sources"]["docs"]["exclude"] and "test/*" in exclude
+    edited = [*config._FORMER_DOCS_EXCLUDE, "drafts/*"]
+    path.write_text(json.dumps({"sources": {"docs": {"exclude": edited}}}), encoding="utf-8")
+    assert config.load(path)["sources"]["docs"]["exclude"] == edited

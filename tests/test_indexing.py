@@ -497,6 +497,37 @@ def test_a_version_history_and_an_older_majors_changelog_are_release_notes(repo:
     assert "Push the tag" not in notes
 
 
+def test_a_test_suites_markdown_is_its_input_not_its_docs(repo: Path) -> None:
+    """A Markdown linter keeps hundreds of test inputs (test/*.md); a site generator, whole test sites.
+    They are not read as documentation; the docs beside them are. A config that still holds the exclude
+    list an earlier init wrote means today's, and the next sync drops the test pages it had read."""
+    commit(
+        repo,
+        "docs and fixtures",
+        {
+            "docs/rules.md": "# Rules\n\n## Line length\n\nLines longer than 80 characters are reported.\n",
+            "test/long-lines.md": "# Heading\n\n## Line length\n\nThis line is deliberately far too long.\n",
+            "lib/tests/fixtures/page.markdown": "# Fixture\n\nA page the generator renders.\n",
+        },
+    )
+    proj, _ = project.init(repo)
+    cfg_path = proj.db_path.parent / "config.json"
+
+    def doc_paths() -> set[str]:
+        with project.load(repo).open_store() as store:
+            return {n.meta["path"] for n in store.iter_nodes("doc_section") if n.source == "docs"}
+
+    data = json.loads(cfg_path.read_text(encoding="utf-8"))
+    data["sources"]["docs"]["exclude"] = [*config._FORMER_DOCS_EXCLUDE, "drafts/*"]  # edited: kept
+    cfg_path.write_text(json.dumps(data), encoding="utf-8")
+    sync.sync(repo, embed=False)
+    assert doc_paths() == {"docs/rules.md", "test/long-lines.md", "lib/tests/fixtures/page.markdown"}
+    data["sources"]["docs"]["exclude"] = list(config._FORMER_DOCS_EXCLUDE)  # as init wrote it: today's
+    cfg_path.write_text(json.dumps(data), encoding="utf-8")
+    sync.sync(repo, embed=False)
+    assert doc_paths() == {"docs/rules.md"}
+
+
 def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, monkeypatch) -> None:
     """A CI workflow (`.github/workflows/release.yml`), a release script and a class file named History are
     not release notes: their lines never become changelog entries nor lend words to a commit. The files
