@@ -134,6 +134,7 @@ SETS = (
     "fresh44",
     "fresh45",
     "fresh46",
+    "fresh47",
     "removal",
     "rst",
     "adoc",
