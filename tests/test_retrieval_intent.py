@@ -366,6 +366,25 @@ def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Pa
     assert "worker: avoid a deadlock" in titles[0], titles
 
 
+def test_the_current_majors_docs_come_before_the_same_page_for_an_older_one(repo: Path) -> None:
+    """The docs keep a folder per major version and the older page says the same in more of the question's
+    words; a user asks about the release in use, so the newest version's page comes first. A folder named
+    by a year is not a version."""
+    old = "# Escaping\n\n## Escaping output\n\nCall escape() on output; escape output before you print output.\n"
+    new = "# Escaping\n\n## Escaping output\n\nOutput is escaped for you; pass raw=True to print output unescaped.\n"
+    news = "# News\n\n## Escaping output\n\nWe wrote about escaping output and escape() output helpers.\n"
+    commit(
+        repo,
+        "docs",
+        {"docs/1.x/escaping.md": old, "docs/2.x/escaping.md": new, "docs/news/2019/escaping.md": news},
+        when=NOW - 10 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "how do I escape output")
+    paths = [it["title"].split(" — ")[0] for it in found["items"] if it["kind"] == "doc_section"]
+    assert paths.index("docs/2.x/escaping.md") < paths.index("docs/1.x/escaping.md"), paths
+
+
 def test_a_word_many_changes_hold_still_finds_the_guide_that_says_it_in_another_form(repo: Path) -> None:
     """ "plugin" is in several commit titles as written; the guide says only "plugins". Every word held by
     less than half the nodes is looked up by its stem too, so the guide is among the word matches (it was

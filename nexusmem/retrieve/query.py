@@ -460,6 +460,8 @@ def retrieve(
         scored = in_release(scored, window)
     if question.asks != "usage":
         scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
+    if question.release is None:
+        scored = current_docs_first(scored)
     scored = distinct_changes(scored)
     if question.then is not None:
         scored, anchor = with_neighbours(
@@ -635,6 +637,39 @@ def _after_their_commits(
 # docs/evaluation.md): mean .5443 at 1, .5457 at .9, .5470 at .7 and at .5 (no set lower at any factor).
 SIBLING_FACTOR = 0.7
 _CHANGE_KINDS = ("git_commit", "code_diff")
+
+
+# A project that keeps one docs folder per major version (league/commonmark's docs/1.x and docs/2.x, urfave/
+# cli's docs/v1 … docs/v3, Docusaurus's versioned_docs/version-2.1) holds the same page once per version,
+# and a question about how to use the program asks about the release in use: the newest. A doc section under
+# an older version folder than the newest one the results hold under the same parent counts
+# OLDER_DOCS_FACTOR, unless the question names a release (intent.release_version). Folders named by a year
+# (docs/news/2020/) are not versions: a version is one to three digits per part.
+OLDER_DOCS_FACTOR = 0.5
+_VERSION_DIR = re.compile(r"(?:^|/)(?:v|version-)?(\d{1,3}(?:\.\d{1,3})*)(?:\.x)?/")
+
+
+def current_docs_first(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
+    """SCORED (best first) with each doc section under an older version folder than the newest the list
+    holds under the same parent at OLDER_DOCS_FACTOR of its score; re-sorted when any was."""
+    found: dict[str, tuple[str, tuple[int, ...]]] = {}
+    newest: dict[str, tuple[int, ...]] = {}
+    for node, _ in scored:
+        if node.kind != "doc_section" or node.source == rank.CHANGELOG_SOURCE:
+            continue
+        path = node.title.split(" — ", 1)[0]
+        m = _VERSION_DIR.search(path)
+        if m is None:
+            continue
+        parent, version = path[: m.start()], tuple(int(part) for part in m.group(1).split("."))
+        found[node.id] = (parent, version)
+        newest[parent] = max(newest.get(parent, version), version)
+    older = {node_id for node_id, (parent, version) in found.items() if version < newest[parent]}
+    if not older:
+        return scored
+    out = [(n, v * OLDER_DOCS_FACTOR if n.id in older else v) for n, v in scored]
+    out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    return out
 
 
 def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
