@@ -293,22 +293,33 @@ def test_the_change_comes_before_the_merge_that_brought_it_in(repo: Path) -> Non
     assert titles.index(fix) < titles.index("Merge branch 'fix-hang-on-empty-input'"), titles
 
 
-def test_a_changelog_entry_lifts_the_change_that_added_it_not_a_bookkeeping_commit(repo: Path) -> None:
-    """An entry with no number is linked to the commit that added it. A fix that wrote its own entry is the
-    change the entry describes and comes just above it; "Update changelog.", which changed the changelog
-    alone, is bookkeeping and stays where its own score put it."""
-    notes = "# Changelog\n\n## 2.10.1\n\n"
-    fixed = "* Fixed a crash when an argument is a path object.\n"
-    logged = "* Fixed the LocalPath has no attribute startswith failure in inline mode.\n"
+_CHANGELOG_HEAD = "# Changelog\n\n## 2.10.1\n\n"
+_FIXED_ENTRY = "* Fixed a crash when an argument is a path object.\n"
+
+
+def _fix_that_wrote_its_entry(repo: Path) -> str:
+    """A plugin, a changelog, and a fix that adds its own entry (_FIXED_ENTRY) to it; the fix's subject."""
     commit(repo, "Add the plugin", {"plugin.py": "def load(args): ...\n"}, when=NOW - 300 * DAY)
-    commit(repo, "docs: start a changelog", {"CHANGELOG.md": notes}, when=NOW - 290 * DAY)
+    commit(repo, "docs: start a changelog", {"CHANGELOG.md": _CHANGELOG_HEAD}, when=NOW - 290 * DAY)
     fix = "plugin: str() each arg"
     commit(
         repo,
         fix,
-        {"plugin.py": "def load(args): [str(a) for a in args]\n", "CHANGELOG.md": notes + fixed},
+        {
+            "plugin.py": "def load(args): [str(a) for a in args]\n",
+            "CHANGELOG.md": _CHANGELOG_HEAD + _FIXED_ENTRY,
+        },
         when=NOW - 200 * DAY,
     )
+    return fix
+
+
+def test_a_changelog_entry_lifts_the_change_that_added_it_not_a_bookkeeping_commit(repo: Path) -> None:
+    """An entry with no number is linked to the commit that added it. A fix that wrote its own entry is the
+    change the entry describes and comes just above it; "Update changelog.", which changed the changelog
+    alone, is bookkeeping and stays where its own score put it."""
+    notes, fixed, fix = _CHANGELOG_HEAD, _FIXED_ENTRY, _fix_that_wrote_its_entry(repo)
+    logged = "* Fixed the LocalPath has no attribute startswith failure in inline mode.\n"
     commit(repo, "Update changelog.", {"CHANGELOG.md": notes + fixed + logged}, when=NOW - 199 * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
     with project.load(repo).open_store(readonly=True) as store:
@@ -327,17 +338,7 @@ def test_a_changelog_entry_lifts_the_change_that_added_it_not_a_bookkeeping_comm
 def test_an_entry_below_its_own_commit_gives_way_to_the_next_change(repo: Path) -> None:
     """Once the fix is lifted above the entry it wrote, the entry says the same change again in other
     words: the next distinct change that matches nearly as well comes before it."""
-    notes = "# Changelog\n\n## 2.10.1\n\n"
-    fixed = "* Fixed a crash when an argument is a path object.\n"
-    commit(repo, "Add the plugin", {"plugin.py": "def load(args): ...\n"}, when=NOW - 300 * DAY)
-    commit(repo, "docs: start a changelog", {"CHANGELOG.md": notes}, when=NOW - 290 * DAY)
-    fix = "plugin: str() each arg"
-    commit(
-        repo,
-        fix,
-        {"plugin.py": "def load(args): [str(a) for a in args]\n", "CHANGELOG.md": notes + fixed},
-        when=NOW - 200 * DAY,
-    )
+    fixed, fix = _FIXED_ENTRY, _fix_that_wrote_its_entry(repo)
     other = "config: accept a path object for the cache folder"
     commit(repo, other, {"config.py": "CACHE = None\n"}, when=NOW - 100 * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
