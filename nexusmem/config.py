@@ -297,6 +297,9 @@ _FORMER_DOCS_EXCLUDE = (  # noqa: SIM905 (frozen as written, whatever the defaul
     "node_modules/* vendor/* CHANGELOG* CHANGES* NEWS* HISTORY* RELEASES*"
 ).split()
 
+# (source, key, the list as an earlier init wrote it): such a list means today's default.
+_FORMER_LISTS = (("diff", "skip", _FORMER_DIFF_SKIP), ("docs", "exclude", _FORMER_DOCS_EXCLUDE))
+
 
 def validate(data: Any, path: Path) -> dict[str, Any]:
     """Check DATA against the schema and return it merged over the defaults."""
@@ -305,12 +308,9 @@ def validate(data: Any, path: Path) -> dict[str, Any]:
     if data.get("version", CONFIG_VERSION) > CONFIG_VERSION:
         raise ConfigError(f"{path}: 'version' {data['version']} is newer than this NexusMem understands")
     merged = _merge(DEFAULTS, data)
-    diff = merged["sources"]["diff"]
-    if diff["skip"] == _FORMER_DIFF_SKIP:
-        diff["skip"] = list(DEFAULTS["sources"]["diff"]["skip"])
-    docs = merged["sources"]["docs"]
-    if docs["exclude"] == _FORMER_DOCS_EXCLUDE:
-        docs["exclude"] = list(DEFAULTS["sources"]["docs"]["exclude"])
+    for source, key, former in _FORMER_LISTS:
+        if merged["sources"][source][key] == former:
+            merged["sources"][source][key] = list(DEFAULTS["sources"][source][key])
     return merged
 
 

@@ -193,6 +193,12 @@ def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
     )
 
 
+def best_first(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
+    """SCORED sorted in place, best score first (scores equal to 9 places tie, broken by id), and returned."""
+    scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
+    return scored
+
+
 def _is_merge(node: StoredNode) -> bool:
     """Whether NODE is a merge commit. Its metadata is parsed only when it holds a `true` (ranking reads
     hundreds of rows, and most commits' metadata has none)."""
@@ -257,8 +263,7 @@ def score_fused(
             merge=_is_merge(node),
         )
         scored.append((node, value))
-    scored.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
-    return scored
+    return best_first(scored)
 
 
 @dataclass
@@ -510,8 +515,7 @@ def in_release(
         (node, value * RELEASE_FACTOR if _is_change(node) and start < node.ts <= (end or node.ts) else value)
         for node, value in scored
     ]
-    lifted.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
-    return lifted
+    return best_first(lifted)
 
 
 def _is_change(node: StoredNode) -> bool:
@@ -625,8 +629,7 @@ def _after_their_commits(
         else (node, value)
         for node, value in scored
     ]
-    out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
-    return out
+    return best_first(out)
 
 
 # A commit and its diffs are one change, led by the commit: it takes the place of the change's best node
@@ -668,8 +671,7 @@ def current_docs_first(scored: list[tuple[StoredNode, float]]) -> list[tuple[Sto
     if not older:
         return scored
     out = [(n, v * OLDER_DOCS_FACTOR if n.id in older else v) for n, v in scored]
-    out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
-    return out
+    return best_first(out)
 
 
 def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
@@ -758,8 +760,7 @@ def with_neighbours(
         return scored, None
     out = [(nodes[node_id], value) for node_id, value in lifted.items()]
     out += [(n, v) for n, v in scored if n.id not in lifted]
-    out.sort(key=lambda pair: (-round(pair[1], 9), pair[0].id))
-    return out, anchor
+    return best_first(out), anchor
 
 
 def _exit_text(node: StoredNode) -> str:
