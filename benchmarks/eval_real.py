@@ -135,6 +135,7 @@ SETS = (
     "fresh45",
     "fresh46",
     "fresh47",
+    "fresh48",
     "removal",
     "rst",
     "adoc",
