@@ -386,6 +386,42 @@ def test_the_current_majors_docs_come_before_the_same_page_for_an_older_one(repo
     assert paths.index("docs/2.x/escaping.md") < paths.index("docs/1.x/escaping.md"), paths
 
 
+def test_the_released_docs_come_before_the_same_page_for_the_release_not_yet_made(repo: Path) -> None:
+    """docs/unstable holds the next release's copy of the page and says more of the question's words; a
+    user asks about the release in use (docs/4.x), unless the question names the unreleased folder. A
+    website's next/ comes after its latest/ in the same way."""
+    page = (
+        "# Tags\n\n## Tagged services\n\nCall addTag() on a definition, then get the tag to receive every tagged"
+        " service as a list. Tags may be chained; see definitions for naming rules.\n"
+    )
+    unstable = (
+        "# Tags\n\n## Tagged services\n\nCall addTag() on a definition, then get the tag to receive all tagged"
+        " services as a list of services.\n"
+    )
+    commit(
+        repo,
+        "docs",
+        {
+            "docs/4.x/tags.md": page,
+            "docs/unstable/tags.md": unstable,
+            "website/latest/docs/tags.md": page.replace("Call", "On the site: call"),
+            "website/next/docs/tags.md": unstable.replace("Call", "On the site: call"),
+        },
+        when=NOW - 10 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+
+    def order(question: str) -> list[str]:
+        found = query_json(repo, question)
+        return [it["title"].split(" — ")[0] for it in found["items"] if it["kind"] == "doc_section"]
+
+    paths = order("how do I get all tagged services as a list")
+    assert paths.index("docs/4.x/tags.md") < paths.index("docs/unstable/tags.md"), paths
+    assert paths.index("website/latest/docs/tags.md") < paths.index("website/next/docs/tags.md"), paths
+    paths = order("in unstable, how do I get all tagged services as a list")
+    assert paths.index("docs/unstable/tags.md") < paths.index("docs/4.x/tags.md"), paths
+
+
 def test_a_word_many_changes_hold_still_finds_the_guide_that_says_it_in_another_form(repo: Path) -> None:
     """ "plugin" is in several commit titles as written; the guide says only "plugins". Every word held by
     less than half the nodes is looked up by its stem too, so the guide is among the word matches (it was

@@ -466,7 +466,7 @@ def retrieve(
     if question.asks != "usage":
         scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
     if question.release is None:
-        scored = current_docs_first(scored)
+        scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
     scored = distinct_changes(scored)
     if question.then is not None:
         scored, anchor = with_neighbours(
@@ -647,27 +647,56 @@ _CHANGE_KINDS = ("git_commit", "code_diff")
 # and a question about how to use the program asks about the release in use: the newest. A doc section under
 # an older version folder than the newest one the results hold under the same parent counts
 # OLDER_DOCS_FACTOR, unless the question names a release (intent.release_version). Folders named by a year
-# (docs/news/2020/) are not versions: a version is one to three digits per part.
+# (docs/news/2020/) are not versions: a version is one to three digits per part. A folder for the release
+# not yet made (league/container's docs/unstable next to docs/4.x, go-task's website/src/next next to
+# website/src/latest) comes before every numbered one, and one named for the release in use (latest,
+# stable, current) after them, so the unreleased page counts the factor too, unless the question says the
+# folder's name ("what changes in next?").
 OLDER_DOCS_FACTOR = 0.5
 _VERSION_DIR = re.compile(r"(?:^|/)(?:v|version-)?(\d{1,3}(?:\.\d{1,3})*)(?:\.x)?/")
+_NAMED_RELEASE_DIR = re.compile(
+    r"(?:^|/)(unstable|next|nightly|canary|edge|preview|unreleased|dev|develop|main|master|latest|stable|current)/"
+)
+_UNRELEASED = -1  # the version of a folder for the next release; one for the release in use sorts last
+_RELEASED = 1 << 30
 
 
-def current_docs_first(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
+def _docs_version(path: str) -> tuple[str, str, tuple[int, ...]] | None:
+    """(parent folder, the folder's name when it is a word, version order) of the version folder PATH is
+    under, or None."""
+    numbered = _VERSION_DIR.search(path)
+    if numbered is not None:
+        return path[: numbered.start()], "", tuple(int(part) for part in numbered.group(1).split("."))
+    named = _NAMED_RELEASE_DIR.search(path)
+    if named is None:
+        return None
+    name = named.group(1)
+    return (
+        path[: named.start()],
+        name,
+        (_RELEASED,) if name in ("latest", "stable", "current") else (_UNRELEASED,),
+    )
+
+
+def current_docs_first(
+    scored: list[tuple[StoredNode, float]], said: frozenset[str] = frozenset()
+) -> list[tuple[StoredNode, float]]:
     """SCORED (best first) with each doc section under an older version folder than the newest the list
-    holds under the same parent at OLDER_DOCS_FACTOR of its score; re-sorted when any was."""
+    holds under the same parent at OLDER_DOCS_FACTOR of its score; re-sorted when any was. A folder whose
+    name is in SAID (the question's words, lower-case) is left as it is."""
     found: dict[str, tuple[str, tuple[int, ...]]] = {}
     newest: dict[str, tuple[int, ...]] = {}
     for node, _ in scored:
         if node.kind != "doc_section" or node.source == rank.CHANGELOG_SOURCE:
             continue
-        path = node.title.split(" — ", 1)[0]
-        m = _VERSION_DIR.search(path)
-        if m is None:
+        version = _docs_version(node.title.split(" — ", 1)[0])
+        if version is None:
             continue
-        parent, version = path[: m.start()], tuple(int(part) for part in m.group(1).split("."))
-        found[node.id] = (parent, version)
-        newest[parent] = max(newest.get(parent, version), version)
-    older = {node_id for node_id, (parent, version) in found.items() if version < newest[parent]}
+        parent, name, order = version
+        newest[parent] = max(newest.get(parent, order), order)
+        if name not in said:
+            found[node.id] = (parent, order)
+    older = {node_id for node_id, (parent, order) in found.items() if order < newest[parent]}
     if not older:
         return scored
     out = [(n, v * OLDER_DOCS_FACTOR if n.id in older else v) for n, v in scored]
