@@ -136,6 +136,7 @@ SETS = (
     "fresh46",
     "fresh47",
     "fresh48",
+    "fresh49",
     "removal",
     "rst",
     "adoc",
