@@ -422,6 +422,39 @@ def test_the_released_docs_come_before_the_same_page_for_the_release_not_yet_mad
     assert paths.index("docs/unstable/tags.md") < paths.index("docs/4.x/tags.md"), paths
 
 
+def test_an_english_question_gets_the_english_page_before_its_translations(repo: Path) -> None:
+    """The site keeps each page in English and in Japanese; the translation keeps the commands and names, so
+    it holds more of an English question's words than the original does. Asked in English, the English page
+    comes first (under en/, or where the language folder would be); asked in Japanese, nothing is reordered."""
+    english = "# Deploy\n\n## Netlify\n\nRun the build and upload the dist folder to your Netlify site.\n"
+    japanese = (
+        "# デプロイ\n\n## Netlify\n\n`vitepress build` を実行し、dist を Netlify にアップロードします。"
+        " Netlify: build → dist → deploy。\n"
+    )
+    commit(
+        repo,
+        "docs",
+        {
+            "docs/en/deploy.md": english,
+            "docs/ja/deploy.md": japanese,
+            "website/guide/deploy.md": "# Hosting\n\n## Netlify\n\nPoint Netlify at the repository; it runs the build.\n",
+            "website/ja/guide/deploy.md": "# ホスティング\n\n## Netlify\n\nNetlify で build を実行: build, dist, deploy。\n",
+        },
+        when=NOW - 10 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+
+    def order(question: str) -> list[str]:
+        found = query_json(repo, question)
+        return [it["title"].split(" — ")[0] for it in found["items"] if it["kind"] == "doc_section"]
+
+    paths = order("how do I deploy the build to netlify")
+    assert paths.index("docs/en/deploy.md") < paths.index("docs/ja/deploy.md"), paths
+    assert paths.index("website/guide/deploy.md") < paths.index("website/ja/guide/deploy.md"), paths
+    paths = order("Netlify に build を deploy するには")
+    assert paths.index("website/ja/guide/deploy.md") < paths.index("website/guide/deploy.md"), paths
+
+
 def test_a_word_many_changes_hold_still_finds_the_guide_that_says_it_in_another_form(repo: Path) -> None:
     """ "plugin" is in several commit titles as written; the guide says only "plugins". Every word held by
     less than half the nodes is looked up by its stem too, so the guide is among the word matches (it was

@@ -467,6 +467,7 @@ def retrieve(
         scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
     if question.release is None:
         scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
+    scored = originals_first(scored, question.text)
     scored = distinct_changes(scored)
     if question.then is not None:
         scored, anchor = with_neighbours(
@@ -701,6 +702,101 @@ def current_docs_first(
         return scored
     out = [(n, v * OLDER_DOCS_FACTOR if n.id in older else v) for n, v in scored]
     return best_first(out)
+
+
+# A project that keeps its docs translated (vuejs/vitepress's docs/en next to docs/ja, docs/ru, docs/zh …)
+# holds each page once per language, and a translation keeps the original's code, option names and
+# headings' loan words, so it matches an English question nearly as well as the original does. A doc
+# section under a language folder counts TRANSLATION_FACTOR when the question is in English and the results
+# hold the same page in English (under en/, or where the language folder would be): the reader asked in
+# English, and the English page says the same.
+TRANSLATION_FACTOR = 0.5
+_LANGUAGE_DIR = re.compile(
+    r"(?:^|/)(ar|bn|cs|da|de|el|es|fa|fi|fr|he|hi|hu|id|it|ja|ko|nl|no|pl|pt|ro|ru|sv|th|tr|uk|vi|zh)"
+    r"(?:[-_][a-z]{2,4})?/",
+    re.IGNORECASE,
+)
+_ENGLISH_DIR = re.compile(r"(?:^|/)en(?:[-_][a-z]{2})?/", re.IGNORECASE)
+_ENGLISH_WORDS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "how",
+        "what",
+        "why",
+        "when",
+        "where",
+        "which",
+        "who",
+        "do",
+        "does",
+        "did",
+        "is",
+        "are",
+        "was",
+        "were",
+        "can",
+        "could",
+        "should",
+        "i",
+        "my",
+        "we",
+        "our",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "with",
+        "it",
+        "this",
+        "that",
+        "and",
+        "or",
+        "not",
+        "after",
+        "before",
+    ]
+)
+_OTHER_SCRIPT = re.compile(
+    r"[\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
+)
+
+
+def asked_in_english(text: str) -> bool:
+    """Whether TEXT reads as English: no letters of another script, and two or more English function words."""
+    if _OTHER_SCRIPT.search(text):
+        return False
+    return len(_ENGLISH_WORDS.intersection(_WORDS.findall(text.lower()))) >= 2
+
+
+def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[tuple[StoredNode, float]]:
+    """SCORED (best first) with each doc section under a language folder at TRANSLATION_FACTOR of its score
+    when TEXT is in English and SCORED holds the same page in English; re-sorted when any was."""
+    if TRANSLATION_FACTOR == 1 or not asked_in_english(text):
+        return scored
+    english: set[tuple[str, str]] = set()
+    translated: dict[str, tuple[str, str]] = {}
+    for node, _ in scored:
+        if node.kind != "doc_section" or node.source == rank.CHANGELOG_SOURCE:
+            continue
+        path = node.title.split(" — ", 1)[0]
+        folder = _LANGUAGE_DIR.search(path)
+        if folder is not None:
+            translated[node.id] = (path[: folder.start()], path[folder.end() :])
+            continue
+        folder = _ENGLISH_DIR.search(path)
+        if folder is not None:
+            english.add((path[: folder.start()], path[folder.end() :]))
+        # where a language folder would be: docs/guide/x.md is the original of docs/ja/guide/x.md
+        for cut in (m.start() for m in re.finditer("/", path)):
+            english.add((path[:cut], path[cut + 1 :]))
+        english.add(("", path))
+    demoted = {node_id for node_id, page in translated.items() if page in english}
+    if not demoted:
+        return scored
+    return best_first([(n, v * TRANSLATION_FACTOR if n.id in demoted else v) for n, v in scored])
 
 
 def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
