@@ -404,8 +404,10 @@ def test_the_released_docs_come_before_the_same_page_for_the_release_not_yet_mad
         {
             "docs/4.x/tags.md": page,
             "docs/unstable/tags.md": unstable,
-            "website/latest/docs/tags.md": page.replace("Call", "On the site: call"),
-            "website/next/docs/tags.md": unstable.replace("Call", "On the site: call"),
+            "website/latest/docs/tags.md": "# Tagging\n\n## Tags\n\nA tag groups services; ask for the tag to get"
+            " every tagged one as a list. Chained tags are allowed.\n",
+            "website/next/docs/tags.md": "# Tagging\n\n## Tags\n\nA tag groups services; ask for the tag to get all"
+            " tagged services as a list of services.\n",
         },
         when=NOW - 10 * DAY,
     )

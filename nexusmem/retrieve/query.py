@@ -717,47 +717,10 @@ _LANGUAGE_DIR = re.compile(
     re.IGNORECASE,
 )
 _ENGLISH_DIR = re.compile(r"(?:^|/)en(?:[-_][a-z]{2})?/", re.IGNORECASE)
-_ENGLISH_WORDS = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "how",
-        "what",
-        "why",
-        "when",
-        "where",
-        "which",
-        "who",
-        "do",
-        "does",
-        "did",
-        "is",
-        "are",
-        "was",
-        "were",
-        "can",
-        "could",
-        "should",
-        "i",
-        "my",
-        "we",
-        "our",
-        "to",
-        "of",
-        "in",
-        "on",
-        "for",
-        "with",
-        "it",
-        "this",
-        "that",
-        "and",
-        "or",
-        "not",
-        "after",
-        "before",
-    ]
+_ENGLISH_WORD = re.compile(
+    r"\b(the|an?|how|what|why|when|where|which|who|do|does|did|is|are|was|were|can|could|should|i|my|we|our|to"
+    r"|of|in|on|for|with|it|this|that|and|or|not|after|before)\b",
+    re.IGNORECASE,
 )
 _OTHER_SCRIPT = re.compile(
     r"[\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
@@ -768,7 +731,7 @@ def asked_in_english(text: str) -> bool:
     """Whether TEXT reads as English: no letters of another script, and two or more English function words."""
     if _OTHER_SCRIPT.search(text):
         return False
-    return len(_ENGLISH_WORDS.intersection(_WORDS.findall(text.lower()))) >= 2
+    return len({word.lower() for word in _ENGLISH_WORD.findall(text)}) >= 2
 
 
 def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[tuple[StoredNode, float]]:
