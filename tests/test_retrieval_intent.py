@@ -266,6 +266,27 @@ def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
     assert fixed > 1.1 * reworked
 
 
+def test_a_fix_of_a_typo_or_a_linter_complaint_does_not_count_as_a_fix(repo: Path) -> None:
+    """ "Fix typo in the cache eviction docstring" changed no behaviour: it is not lifted as a fix, while a
+    typo that broke something still is."""
+    titles = [
+        "Rework cache eviction for large keys",
+        "Fix typo in cache eviction for large keys",
+        "Fix ruff complaints in cache eviction for large keys",
+        "Fix typo that broke cache eviction for large keys",
+    ]
+    for n, title in enumerate(titles):
+        commit(repo, title, {"cache.py": f"A = {n}\n"}, when=NOW - (50 - n) * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store(readonly=True) as store:
+        scored, _ = query.ranked_candidates(store, "cache eviction large keys", vectors=False)
+    score = {node.title: value for node, value in scored if node.kind == "git_commit"}
+    reworked = score[titles[0]]
+    assert score[titles[1]] < 1.1 * reworked
+    assert score[titles[2]] < 1.1 * reworked
+    assert score[titles[3]] > 1.1 * reworked
+
+
 def test_the_change_comes_before_the_merge_that_brought_it_in(repo: Path) -> None:
     """A merge holds no change of its own, and its short message (the branch name) can match the question
     better than the change it merged: the change is shown first, the merge still listed."""

@@ -100,6 +100,16 @@ CHANGELOG_SOURCE = "changelog"
 _FIX = re.compile(
     r"\b(fix|fixes|fixed|fixing|bugfix|hotfix|regression|revert|reverts|workaround)\b", re.IGNORECASE
 )
+# A fix of the text or the style ("Fix typo in fish completions", "fix spelling", "Fix/ignore new ruff
+# errors") changed no behaviour, and a question about how the program behaves is not answered by it: no
+# FIX_FACTOR, unless the subject says the slip broke something ("Fix typo that broke outputJSONSync()").
+# Over the fifty labelled sets (no-pack, hybrid): 125 questions better, 1 worse, MRR +.0013.
+_COSMETIC = re.compile(
+    r"\b(typos?|spelling|misspell\w*|grammar|wording|docstrings?|code ?style|flake8|eslint|prettier|gofmt|rustfmt"
+    r"|clippy|mypy|pylint|ruff|golangci(-lint)?)\b",
+    re.IGNORECASE,
+)
+_BROKE = re.compile(r"\b(crash\w*|broke|broken|breaks|panic\w*|hang\w*|causes?|caused)\b", re.IGNORECASE)
 # A commit (or diff) that changed documentation only counts DOCS_ONLY_FACTOR unless the question speaks of
 # docs (intent.mentions_docs): a question about how the program behaves, or what changed in it, is answered
 # by a change to the program. A doc-only commit matches such a question well, since docs describe the
@@ -189,8 +199,11 @@ def recency_exponent(kind: str, time_cue: bool) -> float:
 
 
 def says_fix(kind: str, title: str) -> bool:
-    """Whether a node of KIND titled TITLE is a commit (or one of its diffs) that says it fixes something."""
-    return kind in ("git_commit", "code_diff") and _FIX.search(title) is not None
+    """Whether a node of KIND titled TITLE is a commit (or one of its diffs) that says it fixes something
+    other than a slip of text or style."""
+    if kind not in ("git_commit", "code_diff") or _FIX.search(title) is None:
+        return False
+    return _COSMETIC.search(title) is None or _BROKE.search(title) is not None
 
 
 def docs_only(paths: Iterable[str]) -> bool:
