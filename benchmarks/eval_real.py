@@ -137,6 +137,7 @@ SETS = (
     "fresh47",
     "fresh48",
     "fresh49",
+    "fresh50",
     "removal",
     "rst",
     "adoc",
