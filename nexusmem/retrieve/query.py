@@ -734,6 +734,11 @@ def asked_in_english(text: str) -> bool:
     return len({word.lower() for word in _ENGLISH_WORD.findall(text)}) >= 2
 
 
+def translated(ref: str) -> bool:
+    """Whether the doc section REF (path#Heading) lies under a language folder."""
+    return _LANGUAGE_DIR.search(ref.split("#", 1)[0]) is not None
+
+
 def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[tuple[StoredNode, float]]:
     """SCORED (best first) with each doc section under a language folder at TRANSLATION_FACTOR of its score
     when TEXT is in English and SCORED holds the same page in English; re-sorted when any was."""
