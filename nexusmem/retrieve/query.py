@@ -717,9 +717,11 @@ _LANGUAGE_DIR = re.compile(
     re.IGNORECASE,
 )
 _ENGLISH_DIR = re.compile(r"(?:^|/)en(?:[-_][a-z]{2})?/", re.IGNORECASE)
+# English function words that other languages written in Latin letters do not share ("a", "do", "in" and
+# "no" are Spanish, Portuguese or Italian words too).
 _ENGLISH_WORD = re.compile(
-    r"\b(the|an?|how|what|why|when|where|which|who|do|does|did|is|are|was|were|can|could|should|i|my|we|our|to"
-    r"|of|in|on|for|with|it|this|that|and|or|not|after|before)\b",
+    r"\b(the|how|what|why|when|where|which|who|does|did|is|are|was|were|can|could|should|i|my|we|our|to|of"
+    r"|for|with|it|this|that|and|or|not|after|before)\b",
     re.IGNORECASE,
 )
 _OTHER_SCRIPT = re.compile(
