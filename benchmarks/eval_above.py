@@ -12,7 +12,6 @@ W/<name>-<pin> or W/<set>/<name>-<pin>, and grades with the same targets. A chan
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections import Counter
@@ -74,11 +73,7 @@ def files_of(store: Any, nodes: list[Any]) -> dict[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repo", action="append", default=[], metavar="NAME=PATH", help="repeatable")
-    ap.add_argument("--set", action="append", choices=eval_real.SETS, help="repeatable (default: dev)")
-    ap.add_argument("--questions", type=Path, default=eval_real.QUESTIONS_DIR)
-    ap.add_argument("--work", type=Path, required=True, help="the work dir eval_real.py synced the stores in")
+    ap = eval_real.synced_stores_parser(__doc__)
     ap.add_argument("--deepest", type=int, default=10, help="questions whose answer ranks 2nd to this")
     args = ap.parse_args(argv)
     from nexusmem import project
@@ -91,10 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     above: dict[str, Counter[str]] = {}
     counts: Counter[str] = Counter()
     for qf in eval_real.collect(args.questions, sets, repos):
-        slot = args.work / qf.set / f"{qf.name}-{qf.commit[:12]}"
-        if not (slot / "synced.json").exists():
-            slot = args.work / f"{qf.name}-{qf.commit[:12]}"
-        if not (slot / "synced.json").exists():
+        slot = eval_real.synced_slot(args.work, qf)
+        if slot is None:
             print(
                 f"eval_above: no synced store for {qf.name} under {args.work}: run eval_real.py first",
                 file=sys.stderr,

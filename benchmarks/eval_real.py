@@ -1055,6 +1055,27 @@ def collect(root: Path, sets: tuple[str, ...], repos: dict[str, Path | None]) ->
     return files
 
 
+def synced_stores_parser(description: str | None) -> argparse.ArgumentParser:
+    """The arguments of a script that reads the stores this one synced (eval_above.py,
+    eval_translations.py): --repo, --set, --questions, --work."""
+    ap = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--repo", action="append", default=[], metavar="NAME=PATH", help="repeatable")
+    ap.add_argument("--set", action="append", choices=SETS, help="repeatable (default: dev)")
+    ap.add_argument("--questions", type=Path, default=QUESTIONS_DIR)
+    ap.add_argument("--work", type=Path, required=True, help="the work dir eval_real.py synced the stores in")
+    return ap
+
+
+def synced_slot(work: Path, qf: QuestionFile) -> Path | None:
+    """The slot in WORK (W/<set>/<name>-<pin> or W/<name>-<pin>) holding QF's synced store, or None."""
+    for slot in (work / qf.set / f"{qf.name}-{qf.commit[:12]}", work / f"{qf.name}-{qf.commit[:12]}"):
+        if (slot / "synced.json").exists():
+            return slot
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repo", action="append", default=[], metavar="NAME=PATH", help="repeatable")

@@ -11,7 +11,6 @@ W/<name>-<pin> or W/<set>/<name>-<pin>. A project with no language folder prints
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -21,12 +20,7 @@ import eval_real
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repo", action="append", default=[], metavar="NAME=PATH", help="repeatable")
-    ap.add_argument("--set", action="append", choices=eval_real.SETS, help="repeatable (default: dev)")
-    ap.add_argument("--questions", type=Path, default=eval_real.QUESTIONS_DIR)
-    ap.add_argument("--work", type=Path, required=True, help="the work dir eval_real.py synced the stores in")
-    args = ap.parse_args(argv)
+    args = eval_real.synced_stores_parser(__doc__).parse_args(argv)
     from nexusmem import project
     from nexusmem.retrieve import query
 
@@ -36,10 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| repository | questions | translated items packed, rule off | rule on |")
     print("|---|---|---|---|")
     for qf in eval_real.collect(args.questions, sets, repos):
-        slot = args.work / qf.set / f"{qf.name}-{qf.commit[:12]}"
-        if not (slot / "synced.json").exists():
-            slot = args.work / f"{qf.name}-{qf.commit[:12]}"
-        if not (slot / "synced.json").exists():
+        slot = eval_real.synced_slot(args.work, qf)
+        if slot is None:
             print(f"eval_translations: no synced store for {qf.name} under {args.work}", file=sys.stderr)
             return 1
         root, _info, _ = eval_real.prepare(qf.name, slot, reuse=True, build=lambda s: {}, log=lambda m: None)

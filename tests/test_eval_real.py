@@ -40,9 +40,18 @@ def commit(repo: Path, message: str, files: dict[str, str]) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def small_history(tmp_path: Path, *, template: bool = False) -> tuple[Path, dict[str, str]]:
+TRANSLATED_DOCS = {
+    "docs/en/proxy.md": "# Proxy\n\n## Proxy settings\n\nSet HTTPS_PROXY to route the requests through it.\n",
+    "docs/ja/proxy.md": "# プロキシ\n\n## Proxy settings\n\nHTTPS_PROXY を設定: route requests through a proxy。\n",
+}
+
+
+def small_history(
+    tmp_path: Path, *, template: bool = False, translated: bool = False
+) -> tuple[Path, dict[str, str]]:
     """A bare mirror of a small history, the pin one commit before its tip (the tip must not leak in).
-    TEMPLATE: the README is also kept, word for word, as a template in a hidden folder."""
+    TEMPLATE: the README is also kept, word for word, as a template in a hidden folder. TRANSLATED: a docs
+    page is kept in English (docs/en) and in Japanese (docs/ja)."""
     work = tmp_path / "src"
     work.mkdir()
     git(work, "init", "-q", "-b", "main")
@@ -51,7 +60,11 @@ def small_history(tmp_path: Path, *, template: bool = False) -> tuple[Path, dict
         "readme": commit(
             work,
             "Add a README",
-            {"README.md": readme, **({".meta/README.md": readme} if template else {})},
+            {
+                "README.md": readme,
+                **({".meta/README.md": readme} if template else {}),
+                **(TRANSLATED_DOCS if translated else {}),
+            },
         ),
         "empty": commit(
             work,
@@ -255,6 +268,7 @@ def test_a_target_packed_as_the_copy_of_another_file_counts_as_packed(
 
 
 ABOVE = SCRIPT.parent / "eval_above.py"
+TRANSLATIONS = SCRIPT.parent / "eval_translations.py"
 
 
 @pytest.mark.slow
@@ -284,4 +298,40 @@ def test_what_sits_above_an_answer_is_counted_from_the_synced_stores(
     assert "| the change touched one file | 1.00 | 1.00 |" in out
     assert "| the subject says it fixes something | 0.00 | 0.00 |" in out
     assert above.main([*args[:-1], str(tmp_path / "nothing")]) == 1
+    assert "no synced store for demo" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_translated_pages_in_the_answers_are_counted_from_the_synced_stores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`eval_translations.py` reads the stores `eval_real.py --work` synced and counts the packed items under
+    a language folder, with the translation rule off and on (a small store packs every match either way),
+    and leaves the rule as it found it."""
+    ev = load_script()
+    mirror, shas = small_history(tmp_path, translated=True)
+    questions = tmp_path / "questions"
+    asked = {
+        "id": "t-en",
+        "kind": "doc",
+        "q": "how do I route the requests through a proxy",
+        "targets": ["docs/en/proxy.md#Proxy settings"],
+    }
+    question_file(questions, shas, extra=[asked])
+    args = ["--questions", str(questions), "--repo", f"demo={mirror}", "--work", str(tmp_path / "work")]
+    assert ev.main([*args, "--no-pack"]) == 0
+    capsys.readouterr()
+    spec = importlib.util.spec_from_file_location("eval_translations", TRANSLATIONS)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    from nexusmem.retrieve import query
+
+    factor = query.TRANSLATION_FACTOR
+    assert script.main(args) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| demo |"))
+    off, on = (int(cell.split(" of ")[0]) for cell in row.strip(" |").split(" | ")[2:4])
+    assert off >= 1 and on >= 1, row  # the Japanese page matches the proxy questions
+    assert factor == query.TRANSLATION_FACTOR
+    assert script.main([*args[:-1], str(tmp_path / "nothing")]) == 1
     assert "no synced store for demo" in capsys.readouterr().err

@@ -388,6 +388,12 @@ def test_a_symptom_question_reaches_the_commit_that_names_the_mechanism(repo: Pa
     assert "worker: avoid a deadlock" in titles[0], titles
 
 
+def doc_paths(repo: Path, question: str) -> list[str]:
+    """The paths of the doc sections `query --json` answers QUESTION with, in their order."""
+    found = query_json(repo, question)
+    return [it["title"].split(" — ")[0] for it in found["items"] if it["kind"] == "doc_section"]
+
+
 def test_the_current_majors_docs_come_before_the_same_page_for_an_older_one(repo: Path) -> None:
     """The docs keep a folder per major version and the older page says the same in more of the question's
     words; a user asks about the release in use, so the newest version's page comes first. A folder named
@@ -402,8 +408,7 @@ def test_the_current_majors_docs_come_before_the_same_page_for_an_older_one(repo
         when=NOW - 10 * DAY,
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
-    found = query_json(repo, "how do I escape output")
-    paths = [it["title"].split(" — ")[0] for it in found["items"] if it["kind"] == "doc_section"]
+    paths = doc_paths(repo, "how do I escape output")
     assert paths.index("docs/2.x/escaping.md") < paths.index("docs/1.x/escaping.md"), paths
 
 
@@ -434,14 +439,10 @@ def test_the_released_docs_come_before_the_same_page_for_the_release_not_yet_mad
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
 
-    def order(question: str) -> list[str]:
-        found = query_json(repo, question)
-        return [it["title"].split(" — ")[0] for it in found["items"] if it["kind"] == "doc_section"]
-
-    paths = order("how do I get all tagged services as a list")
+    paths = doc_paths(repo, "how do I get all tagged services as a list")
     assert paths.index("docs/4.x/tags.md") < paths.index("docs/unstable/tags.md"), paths
     assert paths.index("website/latest/docs/tags.md") < paths.index("website/next/docs/tags.md"), paths
-    paths = order("in unstable, how do I get all tagged services as a list")
+    paths = doc_paths(repo, "in unstable, how do I get all tagged services as a list")
     assert paths.index("docs/unstable/tags.md") < paths.index("docs/4.x/tags.md"), paths
 
 
@@ -467,14 +468,10 @@ def test_an_english_question_gets_the_english_page_before_its_translations(repo:
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
 
-    def order(question: str) -> list[str]:
-        found = query_json(repo, question)
-        return [it["title"].split(" — ")[0] for it in found["items"] if it["kind"] == "doc_section"]
-
-    paths = order("how do I deploy the build to netlify")
+    paths = doc_paths(repo, "how do I deploy the build to netlify")
     assert paths.index("docs/en/deploy.md") < paths.index("docs/ja/deploy.md"), paths
     assert paths.index("website/guide/deploy.md") < paths.index("website/ja/guide/deploy.md"), paths
-    paths = order("Netlify に build を deploy するには")
+    paths = doc_paths(repo, "Netlify に build を deploy するには")
     assert paths.index("website/ja/guide/deploy.md") < paths.index("website/guide/deploy.md"), paths
 
 
