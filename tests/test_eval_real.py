@@ -7,6 +7,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,8 +17,9 @@ import pytest
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "eval_real.py"
 
 
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_real", SCRIPT)
+def load_script(path: Path = SCRIPT) -> ModuleType:
+    """The benchmark script at PATH (eval_real.py unless told), loaded as a module named by its file."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
@@ -130,6 +132,22 @@ def question_file(root: Path, shas: dict[str, str], *, extra: list[dict[str, Any
     }
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+def demo_set(
+    tmp_path: Path, extra: Callable[[dict[str, str]], list[dict[str, Any]]] | None = None, **history: bool
+) -> tuple[Any, dict[str, str], list[str]]:
+    """The script, small_history's shas and the arguments that point it at that history and its question
+    file (with EXTRA(shas) questions added)."""
+    ev = load_script()
+    mirror, shas = small_history(tmp_path, **history)
+    questions = tmp_path / "questions"
+    question_file(questions, shas, extra=extra(shas) if extra else None)
+    return (
+        ev,
+        shas,
+        ["--questions", str(questions), "--repo", f"demo={mirror}", "--work", str(tmp_path / "work")],
+    )
 
 
 @pytest.mark.slow
@@ -248,18 +266,14 @@ def test_a_target_packed_as_the_copy_of_another_file_counts_as_packed(
 ) -> None:
     """A doc section kept in two files is packed once, as the README's, naming the template's copy in
     `also_in`: a question labelled with the template's section still finds its text in the answer."""
-    ev = load_script()
-    mirror, shas = small_history(tmp_path, template=True)
-    questions = tmp_path / "questions"
     twin = {
         "id": "t-twin",
         "kind": "doc",
         "q": "route requests through a proxy",
         "targets": [".meta/README.md#Proxy settings"],
     }
-    question_file(questions, shas, extra=[twin])
+    ev, _shas, args = demo_set(tmp_path, lambda shas: [twin], template=True)
     out = tmp_path / "out.json"
-    args = ["--questions", str(questions), "--repo", f"demo={mirror}", "--work", str(tmp_path / "work")]
     assert ev.main([*args, "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     graded = {q["id"]: q for q in json.loads(out.read_text(encoding="utf-8"))["questions"]}
@@ -277,20 +291,15 @@ def test_what_sits_above_an_answer_is_counted_from_the_synced_stores(
 ) -> None:
     """`eval_above.py` reads the stores `eval_real.py --work` synced: for a question answered 2nd, it counts
     the features of the answer and of the change above it; with nothing synced it says so and stops."""
-    ev = load_script()
-    mirror, shas = small_history(tmp_path)
-    questions = tmp_path / "questions"
-    second = {"id": "t-second", "kind": "code", "q": "retry backoff", "targets": [shas["retry1"]]}
-    question_file(questions, shas, extra=[second])
-    args = ["--questions", str(questions), "--repo", f"demo={mirror}", "--work", str(tmp_path / "work")]
+    ev, _shas, args = demo_set(
+        tmp_path,
+        lambda shas: [{"id": "t-second", "kind": "code", "q": "retry backoff", "targets": [shas["retry1"]]}],
+    )
     assert ev.main([*args, "--no-pack", "--details"]) == 0
     details = capsys.readouterr().out
     row = next(line for line in details.splitlines() if line.startswith("| t-second |"))
     assert row.split(" | ")[5] == "3", row  # the hybrid rank: below the later change and its diff
-    spec = importlib.util.spec_from_file_location("eval_above", ABOVE)
-    assert spec is not None and spec.loader is not None
-    above = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(above)
+    above = load_script(ABOVE)
     assert above.main(args) == 0
     out = capsys.readouterr().out
     assert "code: 1 questions answered 2nd to 10th, 2 nodes ranked above their answers" in out, out
@@ -308,23 +317,16 @@ def test_the_translated_pages_in_the_answers_are_counted_from_the_synced_stores(
     """`eval_translations.py` reads the stores `eval_real.py --work` synced and counts the packed items under
     a language folder, with the translation rule off and on (a small store packs every match either way),
     and leaves the rule as it found it."""
-    ev = load_script()
-    mirror, shas = small_history(tmp_path, translated=True)
-    questions = tmp_path / "questions"
     asked = {
         "id": "t-en",
         "kind": "doc",
         "q": "how do I route the requests through a proxy",
         "targets": ["docs/en/proxy.md#Proxy settings"],
     }
-    question_file(questions, shas, extra=[asked])
-    args = ["--questions", str(questions), "--repo", f"demo={mirror}", "--work", str(tmp_path / "work")]
+    ev, _shas, args = demo_set(tmp_path, lambda shas: [asked], translated=True)
     assert ev.main([*args, "--no-pack"]) == 0
     capsys.readouterr()
-    spec = importlib.util.spec_from_file_location("eval_translations", TRANSLATIONS)
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(TRANSLATIONS)
     from nexusmem.retrieve import query
 
     factor = query.TRANSLATION_FACTOR
