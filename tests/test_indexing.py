@@ -497,6 +497,45 @@ def test_a_version_history_and_an_older_majors_changelog_are_release_notes(repo:
     assert "Push the tag" not in notes
 
 
+def test_notes_kept_as_files_in_a_history_or_changelog_folder_are_release_notes(repo: Path) -> None:
+    """pypa/hatch keeps its release history as docs/history/hatch.md; towncrier projects keep one news
+    fragment per change in changelog/. Their entries are changelog entries linked to the commit that added
+    them, not usage docs; the folder's README, which says how to write a fragment, stays a doc."""
+    fix = commit(
+        repo,
+        "Restore Ctrl-C in run",
+        {
+            "run.py": "signal.signal(SIGINT, SIG_DFL)\n",
+            "docs/history/tool.md": "# Tool history\n\n## Unreleased\n\n***Fixed:***\n\n"
+            "- Fix commands no longer being interruptible with Ctrl-C\n",
+        },
+    )
+    frag = commit(
+        repo,
+        "Close the pool on exit",
+        {
+            "pool.py": "pool.close()\n",
+            "changelog/1219.bugfix.rst": "Workers no longer linger after the test run.\n",
+        },
+    )
+    commit(
+        repo,
+        "Say how to add a fragment",
+        {
+            "changelog/README.rst": "How to add a news fragment\n===========================\n\nName it NUMBER.TYPE.rst.\n"
+        },
+    )
+    sync.sync(repo, embed=False)
+    with project.load(repo).open_store() as store:
+        paths: dict[str, set[str]] = {}
+        for n in store.iter_nodes("doc_section"):
+            paths.setdefault(n.source, set()).add(n.meta["path"])
+    assert paths["changelog"] == {"docs/history/tool.md", "changelog/1219.bugfix.rst"}
+    assert paths["docs"] == {"changelog/README.rst"}
+    assert "no longer being interruptible with Ctrl-C" in stored(repo, fix)[1]
+    assert "Workers no longer linger" in stored(repo, frag)[1]
+
+
 def test_a_test_suites_markdown_is_its_input_not_its_docs(repo: Path) -> None:
     """A Markdown linter keeps hundreds of test inputs (test/*.md); a site generator, whole test sites.
     They are not read as documentation; the docs beside them are. A config that still holds the exclude

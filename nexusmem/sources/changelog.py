@@ -39,7 +39,7 @@ from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import inline_text, is_release_notes, sections_of
 
-_CURSOR_VERSION = "changelog-7"
+_CURSOR_VERSION = "changelog-8"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8

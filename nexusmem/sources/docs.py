@@ -32,7 +32,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-10"
+_CURSOR_VERSION = "docs-11"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -53,16 +53,28 @@ RELEASE_NOTES = re.compile(
 )
 RELEASE_NOTES_DEPTH = 2
 _NOT_RELEASE_NOTES = re.compile(r"(^|/)(node_modules|vendor|third_party|\.git)/")
+# Release notes kept as files in a folder of that name: pypa/hatch's docs/history/hatch.md and
+# hatchling.md (one per package), and the news fragments towncrier collects (pytest-xdist's
+# changelog/1219.feature.rst, cleo's news/334.removal.md, pypa/build's docs/changelog/1058.misc.rst: one
+# unreleased entry each, added by the change it describes). The folder's README, which says how to write
+# them (yarl's CHANGES/README.rst), and a hidden template are docs, not notes.
+_RELEASE_NOTES_DIR = re.compile(
+    r"(?:^|/)(changelogs?|changelog\.d|changes|history|releases?|release[-_ ]notes|news|newsfragments)/$",
+    re.IGNORECASE,
+)
+_TEXT_NOTE = re.compile(
+    r"^(?!readme\b)(?!\.)[^/]+\.(md|markdown|mdx|rst|txt|text|adoc|asciidoc|org|rdoc)$", re.I
+)
 
 
 def is_release_notes(path: str) -> bool:
     """Whether the repository file PATH (posix, relative) holds release notes the changelog source reads."""
-    name = path.rsplit("/", 1)[-1]
-    return (
-        RELEASE_NOTES.match(name) is not None
-        and path.count("/") <= RELEASE_NOTES_DEPTH
-        and _NOT_RELEASE_NOTES.search(path) is None
-    )
+    folder, _, name = path.rpartition("/")
+    if path.count("/") > RELEASE_NOTES_DEPTH or _NOT_RELEASE_NOTES.search(path) is not None:
+        return False
+    if RELEASE_NOTES.match(name) is not None:
+        return True
+    return _RELEASE_NOTES_DIR.search(folder + "/") is not None and _TEXT_NOTE.match(name) is not None
 
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
