@@ -471,6 +471,15 @@ RELEASE_NOTES_MD = (
 )
 
 
+def doc_paths_by_source(repo: Path) -> dict[str, set[str]]:
+    """Source ("docs", "changelog") → the paths of the doc sections it stored."""
+    with project.load(repo).open_store() as store:
+        out: dict[str, set[str]] = {}
+        for n in store.iter_nodes("doc_section"):
+            out.setdefault(n.source, set()).add(n.meta["path"])
+        return out
+
+
 def test_a_version_history_and_an_older_majors_changelog_are_release_notes(repo: Path) -> None:
     """golang-jwt keeps its old notes in VERSION_HISTORY.md, league/commonmark an older major's in
     CHANGELOG-1.x.md: their entries link to the commits they name, as CHANGELOG.md's do, and are not read
@@ -486,10 +495,7 @@ def test_a_version_history_and_an_older_majors_changelog_are_release_notes(repo:
         },
     )
     sync.sync(repo, embed=False)
-    with project.load(repo).open_store() as store:
-        paths: dict[str, set[str]] = {}
-        for n in store.iter_nodes("doc_section"):
-            paths.setdefault(n.source, set()).add(n.meta["path"])
+    paths = doc_paths_by_source(repo)
     assert paths["changelog"] == {"VERSION_HISTORY.md", "CHANGELOG-1.x.md"}
     assert paths["docs"] == {"RELEASE-CHECKLIST.md"}
     notes = stored(repo, fix)[1]
@@ -526,10 +532,7 @@ def test_notes_kept_as_files_in_a_history_or_changelog_folder_are_release_notes(
         },
     )
     sync.sync(repo, embed=False)
-    with project.load(repo).open_store() as store:
-        paths: dict[str, set[str]] = {}
-        for n in store.iter_nodes("doc_section"):
-            paths.setdefault(n.source, set()).add(n.meta["path"])
+    paths = doc_paths_by_source(repo)
     assert paths["changelog"] == {"docs/history/tool.md", "changelog/1219.bugfix.rst"}
     assert paths["docs"] == {"changelog/README.rst"}
     assert "no longer being interruptible with Ctrl-C" in stored(repo, fix)[1]
@@ -589,13 +592,6 @@ def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, 
         },
     )
 
-    def doc_paths() -> dict[str, set[str]]:
-        with project.load(repo).open_store() as store:
-            out: dict[str, set[str]] = {}
-            for n in store.iter_nodes("doc_section"):
-                out.setdefault(n.source, set()).add(n.meta["path"])
-            return out
-
     # The rules before: any extension, and the docs source read every Markdown file.
     monkeypatch.setattr(
         changelog,
@@ -614,10 +610,10 @@ def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, 
     monkeypatch.setattr(docs, "is_release_notes", lambda p: False)
     sync.sync(repo, embed=False)
     assert "cargo build" in stored(repo, fix)[1]
-    assert "docs/release-notes.md" in doc_paths()["docs"]
+    assert "docs/release-notes.md" in doc_paths_by_source(repo)["docs"]
     monkeypatch.undo()
     sync.sync(repo, embed=False)
-    paths = doc_paths()
+    paths = doc_paths_by_source(repo)
     assert paths["changelog"] == {"NEWS", "History.rdoc", "docs/release-notes.md"}
     assert paths["docs"] == {"docs/guide.md"}
     notes = stored(repo, fix)[1]
