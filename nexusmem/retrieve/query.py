@@ -747,14 +747,14 @@ def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[t
     if TRANSLATION_FACTOR == 1 or not asked_in_english(text):
         return scored
     english: set[tuple[str, str]] = set()
-    translated: dict[str, tuple[str, str]] = {}
+    copies: dict[str, tuple[str, str]] = {}  # node id → (parent, page) of a section under a language folder
     for node, _ in scored:
         if node.kind != "doc_section" or node.source == rank.CHANGELOG_SOURCE:
             continue
         path = node.title.split(" — ", 1)[0]
         folder = _LANGUAGE_DIR.search(path)
         if folder is not None:
-            translated[node.id] = (path[: folder.start()], path[folder.end() :])
+            copies[node.id] = (path[: folder.start()], path[folder.end() :])
             continue
         folder = _ENGLISH_DIR.search(path)
         if folder is not None:
@@ -763,7 +763,7 @@ def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[t
         for cut in (m.start() for m in re.finditer("/", path)):
             english.add((path[:cut], path[cut + 1 :]))
         english.add(("", path))
-    demoted = {node_id for node_id, page in translated.items() if page in english}
+    demoted = {node_id for node_id, page in copies.items() if page in english}
     if not demoted:
         return scored
     return best_first([(n, v * TRANSLATION_FACTOR if n.id in demoted else v) for n, v in scored])
