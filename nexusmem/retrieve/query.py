@@ -643,6 +643,13 @@ SIBLING_FACTOR = 0.7
 _CHANGE_KINDS = ("git_commit", "code_diff")
 
 
+def _usage_doc_path(node: StoredNode) -> str | None:
+    """The file path of NODE when it is a doc section of the docs source (not a changelog entry), else None."""
+    if node.kind != "doc_section" or node.source == rank.CHANGELOG_SOURCE:
+        return None
+    return node.title.split(" — ", 1)[0]
+
+
 # A project that keeps one docs folder per major version (league/commonmark's docs/1.x and docs/2.x, urfave/
 # cli's docs/v1 … docs/v3, Docusaurus's versioned_docs/version-2.1) holds the same page once per version,
 # and a question about how to use the program asks about the release in use: the newest. A doc section under
@@ -688,9 +695,8 @@ def current_docs_first(
     found: dict[str, tuple[str, tuple[int, ...]]] = {}
     newest: dict[str, tuple[int, ...]] = {}
     for node, _ in scored:
-        if node.kind != "doc_section" or node.source == rank.CHANGELOG_SOURCE:
-            continue
-        version = _docs_version(node.title.split(" — ", 1)[0])
+        path = _usage_doc_path(node)
+        version = _docs_version(path) if path is not None else None
         if version is None:
             continue
         parent, name, order = version
@@ -746,15 +752,17 @@ def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[t
     when TEXT is in English and SCORED holds the same page in English; re-sorted when any was."""
     if TRANSLATION_FACTOR == 1 or not asked_in_english(text):
         return scored
-    english: set[tuple[str, str]] = set()
+    paths = [(node.id, path) for node, _ in scored if (path := _usage_doc_path(node)) is not None]
     copies: dict[str, tuple[str, str]] = {}  # node id → (parent, page) of a section under a language folder
-    for node, _ in scored:
-        if node.kind != "doc_section" or node.source == rank.CHANGELOG_SOURCE:
-            continue
-        path = node.title.split(" — ", 1)[0]
+    for node_id, path in paths:
         folder = _LANGUAGE_DIR.search(path)
         if folder is not None:
-            copies[node.id] = (path[: folder.start()], path[folder.end() :])
+            copies[node_id] = (path[: folder.start()], path[folder.end() :])
+    if not copies:  # most projects keep no translation: nothing to compare
+        return scored
+    english: set[tuple[str, str]] = set()
+    for node_id, path in paths:
+        if node_id in copies:
             continue
         folder = _ENGLISH_DIR.search(path)
         if folder is not None:
