@@ -138,6 +138,7 @@ SETS = (
     "fresh48",
     "fresh49",
     "fresh50",
+    "fresh51",
     "removal",
     "rst",
     "adoc",
