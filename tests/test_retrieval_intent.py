@@ -555,6 +555,40 @@ def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) ->
     assert titles[0].startswith("docs/guide.md — Waiting longer"), titles
 
 
+def test_a_usage_question_lifts_the_how_to_page_not_the_blog_post_that_announced_the_feature(
+    repo: Path,
+) -> None:
+    """The project's blog announced the feature in more of the question's words than the how-to page uses; a
+    question about how to use it is answered by the page. Jekyll's _posts/ and a blog/posts/ folder are
+    posts too."""
+    howto = (
+        "# Lockfiles\n\n## Checking in CI\n\nRun `tool lock --check` in your pipeline: it exits 1 when the"
+        " lockfile is out of date.\n"
+    )
+    post = (
+        "# Release 1.17\n\n## CI verification\n\nNew in 1.17: make your CI fail when someone changes the"
+        " dependencies and forgets to regenerate the lockfile; see the lockfile page.\n"
+    )
+    commit(
+        repo,
+        "docs",
+        {
+            "docs/how-to/lockfiles.md": howto,
+            "docs/blog/release-1-17.md": post,
+            "site/_posts/2024-05-01-release.md": post.replace("1.17", "1.16"),
+            "site/blog/posts/ci.md": post.replace("1.17", "1.15"),
+        },
+        when=NOW - 10 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    paths = doc_paths(
+        repo, "how do I make CI fail when someone changes the dependencies and forgets the lockfile"
+    )
+    assert paths[0] == "docs/how-to/lockfiles.md", paths
+    assert rank.is_post("doc_section", "site/_posts/2024-05-01-release.md — CI verification")
+    assert not rank.is_post("doc_section", "docs/guide/posts.md — Writing posts")
+
+
 @pytest.mark.parametrize(
     ("text", "name"),
     [

@@ -261,6 +261,7 @@ def score_fused(
             wide=failure and node_id in scope.wide,
             on_topic=matter is not None and _heads(matter, node),
             merge=_is_merge(node),
+            post=rank.is_post(node.kind, node.title),
         )
         scored.append((node, value))
     return best_first(scored)

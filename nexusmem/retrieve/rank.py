@@ -97,6 +97,11 @@ HISTORY_DOC_FACTOR = 0.7
 TOPIC_FACTOR = 2.0
 # The source whose doc sections are release notes (sources/changelog.py): history, not usage docs.
 CHANGELOG_SOURCE = "changelog"
+# A post of the project's blog (docs/blog/, website/src/blog/, mkdocs-material's blog/posts/, Jekyll's
+# _posts/) announces a release or tells a story ("Announcing 4.0", "Task in 2023"): it is news, not the
+# page that says how to use the program, and a how-to question must not lift it above that page. Its
+# sections count as changelog entries do: no usage lift, no topic lift, no history cut.
+_POST_DIR = re.compile(r"(?:^|/)(?:blog|_?posts)/", re.IGNORECASE)
 _FIX = re.compile(
     r"\b(fix|fixes|fixed|fixing|bugfix|hotfix|regression|revert|reverts|workaround)\b", re.IGNORECASE
 )
@@ -206,6 +211,11 @@ def says_fix(kind: str, title: str) -> bool:
     return _COSMETIC.search(title) is None or _BROKE.search(title) is not None
 
 
+def is_post(kind: str, title: str) -> bool:
+    """Whether a node of KIND titled TITLE ("path — heading") is a section of a blog post."""
+    return kind == "doc_section" and _POST_DIR.search(title.split(" — ", 1)[0]) is not None
+
+
 def docs_only(paths: Iterable[str]) -> bool:
     """Whether PATHS (the files of one change) are documentation only; False for none."""
     listed = list(paths)
@@ -253,6 +263,7 @@ def score(
     wide: bool = False,
     on_topic: bool = False,
     merge: bool = False,
+    post: bool = False,
 ) -> float:
     signal_w = 0.2 + 0.8 * max(0.0, min(1.0, signal))
     value = relevance * math.pow(signal_w, SIGNAL_EXP)
@@ -273,7 +284,7 @@ def score(
         value *= WIDE_FACTOR
     if merge:
         value *= MERGE_FACTOR
-    if kind == "doc_section" and source != CHANGELOG_SOURCE:  # what the question asks (retrieve.intent)
+    if kind == "doc_section" and source != CHANGELOG_SOURCE and not post:  # what the question asks (intent)
         if asks == "usage":
             value *= USAGE_DOC_FACTOR
         elif asks == "history":
