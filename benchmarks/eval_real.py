@@ -139,6 +139,7 @@ SETS = (
     "fresh49",
     "fresh50",
     "fresh51",
+    "fresh52",
     "removal",
     "rst",
     "adoc",
