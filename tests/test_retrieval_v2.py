@@ -14,6 +14,7 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 from nexusmem import config
+from nexusmem import project as project_mod
 from nexusmem.embed import builtin
 from nexusmem.errors import ConfigError, NexusMemError
 from nexusmem.retrieve import fuse, query, rank, timecue
@@ -135,6 +136,31 @@ def test_ordinary_words_memory_lacks_do_not_make_an_answered_question_weak(old_a
     assert query.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", told).output
     assert query_json(old_and_fresh, "upload chunks retry at the storage gateway through kafka")["weak"]
     assert builtin.whole_words(["suddenly", "somewhere", "kafka", "brotli"]) == {"suddenly", "somewhere"}
+
+
+def test_asking_when_a_name_memory_never_saw_arrived_is_a_weak_answer(old_and_fresh: Path) -> None:
+    """ "Which version added `uploadResumable()` …?" takes for granted that it was added. Memory holds
+    every other word of the question, so the share of missing words alone would not flag it; the name does,
+    however close its vector neighbours. Asked of a name memory holds, or without asking when something
+    arrived, it does not."""
+    run_cli("-C", str(old_and_fresh), "sync")
+    tail = "to retry multipart upload chunks when the storage gateway times out?"
+    asked = f"Which version added `uploadResumable()` {tail}"
+    gained = f"when did the uploader gain a --resumable flag {tail}"
+    held = f"Which version added the RETRIES constant {tail}"
+    told = "multipart upload chunks retry when the storage gateway times out, then uploadResumable() hangs"
+    seen = "when did upload chunks start to retry at the storage gateway on a GatewayTimeoutError?"
+    with project_mod.load(old_and_fresh).open_store(readonly=True) as store:
+        strength = {
+            text: query.strength(query.retrieve(store, text)) for text in (asked, gained, held, told, seen)
+        }
+    for text in (asked, gained):
+        assert strength[text].missing < query.WEAK_MISSING
+        assert strength[text].absent_arrival and strength[text].weak
+    # A name memory holds; a name the user saw fail, not asked about; an exception the user saw.
+    assert not any(strength[text].absent_arrival for text in (held, told, seen))
+    assert query_json(old_and_fresh, asked)["weak"]
+    assert not query_json(old_and_fresh, held)["weak"]
 
 
 def test_an_exception_the_user_saw_is_not_a_name_the_answer_must_hold() -> None:

@@ -74,6 +74,19 @@ _ORIGIN_ASK = re.compile(
 )
 
 
+# "When did mocha gain a --shuffle flag?", "which version added `vi.mockRequire()`?", "since when does it
+# support X?": the question asks when something arrived, and so takes for granted that it did. Broader than
+# _ORIGIN_VERB ("gain", "get", "support", "start"): it only decides whether an answer is weak (query.strength),
+# never the ranking.
+_ARRIVAL_ASK = re.compile(r"^\s*(when|which|since|in which|what version|did)\b", re.IGNORECASE)
+_ARRIVAL_VERB = re.compile(r"\b(added|add|introduc\w*|support\w*|gain\w*|get|got|start\w*)\b", re.IGNORECASE)
+
+
+def asks_arrival(text: str) -> bool:
+    """Whether TEXT asks when (in which change or release) something arrived."""
+    return _ARRIVAL_ASK.search(text) is not None and _ARRIVAL_VERB.search(text) is not None
+
+
 def names_code(text: str) -> bool:
     """Whether TEXT names a code identifier, a file name or a command-line option."""
     return _CODE.search(text) is not None
