@@ -146,7 +146,7 @@ def test_asking_when_a_name_memory_never_saw_arrived_is_a_weak_answer(old_and_fr
     run_cli("-C", str(old_and_fresh), "sync")
     tail = "to retry multipart upload chunks when the storage gateway times out?"
     asked = f"Which version added `uploadResumable()` {tail}"
-    gained = f"when did the uploader gain a --resumable flag {tail}"
+    gained = f"when did the uploader gain a --dry-run flag {tail}"
     held = f"Which version added the RETRIES constant {tail}"
     told = "multipart upload chunks retry when the storage gateway times out, then uploadResumable() hangs"
     seen = "when did upload chunks start to retry at the storage gateway on a GatewayTimeoutError?"

@@ -87,6 +87,8 @@ CUE_CANDIDATES = 50
 WEAK_MISSING = 0.25
 COMMON_WORD_SHARE = 0.25
 STRONG_COSINE = 0.6
+# The shortest word of a code name that counts as the name for Strength.absent_arrival ("-n" is no name).
+ARRIVAL_NAME_LETTERS = 3
 WEAK_ITEMS = 5
 WEAK_LINE = "No strong match: nothing in memory covers this question well; the closest items follow."
 _BODY_WINDOW = 40
@@ -957,11 +959,11 @@ class Strength:
     alone; with absent_name 62% and 3.1%. On forty-five sets, see WEAK_MISSING.
 
     absent_arrival: the question asks when something arrived ("which version added `vi.mockRequire()`?",
-    intent.asks_arrival) and one of the code names it writes has a word of four letters or more that no
+    intent.asks_arrival) and one of the code names it writes has a word of three letters or more that no
     node holds: it takes for granted a thing memory never saw. A vector neighbour does not override it (a
     made-up name's pieces, "mock" and "require", sit close to real ones). On fifty-three sets (479 `none`
-    and 4,899 answerable questions) it flags 24 more `none` questions (49.9% → 54.9%) and 1 more
-    answerable one (6.90% → 6.92%)."""
+    and 4,899 answerable questions) it flags 28 more `none` questions (49.9% → 55.7%) and 1 more
+    answerable one (6.90% → 6.92%); with words of four letters or more, 24 (`--dry-run`'s "dry" is three)."""
 
     missing: float
     cosine: float
@@ -1021,13 +1023,13 @@ def names_absent(text: str, absent: list[str]) -> bool:
 
 def arrival_absent(question: Question, words: search.QueryTerms) -> bool:
     """Whether QUESTION asks when something arrived and writes a code name (not an exception or type name)
-    with a word of four letters or more that no node holds (see Strength)."""
+    with a word of three letters or more that no node holds (see Strength)."""
     if not asks_arrival(question.text):
         return False
     for name in code_names(question.search_text):
         if _SEEN_NAME.search(name.strip("`()")):
             continue
-        if any(len(w) >= 4 and words.doc_counts.get(w) == 0 for w in search.terms(name)):
+        if any(len(w) >= ARRIVAL_NAME_LETTERS and words.doc_counts.get(w) == 0 for w in search.terms(name)):
             return True
     return False
 
