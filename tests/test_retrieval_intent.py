@@ -831,6 +831,20 @@ def test_what_was_done_after_a_recent_failure(pushes: Path) -> None:
     ), found["notes"]
 
 
+def test_an_answered_question_is_not_weak_across_projects_either(pushes: Path) -> None:
+    """`--all-projects` judges each project's answer as `query` does: the commands run after the rejected
+    push answer the question, though most of its words ("zuul", "gerrit", "quota") are in no node, so it
+    is not flagged "no strong match"."""
+    text = "my push was rejected by the zuul gerrit quota just now, what did I do next"
+    with project.load(pushes).open_store(readonly=True) as store:
+        found = query.retrieve(store, text)
+    assert query.strength(found).weak and found.answered_by is not None  # what the question is about
+    for extra in ((), ("--all-projects",)):
+        answer = query_json(pushes, text, *extra)
+        assert answer["items"][0]["title"].startswith("git pull --rebase origin feature/export-csv"), extra
+        assert answer["weak"] is False, extra
+
+
 def test_what_was_run_before_doing_something_again(pushes: Path) -> None:
     titles = titles_for(pushes, "what was the last thing I ran before pushing the export branch again")
     assert titles[0].startswith("git rebase --continue"), titles

@@ -577,6 +577,11 @@ def test_what_a_member_did_next_follows_that_members_commands_only(
     items = json.loads(proc.stdout)["items"]
     assert items[0]["title"].startswith("git pull --rebase origin feature/export-csv"), items
     assert items[0]["recorded_by"] == "alice@example.com"
+    # Answered by what it asks, though most of its words are in no node: not "no strong match" here either.
+    text = "the export push was rejected by the zuul gerrit quota, what did I do next"
+    answer = json.loads(bob.run("query", "--team", "--json", text).stdout)
+    assert answer["items"][0]["title"].startswith("git pull --rebase origin feature/export-csv")
+    assert answer["weak"] is False
 
 
 def test_when_a_name_was_added_is_answered_from_the_team_store(

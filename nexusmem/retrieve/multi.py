@@ -186,7 +186,7 @@ def _search_one(
             settings=_settings_of(target),
         )
         scored, counts = found.scored, found.counts
-        weak = not scored or query.strength(found).weak
+        weak = query.is_weak(found)
         links: dict[str, list[tuple[str, str]]] = {}
         for src, dst, rel in store.links_from([n.id for n, _ in scored]):
             links.setdefault(src, []).append((dst, rel))

@@ -977,6 +977,15 @@ class Strength:
         return (self.missing >= WEAK_MISSING or self.absent_name) and self.cosine < STRONG_COSINE
 
 
+def is_weak(found: Retrieved) -> bool:
+    """Whether FOUND is a weak answer, for one store and in every answer that fuses several (`--all-projects`,
+    the team store). Nothing found at all is the weakest answer of all (`render` then says no memory
+    matches). A question answered by what it asks (the change that brought a name in or took it out, the
+    commands run after the one it names) is answered, whatever share of its words ("rejected", "blew up")
+    no node holds: on the recent-work sets the flag fired on 25-60% of answerable questions, 15-45% since."""
+    return not found.scored or (strength(found).weak and found.answered_by is None)
+
+
 def strength(found: Retrieved) -> Strength:
     """The Strength of FOUND (no store access: the words' document counts are already known)."""
     cosine = max((ev.cosine for ev in found.evidence.values()), default=0.0)
@@ -1082,11 +1091,7 @@ def run(
         counts["bm25"],
         counts["vector"],
     )
-    # Nothing found at all is the weakest answer of all (`render` then says no memory matches). A question
-    # answered by what it asks (the change that brought a name in or took it out, the commands run after
-    # the one it names) is answered, whatever share of its words ("rejected", "blew up") no node holds: on
-    # the recent-work sets the flag fired on 25-60% of answerable questions, 15-45% since.
-    result.weak = not scored or (strength(found).weak and found.answered_by is None)
+    result.weak = is_weak(found)
     links: dict[str, list[tuple[str, str]]] = {}
     for src, dst, rel in store.links_from([n.id for n, _ in scored]):
         links.setdefault(src, []).append((dst, rel))

@@ -38,7 +38,7 @@ def _searched(
     scored: list[tuple[StoredNode, float]] = found.scored
     shelf = query.Shelf(name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
     target = multi.Target(name=name, root=root, db=store.path)
-    weak = not scored or query.strength(found).weak
+    weak = query.is_weak(found)
     return multi._Searched(index, target, store, scored, shelf, weak), found.counts
 
 
