@@ -983,7 +983,7 @@ def is_weak(found: Retrieved) -> bool:
     matches). A question answered by what it asks (the change that brought a name in or took it out, the
     commands run after the one it names) is answered, whatever share of its words ("rejected", "blew up")
     no node holds: on the recent-work sets the flag fired on 25-60% of answerable questions, 15-45% since."""
-    return not found.scored or (strength(found).weak and found.answered_by is None)
+    return not found.scored or (found.answered_by is None and strength(found).weak)
 
 
 def strength(found: Retrieved) -> Strength:
