@@ -140,6 +140,7 @@ SETS = (
     "fresh50",
     "fresh51",
     "fresh52",
+    "fresh53",
     "removal",
     "rst",
     "adoc",
