@@ -16,7 +16,15 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["PLACEHOLDER_RE", "placeholder", "redact", "redact_counts"]
+__all__ = [
+    "PLACEHOLDER_RE",
+    "path_text",
+    "placeholder",
+    "redact",
+    "redact_counts",
+    "redact_path",
+    "redact_path_counts",
+]
 
 # Cheap, and read by code that never redacts (scrub, summaries): kept here, equal to the engine's.
 PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
@@ -48,6 +56,66 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
         _counts = _engine().redact_counts
     out: tuple[str, dict[str, int]] = _counts(text)
     return out
+
+
+# A file name's extension: read apart from the name, as is each folder, so that a secret a name holds ends
+# where the name does (`keys/AKIA….json`, `DD-API-KEY: 40c3….txt`): the rules that know a secret by what
+# stands before it or where its value ends read a line, not a path.
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
+
+
+def _path_parts(path: str) -> list[str]:
+    parts: list[str] = []
+    for part in path.split("/"):
+        found = _EXTENSION.search(part)
+        if found is not None and found.start() > 0:
+            parts += [part[: found.start()], part[found.start() :]]
+        else:
+            parts.append(part)
+    return parts
+
+
+def _cut(path: str) -> int:
+    """Where PATH's extension starts (its length when it has none)."""
+    found = _EXTENSION.search(path)
+    return (
+        found.start()
+        if found is not None and found.start() > 0 and "/" not in path[found.start() :]
+        else len(path)
+    )
+
+
+def path_text(path: str) -> str:
+    """PATH as redaction reads it: each folder and name (its extension apart) on a line of its own, then the
+    whole path up to its extension (a base64 secret can hold a slash). Holds a secret when redact_path
+    changes PATH."""
+    cut = _cut(path)
+    return "\n".join([*_path_parts(path), path[:cut], path[cut:]])
+
+
+def redact_path_counts(path: str) -> tuple[str, dict[str, int]]:
+    """redact_path(PATH), and how many secrets of each kind it replaced."""
+    counts: dict[str, int] = {}
+    pieces: list[str] = []
+    for piece in path.split("/"):
+        found = _EXTENSION.search(piece)
+        cut = found.start() if found is not None and found.start() > 0 else len(piece)
+        name, name_counts = redact_counts(piece[:cut])
+        ext, ext_counts = redact_counts(piece[cut:]) if cut < len(piece) else ("", {})
+        pieces.append(name + ext)
+        for kind, n in (*name_counts.items(), *ext_counts.items()):
+            counts[kind] = counts.get(kind, 0) + n
+    text = "/".join(pieces)
+    cut = _cut(text)
+    stem, whole = redact_counts(text[:cut])
+    for kind, n in whole.items():
+        counts[kind] = counts.get(kind, 0) + n
+    return stem + text[cut:], counts
+
+
+def redact_path(path: str) -> str:
+    """PATH with every secret its folders, its name or the whole of it hold replaced by a placeholder."""
+    return redact_path_counts(path)[0]
 
 
 def __getattr__(name: str) -> Any:

@@ -337,6 +337,58 @@ def test_scrub_applies_current_rules_to_old_nodes(repo: Path, isolated_home: Pat
     assert items and "«redacted:aws-key»" in items[0]["title"]
 
 
+def test_scrub_redacts_the_file_names_and_imports_an_older_sync_kept(repo: Path, isolated_home: Path) -> None:
+    """A sync before file names were redacted kept `keys/AKIA….py` as it was: in a diff's key, ref, title and
+    meta, in the commit's file list and in the import structure. scrub redacts the nodes' fields and paths,
+    drops the import structure, and the next sync builds it again without the secret."""
+    secret = "AKIA" + "QWERTYUIOPASDFGH"
+    leaky = f"keys/{secret}.py"
+    commit(repo, "feat: keys", {leaky: "x = 1\n", "app.py": f"from keys import {secret}\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert holds(repo, secret) == []  # today's sync keeps no secret in a name
+    from nexusmem import project
+    from nexusmem.nodes import Node
+
+    proj = project.load(repo)
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    node = Node(
+        project=proj.id,
+        kind="code_diff",
+        source="diff",
+        natural_key=f"{sha}:old",
+        ref=f"{sha}:old",
+        title="old",
+        body="+x = 1",
+        ts=1_700_000_000_000,
+        signal=0.5,
+        group=sha,
+        files=("old",),
+        meta={"path": "old", "sha": sha},
+    )
+    # What an older NexusMem (without path redaction) stored: the fields set after the node was made.
+    node.natural_key = node.ref = f"{sha}:{leaky}"
+    node.title = f"{leaky} @ {sha[:7]} — feat: keys"
+    node.files = (leaky,)
+    node.meta = {"path": leaky, "sha": sha}
+    with proj.open_store() as store, store.transaction():
+        store.upsert([node])
+        store.save_import_files([(leaky, "0" * 40, [])], [])
+        store.change_import_edges([("app.py", leaky)], [])
+    assert holds(repo, secret)
+    dry = run_cli("-C", str(repo), "scrub", "--dry-run").output
+    assert "would redact 1 of" in dry and "1 file path(s)" in dry and "import structure" in dry
+    assert holds(repo, secret)
+    out = run_cli("-C", str(repo), "scrub").output
+    assert "redacted 1 of" in out and "aws-key" in out
+    assert holds(repo, secret) == []
+    with proj.open_store(readonly=True) as store:
+        assert store.import_edge_count() == 0  # dropped: the next sync reads the files again
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert holds(repo, secret) == []
+    with proj.open_store(readonly=True) as store:
+        assert ("app.py", "keys/«redacted:aws-key».py") in store.import_edges()
+
+
 @pytest.mark.slow
 def test_forget_as_a_real_process(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)

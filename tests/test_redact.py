@@ -247,3 +247,45 @@ def test_patterns_table_is_literal_prefixed() -> None:
             assert rule.literal == rule.literal.lower(), rule.name
         pattern = re.sub(r"^(?:\(\?P<\w+>)+", "", rule.pattern.pattern)
         assert pattern.startswith((re.escape(rule.literal), rule.literal)), rule.name
+
+
+def test_a_secret_in_a_path_ends_where_its_folder_or_name_does() -> None:
+    """A file name is not a line: a header rule reads from the name's start, a token ends at the extension,
+    and a base64 secret can run across a slash. A path without a secret comes back as it was."""
+    from nexusmem.redact import path_text, redact_path
+
+    cases = {
+        "keys/AKIAIDVWTFKTANGPVYQE.json": "keys/«redacted:aws-key».json",
+        "pkg/DD-API-KEY: 40c36b8a8e36e4acf1395b2529b97bd5.py": "pkg/DD-API-KEY: «redacted:api-key».py",
+        "x/aws configure set aws_secret_access_key VRuq4xOSh1H02IHP7j0YnQKRiIQf2/EfTIyBfHyc.txt": (
+            "x/aws configure set aws_secret_access_key «redacted:aws-secret-key».txt"
+        ),
+    }
+    for path, expected in cases.items():
+        assert redact_path(path) == expected
+        assert redact(path_text(path)) != path_text(path)  # the one-scan check sees it too
+    for clean in (
+        "src/components/Button/index.tsx",
+        "docs/v1.2/guide.md",
+        ".github/workflows/ci.yml",
+        "a.b.c",
+    ):
+        assert redact_path(clean) == clean and redact(path_text(clean)) == path_text(clean)
+
+
+def test_hex_digits_alone_are_never_taken_for_a_secret() -> None:
+    """Node labels of hex digits alone (commit ids, timestamps) are not read by redaction (nodes._HEX): no
+    rule may tell a secret by its digits without a name or prefix before it. The corpus's hex secrets (each
+    redacted in its context elsewhere) and random hex of every usual length, bare, stay as they are."""
+    import random
+
+    corpus = json.loads(
+        (Path(__file__).parent / "fixtures" / "redaction_corpus.json").read_text(encoding="utf-8")
+    )
+    bare = [row["value"] for row in corpus["secrets"] if re.fullmatch(r"[0-9a-fA-F]+", row["value"])]
+    assert len(bare) >= 10
+    rng = random.Random(7)
+    bare += [
+        "".join(rng.choice("0123456789abcdefABCDEF") for _ in range(n)) for n in (7, 16, 32, 40, 64, 128)
+    ]
+    assert [value for value in bare if redact(value) != value] == []

@@ -2,7 +2,8 @@
 
 Each case plants every secret of tests/fixtures/redaction_corpus.json through one channel -- the shell hooks'
 log, a shell history file, commit subjects, a commit body, committed file content (diffs), Markdown prose,
-inline code and fenced code -- into a real git repository with HOME and NEXUSMEM_HOME in temp dirs, runs
+inline code and fenced code, commit authors' names, file names (and the imports that name them), the
+folders commands ran in -- into a real git repository with HOME and NEXUSMEM_HOME in temp dirs, runs
 `nexusmem sync`, and greps the raw bytes of every file under `.nexusmem/` (memory.db, -wal, -shm, anything
 else) and under NEXUSMEM_HOME except the hook log itself. Canary words planted next to the secrets must be
 found, so a channel that stored nothing (or truncated its text) cannot pass by accident.
@@ -127,6 +128,71 @@ def markdown(style: str) -> Callable[[Path], list[str]]:
     return plant
 
 
+def authors(repo: Path) -> list[str]:
+    """One commit per secret, with the secret in its context as the author's name (fast-import; a name
+    holds no < > or newline, so those are left out)."""
+    stream = []
+    names = [text for text in PLACED if not set(text) & set("<>\n") and "\\n" not in text]
+    for i, name in enumerate([*names, canary("author", 0)]):
+        message = f"chore: {i}".encode()
+        stream.append(
+            b"commit refs/heads/main\n"
+            + f"author {name} <dev@example.com> {1_700_000_000 + i} +0000\n".encode()
+            + f"committer Test User <test@example.com> {1_700_000_000 + i} +0000\n".encode()
+            + f"data {len(message)}\n".encode()
+            + message
+            + b"\n"
+        )
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(stream), check=True)
+    git(repo, "reset", "-q", "--hard", "main")
+    return [canary("author", 0)]
+
+
+def _path_safe(value: str) -> bool:
+    parts = value.split("/")
+    return (
+        not set(value) & set("\n\0\\")
+        and len(value.encode()) <= 200
+        and all(part not in ("", ".", "..") and not part.startswith("-") for part in parts)
+    )
+
+
+def file_names(repo: Path) -> list[str]:
+    """A Python module named after each secret in its context that can be a path, and a module importing
+    those that are identifiers: the names reach the commit's file list, its diffs' keys and titles, and the import
+    structure's paths and specifiers."""
+    mark = canary("path", 0)
+    values = [text for text in PLACED if _path_safe(text)] + [mark]
+    for start in range(0, len(values), 15):  # a commit's message lists its first 20 files: each is listed
+        commit(
+            repo,
+            f"feat: modules {start}",
+            {f"pkg/{value}.py": "x = 1\n" for value in values[start : start + 15]},
+        )
+    names = [value for value in values if value.isidentifier()]
+    commit(repo, "feat: the app", {"app.py": "".join(f"from pkg import {name}\n" for name in names)})
+    return [mark]
+
+
+def working_folders(repo: Path) -> list[str]:
+    """Hook log lines run in a folder of the repository named after each secret in its context."""
+    log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    base = 1_700_000_000_000
+    folders = [text for text in PLACED if _path_safe(text)] + [canary("cwd", 0)]
+    with log.open("w", encoding="utf-8") as fh:
+        for i, folder in enumerate(folders):
+            record = {
+                "ts": base + i,
+                "cwd": str(repo / "work" / folder),
+                "exit": 0,
+                "command": "make",
+                "v": 1,
+            }
+            fh.write(json.dumps({**record, "shell": "bash"}) + "\n")
+    return [canary("cwd", 0)]
+
+
 CHANNELS: dict[str, Callable[[Path], list[str]]] = {
     "shell-hook-log": hook_log,
     "shell-history-file": history_file,
@@ -136,6 +202,9 @@ CHANNELS: dict[str, Callable[[Path], list[str]]] = {
     "markdown-prose": markdown("prose"),
     "markdown-inline-code": markdown("inline"),
     "markdown-fenced-code": markdown("fenced"),
+    "commit-author": authors,
+    "file-name": file_names,
+    "shell-working-folder": working_folders,
 }
 
 

@@ -185,6 +185,19 @@ def test_passes_are_incremental(repo: Path) -> None:
     assert step.remove == {("tests/test_cart.py", "tests/helpers.py")}
 
 
+def test_a_secret_in_a_file_name_is_stored_redacted_and_not_read_again(repo: Path) -> None:
+    """`keys/AKIA….py` and the import naming it are kept redacted (as every path memory keeps), the edge
+    still resolves, and the next pass finds the file unchanged instead of reading it again each sync."""
+    secret = "AKIA" + "QWERTYUIOPASDFGH"
+    commit(repo, "keys", {f"keys/{secret}.py": "X = 1\n", "app.py": f"from keys import {secret}\n"})
+    first = sync.sync(repo, embed=False).structure
+    assert first is not None and len(first.parsed) == 2
+    assert edges(repo) == {("app.py", "keys/«redacted:aws-key».py")}
+    assert not [f for f in db_path(repo).parent.glob("memory.db*") if secret.encode() in f.read_bytes()]
+    again = sync.sync(repo, embed=False).structure
+    assert again is not None and again.parsed == [] and not again.add and not again.remove
+
+
 def test_scan_structure_previews_and_writes_nothing(repo: Path) -> None:
     commit(repo, "python project", PYTHON)
     run_cli("-C", str(repo), "init")

@@ -245,7 +245,10 @@ def scrub_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         return
     found = ", ".join(f"{n} {k}" for k, n in sorted(report.secrets.items())) or "none"
     verb = "would redact" if dry_run else "redacted"
-    click.echo(f"{verb} {report.changed} of {report.scanned} node(s); secrets: {found}")
+    also = f", {report.paths} file path(s)" if report.paths else ""
+    if report.imports:
+        also += ", the import structure (read again by the next sync)"
+    click.echo(f"{verb} {report.changed} of {report.scanned} node(s){also}; secrets: {found}")
     if report.backup is not None:
         click.echo(
             f"backup: {report.backup} (mode 0600; delete it once you are satisfied: it holds the secrets)"

@@ -7,6 +7,7 @@ the same standard. A backup of memory.db (mode 0600: it still holds the secrets)
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from nexusmem import project as project_mod
 from nexusmem.hygiene.forget import writer_lock
 from nexusmem.nodes import Node
-from nexusmem.redact import redact_counts
+from nexusmem.redact import path_text, redact_counts, redact_path_counts
 
 
 @dataclass
@@ -25,6 +26,8 @@ class ScrubReport:
     secrets: dict[str, int] = field(default_factory=dict)
     backup: Path | None = None
     checkpointed: bool = True
+    paths: int = 0  # distinct file paths (in nodes' file lists) redacted
+    imports: bool = False  # the import structure held a secret, and is dropped (the next sync reads it again)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -32,6 +35,8 @@ class ScrubReport:
             "scanned": self.scanned,
             "changed": self.changed,
             "secrets": self.secrets,
+            "paths": self.paths,
+            "imports": self.imports,
             "backup": str(self.backup) if self.backup else None,
             "checkpointed": self.checkpointed,
         }
@@ -50,15 +55,44 @@ def _redact_value(value: Any, counts: dict[str, int]) -> Any:
     return value
 
 
+def _count(found: dict[str, int], counts: dict[str, int]) -> None:
+    for kind, n in found.items():
+        counts[kind] = counts.get(kind, 0) + n
+
+
+def _path_renames(paths: list[str], counts: dict[str, int]) -> dict[str, str]:
+    """{path: redacted path} of those of PATHS that hold a secret (one scan of them all first), their
+    secrets added to COUNTS."""
+    joined = "\n".join(path_text(path) for path in paths)
+    if not paths or redact_counts(joined)[0] == joined:
+        return {}
+    renames: dict[str, str] = {}
+    for path in paths:
+        text, found = redact_path_counts(path)
+        if found:
+            renames[path] = text
+            _count(found, counts)
+    return renames
+
+
+def _holds_secret(texts: Iterable[str], counts: dict[str, int]) -> bool:
+    """Whether any of TEXTS holds a secret (their secrets added to COUNTS)."""
+    found = redact_counts("\n".join(texts))[1]
+    _count(found, counts)
+    return bool(found)
+
+
 def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
-    """Redact every stored node's title, body, ref and meta with the current rules (nexusmem.redact)."""
+    """Redact every stored node's key, title, body, ref, meta and file paths, and the import structure's
+    paths and specifiers, with the current rules (nexusmem.redact)."""
     project = project_mod.load(start)
     report = ScrubReport(dry_run=dry_run)
     with writer_lock(project.root), project.open_store() as store:
-        rewrites: list[tuple[str, str, str, str, str, str]] = []
+        rewrites: list[tuple[str, str, str, str, str, str, str]] = []
         for stored in store.iter_nodes():
             report.scanned += 1
             counts: dict[str, int] = {}
+            key = _redact_value(stored.natural_key, counts)
             title = _redact_value(stored.title, counts)
             body = _redact_value(stored.body, counts)
             ref = _redact_value(stored.ref, counts)
@@ -85,16 +119,30 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
                 id=stored.id,
             )
             meta_json = node.meta_json()
-            rewrites.append((stored.id, title, body, ref, meta_json, node.content_hash(meta_json)))
+            rewrites.append((stored.id, key, title, body, ref, meta_json, node.content_hash(meta_json)))
         report.changed = len(rewrites)
-        if dry_run or not rewrites:
+        renames = _path_renames(store.file_paths(), report.secrets)
+        report.paths = len(renames)
+        report.imports = _holds_secret(store.import_texts(), report.secrets)
+        if dry_run or not (rewrites or renames or report.imports):
             return report
         stamp = time.strftime("%Y%m%dT%H%M%S")
         report.backup = project.db_path.with_name(f"{project.db_path.name}.pre-scrub-{stamp}.bak")
         store.backup_to(report.backup)
         with store.transaction():
             store.rewrite_text(rewrites)
-            store.add_audit("scrub", {"changed": report.changed, "secrets": report.secrets})
+            store.rename_file_paths(renames)
+            if report.imports:
+                store.clear_imports()
+            store.add_audit(
+                "scrub",
+                {
+                    "changed": report.changed,
+                    "secrets": report.secrets,
+                    "paths": report.paths,
+                    "imports": report.imports,
+                },
+            )
             # Change words are cut from diffs (most of which are not stored): the next sync derives them
             # again under today's rules (sync.BACKFILL_CHANGE_WORDS).
             store.clear_cursor("git")

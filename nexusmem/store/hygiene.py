@@ -140,19 +140,53 @@ class HygieneMixin:
             )
         return int(self.conn.total_changes - before)
 
-    def rewrite_text(self, rows: Sequence[tuple[str, str, str, str, str, str]]) -> None:
-        """Replace (title, body, ref, meta JSON, content_hash) of nodes given as (id, title, body, ref, meta,
-        hash): scrub's in-place redaction. The FTS trigger re-indexes; the CJK index is redone here."""
+    def rewrite_text(self, rows: Sequence[tuple[str, str, str, str, str, str, str]]) -> None:
+        """Replace (natural key, title, body, ref, meta JSON, content_hash) of nodes given as (id, key, title,
+        body, ref, meta, hash): scrub's in-place redaction. The FTS trigger re-indexes; the CJK index is redone
+        here."""
         self.conn.execute("PRAGMA secure_delete = ON")
         written = self._next_write_seq()
         self.conn.executemany(
-            "UPDATE nodes SET title = ?, body = ?, ref = ?, meta = ?, content_hash = ?, updated_at = ?, written = ?"
-            " WHERE id = ?",
-            [(t, b, r, m, h, _now_ms(), written, i) for i, t, b, r, m, h in rows],
+            "UPDATE nodes SET natural_key = ?, title = ?, body = ?, ref = ?, meta = ?, content_hash = ?,"
+            " updated_at = ?, written = ? WHERE id = ?",
+            [(k, t, b, r, m, h, _now_ms(), written, i) for i, k, t, b, r, m, h in rows],
         )
         reindex = getattr(self, "_cjk_reindex_ids", None)
         if reindex is not None:
             reindex([r[0] for r in rows])
+
+    def file_paths(self) -> list[str]:
+        """Every distinct path the nodes' file lists hold."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT path FROM node_files")]
+
+    def rename_file_paths(self, renames: dict[str, str]) -> int:
+        """Rename paths in the nodes' file lists (old -> new): scrub's redaction of a path. Returns how many
+        nodes' lists changed."""
+        self.conn.execute("PRAGMA secure_delete = ON")
+        changed = 0
+        for old, new in renames.items():
+            seqs = [r[0] for r in self.conn.execute("SELECT node_seq FROM node_files WHERE path = ?", (old,))]
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO node_files(path, node_seq) VALUES (?, ?)", [(new, q) for q in seqs]
+            )
+            self.conn.execute("DELETE FROM node_files WHERE path = ?", (old,))
+            changed += len(seqs)
+        return changed
+
+    def import_texts(self) -> Iterator[str]:
+        """Every path and import specifier text the structure tables hold."""
+        for path, specs in self.conn.execute("SELECT path, specs FROM import_files"):
+            yield path
+            yield specs
+        for src, dst in self.conn.execute("SELECT src, dst FROM import_edges"):
+            yield src
+            yield dst
+
+    def clear_imports(self) -> None:
+        """Drop the import structure: the next sync's structure pass reads every file again."""
+        self.conn.execute("PRAGMA secure_delete = ON")
+        self.conn.execute("DELETE FROM import_edges")
+        self.conn.execute("DELETE FROM import_files")
 
     def purge(self, *, vacuum: bool = False) -> bool:
         """Make deleted content unrecoverable from the files: merge the full-text indexes (their segments

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nexusmem import gitcmd
+from nexusmem.redact import path_text, redact, redact_path
 from nexusmem.structure import parse, resolve
 
 READ_BATCH = 500
@@ -89,6 +90,47 @@ def _read_blobs(root: Path, blobs: list[str], max_bytes: int) -> dict[str, bytes
     return out
 
 
+def _as_stored(files: dict[str, str], blobs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(FILES keyed as the store keeps them, {stored name: real path}). A path with a secret in it
+    (`config/ghp_….py`) is stored redacted, like every path memory keeps; only paths the store does not
+    hold already (new ones, and those it holds redacted) are scanned, in one pass, so a no-op pass over a
+    large tree redacts nothing. BLOBS: the stored {path: blob}."""
+    unknown = [path for path in files if path not in blobs]
+    joined = "\n".join(path_text(path) for path in unknown)
+    if not unknown or redact(joined) == joined:
+        return files, {}
+    renamed = {path: name for path in unknown if (name := redact_path(path)) != path}
+    return {renamed.get(path, path): blob for path, blob in files.items()}, {v: k for k, v in renamed.items()}
+
+
+def _spec_texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _spec_texts(item)]
+    return []
+
+
+def _redacted_spec(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, (list, tuple)):
+        return [_redacted_spec(item) for item in value]
+    return value
+
+
+def _redact_specs(parsed: dict[str, list[Any]]) -> None:
+    """Redact, in place (the lists are shared with the plan's rows), the import specifiers PARSED holds
+    ({path: [["py", 0, "pkg", ["name", ...]], ...]}): one scan of them all, then each specifier's own only
+    when that scan finds a secret."""
+    joined = "\n".join(_spec_texts(list(parsed.values())))
+    if not joined or redact(joined) == joined:
+        return
+    for specs in parsed.values():
+        for spec in specs:
+            spec[:] = _redacted_spec(spec)
+
+
 class Stored(Protocol):
     """What a pass reads of the previous one (the Store; or nothing before the first)."""
 
@@ -121,9 +163,9 @@ def plan(root: Path, stored: Stored, max_bytes: int) -> StructurePlan:
     """What a pass would change, given what STORED holds (nothing is written here)."""
     t0 = time.perf_counter()
     result = StructurePlan()
-    files = tracked(root)
-    result.files = len(files)
     blobs = stored.import_blobs()
+    files, real = _as_stored(tracked(root), blobs)
+    result.files = len(files)
     changed = [p for p, blob in files.items() if blobs.get(p) != blob]
     contents = _read_blobs(root, sorted({files[p] for p in changed}), max_bytes)
     parsed: dict[str, list[Any]] = {}
@@ -133,9 +175,10 @@ def plan(root: Path, stored: Stored, max_bytes: int) -> StructurePlan:
             result.skipped += 1
             found: list[Any] = []
         else:
-            found = [list(s) for s in parse.specs(path, raw.decode("utf-8", "replace"))]
+            found = [list(s) for s in parse.specs(real.get(path, path), raw.decode("utf-8", "replace"))]
         parsed[path] = found
         result.parsed.append((path, files[path], found))
+    _redact_specs(parsed)
     result.removed = sorted(p for p in blobs if p not in files)
     same_files = not result.removed and len(blobs) == len(files)
     if same_files and not any(parse.language(p) == "gomod" for p in changed):

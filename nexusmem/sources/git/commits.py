@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError
-from nexusmem.nodes import Node
+from nexusmem.nodes import Node, redacted_path
 from nexusmem.redact import redact
 from nexusmem.signals import commit_signal, conventional_type
 from nexusmem.sources.base import ScanContext
@@ -298,10 +298,13 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
 def _file_summary(files: list[FileStat]) -> str:
     shown = []
     for f in files[:_SUMMARY_FILES]:
+        path = redacted_path(
+            f.path
+        )  # a name read as a path: `DD-API-KEY: 40c3….py` on a line is not a header
         if f.added is None or f.deleted is None:
-            shown.append(f"{f.path} (binary)")
+            shown.append(f"{path} (binary)")
         else:
-            shown.append(f"{f.path} (+{f.added} -{f.deleted})")
+            shown.append(f"{path} (+{f.added} -{f.deleted})")
     more = len(files) - _SUMMARY_FILES
     return "Files: " + ", ".join(shown) + (f", … and {more} more files" if more > 0 else "")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nexusmem.nodes import Node
-from nexusmem.redact import redact
+from nexusmem.redact import redact, redact_path
 from nexusmem.signals import shell_signal
 from nexusmem.sources.shell.attribution import _MEMO_LIMIT, command_files
 from nexusmem.sources.shell.tail import agent_call_key as agent_call_key
@@ -105,6 +105,7 @@ class Memo:
 
     def __init__(self) -> None:
         self.redacted: dict[str, str] = {}
+        self.paths: dict[str, str] = {}
         self.files: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self.derived: dict[tuple[str, int | None], tuple[str, float]] = {}
 
@@ -127,6 +128,16 @@ class Memo:
         if len(self.redacted) > _MEMO_LIMIT:
             self.redacted.clear()
         value = self.redacted[text] = redact(text)
+        return value
+
+    def redact_path(self, path: str) -> str:
+        try:
+            return self.paths[path]
+        except KeyError:
+            pass
+        if len(self.paths) > _MEMO_LIMIT:
+            self.paths.clear()
+        value = self.paths[path] = redact_path(path)
         return value
 
     def command_files(self, command: str, root: Path, rel: str) -> tuple[str, ...]:
