@@ -186,6 +186,19 @@ conn.close()
 
 
 @pytest.mark.slow
+def test_a_secret_in_the_folder_a_command_ran_in_is_stored_redacted(repo: Path, atuin_db: Path) -> None:
+    """atuin records each command's folder; a folder named after a key (`keys/AKIA…`) reaches neither the
+    node's meta nor its body as it is."""
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    secret = "AKIA" + "QWERTYUIOPASDFGH"
+    conn = make_db(atuin_db)
+    add(conn, "make keys", repo / "keys" / secret, int(time.time() * 1000) - 60_000)
+    sync.sync(repo)
+    assert shell_nodes(repo)["make keys"]["cwd"] == "keys/«redacted:aws-key»"
+    raw = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.name.startswith("memory.db"))
+    assert secret.encode() not in raw and b"cwd keys/\xc2\xabredacted:aws-key\xc2\xbb" in raw
+
+
 def test_a_concurrent_writer_never_blocks_or_tears_the_read(repo: Path, atuin_db: Path) -> None:
     """atuin keeps inserting (and holds its write transaction open) while NexusMem syncs."""
     commit(repo, "feat: app", {"src/app.py": "x = 1\n"})

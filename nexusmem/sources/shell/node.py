@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nexusmem.nodes import Node
-from nexusmem.redact import redact, redact_path
+from nexusmem.nodes import Node, redacted_path
+from nexusmem.redact import redact
 from nexusmem.signals import shell_signal
 from nexusmem.sources.shell.attribution import _MEMO_LIMIT, command_files
 from nexusmem.sources.shell.tail import agent_call_key as agent_call_key
@@ -24,7 +24,9 @@ def _title(command: str, exit_code: int | None) -> str:
 
 
 def _context_head(cwd: str | None, exit_code: int | None) -> str:
-    where = f"cwd {cwd}" if cwd is not None else "cwd unknown (scraped from shell history)"
+    # A folder's name can hold a secret too (`keys/AKIA…`): shown as a path redacted (the node's meta `cwd`
+    # is, when the node is made), whichever source ran the command (hook log, atuin, an agent's transcript).
+    where = f"cwd {redacted_path(cwd)}" if cwd is not None else "cwd unknown (scraped from shell history)"
     return f"[{where} · exit {'unknown' if exit_code is None else exit_code}"
 
 
@@ -105,7 +107,6 @@ class Memo:
 
     def __init__(self) -> None:
         self.redacted: dict[str, str] = {}
-        self.paths: dict[str, str] = {}
         self.files: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self.derived: dict[tuple[str, int | None], tuple[str, float]] = {}
 
@@ -128,16 +129,6 @@ class Memo:
         if len(self.redacted) > _MEMO_LIMIT:
             self.redacted.clear()
         value = self.redacted[text] = redact(text)
-        return value
-
-    def redact_path(self, path: str) -> str:
-        try:
-            return self.paths[path]
-        except KeyError:
-            pass
-        if len(self.paths) > _MEMO_LIMIT:
-            self.paths.clear()
-        value = self.paths[path] = redact_path(path)
         return value
 
     def command_files(self, command: str, root: Path, rel: str) -> tuple[str, ...]:

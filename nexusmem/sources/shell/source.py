@@ -184,8 +184,7 @@ class ShellSource:
         command = memo.redact(line.command)  # before anything else sees the text
         title, signal = memo.title_signal(command, line.exit)
         files = memo.command_files(command, root, rel)
-        shown = memo.redact_path(rel)  # a folder's name can hold a secret too (`keys/AKIA…`)
-        return command, shown, files, title, signal, body_head(command, shown, line.exit)
+        return command, rel, files, title, signal, body_head(command, rel, line.exit)
 
     def _scrape(
         self, ctx: ScanContext, result: ScanResult, shell: str, tail: int, old_fingerprint: Any, memo: Memo
