@@ -141,6 +141,7 @@ SETS = (
     "fresh51",
     "fresh52",
     "fresh53",
+    "fresh54",
     "removal",
     "rst",
     "adoc",
