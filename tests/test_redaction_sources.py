@@ -75,13 +75,15 @@ def history_file(repo: Path) -> list[str]:
     return [canary("history", 0)]
 
 
-def commit_subjects(repo: Path) -> list[str]:
-    """One commit per secret (its context as the message), written with git fast-import."""
+def fast_import(repo: Path, commits: list[tuple[str, str | None]]) -> None:
+    """Write COMMITS ((message, author name or None), oldest first) onto main with git fast-import."""
     stream = []
-    for i, text in enumerate([*PLACED, f"chore: {canary('subject', 0)}"]):
+    for i, (text, author) in enumerate(commits):
         message = text.encode()
+        who = f"author {author} <dev@example.com> {1_700_000_000 + i} +0000\n" if author is not None else ""
         stream.append(
             b"commit refs/heads/main\n"
+            + who.encode()
             + f"committer Test User <test@example.com> {1_700_000_000 + i} +0000\n".encode()
             + f"data {len(message)}\n".encode()
             + message
@@ -89,6 +91,11 @@ def commit_subjects(repo: Path) -> list[str]:
         )
     subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(stream), check=True)
     git(repo, "reset", "-q", "--hard", "main")
+
+
+def commit_subjects(repo: Path) -> list[str]:
+    """One commit per secret (its context as the message), written with git fast-import."""
+    fast_import(repo, [(text, None) for text in [*PLACED, f"chore: {canary('subject', 0)}"]])
     return [canary("subject", 0)]
 
 
@@ -131,20 +138,8 @@ def markdown(style: str) -> Callable[[Path], list[str]]:
 def authors(repo: Path) -> list[str]:
     """One commit per secret, with the secret in its context as the author's name (fast-import; a name
     holds no < > or newline, so those are left out)."""
-    stream = []
     names = [text for text in PLACED if not set(text) & set("<>\n") and "\\n" not in text]
-    for i, name in enumerate([*names, canary("author", 0)]):
-        message = f"chore: {i}".encode()
-        stream.append(
-            b"commit refs/heads/main\n"
-            + f"author {name} <dev@example.com> {1_700_000_000 + i} +0000\n".encode()
-            + f"committer Test User <test@example.com> {1_700_000_000 + i} +0000\n".encode()
-            + f"data {len(message)}\n".encode()
-            + message
-            + b"\n"
-        )
-    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(stream), check=True)
-    git(repo, "reset", "-q", "--hard", "main")
+    fast_import(repo, [(f"chore: {i}", name) for i, name in enumerate([*names, canary("author", 0)])])
     return [canary("author", 0)]
 
 
