@@ -65,8 +65,8 @@ def node_problem(node: Node) -> str | None:
 _PATH_META = ("path", "old_path", "cwd")
 # Labels already read and found to hold no secret, as text and as paths: a history names the same files,
 # authors and folders thousands of times, and reading each once keeps the guard below at a few set lookups
-# per node (92,112 shell commands: +1-2% of the shell source's first read, where reading every label of
-# every node cost 3.7x). Bounded: cleared when full.
+# per node (~1 µs; the shell source's first read of 92,112 commands: 618-674 ms → 717-841 ms, where reading
+# every label of every node took 2.6 s). Bounded: cleared when full.
 _CLEAN_TEXT: set[str] = set()
 _CLEAN_PATHS: set[str] = set()
 _CLEAN_MAX = 100_000
