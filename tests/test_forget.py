@@ -389,6 +389,23 @@ def test_scrub_redacts_the_file_names_and_imports_an_older_sync_kept(repo: Path,
         assert ("app.py", "keys/«redacted:aws-key».py") in store.import_edges()
 
 
+def test_scrub_reads_a_stored_path_as_a_path(repo: Path, isolated_home: Path) -> None:
+    """`DD-API-KEY: 40c3….py` is a header only at a line's start and ends at the extension: read as plain
+    text inside a path, no rule sees it. scrub reads stored paths folder by folder, as a sync does."""
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    value = "40c36b8a8e36e4acf1395b2529b97bd5"
+    leaky = f"keys/DD-API-KEY: {value}.py"
+    from nexusmem import project
+
+    with project.load(repo).open_store() as store, store.transaction():
+        store.save_import_files([(leaky, "0" * 40, [])], [])  # as a sync before path redaction kept it
+    assert holds(repo, value)
+    out = run_cli("-C", str(repo), "scrub").output
+    assert "import structure" in out and "api-key" in out
+    assert holds(repo, value) == []
+
+
 @pytest.mark.slow
 def test_forget_as_a_real_process(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)

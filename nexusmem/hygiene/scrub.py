@@ -75,9 +75,10 @@ def _path_renames(paths: list[str], counts: dict[str, int]) -> dict[str, str]:
     return renames
 
 
-def _holds_secret(texts: Iterable[str], counts: dict[str, int]) -> bool:
-    """Whether any of TEXTS holds a secret (their secrets added to COUNTS)."""
-    found = redact_counts("\n".join(texts))[1]
+def _holds_secret(texts: Iterable[tuple[str, bool]], counts: dict[str, int]) -> bool:
+    """Whether any of TEXTS ((text, whether it is a path: read as redact.path_text reads it)) holds a secret
+    (their secrets added to COUNTS)."""
+    found = redact_counts("\n".join(path_text(text) if is_path else text for text, is_path in texts))[1]
     _count(found, counts)
     return bool(found)
 

@@ -173,14 +173,14 @@ class HygieneMixin:
             changed += len(seqs)
         return changed
 
-    def import_texts(self) -> Iterator[str]:
-        """Every path and import specifier text the structure tables hold."""
+    def import_texts(self) -> Iterator[tuple[str, bool]]:
+        """(text, whether it is a path) of every path and import specifier list the structure tables hold."""
         for path, specs in self.conn.execute("SELECT path, specs FROM import_files"):
-            yield path
-            yield specs
+            yield path, True
+            yield specs, False
         for src, dst in self.conn.execute("SELECT src, dst FROM import_edges"):
-            yield src
-            yield dst
+            yield src, True
+            yield dst, True
 
     def clear_imports(self) -> None:
         """Drop the import structure: the next sync's structure pass reads every file again."""
