@@ -95,14 +95,14 @@ def redacted_path(path: str) -> str:
     return path if _clean(path, True) else redact_path(path)
 
 
-def _strings(value: Any) -> list[str]:
+def strings_in(value: Any) -> list[str]:
     """Every string inside VALUE (a meta value: str, list, dict), in order."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in strings_in(v)]
     if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in strings_in(v)]
     return []
 
 
@@ -141,7 +141,7 @@ def _redact_labels(node: Node) -> None:
             return
     paths = [*node.files, *(v for k, v in node.meta.items() if k in _PATH_META and isinstance(v, str))]
     dirty = [p for p in dict.fromkeys(paths) if not _clean(p, True)]
-    if not dirty and all(_clean(s, False) for s in _strings(node.meta)):
+    if not dirty and all(_clean(s, False) for s in strings_in(node.meta)):
         return
     renamed = {p: redact_path(p) for p in dirty}
     ordered = sorted(renamed, key=len, reverse=True)  # a longer path first: "a/b.py" holds "b.py"

@@ -397,13 +397,40 @@ def test_scrub_reads_a_stored_path_as_a_path(repo: Path, isolated_home: Path) ->
     value = "40c36b8a8e36e4acf1395b2529b97bd5"
     leaky = f"keys/DD-API-KEY: {value}.py"
     from nexusmem import project
+    from nexusmem.nodes import Node
 
-    with project.load(repo).open_store() as store, store.transaction():
-        store.save_import_files([(leaky, "0" * 40, [])], [])  # as a sync before path redaction kept it
+    proj = project.load(repo)
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    node = Node(
+        project=proj.id,
+        kind="code_diff",
+        source="diff",
+        natural_key=f"{sha}:old",
+        ref=f"{sha}:old",
+        title="old",
+        body="+x = 1",
+        ts=1_700_000_000_000,
+        signal=0.5,
+        group=sha,
+    )
+    # As a sync before path redaction kept them: the fields set after the node was made.
+    node.natural_key = node.ref = f"{sha}:{leaky}"
+    node.title = f"{leaky} @ {sha[:7]} — init"
+    node.files = (leaky,)
+    node.meta = {"path": leaky, "sha": sha}
+    with proj.open_store() as store, store.transaction():
+        store.upsert([node])
+        store.save_import_files([(leaky, "0" * 40, [])], [])
     assert holds(repo, value)
     out = run_cli("-C", str(repo), "scrub").output
-    assert "import structure" in out and "api-key" in out
+    assert (
+        "redacted 1 of" in out and "1 file path(s)" in out and "import structure" in out and "api-key" in out
+    )
     assert holds(repo, value) == []
+    items = query_json(repo, "DD-API-KEY")["items"]
+    assert [i["ref"] for i in items if i["ref"].startswith(sha)] == [
+        f"{sha}:keys/DD-API-KEY: «redacted:api-key».py"
+    ]
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from typing import Any
 
 from nexusmem import project as project_mod
 from nexusmem.hygiene.forget import writer_lock
-from nexusmem.nodes import Node
+from nexusmem.nodes import Node, strings_in
 from nexusmem.redact import path_text, redact_counts, redact_path_counts
 
 
@@ -89,6 +89,9 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
     project = project_mod.load(start)
     report = ScrubReport(dry_run=dry_run)
     with writer_lock(project.root), project.open_store() as store:
+        # Paths first: a path that holds a secret only when read as a path (`DD-API-KEY: 40c3….py`) is
+        # also in its nodes' keys, refs and titles, where plain text reading does not see it.
+        renames = _path_renames(store.file_paths(), report.secrets)
         rewrites: list[tuple[str, str, str, str, str, str, str]] = []
         for stored in store.iter_nodes():
             report.scanned += 1
@@ -98,7 +101,8 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             body = _redact_value(stored.body, counts)
             ref = _redact_value(stored.ref, counts)
             meta = _redact_value(stored.meta, counts)
-            if not counts:
+            labels = (stored.natural_key, stored.ref, stored.title, *strings_in(stored.meta))
+            if not counts and not any(path in label for path in renames for label in labels):
                 continue
             for kind, n in counts.items():
                 report.secrets[kind] = report.secrets.get(kind, 0) + n
@@ -108,7 +112,7 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
                 project=stored.project_id,
                 kind=stored.kind,
                 source=stored.source,
-                natural_key=stored.natural_key,
+                natural_key=key,
                 ref=ref,
                 title=title,
                 body=body,
@@ -119,10 +123,21 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
                 meta=meta,
                 id=stored.id,
             )
+            # The node's own guard (nodes._redact_labels) reads its file paths as paths and puts each
+            # redacted path in place wherever its labels hold it.
             meta_json = node.meta_json()
-            rewrites.append((stored.id, key, title, body, ref, meta_json, node.content_hash(meta_json)))
+            rewrites.append(
+                (
+                    stored.id,
+                    node.natural_key,
+                    node.title,
+                    body,
+                    node.ref,
+                    meta_json,
+                    node.content_hash(meta_json),
+                )
+            )
         report.changed = len(rewrites)
-        renames = _path_renames(store.file_paths(), report.secrets)
         report.paths = len(renames)
         report.imports = _holds_secret(store.import_texts(), report.secrets)
         if dry_run or not (rewrites or renames or report.imports):
