@@ -337,15 +337,10 @@ def test_scrub_applies_current_rules_to_old_nodes(repo: Path, isolated_home: Pat
     assert items and "«redacted:aws-key»" in items[0]["title"]
 
 
-def test_scrub_redacts_the_file_names_and_imports_an_older_sync_kept(repo: Path, isolated_home: Path) -> None:
-    """A sync before file names were redacted kept `keys/AKIA….py` as it was: in a diff's key, ref, title and
-    meta, in the commit's file list and in the import structure. scrub redacts the nodes' fields and paths,
-    drops the import structure, and the next sync builds it again without the secret."""
-    secret = "AKIA" + "QWERTYUIOPASDFGH"
-    leaky = f"keys/{secret}.py"
-    commit(repo, "feat: keys", {leaky: "x = 1\n", "app.py": f"from keys import {secret}\n"})
-    run_cli("-C", str(repo), "sync", "--no-embed")
-    assert holds(repo, secret) == []  # today's sync keeps no secret in a name
+def plant_old_style(repo: Path, path: str, importer: str | None = None) -> str:
+    """Store what a sync before path redaction kept for PATH in HEAD's commit (returned): its diff node's key,
+    ref, title, file list and meta as read (set after the node was made, past the guard that now redacts
+    them), and PATH in the import structure (imported by IMPORTER)."""
     from nexusmem import project
     from nexusmem.nodes import Node
 
@@ -362,18 +357,29 @@ def test_scrub_redacts_the_file_names_and_imports_an_older_sync_kept(repo: Path,
         ts=1_700_000_000_000,
         signal=0.5,
         group=sha,
-        files=("old",),
-        meta={"path": "old", "sha": sha},
     )
-    # What an older NexusMem (without path redaction) stored: the fields set after the node was made.
-    node.natural_key = node.ref = f"{sha}:{leaky}"
-    node.title = f"{leaky} @ {sha[:7]} — feat: keys"
-    node.files = (leaky,)
-    node.meta = {"path": leaky, "sha": sha}
+    node.natural_key = node.ref = f"{sha}:{path}"
+    node.title = f"{path} @ {sha[:7]} — feat: keys"
+    node.files = (path,)
+    node.meta = {"path": path, "sha": sha}
     with proj.open_store() as store, store.transaction():
         store.upsert([node])
-        store.save_import_files([(leaky, "0" * 40, [])], [])
-        store.change_import_edges([("app.py", leaky)], [])
+        store.save_import_files([(path, "0" * 40, [])], [])
+        if importer is not None:
+            store.change_import_edges([(importer, path)], [])
+    return sha
+
+
+def test_scrub_redacts_the_file_names_and_imports_an_older_sync_kept(repo: Path, isolated_home: Path) -> None:
+    """A sync before file names were redacted kept `keys/AKIA….py` as it was: in a diff's key, ref, title and
+    meta, in the commit's file list and in the import structure. scrub redacts the nodes' fields and paths,
+    drops the import structure, and the next sync builds it again without the secret."""
+    secret = "AKIA" + "QWERTYUIOPASDFGH"
+    leaky = f"keys/{secret}.py"
+    commit(repo, "feat: keys", {leaky: "x = 1\n", "app.py": f"from keys import {secret}\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert holds(repo, secret) == []  # today's sync keeps no secret in a name
+    plant_old_style(repo, leaky, importer="app.py")
     assert holds(repo, secret)
     dry = run_cli("-C", str(repo), "scrub", "--dry-run").output
     assert "would redact 1 of" in dry and "1 file path(s)" in dry and "import structure" in dry
@@ -381,6 +387,9 @@ def test_scrub_redacts_the_file_names_and_imports_an_older_sync_kept(repo: Path,
     out = run_cli("-C", str(repo), "scrub").output
     assert "redacted 1 of" in out and "aws-key" in out
     assert holds(repo, secret) == []
+    from nexusmem import project
+
+    proj = project.load(repo)
     with proj.open_store(readonly=True) as store:
         assert store.import_edge_count() == 0  # dropped: the next sync reads the files again
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -396,31 +405,7 @@ def test_scrub_reads_a_stored_path_as_a_path(repo: Path, isolated_home: Path) ->
     run_cli("-C", str(repo), "sync", "--no-embed")
     value = "40c36b8a8e36e4acf1395b2529b97bd5"
     leaky = f"keys/DD-API-KEY: {value}.py"
-    from nexusmem import project
-    from nexusmem.nodes import Node
-
-    proj = project.load(repo)
-    sha = git(repo, "rev-parse", "HEAD").strip()
-    node = Node(
-        project=proj.id,
-        kind="code_diff",
-        source="diff",
-        natural_key=f"{sha}:old",
-        ref=f"{sha}:old",
-        title="old",
-        body="+x = 1",
-        ts=1_700_000_000_000,
-        signal=0.5,
-        group=sha,
-    )
-    # As a sync before path redaction kept them: the fields set after the node was made.
-    node.natural_key = node.ref = f"{sha}:{leaky}"
-    node.title = f"{leaky} @ {sha[:7]} — init"
-    node.files = (leaky,)
-    node.meta = {"path": leaky, "sha": sha}
-    with proj.open_store() as store, store.transaction():
-        store.upsert([node])
-        store.save_import_files([(leaky, "0" * 40, [])], [])
+    sha = plant_old_style(repo, leaky)
     assert holds(repo, value)
     out = run_cli("-C", str(repo), "scrub").output
     assert (
