@@ -106,15 +106,16 @@ def strings_in(value: Any) -> list[str]:
     return []
 
 
-def _rewritten(value: Any, fix: Callable[[str], str]) -> Any:
+def rewritten(value: Any, fix: Callable[[str], str]) -> Any:
+    """VALUE (a meta value: str, list, tuple, dict) with FIX applied to every string inside it."""
     if isinstance(value, str):
         return fix(value)
     if isinstance(value, dict):
-        return {k: _rewritten(v, fix) for k, v in value.items()}
+        return {k: rewritten(v, fix) for k, v in value.items()}
     if isinstance(value, list):
-        return [_rewritten(v, fix) for v in value]
+        return [rewritten(v, fix) for v in value]
     if isinstance(value, tuple):
-        return tuple(_rewritten(v, fix) for v in value)
+        return tuple(rewritten(v, fix) for v in value)
     return value
 
 
@@ -164,7 +165,7 @@ def _redact_labels(node: Node) -> None:
     if node.group:
         node.group = moved(node.group)
     node.files = tuple(renamed.get(p, p) for p in node.files)
-    node.meta = _rewritten(node.meta, fix)
+    node.meta = rewritten(node.meta, fix)
 
 
 @dataclass

@@ -64,32 +64,25 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 
 
+def _extension_at(name: str) -> int:
+    """Where NAME's extension starts (its length when it has none, or is all it is: `.env`)."""
+    found = _EXTENSION.search(name)
+    return found.start() if found is not None and found.start() > 0 else len(name)
+
+
 def _path_parts(path: str) -> list[str]:
     parts: list[str] = []
     for part in path.split("/"):
-        found = _EXTENSION.search(part)
-        if found is not None and found.start() > 0:
-            parts += [part[: found.start()], part[found.start() :]]
-        else:
-            parts.append(part)
+        cut = _extension_at(part)
+        parts += [part[:cut], part[cut:]] if cut < len(part) else [part]
     return parts
-
-
-def _cut(path: str) -> int:
-    """Where PATH's extension starts (its length when it has none)."""
-    found = _EXTENSION.search(path)
-    return (
-        found.start()
-        if found is not None and found.start() > 0 and "/" not in path[found.start() :]
-        else len(path)
-    )
 
 
 def path_text(path: str) -> str:
     """PATH as redaction reads it: each folder and name (its extension apart) on a line of its own, then the
     whole path up to its extension (a base64 secret can hold a slash). Holds a secret when redact_path
     changes PATH."""
-    cut = _cut(path)
+    cut = _extension_at(path)
     return "\n".join([*_path_parts(path), path[:cut], path[cut:]])
 
 
@@ -98,15 +91,14 @@ def redact_path_counts(path: str) -> tuple[str, dict[str, int]]:
     counts: dict[str, int] = {}
     pieces: list[str] = []
     for piece in path.split("/"):
-        found = _EXTENSION.search(piece)
-        cut = found.start() if found is not None and found.start() > 0 else len(piece)
+        cut = _extension_at(piece)
         name, name_counts = redact_counts(piece[:cut])
         ext, ext_counts = redact_counts(piece[cut:]) if cut < len(piece) else ("", {})
         pieces.append(name + ext)
         for kind, n in (*name_counts.items(), *ext_counts.items()):
             counts[kind] = counts.get(kind, 0) + n
     text = "/".join(pieces)
-    cut = _cut(text)
+    cut = _extension_at(text)
     stem, whole = redact_counts(text[:cut])
     for kind, n in whole.items():
         counts[kind] = counts.get(kind, 0) + n

@@ -104,8 +104,7 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             labels = (stored.natural_key, stored.ref, stored.title, *strings_in(stored.meta))
             if not counts and not any(path in label for path in renames for label in labels):
                 continue
-            for kind, n in counts.items():
-                report.secrets[kind] = report.secrets.get(kind, 0) + n
+            _count(counts, report.secrets)
             # The hash a sync would compute for the redacted node: the next sync sees it unchanged, and
             # the embedding pass (which compares hashes) re-embeds it from the redacted text.
             node = Node(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nexusmem import gitcmd
+from nexusmem.nodes import rewritten, strings_in
 from nexusmem.redact import path_text, redact, redact_path
 from nexusmem.structure import parse, resolve
 
@@ -103,32 +104,16 @@ def _as_stored(files: dict[str, str], blobs: dict[str, str]) -> tuple[dict[str, 
     return {renamed.get(path, path): blob for path, blob in files.items()}, {v: k for k, v in renamed.items()}
 
 
-def _spec_texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [text for item in value for text in _spec_texts(item)]
-    return []
-
-
-def _redacted_spec(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, (list, tuple)):
-        return [_redacted_spec(item) for item in value]
-    return value
-
-
 def _redact_specs(parsed: dict[str, list[Any]]) -> None:
     """Redact, in place (the lists are shared with the plan's rows), the import specifiers PARSED holds
     ({path: [["py", 0, "pkg", ["name", ...]], ...]}): one scan of them all, then each specifier's own only
     when that scan finds a secret."""
-    joined = "\n".join(_spec_texts(list(parsed.values())))
+    joined = "\n".join(strings_in(list(parsed.values())))
     if not joined or redact(joined) == joined:
         return
     for specs in parsed.values():
         for spec in specs:
-            spec[:] = _redacted_spec(spec)
+            spec[:] = rewritten(spec, redact)
 
 
 class Stored(Protocol):

@@ -298,9 +298,8 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
 def _file_summary(files: list[FileStat]) -> str:
     shown = []
     for f in files[:_SUMMARY_FILES]:
-        path = redacted_path(
-            f.path
-        )  # a name read as a path: `DD-API-KEY: 40c3….py` on a line is not a header
+        # Read as a path: `DD-API-KEY: 40c3….py` is a header only at a line's start.
+        path = redacted_path(f.path)
         if f.added is None or f.deleted is None:
             shown.append(f"{path} (binary)")
         else:
