@@ -142,6 +142,7 @@ SETS = (
     "fresh52",
     "fresh53",
     "fresh54",
+    "fresh55",
     "removal",
     "rst",
     "adoc",
