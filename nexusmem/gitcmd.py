@@ -136,6 +136,33 @@ def run_ok(args: Sequence[str], cwd: Path | str) -> tuple[int, bytes]:
     return code, stdout
 
 
+def run_full(args: Sequence[str], cwd: Path | str) -> tuple[int, bytes, bytes]:
+    """Run git and return (exit code, stdout, stderr), never raising on a non-zero exit: for the rare path
+    that must say what git said (run_ok drops stderr to stay cheap)."""
+    if _SPAWN:
+        return _spawn(args, cwd, clean_env())
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            [GIT, *_STABLE, *args], cwd=str(cwd), capture_output=True, env=clean_env(), check=False
+        )
+    except OSError as exc:
+        raise _start_error(exc) from exc
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def first_line(stderr: bytes) -> str:
+    """git's message: the first non-empty line of its stderr, without its "fatal: " / "error: " prefix."""
+    for raw in stderr.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if line:
+            for prefix in ("fatal: ", "error: "):
+                line = line.removeprefix(prefix)
+            return line
+    return "no message"
+
+
 _SPAWN = hasattr(os, "posix_spawnp")
 
 
@@ -182,8 +209,23 @@ def _spawn(args: Sequence[str], cwd: Path | str, env: dict[str, str]) -> tuple[i
     return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
 
 
-def stream(args: Sequence[str], cwd: Path | str, bufsize: int = 1 << 20) -> Iterator[bytes]:
-    """Yield stdout of `git ARGS` line by line (bytes, newline kept), without holding it all in memory."""
+# What git says when it cannot walk on past a commit whose parent is missing (revision.c).
+WALK_CUT = b"Failed to traverse parents"
+
+
+def stream(
+    args: Sequence[str],
+    cwd: Path | str,
+    bufsize: int = 1 << 20,
+    *,
+    deferred: list[GitCommandError] | None = None,
+) -> Iterator[bytes]:
+    """Yield stdout of `git ARGS` line by line (bytes, newline kept), without holding it all in memory.
+
+    With DEFERRED, a walk that git had to stop at a commit whose parent it cannot read ("Failed to traverse
+    parents") is appended to it rather than raised: the stream just ends, so a reader can finish the last
+    commit git wrote in full, and raise after. Any other failure is raised where the output ends (a reader
+    that resumes past an unreadable object counts on the record that failed not being finished)."""
     import subprocess
 
     try:
@@ -206,6 +248,9 @@ def stream(args: Sequence[str], cwd: Path | str, bufsize: int = 1 << 20) -> Iter
         proc.stderr.close()
         code = proc.wait()
     if code != 0:
-        raise GitCommandError(
+        error = GitCommandError(
             f"git {' '.join(args[:3])} failed ({code}): {err.decode('utf-8', 'replace').strip()}"
         )
+        if deferred is None or WALK_CUT not in err:
+            raise error
+        deferred.append(error)

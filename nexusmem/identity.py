@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -46,11 +47,12 @@ def origin_url(root: Path) -> str | None:
 
 
 def project_id(root: Path) -> str:
-    """The normalised origin URL when there is one, else the absolute path of the root."""
+    """The normalised origin URL when there is one, else the absolute path of the root (a byte of the path
+    that is not UTF-8 written as \\xNN: the id is stored as text, and such a byte is no character)."""
     url = origin_url(root)
     if url:
         return normalise_url(url)
-    return str(root.resolve())
+    return os.fsencode(root.resolve()).decode("utf-8", "backslashreplace")
 
 
 def node_id(project: str, kind: str, natural_key: str) -> str:

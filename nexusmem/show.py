@@ -17,6 +17,7 @@ from nexusmem import timefmt
 from nexusmem.errors import NexusMemError
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
+from nexusmem.text import well_formed
 
 MIN_PREFIX = 6
 
@@ -30,6 +31,7 @@ def find(store: SearchStore, ref: str) -> StoredNode:
 
     Case and surrounding blanks do not matter. An ambiguous prefix is an error naming the candidates.
     """
+    ref = well_formed(ref)  # a command-line byte that is not UTF-8 is in no id
     key = ref.strip().lower()
     if not key:
         raise IdLookupError("the id is empty: give an id from a query result (or its first characters)")

@@ -319,3 +319,11 @@ _IDENT_3_40 = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,39}\b")
 def identifier_list(text: str) -> list[str]:
     """Every identifier-like token of TEXT 3 to 40 characters long, as written (one C-level findall)."""
     return _IDENT_3_40.findall(text)
+
+
+def well_formed(text: str) -> str:
+    """TEXT with each lone surrogate (how Python holds a command-line byte that is not UTF-8, or what a JSON
+    \\ud800 escape gives) as U+FFFD: text that SQLite, the tokenizers and a UTF-8 terminal all take."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")

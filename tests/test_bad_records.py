@@ -16,7 +16,7 @@ import pytest
 
 from nexusmem import project
 
-from helpers import commit, git, run_cli, run_script
+from helpers import commit, console_script, git, run_cli, run_script
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -267,6 +267,68 @@ def test_a_commit_whose_blob_is_missing_is_kept_without_its_patch(repo: Path) ->
     )
 
 
+def test_a_missing_commit_keeps_the_history_after_it_and_the_other_sources(repo: Path) -> None:
+    # A commit object gone from the middle of history (a damaged or partial clone): git walks down to it and
+    # dies. Every sync used to fail whole: not the readable newer commits, nor docs, nor shell commands.
+    for i in range(1, 5):
+        commit(repo, f"feat: step number {i}", {"a.txt": f"{i}\n"})
+    commit(
+        repo,
+        "feat: the platypus switch",
+        {"b.txt": "platypus_switch = 1\n", "GUIDE.md": "# Guide\n\nwombat\n"},
+    )
+    missing = git(repo, "rev-parse", "HEAD~3").strip()  # "step number 2"
+    (repo / ".git" / "objects" / missing[:2] / missing[2:]).unlink()
+    write_log([hook_line(repo, "echo after-the-damage")])
+    runs = []
+    for _ in range(2):  # the cursor stays: the second sync walks again, and adds nothing twice
+        proc = cli(repo, "sync", "--json", "--no-embed")
+        assert proc.returncode == 0, proc.stderr
+        runs.append({s["name"]: s for s in json.loads(proc.stdout)["sources"]})
+    first, second = runs
+    # git writes a commit only once it has read its parents: HEAD and HEAD~1 ("step number 4") come out,
+    # HEAD~2 (whose parent is gone) does not.
+    assert (first["git"]["added"], second["git"]["added"], second["git"]["updated"]) == (2, 0, 0)
+    assert first["diff"]["added"] == 3 and first["docs"]["added"] >= 1, first
+    for part in (first["git"], second["git"], first["diff"]):
+        assert any("parent git cannot read" in n for n in part["notes"]), part
+    titles = [
+        it["title"] for it in json.loads(cli(repo, "query", "--json", "platypus_switch").stdout)["items"]
+    ]
+    assert "feat: the platypus switch" in titles
+    assert stored_commands(repo) == ["echo after-the-damage"]
+
+
+@pytest.mark.parametrize("damage", ["branch", "tag"])
+def test_one_ref_git_cannot_read_does_not_stop_the_sync(repo: Path, damage: str) -> None:
+    # `git show-ref` refuses every ref when one is broken (a branch left at a missing object by a crashed
+    # fetch, an annotated tag whose object was pruned); HEAD's history is whole and is read.
+    commit(repo, "feat: the echidna option", {"a.txt": "echidna\n"})
+    if damage == "branch":
+        (repo / ".git" / "refs" / "heads" / "ghost").write_text("1" * 40 + "\n")
+    else:
+        git(repo, "tag", "-a", "v1.0", "-m", "release 1.0")
+        tag = git(repo, "rev-parse", "v1.0").strip()
+        (repo / ".git" / "objects" / tag[:2] / tag[2:]).unlink()
+    proc = cli(repo, "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    git_part = next(s for s in json.loads(proc.stdout)["sources"] if s["name"] == "git")
+    assert git_part["added"] >= 1 and any("cannot read every ref" in n for n in git_part["notes"])
+    assert any(
+        "echidna" in it["title"] for it in json.loads(cli(repo, "query", "--json", "echidna").stdout)["items"]
+    )
+
+
+def test_refs_git_cannot_read_at_all_are_said_in_gits_words(repo: Path) -> None:
+    commit(repo, "feat: one", {"a.txt": "a\n"})
+    git(repo, "pack-refs", "--all")
+    with open(repo / ".git" / "packed-refs", "a") as fh:
+        fh.write("zzzz garbage line\n")
+    proc = cli(repo, "sync", "--no-embed")
+    assert proc.returncode == 1
+    assert "unexpected line in .git/packed-refs" in proc.stderr, proc.stderr
+
+
 def test_a_moved_repository_without_a_remote_says_its_memory_is_doubled(repo: Path, tmp_path: Path) -> None:
     """A repository with no remote is known by its path: moved elsewhere, its next sync writes every node
     again under new ids. The sync says so (what, and the command that mends it), and `sync --rebuild` leaves
@@ -290,3 +352,31 @@ def test_a_moved_repository_without_a_remote_says_its_memory_is_doubled(repo: Pa
     with project.load(moved).open_store(readonly=True) as store:
         assert store.count_project(project.load(moved).id) == store.node_count()
         assert store.counts_by_kind()["git_commit"] == 2
+
+
+def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    # A folder named in Latin-1 on a UTF-8 system (`caf\xe9/`): with no remote, the project's id is its path,
+    # which Python holds with a surrogate escape that SQLite refuses; every sync ended in an internal error.
+    # The bash hook writes such a byte as the \u00XX of its Latin-1 reading: its lines are the project's too.
+    parent = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+    parent.mkdir()
+    repo = parent / "r"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, "feat: the quoll setting", {"a.txt": "quoll\n"})
+    shown = str(repo).replace("\udce9", "\u00e9")  # what the bash hook writes for the byte 0xE9
+    write_log([hook_line(Path(shown), "echo typed-in-the-latin-folder")])
+
+    def nexusmem(*args: str) -> subprocess.CompletedProcess[str]:  # what it prints names the folder: bytes
+        return subprocess.run(
+            [console_script(), *args], cwd=repo, capture_output=True, text=True, errors="replace", check=False
+        )
+
+    proc = nexusmem("sync", "--no-embed")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    items = json.loads(nexusmem("query", "--json", "--budget", "20000", "quoll typed latin folder").stdout)[
+        "items"
+    ]
+    titles = {it["title"] for it in items}
+    assert (
+        "feat: the quoll setting" in titles and "echo typed-in-the-latin-folder (exit unknown)" in titles
+    ), titles

@@ -199,6 +199,22 @@ def test_a_secret_in_the_folder_a_command_ran_in_is_stored_redacted(repo: Path, 
     assert secret.encode() not in raw and b"cwd keys/\xc2\xabredacted:aws-key\xc2\xbb" in raw
 
 
+def test_a_row_whose_text_is_not_utf8_is_skipped_alone(repo: Path, atuin_db: Path) -> None:
+    """atuin stores what the shell gave it; a command that is not UTF-8 (CAST of raw bytes) made the
+    database's decoder raise and every row of the pass was lost, before and after it, with nothing counted."""
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    conn = make_db(atuin_db)
+    now = int(time.time() * 1000) - 60_000
+    add(conn, "make before", repo, now)
+    bad = add(conn, "placeholder", repo, now + 1_000)
+    add(conn, "make after", repo, now + 2_000)
+    conn.execute("update history set command = CAST(X'6d616b6520ff' AS TEXT) where id = ?", (bad,))
+    summary = sync.sync(repo)
+    assert set(shell_nodes(repo)) == {"make before", "make after"}
+    (atuin,) = [s for s in summary.sources if s.name == "atuin"]
+    assert atuin.skipped == 1 and bad in atuin.problems[0] and "not UTF-8" in atuin.problems[0]
+
+
 def test_a_concurrent_writer_never_blocks_or_tears_the_read(repo: Path, atuin_db: Path) -> None:
     """atuin keeps inserting (and holds its write transaction open) while NexusMem syncs."""
     commit(repo, "feat: app", {"src/app.py": "x = 1\n"})

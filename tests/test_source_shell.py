@@ -179,6 +179,21 @@ def test_bad_lines_are_counted_and_good_lines_kept(project: Path) -> None:
     assert nodes[2].signal > nodes[0].signal  # a failure is worth more
 
 
+def test_a_nul_in_a_lines_folder_skips_that_line_only(project: Path) -> None:
+    # Valid JSON ("\u0000" is a legal escape), but no folder's name holds a NUL: os.path.realpath raised on
+    # it, and the whole sync of every project stopped at this one line, for good.
+    write_log(
+        line(project, "make before", ts=1),
+        line(f"{project}\x00", "make nul", ts=2),
+        line(f"/elsewhere\x00/{project}", "make nul2", ts=3),
+        line(project, "make after", ts=4),
+    )
+    result, nodes = scan(project)
+    assert [n.ref for n in nodes] == ["make before", "make after"]
+    assert result.skipped == 2
+    assert all("holds a NUL" in problem for problem in result.problems)
+
+
 def test_redaction_before_title_body_ref_meta(project: Path) -> None:
     write_log(line(project, f"export GITHUB_TOKEN={TOKEN}"))
     _, nodes = scan(project)

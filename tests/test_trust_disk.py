@@ -160,6 +160,31 @@ def test_sync_redacts_the_log_in_place_and_every_project_still_reads_it_right(
     assert len(shell_refs(other)) == 1 and SECRET not in shell_refs(other)[0]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "export DB_PASSWORD=a API_TOKEN=b SECRET_KEY=c && ./deploy.sh staging",  # the kinds are dropped
+        "export "
+        + " ".join(f"DB{chr(65 + i)}_PASSWORD=zq" for i in range(12))
+        + " && ./deploy.sh staging",  # and the middle
+    ],
+)
+def test_a_command_whose_redacted_form_is_longer_is_kept_in_the_log_not_blanked(command: str) -> None:
+    # Short secrets become longer placeholders; the line must keep its length so that every project's offset
+    # stays right. It used to be blanked once the optional fields were not room enough: the command was lost.
+    from nexusmem.hygiene.hooklog import redacted_line
+    from nexusmem.sources.shell.logline import parse_log_line
+
+    raw = line(Path("/r"), command, 1_700_000_000_000, exit=1, pipestatus=[1], duration_ms=120).encode()
+    new = redacted_line(raw)
+    assert new and len(new) <= len(raw)
+    parsed = parse_log_line(new)
+    assert parsed is not None and parsed.exit == 1 and parsed.cwd == "/r"
+    assert parsed.command.startswith("export ") and parsed.command.endswith("./deploy.sh staging")
+    assert "=a " not in parsed.command and "=zq " not in parsed.command and "«redacted" in parsed.command
+    assert parsed.command.count("«") == parsed.command.count("»")  # no placeholder cut in two
+
+
 def shell_refs(repo: Path) -> list[str]:
     from nexusmem import project
 

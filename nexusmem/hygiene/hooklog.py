@@ -18,8 +18,9 @@ What gets rewritten: at the start of every sync (any project), each complete lin
 today's redaction (nexusmem.redact) on its command, and a line holding a deny-listed value is blanked. The
 replacement is the line with the redacted command (exactly what the store keeps, so a project that reads it
 later stores the same node); when redaction made it longer than the original, the optional fields (v,
-pipestatus, duration_ms) are dropped to make room, and if that is not enough the line is blanked (counted
-as `dropped`). A bookmark (`.shell-history.redacted`: device, inode, offset, hash of the head) keeps the
+pipestatus, duration_ms) are dropped to make room; if that is not enough, the placeholders lose their kind and
+then the command its middle (marked "…"), and only a line too short even for that is blanked (counted as
+`dropped`). A bookmark (`.shell-history.redacted`: device, inode, offset, hash of the head) keeps the
 pass to the new lines. Overwriting a line inside the first 4 KiB changes the hash every project's cursor
 keeps of the log's head, so those projects read the log again from the start once; node ids are
 content-addressed, so that re-read adds nothing twice.
@@ -54,13 +55,14 @@ from typing import Any
 
 from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
-from nexusmem.redact import redact
+from nexusmem.redact import PLACEHOLDER_RE, redact
 from nexusmem.sources.shell.logline import HEAD_BYTES, iter_log_lines, loads_line, log_lock
 
 BOOKMARK_NAME = ".shell-history.redacted"
 _SCRATCH = re.compile(r"^\.bash-(\d+)(?:\.umask)?\.tmp$")
 _LEFTOVER = re.compile(r"^\.shell-history\.jsonl\.(\d+)\.tmp$")
 _OPTIONAL = ("v", "pipestatus", "duration_ms")
+SHORT_PLACEHOLDER = "«redacted»"  # a placeholder without its kind, where the typed one does not fit
 
 # What a line becomes: None to keep it, else its replacement (b"" blanks it).
 Transform = Callable[[bytes], bytes | None]
@@ -183,7 +185,42 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
             return new
         obj.pop(key, None)
         new = _dumps(obj)
-    return new if len(new) <= len(raw) else b""
+    if len(new) <= len(raw):
+        return new
+    return _shortened(obj, clean, len(raw))
+
+
+def _shortened(obj: dict[str, Any], clean: str, room: int) -> bytes:
+    """OBJ with its redacted command CLEAN made to fit in ROOM bytes, when even without the optional fields
+    it does not (short secrets, each now a longer placeholder: `PASSWORD=a` → `PASSWORD=«redacted:password»`):
+    first the placeholders lose their kind, then the command its middle, marked with "…". A command kept in
+    part, with its exit code, is worth more than a blank line. b"" when not even that fits."""
+    clean = PLACEHOLDER_RE.sub(SHORT_PLACEHOLDER, clean)
+    obj["command"] = clean
+    new = _dumps(obj)
+    if len(new) <= room:
+        return new
+    keep = len(clean) - (len(new) - room) - 1
+    while keep >= 8:
+        head = clean[: keep - keep // 3]
+        tail = clean[len(clean) - keep // 3 :] if keep // 3 else ""
+        obj["command"] = _whole_placeholders(head) + "…" + _whole_placeholders(tail, from_end=True)
+        new = _dumps(obj)
+        if len(new) <= room:
+            return new
+        keep -= max(1, (len(new) - room) // 2)
+    return b""
+
+
+def _whole_placeholders(part: str, *, from_end: bool = False) -> str:
+    """PART of a redacted command cut where it may split a placeholder: the split one's pieces removed (a
+    piece of "«redacted»" is not one, and could pass for text)."""
+    if from_end:
+        close = part.find("»")
+        opens = part.find("«")
+        return part[close + 1 :] if close >= 0 and (opens < 0 or opens > close) else part
+    opens = part.rfind("«")
+    return part[:opens] if opens > part.rfind("»") else part
 
 
 # --------------------------------------------------------------------------------- the sync's pass

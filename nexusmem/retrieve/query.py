@@ -33,6 +33,7 @@ from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
+from nexusmem.text import well_formed
 
 DEFAULT_BUDGET = 2000
 # A question longer than this is cut (its first and last halves kept), with a note: ~4 pages of a pasted log.
@@ -354,7 +355,7 @@ def retrieve(
     skips). SINCE/UNTIL keep nodes whose event time lies in the window; AUTHOR (nexusmem.authors) keeps the
     commands of that author (other kinds pass).
     """
-    question = prepare(text)
+    question = prepare(well_formed(text))
     words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
     bm25_hits, bm25_total = search.bm25_scored(
@@ -1076,6 +1077,7 @@ def run(
 ) -> QueryResult:
     """Answer TEXT from one store within BUDGET tokens (VECTORS=False: lexical lists only; AUTHOR: see
     nexusmem.authors)."""
+    text = well_formed(text)
     found = retrieve(
         store, text, as_of=as_of, since=since, until=until, vectors=vectors, settings=settings, author=author
     )

@@ -117,7 +117,13 @@ class AtuinSource:
             for row in reader(path, since):
                 ts_ns, exit_code, duration = _int(row.timestamp_ns), _int(row.exit), _int(row.duration_ns)
                 if ts_ns is None or not isinstance(row.command, str) or not isinstance(row.cwd, str):
-                    result.skip(f"{path} row {row.id!r}: timestamp, command or cwd of the wrong type")
+                    undecoded = isinstance(row.command, bytes) or isinstance(row.cwd, bytes)
+                    why = (
+                        "command or cwd is not UTF-8"
+                        if undecoded
+                        else "timestamp, command or cwd of the wrong type"
+                    )
+                    result.skip(f"{path} row {row.id!r}: {why}")
                     continue
                 if exit_code == -1 or duration is None or duration < 0:
                     if now_ns - ts_ns < RUNNING_MAX_NS:

@@ -43,6 +43,13 @@ class AtuinRow:
     shell: str | None
 
 
+def _text_or_bytes(raw: bytes) -> str | bytes:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 def _connect(path: Path) -> Any:
     import sqlean
 
@@ -50,6 +57,9 @@ def _connect(path: Path) -> Any:
     try:
         conn = sqlean.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # A text that is not UTF-8 comes back as its bytes, for the caller to skip that one row: the default
+        # decoder raised, and one such row stopped every row before and after it.
+        conn.text_factory = _text_or_bytes
         columns = {row[1] for row in conn.execute("PRAGMA table_info(history)")}
     except sqlean.Error as exc:
         raise AtuinError(f"cannot read atuin's database {path}: {exc}") from exc

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from nexusmem import gitcmd
+from nexusmem.errors import GitCommandError
 from nexusmem.redact import PLACEHOLDER_RE, redact
 from nexusmem.sources.git.commits import _FORMAT, _LOG_STABLE, _TAG, CommitRecord, _text, parse_commit_stream
 from nexusmem.sources.git.diff import _label_path, _matches_any
@@ -284,7 +285,10 @@ def iter_commits_with_words(
     commit whose changed text holds a value the user told `forget` (DENIED says so) gives no words at all.
     """
     args = ["log", "-z", "-p", "--numstat", "--unified=1", *_LOG_STABLE, _FORMAT, *revs, "--"]
-    return parse_commit_words_stream(gitcmd.stream(args, root), skip_globs, denied)
+    failed: list[GitCommandError] = []
+    yield from parse_commit_words_stream(gitcmd.stream(args, root, deferred=failed), skip_globs, denied)
+    if failed:  # after the last commit git wrote in full
+        raise failed[0]
 
 
 def parse_commit_words_stream(

@@ -166,7 +166,10 @@ def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
     so paths with tabs, newlines or non-UTF-8 bytes parse exactly.
     """
     args = ["log", "-z", "--numstat", *_LOG_STABLE, _FORMAT, *revs, "--"]
-    return parse_commit_stream(gitcmd.stream(args, root))
+    failed: list[GitCommandError] = []
+    yield from parse_commit_stream(gitcmd.stream(args, root, deferred=failed))
+    if failed:  # after the last commit git wrote in full
+        raise failed[0]
 
 
 # A clone can lack an object its history names: a damaged snapshot, a partial clone that cannot fetch. A `git
@@ -184,8 +187,11 @@ T = TypeVar("T")
 
 
 def unreadable_object(exc: GitCommandError) -> bool:
-    """Whether git failed because an object of the repository cannot be read (missing or corrupt)."""
-    return _UNREADABLE.search(str(exc)) is not None
+    """Whether git failed because an object of one commit's change cannot be read (missing or corrupt). Not
+    when a commit itself is missing: git cannot walk past it, and the walk ends there (the git source's
+    _up_to_a_missing_parent)."""
+    message = str(exc)
+    return _UNREADABLE.search(message) is not None and gitcmd.WALK_CUT.decode() not in message
 
 
 def resumed(revs: list[str], skip: int) -> list[str] | None:

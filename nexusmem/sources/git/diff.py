@@ -9,6 +9,7 @@ from typing import Any
 
 from nexusmem import gitcmd
 from nexusmem.config import DEFAULTS
+from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import commit_signal
@@ -230,7 +231,8 @@ def iter_diff_nodes(
             lines_changed += patch.insertions + patch.deletions
 
     hunk: _Patch | None = None  # the current section once past its first @@ (the hot path)
-    for line in gitcmd.stream(args, ctx.root) if lines is None else lines:
+    failed: list[GitCommandError] = []
+    for line in gitcmd.stream(args, ctx.root, deferred=failed) if lines is None else lines:
         # Almost every line of a big patch is a hunk line; test for that first and do nothing else.
         if hunk is not None and line and line[0] in _HUNK_FIRST:
             hunk.add(line, limit)
@@ -298,3 +300,5 @@ def iter_diff_nodes(
             stats.binary += 1
     close_patch()
     yield from finish_commit()
+    if failed:  # after the last commit git wrote in full
+        raise failed[0]

@@ -36,6 +36,7 @@ class RepoState:
     fingerprint: str
     head: str | None  # None when HEAD is unborn (empty repository, orphan branch)
     has_refs: bool
+    broken: str = ""  # git's message when a ref it cannot read was passed over (see repo_state)
 
     @property
     def cursor(self) -> str:
@@ -45,8 +46,9 @@ class RepoState:
 def repo_state(root: Path) -> RepoState:
     """Read HEAD and all refs. An empty repository (no refs, unborn HEAD) is a state, not an error."""
     code, out = gitcmd.run_ok(["show-ref", "--head"], root)
-    if code not in (0, 1):  # 1 = no refs at all; anything else is a real failure (not a repository...)
-        raise GitCommandError(f"git show-ref failed ({code}) in {root}")
+    broken = ""
+    if code not in (0, 1):  # 1 = no refs at all; anything else is a failure, said in git's words
+        out, broken = _refs_one_by_one(root)
     head: str | None = None
     for line in out.splitlines():
         sha, _, name = line.partition(b" ")
@@ -60,7 +62,23 @@ def repo_state(root: Path) -> RepoState:
     shallow = common / "shallow" if common is not None else None
     if shallow is not None and shallow.is_file():
         fingerprint += "s" + hashlib.sha256(shallow.read_bytes()).hexdigest()[:12]
-    return RepoState(fingerprint, head, bool(out.strip()))
+    return RepoState(fingerprint, head, bool(out.strip()), broken)
+
+
+def _refs_one_by_one(root: Path) -> tuple[bytes, str]:
+    """(show-ref-like lines, git's complaint) when `git show-ref` refused: one ref git cannot read (a branch
+    left at a missing object by a crashed fetch, an annotated tag whose object was pruned) fails it whole,
+    though HEAD's history may be intact. for-each-ref lists such a ref without reading its object; HEAD is
+    asked on its own. When those fail too (a damaged packed-refs, not a repository), the sync stops with
+    git's own message."""
+    _code, _out, err = gitcmd.run_full(["show-ref", "--head"], root)
+    why = gitcmd.first_line(err)
+    refs_code, refs = gitcmd.run_ok(["for-each-ref", "--format=%(objectname) %(refname)"], root)
+    head_code, head = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], root)
+    if refs_code != 0 or head_code not in (0, 1):
+        raise GitCommandError(f"git cannot read the refs of {root}: {why}")
+    lines = (head.strip() + b" HEAD\n" if head_code == 0 and head.strip() else b"") + refs
+    return lines, why
 
 
 def _cursor_shallow(cursor: str | None) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nexusmem.sources.base import ScanContext, ScanResult, _no_progress
 from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_commits
@@ -11,6 +11,8 @@ from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_c
 if TYPE_CHECKING:
     from nexusmem.nodes import Node
     from nexusmem.sources.git.commits import CommitRecord
+
+T = TypeVar("T")
 
 # The readers of commits, change words and patches (and the signal rules behind them) are imported when
 # there is something to read: a sync with nothing new stops at plan_walk's one `git show-ref`.
@@ -26,7 +28,11 @@ def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[Wal
     plan = plan_walk(ctx.root, ctx.cursor, ctx.full)
     if plan.noop:
         return None, ScanResult(nodes=(), cursor=ctx.cursor, keep=None)
-    reachable = reachable_commits(ctx.root, plan.state)
+    if plan.state.broken:
+        ctx_note = f"git cannot read every ref ({plan.state.broken}): read HEAD's history, pruned nothing"
+    else:
+        ctx_note = ""
+    reachable = None if plan.state.broken else reachable_commits(ctx.root, plan.state)
     keep: Callable[[str], bool] | None = None
     if reachable is not None:
         commits = reachable
@@ -34,7 +40,10 @@ def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[Wal
         def keep(key: str) -> bool:
             return sha_of_key(key) in commits
 
-    return plan, ScanResult(nodes=(), cursor=plan.state.cursor, keep=keep)
+    result = ScanResult(nodes=(), cursor=plan.state.cursor, keep=keep)
+    if ctx_note:
+        result.notes.append(ctx_note)
+    return plan, result
 
 
 class GitSource:
@@ -90,7 +99,7 @@ class GitSource:
         commits = past_unreadable(ctx.root, plan.revs, walk, lambda: walked, lost)
         total = commit_count(ctx.root, plan.revs) if ctx.progress is not _no_progress else None
         done = 0
-        for rec, found in commits:
+        for rec, found in _up_to_a_missing_parent(commits, ctx, result):
             sha = rec.header.sha
             if not ts_ok(rec.header.ts_ms):
                 # A forged or corrupt commit (hash-object --literally): a time no date can show.
@@ -108,6 +117,29 @@ class GitSource:
         if unreadable:
             result.notes.append(unreadable_note(unreadable))
         ctx.progress("git", done, done)
+
+
+def _up_to_a_missing_parent(items: Iterator[T], ctx: ScanContext, result: ScanResult) -> Iterator[T]:
+    """ITEMS, ended quietly where git cannot go on walking because a commit's parent is missing (a damaged
+    or partial clone): what was read before it is kept, nothing is pruned, and the cursor stays where it
+    was, so the next sync walks again (and reads all of it once the clone is repaired)."""
+    from nexusmem.errors import GitCommandError
+
+    try:
+        yield from items
+    except GitCommandError as exc:
+        message = str(exc)
+        from nexusmem import gitcmd
+
+        if gitcmd.WALK_CUT.decode() not in message:
+            raise
+        why = message.split(": ", 1)[-1].replace("\n", "; ")
+        result.notes.append(
+            f"history read up to a commit whose parent git cannot read ({why}); `git fsck` tells what is"
+            " missing, and the next sync tries again"
+        )
+        result.cursor = ctx.cursor
+        result.keep = None
 
 
 def unreadable_note(commits: list[str]) -> str:
@@ -159,8 +191,16 @@ class DiffSource:
             stats.unreadable += 1
             result.skip(f"commit {rec.header.sha}: its patch cannot be read ({why})")
 
-        walk = past_unreadable(
-            ctx.root, revs, lambda r: iter_diff_nodes(ctx, self.name, r, stats), lambda: stats.commits, lost
+        walk = _up_to_a_missing_parent(
+            past_unreadable(
+                ctx.root,
+                revs,
+                lambda r: iter_diff_nodes(ctx, self.name, r, stats),
+                lambda: stats.commits,
+                lost,
+            ),
+            ctx,
+            result,
         )
         try:
             for node in walk:

@@ -15,6 +15,9 @@ MAX_PATH_TOKENS = 32
 _MEMO_LIMIT = 50_000
 
 
+_LATIN1_BYTE = re.compile("[\x80-\xff]")
+
+
 def _norm(path: str) -> str:
     return os.path.normcase(os.path.normpath(path))
 
@@ -63,10 +66,15 @@ class Attributor:
         except KeyError:
             pass
         found = None
-        if os.path.isabs(cwd):
+        if os.path.isabs(cwd) and "\x00" not in cwd:  # a NUL is in no path (and realpath raises on it)
             found = self._match_form(_norm(cwd), cwd)
             if found is None:
                 found = self._match_form(_norm(os.path.realpath(cwd)), os.path.realpath(cwd))
+            if found is None and _LATIN1_BYTE.search(cwd):
+                # The bash hook writes a byte that is not UTF-8 as the \u00XX of its Latin-1 reading: read
+                # back, the folder's name is those bytes (as Python names such a path: a surrogate escape).
+                raw = _LATIN1_BYTE.sub(lambda m: os.fsdecode(bytes([ord(m.group(0))])), cwd)
+                found = self._match_form(_norm(raw), raw)
         if len(self._cache) > _MEMO_LIMIT:
             self._cache.clear()
         self._cache[cwd] = found

@@ -324,6 +324,8 @@ def log_line_from(obj: Any) -> LogLine | None:
         return None
     if type(cwd) is not str or type(command) is not str or not text_ok(cwd) or not text_ok(command):
         return None
+    if "\x00" in cwd:  # no folder's name holds a NUL: not a folder a command ran in
+        return None
     exit_code, pipestatus, duration = get("exit"), get("pipestatus"), get("duration_ms")
     shell, session = get("shell"), get("session")
     if pipestatus is not None and not (
@@ -382,4 +384,6 @@ def line_problem(obj: Any) -> str:
             return f"no string '{key}'"
         if not text_ok(value):
             return f"'{key}' is not valid Unicode (a lone surrogate escape)"
+    if "\x00" in obj["cwd"]:
+        return "'cwd' holds a NUL character, which no folder's name can"
     return "not a valid hook line"

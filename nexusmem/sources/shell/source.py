@@ -146,7 +146,12 @@ class ShellSource:
             try:
                 known = facts[key]
             except KeyError:
-                known = facts[key] = self._facts(attributor, memo, line)
+                try:
+                    known = self._facts(attributor, memo, line)
+                except (ValueError, OSError) as exc:  # a value no check above foresaw: this line only
+                    result.skip(f"{log} byte {start}: cannot be read ({type(exc).__name__}: {exc})")
+                    continue
+                facts[key] = known
                 if len(facts) > _MEMO_LIMIT:
                     facts.clear()
             if known is None:
