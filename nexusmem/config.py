@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from nexusmem import paths
 from nexusmem.errors import ConfigError
 
 CONFIG_VERSION = 1
@@ -317,7 +318,7 @@ def validate(data: Any, path: Path) -> dict[str, Any]:
 def load(path: Path) -> dict[str, Any]:
     """Read and validate config.json; a missing file means the defaults."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = paths.read_small_text(path)
     except FileNotFoundError:
         return defaults()
     except (OSError, UnicodeDecodeError) as exc:

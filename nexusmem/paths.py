@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from nexusmem.errors import GitCommandError, NotARepositoryError
@@ -114,3 +115,44 @@ def db_path(root: Path) -> Path:
 
 def config_path(root: Path) -> Path:
     return state_dir(root) / CONFIG_NAME
+
+
+def edit_target(path: Path) -> Path:
+    """The file to rewrite when editing the user's file PATH: PATH itself, or the file a symbolic link at
+    PATH leads to (dotfile managers such as stow and yadm keep ~/.bashrc as a link into their repository;
+    replacing the link with a copy would cut it off from them). OSError when the link leads to something
+    that is not a regular file (/dev/null, a folder): nothing is written there."""
+    if not path.is_symlink():
+        return path
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        raise OSError(f"it is a link to {target}, which is not a regular file; add the lines by hand")
+    return target
+
+
+SMALL_FILE_LIMIT = 1 << 20  # a config or list of ours is a few KB
+
+
+def read_small_text(path: Path, limit: int = SMALL_FILE_LIMIT) -> str:
+    """The UTF-8 text of the small file PATH. FileNotFoundError when it does not exist; OSError (or
+    UnicodeDecodeError) when it cannot be what it should: not a regular file (a FIFO would block every
+    command, /dev/zero never ends), larger than LIMIT bytes, or a link to nothing."""
+    if path.is_symlink() and not path.exists():
+        raise OSError(f"it is a link to {os.readlink(path)}, which does not exist")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise OSError(f"larger than {limit // 1024} KB: not a file NexusMem wrote")
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")

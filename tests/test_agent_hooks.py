@@ -329,6 +329,19 @@ def test_install_then_remove_is_byte_for_byte(isolated_home: Path, original: str
     assert "nothing to do" in run_cli("hook", "agent", "remove", "claude-code").stdout
 
 
+def test_settings_kept_as_a_link_by_a_dotfile_manager_stay_a_link(isolated_home: Path) -> None:
+    settings = claude_settings(isolated_home)
+    kept = isolated_home / "dotfiles" / "claude-settings.json"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b'{"model": "opus"}\n')
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(kept)
+    run_cli("hook", "agent", "install", "claude-code")
+    assert settings.is_symlink() and "PostToolUse" in kept.read_text(encoding="utf-8")
+    run_cli("hook", "agent", "remove", "claude-code")
+    assert settings.is_symlink() and kept.read_bytes() == b'{"model": "opus"}\n'
+
+
 def test_formatting_is_kept_and_an_edit_in_between_survives_remove(isolated_home: Path) -> None:
     settings = claude_settings(isolated_home)
     settings.parent.mkdir(parents=True)

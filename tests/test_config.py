@@ -70,3 +70,26 @@ def test_the_docs_exclude_list_init_once_wrote_means_todays(tmp_path: Path) -> N
     edited = [*config._FORMER_DOCS_EXCLUDE, "drafts/*"]
     path.write_text(json.dumps({"sources": {"docs": {"exclude": edited}}}), encoding="utf-8")
     assert config.load(path)["sources"]["docs"]["exclude"] == edited
+
+
+def test_a_config_that_is_not_a_regular_file_is_a_clear_error(tmp_path: Path) -> None:
+    # A link to /dev/zero was read without end (the kernel stopped it at ~24 GB), a FIFO made every command
+    # wait for ever, and a link to nothing silently meant the defaults.
+    import os
+
+    path = tmp_path / "config.json"
+    path.symlink_to(os.devnull.replace("null", "zero"))
+    with pytest.raises(ConfigError, match="not a regular file"):
+        config.load(path)
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        config.load(path)
+    path.unlink()
+    path.symlink_to(tmp_path / "gone.json")
+    with pytest.raises(ConfigError, match="gone.json, which does not exist"):
+        config.load(path)
+    path.unlink()
+    path.write_text(json.dumps({"query": {"budget": 900}}) + " " * (2 << 20), encoding="utf-8")
+    with pytest.raises(ConfigError, match="larger than"):
+        config.load(path)

@@ -57,6 +57,26 @@ def test_install_then_remove_restores_the_file_exactly(shell: str, before: bytes
     assert shell_hooks.remove(shell) == (path, False)
 
 
+def test_an_rc_file_kept_as_a_link_by_a_dotfile_manager_stays_a_link() -> None:
+    # stow, yadm and the like keep ~/.bashrc as a link into their repository: install and remove edit the
+    # file it leads to. They used to replace the link with a copy, which the manager no longer saw.
+    path = shell_hooks.rc_file("bash")
+    kept = home() / "dotfiles" / "bashrc"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"alias ll='ls -l'\n")
+    path.symlink_to(Path("dotfiles") / "bashrc")
+    shell_hooks.install("bash")
+    assert path.is_symlink() and BEGIN in kept.read_text(encoding="utf-8")
+    shell_hooks.remove("bash")
+    assert path.is_symlink() and kept.read_bytes() == b"alias ll='ls -l'\n"
+    # A link to something that is not a file (/dev/null) is refused, and left as it was.
+    path.unlink()
+    path.symlink_to(os.devnull)
+    with pytest.raises(ShellHookError, match="not a regular file"):
+        shell_hooks.install("bash")
+    assert path.is_symlink() and os.readlink(path) == os.devnull
+
+
 def test_remove_keeps_lines_added_after_install() -> None:
     path = shell_hooks.rc_file("bash")
     path.write_text("first\n", encoding="utf-8")

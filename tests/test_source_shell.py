@@ -194,6 +194,21 @@ def test_a_nul_in_a_lines_folder_skips_that_line_only(project: Path) -> None:
     assert all("holds a NUL" in problem for problem in result.problems)
 
 
+def test_a_torn_line_costs_only_itself_not_the_line_glued_to_it(project: Path) -> None:
+    # bash writes a line over 8 KB in 8,192-byte pieces: a shell killed between two (or a full disk) leaves a
+    # start without its newline, and the next hook's line is appended to it. Both used to be lost.
+    torn = line(project, "make torn " + "x" * 9000, ts=2)[:8192]
+    write_log(
+        line(project, "make before", ts=1),
+        torn + line(project, "make glued", ts=3),
+        line(project, "make after", ts=4),
+    )
+    result, nodes = scan(project)
+    assert [n.ref for n in nodes] == ["make before", "make glued", "make after"]
+    assert result.skipped == 1 and "cut short" in result.problems[0]
+    assert all("torn" not in json.dumps(n.meta) for n in nodes)
+
+
 def test_redaction_before_title_body_ref_meta(project: Path) -> None:
     write_log(line(project, f"export GITHUB_TOKEN={TOKEN}"))
     _, nodes = scan(project)

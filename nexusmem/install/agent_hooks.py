@@ -181,6 +181,7 @@ def _read(path: Path) -> tuple[bytes | None, Any]:
 
 def _write(path: Path, data: bytes, created: bool) -> None:
     try:
+        path = paths.edit_target(path)  # a dotfile manager's link stays a link
         if not path.parent.is_dir():
             private.make_dir(path.parent)
         tmp = path.with_name(f".{path.name}.nexusmem-tmp")

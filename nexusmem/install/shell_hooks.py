@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from nexusmem import paths
 from nexusmem.errors import NexusMemError
 from nexusmem.paths import shell_log_path
 from nexusmem.resources import script_path
@@ -164,6 +165,7 @@ def _read(path: Path) -> str | None:
 
 def _write(path: Path, text: str) -> None:
     try:
+        path = paths.edit_target(path)  # a dotfile manager's link stays a link
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.nexusmem-tmp")
         with tmp.open("w", encoding="utf-8", newline="") as handle:

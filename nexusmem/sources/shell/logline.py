@@ -225,15 +225,33 @@ _BLANK: Any = object()  # an empty line: skipped without complaint
 _PARTIAL: Any = object()  # the last line has no newline yet
 
 
+# The start of every line a hook writes, and the key that marks a line read from behind a torn one.
+_LINE_START = b'{"ts":'
+TORN = "\x00torn"
+
+
 def _loads_or_bad(raw: bytes) -> Any:
     try:
         return loads_line(raw)
     except UnicodeDecodeError:
-        return _Bad("not UTF-8")
+        bad = _Bad("not UTF-8")
     except ValueError as exc:
-        return _Bad(f"not JSON ({str(exc)[:60]})")
+        bad = _Bad(f"not JSON ({str(exc)[:60]})")
     except RecursionError:  # [[[[... 100k deep: the C scanner gives up, the line is garbage
         return _Bad("JSON nested too deeply")
+    # A shell killed while it wrote a long line (bash writes one over 8 KB in pieces), or a full disk, leaves
+    # its start without a newline, and the next line a hook appends is glued to it: that line is read from
+    # its own start, marked TORN so that the piece before it is counted as the bad record it is.
+    at = raw.rfind(_LINE_START)
+    if at > 0:
+        try:
+            found = loads_line(raw[at:])
+        except (ValueError, RecursionError):
+            return bad
+        if type(found) is dict:
+            found[TORN] = True
+            return found
+    return bad
 
 
 def iter_log_records(path: Path, offset: int, batch: int = 2048) -> Iterator[tuple[int, Any]]:

@@ -25,6 +25,7 @@ from nexusmem.sources.shell.logline import (
     HEAD_BYTES,
     MAX_DURATION_MS,
     SHELLS,
+    TORN,
     LogLine,
     _head_hash,
     _locked_records,
@@ -139,6 +140,10 @@ class ShellSource:
             if line is None:
                 result.skip(f"{log} byte {start}: {line_problem(record)}")
                 continue
+            if TORN in record:
+                result.skip(
+                    f"{log} byte {start}: the start of a line cut short (its shell killed as it wrote)"
+                )
             seen_shells.add(line.shell)
             # Everything derived from (command, cwd, exit) is computed once per distinct triple: a real
             # log repeats a few hundred of them, so redaction, signals and file checks cost almost nothing.
