@@ -87,7 +87,7 @@ def test_a_config_that_is_not_a_regular_file_is_a_clear_error(tmp_path: Path) ->
         config.load(path)
     path.unlink()
     path.symlink_to(tmp_path / "gone.json")
-    with pytest.raises(ConfigError, match="gone.json, which does not exist"):
+    with pytest.raises(ConfigError, match=r"gone\.json, which does not exist"):
         config.load(path)
     path.unlink()
     path.write_text(json.dumps({"query": {"budget": 900}}) + " " * (2 << 20), encoding="utf-8")
