@@ -96,7 +96,7 @@ def test_builtin_handles_empty_and_cjk_text() -> None:
 
 
 def test_builtin_rejects_a_model_it_does_not_ship() -> None:
-    with pytest.raises(EmbeddingUnavailable, match="has the models 'l2_supercat\\+idf'"):
+    with pytest.raises(EmbeddingUnavailable, match="has the models 'l2_supercat\\+idf\\+words'"):
         embed.make("builtin", "all-MiniLM-L6-v2")
 
 
@@ -147,7 +147,10 @@ def test_config_rejects_an_unknown_provider(history: Path) -> None:
 def test_sync_embeds_every_node_then_only_what_changed(history: Path) -> None:
     first = sync_json(history)
     emb = first["embedding"]
-    assert emb["provider"] == "builtin wordllama 256-d, weighted by this project's words"
+    assert (
+        emb["provider"]
+        == "builtin wordllama 256-d, weighted by this project's words, commits with their change words"
+    )
     assert emb["embedded"] == first["total_nodes"] == emb["vectors"] > 0
     nodes, vectors, rows = counts(history)
     assert nodes == vectors == rows
@@ -174,7 +177,8 @@ def test_sync_no_embed_skips_the_pass_once(history: Path) -> None:
     assert later["embedding"]["embedded"] == later["total_nodes"]
     status = run_cli("-C", str(history), "status").stdout
     assert (
-        f"builtin wordllama 256-d, weighted by this project's words, {later['total_nodes']} vectors" in status
+        f"builtin wordllama 256-d, weighted by this project's words, commits with their change words, {later['total_nodes']} vectors"
+        in status
     )
     assert "sqlite-vec 0.1." in status and "(vec0, cosine)" in status
 
@@ -221,7 +225,7 @@ def test_provider_change_drops_and_rebuilds_vectors(history: Path) -> None:
         set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
         proc = run_cli("-C", str(history), "sync")
         assert (
-            f"provider changed (builtin wordllama 256-d, weighted by this project's words → ollama nomic-embed-text): dropped {total} vector(s);"
+            f"provider changed (builtin wordllama 256-d, weighted by this project's words, commits with their change words → ollama nomic-embed-text): dropped {total} vector(s);"
             " rebuilding them" in proc.stderr
         )
         assert counts(history) == (total, total, total)

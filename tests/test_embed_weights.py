@@ -121,7 +121,7 @@ def test_a_store_pooled_without_weights_is_rebuilt_once_with_them(repo: Path) ->
     set_embedding(repo, model="")
     proc = run_cli("-C", str(repo), "sync")
     assert (
-        "provider changed (builtin wordllama 256-d, unweighted → builtin l2_supercat+idf):"
+        "provider changed (builtin wordllama 256-d, unweighted → builtin l2_supercat+idf+words):"
         f" dropped {total} vector(s); rebuilding them" in proc.stderr
     )
     assert sync_json(repo)["embedding"]["embedded"] == 0
@@ -191,3 +191,31 @@ def test_a_large_store_counts_its_weights_on_an_even_sample(
     assert 0 < len(read) <= 5 < total
     assert summary.embedded == summary.vectors == total
     assert weights is not None and weights.nodes == total
+
+
+def test_a_commit_says_little_its_change_words_say_what_it_was_about(repo: Path) -> None:
+    """A one-word message ("fix") and a change to the retry and backoff code: with the change words in its
+    vector (the default model) the commit is near a question about retries that shares no word with its
+    message; the release before's model (commits without their change words) keeps it far. A store of that
+    release is rebuilt once, and says so."""
+    trailer_history(repo, chores=6)
+    sha = commit(
+        repo,
+        "fix",
+        {
+            "client.py": "def upload_with_retries(attempts):\n    backoff_seconds = exponential_backoff(attempts)\n"
+        },
+    )
+    question = "the upload retries with exponential backoff"
+    set_embedding(repo, model="l2_supercat+idf")
+    total = sync_json(repo)["total_nodes"]
+    before, _ = similarity_of(repo, question, sha)
+    set_embedding(repo, model="")
+    proc = run_cli("-C", str(repo), "sync")
+    assert (
+        "provider changed (builtin wordllama 256-d, weighted by this project's words → builtin"
+        f" l2_supercat+idf+words): dropped {total} vector(s); rebuilding them" in proc.stderr
+    )
+    after, _ = similarity_of(repo, question, sha)
+    assert after > before + 0.1, (before, after)
+    assert sync_json(repo)["embedding"]["embedded"] == 0

@@ -57,7 +57,13 @@ class Identity:
 
     def describe(self) -> str:
         if self.name == "builtin":
-            pooled = "weighted by this project's words" if self.model.endswith("+idf") else "unweighted"
+            pooled = (
+                "weighted by this project's words, commits with their change words"
+                if self.model.endswith("+words")
+                else "weighted by this project's words"
+                if self.model.endswith("+idf")
+                else "unweighted"
+            )
             return f"builtin wordllama {self.dim}-d, {pooled}"
         return f"{self.name} {self.model} {self.dim}-d"
 

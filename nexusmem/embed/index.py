@@ -117,13 +117,17 @@ def embed_pending(
     else:
         summary.pending = store.count_unembedded()
     batch_size = max(1, int(config.get("embedding", {}).get("batchSize", DEFAULT_BATCH) or DEFAULT_BATCH))
+    words_weight = float(getattr(chosen, "change_words", 0.0))
+    words_chars = builtin_words_chars() if words_weight else 0
     last_seq = 0
     while summary.pending:
-        rows = store.unembedded(last_seq, batch_size, BODY_CHARS)
+        rows = store.unembedded(last_seq, batch_size, BODY_CHARS, words_chars)
         if not rows:
             break
         try:
-            vectors = chosen.embed([node_text(title, body) for _seq, _hash, title, body in rows])
+            vectors = chosen.embed([node_text(title, body) for _seq, _hash, title, body, _words in rows])
+            if words_weight:
+                vectors = _with_change_words(chosen, vectors, [row[4] for row in rows], words_weight)
         except EmbeddingUnavailable as exc:
             summary.unavailable = str(exc)
             done = f"; {summary.embedded} embedded before that" if summary.embedded else ""
@@ -145,7 +149,7 @@ def embed_pending(
                             f"vector dimension changed ({_describe(current)} → {dim}-d): dropped all vectors"
                         )
                     store.create_vector_table(dim, identity.to_json())
-                store.put_vectors([(seq, digest, blob) for (seq, digest, _t, _b), blob in zip(rows, blobs)])
+                store.put_vectors([(row[0], row[1], blob) for row, blob in zip(rows, blobs)])
         except StoreError as exc:
             summary.unavailable = str(exc)
             note(f"{exc}; search stays BM25-only")
@@ -164,6 +168,30 @@ def embed_pending(
     summary.vectors = store.vector_count()
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def builtin_words_chars() -> int:
+    from nexusmem.embed import builtin
+
+    return builtin.COMMIT_WORDS_CHARS
+
+
+def _with_change_words(chosen: Provider, vectors: list[Any], words: list[str], weight: float) -> list[Any]:
+    """VECTORS with each node that has change words (a commit) moved toward them: normalise(v + WEIGHT * w),
+    both normalised (embed.builtin.WORDS)."""
+    which = [i for i, text in enumerate(words) if text.strip()]
+    if not which:
+        return vectors
+    import numpy as np
+
+    extra = chosen.embed([words[i] for i in which])
+    out = list(vectors)
+    for i, blob in zip(which, extra):
+        v = np.frombuffer(to_blob(out[i]), dtype="<f4")
+        w = np.frombuffer(to_blob(blob), dtype="<f4")
+        mixed = v / max(float(np.linalg.norm(v)), 1e-12) + weight * w / max(float(np.linalg.norm(w)), 1e-12)
+        out[i] = (mixed / max(float(np.linalg.norm(mixed)), 1e-12)).astype("<f4").tobytes()
+    return out
 
 
 def _with_token_weights(

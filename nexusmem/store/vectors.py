@@ -258,17 +258,20 @@ class VectorIndexMixin:
         ).fetchone()
         return int(row[0])
 
-    def unembedded(self, after_seq: int, limit: int, body_chars: int) -> list[tuple[int, str, str, str]]:
-        """(seq, content_hash, title, first BODY_CHARS of body) of up to LIMIT nodes needing a vector,
-        with seq > AFTER_SEQ, in seq order (the caller's cursor guarantees progress)."""
+    def unembedded(
+        self, after_seq: int, limit: int, body_chars: int, words_chars: int = 0
+    ) -> list[tuple[int, str, str, str, str]]:
+        """(seq, content_hash, title, first BODY_CHARS of body, first WORDS_CHARS of the change words) of up
+        to LIMIT nodes needing a vector, with seq > AFTER_SEQ, in seq order (the caller's cursor guarantees
+        progress)."""
         return [
-            (int(r[0]), str(r[1]), str(r[2]), str(r[3]))
+            (int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]))
             for r in self.conn.execute(
-                "SELECT n.seq, n.content_hash, n.title, substr(n.body, 1, ?) FROM nodes n"
+                "SELECT n.seq, n.content_hash, n.title, substr(n.body, 1, ?), substr(n.words, 1, ?) FROM nodes n"
                 " LEFT JOIN node_vectors v ON v.seq = n.seq"
                 " WHERE n.seq > ? AND (v.seq IS NULL OR v.content_hash != n.content_hash)"
                 " ORDER BY n.seq LIMIT ?",
-                (body_chars, after_seq, limit),
+                (body_chars, words_chars, after_seq, limit),
             )
         ]
 
