@@ -374,3 +374,9 @@ def test_read_tail_lines_across_blocks(tmp_path: Path) -> None:
     assert read_tail_lines(path, 500, block=5)[0] == b"line 0"
     path.write_bytes(b"a\nb")  # no final newline
     assert read_tail_lines(path, 1) == [b"b"]
+
+
+def test_a_log_that_is_a_folder_is_said_and_the_sync_goes_on(project: Path) -> None:
+    shell_log_path().mkdir(parents=True)
+    result, nodes = scan(project)
+    assert nodes == [] and any("is not a file" in note for note in result.notes)

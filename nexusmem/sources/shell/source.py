@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Generator, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -88,6 +89,9 @@ class ShellSource:
         try:
             st = os.stat(log)
         except OSError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            result.notes.append(f"{log} is not a file (a folder?): the hooks' commands cannot be read from it")
             st = None
         if st is not None:
             offset = _resume_offset(log, st, state.get("log"))
