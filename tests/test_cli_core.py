@@ -315,10 +315,18 @@ def test_scan_previews_write_nothing(repo: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_plain_query_path_answers_as_the_click_command(repo: Path, tmp_path: Path) -> None:
+def test_the_plain_query_path_answers_as_the_click_command(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The console script answers the common forms of `query` without click (cli/plain.py): the same
     stdout, stderr and exit code as the click command, on a real synced store; help, usage errors and
     the rarer options are click's own."""
+    # The click command runs in this process, which after two queries reads similarities from an in-memory
+    # copy of the vectors (numpy) instead of sqlite-vec: the two differ in the seventh decimal, which can
+    # show in a printed score. Both sides here read sqlite-vec, as each one-shot command does.
+    from nexusmem.retrieve import vector
+
+    monkeypatch.setattr(vector, "WARM_AFTER_QUERIES", 10**9)
     make_history(repo)
     commit(
         repo, "fix: escape \x1b]52;c;aGk=\x07 in the cache log", {"src/log.py": "x = 1\n"}, when=1_700_400_000

@@ -219,3 +219,22 @@ def test_a_commit_says_little_its_change_words_say_what_it_was_about(repo: Path)
     after, _ = similarity_of(repo, question, sha)
     assert after > before + 0.1, (before, after)
     assert sync_json(repo)["embedding"]["embedded"] == 0
+
+
+def test_a_commit_whose_words_change_is_embedded_again(repo: Path) -> None:
+    """The change words are outside the content hash (adding them to old commits must not look like new
+    content); a vector made of them must still follow them: when a commit's words change (re-derived after
+    a scrub, cleared by `forget`), its vector is dropped and the next pass makes it from the words as they
+    are now. A forgotten value's tokens must not live on in a vector."""
+    sha = commit(repo, "fix", {"client.py": "def upload_with_retries(attempts):\n    return attempts\n"})
+    sync_json(repo)
+    with project.load(repo).open_store() as store:
+        seq = store.conn.execute("SELECT seq FROM nodes WHERE natural_key = ?", (sha,)).fetchone()[0]
+        before = store.vectors_by_seq([seq])[seq]
+        with store.transaction():
+            assert store.clear_words_with(["upload_with_retries"]) == 1
+        assert store.vectors_by_seq([seq]) == {}
+    after = sync_json(repo)["embedding"]
+    assert after["embedded"] == 1
+    with project.load(repo).open_store() as store:
+        assert store.vectors_by_seq([seq])[seq] != before

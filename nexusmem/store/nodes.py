@@ -109,6 +109,7 @@ class NodesMixin:
         def _cjk_reindex_ids(self, ids: Sequence[str]) -> None: ...
         def _cjk_unindex(self, seqs: Sequence[int]) -> None: ...
         def _forget_vectors(self, seqs: Sequence[int]) -> None: ...
+        def _words_moved(self, seqs: Sequence[int]) -> None: ...
         def _next_write_seq(self) -> int: ...
 
     def content_hashes(self, ids: Sequence[str]) -> dict[str, str]:
@@ -266,6 +267,15 @@ class NodesMixin:
             )
             counts.updated += len(updates)
             self._cjk_reindex_ids([n.id for n in changed])
+            reworded = [n.id for n in changed if existing[n.id][1] != n.words]
+            if reworded:  # a commit's vector may be made of its words (embed.builtin.WORDS)
+                marks = ",".join("?" * len(reworded))
+                self._words_moved(
+                    [
+                        r[0]
+                        for r in self.conn.execute(f"SELECT seq FROM nodes WHERE id IN ({marks})", reworded)
+                    ]
+                )
         if changed:
             self.conn.executemany(
                 "DELETE FROM node_files WHERE node_seq = (SELECT seq FROM nodes WHERE id = ?)",
@@ -377,9 +387,19 @@ class NodesMixin:
             return 0
         where = " AND ".join(["(' ' || words || ' ') LIKE ? ESCAPE '\\'"] * len(words))
         params = ["% " + w.replace("%", "").replace("_", "\\_") + " %" for w in words]
-        before = self.conn.total_changes
-        self.conn.execute(f"UPDATE nodes SET words = '' WHERE words != '' AND {where}", params)
-        return int(self.conn.total_changes - before)
+        seqs = [
+            int(r[0])
+            for r in self.conn.execute(f"SELECT seq FROM nodes WHERE words != '' AND {where}", params)
+        ]
+        if not seqs:
+            return 0
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            self.conn.execute(
+                f"UPDATE nodes SET words = '' WHERE seq IN ({','.join('?' * len(chunk))})", chunk
+            )
+            self._words_moved(chunk)  # a vector made of the words goes with them
+        return len(seqs)
 
     def reference_time(self, as_of: int | None = None) -> int | None:
         """The newest event time in the store (or recorded by AS_OF): 'now' for recency, so that a query's

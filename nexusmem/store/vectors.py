@@ -9,6 +9,7 @@ which content each vector was made from: the embedding pass redoes a node whose 
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -362,6 +363,16 @@ class VectorIndexMixin:
                 list(ids),
             )
         }
+
+    def _words_moved(self, seqs: Sequence[int]) -> None:
+        """The change words of the nodes SEQS changed (or were cleared by `forget`): when the stored vectors
+        are made of them (the built-in WORDS model), those nodes' vectors are dropped, and the next embedding
+        pass makes them again from the words as they are now. No vector of a forgotten value outlives it."""
+        identity = self.vector_identity_json()
+        if not seqs or identity is None or not str(json.loads(identity).get("model", "")).endswith("+words"):
+            return
+        self._forget_vectors(seqs)
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (EMBEDDED_THROUGH_KEY,))
 
     def _forget_vectors(self, seqs: Sequence[int]) -> None:
         """Delete the vectors of nodes about to be deleted (vec0 rows know no foreign keys)."""
