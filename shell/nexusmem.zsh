@@ -45,6 +45,12 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         __nexusmem_t0=$__nexusmem_now
     }
 
+    # The longest prefix of valid UTF-8 (no overlong forms, UTF-16 surrogates or code points above
+    # U+10FFFF), as an ERE over bytes, for zsh/regex; without that module, the byte-by-byte loop below.
+    __nexusmem_utf8_re=$'^(([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])*)'
+    typeset -gi __nexusmem_regex=0
+    zmodload zsh/regex 2>/dev/null && __nexusmem_regex=1
+
     # Escape $1 as the body of a JSON string into __nexusmem_json.
     __nexusmem_escape() {
         emulate -L zsh
@@ -69,6 +75,25 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         fi
         if [[ $s != *[$'\x80'-$'\xff']* ]]; then
             __nexusmem_json=$s
+            return
+        fi
+        if (( __nexusmem_regex )); then
+            # Each run of valid text in one regex match (a character at a time, the copies of the rest
+            # made a 30,000-character CJK command take 40 s to reach the prompt).
+            local LC_ALL=C
+            local -a match mbegin mend
+            local MATCH MBEGIN MEND
+            while [[ -n $s ]]; do
+                [[ $s =~ $__nexusmem_utf8_re ]]
+                out+=$match[1]
+                s=${s[${#match[1]}+1,-1]}
+                [[ -n $s ]] || break
+                b=${s[1]}
+                printf -v hex '\\u00%02x' $(( #b ))
+                out+=$hex
+                s=${s[2,-1]}
+            done
+            __nexusmem_json=$out
             return
         fi
         while [[ -n $s ]]; do

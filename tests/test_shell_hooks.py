@@ -321,6 +321,27 @@ def test_escape_is_exact_json(
     assert json.loads('"' + body + '"') == expected
 
 
+LONG_CJK = {
+    "bash": "s=$(printf '\u65e5%.0s' {1..30000})$'\\xff'; __nexusmem_escape \"$s\"; printf '%s' \"$__nexusmem_json\" > \"$NX_OUT\"",
+    "zsh": 's=${(pl:30000::\u65e5:)}$\'\\xff\'; __nexusmem_escape "$s"; printf \'%s\' "$__nexusmem_json" > "$NX_OUT"',
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_a_long_non_ascii_command_does_not_hold_the_prompt(
+    kind: str, open_shell: Any, tmp_path: Path
+) -> None:
+    """The UTF-8 check took one character at a time and copied the rest each time: a pasted 30,000-character
+    CJK command kept the prompt away 12 s in bash and 40 s in zsh. The prompt must come back (the
+    next command recorded) well inside wait_lines' 8 s."""
+    out = tmp_path / "escaped"
+    sh = open_shell(kind, env={"NX_OUT": str(out)})
+    sh.type(LONG_CJK[kind])
+    sh.run("true done")
+    assert json.loads('"' + out.read_bytes().decode("utf-8") + '"') == "\u65e5" * 30000 + "\u00ff"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_log_file_mode_0600_and_dir_created(kind: str, open_shell: Any) -> None:

@@ -91,7 +91,9 @@ class ShellSource:
         except OSError:
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):
-            result.notes.append(f"{log} is not a file (a folder?): the hooks' commands cannot be read from it")
+            result.notes.append(
+                f"{log} is not a file (a folder?): the hooks' commands cannot be read from it"
+            )
             st = None
         if st is not None:
             offset = _resume_offset(log, st, state.get("log"))
