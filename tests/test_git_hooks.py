@@ -323,3 +323,28 @@ def test_post_commit_returns_at_once_and_logs_a_run(repo: Path) -> None:
     assert time.perf_counter() - t0 < 1.0  # a sync takes longer than this; the commit does not wait
     wait_settled(repo, 2)
     assert "sync run 1 done" in (repo / ".nexusmem" / "auto-sync.log").read_text(encoding="utf-8")
+
+
+def test_post_commit_keeps_its_files_private_whatever_the_umask(repo: Path) -> None:
+    """Under umask 000 the hook made .nexusmem/.gitignore, the pending flag and auto-sync.log 0666 (the sync
+    fixed them later, but a flag made while a sync ran stayed so). It now sets umask 077 itself."""
+    commit(repo, "feat: first", {"src/cache.py": "x = 1\n"})
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    state = repo / ".nexusmem"
+    for leftover in (".gitignore", "sync.pending", "auto-sync.log"):
+        (state / leftover).unlink(missing_ok=True)
+    proc = subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", "feat: two"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
+        preexec_fn=lambda: os.umask(0),
+    )
+    assert proc.returncode == 0, proc.stderr
+    made = [p for p in (state / "sync.pending", state / "auto-sync.log") if p.exists()]
+    assert made, "the hook made neither its flag nor its log"
+    for path in made:
+        assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
+    wait_settled(repo, 2)
