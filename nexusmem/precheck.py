@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nexusmem import authors, gitcmd, paths, resolved, timefmt
+from nexusmem.errors import NexusMemError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -590,7 +591,19 @@ def run(
         names = relative_files(root, files, here)
     else:
         names = staged_files(root, working=working)
-    return check(root, names, now_ms=now_ms, author=author)
+    try:
+        return check(root, names, now_ms=now_ms, author=author)
+    except Exception as exc:  # a damaged, locked or foreign store: said, never a refused commit
+        # `precheck --strict` fails a commit for what it finds; a store it cannot read finds nothing. An
+        # empty memory.db made every strict commit fail (and the post-commit sync that would rebuild it
+        # never ran); garbage in it printed an internal error on every commit.
+        why = str(exc) if isinstance(exc, NexusMemError) else f"{type(exc).__name__}: {exc}"
+        return PrecheckResult(
+            root=str(root),
+            files=names,
+            checked=False,
+            reason=f"memory not checked ({why}); `nexusmem doctor` says what to do",
+        )
 
 
 def _run_team(
@@ -598,7 +611,6 @@ def _run_team(
 ) -> PrecheckResult:
     """`precheck --team`: the team store's failures and churn for the files (nexusmem.team loads psycopg)."""
     from nexusmem import project, team
-    from nexusmem.errors import NexusMemError
 
     names = relative_files(root, files, here) if files is not None else staged_files(root, working=working)
     try:

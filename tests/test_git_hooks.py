@@ -348,3 +348,41 @@ def test_post_commit_keeps_its_files_private_whatever_the_umask(repo: Path) -> N
     for path in made:
         assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
     wait_settled(repo, 2)
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage", "locked"])
+def test_a_store_precheck_cannot_read_never_refuses_or_holds_a_commit(repo: Path, damage: str) -> None:
+    """`--strict` refuses a commit for what precheck finds; a store it cannot read finds nothing. An empty
+    memory.db (a crash or a full disk) refused every commit, and the post-commit sync that would rebuild it
+    never ran; garbage printed an internal error on every commit; a store another process held locked
+    (SQLite's exclusive mode) held each commit 15 s."""
+    synced(repo)
+    plant_failure(repo)
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    db = repo / ".nexusmem" / "memory.db"
+    locker = None
+    if damage == "locked":
+        code = (
+            "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None);"
+            "c.execute('PRAGMA locking_mode=EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE');"
+            "c.execute('CREATE TABLE IF NOT EXISTS zz(x)'); print('locked', flush=True); time.sleep(60)"
+        )
+        locker = subprocess.Popen([sys.executable, "-c", code, str(db)], stdout=subprocess.PIPE, text=True)
+        assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+    else:
+        for side in ("-wal", "-shm"):
+            Path(f"{db}{side}").unlink(missing_ok=True)
+        db.write_bytes(b"" if damage == "empty" else os.urandom(8192))
+    try:
+        (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+        git(repo, "add", "src/cache.py")
+        t0 = time.monotonic()
+        done = git_commit(repo, "change")
+        elapsed = time.monotonic() - t0
+    finally:
+        if locker is not None:
+            locker.kill()
+            locker.wait()
+    assert done.returncode == 0, done.stderr
+    assert "memory not checked" in done.stderr and "internal error" not in done.stderr, done.stderr
+    assert elapsed < 8, elapsed  # the busy wait of a hook is 1 s, not a sync's 15 s

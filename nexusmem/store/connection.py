@@ -22,21 +22,22 @@ def sqlite_version() -> str:
     return str(sqlean.sqlite_version)
 
 
-def connect(path: Path | str, *, readonly: bool = False) -> Any:
-    """A connection in autocommit mode (we BEGIN explicitly), WAL, with a generous busy timeout.
+def connect(path: Path | str, *, readonly: bool = False, busy_ms: int = BUSY_TIMEOUT_MS) -> Any:
+    """A connection in autocommit mode (we BEGIN explicitly), WAL, with a generous busy timeout (BUSY_MS:
+    a commit hook waits less).
 
     Readers never take a write lock, so an agent's search keeps answering while a sync writes.
     """
     if readonly:
         uri = f"file:{Path(path).as_posix()}?mode=ro"
         conn = sqlean.connect(
-            uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+            uri, uri=True, isolation_level=None, timeout=busy_ms / 1000, check_same_thread=False
         )
     else:
         conn = sqlean.connect(
-            str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+            str(path), isolation_level=None, timeout=busy_ms / 1000, check_same_thread=False
         )
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

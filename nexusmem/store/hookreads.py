@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 BATCH = 500
 
 
+HOOK_BUSY_MS = 1_000
+
+
 class HookReader:
     """A read-only, never migrated connection to PATH (a commit hook must not rewrite the database while a
     sync may be writing it; an older schema already has every table and column read here). Driver errors
@@ -27,7 +30,9 @@ class HookReader:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.conn = connection.connect(path, readonly=True)
+        # A commit waits for this: a store another process holds locked (a tool in SQLite's exclusive
+        # mode, a recovery) costs the commit at most HOOK_BUSY_MS, not the 15 s a sync waits.
+        self.conn = connection.connect(path, readonly=True, busy_ms=HOOK_BUSY_MS)
 
     def __enter__(self) -> HookReader:
         return self
