@@ -158,7 +158,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             __nexusmem_seen=$__nexusmem_hist
         fi
         __nexusmem_last_arg=$__arg
-        __nexusmem_restore "$__st" "$__arg"
+        # Under `set -e` (typed at the prompt) a non-zero status handed back here would end the shell
+        # itself: the terminal closed after `false && true`. Then later prompt code sees 0.
+        [[ $- == *e* ]] || __nexusmem_restore "$__st" "$__arg"
     }
 
     # The newest history entry ("NUM  TEXT", or empty) into __nexusmem_hist, without forking:

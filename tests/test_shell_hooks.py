@@ -285,6 +285,16 @@ def test_bash_invalid_utf8_typed(open_shell: Any) -> None:
     assert line["command"] == "echo caf\u00e9 \u00ff\u00fe end"  # invalid bytes: their Latin-1 reading
 
 
+@needs("bash")
+def test_bash_with_errexit_typed_at_the_prompt_stays_open(open_shell: Any) -> None:
+    """After `set -e` at the prompt, `false && true` (status 1, exempt from errexit) made the hook hand
+    status 1 back from PROMPT_COMMAND, and bash exited: the terminal closed."""
+    sh = open_shell("bash")
+    sh.run("set -e")
+    assert sh.run("false && true")["exit"] == 1
+    assert sh.run("true still-open")["command"] == "true still-open"
+
+
 ESCAPE_CALL = {
     "bash": '__nexusmem_escape "$(printf \'%b\' "$NX_IN")"; printf \'%s\' "$__nexusmem_json" > "$NX_OUT"',
     "zsh": '__nexusmem_escape "$(printf \'%b\' "$NX_IN")"; printf \'%s\' "$__nexusmem_json" > "$NX_OUT"',
