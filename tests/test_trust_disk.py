@@ -185,6 +185,20 @@ def test_a_command_whose_redacted_form_is_longer_is_kept_in_the_log_not_blanked(
     assert parsed.command.count("«") == parsed.command.count("»")  # no placeholder cut in two
 
 
+def test_a_line_too_long_to_read_is_not_left_raw_on_disk(repo: Path) -> None:
+    """Lines over 1 MiB are skipped by every reader, and were skipped by the redaction pass too: a token in
+    a pasted file stayed raw in the log after every sync. Such a line is now blanked in place."""
+    small_repo(repo)
+    now = int(time.time() * 1000)
+    huge = line(repo, f"echo {'x' * (1 << 20)} {SECRET}", now)
+    append(huge, line(repo, "make after-the-long-one", now + 1))
+    size = log_path().stat().st_size
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    raw = log_path().read_bytes()
+    assert SECRET.encode() not in raw and len(raw) == size
+    assert "make after-the-long-one" in shell_refs(repo)
+
+
 def shell_refs(repo: Path) -> list[str]:
     from nexusmem import project
 

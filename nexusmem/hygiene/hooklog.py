@@ -106,6 +106,13 @@ def _pad(replacement: bytes, length: int) -> bytes:
     return replacement + b" " * (length - len(replacement))
 
 
+def _blank(fd: int, start: int, stop: int) -> None:
+    """Overwrite bytes START..STOP of FD with spaces, a megabyte at a time."""
+    step = 1 << 20
+    for at in range(start, stop, step):
+        os.pwrite(fd, b" " * min(step, stop - at), at)
+
+
 def rewrite(log: Path, start: int, transform: Transform, *, dry_run: bool = False) -> Rewrite:
     """Apply TRANSFORM to every complete line of LOG from byte START, overwriting changed lines in place.
 
@@ -118,9 +125,14 @@ def rewrite(log: Path, start: int, transform: Transform, *, dry_run: bool = Fals
             if end < 0:
                 break  # a line still being written: its shell's next bytes complete it
             done.checked += 1
-            done.end = end
+            line_start, done.end = done.end, end
             if raw is None:
-                continue  # over-long: never read whole, skipped by every reader
+                # Over-long: never read whole, skipped by every reader, so never redacted either; what it
+                # holds (a pasted file with a token in it) is blanked rather than left raw on disk.
+                done.dropped += 1
+                if not dry_run:
+                    _blank(fd, line_start, end - 1)
+                continue
             new = transform(raw)
             if new is None:
                 continue
