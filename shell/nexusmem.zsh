@@ -61,6 +61,8 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         local -i i n k ok
         s=${s//\\/\\\\}
         s=${s//\"/\\\"}
+        # A zsh string can hold NUL (Ctrl-V Ctrl-@; a pasted U+E000 becomes one): raw, the line is no JSON.
+        [[ $s == *$'\0'* ]] && s=${s//$'\0'/\\u0000}
         if [[ $s == *[$'\x01'-$'\x1f']* ]]; then
             s=${s//$'\n'/\\n}
             s=${s//$'\t'/\\t}

@@ -331,6 +331,16 @@ def test_escape_is_exact_json(
     assert json.loads('"' + body + '"') == expected
 
 
+@needs("zsh")
+def test_zsh_escapes_a_nul(open_shell: Any, tmp_path: Path) -> None:
+    """A zsh string can hold NUL (typed as Ctrl-V Ctrl-@); written raw, its line was no JSON and was lost."""
+    out = tmp_path / "escaped"
+    sh = open_shell("zsh", env={"NX_IN": r"nul\x00here", "NX_OUT": str(out)})
+    sh.type(ESCAPE_CALL["zsh"])
+    sh.run("true done")
+    assert json.loads('"' + out.read_bytes().decode("utf-8") + '"') == "nul\x00here"
+
+
 LONG_CJK = {
     "bash": "s=$(printf '\u65e5%.0s' {1..30000})$'\\xff'; __nexusmem_escape \"$s\"; printf '%s' \"$__nexusmem_json\" > \"$NX_OUT\"",
     "zsh": 's=${(pl:30000::\u65e5:)}$\'\\xff\'; __nexusmem_escape "$s"; printf \'%s\' "$__nexusmem_json" > "$NX_OUT"',
