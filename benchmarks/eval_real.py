@@ -143,6 +143,7 @@ SETS = (
     "fresh53",
     "fresh54",
     "fresh55",
+    "fresh56",
     "removal",
     "rst",
     "adoc",
