@@ -84,23 +84,7 @@ def run(
     key = _remembered(args, cwd) if input is None and not keep_env else None
     if key is not None and _snapshot is not None and key in _snapshot:
         return _snapshot[key]
-    if input is None and _SPAWN:
-        code, stdout, stderr = _spawn(args, cwd, clean_env(keep_env))
-    else:
-        import subprocess
-
-        try:
-            proc = subprocess.run(
-                [GIT, *_STABLE, *args],
-                cwd=str(cwd),
-                input=input,
-                capture_output=True,
-                env=clean_env(keep_env),
-                check=False,
-            )
-        except OSError as exc:
-            raise _start_error(exc) from exc
-        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    code, stdout, stderr = run_full(args, cwd, input=input, keep_env=keep_env)
     if check and code != 0:
         msg = stderr.decode("utf-8", "replace").strip()
         raise GitCommandError(f"git {' '.join(args[:3])} failed ({code}): {msg}")
@@ -136,16 +120,23 @@ def run_ok(args: Sequence[str], cwd: Path | str) -> tuple[int, bytes]:
     return code, stdout
 
 
-def run_full(args: Sequence[str], cwd: Path | str) -> tuple[int, bytes, bytes]:
-    """Run git and return (exit code, stdout, stderr), never raising on a non-zero exit: for the rare path
-    that must say what git said (run_ok drops stderr to stay cheap)."""
-    if _SPAWN:
-        return _spawn(args, cwd, clean_env())
+def run_full(
+    args: Sequence[str], cwd: Path | str, *, input: bytes | None = None, keep_env: Sequence[str] = ()
+) -> tuple[int, bytes, bytes]:
+    """Run git and return (exit code, stdout, stderr), never raising on a non-zero exit (run() classifies
+    it; the rare path that must say what git said calls this itself: run_ok drops stderr to stay cheap)."""
+    if input is None and _SPAWN:
+        return _spawn(args, cwd, clean_env(keep_env))
     import subprocess
 
     try:
         proc = subprocess.run(
-            [GIT, *_STABLE, *args], cwd=str(cwd), capture_output=True, env=clean_env(), check=False
+            [GIT, *_STABLE, *args],
+            cwd=str(cwd),
+            input=input,
+            capture_output=True,
+            env=clean_env(keep_env),
+            check=False,
         )
     except OSError as exc:
         raise _start_error(exc) from exc

@@ -252,8 +252,10 @@ class BuiltinProvider:
         self.weights = weights if self.model != CONFIG else None
         self.min_similarity = NOISE_FLOOR[self.model]
         self.share_floor = SHARE_FLOOR[self.model]
-        # How much a commit's change words weigh in its vector (embed.index), 0 for none.
+        # How much a commit's change words weigh in its vector, and how many of their characters are read
+        # (embed.index); 0 for none.
         self.change_words = COMMIT_WORDS_WEIGHT if self.model == WORDS else 0.0
+        self.change_words_chars = COMMIT_WORDS_CHARS if self.model == WORDS else 0
 
     @property
     def weighs_tokens(self) -> bool:

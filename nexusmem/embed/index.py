@@ -118,7 +118,7 @@ def embed_pending(
         summary.pending = store.count_unembedded()
     batch_size = max(1, int(config.get("embedding", {}).get("batchSize", DEFAULT_BATCH) or DEFAULT_BATCH))
     words_weight = float(getattr(chosen, "change_words", 0.0))
-    words_chars = builtin_words_chars() if words_weight else 0
+    words_chars = int(getattr(chosen, "change_words_chars", 0)) if words_weight else 0
     last_seq = 0
     while summary.pending:
         rows = store.unembedded(last_seq, batch_size, BODY_CHARS, words_chars)
@@ -168,12 +168,6 @@ def embed_pending(
     summary.vectors = store.vector_count()
     summary.seconds = time.perf_counter() - started
     return summary
-
-
-def builtin_words_chars() -> int:
-    from nexusmem.embed import builtin
-
-    return builtin.COMMIT_WORDS_CHARS
 
 
 def _with_change_words(chosen: Provider, vectors: list[Any], words: list[str], weight: float) -> list[Any]:

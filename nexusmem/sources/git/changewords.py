@@ -7,10 +7,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from nexusmem import gitcmd
-from nexusmem.errors import GitCommandError
 from nexusmem.redact import PLACEHOLDER_RE, redact
-from nexusmem.sources.git.commits import _FORMAT, _LOG_STABLE, _TAG, CommitRecord, _text, parse_commit_stream
+from nexusmem.sources.git.commits import (
+    _FORMAT,
+    _LOG_STABLE,
+    _TAG,
+    CommitRecord,
+    _text,
+    parse_commit_stream,
+    stream_parsed,
+)
 from nexusmem.sources.git.diff import _label_path, _matches_any
 from nexusmem.text import (
     CODE_NOISE,
@@ -285,10 +291,7 @@ def iter_commits_with_words(
     commit whose changed text holds a value the user told `forget` (DENIED says so) gives no words at all.
     """
     args = ["log", "-z", "-p", "--numstat", "--unified=1", *_LOG_STABLE, _FORMAT, *revs, "--"]
-    failed: list[GitCommandError] = []
-    yield from parse_commit_words_stream(gitcmd.stream(args, root, deferred=failed), skip_globs, denied)
-    if failed:  # after the last commit git wrote in full
-        raise failed[0]
+    return stream_parsed(args, root, lambda lines: parse_commit_words_stream(lines, skip_globs, denied))
 
 
 def parse_commit_words_stream(

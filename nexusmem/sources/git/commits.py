@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -159,6 +159,20 @@ def commit_count(root: Path, revs: list[str]) -> int | None:
         return None
 
 
+T = TypeVar("T")
+
+
+def stream_parsed(
+    args: Sequence[str], cwd: Path | str, parse: Callable[[Iterator[bytes]], Iterator[T]]
+) -> Iterator[T]:
+    """What PARSE reads from stream(ARGS); a walk git had to stop at a missing parent is raised only once
+    PARSE has finished the last commit git wrote in full (see gitcmd.stream's DEFERRED)."""
+    failed: list[GitCommandError] = []
+    yield from parse(gitcmd.stream(args, cwd, deferred=failed))
+    if failed:
+        raise failed[0]
+
+
 def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
     """Stream the commits of REVS with their numstat from one `git log -z --numstat` process.
 
@@ -166,10 +180,7 @@ def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
     so paths with tabs, newlines or non-UTF-8 bytes parse exactly.
     """
     args = ["log", "-z", "--numstat", *_LOG_STABLE, _FORMAT, *revs, "--"]
-    failed: list[GitCommandError] = []
-    yield from parse_commit_stream(gitcmd.stream(args, root, deferred=failed))
-    if failed:  # after the last commit git wrote in full
-        raise failed[0]
+    return stream_parsed(args, root, parse_commit_stream)
 
 
 # A clone can lack an object its history names: a damaged snapshot, a partial clone that cannot fetch. A `git
@@ -183,7 +194,6 @@ _UNREADABLE = re.compile(
     r"|promisor remote",
     re.IGNORECASE,
 )
-T = TypeVar("T")
 
 
 def unreadable_object(exc: GitCommandError) -> bool:

@@ -28,11 +28,8 @@ def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[Wal
     plan = plan_walk(ctx.root, ctx.cursor, ctx.full)
     if plan.noop:
         return None, ScanResult(nodes=(), cursor=ctx.cursor, keep=None)
-    if plan.state.broken:
-        ctx_note = f"git cannot read every ref ({plan.state.broken}): read HEAD's history, pruned nothing"
-    else:
-        ctx_note = ""
-    reachable = None if plan.state.broken else reachable_commits(ctx.root, plan.state)
+    broken = plan.state.broken
+    reachable = None if broken else reachable_commits(ctx.root, plan.state)
     keep: Callable[[str], bool] | None = None
     if reachable is not None:
         commits = reachable
@@ -41,8 +38,8 @@ def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[Wal
             return sha_of_key(key) in commits
 
     result = ScanResult(nodes=(), cursor=plan.state.cursor, keep=keep)
-    if ctx_note:
-        result.notes.append(ctx_note)
+    if broken:
+        result.notes.append(f"git cannot read every ref ({broken}): read HEAD's history, pruned nothing")
     return plan, result
 
 
