@@ -144,6 +144,7 @@ SETS = (
     "fresh54",
     "fresh55",
     "fresh56",
+    "fresh57",
     "removal",
     "rst",
     "adoc",
