@@ -360,7 +360,9 @@ class DocsSource:
         # Named when the files are read (as a bad log line is, once): a sync that finds nothing changed
         # would otherwise add the same names to `status`'s history every time.
         for path, size in too_big:
-            result.skip(f"{_display(path)}: {size:,} bytes, over sources.docs.maxFileBytes ({max_bytes:,})")
+            result.skip(
+                f"{display_path(path)}: {size:,} bytes, over sources.docs.maxFileBytes ({max_bytes:,})"
+            )
         result.nodes = self._emit(ctx, result, head, candidates, include, max_body, fingerprint)
         return result
 
@@ -381,7 +383,7 @@ class DocsSource:
             ctx.progress("docs", n, len(candidates))
             # A file name that is not UTF-8 (caf\xe9.md) is read by its real name but stored with U+FFFD:
             # stored text must be valid UTF-8, and the mapping is the same on every scan (as in git.py).
-            shown = _display(cand.path)
+            shown = display_path(cand.path)
             try:
                 raw = (ctx.root / cand.path).read_bytes()
             except OSError as exc:
@@ -698,7 +700,7 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
     return cut.finish()
 
 
-def _display(path: str) -> str:
+def display_path(path: str) -> str:
     """PATH as valid UTF-8: undecodable bytes (kept by os.fsdecode as lone surrogates) become U+FFFD."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
