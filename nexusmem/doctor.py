@@ -35,7 +35,7 @@ DOCTOR_CHECK_SECONDS = 10.0
 
 @dataclass
 class Check:
-    area: str  # "shell" | "agent" | "git" | "pre-commit" | "store" | "backend" | "embedder" | "registry"
+    area: str  # "home" | "shell" | "agent" | "git" | "pre-commit" | "store" | "backend" | "embedder" | "registry"
     ok: bool
     detail: str
     fix: str | None = None  # the command that fixes it (problems only)
@@ -92,6 +92,20 @@ def _ago(ms: int) -> str:
         if seconds >= size:
             return f"{seconds / size:.0f} {unit} ago"
     return f"{seconds:.0f} s ago"
+
+
+def check_home() -> list[Check]:
+    """A $NEXUSMEM_HOME that cannot be used (relative): the commands refuse it, the hooks ignore it."""
+    problem = paths.user_dir_problem()
+    if problem is None:
+        return []
+    detail = (
+        f"{problem}: nexusmem commands refuse to run, and the hooks and precheck use {paths.user_dir()}"
+        " instead"
+    )
+    return [
+        Check("home", False, detail, "set NEXUSMEM_HOME to a full path (or unset it) where it is exported")
+    ]
 
 
 def check_shells() -> list[Check]:
@@ -344,7 +358,8 @@ def run(start: Path | None) -> list[Check]:
             root = paths.repo_root(start)
         except NexusMemError:
             root = None
-    checks = check_shells()
+    checks = check_home()
+    checks += check_shells()
     checks += check_agents(root)
     if root is not None:
         checks += check_git(root)
