@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from nexusmem import gitcmd
@@ -13,7 +13,7 @@ from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import commit_signal
-from nexusmem.sources.base import MAX_PROBLEMS, ScanContext
+from nexusmem.sources.base import ScanContext
 from nexusmem.sources.git.commits import (
     _FORMAT,
     _LOG_STABLE,
@@ -84,30 +84,6 @@ def _label_path(raw: bytes, prefix: bytes) -> bytes | None:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
-def _binary_path(line: bytes) -> bytes | None:
-    """The path a "Binary files a/x and b/x differ" line names (the new one; the old one for a deletion),
-    None when it is not such a line. git does not quote a path holding " and ": a rename is split at
-    the last " and b/"."""
-    body = line.rstrip(b"\n")
-    if not (body.startswith(b"Binary files ") and body.endswith(b" differ")):
-        return None
-    pair = body[len(b"Binary files ") : -len(b" differ")]
-    if pair.startswith(b"/dev/null and "):
-        return _label_path(pair[len(b"/dev/null and ") :], b"b/")
-    if pair.endswith(b" and /dev/null"):
-        return _label_path(pair[: -len(b" and /dev/null")], b"a/")
-    half = (len(pair) - len(b" and ")) // 2  # a changed file: the same path twice, "a/P and b/P"
-    if pair[half : half + 5] == b" and " and _label_path(pair[:half], b"a/") == _label_path(
-        pair[half + 5 :], b"b/"
-    ):
-        return _label_path(pair[half + 5 :], b"b/")
-    for sep in (b' and "b/', b" and b/"):  # a rename: the last " and b/" is the likeliest split
-        old, found, new = pair.rpartition(sep)
-        if found and old:
-            return _label_path(found[5:] + new, b"b/")
-    return None
-
-
 class _Patch:
     """One file section of a commit's patch, accumulated up to the body limit and counted beyond it."""
 
@@ -170,21 +146,10 @@ class DiffStats:
     skipped_glob: int = 0
     over_cap: int = 0
     unreadable: int = 0  # commits whose patch git cannot read (a missing or corrupt object)
-    # Where the binary files were ("commit <sha>: <path>: binary…"), the first MAX_PROBLEMS: the sync names
-    # them with the source's other skipped records.
-    problems: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
         return self.merges + self.binary + self.skipped_glob + self.over_cap + self.unreadable
-
-    def skip_binary(self, sha: str, line: bytes) -> None:
-        """Count one binary file of commit SHA, and name it (its path from git's "Binary files" LINE)."""
-        self.binary += 1
-        if len(self.problems) < MAX_PROBLEMS:
-            raw = _binary_path(line)
-            what = _text(raw) if raw else "a file"
-            self.problems.append(f"commit {sha}: {what}: binary, no text diff to index")
 
 
 def iter_diff_nodes(
@@ -332,7 +297,7 @@ def iter_diff_nodes(
         elif line.startswith(b"rename from "):
             patch.old = unquote_path(line[12:].rstrip(b"\n"))
         elif line.startswith((b"Binary files ", b"GIT binary patch")) and len(header.parents) <= 1:
-            stats.skip_binary(header.sha, line)
+            stats.binary += 1
     close_patch()
     yield from finish_commit()
     if failed:  # after the last commit git wrote in full

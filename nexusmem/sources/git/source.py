@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult, _no_progress
+from nexusmem.sources.base import ScanContext, ScanResult, _no_progress
 from nexusmem.sources.git.repo import WalkPlan, _setting, plan_walk, reachable_commits
 
 if TYPE_CHECKING:
@@ -208,5 +208,4 @@ class DiffSource:
         finally:
             # Set while the generator runs to its end, before the sync reads it.
             result.skipped = stats.total
-            result.problems += stats.problems[: max(0, MAX_PROBLEMS - len(result.problems))]
         ctx.progress("diff", stats.commits, stats.commits)
