@@ -35,7 +35,7 @@ DOCTOR_CHECK_SECONDS = 10.0
 
 @dataclass
 class Check:
-    area: str  # "shell" | "agent" | "git" | "pre-commit" | "store" | "backend" | "embedder" | "registry"
+    area: str  # "home" | "shell" | "agent" | "git" | "pre-commit" | "store" | "backend" | "embedder" | "registry"
     ok: bool
     detail: str
     fix: str | None = None  # the command that fixes it (problems only)
@@ -92,6 +92,20 @@ def _ago(ms: int) -> str:
         if seconds >= size:
             return f"{seconds / size:.0f} {unit} ago"
     return f"{seconds:.0f} s ago"
+
+
+def check_home() -> list[Check]:
+    """A $NEXUSMEM_HOME that cannot be used (relative): the commands refuse it, the hooks ignore it."""
+    problem = paths.user_dir_problem()
+    if problem is None:
+        return []
+    detail = (
+        f"{problem}: nexusmem commands refuse to run, and the hooks and precheck use {paths.user_dir()}"
+        " instead"
+    )
+    return [
+        Check("home", False, detail, "set NEXUSMEM_HOME to a full path (or unset it) where it is exported")
+    ]
 
 
 def check_shells() -> list[Check]:
@@ -189,11 +203,31 @@ def check_git(root: Path) -> list[Check]:
     return checks
 
 
-def _mode_check(path: Path, want: int) -> Check | None:
+# What each kind of thing is called when it is found where the other kind should be.
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
+
+
+def _mode_check(path: Path, want: int, *, folder: bool = False) -> Check | None:
+    """The problem with PATH, which should be a file (a FOLDER when set) of mode WANT at most; None when it
+    is right or absent. Something of the other kind there is said as such: chmod would not make it usable."""
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        st = path.stat()
     except FileNotFoundError:
         return None
+    if stat.S_ISDIR(st.st_mode) != folder or not (folder or stat.S_ISREG(st.st_mode)):
+        found = _KINDS.get(stat.S_IFMT(st.st_mode), "a file")
+        detail = f"{path} is {found}, not {'a folder' if folder else 'a file'}: NexusMem cannot use it"
+        if path == paths.shell_log_path():
+            detail += " (the hooks cannot append to it, sync cannot read it)"
+        fix = f"mv {shlex.quote(str(path))} {shlex.quote(str(path) + '.bad')}"
+        return Check("store", False, detail, fix)
+    mode = stat.S_IMODE(st.st_mode)
     if mode & ~want:
         return Check("store", False, f"{path} is {mode:04o}, readable by others", f"chmod {want:o} {path}")
     return None
@@ -221,11 +255,11 @@ def check_store(root: Path) -> list[Check]:
         checks.append(
             Check("store", False, f"{db}: cannot be read ({exc})", f"nexusmem -C {root} sync --rebuild")
         )
-    wanted = [(state, 0o700), (paths.config_path(root), 0o600)]
-    wanted += [(db.with_name(db.name + s), 0o600) for s in ("", "-wal", "-shm")]
-    wanted += [(paths.user_dir(), 0o700), (paths.shell_log_path(), 0o600), (paths.registry_path(), 0o600)]
-    for path, want in wanted:
-        problem = _mode_check(path, want)
+    folders = [state, paths.user_dir()]
+    files = [paths.config_path(root), *(db.with_name(db.name + s) for s in ("", "-wal", "-shm"))]
+    files += [paths.shell_log_path(), paths.registry_path()]
+    for path, want, folder in [(f, 0o700, True) for f in folders] + [(f, 0o600, False) for f in files]:
+        problem = _mode_check(path, want, folder=folder)
         if problem:
             checks.append(problem)
     return checks
@@ -344,7 +378,8 @@ def run(start: Path | None) -> list[Check]:
             root = paths.repo_root(start)
         except NexusMemError:
             root = None
-    checks = check_shells()
+    checks = check_home()
+    checks += check_shells()
     checks += check_agents(root)
     if root is not None:
         checks += check_git(root)

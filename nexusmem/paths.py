@@ -13,12 +13,38 @@ DB_NAME = "memory.db"
 CONFIG_NAME = "config.json"
 
 
+HOME_VARIABLE = "NEXUSMEM_HOME"
+
+
+def _home_setting() -> tuple[Path | None, str | None]:
+    """$NEXUSMEM_HOME as a path (None when unset or empty), or why it cannot be one.
+
+    Absolute, or `~` / `~/...` (the user's home, as the prompt hooks read it too). Anything else is relative:
+    it would name a different folder in every directory a command runs in (a memory per folder, hook lines
+    scattered), so it is never used."""
+    raw = os.environ.get(HOME_VARIABLE)
+    if not raw:
+        return None, None
+    value = raw
+    if value == "~" or value.startswith(("~/", "~" + os.sep)):
+        value = str(Path.home()) + value[1:]
+    path = Path(value)
+    if not path.is_absolute():
+        return None, f"{HOME_VARIABLE} must be an absolute path, got {raw!r}"
+    return path, None
+
+
 def user_dir() -> Path:
-    """~/.nexusmem, or $NEXUSMEM_HOME when set."""
-    override = os.environ.get("NEXUSMEM_HOME")
-    if override:
-        return Path(override).expanduser()
-    return Path.home() / ".nexusmem"
+    """~/.nexusmem, or $NEXUSMEM_HOME when set to an absolute path. A relative value is ignored here: the
+    commands a person types refuse it first (cli/main.py, user_dir_problem), while what runs unattended (the
+    commit hooks' precheck and `sync --auto`, as the prompt hooks do) goes on with the default."""
+    path, _ = _home_setting()
+    return path if path is not None else Path.home() / ".nexusmem"
+
+
+def user_dir_problem() -> str | None:
+    """Why $NEXUSMEM_HOME is not used ("NEXUSMEM_HOME must be an absolute path, got '.nexus'"), or None."""
+    return _home_setting()[1]
 
 
 def ensure_user_dir() -> Path:

@@ -392,7 +392,7 @@ def sync(
         deny = sync_gate(store, log)
         # No raw secret outlives this sync in the hooks' log or the bash scratch files (in place, no line
         # lost: see nexusmem.hygiene.hooklog). Before the sources, so the shell source reads redacted lines.
-        _done, notes = hooklog.redact_pass((lambda texts: deny.which(texts) is not None) if deny else None)
+        redacted, notes = hooklog.redact_pass((lambda texts: deny.which(texts) is not None) if deny else None)
         if log:
             for note in notes:
                 log(note)
@@ -445,6 +445,9 @@ def sync(
                 )
                 # What is stored already, for a source that must not add a command twice (atuin).
                 ctx.known["shell_commands_between"] = store.shell_commands_between
+                # Where the redaction pass stopped in the hooks' log (0: it did not run): the shell source
+                # fingerprints its offset with bytes no later pass rewrites.
+                ctx.known["log_redacted_to"] = redacted.end
                 # Read-only: the session source summarises the conversation turns already stored.
                 conversations: ConversationReader = store
                 ctx.known["conversations"] = conversations

@@ -1,6 +1,7 @@
 # NexusMem prompt hook for bash (4.4+; millisecond timing needs 5.0+).
 #
-# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl:
+# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl (a relative
+# NEXUSMEM_HOME is ignored):
 #   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
 #    "command":...,"shell":"bash","session":...,"v":1}
 #
@@ -26,7 +27,13 @@
 if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     ((BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4))); then
     __nexusmem_loaded=1
+    # NEXUSMEM_HOME as nexusmem reads it: `~` or `~/...` is the home folder; a relative value would be a
+    # different folder in every directory, so it is ignored (the CLI refuses it, `nexusmem doctor` says so).
     __nexusmem_dir=${NEXUSMEM_HOME:-$HOME/.nexusmem}
+    if [[ $__nexusmem_dir == \~ || $__nexusmem_dir == \~/* ]]; then
+        __nexusmem_dir=$HOME${__nexusmem_dir:1}
+    fi
+    [[ $__nexusmem_dir == /* ]] || __nexusmem_dir=$HOME/.nexusmem
     __nexusmem_log=$__nexusmem_dir/shell-history.jsonl
     __nexusmem_scratch=$__nexusmem_dir/.bash-$$.tmp
     printf -v __nexusmem_session '%x-%x-%04x%04x' "${EPOCHSECONDS:-0}" "$$" "$RANDOM" "$RANDOM"

@@ -1,6 +1,7 @@
 # NexusMem prompt hook for fish (3.1+).
 #
-# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl:
+# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl (a relative
+# NEXUSMEM_HOME is ignored):
 #   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
 #    "command":...,"shell":"fish","session":...,"v":1}
 #
@@ -20,10 +21,17 @@
 
 if status is-interactive; and not set -q __nexusmem_loaded
     set -g __nexusmem_loaded 1
+    # NEXUSMEM_HOME as nexusmem reads it: `~` or `~/...` is the home folder; a relative value would be a
+    # different folder in every directory, so it is ignored (the CLI refuses it, `nexusmem doctor` says so).
+    set -g __nexusmem_dir $HOME/.nexusmem
     if set -q NEXUSMEM_HOME; and test -n "$NEXUSMEM_HOME"
-        set -g __nexusmem_dir $NEXUSMEM_HOME
-    else
-        set -g __nexusmem_dir $HOME/.nexusmem
+        set -l __nexusmem_home "$NEXUSMEM_HOME"
+        if test "$__nexusmem_home" = "~"; or string match -q -- '~/*' "$__nexusmem_home"
+            set __nexusmem_home "$HOME"(string sub -s 2 -- "$__nexusmem_home")
+        end
+        if string match -q -- '/*' "$__nexusmem_home"
+            set -g __nexusmem_dir $__nexusmem_home
+        end
     end
     set -g __nexusmem_log $__nexusmem_dir/shell-history.jsonl
 

@@ -1,6 +1,7 @@
 # NexusMem prompt hook for PowerShell (7+, and Windows PowerShell 5.1).
 #
-# Appends one JSON line per command to $env:NEXUSMEM_HOME (default ~/.nexusmem)/shell-history.jsonl:
+# Appends one JSON line per command to $env:NEXUSMEM_HOME/shell-history.jsonl (default ~/.nexusmem; a
+# relative NEXUSMEM_HOME is ignored):
 #   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"duration_ms":...,"command":...,
 #    "shell":"pwsh","session":...,"v":1}
 #
@@ -18,7 +19,21 @@
 if (-not (Get-Variable -Name __nexusmem_loaded -Scope Global -ErrorAction SilentlyContinue)) {
     if ([Environment]::UserInteractive -and $Host.Name -ne 'Default Host') {
         $global:__nexusmem_loaded = $true
-        $global:__nexusmem_dir = if ($env:NEXUSMEM_HOME) { $env:NEXUSMEM_HOME } else { Join-Path $HOME '.nexusmem' }
+        # NEXUSMEM_HOME as nexusmem reads it: `~` or `~/...` is the home folder; a relative value would be a
+        # different folder in every directory, so it is ignored (the CLI refuses it, `nexusmem doctor` says so).
+        $global:__nexusmem_dir = Join-Path $HOME '.nexusmem'
+        $__nexusmem_home = [string]$env:NEXUSMEM_HOME
+        if ($__nexusmem_home -eq '~' -or $__nexusmem_home.StartsWith('~/') -or $__nexusmem_home.StartsWith('~\')) {
+            $__nexusmem_home = $HOME + $__nexusmem_home.Substring(1)
+        }
+        if ([System.IO.Path]::DirectorySeparatorChar -eq '\') {
+            $__nexusmem_absolute = $__nexusmem_home -match '^([A-Za-z]:[\\/]|[\\/][\\/])'
+        } else {
+            $__nexusmem_absolute = $__nexusmem_home.StartsWith('/')
+        }
+        if ($__nexusmem_absolute) { $global:__nexusmem_dir = $__nexusmem_home }
+        Remove-Variable -Name __nexusmem_home -ErrorAction SilentlyContinue
+        Remove-Variable -Name __nexusmem_absolute -ErrorAction SilentlyContinue
         $global:__nexusmem_log = Join-Path $global:__nexusmem_dir 'shell-history.jsonl'
         $global:__nexusmem_session = [guid]::NewGuid().ToString('N')
         $global:__nexusmem_last_id = -1

@@ -1,6 +1,7 @@
 # NexusMem prompt hook for zsh.
 #
-# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl:
+# Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl (a relative
+# NEXUSMEM_HOME is ignored):
 #   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
 #    "command":...,"shell":"zsh","session":...,"v":1}
 #
@@ -18,7 +19,13 @@
 if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     typeset -g __nexusmem_loaded=1
     zmodload -F zsh/datetime p:epochtime 2>/dev/null
+    # NEXUSMEM_HOME as nexusmem reads it: `~` or `~/...` is the home folder; a relative value would be a
+    # different folder in every directory, so it is ignored (the CLI refuses it, `nexusmem doctor` says so).
     typeset -g __nexusmem_dir=${NEXUSMEM_HOME:-$HOME/.nexusmem}
+    if [[ $__nexusmem_dir == \~ || $__nexusmem_dir == \~/* ]]; then
+        __nexusmem_dir=$HOME${__nexusmem_dir:1}
+    fi
+    [[ $__nexusmem_dir == /* ]] || __nexusmem_dir=$HOME/.nexusmem
     typeset -g __nexusmem_log=$__nexusmem_dir/shell-history.jsonl
     typeset -g __nexusmem_session
     printf -v __nexusmem_session '%x-%x-%04x%04x' ${epochtime[1]:-0} $$ $RANDOM $RANDOM

@@ -380,3 +380,51 @@ def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None
     assert (
         "feat: the quoll setting" in titles and "echo typed-in-the-latin-folder (exit unknown)" in titles
     ), titles
+
+
+def test_a_doc_too_big_and_a_doc_that_cannot_be_read_are_named(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each was counted in the sync's `skipped` but named nowhere: the user saw "3 skipped" and no file.
+    commit(
+        repo,
+        "feat: a guide, a locked page, a huge page and a logo",
+        {
+            "guide.md": "# Guide\n\nread me\n",
+            "locked.md": "# Locked\n\nno one may read me\n",
+            "huge.md": "# Huge\n\n" + "word " * 1000 + "\n",
+            "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00binary\x00",
+        },
+    )
+    project.init(repo)
+    config_file = repo / ".nexusmem" / "config.json"
+    settings = json.loads(config_file.read_text(encoding="utf-8"))
+    settings["sources"]["docs"]["maxFileBytes"] = 2000
+    config_file.write_text(json.dumps(settings), encoding="utf-8")
+    real_read = Path.read_bytes
+
+    def failing_read(self: Path) -> bytes:
+        # chmod 000 cannot stop root (these tests may run as root): fail the read itself, in this process.
+        if self.name == "locked.md":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", failing_read)
+    sources = {
+        s["name"]: s
+        for s in json.loads(run_cli("-C", str(repo), "sync", "--json", "--no-embed").stdout)["sources"]
+    }
+    docs, diff = sources["docs"], sources["diff"]
+    assert docs["added"] == 1 and docs["skipped"] == 2, docs
+    assert sorted(docs["problems"]) == [
+        "huge.md: 5,009 bytes, over sources.docs.maxFileBytes (2,000)",
+        "locked.md: cannot be read (Permission denied)",
+    ], docs
+    # A binary file is skipped by design (README, "Diff indexing is bounded on purpose"): counted, never
+    # listed as a bad record.
+    assert diff["skipped"] >= 1 and not any("logo.png" in p for p in diff["problems"]), diff
+    # What `sync` prints says the same, and `status` keeps them.
+    shown = run_cli("-C", str(repo), "sync", "--no-embed").stderr
+    assert "docs: skipped 2 bad record(s)" in shown and "locked.md: cannot be read" in shown, shown
+    status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["skipped_records"]
+    assert any("huge.md" in r["where"] for r in status["docs"]["recent"]), status

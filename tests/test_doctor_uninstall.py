@@ -94,6 +94,29 @@ def test_doctor_flags_a_corrupt_store(repo: Path) -> None:
     assert code == 1 and store and store[0]["fix"] == f"nexusmem -C {repo} sync --rebuild"
 
 
+def test_doctor_says_a_shell_log_that_is_a_folder_is_one(repo: Path) -> None:
+    # It said "shell-history.jsonl is 0755, readable by others", and its fix (chmod 600) made the folder
+    # unusable without making it a log.
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    tighten(repo)
+    log = paths.shell_log_path()
+    if log.exists():
+        log.unlink()
+    log.mkdir(mode=0o755)
+    log.chmod(0o755)
+    code, report = doctor_json(repo)
+    problems = [c for c in report["checks"] if not c["ok"]]  # type: ignore[union-attr]
+    assert code == 1 and len(problems) == 1, problems
+    (problem,) = problems
+    assert problem["detail"].startswith(f"{log} is a folder, not a file"), problem
+    assert "readable by others" not in problem["detail"]
+    assert problem["fix"] == f"mv {log} {log}.bad", problem
+    os.system(problem["fix"])  # as a user would paste it: the folder is kept aside, nothing is reported
+    code, report = doctor_json(repo)
+    assert code == 0, report
+
+
 def snapshot(files: list[Path]) -> dict[Path, bytes | None]:
     return {f: f.read_bytes() if f.exists() else None for f in files}
 

@@ -4,6 +4,7 @@ commits, generic doc headings. Real git repositories, real SQLite, the real sync
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -537,6 +538,23 @@ def test_notes_kept_as_files_in_a_history_or_changelog_folder_are_release_notes(
     assert paths["docs"] == {"changelog/README.rst"}
     assert "no longer being interruptible with Ctrl-C" in stored(repo, fix)[1]
     assert "Workers no longer linger" in stored(repo, frag)[1]
+
+
+def test_a_news_fragment_whose_file_name_is_not_utf8_is_read(repo: Path) -> None:
+    """A fragment named in Latin-1 (`changes/café-1220.bugfix.rst` written by a Latin-1 system) was
+    neither read nor counted: its name was decoded with U+FFFD, a file that does not exist. It is read
+    by its real name and stored under the U+FFFD one, as a doc with such a name is."""
+    name = os.fsdecode(b"changes/caf\xe9-1220.bugfix.rst")
+    fix = commit(
+        repo,
+        "Close the pool on exit",
+        {"pool.py": "pool.close()\n", name: "Workers no longer linger after the test run.\n"},
+    )
+    summary = sync.sync(repo, embed=False)
+    part = next(s for s in summary.sources if s.name == "changelog")
+    assert (part.added, part.skipped, part.problems) == (1, 0, []), part
+    assert doc_paths_by_source(repo)["changelog"] == {"changes/caf\ufffd-1220.bugfix.rst"}
+    assert "Workers no longer linger" in stored(repo, fix)[1]  # linked to the commit that added it
 
 
 def test_a_test_suites_markdown_is_its_input_not_its_docs(repo: Path) -> None:

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from nexusmem import sync
 from nexusmem.config import defaults
+from nexusmem.hygiene import hooklog
 from nexusmem.nodes import Node
 from nexusmem.paths import shell_log_path
+from nexusmem.project import load as open_project
 from nexusmem.redact import redact
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.shell.attribution import command_files
@@ -150,6 +153,66 @@ def test_replaced_shorter_log_is_read_from_start_without_new_ids(project: Path) 
         fh.write(line(project, "make other", ts=5))
     _, nodes4 = scan(project, result3.cursor)
     assert [n.ref for n in nodes4] == ["make other"]
+
+
+def test_a_line_deleted_in_place_past_the_head_makes_the_next_sync_read_again_from_the_start(
+    project: Path,
+) -> None:
+    """A log edited in place (same file, a line deleted past its first 4 KB, lines appended since): the
+    saved offset no longer follows a line's end. The sync read from it lost the first line appended and
+    read the next from its middle; it must notice and read the log again from the start, which stores
+    nothing twice (ids are content-addressed)."""
+    lines = [line(project, f"make step-{i:03d}", ts=1_700_000_000_000 + i) for i in range(80)]
+    lines[60] = line(project, "make step-060 --with a much longer line than the others", ts=1_700_000_000_060)
+    log = write_log(*lines)
+    assert sum(map(len, lines[:60])) > 4096
+    first = sync.sync(project, embed=False)
+    assert next(s for s in first.sources if s.name == "shell").added == 80
+    with open(log, "r+b") as fh:  # as an editor that writes in place does: same inode, shorter
+        kept = b"".join(lines[:60] + lines[61:])
+        fh.write(kept)
+        fh.truncate(len(kept))
+    write_log(*(line(project, f"make after-{i}", ts=1_700_000_001_000 + i) for i in range(3)), append=True)
+    assert log.stat().st_size >= sum(map(len, lines))  # not shorter than the offset: size alone cannot tell
+    second = next(s for s in sync.sync(project, embed=False).sources if s.name == "shell")
+    assert (second.added, second.updated, second.skipped, second.problems) == (3, 0, 0, []), second
+    with open_project(project).open_store() as store:
+        commands = sorted(n.title.split(" (exit")[0] for n in store.iter_nodes("shell_command"))
+    assert commands == sorted(
+        [f"make step-{i:03d}" for i in range(80) if i != 60]
+        + ["make step-060 --with a much longer line than the others"]
+        + [f"make after-{i}" for i in range(3)]
+    )
+    # Appending only: the next sync reads only the new line.
+    write_log(line(project, "make after-3", ts=1_700_000_002_000), append=True)
+    third = next(s for s in sync.sync(project, embed=False).sources if s.name == "shell")
+    assert (third.added, third.updated, third.skipped) == (1, 0, 0), third
+
+
+def test_the_redaction_of_a_line_read_before_the_pass_saw_it_costs_no_re_read(project: Path) -> None:
+    """A sync's redaction pass runs before its sources; lines a hook appends meanwhile are read raw (and
+    redacted in memory) and rewritten in place by the next sync's pass. That rewrite lies before the
+    project's offset, but it is ours and keeps every line where it was: it must not read as an edit that
+    sends the sync back to the start of the log."""
+    write_log(*(line(project, f"make step-{i:03d}", ts=1_700_000_000_000 + i) for i in range(60)))
+    checked, _ = hooklog.redact_pass()  # the pass at the start of a sync
+    write_log(line(project, f"export GITHUB_TOKEN={TOKEN}", ts=1_700_000_001_000), append=True)
+
+    def scan_after_pass(cursor: str | None, redacted_to: int) -> tuple[ScanResult, list[Node]]:
+        config = defaults()
+        config["sources"]["shell"]["scrapeFallback"] = False
+        ctx = ScanContext(root=project, project_id="proj", config=config, cursor=cursor)
+        ctx.known["log_redacted_to"] = redacted_to
+        result = ShellSource().scan(ctx)
+        return result, list(result.nodes)
+
+    first, nodes = scan_after_pass(None, checked.end)
+    assert len(nodes) == 61
+    again, _ = hooklog.redact_pass()  # the next sync's pass rewrites the token's line in place
+    assert again.redacted == 1 and TOKEN.encode() not in shell_log_path().read_bytes()
+    write_log(line(project, "make after", ts=1_700_000_002_000), append=True)
+    _, nodes = scan_after_pass(first.cursor, again.end)
+    assert [n.ref for n in nodes] == ["make after"]
 
 
 def test_bad_lines_are_counted_and_good_lines_kept(project: Path) -> None:

@@ -160,6 +160,32 @@ def test_sync_redacts_the_log_in_place_and_every_project_still_reads_it_right(
     assert len(shell_refs(other)) == 1 and SECRET not in shell_refs(other)[0]
 
 
+def test_a_log_edited_in_place_is_redacted_past_where_the_last_pass_stopped(repo: Path) -> None:
+    # The redaction pass keeps its own offset (the bookmark). A line deleted in place past the log's first
+    # 4 KB moved the lines after it; the pass resumed at its old offset, past the start of the first line
+    # appended since, and left that line's secret raw on disk.
+    small_repo(repo)
+    now = int(time.time() * 1000)
+    append(*(line(repo, f"make step-{i:03d}", now + i) for i in range(60)))
+    append(line(repo, "make " + "long-target " * 40, now + 60))  # the line that will be deleted
+    append(line(repo, "make step-061", now + 61))
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    raw = log_path().read_bytes()
+    doomed = raw.index(b"long-target")
+    start, end = raw.rindex(b"\n", 0, doomed) + 1, raw.index(b"\n", doomed) + 1
+    assert start > 4096
+    with open(log_path(), "r+b") as fh:  # an editor writing in place: same file, one line shorter
+        kept = raw[:start] + raw[end:]
+        fh.write(kept)
+        fh.truncate(len(kept))
+    append(line(repo, f"export GITHUB_TOKEN={SECRET}", now + 100))
+    append(*(line(repo, f"git status --step {i}", now + 101 + i) for i in range(6)))
+    assert log_path().stat().st_size >= len(raw)  # not shorter: the size alone cannot tell
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    assert SECRET.encode() not in log_path().read_bytes()
+    assert "export GITHUB_TOKEN=«redacted:github-token»" in shell_refs(repo)
+
+
 @pytest.mark.parametrize(
     "command",
     [

@@ -7,6 +7,7 @@ error (click), 3 an unexpected failure: one line on stderr, the traceback in a c
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 # name -> "module:attribute"; modules are imported only when their command runs (fast start-up).
@@ -47,6 +48,16 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.stdout.write(f"nexusmem {__version__}\n")
         return
+    if os.environ.get("NEXUSMEM_HOME") and refuses_bad_home(args):
+        from nexusmem.paths import user_dir_problem
+
+        problem = user_dir_problem()
+        if problem is not None:  # a configuration error: one line and exit 1, as an invalid config.json
+            sys.stderr.write(
+                f"Error: {problem}: a relative folder would be a different memory in every directory;"
+                " set it to a full path, or unset it\n"
+            )
+            sys.exit(1)
     form = plain_form(args)
     collecting = gc.isenabled()
     if form is not None and form[0] == "precheck":
@@ -78,6 +89,21 @@ def main(argv: list[str] | None = None) -> None:
 
 
 PLAIN_COMMANDS = ("precheck", "query", "sync")
+
+
+def refuses_bad_home(args: list[str]) -> bool:
+    """Whether `nexusmem ARGS` stops at an unusable $NEXUSMEM_HOME (paths.user_dir_problem). The commands the
+    hooks run never do (precheck at every commit, `sync --auto` after it, `hook print` from an rc file): they
+    go on with the default folder, as the prompt hooks do, and never fail or spam a commit or a prompt. Nor
+    do `doctor`, which reports it, and help."""
+    at = 0
+    while at < len(args) and args[at].startswith("-C"):  # `-C PATH` (or `-CPATH`) before the command
+        at += 2 if args[at] == "-C" else 1
+    words = args[at:]
+    options = words[: words.index("--")] if "--" in words else words
+    if not words or {"--help", "-h", "--version", "-V"} & set(options) or words[0] in ("precheck", "doctor"):
+        return False
+    return not ((words[0] == "sync" and "--auto" in options) or words[:2] == ["hook", "print"])
 
 
 def plain_form(args: list[str]) -> tuple[str, list[str]] | None:

@@ -22,8 +22,10 @@ pipestatus, duration_ms) are dropped to make room; if that is not enough, the pl
 then the command its middle (marked "…"), and only a line too short even for that is blanked (counted as
 `dropped`). A bookmark (`.shell-history.redacted`: device, inode, offset, hash of the head) keeps the
 pass to the new lines. Overwriting a line inside the first 4 KiB changes the hash every project's cursor
-keeps of the log's head, so those projects read the log again from the start once; node ids are
-content-addressed, so that re-read adds nothing twice.
+keeps of the log's head (and one inside the 4 KiB just before a project's offset, the hash it keeps of
+those), so those projects read the log again from the start once; node ids are content-addressed, so that
+re-read adds nothing twice. The bookmark keeps the same two hashes: a log someone edited in place (a line
+deleted before the offset) is checked again from its start, never resumed in the middle of a line.
 
 In place also means the raw bytes are overwritten in the same disk blocks rather than left in freed ones
 (a copy-and-rename leaves the old blocks unwiped). Copy-on-write file systems (btrfs, ZFS) and SSD
@@ -56,7 +58,7 @@ from typing import Any
 from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
 from nexusmem.redact import PLACEHOLDER_RE, redact
-from nexusmem.sources.shell.logline import HEAD_BYTES, iter_log_lines, loads_line, log_lock
+from nexusmem.sources.shell.logline import HEAD_BYTES, before_span, iter_log_lines, loads_line, log_lock
 
 BOOKMARK_NAME = ".shell-history.redacted"
 _SCRATCH = re.compile(r"^\.bash-(\d+)(?:\.umask)?\.tmp$")
@@ -246,8 +248,15 @@ def _head(fd: int, length: int) -> str:
     return hashlib.sha256(os.pread(fd, length, 0)).hexdigest()[:32]
 
 
+def _before(fd: int, offset: int) -> str:
+    """The hash of the bytes just before OFFSET past the head (logline.before_span), '' when there are none."""
+    start, length = before_span(offset)
+    return hashlib.sha256(os.pread(fd, length, start)).hexdigest()[:32] if length else ""
+
+
 def _resume(log: Path) -> int:
-    """Where the last pass stopped, when the log is still the same file; 0 otherwise."""
+    """Where the last pass stopped, when the log is still the same file with the same bytes at its head and
+    just before that offset (a line deleted or added before it in place moves them); 0 otherwise."""
     try:
         saved = json.loads(_bookmark_path().read_text(encoding="utf-8"))
         st = os.stat(log)
@@ -258,10 +267,13 @@ def _resume(log: Path) -> int:
         try:
             if _head(fd, min(HEAD_BYTES, offset)) != saved["head"]:
                 return 0
+            # A bookmark saved before "before" was kept has none: its offset is checked as it was.
+            if saved.get("before", "") and _before(fd, offset) != saved["before"]:
+                return 0
         finally:
             os.close(fd)
         return offset
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return 0
 
 
@@ -269,10 +281,10 @@ def _save_bookmark(log: Path, offset: int) -> None:
     st = os.stat(log)
     fd = os.open(log, os.O_RDONLY)
     try:
-        head = _head(fd, min(HEAD_BYTES, offset))
+        head, before = _head(fd, min(HEAD_BYTES, offset)), _before(fd, offset)
     finally:
         os.close(fd)
-    data = {"dev": st.st_dev, "ino": st.st_ino, "offset": offset, "head": head}
+    data = {"dev": st.st_dev, "ino": st.st_ino, "offset": offset, "head": head, "before": before}
     private.write_atomic(_bookmark_path(), json.dumps(data).encode())
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.docs import inline_text, is_release_notes, sections_of
+from nexusmem.sources.docs import display_path, inline_text, is_release_notes, sections_of
 
 _CURSOR_VERSION = "changelog-8"
 RELATION = "changelog"
@@ -116,7 +117,9 @@ def _changelog_files(root: Path, max_bytes: int) -> list[tuple[str, str]]:
         meta, _, raw = entry.partition(b"\t")
         if not raw:
             continue
-        path = raw.decode("utf-8", "replace")
+        # A name that is not UTF-8 (caf\xe9.rst) keeps its bytes (surrogate escapes) so that the file can be
+        # opened and given to git by its real name; its entries are stored under display_path(), as docs' are.
+        path = os.fsdecode(raw)
         if not is_release_notes(path):
             continue
         parts = meta.split()
@@ -257,7 +260,7 @@ class ChangelogSource:
                 result.skipped += 1
                 continue
             text = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")
-            entries.extend(split_entries(text, path))
+            entries.extend(split_entries(text, display_path(path)))
         try:
             numbers, times = _commit_numbers(ctx.root) if entries else ({}, {})
             added, newest = _added_by(ctx.root, [p for p, _ in files], {e.first_line for e in entries})

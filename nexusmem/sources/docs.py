@@ -353,10 +353,16 @@ class DocsSource:
         head = _head_sha(ctx.root)
         candidates, too_big = _candidates(ctx.root, include, exclude, max_bytes, skip_release_notes=changelog)
         fingerprint = _fingerprint(head, candidates, [include, exclude, max_bytes, max_body, changelog])
-        result = ScanResult(nodes=(), skipped=too_big)
+        result = ScanResult(nodes=())
         if ctx.cursor == fingerprint and not ctx.full:
             result.cursor = ctx.cursor
             return result
+        # Named when the files are read (as a bad log line is, once): a sync that finds nothing changed
+        # would otherwise add the same names to `status`'s history every time.
+        for path, size in too_big:
+            result.skip(
+                f"{display_path(path)}: {size:,} bytes, over sources.docs.maxFileBytes ({max_bytes:,})"
+            )
         result.nodes = self._emit(ctx, result, head, candidates, include, max_body, fingerprint)
         return result
 
@@ -377,11 +383,11 @@ class DocsSource:
             ctx.progress("docs", n, len(candidates))
             # A file name that is not UTF-8 (caf\xe9.md) is read by its real name but stored with U+FFFD:
             # stored text must be valid UTF-8, and the mapping is the same on every scan (as in git.py).
-            shown = _display(cand.path)
+            shown = display_path(cand.path)
             try:
                 raw = (ctx.root / cand.path).read_bytes()
-            except OSError:
-                result.skipped += 1
+            except OSError as exc:
+                result.skip(f"{shown}: cannot be read ({exc.strerror or type(exc).__name__})")
                 unreadable.append(shown + "#")
                 continue
             text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
@@ -694,7 +700,7 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
     return cut.finish()
 
 
-def _display(path: str) -> str:
+def display_path(path: str) -> str:
     """PATH as valid UTF-8: undecodable bytes (kept by os.fsdecode as lone surrogates) become U+FFFD."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
@@ -738,9 +744,9 @@ def _head_sha(root: Path) -> str | None:
 
 def _candidates(
     root: Path, include: Sequence[str], exclude: Sequence[str], max_bytes: int, *, skip_release_notes: bool
-) -> tuple[list[_Candidate], int]:
+) -> tuple[list[_Candidate], list[tuple[str, int]]]:
     """Tracked + untracked-not-ignored files matching the globs (release notes left out when
-    SKIP_RELEASE_NOTES), sorted; also how many were too big."""
+    SKIP_RELEASE_NOTES), sorted; also the (path, size) of those over MAX_BYTES."""
     # -t tags each entry: '?' untracked, anything else tracked; one process answers both questions.
     out = gitcmd.run(["ls-files", "-co", "-t", "--exclude-standard", "-z"], root)
     seen: dict[str, bool] = {}
@@ -754,7 +760,7 @@ def _candidates(
             continue
         seen[path] = entry[:1] != b"?"
     found: list[_Candidate] = []
-    too_big = 0
+    too_big: list[tuple[str, int]] = []
     for path in sorted(seen):
         try:
             st = os.lstat(root / path)
@@ -764,7 +770,7 @@ def _candidates(
         if not stat.S_ISREG(st.st_mode):
             continue
         if st.st_size > max_bytes:
-            too_big += 1
+            too_big.append((path, st.st_size))
             continue
         found.append(_Candidate(path, seen[path], st.st_size, st.st_mtime_ns))
     return found, too_big

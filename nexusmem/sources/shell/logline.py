@@ -29,11 +29,30 @@ CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 1 << 20
 
 # How much of the log's start identifies it: a replaced or truncated-and-rewritten log hashes differently.
+# As much again just before a saved offset (past the head) says the bytes up to it are where they were: a
+# line deleted or added anywhere before it (an editor writing the file in place) moves them.
 HEAD_BYTES = 4096
 
 
 def _head_hash(path: Path, length: int) -> str:
     with open(path, "rb") as fh:
+        return _sha256_hex(fh.read(length))[:32]
+
+
+def before_span(offset: int) -> tuple[int, int]:
+    """(start, length) of the bytes just before OFFSET that a saved position hashes besides the head: up to
+    HEAD_BYTES of them, never overlapping the head (length 0 when the head reaches OFFSET)."""
+    start = max(HEAD_BYTES, offset - HEAD_BYTES)
+    return start, max(0, offset - start)
+
+
+def _before_hash(path: Path, offset: int) -> str:
+    """The hash of before_span(OFFSET) of the file at PATH ('' when the span is empty): one short read."""
+    start, length = before_span(offset)
+    if not length:
+        return ""
+    with open(path, "rb") as fh:
+        fh.seek(start)
         return _sha256_hex(fh.read(length))[:32]
 
 

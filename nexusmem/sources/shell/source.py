@@ -28,6 +28,7 @@ from nexusmem.sources.shell.logline import (
     SHELLS,
     TORN,
     LogLine,
+    _before_hash,
     _head_hash,
     _locked_records,
     line_problem,
@@ -50,13 +51,21 @@ __all__ = ["TAIL_MAX_BYTES", "ShellSource", "TailCommand", "unsynced_tail"]
 
 @dataclass
 class LogPosition:
-    """Where the last scan stopped in the log, and which file that was (device, inode, hash of its head)."""
+    """Where the last scan stopped in the log, and which file that was (device, inode, hash of its head),
+    with the hash of the bytes just before BEFORE_END (logline.before_span): tail.resume_offset reads the
+    log again from the start when any of them changed.
+
+    BEFORE_END is the offset, or where this sync's redaction pass stopped when that is earlier: the lines
+    past it were read raw (appended while the sync ran) and the next pass may rewrite them in place, which
+    moves no line and must not read as an edit (a re-read of the whole log)."""
 
     offset: int = 0
     dev: int = 0
     ino: int = 0
     head_len: int = 0
     head_hash: str = ""
+    before_end: int = 0
+    before_hash: str = ""
 
 
 class ShellSource:
@@ -100,7 +109,19 @@ class ShellSource:
             if st.st_size > offset:
                 offset = yield from self._read_log(ctx, result, log, offset, st.st_size, memo, seen_shells)
             head_len = min(HEAD_BYTES, offset)
-            log_state = asdict(LogPosition(offset, st.st_dev, st.st_ino, head_len, _head_hash(log, head_len)))
+            redacted_to = ctx.known.get("log_redacted_to")  # set by the sync after its redaction pass
+            before_end = min(offset, redacted_to) if isinstance(redacted_to, int) and redacted_to else offset
+            log_state = asdict(
+                LogPosition(
+                    offset,
+                    st.st_dev,
+                    st.st_ino,
+                    head_len,
+                    _head_hash(log, head_len),
+                    before_end,
+                    _before_hash(log, before_end),
+                )
+            )
         scrape_state: dict[str, str] = {}
         if settings.get("scrapeFallback", True):
             old = state.get("scrape", {}) if isinstance(state.get("scrape"), dict) else {}
