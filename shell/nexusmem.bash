@@ -70,11 +70,23 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     done
     unset __nexusmem_f __nexusmem_i
 
-    # The scratch files go with the shell (a sync deletes those of shells killed without an EXIT trap
-    # run). Chained in front of any EXIT trap set before us; one set after us replaces it, and then
-    # the next sync cleans up instead.
+    # At exit: record the line that ended the shell (`make; exit` draws no prompt after it, so
+    # __nexusmem_precmd never sees it), with the shell's exit status; a line that is only `exit` or
+    # `logout` is not recorded. Then the scratch files go with the shell (a sync deletes those of
+    # shells killed without an EXIT trap run). Chained in front of any EXIT trap set before us, which
+    # sees $? unchanged; one set after us replaces it, and then that last line is not recorded and the
+    # next sync cleans up instead.
     __nexusmem_exit() {
+        local __st=$? __arg=$_ __ex=null
+        if ((__nexusmem_ran)); then
+            __nexusmem_ran=0
+            # The shell's status is the line's when `exit` ended it; when a signal did (the terminal
+            # closed while a command ran) it is not the command's: then the status is unknown.
+            [[ $BASH_COMMAND == @(exit|logout)?([[:space:]]*) ]] && __ex=$__st
+            __nexusmem_record "$__ex" "${__ex/null/}" "$__arg" exit
+        fi
         rm -f -- "$__nexusmem_scratch" "$__nexusmem_umask_file" 2>/dev/null
+        return "$__st"
     }
     __nexusmem_trap=$(trap -p EXIT)
     if [[ -n $__nexusmem_trap ]]; then
@@ -232,6 +244,10 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         [[ -n $num ]] || return 0
         text=${text:${#num}+2}
         [[ -n $text && $text != [[:space:]]* ]] || return 0
+        # At exit ($4), a line that did nothing but end the shell is not worth a record.
+        if [[ -n ${4-} && $text =~ ^(exit|logout)([[:space:]]+[0-9]+)?[[:space:]]*$ ]]; then
+            return 0
+        fi
         if [[ -n $now ]]; then
             t0=$__nexusmem_t0
             ((t0 > 0 && t0 <= now)) || t0=$now

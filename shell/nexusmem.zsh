@@ -143,9 +143,12 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         __nexusmem_json=$out
     }
 
+    # Called by zsh with no arguments; by __nexusmem_exit with the status and pipeline status to write.
     __nexusmem_precmd() {
-        local __st=$? __pst="${pipestatus[*]}"
+        local __st=$? __pst="${pipestatus[*]}" __ex
         emulate -L zsh
+        __ex=${1:-$__st}
+        (( $# )) && __pst=$2
         (( __nexusmem_ran )) || return $__st
         __nexusmem_ran=0
         local cmd=$__nexusmem_cmd line cwd pipe='' dur=''
@@ -162,8 +165,8 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         cmd=$__nexusmem_json
         __nexusmem_escape $PWD
         cwd=$__nexusmem_json
-        printf -v line '{"ts":%d,"cwd":"%s","exit":%d%s%s,"command":"%s","shell":"zsh","session":"%s","v":1}' \
-            "$t0" "$cwd" "$__st" "$pipe" "$dur" "$cmd" "$__nexusmem_session"
+        printf -v line '{"ts":%d,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"zsh","session":"%s","v":1}' \
+            "$t0" "$cwd" "$__ex" "$pipe" "$dur" "$cmd" "$__nexusmem_session"
         if [[ ! -e $__nexusmem_log ]]; then
             # The log vanished since the shell started: recreate it 0600. Rare, so a subshell is fine.
             (umask 077 && : >>| $__nexusmem_log) 2>/dev/null
@@ -173,9 +176,31 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         return $__st
     }
 
+    # At exit: record the line that ended the shell (`make; exit` draws no prompt after it, so
+    # __nexusmem_precmd never sees it), with the shell's exit status; a line that is only `exit` or
+    # `logout` is not recorded.
+    __nexusmem_exit() {
+        local __st=$?
+        emulate -L zsh
+        setopt extended_glob
+        (( __nexusmem_ran )) || return $__st
+        if [[ $__nexusmem_cmd == (exit|logout)([[:space:]]##<->)#[[:space:]]# ]]; then
+            return $__st
+        fi
+        # The shell's status is the line's when an `exit` in it ended the shell; when a signal did (the
+        # terminal closed while a command ran) it is not the command's: then the status is unknown.
+        if [[ $__nexusmem_cmd == (|*[\;\&\|\(\{[:space:]])(exit|logout)(|[\;\&\|\)\}[:space:]]*) ]]; then
+            __nexusmem_precmd $__st $__st
+        else
+            __nexusmem_precmd null ''
+        fi
+        return $__st
+    }
+
     # Run first among the precmd hooks so $? and $pipestatus are still the command's own; zsh gives
     # every later hook the same $? again.
-    typeset -ga precmd_functions preexec_functions
+    typeset -ga precmd_functions preexec_functions zshexit_functions
     precmd_functions=(__nexusmem_precmd ${precmd_functions:#__nexusmem_precmd})
     preexec_functions=(${preexec_functions:#__nexusmem_preexec} __nexusmem_preexec)
+    zshexit_functions=(__nexusmem_exit ${zshexit_functions:#__nexusmem_exit})
 fi

@@ -16,7 +16,7 @@ import pytest
 
 from nexusmem import project
 
-from helpers import commit, console_script, git, run_cli, run_script
+from helpers import commit, console_script, git, query_json, run_cli, run_script
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -428,3 +428,63 @@ def test_a_doc_too_big_and_a_doc_that_cannot_be_read_are_named(
     assert "docs: skipped 2 bad record(s)" in shown and "locked.md: cannot be read" in shown, shown
     status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["skipped_records"]
     assert any("huge.md" in r["where"] for r in status["docs"]["recent"]), status
+
+
+def test_a_changelog_too_big_and_a_changelog_that_cannot_be_read_are_named(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The changelog source dropped a file over sources.docs.maxFileBytes without counting it, and counted an
+    # unreadable one ("1 skipped") without saying which; it also forgot the entries it had read before.
+    commit(
+        repo,
+        "feat: release notes (#7)",
+        {
+            "CHANGES.md": "# Changes\n\n## 1.0\n\n- Fix the quoll parser (#7)\n",
+            "NEWS.md": "# News\n\n## 1.0\n\n- The wombat exporter is faster\n",
+            "CHANGELOG.md": "# Changelog\n\n## 1.0\n\n" + "- word\n" * 1000,
+        },
+    )
+    project.init(repo)
+    config_file = repo / ".nexusmem" / "config.json"
+    settings = json.loads(config_file.read_text(encoding="utf-8"))
+    settings["sources"]["docs"]["maxFileBytes"] = 2000
+    config_file.write_text(json.dumps(settings), encoding="utf-8")
+
+    def changelog(*args: str) -> dict[str, Any]:
+        out = json.loads(run_cli("-C", str(repo), "sync", "--json", "--no-embed", *args).stdout)
+        return {s["name"]: s for s in out["sources"]}["changelog"]
+
+    first = changelog()
+    assert first["skipped"] == 1, first
+    assert first["problems"] == ["CHANGELOG.md: 7,021 bytes, over sources.docs.maxFileBytes (2,000)"], first
+    # Nothing changed: not named again, so `status`'s history does not get the same name at every sync.
+    again = changelog()
+    assert again["skipped"] == 0 and again["problems"] == [], again
+
+    commit(repo, "docs: news", {"NEWS.md": "# News\n\n## 1.0\n\n- The wombat exporter is faster\n- More\n"})
+    real_read = Path.read_bytes
+
+    def failing_read(self: Path) -> bytes:
+        # chmod 000 cannot stop root (these tests may run as root): fail the read itself, in this process.
+        if self.name == "NEWS.md":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", failing_read)
+    locked = changelog()
+    assert locked["skipped"] == 2, locked
+    assert sorted(locked["problems"]) == [
+        "CHANGELOG.md: 7,021 bytes, over sources.docs.maxFileBytes (2,000)",
+        "NEWS.md: cannot be read (Permission denied)",
+    ], locked
+    shown = run_cli("-C", str(repo), "sync", "--no-embed").stderr
+    assert "changelog: skipped 2 bad record(s)" in shown and "NEWS.md: cannot be read" in shown, shown
+    status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["skipped_records"]
+    assert any("CHANGELOG.md" in r["where"] for r in status["changelog"]["recent"]), status
+    # The entry read before the file became unreadable is kept.
+    titles = [it["title"] for it in query_json(repo, "wombat exporter faster")["items"]]
+    assert any(t.startswith("NEWS.md") and "wombat" in t for t in titles), titles
+    monkeypatch.setattr(Path, "read_bytes", real_read)
+    # Readable again: read at the next sync, though nothing changed since.
+    back = changelog()
+    assert back["skipped"] == 1 and back["added"] + back["updated"] >= 1, back

@@ -439,6 +439,66 @@ def test_existing_prompt_hooks_see_the_right_status(kind: str, open_shell: Any, 
         time.sleep(0.02)
 
 
+def _exited(sh: Shell) -> int:
+    """Wait for the shell to end; its exit status."""
+    sh.child.expect(pexpect.EOF, timeout=10)
+    sh.child.close()
+    assert sh.child.exitstatus is not None, sh.child.signalstatus
+    return int(sh.child.exitstatus)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_the_line_that_ends_the_shell_is_recorded(kind: str, open_shell: Any, tmp_path: Path) -> None:
+    # bash and zsh write a line when the next prompt is drawn: `false; exit` draws none, and was lost.
+    sh = open_shell(kind)
+    sh.run("echo one")
+    sh.type("false; exit")
+    assert _exited(sh) == 1
+    assert [(e["command"], e["exit"]) for e in sh.lines()] == [("echo one", 0), ("false; exit", 1)]
+    # A shell ended with Ctrl-D loses nothing either (each shell here gets its own log).
+    sh = open_shell(kind, env={"NEXUSMEM_HOME": str(tmp_path / "ctrl-d")})
+    sh.run("echo two")
+    sh.child.sendeof()
+    assert _exited(sh) == 0
+    assert [e["command"] for e in sh.lines()] == ["echo two"]
+    if kind != "fish":  # fish records every line, `exit` too, as it always did
+        # A line that does nothing but end the shell is not recorded.
+        sh = open_shell(kind, env={"NEXUSMEM_HOME": str(tmp_path / "alone")})
+        sh.run("echo three")
+        sh.type("exit 3")
+        assert _exited(sh) == 3
+        assert [e["command"] for e in sh.lines()] == ["echo three"]
+        # The terminal closed while a command ran: recorded, its status unknown (not the shell's).
+        sh = open_shell(kind, env={"NEXUSMEM_HOME": str(tmp_path / "hangup")})
+        sh.type("sleep 30")
+        wait_for_child_process(sh.child.pid, "sleep")
+        os.kill(sh.child.pid, signal.SIGHUP)
+        sh.child.expect(pexpect.EOF, timeout=10)
+        assert [(e["command"], e["exit"]) for e in sh.lines()] == [("sleep 30", None)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_users_exit_trap_still_runs(kind: str, when: str, open_shell: Any, tmp_path: Path) -> None:
+    record = tmp_path / "bye.txt"
+    trap = f"trap 'echo \"bye $?\" >> {record}' EXIT"
+    sh = open_shell(kind, setup=trap if when == "before" else "")
+    if when == "after":
+        sh.run(trap)
+    sh.type("echo last; exit 4")
+    assert _exited(sh) == 4
+    # The user's trap ran once, and saw the shell's exit status.
+    assert record.read_text(encoding="utf-8") == "bye 4\n"
+    commands = [e["command"] for e in sh.lines()]
+    if kind == "bash" and when == "after":
+        # A trap set after the hook replaces bash's only EXIT trap: the last line is not recorded (README).
+        assert "echo last; exit 4" not in commands, commands
+    else:
+        assert commands[-1] == "echo last; exit 4", commands
+
+
 @needs("bash")
 def test_bash_prompt_command_array_and_ps1_status(open_shell: Any, tmp_path: Path) -> None:
     record = tmp_path / "array.txt"

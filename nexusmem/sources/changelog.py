@@ -109,10 +109,11 @@ def split_entries(text: str, path: str) -> list[Entry]:
     return entries
 
 
-def _changelog_files(root: Path, max_bytes: int) -> list[tuple[str, str]]:
-    """(path, blob sha) of tracked changelog files, sorted."""
+def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """(path, blob sha) of tracked changelog files, sorted; also the (path, size) of those over MAX_BYTES."""
     out = gitcmd.run(["ls-files", "-s", "-z"], root)
     found: list[tuple[str, str]] = []
+    too_big: list[tuple[str, int]] = []
     for entry in out.split(b"\0"):
         meta, _, raw = entry.partition(b"\t")
         if not raw:
@@ -126,12 +127,14 @@ def _changelog_files(root: Path, max_bytes: int) -> list[tuple[str, str]]:
         if len(parts) < 2 or not parts[0].startswith(b"100"):
             continue
         try:
-            if (root / path).stat().st_size > max_bytes:
-                continue
+            size = (root / path).stat().st_size
         except OSError:
+            continue  # tracked but deleted in the work tree
+        if size > max_bytes:
+            too_big.append((path, size))
             continue
         found.append((path, parts[1].decode("ascii")))
-    return sorted(found)
+    return sorted(found), sorted(too_big)
 
 
 def _commit_numbers(root: Path) -> tuple[dict[str, list[str]], dict[str, int]]:
@@ -241,11 +244,17 @@ class ChangelogSource:
         """Nothing when no changelog file changed since the last sync; else every entry and its links."""
         max_bytes = int(ctx.config.get("sources", {}).get("docs", {}).get("maxFileBytes", 1_000_000))
         code, _ = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], ctx.root)
-        files = _changelog_files(ctx.root, max_bytes) if code == 0 else []
+        files, too_big = _changelog_files(ctx.root, max_bytes) if code == 0 else ([], [])
         digest = hashlib.sha256(json.dumps([_CURSOR_VERSION, files]).encode()).hexdigest()[:24]
         result = ScanResult(nodes=(), cursor=ctx.cursor)
         if ctx.cursor == digest and not ctx.full:
             return result
+        # Named when the files are read, as the docs source does: a sync that finds nothing changed would
+        # otherwise add the same names to `status`'s history every time.
+        for path, size in too_big:
+            result.skip(
+                f"{display_path(path)}: {size:,} bytes, over sources.docs.maxFileBytes ({max_bytes:,})"
+            )
         result.nodes = self._emit(ctx, result, files, digest)
         return result
 
@@ -253,11 +262,14 @@ class ChangelogSource:
         self, ctx: ScanContext, result: ScanResult, files: list[tuple[str, str]], digest: str
     ) -> Iterator[Node]:
         entries: list[Entry] = []
+        unreadable: list[str] = []
         for path, _blob in files:
             try:
                 raw = (ctx.root / path).read_bytes()
-            except OSError:
-                result.skipped += 1
+            except OSError as exc:
+                shown = display_path(path)
+                result.skip(f"{shown}: cannot be read ({exc.strerror or type(exc).__name__})")
+                unreadable.append(shown + "#")
                 continue
             text = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")
             entries.extend(split_entries(text, display_path(path)))
@@ -272,6 +284,7 @@ class ChangelogSource:
             per_commit[sha] = per_commit.get(sha, 0) + 1
         links: list[tuple[str, str, str]] = []
         emitted: set[str] = set()
+        emitted_ids: list[str] = []
         seen: dict[str, int] = {}
         by_prefix = _by_prefix(times) if any(e.shas for e in entries) else {}
         for n, entry in enumerate(entries):
@@ -318,11 +331,18 @@ class ChangelogSource:
                 },
             )
             emitted.add(key)
+            emitted_ids.append(node.id)
             for sha in commits:
                 links.append((node.id, node_id(ctx.project_id, "git_commit", sha), RELATION))
             yield node
         # Set only after every entry was emitted: an interrupted scan replaces no links and prunes nothing.
-        result.keep = lambda k: k in emitted
+        # A file that exists but could not be read this time keeps its old entries and their links, and
+        # the digest is not persisted, so the next sync reads it again.
+        prefixes = tuple(unreadable)
+        result.keep = lambda k: k in emitted or (bool(prefixes) and k.startswith(prefixes))
         result.links = links
         result.link_relation = RELATION
-        result.cursor = digest
+        if unreadable:
+            result.link_scope = emitted_ids
+        else:
+            result.cursor = digest
