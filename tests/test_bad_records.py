@@ -17,6 +17,7 @@ import pytest
 from nexusmem import project
 
 from helpers import commit, console_script, git, query_json, run_cli, run_script
+from helpers.env import unreadable
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -396,20 +397,8 @@ def test_a_doc_too_big_and_a_doc_that_cannot_be_read_are_named(
             "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00binary\x00",
         },
     )
-    project.init(repo)
-    config_file = repo / ".nexusmem" / "config.json"
-    settings = json.loads(config_file.read_text(encoding="utf-8"))
-    settings["sources"]["docs"]["maxFileBytes"] = 2000
-    config_file.write_text(json.dumps(settings), encoding="utf-8")
-    real_read = Path.read_bytes
-
-    def failing_read(self: Path) -> bytes:
-        # chmod 000 cannot stop root (these tests may run as root): fail the read itself, in this process.
-        if self.name == "locked.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read(self)
-
-    monkeypatch.setattr(Path, "read_bytes", failing_read)
+    _init_with_doc_limit(repo, 2000)
+    unreadable(monkeypatch, "locked.md")
     sources = {
         s["name"]: s
         for s in json.loads(run_cli("-C", str(repo), "sync", "--json", "--no-embed").stdout)["sources"]
@@ -444,11 +433,7 @@ def test_a_changelog_too_big_and_a_changelog_that_cannot_be_read_are_named(
             "CHANGELOG.md": "# Changelog\n\n## 1.0\n\n" + "- word\n" * 1000,
         },
     )
-    project.init(repo)
-    config_file = repo / ".nexusmem" / "config.json"
-    settings = json.loads(config_file.read_text(encoding="utf-8"))
-    settings["sources"]["docs"]["maxFileBytes"] = 2000
-    config_file.write_text(json.dumps(settings), encoding="utf-8")
+    _init_with_doc_limit(repo, 2000)
 
     def changelog(*args: str) -> dict[str, Any]:
         out = json.loads(run_cli("-C", str(repo), "sync", "--json", "--no-embed", *args).stdout)
@@ -463,14 +448,7 @@ def test_a_changelog_too_big_and_a_changelog_that_cannot_be_read_are_named(
 
     commit(repo, "docs: news", {"NEWS.md": "# News\n\n## 1.0\n\n- The wombat exporter is faster\n- More\n"})
     real_read = Path.read_bytes
-
-    def failing_read(self: Path) -> bytes:
-        # chmod 000 cannot stop root (these tests may run as root): fail the read itself, in this process.
-        if self.name == "NEWS.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read(self)
-
-    monkeypatch.setattr(Path, "read_bytes", failing_read)
+    unreadable(monkeypatch, "NEWS.md")
     locked = changelog()
     assert locked["skipped"] == 2, locked
     assert sorted(locked["problems"]) == [
@@ -488,3 +466,12 @@ def test_a_changelog_too_big_and_a_changelog_that_cannot_be_read_are_named(
     # Readable again: read at the next sync, though nothing changed since.
     back = changelog()
     assert back["skipped"] == 1 and back["added"] + back["updated"] >= 1, back
+
+
+def _init_with_doc_limit(repo: Path, max_bytes: int) -> None:
+    """`init` REPO, then set its sources.docs.maxFileBytes to MAX_BYTES."""
+    project.init(repo)
+    config_file = repo / ".nexusmem" / "config.json"
+    settings = json.loads(config_file.read_text(encoding="utf-8"))
+    settings["sources"]["docs"]["maxFileBytes"] = max_bytes
+    config_file.write_text(json.dumps(settings), encoding="utf-8")

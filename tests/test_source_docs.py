@@ -23,6 +23,7 @@ from nexusmem.sources.docs import (
 )
 
 from helpers import commit, git
+from helpers.env import unreadable
 
 GUIDE = """Intro text before any heading.
 
@@ -218,15 +219,7 @@ def test_commit_times_walk_many_files_in_one_git_log(repo: Path) -> None:
 def test_unreadable_file_keeps_its_sections(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     commit(repo, "docs", {"a.md": "# A\n\na\n", "b.md": "# B\n\nb\n"})
     first, _ = scan(repo)
-    real_read = Path.read_bytes
-
-    def failing_read(self: Path) -> bytes:
-        # chmod 000 cannot stop root (these tests may run as root): fail the read itself instead.
-        if self.name == "b.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read(self)
-
-    monkeypatch.setattr(Path, "read_bytes", failing_read)
+    unreadable(monkeypatch, "b.md")
     assert first.cursor is not None
     result, nodes = scan(repo, cursor=first.cursor + "x")
     assert [n.natural_key for n in nodes] == ["a.md#A#0"]

@@ -29,3 +29,16 @@ def isolate(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("GIT_") and key not in {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"}:
             monkeypatch.delenv(key)
+
+
+def unreadable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Make every file named NAME fail to read (PermissionError), in this process: chmod 000 cannot stop
+    root, and these tests may run as root."""
+    real_read = Path.read_bytes
+
+    def failing_read(self: Path) -> bytes:
+        if self.name == name:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", failing_read)
