@@ -23,6 +23,8 @@
 #  - Command text that is not valid UTF-8 keeps its valid parts; each invalid byte is written as the
 #    JSON escape \u00XX of its Latin-1 reading (byte 0xFF -> "\u00ff"), so every line parses.
 #  - Every write has its errors discarded: a read-only or full disk never prints into the prompt.
+#  - Each line reaches the log in one write(), so shells appending at once never mix their lines;
+#    a line over 4 KB (rare) costs one fork for that (see __nexusmem_append_line).
 
 if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     ((BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4))); then
@@ -222,8 +224,24 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     __nexusmem_truncate() {
         { : >|"$__nexusmem_scratch"; } 2>/dev/null
     }
+    # Append line $1 to the log in ONE write(), so lines of shells appending at once never interleave.
+    # printf goes through stdio, which writes a line over its 4096-byte buffer in several pieces: such a
+    # (rare) line goes whole into this shell's private umask scratch file, and `cat` (one read and one
+    # write of up to 128 KB) appends it; the subshell's umask 077 keeps a recreated file or log 0600.
+    # Only those lines fork. The length is counted in bytes (C locale) only past 1023 characters.
     __nexusmem_append_line() {
-        { builtin printf '%s\n' "$1"; } 2>/dev/null >>"$__nexusmem_log"
+        local n=${#1}
+        if ((n > 1023)); then
+            local LC_ALL=C
+            n=${#1}
+        fi
+        if ((n < 4096)); then
+            { builtin printf '%s\n' "$1"; } 2>/dev/null >>"$__nexusmem_log"
+        else
+            (umask 077 && builtin printf '%s\n' "$1" >|"$__nexusmem_umask_file" &&
+                exec cat -- "$__nexusmem_umask_file" >>"$__nexusmem_log") 2>/dev/null
+            { : >|"$__nexusmem_umask_file"; } 2>/dev/null
+        fi
     }
 
     __nexusmem_record() {
@@ -268,7 +286,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             # The log vanished since the shell started: recreate it 0600 without forking.
             __nexusmem_private __nexusmem_append_line "$line"
         else
-            { builtin printf '%s\n' "$line"; } 2>/dev/null >>"$__nexusmem_log"
+            __nexusmem_append_line "$line"
         fi
         return 0
     }

@@ -34,6 +34,8 @@ if status is-interactive; and not set -q __nexusmem_loaded
         end
     end
     set -g __nexusmem_log $__nexusmem_dir/shell-history.jsonl
+    # Created (0600) on first use: holds a log line too long for one write, just until it is appended.
+    set -g __nexusmem_scratch $__nexusmem_dir/.fish-$fish_pid.tmp
 
     # Source time may fork: create the user dir (0700) and the log (0600), calibrate the clock.
     if not test -e $__nexusmem_log
@@ -136,8 +138,31 @@ if status is-interactive; and not set -q __nexusmem_loaded
             test -w $__nexusmem_dir; or return
             command sh -c 'umask 077 && : >>"$1"' sh $__nexusmem_log 2>/dev/null
         end
-        if test -w $__nexusmem_log
-            printf '%s\n' $line >>$__nexusmem_log
+        test -w $__nexusmem_log; or return
+        # One write() per line, so lines of shells appending at once never interleave: fish writes a
+        # builtin's output in pieces of 512 bytes, so a longer line (rare) goes whole into this shell's
+        # private scratch file and `cat` (one read and one write of up to 128 KB) appends it; only those
+        # lines fork. Bytes: characters, plus at most 3 more for each non-ASCII one.
+        set -l n (string length -- $line)
+        if test $n -lt 512; and string match -qr '[^\x00-\x7f]' -- $line
+            set n (math $n + 3 \* (string replace -ra '[\x00-\x7f]+' '' -- $line | string length))
         end
+        if test $n -lt 512
+            printf '%s\n' $line >>$__nexusmem_log
+            return
+        end
+        if not test -f $__nexusmem_scratch
+            command sh -c 'umask 077 && : >>"$1"' sh $__nexusmem_scratch 2>/dev/null
+        end
+        if test -f $__nexusmem_scratch; and test -w $__nexusmem_scratch
+            printf '%s\n' $line >$__nexusmem_scratch
+            command cat -- $__nexusmem_scratch >>$__nexusmem_log 2>/dev/null
+            true >$__nexusmem_scratch
+        end
+    end
+
+    # The scratch file goes with the shell (a sync deletes those of shells killed before this ran).
+    function __nexusmem_exit --on-event fish_exit
+        test -e $__nexusmem_scratch; and command rm -f -- $__nexusmem_scratch 2>/dev/null
     end
 end

@@ -11,7 +11,9 @@
 #
 # Nothing is forked per prompt: preexec receives the whole command line (multi-line too) in $1,
 # zsh/datetime's $epochtime gives the clock as integers (no locale decimal separator), and the
-# line is built with parameter expansion and written with the print builtin, errors discarded.
+# line is built with parameter expansion and written with zsh/system's syswrite builtin (one write()
+# per line, so shells appending at once never mix their lines; print without that module), errors
+# discarded.
 # A command starting with a space is never recorded; an empty Enter runs no preexec, so no line.
 # Text that is not valid UTF-8 keeps its valid parts; each invalid byte becomes the JSON escape
 # \u00XX of its Latin-1 reading (byte 0xFF -> "\u00ff"), so every line parses.
@@ -57,6 +59,9 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     __nexusmem_utf8_re=$'^(([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])*)'
     typeset -gi __nexusmem_regex=0
     zmodload zsh/regex 2>/dev/null && __nexusmem_regex=1
+    # syswrite writes each log line in one write() call, so shells appending at once never mix lines.
+    typeset -gi __nexusmem_syswrite=0
+    zmodload -F zsh/system b:syswrite 2>/dev/null && __nexusmem_syswrite=1
 
     # Escape $1 as the body of a JSON string into __nexusmem_json.
     __nexusmem_escape() {
@@ -171,8 +176,14 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
             # The log vanished since the shell started: recreate it 0600. Rare, so a subshell is fine.
             (umask 077 && : >>| $__nexusmem_log) 2>/dev/null
         fi
-        # Nested: zsh reports a failed redirection on the stderr in force outside it.
-        { { print -r -- "$line" } >>| $__nexusmem_log } 2>/dev/null
+        # Nested: zsh reports a failed redirection on the stderr in force outside it. syswrite is one
+        # write() whatever the length (print splits a line over 8 KB, which could then interleave with
+        # another shell's line); without zsh/system, print.
+        if (( __nexusmem_syswrite )); then
+            { { syswrite -- "$line"$'\n' } >>| $__nexusmem_log } 2>/dev/null
+        else
+            { { print -r -- "$line" } >>| $__nexusmem_log } 2>/dev/null
+        fi
         return $__st
     }
 

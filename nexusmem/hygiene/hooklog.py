@@ -36,7 +36,9 @@ write through the link (it may be anything: a file in a synced folder, another p
 redaction pass then skips it with a note, and forget refuses with a message saying how to fix it.
 
 The bash hook's scratch files (`.bash-<pid>.tmp`: the last commands, raw) are overwritten with zeros at
-every sync and deleted when their shell has exited. Zeros rather than truncation: the live shell reads the
+every sync and deleted when their shell has exited. The fish hook's (`.fish-<pid>.tmp`: a log line too long
+for one write, emptied once appended) and bash's `.umask` one (the same use) are only deleted then: zeroed
+under a live shell, they could be copied into the log as zeros. Zeros rather than truncation: the live shell reads the
 file through a descriptor that stays open at the end of what it has read, so its offsets must not move (a
 truncated file would hand it the tail of its next record as if it were a whole one). A record the shell had
 appended but not read yet reads back as empty; the hook then resets the file and asks `history` again.
@@ -61,7 +63,7 @@ from nexusmem.redact import PLACEHOLDER_RE, redact
 from nexusmem.sources.shell.logline import HEAD_BYTES, before_span, iter_log_lines, loads_line, log_lock
 
 BOOKMARK_NAME = ".shell-history.redacted"
-_SCRATCH = re.compile(r"^\.bash-(\d+)(?:\.umask)?\.tmp$")
+_SCRATCH = re.compile(r"^\.(?:bash-(\d+)(?:\.umask)?|fish-(\d+))\.tmp$")
 _LEFTOVER = re.compile(r"^\.shell-history\.jsonl\.(\d+)\.tmp$")
 _OPTIONAL = ("v", "pipestatus", "duration_ms")
 SHORT_PLACEHOLDER = "«redacted»"  # a placeholder without its kind, where the typed one does not fit
@@ -354,7 +356,8 @@ def tidy_scratch(*, wipe_live: bool) -> int:
         if not scratch and not leftover:
             continue
         path = Path(entry.path)
-        pid = int((scratch or leftover).group(1))  # type: ignore[union-attr]
+        match = scratch or leftover
+        pid = int(match.group(1) or match.group(2))  # type: ignore[union-attr]
         if entry.is_symlink():
             with contextlib.suppress(OSError):
                 path.unlink()  # never follow it: only the link goes
@@ -362,7 +365,7 @@ def tidy_scratch(*, wipe_live: bool) -> int:
         elif not _alive(pid) or (leftover and pid != os.getpid()):
             _wipe(path)
             touched += 1
-        elif scratch and wipe_live and entry.name.endswith(f"{pid}.tmp") and ".umask" not in entry.name:
+        elif scratch and wipe_live and entry.name == f".bash-{pid}.tmp":
             with contextlib.suppress(OSError):
                 fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
                 try:
