@@ -370,6 +370,9 @@ def test_forget_reaches_backups_scratch_files_and_a_killed_forgets_copy(repo: Pa
         del dead
         scratch_dead = home_dir() / ".bash-999999.tmp"
         scratch_dead.write_bytes(f"  3  echo {VALUE}\n\0".encode())
+        # A long line the fish hook had put aside for one write() when its shell was killed.
+        fish_dead = home_dir() / ".fish-999995.tmp"
+        fish_dead.write_bytes(line(repo, f"echo {VALUE}", int(time.time() * 1000)).encode())
         leftover = home_dir() / ".shell-history.jsonl.999998.tmp"
         leftover.write_bytes(log_path().read_bytes())
         proc = cli("-C", str(repo), "forget", VALUE, "--yes")
@@ -378,7 +381,7 @@ def test_forget_reaches_backups_scratch_files_and_a_killed_forgets_copy(repo: Pa
         assert VALUE.encode() not in backup.read_bytes()
         data = scratch_live.read_bytes()
         assert data and set(data) == {0}  # a live shell keeps its file, same size, zeroed
-        assert not scratch_dead.exists() and not leftover.exists()
+        assert not scratch_dead.exists() and not leftover.exists() and not fish_dead.exists()
         for path in home_dir().iterdir():
             if path.is_file():
                 assert VALUE.encode() not in path.read_bytes(), path
