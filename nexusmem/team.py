@@ -333,13 +333,21 @@ def _retrying(
     team: list[TeamStore],
     reopen: Callable[[], TeamStore],
     report: PushReport,
+    *,
+    opened: bool = True,
 ) -> Any:
-    """ACTION on the team store, reconnecting and retrying when the connection drops (RETRIES times)."""
+    """ACTION on the team store, reconnecting and retrying when the connection drops (RETRIES times). The
+    connection is made again inside the retry, so a drop while reconnecting is one more retry. OPENED
+    False: TEAM holds no connection of the caller's yet (a sender's first batch), and one is made first."""
     import psycopg
 
     delay = 0.5
+    stale = not opened
     for attempt in range(RETRIES + 1):
         try:
+            if stale:
+                team[0] = reopen()
+                stale = False
             return action(team[0])
         except (psycopg.OperationalError, psycopg.errors.DeadlockDetected, TeamUnavailable) as exc:
             if attempt == RETRIES:
@@ -352,12 +360,10 @@ def _retrying(
                 report.retries += 1
             time.sleep(delay)
             delay *= 2
-            with contextlib.suppress(Exception):
-                team[0].close()
-            try:
-                team[0] = reopen()
-            except TeamUnavailable:
-                continue
+            if not stale:  # the connection that failed (never a placeholder the caller still uses)
+                with contextlib.suppress(Exception):
+                    team[0].close()
+            stale = True
     raise AssertionError("unreachable")
 
 
@@ -535,13 +541,18 @@ class Senders:
 
     def _push(self, rows: list[tuple[Any, ...]]) -> PushCounts:
         holder: list[TeamStore] | None = getattr(self._local, "team", None)
+        fresh = holder is None
         if holder is None:
-            holder = [self.reopen()]
+            # This sender's own connection is made by the retry loop before its first batch: a connection
+            # dropped while it is being made is retried like one dropped mid-batch. Until then it holds the
+            # push's, which it neither uses nor closes.
+            holder = [self.team[0]]
+        pusher = _batch_pusher(rows, self.report.generation)
+        counts: PushCounts = _retrying(pusher, holder, self.reopen, self.report, opened=not fresh)
+        if fresh:
             self._local.team = holder
             with self._lock:
                 self._opened.append(holder)
-        pusher = _batch_pusher(rows, self.report.generation)
-        counts: PushCounts = _retrying(pusher, holder, self.reopen, self.report)
         return counts
 
 

@@ -533,6 +533,35 @@ def test_a_dropped_connection_mid_push_is_retried_and_the_push_completes(
     assert report.added == total and total > 20
 
 
+def test_a_connection_dropped_while_it_is_being_made_is_retried_too(
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A drop can also come while the push connects again, or while a sender makes its first connection: that
+    # was not retried, and the push stopped with the server's error (CI saw it once, on the test above).
+    import psycopg
+
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    _big_history(alice, 20)
+    from nexusmem import project, team
+
+    real_open = team.open_team
+    calls: list[int] = []
+
+    def flaky_open(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:  # the first connection made after the push's own
+            raise psycopg.OperationalError("terminating connection due to administrator command")
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(team, "open_team", flaky_open)
+    monkeypatch.setenv("NEXUSMEM_TEAM_BATCH", "10")
+    with alice.active():
+        report = team.push(project.load(alice.repo))
+    assert len(calls) >= 3 and report.retries >= 1
+    total = int(str(_team_rows(team_url, "SELECT count(*) FROM nodes")[0][0]))
+    assert report.added == total and total > 20
+
+
 def test_status_advises_raising_shared_buffers_only_when_the_index_outgrows_them() -> None:
     from nexusmem.team import buffers_advice
 
