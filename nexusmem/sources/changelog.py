@@ -38,7 +38,14 @@ from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
-from nexusmem.sources.docs import display_path, inline_text, is_release_notes, sections_of
+from nexusmem.sources.docs import (
+    display_path,
+    inline_text,
+    is_release_notes,
+    sections_of,
+    too_big_problem,
+    unreadable_problem,
+)
 
 _CURSOR_VERSION = "changelog-8"
 RELATION = "changelog"
@@ -252,9 +259,7 @@ class ChangelogSource:
         # Named when the files are read, as the docs source does: a sync that finds nothing changed would
         # otherwise add the same names to `status`'s history every time.
         for path, size in too_big:
-            result.skip(
-                f"{display_path(path)}: {size:,} bytes, over sources.docs.maxFileBytes ({max_bytes:,})"
-            )
+            result.skip(too_big_problem(path, size, max_bytes))
         result.nodes = self._emit(ctx, result, files, digest)
         return result
 
@@ -268,7 +273,7 @@ class ChangelogSource:
                 raw = (ctx.root / path).read_bytes()
             except OSError as exc:
                 shown = display_path(path)
-                result.skip(f"{shown}: cannot be read ({exc.strerror or type(exc).__name__})")
+                result.skip(unreadable_problem(shown, exc))
                 unreadable.append(shown + "#")
                 continue
             text = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")

@@ -360,9 +360,7 @@ class DocsSource:
         # Named when the files are read (as a bad log line is, once): a sync that finds nothing changed
         # would otherwise add the same names to `status`'s history every time.
         for path, size in too_big:
-            result.skip(
-                f"{display_path(path)}: {size:,} bytes, over sources.docs.maxFileBytes ({max_bytes:,})"
-            )
+            result.skip(too_big_problem(path, size, max_bytes))
         result.nodes = self._emit(ctx, result, head, candidates, include, max_body, fingerprint)
         return result
 
@@ -387,7 +385,7 @@ class DocsSource:
             try:
                 raw = (ctx.root / cand.path).read_bytes()
             except OSError as exc:
-                result.skip(f"{shown}: cannot be read ({exc.strerror or type(exc).__name__})")
+                result.skip(unreadable_problem(shown, exc))
                 unreadable.append(shown + "#")
                 continue
             text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
@@ -698,6 +696,16 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
         cut.open(title, styles.index(style) + 1, i + 1 + (span == 3), lines[i : i + span])
         i += span
     return cut.finish()
+
+
+def too_big_problem(path: str, size: int, max_bytes: int) -> str:
+    """How a skipped file over sources.docs.maxFileBytes is named (docs and changelogs alike)."""
+    return f"{display_path(path)}: {size:,} bytes, over sources.docs.maxFileBytes ({max_bytes:,})"
+
+
+def unreadable_problem(shown: str, exc: OSError) -> str:
+    """How a file that cannot be read is named (SHOWN: its display_path)."""
+    return f"{shown}: cannot be read ({exc.strerror or type(exc).__name__})"
 
 
 def display_path(path: str) -> str:
