@@ -16,7 +16,11 @@
 #  - The command text comes from the `history` builtin, written to a per-shell scratch file in the
 #    NexusMem user dir and read back with `read` (`$(history 1)` would fork).
 #  - The first thing in PROMPT_COMMAND is our function, so it sees the user's $? and PIPESTATUS;
-#    it hands $? (and $_) back unchanged to whatever runs after it.
+#    it hands $? (and $_) back unchanged to whatever runs after it. When something loaded later runs
+#    first, the hook puts itself first again at the next prompt (__nexusmem_heal) and records the
+#    commands it could not see the status of with "exit":null.
+#  - POSIX mode (`set -o posix`) works: PS0 holds no `!`, which a POSIX-mode prompt reads as the
+#    history number.
 #  - Leading-space commands are never recorded (HISTCONTROL=ignorespace convention). A command bash
 #    kept out of its history (ignorespace, HISTIGNORE) is not recorded either; an immediate repeat
 #    dropped by ignoredups/erasedups is recorded again when its last argument ($_) matches.
@@ -91,8 +95,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         return "$__st"
     }
     __nexusmem_trap=$(trap -p EXIT)
-    if [[ -n $__nexusmem_trap ]]; then
-        eval "__nexusmem_trap=(${__nexusmem_trap})"
+    # In POSIX mode `trap -p` lists an unset trap too, as `trap -- - EXIT`.
+    [[ -n $__nexusmem_trap ]] && eval "__nexusmem_trap=(${__nexusmem_trap})"
+    if [[ -n $__nexusmem_trap && ${__nexusmem_trap[2]} != - ]]; then
         # shellcheck disable=SC2064  # the earlier trap's text is meant to be expanded now
         trap "__nexusmem_exit; ${__nexusmem_trap[2]}" EXIT
     else
@@ -168,8 +173,44 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         return "$1"
     }
 
+    # Put our function first in PROMPT_COMMAND again. Something loaded after the hook can put itself
+    # in front (a prompt framework, `PROMPT_COMMAND="history -a; $PROMPT_COMMAND"`) or run the old
+    # PROMPT_COMMAND from inside its own function; either way its commands reset $? before we read it.
+    # Builtins only. The old entry is replaced by `:` in a string (deleting it could leave `;;`) and
+    # dropped from an array.
+    __nexusmem_heal() {
+        local i
+        if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
+            for i in "${!PROMPT_COMMAND[@]}"; do
+                [[ ${PROMPT_COMMAND[i]} == __nexusmem_precmd ]] && unset 'PROMPT_COMMAND[i]'
+            done
+            PROMPT_COMMAND=(__nexusmem_precmd "${PROMPT_COMMAND[@]}")
+        else
+            # shellcheck disable=SC2178  # a plain string here, the array case is handled above
+            PROMPT_COMMAND=__nexusmem_precmd$'\n'${PROMPT_COMMAND//__nexusmem_precmd/:}
+        fi
+    }
+
     __nexusmem_precmd() {
-        local __st=$? __pst="${PIPESTATUS[*]}" __arg=$_
+        local __st=$? __pst="${PIPESTATUS[*]}" __arg=$_ __known=1
+        # First in PROMPT_COMMAND (its first word, or its array's first entry) and called by it, not
+        # from inside another function: then $? is the command's. ${PROMPT_COMMAND} is an array's [0].
+        # shellcheck disable=SC2128  # the first entry is what is meant
+        if [[ ${PROMPT_COMMAND} != __nexusmem_precmd && ${PROMPT_COMMAND} != __nexusmem_precmd[$'\n'\;]* ]]; then
+            __nexusmem_heal
+            __known=0
+        elif [[ -n ${FUNCNAME[1]-} && ${FUNCNAME[1]} != main ]]; then
+            __known=0
+        fi
+        if ((!__known)); then
+            # Something ran before us: the status we see is not the command's.
+            if ((__nexusmem_ran)); then
+                __nexusmem_ran=0
+                __nexusmem_record null "" ""
+            fi
+            [[ $- == *e* ]] || __nexusmem_restore "$__st" "$__arg"
+            return
+        fi
         if ((__nexusmem_ran)); then
             __nexusmem_ran=0
             __nexusmem_record "$__st" "$__pst" "$__arg"
@@ -293,7 +334,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
 
     # PS0: set the start time (microseconds) and the "a command ran" flag; expands to nothing.
     # shellcheck disable=SC2016  # expanded by bash at each command, not now
-    PS0=${PS0-}'${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[!0-9]/}+0, 0)]}'
+    PS0=${PS0-}'${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[^0-9]/}+0, 0)]}'
     if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
         PROMPT_COMMAND=(__nexusmem_precmd "${PROMPT_COMMAND[@]}")
     else

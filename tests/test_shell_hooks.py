@@ -512,6 +512,64 @@ def test_bash_prompt_command_array_and_ps1_status(open_shell: Any, tmp_path: Pat
     assert b"[4] PROMPT> " in sh.output()
 
 
+# Things loaded after the hook that make something else run before it at each prompt.
+TAKEOVERS = {
+    # the `history -a` idiom (and prompt tools that prepend themselves to the string)
+    "prepends-to-the-string": 'PROMPT_COMMAND="history -a; history -c; history -r; $PROMPT_COMMAND"',
+    "prepends-to-the-array": 'PROMPT_COMMAND=(true "${PROMPT_COMMAND[@]}")',
+    # a prompt framework that takes PROMPT_COMMAND over and runs the old one from its own function
+    "runs-it-from-a-function": 'fw_old=$PROMPT_COMMAND; fw() { echo "fw=$?" >> "$FW_RECORD"; true; eval "$fw_old"; }; '
+    "PROMPT_COMMAND=fw",
+}
+
+
+@needs("bash")
+@pytest.mark.parametrize("takeover", list(TAKEOVERS))
+def test_bash_exit_codes_survive_something_loaded_after_the_hook(
+    takeover: str, open_shell: Any, tmp_path: Path
+) -> None:
+    # Each of these used to hide the status from the hook: every command was recorded with exit 0.
+    record = tmp_path / "fw.txt"
+    code = TAKEOVERS[takeover]
+    sh = open_shell(
+        "bash", load=f"source '{script_path(SCRIPT['bash'])}'; {code}", env={"FW_RECORD": str(record)}
+    )
+    line = sh.run("sh -c 'exit 3'")
+    assert (line["exit"], line["pipestatus"]) == (3, [3])
+    line = sh.run("true | false")
+    assert (line["exit"], line["pipestatus"]) == (1, [0, 1])
+    if takeover == "runs-it-from-a-function":
+        # What now runs after the hook still sees the command's status.
+        assert record.read_text(encoding="utf-8").splitlines()[-2:] == ["fw=3", "fw=1"]
+    # Done again at the prompt (a second framework): that line's status cannot be known (not a made-up
+    # 0), the next is right.
+    code = code.replace("fw", "fw2")
+    line = sh.run(code)
+    assert line["command"] == code and line["exit"] is None and "pipestatus" not in line
+    assert sh.run("false")["exit"] == 1
+    assert sh.run("sh -c 'exit 5'")["exit"] == 5
+
+
+@needs("bash")
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_bash_in_posix_mode_records_durations_and_prints_nothing(when: str, open_shell: Any) -> None:
+    # In POSIX mode bash reads `!` in PS0 as the history number: the hook's PS0 printed an arithmetic
+    # error at every command and recorded no durations; at exit, `-: command not found`.
+    script = script_path(SCRIPT["bash"])
+    if when == "before":
+        sh = open_shell("bash", setup="set -o posix")
+    else:
+        sh = open_shell("bash", load=f"source '{script}'; set -o posix")
+    line = sh.run("sleep 0.3")
+    assert line["exit"] == 0 and line["duration_ms"] >= 250, line
+    assert sh.run("false")["exit"] == 1
+    sh.type("echo last; exit 4")
+    assert _exited(sh) == 4
+    assert sh.lines()[-1]["command"] == "echo last; exit 4"
+    shown = bytes(sh.child.before or b"")
+    assert b"error" not in shown and b"not found" not in shown, shown
+
+
 @needs("bash")
 def test_bash_ignoredups_repeat_is_recorded_ignorespace_is_not(open_shell: Any) -> None:
     sh = open_shell("bash", env={"HISTCONTROL": "ignoreboth"})
