@@ -79,9 +79,10 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # At exit: record the line that ended the shell (`make; exit` draws no prompt after it, so
     # __nexusmem_precmd never sees it), with the shell's exit status; a line that is only `exit` or
     # `logout` is not recorded. Then the scratch files go with the shell (a sync deletes those of
-    # shells killed without an EXIT trap run). Chained in front of any EXIT trap set before us, which
-    # sees $? unchanged; one set after us replaces it, and then that last line is not recorded and the
-    # next sync cleans up instead.
+    # shells killed without an EXIT trap run). Chained in front of the user's EXIT trap, which sees $?
+    # unchanged: one set before us at load, one set after us at the first prompt or after the line that
+    # set it (__nexusmem_exit_trap). One set where we do not look (a function run at the prompt) replaces
+    # it until then: that last line is not recorded and the next sync cleans up instead.
     __nexusmem_exit() {
         local __st=$? __arg=$_ __ex=null
         if ((__nexusmem_ran)); then
@@ -94,16 +95,23 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         rm -f -- "$__nexusmem_scratch" "$__nexusmem_umask_file" 2>/dev/null
         return "$__st"
     }
-    __nexusmem_trap=$(trap -p EXIT)
-    # In POSIX mode `trap -p` lists an unset trap too, as `trap -- - EXIT`.
-    [[ -n $__nexusmem_trap ]] && eval "__nexusmem_trap=(${__nexusmem_trap})"
-    if [[ -n $__nexusmem_trap && ${__nexusmem_trap[2]} != - ]]; then
-        # shellcheck disable=SC2064  # the earlier trap's text is meant to be expanded now
-        trap "__nexusmem_exit; ${__nexusmem_trap[2]}" EXIT
-    else
-        trap __nexusmem_exit EXIT
-    fi
-    unset __nexusmem_trap
+    # Put __nexusmem_exit in front of the EXIT trap unless it is there already. At load, at the first
+    # prompt (an EXIT trap set later in ~/.bashrc), and after a line that may have set a trap (one
+    # fork, `$(trap -p)`, for those only).
+    __nexusmem_exit_trap() {
+        local t
+        t=$(trap -p EXIT)
+        # In POSIX mode `trap -p` lists an unset trap too, as `trap -- - EXIT`.
+        [[ -n $t ]] && eval "t=($t)"
+        if [[ -z $t || ${t[2]} == - ]]; then
+            trap __nexusmem_exit EXIT
+        elif [[ ${t[2]} != __nexusmem_exit && ${t[2]} != "__nexusmem_exit; "* ]]; then
+            # shellcheck disable=SC2064  # the earlier trap's text is meant to be expanded now
+            trap "__nexusmem_exit; ${t[2]}" EXIT
+        fi
+    }
+    __nexusmem_exit_trap
+    __nexusmem_exit_checked=0
 
     # Run "$@" (a redirection that may create a file) under umask 077, without forking: the current
     # umask is read back through a file that already exists (created 0600 at load).
@@ -219,6 +227,10 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             __nexusmem_history
             __nexusmem_seen=$__nexusmem_hist
         fi
+        if ((!__nexusmem_exit_checked)); then
+            __nexusmem_exit_checked=1
+            __nexusmem_exit_trap
+        fi
         __nexusmem_last_arg=$__arg
         # Under `set -e` (typed at the prompt) a non-zero status handed back here would end the shell
         # itself: the terminal closed after `false && true`. Then later prompt code sees 0.
@@ -306,6 +318,10 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         # At exit ($4), a line that did nothing but end the shell is not worth a record.
         if [[ -n ${4-} && $text =~ ^(exit|logout)([[:space:]]+[0-9]+)?[[:space:]]*$ ]]; then
             return 0
+        fi
+        # A line that may have replaced our EXIT trap (`trap ... EXIT`, sourcing a file): chain it again.
+        if [[ $text == *trap* || $text == @(source|.)[[:space:]]* ]] && [[ -z ${4-} ]]; then
+            __nexusmem_exit_trap
         fi
         if [[ -n $now ]]; then
             t0=$__nexusmem_t0

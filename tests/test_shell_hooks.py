@@ -480,23 +480,29 @@ def test_the_line_that_ends_the_shell_is_recorded(kind: str, open_shell: Any, tm
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
-@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("when", ["before", "after-the-hook", "at-the-prompt", "in-a-sourced-file"])
 def test_a_users_exit_trap_still_runs(kind: str, when: str, open_shell: Any, tmp_path: Path) -> None:
     record = tmp_path / "bye.txt"
     trap = f"trap 'echo \"bye $?\" >> {record}' EXIT"
-    sh = open_shell(kind, setup=trap if when == "before" else "")
-    if when == "after":
-        sh.run(trap)
+    script = script_path(SCRIPT[kind])
+    if when == "before":
+        sh = open_shell(kind, setup=trap)
+    elif when == "after-the-hook":  # later in the rc file, before the first prompt
+        sh = open_shell(kind, load=f"source '{script}'; {trap}")
+    else:
+        sh = open_shell(kind)
+        if when == "at-the-prompt":
+            sh.run(trap)
+        else:
+            (tmp_path / "more.rc").write_text(trap + "\n", encoding="utf-8")
+            sh.run(f". '{tmp_path / 'more.rc'}'")
     sh.type("echo last; exit 4")
     assert _exited(sh) == 4
     # The user's trap ran once, and saw the shell's exit status.
     assert record.read_text(encoding="utf-8") == "bye 4\n"
+    # A trap set after the hook used to replace bash's only EXIT trap: the last line was lost.
     commands = [e["command"] for e in sh.lines()]
-    if kind == "bash" and when == "after":
-        # A trap set after the hook replaces bash's only EXIT trap: the last line is not recorded (README).
-        assert "echo last; exit 4" not in commands, commands
-    else:
-        assert commands[-1] == "echo last; exit 4", commands
+    assert commands[-1] == "echo last; exit 4", commands
 
 
 @needs("bash")
