@@ -201,6 +201,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
 
     __nexusmem_precmd() {
         local __st=$? __pst="${PIPESTATUS[*]}" __arg=$_ __known=1
+        [[ ${PS0-} == *"$__nexusmem_ps0_text"* ]] || PS0=${PS0-}$__nexusmem_ps0_text
         # First in PROMPT_COMMAND (its first word, or its array's first entry) and called by it, not
         # from inside another function: then $? is the command's. ${PROMPT_COMMAND} is an array's [0].
         # shellcheck disable=SC2128  # the first entry is what is meant
@@ -348,9 +349,11 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         return 0
     }
 
-    # PS0: set the start time (microseconds) and the "a command ran" flag; expands to nothing.
+    # PS0: set the start time (microseconds) and the "a command ran" flag; expands to nothing. Added
+    # again at the next prompt when something loaded later sets PS0 over it (__nexusmem_precmd).
     # shellcheck disable=SC2016  # expanded by bash at each command, not now
-    PS0=${PS0-}'${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[^0-9]/}+0, 0)]}'
+    __nexusmem_ps0_text='${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[^0-9]/}+0, 0)]}'
+    PS0=${PS0-}$__nexusmem_ps0_text
     if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
         PROMPT_COMMAND=(__nexusmem_precmd "${PROMPT_COMMAND[@]}")
     else

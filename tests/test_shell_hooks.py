@@ -557,6 +557,17 @@ def test_bash_exit_codes_survive_something_loaded_after_the_hook(
 
 
 @needs("bash")
+def test_bash_keeps_recording_when_ps0_is_set_over_the_hooks(open_shell: Any) -> None:
+    # bash records from PS0; something setting PS0 after the hook loaded used to stop all recording.
+    sh = open_shell("bash", load=f"source '{script_path(SCRIPT['bash'])}'; PS0='>> '")
+    assert sh.run("false")["exit"] == 1
+    assert sh.run("PS0=''")["command"] == "PS0=''"
+    line = sh.run("sleep 0.2")
+    assert line["command"] == "sleep 0.2" and line["duration_ms"] >= 150
+    assert b">> " in sh.output()  # the user's PS0 still shows (until they replaced it)
+
+
+@needs("bash")
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_bash_in_posix_mode_records_durations_and_prints_nothing(when: str, open_shell: Any) -> None:
     # In POSIX mode bash reads `!` in PS0 as the history number: the hook's PS0 printed an arithmetic
