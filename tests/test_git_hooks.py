@@ -211,6 +211,34 @@ def test_core_hooks_path_is_honoured(repo: Path) -> None:
     assert "(hooksPath" not in run_cli("-C", str(repo), "hook", "git", "status").stdout
 
 
+def test_a_user_wide_hooks_path_syncs_only_repositories_that_have_a_memory(
+    repo: Path, tmp_path: Path
+) -> None:
+    # A core.hooksPath in the user's git config is every repository's hooks folder: the auto-sync installed
+    # there used to build a memory in every repository the user committed in.
+    shared = tmp_path / "global-hooks"
+    git(repo, "config", "--global", "core.hooksPath", str(shared))
+    synced(repo)
+    result = run_cli("-C", str(repo), "hook", "git-post", "install")
+    assert (shared / "post-commit").exists() and not (repo / ".git" / "hooks" / "post-commit").exists()
+    assert "every repository" in result.stderr and os.environ["GIT_CONFIG_GLOBAL"] in result.stderr
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    assert git_commit(other, "unrelated work").returncode == 0
+    assert not (other / ".nexusmem").exists()
+    # The repository that has a memory is still kept current by the same hook.
+    before = len(commit_ids(repo / ".nexusmem" / "memory.db"))
+    assert git_commit(repo, "feat: more").returncode == 0
+    wait_settled(repo, before + 1)
+    # Installing again is a no-op; once the setting is this repository's own, the block syncs as before.
+    assert "already" in run_cli("-C", str(repo), "hook", "git-post", "install").stdout
+    git(repo, "config", "--global", "--unset", "core.hooksPath")
+    git(repo, "config", "core.hooksPath", str(shared))
+    result = run_cli("-C", str(repo), "hook", "git-post", "install")
+    assert "Updated" in result.stdout and "every repository" not in result.stderr
+    assert "nexusmem_shared=1" not in (shared / "post-commit").read_text(encoding="utf-8")
+
+
 @pytest.mark.slow
 def test_worktree_commit_runs_the_shared_hook_and_syncs_the_worktree(repo: Path, tmp_path: Path) -> None:
     synced(repo)

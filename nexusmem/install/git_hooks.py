@@ -40,6 +40,9 @@ FLAG_CREATED = "created-file"
 FLAG_NEWLINE = "added-newline"
 FLAG_LEGACY = "legacy"
 FLAG_STRICT = "strict"
+# The post-commit block sits in a hooks folder every repository shares (core.hooksPath set outside the
+# repository's own config): it then syncs only repositories that already have a memory.
+FLAG_SHARED = "shared"
 
 # Interpreters whose syntax our three POSIX lines are valid in.
 _SH_LIKE = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
@@ -84,6 +87,22 @@ def hooks_dir(start: Path | str | None = None) -> Path:
     return Path(os.path.normpath(root / out))
 
 
+def shared_folder(start: Path | str | None = None) -> str | None:
+    """Where core.hooksPath comes from when it makes the hooks folder every repository's (set in the user's
+    or the system's git config, or git's environment), e.g. "global: /home/me/.gitconfig"; None when the
+    folder is this repository's own (no core.hooksPath, or one set in its .git/config)."""
+    root = paths.repo_root(start)
+    code, out = gitcmd.run_ok(["config", "--show-scope", "--show-origin", "--get", "core.hooksPath"], root)
+    if code != 0:  # not set (1), or a git older than 2.26 that has no --show-scope
+        return None
+    scope, _sep, rest = os.fsdecode(out).partition("\t")
+    if scope in ("local", "worktree"):
+        return None
+    origin = rest.partition("\t")[0]
+    origin = origin.removeprefix("file:")
+    return f"{scope}: {origin}" if origin and origin != "command line:" else scope
+
+
 def console_script() -> Path:
     """Absolute path of the installed `nexusmem` script, resolved now so hooks never search PATH."""
     bindir = Path(os.path.abspath(sys.executable)).parent  # not resolve(): a venv's python is a symlink
@@ -123,6 +142,8 @@ def render_block(name: str, flags: tuple[str, ...], legacy: Path | None = None) 
     ]
     if FLAG_STRICT in flags:
         lines.append("set -- --strict")
+    if FLAG_SHARED in flags:
+        lines.append("nexusmem_shared=1")
     lines += _body(name)
     # Only a strict precheck's refusal may stop the hook; the body exits 0 otherwise.
     lines.append(") || exit $?" if name == "pre-commit" else ")")
@@ -190,6 +211,7 @@ class InstallResult:
     how: str  # "created" | "chained" | "legacy" | "unchanged" | "updated" | "repaired"
     warning: str | None = None
     was_broken: str | None = None  # what a repaired hook did wrong before
+    shared: str | None = None  # where the core.hooksPath that every repository shares is set (shared_folder)
 
 
 def install(
@@ -198,8 +220,17 @@ def install(
     """Install our block into hook NAME. Idempotent; a different --strict choice updates the block in place."""
     _check_name(name)
     directory = hooks_dir(start)
-    path = directory / name
     flags = [FLAG_STRICT] if strict and name == "pre-commit" else []
+    shared = shared_folder(start)
+    if shared is not None and name == "post-commit":
+        flags.append(FLAG_SHARED)
+    result = _install(name, directory, flags, force)
+    result.shared = shared
+    return result
+
+
+def _install(name: str, directory: Path, flags: list[str], force: bool) -> InstallResult:
+    path = directory / name
     if path.is_symlink():
         # Rewriting through a symlink would edit a shared script; replacing it would lose the link.
         if not force:
@@ -249,7 +280,7 @@ def _refresh(
     name: str, path: Path, data: bytes, found: tuple[int, int, tuple[str, ...]], flags: list[str]
 ) -> InstallResult:
     start, end, old_flags = found
-    kept = tuple(f for f in old_flags if f != FLAG_STRICT)
+    kept = tuple(f for f in old_flags if f not in (FLAG_STRICT, FLAG_SHARED))
     legacy = path.with_name(path.name + LEGACY_SUFFIX) if FLAG_LEGACY in kept else None
     block = render_block(name, (*kept, *flags), legacy)
     if data[start:end] == block:
