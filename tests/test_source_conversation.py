@@ -181,6 +181,45 @@ def test_gemini_attributed_by_hashing_the_root(world: dict[str, Any], tmp_path: 
     assert agent_calls(repo)["agent:gemini:gem-5e55-10n/run_shell_command-1"].meta["exit"] == 0
 
 
+def test_gemini_session_started_in_a_subdirectory_is_found(world: dict[str, Any], tmp_path: Path) -> None:
+    # Gemini names a session's folder after the directory it started in: one started in src/ was not found.
+    repo, home = world["repo"], world["home"]
+    sync_json(repo, "--conversation")  # the root's session, read before: cursor entries exist
+    T.write_gemini(home / ".gemini", repo / "src", START + timedelta(hours=1), session="gem-in-src")
+    T.write_gemini(home / ".gemini", repo / "not-tracked", START, session="gem-untracked")
+    T.write_gemini(home / ".gemini", tmp_path / "other" / "src", START, session="gem-other")
+    summary = sync_json(repo, "--conversation")
+    gem = {n.meta["session_id"]: n for n in turns(repo) if n.meta["agent"] == "gemini"}
+    assert sorted(gem) == ["gem-5e55-10n", "gem-in-src"]
+    assert gem["gem-in-src"].meta["cwd"] == "src" and gem["gem-5e55-10n"].meta["cwd"] in ("", ".")
+    assert "agent:gemini:gem-in-src/run_shell_command-1" in agent_calls(repo)
+    assert (
+        part(summary)["skipped"] == 1
+    )  # the new session's one non-object message (write_gemini's "garbage")
+
+
+def test_a_gemini_subdirectory_session_passed_over_before_the_upgrade_is_read_once(
+    world: dict[str, Any],
+) -> None:
+    repo, home = world["repo"], world["home"]
+    T.write_gemini(home / ".gemini", repo / "src", START, session="gem-in-src")
+    sync_json(repo, "--conversation")
+    # Make the cursor what the version before kept: fingerprints without the subdirectory mark, and
+    # this session recorded as another project's.
+    with project_mod.load(repo).open_store() as store:
+        cursor = json.loads(store.cursor("conversation") or "{}")
+        for key, entry in cursor["files"].items():
+            if "gemini" in key:
+                entry["fp"] = entry["fp"][:4]
+                entry["ours"] = "gem-in-src" not in key and entry["ours"]
+        with store.transaction():
+            store.record_sync("conversation", json.dumps(cursor), 0, 0, 0, 0)
+        store.conn.execute("DELETE FROM nodes WHERE json_extract(meta, '$.session_id') = 'gem-in-src'")
+    assert "gem-in-src" not in {n.meta["session_id"] for n in turns(repo)}
+    sync_json(repo, "--conversation")
+    assert "gem-in-src" in {n.meta["session_id"] for n in turns(repo)}
+
+
 def test_long_answer_chunked_at_headings_as_siblings(world: dict[str, Any]) -> None:
     repo = world["repo"]
     sync_json(repo, "--conversation")

@@ -2,9 +2,10 @@
 
 `projectHash` is Gemini CLI's `getProjectHash(projectRoot)`: the SHA-256 hex of the directory it was
 started in (google-gemini/gemini-cli packages/core/src/utils/paths.ts). So a session is ours when that
-hash equals the hash of the repository root or of one of its worktrees: the folder's name, or, in a folder
-named some other way, the `projectHash` near the start of the document. A session started in a subdirectory hashes that subdirectory and is not found: we do not
-hash every directory of the repository. Messages: `type` `user` is the person, `gemini`/`model` the
+hash equals the hash of the repository root, of one of its worktrees, or of a directory in them that holds
+tracked files (a session started in `src/`): the folder's name, or, in a folder named some other way, the
+`projectHash` near the start of the document. The directories are hashed only when a session's hash is
+not a root's, once per sync (`Directories`). Messages: `type` `user` is the person, `gemini`/`model` the
 agent, with `toolCalls` (`run_shell_command`, `args.command`; the result text ends `Exit Code: N`).
 """
 
@@ -17,6 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from nexusmem import gitcmd
+from nexusmem.errors import NexusMemError
 from nexusmem.sources.conversation.model import Call, Exchange, Report, Thread, iso_ms, masked_status, text_of
 
 AGENT = "gemini"
@@ -33,8 +36,58 @@ def gemini_home() -> Path:
 
 
 def project_hash(root: Path | str) -> str:
-    """Gemini CLI's hash of a project root path."""
-    return hashlib.sha256(str(root).encode("utf-8")).hexdigest()
+    """Gemini CLI's hash of a project root path (a name that is not UTF-8 hashes its raw bytes)."""
+    return hashlib.sha256(os.fsencode(root)).hexdigest()
+
+
+# Directories hashed per root at most: a session started deeper than that is not found.
+MAX_DIRECTORIES = 100_000
+
+
+def tracked_directories(root: Path) -> set[str]:
+    """The directories (relative, '/'-separated, "" for the root) that hold a file git tracks under ROOT."""
+    found = {""}
+    try:
+        listing = gitcmd.run(["ls-files", "-z"], root)
+    except NexusMemError:
+        return found
+    for name in listing.split(b"\0"):
+        cut = name.rfind(b"/")
+        while cut > 0 and len(found) < MAX_DIRECTORIES:
+            folder = os.fsdecode(name[:cut])
+            if folder in found:
+                break
+            found.add(folder)
+            cut = name.rfind(b"/", 0, cut)
+    return found
+
+
+class Directories:
+    """Which directory a Gemini session's project hash names: a root (or worktree) first, then, computed
+    once and only when a hash is not a root's, every directory of theirs that holds tracked files."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = roots
+        self._roots = self._hashes({""})
+        self._all: dict[str, Path] | None = None
+
+    def _hashes(self, relative: set[str] | None) -> dict[str, Path]:
+        out: dict[str, Path] = {}
+        for root in self.roots:
+            folders = relative if relative is not None else tracked_directories(root)
+            for base in (str(root), os.path.realpath(root)):
+                for folder in folders:
+                    where = os.path.join(base, folder) if folder else base
+                    out.setdefault(project_hash(where), Path(where))
+        return out
+
+    def find(self, digest: str) -> Path | None:
+        found = self._roots.get(digest)
+        if found is None:
+            if self._all is None:
+                self._all = self._hashes(None)
+            found = self._all.get(digest)
+        return found
 
 
 def transcript_files(base: Path | None = None) -> list[Path]:
@@ -47,22 +100,24 @@ def transcript_files(base: Path | None = None) -> list[Path]:
 
 
 _PROJECT_HASH = re.compile(rb'"projectHash"\s*:\s*"([0-9a-f]{64})"')
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
-def root_of(path: Path, roots: list[Path]) -> Path | None:
-    """Which of ROOTS the session file PATH belongs to: its folder is named by the root's hash, or (a
-    folder named otherwise) the `projectHash` in its first 4 KB is; None when neither."""
-    hashes = {project_hash(form): root for root in roots for form in (str(root), os.path.realpath(root))}
-    found = hashes.get(path.parent.parent.name)
-    if found is not None:
-        return found
+def started_in(path: Path, directories: Directories) -> Path | None:
+    """The directory of ours the session file PATH was started in: its folder is named by that directory's
+    hash, or (a folder named otherwise) the `projectHash` in its first 4 KB is; None when neither."""
+    name = path.parent.parent.name
+    if _HEX64.fullmatch(name):
+        found = directories.find(name)
+        if found is not None:
+            return found
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
     except OSError:
         return None
     match = _PROJECT_HASH.search(head)
-    return hashes.get(match.group(1).decode()) if match else None
+    return directories.find(match.group(1).decode()) if match else None
 
 
 def _text(content: Any) -> str:
@@ -80,7 +135,7 @@ def _result_text(result: Any) -> str:
 
 
 def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
-    """The one thread of a Gemini session document (CWD: the project root it hashes to)."""
+    """The one thread of a Gemini session document (CWD: the directory it hashes to)."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:

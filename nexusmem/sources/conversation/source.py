@@ -34,6 +34,7 @@ from nexusmem.sources.shell.attribution import Attributor
 
 AGENTS = ("claude-code", "codex", "aider", "gemini")
 _CURSOR_VERSION = 1
+GEMINI_SUBDIRECTORIES = "subdirectories"
 HEAD_BYTES = 4096
 
 
@@ -76,6 +77,7 @@ class ConversationSource:
         builder = Builder(ctx.project_id, self._matcher(attributor), roots, max_body)
         report = Report()
         files = self._files(wanted, roots)
+        directories = gemini.Directories(roots)
         state: dict[str, Any] = {}
         read = 0
         for done, (agent, path, companion) in enumerate(files, 1):
@@ -85,11 +87,14 @@ class ConversationSource:
             fingerprint = self._fingerprint(path, companion)
             if fingerprint is None:
                 continue  # gone between listing and now
+            if agent == "gemini":
+                # Sessions started in a subdirectory are found since this mark: read the others again once.
+                fingerprint.append(GEMINI_SUBDIRECTORIES)
             previous = old.get(key)
             if isinstance(previous, dict) and previous.get("fp") == fingerprint:
                 state[key] = previous
                 continue
-            entry, threads = self._read(agent, path, previous, fingerprint, attributor, report)
+            entry, threads = self._read(agent, path, previous, fingerprint, attributor, directories, report)
             state[key] = entry
             read += entry["ours"]
             for thread in threads:
@@ -109,6 +114,7 @@ class ConversationSource:
         previous: Any,
         fingerprint: list[Any],
         attributor: Attributor,
+        directories: gemini.Directories,
         report: Report,
     ) -> tuple[dict[str, Any], list[Thread]]:
         """The cursor entry of a changed file and its threads (none when it is another project's)."""
@@ -116,16 +122,16 @@ class ConversationSource:
         if resume is not None:  # the same file, grown: read on from its last open exchange
             threads, after = self._parse_from(agent, path, report, resume)
             return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
-        roots = attributor.roots
         if agent in ("claude-code", "codex"):
             cwd = (claude if agent == "claude-code" else codex).head_cwd(path, report)
             if cwd is None or attributor.match(cwd) is None:
                 return {"fp": fingerprint, "ours": False}, []
             threads, after = self._parse_from(agent, path, report, None)
             return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
-        if agent == "gemini" and gemini.root_of(path, roots) is None:
+        started = gemini.started_in(path, directories) if agent == "gemini" else None
+        if agent == "gemini" and started is None:
             return {"fp": fingerprint, "ours": False}, []
-        return {"fp": fingerprint, "ours": True}, self._parse(agent, path, report, roots)
+        return {"fp": fingerprint, "ours": True}, self._parse(agent, path, report, started)
 
     @staticmethod
     def _matcher(attributor: Attributor) -> Match:
@@ -195,8 +201,9 @@ class ConversationSource:
             return [], None
 
     @staticmethod
-    def _parse(agent: str, path: Path, report: Report, roots: list[Path]) -> list[Thread]:
-        """The threads of one file; a parser bug costs this file (counted), never the sync."""
+    def _parse(agent: str, path: Path, report: Report, started: Path | None) -> list[Thread]:
+        """The threads of one file (STARTED: where a Gemini session ran); a parser bug costs this file
+        (counted), never the sync."""
         try:
             if agent == "claude-code":
                 return claude.parse(path, report)
@@ -204,7 +211,7 @@ class ConversationSource:
                 return codex.parse(path, report)
             if agent == "aider":
                 return aider.parse(path, report, cwd=str(path.parent))
-            return gemini.parse(path, report, cwd=str(gemini.root_of(path, roots) or roots[0]))
+            return gemini.parse(path, report, cwd=str(started))
         except Exception as exc:  # defensive: undocumented formats; one file must not stop the others
             report.skip(path, None, f"cannot parse ({type(exc).__name__}: {exc})")
             return []
