@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nexusmem import authors, timefmt
-from nexusmem.retrieve import cjk, fuse, rank, search, thesaurus, timecue, vector
+from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
     Intent,
@@ -334,6 +334,8 @@ class Retrieved:
     # A change or command found by what the question asks, not by its words alone: the first or last change
     # that holds a name it asks about, the command a "what did I do next" answer follows.
     answered_by: str | None = None
+    # The learned last step (retrieve.rerank) may order this list: no rule above pinned its answer.
+    rerankable: bool = False
 
 
 def retrieve(
@@ -495,6 +497,13 @@ def retrieve(
             )
     if author is not None:
         scored = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
+    # The learned last step (retrieve.rerank), unless a rule above pinned its answer on purpose: a time cue,
+    # a named release, the first or last holder of a name, what was run after a command.
+    rerankable = question.cue is None and window is None and answered_by is None and question.then is None
+    if settings.rerank and rerankable:
+        scored = rerank.rerank(
+            scored, rerank.conditions(question.failure, question.names_code, question.asks)
+        )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
     counts = {
@@ -503,7 +512,7 @@ def retrieve(
         "bm25": bm25_total + lexical_extra,
         "vector": len(near.hits),
     }
-    return Retrieved(question, scored, counts, found, words, answered_by)
+    return Retrieved(question, scored, counts, found, words, answered_by, rerankable)
 
 
 # What a change made within a named release's window counts, against the same match outside it.

@@ -175,6 +175,7 @@ class Settings:
     """The tunable part of ranking (`ranking` in config.json)."""
 
     vector_weight: float = VECTOR_WEIGHT
+    rerank: bool = True  # the learned last step (retrieve.rerank)
 
 
 DEFAULT = Settings()
@@ -183,7 +184,10 @@ DEFAULT = Settings()
 def settings_from(config: Mapping[str, Any]) -> Settings:
     """The Settings of a validated config.json (config.load)."""
     section = config.get("ranking", {})
-    return Settings(vector_weight=float(section.get("vectorWeight", VECTOR_WEIGHT)))
+    return Settings(
+        vector_weight=float(section.get("vectorWeight", VECTOR_WEIGHT)),
+        rerank=bool(section.get("rerank", True)),
+    )
 
 
 def relevance(ev: Evidence, settings: Settings = DEFAULT) -> float:

@@ -1,0 +1,124 @@
+"""Ranking's learned last step (nexusmem/retrieve/rerank.py): what it may move and what it must leave, on
+nodes read back from a real store and on a real synced repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nexusmem import config
+from nexusmem import project as project_mod
+from nexusmem.errors import ConfigError
+from nexusmem.nodes import Node
+from nexusmem.retrieve import query, rank, rerank
+from nexusmem.store import StoredNode
+from nexusmem.store.db import open_store
+
+from helpers import commit, run_cli
+from helpers.nodes import node, shell_node, store_nodes
+
+DAY = 86_400_000
+T0 = 1_700_000_000_000
+
+
+def change(subject: str, lines: int, ts: int = T0) -> Node:
+    sha = f"{abs(hash(subject)):040x}"[:40]
+    return Node(
+        project="p",
+        kind="git_commit",
+        source="git",
+        natural_key=sha,
+        ref=sha,
+        title=subject,
+        body=subject,
+        ts=ts,
+        signal=0.5,
+        meta={"sha": sha, "insertions": lines, "deletions": 0},
+    )
+
+
+def read_back(tmp_path: Path, nodes: list[Node]) -> list[StoredNode]:
+    with open_store(tmp_path / "memory.db", create=True) as store:
+        store_nodes(store, nodes)
+        found = store.get_many([n.id for n in nodes], light=True)
+    return [found[n.id] for n in nodes]
+
+
+def test_a_narrow_fix_goes_above_a_sweeping_change_it_ties_with(tmp_path: Path) -> None:
+    sweep, fix = read_back(
+        tmp_path,
+        [change("Rework the config loader", 4_000), change("Fix the loader crash on an empty file", 6)],
+    )
+    scored = [(sweep, 1.0), (fix, 0.98)]
+    out = rerank.rerank(scored, rerank.conditions(failure=True, names_code=False, asks="neutral"))
+    assert [n.title for n, _ in out] == ["Fix the loader crash on an empty file", "Rework the config loader"]
+    # Each place keeps its score: what reads them (the packer, the weak-answer check) sees the same numbers.
+    assert [s for _, s in out] == [1.0, 0.98]
+    # A clear winner stays first: relevance weighs most.
+    assert rerank.rerank([(sweep, 1.0), (fix, 0.3)], ("always", "failure"))[0][0].title == sweep.title
+
+
+def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path) -> None:
+    nodes = [
+        shell_node("pytest tests/test_loader.py", T0),
+        change("Rework the config loader", 4_000),
+        change("Fix the loader crash on an empty file", 6),
+        shell_node("make lint", T0 + 1),
+        *[node("doc_section", text=f"loader section {i}", ts=T0) for i in range(rerank.DEPTH + 2)],
+    ]
+    stored = read_back(tmp_path, nodes)
+    scored = [(n, 1.0 - i / 100) for i, n in enumerate(stored)]
+    out = rerank.rerank(scored, ("always", "failure"))
+    assert out[0][0].id == stored[0].id and out[3][0].id == stored[3].id
+    commits = [n.title for n, _ in out if n.kind == "git_commit"]
+    assert commits == ["Fix the loader crash on an empty file", "Rework the config loader"]
+    assert out[rerank.DEPTH :] == scored[rerank.DEPTH :]
+    assert [s for _, s in out] == [s for _, s in scored]
+    assert sorted(n.id for n, _ in out) == sorted(n.id for n in stored)
+
+
+def test_every_weight_row_is_complete() -> None:
+    assert set(rerank.WEIGHTS) == set(rerank.CONDITIONS)
+    assert all(len(row) == len(rerank.FEATURES) for row in rerank.WEIGHTS.values())
+    assert rerank.conditions(True, True, "usage") == ("always", "failure", "names_code", "usage")
+
+
+@pytest.fixture
+def loader_repo(repo: Path) -> Path:
+    commit(repo, "Add the config loader", {"loader.py": "def load(path):\n    return open(path).read()\n"})
+    commit(
+        repo,
+        "Rework the config loader into sections",
+        {"loader.py": "\n".join(f"x{i} = {i}" for i in range(300))},
+    )
+    commit(repo, "Fix the loader crash on an empty config file", {"loader.py": "EMPTY = ''\n"})
+    commit(
+        repo,
+        "docs: how the loader reads sections",
+        {"LOADER.md": "# Loader\n\nSections are read in order.\n"},
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    return repo
+
+
+def test_a_rule_that_pins_its_answer_is_not_overruled(loader_repo: Path) -> None:
+    off = rank.Settings(rerank=False)
+    with project_mod.load(loader_repo).open_store(readonly=True) as store:
+        cued = "what changed in the config loader yesterday"
+        on_cue, off_cue = query.retrieve(store, cued), query.retrieve(store, cued, settings=off)
+        assert not on_cue.rerankable
+        assert [n.id for n, _ in on_cue.scored] == [n.id for n, _ in off_cue.scored]
+        plain = query.retrieve(store, "the config loader crashes on an empty file")
+        assert plain.rerankable
+
+
+def test_ranking_rerank_is_a_validated_setting(tmp_path: Path) -> None:
+    assert config.DEFAULTS["ranking"]["rerank"] is True and rank.DEFAULT.rerank
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"ranking": {"rerank": False}}), encoding="utf-8")
+    assert rank.settings_from(config.load(path)).rerank is False
+    path.write_text(json.dumps({"ranking": {"rerank": "no"}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="rerank"):
+        config.load(path)
