@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""What ranking's learned last step (nexusmem/retrieve/rerank.py) costs a query: each question's list is
+ranked once with the step off, then the step alone is timed on it.
+
+    python benchmarks/bench_rerank.py --db STORE/.nexusmem/memory.db [--calls 2000] "question" ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+DEFAULT_QUESTIONS = (
+    "the client hangs when the server closes the connection",
+    "how do I set a timeout",
+    "why was the retry logic changed",
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", type=Path, required=True, help="a synced store's memory.db")
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("questions", nargs="*", default=list(DEFAULT_QUESTIONS))
+    args = ap.parse_args(argv)
+    from nexusmem.retrieve import query, rank, rerank
+    from nexusmem.store.db import open_store
+
+    off = rank.Settings(rerank=False)
+    with open_store(args.db, readonly=True) as store:
+        for text in args.questions:
+            found = query.retrieve(store, text, settings=off)
+            q = found.question
+            met = rerank.conditions(q.failure, q.names_code, q.asks)
+            times = []
+            for _ in range(5):
+                start = time.perf_counter()
+                for _ in range(args.calls):
+                    rerank.rerank(found.scored, met)
+                times.append((time.perf_counter() - start) / args.calls * 1e6)
+            print(
+                f"{statistics.median(times):6.1f} µs  ({len(found.scored)} results; {', '.join(met)})  {text}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
