@@ -337,3 +337,70 @@ def test_the_translated_pages_in_the_answers_are_counted_from_the_synced_stores(
     assert factor == query.TRANSLATION_FACTOR
     assert script.main([*args[:-1], str(tmp_path / "nothing")]) == 1
     assert "no synced store for demo" in capsys.readouterr().err
+
+
+LEARN = SCRIPT.parent / "learn_rerank.py"
+
+
+def test_the_rerank_learner_learns_what_the_labels_say() -> None:
+    """learn_rerank.fit on rows where the answer is always the small fix ranked just below a large change:
+    the fitted step puts it first, on sets it was not fitted on too."""
+    import numpy as np
+
+    from nexusmem.retrieve import rerank
+
+    learn = load_script(LEARN)
+
+    def features(score: float, kind: str, lines: int, fix: bool, place: int) -> list[float]:
+        kinds = [float(kind == k) for k in ("git_commit", "code_diff", "doc_section")]
+        return [
+            np.log(score),
+            *kinds,
+            0.0,
+            float(np.log1p(lines)),
+            float(fix),
+            0.5,
+            0.0,
+            float(np.log1p(place)),
+        ]
+
+    def row(name: str) -> Any:
+        x = [
+            features(1.0, "git_commit", 4000, False, 0),
+            features(0.95, "git_commit", 6, True, 1),
+            features(0.9, "doc_section", 0, False, 2),
+        ]
+        return learn.Row(set=name, rank=2, met=["always", "failure"], x=x, hit=[False, True, False])
+
+    train = [row(f"s{i}") for i in range(4) for _ in range(10)]
+    held = [row("other") for _ in range(10)]
+    assert learn.score(np, held, None) == (0.5, 1.0)  # the answer is second: MRR .5
+    weights = learn.fit(np, train, l2=1e-3, iterations=100, rate=0.05)
+    assert set(weights) == set(rerank.CONDITIONS)
+    assert learn.score(np, held, weights) == (1.0, 1.0)
+    # A question the step does not apply to keeps its rank.
+    pinned = learn.Row(set="other", rank=3, met=["always"], x=None, hit=None)
+    assert learn.new_rank(np, pinned, weights) == 3
+
+
+@pytest.mark.slow
+def test_the_rerank_learner_reads_the_synced_stores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`learn_rerank.py` reads the stores `eval_real.py --work` synced, saves one row per answerable question
+    with the step's own features, prints the WEIGHTS table; with nothing synced it says so and stops."""
+    ev, _shas, args = demo_set(tmp_path)
+    assert ev.main([*args, "--no-pack"]) == 0
+    capsys.readouterr()
+    learn = load_script(LEARN)
+    rows = tmp_path / "rows.jsonl"
+    assert learn.main([*args, "--folds", "0", "--iterations", "20", "--save", str(rows)]) == 0
+    out = capsys.readouterr().out
+    assert "4 answerable questions, 1 sets" in out and "WEIGHTS: dict[str, tuple[float, ...]] = {" in out
+    saved = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+    assert len(saved) == 4 and all(len(x) == 10 for r in saved if r["x"] for x in r["x"])
+    assert (
+        learn.main(["--rows", str(rows), "--work", str(tmp_path), "--folds", "0", "--iterations", "5"]) == 0
+    )
+    with pytest.raises(SystemExit, match="no synced store for demo"):
+        learn.main([*args[:-1], str(tmp_path / "nothing")])
