@@ -145,6 +145,7 @@ SETS = (
     "fresh55",
     "fresh56",
     "fresh57",
+    "fresh58",
     "removal",
     "rst",
     "adoc",

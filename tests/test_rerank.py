@@ -17,26 +17,14 @@ from nexusmem.store import StoredNode
 from nexusmem.store.db import open_store
 
 from helpers import commit, run_cli
-from helpers.nodes import node, shell_node, store_nodes
+from helpers.nodes import commit_node, node, shell_node, store_nodes
 
 DAY = 86_400_000
 T0 = 1_700_000_000_000
 
 
-def change(subject: str, lines: int, ts: int = T0) -> Node:
-    sha = f"{abs(hash(subject)):040x}"[:40]
-    return Node(
-        project="p",
-        kind="git_commit",
-        source="git",
-        natural_key=sha,
-        ref=sha,
-        title=subject,
-        body=subject,
-        ts=ts,
-        signal=0.5,
-        meta={"sha": sha, "insertions": lines, "deletions": 0},
-    )
+def change(subject: str, lines: int) -> Node:
+    return commit_node(T0, subject=subject, insertions=lines, deletions=0)
 
 
 def read_back(tmp_path: Path, nodes: list[Node]) -> list[StoredNode]:

@@ -84,8 +84,9 @@ def commit_node(
     subject: str = "fix: something",
     project: str = "p",
     sha: str | None = None,
+    **meta: Any,
 ) -> Node:
-    """A git commit touching FILES (a made-up sha unless given)."""
+    """A git commit touching FILES (a made-up sha unless given), with META (e.g. insertions=, deletions=)."""
     sha = sha if sha is not None else f"{next(_serial):040x}"
     return Node(
         project=project,
@@ -99,6 +100,7 @@ def commit_node(
         signal=0.8,
         group=sha,
         files=files,
+        meta=meta,
     )
 
 
