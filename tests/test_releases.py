@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project
-from nexusmem.retrieve import query
+from nexusmem.retrieve import query, rank
 from nexusmem.retrieve.intent import release_version
 from nexusmem.sources.git import releases
 
@@ -61,8 +61,11 @@ def test_version_tags_are_read_lightweight_and_annotated(repo: Path) -> None:
 
 
 def fix_score(repo: Path, question: str, sha: str) -> float:
+    """The score ranking gives SHA's commit itself (the learned last step, off here, hands scores out by place)."""
     with project.load(repo).open_store(readonly=True) as store:
-        scored, _ = query.ranked_candidates(store, question, vectors=False)
+        scored, _ = query.ranked_candidates(
+            store, question, vectors=False, settings=rank.Settings(rerank=False)
+        )
     return next(value for node, value in scored if node.ref == sha)
 
 
