@@ -34,13 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import eval_real
 
-DEPTH = 10
-
 
 @dataclass
 class Row:
-    """One question: its set, its answer's rank with the step off, and (when the step applies and an
-    answer is among the first DEPTH) the features and labels of those DEPTH."""
+    """One question: its set, its answer's rank with the step off, and (when the step applies) the features
+    and labels of its first rerank.DEPTH results."""
 
     set: str
     rank: int | None
@@ -73,7 +71,7 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
                 at = eval_real.first_rank(ids, correct)
                 question = found.question
                 met = list(rerank.conditions(question.failure, question.names_code, question.asks))
-                head = found.scored[:DEPTH]
+                head = found.scored[: rerank.DEPTH]
                 x = hit = None
                 if found.rerankable and len(head) > 1:
                     first, newest = head[0][1], max(node.ts or 0 for node, _ in head)
@@ -88,28 +86,21 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
-def weight_vector(np: Any, weights: dict[str, Any], met: list[str]) -> Any:
-    return sum(weights[c] for c in met)
-
-
 def new_rank(np: Any, row: Row, weights: dict[str, Any] | None) -> int | None:
-    """The rank of ROW's first answer once the step with WEIGHTS ordered its first DEPTH (None: off)."""
+    """The rank of ROW's first answer once the step with WEIGHTS ordered its first rerank.DEPTH (None:
+    off), placed as the step places them (rerank.placement)."""
     if weights is None or row.x is None or row.hit is None or row.rank is None:
         return row.rank
     from nexusmem.retrieve import rerank
 
-    w = weight_vector(np, weights, row.met)
     x = np.array(row.x)
-    value = x @ w
-    movable = [i for i in range(len(row.x)) if any(row.x[i][1:4])]  # a commit, diff or doc section
-    order = sorted(movable, key=lambda i: (-value[i], i))
-    placed = list(range(len(row.x)))
-    for slot, i in zip(movable, order):
-        placed[slot] = i
-    for position, i in enumerate(placed, 1):
+    assert len(rerank.FEATURES) == x.shape[1]
+    value = x @ sum(weights[c] for c in row.met)
+    # A commit, diff or doc section (its kind features): the kinds the step moves.
+    movable = {i: float(value[i]) for i in range(len(row.x)) if any(row.x[i][1:4])}
+    for position, i in enumerate(rerank.placement(movable, len(row.x)), 1):
         if row.hit[i]:
             return position
-    assert len(rerank.FEATURES) == x.shape[1]
     return row.rank
 
 

@@ -181,11 +181,11 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         return "$1"
     }
 
-    # Put our function first in PROMPT_COMMAND again. Something loaded after the hook can put itself
-    # in front (a prompt framework, `PROMPT_COMMAND="history -a; $PROMPT_COMMAND"`) or run the old
-    # PROMPT_COMMAND from inside its own function; either way its commands reset $? before we read it.
-    # Builtins only. The old entry is replaced by `:` in a string (deleting it could leave `;;`) and
-    # dropped from an array.
+    # Put our function first in PROMPT_COMMAND: at load, and again when something loaded after the hook
+    # put itself in front (a prompt framework, `PROMPT_COMMAND="history -a; $PROMPT_COMMAND"`) or runs
+    # the old PROMPT_COMMAND from inside its own function; either way its commands reset $? before we
+    # read it. Builtins only. An old entry is replaced by `:` in a string (deleting it could leave `;;`)
+    # and dropped from an array.
     __nexusmem_heal() {
         local i
         if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
@@ -195,7 +195,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             PROMPT_COMMAND=(__nexusmem_precmd "${PROMPT_COMMAND[@]}")
         else
             # shellcheck disable=SC2178  # a plain string here, the array case is handled above
-            PROMPT_COMMAND=__nexusmem_precmd$'\n'${PROMPT_COMMAND//__nexusmem_precmd/:}
+            PROMPT_COMMAND=__nexusmem_precmd${PROMPT_COMMAND:+$'\n'${PROMPT_COMMAND//__nexusmem_precmd/:}}
         fi
     }
 
@@ -354,12 +354,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # shellcheck disable=SC2016  # expanded by bash at each command, not now
     __nexusmem_ps0_text='${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[^0-9]/}+0, 0)]}'
     PS0=${PS0-}$__nexusmem_ps0_text
-    if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
-        PROMPT_COMMAND=(__nexusmem_precmd "${PROMPT_COMMAND[@]}")
-    else
-        # shellcheck disable=SC2128,SC2178  # a plain string here, the array case is handled above
-        PROMPT_COMMAND="__nexusmem_precmd${PROMPT_COMMAND:+$'\n'$PROMPT_COMMAND}"
-    fi
+    __nexusmem_heal
     # Take a first look at history now, so an eval'd load does not record the line that loaded it.
     __nexusmem_history
     __nexusmem_seen=$__nexusmem_hist

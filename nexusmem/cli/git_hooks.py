@@ -33,8 +33,7 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path) -> N
     pinned = git_hooks.pinned_only_warning()
     if pinned:
         click.echo(f"Note: {pinned}", err=True)
-    shared = result.shared is not None and result.path.name == "post-commit"
-    if shared:
+    if result.shared is not None:
         click.echo(
             f"Note: core.hooksPath ({result.shared}) makes {result.path.parent} the hooks folder of every"
             " repository: there the auto-sync keeps each repository that has a memory up to date, and"
@@ -42,7 +41,7 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path) -> N
             err=True,
         )
     if not (root / ".nexusmem").is_dir():
-        if shared:
+        if result.shared is not None:
             click.echo(
                 "No memory in this repository yet: run `nexusmem sync` once, and commits keep it current."
             )

@@ -211,7 +211,8 @@ class InstallResult:
     how: str  # "created" | "chained" | "legacy" | "unchanged" | "updated" | "repaired"
     warning: str | None = None
     was_broken: str | None = None  # what a repaired hook did wrong before
-    shared: str | None = None  # where the core.hooksPath that every repository shares is set (shared_folder)
+    # post-commit: where the core.hooksPath that every repository shares is set (shared_folder)
+    shared: str | None = None
 
 
 def install(
@@ -221,8 +222,10 @@ def install(
     _check_name(name)
     directory = hooks_dir(start)
     flags = [FLAG_STRICT] if strict and name == "pre-commit" else []
-    shared = shared_folder(start)
-    if shared is not None and name == "post-commit":
+    # Only the auto-sync acts differently in a folder every repository shares (precheck skips a repository
+    # without a memory wherever it is installed).
+    shared = shared_folder(start) if name == "post-commit" else None
+    if shared is not None:
         flags.append(FLAG_SHARED)
     result = _install(name, directory, flags, force)
     result.shared = shared

@@ -30,7 +30,7 @@ numbers. `ranking.rerank: false` in config.json turns the step off.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nexusmem.retrieve import rank
 from nexusmem.store import StoredNode
@@ -112,13 +112,20 @@ def rerank(scored: list[tuple[StoredNode, float]], met: Sequence[str]) -> list[t
     w = weights_for(met)
     first = head[0][1]
     newest = max(node.ts or 0 for node, _ in head)
-    movable = [i for i, (node, _) in enumerate(head) if node.kind in KINDS]
     value = {
-        i: sum(wi * xi for wi, xi in zip(w, features(head[i][0], head[i][1], first, newest, i)))
-        for i in movable
+        i: sum(wi * xi for wi, xi in zip(w, features(node, score, first, newest, i)))
+        for i, (node, score) in enumerate(head)
+        if node.kind in KINDS
     }
-    order = sorted(movable, key=lambda i: (-value[i], i))
-    placed = list(head)
-    for slot, i in zip(movable, order):
-        placed[slot] = (head[i][0], head[slot][1])
+    placed = [(head[i][0], head[slot][1]) for slot, i in enumerate(placement(value, len(head)))]
     return placed + scored[DEPTH:]
+
+
+def placement(value: Mapping[int, float], size: int) -> list[int]:
+    """For each of SIZE places, which node goes there: the movable ones (VALUE's keys, by their places)
+    best value first in the places they held (a tie keeps the earlier), the others where they were."""
+    movable = sorted(value)
+    placed = list(range(size))
+    for slot, i in zip(movable, sorted(movable, key=lambda i: (-value[i], i))):
+        placed[slot] = i
+    return placed
