@@ -146,6 +146,7 @@ SETS = (
     "fresh56",
     "fresh57",
     "fresh58",
+    "fresh59",
     "removal",
     "rst",
     "adoc",
