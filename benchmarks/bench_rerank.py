@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """What ranking's learned last step (nexusmem/retrieve/rerank.py) costs a query: each question's list is
-ranked once with the step off, then the step alone is timed on it.
+ranked once with the step off, then the step is timed on it with what it reads: the share of the question
+each of its first rerank.DEPTH nodes holds (query.coverage: one small index probe per question word, the
+larger part of the cost) and the model itself.
 
-    python benchmarks/bench_rerank.py --db STORE/.nexusmem/memory.db [--calls 2000] "question" ...
+    python benchmarks/bench_rerank.py --db STORE/.nexusmem/memory.db [--calls 200] "question" ...
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ DEFAULT_QUESTIONS = (
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, required=True, help="a synced store's memory.db")
-    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("questions", nargs="*", default=list(DEFAULT_QUESTIONS))
     args = ap.parse_args(argv)
     from nexusmem.retrieve import query, rank, rerank
@@ -38,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(5):
                 start = time.perf_counter()
                 for _ in range(args.calls):
-                    rerank.rerank(found.scored, met)
+                    head = [n.id for n, _ in found.scored[: rerank.DEPTH] if n.kind in rerank.KINDS]
+                    covered = query.coverage(store, found.terms, head)
+                    rerank.rerank(found.scored, met, found.evidence, covered, found.vector_weight, q.asks)
                 times.append((time.perf_counter() - start) / args.calls * 1e6)
             print(
                 f"{statistics.median(times):6.1f} µs  ({len(found.scored)} results; {', '.join(met)})  {text}"

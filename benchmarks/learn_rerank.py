@@ -45,6 +45,7 @@ class Row:
     met: list[str]
     x: list[list[float]] | None
     hit: list[bool] | None
+    moves: list[bool] | None = None  # which of them the step may move (rerank.head_features)
 
 
 def collect_rows(args: argparse.Namespace) -> list[Row]:
@@ -72,18 +73,28 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
                 question = found.question
                 met = list(rerank.conditions(question.failure, question.names_code, question.asks))
                 head = found.scored[: rerank.DEPTH]
-                x = hit = None
+                x: list[list[float]] | None = None
+                hit: list[bool] | None = None
+                moves: list[bool] | None = None
                 if found.rerankable and len(head) > 1:
-                    first, newest = head[0][1], max(node.ts or 0 for node, _ in head)
-                    x = [
-                        rerank.features(node, score, first, newest, i) for i, (node, score) in enumerate(head)
-                    ]
-                    # Nodes of kinds the step does not move are kept (they hold their places) but never labelled
-                    # to move: they carry all-zero kind features, as in the product.
+                    movable = [node.id for node, _ in head if node.kind in rerank.KINDS]
+                    covered = query.coverage(store, found.terms, movable)
+                    x, moves = rerank.head_features(
+                        head, found.evidence, covered, found.vector_weight, question.asks
+                    )
+                    # The nodes the step does not move (other kinds; those a rule set back) are kept: they hold
+                    # their places, as in the product.
                     hit = [node.id in correct for node, _ in head]
-                rows.append(Row(qf.set, at, met, x, hit))
+                rows.append(Row(qf.set, at, met, x, hit, moves))
         print(f"learn_rerank: {qf.set}/{qf.name}: {len(qf.questions)} questions", file=sys.stderr)
     return rows
+
+
+def movable_of(row: Row) -> list[bool]:
+    """Which of ROW's nodes the step may move: as saved, or (rows saved before that was kept) a commit, diff
+    or doc section (its kind features)."""
+    assert row.x is not None
+    return row.moves if row.moves is not None else [any(xi[1:4]) for xi in row.x]
 
 
 def new_rank(np: Any, row: Row, weights: dict[str, Any] | None) -> int | None:
@@ -96,8 +107,7 @@ def new_rank(np: Any, row: Row, weights: dict[str, Any] | None) -> int | None:
     x = np.array(row.x)
     assert len(rerank.FEATURES) == x.shape[1]
     value = x @ sum(weights[c] for c in row.met)
-    # A commit, diff or doc section (its kind features): the kinds the step moves.
-    movable = {i: float(value[i]) for i in range(len(row.x)) if any(row.x[i][1:4])}
+    movable = {i: float(value[i]) for i in range(len(row.x)) if movable_of(row)[i]}
     for position, i in enumerate(rerank.placement(movable, len(row.x)), 1):
         if row.hit[i]:
             return position
@@ -124,7 +134,7 @@ def fit(np: Any, rows: list[Row], *, l2: float, iterations: int, rate: float) ->
         if r.x is None or r.hit is None or not any(r.hit):
             continue
         mask = np.array([c in r.met for c in conditions], float)
-        movable = np.array([any(xi[1:4]) for xi in r.x], float)
+        movable = np.array(movable_of(r), float)
         data.append((np.array(r.x), np.array(r.hit, float) * movable, mask, movable))
     data = [d for d in data if d[1].sum() > 0]
     for t in range(1, iterations + 1):

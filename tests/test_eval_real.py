@@ -362,6 +362,9 @@ def test_the_rerank_learner_learns_what_the_labels_say() -> None:
             0.5,
             0.0,
             float(np.log1p(place)),
+            0.5,  # coverage, lexical and semantic shares: alike, so only the labels can tell the two apart
+            0.5,
+            0.0,
         ]
 
     def row(name: str) -> Any:
@@ -392,13 +395,15 @@ def test_the_rerank_learner_reads_the_synced_stores(
     ev, _shas, args = demo_set(tmp_path)
     assert ev.main([*args, "--no-pack"]) == 0
     capsys.readouterr()
+    from nexusmem.retrieve import rerank
+
     learn = load_script(LEARN)
     rows = tmp_path / "rows.jsonl"
     assert learn.main([*args, "--folds", "0", "--iterations", "20", "--save", str(rows)]) == 0
     out = capsys.readouterr().out
     assert "4 answerable questions, 1 sets" in out and "WEIGHTS: dict[str, tuple[float, ...]] = {" in out
     saved = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
-    assert len(saved) == 4 and all(len(x) == 10 for r in saved if r["x"] for x in r["x"])
+    assert len(saved) == 4 and all(len(x) == len(rerank.FEATURES) for r in saved if r["x"] for x in r["x"])
     assert (
         learn.main(["--rows", str(rows), "--work", str(tmp_path), "--folds", "0", "--iterations", "5"]) == 0
     )

@@ -13,6 +13,7 @@ from nexusmem import project as project_mod
 from nexusmem.errors import ConfigError
 from nexusmem.nodes import Node
 from nexusmem.retrieve import query, rank, rerank
+from nexusmem.retrieve.fuse import Evidence
 from nexusmem.store import StoredNode
 from nexusmem.store.db import open_store
 
@@ -65,6 +66,31 @@ def test_other_kinds_keep_their_places_and_the_tail_is_untouched(tmp_path: Path)
     assert out[rerank.DEPTH :] == scored[rerank.DEPTH :]
     assert [s for _, s in out] == [s for _, s in scored]
     assert sorted(n.id for n, _ in out) == sorted(n.id for n in stored)
+
+
+def test_what_the_lists_said_counts_and_a_rules_setback_counts_with_it(tmp_path: Path) -> None:
+    """Two changes the rules left almost tied: the one that holds more of the question's words goes first;
+    but when a rule set it back (a test-only change, a blog post: its score is a fraction of its relevance),
+    what the lists said of it is set back too, and the other stays first."""
+    broad, narrow = read_back(
+        tmp_path, [change("Rework the config loader", 40), change("Handle an empty config file", 40)]
+    )
+    prior = rank.kind_prior(broad.signal, "git_commit", broad.source, "neutral", fix=False, post=False)
+    evidence = {broad.id: Evidence(lexical=1.0), narrow.id: Evidence(lexical=0.95)}
+    covered = {broad.id: 0.3, narrow.id: 0.9}
+    met = rerank.conditions(failure=False, names_code=False, asks="neutral")
+
+    def order(narrow_factor: float, covered: dict[str, float]) -> list[str]:
+        scored = [(broad, 1.0 * prior), (narrow, 0.95 * prior * narrow_factor)]
+        scored.sort(key=lambda pair: -pair[1])
+        return [n.title for n, _ in rerank.rerank(scored, met, evidence, covered)]
+
+    assert order(1.0, covered) == ["Handle an empty config file", "Rework the config loader"]
+    assert order(1.0, dict.fromkeys(covered, 0.3)) == [
+        "Rework the config loader",
+        "Handle an empty config file",
+    ]
+    assert order(0.5, covered) == ["Rework the config loader", "Handle an empty config file"]
 
 
 def test_every_weight_row_is_complete() -> None:

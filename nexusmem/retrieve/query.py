@@ -336,6 +336,7 @@ class Retrieved:
     answered_by: str | None = None
     # The learned last step (retrieve.rerank) may order this list: no rule above pinned its answer.
     rerankable: bool = False
+    vector_weight: float = rank.DEFAULT.vector_weight  # the vectors' weight in this question's relevance
 
 
 def retrieve(
@@ -501,8 +502,14 @@ def retrieve(
     # a named release, the first or last holder of a name, what was run after a command.
     rerankable = question.cue is None and window is None and answered_by is None and question.then is None
     if settings.rerank and rerankable:
+        head = [node.id for node, _ in scored[: rerank.DEPTH] if node.kind in rerank.KINDS]
         scored = rerank.rerank(
-            scored, rerank.conditions(question.failure, question.names_code, question.asks)
+            scored,
+            rerank.conditions(question.failure, question.names_code, question.asks),
+            found,
+            coverage(store, words, head),
+            settings.vector_weight,
+            question.asks,
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
@@ -512,7 +519,7 @@ def retrieve(
         "bm25": bm25_total + lexical_extra,
         "vector": len(near.hits),
     }
-    return Retrieved(question, scored, counts, found, words, answered_by, rerankable)
+    return Retrieved(question, scored, counts, found, words, answered_by, rerankable, settings.vector_weight)
 
 
 # What a change made within a named release's window counts, against the same match outside it.

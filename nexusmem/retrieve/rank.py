@@ -269,8 +269,7 @@ def score(
     merge: bool = False,
     post: bool = False,
 ) -> float:
-    signal_w = 0.2 + 0.8 * max(0.0, min(1.0, signal))
-    value = relevance * math.pow(signal_w, SIGNAL_EXP)
+    value = relevance * kind_prior(signal, kind, source, asks, fix=fix, post=post)
     exponent = recency_exponent(kind, time_cue)
     if exponent:
         value *= math.pow(recency(ts_ms, now_ms, provenance), exponent)
@@ -278,8 +277,6 @@ def score(
         value *= SUPERSEDED_FACTOR
     if rejected:
         value *= REJECTED_FACTOR
-    if fix:
-        value *= FIX_FACTOR
     if docs_only:
         value *= DOCS_ONLY_FACTOR
     if tests_only:
@@ -288,11 +285,22 @@ def score(
         value *= WIDE_FACTOR
     if merge:
         value *= MERGE_FACTOR
+    if on_topic and kind == "doc_section" and source != CHANGELOG_SOURCE and not post:
+        value *= TOPIC_FACTOR
+    return value
+
+
+def kind_prior(signal: float, kind: str, source: str, asks: str, *, fix: bool, post: bool) -> float:
+    """The part of score() that follows from what a node is and what the question asks: its kind's SIGNAL,
+    whether it says it fixes something, and a doc section's lift or cut for a usage or history question.
+    The learned last step (retrieve.rerank) weighs these from its own features."""
+    signal_w = 0.2 + 0.8 * max(0.0, min(1.0, signal))
+    value = math.pow(signal_w, SIGNAL_EXP)
+    if fix:
+        value *= FIX_FACTOR
     if kind == "doc_section" and source != CHANGELOG_SOURCE and not post:  # what the question asks (intent)
         if asks == "usage":
             value *= USAGE_DOC_FACTOR
         elif asks == "history":
             value *= HISTORY_DOC_FACTOR
-        if on_topic:
-            value *= TOPIC_FACTOR
     return value

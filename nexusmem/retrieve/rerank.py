@@ -2,29 +2,34 @@
 
 Every rule before this one is a factor tuned by hand, one at a time, and each ran into the same wall: a
 factor that helps one kind of question costs another (docs/evaluation.md, the waves' "tried and not kept").
-What they leave is a list whose first ten hold the answer to most questions, in an order that weighs
+What they leave is a list whose first twenty hold the answer to most questions, in an order that weighs
 their evidence one way for every question. This step weighs it per question: a node's score is
 exp(w · x), where x is what ranking already knows about it (FEATURES: its relevance relative to the
 first result, its kind, whether it is a changelog entry, the size of its change, whether its subject says
-it fixes something, its kind's signal, its age against the newest of the ten, its place in the list) and
-w depends on what the question is (CONDITIONS, from retrieve.intent: every question, one that reports a
-failure, names code, asks how to use something, asks what happened). WEIGHTS holds one row of w per
-condition; a question's w is the sum of the rows of the conditions it meets.
+it fixes something, its kind's signal, its age against the newest of the list, its place in the list) and
+what the retrieval lists said of it (how much of the question's IDF mass its words hold, its BM25 share,
+its vector share), and w depends on what the question is (CONDITIONS, from retrieve.intent: every
+question, one that reports a failure, names code, asks how to use something, asks what happened). WEIGHTS
+holds one row of w per condition; a question's w is the sum of the rows of the conditions it meets.
 
 The weights are learned, not set: `benchmarks/learn_rerank.py` reads every labelled set's synced store,
-ranks each question with this step turned off, keeps the first ten with these features and the labels,
-and fits w by a listwise softmax (the log-probability of the labelled answers among the ten) with Adam,
+ranks each question with this step turned off, keeps the first twenty with these features and the labels,
+and fits w by a listwise softmax (the log-probability of the labelled answers among them) with Adam,
 pulled toward "keep the order" by an L2 term. Fitted five times with a fifth of the sets held out each
-time, over fifty-seven sets (5,270 questions; docs/evaluation.md, thirty-first wave), the held-out sets
-went from MRR .6846 / R@5 .804 to .6945 / .816; the weights below are fitted on all of them, and the three
-blind sets written since the last ranking change were run once on them (.711, .677, .718).
+time, over fifty-seven sets (5,270 questions; docs/evaluation.md, thirty-second wave), the held-out sets
+went from MRR .6846 / R@5 .804 with the step off to .6994 / .823 (the first version of the step,
+ten deep without what the lists said: .6945 / .816); the weights below are fitted on all of them.
 
-It leaves alone what other rules decided on purpose: a question with a time cue, a named release, a name
-whose first or last change is asked for, or a "what was run after X" (those rules pin their answer), and
-the nodes of kinds the labelled sets do not hold (shell commands, conversation): they keep their places,
-and the commits, diffs and doc sections among them are put in order in the places that are left. A list
-keeps its scores slot by slot, so what reads them (the packer, the "no strong match" check) sees the same
-numbers. `ranking.rerank: false` in config.json turns the step off.
+It leaves alone what other rules decided on purpose. A question with a time cue, a named release, a name
+whose first or last change is asked for, or a "what was run after X" is not reordered (those rules pin
+their answer). A node a rule set back (a test-only change, a blog post for a usage question, an older
+major's page, a diff of a change already listed) and a section a rule lifted (the one that heads the
+matter asked about) keep their places (held()), and what the lists said of any node counts times the
+factor the rules gave it, so that the words a question shares with a page never undo the rule that put
+the page below another. Nodes of kinds the labelled sets do not
+hold (shell commands, conversation) keep their places too; the others are put in order in the places
+that are left. A list keeps its scores slot by slot, so what reads them (the packer, the "no strong
+match" check) sees the same numbers. `ranking.rerank: false` in config.json turns the step off.
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ import math
 from collections.abc import Mapping, Sequence
 
 from nexusmem.retrieve import rank
+from nexusmem.retrieve.fuse import Evidence
 from nexusmem.store import StoredNode
 
-DEPTH = 10
+DEPTH = 20
 FEATURES = (
     "relevance",  # ln(score / the first result's score)
     "commit",
@@ -47,18 +53,31 @@ FEATURES = (
     "signal",  # the kind's prior (a fix commit .8, a chore .25)
     "age",  # ln(1 + days older than the newest of the list)
     "position",  # ln(1 + its place in the list as the rules before left it, from 0)
+    # What the retrieval lists said of it, each times the factor ranking's rules gave it (its score over its
+    # relevance and its kind's prior, rank.kind_prior, which the features above weigh): a node a rule set
+    # back (a test-only change, a blog post, an older major's page) is set back here too, and a section a
+    # rule lifted (the one that heads the matter asked about) lifted.
+    "coverage",  # the share of the question's IDF mass among the words it holds (query.coverage)
+    "lexical",  # its BM25 share (fuse.Evidence.lexical)
+    "semantic",  # its cosine above the embedder's noise floor, scaled to [0, 1] (fuse.Evidence.semantic)
 )
 CONDITIONS = ("always", "failure", "names_code", "usage", "history")
 KINDS = frozenset({"git_commit", "code_diff", "doc_section"})
+CHANGE_KINDS = frozenset({"git_commit", "code_diff"})
 DAY_MS = 86_400_000
+# A node a rule set back (ruling() below this) or a section one lifted (above its inverse) keeps the place the
+# rules gave it: the step does not undo a rule (a test-only change below the fix, a blog post below the
+# how-to page, an older major's page below the current one, the section that heads the matter asked about
+# above the commits that name the project), however many of the question's words the others hold.
+HELD = 0.99
 
 # Learned by benchmarks/learn_rerank.py over fifty-seven labelled sets; see the module docstring.
 WEIGHTS: dict[str, tuple[float, ...]] = {
-    "always": (3.84, 0.43, -0.85, 0.40, -1.19, -0.35, 0.49, 0.23, -0.06, -0.78),
-    "failure": (0.89, 0.30, -0.13, -0.16, -0.21, 0.05, 0.06, -0.01, 0.02, 0.15),
-    "names_code": (1.60, 0.93, -0.44, -0.50, -0.43, -0.12, 0.12, -0.15, 0.04, 0.34),
-    "usage": (1.47, 0.23, -0.00, -0.23, 0.83, 0.42, -0.62, -0.49, -0.03, 0.40),
-    "history": (1.26, 0.62, -0.17, -0.45, -0.54, 0.23, -1.07, -0.50, -0.03, 0.05),
+    "always": (2.74, 0.58, -0.95, 0.32, -1.31, -0.35, 0.76, 0.07, -0.05, -0.59, 2.14, 1.32, 2.38),
+    "failure": (0.79, 0.27, 0.08, -0.36, -0.19, 0.02, 0.11, -0.13, 0.00, 0.13, -0.28, 0.02, 0.70),
+    "names_code": (0.81, 1.02, -0.57, -0.49, -0.45, -0.15, 0.34, -0.19, 0.03, 0.23, 0.65, 0.89, 0.78),
+    "usage": (0.69, -0.57, -0.02, 0.59, 0.34, 0.36, -1.04, -0.52, -0.04, 0.34, 1.25, 0.36, 0.46),
+    "history": (0.71, 0.90, -0.22, -0.68, -0.37, 0.19, -0.98, -0.50, -0.07, 0.03, 1.29, 0.65, 0.27),
 }
 
 
@@ -74,17 +93,49 @@ def conditions(failure: bool, names_code: bool, asks: str) -> tuple[str, ...]:
     return tuple(met)
 
 
-def features(node: StoredNode, score: float, first: float, newest: int, position: int) -> list[float]:
+NO_EVIDENCE = Evidence()
+
+
+def ruling(
+    node: StoredNode, score: float, evidence: Evidence, vector_weight: float, asks: str
+) -> float | None:
+    """The factor ranking's rules gave NODE, scored SCORE: its score over its relevance (from EVIDENCE, the
+    vectors counting VECTOR_WEIGHT) and its kind's prior for a question that ASKS so (rank.kind_prior, which
+    the step's own features weigh). Below 1, a rule set it back (a test-only change, an older major's page,
+    a blog post, which misses the lift a usage question gives doc sections, a diff of a change already
+    listed); above 1 one lifted it (the section that heads the matter asked about, a commit that took its
+    best diff's score). None when no list found it (nothing to compare with)."""
+    fix = rank.says_fix(node.kind, node.title)
+    prior = rank.kind_prior(node.signal or 0.0, node.kind, node.source, asks, fix=fix, post=False)
+    relevance = evidence.lexical + vector_weight * evidence.semantic  # rank.relevance
+    if relevance <= 0 or prior <= 0:
+        return None
+    return score / (relevance * prior)
+
+
+def features(
+    node: StoredNode,
+    score: float,
+    first: float,
+    newest: int,
+    position: int,
+    evidence: Evidence = NO_EVIDENCE,
+    covered: float = 0.0,
+    ruled: float | None = None,
+) -> list[float]:
     """What the model knows of NODE, scored SCORE, at POSITION of a list whose first scores FIRST and whose
-    newest node is from NEWEST (epoch ms)."""
+    newest node is from NEWEST (epoch ms); EVIDENCE: what the retrieval lists said of it; COVERED: the share
+    of the question's IDF mass among its words; RULED: ruling()."""
     kind = node.kind
-    change = kind in ("git_commit", "code_diff")
+    change = kind in CHANGE_KINDS
     meta = node.meta or {}
     size = 0.0
     if change:
         lines = meta.get("insertions", 0), meta.get("deletions", 0)
         size = math.log1p(sum(n for n in lines if isinstance(n, int) and n > 0))
     age = math.log1p(max(0, newest - node.ts) / DAY_MS) if node.ts else 0.0
+    # What the lists said of a change is its own: a commit's lift (its best diff's score) is not its words.
+    factor = 0.0 if ruled is None else min(ruled, 1.0) if change else ruled
     return [
         math.log(max(score, 1e-9) / max(first, 1e-9)),
         float(kind == "git_commit"),
@@ -96,27 +147,63 @@ def features(node: StoredNode, score: float, first: float, newest: int, position
         float(node.signal or 0.0),
         age,
         math.log1p(position),
+        covered * factor,
+        evidence.lexical * factor,
+        evidence.semantic * factor,
     ]
+
+
+def head_features(
+    head: Sequence[tuple[StoredNode, float]],
+    evidence: Mapping[str, Evidence],
+    covered: Mapping[str, float],
+    vector_weight: float,
+    asks: str,
+) -> tuple[list[list[float]], list[bool]]:
+    """features() of every node of HEAD (the first DEPTH of a ranked list), in order, and whether the step
+    may move it: a commit, diff or doc section not held() in place."""
+    first = head[0][1]
+    newest = max(node.ts or 0 for node, _ in head)
+    x: list[list[float]] = []
+    moves: list[bool] = []
+    for i, (node, score) in enumerate(head):
+        found = evidence.get(node.id, NO_EVIDENCE)
+        ruled = ruling(node, score, found, vector_weight, asks)
+        x.append(features(node, score, first, newest, i, found, covered.get(node.id, 0.0), ruled))
+        moves.append(node.kind in KINDS and not held(node.kind, ruled))
+    return x, moves
+
+
+def held(kind: str, ruled: float | None) -> bool:
+    """Whether a node of KIND that the rules gave the factor RULED (ruling()) keeps its place: one a rule
+    set back, or a section one lifted (a commit's lift is its best diff's score, not a rule's judgement)."""
+    if ruled is None:
+        return False
+    return ruled < HELD or (kind not in CHANGE_KINDS and ruled > 1 / HELD)
 
 
 def weights_for(met: Sequence[str]) -> list[float]:
     return [sum(WEIGHTS[c][i] for c in met) for i in range(len(FEATURES))]
 
 
-def rerank(scored: list[tuple[StoredNode, float]], met: Sequence[str]) -> list[tuple[StoredNode, float]]:
+def rerank(
+    scored: list[tuple[StoredNode, float]],
+    met: Sequence[str],
+    evidence: Mapping[str, Evidence] | None = None,
+    covered: Mapping[str, float] | None = None,
+    vector_weight: float = rank.DEFAULT.vector_weight,
+    asks: str = "neutral",
+) -> list[tuple[StoredNode, float]]:
     """SCORED with its first DEPTH put in order by the model for a question meeting MET (see the module
-    docstring); nodes of other kinds keep their places, and every place keeps its score."""
+    docstring), given what the retrieval lists said of each node (EVIDENCE, by id), how much of the question
+    each holds (COVERED, by id), the vectors' weight in relevance and what the question ASKS for; nodes of
+    other kinds keep their places, and every place keeps its score."""
     head = scored[:DEPTH]
     if len(head) < 2:
         return scored
     w = weights_for(met)
-    first = head[0][1]
-    newest = max(node.ts or 0 for node, _ in head)
-    value = {
-        i: sum(wi * xi for wi, xi in zip(w, features(node, score, first, newest, i)))
-        for i, (node, score) in enumerate(head)
-        if node.kind in KINDS
-    }
+    x, moves = head_features(head, evidence or {}, covered or {}, vector_weight, asks)
+    value = {i: sum(wi * xi for wi, xi in zip(w, x[i])) for i in range(len(head)) if moves[i]}
     placed = [(head[i][0], head[slot][1]) for slot, i in enumerate(placement(value, len(head)))]
     return placed + scored[DEPTH:]
 
