@@ -289,11 +289,17 @@ def test_commit_words_stream_keeps_the_commits_around_garbage(
     if where != 2:  # junk inside a header is that commit's (garbage) message and numstat
         assert [f.path for f in walked[0][0].files] == ["second.py"]
     if where in (3, 4):  # junk outside every commit leaves every commit's words as they were
-        assert {rec.header.subject: w for rec, w in walked} == {
+        words = {rec.header.subject: w for rec, w in walked}
+        expected = {
             "fix: second": "secondfunction second",
             "chore: nothing": "",
             "feat: first": "firstfunction first",
         }
+        if (
+            where == 4
+        ):  # after the last hunk, a junk line that looks like one of its lines ("+A0A") is read as one
+            assert words.pop("feat: first").startswith(expected.pop("feat: first"))
+        assert words == expected
 
 
 @FUZZ
