@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What ranking's learned last step (nexusmem/retrieve/rerank.py) costs a query: each question's list is
 ranked once with the step off, then the step is timed on it with what it reads: the share of the question
-each of its first rerank.DEPTH nodes holds (query.coverage: one small index probe per question word, the
-larger part of the cost) and the model itself.
+each of the nodes among its first rerank.DEPTH that the step may move holds (query.coverage: one small
+index probe per question word, the larger part of the cost) and the model itself.
 
     python benchmarks/bench_rerank.py --db STORE/.nexusmem/memory.db [--calls 200] "question" ...
 """
@@ -10,6 +10,7 @@ larger part of the cost) and the model itself.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 from pathlib import Path
@@ -40,9 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(5):
                 start = time.perf_counter()
                 for _ in range(args.calls):
-                    head = [n.id for n, _ in found.scored[: rerank.DEPTH] if n.kind in rerank.KINDS]
-                    covered = query.coverage(store, found.terms, head)
-                    rerank.rerank(found.scored, met, found.evidence, covered, found.vector_weight, q.asks)
+                    covering = functools.partial(query.coverage, store, found.terms)
+                    rerank.rerank(found.scored, met, found.evidence, covering, found.vector_weight, q.asks)
                 times.append((time.perf_counter() - start) / args.calls * 1e6)
             print(
                 f"{statistics.median(times):6.1f} µs  ({len(found.scored)} results; {', '.join(met)})  {text}"

@@ -23,6 +23,7 @@ rerank.py. Needs numpy (installed with wordllama).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import sys
@@ -77,10 +78,12 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
                 hit: list[bool] | None = None
                 moves: list[bool] | None = None
                 if found.rerankable and len(head) > 1:
-                    movable = [node.id for node, _ in head if node.kind in rerank.KINDS]
-                    covered = query.coverage(store, found.terms, movable)
                     x, moves = rerank.head_features(
-                        head, found.evidence, covered, found.vector_weight, question.asks
+                        head,
+                        found.evidence,
+                        functools.partial(query.coverage, store, found.terms),
+                        found.vector_weight,
+                        question.asks,
                     )
                     # The nodes the step does not move (other kinds; those a rule set back) are kept: they hold
                     # their places, as in the product.

@@ -83,7 +83,7 @@ def test_what_the_lists_said_counts_and_a_rules_setback_counts_with_it(tmp_path:
     def order(narrow_factor: float, covered: dict[str, float]) -> list[str]:
         scored = [(broad, 1.0 * prior), (narrow, 0.95 * prior * narrow_factor)]
         scored.sort(key=lambda pair: -pair[1])
-        return [n.title for n, _ in rerank.rerank(scored, met, evidence, covered)]
+        return [n.title for n, _ in rerank.rerank(scored, met, evidence, lambda ids: covered)]
 
     assert order(1.0, covered) == ["Handle an empty config file", "Rework the config loader"]
     assert order(1.0, dict.fromkeys(covered, 0.3)) == [

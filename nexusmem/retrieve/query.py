@@ -502,12 +502,11 @@ def retrieve(
     # a named release, the first or last holder of a name, what was run after a command.
     rerankable = question.cue is None and window is None and answered_by is None and question.then is None
     if settings.rerank and rerankable:
-        head = [node.id for node, _ in scored[: rerank.DEPTH] if node.kind in rerank.KINDS]
         scored = rerank.rerank(
             scored,
             rerank.conditions(question.failure, question.names_code, question.asks),
             found,
-            coverage(store, words, head),
+            lambda ids: coverage(store, words, ids),
             settings.vector_weight,
             question.asks,
         )

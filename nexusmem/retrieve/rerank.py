@@ -35,7 +35,7 @@ match" check) sees the same numbers. `ranking.rerank: false` in config.json turn
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from nexusmem.retrieve import rank
 from nexusmem.retrieve.fuse import Evidence
@@ -153,24 +153,40 @@ def features(
     ]
 
 
+Covering = Callable[[list[str]], Mapping[str, float]]
+
+
 def head_features(
     head: Sequence[tuple[StoredNode, float]],
     evidence: Mapping[str, Evidence],
-    covered: Mapping[str, float],
+    covering: Covering,
     vector_weight: float,
     asks: str,
 ) -> tuple[list[list[float]], list[bool]]:
     """features() of every node of HEAD (the first DEPTH of a ranked list), in order, and whether the step
-    may move it: a commit, diff or doc section not held() in place."""
+    may move it: a commit, diff or doc section not held() in place. COVERING gives, for the ids of the
+    nodes it may move, the share of the question's IDF mass each one's words hold (query.coverage: one
+    index probe per question word, so it is asked for those alone; the others' share is never read)."""
     first = head[0][1]
     newest = max(node.ts or 0 for node, _ in head)
-    x: list[list[float]] = []
-    moves: list[bool] = []
-    for i, (node, score) in enumerate(head):
-        found = evidence.get(node.id, NO_EVIDENCE)
-        ruled = ruling(node, score, found, vector_weight, asks)
-        x.append(features(node, score, first, newest, i, found, covered.get(node.id, 0.0), ruled))
-        moves.append(node.kind in KINDS and not held(node.kind, ruled))
+    rulings = [
+        ruling(node, score, evidence.get(node.id, NO_EVIDENCE), vector_weight, asks) for node, score in head
+    ]
+    moves = [node.kind in KINDS and not held(node.kind, ruled) for (node, _), ruled in zip(head, rulings)]
+    covered = covering([node.id for (node, _), moving in zip(head, moves) if moving])
+    x = [
+        features(
+            node,
+            score,
+            first,
+            newest,
+            i,
+            evidence.get(node.id, NO_EVIDENCE),
+            covered.get(node.id, 0.0),
+            rulings[i],
+        )
+        for i, (node, score) in enumerate(head)
+    ]
     return x, moves
 
 
@@ -190,19 +206,20 @@ def rerank(
     scored: list[tuple[StoredNode, float]],
     met: Sequence[str],
     evidence: Mapping[str, Evidence] | None = None,
-    covered: Mapping[str, float] | None = None,
+    covering: Covering | None = None,
     vector_weight: float = rank.DEFAULT.vector_weight,
     asks: str = "neutral",
 ) -> list[tuple[StoredNode, float]]:
     """SCORED with its first DEPTH put in order by the model for a question meeting MET (see the module
     docstring), given what the retrieval lists said of each node (EVIDENCE, by id), how much of the question
-    each holds (COVERED, by id), the vectors' weight in relevance and what the question ASKS for; nodes of
-    other kinds keep their places, and every place keeps its score."""
+    the nodes it may move hold (COVERING, see head_features), the vectors' weight in relevance and what the
+    question ASKS for; nodes held() in place and of other kinds keep their places, and every place keeps its
+    score."""
     head = scored[:DEPTH]
     if len(head) < 2:
         return scored
     w = weights_for(met)
-    x, moves = head_features(head, evidence or {}, covered or {}, vector_weight, asks)
+    x, moves = head_features(head, evidence or {}, covering or (lambda ids: {}), vector_weight, asks)
     value = {i: sum(wi * xi for wi, xi in zip(w, x[i])) for i in range(len(head)) if moves[i]}
     placed = [(head[i][0], head[slot][1]) for slot, i in enumerate(placement(value, len(head)))]
     return placed + scored[DEPTH:]

@@ -39,6 +39,8 @@ STEM_SHARE = 0.1
 # looked for among the first WINDOW_RANGE_NODES + 1 only (~1.5 ms, lost when the window holds more: the
 # search then joins every match, as before).
 WINDOW_RANGE_NODES = 10_000
+# matching(): a term held by at most this many nodes is listed whole rather than sought node by node.
+MATCHING_SCAN = 600
 
 
 def _bm25(table: str, weights: Sequence[float]) -> str:
@@ -212,16 +214,31 @@ class FullTextMixin:
         if not ids:
             return set()
         marks = ",".join("?" * len(ids))
-        # CROSS JOIN keeps the few nodes as the outer loop: FTS5 then seeks each one's rowid in the term's
-        # postings instead of listing every node that has the term (~30k for a common word at 100k nodes).
-        # Either index: an exact match or another form of the word ("crashed" for "crash").
+        # Either index: an exact match or another form of the word ("crashed" for "crash"). A term few nodes
+        # hold is listed whole (one lookup) and kept where it meets IDS; past MATCHING_SCAN nodes, a CROSS JOIN
+        # keeps the few nodes as the outer loop and FTS5 seeks each one's rowid in the term's postings instead
+        # of listing every node that has it (~30k for a common word at 100k nodes). A seek costs about what
+        # listing 50 rows does (each re-opens the term), so a rare word's list is 10-20 times cheaper.
         found: set[str] = set()
+        seqs: dict[int, str] | None = None
         for table in ("nodes_fts", "nodes_stem"):
-            sql = (
-                f"SELECT n.id FROM nodes n CROSS JOIN {table} ON {table}.rowid = n.seq"
-                f" WHERE n.id IN ({marks}) AND {table} MATCH ?"
-            )
             try:
+                listed = [
+                    int(r[0])
+                    for r in self.conn.execute(
+                        f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?", (match, MATCHING_SCAN + 1)
+                    )
+                ]
+                if len(listed) <= MATCHING_SCAN:
+                    if seqs is None:
+                        sql = f"SELECT seq, id FROM nodes WHERE id IN ({marks})"
+                        seqs = {int(r[0]): str(r[1]) for r in self.conn.execute(sql, list(ids))}
+                    found.update(seqs[seq] for seq in listed if seq in seqs)
+                    continue
+                sql = (
+                    f"SELECT n.id FROM nodes n CROSS JOIN {table} ON {table}.rowid = n.seq"
+                    f" WHERE n.id IN ({marks}) AND {table} MATCH ?"
+                )
                 found.update(str(r[0]) for r in self.conn.execute(sql, [*ids, match]))
             except Exception as exc:
                 raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
