@@ -26,10 +26,10 @@ their answer). A node a rule set back (a test-only change, a blog post for a usa
 major's page, a diff of a change already listed) and a section a rule lifted (the one that heads the
 matter asked about) keep their places (held()), and what the lists said of any node counts times the
 factor the rules gave it, so that the words a question shares with a page never undo the rule that put
-the page below another. Nodes of kinds the labelled sets do not
-hold (shell commands, conversation) keep their places too; the others are put in order in the places
-that are left. A list keeps its scores slot by slot, so what reads them (the packer, the "no strong
-match" check) sees the same numbers. `ranking.rerank: false` in config.json turns the step off.
+the page below another. Nodes of kinds the labelled sets do not hold (shell commands, conversation) keep
+their places too; the others are put in order in the places that are left. A list keeps its scores slot by
+slot, so what reads them (the packer, the "no strong match" check) sees the same numbers.
+`ranking.rerank: false` in config.json turns the step off.
 """
 
 from __future__ import annotations
