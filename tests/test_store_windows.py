@@ -63,3 +63,23 @@ def test_the_commands_next_to_an_anchor_include_those_of_its_second(store: Store
     before = store.shell_neighbours(held, after=False, limit=5, window_ms=day)
     assert after == [same_after.id, later.id]
     assert before == [same_before.id, earlier.id]
+
+
+def test_matching_lists_a_rare_word_and_seeks_a_common_one_with_the_same_answer(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which of a few nodes hold a word: a word few nodes hold is listed whole, one many hold is sought node by
+    node; either way the same nodes, in both indexes (an exact form or another form of the word)."""
+    commands = [f"pytest tests/test_cache.py -k case{i}" for i in range(12)]
+    commands += ["make caches", "pytest tests/test_router.py", "git commit -m 'cached the router'"]
+    store_nodes(store, [shell_node(c, T0 + i * HOUR) for i, c in enumerate(commands)])
+    ids = sorted(
+        n.id for n in store.get_many([i for i, _ in store.search_fts_scored('"pytest"', 50)]).values()
+    )
+    few = ids[:3] + [i for i, _ in store.search_fts_scored('"router"', 50)]
+    answers = []
+    for cap in (fulltext.MATCHING_SCAN, 1):  # listed whole; sought node by node
+        monkeypatch.setattr(fulltext, "MATCHING_SCAN", cap)
+        answers.append({word: store.matching(f'"{word}"', few) for word in ("cache", "router", "missing")})
+    assert answers[0] == answers[1]
+    assert len(answers[0]["cache"]) == 3 and len(answers[0]["router"]) == 2 and answers[0]["missing"] == set()
