@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> int:
             times = []
             for _ in range(5):
                 start = time.perf_counter()
+                covering = functools.partial(query.coverage, store, found.terms)
                 for _ in range(args.calls):
-                    covering = functools.partial(query.coverage, store, found.terms)
-                    rerank.rerank(found.scored, met, found.evidence, covering, found.vector_weight, q.asks)
+                    rerank.rerank(found.scored, met, found.evidence, covering, found.settings, q.asks)
                 times.append((time.perf_counter() - start) / args.calls * 1e6)
             print(
                 f"{statistics.median(times):6.1f} µs  ({len(found.scored)} results; {', '.join(met)})  {text}"

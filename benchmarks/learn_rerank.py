@@ -82,7 +82,7 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
                         head,
                         found.evidence,
                         functools.partial(query.coverage, store, found.terms),
-                        found.vector_weight,
+                        found.settings,
                         question.asks,
                     )
                     # The nodes the step does not move (other kinds; those a rule set back) are kept: they hold

@@ -336,7 +336,9 @@ class Retrieved:
     answered_by: str | None = None
     # The learned last step (retrieve.rerank) may order this list: no rule above pinned its answer.
     rerankable: bool = False
-    vector_weight: float = rank.DEFAULT.vector_weight  # the vectors' weight in this question's relevance
+    settings: rank.Settings = (
+        rank.DEFAULT
+    )  # what it was ranked with (the vectors' weight set for the question)
 
 
 def retrieve(
@@ -507,7 +509,7 @@ def retrieve(
             rerank.conditions(question.failure, question.names_code, question.asks),
             found,
             lambda ids: coverage(store, words, ids),
-            settings.vector_weight,
+            settings,
             question.asks,
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
@@ -518,7 +520,7 @@ def retrieve(
         "bm25": bm25_total + lexical_extra,
         "vector": len(near.hits),
     }
-    return Retrieved(question, scored, counts, found, words, answered_by, rerankable, settings.vector_weight)
+    return Retrieved(question, scored, counts, found, words, answered_by, rerankable, settings)
 
 
 # What a change made within a named release's window counts, against the same match outside it.

@@ -285,9 +285,15 @@ def score(
         value *= WIDE_FACTOR
     if merge:
         value *= MERGE_FACTOR
-    if on_topic and kind == "doc_section" and source != CHANGELOG_SOURCE and not post:
+    if on_topic and _docs_page(kind, source, post):
         value *= TOPIC_FACTOR
     return value
+
+
+def _docs_page(kind: str, source: str, post: bool) -> bool:
+    """Whether a node of KIND from SOURCE is a page of the project's docs: a doc section, not a changelog
+    entry, not a blog POST."""
+    return kind == "doc_section" and source != CHANGELOG_SOURCE and not post
 
 
 def kind_prior(signal: float, kind: str, source: str, asks: str, *, fix: bool, post: bool) -> float:
@@ -298,7 +304,7 @@ def kind_prior(signal: float, kind: str, source: str, asks: str, *, fix: bool, p
     value = math.pow(signal_w, SIGNAL_EXP)
     if fix:
         value *= FIX_FACTOR
-    if kind == "doc_section" and source != CHANGELOG_SOURCE and not post:  # what the question asks (intent)
+    if _docs_page(kind, source, post):  # what the question asks (intent)
         if asks == "usage":
             value *= USAGE_DOC_FACTOR
         elif asks == "history":

@@ -97,17 +97,17 @@ NO_EVIDENCE = Evidence()
 
 
 def ruling(
-    node: StoredNode, score: float, evidence: Evidence, vector_weight: float, asks: str
+    node: StoredNode, score: float, evidence: Evidence, settings: rank.Settings, asks: str
 ) -> float | None:
-    """The factor ranking's rules gave NODE, scored SCORE: its score over its relevance (from EVIDENCE, the
-    vectors counting VECTOR_WEIGHT) and its kind's prior for a question that ASKS so (rank.kind_prior, which
+    """The factor ranking's rules gave NODE, scored SCORE: its score over its relevance (rank.relevance of
+    EVIDENCE under the question's SETTINGS) and its kind's prior for a question that ASKS so (rank.kind_prior, which
     the step's own features weigh). Below 1, a rule set it back (a test-only change, an older major's page,
     a blog post, which misses the lift a usage question gives doc sections, a diff of a change already
     listed); above 1 one lifted it (the section that heads the matter asked about, a commit that took its
     best diff's score). None when no list found it (nothing to compare with)."""
     fix = rank.says_fix(node.kind, node.title)
     prior = rank.kind_prior(node.signal or 0.0, node.kind, node.source, asks, fix=fix, post=False)
-    relevance = evidence.lexical + vector_weight * evidence.semantic  # rank.relevance
+    relevance = rank.relevance(evidence, settings)
     if relevance <= 0 or prior <= 0:
         return None
     return score / (relevance * prior)
@@ -160,7 +160,7 @@ def head_features(
     head: Sequence[tuple[StoredNode, float]],
     evidence: Mapping[str, Evidence],
     covering: Covering,
-    vector_weight: float,
+    settings: rank.Settings,
     asks: str,
 ) -> tuple[list[list[float]], list[bool]]:
     """features() of every node of HEAD (the first DEPTH of a ranked list), in order, and whether the step
@@ -169,9 +169,8 @@ def head_features(
     index probe per question word, so it is asked for those alone; the others' share is never read)."""
     first = head[0][1]
     newest = max(node.ts or 0 for node, _ in head)
-    rulings = [
-        ruling(node, score, evidence.get(node.id, NO_EVIDENCE), vector_weight, asks) for node, score in head
-    ]
+    found = [evidence.get(node.id, NO_EVIDENCE) for node, _ in head]
+    rulings = [ruling(node, score, ev, settings, asks) for (node, score), ev in zip(head, found)]
     moves = [node.kind in KINDS and not held(node.kind, ruled) for (node, _), ruled in zip(head, rulings)]
     covered = covering([node.id for (node, _), moving in zip(head, moves) if moving])
     x = [
@@ -181,7 +180,7 @@ def head_features(
             first,
             newest,
             i,
-            evidence.get(node.id, NO_EVIDENCE),
+            found[i],
             covered.get(node.id, 0.0),
             rulings[i],
         )
@@ -207,19 +206,19 @@ def rerank(
     met: Sequence[str],
     evidence: Mapping[str, Evidence] | None = None,
     covering: Covering | None = None,
-    vector_weight: float = rank.DEFAULT.vector_weight,
+    settings: rank.Settings = rank.DEFAULT,
     asks: str = "neutral",
 ) -> list[tuple[StoredNode, float]]:
     """SCORED with its first DEPTH put in order by the model for a question meeting MET (see the module
     docstring), given what the retrieval lists said of each node (EVIDENCE, by id), how much of the question
-    the nodes it may move hold (COVERING, see head_features), the vectors' weight in relevance and what the
+    the nodes it may move hold (COVERING, see head_features), the question's ranking SETTINGS and what the
     question ASKS for; nodes held() in place and of other kinds keep their places, and every place keeps its
     score."""
     head = scored[:DEPTH]
     if len(head) < 2:
         return scored
     w = weights_for(met)
-    x, moves = head_features(head, evidence or {}, covering or (lambda ids: {}), vector_weight, asks)
+    x, moves = head_features(head, evidence or {}, covering or (lambda ids: {}), settings, asks)
     value = {i: sum(wi * xi for wi, xi in zip(w, x[i])) for i in range(len(head)) if moves[i]}
     placed = [(head[i][0], head[slot][1]) for slot, i in enumerate(placement(value, len(head)))]
     return placed + scored[DEPTH:]
