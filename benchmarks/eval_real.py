@@ -147,6 +147,7 @@ SETS = (
     "fresh57",
     "fresh58",
     "fresh59",
+    "fresh60",
     "removal",
     "rst",
     "adoc",
