@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What ranking's learned last step (nexusmem/retrieve/rerank.py) costs a query: each question's list is
 ranked once with the step off, then the step is timed on it with what it reads: the share of the question
-each of the nodes among its first rerank.DEPTH that the step may move holds (query.coverage: one small
-index probe per question word, the larger part of the cost) and the model itself.
+each of the nodes among its first rerank.DEPTH that the step may move holds (query.Coverage: those nodes
+copied into a small in-memory index and probed once per question word, the larger part of the cost) and the model itself.
 
     python benchmarks/bench_rerank.py --db STORE/.nexusmem/memory.db [--calls 200] "question" ...
 """
@@ -10,7 +10,6 @@ index probe per question word, the larger part of the cost) and the model itself
 from __future__ import annotations
 
 import argparse
-import functools
 import statistics
 import time
 from pathlib import Path
@@ -40,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
             times = []
             for _ in range(5):
                 start = time.perf_counter()
-                covering = functools.partial(query.coverage, store, found.terms)
-                for _ in range(args.calls):
+                for _ in range(
+                    args.calls
+                ):  # a new Coverage each time: it remembers the nodes it was asked about
+                    covering = query.Coverage(store, found.terms)
                     rerank.rerank(found.scored, met, found.evidence, covering, found.settings, q.asks)
                 times.append((time.perf_counter() - start) / args.calls * 1e6)
             print(

@@ -23,7 +23,6 @@ rerank.py. Needs numpy (installed with wordllama).
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import random
 import sys
@@ -81,7 +80,7 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
                     x, moves = rerank.head_features(
                         head,
                         found.evidence,
-                        functools.partial(query.coverage, store, found.terms),
+                        query.Coverage(store, found.terms),
                         found.settings,
                         question.asks,
                     )

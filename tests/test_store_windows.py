@@ -4,13 +4,14 @@ filters keep, and the shell commands next to an anchor are found by one range of
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from nexusmem.store import Store, fulltext, open_store
 
-from helpers import shell_node, store_nodes
+from helpers import commit_node, node, shell_node, store_nodes
 
 T0 = 1_700_000_000_000
 HOUR = 3_600_000
@@ -65,21 +66,39 @@ def test_the_commands_next_to_an_anchor_include_those_of_its_second(store: Store
     assert before == [same_before.id, earlier.id]
 
 
-def test_matching_lists_a_rare_word_and_seeks_a_common_one_with_the_same_answer(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Which of a few nodes hold a word: a word few nodes hold is listed whole, one many hold is sought node by
-    node; either way the same nodes, in both indexes (an exact form or another form of the word)."""
-    commands = [f"pytest tests/test_cache.py -k case{i}" for i in range(12)]
-    commands += ["make caches", "pytest tests/test_router.py", "git commit -m 'cached the router'"]
-    store_nodes(store, [shell_node(c, T0 + i * HOUR) for i, c in enumerate(commands)])
-    ids = sorted(
-        n.id for n in store.get_many([i for i, _ in store.search_fts_scored('"pytest"', 50)]).values()
-    )
-    few = ids[:3] + [i for i, _ in store.search_fts_scored('"router"', 50)]
-    answers = []
-    for cap in (fulltext.MATCHING_SCAN, 1):  # listed whole; sought node by node
-        monkeypatch.setattr(fulltext, "MATCHING_SCAN", cap)
-        answers.append({word: store.matching(f'"{word}"', few) for word in ("cache", "router", "missing")})
-    assert answers[0] == answers[1]
-    assert len(answers[0]["cache"]) == 3 and len(answers[0]["router"]) == 2 and answers[0]["missing"] == set()
+def test_matching_each_answers_as_the_word_indexes_do(store: Store) -> None:
+    """Which of a few nodes hold each of a question's words: the answer comes from a copy of those nodes, and
+    is the one the store's own indexes give, form for form (an exact word, an inflected one the stemmed index
+    finds in prose, a word only in a commit's change words, one only in a diff or a command, which the stemmed
+    index leaves out)."""
+    commands = [f"pytest tests/test_cache.py -k case{i}" for i in range(12)] + ["make caches"]
+    nodes = [shell_node(c, T0 + i * HOUR) for i, c in enumerate(commands)]
+    nodes += [
+        replace(
+            commit_node(T0, "src/router.py", subject="the router crashed on empty routes"),
+            words="resolve_route",
+        ),
+        node("code_diff", text="def resolve_route(self): caches = {}  # crashes when empty"),
+        node("doc_section", text="Caching: the router caches every route it resolves."),
+    ]
+    store_nodes(store, nodes)
+    few = [n.id for n in nodes[::3]] + [n.id for n in nodes[-3:]]
+    words = ("cache", "caches", "crash", "crashed", "resolve_route", "router", "routes", "missing")
+    got = store.matching_each([f'"{w}"' for w in words], few)
+
+    def indexed(word: str) -> set[str]:
+        held: set[str] = set()
+        for table in ("nodes_fts", "nodes_stem"):
+            sql = f"SELECT n.id FROM nodes n JOIN {table} ON {table}.rowid = n.seq WHERE {table} MATCH ?"
+            held.update(r[0] for r in store.conn.execute(sql, (f'"{word}"',)) if r[0] in few)
+        return held
+
+    assert got == {f'"{w}"': indexed(w) for w in words}
+    commit, diff, doc = (n.id for n in nodes[-3:])
+    # "crashed" in a commit's prose; "crashes" in a diff, which is not stemmed
+    assert got['"crash"'] == {commit}
+    assert got['"resolve_route"'] == {commit, diff}  # the change words, and the diff's code
+    # "caches": another form of "cache" in prose, not in code
+    assert doc in got['"cache"'] and diff not in got['"cache"']
+    assert got['"missing"'] == set()
+    assert store.matching_each([], few) == {} and store.matching_each(['"router"'], []) == {'"router"': set()}

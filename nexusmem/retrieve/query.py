@@ -450,12 +450,13 @@ def retrieve(
         if vectors
         else vector.Neighbours([], 0.0)
     )
+    covering = Coverage(store, words)
     scale = 1.0
     if bm25_hits and LEXICAL_COVERAGE_EXP:
         # BM25 shares are relative to the query's best match, however poor that match is. Scaling the list
         # by how much of the question its best few hits contain lets the vectors speak when the words
         # matched are only the common ones.
-        best = max(coverage(store, words, [i for i, _ in bm25_hits[:STRENGTH_TOP]]).values())
+        best = max(covering([i for i, _ in bm25_hits[:STRENGTH_TOP]]).values())
         scale = best**LEXICAL_COVERAGE_EXP
     found = fuse.evidence([bm25_hits, cjk_hits], [*near.hits, *near.more], near.floor, scales=[scale, 1.0])
     settings = replace(settings, vector_weight=vector_weight(question, settings))
@@ -508,7 +509,7 @@ def retrieve(
             scored,
             rerank.conditions(question.failure, question.names_code, question.asks),
             found,
-            lambda ids: coverage(store, words, ids),
+            covering,
             settings,
             question.asks,
         )
@@ -1061,22 +1062,31 @@ def arrival_absent(question: Question, words: search.QueryTerms) -> bool:
     return False
 
 
-def coverage(store: SearchStore, words: search.QueryTerms, ids: list[str]) -> dict[str, float]:
-    """For each of IDS (a few), the share of the question's IDF mass among the words it contains (one
-    small FTS probe per question word that any node has)."""
-    covered = dict.fromkeys(ids, 0.0)
-    mass = sum(words.idf(w) for w in words.counted)
-    if not ids or mass <= 0:
-        return covered
-    for word in words.counted:
-        if words.doc_counts.get(word, 0) == 0:
-            continue  # no node contains it: nothing to probe
-        expr = search.fts_expression([word])
-        if expr is None:
-            continue
-        for node_id in store.matching(expr, ids):
-            covered[node_id] += words.idf(word) / mass
-    return covered
+class Coverage:
+    """For each node asked about, the share of the question's IDF mass among the words it contains. Each node
+    is looked up once (the weak-match scale and the learned step ask about overlapping nodes), all the
+    question's words at a time."""
+
+    def __init__(self, store: SearchStore, words: search.QueryTerms) -> None:
+        self.store, self.words = store, words
+        self.known: dict[str, float] = {}
+        mass = sum(words.idf(w) for w in words.counted)
+        # No node contains a word with no document count: nothing to probe.
+        self.probes = {
+            expr: words.idf(word) / mass
+            for word in words.counted
+            if mass > 0 and words.doc_counts.get(word, 0) > 0 and (expr := search.fts_expression([word]))
+        }
+
+    def __call__(self, ids: list[str]) -> dict[str, float]:
+        missing = [node_id for node_id in dict.fromkeys(ids) if node_id not in self.known]
+        if missing:
+            self.known.update(dict.fromkeys(missing, 0.0))
+            if self.probes:
+                for expr, found in self.store.matching_each(list(self.probes), missing).items():
+                    for node_id in found:
+                        self.known[node_id] += self.probes[expr]
+        return {node_id: self.known[node_id] for node_id in ids}
 
 
 def run(

@@ -57,7 +57,7 @@ FEATURES = (
     # relevance and its kind's prior, rank.kind_prior, which the features above weigh): a node a rule set
     # back (a test-only change, a blog post, an older major's page) is set back here too, and a section a
     # rule lifted (the one that heads the matter asked about) lifted.
-    "coverage",  # the share of the question's IDF mass among the words it holds (query.coverage)
+    "coverage",  # the share of the question's IDF mass among the words it holds (query.Coverage)
     "lexical",  # its BM25 share (fuse.Evidence.lexical)
     "semantic",  # its cosine above the embedder's noise floor, scaled to [0, 1] (fuse.Evidence.semantic)
 )
@@ -165,8 +165,9 @@ def head_features(
 ) -> tuple[list[list[float]], list[bool]]:
     """features() of every node of HEAD (the first DEPTH of a ranked list), in order, and whether the step
     may move it: a commit, diff or doc section not held() in place. COVERING gives, for the ids of the
-    nodes it may move, the share of the question's IDF mass each one's words hold (query.coverage: one
-    index probe per question word, so it is asked for those alone; the others' share is never read)."""
+    nodes it may move, the share of the question's IDF mass each one's words hold (query.Coverage: the
+    nodes copied into a small index and probed once per question word, so it is asked for those alone; the
+    others' share is never read)."""
     first = head[0][1]
     newest = max(node.ts or 0 for node, _ in head)
     found = [evidence.get(node.id, NO_EVIDENCE) for node, _ in head]

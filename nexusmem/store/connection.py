@@ -22,6 +22,11 @@ def sqlite_version() -> str:
     return str(sqlean.sqlite_version)
 
 
+def memory() -> Any:
+    """A private in-memory database on the same SQLite build as the store's files (same tokenizers)."""
+    return sqlean.connect(":memory:", isolation_level=None, check_same_thread=False)
+
+
 def connect(path: Path | str, *, readonly: bool = False, busy_ms: int = BUSY_TIMEOUT_MS) -> Any:
     """A connection in autocommit mode (we BEGIN explicitly), WAL, with a generous busy timeout (BUSY_MS:
     a commit hook waits less).

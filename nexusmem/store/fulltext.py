@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.errors import StoreError
-from nexusmem.store import health
+from nexusmem.store import connection, health
 
 # BM25 column weights of the word indexes: title, body, words (a commit's change words), notes (changelog
 # entries lent to a commit). A title hit counts 10× a body hit, as before. Change words hold each word
@@ -39,8 +39,20 @@ STEM_SHARE = 0.1
 # looked for among the first WINDOW_RANGE_NODES + 1 only (~1.5 ms, lost when the window holds more: the
 # search then joins every match, as before).
 WINDOW_RANGE_NODES = 10_000
-# matching(): a term held by at most this many nodes is listed whole rather than sought node by node.
-MATCHING_SCAN = 600
+# matching_each() copies the few nodes it is asked about into in-memory FTS5 tables made like the store's
+# word indexes (same columns, tokenizers and rows: UNSTEMMED_KINDS stay out of the stemmed one) and asks
+# each expression there. Asking the store's own indexes listed every node holding a common word, or sought
+# each node in its postings (~30k for a common word at 100k nodes): 5 ms median and up to 50 ms a question on
+# the 10k-commit benchmark store, against ~1 ms for the copy, which costs what tokenizing the few texts costs.
+# tests/test_store_windows.py checks that the copy answers as the indexes do.
+_MIRROR_SCHEMA = """
+CREATE VIRTUAL TABLE nodes_fts USING fts5(
+  title, body, words, notes, content='', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE nodes_stem USING fts5(
+  title, body, notes, content='', tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
 
 
 def _bm25(table: str, weights: Sequence[float]) -> str:
@@ -70,11 +82,16 @@ def _window_filters(
     return clauses, params
 
 
+# The kinds whose text the stemmed index leaves out: code and commands, not prose (migrations 7 and 13).
+UNSTEMMED_KINDS = ("code_diff", "shell_command")
+
+
 class FullTextMixin:
     """Store methods for fulltext. Mixed into Store."""
 
     conn: Any
     path: Path
+    _mirror: Any = None  # matching_each's in-memory copy of the word indexes, made on first use
 
     def _window_seqs(self, since: int | None, until: int | None) -> tuple[int, int] | None:
         """(lowest, highest) seq of the nodes whose ts lies within SINCE..UNTIL ((1, 0), an empty range, when
@@ -208,40 +225,44 @@ class FullTextMixin:
             # a malformed MATCH expression is our bug, but must not crash a query
             raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
 
-    def matching(self, match: str, ids: Sequence[str]) -> set[str]:
-        """Those of IDS (a few) whose indexed text matches the FTS5 expression MATCH: which query words the
+    def matching_each(self, matches: Sequence[str], ids: Sequence[str]) -> dict[str, set[str]]:
+        """For each FTS5 expression of MATCHES, those of IDS (a few) whose indexed text matches it, in either
+        word index (an exact form or another form of a word, "crashed" for "crash"): which query words the
         best candidates actually contain, for judging how strong a match is."""
-        if not ids:
-            return set()
+        found: dict[str, set[str]] = {match: set() for match in matches}
+        if not ids or not matches:
+            return found
+        mirror = self._mirror
+        if mirror is None:
+            mirror = connection.memory()
+            mirror.executescript(_MIRROR_SCHEMA)
+            self._mirror = mirror
         marks = ",".join("?" * len(ids))
-        # Either index: an exact match or another form of the word ("crashed" for "crash"). A term few nodes
-        # hold is listed whole (one lookup) and kept where it meets IDS; past MATCHING_SCAN nodes, a CROSS JOIN
-        # keeps the few nodes as the outer loop and FTS5 seeks each one's rowid in the term's postings instead
-        # of listing every node that has it (~30k for a common word at 100k nodes). A seek costs about what
-        # listing 50 rows does (each re-opens the term), so a rare word's list is 10-20 times cheaper.
-        found: set[str] = set()
-        seqs: dict[int, str] | None = None
-        for table in ("nodes_fts", "nodes_stem"):
-            try:
-                listed = [
-                    int(r[0])
-                    for r in self.conn.execute(
-                        f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?", (match, MATCHING_SCAN + 1)
-                    )
-                ]
-                if len(listed) <= MATCHING_SCAN:
-                    if seqs is None:
-                        sql = f"SELECT seq, id FROM nodes WHERE id IN ({marks})"
-                        seqs = {int(r[0]): str(r[1]) for r in self.conn.execute(sql, list(ids))}
-                    found.update(seqs[seq] for seq in listed if seq in seqs)
-                    continue
-                sql = (
-                    f"SELECT n.id FROM nodes n CROSS JOIN {table} ON {table}.rowid = n.seq"
-                    f" WHERE n.id IN ({marks}) AND {table} MATCH ?"
-                )
-                found.update(str(r[0]) for r in self.conn.execute(sql, [*ids, match]))
-            except Exception as exc:
-                raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+        try:
+            rows = self.conn.execute(
+                f"SELECT seq, id, kind, title, body, words, notes FROM nodes WHERE id IN ({marks})", list(ids)
+            ).fetchall()
+            mirror.execute("BEGIN")  # one FTS5 flush for every row, not one a row
+            # Contentless tables: emptied at once, where a DELETE would tokenize every row again to remove it.
+            mirror.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('delete-all')")
+            mirror.execute("INSERT INTO nodes_stem(nodes_stem) VALUES ('delete-all')")
+            mirror.executemany(
+                "INSERT INTO nodes_fts(rowid, title, body, words, notes) VALUES (?, ?, ?, ?, ?)",
+                [(r[0], r[3], r[4], r[5], r[6]) for r in rows],
+            )
+            mirror.executemany(
+                "INSERT INTO nodes_stem(rowid, title, body, notes) VALUES (?, ?, ?, ?)",
+                [(r[0], r[3], r[4], r[6]) for r in rows if r[2] not in UNSTEMMED_KINDS],
+            )
+            mirror.execute("COMMIT")
+            by_seq = {int(r[0]): str(r[1]) for r in rows}
+            for match in matches:
+                for table in ("nodes_fts", "nodes_stem"):
+                    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
+                    found[match].update(by_seq[int(r[0])] for r in mirror.execute(sql, (match,)))
+        except health.DriverError as exc:
+            self._mirror = None  # whatever state the copy was left in, the next question starts a new one
+            raise StoreError(f"full-text search failed for {', '.join(matches)!r}: {exc}") from exc
         return found
 
     def count_stemmed(self, match: str, cap: int = 1000) -> int:

@@ -125,8 +125,9 @@ class SearchStore(Protocol):
         """How many nodes the stemmed index matches for MATCH, counted up to CAP (enough for an IDF)."""
         ...
 
-    def matching(self, match: str, ids: Sequence[str]) -> set[str]:
-        """Those of IDS (a few) whose indexed text matches MATCH: how strong the best candidates' match is."""
+    def matching_each(self, matches: Sequence[str], ids: Sequence[str]) -> dict[str, set[str]]:
+        """For each expression of MATCHES, those of IDS (a few) whose indexed text matches it: how strong the
+        best candidates' match is."""
         ...
 
     def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nexusmem.store import hookreads
+from nexusmem.store import fulltext, hookreads
 
 if TYPE_CHECKING:  # a reader never builds a Node (nexusmem.nodes imports hashlib)
     from nexusmem.nodes import Node
@@ -248,6 +248,7 @@ class NodesMixin:
             counts.added += len(inserts)
             marks = ",".join("?" * len(fresh))
             fresh_ids = [n.id for n in fresh]
+            unstemmed = ",".join("?" * len(fulltext.UNSTEMMED_KINDS))
             self.conn.execute(
                 "INSERT INTO nodes_fts(rowid, title, body, words, notes)"
                 f" SELECT seq, title, body, words, notes FROM nodes WHERE id IN ({marks})",
@@ -255,8 +256,8 @@ class NodesMixin:
             )
             self.conn.execute(
                 "INSERT INTO nodes_stem(rowid, title, body, notes) SELECT seq, title, body, notes FROM nodes"
-                f" WHERE id IN ({marks}) AND kind NOT IN ('code_diff', 'shell_command')",  # prose: migrations 7, 13
-                fresh_ids,
+                f" WHERE id IN ({marks}) AND kind NOT IN ({unstemmed})",  # prose only
+                [*fresh_ids, *fulltext.UNSTEMMED_KINDS],
             )
             self._cjk_index_ids([n.id for n in fresh])
         if updates:

@@ -923,15 +923,18 @@ class TeamStore:
     def count_stemmed(self, match: str, cap: int = 1000) -> int:
         return 0  # no stemmed index in the team store (see the module docstring)
 
-    def matching(self, match: str, ids: Sequence[str]) -> set[str]:
-        query = tsquery(match)
-        if query is None or not ids:
-            return set()
-        rows = self.conn.execute(
-            "SELECT id FROM nodes WHERE id = ANY(%s) AND project_id = %s AND tsv @@ to_tsquery('simple', %s)",
-            (list(ids), self.project, query),
-        ).fetchall()
-        return {r[0] for r in rows}
+    def matching_each(self, matches: Sequence[str], ids: Sequence[str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {match: set() for match in matches}
+        for match in matches:
+            query = tsquery(match)
+            if query is None or not ids:
+                continue
+            rows = self.conn.execute(
+                "SELECT id FROM nodes WHERE id = ANY(%s) AND project_id = %s AND tsv @@ to_tsquery('simple', %s)",
+                (list(ids), self.project, query),
+            ).fetchall()
+            found[match] = {r[0] for r in rows}
+        return found
 
     def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many of this project's nodes hold each term: one lookup in term_df (a term of several
