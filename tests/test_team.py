@@ -688,3 +688,31 @@ def test_a_rebased_branch_is_not_taken_for_where_a_name_began_in_the_team_store(
     alice.commit("Tidy the batcher", {"batch.py": "BATCH = 2\n"})
     alice.run("sync", "--quiet", "--no-embed")
     assert alice.json("team", "push")["graph"] == 1
+
+
+def test_which_pushed_nodes_hold_each_question_word_is_one_round_trip_with_per_word_answers(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """The learned last step asks which of a few nodes hold each question word: the team store answers
+    every word in one query, and each answer is the one that word alone gives."""
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    alice.commit(
+        "Retry the flaky upload with backoff", {"uploader.py": "def upload(path):\n    backoff(3)\n"}
+    )
+    alice.run("sync", "--quiet", "--no-embed")
+    alice.run("team", "push")
+    from nexusmem import team
+
+    with alice.active():
+        proj = project.load(alice.repo)
+        store = team.open_team(proj, team.require(proj))
+        try:
+            ids = [str(r[0]) for r in _team_rows(team_url, "SELECT id FROM nodes ORDER BY id")]
+            words = ['"upload"', '"backoff"', '"release"', '"nowhere"']
+            every = store.matching_each(words, ids)
+            alone = {w: store.matching_each([w], ids)[w] for w in words}
+        finally:
+            store.close()
+    assert every == alone
+    assert every['"nowhere"'] == set() and every['"release"'] and every['"backoff"']
+    assert every['"backoff"'] != every['"release"']

@@ -924,16 +924,20 @@ class TeamStore:
         return 0  # no stemmed index in the team store (see the module docstring)
 
     def matching_each(self, matches: Sequence[str], ids: Sequence[str]) -> dict[str, set[str]]:
+        """One round trip for every expression: each id comes back with a flag per expression."""
         found: dict[str, set[str]] = {match: set() for match in matches}
-        for match in matches:
-            query = tsquery(match)
-            if query is None or not ids:
-                continue
-            rows = self.conn.execute(
-                "SELECT id FROM nodes WHERE id = ANY(%s) AND project_id = %s AND tsv @@ to_tsquery('simple', %s)",
-                (list(ids), self.project, query),
-            ).fetchall()
-            found[match] = {r[0] for r in rows}
+        queries = [(match, q) for match in matches if (q := tsquery(match)) is not None]
+        if not queries or not ids:
+            return found
+        flags = ", ".join("tsv @@ to_tsquery('simple', %s)" for _ in queries)
+        rows = self.conn.execute(
+            f"SELECT id, {flags} FROM nodes WHERE id = ANY(%s) AND project_id = %s",
+            (*(q for _, q in queries), list(ids), self.project),
+        ).fetchall()
+        for row in rows:
+            for (match, _), hit in zip(queries, row[1:]):
+                if hit:
+                    found[match].add(row[0])
         return found
 
     def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
