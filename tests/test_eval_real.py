@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -407,5 +409,72 @@ def test_the_rerank_learner_reads_the_synced_stores(
     assert (
         learn.main(["--rows", str(rows), "--work", str(tmp_path), "--folds", "0", "--iterations", "5"]) == 0
     )
+    with pytest.raises(SystemExit, match="no synced store for demo"):
+        learn.main([*args[:-1], str(tmp_path / "nothing")])
+
+
+WEAK = SCRIPT.parent / "learn_weak.py"
+
+
+def test_the_weak_learner_learns_what_the_labels_say(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """learn_weak on rows where a question about nothing has a flat list with its heaviest word absent and an
+    answerable one a first result that stands out: the fitted judgement flags the first kind on sets it was
+    not fitted on and few of the second, within the share of false flags asked for."""
+    from nexusmem.retrieve import query
+
+    learn = load_script(WEAK)
+    rng = random.Random(3)
+
+    def row(name: str, none: bool) -> dict[str, Any]:
+        heaviest = rng.uniform(0.15, 0.35) if none else rng.uniform(0.0, 0.2)
+        flat = rng.uniform(0.7, 0.95) if none else rng.uniform(0.3, 0.75)
+        x = [heaviest, 0.5, 0.0, 0.5, 0.5, 1.0, 0.5, heaviest, flat, heaviest * 0.5]
+        return {
+            "set": name,
+            "id": f"{name}-{rng.random()}",
+            "vectors": True,
+            "none": none,
+            "empty": False,
+            "answered": False,
+            "arrival": False,
+            "x": x,
+        }
+
+    rows = [row(f"s{i}", i % 10 == 0) for i in range(600)]
+    rows += [dict(r, vectors=False) for r in rows]
+    assert len(query.WEAK_FEATURES) == len(rows[0]["x"])
+    saved = tmp_path / "rows.jsonl"
+    saved.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert learn.main(["--rows", str(saved), "--work", str(tmp_path), "--false-flags", "0.05"]) == 0
+    out = capsys.readouterr().out
+    held = re.search(r"learned, held out: `none` flagged ([.\d]+) .*answerable flagged ([.\d]+)", out)
+    assert held is not None, out
+    assert float(held.group(1)) > 0.6 and float(held.group(2)) <= 0.08
+    assert "WEAK_WEIGHTS: tuple[float, ...] = (" in out and "WEAK_LEXICAL_BIAS = " in out
+
+
+def test_the_weak_learner_reads_the_synced_stores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`learn_weak.py` reads the stores `eval_real.py --work` synced and saves a row per question, `none`
+    ones too, with and without vectors, holding the judgement's own features; one set whose only `none`
+    question is judged without the model (weak by a fixed rule) leaves it nothing to fit, and it says so."""
+    ev, _shas, args = demo_set(tmp_path)
+    assert ev.main([*args, "--no-pack"]) == 0
+    capsys.readouterr()
+    from nexusmem.retrieve import query
+
+    learn = load_script(WEAK)
+    rows = tmp_path / "rows.jsonl"
+    with pytest.raises(SystemExit, match="need `none` questions and answerable ones"):
+        learn.main([*args, "--save", str(rows)])
+    saved = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+    assert (
+        len(saved) == 10
+        and sum(r["none"] for r in saved) == 2
+        and {r["vectors"] for r in saved} == {True, False}
+    )
+    assert all(len(r["x"]) == len(query.WEAK_FEATURES) for r in saved if r["x"] is not None)
+    assert "fewer than five sets" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no synced store for demo"):
         learn.main([*args[:-1], str(tmp_path / "nothing")])

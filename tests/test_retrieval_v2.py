@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,32 @@ def test_asking_when_a_name_memory_never_saw_arrived_is_a_weak_answer(old_and_fr
     assert not any(strength[text].absent_arrival for text in (held, told, seen))
     assert query_json(old_and_fresh, asked)["weak"]
     assert not query_json(old_and_fresh, held)["weak"]
+
+
+def test_the_learned_judgement_weighs_what_the_list_says_as_well_as_what_memory_lacks() -> None:
+    """The same share of the question missing from memory reads differently by what the list shows: a first
+    result that stands out, with a close vector neighbour, is an answer; a flat list whose neighbours are
+    far is not. Half the question absent is weak whatever the list, with vectors or without, and so is a
+    question that takes for granted a name memory never saw arrive."""
+    answered = query.Strength(
+        missing=0.2,
+        cosine=0.55,
+        first_coverage=0.8,
+        best_coverage=0.8,
+        first_lexical=1.0,
+        first_cosine=0.55,
+        heaviest_absent=0.2,
+        flatness=0.4,
+    )
+    lost = replace(answered, cosine=0.4, first_cosine=0.35, flatness=0.9)
+    assert not answered.weak and lost.weak
+    assert not replace(answered, cosine=0.0, first_cosine=0.0, vectors=False).weak
+    assert replace(lost, cosine=0.0, first_cosine=0.0, vectors=False).weak
+    half = replace(answered, missing=query.WEAK_CERTAIN, heaviest_absent=0.3, cosine=0.9, first_cosine=0.9)
+    assert half.weak and replace(half, vectors=False).weak
+    assert replace(answered, absent_arrival=True).weak
+    # What a small store cannot say (fewer than five results) counts as the labelled sets' median.
+    assert query.FLATNESS_UNKNOWN == 0.67
 
 
 def test_an_exception_the_user_saw_is_not_a_name_the_answer_must_hold() -> None:

@@ -76,18 +76,68 @@ CODE_NAMES_WEIGHT = 0.75
 # date it names), up to CUE_CANDIDATES more candidates from the exact index: see `retrieve`.
 CUE_WINDOW_MS = 30 * 86_400_000
 CUE_CANDIDATES = 50
-# An answer is weak when words no node contains carry this share of the question's IDF mass and no
-# vector neighbour is this similar (see Strength); it then shows only WEAK_ITEMS items. An absent word that
-# is ordinary English (one whole-word token of the built-in tokenizer: "inside", "program", "although")
-# counts COMMON_WORD_SHARE of its weight: a long account of a symptom holds many, and a small store lacks
-# them by chance; a name no node holds ("brotli", "cobertura", "kafka" are split into pieces) counts in full.
-# Forty-five labelled sets (4,155 answerable and 407 `none` questions, benchmarks/eval_real.py, packed):
-# with every word in full at .4, 47.2% of the `none` questions flagged and 8.1% of the answerable ones
-# (14.1% on the fourteen newest sets, `fresh30`-`43`, whose symptom questions are the longest); at .25 with
-# common words at .25, 52.6% and 6.6% (9.3%). docs/evaluation.md has the curve.
+# How much of the question memory lacks (Strength.missing): the share of its IDF mass carried by words no
+# node contains, an absent word that is ordinary English (one whole-word token of the built-in tokenizer:
+# "inside", "program", "although") at COMMON_WORD_SHARE of its weight: a long account of a symptom holds
+# many, and a small store lacks them by chance; a name no node holds ("brotli", "cobertura", "kafka" are
+# split into pieces) counts in full. The vocabulary is read once the absent words carry WEAK_MISSING of the
+# mass. Until the thirty-third wave an answer was weak when missing reached WEAK_MISSING (or a name was
+# absent) and no vector neighbour had a cosine of STRONG_COSINE; on fifty-seven labelled sets that flagged
+# 54.2% of the `none` questions and 6.64% of the answerable ones (docs/evaluation.md has the curves).
 WEAK_MISSING = 0.25
 COMMON_WORD_SHARE = 0.25
-STRONG_COSINE = 0.6
+# The judgement is learned (benchmarks/learn_weak.py): a logistic model over Strength.features(), fitted on
+# every labelled set's `none` questions against its answerable ones, its threshold (5.5% of the answerable
+# questions it was fitted on) folded into WEAK_BIAS: weak when WEAK_BIAS + WEAK_WEIGHTS · features > 0.
+# Lists without vectors have their own weights. A question that takes for granted a name memory never saw
+# arrive is weak whatever the model says (Strength.absent_arrival), and so is one half of whose weight
+# memory lacks (WEAK_CERTAIN: on the labelled sets the model flags nearly all of those anyway; the rule keeps
+# a small store, whose lists look like none the model was fitted on, from answering them as strong). A weak
+# answer shows WEAK_ITEMS items.
+WEAK_CERTAIN = 0.5
+WEAK_TOP = 5
+# A list shorter than WEAK_TOP (a small store) says nothing of its flatness: it counts as the median over the
+# labelled sets' questions, where every list had WEAK_TOP results or more.
+FLATNESS_UNKNOWN = 0.67
+WEAK_FEATURES = (
+    "missing",
+    "cosine",
+    "absent_name",
+    "first_coverage",
+    "best_coverage",
+    "first_lexical",
+    "first_cosine",
+    "heaviest_absent",
+    "flatness",
+    "missing_unlike",  # missing × (1 − cosine)
+)
+WEAK_WEIGHTS: tuple[float, ...] = (
+    -0.2833,
+    -2.2256,
+    0.8274,
+    1.1441,
+    1.0110,
+    -0.8493,
+    -2.8666,
+    8.2245,
+    5.2494,
+    3.3453,
+)
+WEAK_BIAS = -4.3090
+# The same for lists without vectors (`--no-vectors`, a store synced without embeddings, a provider down).
+WEAK_LEXICAL_WEIGHTS: tuple[float, ...] = (
+    1.0528,
+    0.0000,
+    0.9022,
+    1.3090,
+    0.6545,
+    -1.7517,
+    0.0000,
+    7.2041,
+    5.3079,
+    1.0528,
+)
+WEAK_LEXICAL_BIAS = -6.0282
 # The shortest word of a code name that counts as the name for Strength.absent_arrival ("-n" is no name).
 ARRIVAL_NAME_LETTERS = 3
 WEAK_ITEMS = 5
@@ -339,6 +389,9 @@ class Retrieved:
     settings: rank.Settings = (
         rank.DEFAULT
     )  # what it was ranked with (the vectors' weight set for the question)
+    # How much of the question the nodes hold, for the nodes asked about so far (the weak-match judgement
+    # asks about the first few).
+    covering: Coverage | None = None
 
 
 def retrieve(
@@ -521,7 +574,10 @@ def retrieve(
         "bm25": bm25_total + lexical_extra,
         "vector": len(near.hits),
     }
-    return Retrieved(question, scored, counts, found, words, answered_by, rerankable, settings)
+    # What the weak-match judgement reads of the first few (most were asked about above): asked now, while
+    # the store is open (an answer fused from several stores is judged after they are closed).
+    covering([node.id for node, _ in scored[:WEAK_TOP]])
+    return Retrieved(question, scored, counts, found, words, answered_by, rerankable, settings, covering)
 
 
 # What a change made within a named release's window counts, against the same match outside it.
@@ -965,8 +1021,9 @@ class Strength:
     missing: the share of the question's IDF mass carried by words that no node contains (an ordinary
     English word at COMMON_WORD_SHARE of its weight). A question about something that never happened
     names it ("NTLM", "brotli", "tcsh"), and those words, the rarest and so the heaviest, are nowhere in
-    memory. cosine: the best vector similarity (0 without vectors); a
-    close semantic neighbour overrides missing words (the same thing said in other words).
+    memory. cosine: the best vector similarity (0 without vectors); a close semantic neighbour weighs
+    against missing words (the same thing said in other words). `weak` weighs these and what the list
+    itself says (below) by learned weights (WEAK_WEIGHTS).
 
     absent_name: a name the question writes with capitals (a product, protocol or format: "GraphQL",
     "Kafka", "OpenTelemetry") that no node holds in any form. It is what the question is about, and weighs
@@ -975,7 +1032,7 @@ class Strength:
 
     On the eight real-repository sets (docs/evaluation.md, 74 `none` and 714 answerable questions) a
     query's answer was flagged for 41% of the `none` questions and 2.4% of the answerable ones with missing
-    alone; with absent_name 62% and 3.1%. On forty-five sets, see WEAK_MISSING.
+    alone; with absent_name 62% and 3.1%. Since then the judgement is learned: see WEAK_WEIGHTS.
 
     absent_arrival: the question asks when something arrived ("which version added `vi.mockRequire()`?",
     intent.asks_arrival) and one of the code names it writes has a word of three letters or more that no
@@ -988,12 +1045,42 @@ class Strength:
     cosine: float
     absent_name: bool = False
     absent_arrival: bool = False
+    # What the list itself says (see WEAK_WEIGHTS): how much of the question its first result holds and the
+    # most any of the first WEAK_TOP holds (Coverage), the first result's BM25 share and cosine, the
+    # heaviest word no node holds (its share of the IDF mass; an ordinary word's discounted as in missing
+    # once that counts), and how flat the list is (the WEAK_TOP-th score over the first: near 1 when
+    # nothing stands out).
+    first_coverage: float = 0.0
+    best_coverage: float = 0.0
+    first_lexical: float = 0.0
+    first_cosine: float = 0.0
+    heaviest_absent: float = 0.0
+    flatness: float = 0.0
+    vectors: bool = True  # whether the lists had a vector list (without one, the lexical weights judge)
+
+    def features(self) -> list[float]:
+        """The values WEAK_WEIGHTS weigh, in WEAK_FEATURES order."""
+        return [
+            self.missing,
+            self.cosine,
+            float(self.absent_name),
+            self.first_coverage,
+            self.best_coverage,
+            self.first_lexical,
+            self.first_cosine,
+            self.heaviest_absent,
+            self.flatness,
+            self.missing * (1.0 - self.cosine),
+        ]
 
     @property
     def weak(self) -> bool:
-        if self.absent_arrival:
+        if self.absent_arrival or self.missing >= WEAK_CERTAIN:
             return True
-        return (self.missing >= WEAK_MISSING or self.absent_name) and self.cosine < STRONG_COSINE
+        weights, bias = (
+            (WEAK_WEIGHTS, WEAK_BIAS) if self.vectors else (WEAK_LEXICAL_WEIGHTS, WEAK_LEXICAL_BIAS)
+        )
+        return bias + sum(w * x for w, x in zip(weights, self.features())) > 0
 
 
 def is_weak(found: Retrieved) -> bool:
@@ -1006,21 +1093,39 @@ def is_weak(found: Retrieved) -> bool:
 
 
 def strength(found: Retrieved) -> Strength:
-    """The Strength of FOUND (no store access: the words' document counts are already known)."""
+    """The Strength of FOUND (no store access: the words' document counts and the first WEAK_TOP results'
+    coverage are already known)."""
     cosine = max((ev.cosine for ev in found.evidence.values()), default=0.0)
     words = found.terms
     mass = sum(words.idf(w) for w in words.counted)
     if mass <= 0:
-        return Strength(0.0, cosine)
+        return Strength(0.0, cosine, vectors=found.counts.get("vector", 0) > 0)
     gone = [w for w in words.counted if words.doc_counts.get(w, 0) == 0]
     absent = sum(words.idf(w) for w in gone)
-    if absent >= WEAK_MISSING * mass:  # else no discount can matter: the vocabulary is read only here
+    share = dict.fromkeys(gone, 1.0)
+    if absent >= WEAK_MISSING * mass:  # else the discount matters less: the vocabulary is read only here
         from nexusmem.embed import builtin
 
         common = builtin.whole_words(gone)
         absent -= (1.0 - COMMON_WORD_SHARE) * sum(words.idf(w) for w in common)
+        share.update(dict.fromkeys(common, COMMON_WORD_SHARE))
+    top = [node.id for node, _ in found.scored[:WEAK_TOP]]
+    known = found.covering.known if found.covering is not None else {}
+    covered = {node_id: known.get(node_id, 0.0) for node_id in top}
+    first = found.evidence.get(top[0], Evidence()) if top else Evidence()
+    scores = [score for _, score in found.scored[:WEAK_TOP]]
     return Strength(
-        absent / mass, cosine, names_absent(found.question.text, gone), arrival_absent(found.question, words)
+        absent / mass,
+        cosine,
+        names_absent(found.question.text, gone),
+        arrival_absent(found.question, words),
+        first_coverage=covered.get(top[0], 0.0) if top else 0.0,
+        best_coverage=max(covered.values(), default=0.0),
+        first_lexical=first.lexical,
+        first_cosine=first.cosine,
+        heaviest_absent=max((share[w] * words.idf(w) / mass for w in gone), default=0.0),
+        flatness=scores[-1] / scores[0] if len(scores) == WEAK_TOP and scores[0] > 0 else FLATNESS_UNKNOWN,
+        vectors=found.counts.get("vector", 0) > 0,
     )
 
 
