@@ -75,7 +75,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1084,6 +1084,24 @@ def synced_slot(work: Path, qf: QuestionFile) -> Path | None:
         if (slot / "synced.json").exists():
             return slot
     return None
+
+
+def synced_stores(args: argparse.Namespace, script: str) -> Iterator[tuple[QuestionFile, Any, RefIndex]]:
+    """Each question file ARGS names (--set, --repo, --questions) with the store `eval_real.py --work` synced
+    for it, open read-only, and the index that resolves its targets; SCRIPT names the caller in the message
+    that stops it when a store is missing, and in the line it prints per file."""
+    from nexusmem import project
+
+    for qf in collect(args.questions, tuple(args.set), parse_repos(args.repo)):
+        slot = synced_slot(args.work, qf)
+        if slot is None:
+            raise SystemExit(
+                f"{script}: no synced store for {qf.name} under {args.work}: run eval_real.py first"
+            )
+        root, _info, _ = prepare(qf.name, slot, reuse=True, build=lambda s: {}, log=lambda m: None)
+        with project.load(root).open_store(readonly=True) as store:
+            yield qf, store, RefIndex(store)
+        print(f"{script}: {qf.set}/{qf.name}: {len(qf.questions)} questions", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

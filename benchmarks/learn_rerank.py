@@ -49,46 +49,36 @@ class Row:
 
 
 def collect_rows(args: argparse.Namespace) -> list[Row]:
-    from nexusmem import project
     from nexusmem.retrieve import query, rank, rerank
 
     off = replace(rank.DEFAULT, rerank=False)
     rows: list[Row] = []
-    for qf in eval_real.collect(args.questions, tuple(args.set), eval_real.parse_repos(args.repo)):
-        slot = eval_real.synced_slot(args.work, qf)
-        if slot is None:
-            raise SystemExit(
-                f"learn_rerank: no synced store for {qf.name} under {args.work}: run eval_real.py first"
-            )
-        root, _info, _ = eval_real.prepare(qf.name, slot, reuse=True, build=lambda s: {}, log=lambda m: None)
-        with project.load(root).open_store(readonly=True) as store:
-            index = eval_real.RefIndex(store)
-            for q in qf.questions:
-                correct, _missing = index.resolve(q)
-                if q.kind == "none" or not correct:
-                    continue
-                found = query.retrieve(store, q.q, settings=off)
-                ids = [node.id for node, _ in found.scored]
-                at = eval_real.first_rank(ids, correct)
-                question = found.question
-                met = list(rerank.conditions(question.failure, question.names_code, question.asks))
-                head = found.scored[: rerank.DEPTH]
-                x: list[list[float]] | None = None
-                hit: list[bool] | None = None
-                moves: list[bool] | None = None
-                if found.rerankable and len(head) > 1:
-                    x, moves = rerank.head_features(
-                        head,
-                        found.evidence,
-                        query.Coverage(store, found.terms),
-                        found.settings,
-                        question.asks,
-                    )
-                    # The nodes the step does not move (other kinds; those a rule set back) are kept: they hold
-                    # their places, as in the product.
-                    hit = [node.id in correct for node, _ in head]
-                rows.append(Row(qf.set, at, met, x, hit, moves))
-        print(f"learn_rerank: {qf.set}/{qf.name}: {len(qf.questions)} questions", file=sys.stderr)
+    for qf, store, index in eval_real.synced_stores(args, "learn_rerank"):
+        for q in qf.questions:
+            correct, _missing = index.resolve(q)
+            if q.kind == "none" or not correct:
+                continue
+            found = query.retrieve(store, q.q, settings=off)
+            ids = [node.id for node, _ in found.scored]
+            at = eval_real.first_rank(ids, correct)
+            question = found.question
+            met = list(rerank.conditions(question.failure, question.names_code, question.asks))
+            head = found.scored[: rerank.DEPTH]
+            x: list[list[float]] | None = None
+            hit: list[bool] | None = None
+            moves: list[bool] | None = None
+            if found.rerankable and len(head) > 1:
+                x, moves = rerank.head_features(
+                    head,
+                    found.evidence,
+                    query.Coverage(store, found.terms),
+                    found.settings,
+                    question.asks,
+                )
+                # The nodes the step does not move (other kinds; those a rule set back) are kept: they hold
+                # their places, as in the product.
+                hit = [node.id in correct for node, _ in head]
+            rows.append(Row(qf.set, at, met, x, hit, moves))
     return rows
 
 

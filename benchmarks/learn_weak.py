@@ -41,39 +41,29 @@ RULE_MISSING, RULE_COSINE = 0.25, 0.6
 
 
 def collect_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from nexusmem import project
     from nexusmem.retrieve import query
 
     rows: list[dict[str, Any]] = []
-    for qf in eval_real.collect(args.questions, tuple(args.set), eval_real.parse_repos(args.repo)):
-        slot = eval_real.synced_slot(args.work, qf)
-        if slot is None:
-            raise SystemExit(
-                f"learn_weak: no synced store for {qf.name} under {args.work}: run eval_real.py first"
-            )
-        root, _info, _ = eval_real.prepare(qf.name, slot, reuse=True, build=lambda s: {}, log=lambda m: None)
-        with project.load(root).open_store(readonly=True) as store:
-            index = eval_real.RefIndex(store)
-            for q in qf.questions:
-                correct, _missing = index.resolve(q)
-                if q.kind != "none" and not correct:
-                    continue
-                for vectors in (True, False):
-                    found = query.retrieve(store, q.q, vectors=vectors)
-                    strength = query.strength(found) if found.scored else None
-                    rows.append(
-                        {
-                            "set": qf.set,
-                            "id": q.id,
-                            "vectors": vectors,
-                            "none": q.kind == "none",
-                            "empty": not found.scored,
-                            "answered": found.answered_by is not None,
-                            "arrival": bool(strength and strength.absent_arrival),
-                            "x": strength.features() if strength else None,
-                        }
-                    )
-        print(f"learn_weak: {qf.set}/{qf.name}: {len(qf.questions)} questions", file=sys.stderr)
+    for qf, store, index in eval_real.synced_stores(args, "learn_weak"):
+        for q in qf.questions:
+            correct, _missing = index.resolve(q)
+            if q.kind != "none" and not correct:
+                continue
+            for vectors in (True, False):
+                found = query.retrieve(store, q.q, vectors=vectors)
+                strength = query.strength(found) if found.scored else None
+                rows.append(
+                    {
+                        "set": qf.set,
+                        "id": q.id,
+                        "vectors": vectors,
+                        "none": q.kind == "none",
+                        "empty": not found.scored,
+                        "answered": found.answered_by is not None,
+                        "arrival": bool(strength and strength.absent_arrival),
+                        "x": strength.features() if strength else None,
+                    }
+                )
     return rows
 
 
