@@ -1096,10 +1096,11 @@ def strength(found: Retrieved) -> Strength:
     """The Strength of FOUND (no store access: the words' document counts and the first WEAK_TOP results'
     coverage are already known)."""
     cosine = max((ev.cosine for ev in found.evidence.values()), default=0.0)
+    vectors = found.counts.get("vector", 0) > 0
     words = found.terms
     mass = sum(words.idf(w) for w in words.counted)
     if mass <= 0:
-        return Strength(0.0, cosine, vectors=found.counts.get("vector", 0) > 0)
+        return Strength(0.0, cosine, vectors=vectors)
     gone = [w for w in words.counted if words.doc_counts.get(w, 0) == 0]
     absent = sum(words.idf(w) for w in gone)
     share = dict.fromkeys(gone, 1.0)
@@ -1125,7 +1126,7 @@ def strength(found: Retrieved) -> Strength:
         first_cosine=first.cosine,
         heaviest_absent=max((share[w] * words.idf(w) / mass for w in gone), default=0.0),
         flatness=scores[-1] / scores[0] if len(scores) == WEAK_TOP and scores[0] > 0 else FLATNESS_UNKNOWN,
-        vectors=found.counts.get("vector", 0) > 0,
+        vectors=vectors,
     )
 
 

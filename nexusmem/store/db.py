@@ -54,6 +54,9 @@ class Store(
         self._wrote = False  # a write transaction was begun: a failure then gets the full store check
 
     def close(self) -> None:
+        if self._mirror is not None:  # matching_each's in-memory copy of the word indexes
+            self._mirror.close()
+            self._mirror = None
         self.conn.close()
 
     def __enter__(self) -> Store:
