@@ -148,6 +148,7 @@ SETS = (
     "fresh58",
     "fresh59",
     "fresh60",
+    "fresh61",
     "removal",
     "rst",
     "adoc",
