@@ -71,7 +71,7 @@ def collect_rows(args: argparse.Namespace) -> list[Row]:
                 x, moves = rerank.head_features(
                     head,
                     found.evidence,
-                    query.Coverage(store, found.terms),
+                    found.covering or query.Coverage(store, found.terms),
                     found.settings,
                     question.asks,
                 )
