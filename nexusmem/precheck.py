@@ -146,7 +146,9 @@ def staged_files(root: Path, *, working: bool = False) -> list[str]:
         os.environ["GIT_INDEX_FILE"] = os.path.join(os.getcwd(), index)
         keep = ("GIT_INDEX_FILE",)
     out = gitcmd.run(args, root, keep_env=keep)
-    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+    # Decoded as the git source stores paths ('replace'): a name that is not UTF-8 then matches its stored
+    # form, and never reaches SQLite as a lone surrogate (which it cannot encode: the whole check was lost).
+    return [p.decode("utf-8", "replace") for p in out.split(b"\0") if p]
 
 
 def relative_files(root: Path, files: Sequence[str], cwd: Path | None = None) -> list[str]:
@@ -157,7 +159,9 @@ def relative_files(root: Path, files: Sequence[str], cwd: Path | None = None) ->
     for name in files:
         full = os.path.realpath(os.path.join(base, name))
         rel = os.path.relpath(full, real_root)
-        out.append(Path(rel).as_posix() if not rel.startswith("..") else name)
+        path = Path(rel).as_posix() if not rel.startswith("..") else name
+        # argv holds a name that is not UTF-8 as lone surrogates: give it the form the store keeps.
+        out.append(os.fsencode(path).decode("utf-8", "replace"))
     return out
 
 

@@ -517,3 +517,26 @@ def test_the_tails_command_type_has_the_fields_its_annotations_declare() -> None
     }
     assert tail.TailCommand._fields == tuple(names)
     assert tail.TailCommand._field_defaults == defaults
+
+
+def test_a_staged_name_that_is_not_utf8_leaves_the_other_files_checked(repo: Path) -> None:
+    """One staged file named in Latin-1 bytes used to make the whole check fail (a lone surrogate reached
+    SQLite): the commit went on with no warning for the file a failing command named."""
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 1, DAY_MS)])
+    sync.sync(repo)
+    odd = os.path.join(os.fsencode(repo), b"src", b"caf\xe9-notes.py")
+    with open(odd, "wb") as handle:
+        handle.write(b"z = 1\n")
+    (repo / "src/cache.py").write_text("x = 5\n", encoding="utf-8")
+    subprocess.run([b"git", b"add", b"src/cache.py", odd], cwd=repo, check=True)
+    found = precheck.run(repo)
+    assert found.checked, found.reason
+    assert "src/caf\ufffd-notes.py" in found.files
+    assert {f.path for f in found.findings} == {"src/cache.py"}
+    result = run_cli("-C", str(repo), "precheck")
+    assert "src/cache.py: `pytest tests/test_cache.py` failed" in result.stderr
+    assert "not checked" not in result.stderr
+    # The same name given on the command line (argv holds it as surrogates) is read the same way.
+    named = precheck.run(repo, files=[os.fsdecode(odd), "src/cache.py"])
+    assert named.checked and {f.path for f in named.findings} == {"src/cache.py"}
