@@ -95,6 +95,24 @@ def test_since_and_until_filter_on_event_time(old_and_fresh: Path) -> None:
     assert "recording time, not event time" in help_text
 
 
+def test_a_changelog_entrys_commit_outside_the_window_stays_out(repo: Path) -> None:
+    """A changelog entry in the window brings the commit it describes beside it; that commit happened before
+    the window, so `--since` must leave it out (it used to ride along with the entry)."""
+    commit(repo, "Add the project skeleton", {"README.md": "# shop\n"}, when=NOW - 400 * DAY)
+    fix = "fix(cache): switch the price cache to WAL (#12)"
+    commit(repo, fix, {"cache.py": "JOURNAL = 'wal'\n"}, when=NOW - 300 * DAY)
+    entry = "# Changelog\n\n## 1.1.0\n\n- The price cache no longer locks up under concurrent writers (#12)\n"
+    commit(repo, "release 1.1.0", {"CHANGELOG.md": entry}, when=NOW - 10 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "price cache locks up under concurrent writers"
+    everything = query_json(repo, question)
+    assert fix in titles(everything)  # the entry's commit, found through it
+    recent = query_json(repo, question, "--since", _day(NOW - 30 * DAY))
+    assert any("CHANGELOG.md" in (it.get("ref") or "") for it in recent["items"]), recent["items"]
+    assert fix not in titles(recent)
+    assert all(it["ts"][:10] >= _day(NOW - 30 * DAY) for it in recent["items"]), recent["items"]
+
+
 def test_a_question_about_something_that_never_happened_is_flagged_weak(old_and_fresh: Path) -> None:
     run_cli("-C", str(old_and_fresh), "sync")
     never = query_json(old_and_fresh, "why did we migrate the billing database to MongoDB")

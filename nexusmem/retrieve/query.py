@@ -1238,6 +1238,8 @@ def run(
         header_tokens=estimate_tokens(header(result)),
         max_items=WEAK_ITEMS if result.weak else None,
         as_of=as_of,
+        since=since,
+        until=until,
         search_text=found.question.search_text,
     )
     result.tokens_used = used
@@ -1282,10 +1284,13 @@ def pack_items(
     as_of: int | None,
     search_text: str,
     with_project: bool = False,
+    since: int | None = None,
+    until: int | None = None,
 ) -> tuple[list[Item], int]:
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
-    candidate, or a fix to read) belongs to. Returns (items in packed order, tokens used)."""
+    candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF or outside SINCE..UNTIL is
+    left out, as the search left out such nodes. Returns (items in packed order, tokens used)."""
     items: dict[str, Item] = {}
 
     def candidate(node: StoredNode, score: float) -> Candidate:
@@ -1310,7 +1315,7 @@ def pack_items(
             return candidate(node, score)
         shelf = shelf_of(node_id)
         fix = None if shelf is None else shelf.store.get(node_id)
-        if fix is None or (as_of is not None and fix.created_at > as_of):
+        if fix is None or not _within(fix, as_of, since, until):
             return None
         chosen[node_id] = (fix, 0.0)
         return candidate(fix, 0.0)
