@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -61,6 +62,12 @@ def _sourced_script(shell: str) -> Path | None:
     try:
         if shell == "pwsh":
             return Path(line.split("'")[1].replace("''", "'"))
+        if shell == "fish":
+            # `test -f 'P'; and source 'P'`: fish quotes escape \ and ' inside '...' (shlex would keep the ';').
+            quoted = line.rsplit(" source ", 1)[1].strip()
+            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'":
+                return None
+            return Path(re.sub(r"\\([\\'])", r"\1", quoted[1:-1]))
         return Path(shlex.split(line)[2])
     except (ValueError, IndexError):
         return None
@@ -233,6 +240,13 @@ def _mode_check(path: Path, want: int, *, folder: bool = False) -> Check | None:
     return None
 
 
+def _rebuild_damaged(root: Path, db: Path) -> str:
+    """The fix for a damaged store, as the error every command prints says it (store.health): move it aside
+    and sync. `sync --rebuild` opens the damaged file first and fails on it."""
+    where = shlex.quote(str(db))
+    return f"mv {where} {shlex.quote(str(db) + '.damaged')} && nexusmem -C {shlex.quote(str(root))} sync"
+
+
 def check_store(root: Path) -> list[Check]:
     from nexusmem.store import health
 
@@ -250,11 +264,9 @@ def check_store(root: Path) -> list[Check]:
             checks.append(Check("store", True, detail))
         else:
             detail = f"{db}: quick_check found {'; '.join(result[:3])}"
-            checks.append(Check("store", False, detail, f"nexusmem -C {root} sync --rebuild"))
+            checks.append(Check("store", False, detail, _rebuild_damaged(root, db)))
     except Exception as exc:  # a file that is not a database at all
-        checks.append(
-            Check("store", False, f"{db}: cannot be read ({exc})", f"nexusmem -C {root} sync --rebuild")
-        )
+        checks.append(Check("store", False, f"{db}: cannot be read ({exc})", _rebuild_damaged(root, db)))
     folders = [state, paths.user_dir()]
     files = [paths.config_path(root), *(db.with_name(db.name + s) for s in ("", "-wal", "-shm"))]
     files += [paths.shell_log_path(), paths.registry_path()]

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -91,7 +94,16 @@ def test_doctor_flags_a_corrupt_store(repo: Path) -> None:
     db.write_bytes(bytes(data))
     code, report = doctor_json(repo)
     store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
-    assert code == 1 and store and store[0]["fix"] == f"nexusmem -C {repo} sync --rebuild"
+    assert code == 1 and store, report
+    assert store[0]["fix"] == f"mv {db} {db}.damaged && nexusmem -C {repo} sync"
+    # The printed fix, pasted as a user would, works (it said `sync --rebuild`, which fails on that file).
+    bin_dir = os.path.dirname(sys.executable)  # where `nexusmem` is installed beside this Python
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    pasted = subprocess.run(str(store[0]["fix"]), shell=True, env=env, capture_output=True, text=True)
+    assert pasted.returncode == 0, pasted.stderr
+    tighten(repo)
+    code, report = doctor_json(repo)
+    assert code == 0, report
 
 
 def test_doctor_says_a_shell_log_that_is_a_folder_is_one(repo: Path) -> None:
@@ -172,3 +184,22 @@ def test_uninstall_restores_every_file_byte_for_byte(repo: Path, tmp_path: Path,
     assert snapshot(watched) == before
     assert "No NexusMem hook is installed." in run_cli("uninstall", "--all-projects").stdout
     assert os.access(pre, os.X_OK)
+
+
+def test_doctor_reads_the_fish_hooks_source_line(repo: Path, isolated_home: Path) -> None:
+    """The fish line is `test -f 'P'; and source 'P'`: doctor read `P;` as the script, called the installed
+    hook gone (exit 1 for every fish user), and its printed fix changed nothing."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    run_cli("hook", "install", "--shell", "fish")
+    log = paths.shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    line = {"ts": int(time.time() * 1000) - 60_000, "cwd": str(repo), "exit": 0, "command": "ls", "shell": "fish"}
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({**line, "session": "f1", "v": 1}) + "\n")
+    tighten(repo)
+    code, report = doctor_json(repo)
+    shells = [c for c in report["checks"] if c["area"] == "shell"]  # type: ignore[union-attr]
+    problems = [c for c in report["checks"] if not c["ok"]]  # type: ignore[union-attr]
+    assert shells and all(c["ok"] for c in shells), (shells, problems)
+    assert any("fish: hook in" in c["detail"] and "last recorded" in c["detail"] for c in shells), shells
