@@ -34,6 +34,7 @@ def status(project: Project) -> dict[str, Any]:
         first, last = store.date_range()
         db = project.db_path
         size = sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())
+        by_relation = store.link_counts()
         return {
             "root": str(project.root),
             "project": project.id,
@@ -44,7 +45,8 @@ def status(project: Project) -> dict[str, Any]:
             "vector_backend": vector_backend(store),
             "nodes": store.node_count(),
             "by_kind": store.counts_by_kind(),
-            "links": store.link_count(),
+            "links": sum(by_relation.values()),
+            "links_by_relation": by_relation,
             "import_edges": store.import_edge_count(),
             "flagged": store.open_suggestion_count(),
             "first": iso(first),
@@ -58,6 +60,24 @@ def status(project: Project) -> dict[str, Any]:
         }
 
 
+# What each link relation is, as status counts it (docs/contracts.md, link relations).
+_FAILURE_FIX = ("retry", "commit", "discussion")
+_LINK_WHAT = {"changelog": "changelog entry→commit link(s)", "github": "GitHub thread→commit link(s)"}
+
+
+def link_lines(info: dict[str, Any]) -> list[tuple[int, str]]:
+    """(count, what) per kind of link: failure→fix links, then the links other sources make."""
+    by_relation: dict[str, int] = info["links_by_relation"]
+    out = []
+    fixes = sum(by_relation.get(r, 0) for r in _FAILURE_FIX)
+    if fixes:
+        out.append((fixes, "failure→fix link(s)"))
+    for relation, count in sorted(by_relation.items()):
+        if relation not in _FAILURE_FIX and count:
+            out.append((count, _LINK_WHAT.get(relation, f"{relation} link(s)")))
+    return out
+
+
 def render(info: dict[str, Any]) -> str:
     def day(value: str | None) -> str:
         return value[:10] if value else "-"
@@ -65,8 +85,8 @@ def render(info: dict[str, Any]) -> str:
     lines = [f"{info['nodes']} node(s)  {day(info['first'])} .. {day(info['last'])}"]
     for kind, count in sorted(info["by_kind"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"{count:>10}  {kind}")
-    if info["links"]:
-        lines.append(f"{info['links']:>10}  failure→fix link(s)")
+    for count, what in link_lines(info):
+        lines.append(f"{count:>10}  {what}")
     if info.get("import_edges"):
         lines.append(f"{info['import_edges']:>10}  import edge(s) between tracked files")
     if info.get("flagged"):
@@ -139,6 +159,6 @@ def share(info: dict[str, Any]) -> str:
     ]
     for kind, count in sorted(info["by_kind"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {count:>8}  {kind}")
-    if info["links"]:
-        lines.append(f"  {info['links']:>8}  failure→fix link(s)")
+    for count, what in link_lines(info):
+        lines.append(f"  {count:>8}  {what}")
     return "\n".join(lines)

@@ -208,6 +208,22 @@ def test_status_share_and_projects(repo: Path, tmp_path: Path) -> None:
     assert str(other) not in run_cli("projects").output
 
 
+def test_status_counts_each_kind_of_link_as_what_it_is(repo: Path) -> None:
+    """A changelog entry's link to its commit is no failure→fix link: status counted every link as one."""
+    commit(repo, "fix(cache): switch the price cache to WAL (#12)", {"cache.py": "JOURNAL = 'wal'\n"})
+    entry = "# Changelog\n\n## 1.1.0\n\n- The price cache no longer locks up (#12)\n"
+    commit(repo, "release 1.1.0", {"CHANGELOG.md": entry})
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    data = json.loads(run_cli("-C", str(repo), "status", "--json").output)
+    links = data["links_by_relation"]
+    assert set(links) == {"changelog"} and data["links"] == links["changelog"] >= 1, data
+    text = run_cli("-C", str(repo), "status").output
+    assert f"{links['changelog']}  changelog entry→commit link(s)" in text, text
+    assert "failure→fix" not in text, text
+    shared = run_cli("-C", str(repo), "status", "--share").output
+    assert "changelog entry→commit link(s)" in shared and "failure→fix" not in shared
+
+
 def test_corrupt_registry_reads_as_empty_with_warning(repo: Path, isolated_home: Path) -> None:
     reg = isolated_home / ".nexusmem" / "projects.json"
     reg.parent.mkdir(parents=True, exist_ok=True)

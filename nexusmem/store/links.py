@@ -210,3 +210,8 @@ class LinksMixin:
 
     def link_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM links").fetchone()[0])
+
+    def link_counts(self) -> dict[str, int]:
+        """How many links of each relation there are."""
+        rows = self.conn.execute("SELECT relation, COUNT(*) FROM links GROUP BY relation").fetchall()
+        return {str(relation): int(count) for relation, count in rows}
