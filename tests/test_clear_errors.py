@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import commit, console_script, run_script
+from helpers import commit, console_script, run_cli, run_script
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -206,3 +206,34 @@ def test_an_unexpected_exception_prints_one_line_logs_the_traceback_and_exits_3(
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     text = log.read_text(encoding="utf-8")
     assert "Traceback (most recent call last)" in text and "in boom" in text and "command '-C'" in text
+
+
+def test_a_secret_in_a_crash_never_reaches_the_crash_log(repo: Path, isolated_home: Path) -> None:
+    """The crash log is what a user attaches to a bug report: an exception quoting a token (as `sync --source`
+    once did with whatever was typed) is written redacted, and printed redacted."""
+    synced(repo)
+    token = "ghp_" + "Ab3" * 12
+    program = (
+        "import nexusmem.status as st\n"
+        "def boom(project):\n"
+        f"    raise KeyError('unknown value {token}')\n"
+        "st.status = boom\n"
+        "from nexusmem.cli.main import main\n"
+        f"main(['-C', {str(repo)!r}, 'status'])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", program], cwd=isolated_home, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 3 and "internal error (KeyError" in proc.stderr
+    log = (isolated_home / ".nexusmem" / "crash.log").read_text(encoding="utf-8")
+    assert "in boom" in log
+    assert token not in log and token not in proc.stderr
+
+
+def test_an_unknown_sync_source_is_a_usage_error(repo: Path, isolated_home: Path) -> None:
+    synced(repo)
+    result = run_cli("-C", str(repo), "sync", "--source", "bogus", ok=False)
+    assert result.exit_code == 2, result.output
+    assert "unknown source 'bogus' (known: git, diff, docs" in result.output
+    assert not (isolated_home / ".nexusmem" / "crash.log").exists()
+    assert run_cli("-C", str(repo), "sync", "--source", "atuin", "-q").exit_code == 0

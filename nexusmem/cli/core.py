@@ -24,6 +24,16 @@ def init_cmd(ctx: click.Context) -> None:
     click.echo(f"{verb}: {proj.state_dir} (project {proj.id})")
 
 
+def _known_sources(names: tuple[str, ...]) -> tuple[str, ...]:
+    """--source values, each a source that exists (a typo is a usage error, exit 2, not a crash)."""
+    from nexusmem.sources.registry import SOURCES
+
+    unknown = [name for name in names if name not in SOURCES]
+    if unknown:
+        raise click.BadParameter(f"unknown source {unknown[0]!r} (known: {', '.join(SOURCES)})")
+    return names
+
+
 @click.command("sync", epilog="Examples:\n\n  nexusmem sync\n\n  nexusmem sync --rebuild --quiet")
 @repo_option
 @click.option("--rebuild", is_flag=True, help="Drop this project's nodes and ingest everything again.")
@@ -32,7 +42,9 @@ def init_cmd(ctx: click.Context) -> None:
     "only",
     multiple=True,
     metavar="NAME",
-    help="Sync only this source (git, diff, docs, changelog, shell, conversation, github); repeatable.",
+    callback=lambda _ctx, _param, names: _known_sources(names),
+    help="Sync only this source (git, diff, docs, changelog, shell, conversation, atuin, github, session);"
+    " repeatable.",
 )
 @click.option(
     "--conversation",

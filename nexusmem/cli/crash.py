@@ -39,6 +39,17 @@ def _append(path: Path, text: str) -> None:
         os.close(fd)
 
 
+def _redacted(text: str) -> str:
+    """TEXT with secrets replaced, as everything NexusMem keeps: an exception's message can quote the input
+    (an argument, a config value, a log line), and the log is meant to be attached to a bug report."""
+    try:
+        from nexusmem.redact import redact
+
+        return redact(text)
+    except Exception:  # redaction itself failed: keep the traceback's shape, none of its values
+        return "\n".join(line.split(":", 1)[0] for line in text.splitlines())
+
+
 def report(args: list[str]) -> int:
     """Write the current exception to the crash log, print one line, return the exit code (3)."""
     from nexusmem import __version__
@@ -46,13 +57,13 @@ def report(args: list[str]) -> int:
     exc = sys.exc_info()[1]
     name = type(exc).__name__
     # The message may hold input (a command line, a path); the terminal gets its first line, escaped.
-    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    first = _redacted(str(exc).splitlines()[0])[:200] if str(exc) else ""
     first = first.encode("ascii", "backslashreplace").decode("ascii")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     command = args[0] if args else ""
     entry = (
         f"--- {stamp} nexusmem {__version__} (python {sys.version.split()[0]}, {sys.platform}) "
-        f"command {command!r}\n{traceback.format_exc()}\n"
+        f"command {command!r}\n{_redacted(traceback.format_exc())}\n"
     )
     try:
         path = crash_log_path()
