@@ -194,6 +194,9 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         local __st=$?
         emulate -L zsh
         setopt extended_glob
+        # A subshell that exits (`(exit 5)`, `false || (exit 2)`) runs the zshexit hooks too, with the
+        # line still pending: only the interactive shell's own exit records it (the prompt does otherwise).
+        (( ZSH_SUBSHELL )) && return $__st
         (( __nexusmem_ran )) || return $__st
         if [[ $__nexusmem_cmd == (exit|logout)([[:space:]]##<->)#[[:space:]]# ]]; then
             return $__st

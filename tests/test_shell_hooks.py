@@ -214,6 +214,19 @@ def test_records_commands_exit_codes_and_pipestatus(kind: str, open_shell: Any) 
     assert set(sh.lines()[0]) >= {"ts", "cwd", "exit", "command", "shell", "session", "v"}
 
 
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_a_subshell_that_exits_is_one_line(kind: str, open_shell: Any) -> None:
+    """zsh ran its exit hook in the subshell of `(exit 5)` too: every such line was written twice."""
+    sh = open_shell(kind)
+    line = sh.run("(exit 5)" if kind != "fish" else "fish -c 'exit 5'")
+    assert line["exit"] == 5
+    line = sh.run("false || (exit 2)" if kind != "fish" else "false; or fish -c 'exit 2'")
+    assert line["exit"] == 2
+    sh.run("true")
+    commands = [entry["command"] for entry in sh.lines()]
+    assert len(commands) == len(set(commands)) == 3, commands
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_multiline_ctrl_c_space_and_empty_enter(kind: str, open_shell: Any) -> None:
