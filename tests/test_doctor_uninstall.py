@@ -194,12 +194,19 @@ def test_doctor_reads_the_fish_hooks_source_line(repo: Path, isolated_home: Path
     run_cli("hook", "install", "--shell", "fish")
     log = paths.shell_log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
-    line = {"ts": int(time.time() * 1000) - 60_000, "cwd": str(repo), "exit": 0, "command": "ls", "shell": "fish"}
+    line = {
+        "ts": int(time.time() * 1000) - 60_000,
+        "cwd": str(repo),
+        "exit": 0,
+        "command": "ls",
+        "shell": "fish",
+    }
     with log.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps({**line, "session": "f1", "v": 1}) + "\n")
+    log.chmod(0o600)  # written here, not by the hook: as the hook would have made it
     tighten(repo)
     code, report = doctor_json(repo)
     shells = [c for c in report["checks"] if c["area"] == "shell"]  # type: ignore[union-attr]
     problems = [c for c in report["checks"] if not c["ok"]]  # type: ignore[union-attr]
-    assert shells and all(c["ok"] for c in shells), (shells, problems)
+    assert code == 0 and shells and all(c["ok"] for c in shells), (shells, problems)
     assert any("fish: hook in" in c["detail"] and "last recorded" in c["detail"] for c in shells), shells

@@ -4,6 +4,7 @@ the --since/--until window, the weak-match flag and long questions."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -12,15 +13,17 @@ from typing import Any
 
 import anyio
 import pytest
+from click.testing import CliRunner
 from mcp.types import CallToolResult, TextContent
 
 from nexusmem import config
 from nexusmem import project as project_mod
+from nexusmem.cli.app import cli
 from nexusmem.embed import builtin
 from nexusmem.errors import ConfigError, NexusMemError
 from nexusmem.retrieve import fuse, query, rank, timecue
 
-from helpers import commit, query_json, run_cli
+from helpers import commit, console_script, query_json, run_cli
 from helpers.mcp import mcp_session
 
 DAY = 86_400
@@ -236,6 +239,34 @@ def test_a_pasted_2000_word_log_still_answers_with_a_short_header(old_and_fresh:
     head = text.splitlines()[0]
     assert head.startswith("Relevant history for: 2026-03-01") and len(head) <= 200
     assert "note: the question was cut" in text
+
+
+def test_a_log_too_long_for_a_command_line_is_asked_through_stdin(old_and_fresh: Path) -> None:
+    """A single argument is capped at 128 KB on Linux: a real failing run's output cannot be passed as the
+    question, so `query -` reads it from stdin (through the installed script, and through click)."""
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    noise = "\n".join(
+        f"2026-03-01T10:00:{n % 60:02d}Z GET /health 200 ok req={n * 7919:x}" for n in range(4000)
+    )
+    log = noise + "\nupload chunk 7 failed: storage gateway timeout after 30s, retrying\n"
+    assert len(log.encode()) > 131_072
+    proc = subprocess.run(
+        [console_script(), "-C", str(old_and_fresh), "query", "--json", "-"],
+        input=log,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert titles(data)[0].startswith("fix(upload): retry multipart upload chunks"), titles(data)
+    assert any("cut" in note for note in data["notes"])
+    runner = CliRunner()
+    clicked = runner.invoke(cli, ["-C", str(old_and_fresh), "query", "--budget", "600", "-"], input=log)
+    assert clicked.exit_code == 0, clicked.output
+    assert "fix(upload): retry multipart upload chunks" in clicked.output
+    empty = runner.invoke(cli, ["-C", str(old_and_fresh), "query", "-"], input="")
+    assert empty.exit_code == 2 and "the query is empty" in empty.output
 
 
 def test_a_bm25_only_hit_is_not_buried_by_vector_only_hits(repo: Path) -> None:

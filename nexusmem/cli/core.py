@@ -163,6 +163,7 @@ Examples:
   nexusmem query --since 2d "what failed in the upload tests"
   nexusmem query -- --force-with-lease
   nexusmem query --all-projects "why was the retry budget raised"
+  pytest 2>&1 | nexusmem query -      (the question read from stdin)
 
 \b
 Time: --since/--until filter on when things happened (a commit's date, when a
@@ -221,10 +222,10 @@ def query_cmd(
 ) -> None:
     """Search this repository's memory and print a ranked, token-budgeted answer."""
     from nexusmem import project
-    from nexusmem.cli.plain import answer
+    from nexusmem.cli.plain import answer, stdin_question
     from nexusmem.retrieve import query, timecue
 
-    question = " ".join(text).strip()
+    question = stdin_question(" ".join(text).strip())
     if not question:
         raise click.BadParameter("the query is empty", param_hint="TEXT")
     window = timecue.window(since, until)

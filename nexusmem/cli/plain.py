@@ -170,6 +170,14 @@ def _utf8_stdout() -> bool:
     return encoding in ("utf-8", "utf8")
 
 
+def stdin_question(question: str) -> str:
+    """QUESTION, or when it is `-`, what stdin holds: a pasted log longer than a command line may be
+    (`... | nexusmem query -`), read as UTF-8 (bytes that are not become U+FFFD)."""
+    if question != "-":
+        return question
+    return sys.stdin.buffer.read().decode("utf-8", "replace").strip()
+
+
 def query(args: list[str]) -> int | None:
     """Run `query ARGS` and return its exit code, or None when ARGS need click (help, an option this parser
     does not answer, a usage error, a directory whose repository only git can name)."""
@@ -194,7 +202,7 @@ def query(args: list[str]) -> int | None:
             return None
         else:
             words.append(arg)
-    question = " ".join(words).strip()
+    question = stdin_question(" ".join(words).strip())
     budget: int | None = None
     if "--budget" in values:
         try:
