@@ -240,13 +240,19 @@ def search_all(
             result.bm25_matched += counts["bm25"]
             result.vector_matched += counts["vector"]
         result.weak = all(s.weak for s in searched)
-        _fuse_and_pack(result, searched, text, budget, filters)
+        _fuse_and_pack(result, searched, text, budget, filters.as_of, filters.since, filters.until)
     result.skipped_notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]
     return result
 
 
 def _fuse_and_pack(
-    result: MultiResult, searched: list[_Searched], text: str, budget: int, filters: _Filters
+    result: MultiResult,
+    searched: list[_Searched],
+    text: str,
+    budget: int,
+    as_of: int | None,
+    since: int | None = None,
+    until: int | None = None,
 ) -> None:
     # Keys are (project, node) so that each project's list is fused on its own positions.
     lists = [[f"{s.index}:{node.id}" for node, _ in s.scored] for s in searched]
@@ -281,9 +287,9 @@ def _fuse_and_pack(
         budget=budget,
         header_tokens=estimate_tokens(query.header(result, scope_line(result.projects))),
         max_items=query.WEAK_ITEMS if result.weak else None,
-        as_of=filters.as_of,
-        since=filters.since,
-        until=filters.until,
+        as_of=as_of,
+        since=since,
+        until=until,
         search_text=query.prepare(text).search_text,
         with_project=True,
     )
