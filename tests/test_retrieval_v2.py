@@ -269,6 +269,26 @@ def test_a_log_too_long_for_a_command_line_is_asked_through_stdin(old_and_fresh:
     assert empty.exit_code == 2 and "the query is empty" in empty.output
 
 
+def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo: Path) -> None:
+    """With a small budget the first result was skipped and a weaker, smaller one shown in its place, with
+    nothing to say so; when nothing fit, the answer read "No memory matches"."""
+    why = "Readers were blocked while the nightly repricing job held the write lock. " * 6
+    commit(repo, f"fix(cache): switch the price cache to WAL\n\n{why}", {"cache.py": "JOURNAL = 'wal'\n"})
+    commit(repo, "docs: cache notes", {"NOTES.md": "# Notes\n\nThe price cache.\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "why did we switch the price cache to WAL"
+    roomy = query_json(repo, question)
+    assert titles(roomy)[0] == "fix(cache): switch the price cache to WAL"
+    assert not any("does not fit" in note for note in roomy["notes"])
+    tight = query_json(repo, question, "--budget", "80")
+    assert "fix(cache): switch the price cache to WAL" not in titles(tight)
+    assert any("the best match" in note and "does not fit the budget of 80" in note for note in tight["notes"])
+    assert tight["tokens_used"] <= 80
+    text = run_cli("-C", str(repo), "query", "--budget", "50", "--", question).output
+    assert "No memory matches" not in text and "does not fit the budget of 50" in text, text
+    assert "0 of " in text
+
+
 def test_a_bm25_only_hit_is_not_buried_by_vector_only_hits(repo: Path) -> None:
     commit(repo, "Speed up image thumbnail rendering", {"thumbs.py": "SIZE = 128\n"})
     commit(repo, "Make photo previews load quicker", {"preview.py": "LAZY = True\n"})

@@ -292,6 +292,7 @@ def _fuse_and_pack(
         until=until,
         search_text=query.prepare(text).search_text,
         with_project=True,
+        notes=result.notes,
     )
     result.tokens_used = used
 

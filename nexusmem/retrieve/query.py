@@ -1241,6 +1241,7 @@ def run(
         since=since,
         until=until,
         search_text=found.question.search_text,
+        notes=result.notes,
     )
     result.tokens_used = used
     return result
@@ -1286,11 +1287,14 @@ def pack_items(
     with_project: bool = False,
     since: int | None = None,
     until: int | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[list[Item], int]:
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
     candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF or outside SINCE..UNTIL is
-    left out, as the search left out such nodes. Returns (items in packed order, tokens used)."""
+    left out, as the search left out such nodes. When the best match is too large for the budget (it is
+    skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES. Returns (items in
+    packed order, tokens used)."""
     items: dict[str, Item] = {}
 
     def candidate(node: StoredNode, score: float) -> Candidate:
@@ -1326,6 +1330,11 @@ def pack_items(
         for node, score in list(chosen.values())
         if node.id not in twins or twins[node.id]
     ]
+    if notes is not None and ranked and header_tokens + ranked[0].tokens > budget:
+        # Said before packing, so that the line is counted in the budget like the rest of the header.
+        note = f"the best match (~{ranked[0].tokens} tokens) does not fit the budget of {budget}: a larger budget shows it"
+        notes.append(note)
+        header_tokens += estimate_tokens(f"note: {note}\n")
     placed, used = pack(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
@@ -1466,14 +1475,15 @@ def to_json(result: QueryResult) -> dict[str, Any]:
 
 def render(result: QueryResult, *, with_project: bool = False) -> str:
     """The packed block a person (and an agent) reads. Same store and query → same bytes."""
-    if not result.items:
+    if not result.items and not result.matched:
         return f"No memory matches: {shown_query(result.query)}"
     scope = None
     if with_project:
         scope = f"scope   {len(result.projects)} project(s): {', '.join(result.projects)}"
     lines = [header(result, scope)]
     lines += [item_text(it, with_project=with_project) for it in result.items]
-    lines.append("")
+    if result.items:
+        lines.append("")
     lines.append(
         f"{len(result.items)} of {result.matched} match(es) shown, ~{result.tokens_used}/{result.budget} tokens"
     )
