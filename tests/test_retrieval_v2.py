@@ -282,7 +282,9 @@ def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo
     assert not any("does not fit" in note for note in roomy["notes"])
     tight = query_json(repo, question, "--budget", "80")
     assert "fix(cache): switch the price cache to WAL" not in titles(tight)
-    assert any("the best match" in note and "does not fit the budget of 80" in note for note in tight["notes"])
+    assert any(
+        "the best match" in note and "does not fit the budget of 80" in note for note in tight["notes"]
+    )
     assert tight["tokens_used"] <= 80
     text = run_cli("-C", str(repo), "query", "--budget", "50", "--", question).output
     assert "No memory matches" not in text and "does not fit the budget of 50" in text, text
