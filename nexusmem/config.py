@@ -201,7 +201,8 @@ def _show(value: Any) -> str:
 def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
     if isinstance(schema, dict):
         if not isinstance(given, dict):
-            raise ConfigError(f"{path}: '{prefix}' must be an object, not {_type_name(given)}")
+            where = f"'{prefix}'" if prefix else "the file"  # the top level has no key to name
+            raise ConfigError(f"{path}: {where} must be an object, not {_type_name(given)}")
         for key, value in given.items():
             dotted = f"{prefix}.{key}" if prefix else key
             if key not in schema:

@@ -25,6 +25,12 @@ def test_config_defaults_roundtrip_and_errors(tmp_path: Path) -> None:
     path.write_text(json.dumps({"sources": {"diff": {"skip": ["a", 3]}}}), encoding="utf-8")
     with pytest.raises(ConfigError, match="list of strings"):
         config.load(path)
+    path.write_text("[]", encoding="utf-8")  # it said "'' must be an object": a key with no name
+    with pytest.raises(ConfigError, match=r"config\.json: the file must be an object, not list"):
+        config.load(path)
+    path.write_text(json.dumps({"sources": []}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"config\.json: 'sources' must be an object, not list"):
+        config.load(path)
     path.write_text(json.dumps({"limits": {"maxBodyChars": 500}}), encoding="utf-8")
     merged = config.load(path)
     assert merged["limits"]["maxBodyChars"] == 500 and merged["query"]["budget"] == 2000
