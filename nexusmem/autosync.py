@@ -93,7 +93,7 @@ def _wait_for_quiet(pending: Path, debounce: float, limit: float | None = None) 
             return
 
 
-def _stamp() -> str:
+def stamp() -> str:
     return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
@@ -137,7 +137,7 @@ def auto_sync(
             if result.runs == 0 and not result.deferred:
                 private.touch(pending)
                 result.deferred = True
-                log(f"{_stamp()} pid {os.getpid()}: a sync is running; marked pending")
+                log(f"{stamp()} pid {os.getpid()}: a sync is running; marked pending")
                 continue  # try once more: the holder may have released just before the flag appeared
             return result
         try:
@@ -154,7 +154,7 @@ def auto_sync(
                 added = getattr(summary, "added", "?")
                 # The epoch span lets a reader (and the tests) check that no two runs ever overlapped.
                 log(
-                    f"{_stamp()} pid {os.getpid()}: sync run {result.runs} done in {ended - began:.2f}s"
+                    f"{stamp()} pid {os.getpid()}: sync run {result.runs} done in {ended - began:.2f}s"
                     f" (+{added} node(s)) [{began:.3f}-{ended:.3f}]"
                 )
                 if not pending.exists():

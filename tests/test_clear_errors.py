@@ -4,6 +4,7 @@ way, and a crash log with exit code 3 for what is a bug. Real repositories, real
 from __future__ import annotations
 
 import os
+import re
 import resource
 import shutil
 import signal
@@ -237,3 +238,16 @@ def test_an_unknown_sync_source_is_a_usage_error(repo: Path, isolated_home: Path
     assert "unknown source 'bogus' (known: git, diff, docs" in result.output
     assert not (isolated_home / ".nexusmem" / "crash.log").exists()
     assert run_cli("-C", str(repo), "sync", "--source", "atuin", "-q").exit_code == 0
+
+
+def test_a_failed_auto_sync_leaves_a_dated_line_in_its_log(repo: Path) -> None:
+    """The post-commit sync writes to .nexusmem/auto-sync.log; its error line had no date, unlike the
+    lines around it, so nobody could tell which commit's sync had failed."""
+    synced(repo)
+    (repo / ".nexusmem" / "config.json").write_text('{"query": {"budget": }}', encoding="utf-8")
+    proc = run_script("sync", "--auto", cwd=repo)
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert re.match(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00 pid \d+: Error: .*config\.json: not valid JSON", line
+    ), line

@@ -115,9 +115,18 @@ def sync_cmd(
         return
 
     if auto:
-        from nexusmem import autosync
+        import os
 
-        autosync.auto_sync(root_of(ctx), log=click.echo)
+        from nexusmem import autosync
+        from nexusmem.errors import NexusMemError
+
+        try:
+            autosync.auto_sync(root_of(ctx), log=click.echo)
+        except NexusMemError as exc:
+            # The hook sends this to .nexusmem/auto-sync.log: dated like the log's other lines, so that a
+            # reader can tell which commit's sync failed.
+            click.echo(f"{autosync.stamp()} pid {os.getpid()}: Error: {exc}", err=True)
+            ctx.exit(1)
         return
     from nexusmem.cli.plain import run_sync
 
