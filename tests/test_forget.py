@@ -125,6 +125,32 @@ def test_forget_removes_every_byte_and_no_sync_brings_it_back(repo: Path, isolat
     assert "chore: unrelated" in titles
 
 
+def test_forget_reaches_the_changelog_text_lent_to_a_commit(repo: Path, isolated_home: Path) -> None:
+    """A changelog entry lends its text to the commits it names (their low-weight notes). Forgetting a value
+    only the entry held deleted the entry but left its copy in the commit: still searchable, still on disk,
+    and forget said "another process may hold them open"."""
+    commit(repo, "fix(pricing): round before converting (#14)", {"pricing.py": "ROUND = True\n"})
+    entry = f"# Changelog\n\n## 0.2.0\n\n- Prices are stored for {VALUE} in cents (#14).\n"
+    commit(repo, "docs: changelog for 0.2.0", {"CHANGELOG.md": entry})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert holds(repo, VALUE), "the test is meaningless unless the value was stored first"
+    found = query_json(repo, VALUE)["items"]
+    assert any(it["title"].startswith("fix(pricing)") for it in found), found
+
+    dry = run_cli("-C", str(repo), "forget", VALUE).output
+    assert "would clear the text lent to" in dry, dry
+    out = run_cli("-C", str(repo), "forget", VALUE, "--yes").output
+    assert "cleared the text lent to" in out and "verified: the value is in none" in out, out
+    assert "still in the database files" not in out
+    assert holds(repo, VALUE) == []
+    assert query_json(repo, VALUE)["items"] == []
+    # The commit stays (its own text never held the value), and a sync does not lend the text back.
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert holds(repo, VALUE) == []
+    titles = [it["title"] for it in query_json(repo, "round before converting")["items"]]
+    assert "fix(pricing): round before converting (#14)" in titles
+
+
 def test_tombstone_and_audit_hold_counts_not_content(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -283,7 +309,7 @@ def test_global_entry_reaches_every_project_at_its_next_sync(
     assert "added to the user-wide list" in out
     # Only this project's files were read back: the other one is named as still holding the value.
     assert "none of this project's memory.db bytes" in out
-    assert "not yet removed from 1 other project(s): each still holds it until its next sync" in out
+    assert "1 other registered project(s) apply the user-wide entry at their next sync" in out
     assert f"  - {other.resolve()}\n" in out
     deny = isolated_home / ".nexusmem" / "deny-list.json"
     assert stat.S_IMODE(deny.stat().st_mode) == 0o600 and VALUE not in deny.read_text(encoding="utf-8")

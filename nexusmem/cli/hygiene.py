@@ -10,6 +10,9 @@ from nexusmem import timefmt
 from nexusmem.cli.app import repo_option, root_of
 from nexusmem.cli.common import echo_human, echo_json, library_errors
 
+# A commit holds a copy of the text of the changelog entries (and GitHub threads) linking to it.
+_LENT = "lent to {n} node(s) by a changelog entry or GitHub thread that held it"
+
 
 @click.command(
     "forget",
@@ -175,6 +178,8 @@ def forget_cmd(
         click.echo(f"would delete {report.removed} node(s): {kinds}; {log}")
         for title in report.titles:
             echo_human(f"  - {title[:100]}")
+        if report.notes_cleared:
+            click.echo(f"would clear the text {_LENT.format(n=report.notes_cleared)}")
         click.echo("dry run: add --yes to delete and add the deny-list entry")
         return
     click.echo(
@@ -187,6 +192,8 @@ def forget_cmd(
         f"deny-list: {report.entries_added + report.entries_known} entr(ies) {added}"
         + ("; added to the user-wide list" if report.global_added else "")
     )
+    if report.notes_cleared:
+        click.echo(f"cleared the text {_LENT.format(n=report.notes_cleared)}")
     if report.pattern_kept:
         click.echo(
             "note: a regex entry keeps its pattern as written in memory.db (a pattern cannot be hashed)"
@@ -204,8 +211,8 @@ def forget_cmd(
     if user_wide and not report.dry_run:
         if report.others_pending:
             click.echo(
-                f"not yet removed from {len(report.others_pending)} other project(s): each still holds it"
-                " until its next sync (`nexusmem sync` there) applies the user-wide entry:"
+                f"{len(report.others_pending)} other registered project(s) apply the user-wide entry at their"
+                " next sync (`nexusmem sync` there); any of them that holds the value keeps it until then:"
             )
             for other in report.others_pending:
                 echo_human(f"  - {other}")

@@ -69,6 +69,7 @@ class Removal:
     checkpointed: bool = True
     verified_absent: bool | None = None  # literal values only: the files were read back
     words_cleared: int = 0  # commits whose change words held the value's pieces
+    notes_cleared: int = 0  # nodes whose lent text (a changelog entry's, a thread's) held it
     pattern_kept: bool = False  # a regex entry stores its pattern in clear
     backups: int = 0  # scrub backups that held it and were cleaned
     skipped_links: list[str] = field(default_factory=list)  # backups that are links: not followed
@@ -89,6 +90,7 @@ class Removal:
             "global_added": self.global_added,
             "checkpointed": self.checkpointed,
             "verified_absent": self.verified_absent,
+            "notes_cleared": self.notes_cleared,
             "pattern_kept": self.pattern_kept,
             "backups": self.backups,
             "skipped_links": self.skipped_links,
@@ -152,6 +154,19 @@ def _delete(store: Store, rows: Sequence[tuple[int, str, str, str, Entry]], reas
         store.add_tombstone(key, reason, _kinds(group), [r[1] for r in group])
     store.forget_judgments([r[1] for r in rows])
     return store.delete_for_good([r[0] for r in rows])
+
+
+def _lent_holding(store: Store, entries: Sequence[Entry]) -> list[int]:
+    """Seqs of the nodes whose notes (text lent by the node linking to them: a changelog entry, a GitHub
+    thread) an entry matches. The lender is deleted with the value, but the copy it lent stays until the
+    next sync re-lends: until then the value would still be searchable and on disk."""
+    matcher = Matcher(entries)
+    return [seq for seq, notes in store.lent_notes() if matcher.which([notes]) is not None] if matcher else []
+
+
+def _clear_lent(store: Store, entries: Sequence[Entry]) -> int:
+    """Empty the notes _lent_holding finds (call inside transaction()); return how many."""
+    return store.clear_notes(_lent_holding(store, entries))
 
 
 def _file_holds(files: Sequence[Path], needle: bytes, ignore_case: bool) -> bool:
@@ -224,6 +239,7 @@ def _apply(
     backups, report.skipped_links = _backups(store.path)
     if report.dry_run:
         report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
+        report.notes_cleared = len(_lent_holding(store, entries))
         return
     with store.transaction():
         for entry in entries:
@@ -232,6 +248,7 @@ def _apply(
             else:
                 report.entries_known += 1
         _delete(store, rows, reason)
+        report.notes_cleared = _clear_lent(store, entries)
         if word_tokens:
             # Change words are cut from diffs: the value's pieces may sit in a commit that never held it
             # whole. Such commits lose their words (not the commit: its own text is clean).
@@ -251,9 +268,10 @@ def _apply(
     for backup in backups:
         with open_store(backup) as copy:
             found = _matches(copy, entries)
-            if found:
+            if found or _lent_holding(copy, entries):
                 with copy.transaction():
                     _delete(copy, found, reason)
+                    _clear_lent(copy, entries)
                 report.backups += 1
             copy.purge(vacuum=True)
             files += copy.database_files()

@@ -402,6 +402,22 @@ class NodesMixin:
             self._words_moved(chunk)  # a vector made of the words goes with them
         return len(seqs)
 
+    def lent_notes(self) -> list[tuple[int, str]]:
+        """(seq, notes) of every node holding text other nodes lent it (a changelog entry's, a thread's)."""
+        return [
+            (int(seq), str(notes))
+            for seq, notes in self.conn.execute("SELECT seq, notes FROM nodes WHERE notes != ''")
+        ]
+
+    def clear_notes(self, seqs: Sequence[int]) -> int:
+        """Empty the notes of the nodes SEQS (the next sync lends them again what their links still hold)."""
+        for start in range(0, len(seqs), 500):
+            chunk = list(seqs[start : start + 500])
+            self.conn.execute(
+                f"UPDATE nodes SET notes = '' WHERE seq IN ({','.join('?' * len(chunk))})", chunk
+            )
+        return len(seqs)
+
     def reference_time(self, as_of: int | None = None) -> int | None:
         """The newest event time in the store (or recorded by AS_OF): 'now' for recency, so that a query's
         output depends only on the store and the query (same bytes every time)."""
