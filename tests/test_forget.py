@@ -151,6 +151,20 @@ def test_forget_reaches_the_changelog_text_lent_to_a_commit(repo: Path, isolated
     assert "fix(pricing): round before converting (#14)" in titles
 
 
+def test_a_preview_neither_lists_nor_shows_a_forgotten_value(repo: Path, isolated_home: Path) -> None:
+    """scan-git (and every scan-*) ignored the deny-list: the forgotten commit was listed as new on every
+    run, its title (the value) printed again, though the next sync stored nothing."""
+    commit(repo, "docs: start", {"README.md": "# Demo\n"})
+    commit(repo, f"feat: connect to the {VALUE} cluster", {"conf.py": "X = 1\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "forget", VALUE, "--yes")
+    preview = run_cli("-C", str(repo), "scan-git").output
+    assert VALUE not in preview, preview
+    assert "0 new" in preview and "1 denied" in preview, preview
+    listed = run_cli("-C", str(repo), "scan-git", "--json").output
+    assert VALUE not in listed and json.loads(listed) == []
+
+
 def test_tombstone_and_audit_hold_counts_not_content(repo: Path, isolated_home: Path) -> None:
     leaky_repo(repo, isolated_home)
     run_cli("-C", str(repo), "sync", "--no-embed")

@@ -19,6 +19,8 @@ from nexusmem.cli.common import echo_human, echo_json, library_errors
 
 def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) -> None:
     from nexusmem import project as project_mod
+    from nexusmem.hygiene.denylist import Matcher, load_global
+    from nexusmem.hygiene.forget import stored_entries
     from nexusmem.sources import registry
     from nexusmem.sync import scan_context
 
@@ -30,12 +32,19 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
             cursor = store.cursor(source_name)
     scan = scan_context(proj, cursor, full=cursor is None)
     stored: dict[str, str] = {}
+    denied = 0
     if project_mod.is_initialised(proj.root):
         with proj.open_store() as store:
             scan.known["shell_commands_between"] = store.shell_commands_between
+            # The deny-list as the sync gates with it (without applying a new user-wide entry: a preview
+            # writes nothing): a forgotten value is neither listed as new nor shown again.
+            deny = Matcher([*stored_entries(store), *load_global()])
+            if deny:
+                scan.known["denied"] = lambda text: deny.which([text]) is not None
             result = source.scan(scan)
             # A node's last version within one scan wins, as in upsert.
-            every = {n.id: n for n in result.nodes}
+            every = {n.id: n for n in (deny.filter(result.nodes) if deny else result.nodes)}
+            denied = deny.dropped
             stored = store.content_hashes(list(every))
             # A second-hand node never overwrites a first-hand one (upsert): it would change nothing.
             for i in store.firsthand_ids([i for i, n in every.items() if n.secondhand and i in stored]):
@@ -70,6 +79,7 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
         f"{source_name}: {len(new)} new, {len(changed)} changed, {unchanged} unchanged node(s)"
         + (f" (showing the first {limit})" if limit and len(pending) > limit else "")
         + (f", {result.skipped} skipped" if result.skipped else "")
+        + (f", {denied} denied (forgotten values)" if denied else "")
         + ". Nothing was written."
     )
     if result.state and not result.state.startswith("read "):
