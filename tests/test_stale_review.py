@@ -288,6 +288,11 @@ def test_review_verdicts_show_demote_and_survive_sync_and_rebuild(repo: Path) ->
     trusts = {t: trust for t, (_s, trust) in scores(repo, "Redis sessions").items()}
     assert trusts["README.md — Cache"] == "rejected" and trusts["docs/cache.md — Cache backend"] == "verified"
     assert run_cli("-C", str(repo), "review", readme, ok=False).exit_code == 2
+    # Two verdicts at once are a usage error, not the last one silently (and nothing changes).
+    both = run_cli("-C", str(repo), "review", readme, "--verify", "--reject", ok=False)
+    assert both.exit_code == 2 and "one of --verify, --reject or --clear" in both.output
+    trusts = {t: trust for t, (_s, trust) in scores(repo, "Redis sessions").items()}
+    assert trusts["README.md — Cache"] == "rejected"
 
 
 def iso(ms: int) -> str:

@@ -364,17 +364,20 @@ Examples:
 )
 @repo_option
 @click.argument("node_id")
-@click.option("--verify", "verdict", flag_value="verify", help="You checked it: it holds ([verified] tag).")
-@click.option("--reject", "verdict", flag_value="reject", help="It is wrong: tagged [rejected], ranked ×.5.")
-@click.option("--clear", "verdict", flag_value="clear", help="Back to unreviewed.")
+@click.option("--verify", is_flag=True, help="You checked it: it holds ([verified] tag).")
+@click.option("--reject", is_flag=True, help="It is wrong: tagged [rejected], ranked ×.5.")
+@click.option("--clear", is_flag=True, help="Back to unreviewed.")
 @click.pass_context
 @library_errors
-def review_cmd(ctx: click.Context, node_id: str, verdict: str | None) -> None:
+def review_cmd(ctx: click.Context, node_id: str, verify: bool, reject: bool, clear: bool) -> None:
     """Record your verdict on one node; shown on every result, never overwritten by a sync."""
     from nexusmem.hygiene import review
 
-    if verdict is None:
-        raise click.UsageError("give --verify, --reject or --clear")
+    given = [name for name, on in (("verify", verify), ("reject", reject), ("clear", clear)) if on]
+    if len(given) != 1:
+        # Two verdicts at once took the last one silently.
+        raise click.UsageError("give one of --verify, --reject or --clear")
+    verdict = given[0]
     node, previous = review.review(root_of(ctx), node_id, verdict)
     now = review.VERDICTS[verdict]
     echo_human(f"{node.id} ({node.title[:70]}): {previous} -> {now}")
