@@ -171,6 +171,24 @@ def check_agents(root: Path | None) -> list[Check]:
             seen = last.get(agent)
             when = f"last recorded {_ago(seen)}" if seen else "nothing recorded from it yet"
             checks.append(Check("agent", True, f"{agent}: hook in {state.path}, {when}"))
+    # Installed with $CLAUDE_CONFIG_DIR or $CODEX_HOME set, and this shell has it unset or elsewhere.
+    named = {agent_hooks.settings_path(agent, project) for agent, project in scopes}
+    for path in agent_hooks.recorded_paths():
+        if path in named or path.name == "settings.local.json":
+            continue
+        try:
+            present = agent_hooks.has_ours_at(path)
+        except NexusMemError as exc:
+            checks.append(Check("agent", False, str(exc), f"fix {path}, or `nexusmem uninstall`"))
+            continue
+        if present:
+            agent = agent_hooks.agent_of(path)
+            seen = last.get(agent)
+            when = f"last recorded {_ago(seen)}" if seen else "nothing recorded from it yet"
+            detail = (
+                f"{agent}: hook in {path} (installed with another config folder than this shell's), {when}"
+            )
+            checks.append(Check("agent", True, detail))
     return checks
 
 

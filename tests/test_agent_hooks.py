@@ -418,6 +418,28 @@ def test_claude_config_dir_is_honoured_and_a_moved_install_is_outdated(
     assert installed_command(path, "PostToolUse") == agent_hooks.hook_command("claude-code")
 
 
+def test_uninstall_finds_a_hook_installed_under_another_claude_config_dir(
+    repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed with $CLAUDE_CONFIG_DIR set, uninstall from a shell without it said "No NexusMem hook is
+    installed" and left the hook: it looked only where the settings file is named now."""
+    config = isolated_home / "claude-cfg"
+    config.mkdir()
+    settings = config / "settings.json"
+    settings.write_text('{\n  "theme": "dark"\n}\n', encoding="utf-8")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    run_cli("hook", "agent", "install", "claude-code")
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert f"claude-code: hook in {settings} (installed with another config folder" in doctor, doctor
+    dry = run_cli("-C", str(repo), "uninstall", "--dry-run").stdout
+    assert str(settings) in dry and "claude-code" in dry, dry
+    assert agent_hooks.has_ours_at(settings)  # a dry run changes nothing
+    out = run_cli("-C", str(repo), "uninstall").stdout
+    assert str(settings) in out, out
+    assert settings.read_text(encoding="utf-8") == '{\n  "theme": "dark"\n}\n'  # byte for byte
+
+
 # --- --author through the CLI, precheck and the real MCP client ------------------------------------------
 
 

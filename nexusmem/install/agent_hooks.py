@@ -298,6 +298,7 @@ def install(
     if not (isinstance(previous, dict) and raw is not None and previous.get("after") == _sha(raw)):
         previous = {"before": text if raw is not None else None, "made_dir": not path.parent.exists()}
     previous["after"] = _sha(new)
+    previous["agent"] = agent
     state[key] = previous
     _write(path, new, created=raw is None)
     _save_state(state)
@@ -310,12 +311,39 @@ def remove(
     """Take the recorder out of AGENT's settings. Returns (settings file, True if it changed anything)."""
     agent = normalise_agent(agent)
     path = settings_path(agent, project, environ)
+    return path, remove_at(path)
+
+
+def recorded_paths() -> list[Path]:
+    """Every settings file an install wrote to, as it recorded them: the ones an environment that is not
+    the installer's (no `$CLAUDE_CONFIG_DIR` now) would not find by name."""
+    return [Path(key) for key in sorted(_load_state())]
+
+
+def has_ours_at(path: Path) -> bool:
+    """Whether the settings file PATH holds an entry of ours (current or stale)."""
+    _raw, data = _read(path)
+    return bool(_our_entries(data or {}, ""))
+
+
+def agent_of(path: Path) -> str:
+    """The agent whose settings file PATH is: as install recorded it, else by its name (Codex's file is
+    hooks.json, Claude Code's settings*.json)."""
+    record = _load_state().get(str(path))
+    if isinstance(record, dict) and record.get("agent") in AGENTS:
+        return str(record["agent"])
+    return "codex" if path.name == "hooks.json" else "claude-code"
+
+
+def remove_at(path: Path) -> bool:
+    """Take the recorder out of the settings file PATH, byte for byte as it was when install's record still
+    matches. Returns True if it changed anything."""
     raw, data = _read(path)
     state = _load_state()
     record = state.pop(str(path), None)
-    if raw is None or not _our_entries(data, agent):
+    if raw is None or not _our_entries(data, ""):
         _save_state(state)
-        return path, False
+        return False
     if isinstance(record, dict) and record.get("after") == _sha(raw):
         before = record.get("before")
         if before is None:
@@ -333,7 +361,7 @@ def remove(
         _strip_ours(data)
         _write(path, _dump(data, style).encode("utf-8"), created=False)
     _save_state(state)
-    return path, True
+    return True
 
 
 def status(agent: str, project: Path | None = None, environ: dict[str, str] | None = None) -> AgentHookStatus:

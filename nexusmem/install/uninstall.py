@@ -93,6 +93,21 @@ def uninstall(start: Path | None, *, all_projects: bool = False, dry_run: bool =
             continue
         if present:
             plan.removed.append(Step("agent hook", agent_hooks.settings_path(agent, project), agent))
+    # A settings file installed into from another environment (`$CLAUDE_CONFIG_DIR`, `$CODEX_HOME` set
+    # then, not now) is not found by name: install recorded where it wrote.
+    named = {step.path for step in plan.removed if step.what == "agent hook"}
+    for path in agent_hooks.recorded_paths():
+        if path in named or path.name == "settings.local.json":  # a project's: the loop above, by root
+            continue
+        try:
+            present = agent_hooks.has_ours_at(path)
+            if present and not dry_run:
+                agent_hooks.remove_at(path)
+        except NexusMemError as exc:
+            plan.errors.append(str(exc))
+            continue
+        if present:
+            plan.removed.append(Step("agent hook", path, agent_hooks.agent_of(path)))
     for root in roots:
         for name in git_hooks.HOOK_NAMES:
             try:
