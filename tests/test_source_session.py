@@ -412,6 +412,8 @@ def test_an_unreachable_server_is_a_note_not_a_failed_sync(repo: Path) -> None:
     assert "1 session(s) queued" in run_cli("-C", str(repo), "status").stdout
     shown = json.loads(run_cli("-C", str(repo), "scan-session", "--json").stdout)
     assert "unreachable" in shown["prompts"][0]["error"]
+    text = run_cli("-C", str(repo), "scan-session").stdout
+    assert "not summarised:" in text and "1 prompt(s) not answered by" in text and "sent to" not in text, text
 
 
 def test_an_old_ollama_without_chat_is_asked_through_generate(repo: Path) -> None:

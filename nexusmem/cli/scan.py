@@ -193,7 +193,15 @@ def scan_session(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
             echo_human(f"title ({item['title_from']}): {item['title']}")
             echo_human(item["summary"])
         click.echo("")
-    verb = "would be sent to" if dry_run else "sent to"
+    failed = sum(1 for item in prompts if "error" in item)
+    if dry_run:
+        verb = "would be sent to"
+    elif failed == len(prompts) and prompts:
+        verb = "not answered by"  # the server was unreachable: saying "sent" misled
+    elif failed:
+        verb = f"sent to ({failed} not answered)"
+    else:
+        verb = "sent to"
     click.echo(
         f"session: {len(prompts)} prompt(s) {verb} {report['model']} at {report['url']}; "
         f"{report['settling']} waiting to settle, {report['queued']} queued for a later sync, "
