@@ -113,6 +113,18 @@ def test_stale_lists_only_old_claims_something_newer_touches(repo: Path) -> None
     assert [c["title"] for c in stale_json(repo)["candidates"]] == ["docs/cache.md — Cache"]
 
 
+def test_an_old_release_notes_entry_is_history_not_a_stale_claim(repo: Path) -> None:
+    """Each new changelog entry edits CHANGELOG.md, so every older entry was listed as stale ("CHANGELOG.md
+    changed since"): an entry records what a release changed and cannot go out of date."""
+    configure(repo, autoCheck=False)
+    first = "# Changelog\n\n## 0.1.0\n\n- First release with an in-memory cart.\n"
+    commit(repo, "release 0.1.0", {"CHANGELOG.md": first, "cart.py": "CART = []\n"}, when=OLD)
+    second = first.replace("# Changelog\n", "# Changelog\n\n## 0.2.0\n\n- The cart is kept in SQLite.\n")
+    commit(repo, "release 0.2.0", {"CHANGELOG.md": second, "cart.py": "CART = 'sqlite'\n"})
+    run_cli("-C", str(repo), "sync")
+    assert not any("CHANGELOG" in c["title"] for c in stale_json(repo)["candidates"])
+
+
 def test_stale_says_when_nothing_is_listed(repo: Path) -> None:
     configure(repo, autoCheck=False)
     commit(

@@ -232,7 +232,8 @@ class HygieneMixin:
 
     def stale_candidates(self, before_ms: int, limit: int) -> list[tuple[str, str, str, int, str, str, str]]:
         """(id, kind, title, ts, provenance, trust, content_hash) of non-observed, unconfirmed, unsuperseded
-        nodes with ts < BEFORE_MS, oldest first."""
+        nodes with ts < BEFORE_MS, oldest first. A changelog entry is a record of what a release changed, not
+        a claim a newer change can make untrue (each new entry edits its file: every older one was listed)."""
         from nexusmem.nodes import PROVENANCE
 
         # By kind rather than by provenance: the (kind, ts) index then skips the observed majority
@@ -244,6 +245,7 @@ class HygieneMixin:
             for r in self.conn.execute(
                 "SELECT id, kind, title, ts, provenance, trust, content_hash FROM nodes"
                 f" WHERE kind IN ({marks}) AND trust != 'verified' AND superseded_by IS NULL AND ts < ?"
+                " AND source != 'changelog'"
                 " ORDER BY ts, id LIMIT ?",
                 (*kinds, before_ms, limit),
             )
