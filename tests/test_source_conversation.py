@@ -4,6 +4,8 @@ through the real CLI into a real store in a real git repository."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -278,12 +280,15 @@ def test_resync_does_no_work_and_reads_changed_files_again(world: dict[str, Any]
 
 def test_bad_records_skipped_and_counted_with_file_and_line(world: dict[str, Any]) -> None:
     repo = world["repo"]
+    main_path: Path = world["claude"]["main"]
+    hour_ago = time.time() - 3600
+    os.utime(main_path, (hour_ago, hour_ago))  # its last line was cut and nothing wrote to it since
     summary = part(sync_json(repo, "--conversation"))
     problems = summary["problems"]
-    main = str(world["claude"]["main"])
+    main = str(main_path)
     assert f"{main}:16: not a JSON line" in problems
     assert f"{main}:15: unknown record type 'brand-new-record-kind'" in problems
-    assert any(p.startswith(f"{main}:17:") for p in problems)  # the line cut mid-write
+    assert f"{main}:17: not a JSON line (the file ends in it)" in problems  # the line cut mid-write
     assert any("mystery_item" in p for p in problems)
     assert any("messages[3]" in p for p in problems)  # gemini's non-object message
     assert summary["skipped"] == len(problems)
@@ -293,6 +298,20 @@ def test_bad_records_skipped_and_counted_with_file_and_line(world: dict[str, Any
     assert "9 transcript file(s) seen, 7 of this project" in text
     # The records after each bad one were still read.
     assert any(n.meta["thread"] == "sidechain" for n in turns(repo))
+
+
+def test_a_line_being_written_is_no_bad_record(world: dict[str, Any]) -> None:
+    """The last line of a transcript written moments ago, with no newline yet, is the agent's line in the
+    making: it was reported as a bad record, and status kept listing it after the line was done."""
+    repo = world["repo"]
+    main: Path = world["claude"]["main"]
+    summary = part(sync_json(repo, "--conversation"))
+    assert not any(p.startswith(f"{main}:17:") for p in summary["problems"]), summary["problems"]
+    with main.open("a", encoding="utf-8") as f:  # the agent finishes the line
+        f.write('{"role":"user","content":"done"}}\n')
+    part(sync_json(repo, "--conversation"))
+    status = json.dumps(json.loads(run_cli("-C", str(repo), "status", "--json").stdout))
+    assert f"{main}:17:" not in status and f"{main}:16: not a JSON line" in status
 
 
 def test_over_long_line_is_skipped_without_stopping_the_file(

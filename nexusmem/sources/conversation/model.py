@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -136,6 +137,15 @@ class Resume:
 def iter_lines(
     path: Path, report: Report, start: int = 0, first_line: int = 1
 ) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset of the line, line without its newline) for each line of PATH from START
+    (see _iter_lines)."""
+    for number, offset, line, _ended in _iter_lines(path, report, start, first_line):
+        yield number, offset, line
+
+
+def _iter_lines(
+    path: Path, report: Report, start: int = 0, first_line: int = 1
+) -> Iterator[tuple[int, int, bytes, bool]]:
     """(line number, byte offset of the line, line without its newline) for each line of PATH from START.
 
     Over-long lines are skipped and counted. A last line without a newline is yielded too: an agent may be
@@ -168,7 +178,19 @@ def iter_lines(
                         break
                 report.skip(path, number, f"line longer than {MAX_LINE_BYTES >> 20} MB")
                 continue
-            yield number, here, line.rstrip(b"\r\n")
+            yield number, here, line.rstrip(b"\r\n"), line.endswith(b"\n")
+
+
+# A file whose last line is cut and that nobody wrote to for this long was left so (an agent killed
+# mid-write): its cut line is a bad record. Written to more recently, the line is most likely being written.
+PARTIAL_LINE_GRACE_S = 600
+
+
+def _written_lately(path: Path) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime < PARTIAL_LINE_GRACE_S
+    except OSError:
+        return False
 
 
 def iter_json_objects(
@@ -176,13 +198,18 @@ def iter_json_objects(
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(line number, byte offset, object) for each JSON-object line of PATH from START; blank lines ignored,
     the rest counted."""
-    for number, offset, raw in iter_lines(path, report, start, first_line):
+    for number, offset, raw, ended in _iter_lines(path, report, start, first_line):
         if not raw.strip():
             continue
         try:
             value = json.loads(raw)
         except (ValueError, RecursionError):
-            report.skip(path, number, "not a JSON line")
+            if not ended and _written_lately(path):
+                # The last line, with no newline yet, of a file written moments ago: the agent is most
+                # likely writing it. Not a bad record (it stayed listed in status after the line was done):
+                # the file changes when it is, and the next sync reads it whole.
+                continue
+            report.skip(path, number, "not a JSON line" if ended else "not a JSON line (the file ends in it)")
             continue
         if not isinstance(value, dict):
             report.skip(path, number, f"a JSON {type(value).__name__}, not an object")
