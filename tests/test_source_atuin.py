@@ -215,6 +215,31 @@ def test_a_row_whose_text_is_not_utf8_is_skipped_alone(repo: Path, atuin_db: Pat
     assert atuin.skipped == 1 and bad in atuin.problems[0] and "not UTF-8" in atuin.problems[0]
 
 
+def test_a_bad_row_read_again_behind_a_running_command_is_reported_once(repo: Path, atuin_db: Path) -> None:
+    """A command still running holds the cursor back, so the rows after it are read at every sync: a bad one
+    among them was reported, and counted in status, at every sync (1, 2, 3, 4 ...) until the command ended."""
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    conn = make_db(atuin_db)
+    now = int(time.time() * 1000) - 60_000
+    running = add(conn, "sleep 600", repo, now, exit=-1, duration_ms=-1)
+    bad = add(conn, "placeholder", repo, now + 1_000)
+    conn.execute("update history set command = CAST(X'6d616b6520ff' AS TEXT) where id = ?", (bad,))
+    add(conn, "make after", repo, now + 2_000)
+    skipped = []
+    for _ in range(3):
+        (atuin,) = [s for s in sync.sync(repo).sources if s.name == "atuin"]
+        skipped.append(atuin.skipped)
+    assert skipped == [1, 0, 0], skipped
+    status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
+    assert status["skipped_records"]["atuin"]["total"] == 1, status["skipped_records"]
+    # The command ends: it is read, the bad row stays reported once, and the one after it was kept all along.
+    conn.execute("update history set exit = 0, duration = ? where id = ?", (5 * NS, running))
+    sync.sync(repo)
+    assert {"sleep 600", "make after"} <= set(shell_nodes(repo))
+    status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
+    assert status["skipped_records"]["atuin"]["total"] == 1
+
+
 def test_a_concurrent_writer_never_blocks_or_tears_the_read(repo: Path, atuin_db: Path) -> None:
     """atuin keeps inserting (and holds its write transaction open) while NexusMem syncs."""
     commit(repo, "feat: app", {"src/app.py": "x = 1\n"})

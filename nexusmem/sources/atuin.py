@@ -45,6 +45,8 @@ AGENT_KIND = 2
 SAME_COMMAND_MS = 5_000
 RUNNING_MAX_NS = 86_400 * 10**9
 _CURSOR_VERSION = 1
+# Bad rows the cursor remembers as reported (those the next sync reads again): bounded.
+_MAX_REPORTED = 1000
 
 
 def default_path(environ: dict[str, str] | None = None) -> Path:
@@ -111,6 +113,18 @@ class AtuinSource:
         memo = Memo()
         now_ns = time.time_ns()
         newest, running = since - 1, None
+        # Bad rows already reported by a sync whose cursor, held back by a running command, has this sync
+        # read them again: skipped again, not reported (and counted) again at every sync.
+        told = state.get("reported")
+        told_before = {str(k) for k in told} if isinstance(told, list) else set()
+        bad: list[tuple[str, int | None]] = []  # (row id, its ns time) of every bad row this read
+
+        def skip(row: Any, ts_ns: int | None, why: str) -> None:
+            key = str(row.id)
+            bad.append((key, ts_ns))
+            if key not in told_before:
+                result.skip(f"{path} row {row.id!r}: {why}")
+
         # (row, redacted command, root, cwd relative to it, ts ms, exit, author, author kind)
         rows: list[tuple[Any, str, Path, str, int, int | None, str, str]] = []
         try:
@@ -123,7 +137,7 @@ class AtuinSource:
                         if undecoded
                         else "timestamp, command or cwd of the wrong type"
                     )
-                    result.skip(f"{path} row {row.id!r}: {why}")
+                    skip(row, ts_ns, why)
                     continue
                 if exit_code == -1 or duration is None or duration < 0:
                     if now_ns - ts_ns < RUNNING_MAX_NS:
@@ -136,7 +150,7 @@ class AtuinSource:
                     or exit_code is None
                     or not EXIT_MIN <= exit_code < EXIT_MAX
                 ):
-                    result.skip(f"{path} row {row.id!r}: time or exit code out of range")
+                    skip(row, ts_ns, "time or exit code out of range")
                     continue
                 command, cwd = row.command, row.cwd
                 code: int | None = exit_code
@@ -188,8 +202,12 @@ class AtuinSource:
             if times and any(_near(times, t) for t in (node.ts, node.ts + (node.meta["duration_ms"] or 0))):
                 continue  # our hook has it
             yield node
-        cursor = running if running is not None else newest + 1
-        result.cursor = json.dumps({"v": _CURSOR_VERSION, "path": str(path), "ts": max(cursor, since)})
+        cursor = max(running if running is not None else newest + 1, since)
+        state_out: dict[str, Any] = {"v": _CURSOR_VERSION, "path": str(path), "ts": cursor}
+        again = [key for key, ts_ns in bad if ts_ns is None or ts_ns >= cursor][:_MAX_REPORTED]
+        if again:  # the rows the next sync reads again
+            state_out["reported"] = again
+        result.cursor = json.dumps(state_out)
 
     @staticmethod
     def _logged(ctx: ScanContext, nodes: list[Node], own_ids: set[str]) -> dict[str, list[int]]:
