@@ -289,6 +289,9 @@ def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo
     text = run_cli("-C", str(repo), "query", "--budget", "50", "--", question).output
     assert "No memory matches" not in text and "does not fit the budget of 50" in text, text
     assert "0 of " in text
+    # Matches that a filter took out (an --author, a window) leave nothing to show: said as before.
+    filtered = query.QueryResult(query=question, budget=2000, matched=3, weak=True)
+    assert query.render(filtered) == f"No memory matches: {question}"
 
 
 def test_a_bm25_only_hit_is_not_buried_by_vector_only_hits(repo: Path) -> None:

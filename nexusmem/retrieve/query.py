@@ -1275,6 +1275,10 @@ class Shelf:
         return self.full.get(node.id, node)
 
 
+# The start of the note saying the best match is larger than the whole budget (pack_items).
+TOO_LARGE_NOTE = "the best match (~"
+
+
 def pack_items(
     chosen: dict[str, tuple[StoredNode, float]],
     shelf_of: Callable[[str], Shelf | None],
@@ -1332,7 +1336,7 @@ def pack_items(
     ]
     if notes is not None and ranked and header_tokens + ranked[0].tokens > budget:
         # Said before packing, so that the line is counted in the budget like the rest of the header.
-        note = f"the best match (~{ranked[0].tokens} tokens) does not fit the budget of {budget}: a larger budget shows it"
+        note = f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit the budget of {budget}: a larger budget shows it"
         notes.append(note)
         header_tokens += estimate_tokens(f"note: {note}\n")
     placed, used = pack(
@@ -1475,7 +1479,9 @@ def to_json(result: QueryResult) -> dict[str, Any]:
 
 def render(result: QueryResult, *, with_project: bool = False) -> str:
     """The packed block a person (and an agent) reads. Same store and query → same bytes."""
-    if not result.items and not result.matched:
+    if not result.items and not any(note.startswith(TOO_LARGE_NOTE) for note in result.notes):
+        # Nothing matched, or every match was filtered out (--author, a window): nothing to show. When the
+        # matches were only too large for the budget, the header's note says so instead.
         return f"No memory matches: {shown_query(result.query)}"
     scope = None
     if with_project:
