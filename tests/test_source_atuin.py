@@ -141,6 +141,9 @@ def test_atuin_rows_become_commands_with_authors_and_no_duplicates(repo: Path, a
     raw = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.name.startswith("memory.db"))
     assert b"ghp_" + b"a" * 36 not in raw
 
+    # The text answer says which agent ran a command atuin recorded (its shell alone said zsh).
+    text = run_cli("-C", str(repo), "query", "--", "npm run lint").stdout
+    assert "zsh, by atuin:copilot" in text, text
     # --author sees them like the hooks' commands.
     out = run_cli("-C", str(repo), "query", "--json", "--author", "agents", "--", "cargo npm pytest").stdout
     assert {i["ref"] for i in json.loads(out)["items"] if i["kind"] == "shell_command"} == {

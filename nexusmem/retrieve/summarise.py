@@ -60,6 +60,10 @@ def summary(node: StoredNode, query: str) -> str:
             parts.append(f"{int(meta['duration_ms']) / 1000:.1f}s")
         if meta.get("shell"):
             parts.append(str(meta["shell"]))
+        author = meta.get("author")
+        if meta.get("author_kind") == "agent" and author and author != meta.get("shell"):
+            # An agent's command that atuin recorded carries the shell's name: say who ran it.
+            parts.append(f"by {author}")
         command = node.ref
         text = ", ".join(parts)
         return _clip(f"$ {command}\n{text}" if "\n" in command or len(command) > 100 else text)
