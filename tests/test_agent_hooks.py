@@ -382,9 +382,14 @@ def test_project_scope_writes_settings_local_never_the_committed_file(
     committed = repo / ".claude" / "settings.json"
     committed.parent.mkdir()
     committed.write_text('{"permissions": {}}\n', encoding="utf-8")
-    run_cli("-C", str(repo), "hook", "agent", "install", "claude-code", "--project")
+    said = run_cli("-C", str(repo), "hook", "agent", "install", "claude-code", "--project").stdout
     local = repo / ".claude" / "settings.local.json"
     assert installed_command(local, "PostToolUse") and committed.read_text() == '{"permissions": {}}\n'
+    # git would pick the file up (it holds this machine's paths): install says so; once it is ignored, not.
+    assert "note: git does not ignore .claude/settings.local.json" in said, said
+    (repo / ".git" / "info" / "exclude").write_text(".claude/settings.local.json\n", encoding="utf-8")
+    again = run_cli("-C", str(repo), "hook", "agent", "install", "claude-code", "--project").stdout
+    assert "does not ignore" not in again, again
     assert not claude_settings(isolated_home).exists()
     status = run_cli("-C", str(repo), "hook", "agent", "status").stdout
     assert f"claude-code  project  installed      {local}" in status

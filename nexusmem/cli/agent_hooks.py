@@ -38,6 +38,18 @@ def agent_group() -> None:
     """
 
 
+def _ignored_by_git(root: Path, path: Path) -> bool:
+    """Whether git ignores PATH in the repository ROOT (`git check-ignore`; exit 0 = ignored)."""
+    from nexusmem import gitcmd
+    from nexusmem.errors import GitCommandError
+
+    try:
+        code, _out = gitcmd.run_ok(["check-ignore", "-q", "--", str(path)], root)
+    except GitCommandError:
+        return True  # no git to ask: say nothing
+    return code == 0
+
+
 @agent_group.command(name="install")
 @click.argument("agent", type=AGENT_CHOICE)
 @click.option("--project", is_flag=True, help=_PROJECT_HELP)
@@ -51,11 +63,19 @@ def install_cmd(ctx: click.Context, agent: str, project: bool) -> None:
     Example:
         nexusmem hook agent install claude-code --project
     """
-    path, changed = agent_hooks.install(agent, _project(ctx, project))
+    root = _project(ctx, project)
+    path, changed = agent_hooks.install(agent, root)
     if changed:
         click.echo(f"Installed the {agent} command hook in {path}. Start a new {agent} session to record.")
     else:
         click.echo(f"The {agent} command hook is already in {path}.")
+    if root is not None and not _ignored_by_git(root, path):
+        # It holds this machine's paths: a `git add .` would commit it for every teammate.
+        rel = path.relative_to(root).as_posix()
+        click.echo(
+            f"note: git does not ignore {rel}: add it to .gitignore (or .git/info/exclude) so that it is never"
+            " committed"
+        )
     if agent == "codex":
         click.echo(
             "Codex runs a new or changed hook only after you trust it once: open `codex` and accept the"
