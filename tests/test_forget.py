@@ -299,6 +299,7 @@ def test_export_import_carries_the_deny_list_to_a_clone(
     assert holds(clone, VALUE)  # git history carries it back: the limitation import closes
     dry = run_cli("-C", str(clone), "forget", "--import", str(export)).output
     assert "would delete" in dry and holds(clone, VALUE)
+    assert "deny-list: would add 2 entr(ies)" in dry, dry  # it never said how many it would add
     run_cli("-C", str(clone), "forget", "--import", str(export), "--yes")
     # The regex entry keeps its pattern ("Fri[d]ay"), not what it matched.
     assert holds(clone, VALUE) == [] and holds(clone, "Friday") == []

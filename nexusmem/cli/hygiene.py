@@ -180,6 +180,8 @@ def forget_cmd(
             echo_human(f"  - {title[:100]}")
         if report.notes_cleared:
             click.echo(f"would clear the text {_LENT.format(n=report.notes_cleared)}")
+        known = f" ({report.entries_known} already on it)" if report.entries_known else ""
+        click.echo(f"deny-list: would add {report.entries_added} entr(ies){known}")
         click.echo("dry run: add --yes to delete and add the deny-list entry")
         return
     click.echo(

@@ -240,6 +240,9 @@ def _apply(
     if report.dry_run:
         report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
         report.notes_cleared = len(_lent_holding(store, entries))
+        known = {e.key for e in stored_entries(store)}
+        fresh = {e.key for e in entries if e.key not in known}
+        report.entries_added, report.entries_known = len(fresh), len({e.key for e in entries}) - len(fresh)
         return
     with store.transaction():
         for entry in entries:
