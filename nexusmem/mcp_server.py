@@ -26,7 +26,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
@@ -470,10 +470,15 @@ class _Server(MCPServer):
         arguments = normalise_arguments(name, arguments, schema)
         try:
             return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a crash: the SDK logs it and the client sees only that the tool failed
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(plain_validation_error(name, exc.__cause__, schema)) from exc.__cause__
-            raise
+            # Every error the client reads starts with the tool's name, as the bad-arguments one does (the
+            # SDK put "Error executing tool NAME: " before the others).
+            message = str(exc).removeprefix(f"Error executing tool {name}: ")
+            raise ToolError(f"{name}: {message}") from exc
 
 
 # --- the server ------------------------------------------------------------------------------------------------

@@ -113,6 +113,8 @@ def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> Non
             # No memory yet: a clear error that says what to do, and nothing is created by searching.
             message = error(await s.call_tool("search_memory", {"projectRoot": root, "query": "cache"}))
             assert "nexusmem sync" in message and "sync_project" in message
+            # Every error starts with the tool's name, as a bad-arguments one does (not "Error executing tool").
+            assert message.startswith("search_memory: ") and "Error executing tool" not in message, message
             assert not (repo / ".nexusmem").exists()
             assert "sync_project" in error(await s.call_tool("get_status", {"projectRoot": root}))
 
@@ -410,5 +412,6 @@ def test_wrong_argument_names_and_types_are_plain_words_and_snake_case_works(
             assert "errors.pydantic.dev" not in message and "Accepted parameters:" in message
             message = error(await s.call_tool("get_memory", {"projectRoot": root}))
             assert "id is required (a string)" in message
+            assert message.startswith("get_memory: "), message
 
     anyio.run(main)
