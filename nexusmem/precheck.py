@@ -619,10 +619,24 @@ def _run_team(
     names = relative_files(root, files, here) if files is not None else staged_files(root, working=working)
     try:
         proj = project.load(root, require_init=False)
-        store = team.open_team(proj, team.require(proj))
+        store = team.open_team(proj, team.require(proj), read=True)
     except NexusMemError as exc:
         return PrecheckResult(
             root=str(root), files=names, checked=False, reason=f"team store not checked: {exc}"
         )
+    from nexusmem.store.team import is_driver_error
+
     with store:
-        return check(root, names, now_ms=now_ms, team=store)
+        try:
+            return check(root, names, now_ms=now_ms, team=store)
+        except Exception as exc:
+            if not is_driver_error(exc):
+                raise
+            # A store that did not answer in time must not hold (or, with --strict, fail) a commit or a job.
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return PrecheckResult(
+                root=str(root),
+                files=names,
+                checked=False,
+                reason=f"team store not checked: it did not answer in time ({first})",
+            )

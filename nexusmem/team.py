@@ -137,8 +137,24 @@ def require(proj: Project) -> Settings:
     return found
 
 
-def open_team(proj: Project, found: Settings, *, create: bool = False, timeout: float = 2) -> TeamStore:
-    return TeamStore.open(found.url, proj.id, found.member, found.label, create=create, timeout=timeout)
+# A read made while someone waits (a query, a precheck in a commit or a CI job) gives the team store this
+# long per statement, lock waits included; past it the local answer stands alone, with a note.
+READ_STATEMENT_MS = 2000
+
+
+def open_team(
+    proj: Project, found: Settings, *, create: bool = False, timeout: float = 2, read: bool = False
+) -> TeamStore:
+    """The team store FOUND names (READ: every statement bounded by READ_STATEMENT_MS)."""
+    return TeamStore.open(
+        found.url,
+        proj.id,
+        found.member,
+        found.label,
+        create=create,
+        timeout=timeout,
+        statement_ms=READ_STATEMENT_MS if read else None,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ init
@@ -782,18 +798,20 @@ def query(
     one note saying why, never an error."""
     from nexusmem.retrieve import rank
     from nexusmem.retrieve import team as team_query
+    from nexusmem.store.team import is_driver_error
 
     shared = None
     note = None
     try:
-        shared = open_team(proj, require(proj))
+        shared = open_team(proj, require(proj), read=True)
     except NexusMemError as exc:
         note = f"team store not searched: {exc}"
-    try:
+
+    def search(team: TeamStore | None, why: str | None) -> Any:
         with proj.open_store() as store:
             return team_query.search(
                 store,
-                shared,
+                team,
                 text,
                 project=proj.root.name,
                 root=proj.root,
@@ -802,9 +820,19 @@ def query(
                 since=since,
                 until=until,
                 settings=rank.settings_from(proj.config),
-                team_note=note,
+                team_note=why,
                 author=author,
             )
+
+    try:
+        return search(shared, note)
+    except Exception as exc:
+        if shared is None or not is_driver_error(exc):
+            raise
+        # Connected, but the store did not answer in time (a lock held by a migration or a bulk build) or
+        # the connection dropped: the local answer alone, as when the server cannot be reached.
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return search(None, f"team store not searched: it did not answer in time ({first})")
     finally:
         if shared is not None:
             shared.close()

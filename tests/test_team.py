@@ -123,6 +123,42 @@ def test_an_unreachable_team_store_leaves_local_results_and_one_note(
     assert as_json["items"] and all(item["recorded_by"] == "" for item in as_json["items"])
 
 
+def test_a_team_store_that_answers_too_late_leaves_the_local_answer_and_a_green_job(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """Connected, but every table behind another session's lock (a migration, a bulk build): query --team
+    waited 39 s for it and precheck --team 19 s; the 2 s bound covered only connecting."""
+    from nexusmem.store.team import connect
+
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    alice.run("team", "push")
+    holder = connect(team_url)
+    holder.autocommit = False
+    try:
+        holder.execute("LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE")
+        started = time.monotonic()
+        result = alice.run("query", "--team", "uploader")
+        took = time.monotonic() - started
+        assert "Add the uploader" in result.stdout
+        assert "note: team store not searched: it did not answer in time" in result.stdout, result.stdout
+        assert took < 15, took
+        started = time.monotonic()
+        proc = subprocess.run(
+            [console_script(), "precheck", "--strict", "--team", "--files", "uploader.py"],
+            cwd=alice.repo,
+            env={**os.environ, **alice.env()},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert time.monotonic() - started < 15
+        assert proc.returncode == 0 and "team store not checked: it did not answer in time" in proc.stderr
+    finally:
+        holder.rollback()
+        holder.close()
+    assert "note: team store not searched" not in alice.run("query", "--team", "uploader").stdout
+
+
 def _team_rows(team_url: str, sql: str) -> list[tuple[object, ...]]:
     from nexusmem.store.team import connect
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -393,6 +394,12 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def is_driver_error(exc: BaseException) -> bool:
+    """Whether EXC is the PostgreSQL driver's (a statement cancelled by its timeout, a dropped connection)."""
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.Error)
+
+
 def _psycopg() -> Any:
     try:
         import psycopg
@@ -426,13 +433,16 @@ def vector_text(blob: bytes) -> str:
     return "[" + ",".join(f"{v:.7g}" for v in values) + "]"
 
 
-def connect(url: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
+def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | None = None) -> Any:
     """An autocommit psycopg connection to URL within TIMEOUT seconds, or TeamUnavailable (with the reason
-    the driver gave, which never holds a password)."""
+    the driver gave, which never holds a password). STATEMENT_MS bounds every statement of the session,
+    waits on locks included (a read that must not hold a prompt or a CI job: a server that accepts the
+    connection but is busy behind a migration's lock answered after 20-40 s)."""
     psycopg = _psycopg()
+    extra = {} if statement_ms is None else {"options": f"-c statement_timeout={int(statement_ms)}"}
     try:
         return psycopg.connect(
-            url, autocommit=True, connect_timeout=max(1, int(timeout)), application_name="nexusmem"
+            url, autocommit=True, connect_timeout=max(1, int(timeout)), application_name="nexusmem", **extra
         )
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -565,11 +575,19 @@ class TeamStore:
 
     @classmethod
     def open(
-        cls, url: str, project: str, member: str, label: str, *, create: bool = False, timeout: float = 2
+        cls,
+        url: str,
+        project: str,
+        member: str,
+        label: str,
+        *,
+        create: bool = False,
+        timeout: float = 2,
+        statement_ms: int | None = None,
     ) -> TeamStore:
         """Connect (TeamUnavailable when the server does not answer in TIMEOUT s); CREATE migrates, else a
-        store that was never set up is an error naming `team init`."""
-        conn = connect(url, timeout=timeout)
+        store that was never set up is an error naming `team init`. STATEMENT_MS: see connect()."""
+        conn = connect(url, timeout=timeout, statement_ms=statement_ms)
         try:
             if create:
                 migrate(conn)
