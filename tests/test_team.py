@@ -188,6 +188,9 @@ def test_forget_team_reaches_every_member_and_the_audit_keeps_no_value(
         team_url, "SELECT count(*) FROM nodes WHERE lower(title || body) LIKE '%bluebird-7731%'"
     )
     assert held == [(0,)]
+    # The words of the value go too: their document counts stayed behind at 0, readable by anyone.
+    words = _team_rows(team_url, "SELECT term, df FROM term_df WHERE term LIKE 'bluebird%' OR term = '7731'")
+    assert words == [], words
     audit = _team_rows(team_url, "SELECT member, action, detail::text FROM audit")
     assert audit and audit[0][0] == "bob@example.com" and audit[0][1] == "forget"
     assert "bluebird" not in json.dumps(_team_rows(team_url, "SELECT * FROM audit")).lower()

@@ -323,6 +323,48 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        6,
+        "term_df drops a word no node holds any more (forget --team left the forgotten value's words)",
+        """
+        -- Why: a word's row stayed at df 0 once the last node holding it was deleted or changed, so the words
+        -- of a value `forget --team` removed stayed readable in the store. The two counts that are not words
+        -- (' nodes', ' vectors') stay.
+        LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE;
+        CREATE OR REPLACE FUNCTION nm_term_df_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO term_df AS d (project_id, term, df)
+          SELECT c.project_id, c.term, sum(c.df) FROM (
+            SELECT n.project_id, l.term, 1 AS df FROM nm_new n, unnest(tsvector_to_array(n.tsv)) l(term)
+            UNION ALL SELECT o.project_id, l.term, -1 FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)
+            UNION ALL SELECT project_id, ' nodes', 1 FROM nm_new
+            UNION ALL SELECT project_id, ' nodes', -1 FROM nm_old
+            UNION ALL SELECT project_id, ' vectors', 1 FROM nm_new WHERE emb IS NOT NULL
+            UNION ALL SELECT project_id, ' vectors', -1 FROM nm_old WHERE emb IS NOT NULL) c
+          GROUP BY 1, 2 HAVING sum(c.df) <> 0 ORDER BY 1, 2
+          ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
+          DELETE FROM term_df t USING (
+            SELECT DISTINCT o.project_id, l.term FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)) g
+          WHERE t.project_id = g.project_id AND t.term = g.term AND t.df <= 0;
+          RETURN NULL;
+        END $$;
+        CREATE OR REPLACE FUNCTION nm_term_df_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO term_df AS d (project_id, term, df)
+          SELECT o.project_id, l.term, -count(*) FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)
+          GROUP BY 1, 2
+          UNION ALL SELECT project_id, ' nodes', -count(*) FROM nm_old GROUP BY 1
+          UNION ALL SELECT project_id, ' vectors', -count(*) FROM nm_old WHERE emb IS NOT NULL GROUP BY 1
+          ORDER BY 1, 2
+          ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
+          DELETE FROM term_df t USING (
+            SELECT DISTINCT o.project_id, l.term FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)) g
+          WHERE t.project_id = g.project_id AND t.term = g.term AND t.df <= 0;
+          RETURN NULL;
+        END $$;
+        DELETE FROM term_df WHERE df <= 0 AND term NOT IN (' nodes', ' vectors');
+        """,
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 _GENERATIONS_BATCH = 10_000  # (sha, generation) pairs per INSERT: a 10k-commit first push in one
