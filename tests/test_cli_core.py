@@ -194,6 +194,9 @@ def test_status_share_and_projects(repo: Path, tmp_path: Path) -> None:
     assert "4  git_commit" in shared and str(repo) not in shared
     listing = run_cli("projects").output
     assert str(repo) in listing and "MISSING" not in listing
+    listed = json.loads(run_cli("projects", "--json").output)["projects"]
+    keys = {key for p in listed for key in p}
+    assert "last_sync" in keys and not any(k != k.lower() for k in keys), keys  # it printed lastSync
     other = tmp_path / "other"
     other.mkdir()
     git(other, "init", "-q")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any
 
@@ -346,6 +348,11 @@ def status_cmd(ctx: click.Context, as_json: bool, share: bool) -> None:
 @click.option("--prune", is_flag=True, help="Forget registered projects whose database is gone.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @library_errors
+def _snake(entry: dict[str, Any]) -> dict[str, Any]:
+    """ENTRY's camelCase keys (projects.json's `lastSync`) in snake_case."""
+    return {re.sub(r"(?<=[a-z])([A-Z])", lambda m: "_" + m.group(1).lower(), key): v for key, v in entry.items()}
+
+
 def projects_cmd(prune: bool, as_json: bool) -> None:
     """List every repository with a NexusMem memory on this machine (~/.nexusmem/projects.json)."""
     from nexusmem import registry
@@ -354,7 +361,8 @@ def projects_cmd(prune: bool, as_json: bool) -> None:
     entries = registry.load()
     rows = [{**p, "missing": not Path(str(p.get("db", ""))).exists()} for p in entries]
     if as_json:
-        echo_json({"projects": rows, "pruned": removed})
+        # projects.json keeps its keys as written; what --json prints is snake_case like every --json.
+        echo_json({"projects": [_snake(p) for p in rows], "pruned": [_snake(p) for p in removed]})
         return
     for p in removed:
         echo_human(f"pruned   {p['root']} (database gone)")
