@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any
 
@@ -344,15 +343,17 @@ def status_cmd(ctx: click.Context, as_json: bool, share: bool) -> None:
         echo_human(status.render(info))
 
 
+def _snake(entry: dict[str, Any]) -> dict[str, Any]:
+    """ENTRY's camelCase keys (projects.json's `lastSync`) in snake_case."""
+    return {
+        re.sub(r"(?<=[a-z])([A-Z])", lambda m: "_" + m.group(1).lower(), key): v for key, v in entry.items()
+    }
+
+
 @click.command("projects", epilog="Examples:\n\n  nexusmem projects\n\n  nexusmem projects --prune")
 @click.option("--prune", is_flag=True, help="Forget registered projects whose database is gone.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @library_errors
-def _snake(entry: dict[str, Any]) -> dict[str, Any]:
-    """ENTRY's camelCase keys (projects.json's `lastSync`) in snake_case."""
-    return {re.sub(r"(?<=[a-z])([A-Z])", lambda m: "_" + m.group(1).lower(), key): v for key, v in entry.items()}
-
-
 def projects_cmd(prune: bool, as_json: bool) -> None:
     """List every repository with a NexusMem memory on this machine (~/.nexusmem/projects.json)."""
     from nexusmem import registry
