@@ -122,6 +122,13 @@ def repo_root(start: Path | str | None = None) -> Path:
     try:
         out = gitcmd.run(["rev-parse", "--show-toplevel"], where)
     except GitCommandError as exc:
+        code, bare = gitcmd.run_ok(["rev-parse", "--is-bare-repository"], where)
+        if code == 0 and bare.strip() == b"true":
+            # `git init` there would be wrong advice: it is a repository, one with no files checked out.
+            raise NotARepositoryError(
+                f"{where} is a bare git repository (no work tree): run NexusMem in a clone of it, or pass"
+                " -C PATH"
+            ) from exc
         raise NotARepositoryError(
             f"{where} is not inside a git repository (run `git init` first, or pass -C PATH)"
         ) from exc

@@ -109,7 +109,7 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
     if require_init and not is_initialised(root):
         from nexusmem.errors import NotInitialisedError
 
-        raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem init && nexusmem sync`")
+        raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem sync` (it sets it up)")
     return Project(root=root, config=config.load(paths.config_path(root)))
 
 

@@ -145,11 +145,18 @@ def test_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
     result = run_cli("-C", str(tmp_path), "init", ok=False)
     assert result.exit_code == 1
     assert "not inside a git repository" in result.output
+    # A bare repository is one: `git init` there was the wrong advice.
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    for args in (["sync"], ["query", "anything"]):
+        said = run_cli("-C", str(bare), *args, ok=False)
+        assert said.exit_code == 1 and "is a bare git repository (no work tree)" in said.output, said.output
+        assert "git init" not in said.output
 
 
 def test_query_before_init_says_what_to_run(repo: Path) -> None:
     result = run_cli("-C", str(repo), "query", "x", ok=False)
-    assert result.exit_code == 1 and "nexusmem init" in result.output
+    assert result.exit_code == 1 and "has no NexusMem memory yet: run `nexusmem sync`" in result.output
 
 
 def test_git_missing_and_git_failing_to_start_are_different_errors(repo: Path, tmp_path: Path) -> None:

@@ -76,4 +76,4 @@ def test_show_errors_name_the_problem(repo: Path) -> None:
 def test_show_as_the_installed_script_outside_memory(repo: Path) -> None:
     commit(repo, "chore: start")
     done = run_script("show", "abcdef", cwd=repo)
-    assert done.returncode == 1 and "nexusmem init" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 1 and "nexusmem sync" in done.stderr and "Traceback" not in done.stderr
