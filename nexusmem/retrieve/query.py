@@ -1336,7 +1336,12 @@ def pack_items(
     ]
     if notes is not None and ranked and header_tokens + ranked[0].tokens > budget:
         # Said before packing, so that the line is counted in the budget like the rest of the header.
-        note = f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit the budget of {budget}: a larger budget shows it"
+        room = max(0, budget - header_tokens)
+        note = (
+            f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit the budget of {budget}"
+            + (f" (~{room} left after the header)" if room < budget - 10 else "")
+            + ": a larger budget shows it"
+        )
         notes.append(note)
         header_tokens += estimate_tokens(f"note: {note}\n")
     placed, used = pack(
