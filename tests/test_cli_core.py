@@ -388,7 +388,7 @@ def test_the_plain_query_path_answers_as_the_click_command(
     assert "switch the cache database to WAL" in run_script("query", "cache", "WAL", cwd=sub).stdout
     assert (
         "before this memory's first recording"
-        in run_script("query", "--as-of", "2001-01-01", "x", cwd=repo).stderr
+        in run_script("query", "--as-of", "2001-01-01", "x", cwd=repo).stdout
     )
     # What only click answers: help, usage errors, an empty question, a directory outside any repository.
     assert "Usage:" in run_script("query", "--help", cwd=repo).stdout

@@ -54,10 +54,12 @@ def test_as_of_before_the_first_recording_says_so(repo: Path) -> None:
     commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
     run_cli("-C", str(repo), "sync", "--no-embed")
     early = run_cli("-C", str(repo), "query", "--as-of", "2001-01-01", "retry budget")
-    assert "before this memory's first recording" in early.stderr
-    assert "recording time" in early.stderr
+    assert "before this memory's first recording" in early.stdout
+    assert "recording time" in early.stdout
+    as_json = json.loads(run_cli("-C", str(repo), "query", "--json", "--as-of", "2001-01-01", "retry").stdout)
+    assert any("first recording" in n for n in as_json["notes"])  # --json said nothing of it
     later = run_cli("-C", str(repo), "query", "--as-of", "2099-01-01", "retry budget")
-    assert "first recording" not in later.stderr and "the retry budget" in later.stdout
+    assert "first recording" not in later.stdout and "the retry budget" in later.stdout
     assert "recording time" in run_cli("query", "--help").stdout
 
 

@@ -162,7 +162,9 @@ def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> Non
                     "search_memory", {"projectRoot": root, "query": "cache", "asOf": "2000-01-01"}
                 )
             )
-            assert past["items"] == [] and text == "No memory matches: cache"
+            assert past["items"] == [] and text.startswith("No memory matches: cache\nnote: as-of 2000-01-01")
+            # An agent is told why (it got an empty answer with no reason).
+            assert any("before this memory's first recording" in n for n in past["notes"]), past["notes"]
             _, future = ok(
                 await s.call_tool(
                     "search_memory",

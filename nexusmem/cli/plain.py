@@ -148,14 +148,6 @@ def answer(
             settings=rank.settings_from(proj.config),
             author=author,
         )
-        first = store.first_recorded() if cutoff is not None else None
-    if cutoff is not None and first is not None and cutoff < first:
-        from nexusmem import timefmt
-
-        _say(
-            f"nexusmem: note: --as-of {as_of} is before this memory's first recording ({timefmt.day(first)}):"
-            " --as-of means recording time (when a sync stored an item), so nothing was recorded yet"
-        )
     if as_json:
         text = json.dumps(query.to_json(result), indent=2, ensure_ascii=False, sort_keys=False)
     else:

@@ -878,6 +878,24 @@ def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[Store
     return out
 
 
+def as_of_note(store: Any, as_of: int | None) -> str | None:
+    """A note when AS_OF is before STORE's first recording: as-of is recording time (when a sync stored an
+    item), so nothing was recorded yet, whatever happened then. Said in the answer (it went to the CLI's
+    stderr only: `--json` and an agent's asOf got an empty answer with no reason)."""
+    first_recorded = getattr(store, "first_recorded", None)
+    if as_of is None or first_recorded is None:
+        return None
+    first = first_recorded()
+    if first is None or as_of >= first:
+        return None
+    from nexusmem import timefmt
+
+    return (
+        f"as-of {timefmt.day(as_of)} is before this memory's first recording ({timefmt.day(first)}): as-of means"
+        " recording time (when a sync stored an item), so nothing was recorded yet"
+    )
+
+
 def _within(node: StoredNode, as_of: int | None, since: int | None, until: int | None) -> bool:
     """Whether NODE was recorded by AS_OF and happened within SINCE..UNTIL (each None: no bound)."""
     if as_of is not None and node.created_at > as_of:
@@ -1216,6 +1234,9 @@ def run(
     )
     scored, counts = found.scored, found.counts
     result = QueryResult(query=text, budget=budget, projects=[project], notes=list(found.question.notes))
+    early = as_of_note(store, as_of)
+    if early:
+        result.notes.append(early)
     if found.terms.dropped:
         result.notes.append(
             f"searched the {len(found.terms.counted)} rarest known words of the question"
@@ -1487,7 +1508,9 @@ def render(result: QueryResult, *, with_project: bool = False) -> str:
     if not result.items and not any(note.startswith(TOO_LARGE_NOTE) for note in result.notes):
         # Nothing matched, or every match was filtered out (--author, a window): nothing to show. When the
         # matches were only too large for the budget, the header's note says so instead.
-        return f"No memory matches: {shown_query(result.query)}"
+        return "\n".join(
+            [f"No memory matches: {shown_query(result.query)}", *(f"note: {n}" for n in result.notes)]
+        )
     scope = None
     if with_project:
         scope = f"scope   {len(result.projects)} project(s): {', '.join(result.projects)}"
