@@ -136,3 +136,22 @@ def test_large_commit_is_truncated_and_marked(repo: Path) -> None:
     (body_len,) = conn.execute("SELECT length(body) FROM nodes WHERE kind = 'code_diff'").fetchone()
     conn.close()
     assert body_len < 25_000
+
+
+def test_a_commit_with_no_message_is_shown_as_one(repo: Path) -> None:
+    """`git commit --allow-empty-message -m ""`: its answer line ended at the tags, and each diff's title in
+    a dangling dash."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    (repo / "quokka.txt").write_text("quokka\n", encoding="utf-8")
+    git(repo, "add", "quokka.txt")
+    git(repo, "commit", "-q", "--allow-empty-message", "-m", "")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    text = run_cli("-C", str(repo), "query", "quokka").output
+    assert "(no commit message)" in text, text
+    assert not any(
+        line.rstrip().endswith(("]", "—")) for line in text.splitlines() if line.startswith("- ")
+    ), text
+    data = query_json(repo, "quokka")
+    assert any(it["title"].startswith("quokka.txt @ ") and "—" not in it["title"] for it in data["items"]), (
+        data
+    )

@@ -218,6 +218,8 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     if item.recorded_by:
         tags += f" [by {item.recorded_by}]"
     title = item.title if len(item.title) <= 160 else item.title[:159] + "…"
+    if not title.strip():
+        title = "(no commit message)" if item.kind == "git_commit" else "(untitled)"  # a bare dangling line
     head = f"- {date} {tags} {title}"
     if item.linked_from and item.relation == "changelog":
         head += "  -- the commit this changelog entry describes"

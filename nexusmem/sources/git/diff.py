@@ -216,7 +216,7 @@ def iter_diff_nodes(
                 source=source,
                 natural_key=key,
                 ref=key,
-                title=f"{path} @ {header.sha[:7]} — {subject}",
+                title=f"{path} @ {header.sha[:7]}" + (f" — {subject}" if subject.strip() else ""),
                 body=body,
                 ts=header.ts_ms,
                 signal=round(signal, 4),
