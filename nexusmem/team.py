@@ -260,7 +260,12 @@ class PushReport:
 
 
 def _cursor_key(found: Settings, proj: Project) -> str:
-    digest = hashlib.sha256(f"{found.label}\0{proj.id}".encode()).hexdigest()[:16]
+    """Where this project's push cursor to FOUND's store is kept. The kinds it shares are part of the key
+    when they are not the default ones: turning `team.shareShell` (or shareConversations) on later starts a
+    cursor of its own, so the commands synced before are sent too (the old cursor had passed them by for
+    good); nodes the store holds already are counted as such, not sent twice."""
+    shared = "" if found.kinds == SHARED_KINDS else "\0" + ",".join(sorted(found.kinds))
+    digest = hashlib.sha256(f"{found.label}\0{proj.id}{shared}".encode()).hexdigest()[:16]
     return _CURSOR_PREFIX + digest
 
 

@@ -159,6 +159,38 @@ def test_a_team_store_that_answers_too_late_leaves_the_local_answer_and_a_green_
     assert "note: team store not searched" not in alice.run("query", "--team", "uploader").stdout
 
 
+def test_turning_share_shell_on_later_sends_the_commands_synced_before(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """The push cursor had already passed the commands synced while shareShell was off: turned on, it sent
+    none of them (precheck --team never saw those failures)."""
+    from nexusmem.identity import project_id
+    from nexusmem.store import open_store
+
+    from helpers.nodes import shell_node, store_nodes
+
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    with alice.active(), open_store(alice.repo / ".nexusmem" / "memory.db") as store:
+        failing = shell_node(
+            "pytest tests/test_uploader.py",
+            int(time.time() * 1000) - 60_000,
+            1,
+            files=("uploader.py",),
+            project=project_id(alice.repo),
+        )
+        store_nodes(store, [failing])
+    first = alice.json("team", "push")
+    assert first["added"] > 0
+    assert _team_rows(team_url, "SELECT count(*) FROM nodes WHERE kind = 'shell_command'") == [(0,)]
+    config = alice.repo / ".nexusmem" / "config.json"
+    data = json.loads(config.read_text(encoding="utf-8"))
+    data["team"]["shareShell"] = True
+    config.write_text(json.dumps(data), encoding="utf-8")
+    second = alice.json("team", "push")
+    assert _team_rows(team_url, "SELECT count(*) FROM nodes WHERE kind = 'shell_command'") == [(1,)]
+    assert second["added"] == 1, second  # the commits and docs were there already: not sent as new
+
+
 def _team_rows(team_url: str, sql: str) -> list[tuple[object, ...]]:
     from nexusmem.store.team import connect
 
