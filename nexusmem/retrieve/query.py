@@ -880,7 +880,7 @@ def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[Store
     return out
 
 
-def as_of_note(store: Any, as_of: int | None) -> str | None:
+def as_of_note(store: SearchStore, as_of: int | None) -> str | None:
     """A note when AS_OF is before STORE's first recording: as-of is recording time (when a sync stored an
     item), so nothing was recorded yet, whatever happened then. Said in the answer (it went to the CLI's
     stderr only: `--json` and an agent's asOf got an empty answer with no reason)."""
