@@ -418,7 +418,7 @@ def sync(
             backfill = reason is not None
             if backfill:
                 commits = store.counts_by_kind().get("git_commit", 0)
-                why = {"scrub": "after a scrub", "forget": "after a user-wide forget"}.get(
+                why = {"scrub": "after a scrub", "forget": "after a user-wide or team forget"}.get(
                     reason or "", "after an upgrade"
                 )
                 message = f"git: deriving the change words of the {commits} commit(s) already in memory (once, {why})"
