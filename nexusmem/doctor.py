@@ -260,9 +260,11 @@ def _mode_check(path: Path, want: int, *, folder: bool = False) -> Check | None:
 
 def _rebuild_damaged(root: Path, db: Path) -> str:
     """The fix for a damaged store, as the error every command prints says it (store.health): move it aside
-    and sync. `sync --rebuild` opens the damaged file first and fails on it."""
-    where = shlex.quote(str(db))
-    return f"mv {where} {shlex.quote(str(db) + '.damaged')} && nexusmem -C {shlex.quote(str(root))} sync"
+    with its -wal and -shm (a WAL left beside a new database would be replayed into it) and sync. `sync
+    --rebuild` opens the damaged file first and fails on it."""
+    from nexusmem.store.health import damaged_moves
+
+    return f"{damaged_moves(db)}; nexusmem -C {shlex.quote(str(root))} sync"
 
 
 def check_store(root: Path) -> list[Check]:

@@ -95,7 +95,8 @@ def test_doctor_flags_a_corrupt_store(repo: Path) -> None:
     code, report = doctor_json(repo)
     store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
     assert code == 1 and store, report
-    assert store[0]["fix"] == f"mv {db} {db}.damaged && nexusmem -C {repo} sync"
+    assert store[0]["fix"].startswith(f"mv {db} {db}.damaged && {{ mv {db}-wal {db}.damaged-wal;")
+    assert store[0]["fix"].endswith(f"; nexusmem -C {repo} sync")
     # The printed fix, pasted as a user would, works (it said `sync --rebuild`, which fails on that file).
     bin_dir = os.path.dirname(sys.executable)  # where `nexusmem` is installed beside this Python
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}

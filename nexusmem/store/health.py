@@ -92,10 +92,19 @@ def is_disk_full(exc: BaseException) -> bool:
     return "disk is full" in text or "file too large" in text or "no space left" in text
 
 
+def damaged_moves(path: Path) -> str:
+    """The shell commands that move the database PATH aside with its -wal and -shm, which go with it: a WAL
+    left beside the new database the next sync makes would be replayed into it."""
+    import shlex
+
+    db, aside = shlex.quote(str(path)), shlex.quote(f"{path}.damaged")
+    return f"mv {db} {aside} && {{ mv {db}-wal {aside}-wal; mv {db}-shm {aside}-shm; }} 2>/dev/null"
+
+
 def damaged_advice(path: Path) -> str:
     return (
-        f"move it aside (mv {path} {path}.damaged) and run `nexusmem sync` to rebuild it from git, docs and "
-        "the shell log, or restore it from a backup"
+        f"move it aside ({damaged_moves(path)}) and run `nexusmem sync` to rebuild it from git, docs and the"
+        " shell log, or restore it from a backup"
     )
 
 
