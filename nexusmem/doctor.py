@@ -173,9 +173,7 @@ def check_agents(root: Path | None) -> list[Check]:
             checks.append(Check("agent", True, f"{agent}: hook in {state.path}, {when}"))
     # Installed with $CLAUDE_CONFIG_DIR or $CODEX_HOME set, and this shell has it unset or elsewhere.
     named = {agent_hooks.settings_path(agent, project) for agent, project in scopes}
-    for path in agent_hooks.recorded_paths():
-        if path in named or path.name == "settings.local.json":
-            continue
+    for path in agent_hooks.recorded_elsewhere(named):
         try:
             present = agent_hooks.has_ours_at(path)
         except NexusMemError as exc:

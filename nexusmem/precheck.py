@@ -624,7 +624,7 @@ def _run_team(
         return PrecheckResult(
             root=str(root), files=names, checked=False, reason=f"team store not checked: {exc}"
         )
-    from nexusmem.store.team import is_driver_error
+    from nexusmem.store.team import is_driver_error, unanswered
 
     with store:
         try:
@@ -633,10 +633,9 @@ def _run_team(
             if not is_driver_error(exc):
                 raise
             # A store that did not answer in time must not hold (or, with --strict, fail) a commit or a job.
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return PrecheckResult(
                 root=str(root),
                 files=names,
                 checked=False,
-                reason=f"team store not checked: it did not answer in time ({first})",
+                reason=f"team store not checked: {unanswered(exc)}",
             )

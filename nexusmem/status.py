@@ -60,20 +60,21 @@ def status(project: Project) -> dict[str, Any]:
         }
 
 
-# What each link relation is, as status counts it (docs/contracts.md, link relations).
-_FAILURE_FIX = ("retry", "commit", "discussion")
+# What the links other sources make are, as status counts them (docs/contracts.md, link relations).
 _LINK_WHAT = {"changelog": "changelog entry→commit link(s)", "github": "GitHub thread→commit link(s)"}
 
 
 def link_lines(info: dict[str, Any]) -> list[tuple[int, str]]:
     """(count, what) per kind of link: failure→fix links, then the links other sources make."""
+    from nexusmem.link import RELATIONS  # the failure→fix relations
+
     by_relation: dict[str, int] = info["links_by_relation"]
     out = []
-    fixes = sum(by_relation.get(r, 0) for r in _FAILURE_FIX)
+    fixes = sum(by_relation.get(r, 0) for r in RELATIONS)
     if fixes:
         out.append((fixes, "failure→fix link(s)"))
     for relation, count in sorted(by_relation.items()):
-        if relation not in _FAILURE_FIX and count:
+        if relation not in RELATIONS and count:
             out.append((count, _LINK_WHAT.get(relation, f"{relation} link(s)")))
     return out
 

@@ -803,7 +803,7 @@ def query(
     one note saying why, never an error."""
     from nexusmem.retrieve import rank
     from nexusmem.retrieve import team as team_query
-    from nexusmem.store.team import is_driver_error
+    from nexusmem.store.team import is_driver_error, unanswered
 
     shared = None
     note = None
@@ -836,8 +836,7 @@ def query(
             raise
         # Connected, but the store did not answer in time (a lock held by a migration or a bulk build) or
         # the connection dropped: the local answer alone, as when the server cannot be reached.
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return search(None, f"team store not searched: it did not answer in time ({first})")
+        return search(None, f"team store not searched: {unanswered(exc)}")
     finally:
         if shared is not None:
             shared.close()

@@ -271,10 +271,11 @@ def _apply(
     for backup in backups:
         with open_store(backup) as copy:
             found = _matches(copy, entries)
-            if found or _lent_holding(copy, entries):
+            lent = _lent_holding(copy, entries)
+            if found or lent:
                 with copy.transaction():
                     _delete(copy, found, reason)
-                    _clear_lent(copy, entries)
+                    copy.clear_notes(lent)
                 report.backups += 1
             copy.purge(vacuum=True)
             files += copy.database_files()

@@ -320,6 +320,13 @@ def recorded_paths() -> list[Path]:
     return [Path(key) for key in sorted(_load_state())]
 
 
+def recorded_elsewhere(named: set[Path]) -> list[Path]:
+    """The user-scope settings files install wrote to that are not among NAMED (where this environment
+    names them): installed with `$CLAUDE_CONFIG_DIR` or `$CODEX_HOME` set then, not now. A project's
+    settings.local.json is left out: it is found by its repository."""
+    return [p for p in recorded_paths() if p not in named and p.name != "settings.local.json"]
+
+
 def has_ours_at(path: Path) -> bool:
     """Whether the settings file PATH holds an entry of ours (current or stale)."""
     _raw, data = _read(path)

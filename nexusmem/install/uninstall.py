@@ -96,9 +96,7 @@ def uninstall(start: Path | None, *, all_projects: bool = False, dry_run: bool =
     # A settings file installed into from another environment (`$CLAUDE_CONFIG_DIR`, `$CODEX_HOME` set
     # then, not now) is not found by name: install recorded where it wrote.
     named = {step.path for step in plan.removed if step.what == "agent hook"}
-    for path in agent_hooks.recorded_paths():
-        if path in named or path.name == "settings.local.json":  # a project's: the loop above, by root
-            continue
+    for path in agent_hooks.recorded_elsewhere(named):
         try:
             present = agent_hooks.has_ours_at(path)
             if present and not dry_run:

@@ -128,6 +128,12 @@ _VECTORS = " vectors"
 _SPLIT_SQL = "'[[:space:][:punct:]]+'"
 _SPLIT_PY = re.compile(r"[\s!-/:-@\[-`{-~]+")
 
+# Migration 6's trigger step after a statement's old rows were counted out: the rows of their words that no
+# node holds any more.
+_DROP_UNHELD_WORDS = """DELETE FROM term_df t USING (
+            SELECT DISTINCT o.project_id, l.term FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)) g
+          WHERE t.project_id = g.project_id AND t.term = g.term AND t.df <= 0;"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,
@@ -326,7 +332,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (
         6,
         "term_df drops a word no node holds any more (forget --team left the forgotten value's words)",
-        """
+        f"""
         -- Why: a word's row stayed at df 0 once the last node holding it was deleted or changed, so the words
         -- of a value `forget --team` removed stayed readable in the store. The two counts that are not words
         -- (' nodes', ' vectors') stay.
@@ -343,9 +349,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             UNION ALL SELECT project_id, ' vectors', -1 FROM nm_old WHERE emb IS NOT NULL) c
           GROUP BY 1, 2 HAVING sum(c.df) <> 0 ORDER BY 1, 2
           ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
-          DELETE FROM term_df t USING (
-            SELECT DISTINCT o.project_id, l.term FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)) g
-          WHERE t.project_id = g.project_id AND t.term = g.term AND t.df <= 0;
+          {_DROP_UNHELD_WORDS}
           RETURN NULL;
         END $$;
         CREATE OR REPLACE FUNCTION nm_term_df_delete() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -357,9 +361,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
           UNION ALL SELECT project_id, ' vectors', -count(*) FROM nm_old WHERE emb IS NOT NULL GROUP BY 1
           ORDER BY 1, 2
           ON CONFLICT (project_id, term) DO UPDATE SET df = d.df + excluded.df;
-          DELETE FROM term_df t USING (
-            SELECT DISTINCT o.project_id, l.term FROM nm_old o, unnest(tsvector_to_array(o.tsv)) l(term)) g
-          WHERE t.project_id = g.project_id AND t.term = g.term AND t.df <= 0;
+          {_DROP_UNHELD_WORDS}
           RETURN NULL;
         END $$;
         DELETE FROM term_df WHERE df <= 0 AND term NOT IN (' nodes', ' vectors');
@@ -442,6 +444,17 @@ def is_driver_error(exc: BaseException) -> bool:
     return psycopg is not None and isinstance(exc, psycopg.Error)
 
 
+def driver_reason(exc: BaseException) -> str:
+    """The first line the driver gave for EXC (never a password), or its type when it gave none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def unanswered(exc: BaseException) -> str:
+    """Why a read found nothing in the team store when a statement of it failed (see connect's STATEMENT_MS)."""
+    return f"it did not answer in time ({driver_reason(exc)})"
+
+
 def _psycopg() -> Any:
     try:
         import psycopg
@@ -487,8 +500,7 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
             url, autocommit=True, connect_timeout=max(1, int(timeout)), application_name="nexusmem", **extra
         )
     except psycopg.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TeamUnavailable(f"team store unreachable: {reason}") from None
+        raise TeamUnavailable(f"team store unreachable: {driver_reason(exc)}") from None
 
 
 def schema_version_of(conn: Any) -> int:
