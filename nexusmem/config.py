@@ -261,6 +261,83 @@ def _has_password(url: str) -> bool:
         return False
 
 
+# Settings that reach beyond this repository: a server off this machine that would be sent what the memory
+# holds (a model server, the team store), and the sources that read beyond the repository (the agents'
+# transcripts, GitHub). A repository can carry a .nexusmem/config.json of its own (force-added to git, or
+# in an archive), so these are used only from a config this machine's user stands behind (project.py).
+# Each entry: (dotted key, the key that must be on for it to matter, or "" for none).
+_URL_KEYS = (
+    ("embedding.url", "embedding.provider=ollama"),
+    ("contradictions.url", "contradictions.autoCheck"),
+    ("sources.session.url", "sources.session.enabled"),
+    ("team.url", ""),
+)
+_OPT_INS = ("sources.conversation.enabled", "sources.github.enabled")
+_LOOPBACK = {"localhost", "127.0.0.1", "::1", ""}
+
+
+def _get(cfg: dict[str, Any], dotted: str) -> Any:
+    value: Any = cfg
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _off_machine(url: str) -> bool:
+    """Whether URL names a host other than this machine's loopback (a socket path or no host is local)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url.strip()).hostname or "").lower()
+    except ValueError:
+        return True
+    return host not in _LOOPBACK and not host.startswith("127.")
+
+
+def reaching_out(cfg: dict[str, Any]) -> dict[str, Any]:
+    """CFG's settings that reach beyond this repository ({dotted key: value}): a URL off this machine that a
+    setting in use would send memory to, or a source that reads beyond the repository turned on."""
+    found: dict[str, Any] = {}
+    for key, needs in _URL_KEYS:
+        if needs:
+            on_key, _, wanted = needs.partition("=")
+            on = _get(cfg, on_key)
+            if (wanted and on != wanted) or (not wanted and not on):
+                continue
+        url = _get(cfg, key)
+        if isinstance(url, str) and url and _off_machine(url):
+            found[key] = url
+    for key in _OPT_INS:
+        if _get(cfg, key) is True:
+            found[key] = True
+    return found
+
+
+def without(cfg: dict[str, Any], keys: Any) -> dict[str, Any]:
+    """CFG with each dotted key of KEYS set back to its default."""
+    out = copy.deepcopy(cfg)
+    for dotted in keys:
+        *parents, last = dotted.split(".")
+        here, default = out, DEFAULTS
+        for part in parents:
+            here, default = here[part], default[part]
+        here[last] = copy.deepcopy(default[last])
+    return out
+
+
+def shown(key: str, value: Any) -> str:
+    """KEY=VALUE for a message: a URL as its scheme and host only (a path or query may hold a token)."""
+    if isinstance(value, str):
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            value = f"{parts.scheme}://{parts.hostname}" if parts.hostname else "(a URL)"
+        except ValueError:
+            value = "(a URL)"
+    return f"{key}={json.dumps(value) if not isinstance(value, str) else value}"
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in over.items():

@@ -415,7 +415,32 @@ def run(start: Path | None) -> list[Check]:
         checks += check_git(root)
         checks += check_store(root)
     checks += check_backend()
-    checks += check_embedder(root)
-    checks += check_session_model(root)
+    unconfirmed = _unconfirmed(root)
+    if unconfirmed:
+        from nexusmem.config import shown
+
+        listed = ", ".join(shown(k, v) for k, v in unconfirmed.items())
+        detail = f"settings that reach beyond the repository, not used (NexusMem did not make this .nexusmem/): {listed}"
+        checks.append(
+            Check("config", False, detail, "read .nexusmem/config.json; if you set them: nexusmem trust")
+        )
+    if "embedding.url" not in unconfirmed:  # a server the config may not use is not contacted either
+        checks += check_embedder(root)
+    if "sources.session.url" not in unconfirmed:
+        checks += check_session_model(root)
     checks += check_registry(root)
     return checks
+
+
+def _unconfirmed(root: Path | None) -> dict[str, Any]:
+    """ROOT's config settings that reach beyond the repository and may not be used (project.config_of)."""
+    if root is None:
+        return {}
+    from nexusmem import config, registry
+    from nexusmem.errors import ConfigError
+
+    try:
+        asks = config.reaching_out(config.load(paths.config_path(root)))
+    except ConfigError:
+        return {}  # check_embedder reports a config it cannot read
+    return {} if not asks or registry.allows(root, asks) else asks

@@ -17,8 +17,21 @@ from nexusmem.errors import GitCommandError, GitNotInstalledError, GitStartError
 
 GIT = os.environ.get("NEXUSMEM_GIT", "git")
 
-# Options that make git's output stable and machine-readable whatever the user's config says.
-_STABLE = ["-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "log.showSignature=false"]
+# Options that make git's output stable and machine-readable whatever the user's config says. The last one
+# keeps a repository's own config from starting a program of its choosing on our behalf: a repository
+# unpacked from an archive brings its .git/config, and `core.fsmonitor` there names a command that `git
+# ls-files`, `git diff` and `git status` run (`git log` does not). An empty value turns it off in every git
+# version (a hook path before 2.36, a boolean since).
+_STABLE = [
+    "-c",
+    "core.quotepath=off",
+    "-c",
+    "color.ui=never",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "core.fsmonitor=",
+]
 
 
 def clean_env(keep: Sequence[str] = ()) -> dict[str, str]:
@@ -30,7 +43,30 @@ def clean_env(keep: Sequence[str] = ()) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP or k in keep}
     env["LC_ALL"] = "C"
     env["GIT_TERMINAL_PROMPT"] = "0"
+    # No optional write of the index (`git status` refreshing it would take index.lock beside a commit the
+    # user is making); `git diff` writes it anyway: see worktree_options.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
     return env
+
+
+def worktree_options(root: Path | str) -> list[str]:
+    """Options for a git command that compares ROOT's work tree (`git diff HEAD`): no program of the
+    repository's choosing runs. Git runs a file's clean filter (`filter.<driver>.clean`, `.process`,
+    chosen by the repository's .git/config and .gitattributes) to compare a file whose stat changed, then
+    writes the refreshed index, which runs its post-index-change hook (GIT_OPTIONAL_LOCKS does not stop
+    `git diff` from writing it). Every configured filter is turned off, and hooks are looked for where
+    there are none. A file a filter would have shown unchanged may then be listed as changed."""
+    options = ["-c", "core.hooksPath=/dev/null"]
+    code, out = run_ok(
+        ["config", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$"], root
+    )
+    if code != 0:
+        return options
+    drivers = sorted({name.rsplit(".", 1)[0] for name in os.fsdecode(out).split()})
+    for driver in drivers:
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            options += ["-c", f"{driver}.{key}={value}"]
+    return options
 
 
 # Test and user configuration that is not about *which* repository git looks at.

@@ -138,6 +138,8 @@ def staged_files(root: Path, *, working: bool = False) -> list[str]:
     args = ["diff", "--name-only", "-z", "--no-ext-diff"]
     if not working:
         args.insert(1, "--cached")
+    else:  # the work tree: the repository's own content filters are not run (gitcmd.worktree_options)
+        args[:0] = gitcmd.worktree_options(root)
     keep: tuple[str, ...] = ()
     index = os.environ.get("GIT_INDEX_FILE")
     if index:

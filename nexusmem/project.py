@@ -58,7 +58,7 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     root = paths.repo_root(start)
     state = paths.state_dir(root)
     try:
-        created = _make_state_dir(state)
+        made_dir = created = _make_state_dir(state)
         ignore = state / ".gitignore"
         if not ignore.exists():
             private.write_atomic(ignore, b"*\n")
@@ -72,10 +72,10 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     if not db.exists():
         created = True
     open_store(db, create=True).close()
-    project = Project(root=root, config=config.load(paths.config_path(root)))
+    project = Project(root=root, config=config_of(root))
     from nexusmem import registry
 
-    registry.register(root, project.id)
+    registry.register(root, project.id, own_dir=made_dir)
     return project, created
 
 
@@ -110,13 +110,48 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
         from nexusmem.errors import NotInitialisedError
 
         raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem sync` (it sets it up)")
-    return Project(root=root, config=config.load(paths.config_path(root)))
+    return Project(root=root, config=config_of(root))
 
 
 def at(root: Path) -> Project:
     """The project at ROOT, the top of a work tree that holds a memory (sync has just found or made it):
     what load(ROOT) gives there, without asking git again for the top it already is."""
-    return Project(root=root, config=config.load(paths.config_path(root)))
+    return Project(root=root, config=config_of(root))
+
+
+_warned: set[Path] = set()
+
+
+def config_of(root: Path) -> dict[str, Any]:
+    """ROOT's validated config, minus the settings that reach beyond the repository (config.reaching_out)
+    unless this machine's user stands behind them (registry.allows): a repository that brings its own
+    .nexusmem/config.json cannot send its user's memory to a server of its choosing or turn on a source
+    that reads beyond it. What is left out is said once a process, on stderr."""
+    cfg = config.load(paths.config_path(root))
+    asks = config.reaching_out(cfg)
+    if not asks:
+        return cfg
+    from nexusmem import registry
+
+    if registry.allows(root, asks):
+        return cfg
+    if root not in _warned:
+        _warned.add(root)
+        import sys
+
+        listed = ", ".join(config.shown(k, v) for k, v in asks.items())
+        print(
+            f"nexusmem: warning: {paths.config_path(root)} was not written by NexusMem on this machine (it came"
+            f" with the repository, or its .nexusmem/ did), so these settings are not used: {listed}."
+            " If you set them, run `nexusmem trust` here.",
+            file=sys.stderr,
+        )
+    return config.without(cfg, asks)
+
+
+def raw_config(root: Path) -> dict[str, Any]:
+    """ROOT's validated config as written, settings that reach beyond the repository included (trust)."""
+    return config.load(paths.config_path(root))
 
 
 def _work_tree_fast(start: Path) -> Path | None:
@@ -153,4 +188,4 @@ def find(start: Path) -> Project | None:
         if main is None or not is_initialised(main):
             return None
         root = main
-    return Project(root=root, config=config.load(paths.config_path(root)))
+    return Project(root=root, config=config_of(root))

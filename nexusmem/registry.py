@@ -87,19 +87,22 @@ def _locked() -> Iterator[None]:
         os.close(fd)
 
 
-def register(root: Path, project_id: str, *, synced: bool = False) -> None:
-    """Add or refresh ROOT's entry (atomic write)."""
+def register(root: Path, project_id: str, *, synced: bool = False, own_dir: bool = False) -> None:
+    """Add or refresh ROOT's entry (atomic write). OWN_DIR: NexusMem has just made ROOT's .nexusmem/ on
+    this machine (an entry records whether it ever did: see allows)."""
     with _locked():
-        _register(root, project_id, synced=synced)
+        _register(root, project_id, synced=synced, own_dir=own_dir)
 
 
-def _register(root: Path, project_id: str, *, synced: bool) -> None:
+def _register(root: Path, project_id: str, *, synced: bool, own_dir: bool = False) -> None:
     projects = load()
     key = str(root)
     entry = next((p for p in projects if p.get("root") == key), None)
     if entry is None:
-        entry = {"root": key, "added": int(time.time() * 1000)}
+        entry = {"root": key, "added": int(time.time() * 1000), "own_dir": own_dir}
         projects.append(entry)
+    elif own_dir:
+        entry["own_dir"] = True
     entry["id"] = project_id
     entry["name"] = root.name
     entry["db"] = str(paths.db_path(root))
@@ -117,3 +120,29 @@ def prune() -> list[dict[str, Any]]:
         if gone:
             _save([p for p in projects if p not in gone])
         return gone
+
+
+def allows(root: Path, settings: dict[str, Any]) -> bool:
+    """Whether ROOT's config may use SETTINGS (config.reaching_out): NexusMem made ROOT's .nexusmem/ on
+    this machine (a config it wrote, edited by its user; an entry from before this was recorded counts
+    too: it was set up by a release that used them), or the user confirmed exactly these (`nexusmem
+    trust`). A .nexusmem/ that came with the repository (committed, or in an archive) is neither."""
+    entry = next((p for p in load() if p.get("root") == str(root)), None)
+    if entry is None:
+        return False
+    if entry.get("own_dir", True) is True:
+        return True
+    return entry.get("trusted") == settings
+
+
+def trust(root: Path, project_id: str, settings: dict[str, Any] | None) -> None:
+    """Record SETTINGS as confirmed for ROOT's config (None: forget what was confirmed)."""
+    with _locked():
+        _register(root, project_id, synced=False)
+        projects = load()
+        entry = next(p for p in projects if p.get("root") == str(root))
+        if settings is None:
+            entry.pop("trusted", None)
+        else:
+            entry["trusted"] = settings
+        _save(projects)

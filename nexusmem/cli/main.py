@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "show": "nexusmem.cli.show:show_cmd",
     "doctor": "nexusmem.cli.maintain:doctor_cmd",
     "uninstall": "nexusmem.cli.maintain:uninstall_cmd",
+    "trust": "nexusmem.cli.maintain:trust_cmd",
     "team": "nexusmem.cli.team:team_cmd",
 }
 

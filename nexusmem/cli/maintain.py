@@ -88,3 +88,36 @@ def uninstall_cmd(ctx: click.Context, all_projects: bool, dry_run: bool) -> None
     )
     if plan.errors:
         ctx.exit(1)
+
+
+@click.command("trust")
+@repo_option
+@click.option("--revoke", is_flag=True, help="Forget what was confirmed: those settings are not used again.")
+@click.pass_context
+@library_errors
+def trust_cmd(ctx: click.Context, revoke: bool) -> None:
+    """Use this repository's config.json settings that reach beyond it.
+
+    A server off this machine (embedding.url, team.url, contradictions.url, sources.session.url) and the
+    sources that read beyond the repository (sources.conversation, sources.github) are used only from a
+    .nexusmem/ that NexusMem made on this machine: a repository can bring a config of its own. Run this
+    after reading .nexusmem/config.json to use the settings it lists as they are now.
+
+    \b
+    Example:
+        nexusmem trust
+    """
+    from nexusmem import config, project, registry
+
+    proj = project.load(root_of(ctx))
+    if revoke:
+        registry.trust(proj.root, proj.id, None)
+        click.echo(f"Settings of {proj.root} that reach beyond it are no longer confirmed.")
+        return
+    asks = config.reaching_out(project.raw_config(proj.root))
+    if not asks:
+        click.echo("Nothing to confirm: .nexusmem/config.json reaches nothing beyond this repository.")
+        return
+    registry.trust(proj.root, proj.id, asks)
+    listed = "\n".join(f"  {config.shown(k, v)}" for k, v in asks.items())
+    click.echo(f"Confirmed for {proj.root} (until they change):\n{listed}")

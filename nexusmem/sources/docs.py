@@ -805,7 +805,9 @@ def _file_times(
     tracked = {c.path for c in candidates if c.tracked}
     if not tracked:
         return {}
-    changed = gitcmd.run(["diff", "HEAD", "--name-only", "--no-renames", "-z"], root)
+    changed = gitcmd.run(
+        [*gitcmd.worktree_options(root), "diff", "HEAD", "--name-only", "--no-renames", "-z"], root
+    )
     need = tracked - {os.fsdecode(p) for p in changed.split(b"\0") if p}
     if not need:
         return {}

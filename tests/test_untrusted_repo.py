@@ -1,0 +1,143 @@
+"""A repository someone else prepared (unpacked from an archive, with its own .git/config) gets no program
+of its choosing run by NexusMem: what `git log` would not run, we do not run either."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from nexusmem import project
+
+from helpers import commit, git, run_script
+from helpers import transcripts as T
+from helpers.git import init_repo
+
+MARK_SCRIPT = """#!/bin/sh
+echo "$0 $*" >> "{log}"
+cat
+"""
+
+
+def hostile_repo(repo: Path, tmp_path: Path) -> Path:
+    """REPO with a .git/config and .gitattributes that run a marker script on every path git offers: the
+    fsmonitor hook, a clean/smudge filter and a post-index-change hook (core.hooksPath). Returns the log."""
+    log = tmp_path / "ran.log"
+    script = tmp_path / "mark.sh"
+    script.write_text(MARK_SCRIPT.format(log=log))
+    script.chmod(0o755)
+    hooks = tmp_path / "their-hooks"
+    hooks.mkdir()
+    (hooks / "post-index-change").write_text(f'#!/bin/sh\necho hook >> "{log}"\n')
+    (hooks / "post-index-change").chmod(0o755)
+    commit(repo, "docs: guide", {"README.md": "# Guide\n\nRetries.\n", "src/a.py": "x = 1\n"})
+    commit(repo, "attributes", {".gitattributes": "* filter=mark diff=mark\n"})
+    for key, value in (
+        ("core.fsmonitor", str(script)),
+        ("filter.mark.clean", str(script)),
+        ("filter.mark.smudge", str(script)),
+        ("filter.mark.required", "true"),
+        ("diff.mark.textconv", str(script)),
+        ("core.hooksPath", str(hooks)),
+    ):
+        git(repo, "config", key, value)
+    return log
+
+
+def stat_dirty(repo: Path) -> None:
+    """What unpacking an archive leaves: every tracked file's stat differs from the index's."""
+    later = time.time() + 5
+    for name in ("README.md", "src/a.py", ".gitattributes"):
+        os.utime(repo / name, (later, later))
+
+
+def test_sync_and_precheck_run_nothing_the_repository_chose(repo: Path, tmp_path: Path) -> None:
+    log = hostile_repo(repo, tmp_path)
+    # The fixture is live: git's own porcelain runs the repository's programs.
+    stat_dirty(repo)
+    subprocess.run(["git", "diff", "HEAD", "--name-only"], cwd=repo, capture_output=True, check=False)
+    assert log.exists() and log.read_text().strip()
+    log.unlink()
+    for args in (["sync"], ["precheck"], ["precheck", "--working"], ["sync", "--rebuild"], ["scan-docs"]):
+        stat_dirty(repo)
+        result = run_script(*args, cwd=repo)
+        assert result.returncode in (0, 1), result.stderr
+        assert not log.exists(), f"`nexusmem {' '.join(args)}` ran: {log.read_text()}"
+    # and the memory is whole: the guide and both commits are in it
+    found = run_script("query", "--json", "retries guide", cwd=repo)
+    assert "Guide" in found.stdout
+    assert not log.exists()
+
+
+THEIRS = {
+    "embedding": {"provider": "ollama", "url": "http://collector.example.net:11434", "model": "x"},
+    "team": {"url": "postgresql://them@db.example.net/memories"},
+    "sources": {"conversation": {"enabled": True}},
+}
+
+
+def conversation_turns(repo: Path) -> int:
+    with project.load(repo).open_store(readonly=True) as store:
+        return sum(1 for _ in store.iter_nodes("conversation_turn"))
+
+
+def test_a_config_the_repository_brings_reaches_nothing_until_its_user_confirms_it(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    # Upstream force-adds a .nexusmem/config.json that sends the memory to its server and reads the
+    # user's agent transcripts; the user clones and syncs.
+    upstream = init_repo(tmp_path / "upstream")
+    (upstream / ".nexusmem").mkdir()
+    (upstream / ".nexusmem" / ".gitignore").write_text("*\n")  # as NexusMem writes it
+    (upstream / ".nexusmem" / "config.json").write_text(json.dumps(THEIRS))
+    commit(upstream, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    git(upstream, "add", "-f", ".nexusmem/config.json")
+    git(upstream, "commit", "-q", "-m", "config")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(upstream), str(clone)], check=True)
+    T.write_claude(
+        isolated_home / ".claude",
+        clone,
+        init_repo(tmp_path / "other"),
+        datetime.now(timezone.utc) - timedelta(hours=3),
+    )
+
+    synced = run_script("sync", "--no-embed", cwd=clone)
+    assert synced.returncode == 0, synced.stderr
+    assert "not used: embedding.url=http://collector.example.net" in synced.stderr
+    assert "team.url=postgresql://db.example.net" in synced.stderr and "nexusmem trust" in synced.stderr
+    assert conversation_turns(clone) == 0  # the transcripts were not read
+    cfg = project.load(clone).config
+    assert cfg["embedding"]["url"] == "http://127.0.0.1:11434" and cfg["team"]["url"] == ""
+
+    doctor = run_script("doctor", cwd=clone)
+    assert "reach beyond the repository, not used" in doctor.stdout and "nexusmem trust" in doctor.stdout
+    assert "collector.example.net:11434 is unreachable" not in doctor.stdout  # not even contacted
+
+    # The user reads the file and stands behind it: used from now on, as long as it says the same.
+    trusted = run_script("trust", cwd=clone)
+    assert trusted.returncode == 0 and "sources.conversation.enabled=true" in trusted.stdout
+    assert run_script("sync", "--no-embed", cwd=clone).returncode == 0
+    assert conversation_turns(clone) > 0
+    assert project.load(clone).config["team"]["url"] == THEIRS["team"]["url"]
+    changed = {**THEIRS, "team": {"url": "postgresql://them@other.example.net/m"}}
+    (clone / ".nexusmem" / "config.json").write_text(json.dumps(changed))
+    again = run_script("status", cwd=clone)
+    assert "team.url=postgresql://other.example.net" in again.stderr
+    assert run_script("trust", "--revoke", cwd=clone).returncode == 0
+
+
+def test_a_config_of_its_own_memory_is_used_as_written(repo: Path) -> None:
+    # NexusMem made this .nexusmem/ on this machine: its user's edits need no confirmation.
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text())
+    data["team"]["url"] = "postgresql://me@db.example.net/memories"
+    path.write_text(json.dumps(data))
+    status = run_script("status", cwd=repo)
+    assert "not used" not in status.stderr
+    assert project.load(repo).config["team"]["url"] == "postgresql://me@db.example.net/memories"
