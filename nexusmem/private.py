@@ -35,7 +35,28 @@ def make_dir(path: Path) -> Path:
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, DIR_MODE)
     fix_mode(path)
+    require_own(path)
     return path
+
+
+def require_own(folder: Path) -> None:
+    """Refuse FOLDER (or the folder a link named FOLDER leads to) when another user owns it: whoever owns it
+    can read what is kept there, and plant links in it that our writes would follow (the hooks' log). A link
+    to a folder of ours is used, and that folder made 0700 (fix_mode leaves links alone)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return  # missing: whoever creates it next makes it ours
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        from nexusmem.errors import StoreError
+
+        raise StoreError(
+            f"{folder} belongs to another user (uid {st.st_uid}): NexusMem keeps its files only in folders you"
+            " own; move it aside (NexusMem then makes one of its own there)"
+        )
+    if st.st_mode & 0o077 and os.path.islink(folder):
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.realpath(folder), DIR_MODE)
 
 
 def fix_mode(path: Path | str, st: os.stat_result | None = None) -> bool:

@@ -93,6 +93,7 @@ def _make_state_dir(state: Path) -> bool:
             f"{state} is a file, not a directory: move it aside (NexusMem keeps its memory in that directory)"
         )
     if state.exists():
+        private.require_own(state)  # nothing written into another user's folder (or one a link leads to)
         return False
     private.make_dir(state)
     return True

@@ -77,6 +77,22 @@ def test_an_rc_file_kept_as_a_link_by_a_dotfile_manager_stays_a_link() -> None:
     assert path.is_symlink() and os.readlink(path) == os.devnull
 
 
+@pytest.mark.parametrize("shell", shell_hooks.SHELLS)
+def test_an_rc_file_it_creates_is_writable_by_nobody_else_whatever_the_umask(shell: str) -> None:
+    # An rc file runs as the user at every shell start: 0666 under a umask of 000 (some containers and CI
+    # images) would let any local user put commands in it, as would a 0777 ~/.config.
+    path = shell_hooks.rc_file(shell)
+    created = [p for p in [path, *path.parents] if not p.exists() and home() in p.parents]
+    old = os.umask(0)
+    try:
+        shell_hooks.install(shell)
+    finally:
+        os.umask(old)
+    for each in created:
+        assert not each.stat().st_mode & 0o022, f"{each}: {oct(each.stat().st_mode & 0o777)}"
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
 def test_remove_keeps_lines_added_after_install() -> None:
     path = shell_hooks.rc_file("bash")
     path.write_text("first\n", encoding="utf-8")

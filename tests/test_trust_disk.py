@@ -125,6 +125,42 @@ def test_an_older_install_is_fixed_on_the_next_run(repo: Path) -> None:
     assert_private(home_dir())
 
 
+def test_a_folder_another_user_owns_is_refused_and_nothing_is_written_into_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    # Someone else's 0777 folder as the repository's .nexusmem (a link a repository can carry) or as
+    # NEXUSMEM_HOME: whoever owns it reads what is kept there and can plant links in it.
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user takes root")
+    small_repo(repo)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chmod(theirs, 0o777)
+    os.chown(theirs, 12345, 12345)
+    (repo / ".nexusmem").symlink_to(theirs)
+    proc = cli("-C", str(repo), "sync", "--no-embed")
+    assert proc.returncode == 1 and f"{repo / '.nexusmem'} belongs to another user (uid 12345)" in proc.stderr
+    assert list(theirs.iterdir()) == []
+    (repo / ".nexusmem").unlink()
+    env = {**os.environ, "NEXUSMEM_HOME": str(theirs)}
+    proc = subprocess.run(
+        [console_script(), "-C", str(repo), "sync", "--no-embed"], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 1 and f"{theirs} belongs to another user" in proc.stderr
+    assert list(theirs.iterdir()) == []
+
+
+def test_a_link_to_a_folder_of_ours_is_used_and_made_private(repo: Path, tmp_path: Path) -> None:
+    small_repo(repo)
+    mine = tmp_path / "elsewhere"
+    mine.mkdir()
+    os.chmod(mine, 0o777)
+    (repo / ".nexusmem").symlink_to(mine)
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    assert (mine / "memory.db").exists()
+    assert_private(mine)
+
+
 # ------------------------------------------------------------------------- the log, redacted in place
 
 

@@ -8,6 +8,7 @@ that install created is deleted by remove when nothing else was written to it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from dataclasses import dataclass
@@ -166,15 +167,34 @@ def _read(path: Path) -> str | None:
 def _write(path: Path, text: str) -> None:
     try:
         path = paths.edit_target(path)  # a dotfile manager's link stays a link
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_parents(path.parent)
         tmp = path.with_name(f".{path.name}.nexusmem-tmp")
         with tmp.open("w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        # An rc file runs as the user at every shell start: one we create is never writable by others,
+        # whatever the umask (000 in some containers and CI images would make it 0666).
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644 & ~_umask())
         os.replace(tmp, path)
     except OSError as exc:
         raise ShellHookError(f"cannot write {path}: {exc}") from exc
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _make_parents(folder: Path) -> None:
+    """Create FOLDER and its missing parents (~/.config/fish) 0755 at most, whatever the umask."""
+    missing: list[Path] = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            each.mkdir()
+            os.chmod(each, 0o755 & ~_umask())
 
 
 def install(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, bool]:

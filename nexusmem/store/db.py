@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem.errors import StoreError
-from nexusmem.private import fix_tree, make_dir, open_fd
+from nexusmem.private import fix_tree, make_dir, open_fd, require_own
 from nexusmem.store import connection, health, migrations
 from nexusmem.store.cjk import CjkIndexMixin
 from nexusmem.store.cursors import CursorsMixin
@@ -150,6 +150,7 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
         raise NotInitialisedError(f"no memory database at {path}: run `nexusmem init` (or `nexusmem sync`)")
     # 0600 files in a 0700 folder whatever the umask: SQLite gives -wal and -shm the mode of the database
     # file, so creating that one 0600 covers them; an older install's 0644 files are fixed here.
+    require_own(path.parent)  # another user's folder (or a link to one) is refused, not used
     with contextlib.suppress(OSError):
         if create and not path.exists():
             make_dir(path.parent)
