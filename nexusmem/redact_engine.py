@@ -96,7 +96,7 @@ _KEYNAME = _NAME | {"-", "."}
 _SHELL_VALUE = r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>)]+)"""
 # A value after `NAME=` / `key:`: as above, but a bare one must end the word (`token = get_token()`,
 # `api_key = os.environ["KEY"]` and `cache_key = f"..."` are code, not values).
-_ASSIGN_VALUE = r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>()\[\]{}]+(?![^\s,;}\]|&<>"'`]))"""
+_ASSIGN_VALUE = r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>()\[\]{}]+(?![^\s,;})\]|&<>"'`]))"""
 
 # Bare config values that are code or types, not secrets (`password: str`, `token = None`).
 _NOT_VALUES = frozenset(
@@ -417,6 +417,55 @@ def _private_keys(text: str) -> Iterator[Span]:
         yield (begin.start(), pos, "private-key")
 
 
+# A PEM key's body without its BEGIN line, as a diff shows it: a hunk that edits one line of a committed
+# key has a few of its lines as context, and one that appends a certificate after it has the key's last
+# lines and its END line. Git may also put a body line in the hunk header (`@@ -9,7 +9,7 @@ MIIEow…`).
+# A line of 60-76 base64 characters (PEM wraps at 64, OpenSSH at 70), with a diff's marker before it.
+_KEY_LINE = _Lazy(r"\n(?:[ +-]|@@ [^\n@]*@@ )?[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)")
+_KEY_FIRST_LINE = _Lazy(r"(?:[ +-]|@@ [^\n@]*@@ )?[A-Za-z0-9+/]{60,76}={0,2}\r?(?=\n|$)")
+_KEY_TAIL_LINE = _Lazy(r"(?:[ +-]|@@ [^\n@]*@@ )?[A-Za-z0-9+/]{4,76}={0,2}\r?")
+_KEY_RUN = 3  # consecutive lines: one or two such lines are a hash or a long identifier
+
+
+def _key_bodies(text: str) -> Iterator[Span]:
+    """Runs of _KEY_RUN or more base64 lines of a key's width, mixed case and digits (a key is random);
+    and the base64 lines right above an `-----END … PRIVATE KEY-----` line, with it. A public certificate's
+    body is taken too: nothing in it is worth finding by its words. Linear: one pass per pattern."""
+    run_start = run_end = -1
+    lines = 0
+    first = _KEY_FIRST_LINE.match(text)  # the first line has no newline before it
+    found = ([(0, first.end())] if first else []) + [
+        (m.start() + 1, m.end()) for m in _KEY_LINE.finditer(text)
+    ]
+    for start, end in found:
+        if start == run_end + 1 and lines:
+            run_end, lines = end, lines + 1
+            continue
+        if lines >= _KEY_RUN and _random_run(text, run_start, run_end):
+            yield (run_start, run_end, "private-key")
+        run_start, run_end, lines = start, end, 1
+    if lines >= _KEY_RUN and _random_run(text, run_start, run_end):
+        yield (run_start, run_end, "private-key")
+    for end in _PEM_END.finditer(text) if "-----END" in text else ():
+        line_start = text.rfind("\n", 0, end.start()) + 1
+        if text[line_start : end.start()].strip(" +-"):
+            continue  # the END line holds more than a diff's marker
+        top = line_start
+        while top > 0:
+            above = text.rfind("\n", 0, top - 1) + 1
+            if not _KEY_TAIL_LINE.fullmatch(text, above, top - 1):
+                break
+            top = above
+        if top < line_start:
+            yield (top, end.end(), "private-key")
+
+
+def _random_run(text: str, start: int, end: int) -> bool:
+    """Whether TEXT[START:END] has lower case, upper case and digits, as a key's base64 does."""
+    body = text[start:end]
+    return any(map(str.isdigit, body)) and any(map(str.isupper, body)) and any(map(str.islower, body))
+
+
 def _assignment(m: re.Match[str], text: str) -> Span | None:
     """A value assigned to a key named like a secret, in one of these shapes.
 
@@ -470,6 +519,11 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         return accept(vstart, vend)
     if not sep.strip():  # whitespace separator
         return _spaced_assignment(text, key, key_start, raw, vstart, vend, accept)
+    if sep.strip() in ("is", "was"):  # prose, wherever it stands: "Password is required" is no secret
+        value = raw.rstrip(".,;:!?)]}\"'")
+        if not (_password_like(value) or _looks_random(value)):
+            return None
+        return accept(vstart, vstart + len(value))
     if word == "pass-only":  # bare `pass`: only openssl's `pass:VALUE`
         if key.lower() == "pass" and sep == ":" and before in (" ", "\t") and not quoted:
             return accept(vstart, vend)
@@ -534,6 +588,11 @@ def _spaced_assignment(
     before = text[key_start - 1] if key_start else " "
     if _DASH_PASS_FLAG.fullmatch(lowered) and before.isspace():
         return accept(vstart, vend)  # keytool -storepass X, -keypass X, -srcstorepass X
+    value = raw.rstrip(".,;:!?)]}\"'")
+    if lowered.rsplit(" ", 1)[-1] in ("password", "passphrase", "secret") and (
+        _password_like(value) or _looks_random(value)
+    ):
+        return accept(vstart, vstart + len(value))  # prose: "use password X to log in", "secret X"
     if key != "password":
         return None
     lo = max(0, key_start - 512)
@@ -836,6 +895,17 @@ def _xml_element(m: re.Match[str], text: str) -> Span | None:
     return span
 
 
+def _aws_key(m: re.Match[str], text: str) -> Span | None:
+    """An AWS access key id, through the 40-character secret right after it when that is mixed case and
+    digits, as a generated key is (a 40-character word or hex digest beside a key id is not one)."""
+    if not _left_ok(text, m.start()):
+        return None
+    pair = m.group("pair")
+    if pair and any(map(str.isdigit, pair)) and any(map(str.isupper, pair)) and any(map(str.islower, pair)):
+        return (m.start(), m.end("pair"), "aws-key")
+    return (m.start(), m.start() + 20, "aws-key")
+
+
 def _htpasswd(m: re.Match[str], text: str) -> Span | None:
     """`htpasswd -b[c] FILE USER PASSWORD`: the password is the third operand (only with -b)."""
     if "b" not in m.group("flags") or not _left_ok(text, m.start()):
@@ -992,7 +1062,7 @@ _B64URL = "[A-Za-z0-9_-]"
 _END = "(?![A-Za-z0-9])"  # no longer alphanumeric run: the token ends here
 _END_URL = "(?![A-Za-z0-9_-])"
 _TOKENS: tuple[tuple[str, str, str], ...] = (
-    *(("aws-key", p, "[A-Z0-9]{16}" + _END) for p in ("AKIA", "ASIA", "ABIA", "ACCA")),
+    *(("aws-key", p, "[A-Z0-9]{16}" + _END) for p in ("ABIA", "ACCA")),  # AKIA, ASIA: _TOKEN_RULES
     ("aws-key", "ABSK", "[A-Za-z0-9+/]{100,300}={0,2}"),
     *(("github-token", p, "[A-Za-z0-9]{36,255}") for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     ("github-token", "github_pat_", "[A-Za-z0-9_]{22,255}"),
@@ -1088,16 +1158,20 @@ _TOKENS: tuple[tuple[str, str, str], ...] = (
 # Which text each assignment word's rule starts with, and the key words it covers.
 _ASSIGN_WORDS: tuple[tuple[str, str], ...] = (
     ("pass", r"(?P<w>pass)(?P<k>(?:word|wd|phrase)?)"),
-    ("secret", r"(?P<w>secret)(?P<k>(?:[_-]?(?:access[_-]?)?key)?)"),
+    ("secret", r"(?P<w>secret)(?P<k>(?:[_ -]?(?:access[_ -]?)?key)?)"),
     ("token", r"(?P<w>token)(?P<k>)"),
-    ("api", r"(?P<w>api)(?P<k>[_-]?key)"),
+    ("api", r"(?P<w>api)(?P<k>[_ -]?key)"),
     ("private", r"(?P<w>private)(?P<k>[_-]?key)"),
     ("_pwd", r"(?P<w>_pwd)(?P<k>)"),  # MYSQL_PWD, DB_PWD; not the shell's $PWD
     ("credential", r"(?P<w>credential)(?P<k>s?)"),
     ("auth", r"(?P<w>auth)(?P<k>(?:[_-]?token|[_-]?key)?)"),
     ("_key", r"(?P<w>_key)(?P<k>)"),
 )
-_ASSIGN_SEP = r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+|(?<=pass|word)[ \t]+(?![A-Za-z_][\w.-]*=[^=]))"
+_ASSIGN_SEP = (
+    r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+"
+    r"|[ \t]+(?:is|was)[ \t]+"  # prose: "the password is X", "Secret is X" (a value shaped like one only)
+    r"|(?:(?<=pass|word)|(?<=phrase|secret))[ \t]+(?![A-Za-z_][\w.-]*=[^=]))"
+)
 _NAME_KINDS = ("password", "token", "secret", "api-key", "aws-secret-key")
 
 _TOKEN_RULES: tuple[Rule, ...] = (
@@ -1109,6 +1183,20 @@ _TOKEN_RULES: tuple[Rule, ...] = (
         r"(?:(?P<a>ant-[a-z]{2,10}\d\d-[A-Za-z0-9_-]{20,255})"
         r"|(?:proj|svcacct|admin)-(?P<p>[A-Za-z0-9_-]{20,255})|(?P<b>[A-Za-z0-9]{32,255}))",
         _sk_key,
+    ),
+    # An AWS key id, and the secret access key right after it when there is one, as the console's
+    # credentials CSV and pasted pairs hold them (`AKIA…,<40 characters>`): the secret has no prefix.
+    *(
+        _rule(
+            f"token:{lit}",
+            ("aws-key",),
+            lit,
+            "[A-Z0-9]{16}"
+            + _END
+            + r"(?:[ \t]*[,;|\t:][ \t]*[\"']?(?P<pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?",
+            _aws_key,
+        )
+        for lit in ("AKIA", "ASIA")
     ),
     _rule("jwt", ("jwt",), "eyJ", rf"{_B64URL}{{8,}}\.eyJ{_B64URL}{{8,}}\.{_B64URL}*", _token("jwt")),
 )
@@ -1123,6 +1211,14 @@ PATTERNS: tuple[Rule, ...] = (
         _no_handler,
         finder=_private_keys,
         literal="-----BEGIN",
+    ),
+    Rule(
+        "private-key-body",
+        ("private-key",),
+        _KEY_LINE.source,
+        _no_handler,
+        finder=_key_bodies,
+        literal="\n",
     ),
     # Self-identifying tokens (prefix + body).
     *_TOKEN_RULES,

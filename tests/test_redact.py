@@ -150,6 +150,57 @@ def test_truncated_private_key_block_is_still_redacted() -> None:
         assert part not in out
 
 
+def test_an_aws_key_pair_pasted_with_its_labels_loses_both_halves() -> None:
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8RtFAKEx"
+    out = redact(f"Access key ID: AKIAQ7W9E2R4T6Y8FAKE Secret access key: {secret}")
+    assert out == "Access key ID: «redacted:aws-key» Secret access key: «redacted:secret»"
+
+
+def _key_lines() -> list[str]:
+    """A made-up PEM key body: 26 lines of 64 base64 characters and a shorter last one."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    lines = ["".join(alphabet[(i * 7 + j * 13 + i * j) % 64] for j in range(64)) for i in range(26)]
+    return ["MIIEowIBAAKCAQEA" + lines[0][16:], *lines[1:], "tEuovyrbwUKEWbIz9GM46JQ="]
+
+
+def test_a_hunk_that_edits_a_committed_key_keeps_none_of_its_lines() -> None:
+    # No BEGIN line in the hunk: one line of the key changed, three lines of context on each side, and
+    # git's hunk header quoting a line above the hunk.
+    key = _key_lines()
+    patch = (
+        "diff --git a/deploy/key.pem b/deploy/key.pem\n--- a/deploy/key.pem\n+++ b/deploy/key.pem\n"
+        f"@@ -9,7 +9,7 @@ {key[7]}\n"
+        + "".join(f" {line}\n" for line in key[8:11])
+        + f"-{key[11]}\n+{key[11][::-1]}\n"
+        + "".join(f" {line}\n" for line in key[12:15])
+    )
+    out = redact(patch)
+    assert (
+        out.startswith("diff --git a/deploy/key.pem b/deploy/key.pem\n") and "«redacted:private-key»" in out
+    )
+    for line in key[7:15]:
+        assert line[:40] not in out and line[::-1][:40] not in out
+
+
+def test_a_certificate_appended_after_a_key_leaves_the_keys_last_lines_out() -> None:
+    key = _key_lines()
+    patch = (
+        "@@ -25,3 +25,6 @@\n"
+        + "".join(f" {line}\n" for line in key[-3:])
+        + " -----END RSA PRIVATE KEY-----\n+-----BEGIN CERTIFICATE-----\n+MIIBszCCAVmgAwIBAgIU\n"
+    )
+    out = redact(patch)
+    assert (
+        out
+        == "@@ -25,3 +25,6 @@\n«redacted:private-key»\n+-----BEGIN CERTIFICATE-----\n+MIIBszCCAVmgAwIBAgIU\n"
+    )
+
+
+def test_two_long_lines_of_hex_or_one_of_base64_are_not_a_key() -> None:
+    text = "sha256:" + "ab12" * 16 + "\n" + "cd34" * 16 + "\nintegrity " + "QmFzZTY0" * 8 + "\n"
+    assert redact(text) == text
+
+
 def test_public_key_blocks_are_kept() -> None:
     text = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEFAKE\n-----END PUBLIC KEY-----"
     assert redact(text) == text
