@@ -166,6 +166,38 @@ def auto_sync(
             return result
 
 
+def last_failure(root: Path, synced_after_ms: int | None) -> dict[str, str] | None:
+    """The post-commit sync's last failure, when its log's last word is one ({"at", "error"}), unless a sync
+    finished after it (SYNCED_AFTER_MS: the newest sync the store recorded, epoch ms). The failure is read
+    from the log itself, so one written by another NexusMem (an older install still named in the hook) is
+    found too; a line without a date (older releases wrote none) is dated by the log's last change."""
+    path = paths.state_dir(root) / LOG_NAME
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 8192))
+            tail = handle.read().decode("utf-8", "replace")
+        changed = os.stat(path).st_mtime
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        line = line.strip()
+        if not line:
+            continue
+        head, sep, error = line.partition("Error: ")
+        if not sep or (head and not head.rstrip().endswith(":")):
+            return None  # the last word is a run that worked (or marked pending)
+        when = head.split(" ", 1)[0] if head else ""
+        try:
+            moment = datetime.fromisoformat(when).timestamp() if when else changed
+        except ValueError:
+            moment = changed
+        if synced_after_ms is not None and synced_after_ms >= moment * 1000:
+            return None  # a sync since (by hand, or the next commit's) caught up
+        at = datetime.fromtimestamp(moment).astimezone().isoformat(timespec="seconds")
+        return {"at": at, "error": error.strip(), "log": str(path)}
+    return None
+
+
 def _team_configured(root: Path) -> bool:
     """Whether the config names a team store (a cheap text check: nexusmem.team and psycopg load only
     then) or NEXUSMEM_TEAM_URL is set."""

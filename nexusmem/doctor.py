@@ -137,6 +137,16 @@ def check_shells() -> list[Check]:
                 )
             )
             continue
+        if script != shell_hooks.hook_script(shell):
+            checks.append(
+                Check(
+                    "shell",
+                    False,
+                    f"{shell}: {rc} sources another NexusMem's hook ({script}), not this one's",
+                    f"nexusmem hook install --shell {shell}",
+                )
+            )
+            continue
         seen = last.get(shell)
         when = f"last recorded {_ago(seen)}" if seen else "nothing recorded from it yet"
         stale = seen is not None and time.time() - seen / 1000 > RECENT_SECONDS
@@ -190,6 +200,35 @@ def check_agents(root: Path | None) -> list[Check]:
     return checks
 
 
+def _is_this_nexusmem(command: str) -> bool:
+    """Whether COMMAND (a hook's pinned console script) is the one running now."""
+    try:
+        here = git_hooks.console_script()
+    except NexusMemError:
+        return True  # nothing to compare with: the hook's own checks say what is wrong
+    return os.path.abspath(command) == os.path.abspath(here)
+
+
+def _auto_sync_check(root: Path) -> list[Check]:
+    """A post-commit sync that failed, with nothing synced since: the commits since are not in memory."""
+    from nexusmem import autosync
+    from nexusmem.errors import StoreError
+    from nexusmem.store import open_store
+
+    if not paths.db_path(root).exists():
+        return []
+    try:
+        with open_store(paths.db_path(root), readonly=True) as store:
+            synced = [int(s["last_sync"]) for s in store.sources() if s.get("last_sync")]
+    except (StoreError, OSError):
+        return []  # check_store says what is wrong with the store
+    failed = autosync.last_failure(root, max(synced) if synced else None)
+    if failed is None:
+        return []
+    detail = f"the post-commit sync failed at {failed['at']}: {failed['error']} (log: {failed['log']})"
+    return [Check("git", False, detail, "nexusmem sync")]
+
+
 def check_git(root: Path) -> list[Check]:
     checks = []
     for name, verb in (("pre-commit", "git"), ("post-commit", "git-post")):
@@ -204,8 +243,15 @@ def check_git(root: Path) -> list[Check]:
             checks.append(Check("git", False, detail, fix))
         elif not state.executable:
             checks.append(Check("git", False, f"{state.path} is not executable", f"chmod +x {state.path}"))
+        elif state.command and not _is_this_nexusmem(state.command):
+            # An install left by an older release at another path: it runs that one's code (its old bugs,
+            # and an error once this one has moved the store to a newer schema).
+            detail = f"{name}: runs another NexusMem ({state.command}), not this one"
+            checks.append(Check("git", False, detail, fix))
         else:
             checks.append(Check("git", True, f"{name}: runs {state.command}"))
+    if git_hooks.status("post-commit", root).installed:
+        checks += _auto_sync_check(root)
     entries = uninstall.framework_entries(root)
     if entries:
         config = entries[0][0]
@@ -280,6 +326,14 @@ def check_store(root: Path) -> list[Check]:
         elif result is None:
             detail = f"{db}: quick_check did not finish in {DOCTOR_CHECK_SECONDS:.0f} s (a large store); not checked"
             checks.append(Check("store", True, detail))
+        elif not (os.access(state, os.W_OK) and os.access(db, os.W_OK)):
+            # A store in WAL mode cannot be opened where its -shm cannot be made: a read-only mount or
+            # folder, not damage (moving the file aside would lose what a sync cannot rebuild).
+            detail = (
+                f"{db}: cannot be opened ({'; '.join(result[:1])}): {state} or the file is read-only"
+                " (a read-only mount?); nothing shows the store damaged"
+            )
+            checks.append(Check("store", False, detail, f"make {state} and its files writable"))
         else:
             detail = f"{db}: quick_check found {'; '.join(result[:3])}"
             checks.append(Check("store", False, detail, _rebuild_damaged(root, db)))

@@ -57,7 +57,16 @@ def status(project: Project) -> dict[str, Any]:
             "skipped_records": problem_history(store),
             # One line per source that left one: why an opt-in source did nothing ("skipped: gh CLI ...").
             "source_states": source_states(store),
+            # The post-commit sync's last failure, when nothing has synced since (else null).
+            "auto_sync_failed": _auto_sync_failed(project, store),
         }
+
+
+def _auto_sync_failed(project: Project, store: Store) -> dict[str, str] | None:
+    from nexusmem import autosync
+
+    synced = [s["last_sync"] for s in store.sources() if s.get("last_sync")]
+    return autosync.last_failure(project.root, max(synced) if synced else None)
 
 
 # What the links other sources make are, as status counts them (docs/contracts.md, link relations).
@@ -108,6 +117,12 @@ def render(info: dict[str, Any]) -> str:
             )
     else:
         lines.append("sources:  never synced (run `nexusmem sync`)")
+    failed = info.get("auto_sync_failed")
+    if failed:
+        lines.append(
+            f"auto-sync: the post-commit sync failed at {failed['at']}: {failed['error']}"
+            f" (log: {failed['log']}); what was committed since is not in memory: run `nexusmem sync`"
+        )
     for name, state in sorted(info.get("source_states", {}).items()):
         lines.append(f"{name}: {state}")
     for name, history in sorted(info.get("skipped_records", {}).items()):

@@ -414,3 +414,51 @@ def test_a_store_precheck_cannot_read_never_refuses_or_holds_a_commit(repo: Path
     assert done.returncode == 0, done.stderr
     assert "memory not checked" in done.stderr and "internal error" not in done.stderr, done.stderr
     assert elapsed < 8, elapsed  # the busy wait of a hook is 1 s, not a sync's 15 s
+
+
+@pytest.mark.slow
+def test_a_failed_post_commit_sync_is_reported_until_a_sync_catches_up(repo: Path) -> None:
+    # Another process holds the store while a commit's detached sync runs: the commit is fine, the sync
+    # fails, and `status` and `doctor` say so (not only the log nobody reads) until a sync succeeds.
+    import sqlite3
+
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    holder = sqlite3.connect(repo / ".nexusmem" / "memory.db", timeout=0)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        assert git_commit(repo, "feat: made while the store was held").returncode == 0
+        log = repo / ".nexusmem" / "auto-sync.log"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and "Error:" not in (log.read_text() if log.exists() else ""):
+            time.sleep(0.3)
+        assert "Error:" in log.read_text(), log.read_text() if log.exists() else "no log"
+    finally:
+        holder.rollback()
+        holder.close()
+    status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
+    assert status["auto_sync_failed"] is not None and "locked" in status["auto_sync_failed"]["error"]
+    assert "the post-commit sync failed at" in run_cli("-C", str(repo), "status").stdout
+    doctor = run_cli("-C", str(repo), "doctor", ok=False)
+    assert doctor.exit_code == 1 and "the post-commit sync failed at" in doctor.stdout
+    assert "fix: nexusmem sync" in doctor.stdout
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["auto_sync_failed"] is None
+    assert "post-commit sync failed" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
+
+
+def test_doctor_names_a_git_hook_that_runs_another_nexusmem(repo: Path, tmp_path: Path) -> None:
+    # An older install at another path, still pinned in the hook after an upgrade.
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    old = tmp_path / "oldvenv" / "bin" / "nexusmem"
+    old.parent.mkdir(parents=True)
+    old.write_text("#!/bin/sh\nexit 0\n")
+    old.chmod(0o755)
+    path = repo / ".git" / "hooks" / "post-commit"
+    here = str(git_hooks.console_script())
+    path.write_text(path.read_text().replace(here, str(old)))
+    doctor = run_cli("-C", str(repo), "doctor", ok=False)
+    assert f"post-commit: runs another NexusMem ({old}), not this one" in doctor.stdout
+    assert "fix: nexusmem hook git-post install" in doctor.stdout
+    assert "Updated the auto-sync hook" in run_cli("-C", str(repo), "hook", "git-post", "install").stdout
+    assert "runs another NexusMem" not in run_cli("-C", str(repo), "doctor", ok=False).stdout

@@ -293,3 +293,30 @@ def test_powershell_hook_records_commands(tmp_path: Path) -> None:
         assert entries[0]["session"] == entries[1]["session"]
     finally:
         child.close(force=True)
+
+
+@pytest.mark.parametrize("shell", shell_hooks.SHELLS)
+def test_install_points_a_block_an_older_install_left_at_this_ones_script(shell: str, tmp_path: Path) -> None:
+    # After an upgrade into another environment, the rc block still sources the old install's script
+    # (its old bugs included): install rewrites the block in place, keeping what surrounds it and its flags.
+    path = shell_hooks.rc_file(shell)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("alias ll='ls -l'\n", encoding="utf-8")
+    shell_hooks.install(shell)
+    current = path.read_text(encoding="utf-8")
+    old_script = tmp_path / "old-venv" / "nexusmem" / "_data" / "shell" / "old-hook"
+    old_script.parent.mkdir(parents=True)
+    old_script.write_text("# the old install's hook\n")
+    path.write_text(current.replace(str(shell_hooks.hook_script(shell)), str(old_script)) + "echo after\n")
+    assert shell_hooks.is_installed(shell) and not shell_hooks.is_current(shell)
+    from nexusmem import doctor
+
+    found = [c for c in doctor.check_shells() if c.detail.startswith(f"{shell}:")]
+    assert found and not found[0].ok and f"sources another NexusMem's hook ({old_script})" in found[0].detail
+    assert found[0].fix == f"nexusmem hook install --shell {shell}"
+    result = CliRunner().invoke(hook, ["install", "--shell", shell])
+    assert "Updated the" in result.output
+    assert path.read_text(encoding="utf-8") == current + "echo after\n"
+    assert shell_hooks.is_current(shell)
+    shell_hooks.remove(shell)
+    assert path.read_text(encoding="utf-8") == "alias ll='ls -l'\necho after\n"

@@ -41,8 +41,13 @@ def install_cmd(shell: str | None) -> None:
         nexusmem hook install --shell zsh
     """
     name = _shell_or_detected(shell)
+    had = shell_hooks.is_installed(name)
     path, changed = shell_hooks.install(name)
-    if changed:
+    if changed and had:
+        click.echo(
+            f"Updated the {name} hook in {path} to this NexusMem's script. Open a new shell to use it."
+        )
+    elif changed:
         click.echo(f"Installed the {name} hook in {path}. Open a new shell to start recording.")
     else:
         click.echo(f"The {name} hook is already in {path}.")

@@ -202,8 +202,17 @@ def install(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, bo
     shell = normalise_shell(shell)
     path = rc_file(shell, environ)
     text = _read(path)
-    if text is not None and _find_block(text, path) is not None:
-        return path, False
+    found = None if text is None else _find_block(text, path)
+    if text is not None and found is not None:
+        start, end, old_flags = found
+        block = render_block(shell, old_flags)
+        if text[start:end].rstrip("\n") == block.rstrip("\n"):
+            return path, False
+        # A block an older install wrote (another path to the script, an older wording): it still sources
+        # that install's script, old bugs included. Written anew in place, with the flags it had.
+        new = block if text[start:end].endswith("\n") else block.rstrip("\n")
+        _write(path, text[:start] + new + text[end:])
+        return path, True
     flags: list[str] = []
     if text is None:
         flags.append(FLAG_CREATED)
@@ -214,6 +223,17 @@ def install(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, bo
         separator = "\n"
     _write(path, text + separator + render_block(shell, tuple(flags)))
     return path, True
+
+
+def is_current(shell: str, environ: dict[str, str] | None = None) -> bool:
+    """Whether SHELL's rc file holds our block as this install writes it (False for none, or another's)."""
+    shell = normalise_shell(shell)
+    path = rc_file(shell, environ)
+    text = _read(path)
+    found = None if text is None else _find_block(text, path)
+    if found is None or text is None:
+        return False
+    return text[found[0] : found[1]].rstrip("\n") == render_block(shell, found[2]).rstrip("\n")
 
 
 def is_installed(shell: str, environ: dict[str, str] | None = None) -> bool:
