@@ -122,6 +122,8 @@ def repo_root(start: Path | str | None = None) -> Path:
     try:
         out = gitcmd.run(["rev-parse", "--show-toplevel"], where)
     except GitCommandError as exc:
+        if "dubious ownership" in str(exc):
+            raise NotARepositoryError(dubious(where)) from exc
         code, bare = gitcmd.run_ok(["rev-parse", "--is-bare-repository"], where)
         if code == 0 and bare.strip() == b"true":
             # `git init` there would be wrong advice: it is a repository, one with no files checked out.
@@ -136,6 +138,16 @@ def repo_root(start: Path | str | None = None) -> Path:
     if not text:
         raise NotARepositoryError(f"{where} is inside a .git directory, not a work tree")
     return Path(text)
+
+
+def dubious(where: Path) -> str:
+    """What to say when git refuses the repository at WHERE for its owner (git's safe.directory check)."""
+    import shlex
+
+    return (
+        f"git refuses the repository at {where}: it belongs to another user (git's safe.directory check);"
+        f" if you trust it: git config --global --add safe.directory {shlex.quote(str(where))}"
+    )
 
 
 def state_dir(root: Path) -> Path:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nexusmem import authors, gitcmd, paths, resolved, timefmt
-from nexusmem.errors import NexusMemError
+from nexusmem.errors import GitCommandError, NexusMemError, NotARepositoryError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -147,7 +147,15 @@ def staged_files(root: Path, *, working: bool = False) -> list[str]:
         # being committed. Git runs hooks from the top of the work tree, so a relative value means ROOT.
         os.environ["GIT_INDEX_FILE"] = os.path.join(os.getcwd(), index)
         keep = ("GIT_INDEX_FILE",)
-    out = gitcmd.run(args, root, keep_env=keep)
+    try:
+        out = gitcmd.run(args, root, keep_env=keep)
+    except GitCommandError as exc:
+        # Git that refuses the repository for its owner answers `git diff` with its usage text (it sees
+        # no repository): say why instead, in one line.
+        _code, _out, err = gitcmd.run_full(["rev-parse", "--git-dir"], root)
+        if b"dubious ownership" in err:
+            raise NotARepositoryError(paths.dubious(root)) from exc
+        raise GitCommandError(str(exc).split("\n", 1)[0]) from exc
     # Decoded as the git source stores paths ('replace'): a name that is not UTF-8 then matches its stored
     # form, and never reaches SQLite as a lone surrogate (which it cannot encode: the whole check was lost).
     return [p.decode("utf-8", "replace") for p in out.split(b"\0") if p]
@@ -593,10 +601,12 @@ def run(
             checked=False,
             reason=f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)",
         )
-    if files is not None:
-        names = relative_files(root, files, here)
-    else:
-        names = staged_files(root, working=working)
+    try:
+        names = (
+            relative_files(root, files, here) if files is not None else staged_files(root, working=working)
+        )
+    except NexusMemError as exc:  # git refuses the repository (another owner), or cannot run
+        return PrecheckResult(root=str(root), files=[], checked=False, reason=f"memory not checked ({exc})")
     try:
         return check(root, names, now_ms=now_ms, author=author)
     except Exception as exc:  # a damaged, locked or foreign store: said, never a refused commit

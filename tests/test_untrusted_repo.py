@@ -141,3 +141,23 @@ def test_a_config_of_its_own_memory_is_used_as_written(repo: Path) -> None:
     status = run_script("status", cwd=repo)
     assert "not used" not in status.stderr
     assert project.load(repo).config["team"]["url"] == "postgresql://me@db.example.net/memories"
+
+
+def test_a_repository_git_refuses_for_its_owner_is_named_as_such(repo: Path) -> None:
+    # git's safe.directory check: a checkout owned by another user (a shared folder, a container's volume).
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("giving a repository to another user takes root")
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    for path in [repo, *repo.rglob("*")]:
+        os.lchown(path, 12345, 12345)
+    status = run_script("status", cwd=repo)
+    assert status.returncode == 1
+    assert "git refuses the repository" in status.stderr and "safe.directory" in status.stderr
+    assert "git init" not in status.stderr
+    # a commit hook never fails (or floods the terminal) for it, even --strict
+    strict = run_script("precheck", "--strict", cwd=repo)
+    assert strict.returncode == 0 and "memory not checked (git refuses the repository" in strict.stderr
+    assert len(strict.stderr.splitlines()) <= 2
