@@ -193,9 +193,12 @@ def _type_name(value: Any) -> str:
 def _show(value: Any) -> str:
     """VALUE as short JSON for an error message (a 100k-deep list cannot be dumped: its type then)."""
     try:
-        return json.dumps(value)[:60]
+        shown = json.dumps(value)[:60]
     except (RecursionError, ValueError):
         return f"a deeply nested {_type_name(value)}"
+    from nexusmem.redact import redact  # an error path only: a value typed into the wrong key may be a secret
+
+    return redact(shown)
 
 
 def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:

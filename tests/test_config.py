@@ -99,3 +99,14 @@ def test_a_config_that_is_not_a_regular_file_is_a_clear_error(tmp_path: Path) ->
     path.write_text(json.dumps({"query": {"budget": 900}}) + " " * (2 << 20), encoding="utf-8")
     with pytest.raises(ConfigError, match="larger than"):
         config.load(path)
+
+
+def test_a_secret_typed_into_the_wrong_key_is_not_echoed(tmp_path: Path) -> None:
+    # The error goes to the terminal and, from the post-commit sync, into .nexusmem/auto-sync.log.
+    token = "sk_live_" + "wfHI4q9ZxT2mL7pR8sV3nB6k"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"stale": {"maxAgeDays": token}}))
+    with pytest.raises(ConfigError) as caught:
+        config.load(path)
+    assert "'stale.maxAgeDays' must be integer, not string" in str(caught.value)
+    assert token not in str(caught.value) and "«redacted:" in str(caught.value)

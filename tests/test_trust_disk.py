@@ -196,6 +196,17 @@ def test_sync_redacts_the_log_in_place_and_every_project_still_reads_it_right(
     assert len(shell_refs(other)) == 1 and SECRET not in shell_refs(other)[0]
 
 
+def test_a_secret_anywhere_in_a_log_line_is_gone_after_a_sync(repo: Path) -> None:
+    # Not only the command: a folder, a session or an agent's call id may hold one too.
+    small_repo(repo)
+    now = int(time.time() * 1000)
+    append(line(repo, "make test", now, session=f"s-{SECRET}", call_id=f"call-{SECRET}"))
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    text = log_path().read_text(encoding="utf-8")
+    assert SECRET not in text and "make test" in text
+    assert all(json.loads(raw)["command"] == "make test" for raw in text.splitlines())
+
+
 def test_a_log_edited_in_place_is_redacted_past_where_the_last_pass_stopped(repo: Path) -> None:
     # The redaction pass keeps its own offset (the bookmark). A line deleted in place past the log's first
     # 4 KB moved the lines after it; the pass resumed at its old offset, past the start of the first line

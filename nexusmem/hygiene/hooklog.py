@@ -192,9 +192,14 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
         return b""
     command = obj["command"]
     clean = _redact_memo(command)
-    if clean == command:
+    # The other text a line holds (its folder, session, an agent's call id) is redacted too: no raw secret
+    # outlives the next sync, wherever in the line it was.
+    others = {k: _redact_memo(v) for k, v in obj.items() if k != "command" and type(v) is str}
+    others = {k: v for k, v in others.items() if v != obj[k]}
+    if clean == command and not others:
         return None
     obj["command"] = clean
+    obj.update(others)
     new = _dumps(obj)
     for key in _OPTIONAL:
         if len(new) <= len(raw):
