@@ -153,6 +153,8 @@ _LIST_CHOICES: dict[str, tuple[str, ...]] = {
 
 # Numbers that must lie in a range (inclusive).
 _RANGES: dict[str, tuple[float, float]] = {
+    "query.budget": (50, 100_000),  # as `query --budget` and MCP's budget take it
+    "embedding.batchSize": (1, 100_000),
     "ranking.vectorWeight": (0.0, 2.0),
     # A prompt needs room for at least one turn; beyond ~200k chars no local model's context holds it.
     "sources.session.maxPromptChars": (1000, 200_000),

@@ -1,4 +1,4 @@
-"""The library's exceptions. The CLI turns each into a one-line message and exit code 1."""
+"""The library's exceptions. The CLI turns each into a one-line message and exit code 1 (2 for a UsageError)."""
 
 from __future__ import annotations
 
@@ -33,3 +33,8 @@ class NotInitialisedError(NexusMemError):
 
 class StoreError(NexusMemError):
     pass
+
+
+class UsageError(NexusMemError):
+    """A value on the command line (or an MCP parameter) that cannot be used: a date that is not one, a
+    source that does not exist. The CLI exits 2 for it, as for what its parser rejects."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from nexusmem import gitcmd, paths, registry
 from nexusmem import project as project_mod
-from nexusmem.errors import NexusMemError
+from nexusmem.errors import NexusMemError, UsageError
 from nexusmem.nodes import Node, node_problem
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
@@ -578,9 +578,7 @@ def prune_source(start: Path | str | None, name: str, *, dry_run: bool = True) -
     """
     source, _, shell = name.partition(":")
     if source not in sources.SOURCES or (shell and source != "shell"):
-        from nexusmem.errors import NexusMemError
-
-        raise NexusMemError(f"unknown source {name!r} (known: {', '.join(sources.SOURCES)}, or shell:NAME)")
+        raise UsageError(f"unknown source {name!r} (known: {', '.join(sources.SOURCES)}, or shell:NAME)")
     project = project_mod.load(start)
     with project.open_store() as store:
         if dry_run:

@@ -251,3 +251,23 @@ def test_a_failed_auto_sync_leaves_a_dated_line_in_its_log(repo: Path) -> None:
     assert re.match(
         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00 pid \d+: Error: .*config\.json: not valid JSON", line
     ), line
+
+
+def test_a_value_that_cannot_be_used_is_a_usage_error_on_both_paths(repo: Path) -> None:
+    # Exit 2, as for what the parser rejects (docs/contracts.md, section 9), on the plain path and click's.
+    from helpers import commit, run_script
+
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    for args in (
+        ["query", "--since", "notadate", "cache"],
+        ["query", "--as-of", "notadate", "cache"],
+        ["query", "--json", "--until", "notadate", "cache"],
+        ["query", "--budget", "10", "cache"],
+        ["query", "--since", "2024-05-02", "--until", "2024-05-01", "cache"],
+        ["sync", "--prune-source", "bogus"],
+        ["sync", "--source", "bogus"],
+    ):
+        result = run_script(*args, cwd=repo)
+        assert result.returncode == 2, (args, result.returncode, result.stderr)
+        assert "Error:" in result.stderr

@@ -110,3 +110,17 @@ def test_a_secret_typed_into_the_wrong_key_is_not_echoed(tmp_path: Path) -> None
         config.load(path)
     assert "'stale.maxAgeDays' must be integer, not string" in str(caught.value)
     assert token not in str(caught.value) and "«redacted:" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("query.budget", 0), ("query.budget", 200_000), ("embedding.batchSize", 0)]
+)
+def test_numbers_the_commands_cannot_use_are_refused_where_they_are_written(
+    tmp_path: Path, key: str, value: int
+) -> None:
+    # `query.budget: 0` printed "0 of 33 match(es) shown" with no word of why; the CLI and MCP take 50 at least.
+    section, name = key.split(".")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({section: {name: value}}))
+    with pytest.raises(ConfigError, match=f"'{key}' must be between"):
+        config.load(path)

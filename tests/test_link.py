@@ -443,6 +443,7 @@ def test_sync_link_failures_then_query_shows_each_fix_right_after_its_failure(re
     assert first["linked_from"] is None
     assert second["ref"] == "pytest tests/test_cache.py" and "(exit 0)" in second["title"]
     assert second["linked_from"] == first["id"] and second["score"] == first["score"]
+    assert first["relation"] is None and second["relation"] == "retry"
 
     text = run_cli("-C", str(repo), "query", "why did pytest tests/test_cache.py fail").stdout
     lines = [line for line in text.splitlines() if line.startswith("- ")]
@@ -456,6 +457,7 @@ def test_sync_link_failures_then_query_shows_each_fix_right_after_its_failure(re
     riders = [it for it in data["items"] if it["linked_from"] == failure["id"]]
     assert {it["kind"] for it in riders} == {"git_commit", "shell_command"}
     assert {it["ref"] for it in riders} == {fix_sha, "ruff check src/app.py"}
+    assert {it["relation"] for it in riders} == {"commit", "retry"}
     assert ids.index(failure["id"]) + 1 == ids.index(riders[0]["id"])
     assert ids.index(failure["id"]) + 2 == ids.index(riders[1]["id"])
     assert all(it["score"] == failure["score"] for it in riders)

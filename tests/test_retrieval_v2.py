@@ -110,6 +110,9 @@ def test_a_changelog_entrys_commit_outside_the_window_stays_out(repo: Path) -> N
     question = "price cache locks up under concurrent writers"
     everything = query_json(repo, question)
     assert fix in titles(everything)  # the entry's commit, found through it
+    described = next(it for it in everything["items"] if it["title"] == fix)
+    if described["linked_from"] is not None:  # shown beside its entry: said how, as a fix's link is
+        assert described["relation"] == "changelog"
     recent = query_json(repo, question, "--since", _day(NOW - 30 * DAY))
     assert any("CHANGELOG.md" in (it.get("ref") or "") for it in recent["items"]), recent["items"]
     assert fix not in titles(recent)

@@ -12,9 +12,15 @@ import click
 from nexusmem.cli.plain import ENVIRONMENT_ERRNOS, terminal_safe
 from nexusmem.cli.progress import UNITS as UNITS
 from nexusmem.cli.progress import Progress as Progress
-from nexusmem.errors import NexusMemError
+from nexusmem.errors import NexusMemError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Unusable(click.ClickException):
+    """`Error: <message>` and exit 2: a value on the command line that cannot be used (errors.UsageError)."""
+
+    exit_code = 2
 
 
 def library_errors(func: F) -> F:
@@ -26,6 +32,10 @@ def library_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except (
+            UsageError
+        ) as exc:  # exit 2, as for what click's parser rejects; said as the plain path says it
+            raise _Unusable(str(exc)) from exc
         except NexusMemError as exc:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:

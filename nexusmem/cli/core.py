@@ -110,7 +110,10 @@ def sync_cmd(
     if prune_source:
         count = sync.prune_source(root_of(ctx), prune_source, dry_run=not yes)
         if yes:
-            click.echo(f"deleted {count} node(s) of {prune_source}; `nexusmem sync` would bring them back")
+            click.echo(
+                f"deleted {count} node(s) of {prune_source}; a sync adds only what is new from now on"
+                " (`nexusmem sync --rebuild` reads everything again, links included)"
+            )
         else:
             click.echo(f"would delete {count} node(s) of {prune_source} (dry run: add --yes to delete)")
         return

@@ -222,13 +222,13 @@ def query(args: list[str]) -> int | None:
 def _errors_said(body: Callable[[], T]) -> T | int:
     """BODY's value, or 1 after one `Error:` line for a NexusMemError or an environment OSError (disk full,
     permission), as the click commands say them. Any other OSError (a closed pipe among them) goes on."""
-    from nexusmem.errors import NexusMemError
+    from nexusmem.errors import NexusMemError, UsageError
 
     try:
         return body()
     except NexusMemError as exc:
         _say(f"Error: {exc}")
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except OSError as exc:
         if exc.errno not in ENVIRONMENT_ERRNOS:
             raise

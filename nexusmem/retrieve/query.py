@@ -189,7 +189,7 @@ def parse_as_of(value: str | None) -> int | None:
     """ISO 8601 date or time → epoch ms for --as-of / asOf (a naive value is UTC; 'Z' accepted)."""
     from datetime import datetime, timezone
 
-    from nexusmem.errors import NexusMemError
+    from nexusmem.errors import UsageError
 
     if value is None or not value.strip():
         return None
@@ -199,7 +199,7 @@ def parse_as_of(value: str | None) -> int | None:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise NexusMemError(
+        raise UsageError(
             f"{value!r} is not a date: use YYYY-MM-DD or an ISO 8601 time such as 2024-05-01T12:00:00Z"
         ) from None
     if moment.tzinfo is None:
@@ -1524,6 +1524,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
                 "project": it.project,
                 "ref": it.ref,
                 "linked_from": it.linked_from,
+                "relation": it.relation if it.linked_from else None,
                 "also_in": list(it.also_in),
             }
             for it in result.items

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from nexusmem.errors import NexusMemError
+from nexusmem.errors import UsageError
 
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -120,7 +120,7 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
     text = value.strip()
     clock = now or datetime.now(timezone.utc)
     if not text:
-        raise NexusMemError(
+        raise UsageError(
             "an empty time: use YYYY-MM-DD, an ISO 8601 time, today, yesterday or an age like 2d"
         )
     ago = _AGO.match(text)
@@ -134,7 +134,7 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
         try:
             day = date.fromisoformat(text)
         except ValueError:
-            raise NexusMemError(f"{value!r} is not a date: use YYYY-MM-DD") from None
+            raise UsageError(f"{value!r} is not a date: use YYYY-MM-DD") from None
     if day is not None:
         start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
         moment = start + timedelta(days=1) - timedelta(milliseconds=1) if end else start
@@ -143,7 +143,7 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
     try:
         moment = datetime.fromisoformat(iso)
     except ValueError:
-        raise NexusMemError(
+        raise UsageError(
             f"{value!r} is not a time: use YYYY-MM-DD, an ISO 8601 time such as 2024-05-01T12:00:00Z,"
             " today, yesterday, or an age such as 30m, 6h, 2d, 1w"
         ) from None
@@ -158,5 +158,5 @@ def window(since: str | None, until: str | None) -> tuple[int | None, int | None
     lo = parse_when(since) if since and since.strip() else None
     hi = parse_when(until, end=True) if until and until.strip() else None
     if lo is not None and hi is not None and hi < lo:
-        raise NexusMemError(f"the window is empty: --until {until} is before --since {since}")
+        raise UsageError(f"the window is empty: --until {until} is before --since {since}")
     return lo, hi
