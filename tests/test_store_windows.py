@@ -102,24 +102,3 @@ def test_matching_each_answers_as_the_word_indexes_do(store: Store) -> None:
     assert doc in got['"cache"'] and diff not in got['"cache"']
     assert got['"missing"'] == set()
     assert store.matching_each([], few) == {} and store.matching_each(['"router"'], []) == {'"router"': set()}
-
-
-def test_a_questions_word_counts_follow_writes_from_this_and_other_connections(tmp_path: Path) -> None:
-    # One question looks a word's count up once (one_question), but a count must never outlive a change
-    # to the store: a long-running MCP server answers while a sync in another process writes.
-    path = tmp_path / "memory.db"
-    with open_store(path, create=True) as writer:
-        store_nodes(writer, [shell_node("pytest tests/test_cache.py", T0)])
-        with open_store(path, readonly=True) as reader, reader.one_question():
-            assert reader.term_doc_counts(["cache", "zebra"]) == {"cache": 1, "zebra": 0}
-            assert reader.count_stemmed('"zebras"') == 0
-            # another connection writes
-            store_nodes(writer, [commit_node(T0 + HOUR, "cache.py", subject="Keep zebras out of the cache")])
-            assert reader.term_doc_counts(["cache", "zebras"]) == {"cache": 2, "zebras": 1}
-            assert reader.count_stemmed('"zebras"') == 1
-        with writer.one_question():
-            assert writer.term_doc_counts(["walrus"]) == {"walrus": 0}
-            store_nodes(writer, [shell_node("echo walrus", T0 + 2 * HOUR)])  # this connection writes
-            assert writer.term_doc_counts(["walrus"]) == {"walrus": 1}
-        # and nothing is kept past the question
-        assert writer._counts_memo is None

@@ -408,34 +408,6 @@ def retrieve(
     settings: rank.Settings = rank.DEFAULT,
     author: str | None = None,
 ) -> Retrieved:
-    """Nodes matching TEXT with their final scores, best first, plus match counts and evidence (_retrieve),
-    within one question's span of the store (its word counts looked up once)."""
-    with store.one_question():
-        return _retrieve(
-            store,
-            text,
-            as_of=as_of,
-            since=since,
-            until=until,
-            limit=limit,
-            vectors=vectors,
-            settings=settings,
-            author=author,
-        )
-
-
-def _retrieve(
-    store: SearchStore,
-    text: str,
-    *,
-    as_of: int | None,
-    since: int | None,
-    until: int | None,
-    limit: int,
-    vectors: bool,
-    settings: rank.Settings,
-    author: str | None,
-) -> Retrieved:
     """Nodes matching TEXT with their final scores, best first, plus match counts and evidence.
 
     Lists fused on their scores (fuse.evidence): BM25 over the word index; the CJK trigram index when TEXT

@@ -5,8 +5,7 @@ Mixed into Store (which provides `conn` and `path`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,35 +92,6 @@ class FullTextMixin:
     conn: Any
     path: Path
     _mirror: Any = None  # matching_each's in-memory copy of the word indexes, made on first use
-    _counts_memo: dict[str, int] | None = None  # word counts remembered within one question (one_question)
-    _counts_memo_key: tuple[int, int] = (0, -1)
-
-    @contextmanager
-    def one_question(self) -> Iterator[None]:
-        """Within it, a word's count (term_doc_counts, count_stemmed) is looked up once: one question asks
-        for the same words three or four times (its words, their stems, the postings budget, the words of
-        its names), ~0.1 ms a lookup in the FTS vocabulary at 100k nodes. Nothing is kept past it."""
-        self._counts_memo = {}
-        self._counts_memo_key = self._memo_key()
-        try:
-            yield
-        finally:
-            self._counts_memo = None
-
-    def _memo_key(self) -> tuple[int, int]:
-        """What changes when the store may have: `PRAGMA data_version` moves when another connection
-        commits, `total_changes` when this one writes (triggers included)."""
-        return int(self.conn.execute("PRAGMA data_version").fetchone()[0]), int(self.conn.total_changes)
-
-    def _memo(self) -> dict[str, int]:
-        """The question's memo of word counts; a fresh (unkept) one outside a question, inside an open
-        transaction (it may roll back), or once the store has changed since the memo was begun."""
-        if self._counts_memo is None or self.conn.in_transaction:
-            return {}
-        key = self._memo_key()
-        if key != self._counts_memo_key:
-            self._counts_memo, self._counts_memo_key = {}, key
-        return self._counts_memo
 
     def _window_seqs(self, since: int | None, until: int | None) -> tuple[int, int] | None:
         """(lowest, highest) seq of the nodes whose ts lies within SINCE..UNTIL ((1, 0), an empty range, when
@@ -297,10 +267,6 @@ class FullTextMixin:
 
     def count_stemmed(self, match: str, cap: int = 1000) -> int:
         """How many nodes the stemmed index matches for MATCH, counted up to CAP (enough for an IDF)."""
-        memo = self._memo()
-        key = f"\0stem\0{cap}\0{match}"  # no word of the vocabulary holds a NUL
-        if key in memo:
-            return memo[key]
         try:
             row = self.conn.execute(
                 "SELECT COUNT(*) FROM (SELECT 1 FROM nodes_stem WHERE nodes_stem MATCH ? LIMIT ?)",
@@ -308,17 +274,16 @@ class FullTextMixin:
             ).fetchone()
         except Exception as exc:
             raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
-        memo[key] = int(row[0])
-        return memo[key]
+        return int(row[0])
 
     def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many nodes contain each term (FTS vocabulary); a term absent from the index maps to 0."""
-        memo = self._memo()
+        counts = dict.fromkeys(terms, 0)
         for term in terms:
-            if term not in memo:
-                row = self.conn.execute("SELECT doc FROM nodes_vocab WHERE term = ?", (term,)).fetchone()
-                memo[term] = int(row[0]) if row else 0
-        return {term: memo[term] for term in terms}
+            row = self.conn.execute("SELECT doc FROM nodes_vocab WHERE term = ?", (term,)).fetchone()
+            if row:
+                counts[term] = int(row[0])
+        return counts
 
     def count_matches(
         self,

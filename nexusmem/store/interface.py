@@ -130,10 +130,6 @@ class SearchStore(Protocol):
         best candidates' match is."""
         ...
 
-    def one_question(self) -> AbstractContextManager[None]:
-        """The span of one question: a store may remember what it looked up within it (word counts)."""
-        ...
-
     def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many nodes contain each term (0 when absent)."""
         ...

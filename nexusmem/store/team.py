@@ -27,7 +27,7 @@ import re
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -1011,10 +1011,6 @@ class TeamStore:
                 if hit:
                     found[match].add(row[0])
         return found
-
-    def one_question(self) -> AbstractContextManager[None]:
-        """Nothing more to remember for one question: term_doc_counts keeps its counts for a while anyway."""
-        return nullcontext()
 
     def term_doc_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many of this project's nodes hold each term: one lookup in term_df (a term of several
