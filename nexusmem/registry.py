@@ -63,6 +63,11 @@ def _save(projects: list[dict[str, Any]]) -> None:
             json.dump({"version": 1, "projects": projects}, fh, indent=2, sort_keys=True)
             fh.write("\n")
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # a write on a full disk names no file: say which
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -89,9 +94,19 @@ def _locked() -> Iterator[None]:
 
 def register(root: Path, project_id: str, *, synced: bool = False, own_dir: bool = False) -> None:
     """Add or refresh ROOT's entry (atomic write). OWN_DIR: NexusMem has just made ROOT's .nexusmem/ on
-    this machine (an entry records whether it ever did: see allows)."""
-    with _locked():
-        _register(root, project_id, synced=synced, own_dir=own_dir)
+    this machine (an entry records whether it ever did: see allows).
+
+    The registry is an index: a sync whose memory was written is not failed for it. A user folder that is
+    read-only or full is said, with the file, and the entry is written by a later sync."""
+    try:
+        with _locked():
+            _register(root, project_id, synced=synced, own_dir=own_dir)
+    except OSError as exc:
+        where = exc.filename or paths.registry_path()
+        _warn(
+            f"{where}: cannot record {root} in the project registry ({exc.strerror or exc}); `nexusmem"
+            " projects` and --all-projects will not list it until a sync can"
+        )
 
 
 def _register(root: Path, project_id: str, *, synced: bool, own_dir: bool = False) -> None:

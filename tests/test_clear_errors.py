@@ -271,3 +271,83 @@ def test_a_value_that_cannot_be_used_is_a_usage_error_on_both_paths(repo: Path) 
         result = run_script(*args, cwd=repo)
         assert result.returncode == 2, (args, result.returncode, result.stderr)
         assert "Error:" in result.stderr
+
+
+def _in_a_small_tmpfs(folder: Path, size: str, fill: int = 0) -> list[str] | None:
+    """A command prefix that runs it with a tmpfs of SIZE mounted on FOLDER (FILL bytes of it used), in a
+    private mount namespace; None where that cannot be done (not root, no unshare)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    mount = f"mount -t tmpfs -o size={size} tmpfs '{folder}'"
+    if fill:
+        mount += f" && head -c {fill} /dev/zero > '{folder}/filler'"
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", mount], capture_output=True, check=False)
+    if probe.returncode != 0:
+        return None
+    return ["unshare", "-m", "sh", "-c", mount + ' && exec "$0" "$@"']
+
+
+def test_a_full_disk_is_named_as_such_not_as_a_failed_rollback(repo: Path) -> None:
+    # SQLite rolls a transaction back itself when the disk fills; our ROLLBACK after it used to fail with
+    # "cannot rollback - no transaction is active", and that was the message the user got.
+    for i in range(40):
+        (repo / f"f{i}.txt").write_text(os.urandom(12000).hex(), encoding="utf-8")
+    commit(repo, "feat: more than the disk holds", {})
+    runner = _in_a_small_tmpfs(repo / ".nexusmem", "400k")
+    if runner is None:
+        pytest.skip("a tmpfs of our own needs root and unshare")
+    proc = subprocess.run(
+        [*runner, console_script(), "sync", "--no-embed"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    line = one_line_error(proc)
+    assert "the disk is full" in line and "free some space and run the command again" in line
+    assert "cannot rollback" not in line
+
+
+def test_a_full_user_folder_does_not_fail_a_sync_that_wrote_its_memory(
+    repo: Path, isolated_home: Path
+) -> None:
+    # The project registry (~/.nexusmem/projects.json) is an index: a full or read-only user folder is said,
+    # with the file, and the sync that wrote its memory still succeeds.
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    home = Path(os.environ["NEXUSMEM_HOME"])
+    runner = _in_a_small_tmpfs(home, "64k", fill=64 * 1024)
+    if runner is None:
+        pytest.skip("a tmpfs of our own needs root and unshare")
+    proc = subprocess.run(
+        [*runner, console_script(), "sync", "--no-embed"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"{home / 'projects.json'}: cannot record {repo} in the project registry" in proc.stderr
+    assert "No space left on device" in proc.stderr
+    assert "cache" in run_script("query", "cache", cwd=repo).stdout
+
+
+def test_doctor_tells_a_read_only_store_from_a_damaged_one(repo: Path) -> None:
+    # Its advice for a damaged store (move memory.db aside and sync) would lose the verdicts and forget
+    # entries a sync cannot rebuild: a read-only mount is not damage.
+    synced(repo)
+    state = repo / ".nexusmem"
+    prefix = _readonly_runner(state)
+    if prefix is None:
+        pytest.skip("cannot make a directory read-only for root here (no unshare/mount)")
+    try:
+        proc = subprocess.run(
+            [*prefix, console_script(), "doctor"], cwd=repo, capture_output=True, text=True, check=False
+        )
+    finally:
+        state.chmod(0o700)
+    store_lines = [line for line in proc.stdout.splitlines() if " store " in line or "fix:" in line]
+    assert any("read-only" in line and "nothing shows the store damaged" in line for line in store_lines), (
+        proc.stdout
+    )
+    assert "memory.db.damaged" not in proc.stdout

@@ -90,8 +90,7 @@ class Store(
             try:
                 yield
             except BaseException:
-                self.conn.execute(f"ROLLBACK TO {name}")
-                self.conn.execute(f"RELEASE {name}")
+                self._undo(f"ROLLBACK TO {name}", f"RELEASE {name}")
                 raise
             self.conn.execute(f"RELEASE {name}")
             return
@@ -100,9 +99,19 @@ class Store(
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._undo("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    def _undo(self, *statements: str) -> None:
+        """Roll back after a failure, keeping the failure as what is raised: a write that fills the disk makes
+        SQLite roll the whole transaction back itself, and a ROLLBACK after it ("cannot rollback - no
+        transaction is active") would hide "database or disk is full"."""
+        if not self.conn.in_transaction:
+            return
+        with contextlib.suppress(health.DriverError):
+            for statement in statements:
+                self.conn.execute(statement)
 
     def driver(self) -> str:
         """Which SQLite library and version serve this store, e.g. "sqlean.py (SQLite 3.45.1)"."""
