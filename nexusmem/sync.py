@@ -422,9 +422,10 @@ def sync(
                     reason or "", "after an upgrade"
                 )
                 message = f"git: deriving the change words of the {commits} commit(s) already in memory (once, {why})"
-                if log:
+                if log and commits:  # a memory with no commit yet has nothing to derive: nothing to say
                     log(message)
-                part.notes.append(message.removeprefix("git: "))
+                if commits:
+                    part.notes.append(message.removeprefix("git: "))
             # A source that reports its own progress (in its own unit, with a total) owns the bar; the
             # store's batch counts (nodes) stand in only for one that does not.
             reported: list[bool] = []

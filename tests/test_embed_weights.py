@@ -121,8 +121,8 @@ def test_a_store_pooled_without_weights_is_rebuilt_once_with_them(repo: Path) ->
     set_embedding(repo, model="")
     proc = run_cli("-C", str(repo), "sync")
     assert (
-        "provider changed (builtin wordllama 256-d, unweighted → builtin l2_supercat+idf+words):"
-        f" dropped {total} vector(s); rebuilding them" in proc.stderr
+        "the builtin model changed (builtin wordllama 256-d, unweighted → weighted by this project's words,"
+        f" commits with their change words): dropped {total} vector(s); rebuilding them" in proc.stderr
     )
     assert sync_json(repo)["embedding"]["embedded"] == 0
     similarity, _ = similarity_of(repo, "the upload is retried with exponential backoff", sha)
@@ -213,8 +213,9 @@ def test_a_commit_says_little_its_change_words_say_what_it_was_about(repo: Path)
     set_embedding(repo, model="")
     proc = run_cli("-C", str(repo), "sync")
     assert (
-        "provider changed (builtin wordllama 256-d, weighted by this project's words → builtin"
-        f" l2_supercat+idf+words): dropped {total} vector(s); rebuilding them" in proc.stderr
+        "the builtin model changed (builtin wordllama 256-d, weighted by this project's words → weighted by"
+        f" this project's words, commits with their change words): dropped {total} vector(s); rebuilding them"
+        in proc.stderr
     )
     after, _ = similarity_of(repo, question, sha)
     assert after > before + 0.1, (before, after)

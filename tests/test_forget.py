@@ -335,6 +335,13 @@ def test_global_entry_reaches_every_project_at_its_next_sync(
     assert holds(other, VALUE) == [] and query_json(other, "mentions")["items"] == []
     listed = run_cli("-C", str(other), "forget", "--list").output
     assert "global" in listed
+    # A repository set up after it has no commit in memory to derive words for: nothing to say about it.
+    third = tmp_path / "third"
+    third.mkdir()
+    git(third, "init", "-q", "-b", "main")
+    commit(third, "feat: a third project", {"y.txt": "y\n"})
+    first = run_cli("-C", str(third), "sync", "--no-embed", "--json").output
+    assert "deriving the change words of the 0 commit(s)" not in first
 
 
 def test_corrupt_user_wide_list_fails_sync_loudly(repo: Path, isolated_home: Path) -> None:

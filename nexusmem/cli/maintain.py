@@ -54,7 +54,8 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 @library_errors
 def uninstall_cmd(ctx: click.Context, all_projects: bool, dry_run: bool) -> None:
-    """Remove every shell hook and this repository's git hooks (byte for byte); keep the memories.
+    """Remove every shell hook, the agent hooks and this repository's git hooks (byte for byte); keep the
+    memories.
 
     \b
     Examples:

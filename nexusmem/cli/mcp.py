@@ -9,8 +9,11 @@ import click
     "mcp",
     epilog="""\b
 Examples:
-  claude mcp add nexusmem -- nexusmem mcp
+  claude mcp add nexusmem -- "$(command -v nexusmem)" mcp
   nexusmem mcp --log-level INFO 2>mcp.log
+
+\b
+Agents start the server without your shell's PATH: name the console script by its absolute path.
 
 \b
 Every tool takes projectRoot (an absolute path), so one server serves every repository.

@@ -32,7 +32,12 @@ def team_cmd() -> None:
 @click.pass_context
 @library_errors
 def init_cmd(ctx: click.Context, url: str) -> None:
-    """Check URL, set up the team store's tables and record the URL (never a password) in the config."""
+    """Check URL, set up the team store's tables and record the URL (never a password) in the config.
+
+    \b
+    Example:
+        nexusmem team init --url postgresql://alice@db.internal/memories
+    """
     from nexusmem import project, team
 
     proj = project.load(root_of(ctx))
@@ -57,7 +62,13 @@ def init_cmd(ctx: click.Context, url: str) -> None:
 @click.pass_context
 @library_errors
 def push_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
-    """Send what this member shares (new and changed since the last push) to the team store."""
+    """Send what this member shares (new and changed since the last push) to the team store.
+
+    \b
+    Examples:
+        nexusmem team push
+        NEXUSMEM_TEAM_URL=postgresql://ci@db.internal/memories nexusmem team push --json
+    """
     from nexusmem import project, team
 
     proj = project.load(root_of(ctx))
@@ -74,7 +85,12 @@ def push_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
 @click.pass_context
 @library_errors
 def status_cmd(ctx: click.Context, as_json: bool) -> None:
-    """The team store: nodes by kind, members and their last push, deny-list entries, what is pending here."""
+    """The team store: nodes by kind, members and their last push, deny-list entries, what is pending here.
+
+    \b
+    Example:
+        nexusmem team status --json
+    """
     from nexusmem import project, team, timefmt
     from nexusmem.store.team import EXACT_KNN_MAX
 

@@ -104,10 +104,12 @@ def embed_pending(
     if stored is not None and (stored.name, stored.model) != (chosen.name, chosen.model):
         with store.transaction():
             summary.dropped = store.drop_vectors()
-        note(
-            f"provider changed ({stored.describe()} → {chosen.name} {chosen.model}): dropped"
-            f" {summary.dropped} vector(s); rebuilding them"
-        )
+        if stored.name == chosen.name:  # the same provider, another model: an upgrade, or a model setting
+            after = Identity(chosen.name, chosen.model, stored.dim, getattr(chosen, "url", None)).describe()
+            what = f"the {chosen.name} model changed ({stored.describe()} → {after.split(', ', 1)[-1]})"
+        else:
+            what = f"provider changed ({stored.describe()} → {chosen.name} {chosen.model})"
+        note(f"{what}: dropped {summary.dropped} vector(s); rebuilding them")
         stored = None
     chosen, stored = _with_token_weights(store, chosen, stored, summary, note)
     newest = store.newest_update()
