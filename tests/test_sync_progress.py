@@ -61,6 +61,27 @@ def test_first_sync_on_a_terminal_shows_a_bar_with_the_commit_total(repo: Path) 
 
 
 @pytest.mark.slow
+def test_a_dumb_terminal_gets_no_control_sequences(repo: Path) -> None:
+    many_commits(repo, 100)
+    child = pexpect.spawn(
+        console_script(),
+        ["sync", "--no-embed"],
+        cwd=str(repo),
+        env={**os.environ, "TERM": "dumb"},
+        encoding="utf-8",
+        timeout=120,
+    )
+    try:
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    out = child.before or ""
+    assert child.exitstatus == 0, out
+    assert "\x1b" not in out and "\r" not in out.replace("\r\n", "\n"), repr(out)
+    assert "Initialised and synced" in out
+
+
+@pytest.mark.slow
 def test_verbose_prints_one_timing_line_per_phase_and_a_pipe_gets_no_progress(repo: Path) -> None:
     many_commits(repo, 150)
     result = run_script("sync", "--no-embed", "--verbose", cwd=repo)

@@ -25,7 +25,11 @@ class Progress:
     with the count and rate. Phases follow each other; a new label ends the previous bar."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
+        # A terminal that says it understands no control sequence (TERM=dumb: Emacs shells, some CI logs)
+        # gets none: the bar hides and shows the cursor and redraws its line.
+        import os
+
+        self.enabled = enabled and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
         self.label: str | None = None
         self.started = 0.0
         self.bar: Any = None
