@@ -161,3 +161,17 @@ def test_a_repository_git_refuses_for_its_owner_is_named_as_such(repo: Path) -> 
     strict = run_script("precheck", "--strict", cwd=repo)
     assert strict.returncode == 0 and "memory not checked (git refuses the repository" in strict.stderr
     assert len(strict.stderr.splitlines()) <= 2
+
+
+def test_a_nul_in_a_doc_does_not_cut_off_what_follows(repo: Path) -> None:
+    commit(repo, "docs", {"README.md": b"# Guide\n\nbefore\x00after it comes the zebrafish section\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    found = json.loads(run_script("query", "--json", "zebrafish", cwd=repo).stdout)
+    assert [it["title"] for it in found["items"]] == ["README.md — Guide"]
+    assert "zebrafish" in found["items"][0]["summary"]
+    # SQLite's text functions stop at a NUL (length(), substr(): what a snippet or export reads): none is kept
+    import sqlite3
+
+    with sqlite3.connect(repo / ".nexusmem" / "memory.db") as db:
+        ((length,),) = db.execute("SELECT length(body) FROM nodes WHERE kind = 'doc_section'").fetchall()
+    assert length == len("# Guide\n\nbefore\ufffdafter it comes the zebrafish section")

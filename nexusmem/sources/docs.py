@@ -390,6 +390,8 @@ class DocsSource:
                 continue
             text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
             text = text.replace("\r\n", "\n").replace("\r", "\n")
+            # A NUL would end the text where SQLite and the word index read it: what follows was lost.
+            text = text.replace("\x00", "\ufffd")
             ts = times.get(cand.path, cand.mtime_ns // 1_000_000)
             try:
                 nodes = list(_section_nodes(ctx.project_id, shown, text, ts, max_body))
