@@ -175,3 +175,18 @@ def test_a_nul_in_a_doc_does_not_cut_off_what_follows(repo: Path) -> None:
     with sqlite3.connect(repo / ".nexusmem" / "memory.db") as db:
         ((length,),) = db.execute("SELECT length(body) FROM nodes WHERE kind = 'doc_section'").fetchall()
     assert length == len("# Guide\n\nbefore\ufffdafter it comes the zebrafish section")
+
+
+def test_hook_install_makes_no_folder_where_the_repositorys_own_config_points(
+    repo: Path, tmp_path: Path
+) -> None:
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    elsewhere = tmp_path / "home" / ".ssh" / "newdir"
+    git(repo, "config", "core.hooksPath", str(elsewhere))
+    for verb in ("git", "git-post"):
+        refused = run_script("hook", verb, "install", cwd=repo)
+        assert refused.returncode == 1 and "outside the repository that does not exist" in refused.stderr
+    assert not (tmp_path / "home").exists()
+    elsewhere.mkdir(parents=True)  # made by its user: theirs to use
+    assert run_script("hook", "git", "install", cwd=repo).returncode == 0
+    assert (elsewhere / "pre-commit").exists()

@@ -221,6 +221,8 @@ def install(
     """Install our block into hook NAME. Idempotent; a different --strict choice updates the block in place."""
     _check_name(name)
     directory = hooks_dir(start)
+    if not force:
+        _refuse_a_folder_the_repository_chose(directory, start)
     flags = [FLAG_STRICT] if strict and name == "pre-commit" else []
     # Only the auto-sync acts differently in a folder every repository shares (precheck skips a repository
     # without a memory wherever it is installed).
@@ -230,6 +232,27 @@ def install(
     result = _install(name, directory, flags, force)
     result.shared = shared
     return result
+
+
+def _refuse_a_folder_the_repository_chose(directory: Path, start: Path | str | None) -> None:
+    """A core.hooksPath in the repository's own .git/config that leads out of the repository to a folder
+    that does not exist: a repository unpacked from an archive brings that config, and installing would
+    create folders wherever it says (~/.ssh/…). A folder that exists (hooks a user keeps outside their
+    repositories) and the user's or the system's setting (shared_folder) are theirs."""
+    if directory.is_dir():
+        return
+    root = paths.repo_root(start)
+    inside = [p.resolve() for p in (root, paths.git_common_dir(root)) if p is not None]
+    where = directory.resolve()
+    if any(where == base or base in where.parents for base in inside):
+        return
+    if shared_folder(start) is not None:
+        return
+    raise GitHookError(
+        f"this repository's own git config (core.hooksPath) sends its hooks to {directory}, a folder outside"
+        " the repository that does not exist: check `git config --local core.hooksPath`; if it is yours,"
+        " create the folder (or use --force)"
+    )
 
 
 def _install(name: str, directory: Path, flags: list[str], force: bool) -> InstallResult:
