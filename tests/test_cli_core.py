@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import commit, git, main_in_fresh_process, query_json, run_cli, run_script
+from helpers import commit, console_script, git, main_in_fresh_process, query_json, run_cli, run_script
 
 DAY = 86_400
 
@@ -447,3 +447,27 @@ def test_every_help_has_an_example() -> None:
         if "Example" not in text:
             missing.append(" ".join(path))
     assert missing == []
+
+
+def test_an_empty_answer_during_a_sync_says_a_sync_is_running(repo: Path) -> None:
+    # A first sync of a large history takes a while; "No memory matches" alone read as "never happened".
+    from nexusmem.oslock import FileLock
+    from nexusmem.retrieve import query
+
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "why was the billing queue moved to kafka"
+    assert query.SYNCING_NOTE not in run_cli("-C", str(repo), "query", question).output
+    lock = FileLock(repo / ".nexusmem" / "sync.run.lock")
+    lock.acquire(timeout=0)
+    try:
+        out = subprocess.run(
+            [console_script(), "query", "--json", question],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        lock.release()
+    assert query.SYNCING_NOTE in json.loads(out)["notes"]

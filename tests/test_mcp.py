@@ -145,7 +145,7 @@ def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> Non
             assert any(i["kind"] == "git_commit" and "WAL" in i["title"] for i in found["items"])
             assert set(found["items"][0]) == {
                 "id", "kind", "ts", "title", "summary", "provenance", "trust", "score", "project", "ref",
-                "linked_from", "also_in",
+                "linked_from", "relation", "also_in",
             }  # fmt: skip
 
             # A directory inside the work tree works too; budget is honoured.
@@ -357,7 +357,9 @@ def test_mcp_inspector_cli_lists_the_tools(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_mcp_command_help_and_import_boundaries(tmp_path: Path) -> None:
     helped = run_script("mcp", "--help", cwd=tmp_path)
-    assert helped.returncode == 0 and "claude mcp add nexusmem -- nexusmem mcp" in helped.stdout
+    assert (
+        helped.returncode == 0 and 'claude mcp add nexusmem -- "$(command -v nexusmem)" mcp' in helped.stdout
+    )
     # The server and the CLI are two faces over one library: neither imports the other, except the
     # `mcp` command, which imports the server only when it runs.
     server_imports = imports_of(PKG / "mcp_server.py")

@@ -162,6 +162,6 @@ def test_prune_source_is_a_dry_run_unless_yes(repo: Path) -> None:
     assert "deleted 1 node(s)" in run_cli("-C", str(repo), "sync", "--prune-source", "shell", "--yes").output
     assert "shell_command" not in json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]
     bad = run_cli("-C", str(repo), "sync", "--prune-source", "nope", ok=False)
-    assert bad.exit_code == 1 and "unknown source 'nope'" in bad.output
+    assert bad.exit_code == 2 and "unknown source 'nope'" in bad.output
     run_cli("-C", str(repo), "sync", "-q")  # the cursor was cleared: everything comes back
     assert json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]["shell_command"] == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from nexusmem import authors, timefmt
@@ -1267,7 +1268,21 @@ def run(
         notes=result.notes,
     )
     result.tokens_used = used
+    if (not result.items or result.weak) and syncing(store.path):
+        result.notes.append(SYNCING_NOTE)
     return result
+
+
+# Said when nothing (or nothing strong) was found while a sync of the same memory runs: a first sync of a
+# large history takes a while, and what it has not stored yet is not there to find.
+SYNCING_NOTE = "a sync of this memory is running: what it has not stored yet is not searched"
+
+
+def syncing(db: Path) -> bool:
+    """Whether a sync holds the run lock beside the memory database DB (sync.RUN_LOCK_NAME)."""
+    from nexusmem.oslock import held
+
+    return held(Path(db).parent / "sync.run.lock")
 
 
 @dataclass
