@@ -15,6 +15,8 @@ Rows:
                  run and truncated away afterwards, so the store's cursor stays valid): test runs of the
                  staged files with a secret in them, every fourth one failing
   precheck-tail-ok  the same 200 lines, all passing (the usual commit after a green test run)
+  precheck-agent-tail  the same with 20,000 unsynced lines, an agent's day without a sync: every third a
+                 failing test run of a file that is not staged (with a secret), the others passing builds
   query          `nexusmem query Q` on BM25-DIR, Q cycling through the 20 benchmark questions
   noop-sync      `nexusmem sync -q` on DIR, nothing new (writes the store's sync times, nothing else)
 
@@ -48,7 +50,16 @@ from common import QUERIES
 HERE = Path(__file__).resolve().parent
 CHECKOUT = HERE.parent
 LAUNCH = "import sys\nfrom nexusmem.cli.main import main\nsys.exit(main())\n"
-ROWS = ("version", "precheck", "precheck-tail", "precheck-tail-ok", "query", "noop-sync")
+ROWS = (
+    "version",
+    "precheck",
+    "precheck-tail",
+    "precheck-tail-ok",
+    "precheck-agent-tail",
+    "query",
+    "noop-sync",
+)
+AGENT_TAIL_LINES = 20_000
 TAIL_LINES = 200
 
 
@@ -95,6 +106,22 @@ def tail_lines(repo: Path, index: Path, now_ms: int, failing: bool = True) -> st
             "v": 1,
         }
         out.append(json.dumps(record))
+    return "\n".join(out) + "\n"
+
+
+def agent_tail(repo: Path, now_ms: int) -> str:
+    """AGENT_TAIL_LINES hook-log lines in REPO: every third a failing test run of a module that is not staged
+    (a secret in it), the others passing builds."""
+    out = []
+    for i in range(AGENT_TAIL_LINES):
+        failing = i % 3 == 0
+        command = (
+            f"pytest tests/test_mod_{i % 5000}.py -k case_{i} --api-key=sk-{i:040d}"
+            if failing
+            else f"make build TARGET={i}"
+        )
+        record = {"ts": now_ms - (AGENT_TAIL_LINES - i) * 1000, "cwd": str(repo), "exit": 1 if failing else 0}
+        out.append(json.dumps({**record, "command": command, "shell": "bash", "session": "agent", "v": 1}))
     return "\n".join(out) + "\n"
 
 
@@ -169,6 +196,7 @@ def main() -> None:
         extra = {
             "precheck-tail": tail_lines(args.dir / "repo", index, now).encode(),
             "precheck-tail-ok": tail_lines(args.dir / "repo", index, now, failing=False).encode(),
+            "precheck-agent-tail": agent_tail(args.dir / "repo", now).encode(),
         }
 
         def command(row: str, i: int) -> tuple[list[str], Path, dict[str, str]]:
@@ -199,7 +227,7 @@ def main() -> None:
             if proc.returncode != 0:
                 raise SystemExit(f"{name} {row} failed: {proc.stderr.decode()[-2000:]}")
             outputs[(row, name)] = (proc.stdout + proc.stderr).decode()
-            if row.startswith("precheck-tail") and "sk-0000" in outputs[(row, name)]:
+            if "tail" in row and "sk-0000" in outputs[(row, name)]:
                 raise SystemExit(f"{name} showed an unredacted secret from the unsynced tail")
             return elapsed
 

@@ -163,12 +163,18 @@ def _readonly_runner(state: Path) -> list[str] | None:
     return ["unshare", "-m", "sh", "-c", mount]
 
 
-def test_sync_auto_and_query_on_a_read_only_nexusmem(repo: Path) -> None:
+def _synced_read_only(repo: Path) -> tuple[Path, list[str]]:
+    """REPO synced, its .nexusmem/ and the prefix that runs a command with it read-only (else a skip)."""
     synced(repo)
     state = repo / ".nexusmem"
     prefix = _readonly_runner(state)
     if prefix is None:
         pytest.skip("cannot make a directory read-only for root here (no unshare/mount)")
+    return state, prefix
+
+
+def test_sync_auto_and_query_on_a_read_only_nexusmem(repo: Path) -> None:
+    state, prefix = _synced_read_only(repo)
     try:
         for args in (["sync", "--auto"], ["sync"], ["query", "cache"]):
             proc = subprocess.run(
@@ -273,6 +279,23 @@ def test_a_value_that_cannot_be_used_is_a_usage_error_on_both_paths(repo: Path) 
         assert "Error:" in result.stderr
 
 
+def _sync_in_a_small_tmpfs(
+    repo: Path, folder: Path, size: str, fill: int = 0
+) -> subprocess.CompletedProcess[str]:
+    """`nexusmem sync --no-embed` in REPO with a tmpfs of SIZE on FOLDER (FILL bytes of it used), in a
+    private mount namespace (a skip where that cannot be done: not root, no unshare)."""
+    runner = _in_a_small_tmpfs(folder, size, fill)
+    if runner is None:
+        pytest.skip("a tmpfs of our own needs root and unshare")
+    return subprocess.run(
+        [*runner, console_script(), "sync", "--no-embed"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def _in_a_small_tmpfs(folder: Path, size: str, fill: int = 0) -> list[str] | None:
     """A command prefix that runs it with a tmpfs of SIZE mounted on FOLDER (FILL bytes of it used), in a
     private mount namespace; None where that cannot be done (not root, no unshare)."""
@@ -294,17 +317,7 @@ def test_a_full_disk_is_named_as_such_not_as_a_failed_rollback(repo: Path) -> No
     for i in range(40):
         (repo / f"f{i}.txt").write_text(os.urandom(12000).hex(), encoding="utf-8")
     commit(repo, "feat: more than the disk holds", {})
-    runner = _in_a_small_tmpfs(repo / ".nexusmem", "400k")
-    if runner is None:
-        pytest.skip("a tmpfs of our own needs root and unshare")
-    proc = subprocess.run(
-        [*runner, console_script(), "sync", "--no-embed"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    line = one_line_error(proc)
+    line = one_line_error(_sync_in_a_small_tmpfs(repo, repo / ".nexusmem", "400k"))
     assert "the disk is full" in line and "free some space and run the command again" in line
     assert "cannot rollback" not in line
 
@@ -316,16 +329,7 @@ def test_a_full_user_folder_does_not_fail_a_sync_that_wrote_its_memory(
     # with the file, and the sync that wrote its memory still succeeds.
     commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
     home = Path(os.environ["NEXUSMEM_HOME"])
-    runner = _in_a_small_tmpfs(home, "64k", fill=64 * 1024)
-    if runner is None:
-        pytest.skip("a tmpfs of our own needs root and unshare")
-    proc = subprocess.run(
-        [*runner, console_script(), "sync", "--no-embed"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = _sync_in_a_small_tmpfs(repo, home, "64k", fill=64 * 1024)
     assert proc.returncode == 0, proc.stderr
     assert f"{home / 'projects.json'}: cannot record {repo} in the project registry" in proc.stderr
     assert "No space left on device" in proc.stderr
@@ -335,11 +339,7 @@ def test_a_full_user_folder_does_not_fail_a_sync_that_wrote_its_memory(
 def test_doctor_tells_a_read_only_store_from_a_damaged_one(repo: Path) -> None:
     # Its advice for a damaged store (move memory.db aside and sync) would lose the verdicts and forget
     # entries a sync cannot rebuild: a read-only mount is not damage.
-    synced(repo)
-    state = repo / ".nexusmem"
-    prefix = _readonly_runner(state)
-    if prefix is None:
-        pytest.skip("cannot make a directory read-only for root here (no unshare/mount)")
+    state, prefix = _synced_read_only(repo)
     try:
         proc = subprocess.run(
             [*prefix, console_script(), "doctor"], cwd=repo, capture_output=True, text=True, check=False

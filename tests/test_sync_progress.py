@@ -35,16 +35,11 @@ def many_commits(repo: Path, count: int = COMMITS) -> None:
     subprocess.run(["git", "checkout", "-q", "-f", "main"], cwd=repo, check=True)
 
 
-@pytest.mark.slow
-def test_first_sync_on_a_terminal_shows_a_bar_with_the_commit_total(repo: Path) -> None:
-    many_commits(repo)
+def sync_on_a_terminal(repo: Path, env: dict[str, str]) -> str:
+    """What a first `nexusmem sync --no-embed` in REPO prints on a terminal (a pty), after checking it
+    succeeded."""
     child = pexpect.spawn(
-        console_script(),
-        ["sync", "--no-embed"],
-        cwd=str(repo),
-        env=dict(os.environ),
-        encoding="utf-8",
-        timeout=120,
+        console_script(), ["sync", "--no-embed"], cwd=str(repo), env=env, encoding="utf-8", timeout=120
     )
     try:
         child.expect(pexpect.EOF)
@@ -52,6 +47,13 @@ def test_first_sync_on_a_terminal_shows_a_bar_with_the_commit_total(repo: Path) 
         child.close()
     out = child.before or ""
     assert child.exitstatus == 0, out
+    return out
+
+
+@pytest.mark.slow
+def test_first_sync_on_a_terminal_shows_a_bar_with_the_commit_total(repo: Path) -> None:
+    many_commits(repo)
+    out = sync_on_a_terminal(repo, dict(os.environ))
     assert re.search(rf"syncing git \(commits\).*\b\d+/{COMMITS}\b", out), out
     assert f"{COMMITS}/{COMMITS}" in out
     # The diff phase (the newest 200 commits' patches) has a total too, in commits.
@@ -63,20 +65,7 @@ def test_first_sync_on_a_terminal_shows_a_bar_with_the_commit_total(repo: Path) 
 @pytest.mark.slow
 def test_a_dumb_terminal_gets_no_control_sequences(repo: Path) -> None:
     many_commits(repo, 100)
-    child = pexpect.spawn(
-        console_script(),
-        ["sync", "--no-embed"],
-        cwd=str(repo),
-        env={**os.environ, "TERM": "dumb"},
-        encoding="utf-8",
-        timeout=120,
-    )
-    try:
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
-    out = child.before or ""
-    assert child.exitstatus == 0, out
+    out = sync_on_a_terminal(repo, {**os.environ, "TERM": "dumb"})
     assert "\x1b" not in out and "\r" not in out.replace("\r\n", "\n"), repr(out)
     assert "Initialised and synced" in out
 
