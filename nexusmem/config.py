@@ -194,11 +194,15 @@ def _type_name(value: Any) -> str:
 
 def _show(value: Any) -> str:
     """VALUE as short JSON for an error message (a 100k-deep list cannot be dumped: its type then)."""
+    if isinstance(value, str) and (len(value) > 40 or any(ch.isdigit() for ch in value)):
+        # A value typed into the wrong key may be a secret of no known format ("Myf5U3kSvwwK7x"): a word
+        # (a misspelt choice) is shown, anything with digits or long is not.
+        return f"a string of {len(value)} characters"
     try:
         shown = json.dumps(value)[:60]
     except (RecursionError, ValueError):
         return f"a deeply nested {_type_name(value)}"
-    from nexusmem.redact import redact  # an error path only: a value typed into the wrong key may be a secret
+    from nexusmem.redact import redact  # an error path only
 
     return redact(shown)
 
@@ -270,15 +274,10 @@ def _has_password(url: str) -> bool:
 # holds (a model server, the team store), and the sources that read beyond the repository (the agents'
 # transcripts, GitHub). A repository can carry a .nexusmem/config.json of its own (force-added to git, or
 # in an archive), so these are used only from a config this machine's user stands behind (project.py).
-# Each entry: (dotted key, the key that must be on for it to matter, or "" for none).
-_URL_KEYS = (
-    ("embedding.url", "embedding.provider=ollama"),
-    ("contradictions.url", "contradictions.autoCheck"),
-    ("sources.session.url", "sources.session.enabled"),
-    ("team.url", ""),
-)
+# A URL counts whether or not the setting that uses it is on: a command can use it for one run
+# (`stale --check-contradictions`, `scan-session`).
+_URL_KEYS = ("embedding.url", "contradictions.url", "sources.session.url", "team.url")
 _OPT_INS = ("sources.conversation.enabled", "sources.github.enabled")
-_LOOPBACK = {"localhost", "127.0.0.1", "::1", ""}
 
 
 def _get(cfg: dict[str, Any], dotted: str) -> Any:
@@ -289,26 +288,29 @@ def _get(cfg: dict[str, Any], dotted: str) -> Any:
 
 
 def _off_machine(url: str) -> bool:
-    """Whether URL names a host other than this machine's loopback (a socket path or no host is local)."""
+    """Whether URL names a host other than this machine's loopback: `localhost` or a loopback address
+    written as one (127.0.0.1, ::1); a socket path or no host is local. A name that merely starts with
+    "127." is a name, resolved anywhere."""
+    import ipaddress
     from urllib.parse import urlsplit
 
     try:
         host = (urlsplit(url.strip()).hostname or "").lower()
     except ValueError:
         return True
-    return host not in _LOOPBACK and not host.startswith("127.")
+    if host in ("", "localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
 
 
 def reaching_out(cfg: dict[str, Any]) -> dict[str, Any]:
     """CFG's settings that reach beyond this repository ({dotted key: value}): a URL off this machine that a
     setting in use would send memory to, or a source that reads beyond the repository turned on."""
     found: dict[str, Any] = {}
-    for key, needs in _URL_KEYS:
-        if needs:
-            on_key, _, wanted = needs.partition("=")
-            on = _get(cfg, on_key)
-            if (wanted and on != wanted) or (not wanted and not on):
-                continue
+    for key in _URL_KEYS:
         url = _get(cfg, key)
         if isinstance(url, str) and url and _off_machine(url):
             found[key] = url
@@ -337,7 +339,8 @@ def shown(key: str, value: Any) -> str:
 
         try:
             parts = urlsplit(value)
-            value = f"{parts.scheme}://{parts.hostname}" if parts.hostname else "(a URL)"
+            port = f":{parts.port}" if parts.port else ""
+            value = f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else "(a URL)"
         except ValueError:
             value = "(a URL)"
     return f"{key}={json.dumps(value) if not isinstance(value, str) else value}"

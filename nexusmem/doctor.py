@@ -311,6 +311,15 @@ def _rebuild_damaged(root: Path, db: Path) -> str:
     return f"{damaged_moves(db)}; nexusmem -C {shlex.quote(str(root))} sync"
 
 
+def _full(folder: Path) -> bool:
+    """Whether the file system holding FOLDER has no block left for us (SQLite then cannot make its -shm
+    and says "disk I/O error")."""
+    try:
+        return os.statvfs(folder).f_bavail == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def check_store(root: Path) -> list[Check]:
     from nexusmem.store import health
 
@@ -326,6 +335,12 @@ def check_store(root: Path) -> list[Check]:
         elif result is None:
             detail = f"{db}: quick_check did not finish in {DOCTOR_CHECK_SECONDS:.0f} s (a large store); not checked"
             checks.append(Check("store", True, detail))
+        elif _full(state):
+            detail = (
+                f"{db}: cannot be opened ({'; '.join(result[:1])}): the disk holding {state} is full;"
+                " nothing shows the store damaged"
+            )
+            checks.append(Check("store", False, detail, f"free some space on the disk holding {state}"))
         elif not (os.access(state, os.W_OK) and os.access(db, os.W_OK)):
             # A store in WAL mode cannot be opened where its -shm cannot be made: a read-only mount or
             # folder, not damage (moving the file aside would lose what a sync cannot rebuild).
@@ -457,44 +472,57 @@ def check_registry(root: Path | None) -> list[Check]:
 def run(start: Path | None) -> list[Check]:
     """Every check, for the repository containing START (when there is one) and the machine."""
     root: Path | None = None
+    refused: Check | None = None
     if start is not None:
         try:
             root = paths.repo_root(start)
-        except NexusMemError:
+        except NexusMemError as exc:
             root = None
-    checks = check_home()
+            if "git refuses" in str(exc):  # another user's repository: nothing of it can be checked
+                fix = f"git config --global --add safe.directory {shlex.quote(str(Path(start).resolve()))}"
+                refused = Check("git", False, str(exc).split(";", 1)[0], fix)
+    checks = [refused] if refused is not None else []
+    checks += check_home()
     checks += check_shells()
     checks += check_agents(root)
     if root is not None:
         checks += check_git(root)
         checks += check_store(root)
     checks += check_backend()
-    unconfirmed = _unconfirmed(root)
-    if unconfirmed:
+    unconfirmed, invalid = _unconfirmed(root)
+    if invalid is not None:
+        checks.append(Check("config", False, invalid, "fix the file by hand"))
+    elif unconfirmed:
         from nexusmem.config import shown
 
         listed = ", ".join(shown(k, v) for k, v in unconfirmed.items())
-        detail = f"settings that reach beyond the repository, not used (NexusMem did not make this .nexusmem/): {listed}"
+        detail = f"settings that reach beyond the repository, not used (the config came with the repository): {listed}"
         checks.append(
             Check("config", False, detail, "read .nexusmem/config.json; if you set them: nexusmem trust")
         )
-    if "embedding.url" not in unconfirmed:  # a server the config may not use is not contacted either
+    # A server the config may not use is not contacted either, nor one named by a config that does not load.
+    if invalid is None and "embedding.url" not in unconfirmed:
         checks += check_embedder(root)
-    if "sources.session.url" not in unconfirmed:
+    if invalid is None and "sources.session.url" not in unconfirmed:
         checks += check_session_model(root)
     checks += check_registry(root)
     return checks
 
 
-def _unconfirmed(root: Path | None) -> dict[str, Any]:
-    """ROOT's config settings that reach beyond the repository and may not be used (project.config_of)."""
+def _unconfirmed(root: Path | None) -> tuple[dict[str, Any], str | None]:
+    """(ROOT's config settings that reach beyond the repository and may not be used (project.config_of),
+    why the config does not load, or None)."""
     if root is None:
-        return {}
+        return {}, None
     from nexusmem import config, registry
     from nexusmem.errors import ConfigError
 
     try:
         asks = config.reaching_out(config.load(paths.config_path(root)))
-    except ConfigError:
-        return {}  # check_embedder reports a config it cannot read
-    return {} if not asks or registry.allows(root, asks) else asks
+    except ConfigError as exc:
+        return {}, str(exc)
+    from nexusmem.project import config_tracked
+
+    if not asks or registry.allows(root, asks, tracked=config_tracked(root)):
+        return {}, None
+    return asks, None

@@ -193,7 +193,9 @@ def resolve_root(project_root: str) -> Path:
         return cached
     try:
         root = paths.repo_root(key)
-    except NotARepositoryError:
+    except NotARepositoryError as exc:
+        if "git refuses" in str(exc):  # another user's repository (git's safe.directory): say so and how
+            raise ToolError(str(exc)) from None
         raise ToolError(
             f"projectRoot {project_root!r} is not inside a git work tree: pass the absolute path of a repository"
         ) from None

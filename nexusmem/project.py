@@ -134,7 +134,7 @@ def config_of(root: Path) -> dict[str, Any]:
         return cfg
     from nexusmem import registry
 
-    if registry.allows(root, asks):
+    if registry.allows(root, asks, tracked=config_tracked(root)):
         return cfg
     if root not in _warned:
         _warned.add(root)
@@ -142,12 +142,23 @@ def config_of(root: Path) -> dict[str, Any]:
 
         listed = ", ".join(config.shown(k, v) for k, v in asks.items())
         print(
-            f"nexusmem: warning: {paths.config_path(root)} was not written by NexusMem on this machine (it came"
-            f" with the repository, or its .nexusmem/ did), so these settings are not used: {listed}."
+            f"nexusmem: warning: {paths.config_path(root)} came with the repository (git tracks it, or its"
+            f" .nexusmem/ was not made by NexusMem on this machine), so these settings are not used: {listed}."
             " If you set them, run `nexusmem trust` here.",
             file=sys.stderr,
         )
     return config.without(cfg, asks)
+
+
+def config_tracked(root: Path) -> bool:
+    """Whether git tracks ROOT's .nexusmem/config.json (NexusMem's .gitignore keeps it out: one that is
+    tracked was force-added, and comes in with every pull). A process, asked only for a config that
+    reaches beyond the repository."""
+    from nexusmem import gitcmd
+
+    relative = paths.config_path(root).relative_to(root).as_posix()
+    code, _out = gitcmd.run_ok(["ls-files", "--error-unmatch", "--", relative], root)
+    return code == 0
 
 
 def raw_config(root: Path) -> dict[str, Any]:

@@ -519,7 +519,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         return accept(vstart, vend)
     if not sep.strip():  # whitespace separator
         return _spaced_assignment(text, key, key_start, raw, vstart, vend, accept)
-    if sep.strip() in ("is", "was"):  # prose, wherever it stands: "Password is required" is no secret
+    if sep.strip().rstrip(":") in ("is", "was"):  # prose, wherever it stands: "Password is required" is kept
         value = raw.rstrip(".,;:!?)]}\"'")
         if not (_password_like(value) or _looks_random(value)):
             return None
@@ -1169,7 +1169,7 @@ _ASSIGN_WORDS: tuple[tuple[str, str], ...] = (
 )
 _ASSIGN_SEP = (
     r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=](?!=)[ \t]*|(?<=access_key)[ \t]+"
-    r"|[ \t]+(?:is|was)[ \t]+"  # prose: "the password is X", "Secret is X" (a value shaped like one only)
+    r"|[ \t]+(?:is|was):?[ \t]+"  # prose: "the password is X", "is: X" (a value shaped like one only)
     r"|(?:(?<=pass|word)|(?<=phrase|secret))[ \t]+(?![A-Za-z_][\w.-]*=[^=]))"
 )
 _NAME_KINDS = ("password", "token", "secret", "api-key", "aws-secret-key")

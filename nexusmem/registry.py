@@ -137,17 +137,18 @@ def prune() -> list[dict[str, Any]]:
         return gone
 
 
-def allows(root: Path, settings: dict[str, Any]) -> bool:
-    """Whether ROOT's config may use SETTINGS (config.reaching_out): NexusMem made ROOT's .nexusmem/ on
-    this machine (a config it wrote, edited by its user; an entry from before this was recorded counts
-    too: it was set up by a release that used them), or the user confirmed exactly these (`nexusmem
-    trust`). A .nexusmem/ that came with the repository (committed, or in an archive) is neither."""
+def allows(root: Path, settings: dict[str, Any], *, tracked: bool) -> bool:
+    """Whether ROOT's config may use SETTINGS (config.reaching_out): the user confirmed exactly these
+    (`nexusmem trust`), or NexusMem made ROOT's .nexusmem/ on this machine (a config it wrote, edited by its
+    user; an entry from before this was recorded counts too: it was set up by a release that used them) and
+    git does not track the config (TRACKED: a `git pull` writes a committed one over the user's). A
+    .nexusmem/ that came with the repository (committed, or in an archive) is neither."""
     entry = next((p for p in load() if p.get("root") == str(root)), None)
     if entry is None:
         return False
-    if entry.get("own_dir", True) is True:
+    if entry.get("trusted") == settings:
         return True
-    return entry.get("trusted") == settings
+    return entry.get("own_dir", True) is True and not tracked
 
 
 def trust(root: Path, project_id: str, settings: dict[str, Any] | None) -> None:

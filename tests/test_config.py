@@ -109,7 +109,15 @@ def test_a_secret_typed_into_the_wrong_key_is_not_echoed(tmp_path: Path) -> None
     with pytest.raises(ConfigError) as caught:
         config.load(path)
     assert "'stale.maxAgeDays' must be integer, not string" in str(caught.value)
-    assert token not in str(caught.value) and "«redacted:" in str(caught.value)
+    assert token not in str(caught.value) and "a string of 32 characters" in str(caught.value)
+    # nor one of no known format; a misspelt word is still shown, to be seen and fixed
+    path.write_text(json.dumps({"limits": {"maxBodyChars": "Myf5U3kSvwwK7x"}}))
+    with pytest.raises(ConfigError) as caught:
+        config.load(path)
+    assert "Myf5U3kSvwwK7x" not in str(caught.value)
+    path.write_text(json.dumps({"embedding": {"provider": "olama"}}))
+    with pytest.raises(ConfigError, match='got "olama"'):
+        config.load(path)
 
 
 @pytest.mark.parametrize(

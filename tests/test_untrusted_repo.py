@@ -151,12 +151,17 @@ def test_a_repository_git_refuses_for_its_owner_is_named_as_such(repo: Path) -> 
         pytest.skip("giving a repository to another user takes root")
     commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
     assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
-    for path in [repo, *repo.rglob("*")]:
-        os.lchown(path, 12345, 12345)
-    status = run_script("status", cwd=repo)
-    assert status.returncode == 1
-    assert "git refuses the repository" in status.stderr and "safe.directory" in status.stderr
-    assert "git init" not in status.stderr
+    for path in [repo, *repo.rglob("*")]:  # the checkout is theirs; the memory made in it is ours
+        if ".nexusmem" not in path.relative_to(repo).parts:
+            os.lchown(path, 12345, 12345)
+    for command in ("status", "sync"):
+        said = run_script(command, cwd=repo)
+        assert said.returncode == 1
+        assert "git refuses the repository" in said.stderr and "safe.directory" in said.stderr
+        assert "git init" not in said.stderr and "cannot read the refs" not in said.stderr
+    doctor = run_script("doctor", cwd=repo)
+    assert doctor.returncode == 1 and "git refuses the repository" in doctor.stdout
+    assert "fix: git config --global --add safe.directory" in doctor.stdout
     # a commit hook never fails (or floods the terminal) for it, even --strict
     strict = run_script("precheck", "--strict", cwd=repo)
     assert strict.returncode == 0 and "memory not checked (git refuses the repository" in strict.stderr
@@ -190,3 +195,42 @@ def test_hook_install_makes_no_folder_where_the_repositorys_own_config_points(
     elsewhere.mkdir(parents=True)  # made by its user: theirs to use
     assert run_script("hook", "git", "install", cwd=repo).returncode == 0
     assert (elsewhere / "pre-commit").exists()
+
+
+def test_a_config_a_pull_brings_into_a_memory_made_here_is_not_used(tmp_path: Path) -> None:
+    # The user's memory was made on this machine; upstream then force-adds a config of its own, and
+    # `git pull` writes it over the user's (git overwrites an ignored file without asking).
+    upstream = init_repo(tmp_path / "upstream")
+    commit(upstream, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    mine = tmp_path / "mine"
+    subprocess.run(["git", "clone", "-q", str(upstream), str(mine)], check=True)
+    assert run_script("sync", "--no-embed", cwd=mine).returncode == 0
+    (upstream / ".nexusmem").mkdir()
+    (upstream / ".nexusmem" / "config.json").write_text(json.dumps(THEIRS))
+    git(upstream, "add", "-f", ".nexusmem/config.json")
+    git(upstream, "commit", "-q", "-m", "config")
+    pulled = subprocess.run(["git", "pull", "-q"], cwd=mine, capture_output=True, text=True, check=False)
+    if pulled.returncode != 0:  # this git refused to overwrite the untracked config: nothing came in
+        return
+    assert json.loads((mine / ".nexusmem" / "config.json").read_text())["team"] == THEIRS["team"]
+    status = run_script("status", cwd=mine)
+    assert "not used: embedding.url=http://collector.example.net:11434" in status.stderr
+    assert project.load(mine).config["team"]["url"] == ""
+
+
+def test_what_counts_as_reaching_beyond_the_repository() -> None:
+    from nexusmem import config
+
+    def reach(**sections: object) -> dict[str, object]:
+        return config.reaching_out(config.validate(sections, Path("config.json")))
+
+    assert reach() == {}
+    assert reach(embedding={"url": "http://127.0.0.1:11434"}) == {}
+    assert reach(embedding={"url": "http://[::1]:11434"}) == {}
+    # a name that merely starts with 127. resolves wherever its owner likes
+    assert reach(embedding={"url": "http://127.attacker.example:11434"}) == {
+        "embedding.url": "http://127.attacker.example:11434"
+    }
+    # a URL counts even while its setting is off: one run can use it (stale --check-contradictions)
+    assert "contradictions.url" in reach(contradictions={"autoCheck": False, "url": "http://10.1.2.3:11434"})
+    assert reach(sources={"github": {"enabled": True}}) == {"sources.github.enabled": True}
