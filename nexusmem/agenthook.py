@@ -51,6 +51,10 @@ def _append(path: str, data: bytes) -> None:
     if not os.path.isdir(directory):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         os.chmod(directory, 0o700)
+    if hasattr(os, "getuid") and os.stat(directory).st_uid != os.getuid():
+        # Another user's folder (or a link to one): its owner could read every command, and plant a link
+        # where the log goes. Nothing is written (the agent's call goes on as always).
+        raise PermissionError(f"{directory} belongs to another user")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         if os.fstat(fd).st_mode & 0o077:

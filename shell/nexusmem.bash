@@ -40,6 +40,11 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         __nexusmem_dir=$HOME${__nexusmem_dir:1}
     fi
     [[ $__nexusmem_dir == /* ]] || __nexusmem_dir=$HOME/.nexusmem
+    # Another user's folder (or a link to one) is never written into: its owner could read every command
+    # and plant a link where the log goes. Every write below then fails quietly (no line is recorded).
+    if [[ -e $__nexusmem_dir && ! -O $__nexusmem_dir ]]; then
+        __nexusmem_dir=/dev/null/not-yours
+    fi
     __nexusmem_log=$__nexusmem_dir/shell-history.jsonl
     __nexusmem_scratch=$__nexusmem_dir/.bash-$$.tmp
     printf -v __nexusmem_session '%x-%x-%04x%04x' "${EPOCHSECONDS:-0}" "$$" "$RANDOM" "$RANDOM"

@@ -33,6 +33,11 @@ if status is-interactive; and not set -q __nexusmem_loaded
             set -g __nexusmem_dir $__nexusmem_home
         end
     end
+    # Another user's folder (or a link to one) is never written into: its owner could read every command
+    # and plant a link where the log goes. Every write below then fails quietly (no line is recorded).
+    if test -e $__nexusmem_dir; and not test -O $__nexusmem_dir
+        set -g __nexusmem_dir /dev/null/not-yours
+    end
     set -g __nexusmem_log $__nexusmem_dir/shell-history.jsonl
     # Created (0600) on first use: holds a log line too long for one write, just until it is appended.
     set -g __nexusmem_scratch $__nexusmem_dir/.fish-$fish_pid.tmp

@@ -28,6 +28,11 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         __nexusmem_dir=$HOME${__nexusmem_dir:1}
     fi
     [[ $__nexusmem_dir == /* ]] || __nexusmem_dir=$HOME/.nexusmem
+    # Another user's folder (or a link to one) is never written into: its owner could read every command
+    # and plant a link where the log goes. Every write below then fails quietly (no line is recorded).
+    if [[ -e $__nexusmem_dir && ! -O $__nexusmem_dir ]]; then
+        __nexusmem_dir=/dev/null/not-yours
+    fi
     typeset -g __nexusmem_log=$__nexusmem_dir/shell-history.jsonl
     typeset -g __nexusmem_session
     printf -v __nexusmem_session '%x-%x-%04x%04x' ${epochtime[1]:-0} $$ $RANDOM $RANDOM

@@ -213,6 +213,16 @@ def test_the_recorder_never_gets_in_the_agents_way(
     monkeypatch.setenv("NEXUSMEM_HOME", str(blocker / "nm"))
     done = fire(post, claude_success(repo, "git status", "toolu_X"))
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    # Another user's open folder: silent too, and nothing of ours written into it.
+    if os.geteuid() == 0:
+        theirs = isolated_home / "theirs"
+        theirs.mkdir()
+        theirs.chmod(0o777)
+        os.chown(theirs, 12345, 12345)
+        monkeypatch.setenv("NEXUSMEM_HOME", str(theirs))
+        done = fire(post, claude_success(repo, "git status", "toolu_Y"))
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert list(theirs.iterdir()) == []
 
 
 def test_the_recorder_imports_only_the_stdlib_and_agentcmd(repo: Path, isolated_home: Path) -> None:

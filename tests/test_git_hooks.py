@@ -462,3 +462,18 @@ def test_doctor_names_a_git_hook_that_runs_another_nexusmem(repo: Path, tmp_path
     assert "fix: nexusmem hook git-post install" in doctor.stdout
     assert "Updated the auto-sync hook" in run_cli("-C", str(repo), "hook", "git-post", "install").stdout
     assert "runs another NexusMem" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
+
+
+def test_the_post_commit_hook_writes_nothing_into_another_users_folder(repo: Path, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user takes root")
+    commit(repo, "feat: first", {"src/cache.py": "x = 1\n"})
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    theirs.chmod(0o777)
+    os.chown(theirs, 12345, 12345)
+    (repo / ".nexusmem").symlink_to(theirs)  # a link a repository can carry
+    assert git_commit(repo, "feat: more").returncode == 0
+    time.sleep(1.5)  # a detached sync, had one started, would have written by now
+    assert list(theirs.iterdir()) == []

@@ -618,6 +618,12 @@ def _unwritable_home(tmp_path: Path, how: str) -> Path:
         return home
     home = tmp_path / f"nexus-{how}"
     home.mkdir()
+    if how == "foreign":  # another user's open folder: writable, and never to be written into
+        if os.geteuid() != 0:
+            pytest.skip("giving a folder to another user takes root")
+        home.chmod(0o777)
+        os.chown(home, 12345, 12345)
+        return home
     if how == "readonly":
         if os.geteuid() == 0:
             pytest.skip("root can write to read-only files")
@@ -636,9 +642,9 @@ UNWRITABLE = [
     *(
         pytest.param(kind, how, marks=needs(kind))
         for kind in ("bash", "zsh")
-        for how in ("notadir", "readonly", "eio", "full")
+        for how in ("notadir", "readonly", "eio", "full", "foreign")
     ),
-    *(pytest.param("fish", how, marks=needs("fish")) for how in ("notadir", "readonly")),
+    *(pytest.param("fish", how, marks=needs("fish")) for how in ("notadir", "readonly", "foreign")),
 ]
 
 
@@ -676,6 +682,8 @@ def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> N
                 # the path is typed on the command line; only messages that mention it count
                 text = re.sub(r"source '[^']*'", "", text)
             assert word not in text, f"{kind} printed {word!r}: {seen!r}"
+        if how == "foreign":
+            assert list(home.iterdir()) == []  # no log, no scratch file: nothing of ours in their folder
     finally:
         child.close(force=True)
 
