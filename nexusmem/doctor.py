@@ -296,7 +296,17 @@ def _mode_check(path: Path, want: int, *, folder: bool = False) -> Check | None:
             detail += " (the hooks cannot append to it, sync cannot read it)"
         fix = f"mv {shlex.quote(str(path))} {shlex.quote(str(path) + '.bad')}"
         return Check("store", False, detail, fix)
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        detail = f"{path} belongs to another user (uid {st.st_uid}): NexusMem does not use it"
+        if path == paths.user_dir():
+            detail += " (the hooks record nothing, the commands refuse it)"
+        return Check("store", False, detail, "move it aside, or set NEXUSMEM_HOME to a folder of yours")
     mode = stat.S_IMODE(st.st_mode)
+    if folder and path == paths.user_dir() and not os.access(path, os.W_OK):
+        detail = f"{path} is not writable (a read-only mount?): the hooks record nothing"
+        return Check(
+            "store", False, detail, f"make {path} writable, or set NEXUSMEM_HOME to a folder that is"
+        )
     if mode & ~want:
         return Check("store", False, f"{path} is {mode:04o}, readable by others", f"chmod {want:o} {path}")
     return None

@@ -57,6 +57,7 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     """
     root = paths.repo_root(start)
     state = paths.state_dir(root)
+    private.require_own(paths.user_dir())  # refused before anything is made: no half-made memory
     try:
         made_dir = created = _make_state_dir(state)
         ignore = state / ".gitignore"

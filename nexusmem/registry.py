@@ -92,6 +92,9 @@ def _locked() -> Iterator[None]:
         os.close(fd)
 
 
+_said_unrecorded = False
+
+
 def register(root: Path, project_id: str, *, synced: bool = False, own_dir: bool = False) -> None:
     """Add or refresh ROOT's entry (atomic write). OWN_DIR: NexusMem has just made ROOT's .nexusmem/ on
     this machine (an entry records whether it ever did: see allows).
@@ -102,6 +105,10 @@ def register(root: Path, project_id: str, *, synced: bool = False, own_dir: bool
         with _locked():
             _register(root, project_id, synced=synced, own_dir=own_dir)
     except OSError as exc:
+        global _said_unrecorded
+        if _said_unrecorded:  # once a process (a first sync registers twice)
+            return
+        _said_unrecorded = True
         where = exc.filename or paths.registry_path()
         _warn(
             f"{where}: cannot record {root} in the project registry ({exc.strerror or exc}); `nexusmem"

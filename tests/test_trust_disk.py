@@ -148,6 +148,23 @@ def test_a_folder_another_user_owns_is_refused_and_nothing_is_written_into_it(
     )
     assert proc.returncode == 1 and f"{theirs} belongs to another user" in proc.stderr
     assert list(theirs.iterdir()) == []
+    assert not (repo / ".nexusmem").exists()  # refused before anything was made: no half-made memory
+
+
+def test_doctor_says_whose_folder_the_user_folder_is(repo: Path) -> None:
+    # "0777, readable by others; fix: chmod 700" was the advice, which its owner alone could follow.
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user takes root")
+    small_repo(repo)
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    os.chmod(home_dir(), 0o777)
+    os.chown(home_dir(), 12345, 12345)
+    try:
+        doctor = cli("-C", str(repo), "doctor")
+    finally:
+        os.chown(home_dir(), os.getuid(), os.getgid())
+    assert f"{home_dir()} belongs to another user (uid 12345)" in doctor.stdout
+    assert "the hooks record nothing" in doctor.stdout and "chmod 700" not in doctor.stdout
 
 
 def test_a_link_to_a_folder_of_ours_is_used_and_made_private(repo: Path, tmp_path: Path) -> None:
