@@ -149,6 +149,23 @@ def test_removed_section_and_deleted_file_are_rejected_by_keep(repo: Path) -> No
     assert not result2.keep("b.md#B#0")
 
 
+def test_a_file_a_sparse_checkout_leaves_out_keeps_its_sections(repo: Path) -> None:
+    # git still tracks it; only the work tree lacks it (git sparse-checkout): not a deletion.
+    commit(repo, "docs", {"README.md": "# Readme\n\nhello\n", "docs/guide.md": "# Guide\n\ntuning\n"})
+    result, nodes = scan(repo)
+    assert "docs/guide.md#Guide#0" in {n.natural_key for n in nodes}
+    git(repo, "sparse-checkout", "set", "--no-cone", "/*", "!/docs/")
+    assert not (repo / "docs" / "guide.md").exists()
+    result2, nodes2 = scan(repo, cursor=result.cursor)
+    list(nodes2)
+    assert result2.keep is not None and result2.keep("docs/guide.md#Guide#0")
+    # a file deleted for real still goes
+    git(repo, "sparse-checkout", "disable")
+    git(repo, "rm", "-q", "docs/guide.md")
+    result3, _nodes3 = scan(repo, cursor=result2.cursor)
+    assert result3.keep is not None and not result3.keep("docs/guide.md#Guide#0")
+
+
 def test_noop_rescan_does_no_work_and_keeps_cursor(repo: Path) -> None:
     commit(repo, "docs", {"README.md": "# R\n\nhello\n"})
     result, nodes = scan(repo)

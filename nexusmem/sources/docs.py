@@ -351,8 +351,12 @@ class DocsSource:
         changelog = ChangelogSource().enabled(ctx.config)
 
         head = _head_sha(ctx.root)
-        candidates, too_big = _candidates(ctx.root, include, exclude, max_bytes, skip_release_notes=changelog)
-        fingerprint = _fingerprint(head, candidates, [include, exclude, max_bytes, max_body, changelog])
+        candidates, too_big, sparse = _candidates(
+            ctx.root, include, exclude, max_bytes, skip_release_notes=changelog
+        )
+        fingerprint = _fingerprint(
+            head, candidates, [include, exclude, max_bytes, max_body, changelog, sparse]
+        )
         result = ScanResult(nodes=())
         if ctx.cursor == fingerprint and not ctx.full:
             result.cursor = ctx.cursor
@@ -361,7 +365,7 @@ class DocsSource:
         # would otherwise add the same names to `status`'s history every time.
         for path, size in too_big:
             result.skip(too_big_problem(path, size, max_bytes))
-        result.nodes = self._emit(ctx, result, head, candidates, include, max_body, fingerprint)
+        result.nodes = self._emit(ctx, result, head, candidates, include, max_body, fingerprint, sparse)
         return result
 
     def _emit(
@@ -373,9 +377,12 @@ class DocsSource:
         include: list[str],
         max_body: int,
         fingerprint: str,
+        sparse: list[str],
     ) -> Iterator[Node]:
         emitted: set[str] = set()
         unreadable: list[str] = []
+        # A sparse checkout leaves files git still tracks out of the work tree: their sections stay.
+        kept = [display_path(path) + "#" for path in sparse]
         times = _file_times(ctx.root, head, candidates, include)
         for n, cand in enumerate(candidates):
             ctx.progress("docs", n, len(candidates))
@@ -405,7 +412,7 @@ class DocsSource:
                 yield node
         # Set only once every file was read: an interrupted scan persists nothing and prunes nothing.
         # A file that exists but could not be read this time keeps its old sections.
-        prefixes = tuple(unreadable)
+        prefixes = tuple(unreadable + kept)
         result.keep = lambda key: key in emitted or (bool(prefixes) and key.startswith(prefixes))
         # Not persisting the fingerprint makes the next sync try the unreadable file again.
         result.cursor = None if unreadable else fingerprint
@@ -754,12 +761,14 @@ def _head_sha(root: Path) -> str | None:
 
 def _candidates(
     root: Path, include: Sequence[str], exclude: Sequence[str], max_bytes: int, *, skip_release_notes: bool
-) -> tuple[list[_Candidate], list[tuple[str, int]]]:
+) -> tuple[list[_Candidate], list[tuple[str, int]], list[str]]:
     """Tracked + untracked-not-ignored files matching the globs (release notes left out when
-    SKIP_RELEASE_NOTES), sorted; also the (path, size) of those over MAX_BYTES."""
+    SKIP_RELEASE_NOTES), sorted; also the (path, size) of those over MAX_BYTES, and the tracked ones a sparse
+    checkout leaves out of the work tree (tagged S, skip-worktree)."""
     # -t tags each entry: '?' untracked, anything else tracked; one process answers both questions.
     out = gitcmd.run(["ls-files", "-co", "-t", "--exclude-standard", "-z"], root)
     seen: dict[str, bool] = {}
+    skipped: set[str] = set()
     for entry in out.split(b"\0"):
         if len(entry) < 3:
             continue
@@ -769,12 +778,17 @@ def _candidates(
         if skip_release_notes and is_release_notes(path):
             continue
         seen[path] = entry[:1] != b"?"
+        if entry[:1] == b"S":
+            skipped.add(path)
     found: list[_Candidate] = []
     too_big: list[tuple[str, int]] = []
+    sparse: list[str] = []
     for path in sorted(seen):
         try:
             st = os.lstat(root / path)
         except OSError:
+            if path in skipped:
+                sparse.append(path)
             continue  # tracked but deleted in the work tree
         # Regular files only: a symlink may point outside the repository, a directory may be a submodule.
         if not stat.S_ISREG(st.st_mode):
@@ -783,7 +797,7 @@ def _candidates(
             too_big.append((path, st.st_size))
             continue
         found.append(_Candidate(path, seen[path], st.st_size, st.st_mtime_ns))
-    return found, too_big
+    return found, too_big, sparse
 
 
 def _fingerprint(head: str | None, candidates: Iterable[_Candidate], settings: list[Any]) -> str:
