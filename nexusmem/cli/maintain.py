@@ -101,8 +101,9 @@ def trust_cmd(ctx: click.Context, revoke: bool) -> None:
 
     A server off this machine (embedding.url, team.url, contradictions.url, sources.session.url) and the
     sources that read beyond the repository (sources.conversation, sources.github) are used only from a
-    .nexusmem/ that NexusMem made on this machine: a repository can bring a config of its own. Run this
-    after reading .nexusmem/config.json to use the settings it lists as they are now.
+    .nexusmem/ that NexusMem made on this machine and whose config.json git does not track: a repository
+    can bring a config of its own (in an archive, or force-added and brought by a pull). Run this after
+    reading .nexusmem/config.json to use the settings it lists as they are now.
 
     \b
     Example:
