@@ -166,11 +166,13 @@ def auto_sync(
             return result
 
 
-def last_failure(root: Path, synced_after_ms: int | None) -> dict[str, str] | None:
-    """The post-commit sync's last failure, when its log's last word is one ({"at", "error"}), unless a sync
-    finished after it (SYNCED_AFTER_MS: the newest sync the store recorded, epoch ms). The failure is read
-    from the log itself, so one written by another NexusMem (an older install still named in the hook) is
-    found too; a line without a date (older releases wrote none) is dated by the log's last change."""
+def last_failure(root: Path, store: Any) -> dict[str, str] | None:
+    """The post-commit sync's last failure, when its log's last word is one ({"at", "error", "log"}), unless a
+    sync finished after it (the newest sync STORE recorded, of any source). The failure is read from the log
+    itself, so one written by another NexusMem (an older install still named in the hook) is found too; a
+    line without a date (older releases wrote none) is dated by the log's last change."""
+    synced = [int(s["last_sync"]) for s in store.sources() if s.get("last_sync")]
+    synced_after_ms = max(synced) if synced else None
     path = paths.state_dir(root) / LOG_NAME
     try:
         with open(path, "rb") as handle:

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from nexusmem import paths, registry
-from nexusmem.errors import NexusMemError
+from nexusmem.errors import NexusMemError, RefusedRepositoryError
 from nexusmem.install import agent_hooks, git_hooks, shell_hooks, uninstall
 
 # A log line newer than this counts as "recording"; older is worth a note (not a problem: maybe that shell
@@ -219,10 +219,9 @@ def _auto_sync_check(root: Path) -> list[Check]:
         return []
     try:
         with open_store(paths.db_path(root), readonly=True) as store:
-            synced = [int(s["last_sync"]) for s in store.sources() if s.get("last_sync")]
+            failed = autosync.last_failure(root, store)
     except (StoreError, OSError):
         return []  # check_store says what is wrong with the store
-    failed = autosync.last_failure(root, max(synced) if synced else None)
     if failed is None:
         return []
     detail = f"the post-commit sync failed at {failed['at']}: {failed['error']} (log: {failed['log']})"
@@ -231,10 +230,12 @@ def _auto_sync_check(root: Path) -> list[Check]:
 
 def check_git(root: Path) -> list[Check]:
     checks = []
+    auto_syncs = False
     for name, verb in (("pre-commit", "git"), ("post-commit", "git-post")):
         state = git_hooks.status(name, root)
         if not state.installed:
             continue
+        auto_syncs = auto_syncs or name == "post-commit"
         fix = f"nexusmem hook {verb} install"
         if state.broken:
             checks.append(Check("git", False, f"{state.path}: {state.broken}", fix))
@@ -250,7 +251,7 @@ def check_git(root: Path) -> list[Check]:
             checks.append(Check("git", False, detail, fix))
         else:
             checks.append(Check("git", True, f"{name}: runs {state.command}"))
-    if git_hooks.status("post-commit", root).installed:
+    if auto_syncs:
         checks += _auto_sync_check(root)
     entries = uninstall.framework_entries(root)
     if entries:
@@ -486,11 +487,11 @@ def run(start: Path | None) -> list[Check]:
     if start is not None:
         try:
             root = paths.repo_root(start)
-        except NexusMemError as exc:
+        except RefusedRepositoryError as exc:  # another user's repository: nothing of it can be checked
+            fix = paths.safe_directory_fix(Path(start).resolve())
+            refused = Check("git", False, str(exc).split(";", 1)[0], fix)
+        except NexusMemError:
             root = None
-            if "git refuses" in str(exc):  # another user's repository: nothing of it can be checked
-                fix = f"git config --global --add safe.directory {shlex.quote(str(Path(start).resolve()))}"
-                refused = Check("git", False, str(exc).split(";", 1)[0], fix)
     checks = [refused] if refused is not None else []
     checks += check_home()
     checks += check_shells()

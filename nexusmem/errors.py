@@ -11,6 +11,10 @@ class NotARepositoryError(NexusMemError):
     pass
 
 
+class RefusedRepositoryError(NotARepositoryError):
+    """Git refuses the repository for its owner (git's safe.directory check): paths.refused says so."""
+
+
 class GitNotInstalledError(NexusMemError):
     pass
 

@@ -34,7 +34,7 @@ from typing_extensions import NotRequired, TypedDict
 from nexusmem import __version__, authors, config, paths, show, status
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
-from nexusmem.errors import NexusMemError, NotARepositoryError
+from nexusmem.errors import NexusMemError, NotARepositoryError, RefusedRepositoryError
 from nexusmem.mcp_handshake import INSTRUCTIONS, SERVER_NAME, Handshake
 from nexusmem.project import Project
 from nexusmem.retrieve import multi as multi_mod
@@ -193,9 +193,9 @@ def resolve_root(project_root: str) -> Path:
         return cached
     try:
         root = paths.repo_root(key)
-    except NotARepositoryError as exc:
-        if "git refuses" in str(exc):  # another user's repository (git's safe.directory): say so and how
-            raise ToolError(str(exc)) from None
+    except RefusedRepositoryError as exc:  # another user's repository (git's safe.directory): say so and how
+        raise ToolError(str(exc)) from None
+    except NotARepositoryError:
         raise ToolError(
             f"projectRoot {project_root!r} is not inside a git work tree: pass the absolute path of a repository"
         ) from None

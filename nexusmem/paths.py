@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from nexusmem.errors import GitCommandError, NotARepositoryError
+from nexusmem.errors import GitCommandError, NotARepositoryError, RefusedRepositoryError
 
 STATE_DIR = ".nexusmem"
 DB_NAME = "memory.db"
@@ -122,8 +122,8 @@ def repo_root(start: Path | str | None = None) -> Path:
     try:
         out = gitcmd.run(["rev-parse", "--show-toplevel"], where)
     except GitCommandError as exc:
-        if "dubious ownership" in str(exc):
-            raise NotARepositoryError(dubious(where)) from exc
+        if refuses_owner(str(exc)):
+            raise refused(where) from exc
         code, bare = gitcmd.run_ok(["rev-parse", "--is-bare-repository"], where)
         if code == 0 and bare.strip() == b"true":
             # `git init` there would be wrong advice: it is a repository, one with no files checked out.
@@ -140,13 +140,25 @@ def repo_root(start: Path | str | None = None) -> Path:
     return Path(text)
 
 
-def dubious(where: Path) -> str:
-    """What to say when git refuses the repository at WHERE for its owner (git's safe.directory check)."""
+def refuses_owner(message: str | bytes) -> bool:
+    """Whether git's MESSAGE (its stderr, or an error quoting it) refuses the repository for its owner."""
+    if isinstance(message, bytes):
+        return b"dubious ownership" in message
+    return "dubious ownership" in message
+
+
+def safe_directory_fix(where: Path) -> str:
+    """The git command that makes git accept the repository at WHERE, another user's."""
     import shlex
 
-    return (
+    return f"git config --global --add safe.directory {shlex.quote(str(where))}"
+
+
+def refused(where: Path) -> RefusedRepositoryError:
+    """The error for a repository at WHERE that git refuses for its owner (git's safe.directory check)."""
+    return RefusedRepositoryError(
         f"git refuses the repository at {where}: it belongs to another user (git's safe.directory check);"
-        f" if you trust it: git config --global --add safe.directory {shlex.quote(str(where))}"
+        f" if you trust it: {safe_directory_fix(where)}"
     )
 
 

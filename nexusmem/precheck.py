@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nexusmem import authors, gitcmd, paths, resolved, timefmt
-from nexusmem.errors import GitCommandError, NexusMemError, NotARepositoryError
+from nexusmem.errors import GitCommandError, NexusMemError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -153,8 +153,8 @@ def staged_files(root: Path, *, working: bool = False) -> list[str]:
         # Git that refuses the repository for its owner answers `git diff` with its usage text (it sees
         # no repository): say why instead, in one line.
         _code, _out, err = gitcmd.run_full(["rev-parse", "--git-dir"], root)
-        if b"dubious ownership" in err:
-            raise NotARepositoryError(paths.dubious(root)) from exc
+        if paths.refuses_owner(err):
+            raise paths.refused(root) from exc
         raise GitCommandError(str(exc).split("\n", 1)[0]) from exc
     # Decoded as the git source stores paths ('replace'): a name that is not UTF-8 then matches its stored
     # form, and never reaches SQLite as a lone surrogate (which it cannot encode: the whole check was lost).
@@ -232,7 +232,10 @@ def check(
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
         team_commands = team.shell_commands_between(start, end)
         naming = team.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
-        failures, _again = _unresolved_failures(team, files, _open_failures(team_commands, None), naming)
+        team_open = _open_failures(team_commands, None)
+        failures, _again = _unresolved_failures(
+            team, team_open, _files_named(files, team_open, naming, by_name=True)
+        )
     else:
         with HookReader(db) as store:
             commands = store.shell_commands_between(start, end)
@@ -283,14 +286,15 @@ def check(
                     naming = naming + [
                         (path, node_id, "shell_command") for node_id, path in named if path in extra
                     ]
-                failures, redacted_value = _unresolved_failures(store, files, open_failures, naming)
+                named_files = _files_named(files, open_failures, naming, by_name=True)
+                failures, redacted_value = _unresolved_failures(store, open_failures, named_files)
                 # An importer's failures count only when the command names the importer's path (or a folder
                 # holding it): its bare module name would widen a guess into a wrong warning.
                 via: dict[str, list[Finding]] = {}
+                named_importers: dict[str, set[str]] = {}
                 if importer_paths:
-                    via, redacted_via = _unresolved_failures(
-                        store, importer_paths, open_failures, naming, by_name=False
-                    )
+                    named_importers = _files_named(importer_paths, open_failures, naming, by_name=False)
+                    via, redacted_via = _unresolved_failures(store, open_failures, named_importers)
                     redacted_value = redacted_value or redacted_via
                 # Redacting the tail's commands can only merge commands (resolving more failures) and take
                 # words out of them, so the answer from the tail as typed stands unless a failure from the tail
@@ -299,10 +303,7 @@ def check(
                 # Only the failures that name a file checked (or an importer's path) can be shown or matter:
                 # the others stay as typed (redacting them was ~0.1 ms each, 0.8 s for an agent's 7,000
                 # unsynced failing runs of other files).
-                naming_ids = set(_files_named(files, open_failures, naming, by_name=True))
-                if importer_paths:
-                    naming_ids |= set(_files_named(importer_paths, open_failures, naming, by_name=False))
-                relevant = [f for f in open_failures if f[0] in naming_ids]
+                relevant = [f for f in open_failures if f[0] in named_files or f[0] in named_importers]
                 if from_tail and (redacted_value or any(f[0] in from_tail for f in relevant)):
                     return naming, failures, via, relevant
                 return naming, failures, via, []
@@ -542,18 +543,13 @@ def _files_named(
 
 
 def _unresolved_failures(
-    store: HookReader,
-    files: list[str],
-    open_failures: list[OpenFailure],
-    naming: list[tuple[str, str, str]],
-    *,
-    by_name: bool = True,
+    store: HookReader, open_failures: list[OpenFailure], by_id: dict[str, set[str]]
 ) -> tuple[dict[str, list[Finding]], bool]:
-    """Findings per file, and whether a failure naming one of FILES holds a redacted value (a redacted
-    command of the unsynced tail might be its retry: see check)."""
+    """Findings per file (BY_ID: the files each failure names, _files_named), and whether a failure naming
+    one of them holds a redacted value (a redacted command of the unsynced tail might be its retry: see
+    check)."""
     if not open_failures:
         return {}, False
-    by_id = _files_named(files, open_failures, naming, by_name=by_name)
     candidates = [f for f in open_failures if f[0] in by_id]
     redacted_value = any(PLACEHOLDER in f[1] for f in candidates)
     if not candidates:

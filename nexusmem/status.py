@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nexusmem import paths, timefmt
+from nexusmem import autosync, paths, timefmt
 from nexusmem.project import Project
 from nexusmem.store import Store
 from nexusmem.sync import problem_history, source_states
@@ -58,15 +58,8 @@ def status(project: Project) -> dict[str, Any]:
             # One line per source that left one: why an opt-in source did nothing ("skipped: gh CLI ...").
             "source_states": source_states(store),
             # The post-commit sync's last failure, when nothing has synced since (else null).
-            "auto_sync_failed": _auto_sync_failed(project, store),
+            "auto_sync_failed": autosync.last_failure(project.root, store),
         }
-
-
-def _auto_sync_failed(project: Project, store: Store) -> dict[str, str] | None:
-    from nexusmem import autosync
-
-    synced = [s["last_sync"] for s in store.sources() if s.get("last_sync")]
-    return autosync.last_failure(project.root, max(synced) if synced else None)
 
 
 # What the links other sources make are, as status counts them (docs/contracts.md, link relations).

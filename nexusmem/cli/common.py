@@ -32,9 +32,8 @@ def library_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except (
-            UsageError
-        ) as exc:  # exit 2, as for what click's parser rejects; said as the plain path says it
+        except UsageError as exc:
+            # exit 2, as for what click's parser rejects; said as the plain path says it
             raise _Unusable(str(exc)) from exc
         except NexusMemError as exc:
             raise click.ClickException(str(exc)) from exc

@@ -204,12 +204,12 @@ def install(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, bo
     text = _read(path)
     found = None if text is None else _find_block(text, path)
     if text is not None and found is not None:
-        start, end, old_flags = found
-        block = render_block(shell, old_flags)
-        if text[start:end].rstrip("\n") == block.rstrip("\n"):
+        if _as_written(shell, text, found):
             return path, False
         # A block an older install wrote (another path to the script, an older wording): it still sources
         # that install's script, old bugs included. Written anew in place, with the flags it had.
+        start, end, old_flags = found
+        block = render_block(shell, old_flags)
         new = block if text[start:end].endswith("\n") else block.rstrip("\n")
         _write(path, text[:start] + new + text[end:])
         return path, True
@@ -231,9 +231,13 @@ def is_current(shell: str, environ: dict[str, str] | None = None) -> bool:
     path = rc_file(shell, environ)
     text = _read(path)
     found = None if text is None else _find_block(text, path)
-    if found is None or text is None:
-        return False
-    return text[found[0] : found[1]].rstrip("\n") == render_block(shell, found[2]).rstrip("\n")
+    return text is not None and found is not None and _as_written(shell, text, found)
+
+
+def _as_written(shell: str, text: str, found: tuple[int, int, tuple[str, ...]]) -> bool:
+    """Whether the block FOUND in TEXT (_find_block) is the one this install writes, with its flags."""
+    start, end, flags = found
+    return text[start:end].rstrip("\n") == render_block(shell, flags).rstrip("\n")
 
 
 def is_installed(shell: str, environ: dict[str, str] | None = None) -> bool:

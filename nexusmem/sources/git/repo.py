@@ -10,7 +10,7 @@ from typing import Any
 
 from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
-from nexusmem.errors import GitCommandError, NotARepositoryError
+from nexusmem.errors import GitCommandError
 
 CURSOR_VERSION = "g1"
 
@@ -76,8 +76,8 @@ def _refs_one_by_one(root: Path) -> tuple[bytes, str]:
     refs_code, refs = gitcmd.run_ok(["for-each-ref", "--format=%(objectname) %(refname)"], root)
     head_code, head = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], root)
     if refs_code != 0 or head_code not in (0, 1):
-        if "dubious ownership" in why or "dubious ownership" in err.decode("utf-8", "replace"):
-            raise NotARepositoryError(paths.dubious(root))
+        if paths.refuses_owner(err):
+            raise paths.refused(root)
         raise GitCommandError(f"git cannot read the refs of {root}: {why}")
     lines = (head.strip() + b" HEAD\n" if head_code == 0 and head.strip() else b"") + refs
     return lines, why
