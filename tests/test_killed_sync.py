@@ -84,3 +84,42 @@ def test_sigkill_at_any_point_leaves_a_whole_store(tmp_path: Path) -> None:
         v for k, v in full.items() if not k.startswith("_")
     )
     assert counts(db) == full
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["plain", "click"])
+def test_ctrl_c_during_a_sync_exits_130_and_the_next_sync_finishes(tmp_path: Path, route: str) -> None:
+    """Ctrl-C (SIGINT) in the middle of a first sync: "Aborted!", exit 130 as a shell reports an interrupted
+    command (a script can tell it from a failure), the store whole, and the next sync completes it. `sync -q`
+    is answered without click (cli/plain.py), `--source git` by click: both end alike."""
+    subprocess.run(
+        [sys.executable, str(MAKE_HISTORY), str(tmp_path / "h"), "--commits", "5000", "--shell-lines", "10"],
+        check=True,
+        capture_output=True,
+    )
+    repo = tmp_path / "h" / "repo"
+    extra = ["--source", "git"] if route == "click" else []
+    db = repo / ".nexusmem" / "memory.db"
+    proc = subprocess.Popen(
+        [console_script(), "sync", "-q", "--no-embed", *extra],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not db.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the sync ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip().endswith("Aborted!"), err
+    assert "Traceback" not in err
+    counts(db)  # integrity_check: whole
+    again = subprocess.run(
+        [console_script(), "sync", "--json", "--no-embed", *extra], cwd=repo, capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr
+    assert counts(db)["git_commit"] > 5000

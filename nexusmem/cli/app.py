@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from nexusmem import __version__
-from nexusmem.cli.main import COMMANDS
+from nexusmem.cli.main import ABORTED, COMMANDS, INTERRUPTED
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,6 +20,17 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C ends a command with "Aborted!" and exit 130, the shell's code for an interrupt (click's
+        own is 1, which a script cannot tell from the command's failure)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            import sys
+
+            sys.stderr.write(f"\n{ABORTED}\n")
+            raise click.exceptions.Exit(INTERRUPTED) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

@@ -1,7 +1,8 @@
 """Entry point. `--version` answers before click is even imported; commands load only when invoked.
 
 Exit codes: 0 success, 1 an error the message explains (bad input, a damaged store, a full disk), 2 a usage
-error (click), 3 an unexpected failure: one line on stderr, the traceback in a crash log (cli/crash.py).
+error (click), 3 an unexpected failure: one line on stderr, the traceback in a crash log (cli/crash.py),
+130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import gc
 import os
 import sys
+
+INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports an interrupted command
+ABORTED = "Aborted!"
 
 # name -> "module:attribute"; modules are imported only when their command runs (fast start-up).
 COMMANDS: dict[str, str] = {
@@ -80,7 +84,10 @@ def main(argv: list[str] | None = None) -> None:
         from nexusmem.cli.app import cli
 
         cli.main(args=args, prog_name="nexusmem")
-    except Exception:  # a bug, not bad input (click handles its own errors and Ctrl-C inside main)
+    except KeyboardInterrupt:  # Ctrl-C outside a command's body (while click starts up or winds down)
+        sys.stderr.write(f"\n{ABORTED}\n")
+        sys.exit(INTERRUPTED)
+    except Exception:  # a bug, not bad input (click handles its own errors inside main)
         from nexusmem.cli.crash import report
 
         sys.exit(report(args))

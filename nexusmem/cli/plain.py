@@ -18,6 +18,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from nexusmem.cli.main import ABORTED, INTERRUPTED
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -239,21 +240,21 @@ def _errors_said(body: Callable[[], T]) -> T | int:
 
 def _guarded(body: Callable[[], int | None]) -> int | None:
     """Run a plain command's BODY and end it as its click command would: errors as `_errors_said` says
-    them, Ctrl-C as "Aborted!", a closed pipe (`nexusmem query ... | head`) quietly; each exits 1 without a
-    traceback."""
+    them, Ctrl-C as "Aborted!" with exit 130, a closed pipe (`nexusmem query ... | head`) quietly with exit 1;
+    never a traceback."""
     try:
         return _errors_said(body)
     except KeyboardInterrupt:
         _aborted()
-        return 1
+        return INTERRUPTED
     except BrokenPipeError:
         _quiet_stdout()
         return 1
 
 
 def _aborted() -> None:
-    """Ctrl-C, said as click says it (an empty line, then "Aborted!"), with exit 1."""
-    sys.stderr.write("\nAborted!\n")
+    """Ctrl-C, said as the click commands say it (an empty line, then "Aborted!")."""
+    sys.stderr.write(f"\n{ABORTED}\n")
     sys.stderr.flush()
 
 
