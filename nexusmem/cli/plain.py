@@ -18,6 +18,7 @@ import json
 import re
 import sys
 from pathlib import Path
+
 from nexusmem.cli.main import ABORTED, INTERRUPTED
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
