@@ -409,6 +409,7 @@ def load(path: Path) -> dict[str, Any]:
         return defaults()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    raw = raw.removeprefix("\ufeff")  # the byte-order mark Notepad and PowerShell 5 write before UTF-8
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:

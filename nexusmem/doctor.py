@@ -332,6 +332,8 @@ def _full(folder: Path) -> bool:
 
 
 def check_store(root: Path) -> list[Check]:
+    from nexusmem import project
+    from nexusmem.errors import StoreError
     from nexusmem.store import health
 
     checks = []
@@ -340,8 +342,17 @@ def check_store(root: Path) -> list[Check]:
     if not db.exists():
         return [Check("store", False, f"{root} has no memory yet", f"nexusmem -C {root} sync")]
     try:
+        project.refuse_cut_short(root)
+    except StoreError as exc:
+        return [Check("store", False, str(exc).split("; ")[0], _rebuild_damaged(root, db))]
+    try:
         result = health.check_file(db, DOCTOR_CHECK_SECONDS)
-        if result == []:
+        shape = health.shape_problem(db) if result is not None and not result else None
+        if shape is not None:
+            what, damaged = shape
+            fix = _rebuild_damaged(root, db) if damaged else "pipx upgrade nexusmem (or pip install -U nexusmem)"
+            checks.append(Check("store", False, f"{db}: {what}", fix))
+        elif result == []:
             checks.append(Check("store", True, f"{db}: quick_check ok"))
         elif result is None:
             detail = f"{db}: quick_check did not finish in {DOCTOR_CHECK_SECONDS:.0f} s (a large store); not checked"
@@ -394,7 +405,7 @@ def check_embedder(root: Path | None) -> list[Check]:
     section: dict[str, Any] = {}
     if root is not None and paths.config_path(root).exists():
         try:
-            data = json.loads(paths.config_path(root).read_text(encoding="utf-8"))
+            data = json.loads(paths.config_path(root).read_text(encoding="utf-8-sig"))
             section = dict(data.get("embedding", {}))
         except (OSError, ValueError, AttributeError) as exc:
             return [Check("embedder", False, f"{paths.config_path(root)}: {exc}", "fix the file by hand")]
@@ -437,7 +448,7 @@ def check_session_model(root: Path | None) -> list[Check]:
     if root is None or not paths.config_path(root).exists():
         return []
     try:
-        data = json.loads(paths.config_path(root).read_text(encoding="utf-8"))
+        data = json.loads(paths.config_path(root).read_text(encoding="utf-8-sig"))
         section = dict(data.get("sources", {}).get("session", {}))
     except (OSError, ValueError, AttributeError):
         return []  # check_embedder already reports a config it cannot read

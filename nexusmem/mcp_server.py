@@ -215,6 +215,7 @@ def _open_store(root: Path) -> Store:
     (search with an explicit budget, get_memory): no git process per call."""
     _require_memory(root)
     with _library_errors():
+        project_mod.refuse_cut_short(root)
         return open_store(paths.db_path(root))
 
 
@@ -272,6 +273,8 @@ def search_args(
     """(question, asOf ms, since ms, until ms, author filter) of one search call, each checked as the CLI
     checks it; a bad one is a tool error naming it."""
     question = check_query(text)
+    # An agent may fill an optional string it has no value for with "": read as not given.
+    as_of, since, until = (v if v is None or v.strip() else None for v in (as_of, since, until))
     cutoff = parse_as_of(as_of)
     lo, hi = parse_window(since, until)
     return question, cutoff, lo, hi, parse_author(author)
@@ -472,8 +475,13 @@ class _Server(MCPServer):
         arguments = normalise_arguments(name, arguments, schema)
         try:
             return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            raise  # a crash: the SDK logs it and the client sees only that the tool failed
+        except UnexpectedToolError as exc:
+            # A crash (a bug): the SDK alone would tell the client only that the tool failed. The traceback
+            # goes to the crash log, as the CLI's does, and the agent reads where.
+            from nexusmem.crashlog import record
+
+            crash = exc.__cause__ if exc.__cause__ is not None else exc
+            raise ToolError(f"{name}: {record(f'mcp {name}', crash)}") from exc
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(plain_validation_error(name, exc.__cause__, schema)) from exc.__cause__
@@ -518,11 +526,13 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
             ),
         ],
         budget: Annotated[
-            int, Field(ge=50, le=MAX_BUDGET, description="Token budget for the answer (50 to 100000).")
+            int,
+            Field(ge=50, le=MAX_BUDGET, strict=True, description="Token budget for the answer (50 to 100000)."),
         ] = 2000,
         allProjects: Annotated[
             bool,
             Field(
+                strict=True,
                 description="Search every project registered on this machine, not just projectRoot's; "
                 "each result names its project."
             ),
@@ -606,10 +616,13 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         projectRoot: ProjectRoot,
         linkFailures: Annotated[
             bool,
-            Field(description="Also link failed commands to the commands that fixed them (when supported)."),
+            Field(
+                strict=True,
+                description="Also link failed commands to the commands that fixed them (when supported).",
+            ),
         ] = False,
         noEmbed: Annotated[
-            bool, Field(description="Skip computing embeddings (keyword search only).")
+            bool, Field(strict=True, description="Skip computing embeddings (keyword search only).")
         ] = False,
     ) -> Annotated[CallToolResult, SyncResult]:
         """Bring a repository's memory up to date: ingest new commits, diffs, docs and shell history.

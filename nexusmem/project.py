@@ -43,7 +43,42 @@ class Project:
         return paths.db_path(self.root)
 
     def open_store(self, *, readonly: bool = False) -> Store:
+        refuse_cut_short(self.root)
         return open_store(self.db_path, readonly=readonly)
+
+
+def refuse_cut_short(root: Path) -> None:
+    """Raise StoreError when ROOT's memory.db is an empty file (no write-ahead log either) though a sync once
+    wrote it: the file was cut short (a full disk, a failed copy). Opened, it would be set up again empty and
+    quietly, its trust verdicts, marks and deny-list gone, and the next sync would bring back from git every
+    value `forget` had erased. An empty file no sync ever finished is a first sync stopped early: the next
+    one sets it up. A stat, and the registry only for an empty file."""
+    db = paths.db_path(root)
+    try:
+        if db.stat().st_size or os.stat(f"{db}-wal").st_size:
+            return
+    except FileNotFoundError:
+        pass  # no -wal (or no database: open_store says so)
+    except OSError:
+        return
+    if not db.exists():
+        return
+    from nexusmem import registry
+
+    synced = registry.last_sync(root)
+    if synced is None:
+        return
+    import time
+
+    from nexusmem.errors import StoreError
+    from nexusmem.store import health
+
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(synced / 1000))
+    raise StoreError(
+        f"{db} is empty (0 bytes), but a sync wrote this memory on {when}: the file was cut short (a full disk,"
+        f" a failed copy?); {health.damaged_advice(db)}. Values you erased with `nexusmem forget` come back"
+        " with the rebuild: forget them again (or `forget --import` an export)"
+    )
 
 
 def is_initialised(root: Path) -> bool:
@@ -72,6 +107,7 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     db = paths.db_path(root)
     if not db.exists():
         created = True
+    refuse_cut_short(root)
     open_store(db, create=True).close()
     project = Project(root=root, config=config_of(root))
     from nexusmem import registry

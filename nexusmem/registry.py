@@ -134,6 +134,13 @@ def _register(root: Path, project_id: str, *, synced: bool, own_dir: bool = Fals
     _save(projects)
 
 
+def last_sync(root: Path) -> int | None:
+    """When ROOT's memory was last written by a sync (epoch ms, as recorded), None if never recorded."""
+    entry = next((p for p in load() if p.get("root") == str(root)), None)
+    value = entry.get("lastSync") if entry else None
+    return value if isinstance(value, int) else None
+
+
 def prune() -> list[dict[str, Any]]:
     """Remove entries whose database no longer exists; return what was removed."""
     with _locked():

@@ -132,3 +132,11 @@ def test_numbers_the_commands_cannot_use_are_refused_where_they_are_written(
     path.write_text(json.dumps({section: {name: value}}))
     with pytest.raises(ConfigError, match=f"'{key}' must be between"):
         config.load(path)
+
+
+def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Notepad and PowerShell 5 (`Set-Content -Encoding UTF8`) write a BOM before UTF-8: the file is the
+    user's edit all the same, read as written (it was "Unexpected UTF-8 BOM (decode using utf-8-sig)")."""
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"query": {"budget": 1234}}).encode("utf-8"))
+    assert config.load(path)["query"]["budget"] == 1234

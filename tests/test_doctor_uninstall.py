@@ -107,6 +107,66 @@ def test_doctor_flags_a_corrupt_store(repo: Path) -> None:
     assert code == 0, report
 
 
+def test_a_store_cut_to_zero_bytes_is_refused_not_set_up_again_empty(repo: Path) -> None:
+    """A memory.db a sync once wrote, cut to 0 bytes (a full disk, a failed copy): every command refuses it
+    with the fix, doctor flags it, and the next sync does not quietly start a new memory, which would bring
+    back from git what `forget` had erased (its deny-list lived in the lost file)."""
+    commit(repo, "feat: connect with password hunter2secret", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    run_cli("-C", str(repo), "forget", "hunter2secret", "--yes")
+    tighten(repo)
+    db = repo / ".nexusmem" / "memory.db"
+    db.write_bytes(b"")
+    for suffix in ("-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    for args in (["query", "password"], ["status"], ["sync", "-q"]):
+        result = run_cli("-C", str(repo), *args, ok=False)
+        assert result.exit_code == 1, (args, result.output)
+        assert "is empty (0 bytes)" in result.output and "damaged" in result.output, result.output
+    assert db.stat().st_size == 0  # nothing set it up again
+    code, report = doctor_json(repo)
+    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
+    assert code == 1 and "is empty (0 bytes)" in str(store[0]["detail"]), report
+    assert str(store[0]["fix"]).startswith(f"mv {db} {db}.damaged")
+
+
+def test_an_empty_store_no_sync_finished_is_set_up_by_the_next(repo: Path) -> None:
+    """A first sync stopped before its first write leaves a 0-byte file: not damage, the next sync goes on."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    state = repo / ".nexusmem"
+    state.mkdir(mode=0o700)
+    (state / "memory.db").write_bytes(b"")
+    run_cli("-C", str(repo), "sync", "-q")
+    assert "feat: first" in run_cli("-C", str(repo), "query", "first").output
+
+
+def test_doctor_flags_a_store_missing_a_table_or_from_a_newer_release(repo: Path) -> None:
+    import sqlean
+
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    tighten(repo)
+    db = repo / ".nexusmem" / "memory.db"
+    conn = sqlean.connect(str(db))
+    conn.execute("INSERT INTO schema_migrations(version, name, applied_at) VALUES (999, 'future', 0)")
+    conn.commit()
+    conn.close()
+    code, report = doctor_json(repo)
+    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
+    assert code == 1 and "written by a newer NexusMem (schema 999" in str(store[0]["detail"]), report
+    assert "upgrade" in str(store[0]["fix"])
+
+    conn = sqlean.connect(str(db))
+    conn.execute("DELETE FROM schema_migrations WHERE version = 999")
+    conn.execute("DROP TABLE links")
+    conn.commit()
+    conn.close()
+    code, report = doctor_json(repo)
+    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
+    assert code == 1 and "table(s) links missing" in str(store[0]["detail"]), report
+    assert str(store[0]["fix"]).startswith(f"mv {db} {db}.damaged")
+
+
 def test_doctor_says_a_shell_log_that_is_a_folder_is_one(repo: Path) -> None:
     # It said "shell-history.jsonl is 0755, readable by others", and its fix (chmod 600) made the folder
     # unusable without making it a log.

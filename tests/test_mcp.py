@@ -419,3 +419,55 @@ def test_wrong_argument_names_and_types_are_plain_words_and_snake_case_works(
             assert message.startswith("get_memory: "), message
 
     anyio.run(main)
+
+
+def test_values_of_the_wrong_type_are_refused_not_read_loosely(repo: Path, tmp_path: Path) -> None:
+    """`"yes"` is not true and `"300"` is not a number: an agent that sends them learns so, instead of a
+    search over every project or a link pass it did not ask for."""
+    small_history(repo)
+    root = str(repo)
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            ok(await s.call_tool("sync_project", {"projectRoot": root, "noEmbed": True}))
+            for args, said in (
+                ({"budget": "300"}, "budget must be a whole number, got '300'"),
+                ({"budget": True}, "budget must be a whole number, got True"),
+                ({"allProjects": "true"}, "allProjects must be true or false"),
+                ({"allProjects": 1}, "allProjects must be true or false"),
+            ):
+                message = error(await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL", **args}))
+                assert said in message, (args, message)
+            for args in ({"linkFailures": "yes"}, {"noEmbed": "no"}, {"noEmbed": 1}):
+                message = error(await s.call_tool("sync_project", {"projectRoot": root, **args}))
+                assert "must be true or false, got" in message, (args, message)
+            _, found = ok(await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL", "budget": 300}))
+            assert found["items"]
+
+    anyio.run(main)
+
+
+def test_a_crash_in_a_tool_tells_the_agent_where_the_traceback_is(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    """A bug inside a tool (here: a node whose stored metadata is not JSON) is a tool error naming the crash
+    log, which holds the traceback, as the CLI's exit 3 does; the SDK alone said only "Error executing tool"."""
+    import sqlean
+
+    small_history(repo)
+    subprocess.run([console_script(), "sync", "-q", "--no-embed"], cwd=repo, check=True)
+    conn = sqlean.connect(str(repo / ".nexusmem" / "memory.db"))
+    conn.execute("UPDATE nodes SET meta = '{not json' WHERE kind = 'git_commit'")
+    conn.commit()
+    conn.close()
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            message = error(await s.call_tool("search_memory", {"projectRoot": str(repo), "query": "WAL cache"}))
+            log = isolated_home / ".nexusmem" / "crash.log"
+            assert message.startswith("search_memory: internal error ("), message
+            assert f"details in {log}" in message
+            assert "Traceback" in log.read_text(encoding="utf-8")
+            assert "command 'mcp search_memory'" in log.read_text(encoding="utf-8")
+
+    anyio.run(main)

@@ -94,6 +94,14 @@ def test_since_and_until_filter_on_event_time(old_and_fresh: Path) -> None:
     assert bad.exit_code != 0 and "'last tuesday' is not a time" in bad.output
     empty = run_cli("-C", str(old_and_fresh), "query", "--since", "1d", "--until", "9d", "upload", ok=False)
     assert empty.exit_code != 0 and "the window is empty" in empty.output
+    # `--since "$SINCE"` with SINCE unset is a usage error, not the whole history; both CLI paths.
+    for flag in ("--since", "--until", "--as-of"):
+        unset = run_cli("-C", str(old_and_fresh), "query", flag, "", "upload", ok=False)
+        assert unset.exit_code == 2 and "an empty" in unset.output, (flag, unset.output)
+        plain = subprocess.run(
+            [console_script(), "-C", str(old_and_fresh), "query", flag, " ", "upload"], capture_output=True, text=True
+        )
+        assert plain.returncode == 2 and "an empty" in plain.stderr, (flag, plain.stderr)
     help_text = run_cli("query", "--help").output
     assert "recording time, not event time" in help_text
 
@@ -422,5 +430,13 @@ def test_mcp_search_takes_since_until_and_reports_weak(old_and_fresh: Path, tmp_
                 "search_memory", {"projectRoot": root, "query": "upload", "until": "soon"}
             )
             assert bad.is_error and "'soon' is not a time" in str(bad.content)
+            # An agent that fills the optional strings it has no value for with "" gets the plain search.
+            _, blank = _structured(
+                await s.call_tool(
+                    "search_memory",
+                    {"projectRoot": root, "query": "upload gateway", "since": "", "until": " ", "asOf": ""},
+                )
+            )
+            assert len(blank["items"]) >= 2
 
     anyio.run(scenario)

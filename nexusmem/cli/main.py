@@ -1,7 +1,7 @@
 """Entry point. `--version` answers before click is even imported; commands load only when invoked.
 
 Exit codes: 0 success, 1 an error the message explains (bad input, a damaged store, a full disk), 2 a usage
-error (click), 3 an unexpected failure: one line on stderr, the traceback in a crash log (cli/crash.py),
+error (click), 3 an unexpected failure: one line on stderr, the traceback in a crash log (crashlog.py),
 130 Ctrl-C.
 """
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"\n{ABORTED}\n")
         sys.exit(INTERRUPTED)
     except Exception:  # a bug, not bad input (click handles its own errors inside main)
-        from nexusmem.cli.crash import report
+        from nexusmem.crashlog import report
 
         sys.exit(report(args))
     finally:

@@ -192,9 +192,11 @@ def parse_as_of(value: str | None) -> int | None:
 
     from nexusmem.errors import UsageError
 
-    if value is None or not value.strip():
+    if value is None:
         return None
     text = value.strip()
+    if not text:  # `--as-of "$WHEN"` with WHEN unset: an error, not every recording
+        raise UsageError("an empty date: use YYYY-MM-DD or an ISO 8601 time such as 2024-05-01T12:00:00Z")
     if text.endswith(("Z", "z")):  # Python 3.10's fromisoformat does not take the Z suffix
         text = text[:-1] + "+00:00"
     try:

@@ -153,10 +153,10 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
 
 
 def window(since: str | None, until: str | None) -> tuple[int | None, int | None]:
-    """(since ms, until ms) from the option values (None when not given); a window that ends before it
-    starts is an error naming both."""
-    lo = parse_when(since) if since and since.strip() else None
-    hi = parse_when(until, end=True) if until and until.strip() else None
+    """(since ms, until ms) from the option values (None when not given); an empty value (`--since "$X"` with
+    X unset) is an error, not the whole history, and so is a window that ends before it starts."""
+    lo = parse_when(since) if since is not None else None
+    hi = parse_when(until, end=True) if until is not None else None
     if lo is not None and hi is not None and hi < lo:
-        raise UsageError(f"the window is empty: --until {until} is before --since {since}")
+        raise UsageError(f"the window is empty: until {until} is before since {since}")
     return lo, hi

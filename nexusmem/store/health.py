@@ -76,6 +76,23 @@ def check_file(path: Path, seconds: float = CHECK_SECONDS) -> list[str] | None:
         conn.close()
 
 
+def shape_problem(path: Path) -> tuple[str, bool] | None:
+    """What makes PATH unusable though SQLite finds the file whole, and whether it is damage (else it was
+    written by a newer NexusMem): (what, damaged), or None when nothing does. A file no migration has run
+    on yet is not a problem here: the next sync sets it up."""
+    from nexusmem.store.migrations import LATEST, current_version
+
+    conn = sqlean.connect(f"file:{path.as_posix()}?mode=ro", uri=True, timeout=5)
+    try:
+        version = current_version(conn)
+        if version > LATEST:
+            return f"written by a newer NexusMem (schema {version}; this one reads up to {LATEST})", False
+        missing = missing_tables(conn) if version else []
+    finally:
+        conn.close()
+    return (f"table(s) {', '.join(missing)} missing", True) if missing else None
+
+
 def looks_damaged(exc: BaseException) -> bool:
     """Whether a driver error speaks of the file itself rather than of one statement."""
     text = str(exc).lower()

@@ -1,4 +1,5 @@
-"""An unexpected exception: one line for the user, the traceback in a private crash log, exit code 3.
+"""An unexpected exception: one line for the user (the CLI's exit code 3, an MCP tool error), the traceback
+in a private crash log.
 
 A traceback on the terminal helps nobody who is not debugging NexusMem, and it may print what the failing
 record held. The log keeps the newest reports (CRASH_LOG_CAP bytes), 0600 in a 0700 directory.
@@ -52,18 +53,26 @@ def _redacted(text: str) -> str:
 
 def report(args: list[str]) -> int:
     """Write the current exception to the crash log, print one line, return the exit code (3)."""
+    sys.stderr.write(f"nexusmem: {record(args[0] if args else '')}\n")
+    return EXIT_CRASH
+
+
+def record(command: str, exc: BaseException | None = None) -> str:
+    """Append EXC (the exception being handled, if None) with its traceback to the crash log, as COMMAND's;
+    return the line that says so: "internal error (Type: first line of the message); details in PATH"."""
     from nexusmem import __version__
 
-    exc = sys.exc_info()[1]
+    if exc is None:
+        exc = sys.exc_info()[1]
     name = type(exc).__name__
     # The message may hold input (a command line, a path); the terminal gets its first line, escaped.
     first = _redacted(str(exc).splitlines()[0])[:200] if str(exc) else ""
     first = first.encode("ascii", "backslashreplace").decode("ascii")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    command = args[0] if args else ""
+    shown = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)) if exc else ""
     entry = (
         f"--- {stamp} nexusmem {__version__} (python {sys.version.split()[0]}, {sys.platform}) "
-        f"command {command!r}\n{_redacted(traceback.format_exc())}\n"
+        f"command {command!r}\n{_redacted(shown)}\n"
     )
     try:
         path = crash_log_path()
@@ -71,5 +80,4 @@ def report(args: list[str]) -> int:
         where = f"details in {path} (please include them in a bug report)"
     except OSError as err:
         where = f"could not write the crash log ({err.strerror or err})"
-    sys.stderr.write(f"nexusmem: internal error ({name}: {first}); {where}\n")
-    return EXIT_CRASH
+    return f"internal error ({name}: {first}); {where}"
