@@ -162,6 +162,13 @@ def refused(where: Path) -> RefusedRepositoryError:
     )
 
 
+def tracked_name(raw: bytes) -> str:
+    """A file name as git gives it (bytes) in the form memory keeps: UTF-8, each byte that is not part of
+    one spelled `\\xNN`. Two names that differ only in such bytes stay two files (U+FFFD made them one node,
+    and one diff was lost), the form is the same on every scan, and SQLite gets valid text."""
+    return raw.decode("utf-8", "backslashreplace")
+
+
 def state_dir(root: Path) -> Path:
     return root / STATE_DIR
 

@@ -156,9 +156,9 @@ def staged_files(root: Path, *, working: bool = False) -> list[str]:
         if paths.refuses_owner(err):
             raise paths.refused(root) from exc
         raise GitCommandError(str(exc).split("\n", 1)[0]) from exc
-    # Decoded as the git source stores paths ('replace'): a name that is not UTF-8 then matches its stored
-    # form, and never reaches SQLite as a lone surrogate (which it cannot encode: the whole check was lost).
-    return [p.decode("utf-8", "replace") for p in out.split(b"\0") if p]
+    # Decoded as the git source stores paths: a name that is not UTF-8 then matches its stored form, and
+    # never reaches SQLite as a lone surrogate (which it cannot encode: the whole check was lost).
+    return [paths.tracked_name(p) for p in out.split(b"\0") if p]
 
 
 def relative_files(root: Path, files: Sequence[str], cwd: Path | None = None) -> list[str]:
@@ -171,7 +171,7 @@ def relative_files(root: Path, files: Sequence[str], cwd: Path | None = None) ->
         rel = os.path.relpath(full, real_root)
         path = Path(rel).as_posix() if not rel.startswith("..") else name
         # argv holds a name that is not UTF-8 as lone surrogates: give it the form the store keeps.
-        out.append(os.fsencode(path).decode("utf-8", "replace"))
+        out.append(paths.tracked_name(os.fsencode(path)))
     return out
 
 

@@ -563,7 +563,7 @@ def test_a_staged_name_that_is_not_utf8_leaves_the_other_files_checked(repo: Pat
     subprocess.run([b"git", b"add", b"src/cache.py", odd], cwd=repo, check=True)
     found = precheck.run(repo)
     assert found.checked, found.reason
-    assert "src/caf\ufffd-notes.py" in found.files
+    assert "src/caf\\xe9-notes.py" in found.files
     assert {f.path for f in found.findings} == {"src/cache.py"}
     result = run_cli("-C", str(repo), "precheck")
     assert "src/cache.py: `pytest tests/test_cache.py` failed" in result.stderr

@@ -263,6 +263,8 @@ def test_non_utf8_message_and_file_name(repo: Path, tmp_path: Path) -> None:
     msg.write_bytes("fix: caf\u00e9 na\u00efve\n\nd\u00e9tails\n".encode("latin-1"))
     name = os.fsdecode(b"caf\xe9.txt")  # not valid UTF-8: a surrogate-escaped str on Linux
     (repo / name).write_bytes(b"x\n")
+    # A second name that differs only in the byte UTF-8 cannot read: a file of its own, a diff of its own.
+    (repo / os.fsdecode(b"caf\xe8.txt")).write_bytes(b"y\n")
     git(repo, "add", "-A")
     git(repo, "-c", "i18n.commitEncoding=latin1", "commit", "-q", "-F", str(msg))
     # git commit "fixes" invalid UTF-8 by assuming Latin-1; write the object by hand to keep raw bytes.
@@ -287,10 +289,11 @@ def test_non_utf8_message_and_file_name(repo: Path, tmp_path: Path) -> None:
     for n in nodes:
         n.body.encode("utf-8")  # valid UTF-8 for SQLite
     files = {f for n in nodes for f in n.files}
-    assert "caf\ufffd.txt" in files
+    assert {"caf\\xe9.txt", "caf\\xe8.txt"} <= files
     dnodes, _ = scan(DiffSource(), repo)
     keys = {n.meta["path"] for n in dnodes}
-    assert "caf\ufffd.txt" in keys
+    assert {"caf\\xe9.txt", "caf\\xe8.txt"} <= keys
+    assert len({n.natural_key for n in dnodes}) == len(dnodes)
     for n in dnodes:
         (n.title + n.body + n.natural_key).encode("utf-8")
 

@@ -718,8 +718,11 @@ def unreadable_problem(shown: str, exc: OSError) -> str:
 
 
 def display_path(path: str) -> str:
-    """PATH as valid UTF-8: undecodable bytes (kept by os.fsdecode as lone surrogates) become U+FFFD."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """PATH as valid UTF-8 in the form memory keeps file names (paths.tracked_name): undecodable bytes (kept
+    by os.fsdecode as lone surrogates) become `\\xNN`."""
+    from nexusmem.paths import tracked_name
+
+    return tracked_name(path.encode("utf-8", "surrogateescape"))
 
 
 def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -> Iterator[Node]:

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from nexusmem.paths import tracked_name
 from nexusmem.redact import PLACEHOLDER_RE, redact
 from nexusmem.sources.git.commits import (
     _FORMAT,
@@ -241,7 +242,7 @@ class _PatchWords:
             elif path_plus in self._skipped:
                 self.keep = not self._skipped[path_plus]
             else:
-                path = _text(path_plus)
+                path = tracked_name(path_plus)
                 self.keep = bool(path) and not _matches_any(path, self._globs)
                 if len(self._skipped) < 100_000:
                     self._skipped[path_plus] = not self.keep

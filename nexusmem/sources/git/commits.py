@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nexusmem import gitcmd
+from nexusmem.paths import tracked_name
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node, redacted_path
 from nexusmem.redact import redact
@@ -57,8 +58,8 @@ def truncate(text: str, limit: int, extra: int = 0) -> tuple[str, bool]:
 
 
 def _text(raw: bytes) -> str:
-    # 'replace' (not surrogateescape): stored text must be valid UTF-8 for SQLite, and the mapping is
-    # deterministic, so a non-UTF-8 path still yields the same natural key on every scan.
+    # 'replace' (not surrogateescape): stored text must be valid UTF-8 for SQLite. File names are not read
+    # this way (paths.tracked_name): two of them may differ only in the bytes it would replace.
     return raw.decode("utf-8", "replace")
 
 
@@ -286,7 +287,7 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
                 rename_old = tok
                 continue
             current.files.append(
-                FileStat(_text(tok), _text(rename_old), _count(rename[0]), _count(rename[1]))
+                FileStat(tracked_name(tok), tracked_name(rename_old), _count(rename[0]), _count(rename[1]))
             )
             rename, rename_old = None, None
             continue
@@ -303,7 +304,7 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
                 _count(fields[1])
                 rename = (fields[0], fields[1])
                 continue
-            current.files.append(FileStat(_text(fields[2]), None, _count(fields[0]), _count(fields[1])))
+            current.files.append(FileStat(tracked_name(fields[2]), None, _count(fields[0]), _count(fields[1])))
         except ValueError:
             rename = None
             continue

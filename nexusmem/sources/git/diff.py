@@ -11,6 +11,7 @@ from nexusmem import gitcmd
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node
+from nexusmem.paths import tracked_name
 from nexusmem.redact import redact
 from nexusmem.signals import commit_signal
 from nexusmem.sources.base import ScanContext
@@ -196,8 +197,8 @@ def iter_diff_nodes(
             raw_path = p.path()
             if raw_path is None:
                 continue
-            path = _text(raw_path)
-            old_path = _text(p.old) if p.old is not None else None
+            path = tracked_name(raw_path)
+            old_path = tracked_name(p.old) if p.old is not None else None
             body, truncated = p.body(limit)
             key = f"{header.sha}:{path}"
             meta: dict[str, Any] = {
@@ -278,7 +279,7 @@ def iter_diff_nodes(
                 pass  # a merge's sections (if a user config forces them) never become nodes
             else:
                 raw = patch.path()
-                path = _text(raw) if raw is not None else ""
+                path = tracked_name(raw) if raw is not None else ""
                 if not path:
                     pass
                 elif _matches_any(path, skip_globs):
