@@ -460,7 +460,7 @@ def _texts_to_redact(tail: list[TailCommand], open_failures: list[OpenFailure]) 
     shown = {f[1] for f in open_failures}  # by text: a call also seen in a transcript has that node's id
     for t in tail:
         # failed (None: exit unknown, neither fails nor resolves) and may be shown
-        if t.exit and t.command in shown and t.command not in texts:
+        if resolved.failed(t.exit) and t.command in shown and t.command not in texts:
             texts[t.command] = redact(t.command)
     # Each open failure's placeholder-free words, filed per cwd under its longest word.
     needs: dict[tuple[str | None, str], list[frozenset[str]]] = {}

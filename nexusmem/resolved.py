@@ -5,7 +5,8 @@ whitespace collapsed and the ends trimmed — in the same working directory. "La
 logged in the failure's own millisecond is not its retry. The linker also bounds how much later (24 h: a
 pass three days on says little about what fixed it); precheck takes any later pass (the file is no longer
 known to break that command). Commands without a directory or an exit status (scraped from a history file)
-neither fail nor resolve.
+neither fail nor resolve, nor does a command the person stopped (STOPPED): a watcher ended with Ctrl-C or
+an editor suspended with Ctrl-Z did not fail.
 
 Standard library only: precheck imports this on every commit.
 """
@@ -18,8 +19,17 @@ DAY_MS = 86_400_000
 # How much later a success may come and still count as the failure's retry (the linker's window).
 RETRY_WINDOW_MS = DAY_MS
 
+# The statuses a shell gives a command the person stopped from the keyboard: Ctrl-C (SIGINT, 128 + 2),
+# Ctrl-\ (SIGQUIT, 128 + 3), Ctrl-Z (SIGTSTP, 128 + 20). Kept as recorded; they neither fail nor resolve.
+STOPPED = frozenset({130, 131, 148})
+
 # (node id, ts ms, command, cwd, exit status), in time order.
 Command = tuple[str, int, str, str | None, int | None]
+
+
+def failed(exit_code: int | None) -> bool:
+    """Whether a command with this status failed: not 0, known, and not stopped by the person."""
+    return exit_code is not None and exit_code != 0 and exit_code not in STOPPED
 
 
 def normalise(command: str) -> str:
@@ -47,7 +57,7 @@ def retries(
         normalised = {}  # a real log repeats a few hundred commands thousands of times
     for row in commands:
         node_id, ts, command, cwd, exit_code = row
-        if cwd is None or exit_code is None:
+        if cwd is None or exit_code is None or exit_code in STOPPED:
             continue
         text = normalised.get(command)
         if text is None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from nexusmem.resolved import failed
+
 COMMIT_TYPE_SIGNAL: dict[str, float] = {
     "fix": 0.8,
     "feat": 0.8,
@@ -132,7 +134,7 @@ def shell_signal(command: str, exit_code: int | None) -> float:
     """A failure is worth more than a success; noise is worth little. Unknown exit (scraped): no bonus."""
     value = _CLASS_SIGNAL[command_class(command)]
     if exit_code is not None:
-        value += 0.25 if exit_code != 0 else 0.05
+        value += 0.25 if failed(exit_code) else 0.05
     return _clamp(value)
 
 

@@ -236,6 +236,35 @@ def test_findings_json_shape(repo: Path) -> None:
     assert finding["exit"] == 127 and finding["command"] == "pytest tests/test_cache.py" and finding["date"]
 
 
+def test_a_command_stopped_from_the_keyboard_is_not_a_failure(repo: Path) -> None:
+    """A watcher ended with Ctrl-C (130), a pager quit with Ctrl-\\ (131), an editor suspended with Ctrl-Z
+    (148): precheck does not ask to run them again, synced or not, and the linker links none of them to a
+    fix; a real failure beside them still counts."""
+    project(repo)
+    sync.sync(repo)
+    write_log(
+        repo,
+        [
+            ("tail -f src/cache.py", 130, 3 * 60_000),
+            ("less src/cache.py", 131, 2 * 60_000),
+            ("vim src/cache.py", 148, 60_000),
+        ],
+    )
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    unsynced = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)
+    assert unsynced["checked"] and unsynced["findings"] == []
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
+    assert run_cli("-C", str(repo), "precheck", "--strict").exit_code == 0
+    status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
+    assert not status.get("links_by_relation", {}).get("retry"), status
+    write_log(repo, [("python -m pytest src/cache.py", 1, 30_000)])
+    run_cli("-C", str(repo), "sync")
+    [finding] = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
+    assert finding["exit"] == 1
+
+
 def hook_line(cwd: Path, command: str, code: int, ago_ms: int) -> bytes:
     """One line exactly as shell/nexusmem.bash's printf writes it (key order, no spaces)."""
     ts = int(time.time() * 1000) - ago_ms
