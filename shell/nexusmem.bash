@@ -364,3 +364,12 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     __nexusmem_history
     __nexusmem_seen=$__nexusmem_hist
 fi
+# Loaded again in the same shell (`source ~/.bashrc` after an edit): the rc file may have set PROMPT_COMMAND
+# or PS0 over ours, and nothing more would be recorded. Put both back; a no-op right after the first load.
+if [[ -n ${__nexusmem_ps0_text-} ]] && declare -F __nexusmem_heal >/dev/null; then
+    [[ ${PS0-} == *"$__nexusmem_ps0_text"* ]] || PS0=${PS0-}$__nexusmem_ps0_text
+    # shellcheck disable=SC2128  # the first entry is what is meant
+    if [[ ${PROMPT_COMMAND-} != __nexusmem_precmd && ${PROMPT_COMMAND-} != __nexusmem_precmd[$'\n'\;]* ]]; then
+        __nexusmem_heal
+    fi
+fi

@@ -216,8 +216,11 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         return $__st
     }
 
-    # Run first among the precmd hooks so $? and $pipestatus are still the command's own; zsh gives
-    # every later hook the same $? again.
+fi
+# Run first among the precmd hooks so $? and $pipestatus are still the command's own; zsh gives every later
+# hook the same $? again. Done at every load: a ~/.zshrc sourced again after an edit may have set
+# precmd_functions over ours, and nothing more would be recorded.
+if [[ -o interactive ]] && (( ${+functions[__nexusmem_precmd]} )); then
     typeset -ga precmd_functions preexec_functions zshexit_functions
     precmd_functions=(__nexusmem_precmd ${precmd_functions:#__nexusmem_precmd})
     preexec_functions=(${preexec_functions:#__nexusmem_preexec} __nexusmem_preexec)

@@ -736,3 +736,25 @@ def test_scripts_are_lf_guarded_and_write_the_contract(name: str) -> None:
     defined += re.findall(r"^\s*function\s+(?:global:)?([\w-]+)", text, re.M)
     assert defined
     assert all(f.startswith("__nexusmem_") or f == "prompt" for f in defined), defined
+
+
+RC_OVERWRITES = {
+    "bash": "PROMPT_COMMAND='history -a'; PS0=''",
+    "zsh": "my_precmd() { :; }; precmd_functions=(my_precmd); preexec_functions=()",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in RC_OVERWRITES])
+def test_sourcing_the_rc_file_again_keeps_recording(kind: str, open_shell: Any, tmp_path: Path) -> None:
+    """`source ~/.bashrc` after an edit runs the rc's own `PROMPT_COMMAND=...` (`precmd_functions=(...)`)
+    again, over the hook; the hook's block in it puts the hook back. Every line is still recorded, the
+    `source` line itself included, with its status."""
+    rc = tmp_path / f"{kind}rc"
+    rc.write_text(f"{RC_OVERWRITES[kind]}\nsource '{script_path(SCRIPT[kind])}'\n", encoding="utf-8")
+    sh = open_shell(kind, load=f"source '{rc}'")
+    sh.run("true before")
+    sourced = sh.run(f"source '{rc}'")
+    assert sourced["command"] == f"source '{rc}'" and sourced["exit"] == 0
+    assert sh.run("false after")["exit"] == 1
+    assert [entry["command"] for entry in sh.lines()] == ["true before", f"source '{rc}'", "false after"]
