@@ -350,7 +350,11 @@ def check_store(root: Path) -> list[Check]:
         shape = health.shape_problem(db) if result is not None and not result else None
         if shape is not None:
             what, damaged = shape
-            fix = _rebuild_damaged(root, db) if damaged else "pipx upgrade nexusmem (or pip install -U nexusmem)"
+            fix = (
+                _rebuild_damaged(root, db)
+                if damaged
+                else "pipx upgrade nexusmem (or pip install -U nexusmem)"
+            )
             checks.append(Check("store", False, f"{db}: {what}", fix))
         elif result == []:
             checks.append(Check("store", True, f"{db}: quick_check ok"))

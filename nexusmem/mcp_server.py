@@ -527,14 +527,16 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         ],
         budget: Annotated[
             int,
-            Field(ge=50, le=MAX_BUDGET, strict=True, description="Token budget for the answer (50 to 100000)."),
+            Field(
+                ge=50, le=MAX_BUDGET, strict=True, description="Token budget for the answer (50 to 100000)."
+            ),
         ] = 2000,
         allProjects: Annotated[
             bool,
             Field(
                 strict=True,
                 description="Search every project registered on this machine, not just projectRoot's; "
-                "each result names its project."
+                "each result names its project.",
             ),
         ] = False,
         scope: Annotated[

@@ -436,12 +436,16 @@ def test_values_of_the_wrong_type_are_refused_not_read_loosely(repo: Path, tmp_p
                 ({"allProjects": "true"}, "allProjects must be true or false"),
                 ({"allProjects": 1}, "allProjects must be true or false"),
             ):
-                message = error(await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL", **args}))
+                message = error(
+                    await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL", **args})
+                )
                 assert said in message, (args, message)
             for args in ({"linkFailures": "yes"}, {"noEmbed": "no"}, {"noEmbed": 1}):
                 message = error(await s.call_tool("sync_project", {"projectRoot": root, **args}))
                 assert "must be true or false, got" in message, (args, message)
-            _, found = ok(await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL", "budget": 300}))
+            _, found = ok(
+                await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL", "budget": 300})
+            )
             assert found["items"]
 
     anyio.run(main)
@@ -463,7 +467,9 @@ def test_a_crash_in_a_tool_tells_the_agent_where_the_traceback_is(
 
     async def main() -> None:
         async with mcp_session(tmp_path / "server.log") as s:
-            message = error(await s.call_tool("search_memory", {"projectRoot": str(repo), "query": "WAL cache"}))
+            message = error(
+                await s.call_tool("search_memory", {"projectRoot": str(repo), "query": "WAL cache"})
+            )
             log = isolated_home / ".nexusmem" / "crash.log"
             assert message.startswith("search_memory: internal error ("), message
             assert f"details in {log}" in message

@@ -99,7 +99,9 @@ def test_since_and_until_filter_on_event_time(old_and_fresh: Path) -> None:
         unset = run_cli("-C", str(old_and_fresh), "query", flag, "", "upload", ok=False)
         assert unset.exit_code == 2 and "an empty" in unset.output, (flag, unset.output)
         plain = subprocess.run(
-            [console_script(), "-C", str(old_and_fresh), "query", flag, " ", "upload"], capture_output=True, text=True
+            [console_script(), "-C", str(old_and_fresh), "query", flag, " ", "upload"],
+            capture_output=True,
+            text=True,
         )
         assert plain.returncode == 2 and "an empty" in plain.stderr, (flag, plain.stderr)
     help_text = run_cli("query", "--help").output

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nexusmem import gitcmd
-from nexusmem.paths import tracked_name
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node, redacted_path
+from nexusmem.paths import tracked_name
 from nexusmem.redact import redact
 from nexusmem.signals import commit_signal, conventional_type
 from nexusmem.sources.base import ScanContext
@@ -304,7 +304,9 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
                 _count(fields[1])
                 rename = (fields[0], fields[1])
                 continue
-            current.files.append(FileStat(tracked_name(fields[2]), None, _count(fields[0]), _count(fields[1])))
+            current.files.append(
+                FileStat(tracked_name(fields[2]), None, _count(fields[0]), _count(fields[1]))
+            )
         except ValueError:
             rename = None
             continue
