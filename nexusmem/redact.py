@@ -58,6 +58,12 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     return out
 
 
+def mask(text: str) -> str:
+    """TEXT with each secret redact() finds overwritten by as many asterisks (the same length)."""
+    out: str = _engine().mask(text)
+    return out
+
+
 # A file name's extension: read apart from the name, as is each folder, so that a secret a name holds ends
 # where the name does (`keys/AKIA….json`, `DD-API-KEY: 40c3….txt`): the rules that know a secret by what
 # stands before it or where its value ends read a line, not a path.

@@ -1663,8 +1663,23 @@ def _redact_counts(text: str, prefilter: bool | None) -> tuple[str, dict[str, in
     literals TEXT lacks, and running a context group's rules without their gate), False none, None those
     whose regex is not compiled yet."""
     counts: dict[str, int] = {}
-    if not text:
+    spans = _spans(text, prefilter) if text else []
+    if not spans:
         return text, counts
+    return _splice(text, spans, counts), counts
+
+
+def mask(text: str) -> str:
+    """TEXT with each secret redact() would replace overwritten by as many asterisks instead: the text keeps
+    its length, for a line rewritten in place where the placeholders do not fit (hygiene/hooklog.py)."""
+    spans = _spans(text, None if len(text) <= _PREFILTER_MAX else False) if text else []
+    for start, end, _kind in spans:
+        text = text[:start] + "*" * (end - start) + text[end:]
+    return text
+
+
+def _spans(text: str, prefilter: bool | None) -> list[Span]:
+    """Where TEXT's secrets are, merged, in order (see _redact_counts for PREFILTER)."""
     hits: list[_Hit] = []
     for priority, rule in _FINDERS:
         if rule.finder is not None and rule.literal in text:
@@ -1702,9 +1717,7 @@ def _redact_counts(text: str, prefilter: bool | None) -> tuple[str, dict[str, in
                     for m in (lazy._compiled or lazy.get()).finditer(source, start):
                         if not _handle(rule, priority, m, text, gates, hits):
                             break
-    if not hits:
-        return text, counts
-    return _splice(text, _merge(hits), counts), counts
+    return _merge(hits) if hits else []
 
 
 def redact(text: str) -> str:

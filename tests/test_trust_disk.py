@@ -253,26 +253,36 @@ def test_a_log_edited_in_place_is_redacted_past_where_the_last_pass_stopped(repo
 @pytest.mark.parametrize(
     "command",
     [
-        "export DB_PASSWORD=a API_TOKEN=b SECRET_KEY=c && ./deploy.sh staging",  # the kinds are dropped
-        "export "
-        + " ".join(f"DB{chr(65 + i)}_PASSWORD=zq" for i in range(12))
-        + " && ./deploy.sh staging",  # and the middle
+        "export DB_PASSWORD=a API_TOKEN=b SECRET_KEY=c && ./deploy.sh staging",
+        "export " + " ".join(f"DB{chr(65 + i)}_PASSWORD=zq" for i in range(12)) + " && ./deploy.sh staging",
+        "PGPASSWORD=a1 MYSQL_PWD=b2 DB_PASSWORD=c3 API_TOKEN=d4 SECRET_KEY=e5 make test",
+        "mysql -uroot -pS3cretMyPw shop",
     ],
 )
-def test_a_command_whose_redacted_form_is_longer_is_kept_in_the_log_not_blanked(command: str) -> None:
-    # Short secrets become longer placeholders; the line must keep its length so that every project's offset
-    # stays right. It used to be blanked once the optional fields were not room enough: the command was lost.
+def test_a_command_whose_redacted_form_is_longer_keeps_every_field_and_all_its_words(command: str) -> None:
+    """Short secrets become longer placeholders, but the line must keep its length so that every project's
+    offset stays right. The line used to lose `v`, `pipestatus` and `duration_ms` and then the middle of its
+    command ("API_T…"), so what another project stored depended on which one synced first. Now the
+    placeholders lose their kind, and where that is not enough each secret becomes as many asterisks."""
     from nexusmem.hygiene.hooklog import redacted_line
     from nexusmem.sources.shell.logline import parse_log_line
 
     raw = line(Path("/r"), command, 1_700_000_000_000, exit=1, pipestatus=[1], duration_ms=120).encode()
     new = redacted_line(raw)
     assert new and len(new) <= len(raw)
+    assert json.loads(new)["v"] == 1
     parsed = parse_log_line(new)
     assert parsed is not None and parsed.exit == 1 and parsed.cwd == "/r"
-    assert parsed.command.startswith("export ") and parsed.command.endswith("./deploy.sh staging")
-    assert "=a " not in parsed.command and "=zq " not in parsed.command and "«redacted" in parsed.command
-    assert parsed.command.count("«") == parsed.command.count("»")  # no placeholder cut in two
+    assert parsed.pipestatus == [1] and parsed.duration_ms == 120
+    assert "…" not in parsed.command
+    for secret in ("=a ", "=zq ", "a1", "b2", "c3", "d4", "e5", "S3cretMyPw"):
+        assert secret not in parsed.command, (secret, parsed.command)
+    # Every word is there in its place, each secret's name before its stand-in.
+    kept = parsed.command.split()
+    assert len(kept) == len(command.split()), parsed.command
+    for typed, now in zip(command.split(), kept, strict=True):
+        name = typed.split("=")[0] + "=" if "=" in typed else typed[:2] if typed.startswith("-p") else typed
+        assert now.startswith(name), (typed, now)
 
 
 def test_a_line_too_long_to_read_is_not_left_raw_on_disk(repo: Path) -> None:

@@ -17,10 +17,11 @@ from its own byte offset (stored in its own memory.db, out of reach of the other
 What gets rewritten: at the start of every sync (any project), each complete line not yet checked gets
 today's redaction (nexusmem.redact) on its command, and a line holding a deny-listed value is blanked. The
 replacement is the line with the redacted command (exactly what the store keeps, so a project that reads it
-later stores the same node); when redaction made it longer than the original, the optional fields (v,
-pipestatus, duration_ms) are dropped to make room; if that is not enough, the placeholders lose their kind and
-then the command its middle (marked "…"), and only a line too short even for that is blanked (counted as
-`dropped`). A bookmark (`.shell-history.redacted`: device, inode, offset, hash of the head) keeps the
+later stores the same node); when redaction made it longer than the original (a short secret, a longer
+placeholder), the placeholders lose their kind, and if that is not enough each secret is overwritten by as
+many asterisks instead (`mysql -p******`), which keeps every field and the whole command. Only a line whose
+JSON was written longer than ours loses its optional fields (v, pipestatus, duration_ms) and then the
+command's middle (marked "…"), and one too short even for that is blanked (counted as `dropped`). A bookmark (`.shell-history.redacted`: device, inode, offset, hash of the head) keeps the
 pass to the new lines. Overwriting a line inside the first 4 KiB changes the hash every project's cursor
 keeps of the log's head (and one inside the 4 KiB just before a project's offset, the hash it keeps of
 those), so those projects read the log again from the start once; node ids are content-addressed, so that
@@ -59,7 +60,7 @@ from typing import Any
 
 from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
-from nexusmem.redact import PLACEHOLDER_RE, redact
+from nexusmem.redact import PLACEHOLDER_RE, mask, redact
 from nexusmem.sources.shell.logline import HEAD_BYTES, before_span, iter_log_lines, loads_line, log_lock
 
 BOOKMARK_NAME = ".shell-history.redacted"
@@ -198,16 +199,28 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
     others = {k: v for k, v in others.items() if v != obj[k]}
     if clean == command and not others:
         return None
+    texts = {k: obj[k] for k in ("command", *others)}
     obj["command"] = clean
     obj.update(others)
     new = _dumps(obj)
-    for key in _OPTIONAL:
-        if len(new) <= len(raw):
-            return new
-        obj.pop(key, None)
-        new = _dumps(obj)
     if len(new) <= len(raw):
         return new
+    # Placeholders longer than the short secrets they stand for (`mysql -pS3cret`): first without their
+    # kind, then each secret overwritten by as many asterisks, which always fits. Every field and the whole
+    # command stay, as the contract's line has them (dropping fields and cutting the command is the last
+    # resort, for a line whose JSON was written longer than ours).
+    short = {k: PLACEHOLDER_RE.sub(SHORT_PLACEHOLDER, obj[k]) for k in texts}
+    new = _dumps({**obj, **short})
+    if len(new) <= len(raw):
+        return new
+    new = _dumps({**obj, **{k: mask(v) for k, v in texts.items()}})
+    if len(new) <= len(raw):
+        return new
+    for key in _OPTIONAL:
+        obj.pop(key, None)
+        new = _dumps(obj)
+        if len(new) <= len(raw):
+            return new
     return _shortened(obj, clean, len(raw))
 
 
