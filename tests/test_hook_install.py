@@ -103,6 +103,24 @@ def test_remove_keeps_lines_added_after_install() -> None:
     assert path.read_text(encoding="utf-8") == "first\nadded later\n"
 
 
+def test_remove_keeps_the_newline_a_line_appended_after_install_needs() -> None:
+    """An rc file without a final newline got one with the block; an installer that appended a line after
+    the block relies on it. Remove took it out as well and glued the two lines: `alias ll="ls -l"export
+    AFTER=1`, a broken alias and a lost export."""
+    path = shell_hooks.rc_file("bash")
+    path.write_text('alias ll="ls -l"', encoding="utf-8")
+    shell_hooks.install("bash")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("export AFTER=1\n")
+    shell_hooks.remove("bash")
+    assert path.read_text(encoding="utf-8") == 'alias ll="ls -l"\nexport AFTER=1\n'
+    # With nothing appended, remove still gives back the file exactly as it was.
+    path.write_text('alias ll="ls -l"', encoding="utf-8")
+    shell_hooks.install("bash")
+    shell_hooks.remove("bash")
+    assert path.read_text(encoding="utf-8") == 'alias ll="ls -l"'
+
+
 def test_created_file_with_other_content_is_kept_on_remove() -> None:
     path = shell_hooks.rc_file("zsh")
     shell_hooks.install("zsh")

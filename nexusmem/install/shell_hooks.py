@@ -256,7 +256,9 @@ def remove(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, boo
     if text is None or found is None:
         return path, False
     start, end, flags = found
-    if FLAG_NEWLINE in flags and start > 0 and text[start - 1] == "\n":
+    # The newline install added after an unterminated last line goes again, unless something was appended
+    # after the block since: the user's last line then needs it (`alias ll="ls -l"` + `export AFTER=1`).
+    if FLAG_NEWLINE in flags and start > 0 and text[start - 1] == "\n" and end == len(text):
         start -= 1
     rest = text[:start] + text[end:]
     if FLAG_CREATED in flags and rest == "":
