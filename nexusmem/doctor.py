@@ -28,7 +28,8 @@ from nexusmem.install import agent_hooks, git_hooks, shell_hooks, uninstall
 # A log line newer than this counts as "recording"; older is worth a note (not a problem: maybe that shell
 # is simply not used).
 RECENT_SECONDS = 7 * 24 * 3600
-LOG_TAIL_BYTES = 256 * 1024
+LOG_TAIL_BYTES = 256 * 1024  # read at a time
+LOG_SCAN_BYTES = 32 << 20  # read at most
 # quick_check reads every page (~36 ms/MB here, see store/health.py): bounded so doctor stays quick on a
 # very large store, which is then reported as not checked rather than as a problem.
 DOCTOR_CHECK_SECONDS = 10.0
@@ -73,24 +74,59 @@ def _sourced_script(shell: str) -> Path | None:
         return None
 
 
-def _last_record_per_shell(log: Path) -> dict[str, int]:
-    """Epoch ms of the newest line of each shell in the tail of the hooks' log."""
-    try:
-        with log.open("rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - LOG_TAIL_BYTES))
-            tail = handle.read()
-    except OSError:
-        return {}
-    newest: dict[str, int] = {}
-    for raw in tail.splitlines():
+class _LastRecords:
+    """When each shell or agent last wrote to the hooks' log (epoch ms): read from the end back in chunks,
+    only as far as a name asked for needs, at most LOG_SCAN_BYTES (a busy shell's 2,000 lines can hide
+    another's newest one from a fixed tail)."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.newest: dict[str, int] = {}
+        self.pos: int | None = None  # where the part not read yet ends
+        self.partial = b""  # the start of a line cut by the chunk read before
+        self.cut_short = False  # stopped at LOG_SCAN_BYTES, not at the start of the log
+
+    def get(self, name: str) -> int | None:
+        while name not in self.newest and self._more():
+            pass
+        return self.newest.get(name)
+
+    def when(self, name: str) -> str:
+        seen = self.get(name)
+        if seen:
+            return f"last recorded {_ago(seen)}"
+        if self.cut_short:
+            return f"nothing recorded from it in the newest {LOG_SCAN_BYTES >> 20} MB of the log"
+        return "nothing recorded from it yet"
+
+    def _more(self) -> bool:
         try:
-            line = json.loads(raw)
-            shell, ts = str(line["shell"]), int(line["ts"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        newest[shell] = max(ts, newest.get(shell, 0))
-    return newest
+            with self.log.open("rb") as handle:
+                if self.pos is None:
+                    self.pos = handle.seek(0, os.SEEK_END)
+                read = handle.seek(0, os.SEEK_END) - self.pos
+                if self.pos == 0 or read >= LOG_SCAN_BYTES:
+                    self.cut_short = self.pos > 0
+                    return False
+                start = max(0, self.pos - LOG_TAIL_BYTES)
+                handle.seek(start)
+                data = handle.read(self.pos - start) + self.partial
+        except OSError:
+            return False
+        self.pos = start
+        if start > 0:
+            self.partial, _, data = data.partition(b"\n")
+        found: dict[str, int] = {}
+        for raw in data.splitlines():
+            try:
+                line = json.loads(raw)
+                shell, ts = str(line["shell"]), int(line["ts"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            found[shell] = max(ts, found.get(shell, 0))
+        for shell, ts in found.items():
+            self.newest.setdefault(shell, ts)
+        return True
 
 
 def _ago(ms: int) -> str:
@@ -117,7 +153,7 @@ def check_home() -> list[Check]:
 
 def check_shells() -> list[Check]:
     checks = []
-    last = _last_record_per_shell(paths.shell_log_path())
+    last = _LastRecords(paths.shell_log_path())
     for shell in shell_hooks.SHELLS:
         try:
             if not shell_hooks.is_installed(shell):
@@ -148,7 +184,7 @@ def check_shells() -> list[Check]:
             )
             continue
         seen = last.get(shell)
-        when = f"last recorded {_ago(seen)}" if seen else "nothing recorded from it yet"
+        when = last.when(shell)
         stale = seen is not None and time.time() - seen / 1000 > RECENT_SECONDS
         checks.append(
             Check("shell", True, f"{shell}: hook in {rc}, {when}" + (" (a while ago)" if stale else ""))
@@ -159,7 +195,7 @@ def check_shells() -> list[Check]:
 def check_agents(root: Path | None) -> list[Check]:
     """Each installed agent hook: present and pointing at this NexusMem, and when it last recorded."""
     checks = []
-    last = _last_record_per_shell(paths.shell_log_path())
+    last = _LastRecords(paths.shell_log_path())
     scopes: list[tuple[str, Path | None]] = [(a, None) for a in agent_hooks.AGENTS]
     if root is not None:
         scopes.append(("claude-code", root))
@@ -178,8 +214,7 @@ def check_agents(root: Path | None) -> list[Check]:
             detail = f"{agent}: the hook in {state.path} runs another NexusMem or a moved interpreter"
             checks.append(Check("agent", False, detail, f"nexusmem hook agent install {agent}{flag}"))
         elif state.installed:
-            seen = last.get(agent)
-            when = f"last recorded {_ago(seen)}" if seen else "nothing recorded from it yet"
+            when = last.when(agent)
             checks.append(Check("agent", True, f"{agent}: hook in {state.path}, {when}"))
     # Installed with $CLAUDE_CONFIG_DIR or $CODEX_HOME set, and this shell has it unset or elsewhere.
     named = {agent_hooks.settings_path(agent, project) for agent, project in scopes}
@@ -191,8 +226,7 @@ def check_agents(root: Path | None) -> list[Check]:
             continue
         if present:
             agent = agent_hooks.agent_of(path)
-            seen = last.get(agent)
-            when = f"last recorded {_ago(seen)}" if seen else "nothing recorded from it yet"
+            when = last.when(agent)
             detail = (
                 f"{agent}: hook in {path} (installed with another config folder than this shell's), {when}"
             )

@@ -271,3 +271,20 @@ def test_doctor_reads_the_fish_hooks_source_line(repo: Path, isolated_home: Path
     problems = [c for c in report["checks"] if not c["ok"]]  # type: ignore[union-attr]
     assert code == 0 and shells and all(c["ok"] for c in shells), (shells, problems)
     assert any("fish: hook in" in c["detail"] and "last recorded" in c["detail"] for c in shells), shells
+
+    # Another shell's busy hour after it (600 KB of bash lines, a line cut by each chunk read): fish still
+    # last recorded an hour ago, not "nothing recorded from it yet" (doctor read a fixed 256 KB tail).
+    run_cli("hook", "install", "--shell", "bash")
+    with log.open("a", encoding="utf-8") as handle:
+        for n in range(3000):
+            bash = {
+                **line,
+                "ts": line["ts"] + n,
+                "shell": "bash",
+                "command": f"make test-{n:05d} " + "x" * 120,
+            }
+            handle.write(json.dumps({**bash, "session": "b1", "v": 1}) + "\n")
+    _code, report = doctor_json(repo)
+    details = [str(c["detail"]) for c in report["checks"] if c["area"] == "shell"]  # type: ignore[union-attr]
+    assert any(d.startswith("fish: hook in") and "last recorded 1 min ago" in d for d in details), details
+    assert any(d.startswith("bash: hook in") and "last recorded" in d for d in details), details
