@@ -137,7 +137,7 @@ def test_a_question_about_something_that_never_happened_is_flagged_weak(old_and_
     text = run_cli(
         "-C", str(old_and_fresh), "query", "why did we migrate the billing database to MongoDB"
     ).output
-    assert text.splitlines()[1] == query.WEAK_LINE
+    assert text.splitlines()[0] == query.WEAK_LINE  # first, where an agent checking the answer looks
     real = query_json(old_and_fresh, "why do upload chunks retry when the gateway times out")
     assert real["weak"] is False
     assert titles(real)[0].startswith("fix(upload): retry multipart upload chunks")
@@ -302,6 +302,12 @@ def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo
     text = run_cli("-C", str(repo), "query", "--budget", "50", "--", question).output
     assert "No memory matches" not in text and "does not fit the budget of 50" in text, text
     assert "0 of " in text
+    # The whole answer, footer included, stays within the budget.
+    for budget in ("50", "80", "300"):
+        out = run_cli("-C", str(repo), "query", "--budget", budget, "--", question).output
+        assert (len(out.rstrip("\n")) + 3) // 4 <= int(budget), (budget, out)
+        used = json.loads(run_cli("-C", str(repo), "query", "--json", "--budget", budget, "--", question).output)
+        assert used["tokens_used"] <= int(budget), used
     # Matches that a filter took out (an --author, a window) leave nothing to show: said as before.
     filtered = query.QueryResult(query=question, budget=2000, matched=3, weak=True)
     assert query.render(filtered) == f"No memory matches: {question}"

@@ -23,7 +23,6 @@ from typing import Any
 from nexusmem import config, paths, registry
 from nexusmem.errors import NexusMemError
 from nexusmem.retrieve import fuse, query, rank
-from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.store import StoredNode, open_store
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
@@ -294,7 +293,7 @@ def _fuse_and_pack(
         chosen,
         shelf_of,
         budget=budget,
-        header_tokens=estimate_tokens(query.header(result, scope_line(result.projects))),
+        header_tokens=query.header_tokens(result, scope_line(result.projects)),
         max_items=query.WEAK_ITEMS if result.weak else None,
         as_of=as_of,
         since=since,

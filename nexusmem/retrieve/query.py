@@ -1261,7 +1261,7 @@ def run(
         {n.id: (n, s) for n, s in scored},
         lambda _node_id: shelf,
         budget=budget,
-        header_tokens=estimate_tokens(header(result)),
+        header_tokens=header_tokens(result),
         max_items=WEAK_ITEMS if result.weak else None,
         as_of=as_of,
         since=since,
@@ -1382,6 +1382,8 @@ def pack_items(
             + (f" (~{room} left after the header)" if room < budget - 10 else "")
             + ": a larger budget shows it"
         )
+        if estimate_tokens(f"note: {note}\n") > room:  # a small budget: the note in as few words
+            note = f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit the budget of {budget}"
         notes.append(note)
         header_tokens += estimate_tokens(f"note: {note}\n")
     placed, used = pack(
@@ -1472,22 +1474,37 @@ def min_tokens(node: StoredNode) -> int:
     return (len(f"- 0000-00-00 [{node.provenance}] {title}\n  id {node.id}") // 4) + 1
 
 
-def shown_query(text: str) -> str:
-    """The question as the answer's header echoes it: one line, at most SHOWN_QUERY_CHARS (a pasted log
-    must not spend the budget on its own echo)."""
+def shown_query(text: str, budget: int | None = None) -> str:
+    """The question as the answer's header echoes it: one line, at most SHOWN_QUERY_CHARS, and at most a
+    quarter of BUDGET's tokens (a pasted log, or a long question under a small budget, must not spend the
+    budget on its own echo)."""
     line = " ".join(text.split())
-    return line if len(line) <= SHOWN_QUERY_CHARS else line[: SHOWN_QUERY_CHARS - 1] + "…"
+    limit = SHOWN_QUERY_CHARS if budget is None else max(24, min(SHOWN_QUERY_CHARS, budget))
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def header(result: QueryResult, scope: str | None = None) -> str:
-    """The lines `render` prints above the items (counted against the budget)."""
-    lines = [f"Relevant history for: {shown_query(result.query)}"]
+    """The lines `render` prints above the items (counted against the budget, with the footer). A weak
+    answer starts with WEAK_LINE, where a reader (or an agent checking the first line) sees it first."""
+    lines = [WEAK_LINE] if result.weak else []
+    lines.append(f"Relevant history for: {shown_query(result.query, result.budget)}")
     if scope is not None:
         lines.append(scope)
     lines += [f"note: {note}" for note in result.notes]
-    if result.weak:
-        lines.append(WEAK_LINE)
     return "\n".join(lines) + "\n"
+
+
+def footer(result: QueryResult) -> str:
+    return f"{len(result.items)} of {result.matched} match(es) shown, ~{result.tokens_used}/{result.budget} tokens"
+
+
+# What the footer costs, counted before packing: its numbers at their widest.
+FOOTER_TOKENS = estimate_tokens("\n99 of 9999999 match(es) shown, ~100000/100000 tokens")
+
+
+def header_tokens(result: QueryResult, scope: str | None = None) -> int:
+    """The tokens the answer spends before and after its items: header, the blank line and the footer."""
+    return estimate_tokens(header(result, scope)) + FOOTER_TOKENS
 
 
 def to_json(result: QueryResult) -> dict[str, Any]:
@@ -1538,7 +1555,5 @@ def render(result: QueryResult, *, with_project: bool = False) -> str:
     lines += [item_text(it, with_project=with_project) for it in result.items]
     if result.items:
         lines.append("")
-    lines.append(
-        f"{len(result.items)} of {result.matched} match(es) shown, ~{result.tokens_used}/{result.budget} tokens"
-    )
+    lines.append(footer(result))
     return "\n".join(lines)
