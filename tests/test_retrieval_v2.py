@@ -306,7 +306,9 @@ def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo
     for budget in ("50", "80", "300"):
         out = run_cli("-C", str(repo), "query", "--budget", budget, "--", question).output
         assert (len(out.rstrip("\n")) + 3) // 4 <= int(budget), (budget, out)
-        used = json.loads(run_cli("-C", str(repo), "query", "--json", "--budget", budget, "--", question).output)
+        used = json.loads(
+            run_cli("-C", str(repo), "query", "--json", "--budget", budget, "--", question).output
+        )
         assert used["tokens_used"] <= int(budget), used
     # Matches that a filter took out (an --author, a window) leave nothing to show: said as before.
     filtered = query.QueryResult(query=question, budget=2000, matched=3, weak=True)
