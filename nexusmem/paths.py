@@ -57,6 +57,21 @@ def ensure_user_dir() -> Path:
     return path
 
 
+def tighten_user_dir() -> None:
+    """An existing user directory of ours made 0700 with its files 0600 (an older install's 0755/0644, or
+    files another program wrote there): by every command that opens it, as sync does. Nothing is created,
+    and another user's folder is left alone (the commands refuse it). About one scandir."""
+    path = user_dir()
+    try:
+        if path.stat().st_uid != os.getuid():
+            return
+    except (OSError, AttributeError):  # missing; or no getuid (Windows): modes mean nothing there
+        return
+    from nexusmem import private
+
+    private.fix_tree(path)
+
+
 def registry_path() -> Path:
     return user_dir() / "projects.json"
 

@@ -471,3 +471,27 @@ def test_an_empty_answer_during_a_sync_says_a_sync_is_running(repo: Path) -> Non
     finally:
         lock.release()
     assert query.SYNCING_NOTE in json.loads(out)["notes"]
+
+
+@pytest.mark.parametrize(
+    "command", [["status"], ["projects"], ["query", "first"], ["query", "--json", "first"]]
+)
+def test_an_older_installs_loose_user_folder_is_tightened_by_any_command(
+    repo: Path, isolated_home: Path, command: list[str]
+) -> None:
+    """~/.nexusmem left 0755 with 0644 files (an older release, a copy): the contract says the next command
+    that opens it tightens it; only `sync` did. `query` runs without click (cli/plain.py), the others with."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    home = isolated_home / ".nexusmem"
+    home.chmod(0o755)
+    loose = [p for p in home.iterdir() if p.is_file()]
+    assert loose
+    for path in loose:
+        path.chmod(0o644)
+    done = subprocess.run([console_script(), "-C", str(repo), *command], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in loose), [
+        (p.name, oct(p.stat().st_mode)) for p in loose
+    ]

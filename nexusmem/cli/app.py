@@ -115,9 +115,14 @@ Examples:
     is_eager=True,
     help="Run as if nexusmem was started in PATH (like git -C).",
 )
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """NexusMem: what actually happened in this repository, ranked and token-budgeted for you or your agent.
 
     Records git commits and their per-file patches, project docs and (with the prompt hooks) shell
     commands with their exit codes into .nexusmem/memory.db. Nothing leaves the machine.
     """
+    if ctx.invoked_subcommand not in (None, "doctor"):  # doctor reports loose modes; it does not fix them
+        from nexusmem.paths import tighten_user_dir
+
+        tighten_user_dir()

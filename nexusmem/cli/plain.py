@@ -207,11 +207,13 @@ def query(args: list[str]) -> int | None:
             return None
     if not question:
         return None
+    from nexusmem.paths import tighten_user_dir
     from nexusmem.project import find
     from nexusmem.retrieve.timecue import window
 
     def body() -> int | None:
         span = window(values.get("--since"), values.get("--until"))
+        tighten_user_dir()  # as every command that opens it does (the click path: cli/app.py)
         proj = find(Path(values.get("-C") or "."))
         if proj is None:
             return None  # click's command says what is wrong, asking git
