@@ -288,3 +288,12 @@ def test_doctor_reads_the_fish_hooks_source_line(repo: Path, isolated_home: Path
     details = [str(c["detail"]) for c in report["checks"] if c["area"] == "shell"]  # type: ignore[union-attr]
     assert any(d.startswith("fish: hook in") and "last recorded 1 min ago" in d for d in details), details
     assert any(d.startswith("bash: hook in") and "last recorded" in d for d in details), details
+
+
+def test_a_memory_db_that_is_a_folder_is_named_as_one(repo: Path) -> None:
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    state = repo / ".nexusmem"
+    state.mkdir(mode=0o700)
+    (state / "memory.db").mkdir()
+    result = run_cli("-C", str(repo), "query", "first", ok=False)
+    assert result.exit_code == 1 and "is a folder, not a memory database" in result.output, result.output

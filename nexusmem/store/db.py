@@ -157,6 +157,11 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
         from nexusmem.errors import NotInitialisedError
 
         raise NotInitialisedError(f"no memory database at {path}: run `nexusmem init` (or `nexusmem sync`)")
+    if path.is_dir():
+        raise StoreError(
+            f"{path} is a folder, not a memory database: move it aside (mv {path} {path}.aside) and run"
+            " `nexusmem sync` to build the memory again"
+        )
     # 0600 files in a 0700 folder whatever the umask: SQLite gives -wal and -shm the mode of the database
     # file, so creating that one 0600 covers them; an older install's 0644 files are fixed here.
     require_own(path.parent)  # another user's folder (or a link to one) is refused, not used
