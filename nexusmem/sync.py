@@ -214,6 +214,12 @@ def record_problems(store: SyncStore, source: str, problems: list[str], *, reset
     and `status` must still say that (and where) something was passed over.
     """
     old = {} if reset else problem_history(store).get(source, {})
+    # A log read again from its start (after `forget`, a rewrite of its head) skips the same bad lines
+    # again: counted once (the kept history is how far back that can be told).
+    known = {str(p.get("where")) for p in old.get("recent", []) if isinstance(p, dict)}
+    problems = [where for where in problems if where not in known]
+    if not problems and old:
+        return
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     recent = [*old.get("recent", []), *({"at": stamp, "where": where} for where in problems)]
     total = int(old.get("total", 0)) + len(problems)
