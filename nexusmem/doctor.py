@@ -189,7 +189,36 @@ def check_shells() -> list[Check]:
         checks.append(
             Check("shell", True, f"{shell}: hook in {rc}, {when}" + (" (a while ago)" if stale else ""))
         )
-    return checks
+        gap = shell_hooks.login_gap() if shell == "bash" else None
+        if gap:
+            detail = f"bash: {gap}, so those shells (tmux, ssh, macOS Terminal) record nothing"
+            checks.append(Check("shell", False, detail, shell_hooks.LOGIN_FIX))
+    return checks + _hooks_log_elsewhere()
+
+
+def _hooks_log_elsewhere() -> list[Check]:
+    """The hooks writing to ~/.nexusmem while the commands read $NEXUSMEM_HOME: the rc file exports it after
+    the hook's block (or only some shells see it), and every command typed since is missing from memory."""
+    default = Path.home() / ".nexusmem" / "shell-history.jsonl"
+    used = paths.shell_log_path()
+    if used == default:
+        return []
+    try:
+        written = default.stat().st_mtime
+    except OSError:
+        return []
+    try:
+        newer = used.stat().st_mtime >= written
+    except OSError:
+        newer = False
+    if newer or time.time() - written > RECENT_SECONDS:
+        return []
+    detail = (
+        f"the prompt hooks are writing to {default}, but NEXUSMEM_HOME is {paths.user_dir()}: those commands"
+        " never reach memory (is NEXUSMEM_HOME exported after the hook's block in your rc file?)"
+    )
+    fix = f"export NEXUSMEM_HOME={shlex.quote(str(paths.user_dir()))} before the NexusMem block, then open a new shell"
+    return [Check("shell", False, detail, fix)]
 
 
 def check_agents(root: Path | None) -> list[Check]:

@@ -297,3 +297,24 @@ def test_a_memory_db_that_is_a_folder_is_named_as_one(repo: Path) -> None:
     (state / "memory.db").mkdir()
     result = run_cli("-C", str(repo), "query", "first", ok=False)
     assert result.exit_code == 1 and "is a folder, not a memory database" in result.output, result.output
+
+
+def test_doctor_sees_the_hooks_writing_where_the_commands_do_not_read(
+    repo: Path, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`export NEXUSMEM_HOME=...` placed after the hook's block in ~/.bashrc: the hook (loaded first) logs to
+    ~/.nexusmem, every command reads $NEXUSMEM_HOME, and what is typed never reaches memory. Doctor said
+    'ok ... nothing recorded from it yet'; it names both places and the fix now."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    elsewhere = tmp_path / "nm"
+    monkeypatch.setenv("NEXUSMEM_HOME", str(elsewhere))
+    sync.sync(repo, embed=False)
+    default = isolated_home / ".nexusmem"
+    default.mkdir(mode=0o700, exist_ok=True)
+    line = {"ts": int(time.time() * 1000), "cwd": str(repo), "exit": 0, "command": "ls", "shell": "bash"}
+    (default / "shell-history.jsonl").write_text(json.dumps({**line, "session": "b", "v": 1}) + "\n")
+    tighten(repo)
+    code, report = doctor_json(repo)
+    found = [c for c in report["checks"] if not c["ok"] and "NEXUSMEM_HOME is" in str(c["detail"])]  # type: ignore[union-attr]
+    assert code == 1 and found, report
+    assert str(found[0]["fix"]).startswith(f"export NEXUSMEM_HOME={elsewhere}")

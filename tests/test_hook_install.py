@@ -338,3 +338,38 @@ def test_install_points_a_block_an_older_install_left_at_this_ones_script(shell:
     assert shell_hooks.is_current(shell)
     shell_hooks.remove(shell)
     assert path.read_text(encoding="utf-8") == "alias ll='ls -l'\necho after\n"
+
+
+def _login_bash_records(command: str) -> bool:
+    """Whether a bash *login* shell (`bash -l`, what tmux and ssh start) records COMMAND in the log."""
+    env = dict(os.environ, TERM="dumb", LANG="C.UTF-8", PS1="PROMPT> ")
+    log = Path(env["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+    child = pexpect.spawn("bash", ["-l", "-i"], env=env, cwd=str(home()), timeout=10)
+    try:
+        child.send(command.encode() + b"\r")
+        child.send(b"echo done-$((6*7))\r")
+        child.expect(b"done-42")
+        child.expect(pexpect.TIMEOUT, timeout=0.3)
+    finally:
+        child.close(force=True)
+    return log.exists() and command in log.read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_a_login_shell_that_would_not_load_the_hook_is_said(isolated_home: Path) -> None:
+    """The hook goes into ~/.bashrc, which a bash login shell reads only through its login file: with none
+    (or one that does not source ~/.bashrc) tmux, ssh and macOS Terminal recorded nothing, and neither
+    install nor doctor said so. Both say it now, with the line that fixes it, and the line works."""
+    result = CliRunner().invoke(hook, ["install", "--shell", "bash"])
+    assert "bash login shells read" in result.output and "record nothing" in result.output, result.output
+    assert not _login_bash_records("false from-a-login-shell")
+    assert shell_hooks.login_gap() is not None
+    # The fix the note gives, pasted into ~/.bash_profile.
+    (home() / ".bash_profile").write_text("[ -f ~/.bashrc ] && . ~/.bashrc\n", encoding="utf-8")
+    assert shell_hooks.login_gap() is None
+    assert _login_bash_records("false after-the-fix")
+    assert "login" not in CliRunner().invoke(hook, ["install", "--shell", "bash"]).output
+    # Debian's ~/.profile form counts as loading it too.
+    (home() / ".bash_profile").unlink()
+    (home() / ".profile").write_text('if [ -f "$HOME/.bashrc" ]; then\n    . "$HOME/.bashrc"\nfi\n')
+    assert shell_hooks.login_gap() is None

@@ -51,6 +51,11 @@ def install_cmd(shell: str | None) -> None:
         click.echo(f"Installed the {name} hook in {path}. Open a new shell to start recording.")
     else:
         click.echo(f"The {name} hook is already in {path}.")
+    gap = shell_hooks.login_gap() if name == "bash" else None
+    if gap:
+        click.echo(
+            f"Note: {gap}, so they record nothing (tmux, ssh and macOS Terminal start them): {shell_hooks.LOGIN_FIX}."
+        )
 
 
 @hook.command(name="remove")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -106,6 +107,33 @@ def rc_file(shell: str, environ: dict[str, str] | None = None) -> Path:
         documents = Path(env.get("USERPROFILE") or home) / "Documents"
         return documents / "PowerShell" / "Microsoft.PowerShell_profile.ps1"
     return config / "powershell" / "Microsoft.PowerShell_profile.ps1"
+
+
+_LOGIN_FILES = (".bash_profile", ".bash_login", ".profile")
+_LOADS_BASHRC = re.compile(r"(?m)^[^#\n]*(?:\.|source)\s+[\"']?(?:~|\$HOME|\$\{HOME\})/\.bashrc\b")
+
+
+def login_gap(environ: dict[str, str] | None = None) -> str | None:
+    """Why a bash *login* shell (what tmux, ssh and macOS Terminal start) would not load the hook in
+    ~/.bashrc, or None. bash reads only the first of ~/.bash_profile, ~/.bash_login, ~/.profile that exists
+    at login, and ~/.bashrc only if that file sources it. Said, not fixed: writing a login file would change
+    which one bash reads."""
+    env = dict(os.environ) if environ is None else environ
+    home = Path(env.get("HOME") or Path.home())
+    for name in _LOGIN_FILES:
+        path = home / name
+        if path.exists():
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return None
+            if _LOADS_BASHRC.search(text) or ("bashrc" in text and "nexusmem" in text):
+                return None
+            return f"bash login shells read {path}, which does not load ~/.bashrc"
+    return "bash login shells read ~/.bash_profile, ~/.bash_login or ~/.profile, and there is none"
+
+
+LOGIN_FIX = "add `[ -f ~/.bashrc ] && . ~/.bashrc` to ~/.bash_profile (or the login file bash reads)"
 
 
 def _source_line(shell: str, script: Path) -> str:
