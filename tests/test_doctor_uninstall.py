@@ -25,6 +25,24 @@ def doctor_json(repo: Path) -> tuple[int, dict[str, object]]:
     return result.exit_code, json.loads(result.stdout)
 
 
+def store_problem(repo: Path) -> tuple[int, dict[str, object]]:
+    """doctor's exit code and the first problem it found with REPO's store (there must be one)."""
+    code, report = doctor_json(repo)
+    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
+    assert store, report
+    return code, store[0]
+
+
+def execute(db: Path, *statements: str) -> None:
+    import sqlean
+
+    conn = sqlean.connect(str(db))
+    for sql in statements:
+        conn.execute(sql)
+    conn.commit()
+    conn.close()
+
+
 def tighten(repo: Path) -> None:
     """Modes as they should be, so that only what a test plants is reported."""
     for path in [paths.state_dir(repo), paths.user_dir()]:
@@ -124,10 +142,9 @@ def test_a_store_cut_to_zero_bytes_is_refused_not_set_up_again_empty(repo: Path)
         assert result.exit_code == 1, (args, result.output)
         assert "is empty (0 bytes)" in result.output and "damaged" in result.output, result.output
     assert db.stat().st_size == 0  # nothing set it up again
-    code, report = doctor_json(repo)
-    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
-    assert code == 1 and "is empty (0 bytes)" in str(store[0]["detail"]), report
-    assert str(store[0]["fix"]).startswith(f"mv {db} {db}.damaged")
+    code, problem = store_problem(repo)
+    assert code == 1 and "is empty (0 bytes)" in str(problem["detail"]), problem
+    assert str(problem["fix"]).startswith(f"mv {db} {db}.damaged")
 
 
 def test_an_empty_store_no_sync_finished_is_set_up_by_the_next(repo: Path) -> None:
@@ -141,30 +158,19 @@ def test_an_empty_store_no_sync_finished_is_set_up_by_the_next(repo: Path) -> No
 
 
 def test_doctor_flags_a_store_missing_a_table_or_from_a_newer_release(repo: Path) -> None:
-    import sqlean
-
     commit(repo, "feat: first", {"a.py": "x = 1\n"})
     sync.sync(repo, embed=False)
     tighten(repo)
     db = repo / ".nexusmem" / "memory.db"
-    conn = sqlean.connect(str(db))
-    conn.execute("INSERT INTO schema_migrations(version, name, applied_at) VALUES (999, 'future', 0)")
-    conn.commit()
-    conn.close()
-    code, report = doctor_json(repo)
-    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
-    assert code == 1 and "written by a newer NexusMem (schema 999" in str(store[0]["detail"]), report
-    assert "upgrade" in str(store[0]["fix"])
+    execute(db, "INSERT INTO schema_migrations(version, name, applied_at) VALUES (999, 'future', 0)")
+    code, problem = store_problem(repo)
+    assert code == 1 and "written by a newer NexusMem (schema 999" in str(problem["detail"]), problem
+    assert "upgrade" in str(problem["fix"])
 
-    conn = sqlean.connect(str(db))
-    conn.execute("DELETE FROM schema_migrations WHERE version = 999")
-    conn.execute("DROP TABLE links")
-    conn.commit()
-    conn.close()
-    code, report = doctor_json(repo)
-    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
-    assert code == 1 and "table(s) links missing" in str(store[0]["detail"]), report
-    assert str(store[0]["fix"]).startswith(f"mv {db} {db}.damaged")
+    execute(db, "DELETE FROM schema_migrations WHERE version = 999", "DROP TABLE links")
+    code, problem = store_problem(repo)
+    assert code == 1 and "table(s) links missing" in str(problem["detail"]), problem
+    assert str(problem["fix"]).startswith(f"mv {db} {db}.damaged")
 
 
 def test_doctor_says_a_shell_log_that_is_a_folder_is_one(repo: Path) -> None:

@@ -93,32 +93,26 @@ def test_an_rc_file_it_creates_is_writable_by_nobody_else_whatever_the_umask(she
     assert path.stat().st_mode & 0o777 == 0o644
 
 
-def test_remove_keeps_lines_added_after_install() -> None:
+@pytest.mark.parametrize(
+    ("before", "appended", "after"),
+    [
+        ("first\n", "added later\n", "first\nadded later\n"),
+        # An rc file without a final newline got one with the block; an installer that appended a line
+        # after the block relies on it. Remove took it out as well and glued the two lines: `alias
+        # ll="ls -l"export AFTER=1`, a broken alias and a lost export.
+        ('alias ll="ls -l"', "export AFTER=1\n", 'alias ll="ls -l"\nexport AFTER=1\n'),
+        # With nothing appended, remove gives back the file exactly as it was.
+        ('alias ll="ls -l"', "", 'alias ll="ls -l"'),
+    ],
+)
+def test_remove_keeps_lines_added_after_install(before: str, appended: str, after: str) -> None:
     path = shell_hooks.rc_file("bash")
-    path.write_text("first\n", encoding="utf-8")
+    path.write_text(before, encoding="utf-8")
     shell_hooks.install("bash")
     with path.open("a", encoding="utf-8") as handle:
-        handle.write("added later\n")
+        handle.write(appended)
     shell_hooks.remove("bash")
-    assert path.read_text(encoding="utf-8") == "first\nadded later\n"
-
-
-def test_remove_keeps_the_newline_a_line_appended_after_install_needs() -> None:
-    """An rc file without a final newline got one with the block; an installer that appended a line after
-    the block relies on it. Remove took it out as well and glued the two lines: `alias ll="ls -l"export
-    AFTER=1`, a broken alias and a lost export."""
-    path = shell_hooks.rc_file("bash")
-    path.write_text('alias ll="ls -l"', encoding="utf-8")
-    shell_hooks.install("bash")
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write("export AFTER=1\n")
-    shell_hooks.remove("bash")
-    assert path.read_text(encoding="utf-8") == 'alias ll="ls -l"\nexport AFTER=1\n'
-    # With nothing appended, remove still gives back the file exactly as it was.
-    path.write_text('alias ll="ls -l"', encoding="utf-8")
-    shell_hooks.install("bash")
-    shell_hooks.remove("bash")
-    assert path.read_text(encoding="utf-8") == 'alias ll="ls -l"'
+    assert path.read_text(encoding="utf-8") == after
 
 
 def test_created_file_with_other_content_is_kept_on_remove() -> None:
