@@ -192,6 +192,9 @@ def link_failures(store: LinkStore, *, since_ms: int | None = None) -> LinkSumma
     existing = set(store.failure_links_since(lower, RELATIONS))
     summary.removed = store.delete_links(sorted(existing - wanted))
     summary.added = store.add_links(sorted(wanted - existing))
+    relink = store.relink_from()
+    if relink is not None and relink >= lower:
+        store.clear_relink()  # this run looked at every failure a prune left without its fix
     if since_ms is None:
         store.set_linked_through(stamp)
     summary.seconds = time.perf_counter() - started
@@ -211,6 +214,9 @@ def incremental_since(store: LinkStore) -> int | None:
     if mark is None:
         return None
     oldest = store.min_ts_written_after(mark, _LINKED_KINDS)
+    relink = store.relink_from()  # a failure whose fix a prune took away (an amend, a rebase)
+    if relink is not None:
+        oldest = relink if oldest is None else min(oldest, relink)
     return -1 if oldest is None else oldest - DAY_MS
 
 

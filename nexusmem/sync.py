@@ -526,7 +526,9 @@ def sync(
             except NexusMemError as exc:  # git failed: the structure is advice, never a failed sync
                 if log:
                     log(f"structure: skipped ({exc})")
-        if link_failures:
+        # A sync that pruned a fix (an amend, a rebase) links its failure again, or it would stay unlinked
+        # until a run with nothing new to look at (the incremental linker's window) passed it by.
+        if link_failures or store.relink_from() is not None:
             from nexusmem import link
 
             with store.transaction():

@@ -115,3 +115,28 @@ def test_a_scraped_command_shows_no_unknown_directory(repo: Path) -> None:
     out = run_cli("-C", str(repo), "query", "--budget", "400", "pytest test_retry_budget").stdout
     assert "pytest tests/test_retry_budget.py" in out
     assert "None" not in out
+
+
+def test_a_fix_rewritten_while_its_old_self_was_still_reachable_keeps_its_failure_linked(repo: Path) -> None:
+    """The fix is linked, then amended while the old commit is still reachable (pushed: origin/main keeps
+    it); the link stays on the old one. A force-push then makes the old commit unreachable and a sync
+    prunes it with its link: the failure was left without its fix for good, because the incremental linker
+    saw nothing new near it (`sync --link-failures` changed nothing; only `--rebuild` did)."""
+    now = int(time.time())
+    commit(repo, "feat: f module", {"f.py": "a = 1\n"}, when=now - 3 * 3600)
+    write_commands(repo, [((now - 2 * 3600) * 1000, "python -m pytest f.py", 1)])
+    fix = commit(repo, "fix(f): correct the value", {"f.py": "a = 2\n"}, when=now - 3600)
+    git(repo, "branch", "pushed")  # what origin/main keeps until the force-push
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    assert {rel for _a, _b, rel in links(repo)} == {"commit"}
+    git(repo, "commit", "-q", "--amend", "-m", "fix(f): correct the value, better message")
+    amended = git(repo, "rev-parse", "HEAD").strip()
+    assert amended != fix
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    git(repo, "branch", "-D", "pushed")  # the force-push: the old fix is gone
+    run_cli("-C", str(repo), "sync", "--no-embed")  # a plain sync prunes it, and links the failure again
+    answer = json.loads(run_cli("-C", str(repo), "query", "--json", "pytest f.py").stdout)
+    fixed = [it for it in answer["items"] if it.get("relation") == "commit"]
+    assert [it["title"] for it in fixed] == ["fix(f): correct the value, better message"], answer["items"]
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")  # and a later run keeps it
+    assert {rel for _a, _b, rel in links(repo)} == {"commit"}

@@ -89,7 +89,8 @@ def build_history(seed: int = SEED) -> History:
         return START + rng.randrange(SPAN)
 
     def fail(category: str, command: str, ts: int, **kw: object) -> Node:
-        node = _shell(command, ts, rng.choice([1, 1, 2, 127, 130]), **kw)  # type: ignore[arg-type]
+        # 124 is timeout(1)'s; 130 (Ctrl-C) would be a command the person stopped, which is not a failure.
+        node = _shell(command, ts, rng.choice([1, 1, 2, 127, 124]), **kw)  # type: ignore[arg-type]
         h.nodes.append(node)
         h.category[node.id] = category
         return node

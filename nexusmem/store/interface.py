@@ -241,6 +241,12 @@ class LinkStore(Protocol):
 
     def set_linked_through(self, write_seq: int) -> None: ...
 
+    def relink_from(self) -> int | None:
+        """The oldest failure time whose link a prune removed since the last link run (None: none)."""
+        ...
+
+    def clear_relink(self) -> None: ...
+
 
 class SyncStore(Protocol):
     """What a sync writes: nodes by content hash, each source's cursor and counts, a little meta."""

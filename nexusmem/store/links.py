@@ -12,7 +12,7 @@ from typing import Any
 from nexusmem.errors import StoreError
 from nexusmem.store import hookreads
 from nexusmem.store.fulltext import FTS_WEIGHTS, _bm25
-from nexusmem.store.nodes import BATCH, StoredNode, now_ms
+from nexusmem.store.nodes import BATCH, RELINK_FROM_KEY, StoredNode, now_ms
 
 # Meta key holding the store write sequence the last link run saw (nexusmem.link.link_recent). (Until schema
 # 6 the key "link.watermark" held a clock time; it is ignored, so the first run after the upgrade is a full one.)
@@ -35,6 +35,14 @@ class LinksMixin:
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (LINKED_THROUGH_KEY, str(write_seq)),
         )
+
+    def relink_from(self) -> int | None:
+        """The oldest failure time whose link a prune removed since the last link run, None if none."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (RELINK_FROM_KEY,)).fetchone()
+        return int(row[0]) if row and str(row[0]).lstrip("-").isdigit() else None
+
+    def clear_relink(self) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (RELINK_FROM_KEY,))
 
     def all_links(self) -> list[tuple[str, str, str, int]]:
         """(from id, to id, relation, created_at) of every link: failure→fix links are not re-derived by a

@@ -22,6 +22,11 @@ if TYPE_CHECKING:  # a reader never builds a Node (nexusmem.nodes imports hashli
 BATCH = 500
 
 
+# Meta key holding the oldest event time whose links a prune took away (a fix rewritten by an amend or a
+# rebase): the next link run starts there even when no node was written since (links.py, link.py).
+RELINK_FROM_KEY = "link.relink_from"
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -340,6 +345,19 @@ class NodesMixin:
             marks = ",".join("?" * len(chunk))
             ids = [r[0] for r in self.conn.execute(f"SELECT id FROM nodes WHERE seq IN ({marks})", chunk)]
             idmarks = ",".join("?" * len(ids))
+            # A link into a node going away (a fix an amend or a rebase rewrote) from one that stays: the
+            # next link run must look at that failure again, though nothing new is written near it.
+            orphaned = self.conn.execute(
+                f"SELECT MIN(n.ts) FROM links l JOIN nodes n ON n.id = l.from_id"
+                f" WHERE l.to_id IN ({idmarks}) AND l.from_id NOT IN ({idmarks})",
+                ids + ids,
+            ).fetchone()[0]
+            if orphaned is not None:
+                self.conn.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
+                    " SET value = MIN(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                    (RELINK_FROM_KEY, str(int(orphaned))),
+                )
             self.conn.execute(
                 f"DELETE FROM links WHERE from_id IN ({idmarks}) OR to_id IN ({idmarks})", ids + ids
             )
