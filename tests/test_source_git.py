@@ -215,9 +215,30 @@ def test_rewritten_history_full_walk_and_prune(repo: Path, rewrite: str) -> None
     assert second.keep is not None
     assert not second.keep(b) and second.keep(a) and second.keep(head)
 
+    # The patches walked are those of the commits the old HEAD does not reach: the amended one; none after
+    # the reset (a's were read already and stay).
     dnodes, dsecond = scan(DiffSource(), repo, dfirst.cursor)
-    assert {n.meta["sha"] for n in dnodes} == {a, head}
+    assert {n.meta["sha"] for n in dnodes} == ({head} if rewrite == "amend" else set())
     assert dsecond.keep is not None and not dsecond.keep(f"{b}:b.txt") and dsecond.keep(f"{a}:a.txt")
+
+
+def test_a_pull_rebase_bigger_than_the_first_sync_window_gets_every_patch(repo: Path) -> None:
+    """A `pull --rebase` moves HEAD without a fast-forward; the diff source read only the first-sync
+    window (200; 3 here) of it, so the older of the pulled commits silently had no patch, where a plain
+    pull of the same commits indexed them all. Every commit the old HEAD does not reach is read now."""
+    cfg = defaults()
+    cfg["sources"]["diff"]["initialCommits"] = 3
+    commit(repo, "feat: base", {"base.txt": "0\n"})
+    git(repo, "checkout", "-q", "-b", "local")
+    commit(repo, "feat: my local work", {"mine.txt": "1\n"})
+    _, first = scan(DiffSource(), repo, cfg=cfg)
+    git(repo, "checkout", "-q", "main")
+    pulled = [commit(repo, f"feat: upstream {i}", {f"up{i}.txt": f"{i}\n"}) for i in range(6)]
+    git(repo, "checkout", "-q", "local")
+    git(repo, "rebase", "-q", "main")
+    mine = git(repo, "rev-parse", "HEAD").strip()
+    dnodes, _ = scan(DiffSource(), repo, first.cursor, cfg=cfg)
+    assert {n.meta["sha"] for n in dnodes} == {*pulled, mine}
 
 
 # ------------------------------------------------------------------------------------------ repo shapes

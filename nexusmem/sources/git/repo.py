@@ -108,6 +108,9 @@ class WalkPlan:
     noop: bool = False
     revs: list[str] | None = None  # `git log` revision arguments; None = nothing to walk
     full: bool = False  # True when the whole history (or the first-sync window) is walked
+    # The previous HEAD, when history moved without a fast-forward (a rebase, `pull --rebase`, a reset, a
+    # switch to another branch) and git still has it: what came since is every commit not reachable from it.
+    since: str | None = None
 
 
 def plan_walk(root: Path, cursor: str | None, full: bool) -> WalkPlan:
@@ -128,6 +131,8 @@ def plan_walk(root: Path, cursor: str | None, full: bool) -> WalkPlan:
         code, _ = gitcmd.run_ok(["merge-base", "--is-ancestor", prev, state.head], root)
         if code == 0:
             return WalkPlan(state, revs=[f"{prev}..{state.head}"])
+        # 1: not an ancestor (history rewritten or switched), and git still has it; 128: it is gone.
+        return WalkPlan(state, revs=[state.head], full=True, since=prev if code == 1 else None)
     return WalkPlan(state, revs=[state.head], full=True)
 
 

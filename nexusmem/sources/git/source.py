@@ -159,12 +159,16 @@ class DiffSource:
         return bool(_setting(config, "sources.diff.enabled"))
 
     def scan(self, ctx: ScanContext) -> ScanResult:
-        """First sync (or rewritten history): the newest `initialCommits` commits; later: prevHEAD..HEAD."""
+        """First sync: the newest `initialCommits` commits; later: prevHEAD..HEAD, also when history was
+        rewritten (every commit the previous HEAD does not reach, however many: a `pull --rebase` of 250
+        commits gets all their patches, as a plain pull does)."""
         plan, result = _start_scan(ctx, sha_of_key=lambda key: key.split(":", 1)[0])
         if plan is None:
             return result
         revs = plan.revs
-        if revs is not None and plan.full:
+        if revs is not None and plan.since is not None:
+            revs = [f"{plan.since}..{plan.state.head}"]
+        elif revs is not None and plan.full:
             window = int(_setting(ctx.config, "sources.diff.initialCommits"))
             revs = [*revs, f"--max-count={window}"] if window > 0 else None
         result.nodes = self._nodes(ctx, revs, result)
