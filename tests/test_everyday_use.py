@@ -140,3 +140,37 @@ def test_a_fix_rewritten_while_its_old_self_was_still_reachable_keeps_its_failur
     assert [it["title"] for it in fixed] == ["fix(f): correct the value, better message"], answer["items"]
     run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")  # and a later run keeps it
     assert {rel for _a, _b, rel in links(repo)} == {"commit"}
+
+
+def test_a_rebase_keeps_a_commits_review_verdict_and_when_it_was_first_recorded(repo: Path) -> None:
+    """`pull --rebase` (here: a rebase onto a new upstream commit) gives a local commit a new sha; its
+    node went and a new one came: the review verdict was lost (a rejected commit came back as a
+    candidate) and --as-of before the rebase no longer showed it. Both go to the rewritten commit."""
+    now = int(time.time())
+    commit(repo, "feat: base", {"base.txt": "0\n"}, when=now - 7200)
+    git(repo, "checkout", "-q", "-b", "local")
+    commit(
+        repo, "feat: my unpushed local work on the quoll cache", {"quoll.py": "SIZE = 3\n"}, when=now - 3600
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    [item] = [it for it in query_items(repo, "quoll cache") if it["kind"] == "git_commit"]
+    run_cli("-C", str(repo), "review", item["id"], "--reject")
+    time.sleep(1.1)
+    before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    time.sleep(1.1)
+    git(repo, "checkout", "-q", "main")
+    commit(repo, "feat: upstream change", {"up.txt": "1\n"})
+    git(repo, "checkout", "-q", "local")
+    git(repo, "rebase", "-q", "main")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    [after] = [it for it in query_items(repo, "quoll cache") if it["kind"] == "git_commit"]
+    assert after["id"] != item["id"] and after["trust"] == "rejected"
+    held = query_items(repo, "quoll cache", "--as-of", before)
+    assert [it["id"] for it in held if it["kind"] == "git_commit"] == [after["id"]]
+
+
+def query_items(repo: Path, text: str, *extra: str) -> list[dict[str, object]]:
+    items: list[dict[str, object]] = json.loads(
+        run_cli("-C", str(repo), "query", "--json", *extra, "--", text).stdout
+    )["items"]
+    return items

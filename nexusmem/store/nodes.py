@@ -303,7 +303,42 @@ class NodesMixin:
             )
             if not keep(key)
         ]
+        self._carry_over(doomed)
         return self._delete_seqs(doomed)
+
+    def _carry_over(self, doomed: list[int]) -> None:
+        """A commit an amend or a rebase rewrote is the same change under a new sha: hand its first-recorded
+        time (what --as-of reads), a review verdict and a superseded mark to the one node that replaces it,
+        told by the same author time and author (a commit) or the same author time and path (one of its
+        diffs), and only when exactly one node still standing matches (else nothing is carried)."""
+        gone = set(doomed)
+        for start in range(0, len(doomed), BATCH):
+            chunk = doomed[start : start + BATCH]
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                "SELECT kind, ts, CASE kind WHEN 'git_commit' THEN json_extract(meta, '$.author')"
+                " ELSE json_extract(meta, '$.path') END, created_at, trust, superseded_by FROM nodes"
+                f" WHERE seq IN ({marks}) AND kind IN ('git_commit', 'code_diff')",
+                chunk,
+            ).fetchall()
+            for kind, ts, same, created, trust, superseded in rows:
+                field = "$.author" if kind == "git_commit" else "$.path"
+                heirs = [
+                    seq
+                    for (seq,) in self.conn.execute(
+                        f"SELECT seq FROM nodes WHERE kind = ? AND ts = ? AND json_extract(meta, '{field}') IS ?",
+                        (kind, ts, same),
+                    )
+                    if seq not in gone
+                ]
+                if len(heirs) != 1:
+                    continue
+                self.conn.execute(
+                    "UPDATE nodes SET created_at = MIN(created_at, ?),"
+                    " trust = CASE WHEN trust = 'candidate' THEN ? ELSE trust END,"
+                    " superseded_by = COALESCE(superseded_by, ?) WHERE seq = ?",
+                    (created, trust, superseded, heirs[0]),
+                )
 
     def _source_seqs(self, source: str, shell: str | None) -> list[int]:
         if shell is None:
