@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from nexusmem import autosync, paths, timefmt
+from nexusmem import autosync, gitcmd, paths, timefmt
 from nexusmem.project import Project
 from nexusmem.store import Store
 from nexusmem.sync import problem_history, source_states
@@ -59,7 +60,23 @@ def status(project: Project) -> dict[str, Any]:
             "source_states": source_states(store),
             # The post-commit sync's last failure, when nothing has synced since (else null).
             "auto_sync_failed": autosync.last_failure(project.root, store),
+            # HEAD moved since the git source last read it (a reset, a checkout, a rebase: no hook runs
+            # for those): {"memory_at", "head"}, else null.
+            "head_moved": head_moved(project.root, store.cursor("git")),
         }
+
+
+def head_moved(root: Path, cursor: str | None) -> dict[str, str] | None:
+    """{"memory_at": sha, "head": sha} when HEAD is not the commit the git source last synced (one git
+    process); None when it is, or nothing was synced, or HEAD is unborn."""
+    parts = (cursor or "").split(":")
+    if len(parts) != 3 or not parts[2]:
+        return None
+    code, out = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD^{commit}"], root)
+    head = out.decode("ascii", "replace").strip()
+    if code != 0 or not head or head == parts[2]:
+        return None
+    return {"memory_at": parts[2], "head": head}
 
 
 # What the links other sources make are, as status counts them (docs/contracts.md, link relations).
@@ -115,6 +132,13 @@ def render(info: dict[str, Any]) -> str:
         lines.append(
             f"auto-sync: the post-commit sync failed at {failed['at']}: {failed['error']}"
             f" (log: {failed['log']}); what was committed since is not in memory: run `nexusmem sync`"
+        )
+    moved = info.get("head_moved")
+    if moved:
+        lines.append(
+            f"git: HEAD is {moved['head'][:10]}, memory is at {moved['memory_at'][:10]} (a reset, a checkout or"
+            " a rebase since the last sync: answers may hold commits no branch has now, or lack new ones);"
+            " run `nexusmem sync`"
         )
     for name, state in sorted(info.get("source_states", {}).items()):
         lines.append(f"{name}: {state}")

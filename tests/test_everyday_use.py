@@ -174,3 +174,18 @@ def query_items(repo: Path, text: str, *extra: str) -> list[dict[str, object]]:
         run_cli("-C", str(repo), "query", "--json", *extra, "--", text).stdout
     )["items"]
     return items
+
+
+def test_status_says_when_head_moved_since_the_last_sync(repo: Path) -> None:
+    """No hook runs on `git reset --hard` or `git checkout`: until the next sync, answers hold commits no
+    branch has any more. status (text, --json and so MCP get_status) says so, with the fix."""
+    commit(repo, "feat: keep", {"a.py": "x = 1\n"})
+    commit(repo, "feat: throwaway experiment", {"b.py": "y = 1\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["head_moved"] is None
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    moved = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["head_moved"]
+    assert moved == {"memory_at": moved["memory_at"], "head": git(repo, "rev-parse", "HEAD").strip()}
+    assert "run `nexusmem sync`" in run_cli("-C", str(repo), "status").stdout
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["head_moved"] is None
