@@ -319,6 +319,18 @@ def test_non_utf8_message_and_file_name(repo: Path, tmp_path: Path) -> None:
         (n.title + n.body + n.natural_key).encode("utf-8")
 
 
+def test_a_file_name_with_a_newline_stays_on_the_files_line(repo: Path) -> None:
+    """`Files:` is one line of the commit's text; a name holding a newline split it in `query` and `show`."""
+    (repo / "new\nline.py").write_text("x = 1\n", encoding="utf-8")
+    (repo / "plain.py").write_text("y = 1\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "feat: two files")
+    [node] = scan(GitSource(), repo)[0]
+    [files_line] = [line for line in node.body.splitlines() if line.startswith("Files: ")]
+    assert "new\\nline.py (+1 -0)" in files_line and "plain.py (+1 -0)" in files_line
+    assert "new\nline.py" in node.files  # the name itself is kept exact
+
+
 def test_submodule(repo: Path, tmp_path: Path) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()

@@ -314,11 +314,16 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
         yield current
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _file_summary(files: list[FileStat]) -> str:
     shown = []
     for f in files[:_SUMMARY_FILES]:
         # Read as a path: `DD-API-KEY: 40c3….py` is a header only at a line's start.
-        path = redacted_path(f.path)
+        # A name holding a newline or another control character is spelled with escapes here: the list is
+        # one line of the commit's text, and a raw newline split an entry in `query` and `show`.
+        path = _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], redacted_path(f.path))
         if f.added is None or f.deleted is None:
             shown.append(f"{path} (binary)")
         else:
