@@ -228,7 +228,9 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
         head += "  -- the commit this changelog entry describes"
     elif item.linked_from:
         head += f"  -- linked as the fix ({item.relation})"
-    lines = [head, f"  id {item.id}"]
+    # A commit names its sha, what `git show` and a reader of the log go by (a diff names it in its title).
+    sha = f"  commit {item.ref[:7]}" if item.kind == "git_commit" and item.ref else ""
+    lines = [head, f"  id {item.id}{sha}"]
     if item.also_in:
         lines.append("  also in " + ", ".join(ref.split("#", 1)[0] for ref in item.also_in))
     lines += ["  " + line for line in item.summary.splitlines() if line.strip()]
