@@ -331,6 +331,16 @@ def test_a_file_name_with_a_newline_stays_on_the_files_line(repo: Path) -> None:
     assert "new\nline.py" in node.files  # the name itself is kept exact
 
 
+def test_a_renamed_file_names_its_old_path_too(repo: Path) -> None:
+    """A rename with a small edit listed only `module_new.py (+1 -1)`: the old name was nowhere to search."""
+    commit(repo, "feat: module", {"module_old.py": "".join(f"line{i} = {i}\n" for i in range(20))})
+    git(repo, "mv", "module_old.py", "module_new.py")
+    (repo / "module_new.py").write_text("".join(f"line{i} = {i}\n" for i in range(19)) + "line19 = 0\n")
+    git(repo, "commit", "-qam", "refactor: rename the module")
+    node = by_key(scan(GitSource(), repo)[0])[git(repo, "rev-parse", "HEAD").strip()]
+    assert "Files: module_old.py → module_new.py (+1 -1)" in node.body
+
+
 def test_submodule(repo: Path, tmp_path: Path) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()

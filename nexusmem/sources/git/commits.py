@@ -324,6 +324,8 @@ def _file_summary(files: list[FileStat]) -> str:
         # A name holding a newline or another control character is spelled with escapes here: the list is
         # one line of the commit's text, and a raw newline split an entry in `query` and `show`.
         path = _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], redacted_path(f.path))
+        if f.old_path and f.old_path != f.path:  # a rename: the old name stays findable
+            path = _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], redacted_path(f.old_path)) + " → " + path
         if f.added is None or f.deleted is None:
             shown.append(f"{path} (binary)")
         else:
