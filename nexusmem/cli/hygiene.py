@@ -114,8 +114,9 @@ def forget_cmd(
         for e in removed:
             echo_human(f"removed {e.key[:12]}  {e.scope:<7}  {e.describe()}")
         click.echo(
-            "what it matched is no longer dropped from now on; other projects keep their own copy of a"
-            " user-wide entry (remove it there too)"
+            "what it matched is no longer dropped from now on: what was erased stays erased until"
+            " `nexusmem sync --rebuild` reads it again from git, docs and the log; other projects keep their"
+            " own copy of a user-wide entry (remove it there too)"
         )
         return
     if list_:
