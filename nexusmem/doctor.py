@@ -192,7 +192,7 @@ def check_shells() -> list[Check]:
         gap = shell_hooks.login_gap() if shell == "bash" else None
         if gap:
             detail = f"bash: {gap}, so those shells (tmux, ssh, macOS Terminal) record nothing"
-            checks.append(Check("shell", False, detail, shell_hooks.LOGIN_FIX))
+            checks.append(Check("shell", False, detail, shell_hooks.login_fix()))
     return checks + _hooks_log_elsewhere()
 
 

@@ -274,7 +274,9 @@ def search_args(
     checks it; a bad one is a tool error naming it."""
     question = check_query(text)
     # An agent may fill an optional string it has no value for with "": read as not given.
-    as_of, since, until = (v if v is None or v.strip() else None for v in (as_of, since, until))
+    as_of, since, until, author = (
+        v if v is None or v.strip() else None for v in (as_of, since, until, author)
+    )
     cutoff = parse_as_of(as_of)
     lo, hi = parse_window(since, until)
     return question, cutoff, lo, hi, parse_author(author)

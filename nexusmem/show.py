@@ -17,7 +17,7 @@ from nexusmem import timefmt
 from nexusmem.errors import NexusMemError
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
-from nexusmem.text import well_formed
+from nexusmem.text import one_line, well_formed
 
 MIN_PREFIX = 6
 
@@ -85,12 +85,12 @@ def render(item: dict[str, Any]) -> str:
         f"{item['title']}",
         f"id {item['id']}  {item['kind']}  {tags}",
         f"when {item['ts']} (recorded {item['created_at']})",
-        f"ref {item['ref']}",
+        f"ref {one_line(item['ref'])}",
     ]
     if item["superseded_by"]:
         lines.append(f"superseded by {item['superseded_by']}")
     if item["files"]:
-        lines.append("files " + ", ".join(item["files"]))
+        lines.append("files " + ", ".join(one_line(name) for name in item["files"]))
     lines += [f"fixed by {link['to']} ({link['relation']})" for link in item["links"]]
     seen_in = item["meta"].get("seen_in") if isinstance(item["meta"], dict) else None
     if seen_in:  # an agent's call known only from its transcript: no hook line recorded it (yet)

@@ -471,12 +471,13 @@ def sync(
                         progress(label, done, None)
 
                 dropped_before = deny.dropped
+                written_before = store.write_seq()  # what this source writes comes after (prune's heirs)
                 nodes = _storable(result.nodes, result)
                 counts = store.upsert(deny.filter(nodes) if deny else nodes, on_batch=batch_done)
                 part.added, part.updated = counts.added, counts.updated
                 part.denied = deny.dropped - dropped_before
                 if result.keep is not None:
-                    part.removed = store.prune_source(name, result.keep)
+                    part.removed = store.prune_source(name, result.keep, heirs_after=written_before)
                 part.skipped = result.skipped
                 part.notes += result.notes
                 part.problems = list(result.problems)

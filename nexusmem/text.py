@@ -327,3 +327,12 @@ def well_formed(text: str) -> str:
     if text.isascii():
         return text
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """TEXT with each control character spelled as an escape (`\\n`, `\\t`, `\\x1b`): a file name that holds
+    a newline stays one entry of a list line or a title."""
+    return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)

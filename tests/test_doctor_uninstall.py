@@ -172,6 +172,14 @@ def test_doctor_flags_a_store_missing_a_table_or_from_a_newer_release(repo: Path
     assert code == 1 and "table(s) links missing" in str(problem["detail"]), problem
     assert str(problem["fix"]).startswith(f"mv {db} {db}.damaged")
 
+    # A table only some commands use: doctor said "ok", and sync failed with "run the command again".
+    execute(db, "CREATE TABLE links(x)")  # back, so that only the next one is missing
+    execute(db, "DROP TABLE commit_generations")
+    code, problem = store_problem(repo)
+    assert code == 1 and "table(s) commit_generations missing" in str(problem["detail"]), problem
+    result = run_cli("-C", str(repo), "sync", ok=False)
+    assert result.exit_code == 1 and "is damaged: table(s) commit_generations missing" in result.output
+
 
 def test_doctor_says_a_shell_log_that_is_a_folder_is_one(repo: Path) -> None:
     # It said "shell-history.jsonl is 0755, readable by others", and its fix (chmod 600) made the folder

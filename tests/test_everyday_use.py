@@ -189,3 +189,28 @@ def test_status_says_when_head_moved_since_the_last_sync(repo: Path) -> None:
     assert "run `nexusmem sync`" in run_cli("-C", str(repo), "status").stdout
     run_cli("-C", str(repo), "sync", "--no-embed")
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["head_moved"] is None
+
+
+def test_a_verdict_goes_only_to_the_commit_that_replaced_its_own(repo: Path) -> None:
+    """Commits made in the same second by the same author: a reset that drops one must not hand its
+    verdict to the other (it did: the heir was any commit with that author and second), and an amend of
+    one must still hand it to the amended commit (two candidates made it hand nothing)."""
+    now = int(time.time()) - 600
+    commit(repo, "feat: base unrelated", {"base.py": "x = 1\n"}, when=now)
+    commit(repo, "feat: experimental kumquat idea", {"kumquat.py": "y = 1\n"}, when=now)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+
+    def commit_item(text: str) -> dict[str, object]:
+        [item] = [
+            it for it in query_items(repo, text) if it["kind"] == "git_commit" and text in str(it["title"])
+        ]
+        return item
+
+    run_cli("-C", str(repo), "review", str(commit_item("kumquat")["id"]), "--reject")
+    git(repo, "commit", "-q", "--amend", "-m", "feat: experimental kumquat idea, reworded")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert commit_item("kumquat idea, reworded")["trust"] == "rejected"
+    assert commit_item("base unrelated")["trust"] == "candidate"
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert commit_item("base unrelated")["trust"] == "candidate"

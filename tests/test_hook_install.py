@@ -367,3 +367,7 @@ def test_a_login_shell_that_would_not_load_the_hook_is_said(isolated_home: Path)
     (home() / ".bash_profile").unlink()
     (home() / ".profile").write_text('if [ -f "$HOME/.bashrc" ]; then\n    . "$HOME/.bashrc"\nfi\n')
     assert shell_hooks.login_gap() is None
+    # Words that only mention it do not, nor a line commented out; the fix names the file bash reads.
+    (home() / ".bash_login").write_text('echo "remember to source ~/.bashrc"\n# . ~/.bashrc\n')
+    assert shell_hooks.login_gap() is not None
+    assert shell_hooks.login_fix().endswith(f"to {home() / '.bash_login'}")

@@ -144,6 +144,26 @@ def test_a_question_about_something_that_never_happened_is_flagged_weak(old_and_
     assert query.WEAK_LINE not in run_cli("-C", str(old_and_fresh), "query", "upload gateway retry").output
 
 
+def test_a_weak_answer_under_the_smallest_budgets_stays_within_them(old_and_fresh: Path) -> None:
+    """The "No strong match" line, a note and the project list came on top of a budget of 50: ~64/50, and
+    ~84/50 across projects. The header gives way instead; the answer still starts "No strong match"."""
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    question = "why did we migrate the billing database to MongoDB and kubernetes deploy caching"
+    for budget in ("50", "55", "80", "2000"):
+        for extra in ([], ["--all-projects"]):
+            out = run_cli(
+                "-C", str(old_and_fresh), "query", *extra, "--budget", budget, "--", question
+            ).output
+            assert out.startswith("No strong match"), (budget, extra, out)
+            assert (len(out.rstrip("\n")) + 3) // 4 <= int(budget), (budget, extra, out)
+            used = json.loads(
+                run_cli(
+                    "-C", str(old_and_fresh), "query", *extra, "--json", "--budget", budget, "--", question
+                ).output
+            )
+            assert used["weak"] is True and used["tokens_used"] <= int(budget), (budget, extra, used)
+
+
 def test_a_product_the_question_names_that_memory_never_saw_is_a_weak_answer(old_and_fresh: Path) -> None:
     """Most of the question's words are everywhere ("upload", "chunks", "retry"); the one it is about is
     nowhere. Written as a name, it says the answer is not in memory; the same words without it do not."""
@@ -444,7 +464,14 @@ def test_mcp_search_takes_since_until_and_reports_weak(old_and_fresh: Path, tmp_
             _, blank = _structured(
                 await s.call_tool(
                     "search_memory",
-                    {"projectRoot": root, "query": "upload gateway", "since": "", "until": " ", "asOf": ""},
+                    {
+                        "projectRoot": root,
+                        "query": "upload gateway",
+                        "since": "",
+                        "until": " ",
+                        "asOf": "",
+                        "author": "",
+                    },
                 )
             )
             assert len(blank["items"]) >= 2

@@ -77,3 +77,12 @@ def test_show_as_the_installed_script_outside_memory(repo: Path) -> None:
     commit(repo, "chore: start")
     done = run_script("show", "abcdef", cwd=repo)
     assert done.returncode == 1 and "nexusmem sync" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_show_keeps_a_file_name_with_a_newline_on_its_line(repo: Path) -> None:
+    commit(repo, "feat: two files", {"weird\nname.py": "x = 1\n", "plain.py": "y = 1\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    [item] = [it for it in query_json(repo, "two files")["items"] if it["kind"] == "git_commit"]
+    out = run_cli("-C", str(repo), "show", item["id"]).output
+    [files] = [line for line in out.splitlines() if line.startswith("files ")]
+    assert files == "files plain.py, weird\\nname.py", out

@@ -329,6 +329,8 @@ def test_a_file_name_with_a_newline_stays_on_the_files_line(repo: Path) -> None:
     [files_line] = [line for line in node.body.splitlines() if line.startswith("Files: ")]
     assert "new\\nline.py (+1 -0)" in files_line and "plain.py (+1 -0)" in files_line
     assert "new\nline.py" in node.files  # the name itself is kept exact
+    [diff] = [d for d in scan(DiffSource(), repo)[0] if d.meta["path"] == "new\nline.py"]
+    assert "\n" not in diff.title and diff.title.startswith("new\\nline.py @ ")
 
 
 def test_a_renamed_file_names_its_old_path_too(repo: Path) -> None:

@@ -54,7 +54,7 @@ def install_cmd(shell: str | None) -> None:
     gap = shell_hooks.login_gap() if name == "bash" else None
     if gap:
         click.echo(
-            f"Note: {gap}, so they record nothing (tmux, ssh and macOS Terminal start them): {shell_hooks.LOGIN_FIX}."
+            f"Note: {gap}, so they record nothing (tmux, ssh and macOS Terminal start them): {shell_hooks.login_fix()}."
         )
 
 

@@ -110,7 +110,11 @@ def rc_file(shell: str, environ: dict[str, str] | None = None) -> Path:
 
 
 _LOGIN_FILES = (".bash_profile", ".bash_login", ".profile")
-_LOADS_BASHRC = re.compile(r"(?m)^[^#\n]*(?:\.|source)\s+[\"']?(?:~|\$HOME|\$\{HOME\})/\.bashrc\b")
+# `. ~/.bashrc` or `source "$HOME/.bashrc"` where a command starts (a line's start, after `;`, `&&`, `||`,
+# `{`, `then`, `do`): not the words inside an `echo "remember to source ~/.bashrc"`.
+_LOADS_BASHRC = re.compile(
+    r"(?m)(?:^|[;&|{]|\bthen\b|\bdo\b)[ \t]*(?:\.|source)[ \t]+[\"']?(?:~|\$HOME|\$\{HOME\})/\.bashrc\b"
+)
 
 
 def login_gap(environ: dict[str, str] | None = None) -> str | None:
@@ -127,13 +131,20 @@ def login_gap(environ: dict[str, str] | None = None) -> str | None:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 return None
-            if _LOADS_BASHRC.search(text) or ("bashrc" in text and "nexusmem" in text):
+            without_comments = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+            if _LOADS_BASHRC.search(without_comments):
                 return None
             return f"bash login shells read {path}, which does not load ~/.bashrc"
     return "bash login shells read ~/.bash_profile, ~/.bash_login or ~/.profile, and there is none"
 
 
-LOGIN_FIX = "add `[ -f ~/.bashrc ] && . ~/.bashrc` to ~/.bash_profile (or the login file bash reads)"
+def login_fix(environ: dict[str, str] | None = None) -> str:
+    """The line that makes bash login shells load ~/.bashrc, and the file it goes into: the login file bash
+    reads (creating ~/.bash_profile beside a ~/.bash_login or ~/.profile would stop bash reading that one)."""
+    env = dict(os.environ) if environ is None else environ
+    home = Path(env.get("HOME") or Path.home())
+    target = next((home / n for n in _LOGIN_FILES if (home / n).exists()), home / ".bash_profile")
+    return f"add `[ -f ~/.bashrc ] && . ~/.bashrc` to {target}"
 
 
 def _source_line(shell: str, script: Path) -> str:

@@ -143,6 +143,7 @@ WEAK_LEXICAL_BIAS = -6.0282
 ARRIVAL_NAME_LETTERS = 3
 WEAK_ITEMS = 5
 WEAK_LINE = "No strong match: nothing in memory covers this question well; the closest items follow."
+WEAK_SHORT = "No strong match."  # WEAK_LINE under a budget too small for it
 _BODY_WINDOW = 40
 _NEEDS_BODY = {
     "code_diff",
@@ -1384,10 +1385,17 @@ def pack_items(
             + (f" (~{room} left after the header)" if room < budget - 10 else "")
             + ": a larger budget shows it"
         )
-        if estimate_tokens(f"note: {note}\n") > room:  # a small budget: the note in as few words
-            note = f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit the budget of {budget}"
+        for fewer in (  # a small budget: the note in as few words as leave the answer within it
+            f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit the budget of {budget}",
+            f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit",
+        ):
+            if estimate_tokens(f"note: {note}\n") > room:
+                note = fewer
+        # Kept in the notes (--json, and `render` knows the matches were too large rather than none);
+        # counted and printed only where it leaves the answer within the budget (header() drops it else).
         notes.append(note)
-        header_tokens += estimate_tokens(f"note: {note}\n")
+        if estimate_tokens(f"note: {note}\n") <= room:
+            header_tokens += estimate_tokens(f"note: {note}\n")
     placed, used = pack(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
@@ -1487,13 +1495,30 @@ def shown_query(text: str, budget: int | None = None) -> str:
 
 def header(result: QueryResult, scope: str | None = None) -> str:
     """The lines `render` prints above the items (counted against the budget, with the footer). A weak
-    answer starts with WEAK_LINE, where a reader (or an agent checking the first line) sees it first."""
-    lines = [WEAK_LINE] if result.weak else []
-    lines.append(f"Relevant history for: {shown_query(result.query, result.budget)}")
-    if scope is not None:
-        lines.append(scope)
-    lines += [f"note: {note}" for note in result.notes]
-    return "\n".join(lines) + "\n"
+    answer starts with WEAK_LINE, where a reader (or an agent checking the first line) sees it first.
+
+    Under a budget too small for all of it (50 tokens for a weak answer to a long question across many
+    projects), the lines give way, in this order, until the header and the footer fit: the weak line's
+    explanation (it still starts "No strong match"), the list of projects, the echoed question, and last
+    the notes (they say what was done: a question cut, a best match too large)."""
+    weak = [WEAK_LINE] if result.weak else []
+    echo = shown_query(result.query, result.budget)
+    notes = [f"note: {note}" for note in result.notes]
+    room = result.budget - FOOTER_TOKENS
+
+    def text() -> str:
+        lines = [*weak, f"Relevant history for: {echo}", *([scope] if scope is not None else []), *notes]
+        return "\n".join(lines) + "\n"
+
+    if weak and estimate_tokens(text()) > room:
+        weak = [WEAK_SHORT]
+    if scope is not None and estimate_tokens(text()) > room:
+        scope = scope.split(":", 1)[0]
+    if estimate_tokens(text()) > room:
+        echo = shown_query(result.query, 24)
+    while notes and estimate_tokens(text()) > room:
+        notes.pop()
+    return text()
 
 
 def footer(result: QueryResult) -> str:

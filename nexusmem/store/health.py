@@ -23,8 +23,29 @@ if TYPE_CHECKING:
 # Every driver failure (OperationalError, IntegrityError, DatabaseError...) derives from this.
 DriverError = sqlean.Error
 
-# Tables without which no command can work; a file missing one was damaged by hand or by another program.
-REQUIRED_TABLES = ("nodes", "node_files", "links", "sources", "meta", "nodes_fts", "schema_migrations")
+# Tables every migrated store has (the vector table is made on first use); a file missing one was damaged
+# by hand or by another program, and some command fails on it ("no such table", "run the command again").
+REQUIRED_TABLES = (
+    "nodes",
+    "node_files",
+    "links",
+    "sources",
+    "meta",
+    "nodes_fts",
+    "schema_migrations",
+    "nodes_stem",
+    "nodes_vocab",
+    "nodes_cjk",
+    "node_vectors",
+    "commit_generations",
+    "contradiction_checks",
+    "deny_list",
+    "hygiene_audit",
+    "import_edges",
+    "import_files",
+    "releases",
+    "tombstones",
+)
 
 # quick_check reads every page: 0.9 s for a 25 MB store, 3.7 s for 120 MB (~36 ms/MB, measured by
 # benchmarks/bench_health.py on a busy 2-core machine). The check at the end of every sync is for stores up
@@ -87,7 +108,9 @@ def shape_problem(path: Path) -> tuple[str, bool] | None:
         version = current_version(conn)
         if version > LATEST:
             return f"written by a newer NexusMem (schema {version}; this one reads up to {LATEST})", False
-        missing = missing_tables(conn) if version else []
+        missing = (
+            missing_tables(conn) if version == LATEST else []
+        )  # an older store: the next sync migrates it
     finally:
         conn.close()
     return (f"table(s) {', '.join(missing)} missing", True) if missing else None

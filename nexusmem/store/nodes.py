@@ -294,8 +294,11 @@ class NodesMixin:
                 file_rows,
             )
 
-    def prune_source(self, source: str, keep: Callable[[str], bool]) -> int:
-        """Delete every node of SOURCE whose natural key KEEP rejects; return how many went."""
+    def prune_source(
+        self, source: str, keep: Callable[[str], bool], *, heirs_after: int | None = None
+    ) -> int:
+        """Delete every node of SOURCE whose natural key KEEP rejects; return how many went. HEIRS_AFTER (a
+        write sequence): the nodes written since may inherit what a doomed one carried (_carry_over)."""
         doomed = [
             seq
             for seq, key in self.conn.execute(
@@ -303,14 +306,16 @@ class NodesMixin:
             )
             if not keep(key)
         ]
-        self._carry_over(doomed)
+        if heirs_after is not None:
+            self._carry_over(doomed, heirs_after)
         return self._delete_seqs(doomed)
 
-    def _carry_over(self, doomed: list[int]) -> None:
+    def _carry_over(self, doomed: list[int], heirs_after: int) -> None:
         """A commit an amend or a rebase rewrote is the same change under a new sha: hand its first-recorded
-        time (what --as-of reads), a review verdict and a superseded mark to the one node that replaces it,
-        told by the same author time and author (a commit) or the same author time and path (one of its
-        diffs), and only when exactly one node still standing matches (else nothing is carried)."""
+        time (what --as-of reads), a review verdict and a superseded mark to the one node that replaces it:
+        written by this sync (after HEIRS_AFTER), with the same author time and author (a commit) or the same
+        author time and path (one of its diffs). Nothing is carried when no such node or more than one is
+        there (commits made in the same second by the same author)."""
         gone = set(doomed)
         for start in range(0, len(doomed), BATCH):
             chunk = doomed[start : start + BATCH]
@@ -326,8 +331,9 @@ class NodesMixin:
                 heirs = [
                     seq
                     for (seq,) in self.conn.execute(
-                        f"SELECT seq FROM nodes WHERE kind = ? AND ts = ? AND json_extract(meta, '{field}') IS ?",
-                        (kind, ts, same),
+                        f"SELECT seq FROM nodes WHERE kind = ? AND ts = ? AND json_extract(meta, '{field}') IS ?"
+                        " AND written > ?",
+                        (kind, ts, same, heirs_after),
                     )
                     if seq not in gone
                 ]

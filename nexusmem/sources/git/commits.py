@@ -16,6 +16,7 @@ from nexusmem.redact import redact
 from nexusmem.signals import commit_signal, conventional_type
 from nexusmem.sources.base import ScanContext
 from nexusmem.sources.git.repo import _HEX
+from nexusmem.text import one_line
 
 # A commit header in our log output starts with NUL + this tag. A NUL can never start a patch line (every
 # patch line starts with a prefix character) and git refuses NUL bytes in commit messages, so the marker
@@ -314,18 +315,15 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
         yield current
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def _file_summary(files: list[FileStat]) -> str:
     shown = []
     for f in files[:_SUMMARY_FILES]:
         # Read as a path: `DD-API-KEY: 40c3….py` is a header only at a line's start.
         # A name holding a newline or another control character is spelled with escapes here: the list is
         # one line of the commit's text, and a raw newline split an entry in `query` and `show`.
-        path = _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], redacted_path(f.path))
+        path = one_line(redacted_path(f.path))
         if f.old_path and f.old_path != f.path:  # a rename: the old name stays findable
-            path = _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], redacted_path(f.old_path)) + " → " + path
+            path = one_line(redacted_path(f.old_path)) + " → " + path
         if f.added is None or f.deleted is None:
             shown.append(f"{path} (binary)")
         else:

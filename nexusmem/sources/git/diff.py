@@ -26,6 +26,7 @@ from nexusmem.sources.git.commits import (
     truncate,
 )
 from nexusmem.sources.git.repo import _setting
+from nexusmem.text import one_line
 
 # A patch is a fragment of its commit: the commit node carries the why, and one commit yields many
 # patches. Slightly below the commit's own signal keeps a commit ahead of its own hunks at equal relevance.
@@ -217,7 +218,7 @@ def iter_diff_nodes(
                 source=source,
                 natural_key=key,
                 ref=key,
-                title=f"{path} @ {header.sha[:7]}" + (f" — {subject}" if subject.strip() else ""),
+                title=f"{one_line(path)} @ {header.sha[:7]}" + (f" — {subject}" if subject.strip() else ""),
                 body=body,
                 ts=header.ts_ms,
                 signal=round(signal, 4),
