@@ -338,7 +338,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             printf -v t0 '%(%s)T' -1
             t0=$((t0 * 1000))
         fi
-        [[ -n $pst ]] && pipe=",\"pipestatus\":[${pst// /,}]"
+        # PIPESTATUS is the pipeline's own only when it holds the status (the last stage's, or under
+        # pipefail the last failing one's): a job stopped with Ctrl-Z (148) leaves the previous one there.
+        [[ -n $pst && " $pst " == *" $st "* ]] && pipe=",\"pipestatus\":[${pst// /,}]"
         __nexusmem_escape "$text"
         cmd=$__nexusmem_json
         __nexusmem_escape "$PWD"

@@ -758,3 +758,20 @@ def test_sourcing_the_rc_file_again_keeps_recording(kind: str, open_shell: Any, 
     assert sourced["command"] == f"source '{rc}'" and sourced["exit"] == 0
     assert sh.run("false after")["exit"] == 1
     assert [entry["command"] for entry in sh.lines()] == ["true before", f"source '{rc}'", "false after"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_a_job_stopped_with_ctrl_z_is_148_with_no_stale_pipeline(kind: str, open_shell: Any) -> None:
+    """bash kept the previous command's PIPESTATUS for a job stopped with Ctrl-Z: `"exit":148,
+    "pipestatus":[1]` after a `false`, and the stored node said so."""
+    sh = open_shell(kind)
+    assert sh.run("false before")["exit"] == 1
+    before = len(sh.lines())
+    sh.type("sleep 30")
+    wait_for_child_process(sh.child.pid, "sleep")
+    sh.child.send(b"\x1a")  # Ctrl-Z
+    line = sh.wait_lines(before + 1)[before]
+    assert line["command"] == "sleep 30" and line["exit"] == 148, line
+    assert line.get("pipestatus") in (None, [148]), line
+    sh.type("kill %1")
