@@ -1573,7 +1573,10 @@ def render(result: QueryResult, *, with_project: bool = False) -> str:
         # Nothing matched, or every match was filtered out (--author, a window): nothing to show. When the
         # matches were only too large for the budget, the header's note says so instead.
         return "\n".join(
-            [f"No memory matches: {shown_query(result.query)}", *(f"note: {n}" for n in result.notes)]
+            [
+                f"No memory matches: {shown_query(result.query, result.budget)}",
+                *(f"note: {n}" for n in result.notes),
+            ]
         )
     scope = None
     if with_project:
