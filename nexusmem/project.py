@@ -53,15 +53,10 @@ def refuse_cut_short(root: Path) -> None:
     quietly, its trust verdicts, marks and deny-list gone, and the next sync would bring back from git every
     value `forget` had erased. An empty file no sync ever finished is a first sync stopped early: the next
     one sets it up. A stat, and the registry only for an empty file."""
+    from nexusmem.store import health
+
     db = paths.db_path(root)
-    try:
-        if db.stat().st_size or os.stat(f"{db}-wal").st_size:
-            return
-    except FileNotFoundError:
-        pass  # no -wal (or no database: open_store says so)
-    except OSError:
-        return
-    if not db.exists():
+    if not health.holds_nothing(db):
         return
     from nexusmem import registry
 
@@ -71,7 +66,6 @@ def refuse_cut_short(root: Path) -> None:
     import time
 
     from nexusmem.errors import StoreError
-    from nexusmem.store import health
 
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(synced / 1000))
     raise StoreError(

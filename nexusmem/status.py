@@ -69,14 +69,16 @@ def status(project: Project) -> dict[str, Any]:
 def head_moved(root: Path, cursor: str | None) -> dict[str, str] | None:
     """{"memory_at": sha, "head": sha} when HEAD is not the commit the git source last synced (one git
     process); None when it is, or nothing was synced, or HEAD is unborn."""
-    parts = (cursor or "").split(":")
-    if len(parts) != 3 or not parts[2]:
+    from nexusmem.sources.git.repo import cursor_head
+
+    synced = cursor_head(cursor)
+    if synced is None:
         return None
     code, out = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD^{commit}"], root)
     head = out.decode("ascii", "replace").strip()
-    if code != 0 or not head or head == parts[2]:
+    if code != 0 or not head or head == synced:
         return None
-    return {"memory_at": parts[2], "head": head}
+    return {"memory_at": synced, "head": head}
 
 
 # What the links other sources make are, as status counts them (docs/contracts.md, link relations).

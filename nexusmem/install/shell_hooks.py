@@ -117,34 +117,36 @@ _LOADS_BASHRC = re.compile(
 )
 
 
+def _login_file(environ: dict[str, str] | None) -> tuple[Path, Path | None]:
+    """(the home folder, the login file bash reads: the first of _LOGIN_FILES that exists, or None)."""
+    env = dict(os.environ) if environ is None else environ
+    home = Path(env.get("HOME") or Path.home())
+    return home, next((home / name for name in _LOGIN_FILES if (home / name).exists()), None)
+
+
 def login_gap(environ: dict[str, str] | None = None) -> str | None:
     """Why a bash *login* shell (what tmux, ssh and macOS Terminal start) would not load the hook in
     ~/.bashrc, or None. bash reads only the first of ~/.bash_profile, ~/.bash_login, ~/.profile that exists
     at login, and ~/.bashrc only if that file sources it. Said, not fixed: writing a login file would change
     which one bash reads."""
-    env = dict(os.environ) if environ is None else environ
-    home = Path(env.get("HOME") or Path.home())
-    for name in _LOGIN_FILES:
-        path = home / name
-        if path.exists():
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                return None
-            without_comments = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
-            if _LOADS_BASHRC.search(without_comments):
-                return None
-            return f"bash login shells read {path}, which does not load ~/.bashrc"
-    return "bash login shells read ~/.bash_profile, ~/.bash_login or ~/.profile, and there is none"
+    _home, path = _login_file(environ)
+    if path is None:
+        return "bash login shells read ~/.bash_profile, ~/.bash_login or ~/.profile, and there is none"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    without_comments = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    if _LOADS_BASHRC.search(without_comments):
+        return None
+    return f"bash login shells read {path}, which does not load ~/.bashrc"
 
 
 def login_fix(environ: dict[str, str] | None = None) -> str:
     """The line that makes bash login shells load ~/.bashrc, and the file it goes into: the login file bash
     reads (creating ~/.bash_profile beside a ~/.bash_login or ~/.profile would stop bash reading that one)."""
-    env = dict(os.environ) if environ is None else environ
-    home = Path(env.get("HOME") or Path.home())
-    target = next((home / n for n in _LOGIN_FILES if (home / n).exists()), home / ".bash_profile")
-    return f"add `[ -f ~/.bashrc ] && . ~/.bashrc` to {target}"
+    home, path = _login_file(environ)
+    return f"add `[ -f ~/.bashrc ] && . ~/.bashrc` to {path or home / '.bash_profile'}"
 
 
 def _source_line(shell: str, script: Path) -> str:

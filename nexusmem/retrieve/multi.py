@@ -23,7 +23,7 @@ from typing import Any
 from nexusmem import config, paths, registry
 from nexusmem.errors import NexusMemError
 from nexusmem.retrieve import fuse, query, rank
-from nexusmem.store import StoredNode, open_store
+from nexusmem.store import StoredNode, health, open_store
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
 
@@ -160,13 +160,6 @@ def _settings_of(target: Target) -> rank.Settings:
         return rank.DEFAULT
 
 
-def _empty_file(db: Path) -> bool:
-    try:
-        return db.stat().st_size == 0 and not (os.path.exists(f"{db}-wal") and os.stat(f"{db}-wal").st_size)
-    except OSError:
-        return False
-
-
 def _search_one(
     index: int, target: Target, text: str, filters: _Filters, vectors: bool, stack: ExitStack
 ) -> tuple[_Searched | None, dict[str, int], Skipped | None]:
@@ -175,7 +168,7 @@ def _search_one(
     distrust = untrusted(target.db)
     if distrust is not None:
         return None, {}, _skip(target, distrust)
-    if _empty_file(target.db):  # opened, it would be set up again empty (project.refuse_cut_short)
+    if health.holds_nothing(target.db):  # opened, it would be set up again empty (project.refuse_cut_short)
         return None, {}, _skip(target, f"empty database (0 bytes): {target.db}")
     try:
         store = stack.enter_context(open_store(target.db, readonly=True))

@@ -97,6 +97,19 @@ def check_file(path: Path, seconds: float = CHECK_SECONDS) -> list[str] | None:
         conn.close()
 
 
+def holds_nothing(path: Path) -> bool:
+    """Whether the database PATH is an empty file with no write-ahead log to replay: what a first sync
+    stopped before its first write leaves, or a file cut short."""
+    try:
+        if path.stat().st_size:
+            return False
+        return os.stat(f"{path}-wal").st_size == 0
+    except FileNotFoundError as exc:
+        return bool(exc.filename == f"{path}-wal")  # no -wal: empty; no database: not a database at all
+    except OSError:
+        return False
+
+
 def shape_problem(path: Path) -> tuple[str, bool] | None:
     """What makes PATH unusable though SQLite finds the file whole, and whether it is damage (else it was
     written by a newer NexusMem): (what, damaged), or None when nothing does. A file no migration has run

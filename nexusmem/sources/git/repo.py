@@ -90,7 +90,7 @@ def _cursor_shallow(cursor: str | None) -> str | None:
     return cursor.split(":")[1].partition("s")[2]
 
 
-def _cursor_head(cursor: str | None) -> str | None:
+def cursor_head(cursor: str | None) -> str | None:
     """The HEAD sha stored in a cursor of ours, or None (no cursor, foreign format, unborn HEAD)."""
     if not cursor:
         return None
@@ -120,7 +120,7 @@ def plan_walk(root: Path, cursor: str | None, full: bool) -> WalkPlan:
         return WalkPlan(state, noop=True)
     if state.head is None:
         return WalkPlan(state)
-    prev = None if full else _cursor_head(cursor)
+    prev = None if full else cursor_head(cursor)
     if prev is not None and _cursor_shallow(cursor) != _cursor_shallow(state.cursor):
         return WalkPlan(
             state, revs=[state.head], full=True
