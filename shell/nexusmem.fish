@@ -114,6 +114,7 @@ if status is-interactive; and not set -q __nexusmem_loaded
     set -g __nexusmem_ran 0
     function __nexusmem_preexec --on-event fish_preexec
         set -g __nexusmem_ran 1
+        set -g __nexusmem_groups (jobs -g 2>/dev/null)
     end
 
     function __nexusmem_postexec --on-event fish_postexec
@@ -133,10 +134,24 @@ if status is-interactive; and not set -q __nexusmem_loaded
         end
         set -l dur (math "max(0, 0$CMD_DURATION)")
         set -l t0 (math "max(0, $now - $dur)")
-        set -l pipe (string join , -- $__nexusmem_st[2..-1])
+        set -l pipe ',"pipestatus":['(string join , -- $__nexusmem_st[2..-1])']'
+        # fish leaves $status as the previous command left it when this one only started a job in the
+        # background (`cmd &`) or was stopped with Ctrl-Z. Report them as bash does: 0 for a job sent to
+        # the background, 148 (128 + SIGTSTP) for a job this command left stopped; no pipeline status.
+        if string match -qr '(^|[^&|\\\\])&\s*$' -- $cmd
+            set __nexusmem_st 0
+            set pipe ''
+        end
+        for job in (jobs 2>/dev/null)
+            set -l field (string split -- \t $job)
+            if test "$field[4]" = stopped; and not contains -- $field[2] $__nexusmem_groups
+                set __nexusmem_st 148
+                set pipe ''
+            end
+        end
         set -l cwd (__nexusmem_escape $PWD)
         set -l text (__nexusmem_escape $cmd)
-        set -l line (printf '{"ts":%d,"cwd":"%s","exit":%d,"pipestatus":[%s],"duration_ms":%d,"command":"%s","shell":"fish","session":"%s","v":1}' \
+        set -l line (printf '{"ts":%d,"cwd":"%s","exit":%d%s,"duration_ms":%d,"command":"%s","shell":"fish","session":"%s","v":1}' \
             $t0 "$cwd" $__nexusmem_st[1] "$pipe" $dur "$text" $__nexusmem_session)
         # Redirection errors in fish are printed whatever the block's stderr is: check first.
         if not test -e $__nexusmem_log

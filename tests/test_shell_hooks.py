@@ -761,10 +761,11 @@ def test_sourcing_the_rc_file_again_keeps_recording(kind: str, open_shell: Any, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_a_job_stopped_with_ctrl_z_is_148_with_no_stale_pipeline(kind: str, open_shell: Any) -> None:
     """bash kept the previous command's PIPESTATUS for a job stopped with Ctrl-Z: `"exit":148,
-    "pipestatus":[1]` after a `false`, and the stored node said so."""
+    "pipestatus":[1]` after a `false`, and the stored node said so. fish left the previous command's
+    status itself: the suspended command was logged as failed with exit 1."""
     sh = open_shell(kind)
     assert sh.run("false before")["exit"] == 1
     before = len(sh.lines())
@@ -774,4 +775,18 @@ def test_a_job_stopped_with_ctrl_z_is_148_with_no_stale_pipeline(kind: str, open
     line = sh.wait_lines(before + 1)[before]
     assert line["command"] == "sleep 30" and line["exit"] == 148, line
     assert line.get("pipestatus") in (None, [148]), line
-    sh.type("kill %1")
+    sh.type("kill -KILL (jobs -p)" if kind == "fish" else "kill -KILL %1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_a_command_sent_to_the_background_is_not_a_failure(kind: str, open_shell: Any) -> None:
+    """fish keeps the previous command's status after `cmd &`: a dev server started in the background
+    right after a failing test was logged as failing with the test's exit code."""
+    sh = open_shell(kind)
+    assert sh.run("false before")["exit"] == 1
+    line = sh.run("sleep 30 &")
+    assert line["command"] == "sleep 30 &" and line["exit"] == 0, line
+    assert line.get("pipestatus") in (None, [0]), line
+    assert sh.run("false && true")["exit"] == 1
+    sh.type("kill -KILL (jobs -p)" if kind == "fish" else "kill -KILL %1")
