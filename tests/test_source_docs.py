@@ -213,6 +213,19 @@ def test_include_exclude_size_and_ignored(repo: Path) -> None:
     assert result.skipped == 1  # big.md
 
 
+def test_an_agents_chat_transcript_in_the_work_tree_is_not_documentation(repo: Path) -> None:
+    """Aider's `.aider.chat.history.md` (not ignored unless the user said yes to Aider's prompt) was read as
+    docs with the conversation source off, the tool output it quotes (`> Running cat .env`) included."""
+    chat = "# aider chat started at 2026-12-04 10:00:00\n\n#### why does login fail\n\n> Running cat .env\n> DB_HOST=prod-db.internal\n"
+    commit(repo, "docs", {"README.md": "# App\n\nx\n", "sub/.aider.chat.history.md": chat})
+    (repo / ".aider.chat.history.md").write_text(chat, encoding="utf-8")
+    (repo / ".specstory" / "history").mkdir(parents=True)
+    (repo / ".specstory" / "history" / "2026-12-04_chat.md").write_text("# Chat\n\n> cat .env\n", encoding="utf-8")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "aider.chat.history.md").write_text("# About the history file\n\nx\n", encoding="utf-8")
+    assert sorted({n.meta["path"] for n in scan(repo)[1]}) == ["README.md", "docs/aider.chat.history.md"]
+
+
 def test_long_section_truncated_and_redacted(repo: Path) -> None:
     token = "ghp_" + "A1b2C3d4E5" * 3 + "f6G7h8"
     commit(repo, "doc", {"a.md": f"# A\n\nexport GITHUB_TOKEN={token}\n\n" + "word " * 400 + "\n"})

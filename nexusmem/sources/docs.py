@@ -29,10 +29,11 @@ from nexusmem.nodes import Node
 from nexusmem.redact import redact
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
+from nexusmem.sources.conversation.aider import CHAT_FILE as AIDER_CHAT_FILE
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-11"
+_CURSOR_VERSION = "docs-12"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -65,6 +66,14 @@ _RELEASE_NOTES_DIR = re.compile(
 _TEXT_NOTE = re.compile(
     r"^(?!readme\b)(?!\.)[^/]+\.(md|markdown|mdx|rst|txt|text|adoc|asciidoc|org|rdoc)$", re.I
 )
+
+
+def is_agent_transcript(path: str) -> bool:
+    """Whether the repository file PATH is an agent's own record of a conversation, kept in the work tree
+    as Markdown: Aider's chat history, SpecStory's saved chats. Such a file is the conversation source's
+    (opt-in, and it keeps no tool output), never documentation, whatever the docs globs say."""
+    folder, _, name = path.rpartition("/")
+    return name == AIDER_CHAT_FILE or (folder + "/").startswith(".specstory/")
 
 
 def is_release_notes(path: str) -> bool:
@@ -778,7 +787,7 @@ def _candidates(
         path = os.fsdecode(entry[2:])
         if path in seen or not _glob_match(path, include) or _glob_match(path, exclude):
             continue
-        if skip_release_notes and is_release_notes(path):
+        if (skip_release_notes and is_release_notes(path)) or is_agent_transcript(path):
             continue
         seen[path] = entry[:1] != b"?"
         if entry[:1] == b"S":
