@@ -477,3 +477,27 @@ def test_a_crash_in_a_tool_tells_the_agent_where_the_traceback_is(
             assert "command 'mcp search_memory'" in log.read_text(encoding="utf-8")
 
     anyio.run(main)
+
+
+@pytest.mark.slow
+def test_a_linked_worktree_without_a_memory_reads_the_main_work_trees(repo: Path, tmp_path: Path) -> None:
+    """Agents often work in a `git worktree add` checkout. The CLI's query and status there read the main
+    work tree's memory; every MCP tool said "has no NexusMem memory yet" and told the agent to sync, which
+    would have split the worktree's history off into a memory of its own."""
+    small_history(repo)
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(worktree), "-b", "feature")
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            ok(await s.call_tool("sync_project", {"projectRoot": str(repo), "noEmbed": True}))
+            where = {"projectRoot": str(worktree)}
+            text, found = ok(await s.call_tool("search_memory", {**where, "query": "readers blocked writers"}))
+            assert found["items"] and "WAL" in found["items"][0]["title"], text
+            _, got = ok(await s.call_tool("get_memory", {**where, "id": found["items"][0]["id"]}))
+            assert "WAL" in got["title"]
+            _, info = ok(await s.call_tool("get_status", where))
+            assert info["root"] == str(repo), info
+
+    anyio.run(main)
+    assert not (worktree / ".nexusmem").exists()
