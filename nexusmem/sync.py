@@ -97,9 +97,9 @@ class SyncSummary:
         parts = []
         for s in summary.sources:
             if s.noop:
-                parts.append(f"{s.name} unchanged")
-                continue
-            text = f"{s.name} +{s.added}"
+                text = f"{s.name} unchanged"
+            else:
+                text = f"{s.name} +{s.added}"
             if s.updated:
                 text += f" ~{s.updated}"
             if s.removed:

@@ -484,3 +484,34 @@ def test_a_failure_typed_in_the_shell_links_to_the_turn_that_asked_about_it(
     assert turn.meta["session_id"] == "d15c0000-0000-4000-8000-000000000000"
     out = run_cli("-C", str(repo), "query", "--", "pytest test_parser").stdout
     assert "linked as the fix (discussion)" in out
+
+
+def test_half_an_emoji_and_a_stray_byte_keep_their_exchange(repo: Path, isolated_home: Path) -> None:
+    """JSON.stringify writes an emoji cut in half as a lone `\\ud83d`, which Python reads as a surrogate no
+    node may hold: the whole exchange (question, answer, the command the agent ran) was dropped as "not valid
+    Unicode", and `scan-conversation` crashed. A byte that is not UTF-8 lost its line, and the answer after
+    it was glued onto the previous turn."""
+    commit(repo, "feat: tapir", {"src/tapir.py": "X = 1\n"})
+    w = T.ClaudeWriter("5e55-half-emoji", repo, START)
+    w.user("why does the tapir renderer break on emoji \ud83d")
+    w.bash("toolu_01HALF", "grep -n '\ude00' src/tapir.py", "no match", exit_code=1, prose="It slices mid-emoji.")
+    w.user("and the okapi encoder?")
+    w.say("The okapi encoder is fine.")
+    path = w.write(isolated_home / ".claude" / "projects" / "p" / "s.jsonl")
+    lines = path.read_bytes().split(b"\n")
+    lines[-3] = lines[-3].replace(b"okapi encoder?", b"okapi \xe9ncoder?")  # a Latin-1 byte in the question
+    path.write_bytes(b"\n".join(lines))
+    preview = run_cli("-C", str(repo), "scan-conversation")
+    assert "tapir" in preview.stdout, preview.stdout
+    summary = part(sync_json(repo, "--conversation"))
+    assert summary["skipped"] == 0, summary["problems"]
+    bodies = [t.body for t in turns(repo)]
+    assert len(bodies) == 2, bodies
+    assert "tapir renderer break on emoji \ufffd" in bodies[0] and "grep -n '\ufffd' src/tapir.py" in bodies[0]
+    assert "okapi \ufffdncoder?" in bodies[1] and "The okapi encoder is fine." in bodies[1]
+    assert "The okapi encoder is fine." not in bodies[0]
+    assert [c.title for c in agent_calls(repo).values()] == ["grep -n '\ufffd' src/tapir.py (exit 1)"]
+    with path.open("ab") as log:
+        log.write(b"\ngarbage the agent never wrote\n")
+    again = run_cli("-C", str(repo), "sync", "--no-embed", "--conversation").stdout
+    assert "conversation unchanged (1 skipped)" in again, again  # was "conversation unchanged"

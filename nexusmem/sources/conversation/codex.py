@@ -12,7 +12,6 @@ A subagent gets its own rollout file whose `session_meta.source` names it: that 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -27,6 +26,7 @@ from nexusmem.sources.conversation.model import (
     Thread,
     iso_ms,
     iter_json_objects,
+    loads,
     masked_status,
     resume_after,
     strip_injected,
@@ -88,7 +88,7 @@ def _command(name: str, arguments: Any) -> tuple[str | None, str | None]:
     args = arguments
     if isinstance(arguments, str):
         try:
-            args = json.loads(arguments)
+            args = loads(arguments)
         except ValueError:
             return None, None
     if not isinstance(args, dict):
@@ -115,7 +115,7 @@ def _exit_of(output: Any) -> int | None:
     text = output.lstrip()
     if text.startswith("{"):
         try:
-            data = json.loads(text)
+            data = loads(text)
         except ValueError:
             data = None
         if isinstance(data, dict):

@@ -20,7 +20,16 @@ from typing import Any
 
 from nexusmem import gitcmd
 from nexusmem.errors import NexusMemError
-from nexusmem.sources.conversation.model import Call, Exchange, Report, Thread, iso_ms, masked_status, text_of
+from nexusmem.sources.conversation.model import (
+    Call,
+    Exchange,
+    Report,
+    Thread,
+    iso_ms,
+    loads,
+    masked_status,
+    text_of,
+)
 
 AGENT = "gemini"
 # A session document over this size is skipped (a real one is well under a few MB).
@@ -141,7 +150,7 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
         if size > MAX_FILE_BYTES:
             report.skip(path, None, f"larger than {MAX_FILE_BYTES >> 20} MB")
             return []
-        data = json.loads(path.read_bytes())
+        data = loads(path.read_bytes())
     except OSError as exc:
         report.skip(path, None, f"cannot read ({exc.strerror or exc})")
         return []

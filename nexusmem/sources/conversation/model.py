@@ -193,16 +193,45 @@ def _written_lately(path: Path) -> bool:
         return False
 
 
+def loads(raw: bytes | str) -> Any:
+    """A JSON value from an agent's file, the way its agent meant it: a stray byte that is not UTF-8 (a cut
+    or mis-encoded paste) reads as U+FFFD and the rest of the text stands; so does a lone `\\ud83d`, which
+    JSON.stringify writes for half an emoji cut by a length limit and which no node may hold (nodes.Node
+    refuses it). Raises ValueError or RecursionError when RAW is not JSON."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    try:
+        value = json.loads(data)
+    except UnicodeDecodeError:
+        value = json.loads(data.decode("utf-8", "replace"))
+    if _SURROGATE_ESCAPE.search(data) is not None:
+        value = _without_lone_surrogates(value)
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
+
+
 def iter_json_objects(
     path: Path, report: Report, start: int = 0, first_line: int = 1
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """(line number, byte offset, object) for each JSON-object line of PATH from START; blank lines ignored,
-    the rest counted."""
+    """(line number, byte offset, object) for each JSON-object line of PATH from START (read by loads());
+    blank lines ignored, the rest counted."""
     for number, offset, raw, ended in _iter_lines(path, report, start, first_line):
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            value = loads(raw)
         except (ValueError, RecursionError):
             if not ended and _written_lately(path):
                 # The last line, with no newline yet, of a file written moments ago: the agent is most
