@@ -492,7 +492,9 @@ def test_a_linked_worktree_without_a_memory_reads_the_main_work_trees(repo: Path
         async with mcp_session(tmp_path / "server.log") as s:
             ok(await s.call_tool("sync_project", {"projectRoot": str(repo), "noEmbed": True}))
             where = {"projectRoot": str(worktree)}
-            text, found = ok(await s.call_tool("search_memory", {**where, "query": "readers blocked writers"}))
+            text, found = ok(
+                await s.call_tool("search_memory", {**where, "query": "readers blocked writers"})
+            )
             assert found["items"] and "WAL" in found["items"][0]["title"], text
             _, got = ok(await s.call_tool("get_memory", {**where, "id": found["items"][0]["id"]}))
             assert "WAL" in got["title"]

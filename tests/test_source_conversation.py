@@ -494,7 +494,9 @@ def test_half_an_emoji_and_a_stray_byte_keep_their_exchange(repo: Path, isolated
     commit(repo, "feat: tapir", {"src/tapir.py": "X = 1\n"})
     w = T.ClaudeWriter("5e55-half-emoji", repo, START)
     w.user("why does the tapir renderer break on emoji \ud83d")
-    w.bash("toolu_01HALF", "grep -n '\ude00' src/tapir.py", "no match", exit_code=1, prose="It slices mid-emoji.")
+    w.bash(
+        "toolu_01HALF", "grep -n '\ude00' src/tapir.py", "no match", exit_code=1, prose="It slices mid-emoji."
+    )
     w.user("and the okapi encoder?")
     w.say("The okapi encoder is fine.")
     path = w.write(isolated_home / ".claude" / "projects" / "p" / "s.jsonl")
@@ -507,7 +509,9 @@ def test_half_an_emoji_and_a_stray_byte_keep_their_exchange(repo: Path, isolated
     assert summary["skipped"] == 0, summary["problems"]
     bodies = [t.body for t in turns(repo)]
     assert len(bodies) == 2, bodies
-    assert "tapir renderer break on emoji \ufffd" in bodies[0] and "grep -n '\ufffd' src/tapir.py" in bodies[0]
+    assert (
+        "tapir renderer break on emoji \ufffd" in bodies[0] and "grep -n '\ufffd' src/tapir.py" in bodies[0]
+    )
     assert "okapi \ufffdncoder?" in bodies[1] and "The okapi encoder is fine." in bodies[1]
     assert "The okapi encoder is fine." not in bodies[0]
     assert [c.title for c in agent_calls(repo).values()] == ["grep -n '\ufffd' src/tapir.py (exit 1)"]

@@ -220,7 +220,9 @@ def test_an_agents_chat_transcript_in_the_work_tree_is_not_documentation(repo: P
     commit(repo, "docs", {"README.md": "# App\n\nx\n", "sub/.aider.chat.history.md": chat})
     (repo / ".aider.chat.history.md").write_text(chat, encoding="utf-8")
     (repo / ".specstory" / "history").mkdir(parents=True)
-    (repo / ".specstory" / "history" / "2026-12-04_chat.md").write_text("# Chat\n\n> cat .env\n", encoding="utf-8")
+    (repo / ".specstory" / "history" / "2026-12-04_chat.md").write_text(
+        "# Chat\n\n> cat .env\n", encoding="utf-8"
+    )
     (repo / "docs").mkdir()
     (repo / "docs" / "aider.chat.history.md").write_text("# About the history file\n\nx\n", encoding="utf-8")
     assert sorted({n.meta["path"] for n in scan(repo)[1]}) == ["README.md", "docs/aider.chat.history.md"]
