@@ -495,3 +495,16 @@ def test_an_older_installs_loose_user_folder_is_tightened_by_any_command(
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in loose), [
         (p.name, oct(p.stat().st_mode)) for p in loose
     ]
+
+
+def test_a_memory_never_synced_says_so_instead_of_no_match(repo: Path) -> None:
+    """After `init` alone (or a first sync stopped before it stored anything) a query answered "No memory
+    matches" as if nothing had happened, and an agent concluded there was no history to find."""
+    commit(repo, "fix: database lock on migration", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "init")
+    answer = run_cli("-C", str(repo), "query", "database lock migration").stdout
+    assert "never synced" in answer and "nexusmem sync" in answer, answer
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    answer = run_cli("-C", str(repo), "query", "database lock migration").stdout
+    assert "never synced" not in answer and "database lock on migration" in answer, answer
+    assert "never synced" not in run_cli("-C", str(repo), "query", "kangaroo pouch zebra").stdout

@@ -1275,12 +1275,27 @@ def run(
     result.tokens_used = used
     if (not result.items or result.weak) and syncing(store.path):
         result.notes.append(SYNCING_NOTE)
+    elif (not result.items or result.weak) and never_synced(store):
+        result.notes.append(NEVER_SYNCED_NOTE)
     return result
 
 
 # Said when nothing (or nothing strong) was found while a sync of the same memory runs: a first sync of a
 # large history takes a while, and what it has not stored yet is not there to find.
 SYNCING_NOTE = "a sync of this memory is running: what it has not stored yet is not searched"
+
+
+# Said when nothing (or nothing strong) was found in a memory no sync ever finished a source of (`init` alone,
+# or a first sync stopped before it stored anything): "no match" would read as "this never happened".
+NEVER_SYNCED_NOTE = (
+    "this memory was never synced, so it holds nothing yet: run `nexusmem sync` (an agent: the sync_project tool)"
+)
+
+
+def never_synced(store: SearchStore) -> bool:
+    """Whether STORE has no source a sync ever finished (a store without that record, the team's: False)."""
+    sources = getattr(store, "sources", None)
+    return sources is not None and not sources()
 
 
 def syncing(db: Path) -> bool:
