@@ -1287,9 +1287,7 @@ SYNCING_NOTE = "a sync of this memory is running: what it has not stored yet is 
 
 # Said when nothing (or nothing strong) was found in a memory no sync ever finished a source of (`init` alone,
 # or a first sync stopped before it stored anything): "no match" would read as "this never happened".
-NEVER_SYNCED_NOTE = (
-    "this memory was never synced, so it holds nothing yet: run `nexusmem sync` (an agent: the sync_project tool)"
-)
+NEVER_SYNCED_NOTE = "this memory was never synced, so it holds nothing yet: run `nexusmem sync` (an agent: the sync_project tool)"
 
 
 def never_synced(store: SearchStore) -> bool:
