@@ -366,11 +366,9 @@ def run_search_all(
             since=lo,
             until=hi,
             author=who,
+            skipped_in_answer=True,  # the full reasons are in the structured content's `skipped`
         )
-    text_block = multi_mod.render(result)
-    if result.skipped_notes:
-        text_block += "\n\n" + "\n".join(f"note: {note}" for note in result.skipped_notes)
-    return _result(text_block, multi_mod.to_json(result))
+    return _result(multi_mod.render(result), multi_mod.to_json(result))
 
 
 def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: ProgressFn) -> CallToolResult:

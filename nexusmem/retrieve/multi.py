@@ -216,6 +216,7 @@ def search_all(
     until: int | None = None,
     vectors: bool = True,
     author: str | None = None,
+    skipped_in_answer: bool = False,
 ) -> MultiResult:
     """Answer TEXT from every registered project (and CURRENT's repository, registered or not) within BUDGET.
 
@@ -223,6 +224,8 @@ def search_all(
     higher within-project score, then to the project listed first, then to the node id, so the same stores
     and query give the same bytes. An item's score is its fused score. AS_OF and the SINCE/UNTIL window
     apply to every project. The answer is weak when no project's best candidates match the question well.
+    Skipped projects are listed in `skipped_notes` (the CLI prints them on stderr); SKIPPED_IN_ANSWER (MCP,
+    which has no stderr) also names each in a short note inside the answer and its budget.
     """
     result = MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
     filters = _Filters(as_of, since, until, author)
@@ -241,6 +244,11 @@ def search_all(
             result.bm25_matched += counts["bm25"]
             result.vector_matched += counts["vector"]
         result.weak = all(s.weak for s in searched)
+        if skipped_in_answer:
+            result.notes += [
+                f"skipped {s.name}: its memory was not searched (`nexusmem doctor` in {s.root} says why)"
+                for s in result.skipped
+            ]
         _fuse_and_pack(result, searched, text, budget, filters.as_of, filters.since, filters.until)
     result.skipped_notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]
     return result
