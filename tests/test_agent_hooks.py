@@ -608,3 +608,28 @@ def test_a_secret_in_an_agent_command_is_redacted_in_the_log_and_the_store(
     assert (
         line["command"] == "GITHUB_TOKEN=«redacted:github-token» gh pr list" and line["call_id"] == "toolu_S"
     )
+
+
+def test_a_stray_byte_or_half_an_emoji_in_a_payload_still_records_the_call(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A payload with a byte that is not UTF-8 (in the command's output, which is never kept) was dropped
+    whole, and a command holding half an emoji (`\\ud83d`, as JSON.stringify writes it) too: the call
+    was lost."""
+    run_cli("hook", "agent", "install", "claude-code")
+    post = installed_command(claude_settings(isolated_home), "PostToolUse")
+    stray = json.dumps(claude_success(repo, "make wombat-report", "toolu_X", "out MARK")).encode()
+    stray = stray.replace(b"out MARK", b"out \xff\xfe latin-1 \xe9")
+    half = claude_success(repo, "grep -n '\ud83d' wombat.txt", "toolu_Y")
+    for payload in (stray, half):
+        done = fire(post, payload)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    lines = {line["call_id"]: line["command"] for line in log_lines()}
+    assert lines == {"toolu_X": "make wombat-report", "toolu_Y": "grep -n '\ufffd' wombat.txt"}
+    commit(repo, "feat: start", {"src/app.py": "x = 1\n"})
+    sync.sync(repo)
+    out = run_cli("-C", str(repo), "query", "--json", "--", "wombat").stdout
+    assert {item["title"].split(" (exit")[0] for item in json.loads(out)["items"]} >= {
+        "make wombat-report",
+        "grep -n '\ufffd' wombat.txt",
+    }

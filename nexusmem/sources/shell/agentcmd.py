@@ -270,14 +270,15 @@ def log_line(agent: str, payload: Any, now_ms: int) -> dict[str, Any] | None:
 def loads(data: bytes) -> Any:
     """json.loads for one payload, through the C scanner when there is one (see the note on imports).
 
-    Raises ValueError (or RecursionError) on anything that is not exactly one JSON value."""
+    Raises ValueError (or RecursionError) on anything that is not exactly one JSON value. A byte that is not
+    UTF-8 (in a command's output, say, which is never kept) reads as U+FFFD: the call is still recorded."""
+    text = data.decode("utf-8", "replace")
     try:
         from _json import make_scanner
     except ImportError:  # an interpreter without CPython's accelerator
         import json
 
-        return json.loads(data)
-    text = data.decode("utf-8")
+        return json.loads(text)
     start = len(text) - len(text.lstrip(" \t\n\r"))
     try:
         value, end = make_scanner(_DecoderSettings())(text, start)  # type: ignore[arg-type]
@@ -300,8 +301,8 @@ class _DecoderSettings:
 
 
 def encode(line: dict[str, Any]) -> bytes | None:
-    """LINE (flat: str, int, bool, None values) as one UTF-8 JSON line; None when its text cannot be written
-    as UTF-8 (a lone surrogate from a \\ud800 escape in the payload)."""
+    """LINE (flat: str, int, bool, None values) as one UTF-8 JSON line. A lone surrogate (a `\\ud83d` escape
+    in the payload: JSON.stringify's half of an emoji cut short) is written as U+FFFD."""
     try:
         from _json import encode_basestring as quote
     except ImportError:
@@ -317,7 +318,8 @@ def encode(line: dict[str, Any]) -> bytes | None:
         else:
             text = quote(str(value))
         parts.append(f"{quote(key)}:{text}")
+    text = "{" + ",".join(parts) + "}\n"
     try:
-        return ("{" + ",".join(parts) + "}\n").encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError:
-        return None
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
