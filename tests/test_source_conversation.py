@@ -519,3 +519,76 @@ def test_half_an_emoji_and_a_stray_byte_keep_their_exchange(repo: Path, isolated
         log.write(b"\ngarbage the agent never wrote\n")
     again = run_cli("-C", str(repo), "sync", "--no-embed", "--conversation").stdout
     assert "conversation unchanged (1 skipped)" in again, again  # was "conversation unchanged"
+
+
+def test_a_codex_session_resumed_in_another_repository_files_each_turn_where_it_ran(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    """A Codex session started in one repository and resumed in another (its turn_context names the new cwd)
+    was filed whole under the first: the second repository's question and the command that failed there
+    were found in the wrong memory, and not in their own."""
+    other = init_repo(tmp_path / "bison-repo")
+    for root in (repo, other):
+        commit(root, "feat: start", {"a.txt": "a\n"})
+    t = START
+
+    def record(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        nonlocal t
+        t += timedelta(seconds=2)
+        return {"timestamp": T.iso(t), "type": kind, "payload": payload}
+
+    def msg(role: str, text: str) -> dict[str, Any]:
+        block = "output_text" if role == "assistant" else "input_text"
+        return record(
+            "response_item", {"type": "message", "role": role, "content": [{"type": block, "text": text}]}
+        )
+
+    lines = [
+        record(
+            "session_meta", {"id": "019e-moves", "cwd": str(repo), "originator": "codex-tui", "source": "cli"}
+        ),
+        record("turn_context", {"turn_id": "t1", "cwd": str(repo), "model": "gpt-5.5"}),
+        msg("user", "why does the aardvark parser reject tabs"),
+        msg("assistant", "The aardvark parser splits on spaces only."),
+        record("turn_context", {"turn_id": "t2", "cwd": str(other), "model": "gpt-5.5"}),
+        msg("user", "why does the bison cache go stale"),
+        record(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "arguments": json.dumps({"cmd": "pytest tests/test_bison.py", "workdir": str(other)}),
+                "call_id": "call_BISON",
+            },
+        ),
+        record(
+            "response_item",
+            {
+                "type": "function_call_output",
+                "call_id": "call_BISON",
+                "output": "Process exited with code 1\n",
+            },
+        ),
+        msg("assistant", "The bison cache keys on the path, not the mtime."),
+    ]
+    path = (
+        isolated_home
+        / ".codex"
+        / "sessions"
+        / "2026"
+        / "12"
+        / "04"
+        / "rollout-2026-12-04T10-00-00-019e-moves.jsonl"
+    )
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    hour_ago = time.time() - 3600
+    os.utime(path, (hour_ago, hour_ago))
+    for root in (repo, other):
+        sync_json(root, "--conversation")
+    mine = [n.title for n in turns(repo)]
+    theirs = [n.title for n in turns(other)]
+    assert mine == ["why does the aardvark parser reject tabs"], mine
+    assert theirs == ["why does the bison cache go stale"], theirs
+    assert agent_calls(repo) == {}
+    assert [c.title for c in agent_calls(other).values()] == ["pytest tests/test_bison.py (exit 1)"]

@@ -118,6 +118,8 @@ class Builder:
 
     def nodes(self, thread: Thread) -> Iterator[Node]:
         for turn, exchange in enumerate(thread.exchanges, thread.first_turn):
+            if thread.moves and exchange.cwd is not None and self.match(exchange.cwd) is None:
+                continue  # the session was in another project for this turn
             yield from self._turn(thread, turn, exchange)
 
     def _turn(self, thread: Thread, turn: int, exchange: Exchange) -> Iterator[Node]:

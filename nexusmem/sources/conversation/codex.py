@@ -135,7 +135,7 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
     """Like parse, from RESUME when given; also returns where the next read may start (None: from the top,
     for a file read through its event_msg mirror)."""
     facts = resume.facts if resume else {}
-    thread = Thread(agent=AGENT, session_id=str(facts.get("session_id") or _id_from_name(path)))
+    thread = Thread(agent=AGENT, session_id=str(facts.get("session_id") or _id_from_name(path)), moves=True)
     thread.sidechain = facts.get("sidechain") is True
     thread.thread = str(facts.get("thread") or "main")
     thread.model = facts["model"] if isinstance(facts.get("model"), str) else None

@@ -35,6 +35,7 @@ from nexusmem.sources.shell.attribution import Attributor
 AGENTS = ("claude-code", "codex", "aider", "gemini")
 _CURSOR_VERSION = 1
 GEMINI_SUBDIRECTORIES = "subdirectories"
+CODEX_MOVES = "moves"
 HEAD_BYTES = 4096
 
 
@@ -44,6 +45,15 @@ def _head_hash(path: Path) -> str:
             return hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()[:16]
     except OSError:
         return ""
+
+
+def _names_any(path: Path, texts: list[str]) -> bool:
+    """Whether the file at PATH holds any of TEXTS as its JSON strings would write them (one read)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return any(json.dumps(text)[1:-1].encode() in data for text in texts)
 
 
 def _decode_cursor(text: str | None) -> dict[str, Any]:
@@ -90,6 +100,9 @@ class ConversationSource:
             if agent == "gemini":
                 # Sessions started in a subdirectory are found since this mark: read the others again once.
                 fingerprint.append(GEMINI_SUBDIRECTORIES)
+            elif agent == "codex":
+                # Sessions resumed in another directory are attributed turn by turn since this mark.
+                fingerprint.append(CODEX_MOVES)
             previous = old.get(key)
             if isinstance(previous, dict) and previous.get("fp") == fingerprint:
                 state[key] = previous
@@ -98,7 +111,7 @@ class ConversationSource:
             state[key] = entry
             read += entry["ours"]
             for thread in threads:
-                if thread.cwd is None or attributor.match(thread.cwd) is not None:  # a sidechain elsewhere
+                if thread.moves or thread.cwd is None or attributor.match(thread.cwd) is not None:
                     yield from builder.nodes(thread)
         if read:
             result.notes.append(f"read {read} changed transcript file(s) of {len(files)}")
@@ -125,7 +138,9 @@ class ConversationSource:
         if agent in ("claude-code", "codex"):
             cwd = (claude if agent == "claude-code" else codex).head_cwd(path, report)
             if cwd is None or attributor.match(cwd) is None:
-                return {"fp": fingerprint, "ours": False}, []
+                # A Codex session started elsewhere may have been resumed here: read it when it names us.
+                if agent != "codex" or cwd is None or not _names_any(path, attributor.path_forms()):
+                    return {"fp": fingerprint, "ours": False}, []
             threads, after = self._parse_from(agent, path, report, None)
             return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
         started = gemini.started_in(path, directories) if agent == "gemini" else None

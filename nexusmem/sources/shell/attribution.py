@@ -32,7 +32,11 @@ class Attributor:
     def __init__(self, roots: list[Path]) -> None:
         forms: dict[str, Path] = {}
         self._resolved: list[Path] = []
+        self._written: list[str] = []
         for root in roots:
+            for written in (str(root), os.path.realpath(root)):
+                if written not in self._written:
+                    self._written.append(written)
             if Path(os.path.realpath(root)) not in self._resolved:
                 self._resolved.append(Path(os.path.realpath(root)))
             for form in (str(root), os.path.realpath(root)):
@@ -45,6 +49,10 @@ class Attributor:
     def roots(self) -> list[Path]:
         """The resolved roots (the repository first, then its worktrees), each once."""
         return list(self._resolved)
+
+    def path_forms(self) -> list[str]:
+        """Every root as given and as resolved, each once: the texts a record naming one of them holds."""
+        return list(self._written)
 
     @classmethod
     def for_repo(cls, root: Path) -> Attributor:
