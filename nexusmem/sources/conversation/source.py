@@ -137,10 +137,12 @@ class ConversationSource:
             return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
         if agent in ("claude-code", "codex"):
             cwd = (claude if agent == "claude-code" else codex).head_cwd(path, report)
-            if cwd is None or attributor.match(cwd) is None:
-                # A Codex session started elsewhere may have been resumed here: read it when it names us.
-                if agent != "codex" or cwd is None or not _names_any(path, attributor.path_forms()):
-                    return {"fp": fingerprint, "ours": False}, []
+            started_here = cwd is not None and attributor.match(cwd) is not None
+            # A Codex session started elsewhere may have been resumed here: read it when it names us.
+            if not started_here and not (
+                agent == "codex" and cwd is not None and _names_any(path, attributor.path_forms())
+            ):
+                return {"fp": fingerprint, "ours": False}, []
             threads, after = self._parse_from(agent, path, report, None)
             return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
         started = gemini.started_in(path, directories) if agent == "gemini" else None
