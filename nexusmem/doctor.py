@@ -294,11 +294,15 @@ def _auto_sync_check(root: Path) -> list[Check]:
 def check_git(root: Path) -> list[Check]:
     checks = []
     auto_syncs = False
-    for name, verb in (("pre-commit", "git"), ("post-commit", "git-post")):
+    missing: list[str] = []
+    for name in git_hooks.HOOK_NAMES:
+        verb = "git" if name == "pre-commit" else "git-post"
         state = git_hooks.status(name, root)
         if not state.installed:
+            if name in git_hooks.SYNC_HOOKS:
+                missing.append(name)
             continue
-        auto_syncs = auto_syncs or name == "post-commit"
+        auto_syncs = auto_syncs or name in git_hooks.SYNC_HOOKS
         fix = f"nexusmem hook {verb} install"
         if state.broken:
             checks.append(Check("git", False, f"{state.path}: {state.broken}", fix))
@@ -314,6 +318,13 @@ def check_git(root: Path) -> list[Check]:
             checks.append(Check("git", False, detail, fix))
         else:
             checks.append(Check("git", True, f"{name}: runs {state.command}"))
+    if auto_syncs and missing:
+        # An install from before the auto-sync ran after merges, pulls and `git am` too.
+        detail = (
+            f"the auto-sync hook is not in {', '.join(missing)}: history that arrives by a merge or pull"
+            " (post-merge) or `git am` (post-applypatch) waits for the next commit"
+        )
+        checks.append(Check("git", False, detail, "nexusmem hook git-post install"))
     if auto_syncs:
         checks += _auto_sync_check(root)
     entries = uninstall.framework_entries(root)

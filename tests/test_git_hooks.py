@@ -20,7 +20,7 @@ from nexusmem.install import git_hooks
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, run_cli
+from helpers import commit, git, query_json, run_cli
 
 
 def git_commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -477,3 +477,55 @@ def test_the_post_commit_hook_writes_nothing_into_another_users_folder(repo: Pat
     assert git_commit(repo, "feat: more").returncode == 0
     time.sleep(1.5)  # a detached sync, had one started, would have written by now
     assert list(theirs.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_pull_a_merge_and_git_am_bring_the_memory_up_to_date(repo: Path, tmp_path: Path) -> None:
+    """Only post-commit was installed, and git runs post-merge for a pull or a merge and post-applypatch for
+    `git am` instead: a teammate's "fix the parser crash" pulled in was not in memory until the next commit."""
+    synced(repo)
+    upstream = tmp_path / "upstream"
+    git(tmp_path, "clone", "-q", str(repo), str(upstream))
+    git(upstream, "config", "user.email", "mate@example.com")
+    git(upstream, "config", "user.name", "Mate")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    status = run_cli("-C", str(repo), "hook", "git-post", "status").stdout
+    for name in ("post-commit", "post-merge", "post-applypatch"):
+        assert f"{name}: installed" in status, status
+    commit(upstream, "fix: the parser crash on empty tables", {"src/parser.py": "x = 2\n"})
+    branch = git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    pulled = subprocess.run(
+        ["git", "pull", "-q", "--no-rebase", str(upstream), branch],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
+    )
+    assert pulled.returncode == 0, pulled.stderr
+    wait_settled(repo, 2)
+    # git am of a mailed patch series
+    commit(upstream, "fix: the lexer drops a trailing comment", {"src/lexer.py": "y = 1\n"})
+    commit(upstream, "docs: explain the lexer", {"docs/lexer.md": "# Lexer\n"})
+    patches = git(upstream, "format-patch", "-2", "-o", str(tmp_path / "patches")).split()
+    applied = subprocess.run(
+        ["git", "am", "-q", *patches],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    wait_settled(repo, 4)
+    answer = query_json(repo, "parser crash on empty tables")
+    assert "fix: the parser crash on empty tables" in answer["items"][0]["title"]
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "the auto-sync hook is not in" not in doctor
+    # An install from before these hooks existed: doctor says what is missing and how to fix it.
+    run_cli("-C", str(repo), "hook", "git-post", "remove")
+    assert not any((repo / ".git" / "hooks" / n).exists() for n in ("post-merge", "post-applypatch"))
+    git_hooks.install("post-commit", repo)
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "the auto-sync hook is not in post-merge, post-applypatch" in doctor, doctor
+    assert "fix: nexusmem hook git-post install" in doctor

@@ -1,4 +1,5 @@
-"""`nexusmem hook git ...` (pre-commit: precheck) and `nexusmem hook git-post ...` (post-commit: auto-sync).
+"""`nexusmem hook git ...` (pre-commit: precheck) and `nexusmem hook git-post ...` (post-commit, post-merge
+and post-applypatch: auto-sync).
 
 Thin: parse, call nexusmem.install.git_hooks, print. Registered on the `hook` group in cli/hook.py.
 """
@@ -15,7 +16,7 @@ from nexusmem.cli.common import library_errors
 from nexusmem.install import git_hooks
 
 
-def _report_install(result: git_hooks.InstallResult, what: str, root: Path) -> None:
+def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, notes: bool = True) -> None:
     messages = {
         "created": f"Installed the {what} in {result.path}.",
         "chained": f"Added the {what} to the existing hook {result.path} (the existing hook still runs).",
@@ -30,6 +31,8 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path) -> N
     click.echo(messages[result.how])
     if result.warning:
         click.echo(f"Warning: {result.warning}", err=True)
+    if not notes:
+        return
     pinned = git_hooks.pinned_only_warning()
     if pinned:
         click.echo(f"Note: {pinned}", err=True)
@@ -45,7 +48,7 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path) -> N
             click.echo(
                 "No memory in this repository yet: run `nexusmem sync` once, and commits keep it current."
             )
-        elif result.path.name == "post-commit":
+        elif result.path.name in git_hooks.SYNC_HOOKS:
             click.echo("No memory in this repository yet: the next commit builds it in the background.")
         else:
             click.echo(
@@ -138,7 +141,7 @@ def git_status(ctx: click.Context) -> None:
 
 @click.group(name="git-post")
 def git_post_group() -> None:
-    """The post-commit hook: a detached `nexusmem sync --auto` after every commit.
+    """The auto-sync hooks: a detached `nexusmem sync --auto` after every commit, merge or pull, and `git am`.
 
     \b
     Example:
@@ -154,17 +157,17 @@ def git_post_group() -> None:
 @click.pass_context
 @library_errors
 def git_post_install(ctx: click.Context, force: bool) -> None:
-    """Sync in the background after every commit (idempotent; keeps an existing hook).
+    """Sync in the background after every commit, merge or pull, and `git am` (post-commit, post-merge and
+    post-applypatch hooks; idempotent; keeps existing hooks).
 
     \b
     Example:
         nexusmem hook git-post install
     """
-    _report_install(
-        git_hooks.install("post-commit", root_of(ctx), force=force),
-        "auto-sync hook",
-        paths.repo_root(root_of(ctx)),
-    )
+    root = paths.repo_root(root_of(ctx))
+    for name in git_hooks.SYNC_HOOKS:
+        result = git_hooks.install(name, root_of(ctx), force=force)
+        _report_install(result, "auto-sync hook", root, notes=name == git_hooks.SYNC_HOOKS[-1])
 
 
 @git_post_group.command(name="remove")
@@ -178,8 +181,9 @@ def git_post_remove(ctx: click.Context) -> None:
     Example:
         nexusmem hook git-post remove
     """
-    path, changed = git_hooks.remove("post-commit", root_of(ctx))
-    click.echo(f"Removed the auto-sync hook from {path}." if changed else f"No auto-sync hook in {path}.")
+    for name in git_hooks.SYNC_HOOKS:
+        path, changed = git_hooks.remove(name, root_of(ctx))
+        click.echo(f"Removed the auto-sync hook from {path}." if changed else f"No auto-sync hook in {path}.")
 
 
 @git_post_group.command(name="status")
@@ -187,10 +191,12 @@ def git_post_remove(ctx: click.Context) -> None:
 @click.pass_context
 @library_errors
 def git_post_status(ctx: click.Context) -> None:
-    """Show whether the post-commit hook starts the auto-sync, and with which nexusmem.
+    """Show whether the post-commit, post-merge and post-applypatch hooks start the auto-sync, and with
+    which nexusmem.
 
     \b
     Example:
         nexusmem hook git-post status
     """
-    _report_status(git_hooks.status("post-commit", root_of(ctx)), "sync --auto", "git-post")
+    for name in git_hooks.SYNC_HOOKS:
+        _report_status(git_hooks.status(name, root_of(ctx)), "sync --auto", "git-post")

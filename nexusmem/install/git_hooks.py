@@ -1,4 +1,6 @@
-"""Install, remove and inspect NexusMem's git hooks (pre-commit: precheck; post-commit: detached auto-sync).
+"""Install, remove and inspect NexusMem's git hooks (pre-commit: precheck; post-commit, post-merge and
+post-applypatch: detached auto-sync, so history that arrives by a commit, a merge or pull, or `git am` is
+synced).
 
 What gets written is a marked block: a subshell holding the shipped hook body (hooks/pre-commit or
 hooks/post-commit, comments dropped) after one line pinning the console script's absolute path, resolved at
@@ -31,7 +33,11 @@ from nexusmem import gitcmd, paths
 from nexusmem.errors import NexusMemError
 from nexusmem.resources import script_path
 
-HOOK_NAMES: tuple[str, ...] = ("pre-commit", "post-commit")
+# The hooks that start the auto-sync (hooks/post-commit's body): git runs post-commit for a commit (a
+# rebase's picks, a cherry-pick, an amend), post-merge for a merge or a pull (a fast-forward one too), and
+# post-applypatch for each patch `git am` applies; none of them runs the others.
+SYNC_HOOKS: tuple[str, ...] = ("post-commit", "post-merge", "post-applypatch")
+HOOK_NAMES: tuple[str, ...] = ("pre-commit", *SYNC_HOOKS)
 # The id in the begin marker tells our block from anyone else's text that merely mentions nexusmem.
 HOOK_ID = "nexusmem-hook-v1"
 LEGACY_SUFFIX = ".nexusmem-legacy"
@@ -123,8 +129,10 @@ def _quote(text: str) -> str:
 
 
 def _body(name: str) -> list[str]:
-    """The shipped hook body's lines without its shebang, comments and blank lines."""
-    text = script_path(f"hooks/{name}").read_text(encoding="utf-8")
+    """The shipped hook body's lines without its shebang, comments and blank lines (every sync hook runs
+    hooks/post-commit's)."""
+    shipped = "pre-commit" if name == "pre-commit" else "post-commit"
+    text = script_path(f"hooks/{shipped}").read_text(encoding="utf-8")
     return [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
@@ -211,7 +219,7 @@ class InstallResult:
     how: str  # "created" | "chained" | "legacy" | "unchanged" | "updated" | "repaired"
     warning: str | None = None
     was_broken: str | None = None  # what a repaired hook did wrong before
-    # post-commit: where the core.hooksPath that every repository shares is set (shared_folder)
+    # a sync hook: where the core.hooksPath that every repository shares is set (shared_folder)
     shared: str | None = None
 
 
@@ -226,7 +234,7 @@ def install(
     flags = [FLAG_STRICT] if strict and name == "pre-commit" else []
     # Only the auto-sync acts differently in a folder every repository shares (precheck skips a repository
     # without a memory wherever it is installed).
-    shared = shared_folder(start) if name == "post-commit" else None
+    shared = shared_folder(start) if name in SYNC_HOOKS else None
     if shared is not None:
         flags.append(FLAG_SHARED)
     result = _install(name, directory, flags, force)
