@@ -93,7 +93,8 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
         if not ignore.exists():
             private.write_atomic(ignore, b"*\n")
             created = True
-        created = config.write_defaults(paths.config_path(root)) or created
+        wrote_config = config.write_defaults(paths.config_path(root))
+        created = wrote_config or created
     except OSError as exc:
         from nexusmem.errors import StoreError
 
@@ -106,7 +107,10 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     project = Project(root=root, config=config_of(root))
     from nexusmem import registry
 
-    registry.register(root, project.id, own_dir=made_dir)
+    # The config is this user's when NexusMem wrote it here: in a folder it made, or in one the post-commit
+    # hook made a moment before (it makes .nexusmem/ and leaves the rest to this sync). One that was there
+    # already came with the repository.
+    registry.register(root, project.id, own_dir=made_dir or wrote_config)
     return project, created
 
 

@@ -529,3 +529,21 @@ def test_a_pull_a_merge_and_git_am_bring_the_memory_up_to_date(repo: Path, tmp_p
     doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
     assert "the auto-sync hook is not in post-merge, post-applypatch" in doctor, doctor
     assert "fix: nexusmem hook git-post install" in doctor
+
+
+@pytest.mark.slow
+def test_a_memory_the_first_commit_built_takes_its_users_settings(repo: Path) -> None:
+    """The post-commit hook makes .nexusmem/ and the background sync sets up the rest; that sync took the
+    folder for one that came with the repository, so every setting its user then turned on (transcripts,
+    GitHub, an embedding server) was refused as a cloned repository's."""
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    commit(repo, "feat: first", {"src/cache.py": "x = 1\n"})  # no hook ran: `commit` writes git objects
+    assert git_commit(repo, "feat: second").returncode == 0
+    wait_settled(repo, 2)
+    path = repo / ".nexusmem" / "config.json"
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    settings["sources"]["conversation"]["enabled"] = True
+    path.write_text(json.dumps(settings), encoding="utf-8")
+    done = run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "came with the repository" not in done.stderr + done.stdout, done.stderr
+    assert "conversation" in done.stdout
