@@ -547,3 +547,28 @@ def test_a_memory_the_first_commit_built_takes_its_users_settings(repo: Path) ->
     done = run_cli("-C", str(repo), "sync", "--no-embed")
     assert "came with the repository" not in done.stderr + done.stdout, done.stderr
     assert "conversation" in done.stdout
+
+
+def test_a_dotfiles_repository_with_user_wide_hooks_is_left_alone(repo: Path, tmp_path: Path) -> None:
+    """Dotfiles kept as `git --git-dir=~/.dotfiles --work-tree=~`, with the hooks in a user-wide
+    core.hooksPath: the hooks ran at the top of that work tree, took ~/.nexusmem (the user's own folder)
+    for a memory, printed "not inside a git repository" on every commit and started a sync that failed."""
+    shared = tmp_path / "global-hooks"
+    git(repo, "config", "--global", "core.hooksPath", str(shared))
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    home = tmp_path / "home-with-dotfiles"
+    (home / ".nexusmem").mkdir(parents=True, mode=0o700)
+    (home / ".nexusmem" / "projects.json").write_text('{"projects": []}\n', encoding="utf-8")
+    (home / ".bashrc").write_text("alias ll='ls -l'\n", encoding="utf-8")
+    bare = tmp_path / "dotfiles.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    dot = ["git", f"--git-dir={bare}", f"--work-tree={home}"]
+    subprocess.run([*dot, "add", ".bashrc"], cwd=home, check=True, capture_output=True)
+    done = subprocess.run(
+        [*dot, "commit", "-q", "-m", "bashrc"], cwd=home, capture_output=True, text=True, env=dict(os.environ)
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    time.sleep(0.5)
+    assert sorted(p.name for p in (home / ".nexusmem").iterdir()) == ["projects.json"]
