@@ -443,3 +443,33 @@ def test_a_log_that_is_a_folder_is_said_and_the_sync_goes_on(project: Path) -> N
     shell_log_path().mkdir(parents=True)
     result, nodes = scan(project)
     assert nodes == [] and any("is not a file" in note for note in result.notes)
+
+
+def test_a_log_in_a_folder_nobody_can_write_is_still_read(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only NEXUSMEM_HOME (a read-only mount): the reader's lock needs a side file it could not
+    create, and every sync failed with "Read-only file system" while the log itself was readable. The
+    commands are read (redacted, since the log could not be rewritten), and the sync succeeds."""
+    import errno
+
+    from nexusmem import private
+    from nexusmem.sources.shell import logline
+
+    write_log(line(project, f"pytest src/app.py --token={TOKEN}", exit=1))
+    real_open_fd = private.open_fd
+
+    home = shell_log_path().parent
+
+    def read_only(path: Path, flags: int, *args: Any, **kwargs: Any) -> int:
+        if Path(path).parent == home:  # every file NexusMem would make or write in NEXUSMEM_HOME
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open_fd(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(private, "open_fd", read_only)
+    summary = sync.sync(project)
+    shell = next(s for s in summary.sources if s.name == "shell")
+    assert shell.added == 1, summary.describe()
+    with open_project(project).open_store() as store:
+        (node,) = store.iter_nodes("shell_command")
+    assert TOKEN not in node.title and node.title.startswith("pytest src/app.py --token=")

@@ -90,8 +90,19 @@ def log_lock(exclusive: bool) -> Iterator[None]:
         return
     from nexusmem import private
 
-    directory = private.make_dir(shell_log_path().parent)
-    fd = private.open_fd(directory / LOCK_NAME, os.O_RDWR)
+    try:
+        directory = private.make_dir(shell_log_path().parent)
+        fd = private.open_fd(directory / LOCK_NAME, os.O_RDWR)
+    except OSError:
+        if exclusive:
+            raise
+        # A folder nobody can write in (a read-only NEXUSMEM_HOME): no rewriter can run there either, so a
+        # reader takes the lock read-only when the side file exists, and reads without it when it does not.
+        try:
+            fd = os.open(shell_log_path().parent / LOCK_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            yield
+            return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         yield
