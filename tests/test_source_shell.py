@@ -454,7 +454,6 @@ def test_a_log_in_a_folder_nobody_can_write_is_still_read(
     import errno
 
     from nexusmem import private
-    from nexusmem.sources.shell import logline
 
     write_log(line(project, f"pytest src/app.py --token={TOKEN}", exit=1))
     real_open_fd = private.open_fd
