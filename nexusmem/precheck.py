@@ -134,8 +134,9 @@ class PrecheckResult:
 
 
 def staged_files(root: Path, *, working: bool = False) -> list[str]:
-    """Repository-relative paths staged for commit (or, with WORKING, changed but not staged)."""
-    args = ["diff", "--name-only", "-z", "--no-ext-diff"]
+    """Repository-relative paths staged for commit (or, with WORKING, changed but not staged); a file the
+    commit deletes is left out (its failing test cannot be run before committing, nor need be)."""
+    args = ["diff", "--name-only", "-z", "--no-ext-diff", "--diff-filter=d"]
     if not working:
         args.insert(1, "--cached")
     else:  # the work tree: the repository's own content filters are not run (gitcmd.worktree_options)
@@ -217,7 +218,11 @@ def check(
     db = paths.db_path(root)
     if team is None and not db.exists():
         result.checked = False
-        result.reason = f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
+        result.reason = (
+            f"the memory of {root} is still being built in the background: nothing checked yet"
+            if _first_sync_under_way(db.parent)
+            else f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
+        )
         return result
     if not files:
         return result
@@ -332,7 +337,7 @@ def check(
                     kind="churn",
                     commits=commits,
                     message=(
-                        f"{path}: changed in {commits} commits in the last {days} days (high churn)"
+                        f"{one_line(path)}: changed in {commits} commits in the last {days} days (high churn)"
                         " — review the whole diff and run its tests"
                     ),
                 )
@@ -363,7 +368,7 @@ def _importer_findings(
                     times=failure.times,
                     importer=importer,
                     message=(
-                        f"{path}: imported by {importer}, whose `{shown}` failed (exit {failure.exit}) on"
+                        f"{one_line(path)}: imported by {one_line(importer)}, whose `{shown}` failed (exit {failure.exit}) on"
                         f" {timefmt.day(failure.ts or 0)} and was never seen passing — run it before committing"
                     ),
                 )
@@ -579,12 +584,30 @@ def _unresolved_failures(
                 ts=ts,
                 times=len(runs),
                 message=(
-                    f"{path}: `{shown}` failed (exit {code}) on {timefmt.day(ts)}{times} and was never seen passing"
+                    f"{one_line(path)}: `{shown}` failed (exit {code}) on {timefmt.day(ts)}{times} and was never seen passing"
                     " — run it before committing"
                 ),
             )
         )
     return out, redacted_value
+
+
+def one_line(name: str) -> str:
+    """NAME with its control characters escaped (text.one_line), loaded only for the rare name that has one:
+    a file name holding a newline stays on its warning's line."""
+    if name.isprintable():
+        return name
+    from nexusmem.text import one_line as escaped
+
+    return escaped(name)
+
+
+def _first_sync_under_way(state: Path) -> bool:
+    """Whether a sync is building the memory in STATE (.nexusmem/): the post-commit hook made the folder and
+    flagged the work (autosync.PENDING_NAME), or a sync holds its run lock (sync.RUN_LOCK_NAME)."""
+    from nexusmem.oslock import held
+
+    return (state / "sync.pending").exists() or held(state / "sync.run.lock")
 
 
 def run(

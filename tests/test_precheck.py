@@ -600,3 +600,38 @@ def test_a_staged_name_that_is_not_utf8_leaves_the_other_files_checked(repo: Pat
     # The same name given on the command line (argv holds it as surrogates) is read the same way.
     named = precheck.run(repo, files=[os.fsdecode(odd), "src/cache.py"])
     assert named.checked and {f.path for f in named.findings} == {"src/cache.py"}
+
+
+def test_while_the_first_sync_builds_the_memory_precheck_says_so(repo: Path) -> None:
+    """The first commit makes .nexusmem/ and starts the first sync in the background; every commit until it
+    finished was told "has no NexusMem memory: run `nexusmem sync`", the advice to do what was running."""
+    project(repo)
+    state = repo / ".nexusmem"
+    state.mkdir(mode=0o700)
+    (state / "sync.pending").touch()
+    git(repo, "add", "-A")
+    said = run_cli("-C", str(repo), "precheck").stderr
+    assert (
+        "still being built in the background: nothing checked yet" in said
+        and "run `nexusmem sync`" not in said
+    )
+    (state / "sync.pending").unlink()
+    said = run_cli("-C", str(repo), "precheck").stderr
+    assert "has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)" in said, said
+
+
+def test_a_deleted_file_and_a_name_with_a_newline(repo: Path) -> None:
+    """`git rm src/cache.py` was told to run its failing test before committing (--strict refused deleting
+    a broken file), and a staged name holding a newline split the warning line in two."""
+    project(repo)
+    sync.sync(repo)
+    odd = "src/nl\nname.py"
+    commit(repo, "feat: odd name", {odd: "z = 1\n"})
+    write_log(repo, [("pytest src/cache.py", 1, 60_000), (f"pytest '{odd}'", 1, 60_000)])
+    git(repo, "rm", "-q", "src/cache.py")
+    assert "src/cache.py" not in run_cli("-C", str(repo), "precheck", "--strict").stderr
+    (repo / odd).write_text("z = 2\n", encoding="utf-8")
+    git(repo, "add", odd)
+    said = run_cli("-C", str(repo), "precheck", ok=False).stderr
+    assert "src/nl\\nname.py: `pytest" in said, said
+    assert not any(line.startswith("name.py") for line in said.splitlines()), said
