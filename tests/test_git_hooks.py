@@ -572,3 +572,17 @@ def test_a_dotfiles_repository_with_user_wide_hooks_is_left_alone(repo: Path, tm
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     time.sleep(0.5)
     assert sorted(p.name for p in (home / ".nexusmem").iterdir()) == ["projects.json"]
+
+
+def test_installing_into_a_hooks_folder_the_repository_commits_warns(repo: Path) -> None:
+    """core.hooksPath = .husky, whose hook files the team commits: install wrote this machine's absolute
+    nexusmem path into tracked files without a word, ready for `git commit -a` to hand to everyone."""
+    commit(repo, "chore: husky", {".husky/pre-commit": "#!/bin/sh\nnpm test\n"})
+    git(repo, "config", "core.hooksPath", ".husky")
+    (repo / ".husky" / "pre-commit").chmod(0o755)
+    done = run_cli("-C", str(repo), "hook", "git", "install")
+    assert "is a file this repository commits" in done.stderr and "leave the change out" in done.stderr
+    assert "M .husky/pre-commit" in git(repo, "status", "--short")
+    # A hook file git does not track (the post-commit it creates there) draws no such warning.
+    done = run_cli("-C", str(repo), "hook", "git-post", "install")
+    assert "is a file this repository commits" not in done.stderr

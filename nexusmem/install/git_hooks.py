@@ -239,7 +239,25 @@ def install(
         flags.append(FLAG_SHARED)
     result = _install(name, directory, flags, force)
     result.shared = shared
+    if result.changed and _tracked(result.path, start):
+        shared_hook = (
+            f"{result.path} is a file this repository commits (core.hooksPath points into the work tree):"
+            f" the block names this machine's nexusmem ({console_script()}), so leave the change out of your"
+            " commits; the pre-commit framework's nexusmem hooks run each user's own nexusmem instead"
+        )
+        result.warning = f"{result.warning}; {shared_hook}" if result.warning else shared_hook
     return result
+
+
+def _tracked(path: Path, start: Path | str | None) -> bool:
+    """Whether git tracks PATH in the repository at START (a hooks folder the team commits: husky's)."""
+    root = paths.repo_root(start)
+    try:
+        relative = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    code, _out = gitcmd.run_ok(["ls-files", "--error-unmatch", "--", relative.as_posix()], root)
+    return code == 0
 
 
 def _refuse_a_folder_the_repository_chose(directory: Path, start: Path | str | None) -> None:
