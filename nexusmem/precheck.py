@@ -650,6 +650,15 @@ def run(
         # `precheck --strict` fails a commit for what it finds; a store it cannot read finds nothing. An
         # empty memory.db made every strict commit fail (and the post-commit sync that would rebuild it
         # never ran); garbage in it printed an internal error on every commit.
+        if "locked" in str(exc) and not isinstance(exc, NexusMemError):
+            # Another process held the store past the wait (a long write outside NexusMem's own syncs, whose
+            # writes precheck reads past): nothing is wrong with it, and doctor has nothing to add.
+            return PrecheckResult(
+                root=str(root),
+                files=names,
+                checked=False,
+                reason="memory not checked: another process holds the store locked; the commit goes on",
+            )
         why = str(exc) if isinstance(exc, NexusMemError) else f"{type(exc).__name__}: {exc}"
         return PrecheckResult(
             root=str(root),

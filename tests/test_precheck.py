@@ -635,3 +635,26 @@ def test_a_deleted_file_and_a_name_with_a_newline(repo: Path) -> None:
     said = run_cli("-C", str(repo), "precheck", ok=False).stderr
     assert "src/nl\\nname.py: `pytest" in said, said
     assert not any(line.startswith("name.py") for line in said.splitlines()), said
+
+
+def test_a_store_another_process_holds_locked_is_said_plainly(repo: Path) -> None:
+    """A store held in an exclusive lock past precheck's wait printed `OperationalError: database is locked`
+    and sent the user to `doctor`, which has nothing to say about a lock."""
+    import sqlite3
+
+    project(repo)
+    sync.sync(repo)
+    holder = sqlite3.connect(repo / ".nexusmem" / "memory.db", isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("UPDATE meta SET key = key")
+        (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+        git(repo, "add", "src/cache.py")
+        done = run_script("precheck", "--strict", cwd=repo)  # another process: OS locks are per process
+    finally:
+        holder.close()
+    said = done.stderr
+    assert done.returncode == 0, said
+    assert "another process holds the store locked; the commit goes on" in said, said
+    assert "OperationalError" not in said and "doctor" not in said
