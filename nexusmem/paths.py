@@ -143,8 +143,8 @@ def repo_root(start: Path | str | None = None) -> Path:
         if code == 0 and bare.strip() == b"true":
             # `git init` there would be wrong advice: it is a repository, one with no files checked out.
             raise NotARepositoryError(
-                f"{where} is a bare git repository (no work tree): run NexusMem in a clone of it, or pass"
-                " -C PATH"
+                f"{where} is a bare git repository (no work tree): run NexusMem in a clone of it (`git clone"
+                f" {where}`), where its files are checked out"
             ) from exc
         raise NotARepositoryError(
             f"{where} is not inside a git repository (run `git init` first, or pass -C PATH)"
