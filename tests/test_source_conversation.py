@@ -592,3 +592,31 @@ def test_a_codex_session_resumed_in_another_repository_files_each_turn_where_it_
     assert theirs == ["why does the bison cache go stale"], theirs
     assert agent_calls(repo) == {}
     assert [c.title for c in agent_calls(other).values()] == ["pytest tests/test_bison.py (exit 1)"]
+
+
+def test_a_bad_line_is_counted_by_the_sync_that_first_read_it(repo: Path, isolated_home: Path) -> None:
+    """A transcript that grew was read again from its last open exchange (from the top when it was under
+    4 KB), and every bad line there was skipped and counted once more at each sync: a live session with one
+    stray line early on reported it on every commit."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    w = T.ClaudeWriter("5e55-count-once", repo, START)
+    w.user("why does the quokka importer hang")
+    w.records.append("not json: a stray line the agent never meant")
+    w.say("The quokka importer waits on a lock it holds.")
+    path = w.write(isolated_home / ".claude" / "projects" / "p" / "s.jsonl")
+    first = part(sync_json(repo, "--conversation"))
+    assert first["skipped"] == 1, first["problems"]
+    w.records = []
+    w.user("and the numbat exporter?")
+    w.say("The numbat exporter is fine.")
+    with path.open("a", encoding="utf-8") as log:
+        log.write("".join(json.dumps(r) + "\n" for r in w.records))
+    second = part(sync_json(repo, "--conversation"))
+    assert second["skipped"] == 0 and second["added"] >= 1, second
+    with path.open("a", encoding="utf-8") as log:
+        log.write("another stray line\n")
+    third = part(sync_json(repo, "--conversation"))
+    assert third["skipped"] == 1 and third["problems"] == [
+        f"{path}:{len(path.read_text().splitlines())}: not a JSON line"
+    ]
+    assert [t.title for t in turns(repo)] == ["why does the quokka importer hang", "and the numbat exporter?"]

@@ -93,10 +93,16 @@ class Report:
     skipped: int = 0
     problems: list[str] = field(default_factory=list)
     _per_file: dict[str, int] = field(default_factory=dict)
+    # Per file: the lines an earlier sync read whole (a grown file is read again from its last open exchange,
+    # and a bad line there was counted then), and the last whole line this read reached.
+    known: dict[str, int] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
 
     def skip(self, path: Path | str, line: int | None, why: str) -> None:
-        self.skipped += 1
         key = str(path)
+        if line is not None and line <= self.known.get(key, 0):
+            return  # skipped and counted by the sync that first read it
+        self.skipped += 1
         seen = self._per_file.get(key, 0)
         self._per_file[key] = seen + 1
         if seen < MAX_PROBLEMS_PER_FILE:
@@ -161,6 +167,7 @@ def _iter_lines(
     except OSError as exc:
         report.skip(path, None, f"cannot open ({exc.strerror or exc})")
         return
+    key = str(path)
     with handle:
         if start:
             handle.seek(start)
@@ -181,8 +188,12 @@ def _iter_lines(
                     if not rest or rest.endswith(b"\n"):
                         break
                 report.skip(path, number, f"line longer than {MAX_LINE_BYTES >> 20} MB")
+                report.lines[key] = number
                 continue
-            yield number, here, line.rstrip(b"\r\n"), line.endswith(b"\n")
+            ended = line.endswith(b"\n")
+            if ended:
+                report.lines[key] = number
+            yield number, here, line.rstrip(b"\r\n"), ended
 
 
 # A file whose last line is cut and that nobody wrote to for this long was left so (an agent killed

@@ -39,10 +39,10 @@ CODEX_MOVES = "moves"
 HEAD_BYTES = 4096
 
 
-def _head_hash(path: Path) -> str:
+def _head_hash(path: Path, size: int = HEAD_BYTES) -> str:
     try:
         with path.open("rb") as handle:
-            return hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()[:16]
+            return hashlib.sha256(handle.read(min(size, HEAD_BYTES))).hexdigest()[:16]
     except OSError:
         return ""
 
@@ -131,10 +131,13 @@ class ConversationSource:
         report: Report,
     ) -> tuple[dict[str, Any], list[Thread]]:
         """The cursor entry of a changed file and its threads (none when it is another project's)."""
-        resume = self._appended(previous, fingerprint) if agent in ("claude-code", "codex") else None
+        resume = self._appended(path, previous, fingerprint) if agent in ("claude-code", "codex") else None
         if resume is not None:  # the same file, grown: read on from its last open exchange
+            read = previous.get("lines")
+            report.known[str(path)] = read if isinstance(read, int) else 0
             threads, after = self._parse_from(agent, path, report, resume)
-            return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
+            entry = {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}
+            return self._lines_read(entry, path, report), threads
         if agent in ("claude-code", "codex"):
             cwd = (claude if agent == "claude-code" else codex).head_cwd(path, report)
             started_here = cwd is not None and attributor.match(cwd) is not None
@@ -144,11 +147,21 @@ class ConversationSource:
             ):
                 return {"fp": fingerprint, "ours": False}, []
             threads, after = self._parse_from(agent, path, report, None)
-            return {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}, threads
+            entry = {"fp": fingerprint, "ours": True, "resume": after.to_json() if after else None}
+            return self._lines_read(entry, path, report), threads
         started = gemini.started_in(path, directories) if agent == "gemini" else None
         if agent == "gemini" and started is None:
             return {"fp": fingerprint, "ours": False}, []
         return {"fp": fingerprint, "ours": True}, self._parse(agent, path, report, started)
+
+    @staticmethod
+    def _lines_read(entry: dict[str, Any], path: Path, report: Report) -> dict[str, Any]:
+        """ENTRY with the last whole line read of PATH: the next read of the grown file counts no bad line
+        at or before it again."""
+        read = report.lines.get(str(path))
+        if read is not None:
+            entry["lines"] = read
+        return entry
 
     @staticmethod
     def _matcher(attributor: Attributor) -> Match:
@@ -190,7 +203,7 @@ class ConversationSource:
         return fp
 
     @staticmethod
-    def _appended(previous: Any, fingerprint: list[Any]) -> Resume | None:
+    def _appended(path: Path, previous: Any, fingerprint: list[Any]) -> Resume | None:
         """Where to read on in a file that only grew since PREVIOUS (same inode, same first 4 KB, larger),
         or None when it must be read from the top."""
         if not isinstance(previous, dict) or previous.get("ours") is not True:
@@ -199,7 +212,11 @@ class ConversationSource:
         if not isinstance(old, list) or len(old) < 4 or not isinstance(old[0], int):
             return None
         size, _mtime, ino, head = fingerprint[:4]
-        if ino != old[2] or head != old[3] or size <= old[0]:
+        if ino != old[2] or size <= old[0]:
+            return None
+        # The first 4 KB were hashed; a file shorter than that then is the same file grown when its first
+        # bytes up to that old length still hash the same.
+        if head != old[3] and not (old[0] < HEAD_BYTES and _head_hash(path, old[0]) == old[3]):
             return None
         resume = Resume.from_json(previous.get("resume"))
         return resume if resume is not None and resume.offset <= old[0] else None
