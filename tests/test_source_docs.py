@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,6 +125,61 @@ def test_ts_is_last_commit_touching_the_file_not_mtime(repo: Path) -> None:
     _, nodes = scan(repo)
     ts = {n.meta["path"]: n.ts for n in nodes}
     assert ts == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000, "new.md": 1_234_567_890_000}
+
+
+def test_a_sync_after_a_commit_dates_the_docs_from_the_new_commits_only(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every HEAD move walked the history again to date every doc file: on git/git, 30 s and 370 MB after
+    each commit, for a code change. The times are kept in the cursor and only the new commits are walked;
+    a rewrite (reset, rebase) walks again from the top."""
+    from nexusmem.sources import docs as docs_mod
+
+    commit(repo, "a", {"a.md": "# A\n\none\n", "b.md": "# B\n\nbee\n"}, when=1_600_000_000)
+    commit(repo, "a again", {"a.md": "# A\n\ntwo\n"}, when=1_650_000_000)
+    first, nodes = scan(repo)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000}
+    walks: list[list[str]] = []
+    real_stream = docs_mod.gitcmd.stream
+
+    def recorded(args: list[str], root: Path) -> Any:
+        walks.append(args)
+        return real_stream(args, root)
+
+    monkeypatch.setattr(docs_mod.gitcmd, "stream", recorded)
+    commit(repo, "code", {"code.py": "x = 1\n"}, when=1_700_000_000)
+    second, nodes = scan(repo, first.cursor)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000}
+    assert len(walks) == 1 and any(a.startswith("^") for a in walks[0]), walks  # the new commit only
+    commit(repo, "b edited", {"b.md": "# B\n\nbeetle\n"}, when=1_750_000_000)
+    third, nodes = scan(repo, second.cursor)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"a.md": 1_650_000_000_000, "b.md": 1_750_000_000_000}
+    git(repo, "reset", "-q", "--hard", "HEAD~2")  # history rewritten: b.md is back to its first version
+    walks.clear()
+    _, nodes = scan(repo, third.cursor)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000}
+    assert not any(a.startswith("^") for a in walks[0])
+
+
+def test_a_doc_a_subtree_merge_brought_in_is_dated_by_the_merge(repo: Path, tmp_path: Path) -> None:
+    """A file that arrived only through a merge (`git subtree add`) is named by no commit of a plain
+    `git log`: it was dated by its checkout's mtime (the newest thing in memory), and forced a walk of
+    the whole history at every sync."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q")
+    commit(lib, "lib", {"README.md": "# Lib\n\n## Lib usage\n\nx\n"}, when=1_500_000_000)
+    commit(repo, "app", {"README.md": "# App\n\ny\n"}, when=1_600_000_000)
+    git(repo, "fetch", "-q", str(lib), "HEAD")
+    env = {"GIT_AUTHOR_DATE": "1650000000 +0000", "GIT_COMMITTER_DATE": "1650000000 +0000"}
+    git(
+        repo, "merge", "-q", "-s", "ours", "--no-commit", "--allow-unrelated-histories", "FETCH_HEAD", env=env
+    )
+    git(repo, "read-tree", "--prefix=libs/lib/", "-u", "FETCH_HEAD")
+    git(repo, "commit", "-q", "-m", "Add libs/lib as a subtree", env=env)
+    _, nodes = scan(repo)
+    ts = {n.meta["path"]: n.ts for n in nodes}
+    assert ts == {"README.md": 1_600_000_000_000, "libs/lib/README.md": 1_650_000_000_000}
 
 
 def test_modified_uncommitted_file_uses_mtime(repo: Path) -> None:

@@ -10,6 +10,7 @@ touched it, all in one `git log`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -367,14 +368,18 @@ class DocsSource:
             head, candidates, [include, exclude, max_bytes, max_body, changelog, sparse]
         )
         result = ScanResult(nodes=())
-        if ctx.cursor == fingerprint and not ctx.full:
+        previous = _decode_cursor(ctx.cursor)
+        if previous.get("fp") == fingerprint and not ctx.full:
             result.cursor = ctx.cursor
             return result
         # Named when the files are read (as a bad log line is, once): a sync that finds nothing changed
         # would otherwise add the same names to `status`'s history every time.
         for path, size in too_big:
             result.skip(too_big_problem(path, size, max_bytes))
-        result.nodes = self._emit(ctx, result, head, candidates, include, max_body, fingerprint, sparse)
+        dated = None if ctx.full else _Dated.of(previous)
+        result.nodes = self._emit(
+            ctx, result, head, candidates, include, max_body, fingerprint, sparse, dated
+        )
         return result
 
     def _emit(
@@ -387,12 +392,14 @@ class DocsSource:
         max_body: int,
         fingerprint: str,
         sparse: list[str],
+        dated: _Dated | None,
     ) -> Iterator[Node]:
         emitted: set[str] = set()
         unreadable: list[str] = []
         # A sparse checkout leaves files git still tracks out of the work tree: their sections stay.
         kept = [display_path(path) + "#" for path in sparse]
-        times = _file_times(ctx.root, head, candidates, include)
+        now_dated = _file_times(ctx.root, head, candidates, include, dated)
+        times = now_dated.times
         for n, cand in enumerate(candidates):
             ctx.progress("docs", n, len(candidates))
             # A file name that is not UTF-8 (caf\xe9.md) is read by its real name but stored with U+FFFD:
@@ -424,7 +431,7 @@ class DocsSource:
         prefixes = tuple(unreadable + kept)
         result.keep = lambda key: key in emitted or (bool(prefixes) and key.startswith(prefixes))
         # Not persisting the fingerprint makes the next sync try the unreadable file again.
-        result.cursor = None if unreadable else fingerprint
+        result.cursor = None if unreadable else now_dated.cursor(fingerprint)
 
 
 # A reStructuredText section adornment: one punctuation character repeated (docutils allows any of these).
@@ -821,40 +828,126 @@ def _fingerprint(head: str | None, candidates: Iterable[_Candidate], settings: l
     return h.hexdigest()
 
 
+@dataclass
+class _Dated:
+    """The last commit time (epoch ms) of each tracked doc file, as of commit HEAD, kept in the cursor so
+    that a sync after a commit walks only the commits since (a first walk of git/git's history to date its
+    docs took 30 s, and ran again after every commit). UNDATED: files no commit of the walk names (one a
+    subtree merge brought in, a history cut short), dated by their mtime and not looked for again."""
+
+    head: str | None
+    times: dict[str, int]
+    undated: set[str]
+
+    @classmethod
+    def of(cls, cursor: dict[str, Any]) -> _Dated | None:
+        times, undated, head = cursor.get("times"), cursor.get("undated"), cursor.get("head")
+        if not isinstance(times, dict) or not isinstance(undated, list) or not isinstance(head, str):
+            return None
+        good = {p: t for p, t in times.items() if isinstance(p, str) and type(t) is int}
+        return cls(head, good, {p for p in undated if isinstance(p, str)})
+
+    def cursor(self, fingerprint: str) -> str:
+        return json.dumps(
+            {"fp": fingerprint, "head": self.head, "times": self.times, "undated": sorted(self.undated)},
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+
+
+def _decode_cursor(cursor: str | None) -> dict[str, Any]:
+    """The docs cursor as a dict ({"fp": fingerprint, "head", "times", "undated"}); an older cursor (the bare
+    fingerprint) or none gives {}: every file is dated again, once."""
+    if not cursor or not cursor.startswith("{"):
+        return {}
+    try:
+        data = json.loads(cursor)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _file_times(
-    root: Path, head: str | None, candidates: Sequence[_Candidate], include: Sequence[str]
-) -> dict[str, int]:
-    """Epoch ms of the last commit touching each tracked, unmodified candidate, from ONE `git log`.
+    root: Path,
+    head: str | None,
+    candidates: Sequence[_Candidate],
+    include: Sequence[str],
+    before: _Dated | None = None,
+) -> _Dated:
+    """Epoch ms of the last commit touching each tracked, unmodified candidate. With BEFORE (what the last
+    sync found at its HEAD, an ancestor of this one), only the commits since are walked, and the files
+    they do not touch keep their time; otherwise one `git log` over the history, stopping once every file
+    is dated. A file no commit names is looked for once more among merges (a subtree merge adds files
+    that no other commit lists); failing that, it is marked undated.
 
     Files that are untracked, staged-new or modified since HEAD are left out: the caller uses their mtime.
     """
     if head is None:
-        return {}
+        return _Dated(None, {}, set())
     tracked = {c.path for c in candidates if c.tracked}
     if not tracked:
-        return {}
+        return _Dated(head, {}, set())
     changed = gitcmd.run(
         [*gitcmd.worktree_options(root), "diff", "HEAD", "--name-only", "--no-renames", "-z"], root
     )
     need = tracked - {os.fsdecode(p) for p in changed.split(b"\0") if p}
     if not need:
-        return {}
-    literal = [f":(literal){p}" for p in sorted(need)]
-    if sum(len(p) + 1 for p in literal) <= _MAX_PATHSPEC_BYTES:
-        pathspecs = literal
-    else:
-        pathspecs = [f":(glob){p}" if "/" in p else f":(glob)**/{p}" for p in include]
+        return _Dated(head, {}, set())
+    times: dict[str, int] = {}
+    undated: set[str] = set()
     try:
-        return _walk_log(root, pathspecs, need)
+        if before is not None and before.head is not None and _descends(root, before.head, head):
+            if before.head != head:
+                times = _walk_log(root, _pathspecs(need, include), need, since=before.head)
+            for path in need - times.keys():
+                if path in before.times:
+                    times[path] = before.times[path]
+                elif path in before.undated:
+                    undated.add(path)
+        missing = need - times.keys() - undated
+        if missing:
+            times.update(_walk_log(root, _pathspecs(missing, include), missing))
+        missing -= times.keys()
+        if missing:
+            with contextlib.suppress(GitCommandError):  # a git older than 2.31 has no --diff-merges
+                times.update(_walk_log(root, _pathspecs(missing, include), missing, merges=True))
+            undated |= missing - times.keys()
     except GitCommandError:
         # A date is not worth failing the scan over (shallow or damaged history): fall back to mtimes.
-        return {}
+        return _Dated(None, {}, set())
+    return _Dated(head, {p: t for p, t in times.items() if p in need}, undated)
 
 
-def _walk_log(root: Path, pathspecs: list[str], need: set[str]) -> dict[str, int]:
+def _pathspecs(paths: set[str], include: Sequence[str]) -> list[str]:
+    """PATHS as literal pathspecs, or the include globs when they would make too long a command line."""
+    literal = [f":(literal){p}" for p in sorted(paths)]
+    if sum(len(p) + 1 for p in literal) <= _MAX_PATHSPEC_BYTES:
+        return literal
+    return [f":(glob){p}" if "/" in p else f":(glob)**/{p}" for p in include]
+
+
+def _descends(root: Path, ancestor: str, head: str) -> bool:
+    """Whether commit ANCESTOR is HEAD or one of its ancestors (false after a rewrite or a reset back)."""
+    if ancestor == head:
+        return True
+    code, _out = gitcmd.run_ok(["merge-base", "--is-ancestor", ancestor, head], root)
+    return code == 0
+
+
+def _walk_log(
+    root: Path, pathspecs: list[str], need: set[str], *, since: str | None = None, merges: bool = False
+) -> dict[str, int]:
+    """The newest commit time of each path in NEED, walking HEAD's history (only the commits SINCE is not
+    an ancestor of, when given) newest first and stopping once all are found. MERGES: a merge lists what
+    it changed against its first parent (files a subtree merge brought in are named by no other commit)."""
     # %x01 marks a commit header; with -z every header and file name ends in NUL, and the first file name
     # after a header carries a leading newline.
-    args = ["log", "--format=%x01%ct", "--name-only", "--no-renames", "-z", "--", *pathspecs]
+    args = ["log", "--format=%x01%ct", "--name-only", "--no-renames", "-z"]
+    if merges:
+        args += ["--merges", "--diff-merges=first-parent"]
+    if since is not None:
+        args.append(f"^{since}")
+    args += ["HEAD", "--", *pathspecs]
     times: dict[str, int] = {}
     remaining = set(need)
     current: int | None = None
