@@ -54,7 +54,10 @@ class CjkIndexMixin:
         # nothing, makes SQLite open a savepoint on every full-text table of the transaction, and FTS5 then
         # flushes the word index's pending deletes there and then: deleting all of a 26,000-node store
         # (sync --rebuild) spent 61 s in these statements. Asked first, it is written only when it must be.
-        held = [r[0] for r in self.conn.execute(f"SELECT rowid FROM {CJK_TABLE} WHERE rowid IN ({marks})", list(seqs))]
+        held = [
+            r[0]
+            for r in self.conn.execute(f"SELECT rowid FROM {CJK_TABLE} WHERE rowid IN ({marks})", list(seqs))
+        ]
         if held:
             marks = ",".join("?" * len(held))
             self.conn.execute(f"DELETE FROM {CJK_TABLE} WHERE rowid IN ({marks})", held)
