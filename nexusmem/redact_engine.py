@@ -1027,6 +1027,54 @@ def _redis_dash_a(m: re.Match[str], text: str) -> Span | None:
     return _value_span(text, m.start("v"), m.end("v"), "password")
 
 
+# Single-letter password flags that mean a password only after their own tool, in the same command:
+# `zip -P X`, `7z a -pX`, `openssl enc -k X`, `smbclient -U user%X`.
+_ZIP = _Lazy(r"(?:zip|unzip|zipcloak)[ \t]")
+_SEVEN_ZIP = _Lazy(r"7z[arz]?[ \t]")
+_OPENSSL = _Lazy(r"openssl[ \t]")
+_SMB = _Lazy(r"(?:smbclient|rpcclient|smbcacls|smbget|net)[ \t]")
+_SMB_NAMES = ("smbclient", "rpcclient", "smbcacls", "smbget", "net")
+
+
+def _after_tool(names: tuple[str, ...], tool: _Lazy) -> Handler:
+    """A handler keeping the value of a flag only when one of NAMES (matching TOOL) runs it."""
+
+    def handler(m: re.Match[str], text: str) -> Span | None:
+        start = m.start()
+        if start == 0 or not text[start - 1].isspace() or not _command_before(text, start, 300, names, tool):
+            return None
+        return _value_span(text, m.start("v"), m.end("v"), "password")
+
+    return handler
+
+
+# `echo SECRET |` right before a `sudo -S` (found from the sudo: `echo` is everywhere, `-S` rare).
+_ECHOED = _Lazy(r"(?:^|[\s;&(])echo[ \t]+" + _SHELL_VALUE + r"[ \t]*\|[ \t]*$")
+
+
+def _echo_to_sudo(m: re.Match[str], text: str) -> Span | None:
+    """`echo SECRET | sudo -S ...`: the echoed word is the password sudo reads from its input."""
+    start = m.start()
+    lo = max(0, start - 300, text.rfind("\n", 0, start) + 1)
+    found = _ECHOED.search(text[lo:start])
+    if found is None:
+        return None
+    return _value_span(text, lo + found.start("v"), lo + found.end("v"), "password")
+
+
+def _vault_login(m: re.Match[str], text: str) -> Span | None:
+    """`vault login TOKEN` (a legacy `s.` token has no prefix the token rules know); `vault login
+    -method=... username=...` names no token here (its `password=` is the assignment rule's)."""
+    start = m.start()
+    before = text[max(0, start - 7) : start].rstrip(" \t")
+    if not before.endswith("vault") or (len(before) > 5 and before[-6] not in _CMD_BOUNDARY):
+        return None
+    span = _value_span(text, m.start("v"), m.end("v"), "vault-token")
+    if span is None or "=" in text[span[0] : span[1]] or _is_path(text[span[0] : span[1]]):
+        return None
+    return span
+
+
 def _curl_user(m: re.Match[str], text: str) -> Span | None:
     """`curl -u user:SECRET ...` / `curl --user user:SECRET`."""
     start = m.start() - (1 if m.group("long") else 0)
@@ -1294,7 +1342,7 @@ PATTERNS: tuple[Rule, ...] = (
         "flag",
         ("password", "token", "secret", "api-key"),
         "--",
-        r"(?:[a-z0-9]{1,30}-){0,4}(?P<k>password|passwd|pass|token|authtoken|api-key|apikey|secret|secret-key"
+        r"(?:[a-z0-9]{1,30}-){0,4}(?P<k>password|passwd|passphrase|pass|token|authtoken|api-key|apikey|secret|secret-key"
         r"|access-key|private-key|license-key|key|auth|credentials?)(?P<sep>=|[ \t]+)" + _SHELL_VALUE,
         _flag,
     ),
@@ -1319,6 +1367,54 @@ PATTERNS: tuple[Rule, ...] = (
         r"[ \t]+" + _SHELL_VALUE,
         _redis_dash_a,
         gate=lambda text: bool(_command_starts(text, ("redis-cli",), _REDIS_CLI)),
+    ),
+    _rule(
+        "zip-dash-P",
+        ("password",),
+        "-P",
+        r"[ \t]+" + _SHELL_VALUE,
+        _after_tool(("zip", "unzip", "zipcloak"), _ZIP),
+        gate=lambda text: bool(_command_starts(text, ("zip", "unzip", "zipcloak"), _ZIP)),
+    ),
+    _rule(
+        "7z-dash-p",
+        ("password",),
+        "-p",
+        r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>)]+)""",
+        _after_tool(("7z",), _SEVEN_ZIP),
+        gate=lambda text: bool(_command_starts(text, ("7z",), _SEVEN_ZIP)),
+    ),
+    _rule(
+        "openssl-dash-k",
+        ("password",),
+        "-k",
+        r"[ \t]+" + _SHELL_VALUE,
+        _after_tool(("openssl",), _OPENSSL),
+        gate=lambda text: bool(_command_starts(text, ("openssl",), _OPENSSL)),
+    ),
+    _rule(
+        "smb-user-password",
+        ("password",),
+        "-U",
+        r"[ \t]*[^\s%\"'`;|&<>]+%" + _SHELL_VALUE,
+        _after_tool(_SMB_NAMES, _SMB),
+        gate=lambda text: bool(_command_starts(text, _SMB_NAMES, _SMB)),
+    ),
+    _rule(
+        "echo-to-sudo",
+        ("password",),
+        "sudo",
+        r"[ \t]+(?:-[A-Za-z]+[ \t]+)*-[A-Za-z]*S(?![A-Za-z])",
+        _echo_to_sudo,
+        gate=lambda text: "echo" in text,
+    ),
+    _rule(
+        "vault-login",
+        ("vault-token",),
+        "login",
+        r"[ \t]+(?!-)" + _SHELL_VALUE,
+        _vault_login,
+        gate=lambda text: "vault" in text,
     ),
     _rule(
         "curl-user",
