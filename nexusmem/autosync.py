@@ -27,6 +27,7 @@ from typing import Any
 from nexusmem import paths, private
 
 LOCK_NAME = "sync.lock"
+PUSH_LOCK_NAME = "team-push.lock"
 PENDING_NAME = "sync.pending"
 LOG_NAME = "auto-sync.log"
 LOG_CAP_BYTES = 256 * 1024
@@ -118,17 +119,13 @@ def auto_sync(
     result = AutoSyncResult(root=str(root))
     lock = FileLock(state / LOCK_NAME)
     pending = state / PENDING_NAME
+    push = run_sync is None and _team_configured(root)
     if run_sync is None:
         from nexusmem.sync import sync
 
         def run_sync(where: Path) -> Any:
             # Linking at hook time keeps precheck's "never resolved" answers current between manual syncs.
-            summary = sync(where, link_failures=True)
-            if _team_configured(where):
-                from nexusmem import team
-
-                team.auto_push(where, log)
-            return summary
+            return sync(where, link_failures=True)
 
     while True:
         try:
@@ -139,7 +136,7 @@ def auto_sync(
                 result.deferred = True
                 log(f"{stamp()} pid {os.getpid()}: a sync is running; marked pending")
                 continue  # try once more: the holder may have released just before the flag appeared
-            return result
+            break
         try:
             while result.runs < MAX_RUNS:
                 # Holding the lock until the commits stop (no new mark for DEBOUNCE seconds, at most
@@ -163,7 +160,30 @@ def auto_sync(
             lock.release()
         # Released: a flag set after our last look belongs to a sync that could not get the lock.
         if not pending.exists() or result.runs >= MAX_RUNS:
-            return result
+            break
+    if push and result.runs:
+        _team_push(root, state, log)
+    return result
+
+
+def _team_push(root: Path, state: Path, log: Callable[[str], None]) -> None:
+    """The team push after the local syncs, outside their lock: a team server that stops answering holds
+    only this push (the next commits' syncs keep the local memory current), and under a lock of its own,
+    so that a push still waiting on such a server is not joined by one from every later commit."""
+    from nexusmem.oslock import FileLock, Timeout
+
+    push_lock = FileLock(state / PUSH_LOCK_NAME)
+    try:
+        push_lock.acquire(timeout=0)
+    except Timeout:
+        log(f"{stamp()} pid {os.getpid()}: team push skipped: an earlier one is still running")
+        return
+    try:
+        from nexusmem import team
+
+        team.auto_push(root, log)
+    finally:
+        push_lock.release()
 
 
 def last_failure(root: Path, store: Any) -> dict[str, str] | None:

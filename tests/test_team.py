@@ -787,3 +787,136 @@ def test_which_pushed_nodes_hold_each_question_word_is_one_round_trip_with_per_w
     assert every == alone
     assert every['"nowhere"'] == set() and every['"release"'] and every['"backoff"']
     assert every['"backoff"'] != every['"release"']
+
+
+class _StallingProxy:
+    """Forwards PostgreSQL's own protocol between a Unix socket of its own and the real server's. Once
+    STALL_AFTER is set, a connection whose client has sent more than that many bytes stops moving and is
+    kept open, as with a server paused (or a link gone dead) after the connection was made."""
+
+    def __init__(self, server_socket: str, where: Path) -> None:
+        import socket
+        import threading
+
+        self.server_socket = server_socket
+        self.stall_after: int | None = None
+        self.held: list[Any] = []
+        self.listener = socket.socket(socket.AF_UNIX)
+        self.listener.bind(str(where / Path(server_socket).name))
+        self.listener.listen(8)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(self.server_socket)
+            self.held += [client, upstream]
+            sent = [0]  # bytes the client sent on this connection
+            threading.Thread(target=self._pump, args=(client, upstream, sent, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, sent, False), daemon=True).start()
+
+    def _pump(self, src: Any, dst: Any, sent: list[int], from_client: bool) -> None:
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            if from_client:
+                sent[0] += len(data)
+            while self.stall_after is not None and sent[0] > self.stall_after:
+                time.sleep(0.05)  # hold the bytes: nothing more is answered
+            try:
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stall_after = None
+        self.listener.close()
+        for sock in self.held:
+            sock.close()
+
+
+def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
+    tmp_path: Path, origin: Path, team_url: str, pg_server: Any
+) -> None:
+    """A server that stopped answering after the connection was made (SIGSTOP, a dead link) held `query
+    --team` and `precheck --team` forever (statement_timeout is the server's to enforce), and the post-commit
+    push waiting on it held the sync lock, so no later commit reached even the local memory."""
+    import glob
+    from urllib.parse import urlsplit
+
+    from nexusmem.oslock import held
+
+    server_socket = glob.glob(f"{pg_server.socket_dir}/.s.PGSQL.*")[0]
+    proxy_dir = tmp_path / "proxy"
+    proxy_dir.mkdir()
+    proxy = _StallingProxy(server_socket, proxy_dir)
+    try:
+        database = urlsplit(team_url).path.lstrip("/")
+        (bob,) = _members(tmp_path, origin, f"postgresql://postgres@/{database}?host={proxy_dir}", "bob")
+        bob.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
+        bob.run("sync", "--quiet")
+        env = {**os.environ, **bob.env()}
+        proxy.stall_after = 300  # the connection's start goes through; what follows does not
+        began = time.monotonic()
+        done = subprocess.run(
+            [console_script(), "-C", str(bob.repo), "query", "--team", "upload timeout"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert time.monotonic() - began < 20, "query --team waited on a server that stopped answering"
+        assert done.returncode == 0 and "Raise the upload timeout to 90 s" in done.stdout, done.stderr
+        assert "team store not searched" in done.stdout, done.stdout
+        (bob.repo / "uploader.py").write_text("TIMEOUT = 120\n", encoding="utf-8")
+        git(bob.repo, "add", "uploader.py")
+        checked = subprocess.run(
+            [console_script(), "-C", str(bob.repo), "precheck", "--team", "--strict"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert checked.returncode == 0 and "team store not checked" in checked.stderr, checked.stderr
+        # The post-commit sync: the push waits on the stalled server, outside the lock the next sync needs.
+        pusher = subprocess.Popen(
+            [console_script(), "-C", str(bob.repo), "sync", "--auto"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not held(bob.repo / ".nexusmem" / "team-push.lock"):
+                assert time.monotonic() < deadline and pusher.poll() is None, "the push never started"
+                time.sleep(0.1)
+            bob.commit("Raise it again, to 120 s", {"uploader.py": "TIMEOUT = 120\n"})
+            following = subprocess.run(
+                [console_script(), "-C", str(bob.repo), "sync", "--auto"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+                check=False,
+            )
+            assert "sync run 1 done" in following.stdout, following.stdout
+            assert "team push skipped: an earlier one is still running" in following.stdout
+            assert "Raise it again" in bob.run("query", "raise it again 120").stdout
+        finally:
+            pusher.kill()
+            pusher.wait()
+    finally:
+        proxy.close()

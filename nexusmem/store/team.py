@@ -503,6 +503,50 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
         raise TeamUnavailable(f"team store unreachable: {driver_reason(exc)}") from None
 
 
+# A read session (a query, a precheck: someone waits) ends this long after it connected, whatever the
+# server does. statement_timeout is the server's to enforce: a server that stopped answering after the
+# connection was made (paused, a dead link) held `query --team` and a CI job's `precheck --team` forever.
+READ_SESSION_SECONDS = 8.0
+
+
+class _Deadline:
+    """Shuts CONN's socket down SECONDS after it opened unless cancelled first: the read waiting on it then
+    fails as a dropped connection does, and the caller answers without the team store."""
+
+    def __init__(self, conn: Any, seconds: float) -> None:
+        import threading
+
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._done = False
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self) -> None:
+        import os
+        import socket
+
+        with self._lock:
+            if self._done:
+                return
+            try:
+                sock = socket.socket(fileno=os.dup(self._conn.fileno()))
+            except (OSError, ValueError, _psycopg().Error):
+                return  # closed meanwhile
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            finally:
+                sock.close()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+
 def schema_version_of(conn: Any) -> int:
     """The team store's schema version, 0 when it was never set up (one round trip: a query opens the
     store for each question)."""
@@ -626,6 +670,7 @@ class TeamStore:
         self.push_gen = 0
         # Set when a k-NN was not run because the graphs are being rebuilt (see EXACT_KNN_MAX).
         self.knn_skipped = False
+        self._deadline: _Deadline | None = None  # a read session's (open)
 
     @classmethod
     def open(
@@ -642,6 +687,8 @@ class TeamStore:
         """Connect (TeamUnavailable when the server does not answer in TIMEOUT s); CREATE migrates, else a
         store that was never set up is an error naming `team init`. STATEMENT_MS: see connect()."""
         conn = connect(url, timeout=timeout, statement_ms=statement_ms)
+        # A read (STATEMENT_MS set) is someone waiting: its whole session is bounded on this side too.
+        deadline = None if statement_ms is None else _Deadline(conn, READ_SESSION_SECONDS)
         try:
             if create:
                 migrate(conn)
@@ -653,13 +700,18 @@ class TeamStore:
                     f"the team store's schema is version {version}, newer than this NexusMem ({LATEST})"
                 )
         except BaseException:
+            if deadline is not None:
+                deadline.cancel()
             conn.close()
             raise
         store = cls(conn, project, member, label)
         store._version = version
+        store._deadline = deadline
         return store
 
     def close(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()  # before the socket goes: its number may be another's next
         self.conn.close()
 
     def __enter__(self) -> TeamStore:
