@@ -482,6 +482,8 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             report.index_built = _retrying(
                 lambda t: not t.vector_index_ready() and t.build_vector_index(), team, reopen, report
             )
+            if team[0].build_refused:
+                report.notes.append(team[0].build_refused)
             if report.added >= ANALYZE_AFTER and not report.index_built:
                 _retrying(lambda t: t.refresh_statistics(), team, reopen, report)
     finally:

@@ -920,3 +920,39 @@ def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
             pusher.wait()
     finally:
         proxy.close()
+
+
+def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a role per member (granted the rows, not owning the tables), a large push loaded its rows and
+    then crashed (exit 3, "must be owner of table nodes") building the vector index, and so did every later
+    push of that member, in every project."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from nexusmem.store.team import connect
+
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+
+    conn = connect(team_url)
+    try:
+        conn.execute("DROP ROLE IF EXISTS bob_member")
+        conn.execute("CREATE ROLE bob_member LOGIN")
+        conn.execute("GRANT ALL ON SCHEMA public TO bob_member")
+        conn.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO bob_member")
+        conn.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO bob_member")
+    finally:
+        conn.close()
+    parts = urlsplit(team_url)
+    as_bob = urlunsplit(parts._replace(netloc=parts.netloc.replace("postgres@", "bob_member@")))
+    bob = make_member(tmp_path, "bob", origin)
+    bob.run("sync", "--quiet")
+    bob.run("team", "init", "--url", as_bob)
+    _big_history(bob, 40, embed=True)
+    monkeypatch.setenv("NEXUSMEM_TEAM_BULK_MIN", "30")
+    pushed = bob.json("team", "push")
+    assert pushed["bulk"] is True and pushed["added"] > 30 and pushed["index_built"] is False
+    assert any("only the owner of the team tables can build it" in n for n in pushed["notes"]), pushed
+    assert bob.json("team", "push")["added"] == 0  # and the next push works too
+    # The owner's next push builds what was left.
+    assert alice.json("team", "push")["index_built"] is True and _index_ready(team_url)

@@ -591,10 +591,16 @@ def migrate(conn: Any) -> list[int]:
                 )
                 applied.append(version)
     except psycopg.errors.InsufficientPrivilege as exc:
-        raise StoreError(
-            f"cannot set up the team store: {str(exc).splitlines()[0]} (a database owner must run"
-            " `CREATE EXTENSION vector` once, or grant CREATE on the database)"
-        ) from None
+        first = str(exc).splitlines()[0]
+        if "extension" in first:
+            # pgvector is not a trusted extension: owning the database is not enough to create it.
+            advice = "a superuser must run `CREATE EXTENSION vector;` in this database once"
+        else:
+            advice = (
+                "the first member to set it up needs CREATE on the database; the others, rights on its tables"
+                " (`GRANT ALL ON ALL TABLES IN SCHEMA public TO <role>`, and on its sequences)"
+            )
+        raise StoreError(f"cannot set up the team store: {first} ({advice})") from None
     except psycopg.errors.FeatureNotSupported as exc:
         raise StoreError(f"cannot set up the team store: {str(exc).splitlines()[0]}") from None
     except psycopg.errors.UndefinedFile as exc:
@@ -666,6 +672,7 @@ class TeamStore:
         # _generations' answer, and when it was asked
         self._gens: tuple[list[tuple[int | None, bool]], float] = ([], -COUNT_MEMO_SECONDS)
         self.bulk_refused = ""  # why begin_bulk gave no generation although the push was large
+        self.build_refused = ""  # why build_vector_index left a generation unbuilt (not the tables' owner)
         # The vector generation this connection's pushes write new rows into (begin_bulk; 0: row by row).
         self.push_gen = 0
         # Set when a k-NN was not run because the graphs are being rebuilt (see EXACT_KNN_MAX).
@@ -1402,6 +1409,15 @@ class TeamStore:
                 if gen is not None:
                     self.conn.execute("UPDATE vector_gens SET ready = true WHERE gen = %s", (number,))
                 built = True
+            except _psycopg().errors.InsufficientPrivilege as exc:
+                # Building an index takes the table's owner; a member logging in as a role of their own
+                # that was granted its rows has pushed them all the same. Said once, not a failed push: the
+                # rows are searched by words, and by vectors once the owner's next push builds the graphs.
+                self.build_refused = (
+                    f"the vector index of this push was not built ({driver_reason(exc)}): only the owner of"
+                    " the team tables can build it; their next `nexusmem team push` does, or give every"
+                    " member one owner role (`GRANT <owner role> TO <member role>`)"
+                )
             finally:
                 if locked:
                     self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_GEN_LOCK, number))
