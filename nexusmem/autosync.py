@@ -186,6 +186,33 @@ def _team_push(root: Path, state: Path, log: Callable[[str], None]) -> None:
         push_lock.release()
 
 
+def team_push_problem(root: Path) -> str | None:
+    """What went wrong with the post-commit team push, from its log's last word on it: the reason the last
+    one was not done, or a push still waiting on the team server (it holds PUSH_LOCK_NAME); None when the
+    last one worked or none ran."""
+    from nexusmem.oslock import held
+
+    state = paths.state_dir(root)
+    try:
+        with open(state / LOG_NAME, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 65536))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        if "team push not done: " in line:
+            return "the last one was not done: " + line.split("team push not done: ", 1)[1].strip()
+        if "team push skipped: an earlier one is still running" in line:
+            if held(state / PUSH_LOCK_NAME):
+                return (
+                    "one is still waiting on the team server; later commits' pushes are skipped until it ends"
+                )
+            return None
+        if "team push: " in line:
+            return None
+    return None
+
+
 def last_failure(root: Path, store: Any) -> dict[str, str] | None:
     """The post-commit sync's last failure, when its log's last word is one ({"at", "error", "log"}), unless a
     sync finished after it (the newest sync STORE recorded, of any source). The failure is read from the log

@@ -327,6 +327,11 @@ def check_git(root: Path) -> list[Check]:
         checks.append(Check("git", False, detail, "nexusmem hook git-post install"))
     if auto_syncs:
         checks += _auto_sync_check(root)
+        from nexusmem import autosync
+
+        problem = autosync.team_push_problem(root)
+        if problem is not None:
+            checks.append(Check("team", False, f"the post-commit team push: {problem}", "nexusmem team push"))
     entries = uninstall.framework_entries(root)
     if entries:
         config = entries[0][0]

@@ -956,3 +956,33 @@ def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     assert bob.json("team", "push")["added"] == 0  # and the next push works too
     # The owner's next push builds what was left.
     assert alice.json("team", "push")["index_built"] is True and _index_ready(team_url)
+
+
+def test_doctor_names_a_post_commit_push_that_failed(tmp_path: Path, origin: Path, team_url: str) -> None:
+    """A post-commit push failing at every commit (the server gone, a schema from a newer release, a role
+    without rights) was written only to auto-sync.log: `doctor` said "No problems found" while a member's
+    work stopped reaching the team for weeks."""
+    (bob,) = _members(tmp_path, origin, team_url, "bob")
+    bob.run("hook", "git-post", "install")
+    nowhere = tmp_path / "no-server-here"
+    nowhere.mkdir()
+    env = {**os.environ, **bob.env(), "NEXUSMEM_TEAM_URL": f"postgresql://postgres@/gone?host={nowhere}"}
+    (bob.repo / "uploader.py").write_text("TIMEOUT = 90\n", encoding="utf-8")
+    git(bob.repo, "add", "uploader.py")
+    subprocess.run(
+        ["git", "commit", "-q", "-m", "Raise the upload timeout"], cwd=bob.repo, env=env, check=True
+    )
+    log = bob.repo / ".nexusmem" / "auto-sync.log"
+    deadline = time.monotonic() + 60
+    while "team push not done" not in (log.read_text(encoding="utf-8") if log.exists() else ""):
+        assert time.monotonic() < deadline, log.read_text(encoding="utf-8") if log.exists() else "no log"
+        time.sleep(0.2)
+    doctor = subprocess.run(
+        [console_script(), "-C", str(bob.repo), "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert "the post-commit team push: the last one was not done: team store unreachable" in doctor.stdout
+    assert "fix: nexusmem team push" in doctor.stdout and doctor.returncode == 1
