@@ -398,6 +398,8 @@ def run_get(project_root: str, wanted: str) -> CallToolResult:
     root = memory_root(resolve_root(project_root))
     with _open_store(root) as store, _library_errors():
         item = show.expand(store, show.find(store, wanted), root.name)
+    if len(item["files"]) > show.FILES_SHOWN:  # the structured copy as bounded as the text
+        item = {**item, "files": item["files"][: show.FILES_SHOWN], "files_total": len(item["files"])}
     return _result(show.render(item), item)
 
 

@@ -78,6 +78,11 @@ def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]
     }
 
 
+# The header names this many of an item's files: one commit of 10,302 files made a 233,000-character answer
+# (60,000 tokens in one MCP result).
+FILES_SHOWN = 50
+
+
 def render(item: dict[str, Any]) -> str:
     """One expanded item as plain text: a header of facts, then the whole body."""
     tags = f"[{item['provenance']}] [{item['trust']}]"
@@ -90,7 +95,15 @@ def render(item: dict[str, Any]) -> str:
     if item["superseded_by"]:
         lines.append(f"superseded by {item['superseded_by']}")
     if item["files"]:
-        lines.append("files " + ", ".join(one_line(name) for name in item["files"]))
+        files = item["files"]
+        shown = ", ".join(one_line(name) for name in files[:FILES_SHOWN])
+        total = int(item.get("files_total", len(files)))
+        more = (
+            f" … and {total - FILES_SHOWN:,} more (`nexusmem show --json` lists them all)"
+            if total > FILES_SHOWN
+            else ""
+        )
+        lines.append(f"files {shown}{more}")
     lines += [f"fixed by {link['to']} ({link['relation']})" for link in item["links"]]
     seen_in = item["meta"].get("seen_in") if isinstance(item["meta"], dict) else None
     if seen_in:  # an agent's call known only from its transcript: no hook line recorded it (yet)

@@ -86,3 +86,19 @@ def test_show_keeps_a_file_name_with_a_newline_on_its_line(repo: Path) -> None:
     out = run_cli("-C", str(repo), "show", item["id"]).output
     [files] = [line for line in out.splitlines() if line.startswith("files ")]
     assert files == "files plain.py, weird\\nname.py", out
+
+
+def test_a_commit_of_thousands_of_files_names_fifty_and_counts_the_rest(repo: Path) -> None:
+    """`show` (and MCP get_memory) listed every file of a commit in its header: one commit of 10,302 files
+    made a 233,000-character answer. The body's Files line was already capped; the header is now too."""
+    commit(
+        repo,
+        "chore: vendor the icon set",
+        {f"icons/icon{n:04d}.svg": f"<svg>{n}</svg>\n" for n in range(400)},
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    [item] = [it for it in query_json(repo, "vendor the icon set")["items"] if it["kind"] == "git_commit"]
+    out = run_cli("-C", str(repo), "show", item["id"]).output
+    [files] = [line for line in out.splitlines() if line.startswith("files ")]
+    assert files.count(".svg") == 50 and "… and 350 more (`nexusmem show --json` lists them all)" in files
+    assert len(json.loads(run_cli("-C", str(repo), "show", "--json", item["id"]).output)["files"]) == 400
