@@ -146,6 +146,14 @@ def repo_root(start: Path | str | None = None) -> Path:
                 f"{where} is a bare git repository (no work tree): run NexusMem in a clone of it (`git clone"
                 f" {where}`), where its files are checked out"
             ) from exc
+        if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+            # Git's own hook environment is cleared for every git NexusMem runs (gitcmd.clean_env), so a
+            # repository reached only through these (`git --git-dir=~/.dotfiles --work-tree=~`) is not found.
+            raise NotARepositoryError(
+                f"{where} is not inside a git work tree of its own: NexusMem does not follow GIT_DIR or"
+                " GIT_WORK_TREE (a repository kept as `--git-dir=... --work-tree=...`, such as dotfiles, is"
+                " not supported); run it in a clone whose .git is in its work tree"
+            ) from exc
         raise NotARepositoryError(
             f"{where} is not inside a git repository (run `git init` first, or pass -C PATH)"
         ) from exc

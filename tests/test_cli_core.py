@@ -508,3 +508,15 @@ def test_a_memory_never_synced_says_so_instead_of_no_match(repo: Path) -> None:
     answer = run_cli("-C", str(repo), "query", "database lock migration").stdout
     assert "never synced" not in answer and "database lock on migration" in answer, answer
     assert "never synced" not in run_cli("-C", str(repo), "query", "kangaroo pouch zebra").stdout
+
+
+def test_a_git_dir_work_tree_repository_is_named_as_not_supported(tmp_path: Path) -> None:
+    """With GIT_DIR/GIT_WORK_TREE set (a dotfiles repository) every command said "not inside a git
+    repository (run `git init` first)": advice that would make a second repository over the first."""
+    bare, work = tmp_path / "dotfiles.git", tmp_path / "home"
+    work.mkdir()
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    env = {**os.environ, "GIT_DIR": str(bare), "GIT_WORK_TREE": str(work)}
+    done = subprocess.run([console_script(), "status"], cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "does not follow GIT_DIR or GIT_WORK_TREE" in done.stderr, done.stderr
+    assert "git init" not in done.stderr

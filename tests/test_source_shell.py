@@ -99,6 +99,24 @@ def test_attribution_root_subdir_worktree_and_elsewhere(project: Path, tmp_path:
     assert nodes[0].meta["scraped"] is False and nodes[0].group is None
 
 
+def test_a_repository_inside_this_one_is_another_project(project: Path, tmp_path: Path) -> None:
+    """A repository cloned inside this one (or a submodule) is another project: its commands were recorded
+    in both memories, and a home folder kept in git took in every command of every project under it."""
+    inner = project / "vendor" / "inner"
+    inner.mkdir(parents=True)
+    git(inner, "init", "-q")
+    write_log(
+        line(project / "vendor", "ls inner", ts=1),
+        line(inner, "echo mango-inner-cmd", ts=2),
+        line(inner / "src", "make", ts=3),
+        line(project / "src", "python app.py", ts=4),
+    )
+    _, nodes = scan(project)
+    assert [n.ref for n in nodes] == ["ls inner", "python app.py"]
+    _, inside = scan(inner)
+    assert [n.ref for n in inside] == ["echo mango-inner-cmd", "make"]
+
+
 def test_symlinked_cwd_is_attributed(project: Path, tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(project)

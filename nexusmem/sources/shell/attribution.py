@@ -93,9 +93,24 @@ class Attributor:
             if normed == form:
                 return resolved, "."
             if normed.startswith(form.rstrip(os.sep) + os.sep):
+                top = os.path.normpath(original)[: len(form.rstrip(os.sep))]
                 rel = os.path.normpath(original)[len(form.rstrip(os.sep)) + 1 :]
+                if _inside_another_repository(top, rel):
+                    return None
                 return resolved, rel.replace(os.sep, "/")
         return None
+
+
+def _inside_another_repository(top: str, rel: str) -> bool:
+    """Whether a folder on the way from the work tree at TOP down to TOP/REL holds a `.git` of its own: a
+    repository cloned inside this one, or a submodule, is another project (a home folder kept in git would
+    otherwise take in every command of every project under it)."""
+    here = top
+    for part in rel.split(os.sep):
+        here = os.path.join(here, part)
+        if os.path.lexists(os.path.join(here, ".git")):
+            return True
+    return False
 
 
 _STRIP = "\"'`,;()[]{}"
