@@ -46,6 +46,9 @@ def test_wheel_ships_every_script_with_lf_endings(wheel: Path) -> None:
         assert "nexusmem/cli/main.py" in names
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "nexusmem = nexusmem.cli.main:main" in zf.read(entry_points).decode()
+        # `license = "MIT"` promised a license no file carried.
+        licence = next(n for n in names if n.endswith("licenses/LICENSE"))
+        assert b"MIT License" in zf.read(licence)
 
 
 @pytest.mark.slow
