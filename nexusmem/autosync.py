@@ -28,6 +28,7 @@ from nexusmem import paths, private
 
 LOCK_NAME = "sync.lock"
 PUSH_LOCK_NAME = "team-push.lock"
+PUSH_PENDING_NAME = "team-push.pending"
 PENDING_NAME = "sync.pending"
 LOG_NAME = "auto-sync.log"
 LOG_CAP_BYTES = 256 * 1024
@@ -170,20 +171,36 @@ def _team_push(root: Path, state: Path, log: Callable[[str], None]) -> None:
     """The team push after the local syncs, outside their lock: a team server that stops answering holds
     only this push (the next commits' syncs keep the local memory current), and under a lock of its own,
     so that a push still waiting on such a server is not joined by one from every later commit."""
+    from nexusmem import team
     from nexusmem.oslock import FileLock, Timeout
 
     push_lock = FileLock(state / PUSH_LOCK_NAME)
-    try:
-        push_lock.acquire(timeout=0)
-    except Timeout:
-        log(f"{stamp()} pid {os.getpid()}: team push skipped: an earlier one is still running")
-        return
-    try:
-        from nexusmem import team
-
-        team.auto_push(root, log)
-    finally:
-        push_lock.release()
+    again = state / PUSH_PENDING_NAME
+    deferred = False
+    for _ in range(MAX_RUNS):
+        try:
+            push_lock.acquire(timeout=0)
+        except Timeout:
+            if deferred:
+                return  # the holder looks at the mark again before it lets go
+            private.touch(again)
+            deferred = True
+            log(
+                f"{stamp()} pid {os.getpid()}: team push deferred: an earlier one is still running (it pushes again)"
+            )
+            continue  # the holder may have let go just before the mark appeared
+        try:
+            # A push started meanwhile was marked, not run: the holder pushes once more for it (what that
+            # commit's sync wrote after this push read its cursor would otherwise wait for the next commit).
+            for _ in range(MAX_RUNS):
+                again.unlink(missing_ok=True)
+                team.auto_push(root, log)
+                if not again.exists():
+                    break
+        finally:
+            push_lock.release()
+        if not again.exists():
+            return
 
 
 def team_push_problem(root: Path) -> str | None:
@@ -202,11 +219,9 @@ def team_push_problem(root: Path) -> str | None:
     for line in reversed(tail.splitlines()):
         if "team push not done: " in line:
             return "the last one was not done: " + line.split("team push not done: ", 1)[1].strip()
-        if "team push skipped: an earlier one is still running" in line:
+        if "team push deferred: an earlier one is still running" in line:
             if held(state / PUSH_LOCK_NAME):
-                return (
-                    "one is still waiting on the team server; later commits' pushes are skipped until it ends"
-                )
+                return "one is still waiting on the team server; later commits' pushes wait for it to end"
             return None
         if "team push: " in line:
             return None

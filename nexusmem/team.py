@@ -415,8 +415,11 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
         with proj.open_store() as local:
             # Only the deny-list step writes memory (deletions): it waits for a running sync; the rest
             # reads (WAL readers never block the writer) and stamps its cursor in small transactions.
+            # What the team says is read before the memory's lock is taken: a server that stops answering
+            # must hold this push only, never the syncs of the commits that follow.
+            entries, team_key = _fetch_deny(team[0])
             with exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push"):
-                report.deny_pulled, report.removed_local = _pull_deny(team[0], local)
+                report.deny_pulled, report.removed_local = _apply_deny(entries, team_key, local)
                 matcher = forget.sync_gate(local)  # (applies new user-wide entries: a write too)
             share_vectors = _vector_plan(team[0], local, report)
             key = _cursor_key(found, proj)
@@ -657,15 +660,21 @@ def _team_key(team: TeamStore) -> tuple[str, bytes] | None:
     return str(data["id"]), bytes.fromhex(str(data["secret"]))
 
 
-def _pull_deny(team: TeamStore, local: Store) -> tuple[int, int]:
-    """Record the team's deny-list entries this memory lacks and remove the local nodes they match;
+def _fetch_deny(team: TeamStore) -> tuple[list[dict[str, Any]], tuple[str, bytes] | None]:
+    """The team's deny-list entries and its key (network only: no lock of the local memory held)."""
+    entries = team.deny_entries()
+    return entries, (_team_key(team) if entries else None)
+
+
+def _apply_deny(
+    entries: list[dict[str, Any]], key: tuple[str, bytes] | None, local: Store
+) -> tuple[int, int]:
+    """Record the team's deny-list ENTRIES this memory lacks and remove the local nodes they match;
     returns (entries applied, nodes removed)."""
     from nexusmem.hygiene import denylist, forget
 
-    entries = team.deny_entries()
     if not entries:
         return 0, 0
-    key = _team_key(team)
     if key is not None:
         denylist.add_keys({key[0]: key[1].hex()})
     known = {e["key"] for e in local.deny_entries()}

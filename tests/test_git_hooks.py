@@ -586,3 +586,35 @@ def test_installing_into_a_hooks_folder_the_repository_commits_warns(repo: Path)
     # A hook file git does not track (the post-commit it creates there) draws no such warning.
     done = run_cli("-C", str(repo), "hook", "git-post", "install")
     assert "is a file this repository commits" not in done.stderr
+
+
+def test_a_push_deferred_while_another_runs_is_pushed_again_by_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team push started while an earlier one still ran was skipped: what that commit's sync wrote after
+    the running push read its cursor waited for the next commit. It is marked, and the running push pushes
+    again when it ends."""
+    import threading
+
+    from nexusmem import team
+
+    synced(repo)
+    state = repo / ".nexusmem"
+    release, started = threading.Event(), threading.Event()
+    pushes: list[str] = []
+
+    def slow_push(root: Path, log: object) -> None:
+        pushes.append(threading.current_thread().name)
+        started.set()
+        release.wait(10)
+
+    monkeypatch.setattr(team, "auto_push", slow_push)
+    lines: list[str] = []
+    first = threading.Thread(target=autosync._team_push, args=(repo, state, lines.append), name="first")
+    first.start()
+    assert started.wait(10)
+    autosync._team_push(repo, state, lines.append)  # the next commit's, while the first waits
+    assert any("team push deferred" in line for line in lines) and pushes == ["first"]
+    release.set()
+    first.join(10)
+    assert pushes == ["first", "first"] and not (state / autosync.PUSH_PENDING_NAME).exists()

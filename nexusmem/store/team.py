@@ -506,7 +506,7 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
 # A read session (a query, a precheck: someone waits) ends this long after it connected, whatever the
 # server does. statement_timeout is the server's to enforce: a server that stopped answering after the
 # connection was made (paused, a dead link) held `query --team` and a CI job's `precheck --team` forever.
-READ_SESSION_SECONDS = 8.0
+READ_SESSION_SECONDS = 20.0
 
 
 class _Deadline:
