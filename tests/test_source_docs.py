@@ -161,6 +161,33 @@ def test_a_sync_after_a_commit_dates_the_docs_from_the_new_commits_only(
     assert not any(a.startswith("^") for a in walks[0])
 
 
+def test_merging_an_older_branch_or_deepening_a_clone_dates_docs_as_a_full_walk_does(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Walking only the commits since the last sync, a merged branch's older edit replaced a newer date
+    (guide.md went from March back to February), and a clone's shallow boundary date stayed after
+    `git fetch --unshallow`; a walk from the top gives the newest commit of the whole history."""
+    commit(repo, "guide", {"guide.md": "# Guide\n\none\n"}, when=1_767_225_600)  # 2026-01-01
+    git(repo, "checkout", "-q", "-b", "feat")
+    commit(repo, "feat edit", {"guide.md": "# Guide\n\nfeat\n"}, when=1_769_904_000)  # 2026-02-01
+    git(repo, "checkout", "-q", "-")
+    commit(repo, "main edit", {"guide.md": "# Guide\n\nmain\n", "x.txt": "x\n"}, when=1_772_323_200)  # 03-01
+    first, nodes = scan(repo)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"guide.md": 1_772_323_200_000}
+    env = {"GIT_AUTHOR_DATE": "1775000000 +0000", "GIT_COMMITTER_DATE": "1775000000 +0000"}
+    git(repo, "merge", "-q", "--no-edit", "-X", "ours", "feat", env=env)
+    _, nodes = scan(repo, first.cursor)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"guide.md": 1_772_323_200_000}
+    # A shallow clone dates by its boundary; deepened, the same files get their real dates.
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow))
+    before, nodes = scan(shallow)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"guide.md": 1_775_000_000_000}
+    git(shallow, "fetch", "-q", "--unshallow")
+    _, nodes = scan(shallow, before.cursor)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"guide.md": 1_772_323_200_000}
+
+
 def test_a_doc_a_subtree_merge_brought_in_is_dated_by_the_merge(repo: Path, tmp_path: Path) -> None:
     """A file that arrived only through a merge (`git subtree add`) is named by no commit of a plain
     `git log`: it was dated by its checkout's mtime (the newest thing in memory), and forced a walk of

@@ -23,7 +23,7 @@ from fnmatch import translate
 from pathlib import Path
 from typing import Any
 
-from nexusmem import gitcmd
+from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node
@@ -364,8 +364,11 @@ class DocsSource:
         candidates, too_big, sparse = _candidates(
             ctx.root, include, exclude, max_bytes, skip_release_notes=changelog
         )
+        # A clone deepened since (`git fetch --unshallow`) keeps its HEAD but not its files' dates.
         fingerprint = _fingerprint(
-            head, candidates, [include, exclude, max_bytes, max_body, changelog, sparse]
+            head,
+            candidates,
+            [include, exclude, max_bytes, max_body, changelog, sparse, _shallow_marker(ctx.root)],
         )
         result = ScanResult(nodes=())
         previous = _decode_cursor(ctx.cursor)
@@ -838,6 +841,7 @@ class _Dated:
     head: str | None
     times: dict[str, int]
     undated: set[str]
+    shallow: str = ""  # _shallow_marker when dated
 
     @classmethod
     def of(cls, cursor: dict[str, Any]) -> _Dated | None:
@@ -845,11 +849,23 @@ class _Dated:
         if not isinstance(times, dict) or not isinstance(undated, list) or not isinstance(head, str):
             return None
         good = {p: t for p, t in times.items() if isinstance(p, str) and type(t) is int}
-        return cls(head, good, {p for p in undated if isinstance(p, str)})
+        shallow = cursor.get("shallow")
+        return cls(
+            head,
+            good,
+            {p for p in undated if isinstance(p, str)},
+            shallow if isinstance(shallow, str) else "",
+        )
 
     def cursor(self, fingerprint: str) -> str:
         return json.dumps(
-            {"fp": fingerprint, "head": self.head, "times": self.times, "undated": sorted(self.undated)},
+            {
+                "fp": fingerprint,
+                "head": self.head,
+                "times": self.times,
+                "undated": sorted(self.undated),
+                "shallow": self.shallow,
+            },
             sort_keys=True,
             ensure_ascii=False,
         )
@@ -896,13 +912,20 @@ def _file_times(
     times: dict[str, int] = {}
     undated: set[str] = set()
     try:
-        if before is not None and before.head is not None and _descends(root, before.head, head):
+        shallow = _shallow_marker(root)
+        if (
+            before is not None
+            and before.head is not None
+            and before.shallow == shallow
+            and _descends(root, before.head, head)
+        ):
             if before.head != head:
                 times = _walk_log(root, _pathspecs(need, include), need, since=before.head)
-            for path in need - times.keys():
+            for path in need:
                 if path in before.times:
-                    times[path] = before.times[path]
-                elif path in before.undated:
+                    # A merge brings in older commits: the newer of the two is the file's last change.
+                    times[path] = max(times.get(path, 0), before.times[path])
+                elif path in before.undated and path not in times:
                     undated.add(path)
         missing = need - times.keys() - undated
         if missing:
@@ -915,7 +938,19 @@ def _file_times(
     except GitCommandError:
         # A date is not worth failing the scan over (shallow or damaged history): fall back to mtimes.
         return _Dated(None, {}, set())
-    return _Dated(head, {p: t for p, t in times.items() if p in need}, undated)
+    return _Dated(head, {p: t for p, t in times.items() if p in need}, undated, shallow)
+
+
+def _shallow_marker(root: Path) -> str:
+    """A fingerprint of the clone's shallow boundary (`.git/shallow`), "" for a full clone: deepening or
+    unshallowing it brings older commits no walk since the last sync would see, so the times are found
+    again from the top."""
+    common = paths.git_common_dir(root)
+    try:
+        data = (common / "shallow").read_bytes() if common is not None else b""
+    except OSError:
+        return ""
+    return hashlib.sha256(data).hexdigest()[:16] if data else ""
 
 
 def _pathspecs(paths: set[str], include: Sequence[str]) -> list[str]:
