@@ -1048,8 +1048,14 @@ def _after_tool(names: tuple[str, ...], tool: _Lazy) -> Handler:
     return handler
 
 
-# `echo SECRET |` right before a `sudo -S` (found from the sudo: `echo` is everywhere, `-S` rare).
-_ECHOED = _Lazy(r"(?:^|[\s;&(])echo[ \t]+" + _SHELL_VALUE + r"[ \t]*\|[ \t]*$")
+# `echo SECRET |` or `printf 'FORMAT' SECRET |` right before a `sudo -S` (found from the sudo: `echo` is
+# everywhere, `-S` rare), or a here-string after it (`sudo -S cmd <<< SECRET`).
+_ECHOED = _Lazy(
+    r"(?:^|[\s;&(])(?:echo(?:[ \t]+-[neE]+)?|printf[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"))[ \t]+"
+    + _SHELL_VALUE
+    + r"[ \t]*\|[ \t]*$"
+)
+_HERE_STRING = _Lazy(r"[^\n;|&]*?<<<[ \t]*" + _SHELL_VALUE)
 
 
 def _echo_to_sudo(m: re.Match[str], text: str) -> Span | None:
@@ -1057,9 +1063,12 @@ def _echo_to_sudo(m: re.Match[str], text: str) -> Span | None:
     start = m.start()
     lo = max(0, start - 300, text.rfind("\n", 0, start) + 1)
     found = _ECHOED.search(text[lo:start])
-    if found is None:
-        return None
-    return _value_span(text, lo + found.start("v"), lo + found.end("v"), "password")
+    if found is not None:
+        return _value_span(text, lo + found.start("v"), lo + found.end("v"), "password")
+    here = _HERE_STRING.match(text, m.end(), m.end() + 300)
+    if here is not None:
+        return _value_span(text, here.start("v"), here.end("v"), "password")
+    return None
 
 
 def _vault_login(m: re.Match[str], text: str) -> Span | None:
@@ -1392,13 +1401,16 @@ PATTERNS: tuple[Rule, ...] = (
         _after_tool(("openssl",), _OPENSSL),
         gate=lambda text: bool(_command_starts(text, ("openssl",), _OPENSSL)),
     ),
-    _rule(
-        "smb-user-password",
-        ("password",),
-        "-U",
-        r"[ \t]*[^\s%\"'`;|&<>]+%" + _SHELL_VALUE,
-        _after_tool(_SMB_NAMES, _SMB),
-        gate=lambda text: bool(_command_starts(text, _SMB_NAMES, _SMB)),
+    *(
+        _rule(
+            "smb-user-password",
+            ("password",),
+            flag,
+            body + r"""["']?[^\s%"'`;|&<>]+%(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>)]+)""",
+            _after_tool(_SMB_NAMES, _SMB),
+            gate=lambda text: bool(_command_starts(text, _SMB_NAMES, _SMB)),
+        )
+        for flag, body in (("-U", r"[ \t]*"), ("--user", r"(?:=|[ \t]+)"))
     ),
     _rule(
         "echo-to-sudo",
@@ -1406,7 +1418,7 @@ PATTERNS: tuple[Rule, ...] = (
         "sudo",
         r"[ \t]+(?:-[A-Za-z]+[ \t]+)*-[A-Za-z]*S(?![A-Za-z])",
         _echo_to_sudo,
-        gate=lambda text: "echo" in text,
+        gate=lambda text: "echo" in text or "printf" in text or "<<<" in text,
     ),
     _rule(
         "vault-login",
