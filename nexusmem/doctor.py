@@ -324,7 +324,13 @@ def check_git(root: Path) -> list[Check]:
             f"the auto-sync hook is not in {', '.join(missing)}: history that arrives by a merge or pull"
             " (post-merge) or `git am` (post-applypatch) waits for the next commit"
         )
-        checks.append(Check("git", False, detail, "nexusmem hook git-post install"))
+        foreign = [n for n in missing if git_hooks.status(n, root).exists]
+        fix = "nexusmem hook git-post install"
+        if foreign:
+            # A hook of another tool's that is no shell script (or a link): the install refuses it unless
+            # told to wrap it.
+            fix += f" (--force wraps the existing {', '.join(foreign)} hook, which still runs)"
+        checks.append(Check("git", False, detail, fix))
     if auto_syncs:
         checks += _auto_sync_check(root)
         from nexusmem import autosync

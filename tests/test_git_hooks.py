@@ -618,3 +618,20 @@ def test_a_push_deferred_while_another_runs_is_pushed_again_by_it(
     release.set()
     first.join(10)
     assert pushes == ["first", "first"] and not (state / autosync.PUSH_PENDING_NAME).exists()
+
+
+def test_a_foreign_post_applypatch_hook_leaves_the_others_installed_and_said(repo: Path) -> None:
+    """One hook file the install refuses (another tool's Python hook) stopped it half-way: the notes were
+    never printed, and doctor kept asking for the same install, which failed the same way."""
+    synced(repo)
+    foreign = repo / ".git" / "hooks" / "post-applypatch"
+    foreign.write_text("#!/usr/bin/env python3\nprint('theirs')\n", encoding="utf-8")
+    foreign.chmod(0o755)
+    done = run_cli("-C", str(repo), "hook", "git-post", "install", ok=False)
+    assert done.exit_code == 1 and "post-applypatch is not a shell script" in done.output
+    assert git_hooks.status("post-commit", repo).installed and git_hooks.status("post-merge", repo).installed
+    assert "Installed the auto-sync hook in" in done.stdout and "post-merge" in done.stdout
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "--force wraps the existing post-applypatch hook" in doctor, doctor
+    run_cli("-C", str(repo), "hook", "git-post", "install", "--force")
+    assert "the auto-sync hook is not in" not in run_cli("-C", str(repo), "doctor", ok=False).stdout

@@ -165,9 +165,23 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
         nexusmem hook git-post install
     """
     root = paths.repo_root(root_of(ctx))
+    refused: list[str] = []
+    last: git_hooks.InstallResult | None = None
     for name in git_hooks.SYNC_HOOKS:
-        result = git_hooks.install(name, root_of(ctx), force=force)
-        _report_install(result, "auto-sync hook", root, notes=name == git_hooks.SYNC_HOOKS[-1])
+        try:
+            result = git_hooks.install(name, root_of(ctx), force=force)
+        except git_hooks.GitHookError as exc:  # one foreign hook must not leave the others unsaid
+            refused.append(str(exc))
+            continue
+        if last is not None:
+            _report_install(last, "auto-sync hook", root, notes=False)
+        last = result
+    if last is not None:
+        _report_install(last, "auto-sync hook", root)
+    for why in refused:
+        click.echo(f"Error: {why}", err=True)
+    if refused:
+        ctx.exit(1)
 
 
 @git_post_group.command(name="remove")
