@@ -25,13 +25,13 @@ from helpers import commit, git, query_json, run_cli
 
 def git_commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
     """A real `git commit` of whatever is staged, as a user runs it (hooks included)."""
+    return git_with_hooks(repo, "commit", "-q", "--allow-empty", "-m", message, *extra)
+
+
+def git_with_hooks(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`git ARGS` in REPO as a user runs it: its hooks run, and a failure is returned, not raised."""
     return subprocess.run(
-        ["git", "commit", "-q", "--allow-empty", "-m", message, *extra],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        check=False,
+        ["git", *args], cwd=repo, capture_output=True, text=True, env=dict(os.environ), check=False
     )
 
 
@@ -494,28 +494,14 @@ def test_a_pull_a_merge_and_git_am_bring_the_memory_up_to_date(repo: Path, tmp_p
         assert f"{name}: installed" in status, status
     commit(upstream, "fix: the parser crash on empty tables", {"src/parser.py": "x = 2\n"})
     branch = git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
-    pulled = subprocess.run(
-        ["git", "pull", "-q", "--no-rebase", str(upstream), branch],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        check=False,
-    )
+    pulled = git_with_hooks(repo, "pull", "-q", "--no-rebase", str(upstream), branch)
     assert pulled.returncode == 0, pulled.stderr
     wait_settled(repo, 2)
     # git am of a mailed patch series
     commit(upstream, "fix: the lexer drops a trailing comment", {"src/lexer.py": "y = 1\n"})
     commit(upstream, "docs: explain the lexer", {"docs/lexer.md": "# Lexer\n"})
     patches = git(upstream, "format-patch", "-2", "-o", str(tmp_path / "patches")).split()
-    applied = subprocess.run(
-        ["git", "am", "-q", *patches],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        check=False,
-    )
+    applied = git_with_hooks(repo, "am", "-q", *patches)
     assert applied.returncode == 0, applied.stderr
     wait_settled(repo, 4)
     answer = query_json(repo, "parser crash on empty tables")

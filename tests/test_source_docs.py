@@ -178,6 +178,14 @@ def test_merging_an_older_branch_or_deepening_a_clone_dates_docs_as_a_full_walk_
     git(repo, "merge", "-q", "--no-edit", "-X", "ours", "feat", env=env)
     _, nodes = scan(repo, first.cursor)
     assert {n.meta["path"]: n.ts for n in nodes} == {"guide.md": 1_772_323_200_000}
+    # Resolved with the branch's version instead, the file's history follows the branch: as a full walk says.
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    first, _ = scan(repo)
+    git(repo, "merge", "-q", "--no-edit", "-X", "theirs", "feat", env=env)
+    merged, nodes = scan(repo, first.cursor)
+    full = {n.meta["path"]: n.ts for n in scan(repo)[1]}
+    assert {n.meta["path"]: n.ts for n in nodes} == full == {"guide.md": 1_769_904_000_000}
+    assert scan(repo, merged.cursor)[0].cursor == merged.cursor  # and the next sync has nothing to do
     # A shallow clone dates by its boundary; deepened, the same files get their real dates.
     shallow = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow))
@@ -185,7 +193,7 @@ def test_merging_an_older_branch_or_deepening_a_clone_dates_docs_as_a_full_walk_
     assert {n.meta["path"]: n.ts for n in nodes} == {"guide.md": 1_775_000_000_000}
     git(shallow, "fetch", "-q", "--unshallow")
     _, nodes = scan(shallow, before.cursor)
-    assert {n.meta["path"]: n.ts for n in nodes} == {"guide.md": 1_772_323_200_000}
+    assert {n.meta["path"]: n.ts for n in nodes} == full
 
 
 def test_a_doc_a_subtree_merge_brought_in_is_dated_by_the_merge(repo: Path, tmp_path: Path) -> None:

@@ -846,6 +846,13 @@ class _StallingProxy:
             sock.close()
 
 
+def nexusmem(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed script in a process of its own (a hang fails the test after a minute, not the run)."""
+    return subprocess.run(
+        [console_script(), *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
 def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
     tmp_path: Path, origin: Path, team_url: str, pg_server: Any
 ) -> None:
@@ -869,27 +876,13 @@ def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
         env = {**os.environ, **bob.env()}
         proxy.stall_after = 300  # the connection's start goes through; what follows does not
         began = time.monotonic()
-        done = subprocess.run(
-            [console_script(), "-C", str(bob.repo), "query", "--team", "upload timeout"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
+        done = nexusmem(env, "-C", str(bob.repo), "query", "--team", "upload timeout")
         assert time.monotonic() - began < 45, "query --team waited on a server that stopped answering"
         assert done.returncode == 0 and "Raise the upload timeout to 90 s" in done.stdout, done.stderr
         assert "team store not searched" in done.stdout, done.stdout
         (bob.repo / "uploader.py").write_text("TIMEOUT = 120\n", encoding="utf-8")
         git(bob.repo, "add", "uploader.py")
-        checked = subprocess.run(
-            [console_script(), "-C", str(bob.repo), "precheck", "--team", "--strict"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
+        checked = nexusmem(env, "-C", str(bob.repo), "precheck", "--team", "--strict")
         assert checked.returncode == 0 and "team store not checked" in checked.stderr, checked.stderr
         # The post-commit sync: the push waits on the stalled server, outside the lock the next sync needs.
         pusher = subprocess.Popen(
@@ -904,14 +897,7 @@ def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
                 assert time.monotonic() < deadline and pusher.poll() is None, "the push never started"
                 time.sleep(0.1)
             bob.commit("Raise it again, to 120 s", {"uploader.py": "TIMEOUT = 120\n"})
-            following = subprocess.run(
-                [console_script(), "-C", str(bob.repo), "sync", "--auto"],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=60,
-                check=False,
-            )
+            following = nexusmem(env, "-C", str(bob.repo), "sync", "--auto")
             assert "sync run 1 done" in following.stdout, following.stdout
             assert "team push deferred: an earlier one is still running" in following.stdout
             assert "Raise it again" in bob.run("query", "raise it again 120").stdout

@@ -921,11 +921,17 @@ def _file_times(
         ):
             if before.head != head:
                 times = _walk_log(root, _pathspecs(need, include), need, since=before.head)
-            for path in need:
+                if times and _merges_since(root, before.head):
+                    # Through a merge, which of the commits a file's history shows first depends on both
+                    # sides (git follows the side whose version the merge kept): the files the new commits
+                    # touch are dated by a walk from the top, as a first sync would (it stops at the first
+                    # commit naming each, near the top).
+                    touched = set(times)
+                    times = _walk_log(root, _pathspecs(touched, include), touched)
+            for path in need - times.keys():
                 if path in before.times:
-                    # A merge brings in older commits: the newer of the two is the file's last change.
-                    times[path] = max(times.get(path, 0), before.times[path])
-                elif path in before.undated and path not in times:
+                    times[path] = before.times[path]
+                elif path in before.undated:
                     undated.add(path)
         missing = need - times.keys() - undated
         if missing:
@@ -959,6 +965,12 @@ def _pathspecs(paths: set[str], include: Sequence[str]) -> list[str]:
     if sum(len(p) + 1 for p in literal) <= _MAX_PATHSPEC_BYTES:
         return literal
     return [f":(glob){p}" if "/" in p else f":(glob)**/{p}" for p in include]
+
+
+def _merges_since(root: Path, since: str) -> bool:
+    """Whether a merge commit is among HEAD's commits that SINCE does not reach."""
+    code, out = gitcmd.run_ok(["rev-list", "--merges", "--max-count=1", f"^{since}", "HEAD"], root)
+    return code == 0 and bool(out.strip())
 
 
 def _descends(root: Path, ancestor: str, head: str) -> bool:
