@@ -1051,11 +1051,31 @@ def _after_tool(names: tuple[str, ...], tool: _Lazy) -> Handler:
 # `echo SECRET |` or `printf 'FORMAT' SECRET |` right before a `sudo -S` (found from the sudo: `echo` is
 # everywhere, `-S` rare), or a here-string after it (`sudo -S cmd <<< SECRET`).
 _ECHOED = _Lazy(
-    r"(?:^|[\s;&(])(?:echo(?:[ \t]+-[neE]+)?|printf[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"))[ \t]+"
+    r"(?:^|[\s;&(])(?:echo(?:[ \t]+-[neE]+)?|printf(?:[ \t]+--)?(?:[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"))?)[ \t]+\$?"
     + _SHELL_VALUE
     + r"[ \t]*\|[ \t]*$"
 )
-_HERE_STRING = _Lazy(r"[^\n;|&]*?<<<[ \t]*" + _SHELL_VALUE)
+# `sudo -S cmd 2>&1 <<< SECRET`: a redirection's `&` does not end the command.
+_HERE_STRING = _Lazy(r"(?:[^\n;|&]|[0-9]*>&[0-9-]*)*?<<<[ \t]*\$?" + _SHELL_VALUE)
+
+
+def _smb_password(m: re.Match[str], text: str) -> Span | None:
+    """`smbclient -U user%SECRET`, `-U "DOMAIN\\user%SECRET WITH SPACES"`, `--user=user%SECRET`: the password
+    runs to the closing quote when the user was quoted, else to the end of the word."""
+    start = m.start()
+    if start == 0 or not text[start - 1].isspace() or not _command_before(text, start, 300, _SMB_NAMES, _SMB):
+        return None
+    v0, quote = m.start("v"), m.group("q")
+    if quote:
+        v1 = text.find(quote, v0, m.end("v"))
+        v1 = m.end("v") if v1 < 0 else v1
+    else:
+        word = _SMB_WORD.match(text, v0)
+        v1 = word.end() if word else v0
+    return (v0, v1, "password") if v1 > v0 and not _is_reference(text[v0:v1]) else None
+
+
+_SMB_WORD = _Lazy(r"""[^\s"'`;|&<>)]*""")
 
 
 def _echo_to_sudo(m: re.Match[str], text: str) -> Span | None:
@@ -1406,8 +1426,8 @@ PATTERNS: tuple[Rule, ...] = (
             "smb-user-password",
             ("password",),
             flag,
-            body + r"""["']?[^\s%"'`;|&<>]+%(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>)]+)""",
-            _after_tool(_SMB_NAMES, _SMB),
+            body + r"""(?P<q>["']?)[^\s%"'`;|&<>]+%(?P<v>[^\n]*)""",
+            _smb_password,
             gate=lambda text: bool(_command_starts(text, _SMB_NAMES, _SMB)),
         )
         for flag, body in (("-U", r"[ \t]*"), ("--user", r"(?:=|[ \t]+)"))
@@ -1416,7 +1436,7 @@ PATTERNS: tuple[Rule, ...] = (
         "echo-to-sudo",
         ("password",),
         "sudo",
-        r"[ \t]+(?:-[A-Za-z]+[ \t]+)*-[A-Za-z]*S(?![A-Za-z])",
+        r"[ \t]+(?:-[A-Za-z]+[ \t]+)*(?:-[A-Za-z]*S(?![A-Za-z])|--stdin(?![A-Za-z-]))",
         _echo_to_sudo,
         gate=lambda text: "echo" in text or "printf" in text or "<<<" in text,
     ),
