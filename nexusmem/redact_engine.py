@@ -1084,11 +1084,13 @@ def _echo_to_sudo(m: re.Match[str], text: str) -> Span | None:
     lo = max(0, start - 300, text.rfind("\n", 0, start) + 1)
     found = _ECHOED.search(text[lo:start])
     if found is not None:
-        return _value_span(text, lo + found.start("v"), lo + found.end("v"), "password")
-    here = _HERE_STRING.match(text, m.end(), m.end() + 300)
-    if here is not None:
-        return _value_span(text, here.start("v"), here.end("v"), "password")
-    return None
+        span = _value_span(text, lo + found.start("v"), lo + found.end("v"), "password")
+    else:
+        here = _HERE_STRING.match(text, m.end(), m.end() + 300)
+        span = None if here is None else _value_span(text, here.start("v"), here.end("v"), "password")
+    if span is not None and text.endswith("\\n", span[0], span[1]) and span[1] - span[0] > 2:
+        span = (span[0], span[1] - 2, span[2])  # the line end a format or $'...' ends in is no part of it
+    return span
 
 
 def _vault_login(m: re.Match[str], text: str) -> Span | None:
