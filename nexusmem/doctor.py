@@ -320,11 +320,13 @@ def check_git(root: Path) -> list[Check]:
             checks.append(Check("git", True, f"{name}: runs {state.command}"))
     if auto_syncs and missing:
         # An install from before the auto-sync ran after merges, pulls and `git am` too.
+        arrives = {"post-commit": "a commit", "post-merge": "a merge or pull", "post-applypatch": "`git am`"}
         detail = (
-            f"the auto-sync hook is not in {', '.join(missing)}: history that arrives by a merge or pull"
-            " (post-merge) or `git am` (post-applypatch) waits for the next commit"
+            f"the auto-sync hook is not in {', '.join(missing)}: history that arrives by"
+            f" {' or '.join(arrives[n] for n in missing)} waits for the next sync"
         )
-        foreign = [n for n in missing if git_hooks.status(n, root).exists]
+        hook_paths = {n: git_hooks.status(n, root).path for n in missing}
+        foreign = [n for n, path in hook_paths.items() if path.exists() or path.is_symlink()]
         fix = "nexusmem hook git-post install"
         if foreign:
             # A hook of another tool's that is no shell script (or a link): the install refuses it unless
