@@ -17,7 +17,7 @@ import pytest
 
 from nexusmem.paths import shell_log_path
 
-from helpers import commit, git
+from helpers import commit, git, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -88,6 +88,13 @@ def test_framework_runs_precheck_advisory_then_strict_then_post_commit_sync(
         repo, cache, str(PRE_COMMIT), "install", "--hook-type", "pre-commit", "--hook-type", "post-commit"
     )
     assert installed.returncode == 0, installed.stderr + installed.stdout
+    # Installed as the instructions said before nexusmem-sync ran at post-merge: doctor says what is missing.
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "pre-commit is not installed for post-merge" in doctor, doctor
+    assert "fix: pre-commit install --hook-type post-merge" in doctor
+    again = _run(repo, cache, str(PRE_COMMIT), "install", "--hook-type", "post-merge")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "pre-commit is not installed for" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
     built = _run(repo, cache, str(PRE_COMMIT), "install-hooks")
     assert built.returncode == 0, built.stderr + built.stdout
     assert not list(cache.glob("repo*/py_env-*")), "the framework route must not build a Python environment"
