@@ -73,10 +73,9 @@ def record(agent: str, raw: bytes, now_ms: int | None = None) -> bool:
     except (ValueError, RecursionError):
         return False
     line = agentcmd.log_line(agent, payload, int(time.time() * 1000) if now_ms is None else now_ms)
-    data = None if line is None else agentcmd.encode(line)
-    if data is None:
+    if line is None:
         return False
-    _append(_log_path(), data)
+    _append(_log_path(), agentcmd.encode(line))
     return True
 
 

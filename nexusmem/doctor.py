@@ -303,13 +303,13 @@ def _framework_hook(path: Path) -> bool:
 def check_git(root: Path) -> list[Check]:
     checks = []
     auto_syncs = False
-    missing: list[str] = []
+    missing: dict[str, Path] = {}  # sync hooks without our block, and where their files are
     for name in git_hooks.HOOK_NAMES:
         verb = "git" if name == "pre-commit" else "git-post"
         state = git_hooks.status(name, root)
         if not state.installed:
             if name in git_hooks.SYNC_HOOKS:
-                missing.append(name)
+                missing[name] = state.path
             continue
         auto_syncs = auto_syncs or name in git_hooks.SYNC_HOOKS
         fix = f"nexusmem hook {verb} install"
@@ -334,8 +334,7 @@ def check_git(root: Path) -> list[Check]:
             f"the auto-sync hook is not in {', '.join(missing)}: history that arrives by"
             f" {' or '.join(arrives[n] for n in missing)} waits for the next sync"
         )
-        hook_paths = {n: git_hooks.status(n, root).path for n in missing}
-        foreign = [n for n, path in hook_paths.items() if path.exists() or path.is_symlink()]
+        foreign = [n for n, path in missing.items() if path.exists() or path.is_symlink()]
         fix = "nexusmem hook git-post install"
         if foreign:
             # A hook of another tool's that is no shell script (or a link): the install refuses it unless

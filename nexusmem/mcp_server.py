@@ -205,16 +205,6 @@ def resolve_root(project_root: str) -> Path:
     return root
 
 
-def memory_root(root: Path) -> Path:
-    """Where ROOT's memory is: its own, or, in a linked worktree without one, the main work tree's (what the
-    CLI's status and query read there, project.load). A sync there still gives the worktree its own."""
-    if not project_mod.is_initialised(root):
-        main = paths.main_worktree(root)
-        if main is not None and project_mod.is_initialised(main):
-            return main
-    return root
-
-
 def _require_memory(root: Path) -> None:
     if not project_mod.is_initialised(root):
         raise ToolError(f"{root} has no NexusMem memory yet: {NO_MEMORY_HINT}")
@@ -302,7 +292,7 @@ def run_search(
     author: str | None = None,
 ) -> CallToolResult:
     question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
-    root = memory_root(resolve_root(project_root))
+    root = project_mod.memory_root(resolve_root(project_root))
     with _open_store(root) as store, _library_errors():
         settings = rank.settings_from(config.load(paths.config_path(root)))
         result = query_mod.run(
@@ -388,14 +378,14 @@ def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: P
 
 
 def run_status(project_root: str) -> CallToolResult:
-    proj = _load_initialised(memory_root(resolve_root(project_root)))
+    proj = _load_initialised(project_mod.memory_root(resolve_root(project_root)))
     with _library_errors():
         info = status.status(proj)
     return _result(status.render(info), info)
 
 
 def run_get(project_root: str, wanted: str) -> CallToolResult:
-    root = memory_root(resolve_root(project_root))
+    root = project_mod.memory_root(resolve_root(project_root))
     with _open_store(root) as store, _library_errors():
         item = show.expand(store, show.find(store, wanted), root.name)
     if len(item["files"]) > show.FILES_SHOWN:  # the structured copy as bounded as the text

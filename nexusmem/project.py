@@ -134,14 +134,19 @@ def _make_state_dir(state: Path) -> bool:
     return True
 
 
-def load(start: Path | str | None = None, *, require_init: bool = True) -> Project:
-    """The project containing START, with its validated config. In a linked worktree without a memory of
-    its own, that is the main work tree's memory (the shell source already counts worktrees as the repo)."""
-    root = paths.repo_root(start)
+def memory_root(root: Path) -> Path:
+    """Where the work tree at ROOT keeps its memory: its own, or, in a linked worktree without one, the main
+    work tree's (the shell source already counts worktrees as the repository). ROOT when neither has one."""
     if not is_initialised(root):
         main = paths.main_worktree(root)
         if main is not None and is_initialised(main):
-            root = main
+            return main
+    return root
+
+
+def load(start: Path | str | None = None, *, require_init: bool = True) -> Project:
+    """The project containing START, with its validated config: its memory_root's."""
+    root = memory_root(paths.repo_root(start))
     if require_init and not is_initialised(root):
         from nexusmem.errors import NotInitialisedError
 
@@ -230,9 +235,5 @@ def find(start: Path) -> Project | None:
     root = _work_tree_fast(start)
     if root is None:
         return None
-    if not is_initialised(root):
-        main = paths.main_worktree(root)
-        if main is None or not is_initialised(main):
-            return None
-        root = main
-    return Project(root=root, config=config_of(root))
+    root = memory_root(root)
+    return Project(root=root, config=config_of(root)) if is_initialised(root) else None

@@ -1008,23 +1008,30 @@ def _segment_start(text: str, end: int, reach: int) -> int:
 
 def _tool_dash_p(m: re.Match[str], text: str) -> Span | None:
     """`mysql -uroot -pSECRET`, `sshpass -p SECRET`, `docker login -p SECRET`: only after that tool."""
-    start = m.start()
-    if start == 0 or not text[start - 1].isspace():
-        return None
     names, tool = (_SPACED_NAMES, _SPACED_TOOLS) if m.group("sp") else (_ATTACHED_NAMES, _ATTACHED_TOOLS)
-    if not _command_before(text, start, 300, names, tool):
+    if not _run_by(m.start(), text, names, tool):
         return None
     return _value_span(text, m.start("v"), m.end("v"), "password")
 
 
-def _redis_dash_a(m: re.Match[str], text: str) -> Span | None:
-    """`redis-cli -a SECRET`: only after redis-cli in the same command."""
-    start = m.start()
-    if start == 0 or not text[start - 1].isspace():
-        return None
-    if not _command_before(text, start, 300, ("redis-cli",), _REDIS_CLI):
-        return None
-    return _value_span(text, m.start("v"), m.end("v"), "password")
+def _run_by(start: int, text: str, names: tuple[str, ...], tool: _Lazy) -> bool:
+    """Whether the flag at START (after a space) belongs to a command of NAMES (matching TOOL) in its segment."""
+    return start > 0 and text[start - 1].isspace() and _command_before(text, start, 300, names, tool)
+
+
+def _after_tool(names: tuple[str, ...], tool: _Lazy) -> Handler:
+    """A handler keeping the value of a flag only when one of NAMES (matching TOOL) runs it."""
+
+    def handler(m: re.Match[str], text: str) -> Span | None:
+        if not _run_by(m.start(), text, names, tool):
+            return None
+        return _value_span(text, m.start("v"), m.end("v"), "password")
+
+    return handler
+
+
+# `redis-cli -a SECRET`: only after redis-cli in the same command.
+_redis_dash_a = _after_tool(("redis-cli",), _REDIS_CLI)
 
 
 # Single-letter password flags that mean a password only after their own tool, in the same command:
@@ -1034,18 +1041,6 @@ _SEVEN_ZIP = _Lazy(r"7z[arz]?[ \t]")
 _OPENSSL = _Lazy(r"openssl[ \t]")
 _SMB = _Lazy(r"(?:smbclient|rpcclient|smbcacls|smbget|net)[ \t]")
 _SMB_NAMES = ("smbclient", "rpcclient", "smbcacls", "smbget", "net")
-
-
-def _after_tool(names: tuple[str, ...], tool: _Lazy) -> Handler:
-    """A handler keeping the value of a flag only when one of NAMES (matching TOOL) runs it."""
-
-    def handler(m: re.Match[str], text: str) -> Span | None:
-        start = m.start()
-        if start == 0 or not text[start - 1].isspace() or not _command_before(text, start, 300, names, tool):
-            return None
-        return _value_span(text, m.start("v"), m.end("v"), "password")
-
-    return handler
 
 
 # `echo SECRET |` or `printf 'FORMAT' SECRET |` right before a `sudo -S` (found from the sudo: `echo` is
@@ -1062,8 +1057,7 @@ _HERE_STRING = _Lazy(r"(?:[^\n;|&]|[0-9]*>&[0-9-]*)*?<<<[ \t]*\$?" + _SHELL_VALU
 def _smb_password(m: re.Match[str], text: str) -> Span | None:
     """`smbclient -U user%SECRET`, `-U "DOMAIN\\user%SECRET WITH SPACES"`, `--user=user%SECRET`: the password
     runs to the closing quote when the user was quoted, else to the end of the word."""
-    start = m.start()
-    if start == 0 or not text[start - 1].isspace() or not _command_before(text, start, 300, _SMB_NAMES, _SMB):
+    if not _run_by(m.start(), text, _SMB_NAMES, _SMB):
         return None
     v0, quote = m.start("v"), m.group("q")
     if quote:

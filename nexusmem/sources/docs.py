@@ -365,10 +365,9 @@ class DocsSource:
             ctx.root, include, exclude, max_bytes, skip_release_notes=changelog
         )
         # A clone deepened since (`git fetch --unshallow`) keeps its HEAD but not its files' dates.
+        shallow = _shallow_marker(ctx.root)
         fingerprint = _fingerprint(
-            head,
-            candidates,
-            [include, exclude, max_bytes, max_body, changelog, sparse, _shallow_marker(ctx.root)],
+            head, candidates, [include, exclude, max_bytes, max_body, changelog, sparse, shallow]
         )
         result = ScanResult(nodes=())
         previous = _decode_cursor(ctx.cursor)
@@ -381,7 +380,7 @@ class DocsSource:
             result.skip(too_big_problem(path, size, max_bytes))
         dated = None if ctx.full else _Dated.of(previous)
         result.nodes = self._emit(
-            ctx, result, head, candidates, include, max_body, fingerprint, sparse, dated
+            ctx, result, head, candidates, include, max_body, fingerprint, sparse, dated, shallow
         )
         return result
 
@@ -396,12 +395,13 @@ class DocsSource:
         fingerprint: str,
         sparse: list[str],
         dated: _Dated | None,
+        shallow: str,
     ) -> Iterator[Node]:
         emitted: set[str] = set()
         unreadable: list[str] = []
         # A sparse checkout leaves files git still tracks out of the work tree: their sections stay.
         kept = [display_path(path) + "#" for path in sparse]
-        now_dated = _file_times(ctx.root, head, candidates, include, dated)
+        now_dated = _file_times(ctx.root, head, candidates, include, dated, shallow)
         times = now_dated.times
         for n, cand in enumerate(candidates):
             ctx.progress("docs", n, len(candidates))
@@ -889,12 +889,14 @@ def _file_times(
     candidates: Sequence[_Candidate],
     include: Sequence[str],
     before: _Dated | None = None,
+    shallow: str = "",
 ) -> _Dated:
     """Epoch ms of the last commit touching each tracked, unmodified candidate. With BEFORE (what the last
     sync found at its HEAD, an ancestor of this one), only the commits since are walked, and the files
     they do not touch keep their time; otherwise one `git log` over the history, stopping once every file
     is dated. A file no commit names is looked for once more among merges (a subtree merge adds files
-    that no other commit lists); failing that, it is marked undated.
+    that no other commit lists); failing that, it is marked undated. SHALLOW: the clone's _shallow_marker
+    (BEFORE's times stand only under the same one).
 
     Files that are untracked, staged-new or modified since HEAD are left out: the caller uses their mtime.
     """
@@ -912,7 +914,6 @@ def _file_times(
     times: dict[str, int] = {}
     undated: set[str] = set()
     try:
-        shallow = _shallow_marker(root)
         if (
             before is not None
             and before.head is not None

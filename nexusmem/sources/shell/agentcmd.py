@@ -300,7 +300,7 @@ class _DecoderSettings:
     parse_constant = float  # NaN, Infinity
 
 
-def encode(line: dict[str, Any]) -> bytes | None:
+def encode(line: dict[str, Any]) -> bytes:
     """LINE (flat: str, int, bool, None values) as one UTF-8 JSON line. A lone surrogate (a `\\ud83d` escape
     in the payload: JSON.stringify's half of an emoji cut short) is written as U+FFFD."""
     try:

@@ -34,13 +34,12 @@ class Attributor:
         self._resolved: list[Path] = []
         self._written: list[str] = []
         for root in roots:
-            for written in (str(root), os.path.realpath(root)):
-                if written not in self._written:
-                    self._written.append(written)
             if Path(os.path.realpath(root)) not in self._resolved:
                 self._resolved.append(Path(os.path.realpath(root)))
             for form in (str(root), os.path.realpath(root)):
                 forms.setdefault(_norm(form), Path(os.path.realpath(root)))
+                if form not in self._written:
+                    self._written.append(form)
         # Longest first: a worktree nested inside the main checkout wins for cwds inside it.
         self._roots = sorted(forms.items(), key=lambda kv: len(kv[0]), reverse=True)
         self._cache: dict[str, tuple[Path, str] | None] = {}
