@@ -221,6 +221,7 @@ class PushReport:
     bulk: bool = False  # loaded into a vector generation of its own (a large push)
     generation: int = 0  # that generation (0: row by row into generation 0's graphs)
     graph: int = 0  # commits whose place in the history's graph the team did not hold
+    retracted: int = 0  # nodes of commits a rewrite here replaced, removed from the team
     index_built: bool = False  # built HNSW graphs in one pass at the end
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -245,6 +246,11 @@ class PushReport:
                     if self.bulk
                     else " (a bulk push had left them unbuilt)"
                 )
+            )
+        if self.retracted:
+            lines.append(
+                f"  removed {self.retracted:,} node(s) of commits a rewrite here replaced (amend, rebase,"
+                " deleted branch)"
             )
         if self.not_shared or self.denied:
             lines.append(
@@ -476,6 +482,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             report.graph = _retrying(
                 lambda t: _push_generations(t, local, key, proj.root), team, reopen, report
             )
+            report.retracted = _retrying(lambda t: _push_retractions(t, local, key), team, reopen, report)
             links = [(a, b, r) for a, b, r, _ in local.all_links()]
             report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
             verdicts = local.verdicts()
@@ -619,6 +626,23 @@ def _push_generations(team: TeamStore, local: Store, key: str, root: Path) -> in
     with local.transaction():
         local.set_meta(mark, str(rows[-1][2]))
     return added
+
+
+def _push_retractions(team: TeamStore, local: Store, key: str) -> int:
+    """Remove from the team the nodes this member shared whose commits a rewrite here left unreachable (an
+    amend, a rebase, a deleted branch: the sync removed them from the local memory), so teammates do not
+    see the replaced commit beside its replacement. Those removed since the last push that sent them; an id
+    the local memory holds again (a reset back to the old commit) stays. Returns how many the team removed."""
+    mark = f"{key}:unreachable"
+    sent = local.get_meta(mark) or "0"
+    last, ids = local.unreachable_after(int(sent) if sent.isdigit() else 0)
+    if not ids:
+        return 0
+    held = local.get_many(ids, light=True)
+    removed = team.retract([i for i in ids if i not in held])
+    with local.transaction():
+        local.set_meta(mark, str(last))
+    return removed
 
 
 def _shallow(root: Path) -> bool:

@@ -979,3 +979,48 @@ def test_doctor_names_a_post_commit_push_that_failed(tmp_path: Path, origin: Pat
     )
     assert "the post-commit team push: the last one was not done: team store unreachable" in doctor.stdout
     assert "fix: nexusmem team push" in doctor.stdout and doctor.returncode == 1
+
+
+def test_a_commit_an_amend_replaced_leaves_the_team_store_with_the_next_push(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    bob.run("team", "push")  # the shared history is bob's: he pushed it first
+    draft = alice.commit(
+        "Add the CSV exprot of invoices", {"export.py": "def export_invoices():\n    pass\n"}
+    )
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    with alice.active():
+        git(alice.repo, "commit", "-q", "--amend", "-m", "Add the CSV export of invoices")
+        amended = git(alice.repo, "rev-parse", "HEAD").strip()
+    alice.run("sync", "--quiet")
+    pushed = alice.run("team", "push").stdout
+    assert "removed 2 node(s) of commits a rewrite here replaced" in pushed, pushed  # the draft and its diff
+    titles = [item["title"] for item in bob.json("query", "--team", "CSV export invoices")["items"]]
+    assert "Add the CSV export of invoices" in titles
+    assert "Add the CSV exprot of invoices" not in titles, titles
+    assert _team_rows(team_url, f"SELECT count(*) FROM nodes WHERE ref LIKE '%{draft[:12]}%'") == [(0,)]
+
+    # Back to the draft (the reflog still has it): the draft is synced again and goes back to the team,
+    # and the amended commit, unreachable now, leaves it; a retraction never takes what memory holds again.
+    with alice.active():
+        git(alice.repo, "reset", "-q", "--hard", draft)
+    alice.run("sync", "--quiet")
+    again = alice.json("team", "push")
+    assert again["added"] >= 2 and again["retracted"] == 2, again
+    titles = [item["title"] for item in bob.json("query", "--team", "CSV export invoices")["items"]]
+    assert "Add the CSV exprot of invoices" in titles and "Add the CSV export of invoices" not in titles
+    assert _team_rows(team_url, f"SELECT count(*) FROM nodes WHERE ref LIKE '%{amended[:12]}%'") == [(0,)]
+
+    # Only the member who pushed a node first retracts it: the history bob pushed stays his.
+    from nexusmem.store.team import TeamStore
+
+    shared = [
+        str(r[0]) for r in _team_rows(team_url, "SELECT id FROM nodes WHERE author = 'bob@example.com'")
+    ]
+    assert shared
+    project = str(_team_rows(team_url, "SELECT project_id FROM nodes LIMIT 1")[0][0])
+    with TeamStore.open(team_url, project, "alice@example.com", "test") as store:
+        assert store.retract(shared) == 0
+    assert len(_team_rows(team_url, "SELECT id FROM nodes WHERE author = 'bob@example.com'")) == len(shared)

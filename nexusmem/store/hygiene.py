@@ -20,6 +20,10 @@ from nexusmem.errors import StoreError
 # (seq, id, kind, title, ref, body, meta JSON, content_hash, grp)
 TextRow = tuple[int, str, str, str, str, str, str, str, str | None]
 
+# The tombstone reason of the nodes a sync removed because no ref reaches their commit any more (an amend, a
+# rebase, a deleted branch): the team push sends their ids (unreachable_after).
+UNREACHABLE = "unreachable"
+
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
@@ -103,6 +107,18 @@ class HygieneMixin:
             }
             for r in rows
         ]
+
+    def unreachable_after(self, tombstone: int) -> tuple[int, list[str]]:
+        """The ids of the nodes syncs removed as unreachable (prune_source) in the tombstones after TOMBSTONE,
+        and the last such tombstone's number (TOMBSTONE when there is none)."""
+        last, ids = tombstone, []
+        for tomb, node_ids in self.conn.execute(
+            "SELECT id, node_ids FROM tombstones WHERE id > ? AND reason = ? ORDER BY id",
+            (tombstone, UNREACHABLE),
+        ):
+            last = int(tomb)
+            ids.extend(json.loads(node_ids))
+        return last, ids
 
     def add_audit(self, action: str, detail: dict[str, Any]) -> None:
         """An audit row: what was done and counts (DETAIL must never hold the forgotten content)."""

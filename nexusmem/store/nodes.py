@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem.store import fulltext, hookreads
+from nexusmem.store.hygiene import UNREACHABLE
 
 if TYPE_CHECKING:  # a reader never builds a Node (nexusmem.nodes imports hashlib)
     from nexusmem.nodes import Node
@@ -117,6 +118,9 @@ class NodesMixin:
         def _cjk_unindex_all(self) -> None: ...
         def _words_moved(self, seqs: Sequence[int]) -> None: ...
         def _next_write_seq(self) -> int: ...
+        def add_tombstone(
+            self, entry_key: str | None, reason: str, kinds: dict[str, int], node_ids: list[str]
+        ) -> None: ...
 
     def content_hashes(self, ids: Sequence[str]) -> dict[str, str]:
         """id → content hash of the nodes among IDS that are stored (what upsert compares against)."""
@@ -309,7 +313,24 @@ class NodesMixin:
         ]
         if heirs_after is not None:
             self._carry_over(doomed, heirs_after)
+        if doomed:
+            self._tombstone_unreachable(doomed)
         return self._delete_seqs(doomed)
+
+    def _tombstone_unreachable(self, seqs: list[int]) -> None:
+        """Keep the ids (never the content) of the nodes a rewrite left unreachable: the team push removes
+        the ones this member shared (TeamStore.retract), so teammates stop seeing the replaced commit."""
+        kinds: dict[str, int] = {}
+        ids: list[str] = []
+        for start in range(0, len(seqs), BATCH):
+            chunk = seqs[start : start + BATCH]
+            marks = ",".join("?" * len(chunk))
+            for node_id, kind in self.conn.execute(
+                f"SELECT id, kind FROM nodes WHERE seq IN ({marks})", chunk
+            ):
+                ids.append(node_id)
+                kinds[kind] = kinds.get(kind, 0) + 1
+        self.add_tombstone(None, UNREACHABLE, kinds, ids)
 
     def _carry_over(self, doomed: list[int], heirs_after: int) -> None:
         """A commit an amend or a rebase rewrote is the same change under a new sha: hand its first-recorded

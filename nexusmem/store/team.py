@@ -1566,6 +1566,29 @@ class TeamStore:
             ).fetchall()
         return len(rows)
 
+    def retract(self, ids: Sequence[str]) -> int:
+        """Delete the nodes among IDS that this member pushed first (and their links): commits a rewrite
+        left unreachable in this member's clone (an amend, a rebase, a deleted branch), with their diffs.
+        A node another member pushed first is theirs to retract. Returns how many went."""
+        if not ids:
+            return 0
+        doomed = sorted(set(ids))
+        self._counts.clear()  # term_df is about to change
+        with self.conn.transaction():
+            gone = [
+                r[0]
+                for r in self.conn.execute(
+                    "DELETE FROM nodes WHERE id = ANY(%s) AND project_id = %s AND author = %s RETURNING id",
+                    (doomed, self.project, self.member),
+                ).fetchall()
+            ]
+            if gone:
+                self.conn.execute(
+                    "DELETE FROM links WHERE project_id = %s AND (from_id = ANY(%s) OR to_id = ANY(%s))",
+                    (self.project, gone, gone),
+                )
+        return len(gone)
+
     # ---------------------------------------------------------------------------------------- forget
 
     def deny_entries(self) -> list[dict[str, Any]]:
