@@ -203,6 +203,17 @@ def _team_push(root: Path, state: Path, log: Callable[[str], None]) -> None:
             return
 
 
+def _log_tail(path: Path, size: int) -> tuple[str, float] | None:
+    """The last SIZE bytes of the log at PATH (decoded, a bad byte replaced) and its mtime; None unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            handle.seek(max(0, stat.st_size - size))
+            return handle.read().decode("utf-8", "replace"), stat.st_mtime
+    except OSError:
+        return None
+
+
 def team_push_problem(root: Path) -> str | None:
     """What went wrong with the post-commit team push, from its log's last word on it: the reason the last
     one was not done, or a push still waiting on the team server (it holds PUSH_LOCK_NAME); None when the
@@ -210,13 +221,10 @@ def team_push_problem(root: Path) -> str | None:
     from nexusmem.oslock import held
 
     state = paths.state_dir(root)
-    try:
-        with open(state / LOG_NAME, "rb") as handle:
-            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 65536))
-            tail = handle.read().decode("utf-8", "replace")
-    except OSError:
+    read = _log_tail(state / LOG_NAME, 65536)
+    if read is None:
         return None
-    for line in reversed(tail.splitlines()):
+    for line in reversed(read[0].splitlines()):
         if "team push not done: " in line:
             return "the last one was not done: " + line.split("team push not done: ", 1)[1].strip()
         if "team push deferred: an earlier one is still running" in line:
@@ -236,13 +244,10 @@ def last_failure(root: Path, store: Any) -> dict[str, str] | None:
     synced = [int(s["last_sync"]) for s in store.sources() if s.get("last_sync")]
     synced_after_ms = max(synced) if synced else None
     path = paths.state_dir(root) / LOG_NAME
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 8192))
-            tail = handle.read().decode("utf-8", "replace")
-        changed = os.stat(path).st_mtime
-    except OSError:
+    read = _log_tail(path, 8192)
+    if read is None:
         return None
+    tail, changed = read
     for line in reversed(tail.splitlines()):
         line = line.strip()
         if not line:
