@@ -40,7 +40,7 @@ def find(store: SearchStore, ref: str) -> StoredNode:
         return node
     if len(key) < MIN_PREFIX:
         raise IdLookupError(
-            f"no node has id {ref!r}: give the whole id or at least {MIN_PREFIX} characters of it"
+            f"{ref!r} is too short for an id prefix: give the whole id or at least {MIN_PREFIX} characters of it"
         )
     matches = store.find_by_prefix(key)
     if not matches:

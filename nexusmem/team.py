@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from nexusmem import config, gitcmd, paths, private, redact
 from nexusmem.errors import NexusMemError
 from nexusmem.project import Project
+from nexusmem.sources.shell.node import split_title
 from nexusmem.store import Store
 from nexusmem.store.nodes import StoredNode
 from nexusmem.store.team import PushCounts, TeamStore, TeamUnavailable
@@ -317,7 +318,8 @@ def outgoing(
     title, body, ref = node.title, node.body, node.ref
     meta = scrub.meta(node.meta)
     if node.kind in SHELL_KINDS or node.kind in CONVERSATION_KINDS:
-        title, body, ref = redact.redact(title), redact.redact(body), redact.redact(ref)
+        head, tail = split_title(title) if node.kind in SHELL_KINDS else (title, "")
+        title, body, ref = redact.redact(head) + tail, redact.redact(body), redact.redact(ref)
         meta = json.loads(redact.redact(json.dumps(meta, ensure_ascii=False)))
     title, body, ref = scrub.text(title), scrub.text(body), scrub.text(ref)
     return (

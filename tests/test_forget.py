@@ -385,6 +385,24 @@ def test_scrub_applies_current_rules_to_old_nodes(repo: Path, isolated_home: Pat
     assert items and "«redacted:aws-key»" in items[0]["title"]
 
 
+def test_scrub_leaves_a_command_that_ends_in_a_secret_flag_as_the_sync_stored_it(
+    repo: Path, isolated_home: Path
+) -> None:
+    # A flag that takes a secret, given none: a pass over the stored title must not take the exit code
+    # for the flag's value (and report a secret that was never there).
+    commit(repo, "init")
+    now = int(time.time() * 1000)
+    commands = ["vault login --token", "psql --password", "heroku auth:token --secret"]
+    append_log(isolated_home, *(log_line(repo, c, now + i) for i, c in enumerate(commands)))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    before = {i["title"] for i in query_json(repo, "vault psql heroku login password secret")["items"]}
+    assert {f"{c} (exit 0)" for c in commands} <= before, before
+    out = run_cli("-C", str(repo), "scrub").output
+    assert "redacted 0 of" in out, out
+    after = {i["title"] for i in query_json(repo, "vault psql heroku login password secret")["items"]}
+    assert after == before
+
+
 def plant_old_style(repo: Path, path: str, importer: str | None = None) -> str:
     """Store what a sync before path redaction kept for PATH in HEAD's commit (returned): its diff node's key,
     ref, title, file list and meta as read (set after the node was made, past the guard that now redacts

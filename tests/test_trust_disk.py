@@ -285,6 +285,21 @@ def test_a_command_whose_redacted_form_is_longer_keeps_every_field_and_all_its_w
         assert now.startswith(name), (typed, now)
 
 
+def test_a_secret_nested_in_another_writers_line_does_not_outlive_the_sync(repo: Path) -> None:
+    """The hooks write only flat values, but the log is a contract others write to: a nested value (an
+    `env` object) holding a token stayed raw in the log after every sync."""
+    small_repo(repo)
+    now = int(time.time() * 1000)
+    raw = json.loads(line(repo, "make", now))
+    raw["env"] = {"OPENAI_API_KEY": SECRET, "TERM": "xterm"}
+    append(json.dumps(raw) + "\n", line(repo, "make after-the-nested-one", now + 1))
+    size = log_path().stat().st_size
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    data = log_path().read_bytes()
+    assert SECRET.encode() not in data and len(data) == size
+    assert {"make", "make after-the-nested-one"} <= set(shell_refs(repo))
+
+
 def test_a_line_too_long_to_read_is_not_left_raw_on_disk(repo: Path) -> None:
     """Lines over 1 MiB are skipped by every reader, and were skipped by the redaction pass too: a token in
     a pasted file stayed raw in the log after every sync. Such a line is now blanked in place."""

@@ -18,7 +18,12 @@ Examples:
 )
 @repo_option
 @click.argument("node_id", metavar="ID")
-@click.option("--json", "as_json", is_flag=True, help="Print the item as JSON (the shape of MCP get_memory).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the item as JSON (the shape of MCP get_memory, with every file listed).",
+)
 @click.pass_context
 @library_errors
 def show_cmd(ctx: click.Context, node_id: str, as_json: bool) -> None:

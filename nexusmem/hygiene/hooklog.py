@@ -178,6 +178,10 @@ def _redact_memo(text: str) -> str:
     return value
 
 
+def _dirty(text: str, denied: Callable[[list[str]], bool] | None) -> bool:
+    return redact(text) != text or (denied is not None and denied([text]))
+
+
 def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None) -> bytes | None:
     """RAW with its command redacted (None: nothing to change; b"": blank it). See the module docstring."""
     try:
@@ -197,7 +201,16 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
     # outlives the next sync, wherever in the line it was.
     others = {k: _redact_memo(v) for k, v in obj.items() if k != "command" and type(v) is str}
     others = {k: v for k, v in others.items() if v != obj[k]}
-    if clean == command and not others:
+    # The contract's line holds no nested value; another writer's may (an `env` object): one holding a
+    # secret or a denied value is dropped whole (the store never reads it, and only shortens the line).
+    nested = [
+        k
+        for k, v in obj.items()
+        if type(v) in (dict, list) and _dirty(json.dumps(v, ensure_ascii=False), denied)
+    ]
+    for key in nested:
+        del obj[key]
+    if clean == command and not others and not nested:
         return None
     texts = {k: obj[k] for k in ("command", *others)}
     obj["command"] = clean

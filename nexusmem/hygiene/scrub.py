@@ -16,6 +16,7 @@ from nexusmem import project as project_mod
 from nexusmem.hygiene.forget import writer_lock
 from nexusmem.nodes import Node, strings_in
 from nexusmem.redact import path_text, redact_counts, redact_path_counts
+from nexusmem.sources.shell.node import split_title
 
 
 @dataclass
@@ -97,7 +98,8 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             report.scanned += 1
             counts: dict[str, int] = {}
             key = _redact_value(stored.natural_key, counts)
-            title = _redact_value(stored.title, counts)
+            head, tail = split_title(stored.title) if stored.kind == "shell_command" else (stored.title, "")
+            title = _redact_value(head, counts) + tail
             body = _redact_value(stored.body, counts)
             ref = _redact_value(stored.ref, counts)
             meta = _redact_value(stored.meta, counts)

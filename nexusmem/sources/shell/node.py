@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from nexusmem.nodes import Node, redacted_path
@@ -21,6 +22,17 @@ def _title(command: str, exit_code: int | None) -> str:
     elif first != stripped:
         first += " …"
     return f"{first} (exit {'unknown' if exit_code is None else exit_code})"
+
+
+_EXIT_SUFFIX = re.compile(r" \(exit (?:-?\d+|unknown)\)\Z")
+
+
+def split_title(title: str) -> tuple[str, str]:
+    """A shell command node's title as (the command's first line, " (exit N)"): a redaction pass over a stored
+    title (scrub, the team push) reads the command only, or a flag that takes a value (`--token`) would take
+    the exit code for it."""
+    found = _EXIT_SUFFIX.search(title)
+    return (title[: found.start()], found.group()) if found else (title, "")
 
 
 def _context_head(cwd: str | None, exit_code: int | None) -> str:
