@@ -403,6 +403,33 @@ def test_scrub_leaves_a_command_that_ends_in_a_secret_flag_as_the_sync_stored_it
     assert after == before
 
 
+@pytest.mark.parametrize("how", ["forget", "scrub"])
+def test_a_secret_an_older_release_kept_in_the_docs_cursor_is_removed(
+    repo: Path, isolated_home: Path, how: str
+) -> None:
+    """An older release kept each doc's path in the docs cursor as it was (a folder named after a token):
+    forget found nothing to delete, warned that "another process" held the value, and scrub saw nothing."""
+    token = "xoxb-12345678901-123456789012-" + "QwErTyUiOpAsDfGhJkLzXcVb"
+    commit(repo, "docs", {"docs/ops.md": "# Ops\n\ntext\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    from nexusmem import project
+
+    proj = project.load(repo)
+    with proj.open_store() as store, store.transaction():
+        cursor = json.dumps({"fp": "x", "head": None, "times": {f"docs/{token}/ops.md": 1}, "undated": []})
+        store.record_sync("docs", cursor, 0, 0, 0, 0)
+    assert holds(repo, token)
+    if how == "forget":
+        out = run_cli("-C", str(repo), "forget", token, "--yes").output
+        assert "still in the database" not in out, out
+    else:
+        out = run_cli("-C", str(repo), "scrub").output
+        assert "where docs got to" in out and "slack" in out, out
+    assert holds(repo, token) == []
+    run_cli("-C", str(repo), "sync", "--no-embed")  # the docs are read again, dated as before
+    assert [i["title"] for i in query_json(repo, "ops text")["items"]][:1] == ["docs/ops.md — Ops"]
+
+
 def plant_old_style(repo: Path, path: str, importer: str | None = None) -> str:
     """Store what a sync before path redaction kept for PATH in HEAD's commit (returned): its diff node's key,
     ref, title, file list and meta as read (set after the node was made, past the guard that now redacts

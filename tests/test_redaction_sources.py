@@ -169,6 +169,19 @@ def file_names(repo: Path) -> list[str]:
     return [mark]
 
 
+def doc_names(repo: Path) -> list[str]:
+    """A Markdown doc in a folder named after each secret in its context: the doc's sections' keys and
+    titles, and the docs source's cursor (each doc's last commit time, by path)."""
+    mark = canary("docpath", 0)
+    values = [text for text in PLACED if _path_safe(text)] + [mark]
+    commit(
+        repo,
+        "docs: guides",
+        {f"docs/{value}/guide.md": f"# Guide\n\nStep {i}.\n" for i, value in enumerate(values)},
+    )
+    return [mark]
+
+
 def working_folders(repo: Path) -> list[str]:
     """Hook log lines run in a folder of the repository named after each secret in its context."""
     log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
@@ -199,6 +212,7 @@ CHANNELS: dict[str, Callable[[Path], list[str]]] = {
     "markdown-fenced-code": markdown("fenced"),
     "commit-author": authors,
     "file-name": file_names,
+    "doc-folder-name": doc_names,
     "shell-working-folder": working_folders,
 }
 

@@ -161,6 +161,34 @@ def test_a_sync_after_a_commit_dates_the_docs_from_the_new_commits_only(
     assert not any(a.startswith("^") for a in walks[0])
 
 
+def test_a_doc_in_a_folder_named_after_a_secret_is_dated_from_the_cursor_without_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cursor kept each doc's time under its path: a folder named after a token put the token in
+    memory.db (its sources table), where neither forget nor scrub looks. It keeps a digest of such a path,
+    and the next sync still finds the time there (the new commits only are walked)."""
+    from nexusmem.sources import docs as docs_mod
+
+    token = "xoxb-12345678901-123456789012-" + "QwErTyUiOpAsDfGhJkLzXcVb"
+    commit(repo, "ops", {f"docs/{token}/ops.md": "# Ops\n\ntext\n"}, when=1_600_000_000)
+    first, nodes = scan(repo)
+    assert [n.ts for n in nodes] == [1_600_000_000_000]
+    assert first.cursor and token not in first.cursor and "QwErTy" not in first.cursor
+    walks: list[list[str]] = []
+    real_stream = docs_mod.gitcmd.stream
+
+    def recorded(args: list[str], root: Path) -> Any:
+        walks.append(args)
+        return real_stream(args, root)
+
+    monkeypatch.setattr(docs_mod.gitcmd, "stream", recorded)
+    commit(repo, "code", {"code.py": "x = 1\n"}, when=1_700_000_000)
+    second, nodes = scan(repo, first.cursor)
+    assert [n.ts for n in nodes] == [1_600_000_000_000]
+    assert len(walks) == 1 and any(a.startswith("^") for a in walks[0]), walks
+    assert second.cursor and "QwErTy" not in second.cursor
+
+
 def test_merging_an_older_branch_or_deepening_a_clone_dates_docs_as_a_full_walk_does(
     repo: Path, tmp_path: Path
 ) -> None:

@@ -252,6 +252,7 @@ def _apply(
                 report.entries_known += 1
         _delete(store, rows, reason)
         report.notes_cleared = _clear_lent(store, entries)
+        _clear_cursors(store, Matcher(entries).which)
         if word_tokens:
             # Change words are cut from diffs: the value's pieces may sit in a commit that never held it
             # whole. Such commits lose their words (not the commit: its own text is clean).
@@ -282,6 +283,14 @@ def _apply(
     if plaintext is not None:
         needle, ignore_case = plaintext
         report.verified_absent = not _file_holds(files, needle, ignore_case)
+
+
+def _clear_cursors(store: Store, holds: Callable[[list[str]], object]) -> None:
+    """Forget where each source got to whose cursor HOLDS a value (an older release kept doc paths in the
+    docs cursor as they were, a folder named after a token included): its next sync reads it again."""
+    for source in store.sources():
+        if source["cursor"] and holds([source["cursor"]]):
+            store.clear_cursor(source["name"])
 
 
 def _backups(db: Path) -> tuple[list[Path], list[str]]:

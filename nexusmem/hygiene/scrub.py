@@ -29,6 +29,7 @@ class ScrubReport:
     checkpointed: bool = True
     paths: int = 0  # distinct file paths (in nodes' file lists) redacted
     imports: bool = False  # the import structure held a secret, and is dropped (the next sync reads it again)
+    cursors: list[str] = field(default_factory=list)  # sources whose cursor held a secret: dropped
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,6 +39,7 @@ class ScrubReport:
             "secrets": self.secrets,
             "paths": self.paths,
             "imports": self.imports,
+            "cursors": self.cursors,
             "backup": str(self.backup) if self.backup else None,
             "checkpointed": self.checkpointed,
         }
@@ -141,7 +143,14 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
         report.changed = len(rewrites)
         report.paths = len(renames)
         report.imports = _holds_secret(store.import_texts(), report.secrets)
-        if dry_run or not (rewrites or renames or report.imports):
+        # An older release kept doc paths in the docs cursor as they were: a cursor holding a secret is
+        # dropped (its source's next sync reads everything again, and keeps such a path as a digest).
+        report.cursors = [
+            str(s["name"])
+            for s in store.sources()
+            if s["cursor"] and _holds_secret([(s["cursor"], False)], report.secrets)
+        ]
+        if dry_run or not (rewrites or renames or report.imports or report.cursors):
             return report
         stamp = time.strftime("%Y%m%dT%H%M%S")
         report.backup = project.db_path.with_name(f"{project.db_path.name}.pre-scrub-{stamp}.bak")
@@ -151,6 +160,8 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             store.rename_file_paths(renames)
             if report.imports:
                 store.clear_imports()
+            for name in report.cursors:
+                store.clear_cursor(name)
             store.add_audit(
                 "scrub",
                 {

@@ -27,7 +27,7 @@ from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node
-from nexusmem.redact import redact
+from nexusmem.redact import path_text, redact, redact_path
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.conversation.aider import CHAT_FILE as AIDER_CHAT_FILE
@@ -857,18 +857,43 @@ class _Dated:
             shallow if isinstance(shallow, str) else "",
         )
 
+    def time_of(self, path: str) -> int | None:
+        """PATH's time as the cursor kept it (under its own name, or the digest a secret in it is kept as)."""
+        found = self.times.get(path)
+        return found if found is not None else self.times.get(_hidden(path))
+
+    def kept_undated(self, path: str) -> bool:
+        return path in self.undated or _hidden(path) in self.undated
+
     def cursor(self, fingerprint: str) -> str:
+        # The cursor is stored as it is (memory.db's sources table): a path holding a secret (a folder named
+        # after a token) is kept as a digest of it, as the nodes keep it redacted.
+        secret = _secret_paths([*self.times, *self.undated])
         return json.dumps(
             {
                 "fp": fingerprint,
                 "head": self.head,
-                "times": self.times,
-                "undated": sorted(self.undated),
+                "times": {(_hidden(p) if p in secret else p): t for p, t in self.times.items()},
+                "undated": sorted(_hidden(p) if p in secret else p for p in self.undated),
                 "shallow": self.shallow,
             },
             sort_keys=True,
             ensure_ascii=False,
         )
+
+
+def _hidden(path: str) -> str:
+    """How the docs cursor keeps a path that holds a secret: a digest (no file name starts with "#sha256:")."""
+    return "#sha256:" + hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _secret_paths(paths: Sequence[str]) -> set[str]:
+    """Those of PATHS that hold a secret (redact_path would change them); one redaction pass over them all
+    when none does."""
+    joined = "\n".join(path_text(p) for p in paths)
+    if not paths or redact(joined) == joined:
+        return set()
+    return {p for p in paths if redact_path(p) != p}
 
 
 def _decode_cursor(cursor: str | None) -> dict[str, Any]:
@@ -930,9 +955,10 @@ def _file_times(
                     touched = set(times)
                     times = _walk_log(root, _pathspecs(touched, include), touched)
             for path in need - times.keys():
-                if path in before.times:
-                    times[path] = before.times[path]
-                elif path in before.undated:
+                kept = before.time_of(path)
+                if kept is not None:
+                    times[path] = kept
+                elif before.kept_undated(path):
                     undated.add(path)
         missing = need - times.keys() - undated
         if missing:
