@@ -39,12 +39,13 @@ the 1,449-character `s` pass). The output is the same either way (tests/test_red
 
 from __future__ import annotations
 
+import base64
 import bisect
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+from itertools import accumulate, chain
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -957,13 +958,27 @@ _ATTACHED_NAMES = (
     "helm",
 )
 _SPACED_TOOLS = _Lazy(
-    r"(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras)[ \t]+login|helm[ \t]+registry[ \t]+login)[ \t]"
+    r"(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|az)[ \t]+login|helm[ \t]+registry[ \t]+login)[ \t]"
 )
 # Every tool above has one of these in its name or its `login `: 5 finds rule out a text (`docker run -p`,
 # `mkdir -p`) before the 18 finds of the tool names (they were ~1/10 of redaction time on the benchmark mix).
 _PASSWORD_TOOL_WORDS = ("mysql", "mariadb", "sshpass", "login ", "login\t")
-_SPACED_NAMES = ("sshpass", "docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm")
+_SPACED_NAMES = ("sshpass", "docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm", "az")
 _CURL = _Lazy(r"curl[ \t]")
+_GH_SECRET_SET = _Lazy(r"gh[ \t]+secret[ \t]+set[ \t]")
+_LDAP = _Lazy(r"ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop|url)[ \t]")
+_LDAP_NAMES = (
+    "ldapsearch",
+    "ldapmodify",
+    "ldapadd",
+    "ldapdelete",
+    "ldapwhoami",
+    "ldappasswd",
+    "ldapcompare",
+    "ldapmodrdn",
+    "ldapexop",
+    "ldapurl",
+)
 _REDIS_CLI = _Lazy(r"redis-cli[ \t]")
 
 
@@ -1015,7 +1030,11 @@ def _tool_dash_p(m: re.Match[str], text: str) -> Span | None:
 
 
 def _run_by(start: int, text: str, names: tuple[str, ...], tool: _Lazy) -> bool:
-    """Whether the flag at START (after a space) belongs to a command of NAMES (matching TOOL) in its segment."""
+    """Whether the flag at START (after a space, or after a quote after a space: `shlex.join` quotes
+    `'-pX#9'`, as an agent's argument list reaches us) belongs to a command of NAMES (matching TOOL) in its
+    segment."""
+    if start > 0 and text[start - 1] in "'\"":
+        start -= 1
     return start > 0 and text[start - 1].isspace() and _command_before(text, start, 300, names, tool)
 
 
@@ -1046,7 +1065,7 @@ _SMB_NAMES = ("smbclient", "rpcclient", "smbcacls", "smbget", "net")
 # `echo SECRET |` or `printf 'FORMAT' SECRET |` right before a `sudo -S` (found from the sudo: `echo` is
 # everywhere, `-S` rare), or a here-string after it (`sudo -S cmd <<< SECRET`).
 _ECHOED = _Lazy(
-    r"(?:^|[\s;&(])(?:echo(?:[ \t]+-[neE]+)?|printf(?:[ \t]+--)?(?:[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"))?)[ \t]+\$?"
+    r"(?:^|[\s;&(+`])(?:echo(?:[ \t]+-[neE]+)?|printf(?:[ \t]+--)?(?:[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"))?)[ \t]+\$?"
     + _SHELL_VALUE
     + r"[ \t]*\|[ \t]*$"
 )
@@ -1105,7 +1124,73 @@ def _curl_user(m: re.Match[str], text: str) -> Span | None:
     start = m.start() - (1 if m.group("long") else 0)
     if start <= 0 or not text[start - 1].isspace() or not _command_before(text, start, 500, ("curl",), _CURL):
         return None
+    quote = m.group("q")
+    if quote and text.startswith(quote, m.start("v")):
+        return None  # `curl -u 'admin:'`: no password (curl asks for it)
+    if quote and text[m.start("v") : m.start("v") + 1] not in ("'", '"'):
+        # `curl -u 'admin:pass with spaces'`: the quote opened before the user name closes the password.
+        close = text.find(quote, m.start("v"))
+        line_end = text.find("\n", m.start("v"))
+        end = close if close >= 0 else (line_end if line_end >= 0 else len(text))
+        return _value_span(text, m.start("v"), end, "password")
     return _value_span(text, m.start("v"), m.end("v"), "password")
+
+
+def _echo_to_stdin(m: re.Match[str], text: str) -> Span | None:
+    """`echo SECRET | docker login -u me --password-stdin`: the echoed word is the password the login
+    reads from its input."""
+    start = m.start()
+    lo = max(0, start - 300, text.rfind("\n", 0, start) + 1)
+    pipe = text.rfind("|", lo, start)
+    if pipe < 0 or "login" not in text[pipe:start]:
+        return None
+    found = _ECHOED.search(text[lo : pipe + 1])
+    if found is None:
+        return None
+    return _value_span(text, lo + found.start("v"), lo + found.end("v"), "password")
+
+
+def _sas_signature(m: re.Match[str], text: str) -> Span | None:
+    """An Azure shared access signature's `sig=` in a URL that carries the SAS's other fields (`sv=`,
+    `se=`, `sp=`, `sr=`): the signature is the credential."""
+    lo = max(0, m.start() - 400, text.rfind("\n", 0, m.start()) + 1)
+    if text[m.start() - 1 : m.start()] not in ("?", "&") or not _SAS_FIELDS.search(text, lo, m.end() + 400):
+        return None
+    return (m.start("v"), m.end("v"), "azure-key")
+
+
+_SAS_FIELDS = _Lazy(r"[?&](?:sv|se|sp|sr|spr|srt)=")
+
+
+def _url_user_token(m: re.Match[str], text: str) -> Span | None:
+    """A token as a URL's user (`https://<40 hex>:x-oauth-basic@github.com`, `https://ghs_…@host`): random,
+    long, not a word or a name."""
+    value = m.group("v")
+    if len(value) < 20 or not _looks_random(value):
+        return None
+    return (m.start("v"), m.end("v"), "token")
+
+
+def _base64_private_key(m: re.Match[str], text: str) -> Span | None:
+    """A PEM private key written base64 once more (a Kubernetes Secret's `tls.key`, a CI variable): the
+    encoded `-----BEGIN … PRIVATE KEY-----` and all that follows in the run. A certificate (public) is not."""
+    head = m.group()[:64]
+    head = head[: len(head) - len(head) % 4]
+    try:
+        decoded = base64.b64decode(head, validate=False).decode("ascii", "replace")
+    except ValueError:
+        return None
+    if "PRIVATE KEY" not in decoded and "PRIVATE K" not in decoded:
+        return None
+    return (m.start(), m.end(), "private-key")
+
+
+def _xml_add_key(m: re.Match[str], text: str) -> Span | None:
+    """`<add key="ApiKey" value="…"/>` (.NET appSettings): the value of a key named like a secret."""
+    span = _value_span(text, m.start("v"), m.end("v"), _kind_for_name(m.group("k")))
+    if span is None or _plain_value(text[span[0] : span[1]]):
+        return None
+    return span
 
 
 # ------------------------------------------------------------------------------------------------- rules
@@ -1246,6 +1331,7 @@ _ASSIGN_SEP = (
     r"|(?:(?<=pass|word)|(?<=phrase|secret))[ \t]+(?![A-Za-z_][\w.-]*=[^=]))"
 )
 _NAME_KINDS = ("password", "token", "secret", "api-key", "aws-secret-key")
+_ASSIGN_LITERALS = tuple(lit for lit, _ in _ASSIGN_WORDS)
 
 _TOKEN_RULES: tuple[Rule, ...] = (
     *(_rule(f"token:{lit}", (kind,), lit, body, _token(kind)) for kind, lit, body in _TOKENS),
@@ -1266,7 +1352,7 @@ _TOKEN_RULES: tuple[Rule, ...] = (
             lit,
             "[A-Z0-9]{16}"
             + _END
-            + r"(?:[ \t]*[,;|\t:][ \t]*[\"']?(?P<pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?",
+            + r"(?:(?:[ \t]*[,;|\t:/][ \t]*|[ \t]+)[\"']?(?P<pair>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=]))?",
             _aws_key,
         )
         for lit in ("AKIA", "ASIA")
@@ -1448,9 +1534,56 @@ PATTERNS: tuple[Rule, ...] = (
         "curl-user",
         ("password",),
         "-u",
-        r"(?P<long>ser)?[ \t]*[\"']?[^\s:\"'@«»]+:" + _SHELL_VALUE,
+        r"(?P<long>ser)?[ \t]*(?P<q>[\"']?)[^\s:\"'@«»]+:" + _SHELL_VALUE,
         _curl_user,
         gate=lambda text: bool(_command_starts(text, ("curl",), _CURL)),
+    ),
+    _rule(
+        "password-stdin",
+        ("password",),
+        "--password-stdin",
+        r"(?![A-Za-z-])",
+        _echo_to_stdin,
+        gate=lambda text: "echo" in text or "printf" in text,
+    ),
+    *(
+        _rule(
+            "gh-secret-body",
+            ("password",),
+            flag,
+            r"(?:=|[ \t]+)" + _SHELL_VALUE,
+            _after_tool(("gh",), _GH_SECRET_SET),
+            gate=lambda text: bool(_command_starts(text, ("gh",), _GH_SECRET_SET)),
+        )
+        for flag in ("--body", "-b")
+    ),
+    _rule(
+        "ldap-dash-w",
+        ("password",),
+        "-w",
+        r"[ \t]+" + _SHELL_VALUE,
+        _after_tool(_LDAP_NAMES, _LDAP),
+        gate=lambda text: bool(_command_starts(text, _LDAP_NAMES, _LDAP)),
+    ),
+    _rule("sas-signature", ("azure-key",), "sig=", r"(?P<v>[A-Za-z0-9%+/=]{20,})", _sas_signature),
+    _rule(
+        "url-user-token",
+        ("token",),
+        "://",
+        r"(?P<v>[A-Za-z0-9_-]{20,200})(?::[^\s@/«»]*)?@",
+        _url_user_token,
+    ),
+    _rule(
+        "base64-private-key", ("private-key",), "LS0tLS1CRUdJTi", r"[A-Za-z0-9+/]*={0,2}", _base64_private_key
+    ),
+    _rule(
+        "xml-add-key",
+        _NAME_KINDS,
+        "<add",
+        r"[ \t]+key=[\"'](?P<k>[a-z0-9_.:-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
+        r"[a-z0-9_.:-]{0,20})[\"'][ \t]+value=[\"'](?P<v>[^\"'\n]{1,500})[\"']",
+        _xml_add_key,
+        lowered=True,
     ),
     _rule(
         "htpasswd",
@@ -1804,6 +1937,51 @@ def mask(text: str) -> str:
 
 def _spans(text: str, prefilter: bool | None) -> list[Span]:
     """Where TEXT's secrets are, merged, in order (see _redact_counts for PREFILTER)."""
+    hits = _hits(text, prefilter)
+    if '\\"' in text or "\\'" in text:
+        hits += _escaped_hits(text, prefilter)
+    return _merge(hits) if hits else []
+
+
+# A quote escaped inside a string literal (`"{\"password\":\"X\"}"` in Java, C#, Go, a JSON string in
+# JSON): the rules that read a name and its quoted value see `\"` where they expect `"`. Each line holding
+# one is read again with those backslashes taken out, and what is found there is mapped back.
+_ESCAPED_QUOTE = re.compile(r"\\(?=[\"'])")
+
+
+def _escaped_hits(text: str, prefilter: bool | None) -> list[_Hit]:
+    hits: list[_Hit] = []
+    pos = _next_escaped(text, 0)
+    while pos >= 0:
+        start = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        pos = _next_escaped(text, end)
+        line = text[start:end]
+        lowered = line.lower()
+        if not any(word in lowered for word in _ASSIGN_LITERALS):
+            continue  # only a name and its quoted value read differently (a prefixed token was found already)
+        parts = _ESCAPED_QUOTE.split(line)
+        # A plain offset lies in part k, which starts k characters (the backslashes removed) later in TEXT.
+        bounds = list(accumulate(len(part) for part in parts))
+        for s, e, priority, kind in _hits("".join(parts), prefilter):
+            hits.append(
+                (
+                    start + s + bisect.bisect_right(bounds, s),
+                    start + e + bisect.bisect_right(bounds, e - 1),
+                    priority,
+                    kind,
+                )
+            )
+    return hits
+
+
+def _next_escaped(text: str, at: int) -> int:
+    found = [i for i in (text.find('\\"', at), text.find("\\'", at)) if i >= 0]
+    return min(found) if found else -1
+
+
+def _hits(text: str, prefilter: bool | None) -> list[_Hit]:
     hits: list[_Hit] = []
     for priority, rule in _FINDERS:
         if rule.finder is not None and rule.literal in text:
@@ -1841,7 +2019,7 @@ def _spans(text: str, prefilter: bool | None) -> list[Span]:
                     for m in (lazy._compiled or lazy.get()).finditer(source, start):
                         if not _handle(rule, priority, m, text, gates, hits):
                             break
-    return _merge(hits) if hits else []
+    return hits
 
 
 def redact(text: str) -> str:
