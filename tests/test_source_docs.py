@@ -189,6 +189,23 @@ def test_a_doc_in_a_folder_named_after_a_secret_is_dated_from_the_cursor_without
     assert second.cursor and "QwErTy" not in second.cursor
 
 
+def test_a_doc_whose_name_is_not_utf8_is_synced_and_dated(repo: Path, isolated_home: Path) -> None:
+    """The cursor kept each doc's path as it was: a name that is not UTF-8 (read with surrogate escapes)
+    could not be stored, and every sync of the repository stopped at the docs step (exit 3), so nothing
+    after it (the shell commands) was ever recorded."""
+    from helpers import query_json, run_cli
+
+    name = os.fsdecode(b"caf\xe9.md")
+    (repo / name).write_bytes(b"# Caf\xc3\xa9 notes\n\nGrind the beans first.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Add the coffee notes", env={"GIT_AUTHOR_DATE": "1600000000 +0000"})
+    for _ in range(2):  # the second sync reads the cursor the first one wrote
+        run_cli("-C", str(repo), "sync", "--no-embed")
+        items = query_json(repo, "grind the beans")["items"]
+        assert items and items[0]["title"] == "caf\\xe9.md — Café notes", items[0]
+        commit(repo, "code", {"code.py": "x = 1\n"})
+
+
 def test_merging_an_older_branch_or_deepening_a_clone_dates_docs_as_a_full_walk_does(
     repo: Path, tmp_path: Path
 ) -> None:

@@ -867,8 +867,10 @@ class _Dated:
 
     def cursor(self, fingerprint: str) -> str:
         # The cursor is stored as it is (memory.db's sources table): a path holding a secret (a folder named
-        # after a token) is kept as a digest of it, as the nodes keep it redacted.
-        secret = _secret_paths([*self.times, *self.undated])
+        # after a token) is kept as a digest of it, as the nodes keep it redacted; so is a name that is not
+        # UTF-8 (`caf\xe9.md`, read with surrogate escapes), which stored text cannot hold.
+        paths = [*self.times, *self.undated]
+        secret = _secret_paths(paths) | {p for p in paths if not _utf8(p)}
         return json.dumps(
             {
                 "fp": fingerprint,
@@ -887,13 +889,21 @@ def _hidden(path: str) -> str:
     return "#sha256:" + hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _secret_paths(paths: Sequence[str]) -> set[str]:
     """Those of PATHS that hold a secret (redact_path would change them); one redaction pass over them all
     when none does."""
-    joined = "\n".join(path_text(p) for p in paths)
+    joined = "\n".join(path_text(p) for p in paths if _utf8(p))
     if not paths or redact(joined) == joined:
         return set()
-    return {p for p in paths if redact_path(p) != p}
+    return {p for p in paths if _utf8(p) and redact_path(p) != p}
 
 
 def _decode_cursor(cursor: str | None) -> dict[str, Any]:
