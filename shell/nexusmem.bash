@@ -95,7 +95,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             # The shell's status is the line's when `exit` ended it; when a signal did (the terminal
             # closed while a command ran) it is not the command's: then the status is unknown.
             [[ $BASH_COMMAND == @(exit|logout)?([[:space:]]*) ]] && __ex=$__st
+            trap '' XFSZ
             __nexusmem_record "$__ex" "${__ex/null/}" "$__arg" exit
+            __nexusmem_xfsz_restore
         fi
         rm -f -- "$__nexusmem_scratch" "$__nexusmem_umask_file" 2>/dev/null
         return "$__st"
@@ -115,8 +117,21 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             trap "__nexusmem_exit; ${t[2]}" EXIT
         fi
     }
+    # A write past the file-size limit (`ulimit -f`) sends SIGXFSZ, which ends the shell: the hook's writes
+    # run with it ignored, then the user's own XFSZ trap is put back (as `trap -p` showed it at the first
+    # prompt, after ~/.bashrc: one set at the prompt later is replaced by that one), or none. Never left
+    # ignored: a program the shell runs would inherit that.
+    __nexusmem_xfsz_restore() {
+        if [[ -n $__nexusmem_xfsz ]]; then
+            eval "$__nexusmem_xfsz"
+        else
+            trap - XFSZ
+        fi
+    }
     __nexusmem_exit_trap
     __nexusmem_exit_checked=0
+    __nexusmem_xfsz=''
+    __nexusmem_xfsz_read=0
 
     # Run "$@" (a redirection that may create a file) under umask 077, without forking: the current
     # umask is read back through a file that already exists (created 0600 at load).
@@ -206,6 +221,11 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
 
     __nexusmem_precmd() {
         local __st=$? __pst="${PIPESTATUS[*]}" __arg=$_ __known=1
+        if ((!__nexusmem_xfsz_read)); then
+            __nexusmem_xfsz_read=1
+            __nexusmem_xfsz=$(trap -p XFSZ)
+        fi
+        trap '' XFSZ
         [[ ${PS0-} == *"$__nexusmem_ps0_text"* ]] || PS0=${PS0-}$__nexusmem_ps0_text
         # First in PROMPT_COMMAND (its first word, or its array's first entry) and called by it, not
         # from inside another function: then $? is the command's. ${PROMPT_COMMAND} is an array's [0].
@@ -222,6 +242,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
                 __nexusmem_ran=0
                 __nexusmem_record null "" ""
             fi
+            __nexusmem_xfsz_restore
             [[ $- == *e* ]] || __nexusmem_restore "$__st" "$__arg"
             return
         fi
@@ -238,6 +259,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             __nexusmem_exit_trap
         fi
         __nexusmem_last_arg=$__arg
+        __nexusmem_xfsz_restore
         # Under `set -e` (typed at the prompt) a non-zero status handed back here would end the shell
         # itself: the terminal closed after `false && true`. Then later prompt code sees 0.
         [[ $- == *e* ]] || __nexusmem_restore "$__st" "$__arg"

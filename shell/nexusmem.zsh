@@ -157,6 +157,9 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     __nexusmem_precmd() {
         local __st=$? __pst="${pipestatus[*]}" __ex
         emulate -L zsh
+        # A write past the file-size limit (`ulimit -f`) sends SIGXFSZ, which ends the shell: ignored
+        # while this runs (emulate -L sets local_traps, so the user's own trap is back on return).
+        trap '' XFSZ
         __ex=${1:-$__st}
         (( $# )) && __pst=$2
         (( __nexusmem_ran )) || return $__st

@@ -790,3 +790,25 @@ def test_a_command_sent_to_the_background_is_not_a_failure(kind: str, open_shell
     assert line.get("pipestatus") in (None, [0]), line
     assert sh.run("false && true")["exit"] == 1
     sh.type("kill -KILL (jobs -p)" if kind == "fish" else "kill -KILL %1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_a_log_past_the_file_size_limit_never_ends_the_shell(kind: str, open_shell: Any) -> None:
+    """Past `ulimit -f`, a write sends SIGXFSZ, which ends a process: the hook's append to a log that had
+    grown past the limit closed the terminal at the next prompt. The hook's writes ignore it now, the
+    user's own XFSZ trap is kept, and a program the shell runs still gets the signal as before."""
+    sh = open_shell(kind, setup="trap 'echo user-xfsz-trap' XFSZ")
+    with sh.log.open("ab") as log:
+        log.write(b" " * 300_000 + b"\n")  # a blank line: readers skip it
+    sh.type("ulimit -f 100")
+    sh.type("echo still-here-$((6*7))")
+    assert b"still-here-42" in sh.output()
+    assert sh.child.isalive()
+    # A child the shell runs was not handed an ignored SIGXFSZ: it is killed by it, as without the hook
+    # (128 + 25), and the trap the user set before the hook loaded is the one in place.
+    sh.type("head -c 200000 /dev/zero > big.bin; echo child-status=$?")
+    assert b"child-status=153" in sh.output()
+    sh.type("trap -p XFSZ 2>/dev/null || trap | grep XFSZ")
+    assert b"user-xfsz-trap" in sh.output()
+    assert sh.child.isalive()
