@@ -204,24 +204,27 @@ def check(
     churn_threshold: int = CHURN_THRESHOLD,
     author: str | None = None,
     team: Any = None,
+    memory: Path | None = None,
 ) -> PrecheckResult:
     """Findings for FILES (repository-relative) from ROOT's memory, or from TEAM (an open team store:
     `precheck --team` in a fresh CI checkout, which has no memory of its own). A missing memory is not an
-    error.
+    error. MEMORY: the work tree whose memory holds ROOT's history (a linked worktree's main work tree);
+    the hook log's unsynced commands are still those run in ROOT.
 
     AUTHOR (nexusmem.authors: me, agents, a name) keeps the failures of commands by that author; any
     author's later success still resolves a failure (the agent re-ran your test and it passed)."""
     from nexusmem.store.hookreads import HookReader
 
     files = list(dict.fromkeys(files))
-    result = PrecheckResult(root=str(root), files=files)
-    db = paths.db_path(root)
+    memory = root if memory is None else memory
+    result = PrecheckResult(root=str(memory), files=files)
+    db = paths.db_path(memory)
     if team is None and not db.exists():
         result.checked = False
         result.reason = (
-            f"the memory of {root} is still being built in the background: nothing checked yet"
+            f"the memory of {memory} is still being built in the background: nothing checked yet"
             if _first_sync_under_way(db.parent)
-            else f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
+            else f"{memory} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
         )
         return result
     if not files:
@@ -631,7 +634,14 @@ def run(
         )
     if team:
         return _run_team(root, here, files, working, now_ms)
+    # A linked worktree without a memory of its own reads the main work tree's, as query and status do
+    # (the same repository: the same paths, and its commands are that memory's).
+    memory = root
     if not paths.state_dir(root).is_dir():
+        main = paths.main_worktree(root)
+        if main is not None and paths.db_path(main).exists():
+            memory = main
+    if not paths.state_dir(memory).is_dir():
         return PrecheckResult(
             root=str(root),
             files=[],
@@ -645,7 +655,7 @@ def run(
     except NexusMemError as exc:  # git refuses the repository (another owner), or cannot run
         return PrecheckResult(root=str(root), files=[], checked=False, reason=f"memory not checked ({exc})")
     try:
-        return check(root, names, now_ms=now_ms, author=author)
+        return check(root, names, now_ms=now_ms, author=author, memory=memory)
     except Exception as exc:  # a damaged, locked or foreign store: said, never a refused commit
         # `precheck --strict` fails a commit for what it finds; a store it cannot read finds nothing. An
         # empty memory.db made every strict commit fail (and the post-commit sync that would rebuild it

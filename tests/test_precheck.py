@@ -658,3 +658,27 @@ def test_a_store_another_process_holds_locked_is_said_plainly(repo: Path) -> Non
     assert done.returncode == 0, said
     assert "another process holds the store locked; the commit goes on" in said, said
     assert "OperationalError" not in said and "doctor" not in said
+
+
+def test_a_linked_worktree_without_its_own_memory_is_checked_against_the_main_trees(
+    repo: Path, tmp_path: Path
+) -> None:
+    """In a `git worktree add` checkout, query and status read the main work tree's memory; precheck said
+    "has no NexusMem memory: nothing checked", so a strict hook let through what the main tree refused.
+    Both a synced failure and one the hook log holds unsynced (run in the worktree) are found."""
+    project(repo)
+    sync.sync(repo)
+    feature = tmp_path / "feature"
+    git(repo, "worktree", "add", "-q", str(feature), "-b", "feature")
+    write_log(feature, [("pytest tests/test_cache.py", 1, DAY_MS)])
+    sync.sync(repo)
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(feature / "src", "python -m parser_selftest ../src/parser.py", 2, 60_000))
+    (feature / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    (feature / "src/parser.py").write_text("y = 2\n", encoding="utf-8")
+    git(feature, "add", "src/cache.py", "src/parser.py")
+    result = run_cli("-C", str(feature), "precheck", "--json")
+    found = {(f["path"], f["exit"]) for f in json.loads(result.stdout)["findings"]}
+    assert found == {("src/cache.py", 1), ("src/parser.py", 2)}, result.stdout
+    assert run_cli("-C", str(feature), "precheck", "--strict", ok=False).exit_code == 1
+    assert not (feature / ".nexusmem").exists()  # no second memory split off
