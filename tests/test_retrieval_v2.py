@@ -405,6 +405,10 @@ def test_since_until_values() -> None:
     )
     with pytest.raises(NexusMemError, match="not a date"):
         timecue.parse_when("2026-13-01")
+    # An age past the year 1 was an internal error (exit 3), through MCP too: a usage error now.
+    for age in ("1000000d", "800000w", "99999999999999999999d"):
+        with pytest.raises(NexusMemError, match="before the year 1"):
+            timecue.parse_when(age, now=now)
 
 
 def test_vector_weight_is_validated(tmp_path: Path) -> None:

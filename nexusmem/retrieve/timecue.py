@@ -126,7 +126,10 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
     ago = _AGO.match(text)
     if ago:
         seconds = int(ago.group(1)) * _AGO_UNIT_S[ago.group(2).lower()]
-        return int((clock - timedelta(seconds=seconds)).timestamp() * 1000)
+        try:
+            return int((clock - timedelta(seconds=seconds)).timestamp() * 1000)
+        except (OverflowError, ValueError):
+            raise UsageError(f"{value!r} reaches back before the year 1: give a shorter age or a date") from None
     day: date | None = None
     if text.lower() in ("today", "yesterday"):
         day = clock.astimezone(timezone.utc).date() - timedelta(days=1 if text.lower() == "yesterday" else 0)
