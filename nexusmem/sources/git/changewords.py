@@ -347,6 +347,11 @@ def parse_commit_words_stream(
             block = [line]
         else:
             block.append(line)
+            if b"\0" not in line:
+                # Every end this waits for (the message's, the numstat's) is a NUL: a line without one
+                # cannot complete it, so the block is not joined and searched again (a 1.7 MB message of
+                # 24,000 lines took 9 s that way, quadratic).
+                continue
         while block is not None:
             data = block[0] if len(block) == 1 else b"".join(block)
             end = data.find(b"\0", 1)  # after the message
