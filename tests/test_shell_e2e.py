@@ -154,12 +154,14 @@ def test_prune_source_is_a_dry_run_unless_yes(repo: Path) -> None:
     )
     run_cli("-C", str(repo), "sync", "-q")
     dry = run_cli("-C", str(repo), "sync", "--prune-source", "shell:zsh").output
-    assert "would delete 1 node(s) of shell:zsh" in dry
+    assert "would delete 1 node(s) of shell:zsh" in dry and "only that shell's new commands" in dry
     assert json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]["shell_command"] == 2
     assert (
         "deleted 1 node(s)" in run_cli("-C", str(repo), "sync", "--prune-source", "shell:zsh", "--yes").output
     )
-    assert "deleted 1 node(s)" in run_cli("-C", str(repo), "sync", "--prune-source", "shell", "--yes").output
+    whole = run_cli("-C", str(repo), "sync", "--prune-source", "shell", "--yes").output
+    # The message said "a sync adds only what is new from now on", and the next sync read it all again.
+    assert "deleted 1 node(s)" in whole and "the next sync reads shell again from the start" in whole, whole
     assert "shell_command" not in json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]
     bad = run_cli("-C", str(repo), "sync", "--prune-source", "nope", ok=False)
     assert bad.exit_code == 2 and "unknown source 'nope'" in bad.output

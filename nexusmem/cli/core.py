@@ -109,13 +109,24 @@ def sync_cmd(
 
     if prune_source:
         count = sync.prune_source(root_of(ctx), prune_source, dry_run=not yes)
+        source = prune_source.partition(":")[0]
+        # A whole source's cursor goes with its nodes; one shell's commands share the log's cursor.
+        after = (
+            "a sync adds only that shell's new commands"
+            if ":" in prune_source
+            else f"the next sync reads {source} again from the start unless it is turned off"
+            f" (sources.{source}.enabled: false)"
+        )
         if yes:
             click.echo(
-                f"deleted {count} node(s) of {prune_source}; a sync adds only what is new from now on"
-                " (`nexusmem sync --rebuild` reads everything again, links included)"
+                f"deleted {count} node(s) of {prune_source}, with their review verdicts and stale marks;"
+                f" {after} (`nexusmem sync --rebuild` reads everything again and keeps verdicts)"
             )
         else:
-            click.echo(f"would delete {count} node(s) of {prune_source} (dry run: add --yes to delete)")
+            click.echo(
+                f"would delete {count} node(s) of {prune_source}, with their review verdicts and stale marks;"
+                f" {after} (dry run: add --yes to delete)"
+            )
         return
 
     if auto:

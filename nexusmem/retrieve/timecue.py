@@ -129,7 +129,9 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
         try:
             return int((clock - timedelta(seconds=seconds)).timestamp() * 1000)
         except (OverflowError, ValueError):
-            raise UsageError(f"{value!r} reaches back before the year 1: give a shorter age or a date") from None
+            raise UsageError(
+                f"{value!r} reaches back before the year 1: give a shorter age or a date"
+            ) from None
     day: date | None = None
     if text.lower() in ("today", "yesterday"):
         day = clock.astimezone(timezone.utc).date() - timedelta(days=1 if text.lower() == "yesterday" else 0)
