@@ -384,8 +384,26 @@ _FORMER_DOCS_EXCLUDE = (  # noqa: SIM905 (frozen as written, whatever the defaul
     "node_modules/* vendor/* CHANGELOG* CHANGES* NEWS* HISTORY* RELEASES*"
 ).split()
 
-# (source, key, the list as an earlier init wrote it): such a list means today's default.
-_FORMER_LISTS = (("diff", "skip", _FORMER_DIFF_SKIP), ("docs", "exclude", _FORMER_DOCS_EXCLUDE))
+# The docs include list as each earlier release's `init` wrote it, before reStructuredText, AsciiDoc,
+# manual pages, Org and RDoc joined: such a memory never read them after an upgrade, and nothing said so.
+_FORMER_DOCS_INCLUDE = tuple(
+    (*"*.md *.mdx *.markdown".split(), *more.split())  # noqa: SIM905 (frozen as written)
+    for more in (
+        "",
+        "*.rst",
+        "*.rst *.[1-9]",
+        "*.rst *.adoc *.asciidoc *.[1-9]",
+        "*.rst *.adoc *.asciidoc *.org *.[1-9]",
+    )
+)
+
+# (source, key, the lists as earlier inits wrote it): such a list means today's default. A release that
+# changes a list's default adds the list it replaces here.
+_FORMER_LISTS: tuple[tuple[str, str, tuple[tuple[str, ...], ...]], ...] = (
+    ("diff", "skip", (tuple(_FORMER_DIFF_SKIP),)),
+    ("docs", "exclude", (tuple(_FORMER_DOCS_EXCLUDE), ("node_modules/*", "vendor/*", "CHANGELOG.md"))),
+    ("docs", "include", _FORMER_DOCS_INCLUDE),
+)
 
 
 def validate(data: Any, path: Path) -> dict[str, Any]:
@@ -395,8 +413,8 @@ def validate(data: Any, path: Path) -> dict[str, Any]:
     if data.get("version", CONFIG_VERSION) > CONFIG_VERSION:
         raise ConfigError(f"{path}: 'version' {data['version']} is newer than this NexusMem understands")
     merged = _merge(DEFAULTS, data)
-    for source, key, former in _FORMER_LISTS:
-        if merged["sources"][source][key] == former:
+    for source, key, formers in _FORMER_LISTS:
+        if tuple(merged["sources"][source][key]) in formers:
             merged["sources"][source][key] = list(DEFAULTS["sources"][source][key])
     return merged
 

@@ -78,6 +78,39 @@ def test_the_docs_exclude_list_init_once_wrote_means_todays(tmp_path: Path) -> N
     assert config.load(path)["sources"]["docs"]["exclude"] == edited
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        ["*.md", "*.mdx", "*.markdown"],
+        ["*.md", "*.mdx", "*.markdown", "*.rst"],
+        ["*.md", "*.mdx", "*.markdown", "*.rst", "*.[1-9]"],
+        ["*.md", "*.mdx", "*.markdown", "*.rst", "*.adoc", "*.asciidoc", "*.[1-9]"],
+        ["*.md", "*.mdx", "*.markdown", "*.rst", "*.adoc", "*.asciidoc", "*.org", "*.[1-9]"],
+    ],
+)
+def test_a_docs_include_list_an_earlier_init_wrote_reads_todays_formats(
+    repo: Path, isolated_home: Path, written: list[str]
+) -> None:
+    """Each earlier release's init wrote its docs include list into config.json, which was honoured for
+    ever: after an upgrade such a memory never read reStructuredText, AsciiDoc, Org, RDoc or man pages, and
+    doctor said nothing. Those exact lists mean today's; an edited one is kept."""
+    from helpers import commit, query_json, run_cli
+
+    # RDoc: a format none of those lists holds (today's default does).
+    commit(repo, "docs", {"docs/guide.rdoc": "= Deploying\n\nRun the zebrafish deploy step.\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["sources"]["docs"]["include"] = written
+    path.write_text(json.dumps(data), encoding="utf-8")
+    run_cli("-C", str(repo), "sync", "--no-embed", "--rebuild")
+    titles = [i["title"] for i in query_json(repo, "zebrafish deploy step")["items"]]
+    assert "docs/guide.rdoc — Deploying" in titles, titles
+    data["sources"]["docs"]["include"] = ["*.md"]  # chosen: kept
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert config.load(path)["sources"]["docs"]["include"] == ["*.md"]
+
+
 def test_a_config_that_is_not_a_regular_file_is_a_clear_error(tmp_path: Path) -> None:
     # A link to /dev/zero was read without end (the kernel stopped it at ~24 GB), a FIFO made every command
     # wait for ever, and a link to nothing silently meant the defaults.
