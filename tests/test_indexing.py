@@ -333,6 +333,34 @@ def test_changelog_entries_link_to_their_commits(repo: Path) -> None:
     assert by_number in shown[:entry] and adder in shown[:entry]
 
 
+def test_a_shallow_clone_deepened_links_the_entries_to_the_commits_it_now_holds(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A shallow clone holds neither the commit an entry names nor the links; the changelog source kept no
+    note of the clone's depth, so after `git fetch --unshallow` it found the file unchanged and never
+    linked the entry to the commits it could now see."""
+    commit(repo, "init", {"pool.py": "x = 1\n"})
+    by_number = commit(repo, "pool: drop half-closed sockets (#412)", {"pool.py": "x = 2\n"})
+    for i in range(3):
+        commit(repo, f"chore: tidy {i}", {f"t{i}.txt": "t\n"})
+    commit(repo, "docs: the changelog", {"CHANGELOG.md": CHANGELOG})
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{repo}", str(clone))
+
+    def linked() -> set[str]:
+        proj = project.load(clone)
+        with proj.open_store() as store:
+            hang = next(n for n in store.iter_nodes("doc_section") if "hangs forever" in n.title)
+            return {b for _a, b, rel in store.links_from([hang.id]) if rel == "changelog"}
+
+    sync.sync(clone, embed=False)
+    target = node_id(project.load(clone).id, "git_commit", by_number)
+    assert target not in linked()
+    git(clone, "fetch", "-q", "--unshallow")
+    sync.sync(clone, embed=False)
+    assert target in linked()
+
+
 def test_a_changelog_entry_is_titled_without_its_links_urls(repo: Path) -> None:
     """Release tools write each entry with links ("Fix copy ([#413](https://github.com/o/r/pull/413))"): the
     title shows what a reader sees, and the entry still links to its commit by the number."""

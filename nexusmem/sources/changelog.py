@@ -42,6 +42,7 @@ from nexusmem.sources.docs import (
     display_path,
     inline_text,
     is_release_notes,
+    shallow_marker,
     sections_of,
     too_big_problem,
     unreadable_problem,
@@ -252,7 +253,10 @@ class ChangelogSource:
         max_bytes = int(ctx.config.get("sources", {}).get("docs", {}).get("maxFileBytes", 1_000_000))
         code, _ = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], ctx.root)
         files, too_big = _changelog_files(ctx.root, max_bytes) if code == 0 else ([], [])
-        digest = hashlib.sha256(json.dumps([_CURSOR_VERSION, files]).encode()).hexdigest()[:24]
+        # A shallow clone's boundary too: deepened or unshallowed, the entries' commits can be found now.
+        marker = shallow_marker(ctx.root)
+        key: list[Any] = [_CURSOR_VERSION, files, *([marker] if marker else [])]
+        digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:24]
         result = ScanResult(nodes=(), cursor=ctx.cursor)
         if ctx.cursor == digest and not ctx.full:
             return result

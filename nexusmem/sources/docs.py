@@ -365,7 +365,7 @@ class DocsSource:
             ctx.root, include, exclude, max_bytes, skip_release_notes=changelog
         )
         # A clone deepened since (`git fetch --unshallow`) keeps its HEAD but not its files' dates.
-        shallow = _shallow_marker(ctx.root)
+        shallow = shallow_marker(ctx.root)
         fingerprint = _fingerprint(
             head, candidates, [include, exclude, max_bytes, max_body, changelog, sparse, shallow]
         )
@@ -841,7 +841,7 @@ class _Dated:
     head: str | None
     times: dict[str, int]
     undated: set[str]
-    shallow: str = ""  # _shallow_marker when dated
+    shallow: str = ""  # shallow_marker when dated
 
     @classmethod
     def of(cls, cursor: dict[str, Any]) -> _Dated | None:
@@ -930,7 +930,7 @@ def _file_times(
     sync found at its HEAD, an ancestor of this one), only the commits since are walked, and the files
     they do not touch keep their time; otherwise one `git log` over the history, stopping once every file
     is dated. A file no commit names is looked for once more among merges (a subtree merge adds files
-    that no other commit lists); failing that, it is marked undated. SHALLOW: the clone's _shallow_marker
+    that no other commit lists); failing that, it is marked undated. SHALLOW: the clone's shallow_marker
     (BEFORE's times stand only under the same one).
 
     Files that are untracked, staged-new or modified since HEAD are left out: the caller uses their mtime.
@@ -984,7 +984,7 @@ def _file_times(
     return _Dated(head, {p: t for p, t in times.items() if p in need}, undated, shallow)
 
 
-def _shallow_marker(root: Path) -> str:
+def shallow_marker(root: Path) -> str:
     """A fingerprint of the clone's shallow boundary (`.git/shallow`), "" for a full clone: deepening or
     unshallowing it brings older commits no walk since the last sync would see, so the times are found
     again from the top."""
