@@ -42,8 +42,8 @@ from nexusmem.sources.docs import (
     display_path,
     inline_text,
     is_release_notes,
-    shallow_marker,
     sections_of,
+    shallow_marker,
     too_big_problem,
     unreadable_problem,
 )
