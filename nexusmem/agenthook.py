@@ -34,14 +34,14 @@ def _read_stdin(limit: int) -> bytes | None:
 
 
 def _log_path() -> str:
-    """The log in $NEXUSMEM_HOME when that is absolute or `~/...`, else in ~/.nexusmem: a relative value would
-    put the log in whatever folder the agent runs in (nexusmem.paths.user_dir's rule; not imported, to keep
+    """The log in $NEXUSMEM_HOME when that is absolute or `~/...` (and not a file), else in ~/.nexusmem: a
+    relative value would put the log in whatever folder the agent runs in (nexusmem.paths.user_dir's rule; not imported, to keep
     this process to the stdlib and agentcmd)."""
     user = os.path.expanduser("~")
     home = os.environ.get("NEXUSMEM_HOME") or ""
     if home == "~" or home.startswith(("~/", "~" + os.sep)):
         home = user + home[1:]
-    if not os.path.isabs(home):
+    if not os.path.isabs(home) or (os.path.exists(home) and not os.path.isdir(home)):
         home = os.path.join(user, ".nexusmem")
     return os.path.join(home, "shell-history.jsonl")
 

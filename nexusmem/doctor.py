@@ -138,7 +138,8 @@ def _ago(ms: int) -> str:
 
 
 def check_home() -> list[Check]:
-    """A $NEXUSMEM_HOME that cannot be used (relative): the commands refuse it, the hooks ignore it."""
+    """A $NEXUSMEM_HOME that cannot be used (relative, or not a folder): the commands refuse it, the hooks
+    ignore it."""
     problem = paths.user_dir_problem()
     if problem is None:
         return []
@@ -147,7 +148,12 @@ def check_home() -> list[Check]:
         " instead"
     )
     return [
-        Check("home", False, detail, "set NEXUSMEM_HOME to a full path (or unset it) where it is exported")
+        Check(
+            "home",
+            False,
+            detail,
+            "set NEXUSMEM_HOME to a folder's full path (or unset it) where it is exported",
+        )
     ]
 
 

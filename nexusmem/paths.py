@@ -30,7 +30,12 @@ def _home_setting() -> tuple[Path | None, str | None]:
         value = str(Path.home()) + value[1:]
     path = Path(value)
     if not path.is_absolute():
-        return None, f"{HOME_VARIABLE} must be an absolute path, got {raw!r}"
+        return None, (
+            f"{HOME_VARIABLE} must be an absolute path, got {raw!r}: a relative folder would be a different"
+            " memory in every directory; set it to a full path, or unset it"
+        )
+    if path.exists() and not path.is_dir():
+        return None, f"{HOME_VARIABLE} is {raw!r}, which is not a folder: point it at a folder, or unset it"
     return path, None
 
 

@@ -29,7 +29,8 @@ if status is-interactive; and not set -q __nexusmem_loaded
         if test "$__nexusmem_home" = "~"; or string match -q -- '~/*' "$__nexusmem_home"
             set __nexusmem_home "$HOME"(string sub -s 2 -- "$__nexusmem_home")
         end
-        if string match -q -- '/*' "$__nexusmem_home"
+        # A file there is no folder to write in: the default one, as nexusmem falls back to.
+        if string match -q -- '/*' "$__nexusmem_home"; and not begin; test -e "$__nexusmem_home"; and not test -d "$__nexusmem_home"; end
             set -g __nexusmem_dir $__nexusmem_home
         end
     end

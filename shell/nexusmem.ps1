@@ -31,7 +31,10 @@ if (-not (Get-Variable -Name __nexusmem_loaded -Scope Global -ErrorAction Silent
         } else {
             $__nexusmem_absolute = $__nexusmem_home.StartsWith('/')
         }
-        if ($__nexusmem_absolute) { $global:__nexusmem_dir = $__nexusmem_home }
+        # A file there is no folder to write in: the default one, as nexusmem falls back to.
+        if ($__nexusmem_absolute -and -not (Test-Path -LiteralPath $__nexusmem_home -PathType Leaf)) {
+            $global:__nexusmem_dir = $__nexusmem_home
+        }
         Remove-Variable -Name __nexusmem_home -ErrorAction SilentlyContinue
         Remove-Variable -Name __nexusmem_absolute -ErrorAction SilentlyContinue
         $global:__nexusmem_log = Join-Path $global:__nexusmem_dir 'shell-history.jsonl'

@@ -28,6 +28,8 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         __nexusmem_dir=$HOME${__nexusmem_dir:1}
     fi
     [[ $__nexusmem_dir == /* ]] || __nexusmem_dir=$HOME/.nexusmem
+    # A file there is no folder to write in: the default one, as nexusmem falls back to.
+    [[ -e $__nexusmem_dir && ! -d $__nexusmem_dir ]] && __nexusmem_dir=$HOME/.nexusmem
     # Another user's folder (or a link to one) is never written into: its owner could read every command
     # and plant a link where the log goes. Every write below then fails quietly (no line is recorded).
     if [[ -e $__nexusmem_dir && ! -O $__nexusmem_dir ]]; then

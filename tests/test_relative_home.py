@@ -85,9 +85,14 @@ def test_the_library_never_uses_a_relative_folder(monkeypatch: pytest.MonkeyPatc
         ("~", Path.home(), None),
         ("~/x", Path.home() / "x", None),
         (str(tmp_path / "abs"), tmp_path / "abs", None),
+        # A file there: every command crashed on it (doctor with an internal error) or named another file.
+        (str(tmp_path / "a-file"), Path.home() / ".nexusmem", "which is not a folder"),
     ]:
+        (tmp_path / "a-file").write_text("x", encoding="utf-8")
         monkeypatch.setenv("NEXUSMEM_HOME", value)
-        assert (paths.user_dir(), paths.user_dir_problem()) == (expected, problem), value
+        found = paths.user_dir_problem()
+        assert paths.user_dir() == expected and (found is None) == (problem is None), value
+        assert problem is None or (found is not None and problem in found), (value, found)
         assert Path(agenthook._log_path()) == expected / "shell-history.jsonl", value
 
 
@@ -101,13 +106,15 @@ ARGV = {"bash": ["--norc", "--noprofile", "-i"], "zsh": ["-f", "-i"], "fish": ["
     [
         pytest.param(kind, value, folder, marks=pytest.mark.skipif(shutil.which(kind) is None, reason=kind))
         for kind in SHELLS
-        for value, folder in ((RELATIVE, ".nexusmem"), ("~/custom", "custom"))
+        for value, folder in ((RELATIVE, ".nexusmem"), ("~/custom", "custom"), ("~/a-file", ".nexusmem"))
     ],
 )
 def test_the_prompt_hooks_never_write_into_a_relative_folder(
     kind: str, value: str, folder: str, tmp_path: Path
 ) -> None:
     home = Path(os.environ["HOME"])
+    # A file where NEXUSMEM_HOME points: every line was lost (the CLI and the agent hook use the default).
+    (home / "a-file").write_text("not a folder\n", encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
     log = home / folder / "shell-history.jsonl"

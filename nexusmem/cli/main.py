@@ -58,10 +58,7 @@ def main(argv: list[str] | None = None) -> None:
 
         problem = user_dir_problem()
         if problem is not None:  # a configuration error: one line and exit 1, as an invalid config.json
-            sys.stderr.write(
-                f"Error: {problem}: a relative folder would be a different memory in every directory;"
-                " set it to a full path, or unset it\n"
-            )
+            sys.stderr.write(f"Error: {problem}\n")
             sys.exit(1)
     form = plain_form(args)
     collecting = gc.isenabled()
