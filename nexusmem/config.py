@@ -409,9 +409,14 @@ _FORMER_LISTS: tuple[tuple[str, str, tuple[tuple[str, ...], ...]], ...] = (
 def validate(data: Any, path: Path) -> dict[str, Any]:
     """Check DATA against the schema and return it merged over the defaults."""
     data = _drop_removed(data, path)
+    # A newer NexusMem's file says so first: its new keys are not typos.
+    version = data.get("version", CONFIG_VERSION) if isinstance(data, dict) else CONFIG_VERSION
+    if type(version) is int and version > CONFIG_VERSION:
+        raise ConfigError(
+            f"{path}: 'version' {version} is newer than this NexusMem understands (written by a newer release:"
+            " upgrade NexusMem)"
+        )
     _check(path, "", data, DEFAULTS)
-    if data.get("version", CONFIG_VERSION) > CONFIG_VERSION:
-        raise ConfigError(f"{path}: 'version' {data['version']} is newer than this NexusMem understands")
     merged = _merge(DEFAULTS, data)
     for source, key, formers in _FORMER_LISTS:
         if tuple(merged["sources"][source][key]) in formers:

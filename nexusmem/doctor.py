@@ -466,7 +466,8 @@ def check_store(root: Path) -> list[Check]:
             fix = (
                 _rebuild_damaged(root, db)
                 if damaged
-                else "pipx upgrade nexusmem (or pip install -U nexusmem)"
+                else "upgrade NexusMem: `git pull` in its clone, then `pipx install --force <clone>` (or"
+                " `uv tool install --force <clone>`, or `pip install -U <clone>` in its environment)"
             )
             checks.append(Check("store", False, f"{db}: {what}", fix))
         elif result == []:

@@ -173,3 +173,16 @@ def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"query": {"budget": 1234}}).encode("utf-8"))
     assert config.load(path)["query"]["budget"] == 1234
+
+
+def test_a_config_from_a_newer_release_says_so_before_naming_its_new_keys(tmp_path: Path) -> None:
+    """A newer release's config (a higher version, keys this one does not know) was refused as "unknown
+    key 'newthing'", and doctor's fix was to edit the file by hand."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"version": 99, "newthing": {"on": True}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="'version' 99 is newer than this NexusMem") as caught:
+        config.load(path)
+    assert "newthing" not in str(caught.value)
+    path.write_text(json.dumps({"newthing": {"on": True}}), encoding="utf-8")  # same version: a typo
+    with pytest.raises(ConfigError, match="unknown key 'newthing'"):
+        config.load(path)
