@@ -49,7 +49,13 @@ def _log_path() -> str:
 def _append(path: str, data: bytes) -> None:
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        # umask 077 for the folders made on the way too (makedirs gives those the umask's mode: 0777
+        # under umask 000, and whoever can write one can put a folder of theirs in place of ours).
+        old = os.umask(0o077)
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+        finally:
+            os.umask(old)
         os.chmod(directory, 0o700)
     if hasattr(os, "getuid") and os.stat(directory).st_uid != os.getuid():
         # Another user's folder (or a link to one): its owner could read every command, and plant a link

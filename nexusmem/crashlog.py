@@ -25,7 +25,10 @@ def crash_log_path() -> Path:
 
 
 def _append(path: Path, text: str) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        from nexusmem import private
+
+        private.make_parents(path)  # 0700 each, whatever the umask
     try:
         if path.stat().st_size > CRASH_LOG_CAP:
             path.unlink()  # the newest report matters; older ones were read or are stale

@@ -25,18 +25,37 @@ _MAX_DEPTH = 3
 
 
 def make_dir(path: Path) -> Path:
-    """Create PATH (and missing parents) and make PATH itself 0700 (an existing one too). Returns PATH."""
+    """Create PATH (and missing parents) and make PATH itself 0700 (an existing one too). Returns PATH.
+
+    The parents it creates are 0700 too: under umask 000 they were 0777, and whoever can write a parent can
+    move PATH aside and put a folder of their own in its place (the hooks would then write into theirs)."""
     try:
         os.mkdir(path, DIR_MODE)
     except FileExistsError:
         pass
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_parents(path)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, DIR_MODE)
     fix_mode(path)
     require_own(path)
     return path
+
+
+def make_parents(path: Path) -> None:
+    """Create PATH's missing parent folders, each 0700 whatever the umask (existing ones are left as they
+    are: they are not ours)."""
+    missing: list[Path] = []
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, DIR_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: not ours to change
+        fix_mode(folder)
 
 
 def require_own(folder: Path) -> None:

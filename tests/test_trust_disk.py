@@ -109,6 +109,20 @@ def test_every_file_is_private_whatever_the_umask(repo: Path, umask: int) -> Non
     assert_private(home_dir())
 
 
+def test_the_folders_made_on_the_way_to_nexusmem_home_are_private_under_umask_000(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NEXUSMEM_HOME=/some/new/deep/path: the folder was 0700 but the ones made on the way to it took the
+    umask (0777 under 000): another user could move it aside and put a folder of theirs in its place."""
+    small_repo(repo)
+    deep = tmp_path / "made" / "on-the-way" / "nm"
+    monkeypatch.setenv("NEXUSMEM_HOME", str(deep))
+    proc = cli("-C", str(repo), "sync", "--no-embed", umask=0o000)
+    assert proc.returncode == 0, proc.stderr
+    for folder in (tmp_path / "made", tmp_path / "made" / "on-the-way", deep):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
 @pytest.mark.slow
 def test_an_older_install_is_fixed_on_the_next_run(repo: Path) -> None:
     small_repo(repo)
