@@ -3,6 +3,7 @@ real git hooks (every file byte-identical to before install)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -311,6 +312,32 @@ def test_a_memory_db_that_is_a_folder_is_named_as_one(repo: Path) -> None:
     (state / "memory.db").mkdir()
     result = run_cli("-C", str(repo), "query", "first", ok=False)
     assert result.exit_code == 1 and "is a folder, not a memory database" in result.output, result.output
+
+
+@pytest.mark.parametrize("tables", [["foo"], ["nodes", "settings"]])
+def test_another_programs_database_at_memory_db_is_refused_and_left_as_it_is(
+    repo: Path, tables: list[str]
+) -> None:
+    """Another program's SQLite file where memory.db goes: a sync wrote NexusMem's whole schema into it, or
+    (with a `nodes` table of its own) every command called it damaged while doctor said all was well."""
+    import sqlite3
+
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    state = repo / ".nexusmem"
+    state.mkdir(mode=0o700)
+    db = state / "memory.db"
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        for table in tables:
+            conn.execute(f"CREATE TABLE {table}(x)")
+        conn.commit()
+    before = db.read_bytes()
+    for args in (["sync"], ["query", "first"], ["status"]):
+        result = run_cli("-C", str(repo), *args, ok=False)
+        assert result.exit_code == 1 and "is not a NexusMem memory" in result.output, (args, result.output)
+    assert db.read_bytes() == before
+    code, report = doctor_json(repo)
+    store = [c for c in report["checks"] if c["area"] == "store"]
+    assert code == 1 and not store[0]["ok"] and "not a NexusMem memory" in str(store[0]["detail"]), store
 
 
 def test_doctor_sees_the_hooks_writing_where_the_commands_do_not_read(

@@ -12,6 +12,7 @@ import sqlean
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 DRIVER = "sqlean.py"
@@ -27,9 +28,16 @@ def memory() -> Any:
     return sqlean.connect(":memory:", isolation_level=None, check_same_thread=False)
 
 
-def connect(path: Path | str, *, readonly: bool = False, busy_ms: int = BUSY_TIMEOUT_MS) -> Any:
+def connect(
+    path: Path | str,
+    *,
+    readonly: bool = False,
+    busy_ms: int = BUSY_TIMEOUT_MS,
+    guard: Callable[[Any], None] | None = None,
+) -> Any:
     """A connection in autocommit mode (we BEGIN explicitly), WAL, with a generous busy timeout (BUSY_MS:
-    a commit hook waits less).
+    a commit hook waits less). GUARD sees the connection before anything is set that writes the file
+    (WAL mode is kept in the file's header), and may refuse it by raising (it closes nothing).
 
     Readers never take a write lock, so an agent's search keeps answering while a sync writes.
     """
@@ -43,6 +51,12 @@ def connect(path: Path | str, *, readonly: bool = False, busy_ms: int = BUSY_TIM
             str(path), isolation_level=None, timeout=busy_ms / 1000, check_same_thread=False
         )
     conn.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+    if guard is not None:
+        try:
+            guard(conn)
+        except BaseException:
+            conn.close()
+            raise
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -151,6 +152,13 @@ class Store(
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def _ours(path: Path, conn: Any) -> None:
+    """Refuse another program's database at PATH before anything is written into it (WAL mode included)."""
+    foreign = health.foreign_tables(conn)
+    if foreign:
+        raise StoreError(health.foreign_problem(path, foreign))
+
+
 def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> Store:
     """Open (and migrate) a project's memory.db. Without CREATE a missing file is an error, not a new DB."""
     if not create and not path.exists():
@@ -171,7 +179,7 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
             os.close(open_fd(path, os.O_RDWR))
         fix_tree(path.parent)
     try:
-        conn = connection.connect(path, readonly=readonly)
+        conn = connection.connect(path, readonly=readonly, guard=functools.partial(_ours, path))
         if not readonly:
             migrations.migrate(conn)
         elif migrations.current_version(conn) < migrations.LATEST:

@@ -110,6 +110,28 @@ def holds_nothing(path: Path) -> bool:
         return False
 
 
+def foreign_tables(conn: Any) -> list[str]:
+    """The tables (at most five) of a database no NexusMem migration ever ran on, though it holds some:
+    another program's SQLite file where memory.db should be. [] for a memory, or a new empty file."""
+    from nexusmem.store.migrations import current_version
+
+    if current_version(conn) != 0:
+        return []
+    return [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 5"
+        )
+    ]
+
+
+def foreign_problem(path: Path, tables: list[str]) -> str:
+    return (
+        f"{path} is not a NexusMem memory (it holds another program's table(s): {', '.join(tables)}), and is left"
+        f" as it is: move it aside ({damaged_moves(path)}) and run `nexusmem sync` to build the memory"
+    )
+
+
 def shape_problem(path: Path) -> tuple[str, bool] | None:
     """What makes PATH unusable though SQLite finds the file whole, and whether it is damage (else it was
     written by a newer NexusMem): (what, damaged), or None when nothing does. A file no migration has run
@@ -119,6 +141,9 @@ def shape_problem(path: Path) -> tuple[str, bool] | None:
     conn = sqlean.connect(f"file:{path.as_posix()}?mode=ro", uri=True, timeout=5)
     try:
         version = current_version(conn)
+        foreign = foreign_tables(conn) if version == 0 else []
+        if foreign:
+            return f"not a NexusMem memory: it holds another program's table(s) {', '.join(foreign)}", True
         if version > LATEST:
             return f"written by a newer NexusMem (schema {version}; this one reads up to {LATEST})", False
         missing = (
