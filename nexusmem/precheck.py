@@ -510,8 +510,22 @@ def _open_failures(
     return [
         (node_id, command, ts, cwd, code)
         for node_id, ts, command, cwd, code in found
-        if node_id not in resolved_by and code is not None and (author_ok is None or author_ok(node_id))
+        if node_id not in resolved_by
+        and code is not None
+        and (author_ok is None or author_ok(node_id))
+        and not _git_only(command)
     ]
+
+
+# `git add x && git commit -m` that failed (no message, no identity) names x, but it is no check of x:
+# "run it before committing" about a commit is nonsense. A line whose every command is git's is left out.
+_SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
+_GIT_COMMAND = re.compile(r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:command\s+)?git(?:\s|$)")
+
+
+def _git_only(command: str) -> bool:
+    parts = [p for p in _SEGMENTS.split(command) if p.strip()]
+    return bool(parts) and all(_GIT_COMMAND.match(p) for p in parts)
 
 
 def _files_named(

@@ -682,3 +682,22 @@ def test_a_linked_worktree_without_its_own_memory_is_checked_against_the_main_tr
     assert found == {("src/cache.py", 1), ("src/parser.py", 2)}, result.stdout
     assert run_cli("-C", str(feature), "precheck", "--strict", ok=False).exit_code == 1
     assert not (feature / ".nexusmem").exists()  # no second memory split off
+
+
+def test_a_failed_git_command_is_no_check_to_run_before_committing(repo: Path) -> None:
+    """`git add notes.txt && git commit -m` (no message: exit 129) named the file, and every later commit of
+    it was told to "run it before committing"; a test run that failed is still found beside it."""
+    project(repo)
+    write_log(
+        repo,
+        [
+            ("git add src/cache.py && git commit -m", 129, 3 * 60_000),
+            ("GIT_EDITOR=true git commit src/cache.py", 1, 2 * 60_000),
+            ("pytest tests/test_cache.py", 1, 60_000),
+        ],
+    )
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    findings = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
+    assert [f["command"] for f in findings] == ["pytest tests/test_cache.py"], findings
