@@ -850,6 +850,33 @@ def test_what_was_run_before_doing_something_again(pushes: Path) -> None:
     assert titles[0].startswith("git rebase --continue"), titles
 
 
+# Two commits of the same afternoon, and what was run between them.
+TWO_COMMITS = """
+600 0 git add notes.txt
+580 0 git commit -qm 'add notes'
+300 0 echo b >> a.txt
+250 2 ls missing.txt
+200 3 python3 -c 'raise SystemExit(3)'
+100 0 git commit -qam second
+"""
+
+
+@pytest.mark.parametrize(
+    "question", ["what did I run before my last commit", "what did I run before the last commit"]
+)
+def test_what_was_run_before_the_last_commit(repo: Path, question: str) -> None:
+    """ "Last commit" was taken out of the question whole as a time phrase ("before my" was left, and
+    nothing matched); the commit it names is the anchor, and the latest one."""
+    commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
+    write_recent(repo, TWO_COMMITS)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, question)
+    assert any(n.startswith("first: what was run before `git commit -qam second`") for n in found["notes"]), (
+        found
+    )
+    assert found["items"][0]["title"] == "python3 -c 'raise SystemExit(3)' (exit 3)", found["items"][:2]
+
+
 @pytest.mark.parametrize(
     ("text", "named"),
     [

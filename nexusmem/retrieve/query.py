@@ -917,7 +917,12 @@ def _within(node: StoredNode, as_of: int | None, since: int | None, until: int |
 SEQUENCE_ANCHORS = 10
 ANCHOR_SHARE = 0.9
 _BETWEEN = re.compile(r"\bbetween\b", re.IGNORECASE)
-_AGAIN = re.compile(r"\b(again|once more|the second time)\b", re.IGNORECASE)
+# The latest of the runs the question names: "again", or the one it calls the last ("before my last commit",
+# "after the latest deploy").
+_AGAIN = re.compile(
+    r"\b(again|once more|the second time|(?:my|the) (?:very )?(?:last|latest|most recent)(?! (?:thing|command|step)))\b",
+    re.IGNORECASE,
+)
 SEQUENCE_STEPS = 3
 SEQUENCE_WINDOW_MS = 24 * 3_600_000
 

@@ -96,12 +96,23 @@ def find_cue(text: str) -> Cue | None:
     return Cue(tuple(found), anchor)
 
 
+# The thing a "last …" phrase names is what the question is about, not when: "before my last commit" still
+# asks about a commit (taking the phrase out whole left "before my", and no match at all).
+_EVENT_NOUNS = frozenset(["attempt", "try", "run", "change", "commit", "push"])
+
+
+def _time_words_out(found: re.Match[str]) -> str:
+    words = found.group(0).split()
+    kept = words[1:] if words[0].lower() == "last" and words[-1].lower() in _EVENT_NOUNS else []
+    return " " + " ".join(kept) + " "
+
+
 def without_cue(text: str, cue: Cue | None) -> str:
     """TEXT with the cue's relative phrases taken out ("what failed yesterday" → "what failed"), when
     something is left; dates stay (a date's words can be in a commit message or a release note)."""
     if cue is None:
         return text
-    stripped = _patterns()[0].sub(" ", text)
+    stripped = _patterns()[0].sub(_time_words_out, text)
     stripped = re.sub(r"\s+", " ", stripped).strip()
     return stripped if re.search(r"\w", stripped) else text
 
