@@ -63,7 +63,10 @@ def run_once(shell: str, prompts: int, hooked: bool, home: Path, check: bool = T
     env["HISTFILE"] = str(home / f".{shell}_history")
     lines = []
     if shell == "fish":
-        lines.append("function fish_greeting; end; function fish_prompt; echo -n '$ '; end")
+        # `--no-config` is private mode (no history), in which the hook records nothing: leave it.
+        lines.append(
+            "function fish_greeting; end; function fish_prompt; echo -n '$ '; end; set -e fish_private_mode"
+        )
     if hooked:
         lines.append(f"source '{script_path(str(spec['script']))}'")
     lines.append(str(spec["start"]))

@@ -118,10 +118,19 @@ if status is-interactive; and not set -q __nexusmem_loaded
         set -g __nexusmem_groups (jobs -g 2>/dev/null)
     end
 
+    # A write past the file-size limit (`ulimit -f`) sends SIGXFSZ, which ends the shell: with a handler the
+    # shell catches it and the write fails instead. A caught signal is back to its default in the programs
+    # the shell runs (unlike an ignored one, which they would inherit).
+    function __nexusmem_xfsz --on-signal XFSZ
+    end
     function __nexusmem_postexec --on-event fish_postexec
         set -l __nexusmem_st $status $pipestatus
         test "$__nexusmem_ran" = 1; or return
         set -g __nexusmem_ran 0
+        # `fish --private` (fish_private_mode): fish keeps none of these commands, and neither does the hook.
+        if set -q fish_private_mode; and test -n "$fish_private_mode"
+            return
+        end
         set -l cmd $argv[1]
         if string match -qr '^\s' -- $cmd; or not string match -qr '\S' -- $cmd
             return

@@ -27,6 +27,13 @@ RELATIVE = ".nexus"
 MESSAGE = "NEXUSMEM_HOME must be an absolute path, got '.nexus'"
 
 
+# `fish --no-config` is private mode (fish 3.6: fish_private_mode=1, no history), which the hook honours by
+# recording nothing: the shells here leave it, as a user's fish with its config does.
+FISH_SETUP = (
+    b"function fish_prompt; echo -n 'PROMPT> '; end; function fish_greeting; end; set -e fish_private_mode"
+)
+
+
 def nexusmem(*args: str, cwd: Path, home: str = RELATIVE) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, NEXUSMEM_HOME=home)
     return subprocess.run(
@@ -122,7 +129,7 @@ def test_the_prompt_hooks_never_write_into_a_relative_folder(
     child = pexpect.spawn(kind, ARGV[kind], env=env, cwd=str(work), timeout=10, dimensions=(40, 200))
     try:
         if kind == "fish":
-            child.sendline(b"function fish_prompt; echo -n 'PROMPT> '; end; function fish_greeting; end")
+            child.sendline(FISH_SETUP)
         child.sendline(f"source '{script_path(f'shell/nexusmem.{kind}')}'".encode())
         child.sendline(b"true relative-home-marker")
         deadline = time.monotonic() + 8

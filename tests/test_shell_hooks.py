@@ -29,6 +29,13 @@ SCRIPT = {"bash": "shell/nexusmem.bash", "zsh": "shell/nexusmem.zsh", "fish": "s
 CTRL_V = b"\x16"  # quoted-insert in readline and zle: types the next key (e.g. a tab) literally
 
 
+# `fish --no-config` is private mode (fish 3.6: fish_private_mode=1, no history), which the hook honours by
+# recording nothing: the shells here leave it, as a user's fish with its config does.
+FISH_SETUP = (
+    b"function fish_prompt; echo -n 'PROMPT> '; end; function fish_greeting; end; set -e fish_private_mode"
+)
+
+
 def needs(shell: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(shutil.which(shell) is None, reason=f"{shell} is not installed")
 
@@ -79,7 +86,7 @@ class Shell:
         if load is None:
             load = f"source '{script}'"
         if kind == "fish":
-            self.child.sendline(b"function fish_prompt; echo -n 'PROMPT> '; end; function fish_greeting; end")
+            self.child.sendline(FISH_SETUP)
         if setup:
             self.child.sendline(setup.encode())
         self.child.sendline(load.encode())
@@ -131,6 +138,9 @@ def default_signals() -> None:
     to the commands it runs: `sleep` then never stopped."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    # Python ignores SIGXFSZ (and pexpect's fork keeps that for the shell): a terminal's shell has it at its
+    # default, which ends a process that writes past `ulimit -f`.
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
 
 
 def wait_for_child_process(pid: int, name: str, timeout: float = 5.0) -> None:
@@ -660,7 +670,7 @@ def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> N
     child = pexpect.spawn(kind, argv, env=env, timeout=10, dimensions=(40, 200), preexec_fn=default_signals)
     try:
         if kind == "fish":
-            child.sendline(b"function fish_prompt; echo -n 'PROMPT> '; end; function fish_greeting; end")
+            child.sendline(FISH_SETUP)
         child.sendline(f"source '{script_path(SCRIPT[kind])}'".encode())
         child.sendline(b"false")
         status = "$status" if kind == "fish" else "$?"
@@ -793,22 +803,39 @@ def test_a_command_sent_to_the_background_is_not_a_failure(kind: str, open_shell
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_a_log_past_the_file_size_limit_never_ends_the_shell(kind: str, open_shell: Any) -> None:
     """Past `ulimit -f`, a write sends SIGXFSZ, which ends a process: the hook's append to a log that had
-    grown past the limit closed the terminal at the next prompt. The hook's writes ignore it now, the
-    user's own XFSZ trap is kept, and a program the shell runs still gets the signal as before."""
-    sh = open_shell(kind, setup="trap 'echo user-xfsz-trap' XFSZ")
+    grown past the limit closed the terminal at the next prompt. The hook's writes no longer die of it,
+    the user's own XFSZ trap is kept, and a program the shell runs still gets the signal as before."""
+    fish = kind == "fish"
+    sh = open_shell(kind, setup="" if fish else "trap 'echo user-xfsz-trap' XFSZ")
     with sh.log.open("ab") as log:
         log.write(b" " * 300_000 + b"\n")  # a blank line: readers skip it
     sh.type("ulimit -f 100")
-    sh.type("echo still-here-$((6*7))")
+    sh.type("echo still-here-(math 6 \\* 7)" if fish else "echo still-here-$((6*7))")
     assert b"still-here-42" in sh.output()
     assert sh.child.isalive()
     # A child the shell runs was not handed an ignored SIGXFSZ: it is killed by it, as without the hook
     # (128 + 25), and the trap the user set before the hook loaded is the one in place.
-    sh.type("head -c 200000 /dev/zero > big.bin; echo child-status=$?")
+    status = "$status" if fish else "$?"
+    sh.type(f"head -c 200000 /dev/zero > big.bin; echo child-status={status}")
     assert b"child-status=153" in sh.output()
-    sh.type("trap -p XFSZ 2>/dev/null || trap | grep XFSZ")
-    assert b"user-xfsz-trap" in sh.output()
+    if not fish:
+        sh.type("trap -p XFSZ 2>/dev/null || trap | grep XFSZ")
+        assert b"user-xfsz-trap" in sh.output()
     assert sh.child.isalive()
+
+
+@pytest.mark.slow
+@needs("fish")
+def test_fish_private_mode_records_nothing(open_shell: Any) -> None:
+    """`fish --private` keeps no history; the hook still logged every command (a leak of what the user
+    asked fish not to keep)."""
+    sh = open_shell("fish")
+    sh.type("set -g fish_private_mode 1")
+    sh.type("echo private-secret-line")
+    sh.run("set -e fish_private_mode")  # recorded: private mode has ended when the hook sees it
+    line = sh.run("echo public-line")
+    assert line["command"] == "echo public-line"
+    assert not [e for e in sh.lines() if "private-secret-line" in e["command"]], sh.lines()
