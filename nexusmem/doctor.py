@@ -137,9 +137,27 @@ def _ago(ms: int) -> str:
     return f"{seconds:.0f} s ago"
 
 
+def _user_dir_owner() -> int | None:
+    """The uid owning the user directory when that is not this user (None: ours, missing, or no uids)."""
+    try:
+        owner = os.stat(paths.user_dir()).st_uid
+    except OSError:
+        return None
+    return owner if hasattr(os, "getuid") and owner != os.getuid() else None
+
+
 def check_home() -> list[Check]:
     """A $NEXUSMEM_HOME that cannot be used (relative, or not a folder): the commands refuse it, the hooks
-    ignore it."""
+    ignore it. A user directory another user owns (made by root in a `sudo -E` shell): the hooks write
+    nothing into it and the commands refuse it."""
+    owner = _user_dir_owner()
+    if owner is not None:
+        where = paths.user_dir()
+        detail = (
+            f"{where} belongs to another user (uid {owner}): the shell hooks record nothing into it and nexusmem"
+            " refuses it (a shell run as root with this HOME, `sudo -E -s` or `su -m`, may have made it)"
+        )
+        return [Check("home", False, detail, f'sudo chown -R "$(id -u):$(id -g)" {where}')]
     problem = paths.user_dir_problem()
     if problem is None:
         return []
@@ -623,8 +641,10 @@ def run(start: Path | None) -> list[Check]:
             root = None
     checks = [refused] if refused is not None else []
     checks += check_home()
-    checks += check_shells()
-    checks += check_agents(root)
+    foreign_home = _user_dir_owner() is not None  # nothing in it can be read: said once, above
+    if not foreign_home:
+        checks += check_shells()
+        checks += check_agents(root)
     if root is not None:
         checks += check_git(root)
         checks += check_store(root)
@@ -645,7 +665,8 @@ def run(start: Path | None) -> list[Check]:
         checks += check_embedder(root)
     if invalid is None and "sources.session.url" not in unconfirmed:
         checks += check_session_model(root)
-    checks += check_registry(root)
+    if not foreign_home:
+        checks += check_registry(root)
     return checks
 
 

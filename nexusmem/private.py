@@ -29,6 +29,8 @@ def make_dir(path: Path) -> Path:
 
     The parents it creates are 0700 too: under umask 000 they were 0777, and whoever can write a parent can
     move PATH aside and put a folder of their own in its place (the hooks would then write into theirs)."""
+    if not os.path.lexists(path):
+        _refuse_roots_folder_in_anothers(path)
     try:
         os.mkdir(path, DIR_MODE)
     except FileExistsError:
@@ -40,6 +42,28 @@ def make_dir(path: Path) -> Path:
     fix_mode(path)
     require_own(path)
     return path
+
+
+def _refuse_roots_folder_in_anothers(path: Path) -> None:
+    """Running as root (`sudo -E nexusmem …`, `sudo nexusmem sync` in someone's repository), a folder made
+    inside another user's tree would be root's: that user's own NexusMem could then neither write nor
+    read it (the hooks record nothing, every command is refused). Refused before anything is made."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    existing = path.parent
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    try:
+        owner = os.stat(existing).st_uid
+    except OSError:
+        return
+    if owner != 0:
+        from nexusmem.errors import StoreError
+
+        raise StoreError(
+            f"not creating {path} as root: {existing} belongs to another user (uid {owner}), whose own NexusMem"
+            " could not use a folder of root's; run this as that user (or set NEXUSMEM_HOME for root)"
+        )
 
 
 def make_parents(path: Path) -> None:

@@ -70,7 +70,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # Source time may fork: create the user dir (0700), the log and this shell's two scratch files
     # (0600: the scratch file holds raw command lines) once, and drop scratch files left by shells
     # that have exited. Later writes into existing files keep these modes whatever the umask.
-    if [[ ! -d $__nexusmem_dir ]]; then
+    # Nothing is made in a HOME that is not this user's: root in a shell with another user's HOME (`sudo -E
+    # -s`, `su -m`) would make a root-owned folder there, and that user's own shells could write nothing.
+    if [[ ! -d $__nexusmem_dir ]] && [[ -O $HOME || $__nexusmem_dir != "$HOME"/* ]]; then
         (umask 077 && mkdir -p -- "$__nexusmem_dir") 2>/dev/null
     fi
     (umask 077 && : >>"$__nexusmem_log" && : >|"$__nexusmem_scratch" && : >|"$__nexusmem_umask_file") 2>/dev/null
@@ -210,7 +212,8 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # and dropped from an array.
     __nexusmem_heal() {
         local i
-        if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
+        # Under `set -u` (set in ~/.bashrc before the hook) an unset PROMPT_COMMAND must not be expanded.
+        if [[ -v PROMPT_COMMAND && ${PROMPT_COMMAND@a} == *a* ]]; then
             for i in "${!PROMPT_COMMAND[@]}"; do
                 [[ ${PROMPT_COMMAND[i]} == __nexusmem_precmd ]] && unset 'PROMPT_COMMAND[i]'
             done
@@ -232,7 +235,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         # First in PROMPT_COMMAND (its first word, or its array's first entry) and called by it, not
         # from inside another function: then $? is the command's. ${PROMPT_COMMAND} is an array's [0].
         # shellcheck disable=SC2128  # the first entry is what is meant
-        if [[ ${PROMPT_COMMAND} != __nexusmem_precmd && ${PROMPT_COMMAND} != __nexusmem_precmd[$'\n'\;]* ]]; then
+        if [[ ${PROMPT_COMMAND-} != __nexusmem_precmd && ${PROMPT_COMMAND-} != __nexusmem_precmd[$'\n'\;]* ]]; then
             __nexusmem_heal
             __known=0
         elif [[ -n ${FUNCNAME[1]-} && ${FUNCNAME[1]} != main ]]; then

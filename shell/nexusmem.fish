@@ -44,7 +44,9 @@ if status is-interactive; and not set -q __nexusmem_loaded
     set -g __nexusmem_scratch $__nexusmem_dir/.fish-$fish_pid.tmp
 
     # Source time may fork: create the user dir (0700) and the log (0600), calibrate the clock.
-    if not test -e $__nexusmem_log
+    # Nothing is made in a HOME that is not this user's: root in a shell with another user's HOME (`sudo -E
+    # -s`, `su -m`) would make a root-owned folder there, and that user's own shells could write nothing.
+    if not test -e $__nexusmem_log; and begin; test -O $HOME; or not string match -q -- "$HOME/*" $__nexusmem_dir; end
         command sh -c 'umask 077 && mkdir -p -- "$1" && : >>"$2"' sh $__nexusmem_dir $__nexusmem_log 2>/dev/null
     end
     set -g __nexusmem_clock_offset

@@ -42,7 +42,9 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     typeset -gi __nexusmem_ran=0 __nexusmem_t0=0
 
     # Source time may fork: create the user dir (0700) and the log (0600) once.
-    if [[ ! -d $__nexusmem_dir ]]; then
+    # Nothing is made in a HOME that is not this user's: root in a shell with another user's HOME (`sudo -E
+    # -s`, `su -m`) would make a root-owned folder there, and that user's own shells could write nothing.
+    if [[ ! -d $__nexusmem_dir ]] && [[ -O $HOME || $__nexusmem_dir != $HOME/* ]]; then
         (umask 077 && mkdir -p -- $__nexusmem_dir) 2>/dev/null
     fi
     if [[ ! -e $__nexusmem_log ]]; then

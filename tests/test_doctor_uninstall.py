@@ -340,6 +340,32 @@ def test_another_programs_database_at_memory_db_is_refused_and_left_as_it_is(
     assert code == 1 and not store[0]["ok"] and "not a NexusMem memory" in str(store[0]["detail"]), store
 
 
+def test_root_with_another_users_home_makes_nothing_there_and_doctor_names_a_folder_root_made(
+    repo: Path, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sudo -E nexusmem sync` (root, the user's HOME) made a root-owned ~/.nexusmem; the user's own shells
+    then recorded nothing, and their doctor stopped at "projects.json: Permission denied"."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    home = tmp_path / "someone"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("NEXUSMEM_HOME")
+    refused = run_cli("-C", str(repo), "sync", "--no-embed", ok=False)
+    assert refused.exit_code == 1 and "not creating" in refused.output and "uid 65534" in refused.output
+    assert not (home / ".nexusmem").exists()
+    # A user folder someone else owns (seen from root here: the user's, from the user: root's, as an older
+    # release left it): doctor names its owner and the fix.
+    (home / ".nexusmem").mkdir(mode=0o700)
+    os.chown(home / ".nexusmem", 65534, 65534)
+    code, report = doctor_json(repo)
+    found = [c for c in report["checks"] if c["area"] == "home"]
+    assert code == 1 and found and "belongs to another user (uid 65534)" in str(found[0]["detail"]), report
+    assert "chown" in str(found[0]["fix"])
+
+
 def test_doctor_sees_the_hooks_writing_where_the_commands_do_not_read(
     repo: Path, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

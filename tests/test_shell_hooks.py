@@ -839,3 +839,44 @@ def test_fish_private_mode_records_nothing(open_shell: Any) -> None:
     line = sh.run("echo public-line")
     assert line["command"] == "echo public-line"
     assert not [e for e in sh.lines() if "private-secret-line" in e["command"]], sh.lines()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_root_in_another_users_home_makes_no_folder_there(kind: str, tmp_path: Path) -> None:
+    """A root shell with the user's HOME (`sudo -E -s`, `su -m`) made ~/.nexusmem root's: the user's own
+    shells then recorded nothing. Nothing is made in a HOME that is not the shell user's."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    home = tmp_path / "someone"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    marker = tmp_path / "marker"
+    env = {k: v for k, v in os.environ.items() if k != "NEXUSMEM_HOME"}
+    env.update(TERM="dumb", LANG="C.UTF-8", PS1="PROMPT> ", HOME=str(home), HISTFILE=str(tmp_path / "hist"))
+    argv = {"bash": ["--norc", "--noprofile", "-i"], "zsh": ["-f", "-i"], "fish": ["--no-config", "-i"]}[kind]
+    child = pexpect.spawn(kind, argv, env=env, cwd=str(tmp_path), timeout=10, preexec_fn=default_signals)
+    try:
+        if kind == "fish":
+            child.sendline(FISH_SETUP)
+        child.sendline(f"source '{script_path(SCRIPT[kind])}'".encode())
+        child.sendline(b"true")
+        child.sendline(f"echo done > '{marker}'".encode())
+        deadline = time.monotonic() + 8
+        while not marker.exists():
+            assert time.monotonic() < deadline, kind
+            with contextlib.suppress(pexpect.EOF):
+                child.expect(pexpect.TIMEOUT, timeout=0.05)
+    finally:
+        child.close(force=True)
+    assert not (home / ".nexusmem").exists()
+
+
+@needs("bash")
+def test_bash_with_nounset_set_before_the_hook_records(open_shell: Any) -> None:
+    """`set -u` in ~/.bashrc before the hook: `PROMPT_COMMAND: unbound variable` at every start, and the
+    hook never put itself in PROMPT_COMMAND (nothing was recorded all session)."""
+    sh = open_shell("bash", setup="set -u")
+    line = sh.run("false nounset-line")
+    assert (line["command"], line["exit"]) == ("false nounset-line", 1)
+    assert b"unbound variable" not in sh.output()
