@@ -94,6 +94,8 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # it until then: that last line is not recorded and the next sync cleans up instead.
     __nexusmem_exit() {
         local __st=$? __arg=$_ __ex=null
+        local -
+        set +x
         if ((__nexusmem_ran)); then
             __nexusmem_ran=0
             # The shell's status is the line's when `exit` ended it; when a signal did (the terminal
@@ -226,6 +228,10 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
 
     __nexusmem_precmd() {
         local __st=$? __pst="${PIPESTATUS[*]}" __arg=$_ __known=1
+        # Under `set -x` the hook's own lines (~75 a prompt) were traced into the terminal: xtrace is off in
+        # here, and back as it was on return (`local -`, bash 4.4).
+        local -
+        set +x
         if ((!__nexusmem_xfsz_read)); then
             __nexusmem_xfsz_read=1
             __nexusmem_xfsz=$(trap -p XFSZ)
@@ -235,7 +241,15 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         # First in PROMPT_COMMAND (its first word, or its array's first entry) and called by it, not
         # from inside another function: then $? is the command's. ${PROMPT_COMMAND} is an array's [0].
         # shellcheck disable=SC2128  # the first entry is what is meant
-        if [[ ${PROMPT_COMMAND-} != __nexusmem_precmd && ${PROMPT_COMMAND-} != __nexusmem_precmd[$'\n'\;]* ]]; then
+        if [[ ${PROMPT_COMMAND-} == __bp_precmd_invoke_cmd* && -n ${__bp_last_ret_value-} ]] &&
+            [[ -z ${FUNCNAME[1]-} || ${FUNCNAME[1]} == main ]]; then
+            # bash-preexec (atuin, iTerm2, Warp load it) put itself first at its first prompt: it keeps the
+            # command's status and pipeline status for what runs after it. The first command of every
+            # terminal was recorded with its status unknown.
+            __st=$__bp_last_ret_value
+            __pst="${BP_PIPESTATUS[*]-}"
+            __nexusmem_heal
+        elif [[ ${PROMPT_COMMAND-} != __nexusmem_precmd && ${PROMPT_COMMAND-} != __nexusmem_precmd[$'\n'\;]* ]]; then
             __nexusmem_heal
             __known=0
         elif [[ -n ${FUNCNAME[1]-} && ${FUNCNAME[1]} != main ]]; then

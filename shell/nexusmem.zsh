@@ -178,8 +178,9 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         (( t0 > 0 && t0 <= __nexusmem_now )) || t0=$__nexusmem_now
         dur=",\"duration_ms\":$(( __nexusmem_now - t0 ))"
         # $pipestatus is the pipeline's own only when it holds the status: `cmd &` sets $? to 0 and leaves
-        # the previous command's $pipestatus there.
-        [[ -n $__pst && " $__pst " == *" $__ex "* ]] && pipe=",\"pipestatus\":[${__pst// /,}]"
+        # the previous command's $pipestatus there. A job stopped with Ctrl-Z (148) has none, as in bash
+        # and fish.
+        [[ -n $__pst && $__ex != 148 && " $__pst " == *" $__ex "* ]] && pipe=",\"pipestatus\":[${__pst// /,}]"
         __nexusmem_escape $cmd
         cmd=$__nexusmem_json
         __nexusmem_escape $PWD
