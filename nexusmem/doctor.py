@@ -213,6 +213,16 @@ def check_shells() -> list[Check]:
         checks.append(
             Check("shell", True, f"{shell}: hook in {rc}, {when}" + (" (a while ago)" if stale else ""))
         )
+        for number, line in shell_hooks.prompt_command_overwrites() if shell == "bash" else ():
+            detail = (
+                f"bash: {rc} line {number} ({line[:60]}) replaces PROMPT_COMMAND after the NexusMem block,"
+                " dropping the hook: bash shells record nothing"
+            )
+            fix = (
+                f'keep what is there: PROMPT_COMMAND="...; $PROMPT_COMMAND" on line {number}, or move the'
+                " NexusMem block below it"
+            )
+            checks.append(Check("shell", False, detail, fix))
         gap = shell_hooks.login_gap() if shell == "bash" else None
         if gap:
             detail = f"bash: {gap}, so those shells (tmux, ssh, macOS Terminal) record nothing"

@@ -385,3 +385,20 @@ def test_doctor_sees_the_hooks_writing_where_the_commands_do_not_read(
     found = [c for c in report["checks"] if not c["ok"] and "NEXUSMEM_HOME is" in str(c["detail"])]  # type: ignore[union-attr]
     assert code == 1 and found, report
     assert str(found[0]["fix"]).startswith(f"export NEXUSMEM_HOME={elsewhere}")
+
+
+def test_doctor_names_a_prompt_command_set_after_the_bash_block(repo: Path, isolated_home: Path) -> None:
+    """`PROMPT_COMMAND='history -a'` below the hook's block in ~/.bashrc drops the hook: bash recorded
+    nothing, and doctor said ok (other shells were still writing)."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("hook", "install", "--shell", "bash")
+    bashrc = isolated_home / ".bashrc"
+    kept = bashrc.read_text(encoding="utf-8")
+    bashrc.write_text(kept + 'PROMPT_COMMAND="history -a; $PROMPT_COMMAND"\n', encoding="utf-8")
+    _code, report = doctor_json(repo)
+    assert not [c for c in report["checks"] if "replaces PROMPT_COMMAND" in str(c["detail"])]
+    bashrc.write_text(kept + "export PROMPT_COMMAND='history -a'\n", encoding="utf-8")
+    code, report = doctor_json(repo)
+    found = [c for c in report["checks"] if "replaces PROMPT_COMMAND" in str(c["detail"])]
+    assert code == 1 and len(found) == 1 and "history -a" in str(found[0]["detail"]), report

@@ -281,6 +281,32 @@ def _as_written(shell: str, text: str, found: tuple[int, int, tuple[str, ...]]) 
     return text[start:end].rstrip("\n") == render_block(shell, flags).rstrip("\n")
 
 
+# `PROMPT_COMMAND=...` (or `export PROMPT_COMMAND=...`, `PROMPT_COMMAND=(...)`) that does not keep the value
+# it replaces ($PROMPT_COMMAND / ${PROMPT_COMMAND...} in it): after the hook's block, it drops the hook.
+_PROMPT_COMMAND_SET = re.compile(r"^\s*(?:export\s+|declare\s+(?:-\w+\s+)*)?PROMPT_COMMAND=(?P<value>.*)$")
+
+
+def prompt_command_overwrites(environ: dict[str, str] | None = None) -> list[tuple[int, str]]:
+    """(line number, line) of each assignment in the bash rc file that replaces PROMPT_COMMAND after the
+    hook's block: the hook is dropped there, and bash records nothing from then on (the hook puts itself
+    first again only from its own prompt function, which no longer runs). [] when there is none (or no
+    block, or no file)."""
+    try:
+        lines = rc_file("bash", environ).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    after = False
+    found: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, 1):
+        if line.startswith(END):
+            after = True
+            continue
+        m = _PROMPT_COMMAND_SET.match(line) if after else None
+        if m is not None and "PROMPT_COMMAND" not in m.group("value"):
+            found.append((number, line.strip()))
+    return found
+
+
 def is_installed(shell: str, environ: dict[str, str] | None = None) -> bool:
     """Whether SHELL's rc file holds our block (ShellHookError when it holds a broken one)."""
     path = rc_file(normalise_shell(shell), environ)
