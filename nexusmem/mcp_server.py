@@ -293,6 +293,7 @@ def run_search(
 ) -> CallToolResult:
     question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
     root = project_mod.memory_root(resolve_root(project_root))
+    _catch_up(root)
     with _open_store(root) as store, _library_errors():
         settings = rank.settings_from(config.load(paths.config_path(root)))
         result = query_mod.run(
@@ -307,6 +308,20 @@ def run_search(
             author=who,
         )
     return _result(query_mod.render(result), query_mod.to_json(result))
+
+
+def _catch_up(root: Path) -> None:
+    """The commands run since the last sync (the agent's own test run a minute ago), stored before a search
+    (sync.catch_up_shell); a memory that cannot be brought up to date is searched as it is."""
+    if not project_mod.is_initialised(root):
+        return
+    try:
+        added = sync_mod.catch_up_shell(root)
+    except NexusMemError as exc:
+        log.info("search: the commands run since the last sync were not added: %s", exc)
+        return
+    if added:
+        log.info("search: %d command(s) run since the last sync added first", added)
 
 
 def run_search_team(
@@ -325,6 +340,7 @@ def run_search_team(
 
     question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
     root = resolve_root(project_root)
+    _catch_up(project_mod.memory_root(root))
     with _library_errors():
         proj = project_mod.load(root)
         result = team_mod.query(proj, question, budget=budget, as_of=cutoff, since=lo, until=hi, author=who)

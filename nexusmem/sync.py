@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -311,6 +312,41 @@ def exclusive(
         yield
     finally:
         lock.release()
+
+
+def catch_up_shell(root: Path) -> int:
+    """Store the commands the prompt hooks logged since this memory's last sync, when there are any: what an
+    agent asks mid-task ("why is the test failing") is about the run it has just made, and a sync otherwise
+    came only with the next commit. Words only (the next full sync gives them vectors), and never waits: a
+    sync running meanwhile adds them. Returns how many were added (0: nothing new, or another sync runs)."""
+    from nexusmem.sources.shell.tail import decode_cursor, resume_offset
+
+    log_path = paths.shell_log_path()
+    try:
+        st = os.stat(log_path)
+    except OSError:
+        return 0
+    seen = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if _caught_up.get(root) == seen:
+        return 0  # the log has not moved since this process last looked: a stat per search
+    project = project_mod.at(root)
+    if not bool(project.config.get("sources", {}).get("shell", {}).get("enabled", True)):
+        return 0
+    with project.open_store(readonly=True) as store:
+        saved = decode_cursor(store.cursor("shell")).get("log")
+    if st.st_size <= resume_offset(log_path, st, saved):
+        _caught_up[root] = seen
+        return 0
+    try:
+        summary = sync(project.root, only=["shell"], embed=False, wait=0)
+    except SyncBusyError:
+        return 0
+    _caught_up[root] = seen
+    return summary.added
+
+
+# root → the hook log's (device, inode, size, mtime) when catch_up_shell last found nothing left to store.
+_caught_up: dict[Path, tuple[int, int, int, int]] = {}
 
 
 PROJECT_ID = "project.id"  # the project id this store's nodes were last written under (identity.project_id)

@@ -503,3 +503,23 @@ def test_a_linked_worktree_without_a_memory_reads_the_main_work_trees(repo: Path
 
     anyio.run(main)
     assert not (worktree / ".nexusmem").exists()
+
+
+def test_a_search_sees_the_commands_run_since_the_last_sync(repo: Path, tmp_path: Path) -> None:
+    """An agent asking mid-task about the test it has just run found nothing of it: the hook had logged
+    it, but a sync came only with the next commit (and nothing told the agent to call sync_project)."""
+    small_history(repo)
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            where = {"projectRoot": str(repo)}
+            ok(await s.call_tool("sync_project", {**where, "noEmbed": True}))
+            log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+            line = {"ts": int(time.time() * 1000), "cwd": str(repo), "exit": 1, "shell": "bash", "v": 1}
+            with log.open("a", encoding="utf-8") as handle:
+                command = "pytest tests/test_zetaword_case.py"
+                handle.write(json.dumps({**line, "command": command, "session": "agent"}) + "\n")
+            text, found = ok(await s.call_tool("search_memory", {**where, "query": "zetaword_case"}))
+            assert found["items"] and found["items"][0]["title"] == f"{command} (exit 1)", text
+
+    anyio.run(main)
