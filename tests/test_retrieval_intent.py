@@ -877,6 +877,38 @@ def test_what_was_run_before_the_last_commit(repo: Path, question: str) -> None:
     assert found["items"][0]["title"] == "python3 -c 'raise SystemExit(3)' (exit 3)", found["items"][:2]
 
 
+# A morning's work: one failure long ago, then today's failures among commands that passed.
+TODAYS_FAILURES = """
+4320 1 pytest tests/test_old_flake.py
+4 0 git status
+3 2 ls missing.txt
+2 0 make build
+1 3 python3 -c 'raise SystemExit(3)'
+"""
+
+
+def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) -> None:
+    """ "What failed today" found nothing (no node holds the word "failed": a failure is an exit code), and
+    "which commands failed" put a command that passed first."""
+    if NOW % DAY < 600:
+        pytest.skip("the day has just begun (UTC): today's commands may be yesterday's")
+    commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
+    write_recent(repo, TODAYS_FAILURES)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what failed today", "which commands failed", "what broke"):
+        found = query_json(repo, question)
+        titles = [it["title"] for it in found["items"]]
+        assert titles[:2] == ["python3 -c 'raise SystemExit(3)' (exit 3)", "ls missing.txt (exit 2)"], titles
+        assert found["weak"] is False and any(
+            n.startswith("first: the commands that failed") for n in found["notes"]
+        )
+    today = [it["title"] for it in query_json(repo, "what failed today")["items"]]
+    assert "pytest tests/test_old_flake.py (exit 1)" not in today  # three days ago
+    assert any(
+        "no recorded command failed yesterday" in n for n in query_json(repo, "what broke yesterday")["notes"]
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "named"),
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -560,6 +561,13 @@ def retrieve(
             question.notes.append(
                 f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
             )
+    if question.failure and question.then is None and answered_by is None and not _a_subject(words.words):
+        scored, newest, span = failures_first(store, scored, question, as_of=as_of, since=since, until=until)
+        if newest is not None:
+            answered_by = newest.id
+            question.notes.append(f"first: the commands that failed {span}, newest first")
+        else:
+            question.notes.append(f"no recorded command failed {span}")
     if author is not None:
         scored = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
     # The learned last step (retrieve.rerank), unless a rule above pinned its answer on purpose: a time cue,
@@ -974,6 +982,83 @@ def with_neighbours(
     out = [(nodes[node_id], value) for node_id, value in lifted.items()]
     out += [(n, v) for n, v in scored if n.id not in lifted]
     return best_first(out), anchor
+
+
+# "What failed today?", "which commands broke?": a failure asked about with nothing named beside it is
+# answered by the commands that exited non-zero (no node holds the word "failed": a command's failure is
+# its exit code), newest first, within the question's time (or --since/--until), at most FAILURES_LISTED.
+FAILURES_LISTED = 20
+_NOT_A_SUBJECT = frozenset(
+    [
+        "command",
+        "commands",
+        "thing",
+        "things",
+        "run",
+        "runs",
+        "ran",
+        "stuff",
+        "anything",
+        "something",
+        "step",
+        "steps",
+        "happened",
+        "happen",
+        "went",
+        "wrong",
+        "go",
+        "did",
+        "do",
+    ]
+)
+# Exit codes that are no failure: success, unknown, Ctrl-C (130) and Ctrl-Z (148).
+_NOT_FAILED = (0, None, 130, 148)
+
+
+def _a_subject(words: Sequence[str]) -> bool:
+    """Whether the question's search words name something besides the failure itself."""
+    return any(w.lower() not in _NOT_A_SUBJECT and not reports_failure(w) for w in words)
+
+
+def _failure_window(
+    question: Question, reference: int | None, since: int | None, until: int | None
+) -> tuple[int, int, str]:
+    """The window to list failures in (from --since/--until, else the question's time cue, else the last
+    week of the memory) and how to say it."""
+    if since is not None or until is not None:
+        return since or 0, until or 2**62, "in the window asked"
+    phrases = " ".join(question.cue.phrases).lower() if question.cue is not None else ""
+    if "yesterday" in phrases:
+        return timecue.parse_when("yesterday"), timecue.parse_when("yesterday", end=True), "yesterday"
+    if "today" in phrases or "tonight" in phrases or "this morning" in phrases:
+        return timecue.parse_when("today"), 2**62, "today"
+    newest = reference if reference is not None else int(time.time() * 1000)
+    days = 30 if "month" in phrases else 7 if ("week" in phrases or not phrases) else 2
+    return newest - days * 86_400_000, 2**62, f"in the {days} days up to the newest record"
+
+
+def failures_first(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    question: Question,
+    *,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+) -> tuple[list[tuple[StoredNode, float]], StoredNode | None, str]:
+    """SCORED with the failed shell commands of the question's window put first, newest first, and the
+    newest of them (None: none failed there, and SCORED unchanged)."""
+    low, high, span = _failure_window(question, store.reference_time(as_of), since, until)
+    rows = [row for row in store.shell_commands_between(low, high) if row[4] not in _NOT_FAILED]
+    ids = [row[0] for row in reversed(rows)][:FAILURES_LISTED]
+    nodes = store.get_many(ids, light=True)
+    failed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+    if not failed:
+        return scored, None, span
+    top = scored[0][1] if scored else 1.0
+    lifted = [(node, top * (1.0 + 0.01 * (len(failed) - step))) for step, node in enumerate(failed)]
+    chosen = {node.id for node in failed}
+    return lifted + [(n, v) for n, v in scored if n.id not in chosen], failed[0], span
 
 
 def _exit_text(node: StoredNode) -> str:

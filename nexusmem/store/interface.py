@@ -69,6 +69,12 @@ class SearchStore(Protocol):
         empty when the store keeps no commit graph."""
         ...
 
+    def shell_commands_between(
+        self, start: int, end: int
+    ) -> list[tuple[str, str, int, str | None, int | None]]:
+        """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END, oldest first."""
+        ...
+
     def reference_time(self, as_of: int | None = None) -> int | None:
         """The newest event time held (recorded by AS_OF): the 'now' of recency, so that a query's answer
         depends only on the store and the question."""
