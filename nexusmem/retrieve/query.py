@@ -562,9 +562,11 @@ def retrieve(
                 f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
             )
     if question.failure and question.then is None and answered_by is None and not _a_subject(words.words):
-        scored, newest, span = failures_first(store, scored, question, as_of=as_of, since=since, until=until)
-        if newest is not None:
-            answered_by = newest.id
+        scored, latest_failure, span = failures_first(
+            store, scored, question, as_of=as_of, since=since, until=until
+        )
+        if latest_failure is not None:
+            answered_by = latest_failure.id
             question.notes.append(f"first: the commands that failed {span}, newest first")
         else:
             question.notes.append(f"no recorded command failed {span}")
@@ -1015,7 +1017,7 @@ _NOT_A_SUBJECT = frozenset(
 _NOT_FAILED = (0, None, 130, 148)
 
 
-def _a_subject(words: Sequence[str]) -> bool:
+def _a_subject(words: list[str]) -> bool:
     """Whether the question's search words name something besides the failure itself."""
     return any(w.lower() not in _NOT_A_SUBJECT and not reports_failure(w) for w in words)
 
