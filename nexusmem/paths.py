@@ -151,6 +151,12 @@ def repo_root(start: Path | str | None = None) -> Path:
                 f"{where} is a bare git repository (no work tree): run NexusMem in a clone of it (`git clone"
                 f" {where}`), where its files are checked out"
             ) from exc
+        code, inside = gitcmd.run_ok(["rev-parse", "--is-inside-git-dir"], where)
+        if code == 0 and inside.strip() == b"true":
+            raise NotARepositoryError(
+                f"{where} is inside a repository's .git directory, not its work tree: run NexusMem in the work"
+                " tree (the folder that holds .git), or pass -C PATH"
+            ) from exc
         if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
             # Git's own hook environment is cleared for every git NexusMem runs (gitcmd.clean_env), so a
             # repository reached only through these (`git --git-dir=~/.dotfiles --work-tree=~`) is not found.

@@ -153,6 +153,12 @@ def test_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
         said = run_cli("-C", str(bare), *args, ok=False)
         assert said.exit_code == 1 and "is a bare git repository (no work tree)" in said.output, said.output
         assert "git init" not in said.output
+    # Inside a work tree's .git directory (a hook being edited there): "run `git init`" was wrong advice too.
+    work = tmp_path / "work"
+    git(tmp_path, "init", "-q", str(work))
+    said = run_cli("-C", str(work / ".git" / "hooks"), "status", ok=False)
+    assert said.exit_code == 1 and "inside a repository's .git directory" in said.output, said.output
+    assert "git init" not in said.output
 
 
 def test_query_before_init_says_what_to_run(repo: Path) -> None:
