@@ -268,6 +268,8 @@ def test_mark_stale_demotes_and_checks_ids(repo: Path) -> None:
         ([readme, "--supersedes", "ffffffffff"], "no node with id"),
         ([readme, "--supersedes", readme], "cannot supersede itself"),
         ([readme[:2], "--supersedes", newer], "at least 6 characters"),  # one minimum: nexusmem.show
+        # A cycle: both would be counted down as stale.
+        ([newer, "--supersedes", readme], f"{readme} is itself marked as replaced by {newer}"),
     ]:
         bad = run_cli("-C", str(repo), "mark-stale", *args, ok=False)
         assert bad.exit_code == 1 and message in bad.output

@@ -40,6 +40,18 @@ def mark_stale(
         new = resolve(store, new_ref) if new_ref is not None else None
         if new is not None and new.id == old.id:
             raise NexusMemError("a node cannot supersede itself")
+        # A cycle (B marked as replaced by A, then A by B) would leave both counted down as stale.
+        seen: set[str] = set()
+        step = new
+        while new is not None and step is not None and step.superseded_by and step.id not in seen:
+            seen.add(step.id)
+            if step.superseded_by == old.id:
+                raise NexusMemError(
+                    f"{new.id} is itself marked as replaced by {old.id}"
+                    + ("" if step.id == new.id else " (through the nodes that replace it)")
+                    + f": clear that first (nexusmem mark-stale {step.id} --clear)"
+                )
+            step = store.get(step.superseded_by)
         with store.transaction():
             store.set_superseded(old.id, new.id if new else None)
             store.add_audit("mark-stale", {"id": old.id, "superseded_by": new.id if new else None})
