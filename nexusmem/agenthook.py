@@ -46,9 +46,25 @@ def _log_path() -> str:
     return os.path.join(home, "shell-history.jsonl")
 
 
+def _may_make(directory: str) -> bool:
+    """False when, as root, DIRECTORY would be made inside another user's tree (`sudo -E claude` with the
+    user's HOME): a root-owned folder there keeps that user's own shells from recording anything."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return True
+    existing = directory
+    while not os.path.lexists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    try:
+        return os.stat(existing).st_uid == 0
+    except OSError:
+        return True
+
+
 def _append(path: str, data: bytes) -> None:
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
+        if not _may_make(directory):
+            return
         # umask 077 for the folders made on the way too (makedirs gives those the umask's mode: 0777
         # under umask 000, and whoever can write one can put a folder of theirs in place of ours).
         old = os.umask(0o077)

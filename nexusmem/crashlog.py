@@ -28,6 +28,7 @@ def _append(path: Path, text: str) -> None:
     if not path.parent.is_dir():
         from nexusmem import private
 
+        private.refuse_root_in_anothers(path.parent)  # root in another user's HOME: no crash log there
         private.make_parents(path)  # 0700 each, whatever the umask
     try:
         if path.stat().st_size > CRASH_LOG_CAP:
@@ -83,4 +84,6 @@ def record(command: str, exc: BaseException | None = None) -> str:
         where = f"details in {path} (please include them in a bug report)"
     except OSError as err:
         where = f"could not write the crash log ({err.strerror or err})"
+    except Exception as err:  # refused (root in another user's HOME): said, never a second crash
+        where = f"no crash log written ({err})"
     return f"internal error ({name}: {first}); {where}"

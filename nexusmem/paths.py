@@ -57,6 +57,8 @@ def ensure_user_dir() -> Path:
     from nexusmem import private
 
     path = user_dir()
+    if not path.is_dir():
+        private.refuse_root_in_anothers(path)
     private.make_dir(path)
     private.fix_tree(path)
     return path

@@ -29,8 +29,6 @@ def make_dir(path: Path) -> Path:
 
     The parents it creates are 0700 too: under umask 000 they were 0777, and whoever can write a parent can
     move PATH aside and put a folder of their own in its place (the hooks would then write into theirs)."""
-    if not os.path.lexists(path):
-        _refuse_roots_folder_in_anothers(path)
     try:
         os.mkdir(path, DIR_MODE)
     except FileExistsError:
@@ -44,13 +42,15 @@ def make_dir(path: Path) -> Path:
     return path
 
 
-def _refuse_roots_folder_in_anothers(path: Path) -> None:
-    """Running as root (`sudo -E nexusmem …`, `sudo nexusmem sync` in someone's repository), a folder made
-    inside another user's tree would be root's: that user's own NexusMem could then neither write nor
-    read it (the hooks record nothing, every command is refused). Refused before anything is made."""
+def refuse_root_in_anothers(path: Path) -> None:
+    """Refuse, running as root, to make or rewrite PATH where another user owns it (PATH itself, or the
+    nearest folder above it that exists): `sudo -E nexusmem …` or `sudo -E claude` with the user's HOME made
+    a root-owned ~/.nexusmem (and `hook install` rewrote their ~/.bashrc as root's), and the user's own
+    shells then recorded nothing. Only for what is the user's own (the user folder, rc files): a repository
+    checked out by another uid in a root CI container is used as it is."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return
-    existing = path.parent
+    existing = path
     while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     try:
@@ -61,8 +61,8 @@ def _refuse_roots_folder_in_anothers(path: Path) -> None:
         from nexusmem.errors import StoreError
 
         raise StoreError(
-            f"not creating {path} as root: {existing} belongs to another user (uid {owner}), whose own NexusMem"
-            " could not use a folder of root's; run this as that user (or set NEXUSMEM_HOME for root)"
+            f"not writing {path} as root: {existing} belongs to another user (uid {owner}), whose own NexusMem"
+            " could then not use it; run this as that user, or point NEXUSMEM_HOME (and HOME) at root's own"
         )
 
 

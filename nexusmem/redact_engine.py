@@ -1580,8 +1580,10 @@ PATTERNS: tuple[Rule, ...] = (
         "xml-add-key",
         _NAME_KINDS,
         "<add",
-        r"[ \t]+key=[\"'](?P<k>[a-z0-9_.:-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
-        r"[a-z0-9_.:-]{0,20})[\"'][ \t]+value=[\"'](?P<v>[^\"'\n]{1,500})[\"']",
+        # The key names the secret itself (ApiKey, DbPassword, ClientSecret): `TokenType`, `SecretStore`,
+        # `PasswordPolicy` hold settings about one, not one.
+        r"[ \t]+key=[\"'](?P<k>[a-z0-9_.:-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key))"
+        r"[\"'][ \t]+value=[\"'](?P<v>[^\"'\n]{1,500})[\"']",
         _xml_add_key,
         lowered=True,
     ),

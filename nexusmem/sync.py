@@ -334,9 +334,12 @@ def catch_up_shell(root: Path) -> int:
         return 0
     with project.open_store(readonly=True) as store:
         saved = decode_cursor(store.cursor("shell")).get("log")
-    if st.st_size <= resume_offset(log_path, st, saved):
+    offset = resume_offset(log_path, st, saved)
+    if st.st_size <= offset:
         _caught_up[root] = seen
         return 0
+    if st.st_size - offset > CATCH_UP_MAX_BYTES:
+        return 0  # a backlog (weeks without a sync): a search must not wait for it; the next sync reads it
     try:
         summary = sync(project.root, only=["shell"], embed=False, wait=0)
     except SyncBusyError:
@@ -345,6 +348,9 @@ def catch_up_shell(root: Path) -> int:
     return summary.added
 
 
+# The most of the hook log a search stores first (~2,000 commands): a recent run is found at once, and a
+# long backlog (50,000 unsynced commands took 11 s) is left to the next sync rather than held in a search.
+CATCH_UP_MAX_BYTES = 512 * 1024
 # root → the hook log's (device, inode, size, mtime) when catch_up_shell last found nothing left to store.
 _caught_up: dict[Path, tuple[int, int, int, int]] = {}
 

@@ -70,10 +70,14 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # Source time may fork: create the user dir (0700), the log and this shell's two scratch files
     # (0600: the scratch file holds raw command lines) once, and drop scratch files left by shells
     # that have exited. Later writes into existing files keep these modes whatever the umask.
-    # Nothing is made in a HOME that is not this user's: root in a shell with another user's HOME (`sudo -E
-    # -s`, `su -m`) would make a root-owned folder there, and that user's own shells could write nothing.
-    if [[ ! -d $__nexusmem_dir ]] && [[ -O $HOME || $__nexusmem_dir != "$HOME"/* ]]; then
-        (umask 077 && mkdir -p -- "$__nexusmem_dir") 2>/dev/null
+    # Root makes nothing inside another user's tree: in a shell with that user's HOME or NEXUSMEM_HOME
+    # (`sudo -E -s`, `su -m`) the folder would be root's, and that user's own shells could write nothing.
+    if [[ ! -d $__nexusmem_dir ]]; then
+        __nexusmem_f=$__nexusmem_dir
+        while [[ ! -e $__nexusmem_f && $__nexusmem_f == */* ]]; do __nexusmem_f=${__nexusmem_f%/*}; done
+        if ((EUID != 0)) || [[ -O ${__nexusmem_f:-/} ]]; then
+            (umask 077 && mkdir -p -- "$__nexusmem_dir") 2>/dev/null
+        fi
     fi
     (umask 077 && : >>"$__nexusmem_log" && : >|"$__nexusmem_scratch" && : >|"$__nexusmem_umask_file") 2>/dev/null
     for __nexusmem_f in "$__nexusmem_dir"/.bash-*.tmp; do

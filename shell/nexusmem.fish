@@ -44,9 +44,14 @@ if status is-interactive; and not set -q __nexusmem_loaded
     set -g __nexusmem_scratch $__nexusmem_dir/.fish-$fish_pid.tmp
 
     # Source time may fork: create the user dir (0700) and the log (0600), calibrate the clock.
-    # Nothing is made in a HOME that is not this user's: root in a shell with another user's HOME (`sudo -E
-    # -s`, `su -m`) would make a root-owned folder there, and that user's own shells could write nothing.
-    if not test -e $__nexusmem_log; and begin; test -O $HOME; or not string match -q -- "$HOME/*" $__nexusmem_dir; end
+    # Root makes nothing inside another user's tree: in a shell with that user's HOME or NEXUSMEM_HOME
+    # (`sudo -E -s`, `su -m`) the folder would be root's, and that user's own shells could write nothing.
+    set -l __nexusmem_up $__nexusmem_dir
+    while not test -e "$__nexusmem_up"; and string match -q -- '*/*' $__nexusmem_up
+        set __nexusmem_up (string replace -r '/[^/]*$' '' -- $__nexusmem_up)
+    end
+    test -n "$__nexusmem_up"; or set __nexusmem_up /
+    if not test -e $__nexusmem_log; and begin; test -O "$__nexusmem_up"; or test (command id -u) -ne 0; end
         command sh -c 'umask 077 && mkdir -p -- "$1" && : >>"$2"' sh $__nexusmem_dir $__nexusmem_log 2>/dev/null
     end
     set -g __nexusmem_clock_offset

@@ -42,10 +42,15 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     typeset -gi __nexusmem_ran=0 __nexusmem_t0=0
 
     # Source time may fork: create the user dir (0700) and the log (0600) once.
-    # Nothing is made in a HOME that is not this user's: root in a shell with another user's HOME (`sudo -E
-    # -s`, `su -m`) would make a root-owned folder there, and that user's own shells could write nothing.
-    if [[ ! -d $__nexusmem_dir ]] && [[ -O $HOME || $__nexusmem_dir != $HOME/* ]]; then
-        (umask 077 && mkdir -p -- $__nexusmem_dir) 2>/dev/null
+    # Root makes nothing inside another user's tree: in a shell with that user's HOME or NEXUSMEM_HOME
+    # (`sudo -E -s`, `su -m`) the folder would be root's, and that user's own shells could write nothing.
+    if [[ ! -d $__nexusmem_dir ]]; then
+        typeset -g __nexusmem_up=$__nexusmem_dir
+        while [[ ! -e $__nexusmem_up && $__nexusmem_up == */* ]]; do __nexusmem_up=${__nexusmem_up%/*}; done
+        if (( EUID != 0 )) || [[ -O ${__nexusmem_up:-/} ]]; then
+            (umask 077 && mkdir -p -- $__nexusmem_dir) 2>/dev/null
+        fi
+        unset __nexusmem_up
     fi
     if [[ ! -e $__nexusmem_log ]]; then
         (umask 077 && : >>| $__nexusmem_log) 2>/dev/null

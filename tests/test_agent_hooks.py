@@ -223,6 +223,13 @@ def test_the_recorder_never_gets_in_the_agents_way(
         done = fire(post, claude_success(repo, "git status", "toolu_Y"))
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
         assert list(theirs.iterdir()) == []
+        # `sudo -E claude`: root with the user's folder to make inside their tree: nothing made (a root-owned
+        # folder there kept the user's own shells from recording anything).
+        monkeypatch.setenv("NEXUSMEM_HOME", str(theirs / "nm"))
+        theirs.chmod(0o755)
+        done = fire(post, claude_success(repo, "git status", "toolu_Z"))
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert list(theirs.iterdir()) == []
 
 
 def test_the_recorder_imports_only_the_stdlib_and_agentcmd(repo: Path, isolated_home: Path) -> None:

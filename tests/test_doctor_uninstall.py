@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -354,8 +355,26 @@ def test_root_with_another_users_home_makes_nothing_there_and_doctor_names_a_fol
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("NEXUSMEM_HOME")
     refused = run_cli("-C", str(repo), "sync", "--no-embed", ok=False)
-    assert refused.exit_code == 1 and "not creating" in refused.output and "uid 65534" in refused.output
+    assert refused.exit_code == 1 and "not writing" in refused.output and "uid 65534" in refused.output
     assert not (home / ".nexusmem").exists()
+    # Nor is the user's ~/.bashrc rewritten as root's by `hook install`.
+    (home / ".bashrc").write_text("alias ll='ls -l'\n", encoding="utf-8")
+    os.chown(home / ".bashrc", 65534, 65534)
+    hooked = run_cli("hook", "install", "--shell", "bash", ok=False)
+    assert hooked.exit_code != 0 and "not writing" in hooked.output, hooked.output
+    assert (home / ".bashrc").stat().st_uid == 65534
+    # A repository checked out by another uid, used by root with a home of its own (a CI container): used.
+    root_home = tmp_path / "root-home"
+    root_home.mkdir()
+    monkeypatch.setenv("HOME", str(root_home))
+    monkeypatch.setenv("NEXUSMEM_HOME", str(root_home / ".nexusmem"))
+    shutil.rmtree(repo / ".nexusmem", ignore_errors=True)
+    for path in (repo, *repo.rglob("*")):
+        os.lchown(path, 65534, 65534)
+    git(repo, "config", "--global", "--add", "safe.directory", "*")
+    assert run_cli("-C", str(repo), "sync", "--no-embed").exit_code == 0
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("NEXUSMEM_HOME")
     # A user folder someone else owns (seen from root here: the user's, from the user: root's, as an older
     # release left it): doctor names its owner and the fix.
     (home / ".nexusmem").mkdir(mode=0o700)

@@ -523,3 +523,19 @@ def test_a_search_sees_the_commands_run_since_the_last_sync(repo: Path, tmp_path
             assert found["items"] and found["items"][0]["title"] == f"{command} (exit 1)", text
 
     anyio.run(main)
+
+
+def test_a_long_backlog_is_left_to_the_next_sync_not_stored_by_a_search(repo: Path) -> None:
+    """50,000 commands logged since the last sync held the first search 11 s: a search stores at most a
+    short backlog first (sync.CATCH_UP_MAX_BYTES), a longer one is the next sync's."""
+    from nexusmem import sync
+
+    small_history(repo)
+    sync.sync(repo, embed=False)
+    log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+    base = {"ts": int(time.time() * 1000) - 3_600_000, "cwd": str(repo), "exit": 0, "shell": "bash", "v": 1}
+    with log.open("a", encoding="utf-8") as handle:
+        for i in range(sync.CATCH_UP_MAX_BYTES // 100 + 1):
+            handle.write(json.dumps({**base, "ts": base["ts"] + i, "command": f"make step-{i:06d}"}) + "\n")
+    assert sync.catch_up_shell(repo) == 0
+    assert sync.sync(repo, embed=False).added > 5_000

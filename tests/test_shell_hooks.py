@@ -842,18 +842,24 @@ def test_fish_private_mode_records_nothing(open_shell: Any) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("where", ["home", "nexusmem-home"])
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
-def test_root_in_another_users_home_makes_no_folder_there(kind: str, tmp_path: Path) -> None:
-    """A root shell with the user's HOME (`sudo -E -s`, `su -m`) made ~/.nexusmem root's: the user's own
-    shells then recorded nothing. Nothing is made in a HOME that is not the shell user's."""
+def test_root_in_another_users_home_makes_no_folder_there(kind: str, where: str, tmp_path: Path) -> None:
+    """A root shell with the user's HOME or NEXUSMEM_HOME (`sudo -E -s`, `su -m`) made the user folder
+    root's: the user's own shells then recorded nothing. Root makes nothing inside another user's tree."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
     home = tmp_path / "someone"
     home.mkdir()
     os.chown(home, 65534, 65534)
+    data = tmp_path / "their-data"
+    data.mkdir()
+    os.chown(data, 65534, 65534)
     marker = tmp_path / "marker"
     env = {k: v for k, v in os.environ.items() if k != "NEXUSMEM_HOME"}
     env.update(TERM="dumb", LANG="C.UTF-8", PS1="PROMPT> ", HOME=str(home), HISTFILE=str(tmp_path / "hist"))
+    if where == "nexusmem-home":
+        env["NEXUSMEM_HOME"] = str(data / "nm")
     argv = {"bash": ["--norc", "--noprofile", "-i"], "zsh": ["-f", "-i"], "fish": ["--no-config", "-i"]}[kind]
     child = pexpect.spawn(kind, argv, env=env, cwd=str(tmp_path), timeout=10, preexec_fn=default_signals)
     try:
@@ -869,7 +875,7 @@ def test_root_in_another_users_home_makes_no_folder_there(kind: str, tmp_path: P
                 child.expect(pexpect.TIMEOUT, timeout=0.05)
     finally:
         child.close(force=True)
-    assert not (home / ".nexusmem").exists()
+    assert not (home / ".nexusmem").exists() and not (data / "nm").exists()
 
 
 @needs("bash")

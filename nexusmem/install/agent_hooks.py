@@ -213,7 +213,7 @@ def _load_state() -> dict[str, Any]:
 
 
 def _save_state(state: dict[str, Any]) -> None:
-    directory = private.make_dir(paths.user_dir())
+    directory = paths.ensure_user_dir()
     target = directory / STATE_NAME
     if not state:
         with contextlib.suppress(FileNotFoundError):

@@ -206,8 +206,13 @@ def _read(path: Path) -> str | None:
 
 
 def _write(path: Path, text: str) -> None:
+    from nexusmem import private
+    from nexusmem.errors import StoreError
+
     try:
         path = paths.edit_target(path)  # a dotfile manager's link stays a link
+        # As root with another user's HOME, the rc file would become root's (os.replace): refused.
+        private.refuse_root_in_anothers(path)
         _make_parents(path.parent)
         tmp = path.with_name(f".{path.name}.nexusmem-tmp")
         with tmp.open("w", encoding="utf-8", newline="") as handle:
@@ -218,6 +223,8 @@ def _write(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         raise ShellHookError(f"cannot write {path}: {exc}") from exc
+    except StoreError as exc:
+        raise ShellHookError(str(exc)) from exc
 
 
 def _umask() -> int:

@@ -91,6 +91,8 @@ def log_lock(exclusive: bool) -> Iterator[None]:
     from nexusmem import private
 
     try:
+        if not shell_log_path().parent.is_dir():
+            private.refuse_root_in_anothers(shell_log_path().parent)
         directory = private.make_dir(shell_log_path().parent)
         fd = private.open_fd(directory / LOCK_NAME, os.O_RDWR)
     except OSError:
