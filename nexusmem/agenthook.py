@@ -47,9 +47,9 @@ def _log_path() -> str:
 
 
 def _may_make(directory: str) -> bool:
-    """False when, as root, DIRECTORY would be made inside another user's tree (`sudo -E claude` with the
-    user's HOME): a root-owned folder there keeps that user's own shells from recording anything."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+    """False when, as root under sudo, DIRECTORY would be made inside another user's tree (`sudo -E claude`
+    with the user's HOME): a root-owned folder there keeps that user's own shells from recording anything."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not os.environ.get("SUDO_UID"):
         return True
     existing = directory
     while not os.path.lexists(existing) and os.path.dirname(existing) != existing:

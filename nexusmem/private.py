@@ -46,9 +46,10 @@ def refuse_root_in_anothers(path: Path) -> None:
     """Refuse, running as root, to make or rewrite PATH where another user owns it (PATH itself, or the
     nearest folder above it that exists): `sudo -E nexusmem …` or `sudo -E claude` with the user's HOME made
     a root-owned ~/.nexusmem (and `hook install` rewrote their ~/.bashrc as root's), and the user's own
-    shells then recorded nothing. Only for what is the user's own (the user folder, rc files): a repository
-    checked out by another uid in a root CI container is used as it is."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+    shells then recorded nothing. Only for what is the user's own (the user folder, rc files, agent
+    settings), and only under sudo (SUDO_UID set): a root CI container whose HOME and checkout belong to the
+    runner's uid (GitHub Actions' container jobs) is used as it is."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not os.environ.get("SUDO_UID"):
         return
     existing = path
     while not os.path.lexists(existing) and existing != existing.parent:
@@ -61,8 +62,8 @@ def refuse_root_in_anothers(path: Path) -> None:
         from nexusmem.errors import StoreError
 
         raise StoreError(
-            f"not writing {path} as root: {existing} belongs to another user (uid {owner}), whose own NexusMem"
-            " could then not use it; run this as that user, or point NEXUSMEM_HOME (and HOME) at root's own"
+            f"not writing {path} as root under sudo: {existing} belongs to another user (uid {owner}), whose own"
+            " NexusMem could then not use it; run this without sudo, or with sudo's own HOME (sudo -H)"
         )
 
 

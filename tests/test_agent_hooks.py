@@ -226,6 +226,7 @@ def test_the_recorder_never_gets_in_the_agents_way(
         # `sudo -E claude`: root with the user's folder to make inside their tree: nothing made (a root-owned
         # folder there kept the user's own shells from recording anything).
         monkeypatch.setenv("NEXUSMEM_HOME", str(theirs / "nm"))
+        monkeypatch.setenv("SUDO_UID", "12345")
         theirs.chmod(0o755)
         done = fire(post, claude_success(repo, "git status", "toolu_Z"))
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

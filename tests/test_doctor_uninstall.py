@@ -354,6 +354,7 @@ def test_root_with_another_users_home_makes_nothing_there_and_doctor_names_a_fol
     os.chown(home, 65534, 65534)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("NEXUSMEM_HOME")
+    monkeypatch.setenv("SUDO_UID", "65534")  # what sudo sets
     refused = run_cli("-C", str(repo), "sync", "--no-embed", ok=False)
     assert refused.exit_code == 1 and "not writing" in refused.output and "uid 65534" in refused.output
     assert not (home / ".nexusmem").exists()
@@ -363,18 +364,28 @@ def test_root_with_another_users_home_makes_nothing_there_and_doctor_names_a_fol
     hooked = run_cli("hook", "install", "--shell", "bash", ok=False)
     assert hooked.exit_code != 0 and "not writing" in hooked.output, hooked.output
     assert (home / ".bashrc").stat().st_uid == 65534
-    # A repository checked out by another uid, used by root with a home of its own (a CI container): used.
-    root_home = tmp_path / "root-home"
-    root_home.mkdir()
-    monkeypatch.setenv("HOME", str(root_home))
-    monkeypatch.setenv("NEXUSMEM_HOME", str(root_home / ".nexusmem"))
+    # Nor the user's agent settings.
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text('{"model": "opus"}\n', encoding="utf-8")
+    for path in (home / ".claude", home / ".claude" / "settings.json"):
+        os.chown(path, 65534, 65534)
+    agent = run_cli("hook", "agent", "install", "claude-code", ok=False)
+    assert agent.exit_code != 0 and "not writing" in agent.output, agent.output
+    assert (home / ".claude" / "settings.json").stat().st_uid == 65534
+    assert json.loads((home / ".claude" / "settings.json").read_text(encoding="utf-8")) == {"model": "opus"}
+    # Root without sudo whose HOME and checkout belong to the runner's uid (a GitHub Actions container
+    # job): used as it is.
+    monkeypatch.delenv("SUDO_UID")
+    ci_home = tmp_path / "github-home"
+    ci_home.mkdir()
+    os.chown(ci_home, 65534, 65534)
+    monkeypatch.setenv("HOME", str(ci_home))
     shutil.rmtree(repo / ".nexusmem", ignore_errors=True)
     for path in (repo, *repo.rglob("*")):
         os.lchown(path, 65534, 65534)
     git(repo, "config", "--global", "--add", "safe.directory", "*")
     assert run_cli("-C", str(repo), "sync", "--no-embed").exit_code == 0
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("NEXUSMEM_HOME")
     # A user folder someone else owns (seen from root here: the user's, from the user: root's, as an older
     # release left it): doctor names its owner and the fix.
     (home / ".nexusmem").mkdir(mode=0o700)

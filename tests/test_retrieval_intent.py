@@ -880,6 +880,7 @@ def test_what_was_run_before_the_last_commit(repo: Path, question: str) -> None:
 # A morning's work: one failure long ago, then today's failures among commands that passed.
 TODAYS_FAILURES = """
 4320 1 pytest tests/test_old_flake.py
+5 131 pytest tests/test_quit_with_ctrl_backslash.py
 4 0 git status
 3 2 ls missing.txt
 2 0 make build
@@ -895,7 +896,7 @@ def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) ->
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
     write_recent(repo, TODAYS_FAILURES)
     run_cli("-C", str(repo), "sync", "--no-embed")
-    for question in ("what failed today", "which commands failed", "what broke"):
+    for question in ("what failed today", "which commands failed", "what broke", "what failed last week"):
         found = query_json(repo, question)
         titles = [it["title"] for it in found["items"]]
         assert titles[:2] == ["python3 -c 'raise SystemExit(3)' (exit 3)", "ls missing.txt (exit 2)"], titles
@@ -904,6 +905,11 @@ def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) ->
         )
     today = [it["title"] for it in query_json(repo, "what failed today")["items"]]
     assert "pytest tests/test_old_flake.py (exit 1)" not in today  # three days ago
+    assert not [t for t in today if "(exit 131)" in t]  # stopped with Ctrl-\\: no failure
+    week = [it["title"] for it in query_json(repo, "what failed last week")["items"]]
+    assert "pytest tests/test_old_flake.py (exit 1)" in week
+    hour = [it["title"] for it in query_json(repo, "what failed in the last hour")["items"]]
+    assert "pytest tests/test_old_flake.py (exit 1)" not in hour and hour[0].startswith("python3 -c")
     assert any(
         "no recorded command failed yesterday" in n for n in query_json(repo, "what broke yesterday")["notes"]
     )

@@ -180,8 +180,12 @@ def _read(path: Path) -> tuple[bytes | None, Any]:
 
 
 def _write(path: Path, data: bytes, created: bool) -> None:
+    from nexusmem.errors import StoreError
+
     try:
         path = paths.edit_target(path)  # a dotfile manager's link stays a link
+        # As root for another user (`sudo -E`), their settings would become root's (os.replace): refused.
+        private.refuse_root_in_anothers(path)
         if not path.parent.is_dir():
             private.make_dir(path.parent)
         tmp = path.with_name(f".{path.name}.nexusmem-tmp")
@@ -195,6 +199,8 @@ def _write(path: Path, data: bytes, created: bool) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         raise AgentHookError(f"cannot write {path}: {exc}") from exc
+    except StoreError as exc:
+        raise AgentHookError(str(exc)) from exc
 
 
 # --- what install left behind, to undo it byte for byte --------------------------------------------------

@@ -990,52 +990,104 @@ def with_neighbours(
 # answered by the commands that exited non-zero (no node holds the word "failed": a command's failure is
 # its exit code), newest first, within the question's time (or --since/--until), at most FAILURES_LISTED.
 FAILURES_LISTED = 20
+# Words that name no subject beside a failure: "which commands failed", "what went wrong last week".
 _NOT_A_SUBJECT = frozenset(
     [
         "command",
         "commands",
         "thing",
         "things",
-        "run",
-        "runs",
-        "ran",
         "stuff",
         "anything",
         "something",
-        "step",
-        "steps",
         "happened",
         "happen",
         "went",
         "wrong",
-        "go",
         "did",
         "do",
+        "minute",
+        "minutes",
+        "hour",
+        "hours",
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "night",
+        "nights",
+        "month",
+        "months",
+        "year",
+        "years",
+        "morning",
+        "afternoon",
+        "evening",
+        "ago",
+        "past",
+        "last",
+        "recently",
+        "earlier",
+        "today",
+        "yesterday",
+        "tonight",
+        "now",
+        "just",
+        "few",
+        "couple",
     ]
 )
-# Exit codes that are no failure: success, unknown, Ctrl-C (130) and Ctrl-Z (148).
-_NOT_FAILED = (0, None, 130, 148)
+# Exit codes that are no failure (docs/contracts.md): success, unknown, Ctrl-C, Ctrl-\ and Ctrl-Z.
+_NOT_FAILED = (0, None, 130, 131, 148)
+_UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
+_UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
+_COUNT = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of)"
+_LAST_SPAN = re.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s+)?(minute|hour|day|week|month|year)s?\b", re.I)
+_AGO_SPAN = re.compile(rf"\b{_COUNT}\s+(minute|hour|day|week|month|year)s?\s+ago\b", re.I)
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_NUMBERS |= {"eight": 8, "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2}
 
 
 def _a_subject(words: list[str]) -> bool:
-    """Whether the question's search words name something besides the failure itself."""
-    return any(w.lower() not in _NOT_A_SUBJECT and not reports_failure(w) for w in words)
+    """Whether the question's search words name something besides the failure itself (and its time)."""
+    return any(w.lower() not in _NOT_A_SUBJECT and not w.isdigit() and not reports_failure(w) for w in words)
+
+
+def _count(text: str | None) -> int:
+    if not text:
+        return 1
+    return int(text) if text.isdigit() else _NUMBERS.get(text.lower(), 1)
 
 
 def _failure_window(
     question: Question, reference: int | None, since: int | None, until: int | None
 ) -> tuple[int, int, str]:
-    """The window to list failures in (from --since/--until, else the question's time cue, else the last
-    week of the memory) and how to say it."""
+    """The window to list failures in: --since/--until; else the question's: a date, yesterday (or last
+    night), today, the last N units, N units ago (a unit either side); else the week up to the newest
+    record. And how to say it."""
     if since is not None or until is not None:
         return since or 0, until or 2**62, "in the window asked"
-    phrases = " ".join(question.cue.phrases).lower() if question.cue is not None else ""
-    if "yesterday" in phrases:
+    text = question.text.lower()
+    cue = question.cue
+    if cue is not None and cue.anchor_ms is not None:  # one ISO date: that (UTC) day
+        day = timecue.parse_when(time.strftime("%Y-%m-%d", time.gmtime(cue.anchor_ms / 1000)))
+        return day, day + 86_400_000 - 1, time.strftime("on %Y-%m-%d", time.gmtime(cue.anchor_ms / 1000))
+    if "yesterday" in text or "last night" in text:
         return timecue.parse_when("yesterday"), timecue.parse_when("yesterday", end=True), "yesterday"
-    if "today" in phrases or "tonight" in phrases or "this morning" in phrases:
+    if any(word in text for word in ("today", "tonight", "this morning", "this afternoon", "this evening")):
         return timecue.parse_when("today"), 2**62, "today"
-    newest = reference if reference is not None else int(time.time() * 1000)
-    days = 30 if "month" in phrases else 7 if ("week" in phrases or not phrases) else 2
+    now = int(time.time() * 1000)
+    ago = _AGO_SPAN.search(text)
+    if ago is not None:
+        n, unit = _count(ago.group(1)), _UNIT_MS[ago.group(2).lower()]
+        return now - (n + 1) * unit, now - max(0, n - 1) * unit, ago.group(0)
+    last = _LAST_SPAN.search(text) or re.search(r"\bthis\s+(week|month|year)\b", text)
+    if last is not None:
+        unit_name = last.group(last.lastindex or 1).lower()
+        n = _count(last.group(1)) if last.re is _LAST_SPAN else 1
+        return now - n * _UNIT_MS[unit_name], 2**62, f"in the {last.group(0)}"
+    newest = reference if reference is not None else now
+    days = 2 if cue is not None else 7
     return newest - days * 86_400_000, 2**62, f"in the {days} days up to the newest record"
 
 
