@@ -127,18 +127,10 @@ def test_ts_is_last_commit_touching_the_file_not_mtime(repo: Path) -> None:
     assert ts == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000, "new.md": 1_234_567_890_000}
 
 
-def test_a_sync_after_a_commit_dates_the_docs_from_the_new_commits_only(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every HEAD move walked the history again to date every doc file: on git/git, 30 s and 370 MB after
-    each commit, for a code change. The times are kept in the cursor and only the new commits are walked;
-    a rewrite (reset, rebase) walks again from the top."""
+def record_walks(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The git commands the docs source streams from here on (its history walks), recorded as they run."""
     from nexusmem.sources import docs as docs_mod
 
-    commit(repo, "a", {"a.md": "# A\n\none\n", "b.md": "# B\n\nbee\n"}, when=1_600_000_000)
-    commit(repo, "a again", {"a.md": "# A\n\ntwo\n"}, when=1_650_000_000)
-    first, nodes = scan(repo)
-    assert {n.meta["path"]: n.ts for n in nodes} == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000}
     walks: list[list[str]] = []
     real_stream = docs_mod.gitcmd.stream
 
@@ -147,6 +139,20 @@ def test_a_sync_after_a_commit_dates_the_docs_from_the_new_commits_only(
         return real_stream(args, root)
 
     monkeypatch.setattr(docs_mod.gitcmd, "stream", recorded)
+    return walks
+
+
+def test_a_sync_after_a_commit_dates_the_docs_from_the_new_commits_only(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every HEAD move walked the history again to date every doc file: on git/git, 30 s and 370 MB after
+    each commit, for a code change. The times are kept in the cursor and only the new commits are walked;
+    a rewrite (reset, rebase) walks again from the top."""
+    commit(repo, "a", {"a.md": "# A\n\none\n", "b.md": "# B\n\nbee\n"}, when=1_600_000_000)
+    commit(repo, "a again", {"a.md": "# A\n\ntwo\n"}, when=1_650_000_000)
+    first, nodes = scan(repo)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000}
+    walks = record_walks(monkeypatch)
     commit(repo, "code", {"code.py": "x = 1\n"}, when=1_700_000_000)
     second, nodes = scan(repo, first.cursor)
     assert {n.meta["path"]: n.ts for n in nodes} == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000}
@@ -167,21 +173,12 @@ def test_a_doc_in_a_folder_named_after_a_secret_is_dated_from_the_cursor_without
     """The cursor kept each doc's time under its path: a folder named after a token put the token in
     memory.db (its sources table), where neither forget nor scrub looks. It keeps a digest of such a path,
     and the next sync still finds the time there (the new commits only are walked)."""
-    from nexusmem.sources import docs as docs_mod
-
     token = "xoxb-12345678901-123456789012-" + "QwErTyUiOpAsDfGhJkLzXcVb"
     commit(repo, "ops", {f"docs/{token}/ops.md": "# Ops\n\ntext\n"}, when=1_600_000_000)
     first, nodes = scan(repo)
     assert [n.ts for n in nodes] == [1_600_000_000_000]
     assert first.cursor and token not in first.cursor and "QwErTy" not in first.cursor
-    walks: list[list[str]] = []
-    real_stream = docs_mod.gitcmd.stream
-
-    def recorded(args: list[str], root: Path) -> Any:
-        walks.append(args)
-        return real_stream(args, root)
-
-    monkeypatch.setattr(docs_mod.gitcmd, "stream", recorded)
+    walks = record_walks(monkeypatch)
     commit(repo, "code", {"code.py": "x = 1\n"}, when=1_700_000_000)
     second, nodes = scan(repo, first.cursor)
     assert [n.ts for n in nodes] == [1_600_000_000_000]
