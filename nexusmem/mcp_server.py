@@ -40,6 +40,7 @@ from nexusmem.project import Project
 from nexusmem.retrieve import multi as multi_mod
 from nexusmem.retrieve import query as query_mod
 from nexusmem.retrieve import rank, timecue
+from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.sources.base import ProgressFn
 from nexusmem.store import Store, open_store
 
@@ -293,35 +294,48 @@ def run_search(
 ) -> CallToolResult:
     question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
     root = project_mod.memory_root(resolve_root(project_root))
-    _catch_up(root)
+    backlog = _catch_up(root)
+    # The backlog's note is a line of the header: its tokens come out of the budget like the header's.
+    note_tokens = estimate_tokens(f"note: {backlog}\n") if backlog else 0
     with _open_store(root) as store, _library_errors():
         settings = rank.settings_from(config.load(paths.config_path(root)))
         result = query_mod.run(
             store,
             question,
             project=root.name,
-            budget=budget,
+            budget=max(budget - note_tokens, 1),
             as_of=cutoff,
             since=lo,
             until=hi,
             settings=settings,
             author=who,
         )
+    if backlog:
+        result.notes.append(backlog)
+        result.budget, result.tokens_used = budget, result.tokens_used + note_tokens
     return _result(query_mod.render(result), query_mod.to_json(result))
 
 
-def _catch_up(root: Path) -> None:
+# Said when the commands logged since the last sync were too many to store before a search.
+BACKLOG_NOTE = "many shell commands were logged since this memory's last sync and are not searched yet: call sync_project"
+
+
+def _catch_up(root: Path) -> str | None:
     """The commands run since the last sync (the agent's own test run a minute ago), stored before a search
-    (sync.catch_up_shell); a memory that cannot be brought up to date is searched as it is."""
+    (sync.catch_up_shell); a memory that cannot be brought up to date is searched as it is. A note for the
+    answer when a backlog was left to the next sync."""
     if not project_mod.is_initialised(root):
-        return
+        return None
     try:
         added = sync_mod.catch_up_shell(root)
     except NexusMemError as exc:
         log.info("search: the commands run since the last sync were not added: %s", exc)
-        return
+        return None
+    if added == sync_mod.BACKLOG:
+        return BACKLOG_NOTE
     if added:
         log.info("search: %d command(s) run since the last sync added first", added)
+    return None
 
 
 def run_search_team(

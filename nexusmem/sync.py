@@ -318,7 +318,8 @@ def catch_up_shell(root: Path) -> int:
     """Store the commands the prompt hooks logged since this memory's last sync, when there are any: what an
     agent asks mid-task ("why is the test failing") is about the run it has just made, and a sync otherwise
     came only with the next commit. Words only (the next full sync gives them vectors), and never waits: a
-    sync running meanwhile adds them. Returns how many were added (0: nothing new, or another sync runs)."""
+    sync running meanwhile adds them. Returns how many were added (0: nothing new, or another sync runs;
+    BACKLOG: more than CATCH_UP_MAX_BYTES wait, left to the next sync)."""
     from nexusmem.sources.shell.tail import decode_cursor, resume_offset
 
     log_path = paths.shell_log_path()
@@ -339,7 +340,7 @@ def catch_up_shell(root: Path) -> int:
         _caught_up[root] = seen
         return 0
     if st.st_size - offset > CATCH_UP_MAX_BYTES:
-        return 0  # a backlog (weeks without a sync): a search must not wait for it; the next sync reads it
+        return BACKLOG  # weeks without a sync: a search must not wait for it; the next sync reads it
     try:
         summary = sync(project.root, only=["shell"], embed=False, wait=0)
     except SyncBusyError:
@@ -351,6 +352,7 @@ def catch_up_shell(root: Path) -> int:
 # The most of the hook log a search stores first (~2,000 commands): a recent run is found at once, and a
 # long backlog (50,000 unsynced commands took 11 s) is left to the next sync rather than held in a search.
 CATCH_UP_MAX_BYTES = 512 * 1024
+BACKLOG = -1  # catch_up_shell: a backlog too long to store first
 # root → the hook log's (device, inode, size, mtime) when catch_up_shell last found nothing left to store.
 _caught_up: dict[Path, tuple[int, int, int, int]] = {}
 

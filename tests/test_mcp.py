@@ -537,5 +537,12 @@ def test_a_long_backlog_is_left_to_the_next_sync_not_stored_by_a_search(repo: Pa
     with log.open("a", encoding="utf-8") as handle:
         for i in range(sync.CATCH_UP_MAX_BYTES // 100 + 1):
             handle.write(json.dumps({**base, "ts": base["ts"] + i, "command": f"make step-{i:06d}"}) + "\n")
-    assert sync.catch_up_shell(repo) == 0
+    from nexusmem import mcp_server
+
+    # The answer says so (inside its budget), and tells the agent what to call.
+    _text, found = ok(mcp_server.run_search(str(repo), "readers blocked writers", 300, None))
+    assert mcp_server.BACKLOG_NOTE in found["notes"] and found["tokens_used"] <= 300, found
+    assert sync.catch_up_shell(repo) == sync.BACKLOG
     assert sync.sync(repo, embed=False).added > 5_000
+    _text, found = ok(mcp_server.run_search(str(repo), "readers blocked writers", 300, None))
+    assert mcp_server.BACKLOG_NOTE not in found["notes"]
