@@ -686,7 +686,8 @@ def test_a_linked_worktree_without_its_own_memory_is_checked_against_the_main_tr
 
 def test_a_failed_git_command_is_no_check_to_run_before_committing(repo: Path) -> None:
     """`git add notes.txt && git commit -m` (no message: exit 129) named the file, and every later commit of
-    it was told to "run it before committing"; a test run that failed is still found beside it."""
+    it was told to "run it before committing" (as it was of pytest's exit 5, no tests collected); a test
+    run that failed is still found beside them."""
     project(repo)
     write_log(
         repo,
@@ -694,6 +695,8 @@ def test_a_failed_git_command_is_no_check_to_run_before_committing(repo: Path) -
             ("git add src/cache.py && git commit -m", 129, 3 * 60_000),
             ("GIT_EDITOR=true git commit src/cache.py", 1, 2 * 60_000),
             ("pytest tests/test_cache.py", 1, 60_000),
+            # pytest's exit 5: "no tests collected" (a -k that matched nothing), no failure either
+            ("pytest tests/test_cache.py -k nothing_matches", 5, 50_000),
         ],
     )
     sync.sync(repo)
