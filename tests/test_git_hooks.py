@@ -68,7 +68,13 @@ def wait_settled(repo: Path, expected_commits: int, timeout: float = 120.0) -> N
     calm = 0
     while time.monotonic() < deadline:
         time.sleep(0.3)
-        if (state / "sync.pending").exists() or len(commit_ids(state / "memory.db")) != expected_commits:
+        # The background sync takes the pending mark away just before it starts (and, the first time, makes
+        # memory.db only then): no database yet is not settled either.
+        if (
+            (state / "sync.pending").exists()
+            or not (state / "memory.db").exists()
+            or len(commit_ids(state / "memory.db")) != expected_commits
+        ):
             calm = 0
             continue
         lock = FileLock(str(state / "sync.lock"), timeout=0)
