@@ -146,11 +146,10 @@ def _user_dir_owner() -> int | None:
     return owner if hasattr(os, "getuid") and owner != os.getuid() else None
 
 
-def check_home() -> list[Check]:
+def check_home(owner: int | None) -> list[Check]:
     """A $NEXUSMEM_HOME that cannot be used (relative, or not a folder): the commands refuse it, the hooks
-    ignore it. A user directory another user owns (made by root in a `sudo -E` shell): the hooks write
-    nothing into it and the commands refuse it."""
-    owner = _user_dir_owner()
+    ignore it. A user directory another user owns (OWNER, from _user_dir_owner: made by root in a `sudo -E`
+    shell): the hooks write nothing into it and the commands refuse it."""
     if owner is not None:
         where = paths.user_dir()
         detail = (
@@ -650,8 +649,9 @@ def run(start: Path | None) -> list[Check]:
         except NexusMemError:
             root = None
     checks = [refused] if refused is not None else []
-    checks += check_home()
-    foreign_home = _user_dir_owner() is not None  # nothing in it can be read: said once, above
+    owner = _user_dir_owner()
+    checks += check_home(owner)
+    foreign_home = owner is not None  # nothing in it can be read: said once, above
     if not foreign_home:
         checks += check_shells()
         checks += check_agents(root)

@@ -52,14 +52,22 @@ def user_dir_problem() -> str | None:
     return _home_setting()[1]
 
 
-def ensure_user_dir() -> Path:
-    """The user directory, created 0700 if missing, with every file in it made 0600 (fixing older installs)."""
+def make_user_dir() -> Path:
+    """The user directory, created 0700 if missing (never as root under sudo inside another user's tree:
+    private.refuse_root_in_anothers)."""
     from nexusmem import private
 
     path = user_dir()
     if not path.is_dir():
         private.refuse_root_in_anothers(path)
-    private.make_dir(path)
+    return private.make_dir(path)
+
+
+def ensure_user_dir() -> Path:
+    """The user directory, created 0700 if missing, with every file in it made 0600 (fixing older installs)."""
+    from nexusmem import private
+
+    path = make_user_dir()
     private.fix_tree(path)
     return path
 

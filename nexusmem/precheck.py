@@ -518,16 +518,16 @@ def _open_failures(
     ]
 
 
+# A command's start: blanks and `NAME=value` environment assignments before the program.
+_COMMAND_START = r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*"
 # pytest's exit 5 is "no tests collected" (a `-k` that matched nothing): nothing failed.
-_PYTEST = re.compile(
-    r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:\S*/)?(?:py\.test|pytest|python3?\s+-m\s+pytest)\b"
-)
+_PYTEST = re.compile(_COMMAND_START + r"(?:\S*/)?(?:py\.test|pytest|python3?\s+-m\s+pytest)\b")
 
 
 # `git add x && git commit -m` that failed (no message, no identity) names x, but it is no check of x:
 # "run it before committing" about a commit is nonsense. A line whose every command is git's is left out.
 _SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
-_GIT_COMMAND = re.compile(r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:command\s+)?git(?:\s|$)")
+_GIT_COMMAND = re.compile(_COMMAND_START + r"(?:command\s+)?git(?:\s|$)")
 
 
 def _git_only(command: str) -> bool:

@@ -1091,13 +1091,19 @@ def _smb_password(m: re.Match[str], text: str) -> Span | None:
 _SMB_WORD = _Lazy(r"""[^\s"'`;|&<>)]*""")
 
 
+def _echoed(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Where the word is that `echo WORD |` / `printf 'FMT' WORD |` pipes in, when TEXT up to END (a pipe)
+    ends with one, looked for on the line of START within 300 characters before it."""
+    lo = max(0, start - 300, text.rfind("\n", 0, start) + 1)
+    found = _ECHOED.search(text[lo:end])
+    return None if found is None else (lo + found.start("v"), lo + found.end("v"))
+
+
 def _echo_to_sudo(m: re.Match[str], text: str) -> Span | None:
     """`echo SECRET | sudo -S ...`: the echoed word is the password sudo reads from its input."""
-    start = m.start()
-    lo = max(0, start - 300, text.rfind("\n", 0, start) + 1)
-    found = _ECHOED.search(text[lo:start])
-    if found is not None:
-        span = _value_span(text, lo + found.start("v"), lo + found.end("v"), "password")
+    echoed = _echoed(text, m.start(), m.start())
+    if echoed is not None:
+        span = _value_span(text, *echoed, "password")
     else:
         here = _HERE_STRING.match(text, m.end(), m.end() + 300)
         span = None if here is None else _value_span(text, here.start("v"), here.end("v"), "password")
@@ -1144,10 +1150,8 @@ def _echo_to_stdin(m: re.Match[str], text: str) -> Span | None:
     pipe = text.rfind("|", lo, start)
     if pipe < 0 or "login" not in text[pipe:start]:
         return None
-    found = _ECHOED.search(text[lo : pipe + 1])
-    if found is None:
-        return None
-    return _value_span(text, lo + found.start("v"), lo + found.end("v"), "password")
+    echoed = _echoed(text, start, pipe + 1)
+    return None if echoed is None else _value_span(text, *echoed, "password")
 
 
 def _sas_signature(m: re.Match[str], text: str) -> Span | None:
@@ -1180,7 +1184,7 @@ def _base64_private_key(m: re.Match[str], text: str) -> Span | None:
         decoded = base64.b64decode(head, validate=False).decode("ascii", "replace")
     except ValueError:
         return None
-    if "PRIVATE KEY" not in decoded and "PRIVATE K" not in decoded:
+    if "PRIVATE K" not in decoded:  # "PRIVATE KEY", its last letters maybe cut with the 64 characters
         return None
     return (m.start(), m.end(), "private-key")
 

@@ -620,14 +620,23 @@ def _push_generations(team: TeamStore, local: Store, key: str, root: Path) -> in
     if team.schema_version() < 5:
         return 0
     mark = f"{key}:graph"
-    sent = local.get_meta(mark) or "0"
-    rows = local.generations_after(int(sent) if sent.isdigit() else 0)
+    rows = local.generations_after(_sent_up_to(local, mark))
     if not rows or _shallow(root):  # git is asked only when there is something to send
         return 0
     added = team.push_generations([(sha, gen) for sha, gen, _ in rows])
-    with local.transaction():
-        local.set_meta(mark, str(rows[-1][2]))
+    _sent(local, mark, rows[-1][2])
     return added
+
+
+def _sent_up_to(local: Store, mark: str) -> int:
+    """How far (a local sequence number) the pushes have sent what MARK names: 0 when none did."""
+    sent = local.get_meta(mark) or "0"
+    return int(sent) if sent.isdigit() else 0
+
+
+def _sent(local: Store, mark: str, upto: int) -> None:
+    with local.transaction():
+        local.set_meta(mark, str(upto))
 
 
 def _push_retractions(team: TeamStore, local: Store, key: str) -> int:
@@ -636,14 +645,12 @@ def _push_retractions(team: TeamStore, local: Store, key: str) -> int:
     see the replaced commit beside its replacement. Those removed since the last push that sent them; an id
     the local memory holds again (a reset back to the old commit) stays. Returns how many the team removed."""
     mark = f"{key}:unreachable"
-    sent = local.get_meta(mark) or "0"
-    last, ids = local.unreachable_after(int(sent) if sent.isdigit() else 0)
+    last, ids = local.unreachable_after(_sent_up_to(local, mark))
     if not ids:
         return 0
     held = local.get_many(ids, light=True)
     removed = team.retract([i for i in ids if i not in held])
-    with local.transaction():
-        local.set_meta(mark, str(last))
+    _sent(local, mark, last)
     return removed
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nexusmem import authors, timefmt
+from nexusmem import authors, resolved, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
@@ -1037,8 +1037,6 @@ _NOT_A_SUBJECT = frozenset(
         "couple",
     ]
 )
-# Exit codes that are no failure (docs/contracts.md): success, unknown, Ctrl-C, Ctrl-\ and Ctrl-Z.
-_NOT_FAILED = (0, None, 130, 131, 148)
 _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
 _UNIT_MS |= {"month": 30 * 86_400_000, "year": 365 * 86_400_000}
 _COUNT = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of)"
@@ -1070,8 +1068,8 @@ def _failure_window(
     text = question.text.lower()
     cue = question.cue
     if cue is not None and cue.anchor_ms is not None:  # one ISO date: that (UTC) day
-        day = timecue.parse_when(time.strftime("%Y-%m-%d", time.gmtime(cue.anchor_ms / 1000)))
-        return day, day + 86_400_000 - 1, time.strftime("on %Y-%m-%d", time.gmtime(cue.anchor_ms / 1000))
+        day = cue.anchor_ms - cue.anchor_ms % 86_400_000
+        return day, day + 86_400_000 - 1, time.strftime("on %Y-%m-%d", time.gmtime(day / 1000))
     if "yesterday" in text or "last night" in text:
         return timecue.parse_when("yesterday"), timecue.parse_when("yesterday", end=True), "yesterday"
     if any(word in text for word in ("today", "tonight", "this morning", "this afternoon", "this evening")):
@@ -1103,7 +1101,7 @@ def failures_first(
     """SCORED with the failed shell commands of the question's window put first, newest first, and the
     newest of them (None: none failed there, and SCORED unchanged)."""
     low, high, span = _failure_window(question, store.reference_time(as_of), since, until)
-    rows = [row for row in store.shell_commands_between(low, high) if row[4] not in _NOT_FAILED]
+    rows = [row for row in store.shell_commands_between(low, high) if resolved.failed(row[4])]
     ids = [row[0] for row in reversed(rows)][:FAILURES_LISTED]
     nodes = store.get_many(ids, light=True)
     failed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]

@@ -869,8 +869,8 @@ class _Dated:
         # The cursor is stored as it is (memory.db's sources table): a path holding a secret (a folder named
         # after a token) is kept as a digest of it, as the nodes keep it redacted; so is a name that is not
         # UTF-8 (`caf\xe9.md`, read with surrogate escapes), which stored text cannot hold.
-        paths = [*self.times, *self.undated]
-        secret = _secret_paths(paths) | {p for p in paths if not _utf8(p)}
+        names = [*self.times, *self.undated]
+        secret = _secret_paths(names) | {p for p in names if not _utf8(p)}
         return json.dumps(
             {
                 "fp": fingerprint,

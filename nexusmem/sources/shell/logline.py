@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from nexusmem.bounds import MAX_TS_MS, MIN_TS_MS, text_ok
-from nexusmem.paths import shell_log_path
+from nexusmem.paths import make_user_dir, shell_log_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -91,9 +91,7 @@ def log_lock(exclusive: bool) -> Iterator[None]:
     from nexusmem import private
 
     try:
-        if not shell_log_path().parent.is_dir():
-            private.refuse_root_in_anothers(shell_log_path().parent)
-        directory = private.make_dir(shell_log_path().parent)
+        directory = make_user_dir()  # the log's folder
         fd = private.open_fd(directory / LOCK_NAME, os.O_RDWR)
     except OSError:
         if exclusive:
