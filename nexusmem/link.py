@@ -5,9 +5,12 @@ Three independent heuristics, each recorded as its own link relation (a failure 
 - ``retry``: the first later shell command with the same normalised text (whitespace collapsed, trimmed) in
   the same working directory that exited 0 within 24 h (the rule lives in :mod:`nexusmem.resolved`, shared
   with precheck).
-- ``commit``: the first git commit within 24 h after the failure, and before its successful retry when
-  there is one, that touched a file the failing command names (the failure node's ``files``) or a file
-  inside a directory it names (``ruff check src/cache``).
+- ``commit``: the first git commit within 24 h after the failure that touched a file the failing command
+  names (the failure node's ``files``), a file inside a directory it names (``ruff check src/cache``), or the
+  file a test file it names tests (``pytest tests/test_cache.py`` → any ``cache.py``: the everyday fix edits
+  the code, not its test). The commit may come after the passing retry (edit, re-run, see it pass, commit:
+  the commit records the edit that made it pass), but not after the same command failed again once it had
+  passed: that commit answers the later failure.
 - ``discussion``: the best full-text (BM25) match among conversation turns and session summaries within
   ±24 h of the failure that contains *every* significant word of the command. Requiring every word, not
   any, is what the original learned from dogfooding: one shared word as generic as "npm" linked unrelated
@@ -29,6 +32,7 @@ watermark either re-reads the writes of its own millisecond or misses some. Call
 
 from __future__ import annotations
 
+import re
 import time
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
@@ -149,6 +153,9 @@ class _Failure:
     command: str
     retry_id: str | None = None
     retry_ts: int | None = None
+    # When the same command (same directory) failed again after passing: a commit from then on is that
+    # failure's fix, not this one's.
+    failed_again_ts: int | None = None
 
 
 def significant_words(command: str) -> list[str]:
@@ -239,30 +246,44 @@ def link_recent(store: LinkStore) -> LinkSummary:
 
 def _retries(store: LinkStore, lower: int) -> list[_Failure]:
     """Failures with ts >= LOWER, oldest first, each with its retry (nexusmem.resolved) when there is one."""
-    found, retry_of = resolved.retries(store.shell_commands_since(lower), within_ms=DAY_MS)
+    normalised: dict[str, str] = {}
+    found, retry_of = resolved.retries(
+        store.shell_commands_since(lower), within_ms=DAY_MS, normalised=normalised
+    )
     failures: list[_Failure] = []
-    for node_id, ts, command, _cwd, _exit in found:
+    same: dict[tuple[str, str | None], list[_Failure]] = {}
+    for node_id, ts, command, cwd, _exit in found:
         failure = _Failure(node_id, ts, command)
         if node_id in retry_of:
             failure.retry_id, failure.retry_ts = retry_of[node_id]
         failures.append(failure)
+        same.setdefault((normalised[command], cwd), []).append(failure)
+    for runs in same.values():  # oldest first: the first failure after a retry is the "failed again"
+        stamps = [g.ts for g in runs]
+        for failure in runs:
+            if failure.retry_ts is not None:
+                i = bisect_right(stamps, failure.retry_ts)
+                failure.failed_again_ts = stamps[i] if i < len(stamps) else None
     return failures
 
 
 def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
-    """Commit links: per failure, the earliest commit after it touching one of its files, or a file inside a
-    directory it names (ties by id)."""
+    """Commit links: per failure, the earliest commit after it touching one of its files, a file inside a
+    directory it names, or the file a test file it names tests (ties by id)."""
     files: dict[str, list[str]] = {}
     for node_id, path in store.failure_files_since(lower):
-        files.setdefault(node_id, []).append(path)
+        keys = files.setdefault(node_id, [])
+        keys.append(path)
+        keys.extend(SUBJECT + name for name in tested_names(path))
     if not files:
         return set()
     times: dict[str, list[int]] = {}
     ids: dict[str, list[str]] = {}
     for path, ts, commit_id in store.commit_files_since(lower):
-        # A commit touching src/cache/lru.py touched what `ruff check src/cache` names: index each file under
-        # its directories too. Rows come ordered by (ts, id), so every list stays sorted.
-        for key in (path, *_parents(path)):
+        # A commit touching src/cache/lru.py touched what `ruff check src/cache` names, and what a failing
+        # tests/test_lru.py tests: index each file under its directories and its name too. Rows come ordered
+        # by (ts, id), so every list stays sorted.
+        for key in (path, *_parents(path), SUBJECT + path.rsplit("/", 1)[-1]):
             key_ids = ids.setdefault(key, [])
             if key_ids and key_ids[-1] == commit_id:
                 continue  # another file of the same commit in this directory
@@ -282,10 +303,37 @@ def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tupl
                     best = found
         if best is None or best[0] - f.ts > DAY_MS:
             continue
-        if f.retry_ts is not None and best[0] >= f.retry_ts:
-            continue  # the command already passed again before this commit: the commit did not fix it
+        if f.failed_again_ts is not None and best[0] >= f.failed_again_ts:
+            continue  # it passed, then failed again before this commit: the commit answers that failure
         out.add((f.id, best[1], COMMIT))
     return out
+
+
+# The prefix of a key that stands for "a file of this name, in any directory" (no repository path has it).
+SUBJECT = "\0name:"
+# A test file's name and the name of the file it tests: test_cache.py, cache_test.go, cache.test.ts,
+# cache.spec.js, cache_spec.rb, CacheTest.java, CacheTests.cs → cache.py, cache.go, cache.ts, ….
+_TEST_NAME = re.compile(
+    r"^(?:test_(?P<a>.+)|(?P<b>.+?)(?:_test|_spec|[._-](?:test|spec)))\.(?P<ext>[A-Za-z0-9]+)$"
+    r"|^(?P<c>[A-Z][A-Za-z0-9]*?)Tests?\.(?P<ext2>java|kt|cs|scala|groovy|swift|php)$"
+)
+
+
+_SAME_LANGUAGE = {"js": ("js", "jsx"), "jsx": ("jsx", "js"), "ts": ("ts", "tsx"), "tsx": ("tsx", "ts")}
+
+
+def tested_names(path: str) -> list[str]:
+    """The name of the file a test file tests (tests/test_cache.py → ["cache.py"]); [] for any other file."""
+    m = _TEST_NAME.match(path.rsplit("/", 1)[-1])
+    if m is None:
+        return []
+    if m["c"]:
+        return [f"{m['c']}.{m['ext2']}"]
+    stem, ext = m["a"] or m["b"], m["ext"]
+    if not stem:
+        return []
+    # A component's test is often written in the plain language: Button.test.ts tests Button.tsx.
+    return [f"{stem}.{e}" for e in _SAME_LANGUAGE.get(ext, (ext,))]
 
 
 def _parents(path: str) -> list[str]:

@@ -214,3 +214,20 @@ def test_a_verdict_goes_only_to_the_commit_that_replaced_its_own(repo: Path) -> 
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     run_cli("-C", str(repo), "sync", "--no-embed")
     assert commit_item("base unrelated")["trust"] == "candidate"
+
+
+def test_the_commit_after_a_test_passed_again_is_linked_as_its_fix(repo: Path) -> None:
+    # fail → edit the code (not the test) → the test passes → commit the edit: the commit is the fix.
+    now_s = int(time.time()) // 3600 * 3600 - 6 * 3600
+    files = {"src/cache.py": "SIZE = 0\n", "tests/test_cache.py": "def test(): assert SIZE\n"}
+    commit(repo, "feat: the cache", files, when=now_s - 3600)
+    t0 = now_s * 1000
+    write_commands(
+        repo, [(t0, "pytest tests/test_cache.py", 1), (t0 + HOUR // 2, "pytest tests/test_cache.py", 0)]
+    )
+    fix = commit(repo, "fix: give the cache a size", {"src/cache.py": "SIZE = 64\n"}, when=now_s + 3600)
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    data = json.loads(run_cli("-C", str(repo), "query", "--json", "why did the cache test fail").stdout)
+    failure = next(it for it in data["items"] if "(exit 1)" in it["title"])
+    riders = {it["relation"]: it["ref"] for it in data["items"] if it["linked_from"] == failure["id"]}
+    assert riders == {"retry": "pytest tests/test_cache.py", "commit": fix}

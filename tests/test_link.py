@@ -147,13 +147,57 @@ def test_commit_window_is_24_hours(store: Store) -> None:
     assert links(store) == {(in_time.id, c_in.id, "commit")}
 
 
-def test_commit_after_the_successful_retry_is_not_the_fix(store: Store) -> None:
+def test_commit_after_the_passing_retry_records_the_fix(store: Store) -> None:
+    # The everyday flow: it fails, the file is edited, it passes, then the edit is committed.
     fail = shell_node("pytest tests/t.py", T0, files=("tests/t.py",))
     ok = shell_node("pytest tests/t.py", T0 + HOUR, 0, files=("tests/t.py",))
     after = commit_node(T0 + 2 * HOUR, "tests/t.py")
     add(store, fail, ok, after)
     run(store)
-    assert links(store) == {(fail.id, ok.id, "retry")}
+    assert links(store) == {(fail.id, ok.id, "retry"), (fail.id, after.id, "commit")}
+
+
+def test_a_commit_after_the_command_failed_again_answers_that_failure(store: Store) -> None:
+    first = shell_node("pytest tests/t.py", T0, files=("tests/t.py",))
+    ok = shell_node("pytest tests/t.py", T0 + HOUR, 0, files=("tests/t.py",))
+    again = shell_node("pytest  tests/t.py", T0 + 2 * HOUR, files=("tests/t.py",))
+    elsewhere = shell_node("pytest tests/t.py", T0 + 2 * HOUR + 1, cwd="/other", files=("tests/t.py",))
+    fix = commit_node(T0 + 3 * HOUR, "tests/t.py")
+    add(store, first, ok, again, elsewhere, fix)
+    run(store)
+    assert links(store) == {
+        (first.id, ok.id, "retry"),
+        (again.id, fix.id, "commit"),
+        (elsewhere.id, fix.id, "commit"),  # another directory's failure never passed: the commit is its fix
+    }
+
+
+def test_a_failing_test_links_the_commit_to_the_code_it_tests(store: Store) -> None:
+    cases = [
+        ("tests/test_cache.py", "src/pkg/cache.py"),
+        ("internal/cache_test.go", "internal/cache.go"),
+        ("web/Button.test.ts", "web/components/Button.tsx"),
+        ("spec/cache_spec.rb", "lib/cache.rb"),
+        ("src/test/java/CacheTest.java", "src/main/java/Cache.java"),
+    ]
+    expected = set()
+    for i, (test, code) in enumerate(cases):
+        fail = shell_node(f"run {test}", T0 + i, files=(test,))
+        fix = commit_node(T0 + HOUR + i, code)
+        add(store, fail, fix)
+        expected.add((fail.id, fix.id, "commit"))
+    run(store)
+    assert links(store) == expected
+
+
+def test_only_a_test_file_reaches_a_file_of_another_name(store: Store) -> None:
+    fail = shell_node("ruff check src/cache.py", T0, files=("src/cache.py",))
+    same_name = commit_node(T0 + HOUR, "lib/cache.py")  # a namesake, not what the command checks
+    contest = shell_node("pytest tests/contest.py", T0, files=("tests/contest.py",))
+    namesake = commit_node(T0 + HOUR, "src/con.py")  # "contest" is no test of "con"
+    add(store, fail, same_name, contest, namesake)
+    run(store)
+    assert links(store) == set()
 
 
 def test_commit_before_the_retry_links_as_well(store: Store) -> None:
