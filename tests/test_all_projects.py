@@ -354,3 +354,29 @@ def test_mcp_search_memory_all_projects(registered: World, tmp_path: Path) -> No
         assert data["items"] and data["items"] == cli["items"][: len(data["items"])]
 
     anyio.run(main)
+
+
+def test_recent_work_across_projects_is_listed_newest_first(tmp_path: Path) -> None:
+    """Each project's newest commits are listed by time across projects, not interleaved by position,
+    and the listing's note is said once."""
+    now = int(time.time()) // 3600 * 3600
+    repos = {}
+    for name, days in (("alpha", (4, 2)), ("beta", (3, 1))):
+        path = tmp_path / name
+        path.mkdir()
+        git(path, "init", "-q", "-b", "main")
+        for d in days:
+            commit(path, f"{name} work of {d} days ago", {f"f{d}.txt": "x\n"}, when=now - d * DAY)
+        run_cli("-C", str(path), "sync", "--no-embed", "--quiet")
+        repos[name] = path
+    data = all_json(tmp_path, text="what was my last commit")
+    titles = [it["title"] for it in data["items"]]
+    assert titles[:4] == [
+        "beta work of 1 days ago",
+        "alpha work of 2 days ago",
+        "beta work of 3 days ago",
+        "alpha work of 4 days ago",
+    ], titles
+    assert data["notes"].count("first: the newest commits") == 1, data["notes"]
+    scores = [it["score"] for it in data["items"][:4]]
+    assert scores == sorted(scores, reverse=True)

@@ -915,6 +915,38 @@ def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) ->
     )
 
 
+def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Path) -> None:
+    """ "What was my last commit", "what did I work on recently", "what did I commit yesterday" answered
+    "No memory matches": no node holds the word "commit", and the time cue was all the question said."""
+    commit(repo, "Add the parser", {"parser.py": "A = 1\n"}, when=NOW - 30 * DAY)
+    commit(repo, "Teach the parser comments", {"parser.py": "A = 2\n"}, when=NOW - DAY - 3600)
+    newest = commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=NOW - 3600)
+    write_recent(repo, "30 1 pytest tests/test_cache.py\n20 0 git status\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what was my last commit", "what did I work on recently", "show my latest commits"):
+        found = query_json(repo, question)
+        titles = [it["title"] for it in found["items"]]
+        assert titles[:3] == ["Cache the parsed tree", "Teach the parser comments", "Add the parser"], (
+            question,
+            titles,
+        )
+        assert found["items"][0]["ref"] == newest and found["weak"] is False
+        assert "first: the newest commits" in found["notes"]
+    assert [it["title"] for it in query_json(repo, "my last 2 commits")["items"]] == [
+        "Cache the parsed tree",
+        "Teach the parser comments",
+    ]
+    if NOW % DAY > 7200:  # the newest commit is today's (UTC), the one before it yesterday's
+        titles = [it["title"] for it in query_json(repo, "what did I commit yesterday")["items"]]
+        assert titles[0] == "Teach the parser comments" and "Cache the parsed tree" not in titles[:1]
+        ran = query_json(repo, "what did I run today")
+        titles = [it["title"] for it in ran["items"]][:2]
+        assert titles == ["git status (exit 0)", "pytest tests/test_cache.py (exit 1)"]
+        assert "first: the newest commands run today" in ran["notes"]
+    # A question that names something is still answered by its words.
+    assert query_json(repo, "why did we cache the parsed tree")["items"][0]["ref"] == newest
+
+
 @pytest.mark.parametrize(
     ("text", "named"),
     [

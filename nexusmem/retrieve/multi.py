@@ -66,6 +66,9 @@ class _Searched:
     scored: list[tuple[StoredNode, float]]
     shelf: query.Shelf
     weak: bool = False
+    # What its rules listed in time order (the failures or the newest work of the question's time).
+    listing: frozenset[str] = frozenset()
+    listing_note: str | None = None
 
 
 def _current_target(start: Path | None) -> Target | None:
@@ -199,7 +202,8 @@ def _search_one(
         return None, {}, _skip(target, f"cannot read the memory database: {type(exc).__name__}: {exc}")
     # Sibling groups (chunks of one file or reply) are per project.
     shelf = query.Shelf(target.name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
-    return _Searched(index, target, store, scored, shelf, weak), counts, None
+    searched = _Searched(index, target, store, scored, shelf, weak, found.listing, found.listing_note)
+    return searched, counts, None
 
 
 def scope_line(names: list[str]) -> str:
@@ -244,6 +248,10 @@ def search_all(
             result.bm25_matched += counts["bm25"]
             result.vector_matched += counts["vector"]
         result.weak = all(s.weak for s in searched)
+        listed_by = [s for s in searched if s.listing]
+        # "What failed today" across projects: one note, said once (the window is the same everywhere).
+        notes = [s.listing_note for s in (listed_by or searched) if s.listing_note]
+        result.notes += notes[:1]
         if skipped_in_answer:
             result.notes += [
                 f"skipped {s.name}: its memory was not searched (`nexusmem doctor` in {s.root} says why)"
@@ -271,6 +279,14 @@ def _fuse_and_pack(
         for node, own in s.scored:
             entries.append((fused[f"{s.index}:{node.id}"], own, s.index, node.id, node))
     entries.sort(key=lambda e: (-round(e[0], 12), -round(e[1], 9), e[2], e[3]))
+    # What a project's rules listed in time order (the failures or the newest work of a time) goes first,
+    # newest first across the projects: ranks would interleave them by position, not by time.
+    listed = [e for e in entries if e[3] in searched[e[2]].listing]
+    if listed:
+        listed.sort(key=lambda e: (-e[4].ts, e[2], e[3]))
+        top = entries[0][0]
+        lifted = [(top * (1.0 + 0.01 * (len(listed) - k)), *e[1:]) for k, e in enumerate(listed)]
+        entries = lifted + [e for e in entries if e[3] not in searched[e[2]].listing]
 
     # Two clones of one repository share a namespace and so node ids: an item appears once, from the project
     # whose list ranked it best.

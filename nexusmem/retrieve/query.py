@@ -401,6 +401,10 @@ class Retrieved:
     # How much of the question the nodes hold, for the nodes asked about so far (the weak-match judgement
     # asks about the first few).
     covering: Coverage | None = None
+    # The ids a rule listed first in time order (the failures or the newest work of the question's time),
+    # and the note that says so (or that nothing was there).
+    listing: frozenset[str] = frozenset()
+    listing_note: str | None = None
 
 
 def retrieve(
@@ -425,6 +429,10 @@ def retrieve(
     question = prepare(well_formed(text))
     words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
+    # What a rule listed in time order (the failures, or the newest work, of the question's time), and what
+    # it says of it (an answer fused from several projects lists them together, newest first).
+    listed: list[StoredNode] = []
+    listing_note: str | None = None
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
@@ -562,14 +570,19 @@ def retrieve(
                 f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
             )
     if question.failure and question.then is None and answered_by is None and not _a_subject(words.words):
-        scored, latest_failure, span = failures_first(
-            store, scored, question, as_of=as_of, since=since, until=until
+        scored, listed, span = failures_first(store, scored, question, as_of=as_of, since=since, until=until)
+        listing_note = (
+            f"first: the commands that failed {span}, newest first"
+            if listed
+            else f"no recorded command failed {span}"
         )
-        if latest_failure is not None:
-            answered_by = latest_failure.id
-            question.notes.append(f"first: the commands that failed {span}, newest first")
-        else:
-            question.notes.append(f"no recorded command failed {span}")
+        question.notes.append(listing_note)
+    elif answered_by is None and asks_recent_work(question, words.words, since, until):
+        scored, listed, span = activity_first(store, scored, question, as_of=as_of, since=since, until=until)
+        listing_note = f"first: {span}" if listed else f"no commit or command recorded {span}"
+        question.notes.append(listing_note)
+    if listed:
+        answered_by = listed[0].id
     if author is not None:
         scored = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
     # The learned last step (retrieve.rerank), unless a rule above pinned its answer on purpose: a time cue,
@@ -586,16 +599,30 @@ def retrieve(
         )
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
+    # What a rule listed without its words matching (the failures or the newest work of a time) counts too.
+    unmatched = sum(1 for node, _ in scored if node.id not in found)
     counts = {
         # Distinct ids in the fused lists, plus the BM25 matches past the candidate cut.
-        "matched": len(found) + max(0, bm25_total - len(bm25_hits)),
+        "matched": len(found) + unmatched + max(0, bm25_total - len(bm25_hits)),
         "bm25": bm25_total + lexical_extra,
         "vector": len(near.hits),
     }
     # What the weak-match judgement reads of the first few (most were asked about above): asked now, while
     # the store is open (an answer fused from several stores is judged after they are closed).
     covering([node.id for node, _ in scored[:WEAK_TOP]])
-    return Retrieved(question, scored, counts, found, words, answered_by, rerankable, settings, covering)
+    return Retrieved(
+        question,
+        scored,
+        counts,
+        found,
+        words,
+        answered_by,
+        rerankable,
+        settings,
+        covering,
+        frozenset(node.id for node in listed),
+        listing_note,
+    )
 
 
 # What a change made within a named release's window counts, against the same match outside it.
@@ -1057,12 +1084,10 @@ def _count(text: str | None) -> int:
     return int(text) if text.isdigit() else _NUMBERS.get(text.lower(), 1)
 
 
-def _failure_window(
-    question: Question, reference: int | None, since: int | None, until: int | None
-) -> tuple[int, int, str]:
-    """The window to list failures in: --since/--until; else the question's: a date, yesterday (or last
-    night), today, the last N units, N units ago (a unit either side); else the week up to the newest
-    record. And how to say it."""
+def _asked_window(question: Question, since: int | None, until: int | None) -> tuple[int, int, str] | None:
+    """The time the question asks about: --since/--until; else a date, yesterday (or last night), today,
+    the last N units, this week, N units ago (a unit either side); None when it names none. And how to
+    say it."""
     if since is not None or until is not None:
         return since or 0, until or 2**62, "in the window asked"
     text = question.text.lower()
@@ -1083,9 +1108,21 @@ def _failure_window(
     if last is not None:
         unit_name = last.group(last.lastindex or 1).lower()
         n = _count(last.group(1)) if last.re is _LAST_SPAN else 1
-        return now - n * _UNIT_MS[unit_name], 2**62, f"in the {last.group(0)}"
-    newest = reference if reference is not None else now
-    days = 2 if cue is not None else 7
+        said = last.group(0).lower()
+        return now - n * _UNIT_MS[unit_name], 2**62, said if said.startswith("this") else f"in the {said}"
+    return None
+
+
+def _failure_window(
+    question: Question, reference: int | None, since: int | None, until: int | None
+) -> tuple[int, int, str]:
+    """The window to list failures in: the one the question asks about (_asked_window); else the week up
+    to the newest record (two days when it speaks of recent work). And how to say it."""
+    asked = _asked_window(question, since, until)
+    if asked is not None:
+        return asked
+    newest = reference if reference is not None else int(time.time() * 1000)
+    days = 2 if question.cue is not None else 7
     return newest - days * 86_400_000, 2**62, f"in the {days} days up to the newest record"
 
 
@@ -1097,20 +1134,126 @@ def failures_first(
     as_of: int | None,
     since: int | None,
     until: int | None,
-) -> tuple[list[tuple[StoredNode, float]], StoredNode | None, str]:
-    """SCORED with the failed shell commands of the question's window put first, newest first, and the
-    newest of them (None: none failed there, and SCORED unchanged)."""
+) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str]:
+    """SCORED with the failed shell commands of the question's window put first, newest first; those
+    commands (none: none failed there, and SCORED unchanged); how to say the window."""
     low, high, span = _failure_window(question, store.reference_time(as_of), since, until)
     rows = [row for row in store.shell_commands_between(low, high) if resolved.failed(row[4])]
     ids = [row[0] for row in reversed(rows)][:FAILURES_LISTED]
     nodes = store.get_many(ids, light=True)
     failed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
-    if not failed:
-        return scored, None, span
+    return _listed_first(scored, failed), failed, span
+
+
+def _listed_first(
+    scored: list[tuple[StoredNode, float]], listed: list[StoredNode]
+) -> list[tuple[StoredNode, float]]:
+    """LISTED, in its order and above the best of SCORED, then the rest of SCORED."""
+    if not listed:
+        return scored
     top = scored[0][1] if scored else 1.0
-    lifted = [(node, top * (1.0 + 0.01 * (len(failed) - step))) for step, node in enumerate(failed)]
-    chosen = {node.id for node in failed}
-    return lifted + [(n, v) for n, v in scored if n.id not in chosen], failed[0], span
+    lifted = [(node, top * (1.0 + 0.01 * (len(listed) - step))) for step, node in enumerate(listed)]
+    chosen = {node.id for node in listed}
+    return lifted + [(n, v) for n, v in scored if n.id not in chosen]
+
+
+# "What was my last commit?", "what did I work on yesterday?", "show my recent commands": recent work asked
+# about with nothing named is answered by the newest commits (or commands, when it asks what was run) of the
+# question's time, newest first; with no time named, the newest ones held. No node holds the word "commit".
+ACTIVITY_LISTED = 10
+_ASKS_RECENT = re.compile(
+    r"\b(?:last|latest|newest|recent|recently|lately|yesterday|today|tonight|ago|so far"
+    r"|this (?:morning|afternoon|evening|week|month)|just now)\b",
+    re.IGNORECASE,
+)
+_ASKS_COMMANDS = re.compile(r"\b(?:ran|run|runs|command|commands|typed|executed|terminal|shell)\b", re.I)
+_LAST_COUNT = re.compile(
+    r"\b(?:last|latest|newest|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\w+", re.I
+)
+# Words that name no subject beside the work itself: "what have I been doing", "show my latest commits".
+_NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
+    [
+        "commit",
+        "commits",
+        "committed",
+        "committing",
+        "change",
+        "changes",
+        "changed",
+        "work",
+        "worked",
+        "working",
+        "doing",
+        "done",
+        "been",
+        "have",
+        "has",
+        "what",
+        "run",
+        "ran",
+        "runs",
+        "typed",
+        "tried",
+        "try",
+        "executed",
+        "terminal",
+        "shell",
+        "push",
+        "pushed",
+        "merged",
+        "latest",
+        "newest",
+        "recent",
+        "lately",
+        "show",
+        "list",
+        "tell",
+        "give",
+        "activity",
+        "history",
+        "progress",
+    ]
+)
+
+
+def asks_recent_work(question: Question, words: list[str], since: int | None, until: int | None) -> bool:
+    """Whether QUESTION asks what was done lately (or in a window) without naming anything it was about."""
+    if question.failure or question.then is not None:
+        return False
+    timed = question.cue is not None or since is not None or until is not None
+    if not timed and _ASKS_RECENT.search(question.text) is None:
+        return False
+    return not any(w.lower() not in _NOT_A_TOPIC and not w.isdigit() for w in words)
+
+
+def activity_first(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    question: Question,
+    *,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str]:
+    """SCORED with the newest commits of the question's window put first (the newest commands when it asks
+    what was run, or when no commit falls in the window), newest first; those listed (none: nothing in the
+    window, SCORED unchanged); how to say what was listed."""
+    asked = _asked_window(question, since, until)
+    low, high, span = asked if asked is not None else (0, 2**62, "")
+    wanted = _LAST_COUNT.search(question.text)
+    limit = min(_count(wanted.group(1)), ACTIVITY_LISTED * 5) if wanted else ACTIVITY_LISTED
+    kinds = ["shell_command"] if _ASKS_COMMANDS.search(question.text) else ["git_commit", "shell_command"]
+    listed: list[StoredNode] = []
+    for kind in kinds:
+        ids = store.newest_of_kind(kind, low, high, limit * 4 if as_of is not None else limit)
+        nodes = store.get_many(ids, light=True)
+        listed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, None, None)][:limit]
+        if listed:
+            what = "commits" if kind == "git_commit" else "commands run"
+            break
+    if not listed:
+        return scored, [], span or "held"
+    return _listed_first(scored, listed), listed, f"the newest {what} {span}".strip()
 
 
 def _exit_text(node: StoredNode) -> str:

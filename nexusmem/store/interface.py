@@ -80,6 +80,10 @@ class SearchStore(Protocol):
         depends only on the store and the question."""
         ...
 
+    def newest_of_kind(self, kind: str, start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT newest nodes of KIND with START <= ts <= END, newest first (ties by id)."""
+        ...
+
     def size_hint(self) -> int:
         """Roughly how many nodes the store holds; cheap (the planner's guard)."""
         ...

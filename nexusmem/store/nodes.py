@@ -525,6 +525,16 @@ class NodesMixin:
             row = self.conn.execute("SELECT MAX(ts) FROM nodes WHERE created_at <= ?", (as_of,)).fetchone()
         return int(row[0]) if row and row[0] is not None else None
 
+    def newest_of_kind(self, kind: str, start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT newest nodes of KIND with START <= ts <= END, newest first (ties by id)."""
+        return [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT id FROM nodes WHERE kind = ? AND ts BETWEEN ? AND ? ORDER BY ts DESC, id LIMIT ?",
+                (kind, start, end, limit),
+            )
+        ]
+
     def counts_by_kind(self) -> dict[str, int]:
         return dict(
             self.conn.execute("SELECT kind, COUNT(*) FROM nodes GROUP BY kind ORDER BY kind").fetchall()

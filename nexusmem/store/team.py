@@ -861,6 +861,15 @@ class TeamStore:
             ).fetchone()
         return int(row[0]) if row and row[0] is not None else None
 
+    def newest_of_kind(self, kind: str, start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT newest of the team's nodes of KIND with START <= ts <= END, newest first."""
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE project_id = %s AND kind = %s AND ts BETWEEN %s AND %s"
+            " ORDER BY ts DESC, id LIMIT %s",
+            (self.project, kind, start, end, limit),
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def size_hint(self) -> int:
         """This project's node count from term_df (read with the question's term counts: no extra round
         trip); on a schema-1 store the planner's estimate of the table's rows, or an exact count."""
