@@ -700,6 +700,24 @@ def test_when_a_name_was_added_is_answered_from_the_team_store(
     assert items[0]["recorded_by"] == "alice@example.com"
 
 
+def test_the_teams_newest_commits_answer_what_was_the_last_commit(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    time.sleep(1.1)  # commit times are in seconds: the origin's commits are a second older
+    alice.commit("Tune the compositor", {"blit.c": "int stride = 64;\n"})
+    time.sleep(1.1)
+    alice.commit("Check the blitter's alignment", {"check.c": "int aligned = 1;\n"})
+    alice.run("sync", "--quiet", "--no-embed")
+    alice.run("team", "push")
+    found = json.loads(bob.run("query", "--team", "--json", "what was the last commit").stdout)
+    titles = [it["title"] for it in found["items"]]
+    assert [t.rsplit("] ", 1)[-1] for t in titles[:2]] == [
+        "Check the blitter's alignment",
+        "Tune the compositor",
+    ]
+
+
 def test_a_change_to_the_docs_or_tests_only_counts_less_in_the_team_store_too(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:

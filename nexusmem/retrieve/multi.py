@@ -248,10 +248,6 @@ def search_all(
             result.bm25_matched += counts["bm25"]
             result.vector_matched += counts["vector"]
         result.weak = all(s.weak for s in searched)
-        listed_by = [s for s in searched if s.listing]
-        # "What failed today" across projects: one note, said once (the window is the same everywhere).
-        notes = [s.listing_note for s in (listed_by or searched) if s.listing_note]
-        result.notes += notes[:1]
         if skipped_in_answer:
             result.notes += [
                 f"skipped {s.name}: its memory was not searched (`nexusmem doctor` in {s.root} says why)"
@@ -271,6 +267,9 @@ def _fuse_and_pack(
     since: int | None = None,
     until: int | None = None,
 ) -> None:
+    listed_by = [s for s in searched if s.listing]
+    # "What failed today" across projects: one note, said once (the window is the same everywhere).
+    result.notes += [s.listing_note for s in (listed_by or searched) if s.listing_note][:1]
     # Keys are (project, node) so that each project's list is fused on its own positions.
     lists = [[f"{s.index}:{node.id}" for node, _ in s.scored] for s in searched]
     fused = fuse.rrf(lists)

@@ -39,7 +39,8 @@ def _searched(
     shelf = query.Shelf(name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
     target = multi.Target(name=name, root=root, db=store.path)
     weak = query.is_weak(found)
-    return multi._Searched(index, target, store, scored, shelf, weak), found.counts
+    one = multi._Searched(index, target, store, scored, shelf, weak, found.listing, found.listing_note)
+    return one, found.counts
 
 
 def search(
