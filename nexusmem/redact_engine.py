@@ -97,7 +97,17 @@ _KEYNAME = _NAME | {"-", "."}
 _SHELL_VALUE = r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>)]+)"""
 # A value after `NAME=` / `key:`: as above, but a bare one must end the word (`token = get_token()`,
 # `api_key = os.environ["KEY"]` and `cache_key = f"..."` are code, not values).
-_ASSIGN_VALUE = r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>()\[\]{}]+(?![^\s,;})\]|&<>"'`]))"""
+_ASSIGN_VALUE = (
+    r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>()\[\]{}]+(?![^\s"'`;|&<>()\[\]{}])"""
+    # ... unless something with a letter or digit is glued to it (`Kx9mQ2&vLp8`: _assignment decides)
+    r"""(?=[^\s"'`]*?[A-Za-z0-9]|(?![^\s,;})\]|&<>"'`])))"""
+    r"""(?=(?P<tail>[^\s"'`]*))"""  # what is glued to the value, up to the next space (not consumed)
+)
+# What may follow a bare value that ends there (anything else glued to it makes it code, `get_token()`,
+# unless the whole glued word looks like a password: _glued).
+_VALUE_ENDS = frozenset(",;})]|&<>")
+# A call, a generic type or an index: `hash(pw)`, `Buffer<Uint8Array>`, `env[KEY]` are code, not values.
+_CODE_SHAPE = _Lazy(r"[A-Za-z_$][\w.$]*(?:<[^<>\s]*>|\([^()\s]*\)|\[[^\[\]\s]*\])+")
 
 # Bare config values that are code or types, not secrets (`password: str`, `token = None`).
 _NOT_VALUES = frozenset(
@@ -491,6 +501,14 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     raw = text[vstart:vend]
     quoted = raw[0] in "\"'"
     before = text[key_start - 1] if key_start else ""
+    tail = m.group("tail")
+    if tail and not quoted:
+        # A URL's next parameter (`?password=X&sslmode=require`) is not glued to the value.
+        whole = None if before in ("?", "&") or "=" in tail else _glued(raw, tail)
+        if whole is not None:  # `Kx9mQ2&vLp8`, `Zq7(Lm4pWx9v`: a password holds any punctuation
+            raw, vend = whole, vstart + len(whole)
+        elif tail[0] not in _VALUE_ENDS:
+            return None  # `get_token()`, `os.environ["KEY"]`: code
     after = text[vend] if vend < len(text) else " "
     kind = _kind_for_name(key)
     if before == "/" and sep.strip() == ":":
@@ -557,6 +575,20 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         if not at_start and not (_password_like(raw) or _looks_random(raw)):
             return None  # mid-line (`f(password: pw)`, prose): only a value shaped like a password
     return accept(vstart, vend)
+
+
+def _glued(value: str, tail: str) -> str | None:
+    """VALUE with the punctuation and characters glued to it (TAIL, up to the next space) when the whole
+    word, less a sentence's closing punctuation, looks like a password or a random key and not like code."""
+    glued = value + tail
+    whole = glued.rstrip(".,;:!?)]}")
+    if (
+        len(whole) <= len(value)
+        or _CODE_SHAPE.fullmatch(glued.rstrip(".,;:!?"))
+        or _CODE_SHAPE.fullmatch(whole)
+    ):
+        return None
+    return whole if _password_like(whole) or _looks_random(whole) else None
 
 
 def _password_like(value: str) -> bool:
