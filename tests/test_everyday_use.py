@@ -231,3 +231,27 @@ def test_the_commit_after_a_test_passed_again_is_linked_as_its_fix(repo: Path) -
     failure = next(it for it in data["items"] if "(exit 1)" in it["title"])
     riders = {it["relation"]: it["ref"] for it in data["items"] if it["linked_from"] == failure["id"]}
     assert riders == {"retry": "pytest tests/test_cache.py", "commit": fix}
+
+
+def test_a_pass_in_another_worktree_does_not_answer_a_failure_in_this_one(repo: Path, tmp_path: Path) -> None:
+    """Both runs were kept as run in "." (each relative to its own checkout): the linker took the other
+    checkout's pass for the fix, and precheck fell silent while the test still failed here."""
+    commit(repo, "feat: calc", {"src/calc.py": "def add(a, b):\n    return a + b\n"})
+    other = tmp_path / "repo-wt"
+    git(repo, "worktree", "add", "-q", "-b", "wt", str(other))
+    t0 = int(time.time() * 1000) - 3 * HOUR
+    line = {"command": "python3 tests/test_calc.py", "shell": "bash", "session": "s1", "v": 1}
+    from nexusmem.paths import shell_log_path
+
+    shell_log_path().parent.mkdir(parents=True, exist_ok=True)
+    with shell_log_path().open("a", encoding="utf-8") as fh:
+        for ts, cwd, code in ((t0, repo, 1), (t0 + HOUR, other, 0), (t0 + 2 * HOUR, other / "src", 0)):
+            fh.write(json.dumps({**line, "ts": ts, "cwd": str(cwd), "exit": code}) + "\n")
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    assert links(repo) == set()
+    with open_store(db_path(repo)) as store:
+        cwds = [cwd for _i, _c, _t, cwd, _e in store.shell_commands_between(0, 2**62)]
+    assert cwds == [".", "../repo-wt", "../repo-wt/src"]
+    write_commands(repo, [(t0 + 3 * HOUR, "python3 tests/test_calc.py", 0)])  # passes in this checkout
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    assert [rel for _a, _b, rel in links(repo)] == ["retry"]

@@ -173,6 +173,36 @@ def test_strict_hook_refuses_a_commit_with_an_unresolved_failure(repo: Path) -> 
     assert git_commit(repo, "docs").returncode == 0  # nothing known against README.md
 
 
+@pytest.mark.slow
+def test_strict_hook_in_a_linked_worktree_checks_against_the_main_trees_memory(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The hook looked for `.nexusmem` in the worktree only: a commit there was never checked (a strict
+    hook let through what the main tree refused), while precheck itself reads the main tree's memory."""
+    synced(repo)
+    plant_failure(repo)
+    sync.sync(repo)
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    feature = tmp_path / "feature"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(feature))
+    (feature / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    git(feature, "add", "src/cache.py")
+    refused = git_commit(feature, "change in the worktree")
+    assert refused.returncode == 1 and "commit refused (--strict)" in refused.stderr, refused.stderr
+    # A worktree of a repository without a memory costs nothing and says nothing.
+    bare = tmp_path / "plain"
+    bare.mkdir()
+    git(bare, "init", "-q")
+    commit(bare, "init", {"a.txt": "a\n"})
+    run_cli("-C", str(bare), "hook", "git", "install", "--strict")
+    other = tmp_path / "plain-wt"
+    git(bare, "worktree", "add", "-q", "-b", "side", str(other))
+    (other / "a.txt").write_text("b\n", encoding="utf-8")
+    git(other, "add", "a.txt")
+    done = git_commit(other, "side work")
+    assert done.returncode == 0 and "nexusmem" not in done.stderr, done.stderr
+
+
 def test_hook_without_memory_or_with_a_missing_binary_never_fails_the_commit(repo: Path) -> None:
     run_cli("-C", str(repo), "hook", "git", "install", "--strict")
     assert git_commit(repo, "no memory yet").returncode == 0

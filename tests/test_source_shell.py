@@ -90,8 +90,10 @@ def test_attribution_root_subdir_worktree_and_elsewhere(project: Path, tmp_path:
     assert [(n.ref, n.meta["cwd"]) for n in nodes] == [
         ("make build", "."),
         ("python app.py", "src"),
-        ("pytest ../tests/test_x.py", "src"),
+        # Another checkout's folder is kept as its path from this one: its runs are not this checkout's.
+        ("pytest ../tests/test_x.py", os.path.relpath(worktree.resolve() / "src", project.resolve())),
     ]
+    assert nodes[2].meta["cwd"].startswith("../") and nodes[2].meta["cwd"].endswith("wt/src")
     assert nodes[1].files == ("src/app.py",)
     assert nodes[2].files == ("tests/test_x.py",)
     assert nodes[0].title == "make build (exit 0)"

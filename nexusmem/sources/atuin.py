@@ -126,7 +126,7 @@ class AtuinSource:
                 result.skip(f"{path} row {row.id!r}: {why}")
 
         # (row, redacted command, root, cwd relative to it, ts ms, exit, author, author kind)
-        rows: list[tuple[Any, str, Path, str, int, int | None, str, str]] = []
+        rows: list[tuple[Any, str, Path, str, str, int, int | None, str, str]] = []
         try:
             for row in reader(path, since):
                 ts_ns, exit_code, duration = _int(row.timestamp_ns), _int(row.exit), _int(row.duration_ns)
@@ -163,13 +163,15 @@ class AtuinSource:
                 where = attributor.match(cwd)
                 if where is None or not command.strip() or "\x00" in command:
                     continue
-                rows.append((row, memo.redact(command), where[0], where[1], ts, code, author, kind))
+                root, rel = where
+                label = attributor.label(root, rel)
+                rows.append((row, memo.redact(command), root, rel, label, ts, code, author, kind))
         except Exception as exc:  # a locked, corrupt or foreign file costs this source, never the sync
             result.notes.append(str(exc))
             return
         own_ids: set[str] = set()
         nodes: list[Node] = []
-        for row, command, root, rel, ts, exit_or_none, author, kind in rows:
+        for row, command, root, rel, label, ts, exit_or_none, author, kind in rows:
             code = exit_or_none
             duration_ms = row.duration_ns // 1_000_000
             title, signal = memo.title_signal(command, code)
@@ -178,7 +180,7 @@ class AtuinSource:
                 natural_key=f"atuin:{row.id}",
                 command=command,
                 ts=ts,
-                cwd=rel,
+                cwd=label,
                 exit_code=code,
                 pipestatus=None,
                 duration_ms=duration_ms if duration_ms <= MAX_DURATION_MS else None,
@@ -188,7 +190,7 @@ class AtuinSource:
                 scraped=False,
                 title=title,
                 signal=signal,
-                head=body_head(command, rel, code),
+                head=body_head(command, label, code),
                 author=author,
                 author_kind=kind,
                 source="atuin",

@@ -66,6 +66,16 @@ class Attributor:
                 roots.append(Path(os.fsdecode(line[len(b"worktree ") :])))
         return cls(roots)
 
+    def label(self, root: Path, rel: str) -> str:
+        """How a command run in REL of the work tree ROOT (a match) is kept: REL in the repository's own work
+        tree (the first root); in another worktree, its path from the first root (`../repo-wt/src`), so that
+        a command passing in one checkout never answers its failure in another."""
+        home = self._resolved[0] if self._resolved else root
+        if root == home:
+            return rel
+        where = os.path.relpath(root if rel == "." else root / rel, home)
+        return where.replace(os.sep, "/")
+
     def match(self, cwd: str) -> tuple[Path, str] | None:
         """(resolved root, cwd relative to it in posix form, '.' for the root) or None when not ours."""
         try:

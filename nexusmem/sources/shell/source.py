@@ -221,7 +221,8 @@ class ShellSource:
         command = memo.redact(line.command)  # before anything else sees the text
         title, signal = memo.title_signal(command, line.exit)
         files = memo.command_files(command, root, rel)
-        return command, rel, files, title, signal, body_head(command, rel, line.exit)
+        cwd = attributor.label(root, rel)
+        return command, cwd, files, title, signal, body_head(command, cwd, line.exit)
 
     def _scrape(
         self, ctx: ScanContext, result: ScanResult, shell: str, tail: int, old_fingerprint: Any, memo: Memo

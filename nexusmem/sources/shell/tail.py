@@ -168,7 +168,7 @@ def unsynced_tail(
                 f"log:{end}",
                 command,
                 line.ts,
-                rel,
+                attributor.label(place, rel),
                 line.exit,
                 files_of[(command, rel)],
                 line.author,
