@@ -231,6 +231,8 @@ def test_the_commit_after_a_test_passed_again_is_linked_as_its_fix(repo: Path) -
     failure = next(it for it in data["items"] if "(exit 1)" in it["title"])
     riders = {it["relation"]: it["ref"] for it in data["items"] if it["linked_from"] == failure["id"]}
     assert riders == {"retry": "pytest tests/test_cache.py", "commit": fix}
+    listed = json.loads(run_cli("-C", str(repo), "query", "--json", "what failed in the last day").stdout)
+    assert listed["matched"] >= len(listed["items"]) == 3  # the fixes that ride along count as matches
 
 
 def test_a_pass_in_another_worktree_does_not_answer_a_failure_in_this_one(repo: Path, tmp_path: Path) -> None:

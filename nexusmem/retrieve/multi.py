@@ -318,6 +318,7 @@ def _fuse_and_pack(
         with_project=True,
         notes=result.notes,
     )
+    result.matched += query.riders(result.items, chosen)
     result.tokens_used = used
 
 

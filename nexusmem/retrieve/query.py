@@ -1557,6 +1557,7 @@ def run(
         search_text=found.question.search_text,
         notes=result.notes,
     )
+    result.matched += riders(result.items, {n.id for n, _ in scored})
     result.tokens_used = used
     if (not result.items or result.weak) and syncing(store.path):
         result.notes.append(SYNCING_NOTE)
@@ -1817,6 +1818,12 @@ def header(result: QueryResult, scope: str | None = None) -> str:
     while notes and estimate_tokens(text()) > room:
         notes.pop()
     return text()
+
+
+def riders(items: list[Item], ranked: set[str] | dict[str, Any]) -> int:
+    """How many of ITEMS came along as a linked fix without being among the RANKED ids: shown, so counted
+    among the matches ("5 of 2 match(es) shown" otherwise)."""
+    return sum(1 for it in items if it.linked_from is not None and it.id not in ranked)
 
 
 def footer(result: QueryResult) -> str:
