@@ -15,11 +15,14 @@ from typing import Any
 
 from nexusmem import timefmt
 from nexusmem.errors import NexusMemError
+from nexusmem.identity import NODE_ID_LEN as ID_CHARS
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.text import one_line, well_formed
 
 MIN_PREFIX = 6
+# Longer than any id by far: a pasted answer or log, said in part.
+MAX_ID_CHARS = 64
 
 
 class IdLookupError(NexusMemError):
@@ -35,6 +38,10 @@ def find(store: SearchStore, ref: str) -> StoredNode:
     key = ref.strip().lower()
     if not key:
         raise IdLookupError("the id is empty: give an id from a query result (or its first characters)")
+    if len(key) > MAX_ID_CHARS:  # a pasted answer, not an id: never echoed whole (an agent reads it back)
+        raise IdLookupError(
+            f"{ref.strip()[:40]!r}… ({len(key):,} characters) is no id: ids are {ID_CHARS} characters"
+        )
     node = store.get(key)
     if node is not None:
         return node

@@ -71,6 +71,9 @@ def test_show_errors_name_the_problem(repo: Path) -> None:
     short = run_cli("-C", str(repo), "show", item["id"][: MIN_PREFIX - 1], ok=False)
     assert short.exit_code == 1 and f"at least {MIN_PREFIX} characters" in short.output
     assert run_cli("-C", str(repo), "show", ok=False).exit_code == 2  # usage: the id is required
+    pasted = run_cli("-C", str(repo), "show", "f" * 100_000, ok=False)
+    assert pasted.exit_code == 1 and "100,000 characters) is no id" in pasted.output
+    assert len(pasted.output) < 300  # not echoed whole (an agent reads the error back into its context)
 
 
 def test_show_as_the_installed_script_outside_memory(repo: Path) -> None:
