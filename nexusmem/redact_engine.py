@@ -502,6 +502,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     quoted = raw[0] in "\"'"
     before = text[key_start - 1] if key_start else ""
     tail = m.group("tail")
+    whole = None
     if tail and not quoted:
         # A URL's next parameter (`?password=X&sslmode=require`) is not glued to the value.
         whole = None if before in ("?", "&") or "=" in tail else _glued(raw, tail)
@@ -557,7 +558,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         )
         # Markdown inline code starts a line of its own: "Set `password: ...` in ..."
         at_start = at_start or text[line_start:key_start].rstrip(" \t").endswith("`")
-        for stop in ",;}]":
+        for stop in ",;}]" if whole is None else "":  # a password glued whole keeps its punctuation
             if stop in raw:
                 raw = raw[: raw.index(stop)]
         vend = vstart + len(raw)
@@ -1221,6 +1222,25 @@ def _base64_private_key(m: re.Match[str], text: str) -> Span | None:
     return (m.start(), m.end(), "private-key")
 
 
+# A line that decodes base64 (`echo … | base64 -d`, `base64 --decode <<< …`), and a base64 word on it.
+_DECODE_LINE = _Lazy(r"[^\n]*\bbase64\b[^\n]*?[ \t](?:-d|--decode|-D)\b[^\n]*")
+_B64_WORD = _Lazy(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
+
+
+def _decoded_secrets(text: str) -> Iterator[Span]:
+    """A base64 word on a line that decodes base64 whose text holds a secret (`echo cG9zdGdyZXM6… | base64
+    -d`, a Kubernetes Secret's value read back): the whole encoded word."""
+    for line in _DECODE_LINE.finditer(text):
+        for word in _B64_WORD.finditer(text, line.start(), line.end()):
+            raw = word.group()
+            try:
+                decoded = base64.b64decode(raw + "=" * (-len(raw) % 4)).decode("utf-8")
+            except ValueError:  # not base64, or not text (UnicodeDecodeError is a ValueError)
+                continue
+            if _spans(decoded, None):
+                yield (word.start(), word.end(), "encoded-secret")
+
+
 def _xml_add_key(m: re.Match[str], text: str) -> Span | None:
     """`<add key="ApiKey" value="…"/>` (.NET appSettings): the value of a key named like a secret."""
     span = _value_span(text, m.start("v"), m.end("v"), _kind_for_name(m.group("k")))
@@ -1414,6 +1434,14 @@ PATTERNS: tuple[Rule, ...] = (
         _no_handler,
         finder=_key_bodies,
         literal="\n",
+    ),
+    Rule(
+        "base64-decoded",
+        ("encoded-secret",),
+        _DECODE_LINE.source,
+        _no_handler,
+        finder=_decoded_secrets,
+        literal="base64",
     ),
     # Self-identifying tokens (prefix + body).
     *_TOKEN_RULES,
