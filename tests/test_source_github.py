@@ -373,3 +373,57 @@ def test_slugs_and_closing_keywords() -> None:
     assert gh.parse_slug("https://gitlab.com/acme/widget.git") is None
     text = "Fixes #12, closes acme/widget#13, resolved other/repo#14; see #15. FIXED: #16"
     assert closing_numbers(text, "acme/widget") == ["12", "13", "16"]
+
+
+def test_items_with_fields_of_the_wrong_type_are_skipped_named_and_the_rest_kept(
+    world: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """A hostile or broken API answer ("labels": 5, "comments": "abc", a dict for a body...) skips that
+    item only: it is counted and named, the good items around it are stored, the sync exits 0, and so does
+    the next one."""
+    repo, data, _ = world
+    items = json.loads((data / "repos__acme__widget__issues.json").read_text())
+    good = fake_gh.issue(50, "Good thread before the bad ones", "fine", "2026-11-10T10:00:00Z")
+    bad_labels = fake_gh.issue(51, "Labels are a number", "x", "2026-11-10T11:00:00Z")
+    bad_labels["labels"] = 5
+    bad_comments = fake_gh.issue(52, "Comments are a word", "x", "2026-11-10T12:00:00Z")
+    bad_comments["comments"] = "abc"
+    bad_body = fake_gh.issue(53, "Body is an object", "x", "2026-11-10T13:00:00Z")
+    bad_body["body"] = {"text": "x"}
+    bad_label = fake_gh.issue(54, "One label is a list", "x", "2026-11-10T14:00:00Z")
+    bad_label["labels"] = [{"name": "bug"}, ["not", "a", "label"]]
+    bad_user = fake_gh.issue(55, "User is a string", "x", "2026-11-10T15:00:00Z")
+    bad_user["user"] = "octocat"
+    bad_pull = fake_gh.issue(56, "Merged at is a number", "x", "2026-11-10T16:00:00Z", pull=True)
+    bad_pull["pull_request"]["merged_at"] = 12
+    bad_number = fake_gh.issue(57, "Number is a boolean", "x", "2026-11-10T17:00:00Z")
+    bad_number["number"] = True
+    after = fake_gh.issue(58, "Good thread after the bad ones", "fine", "2026-11-10T18:00:00Z", comments=2)
+    items += [good, bad_labels, bad_comments, bad_body, bad_label, bad_user, bad_pull, bad_number, after]
+    fake_gh.record(data, "repos/acme/widget/issues", items)
+    fake_gh.record(data, "repos/acme/widget/issues/58/comments", [
+        fake_gh.comment("dana", "Reproduced on 2.3.", "2026-11-10T18:00:00Z"),
+        {"user": {"login": "eve"}, "body": ["not", "text"], "created_at": "2026-11-10T18:01:00Z"},
+    ])  # fmt: skip
+
+    result = run_cli("-C", str(repo), "sync", "--no-embed", "--json", ok=False)
+    assert result.exit_code == 0, result.output
+    github = next(s for s in json.loads(result.stdout)["sources"] if s["name"] == "github")
+    threads = _threads(repo)
+    assert {50, 58} <= set(threads) and not {51, 52, 53, 54, 55, 56} & set(threads)
+    assert len(threads) == 132  # the 130 recorded before, and the two good ones
+    assert "Reproduced on 2.3." in str(threads[58]["body"])  # the good comment kept, the bad one skipped
+    assert github["skipped"] == 8 and len(github["problems"]) == 8
+    assert sorted(github["problems"]) == sorted([
+        "issues item 7 (#51): field labels is a number, not a list",
+        "issues item 6 (#52): field comments is a string, not a count",
+        "issues item 5 (#53): field body is an object, not a string",
+        "issues item 4 (#54): field labels[1] is an array, not a label",
+        "issues item 3 (#55): field user is a string, not an object",
+        "issues item 2 (#56): field pull_request.merged_at is a number, not a string",
+        "issues item 1: no number, title or updated_at",  # "number": true (newest first)
+        "#58 comment 1: field body is an array, not a string",
+    ])  # fmt: skip
+    # The next sync is not stuck on them either, and the plain output names them as other bad records.
+    again = run_cli("-C", str(repo), "sync", "--no-embed", "--github", ok=False)
+    assert again.exit_code == 0 and "internal error" not in again.output, again.output

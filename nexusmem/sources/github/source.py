@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -138,6 +138,81 @@ def _ms(value: Any) -> int | None:
     return ms if ts_ok(ms) else None
 
 
+def _count(value: Any, least: int = 0) -> bool:
+    """A JSON integer (not a boolean, which Python counts as one) of at least LEAST."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+               float: "a number"}  # fmt: skip
+
+
+def _is(value: Any) -> str:
+    return f"is {_JSON_TYPES.get(type(value), type(value).__name__)}"
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or isinstance(value, str) else f"{_is(value)}, not a string"
+
+
+def _comment_count(value: Any) -> str | None:
+    return None if value is None or _count(value) else f"{_is(value)}, not a count"
+
+
+def _labels(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        return f"{_is(value)}, not a list"
+    for i, label in enumerate(value):
+        if not isinstance(label, dict):
+            return f"[{i}] {_is(label)}, not a label"
+        if wrong := _text(label.get("name")):
+            return f"[{i}].name {wrong}"
+    return None
+
+
+def _object(*fields: str) -> Callable[[Any], str | None]:
+    """None or an object whose FIELDS are strings (or missing)."""
+
+    def check(value: Any) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            return f"{_is(value)}, not an object"
+        for name in fields:
+            if wrong := _text(value.get(name)):
+                return f".{name} {wrong}"
+        return None
+
+    return check
+
+
+# Every field an item's node is built from, and its check (None counts as absent): an item holding
+# anything else is skipped whole, named by its first wrong field, and never stops the items after it.
+_Check = tuple[str, Callable[[Any], "str | None"]]
+_ITEM_FIELDS: tuple[_Check, ...] = (
+    ("body", _text),
+    ("state", _text),
+    ("html_url", _text),
+    ("created_at", _text),
+    ("closed_at", _text),
+    ("comments", _comment_count),
+    ("labels", _labels),
+    ("user", _object("login")),
+    ("pull_request", _object("merged_at")),
+)
+_COMMENT_FIELDS: tuple[_Check, ...] = (("body", _text), ("created_at", _text), ("user", _object("login")))
+
+
+def _wrong_field(item: dict[str, Any], checks: tuple[_Check, ...]) -> str | None:
+    """Why ITEM cannot be read ("field labels is a number, not a list"), None when every field fits."""
+    for name, check in checks:
+        if wrong := check(item.get(name)):
+            return f"field {name}{'' if wrong[0] in '[.' else ' '}{wrong}"
+    return None
+
+
 def thread_signal(*, merged: bool, comments: int, labels: Iterable[str], closed: bool) -> float:
     """.4, +.2 merged, +.15 for 3+ comments (+.05 for one), +.1 a bug/help-wanted label, -.15 closed
     without a word: the original product's priors."""
@@ -186,19 +261,24 @@ class GithubSource:
         previous = {} if ctx.full else _cursor(ctx.cursor)
         since = previous.get("since") if isinstance(previous.get("since"), str) else None
         max_threads = int(cfg.get("maxThreads", 100))
+        times: list[str] = []
         try:
-            threads, capped = self._threads(ctx.root, slug, since, max_threads, result)
+            threads, capped = self._threads(ctx.root, slug, since, max_threads, result, times)
             max_comments = int(cfg.get("maxCommentsPerThread", 100))
             for thread in threads:
                 if max_comments and int(thread.item.get("comments") or 0) > 0:
-                    thread.comments = list(
-                        gh.api_items(
-                            f"repos/{slug}/issues/{thread.number}/comments",
-                            [("per_page", str(min(100, max_comments)))],
-                            cwd=ctx.root,
-                            limit=max_comments,
-                        )
+                    comments = gh.api_items(
+                        f"repos/{slug}/issues/{thread.number}/comments",
+                        [("per_page", str(min(100, max_comments)))],
+                        cwd=ctx.root,
+                        limit=max_comments,
                     )
+                    for n, c in enumerate(comments):
+                        wrong = _wrong_field(c, _COMMENT_FIELDS)
+                        if wrong:
+                            result.skip(f"#{thread.number} comment {n}: {wrong}")
+                        else:
+                            thread.comments.append(c)
         except gh.GhUnavailable as exc:
             result.state = f"skipped: {exc}"
             return result
@@ -211,10 +291,10 @@ class GithubSource:
         )
         if capped:
             result.notes.append(f"{max_threads} threads read (sources.github.maxThreads); the rest next sync")
-        if capped and since is not None:
-            new_since: str | None = threads[-1].item["updated_at"]  # ascending: resume at the last one read
+        if capped and since is not None and times:
+            new_since: str | None = times[-1]  # ascending: resume at the last one read
         else:
-            seen = ([since] if since else []) + [str(t.item["updated_at"]) for t in threads]
+            seen = ([since] if since else []) + times
             new_since = max(seen, key=lambda s: _ms(s) or 0) if seen else None
         head = self._head(ctx.root)
         try:
@@ -238,23 +318,34 @@ class GithubSource:
 
     @staticmethod
     def _threads(
-        root: Path, slug: str, since: str | None, limit: int, result: ScanResult
+        root: Path, slug: str, since: str | None, limit: int, result: ScanResult, times: list[str]
     ) -> tuple[list[Thread], bool]:
+        """The well-formed threads, and whether LIMIT items were read (the rest next sync). TIMES gets the
+        `updated_at` of every item read in order, skipped ones too: the cursor moves past a bad item as
+        past a good one, so a window of bad items never holds the sync in place."""
         params = [("state", "all"), ("sort", "updated"), ("per_page", str(max(1, min(100, limit))))]
         # The first sync takes the newest threads; later ones the oldest updated since, so none is skipped.
         params.append(("direction", "asc" if since else "desc"))
         if since:
             params.append(("since", since))
         threads: list[Thread] = []
+        read = 0
         for n, item in enumerate(gh.api_items(f"repos/{slug}/issues", params, cwd=root, limit=limit)):
+            read += 1
             number = item.get("number")
             updated = _ms(item.get("updated_at"))
-            if not isinstance(number, int) or updated is None or not isinstance(item.get("title"), str):
+            if updated is not None:
+                times.append(str(item["updated_at"]))
+            if not _count(number, least=1) or updated is None or not isinstance(item.get("title"), str):
                 result.skip(f"issues item {n}: no number, title or updated_at")
+                continue
+            wrong = _wrong_field(item, _ITEM_FIELDS)
+            if wrong:
+                result.skip(f"issues item {n} (#{number}): {wrong}")
                 continue
             is_pr = isinstance(item.get("pull_request"), dict)
             threads.append(Thread(item=item, number=str(number), is_pr=is_pr, updated=updated))
-        return threads, len(threads) >= limit > 0
+        return threads, read >= limit > 0
 
     def _emit(
         self,
