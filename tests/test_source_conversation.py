@@ -620,3 +620,52 @@ def test_a_bad_line_is_counted_by_the_sync_that_first_read_it(repo: Path, isolat
         f"{path}:{len(path.read_text().splitlines())}: not a JSON line"
     ]
     assert [t.title for t in turns(repo)] == ["why does the quokka importer hang", "and the numbat exporter?"]
+
+
+def test_a_claude_session_that_moves_into_another_repository_keeps_those_turns_out(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    """A Claude Code session started here whose later records run in another repository (its shell cd'd
+    there, a directory added with /add-dir) was filed whole under this one, by its first `cwd`: the other
+    repository's question, answer and failing command were found in this memory. Each turn is now filed by
+    the cwd of its own records, as a Codex session's are."""
+    other = init_repo(tmp_path / "gnu-repo")
+    for root in (repo, other):
+        commit(root, "feat: start", {"a.txt": "a\n"})
+    w = T.ClaudeWriter("5e55-moves", repo, START)
+    w.user("why does the aardvark parser reject tabs")
+    w.bash("toolu_01AARD", "pytest tests/test_aardvark.py", "1 passed", prose="Checking.")
+    w.say("The aardvark parser splits on spaces only.")
+    w.cwd = str(other)
+    w.user("why does the gnu cache go stale")
+    w.bash("toolu_01GNU", "pytest tests/test_gnu.py", "1 failed", exit_code=1)
+    w.say("The gnu cache keys on the path, not the mtime.")
+    w.cwd = str(repo / "src")  # back in this repository, in a subdirectory
+    (repo / "src").mkdir()
+    w.user("and the aardvark lexer?")
+    w.say("The aardvark lexer is fine.")
+    path = w.write(
+        isolated_home / ".claude" / "projects" / f"-{str(repo).strip('/').replace('/', '-')}" / "s.jsonl"
+    )
+    hour_ago = time.time() - 3600
+    os.utime(path, (hour_ago, hour_ago))
+    summary = part(sync_json(repo, "--conversation"))
+    assert summary["skipped"] == 0, summary["problems"]
+    mine = [(n.title, n.meta["turn"]) for n in turns(repo)]
+    assert mine == [("why does the aardvark parser reject tabs", 0), ("and the aardvark lexer?", 2)], mine
+    bodies = "\n".join(n.body for n in turns(repo))
+    assert "gnu" not in bodies, bodies
+    assert [c.title for c in agent_calls(repo).values()] == ["pytest tests/test_aardvark.py (exit 0)"]
+    # Read on from where it stopped, a turn appended in the other repository stays out too.
+    w.records = []
+    w.cwd = str(other)
+    w.user("and the gnu index?")
+    w.say("The gnu index is rebuilt nightly.")
+    with path.open("a", encoding="utf-8") as log:
+        log.write("".join(json.dumps(r) + "\n" for r in w.records))
+    os.utime(path, (hour_ago + 60, hour_ago + 60))
+    sync_json(repo, "--conversation")
+    assert [n.title for n in turns(repo)] == [
+        "why does the aardvark parser reject tabs",
+        "and the aardvark lexer?",
+    ]

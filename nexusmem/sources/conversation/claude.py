@@ -1,7 +1,9 @@
 """Claude Code transcripts: `$CLAUDE_CONFIG_DIR/projects/<encoded cwd>/<sessionId>.jsonl` (default ~/.claude).
 
 The folder name encodes the launch directory lossily (`/`, `.`, `_`, spaces... all become `-`), so it is
-never decoded: every project folder is listed and each file is attributed by the `cwd` its records carry.
+never decoded: every project folder is listed and each file is attributed by the `cwd` its records carry:
+a file whose first `cwd` is this repository is read, and each exchange in it is filed by the `cwd` of its
+own first record (a session whose later records run in another repository keeps those turns out).
 Subagents come in three layouts, all read: `<sessionId>/subagents/agent-<id>.jsonl` (2026),
 `agent-<id>.jsonl` beside the sessions (2025), and `isSidechain: true` records inside the main file (older);
 `agent-acompact-*` files are the CLI's own compaction runs and are skipped.
@@ -135,6 +137,7 @@ class _ThreadState:
         self.current: Exchange | None = None
         self.pending: dict[str, Call] = {}
         self.last_ts: int | None = None
+        self.cwd: str | None = None  # the latest cwd a record named: where the session is now
 
     def exchange(self, ts: int, cwd: str | None, anchor: str | None) -> Exchange:
         if self.current is None:  # the agent spoke first (a resumed session, a subagent's reply)
@@ -185,11 +188,18 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
                     thread=thread_id,
                     sidechain=sidechain,
                     first_turn=resume.turns.get(thread_id, 0) if resume else 0,
+                    # Each record names the session's cwd at that point, and it moves (the agent's shell
+                    # cd'd into another repository, a directory added with /add-dir): every exchange is
+                    # filed where its first record ran, turn by turn, as Codex's are.
+                    moves=True,
                 )
             )
-        cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else None
-        if cwd and state.thread.cwd is None:
-            state.thread.cwd = cwd
+        raw_cwd = record.get("cwd")
+        if isinstance(raw_cwd, str) and raw_cwd:
+            state.cwd = raw_cwd
+            if state.thread.cwd is None:
+                state.thread.cwd = raw_cwd
+        cwd = state.cwd
         ts = iso_ms(record.get("timestamp"))
         if ts is None:
             ts = state.last_ts

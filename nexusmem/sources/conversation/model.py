@@ -67,8 +67,9 @@ class Thread:
     exchanges: list[Exchange] = field(default_factory=list)
     first_turn: int = 0  # the turn number of exchanges[0] (> 0 when a read resumed mid-file)
     # Each exchange's cwd is where the session itself was at that turn (Codex's turn_context, which moves
-    # when a session is resumed in another directory), not where a command cd'd: exchanges are attributed
-    # one by one, and a session started elsewhere can hold some of this project's.
+    # when a session is resumed in another directory; the cwd of Claude Code's records, which moves with the
+    # agent's shell): exchanges are attributed one by one, a turn run in another project is not this one's,
+    # and a session started elsewhere can hold some of this project's.
     moves: bool = False
 
 
