@@ -669,3 +669,149 @@ def test_a_claude_session_that_moves_into_another_repository_keeps_those_turns_o
         "why does the aardvark parser reject tabs",
         "and the aardvark lexer?",
     ]
+
+
+class _ReadSpy:
+    """Path.open and Path.read_bytes of one file, watched: the size every read asked for."""
+
+    def __init__(self, path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.path = path
+        self.reads: list[int] = []
+        self.whole = 0
+        real_open, real_read_bytes = Path.open, Path.read_bytes
+        spy = self
+
+        class Handle:
+            def __init__(self, inner: Any) -> None:
+                self.inner = inner
+
+            def __enter__(self) -> Handle:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self.inner.close()
+
+            def read(self, size: int = -1) -> bytes:
+                spy.reads.append(size)
+                data: bytes = self.inner.read(size)
+                return data
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self.inner, name)
+
+        def watched_open(p: Path, *args: Any, **kwargs: Any) -> Any:
+            handle = real_open(p, *args, **kwargs)
+            return Handle(handle) if p == spy.path else handle
+
+        def watched_read_bytes(p: Path) -> bytes:
+            if p == spy.path:
+                spy.whole += 1
+            return real_read_bytes(p)
+
+        monkeypatch.setattr(Path, "open", watched_open)
+        monkeypatch.setattr(Path, "read_bytes", watched_read_bytes)
+
+
+def test_a_large_rollout_of_another_project_is_scanned_in_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Looking for a resume in this repository, a changed Codex rollout of another project was read whole into
+    memory (a 286 MB one held 314 MB at every sync). It is scanned a chunk at a time now: the name is found
+    late in the file and across any chunk boundary, and no read asks for more than a chunk."""
+    from nexusmem.sources.conversation import source as conversation_source
+
+    target = "/home/dev/src/aardvark"
+    chunk = 64
+    monkeypatch.setattr(conversation_source, "SCAN_CHUNK", chunk, raising=False)
+    path = tmp_path / "rollout.jsonl"
+    spy = _ReadSpy(path, monkeypatch)
+    needle = json.dumps(target, ensure_ascii=False)[1:-1].encode()
+    for at in range(3 * chunk - len(needle), 3 * chunk + 1):  # every split of the name across a boundary
+        path.write_bytes(b"x" * at + needle + b"y" * 50)
+        assert conversation_source._names_any(path, [target]), at
+    path.write_bytes(b'{"cwd":"/home/dev/src/other"}\n' * 2000 + b'{"cwd":"' + needle + b'"}\n')
+    spy.reads.clear()
+    assert conversation_source._names_any(path, ["/elsewhere", target])
+    assert not conversation_source._names_any(path, ["/home/dev/src/bison"])
+    assert spy.whole == 0 and len(spy.reads) > 2 * path.stat().st_size // chunk
+    assert all(0 < size <= chunk for size in spy.reads), set(spy.reads)
+    # A name that is not ASCII is found as Codex writes it (raw UTF-8) and as Python does (u-escapes).
+    for written in (json.dumps("/srv/ål", ensure_ascii=False), json.dumps("/srv/ål")):
+        path.write_bytes(b"x" * 1000 + b'{"cwd":' + written.encode() + b"}\n")
+        assert conversation_source._names_any(path, ["/srv/ål"]), written
+
+
+def test_scanning_a_large_rollout_holds_one_chunk_not_the_file(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from nexusmem.sources.conversation import source as conversation_source
+
+    path = tmp_path / "rollout.jsonl"
+    line = b'{"type":"response_item","payload":{"cwd":"/home/dev/src/other","text":"' + b"z" * 4000 + b'"}}\n'
+    with path.open("wb") as out:
+        for _ in range((24 << 20) // len(line)):
+            out.write(line)
+        out.write(b'{"type":"turn_context","payload":{"cwd":"/home/dev/src/aardvark"}}\n')
+    tracemalloc.start()
+    try:
+        assert conversation_source._names_any(path, ["/home/dev/src/aardvark"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"{peak >> 20} MB held for a {path.stat().st_size >> 20} MB file"
+
+
+def test_a_foreign_rollout_resumed_here_late_is_found_by_the_chunked_scan(
+    repo: Path, tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end, with a small chunk: a Codex session started in another repository, long, and resumed in
+    this one near its end, files that late turn here (and nothing of the rest)."""
+    from nexusmem.sources.conversation import source as conversation_source
+
+    monkeypatch.setattr(conversation_source, "SCAN_CHUNK", 512, raising=False)
+    other = init_repo(tmp_path / "bison-repo")
+    for root in (repo, other):
+        commit(root, "feat: start", {"a.txt": "a\n"})
+    t = START
+
+    def record(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        nonlocal t
+        t += timedelta(seconds=2)
+        return {"timestamp": T.iso(t), "type": kind, "payload": payload}
+
+    def msg(role: str, text: str) -> dict[str, Any]:
+        block = "output_text" if role == "assistant" else "input_text"
+        return record(
+            "response_item", {"type": "message", "role": role, "content": [{"type": block, "text": text}]}
+        )
+
+    lines = [
+        record("session_meta", {"id": "019e-late", "cwd": str(other), "originator": "codex-tui"}),
+        record("turn_context", {"turn_id": "t1", "cwd": str(other), "model": "gpt-5.5"}),
+    ]
+    for n in range(200):
+        lines += [msg("user", f"bison question {n}"), msg("assistant", "bison answer " + "b" * 400)]
+    lines += [
+        record("turn_context", {"turn_id": "t2", "cwd": str(repo), "model": "gpt-5.5"}),
+        msg("user", "why does the aardvark parser reject tabs"),
+        msg("assistant", "The aardvark parser splits on spaces only."),
+    ]
+    path = (
+        isolated_home
+        / ".codex"
+        / "sessions"
+        / "2026"
+        / "12"
+        / "04"
+        / "rollout-2026-12-04T10-00-00-019e-late.jsonl"
+    )
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    hour_ago = time.time() - 3600
+    os.utime(path, (hour_ago, hour_ago))
+    assert path.stat().st_size > 100 * 512
+    spy = _ReadSpy(path, monkeypatch)
+    sync_json(repo, "--conversation")
+    assert [n.title for n in turns(repo)] == ["why does the aardvark parser reject tabs"]
+    # The 4 KB head hash, then 512-byte chunks up to the resume; never the whole file.
+    assert spy.whole == 0 and spy.reads.count(512) > 100 and all(0 < size <= 4096 for size in spy.reads)

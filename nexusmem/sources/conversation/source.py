@@ -47,13 +47,41 @@ def _head_hash(path: Path, size: int = HEAD_BYTES) -> str:
         return ""
 
 
+# How much of a file _names_any holds at once: a rollout of another project can run to hundreds of MB.
+SCAN_CHUNK = 1 << 20
+
+
+def _needles(texts: list[str]) -> list[bytes]:
+    """TEXTS as a JSON writer puts them inside a string: backslashes and quotes escaped, anything not ASCII
+    either as raw UTF-8 (Codex, Claude Code) or as a u-escape (Python's default)."""
+    found: list[bytes] = []
+    for text in texts:
+        for ascii_only in (True, False):
+            needle = json.dumps(text, ensure_ascii=ascii_only)[1:-1].encode("utf-8", "surrogatepass")
+            if needle and needle not in found:
+                found.append(needle)
+    return found
+
+
 def _names_any(path: Path, texts: list[str]) -> bool:
-    """Whether the file at PATH holds any of TEXTS as its JSON strings would write them (one read)."""
+    """Whether the file at PATH holds any of TEXTS as its JSON strings would write them. Read in chunks of
+    SCAN_CHUNK bytes, each searched with the end of the one before it (a name cut across two chunks is
+    found): memory stays at about one chunk whatever the file's size, and the read stops at the first hit."""
+    needles = _needles(texts)
+    if not needles:
+        return False
+    overlap = max(len(n) for n in needles) - 1
+    tail = b""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            while block := handle.read(SCAN_CHUNK):
+                window = tail + block
+                if any(n in window for n in needles):
+                    return True
+                tail = window[max(0, len(window) - overlap) :]
     except OSError:
         return False
-    return any(json.dumps(text)[1:-1].encode() in data for text in texts)
+    return False
 
 
 def _decode_cursor(text: str | None) -> dict[str, Any]:
