@@ -109,9 +109,17 @@ def _relative_file(path: str, roots: list[Path]) -> str | None:
 class Builder:
     """Builds the nodes of one project's threads; MATCH attributes a cwd (Attributor.match)."""
 
-    def __init__(self, project: str, match: Match, roots: list[Path], max_body: int) -> None:
+    def __init__(
+        self,
+        project: str,
+        match: Match,
+        roots: list[Path],
+        max_body: int,
+        label: Callable[[Path, str], str] = lambda _root, rel: rel,
+    ) -> None:
         self.project = project
         self.match = match
+        self.label = label  # how a command's folder is kept (Attributor.label: another checkout's, from here)
         self.roots = roots
         self.max_body = max_body
         self.memo = Memo()
@@ -220,13 +228,14 @@ class Builder:
         if where is None or not command.strip():
             return None
         root, rel = where
+        cwd = self.label(root, rel)
         title, signal = self.memo.title_signal(command, call.exit)
         node = command_node(
             self.project,
             natural_key=agent_call_key(thread.agent, call.call_id),
             command=command,
             ts=call.ts,
-            cwd=rel,
+            cwd=cwd,
             exit_code=call.exit,
             pipestatus=None,
             duration_ms=None,
@@ -236,7 +245,7 @@ class Builder:
             scraped=False,
             title=title,
             signal=signal,
-            head=body_head(command, rel, call.exit),
+            head=body_head(command, cwd, call.exit),
         )
         # `seen_in`: read back from the transcript (exit recovered from the output, no duration). The store
         # never lets it overwrite the agent hook's record of the same call (Node.secondhand), in either order.

@@ -112,7 +112,7 @@ class ConversationSource:
         attributor = Attributor.for_repo(ctx.root)
         roots = attributor.roots
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
-        builder = Builder(ctx.project_id, self._matcher(attributor), roots, max_body)
+        builder = Builder(ctx.project_id, self._matcher(attributor), roots, max_body, attributor.label)
         report = Report()
         files = self._files(wanted, roots)
         directories = gemini.Directories(roots)
