@@ -264,3 +264,12 @@ def read_small_text(path: Path, limit: int = SMALL_FILE_LIMIT) -> str:
     finally:
         os.close(fd)
     return b"".join(chunks).decode("utf-8")
+
+
+def first_sync_under_way(root: Path) -> bool:
+    """Whether a sync is building ROOT's memory for the first time: the post-commit hook made .nexusmem/ and
+    flagged the work (autosync.PENDING_NAME), or a sync holds its run lock (sync.RUN_LOCK_NAME)."""
+    from nexusmem.oslock import held
+
+    state = state_dir(root)
+    return (state / "sync.pending").exists() or held(state / "sync.run.lock")

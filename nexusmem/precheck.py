@@ -223,7 +223,7 @@ def check(
         result.checked = False
         result.reason = (
             f"the memory of {memory} is still being built in the background: nothing checked yet"
-            if _first_sync_under_way(db.parent)
+            if paths.first_sync_under_way(memory)
             else f"{memory} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
         )
         return result
@@ -624,14 +624,6 @@ def one_line(name: str) -> str:
     from nexusmem.text import one_line as escaped
 
     return escaped(name)
-
-
-def _first_sync_under_way(state: Path) -> bool:
-    """Whether a sync is building the memory in STATE (.nexusmem/): the post-commit hook made the folder and
-    flagged the work (autosync.PENDING_NAME), or a sync holds its run lock (sync.RUN_LOCK_NAME)."""
-    from nexusmem.oslock import held
-
-    return (state / "sync.pending").exists() or held(state / "sync.run.lock")
 
 
 def run(

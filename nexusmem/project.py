@@ -150,6 +150,11 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
     if require_init and not is_initialised(root):
         from nexusmem.errors import NotInitialisedError
 
+        if paths.first_sync_under_way(root):  # the post-commit hook's first sync: its own run would wait
+            raise NotInitialisedError(
+                f"the memory of {root} is still being built in the background"
+                " (.nexusmem/auto-sync.log): try again in a moment"
+            )
         raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem sync` (it sets it up)")
     return Project(root=root, config=config_of(root))
 

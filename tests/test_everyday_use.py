@@ -257,3 +257,18 @@ def test_a_pass_in_another_worktree_does_not_answer_a_failure_in_this_one(repo: 
     write_commands(repo, [(t0 + 3 * HOUR, "python3 tests/test_calc.py", 0)])  # passes in this checkout
     run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
     assert [rel for _a, _b, rel in links(repo)] == ["retry"]
+
+
+def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -> None:
+    """While the post-commit hook's first sync built the memory, query and status said "has no NexusMem
+    memory yet: run `nexusmem sync`" (which then only waited for that build); precheck said it right."""
+    commit(repo, "feat: start", {"a.py": "A = 1\n"})
+    state = repo / ".nexusmem"
+    state.mkdir(mode=0o700)
+    (state / "sync.pending").write_text("", encoding="utf-8")  # what the post-commit hook leaves
+    for args in (("query", "start"), ("status",)):
+        said = run_cli("-C", str(repo), *args, ok=False)
+        assert said.exit_code != 0 and "still being built in the background" in said.output, said.output
+    (state / "sync.pending").unlink()
+    said = run_cli("-C", str(repo), "status", ok=False)
+    assert "has no NexusMem memory yet: run `nexusmem sync`" in said.output
