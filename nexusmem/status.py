@@ -7,6 +7,7 @@ from typing import Any
 
 from nexusmem import autosync, gitcmd, paths, timefmt
 from nexusmem.project import Project
+from nexusmem.sources.git import repo
 from nexusmem.store import Store
 from nexusmem.sync import problem_history, source_states
 
@@ -63,6 +64,8 @@ def status(project: Project) -> dict[str, Any]:
             # HEAD moved since the git source last read it (a reset, a checkout, a rebase: no hook runs
             # for those): {"memory_at", "head"}, else null.
             "head_moved": head_moved(project.root, store.cursor("git")),
+            # The clone was deepened (`git fetch --unshallow`, `--deepen`) since: older commits arrived.
+            "deepened": repo.deepened(project.root, store.cursor("git")),
         }
 
 
@@ -141,6 +144,11 @@ def render(info: dict[str, Any]) -> str:
             f"git: HEAD is {moved['head'][:10]}, memory is at {moved['memory_at'][:10]} (a reset, a checkout or"
             " a rebase since the last sync: answers may hold commits no branch has now, or lack new ones);"
             " run `nexusmem sync`"
+        )
+    if info.get("deepened"):
+        lines.append(
+            "git: the clone was deepened since the last sync (`git fetch --unshallow` or `--deepen`: no hook"
+            " runs for it): the older commits are not in memory yet; run `nexusmem sync`"
         )
     for name, state in sorted(info.get("source_states", {}).items()):
         lines.append(f"{name}: {state}")

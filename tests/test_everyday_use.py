@@ -79,9 +79,14 @@ def test_deepening_a_shallow_clone_is_noticed(repo: Path, tmp_path: Path) -> Non
     git(clone, "fetch", "-q", "--deepen", "2")
     run_cli("-C", str(clone), "sync", "--no-embed")
     assert {"feat: step 2", "feat: step 3"} <= commit_titles(clone)
+    assert json.loads(run_cli("-C", str(clone), "status", "--json").stdout)["deepened"] is False
     git(clone, "fetch", "-q", "--unshallow")
+    # No hook runs for a fetch: status says the older commits are not in memory yet.
+    assert json.loads(run_cli("-C", str(clone), "status", "--json").stdout)["deepened"] is True
+    assert "the clone was deepened since the last sync" in run_cli("-C", str(clone), "status").stdout
     run_cli("-C", str(clone), "sync", "--no-embed")
     assert {f"feat: step {n}" for n in range(6)} <= commit_titles(clone)
+    assert "deepened" not in run_cli("-C", str(clone), "status").stdout
     again = json.loads(run_cli("-C", str(clone), "sync", "--no-embed", "--json").stdout)
     assert again["added"] == 0  # and a sync after that has nothing new
 

@@ -55,14 +55,26 @@ def repo_state(root: Path) -> RepoState:
         if name == b"HEAD" and _HEX.match(sha):
             head = sha.decode("ascii")
             break
-    fingerprint = hashlib.sha256(out).hexdigest()[:20]
-    # A shallow clone's boundary is part of the state: `git fetch --deepen/--unshallow` brings older commits
-    # without moving any ref. "s<hash of .git/shallow>" marks a shallow clone (see plan_walk).
+    fingerprint = hashlib.sha256(out).hexdigest()[:20] + shallow_mark(root)
+    return RepoState(fingerprint, head, bool(out.strip()), broken)
+
+
+def shallow_mark(root: Path) -> str:
+    """A shallow clone's boundary, part of the state: `git fetch --deepen/--unshallow` brings older commits
+    without moving any ref. "s<hash of .git/shallow>" for a shallow clone, "" for a complete one (read from
+    the file: no git process)."""
     common = paths.git_common_dir(root)
     shallow = common / "shallow" if common is not None else None
-    if shallow is not None and shallow.is_file():
-        fingerprint += "s" + hashlib.sha256(shallow.read_bytes()).hexdigest()[:12]
-    return RepoState(fingerprint, head, bool(out.strip()), broken)
+    try:
+        return "s" + hashlib.sha256(shallow.read_bytes()).hexdigest()[:12] if shallow is not None else ""
+    except OSError:  # not a shallow clone (no file), or unreadable: as git, taken as complete
+        return ""
+
+
+def deepened(root: Path, cursor: str | None) -> bool:
+    """Whether the clone's shallow boundary moved since the sync that left CURSOR (older commits arrived)."""
+    mark = _cursor_shallow(cursor)
+    return mark is not None and mark != shallow_mark(root)[1:]
 
 
 def _refs_one_by_one(root: Path) -> tuple[bytes, str]:
