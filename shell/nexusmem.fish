@@ -149,6 +149,12 @@ if status is-interactive; and not set -q __nexusmem_loaded
             set -l t (builtin history search --max 1 --show-time='%s ' 2>/dev/null)
             set now (math (string split -m1 ' ' -- "$t 0")[1] \* 1000 + $CMD_DURATION)
         end
+        # The log would not take the last line (past `ulimit -f`, a full disk): fish prints the failed write
+        # whatever the block's stderr is, so the hook waits a minute before it tries again.
+        if set -q __nexusmem_pause[1]
+            test "$now" -lt "$__nexusmem_pause"; and return
+            set -e __nexusmem_pause
+        end
         set -l dur (math "max(0, 0$CMD_DURATION)")
         set -l t0 (math "max(0, $now - $dur)")
         set -l pipe ',"pipestatus":['(string join , -- $__nexusmem_st[2..-1])']'
@@ -186,6 +192,7 @@ if status is-interactive; and not set -q __nexusmem_loaded
         end
         if test $n -lt 512
             printf '%s\n' $line >>$__nexusmem_log
+            or set -g __nexusmem_pause (math "$now + 60000")
             return
         end
         if not test -f $__nexusmem_scratch
