@@ -107,9 +107,9 @@ def find_root_fast(start: Path) -> Path | None:
     return None
 
 
-def git_common_dir(root: Path) -> Path | None:
-    """The git directory ROOT's work tree shares with its worktrees (ROOT/.git, or for a linked worktree the
-    one its `gitdir:` file's `commondir` names), read from files without a process; None when unknown."""
+def git_dir(root: Path) -> Path | None:
+    """The git directory of the work tree at ROOT (ROOT/.git, or where its `gitdir:` file points: a linked
+    worktree's own, a submodule's), read from files without a process; None when unknown."""
     dot = root / ".git"
     if dot.is_dir():
         return dot
@@ -119,7 +119,15 @@ def git_common_dir(root: Path) -> Path | None:
         return None
     if not text.startswith("gitdir:"):
         return None
-    gitdir = (root / text[len("gitdir:") :].strip()).resolve()
+    return (root / text[len("gitdir:") :].strip()).resolve()
+
+
+def git_common_dir(root: Path) -> Path | None:
+    """The git directory ROOT's work tree shares with its worktrees (ROOT/.git, or for a linked worktree the
+    one its `gitdir:` file's `commondir` names), read from files without a process; None when unknown."""
+    gitdir = git_dir(root)
+    if gitdir is None or gitdir == root / ".git":
+        return gitdir
     try:
         return (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
     except (OSError, UnicodeDecodeError):  # a submodule's .git file: its git dir is not shared

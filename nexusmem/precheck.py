@@ -6,7 +6,9 @@ edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test
 tests/test_api.py imports src/cache.py); and high churn (many commits touching it lately).
 
 Runs on every commit, so it stays light: no click needed here, no project id (that would start git), the
-store opened read-only, and three indexed range reads for all files together.
+store opened read-only, and three indexed range reads for all files together. HEAD is read from .git's files;
+git is asked which commits a reset or a rebase left behind only when HEAD is not where the last sync saw it
+(_left_behind).
 
 Commands not synced yet count too: the hook log past this project's shell cursor (its last 4 MB at most) is
 read with the shell source's own parser (sources/shell/tail: the log reader without the collector), so the
@@ -29,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nexusmem import authors, gitcmd, paths, resolved, timefmt
+from nexusmem import authors, gitcmd, paths, resolved, synced_head, timefmt
 from nexusmem.errors import GitCommandError, NexusMemError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
@@ -122,6 +124,8 @@ class PrecheckResult:
         self.findings: list[Finding] = findings if findings is not None else []
         self.checked = checked
         self.reason = reason
+        # What the findings were counted from, when it is not the whole story (a reset since the last sync).
+        self.notes: list[str] = []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -130,6 +134,7 @@ class PrecheckResult:
             "reason": self.reason,
             "files": self.files,
             "findings": [f.to_json() for f in self.findings],
+            "notes": self.notes,
         }
 
 
@@ -235,6 +240,8 @@ def check(
     # has every table and column read here), and a sync may be writing it at this very moment.
     via: dict[str, list[Finding]] = {}
     importers: list[tuple[str, str]] = []  # (file, a file importing it): local memory only
+    gone: frozenset[str] = frozenset()  # stored commits no ref reaches now (_left_behind)
+    churn_known = True
     if team is not None:
         # The team store: stored commands and commits only (no hook log, no import edges in it).
         lookup = sorted({p for f in files for p in (f, *_ancestors(f))})
@@ -246,6 +253,7 @@ def check(
         )
     else:
         with HookReader(db) as store:
+            gone, churn_known = _left_behind(root, memory, store, result)
             commands = store.shell_commands_between(start, end)
             # Stored edges only (one indexed read): precheck never parses source files.
             importers = [(dst, src) for dst, src in store.importers_of(files) if src not in files]
@@ -295,14 +303,14 @@ def check(
                         (path, node_id, "shell_command") for node_id, path in named if path in extra
                     ]
                 named_files = _files_named(files, open_failures, naming, by_name=True)
-                failures, redacted_value = _unresolved_failures(store, open_failures, named_files)
+                failures, redacted_value = _unresolved_failures(store, open_failures, named_files, gone)
                 # An importer's failures count only when the command names the importer's path (or a folder
                 # holding it): its bare module name would widen a guess into a wrong warning.
                 via: dict[str, list[Finding]] = {}
                 named_importers: dict[str, set[str]] = {}
                 if importer_paths:
                     named_importers = _files_named(importer_paths, open_failures, naming, by_name=False)
-                    via, redacted_via = _unresolved_failures(store, open_failures, named_importers)
+                    via, redacted_via = _unresolved_failures(store, open_failures, named_importers, gone)
                     redacted_value = redacted_value or redacted_via
                 # Redacting the tail's commands can only merge commands (resolving more failures) and take
                 # words out of them, so the answer from the tail as typed stands unless a failure from the tail
@@ -324,7 +332,7 @@ def check(
                 naming, failures, via, _ = findings(with_texts(root, typed, texts))
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
-        if kind == "git_commit":
+        if kind == "git_commit" and churn_known and node_id not in gone:
             churn.setdefault(path, set()).add(node_id)
     by_file: dict[str, list[str]] = {}
     for dst, src in importers:
@@ -346,6 +354,38 @@ def check(
                 )
             )
     return result
+
+
+def _left_behind(
+    root: Path, memory: Path, store: HookReader, result: PrecheckResult
+) -> tuple[frozenset[str], bool]:
+    """The ids of the stored commits no ref reaches now, and whether the commits counted can be told at all.
+
+    No hook runs on a reset (nor on a checkout): after `git reset --hard HEAD~2` the memory still holds the
+    two commits dropped, and counting them as churn refused every retry of a --strict commit (the refused
+    commit never reached the post-commit sync that would prune them). No process while HEAD (read from its
+    files) is where the memory's last sync saw it, the usual case; else one `git rev-list` names the commits
+    that memory's HEAD reached and no ref reaches now, which the next sync prunes: they count neither as
+    churn nor as a failure's fix. When git cannot name them (the old HEAD pruned), churn is not counted (it
+    would refuse a --strict commit on commits no branch has). A note on RESULT says which."""
+    moved = synced_head.head_moved(memory, store.cursor("git"))
+    if moved is None:
+        return frozenset(), True
+    left = synced_head.gone_commits(root, moved["memory_at"])
+    where = f"HEAD is {moved['head'][:10]}, memory is at {moved['memory_at'][:10]}"
+    if left is None:
+        result.notes.append(
+            f"{where} (a reset or a rebase since the last sync), and git cannot say which commits no branch has"
+            " now: churn not counted; run `nexusmem sync`"
+        )
+        return frozenset(), False
+    if not left:  # on a branch still (a checkout, a sync not caught up yet): as the next sync counts them
+        return frozenset(), True
+    result.notes.append(
+        f"{where}: {len(left)} commit(s) a reset or a rebase left behind (no branch has them now) are not"
+        " counted; run `nexusmem sync`"
+    )
+    return frozenset(store.commit_ids(left)), True
 
 
 def _importer_findings(
@@ -572,18 +612,21 @@ def _files_named(
 
 
 def _unresolved_failures(
-    store: HookReader, open_failures: list[OpenFailure], by_id: dict[str, set[str]]
+    store: HookReader,
+    open_failures: list[OpenFailure],
+    by_id: dict[str, set[str]],
+    gone: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, list[Finding]], bool]:
     """Findings per file (BY_ID: the files each failure names, _files_named), and whether a failure naming
     one of them holds a redacted value (a redacted command of the unsynced tail might be its retry: see
-    check)."""
+    check). A link to a commit of GONE (no ref reaches it now: _left_behind) resolves nothing."""
     if not open_failures:
         return {}, False
     candidates = [f for f in open_failures if f[0] in by_id]
     redacted_value = any(PLACEHOLDER in f[1] for f in candidates)
     if not candidates:
         return {}, redacted_value
-    linked = {from_id for from_id, _to, _rel in store.links_from([f[0] for f in candidates])}
+    linked = {from_id for from_id, to, _rel in store.links_from([f[0] for f in candidates]) if to not in gone}
     # Newest first; one finding per (file, command, cwd), carrying how often it failed unresolved.
     grouped: dict[tuple[str, str, str | None], list[tuple[str, str, int, str | None, int]]] = {}
     for failure in sorted(candidates, key=lambda f: f[2], reverse=True):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from nexusmem import autosync, gitcmd, paths, timefmt
+from nexusmem import autosync, paths, timefmt
 from nexusmem.project import Project
 from nexusmem.sources.git import repo
 from nexusmem.store import Store
 from nexusmem.sync import problem_history, source_states
+from nexusmem.synced_head import head_moved, moved_text
 
 
 def iso(ms: int | None) -> str | None:
@@ -69,21 +69,6 @@ def status(project: Project) -> dict[str, Any]:
         }
 
 
-def head_moved(root: Path, cursor: str | None) -> dict[str, str] | None:
-    """{"memory_at": sha, "head": sha} when HEAD is not the commit the git source last synced (one git
-    process); None when it is, or nothing was synced, or HEAD is unborn."""
-    from nexusmem.sources.git.repo import cursor_head
-
-    synced = cursor_head(cursor)
-    if synced is None:
-        return None
-    code, out = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD^{commit}"], root)
-    head = out.decode("ascii", "replace").strip()
-    if code != 0 or not head or head == synced:
-        return None
-    return {"memory_at": synced, "head": head}
-
-
 # What the links other sources make are, as status counts them (docs/contracts.md, link relations).
 _LINK_WHAT = {"changelog": "changelog entry→commit link(s)", "github": "GitHub thread→commit link(s)"}
 
@@ -140,11 +125,7 @@ def render(info: dict[str, Any]) -> str:
         )
     moved = info.get("head_moved")
     if moved:
-        lines.append(
-            f"git: HEAD is {moved['head'][:10]}, memory is at {moved['memory_at'][:10]} (a reset, a checkout or"
-            " a rebase since the last sync: answers may hold commits no branch has now, or lack new ones);"
-            " run `nexusmem sync`"
-        )
+        lines.append(f"git: {moved_text(moved)}")
     if info.get("deepened"):
         lines.append(
             "git: the clone was deepened since the last sync (`git fetch --unshallow` or `--deepen`: no hook"

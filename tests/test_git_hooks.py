@@ -483,6 +483,30 @@ def test_a_failed_post_commit_sync_is_reported_until_a_sync_catches_up(repo: Pat
     assert "post-commit sync failed" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
 
 
+@pytest.mark.slow
+def test_a_strict_commit_after_a_reset_is_not_refused_for_the_commits_it_dropped(repo: Path) -> None:
+    """The tester's steps: c1..c4 change f.py (each synced by the post-commit hook), `git reset --hard
+    HEAD~2` (no hook runs), then a real change. The strict hook counted c3 and c4 still ("changed in 5
+    commits ... (high churn)") and refused the commit on every retry: the refused commit never reached the
+    post-commit sync that would prune them. Now they are left out (and said), and the commit goes in."""
+    commit(repo, "c0", {"f.py": "0\n"})
+    sync.sync(repo)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    for i in range(1, 5):
+        (repo / "f.py").write_text("".join(f"{n}\n" for n in range(i + 1)), encoding="utf-8")
+        git(repo, "add", "f.py")
+        assert git_commit(repo, f"c{i}").returncode == 0
+        wait_settled(repo, i + 1)
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    git(repo, "reset", "-q", "--hard", "HEAD~2")
+    (repo / "f.py").write_text("x\n", encoding="utf-8")
+    git(repo, "add", "f.py")
+    done = git_commit(repo, "real change")
+    assert done.returncode == 0, done.stderr
+    assert "high churn" not in done.stderr and "left behind" in done.stderr
+    wait_settled(repo, 4)  # c0, c1, c2 and the real change: the post-commit sync pruned c3 and c4
+
+
 def test_doctor_names_a_git_hook_that_runs_another_nexusmem(repo: Path, tmp_path: Path) -> None:
     # An older install at another path, still pinned in the hook after an upgrade.
     run_cli("-C", str(repo), "hook", "git-post", "install")

@@ -704,3 +704,99 @@ def test_a_failed_git_command_is_no_check_to_run_before_committing(repo: Path) -
     git(repo, "add", "src/cache.py")
     findings = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
     assert [f["command"] for f in findings] == ["pytest tests/test_cache.py"], findings
+
+
+def _four_commits_of(repo: Path, path: str) -> None:
+    """c0 synced, then c1..c4 each changing PATH, synced (as the post-commit sync leaves the memory)."""
+    commit(repo, "c0", {path: "0\n"})
+    sync.sync(repo)
+    for i in range(1, 5):
+        commit(repo, f"c{i}", {path: "".join(f"{n}\n" for n in range(i + 1))})
+    sync.sync(repo)
+
+
+def test_commits_a_reset_dropped_count_neither_as_churn_nor_against_strict(repo: Path) -> None:
+    """No hook runs on `git reset --hard HEAD~2`: the memory still held c3 and c4, so a file changed in
+    c1..c4 was "changed in 5 commits (high churn)" and a --strict commit was refused on every retry (the
+    refused commit never reached the post-commit sync that prunes them). The commits no ref reaches now are
+    left out, with a note: the answer a sync would give."""
+    _four_commits_of(repo, "f.py")
+    git(repo, "reset", "-q", "--hard", "HEAD~2")
+    (repo / "f.py").write_text("x\n", encoding="utf-8")
+    git(repo, "add", "f.py")
+    strict = run_script("precheck", "--strict", cwd=repo)
+    assert strict.returncode == 0, strict.stderr
+    assert "high churn" not in strict.stderr
+    assert "2 commit(s) a reset or a rebase left behind" in strict.stderr
+    assert "run `nexusmem sync`" in strict.stderr
+    before = json.loads(run_script("precheck", "--json", cwd=repo).stdout)
+    assert before["findings"] == [] and len(before["notes"]) == 1
+    # Still counted while a branch keeps them (the next sync keeps them too): the same answer as a sync's.
+    git(repo, "branch", "keep", "HEAD@{1}")
+    kept = run_script("precheck", "--strict", cwd=repo)
+    assert kept.returncode == 1 and "changed in 5 commits" in kept.stderr
+    git(repo, "branch", "-D", "keep")
+    sync.sync(repo)
+    after = json.loads(run_script("precheck", "--json", cwd=repo).stdout)
+    assert after["findings"] == before["findings"] and after["notes"] == []
+
+
+def test_a_fix_commit_a_reset_dropped_no_longer_resolves_the_failure(repo: Path) -> None:
+    """A failure linked to the commit that fixed it is resolved; once a reset dropped that commit, the fix is
+    gone and the failure is reported again, as after the next sync (which prunes the commit and its link)."""
+    files = {"src/cache.py": "x = 1\n", "tests/test_cache.py": "def test(): pass\n"}
+    commit(repo, "feat: the cache", files, when=int(time.time()) - 2 * 86400)
+    write_log(repo, [("pytest tests/test_cache.py", 1, 3_600_000)])
+    commit(repo, "fix: the cache", {"src/cache.py": "x = 2\n"})
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == []
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    before = json.loads(run_script("precheck", "--json", cwd=repo).stdout)
+    assert [(f["kind"], f["command"]) for f in before["findings"]] == [
+        ("failure", "pytest tests/test_cache.py")
+    ]
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == before["findings"]
+
+
+def test_when_git_cannot_name_the_dropped_commits_churn_never_refuses(repo: Path) -> None:
+    """The memory's HEAD pruned after a reset (reflog expired, gc): git cannot say which stored commits no
+    branch has, so churn is not counted (it could refuse a --strict commit on them), and the note says why."""
+    _four_commits_of(repo, "f.py")
+    git(repo, "reset", "-q", "--hard", "HEAD~2")
+    git(repo, "reflog", "expire", "--expire=now", "--all")
+    git(repo, "gc", "-q", "--prune=now")
+    (repo / "f.py").write_text("x\n", encoding="utf-8")
+    git(repo, "add", "f.py")
+    strict = run_script("precheck", "--strict", cwd=repo)
+    assert strict.returncode == 0, strict.stderr
+    assert "high churn" not in strict.stderr
+    assert "git cannot say which commits no branch has now: churn not counted" in strict.stderr
+
+
+def test_precheck_asks_git_nothing_more_while_the_memory_is_at_head(repo: Path, tmp_path: Path) -> None:
+    """HEAD is read from .git's files: with the memory at HEAD (the post-commit sync ran) the only git process
+    is the staged files' `git diff`; after a reset, one `git rev-list` more."""
+    _four_commits_of(repo, "f.py")
+    calls = tmp_path / "git-calls"
+    wrapper = tmp_path / "git-logged"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec git "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    (repo / "f.py").write_text("x\n", encoding="utf-8")
+    git(repo, "add", "f.py")
+
+    def git_calls() -> list[str]:
+        calls.unlink(missing_ok=True)
+        run_script("precheck", cwd=repo, env={"NEXUSMEM_GIT": str(wrapper)})
+        # each line: git's fixed `-c name=value` options, then the command
+        return [line.rsplit("core.fsmonitor= ", 1)[-1].split()[0] for line in calls.read_text().splitlines()]
+
+    assert git_calls() == ["diff"]
+    git(repo, "reset", "-q", "--hard", "HEAD~2")
+    (repo / "f.py").write_text("x\n", encoding="utf-8")
+    git(repo, "add", "f.py")
+    assert git_calls() == ["diff", "rev-list"]

@@ -73,6 +73,8 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
     if not as_json:
         for finding in result.findings:
             _say(finding.message)
+        for note in result.notes:  # what the counts left out (a reset since the last sync)
+            _say(f"nexusmem precheck: {note}")
         if result.findings:
             advice = "commit refused (--strict)" if strict else "advisory only"
             _say(

@@ -74,6 +74,9 @@ class HookReader:
     def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, str]:
         return secondhand_keys(self.conn, natural_keys)
 
+    def commit_ids(self, shas: Sequence[str]) -> set[str]:
+        return commit_ids(self.conn, shas)
+
 
 def cursor(conn: Any, source: str) -> str | None:
     """Where SOURCE's last sync stopped (its own format), None before the first one."""
@@ -132,6 +135,22 @@ def nodes_naming(
                 f" (SELECT seq FROM nodes WHERE kind IN ({kind_marks}) AND ts BETWEEN ? AND ?)",
                 [*chunk, *kinds, start, end],
             ).fetchall()
+        )
+    return out
+
+
+def commit_ids(conn: Any, shas: Sequence[str]) -> set[str]:
+    """The ids of the git source's git_commit nodes of the commits SHAS (the (source, natural_key) index)."""
+    out: set[str] = set()
+    for first in range(0, len(shas), BATCH):
+        chunk = list(shas[first : first + BATCH])
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            row[0]
+            for row in conn.execute(
+                f"SELECT id FROM nodes WHERE source = 'git' AND natural_key IN ({marks}) AND kind = 'git_commit'",
+                chunk,
+            )
         )
     return out
 

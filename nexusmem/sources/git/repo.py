@@ -11,8 +11,7 @@ from typing import Any
 from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
-
-CURSOR_VERSION = "g1"
+from nexusmem.synced_head import CURSOR_VERSION, cursor_head  # the cursor's format, with its light reader
 
 _HEX = re.compile(rb"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
@@ -100,16 +99,6 @@ def _cursor_shallow(cursor: str | None) -> str | None:
     if not cursor or cursor.count(":") != 2:
         return None
     return cursor.split(":")[1].partition("s")[2]
-
-
-def cursor_head(cursor: str | None) -> str | None:
-    """The HEAD sha stored in a cursor of ours, or None (no cursor, foreign format, unborn HEAD)."""
-    if not cursor:
-        return None
-    parts = cursor.split(":")
-    if len(parts) != 3 or parts[0] != CURSOR_VERSION or not _HEX.match(parts[2].encode("ascii", "replace")):
-        return None
-    return parts[2]
 
 
 @dataclass
