@@ -309,6 +309,7 @@ def run_search(
             until=hi,
             settings=settings,
             author=who,
+            root=root,
         )
     if backlog:
         result.notes.append(backlog)

@@ -12,7 +12,7 @@ import pytest
 from nexusmem.paths import db_path
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, run_cli, write_commands
+from helpers import commit, git, run_cli, run_script, write_commands
 
 HOUR = 3_600_000
 
@@ -194,6 +194,44 @@ def test_status_says_when_head_moved_since_the_last_sync(repo: Path) -> None:
     assert "run `nexusmem sync`" in run_cli("-C", str(repo), "status").stdout
     run_cli("-C", str(repo), "sync", "--no-embed")
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["head_moved"] is None
+
+
+def test_query_says_when_head_moved_since_the_last_sync(repo: Path, tmp_path: Path) -> None:
+    """After `git reset --hard HEAD~1` query answered with the dropped commit and no word that no branch has
+    it now (only status said the memory was behind). Its notes (the plain answer and --json) say it as status
+    does, without a git process: HEAD is read from .git's files."""
+    commit(repo, "feat: keep", {"a.py": "x = 1\n"})
+    old = commit(repo, "feat: throwaway quokka experiment", {"b.py": "y = 1\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    calls = tmp_path / "git-calls"
+    wrapper = tmp_path / "git-logged"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec git "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    logged = {"NEXUSMEM_GIT": str(wrapper)}
+
+    def ask(*extra: str) -> str:
+        done = run_script("query", *extra, "quokka experiment", cwd=repo, env=logged)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "run `nexusmem sync`" not in ask() and json.loads(ask("--json"))["notes"] == []
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    said = (
+        f"HEAD is {head[:10]}, memory is at {old[:10]} (a reset, a checkout or a rebase since the last sync"
+    )
+    plain = ask()
+    assert "throwaway quokka experiment" in plain  # still in memory until the next sync: now said so
+    assert f"note: {said}" in plain and "run `nexusmem sync`" in plain
+    notes = json.loads(ask("--json"))["notes"]
+    [note] = [n for n in notes if n.startswith(said)]
+    assert "run `nexusmem sync`" in note
+    assert said in run_cli("-C", str(repo), "status").stdout  # the same words as status
+    assert not calls.exists()  # no git process on the query path
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    data = json.loads(ask("--json"))
+    assert data["notes"] == [] or not any("HEAD is" in n for n in data["notes"])
+    assert not any("quokka" in str(item["title"]) for item in data["items"])
 
 
 def test_a_verdict_goes_only_to_the_commit_that_replaced_its_own(repo: Path) -> None:

@@ -546,3 +546,31 @@ def test_a_long_backlog_is_left_to_the_next_sync_not_stored_by_a_search(repo: Pa
     assert sync.sync(repo, embed=False).added > 5_000
     _text, found = ok(mcp_server.run_search(str(repo), "readers blocked writers", 300, None))
     assert mcp_server.BACKLOG_NOTE not in found["notes"]
+
+
+@pytest.mark.slow
+def test_search_says_when_head_moved_since_the_last_sync(repo: Path, tmp_path: Path) -> None:
+    """search_memory after `git reset --hard HEAD~1` answered with the dropped commit and no word of it (an
+    agent reads no status): its notes, in the text and the structured content, say it as status does."""
+    small_history(repo)
+    old = git(repo, "rev-parse", "HEAD").strip()
+    run_script("sync", "--no-embed", cwd=repo)
+    root = str(repo)
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            query = {"projectRoot": root, "query": "split the tokenizer"}
+            text, found = ok(await s.call_tool("search_memory", query))
+            assert "HEAD is" not in text and not any("HEAD is" in n for n in found["notes"])
+            git(repo, "reset", "-q", "--hard", "HEAD~1")
+            head = git(repo, "rev-parse", "HEAD").strip()
+            said = f"HEAD is {head[:10]}, memory is at {old[:10]} (a reset, a checkout or a rebase"
+            text, found = ok(await s.call_tool("search_memory", query))
+            assert f"note: {said}" in text and "the sync_project tool" in text
+            [note] = [n for n in found["notes"] if n.startswith(said)]
+            assert "answers may hold commits no branch has now" in note
+            _, _synced = ok(await s.call_tool("sync_project", {"projectRoot": root}))
+            text, found = ok(await s.call_tool("search_memory", query))
+            assert "HEAD is" not in text and not any("HEAD is" in n for n in found["notes"])
+
+    anyio.run(main)

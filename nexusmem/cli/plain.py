@@ -151,6 +151,7 @@ def answer(
             until=window[1],
             settings=rank.settings_from(proj.config),
             author=author,
+            root=proj.root,
         )
     if as_json:
         text = json.dumps(query.to_json(result), indent=2, ensure_ascii=False, sort_keys=False)

@@ -1518,9 +1518,11 @@ def run(
     vectors: bool = True,
     settings: rank.Settings = rank.DEFAULT,
     author: str | None = None,
+    root: Path | None = None,
 ) -> QueryResult:
     """Answer TEXT from one store within BUDGET tokens (VECTORS=False: lexical lists only; AUTHOR: see
-    nexusmem.authors)."""
+    nexusmem.authors; ROOT: the work tree whose memory STORE is, for the note when HEAD moved since its last
+    sync)."""
     text = well_formed(text)
     found = retrieve(
         store, text, as_of=as_of, since=since, until=until, vectors=vectors, settings=settings, author=author
@@ -1530,6 +1532,9 @@ def run(
     early = as_of_note(store, as_of)
     if early:
         result.notes.append(early)
+    moved = head_note(store, root)
+    if moved:
+        result.notes.append(moved)
     if found.terms.dropped:
         result.notes.append(
             f"searched the {len(found.terms.counted)} rarest known words of the question"
@@ -1580,6 +1585,19 @@ def never_synced(store: SearchStore) -> bool:
     """Whether STORE has no source a sync ever finished (a store without that record, the team's: False)."""
     sources = getattr(store, "sources", None)
     return sources is not None and not sources()
+
+
+def head_note(store: SearchStore, root: Path | None) -> str | None:
+    """The note when HEAD at ROOT is not the commit STORE's git source last synced (a reset, a checkout or a
+    rebase since, which no hook runs for: the answer may hold commits no branch has now), as status says it;
+    None when it is (HEAD read from .git's files: no process), or there is no git cursor (the team store)."""
+    cursor = getattr(store, "cursor", None)
+    if root is None or cursor is None:
+        return None
+    from nexusmem import synced_head
+
+    moved = synced_head.head_moved(root, cursor("git"))
+    return None if moved is None else f"{synced_head.moved_text(moved)} (an agent: the sync_project tool)"
 
 
 def syncing(db: Path) -> bool:

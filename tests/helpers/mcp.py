@@ -14,8 +14,9 @@ from helpers.cli import console_script
 
 
 def server_env() -> dict[str, str]:
-    """What the server process needs from the isolated test environment (conftest sets these)."""
-    keep = ("HOME", "NEXUSMEM_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PATH")
+    """What the server process needs from the isolated test environment (conftest sets these), and
+    PYTHONPATH: a checkout tested with PYTHONPATH=<checkout> serves its own code, not the installed one's."""
+    keep = ("HOME", "NEXUSMEM_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PATH", "PYTHONPATH")
     return {k: os.environ[k] for k in keep if k in os.environ}
 
 
