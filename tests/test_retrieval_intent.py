@@ -910,9 +910,14 @@ def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) ->
     assert "pytest tests/test_old_flake.py (exit 1)" in week
     hour = [it["title"] for it in query_json(repo, "what failed in the last hour")["items"]]
     assert "pytest tests/test_old_flake.py (exit 1)" not in hour and hour[0].startswith("python3 -c")
-    assert any(
-        "no recorded command failed yesterday" in n for n in query_json(repo, "what broke yesterday")["notes"]
-    )
+    commit(repo, "Retry the upload when it failed", {"upload.py": "RETRIES = 3\n"}, when=NOW - 90 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    none = query_json(repo, "what failed yesterday")
+    assert any("no recorded command failed yesterday" in n for n in none["notes"])
+    assert none["weak"] is True  # it asked for failures and there were none: said as a weak answer
+    # The answer is the failures: nothing else the words matched ("fail" in an old commit) fills the budget.
+    listed = query_json(repo, "what failed last week")["items"]
+    assert all(it["kind"] == "shell_command" and "(exit 0)" not in it["title"] for it in listed), listed
 
 
 def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Path) -> None:
@@ -932,6 +937,7 @@ def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Pat
         )
         assert found["items"][0]["ref"] == newest and found["weak"] is False
         assert "first: the newest commits" in found["notes"]
+        assert {it["kind"] for it in found["items"]} == {"git_commit"}  # no diffs that say "commit"
     assert [it["title"] for it in query_json(repo, "my last 2 commits")["items"]] == [
         "Cache the parsed tree",
         "Teach the parser comments",

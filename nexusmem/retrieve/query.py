@@ -1142,19 +1142,19 @@ def failures_first(
     ids = [row[0] for row in reversed(rows)][:FAILURES_LISTED]
     nodes = store.get_many(ids, light=True)
     failed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
-    return _listed_first(scored, failed), failed, span
+    return _listed(scored, failed), failed, span
 
 
-def _listed_first(
+def _listed(
     scored: list[tuple[StoredNode, float]], listed: list[StoredNode]
 ) -> list[tuple[StoredNode, float]]:
-    """LISTED, in its order and above the best of SCORED, then the rest of SCORED."""
+    """LISTED, in its order, scored above the best of SCORED; SCORED itself when LISTED is empty. The rest of
+    SCORED goes: what the question's words matched besides ("what failed today": old commits that say
+    "fail") is no part of the answer it asked for, and would fill the budget."""
     if not listed:
         return scored
     top = scored[0][1] if scored else 1.0
-    lifted = [(node, top * (1.0 + 0.01 * (len(listed) - step))) for step, node in enumerate(listed)]
-    chosen = {node.id for node in listed}
-    return lifted + [(n, v) for n, v in scored if n.id not in chosen]
+    return [(node, top * (1.0 + 0.01 * (len(listed) - step))) for step, node in enumerate(listed)]
 
 
 # "What was my last commit?", "what did I work on yesterday?", "show my recent commands": recent work asked
@@ -1253,7 +1253,7 @@ def activity_first(
             break
     if not listed:
         return scored, [], span or "held"
-    return _listed_first(scored, listed), listed, f"the newest {what} {span}".strip()
+    return _listed(scored, listed), listed, f"the newest {what} {span}".strip()
 
 
 def _exit_text(node: StoredNode) -> str:
@@ -1400,6 +1400,8 @@ def is_weak(found: Retrieved) -> bool:
     matches). A question answered by what it asks (the change that brought a name in or took it out, the
     commands run after the one it names) is answered, whatever share of its words ("rejected", "blew up")
     no node holds: on the recent-work sets the flag fired on 25-60% of answerable questions, 15-45% since."""
+    if found.listing_note is not None and not found.listing:
+        return True  # it asked for the failures (or the work) of a time, and there were none
     return not found.scored or (found.answered_by is None and strength(found).weak)
 
 
