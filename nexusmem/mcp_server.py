@@ -136,6 +136,11 @@ class MemoryLink(TypedDict):
     relation: str
 
 
+class MemoryDiff(TypedDict):
+    id: str
+    path: str
+
+
 class MemoryItem(TypedDict):
     """One stored item in full."""
 
@@ -155,6 +160,7 @@ class MemoryItem(TypedDict):
     files: list[str]
     links: list[MemoryLink]
     meta: dict[str, Any]
+    diffs: list[MemoryDiff]  # a commit's per-file diffs (get_memory on an id gives that file's patch)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------

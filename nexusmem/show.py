@@ -10,6 +10,7 @@ history: 0.6 %). Six is still short enough to type from a query line.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from nexusmem.text import one_line, well_formed
 MIN_PREFIX = 6
 # Longer than any id by far: a pasted answer or log, said in part.
 MAX_ID_CHARS = 64
+# What may be a commit's sha or its start (git shows 7 characters at least).
+_SHA = re.compile(r"[0-9a-f]{7,64}")
 
 
 class IdLookupError(NexusMemError):
@@ -50,8 +53,13 @@ def find(store: SearchStore, ref: str) -> StoredNode:
             f"{ref!r} is too short for an id prefix: give the whole id or at least {MIN_PREFIX} characters of it"
         )
     matches = store.find_by_prefix(key)
+    if not matches and _SHA.fullmatch(key):
+        # A commit's sha (`commit 1fb23b7` in an answer, a sha a note names) stands for its commit.
+        matches = store.commits_by_sha(key)
     if not matches:
-        raise IdLookupError(f"no node with id {ref!r} (ids are shown in query results)")
+        raise IdLookupError(
+            f"no node with id {ref!r} (ids are shown in query results), nor a commit of that sha"
+        )
     if len(matches) > 1:
         found = store.get_many(matches, light=True)
         listed = "; ".join(f"{m} {found[m].title[:50]}" if m in found else m for m in matches)
@@ -82,6 +90,12 @@ def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]
         "files": store.files_of(node.id),
         "links": [{"to": dst, "relation": rel} for _, dst, rel in store.links_from([node.id])],
         "meta": node.meta,
+        # A commit's patch is kept one file at a time: the ids to read each file's diff with.
+        "diffs": (
+            [{"id": i, "path": r.split(":", 1)[1]} for i, r in store.diffs_of(node.ref)]
+            if node.kind == "git_commit"
+            else []
+        ),
     }
 
 
@@ -112,6 +126,10 @@ def render(item: dict[str, Any]) -> str:
         )
         lines.append(f"files {shown}{more}")
     lines += [f"fixed by {link['to']} ({link['relation']})" for link in item["links"]]
+    diffs = item.get("diffs") or []
+    lines += [f"diff {d['id']}  {one_line(d['path'])}" for d in diffs[:FILES_SHOWN]]
+    if len(diffs) > FILES_SHOWN:
+        lines.append(f"… and {len(diffs) - FILES_SHOWN:,} more diffs (`nexusmem show --json` lists them all)")
     seen_in = item["meta"].get("seen_in") if isinstance(item["meta"], dict) else None
     if seen_in:  # an agent's call known only from its transcript: no hook line recorded it (yet)
         lines.append(f"seen in {seen_in} only (exit read from its text, no duration)")

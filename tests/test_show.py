@@ -36,7 +36,7 @@ def test_show_expands_one_item_by_id_or_prefix(repo: Path) -> None:
     assert full["provenance"] == "observed" and full["trust"] == "candidate"
     assert set(full) == {
         "id", "kind", "ts", "created_at", "title", "provenance", "trust", "ref", "project", "source",
-        "signal", "superseded_by", "body", "files", "links", "meta",
+        "signal", "superseded_by", "body", "files", "links", "meta", "diffs",
     }  # fmt: skip
 
     prefix = item["id"][:MIN_PREFIX].upper()  # case and blanks do not matter
@@ -45,6 +45,11 @@ def test_show_expands_one_item_by_id_or_prefix(repo: Path) -> None:
     diff = next(it for it in query_json(repo, "TTL cache.py")["items"] if it["kind"] == "code_diff")
     patch = json.loads(run_cli("-C", str(repo), "show", "--json", diff["id"]).output)
     assert "+TTL = 60" in patch["body"] and patch["kind"] == "code_diff"
+    # A commit's item names its diffs' ids; the sha an answer shows beside a commit finds the commit.
+    assert full["diffs"] == [{"id": diff["id"], "path": "src/cache.py"}]
+    assert f"diff {diff['id']}  src/cache.py" in lines
+    for sha in (item["ref"], item["ref"][:7]):
+        assert json.loads(run_cli("-C", str(repo), "show", "--json", sha).output)["id"] == item["id"]
 
 
 def test_show_errors_name_the_problem(repo: Path) -> None:

@@ -49,6 +49,14 @@ class SearchStore(Protocol):
         """Up to 5 ids starting with PREFIX, in id order."""
         ...
 
+    def commits_by_sha(self, prefix: str) -> list[str]:
+        """Ids of up to 5 commits whose sha starts with PREFIX (lower-case hex), in sha order."""
+        ...
+
+    def diffs_of(self, sha: str) -> list[tuple[str, str]]:
+        """(id, ref) of the per-file diffs of the commit SHA (their ref is `sha:path`), in path order."""
+        ...
+
     def files_of(self, node_id: str) -> list[str]: ...
 
     def files_of_many(self, ids: Sequence[str]) -> list[tuple[str, str]]:

@@ -475,6 +475,24 @@ class NodesMixin:
             )
         ]
 
+    def diffs_of(self, sha: str) -> list[tuple[str, str]]:
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute(
+                "SELECT id, ref FROM nodes WHERE kind = 'code_diff' AND ref >= ? AND ref < ? ORDER BY ref",
+                (sha + ":", sha + ";"),
+            )
+        ]
+
+    def commits_by_sha(self, prefix: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM nodes WHERE kind = 'git_commit' AND ref >= ? AND ref < ? ORDER BY ref LIMIT 5",
+                (prefix, prefix + "g"),
+            )
+        ]
+
     def size_hint(self) -> int:
         """Roughly how many nodes the store has ever held (max rowid): free, unlike COUNT(*)."""
         row = self.conn.execute("SELECT MAX(seq) FROM nodes").fetchone()

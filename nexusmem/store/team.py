@@ -787,6 +787,22 @@ class TeamStore:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def diffs_of(self, sha: str) -> list[tuple[str, str]]:
+        rows = self.conn.execute(
+            "SELECT id, ref FROM nodes WHERE kind = 'code_diff' AND ref >= %s AND ref < %s AND project_id = %s"
+            " ORDER BY ref",
+            (sha + ":", sha + ";", self.project),
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def commits_by_sha(self, prefix: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE kind = 'git_commit' AND ref >= %s AND ref < %s AND project_id = %s"
+            " ORDER BY ref LIMIT 5",
+            (prefix, prefix + "g", self.project),
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def files_of(self, node_id: str) -> list[str]:
         row = self.conn.execute(
             "SELECT files FROM nodes WHERE id = %s AND project_id = %s", (node_id, self.project)
