@@ -105,8 +105,9 @@ def head_moved(root: Path, cursor: str | None) -> dict[str, str] | None:
 def moved_text(moved: dict[str, str]) -> str:
     """What a moved HEAD (head_moved) means for answers, with the fix: status's line and query's note."""
     return (
-        f"HEAD is {moved['head'][:10]}, memory is at {moved['memory_at'][:10]} (a reset, a checkout or a rebase"
-        " since the last sync: answers may hold commits no branch has now, or lack new ones); run `nexusmem sync`"
+        f"HEAD is {moved['head'][:10]}, memory is at {moved['memory_at'][:10]} (commits made without the"
+        " post-commit hook, a reset, a checkout or a rebase since the last sync: answers may lack the newest"
+        " commits, or hold ones no branch has now); run `nexusmem sync`"
     )
 
 

@@ -217,9 +217,7 @@ def test_query_says_when_head_moved_since_the_last_sync(repo: Path, tmp_path: Pa
     assert "run `nexusmem sync`" not in ask() and json.loads(ask("--json"))["notes"] == []
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     head = git(repo, "rev-parse", "HEAD").strip()
-    said = (
-        f"HEAD is {head[:10]}, memory is at {old[:10]} (a reset, a checkout or a rebase since the last sync"
-    )
+    said = f"HEAD is {head[:10]}, memory is at {old[:10]} (commits made without the post-commit hook, a reset"
     plain = ask()
     assert "throwaway quokka experiment" in plain  # still in memory until the next sync: now said so
     assert f"note: {said}" in plain and "run `nexusmem sync`" in plain
