@@ -877,6 +877,45 @@ def test_what_was_run_before_the_last_commit(repo: Path, question: str) -> None:
     assert found["items"][0]["title"] == "python3 -c 'raise SystemExit(3)' (exit 3)", found["items"][:2]
 
 
+def test_what_was_run_after_a_command_that_old_history_outranks(repo: Path) -> None:
+    """ "My push was rejected, what did I do after that?" (no time cue): forty old commits about HTTP/2 push
+    filled the first results, the rejected push was not among the first ten, and the answer was those
+    commits, not flagged weak. A command the question quotes whole is the anchor, not a longer one sharing
+    its words."""
+    for n in range(40):
+        commit(
+            repo,
+            f"Drop push promises the client rejected, case {n}",
+            {f"push{n}.py": f"P = {n}\n"},
+            when=NOW - 400 * DAY,
+        )
+    write_recent(
+        repo,
+        """
+        90 1 pytest -q
+        80 0 git diff --stat
+        70 1 pytest tests/test_cli.py -q -x
+        60 0 python -m pip install python-dotenv
+        50 1 git push upstream feature
+        45 0 git fetch upstream
+        40 0 git rebase upstream/main
+        30 0 git push upstream feature
+        """.replace("\n        ", "\n"),
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "my push was rejected, what did I do after that?")
+    assert [it["title"] for it in found["items"][:2]] == [
+        "git fetch upstream (exit 0)",
+        "git rebase upstream/main (exit 0)",
+    ]
+    assert any(n.startswith("first: what was run after `git push upstream feature`") for n in found["notes"])
+    quoted = query_json(repo, "after pytest -q failed, what did I do next?")
+    assert any(n.startswith("first: what was run after `pytest -q`") for n in quoted["notes"]), quoted[
+        "notes"
+    ]
+    assert quoted["items"][0]["title"] == "git diff --stat (exit 0)"
+
+
 # A morning's work: one failure long ago, then today's failures among commands that passed.
 TODAYS_FAILURES = """
 4320 1 pytest tests/test_old_flake.py

@@ -559,6 +559,7 @@ def retrieve(
             latest=_AGAIN.search(question.text) is not None,
             failed=reports_failure(question.text),
             between=_BETWEEN.search(question.text) is not None,
+            asked=question.text,
             as_of=as_of,
             since=since,
             until=until,
@@ -964,6 +965,12 @@ SEQUENCE_STEPS = 3
 SEQUENCE_WINDOW_MS = 24 * 3_600_000
 
 
+def _lexical(evidence: dict[str, Evidence], node: StoredNode) -> float:
+    """NODE's word evidence (0 for a node a rule added without its words matching)."""
+    found = evidence.get(node.id)
+    return found.lexical if found is not None else 0.0
+
+
 def with_neighbours(
     store: SearchStore,
     scored: list[tuple[StoredNode, float]],
@@ -973,6 +980,7 @@ def with_neighbours(
     latest: bool = False,
     failed: bool = False,
     between: bool = False,
+    asked: str = "",
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
@@ -984,12 +992,26 @@ def with_neighbours(
     best such match does (EVIDENCE: a command the vectors brought is no anchor); of those, one that failed
     when FAILED (the question reports a failure), and the latest when LATEST ("before I pushed again")."""
     shells = [(n, v) for n, v in scored[:SEQUENCE_ANCHORS] if n.kind == "shell_command"]
+    wide = not shells
+    if wide:
+        # "My push was rejected, what did I do after that?": old commits and docs that say "push" can fill
+        # the first results; a command whose words match anywhere among the candidates is still the one the
+        # question names.
+        shells = [(n, v) for n, v in scored if n.kind == "shell_command" and _lexical(evidence, n) > 0]
     if not shells:
         return scored, None
-    best = max(evidence[n.id].lexical for n, _ in shells)
-    named = [(n, v) for n, v in shells if evidence[n.id].lexical >= ANCHOR_SHARE * best]
+    best = max(_lexical(evidence, n) for n, _ in shells)
+    named = [(n, v) for n, v in shells if _lexical(evidence, n) >= ANCHOR_SHARE * best]
     if failed:  # "after cargo refused to build": the run that failed, not the one that passed later
-        named = [(n, v) for n, v in named if n.meta.get("exit") not in (0, None)] or named
+        failing = [(n, v) for n, v in named if n.meta.get("exit") not in (0, None)]
+        named = failing or ([] if wide else named)  # far down, only a run that failed is the one it names
+    if not named:
+        return scored, None
+    # "After `pytest -q` failed": a command whose whole text the question quotes is the one it names, not a
+    # longer one sharing its words (`pytest tests/test_cli.py -q -x`).
+    said = " ".join(asked.lower().split())
+    quoted = [(n, v) for n, v in named if " ".join(n.ref.lower().split()) in said]
+    named = quoted or named
     pair = [n for n, _ in named[:2]]
     if between and len(pair) == 2 and abs(pair[0].ts - pair[1].ts) <= SEQUENCE_WINDOW_MS:
         # "In between the two failed builds": what followed the first of the two runs it names.
