@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -810,7 +811,9 @@ def test_which_pushed_nodes_hold_each_question_word_is_one_round_trip_with_per_w
 class _StallingProxy:
     """Forwards PostgreSQL's own protocol between a Unix socket of its own and the real server's. Once
     STALL_AFTER is set, a connection whose client has sent more than that many bytes stops moving and is
-    kept open, as with a server paused (or a link gone dead) after the connection was made."""
+    kept open, as with a server paused (or a link gone dead) after the connection was made. STALL_CHUNK
+    instead holds a connection's client data from its Nth chunk on (2: silent from the first statement after
+    login; trust over a Unix socket sends nothing between the startup message and it)."""
 
     def __init__(self, server_socket: str, where: Path) -> None:
         import socket
@@ -818,6 +821,7 @@ class _StallingProxy:
 
         self.server_socket = server_socket
         self.stall_after: int | None = None
+        self.stall_chunk: int | None = None
         self.held: list[Any] = []
         self.listener = socket.socket(socket.AF_UNIX)
         self.listener.bind(str(where / Path(server_socket).name))
@@ -836,7 +840,7 @@ class _StallingProxy:
             upstream = socket.socket(socket.AF_UNIX)
             upstream.connect(self.server_socket)
             self.held += [client, upstream]
-            sent = [0]  # bytes the client sent on this connection
+            sent = [0, 0]  # bytes and chunks the client sent on this connection
             threading.Thread(target=self._pump, args=(client, upstream, sent, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, sent, False), daemon=True).start()
 
@@ -850,7 +854,10 @@ class _StallingProxy:
                 return
             if from_client:
                 sent[0] += len(data)
-            while self.stall_after is not None and sent[0] > self.stall_after:
+                sent[1] += 1
+            while (self.stall_after is not None and sent[0] > self.stall_after) or (
+                from_client and self.stall_chunk is not None and sent[1] >= self.stall_chunk
+            ):
                 time.sleep(0.05)  # hold the bytes: nothing more is answered
             try:
                 dst.sendall(data)
@@ -859,6 +866,7 @@ class _StallingProxy:
 
     def close(self) -> None:
         self.stall_after = None
+        self.stall_chunk = None
         self.listener.close()
         for sock in self.held:
             sock.close()
@@ -931,6 +939,48 @@ def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
             pusher.wait()
     finally:
         proxy.close()
+
+
+@pytest.fixture
+def stalling(tmp_path: Path, team_url: str, pg_server: Any) -> Iterator[tuple[_StallingProxy, str]]:
+    """A stalling proxy in front of the session's server, and a URL to TEAM_URL's database through it."""
+    import glob
+    from urllib.parse import urlsplit
+
+    server_socket = glob.glob(f"{pg_server.socket_dir}/.s.PGSQL.*")[0]
+    proxy_dir = tmp_path / "proxy"
+    proxy_dir.mkdir()
+    proxy = _StallingProxy(server_socket, proxy_dir)
+    try:
+        database = urlsplit(team_url).path.lstrip("/")
+        yield proxy, f"postgresql://postgres@/{database}?host={proxy_dir}"
+    finally:
+        proxy.close()
+
+
+def test_a_server_silent_from_the_first_statement_after_login_leaves_the_local_answer(
+    tmp_path: Path, origin: Path, stalling: tuple[_StallingProxy, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read session's timer cut the socket while TeamStore.open still checked the schema's version:
+    `query --team` and `precheck --team --strict` ended in an internal error (OperationalError), exit 3,
+    with no local answer."""
+    from nexusmem import team as team_mod
+    from nexusmem.store import team as store_team
+
+    proxy, url = stalling
+    (bob,) = _members(tmp_path, origin, url, "bob")
+    bob.run("team", "push")
+    monkeypatch.setattr(store_team, "READ_SESSION_SECONDS", 1.5)
+    proxy.stall_chunk = 2
+    result = bob.run("query", "--team", "uploader")
+    assert "Add the uploader" in result.stdout
+    assert "note: team store not searched: it did not answer in time" in result.stdout, result.stdout
+    checked = bob.run("precheck", "--team", "--strict", "--files", "uploader.py", ok=False)
+    assert checked.exit_code == 0 and "team store not checked: it did not answer in time" in checked.stderr
+    # MCP scope "team" goes through the same code.
+    with bob.active():
+        answer = team_mod.query(project.load(bob.repo), "uploader", budget=2000)
+    assert any("team store not searched" in n for n in answer.notes), answer.notes
 
 
 def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(

@@ -697,9 +697,17 @@ class TeamStore:
         # A read (STATEMENT_MS set) is someone waiting: its whole session is bounded on this side too.
         deadline = None if statement_ms is None else _Deadline(conn, READ_SESSION_SECONDS)
         try:
-            if create:
-                migrate(conn)
-            version = schema_version_of(conn)
+            try:
+                if create:
+                    migrate(conn)
+                version = schema_version_of(conn)
+            except _psycopg().Error as exc:
+                if deadline is None:
+                    raise
+                # A read's first statements failed (the session's timer cut a server that went silent
+                # right after login, a statement timed out, the connection dropped): the caller answers
+                # without the team store, as when it cannot connect.
+                raise TeamUnavailable(unanswered(exc)) from None
             if version == 0:
                 raise StoreError(f"{label} holds no team memory yet: run `nexusmem team init --url ...`")
             if version > LATEST:
