@@ -983,6 +983,31 @@ def test_a_server_silent_from_the_first_statement_after_login_leaves_the_local_a
     assert any("team store not searched" in n for n in answer.notes), answer.notes
 
 
+def test_a_team_store_in_a_schema_of_its_own_is_read_too(tmp_path: Path, origin: Path, team_url: str) -> None:
+    """Reads passed their own `options` (the statement timeout), which replaced the URL's search_path: a
+    team store in schema nm was pushed to, then read as holding no team memory yet."""
+    from nexusmem.store.team import connect
+
+    conn = connect(team_url)
+    try:
+        conn.execute("CREATE SCHEMA nm")
+    finally:
+        conn.close()
+    url = f"{team_url}&options=-csearch_path%3Dnm,public"
+    (alice, bob) = _members(tmp_path, origin, url, "alice", "bob")
+    alice.commit(
+        "Retry the flaky upload with backoff", {"uploader.py": "def upload(path):\n    backoff(3)\n"}
+    )
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    assert _team_rows(team_url, "SELECT count(*) FROM nm.nodes")[0][0] > 0
+    result = bob.run("query", "--team", "flaky upload backoff")
+    assert "holds no team memory" not in result.stdout and "team store not searched" not in result.stdout
+    assert "Retry the flaky upload with backoff" in result.stdout, result.stdout
+    checked = bob.run("precheck", "--team", "--files", "uploader.py", ok=False)
+    assert "team store not checked" not in checked.stderr, checked.stderr
+
+
 def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

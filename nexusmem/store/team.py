@@ -494,13 +494,33 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
     waits on locks included (a read that must not hold a prompt or a CI job: a server that accepts the
     connection but is busy behind a migration's lock answered after 20-40 s)."""
     psycopg = _psycopg()
-    extra = {} if statement_ms is None else {"options": f"-c statement_timeout={int(statement_ms)}"}
+    extra = (
+        {}
+        if statement_ms is None
+        else {"options": _with_option(url, f"-c statement_timeout={int(statement_ms)}")}
+    )
     try:
         return psycopg.connect(
             url, autocommit=True, connect_timeout=max(1, int(timeout)), application_name="nexusmem", **extra
         )
     except psycopg.Error as exc:
         raise TeamUnavailable(f"team store unreachable: {driver_reason(exc)}") from None
+
+
+def _with_option(url: str, option: str) -> str:
+    """The server options URL's connection would have (its `options`, else PGOPTIONS) plus OPTION: an
+    `options` argument replaces them (a team store in a schema of its own, `?options=-csearch_path%3Dnm`,
+    was read as holding no team memory)."""
+    import os
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = str(conninfo_to_dict(url).get("options") or "")
+    except _psycopg().Error:
+        given = ""  # psycopg.connect says what is wrong with the URL
+    given = given or os.environ.get("PGOPTIONS", "")
+    return f"{given} {option}".strip()
 
 
 # A read session (a query, a precheck: someone waits) ends this long after it connected, whatever the
