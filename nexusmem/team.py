@@ -60,6 +60,11 @@ class TeamError(NexusMemError):
     pass
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 # --------------------------------------------------------------------------------------------- settings
 
 
@@ -173,13 +178,21 @@ class InitReport:
 def init(proj: Project, url: str) -> InitReport:
     """Check URL (connect, migrate the team store), then record it in this project's config without any
     password: a password given in the URL is used for this connection only and then dropped."""
-    from nexusmem.store.team import connect, migrate
+    from nexusmem.store.team import Watchdog, connect, is_driver_error, migrate
 
     label, had_password = split_url(url)
     conn = connect(url.strip())
+    watchdog = Watchdog(conn, url.strip(), label)
     try:
         applied = migrate(conn)
+    except Exception as exc:
+        if watchdog.why:
+            raise TeamError(f"{watchdog.why}; nothing was recorded") from None
+        if is_driver_error(exc):
+            raise TeamError(f"cannot set up the team store {label}: {_first_line(exc)}") from None
+        raise
     finally:
+        watchdog.stop()
         conn.close()
     path = paths.config_path(proj.root)
     try:
@@ -380,9 +393,11 @@ def _retrying(
             return action(team[0])
         except (psycopg.OperationalError, psycopg.errors.DeadlockDetected, TeamUnavailable) as exc:
             if attempt == RETRIES:
+                # A server that stopped answering is named as such (the driver says "closed the connection").
+                silence = "" if stale else str(getattr(team[0], "silence", ""))
+                why = silence or _first_line(exc)
                 raise TeamUnavailable(
-                    f"push to {report.label} interrupted after {RETRIES} retries"
-                    f" ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); what was sent is"
+                    f"push to {report.label} interrupted after {RETRIES} retries ({why}); what was sent is"
                     " kept: run `nexusmem team push` again to finish"
                 ) from None
             with _REPORT_LOCK:  # senders retry from their own threads
@@ -425,11 +440,11 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             # reads (WAL readers never block the writer) and stamps its cursor in small transactions.
             # What the team says is read before the memory's lock is taken: a server that stops answering
             # must hold this push only, never the syncs of the commits that follow.
-            entries, team_key = _fetch_deny(team[0])
+            entries, team_key = _retrying(_fetch_deny, team, reopen, report)
             with exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push"):
                 report.deny_pulled, report.removed_local = _apply_deny(entries, team_key, local)
                 matcher = forget.sync_gate(local)  # (applies new user-wide entries: a write too)
-            share_vectors = _vector_plan(team[0], local, report)
+            share_vectors = _retrying(lambda t: _vector_plan(t, local, report), team, reopen, report)
             key = _cursor_key(found, proj)
             at, seq = _read_cursor(local, key)
             scrub = _Scrubber(proj.root)
@@ -781,9 +796,18 @@ def _kinds_of(team: TeamStore, ids: list[str]) -> dict[str, int]:
 def status(proj: Project) -> dict[str, Any]:
     """The team store's figures for this project, plus this member's side: who, what is shared, how
     many shareable local nodes the next push would send."""
+    from nexusmem.store.team import is_driver_error
+
     found = require(proj)
     with open_team(proj, found) as team:
-        data = team.status()
+        try:
+            data = team.status()
+        except Exception as exc:
+            if team.silence:
+                raise TeamError(team.silence) from None
+            if is_driver_error(exc):
+                raise TeamError(f"the team store {found.label} did not answer: {_first_line(exc)}") from None
+            raise
     with proj.open_store(readonly=True) as local:
         data["pending"] = _pending(local, found, _read_cursor(local, _cursor_key(found, proj)))
     data.update({"url": found.label, "member": found.member, "shared_kinds": list(found.kinds)})

@@ -983,6 +983,40 @@ def test_a_server_silent_from_the_first_statement_after_login_leaves_the_local_a
     assert any("team store not searched" in n for n in answer.notes), answer.notes
 
 
+def test_team_status_init_and_push_give_up_on_a_server_that_stopped_answering(
+    tmp_path: Path, origin: Path, stalling: tuple[_StallingProxy, str], team_url: str
+) -> None:
+    """team status, team init and a manual team push waited forever, saying nothing, on a server that went
+    silent after the connection was made. Now a statement that waited is checked on a connection of its
+    own; the command names the server and what to check, and a push interrupted so loses nothing."""
+    proxy, url = stalling
+    (bob,) = _members(tmp_path, origin, url, "bob")
+    bob.run("team", "push")
+    bob.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
+    bob.run("sync", "--quiet")
+    env = {**os.environ, **bob.env(), "NEXUSMEM_TEAM_SILENCE_SECONDS": "1"}
+    proxy.stall_chunk = 2  # every connection is silent from its first statement on
+    for args in (("team", "status"), ("team", "init", "--url", url), ("team", "push")):
+        began = time.monotonic()
+        done = nexusmem(env, "-C", str(bob.repo), *args)
+        assert time.monotonic() - began < 40, args
+        assert done.returncode == 1, (args, done.returncode, done.stderr)
+        assert f"the team store {url} stopped answering" in done.stderr, (args, done.stderr)
+        assert "Check that the server is up and reachable" in done.stderr, done.stderr
+    proxy.stall_chunk = None
+    proxy.stall_after = 1800  # a connection goes silent later on (mid-push): the push is retried, then said
+    began = time.monotonic()
+    done = nexusmem(env, "-C", str(bob.repo), "team", "push")
+    assert time.monotonic() - began < 55
+    assert done.returncode == 1 and "interrupted after 3 retries" in done.stderr, done.stderr
+    assert "run `nexusmem team push` again" in done.stderr, done.stderr
+    assert "never reached it" in done.stderr, done.stderr  # its own connection idle: a dead link
+    proxy.stall_after = None
+    bob.run("team", "push")
+    titles = {str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")}
+    assert "Raise the upload timeout to 90 s" in titles, titles
+
+
 def test_a_team_store_in_a_schema_of_its_own_is_read_too(tmp_path: Path, origin: Path, team_url: str) -> None:
     """Reads passed their own `options` (the statement timeout), which replaced the URL's search_path: a
     team store in schema nm was pushed to, then read as holding no team memory yet."""

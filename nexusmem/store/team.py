@@ -544,27 +544,139 @@ class _Deadline:
         self._timer.start()
 
     def _cut(self) -> None:
-        import os
-        import socket
-
         with self._lock:
-            if self._done:
-                return
-            try:
-                sock = socket.socket(fileno=os.dup(self._conn.fileno()))
-            except (OSError, ValueError, _psycopg().Error):
-                return  # closed meanwhile
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            finally:
-                sock.close()
+            if not self._done:
+                _shut(self._conn)
 
     def cancel(self) -> None:
         with self._lock:
             self._done = True
         self._timer.cancel()
+
+
+def _shut(conn: Any) -> None:
+    """Shut CONN's socket down: whatever waits on it fails as on a dropped connection."""
+    import os
+    import socket
+
+    try:
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+    except (OSError, ValueError, _psycopg().Error):
+        return  # closed meanwhile
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+# A session without a time limit (team init, status, push: building a push's vector graphs, or migrating a
+# large store, legitimately takes minutes) is watched instead. Once a statement has waited this long the
+# server is asked, on a connection of its own, what it is doing with it; a server that does not answer
+# that (paused, a dead link) within PROBE_SECONDS, or that has sat idle all that time (the statement
+# never reached it), has stopped answering: the session's socket is cut and the command says so. A server
+# busy with the statement (a build, a lock wait) is waited for. NEXUSMEM_TEAM_SILENCE_SECONDS changes it.
+SILENCE_SECONDS = 10.0
+PROBE_SECONDS = 5.0
+
+
+def silence_seconds() -> float:
+    import os
+
+    value = os.environ.get("NEXUSMEM_TEAM_SILENCE_SECONDS", "")
+    try:
+        return float(value) if value and float(value) > 0 else SILENCE_SECONDS
+    except ValueError:
+        return SILENCE_SECONDS
+
+
+class Watchdog:
+    """Watches CONN (to URL; LABEL names it in messages): see SILENCE_SECONDS. WHY is set when it cut the
+    connection: the message the command gives instead of the driver's."""
+
+    def __init__(self, conn: Any, url: str, label: str) -> None:
+        import threading
+
+        self._conn = conn
+        self._url = url
+        self._label = label
+        self._pid = conn.info.backend_pid
+        self._seconds = silence_seconds()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.why = ""
+        threading.Thread(target=self._watch, daemon=True, name="nexusmem-team-watchdog").start()
+
+    def stop(self) -> None:
+        with self._lock:  # before the socket goes: its number may be another's next
+            self._stop.set()
+
+    def _watch(self) -> None:
+        active = _psycopg().pq.TransactionStatus.ACTIVE
+        step = min(0.25, self._seconds / 4)
+        since: float | None = None  # since when every look found a statement waiting
+        probed = 0.0
+        while not self._stop.wait(step):
+            try:
+                waiting = self._conn.pgconn.transaction_status == active
+            except Exception:
+                return
+            now = time.monotonic()
+            if not waiting:
+                since = None
+                continue
+            if since is None:
+                since = probed = now
+                continue
+            if now - probed < self._seconds:
+                continue
+            why = self._silent(now - since)
+            probed = time.monotonic()
+            if why:
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    self.why = (
+                        f"the team store {self._label} stopped answering: {why}. Check that the server is"
+                        " up and reachable from here (VPN, firewall, a paused machine)"
+                    )
+                    _shut(self._conn)
+                return
+
+    def _silent(self, waited: float) -> str:
+        """Why the server is taken for silent after a statement waited WAITED s, or "" (it is working)."""
+        psycopg = _psycopg()
+        try:
+            probe = psycopg.connect(
+                self._url,
+                autocommit=True,
+                connect_timeout=max(1, int(CONNECT_TIMEOUT)),
+                application_name="nexusmem",
+                options=_with_option(self._url, f"-c statement_timeout={int(PROBE_SECONDS * 1000)}"),
+            )
+        except psycopg.Error as exc:
+            if getattr(exc, "sqlstate", None):
+                return ""  # the server answered (too many clients, say): it is alive
+            return f"a statement waited {waited:.0f} s and a new connection failed ({driver_reason(exc)})"
+        deadline = _Deadline(probe, PROBE_SECONDS)
+        try:
+            row = probe.execute(
+                "SELECT state, extract(epoch FROM clock_timestamp() - state_change) FROM pg_stat_activity"
+                " WHERE pid = %s",
+                (self._pid,),
+            ).fetchone()
+        except psycopg.Error:
+            return f"a statement waited {waited:.0f} s and the server did not answer a check within {PROBE_SECONDS:.0f} s"
+        finally:
+            deadline.cancel()
+            probe.close()
+        if row is None:
+            return f"a statement waited {waited:.0f} s on a session the server no longer has"
+        state, idle = row
+        if state and str(state).startswith("idle") and idle is not None and float(idle) >= self._seconds:
+            return f"a statement waited {waited:.0f} s that never reached it (its session sat idle)"
+        return ""
 
 
 def schema_version_of(conn: Any) -> int:
@@ -698,6 +810,7 @@ class TeamStore:
         # Set when a k-NN was not run because the graphs are being rebuilt (see EXACT_KNN_MAX).
         self.knn_skipped = False
         self._deadline: _Deadline | None = None  # a read session's (open)
+        self._watchdog: Watchdog | None = None  # any other session's (open)
 
     @classmethod
     def open(
@@ -714,14 +827,18 @@ class TeamStore:
         """Connect (TeamUnavailable when the server does not answer in TIMEOUT s); CREATE migrates, else a
         store that was never set up is an error naming `team init`. STATEMENT_MS: see connect()."""
         conn = connect(url, timeout=timeout, statement_ms=statement_ms)
-        # A read (STATEMENT_MS set) is someone waiting: its whole session is bounded on this side too.
+        # A read (STATEMENT_MS set) is someone waiting: its whole session is bounded on this side too. Any
+        # other session is watched for a server that stopped answering (see SILENCE_SECONDS).
         deadline = None if statement_ms is None else _Deadline(conn, READ_SESSION_SECONDS)
+        watchdog = None if deadline is not None else Watchdog(conn, url, label)
         try:
             try:
                 if create:
                     migrate(conn)
                 version = schema_version_of(conn)
             except _psycopg().Error as exc:
+                if watchdog is not None and watchdog.why:
+                    raise TeamUnavailable(watchdog.why) from None
                 if deadline is None:
                     raise
                 # A read's first statements failed (the session's timer cut a server that went silent
@@ -737,16 +854,26 @@ class TeamStore:
         except BaseException:
             if deadline is not None:
                 deadline.cancel()
+            if watchdog is not None:
+                watchdog.stop()
             conn.close()
             raise
         store = cls(conn, project, member, label)
         store._version = version
         store._deadline = deadline
+        store._watchdog = watchdog
         return store
+
+    @property
+    def silence(self) -> str:
+        """Why this session's connection was cut for a server that stopped answering, or ""."""
+        return self._watchdog.why if self._watchdog is not None else ""
 
     def close(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()  # before the socket goes: its number may be another's next
+        if self._watchdog is not None:
+            self._watchdog.stop()
         self.conn.close()
 
     def __enter__(self) -> TeamStore:
