@@ -1017,6 +1017,36 @@ def test_team_status_init_and_push_give_up_on_a_server_that_stopped_answering(
     assert "Raise the upload timeout to 90 s" in titles, titles
 
 
+def test_team_init_on_a_database_it_cannot_set_up_says_why(
+    tmp_path: Path, origin: Path, team_url: str, pg_server: Any
+) -> None:
+    """An unrelated `nodes` table (DuplicateTable) or a search_path without pgvector's schema
+    (UndefinedObject: type "vector" does not exist) ended team init in an internal error, exit 3."""
+    from nexusmem.store.team import connect
+
+    alice = make_member(tmp_path, "alice", origin)
+    alice.run("sync", "--quiet")
+    conn = connect(team_url)
+    try:
+        conn.execute("CREATE TABLE nodes(id int PRIMARY KEY, payload text)")
+    finally:
+        conn.close()
+    taken = alice.run("team", "init", "--url", team_url, ok=False)
+    assert taken.exit_code == 1, taken.output
+    assert 'relation "nodes" already exists' in taken.output and "a database of its own" in taken.output
+    other = pg_server.new_database()
+    conn = connect(other)
+    try:
+        conn.execute("CREATE SCHEMA ext")
+        conn.execute("CREATE EXTENSION vector SCHEMA ext")
+    finally:
+        conn.close()
+    hidden = alice.run("team", "init", "--url", other, ok=False)
+    assert hidden.exit_code == 1, hidden.output
+    assert 'type "vector" does not exist' in hidden.output and "schema ext" in hidden.output, hidden.output
+    alice.run("team", "init", "--url", f"{other}&options=-csearch_path%3Dpublic,ext")
+
+
 def test_a_team_store_in_a_schema_of_its_own_is_read_too(tmp_path: Path, origin: Path, team_url: str) -> None:
     """Reads passed their own `options` (the statement timeout), which replaced the URL's search_path: a
     team store in schema nm was pushed to, then read as holding no team memory yet."""

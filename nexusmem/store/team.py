@@ -735,12 +735,43 @@ def migrate(conn: Any) -> list[int]:
         raise StoreError(f"cannot set up the team store: {first} ({advice})") from None
     except psycopg.errors.FeatureNotSupported as exc:
         raise StoreError(f"cannot set up the team store: {str(exc).splitlines()[0]}") from None
+    except (
+        psycopg.errors.DuplicateTable,
+        psycopg.errors.DuplicateObject,
+        psycopg.errors.DuplicateFunction,
+    ) as exc:  # not a store of ours
+        raise StoreError(
+            f"cannot set up the team store: {str(exc).splitlines()[0]} (the database already holds a table"
+            " of that name that is not NexusMem's: give the team store a database of its own, or a schema"
+            " of its own: `CREATE SCHEMA nexusmem;` and `?options=-csearch_path%3Dnexusmem,public` in the URL)"
+        ) from None
+    except psycopg.errors.UndefinedObject as exc:
+        first = str(exc).splitlines()[0]
+        if "vector" not in first:
+            raise
+        raise StoreError(
+            f"cannot set up the team store: {first} (pgvector is installed in {_vector_schema(conn)}, which"
+            " is not on the connection's search_path: add it in the URL, e.g."
+            " `?options=-csearch_path%3Dpublic,<that schema>`)"
+        ) from None
     except psycopg.errors.UndefinedFile as exc:
         raise StoreError(
             f"the PostgreSQL server has no pgvector extension ({str(exc).splitlines()[0]}):"
             " install pgvector on the server (https://github.com/pgvector/pgvector)"
         ) from None
     return applied
+
+
+def _vector_schema(conn: Any) -> str:
+    """Where the vector extension lives ("schema NAME"), or "another schema" when that cannot be read."""
+    try:
+        row = conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+            " WHERE e.extname = 'vector'"
+        ).fetchone()
+    except _psycopg().Error:
+        return "another schema"
+    return f"schema {row[0]}" if row else "another schema"
 
 
 @dataclass
