@@ -143,6 +143,16 @@ def require(proj: Project) -> Settings:
     return found
 
 
+def team_project(proj: Project) -> str:
+    """PROJ's id in the team store: its origin's normalised URL. A repository whose id is a local path (no
+    remote origin, or an origin on this machine's disk) goes by a digest of that path instead: local absolute
+    paths never reach the team store, and clones of one local origin still share their memory."""
+    pid = proj.id
+    if pid.startswith(("/", "\\")) or (len(pid) > 2 and pid[1] == ":" and pid[2] in "/\\"):
+        return "local:" + hashlib.sha256(pid.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return pid
+
+
 # A read made while someone waits (a query, a precheck in a commit or a CI job) gives the team store this
 # long per statement, lock waits included; past it the local answer stands alone, with a note.
 READ_STATEMENT_MS = 2000
@@ -152,15 +162,17 @@ def open_team(
     proj: Project, found: Settings, *, create: bool = False, timeout: float = 2, read: bool = False
 ) -> TeamStore:
     """The team store FOUND names (READ: every statement bounded by READ_STATEMENT_MS)."""
-    return TeamStore.open(
+    store = TeamStore.open(
         found.url,
-        proj.id,
+        team_project(proj),
         found.member,
         found.label,
         create=create,
         timeout=timeout,
         statement_ms=READ_STATEMENT_MS if read else None,
     )
+    store.node_project = proj.id  # node ids are made with it (a diff's commit is found by it)
+    return store
 
 
 # ------------------------------------------------------------------------------------------------ init
@@ -435,6 +447,9 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
 
     team = [reopen()]
     try:
+        if team[0].project != proj.id:
+            # What an earlier version pushed under the local path goes under the digest (see team_project).
+            _retrying(lambda t: t.adopt(proj.id), team, reopen, report)
         with proj.open_store() as local:
             # Only the deny-list step writes memory (deletions): it waits for a running sync; the rest
             # reads (WAL readers never block the writer) and stamps its cursor in small transactions.

@@ -192,6 +192,12 @@ def test_turning_share_shell_on_later_sends_the_commands_synced_before(
     assert second["added"] == 1, second  # the commits and docs were there already: not sent as new
 
 
+def connect_team(team_url: str) -> Any:
+    from nexusmem.store.team import connect
+
+    return connect(team_url)
+
+
 def _team_rows(team_url: str, sql: str) -> list[tuple[object, ...]]:
     from nexusmem.store.team import connect
 
@@ -725,8 +731,8 @@ def test_a_change_to_the_docs_or_tests_only_counts_less_in_the_team_store_too(
     """The team store reads a change's files as the local store does (`files_of_many`), so a FAQ commit that
     describes a problem in the user's words, and a test written after the fix, stay below the fix to the
     code."""
-    from nexusmem.identity import project_id
     from nexusmem.store.team import TeamStore
+    from nexusmem.team import team_project
 
     alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
     fix = "try:\n    st = os.lstat(p)\nexcept PermissionError:\n    continue\n"
@@ -740,7 +746,9 @@ def test_a_change_to_the_docs_or_tests_only_counts_less_in_the_team_store_too(
     alice.commit("Test that a broken symlink does not stop the scan", {"tests/test_walk.py": test})
     alice.run("sync", "--quiet", "--no-embed")
     alice.run("team", "push")
-    with TeamStore.open(team_url, project_id(alice.repo), "carol@example.com", "test") as store:
+    with TeamStore.open(
+        team_url, team_project(project.load(alice.repo)), "carol@example.com", "test"
+    ) as store:
         ids = store.search_fts("symlink", 50)
         files = sorted(path for _, path in store.files_of_many(ids))
     assert "docs/faq.md" in files and "walk.py" in files, files
@@ -1045,6 +1053,57 @@ def test_team_init_on_a_database_it_cannot_set_up_says_why(
     assert hidden.exit_code == 1, hidden.output
     assert 'type "vector" does not exist' in hidden.output and "schema ext" in hidden.output, hidden.output
     alice.run("team", "init", "--url", f"{other}&options=-csearch_path%3Dpublic,ext")
+
+
+_PROJECT_TABLES = ("nodes", "members", "term_df", "commit_generations", "deny_list", "links", "audit")
+
+
+def test_a_repository_without_an_origin_never_sends_its_path(tmp_path: Path, team_url: str) -> None:
+    """Its project id is its absolute path, which went into the team store as project_id in nodes,
+    members, term_df, commit_generations and deny_list. It goes by a digest of the path now, and a store
+    an earlier version pushed it to is moved over by the next push."""
+    from helpers.cli import run_cli
+
+    repo = init_repo(tmp_path / "acme-secret-client")
+    commit(repo, "Add the invoice exporter", {"export.py": "def export_invoices():\n    pass\n"})
+    run_cli("-C", str(repo), "sync", "--quiet")
+    run_cli("-C", str(repo), "team", "init", "--url", team_url)
+    run_cli("-C", str(repo), "team", "push")
+    run_cli("-C", str(repo), "forget", "--team", "--yes", "secret-token-123")
+    path = str(repo.resolve())
+
+    def ids() -> set[str]:
+        union = " UNION ".join(f"SELECT project_id FROM {t}" for t in _PROJECT_TABLES)
+        return {str(r[0]) for r in _team_rows(team_url, union)}
+
+    held = ids()
+    assert path not in held and len(held) == 1 and next(iter(held)).startswith("local:"), held
+    answer = run_cli("-C", str(repo), "query", "--team", "invoice exporter").stdout
+    assert "team store not searched" not in answer and "[team]" in answer, answer
+    # A store an earlier version pushed to under the path: the next push moves it under the digest.
+    conn = connect_team(team_url)
+    try:
+        for table in _PROJECT_TABLES:
+            if table not in ("nodes", "term_df"):
+                conn.execute(f"UPDATE {table} SET project_id = %s", (path,))
+        conn.execute("DELETE FROM term_df")
+        conn.execute("UPDATE nodes SET project_id = %s", (path,))  # its trigger counts the words under it
+        conn.execute("DELETE FROM term_df WHERE project_id <> %s", (path,))
+    finally:
+        conn.close()
+    commit(repo, "Export credit notes too", {"export.py": "def export_credit_notes():\n    pass\n"})
+    run_cli("-C", str(repo), "sync", "--quiet")
+    run_cli("-C", str(repo), "team", "push")
+    held = ids()
+    assert path not in held and len(held) == 1, held
+    counted = _team_rows(
+        team_url,
+        "SELECT (SELECT df FROM term_df WHERE term = 'invoice'), (SELECT df FROM term_df WHERE term = ' nodes'),"
+        " (SELECT count(*) FROM nodes WHERE tsv @@ 'invoice'::tsquery), (SELECT count(*) FROM nodes)",
+    )[0]
+    assert counted[0] == counted[2] and counted[1] == counted[3], counted
+    answer = run_cli("-C", str(repo), "query", "--team", "invoice exporter").stdout
+    assert "[team]" in answer, answer
 
 
 def test_a_team_store_in_a_schema_of_its_own_is_read_too(tmp_path: Path, origin: Path, team_url: str) -> None:

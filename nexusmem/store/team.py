@@ -820,6 +820,9 @@ class TeamStore:
         self.project = project
         self.member = member
         self.label = label  # the URL without credentials: what messages name
+        # The project id node ids were made with (nodes read from here carry it): PROJECT, unless that is a
+        # digest of it (nexusmem.team.team_project).
+        self.node_project = project
         self.path = Path(f"team:{label}")
         self._version: int | None = None
         self._counts: dict[str, int] = {}  # term_doc_counts' memo
@@ -943,7 +946,7 @@ class TeamStore:
                 superseded_by=r[12],
                 group=r[13],
                 raw_meta=r[14] or "",
-                project_id=r[15],
+                project_id=self.node_project if r[15] == self.project else r[15],
                 words=r[16] or "",
                 recorded_by=r[17] or "",
             )
@@ -1799,6 +1802,45 @@ class TeamStore:
                     (self.project, gone, gone),
                 )
         return len(gone)
+
+    def adopt(self, old: str) -> int:
+        """Move what the team store holds under project id OLD (a local path, as a repository without a
+        remote origin was pushed before its id became a digest) to this store's project, in one
+        transaction; returns how many nodes moved (0, at the cost of one lookup, when there is nothing)."""
+        held = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM nodes WHERE project_id = %s)"
+            " OR EXISTS (SELECT 1 FROM members WHERE project_id = %s)"
+            " OR EXISTS (SELECT 1 FROM deny_list WHERE project_id = %s)",
+            (old, old, old),
+        ).fetchone()
+        if not held or not held[0]:
+            return 0
+        new = self.project
+        self._counts.clear()
+        with self.conn.transaction():
+            moved = self.conn.execute(
+                "UPDATE nodes SET project_id = %s WHERE project_id = %s", (new, old)
+            ).rowcount
+            for table in ("links", "deny_list", "audit"):
+                self.conn.execute(f"UPDATE {table} SET project_id = %s WHERE project_id = %s", (new, old))
+            self.conn.execute(
+                "INSERT INTO members(member, project_id, last_push, pushed) SELECT member, %s, last_push, pushed"
+                " FROM members WHERE project_id = %s ON CONFLICT (member, project_id) DO UPDATE SET"
+                " last_push = greatest(members.last_push, excluded.last_push),"
+                " pushed = members.pushed + excluded.pushed",
+                (new, old),
+            )
+            self.conn.execute("DELETE FROM members WHERE project_id = %s", (old,))
+            if self.schema_version() >= 5:
+                self.conn.execute(
+                    "INSERT INTO commit_generations(project_id, sha, gen) SELECT %s, sha, gen"
+                    " FROM commit_generations WHERE project_id = %s ON CONFLICT DO NOTHING",
+                    (new, old),
+                )
+                self.conn.execute("DELETE FROM commit_generations WHERE project_id = %s", (old,))
+            # The update's trigger counted the words over; the old id's two counts that are not words stay.
+            self.conn.execute("DELETE FROM term_df WHERE project_id = %s", (old,))
+        return max(0, int(moved))
 
     # ---------------------------------------------------------------------------------------- forget
 
