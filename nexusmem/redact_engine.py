@@ -503,9 +503,14 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     before = text[key_start - 1] if key_start else ""
     tail = m.group("tail")
     whole = None
+    # A value glued to punctuation is taken whole only where code does not stand: `NAME=value` (an .env
+    # line, a shell assignment), "the password is …", `password …`. After `: ` or ` = ` it is code as often
+    # as config (`token = strings.Split(x, ";")`, `pub token: Option<Secret<&'a str>>`): cut as before.
+    # A URL's next parameter (`?password=X&sslmode=require`) is never glued to the value.
+    prose = sep.strip().rstrip(":") in ("is", "was")
     if tail and not quoted:
-        # A URL's next parameter (`?password=X&sslmode=require`) is not glued to the value.
-        whole = None if before in ("?", "&") or "=" in tail else _glued(raw, tail)
+        if (sep == "=" or not sep.strip() or prose) and before not in ("?", "&") and "=" not in tail:
+            whole = _glued(raw, tail)
         if whole is not None:  # `Kx9mQ2&vLp8`, `Zq7(Lm4pWx9v`: a password holds any punctuation
             raw, vend = whole, vstart + len(whole)
         elif tail[0] not in _VALUE_ENDS:
