@@ -504,13 +504,14 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     tail = m.group("tail")
     whole = None
     # A value glued to punctuation is taken whole only where code does not stand: `NAME=value` (an .env
-    # line, a shell assignment), "the password is …", `password …`. After `: ` or ` = ` it is code as often
-    # as config (`token = strings.Split(x, ";")`, `pub token: Option<Secret<&'a str>>`): cut as before.
+    # line, a shell assignment) and "the password is …". After `: ` or ` = ` it is code as often as config
+    # (`token = strings.Split(x, ";")`, `pub token: Option<Secret<&'a str>>`), after `password ` prose and
+    # shell (`--fields password 2>/dev/null`, "[password generator][1]"): cut as before.
     # A URL's next parameter (`?password=X&sslmode=require`) is never glued to the value.
     prose = sep.strip().rstrip(":") in ("is", "was")
     if tail and not quoted:
-        if (sep == "=" or not sep.strip() or prose) and before not in ("?", "&") and "=" not in tail:
-            whole = _glued(raw, tail)
+        if (sep == "=" or prose) and before not in ("?", "&") and "=" not in tail:
+            whole = _glued(raw, tail, shell=sep == "=")
         if whole is not None:  # `Kx9mQ2&vLp8`, `Zq7(Lm4pWx9v`: a password holds any punctuation
             raw, vend = whole, vstart + len(whole)
         elif tail[0] not in _VALUE_ENDS:
@@ -583,18 +584,29 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     return accept(vstart, vend)
 
 
-def _glued(value: str, tail: str) -> str | None:
+def _glued(value: str, tail: str, *, shell: bool) -> str | None:
     """VALUE with the punctuation and characters glued to it (TAIL, up to the next space) when the whole
-    word, less a sentence's closing punctuation, looks like a password or a random key and not like code."""
+    word, less a sentence's closing punctuation, looks like a password or a random key and not like code.
+    SHELL (after `NAME=`): a command separator ends it (`PGPASSWORD=hunter2&&psql`, `X=y;npm run dev`)."""
     glued = value + tail
+    if shell:
+        glued = _COMMAND_SEPARATOR.split(glued, 1)[0]
     whole = glued.rstrip(".,;:!?)]}")
     if (
         len(whole) <= len(value)
         or _CODE_SHAPE.fullmatch(glued.rstrip(".,;:!?"))
         or _CODE_SHAPE.fullmatch(whole)
+        or _CALL_START.match(whole)
     ):
         return None
     return whole if _password_like(whole) or _looks_random(whole) else None
+
+
+# What ends a value in a shell command line: `&&`, `||`, `;`, `|`, and `&` at the end of the word.
+_COMMAND_SEPARATOR = re.compile(r"&&|\|\||[;|]|&$")
+# Code at the start of a value: a dotted name's call or index (`strings.Split(`, `crypto.randomBytes(32)`,
+# `os.environ[`), or a call with its arguments (`hash(pw,`, `f(x.y`).
+_CALL_START = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[(\[]|[A-Za-z_$][\w$]*\([^()]*[,.]")
 
 
 def _password_like(value: str) -> bool:
@@ -1228,7 +1240,7 @@ def _base64_private_key(m: re.Match[str], text: str) -> Span | None:
 
 
 # A line that decodes base64 (`echo … | base64 -d`, `base64 --decode <<< …`), and a base64 word on it.
-_DECODE_LINE = _Lazy(r"[^\n]*\bbase64\b[^\n]*?[ \t](?:-d|--decode|-D)\b[^\n]*")
+_DECODE_LINE = _Lazy(r"[^\n]*\bbase64\b[^\n]*?[ \t](?:-[A-Za-z0-9]*[dD][A-Za-z0-9]*|--decode)\b[^\n]*")
 _B64_WORD = _Lazy(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
 
 

@@ -340,3 +340,27 @@ def test_hex_digits_alone_are_never_taken_for_a_secret() -> None:
         "".join(rng.choice("0123456789abcdefABCDEF") for _ in range(n)) for n in (7, 16, 32, 40, 64, 128)
     ]
     assert [value for value in bare if redact(value) != value] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A password holding punctuation is replaced whole after NAME= and in prose ...
+        ("DB_PASSWORD=Zq7(Lm4pWx9v in .env", "DB_PASSWORD=«redacted:password» in .env"),
+        ("my db password is Kx9#mQ2&vLp8 ok", "my db password is «redacted:password» ok"),
+        # ... but a shell command separator ends a shell value: the next command is kept.
+        ("export PGPASSWORD=hunter2&&psql -h db", "export PGPASSWORD=«redacted:password»&&psql -h db"),
+        ("DB_PASS=devpass1;npm run dev", "DB_PASS=«redacted:password»;npm run dev"),
+        ("API_KEY=abcd1234|tee k", "API_KEY=«redacted:api-key»|tee k"),
+        # Code after NAME= (no spaces), a redirection after `password`, a Markdown reference: kept.
+        ('token=strings.Split(x,";")', 'token=strings.Split(x,";")'),
+        (
+            "password=hashlib.sha256(pw.encode()).hexdigest()",
+            "password=hashlib.sha256(pw.encode()).hexdigest()",
+        ),
+        ("echo password 2>/dev/null", "echo password 2>/dev/null"),
+        ("the [password generator][1] docs", "the [password generator][1] docs"),
+    ],
+)
+def test_a_value_glued_to_punctuation(text: str, expected: str) -> None:
+    assert redact(text) == expected
