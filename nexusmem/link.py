@@ -7,10 +7,11 @@ Three independent heuristics, each recorded as its own link relation (a failure 
   with precheck).
 - ``commit``: the first git commit within 24 h after the failure that touched a file the failing command
   names (the failure node's ``files``), a file inside a directory it names (``ruff check src/cache``), or the
-  file a test file it names tests (``pytest tests/test_cache.py`` → any ``cache.py``: the everyday fix edits
-  the code, not its test). The commit may come after the passing retry (edit, re-run, see it pass, commit:
-  the commit records the edit that made it pass), but not after the same command failed again once it had
-  passed: that commit answers the later failure.
+  file a test file it names tests (``pytest tests/test_cache.py`` → the one ``cache.py`` of the repository,
+  ``services/api/tests/test_views.py`` → the one ``views.py`` under ``services/api``; none when there are
+  several: the everyday fix edits the code, not its test). The commit may come after the passing retry,
+  within an hour of it (edit, re-run, see it pass, commit: the commit records the edit that made it pass),
+  but not after the same command failed again once it had passed: that commit answers the later failure.
 - ``discussion``: the best full-text (BM25) match among conversation turns and session summaries within
   ±24 h of the failure that contains *every* significant word of the command. Requiring every word, not
   any, is what the original learned from dogfooding: one shared word as generic as "npm" linked unrelated
@@ -271,10 +272,16 @@ def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tupl
     """Commit links: per failure, the earliest commit after it touching one of its files, a file inside a
     directory it names, or the file a test file it names tests (ties by id)."""
     files: dict[str, list[str]] = {}
+    named: dict[str, list[str]] = {}  # a tested file's name -> every path a commit gave it (asked once)
     for node_id, path in store.failure_files_since(lower):
         keys = files.setdefault(node_id, [])
         keys.append(path)
-        keys.extend(SUBJECT + name for name in tested_names(path))
+        for name in tested_names(path):
+            if name not in named:
+                named[name] = store.commit_paths_named(name)
+            subject = _subject(path, name, named[name])
+            if subject is not None:
+                keys.append(subject)
     if not files:
         return set()
     times: dict[str, list[int]] = {}
@@ -283,7 +290,7 @@ def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tupl
         # A commit touching src/cache/lru.py touched what `ruff check src/cache` names, and what a failing
         # tests/test_lru.py tests: index each file under its directories and its name too. Rows come ordered
         # by (ts, id), so every list stays sorted.
-        for key in (path, *_parents(path), SUBJECT + path.rsplit("/", 1)[-1]):
+        for key in (path, *_parents(path), SUBJECT + path):
             key_ids = ids.setdefault(key, [])
             if key_ids and key_ids[-1] == commit_id:
                 continue  # another file of the same commit in this directory
@@ -305,12 +312,41 @@ def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tupl
             continue
         if f.failed_again_ts is not None and best[0] >= f.failed_again_ts:
             continue  # it passed, then failed again before this commit: the commit answers that failure
+        if f.retry_ts is not None and best[0] > f.retry_ts + AFTER_PASS_MS:
+            continue  # long after it passed again (a flaky test's pass, then other work): not its fix
         out.add((f.id, best[1], COMMIT))
     return out
 
 
-# The prefix of a key that stands for "a file of this name, in any directory" (no repository path has it).
-SUBJECT = "\0name:"
+# How long after the passing re-run a commit may come and still record the edit that made it pass (fail,
+# edit, pass, commit): later, it is other work (a flaky test passed by itself, the day went on).
+AFTER_PASS_MS = 3_600_000
+
+# The prefix of a key that stands for "the file a test tests" (no repository path has it).
+SUBJECT = "\0tested:"
+# Folders a test file sits in below the code it tests: services/api/tests/test_views.py tests a views.py
+# under services/api; src/test/java/…/CacheTest.java a Cache.java under src.
+_TEST_FOLDERS = frozenset(["test", "tests", "spec", "specs", "__tests__", "testing"])
+
+
+def _scope(test_path: str) -> str:
+    """Where the code a test file tests lies: the folders above its first test folder, else its own."""
+    parts = test_path.split("/")[:-1]
+    for i, part in enumerate(parts):
+        if part in _TEST_FOLDERS:
+            return "/".join(parts[:i])
+    return "/".join(parts)
+
+
+def _subject(test_path: str, name: str, paths: list[str]) -> str | None:
+    """The key of the one file called NAME within TEST_PATH's scope among PATHS (every path a commit gave
+    that name); None when there is none, or several (pkg_a/utils.py and pkg_b/utils.py: which one a
+    failing tests/test_utils.py tests is not known)."""
+    scope = _scope(test_path)
+    inside = [p for p in paths if not scope or p.startswith(scope + "/")]
+    return SUBJECT + inside[0] if len(inside) == 1 else None
+
+
 # A test file's name and the name of the file it tests: test_cache.py, cache_test.go, cache.test.ts,
 # cache.spec.js, cache_spec.rb, CacheTest.java, CacheTests.cs → cache.py, cache.go, cache.ts, ….
 _TEST_NAME = re.compile(

@@ -190,6 +190,34 @@ def test_a_failing_test_links_the_commit_to_the_code_it_tests(store: Store) -> N
     assert links(store) == expected
 
 
+def test_a_tested_file_of_a_name_several_packages_share_or_of_another_service_is_no_subject(
+    store: Store,
+) -> None:
+    # tests/test_utils.py with pkg_a/utils.py and pkg_b/utils.py in the repository: which one it tests is
+    # not known, and a commit renaming a helper in pkg_b is no fix of it.
+    known = commit_node(T0 - 30 * DAY_MS, "pkg_a/utils.py")
+    utils = shell_node("pytest tests/test_utils.py", T0, files=("tests/test_utils.py",))
+    other_pkg = commit_node(T0 + HOUR, "pkg_b/utils.py")
+    # In a monorepo, services/api's failing test does not test services/web's views.py.
+    api = shell_node(
+        "pytest tests/test_views.py", T0, cwd="services/api", files=("services/api/tests/test_views.py",)
+    )
+    web_fix = commit_node(T0 + HOUR, "services/web/views.py")
+    add(store, known, utils, other_pkg, api, web_fix)
+    run(store)
+    assert links(store) == set()
+
+
+def test_a_commit_long_after_the_passing_rerun_is_not_its_fix(store: Store) -> None:
+    # A flaky test: it failed, passed a minute later with nothing changed, and hours later a feature landed.
+    fail = shell_node("pytest tests/test_db.py", T0, files=("tests/test_db.py",))
+    ok = shell_node("pytest tests/test_db.py", T0 + 60_000, 0, files=("tests/test_db.py",))
+    feature = commit_node(T0 + 3 * HOUR, "src/db.py")
+    add(store, commit_node(T0 - DAY_MS, "src/db.py"), fail, ok, feature)
+    run(store)
+    assert links(store) == {(fail.id, ok.id, "retry")}
+
+
 def test_only_a_test_file_reaches_a_file_of_another_name(store: Store) -> None:
     fail = shell_node("ruff check src/cache.py", T0, files=("src/cache.py",))
     same_name = commit_node(T0 + HOUR, "lib/cache.py")  # a namesake, not what the command checks

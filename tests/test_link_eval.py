@@ -43,6 +43,7 @@ PLANTED = {
     "commit after the passing retry": 15,
     "the code its test tests": 15,
     "failed again before the commit": 10,
+    "flaky pass, later work": 10,
     "discussion": 20,
 }
 # Decoys: each must add no link beyond the planted ones.
@@ -53,6 +54,8 @@ DECOYS = {
     "commit touching an unrelated file": 25,
     "commit before the failure": 25,
     "a same-named file, not a test": 15,
+    "a tested name two packages share": 10,
+    "another service's file of the tested name": 10,
     "turn missing one word": 20,
     "turn 25 h away": 20,
     "only generic words": 10,
@@ -147,6 +150,13 @@ def build_history(seed: int = SEED) -> History:
         plant(first, _shell(first.ref, t + HOUR, 0, files=(path,)), "retry")
         again = fail("failed again before the commit", first.ref, t + 2 * HOUR, files=(path,))
         plant(again, _commit(t + 3 * HOUR, path), "commit")
+    for _ in range(PLANTED["flaky pass, later work"]):
+        # It failed, passed a minute later with nothing changed; hours later a change to the same file.
+        i, t = next(n), when()
+        path = f"src/store{i}.py"
+        f = fail("flaky pass, later work", f"pytest tests/test_store{i}.py", t, files=(path,))
+        plant(f, _shell(f.ref, t + MINUTE, 0, files=(path,)), "retry")
+        h.nodes.append(_commit(t + 3 * HOUR, path))
     for _ in range(PLANTED["discussion"]):
         i, t = next(n), when()
         a, b = rng.sample(WORDS, 2)
@@ -179,6 +189,17 @@ def build_history(seed: int = SEED) -> History:
         path = f"src/gadget{i}.py"
         fail("a same-named file, not a test", f"ruff check {path}", t, files=(path,))
         h.nodes.append(_commit(t + HOUR, f"lib/gadget{i}.py"))  # only a test file's name reaches its code
+    for _ in range(DECOYS["a tested name two packages share"]):
+        i, t = next(n), when()
+        h.nodes.append(_commit(t - 30 * DAY_MS, f"pkg_a/helper{i}.py"))
+        test = f"tests/test_helper{i}.py"
+        fail("a tested name two packages share", f"pytest {test}", t, files=(test,))
+        h.nodes.append(_commit(t + HOUR, f"pkg_b/helper{i}.py"))
+    for _ in range(DECOYS["another service's file of the tested name"]):
+        i, t = next(n), when()
+        test = f"services/api/tests/test_route{i}.py"
+        fail("another service's file of the tested name", f"pytest {test}", t, files=(test,))
+        h.nodes.append(_commit(t + HOUR, f"services/web/route{i}.py"))
     for _ in range(DECOYS["turn missing one word"]):
         i, t = next(n), when()
         a, b = rng.sample(WORDS, 2)
@@ -244,13 +265,13 @@ def test_precision_and_recall_on_the_planted_fixes(evaluated: tuple[History, Sco
     _, scores = evaluated
     # 40 retry + 30 commit + 15 (commit + retry) × 2 + 15 (retry + commit after it) × 2
     # + 15 (retry + the tested code's commit) × 2 + 10 (retry, then a commit for the second failure) × 2
-    # + 20 discussion.
-    assert len(scores.truth) == 200
+    # + 10 retries of a flaky pass (the commit hours later is no fix) + 20 discussion.
+    assert len(scores.truth) == 210
     assert (scores.precision, scores.recall) == (1.0, 1.0)
     by_relation = {
         rel: sum(1 for *_, r in scores.predicted if r == rel) for rel in ("retry", "commit", "discussion")
     }
-    assert by_relation == {"retry": 95, "commit": 85, "discussion": 20}
+    assert by_relation == {"retry": 105, "commit": 85, "discussion": 20}
 
 
 def test_every_decoy_category_adds_no_link(evaluated: tuple[History, Scores]) -> None:

@@ -241,6 +241,10 @@ class LinkStore(Protocol):
 
     def commit_files_since(self, since_ms: int) -> list[tuple[str, int, str]]: ...
 
+    def commit_paths_named(self, name: str) -> list[str]:
+        """Every distinct path called NAME (in any folder) that a commit touched, sorted."""
+        ...
+
     def has_kind_between(self, kinds: Sequence[str], ts_from: int, ts_to: int | None = None) -> bool: ...
 
     def search_fts_kinds(
