@@ -24,8 +24,8 @@ from nexusmem.text import one_line, well_formed
 MIN_PREFIX = 6
 # Longer than any id by far: a pasted answer or log, said in part.
 MAX_ID_CHARS = 64
-# What may be a commit's sha or its start (git shows 7 characters at least).
-_SHA = re.compile(r"[0-9a-f]{7,64}")
+# What may be a commit's sha or its start (as many characters as an id prefix needs).
+_SHA = re.compile(rf"[0-9a-f]{{{MIN_PREFIX},64}}")
 
 
 class IdLookupError(NexusMemError):

@@ -40,6 +40,8 @@ def status(project: Project) -> dict[str, Any]:
         return {
             "root": str(project.root),
             "project": project.id,
+            # The first sync is running (the post-commit hook's, in the background): nothing to read yet.
+            "building": paths.first_sync_under_way(project.root),
             "database": str(db),
             "database_bytes": size,
             "schema_version": store.schema_version(),
@@ -115,6 +117,8 @@ def render(info: dict[str, Any]) -> str:
                 f"  {s['name']:<8} last sync {s['last_sync'] or 'never'}  {position(s['cursor'])}"
                 f"  (+{s['added']} ~{s['updated']} -{s['removed']}, {s['skipped']} skipped)"
             )
+    elif info.get("building"):
+        lines.append("sources:  the first sync is running in the background (.nexusmem/auto-sync.log)")
     else:
         lines.append("sources:  never synced (run `nexusmem sync`)")
     failed = info.get("auto_sync_failed")

@@ -250,6 +250,8 @@ def test_a_linked_fix_rides_along_from_the_project_that_recorded_it(
     assert all(it["project"] == "uploader" and it["score"] == failure["score"] for it in riders)
     at = items.index(failure)
     assert items[at + 1 : at + 1 + len(riders)] == riders
+    listed = all_json(tmp_path, "--since", "2000-01-01", text="which commands failed")
+    assert listed["matched"] >= len(listed["items"]) > 1  # the fixes riding along count as matches
     text = run_cli(
         "-C", str(tmp_path), "query", "--all-projects", "--", "ruff check src/app.py failed"
     ).stdout

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nexusmem import project
 from nexusmem.paths import db_path
 from nexusmem.store.db import open_store
 
@@ -313,3 +314,9 @@ def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -
     (state / "sync.pending").unlink()
     said = run_cli("-C", str(repo), "status", ok=False)
     assert "has no NexusMem memory yet: run `nexusmem sync`" in said.output
+    # Seconds later the background sync has made the database, and has not finished its first pass yet.
+    project.init(repo)
+    (state / "sync.pending").write_text("", encoding="utf-8")
+    shown = run_cli("-C", str(repo), "status").stdout
+    assert "the first sync is running in the background" in shown and "never synced" not in shown
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is True

@@ -305,6 +305,7 @@ def _fuse_and_pack(
         proj = owner.get(node_id)
         return None if proj is None else proj.shelf
 
+    ranked = set(chosen)  # packing adds the linked fixes it shows
     result.items, used = query.pack_items(
         chosen,
         shelf_of,
@@ -318,7 +319,7 @@ def _fuse_and_pack(
         with_project=True,
         notes=result.notes,
     )
-    result.matched += query.riders(result.items, chosen)
+    result.matched += query.riders(result.items, ranked)
     result.tokens_used = used
 
 
