@@ -635,13 +635,15 @@ def _unresolved_failures(
         for path in sorted(by_id[failure[0]]):
             grouped.setdefault((path, failure[1], failure[3]), []).append(failure)
     out: dict[str, list[Finding]] = {}
-    for (path, command, _cwd), runs in grouped.items():
+    for (path, command, cwd), runs in grouped.items():
         if len(out.get(path, ())) >= MAX_FAILURES_PER_FILE:
             continue
         _id, _cmd, ts, _where, code = runs[0]
         shown = command if len(command) <= 120 else command[:119] + "…"
         shown = " ".join(shown.split())
         times = f" ({len(runs)} times in the last {WINDOW_DAYS} days)" if len(runs) > 1 else ""
+        # Another checkout's run (`../repo-wt`) or a subfolder's: said, or two lines read the same.
+        where = f" in {one_line(cwd)}" if cwd and cwd != "." else ""
         out.setdefault(path, []).append(
             Finding(
                 path=path,
@@ -651,8 +653,8 @@ def _unresolved_failures(
                 ts=ts,
                 times=len(runs),
                 message=(
-                    f"{one_line(path)}: `{shown}` failed (exit {code}) on {timefmt.day(ts)}{times} and was never seen passing"
-                    " — run it before committing"
+                    f"{one_line(path)}: `{shown}`{where} failed (exit {code}) on {timefmt.day(ts)}{times} and was never"
+                    " seen passing — run it before committing"
                 ),
             )
         )

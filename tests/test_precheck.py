@@ -678,8 +678,12 @@ def test_a_linked_worktree_without_its_own_memory_is_checked_against_the_main_tr
     (feature / "src/parser.py").write_text("y = 2\n", encoding="utf-8")
     git(feature, "add", "src/cache.py", "src/parser.py")
     result = run_cli("-C", str(feature), "precheck", "--json")
-    found = {(f["path"], f["exit"]) for f in json.loads(result.stdout)["findings"]}
+    findings = json.loads(result.stdout)["findings"]
+    found = {(f["path"], f["exit"]) for f in findings}
     assert found == {("src/cache.py", 1), ("src/parser.py", 2)}, result.stdout
+    # Run in the other checkout: said, so two runs of one command in two checkouts do not read the same.
+    cache = next(f for f in findings if f["path"] == "src/cache.py")
+    assert "`pytest tests/test_cache.py` in ../feature failed" in cache["message"], cache["message"]
     assert run_cli("-C", str(feature), "precheck", "--strict", ok=False).exit_code == 1
     assert not (feature / ".nexusmem").exists()  # no second memory split off
 
