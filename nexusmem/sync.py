@@ -129,8 +129,8 @@ class SyncSummary:
         embedding = summary.embedding
         if embedding is not None and embedding.embedded:
             text += (
-                f" Embedded {embedding.embedded} node(s) ({embedding.provider}) in {embedding.seconds:.2f}s;"
-                f" {embedding.vectors} vector(s)."
+                f" Embedded {embedding.embedded} node(s) ({embedding.provider}) in {embedding.seconds:.2f}s of"
+                f" that; {embedding.vectors} vector(s)."
             )
         return text
 
@@ -451,6 +451,7 @@ def sync(
             log(f"git: {moved}")
         kept: list[tuple[str, int, str, str | None]] = []
         kept_links: list[tuple[str, str, str, int]] = []
+        commands_before = 0
         if rebuild:
             # One transaction for the whole rebuild: readers (an agent's search) keep seeing the old memory
             # until the new one is complete, never an empty store. Ids are content-addressed, so re-ingested
@@ -459,6 +460,7 @@ def sync(
             whole.enter_context(store.transaction())
             kept = store.bookkeeping()
             kept_links = store.all_links()
+            commands_before = store.counts_by_kind().get("shell_command", 0)
             store.delete_all_nodes()
             store.reset_cursors()
         for name, source in enabled_sources(project, only):
@@ -544,6 +546,21 @@ def sync(
             if log and result.notes:
                 for note in result.notes:
                     log(f"{name}: {note}")
+        if rebuild:
+            commands_after = store.counts_by_kind().get("shell_command", 0)
+            if commands_after < commands_before:
+                # The hook log names the folder each command ran in: a repository moved or copied since no
+                # longer owns the ones it held (nothing else writes them back).
+                lost = (
+                    f"the rebuild read back {commands_after:,} of the {commands_before:,} shell command(s)"
+                    " memory held: the others ran in a folder that is not this repository's now (moved or"
+                    " copied since?), or their log lines are gone"
+                )
+                if log:
+                    log(f"shell: {lost}")
+                for part in summary.sources:
+                    if part.name == "shell":
+                        part.notes.append(lost)
         if kept:
             store.restore_bookkeeping(kept)
         if kept_links:

@@ -16,7 +16,7 @@ import pytest
 
 from nexusmem import project
 
-from helpers import commit, console_script, git, query_json, run_cli, run_script
+from helpers import commit, console_script, git, query_json, run_cli, run_script, write_commands
 from helpers.env import unreadable
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
@@ -344,6 +344,7 @@ def test_a_moved_repository_without_a_remote_says_its_memory_is_doubled(repo: Pa
     one copy."""
     commit(repo, "add the parser", {"parser.py": "def parse():\n    return 1\n"})
     commit(repo, "fix the parser", {"parser.py": "def parse():\n    return 2\n"})
+    write_commands(repo, [(1_700_000_000_000, "pytest -q", 1), (1_700_000_060_000, "pytest -q", 0)])
     first = run_cli("-C", str(repo), "sync", "--no-embed")
     assert "id changed" not in first.output
     moved = tmp_path / "elsewhere" / "repo"
@@ -356,6 +357,8 @@ def test_a_moved_repository_without_a_remote_says_its_memory_is_doubled(repo: Pa
     assert "this repository's id changed" in again.output
     rebuilt = run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed")
     assert "id changed" not in rebuilt.output
+    # The hook log names the old folder: the rebuild cannot read those commands back, and says so.
+    assert "the rebuild read back 0 of the 2 shell command(s)" in rebuilt.output, rebuilt.output
     after = run_cli("-C", str(moved), "sync", "--no-embed")
     assert "id changed" not in after.output
     with project.load(moved).open_store(readonly=True) as store:
