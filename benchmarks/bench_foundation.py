@@ -118,7 +118,7 @@ def main() -> None:
                 (
                     f"`query` in-process at {nodes:,} nodes{label}, p50 / p95 ({len(latencies)} runs)",
                     f"{p50 * 1000:.1f} / {p95 * 1000:.1f} ms",
-                    "target p50 < 20 ms",
+                    "target p50 ≤ 25 ms",
                 )
             )
 

@@ -4,7 +4,8 @@
     python benchmarks/bench_hybrid.py [--src /tmp/nexusmem-bench] [--dir /tmp/nexusmem-hybrid-bench]
 
 SRC is a synced generated history (repo/ + home/, as benchmarks/bench_foundation.py leaves it). It is
-copied to DIR first (`cp -a`) and never modified. Then, on the copy: sync without the embedding pass, the
+copied to DIR first (`cp -a`) and never modified. Then, on the copy: its vectors dropped (that store is
+embedded already), sync without the embedding pass, the
 database size per 10,000 nodes without vectors, the embedding pass through `nexusmem sync` (texts/s), the
 size with vectors, the in-process query latency (hybrid vs BM25-only, p50/p95), and the cold `nexusmem
 query` process (p50) with and without vectors. Prints a Markdown table. Not a test: numbers depend on
@@ -78,6 +79,12 @@ def main() -> None:
     with proj.open_store() as store:
         nodes = store.node_count()
         cjk_rows = store.cjk_count()
+        # bench_foundation.py's store is embedded already: its vectors go on the copy, so that the size
+        # without them and the embedding pass below are measured, not read off a store that has them.
+        with store.transaction():
+            dropped = store.drop_vectors()
+    if dropped:
+        rows.append(("vectors the copy came with, dropped first", f"{dropped:,}"))
     rows.append(("nodes", f"{nodes:,}"))
     rows.append(("CJK trigram rows", f"{cjk_rows:,}"))
     size_plain = vacuumed_size(db)
