@@ -277,7 +277,18 @@ def read_small_text(path: Path, limit: int = SMALL_FILE_LIMIT) -> str:
 def first_sync_under_way(root: Path) -> bool:
     """Whether a sync is building ROOT's memory for the first time: the post-commit hook made .nexusmem/ and
     flagged the work (autosync.PENDING_NAME), or a sync holds its run lock (sync.RUN_LOCK_NAME)."""
+    import time
+
     from nexusmem.oslock import held
 
     state = state_dir(root)
-    return (state / "sync.pending").exists() or held(state / "sync.run.lock")
+    try:  # the mark is left just before the sync starts; one a crash left behind is no sync under way
+        flagged = time.time() - os.stat(state / "sync.pending").st_mtime < PENDING_FRESH_SECONDS
+    except OSError:
+        flagged = False
+    return flagged or held(state / "sync.run.lock")
+
+
+# How long the post-commit hook's "sync pending" mark counts as a sync about to start (it takes its lock
+# within a second or two; one left by a crash would otherwise say "being built" for ever).
+PENDING_FRESH_SECONDS = 120

@@ -271,7 +271,7 @@ def check(
                 else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
             )
 
-            typed = _unsynced_read(root, cursor)  # the hook log's unsynced tail, read once, as typed
+            typed = _unsynced_read(root, cursor, memory)  # the hook log's unsynced tail, read once, as typed
             normalised: dict[str, str] = {}  # each command's text as compared, for both answers
 
             def findings(
@@ -303,14 +303,18 @@ def check(
                         (path, node_id, "shell_command") for node_id, path in named if path in extra
                     ]
                 named_files = _files_named(files, open_failures, naming, by_name=True)
-                failures, redacted_value = _unresolved_failures(store, open_failures, named_files, gone)
+                failures, redacted_value = _unresolved_failures(
+                    store, open_failures, named_files, gone, (memory, root)
+                )
                 # An importer's failures count only when the command names the importer's path (or a folder
                 # holding it): its bare module name would widen a guess into a wrong warning.
                 via: dict[str, list[Finding]] = {}
                 named_importers: dict[str, set[str]] = {}
                 if importer_paths:
                     named_importers = _files_named(importer_paths, open_failures, naming, by_name=False)
-                    via, redacted_via = _unresolved_failures(store, open_failures, named_importers, gone)
+                    via, redacted_via = _unresolved_failures(
+                        store, open_failures, named_importers, gone, (memory, root)
+                    )
                     redacted_value = redacted_value or redacted_via
                 # Redacting the tail's commands can only merge commands (resolving more failures) and take
                 # words out of them, so the answer from the tail as typed stands unless a failure from the tail
@@ -329,7 +333,8 @@ def check(
                 from nexusmem.sources.shell.tail import with_texts
 
                 texts = _texts_to_redact(typed, open_typed)
-                naming, failures, via, _ = findings(with_texts(root, typed, texts))
+                home = None if memory == root else memory
+                naming, failures, via, _ = findings(with_texts(root, typed, texts, home=home))
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
         if kind == "git_commit" and churn_known and node_id not in gone:
@@ -432,7 +437,7 @@ def _synced_offset(cursor: str | None, st: os.stat_result) -> int:
     return 0
 
 
-def _unsynced_read(root: Path, cursor: str | None) -> list[TailCommand]:
+def _unsynced_read(root: Path, cursor: str | None, memory: Path) -> list[TailCommand]:
     """The hook log's commands in ROOT past its shell cursor (see the module docstring), as typed: never to be
     shown before with_texts() has redacted them (_texts_to_redact)."""
     try:
@@ -443,7 +448,8 @@ def _unsynced_read(root: Path, cursor: str | None) -> list[TailCommand]:
         return []  # the usual case right after a sync: no import, no read
     from nexusmem.sources.shell import tail as shell_tail
 
-    return shell_tail.unsynced_tail(root, cursor, redacted=False)
+    # Folders told from the memory's work tree, as the stored commands' are (`../repo-wt` for a worktree's).
+    return shell_tail.unsynced_tail(root, cursor, redacted=False, home=None if memory == root else memory)
 
 
 def _with_unsynced(
@@ -616,10 +622,12 @@ def _unresolved_failures(
     open_failures: list[OpenFailure],
     by_id: dict[str, set[str]],
     gone: frozenset[str] = frozenset(),
+    seen_from: tuple[Path, Path] | None = None,
 ) -> tuple[dict[str, list[Finding]], bool]:
     """Findings per file (BY_ID: the files each failure names, _files_named), and whether a failure naming
     one of them holds a redacted value (a redacted command of the unsynced tail might be its retry: see
-    check). A link to a commit of GONE (no ref reaches it now: _left_behind) resolves nothing."""
+    check). A link to a commit of GONE (no ref reaches it now: _left_behind) resolves nothing. SEEN_FROM:
+    (the memory's work tree, the checkout precheck runs in), to name a command's folder from the latter."""
     if not open_failures:
         return {}, False
     candidates = [f for f in open_failures if f[0] in by_id]
@@ -643,7 +651,8 @@ def _unresolved_failures(
         shown = " ".join(shown.split())
         times = f" ({len(runs)} times in the last {WINDOW_DAYS} days)" if len(runs) > 1 else ""
         # Another checkout's run (`../repo-wt`) or a subfolder's: said, or two lines read the same.
-        where = f" in {one_line(cwd)}" if cwd and cwd != "." else ""
+        folder = _folder_shown(cwd, seen_from)
+        where = f" in {one_line(folder)}" if folder else ""
         out.setdefault(path, []).append(
             Finding(
                 path=path,
@@ -659,6 +668,17 @@ def _unresolved_failures(
             )
         )
     return out, redacted_value
+
+
+def _folder_shown(cwd: str | None, seen_from: tuple[Path, Path] | None) -> str:
+    """CWD (a stored folder, told from the memory's work tree) as seen from the checkout precheck runs in;
+    "" for that checkout's top."""
+    if not cwd:
+        return ""
+    if seen_from is not None and seen_from[0] != seen_from[1]:
+        memory, here = seen_from
+        cwd = os.path.relpath(os.path.normpath(os.path.join(memory, cwd)), here).replace(os.sep, "/")
+    return "" if cwd == "." else cwd
 
 
 def one_line(name: str) -> str:

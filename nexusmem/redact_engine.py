@@ -314,7 +314,13 @@ def _plain_value(value: str) -> bool:
         or _is_path(value)
         or (value.isdigit() and len(value) <= 4)
         or _DOTTED_NAME.fullmatch(value) is not None
+        or _VERSION.fullmatch(value) is not None
     )
+
+
+# A version or a version range (`^9.0.0`, `~2.1.0`, `>=1.4`, `v18.6.1`, `5.0.2-beta.1`): a lockfile's value for
+# a package named like a secret (`"jsonwebtoken": "^9.0.0"`, `registry-auth-token: 5.0.2`).
+_VERSION = _Lazy(r"(?:[\^~=v]|[<>]=?)*\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z.-]{1,32})?")
 
 
 _IDENTIFIER_PART = _Lazy(r"[A-Za-z]+\d{0,2}|\d{1,2}")
@@ -597,11 +603,14 @@ def _glued(value: str, tail: str, *, shell: bool) -> str | None:
         or _CODE_SHAPE.fullmatch(glued.rstrip(".,;:!?"))
         or _CODE_SHAPE.fullmatch(whole)
         or _CALL_START.match(whole)
+        or _OPERATOR.search(whole)
     ):
         return None
     return whole if _password_like(whole) or _looks_random(whole) else None
 
 
+# An operator of code in the glued word: an arrow function (`e=>Kz9(e)`), a comparison (`O2x!==e`).
+_OPERATOR = re.compile(r"=>|[!=<>]=")
 # What ends a value in a shell command line: `&&`, `||`, `;`, `|`, and `&` at the end of the word.
 _COMMAND_SEPARATOR = re.compile(r"&&|\|\||[;|]|&$")
 # Code at the start of a value: a dotted name's call or index (`strings.Split(`, `crypto.randomBytes(32)`,
@@ -1244,6 +1253,10 @@ _DECODE_LINE = _Lazy(r"[^\n]*\bbase64\b[^\n]*?[ \t](?:-[A-Za-z0-9]*[dD][A-Za-z0-
 _B64_WORD = _Lazy(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
 
 
+# A basic-auth pair once decoded (`user:Sup3rS3cret!`): what `Authorization: Basic …` and registries hold.
+_BASIC_PAIR = re.compile(r"[\w.@+-]{1,64}:(\S{8,128})")
+
+
 def _decoded_secrets(text: str) -> Iterator[Span]:
     """A base64 word on a line that decodes base64 whose text holds a secret (`echo cG9zdGdyZXM6… | base64
     -d`, a Kubernetes Secret's value read back): the whole encoded word."""
@@ -1254,7 +1267,8 @@ def _decoded_secrets(text: str) -> Iterator[Span]:
                 decoded = base64.b64decode(raw + "=" * (-len(raw) % 4)).decode("utf-8")
             except ValueError:  # not base64, or not text (UnicodeDecodeError is a ValueError)
                 continue
-            if _spans(decoded, None):
+            pair = _BASIC_PAIR.fullmatch(decoded.strip())
+            if _spans(decoded, None) or (pair is not None and _password_like(pair.group(1))):
                 yield (word.start(), word.end(), "encoded-secret")
 
 

@@ -41,7 +41,7 @@ def status(project: Project) -> dict[str, Any]:
             "root": str(project.root),
             "project": project.id,
             # The first sync is running (the post-commit hook's, in the background): nothing to read yet.
-            "building": paths.first_sync_under_way(project.root),
+            "building": not store.sources() and paths.first_sync_under_way(project.root),
             "database": str(db),
             "database_bytes": size,
             "schema_version": store.schema_version(),

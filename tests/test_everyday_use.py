@@ -4,6 +4,7 @@ first recording. Real git repositories, real stores, the installed CLI."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -320,3 +321,9 @@ def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -
     shown = run_cli("-C", str(repo), "status").stdout
     assert "the first sync is running in the background" in shown and "never synced" not in shown
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is True
+    os.utime(state / "sync.pending", (time.time() - 3600, time.time() - 3600))  # left behind by a crash
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is False
+    (state / "sync.pending").unlink()
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    (state / "sync.pending").write_text("", encoding="utf-8")  # a later sync about to run: no first build
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is False

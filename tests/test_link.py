@@ -208,6 +208,16 @@ def test_a_tested_file_of_a_name_several_packages_share_or_of_another_service_is
     assert links(store) == set()
 
 
+def test_a_tested_name_is_matched_with_its_case(store: Store) -> None:
+    # src/store/modal.js is not src/components/Modal.js (SQLite's LIKE ignores case; file names do not).
+    add(store, commit_node(T0 - DAY_MS, "src/store/modal.js"))
+    fail = shell_node("npx jest", T0, files=("src/__tests__/Modal.test.js",))
+    fix = commit_node(T0 + HOUR, "src/components/Modal.js")
+    add(store, fail, fix)
+    run(store)
+    assert links(store) == {(fail.id, fix.id, "commit")}
+
+
 def test_a_commit_long_after_the_passing_rerun_is_not_its_fix(store: Store) -> None:
     # A flaky test: it failed, passed a minute later with nothing changed, and hours later a feature landed.
     fail = shell_node("pytest tests/test_db.py", T0, files=("tests/test_db.py",))

@@ -683,9 +683,42 @@ def test_a_linked_worktree_without_its_own_memory_is_checked_against_the_main_tr
     assert found == {("src/cache.py", 1), ("src/parser.py", 2)}, result.stdout
     # Run in the other checkout: said, so two runs of one command in two checkouts do not read the same.
     cache = next(f for f in findings if f["path"] == "src/cache.py")
-    assert "`pytest tests/test_cache.py` in ../feature failed" in cache["message"], cache["message"]
+    assert "`pytest tests/test_cache.py` failed" in cache["message"], cache[
+        "message"
+    ]  # this checkout: no folder
     assert run_cli("-C", str(feature), "precheck", "--strict", ok=False).exit_code == 1
     assert not (feature / ".nexusmem").exists()  # no second memory split off
+
+
+def test_in_a_linked_worktree_folders_are_named_from_it_and_its_unsynced_pass_counts(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Commands are kept with their folder told from the main work tree (`../feature`): precheck in the
+    worktree named its own failure `in ../feature` and the main tree's with no folder, and a pass in the
+    worktree not yet synced no longer answered the worktree's synced failure."""
+    project(repo)
+    sync.sync(repo)
+    feature = tmp_path / "feature"
+    git(repo, "worktree", "add", "-q", str(feature), "-b", "feature")
+    write_log(feature, [("pytest tests/test_cache.py", 1, DAY_MS)])
+    write_log(repo, [("pytest tests/test_cache.py", 2, DAY_MS // 2)])
+    sync.sync(repo)
+    (feature / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(feature, "add", "src/cache.py")
+    messages = [
+        f["message"] for f in json.loads(run_cli("-C", str(feature), "precheck", "--json").stdout)["findings"]
+    ]
+    assert any("`pytest tests/test_cache.py` failed (exit 1)" in m for m in messages), messages
+    assert any(f"`pytest tests/test_cache.py` in ../{repo.name} failed (exit 2)" in m for m in messages), (
+        messages
+    )
+    with shell_log_path().open("ab") as log:  # it passes in the worktree now; not synced yet
+        log.write(hook_line(feature, "pytest tests/test_cache.py", 0, 60_000))
+    messages = [
+        f["message"] for f in json.loads(run_cli("-C", str(feature), "precheck", "--json").stdout)["findings"]
+    ]
+    assert not any("(exit 1)" in m for m in messages), messages  # answered by the unsynced pass
+    assert any("(exit 2)" in m for m in messages), messages  # the main tree's failure still stands
 
 
 def test_a_failed_git_command_is_no_check_to_run_before_committing(repo: Path) -> None:

@@ -69,6 +69,8 @@ class _Searched:
     # What its rules listed in time order (the failures or the newest work of the question's time).
     listing: frozenset[str] = frozenset()
     listing_note: str | None = None
+    # The ids its search matched (counted among its matches): a linked fix among them is not counted again.
+    matched: frozenset[str] = frozenset()
 
 
 def _current_target(start: Path | None) -> Target | None:
@@ -202,7 +204,17 @@ def _search_one(
         return None, {}, _skip(target, f"cannot read the memory database: {type(exc).__name__}: {exc}")
     # Sibling groups (chunks of one file or reply) are per project.
     shelf = query.Shelf(target.name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
-    searched = _Searched(index, target, store, scored, shelf, weak, found.listing, found.listing_note)
+    searched = _Searched(
+        index,
+        target,
+        store,
+        scored,
+        shelf,
+        weak,
+        found.listing,
+        found.listing_note,
+        frozenset(found.evidence),
+    )
     return searched, counts, None
 
 
@@ -305,7 +317,6 @@ def _fuse_and_pack(
         proj = owner.get(node_id)
         return None if proj is None else proj.shelf
 
-    ranked = set(chosen)  # packing adds the linked fixes it shows
     result.items, used = query.pack_items(
         chosen,
         shelf_of,
@@ -319,7 +330,8 @@ def _fuse_and_pack(
         with_project=True,
         notes=result.notes,
     )
-    result.matched += query.riders(result.items, ranked)
+    for s in searched:
+        result.matched += query.linked_fixes(s.shelf.links, s.matched | {n.id for n, _ in s.scored})
     result.tokens_used = used
 
 

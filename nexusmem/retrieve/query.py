@@ -1586,7 +1586,7 @@ def run(
         search_text=found.question.search_text,
         notes=result.notes,
     )
-    result.matched += riders(result.items, {n.id for n, _ in scored})
+    result.matched += linked_fixes(links, set(found.evidence) | {n.id for n, _ in scored})
     result.tokens_used = used
     if (not result.items or result.weak) and syncing(store.path):
         result.notes.append(SYNCING_NOTE)
@@ -1862,10 +1862,11 @@ def header(result: QueryResult, scope: str | None = None) -> str:
     return text()
 
 
-def riders(items: list[Item], ranked: set[str] | dict[str, Any]) -> int:
-    """How many of ITEMS came along as a linked fix without being among the RANKED ids: shown, so counted
-    among the matches ("5 of 2 match(es) shown" otherwise)."""
-    return sum(1 for it in items if it.linked_from is not None and it.id not in ranked)
+def linked_fixes(links: dict[str, list[tuple[str, str]]], matched: set[str] | frozenset[str]) -> int:
+    """How many fixes LINKS (from the ranked ids) names that are not among the MATCHED ids: each rides along
+    after its failure, so it counts among the matches ("5 of 2 match(es) shown" otherwise), whatever the
+    budget lets through."""
+    return len({fix for pairs in links.values() for fix, _rel in pairs} - matched)
 
 
 def footer(result: QueryResult) -> str:

@@ -39,7 +39,17 @@ def _searched(
     shelf = query.Shelf(name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
     target = multi.Target(name=name, root=root, db=store.path)
     weak = query.is_weak(found)
-    one = multi._Searched(index, target, store, scored, shelf, weak, found.listing, found.listing_note)
+    one = multi._Searched(
+        index,
+        target,
+        store,
+        scored,
+        shelf,
+        weak,
+        found.listing,
+        found.listing_note,
+        frozenset(found.evidence),
+    )
     return one, found.counts
 
 

@@ -29,9 +29,12 @@ class Attributor:
     root that resolves to /private/tmp/x (macOS) and the other way round.
     """
 
-    def __init__(self, roots: list[Path]) -> None:
+    def __init__(self, roots: list[Path], home: Path | None = None) -> None:
         forms: dict[str, Path] = {}
         self._resolved: list[Path] = []
+        # The work tree whose memory the commands go to (label): the first root unless HOME is given (precheck
+        # in a linked worktree reads that checkout's commands for its main work tree's memory).
+        self._home = Path(os.path.realpath(home)) if home is not None else None
         self._written: list[str] = []
         for root in roots:
             if Path(os.path.realpath(root)) not in self._resolved:
@@ -70,7 +73,7 @@ class Attributor:
         """How a command run in REL of the work tree ROOT (a match) is kept: REL in the repository's own work
         tree (the first root); in another worktree, its path from the first root (`../repo-wt/src`), so that
         a command passing in one checkout never answers its failure in another."""
-        home = self._resolved[0] if self._resolved else root
+        home = self._home or (self._resolved[0] if self._resolved else root)
         if root == home:
             return rel
         where = os.path.relpath(root if rel == "." else root / rel, home)

@@ -114,7 +114,12 @@ class TailCommand(_Fields):
 
 
 def unsynced_tail(
-    root: Path, cursor: str | None, max_bytes: int = TAIL_MAX_BYTES, *, redacted: bool = True
+    root: Path,
+    cursor: str | None,
+    max_bytes: int = TAIL_MAX_BYTES,
+    *,
+    redacted: bool = True,
+    home: Path | None = None,
 ) -> list[TailCommand]:
     """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
     inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git.
@@ -130,7 +135,7 @@ def unsynced_tail(
     if st.st_size <= offset:
         return []
     start = max(offset, st.st_size - max_bytes)
-    attributor = Attributor([root])
+    attributor = Attributor([root], home=home)  # HOME: whose memory the folders are told from (a worktree's)
     shown: dict[str, str] = {}  # real histories repeat a few commands many times
     files_of: dict[tuple[str, str], tuple[str, ...]] = {}
     # The paths the commands name, checked on disk once each: a test run repeated with other arguments
@@ -187,7 +192,9 @@ def redacted_tail(root: Path, tail: list[TailCommand]) -> list[TailCommand]:
     return with_texts(root, tail, {c: redact(c) for c in dict.fromkeys(t.command for t in tail)})
 
 
-def with_texts(root: Path, tail: list[TailCommand], texts: Mapping[str, str]) -> list[TailCommand]:
+def with_texts(
+    root: Path, tail: list[TailCommand], texts: Mapping[str, str], *, home: Path | None = None
+) -> list[TailCommand]:
     """TAIL, as unsynced_tail(ROOT, ..., redacted=False) read it, with each command in TEXTS (as typed)
     replaced by its value there (its redacted text) and the files it names found again in that text; the
     commands TEXTS leaves out stay as typed, never to be shown. precheck redacts only the commands that can
@@ -203,7 +210,9 @@ def with_texts(root: Path, tail: list[TailCommand], texts: Mapping[str, str]) ->
             out.append(item)  # its files were found in this very text
             continue
         if (command, item.cwd) not in files_of:
-            cwd = place if item.cwd == "." else place / item.cwd
+            # The folder as unsynced_tail told it: from HOME when given (`../repo-wt/src`), else from ROOT.
+            base = Path(os.path.realpath(home)) if home is not None else place
+            cwd = base if item.cwd == "." else Path(os.path.normpath(base / item.cwd))
             files_of[(command, item.cwd)] = command_files(command, cwd, place, known=paths_checked)
         out.append(item._replace(command=command, files=files_of[(command, item.cwd)]))
     return out
