@@ -340,11 +340,15 @@ def _scope(test_path: str) -> str:
 
 def _subject(test_path: str, name: str, paths: list[str]) -> str | None:
     """The key of the one file called NAME within TEST_PATH's scope among PATHS (every path a commit gave
-    that name); None when there is none, or several (pkg_a/utils.py and pkg_b/utils.py: which one a
-    failing tests/test_utils.py tests is not known)."""
+    that name, in any case); None when there is none, or several (pkg_a/utils.py and pkg_b/utils.py: which
+    one a failing tests/test_utils.py tests is not known)."""
     scope = _scope(test_path)
     inside = [p for p in paths if not scope or p.startswith(scope + "/")]
-    return SUBJECT + inside[0] if len(inside) == 1 else None
+    # The file of exactly that name; else the one that differs only in case (button.test.tsx tests
+    # Button.tsx); never one of several (Modal.js beside modal.js: the one of the test's case).
+    exact = [p for p in inside if p.rsplit("/", 1)[-1] == name]
+    found = exact if exact else inside
+    return SUBJECT + found[0] if len(found) == 1 else None
 
 
 # A test file's name and the name of the file it tests: test_cache.py, cache_test.go, cache.test.ts,

@@ -283,7 +283,8 @@ def first_sync_under_way(root: Path) -> bool:
 
     state = state_dir(root)
     try:  # the mark is left just before the sync starts; one a crash left behind is no sync under way
-        flagged = time.time() - os.stat(state / "sync.pending").st_mtime < PENDING_FRESH_SECONDS
+        age = time.time() - os.stat(state / "sync.pending").st_mtime
+        flagged = -5 < age < PENDING_FRESH_SECONDS  # a mark dated ahead (a skewed clock) is no fresh one
     except OSError:
         flagged = False
     return flagged or held(state / "sync.run.lock")

@@ -320,7 +320,10 @@ def _plain_value(value: str) -> bool:
 
 # A version or a version range (`^9.0.0`, `~2.1.0`, `>=1.4`, `v18.6.1`, `5.0.2-beta.1`): a lockfile's value for
 # a package named like a secret (`"jsonwebtoken": "^9.0.0"`, `registry-auth-token: 5.0.2`).
-_VERSION = _Lazy(r"(?:[\^~=v]|[<>]=?)*\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z.-]{1,32})?")
+_VERSION = _Lazy(
+    r"(?:[\^~=v]|[<>]=?)*\d+(?:\.\d+){1,3}"
+    r"(?:-(?:alpha|beta|rc|pre|preview|dev|next|canary|snapshot|SNAPSHOT)(?:[.-]?\d{1,4})?)?"
+)
 
 
 _IDENTIFIER_PART = _Lazy(r"[A-Za-z]+\d{0,2}|\d{1,2}")
@@ -609,8 +612,9 @@ def _glued(value: str, tail: str, *, shell: bool) -> str | None:
     return whole if _password_like(whole) or _looks_random(whole) else None
 
 
-# An operator of code in the glued word: an arrow function (`e=>Kz9(e)`), a comparison (`O2x!==e`).
-_OPERATOR = re.compile(r"=>|[!=<>]=")
+# An operator of code in the glued word: an arrow function with a call or a block (`e=>Kz9(e)`, `()=>{`),
+# a comparison (`O2x!==e`). `=>` alone may be a password's (`Kx9m=>Q2vLp8`).
+_OPERATOR = re.compile(r"=>.*[({]|[!=<>]=")
 # What ends a value in a shell command line: `&&`, `||`, `;`, `|`, and `&` at the end of the word.
 _COMMAND_SEPARATOR = re.compile(r"&&|\|\||[;|]|&$")
 # Code at the start of a value: a dotted name's call or index (`strings.Split(`, `crypto.randomBytes(32)`,
@@ -1253,8 +1257,10 @@ _DECODE_LINE = _Lazy(r"[^\n]*\bbase64\b[^\n]*?[ \t](?:-[A-Za-z0-9]*[dD][A-Za-z0-
 _B64_WORD = _Lazy(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
 
 
-# A basic-auth pair once decoded (`user:Sup3rS3cret!`): what `Authorization: Basic …` and registries hold.
-_BASIC_PAIR = re.compile(r"[\w.@+-]{1,64}:(\S{8,128})")
+# A basic-auth pair once decoded (`user:Sup3rS3cret!`): what `Authorization: Basic …` and registries hold;
+# not a host and its port (`localhost:8080/api/v1`).
+_BASIC_PAIR = re.compile(r"[\w.@+-]{1,64}:(\S[^\n]{7,127})")
+_PORT = re.compile(r"\d{1,5}(?:/|$)")
 
 
 def _decoded_secrets(text: str) -> Iterator[Span]:
@@ -1268,7 +1274,12 @@ def _decoded_secrets(text: str) -> Iterator[Span]:
             except ValueError:  # not base64, or not text (UnicodeDecodeError is a ValueError)
                 continue
             pair = _BASIC_PAIR.fullmatch(decoded.strip())
-            if _spans(decoded, None) or (pair is not None and _password_like(pair.group(1))):
+            secret = pair is not None and "://" not in decoded and not _PORT.match(pair.group(1))
+            if _spans(decoded, None) or (
+                secret
+                and pair is not None
+                and (_password_like(pair.group(1)) or _looks_random(pair.group(1)))
+            ):
                 yield (word.start(), word.end(), "encoded-secret")
 
 

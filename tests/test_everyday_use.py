@@ -276,6 +276,10 @@ def test_the_commit_after_a_test_passed_again_is_linked_as_its_fix(repo: Path) -
     assert riders == {"retry": "pytest tests/test_cache.py", "commit": fix}
     listed = json.loads(run_cli("-C", str(repo), "query", "--json", "what failed in the last day").stdout)
     assert listed["matched"] >= len(listed["items"]) == 3  # the fixes that ride along count as matches
+    # A window that ends before the fixes: they cannot ride along, and are not counted either.
+    before = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(now_s + 600))
+    early = json.loads(run_cli("-C", str(repo), "query", "--json", "--until", before, "what failed").stdout)
+    assert early["matched"] == len(early["items"]) == 1, early
 
 
 def test_a_pass_in_another_worktree_does_not_answer_a_failure_in_this_one(repo: Path, tmp_path: Path) -> None:

@@ -213,9 +213,12 @@ def test_a_tested_name_is_matched_with_its_case(store: Store) -> None:
     add(store, commit_node(T0 - DAY_MS, "src/store/modal.js"))
     fail = shell_node("npx jest", T0, files=("src/__tests__/Modal.test.js",))
     fix = commit_node(T0 + HOUR, "src/components/Modal.js")
-    add(store, fail, fix)
+    # A name that differs only in case, and only once: button.test.tsx tests Button.tsx.
+    lower = shell_node("npx jest button", T0, files=("web/__tests__/button.test.tsx",))
+    button = commit_node(T0 + HOUR, "web/components/Button.tsx")
+    add(store, fail, fix, lower, button)
     run(store)
-    assert links(store) == {(fail.id, fix.id, "commit")}
+    assert links(store) == {(fail.id, fix.id, "commit"), (lower.id, button.id, "commit")}
 
 
 def test_a_commit_long_after_the_passing_rerun_is_not_its_fix(store: Store) -> None:

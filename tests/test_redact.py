@@ -360,6 +360,19 @@ def test_hex_digits_alone_are_never_taken_for_a_secret() -> None:
         ),
         ("echo password 2>/dev/null", "echo password 2>/dev/null"),
         ("the [password generator][1] docs", "the [password generator][1] docs"),
+        # A version a lockfile gives a package named like a secret is kept; a secret shaped like one is not.
+        ('"jsonwebtoken": "^9.0.0",', '"jsonwebtoken": "^9.0.0",'),
+        ('"x-token": "1.0.0-beta.2"', '"x-token": "1.0.0-beta.2"'),
+        ("DB_PASSWORD=2.0.1-Hunter2Secret", "DB_PASSWORD=«redacted:password»"),
+        # An arrow function is code; `=>` inside a password is not.
+        ("const password=e=>Kz9(e)", "const password=e=>Kz9(e)"),
+        ("PGPASSWORD=Kx9m=>Q2vLp8 psql", "PGPASSWORD=«redacted:password» psql"),
+        # A decoded user:password pair (a random token too), not a host and its port.
+        (
+            "echo Y2k6YThmNWYxNjdmNDRmNDk2NGU2Yzk5OGRlZTgyNzExMGM= | base64 -d",
+            "echo «redacted:encoded-secret» | base64 -d",
+        ),
+        ("echo bG9jYWxob3N0OjgwODAvYXBpL3Yx | base64 -d", "echo bG9jYWxob3N0OjgwODAvYXBpL3Yx | base64 -d"),
     ],
 )
 def test_a_value_glued_to_punctuation(text: str, expected: str) -> None:

@@ -331,7 +331,10 @@ def _fuse_and_pack(
         notes=result.notes,
     )
     for s in searched:
-        result.matched += query.linked_fixes(s.shelf.links, s.matched | {n.id for n, _ in s.scored})
+        matched = s.matched | {n.id for n, _ in s.scored}
+        result.matched += query.linked_fixes(
+            s.store, s.shelf.links, matched, as_of=as_of, since=since, until=until
+        )
     result.tokens_used = used
 
 

@@ -1586,7 +1586,8 @@ def run(
         search_text=found.question.search_text,
         notes=result.notes,
     )
-    result.matched += linked_fixes(links, set(found.evidence) | {n.id for n, _ in scored})
+    matched_ids = set(found.evidence) | {n.id for n, _ in scored}
+    result.matched += linked_fixes(store, links, matched_ids, as_of=as_of, since=since, until=until)
     result.tokens_used = used
     if (not result.items or result.weak) and syncing(store.path):
         result.notes.append(SYNCING_NOTE)
@@ -1862,11 +1863,23 @@ def header(result: QueryResult, scope: str | None = None) -> str:
     return text()
 
 
-def linked_fixes(links: dict[str, list[tuple[str, str]]], matched: set[str] | frozenset[str]) -> int:
-    """How many fixes LINKS (from the ranked ids) names that are not among the MATCHED ids: each rides along
-    after its failure, so it counts among the matches ("5 of 2 match(es) shown" otherwise), whatever the
-    budget lets through."""
-    return len({fix for pairs in links.values() for fix, _rel in pairs} - matched)
+def linked_fixes(
+    store: SearchStore,
+    links: dict[str, list[tuple[str, str]]],
+    matched: set[str] | frozenset[str],
+    *,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+) -> int:
+    """How many fixes LINKS (from the ranked ids) names that are not among the MATCHED ids and pass the
+    query's filters: each rides along after its failure, so it counts among the matches ("5 of 2 match(es)
+    shown" otherwise), whatever the budget lets through."""
+    fixes = sorted({fix for pairs in links.values() for fix, _rel in pairs} - matched)
+    if not fixes:
+        return 0
+    nodes = store.get_many(fixes, light=True)
+    return sum(1 for fix in fixes if fix in nodes and _within(nodes[fix], as_of, since, until))
 
 
 def footer(result: QueryResult) -> str:

@@ -161,9 +161,10 @@ class LinksMixin:
         ]
 
     def commit_paths_named(self, name: str) -> list[str]:
-        """Every distinct path called NAME (in any folder) that a commit touched, sorted."""
+        """Every distinct path called NAME (in any folder, any case: `Button.tsx` for `button.tsx`) that a
+        commit touched, sorted."""
         pattern = "%/" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        # LIKE ignores case (Modal.js is not modal.js): its rows are checked again exactly.
+        # LIKE ignores case, as wanted here: the caller prefers the exact name (link._subject).
         return [
             r[0]
             for r in self.conn.execute(
@@ -171,7 +172,6 @@ class LinksMixin:
                 " WHERE n.kind = 'git_commit' AND (f.path = ? OR f.path LIKE ? ESCAPE '\\') ORDER BY f.path",
                 (name, pattern),
             )
-            if r[0].rsplit("/", 1)[-1] == name
         ]
 
     def has_kind_between(self, kinds: Sequence[str], ts_from: int, ts_to: int | None = None) -> bool:
