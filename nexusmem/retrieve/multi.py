@@ -73,6 +73,26 @@ class _Searched:
     matched: frozenset[str] = frozenset()
 
 
+def searched_from(index: int, target: Target, store: SearchStore, found: query.Retrieved) -> _Searched:
+    """One store's answer (FOUND, by query.retrieve) made ready to fuse: its links and its shelf."""
+    links: dict[str, list[tuple[str, str]]] = {}
+    for src, dst, rel in store.links_from([n.id for n, _ in found.scored]):
+        links.setdefault(src, []).append((dst, rel))
+    # Sibling groups (chunks of one file or reply) are per store.
+    shelf = query.Shelf(target.name, store, [n.id for n, _ in found.scored], links, group_prefix=f"{index}:")
+    return _Searched(
+        index,
+        target,
+        store,
+        found.scored,
+        shelf,
+        query.is_weak(found),
+        found.listing,
+        found.listing_note,
+        frozenset(found.evidence),
+    )
+
+
 def _current_target(start: Path | None) -> Target | None:
     """The repository containing START when it has a memory; None when START is not in one (that is fine:
     cross-project recall does not need a current project)."""
@@ -191,31 +211,14 @@ def _search_one(
             author=filters.author,
             settings=_settings_of(target),
         )
-        scored, counts = found.scored, found.counts
-        weak = query.is_weak(found)
-        links: dict[str, list[tuple[str, str]]] = {}
-        for src, dst, rel in store.links_from([n.id for n, _ in scored]):
-            links.setdefault(src, []).append((dst, rel))
+        searched = searched_from(index, target, store, found)
     except NexusMemError as exc:
         return None, {}, _skip(target, str(exc))
     except Exception as exc:
         # A broken file surfaces as the SQLite driver's own error (not a StoreError) on the first read past
         # the header: one project's damage must not take down the others' answer. It is reported, not hidden.
         return None, {}, _skip(target, f"cannot read the memory database: {type(exc).__name__}: {exc}")
-    # Sibling groups (chunks of one file or reply) are per project.
-    shelf = query.Shelf(target.name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
-    searched = _Searched(
-        index,
-        target,
-        store,
-        scored,
-        shelf,
-        weak,
-        found.listing,
-        found.listing_note,
-        frozenset(found.evidence),
-    )
-    return searched, counts, None
+    return searched, found.counts, None
 
 
 def scope_line(names: list[str]) -> str:

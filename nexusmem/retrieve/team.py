@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.retrieve import multi, query, rank
-from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 
 TEAM_NAME = "team"
@@ -32,25 +31,8 @@ def _searched(
     found = query.retrieve(
         store, text, as_of=as_of, since=since, until=until, settings=settings, author=author
     )
-    links: dict[str, list[tuple[str, str]]] = {}
-    for src, dst, rel in store.links_from([n.id for n, _ in found.scored]):
-        links.setdefault(src, []).append((dst, rel))
-    scored: list[tuple[StoredNode, float]] = found.scored
-    shelf = query.Shelf(name, store, [n.id for n, _ in scored], links, group_prefix=f"{index}:")
     target = multi.Target(name=name, root=root, db=store.path)
-    weak = query.is_weak(found)
-    one = multi._Searched(
-        index,
-        target,
-        store,
-        scored,
-        shelf,
-        weak,
-        found.listing,
-        found.listing_note,
-        frozenset(found.evidence),
-    )
-    return one, found.counts
+    return multi.searched_from(index, target, store, found), found.counts
 
 
 def search(
