@@ -271,7 +271,9 @@ def check(
                 else (lambda node_id: authors.keeps(author, "shell_command", who.get(node_id, {})))
             )
 
-            typed = _unsynced_read(root, cursor, memory)  # the hook log's unsynced tail, read once, as typed
+            # A linked worktree's commands are told from its main work tree, as the stored ones are.
+            home = None if memory == root else memory
+            typed = _unsynced_read(root, cursor, home)  # the hook log's unsynced tail, read once, as typed
             normalised: dict[str, str] = {}  # each command's text as compared, for both answers
 
             def findings(
@@ -333,7 +335,6 @@ def check(
                 from nexusmem.sources.shell.tail import with_texts
 
                 texts = _texts_to_redact(typed, open_typed)
-                home = None if memory == root else memory
                 naming, failures, via, _ = findings(with_texts(root, typed, texts, home=home))
     churn: dict[str, set[str]] = {}
     for path, node_id, kind in naming:
@@ -437,7 +438,7 @@ def _synced_offset(cursor: str | None, st: os.stat_result) -> int:
     return 0
 
 
-def _unsynced_read(root: Path, cursor: str | None, memory: Path) -> list[TailCommand]:
+def _unsynced_read(root: Path, cursor: str | None, home: Path | None) -> list[TailCommand]:
     """The hook log's commands in ROOT past its shell cursor (see the module docstring), as typed: never to be
     shown before with_texts() has redacted them (_texts_to_redact)."""
     try:
@@ -448,8 +449,8 @@ def _unsynced_read(root: Path, cursor: str | None, memory: Path) -> list[TailCom
         return []  # the usual case right after a sync: no import, no read
     from nexusmem.sources.shell import tail as shell_tail
 
-    # Folders told from the memory's work tree, as the stored commands' are (`../repo-wt` for a worktree's).
-    return shell_tail.unsynced_tail(root, cursor, redacted=False, home=None if memory == root else memory)
+    # HOME: the memory's work tree when it is not ROOT (`../repo-wt` for a worktree's folders).
+    return shell_tail.unsynced_tail(root, cursor, redacted=False, home=home)
 
 
 def _with_unsynced(

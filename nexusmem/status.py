@@ -37,11 +37,13 @@ def status(project: Project) -> dict[str, Any]:
         db = project.db_path
         size = sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())
         by_relation = store.link_counts()
+        sources = store.sources()
+        git_cursor = store.cursor("git")
         return {
             "root": str(project.root),
             "project": project.id,
             # The first sync is running (the post-commit hook's, in the background): nothing to read yet.
-            "building": not store.sources() and paths.first_sync_under_way(project.root),
+            "building": not sources and paths.first_sync_under_way(project.root),
             "database": str(db),
             "database_bytes": size,
             "schema_version": store.schema_version(),
@@ -55,7 +57,7 @@ def status(project: Project) -> dict[str, Any]:
             "flagged": store.open_suggestion_count(),
             "first": iso(first),
             "last": iso(last),
-            "sources": [{**s, "last_sync": iso(s["last_sync"])} for s in store.sources()],
+            "sources": [{**s, "last_sync": iso(s["last_sync"])} for s in sources],
             "shell_log": str(paths.shell_log_path()),
             # Bad records sync passed over, per source: how many in all and where the newest were.
             "skipped_records": problem_history(store),
@@ -65,9 +67,9 @@ def status(project: Project) -> dict[str, Any]:
             "auto_sync_failed": autosync.last_failure(project.root, store),
             # HEAD moved since the git source last read it (a reset, a checkout, a rebase: no hook runs
             # for those): {"memory_at", "head"}, else null.
-            "head_moved": head_moved(project.root, store.cursor("git")),
+            "head_moved": head_moved(project.root, git_cursor),
             # The clone was deepened (`git fetch --unshallow`, `--deepen`) since: older commits arrived.
-            "deepened": repo.deepened(project.root, store.cursor("git")),
+            "deepened": repo.deepened(project.root, git_cursor),
         }
 
 

@@ -201,6 +201,8 @@ def with_texts(
     be shown or can change what it shows (precheck._texts_to_redact): a tail of 200 commands, 50 of them
     failing, costs 50 redactions instead of 200 (~0.1 ms each)."""
     place = Path(os.path.realpath(root))  # what Attributor([root]) matches every command to
+    # The folder as unsynced_tail told it: from HOME when given (`../repo-wt/src`), else from ROOT.
+    base = Path(os.path.realpath(home)) if home is not None else place
     files_of: dict[tuple[str, str], tuple[str, ...]] = {}
     paths_checked: dict[tuple[str, str], str | None] = {}
     out: list[TailCommand] = []
@@ -210,8 +212,6 @@ def with_texts(
             out.append(item)  # its files were found in this very text
             continue
         if (command, item.cwd) not in files_of:
-            # The folder as unsynced_tail told it: from HOME when given (`../repo-wt/src`), else from ROOT.
-            base = Path(os.path.realpath(home)) if home is not None else place
             cwd = base if item.cwd == "." else Path(os.path.normpath(base / item.cwd))
             files_of[(command, item.cwd)] = command_files(command, cwd, place, known=paths_checked)
         out.append(item._replace(command=command, files=files_of[(command, item.cwd)]))
