@@ -299,7 +299,7 @@ def _fuse_and_pack(
     if listed:
         listed.sort(key=lambda e: (-e[4].ts, e[2], e[3]))
         top = entries[0][0]
-        lifted = [(top * (1.0 + 0.01 * (len(listed) - k)), *e[1:]) for k, e in enumerate(listed)]
+        lifted = [(query.above(top, len(listed), k), *e[1:]) for k, e in enumerate(listed)]
         entries = lifted + [e for e in entries if e[3] not in searched[e[2]].listing]
 
     # Two clones of one repository share a namespace and so node ids: an item appears once, from the project

@@ -1024,7 +1024,7 @@ def with_neighbours(
     )
     nodes = store.get_many(ids, light=True)
     lifted = {
-        node_id: top * (1.0 + 0.01 * (len(ids) - step))
+        node_id: above(top, len(ids), step)
         for step, node_id in enumerate(ids)
         if node_id in nodes and _within(nodes[node_id], None, since, until)
     }
@@ -1176,7 +1176,13 @@ def _listed(
     if not listed:
         return scored
     top = scored[0][1] if scored else 1.0
-    return [(node, top * (1.0 + 0.01 * (len(listed) - step))) for step, node in enumerate(listed)]
+    return [(node, above(top, len(listed), step)) for step, node in enumerate(listed)]
+
+
+def above(top: float, count: int, step: int) -> float:
+    """The score of the STEPth of COUNT items a rule puts first, in its order, just above TOP (the best
+    score of the rest): what was run next, a failure or recent-work listing."""
+    return top * (1.0 + 0.01 * (count - step))
 
 
 # "What was my last commit?", "what did I work on yesterday?", "show my recent commands": recent work asked
