@@ -554,7 +554,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         return accept(vstart, vend)
     if not sep.strip():  # whitespace separator
         return _spaced_assignment(text, key, key_start, raw, vstart, vend, accept)
-    if sep.strip().rstrip(":") in ("is", "was"):  # prose, wherever it stands: "Password is required" is kept
+    if prose:  # prose, wherever it stands: "Password is required" is kept
         value = raw.rstrip(".,;:!?)]}\"'")
         if not (_password_like(value) or _looks_random(value)):
             return None
