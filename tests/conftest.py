@@ -3,6 +3,7 @@ temp dirs and a private git config."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,12 @@ def isolated_home(
     home = tmp_path_factory.mktemp("home")
     isolate(home, monkeypatch)
     yield home
+    # A test that dropped the isolation (`monkeypatch.undo()` undoes it too) ran against the real home.
+    for key in ("HOME", "NEXUSMEM_HOME"):
+        value = os.environ.get(key, "")
+        assert value.startswith(str(home)), (
+            f"{key} left the test's home ({value!r}): the real home was at risk"
+        )
 
 
 @pytest.fixture

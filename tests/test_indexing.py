@@ -638,26 +638,27 @@ def test_only_release_notes_are_read_as_release_notes_and_only_once(repo: Path, 
         },
     )
 
-    # The rules before: any extension, and the docs source read every Markdown file.
-    monkeypatch.setattr(
-        changelog,
-        "is_release_notes",
-        lambda p: (
-            p.count("/") <= 2
-            and bool(
-                re.match(
-                    r"^(changelog|changes|news|history|releases?|release[-_ ]notes)(\.[a-z]+)?$",
-                    p.rsplit("/", 1)[-1],
-                    re.I,
+    # The rules before: any extension, and the docs source read every Markdown file. (Patched in a context of
+    # its own: `monkeypatch.undo()` would also undo the isolated HOME and write to the real one.)
+    with monkeypatch.context() as before:
+        before.setattr(
+            changelog,
+            "is_release_notes",
+            lambda p: (
+                p.count("/") <= 2
+                and bool(
+                    re.match(
+                        r"^(changelog|changes|news|history|releases?|release[-_ ]notes)(\.[a-z]+)?$",
+                        p.rsplit("/", 1)[-1],
+                        re.I,
+                    )
                 )
-            )
-        ),
-    )
-    monkeypatch.setattr(docs, "is_release_notes", lambda p: False)
-    sync.sync(repo, embed=False)
-    assert "cargo build" in stored(repo, fix)[1]
-    assert "docs/release-notes.md" in doc_paths_by_source(repo)["docs"]
-    monkeypatch.undo()
+            ),
+        )
+        before.setattr(docs, "is_release_notes", lambda p: False)
+        sync.sync(repo, embed=False)
+        assert "cargo build" in stored(repo, fix)[1]
+        assert "docs/release-notes.md" in doc_paths_by_source(repo)["docs"]
     sync.sync(repo, embed=False)
     paths = doc_paths_by_source(repo)
     assert paths["changelog"] == {"NEWS", "History.rdoc", "docs/release-notes.md"}
