@@ -37,7 +37,11 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     fi
     typeset -g __nexusmem_log=$__nexusmem_dir/shell-history.jsonl
     typeset -g __nexusmem_session
-    printf -v __nexusmem_session '%x-%x-%04x%04x' ${epochtime[1]:-0} $$ $RANDOM $RANDOM
+    # zsh's own options here (an anonymous function): a user's `setopt ksh_arrays` numbers arrays from 0.
+    () {
+        emulate -L zsh
+        printf -v __nexusmem_session '%x-%x-%04x%04x' ${epochtime[1]:-0} $$ $RANDOM $RANDOM
+    }
     typeset -g __nexusmem_cmd=
     typeset -gi __nexusmem_ran=0 __nexusmem_t0=0
 
@@ -235,9 +239,15 @@ fi
 # Run first among the precmd hooks so $? and $pipestatus are still the command's own; zsh gives every later
 # hook the same $? again. Done at every load: a ~/.zshrc sourced again after an edit may have set
 # precmd_functions over ours, and nothing more would be recorded.
+# Under zsh's own options (an anonymous function): with a user's `setopt ksh_arrays`, `$precmd_functions`
+# is its first element only (every other hook of theirs was dropped), and with `no_unset` as well an empty
+# array stopped the load with "parameter not set" (nothing was recorded).
 if [[ -o interactive ]] && (( ${+functions[__nexusmem_precmd]} )); then
-    typeset -ga precmd_functions preexec_functions zshexit_functions
-    precmd_functions=(__nexusmem_precmd ${precmd_functions:#__nexusmem_precmd})
-    preexec_functions=(${preexec_functions:#__nexusmem_preexec} __nexusmem_preexec)
-    zshexit_functions=(__nexusmem_exit ${zshexit_functions:#__nexusmem_exit})
+    () {
+        emulate -L zsh
+        typeset -ga precmd_functions preexec_functions zshexit_functions
+        precmd_functions=(__nexusmem_precmd ${precmd_functions:#__nexusmem_precmd})
+        preexec_functions=(${preexec_functions:#__nexusmem_preexec} __nexusmem_preexec)
+        zshexit_functions=(__nexusmem_exit ${zshexit_functions:#__nexusmem_exit})
+    }
 fi

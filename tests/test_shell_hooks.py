@@ -896,6 +896,31 @@ def test_bash_with_nounset_set_before_the_hook_records(open_shell: Any) -> None:
     assert b"unbound variable" not in sh.output()
 
 
+@needs("zsh")
+def test_zsh_with_ksh_arrays_and_no_unset_keeps_the_users_hooks_and_records(
+    open_shell: Any, tmp_path: Path
+) -> None:
+    """`setopt ksh_arrays` in ~/.zshrc: `$precmd_functions` is its first element only, and the hook's load
+    dropped every other precmd hook of the user's; with `no_unset` too, the load stopped at "preexec_functions:
+    parameter not set" and nothing was recorded."""
+    record = tmp_path / "user-hooks.txt"
+    setup = (
+        f'p1() {{ echo "p1=$?" >> {record} }}; p2() {{ echo "p2=$?" >> {record} }}; '
+        "precmd_functions=(p1 p2); setopt ksh_arrays no_unset"
+    )
+    sh = open_shell("zsh", setup=setup)
+    line = sh.run("sh -c 'exit 4'")
+    assert (line["command"], line["exit"]) == ("sh -c 'exit 4'", 4)
+    assert b"parameter not set" not in sh.output()
+    deadline = time.monotonic() + 5
+    while sorted((record.read_text(encoding="utf-8") if record.exists() else "").splitlines()[-2:]) != [
+        "p1=4",
+        "p2=4",
+    ]:
+        assert time.monotonic() < deadline, record.read_text(encoding="utf-8") if record.exists() else ""
+        time.sleep(0.02)
+
+
 @needs("bash")
 def test_bash_with_xtrace_shows_little_of_the_hook(open_shell: Any) -> None:
     """With `set -x` on, every prompt traced the hook's ~75 lines into the terminal."""
