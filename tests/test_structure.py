@@ -248,6 +248,37 @@ def test_precheck_warns_when_a_staged_files_importers_failed(repo: Path) -> None
     assert found.to_json()["findings"][0]["importer"] == "tests/test_checkout.py"
 
 
+def test_a_javascript_require_reaches_the_code_not_its_type_declarations(repo: Path) -> None:
+    """`require('../lib/main')` beside `lib/main.d.ts` (a package that ships its types, as dotenv does) was
+    resolved to the declaration file: a failing test of lib/main.js never warned when lib/main.js was staged."""
+    commit(
+        repo,
+        "js package with types",
+        {
+            "lib/main.js": "module.exports = { parse() {} }\n",
+            "lib/main.d.ts": "export function parse(): void\n",
+            "tests/main.test.js": "const main = require('../lib/main')\n",
+            "types/use.ts": "import { parse } from '../lib/main'\n",
+        },
+    )
+    _fail(repo, "node tests/main.test.js", 2 * DAY_MS)
+    sync.sync(repo, embed=False)
+    assert ("tests/main.test.js", "lib/main.js") in edges(repo)
+    assert ("types/use.ts", "lib/main.js") in edges(repo)  # the code, not its types, for TypeScript too
+    (warning,) = precheck.run(repo, files=["lib/main.js"]).findings
+    assert (warning.kind, warning.importer) == ("importer_failure", "tests/main.test.js")
+    # A store whose edges the older resolver made gets them made again at the next sync, nothing changed.
+    with open_store(db_path(repo)) as store:
+        with store.transaction():
+            store.change_import_edges(
+                {("tests/main.test.js", "lib/main.d.ts")}, {("tests/main.test.js", "lib/main.js")}
+            )
+        store.set_meta("structure_resolver", "1")
+    sync.sync(repo, embed=False)
+    assert ("tests/main.test.js", "lib/main.js") in edges(repo)
+    assert ("tests/main.test.js", "lib/main.d.ts") not in edges(repo)
+
+
 def test_precheck_reads_an_old_store_without_import_tables(repo: Path) -> None:
     from nexusmem.store import connection, migrations
 

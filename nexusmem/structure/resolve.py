@@ -26,7 +26,15 @@ from nexusmem.structure.parse import Spec
 # A wildcard or package import reaching more files than this names a whole library, not a dependency.
 MAX_TARGETS_PER_SPEC = 50
 _SRC_DIRS = ("src", "lib", "python", "py")
-_JS_EXTS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+# The order an extensionless import is tried in: a TypeScript importer's own kind first, a JavaScript one's
+# first for JavaScript (Node runs `lib/main.js` for `require('../lib/main')`); a declaration file
+# (`lib/main.d.ts`, types only) is never the code that runs, so it is the target only when nothing else is.
+_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
+_JS_FIRST = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
+_JS_IMPORTERS = (".js", ".jsx", ".mjs", ".cjs")
+# Changed when the same files and imports resolve to other edges: a store's edges from an older resolver are
+# then made again in full at the next pass (structure.scan).
+RESOLVER = "2"
 _JS_SWAP = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 
@@ -153,7 +161,8 @@ class Resolver:
         if path.startswith("../") or path == "..":
             return []
         path = "" if path == "." else path
-        cands = [path, *(path + e for e in _JS_EXTS), *(_join(path, "index") + e for e in _JS_EXTS)]
+        exts = _JS_FIRST if importer.endswith(_JS_IMPORTERS) else _JS_EXTS
+        cands = [path, *(path + e for e in exts), *(_join(path, "index") + e for e in exts)]
         stem, ext = posixpath.splitext(path)
         cands += [stem + e for e in _JS_SWAP.get(ext, ())]
         for cand in cands:

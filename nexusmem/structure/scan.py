@@ -116,6 +116,10 @@ def _redact_specs(parsed: dict[str, list[Any]]) -> None:
             spec[:] = rewritten(spec, redact)
 
 
+# The store's meta key naming the resolver that made its edges (resolve.RESOLVER).
+RESOLVER_KEY = "structure_resolver"
+
+
 class Stored(Protocol):
     """What a pass reads of the previous one (the Store; or nothing before the first)."""
 
@@ -126,6 +130,8 @@ class Stored(Protocol):
     def import_edges(self, importers: Sequence[str] | None = None) -> set[tuple[str, str]]: ...
 
     def import_edge_total(self) -> int: ...
+
+    def get_meta(self, key: str) -> str | None: ...
 
 
 class Nothing:
@@ -142,6 +148,9 @@ class Nothing:
 
     def import_edge_total(self) -> int:
         return 0
+
+    def get_meta(self, key: str) -> str | None:
+        return None
 
 
 def plan(root: Path, stored: Stored, max_bytes: int) -> StructurePlan:
@@ -166,6 +175,8 @@ def plan(root: Path, stored: Stored, max_bytes: int) -> StructurePlan:
     _redact_specs(parsed)
     result.removed = sorted(p for p in blobs if p not in files)
     same_files = not result.removed and len(blobs) == len(files)
+    # Edges an older resolver made (a `require` resolved to the package's `.d.ts`) are made again in full.
+    same_files = same_files and stored.get_meta(RESOLVER_KEY) == resolve.RESOLVER
     if same_files and not any(parse.language(p) == "gomod" for p in changed):
         # Resolution depends on the set of files (and go.mod), not on other files' contents: with the same
         # files, only the changed importers' edges can change, and a no-op pass resolves nothing.
@@ -194,8 +205,12 @@ def run(root: Path, store: Any, config: dict[str, Any], *, dry_run: bool = False
     """Plan against STORE and, unless DRY_RUN, write the plan in one transaction."""
     max_bytes = int(config.get("structure", {}).get("maxFileBytes", 1_000_000))
     result = plan(root, store, max_bytes)
-    if not dry_run and (result.parsed or result.removed or result.add or result.remove):
+    if dry_run:
+        return result
+    if result.parsed or result.removed or result.add or result.remove:
         with store.transaction():
             store.save_import_files(result.parsed, result.removed)
             store.change_import_edges(result.add, result.remove)
+    if store.get_meta(RESOLVER_KEY) != resolve.RESOLVER:
+        store.set_meta(RESOLVER_KEY, resolve.RESOLVER)
     return result
