@@ -273,12 +273,23 @@ def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tupl
     directory it names, or the file a test file it names tests (ties by id)."""
     files: dict[str, list[str]] = {}
     named: dict[str, list[str]] = {}  # a tested file's name -> every path a commit gave it (asked once)
+    tracked: dict[str, str] | None = None  # the structure pass's files, read when a name is ambiguous
     for node_id, path in store.failure_files_since(lower):
         keys = files.setdefault(node_id, [])
         keys.append(path)
         for name in tested_names(path):
             if name not in named:
-                named[name] = store.commit_paths_named(name)
+                # A test is never the code another test tests (test/main.js beside lib/main.js); of several
+                # files of that name, those deleted since (the structure pass no longer holds them) are not
+                # either, when that pass reads their language.
+                candidates = [p for p in store.commit_paths_named(name) if not _a_test(p)]
+                if len(candidates) > 1:
+                    from nexusmem.structure.parse import language as structure_language
+
+                    tracked = store.import_blobs() if tracked is None else tracked
+                    alive = [p for p in candidates if p in tracked or structure_language(p) is None]
+                    candidates = alive if tracked else candidates
+                named[name] = candidates
             subject = _subject(path, name, named[name])
             if subject is not None:
                 keys.append(subject)
@@ -327,6 +338,11 @@ SUBJECT = "\0tested:"
 # Folders a test file sits in below the code it tests: services/api/tests/test_views.py tests a views.py
 # under services/api; src/test/java/…/CacheTest.java a Cache.java under src.
 _TEST_FOLDERS = frozenset(["test", "tests", "spec", "specs", "__tests__", "testing"])
+
+
+def _a_test(path: str) -> bool:
+    """Whether PATH is a test file: named as one (test_cache.py, cache.test.ts) or inside a test folder."""
+    return bool(tested_names(path)) or any(part in _TEST_FOLDERS for part in path.split("/")[:-1])
 
 
 def _scope(test_path: str) -> str:

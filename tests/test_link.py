@@ -221,6 +221,23 @@ def test_a_tested_name_is_matched_with_its_case(store: Store) -> None:
     assert links(store) == {(fail.id, fix.id, "commit"), (lower.id, button.id, "commit")}
 
 
+def test_a_tested_name_ignores_tests_and_files_deleted_since(store: Store) -> None:
+    # dotenv: tests/main.test.js tests lib/main.js; test/main.js (a test, deleted in 2016) shares the name.
+    add(store, commit_node(T0 - 3000 * DAY_MS, "test/main.js"))
+    fail = shell_node("node tests/main.test.js", T0, files=("tests/main.test.js",))
+    fix = commit_node(T0 + HOUR, "lib/main.js")
+    # A file of that name deleted since (the structure pass holds only src/app/cache.py) is no candidate
+    # either, when that pass reads its language.
+    add(store, commit_node(T0 - 900 * DAY_MS, "old/cache.py"))
+    with store.transaction():
+        store.save_import_files([("src/app/cache.py", "b1", []), ("tests/test_cache.py", "b2", [])], [])
+    cache = shell_node("pytest tests/test_cache.py", T0, files=("tests/test_cache.py",))
+    cache_fix = commit_node(T0 + HOUR + 1, "src/app/cache.py")
+    add(store, fail, fix, cache, cache_fix)
+    run(store)
+    assert links(store) == {(fail.id, fix.id, "commit"), (cache.id, cache_fix.id, "commit")}
+
+
 def test_a_commit_long_after_the_passing_rerun_is_not_its_fix(store: Store) -> None:
     # A flaky test: it failed, passed a minute later with nothing changed, and hours later a feature landed.
     fail = shell_node("pytest tests/test_db.py", T0, files=("tests/test_db.py",))

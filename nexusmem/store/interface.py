@@ -245,6 +245,11 @@ class LinkStore(Protocol):
         """Every distinct path called NAME (in any folder, any case) that a commit touched, sorted."""
         ...
 
+    def import_blobs(self) -> dict[str, str]:
+        """{path: blob sha} of every file the last structure pass parsed (the tracked files in a language it
+        reads; empty when it never ran)."""
+        ...
+
     def has_kind_between(self, kinds: Sequence[str], ts_from: int, ts_to: int | None = None) -> bool: ...
 
     def search_fts_kinds(
