@@ -492,3 +492,30 @@ def test_a_log_in_a_folder_nobody_can_write_is_still_read(
     with open_project(project).open_store() as store:
         (node,) = store.iter_nodes("shell_command")
     assert TOKEN not in node.title and node.title.startswith("pytest src/app.py --token=")
+
+
+def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
+    """`pytest … 2>&1 | tee log` that failed was kept as "exit 0" (the status bash reports is tee's, the
+    failure only in PIPESTATUS): precheck never warned and "what failed" never listed it."""
+    import time
+
+    from helpers import query_json, run_cli
+
+    commit(repo, "tests", {"tests/test_tee.py": "def test_it(): assert False\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    now = int(time.time() * 1000)
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as fh:
+        fh.write(
+            line(repo, "pytest tests/test_tee.py 2>&1 | tee out.log", now - 60_000, exit=0, pipestatus=[1, 0])
+        )
+        fh.write(line(repo, "yes | head -1", now - 30_000, exit=0, pipestatus=[141, 0]))  # head stopped it
+    unsynced = run_cli("-C", str(repo), "precheck", "--files", "tests/test_tee.py")
+    assert "`pytest tests/test_tee.py 2>&1 | tee out.log` failed (exit 1)" in unsynced.stderr
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = [it["title"] for it in query_json(repo, "what failed today")["items"]]
+    assert "pytest tests/test_tee.py 2>&1 | tee out.log (exit 1)" in titles
+    assert not [t for t in titles if t.startswith("yes | head")]
+    synced = run_cli("-C", str(repo), "precheck", "--files", "tests/test_tee.py")
+    assert "failed (exit 1)" in synced.stderr

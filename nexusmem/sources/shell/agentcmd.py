@@ -120,6 +120,33 @@ def _top_level(command: str) -> list[tuple[int, str]]:
     return out
 
 
+# A producer that a filter stopped reading from (`yes | head`) is killed by SIGPIPE: 128 + 13, no failure.
+_SIGPIPE_STATUS = 141
+
+
+def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] | None) -> int | None:
+    """The status a person's COMMAND failed with when it is one pipeline ending in filters whose status the
+    shell reported (`pytest 2>&1 | tee log`: PIPESTATUS 1 0, $? 0): the last failing stage's before those
+    filters; else EXIT_CODE. With `pipefail` the shell's $? is already the stage's, and is kept."""
+    if exit_code != 0 or not pipestatus or len(pipestatus) < 2 or pipestatus[-1] != 0:
+        return exit_code
+    ops = _top_level(command)
+    if not ops or any(op != "|" for _, op in ops) or len(ops) + 1 != len(pipestatus):
+        return exit_code
+    bounds = [-1, *(at for at, _ in ops), len(command)]
+    # `a |& tee log` (bash's 2>&1 |) leaves the `&` at the next stage's start.
+    stages = [command[bounds[i] + 1 : bounds[i + 1]].lstrip("&").split() for i in range(len(bounds) - 1)]
+    kept = len(stages)
+    while kept > 1 and stages[kept - 1] and stages[kept - 1][0] in _MASKING:
+        kept -= 1
+    if kept == len(stages):
+        return exit_code
+    for status in reversed(pipestatus[:kept]):
+        if status not in (0, _SIGPIPE_STATUS):
+            return status
+    return exit_code
+
+
 def _unquote_word(word: str) -> str | None:
     """A single shell word without its quotes; None when it is more than one plain word."""
     word = word.strip()

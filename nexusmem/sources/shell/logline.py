@@ -15,6 +15,7 @@ from pathlib import Path
 
 from nexusmem.bounds import MAX_TS_MS, MIN_TS_MS, text_ok
 from nexusmem.paths import make_user_dir, shell_log_path
+from nexusmem.sources.shell.agentcmd import pipeline_status
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -380,11 +381,15 @@ def log_line_from(obj: Any) -> LogLine | None:
         type(pipestatus) is list and len(pipestatus) <= MAX_PIPESTATUS and all(map(_exit_ok, pipestatus))
     ):
         pipestatus = None
+    exit_code = exit_code if _exit_ok(exit_code) else None
+    if pipestatus is not None and len(pipestatus) > 1:
+        # `pytest | tee log` that failed: the shell's $? is tee's 0, the failure is in PIPESTATUS.
+        exit_code = pipeline_status(command, exit_code, pipestatus)
     line = LogLine(
         ts,
         cwd,
         command,
-        exit_code if _exit_ok(exit_code) else None,
+        exit_code,
         pipestatus,
         duration if type(duration) is int and 0 <= duration <= MAX_DURATION_MS else None,
         shell if type(shell) is str and text_ok(shell) else "unknown",
