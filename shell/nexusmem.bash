@@ -79,7 +79,14 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             (umask 077 && mkdir -p -- "$__nexusmem_dir") 2>/dev/null
         fi
     fi
-    (umask 077 && : >>"$__nexusmem_log" && : >|"$__nexusmem_scratch" && : >|"$__nexusmem_umask_file") 2>/dev/null
+    # Each on its own: a log that cannot be written (read-only, another owner's) must not leave the scratch
+    # files to be made later under the user's umask.
+    (
+        umask 077
+        { : >>"$__nexusmem_log"; } 2>/dev/null || :
+        { : >|"$__nexusmem_scratch"; } 2>/dev/null || :
+        { : >|"$__nexusmem_umask_file"; } 2>/dev/null || :
+    )
     for __nexusmem_f in "$__nexusmem_dir"/.bash-*.tmp; do
         __nexusmem_i=${__nexusmem_f##*/.bash-}
         __nexusmem_i=${__nexusmem_i%%.*}
@@ -147,6 +154,8 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # umask is read back through a file that already exists (created 0600 at load).
     __nexusmem_private() {
         local um=
+        # Made 0600 at load; one made again here (removed since) is made 0600 too (one fork, that once).
+        [[ -e $__nexusmem_umask_file ]] || (umask 077 && : >|"$__nexusmem_umask_file") 2>/dev/null
         { builtin umask >|"$__nexusmem_umask_file" && read -r um <"$__nexusmem_umask_file"; } 2>/dev/null
         builtin umask 077
         "$@"

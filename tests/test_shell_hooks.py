@@ -641,6 +641,9 @@ def _unwritable_home(tmp_path: Path, how: str) -> Path:
         (home / "shell-history.jsonl").chmod(0o400)
         home.chmod(0o500)
         return home
+    if how == "logdir":  # the log's name is a folder: opening it fails for root too
+        (home / "shell-history.jsonl").mkdir()
+        return home
     # "eio": opening /proc/version for writing fails even for root; "full": every write fails.
     (home / "shell-history.jsonl").symlink_to("/proc/version" if how == "eio" else "/dev/full")
     return home
@@ -654,6 +657,7 @@ UNWRITABLE = [
         for kind in ("bash", "zsh")
         for how in ("notadir", "readonly", "eio", "full", "foreign")
     ),
+    pytest.param("bash", "logdir", marks=needs("bash")),
     *(pytest.param("fish", how, marks=needs("fish")) for how in ("notadir", "readonly", "foreign")),
 ]
 
@@ -671,6 +675,7 @@ def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> N
     try:
         if kind == "fish":
             child.sendline(FISH_SETUP)
+        child.sendline(b"umask 022")
         child.sendline(f"source '{script_path(SCRIPT[kind])}'".encode())
         child.sendline(b"false")
         status = "$status" if kind == "fish" else "$?"
@@ -694,6 +699,11 @@ def test_unwritable_log_prints_nothing(kind: str, how: str, tmp_path: Path) -> N
             assert word not in text, f"{kind} printed {word!r}: {seen!r}"
         if how == "foreign":
             assert list(home.iterdir()) == []  # no log, no scratch file: nothing of ours in their folder
+        if kind == "bash" and how in ("eio", "full", "logdir"):
+            # The log failed at load: the scratch files (raw command text passes through them) were then
+            # made later under the user's umask, 0644.
+            made = {p.name: p.stat().st_mode & 0o777 for p in home.iterdir() if p.name.startswith(".bash-")}
+            assert made and set(made.values()) == {0o600}, made
     finally:
         child.close(force=True)
 
