@@ -53,22 +53,31 @@ def find(store: SearchStore, ref: str) -> StoredNode:
             f"{ref!r} is too short for an id prefix: give the whole id or at least {MIN_PREFIX} characters of it"
         )
     matches = store.find_by_prefix(key)
-    if not matches and _SHA.fullmatch(key):
-        # A commit's sha (`commit 1fb23b7` in an answer, a sha a note names) stands for its commit.
-        matches = store.commits_by_sha(key)
+    if _SHA.fullmatch(key):
+        # A commit's sha (`commit 1fb23b7` in an answer, a sha a note names) stands for its commit; when
+        # another node's id starts with the same characters, which one was meant is not known.
+        matches += [m for m in store.commits_by_sha(key) if m not in matches]
     if not matches:
         raise IdLookupError(
             f"no node with id {ref!r} (ids are shown in query results), nor a commit of that sha"
         )
     if len(matches) > 1:
         found = store.get_many(matches, light=True)
-        listed = "; ".join(f"{m} {found[m].title[:50]}" if m in found else m for m in matches)
+        listed = "; ".join(_listed(m, found.get(m), key) for m in matches)
         more = " (and maybe more)" if len(matches) >= 5 else ""
         raise IdLookupError(f"id prefix {ref!r} is ambiguous: {listed}{more}; give more characters")
     node = store.get(matches[0])
     if node is None:  # deleted between the two reads (a concurrent rebuild)
         raise IdLookupError(f"no node with id {ref!r}")
     return node
+
+
+def _listed(node_id: str, node: StoredNode | None, key: str) -> str:
+    """One candidate of an ambiguous id: its id and title, and the sha when it is the commit KEY names."""
+    if node is None:
+        return node_id
+    sha = f" (commit {node.ref[:12]})" if node.kind == "git_commit" and node.ref.startswith(key) else ""
+    return f"{node_id}{sha} {node.title[:50]}"
 
 
 def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]:

@@ -81,6 +81,22 @@ def test_show_errors_name_the_problem(repo: Path) -> None:
     assert len(pasted.output) < 300  # not echoed whole (an agent reads the error back into its context)
 
 
+def test_a_short_sha_another_ids_start_shares_is_ambiguous_not_the_other_node(repo: Path) -> None:
+    """On cargo, `show f32f72f` (the sha an answer printed beside "Fix missing import") opened another commit
+    whose node id happened to start with those characters, with exit 0."""
+    item = synced(repo)
+    short = item["ref"][:7]
+    twin_id = short + "0" * (24 - len(short))
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        store_nodes(store, [node("doc_section", text="Unrelated twin", project=proj.id, id=twin_id)])
+    shown = run_cli("-C", str(repo), "show", short, ok=False)
+    assert shown.exit_code == 1 and f"id prefix '{short}' is ambiguous" in shown.output
+    assert f"{item['id']} (commit {item['ref'][:12]})" in shown.output and twin_id in shown.output
+    # The whole sha is no node's id prefix: it finds its commit.
+    assert json.loads(run_cli("-C", str(repo), "show", "--json", item["ref"]).output)["id"] == item["id"]
+
+
 def test_show_as_the_installed_script_outside_memory(repo: Path) -> None:
     commit(repo, "chore: start")
     done = run_script("show", "abcdef", cwd=repo)
