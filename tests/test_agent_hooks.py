@@ -641,3 +641,30 @@ def test_a_stray_byte_or_half_an_emoji_in_a_payload_still_records_the_call(
         "make wombat-report",
         "grep -n '\ufffd' wombat.txt",
     }
+
+
+def test_author_filter_leaves_out_another_authors_linked_fix(repo: Path) -> None:
+    """`--author agents` showed the person's own passing retry beside the agent's failure (linked as its
+    fix): the filter kept only the ranked items, not what rode along with them."""
+    commit(repo, "widgets", {"Makefile": "widget-test:\n\ttrue\n"})
+    now = int(time.time() * 1000)
+    base = {"cwd": str(repo), "v": 1, "session": "s1"}
+    agent = {"shell": "claude-code", "author": "claude-code", "author_kind": "agent", "call_id": "toolu_W"}
+    lines = [
+        {**base, **agent, "ts": now - 120_000, "command": "make widget-test", "exit": 1},
+        {**base, "ts": now - 60_000, "command": "make widget-test", "exit": 0, "shell": "bash"},
+    ]
+    path = shell_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    every = json.loads(run_cli("-C", str(repo), "query", "--json", "--", "make widget-test").stdout)
+    assert {i["title"] for i in every["items"]} >= {"make widget-test (exit 1)", "make widget-test (exit 0)"}
+    for who in ("agents", "claude-code"):
+        out = run_cli("-C", str(repo), "query", "--json", "--author", who, "--", "make widget-test").stdout
+        found = json.loads(out)
+        assert [i["title"] for i in found["items"] if i["kind"] == "shell_command"] == [
+            "make widget-test (exit 1)"
+        ], found["items"]
+        assert found["matched"] == every["matched"] - 1  # the person's run is no match of the agent's

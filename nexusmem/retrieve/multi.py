@@ -268,7 +268,9 @@ def search_all(
                 f"skipped {s.name}: its memory was not searched (`nexusmem doctor` in {s.root} says why)"
                 for s in result.skipped
             ]
-        _fuse_and_pack(result, searched, text, budget, filters.as_of, filters.since, filters.until)
+        _fuse_and_pack(
+            result, searched, text, budget, filters.as_of, filters.since, filters.until, filters.author
+        )
     result.skipped_notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]
     return result
 
@@ -281,6 +283,7 @@ def _fuse_and_pack(
     as_of: int | None,
     since: int | None = None,
     until: int | None = None,
+    author: str | None = None,
 ) -> None:
     listed_by = [s for s in searched if s.listing]
     # "What failed today" across projects: one note, said once (the window is the same everywhere).
@@ -332,11 +335,12 @@ def _fuse_and_pack(
         search_text=query.prepare(text).search_text,
         with_project=True,
         notes=result.notes,
+        author=author,
     )
     for s in searched:
         matched = s.matched | {n.id for n, _ in s.scored}
         result.matched += query.linked_fixes(
-            s.store, s.shelf.links, matched, as_of=as_of, since=since, until=until
+            s.store, s.shelf.links, matched, as_of=as_of, since=since, until=until, author=author
         )
     result.tokens_used = used
 

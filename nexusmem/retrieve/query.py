@@ -584,8 +584,11 @@ def retrieve(
         question.notes.append(listing_note)
     if listed:
         answered_by = listed[0].id
+    others = 0  # matches of another author: left out, so not counted among the matches either
     if author is not None:
-        scored = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
+        kept = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
+        others = sum(1 for n, _ in scored if n.id in found) - sum(1 for n, _ in kept if n.id in found)
+        scored = kept
     # The learned last step (retrieve.rerank), unless a rule above pinned its answer on purpose: a time cue,
     # a named release, the first or last holder of a name, what was run after a command.
     rerankable = question.cue is None and window is None and answered_by is None and question.then is None
@@ -604,7 +607,7 @@ def retrieve(
     unmatched = sum(1 for node, _ in scored if node.id not in found)
     counts = {
         # Distinct ids in the fused lists, plus the BM25 matches past the candidate cut.
-        "matched": len(found) + unmatched + max(0, bm25_total - len(bm25_hits)),
+        "matched": len(found) - others + unmatched + max(0, bm25_total - len(bm25_hits)),
         "bm25": bm25_total + lexical_extra,
         "vector": len(near.hits),
     }
@@ -1591,9 +1594,12 @@ def run(
         until=until,
         search_text=found.question.search_text,
         notes=result.notes,
+        author=author,
     )
     matched_ids = set(found.evidence) | {n.id for n, _ in scored}
-    result.matched += linked_fixes(store, links, matched_ids, as_of=as_of, since=since, until=until)
+    result.matched += linked_fixes(
+        store, links, matched_ids, as_of=as_of, since=since, until=until, author=author
+    )
     result.tokens_used = used
     if (not result.items or result.weak) and syncing(store.path):
         result.notes.append(SYNCING_NOTE)
@@ -1683,11 +1689,12 @@ def pack_items(
     since: int | None = None,
     until: int | None = None,
     notes: list[str] | None = None,
+    author: str | None = None,
 ) -> tuple[list[Item], int]:
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
-    candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF or outside SINCE..UNTIL is
-    left out, as the search left out such nodes. When the best match is too large for the budget (it is
+    candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF, outside SINCE..UNTIL or
+    run by another than AUTHOR (nexusmem.authors) is left out, as the search left out such nodes. When the best match is too large for the budget (it is
     skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES. Returns (items in
     packed order, tokens used)."""
     items: dict[str, Item] = {}
@@ -1715,6 +1722,8 @@ def pack_items(
         shelf = shelf_of(node_id)
         fix = None if shelf is None else shelf.store.get(node_id)
         if fix is None or not _within(fix, as_of, since, until):
+            return None
+        if author is not None and not authors.keeps(author, fix.kind, fix.meta):
             return None
         chosen[node_id] = (fix, 0.0)
         return candidate(fix, 0.0)
@@ -1877,15 +1886,22 @@ def linked_fixes(
     as_of: int | None,
     since: int | None,
     until: int | None,
+    author: str | None = None,
 ) -> int:
     """How many fixes LINKS (from the ranked ids) names that are not among the MATCHED ids and pass the
-    query's filters: each rides along after its failure, so it counts among the matches ("5 of 2 match(es)
-    shown" otherwise), whatever the budget lets through."""
+    query's filters (AUTHOR's too): each rides along after its failure, so it counts among the matches
+    ("5 of 2 match(es) shown" otherwise), whatever the budget lets through."""
     fixes = sorted({fix for pairs in links.values() for fix, _rel in pairs} - matched)
     if not fixes:
         return 0
     nodes = store.get_many(fixes, light=True)
-    return sum(1 for fix in fixes if fix in nodes and _within(nodes[fix], as_of, since, until))
+    return sum(
+        1
+        for fix in fixes
+        if fix in nodes
+        and _within(nodes[fix], as_of, since, until)
+        and (author is None or authors.keeps(author, nodes[fix].kind, nodes[fix].meta))
+    )
 
 
 def footer(result: QueryResult) -> str:

@@ -73,7 +73,7 @@ def search(
             "the team store is still indexing a large push's vectors: its nodes are matched by words only"
         )
     result.weak = all(s.weak for s in searched)
-    multi._fuse_and_pack(result, searched, text, budget, as_of, since, until)
+    multi._fuse_and_pack(result, searched, text, budget, as_of, since, until, author)
     return result
 
 
