@@ -400,6 +400,9 @@ def test_since_until_values() -> None:
     )
     end = timecue.parse_when("2026-05-01", end=True, now=now)
     assert end == int(datetime(2026, 5, 2, tzinfo=timezone.utc).timestamp() * 1000) - 1
+    # ISO 8601's basic form is the same whole day (it was read as that day's first millisecond).
+    assert timecue.parse_when("20260501", end=True, now=now) == end
+    assert timecue.parse_when("20260501") == timecue.parse_when("2026-05-01")
     assert timecue.parse_when("2026-05-01T08:00:00Z") == int(
         datetime(2026, 5, 1, 8, tzinfo=timezone.utc).timestamp() * 1000
     )
@@ -481,3 +484,20 @@ def test_mcp_search_takes_since_until_and_reports_weak(old_and_fresh: Path, tmp_
             assert len(blank["items"]) >= 2
 
     anyio.run(scenario)
+
+
+def test_an_answer_a_filter_emptied_says_which_filter(repo: Path) -> None:
+    """`--since 2030-01-01`, `--until 2000-01-01` and `--all-projects --as-of 2000-01-01` printed only
+    "No memory matches", which reads as "this never happened"."""
+    commit(repo, "Retry the network call", {"net.py": "RETRIES = 3\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert query_json(repo, "retry network")["items"]
+    later = run_cli("-C", str(repo), "query", "--since", "2030-01-01", "retry network")
+    assert "No memory matches" in later.output
+    assert "note: nothing matches since 2030-01-01T00:00:00+00:00" in later.output
+    earlier = query_json(repo, "retry network", "--until", "20000101")
+    assert earlier["items"] == [] and earlier["notes"][-1].startswith(
+        "nothing matches until 2000-01-01T23:59:59"
+    )
+    fused = run_cli("-C", str(repo), "query", "--all-projects", "--as-of", "2000-01-01", "retry network")
+    assert "nothing matches in what was recorded by 2000-01-01" in fused.output

@@ -271,6 +271,13 @@ def search_all(
         _fuse_and_pack(
             result, searched, text, budget, filters.as_of, filters.since, filters.until, filters.author
         )
+        if (
+            searched
+            and not result.items
+            and not result.matched
+            and (as_of, since, until, author) != (None,) * 4
+        ):
+            result.notes.append(query.filtered_out_note(since, until, author, as_of=as_of))
     result.skipped_notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]
     return result
 

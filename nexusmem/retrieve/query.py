@@ -1601,11 +1601,29 @@ def run(
         store, links, matched_ids, as_of=as_of, since=since, until=until, author=author
     )
     result.tokens_used = used
+    if not result.items and not result.matched and (since is not None or until is not None or author):
+        # "No memory matches" under a window or an author read as "this never happened".
+        result.notes.append(filtered_out_note(since, until, author))
     if (not result.items or result.weak) and syncing(store.path):
         result.notes.append(SYNCING_NOTE)
     elif (not result.items or result.weak) and never_synced(store):
         result.notes.append(NEVER_SYNCED_NOTE)
     return result
+
+
+def filtered_out_note(
+    since: int | None, until: int | None, author: str | None, *, as_of: int | None = None
+) -> str:
+    """What kept every match out of an empty answer: the --since/--until window, the --author filter, and
+    (across projects, where no one store's first recording is the whole story) --as-of."""
+    parts = [] if as_of is None else [f"in what was recorded by {timefmt.iso(as_of)}"]
+    if since is not None:
+        parts.append(f"since {timefmt.iso(since)}")
+    if until is not None:
+        parts.append(f"until {timefmt.iso(until)}")
+    if author:
+        parts.append(f"by {author}")
+    return f"nothing matches {' and '.join(parts)}: without that filter the question may find more"
 
 
 # Said when nothing (or nothing strong) was found while a sync of the same memory runs: a first sync of a

@@ -146,9 +146,9 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
     day: date | None = None
     if text.lower() in ("today", "yesterday"):
         day = clock.astimezone(timezone.utc).date() - timedelta(days=1 if text.lower() == "yesterday" else 0)
-    elif re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+    elif re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d{8}", text):  # ISO 8601's basic form (20240501) too
         try:
-            day = date.fromisoformat(text)
+            day = date.fromisoformat(f"{text[:4]}-{text[4:6]}-{text[6:]}" if len(text) == 8 else text)
         except ValueError:
             raise UsageError(f"{value!r} is not a date: use YYYY-MM-DD") from None
     if day is not None:
