@@ -56,8 +56,10 @@ USER_PATH = f"{Path(sys.executable).parent}:/usr/bin:/bin"  # the user's nexusme
 BARE_PATH = "/usr/bin:/bin"  # no nexusmem anywhere
 
 
-def _run(repo: Path, cache: Path, *args: str, path: str = USER_PATH) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PRE_COMMIT_HOME=str(cache), PRE_COMMIT_COLOR="never", PATH=path)
+def _run(
+    repo: Path, cache: Path, *args: str, path: str = USER_PATH, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PRE_COMMIT_HOME=str(cache), PRE_COMMIT_COLOR="never", PATH=path, **(extra or {}))
     return subprocess.run(
         list(args), cwd=repo, capture_output=True, text=True, env=env, check=False, timeout=300
     )
@@ -181,3 +183,28 @@ def test_framework_sync_builds_the_memory_on_the_first_commit(
     while not (db.exists() and (repo / ".nexusmem" / "auto-sync.log").read_text().count("done")):
         assert time.monotonic() < deadline, (repo / ".nexusmem" / "auto-sync.log").read_text()
         time.sleep(0.3)
+
+
+def test_precheck_over_many_files_runs_once_and_prints_one_summary(
+    repo: Path, hook_repo: tuple[Path, str, Path]
+) -> None:
+    """`pre-commit run --all-files` split the files between parallel precheck processes, each printing its
+    own summary ("1 warning(s) for 85 file(s)" on a repository of 171)."""
+    source, sha, cache = hook_repo
+    modules = {f"src/m{i}.py": f"x = {i}\n" for i in range(16)}
+    commit(
+        repo,
+        "feat: modules",
+        {**modules, ".pre-commit-config.yaml": _config(source, sha, "nexusmem-precheck")},
+    )
+    hook_script = Path(sys.executable).parent / "nexusmem"
+    _plant_failure(repo, "mypy src/m3.py")
+    subprocess.run([str(hook_script), "sync", "-q"], cwd=repo, env=dict(os.environ), check=True)
+    files = len(git(repo, "ls-files").split())
+    # pre-commit runs a hook in as many processes as there are CPUs (TRAVIS=1 makes that 2 on any machine).
+    ran = _run(repo, cache, str(PRE_COMMIT), "run", "--all-files", extra={"TRAVIS": "1"})
+    output = ran.stdout + ran.stderr
+    assert ran.returncode == 0, output
+    assert "src/m3.py: `mypy src/m3.py` failed (exit 1)" in output, output
+    assert output.count("nexusmem precheck: ") == 1, output
+    assert f"nexusmem precheck: 1 warning(s) for {files} file(s)" in output, output
