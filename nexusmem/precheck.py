@@ -226,11 +226,16 @@ def check(
     db = paths.db_path(memory)
     if team is None and not db.exists():
         result.checked = False
-        result.reason = (
-            f"the memory of {memory} is still being built in the background: nothing checked yet"
-            if paths.first_sync_under_way(memory)
-            else f"{memory} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
-        )
+        if paths.first_sync_under_way(memory):
+            result.reason = (
+                f"the memory of {memory} is still being built in the background: nothing checked yet"
+            )
+        elif paths.state_dir(memory).is_dir():  # memory.db deleted (or only a committed config came)
+            result.reason = f"{paths.state_dir(memory)} holds no memory.db: nothing checked (run `nexusmem sync` to build it)"
+        else:
+            result.reason = (
+                f"{memory} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
+            )
         return result
     if not files:
         return result

@@ -617,7 +617,18 @@ def test_while_the_first_sync_builds_the_memory_precheck_says_so(repo: Path) -> 
     )
     (state / "sync.pending").unlink()
     said = run_cli("-C", str(repo), "precheck").stderr
-    assert "has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)" in said, said
+    assert f"{state} holds no memory.db: nothing checked (run `nexusmem sync` to build it)" in said, said
+
+
+def test_a_deleted_memory_db_is_named_not_a_missing_memory_folder(repo: Path) -> None:
+    """.nexusmem/ is there but its memory.db was deleted: precheck said the repository "has no NexusMem
+    memory (.nexusmem/)", naming the folder that is there."""
+    project(repo)
+    sync.sync(repo, embed=False)
+    (repo / ".nexusmem" / "memory.db").unlink()
+    git(repo, "add", "-A")
+    said = run_cli("-C", str(repo), "precheck").stderr
+    assert "holds no memory.db" in said and "(.nexusmem/)" not in said, said
 
 
 def test_a_deleted_file_and_a_name_with_a_newline(repo: Path) -> None:
