@@ -432,3 +432,56 @@ def test_doctor_names_a_prompt_command_set_after_the_bash_block(repo: Path, isol
     code, report = doctor_json(repo)
     found = [c for c in report["checks"] if "replaces PROMPT_COMMAND" in str(c["detail"])]
     assert code == 1 and len(found) == 1 and "history -a" in str(found[0]["detail"]), report
+
+
+def test_a_failed_post_commit_sync_on_a_damaged_store_gets_the_fix_that_works(repo: Path) -> None:
+    """The post-commit sync failed because memory.db is damaged: doctor's fix for it was `nexusmem sync`,
+    which fails the same way; the store's own fix (move it aside, sync) is the one that works."""
+    for n in range(4):
+        commit(repo, f"feat: {n}", {f"f{n}.py": "".join(f"line {n} {i}\n" for i in range(400))})
+    sync.sync(repo, embed=False)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    db = repo / ".nexusmem" / "memory.db"
+    with db.open("r+b") as handle:  # an index's root page: the store opens, quick_check finds it
+        handle.seek(5 * 4096)
+        handle.write(b"\xff" * 4096)
+    log = repo / ".nexusmem" / "auto-sync.log"
+    log.write_text(f"Error: {db} is damaged (quick_check: wrong # of entries in index)\n", encoding="utf-8")
+    tighten(repo)
+    code, report = doctor_json(repo)
+    failed = [c for c in report["checks"] if "the post-commit sync failed" in c["detail"]]  # type: ignore[union-attr]
+    store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
+    assert code == 1 and failed and store, report
+    assert failed[0]["fix"] == store[0]["fix"] and "memory.db.damaged" in failed[0]["fix"]
+    bin_dir = os.path.dirname(sys.executable)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    pasted = subprocess.run(str(failed[0]["fix"]), shell=True, env=env, capture_output=True, text=True)
+    assert pasted.returncode == 0, pasted.stderr
+    tighten(repo)
+    code, report = doctor_json(repo)
+    assert code == 0, report
+
+
+def test_a_registered_project_whose_memory_db_was_deleted_is_rebuilt_not_forgotten(repo: Path) -> None:
+    """doctor's fix for a registered project without memory.db was `projects --prune`, which forgets the
+    project instead of building its memory again."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    (repo / ".nexusmem" / "memory.db").unlink()
+    code, report = doctor_json(repo)
+    gone = [c for c in report["checks"] if c["area"] == "registry" and not c["ok"]]  # type: ignore[union-attr]
+    assert gone and "no memory any more" in gone[0]["detail"], report
+    assert gone[0]["fix"] == f"nexusmem -C {repo} sync"
+    bin_dir = os.path.dirname(sys.executable)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    pasted = subprocess.run(str(gone[0]["fix"]), shell=True, env=env, capture_output=True, text=True)
+    assert pasted.returncode == 0, pasted.stderr
+    assert (repo / ".nexusmem" / "memory.db").exists()
+    tighten(repo)
+    code, report = doctor_json(repo)
+    assert code == 0, report
+    # A repository that is gone is still forgotten with `projects --prune`.
+    shutil.rmtree(repo)
+    _code, report = doctor_json(repo.parent)
+    gone = [c for c in report["checks"] if c["area"] == "registry" and not c["ok"]]  # type: ignore[union-attr]
+    assert gone and gone[0]["fix"] == "nexusmem projects --prune", report

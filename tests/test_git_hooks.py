@@ -681,3 +681,242 @@ def test_a_foreign_post_applypatch_hook_leaves_the_others_installed_and_said(rep
     assert "--force wraps the existing post-applypatch hook" in doctor, doctor
     run_cli("-C", str(repo), "hook", "git-post", "install", "--force")
     assert "the auto-sync hook is not in" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
+
+
+# --- hooks other tools moved, wrapped or re-run ----------------------------------------------------------
+
+PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
+
+
+def _paste(command: str) -> subprocess.CompletedProcess[str]:
+    """A doctor fix run as a user pastes it (this Python's nexusmem first on PATH)."""
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    return subprocess.run(command, shell=True, env=env, capture_output=True, text=True, check=False)
+
+
+def _problems(repo: Path) -> list[dict[str, str]]:
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    return [c for c in report["checks"] if not c["ok"]]
+
+
+def test_a_wrapped_hook_that_is_not_executable_does_not_fail_every_commit(repo: Path) -> None:
+    """`--force` moved aside a Python hook git ignored (mode 0644) and the wrapper exec'd it anyway: every
+    commit failed with `Permission denied`, and doctor said ok."""
+    path = repo / ".git" / "hooks" / "pre-commit"
+    original = b'#!/usr/bin/env python3\nopen("foreign.log", "a").write("py\\n")\n'
+    path.write_bytes(original)
+    path.chmod(0o644)
+    assert git_commit(repo, "before").returncode == 0  # git ignores a hook that is not executable
+    done = run_cli("-C", str(repo), "hook", "git", "install", "--force")
+    legacy = path.with_name("pre-commit" + git_hooks.LEGACY_SUFFIX)
+    assert f"{legacy} is not executable" in done.stderr
+    after = git_commit(repo, "after")
+    assert after.returncode == 0, after.stderr
+    assert not (repo / "foreign.log").exists()  # skipped, as git skipped it
+    problem = [c for c in _problems(repo) if str(legacy) in c["detail"]]
+    assert problem and "is not executable, so it does not run" in problem[0]["detail"], problem
+    assert _paste(problem[0]["fix"]).returncode == 0
+    assert git_commit(repo, "runs it now").returncode == 0
+    assert (repo / "foreign.log").read_text(encoding="utf-8") == "py\n"
+    assert not [c for c in _problems(repo) if c["area"] == "git"]
+    # A wrapper an older install wrote (exec without the check), with the moved hook not executable:
+    # doctor calls it broken, and the install it names repairs it.
+    legacy.chmod(0o644)
+    text = path.read_text(encoding="utf-8")
+    check = f"if [ -x '{legacy}' ]; then exec '{legacy}' \"$@\"; fi"
+    assert check in text
+    path.write_text(text.replace(check, f"exec '{legacy}' \"$@\""), encoding="utf-8")
+    assert git_commit(repo, "old wrapper").returncode != 0  # what the user saw
+    broken = [c for c in _problems(repo) if c["area"] == "git"]
+    assert broken and "which is not executable: the hook fails every time" in broken[0]["detail"], broken
+    assert broken[0]["fix"] == "nexusmem hook git install"
+    assert "Repaired" in run_cli("-C", str(repo), "hook", "git", "install").stdout
+    assert git_commit(repo, "repaired").returncode == 0
+    run_cli("-C", str(repo), "hook", "git", "remove")
+    assert path.read_bytes() == original and (path.stat().st_mode & 0o777) == 0o644 and not legacy.exists()
+
+
+def _framework_config(repo: Path) -> None:
+    config = "repos:\n  - repo: local\n    hooks:\n      - id: say\n        name: say\n"
+    config += "        entry: 'true'\n        language: system\n"
+    commit(repo, "chore: pre-commit", {".pre-commit-config.yaml": config})
+
+
+def _pre_commit(repo: Path, *args: str) -> None:
+    done = subprocess.run([str(PRE_COMMIT), *args], cwd=repo, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_hook_the_pre_commit_framework_moved_aside_is_seen_and_uninstalled(repo: Path) -> None:
+    """`pre-commit install` after ours moves our hook to pre-commit.legacy and runs it on every commit:
+    status said "not installed", doctor nothing, and uninstall left precheck running."""
+    if not PRE_COMMIT.exists():
+        pytest.skip("pre-commit is not installed in this environment")
+    synced(repo)
+    plant_failure(repo)
+    sync.sync(repo)
+    _framework_config(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    _pre_commit(repo, "install")
+    hooks = repo / ".git" / "hooks"
+    moved = hooks / "pre-commit.legacy"
+    assert git_hooks.HOOK_ID in moved.read_text(encoding="utf-8")
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    warned = git_commit(repo, "change")
+    assert "src/cache.py: `pytest tests/test_cache.py` failed" in warned.stderr, warned.stderr
+    status = run_cli("-C", str(repo), "hook", "git", "status").stdout
+    assert f"pre-commit: installed (our own file, run by the pre-commit framework's hook): {moved}" in status
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "which the pre-commit framework's hook runs" in doctor, doctor
+    out = run_cli("-C", str(repo), "uninstall").stdout
+    assert "No NexusMem hook is installed" not in out and str(moved) in out, out
+    assert not moved.exists()  # it was only our file
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    quiet = git_commit(repo, "change again")
+    assert quiet.returncode == 0 and "nexusmem" not in quiet.stderr, quiet.stderr  # the framework still runs
+    assert "not installed" in run_cli("-C", str(repo), "hook", "git", "status").stdout
+
+
+def test_a_chained_hook_the_framework_moved_aside_is_restored_byte_for_byte(repo: Path) -> None:
+    if not PRE_COMMIT.exists():
+        pytest.skip("pre-commit is not installed in this environment")
+    _framework_config(repo)
+    hooks = repo / ".git" / "hooks"
+    original = b"#!/bin/sh\necho theirs >> foreign.log\n"
+    (hooks / "pre-commit").write_bytes(original)
+    (hooks / "pre-commit").chmod(0o755)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    _pre_commit(repo, "install")
+    assert (
+        "run by the pre-commit framework's hook" in run_cli("-C", str(repo), "hook", "git", "status").stdout
+    )
+    assert "Removed the precheck hook from" in run_cli("-C", str(repo), "hook", "git", "remove").stdout
+    assert (hooks / "pre-commit.legacy").read_bytes() == original
+    _pre_commit(repo, "uninstall")  # the framework puts it back where it was
+    assert (hooks / "pre-commit").read_bytes() == original
+
+
+def test_hooks_left_behind_by_a_new_core_hooks_path_are_named_and_removed(repo: Path) -> None:
+    """Hooks installed in .git/hooks, then core.hooksPath set (husky): they silently stopped running, doctor
+    said nothing, and uninstall said "No NexusMem hook is installed here", leaving all four blocks."""
+    run_cli("-C", str(repo), "hook", "git", "install")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    (repo / ".husky").mkdir()
+    git(repo, "config", "core.hooksPath", ".husky")
+    own = repo / ".git" / "hooks"
+    problems = [c for c in _problems(repo) if "has the NexusMem block, but core.hooksPath" in c["detail"]]
+    assert len(problems) == 4, problems
+    assert str(own / "pre-commit") in problems[0]["detail"]
+    assert problems[0]["fix"] == "nexusmem hook git install"
+    assert "which git does not run" in run_cli("-C", str(repo), "hook", "git", "status").stderr
+    assert _paste(problems[0]["fix"] + f" -C {repo}").returncode == 0  # installs where git looks now
+    assert (repo / ".husky" / "pre-commit").exists()
+    left = [c["detail"] for c in _problems(repo) if "has the NexusMem block" in c["detail"]]
+    assert not any("pre-commit has" in d for d in left) and len(left) == 3, left
+    removed = run_cli("-C", str(repo), "hook", "git-post", "remove").stdout
+    assert f"Removed the auto-sync hook from {own / 'post-merge'}" in removed
+    out = run_cli("-C", str(repo), "uninstall").stdout
+    assert "No NexusMem hook is installed" not in out, out
+    assert not (repo / ".husky" / "pre-commit").exists()
+    assert not [p for p in own.iterdir() if git_hooks.HOOK_ID.encode() in p.read_bytes()]
+
+
+HUSKY_SH = """#!/usr/bin/env sh
+if [ -z "$husky_skip_init" ]; then
+  debug () {
+    if [ "$HUSKY_DEBUG" = "1" ]; then
+      echo "husky (debug) - $1"
+    fi
+  }
+
+  readonly hook_name="$(basename -- "$0")"
+  debug "starting $hook_name..."
+
+  if [ "$HUSKY" = "0" ]; then
+    debug "HUSKY env variable is set to 0, skipping hook"
+    exit 0
+  fi
+
+  readonly husky_skip_init=1
+  export husky_skip_init
+  sh -e "$0" "$@"
+  exitCode="$?"
+
+  if [ $exitCode != 0 ]; then
+    echo "husky - $hook_name hook exited with code $exitCode (error)"
+  fi
+
+  exit $exitCode
+fi
+"""
+
+
+def test_a_husky_v8_hook_runs_precheck_once_and_husky_0_skips_it(repo: Path) -> None:
+    """husky.sh re-runs the hook file under `sh -e` and exits: a block above its line ran twice per commit
+    (every warning printed twice), and HUSKY=0, husky's way to skip the hooks, did not skip it."""
+    original = b'#!/usr/bin/env sh\n. "$(dirname -- "$0")/_/husky.sh"\n\necho HUSKY-USER-HOOK >&2\n'
+    commit(repo, "chore: husky", {".husky/_/husky.sh": HUSKY_SH, ".husky/pre-commit": original.decode()})
+    hook = repo / ".husky" / "pre-commit"
+    hook.chmod(0o755)
+    git(repo, "config", "core.hooksPath", ".husky")
+    synced(repo)
+    plant_failure(repo)
+    sync.sync(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    warning = "src/cache.py: `pytest tests/test_cache.py` failed"
+
+    def change(value: str, **env: str) -> str:
+        (repo / "src/cache.py").write_text(f"x = {value}\n", encoding="utf-8")
+        git(repo, "add", "src/cache.py")
+        done = subprocess.run(
+            ["git", "commit", "-q", "-m", value],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    said = change("2")
+    assert said.count(warning) == 1 and said.count("HUSKY-USER-HOOK") == 1, said
+    skipped = change("3", HUSKY="0")
+    assert warning not in skipped and "HUSKY-USER-HOOK" not in skipped, skipped
+    run_cli("-C", str(repo), "hook", "git", "remove")
+    assert hook.read_bytes() == original
+    # A block an older install put above husky's line is moved below it by the next install.
+    hook.write_bytes(
+        b"#!/usr/bin/env sh\n" + git_hooks.render_block("pre-commit", ()) + original.split(b"\n", 1)[1]
+    )
+    assert "Updated" in run_cli("-C", str(repo), "hook", "git", "install").stdout
+    assert change("4").count(warning) == 1
+    run_cli("-C", str(repo), "hook", "git", "remove")
+    assert hook.read_bytes() == original
+
+
+def test_a_hook_saved_with_windows_line_endings_is_named_with_a_fix_that_works(repo: Path) -> None:
+    """`#!/bin/sh\\r`: git cannot run it (every commit fails `cannot run ...: No such file or directory`),
+    and after install, doctor said ok."""
+    path = repo / ".git" / "hooks" / "pre-commit"
+    path.write_bytes(b"#!/bin/sh\r\necho theirs >> foreign.log\r\n")
+    path.chmod(0o755)
+    assert git_commit(repo, "before").returncode != 0
+    done = run_cli("-C", str(repo), "hook", "git", "install")
+    assert "Windows line endings" in done.stderr
+    problem = [c for c in _problems(repo) if "Windows line endings" in c["detail"]]
+    assert problem and "every commit fails" in problem[0]["detail"], problem
+    assert _paste(problem[0]["fix"]).returncode == 0
+    assert (path.stat().st_mode & 0o777) == 0o755
+    after = git_commit(repo, "after")
+    assert after.returncode == 0, after.stderr
+    assert (repo / "foreign.log").read_text(encoding="utf-8") == "theirs\n"
+    assert not [c for c in _problems(repo) if c["area"] == "git"]
+
+
+def test_the_precheck_install_does_not_ask_for_the_auto_sync_hook_it_has(repo: Path) -> None:
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    said = run_cli("-C", str(repo), "hook", "git", "install").stdout
+    assert "nexusmem hook git-post install" not in said and "the auto-sync hook builds it" in said, said

@@ -6,6 +6,7 @@ Thin: parse, call nexusmem.install.git_hooks, print. Registered on the `hook` gr
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -50,6 +51,11 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
             )
         elif result.path.name in git_hooks.SYNC_HOOKS:
             click.echo("No memory in this repository yet: the next commit builds it in the background.")
+        elif git_hooks.status("post-commit", root).installed:
+            click.echo(
+                "No memory in this repository yet, so precheck has nothing to check: the auto-sync hook"
+                " builds it after the next commit (or run `nexusmem sync` now)."
+            )
         else:
             click.echo(
                 "No memory in this repository yet, so precheck has nothing to check:"
@@ -57,15 +63,24 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
             )
 
 
-def _report_status(state: git_hooks.HookState, what: str, verb: str) -> None:
+def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path | None) -> None:
     if not state.installed:
         other = " (another tool's hook is there)" if state.exists else ""
         click.echo(f"{state.name}: not installed{other}: {state.path}")
+        unused = git_hooks.unused(state.name, start)
+        if unused is not None:
+            click.echo(
+                f"  Warning: our block is in {unused.path}, which git does not run (core.hooksPath sends it to"
+                f" {state.path.parent}): `nexusmem hook {verb} install` puts it where git looks,"
+                f" `nexusmem hook {verb} remove` takes it out",
+                err=True,
+            )
         return
     mode = {"created": "our own file", "chained": "chained into an existing hook", "legacy": "wrapping"}
     extra = " --strict" if state.strict else ""
     word = "broken" if state.broken else "installed"
-    click.echo(f"{state.name}: {word}{extra} ({mode.get(state.how or '', '?')}): {state.path}")
+    through = ", run by the pre-commit framework's hook" if state.framework else ""
+    click.echo(f"{state.name}: {word}{extra} ({mode.get(state.how or '', '?')}{through}): {state.path}")
     if state.broken:
         click.echo(f"  {state.broken}; fix: nexusmem hook {verb} install", err=True)
     elif state.fallback:
@@ -74,7 +89,28 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str) -> None:
     else:
         click.echo(f"  runs {what} with {state.command}")
     if not state.executable:
-        click.echo(f"  Warning: {state.path} is not executable, so git does not run it", err=True)
+        runner = "the pre-commit framework" if state.framework else "git"
+        click.echo(f"  Warning: {state.path} is not executable, so {runner} does not run it", err=True)
+    if state.legacy is not None and not state.broken and not os.access(state.legacy, os.X_OK):
+        click.echo(
+            f"  Note: {state.legacy} (the hook it wraps) is not executable, so it does not run (git did not"
+            " run it before either)",
+            err=True,
+        )
+
+
+def _remove(ctx: click.Context, name: str, what: str) -> None:
+    """Take our block out of hook NAME wherever it is: the folder git runs hooks from, and the repository's
+    own hooks folder when core.hooksPath points elsewhere (left there by an earlier install)."""
+    removed = []
+    for directory in git_hooks.hook_dirs(root_of(ctx)):
+        path, changed = git_hooks.remove(name, root_of(ctx), directory)
+        if changed:
+            removed.append(path)
+            click.echo(f"Removed the {what} from {path}.")
+    if not removed:
+        path = git_hooks.hook_file(name, git_hooks.hooks_dir(root_of(ctx)))
+        click.echo(f"No {what} in {path}.")
 
 
 @click.group(name="git")
@@ -121,8 +157,7 @@ def git_remove(ctx: click.Context) -> None:
     Example:
         nexusmem hook git remove
     """
-    path, changed = git_hooks.remove("pre-commit", root_of(ctx))
-    click.echo(f"Removed the precheck hook from {path}." if changed else f"No precheck hook in {path}.")
+    _remove(ctx, "pre-commit", "precheck hook")
 
 
 @git_group.command(name="status")
@@ -136,7 +171,7 @@ def git_status(ctx: click.Context) -> None:
     Example:
         nexusmem hook git status
     """
-    _report_status(git_hooks.status("pre-commit", root_of(ctx)), "precheck", "git")
+    _report_status(git_hooks.status("pre-commit", root_of(ctx)), "precheck", "git", root_of(ctx))
 
 
 @click.group(name="git-post")
@@ -196,8 +231,7 @@ def git_post_remove(ctx: click.Context) -> None:
         nexusmem hook git-post remove
     """
     for name in git_hooks.SYNC_HOOKS:
-        path, changed = git_hooks.remove(name, root_of(ctx))
-        click.echo(f"Removed the auto-sync hook from {path}." if changed else f"No auto-sync hook in {path}.")
+        _remove(ctx, name, "auto-sync hook")
 
 
 @git_post_group.command(name="status")
@@ -213,4 +247,4 @@ def git_post_status(ctx: click.Context) -> None:
         nexusmem hook git-post status
     """
     for name in git_hooks.SYNC_HOOKS:
-        _report_status(git_hooks.status(name, root_of(ctx)), "sync --auto", "git-post")
+        _report_status(git_hooks.status(name, root_of(ctx)), "sync --auto", "git-post", root_of(ctx))

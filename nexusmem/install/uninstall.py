@@ -3,7 +3,9 @@
 What it removes, each exactly as `hook remove` / `hook git remove` / `hook agent remove` would (the files
 byte-identical to before install): the prompt-hook block in every shell's rc file, the agents' command hooks
 (user scope, and each repository's .claude/settings.local.json), and the pre-commit and post-commit blocks in this
-repository (or, with all_projects, in every registered repository). What it only reports: entries for our
+repository (or, with all_projects, in every registered repository): in the folder git runs hooks from, in the
+pre-commit framework's `<hook>.legacy` when `pre-commit install` moved ours there, and in the repository's own
+hooks folder when core.hooksPath points elsewhere. What it only reports: entries for our
 hooks in a `.pre-commit-config.yaml` (a committed file that the user's team shares: we print the lines to
 take out rather than edit it), and the memories themselves (`.nexusmem/` in each repository, `~/.nexusmem`),
 with the command that deletes them. Removing the package itself is the package manager's job.
@@ -107,11 +109,18 @@ def uninstall(start: Path | None, *, all_projects: bool = False, dry_run: bool =
         if present:
             plan.removed.append(Step("agent hook", path, agent_hooks.agent_of(path)))
     for root in roots:
-        for name in git_hooks.HOOK_NAMES:
+        try:
+            # With core.hooksPath set, blocks an earlier install left in the repository's own hooks folder
+            # too (git does not run them now, and would again once core.hooksPath is unset).
+            folders = git_hooks.hook_dirs(root)
+        except NexusMemError as exc:
+            plan.errors.append(str(exc))
+            folders = []
+        for folder, name in [(f, n) for f in folders for n in git_hooks.HOOK_NAMES]:
             try:
-                state = git_hooks.status(name, root)
+                state = git_hooks.status(name, root, folder)
                 if state.installed and not dry_run:
-                    git_hooks.remove(name, root)
+                    git_hooks.remove(name, root, folder)
             except NexusMemError as exc:
                 plan.errors.append(str(exc))
                 continue
