@@ -4,6 +4,7 @@ temp dirs and a private git config."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,10 +24,26 @@ def isolated_home(
     yield home
     # A test that dropped the isolation (`monkeypatch.undo()` undoes it too) ran against the real home.
     for key in ("HOME", "NEXUSMEM_HOME"):
-        value = os.environ.get(key, "")
-        assert value.startswith(str(home)), (
-            f"{key} left the test's home ({value!r}): the real home was at risk"
+        value = os.environ.get(key)
+        assert not _in_real_home(value if value is not None or key == "NEXUSMEM_HOME" else ""), (
+            f"{key} is {value!r} after the test: it ran against the real home"
         )
+
+
+# The home of whoever runs the tests, read before any test isolates itself.
+_REAL_HOME = os.path.realpath(os.environ.get("HOME") or os.path.expanduser("~"))
+
+
+def _in_real_home(value: str | None) -> bool:
+    """Whether VALUE (a HOME or NEXUSMEM_HOME; None: unset) is the real home or inside it."""
+    if value is None:
+        return False  # NEXUSMEM_HOME unset: the isolated HOME's folder
+    if not value:
+        return True
+    if _REAL_HOME in ("/", os.path.realpath(tempfile.gettempdir())):
+        return False  # a CI whose HOME is the temp folder: every test's home is inside it
+    real = os.path.realpath(value)
+    return real == _REAL_HOME or real.startswith(_REAL_HOME + os.sep)
 
 
 @pytest.fixture
