@@ -400,7 +400,10 @@ def test_the_plain_query_path_answers_as_the_click_command(
     # What only click answers: help, usage errors, an empty question, a directory outside any repository.
     assert "Usage:" in run_script("query", "--help", cwd=repo).stdout
     low = run_script("query", "--budget", "10", "cache", cwd=repo)
-    assert low.returncode == 2 and "10 is not in the range x>=50" in low.stderr
+    assert low.returncode == 2 and "10 is not in the range 50<=x<=100000" in low.stderr
+    # Above what MCP and the config's query.budget take: refused the same way (it was accepted).
+    high = run_script("query", "--budget", "999999999999", "cache", cwd=repo)
+    assert high.returncode == 2 and "is not in the range 50<=x<=100000" in high.stderr
     assert run_script("query", "--bogus", "cache", cwd=repo).returncode == 2
     assert run_script("query", "  ", cwd=repo).returncode == 2
     outside = run_script("query", "cache", cwd=elsewhere)

@@ -200,7 +200,12 @@ count. An answer with no good match starts with "No strong match" (--json:
 )
 @repo_option
 @click.argument("text", nargs=-1, required=True)
-@click.option("--budget", type=click.IntRange(min=50), default=None, help="Token budget (default 2000).")
+@click.option(
+    "--budget",
+    type=click.IntRange(50, 100_000),
+    default=None,
+    help="Token budget, 50 to 100000 (default 2000).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (see docs/contracts.md).")
 @click.option(
     "--since",

@@ -121,7 +121,7 @@ def precheck(args: list[str]) -> int | None:
 
 # query's options that take a value and that this parser answers; every other option goes to click.
 _QUERY_VALUES = ("--budget", "--since", "--until", "--as-of", "-C")
-_MIN_BUDGET = 50  # click.IntRange(min=50) on the click command
+_MIN_BUDGET, _MAX_BUDGET = 50, 100_000  # click.IntRange(50, 100000) on the click command
 
 
 def answer(
@@ -206,7 +206,7 @@ def query(args: list[str]) -> int | None:
             budget = int(values["--budget"])
         except ValueError:
             return None
-        if budget < _MIN_BUDGET:
+        if not _MIN_BUDGET <= budget <= _MAX_BUDGET:
             return None
     if not question:
         return None
