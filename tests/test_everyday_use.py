@@ -60,6 +60,11 @@ def test_as_of_before_the_first_recording_says_so(repo: Path) -> None:
     assert "recording time" in early.stdout
     as_json = json.loads(run_cli("-C", str(repo), "query", "--json", "--as-of", "2001-01-01", "retry").stdout)
     assert any("first recording" in n for n in as_json["notes"])  # --json said nothing of it
+    # Earlier the same day as the first recording: the times tell them apart, not the same date twice.
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    if time.time() % 86400 > 120:
+        same_day = run_cli("-C", str(repo), "query", "--as-of", f"{today}T00:00:00Z", "retry budget").stdout
+        assert f"as-of {today}T00:00:00+00:00 is before this memory's first recording ({today}T" in same_day
     later = run_cli("-C", str(repo), "query", "--as-of", "2099-01-01", "retry budget")
     assert "first recording" not in later.stdout and "the retry budget" in later.stdout
     assert "recording time" in run_cli("query", "--help").stdout

@@ -939,8 +939,10 @@ def as_of_note(store: SearchStore, as_of: int | None) -> str | None:
         return None
     from nexusmem import timefmt
 
+    # The same day twice ("as-of 2026-12-04 is before … (2026-12-04)") says nothing: then the times.
+    shown = timefmt.day if timefmt.day(as_of) != timefmt.day(first) else timefmt.iso
     return (
-        f"as-of {timefmt.day(as_of)} is before this memory's first recording ({timefmt.day(first)}): as-of means"
+        f"as-of {shown(as_of)} is before this memory's first recording ({shown(first)}): as-of means"
         " recording time (when a sync stored an item), so nothing was recorded yet"
     )
 
