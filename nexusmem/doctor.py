@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from nexusmem import paths, registry
+from nexusmem import paths, registry, timefmt
 from nexusmem.errors import NexusMemError, RefusedRepositoryError
 from nexusmem.install import agent_hooks, git_hooks, shell_hooks, uninstall
 
@@ -530,6 +530,13 @@ def check_store(root: Path) -> list[Check]:
             checks.append(Check("store", False, f"{db}: {what}", fix))
         elif result == []:
             checks.append(Check("store", True, f"{db}: quick_check ok"))
+        stopped = paths.sync_unfinished(root) if not shape else None
+        if stopped is not None:  # killed (SIGKILL, a machine that went down): no error line was written
+            detail = (
+                f"the last sync (started {timefmt.iso(stopped)}) was stopped before it ended: what it had not"
+                " stored yet is not in memory"
+            )
+            checks.append(Check("store", False, detail, f"nexusmem -C {root} sync"))
         elif result is None:
             detail = f"{db}: quick_check did not finish in {DOCTOR_CHECK_SECONDS:.0f} s (a large store); not checked"
             checks.append(Check("store", True, detail))

@@ -293,3 +293,24 @@ def first_sync_under_way(root: Path) -> bool:
 # How long the post-commit hook's "sync pending" mark counts as a sync about to start (it takes its lock
 # within a second or two; one left by a crash would otherwise say "being built" for ever).
 PENDING_FRESH_SECONDS = 120
+
+
+# Left by a sync while it runs and taken away when it ends (with an error too: that one is reported): a sync
+# killed or interrupted on the way (SIGKILL, Ctrl-C, a machine that went down) leaves it, and `status`,
+# `doctor` and answers say the memory may be incomplete until the next sync ends.
+UNFINISHED_NAME = "sync.unfinished"
+
+
+def sync_unfinished(root: Path) -> int | None:
+    """When the last sync of ROOT's memory was stopped before it ended (its mark is left and no sync holds
+    the run lock): the time it started, epoch ms; else None."""
+    state = state_dir(root)
+    try:
+        started = os.stat(state / UNFINISHED_NAME).st_mtime
+    except OSError:
+        return None
+    from nexusmem.oslock import held
+
+    if held(state / "sync.run.lock"):
+        return None  # a sync is running now
+    return int(started * 1000)

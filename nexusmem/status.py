@@ -70,6 +70,8 @@ def status(project: Project) -> dict[str, Any]:
             "head_moved": head_moved(project.root, git_cursor),
             # The clone was deepened (`git fetch --unshallow`, `--deepen`) since: older commits arrived.
             "deepened": repo.deepened(project.root, git_cursor),
+            # The last sync was stopped before it ended (killed): when it started, else null.
+            "sync_unfinished": iso(paths.sync_unfinished(project.root)),
         }
 
 
@@ -128,6 +130,11 @@ def render(info: dict[str, Any]) -> str:
         lines.append(
             f"auto-sync: the post-commit sync failed at {failed['at']}: {failed['error']}"
             f" (log: {failed['log']}); what was committed since is not in memory: run `nexusmem sync`"
+        )
+    if info.get("sync_unfinished"):
+        lines.append(
+            f"sync: the last sync (started {info['sync_unfinished']}) was stopped before it ended: what it had"
+            " not stored yet is not in memory; run `nexusmem sync`"
         )
     moved = info.get("head_moved")
     if moved:

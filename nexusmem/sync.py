@@ -308,10 +308,29 @@ def exclusive(
                 f"another sync of {root} is still running after {wait:.0f} s; {what} gave up (try again when it"
                 " has finished, or give a longer --wait)"
             ) from None
+    # A sync's mark (paths.UNFINISHED_NAME) stays when it is killed or interrupted (Ctrl-C) on the way; an
+    # error it reports (what the user reads, or the post-commit hook's log) takes it away like an end.
+    mark = state / paths.UNFINISHED_NAME if what == "sync" else None
     try:
-        yield
+        if mark is not None:
+            _leave_mark(mark)
+        try:
+            yield
+        except NexusMemError:
+            if mark is not None:
+                mark.unlink(missing_ok=True)
+            raise
+        if mark is not None:
+            mark.unlink(missing_ok=True)
     finally:
         lock.release()
+
+
+def _leave_mark(mark: Path) -> None:
+    from nexusmem import private
+
+    with contextlib.suppress(OSError):  # a folder that takes no file: the sync still runs
+        private.touch(mark)
 
 
 def catch_up_shell(root: Path) -> int:

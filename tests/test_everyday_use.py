@@ -336,3 +336,39 @@ def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -
     run_cli("-C", str(repo), "sync", "--no-embed")
     (state / "sync.pending").write_text("", encoding="utf-8")  # a later sync about to run: no first build
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is False
+
+
+def test_a_sync_killed_on_the_way_is_said_until_the_next_one_ends(repo: Path) -> None:
+    """A post-commit sync killed with SIGKILL 2.5 s into a first build left 1,193 commits and no docs or diffs,
+    and status, doctor and answers said nothing: it wrote no error line."""
+    import signal
+    import subprocess
+    import sys
+
+    commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    # A real sync's own run lock and mark, then SIGKILL before it ends (no `finally` runs).
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, signal, sys\n"
+            "from nexusmem.sync import exclusive\n"
+            "with exclusive(__import__('pathlib').Path(sys.argv[1]), 0, None):\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n",
+            str(repo),
+        ],
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL
+    said = "was stopped before it ended: what it had not stored yet is not in memory"
+    status = run_cli("-C", str(repo), "status").stdout
+    assert "sync: the last sync (started 20" in status and said in status
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["sync_unfinished"]
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert said in doctor and f"nexusmem -C {repo} sync" in doctor
+    notes = json.loads(run_cli("-C", str(repo), "query", "--json", "retry budget").stdout)["notes"]
+    assert any(said in n for n in notes)
+    run_cli("-C", str(repo), "sync", "--no-embed")  # the next sync ends: nothing more to say
+    assert said not in run_cli("-C", str(repo), "status").stdout
+    assert not json.loads(run_cli("-C", str(repo), "query", "--json", "retry budget").stdout)["notes"]

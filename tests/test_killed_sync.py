@@ -84,6 +84,14 @@ def test_sigkill_at_any_point_leaves_a_whole_store(tmp_path: Path) -> None:
         v for k, v in full.items() if not k.startswith("_")
     )
     assert counts(db) == full
+    assert (
+        json.loads(
+            subprocess.run(
+                [console_script(), "status", "--json"], cwd=repo, capture_output=True, text=True
+            ).stdout
+        )["sync_unfinished"]
+        is None
+    )  # said while a killed sync was the last; not once one ended
 
 
 @pytest.mark.slow
@@ -118,6 +126,8 @@ def test_ctrl_c_during_a_sync_exits_130_and_the_next_sync_finishes(tmp_path: Pat
     assert err.strip().endswith("Aborted!"), err
     assert "Traceback" not in err
     counts(db)  # integrity_check: whole
+    status = subprocess.run([console_script(), "status"], cwd=repo, capture_output=True, text=True).stdout
+    assert "was stopped before it ended" in status, status  # the memory is incomplete: status says so
     again = subprocess.run(
         [console_script(), "sync", "--json", "--no-embed", *extra], cwd=repo, capture_output=True, text=True
     )

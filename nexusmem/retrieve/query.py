@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nexusmem import authors, resolved, timefmt
+from nexusmem import authors, paths, resolved, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
@@ -1570,6 +1570,9 @@ def run(
     moved = head_note(store, root)
     if moved:
         result.notes.append(moved)
+    stopped = unfinished_note(root)
+    if stopped:
+        result.notes.append(stopped)
     if found.terms.dropped:
         result.notes.append(
             f"searched the {len(found.terms.counted)} rarest known words of the question"
@@ -1655,6 +1658,18 @@ def head_note(store: SearchStore, root: Path | None) -> str | None:
 
     moved = synced_head.head_moved(root, cursor("git"))
     return None if moved is None else f"{synced_head.moved_text(moved)} (an agent: the sync_project tool)"
+
+
+def unfinished_note(root: Path | None) -> str | None:
+    """The note when the last sync of ROOT's memory was stopped before it ended (killed: paths.sync_unfinished);
+    None otherwise (one stat when it was not)."""
+    started = None if root is None else paths.sync_unfinished(root)
+    if started is None:
+        return None
+    return (
+        f"the last sync (started {timefmt.iso(started)}) was stopped before it ended: what it had not stored"
+        " yet is not in memory; run `nexusmem sync` (an agent: the sync_project tool)"
+    )
 
 
 def syncing(db: Path) -> bool:
