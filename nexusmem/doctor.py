@@ -530,13 +530,6 @@ def check_store(root: Path) -> list[Check]:
             checks.append(Check("store", False, f"{db}: {what}", fix))
         elif result == []:
             checks.append(Check("store", True, f"{db}: quick_check ok"))
-        stopped = paths.sync_unfinished(root) if not shape else None
-        if stopped is not None:  # killed (SIGKILL, a machine that went down): no error line was written
-            detail = (
-                f"the last sync (started {timefmt.iso(stopped)}) was stopped before it ended: what it had not"
-                " stored yet is not in memory"
-            )
-            checks.append(Check("store", False, detail, f"nexusmem -C {root} sync"))
         elif result is None:
             detail = f"{db}: quick_check did not finish in {DOCTOR_CHECK_SECONDS:.0f} s (a large store); not checked"
             checks.append(Check("store", True, detail))
@@ -557,6 +550,13 @@ def check_store(root: Path) -> list[Check]:
         else:
             detail = f"{db}: quick_check found {'; '.join(result[:3])}"
             checks.append(Check("store", False, detail, _rebuild_damaged(root, db)))
+        stopped = paths.sync_unfinished(root) if all(c.ok for c in checks) else None
+        if stopped is not None:  # killed or interrupted (SIGKILL, Ctrl-C): no error line was written
+            detail = (
+                f"the last sync (started {timefmt.iso(stopped)}) was stopped before it ended: what it had not"
+                " stored yet is not in memory"
+            )
+            checks.append(Check("store", False, detail, f"nexusmem -C {root} sync"))
     except Exception as exc:  # a file that is not a database at all
         checks.append(Check("store", False, f"{db}: cannot be read ({exc})", _rebuild_damaged(root, db)))
     folders = [state, paths.user_dir()]

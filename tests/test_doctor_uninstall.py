@@ -54,6 +54,14 @@ def tighten(repo: Path) -> None:
             path.chmod(0o600)
 
 
+def paste(fix: str) -> None:
+    """Run a fix doctor printed as a user pastes it into a shell (`nexusmem` found beside this Python)."""
+    bin_dir = os.path.dirname(sys.executable)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    pasted = subprocess.run(fix, shell=True, env=env, capture_output=True, text=True)
+    assert pasted.returncode == 0, pasted.stderr
+
+
 def test_doctor_reports_each_planted_problem_with_its_fix_and_passes_once_fixed(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,10 +126,7 @@ def test_doctor_flags_a_corrupt_store(repo: Path) -> None:
     assert store[0]["fix"].startswith(f"mv {db} {db}.damaged && {{ mv {db}-wal {db}.damaged-wal;")
     assert store[0]["fix"].endswith(f"; nexusmem -C {repo} sync")
     # The printed fix, pasted as a user would, works (it said `sync --rebuild`, which fails on that file).
-    bin_dir = os.path.dirname(sys.executable)  # where `nexusmem` is installed beside this Python
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    pasted = subprocess.run(str(store[0]["fix"]), shell=True, env=env, capture_output=True, text=True)
-    assert pasted.returncode == 0, pasted.stderr
+    paste(str(store[0]["fix"]))
     tighten(repo)
     code, report = doctor_json(repo)
     assert code == 0, report
@@ -453,10 +458,7 @@ def test_a_failed_post_commit_sync_on_a_damaged_store_gets_the_fix_that_works(re
     store = [c for c in report["checks"] if c["area"] == "store" and not c["ok"]]  # type: ignore[union-attr]
     assert code == 1 and failed and store, report
     assert failed[0]["fix"] == store[0]["fix"] and "memory.db.damaged" in failed[0]["fix"]
-    bin_dir = os.path.dirname(sys.executable)
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    pasted = subprocess.run(str(failed[0]["fix"]), shell=True, env=env, capture_output=True, text=True)
-    assert pasted.returncode == 0, pasted.stderr
+    paste(str(failed[0]["fix"]))
     tighten(repo)
     code, report = doctor_json(repo)
     assert code == 0, report
@@ -472,10 +474,7 @@ def test_a_registered_project_whose_memory_db_was_deleted_is_rebuilt_not_forgott
     gone = [c for c in report["checks"] if c["area"] == "registry" and not c["ok"]]  # type: ignore[union-attr]
     assert gone and "no memory any more" in gone[0]["detail"], report
     assert gone[0]["fix"] == f"nexusmem -C {repo} sync"
-    bin_dir = os.path.dirname(sys.executable)
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    pasted = subprocess.run(str(gone[0]["fix"]), shell=True, env=env, capture_output=True, text=True)
-    assert pasted.returncode == 0, pasted.stderr
+    paste(str(gone[0]["fix"]))
     assert (repo / ".nexusmem" / "memory.db").exists()
     tighten(repo)
     code, report = doctor_json(repo)
