@@ -305,6 +305,30 @@ def _is_this_nexusmem(command: str) -> bool:
     return os.path.abspath(command) == os.path.abspath(here)
 
 
+_STARTS: dict[str, str | None] = {}
+
+
+def _cannot_start(command: str) -> str | None:
+    """Why COMMAND (another install's console script) does not start (`--version` fails: an editable
+    install whose source moved, a package removed from under its script); None when it starts. Asked once
+    per command."""
+    if command not in _STARTS:
+        import subprocess
+
+        try:
+            done = subprocess.run(
+                [command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _STARTS[command] = type(exc).__name__
+        else:
+            last = (done.stderr.strip().splitlines() or [""])[-1][:160]
+            _STARTS[command] = (
+                None if done.returncode == 0 else f"exit {done.returncode}: {last}".rstrip(": ")
+            )
+    return _STARTS[command]
+
+
 def _auto_sync_check(root: Path, store_fix: str | None) -> list[Check]:
     """A post-commit sync that failed, with nothing synced since: the commits since are not in memory. Its
     fix is a sync, or STORE_FIX when check_store found the store needs one first (a sync fails on a damaged
@@ -376,8 +400,14 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
             checks.append(Check("git", False, detail, f"chmod +x {shlex.quote(str(state.path))}"))
         elif state.command and not _is_this_nexusmem(state.command):
             # An install left by an older release at another path: it runs that one's code (its old bugs,
-            # and an error once this one has moved the store to a newer schema).
-            detail = f"{name}: runs another NexusMem ({state.command}), not this one"
+            # and an error once this one has moved the store to a newer schema), or, moved or half removed,
+            # nothing at all (the script is there, the package it imports is not).
+            why = _cannot_start(state.command)
+            detail = (
+                f"{name}: runs {state.command}, which cannot start ({why}): the hook does nothing"
+                if why
+                else f"{name}: runs another NexusMem ({state.command}), not this one"
+            )
             checks.append(Check("git", False, detail, fix))
         else:
             through = (

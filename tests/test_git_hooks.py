@@ -171,6 +171,10 @@ def test_strict_hook_refuses_a_commit_with_an_unresolved_failure(repo: Path) -> 
     git(repo, "reset", "-q", "src/cache.py")
     git(repo, "add", "README.md")
     assert git_commit(repo, "docs").returncode == 0  # nothing known against README.md
+    # `hook git install` (what doctor's fixes say) over the strict hook relaxes it: no longer silently.
+    relaxed = run_cli("-C", str(repo), "hook", "git", "install")
+    assert "it was --strict and now only warns (install with --strict" in relaxed.stderr
+    assert not git_hooks.status("pre-commit", repo).strict
 
 
 @pytest.mark.slow

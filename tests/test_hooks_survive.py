@@ -136,6 +136,35 @@ def test_moved_install_falls_back_to_the_nexusmem_on_path(memory_repo: Path, tmp
     assert "skipped" not in done.stderr
 
 
+def test_an_install_that_cannot_start_never_refuses_a_strict_commit(
+    memory_repo: Path, tmp_path: Path
+) -> None:
+    """An editable install whose source moved: the pinned script is there, the package it imports is not.
+    Python's own exit 1 read as "precheck found something", so a --strict hook refused every commit."""
+    repo = memory_repo
+    venv = tmp_path / "editable-venv"
+    script = throwaway_install(venv)
+    subprocess.run(
+        [str(script), "-C", str(repo), "hook", "git", "install", "--strict"], env=run_env(BARE_PATH), check=True,
+        capture_output=True,
+    )  # fmt: skip
+    next(venv.glob("lib/python*/site-packages/this_checkout.pth")).unlink()  # the source moved away
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")  # its test failed: a strict refusal
+    git(repo, "add", "src/cache.py")
+    on_path = f"{Path(sys.executable).parent}:{BARE_PATH}"
+    done = git_commit(repo, "change", on_path)
+    assert done.returncode == 0, done.stderr
+    assert f"nexusmem: precheck did not run ({script} exited 1)" in done.stderr
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert f"pre-commit: runs {script}, which cannot start (exit 1: ModuleNotFoundError" in doctor, doctor
+    # Repaired (pinned to the nexusmem that runs), the strict hook refuses as before.
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    refused = git_commit(repo, "change again", BARE_PATH)
+    assert refused.returncode == 1 and "commit refused (--strict)" in refused.stderr
+
+
 def test_a_block_from_an_older_version_whose_body_is_gone_is_broken_and_repaired(repo: Path) -> None:
     """Older versions ran `/bin/sh .../_data/hooks/pre-commit`; with that file gone every commit failed."""
     gone = "/nonexistent/site-packages/nexusmem/_data/hooks/pre-commit"
@@ -155,6 +184,24 @@ def test_a_block_from_an_older_version_whose_body_is_gone_is_broken_and_repaired
     assert git_commit(repo, "repaired", BARE_PATH).returncode == 0
     run_cli("-C", str(repo), "hook", "git", "remove")
     assert not hook.exists()
+
+
+def test_an_older_post_commit_block_whose_body_is_gone_does_not_fail_commits(repo: Path) -> None:
+    """doctor and `hook git-post install` said "every commit fails" of a post-commit block whose body is gone:
+    git ignores a post-commit hook's status; what fails is the memory's update."""
+    gone = "/nonexistent/site-packages/nexusmem/_data/hooks/post-commit"
+    hook = repo / ".git" / "hooks" / "post-commit"
+    hook.write_text(
+        f"#!/bin/sh\n# >>> nexusmem post-commit hook >>> {git_hooks.HOOK_ID} created-file\n"
+        f"NEXUSMEM_BIN='/nonexistent/bin/nexusmem' /bin/sh '{gone}'\n"
+        "# <<< nexusmem post-commit hook <<<\n",
+        encoding="utf-8",
+    )
+    hook.chmod(0o755)
+    assert git_commit(repo, "old hook", BARE_PATH).returncode == 0
+    state = git_hooks.status("post-commit", repo)
+    assert state.broken and "each commit prints an error and memory is no longer updated" in state.broken
+    assert "every commit fails" not in state.broken
 
 
 def test_post_commit_in_a_repo_without_memory_builds_it_once(repo: Path) -> None:

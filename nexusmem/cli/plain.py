@@ -80,7 +80,16 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
             _say(
                 f"nexusmem precheck: {len(result.findings)} warning(s) for {len(result.files)} file(s) ({advice})"
             )
-    return 1 if strict and result.findings else 0
+    return refusal_code() if strict and result.findings else 0
+
+
+def refusal_code() -> int:
+    """The exit code of a --strict refusal: 1, or the one the pre-commit hook asks for in NEXUSMEM_REFUSE_EXIT
+    (so that a nexusmem that cannot start, exiting 1 from Python itself, is never taken for a refusal)."""
+    import os
+
+    asked = os.environ.get("NEXUSMEM_REFUSE_EXIT", "")
+    return int(asked) if asked.isdigit() and 1 <= int(asked) <= 125 else 1
 
 
 def precheck(args: list[str]) -> int | None:

@@ -451,9 +451,14 @@ def _refresh(
         return InstallResult(path, False, "unchanged")
     command, _ok, broken, fallback = _diagnose(data[start:end].decode("utf-8", "replace"))
     _write_bytes(path, new, path.stat().st_mode & 0o7777)
+    # `hook git install` (the fix doctor prints) over a --strict block: it is advisory now, and says so.
+    relaxed = FLAG_STRICT in old_flags and FLAG_STRICT not in flags
+    warning = "it was --strict and now only warns (install with --strict to keep refusing commits)"
     if broken or fallback:
-        return InstallResult(path, True, "repaired", was_broken=broken or f"{command} was gone")
-    return InstallResult(path, True, "updated")
+        return InstallResult(
+            path, True, "repaired", warning if relaxed else None, was_broken=broken or f"{command} was gone"
+        )
+    return InstallResult(path, True, "updated", warning if relaxed else None)
 
 
 def _install_legacy(name: str, path: Path, flags: list[str]) -> InstallResult:
@@ -550,14 +555,20 @@ def _diagnose_command(block: str) -> tuple[str | None, bool, str | None, str | N
             return command, False, None, fallback
         return command, False, f"{command} is gone and no nexusmem is on PATH: the hook skips itself", None
     # An older block ran a body file inside the install (NEXUSMEM_BIN=... /bin/sh 'body'); when that file
-    # is gone /bin/sh cannot open it and every commit fails.
+    # is gone /bin/sh cannot open it: every commit fails (pre-commit), or each commit prints that error and
+    # memory is no longer updated (a sync hook, whose status git ignores).
     marker = "NEXUSMEM_BIN='"
     at = block.find(marker)
     old: str | None = _unquote(block, at + len(marker) - 1) if at >= 0 else None
     body_at = block.find("/bin/sh '")
     body = _unquote(block, body_at + len("/bin/sh ")) if body_at >= 0 else None
     if body is not None and not Path(body).is_file():
-        return old, False, f"it runs {body}, which is gone: every commit fails", None
+        effect = (
+            "every commit fails"
+            if block.startswith(_begin("pre-commit").decode())
+            else "each commit prints an error and memory is no longer updated"
+        )
+        return old, False, f"it runs {body}, which is gone: {effect}", None
     if old is not None and not os.access(old, os.X_OK):
         return old, False, f"{old} is gone: the hook does nothing", None
     return old, True, None, None
