@@ -277,7 +277,14 @@ def _has_password(url: str) -> bool:
 # A URL counts whether or not the setting that uses it is on: a command can use it for one run
 # (`stale --check-contradictions`, `scan-session`).
 _URL_KEYS = ("embedding.url", "contradictions.url", "sources.session.url", "team.url")
-_OPT_INS = ("sources.conversation.enabled", "sources.github.enabled")
+# What a team store is sent widens with these (the user's shell commands, the agents' transcripts): with the
+# user's own NEXUSMEM_TEAM_URL set, a repository's config must not turn them on either.
+_OPT_INS = (
+    "sources.conversation.enabled",
+    "sources.github.enabled",
+    "team.shareShell",
+    "team.shareConversations",
+)
 
 
 def _get(cfg: dict[str, Any], dotted: str) -> Any:
@@ -287,28 +294,77 @@ def _get(cfg: dict[str, Any], dotted: str) -> Any:
     return value
 
 
-def _off_machine(url: str) -> bool:
-    """Whether URL names a host other than this machine's loopback: `localhost` or a loopback address
-    written as one (127.0.0.1, ::1); a socket path or no host is local. A name that merely starts with
-    "127." is a name, resolved anywhere."""
+def _local_host(host: str) -> bool:
+    """Whether HOST (as a URL or libpq names it) is this machine: no host (libpq's default socket), a unix
+    socket's directory (/run/postgresql) or abstract name (@name), `localhost`, or a loopback address written
+    as one (127.0.0.1, ::1). A name that merely starts with "127." is a name, resolved anywhere."""
     import ipaddress
+
+    host = host.strip().lower()
+    if host in ("", "localhost") or host.startswith(("/", "@")):
+        return True
+    try:
+        return ipaddress.ip_address(host.removeprefix("[").removesuffix("]")).is_loopback
+    except ValueError:
+        return False
+
+
+_PG_SCHEMES = ("postgresql", "postgres")
+
+
+def _pg_hosts(url: str) -> tuple[list[str], str | None]:
+    """(every host the PostgreSQL URL names, what makes its hosts unknowable or None). libpq connects to the
+    hosts of the authority (several, comma-separated) and of the `host=` and `hostaddr=` parameters (which
+    win over it); `service=` (and `servicefile=`) take them from a pg_service.conf, and a `dbname` that is
+    itself a connection string could name others: those cannot be judged here."""
+    from urllib.parse import parse_qsl, unquote
+
+    _scheme, _, rest = url.strip().partition("://")
+    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    netloc, tail = rest[:cut], rest[cut:]
+    path, _, query = tail.partition("?")
+    hosts: list[str] = []
+    for item in netloc.rpartition("@")[2].split(","):
+        if item.startswith("["):
+            end = item.find("]")
+            if end < 0:
+                return hosts, "an unclosed [ in its hosts"
+            hosts.append(item[1:end])
+        else:
+            hosts.append(unquote(item.partition(":")[0]))
+    dbnames = [unquote(path.removeprefix("/"))]
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key in ("host", "hostaddr"):
+            hosts += value.split(",")
+        elif key in ("service", "servicefile") and value:
+            return hosts, f"{key}={value}"
+        elif key == "dbname":
+            dbnames.append(value)
+    if any("=" in name or "://" in name for name in dbnames):
+        return hosts, "a dbname that is a connection string"
+    return hosts, None
+
+
+def _off_machine(url: str) -> bool:
+    """Whether URL names a host other than this machine's loopback (_local_host); a PostgreSQL URL's every
+    host counts (_pg_hosts), and one whose hosts cannot be judged is off the machine."""
     from urllib.parse import urlsplit
 
+    text = url.strip()
+    if text.partition("://")[0].lower() in _PG_SCHEMES:
+        hosts, unknown = _pg_hosts(text)
+        return unknown is not None or not all(_local_host(h) for h in hosts)
     try:
-        host = (urlsplit(url.strip()).hostname or "").lower()
+        host = urlsplit(text).hostname or ""
     except ValueError:
         return True
-    if host in ("", "localhost"):
-        return False
-    try:
-        return not ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return True
+    return not _local_host(host)
 
 
 def reaching_out(cfg: dict[str, Any]) -> dict[str, Any]:
     """CFG's settings that reach beyond this repository ({dotted key: value}): a URL off this machine that a
-    setting in use would send memory to, or a source that reads beyond the repository turned on."""
+    setting in use would send memory to, or a source that reads beyond the repository (or a kind shared with
+    the team store) turned on."""
     found: dict[str, Any] = {}
     for key in _URL_KEYS:
         url = _get(cfg, key)
@@ -333,14 +389,22 @@ def without(cfg: dict[str, Any], keys: Any) -> dict[str, Any]:
 
 
 def shown(key: str, value: Any) -> str:
-    """KEY=VALUE for a message: a URL as its scheme and host only (a path or query may hold a token)."""
+    """KEY=VALUE for a message: a URL as its scheme and hosts only (a path or query may hold a token); a
+    PostgreSQL URL with every host it names (the host= and hostaddr= parameters too) or what hides them."""
     if isinstance(value, str):
         from urllib.parse import urlsplit
 
+        text = value.strip()
+        scheme = text.partition("://")[0].lower()
         try:
-            parts = urlsplit(value)
-            port = f":{parts.port}" if parts.port else ""
-            value = f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else "(a URL)"
+            if scheme in _PG_SCHEMES:
+                hosts, unknown = _pg_hosts(text)
+                named = ",".join(h for h in dict.fromkeys(hosts) if h) or "(no host)"
+                value = f"{scheme}://{named}" + (f" ({unknown})" if unknown else "")
+            else:
+                parts = urlsplit(text)
+                port = f":{parts.port}" if parts.port else ""
+                value = f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else "(a URL)"
         except ValueError:
             value = "(a URL)"
     return f"{key}={json.dumps(value) if not isinstance(value, str) else value}"

@@ -99,8 +99,9 @@ def uninstall_cmd(ctx: click.Context, all_projects: bool, dry_run: bool) -> None
 def trust_cmd(ctx: click.Context, revoke: bool) -> None:
     """Use this repository's config.json settings that reach beyond it.
 
-    A server off this machine (embedding.url, team.url, contradictions.url, sources.session.url) and the
-    sources that read beyond the repository (sources.conversation, sources.github) are used only from a
+    A server off this machine (embedding.url, team.url, contradictions.url, sources.session.url), the
+    sources that read beyond the repository (sources.conversation, sources.github) and what widens what a
+    team store is sent (team.shareShell, team.shareConversations) are used only from a
     .nexusmem/ that NexusMem made on this machine and whose config.json git does not track: a repository
     can bring a config of its own (in an archive, or force-added and brought by a pull). Run this after
     reading .nexusmem/config.json to use the settings it lists as they are now.
