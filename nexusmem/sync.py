@@ -489,7 +489,7 @@ def sync(
             backfill = reason is not None
             if backfill:
                 commits = store.counts_by_kind().get("git_commit", 0)
-                why = {"scrub": "after a scrub", "forget": "after a user-wide or team forget"}.get(
+                why = {"scrub": "after a scrub", "forget": "after a forget"}.get(
                     reason or "", "after an upgrade"
                 )
                 message = f"git: deriving the change words of the {commits} commit(s) already in memory (once, {why})"
@@ -603,7 +603,12 @@ def sync(
             from nexusmem.structure import scan as structure
 
             try:
-                summary.structure = structure.run(project.root, store, project.config)
+                summary.structure = structure.run(
+                    project.root,
+                    store,
+                    project.config,
+                    denied=(lambda text: deny.which([text]) is not None) if deny else None,
+                )
             except NexusMemError as exc:  # git failed: the structure is advice, never a failed sync
                 if log:
                     log(f"structure: skipped ({exc})")

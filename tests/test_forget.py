@@ -520,3 +520,88 @@ def test_forget_as_a_real_process(repo: Path, isolated_home: Path) -> None:
     assert holds(repo, VALUE) == []
     usage = run_script("forget", cwd=repo)
     assert usage.returncode == 2
+
+
+def test_a_value_in_a_file_name_leaves_the_import_structure_for_good(repo: Path, isolated_home: Path) -> None:
+    # The value is a file's name: it sits in the import structure's paths and specifiers as well as in nodes.
+    commit(repo, "init", {"util.js": "module.exports = 1\n"})
+    commit(
+        repo,
+        "use helper",
+        {"zorro7719helper.js": "module.exports = 2\n", "util.js": "const z = require('./zorro7719helper')\n"},
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert holds(repo, "zorro7719helper")
+    out = run_cli("-C", str(repo), "forget", "zorro7719helper", "--yes").output
+    assert "verified: the value is in none" in out and "WARNING" not in out, out
+    assert holds(repo, "zorro7719helper") == []
+    # the next syncs' structure pass reads the files again through the deny-list
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed")
+    assert holds(repo, "zorro7719helper") == []
+    from nexusmem import project
+
+    with project.load(repo).open_store(readonly=True) as store:
+        assert "util.js" in store.import_blobs()  # the rest of the structure is back
+
+
+def test_a_regex_or_imported_entry_clears_the_change_words_too(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    commit(repo, "init", {"util.js": "module.exports = 1\n"})
+    commit(repo, "add api client", {"api.js": "const api = 'https://vault9.skunkworks-internal.net/v1'\n"})
+    git(tmp_path, "clone", "-q", str(repo), str(tmp_path / "clone"))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "add api client" in [it["title"] for it in query_json(repo, "skunkworks")["items"]]
+    out = run_cli("-C", str(repo), "forget", "--regex", r"skunkworks-internal\.net", "--yes").output
+    assert "change words" in out
+    assert query_json(repo, "skunkworks")["items"] == []  # at once, not only after the next sync
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert query_json(repo, "skunkworks")["items"] == []
+    assert [it["title"] for it in query_json(repo, "vault9")["items"]] == []
+    # an imported entry holds only a hash: the words go the same way
+    export = tmp_path / "deny.json"
+    run_cli("-C", str(repo), "forget", "orcapass4417zz", "--yes")
+    run_cli("-C", str(repo), "forget", "--export", str(export))
+    clone = tmp_path / "clone"
+    commit(clone, "add pw lookup", {"pw.js": "const pw = lookup('orcapass4417zz')\n"})
+    run_cli("-C", str(clone), "sync", "--no-embed")
+    assert "add pw lookup" in [it["title"] for it in query_json(clone, "orcapass4417zz")["items"]]
+    run_cli("-C", str(clone), "forget", "--import", str(export), "--yes")
+    assert query_json(clone, "orcapass4417zz")["items"] == []
+    run_cli("-C", str(clone), "sync", "--no-embed")
+    assert query_json(clone, "orcapass4417zz")["items"] == []
+    assert holds(clone, "orcapass4417zz") == []
+
+
+def test_forget_reaches_the_change_words_of_a_scrub_backup(repo: Path, isolated_home: Path) -> None:
+    commit(repo, "init", {"util.js": "module.exports = 1\n"})
+    commit(repo, "add pw lookup", {"pw.js": "const pw = lookup('orcapass4417zz')\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    from nexusmem import project
+
+    proj = project.load(repo)
+    with proj.open_store() as store, store.transaction():  # what an older release stored: scrub's work
+        store.upsert([shell_node(f"echo {secret}", 1_700_000_000_000, project=proj.id, key="old")])
+    run_cli("-C", str(repo), "scrub")
+    (backup,) = (repo / ".nexusmem").glob("memory.db.pre-scrub-*.bak")
+    assert b"orcapass4417zz" in backup.read_bytes()
+    out = run_cli("-C", str(repo), "forget", "orcapass4417zz", "--yes").output
+    assert "also removed from 1 scrub backup(s)" in out and "verified" in out, out
+    assert b"orcapass4417zz" not in backup.read_bytes()
+
+
+def test_forget_names_the_table_that_still_holds_the_value(repo: Path, isolated_home: Path) -> None:
+    commit(repo, "feat: v1", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    from nexusmem import project
+
+    with project.load(repo).open_store() as store, store.transaction():
+        # a table forget does not clean (made up: a release named after the value)
+        store.replace_releases([("v1-Zebracorn-Quux-4417", "1.0.0", "0" * 40, 1)])
+    out = run_cli("-C", str(repo), "forget", VALUE, "--yes").output
+    assert "WARNING: the value is still in the database files:" in out
+    assert "  - memory.db: releases" in out and "another process" not in out
+    data = json.loads(run_cli("-C", str(repo), "forget", VALUE, "--yes", "--json").stdout)
+    assert data["verified_absent"] is False and data["still_in"] == ["memory.db: releases"]

@@ -203,6 +203,15 @@ def forget_cmd(
         )
     if report.rekeyed:
         click.echo(f"re-keyed {report.rekeyed} older salted-hash entr(ies) with your deny-list key")
+    if report.words_pending:
+        click.echo(
+            "change words: the next sync derives every commit's again without the value"
+            + (f" ({report.words_cleared} commit(s) lost theirs now)" if report.words_cleared else "")
+        )
+    if report.imports_cleared:
+        click.echo(
+            "import structure: dropped (a path or import held the value); the next sync reads it again"
+        )
     if report.backups:
         click.echo(f"also removed from {report.backups} scrub backup(s)")
     for name in report.skipped_links:
@@ -221,8 +230,10 @@ def forget_cmd(
                 echo_human(f"  - {other}")
         else:
             click.echo("other projects: none registered; any project is cleaned at its next sync")
-    elif report.verified_absent is False:
-        click.echo("WARNING: the value is still in the database files (another process may hold them open)")
+    if report.verified_absent is False:
+        click.echo("WARNING: the value is still in the database files:")
+        for where in report.still_in:
+            echo_human(f"  - {where}")
     if not report.checkpointed:
         click.echo(
             "WARNING: a reader kept the WAL from being truncated; run the command again once it is done"

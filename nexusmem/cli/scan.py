@@ -133,8 +133,13 @@ def scan_structure(ctx: click.Context, limit: int, as_json: bool) -> None:
     proj = project_mod.load(root_of(ctx), require_init=False)
     max_bytes = int(proj.config.get("structure", {}).get("maxFileBytes", 1_000_000))
     if project_mod.is_initialised(proj.root):
+        from nexusmem.hygiene.denylist import Matcher, load_global
+        from nexusmem.hygiene.forget import stored_entries
+
         with proj.open_store() as store:
-            plan = structure.plan(proj.root, store, max_bytes)
+            deny = Matcher([*stored_entries(store), *load_global()])  # what the next sync leaves out
+            denied = (lambda text: deny.which([text]) is not None) if deny else None
+            plan = structure.plan(proj.root, store, max_bytes, denied)
     else:
         plan = structure.plan(proj.root, structure.Nothing(), max_bytes)
     changes = [("+", a, b) for a, b in sorted(plan.add)] + [("-", a, b) for a, b in sorted(plan.remove)]

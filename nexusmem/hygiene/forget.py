@@ -6,10 +6,11 @@ Four things happen on `forget --yes`, in this order:
    source, including a `sync --rebuild` re-reading the append-only shell log;
 2. every stored node whose title, body, ref or meta contains the value is deleted with SQLite's
    secure_delete on (FTS5 'secure-delete' is set on both full-text indexes by migration 4), its vectors,
-   trigram rows, links and contradiction judgments with it, leaving a tombstone of ids and counts;
+   trigram rows, links and contradiction judgments with it, leaving a tombstone of ids and counts; what
+   the store derives from text goes too (_clear_derived: change words, the import structure);
 3. the hooks' shell log is rewritten without the lines containing it (unless --keep-log);
 4. the database is purged: full-text indexes merged, VACUUM, WAL checkpointed and truncated; for a literal
-   value the files are then read back to prove the bytes are gone;
+   value the files are then read back to prove the bytes are gone (or to name the table still holding them);
 5. the copies that hold it too are reached: each `scrub` backup (memory.db.pre-scrub-*.bak) gets the same
    deletion and purge, the bash hook's scratch files are zeroed (live shells) or deleted (exited ones), and
    a temp copy of the log left by a killed older forget is wiped. Nothing is followed through a symbolic
@@ -69,6 +70,10 @@ class Removal:
     checkpointed: bool = True
     verified_absent: bool | None = None  # literal values only: the files were read back
     words_cleared: int = 0  # commits whose change words held the value's pieces
+    words_pending: bool = False  # a regex or imported entry: the next sync derives every commit's words again
+    imports_cleared: bool = False  # the import structure named it: dropped, read again by the next sync
+    # where the read-back found it ("memory.db: import_files")
+    still_in: list[str] = field(default_factory=list)
     notes_cleared: int = 0  # nodes whose lent text (a changelog entry's, a thread's) held it
     pattern_kept: bool = False  # a regex entry stores its pattern in clear
     backups: int = 0  # scrub backups that held it and were cleaned
@@ -91,6 +96,10 @@ class Removal:
             "checkpointed": self.checkpointed,
             "verified_absent": self.verified_absent,
             "notes_cleared": self.notes_cleared,
+            "words_cleared": self.words_cleared,
+            "words_pending": self.words_pending,
+            "imports_cleared": self.imports_cleared,
+            "still_in": self.still_in,
             "pattern_kept": self.pattern_kept,
             "backups": self.backups,
             "skipped_links": self.skipped_links,
@@ -115,20 +124,23 @@ def stored_entries(store: Store) -> list[Entry]:
     return [entry_from_json(row, str(row["scope"])) for row in store.deny_entries()]
 
 
-def _matches(store: Store, entries: Sequence[Entry]) -> list[tuple[int, str, str, str, Entry]]:
-    """(seq, id, kind, title, first matching entry) of every stored node an entry matches."""
+Row = tuple[int, str, str, str, Entry, str]
+
+
+def _matches(store: Store, entries: Sequence[Entry]) -> list[Row]:
+    """(seq, id, kind, title, first matching entry, group) of every stored node an entry matches."""
     matcher = Matcher(entries)
-    found: list[tuple[int, str, str, str, Entry]] = []
+    found: list[Row] = []
     if not matcher:
         return found
-    for seq, node_id, kind, title, ref, body, meta, _hash, _grp in store.iter_texts():
+    for seq, node_id, kind, title, ref, body, meta, _hash, grp in store.iter_texts():
         try:
             meta_value = json.loads(meta) if meta else {}
         except ValueError:
             meta_value = meta
         entry = matcher.which(node_fields(title, body, ref, meta_value))
         if entry is not None:
-            found.append((int(seq), str(node_id), str(kind), str(title), entry))
+            found.append((int(seq), str(node_id), str(kind), str(title), entry, str(grp or "")))
     return found
 
 
@@ -138,16 +150,16 @@ def value_words(value: str) -> list[str]:
     return sorted({w.lower() for w in identifiers(value) if len(w) >= 3})
 
 
-def _kinds(rows: Sequence[tuple[int, str, str, str, Entry]]) -> dict[str, int]:
+def _kinds(rows: Sequence[Row]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for _seq, _id, kind, _title, _entry in rows:
+    for _seq, _id, kind, _title, _entry, _grp in rows:
         counts[kind] = counts.get(kind, 0) + 1
     return dict(sorted(counts.items()))
 
 
-def _delete(store: Store, rows: Sequence[tuple[int, str, str, str, Entry]], reason: str) -> int:
+def _delete(store: Store, rows: Sequence[Row], reason: str) -> int:
     """Delete ROWS for good and leave one tombstone per entry (call inside transaction())."""
-    by_entry: dict[str, list[tuple[int, str, str, str, Entry]]] = {}
+    by_entry: dict[str, list[Row]] = {}
     for row in rows:
         by_entry.setdefault(row[4].key, []).append(row)
     for key, group in by_entry.items():
@@ -167,6 +179,61 @@ def _lent_holding(store: Store, entries: Sequence[Entry]) -> list[int]:
 def _clear_lent(store: Store, entries: Sequence[Entry]) -> int:
     """Empty the notes _lent_holding finds (call inside transaction()); return how many."""
     return store.clear_notes(_lent_holding(store, entries))
+
+
+def _imports_hold(store: Store, matcher: Matcher) -> bool:
+    """Whether a path or import specifier of the import structure (import_files, import_edges) holds a value
+    MATCHER knows."""
+    if not matcher:
+        return False
+    for text, is_path in store.import_texts():
+        texts = [text]
+        if not is_path:
+            with contextlib.suppress(ValueError, RecursionError):  # the specifiers as parsed, unescaped
+                texts += node_fields("", "", "", json.loads(text))
+        if matcher.which(texts) is not None:
+            return True
+    return False
+
+
+def _clear_derived(
+    store: Store, entries: Sequence[Entry], rows: Sequence[Row], word_tokens: Sequence[str]
+) -> tuple[int, bool, bool]:
+    """Clear what the stores derive from the nodes rather than hold in them, for ENTRIES whose nodes ROWS
+    just went (call inside transaction()): (commits whose change words were emptied, whether the next sync
+    derives every commit's words again, whether the import structure was dropped).
+
+    Change words are cut from diffs and lower-cased: a literal's pieces (WORD_TOKENS, when the value is
+    known) are looked for in them; a regex, or an imported entry (only a hash), cannot be matched against
+    them reliably, so the words it matches as they are and those of the commits whose diffs it matched go
+    now, and the next sync's git scan derives every commit's words again through the deny-list (as a
+    user-wide entry's first sync does). The import structure's paths and specifiers are dropped whole when
+    one holds the value: the next sync's structure pass reads every file again, through the deny-list too.
+    """
+    matcher = Matcher(entries)
+    cleared = store.clear_words_with(word_tokens) if word_tokens else 0
+    pending = False
+    if not word_tokens and matcher:
+        seqs = [seq for seq, words in store.word_texts() if matcher.which([words]) is not None]
+        seqs += store.commit_seqs(sorted({r[5] for r in rows if r[2] == "code_diff" and r[5]}))
+        cleared += store.clear_words(seqs)
+        if store.counts_by_kind().get("git_commit", 0):
+            store.clear_cursor("git")
+            store.set_meta("backfill.changeWords", "forget")
+            pending = True
+    imports = _imports_hold(store, matcher)
+    if imports:
+        store.clear_imports()
+    return cleared, pending, imports
+
+
+def _where(store: Store, needle: bytes, ignore_case: bool) -> list[str]:
+    """NAME: TABLE for each table of STORE that still holds NEEDLE, or what else can (free pages, a reader)."""
+    name = store.path.name
+    tables = store.tables_holding(needle, ignore_case)
+    if tables:
+        return [f"{name}: {table}" for table in tables]
+    return [f"{name}: in no table (space a reader of the database kept from being reclaimed?)"]
 
 
 def _file_holds(files: Sequence[Path], needle: bytes, ignore_case: bool) -> bool:
@@ -253,10 +320,11 @@ def _apply(
         _delete(store, rows, reason)
         report.notes_cleared = _clear_lent(store, entries)
         _clear_cursors(store, Matcher(entries).which)
-        if word_tokens:
-            # Change words are cut from diffs: the value's pieces may sit in a commit that never held it
-            # whole. Such commits lose their words (not the commit: its own text is clean).
-            report.words_cleared = store.clear_words_with(word_tokens)
+        # Change words are cut from diffs: the value's pieces may sit in a commit that never held it whole.
+        # Such commits lose their words (not the commit: its own text is clean).
+        report.words_cleared, report.words_pending, report.imports_cleared = _clear_derived(
+            store, entries, rows, word_tokens
+        )
         store.add_audit(
             reason,
             {"entries": [e.key for e in entries], "removed": report.removed, "kinds": report.kinds},
@@ -268,21 +336,26 @@ def _apply(
             with store.transaction():
                 store.add_audit("scrub-log", {"entries": [e.key for e in entries], "lines": report.log_lines})
     report.checkpointed = store.purge(vacuum=True)
-    files = store.database_files()
-    for backup in backups:
-        with open_store(backup) as copy:
+    checked = [(store, store.database_files())]
+    with contextlib.ExitStack() as copies:
+        for backup in backups:
+            copy = copies.enter_context(open_store(backup))
             found = _matches(copy, entries)
             lent = _lent_holding(copy, entries)
-            if found or lent:
-                with copy.transaction():
-                    _delete(copy, found, reason)
-                    copy.clear_notes(lent)
+            with copy.transaction():
+                _delete(copy, found, reason)
+                copy.clear_notes(lent)
+                words, _pending, imports = _clear_derived(copy, entries, found, word_tokens)
+            if found or lent or words or imports:
                 report.backups += 1
             copy.purge(vacuum=True)
-            files += copy.database_files()
-    if plaintext is not None:
-        needle, ignore_case = plaintext
-        report.verified_absent = not _file_holds(files, needle, ignore_case)
+            checked.append((copy, copy.database_files()))
+        if plaintext is not None:
+            needle, ignore_case = plaintext
+            for holder, files in checked:
+                if _file_holds(files, needle, ignore_case):
+                    report.still_in += _where(holder, needle, ignore_case)
+            report.verified_absent = not report.still_in
 
 
 def _clear_cursors(store: Store, holds: Callable[[list[str]], object]) -> None:
@@ -482,6 +555,7 @@ def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher
         )
     known = {e.key for e in local}
     fresh = [e for e in user if e.key not in known]
+    imports = False
     if fresh:
         rows = _matches(store, fresh)
         rekey_seen(store, Matcher(fresh))
@@ -494,9 +568,12 @@ def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher
             # cannot be matched, so this sync's git scan derives them all again through the gate.
             store.clear_cursor("git")
             store.set_meta("backfill.changeWords", "forget")
-        if rows:
+            imports = _imports_hold(store, Matcher(fresh))
+            if imports:  # the structure pass reads every file again, through the gate
+                store.clear_imports()
+        if rows or imports:
             store.purge(vacuum=True)
-            if log:
+            if log and rows:
                 log(f"forget: {len(rows)} node(s) removed by {len(fresh)} new user-wide deny-list entr(ies)")
     return Matcher([*local, *user])
 
@@ -515,6 +592,9 @@ def apply_entries(store: Store, entries: Sequence[Entry], *, reason: str) -> int
         # Change words hold only pieces of a value: the next git scan derives them again through the gate.
         store.clear_cursor("git")
         store.set_meta("backfill.changeWords", "forget")
-    if rows:
+        imports = _imports_hold(store, Matcher(entries))
+        if imports:  # the structure pass reads every file again, through the gate
+            store.clear_imports()
+    if rows or imports:
         store.purge(vacuum=True)
     return len(rows)

@@ -220,6 +220,38 @@ class HygieneMixin:
         row = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         return row is not None and int(row[0]) == 0
 
+    def tables_holding(self, needle: bytes, ignore_case: bool) -> list[str]:
+        """The tables whose rows still hold NEEDLE (any text or blob column; IGNORE_CASE: ASCII letters
+        folded, as forget's read-back compares), a full-text index's shadow tables named by their index: what
+        to name when forget finds a value left in the database files. Scans everything: only asked then."""
+        found: list[str] = []
+        virtual = {
+            str(name)
+            for (name,) in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'"
+            )
+        }
+        tables = [
+            str(name)
+            for (name,) in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+            if str(name) not in virtual
+        ]
+        probe: bytes | str = needle.lower().decode("utf-8", "replace") if ignore_case else needle
+        cast = 'lower(CAST("{}" AS TEXT))' if ignore_case else 'CAST("{}" AS BLOB)'
+        for table in tables:
+            columns = [str(r[1]) for r in self.conn.execute(f'PRAGMA table_info("{table}")')]
+            if not columns:
+                continue
+            where = " OR ".join(f"instr({cast.format(c)}, ?) > 0" for c in columns)
+            query = f'SELECT 1 FROM "{table}" WHERE {where} LIMIT 1'
+            if self.conn.execute(query, [probe] * len(columns)).fetchone():
+                owner = next((v for v in virtual if table.startswith(v + "_")), table)
+                if owner not in found:
+                    found.append(owner)
+        return found
+
     def database_files(self) -> list[Path]:
         """The database file and, when present, its -wal and -shm companions."""
         return [p for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")) if p.exists()]

@@ -508,6 +508,33 @@ class NodesMixin:
             int(r[0])
             for r in self.conn.execute(f"SELECT seq FROM nodes WHERE words != '' AND {where}", params)
         ]
+        return self.clear_words(seqs)
+
+    def word_texts(self) -> list[tuple[int, str]]:
+        """(seq, change words) of every node that has some."""
+        return [
+            (int(seq), str(words))
+            for seq, words in self.conn.execute("SELECT seq, words FROM nodes WHERE words != ''")
+        ]
+
+    def commit_seqs(self, shas: Sequence[str]) -> list[int]:
+        """Seqs of the stored commits SHAS (full shas) that have change words."""
+        found: list[int] = []
+        for start in range(0, len(shas), 500):
+            chunk = list(shas[start : start + 500])
+            found += [
+                int(r[0])
+                for r in self.conn.execute(
+                    f"SELECT seq FROM nodes WHERE kind = 'git_commit' AND words != ''"
+                    f" AND ref IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+            ]
+        return found
+
+    def clear_words(self, seqs: Sequence[int]) -> int:
+        """Empty the change words of the nodes SEQS; return how many."""
+        seqs = sorted(set(seqs))
         if not seqs:
             return 0
         for start in range(0, len(seqs), 500):

@@ -9,7 +9,7 @@ per thousand files: dictionary lookups). Only the edges that changed are written
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -153,12 +153,18 @@ class Nothing:
         return None
 
 
-def plan(root: Path, stored: Stored, max_bytes: int) -> StructurePlan:
-    """What a pass would change, given what STORED holds (nothing is written here)."""
+def plan(
+    root: Path, stored: Stored, max_bytes: int, denied: Callable[[str], bool] | None = None
+) -> StructurePlan:
+    """What a pass would change, given what STORED holds (nothing is written here). DENIED: whether a text
+    holds a forgotten value (the sync's deny-list): such a file is left out as if git did not track it, such
+    an import specifier as if it were not written."""
     t0 = time.perf_counter()
     result = StructurePlan()
     blobs = stored.import_blobs()
     files, real = _as_stored(tracked(root), blobs)
+    if denied is not None:
+        files = {path: blob for path, blob in files.items() if not denied(path)}
     result.files = len(files)
     changed = [p for p, blob in files.items() if blobs.get(p) != blob]
     contents = _read_blobs(root, sorted({files[p] for p in changed}), max_bytes)
@@ -173,6 +179,9 @@ def plan(root: Path, stored: Stored, max_bytes: int) -> StructurePlan:
         parsed[path] = found
         result.parsed.append((path, files[path], found))
     _redact_specs(parsed)
+    if denied is not None:
+        for kept in parsed.values():  # in place: the plan's rows share the lists
+            kept[:] = [spec for spec in kept if not any(denied(text) for text in strings_in([spec]))]
     result.removed = sorted(p for p in blobs if p not in files)
     same_files = not result.removed and len(blobs) == len(files)
     # Edges an older resolver made (a `require` resolved to the package's `.d.ts`) are made again in full.
@@ -201,10 +210,17 @@ def plan(root: Path, stored: Stored, max_bytes: int) -> StructurePlan:
     return result
 
 
-def run(root: Path, store: Any, config: dict[str, Any], *, dry_run: bool = False) -> StructurePlan:
-    """Plan against STORE and, unless DRY_RUN, write the plan in one transaction."""
+def run(
+    root: Path,
+    store: Any,
+    config: dict[str, Any],
+    *,
+    dry_run: bool = False,
+    denied: Callable[[str], bool] | None = None,
+) -> StructurePlan:
+    """Plan against STORE and, unless DRY_RUN, write the plan in one transaction (DENIED: see plan())."""
     max_bytes = int(config.get("structure", {}).get("maxFileBytes", 1_000_000))
-    result = plan(root, store, max_bytes)
+    result = plan(root, store, max_bytes, denied)
     if dry_run:
         return result
     if result.parsed or result.removed or result.add or result.remove:
