@@ -47,6 +47,11 @@ def user_dir() -> Path:
     return path if path is not None else Path.home() / ".nexusmem"
 
 
+def user_deny_list() -> Path:
+    """The user-wide deny-list (`forget --global`), which every project's sync honours."""
+    return user_dir() / "deny-list.json"
+
+
 def user_dir_problem() -> str | None:
     """Why $NEXUSMEM_HOME is not used ("NEXUSMEM_HOME must be an absolute path, got '.nexus'"), or None."""
     return _home_setting()[1]

@@ -279,6 +279,8 @@ def check(
             # A linked worktree's commands are told from its main work tree, as the stored ones are.
             home = None if memory == root else memory
             typed = _unsynced_read(root, cursor, home)  # the hook log's unsynced tail, read once, as typed
+            if typed:
+                typed = _not_forgotten(typed, store.deny_entries())
             normalised: dict[str, str] = {}  # each command's text as compared, for both answers
 
             def findings(
@@ -456,6 +458,20 @@ def _unsynced_read(root: Path, cursor: str | None, home: Path | None) -> list[Ta
 
     # HOME: the memory's work tree when it is not ROOT (`../repo-wt` for a worktree's folders).
     return shell_tail.unsynced_tail(root, cursor, redacted=False, home=home)
+
+
+def _not_forgotten(tail: list[TailCommand], stored: list[dict[str, Any]]) -> list[TailCommand]:
+    """TAIL without the commands a deny-list entry matches (STORED: the store's entries; the user-wide list
+    too), as the sync's gate will drop them: a forgotten value is never shown, not even before the next sync
+    blanks its log line. Nothing is imported or read when there is no entry (the user-wide file: one stat)."""
+    if not stored and not os.path.exists(paths.user_deny_list()):
+        return tail
+    from nexusmem.hygiene.denylist import Matcher, entry_from_json, load_global
+
+    matcher = Matcher([*(entry_from_json(row, str(row["scope"])) for row in stored), *load_global()])
+    if not matcher:
+        return tail
+    return [t for t in tail if matcher.which([t.command, t.cwd]) is None]
 
 
 def _with_unsynced(

@@ -848,3 +848,23 @@ def test_precheck_asks_git_nothing_more_while_the_memory_is_at_head(repo: Path, 
     (repo / "f.py").write_text("x\n", encoding="utf-8")
     git(repo, "add", "f.py")
     assert git_calls() == ["diff", "rev-list"]
+
+
+@pytest.mark.parametrize("how", [[], ["--ignore-case"], ["--global"]])
+def test_a_forgotten_value_in_the_unsynced_tail_is_never_shown(repo: Path, how: list[str]) -> None:
+    """A command holding a forgotten value, run (and logged by the hooks) after `forget`, is left out of the
+    unsynced tail as the next sync's gate will leave it out: precheck neither shows it nor warns for it."""
+    project(repo)
+    write_log(repo, [("make lint", 0, DAY_MS)])
+    sync.sync(repo)
+    value = "orcapass4417zz"
+    run_cli("-C", str(repo), "forget", value.upper() if how == ["--ignore-case"] else value, *how, "--yes")
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, f"pytest tests/test_cache.py -k {value}", 2, 30_000))
+    for out in (run_script("precheck", cwd=repo), run_script("precheck", "--json", cwd=repo)):
+        assert value not in (out.stdout + out.stderr).lower(), out
+    assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == []
+    sync.sync(repo)  # as the store then has it
+    assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == []

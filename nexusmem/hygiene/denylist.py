@@ -39,7 +39,6 @@ from nexusmem.errors import NexusMemError
 
 MAX_VALUE_BYTES = 4096
 MAX_PATTERN_CHARS = 1000
-GLOBAL_NAME = "deny-list.json"
 KEY_NAME = "deny-key.json"
 KEYED = "keyed-v1"  # spec["scheme"] of entries keyed with the user's secret; absent on older entries
 EXPORT_VERSION = 1
@@ -457,7 +456,7 @@ class Matcher:
 
 
 def global_path() -> Path:
-    return paths.user_dir() / GLOBAL_NAME
+    return paths.user_deny_list()
 
 
 def load_global() -> list[Entry]:

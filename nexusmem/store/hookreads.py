@@ -74,8 +74,33 @@ class HookReader:
     def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, str]:
         return secondhand_keys(self.conn, natural_keys)
 
+    def deny_entries(self) -> list[dict[str, Any]]:
+        return deny_entries(self.conn)
+
     def commit_ids(self, shas: Sequence[str]) -> set[str]:
         return commit_ids(self.conn, shas)
+
+
+def deny_entries(conn: Any) -> list[dict[str, Any]]:
+    """Every deny-list entry of the store: {key, kind, ignore_case, spec, scope, created_at}."""
+    rows = conn.execute(
+        "SELECT key, kind, ignore_case, spec, scope, created_at FROM deny_list ORDER BY id"
+    ).fetchall()
+    if not rows:
+        return []
+    import json
+
+    return [
+        {
+            "key": r[0],
+            "kind": r[1],
+            "ignore_case": bool(r[2]),
+            "spec": json.loads(r[3]),
+            "scope": r[4],
+            "created_at": int(r[5]),
+        }
+        for r in rows
+    ]
 
 
 def cursor(conn: Any, source: str) -> str | None:

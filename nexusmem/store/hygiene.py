@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem.errors import StoreError
+from nexusmem.store import hookreads
 
 # (seq, id, kind, title, ref, body, meta JSON, content_hash, grp)
 TextRow = tuple[int, str, str, str, str, str, str, str, str | None]
@@ -43,20 +44,7 @@ class HygieneMixin:
     # --- deny-list ---------------------------------------------------------------------------------
     def deny_entries(self) -> list[dict[str, Any]]:
         """Every deny-list entry of this store: {key, kind, ignore_case, spec, scope, created_at}."""
-        rows = self.conn.execute(
-            "SELECT key, kind, ignore_case, spec, scope, created_at FROM deny_list ORDER BY id"
-        ).fetchall()
-        return [
-            {
-                "key": r[0],
-                "kind": r[1],
-                "ignore_case": bool(r[2]),
-                "spec": json.loads(r[3]),
-                "scope": r[4],
-                "created_at": int(r[5]),
-            }
-            for r in rows
-        ]
+        return hookreads.deny_entries(self.conn)
 
     def add_deny_entry(
         self, key: str, kind: str, ignore_case: bool, spec: dict[str, Any], scope: str
