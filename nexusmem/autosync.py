@@ -273,8 +273,10 @@ def _team_configured(root: Path) -> bool:
     if os.environ.get("NEXUSMEM_TEAM_URL"):
         return True
     try:
-        text = paths.config_path(root).read_text(encoding="utf-8")
-    except OSError:
+        # Never a plain read: a FIFO put there would hang the post-commit sync for good. A file that cannot
+        # be read is the sync's to report (config.load names it).
+        text = paths.read_small_text(paths.config_path(root))
+    except (OSError, UnicodeDecodeError):
         return False
     return '"team"' in text and "postgres" in text
 

@@ -394,7 +394,10 @@ def entry_from_json(data: Any, scope: str = "project") -> Entry:
     except (KeyError, TypeError, ValueError) as exc:
         raise DenyListError(f"a deny-list entry is missing {exc}") from None
     if entry.kind == "regex":
-        expected = hashlib.sha256(f"{int(entry.ignore_case)}\0{entry.spec['pattern']}".encode()).hexdigest()
+        pattern = entry.spec.get("pattern")
+        if not isinstance(pattern, str):
+            raise DenyListError(f"deny-list entry {entry.key[:12]}: a regex entry's pattern must be a string")
+        expected = hashlib.sha256(f"{int(entry.ignore_case)}\0{pattern}".encode()).hexdigest()
         if entry.key != expected:
             raise DenyListError(f"deny-list entry {entry.key[:12]}: key does not match its pattern")
     return entry
@@ -464,12 +467,31 @@ def load_global() -> list[Entry]:
     one an error (silently ignoring it would let forgotten values back in)."""
     path = global_path()
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_document(path)
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        raise DenyListError(f"{path}: cannot read the user-wide deny-list: {exc}") from exc
+    except DenyListError as exc:
+        raise DenyListError(f"{exc} (the user-wide deny-list)") from None
     return parse_document(raw, path, scope="global")
+
+
+# An export of 100,000 entries is ~40 MB: far more than anyone forgets, far less than memory.
+DOCUMENT_LIMIT = 64 * 1024 * 1024
+
+
+def read_document(path: Path) -> str:
+    """The text of the deny-list file PATH (user-wide list, export); FileNotFoundError when it is missing,
+    a DenyListError naming it when it cannot be one (not a regular file: a FIFO would block; not UTF-8)."""
+    try:
+        return paths.read_small_text(path, DOCUMENT_LIMIT)
+    except FileNotFoundError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise DenyListError(
+            f"{path}: not UTF-8 text (byte {exc.start}): not a deny-list NexusMem wrote"
+        ) from None
+    except OSError as exc:
+        raise DenyListError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def parse_document(raw: str, path: Path, scope: str = "project") -> list[Entry]:
@@ -478,10 +500,15 @@ def parse_document(raw: str, path: Path, scope: str = "project") -> list[Entry]:
         data = json.loads(raw)
     except ValueError as exc:
         raise DenyListError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise DenyListError(f"{path}: not a deny-list: JSON nested too deeply to read") from None
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         raise DenyListError(f"{path}: expected an object with an 'entries' list")
-    if int(data.get("version", EXPORT_VERSION)) > EXPORT_VERSION:
-        raise DenyListError(f"{path}: version {data['version']} is newer than this NexusMem understands")
+    version = data.get("version", EXPORT_VERSION)
+    if type(version) is not int:
+        raise DenyListError(f"{path}: 'version' must be an integer, not {json.dumps(version)[:20]}")
+    if version > EXPORT_VERSION:
+        raise DenyListError(f"{path}: version {version} is newer than this NexusMem understands")
     keys = data.get("keys")
     if isinstance(keys, dict) and keys:
         try:

@@ -43,6 +43,7 @@ from nexusmem.hygiene.denylist import (
     make_regex,
     node_fields,
     parse_document,
+    read_document,
     remove_global,
     replace_global,
     write_private,
@@ -514,9 +515,9 @@ def import_entries(
     """Add the entries of an export to this project (USER_WIDE: to the user-wide list too) and delete the
     copies that already synced back in."""
     try:
-        raw = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DenyListError(f"{source}: cannot read: {exc}") from exc
+        raw = read_document(source)
+    except FileNotFoundError:
+        raise DenyListError(f"{source}: cannot read: no such file") from None
     entries = parse_document(raw, source)
     project = project_mod.load(start)
     report = Removal(dry_run=dry_run, pattern_kept=any(e.kind == "regex" for e in entries))
