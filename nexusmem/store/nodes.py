@@ -333,22 +333,70 @@ class NodesMixin:
         self.add_tombstone(None, UNREACHABLE, kinds, ids)
 
     def _carry_over(self, doomed: list[int], heirs_after: int) -> None:
-        """A commit an amend or a rebase rewrote is the same change under a new sha: hand its first-recorded
-        time (what --as-of reads), a review verdict and a superseded mark to the one node that replaces it:
-        written by this sync (after HEIRS_AFTER), with the same author time and author (a commit) or the same
-        author time and path (one of its diffs). Nothing is carried when no such node or more than one is
-        there (commits made in the same second by the same author)."""
+        """Hand what a person or time gave a node a sync is about to delete (its first-recorded time, what
+        --as-of reads; a review verdict; a superseded mark) to the one node of this sync (written after
+        HEIRS_AFTER) that replaces it, and point every superseded mark that named it at that heir:
+        - a commit an amend or a rebase rewrote (the same change under a new sha): the commit with the same
+          author time and author, or, for one of its diffs, the diff with the same author time and path;
+        - a doc section or changelog entry re-keyed (its id moved because the key format did, e.g. headings
+          keyed as a reader sees them since an upgrade): the section of the same source and file with the
+          same text.
+        Nothing is carried when no such node or more than one is there (commits made in the same second by
+        the same author, two sections of one file with the same text), nor when two doomed nodes would hand
+        theirs to the same one."""
+        heirs = self._commit_heirs(doomed, heirs_after)
+        heirs.update(self._section_heirs(doomed, heirs_after))
+        claimed: dict[int, int] = {}
+        for heir in heirs.values():
+            claimed[heir] = claimed.get(heir, 0) + 1
+        heirs = {old: heir for old, heir in heirs.items() if claimed[heir] == 1}
+        if not heirs:
+            return
+        moved: dict[str, str] = {}
+        seqs = list(heirs) + list(heirs.values())
+        ids: dict[int, str] = {}
+        for start in range(0, len(seqs), BATCH):
+            chunk = seqs[start : start + BATCH]
+            marks = ",".join("?" * len(chunk))
+            ids.update(self.conn.execute(f"SELECT seq, id FROM nodes WHERE seq IN ({marks})", chunk))
+        for old, heir in heirs.items():
+            created, trust, superseded = self.conn.execute(
+                "SELECT created_at, trust, superseded_by FROM nodes WHERE seq = ?", (old,)
+            ).fetchone()
+            self.conn.execute(
+                "UPDATE nodes SET created_at = MIN(created_at, ?),"
+                " trust = CASE WHEN trust = 'candidate' THEN ? ELSE trust END,"
+                " superseded_by = COALESCE(superseded_by, ?) WHERE seq = ?",
+                (created, trust, superseded, heir),
+            )
+            moved[ids[old]] = ids[heir]
+        # A mark naming a node that goes now names its heir (marks are few: one pass over them).
+        pointers = self.conn.execute(
+            "SELECT seq, id, superseded_by FROM nodes WHERE superseded_by IS NOT NULL"
+        ).fetchall()
+        self.conn.executemany(
+            "UPDATE nodes SET superseded_by = ? WHERE seq = ?",
+            [
+                (moved[by], seq)
+                for seq, node_id, by in pointers
+                if by in moved and moved[by] != node_id  # never a node superseded by itself
+            ],
+        )
+
+    def _commit_heirs(self, doomed: list[int], heirs_after: int) -> dict[int, int]:
+        """Doomed commit or diff seq → the seq of the one node of this sync that replaces it (_carry_over)."""
         gone = set(doomed)
+        out: dict[int, int] = {}
         for start in range(0, len(doomed), BATCH):
             chunk = doomed[start : start + BATCH]
             marks = ",".join("?" * len(chunk))
             rows = self.conn.execute(
-                "SELECT kind, ts, CASE kind WHEN 'git_commit' THEN json_extract(meta, '$.author')"
-                " ELSE json_extract(meta, '$.path') END, created_at, trust, superseded_by FROM nodes"
+                "SELECT seq, kind, ts, CASE kind WHEN 'git_commit' THEN json_extract(meta, '$.author')"
+                " ELSE json_extract(meta, '$.path') END FROM nodes"
                 f" WHERE seq IN ({marks}) AND kind IN ('git_commit', 'code_diff')",
                 chunk,
             ).fetchall()
-            for kind, ts, same, created, trust, superseded in rows:
+            for old, kind, ts, same in rows:
                 field = "$.author" if kind == "git_commit" else "$.path"
                 heirs = [
                     seq
@@ -359,14 +407,49 @@ class NodesMixin:
                     )
                     if seq not in gone
                 ]
-                if len(heirs) != 1:
-                    continue
-                self.conn.execute(
-                    "UPDATE nodes SET created_at = MIN(created_at, ?),"
-                    " trust = CASE WHEN trust = 'candidate' THEN ? ELSE trust END,"
-                    " superseded_by = COALESCE(superseded_by, ?) WHERE seq = ?",
-                    (created, trust, superseded, heirs[0]),
-                )
+                if len(heirs) == 1:
+                    out[old] = heirs[0]
+        return out
+
+    def _section_heirs(self, doomed: list[int], heirs_after: int) -> dict[int, int]:
+        """Doomed doc section (or changelog entry) seq → the seq of the one doc section of this sync from the
+        same source and file (meta `path`) with the same text, when exactly one doomed section has that text
+        there too (_carry_over). The text is what a re-keying leaves alone: a heading's key changed, never the
+        lines under it (a section's text starts with its heading line as written)."""
+        import hashlib  # only when a sync deletes something (readers never need it)
+
+        def same(source: str, path: str, body: str) -> tuple[str, str, str]:
+            return (source, path, hashlib.sha256(body.encode("utf-8", "surrogateescape")).hexdigest())
+
+        gone = set(doomed)
+        olds: dict[tuple[str, str, str], list[int]] = {}
+        for start in range(0, len(doomed), BATCH):
+            chunk = doomed[start : start + BATCH]
+            marks = ",".join("?" * len(chunk))
+            for seq, source, path, body in self.conn.execute(
+                "SELECT seq, source, json_extract(meta, '$.path'), body FROM nodes"
+                f" WHERE seq IN ({marks}) AND kind = 'doc_section'",
+                chunk,
+            ):
+                if isinstance(path, str) and body:
+                    olds.setdefault(same(source, path, body), []).append(seq)
+        if not olds:
+            return {}
+        news: dict[tuple[str, str, str], list[int]] = {}
+        for seq, source, path, body in self.conn.execute(
+            "SELECT seq, source, json_extract(meta, '$.path'), body FROM nodes"
+            " WHERE written > ? AND kind = 'doc_section'",
+            (heirs_after,),
+        ):
+            if seq not in gone and isinstance(path, str) and body:
+                key = same(source, path, body)
+                if key in olds:
+                    news.setdefault(key, []).append(seq)
+        return {
+            seqs[0]: news[key][0]
+            for key, seqs in olds.items()
+            if len(seqs) == 1 and len(news.get(key, ())) == 1
+        }
 
     def _source_seqs(self, source: str, shell: str | None) -> list[int]:
         if shell is None:
