@@ -519,3 +519,30 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
     assert not [t for t in titles if t.startswith("yes | head")]
     synced = run_cli("-C", str(repo), "precheck", "--files", "tests/test_tee.py")
     assert "failed (exit 1)" in synced.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "exit_code", "pipestatus", "stored"),
+    [
+        ("pytest 2>&1 | tee out.log", 0, [1, 0], 1),
+        ("make |& tail -20", 0, [2, 0], 2),
+        ("cat missing.txt | tee copy.txt", 0, [1, 0], 1),
+        ("{ false; } | tee log.txt", 0, [1, 0], 1),  # a group: its `;` is inside the first stage
+        ("python3 gen.py | head -3", 0, [1, 0], 0),  # cut off by head: Python's BrokenPipeError exits 1
+        ("cargo test | less", 0, [101, 0], 0),  # a pager quit early
+        ("yes | head -1", 0, [141, 0], 0),
+        ("seq 1 1000000 | head -1", 141, [141, 0], 0),  # pipefail: only SIGPIPE's status
+        ("python3 gen.py | head -3", 1, [1, 0], 1),  # pipefail: the user asked for the producer's status
+        ("grep x f | wc -l", 0, [1, 0], 0),  # wc's count is the answer: not a filter that passes output on
+        ("false; true | tee x", 0, [0, 0], 0),  # two pipelines: PIPESTATUS is the last one's
+        ("echo 'a | b' | cat", 0, [0, 0], 0),
+    ],
+)
+def test_the_status_a_pipeline_is_stored_with(
+    command: str, exit_code: int, pipestatus: list[int], stored: int
+) -> None:
+    """What a person's pipeline counts as: a failure hidden behind `| tee` or `| tail` is one; a producer
+    `head` or a pager cut off, or SIGPIPE under pipefail, is none (they read as failures in the first fix)."""
+    from nexusmem.sources.shell.agentcmd import pipeline_status
+
+    assert pipeline_status(command, exit_code, pipestatus) == stored

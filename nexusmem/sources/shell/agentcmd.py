@@ -101,9 +101,13 @@ def _top_level(command: str) -> list[tuple[int, str]]:
         elif command.startswith("$(", i):
             depth += 1
             i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
+        elif c == "(" or (
+            c == "{"
+            and command[i + 1 : i + 2].isspace()
+            and command[i - 1 : i] in ("", " ", ";", "|", "&", "\n", "\t")
+        ):
+            depth += 1  # `( … )`, and a `{ …; }` group (its `{` stands alone; `${x}`, `{a,b}` are words)
+        elif c == ")" or (c == "}" and depth > 0 and command[i - 1 : i] in (" ", ";", "\n", "\t")):
             depth = max(0, depth - 1)
         elif depth == 0 and c in "|&;":
             two = command[i : i + 2]
@@ -124,11 +128,23 @@ def _top_level(command: str) -> list[tuple[int, str]]:
 _SIGPIPE_STATUS = 141
 
 
+# Filters that read all their input: a stage before them that failed failed on its own. `head`, `less` and
+# `more` stop reading early, and the producer they cut off may exit 1 (Python's BrokenPipeError), 101 (a
+# Rust panic) or 120 as well as 141: its status says nothing there.
+_READ_ALL = frozenset({"tail", "tee", "cat"})
+
+
 def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] | None) -> int | None:
-    """The status a person's COMMAND failed with when it is one pipeline ending in filters whose status the
-    shell reported (`pytest 2>&1 | tee log`: PIPESTATUS 1 0, $? 0): the last failing stage's before those
-    filters; else EXIT_CODE. With `pipefail` the shell's $? is already the stage's, and is kept."""
-    if exit_code != 0 or not pipestatus or len(pipestatus) < 2 or pipestatus[-1] != 0:
+    """The status a person's COMMAND failed with when it is one pipeline ending in filters that read all
+    their input and whose status the shell reported (`pytest 2>&1 | tee log`: PIPESTATUS 1 0, $? 0): the
+    last failing stage's before those filters; else EXIT_CODE. With `pipefail` the shell's $? is already the
+    stage's, and is kept, unless it is only SIGPIPE's (`seq 1 1000000 | head -1`: 141), which is no
+    failure."""
+    if not pipestatus or len(pipestatus) < 2 or pipestatus[-1] != 0:
+        return exit_code
+    if exit_code == _SIGPIPE_STATUS and all(s in (0, _SIGPIPE_STATUS) for s in pipestatus):
+        return 0
+    if exit_code != 0:
         return exit_code
     ops = _top_level(command)
     if not ops or any(op != "|" for _, op in ops) or len(ops) + 1 != len(pipestatus):
@@ -137,7 +153,7 @@ def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] |
     # `a |& tee log` (bash's 2>&1 |) leaves the `&` at the next stage's start.
     stages = [command[bounds[i] + 1 : bounds[i + 1]].lstrip("&").split() for i in range(len(bounds) - 1)]
     kept = len(stages)
-    while kept > 1 and stages[kept - 1] and stages[kept - 1][0] in _MASKING:
+    while kept > 1 and stages[kept - 1] and stages[kept - 1][0] in _READ_ALL:
         kept -= 1
     if kept == len(stages):
         return exit_code
