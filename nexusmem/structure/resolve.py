@@ -26,15 +26,17 @@ from nexusmem.structure.parse import Spec
 # A wildcard or package import reaching more files than this names a whole library, not a dependency.
 MAX_TARGETS_PER_SPEC = 50
 _SRC_DIRS = ("src", "lib", "python", "py")
-# The order an extensionless import is tried in: a TypeScript importer's own kind first, a JavaScript one's
-# first for JavaScript (Node runs `lib/main.js` for `require('../lib/main')`); a declaration file
-# (`lib/main.d.ts`, types only) is never the code that runs, so it is the target only when nothing else is.
-_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
+# The order an extensionless import is tried in, as its own tool resolves it: TypeScript's for a TypeScript
+# importer (`.ts`, `.tsx`, then the declaration file `.d.ts`, and JavaScript last: a type test of a package
+# that ships `main.js` with `main.d.ts` checks the `.d.ts`); Node's for a JavaScript one, where a
+# declaration file is never the code that runs (`require('../lib/main')` runs `lib/main.js`) and is the
+# target only when nothing else is.
+_JS_EXTS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 _JS_FIRST = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
 _JS_IMPORTERS = (".js", ".jsx", ".mjs", ".cjs")
 # Changed when the same files and imports resolve to other edges: a store's edges from an older resolver are
 # then made again in full at the next pass (structure.scan).
-RESOLVER = "2"
+RESOLVER = "3"
 _JS_SWAP = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"__future__"}
 
