@@ -414,13 +414,15 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
                 f" (from {state.path}, which the pre-commit framework's hook runs)" if state.framework else ""
             )
             checks.append(Check("git", True, f"{name}: runs {state.command}{through}"))
-        if state.legacy is not None and not state.broken and not os.access(state.legacy, os.X_OK):
-            # `--force` moved aside a hook git ignored (not executable); ours does not run it either.
+        legacy = state.legacy
+        if legacy is not None and not state.broken and legacy.is_file() and not os.access(legacy, os.X_OK):
+            # `--force` moved aside a hook git ignored (not executable, maybe on purpose); ours does not run
+            # it either: as before the install, so no problem (a user who deleted it meant that too).
             detail = (
-                f"{state.legacy} (the {name} hook NexusMem moved aside) is not executable, so it does not run"
-                " (git ignored it before the install too; delete it if it should not run)"
+                f"{legacy} (the {name} hook NexusMem moved aside) is not executable, so it does not run, as git"
+                f" did not run it before the install (`chmod +x {shlex.quote(str(legacy))}` to run it)"
             )
-            checks.append(Check("git", False, detail, f"chmod +x {shlex.quote(str(state.legacy))}"))
+            checks.append(Check("git", True, detail))
     if auto_syncs and missing:
         # An install from before the auto-sync ran after merges, pulls and `git am` too.
         arrives = {"post-commit": "a commit", "post-merge": "a merge or pull", "post-applypatch": "`git am`"}

@@ -91,7 +91,12 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
     if not state.executable:
         runner = "the pre-commit framework" if state.framework else "git"
         click.echo(f"  Warning: {state.path} is not executable, so {runner} does not run it", err=True)
-    if state.legacy is not None and not state.broken and not os.access(state.legacy, os.X_OK):
+    if (
+        state.legacy is not None
+        and not state.broken
+        and state.legacy.is_file()
+        and not os.access(state.legacy, os.X_OK)
+    ):
         click.echo(
             f"  Note: {state.legacy} (the hook it wraps) is not executable, so it does not run (git did not"
             " run it before either)",
