@@ -790,6 +790,35 @@ def test_a_hook_the_pre_commit_framework_moved_aside_is_seen_and_uninstalled(rep
     assert "not installed" in run_cli("-C", str(repo), "hook", "git", "status").stdout
 
 
+def test_installed_after_the_framework_the_hook_survives_its_next_install(repo: Path) -> None:
+    """`pre-commit install`, then ours: the block went into the framework's own file, which the next
+    `pre-commit install` (a Makefile's setup target) overwrote: precheck stopped, and status and doctor said
+    nothing. Ours goes to pre-commit.legacy, which the framework's hook runs first."""
+    if not PRE_COMMIT.exists():
+        pytest.skip("pre-commit is not installed in this environment")
+    synced(repo)
+    plant_failure(repo)
+    sync.sync(repo)
+    _framework_config(repo)
+    _pre_commit(repo, "install")
+    hooks = repo / ".git" / "hooks"
+    framework = (hooks / "pre-commit").read_bytes()
+    out = run_cli("-C", str(repo), "hook", "git", "install").stdout
+    assert f"in {hooks / 'pre-commit.legacy'}" in out and "runs pre-commit.legacy first" in out, out
+    assert (hooks / "pre-commit").read_bytes() == framework  # the framework's own file is left alone
+    _pre_commit(repo, "install")  # again: it rewrites its own file
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    warned = git_commit(repo, "change")
+    assert "src/cache.py: `pytest tests/test_cache.py` failed" in warned.stderr, warned.stderr
+    assert (
+        "installed (our own file, run by the pre-commit framework's hook)"
+        in run_cli("-C", str(repo), "hook", "git", "status").stdout
+    )
+    run_cli("-C", str(repo), "hook", "git", "remove")
+    assert not (hooks / "pre-commit.legacy").exists() and (hooks / "pre-commit").read_bytes() == framework
+
+
 def test_a_chained_hook_the_framework_moved_aside_is_restored_byte_for_byte(repo: Path) -> None:
     if not PRE_COMMIT.exists():
         pytest.skip("pre-commit is not installed in this environment")

@@ -30,6 +30,11 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
         "repaired": f"Repaired the {what} in {result.path} ({result.was_broken}).",
     }
     click.echo(messages[result.how])
+    if result.path.name.endswith(git_hooks.FRAMEWORK_SUFFIX) and result.changed:
+        click.echo(
+            f"(The pre-commit framework's hook {result.path.with_suffix('').name} runs {result.path.name} first;"
+            " `pre-commit install` leaves it, and `pre-commit uninstall` puts it back in its place.)"
+        )
     if result.warning:
         click.echo(f"Warning: {result.warning}", err=True)
     if not notes:

@@ -141,17 +141,14 @@ def framework_script(path: Path) -> bool:
 
 def hook_file(name: str, directory: Path) -> Path:
     """The file of hook NAME in DIRECTORY that holds our block (or would get it): DIRECTORY/NAME, or, when
-    `pre-commit install` later moved the hook holding our block to NAME.legacy (its migration mode; its
-    own hook runs that file first when it is executable), that file."""
+    that is the pre-commit framework's own hook, NAME.legacy, which that hook runs first when it is
+    executable: `pre-commit install` after ours moves ours there (its migration mode), and a block written
+    into the framework's file would go with the next `pre-commit install`, which overwrites its own file."""
     path = directory / name
     moved = directory / f"{name}{FRAMEWORK_SUFFIX}"
     if moved.is_symlink() or not framework_script(path):
         return path
-    try:
-        data = moved.read_bytes()
-    except OSError:
-        return path
-    return moved if _begin(name) in data else path
+    return moved
 
 
 def crlf_shebang(path: Path) -> bool:
