@@ -893,6 +893,21 @@ fi
 """
 
 
+def test_installing_into_husky_v9s_generated_hook_says_it_will_not_last(repo: Path) -> None:
+    """husky v9 (core.hooksPath=.husky/_): its generated hook is written again at every `npm install`, and its
+    `h` runs .husky/pre-commit and exits; the block went in silently and vanished at the next install."""
+    (repo / ".husky" / "_").mkdir(parents=True)
+    generated = repo / ".husky" / "_" / "pre-commit"
+    generated.write_text('#!/usr/bin/env sh\n. "${0%/*}/h"\n', encoding="utf-8")
+    generated.chmod(0o755)
+    git(repo, "config", "core.hooksPath", ".husky/_")
+    done = run_cli("-C", str(repo), "hook", "git", "install")
+    assert (
+        f"{generated} is husky's generated hook: husky writes it again at every `npm install`" in done.stderr
+    )
+    assert str(repo / ".husky" / "pre-commit") in done.stderr
+
+
 def test_a_husky_v8_hook_runs_precheck_once_and_husky_0_skips_it(repo: Path) -> None:
     """husky.sh re-runs the hook file under `sh -e` and exits: a block above its line ran twice per commit
     (every warning printed twice), and HUSKY=0, husky's way to skip the hooks, did not skip it."""
