@@ -320,11 +320,17 @@ def _pg_hosts(url: str) -> tuple[list[str], str | None]:
     from urllib.parse import parse_qsl, unquote
 
     _scheme, _, rest = url.strip().partition("://")
-    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
-    netloc, tail = rest[:cut], rest[cut:]
+    # As libpq reads it: the user part ends at the first `@` before any `/`, a `?` included
+    # (`postgresql://localhost?x=@203.0.113.7/db` is user "localhost?x=" at host 203.0.113.7); the hosts
+    # follow, up to the first `/` or `?`.
+    slash = rest.find("/")
+    at = rest.find("@", 0, slash if slash >= 0 else len(rest))
+    start = at + 1 if at >= 0 else 0
+    cut = min((i for i in (rest.find("/", start), rest.find("?", start)) if i >= 0), default=len(rest))
+    netloc, tail = rest[start:cut], rest[cut:]
     path, _, query = tail.partition("?")
     hosts: list[str] = []
-    for item in netloc.rpartition("@")[2].split(","):
+    for item in netloc.split(","):
         if item.startswith("["):
             end = item.find("]")
             if end < 0:

@@ -243,6 +243,19 @@ def test_what_counts_as_reaching_beyond_the_repository() -> None:
     }
 
 
+def _libpq_hosts(url: str) -> list[str] | None:
+    """The hosts libpq itself reads in URL (host, hostaddr; None without psycopg, or for a service=)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return None
+    parsed = conninfo_to_dict(url)
+    if "service" in parsed:
+        return None
+    found = [h for key in ("host", "hostaddr") for h in str(parsed.get(key) or "").split(",") if h]
+    return found or ["localhost"]
+
+
 def test_every_host_a_team_url_names_is_judged() -> None:
     # libpq connects to the hosts of host= and hostaddr= (they win over the authority's), to every host of a
     # comma-separated list, and to what a pg_service.conf's service names: each must be this machine.
@@ -263,6 +276,23 @@ def test_every_host_a_team_url_names_is_judged() -> None:
         "postgresql://127.attacker.example/mem",
     ):
         assert off(url), url
+    for url in (
+        # libpq's user part ends at the first `@` before any `/`, a `?` included (a re-check's bypass):
+        "postgres://localhost?x=@203.0.113.7:5432/mem",
+        "postgresql://localhost?@evil.example/db",
+        "postgresql://localhost:5432?x=@evil.example:5432/db",
+        "postgresql://?@evil.example/db",
+        "postgresql://localhost?host=@evil.example/db",
+        "postgresql://localhost?x=@[2001:db8::1]:5432/db",
+        "postgresql://a@b@evil.example/db",
+    ):
+        assert off(url), url
+        # libpq's own parse (through psycopg) names a host that is not this machine's
+        hosts = _libpq_hosts(url)
+        assert hosts is None or not all(config._local_host(h) for h in hosts), (url, hosts)
+    # and where libpq connects to this machine, so does the judgement
+    for url in ("postgresql://me@localhost/mem", "postgresql://localhost:5432/mem?sslmode=disable"):
+        assert _libpq_hosts(url) in (None, ["localhost"]) and not off(url), url
     for url in (
         "postgresql://localhost/mem",
         "postgresql:///mem",
