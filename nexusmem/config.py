@@ -531,3 +531,13 @@ def section(config: dict[str, Any], dotted: str) -> Any:
     for part in dotted.split("."):
         value = value[part]
     return value
+
+
+def off_machine(url: str) -> bool:
+    """Whether URL reaches beyond this machine, as trust judges it (see _off_machine)."""
+    return _off_machine(url)
+
+
+def is_local_host(host: str) -> bool:
+    """Whether HOST is this machine (a loopback name or address, a socket directory), as trust judges it."""
+    return _local_host(host)

@@ -11,6 +11,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nexusmem import project
 
 from helpers import commit, git, run_script
@@ -338,3 +340,15 @@ def test_a_repository_config_sending_memory_through_a_host_parameter_waits_for_t
     trusted = run_script("trust", cwd=clone)
     assert "203.0.113.7" in trusted.stdout and "team.shareShell=true" in trusted.stdout
     assert project.load(clone).config["team"]["shareShell"] is True
+
+
+def test_a_url_libpq_reads_otherwise_is_never_contacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defence in depth: were NexusMem's reading of a URL wrong again (it judged the URL above local), the
+    connection refuses when libpq's own parse names a host off this machine, before connecting."""
+    pytest.importorskip("psycopg")
+    from nexusmem import config
+    from nexusmem.store import team
+
+    monkeypatch.setattr(config, "_off_machine", lambda url: False)  # the reading gets this URL wrong
+    with pytest.raises(team.TeamUnavailable, match=r"not contacted: .*\(203\.0\.113\.7\)"):
+        team.connect("postgresql://localhost?x=@203.0.113.7:5432/mem", timeout=1)
