@@ -159,7 +159,7 @@ def check_home(owner: int | None) -> list[Check]:
         return [Check("home", False, detail, f'sudo chown -R "$(id -u):$(id -g)" {where}')]
     problem = paths.user_dir_problem()
     if problem is None:
-        return []
+        return _deny_list_check()
     detail = (
         f"{problem}: nexusmem commands refuse to run, and the hooks and precheck use {paths.user_dir()}"
         " instead"
@@ -172,6 +172,26 @@ def check_home(owner: int | None) -> list[Check]:
             "set NEXUSMEM_HOME to a folder's full path (or unset it) where it is exported",
         )
     ]
+
+
+def _deny_list_check() -> list[Check]:
+    """The user-wide deny-list (`forget --global`) when it cannot be read: every sync refuses to run (a
+    forgotten value could come back), and precheck leaves the hook log's unsynced commands out."""
+    where = paths.user_deny_list()
+    if not where.exists() and not where.is_symlink():
+        return []
+    from nexusmem.hygiene.denylist import DenyListError, load_global
+
+    try:
+        load_global()
+    except DenyListError as exc:
+        detail = f"{exc}: every sync stops on it, and precheck leaves out the commands not synced yet"
+        fix = (
+            f"mend {where} by hand (`python3 -m json.tool {where}` shows where it breaks) or put back your last"
+            " `nexusmem forget --export`; moving it away would let its values back into memory"
+        )
+        return [Check("home", False, detail, fix)]
+    return []
 
 
 def check_shells() -> list[Check]:

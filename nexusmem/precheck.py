@@ -280,7 +280,7 @@ def check(
             home = None if memory == root else memory
             typed = _unsynced_read(root, cursor, home)  # the hook log's unsynced tail, read once, as typed
             if typed:
-                typed = _not_forgotten(typed, store.deny_entries())
+                typed = _not_forgotten(typed, store.deny_entries(), result.notes)
             normalised: dict[str, str] = {}  # each command's text as compared, for both answers
 
             def findings(
@@ -460,18 +460,31 @@ def _unsynced_read(root: Path, cursor: str | None, home: Path | None) -> list[Ta
     return shell_tail.unsynced_tail(root, cursor, redacted=False, home=home)
 
 
-def _not_forgotten(tail: list[TailCommand], stored: list[dict[str, Any]]) -> list[TailCommand]:
+def _not_forgotten(
+    tail: list[TailCommand], stored: list[dict[str, Any]], notes: list[str]
+) -> list[TailCommand]:
     """TAIL without the commands a deny-list entry matches (STORED: the store's entries; the user-wide list
     too), as the sync's gate will drop them: a forgotten value is never shown, not even before the next sync
-    blanks its log line. Nothing is imported or read when there is no entry (the user-wide file: one stat)."""
+    blanks its log line. Nothing is imported or read when there is no entry (the user-wide file: one stat);
+    each distinct (command, folder) is matched once (an agent's day repeats a few hundred). A deny-list that
+    cannot be read leaves the tail out, with a note in NOTES: the synced memory is still checked (a --strict
+    hook still refuses on it), and nothing that may have been forgotten is shown."""
     if not stored and not os.path.exists(paths.user_deny_list()):
         return tail
-    from nexusmem.hygiene.denylist import Matcher, entry_from_json, load_global
+    from nexusmem.hygiene.denylist import DenyListError, Matcher, entry_from_json, load_global
 
-    matcher = Matcher([*(entry_from_json(row, str(row["scope"])) for row in stored), *load_global()])
+    try:
+        matcher = Matcher([*(entry_from_json(row, str(row["scope"])) for row in stored), *load_global()])
+    except DenyListError as exc:
+        notes.append(f"the hook log's unsynced commands were not checked: {exc}")
+        return []
     if not matcher:
         return tail
-    return [t for t in tail if matcher.which([t.command, t.cwd]) is None]
+    kept: dict[tuple[str, str], bool] = {}
+    for t in tail:
+        if (t.command, t.cwd) not in kept:
+            kept[(t.command, t.cwd)] = matcher.which([t.command, t.cwd]) is None
+    return [t for t in tail if kept[(t.command, t.cwd)]]
 
 
 def _with_unsynced(

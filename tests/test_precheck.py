@@ -868,3 +868,23 @@ def test_a_forgotten_value_in_the_unsynced_tail_is_never_shown(repo: Path, how: 
     assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == []
     sync.sync(repo)  # as the store then has it
     assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == []
+
+
+def test_a_deny_list_that_cannot_be_read_leaves_the_tail_out_not_the_check(repo: Path) -> None:
+    """A user-wide deny-list with a bad byte threw the whole check away once the tail was filtered through it:
+    a --strict hook let through a commit it refused before, and said only "memory not checked"."""
+    project(repo)
+    write_log(repo, [("pytest tests/test_cache.py", 1, 2 * DAY_MS)])
+    sync.sync(repo)
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    (shell_log_path().parent / "deny-list.json").write_bytes(b'{"version": 1, "entries": []}\xff')
+    with shell_log_path().open("ab") as log:
+        log.write(hook_line(repo, "ls", 0, 10_000))  # an unsynced line: the tail is read
+    strict = run_script("precheck", "--strict", cwd=repo)
+    assert strict.returncode == 1 and "commit refused (--strict)" in strict.stderr, strict.stderr
+    assert "the hook log's unsynced commands were not checked:" in strict.stderr
+    assert "deny-list.json" in strict.stderr
+    doctor = json.loads(run_script("doctor", "--json", cwd=repo).stdout)
+    named = [c for c in doctor["checks"] if c["area"] == "home" and not c["ok"]]
+    assert named and "deny-list.json" in named[0]["detail"] and "every sync stops on it" in named[0]["detail"]
