@@ -402,15 +402,16 @@ def _moved_note(project: Project, store: SyncStore, rebuild: bool) -> str | None
 RELEASES_READ = "releases.read"  # the git cursor (HEAD and every ref) the stored releases were read at
 
 
-def _read_releases(root: Path, store: SyncStore) -> None:
+def _read_releases(root: Path, store: SyncStore, denied: Callable[[str], bool] | None = None) -> None:
     """Keep the store's version tags (sources.git.releases) in step with the repository: read again only
-    when a ref moved since the last read (the git cursor fingerprints every ref, tags included)."""
+    when a ref moved since the last read (the git cursor fingerprints every ref, tags included). A tag whose
+    name holds a value `nexusmem forget` was told to forget (DENIED) is left out."""
     cursor = store.cursor("git")
     if cursor is None or store.get_meta(RELEASES_READ) == cursor:
         return
     from nexusmem.sources.git import releases
 
-    found = releases.read(root)
+    found = [r for r in releases.read(root) if denied is None or not denied(r.name)]
     with store.transaction():
         store.replace_releases((r.name, r.version, r.sha, r.ts) for r in found)
         store.set_meta(RELEASES_READ, cursor)
@@ -586,7 +587,9 @@ def sync(
             store.restore_links(kept_links)
         for part in summary.sources:
             if part.name == "git":
-                _read_releases(project.root, store)
+                _read_releases(
+                    project.root, store, (lambda text: deny.which([text]) is not None) if deny else None
+                )
                 with store.transaction():
                     store.fill_generations(changed=not part.noop)
                 if moved:

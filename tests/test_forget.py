@@ -598,10 +598,53 @@ def test_forget_names_the_table_that_still_holds_the_value(repo: Path, isolated_
     from nexusmem import project
 
     with project.load(repo).open_store() as store, store.transaction():
-        # a table forget does not clean (made up: a release named after the value)
-        store.replace_releases([("v1-Zebracorn-Quux-4417", "1.0.0", "0" * 40, 1)])
+        # a table forget does not clean (made up: a bookkeeping record holding the value)
+        store.set_meta("made.up.record", "v1-Zebracorn-Quux-4417")
     out = run_cli("-C", str(repo), "forget", VALUE, "--yes").output
     assert "WARNING: the value is still in the database files:" in out
-    assert "  - memory.db: releases" in out and "another process" not in out
+    assert "  - memory.db: meta" in out and "another process" not in out, out
     data = json.loads(run_cli("-C", str(repo), "forget", VALUE, "--yes", "--json").stdout)
-    assert data["verified_absent"] is False and data["still_in"] == ["memory.db: releases"]
+    assert data["verified_absent"] is False and data["still_in"] == ["memory.db: meta"]
+
+
+def test_a_value_in_a_tag_or_a_doc_file_name_stays_forgotten(repo: Path, isolated_home: Path) -> None:
+    """A version tag named after the value stayed in the releases table for good (no sync read the tags
+    through the deny-list), and a doc file named after it came back in the docs source's cursor at the next
+    sync, although forget had said the value was gone."""
+    commit(repo, "docs", {"docs/zorblax-setup.md": "# Setup\n\nInstall.\n", "a.txt": "a\n"})
+    git(repo, "tag", "zorblax-2.0.0")
+    git(repo, "tag", "v1.0.0")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert holds(repo, "zorblax")
+    out = run_cli("-C", str(repo), "forget", "zorblax", "--yes").output
+    assert "verified: the value is in none" in out and "WARNING" not in out, out
+    for args in (["sync", "--no-embed"], ["sync", "--rebuild", "--no-embed"]):
+        commit(repo, f"more {args[-2]}", {"a.txt": f"{args}\n"})
+        run_cli("-C", str(repo), *args)
+        assert holds(repo, "zorblax") == [], args
+    from nexusmem import project
+
+    with project.load(repo).open_store(readonly=True) as store:
+        assert store.release_names() == ["v1.0.0"]  # the other tags are read as before
+
+
+def test_an_export_onto_a_folder_or_a_device_is_refused(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`forget --export DIR` was an internal error (exit 3: the rename onto a folder), and a FIFO or a link to
+    /dev/zero in the export's place was replaced without a word."""
+    commit(repo, "init", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "forget", "hunter2hunter2", "--yes")
+    folder = run_cli("-C", str(repo), "forget", "--export", str(tmp_path), ok=False)
+    assert folder.exit_code == 1 and f"{tmp_path} is a folder" in folder.output, folder.output
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    device = run_cli("-C", str(repo), "forget", "--export", str(fifo), ok=False)
+    assert (
+        device.exit_code == 1
+        and "is not a regular file" in device.output
+        and stat.S_ISFIFO(fifo.stat().st_mode)
+    )
+    ok = run_cli("-C", str(repo), "forget", "--export", str(tmp_path / "deny.json"))
+    assert ok.exit_code == 0 and (tmp_path / "deny.json").is_file()

@@ -321,6 +321,7 @@ def _apply(
         _delete(store, rows, reason)
         report.notes_cleared = _clear_lent(store, entries)
         _clear_cursors(store, Matcher(entries).which)
+        _clear_releases(store, Matcher(entries))
         # Change words are cut from diffs: the value's pieces may sit in a commit that never held it whole.
         # Such commits lose their words (not the commit: its own text is clean).
         report.words_cleared, report.words_pending, report.imports_cleared = _clear_derived(
@@ -346,6 +347,7 @@ def _apply(
             with copy.transaction():
                 _delete(copy, found, reason)
                 copy.clear_notes(lent)
+                _clear_releases(copy, Matcher(entries))
                 words, _pending, imports = _clear_derived(copy, entries, found, word_tokens)
             if found or lent or words or imports:
                 report.backups += 1
@@ -357,6 +359,12 @@ def _apply(
                 if _file_holds(files, needle, ignore_case):
                     report.still_in += _where(holder, needle, ignore_case)
             report.verified_absent = not report.still_in
+
+
+def _clear_releases(store: Store, matcher: Matcher) -> int:
+    """Take the version tags named after the value (`zorblax-2.0.0`) out of STORE's list; the next sync's read
+    of the tags leaves them out too (sync._read_releases). How many went."""
+    return store.delete_releases([n for n in store.release_names() if matcher.which([n]) is not None])
 
 
 def _clear_cursors(store: Store, holds: Callable[[list[str]], object]) -> None:
@@ -498,7 +506,14 @@ def list_entries(start: Path | str | None) -> list[Entry]:
 
 
 def export_entries(start: Path | str | None, target: Path) -> int:
-    """Write every active entry to TARGET (JSON, mode 0600); return how many."""
+    """Write every active entry to TARGET (JSON, mode 0600); return how many. TARGET is a file's name: a
+    folder, or anything but a regular file (a FIFO, a device), is refused, never replaced."""
+    if target.is_dir():
+        raise DenyListError(
+            f"{target} is a folder: give the export file's name (e.g. {target / 'deny-list.json'})"
+        )
+    if (target.exists() or target.is_symlink()) and not target.is_file():
+        raise DenyListError(f"{target} is not a regular file: give another name for the export")
     entries = list_entries(start)
     write_private(target, document(entries, with_keys=True))
     return len(entries)

@@ -434,7 +434,7 @@ class DocsSource:
         prefixes = tuple(unreadable + kept)
         result.keep = lambda key: key in emitted or (bool(prefixes) and key.startswith(prefixes))
         # Not persisting the fingerprint makes the next sync try the unreadable file again.
-        result.cursor = None if unreadable else now_dated.cursor(fingerprint)
+        result.cursor = None if unreadable else now_dated.cursor(fingerprint, ctx.known.get("denied"))
 
 
 # A reStructuredText section adornment: one punctuation character repeated (docutils allows any of these).
@@ -865,12 +865,15 @@ class _Dated:
     def kept_undated(self, path: str) -> bool:
         return path in self.undated or _hidden(path) in self.undated
 
-    def cursor(self, fingerprint: str) -> str:
+    def cursor(self, fingerprint: str, denied: Callable[[str], bool] | None = None) -> str:
         # The cursor is stored as it is (memory.db's sources table): a path holding a secret (a folder named
         # after a token) is kept as a digest of it, as the nodes keep it redacted; so is a name that is not
-        # UTF-8 (`caf\xe9.md`, read with surrogate escapes), which stored text cannot hold.
+        # UTF-8 (`caf\xe9.md`, read with surrogate escapes), which stored text cannot hold, and one holding a
+        # value `nexusmem forget` was told to forget (DENIED), whose nodes the sync's gate drops.
         names = [*self.times, *self.undated]
         secret = _secret_paths(names) | {p for p in names if not _utf8(p)}
+        if denied is not None:
+            secret |= {p for p in names if denied(p)}
         return json.dumps(
             {
                 "fp": fingerprint,

@@ -34,6 +34,14 @@ class ReleasesMixin:
             "INSERT OR REPLACE INTO releases(name, version, sha, ts) VALUES (?, ?, ?, ?)", rows
         )
 
+    def release_names(self) -> list[str]:
+        """Every version tag's name the store holds."""
+        return [r[0] for r in self.conn.execute("SELECT name FROM releases")]
+
+    def delete_releases(self, names: Iterable[str]) -> int:
+        """Take the tags NAMES out of the store's list (a name holding a forgotten value); how many went."""
+        return sum(self.conn.execute("DELETE FROM releases WHERE name = ?", (n,)).rowcount for n in names)
+
     def release_window(self, version: str) -> tuple[int, int | None] | None:
         """(when the release VERSION was made, when the next one was; None when it is the newest), epoch
         ms; None when no tag names VERSION. "1.1" names 1.1.0 and, if there is no such tag, the first 1.1.x.
