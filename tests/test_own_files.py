@@ -72,3 +72,6 @@ def test_the_post_commit_sync_names_a_config_it_cannot_read(repo: Path, kind: st
     else:
         config.write_bytes(b'{"version": 1, "team": {"member": "caf\xe9"}}')
     one_line(run_script("sync", "--auto", cwd=repo), config)  # a FIFO read once hung it for good
+    if kind == "bytes":  # said as for the deny-list, not as Python's codec error
+        said = run_script("query", "anything", cwd=repo).stderr
+        assert f"{config}: not UTF-8 text (byte 38)" in said and "codec" not in said, said
