@@ -54,7 +54,9 @@ PLACEHOLDER = "«redacted:"
 # Module names too generic to mean "this file" when they appear in a command (`npm test`, `make setup`).
 _GENERIC_STEMS = frozenset(
     {"test", "tests", "main", "index", "init", "setup", "utils", "util", "conftest", "readme", "changelog",
-     "license", "makefile", "package", "lib", "src", "app", "mod", "common", "types", "config", "core"}
+     "license", "makefile", "package", "lib", "src", "app", "mod", "common", "types", "config", "core",
+     # words of a command line itself (`npm run build`, `make install`, `yarn start`): no module's name there
+     "run", "build", "start", "install", "serve", "clean", "check", "lint", "format", "watch", "dev"}
 )  # fmt: skip
 
 
@@ -646,9 +648,15 @@ def _files_named(
             + "|".join(map(re.escape, sorted(stems, key=len, reverse=True)))
             + r")(?![A-Za-z0-9])"
         )
-        for node_id, command, _ts, _cwd, _code in open_failures:
+        for node_id, command, _ts, cwd, _code in open_failures:
+            # A bare module name means that module in the command's own part of the repository: `bash
+            # deploy.sh` run in services/api is not about services/web/deploy.sh. From the top, another
+            # checkout's folder (`../repo-wt`) or an unknown one, anywhere.
+            within = "" if not cwd or cwd.startswith("..") else resolved.scope(cwd)
             for hit in pattern.findall(command):
-                by_id.setdefault(node_id, set()).update(stems[hit])
+                named = [p for p in stems[hit] if not within or p.startswith(within + "/")]
+                if named:
+                    by_id.setdefault(node_id, set()).update(named)
     return by_id
 
 

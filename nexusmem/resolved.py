@@ -27,14 +27,45 @@ STOPPED = frozenset({130, 131, 148})
 Command = tuple[str, int, str, str | None, int | None]
 
 
+# Folders that hold tests: what a test run there tests lies in the folder above the first of them.
+TEST_FOLDERS = frozenset(["test", "tests", "spec", "specs", "__tests__", "testing"])
+
+
+def scope(folder: str) -> str:
+    """Where the code a command run in FOLDER (repository-relative, "" for the top) works on lies: FOLDER up
+    to its first test folder (services/api/tests → services/api; tests → the whole repository)."""
+    parts = folder.split("/") if folder and folder != "." else []
+    for i, part in enumerate(parts):
+        if part in TEST_FOLDERS:
+            return "/".join(parts[:i])
+    return "/".join(parts)
+
+
 def failed(exit_code: int | None) -> bool:
     """Whether a command with this status failed: not 0, known, and not stopped by the person."""
     return exit_code is not None and exit_code != 0 and exit_code not in STOPPED
 
 
 def normalise(command: str) -> str:
-    """The command with runs of whitespace collapsed to one space and the ends trimmed."""
-    return " ".join(command.split())
+    """The command with runs of whitespace collapsed to one space and the ends trimmed, and without a leading
+    `cd DIR && ` (repeated): a prompt hook records where the command left the shell, so `cd services/api &&
+    make test` ran `make test` in services/api, the folder its retry `make test` is recorded in (an agent's
+    line has it moved into its folder already)."""
+    text = " ".join(command.split())
+    while text.startswith("cd "):
+        at = text.find(" && ")
+        target = text[3:at] if at > 3 else ""
+        plain = target and " " not in target and not any(c in target for c in ";|&`$()<>")
+        quoted = (
+            len(target) > 1
+            and target[0] == target[-1]
+            and target[0] in "'\""
+            and target.count(target[0]) == 2
+        )
+        if not (plain or quoted):
+            break
+        text = text[at + 4 :]
+    return text
 
 
 def retries(

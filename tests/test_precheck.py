@@ -888,3 +888,65 @@ def test_a_deny_list_that_cannot_be_read_leaves_the_tail_out_not_the_check(repo:
     doctor = json.loads(run_script("doctor", "--json", cwd=repo).stdout)
     named = [c for c in doctor["checks"] if c["area"] == "home" and not c["ok"]]
     assert named and "deny-list.json" in named[0]["detail"] and "every sync stops on it" in named[0]["detail"]
+
+
+def _write_lines(repo: Path, entries: list[tuple[str, str, int, int]]) -> None:
+    """Hook-log lines (folder under REPO, command, exit, ms ago), as the prompt hooks write them."""
+    now = int(time.time() * 1000)
+    path = shell_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        for n, (folder, command, code, ago) in enumerate(entries):
+            line = {
+                "ts": now - ago,
+                "cwd": str(repo / folder),
+                "exit": code,
+                "command": command,
+                "shell": "bash",
+            }
+            handle.write(json.dumps({**line, "session": f"m{n}", "v": 1}) + "\n")
+
+
+def test_a_monorepo_services_failures_name_only_its_own_files(repo: Path) -> None:
+    """A failure named a file of the same name in another service (`bash deploy.sh` in services/api warned
+    about services/web/deploy.sh, and refused a --strict commit), and `npm run build` named run.py."""
+    commit(
+        repo,
+        "services",
+        {
+            "services/api/deploy.sh": "echo api\n",
+            "services/web/deploy.sh": "echo web\n",
+            "services/api/run.py": "print(1)\n",
+            "services/web/package.json": "{}\n",
+        },
+    )
+    _write_lines(
+        repo, [("services/api", "bash deploy.sh", 1, DAY_MS), ("services/web", "npm run build", 127, DAY_MS)]
+    )
+    sync.sync(repo)
+    (repo / "services/web/deploy.sh").write_text("echo web 2\n", encoding="utf-8")
+    (repo / "services/api/run.py").write_text("print(2)\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    assert precheck.run(repo).findings == []
+    strict = run_script("precheck", "--strict", "--files", "services/web/deploy.sh", cwd=repo)
+    assert strict.returncode == 0, strict.stderr
+    # its own service's file is still named
+    (warning,) = precheck.run(repo, files=["services/api/deploy.sh"]).findings
+    assert warning.command == "bash deploy.sh"
+
+
+def test_a_failure_typed_with_cd_is_resolved_by_its_retry_in_that_folder(repo: Path) -> None:
+    """`cd services/api && make test` failed, then `make test` passed in services/api: still "never seen
+    passing" (every commit in that service warned), and the linker took the next commit there for the fix."""
+    commit(repo, "api", {"services/api/Makefile": "test:\n\ttrue\n", "services/api/notes.txt": "a\n"})
+    _write_lines(
+        repo,
+        [
+            ("services/api", "cd services/api && make test", 2, DAY_MS),
+            ("services/api", "make test", 0, DAY_MS - 60_000),
+        ],
+    )
+    sync.sync(repo)
+    (repo / "services/api/notes.txt").write_text("b\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    assert precheck.run(repo).findings == []
