@@ -264,6 +264,11 @@ def test_mark_stale_demotes_and_checks_ids(repo: Path) -> None:
     assert f"{readme} (README.md — Cache) is superseded by {newer}" in out
     after = scores(repo, "Redis sessions")["README.md — Cache"][0]
     assert after == pytest.approx(before * rank.SUPERSEDED_FACTOR, rel=1e-3)  # demoted, still returned
+    # and said so (an agent could not tell a replaced claim from any other: only `show` said it)
+    item = next(it for it in query_json(repo, "Redis sessions")["items"] if it["id"] == readme)
+    assert item["superseded_by"] == newer
+    text = run_cli("-C", str(repo), "query", "Redis sessions").output
+    assert "[superseded] README.md — Cache" in text and f"superseded by {newer}" in text
     for args, message in [
         ([readme, "--supersedes", "ffffffffff"], "no node with id"),
         ([readme, "--supersedes", readme], "cannot supersede itself"),

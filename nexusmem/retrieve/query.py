@@ -172,6 +172,7 @@ class Item:
     relation: str | None = None
     recorded_by: str = ""  # the team member who recorded it (an item of the team store); "" for local
     also_in: list[str] = field(default_factory=list)  # refs of doc sections with the same text (doc_twins)
+    superseded_by: str | None = None  # the id `mark-stale` named as what replaced it
 
 
 @dataclass
@@ -218,6 +219,8 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     tags = f"[{item.provenance}]"
     if item.trust != "candidate":
         tags += f" [{item.trust}]"
+    if item.superseded_by:
+        tags += " [superseded]"
     if with_project:
         tags += f" [{item.project}]"
     if item.recorded_by:
@@ -233,6 +236,8 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     # A commit names its sha, what `git show` and a reader of the log go by (a diff names it in its title).
     sha = f"  commit {item.ref[:7]}" if item.kind == "git_commit" and item.ref else ""
     lines = [head, f"  id {item.id}{sha}"]
+    if item.superseded_by:
+        lines.append(f"  superseded by {item.superseded_by}")
     if item.also_in:
         lines.append("  also in " + ", ".join(ref.split("#", 1)[0] for ref in item.also_in))
     lines += ["  " + line for line in item.summary.splitlines() if line.strip()]
@@ -253,6 +258,7 @@ def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
         project=project,
         ref=node.ref,
         recorded_by=node.recorded_by,
+        superseded_by=getattr(node, "superseded_by", None),
     )
 
 
@@ -1977,6 +1983,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
                 "linked_from": it.linked_from,
                 "relation": it.relation if it.linked_from else None,
                 "also_in": list(it.also_in),
+                "superseded_by": it.superseded_by,
             }
             for it in result.items
         ],
