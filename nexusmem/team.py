@@ -158,10 +158,34 @@ def team_project(proj: Project) -> str:
 READ_STATEMENT_MS = 2000
 
 
+def same_hosts_as_libpq(url: str) -> None:
+    """Refuse URL when libpq would connect off this machine while NexusMem's reading of it (which decides
+    what a repository's config may use without `nexusmem trust`) found only this machine: a URL form that
+    reading gets wrong never connects anywhere it did not judge."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from nexusmem import config
+
+    try:
+        parsed = conninfo_to_dict(url)
+    except psycopg.Error:
+        return  # psycopg.connect says what is wrong with the URL
+    hosts = [h for key in ("host", "hostaddr") for h in str(parsed.get(key) or "").split(",") if h]
+    if config.off_machine(url) or all(config.is_local_host(h) for h in hosts):
+        return
+    raise TeamUnavailable(
+        "team store not contacted: libpq reads this URL as naming a host off this machine"
+        f" ({', '.join(h for h in hosts if not config.is_local_host(h))}) where NexusMem read only this machine;"
+        " write the URL in plain form (postgresql://user@host:port/db)"
+    )
+
+
 def open_team(
     proj: Project, found: Settings, *, create: bool = False, timeout: float = 2, read: bool = False
 ) -> TeamStore:
     """The team store FOUND names (READ: every statement bounded by READ_STATEMENT_MS)."""
+    same_hosts_as_libpq(found.url)
     store = TeamStore.open(
         found.url,
         team_project(proj),
@@ -193,6 +217,7 @@ def init(proj: Project, url: str) -> InitReport:
     from nexusmem.store.team import Watchdog, connect, is_driver_error, migrate
 
     label, had_password = split_url(url)
+    same_hosts_as_libpq(url.strip())
     conn = connect(url.strip())
     watchdog = Watchdog(conn, url.strip(), label)
     try:

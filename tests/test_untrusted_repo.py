@@ -346,9 +346,9 @@ def test_a_url_libpq_reads_otherwise_is_never_contacted(monkeypatch: pytest.Monk
     """Defence in depth: were NexusMem's reading of a URL wrong again (it judged the URL above local), the
     connection refuses when libpq's own parse names a host off this machine, before connecting."""
     pytest.importorskip("psycopg")
-    from nexusmem import config
-    from nexusmem.store import team
+    from nexusmem import config, team
+    from nexusmem.store.team import TeamUnavailable
 
     monkeypatch.setattr(config, "_off_machine", lambda url: False)  # the reading gets this URL wrong
-    with pytest.raises(team.TeamUnavailable, match=r"not contacted: .*\(203\.0\.113\.7\)"):
-        team.connect("postgresql://localhost?x=@203.0.113.7:5432/mem", timeout=1)
+    with pytest.raises(TeamUnavailable, match=r"not contacted: .*\(203\.0\.113\.7\)"):
+        team.same_hosts_as_libpq("postgresql://localhost?x=@203.0.113.7:5432/mem")

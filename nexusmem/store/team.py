@@ -494,7 +494,6 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
     waits on locks included (a read that must not hold a prompt or a CI job: a server that accepts the
     connection but is busy behind a migration's lock answered after 20-40 s)."""
     psycopg = _psycopg()
-    _same_hosts_as_libpq(url)
     extra = (
         {}
         if statement_ms is None
@@ -506,28 +505,6 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
         )
     except psycopg.Error as exc:
         raise TeamUnavailable(f"team store unreachable: {driver_reason(exc)}") from None
-
-
-def _same_hosts_as_libpq(url: str) -> None:
-    """Refuse URL when libpq would connect off this machine while NexusMem's reading of it (which decides
-    what a repository's config may use without `nexusmem trust`) found only this machine: a URL form that
-    reading gets wrong never connects anywhere it did not judge."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    from nexusmem import config
-
-    try:
-        parsed = conninfo_to_dict(url)
-    except _psycopg().Error:
-        return  # psycopg.connect says what is wrong with the URL
-    hosts = [h for key in ("host", "hostaddr") for h in str(parsed.get(key) or "").split(",") if h]
-    if config.off_machine(url) or all(config.is_local_host(h) for h in hosts):
-        return
-    raise TeamUnavailable(
-        "team store not contacted: libpq reads this URL as naming a host off this machine"
-        f" ({', '.join(h for h in hosts if not config.is_local_host(h))}) where NexusMem read only this machine;"
-        " write the URL in plain form (postgresql://user@host:port/db)"
-    )
 
 
 def _with_option(url: str, option: str) -> str:
