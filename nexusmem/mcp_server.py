@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from nexusmem import __version__, authors, config, paths, show, status
+from nexusmem import __version__, authors, paths, show, status
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import NexusMemError, NotARepositoryError, RefusedRepositoryError
@@ -304,7 +304,7 @@ def run_search(
     # The backlog's note is a line of the header: its tokens come out of the budget like the header's.
     note_tokens = estimate_tokens(f"note: {backlog}\n") if backlog else 0
     with _open_store(root) as store, _library_errors():
-        settings = rank.settings_from(config.load(paths.config_path(root)))
+        settings = rank.settings_from(project_mod.config_of(root))
         result = query_mod.run(
             store,
             question,

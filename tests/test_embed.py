@@ -17,7 +17,7 @@ from nexusmem.embed.index import embed_pending
 from nexusmem.embed.ollama import OllamaProvider
 from nexusmem.errors import ConfigError
 
-from helpers import commit, git, run_cli, run_script
+from helpers import commit, git, query_json, run_cli, run_script
 from helpers.embedding import cache_history, set_embedding
 from helpers.ollama_standin import DIM, closed_port_url, ollama_standin
 
@@ -339,3 +339,48 @@ def test_the_light_query_embedder_matches_wordllama() -> None:
         ]
     )
     assert np.abs(batch - full).max() < 1e-5
+
+
+# --- where a query's text is sent -------------------------------------------------------------------------
+
+
+def _asked(server: Any, text: str) -> bool:
+    return any(
+        text in (r["input"] if isinstance(r["input"], list) else [r["input"]]) for r in server.requests
+    )
+
+
+def test_query_sends_the_question_to_the_configs_url_not_the_one_memory_db_recorded(history: Path) -> None:
+    """embedding.url moved to another server: the next query asks the new one, and never the old one,
+    before and after the next sync (which records the new URL)."""
+    with ollama_standin() as old, ollama_standin() as new:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=old.url)
+        sync_json(history)
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=new.url)
+        old.requests.clear()
+        data = query_json(history, "cache lock expired after a crash")
+        assert data["items"]
+        assert _asked(new, "cache lock expired after a crash")
+        assert not _asked(old, "cache lock expired after a crash")
+        sync_json(history)
+        with project.load(history).open_store() as store:
+            recorded = embed.Identity.from_json(store.vector_identity_json())
+        assert recorded is not None and recorded.url == new.url
+        assert old.requests == []
+
+
+def test_a_url_recorded_in_a_copied_memory_db_is_never_sent_anything(history: Path) -> None:
+    """A memory.db whose vectors say they came from a collector's server (a repository copied with its
+    .nexusmem/): query and stale send the collector nothing; the config's own URL is used."""
+    with ollama_standin() as collector, ollama_standin() as mine:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=mine.url)
+        sync_json(history)
+        with project.load(history).open_store() as store, store.transaction():
+            identity = embed.Identity.from_json(store.vector_identity_json())
+            assert identity is not None
+            forged = embed.Identity(identity.name, identity.model, identity.dim, collector.url).to_json()
+            store.conn.execute("UPDATE meta SET value = ? WHERE key = 'vector_identity'", (forged,))
+        query_json(history, "my secret project plan: override")
+        run_cli("-C", str(history), "stale", "--json")
+        assert collector.requests == []
+        assert _asked(mine, "my secret project plan: override")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -50,7 +51,9 @@ class Identity:
     name: str
     model: str
     dim: int
-    url: str | None = None  # where an Ollama provider was reached; not part of the identity
+    # Where an Ollama provider was reached at the last sync: said, never used to send anything (a query
+    # embeds through the config's URL, embed.for_identity); not part of the identity.
+    url: str | None = None
 
     def same_as(self, other: Identity | None) -> bool:
         return other is not None and (self.name, self.model, self.dim) == (other.name, other.model, other.dim)
@@ -90,13 +93,17 @@ def to_blob(vector: Vector) -> bytes:
     return array("f", vector).tobytes()
 
 
+def config_url(config: Mapping[str, Any]) -> str:
+    """Where the (trusted) CONFIG sends text to an Ollama embedder: embedding.url, or the default."""
+    return str(config.get("embedding", {}).get("url", "") or "").strip() or DEFAULT_OLLAMA_URL
+
+
 def from_config(config: dict[str, Any]) -> Provider | None:
     """The provider the project's config asks for (`embedding` section); None for "none"."""
     section = config.get("embedding", {})
     name = section.get("provider", "builtin")
     model = section.get("model", "") or ""
-    url = section.get("url", "") or DEFAULT_OLLAMA_URL
-    return make(name, model, url)
+    return make(name, model, config_url(config))
 
 
 def make(name: str, model: str = "", url: str | None = None) -> Provider | None:
@@ -121,14 +128,23 @@ def make(name: str, model: str = "", url: str | None = None) -> Provider | None:
 _CACHE: dict[tuple[str, str, str | None, str | None], Provider] = {}
 
 
-def for_identity(identity: Identity, token_weights: str | None = None) -> Provider | None:
+def for_identity(
+    identity: Identity, token_weights: str | None = None, url: str | None = None
+) -> Provider | None:
     """The provider that made vectors of IDENTITY (with TOKEN_WEIGHTS, the store's
     `vector_token_weights()`, for the built-in model that pools with them), kept for the life of the
-    process: a long-lived MCP server loads the model once, and each store's weights once."""
+    process: a long-lived MCP server loads the model once, and each store's weights once.
+
+    An Ollama provider is reached at URL, the one the project's (trusted) config gives now, never at the
+    URL recorded with the vectors: memory.db comes with a copied repository, and the text embedded is the
+    user's question or memory. Without URL there is no Ollama provider (None: search stays BM25-only)."""
     weights = token_weights if identity.name == "builtin" else None
-    key = (identity.name, identity.model, identity.url, weights)
+    where = url if identity.name == "ollama" else None
+    if identity.name == "ollama" and not where:
+        return None
+    key = (identity.name, identity.model, where, weights)
     if key not in _CACHE:
-        provider = make(identity.name, identity.model, identity.url)
+        provider = make(identity.name, identity.model, where)
         if provider is None:
             return None
         if weights is not None:

@@ -112,6 +112,12 @@ def embed_pending(
         note(f"{what}: dropped {summary.dropped} vector(s); rebuilding them")
         stored = None
     chosen, stored = _with_token_weights(store, chosen, stored, summary, note)
+    url = getattr(chosen, "url", None)
+    if stored is not None and stored.url != url and stored.name == chosen.name:
+        # The same model reached at another URL (embedding.url changed): recorded, so that status says
+        # where; a query sends to the config's URL whatever memory.db says (embed.for_identity).
+        with store.transaction():
+            store.set_vector_identity(Identity(stored.name, stored.model, stored.dim, url).to_json())
     newest = store.newest_update()
     through = store.embedded_through()
     if stored is not None and newest is not None and through is not None and through >= newest:

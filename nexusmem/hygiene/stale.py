@@ -151,15 +151,26 @@ def named_files(text: str) -> list[str]:
 
 
 def candidates(
-    store: Store, max_age_days: int, *, now_ms: int | None = None, touched_only: bool = True
+    store: Store,
+    max_age_days: int,
+    *,
+    now_ms: int | None = None,
+    touched_only: bool = True,
+    url: str | None = None,
 ) -> list[Candidate]:
     """Stale candidates, oldest first, each with its standing contradiction suggestions. With TOUCHED_ONLY,
-    only the old claims something newer touches (see the module docstring); else every old claim."""
-    return _find(store, max_age_days, now_ms=now_ms, touched_only=touched_only)[0]
+    only the old claims something newer touches (see the module docstring); else every old claim. URL: the
+    trusted config's Ollama embedder (embed.config_url), for a store whose vectors Ollama made."""
+    return _find(store, max_age_days, now_ms=now_ms, touched_only=touched_only, url=url)[0]
 
 
 def _find(
-    store: Store, max_age_days: int, *, now_ms: int | None = None, touched_only: bool = True
+    store: Store,
+    max_age_days: int,
+    *,
+    now_ms: int | None = None,
+    touched_only: bool = True,
+    url: str | None = None,
 ) -> tuple[list[Candidate], int]:
     """(candidates, how many old claims were checked)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -167,14 +178,14 @@ def _find(
         now - max_age_days * DAY_MS, MAX_CHECKED if touched_only else MAX_CANDIDATES
     )
     old = [Candidate(i, k, t, ts, p, trust) for i, k, t, ts, p, trust, _h in rows]
-    found = [c for c in old if _touched(store, c)][:MAX_CANDIDATES] if touched_only else old
+    found = [c for c in old if _touched(store, c, url)][:MAX_CANDIDATES] if touched_only else old
     standing = store.suggestions([c.id for c in found])
     for cand in found:
         cand.suggestions = standing.get(cand.id, [])
     return found, len(old)
 
 
-def _touched(store: Store, cand: Candidate) -> bool:
+def _touched(store: Store, cand: Candidate, url: str | None = None) -> bool:
     """Whether a later commit changed a file CAND belongs to or names, or a newer node shares its subject;
     sets CAND.why."""
     node = store.get(cand.id)
@@ -184,7 +195,7 @@ def _touched(store: Store, cand: Candidate) -> bool:
     if changed:
         cand.why = f"{', '.join(changed[:3])} changed since"
         return True
-    newer = newest_similar(store, node)
+    newer = newest_similar(store, node, url)
     if newer is not None:
         cand.why = f"newer: {newer.title[:80]}"
         return True
@@ -201,13 +212,16 @@ def subject(node: StoredNode) -> str:
 SAME_SUBJECT_COSINE = 0.6
 
 
-def newest_similar(store: Store, node: StoredNode) -> StoredNode | None:
-    """The node most similar to NODE among those that happened after it (not a sibling chunk of it)."""
+def newest_similar(store: Store, node: StoredNode, url: str | None = None) -> StoredNode | None:
+    """The node most similar to NODE among those that happened after it (not a sibling chunk of it); URL:
+    where an Ollama embedder may be reached (the trusted config's, never the one memory.db recorded)."""
     ids: list[str] = []
     if store.has_vectors():
         from nexusmem.retrieve import vector
 
-        hits = vector.knn_scored(store, f"{node.title}\n{node.body[:PROMPT_BODY_CHARS]}", k=NEIGHBOURS)
+        hits = vector.knn_scored(
+            store, f"{node.title}\n{node.body[:PROMPT_BODY_CHARS]}", k=NEIGHBOURS, url=url
+        )
         # The nearest node is not necessarily about the same thing: only a close one counts (the cosine a
         # query needs for "a strong match" too), else every old claim would have a newer neighbour.
         ids = [node_id for node_id, cosine in hits if cosine >= SAME_SUBJECT_COSINE]
@@ -236,7 +250,10 @@ def check(
     judge: Judge | None = None,
 ) -> CheckSummary:
     """Judge each candidate against its most similar newer node (memoised); at most MAX_NEW new questions."""
+    from nexusmem.embed import config_url
+
     section = config.get("contradictions", {})
+    embed_url = config_url(config)
     summary = CheckSummary()
     owned = judge is None
     model = str(section.get("model", "qwen2.5:3b"))
@@ -248,7 +265,7 @@ def check(
             older = store.get(cand.id)
             if older is None:
                 continue
-            newer = newest_similar(store, older)
+            newer = newest_similar(store, older, embed_url)
             if newer is None:
                 continue
             old_hash = store.node_hash(older.id)
@@ -292,7 +309,9 @@ def stale(
     project = project_mod.load(start)
     max_age = int(project.config["stale"]["maxAgeDays"])
     with project.open_store() as store:
-        found, checked = _find(store, max_age)
+        from nexusmem.embed import config_url
+
+        found, checked = _find(store, max_age, url=config_url(project.config))
         summary = check(store, project.config, found) if check_contradictions and found else None
     return found, summary, checked
 
@@ -308,6 +327,7 @@ def auto_check(
         return None
     url = str(section.get("url", "http://127.0.0.1:11434"))
     max_age = int(config.get("stale", {}).get("maxAgeDays", 45))
+    from nexusmem.embed import config_url
     from nexusmem.ollama import listening
 
     if not listening(url):
@@ -323,7 +343,7 @@ def auto_check(
         if (
             log
             and (uses_ollama or url != DEFAULTS["contradictions"]["url"])
-            and candidates(store, max_age, touched_only=False)
+            and candidates(store, max_age, touched_only=False, url=config_url(config))
         ):
             log(
                 f"contradictions: Ollama at {url} is unreachable (ConnectError);"
@@ -332,7 +352,7 @@ def auto_check(
         return None
     # Every old claim, unfiltered: this runs after each sync, and check() itself skips a claim with no
     # newer neighbour.
-    found = candidates(store, max_age, touched_only=False)
+    found = candidates(store, max_age, touched_only=False, url=config_url(config))
     if not found:
         return None
     summary = check(store, config, found, max_new=limit)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexusmem import config, paths, registry
+from nexusmem import paths, registry
 from nexusmem.errors import NexusMemError
 from nexusmem.retrieve import fuse, query, rank
 from nexusmem.store import StoredNode, health, open_store
@@ -180,7 +180,10 @@ def _settings_of(target: Target) -> rank.Settings:
     """The project's own `ranking` settings; the defaults when its config cannot be read (its search
     still runs: a config problem is reported by that project's own commands)."""
     try:
-        return rank.settings_from(config.load(paths.config_path(Path(target.root))))
+        from nexusmem import project
+
+        # config_of: the question goes to the embedder of a config its user stands behind.
+        return rank.settings_from(project.config_of(Path(target.root)))
     except NexusMemError:
         return rank.DEFAULT
 

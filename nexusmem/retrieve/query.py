@@ -522,6 +522,7 @@ def retrieve(
             since=since,
             until=until,
             also=[node_id for node_id, _ in bm25_hits],
+            url=settings.embedding_url,
         )
         if vectors
         else vector.Neighbours([], 0.0)

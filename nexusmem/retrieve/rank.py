@@ -176,17 +176,24 @@ class Settings:
 
     vector_weight: float = VECTOR_WEIGHT
     rerank: bool = True  # the learned last step (retrieve.rerank)
+    # Where the question may be sent to an Ollama embedder: the project's trusted config's embedding.url
+    # (project.config_of), never the URL memory.db recorded. None: no Ollama call (BM25 with other lists).
+    embedding_url: str | None = None
 
 
 DEFAULT = Settings()
 
 
 def settings_from(config: Mapping[str, Any]) -> Settings:
-    """The Settings of a validated config.json (config.load)."""
+    """The Settings of a validated config.json: one project.config_of gave (a URL the repository brought
+    and its user did not confirm is left out there), for its embedding.url is where a question is sent."""
+    from nexusmem.embed import config_url
+
     section = config.get("ranking", {})
     return Settings(
         vector_weight=float(section.get("vectorWeight", VECTOR_WEIGHT)),
         rerank=bool(section.get("rerank", True)),
+        embedding_url=config_url(config),
     )
 
 

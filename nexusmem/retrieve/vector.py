@@ -131,9 +131,10 @@ def knn_scored(
     as_of: int | None = None,
     since: int | None = None,
     until: int | None = None,
+    url: str | None = None,
 ) -> list[tuple[str, float]]:
     """(id, cosine similarity) of the K nodes nearest to TEXT, nearest first (see neighbours)."""
-    return neighbours(store, text, k=k, as_of=as_of, since=since, until=until).hits
+    return neighbours(store, text, k=k, as_of=as_of, since=since, until=until, url=url).hits
 
 
 def neighbours(
@@ -145,6 +146,7 @@ def neighbours(
     since: int | None = None,
     until: int | None = None,
     also: Sequence[str] = (),
+    url: str | None = None,
 ) -> Neighbours:
     """The K nodes nearest to TEXT with their cosine similarities, nearest first, those below the
     provider's noise floor left out; empty when there are no vectors or no provider. With a SINCE/UNTIL
@@ -152,7 +154,10 @@ def neighbours(
 
     ALSO: ids another list found (the BM25 candidates), whose similarity is read exactly when the k-NN
     leaves them out (`more`). A store with many near texts puts a good match at vector rank 400: cut at K,
-    it would count as no match at all, and lose to a weaker one the k-NN happened to reach."""
+    it would count as no match at all, and lose to a weaker one the k-NN happened to reach.
+
+    URL: where an Ollama embedder may be reached, the trusted config's (rank.Settings.embedding_url); the
+    URL memory.db recorded is never used. Without one, vectors made by Ollama are not searched."""
     k = KNN if k is None else k
     identity = embed.Identity.from_json(store.vector_identity_json())
     if identity is None or not text.strip() or not store.has_vectors():
@@ -160,7 +165,7 @@ def neighbours(
     windowed = since is not None or until is not None
     depth = max(k, WINDOW_K) if windowed else k
     try:
-        provider = embed.for_identity(identity, store.vector_token_weights())
+        provider = embed.for_identity(identity, store.vector_token_weights(), url)
         if provider is None:
             return Neighbours([], 0.0)
         vector = embed.to_blob(provider.embed([text])[0])

@@ -127,6 +127,10 @@ class VectorIndexMixin:
         value = _meta(self.conn, IDENTITY_KEY)
         return None if value is None else str(value)
 
+    def set_vector_identity(self, identity_json: str) -> None:
+        """Record IDENTITY_JSON for the stored vectors (the same model reached elsewhere). In transaction()."""
+        _put_meta(self.conn, IDENTITY_KEY, identity_json)
+
     def vectors_generation(self) -> str:
         """Changes whenever any vector is added, replaced or deleted (a cache key for in-memory copies)."""
         value = _meta(self.conn, GENERATION_KEY)
