@@ -384,3 +384,44 @@ def test_a_url_recorded_in_a_copied_memory_db_is_never_sent_anything(history: Pa
         run_cli("-C", str(history), "stale", "--json")
         assert collector.requests == []
         assert _asked(mine, "my secret project plan: override")
+
+
+# --- vectors that cannot be searched ----------------------------------------------------------------------
+
+
+def test_nan_and_zero_vectors_are_refused_and_every_query_still_answers(history: Path) -> None:
+    """A model that answers NaN, Infinity or zeros for some texts: those nodes stay without a vector
+    (said once), the rest are searched, and a query answers (it crashed on every query before)."""
+    with ollama_standin() as server:
+        server.poison = {"release process": "nan", "expire the cache": "zero", "Add the cache": "inf"}
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        proc = run_cli("-C", str(history), "sync")
+        said = [ln for ln in proc.stderr.splitlines() if "not finite or all zero" in ln]
+        assert len(said) == 1, proc.stderr
+        nodes, vectors, rows = counts(history)
+        assert 0 < vectors == rows < nodes
+        for question in ("how do we publish a release", "cache lock file after a crash"):
+            result = run_cli("-C", str(history), "query", "--json", "--since", "2000-01-01", "--", question)
+            assert json.loads(result.stdout)["items"]
+
+
+def test_a_nan_vector_stored_earlier_is_skipped_by_query_and_replaced_at_the_next_sync(history: Path) -> None:
+    """A store that already holds a NaN vector (made before vectors were checked): queries answer, and the
+    next sync (content unchanged) embeds that node again."""
+    import math
+    from array import array
+
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        sync_json(history)
+        with project.load(history).open_store() as store, store.transaction():
+            seq, content_hash = store.conn.execute(
+                "SELECT n.seq, n.content_hash FROM nodes n JOIN node_vectors v ON v.seq = n.seq LIMIT 1"
+            ).fetchone()
+            store.put_vectors([(seq, content_hash, array("f", [math.nan] * DIM).tobytes())])
+        assert query_json(history, "cache lock file expired")["items"]
+        data = sync_json(history)
+        assert data["embedding"]["embedded"] == 1
+        with project.load(history).open_store() as store:
+            blob = store.vectors_by_seq([seq])[seq]
+        assert embed.usable(blob)

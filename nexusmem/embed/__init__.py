@@ -98,6 +98,16 @@ def config_url(config: Mapping[str, Any]) -> str:
     return str(config.get("embedding", {}).get("url", "") or "").strip() or DEFAULT_OLLAMA_URL
 
 
+def usable(vector: Vector) -> bool:
+    """Whether VECTOR can be searched: every component finite and not all zero. A server that answers NaN,
+    Infinity or zeros (a broken model, a GPU fault) gives vectors whose cosine distance is NULL or NaN."""
+    import math
+
+    values = array("f")
+    values.frombytes(to_blob(vector))
+    return any(values) and all(math.isfinite(x) for x in values)
+
+
 def from_config(config: dict[str, Any]) -> Provider | None:
     """The provider the project's config asks for (`embedding` section); None for "none"."""
     section = config.get("embedding", {})

@@ -20,6 +20,7 @@ from nexusmem.embed import (
     Provider,
     from_config,
     to_blob,
+    usable,
 )
 from nexusmem.errors import StoreError
 from nexusmem.store import Store
@@ -45,6 +46,7 @@ class EmbedSummary:
     vectors: int = 0  # vectors stored after the pass
     seconds: float = 0.0
     unavailable: str | None = None  # why the pass stopped early (the search stays BM25-only)
+    rejected: int = 0  # nodes whose vector came back NaN, infinite or all zero: left without one
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -56,6 +58,7 @@ class EmbedSummary:
             "vectors": self.vectors,
             "seconds": round(self.seconds, 3),
             "unavailable": self.unavailable,
+            "rejected": self.rejected,
             "notes": self.notes,
         }
 
@@ -118,6 +121,13 @@ def embed_pending(
         # where; a query sends to the config's URL whatever memory.db says (embed.for_identity).
         with store.transaction():
             store.set_vector_identity(Identity(stored.name, stored.model, stored.dim, url).to_json())
+    if stored is not None and store.has_vectors() and not store.vectors_vetted():
+        # Vectors stored before they were checked (see `usable` below) may be NaN or zero: a query's
+        # distance to them is NULL. Checked once; those nodes are embedded again in this pass.
+        with store.transaction():
+            bad = store.drop_unusable_vectors()
+        if bad:
+            note(f"{bad} stored vector(s) were not finite or all zero: dropped, embedding them again")
     newest = store.newest_update()
     through = store.embedded_through()
     if stored is not None and newest is not None and through is not None and through >= newest:
@@ -142,7 +152,12 @@ def embed_pending(
             note(f"{exc}{done}; search stays BM25-only until a sync reaches it")
             break
         blobs = [to_blob(v) for v in vectors]
-        dim = len(blobs[0]) // 4
+        good = [(row, blob) for row, blob in zip(rows, blobs) if usable(blob)]
+        summary.rejected += len(rows) - len(good)
+        if not good:
+            last_seq = rows[-1][0]
+            continue
+        dim = len(good[0][1]) // 4
         identity = Identity(chosen.name, chosen.model, dim, getattr(chosen, "url", None))
         dropped_now = 0
         try:
@@ -157,20 +172,27 @@ def embed_pending(
                             f"vector dimension changed ({_describe(current)} → {dim}-d): dropped all vectors"
                         )
                     store.create_vector_table(dim, identity.to_json())
-                store.put_vectors([(row[0], row[1], blob) for row, blob in zip(rows, blobs)])
+                store.put_vectors([(row[0], row[1], blob) for row, blob in good])
         except StoreError as exc:
             summary.unavailable = str(exc)
             note(f"{exc}; search stays BM25-only")
             break
         summary.provider = identity.describe()
-        summary.embedded += len(rows)
+        summary.embedded += len(good)
         last_seq = rows[-1][0]
         if dropped_now:
             # Nodes before this batch lost their vectors too: start over from the first node.
             last_seq = 0
             summary.pending = summary.embedded + store.count_unembedded()
         progress("embed", summary.embedded, summary.pending)
-    if summary.unavailable is None and newest is not None and store.has_vectors():
+    if summary.rejected:
+        # Said once a pass; those nodes stay without a vector (BM25 still finds them) and the next sync
+        # asks again (embedded_through is not moved on).
+        note(
+            f"{summary.rejected} node(s) got a vector that is not finite or all zero from"
+            f" {chosen.name} {chosen.model}; left without one (the next sync asks again)"
+        )
+    if summary.unavailable is None and not summary.rejected and newest is not None and store.has_vectors():
         with store.transaction():
             store.set_embedded_through(newest)
     summary.vectors = store.vector_count()

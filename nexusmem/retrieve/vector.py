@@ -49,9 +49,10 @@ def _load(db: Path, warm: _Warm) -> None:
             return
         matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
         norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0] = 1.0
+        # A vector stored NaN, infinite or all zero (before embedding checked them) is left out.
+        keep = np.isfinite(norms) & (norms > 0)
         seqs = np.array([seq for seq, _ in rows], dtype=np.int64)
-        warm.seqs, warm.matrix = seqs, matrix / norms[:, None]
+        warm.seqs, warm.matrix = seqs[keep], matrix[keep] / norms[keep][:, None]
     except Exception:  # an in-memory copy is an optimisation: vec0 keeps answering without it
         return
 
@@ -169,7 +170,7 @@ def neighbours(
         if provider is None:
             return Neighbours([], 0.0)
         vector = embed.to_blob(provider.embed([text])[0])
-        if len(vector) != identity.dim * 4:
+        if len(vector) != identity.dim * 4 or not embed.usable(vector):
             return Neighbours([], 0.0)
         warm = _warm_similarities(store, vector)
         hits = (

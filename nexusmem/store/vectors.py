@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ GENERATION_KEY = "vector_generation"
 EMBEDDED_THROUGH_KEY = "vectors_complete_through"
 # The token weights the built-in embedder pooled the vectors with (embed.builtin.TokenWeights.to_text).
 TOKEN_WEIGHTS_KEY = "vector_token_weights"
+# "1" once every stored vector was checked finite and not all zero (new ones are checked as they come).
+VETTED_KEY = "vectors_vetted"
 
 
 def vec0_path() -> Path:
@@ -130,6 +133,30 @@ class VectorIndexMixin:
     def set_vector_identity(self, identity_json: str) -> None:
         """Record IDENTITY_JSON for the stored vectors (the same model reached elsewhere). In transaction()."""
         _put_meta(self.conn, IDENTITY_KEY, identity_json)
+
+    def vectors_vetted(self) -> bool:
+        """Whether every stored vector was checked finite and not all zero (drop_unusable_vectors)."""
+        return bool(_meta(self.conn, VETTED_KEY) == "1")
+
+    def drop_unusable_vectors(self) -> int:
+        """Delete the vectors with a NaN or infinite component or all zero (their nodes are embedded again
+        by the next pass), mark the rest vetted, and say how many were deleted. In transaction()."""
+        from array import array
+
+        bad: list[int] = []
+        if self.has_vector_table():
+            self._vec_ready()
+            for seq, blob in self.conn.execute(f"SELECT rowid, embedding FROM {VEC_TABLE}"):
+                values = array("f")
+                values.frombytes(bytes(blob))
+                if not any(values) or not all(math.isfinite(x) for x in values):
+                    bad.append(int(seq))
+        for start in range(0, len(bad), 500):
+            self._forget_vectors(bad[start : start + 500])
+        if bad:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (EMBEDDED_THROUGH_KEY,))
+        _put_meta(self.conn, VETTED_KEY, "1")
+        return len(bad)
 
     def vectors_generation(self) -> str:
         """Changes whenever any vector is added, replaced or deleted (a cache key for in-memory copies)."""
@@ -331,8 +358,12 @@ class VectorIndexMixin:
             ).fetchall()
         except Exception as exc:
             raise StoreError(f"vector search failed: {exc}") from exc
+        # A vector stored NaN or all zero (before embedding checked them) has a NULL or NaN distance.
         return self.vector_hits_to_ids(
-            [(int(h[0]), float(h[1])) for h in hits], as_of, since=since, until=until
+            [(int(h[0]), float(h[1])) for h in hits if h[1] is not None and math.isfinite(h[1])],
+            as_of,
+            since=since,
+            until=until,
         )
 
     def vector_distances(self, blob: bytes, ids: Sequence[str]) -> dict[str, float]:

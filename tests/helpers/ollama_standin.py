@@ -26,13 +26,22 @@ def toy_embedding(text: str, dim: int = DIM) -> list[float]:
 
 class Standin:
     """Mode "ok" answers properly; "malformed" answers JSON of the wrong shape; "garbage" answers non-JSON;
-    "missing-model" answers 404 like Ollama does for a model that was never pulled."""
+    "missing-model" answers 404 like Ollama does for a model that was never pulled. POISON: a text holding
+    one of its keys is answered the vector its value names ("nan", "inf" or "zero"), as a broken model does."""
 
     def __init__(self) -> None:
         self.mode = "ok"
         self.dim = DIM
         self.requests: list[dict[str, Any]] = []
         self.url = ""
+        self.poison: dict[str, str] = {}
+
+    def vector(self, text: str) -> list[float]:
+        for key, kind in self.poison.items():
+            if key in text:
+                value = {"nan": float("nan"), "inf": float("inf"), "zero": 0.0}[kind]
+                return [value] * self.dim
+        return toy_embedding(text, self.dim)
 
 
 @contextmanager
@@ -57,7 +66,7 @@ def ollama_standin() -> Iterator[Standin]:
                 self._send(200, json.dumps({"embedding": [0.1, 0.2]}).encode())
             else:
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                answer = {"model": body["model"], "embeddings": [toy_embedding(t, state.dim) for t in texts]}
+                answer = {"model": body["model"], "embeddings": [state.vector(t) for t in texts]}
                 self._send(200, json.dumps(answer).encode())
 
         def _send(self, code: int, payload: bytes) -> None:
