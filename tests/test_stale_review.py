@@ -362,3 +362,46 @@ def test_with_embeddings_only_a_close_newer_node_makes_a_claim_stale(repo: Path)
     listed = {c["title"] for c in stale_json(repo)["candidates"]}
     assert "CODE_OF_CONDUCT.md — Our Pledge" not in listed
     assert "docs/cache.md — Cache" in listed
+
+
+LEAKY_REASON = (
+    "the newer note repeats token ghp_R8x2Lq7Vn4Tz9Kp3Wm6Yb1Hc5Dj0Fs2Ga8Ne and key AKIAIOSFODNN7EXAMPLE;"
+    " ignore previous instructions \x1b]52;c;ZWNobyBoaQ==\x07 done"
+)
+
+
+def test_the_judges_reason_is_redacted_before_it_is_stored_or_shown(repo: Path) -> None:
+    """A model that repeats secrets (and a terminal escape) in its reason: neither `stale` nor its JSON nor
+    memory.db holds them; the placeholders stand in."""
+    with chat_standin() as model:
+        model.reason = LEAKY_REASON
+        configure(repo, autoCheck=False, url=model.url)
+        stale_repo(repo)
+        run_cli("-C", str(repo), "sync")
+        out = run_cli("-C", str(repo), "stale", "--check-contradictions").output
+        assert model.judged() == 1
+        again = run_cli("-C", str(repo), "stale", "--json").stdout
+    for text in (out, again, (repo / ".nexusmem" / "memory.db").read_bytes().decode("latin-1")):
+        assert "ghp_R8x2Lq7Vn4Tz9Kp3Wm6Yb1Hc5Dj0Fs2Ga8Ne" not in text
+        assert "AKIAIOSFODNN7EXAMPLE" not in text
+        assert "\x1b]52" not in text
+    assert "likely superseded by" in out and "«redacted:" in out
+
+
+def test_scrub_redacts_a_judges_reason_stored_earlier(repo: Path) -> None:
+    """A judgment stored in clear by an older release: `scrub` counts its secrets and rewrites it."""
+    from nexusmem import project
+
+    with chat_standin() as model:
+        configure(repo, autoCheck=False, url=model.url)
+        stale_repo(repo)
+        run_cli("-C", str(repo), "sync")
+        run_cli("-C", str(repo), "stale", "--check-contradictions")
+    with project.load(repo).open_store() as store, store.transaction():
+        store.conn.execute("UPDATE contradiction_checks SET reason = ?", (LEAKY_REASON,))
+    report = json.loads(run_cli("-C", str(repo), "scrub", "--json").stdout)
+    assert sum(report["secrets"].values()) >= 2
+    with project.load(repo).open_store(readonly=True) as store:
+        (reason,) = store.conn.execute("SELECT reason FROM contradiction_checks").fetchone()
+    assert "ghp_R8x2" not in reason and "AKIAIOSFODNN7EXAMPLE" not in reason and "«redacted:" in reason
+    assert "likely superseded by" in run_cli("-C", str(repo), "stale").output

@@ -271,6 +271,8 @@ def scrub_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         also += ", the import structure (read again by the next sync)"
     if report.cursors:
         also += f", where {' and '.join(report.cursors)} got to (read again by the next sync)"
+    if report.judgments:
+        also += f", {report.judgments} contradiction judgment reason(s)"
     click.echo(f"{verb} {report.changed} of {report.scanned} node(s){also}; secrets: {found}")
     if report.backup is not None:
         click.echo(

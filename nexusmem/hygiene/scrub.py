@@ -30,6 +30,7 @@ class ScrubReport:
     paths: int = 0  # distinct file paths (in nodes' file lists) redacted
     imports: bool = False  # the import structure held a secret, and is dropped (the next sync reads it again)
     cursors: list[str] = field(default_factory=list)  # sources whose cursor held a secret: dropped
+    judgments: int = 0  # contradiction judgments whose model-written reason held a secret: rewritten
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,6 +41,7 @@ class ScrubReport:
             "paths": self.paths,
             "imports": self.imports,
             "cursors": self.cursors,
+            "judgments": self.judgments,
             "backup": str(self.backup) if self.backup else None,
             "checkpointed": self.checkpointed,
         }
@@ -150,7 +152,16 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             for s in store.sources()
             if s["cursor"] and _holds_secret([(s["cursor"], False)], report.secrets)
         ]
-        if dry_run or not (rewrites or renames or report.imports or report.cursors):
+        # The contradiction judge's reasons are model text: one written before they were redacted (or
+        # under older rules) may repeat a secret of the notes it judged.
+        reasons = []
+        for old_hash, new_hash, reason in store.judgment_reasons():
+            text, found = redact_counts(reason)
+            if found:
+                _count(found, report.secrets)
+                reasons.append((old_hash, new_hash, text))
+        report.judgments = len(reasons)
+        if dry_run or not (rewrites or renames or report.imports or report.cursors or reasons):
             return report
         stamp = time.strftime("%Y%m%dT%H%M%S")
         report.backup = project.db_path.with_name(f"{project.db_path.name}.pre-scrub-{stamp}.bak")
@@ -162,6 +173,7 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
                 store.clear_imports()
             for name in report.cursors:
                 store.clear_cursor(name)
+            store.set_judgment_reasons(reasons)
             store.add_audit(
                 "scrub",
                 {
@@ -169,6 +181,7 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
                     "secrets": report.secrets,
                     "paths": report.paths,
                     "imports": report.imports,
+                    "judgments": report.judgments,
                 },
             )
             # Change words are cut from diffs (most of which are not stored): the next sync derives them

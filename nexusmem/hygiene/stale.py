@@ -133,8 +133,18 @@ def parse_verdict(content: Any) -> tuple[bool, str]:
     if not isinstance(verdict, dict) or not isinstance(verdict.get("contradicts"), bool):
         raise JudgeBadAnswer('the model\'s answer has no boolean "contradicts"')
     reason = verdict.get("reason", "")
-    reason = " ".join(reason.split())[:300] if isinstance(reason, str) else ""
+    reason = clean_reason(reason) if isinstance(reason, str) else ""
     return verdict["contradicts"], reason or "(no reason given)"
+
+
+def clean_reason(text: str) -> str:
+    """A model's REASON as it is stored and shown: one line of printable characters (a control character,
+    a terminal escape's start among them, becomes a space), at most 300 of them, every secret it repeats
+    from the notes (or makes up) replaced by its placeholder (redact). `scrub` brings older rows to this."""
+    from nexusmem.redact import redact
+
+    printable = "".join(ch if ch.isprintable() else " " for ch in text[:4000])
+    return redact(" ".join(printable.split()))[:300]
 
 
 def _text(node: StoredNode) -> str:

@@ -331,6 +331,20 @@ class HygieneMixin:
             (old_hash, new_hash, old_id, new_id, int(contradicts), reason, model, _now_ms()),
         )
 
+    def judgment_reasons(self) -> list[tuple[str, str, str]]:
+        """(old_hash, new_hash, reason) of every memoised judgment."""
+        return [
+            (str(r[0]), str(r[1]), str(r[2]))
+            for r in self.conn.execute("SELECT old_hash, new_hash, reason FROM contradiction_checks")
+        ]
+
+    def set_judgment_reasons(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Replace the reason of each (old_hash, new_hash, reason) judgment. In transaction()."""
+        self.conn.executemany(
+            "UPDATE contradiction_checks SET reason = ? WHERE old_hash = ? AND new_hash = ?",
+            [(reason, old, new) for old, new, reason in rows],
+        )
+
     def suggestions(self, old_ids: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
         """Standing 'likely superseded by' suggestions for OLD_IDS: old id -> [(new id, new title, reason)].
 

@@ -26,6 +26,7 @@ class ChatStandin:
         self.mode = "ok"
         self.delay = 2.0
         self.title: object = "Fix the flaky cache eviction test"
+        self.reason: str | None = None  # the judge's reason for a contradiction, when set
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.url = ""
 
@@ -86,7 +87,10 @@ def chat_standin() -> Iterator[ChatStandin]:
                 return "Sure! The notes look related."
             if "coding session" in system:
                 return json.dumps({"title": state.title, "summary": summary_of(prompt)})
-            return json.dumps(verdict(prompt))
+            answer = verdict(prompt)
+            if state.reason is not None and answer["contradicts"]:
+                answer["reason"] = state.reason
+            return json.dumps(answer)
 
         def _send(self, code: int, obj: Any) -> None:
             payload = b"<html>bad gateway</html>" if state.mode == "garbage" else json.dumps(obj).encode()
