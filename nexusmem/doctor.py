@@ -675,7 +675,7 @@ def check_embedder(root: Path | None) -> list[Check]:
     except OSError as exc:
         fix = "start it (`ollama serve`) or set embedding.provider to builtin in .nexusmem/config.json"
         return [Check("embedder", False, f"{provider} at {url} is unreachable ({exc})", fix)]
-    return [Check("embedder", True, f"{provider} at {url} answers")]
+    return [Check("embedder", True, f"{provider} at {url} accepts connections (not asked to embed)")]
 
 
 def check_session_model(root: Path | None) -> list[Check]:
@@ -697,7 +697,13 @@ def check_session_model(root: Path | None) -> list[Check]:
     if not listening(url, timeout=0.5):
         fix = f"start it (`ollama serve`, then `ollama pull {model}`) or set sources.session.enabled to false"
         return [Check("sessions", False, f"session summaries: Ollama at {url} is unreachable", fix)]
-    return [Check("sessions", True, f"session summaries: Ollama at {url} answers (model {model})")]
+    return [
+        Check(
+            "sessions",
+            True,
+            f"session summaries: Ollama at {url} accepts connections (model {model} not asked)",
+        )
+    ]
 
 
 def check_registry(root: Path | None) -> list[Check]:

@@ -3,15 +3,21 @@
 
 httpx is imported on first use, not with this module: importing it costs ~0.5 s, and most runs (a sync with
 the builtin embedder, every precheck) never talk to Ollama. A refused connection answers at once; a host
-that drops packets must not hang a sync, hence the short connect timeout.
+that drops packets must not hang a sync, hence the short connect timeout. `timeout` bounds the whole call (the
+answer read to its end), not the gap between two bytes: a server that dribbles its answer is cut off there.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass
 from typing import Any
 
 CONNECT_TIMEOUT = 2.0
+# The largest answer read: a chat verdict or summary is a few hundred bytes, a batch of 256 embeddings of
+# 1,024 dimensions ~6 MB as JSON. A server that sends more is not an Ollama answering these requests.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
 def listening(url: str, timeout: float = 0.25) -> bool:
@@ -57,6 +63,21 @@ def answer_json(content: Any) -> Any:
         raise OllamaBadAnswer("the model's answer is not valid JSON") from exc
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A whole HTTP answer: its status and body (read within the client's time limit)."""
+
+    status_code: int
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
 class OllamaClient:
     """POST JSON to one Ollama server; one connection pool per client, closed by close()."""
 
@@ -66,14 +87,31 @@ class OllamaClient:
         self.connect_timeout = min(connect_timeout, timeout)
         self._client: Any = None
 
-    def post(self, endpoint: str, payload: dict[str, Any]) -> Any:
-        """The httpx response to POST {url}{endpoint} with PAYLOAD as JSON, whatever its status."""
+    def post(self, endpoint: str, payload: dict[str, Any]) -> Answer:
+        """The answer to POST {url}{endpoint} with PAYLOAD as JSON, whatever its status, read whole within
+        self.timeout seconds of the start (OllamaUnreachable past it) and at most MAX_ANSWER_BYTES long
+        (OllamaBadAnswer beyond)."""
         import httpx
 
         if self._client is None:
             self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout))
+        deadline = time.monotonic() + self.timeout
         try:
-            return self._client.post(f"{self.url}{endpoint}", json=payload)
+            with self._client.stream("POST", f"{self.url}{endpoint}", json=payload) as response:
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > MAX_ANSWER_BYTES:
+                        raise OllamaBadAnswer(
+                            f"Ollama at {self.url} sent an answer over {MAX_ANSWER_BYTES // 2**20} MB"
+                        )
+                    chunks.append(chunk)
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise httpx.ReadTimeout("the whole answer took too long")
+                    _shorten_reads(response, left)
+                return Answer(response.status_code, b"".join(chunks))
         except httpx.TimeoutException as exc:
             raise OllamaUnreachable(
                 f"Ollama at {self.url} did not answer within {self.timeout:g}s ({type(exc).__name__})"
@@ -81,9 +119,13 @@ class OllamaClient:
         except httpx.HTTPError as exc:
             raise OllamaUnreachable(f"Ollama at {self.url} is unreachable ({type(exc).__name__})") from exc
 
-    def http_error(self, response: Any, model: str) -> str:
-        """One sentence for a non-200 answer: the status and the start of what the server said."""
-        detail = response.text.strip().replace("\n", " ")[:160]
+    def http_error(self, response: Answer, model: str) -> str:
+        """One sentence for a non-200 answer: the status and the start of what the server said (redacted,
+        one line of printable characters: it is shown, and a server may echo what it was sent)."""
+        from nexusmem.redact import redact
+
+        printable = "".join(ch if ch.isprintable() else " " for ch in response.text[:2000])
+        detail = redact(" ".join(printable.split()))[:160]
         return f"Ollama at {self.url} answered HTTP {response.status_code} for model {model!r}: {detail}"
 
     def chat_json(self, model: str, system: str, prompt: str, options: dict[str, Any]) -> Any:
@@ -126,3 +168,12 @@ class OllamaClient:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _shorten_reads(response: Any, left: float) -> None:
+    """Let the next read of RESPONSE wait at most LEFT seconds: httpcore reads each chunk with the read
+    timeout of the request's extensions, looked up at every read. Best effort (the deadline check after
+    each chunk holds whatever the library does)."""
+    timeouts = response.request.extensions.get("timeout")
+    if isinstance(timeouts, dict) and timeouts.get("read") is not None:
+        timeouts["read"] = min(float(timeouts["read"]), max(left, 0.001))

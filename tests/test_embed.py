@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -425,3 +426,17 @@ def test_a_nan_vector_stored_earlier_is_skipped_by_query_and_replaced_at_the_nex
         with project.load(history).open_store() as store:
             blob = store.vectors_by_seq([seq])[seq]
         assert embed.usable(blob)
+
+
+def test_a_query_waits_a_few_seconds_for_an_embedder_that_never_answers_and_says_so(history: Path) -> None:
+    """An Ollama that accepts the question and never answers: the query answers from the words within
+    embed.QUERY_TIMEOUT (not 120 s) and its notes say semantic search was skipped."""
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        sync_json(history)
+        server.mode = "hang"
+        started = time.monotonic()
+        data = query_json(history, "cache lock file expired")
+        assert time.monotonic() - started < embed.QUERY_TIMEOUT + 3
+        assert data["items"]
+        assert any("semantic search skipped" in note for note in data["notes"]), data["notes"]

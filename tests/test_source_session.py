@@ -462,7 +462,24 @@ def test_doctor_checks_the_session_model_server_only_when_summaries_are_on(repo:
         configure_url["sources"]["session"]["url"] = model.url
         (repo / ".nexusmem" / "config.json").write_text(json.dumps(configure_url), encoding="utf-8")
         out = run_cli("-C", str(repo), "doctor", ok=False).stdout
-        assert f"session summaries: Ollama at {model.url} answers (model qwen2.5:3b)" in out
+        assert (
+            f"session summaries: Ollama at {model.url} accepts connections (model qwen2.5:3b not asked)"
+            in out
+        )
     configure_url["sources"]["session"]["enabled"] = False
     (repo / ".nexusmem" / "config.json").write_text(json.dumps(configure_url), encoding="utf-8")
     assert "session summaries" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
+
+
+def test_a_model_that_dribbles_its_answer_is_cut_off_at_timeout_seconds(repo: Path) -> None:
+    """timeoutSeconds bounds the whole answer: a server sending a byte every 0.2 s (each read quick, the
+    answer minutes long) holds the sync about timeoutSeconds, not minutes."""
+    with chat_standin() as model:
+        model.mode = "trickle"
+        configure(repo, model.url, timeoutSeconds=1.0)
+        add(repo, *session("s1", ["Why is the build slow?"]))
+        started = time.monotonic()
+        data = sync(repo)
+        assert time.monotonic() - started < 4.0
+        assert summaries(repo) == {}
+        assert "did not answer within 1s" in " ".join(source_part(data)["notes"])

@@ -18,6 +18,9 @@ PROVIDERS = ("builtin", "ollama", "local", "none")
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 DEFAULT_BATCH = 256
+# How long a query waits for an Ollama embedder to embed the question, all told (connecting included):
+# past it the query answers from the words alone and says so. A sync waits embed.ollama.SYNC_TIMEOUT.
+QUERY_TIMEOUT = 5.0
 
 # A vector as a provider returns it: float32 bytes (little-endian, what sqlite-vec stores) or floats.
 Vector = bytes | list[float]
@@ -116,7 +119,7 @@ def from_config(config: dict[str, Any]) -> Provider | None:
     return make(name, model, config_url(config))
 
 
-def make(name: str, model: str = "", url: str | None = None) -> Provider | None:
+def make(name: str, model: str = "", url: str | None = None, timeout: float | None = None) -> Provider | None:
     """A provider by name (unloaded: nothing heavy happens until the first embed)."""
     if name == "none":
         return None
@@ -125,9 +128,11 @@ def make(name: str, model: str = "", url: str | None = None) -> Provider | None:
 
         return BuiltinProvider(model or None)
     if name == "ollama":
-        from nexusmem.embed.ollama import OllamaProvider
+        from nexusmem.embed.ollama import SYNC_TIMEOUT, OllamaProvider
 
-        return OllamaProvider(model or DEFAULT_OLLAMA_MODEL, url or DEFAULT_OLLAMA_URL)
+        return OllamaProvider(
+            model or DEFAULT_OLLAMA_MODEL, url or DEFAULT_OLLAMA_URL, timeout or SYNC_TIMEOUT
+        )
     if name == "local":
         from nexusmem.embed.local import LocalProvider
 
@@ -154,7 +159,7 @@ def for_identity(
         return None
     key = (identity.name, identity.model, where, weights)
     if key not in _CACHE:
-        provider = make(identity.name, identity.model, where)
+        provider = make(identity.name, identity.model, where, QUERY_TIMEOUT)
         if provider is None:
             return None
         if weights is not None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from nexusmem.embed import EmbeddingUnavailable, Vector
-from nexusmem.ollama import OllamaClient, OllamaUnreachable
+from nexusmem.ollama import OllamaBadAnswer, OllamaClient, OllamaUnreachable
 
-READ_TIMEOUT = 120.0
+# The whole of one embedding request during a sync (a batch, a model loading cold): past it the pass stops
+# and search stays BM25-only until the next sync. A query waits embed.QUERY_TIMEOUT instead.
+SYNC_TIMEOUT = 120.0
 
 
 class OllamaProvider:
@@ -22,9 +24,9 @@ class OllamaProvider:
     min_similarity = 0.0
     share_floor = 0.0
 
-    def __init__(self, model: str, url: str) -> None:
+    def __init__(self, model: str, url: str, timeout: float = SYNC_TIMEOUT) -> None:
         self.model = model
-        self._client = OllamaClient(url, timeout=READ_TIMEOUT)
+        self._client = OllamaClient(url, timeout=timeout)
         self.url = self._client.url
         self._dim: int | None = None
 
@@ -39,7 +41,7 @@ class OllamaProvider:
     def _post(self, texts: list[str]) -> Any:
         try:
             response = self._client.post("/api/embed", {"model": self.model, "input": texts})
-        except OllamaUnreachable as exc:
+        except (OllamaUnreachable, OllamaBadAnswer) as exc:
             raise EmbeddingUnavailable(str(exc)) from exc
         if response.status_code != 200:
             raise EmbeddingUnavailable(self._client.http_error(response, self.model))

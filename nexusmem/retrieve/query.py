@@ -527,6 +527,8 @@ def retrieve(
         if vectors
         else vector.Neighbours([], 0.0)
     )
+    if near.skipped:
+        question.notes.append(f"semantic search skipped ({near.skipped}); answered from the words alone")
     covering = Coverage(store, words)
     scale = 1.0
     if bm25_hits and LEXICAL_COVERAGE_EXP:

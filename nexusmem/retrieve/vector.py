@@ -122,6 +122,7 @@ class Neighbours:
     floor: float
     # (id, cosine similarity) of the nodes asked for by `also` that the k-NN left out, above the floor
     more: list[tuple[str, float]] = field(default_factory=list)
+    skipped: str | None = None  # why the vectors were not searched (the embedder did not answer in time)
 
 
 def knn_scored(
@@ -178,7 +179,9 @@ def neighbours(
             if warm is not None
             else store.search_vectors(vector, depth, as_of, since=since, until=until)
         )
-    except (embed.EmbeddingUnavailable, StoreError, ValueError):
+    except embed.EmbeddingUnavailable as exc:
+        return Neighbours([], 0.0, skipped=str(exc))
+    except (StoreError, ValueError):
         return Neighbours([], 0.0)
     # Cosine distance = 1 - similarity. A node only the vectors found must reach the model's noise floor;
     # a node the words found too counts its similarity from the model's share floor (the same, unless the

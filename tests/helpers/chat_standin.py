@@ -5,7 +5,9 @@ Its "model" says a pair contradicts when the NEWER note contains "no longer"; as
 (the system prompt says "coding session"), it answers {"title": state.title, "summary": one line per
 PERSON line of the prompt}, so a summary says what the session said. Modes: "ok"; "slow" (sleeps
 `delay` seconds first); "malformed" (an answer that is not the JSON asked for); "garbage" (not JSON at
-all); "no-chat" (404 on /api/chat like an old Ollama, so the client must use /api/generate).
+all); "no-chat" (404 on /api/chat like an old Ollama, so the client must use /api/generate); "trickle"
+(the headers at once, then the answer one byte every 0.2 s: no single read waits long, the whole takes
+minutes).
 """
 
 from __future__ import annotations
@@ -94,11 +96,19 @@ def chat_standin() -> Iterator[ChatStandin]:
 
         def _send(self, code: int, obj: Any) -> None:
             payload = b"<html>bad gateway</html>" if state.mode == "garbage" else json.dumps(obj).encode()
+            if state.mode == "trickle":
+                payload += b" " * 1000
             try:
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
+                if state.mode == "trickle":
+                    for i in range(len(payload)):
+                        self.wfile.write(payload[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                    return
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                 pass

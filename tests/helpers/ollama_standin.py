@@ -26,7 +26,8 @@ def toy_embedding(text: str, dim: int = DIM) -> list[float]:
 
 class Standin:
     """Mode "ok" answers properly; "malformed" answers JSON of the wrong shape; "garbage" answers non-JSON;
-    "missing-model" answers 404 like Ollama does for a model that was never pulled. POISON: a text holding
+    "missing-model" answers 404 like Ollama does for a model that was never pulled; "hang" accepts the
+    request and never answers (until the stand-in stops). POISON: a text holding
     one of its keys is answered the vector its value names ("nan", "inf" or "zero"), as a broken model does."""
 
     def __init__(self) -> None:
@@ -35,6 +36,7 @@ class Standin:
         self.requests: list[dict[str, Any]] = []
         self.url = ""
         self.poison: dict[str, str] = {}
+        self.stop = threading.Event()
 
     def vector(self, text: str) -> list[float]:
         for key, kind in self.poison.items():
@@ -56,6 +58,9 @@ def ollama_standin() -> Iterator[Standin]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             state.requests.append(body)
+            if state.mode == "hang":
+                state.stop.wait(600)
+                return
             if self.path != "/api/embed":
                 self._send(404, b'{"error": "not found"}')
             elif state.mode == "missing-model":
@@ -83,6 +88,7 @@ def ollama_standin() -> Iterator[Standin]:
     try:
         yield state
     finally:
+        state.stop.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
