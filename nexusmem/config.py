@@ -159,6 +159,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     # A prompt needs room for at least one turn; beyond ~200k chars no local model's context holds it.
     "sources.session.maxPromptChars": (1000, 200_000),
     "sources.session.timeoutSeconds": (1.0, 3600.0),
+    "contradictions.timeoutSeconds": (1.0, 3600.0),
 }
 
 # The diff skip list as `init` wrote it out before "build/*" left it. A directory named build that git tracks

@@ -267,7 +267,7 @@ def check(
     summary = CheckSummary()
     owned = judge is None
     model = str(section.get("model", "qwen2.5:3b"))
-    judge = judge or Judge(model, str(section.get("url")), float(section.get("timeoutSeconds", 60.0)))
+    judge = judge or Judge(model, judge_url(config), float(section.get("timeoutSeconds", 60.0)))
     try:
         for cand in found:
             if max_new is not None and summary.judged + summary.bad_answers >= max_new:
@@ -326,6 +326,14 @@ def stale(
     return found, summary, checked
 
 
+def judge_url(config: dict[str, Any]) -> str:
+    """contradictions.url, or the default when it is empty (as embedding.url is)."""
+    from nexusmem.config import DEFAULTS
+
+    url = str(config.get("contradictions", {}).get("url") or "").strip()
+    return url or str(DEFAULTS["contradictions"]["url"])
+
+
 def auto_check(
     store: Store, config: dict[str, Any], log: Callable[[str], None] | None = None
 ) -> CheckSummary | None:
@@ -335,7 +343,7 @@ def auto_check(
     limit = int(section.get("maxPerSync", 3))
     if not section.get("autoCheck", True) or limit <= 0:
         return None
-    url = str(section.get("url", "http://127.0.0.1:11434"))
+    url = judge_url(config)
     max_age = int(config.get("stale", {}).get("maxAgeDays", 45))
     from nexusmem.embed import config_url
     from nexusmem.ollama import listening

@@ -322,6 +322,8 @@ def settings(config: dict[str, Any]) -> dict[str, Any]:
         **DEFAULTS["sources"]["session"],
         **config.get("sources", {}).get("session", {}),
     }
+    if not str(section.get("url") or "").strip():  # empty: the default, as embedding.url
+        section["url"] = DEFAULTS["sources"]["session"]["url"]
     return section
 
 
