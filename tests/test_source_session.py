@@ -483,3 +483,24 @@ def test_a_model_that_dribbles_its_answer_is_cut_off_at_timeout_seconds(repo: Pa
         assert time.monotonic() - started < 4.0
         assert summaries(repo) == {}
         assert "did not answer within 1s" in " ".join(source_part(data)["notes"])
+
+
+def test_scan_session_stops_asking_after_the_first_prompt_the_model_did_not_answer(repo: Path) -> None:
+    """A model slower than timeoutSeconds: `scan-session` waits out one timeout, not one per session, and
+    says the rest were not asked (as a sync stops at the first)."""
+    with chat_standin() as model:
+        model.mode, model.delay = "slow", 2.5
+        configure(repo, model.url, timeoutSeconds=1.0)
+        add(
+            repo,
+            *session("s1", ["Why is the build slow?"]),
+            *session("s2", ["Add a dark mode"], ended_ms_ago=3 * HOUR),
+            *session("s3", ["Rename the flag"], ended_ms_ago=4 * HOUR),
+        )
+        started = time.monotonic()
+        shown = json.loads(run_cli("-C", str(repo), "scan-session", "--json").stdout)
+        assert time.monotonic() - started < 2.4
+        assert chat_calls(model) == 1
+        errors = [item["error"] for item in shown["prompts"]]
+        assert len(errors) == 3 and "did not answer within 1s" in errors[0]
+        assert all(e.startswith("not asked: ") for e in errors[1:])

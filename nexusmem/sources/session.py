@@ -530,6 +530,7 @@ def preview(
         if ask and work.pending
         else None
     )
+    gone: str | None = None  # why the model stopped answering: the rest are not asked, as a sync does
     try:
         for p in work.pending:
             item: dict[str, Any] = {
@@ -541,10 +542,15 @@ def preview(
                 "replaces": p.previous.id if p.previous is not None else None,
                 "messages": messages(p.prompt),
             }
-            if model is not None:
+            if gone is not None:
+                item["error"] = f"not asked: {gone}"
+            elif model is not None:
                 try:
                     title, summary = model.summarise(p.prompt)
-                except (ModelBadAnswer, ModelUnavailable) as exc:
+                except ModelUnavailable as exc:
+                    item["error"] = str(exc)
+                    gone = str(exc)
+                except ModelBadAnswer as exc:
                     item["error"] = str(exc)
                 else:
                     node = summary_node(project_id, p, work.model, title, summary)
