@@ -104,7 +104,7 @@ class OllamaClient:
                     size += len(chunk)
                     if size > MAX_ANSWER_BYTES:
                         raise OllamaBadAnswer(
-                            f"Ollama at {self.url} sent an answer over {MAX_ANSWER_BYTES // 2**20} MB"
+                            f"Ollama at {self.url} sent an answer over {MAX_ANSWER_BYTES:,} bytes"
                         )
                     chunks.append(chunk)
                     left = deadline - time.monotonic()

@@ -440,3 +440,25 @@ def test_a_query_waits_a_few_seconds_for_an_embedder_that_never_answers_and_says
         assert time.monotonic() - started < embed.QUERY_TIMEOUT + 3
         assert data["items"]
         assert any("semantic search skipped" in note for note in data["notes"]), data["notes"]
+
+
+def test_an_error_body_is_shown_redacted_and_an_oversized_answer_is_refused(
+    history: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a server says in an HTTP error is shown without the token it holds (or a terminal escape); an
+    answer past ollama.MAX_ANSWER_BYTES is refused, not read into memory."""
+    from nexusmem import ollama
+
+    with ollama_standin() as server:
+        server.mode = "leaky-error"
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        proc = run_cli("-C", str(history), "sync")
+        assert "HTTP 500" in proc.stderr
+        assert "ghp_R8x2Lq7Vn4Tz9Kp3Wm6Yb1Hc5Dj0Fs2Ga8Ne" not in proc.stderr and "\x1b" not in proc.stderr
+        assert "«redacted:" in proc.stderr
+        server.mode = "ok"
+        monkeypatch.setattr(ollama, "MAX_ANSWER_BYTES", 200)
+        data = sync_json(history)
+        assert "sent an answer over" in data["embedding"]["unavailable"]
+        assert counts(history)[1] == 0
+

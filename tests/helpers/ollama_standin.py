@@ -65,6 +65,11 @@ def ollama_standin() -> Iterator[Standin]:
                 self._send(404, b'{"error": "not found"}')
             elif state.mode == "missing-model":
                 self._send(404, json.dumps({"error": f'model "{body.get("model")}" not found'}).encode())
+            elif state.mode == "leaky-error":
+                self._send(
+                    500,
+                    b"upstream failed; auth ghp_R8x2Lq7Vn4Tz9Kp3Wm6Yb1Hc5Dj0Fs2Ga8Ne \x1b]52;c;aGk=\x07 retry",
+                )
             elif state.mode == "garbage":
                 self._send(200, b"<html>proxy error</html>")
             elif state.mode == "malformed":
