@@ -89,7 +89,15 @@ def embed_pending(
         chosen = from_config(config) if provider == "config" else provider
     except EmbeddingUnavailable as exc:
         summary.unavailable = str(exc)
-        note(f"{exc}; search stays BM25-only")
+        stored = Identity.from_json(store.vector_identity_json())
+        wanted = str(config.get("embedding", {}).get("provider", "builtin"))
+        if stored is not None and stored.name != wanted:
+            # Vectors of a provider the config no longer names: kept, a query would still search them.
+            with store.transaction():
+                summary.dropped = store.drop_vectors()
+            note(f"{exc}; dropped {summary.dropped} vector(s) ({stored.describe()}); search stays BM25-only")
+        else:
+            note(f"{exc}; search stays BM25-only")
         return summary
     assert not isinstance(chosen, str)
     stored = Identity.from_json(store.vector_identity_json())

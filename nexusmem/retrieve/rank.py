@@ -193,7 +193,9 @@ def settings_from(config: Mapping[str, Any]) -> Settings:
     return Settings(
         vector_weight=float(section.get("vectorWeight", VECTOR_WEIGHT)),
         rerank=bool(section.get("rerank", True)),
-        embedding_url=config_url(config),
+        # Only while the config still uses Ollama: vectors it made before a switch to another provider are
+        # not searched (the next sync drops them).
+        embedding_url=config_url(config) if config.get("embedding", {}).get("provider") == "ollama" else None,
     )
 
 
