@@ -247,7 +247,7 @@ def link_recent(store: LinkStore) -> LinkSummary:
 
 def _retries(store: LinkStore, lower: int) -> list[_Failure]:
     """Failures with ts >= LOWER, oldest first, each with its retry (nexusmem.resolved) when there is one."""
-    normalised: dict[str, str] = {}
+    normalised: dict[tuple[str, str], str] = {}
     found, retry_of = resolved.retries(
         store.shell_commands_since(lower), within_ms=DAY_MS, normalised=normalised
     )
@@ -258,7 +258,8 @@ def _retries(store: LinkStore, lower: int) -> list[_Failure]:
         if node_id in retry_of:
             failure.retry_id, failure.retry_ts = retry_of[node_id]
         failures.append(failure)
-        same.setdefault((normalised[command], cwd), []).append(failure)
+        text = normalised[(command, cwd)] if cwd is not None else command  # a failure has a folder
+        same.setdefault((text, cwd), []).append(failure)
     for runs in same.values():  # oldest first: the first failure after a retry is the "failed again"
         stamps = [g.ts for g in runs]
         for failure in runs:

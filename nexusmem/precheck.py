@@ -54,9 +54,15 @@ PLACEHOLDER = "«redacted:"
 # Module names too generic to mean "this file" when they appear in a command (`npm test`, `make setup`).
 _GENERIC_STEMS = frozenset(
     {"test", "tests", "main", "index", "init", "setup", "utils", "util", "conftest", "readme", "changelog",
-     "license", "makefile", "package", "lib", "src", "app", "mod", "common", "types", "config", "core",
-     # words of a command line itself (`npm run build`, `make install`, `yarn start`): no module's name there
-     "run", "build", "start", "install", "serve", "clean", "check", "lint", "format", "watch", "dev"}
+     "license", "makefile", "package", "lib", "src", "app", "mod", "common", "types", "config", "core"}
+)  # fmt: skip
+
+# Tools whose second word is a subcommand (`npm run build`, `cargo check`, `go vet`): that word names no
+# module (a staged run.py is not what `npm run build` ran).
+_SUBCOMMAND_TOOLS = frozenset(
+    {"npm", "npx", "yarn", "pnpm", "bun", "deno", "cargo", "go", "docker", "podman", "kubectl", "helm", "poetry",
+     "uv", "pipenv", "pip", "pip3", "make", "gradle", "./gradlew", "mvn", "dotnet", "git", "terraform", "composer",
+     "bundle", "rake", "mix", "swift", "flutter", "dart", "nx", "turbo", "lerna"}
 )  # fmt: skip
 
 
@@ -283,7 +289,7 @@ def check(
             typed = _unsynced_read(root, cursor, home)  # the hook log's unsynced tail, read once, as typed
             if typed:
                 typed = _not_forgotten(typed, store.deny_entries(), result.notes)
-            normalised: dict[str, str] = {}  # each command's text as compared, for both answers
+            normalised: dict[tuple[str, str], str] = {}  # each command's text as compared, both answers
 
             def findings(
                 tail: list[TailCommand],
@@ -579,7 +585,7 @@ OpenFailure = tuple[str, str, int, "str | None", int]
 def _open_failures(
     commands: list[tuple[str, str, int, str | None, int | None]],
     author_ok: Callable[[str], bool] | None = None,
-    normalised: dict[str, str] | None = None,
+    normalised: dict[tuple[str, str], str] | None = None,
 ) -> list[OpenFailure]:
     """(id, command, ts, cwd, exit) of the failures no later run of the same command resolved (of the
     authors AUTHOR_OK keeps). NORMALISED: resolved.retries' cache, for a second sweep over the same window."""
@@ -648,15 +654,18 @@ def _files_named(
             + "|".join(map(re.escape, sorted(stems, key=len, reverse=True)))
             + r")(?![A-Za-z0-9])"
         )
-        for node_id, command, _ts, cwd, _code in open_failures:
-            # A bare module name means that module in the command's own part of the repository: `bash
-            # deploy.sh` run in services/api is not about services/web/deploy.sh. From the top, another
-            # checkout's folder (`../repo-wt`) or an unknown one, anywhere.
-            within = "" if not cwd or cwd.startswith("..") else resolved.scope(cwd)
-            for hit in pattern.findall(command):
-                named = [p for p in stems[hit] if not within or p.startswith(within + "/")]
-                if named:
-                    by_id.setdefault(node_id, set()).update(named)
+        for node_id, command, _ts, _cwd, _code in open_failures:
+            words = command.split()
+            # A file the command names by its own name (`bash deploy.sh`, run in services/api) is that file,
+            # found by its path where the command ran (node_files), not every file of that name
+            # (services/web/deploy.sh); a test file's name still names the module it tests (test_cache.py).
+            own = {w.strip("'\"").rsplit("/", 1)[-1].rpartition(".")[0] for w in words if "." in w}
+            # The subcommand of a tool (`npm run build`, `cargo check`) names no module (run.py, check.rs).
+            subcommand = words[1] if len(words) > 1 and words[0] in _SUBCOMMAND_TOOLS else None
+            for hit in set(pattern.findall(command)):
+                if hit in own or (hit == subcommand and command.count(hit) == 1):
+                    continue
+                by_id.setdefault(node_id, set()).update(stems[hit])
     return by_id
 
 

@@ -46,40 +46,52 @@ def failed(exit_code: int | None) -> bool:
     return exit_code is not None and exit_code != 0 and exit_code not in STOPPED
 
 
-def normalise(command: str) -> str:
-    """The command with runs of whitespace collapsed to one space and the ends trimmed, and without a leading
-    `cd DIR && ` (repeated): a prompt hook records where the command left the shell, so `cd services/api &&
-    make test` ran `make test` in services/api, the folder its retry `make test` is recorded in (an agent's
-    line has it moved into its folder already)."""
+def normalise(command: str, cwd: str | None = None) -> str:
+    """The command with runs of whitespace collapsed to one space and the ends trimmed; and, when CWD (the
+    folder recorded with it) is where its leading `cd DIR && ` (repeated) lead, without them: a prompt hook
+    records the folder a command ended in, so `cd services/api && make test` recorded in services/api ran
+    `make test` there, as its retry `make test` does. A `cd` that failed (the folder unchanged), one a
+    source recorded where it started (atuin), `cd ..`, `cd -` or an absolute folder: kept as typed."""
     text = " ".join(command.split())
-    while text.startswith("cd "):
-        at = text.find(" && ")
-        target = text[3:at] if at > 3 else ""
-        plain = target and " " not in target and not any(c in target for c in ";|&`$()<>")
-        quoted = (
+    if cwd is None or not text.startswith("cd "):
+        return text
+    went: list[str] = []
+    rest = text
+    while rest.startswith("cd "):
+        at = rest.find(" && ")
+        target = rest[3:at] if at > 3 else ""
+        if (
             len(target) > 1
             and target[0] == target[-1]
             and target[0] in "'\""
             and target.count(target[0]) == 2
-        )
-        if not (plain or quoted):
+        ):
+            target = target[1:-1]
+        elif " " in target or any(c in target for c in ";|&`$()<>"):
             break
-        text = text[at + 4 :]
-    return text
+        parts = [p for p in target.split("/") if p and p != "."]
+        if not parts or target.startswith(("/", "~", "-")) or ".." in parts:
+            break
+        went += parts
+        rest = rest[at + 4 :]
+    where = "/".join(went)
+    label = cwd.rstrip("/")
+    return rest if where and (label == where or label.endswith("/" + where)) else text
 
 
 def retries(
     commands: Iterable[Command],
     *,
     within_ms: int | None = RETRY_WINDOW_MS,
-    normalised: dict[str, str] | None = None,
+    normalised: dict[tuple[str, str], str] | None = None,
 ) -> tuple[list[Command], dict[str, tuple[str, int]]]:
     """The failures among COMMANDS (oldest first) and, per failure id, its resolving success (id, ts).
 
     COMMANDS must come in time order. A success within WITHIN_MS of a failure (None: any time later)
     resolves it. One sweep: a success releases every failure of the same (text, cwd) still waiting, since it
     is the first success after each of them; those it is too late for stay unresolved for good.
-    NORMALISED (command -> normalise(command)) is kept for a caller's next sweep over the same commands.
+    NORMALISED ((command, cwd) -> normalise(command, cwd)) is kept for a caller's next sweep over the same
+    commands.
     """
     failures: list[Command] = []
     resolved: dict[str, tuple[str, int]] = {}
@@ -90,9 +102,9 @@ def retries(
         node_id, ts, command, cwd, exit_code = row
         if cwd is None or exit_code is None or exit_code in STOPPED:
             continue
-        text = normalised.get(command)
+        text = normalised.get((command, cwd))
         if text is None:
-            text = normalised[command] = normalise(command)
+            text = normalised[(command, cwd)] = normalise(command, cwd)
         key = (text, cwd)
         if exit_code != 0:
             failures.append(row)

@@ -819,6 +819,31 @@ def test_installed_after_the_framework_the_hook_survives_its_next_install(repo: 
     assert not (hooks / "pre-commit.legacy").exists() and (hooks / "pre-commit").read_bytes() == framework
 
 
+def test_a_block_an_older_release_chained_into_the_frameworks_file_is_found_and_moved(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-check: once install wrote into pre-commit.legacy, a --strict block an older release had chained
+    into the framework's own file was found by nothing (status, remove, uninstall, doctor) and still
+    refused commits; install then added a second block."""
+    if not PRE_COMMIT.exists():
+        pytest.skip("pre-commit is not installed in this environment")
+    _framework_config(repo)
+    _pre_commit(repo, "install")
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    framework = hook.read_bytes()
+    with monkeypatch.context() as older:  # the older release: it chained into any shell hook
+        older.setattr(git_hooks, "framework_script", lambda path: False)
+        git_hooks.install("pre-commit", repo, strict=True)
+    assert git_hooks.HOOK_ID in hook.read_text(encoding="utf-8")
+    assert git_hooks.status("pre-commit", repo).installed
+    moved = run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    assert hook.read_bytes() == framework, moved.output  # taken out of the framework's file, byte for byte
+    legacy = hook.with_name("pre-commit.legacy")
+    assert legacy.read_text(encoding="utf-8").count(git_hooks.HOOK_ID) == 1
+    run_cli("-C", str(repo), "uninstall")
+    assert hook.read_bytes() == framework and not legacy.exists()
+
+
 def test_a_chained_hook_the_framework_moved_aside_is_restored_byte_for_byte(repo: Path) -> None:
     if not PRE_COMMIT.exists():
         pytest.skip("pre-commit is not installed in this environment")

@@ -950,3 +950,37 @@ def test_a_failure_typed_with_cd_is_resolved_by_its_retry_in_that_folder(repo: P
     (repo / "services/api/notes.txt").write_text("b\n", encoding="utf-8")
     git(repo, "add", "-A")
     assert precheck.run(repo).findings == []
+
+
+def test_bare_module_names_still_warn_from_any_folder(repo: Path) -> None:
+    """A re-check of the first monorepo rule: scoping a bare name to the command's folder lost warnings that
+    worked (`pytest -k cache` run in a subfolder; `python -m pkg.build`: build was made a "command word")."""
+    commit(
+        repo,
+        "package",
+        {"src/pkg/cache.py": "A = 1\n", "src/pkg/build.py": "B = 1\n", "src/pkg/sub/x.py": "C = 1\n"},
+    )
+    (repo / "scripts").mkdir()
+    _write_lines(
+        repo, [("src/pkg/sub", "pytest -k cache", 1, DAY_MS), ("scripts", "python -m pkg.build", 1, DAY_MS)]
+    )
+    sync.sync(repo)
+    found = {
+        (f.path, f.command)
+        for f in precheck.run(repo, files=["src/pkg/cache.py", "src/pkg/build.py"]).findings
+    }
+    assert found == {("src/pkg/cache.py", "pytest -k cache"), ("src/pkg/build.py", "python -m pkg.build")}
+
+
+def test_a_cd_the_shell_did_not_end_in_is_not_left_out(repo: Path) -> None:
+    """`cd DIR && cmd` is compared with `cmd` only where the shell ended in DIR: a `cd` that failed (the
+    folder unchanged), or a source that records where a command started (atuin), kept a failure open that
+    a later `cmd` at the top then "resolved"."""
+    commit(repo, "api", {"services/api/views.py": "A = 1\n", "Makefile": "test:\n\ttrue\n"})
+    _write_lines(
+        repo,
+        [(".", "cd services/api && make test", 2, DAY_MS), (".", "make test", 0, DAY_MS - 60_000)],
+    )
+    sync.sync(repo)
+    (warning,) = precheck.run(repo, files=["services/api/views.py"]).findings
+    assert warning.command == "cd services/api && make test"

@@ -33,7 +33,8 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
     if result.path.name.endswith(git_hooks.FRAMEWORK_SUFFIX) and result.changed:
         click.echo(
             f"(The pre-commit framework's hook {result.path.with_suffix('').name} runs {result.path.name} first;"
-            " `pre-commit install` leaves it, and `pre-commit uninstall` puts it back in its place.)"
+            " `pre-commit install` leaves it (`-f` deletes it), and `pre-commit uninstall` puts it back in its"
+            " place.)"
         )
     if result.warning:
         click.echo(f"Warning: {result.warning}", err=True)

@@ -133,6 +133,14 @@ def unused(name: str, start: Path | str | None = None) -> HookState | None:
     return state if state.installed else None
 
 
+def _head_all(path: Path) -> bytes:
+    """PATH's bytes (b"" when it cannot be read)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
 def _head(path: Path) -> bytes:
     """The first 4 KB of PATH (b"" when it cannot be read)."""
     try:
@@ -160,6 +168,8 @@ def hook_file(name: str, directory: Path) -> Path:
     moved = directory / f"{name}{FRAMEWORK_SUFFIX}"
     if moved.is_symlink() or not framework_script(path):
         return path
+    if _begin(name) in _head_all(path):
+        return path  # an older release's block in the framework's own file: found (and moved by install)
     return moved
 
 
@@ -399,6 +409,11 @@ def _insertion(data: bytes) -> tuple[bytes, bytes, tuple[str, ...]]:
 
 def _install(name: str, directory: Path, flags: list[str], force: bool) -> InstallResult:
     path = hook_file(name, directory)
+    if path.name == name and framework_script(path):
+        # An older release chained the block into the framework's own file, which the next `pre-commit
+        # install` overwrites: taken out there (byte for byte), and installed where the framework keeps it.
+        remove(name, directory=directory)
+        path = hook_file(name, directory)
     if path.is_symlink():
         # Rewriting through a symlink would edit a shared script; replacing it would lose the link.
         if not force:

@@ -155,8 +155,8 @@ def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] |
     kept = len(stages)
     while kept > 1 and stages[kept - 1] and stages[kept - 1][0] in _READ_ALL:
         kept -= 1
-    if kept == len(stages):
-        return exit_code
+    if kept == len(stages) or (stages[kept - 1] and stages[kept - 1][0] in _MASKING - _READ_ALL):
+        return exit_code  # no filter that reads it all, or one that stops early before it (`| head | tee`)
     for status in reversed(pipestatus[:kept]):
         if status not in (0, _SIGPIPE_STATUS):
             return status
