@@ -232,6 +232,9 @@ def test_query_says_when_head_moved_since_the_last_sync(repo: Path, tmp_path: Pa
     [note] = [n for n in notes if n.startswith(said)]
     assert "run `nexusmem sync`" in note
     assert said in run_cli("-C", str(repo), "status").stdout  # the same words as status
+    # Under a budget too small for the note, it goes to stderr (it was dropped without a word).
+    small = run_script("query", "--budget", "50", "quokka experiment", cwd=repo, env=logged)
+    assert said not in small.stdout and f"nexusmem: note: {said}" in small.stderr, small
     assert not calls.exists()  # no git process on the query path
     run_cli("-C", str(repo), "sync", "--no-embed")
     data = json.loads(ask("--json"))

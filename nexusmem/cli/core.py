@@ -285,6 +285,7 @@ def _query_team(
     """`query --team`: local memory fused with the team store; a team store that cannot be reached (or is
     not configured) leaves the local answer plus one note on stderr, never an error."""
     from nexusmem import team as team_mod
+    from nexusmem.cli.plain import notes_left_out
     from nexusmem.retrieve import multi
     from nexusmem.retrieve import team as team_query
 
@@ -294,7 +295,8 @@ def _query_team(
     if as_json:
         echo_json(team_query.to_json(result))
     else:
-        echo_human(multi.render(result))
+        echo_human(rendered := multi.render(result))
+        notes_left_out(result.notes, rendered)
 
 
 def _query_all_projects(
@@ -308,6 +310,7 @@ def _query_all_projects(
 ) -> None:
     """`query --all-projects`: the current directory need not be a repository; skipped projects go to stderr."""
     from nexusmem import config, paths
+    from nexusmem.cli.plain import notes_left_out
     from nexusmem.errors import NexusMemError
     from nexusmem.retrieve import multi, query
 
@@ -340,7 +343,8 @@ def _query_all_projects(
     if as_json:
         echo_json(multi.to_json(result))
     else:
-        echo_human(multi.render(result))
+        echo_human(rendered := multi.render(result))
+        notes_left_out(result.notes, rendered)
 
 
 @click.command("status", epilog="Examples:\n\n  nexusmem status\n\n  nexusmem status --share")

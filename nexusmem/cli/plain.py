@@ -168,6 +168,16 @@ def answer(
         text = terminal_safe(query.render(result))
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+    if not as_json:
+        notes_left_out(result.notes, text)
+
+
+def notes_left_out(notes: list[str], text: str) -> None:
+    """The NOTES a small budget left out of the answer TEXT (the header gives them up last, but gives them
+    up: "HEAD moved", a killed sync), on stderr, where they cost the answer nothing; --json keeps them all."""
+    for note in notes:
+        if note and terminal_safe(note) not in text:
+            sys.stderr.write(f"nexusmem: note: {terminal_safe(note)}\n")
 
 
 def _utf8_stdout() -> bool:
