@@ -501,12 +501,9 @@ def load(path: Path) -> dict[str, Any]:
         raw = paths.read_small_text(path)
     except FileNotFoundError:
         return defaults()
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{path}: not UTF-8 text (byte {exc.start}): save it as UTF-8 (it is JSON)"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        advice = ": save it as UTF-8 (it is JSON)" if isinstance(exc, UnicodeDecodeError) else ""
+        raise ConfigError(paths.unreadable(path, exc) + advice) from None
     raw = raw.removeprefix("\ufeff")  # the byte-order mark Notepad and PowerShell 5 write before UTF-8
     try:
         data = json.loads(raw)

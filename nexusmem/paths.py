@@ -279,6 +279,14 @@ def read_small_text(path: Path, limit: int = SMALL_FILE_LIMIT) -> str:
     return b"".join(chunks).decode("utf-8")
 
 
+def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> str:
+    """One line saying why read_small_text could not read PATH: "PATH: not UTF-8 text (byte N)" or "PATH:
+    cannot read: why"."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{path}: not UTF-8 text (byte {exc.start})"
+    return f"{path}: cannot read: {exc.strerror or exc}"
+
+
 def first_sync_under_way(root: Path) -> bool:
     """Whether a sync is building ROOT's memory for the first time: the post-commit hook made .nexusmem/ and
     flagged the work (autosync.PENDING_NAME), or a sync holds its run lock (sync.RUN_LOCK_NAME)."""

@@ -486,12 +486,9 @@ def read_document(path: Path) -> str:
         return paths.read_small_text(path, DOCUMENT_LIMIT)
     except FileNotFoundError:
         raise
-    except UnicodeDecodeError as exc:
-        raise DenyListError(
-            f"{path}: not UTF-8 text (byte {exc.start}): not a deny-list NexusMem wrote"
-        ) from None
-    except OSError as exc:
-        raise DenyListError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        advice = ": not a deny-list NexusMem wrote" if isinstance(exc, UnicodeDecodeError) else ""
+        raise DenyListError(paths.unreadable(path, exc) + advice) from None
 
 
 def parse_document(raw: str, path: Path, scope: str = "project") -> list[Entry]:
