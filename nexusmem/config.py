@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -352,6 +353,23 @@ def _pg_hosts(url: str) -> tuple[list[str], str | None]:
     return hosts, None
 
 
+_KEYWORD = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
+
+
+def _pg_keyword_hosts(text: str) -> tuple[list[str], str | None]:
+    """(the hosts of a libpq keyword/value connection string, what makes them unknowable or None), as
+    _pg_hosts for a URL: host= and hostaddr= (comma lists), and service= read from a pg_service.conf."""
+    hosts: list[str] = []
+    for key, raw in _KEYWORD.findall(text):
+        value = raw[1:-1].replace("\\'", "'").replace("\\\\", "\\") if raw.startswith("'") else raw
+        key = key.lower()
+        if key in ("host", "hostaddr"):
+            hosts += value.split(",")
+        elif key in ("service", "servicefile") and value:
+            return hosts, f"{key}={value}"
+    return hosts, None
+
+
 def _off_machine(url: str) -> bool:
     """Whether URL names a host other than this machine's loopback (_local_host); a PostgreSQL URL's every
     host counts (_pg_hosts), and one whose hosts cannot be judged is off the machine."""
@@ -360,6 +378,9 @@ def _off_machine(url: str) -> bool:
     text = url.strip()
     if text.partition("://")[0].lower() in _PG_SCHEMES:
         hosts, unknown = _pg_hosts(text)
+        return unknown is not None or not all(_local_host(h) for h in hosts)
+    if "://" not in text and "=" in text:  # libpq's keyword form: `host=db.example.com dbname=mem`
+        hosts, unknown = _pg_keyword_hosts(text)
         return unknown is not None or not all(_local_host(h) for h in hosts)
     try:
         host = urlsplit(text).hostname or ""

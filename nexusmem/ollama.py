@@ -10,6 +10,7 @@ answer read to its end), not the gap between two bytes: a server that dribbles i
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -95,9 +96,37 @@ class OllamaClient:
 
         if self._client is None:
             self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout))
+        client = self._client
         deadline = time.monotonic() + self.timeout
+        # The call runs on a worker thread the caller waits for until the deadline, and no longer: a read
+        # timeout bounds each read, not the answer (a server sending a byte now and then held a call for
+        # minutes), and httpx reads it once per answer. A call past its deadline is left to its own read
+        # timeout on that thread, with its client, which is not used again.
+        done: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                done["answer"] = self._read(client, endpoint, payload, deadline)
+            except BaseException as exc:  # handed to the caller
+                done["error"] = exc
+
+        worker = threading.Thread(target=call, name="nexusmem-ollama", daemon=True)
+        worker.start()
+        worker.join(max(0.0, deadline - time.monotonic()) + 0.05)
+        if worker.is_alive():
+            self._client = None
+            raise OllamaUnreachable(f"Ollama at {self.url} did not answer within {self.timeout:g}s")
+        if "error" in done:
+            raise done["error"]
+        answer: Answer = done["answer"]
+        return answer
+
+    def _read(self, client: Any, endpoint: str, payload: dict[str, Any], deadline: float) -> Answer:
+        """POST PAYLOAD to ENDPOINT with CLIENT and read the answer whole (see post)."""
+        import httpx
+
         try:
-            with self._client.stream("POST", f"{self.url}{endpoint}", json=payload) as response:
+            with client.stream("POST", f"{self.url}{endpoint}", json=payload) as response:
                 chunks: list[bytes] = []
                 size = 0
                 for chunk in response.iter_bytes():
@@ -107,10 +136,8 @@ class OllamaClient:
                             f"Ollama at {self.url} sent an answer over {MAX_ANSWER_BYTES:,} bytes"
                         )
                     chunks.append(chunk)
-                    left = deadline - time.monotonic()
-                    if left <= 0:
+                    if deadline - time.monotonic() <= 0:
                         raise httpx.ReadTimeout("the whole answer took too long")
-                    _shorten_reads(response, left)
                 return Answer(response.status_code, b"".join(chunks))
         except httpx.TimeoutException as exc:
             raise OllamaUnreachable(
@@ -168,12 +195,3 @@ class OllamaClient:
         if self._client is not None:
             self._client.close()
             self._client = None
-
-
-def _shorten_reads(response: Any, left: float) -> None:
-    """Let the next read of RESPONSE wait at most LEFT seconds: httpcore reads each chunk with the read
-    timeout of the request's extensions, looked up at every read. Best effort (the deadline check after
-    each chunk holds whatever the library does)."""
-    timeouts = response.request.extensions.get("timeout")
-    if isinstance(timeouts, dict) and timeouts.get("read") is not None:
-        timeouts["read"] = min(float(timeouts["read"]), max(left, 0.001))

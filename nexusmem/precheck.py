@@ -57,6 +57,13 @@ _GENERIC_STEMS = frozenset(
      "license", "makefile", "package", "lib", "src", "app", "mod", "common", "types", "config", "core"}
 )  # fmt: skip
 
+# A word that is a file's name (`deploy.sh`, `cache_test.go`): its stem, when its extension is one of a
+# file a command runs or reads; `cache.main()` (code) and `pkg.build` (a module path) are not.
+_FILE_WORD = re.compile(
+    r"^([\w-]+)\.(?:sh|bash|zsh|fish|ps1|py|pyw|js|mjs|cjs|jsx|ts|tsx|mts|cts|rb|go|rs|java|kt|kts|scala|php|pl|"
+    r"lua|c|h|cc|cpp|cxx|hpp|cs|swift|m|r|jl|ex|exs|erl|clj|dart|vue|svelte|sql|json|ya?ml|toml)$"
+)
+
 # Tools whose second word is a subcommand (`npm run build`, `cargo check`, `go vet`): that word names no
 # module (a staged run.py is not what `npm run build` ran).
 _SUBCOMMAND_TOOLS = frozenset(
@@ -659,7 +666,7 @@ def _files_named(
             # A file the command names by its own name (`bash deploy.sh`, run in services/api) is that file,
             # found by its path where the command ran (node_files), not every file of that name
             # (services/web/deploy.sh); a test file's name still names the module it tests (test_cache.py).
-            own = {w.strip("'\"").rsplit("/", 1)[-1].rpartition(".")[0] for w in words if "." in w}
+            own = {m.group(1) for w in words if (m := _FILE_WORD.match(w.strip("'\"").rsplit("/", 1)[-1]))}
             # The subcommand of a tool (`npm run build`, `cargo check`) names no module (run.py, check.rs).
             subcommand = words[1] if len(words) > 1 and words[0] in _SUBCOMMAND_TOOLS else None
             for hit in set(pattern.findall(command)):

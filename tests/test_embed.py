@@ -476,3 +476,14 @@ def test_switching_back_to_builtin_with_the_ollama_model_still_set_stops_using_o
         server.requests.clear()
         query_json(history, "cache lock file expired")
         assert server.requests == []
+
+
+def test_text_goes_to_ollama_only_while_the_config_names_it() -> None:
+    """`stale` sent text to the config's Ollama URL whatever the embedder (a review): back on builtin, with
+    Ollama's vectors not yet dropped by a sync, it still embedded through Ollama."""
+    from nexusmem.embed import ollama_url
+
+    assert ollama_url({"embedding": {"provider": "builtin", "url": "http://127.0.0.1:9"}}) is None
+    assert (
+        ollama_url({"embedding": {"provider": "ollama", "url": "http://127.0.0.1:9"}}) == "http://127.0.0.1:9"
+    )

@@ -962,14 +962,23 @@ def test_bare_module_names_still_warn_from_any_folder(repo: Path) -> None:
     )
     (repo / "scripts").mkdir()
     _write_lines(
-        repo, [("src/pkg/sub", "pytest -k cache", 1, DAY_MS), ("scripts", "python -m pkg.build", 1, DAY_MS)]
+        repo,
+        [
+            ("src/pkg/sub", "pytest -k cache", 1, DAY_MS),
+            ("scripts", "python -m pkg.build", 1, DAY_MS),
+            ("src/pkg", 'python -c "import cache; cache.main()"', 1, DAY_MS),  # code, not a file named cache
+        ],
     )
     sync.sync(repo)
     found = {
         (f.path, f.command)
         for f in precheck.run(repo, files=["src/pkg/cache.py", "src/pkg/build.py"]).findings
     }
-    assert found == {("src/pkg/cache.py", "pytest -k cache"), ("src/pkg/build.py", "python -m pkg.build")}
+    assert found == {
+        ("src/pkg/cache.py", "pytest -k cache"),
+        ("src/pkg/build.py", "python -m pkg.build"),
+        ("src/pkg/cache.py", 'python -c "import cache; cache.main()"'),
+    }
 
 
 def test_a_cd_the_shell_did_not_end_in_is_not_left_out(repo: Path) -> None:

@@ -485,6 +485,21 @@ def test_a_model_that_dribbles_its_answer_is_cut_off_at_timeout_seconds(repo: Pa
         assert "did not answer within 1s" in " ".join(source_part(data)["notes"])
 
 
+def test_a_model_call_ends_at_its_deadline_whatever_the_reads_wait() -> None:
+    """A review: the whole-answer bound was checked only as a byte arrived, so a server sending one byte a
+    little faster than the read timeout held a 5 s call about 9 s (a query's "at most 5 s")."""
+    from nexusmem.ollama import OllamaClient, OllamaUnreachable
+
+    with chat_standin() as model:
+        model.mode, model.trickle_every = "trickle", 0.8
+        client = OllamaClient(model.url, timeout=1.0)
+        started = time.monotonic()
+        with pytest.raises(OllamaUnreachable, match="did not answer within 1s"):
+            client.chat_json("m", "judge", "prompt", {})
+        assert time.monotonic() - started < 1.4
+        client.close()
+
+
 def test_scan_session_stops_asking_after_the_first_prompt_the_model_did_not_answer(repo: Path) -> None:
     """A model slower than timeoutSeconds: `scan-session` waits out one timeout, not one per session, and
     says the rest were not asked (as a sync stops at the first)."""

@@ -530,6 +530,8 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ("{ false; } | tee log.txt", 0, [1, 0], 1),  # a group: its `;` is inside the first stage
         ("python3 gen.py | head -3", 0, [1, 0], 0),  # cut off by head: Python's BrokenPipeError exits 1
         ("pytest | head -5 | tee log", 0, [1, 0, 0], 0),  # head stopped it before tee
+        ("grep -n deprecated src/cache.py | tail -3", 0, [1, 0], 0),  # no match is an answer, not a failure
+        ("grep -rn x src | tee hits.txt", 0, [2, 0], 2),  # grep's 2 is an error
         ("cargo test | less", 0, [101, 0], 0),  # a pager quit early
         ("yes | head -1", 0, [141, 0], 0),
         ("seq 1 1000000 | head -1", 141, [141, 0], 0),  # pipefail: only SIGPIPE's status

@@ -292,6 +292,12 @@ def test_every_host_a_team_url_names_is_judged() -> None:
         # libpq's own parse (through psycopg) names a host that is not this machine's
         hosts = _libpq_hosts(url)
         assert hosts is None or not all(config._local_host(h) for h in hosts), (url, hosts)
+    # libpq's keyword form, a user's own NEXUSMEM_TEAM_URL may use: judged by its hosts too (it was read as
+    # a URL naming no host, "local", and the libpq cross-check then refused every team command)
+    assert off("host=db.example.com dbname=mem user=me") and not off("host=localhost dbname=mem")
+    from nexusmem import team
+
+    team.same_hosts_as_libpq("host=db.example.com dbname=mem user=me")  # no refusal
     # and where libpq connects to this machine, so does the judgement
     for url in ("postgresql://me@localhost/mem", "postgresql://localhost:5432/mem?sslmode=disable"):
         assert _libpq_hosts(url) in (None, ["localhost"]) and not off(url), url

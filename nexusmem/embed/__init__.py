@@ -101,6 +101,12 @@ def config_url(config: Mapping[str, Any]) -> str:
     return str(config.get("embedding", {}).get("url", "") or "").strip() or DEFAULT_OLLAMA_URL
 
 
+def ollama_url(config: Mapping[str, Any]) -> str | None:
+    """config_url when the (trusted) CONFIG's embedder is Ollama, else None: text goes to Ollama only while
+    the config names it (vectors it made earlier and a sync has not dropped yet are not searched)."""
+    return config_url(config) if config.get("embedding", {}).get("provider") == "ollama" else None
+
+
 def usable(vector: Vector) -> bool:
     """Whether VECTOR can be searched: every component finite and not all zero. A server that answers NaN,
     Infinity or zeros (a broken model, a GPU fault) gives vectors whose cosine distance is NULL or NaN."""

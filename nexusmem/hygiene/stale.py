@@ -170,7 +170,7 @@ def candidates(
 ) -> list[Candidate]:
     """Stale candidates, oldest first, each with its standing contradiction suggestions. With TOUCHED_ONLY,
     only the old claims something newer touches (see the module docstring); else every old claim. URL: the
-    trusted config's Ollama embedder (embed.config_url), for a store whose vectors Ollama made."""
+    trusted config's Ollama embedder (embed.ollama_url), for a store whose vectors Ollama made."""
     return _find(store, max_age_days, now_ms=now_ms, touched_only=touched_only, url=url)[0]
 
 
@@ -260,10 +260,10 @@ def check(
     judge: Judge | None = None,
 ) -> CheckSummary:
     """Judge each candidate against its most similar newer node (memoised); at most MAX_NEW new questions."""
-    from nexusmem.embed import config_url
+    from nexusmem.embed import ollama_url
 
     section = config.get("contradictions", {})
-    embed_url = config_url(config)
+    embed_url = ollama_url(config)
     summary = CheckSummary()
     owned = judge is None
     model = str(section.get("model", "qwen2.5:3b"))
@@ -319,9 +319,9 @@ def stale(
     project = project_mod.load(start)
     max_age = int(project.config["stale"]["maxAgeDays"])
     with project.open_store() as store:
-        from nexusmem.embed import config_url
+        from nexusmem.embed import ollama_url
 
-        found, checked = _find(store, max_age, url=config_url(project.config))
+        found, checked = _find(store, max_age, url=ollama_url(project.config))
         summary = check(store, project.config, found) if check_contradictions and found else None
     return found, summary, checked
 
@@ -345,7 +345,7 @@ def auto_check(
         return None
     url = judge_url(config)
     max_age = int(config.get("stale", {}).get("maxAgeDays", 45))
-    from nexusmem.embed import config_url
+    from nexusmem.embed import ollama_url
     from nexusmem.ollama import listening
 
     if not listening(url):
@@ -361,7 +361,7 @@ def auto_check(
         if (
             log
             and (uses_ollama or url != DEFAULTS["contradictions"]["url"])
-            and candidates(store, max_age, touched_only=False, url=config_url(config))
+            and candidates(store, max_age, touched_only=False, url=ollama_url(config))
         ):
             log(
                 f"contradictions: Ollama at {url} is unreachable (ConnectError);"
@@ -370,7 +370,7 @@ def auto_check(
         return None
     # Every old claim, unfiltered: this runs after each sync, and check() itself skips a claim with no
     # newer neighbour.
-    found = candidates(store, max_age, touched_only=False, url=config_url(config))
+    found = candidates(store, max_age, touched_only=False, url=ollama_url(config))
     if not found:
         return None
     summary = check(store, config, found, max_new=limit)

@@ -187,7 +187,7 @@ DEFAULT = Settings()
 def settings_from(config: Mapping[str, Any]) -> Settings:
     """The Settings of a validated config.json: one project.config_of gave (a URL the repository brought
     and its user did not confirm is left out there), for its embedding.url is where a question is sent."""
-    from nexusmem.embed import config_url
+    from nexusmem.embed import ollama_url
 
     section = config.get("ranking", {})
     return Settings(
@@ -195,7 +195,7 @@ def settings_from(config: Mapping[str, Any]) -> Settings:
         rerank=bool(section.get("rerank", True)),
         # Only while the config still uses Ollama: vectors it made before a switch to another provider are
         # not searched (the next sync drops them).
-        embedding_url=config_url(config) if config.get("embedding", {}).get("provider") == "ollama" else None,
+        embedding_url=ollama_url(config),
     )
 
 

@@ -27,6 +27,7 @@ class ChatStandin:
     def __init__(self) -> None:
         self.mode = "ok"
         self.delay = 2.0
+        self.trickle_every = 0.2  # "trickle": seconds between two bytes
         self.title: object = "Fix the flaky cache eviction test"
         self.reason: str | None = None  # the judge's reason for a contradiction, when set
         self.requests: list[tuple[str, dict[str, Any]]] = []
@@ -107,7 +108,7 @@ def chat_standin() -> Iterator[ChatStandin]:
                     for i in range(len(payload)):
                         self.wfile.write(payload[i : i + 1])
                         self.wfile.flush()
-                        time.sleep(0.2)
+                        time.sleep(state.trickle_every)
                     return
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)

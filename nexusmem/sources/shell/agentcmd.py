@@ -134,6 +134,12 @@ _SIGPIPE_STATUS = 141
 _READ_ALL = frozenset({"tail", "tee", "cat"})
 
 
+# Tools whose exit status 1 is an answer ("no match", "they differ"), not a failure.
+_ANSWERS_WITH_1 = frozenset(
+    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "pgrep"}
+)
+
+
 def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] | None) -> int | None:
     """The status a person's COMMAND failed with when it is one pipeline ending in filters that read all
     their input and whose status the shell reported (`pytest 2>&1 | tee log`: PIPESTATUS 1 0, $? 0): the
@@ -157,7 +163,9 @@ def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] |
         kept -= 1
     if kept == len(stages) or (stages[kept - 1] and stages[kept - 1][0] in _MASKING - _READ_ALL):
         return exit_code  # no filter that reads it all, or one that stops early before it (`| head | tee`)
-    for status in reversed(pipestatus[:kept]):
+    for stage, status in zip(reversed(stages[:kept]), reversed(pipestatus[:kept])):
+        if status == 1 and stage and stage[0] in _ANSWERS_WITH_1:
+            continue  # `grep x f | tail`: grep found nothing, which is an answer, not a failure
         if status not in (0, _SIGPIPE_STATUS):
             return status
     return exit_code
