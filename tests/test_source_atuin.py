@@ -341,3 +341,24 @@ def test_an_agent_command_seen_by_atuin_and_our_agent_hook_is_one_node(repo: Pat
     assert sum(1 for ref in nodes if "pytest" in ref) == 1
     make = nodes["make"]
     assert (make["source"], make["cwd"], make["exit"], make["author"]) == ("atuin", "src", None, "codex")
+
+
+def test_a_row_dated_ahead_never_hides_the_commands_after_it(repo: Path, atuin_db: Path) -> None:
+    """One row dated three years ahead (another host's clock, synced by atuin) moved the cursor there, and a
+    row dated 2**63-1 ns past SQLite's integers: every command after it was never read, the sync said
+    "atuin unchanged" (or an overflow note) for years."""
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    conn = make_db(atuin_db)
+    now = int(time.time() * 1000)
+    add(conn, "make early", repo, now - 120_000)
+    sync.sync(repo)
+    add(conn, "make from the future", repo, now + 3 * 365 * 86_400_000)
+    huge = add(conn, "placeholder", repo, now - 90_000)
+    conn.execute("update history set timestamp = ? where id = ?", (2**63 - 1, huge))
+    sync.sync(repo)
+    time.sleep(0.01)
+    add(conn, "make newer marker10", repo, int(time.time() * 1000))
+    summary = sync.sync(repo)
+    assert {"make early", "make from the future", "make newer marker10"} <= set(shell_nodes(repo))
+    (atuin,) = [s for s in summary.sources if s.name == "atuin"]
+    assert not any("too large" in n for n in atuin.notes), atuin.notes

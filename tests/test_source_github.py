@@ -297,6 +297,22 @@ def test_an_api_error_fails_the_source_not_the_sync(world: tuple[Path, Path, dic
     assert len(_threads(repo)) == 130
 
 
+def test_a_secret_in_what_a_failing_gh_printed_is_never_stored(
+    world: tuple[Path, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gh's error text was stored as the source's state (status printed it back) as gh printed it: a token
+    it echoed and a terminal escape of a server's error page went into memory.db."""
+    repo, _, _ = world
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    monkeypatch.setenv("FAKE_GH_ERROR", f"gh: \x1b]52;c;aGVsbG8=\x07 boom {token} (HTTP 500)")
+    result = run_cli("-C", str(repo), "sync", "--no-embed", "--github")
+    assert "boom" in result.stderr and token not in result.stderr and "\x1b" not in result.stderr
+    status = run_cli("-C", str(repo), "status").stdout
+    assert "github: failed: gh api call failed: gh:" in status and token not in status
+    db = repo / ".nexusmem" / "memory.db"
+    assert not [p for p in db.parent.glob("memory.db*") if token.encode() in p.read_bytes()]
+
+
 def test_secrets_in_threads_are_redacted(world: tuple[Path, Path, dict[str, str]]) -> None:
     repo, data, _ = world
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

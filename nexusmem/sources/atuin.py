@@ -143,7 +143,6 @@ class AtuinSource:
                     if now_ns - ts_ns < RUNNING_MAX_NS:
                         running = ts_ns if running is None else min(running, ts_ns)
                     continue
-                newest = max(newest, ts_ns)
                 ts = ts_ns // 1_000_000
                 if (
                     not (MIN_TS_MS <= ts < MAX_TS_MS)
@@ -152,6 +151,10 @@ class AtuinSource:
                 ):
                     skip(row, ts_ns, "time or exit code out of range")
                     continue
+                # Never past now: one row dated ahead (another host's clock, synced by atuin) moved the
+                # cursor years on, and every command after it was left unread until then. Such a row is
+                # read again at each sync (the same node: nothing changes).
+                newest = max(newest, min(ts_ns, now_ns))
                 command, cwd = row.command, row.cwd
                 code: int | None = exit_code
                 author, kind = author_of(row.author, row.author_kind)

@@ -39,6 +39,8 @@ while i < len(argv):
         method = argv[i + 1]; i += 1
     elif endpoint is None and not a.startswith("-"): endpoint = a
     i += 1
+if os.environ.get("FAKE_GH_ERROR"):  # what a failing gh printed, as it printed it
+    sys.stderr.write(os.environ["FAKE_GH_ERROR"] + "\n"); sys.exit(1)
 if params and method != "GET":
     sys.stderr.write("gh: Not Found (HTTP 404)\n"); sys.exit(1)  # -f without --method GET is a POST
 path = os.path.join(data, endpoint.replace("/", "__") + ".json")

@@ -280,11 +280,13 @@ class GithubSource:
                         else:
                             thread.comments.append(c)
         except gh.GhUnavailable as exc:
-            result.state = f"skipped: {exc}"
+            result.state = f"skipped: {_said(exc)}"
             return result
         except gh.GhError as exc:
-            result.state = f"failed: {exc}"
-            result.notes.append(str(exc))
+            # What gh printed is stored (status shows it) and shown: a token it echoes, a terminal escape
+            # in a server's error page, never reach either.
+            result.state = f"failed: {_said(exc)}"
+            result.notes.append(_said(exc))
             return result
         result.state = f"read {slug}" + (
             f" (cap {max_threads} reached: the rest next sync)" if capped else ""
@@ -471,3 +473,11 @@ class GithubSource:
                 "description": description[:DESCRIPTION_CHARS],
             },
         )
+
+
+def _said(exc: Exception) -> str:
+    """EXC's message as one redacted line of printable characters (at most 300)."""
+    from nexusmem.redact import redact
+
+    printable = "".join(ch if ch.isprintable() else " " for ch in str(exc))
+    return redact(" ".join(printable.split()))[:300]
