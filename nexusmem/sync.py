@@ -518,6 +518,9 @@ def sync(
                 )
                 # What is stored already, for a source that must not add a command twice (atuin).
                 ctx.known["shell_commands_between"] = store.shell_commands_between
+                # The pull requests found closing each stored issue (the GitHub source reads an issue again
+                # without them when only the issue changed).
+                ctx.known["thread_closers"] = store.thread_closers
                 # Where the redaction pass stopped in the hooks' log (0: it did not run): the shell source
                 # fingerprints its offset with bytes no later pass rewrites.
                 ctx.known["log_redacted_to"] = redacted.end

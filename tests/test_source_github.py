@@ -188,6 +188,30 @@ def test_threads_link_to_the_commits_that_closed_them(world: tuple[Path, Path, d
     assert UPLOAD_ISSUE in notes and "Squid" not in notes  # title and description lent, not the comments
 
 
+def test_an_issue_read_again_alone_keeps_the_commit_that_closed_it(
+    world: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """A comment on a closed issue (its updated_at moves) read it again without the pull request that closes
+    it (#15 says "Closes #14"): its closing pull requests, its commits and its link were dropped."""
+    repo, data, shas = world
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    link = (_threads(repo)[14]["id"], _commit_id(repo, shas["merge"]))
+    assert link in _links(repo)
+    items = json.loads((data / "repos__acme__widget__issues.json").read_text())
+    for item in items:
+        if item["number"] == 14:
+            item.update(updated_at="2026-11-06T12:00:00Z", comments=1)
+    fake_gh.record(data, "repos/acme/widget/issues", items)
+    fake_gh.record(
+        data,
+        "repos/acme/widget/issues/14/comments",
+        [fake_gh.comment("dan", "Still fixed for me", "2026-11-06T12:00:00Z")],
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "Still fixed for me" in str(_threads(repo)[14]["body"])
+    assert link in _links(repo)
+
+
 def test_the_symptom_finds_the_fixing_commit(world: tuple[Path, Path, dict[str, str]]) -> None:
     repo, _, shas = world
     question = "upload hangs after the proxy times out"

@@ -5,6 +5,7 @@ Mixed into Store (which provides `conn`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,22 @@ class LinksMixin:
                 (since_ms,),
             )
         ]
+
+    def thread_closers(self) -> dict[str, list[str]]:
+        """{issue number: the pull requests a sync found closing it} of the GitHub threads stored (an issue
+        read again without its pull requests keeps what closes it)."""
+        found: dict[str, list[str]] = {}
+        for number, closers in self.conn.execute(
+            "SELECT json_extract(meta, '$.number'), json_extract(meta, '$.closed_by_prs') FROM nodes"
+            " WHERE kind = 'github_thread' AND json_extract(meta, '$.closed_by_prs') NOT IN ('[]', '')"
+        ):
+            try:
+                listed = json.loads(closers) if isinstance(closers, str) else []
+            except ValueError:
+                continue
+            if isinstance(listed, list):
+                found[str(number)] = [str(x) for x in listed if isinstance(x, int)]
+        return found
 
     def commit_paths_named(self, name: str) -> list[str]:
         """Every distinct path called NAME (in any folder, any case: `Button.tsx` for `button.tsx`) that a

@@ -369,6 +369,14 @@ class GithubSource:
                 pr_closes[t.number] = closing_numbers(str(t.item.get("body") or ""), slug)
                 for issue in pr_closes[t.number]:
                     closed_by_prs.setdefault(issue, []).append(t.number)
+        # An issue read again (a comment on it) without the pull requests read earlier that close it keeps
+        # them, and so its link to their commits.
+        stored = ctx.known.get("thread_closers")
+        earlier: dict[str, list[str]] = stored() if stored is not None else {}
+        for t in threads:
+            if not t.is_pr and t.number in earlier:
+                mine = closed_by_prs.setdefault(t.number, [])
+                mine += [pr for pr in earlier[t.number] if pr not in mine]
         links: list[tuple[str, str, str]] = []
         scope: list[str] = []
         for n, t in enumerate(threads):
