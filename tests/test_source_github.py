@@ -277,6 +277,24 @@ def test_the_thread_cap_spreads_a_burst_over_syncs(world: tuple[Path, Path, dict
     assert all(t["ts"] >= 1_795_000_000_000 for t in _threads(repo).values())
 
 
+def test_a_burst_in_one_second_larger_than_the_cap_is_read_over_syncs(
+    world: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """A bulk label edit touches more threads than maxThreads in the same second: the cursor resumed at that
+    second and read the same first threads again at every sync; the rest were never stored."""
+    repo, data, _ = world
+    _configure(repo, maxThreads=50)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    items = json.loads((data / "repos__acme__widget__issues.json").read_text())
+    for item in items:
+        item["updated_at"] = "2026-11-20T10:00:00Z"
+    fake_gh.record(data, "repos/acme/widget/issues", items)
+    for _ in range(4):
+        run_cli("-C", str(repo), "sync", "--no-embed")
+    assert len(_threads(repo)) == 130
+    assert all(t["ts"] >= 1_795_000_000_000 for t in _threads(repo).values())
+
+
 def test_missing_or_logged_out_gh_is_a_quiet_skip(world: tuple[Path, Path, dict[str, str]], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     repo, data, _ = world

@@ -262,8 +262,13 @@ class GithubSource:
         since = previous.get("since") if isinstance(previous.get("since"), str) else None
         max_threads = int(cfg.get("maxThreads", 100))
         times: list[str] = []
+        # Threads a capped sync read at the very time it resumes from: read again past them (a burst of more
+        # than maxThreads threads updated in one second, a bulk label edit, held the cursor there for good).
+        boundary = previous.get("boundary")
+        already = {str(n) for n in boundary} if isinstance(boundary, list) and since is not None else set()
         try:
-            threads, capped = self._threads(ctx.root, slug, since, max_threads, result, times)
+            threads, capped = self._threads(ctx.root, slug, since, max_threads + len(already), result, times)
+            threads = [t for t in threads if not (t.number in already and t.item.get("updated_at") == since)]
             max_comments = int(cfg.get("maxCommentsPerThread", 100))
             for thread in threads:
                 if max_comments and int(thread.item.get("comments") or 0) > 0:
@@ -309,7 +314,11 @@ class GithubSource:
         except GitCommandError as exc:
             result.notes.append(f"commit links skipped: {exc}")
             commits = CommitMap()
-        cursor = json.dumps({"v": _CURSOR_VERSION, "since": new_since, "head": head}, sort_keys=True)
+        state: dict[str, Any] = {"v": _CURSOR_VERSION, "since": new_since, "head": head}
+        if capped and new_since is not None:
+            at = [t.number for t in threads if t.item.get("updated_at") == new_since]
+            state["boundary"] = sorted(set(at) | (already if new_since == since else set()))
+        cursor = json.dumps(state, sort_keys=True)
         result.nodes = self._emit(ctx, result, slug, threads, commits, cursor)
         return result
 
