@@ -362,3 +362,23 @@ def test_a_row_dated_ahead_never_hides_the_commands_after_it(repo: Path, atuin_d
     assert {"make early", "make from the future", "make newer marker10"} <= set(shell_nodes(repo))
     (atuin,) = [s for s in summary.sources if s.name == "atuin"]
     assert not any("too large" in n for n in atuin.notes), atuin.notes
+
+
+def test_a_history_file_the_config_names_that_is_not_there_is_said(repo: Path, tmp_path: Path) -> None:
+    """sources.atuin.path pointing at a missing file or a FIFO: sync, scan-atuin and doctor said nothing, the
+    summary "atuin unchanged" (a default path without atuin stays quiet: most users have none)."""
+    import os
+
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    sync.sync(repo)
+    cfg = repo / ".nexusmem" / "config.json"
+    for name, make in (("gone.db", None), ("fifo.db", os.mkfifo)):
+        target = tmp_path / name
+        if make is not None:
+            make(target)
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+        data["sources"]["atuin"] = {"path": str(target)}
+        cfg.write_text(json.dumps(data), encoding="utf-8")
+        part = next(p for p in sync.sync(repo).sources if p.name == "atuin")
+        what = "does not exist" if make is None else "is not a regular file"
+        assert any(f"{target} (sources.atuin.path) {what}" in n for n in part.notes), part.notes

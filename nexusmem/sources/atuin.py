@@ -98,7 +98,11 @@ class AtuinSource:
     def _scan(self, ctx: ScanContext, result: ScanResult) -> Iterator[Node]:
         path = history_path(ctx.config)
         if not path.is_file():
-            return  # no atuin here: nothing to say, the cursor stays
+            # No atuin here: nothing to say, the cursor stays. A path the config names is said once a sync.
+            if str(ctx.config.get("sources", {}).get("atuin", {}).get("path") or "").strip():
+                what = "is not a regular file" if path.exists() else "does not exist"
+                result.notes.append(f"{path} (sources.atuin.path) {what}: atuin's history not read")
+            return
         state: dict[str, Any] = {}
         if not ctx.full:
             loaded = decode_cursor(ctx.cursor, _CURSOR_VERSION)
