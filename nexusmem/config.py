@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -294,6 +295,12 @@ def _get(cfg: dict[str, Any], dotted: str) -> Any:
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value
+
+
+def url_setting(cfg: Mapping[str, Any], dotted: str) -> str:
+    """CFG's URL setting DOTTED (embedding.url, contradictions.url, sources.session.url), its default when it
+    is empty: an empty url means the default model server, whichever setting it is."""
+    return str(_get(dict(cfg), dotted) or "").strip() or str(_get(DEFAULTS, dotted))
 
 
 def _local_host(host: str) -> bool:

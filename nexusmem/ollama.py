@@ -149,10 +149,9 @@ class OllamaClient:
     def http_error(self, response: Answer, model: str) -> str:
         """One sentence for a non-200 answer: the status and the start of what the server said (redacted,
         one line of printable characters: it is shown, and a server may echo what it was sent)."""
-        from nexusmem.redact import redact
+        from nexusmem.redact import said_line
 
-        printable = "".join(ch if ch.isprintable() else " " for ch in response.text[:2000])
-        detail = redact(" ".join(printable.split()))[:160]
+        detail = said_line(response.text[:2000], 160)
         return f"Ollama at {self.url} answered HTTP {response.status_code} for model {model!r}: {detail}"
 
     def chat_json(self, model: str, system: str, prompt: str, options: dict[str, Any]) -> Any:

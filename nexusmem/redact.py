@@ -58,6 +58,14 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     return out
 
 
+def said_line(text: str, limit: int) -> str:
+    """What another program said (a model's reason, a server's error page, a tool's message), as it is
+    stored or shown: one line of printable characters (a control character, a terminal escape's start among
+    them, becomes a space; runs of blanks one space), every secret replaced, at most LIMIT characters."""
+    printable = "".join(ch if ch.isprintable() else " " for ch in text)
+    return redact(" ".join(printable.split()))[:limit]
+
+
 def mask(text: str) -> str:
     """TEXT with each secret redact() finds overwritten by as many asterisks (the same length)."""
     out: str = _engine().mask(text)

@@ -460,6 +460,8 @@ def sync(
 
         # The deny-list's one gate: every source's nodes pass through it before the store sees them.
         deny = sync_gate(store, log)
+        # The same gate for one text a sync reads rather than stores (a path, a tag, a change word).
+        denied: Callable[[str], bool] | None = (lambda text: deny.which([text]) is not None) if deny else None
         # No raw secret outlives this sync in the hooks' log or the bash scratch files (in place, no line
         # lost: see nexusmem.hygiene.hooklog). Before the sources, so the shell source reads redacted lines.
         redacted, notes = hooklog.redact_pass((lambda texts: deny.which(texts) is not None) if deny else None)
@@ -527,9 +529,9 @@ def sync(
                 # Read-only: the session source summarises the conversation turns already stored.
                 conversations: ConversationReader = store
                 ctx.known["conversations"] = conversations
-                if deny:
+                if denied is not None:
                     # Text a source derives rather than stores (a commit's change words) is checked here.
-                    ctx.known["denied"] = lambda text: deny.which([text]) is not None
+                    ctx.known["denied"] = denied
                 result = source.scan(ctx)
                 done = 0
 
@@ -590,9 +592,7 @@ def sync(
             store.restore_links(kept_links)
         for part in summary.sources:
             if part.name == "git":
-                _read_releases(
-                    project.root, store, (lambda text: deny.which([text]) is not None) if deny else None
-                )
+                _read_releases(project.root, store, denied)
                 with store.transaction():
                     store.fill_generations(changed=not part.noop)
                 if moved:
@@ -613,7 +613,7 @@ def sync(
                     project.root,
                     store,
                     project.config,
-                    denied=(lambda text: deny.which([text]) is not None) if deny else None,
+                    denied=denied,
                 )
             except NexusMemError as exc:  # git failed: the structure is advice, never a failed sync
                 if log:

@@ -98,7 +98,9 @@ def to_blob(vector: Vector) -> bytes:
 
 def config_url(config: Mapping[str, Any]) -> str:
     """Where the (trusted) CONFIG sends text to an Ollama embedder: embedding.url, or the default."""
-    return str(config.get("embedding", {}).get("url", "") or "").strip() or DEFAULT_OLLAMA_URL
+    from nexusmem.config import url_setting
+
+    return url_setting(config, "embedding.url")
 
 
 def ollama_url(config: Mapping[str, Any]) -> str | None:

@@ -198,9 +198,9 @@ def _imports_hold(store: Store, matcher: Matcher) -> bool:
 
 
 def _clear_derived(
-    store: Store, entries: Sequence[Entry], rows: Sequence[Row], word_tokens: Sequence[str]
+    store: Store, matcher: Matcher, rows: Sequence[Row], word_tokens: Sequence[str]
 ) -> tuple[int, bool, bool]:
-    """Clear what the stores derive from the nodes rather than hold in them, for ENTRIES whose nodes ROWS
+    """Clear what the stores derive from the nodes rather than hold in them, for MATCHER's entries whose nodes ROWS
     just went (call inside transaction()): (commits whose change words were emptied, whether the next sync
     derives every commit's words again, whether the import structure was dropped).
 
@@ -211,21 +211,28 @@ def _clear_derived(
     user-wide entry's first sync does). The import structure's paths and specifiers are dropped whole when
     one holds the value: the next sync's structure pass reads every file again, through the deny-list too.
     """
-    matcher = Matcher(entries)
     cleared = store.clear_words_with(word_tokens) if word_tokens else 0
     pending = False
     if not word_tokens and matcher:
         seqs = [seq for seq, words in store.word_texts() if matcher.which([words]) is not None]
         seqs += store.commit_seqs(sorted({r[5] for r in rows if r[2] == "code_diff" and r[5]}))
         cleared += store.clear_words(seqs)
-        if store.counts_by_kind().get("git_commit", 0):
-            store.clear_cursor("git")
-            store.set_meta("backfill.changeWords", "forget")
-            pending = True
+        pending = bool(store.counts_by_kind().get("git_commit", 0))
+    return cleared, pending, _derive_again(store, matcher, words=pending)
+
+
+def _derive_again(store: Store, matcher: Matcher, *, words: bool = True) -> bool:
+    """Have the next sync derive again, through the deny-list, what STORE derived from text MATCHER may hold
+    (call inside transaction()): every commit's change words (WORDS), and the import structure when one of
+    its paths or specifiers holds a value (dropped now: the structure pass reads every file again). Whether
+    the import structure was dropped."""
+    if words:
+        store.clear_cursor("git")
+        store.set_meta("backfill.changeWords", "forget")
     imports = _imports_hold(store, matcher)
     if imports:
         store.clear_imports()
-    return cleared, pending, imports
+    return imports
 
 
 def _where(store: Store, needle: bytes, ignore_case: bool) -> list[str]:
@@ -300,6 +307,7 @@ def _apply(
     if not keep_log:
         hooklog.log_file()  # a log linking out of ~/.nexusmem: refuse before anything changes
     rows = _matches(store, entries)
+    matcher = Matcher(entries)  # one for every step (its entries are the same objects either way)
     report.removed = len(rows)
     report.kinds = _kinds(rows)
     report.titles = [r[3] for r in rows[:SAMPLE_TITLES]]
@@ -320,18 +328,18 @@ def _apply(
                 report.entries_known += 1
         _delete(store, rows, reason)
         report.notes_cleared = _clear_lent(store, entries)
-        _clear_cursors(store, Matcher(entries).which)
-        _clear_releases(store, Matcher(entries))
+        _clear_cursors(store, matcher.which)
+        _clear_releases(store, matcher)
         # Change words are cut from diffs: the value's pieces may sit in a commit that never held it whole.
         # Such commits lose their words (not the commit: its own text is clean).
         report.words_cleared, report.words_pending, report.imports_cleared = _clear_derived(
-            store, entries, rows, word_tokens
+            store, matcher, rows, word_tokens
         )
         store.add_audit(
             reason,
             {"entries": [e.key for e in entries], "removed": report.removed, "kinds": report.kinds},
         )
-    report.rekeyed += rekey_seen(store, Matcher(entries))
+    report.rekeyed += rekey_seen(store, matcher)
     if not keep_log:
         report.log_lines = scrub_log(entries, dry_run=False)
         if report.log_lines:
@@ -347,8 +355,8 @@ def _apply(
             with copy.transaction():
                 _delete(copy, found, reason)
                 copy.clear_notes(lent)
-                _clear_releases(copy, Matcher(entries))
-                words, _pending, imports = _clear_derived(copy, entries, found, word_tokens)
+                _clear_releases(copy, matcher)
+                words, _pending, imports = _clear_derived(copy, matcher, found, word_tokens)
             if found or lent or words or imports:
                 report.backups += 1
             copy.purge(vacuum=True)
@@ -582,11 +590,7 @@ def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher
             store.add_audit("global", {"entries": [e.key for e in fresh], "removed": len(rows)})
             # Only the entries' hashes are here, not the values: change words (cut from diffs, lower-cased)
             # cannot be matched, so this sync's git scan derives them all again through the gate.
-            store.clear_cursor("git")
-            store.set_meta("backfill.changeWords", "forget")
-            imports = _imports_hold(store, Matcher(fresh))
-            if imports:  # the structure pass reads every file again, through the gate
-                store.clear_imports()
+            imports = _derive_again(store, Matcher(fresh))
         if rows or imports:
             store.purge(vacuum=True)
             if log and rows:
@@ -606,11 +610,7 @@ def apply_entries(store: Store, entries: Sequence[Entry], *, reason: str) -> int
         _delete(store, rows, reason)
         store.add_audit(reason, {"entries": [e.key for e in entries], "removed": len(rows)})
         # Change words hold only pieces of a value: the next git scan derives them again through the gate.
-        store.clear_cursor("git")
-        store.set_meta("backfill.changeWords", "forget")
-        imports = _imports_hold(store, Matcher(entries))
-        if imports:  # the structure pass reads every file again, through the gate
-            store.clear_imports()
+        imports = _derive_again(store, Matcher(entries))
     if rows or imports:
         store.purge(vacuum=True)
     return len(rows)

@@ -141,10 +141,9 @@ def clean_reason(text: str) -> str:
     """A model's REASON as it is stored and shown: one line of printable characters (a control character,
     a terminal escape's start among them, becomes a space), at most 300 of them, every secret it repeats
     from the notes (or makes up) replaced by its placeholder (redact). `scrub` brings older rows to this."""
-    from nexusmem.redact import redact
+    from nexusmem.redact import said_line
 
-    printable = "".join(ch if ch.isprintable() else " " for ch in text[:4000])
-    return redact(" ".join(printable.split()))[:300]
+    return said_line(text[:4000], 300)
 
 
 def _text(node: StoredNode) -> str:
@@ -328,10 +327,9 @@ def stale(
 
 def judge_url(config: dict[str, Any]) -> str:
     """contradictions.url, or the default when it is empty (as embedding.url is)."""
-    from nexusmem.config import DEFAULTS
+    from nexusmem.config import url_setting
 
-    url = str(config.get("contradictions", {}).get("url") or "").strip()
-    return url or str(DEFAULTS["contradictions"]["url"])
+    return url_setting(config, "contradictions.url")
 
 
 def auto_check(

@@ -956,6 +956,14 @@ def as_of_note(store: SearchStore, as_of: int | None) -> str | None:
     )
 
 
+def _passes(
+    node: StoredNode, as_of: int | None, since: int | None, until: int | None, author: str | None
+) -> bool:
+    """Whether a linked NODE, which rides along without being searched, passes the query's filters as the
+    searched ones did: recorded by AS_OF, within SINCE..UNTIL, and AUTHOR's (nexusmem.authors)."""
+    return _within(node, as_of, since, until) and authors.keeps(author, node.kind, node.meta)
+
+
 def _within(node: StoredNode, as_of: int | None, since: int | None, until: int | None) -> bool:
     """Whether NODE was recorded by AS_OF and happened within SINCE..UNTIL (each None: no bound)."""
     if as_of is not None and node.created_at > as_of:
@@ -1765,9 +1773,7 @@ def pack_items(
             return candidate(node, score)
         shelf = shelf_of(node_id)
         fix = None if shelf is None else shelf.store.get(node_id)
-        if fix is None or not _within(fix, as_of, since, until):
-            return None
-        if author is not None and not authors.keeps(author, fix.kind, fix.meta):
+        if fix is None or not _passes(fix, as_of, since, until, author):
             return None
         chosen[node_id] = (fix, 0.0)
         return candidate(fix, 0.0)
@@ -1939,13 +1945,7 @@ def linked_fixes(
     if not fixes:
         return 0
     nodes = store.get_many(fixes, light=True)
-    return sum(
-        1
-        for fix in fixes
-        if fix in nodes
-        and _within(nodes[fix], as_of, since, until)
-        and (author is None or authors.keeps(author, nodes[fix].kind, nodes[fix].meta))
-    )
+    return sum(1 for fix in fixes if fix in nodes and _passes(nodes[fix], as_of, since, until, author))
 
 
 def footer(result: QueryResult) -> str:

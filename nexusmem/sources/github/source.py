@@ -494,7 +494,6 @@ class GithubSource:
 
 def _said(exc: Exception) -> str:
     """EXC's message as one redacted line of printable characters (at most 300)."""
-    from nexusmem.redact import redact
+    from nexusmem.redact import said_line
 
-    printable = "".join(ch if ch.isprintable() else " " for ch in str(exc))
-    return redact(" ".join(printable.split()))[:300]
+    return said_line(str(exc), 300)
