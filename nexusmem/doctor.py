@@ -435,7 +435,7 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
             )
             checks.append(Check("git", True, f"{name}: runs {state.command}{through}"))
         legacy = state.legacy
-        if legacy is not None and not state.broken and legacy.is_file() and not os.access(legacy, os.X_OK):
+        if legacy is not None and state.legacy_off:
             # `--force` moved aside a hook git ignored (not executable, maybe on purpose); ours does not run
             # it either: as before the install, so no problem (a user who deleted it meant that too).
             detail = (

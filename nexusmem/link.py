@@ -338,7 +338,7 @@ AFTER_PASS_MS = 3_600_000
 SUBJECT = "\0tested:"
 # Folders a test file sits in below the code it tests: services/api/tests/test_views.py tests a views.py
 # under services/api; src/test/java/…/CacheTest.java a Cache.java under src.
-_TEST_FOLDERS = resolved.TEST_FOLDERS
+_TEST_FOLDERS = frozenset(["test", "tests", "spec", "specs", "__tests__", "testing"])
 
 
 def _a_test(path: str) -> bool:
@@ -348,7 +348,11 @@ def _a_test(path: str) -> bool:
 
 def _scope(test_path: str) -> str:
     """Where the code a test file tests lies: the folders above its first test folder, else its own."""
-    return resolved.scope(test_path.rpartition("/")[0])
+    parts = test_path.split("/")[:-1]
+    for i, part in enumerate(parts):
+        if part in _TEST_FOLDERS:
+            return "/".join(parts[:i])
+    return "/".join(parts)
 
 
 def _subject(test_path: str, name: str, paths: list[str]) -> str | None:

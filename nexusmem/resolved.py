@@ -27,20 +27,6 @@ STOPPED = frozenset({130, 131, 148})
 Command = tuple[str, int, str, str | None, int | None]
 
 
-# Folders that hold tests: what a test run there tests lies in the folder above the first of them.
-TEST_FOLDERS = frozenset(["test", "tests", "spec", "specs", "__tests__", "testing"])
-
-
-def scope(folder: str) -> str:
-    """Where the code a command run in FOLDER (repository-relative, "" for the top) works on lies: FOLDER up
-    to its first test folder (services/api/tests → services/api; tests → the whole repository)."""
-    parts = folder.split("/") if folder and folder != "." else []
-    for i, part in enumerate(parts):
-        if part in TEST_FOLDERS:
-            return "/".join(parts[:i])
-    return "/".join(parts)
-
-
 def failed(exit_code: int | None) -> bool:
     """Whether a command with this status failed: not 0, known, and not stopped by the person."""
     return exit_code is not None and exit_code != 0 and exit_code not in STOPPED

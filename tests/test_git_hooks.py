@@ -832,7 +832,7 @@ def test_a_block_an_older_release_chained_into_the_frameworks_file_is_found_and_
     hook = repo / ".git" / "hooks" / "pre-commit"
     framework = hook.read_bytes()
     with monkeypatch.context() as older:  # the older release: it chained into any shell hook
-        older.setattr(git_hooks, "framework_script", lambda path: False)
+        older.setattr(git_hooks, "_FRAMEWORK_MARK", b"\0 a mark no hook holds")
         git_hooks.install("pre-commit", repo, strict=True)
     assert git_hooks.HOOK_ID in hook.read_text(encoding="utf-8")
     assert git_hooks.status("pre-commit", repo).installed

@@ -6,7 +6,6 @@ Thin: parse, call nexusmem.install.git_hooks, print. Registered on the `hook` gr
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -97,12 +96,7 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
     if not state.executable:
         runner = "the pre-commit framework" if state.framework else "git"
         click.echo(f"  Warning: {state.path} is not executable, so {runner} does not run it", err=True)
-    if (
-        state.legacy is not None
-        and not state.broken
-        and state.legacy.is_file()
-        and not os.access(state.legacy, os.X_OK)
-    ):
+    if state.legacy_off:
         click.echo(
             f"  Note: {state.legacy} (the hook it wraps) is not executable, so it does not run (git did not"
             " run it before either)",

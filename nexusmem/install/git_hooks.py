@@ -90,6 +90,13 @@ class HookState:
     framework: bool = False
     legacy: Path | None = None  # how == "legacy": the moved-aside hook ours runs when it is executable
 
+    @property
+    def legacy_off(self) -> bool:
+        """Whether the hook `--force` moved aside is there and not executable (ours does not run it, as git
+        did not before the install)."""
+        legacy = self.legacy
+        return legacy is not None and not self.broken and legacy.is_file() and not os.access(legacy, os.X_OK)
+
 
 def _begin(name: str) -> bytes:
     return f"# >>> nexusmem {name} hook >>> {HOOK_ID}".encode()
@@ -109,10 +116,17 @@ def hooks_dir(start: Path | str | None = None) -> Path:
 
 def default_hooks_dir(start: Path | str | None = None) -> Path:
     """The repository's own hooks folder (`$(git rev-parse --git-common-dir)/hooks`), where git looks when
-    core.hooksPath is not set."""
+    core.hooksPath is not set: read from .git's files (paths.git_common_dir), git asked only when they do
+    not say."""
     root = paths.repo_root(start)
-    out = os.fsdecode(gitcmd.run(["rev-parse", "--git-common-dir"], root).rstrip(b"\n"))
-    return Path(os.path.normpath(root / out)) / "hooks"
+    common = paths.git_common_dir(root)
+    if common is None:
+        common = Path(
+            os.path.normpath(
+                root / os.fsdecode(gitcmd.run(["rev-parse", "--git-common-dir"], root).rstrip(b"\n"))
+            )
+        )
+    return common / "hooks"
 
 
 def hook_dirs(start: Path | str | None = None) -> list[Path]:
@@ -133,30 +147,18 @@ def unused(name: str, start: Path | str | None = None) -> HookState | None:
     return state if state.installed else None
 
 
-def _head_all(path: Path) -> bytes:
-    """PATH's bytes (b"" when it cannot be read)."""
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
-
-
-def _head(path: Path) -> bytes:
-    """The first 4 KB of PATH (b"" when it cannot be read)."""
+def _bytes_of(path: Path, limit: int = -1) -> bytes:
+    """PATH's bytes, the first LIMIT of them when given (b"" when it cannot be read)."""
     try:
         with open(path, "rb") as handle:
-            return handle.read(4096)
+            return handle.read(limit)
     except OSError:
         return b""
 
 
 def framework_script(path: Path) -> bool:
     """Whether the git hook at PATH is one `pre-commit install` wrote."""
-    try:
-        with open(path, "rb") as handle:
-            return _FRAMEWORK_MARK in handle.read(4096)
-    except OSError:
-        return False
+    return _FRAMEWORK_MARK in _bytes_of(path, 4096)
 
 
 def hook_file(name: str, directory: Path) -> Path:
@@ -166,10 +168,9 @@ def hook_file(name: str, directory: Path) -> Path:
     into the framework's file would go with the next `pre-commit install`, which overwrites its own file."""
     path = directory / name
     moved = directory / f"{name}{FRAMEWORK_SUFFIX}"
-    if moved.is_symlink() or not framework_script(path):
-        return path
-    if _begin(name) in _head_all(path):
-        return path  # an older release's block in the framework's own file: found (and moved by install)
+    data = b"" if moved.is_symlink() else _bytes_of(path)
+    if _FRAMEWORK_MARK not in data[:4096] or _begin(name) in data:
+        return path  # not the framework's, or an older release's block in its file (moved by install)
     return moved
 
 
@@ -337,7 +338,7 @@ def install(
     shared = shared_folder(start) if name in SYNC_HOOKS else None
     if shared is not None:
         flags.append(FLAG_SHARED)
-    generated = _HUSKY_V9.search(_head(directory / name)) is not None
+    generated = _HUSKY_V9.search(_bytes_of(directory / name, 4096)) is not None
     result = _install(name, directory, flags, force)
     result.shared = shared
     if generated and result.changed:

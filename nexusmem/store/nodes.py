@@ -416,11 +416,6 @@ class NodesMixin:
         same source and file (meta `path`) with the same text, when exactly one doomed section has that text
         there too (_carry_over). The text is what a re-keying leaves alone: a heading's key changed, never the
         lines under it (a section's text starts with its heading line as written)."""
-        import hashlib  # only when a sync deletes something (readers never need it)
-
-        def same(source: str, path: str, body: str) -> tuple[str, str, str]:
-            return (source, path, hashlib.sha256(body.encode("utf-8", "surrogateescape")).hexdigest())
-
         gone = set(doomed)
         olds: dict[tuple[str, str, str], list[int]] = {}
         for start in range(0, len(doomed), BATCH):
@@ -432,7 +427,7 @@ class NodesMixin:
                 chunk,
             ):
                 if isinstance(path, str) and body:
-                    olds.setdefault(same(source, path, body), []).append(seq)
+                    olds.setdefault((source, path, body), []).append(seq)
         if not olds:
             return {}
         news: dict[tuple[str, str, str], list[int]] = {}
@@ -442,7 +437,7 @@ class NodesMixin:
             (heirs_after,),
         ):
             if seq not in gone and isinstance(path, str) and body:
-                key = same(source, path, body)
+                key = (source, path, body)
                 if key in olds:
                     news.setdefault(key, []).append(seq)
         return {
