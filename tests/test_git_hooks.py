@@ -758,15 +758,21 @@ def _pre_commit(repo: Path, *args: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_hook_the_pre_commit_framework_moved_aside_is_seen_and_uninstalled(repo: Path) -> None:
-    """`pre-commit install` after ours moves our hook to pre-commit.legacy and runs it on every commit:
-    status said "not installed", doctor nothing, and uninstall left precheck running."""
+def _framework_memory(repo: Path) -> None:
+    """REPO with a memory holding a failure of tests/test_cache.py, and a .pre-commit-config.yaml running
+    nexusmem's hooks (the test is skipped without the pre-commit framework)."""
     if not PRE_COMMIT.exists():
         pytest.skip("pre-commit is not installed in this environment")
     synced(repo)
     plant_failure(repo)
     sync.sync(repo)
     _framework_config(repo)
+
+
+def test_a_hook_the_pre_commit_framework_moved_aside_is_seen_and_uninstalled(repo: Path) -> None:
+    """`pre-commit install` after ours moves our hook to pre-commit.legacy and runs it on every commit:
+    status said "not installed", doctor nothing, and uninstall left precheck running."""
+    _framework_memory(repo)
     run_cli("-C", str(repo), "hook", "git", "install")
     _pre_commit(repo, "install")
     hooks = repo / ".git" / "hooks"
@@ -794,12 +800,7 @@ def test_installed_after_the_framework_the_hook_survives_its_next_install(repo: 
     """`pre-commit install`, then ours: the block went into the framework's own file, which the next
     `pre-commit install` (a Makefile's setup target) overwrote: precheck stopped, and status and doctor said
     nothing. Ours goes to pre-commit.legacy, which the framework's hook runs first."""
-    if not PRE_COMMIT.exists():
-        pytest.skip("pre-commit is not installed in this environment")
-    synced(repo)
-    plant_failure(repo)
-    sync.sync(repo)
-    _framework_config(repo)
+    _framework_memory(repo)
     _pre_commit(repo, "install")
     hooks = repo / ".git" / "hooks"
     framework = (hooks / "pre-commit").read_bytes()
