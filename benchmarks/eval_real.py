@@ -149,6 +149,7 @@ SETS = (
     "fresh59",
     "fresh60",
     "fresh61",
+    "fresh62",
     "removal",
     "rst",
     "adoc",

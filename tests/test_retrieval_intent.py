@@ -959,6 +959,34 @@ def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) ->
     assert all(it["kind"] == "shell_command" and "(exit 0)" not in it["title"] for it in listed), listed
 
 
+def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_answer(repo: Path) -> None:
+    """ "What did I do when the docker build failed yesterday", with no build yesterday, was answered with
+    the passing `docker compose up` runs of other weeks as a strong answer."""
+    commit(repo, "Add the compose file", {"compose.yaml": "services: {}\n"}, when=NOW - 100 * DAY)
+    write_recent(repo, "14400 0 docker compose up -d\n12960 0 docker compose up -d\n")  # 10 and 9 days ago
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "what did I do when the docker build failed yesterday"
+    found = query_json(repo, question)
+    assert found["weak"] is True, found
+    assert any("nothing recorded yesterday matches the question" in n for n in found["notes"]), found["notes"]
+    assert found["items"], "the closest items are still shown below the line"
+    # When the build did fail yesterday, that run is the answer, and a strong one.
+    write_recent(repo, "1440 1 docker build -t api .\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, question)
+    assert found["items"][0]["title"] == "docker build -t api . (exit 1)", found["items"]
+    assert found["weak"] is False and not any("nothing recorded" in n for n in found["notes"])
+
+
+def test_what_failed_the_day_before_yesterday_is_not_what_failed_yesterday(repo: Path) -> None:
+    """ "The day before yesterday" was read as "yesterday": its failures were left out, yesterday's listed."""
+    commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
+    write_recent(repo, "2880 1 make lint\n1440 2 make test\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = [it["title"] for it in query_json(repo, "what failed the day before yesterday")["items"]]
+    assert titles[:1] == ["make lint (exit 1)"] and "make test (exit 2)" not in titles, titles
+
+
 def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Path) -> None:
     """ "What was my last commit", "what did I work on recently", "what did I commit yesterday" answered
     "No memory matches": no node holds the word "commit", and the time cue was all the question said."""

@@ -411,6 +411,9 @@ class Retrieved:
     # and the note that says so (or that nothing was there).
     listing: frozenset[str] = frozenset()
     listing_note: str | None = None
+    # The time a failure the question reports happened ("when the docker build failed yesterday") when none
+    # of the first WEAK_TOP results happened then: how to say that time (the answer is then weak).
+    missed_window: str | None = None
 
 
 def retrieve(
@@ -598,6 +601,9 @@ def retrieve(
         kept = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
         others = sum(1 for n, _ in scored if n.id in found) - sum(1 for n, _ in kept if n.id in found)
         scored = kept
+    missed = None if listing_note is not None or answered_by is not None else _window_missed(question, scored)
+    if missed is not None:
+        question.notes.append(f"nothing recorded {missed} matches the question")
     # The learned last step (retrieve.rerank), unless a rule above pinned its answer on purpose: a time cue,
     # a named release, the first or last holder of a name, what was run after a command.
     rerankable = question.cue is None and window is None and answered_by is None and question.then is None
@@ -635,6 +641,7 @@ def retrieve(
         covering,
         frozenset(node.id for node in listed),
         listing_note,
+        missed,
     )
 
 
@@ -1129,9 +1136,9 @@ def _count(text: str | None) -> int:
 
 
 def _asked_window(question: Question, since: int | None, until: int | None) -> tuple[int, int, str] | None:
-    """The time the question asks about: --since/--until; else a date, yesterday (or last night), today,
-    the last N units, this week, N units ago (a unit either side); None when it names none. And how to
-    say it."""
+    """The time the question asks about: --since/--until; else a date, the day before yesterday, yesterday
+    (or last night), today, the last N units, this week, N units ago (a unit either side); None when it
+    names none. And how to say it."""
     if since is not None or until is not None:
         return since or 0, until or 2**62, "in the window asked"
     text = question.text.lower()
@@ -1139,6 +1146,9 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> t
     if cue is not None and cue.anchor_ms is not None:  # one ISO date: that (UTC) day
         day = cue.anchor_ms - cue.anchor_ms % 86_400_000
         return day, day + 86_400_000 - 1, time.strftime("on %Y-%m-%d", time.gmtime(day / 1000))
+    if "day before yesterday" in text:
+        day = timecue.parse_when("yesterday") - 86_400_000
+        return day, day + 86_400_000 - 1, "the day before yesterday"
     if "yesterday" in text or "last night" in text:
         return timecue.parse_when("yesterday"), timecue.parse_when("yesterday", end=True), "yesterday"
     if any(word in text for word in ("today", "tonight", "this morning", "this afternoon", "this evening")):
@@ -1155,6 +1165,30 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> t
         said = last.group(0).lower()
         return now - n * _UNIT_MS[unit_name], 2**62, said if said.startswith("this") else f"in the {said}"
     return None
+
+
+def _window_missed(question: Question, scored: list[tuple[StoredNode, float]]) -> str | None:
+    """For a question that reports a failure at a time it names in words (yesterday, today, N days ago, the
+    last N weeks), how to say that time when none of the first WEAK_TOP results happened in or near it;
+    None otherwise. Nothing of that time came first: what did is an answer to another question, however many
+    words it shares ("what did I do when the docker build failed yesterday", with no build yesterday, drew
+    the passing `docker compose up` of other weeks). Only a reported failure: elsewhere such words are as
+    often the question's data ("a datetime from 60 minutes ago gives None", "the names they have today",
+    eight questions of the real-repository sets, none of them a failure report), and so is a date written
+    out ("checking '1963-06-19' crashes")."""
+    if question.cue is None or question.cue.anchor_ms is not None or not question.failure or not scored:
+        return None
+    asked = _asked_window(question, None, None)
+    if asked is None:
+        return None
+    low, high, span = asked
+    # People speak of time loosely ("yesterday" just after midnight, "last week" for the one before): the
+    # window is widened by its own length either side, a day at least, before nothing in it counts.
+    end = min(high, int(time.time() * 1000))
+    pad = max(86_400_000, end - low)
+    if any(low - pad <= node.ts <= high + pad for node, _ in scored[:WEAK_TOP]):
+        return None
+    return span
 
 
 def _failure_window(
@@ -1452,6 +1486,8 @@ def is_weak(found: Retrieved) -> bool:
     no node holds: on the recent-work sets the flag fired on 25-60% of answerable questions, 15-45% since."""
     if found.listing_note is not None and not found.listing:
         return True  # it asked for the failures (or the work) of a time, and there were none
+    if found.missed_window is not None:
+        return True  # it named a time, and nothing of that time came first
     return not found.scored or (found.answered_by is None and strength(found).weak)
 
 
