@@ -42,6 +42,28 @@ def parse(value: str | None) -> str | None:
     return text
 
 
+# Words that say a command was an agent's: under `--author agents|NAME` they name whose commands are asked
+# for, not what the commands were about ("what did the agent run on the migrations").
+_AGENT_WORDS = (
+    r"(?:the\s+|an?\s+|my\s+)?(?:ai\s+|coding\s+)?(?:agent|agents|assistant|assistants|bot|bots)(?:'s)?"
+)
+
+
+def without_author_words(text: str, wanted: str | None) -> str:
+    """TEXT without the words that name the author WANTED (a parse() result) asks for: "the agent",
+    "agents", the agent's own name and its first part ("claude" of claude-code). Under the filter they say
+    whose commands, and matched every commit and doc that speaks of agents. The text itself when no words
+    are left (the question was only its author)."""
+    if wanted is None or wanted == ME:
+        return text
+    names = [_AGENT_WORDS]
+    if wanted != AGENTS:
+        first = re.split(r"[-:._]", wanted)[0]
+        names += [re.escape(wanted)] + ([re.escape(first)] if len(first) >= 4 and first != wanted else [])
+    left = re.sub(rf"\b(?:{'|'.join(names)})\b", " ", text, flags=re.IGNORECASE)
+    return " ".join(left.split()) if re.search(r"\w", left) else text
+
+
 def of(kind: str, meta: dict[str, Any]) -> tuple[str, str] | None:
     """(author, author kind) of a node of KIND with META; None for kinds that have no author."""
     if kind == "shell_command":

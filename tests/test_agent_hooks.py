@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from nexusmem import precheck, sync
+from nexusmem import authors, precheck, sync
 from nexusmem.install import agent_hooks
 from nexusmem.paths import shell_log_path
 from nexusmem.sources.shell.agentcmd import canonical, log_line
@@ -504,6 +504,38 @@ def _commands(repo: Path, *extra: str) -> set[str]:
     return {i["ref"] for i in json.loads(out)["items"] if i["kind"] == "shell_command"}
 
 
+def test_what_the_agent_ran_is_answered_by_the_agents_commands_under_author(repo: Path) -> None:
+    """ "What did the agent run on the cache tests" under `--author agents` (the README's example) put the
+    commits and docs that speak of the agent running tests first: the filter kept the agents' commands
+    but lifted nothing, and "agent" matched every text about agents."""
+    mixed_history(repo)
+    commit(
+        repo,
+        "docs: how the agent runs the cache tests",
+        {"AGENTS.md": "The agent runs pytest on the cache tests.\n"},
+    )
+    sync.sync(repo)
+    out = run_cli(
+        "-C",
+        str(repo),
+        "query",
+        "--json",
+        "--author",
+        "agents",
+        "--",
+        "what did the agent run on the cache tests",
+    )
+    kinds = [(i["kind"], i["ref"]) for i in json.loads(out.stdout)["items"]]
+    assert {ref for _, ref in kinds[:2]} == {
+        "pytest tests/test_cache.py -q",
+        "pytest tests/test_cache.py -x",
+    }, kinds
+    assert "pytest tests/test_cache.py --lf" not in {ref for _, ref in kinds}  # typed by the person
+    # Without the filter the same question is ranked as before: the words, not the author, decide.
+    plain = run_cli("-C", str(repo), "query", "--json", "--", "what did the agent run on the cache tests")
+    assert any(i["kind"] == "git_commit" for i in json.loads(plain.stdout)["items"][:3])
+
+
 def test_author_filter_on_query_and_precheck(repo: Path) -> None:
     mixed_history(repo)
     sync.sync(repo)
@@ -668,3 +700,19 @@ def test_author_filter_leaves_out_another_authors_linked_fix(repo: Path) -> None
             "make widget-test (exit 1)"
         ], found["items"]
         assert found["matched"] == every["matched"] - 1  # the person's run is no match of the agent's
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted", "searched"),
+    [
+        ("what did the agent run on the cache", "agents", "what did run on the cache"),
+        ("what did claude run on the cache", "claude-code", "what did run on the cache"),
+        ("which commands did the AI agents type", "agents", "which commands did type"),
+        ("the agent", "agents", "the agent"),  # nothing else asked: the words stay
+        ("what did I run on the agent module", "me", "what did I run on the agent module"),
+    ],
+)
+def test_the_words_naming_the_author_asked_for_are_not_searched(
+    text: str, wanted: str, searched: str
+) -> None:
+    assert authors.without_author_words(text, wanted) == searched

@@ -436,6 +436,7 @@ def retrieve(
     commands of that author (other kinds pass).
     """
     question = prepare(well_formed(text))
+    question.search_text = authors.without_author_words(question.search_text, author)
     words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
     # What a rule listed in time order (the failures, or the newest work, of the question's time), and what
@@ -601,6 +602,8 @@ def retrieve(
         kept = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
         others = sum(1 for n, _ in scored if n.id in found) - sum(1 for n, _ in kept if n.id in found)
         scored = kept
+        if _ASKS_COMMANDS.search(question.text) and answered_by is None:
+            scored = authored_first(scored, {node_id for node_id, _ in bm25_hits})
     missed = None if listing_note is not None or answered_by is not None else _window_missed(question, scored)
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
@@ -1233,6 +1236,24 @@ def _listed(
         return scored
     top = scored[0][1] if scored else 1.0
     return [(node, above(top, len(listed), step)) for step, node in enumerate(listed)]
+
+
+def authored_first(
+    scored: list[tuple[StoredNode, float]], lexical: set[str]
+) -> list[tuple[StoredNode, float]]:
+    """SCORED with the commands (and conversation turns) its words matched put first, in their order: a
+    question under `--author` that asks what was run ("what did the agent run on the migrations") asks for
+    that author's commands, which the filter kept but commits and docs sharing its words outranked. The
+    rest follows as it was."""
+    first = [
+        (node, score) for node, score in scored if node.kind in authors.AUTHORED_KINDS and node.id in lexical
+    ]
+    if not first:
+        return scored
+    ids = {node.id for node, _ in first}
+    rest = [(node, score) for node, score in scored if node.id not in ids]
+    top = rest[0][1] if rest else 1.0
+    return [(node, above(top, len(first), step)) for step, (node, _) in enumerate(first)] + rest
 
 
 def above(top: float, count: int, step: int) -> float:
