@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from nexusmem.embed.index import EmbedSummary
     from nexusmem.link import LinkSummary
     from nexusmem.store.interface import SyncStore
+    from nexusmem.store.nodes import Kept
     from nexusmem.structure.scan import StructurePlan
 
 
@@ -471,16 +472,19 @@ def sync(
         moved = _moved_note(project, store, rebuild)
         if moved and log:
             log(f"git: {moved}")
-        kept: list[tuple[str, int, str, str | None]] = []
+        kept: list[Kept] = []
         kept_links: list[tuple[str, str, str, int]] = []
         commands_before = 0
+        rebuilt_after = 0
         if rebuild:
             # One transaction for the whole rebuild: readers (an agent's search) keep seeing the old memory
             # until the new one is complete, never an empty store. Ids are content-addressed, so re-ingested
             # nodes come back with the same id: first-recorded times (for --as-of) and human verdicts are
-            # put back at the end.
+            # put back at the end, and those of a node whose id moved (a section an upgrade re-keyed) go to
+            # its heir, as a sync's prune hands them on.
             whole.enter_context(store.transaction())
             kept = store.bookkeeping()
+            rebuilt_after = store.write_seq()
             kept_links = store.all_links()
             commands_before = store.counts_by_kind().get("shell_command", 0)
             store.delete_all_nodes()
@@ -587,7 +591,7 @@ def sync(
                     if part.name == "shell":
                         part.notes.append(lost)
         if kept:
-            store.restore_bookkeeping(kept)
+            store.restore_bookkeeping(kept, heirs_after=rebuilt_after)
         if kept_links:
             store.restore_links(kept_links)
         for part in summary.sources:

@@ -198,3 +198,50 @@ def test_nothing_is_carried_when_two_sections_could_be_the_heir(repo: Path) -> N
     # The sections with a text of their own (Linux, macOS: re-keyed too) still carry theirs.
     platforms = [v for v in after if v not in examples + bumps]
     assert len(platforms) == 2 and {v["created_at"] for v in platforms} == {LONG_AGO}
+
+
+def test_a_rebuild_right_after_the_upgrade_keeps_them_too(repo: Path) -> None:
+    setup(repo, {"README.md": README, "CHANGELOG.md": CHANGELOG})
+    before = sections(repo)
+    usage = only(before, "README.md", "Usage [![npm]")["id"]
+    install = only(before, "README.md", "Install")["id"]
+    quokka = only(before, "quokka retry")["id"]
+    wombat = only(before, "wombat flag")["id"]
+    numbat = only(before, "numbat parser")["id"]
+    run_cli("-C", str(repo), "review", usage, "--verify")
+    run_cli("-C", str(repo), "review", numbat, "--reject")
+    run_cli("-C", str(repo), "mark-stale", quokka, "--supersedes", wombat)  # both re-keyed
+    run_cli("-C", str(repo), "mark-stale", install, "--supersedes", usage)  # Install keeps its key
+
+    run_cli("-C", str(repo), "sync", "--rebuild", "-q")  # the first sync after the upgrade
+
+    after = sections(repo)
+    new_usage = only(after, "README.md", "› Usage")
+    new_quokka = only(after, "quokka retry")
+    new_wombat = only(after, "wombat flag")
+    assert {usage, quokka, wombat, numbat}.isdisjoint(v["id"] for v in after)  # the re-keying is real
+    assert new_usage["trust"] == "verified"
+    assert only(after, "numbat parser")["trust"] == "rejected"
+    assert new_quokka["superseded_by"] == new_wombat["id"]
+    assert only(after, "README.md", "Install")["superseded_by"] == new_usage["id"]
+    assert new_wombat["trust"] == "candidate" and new_wombat["superseded_by"] is None
+    assert {v["created_at"] for v in after} == {LONG_AGO}
+    assert show(repo, new_quokka["id"])["superseded_by"] == new_wombat["id"]
+    items = query_json(repo, "zanzibar quokka config", "--as-of", "2021-06-01")["items"]
+    assert {it["id"]: it["trust"] for it in items}.get(new_usage["id"]) == "verified"
+
+
+def test_a_rebuild_carries_nothing_when_two_sections_could_be_the_heir(repo: Path) -> None:
+    setup(repo, {"README.md": TWINS_README, "CHANGELOG.md": TWINS_CHANGELOG})
+    before = sections(repo)
+    twins = [v["id"] for v in titled(before, "— Example [![try]")]
+    linux = only(before, "Linux [![ci]")["id"]
+    run_cli("-C", str(repo), "review", twins[0], "--verify")
+    run_cli("-C", str(repo), "review", linux, "--verify")
+
+    run_cli("-C", str(repo), "sync", "--rebuild", "-q")
+
+    after = sections(repo)
+    assert {v["trust"] for v in titled(after, "› Example")} == {"candidate"}
+    linux_after = [v for v in after if v["title"] == "README.md — Linux"]
+    assert len(linux_after) == 1 and linux_after[0]["trust"] == "verified"  # a text of its own: carried

@@ -2,7 +2,8 @@
 
 Both only demote or label (rank applies superseded ×.7 and rejected ×.5); nothing is deleted. A re-sync
 never overwrites them: upsert leaves trust and superseded_by alone, and `sync --rebuild` puts them back on
-the nodes that return with the same content-addressed id.
+the nodes that return with the same content-addressed id (or hands them to the heir of one whose id moved,
+as a sync's prune does).
 """
 
 from __future__ import annotations

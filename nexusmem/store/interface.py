@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nexusmem.store.nodes import StoredNode, UpsertCounts
+from nexusmem.store.nodes import Kept, StoredNode, UpsertCounts
 
 if TYPE_CHECKING:
     from nexusmem.nodes import Node
@@ -298,11 +298,12 @@ class SyncStore(Protocol):
 
     def delete_all_nodes(self) -> int: ...
 
-    def bookkeeping(self) -> list[tuple[str, int, str, str | None]]:
-        """(id, created_at, trust, superseded_by) of every node: what a rebuild must put back."""
+    def bookkeeping(self) -> list[Kept]:
+        """What a rebuild must put back of every node (created_at, trust, superseded_by), or hand to its heir
+        when its id does not come back."""
         ...
 
-    def restore_bookkeeping(self, rows: list[tuple[str, int, str, str | None]]) -> None: ...
+    def restore_bookkeeping(self, rows: list[Kept], heirs_after: int) -> None: ...
 
     def node_count(self) -> int: ...
 

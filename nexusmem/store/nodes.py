@@ -103,6 +103,30 @@ class UpsertCounts:
     unchanged: int = 0
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What a person or time gave a node (its first-recorded time, review verdict and superseded mark), with
+    what finds the node that replaces it when its id goes (_carry_over): its kind, source and time, a
+    commit's author or a diff's or section's path, and a section's text (None for any other kind)."""
+
+    id: str
+    created_at: int
+    trust: str
+    superseded_by: str | None
+    kind: str
+    source: str
+    ts: int
+    same: str | None
+    text: str | None
+
+
+_KEPT_COLUMNS = (
+    "id, created_at, trust, superseded_by, kind, source, ts, CASE kind WHEN 'git_commit'"
+    " THEN json_extract(meta, '$.author') ELSE json_extract(meta, '$.path') END,"
+    " CASE kind WHEN 'doc_section' THEN body END"
+)
+
+
 class NodesMixin:
     """Store methods for nodes. Mixed into Store."""
 
@@ -312,7 +336,7 @@ class NodesMixin:
             if not keep(key)
         ]
         if heirs_after is not None:
-            self._carry_over(doomed, heirs_after)
+            self._carry_over(self._kept(doomed), heirs_after, passed_over=set(doomed))
         if doomed:
             self._tombstone_unreachable(doomed)
         return self._delete_seqs(doomed)
@@ -332,44 +356,54 @@ class NodesMixin:
                 kinds[kind] = kinds.get(kind, 0) + 1
         self.add_tombstone(None, UNREACHABLE, kinds, ids)
 
-    def _carry_over(self, doomed: list[int], heirs_after: int) -> None:
-        """Hand what a person or time gave a node a sync is about to delete (its first-recorded time, what
-        --as-of reads; a review verdict; a superseded mark) to the one node of this sync (written after
-        HEIRS_AFTER) that replaces it, and point every superseded mark that named it at that heir:
+    def _kept(self, seqs: list[int]) -> list[Kept]:
+        """What the nodes SEQS carry that their heirs would inherit (Kept)."""
+        out: list[Kept] = []
+        for start in range(0, len(seqs), BATCH):
+            chunk = seqs[start : start + BATCH]
+            marks = ",".join("?" * len(chunk))
+            out += (
+                Kept(*r)
+                for r in self.conn.execute(f"SELECT {_KEPT_COLUMNS} FROM nodes WHERE seq IN ({marks})", chunk)
+            )
+        return out
+
+    def _carry_over(self, gone: list[Kept], heirs_after: int, *, passed_over: set[int]) -> None:
+        """Hand what a person or time gave a node that goes (a sync is about to delete it, or a rebuild did
+        not bring its id back) to the one node written after HEIRS_AFTER (not one of PASSED_OVER: the doomed
+        nodes, or those a rebuild brought back) that replaces it, and point every superseded mark that named
+        it at that heir:
         - a commit an amend or a rebase rewrote (the same change under a new sha): the commit with the same
           author time and author, or, for one of its diffs, the diff with the same author time and path;
         - a doc section or changelog entry re-keyed (its id moved because the key format did, e.g. headings
           keyed as a reader sees them since an upgrade): the section of the same source and file with the
           same text.
         Nothing is carried when no such node or more than one is there (commits made in the same second by
-        the same author, two sections of one file with the same text), nor when two doomed nodes would hand
+        the same author, two sections of one file with the same text), nor when two nodes that go would hand
         theirs to the same one."""
-        heirs = self._commit_heirs(doomed, heirs_after)
-        heirs.update(self._section_heirs(doomed, heirs_after))
+        heirs = self._commit_heirs(gone, heirs_after, passed_over)
+        heirs.update(self._section_heirs(gone, heirs_after, passed_over))
         claimed: dict[int, int] = {}
         for heir in heirs.values():
             claimed[heir] = claimed.get(heir, 0) + 1
         heirs = {old: heir for old, heir in heirs.items() if claimed[heir] == 1}
         if not heirs:
             return
-        moved: dict[str, str] = {}
-        seqs = list(heirs) + list(heirs.values())
+        seqs = list(heirs.values())
         ids: dict[int, str] = {}
         for start in range(0, len(seqs), BATCH):
             chunk = seqs[start : start + BATCH]
             marks = ",".join("?" * len(chunk))
             ids.update(self.conn.execute(f"SELECT seq, id FROM nodes WHERE seq IN ({marks})", chunk))
-        for old, heir in heirs.items():
-            created, trust, superseded = self.conn.execute(
-                "SELECT created_at, trust, superseded_by FROM nodes WHERE seq = ?", (old,)
-            ).fetchone()
+        moved: dict[str, str] = {}
+        for old in (k for k in gone if k.id in heirs):
             self.conn.execute(
                 "UPDATE nodes SET created_at = MIN(created_at, ?),"
                 " trust = CASE WHEN trust = 'candidate' THEN ? ELSE trust END,"
                 " superseded_by = COALESCE(superseded_by, ?) WHERE seq = ?",
-                (created, trust, superseded, heir),
+                (old.created_at, old.trust, old.superseded_by, heirs[old.id]),
             )
-            moved[ids[old]] = ids[heir]
+            moved[old.id] = ids[heirs[old.id]]
         # A mark naming a node that goes now names its heir (marks are few: one pass over them).
         pointers = self.conn.execute(
             "SELECT seq, id, superseded_by FROM nodes WHERE superseded_by IS NOT NULL"
@@ -383,51 +417,36 @@ class NodesMixin:
             ],
         )
 
-    def _commit_heirs(self, doomed: list[int], heirs_after: int) -> dict[int, int]:
-        """Doomed commit or diff seq → the seq of the one node of this sync that replaces it (_carry_over)."""
-        gone = set(doomed)
-        out: dict[int, int] = {}
-        for start in range(0, len(doomed), BATCH):
-            chunk = doomed[start : start + BATCH]
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(
-                "SELECT seq, kind, ts, CASE kind WHEN 'git_commit' THEN json_extract(meta, '$.author')"
-                " ELSE json_extract(meta, '$.path') END FROM nodes"
-                f" WHERE seq IN ({marks}) AND kind IN ('git_commit', 'code_diff')",
-                chunk,
-            ).fetchall()
-            for old, kind, ts, same in rows:
-                field = "$.author" if kind == "git_commit" else "$.path"
-                heirs = [
-                    seq
-                    for (seq,) in self.conn.execute(
-                        f"SELECT seq FROM nodes WHERE kind = ? AND ts = ? AND json_extract(meta, '{field}') IS ?"
-                        " AND written > ?",
-                        (kind, ts, same, heirs_after),
-                    )
-                    if seq not in gone
-                ]
-                if len(heirs) == 1:
-                    out[old] = heirs[0]
+    def _commit_heirs(self, gone: list[Kept], heirs_after: int, passed_over: set[int]) -> dict[str, int]:
+        """The id of a commit or diff that goes → the seq of the one node of this sync that replaces it
+        (_carry_over)."""
+        out: dict[str, int] = {}
+        for old in gone:
+            if old.kind not in ("git_commit", "code_diff"):
+                continue
+            field = "$.author" if old.kind == "git_commit" else "$.path"
+            heirs = [
+                seq
+                for (seq,) in self.conn.execute(
+                    f"SELECT seq FROM nodes WHERE kind = ? AND ts = ? AND json_extract(meta, '{field}') IS ?"
+                    " AND written > ?",
+                    (old.kind, old.ts, old.same, heirs_after),
+                )
+                if seq not in passed_over
+            ]
+            if len(heirs) == 1:
+                out[old.id] = heirs[0]
         return out
 
-    def _section_heirs(self, doomed: list[int], heirs_after: int) -> dict[int, int]:
-        """Doomed doc section (or changelog entry) seq → the seq of the one doc section of this sync from the
-        same source and file (meta `path`) with the same text, when exactly one doomed section has that text
-        there too (_carry_over). The text is what a re-keying leaves alone: a heading's key changed, never the
-        lines under it (a section's text starts with its heading line as written)."""
-        gone = set(doomed)
-        olds: dict[tuple[str, str, str], list[int]] = {}
-        for start in range(0, len(doomed), BATCH):
-            chunk = doomed[start : start + BATCH]
-            marks = ",".join("?" * len(chunk))
-            for seq, source, path, body in self.conn.execute(
-                "SELECT seq, source, json_extract(meta, '$.path'), body FROM nodes"
-                f" WHERE seq IN ({marks}) AND kind = 'doc_section'",
-                chunk,
-            ):
-                if isinstance(path, str) and body:
-                    olds.setdefault((source, path, body), []).append(seq)
+    def _section_heirs(self, gone: list[Kept], heirs_after: int, passed_over: set[int]) -> dict[str, int]:
+        """The id of a doc section (or changelog entry) that goes → the seq of the one doc section of this
+        sync from the same source and file (meta `path`) with the same text, when exactly one section that
+        goes has that text there too (_carry_over). The text is what a re-keying leaves alone: a heading's
+        key changed, never the lines under it (a section's text starts with its heading line as written)."""
+        olds: dict[tuple[str, str, str], list[str]] = {}
+        for old in gone:
+            if old.kind == "doc_section" and isinstance(old.same, str) and old.text:
+                olds.setdefault((old.source, old.same, old.text), []).append(old.id)
         if not olds:
             return {}
         news: dict[tuple[str, str, str], list[int]] = {}
@@ -436,14 +455,12 @@ class NodesMixin:
             " WHERE written > ? AND kind = 'doc_section'",
             (heirs_after,),
         ):
-            if seq not in gone and isinstance(path, str) and body:
+            if seq not in passed_over and isinstance(path, str) and body:
                 key = (source, path, body)
                 if key in olds:
                     news.setdefault(key, []).append(seq)
         return {
-            seqs[0]: news[key][0]
-            for key, seqs in olds.items()
-            if len(seqs) == 1 and len(news.get(key, ())) == 1
+            ids[0]: news[key][0] for key, ids in olds.items() if len(ids) == 1 and len(news.get(key, ())) == 1
         }
 
     def _source_seqs(self, source: str, shell: str | None) -> list[int]:
@@ -486,16 +503,24 @@ class NodesMixin:
             self.conn.execute(trigger[0])
         return len(seqs)
 
-    def bookkeeping(self) -> list[tuple[str, int, str, str | None]]:
-        """(id, created_at, trust, superseded_by) of every node: what a rebuild must not forget."""
-        return [tuple(r) for r in self.conn.execute("SELECT id, created_at, trust, superseded_by FROM nodes")]
+    def bookkeeping(self) -> list[Kept]:
+        """What a rebuild must not forget of every node (Kept)."""
+        return [Kept(*r) for r in self.conn.execute(f"SELECT {_KEPT_COLUMNS} FROM nodes")]
 
-    def restore_bookkeeping(self, rows: list[tuple[str, int, str, str | None]]) -> None:
-        """Put back first-recorded times and human verdicts on the nodes that came back with the same id."""
+    def restore_bookkeeping(self, rows: list[Kept], heirs_after: int) -> None:
+        """Put back first-recorded times and human verdicts on the nodes that came back with the same id; a
+        node whose id did not come back (a section re-keyed by an upgrade since the last sync, a commit
+        rewritten since) hands them to its heir among the nodes written after HEIRS_AFTER, as a sync's
+        prune does (_carry_over)."""
         self.conn.executemany(
             "UPDATE nodes SET created_at = ?, trust = ?, superseded_by = ? WHERE id = ?",
-            [(created, trust, sup, node_id) for node_id, created, trust, sup in rows],
+            [(k.created_at, k.trust, k.superseded_by, k.id) for k in rows],
         )
+        kept = {k.id for k in rows}
+        back = dict(row for row in self.conn.execute("SELECT id, seq FROM nodes") if row[0] in kept)
+        if len(back) < len(kept):
+            gone = [k for k in rows if k.id not in back]
+            self._carry_over(gone, heirs_after, passed_over=set(back.values()))
 
     def _delete_seqs(self, seqs: list[int]) -> int:
         for start in range(0, len(seqs), BATCH):
