@@ -155,7 +155,8 @@ class MemoryItem(TypedDict):
     project: str
     source: str
     signal: float
-    superseded_by: str | None
+    superseded: bool  # marked by mark-stale
+    superseded_by: str | None  # what replaced it, while memory holds that node
     body: str
     files: list[str]
     links: list[MemoryLink]

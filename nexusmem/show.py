@@ -80,6 +80,15 @@ def _listed(node_id: str, node: StoredNode | None, key: str) -> str:
     return f"{node_id}{sha} {node.title[:50]}"
 
 
+def replacement(store: SearchStore, node: StoredNode) -> str | None:
+    """The id `mark-stale` named as what replaced NODE, while memory holds that node. A later sync may have
+    removed it (a heading renamed, a commit rewritten with no one heir): NODE stays superseded (a person said
+    so), but an answer names no id `show` cannot open. The mark itself is kept: should that node come back
+    (the heading named back, `sync --rebuild`), the mark names it again."""
+    by = node.superseded_by
+    return by if by is not None and store.get_many([by], light=True) else None
+
+
 def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]:
     """NODE in full, as MCP get_memory's MemoryItem: facts, provenance, trust, body, files and links."""
     return {
@@ -94,7 +103,8 @@ def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]
         "project": project,
         "source": node.source,
         "signal": node.signal,
-        "superseded_by": node.superseded_by,
+        "superseded": node.superseded_by is not None,
+        "superseded_by": replacement(store, node),
         "body": node.body,
         "files": store.files_of(node.id),
         "links": [{"to": dst, "relation": rel} for _, dst, rel in store.links_from([node.id])],
@@ -124,6 +134,11 @@ def render(item: dict[str, Any]) -> str:
     ]
     if item["superseded_by"]:
         lines.append(f"superseded by {item['superseded_by']}")
+    elif item["superseded"]:
+        lines.append(
+            "superseded by a node no longer in memory (a later sync removed it;"
+            f" `nexusmem mark-stale {item['id']} --clear` drops the mark)"
+        )
     if item["files"]:
         files = item["files"]
         shown = ", ".join(one_line(name) for name in files[:FILES_SHOWN])

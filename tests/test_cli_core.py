@@ -85,6 +85,7 @@ def test_sync_then_query_finds_the_commit_that_explains(repo: Path) -> None:
         "linked_from",
         "relation",
         "also_in",
+        "superseded",
         "superseded_by",
     }
     assert len(item["ref"]) == 40 and item["provenance"] == "observed" and item["trust"] == "candidate"

@@ -145,7 +145,7 @@ def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> Non
             assert any(i["kind"] == "git_commit" and "WAL" in i["title"] for i in found["items"])
             assert set(found["items"][0]) == {
                 "id", "kind", "ts", "title", "summary", "provenance", "trust", "score", "project", "ref",
-                "linked_from", "relation", "also_in", "superseded_by",
+                "linked_from", "relation", "also_in", "superseded", "superseded_by",
             }  # fmt: skip
 
             # A directory inside the work tree works too; budget is honoured.

@@ -283,6 +283,36 @@ def test_mark_stale_demotes_and_checks_ids(repo: Path) -> None:
     assert scores(repo, "Redis sessions")["README.md — Cache"][0] == pytest.approx(before, rel=1e-6)
 
 
+def test_a_mark_whose_replacement_a_later_sync_removed_stays_but_names_no_dead_id(repo: Path) -> None:
+    configure(repo, autoCheck=False)
+    stale_repo(repo)
+    run_cli("-C", str(repo), "sync", "-q")
+    readme, newer = node_id(repo, "README.md — Cache"), node_id(repo, "Cache backend")
+    run_cli("-C", str(repo), "mark-stale", readme, "--supersedes", newer)
+    # The replacement's heading is renamed: its id goes, and no section of its file has its text now.
+    text = "The cache no longer uses Redis; sessions live in SQLite.\n"
+    commit(repo, "docs: rename the cache page", {"docs/cache.md": "## Storage backend\n\n" + text})
+    run_cli("-C", str(repo), "sync", "-q")
+    assert "no node with id" in run_cli("-C", str(repo), "show", newer, ok=False).output
+
+    answer = run_cli("-C", str(repo), "query", "Redis sessions").output
+    assert "[superseded] README.md — Cache" in answer  # still marked: a person said it is stale
+    assert newer not in answer  # and no id `show` cannot open
+    item = next(it for it in query_json(repo, "Redis sessions")["items"] if it["id"] == readme)
+    assert item["superseded"] is True and item["superseded_by"] is None
+    shown = run_cli("-C", str(repo), "show", readme).output
+    assert "superseded by a node no longer in memory" in shown and newer not in shown
+    full = json.loads(run_cli("-C", str(repo), "show", readme, "--json").output)
+    assert full["superseded"] is True and full["superseded_by"] is None
+
+    # The heading named back: the section comes back under its id, and the mark names it again.
+    commit(repo, "docs: name the cache page back", {"docs/cache.md": "## Cache backend\n\n" + text})
+    run_cli("-C", str(repo), "sync", "-q")
+    item = next(it for it in query_json(repo, "Redis sessions")["items"] if it["id"] == readme)
+    assert item["superseded"] is True and item["superseded_by"] == newer
+    assert f"superseded by {newer}" in run_cli("-C", str(repo), "show", readme).output
+
+
 def test_review_verdicts_show_demote_and_survive_sync_and_rebuild(repo: Path) -> None:
     configure(repo, autoCheck=False)
     stale_repo(repo)

@@ -33,6 +33,7 @@ from nexusmem.retrieve.intent import (
 )
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
+from nexusmem.show import replacement
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.text import well_formed
@@ -172,7 +173,8 @@ class Item:
     relation: str | None = None
     recorded_by: str = ""  # the team member who recorded it (an item of the team store); "" for local
     also_in: list[str] = field(default_factory=list)  # refs of doc sections with the same text (doc_twins)
-    superseded_by: str | None = None  # the id `mark-stale` named as what replaced it
+    superseded: bool = False  # marked by `mark-stale`
+    superseded_by: str | None = None  # the id it named as what replaced it, while memory holds that node
 
 
 @dataclass
@@ -219,7 +221,7 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     tags = f"[{item.provenance}]"
     if item.trust != "candidate":
         tags += f" [{item.trust}]"
-    if item.superseded_by:
+    if item.superseded:
         tags += " [superseded]"
     if with_project:
         tags += f" [{item.project}]"
@@ -244,8 +246,10 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     return "\n".join(lines)
 
 
-def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
-    """The presentable item for NODE (its summary chosen for QUERY)."""
+def make_item(
+    node: StoredNode, score: float, project: str, query: str, *, replaced_by: str | None = None
+) -> Item:
+    """The presentable item for NODE (its summary chosen for QUERY); REPLACED_BY: show.replacement."""
     return Item(
         id=node.id,
         kind=node.kind,
@@ -258,7 +262,8 @@ def make_item(node: StoredNode, score: float, project: str, query: str) -> Item:
         project=project,
         ref=node.ref,
         recorded_by=node.recorded_by,
-        superseded_by=getattr(node, "superseded_by", None),
+        superseded=node.superseded_by is not None,
+        superseded_by=replaced_by,
     )
 
 
@@ -1813,7 +1818,13 @@ def pack_items(
         assert shelf is not None
 
         def cost() -> int:
-            item = make_item(shelf.full_node(node), score, shelf.name, search_text)
+            item = make_item(
+                shelf.full_node(node),
+                score,
+                shelf.name,
+                search_text,
+                replaced_by=replacement(shelf.store, node),
+            )
             items[node.id] = item
             return estimate_tokens(item_text(item, with_project=with_project)) + 1
 
@@ -2043,6 +2054,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
                 "linked_from": it.linked_from,
                 "relation": it.relation if it.linked_from else None,
                 "also_in": list(it.also_in),
+                "superseded": it.superseded,
                 "superseded_by": it.superseded_by,
             }
             for it in result.items
