@@ -136,6 +136,11 @@ class MemoryLink(TypedDict):
     relation: str
 
 
+# A link arriving at the item (a commit: the GitHub thread it closed), with its source's title ("from" is
+# a keyword: the functional form).
+MemoryLinkIn = TypedDict("MemoryLinkIn", {"from": str, "relation": str, "title": str})
+
+
 class MemoryDiff(TypedDict):
     id: str
     path: str
@@ -160,6 +165,7 @@ class MemoryItem(TypedDict):
     body: str
     files: list[str]
     links: list[MemoryLink]
+    linked_by: list[MemoryLinkIn]
     meta: dict[str, Any]
     diffs: list[MemoryDiff]  # a commit's per-file diffs (get_memory on an id gives that file's patch)
 

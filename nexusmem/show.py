@@ -108,6 +108,7 @@ def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]
         "body": node.body,
         "files": store.files_of(node.id),
         "links": [{"to": dst, "relation": rel} for _, dst, rel in store.links_from([node.id])],
+        "linked_by": _linked_by(store, node),
         "meta": node.meta,
         # A commit's patch is kept one file at a time: the ids to read each file's diff with.
         "diffs": (
@@ -116,6 +117,17 @@ def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]
             else []
         ),
     }
+
+
+def _linked_by(store: SearchStore, node: StoredNode) -> list[dict[str, str]]:
+    """The links arriving at NODE, each with its source's title: a commit's GitHub threads (the issue it
+    closed, its pull request), the changelog entries that describe it, the failures it fixed."""
+    arriving = store.links_to([node.id])
+    titles = store.get_many([src for src, _, _ in arriving], light=True)
+    return [
+        {"from": src, "relation": rel, "title": titles[src].title if src in titles else ""}
+        for src, _, rel in arriving
+    ]
 
 
 # The header names this many of an item's files: one commit of 10,302 files made a 233,000-character answer
@@ -150,6 +162,15 @@ def render(item: dict[str, Any]) -> str:
         )
         lines.append(f"files {shown}{more}")
     lines += [f"fixed by {link['to']} ({link['relation']})" for link in item["links"]]
+    linked_by = item.get("linked_by") or []
+    lines += [
+        f"linked from {link['from']} ({link['relation']})  {one_line(link['title'])[:120]}"
+        for link in linked_by[:FILES_SHOWN]
+    ]
+    if len(linked_by) > FILES_SHOWN:
+        lines.append(
+            f"… and {len(linked_by) - FILES_SHOWN:,} more links (`nexusmem show --json` lists them all)"
+        )
     diffs = item.get("diffs") or []
     lines += [f"diff {d['id']}  {one_line(d['path'])}" for d in diffs[:FILES_SHOWN]]
     if len(diffs) > FILES_SHOWN:

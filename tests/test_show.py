@@ -36,7 +36,7 @@ def test_show_expands_one_item_by_id_or_prefix(repo: Path) -> None:
     assert full["provenance"] == "observed" and full["trust"] == "candidate"
     assert set(full) == {
         "id", "kind", "ts", "created_at", "title", "provenance", "trust", "ref", "project", "source",
-        "signal", "superseded", "superseded_by", "body", "files", "links", "meta", "diffs",
+        "signal", "superseded", "superseded_by", "body", "files", "links", "linked_by", "meta", "diffs",
     }  # fmt: skip
 
     prefix = item["id"][:MIN_PREFIX].upper()  # case and blanks do not matter

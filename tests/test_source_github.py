@@ -188,6 +188,29 @@ def test_threads_link_to_the_commits_that_closed_them(world: tuple[Path, Path, d
     assert UPLOAD_ISSUE in notes and "Squid" not in notes  # title and description lent, not the comments
 
 
+def test_a_commits_show_lists_the_threads_that_link_to_it(world: tuple[Path, Path, dict[str, str]]) -> None:
+    """The thread's `show` named the commit that closed it; the commit's named no thread."""
+    repo, _, shas = world
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    threads = _threads(repo)
+    shown = run_cli("-C", str(repo), "show", shas["fix"][:12]).output
+    assert f"linked from {threads[12]['id']} (github)  Issue #12: {UPLOAD_ISSUE}" in shown
+    # The merge commit of PR #15, which closes issue #14: both threads, from `show --json` (get_memory's shape).
+    full = json.loads(run_cli("-C", str(repo), "show", shas["merge"], "--json").output)
+    assert {(link["from"], link["relation"]) for link in full["linked_by"]} == {
+        (threads[14]["id"], "github"),
+        (threads[15]["id"], "github"),
+    }
+    assert {link["title"] for link in full["linked_by"]} == {
+        "Issue #14: Flaky retries when the server resets connections",
+        "PR #15: Retry with exponential backoff",
+    }
+    # And the thread's own show still names the commit it links to.
+    thread = json.loads(run_cli("-C", str(repo), "show", str(threads[12]["id"]), "--json").output)
+    assert thread["links"] == [{"to": _commit_id(repo, shas["fix"]), "relation": "github"}]
+    assert thread["linked_by"] == []
+
+
 def test_an_issue_read_again_alone_keeps_the_commit_that_closed_it(
     world: tuple[Path, Path, dict[str, str]],
 ) -> None:

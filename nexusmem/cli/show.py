@@ -27,7 +27,8 @@ Examples:
 @click.pass_context
 @library_errors
 def show_cmd(ctx: click.Context, node_id: str, as_json: bool) -> None:
-    """Expand one item in full: title, ref, kind, dates, provenance, trust, body, files and fix links."""
+    """Expand one item in full: title, ref, kind, dates, provenance, trust, body, files and its links (those
+    leaving it, and those arriving: a commit's GitHub threads)."""
     from nexusmem import show
 
     item = show.show(root_of(ctx), node_id)

@@ -67,6 +67,11 @@ class SearchStore(Protocol):
         """(from id, to id, relation) of every link leaving one of IDS."""
         ...
 
+    def links_to(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(from id, to id, relation) of every link arriving at one of IDS (a commit: the GitHub threads it
+        closed, the changelog entries that describe it, the failures it fixed)."""
+        ...
+
     def release_window(self, version: str) -> tuple[int, int | None] | None:
         """(when release VERSION was tagged, when the next one was, None if none), epoch ms; None when no
         version tag names it (or the store keeps no tags)."""

@@ -64,6 +64,19 @@ class LinksMixin:
         """(failure id, fix id, relation) for every link leaving one of IDS."""
         return hookreads.links_from(self.conn, ids)
 
+    def links_to(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(from id, to id, relation) for every link arriving at one of IDS."""
+        out: list[tuple[str, str, str]] = []
+        for first in range(0, len(ids), BATCH):
+            chunk = list(ids[first : first + BATCH])
+            marks = ",".join("?" * len(chunk))
+            out += self.conn.execute(
+                f"SELECT from_id, to_id, relation FROM links WHERE to_id IN ({marks})"
+                " ORDER BY to_id, relation, from_id",
+                chunk,
+            ).fetchall()
+        return out
+
     def replace_links(self, relation: str, links: Iterable[tuple[str, str, str]]) -> int:
         """Make LINKS the only links of RELATION; return how many there are now."""
         self.conn.execute("DELETE FROM links WHERE relation = ?", (relation,))

@@ -1019,6 +1019,16 @@ class TeamStore:
         ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
+    def links_to(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        if not ids:
+            return []
+        rows = self.conn.execute(
+            "SELECT from_id, to_id, relation FROM links WHERE to_id = ANY(%s) AND project_id = %s"
+            " ORDER BY to_id, relation, from_id",
+            (list(ids), self.project),
+        ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
     def release_window(self, version: str) -> tuple[int, int | None] | None:
         """None: the team store keeps no tags (members' repositories may differ in them)."""
         return None
