@@ -648,3 +648,40 @@ def test_an_export_onto_a_folder_or_a_device_is_refused(
     )
     ok = run_cli("-C", str(repo), "forget", "--export", str(tmp_path / "deny.json"))
     assert ok.exit_code == 0 and (tmp_path / "deny.json").is_file()
+
+
+def test_the_name_of_a_stored_field_is_not_a_value_to_forget(repo: Path, isolated_home: Path) -> None:
+    """`forget author` matched the names of the fields stored with each node, not only their values: it
+    deleted every commit (each commit's meta has an `author` key) and every shell command, blanked every
+    log line holding a `pipestatus` field, and its entry then kept them all out of every later sync; the
+    read-back then said the word was "still in the database files" (it is, as a field's name)."""
+    base = int(time.time()) - 3 * 86_400
+    commit(repo, "feat: parse quoted values", {"parse.py": "QUOTE = '\"'\n"}, when=base)
+    commit(repo, "fix: keep the trailing newline", {"parse.py": "QUOTE = '\"'\nNL = 1\n"}, when=base + 60)
+    ms = base * 1000
+    timed = {**json.loads(log_line(repo, "make test", ms + 1000)), "pipestatus": [0], "duration_ms": 1200}
+    # Another writer's line may carry an object keyed by what it records (variable names): those keys are
+    # content, and still matched.
+    env = {**json.loads(log_line(repo, "make lint", ms + 2000)), "env": {"ZEBRACORN_QUUX_4417": "1"}}
+    append_log(isolated_home, json.dumps(timed) + "\n", json.dumps(env) + "\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    counts = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"]
+    assert counts["git_commit"] == 2 and counts["shell_command"] == 2, counts
+    log_before = log_path(isolated_home).read_bytes()
+
+    for args in (["author"], ["insertions"], ["pipestatus"], ["--regex", "^(sha|parents|cwd)$"]):
+        out = run_cli("-C", str(repo), "forget", *args, "--yes").output
+        assert "deleted 0 node(s)" in out and "removed 0 shell-log line(s)" in out, (args, out)
+        assert "WARNING" not in out, (args, out)
+        if args[0] != "--regex":
+            assert "verified: the value is in nothing" in out, (args, out)
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"] == counts
+    assert log_path(isolated_home).read_bytes() == log_before
+    # The entries' gate keeps letting the commits and the commands in.
+    data = json.loads(run_cli("-C", str(repo), "sync", "--rebuild", "--json").stdout)
+    assert all(s["denied"] == 0 for s in data["sources"]), data["sources"]
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"] == counts
+
+    out = run_cli("-C", str(repo), "forget", "ZEBRACORN_QUUX_4417", "--yes").output
+    assert "removed 1 shell-log line(s)" in out, out
+    assert b"ZEBRACORN_QUUX_4417" not in log_path(isolated_home).read_bytes()

@@ -216,7 +216,12 @@ def forget_cmd(
         click.echo(f"also removed from {report.backups} scrub backup(s)")
     for name in report.skipped_links:
         click.echo(f"WARNING: {name} is a symbolic link: not followed; check what it points to by hand")
-    if report.verified_absent is True:
+    if report.verified_absent is True and report.own_words:
+        click.echo(
+            "verified: the value is in nothing this project's memory.db holds (nor its -wal/-shm, nor backups);"
+            " its bytes are there only as NexusMem's own words (a field's name, the schema)"
+        )
+    elif report.verified_absent is True:
         click.echo(
             "verified: the value is in none of this project's memory.db bytes (nor its -wal/-shm, nor backups)"
         )

@@ -406,12 +406,14 @@ def entry_from_json(data: Any, scope: str = "project") -> Entry:
 # ------------------------------------------------------------------------------------------ node texts
 
 
-def _strings(value: Any) -> Iterator[str]:
+def _strings(value: Any, *, keys: bool = True) -> Iterator[str]:
+    """The strings VALUE (decoded JSON) holds; with KEYS, an object's keys too (at every level below)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield str(k)
+            if keys:
+                yield str(k)
             yield from _strings(v)
     elif isinstance(value, list):
         for v in value:
@@ -420,8 +422,13 @@ def _strings(value: Any) -> Iterator[str]:
 
 def node_fields(title: str, body: str, ref: str, meta: Any) -> list[str]:
     """The texts of a node a deny-list entry is checked against, one by one (no concatenation, so a match
-    never spans two fields; meta's strings are checked decoded, not JSON-escaped)."""
-    return [title, body, ref, *_strings(meta)]
+    never spans two fields; meta's strings are checked decoded, not JSON-escaped).
+
+    Meta's own keys are not: they are field names (`author`, `sha`, `cwd`), the same on every node of a
+    kind, not anything recorded (`forget author` deleted every commit, and its entry kept them all out of
+    every later sync). The keys of an object inside a value are checked: such an object may be keyed by
+    what it records (file paths, variable names)."""
+    return [title, body, ref, *_strings(meta, keys=False)]
 
 
 class Matcher:

@@ -70,6 +70,7 @@ class Removal:
     global_added: bool = False
     checkpointed: bool = True
     verified_absent: bool | None = None  # literal values only: the files were read back
+    own_words: bool = False  # ...and held its bytes only as NexusMem's own words (a field name, the schema)
     words_cleared: int = 0  # commits whose change words held the value's pieces
     words_pending: bool = False  # a regex or imported entry: the next sync derives every commit's words again
     imports_cleared: bool = False  # the import structure named it: dropped, read again by the next sync
@@ -96,6 +97,7 @@ class Removal:
             "global_added": self.global_added,
             "checkpointed": self.checkpointed,
             "verified_absent": self.verified_absent,
+            "own_words": self.own_words,
             "notes_cleared": self.notes_cleared,
             "words_cleared": self.words_cleared,
             "words_pending": self.words_pending,
@@ -235,25 +237,45 @@ def _derive_again(store: Store, matcher: Matcher, *, words: bool = True) -> bool
     return imports
 
 
-def _where(store: Store, needle: bytes, ignore_case: bool) -> list[str]:
-    """NAME: TABLE for each table of STORE that still holds NEEDLE, or what else can (free pages, a reader)."""
+def _still_in(
+    store: Store, files: Sequence[Path], needle: bytes, ignore_case: bool
+) -> tuple[list[str], bool]:
+    """Where the files of STORE still hold NEEDLE (the read-back): NAME: TABLE for each table holding it, or,
+    when none does, what else can (free pages, a reader); [] when they do not. And whether its bytes are
+    there only as NexusMem's own words.
+
+    What every store holds whatever was recorded (Store.own_words: the schema, a node's kind or provenance,
+    meta's own keys: `"author":` in every commit's meta) is not a leftover: `forget author` would always
+    read back as "still in the database files"."""
+    if not _file_holds(files, needle, ignore_case):
+        return [], False
     name = store.path.name
     tables = store.tables_holding(needle, ignore_case)
     if tables:
-        return [f"{name}: {table}" for table in tables]
-    return [f"{name}: in no table (space a reader of the database kept from being reclaimed?)"]
+        return [f"{name}: {table}" for table in tables], False
+    if not _file_holds(files, needle, ignore_case, store.own_words()):
+        return [], True
+    return [f"{name}: in no table (space a reader of the database kept from being reclaimed?)"], False
 
 
-def _file_holds(files: Sequence[Path], needle: bytes, ignore_case: bool) -> bool:
+def _file_holds(files: Sequence[Path], needle: bytes, ignore_case: bool, own: Sequence[str] = ()) -> bool:
+    """Whether one of FILES holds NEEDLE's bytes, looking past each occurrence of a text of OWN."""
     if not needle:
         return False
     probe = needle.lower() if ignore_case else needle
+    texts = [t.encode("utf-8", "surrogatepass") for t in own]
+    hiding = [t for t in (t.lower() if ignore_case else t for t in texts) if probe in t]
     for path in files:
         try:
             data = path.read_bytes()
         except OSError:
             continue
-        if probe in (data.lower() if ignore_case else data):
+        data = data.lower() if ignore_case else data
+        for text in sorted(hiding, key=len, reverse=True):  # a schema's SQL before a name inside it
+            if probe not in data:
+                break
+            data = data.replace(text, b"\0" * len(text))
+        if probe in data:
             return True
     return False
 
@@ -274,10 +296,12 @@ def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
         return 0
 
     def doomed(raw: bytes) -> bytes | None:
-        text = raw.decode("utf-8", "replace")
-        texts = [text]
-        with contextlib.suppress(ValueError, RecursionError):  # a line that is not JSON: checked as text
-            texts += node_fields("", "", "", json.loads(raw))
+        # A JSON line by its values, decoded (its field names, `cwd` or `pipestatus`, are on every line: as
+        # the sync's log pass does); a line that is not JSON as text.
+        try:
+            texts = node_fields("", "", "", json.loads(raw))
+        except (ValueError, RecursionError):
+            texts = [raw.decode("utf-8", "replace")]
         return b"" if matcher.which(texts) is not None else None
 
     log = hooklog.log_file()
@@ -364,8 +388,9 @@ def _apply(
         if plaintext is not None:
             needle, ignore_case = plaintext
             for holder, files in checked:
-                if _file_holds(files, needle, ignore_case):
-                    report.still_in += _where(holder, needle, ignore_case)
+                where, own = _still_in(holder, files, needle, ignore_case)
+                report.still_in += where
+                report.own_words = report.own_words or own
             report.verified_absent = not report.still_in
 
 

@@ -26,6 +26,12 @@ TextRow = tuple[int, str, str, str, str, str, str, str, str | None]
 UNREACHABLE = "unreachable"
 
 
+# The nodes' columns that hold NexusMem's own words, not anything recorded (Store.own_words).
+_NODE_WORDS = ("kind", "source", "provenance", "trust")
+# A node's meta for SQLite's JSON functions (one written by hand that is not JSON reads as empty).
+_META_OR_EMPTY = "CASE WHEN json_valid(nodes.meta) THEN nodes.meta ELSE '{}' END"
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -227,18 +233,54 @@ class HygieneMixin:
             if str(name) not in virtual
         ]
         probe: bytes | str = needle.lower().decode("utf-8", "replace") if ignore_case else needle
-        cast = 'lower(CAST("{}" AS TEXT))' if ignore_case else 'CAST("{}" AS BLOB)'
+
+        def holds(column: str) -> str:
+            return (
+                f"instr(lower(CAST({column} AS TEXT)), ?) > 0"
+                if ignore_case
+                else f"instr(CAST({column} AS BLOB), ?) > 0"
+            )
+
         for table in tables:
             columns = [str(r[1]) for r in self.conn.execute(f'PRAGMA table_info("{table}")')]
-            if not columns:
+            tests = [holds(f'"{c}"') for c in columns]
+            if table == "nodes":
+                # What every store holds whatever was recorded is not a leftover (own_words): the kinds,
+                # sources, provenances and trusts, and meta's own keys. Meta's values and the keys of an
+                # object inside one are checked, as the deny-list gate checks them (node_fields).
+                tests = [holds(f'"{c}"') for c in columns if c not in (*_NODE_WORDS, "meta")]
+                tests.append(
+                    "(CASE WHEN json_valid(meta) THEN EXISTS (SELECT 1 FROM json_tree(meta) AS j"
+                    f" WHERE (j.type = 'text' AND {holds('j.atom')})"
+                    f" OR (j.parent > 0 AND typeof(j.key) = 'text' AND {holds('j.key')}))"
+                    f" ELSE {holds('meta')} END)"
+                )
+            if not tests:
                 continue
-            where = " OR ".join(f"instr({cast.format(c)}, ?) > 0" for c in columns)
-            query = f'SELECT 1 FROM "{table}" WHERE {where} LIMIT 1'
-            if self.conn.execute(query, [probe] * len(columns)).fetchone():
+            query = f'SELECT 1 FROM "{table}" WHERE {" OR ".join(tests)} LIMIT 1'
+            if self.conn.execute(query, [probe] * sum(t.count("?") for t in tests)).fetchone():
                 owner = next((v for v in virtual if table.startswith(v + "_")), table)
                 if owner not in found:
                     found.append(owner)
         return found
+
+    def own_words(self) -> list[str]:
+        """The texts the store holds whatever was recorded, each as it is written in the file: the schema
+        (tables, columns, comments), the nodes' kinds, sources, provenances and trusts, and the keys of
+        their meta objects (`"author":`). Forget's read-back looks past them (tables_holding does not count
+        them): `forget author` would otherwise always find it "still in the database files"."""
+        words = [
+            str(text)
+            for (text,) in self.conn.execute(
+                "SELECT name FROM sqlite_master UNION SELECT sql FROM sqlite_master WHERE sql IS NOT NULL"
+                " UNION SELECT kind FROM nodes UNION SELECT source FROM nodes"
+                " UNION SELECT provenance FROM nodes UNION SELECT trust FROM nodes"
+            )
+        ]
+        keys = self.conn.execute(
+            f"SELECT DISTINCT j.key FROM nodes, json_each({_META_OR_EMPTY}) AS j WHERE typeof(j.key) = 'text'"
+        )
+        return words + [json.dumps(str(key), ensure_ascii=False) + ":" for (key,) in keys]
 
     def database_files(self) -> list[Path]:
         """The database file and, when present, its -wal and -shm companions."""
