@@ -162,10 +162,11 @@ def same_hosts_as_libpq(url: str) -> None:
     """Refuse URL when libpq would connect off this machine while NexusMem's reading of it (which decides
     what a repository's config may use without `nexusmem trust`) found only this machine: a URL form that
     reading gets wrong never connects anywhere it did not judge."""
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict
-
     from nexusmem import config
+    from nexusmem.store.team import driver
+
+    psycopg = driver()  # before any other use: without the team extra, say how to install it
+    from psycopg.conninfo import conninfo_to_dict
 
     try:
         parsed = conninfo_to_dict(url)

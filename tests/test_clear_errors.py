@@ -351,3 +351,29 @@ def test_doctor_tells_a_read_only_store_from_a_damaged_one(repo: Path) -> None:
         proc.stdout
     )
     assert "memory.db.damaged" not in proc.stdout
+
+
+def test_team_commands_without_the_team_extra_say_how_to_install_it(repo: Path, tmp_path: Path) -> None:
+    """Without `nexusmem[team]` (no psycopg), every team command crashed with exit 3 ("internal error ... No
+    module named 'psycopg'"): `query --team` gave no local results at all and `precheck --team` no note."""
+    synced(repo)
+    blocked = tmp_path / "no-psycopg"
+    (blocked / "psycopg").mkdir(parents=True)
+    (blocked / "psycopg" / "__init__.py").write_text("raise ImportError(\"No module named 'psycopg'\")\n")
+    url = "postgresql://alice@db.internal:5432/nexusmem"
+    env = {
+        "PYTHONPATH": os.pathsep.join(p for p in (str(blocked), os.environ.get("PYTHONPATH", "")) if p),
+        "NEXUSMEM_TEAM_URL": url,
+    }
+    install = "team memory needs the PostgreSQL client psycopg: pip install 'nexusmem[team]'"
+    for args in (["team", "init", "--url", url], ["team", "status"], ["team", "push"]):
+        line = one_line_error(run_script(*args, cwd=repo, env=env))
+        assert install in line, (args, line)
+    answer = run_script("query", "--team", "cache marker", cwd=repo, env=env)
+    assert answer.returncode == 0, answer.stderr
+    assert f"note: team store not searched: {install}" in answer.stdout, answer.stdout
+    assert "feat: remember the cache marker" in answer.stdout, answer.stdout
+    for strict in ([], ["--strict"]):
+        checked = run_script("precheck", "--team", *strict, "--files", "a.txt", cwd=repo, env=env)
+        assert checked.returncode == 0, (strict, checked.stderr)
+        assert f"team store not checked: {install}" in checked.stderr, (strict, checked.stderr)

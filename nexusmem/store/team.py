@@ -455,7 +455,8 @@ def unanswered(exc: BaseException) -> str:
     return f"it did not answer in time ({driver_reason(exc)})"
 
 
-def _psycopg() -> Any:
+def driver() -> Any:
+    """The psycopg module, or a StoreError saying how to install it (the optional `nexusmem[team]` extra)."""
     try:
         import psycopg
     except ImportError as exc:
@@ -493,7 +494,7 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
     the driver gave, which never holds a password). STATEMENT_MS bounds every statement of the session,
     waits on locks included (a read that must not hold a prompt or a CI job: a server that accepts the
     connection but is busy behind a migration's lock answered after 20-40 s)."""
-    psycopg = _psycopg()
+    psycopg = driver()
     extra = (
         {}
         if statement_ms is None
@@ -517,7 +518,7 @@ def _with_option(url: str, option: str) -> str:
 
     try:
         given = str(conninfo_to_dict(url).get("options") or "")
-    except _psycopg().Error:
+    except driver().Error:
         given = ""  # psycopg.connect says what is wrong with the URL
     given = given or os.environ.get("PGOPTIONS", "")
     return f"{given} {option}".strip()
@@ -561,7 +562,7 @@ def _shut(conn: Any) -> None:
 
     try:
         sock = socket.socket(fileno=os.dup(conn.fileno()))
-    except (OSError, ValueError, _psycopg().Error):
+    except (OSError, ValueError, driver().Error):
         return  # closed meanwhile
     try:
         sock.shutdown(socket.SHUT_RDWR)
@@ -613,7 +614,7 @@ class Watchdog:
             self._stop.set()
 
     def _watch(self) -> None:
-        active = _psycopg().pq.TransactionStatus.ACTIVE
+        active = driver().pq.TransactionStatus.ACTIVE
         step = min(0.25, self._seconds / 4)
         since: float | None = None  # since when every look found a statement waiting
         probed = 0.0
@@ -646,7 +647,7 @@ class Watchdog:
 
     def _silent(self, waited: float) -> str:
         """Why the server is taken for silent after a statement waited WAITED s, or "" (it is working)."""
-        psycopg = _psycopg()
+        psycopg = driver()
         try:
             probe = psycopg.connect(
                 self._url,
@@ -682,7 +683,7 @@ class Watchdog:
 def schema_version_of(conn: Any) -> int:
     """The team store's schema version, 0 when it was never set up (one round trip: a query opens the
     store for each question)."""
-    psycopg = _psycopg()
+    psycopg = driver()
     if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         # Inside a transaction (migrate's) a failed statement would abort it: look the table up first.
         row = conn.execute("SELECT to_regclass('team_schema')").fetchone()
@@ -698,7 +699,7 @@ def schema_version_of(conn: Any) -> int:
 def migrate(conn: Any) -> list[int]:
     """Apply the missing migrations, one transaction each, under an advisory lock (two members' first
     pushes may arrive together); returns the versions applied."""
-    psycopg = _psycopg()
+    psycopg = driver()
     applied: list[int] = []
     try:
         with conn.transaction():
@@ -769,7 +770,7 @@ def _vector_schema(conn: Any) -> str:
             "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
             " WHERE e.extname = 'vector'"
         ).fetchone()
-    except _psycopg().Error:
+    except driver().Error:
         return "another schema"
     return f"schema {row[0]}" if row else "another schema"
 
@@ -870,7 +871,7 @@ class TeamStore:
                 if create:
                     migrate(conn)
                 version = schema_version_of(conn)
-            except _psycopg().Error as exc:
+            except driver().Error as exc:
                 if watchdog is not None and watchdog.why:
                     raise TeamUnavailable(watchdog.why) from None
                 if deadline is None:
@@ -1633,7 +1634,7 @@ class TeamStore:
                 if gen is not None:
                     self.conn.execute("UPDATE vector_gens SET ready = true WHERE gen = %s", (number,))
                 built = True
-            except _psycopg().errors.InsufficientPrivilege as exc:
+            except driver().errors.InsufficientPrivilege as exc:
                 # Building an index takes the table's owner; a member logging in as a role of their own
                 # that was granted its rows has pushed them all the same. Said once, not a failed push: the
                 # rows are searched by words, and by vectors once the owner's next push builds the graphs.
