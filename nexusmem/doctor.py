@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from nexusmem import paths, registry, timefmt
+from nexusmem import paths, private, registry, timefmt
 from nexusmem.errors import NexusMemError, RefusedRepositoryError
 from nexusmem.install import agent_hooks, git_hooks, shell_hooks, uninstall
 
@@ -568,6 +568,14 @@ def check_store(root: Path) -> list[Check]:
         project.refuse_cut_short(root)
     except StoreError as exc:
         return [Check("store", False, str(exc).split("; ")[0], _rebuild_damaged(root, db))]
+    # The modes as they were, before the integrity check opens the store: SQLite makes its -wal and -shm
+    # with the database's mode, so a 0644 memory.db read as three files "readable by others", two of them
+    # doctor's own.
+    companions = [db.with_name(db.name + s) for s in ("-wal", "-shm")]
+    made = [p for p in companions if not p.exists()]
+    folders = [state, paths.user_dir()]
+    files = [paths.config_path(root), db, *companions, paths.shell_log_path(), paths.registry_path()]
+    modes = [_mode_check(f, 0o700, folder=True) for f in folders] + [_mode_check(f, 0o600) for f in files]
     try:
         result = health.check_file(db, DOCTOR_CHECK_SECONDS)
         shape = health.shape_problem(db) if result is not None and not result else None
@@ -611,14 +619,9 @@ def check_store(root: Path) -> list[Check]:
             checks.append(Check("store", False, detail, f"nexusmem -C {root} sync"))
     except Exception as exc:  # a file that is not a database at all
         checks.append(Check("store", False, f"{db}: cannot be read ({exc})", _rebuild_damaged(root, db)))
-    folders = [state, paths.user_dir()]
-    files = [paths.config_path(root), *(db.with_name(db.name + s) for s in ("", "-wal", "-shm"))]
-    files += [paths.shell_log_path(), paths.registry_path()]
-    for path, want, folder in [(f, 0o700, True) for f in folders] + [(f, 0o600, False) for f in files]:
-        problem = _mode_check(path, want, folder=folder)
-        if problem:
-            checks.append(problem)
-    return checks
+    for path in made:  # what the check made is private whatever the database's mode
+        private.fix_mode(path)
+    return checks + [m for m in modes if m is not None]
 
 
 def check_backend() -> list[Check]:

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -86,7 +87,6 @@ def test_doctor_reports_each_planted_problem_with_its_fix_and_passes_once_fixed(
 
     code, report = doctor_json(repo)
     problems = [c for c in report["checks"] if not c["ok"]]  # type: ignore[union-attr]
-    # SQLite gives a new -wal file the database's mode: the 0644 shows up on both.
     assert code == 1 and sorted({c["area"] for c in problems}) == ["git", "registry", "store"], problems
     assert all("memory.db" in c["detail"] for c in problems if c["area"] == "store")
     by_area: dict[str, dict[str, str]] = {}
@@ -110,6 +110,27 @@ def test_doctor_reports_each_planted_problem_with_its_fix_and_passes_once_fixed(
     registry.chmod(0o600)
     code, report = doctor_json(repo)
     assert code == 0, report
+
+
+def test_doctor_reports_the_modes_it_found_not_those_of_the_files_it_made(repo: Path) -> None:
+    """After `chmod 644 memory.db`, doctor's integrity check made memory.db-wal and -shm (SQLite gives them
+    the database's mode) and doctor then reported all three "readable by others", two of them its own, and
+    left them 0644."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    db = repo / ".nexusmem" / "memory.db"
+    companions = [Path(f"{db}-wal"), Path(f"{db}-shm")]
+    assert not any(p.exists() for p in companions), "the test needs a store with no -wal/-shm beside it"
+    db.chmod(0o644)
+
+    code, report = doctor_json(repo)
+    modes = [c for c in report["checks"] if "readable by others" in str(c["detail"])]  # type: ignore[union-attr]
+    assert code == 1 and [c["detail"] for c in modes] == [f"{db} is 0644, readable by others"], modes
+    assert [c["fix"] for c in modes] == [f"chmod 600 {db}"]
+    made = [p for p in companions if p.exists()]
+    assert made, "doctor's check no longer makes them: the rest of the test checks nothing"
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in made), [oct(p.stat().st_mode) for p in made]
+    assert stat.S_IMODE(db.stat().st_mode) == 0o644  # reported, not changed behind the user's back
 
 
 def test_doctor_flags_a_corrupt_store(repo: Path) -> None:
