@@ -116,9 +116,10 @@ def render(info: dict[str, Any]) -> str:
     lines.append(f"driver    {info['driver']}; vectors: {info['vector_backend'] or 'none'}")
     if info["sources"]:
         lines.append("sources:")
+        width = max(len(str(s["name"])) for s in info["sources"])  # `changelog` is wider than the rest
         for s in info["sources"]:
             lines.append(
-                f"  {s['name']:<8} last sync {s['last_sync'] or 'never'}  {position(s['cursor'])}"
+                f"  {s['name']:<{width}} last sync {s['last_sync'] or 'never'}  {position(s['cursor'])}"
                 f"  (+{s['added']} ~{s['updated']} -{s['removed']}, {s['skipped']} skipped)"
             )
     elif info.get("building"):

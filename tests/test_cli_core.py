@@ -201,6 +201,18 @@ def test_corrupt_config_names_the_file_and_is_not_overwritten(repo: Path) -> Non
     assert cfg.read_text(encoding="utf-8") == "{not json"
 
 
+def test_status_lines_up_every_source_row(repo: Path) -> None:
+    """`changelog` is wider than the column the names were padded to: its row was one column off."""
+    commit(repo, "docs: changelog", {"CHANGELOG.md": "# Changelog\n\n## 0.1.0\n\n- First release.\n"})
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    lines = run_cli("-C", str(repo), "status").output.splitlines()
+    rows = lines[lines.index("sources:") + 1 :]
+    rows = rows[: next((i for i, line in enumerate(rows) if not line.startswith("  ")), len(rows))]
+    names = [row.split()[0] for row in rows]
+    assert "changelog" in names and "git" in names, rows
+    assert len({row.index(" last sync ") for row in rows}) == 1, rows
+
+
 def test_status_share_and_projects(repo: Path, tmp_path: Path) -> None:
     make_history(repo)
     run_cli("-C", str(repo), "sync", "-q")
