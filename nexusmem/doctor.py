@@ -391,6 +391,8 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
     checks = []
     auto_syncs = False
     missing: dict[str, Path] = {}  # sync hooks without our block, and where their files are
+    lost: dict[str, Check] = {}  # hooks an install put our block in that lost it without a remove
+    recorded = git_hooks.recorded(root)  # read first: gone() asks git only for a hook it names
     for name in git_hooks.HOOK_NAMES:
         verb = "git" if name == "pre-commit" else "git-post"
         state = git_hooks.status(name, root)
@@ -406,6 +408,8 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
                     f" {state.path.parent}: it does not run (`nexusmem hook {verb} remove` takes it out)"
                 )
                 checks.append(Check("git", False, detail, f"nexusmem hook {verb} install"))
+            elif name in recorded and git_hooks.gone(name, root) is not None:
+                lost[name] = Check("git", False, git_hooks.gone_text(state), f"nexusmem hook {verb} install")
             continue
         auto_syncs = auto_syncs or name in git_hooks.SYNC_HOOKS
         fix = f"nexusmem hook {verb} install"
@@ -443,6 +447,8 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
                 f" did not run it before the install (`chmod +x {shlex.quote(str(legacy))}` to run it)"
             )
             checks.append(Check("git", True, detail))
+    # A lost sync hook beside one still there is named by the auto-sync check below.
+    checks += [c for n, c in lost.items() if not (auto_syncs and n in git_hooks.SYNC_HOOKS)]
     if auto_syncs and missing:
         # An install from before the auto-sync ran after merges, pulls and `git am` too.
         arrives = {"post-commit": "a commit", "post-merge": "a merge or pull", "post-applypatch": "`git am`"}

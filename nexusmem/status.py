@@ -72,7 +72,22 @@ def status(project: Project) -> dict[str, Any]:
             "deepened": repo.deepened(project.root, git_cursor),
             # The last sync was stopped before it ended (killed): when it started, else null.
             "sync_unfinished": iso(paths.sync_unfinished(project.root)),
+            # Hooks an install put NexusMem's block in that lost it without `hook ... remove`: why, per hook.
+            "hooks_gone": hooks_gone(project),
         }
+
+
+def hooks_gone(project: Project) -> dict[str, str]:
+    """Per hook whose block went missing (git_hooks.gone): what that means and the command that puts it back."""
+    from nexusmem.install import git_hooks
+
+    out = {}
+    for name in git_hooks.recorded(project.root):
+        state = git_hooks.gone(name, project.root)
+        if state is not None:
+            verb = "git" if name == "pre-commit" else "git-post"
+            out[name] = f"{git_hooks.gone_text(state)}; run `nexusmem hook {verb} install`"
+    return out
 
 
 # What the links other sources make are, as status counts them (docs/contracts.md, link relations).
@@ -145,6 +160,8 @@ def render(info: dict[str, Any]) -> str:
             "git: the clone was deepened since the last sync (`git fetch --unshallow` or `--deepen`: no hook"
             " runs for it): the older commits are not in memory yet; run `nexusmem sync`"
         )
+    for name, gone in info.get("hooks_gone", {}).items():
+        lines.append(f"{name}: {gone}")
     for name, state in sorted(info.get("source_states", {}).items()):
         lines.append(f"{name}: {state}")
     for name, history in sorted(info.get("skipped_records", {}).items()):

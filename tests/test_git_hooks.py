@@ -796,6 +796,35 @@ def test_a_hook_the_pre_commit_framework_moved_aside_is_seen_and_uninstalled(rep
     assert "not installed" in run_cli("-C", str(repo), "hook", "git", "status").stdout
 
 
+def test_precheck_deleted_by_pre_commit_install_f_is_named_with_its_fix(repo: Path) -> None:
+    """`pre-commit install -f` deletes pre-commit.legacy, where the framework had moved our hook: precheck
+    silently stopped, and `hook git status`, `status` and doctor said nothing. They say it is gone, and
+    doctor's fix puts it back; a block taken out with `hook git remove` is no news."""
+    _framework_memory(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    _pre_commit(repo, "install")
+    _pre_commit(repo, "install", "-f")
+    assert not (repo / ".git" / "hooks" / "pre-commit.legacy").exists()
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    quiet = git_commit(repo, "change")
+    assert quiet.returncode == 0 and "nexusmem" not in quiet.stderr, quiet.stderr  # what the user saw
+    hook_status = run_cli("-C", str(repo), "hook", "git", "status")
+    assert "`pre-commit install -f` deletes pre-commit.legacy" in hook_status.stderr, hook_status.output
+    assert "precheck no longer runs" in run_cli("-C", str(repo), "status").stdout
+    gone = [c for c in _problems(repo) if "pre-commit block installed here is gone" in c["detail"]]
+    assert len(gone) == 1 and gone[0]["fix"] == "nexusmem hook git install", _problems(repo)
+    assert _paste(gone[0]["fix"] + f" -C {repo}").returncode == 0
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    warned = git_commit(repo, "change again")
+    assert "src/cache.py: `pytest tests/test_cache.py` failed" in warned.stderr, warned.stderr
+    assert not [c for c in _problems(repo) if "is gone" in c["detail"]]
+    run_cli("-C", str(repo), "hook", "git", "remove")
+    assert not [c for c in _problems(repo) if "is gone" in c["detail"]]
+    assert "is gone" not in run_cli("-C", str(repo), "hook", "git", "status").output
+
+
 def test_installed_after_the_framework_the_hook_survives_its_next_install(repo: Path) -> None:
     """`pre-commit install`, then ours: the block went into the framework's own file, which the next
     `pre-commit install` (a Makefile's setup target) overwrote: precheck stopped, and status and doctor said

@@ -72,6 +72,11 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
     if not state.installed:
         other = " (another tool's hook is there)" if state.exists else ""
         click.echo(f"{state.name}: not installed{other}: {state.path}")
+        if git_hooks.gone(state.name, start) is not None:
+            click.echo(
+                f"  Warning: {git_hooks.gone_text(state)}; `nexusmem hook {verb} install` puts it back",
+                err=True,
+            )
         unused = git_hooks.unused(state.name, start)
         if unused is not None:
             click.echo(
@@ -113,6 +118,7 @@ def _remove(ctx: click.Context, name: str, what: str) -> None:
         if changed:
             removed.append(path)
             click.echo(f"Removed the {what} from {path}.")
+    git_hooks.forget(name, root_of(ctx))
     if not removed:
         path = git_hooks.hook_file(name, git_hooks.hooks_dir(root_of(ctx)))
         click.echo(f"No {what} in {path}.")

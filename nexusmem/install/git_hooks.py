@@ -61,6 +61,11 @@ FLAG_STRICT = "strict"
 # repository's own config): it then syncs only repositories that already have a memory.
 FLAG_SHARED = "shared"
 
+# Which hooks an install put a block in, one name a line, in the repository's git folder (never the work
+# tree): a block that goes without `hook ... remove` (`pre-commit install -f` deletes the pre-commit.legacy
+# the framework had moved ours to; a tool that rewrites the hook) is then named by status and doctor.
+RECORD = "nexusmem-hooks"
+
 # Interpreters whose syntax our three POSIX lines are valid in.
 _SH_LIKE = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
 
@@ -145,6 +150,69 @@ def unused(name: str, start: Path | str | None = None) -> HookState | None:
         return None
     state = status(name, start, dirs[1])
     return state if state.installed else None
+
+
+def _record_path(start: Path | str | None) -> Path:
+    return default_hooks_dir(start).parent / RECORD
+
+
+def recorded(start: Path | str | None = None) -> list[str]:
+    """The hooks an install put a block in for the repository at START and no remove took out since."""
+    words = set(_bytes_of(_record_path(start)).decode("utf-8", "replace").split())
+    return [name for name in HOOK_NAMES if name in words]
+
+
+def _write_record(start: Path | str | None, names: list[str]) -> None:
+    path = _record_path(start)
+    if names == recorded(start):
+        return
+    tmp = path.with_name(f".{RECORD}.nexusmem-tmp")
+    try:
+        if not names:
+            path.unlink(missing_ok=True)
+            return
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("".join(f"{name}\n" for name in names))
+        os.replace(tmp, path)
+    except OSError:  # only what status and doctor say of a block that went missing depends on it
+        tmp.unlink(missing_ok=True)
+
+
+def forget(name: str, start: Path | str | None = None) -> None:
+    """Take hook NAME out of the record (it was removed on purpose: a hook without our block is no news)."""
+    _write_record(start, [n for n in recorded(start) if n != name])
+
+
+def gone(name: str, start: Path | str | None = None) -> HookState | None:
+    """Hook NAME's state when an install put our block in it and it is not there any more (and not in the
+    repository's own hooks folder either, which `unused` reports): nobody removed it with `hook ... remove`,
+    so it stopped running without a word. None otherwise; only the record is read when it does not name NAME."""
+    if name not in recorded(start):
+        return None
+    state = status(name, start)
+    if state.installed or unused(name, start) is not None:
+        return None
+    if state.framework:
+        # The framework's hook runs NexusMem itself when its config names our hook for this stage.
+        from nexusmem.install.uninstall import framework_entries
+
+        wanted = "nexusmem-precheck" if name == "pre-commit" else "nexusmem-sync"
+        if any(wanted in line for _, _, line in framework_entries(paths.repo_root(start))):
+            return None
+    return state
+
+
+def gone_text(state: HookState) -> str:
+    """What a block that `gone` found missing means, for status and doctor."""
+    what = "precheck" if state.name == "pre-commit" else "the auto-sync"
+    if state.framework:
+        why = (
+            f"`pre-commit install -f` deletes {state.path.name}, where the pre-commit framework had moved it"
+        )
+    else:
+        why = f"{state.path} was deleted or rewritten by something other than `nexusmem hook ... remove`"
+    return f"the NexusMem {state.name} block installed here is gone ({why}): {what} no longer runs"
 
 
 def _bytes_of(path: Path, limit: int = -1) -> bytes:
@@ -341,6 +409,7 @@ def install(
     generated = _HUSKY_V9.search(_bytes_of(directory / name, 4096)) is not None
     result = _install(name, directory, flags, force)
     result.shared = shared
+    _write_record(start, [n for n in HOOK_NAMES if n == name or n in recorded(start)])
     if generated and result.changed:
         husky = (
             f"{result.path} is husky's generated hook: husky writes it again at every `npm install` (the block"

@@ -126,6 +126,11 @@ def uninstall(start: Path | None, *, all_projects: bool = False, dry_run: bool =
                 continue
             if state.installed:
                 plan.removed.append(Step("git hook", state.path, name))
+        try:
+            for name in git_hooks.HOOK_NAMES if not dry_run else ():
+                git_hooks.forget(name, root)
+        except NexusMemError as exc:
+            plan.errors.append(str(exc))
         plan.framework += framework_entries(root)
         if paths.state_dir(root).is_dir():
             plan.memories.append(paths.state_dir(root))
