@@ -407,9 +407,11 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
                     f"{unused.path} has the NexusMem block, but core.hooksPath makes git run hooks from"
                     f" {state.path.parent}: it does not run (`nexusmem hook {verb} remove` takes it out)"
                 )
-                checks.append(Check("git", False, detail, f"nexusmem hook {verb} install"))
+                checks.append(Check("git", False, detail, git_hooks.install_fix(verb, root)))
             elif name in recorded and git_hooks.gone(name, root) is not None:
-                lost[name] = Check("git", False, git_hooks.gone_text(state), f"nexusmem hook {verb} install")
+                lost[name] = Check(
+                    "git", False, git_hooks.gone_text(state), git_hooks.install_fix(verb, root)
+                )
             continue
         auto_syncs = auto_syncs or name in git_hooks.SYNC_HOOKS
         fix = f"nexusmem hook {verb} install"

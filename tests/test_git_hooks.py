@@ -918,6 +918,35 @@ def test_hooks_left_behind_by_a_new_core_hooks_path_are_named_and_removed(repo: 
     assert not [p for p in own.iterdir() if git_hooks.HOOK_ID.encode() in p.read_bytes()]
 
 
+def test_the_fix_for_blocks_left_behind_by_a_user_wide_hooks_path_says_it_installs_user_wide(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Hooks installed in .git/hooks, then `git config --global core.hooksPath`: doctor's fix `nexusmem hook
+    git install` wrote into the folder every repository uses, without a word. The fix says so (and still
+    pastes), and `hook git status` too; a core.hooksPath of the repository's own says nothing of the kind."""
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    shared = tmp_path / "global-hooks"
+    shared.mkdir()
+    git(repo, "config", "--global", "core.hooksPath", str(shared))
+    left = [c for c in _problems(repo) if "has the NexusMem block, but core.hooksPath" in c["detail"]]
+    assert len(left) == 1, left
+    fix = left[0]["fix"]
+    assert fix.startswith("nexusmem hook git install  # ") and f"writes into {shared}" in fix, fix
+    assert "every repository" in fix and os.environ["GIT_CONFIG_GLOBAL"] in fix, fix
+    said = run_cli("-C", str(repo), "hook", "git", "status").stderr
+    assert "core.hooksPath is set user-wide" in said and "not only this one" in said, said
+    assert _paste(f"cd {repo} && {fix}").returncode == 0  # a pasted fix runs: the comment is a comment
+    assert (shared / "pre-commit").exists()
+    run_cli("-C", str(repo), "hook", "git", "remove")
+    git(repo, "config", "--global", "--unset", "core.hooksPath")
+    run_cli("-C", str(repo), "hook", "git", "install")
+    (repo / ".githooks").mkdir()
+    git(repo, "config", "core.hooksPath", ".githooks")  # the repository's own setting: nothing to add
+    left = [c for c in _problems(repo) if "has the NexusMem block, but core.hooksPath" in c["detail"]]
+    assert [c["fix"] for c in left] == ["nexusmem hook git install"], left
+
+
 HUSKY_SH = """#!/usr/bin/env sh
 if [ -z "$husky_skip_init" ]; then
   debug () {

@@ -85,6 +85,13 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
                 f" `nexusmem hook {verb} remove` takes it out",
                 err=True,
             )
+            shared = git_hooks.shared_folder(start)
+            if shared is not None:
+                click.echo(
+                    f"  Note: core.hooksPath is set user-wide ({shared}): installing there runs {what} in"
+                    f" every repository that has a memory, not only this one",
+                    err=True,
+                )
         return
     mode = {"created": "our own file", "chained": "chained into an existing hook", "legacy": "wrapping"}
     extra = " --strict" if state.strict else ""

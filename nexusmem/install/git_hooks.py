@@ -277,6 +277,19 @@ def shared_folder(start: Path | str | None = None) -> str | None:
     return f"{scope}: {origin}" if origin and origin != "command line:" else scope
 
 
+def install_fix(verb: str, start: Path | str | None = None) -> str:
+    """The command that installs `nexusmem hook VERB` where git runs hooks from, saying (as a shell comment,
+    so it still pastes) when that is the folder every repository shares (a user-wide core.hooksPath)."""
+    command = f"nexusmem hook {verb} install"
+    shared = shared_folder(start)
+    if shared is None:
+        return command
+    return (
+        f"{command}  # writes into {hooks_dir(start)}, the hooks folder of every repository (core.hooksPath,"
+        f" {shared}): it then runs in each repository that has a memory, not only this one"
+    )
+
+
 def console_script() -> Path:
     """Absolute path of the installed `nexusmem` script, resolved now so hooks never search PATH."""
     bindir = Path(os.path.abspath(sys.executable)).parent  # not resolve(): a venv's python is a symlink
