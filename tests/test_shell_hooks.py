@@ -963,3 +963,44 @@ def test_bash_preexec_loaded_beside_the_hook_loses_no_status(order: str, open_sh
     line = sh.run("true | false")
     assert (line["exit"], line.get("pipestatus")) == (1, [0, 1]), line
     assert sh.run("false")["exit"] == 1
+
+
+# A compound command whose own status is not that of a failing command inside it (`if make test; then`):
+# `make test` stands in as `sh -c 'exit 3'`. The while loop runs its body once (stop.flag is removed first).
+COMPOUNDS = (
+    "if sh -c 'exit 3'; then :; fi",
+    "if true; then sh -c 'exit 3'; fi",
+    "for f in a b; do sh -c 'exit 3'; done",
+    "while [ ! -e stop.flag ]; do touch stop.flag; sh -c 'exit 3'; done",
+    "until [ -e stop.flag ]; do touch stop.flag; false; done",
+    "case x in x) sh -c 'exit 3';; esac",
+    "( sh -c 'exit 3' )",
+    "{ sh -c 'exit 3'; }",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_a_compound_command_piped_into_a_filter_counts_as_the_compound_itself(
+    kind: str, open_shell: Any
+) -> None:
+    """`for f in a b; do make test; done | tee log` that failed was stored as "exit 0" (tee's status; the
+    loop's failure was only in PIPESTATUS), while `{ make test; } | tee log` was a failure. A compound piped
+    into tee, cat or tail now counts as what the same compound run alone counts as: the status of its last
+    command, as the shell's own pipestatus says (a `make test` that failed as an `if` condition is none)."""
+    from nexusmem.sources.shell.logline import log_line_from
+
+    sh = open_shell(kind)
+    failures = 0
+    for compound in COMPOUNDS:
+        sh.run("rm -f stop.flag")
+        alone = sh.run(compound)
+        sh.run("rm -f stop.flag")
+        for pipe in (" | tee out.log", " | cat", " 2>&1 | tail -5"):
+            piped = sh.run(compound + pipe)
+            assert piped["exit"] == 0 and piped["pipestatus"] == [alone["exit"], 0], (compound, piped)
+            stored = log_line_from(piped)
+            assert stored is not None and stored.exit == alone["exit"], (compound + pipe, piped, alone)
+            sh.run("rm -f stop.flag")
+        failures += alone["exit"] != 0
+    assert failures == len(COMPOUNDS) - 1  # all but the `if` whose condition failed

@@ -528,6 +528,9 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ("make |& tail -20", 0, [2, 0], 2),
         ("cat missing.txt | tee copy.txt", 0, [1, 0], 1),
         ("{ false; } | tee log.txt", 0, [1, 0], 1),  # a group: its `;` is inside the first stage
+        ("for f in a b; do make -C $f; done | tee log", 0, [2, 0], 2),  # a loop: its `;` are inside it
+        ("case $x in a) false;; esac | cat", 0, [1, 0], 1),  # `a)` ends a pattern, not a subshell
+        ("echo done if | tee log", 0, [1, 0], 1),  # reserved words only where a command starts
         ("python3 gen.py | head -3", 0, [1, 0], 0),  # cut off by head: Python's BrokenPipeError exits 1
         ("pytest | head -5 | tee log", 0, [1, 0, 0], 0),  # head stopped it before tee
         ("grep -n deprecated src/cache.py | tail -3", 0, [1, 0], 0),  # no match is an answer, not a failure

@@ -80,16 +80,63 @@ def _is_status_echo(segment: str) -> bool:
     return _labelled_code(rest.replace("$?", "0")) == 0
 
 
+# Reserved words that open and close a compound command, whose `;`, `|` and `&&` are inside it: `for f in a
+# b; do make test; done | tee log` is one pipeline of two stages, the loop's status (its last command's)
+# first, as the shell's pipestatus has it.
+_OPENERS = frozenset({"if", "for", "while", "until", "case", "select"})
+_CLOSERS = frozenset({"fi", "done", "esac"})
+# A reserved word counts only where a command starts: after an operator, `(`, `{`, or one of these words.
+_BEFORE_A_COMMAND = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "time"})
+_SEPARATORS = frozenset(";|&(){}\n")
+_WORD_EDGES = frozenset({"", " ", "\t", *_SEPARATORS})  # what may stand before and after a reserved word
+
+
+def _command_position(command: str, i: int) -> bool:
+    """Whether a command starts at COMMAND[I] (the start of a word): scanned back over one word at most, so
+    that a long command stays linear."""
+    j = i
+    while j > 0 and command[j - 1] in " \t":
+        j -= 1
+    if j == 0 or command[j - 1] in _SEPARATORS:
+        return True
+    k = j
+    while k > 0 and not command[k - 1].isspace() and command[k - 1] not in _SEPARATORS:
+        k -= 1
+    return command[k:j] in _BEFORE_A_COMMAND
+
+
 def _top_level(command: str) -> list[tuple[int, str]]:
-    """(offset, operator) of each `|`, `||`, `&&`, `;` outside quotes, `$(…)`, backquotes and escapes."""
+    """(offset, operator) of each `|`, `||`, `&&`, `;` outside quotes, `$(…)`, backquotes, escapes, groups
+    and compound commands (`if … fi`, `for`/`while`/`until … done`, `case … esac`)."""
     out: list[tuple[int, str]] = []
     i, n, depth = 0, len(command), 0
     quote = ""
+    cases: list[int] = []  # the depth inside each open `case`, where a `)` ends a pattern
     while i < n:
         c = command[i]
         if c == "\\" and quote != "'":
             i += 2
             continue
+        if not quote and c in "cdefisuw" and command[i - 1 : i] in _WORD_EDGES:
+            end = i + 1
+            while end < n and command[end].isalpha():
+                end += 1
+            word = command[i:end]
+            if (
+                word in _OPENERS | _CLOSERS
+                and command[end : end + 1] in _WORD_EDGES
+                and _command_position(command, i)
+            ):
+                if word in _OPENERS:
+                    depth += 1
+                    if word == "case":
+                        cases.append(depth)
+                elif depth > 0:
+                    if word == "esac" and cases and cases[-1] == depth:
+                        cases.pop()
+                    depth -= 1
+                i = end
+                continue
         if quote:
             if c == quote:
                 quote = ""
@@ -107,6 +154,8 @@ def _top_level(command: str) -> list[tuple[int, str]]:
             and command[i - 1 : i] in ("", " ", ";", "|", "&", "\n", "\t")
         ):
             depth += 1  # `( … )`, and a `{ …; }` group (its `{` stands alone; `${x}`, `{a,b}` are words)
+        elif c == ")" and cases and cases[-1] == depth:
+            pass  # the end of a `case` pattern (`x)`), not of a subshell
         elif c == ")" or (c == "}" and depth > 0 and command[i - 1 : i] in (" ", ";", "\n", "\t")):
             depth = max(0, depth - 1)
         elif depth == 0 and c in "|&;":
