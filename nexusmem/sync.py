@@ -522,8 +522,12 @@ def sync(
                     full=rebuild or previous is None,
                     progress=_no_progress if progress is _no_progress else source_progress,
                 )
-                # What is stored already, for a source that must not add a command twice (atuin).
+                # What is stored already, for a source that must not add a command twice (atuin), and what
+                # the sources before it stored since it last looked (a hook's line read after atuin's row).
                 ctx.known["shell_commands_between"] = store.shell_commands_between
+                ctx.known["shell_commands_written_after"] = store.shell_commands_written_after
+                ctx.known["source_commands_between"] = store.source_commands_between
+                ctx.known["write_seq"] = store.write_seq
                 # The pull requests found closing each stored issue (the GitHub source reads an issue again
                 # without them when only the issue changed).
                 ctx.known["thread_closers"] = store.thread_closers

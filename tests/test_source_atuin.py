@@ -382,3 +382,51 @@ def test_a_history_file_the_config_names_that_is_not_there_is_said(repo: Path, t
         part = next(p for p in sync.sync(repo).sources if p.name == "atuin")
         what = "does not exist" if make is None else "is not a regular file"
         assert any(f"{target} (sources.atuin.path) {what}" in n for n in part.notes), part.notes
+
+
+@pytest.mark.parametrize("first", ["atuin", "hook"])
+def test_a_command_atuin_and_the_prompt_hook_both_saw_is_stored_once_across_syncs(
+    repo: Path, atuin_db: Path, first: str
+) -> None:
+    """A sync ran between atuin's row and the prompt hook's line of one command (the post-commit auto-sync
+    right after `git commit`): the next sync stored it a second time, as the two were matched only within
+    one sync. In either order it is one node, the hook's (it has the pipeline statuses), `cd src` too
+    (the hook logs the folder it ended in, atuin the one it started in); the same command run again a
+    minute later, or another command at the same moment, is kept."""
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    now = int(time.time() * 1000)
+    conn = make_db(atuin_db)
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    typed = "pytest -x | tee out.log"
+
+    def atuin_rows() -> None:
+        add(conn, typed, repo, now - 60_000, duration_ms=2_000)
+        add(conn, "cd src", repo, now - 50_000, duration_ms=1)
+        add(conn, "make lint", repo, now - 60_000, exit=2)  # another command at the same moment
+        add(conn, typed, repo, now - 1_000, exit=1)  # a minute later: run again
+
+    def hook_lines() -> None:
+        lines = [
+            {"ts": now - 60_000 + 3, "cwd": str(repo), "exit": 0, "pipestatus": [1, 0], "command": typed},
+            {"ts": now - 50_000 + 2, "cwd": str(repo / "src"), "exit": 0, "command": "cd src"},
+        ]
+        with log.open("a", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(json.dumps({**line, "shell": "zsh", "session": "s", "v": 1}) + "\n")
+
+    for step in (atuin_rows, hook_lines) if first == "atuin" else (hook_lines, atuin_rows):
+        step()
+        sync.sync(repo)
+    with load(repo).open_store() as store:
+        ids = [r[0] for r in store.shell_commands_between(0, 2**62)]
+        nodes = store.get_many(ids)
+    seen = sorted((n.ts - now, n.ref, n.source, n.meta["cwd"], n.meta["exit"]) for n in nodes.values())
+    assert seen == [
+        (-60_000, "make lint", "atuin", ".", 2),
+        (-60_000 + 3, typed, "shell", ".", 1),  # the hook's: tee's 0 read through its pipestatus
+        (-50_000 + 2, "cd src", "shell", "src", 0),
+        (-1_000, typed, "atuin", ".", 1),
+    ], seen
+    again = sync.sync(repo)
+    assert [(p.added, p.removed) for p in again.sources if p.name in ("shell", "atuin")] == [(0, 0), (0, 0)]

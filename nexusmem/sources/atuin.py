@@ -15,7 +15,11 @@ is stored; `sources.atuin.enabled: false` turns it off.
 - An agent's command is canonicalised as our agent hook does it (nexusmem.sources.shell.agentcmd: `cd DIR &&`
   into the cwd, a trailing status echo or `| tail` off, the exit then unknown), so the two match.
 - Not twice: a command our own prompt or agent hook also logged (same redacted text, started within 5 s) is
-  left to the hook's node, which has the pipeline statuses and the exact call id.
+  left to the hook's node, which has the pipeline statuses and the exact call id (the folder is not compared:
+  the prompt hooks log the one a command ended in, atuin the one it started in, so `cd src` differs). Across
+  syncs too: when a sync stored atuin's row before the hook's line was written (the post-commit auto-sync
+  right after `git commit`), the next sync that stores the hook's line removes the atuin node (the cursor
+  keeps the store's write sequence, so the commands the other sources stored since are the ones compared).
 - Cursor: the newest timestamp read, held back to the oldest command still running (less than a day old),
   so a command that was running at one sync is read once it has finished.
 """
@@ -109,6 +113,10 @@ class AtuinSource:
             if loaded.get("path") == str(path):
                 state = loaded
         since: int = state["ts"] if type(state.get("ts")) is int else 0
+        # The store's write sequence when this source last looked: what other sources stored after it.
+        written_after: int = state["written"] if type(state.get("written")) is int else 0
+        write_seq = ctx.known.get("write_seq")
+        written_now = write_seq() if write_seq is not None else None
         reader = ctx.known.get("atuin_history")  # the store's reader: sources speak no SQL
         if reader is None:
             result.notes.append(f"{path} not read: this sync gave the atuin source no database reader")
@@ -211,8 +219,13 @@ class AtuinSource:
             if times and any(_near(times, t) for t in (node.ts, node.ts + (node.meta["duration_ms"] or 0))):
                 continue  # our hook has it
             yield node
+        twins = self._stored_twins(ctx, written_after)
+        if twins:
+            result.keep = lambda key: key not in twins
         cursor = max(running if running is not None else newest + 1, since)
         state_out: dict[str, Any] = {"v": _CURSOR_VERSION, "path": str(path), "ts": cursor}
+        if written_now is not None:
+            state_out["written"] = written_now
         again = [key for key, ts_ns in bad if ts_ns is None or ts_ns >= cursor][:_MAX_REPORTED]
         if again:  # the rows the next sync reads again
             state_out["reported"] = again
@@ -234,3 +247,31 @@ class AtuinSource:
         for times in found.values():
             times.sort()
         return found
+
+    @staticmethod
+    def _stored_twins(ctx: ScanContext, written_after: int) -> set[str]:
+        """Natural keys of the atuin nodes an earlier sync stored that a command another source stored after
+        the write sequence WRITTEN_AFTER stands for (the hook's line of the same command, read once a sync had
+        taken atuin's row): the same text, started within SAME_COMMAND_MS of the row's start or end, as
+        within one sync."""
+        fresh_of = ctx.known.get("shell_commands_written_after")
+        stored_of = ctx.known.get("source_commands_between")
+        if fresh_of is None or stored_of is None:
+            return set()
+        fresh = fresh_of(written_after, "atuin")
+        if not fresh:
+            return set()
+        times_of: dict[str, list[int]] = {}
+        for command, ts in fresh:
+            times_of.setdefault(command, []).append(ts)
+        for sorted_times in times_of.values():
+            sorted_times.sort()
+        # A row is matched by its start or its end: one that ran up to a day (RUNNING_MAX_NS) before.
+        lo = min(ts for _, ts in fresh) - SAME_COMMAND_MS - RUNNING_MAX_NS // 1_000_000
+        hi = max(ts for _, ts in fresh) + SAME_COMMAND_MS
+        twins: set[str] = set()
+        for key, command, ts, duration in stored_of("atuin", lo, hi):
+            near = times_of.get(command)
+            if near and any(_near(near, t) for t in (ts, ts + (duration or 0))):
+                twins.add(key)
+        return twins

@@ -770,6 +770,30 @@ class NodesMixin:
         """(id, command, ts, cwd, exit) of every shell command with START <= ts <= END, oldest first."""
         return hookreads.shell_commands_between(self.conn, start, end)
 
+    def shell_commands_written_after(self, written: int, other_than: str) -> list[tuple[str, int]]:
+        """(command, ts) of the shell commands of every source but OTHER_THAN written (inserted or changed)
+        after the store write sequence WRITTEN."""
+        return [
+            tuple(r)
+            for r in self.conn.execute(
+                "SELECT ref, ts FROM nodes WHERE written > ? AND kind = 'shell_command' AND source != ?",
+                (written, other_than),
+            )
+        ]
+
+    def source_commands_between(
+        self, source: str, start: int, end: int
+    ) -> list[tuple[str, str, int, int | None]]:
+        """(natural key, command, ts, duration ms) of SOURCE's shell commands with START <= ts <= END."""
+        return [
+            tuple(r)
+            for r in self.conn.execute(
+                "SELECT natural_key, ref, ts, json_extract(meta, '$.duration_ms')"
+                " FROM nodes WHERE kind = 'shell_command' AND ts BETWEEN ? AND ? AND source = ?",
+                (start, end, source),
+            )
+        ]
+
     def shell_command_authors(self, start: int, end: int) -> dict[str, dict[str, str]]:
         """id -> {author, author_kind} of the shell commands with START <= ts <= END that name an author."""
         return hookreads.shell_command_authors(self.conn, start, end)
