@@ -399,7 +399,7 @@ def _left_behind(
     moved = synced_head.head_moved(memory, store.cursor("git"))
     if moved is None:
         return frozenset(), True
-    left = synced_head.gone_commits(root, moved["memory_at"])
+    left = synced_head.gone_commits(root, moved["memory_at"], moved["head"])
     where = f"HEAD is {moved['head'][:10]}, memory is at {moved['memory_at'][:10]}"
     if left is None:
         result.notes.append(

@@ -2,7 +2,7 @@
 
 No hook runs on `git reset`, `git checkout` or `git rebase --abort`: until the next sync the memory may hold
 commits no branch has any more (and lack new ones). status, query, the MCP search tool and precheck say so;
-precheck also leaves out of its counts the commits no ref reaches now.
+precheck also leaves out of its counts the commits no longer in the history (HISTORY_REFS).
 
 Stdlib only, for the hot paths (precheck on every commit, a cold query): the git source's cursor holds the
 HEAD it synced, and HEAD is read from the git directory's files (HEAD, the loose ref, packed-refs). git is
@@ -20,6 +20,19 @@ from nexusmem import paths
 CURSOR_VERSION = "g1"
 
 _HEX = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+# What the memory's history is: the commits the branches, the tags, the remote-tracking branches and HEAD
+# reach (`git rev-list` arguments, HEAD's sha added when it is born). Not `--all`: the refs other tools keep
+# (refs/original/ left by `git filter-branch`, refs/stash, refs/notes/, refs/replace/, refs/prefetch/ of
+# `git maintenance`) would keep a rewritten commit, or one a reset dropped, answered as history. The git
+# source prunes by it (sources/git/repo.py reachable_commits) and precheck counts by it (gone_commits).
+HISTORY_REFS = ("--branches", "--tags", "--remotes")
+
+
+def history_revs(head: str | None) -> list[str]:
+    """The `git rev-list` arguments naming the history (HISTORY_REFS) with HEAD at HEAD (None: unborn)."""
+    return [*HISTORY_REFS, *([head] if head else [])]
+
 
 # Refs each worktree has its own of (git's per-worktree refs): read from its own git directory.
 _PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
@@ -111,16 +124,16 @@ def moved_text(moved: dict[str, str]) -> str:
     )
 
 
-def gone_commits(root: Path, memory_at: str) -> list[str] | None:
-    """The commits the memory's HEAD (MEMORY_AT) reached that no ref and not HEAD reach now: those a reset or
-    a rebase left behind, which the next sync prunes (sources/git/repo.py reachable_commits asks `rev-list
-    --all` too); [] when MEMORY_AT is still on some branch (a checkout, or a sync that has not caught up).
-    None when git cannot say (MEMORY_AT pruned, git failing). One git process."""
+def gone_commits(root: Path, memory_at: str, head: str) -> list[str] | None:
+    """The commits the memory's HEAD (MEMORY_AT) reached that no branch, tag, remote-tracking branch and not
+    HEAD (at HEAD) reach now (history_revs, as the git source prunes): those a reset or a rebase left behind,
+    which the next sync prunes; [] when MEMORY_AT is still on some branch (a checkout, or a sync that has not
+    caught up). None when git cannot say (MEMORY_AT pruned, git failing). One git process."""
     from nexusmem import gitcmd
 
     if not _HEX.match(memory_at):
         return None
-    code, out = gitcmd.run_ok(["rev-list", memory_at, "--not", "--all"], root)
+    code, out = gitcmd.run_ok(["rev-list", memory_at, "--not", *history_revs(head)], root)
     if code != 0:
         return None
     return out.decode("ascii", "replace").split()

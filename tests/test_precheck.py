@@ -789,6 +789,27 @@ def test_commits_a_reset_dropped_count_neither_as_churn_nor_against_strict(repo:
     assert after["findings"] == before["findings"] and after["notes"] == []
 
 
+def test_a_filter_branch_rewrite_counts_each_commit_once(repo: Path) -> None:
+    """After `git filter-branch` (a leaked file removed from every commit) and a sync, a file changed in 4
+    commits was "changed in 8 commits": the old commits, kept by filter-branch's refs/original/ backup,
+    were counted beside their rewrites."""
+    commit(repo, "chore: cfg", {"leak.cfg": "k=1\n"})
+    _four_commits_of(repo, "f.py")
+    git(
+        repo,
+        "filter-branch",
+        "-f",
+        "--index-filter",
+        "git rm -q --cached --ignore-unmatch leak.cfg",
+        "--",
+        "--all",
+        env={"FILTER_BRANCH_SQUELCH_WARNING": "1"},
+    )
+    sync.sync(repo)
+    data = json.loads(run_cli("-C", str(repo), "precheck", "--json", "--files", "f.py").stdout)
+    assert [(f["kind"], f["commits"]) for f in data["findings"]] == [("churn", 5)], data
+
+
 def test_a_fix_commit_a_reset_dropped_no_longer_resolves_the_failure(repo: Path) -> None:
     """A failure linked to the commit that fixed it is resolved; once a reset dropped that commit, the fix is
     gone and the failure is reported again, as after the next sync (which prunes the commit and its link)."""

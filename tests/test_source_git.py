@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from nexusmem.sources.git.commits import truncate
 from nexusmem.sources.git.diff import unquote_path
 from nexusmem.sources.git.source import DiffSource, GitSource
 
-from helpers import commit, git
+from helpers import commit, git, query_json, run_cli
 
 
 def config(**diff: Any) -> dict[str, Any]:
@@ -220,6 +221,46 @@ def test_rewritten_history_full_walk_and_prune(repo: Path, rewrite: str) -> None
     dnodes, dsecond = scan(DiffSource(), repo, dfirst.cursor)
     assert {n.meta["sha"] for n in dnodes} == ({head} if rewrite == "amend" else set())
     assert dsecond.keep is not None and not dsecond.keep(f"{b}:b.txt") and dsecond.keep(f"{a}:a.txt")
+
+
+def test_filter_branch_backup_refs_do_not_keep_the_rewritten_commits(repo: Path) -> None:
+    """`git filter-branch` keeps the old commits under refs/original/: they were still answered as history,
+    every rewritten commit twice, and the file filter-branch removed (a leaked value) with them. History is
+    what branches, tags, remote-tracking branches and HEAD reach."""
+    commit(repo, "feat: app", {"app.py": "print(1)\n"})
+    commit(repo, "chore: add deploy config", {"deploy.cfg": "launch_code=ZEBRAFISH-7731-OMEGA\n"})
+    commit(repo, "feat: more", {"app.py": "print(2)\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    git(
+        repo,
+        "filter-branch",
+        "-f",
+        "--index-filter",
+        "git rm -q --cached --ignore-unmatch deploy.cfg",
+        "--",
+        "--all",
+        env={"FILTER_BRANCH_SQUELCH_WARNING": "1"},
+    )
+    assert git(repo, "for-each-ref", "refs/original/").strip()  # the backup git keeps
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    items = query_json(repo, "ZEBRAFISH-7731-OMEGA")["items"]
+    assert not any("deploy.cfg" in it["title"] or "ZEBRAFISH" in json.dumps(it) for it in items), items
+    titles = [it["title"] for it in query_json(repo, "feat app more")["items"] if "@" not in it["title"]]
+    assert sorted(titles) == sorted({*titles}), titles  # each commit once, not once per copy
+
+
+def test_a_stash_does_not_keep_a_commit_a_reset_dropped(repo: Path) -> None:
+    """A stash made on a commit and a `git reset --hard HEAD~1` after: the stash's parent is the dropped
+    commit, and it was still answered (with no note) as if a branch had it."""
+    commit(repo, "feat: app", {"app.py": "print(1)\n"})
+    commit(repo, "feat: bad idea kiwi", {"app.py": "print(3)\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    (repo / "app.py").write_text("wip\n", encoding="utf-8")
+    git(repo, "stash", "-q")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    commit(repo, "feat: new start", {"n.py": "new\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert not any("kiwi" in it["title"] for it in query_json(repo, "bad idea kiwi")["items"])
 
 
 def test_a_pull_rebase_bigger_than_the_first_sync_window_gets_every_patch(repo: Path) -> None:

@@ -37,5 +37,5 @@ def test_head_moved_compares_with_the_git_cursor(repo: Path) -> None:
     assert synced_head.head_moved(repo, None) is None and synced_head.head_moved(repo, "other") is None
     old = "0" * 40
     assert synced_head.head_moved(repo, f"g1:abc:{old}") == {"memory_at": old, "head": sha}
-    assert synced_head.gone_commits(repo, old) is None  # git has no such commit: it cannot say
-    assert synced_head.gone_commits(repo, sha) == []
+    assert synced_head.gone_commits(repo, old, sha) is None  # git has no such commit: it cannot say
+    assert synced_head.gone_commits(repo, sha, sha) == []

@@ -11,7 +11,11 @@ from typing import Any
 from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
-from nexusmem.synced_head import CURSOR_VERSION, cursor_head  # the cursor's format, with its light reader
+from nexusmem.synced_head import (  # the cursor's format and the history's refs, with their light readers
+    CURSOR_VERSION,
+    cursor_head,
+    history_revs,
+)
 
 _HEX = re.compile(rb"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
@@ -138,13 +142,14 @@ def plan_walk(root: Path, cursor: str | None, full: bool) -> WalkPlan:
 
 
 def reachable_commits(root: Path, state: RepoState) -> set[str] | None:
-    """Every commit reachable from any ref (and HEAD); None when there are no refs or git fails.
+    """Every commit of the history: those a branch, a tag, a remote-tracking branch or HEAD reaches
+    (synced_head.history_revs; not refs/original/ nor refs/stash). None when there are no refs or git fails.
 
     None means "prune nothing": a failure here must never empty the store.
     """
     if not state.has_refs:
         return None
-    code, out = gitcmd.run_ok(["rev-list", "--all"], root)
+    code, out = gitcmd.run_ok(["rev-list", *history_revs(state.head)], root)
     if code != 0:
         return None
     return set(out.decode("ascii", "replace").split())
