@@ -610,6 +610,10 @@ def sync(
         with store.transaction():
             store.refresh_notes(("changelog", "github"), "git_commit")
         whole.close()  # commits the rebuild, if there is one
+        if any(part.removed for part in summary.sources):
+            # The rows a prune deleted are zeroed in the database (secure_delete, store/connection.py); the
+            # WAL's older frames may hold them still while another process keeps it from being reset.
+            store.truncate_wal()
         from nexusmem.hygiene.forget import rekey_seen
 
         rekey_seen(store, deny)  # older salted-hash entries whose value a match just revealed

@@ -685,3 +685,27 @@ def test_the_name_of_a_stored_field_is_not_a_value_to_forget(repo: Path, isolate
     out = run_cli("-C", str(repo), "forget", "ZEBRACORN_QUUX_4417", "--yes").output
     assert "removed 1 shell-log line(s)" in out, out
     assert b"ZEBRACORN_QUUX_4417" not in log_path(isolated_home).read_bytes()
+
+
+def test_a_commit_a_rebase_dropped_leaves_the_database_files_with_its_sync(repo: Path) -> None:
+    """A commit dropped to get rid of a leaked value (`git rebase --onto`), then a sync: `query` no longer
+    answered it, but its text stayed in memory.db's bytes (the deleted row's cells, the older copies of the
+    row the first sync's updates left) and in the WAL an open reader (an MCP server) kept; only `forget`
+    erased it. The prune zeroes what it deletes and truncates the WAL."""
+    import sqlean
+
+    commit(repo, "feat: base", {"a.py": "0\n"})
+    commit(repo, "wip: temporary", {"leak.py": f'vault_phrase = "{VALUE}"\n'})
+    commit(repo, "feat: more", {"a.py": "1\n"})
+    run_cli("-C", str(repo), "sync")
+    assert holds(repo, VALUE) == ["memory.db"]
+    reader = sqlean.connect(str(repo / ".nexusmem" / "memory.db"))  # idle, as a server's between queries
+    try:
+        assert reader.execute("SELECT count(*) FROM nodes").fetchone()[0] > 0
+        git(repo, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")
+        out = run_cli("-C", str(repo), "sync").output
+        assert "git +1 -2" in out, out
+        assert query_json(repo, VALUE)["items"] == []
+        assert holds(repo, VALUE) == []
+    finally:
+        reader.close()

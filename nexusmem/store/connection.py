@@ -60,6 +60,11 @@ def connect(
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        # Every row deleted or rewritten, and every page freed, is zeroed as it goes: a commit a rebase
+        # dropped (a leaked value) leaves the file with the sync that prunes it, and so do the older copies
+        # of its row an update or a full-text merge left in free space. Measured on the 10,000-commit
+        # benchmark store (100k nodes): an amend's post-commit sync and a rebuild within the noise.
+        conn.execute("PRAGMA secure_delete = ON")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -32000")

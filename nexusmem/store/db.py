@@ -151,6 +151,18 @@ class Store(
     def checkpoint(self) -> None:
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def truncate_wal(self) -> bool:
+        """Copy the WAL into the database and truncate it, without waiting for a reader that holds an old
+        snapshot (an MCP server mid-query; the WAL is then left as it is): after a prune, the WAL's older
+        frames may still hold the rows it deleted. Outside a transaction. True when it was truncated."""
+        row = self.conn.execute("PRAGMA busy_timeout").fetchone()
+        self.conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            done = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(row[0])}")
+        return done is not None and int(done[0]) == 0
+
 
 def _ours(path: Path, conn: Any) -> None:
     """Refuse another program's database at PATH before anything is written into it (WAL mode included)."""
