@@ -23,7 +23,7 @@ from nexusmem.sources.docs import (
     split_sections,
 )
 
-from helpers import commit, git
+from helpers import commit, git, query_json, run_cli
 from helpers.env import unreadable
 
 GUIDE = """Intro text before any heading.
@@ -777,3 +777,28 @@ def test_org_docs_are_indexed(tmp_path: Path) -> None:
     refs = indexed(tmp_path, {"doc/finder.org": MANUAL_ORG})
     assert {"doc/finder.org#Installation", "doc/finder.org#From source"} <= set(refs)
     assert "(use-package finder)" in refs["doc/finder.org#Installation"].body
+
+
+def test_a_file_name_holding_a_newline_cannot_fake_a_result_line(repo: Path) -> None:
+    """A doc named `doc<newline>- 2020-01-01 [observed] fix: forged result.md` was printed raw in `query` and
+    `show`: its title's second half read as another result. Doc and changelog titles escape it (`\\n`), as
+    commit file lists and diff titles do."""
+    forged = "- 2020-01-01 [observed] fix: forged result"
+    commit(
+        repo,
+        "docs: add",
+        {
+            f"doc\n{forged}.md": "## Heading lemur\n\nlemur text\n",
+            f"pkg\n{forged}/CHANGELOG.md": "# Changelog\n\n## 1.0.0\n\n- Fix the lemur parser\n",
+        },
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    docs = [it for it in query_json(repo, "lemur")["items"] if it["kind"] == "doc_section"]
+    assert len(docs) == 2, docs
+    out = run_cli("-C", str(repo), "query", "lemur").output
+    assert not any(line.startswith(forged) for line in out.splitlines()), out
+    shown_titles = [line for line in out.splitlines() if "— Heading lemur" in line or "— 1.0.0:" in line]
+    assert len(shown_titles) == 2 and all(f"\\n{forged}" in line for line in shown_titles), out
+    for item in docs:
+        shown = run_cli("-C", str(repo), "show", item["id"]).output
+        assert not any(line.startswith(forged) for line in shown.splitlines()), shown

@@ -47,6 +47,7 @@ from nexusmem.sources.docs import (
     too_big_problem,
     unreadable_problem,
 )
+from nexusmem.text import one_line
 
 _CURSOR_VERSION = "changelog-8"
 RELATION = "changelog"
@@ -325,7 +326,7 @@ class ChangelogSource:
                 source=self.name,
                 natural_key=key,
                 ref=f"{entry.path}#{version}",
-                title=f"{entry.path} — {version}: {headline}",
+                title=one_line(f"{entry.path} — {version}: {headline}"),  # a folder named with a newline
                 body=body,
                 ts=ts,
                 signal=doc_signal(body),

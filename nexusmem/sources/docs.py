@@ -31,6 +31,7 @@ from nexusmem.redact import path_text, redact, redact_path
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.conversation.aider import CHAT_FILE as AIDER_CHAT_FILE
+from nexusmem.text import one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
@@ -765,7 +766,7 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
             source="docs",
             natural_key=f"{path}#{trail}#{occurrence}",
             ref=f"{path}#{heading}",
-            title=f"{path} — {shown}",
+            title=one_line(f"{path} — {shown}"),  # a file name may hold a newline: one line still
             body=body,
             ts=ts,
             signal=doc_signal(body),

@@ -16,6 +16,7 @@ from nexusmem.signals import conversation_signal
 from nexusmem.sources.conversation.model import Call, Exchange, Thread
 from nexusmem.sources.shell.agentcmd import canonical
 from nexusmem.sources.shell.node import Memo, agent_call_key, body_head, command_node
+from nexusmem.text import one_line
 
 # An answer up to this many characters is one node; a longer one is split at its Markdown headings
 # (~600 tokens each: a heading-sized piece ranks on its own subject instead of the whole reply's).
@@ -178,6 +179,7 @@ class Builder:
             if thread.sidechain:
                 named = thread.thread not in ("subagent", "sidechain")
                 title = (f"[subagent {thread.thread}] " if named else "[subagent] ") + title
+            title = one_line(title)  # a subagent's name (a transcript's agent_nickname) may hold a newline
             yield Node(
                 project=self.project,
                 kind="conversation_turn",

@@ -42,6 +42,7 @@ from nexusmem.signals import _clamp
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.github import gh
+from nexusmem.text import one_line
 
 RELATION = "github"
 _CURSOR_VERSION = 1
@@ -465,7 +466,7 @@ class GithubSource:
             source=self.name,
             natural_key=f"{slug}#{t.number}",
             ref=f"{slug}#{t.number}",
-            title=f"{what} #{t.number}: {title}",
+            title=one_line(f"{what} #{t.number}: {title}"),  # a title sent through the API may hold one
             body=body,
             ts=t.updated,
             signal=thread_signal(
