@@ -755,6 +755,8 @@ def check_registry(root: Path | None) -> list[Check]:
 
 def run(start: Path | None) -> list[Check]:
     """Every check, for the repository containing START (when there is one) and the machine."""
+    from nexusmem import project
+
     root: Path | None = None
     refused: Check | None = None
     if start is not None:
@@ -772,14 +774,17 @@ def run(start: Path | None) -> list[Check]:
     if not foreign_home:
         checks += check_shells()
         checks += check_agents(root)
-    if root is not None:
-        store = check_store(root)
+    # The memory ROOT answers from: in a linked worktree without one of its own, the main work tree's (as
+    # query and status resolve it). Its store and config are checked; the hooks and agents are ROOT's.
+    memory = project.memory_root(root) if root is not None else None
+    if root is not None and memory is not None:
+        store = check_store(memory)
         # check_store says first what is wrong with the database itself (a sync fails on it too).
         store_fix = store[0].fix if store and not store[0].ok else None
         checks += check_git(root, store_fix)
         checks += store
     checks += check_backend()
-    unconfirmed, invalid = _unconfirmed(root)
+    unconfirmed, invalid = _unconfirmed(memory)
     if invalid is not None:
         checks.append(Check("config", False, invalid, "fix the file by hand"))
     elif unconfirmed:
@@ -792,11 +797,11 @@ def run(start: Path | None) -> list[Check]:
         )
     # A server the config may not use is not contacted either, nor one named by a config that does not load.
     if invalid is None and "embedding.url" not in unconfirmed:
-        checks += check_embedder(root)
+        checks += check_embedder(memory)
     if invalid is None and "sources.session.url" not in unconfirmed:
-        checks += check_session_model(root)
+        checks += check_session_model(memory)
     if not foreign_home:
-        checks += check_registry(root)
+        checks += check_registry(memory)
     return checks
 
 

@@ -505,3 +505,26 @@ def test_a_registered_project_whose_memory_db_was_deleted_is_rebuilt_not_forgott
     _code, report = doctor_json(repo.parent)
     gone = [c for c in report["checks"] if c["area"] == "registry" and not c["ok"]]  # type: ignore[union-attr]
     assert gone and gone[0]["fix"] == "nexusmem projects --prune", report
+
+
+def test_doctor_in_a_linked_worktree_checks_the_memory_it_answers_from(repo: Path, tmp_path: Path) -> None:
+    """In a `git worktree add` checkout without a memory of its own, query and status answer from the main
+    work tree's; doctor said "PROBLEM store <worktree> has no memory yet" (fix: sync the worktree) and
+    exited 1. It checks the store the worktree uses, and finds that store's problems there too."""
+    commit(repo, "feat: zeta", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    tighten(repo)
+    assert doctor_json(repo)[0] == 0
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(wt), "-b", "side")
+    code, report = doctor_json(wt)
+    store = [c for c in report["checks"] if c["area"] == "store"]  # type: ignore[union-attr]
+    assert code == 0 and store and all(c["ok"] for c in store), report
+    assert str(paths.db_path(repo)) in store[0]["detail"], store
+    assert not (wt / ".nexusmem").exists()  # doctor made no memory there
+    db = paths.db_path(repo)
+    execute(db, "DROP TABLE links")
+    code, problem = store_problem(wt)
+    assert (
+        code == 1 and "table(s) links missing" in str(problem["detail"]) and str(db) in str(problem["detail"])
+    )
