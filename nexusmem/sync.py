@@ -489,6 +489,10 @@ def sync(
             commands_before = store.counts_by_kind().get("shell_command", 0)
             store.delete_all_nodes()
             store.reset_cursors()
+        # Where the store's writes stood before any source ran: the diff source reads the patches of the
+        # commits new to memory (those the git source stores in this sync), not of every commit a checkout
+        # of another branch brings back to HEAD.
+        seq_at_start = store.write_seq()
         for name, source in enabled_sources(project, only):
             part = SourceSummary(name=name)
             t0 = time.perf_counter()
@@ -537,6 +541,7 @@ def sync(
                 # Read-only: the session source summarises the conversation turns already stored.
                 conversations: ConversationReader = store
                 ctx.known["conversations"] = conversations
+                ctx.known["commits_in_memory"] = lambda shas: store.commits_stored_by(shas, seq_at_start)
                 if denied is not None:
                     # Text a source derives rather than stores (a commit's change words) is checked here.
                     ctx.known["denied"] = denied

@@ -176,6 +176,23 @@ class NodesMixin:
                 on_batch(len(batch))
         return counts
 
+    def commits_stored_by(self, shas: Sequence[str], seq: int) -> set[str]:
+        """The SHAS whose git_commit node this store held at write sequence SEQ, unchanged since (a node an
+        insert or a change wrote later is not): the commits a sync that began at SEQ found in memory."""
+        out: set[str] = set()
+        for first in range(0, len(shas), BATCH):
+            chunk = list(shas[first : first + BATCH])
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                row[0]
+                for row in self.conn.execute(
+                    "SELECT natural_key FROM nodes WHERE source = 'git' AND kind = 'git_commit'"
+                    f" AND natural_key IN ({marks}) AND written <= ?",
+                    [*chunk, seq],
+                )
+            )
+        return out
+
     def firsthand_ids(self, ids: Sequence[str]) -> set[str]:
         """The ids among IDS stored from a first-hand sighting (meta without `seen_in`): what a second-hand
         node of the same id must not overwrite (see _upsert_batch)."""

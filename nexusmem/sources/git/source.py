@@ -148,6 +148,32 @@ def unreadable_note(commits: list[str]) -> str:
     )
 
 
+def _new_to_memory(ctx: ScanContext, since: str, head: str) -> list[str] | None:
+    """`git log` revisions of the commits SINCE..HEAD that memory did not hold when this sync began (None:
+    none). A checkout of another branch and back walks SINCE..HEAD over every commit of the branch since
+    the merge base: stored long ago, their patches left out by the first sync's window on purpose (a
+    switch to a branch 1,844 commits ahead read 1,844 of them, seconds, each time). One `git rev-list`; the
+    commits memory holds are cut off by their newest ones (memory holds a commit's ancestors too: the git
+    source walks HEAD's whole history)."""
+    in_memory: Callable[[list[str]], set[str]] | None = ctx.known.get("commits_in_memory")
+    revs = [f"{since}..{head}"]
+    if in_memory is None:  # outside a sync (no store to ask): every commit the old HEAD does not reach
+        return revs
+    from nexusmem import gitcmd
+
+    code, out = gitcmd.run_ok(["rev-list", "--parents", *revs], ctx.root)
+    if code != 0:
+        return revs
+    rows = [line.split() for line in out.decode("ascii", "replace").splitlines() if line]
+    held = in_memory([row[0] for row in rows])
+    if not held:
+        return revs
+    if len(held) == len(rows):
+        return None
+    parents = {parent for row in rows if row[0] in held for parent in row[1:]}
+    return [*revs, *(f"^{sha}" for sha in sorted(held - parents))]
+
+
 class DiffSource:
     """code_diff nodes: one per changed file of each non-merge commit (a newest window, then increments)."""
 
@@ -160,14 +186,15 @@ class DiffSource:
 
     def scan(self, ctx: ScanContext) -> ScanResult:
         """First sync: the newest `initialCommits` commits; later: prevHEAD..HEAD, also when history was
-        rewritten (every commit the previous HEAD does not reach, however many: a `pull --rebase` of 250
-        commits gets all their patches, as a plain pull does)."""
+        rewritten (every commit the previous HEAD does not reach that memory did not hold, however many: a
+        `pull --rebase` of 250 commits gets all their patches, as a plain pull does; a checkout back to a
+        branch memory holds reads none)."""
         plan, result = _start_scan(ctx, sha_of_key=lambda key: key.split(":", 1)[0])
         if plan is None:
             return result
         revs = plan.revs
-        if revs is not None and plan.since is not None:
-            revs = [f"{plan.since}..{plan.state.head}"]
+        if revs is not None and plan.since is not None and plan.state.head is not None:
+            revs = _new_to_memory(ctx, plan.since, plan.state.head)
         elif revs is not None and plan.full:
             window = int(_setting(ctx.config, "sources.diff.initialCommits"))
             revs = [*revs, f"--max-count={window}"] if window > 0 else None
