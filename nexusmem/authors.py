@@ -43,24 +43,33 @@ def parse(value: str | None) -> str | None:
 
 
 # Words that say a command was an agent's: under `--author agents|NAME` they name whose commands are asked
-# for, not what the commands were about ("what did the agent run on the migrations").
+# for, not what the commands were about ("what did the agent run on the migrations"). Only as a phrase of its
+# own: "the agent", "my assistant", "AI agents", "agents"; not "user-agent" nor "the discord bot".
 _AGENT_WORDS = (
-    r"(?:the\s+|an?\s+|my\s+)?(?:ai\s+|coding\s+)?(?:agent|agents|assistant|assistants|bot|bots)(?:'s)?"
+    r"(?:(?:the|an?|my|our|your)\s+(?:ai\s+|coding\s+)?(?:agent|agents|assistant|assistants)"
+    r"|(?:ai|coding)\s+(?:agent|agents|assistant|assistants)|agents)(?:'s)?"
 )
+# What an agent's name is called by ("claude" of claude-code, "copilot" of atuin:copilot): its parts but the
+# tool that recorded it and the generic ones.
+_NOT_A_NAME = frozenset({"atuin", "code", "agent", "cli"})
+# A part of the name is the author only where it does something: "what did claude run", not "the claude
+# API client".
+_DOES = r"(?=\s+(?:ran|run|runs|running|did|do|does|tried|try|typed|type|executed|execute|changed|change)\b)"
 
 
 def without_author_words(text: str, wanted: str | None) -> str:
     """TEXT without the words that name the author WANTED (a parse() result) asks for: "the agent",
-    "agents", the agent's own name and its first part ("claude" of claude-code). Under the filter they say
-    whose commands, and matched every commit and doc that speaks of agents. The text itself when no words
-    are left (the question was only its author)."""
+    "agents", the agent's name, and a part of it ("claude" of claude-code) where it does something. Under the
+    filter they say whose commands, and matched every commit and doc that speaks of agents. The text itself
+    when no words are left (the question was only its author)."""
     if wanted is None or wanted == ME:
         return text
     names = [_AGENT_WORDS]
     if wanted != AGENTS:
-        first = re.split(r"[-:._]", wanted)[0]
-        names += [re.escape(wanted)] + ([re.escape(first)] if len(first) >= 4 and first != wanted else [])
-    left = re.sub(rf"\b(?:{'|'.join(names)})\b", " ", text, flags=re.IGNORECASE)
+        names.append(re.escape(wanted))
+        parts = [p for p in re.split(r"[-:._]", wanted) if len(p) >= 4 and p.lower() not in _NOT_A_NAME]
+        names += [re.escape(part) + _DOES for part in parts if part != wanted]
+    left = re.sub(rf"(?<![\w-])(?:{'|'.join(names)})(?![\w-])", " ", text, flags=re.IGNORECASE)
     return " ".join(left.split()) if re.search(r"\w", left) else text
 
 

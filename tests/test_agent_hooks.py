@@ -710,6 +710,23 @@ def test_author_filter_leaves_out_another_authors_linked_fix(repo: Path) -> None
         ("which commands did the AI agents type", "agents", "which commands did type"),
         ("the agent", "agents", "the agent"),  # nothing else asked: the words stay
         ("what did I run on the agent module", "me", "what did I run on the agent module"),
+        # The question's own subject stays.
+        (
+            "what did the agent run on the user-agent header parsing",
+            "agents",
+            "what did run on the user-agent header parsing",
+        ),
+        (
+            "what did agents run when the discord bot crashed",
+            "agents",
+            "what did run when the discord bot crashed",
+        ),
+        (
+            "what did claude run to test the claude API client",
+            "claude-code",
+            "what did run to test the claude API client",
+        ),
+        ("what did copilot run for the atuin import", "atuin:copilot", "what did run for the atuin import"),
     ],
 )
 def test_the_words_naming_the_author_asked_for_are_not_searched(

@@ -978,6 +978,21 @@ def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_ans
     assert found["weak"] is False and not any("nothing recorded" in n for n in found["notes"])
 
 
+def test_a_guide_answering_a_failure_reported_yesterday_is_not_a_weak_answer(repo: Path) -> None:
+    """A guide is timeless: the README's section on the error answers "docker build failed yesterday with
+    no space left on device, how do I fix it?" whenever it was written (the rule above had called it weak)."""
+    readme = "# tools\n\n## docker build fails with no space left on device\n\nRun docker system prune.\n"
+    commit(repo, "docs: disk space", {"README.md": readme}, when=NOW - 90 * DAY)
+    write_recent(repo, "14400 0 docker compose up -d\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (
+        "docker build failed yesterday with no space left on device, how do I fix it?",
+        "docker build failed yesterday with no space left on device",
+    ):
+        guide = query_json(repo, question)
+        assert guide["items"][0]["kind"] == "doc_section" and guide["weak"] is False, guide
+
+
 def test_what_failed_the_day_before_yesterday_is_not_what_failed_yesterday(repo: Path) -> None:
     """ "The day before yesterday" was read as "yesterday": its failures were left out, yesterday's listed."""
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)

@@ -1183,8 +1183,12 @@ def _window_missed(question: Question, scored: list[tuple[StoredNode, float]]) -
     the passing `docker compose up` of other weeks). Only a reported failure: elsewhere such words are as
     often the question's data ("a datetime from 60 minutes ago gives None", "the names they have today",
     eight questions of the real-repository sets, none of them a failure report), and so is a date written
-    out ("checking '1963-06-19' crashes")."""
+    out ("checking '1963-06-19' crashes"). Nor when it asks how to do something, or a doc section comes first:
+    a guide is timeless ("docker build failed yesterday with no space left on device, how do I fix it?" is
+    answered by the README's section on it, whenever that was written)."""
     if question.cue is None or question.cue.anchor_ms is not None or not question.failure or not scored:
+        return None
+    if question.asks == "usage" or scored[0][0].kind == "doc_section":
         return None
     asked = _asked_window(question, None, None)
     if asked is None:
