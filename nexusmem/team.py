@@ -524,7 +524,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                             report.not_shared += 1
                             continue
                         if matcher and matcher.which(
-                            denylist.node_fields(node.title, node.body, node.ref, node.meta)
+                            denylist.node_fields(node.title, node.body, node.ref, node.meta, kind=node.kind)
                         ):
                             report.denied += 1
                             continue
@@ -806,17 +806,13 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
         kinds: dict[str, int] = {}
         needle = "" if regex else value
         for node_id, texts in team.candidates_containing(needle, ignore_case):
-            title, body, ref, meta = texts
+            kind, title, body, ref, meta = texts
             try:
                 meta_value = json.loads(meta) if meta else {}
             except ValueError:
                 meta_value = meta
-            if (
-                entry.matches(title)
-                or entry.matches(body)
-                or entry.matches(ref)
-                or any(entry.matches(s) for s in denylist.node_fields("", "", "", meta_value) if s)
-            ):
+            fields = denylist.node_fields(title, body, ref, meta_value, kind=kind)
+            if any(entry.matches(s) for s in fields if s):
                 ids.append(node_id)
         for kind, count in _kinds_of(team, ids).items():
             kinds[kind] = count

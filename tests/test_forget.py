@@ -709,3 +709,65 @@ def test_a_commit_a_rebase_dropped_leaves_the_database_files_with_its_sync(repo:
         assert holds(repo, VALUE) == []
     finally:
         reader.close()
+
+
+def typed_in_bash(repo: Path, *commands: str) -> None:
+    """COMMANDS typed at a real interactive bash with the prompt hook sourced, as README says: each logged."""
+    import pexpect
+
+    from nexusmem.resources import script_path
+
+    env = dict(os.environ, PS1="PROMPT> ", TERM="dumb", HISTCONTROL="")
+    child = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env=env, cwd=str(repo), timeout=10)
+    try:
+        child.sendline(f"source '{script_path('shell/nexusmem.bash')}'".encode())
+        for command in commands:
+            child.sendline(command.encode())
+        done = f"true done-typing-{time.time_ns()}".encode()
+        child.sendline(done)
+        log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+        for _ in range(100):
+            if log.exists() and done in log.read_bytes():
+                break
+            child.expect([pexpect.TIMEOUT, pexpect.EOF], timeout=0.1)
+    finally:
+        child.close(force=True)
+
+
+@pytest.mark.slow
+def test_nexusmems_own_words_are_not_a_value_to_forget(repo: Path, isolated_home: Path) -> None:
+    """`forget human --yes` deleted every typed command (`author_kind: human` in each one's meta), `forget bash`
+    (`shell`) blanked every log line, `forget exit` and `forget pipestatus` matched the "(exit 1)" and
+    "[cwd … · exit 1 · pipestatus 1|0 · bash]" NexusMem writes around each command; their entries then refused
+    every later command ("shell unchanged (1 denied)"). The command and its folder are still matched."""
+    commit(repo, "feat: app", {"app.py": "raise SystemExit(2)\n"})
+    typed_in_bash(repo, "python3 app.py", "python3 app.py | cat", "echo zorblax-token")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    counts = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"]
+    assert counts["shell_command"] == 4, counts
+    log_before = log_path(isolated_home).read_bytes()
+
+    for value in ("human", "bash", "exit", "pipestatus", "cwd"):
+        out = run_cli("-C", str(repo), "forget", value, "--yes").output
+        assert "deleted 0 node(s)" in out and "removed 0 shell-log line(s)" in out, (value, out)
+        assert "verified: the value is in nothing" in out and "NexusMem's own words" in out, (value, out)
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"] == counts
+    assert log_path(isolated_home).read_bytes() == log_before
+
+    # The entries' gate lets the next failing command in; precheck warns of the failures.
+    typed_in_bash(repo, "python3 app.py --again", "mkdir sub-zorp", "cd sub-zorp", "ls")
+    data = json.loads(run_cli("-C", str(repo), "sync", "--no-embed", "--json").stdout)
+    assert all(s["denied"] == 0 for s in data["sources"]), data["sources"]
+    assert "python3 app.py --again" in shell_refs(repo)
+    from nexusmem import precheck
+
+    assert [f.kind for f in precheck.run(repo, files=["app.py"]).findings][:1] == ["failure"]
+
+    # What a command records is matched as before: its text, and the folder it ran in (`ls` and the last
+    # `true`, in sub-zorp).
+    out = run_cli("-C", str(repo), "forget", "zorblax-token", "--yes").output
+    assert "deleted 1 node(s): 1 shell_command; removed 1 shell-log line(s)" in out, out
+    assert "verified: the value is in none" in out, out
+    out = run_cli("-C", str(repo), "forget", "sub-zorp", "--yes").output
+    assert "deleted 4 node(s): 4 shell_command; removed 4 shell-log line(s)" in out, out
+    assert "verified: the value is in none" in out, out

@@ -219,7 +219,8 @@ def forget_cmd(
     if report.verified_absent is True and report.own_words:
         click.echo(
             "verified: the value is in nothing this project's memory.db holds (nor its -wal/-shm, nor backups);"
-            " its bytes are there only as NexusMem's own words (a field's name, the schema)"
+            " its bytes are there only as NexusMem's own words (a field's name, the schema,"
+            " a command's exit and shell)"
         )
     elif report.verified_absent is True:
         click.echo(

@@ -406,29 +406,61 @@ def entry_from_json(data: Any, scope: str = "project") -> Entry:
 # ------------------------------------------------------------------------------------------ node texts
 
 
-def _strings(value: Any, *, keys: bool = True) -> Iterator[str]:
-    """The strings VALUE (decoded JSON) holds; with KEYS, an object's keys too (at every level below)."""
+def _strings(value: Any) -> Iterator[str]:
+    """The strings VALUE (decoded JSON) holds, an object's keys too (at every level)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for k, v in value.items():
-            if keys:
-                yield str(k)
+            yield str(k)
             yield from _strings(v)
     elif isinstance(value, list):
         for v in value:
             yield from _strings(v)
 
 
-def node_fields(title: str, body: str, ref: str, meta: Any) -> list[str]:
-    """The texts of a node a deny-list entry is checked against, one by one (no concatenation, so a match
-    never spans two fields; meta's strings are checked decoded, not JSON-escaped).
+# Meta fields whose values come from NexusMem's own small vocabulary, the same on thousands of nodes: who ran
+# a command (`author_kind`: human, agent), the shell or tool that logged it (`shell`: bash, zsh, atuin, an
+# agent's name), how a node was read or titled (`seen_in`, `title_from`), a thread's or a commit's type and a
+# thread's state, a log line's format version. Not anything recorded: `forget human` deleted every typed
+# command, `forget bash` blanked every log line, and their entries then refused every later command. At the
+# top level only (a field of a nested object is what another writer recorded).
+VOCABULARY_FIELDS = frozenset({"author_kind", "shell", "seen_in", "title_from", "type", "state", "v"})
 
-    Meta's own keys are not: they are field names (`author`, `sha`, `cwd`), the same on every node of a
-    kind, not anything recorded (`forget author` deleted every commit, and its entry kept them all out of
-    every later sync). The keys of an object inside a value are checked: such an object may be keyed by
-    what it records (file paths, variable names)."""
-    return [title, body, ref, *_strings(meta, keys=False)]
+# A shell command's title and body are its command with NexusMem's words around it (sources.shell.node builds
+# both): " (exit 1)" after the title's first line, and a last body line "[cwd … · exit 1 · pipestatus 1|0 ·
+# 5 ms · bash]" (the folder there is meta's `cwd`, matched as such). Those words are on every command:
+# `forget exit` or `forget pipestatus` deleted them all.
+_EXIT_SUFFIX = re.compile(r" \(exit (?:-?\d+|unknown)\)\Z")
+_CONTEXT_LINE = "\n[cwd "
+
+
+def recorded_values(meta: Any) -> Iterator[str]:
+    """The strings META (a node's decoded meta, a shell-log line) records: its values, minus those of
+    VOCABULARY_FIELDS, and below the top level the keys of an object too (see node_fields)."""
+    if isinstance(meta, dict):
+        for key, value in meta.items():
+            if key not in VOCABULARY_FIELDS:
+                yield from _strings(value)
+    else:
+        yield from _strings(meta)
+
+
+def node_fields(title: str, body: str, ref: str, meta: Any, *, kind: str) -> list[str]:
+    """The texts of a node of KIND a deny-list entry is checked against, one by one (no concatenation, so a
+    match never spans two fields; meta's strings are checked decoded, not JSON-escaped). The sync's gate, the
+    team push's, forget and its read-back all read a node through this one function.
+
+    What NexusMem writes on every node of a kind is not: meta's own keys (field names: `author`, `sha`, `cwd`;
+    `forget author` deleted every commit, and its entry kept them all out of every later sync), the values
+    of VOCABULARY_FIELDS, and the words a shell command's title and body put around the command. The keys
+    of an object inside a value are checked: such an object may be keyed by what it records (file paths,
+    variable names)."""
+    if kind == "shell_command":
+        title = _EXIT_SUFFIX.sub("", title)
+        command, found, _context = body.rpartition(_CONTEXT_LINE)
+        body = command if found else body
+    return [title, body, ref, *recorded_values(meta)]
 
 
 class Matcher:
@@ -456,7 +488,10 @@ class Matcher:
     def filter(self, nodes: Iterable[Any]) -> Iterator[Any]:
         """NODES minus every node an entry matches (counted in `dropped`): the sync loop's one gate."""
         for node in nodes:
-            if self.which(node_fields(node.title, node.body, node.ref, node.meta)) is not None:
+            if (
+                self.which(node_fields(node.title, node.body, node.ref, node.meta, kind=node.kind))
+                is not None
+            ):
                 self.dropped += 1
                 continue
             yield node

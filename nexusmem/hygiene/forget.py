@@ -44,12 +44,14 @@ from nexusmem.hygiene.denylist import (
     node_fields,
     parse_document,
     read_document,
+    recorded_values,
     remove_global,
     replace_global,
     write_private,
 )
 from nexusmem.sources.shell.logline import log_lock
 from nexusmem.store import Store, open_store
+from nexusmem.store.hygiene import TEXT_INDEXES
 from nexusmem.text import identifiers
 
 SAMPLE_TITLES = 5
@@ -141,7 +143,7 @@ def _matches(store: Store, entries: Sequence[Entry]) -> list[Row]:
             meta_value = json.loads(meta) if meta else {}
         except ValueError:
             meta_value = meta
-        entry = matcher.which(node_fields(title, body, ref, meta_value))
+        entry = matcher.which(node_fields(title, body, ref, meta_value, kind=str(kind)))
         if entry is not None:
             found.append((int(seq), str(node_id), str(kind), str(title), entry, str(grp or "")))
     return found
@@ -193,7 +195,7 @@ def _imports_hold(store: Store, matcher: Matcher) -> bool:
         texts = [text]
         if not is_path:
             with contextlib.suppress(ValueError, RecursionError):  # the specifiers as parsed, unescaped
-                texts += node_fields("", "", "", json.loads(text))
+                texts += node_fields("", "", "", json.loads(text), kind="")
         if matcher.which(texts) is not None:
             return True
     return False
@@ -238,22 +240,31 @@ def _derive_again(store: Store, matcher: Matcher, *, words: bool = True) -> bool
 
 
 def _still_in(
-    store: Store, files: Sequence[Path], needle: bytes, ignore_case: bool
+    store: Store, files: Sequence[Path], entries: Sequence[Entry], needle: bytes, ignore_case: bool
 ) -> tuple[list[str], bool]:
     """Where the files of STORE still hold NEEDLE (the read-back): NAME: TABLE for each table holding it, or,
     when none does, what else can (free pages, a reader); [] when they do not. And whether its bytes are
     there only as NexusMem's own words.
 
-    What every store holds whatever was recorded (Store.own_words: the schema, a node's kind or provenance,
-    meta's own keys: `"author":` in every commit's meta) is not a leftover: `forget author` would always
-    read back as "still in the database files"."""
+    The nodes are read as the deny-list reads them (ENTRIES, the value's: node_fields), so the words written
+    around what was recorded (a command's "(exit 1)", `"shell": "bash"`) are not a leftover, nor are those
+    every store holds whatever was recorded (Store.own_words: the schema, a node's kind or provenance, meta's
+    own keys: `"author":` in every commit's meta): `forget author` would always read back as "still in the
+    database files"."""
     if not _file_holds(files, needle, ignore_case):
         return [], False
     name = store.path.name
     tables = store.tables_holding(needle, ignore_case)
+    labels = False  # the nodes' texts hold it, only as NexusMem's words around what they record
+    if store.node_texts_hold(needle, ignore_case):
+        if _matches(store, entries):
+            tables = ["nodes", *(t for t in tables if t != "nodes")]
+        else:
+            labels = True  # ...which the full-text indexes hold too
+            tables = [t for t in tables if t not in TEXT_INDEXES]
     if tables:
         return [f"{name}: {table}" for table in tables], False
-    if not _file_holds(files, needle, ignore_case, store.own_words()):
+    if labels or not _file_holds(files, needle, ignore_case, store.own_words()):
         return [], True
     return [f"{name}: in no table (space a reader of the database kept from being reclaimed?)"], False
 
@@ -296,10 +307,10 @@ def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
         return 0
 
     def doomed(raw: bytes) -> bytes | None:
-        # A JSON line by its values, decoded (its field names, `cwd` or `pipestatus`, are on every line: as
-        # the sync's log pass does); a line that is not JSON as text.
+        # A JSON line by the values it records, decoded (its field names, `cwd` or `pipestatus`, and its
+        # `shell` are on every line: as the sync's log pass does); a line that is not JSON as text.
         try:
-            texts = node_fields("", "", "", json.loads(raw))
+            texts = list(recorded_values(json.loads(raw)))
         except (ValueError, RecursionError):
             texts = [raw.decode("utf-8", "replace")]
         return b"" if matcher.which(texts) is not None else None
@@ -388,7 +399,7 @@ def _apply(
         if plaintext is not None:
             needle, ignore_case = plaintext
             for holder, files in checked:
-                where, own = _still_in(holder, files, needle, ignore_case)
+                where, own = _still_in(holder, files, entries, needle, ignore_case)
                 report.still_in += where
                 report.own_words = report.own_words or own
             report.verified_absent = not report.still_in

@@ -60,6 +60,7 @@ from typing import Any
 
 from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
+from nexusmem.hygiene.denylist import VOCABULARY_FIELDS
 from nexusmem.redact import PLACEHOLDER_RE, mask, redact
 from nexusmem.sources.shell.logline import HEAD_BYTES, before_span, iter_log_lines, loads_line, log_lock
 
@@ -193,7 +194,10 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
         if (denied is not None and denied([text])) or redact(text) != text:
             return b""
         return None
-    if denied is not None and denied([v for v in obj.values() if type(v) is str]):
+    # By the values it records: its `shell` and `author_kind` are on every line (denylist.VOCABULARY_FIELDS).
+    if denied is not None and denied(
+        [v for k, v in obj.items() if type(v) is str and k not in VOCABULARY_FIELDS]
+    ):
         return b""
     command = obj["command"]
     clean = _redact_memo(command)

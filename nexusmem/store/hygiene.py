@@ -30,6 +30,32 @@ UNREACHABLE = "unreachable"
 _NODE_WORDS = ("kind", "source", "provenance", "trust")
 # A node's meta for SQLite's JSON functions (one written by hand that is not JSON reads as empty).
 _META_OR_EMPTY = "CASE WHEN json_valid(nodes.meta) THEN nodes.meta ELSE '{}' END"
+# The nodes' columns the deny-list reads (denylist.node_fields), and the full-text indexes made of them.
+_NODE_TEXTS = ("title", "body", "ref", "meta")
+TEXT_INDEXES = ("nodes_fts", "nodes_stem", "nodes_cjk")
+
+
+def _probe(needle: bytes, ignore_case: bool) -> bytes | str:
+    return needle.lower().decode("utf-8", "replace") if ignore_case else needle
+
+
+def _holds(column: str, ignore_case: bool) -> str:
+    """SQL: whether COLUMN holds the probe (one parameter)."""
+    return (
+        f"instr(lower(CAST({column} AS TEXT)), ?) > 0"
+        if ignore_case
+        else f"instr(CAST({column} AS BLOB), ?) > 0"
+    )
+
+
+def _meta_holds(ignore_case: bool) -> str:
+    """SQL: whether a node's meta holds the probe in a value, or in a key of an object inside one."""
+    return (
+        "(CASE WHEN json_valid(meta) THEN EXISTS (SELECT 1 FROM json_tree(meta) AS j"
+        f" WHERE (j.type = 'text' AND {_holds('j.atom', ignore_case)})"
+        f" OR (j.parent > 0 AND typeof(j.key) = 'text' AND {_holds('j.key', ignore_case)}))"
+        f" ELSE {_holds('meta', ignore_case)} END)"
+    )
 
 
 def _now_ms() -> int:
@@ -217,7 +243,11 @@ class HygieneMixin:
     def tables_holding(self, needle: bytes, ignore_case: bool) -> list[str]:
         """The tables whose rows still hold NEEDLE (any text or blob column; IGNORE_CASE: ASCII letters
         folded, as forget's read-back compares), a full-text index's shadow tables named by their index: what
-        to name when forget finds a value left in the database files. Scans everything: only asked then."""
+        to name when forget finds a value left in the database files. Scans everything: only asked then.
+
+        The nodes' title, body, ref and meta are left out: the caller reads them through the deny-list
+        (denylist.node_fields), which knows the words NexusMem writes around what is recorded (node_texts_hold
+        says whether they hold NEEDLE at all)."""
         found: list[str] = []
         virtual = {
             str(name)
@@ -232,29 +262,16 @@ class HygieneMixin:
             )
             if str(name) not in virtual
         ]
-        probe: bytes | str = needle.lower().decode("utf-8", "replace") if ignore_case else needle
-
-        def holds(column: str) -> str:
-            return (
-                f"instr(lower(CAST({column} AS TEXT)), ?) > 0"
-                if ignore_case
-                else f"instr(CAST({column} AS BLOB), ?) > 0"
-            )
-
+        probe = _probe(needle, ignore_case)
         for table in tables:
             columns = [str(r[1]) for r in self.conn.execute(f'PRAGMA table_info("{table}")')]
-            tests = [holds(f'"{c}"') for c in columns]
+            tests = [_holds(f'"{c}"', ignore_case) for c in columns]
             if table == "nodes":
                 # What every store holds whatever was recorded is not a leftover (own_words): the kinds,
-                # sources, provenances and trusts, and meta's own keys. Meta's values and the keys of an
-                # object inside one are checked, as the deny-list gate checks them (node_fields).
-                tests = [holds(f'"{c}"') for c in columns if c not in (*_NODE_WORDS, "meta")]
-                tests.append(
-                    "(CASE WHEN json_valid(meta) THEN EXISTS (SELECT 1 FROM json_tree(meta) AS j"
-                    f" WHERE (j.type = 'text' AND {holds('j.atom')})"
-                    f" OR (j.parent > 0 AND typeof(j.key) = 'text' AND {holds('j.key')}))"
-                    f" ELSE {holds('meta')} END)"
-                )
+                # sources, provenances and trusts. The texts the deny-list reads are the caller's.
+                tests = [
+                    _holds(f'"{c}"', ignore_case) for c in columns if c not in (*_NODE_WORDS, *_NODE_TEXTS)
+                ]
             if not tests:
                 continue
             query = f'SELECT 1 FROM "{table}" WHERE {" OR ".join(tests)} LIMIT 1'
@@ -263,6 +280,15 @@ class HygieneMixin:
                 if owner not in found:
                     found.append(owner)
         return found
+
+    def node_texts_hold(self, needle: bytes, ignore_case: bool) -> bool:
+        """Whether a node's title, body, ref or meta (its values, and the keys of an object inside one) holds
+        NEEDLE as stored, the words NexusMem writes around what is recorded included (a command's
+        "(exit 1)", `"shell": "bash"`): what the full-text indexes hold of the nodes besides words and notes."""
+        tests = [_holds(c, ignore_case) for c in ("title", "body", "ref")] + [_meta_holds(ignore_case)]
+        query = f"SELECT 1 FROM nodes WHERE {' OR '.join(tests)} LIMIT 1"
+        probe = _probe(needle, ignore_case)
+        return self.conn.execute(query, [probe] * sum(t.count("?") for t in tests)).fetchone() is not None
 
     def own_words(self) -> list[str]:
         """The texts the store holds whatever was recorded, each as it is written in the file: the schema

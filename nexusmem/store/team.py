@@ -1869,9 +1869,10 @@ class TeamStore:
 
     def candidates_containing(self, needle: str, ignore_case: bool) -> Iterator[tuple[str, list[str]]]:
         """(id, texts) of the nodes whose title, body, ref or meta hold NEEDLE (server-side strpos, then
-        the caller confirms with the deny entry); NEEDLE empty: every node (a regex entry)."""
+        the caller confirms with the deny entry: texts are kind, title, body, ref, meta); NEEDLE empty: every
+        node (a regex entry)."""
         fold = "lower" if ignore_case else ""
-        sql = "SELECT id, title, body, ref, meta::text FROM nodes WHERE project_id = %s"
+        sql = "SELECT id, kind, title, body, ref, meta::text FROM nodes WHERE project_id = %s"
         params: list[Any] = [self.project]
         if needle:
             sql += (
@@ -1882,7 +1883,7 @@ class TeamStore:
             params += [value] * 4
         with self.conn.cursor() as cur:
             for row in cur.execute(sql, params):
-                yield row[0], [row[1], row[2], row[3], row[4]]
+                yield row[0], [row[1], row[2], row[3], row[4], row[5]]
 
     def forget(self, entry: dict[str, Any], ids: Sequence[str]) -> int:
         """Record ENTRY in the team deny-list, delete IDS (and their links), remember them as forgotten and
