@@ -143,6 +143,15 @@ def require(proj: Project) -> Settings:
     return found
 
 
+def ready(proj: Project) -> Settings:
+    """PROJ's team settings, checked as far as they can be without connecting: a team store configured, the
+    team extra (psycopg) installed, a URL libpq reads as NexusMem does. A command that changes local memory
+    too (`forget --team`) asks first, so a team part that cannot run leaves nothing done."""
+    found = require(proj)
+    same_hosts_as_libpq(found.url)
+    return found
+
+
 def team_project(proj: Project) -> str:
     """PROJ's id in the team store: its origin's normalised URL. A repository whose id is a local path (no
     remote origin, or an origin on this machine's disk) goes by a digest of that path instead: local absolute

@@ -377,3 +377,34 @@ def test_team_commands_without_the_team_extra_say_how_to_install_it(repo: Path, 
         checked = run_script("precheck", "--team", *strict, "--files", "a.txt", cwd=repo, env=env)
         assert checked.returncode == 0, (strict, checked.stderr)
         assert f"team store not checked: {install}" in checked.stderr, (strict, checked.stderr)
+
+
+def test_forget_team_that_cannot_run_leaves_local_memory_as_it_was(repo: Path, tmp_path: Path) -> None:
+    """`forget VALUE --team --yes` without the team extra (or without a team store) printed only the team's
+    error and exited 1, though the local forget had run: the value was gone here, its deny-list entry
+    recorded, and nothing said so. A team part that cannot run is now found before anything is done; one
+    whose store does not answer comes after the local result, which is printed first."""
+    synced(repo)
+    blocked = tmp_path / "no-psycopg"
+    (blocked / "psycopg").mkdir(parents=True)
+    (blocked / "psycopg" / "__init__.py").write_text("raise ImportError(\"No module named 'psycopg'\")\n")
+    no_driver = {
+        "PYTHONPATH": os.pathsep.join(p for p in (str(blocked), os.environ.get("PYTHONPATH", "")) if p),
+        "NEXUSMEM_TEAM_URL": "postgresql://alice@db.internal:5432/nexusmem",
+    }
+    install = "team memory needs the PostgreSQL client psycopg: pip install 'nexusmem[team]'"
+    for env, error in ((no_driver, install), ({}, "no team store is configured")):
+        line = one_line_error(run_script("forget", "marker", "--team", "--yes", cwd=repo, env=env))
+        assert error in line, line
+        listed = run_script("forget", "--list", cwd=repo)
+        assert "the deny-list is empty" in listed.stdout, listed.stdout
+        answer = run_script("query", "cache marker", cwd=repo)
+        assert "feat: remember the cache marker" in answer.stdout, answer.stdout
+
+    # A team store that does not answer (nothing listens there): the local part is done and said, then why
+    # the team's was not.
+    closed = {"NEXUSMEM_TEAM_URL": "postgresql://alice@127.0.0.1:9/nexusmem"}
+    proc = run_script("forget", "marker", "--team", "--yes", cwd=repo, env=closed)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "deleted 2 node(s): 1 code_diff, 1 git_commit" in proc.stdout, proc.stdout
+    assert "127.0.0.1" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -9,6 +9,12 @@ import click
 from nexusmem import timefmt
 from nexusmem.cli.app import repo_option, root_of
 from nexusmem.cli.common import echo_human, echo_json, library_errors
+from nexusmem.errors import NexusMemError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from nexusmem.hygiene.forget import Removal
+    from nexusmem.team import TeamForget
 
 # A commit holds a copy of the text of the changelog entries (and GitHub threads) linking to it.
 _LENT = "lent to {n} node(s) by a changelog entry or GitHub thread that held it"
@@ -137,6 +143,13 @@ def forget_cmd(
             " guessed from their hashes, and regex entries are readable patterns."
         )
         return
+    if team:
+        from nexusmem import project
+        from nexusmem import team as team_mod
+
+        # Before anything is done: a team part that cannot run (no team store configured, no psycopg) would
+        # leave the value forgotten here with only the team's error said.
+        team_mod.ready(project.load(root))
     if import_path is not None:
         report = forget.import_entries(
             root, import_path, dry_run=not yes, keep_log=keep_log, user_wide=user_wide
@@ -153,14 +166,22 @@ def forget_cmd(
             user_wide=user_wide,
         )
     shared = None
+    failed: NexusMemError | None = None
     if team:
-        from nexusmem import project
-        from nexusmem import team as team_mod
-
         text = pattern if pattern is not None else str(value)
-        shared = team_mod.forget_team(
-            project.load(root), text, regex=pattern is not None, ignore_case=ignore_case, dry_run=not yes
-        )
+        try:
+            shared = team_mod.forget_team(
+                project.load(root), text, regex=pattern is not None, ignore_case=ignore_case, dry_run=not yes
+            )
+        except NexusMemError as exc:  # the team store did not answer: what was done here is said first
+            failed = exc
+    _show_forget(report, shared, user_wide=user_wide, as_json=as_json)
+    if failed is not None:
+        raise failed
+
+
+def _show_forget(report: Removal, shared: TeamForget | None, *, user_wide: bool, as_json: bool) -> None:
+    """What forget did here (REPORT) and in the team store (SHARED), or, in a dry run, would do."""
     if as_json:
         data = report.to_json()
         if shared is not None:
