@@ -165,7 +165,8 @@ class MemoryItem(TypedDict):
     body: str
     files: list[str]
     links: list[MemoryLink]
-    linked_by: list[MemoryLinkIn]
+    linked_by: list[MemoryLinkIn]  # the 50 newest links arriving at it
+    linked_by_count: int  # how many arrive in all
     meta: dict[str, Any]
     diffs: list[MemoryDiff]  # a commit's per-file diffs (get_memory on an id gives that file's patch)
 

@@ -108,7 +108,7 @@ def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]
         "body": node.body,
         "files": store.files_of(node.id),
         "links": [{"to": dst, "relation": rel} for _, dst, rel in store.links_from([node.id])],
-        "linked_by": _linked_by(store, node),
+        **_linked_by(store, node),
         "meta": node.meta,
         # A commit's patch is kept one file at a time: the ids to read each file's diff with.
         "diffs": (
@@ -119,20 +119,27 @@ def expand(store: SearchStore, node: StoredNode, project: str) -> dict[str, Any]
     }
 
 
-def _linked_by(store: SearchStore, node: StoredNode) -> list[dict[str, str]]:
-    """The links arriving at NODE, each with its source's title: a commit's GitHub threads (the issue it
-    closed, its pull request), the changelog entries that describe it, the failures it fixed."""
-    arriving = store.links_to([node.id])
-    titles = store.get_many([src for src, _, _ in arriving], light=True)
-    return [
-        {"from": src, "relation": rel, "title": titles[src].title if src in titles else ""}
-        for src, _, rel in arriving
-    ]
-
-
 # The header names this many of an item's files: one commit of 10,302 files made a 233,000-character answer
 # (60,000 tokens in one MCP result).
 FILES_SHOWN = 50
+# An item lists this many of the links arriving at it, the newest linking nodes first: 3,000 failing runs of
+# one test linked to the fix made its get_memory 300,662 characters (`show --json` 384 KB).
+LINKED_BY_SHOWN = 50
+
+
+def _linked_by(store: SearchStore, node: StoredNode) -> dict[str, Any]:
+    """`linked_by`: the LINKED_BY_SHOWN newest links arriving at NODE, each with its source's title (a
+    commit's GitHub threads: the issue it closed, its pull request; the changelog entries that describe it,
+    the failures it fixed); `linked_by_count`: how many arrive in all."""
+    arriving, total = store.links_to(node.id, LINKED_BY_SHOWN)
+    titles = store.get_many([src for src, _ in arriving], light=True)
+    return {
+        "linked_by": [
+            {"from": src, "relation": rel, "title": titles[src].title if src in titles else ""}
+            for src, rel in arriving
+        ],
+        "linked_by_count": total,
+    }
 
 
 def render(item: dict[str, Any]) -> str:
@@ -165,12 +172,11 @@ def render(item: dict[str, Any]) -> str:
     linked_by = item.get("linked_by") or []
     lines += [
         f"linked from {link['from']} ({link['relation']})  {one_line(link['title'])[:120]}"
-        for link in linked_by[:FILES_SHOWN]
+        for link in linked_by[:LINKED_BY_SHOWN]
     ]
-    if len(linked_by) > FILES_SHOWN:
-        lines.append(
-            f"… and {len(linked_by) - FILES_SHOWN:,} more links (`nexusmem show --json` lists them all)"
-        )
+    arriving = int(item.get("linked_by_count", len(linked_by)))
+    if arriving > LINKED_BY_SHOWN:
+        lines.append(f"… and {arriving - LINKED_BY_SHOWN:,} older links arriving (the newest are listed)")
     diffs = item.get("diffs") or []
     lines += [f"diff {d['id']}  {one_line(d['path'])}" for d in diffs[:FILES_SHOWN]]
     if len(diffs) > FILES_SHOWN:

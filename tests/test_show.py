@@ -36,7 +36,7 @@ def test_show_expands_one_item_by_id_or_prefix(repo: Path) -> None:
     assert full["provenance"] == "observed" and full["trust"] == "candidate"
     assert set(full) == {
         "id", "kind", "ts", "created_at", "title", "provenance", "trust", "ref", "project", "source",
-        "signal", "superseded", "superseded_by", "body", "files", "links", "linked_by", "meta", "diffs",
+        "signal", "superseded", "superseded_by", "body", "files", "links", "linked_by", "linked_by_count", "meta", "diffs",
     }  # fmt: skip
 
     prefix = item["id"][:MIN_PREFIX].upper()  # case and blanks do not matter
@@ -126,3 +126,34 @@ def test_a_commit_of_thousands_of_files_names_fifty_and_counts_the_rest(repo: Pa
     [files] = [line for line in out.splitlines() if line.startswith("files ")]
     assert files.count(".svg") == 50 and "… and 350 more (`nexusmem show --json` lists them all)" in files
     assert len(json.loads(run_cli("-C", str(repo), "show", "--json", item["id"]).output)["files"]) == 400
+
+
+def test_a_fix_linked_from_hundreds_of_failures_lists_the_newest_fifty(repo: Path) -> None:
+    """A fix linked from every failing run before it listed them all in `linked_by`, in no useful order:
+    3,000 failing `pytest test_calc.py` runs and one pass made get_memory's answer 300,662 characters
+    (`show --json` 384 KB). Now the 50 whose run is newest, newest first, and `linked_by_count`."""
+    from nexusmem import mcp_server
+
+    from helpers import write_commands
+
+    commit(repo, "test: calc", {"test_calc.py": "def test_add():\n    assert 1 + 1 == 3\n"})
+    start = 1_700_000_000_000
+    failures = [(start + n * 1000, "pytest test_calc.py", 1) for n in range(200)]
+    write_commands(repo, [*failures, (start + 200 * 1000, "pytest test_calc.py", 0)])
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    with project.load(repo).open_store(readonly=True) as store:
+        ts = {n.id: n.ts for n in store.iter_nodes("shell_command")}
+        [fix] = [n.id for n in store.iter_nodes("shell_command") if n.title.endswith("(exit 0)")]
+
+    full = json.loads(run_cli("-C", str(repo), "show", "--json", fix).output)
+    assert full["linked_by_count"] == 200, full["linked_by_count"]
+    shown = [ts[link["from"]] for link in full["linked_by"]]
+    newest = sorted((t for t, _, _ in failures), reverse=True)[:50]
+    assert shown == newest, shown
+    out = run_cli("-C", str(repo), "show", fix).output
+    assert out.count("linked from ") == 50 and "… and 150 older links arriving" in out, out
+    answer = mcp_server.run_get(str(repo), fix)
+    assert answer.structured_content is not None
+    assert len(answer.structured_content["linked_by"]) == 50
+    assert answer.structured_content["linked_by_count"] == 200
+    assert len(json.dumps(answer.structured_content)) < 20_000

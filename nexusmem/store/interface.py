@@ -67,9 +67,10 @@ class SearchStore(Protocol):
         """(from id, to id, relation) of every link leaving one of IDS."""
         ...
 
-    def links_to(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
-        """(from id, to id, relation) of every link arriving at one of IDS (a commit: the GitHub threads it
-        closed, the changelog entries that describe it, the failures it fixed)."""
+    def links_to(self, node_id: str, limit: int) -> tuple[list[tuple[str, str]], int]:
+        """(from id, relation) of the LIMIT links arriving at NODE_ID whose linking node is newest (a commit:
+        the GitHub threads it closed, the changelog entries that describe it, the failures it fixed; a link
+        from a node memory no longer holds last), and how many arrive in all."""
         ...
 
     def release_window(self, version: str) -> tuple[int, int | None] | None:

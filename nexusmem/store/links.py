@@ -64,18 +64,17 @@ class LinksMixin:
         """(failure id, fix id, relation) for every link leaving one of IDS."""
         return hookreads.links_from(self.conn, ids)
 
-    def links_to(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
-        """(from id, to id, relation) for every link arriving at one of IDS."""
-        out: list[tuple[str, str, str]] = []
-        for first in range(0, len(ids), BATCH):
-            chunk = list(ids[first : first + BATCH])
-            marks = ",".join("?" * len(chunk))
-            out += self.conn.execute(
-                f"SELECT from_id, to_id, relation FROM links WHERE to_id IN ({marks})"
-                " ORDER BY to_id, relation, from_id",
-                chunk,
-            ).fetchall()
-        return out
+    def links_to(self, node_id: str, limit: int) -> tuple[list[tuple[str, str]], int]:
+        """(from id, relation) of the LIMIT links arriving at NODE_ID whose linking node is newest, and how
+        many arrive in all (3,000 failing runs linked to one fix)."""
+        rows = self.conn.execute(
+            "SELECT links.from_id, links.relation FROM links LEFT JOIN nodes ON nodes.id = links.from_id"
+            " WHERE links.to_id = ? ORDER BY nodes.ts IS NULL, nodes.ts DESC, links.from_id, links.relation"
+            " LIMIT ?",
+            (node_id, limit),
+        ).fetchall()
+        (total,) = self.conn.execute("SELECT count(*) FROM links WHERE to_id = ?", (node_id,)).fetchone()
+        return [(str(r[0]), str(r[1])) for r in rows], int(total)
 
     def replace_links(self, relation: str, links: Iterable[tuple[str, str, str]]) -> int:
         """Make LINKS the only links of RELATION; return how many there are now."""

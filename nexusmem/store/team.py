@@ -1020,15 +1020,18 @@ class TeamStore:
         ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
-    def links_to(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
-        if not ids:
-            return []
+    def links_to(self, node_id: str, limit: int) -> tuple[list[tuple[str, str]], int]:
         rows = self.conn.execute(
-            "SELECT from_id, to_id, relation FROM links WHERE to_id = ANY(%s) AND project_id = %s"
-            " ORDER BY to_id, relation, from_id",
-            (list(ids), self.project),
+            "SELECT l.from_id, l.relation FROM links l"
+            " LEFT JOIN nodes n ON n.id = l.from_id AND n.project_id = l.project_id"
+            " WHERE l.to_id = %s AND l.project_id = %s"
+            " ORDER BY n.ts DESC NULLS LAST, l.from_id, l.relation LIMIT %s",
+            (node_id, self.project, limit),
         ).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
+        total = self.conn.execute(
+            "SELECT count(*) FROM links WHERE to_id = %s AND project_id = %s", (node_id, self.project)
+        ).fetchone()
+        return [(r[0], r[1]) for r in rows], int(total[0]) if total else 0
 
     def release_window(self, version: str) -> tuple[int, int | None] | None:
         """None: the team store keeps no tags (members' repositories may differ in them)."""
