@@ -815,3 +815,32 @@ def test_a_foreign_rollout_resumed_here_late_is_found_by_the_chunked_scan(
     assert [n.title for n in turns(repo)] == ["why does the aardvark parser reject tabs"]
     # The 4 KB head hash, then 512-byte chunks up to the resume; never the whole file.
     assert spy.whole == 0 and spy.reads.count(512) > 100 and all(0 < size <= 4096 for size in spy.reads)
+
+
+def test_a_symlinked_aider_history_committed_in_the_repository_is_not_read(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A `.aider.chat.history.md` committed as a symlink (`../private/.aider.chat.history.md`, reaching the
+    home folder's history) was followed: another project's conversation was stored in this memory, where the
+    agent reads it over MCP. It is refused, said once, and nothing of it is kept."""
+    private = isolated_home / "private"
+    private.mkdir()
+    (private / ".aider.chat.history.md").write_text(
+        "\n# aider chat started at 2026-09-10 10:00:00\n\n#### how do I rotate the prod db creds WOMBATWORD\n\n"
+        "Use the vault at vault.internal.corp; the admin user is dbadmin.\n",
+        encoding="utf-8",
+    )
+    (private / ".aider.input.history").write_text("\n# 2026-09-10 10:00:01\n+WOMBATWORD\n", encoding="utf-8")
+    os.symlink(os.path.relpath(private / ".aider.chat.history.md", repo), repo / ".aider.chat.history.md")
+    os.symlink(os.path.relpath(private / ".aider.input.history", repo), repo / ".aider.input.history")
+    commit(repo, "chore: share the chat", {"a.txt": "a\n"})
+    assert git(repo, "ls-files", "-s", ".aider.chat.history.md").startswith("120000")  # committed as a link
+    summary = part(sync_json(repo, "--conversation"))
+    assert turns(repo) == []
+    chat = repo / ".aider.chat.history.md"
+    assert summary["problems"] == [f"{chat}: a symlink (it may point outside the repository): not read"]
+    assert summary["skipped"] == 1 and summary["added"] == 0
+    blobs = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.is_file())
+    assert b"WOMBATWORD" not in blobs and b"vault.internal" not in blobs
+    again = part(sync_json(repo, "--conversation"))  # said once, not at every sync
+    assert again["skipped"] == 0 and again["problems"] == [], again

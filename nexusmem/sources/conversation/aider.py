@@ -53,8 +53,8 @@ def input_times(path: Path, report: Report) -> list[tuple[int, str]]:
         if stamp is not None and lines:
             entries.append((stamp, "\n".join(lines).strip()))
 
-    if not path.is_file():
-        return entries
+    if path.is_symlink() or not path.is_file():
+        return entries  # a symlink may point at another project's history (as the chat file: source._scan)
     for _number, _offset, raw in iter_lines(path, report):
         line = _decode(raw)
         found = _INPUT_STAMP.match(line)

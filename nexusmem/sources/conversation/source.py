@@ -122,6 +122,16 @@ class ConversationSource:
             if done % 50 == 0:
                 ctx.progress("conversation", done, len(files))
             key = str(path)
+            if agent == "aider" and path.is_symlink():
+                # A chat history committed as a symlink (`../../.aider.chat.history.md`) may point at
+                # another project's, or the home folder's: never followed, as the docs source refuses one.
+                link = self._link_fingerprint(path)
+                previous = old.get(key)
+                if link is not None:
+                    state[key] = {"fp": link, "ours": False}
+                    if not (isinstance(previous, dict) and previous.get("fp") == link):
+                        report.skip(path, None, "a symlink (it may point outside the repository): not read")
+                continue
             fingerprint = self._fingerprint(path, companion)
             if fingerprint is None:
                 continue  # gone between listing and now
@@ -209,7 +219,7 @@ class ConversationSource:
         if "aider" in wanted:
             for root in roots:
                 chat = root / aider.CHAT_FILE
-                if chat.is_file():
+                if chat.is_file() or chat.is_symlink():  # a symlink is listed to be refused (_scan)
                     out.append(("aider", chat, root / aider.INPUT_FILE))
         if "gemini" in wanted:
             out += [("gemini", p, None) for p in gemini.transcript_files()]
@@ -229,6 +239,15 @@ class ConversationSource:
             except OSError:
                 pass
         return fp
+
+    @staticmethod
+    def _link_fingerprint(path: Path) -> list[Any] | None:
+        """The symlink's own size, mtime and inode (what it points at is never opened)."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return ["symlink", st.st_size, st.st_mtime_ns, st.st_ino]
 
     @staticmethod
     def _appended(path: Path, previous: Any, fingerprint: list[Any]) -> Resume | None:
