@@ -844,3 +844,51 @@ def test_a_symlinked_aider_history_committed_in_the_repository_is_not_read(
     assert b"WOMBATWORD" not in blobs and b"vault.internal" not in blobs
     again = part(sync_json(repo, "--conversation"))  # said once, not at every sync
     assert again["skipped"] == 0 and again["problems"] == [], again
+
+
+def test_a_record_of_an_unexpected_shape_is_skipped_with_its_line_and_the_rest_kept(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    """One record whose `type` or tool `name` was a list or an object dropped the whole transcript ("cannot
+    parse (TypeError: unhashable type: 'list')", no line), and the file was not read again until it changed.
+    Each agent's bad record is now skipped and counted with its place, and the records after it are kept; so
+    is a record that fails in a way no check foresaw (an exit code of 5,000 digits)."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    hour_ago = time.time() - 3600
+    w = T.ClaudeWriter("5e55-shapes", repo, START)
+    w.user("why does the capybara loader stall")
+    w.records.append({"type": ["user"], "cwd": str(repo), "uuid": "bad-type"})
+    w.assistant([{"type": "tool_use", "id": "toolu_01ODD", "name": ["Edit"], "input": {"file_path": "x"}}])
+    w.bash("toolu_01HUGE", "pytest -q", "boom", exit_code=1)
+    w.records[-1]["message"]["content"][0]["content"] = "Exit code " + "9" * 5000
+    w.say("The capybara loader waits on a socket.")
+    w.user("and the tapir cache?")
+    w.say("The tapir cache is fine.")
+    claude = w.write(isolated_home / ".claude" / "projects" / "p" / "s.jsonl")
+    codex = T.write_codex(isolated_home / ".codex", repo, tmp_path / "other", START)
+    lines = codex.read_text(encoding="utf-8").splitlines()
+    lines.insert(1, json.dumps({"timestamp": T.iso(START), "type": {"x": 1}, "payload": {}}))
+    odd_call = {"type": "function_call", "name": ["exec_command"], "arguments": "{}", "call_id": "call_ODD"}
+    lines.insert(2, json.dumps({"timestamp": T.iso(START), "type": "response_item", "payload": odd_call}))
+    codex.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    gemini = T.write_gemini(isolated_home / ".gemini", repo, START)
+    doc = json.loads(gemini.read_text(encoding="utf-8"))
+    doc["messages"][1]["toolCalls"].insert(0, {"id": "c0", "name": ["run_shell_command"], "args": {}})
+    doc["messages"].insert(1, {"id": "m0", "type": ["user"], "timestamp": T.iso(START), "content": "x"})
+    gemini.write_text(json.dumps(doc), encoding="utf-8")
+    for path in (claude, codex, gemini):
+        os.utime(path, (hour_ago, hour_ago))
+    summary = part(sync_json(repo, "--conversation"))
+    questions = {n.meta["question"] for n in turns(repo)}
+    assert {"why does the capybara loader stall", "and the tapir cache?"} <= questions, questions
+    assert "run the migration tests" in questions and "why does the build need node 20?" in questions
+    problems = summary["problems"]
+    assert not any("cannot parse" in p for p in problems), problems
+    assert f"{claude}:2: a record whose type is a JSON list" in problems
+    assert f"{claude}:5: a record this version cannot read (ValueError)" in problems  # the 5,000 digits
+    assert f"{codex}:2: a record whose type is a JSON dict" in problems
+    assert f"{gemini} messages[1]: a message whose type is a JSON list" in problems
+    capybara = next(n for n in turns(repo) if n.meta["question"] == "why does the capybara loader stall")
+    assert "waits on a socket" in capybara.body
+    assert "agent:codex:call_MIGFAIL" in agent_calls(repo)  # the call after the odd one
+    assert any(k.startswith("agent:gemini:") for k in agent_calls(repo))

@@ -158,67 +158,73 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
     seen_uuids: set[str] = set()
     start, first_line = (resume.offset, resume.line) if resume else (0, 1)
     for number, offset, record in iter_json_objects(path, report, start, first_line):
-        kind = record.get("type")
-        if kind not in ("user", "assistant"):
-            if kind not in _OTHER_TYPES:
-                report.skip(path, number, f"unknown record type {str(kind)[:40]!r}")
-            continue
-        uuid = record.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in seen_uuids:
-                continue  # the CLI rewrites records on resume: once is enough
-            seen_uuids.add(uuid)
-        message = record.get("message")
-        if not isinstance(message, dict):
-            report.skip(path, number, f"{kind} record without a message object")
-            continue
-        sidechain = record.get("isSidechain") is True or file_agent is not None
-        agent_id = record.get("agentId")
-        thread_id = "main"
-        if sidechain:
-            thread_id = file_agent or (agent_id if isinstance(agent_id, str) and agent_id else "sidechain")
-        state = states.get(thread_id)
-        if state is None:
-            session = record.get("sessionId")
-            session_id = session if isinstance(session, str) and session else path.stem
-            state = states[thread_id] = _ThreadState(
-                Thread(
-                    agent=AGENT,
-                    session_id=session_id,
-                    thread=thread_id,
-                    sidechain=sidechain,
-                    first_turn=resume.turns.get(thread_id, 0) if resume else 0,
-                    # Each record names the session's cwd at that point, and it moves (the agent's shell
-                    # cd'd into another repository, a directory added with /add-dir): every exchange is
-                    # filed where its first record ran, turn by turn, as Codex's are.
-                    moves=True,
+        with report.guard(path, number):
+            kind = record.get("type")
+            if not isinstance(kind, str):
+                report.skip(path, number, f"a record whose type is a JSON {type(kind).__name__}")
+                continue
+            if kind not in ("user", "assistant"):
+                if kind not in _OTHER_TYPES:
+                    report.skip(path, number, f"unknown record type {str(kind)[:40]!r}")
+                continue
+            uuid = record.get("uuid")
+            if isinstance(uuid, str):
+                if uuid in seen_uuids:
+                    continue  # the CLI rewrites records on resume: once is enough
+                seen_uuids.add(uuid)
+            message = record.get("message")
+            if not isinstance(message, dict):
+                report.skip(path, number, f"{kind} record without a message object")
+                continue
+            sidechain = record.get("isSidechain") is True or file_agent is not None
+            agent_id = record.get("agentId")
+            thread_id = "main"
+            if sidechain:
+                thread_id = file_agent or (
+                    agent_id if isinstance(agent_id, str) and agent_id else "sidechain"
                 )
-            )
-        raw_cwd = record.get("cwd")
-        if isinstance(raw_cwd, str) and raw_cwd:
-            state.cwd = raw_cwd
-            if state.thread.cwd is None:
-                state.thread.cwd = raw_cwd
-        cwd = state.cwd
-        ts = iso_ms(record.get("timestamp"))
-        if ts is None:
-            ts = state.last_ts
+            state = states.get(thread_id)
+            if state is None:
+                session = record.get("sessionId")
+                session_id = session if isinstance(session, str) and session else path.stem
+                state = states[thread_id] = _ThreadState(
+                    Thread(
+                        agent=AGENT,
+                        session_id=session_id,
+                        thread=thread_id,
+                        sidechain=sidechain,
+                        first_turn=resume.turns.get(thread_id, 0) if resume else 0,
+                        # Each record names the session's cwd at that point, and it moves (the agent's shell
+                        # cd'd into another repository, a directory added with /add-dir): every exchange is
+                        # filed where its first record ran, turn by turn, as Codex's are.
+                        moves=True,
+                    )
+                )
+            raw_cwd = record.get("cwd")
+            if isinstance(raw_cwd, str) and raw_cwd:
+                state.cwd = raw_cwd
+                if state.thread.cwd is None:
+                    state.thread.cwd = raw_cwd
+            cwd = state.cwd
+            ts = iso_ms(record.get("timestamp"))
             if ts is None:
-                report.skip(path, number, "no readable timestamp")
-                continue
-        state.last_ts = ts
-        had = len(state.thread.exchanges)
-        if kind == "user":
-            if record.get("isMeta") is True:
-                continue
-            _user(state, message.get("content"), record, ts, cwd)
-        else:
-            model = message.get("model")
-            if isinstance(model, str) and model and not model.startswith("<"):
-                state.thread.model = model
-            _assistant(state, message.get("content"), ts, cwd, uuid if isinstance(uuid, str) else None)
-        if len(state.thread.exchanges) > had:
-            state.thread.exchanges[-1].offset, state.thread.exchanges[-1].line = offset, number
+                ts = state.last_ts
+                if ts is None:
+                    report.skip(path, number, "no readable timestamp")
+                    continue
+            state.last_ts = ts
+            had = len(state.thread.exchanges)
+            if kind == "user":
+                if record.get("isMeta") is True:
+                    continue
+                _user(state, message.get("content"), record, ts, cwd)
+            else:
+                model = message.get("model")
+                if isinstance(model, str) and model and not model.startswith("<"):
+                    state.thread.model = model
+                _assistant(state, message.get("content"), ts, cwd, uuid if isinstance(uuid, str) else None)
+            if len(state.thread.exchanges) > had:
+                state.thread.exchanges[-1].offset, state.thread.exchanges[-1].line = offset, number
     threads = [s.thread for s in states.values() if s.thread.exchanges]
     return threads, resume_after(threads, resume, {})
 
@@ -286,7 +292,7 @@ def _assistant(state: _ThreadState, content: Any, ts: int, cwd: str | None, anch
                     call = Call(call_id=call_id, command=command, ts=ts, cwd=cwd)
                     state.exchange(ts, cwd, anchor).calls.append(call)
                     state.pending[call_id] = call
-            elif name in _EDIT_TOOLS:
+            elif isinstance(name, str) and name in _EDIT_TOOLS:
                 target = tool_input.get("file_path") or tool_input.get("notebook_path")
                 if isinstance(target, str) and target:
                     state.exchange(ts, cwd, anchor).files.append(target)

@@ -157,85 +157,93 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
     last_ts: int | None = None
     start, first_line = (resume.offset, resume.line) if resume else (0, 1)
     for number, offset, record in iter_json_objects(path, report, start, first_line):
-        kind = record.get("type")
-        payload = record.get("payload")
-        if kind not in _KNOWN_TYPES:
-            report.skip(path, number, f"unknown record type {str(kind)[:40]!r}")
-            continue
-        if not isinstance(payload, dict):
-            report.skip(path, number, f"{kind} record without a payload object")
-            continue
-        ts = iso_ms(record.get("timestamp")) or iso_ms(payload.get("timestamp")) or last_ts
-        if ts is None:
-            report.skip(path, number, "no readable timestamp")
-            continue
-        last_ts = ts
-        if kind in ("session_meta", "turn_context"):
-            if isinstance(payload.get("cwd"), str) and payload["cwd"]:
-                cwd = payload["cwd"]
-                thread.cwd = thread.cwd or cwd
-            if kind == "session_meta":
-                ident = payload.get("id", payload.get("session_id"))
-                if isinstance(ident, str) and ident:
-                    thread.session_id = ident
-                source = payload.get("source")
-                if isinstance(source, dict) or payload.get("agent_role") or payload.get("agent_nickname"):
-                    thread.sidechain = True
-                    thread.thread = str(
-                        payload.get("agent_nickname") or payload.get("agent_role") or "subagent"
+        with report.guard(path, number):
+            kind = record.get("type")
+            payload = record.get("payload")
+            if not isinstance(kind, str):
+                report.skip(path, number, f"a record whose type is a JSON {type(kind).__name__}")
+                continue
+            if kind not in _KNOWN_TYPES:
+                report.skip(path, number, f"unknown record type {kind[:40]!r}")
+                continue
+            if not isinstance(payload, dict):
+                report.skip(path, number, f"{kind} record without a payload object")
+                continue
+            ts = iso_ms(record.get("timestamp")) or iso_ms(payload.get("timestamp")) or last_ts
+            if ts is None:
+                report.skip(path, number, "no readable timestamp")
+                continue
+            last_ts = ts
+            if kind in ("session_meta", "turn_context"):
+                if isinstance(payload.get("cwd"), str) and payload["cwd"]:
+                    cwd = payload["cwd"]
+                    thread.cwd = thread.cwd or cwd
+                if kind == "session_meta":
+                    ident = payload.get("id", payload.get("session_id"))
+                    if isinstance(ident, str) and ident:
+                        thread.session_id = ident
+                    source = payload.get("source")
+                    if isinstance(source, dict) or payload.get("agent_role") or payload.get("agent_nickname"):
+                        thread.sidechain = True
+                        thread.thread = str(
+                            payload.get("agent_nickname") or payload.get("agent_role") or "subagent"
+                        )
+                elif isinstance(payload.get("model"), str):
+                    thread.model = payload["model"]
+                continue
+            if kind == "event_msg":
+                etype = payload.get("type")
+                if etype in ("user_message", "agent_message") and isinstance(payload.get("message"), str):
+                    events.append(
+                        (ts, "user" if etype == "user_message" else "assistant", payload["message"])
                     )
-            elif isinstance(payload.get("model"), str):
-                thread.model = payload["model"]
-            continue
-        if kind == "event_msg":
-            etype = payload.get("type")
-            if etype in ("user_message", "agent_message") and isinstance(payload.get("message"), str):
-                events.append((ts, "user" if etype == "user_message" else "assistant", payload["message"]))
-            elif etype == "exec_command_end" and isinstance(payload.get("exit_code"), int):
-                call = pending.get(str(payload.get("call_id")))
-                if call is not None and call.exit is None and not masked_status(call.command):
-                    call.exit = int(payload["exit_code"])
-            continue
-        if kind != "response_item":
-            continue
-        ptype = payload.get("type")
-        if ptype == "message":
-            role = payload.get("role")
-            text = strip_injected(text_of(payload.get("content")))
-            if role == "user":
-                saw_messages = True
-                if not text or text.startswith(_BOILERPLATE):
+                elif etype == "exec_command_end" and isinstance(payload.get("exit_code"), int):
+                    call = pending.get(str(payload.get("call_id")))
+                    if call is not None and call.exit is None and not masked_status(call.command):
+                        call.exit = int(payload["exit_code"])
+                continue
+            if kind != "response_item":
+                continue
+            ptype = payload.get("type")
+            if ptype == "message":
+                role = payload.get("role")
+                text = strip_injected(text_of(payload.get("content")))
+                if role == "user":
+                    saw_messages = True
+                    if not text or text.startswith(_BOILERPLATE):
+                        continue
+                    current = Exchange(ts=ts, question=text, cwd=cwd, offset=offset, line=number)
+                    thread.exchanges.append(current)
+                elif role == "assistant":
+                    saw_messages = True
+                    if text:
+                        exchange(ts).answer.append(text)
+            elif ptype in ("function_call", "local_shell_call"):
+                name = payload.get("name") or "local_shell"
+                call_id = payload.get("call_id") or payload.get("id")
+                if not isinstance(name, str) or name not in _SHELL_TOOLS:
                     continue
-                current = Exchange(ts=ts, question=text, cwd=cwd, offset=offset, line=number)
-                thread.exchanges.append(current)
-            elif role == "assistant":
-                saw_messages = True
-                if text:
-                    exchange(ts).answer.append(text)
-        elif ptype in ("function_call", "local_shell_call"):
-            name = str(payload.get("name") or "local_shell")
-            call_id = payload.get("call_id") or payload.get("id")
-            if name not in _SHELL_TOOLS or not isinstance(call_id, str) or not call_id:
-                continue
-            source = payload.get("arguments") if ptype == "function_call" else payload.get("action")
-            command, workdir = _command(name, source)
-            if command is None or not command.strip():
-                report.skip(path, number, f"{name} call {call_id[:24]} without a readable command")
-                continue
-            call = Call(call_id=call_id, command=command, ts=ts, cwd=workdir or cwd)
-            exchange(ts).calls.append(call)
-            pending[call_id] = call
-        elif ptype == "function_call_output":
-            call = pending.pop(str(payload.get("call_id")), None)
-            if call is not None:
-                status = _exit_of(payload.get("output"))
-                call.exit = (
-                    None if status is not None and status == 0 and masked_status(call.command) else status
-                )
-        elif ptype == "custom_tool_call" and payload.get("name") == "apply_patch":
-            patch = payload.get("input")
-            if isinstance(patch, str):
-                exchange(ts).files.extend(m.strip() for m in _PATCH_FILE.findall(patch))
+                if not isinstance(call_id, str) or not call_id:
+                    continue
+                source = payload.get("arguments") if ptype == "function_call" else payload.get("action")
+                command, workdir = _command(name, source)
+                if command is None or not command.strip():
+                    report.skip(path, number, f"{name} call {call_id[:24]} without a readable command")
+                    continue
+                call = Call(call_id=call_id, command=command, ts=ts, cwd=workdir or cwd)
+                exchange(ts).calls.append(call)
+                pending[call_id] = call
+            elif ptype == "function_call_output":
+                call = pending.pop(str(payload.get("call_id")), None)
+                if call is not None:
+                    status = _exit_of(payload.get("output"))
+                    call.exit = (
+                        None if status is not None and status == 0 and masked_status(call.command) else status
+                    )
+            elif ptype == "custom_tool_call" and payload.get("name") == "apply_patch":
+                patch = payload.get("input")
+                if isinstance(patch, str):
+                    exchange(ts).files.extend(m.strip() for m in _PATCH_FILE.findall(patch))
     threads = [thread] if thread.exchanges else []
     if not saw_messages:
         if events:

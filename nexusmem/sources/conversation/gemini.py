@@ -168,48 +168,55 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
     last_ts = start
     for index, message in enumerate(data["messages"]):
         where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            report.skip(f"{path} {where}", None, "not an object")
-            continue
-        ts = iso_ms(message.get("timestamp")) or last_ts
-        if ts is None:
-            report.skip(f"{path} {where}", None, "no readable timestamp")
-            continue
-        last_ts = ts
-        kind = message.get("type")
-        ident = message.get("id")
-        anchor = ident if isinstance(ident, str) and ident else None
-        if kind == "user":
-            text = _text(message.get("content"))
-            if text and not text.startswith("/"):
-                current = Exchange(ts=ts, question=text, cwd=cwd, anchor=anchor)
-                thread.exchanges.append(current)
-        elif kind in ("gemini", "model", "assistant"):
-            if current is None:
-                current = Exchange(ts=ts, question="", cwd=cwd, anchor=anchor)
-                thread.exchanges.append(current)
-            text = _text(message.get("content"))
-            if text:
-                current.answer.append(text)
-            if isinstance(message.get("model"), str):
-                thread.model = message["model"]
-            for n, call in enumerate(message.get("toolCalls") or []):
-                if not isinstance(call, dict) or call.get("name") not in _SHELL_TOOLS:
-                    continue
-                raw_args = call.get("args")
-                args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
-                command = args.get("command")
-                call_id = call.get("id")
-                if not isinstance(command, str) or not command.strip():
-                    report.skip(f"{path} {where}.toolCalls[{n}]", None, "shell call without a command")
-                    continue
-                # Qualified by the session: Gemini's ids are only meant to be unique within one.
-                call_id = f"{thread.session_id}/{call_id if isinstance(call_id, str) and call_id else f'{index}.{n}'}"
-                found = _EXIT.search(_result_text(call.get("result")))
-                status = int(found.group(1)) if found else None
-                if status is None and call.get("status") == "success" and not masked_status(command):
-                    status = 0
-                current.calls.append(Call(call_id=call_id, command=command, ts=ts, cwd=cwd, exit=status))
-        elif kind not in ("info", "error", "warning"):
-            report.skip(f"{path} {where}", None, f"unknown message type {str(kind)[:40]!r}")
+        with report.guard(f"{path} {where}", None):
+            if not isinstance(message, dict):
+                report.skip(f"{path} {where}", None, "not an object")
+                continue
+            ts = iso_ms(message.get("timestamp")) or last_ts
+            if ts is None:
+                report.skip(f"{path} {where}", None, "no readable timestamp")
+                continue
+            last_ts = ts
+            kind = message.get("type")
+            ident = message.get("id")
+            anchor = ident if isinstance(ident, str) and ident else None
+            if kind == "user":
+                text = _text(message.get("content"))
+                if text and not text.startswith("/"):
+                    current = Exchange(ts=ts, question=text, cwd=cwd, anchor=anchor)
+                    thread.exchanges.append(current)
+            elif kind in ("gemini", "model", "assistant"):
+                if current is None:
+                    current = Exchange(ts=ts, question="", cwd=cwd, anchor=anchor)
+                    thread.exchanges.append(current)
+                text = _text(message.get("content"))
+                if text:
+                    current.answer.append(text)
+                if isinstance(message.get("model"), str):
+                    thread.model = message["model"]
+                calls = message.get("toolCalls")
+                for n, call in enumerate(calls if isinstance(calls, list) else []):
+                    if not isinstance(call, dict):
+                        continue
+                    name = call.get("name")
+                    if not isinstance(name, str) or name not in _SHELL_TOOLS:
+                        continue
+                    raw_args = call.get("args")
+                    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+                    command = args.get("command")
+                    call_id = call.get("id")
+                    if not isinstance(command, str) or not command.strip():
+                        report.skip(f"{path} {where}.toolCalls[{n}]", None, "shell call without a command")
+                        continue
+                    # Qualified by the session: Gemini's ids are only meant to be unique within one.
+                    call_id = f"{thread.session_id}/{call_id if isinstance(call_id, str) and call_id else f'{index}.{n}'}"
+                    found = _EXIT.search(_result_text(call.get("result")))
+                    status = int(found.group(1)) if found else None
+                    if status is None and call.get("status") == "success" and not masked_status(command):
+                        status = 0
+                    current.calls.append(Call(call_id=call_id, command=command, ts=ts, cwd=cwd, exit=status))
+            elif not isinstance(kind, str):
+                report.skip(f"{path} {where}", None, f"a message whose type is a JSON {type(kind).__name__}")
+            elif kind not in ("info", "error", "warning"):
+                report.skip(f"{path} {where}", None, f"unknown message type {kind[:40]!r}")
     return [thread] if thread.exchanges else []

@@ -110,6 +110,30 @@ class Report:
             where = f"{path}:{line}" if line is not None else str(path)
             self.problems.append(f"{where}: {why}")
 
+    def guard(self, path: Path | str, line: int | None) -> _RecordGuard:
+        """A context in which an exception skips the one record at PATH:LINE (counted) instead of the file."""
+        return _RecordGuard(self, path, line)
+
+
+class _RecordGuard:
+    """`with report.guard(path, line):` around the reading of one record: an exception there (a parser that
+    met a shape it did not expect) skips and counts that record with its place, and the next is read."""
+
+    __slots__ = ("line", "path", "report")
+
+    def __init__(self, report: Report, path: Path | str, line: int | None) -> None:
+        self.report, self.path, self.line = report, path, line
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if kind is None or not issubclass(kind, Exception):
+            return False
+        # The exception's type only: its message may quote the record, which may hold a secret.
+        self.report.skip(self.path, self.line, f"a record this version cannot read ({kind.__name__})")
+        return True
+
 
 @dataclass
 class Resume:
