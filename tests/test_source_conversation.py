@@ -892,3 +892,46 @@ def test_a_record_of_an_unexpected_shape_is_skipped_with_its_line_and_the_rest_k
     assert "waits on a socket" in capybara.body
     assert "agent:codex:call_MIGFAIL" in agent_calls(repo)  # the call after the odd one
     assert any(k.startswith("agent:gemini:") for k in agent_calls(repo))
+
+
+def test_a_gemini_call_takes_its_exit_status_from_gemini_not_from_the_output(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A Gemini shell call whose output printed `Exit Code: 137` (a CI log read back) was stored as exit 137,
+    though Gemini's own `Exit Code:` after the output said 0. The status is read from the fields Gemini CLI
+    writes after the output, older builds (always an `Exit Code:`) and newer (one only when not 0)."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    path = T.write_gemini(isolated_home / ".gemini", repo, START)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+
+    def call(ident: str, command: str, output: str) -> dict[str, Any]:
+        response = {"id": ident, "name": "run_shell_command", "response": {"output": output}}
+        return {
+            "id": ident,
+            "name": "run_shell_command",
+            "args": {"command": command},
+            "status": "success",
+            "result": [{"functionResponse": response}],
+        }
+
+    doc["messages"][1]["toolCalls"] = [
+        call(
+            "old",
+            "cat ci.log",
+            "Command: cat ci.log\nDirectory: (root)\nOutput: step build: Exit Code: 137 (OOM killed)\n"
+            "Exit Code: 137\nError: (none)\nExit Code: 0\nSignal: (none)\nBackground PIDs: (none)\n"
+            "Process Group PGID: 4242",
+        ),
+        call("new", "cat ci2.log", "Output: Exit Code: 137\nretried: ok\nProcess Group PGID: 4243"),
+        call("failed", "pytest -q", "Output: 1 failed\nExit Code: 1\nProcess Group PGID: 4244"),
+        call(
+            "killed",
+            "sleep 99",
+            "Command: sleep 99\nOutput: (empty)\nError: (none)\nExit Code: (none)\nSignal: 9",
+        ),
+    ]
+    doc["messages"][1]["toolCalls"][-1]["status"] = "error"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    sync_json(repo, "--conversation")
+    exits = {c.ref: c.meta["exit"] for c in agent_calls(repo).values()}
+    assert exits == {"cat ci.log": 0, "cat ci2.log": 0, "pytest -q": 1, "sleep 99": None}, exits

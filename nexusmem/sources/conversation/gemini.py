@@ -6,7 +6,8 @@ hash equals the hash of the repository root, of one of its worktrees, or of a di
 tracked files (a session started in `src/`): the folder's name, or, in a folder named some other way, the
 `projectHash` near the start of the document. The directories are hashed only when a session's hash is
 not a root's, once per sync (`Directories`). Messages: `type` `user` is the person, `gemini`/`model` the
-agent, with `toolCalls` (`run_shell_command`, `args.command`; the result text ends `Exit Code: N`).
+agent, with `toolCalls` (`run_shell_command`, `args.command`; Gemini's fields after the output of the
+result give its status: `Exit Code: N`, see _TRAILER).
 """
 
 from __future__ import annotations
@@ -35,7 +36,12 @@ AGENT = "gemini"
 # A session document over this size is skipped (a real one is well under a few MB).
 MAX_FILE_BYTES = 64 << 20
 _SHELL_TOOLS = frozenset({"run_shell_command", "shell"})
-_EXIT = re.compile(r"Exit Code:\s*(-?\d+)")
+_EXIT = re.compile(r"Exit Code:\s*(-?\d{1,9})\b")
+# The fields Gemini CLI writes after a shell command's output (packages/core/src/tools/shell.ts: `Output:`,
+# then `Error:`, `Exit Code:` (older builds: always, `(none)` when killed; newer: only when not 0),
+# `Signal:`, `Background PIDs:`, `Process Group PGID:`): its own status is read there, from the end, so
+# that an `Exit Code: 137` printed by the command itself is not taken for it.
+_TRAILER = re.compile(r"(Exit Code|Signal|Background PIDs|Process Group PGID): [^\n]*")
 
 
 def gemini_home() -> Path:
@@ -133,14 +139,40 @@ def _text(content: Any) -> str:
     return text_of(content, keys=("text",)).strip()
 
 
-def _result_text(result: Any) -> str:
-    """The text of a tool call result (a string, parts, or functionResponse objects)."""
+def _result_text(result: Any) -> str | None:
+    """The text of a tool call result: a string, or the `output` of its functionResponse parts (the shape
+    Gemini CLI writes); None when it is neither."""
     if isinstance(result, str):
         return result
-    try:
-        return json.dumps(result)[:8192]
-    except (TypeError, ValueError, RecursionError):
-        return ""
+    if not isinstance(result, list):
+        return None
+    texts = []
+    for item in result:
+        response = item.get("functionResponse") if isinstance(item, dict) else None
+        answer = response.get("response") if isinstance(response, dict) else None
+        output = answer.get("output") if isinstance(answer, dict) else None
+        if isinstance(output, str):
+            texts.append(output)
+    return "\n".join(texts) if texts else None
+
+
+def _exit_status(result: Any) -> int | None:
+    """The exit status Gemini CLI reported for a shell call's RESULT, None when it did not say."""
+    text = _result_text(result)
+    if text is None:  # a shape not known: the last `Exit Code:` its JSON holds (the output comes first)
+        try:
+            text = json.dumps(result)[-8192:]
+        except (TypeError, ValueError, RecursionError):
+            return None
+        codes = _EXIT.findall(text)
+        return int(codes[-1]) if codes else None
+    for line in reversed(text.rstrip().splitlines()):
+        if not _TRAILER.fullmatch(line):
+            break  # above Gemini's own fields: the command's output (or `Error:`)
+        found = _EXIT.fullmatch(line)
+        if found is not None:
+            return int(found.group(1))
+    return None
 
 
 def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
@@ -210,8 +242,7 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
                         continue
                     # Qualified by the session: Gemini's ids are only meant to be unique within one.
                     call_id = f"{thread.session_id}/{call_id if isinstance(call_id, str) and call_id else f'{index}.{n}'}"
-                    found = _EXIT.search(_result_text(call.get("result")))
-                    status = int(found.group(1)) if found else None
+                    status = _exit_status(call.get("result"))
                     if status is None and call.get("status") == "success" and not masked_status(command):
                         status = 0
                     current.calls.append(Call(call_id=call_id, command=command, ts=ts, cwd=cwd, exit=status))
