@@ -935,3 +935,25 @@ def test_a_gemini_call_takes_its_exit_status_from_gemini_not_from_the_output(
     sync_json(repo, "--conversation")
     exits = {c.ref: c.meta["exit"] for c in agent_calls(repo).values()}
     assert exits == {"cat ci.log": 0, "cat ci2.log": 0, "pytest -q": 1, "sleep 99": None}, exits
+
+
+def test_a_claude_session_whose_first_cwd_comes_after_many_snapshots_is_read(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A Claude Code file whose first `cwd` came after 200 records (201 file-history snapshots, then the
+    person's question) was never read, and nothing said so. Records are now looked through for a cwd up to
+    the first 1 MB, and a file that names none there is counted in the sync's notes."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    snapshot = {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}, "isSnapshotUpdate": False}
+    w = T.ClaudeWriter("5e55-snapshots", repo, START)
+    w.records = [snapshot] * 201
+    w.user("why does the pangolin scheduler skip mondays")
+    w.say("The pangolin scheduler counts weeks from sunday.")
+    w.write(isolated_home / ".claude" / "projects" / "p" / "s.jsonl")
+    far = T.ClaudeWriter("5e55-far", repo, START)
+    far.records = [{**snapshot, "snapshot": {"pad": "x" * 1000}}] * 1100  # ~1.1 MB before its first cwd
+    far.user("why does the okapi index drift")
+    far.write(isolated_home / ".claude" / "projects" / "p" / "far.jsonl")
+    summary = part(sync_json(repo, "--conversation"))
+    assert [n.meta["question"] for n in turns(repo)] == ["why does the pangolin scheduler skip mondays"]
+    assert "1 transcript file(s) name no working directory in their first 1 MB: not read" in summary["notes"]

@@ -33,6 +33,8 @@ from nexusmem.sources.conversation.model import (
     Thread,
     iso_ms,
     iter_json_objects,
+    iter_lines,
+    loads,
     masked_status,
     resume_after,
     strip_injected,
@@ -70,8 +72,9 @@ _INJECTED_PREFIXES = (
 )
 _EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 _EXIT_LINE = re.compile(r"^\s*Exit code (-?\d+)")
-# A head read for attribution looks this far for a record with a cwd (the first lines may be snapshots).
-_HEAD_RECORDS = 200
+# A head read for attribution looks this far into a file for a record with a cwd (the first lines may be
+# hundreds of snapshots); a line without `"cwd"` in it is passed over without being parsed.
+HEAD_CWD_BYTES = 1 << 20
 
 
 def config_dir() -> Path:
@@ -113,14 +116,22 @@ def transcript_files(base: Path | None = None) -> list[Path]:
 
 
 def head_cwd(path: Path, report: Report) -> str | None:
-    """The first `cwd` the records of PATH name (where the session ran), or None."""
+    """The first `cwd` the records of PATH name (where the session ran), or None. Looked for in the first
+    HEAD_CWD_BYTES: a file with none there is counted in REPORT.no_cwd (it is not read)."""
     quiet = Report()  # problems are counted when the file is parsed, not twice
-    for n, (_, _, record) in enumerate(iter_json_objects(path, quiet)):
-        cwd = record.get("cwd")
+    for _number, offset, raw in iter_lines(path, quiet):
+        if offset >= HEAD_CWD_BYTES:
+            report.no_cwd += 1
+            break
+        if b'"cwd"' not in raw:
+            continue
+        try:
+            record = loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        cwd = record.get("cwd") if isinstance(record, dict) else None
         if isinstance(cwd, str) and cwd:
             return cwd
-        if n >= _HEAD_RECORDS:
-            break
     return None
 
 

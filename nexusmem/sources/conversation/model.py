@@ -98,6 +98,8 @@ class Report:
     # and a bad line there was counted then), and the last whole line this read reached.
     known: dict[str, int] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    # Files whose head named no working directory as far as it was read (claude.HEAD_CWD_BYTES): not read.
+    no_cwd: int = 0
 
     def skip(self, path: Path | str, line: int | None, why: str) -> None:
         key = str(path)

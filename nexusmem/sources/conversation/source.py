@@ -153,6 +153,11 @@ class ConversationSource:
                     yield from builder.nodes(thread)
         if read:
             result.notes.append(f"read {read} changed transcript file(s) of {len(files)}")
+        if report.no_cwd:
+            result.notes.append(
+                f"{report.no_cwd} transcript file(s) name no working directory in their first "
+                f"{claude.HEAD_CWD_BYTES >> 20} MB: not read"
+            )
         result.skipped += report.skipped
         result.problems.extend(report.problems[:MAX_PROBLEMS])
         # Persisted after every node was handed over: an interrupted sync reads the same files again.
