@@ -957,3 +957,40 @@ def test_a_claude_session_whose_first_cwd_comes_after_many_snapshots_is_read(
     summary = part(sync_json(repo, "--conversation"))
     assert [n.meta["question"] for n in turns(repo)] == ["why does the pangolin scheduler skip mondays"]
     assert "1 transcript file(s) name no working directory in their first 1 MB: not read" in summary["notes"]
+
+
+def test_the_cursor_keeps_no_path_of_another_projects_transcript(world: dict[str, Any]) -> None:
+    """Every repository's memory kept the path of every other project's transcript in the source's cursor
+    (`"ours": false` entries), and a Claude Code folder's name spells out that project's path; `status
+    --json` printed them. They are kept by a keyed digest now (the file is still passed over unread while
+    unchanged), and the next sync drops the paths an older cursor kept."""
+    repo, home = world["repo"], world["home"]
+    other_claude = home / ".claude" / "projects" / "-other" / "7a7a7a7a-0000-4000-8000-000000000000.jsonl"
+    foreign = ("7a7a7a7a-0000-4000-8000-000000000000", "019dd8e4-0000-7000-8000-0000000000ff", "-other")
+
+    def kept() -> str:
+        status = run_cli("-C", str(repo), "status", "--json").stdout
+        blobs = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.is_file())
+        return status + blobs.decode("utf-8", "replace")
+
+    sync_json(repo, "--conversation")
+    assert not [name for name in foreign if name in kept()]
+    assert "9 transcript file(s) seen, 7 of this project" in run_cli("-C", str(repo), "status").stdout
+    again = part(sync_json(repo, "--conversation"))
+    assert again["noop"] and again["notes"] == []  # unchanged: not opened again
+    # What an older version kept: the other project's file by its path (and no key).
+    from nexusmem.sources.conversation.source import ConversationSource
+
+    with project_mod.load(repo).open_store() as store:
+        cursor = json.loads(store.cursor("conversation") or "{}")
+        del cursor["key"]
+        cursor["files"][str(other_claude)] = {
+            "fp": ConversationSource._fingerprint(other_claude, None),
+            "ours": False,
+        }
+        with store.transaction():
+            store.record_sync("conversation", json.dumps(cursor), 0, 0, 0, 0)
+    assert foreign[0] in kept()
+    part(sync_json(repo, "--conversation"))
+    assert not [name for name in foreign if name in kept()]
+    assert not [n for n in turns(repo) if "OTHERPROJECT" in n.body]

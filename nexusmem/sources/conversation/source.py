@@ -12,7 +12,8 @@ nothing. An append-only JSONL transcript (Claude Code, Codex) that only grew (sa
 larger) is read on from the byte where its last exchange began (that exchange may have grown), with the
 turn numbering carried over (model.Resume); any other change (rewritten under us, truncated, replaced)
 reads the file again from the top, which the content-addressed ids make idempotent. A file found to belong
-to another project is remembered as such and not parsed again until it changes.
+to another project is remembered as such and not parsed again until it changes: by a keyed digest of its path
+and those four (_foreign), never by its path, which would say whose it is.
 """
 
 from __future__ import annotations
@@ -84,12 +85,24 @@ def _names_any(path: Path, texts: list[str]) -> bool:
     return False
 
 
-def _decode_cursor(text: str | None) -> dict[str, Any]:
+def _decode_cursor(text: str | None) -> tuple[dict[str, Any], bytes]:
+    """The cursor's files and its key (a fresh one when it has none: an older cursor, the first sync)."""
     data = decode_cursor(text, _CURSOR_VERSION)
-    if not isinstance(data.get("files"), dict):
-        return {}
-    files: dict[str, Any] = data["files"]
-    return files
+    key = data.get("key")
+    try:
+        secret = bytes.fromhex(key) if isinstance(key, str) and len(key) == 32 else os.urandom(16)
+    except ValueError:
+        secret = os.urandom(16)
+    files = data.get("files")
+    return (files if isinstance(files, dict) else {}), secret
+
+
+def _foreign(secret: bytes, path: str, fingerprint: list[Any]) -> str:
+    """What the cursor keeps of another project's transcript: a digest of its path and fingerprint keyed by
+    the cursor's random SECRET, enough to pass over the same file unchanged and nothing to tell whose it is
+    (the path of a Claude Code folder spells out the other project's: -home-u-clients-acme-merger)."""
+    text = json.dumps([path, fingerprint]).encode("ascii")
+    return "~" + hashlib.blake2b(text, key=secret, digest_size=16).hexdigest()
 
 
 class ConversationSource:
@@ -108,7 +121,9 @@ class ConversationSource:
     def _scan(self, ctx: ScanContext, result: ScanResult) -> Iterator[Node]:
         settings = ctx.config.get("sources", {}).get("conversation", {})
         wanted = set(settings.get("agents", AGENTS))
-        old = {} if ctx.full else _decode_cursor(ctx.cursor)
+        old, secret = _decode_cursor(ctx.cursor)
+        if ctx.full:
+            old = {}
         attributor = Attributor.for_repo(ctx.root)
         roots = attributor.roots
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
@@ -141,12 +156,22 @@ class ConversationSource:
             elif agent == "codex":
                 # Sessions resumed in another directory are attributed turn by turn since this mark.
                 fingerprint.append(CODEX_MOVES)
+            foreign = _foreign(secret, key, fingerprint)
+            if foreign in old:  # another project's, unchanged
+                state[foreign] = {"ours": False}
+                continue
             previous = old.get(key)
             if isinstance(previous, dict) and previous.get("fp") == fingerprint:
-                state[key] = previous
+                if previous.get("ours") is True:
+                    state[key] = previous
+                else:  # an older cursor kept another project's file by its path: by its digest from now on
+                    state[foreign] = {"ours": False}
                 continue
             entry, threads = self._read(agent, path, previous, fingerprint, attributor, directories, report)
-            state[key] = entry
+            if entry["ours"]:
+                state[key] = entry
+            else:
+                state[foreign] = {"ours": False}
             read += entry["ours"]
             for thread in threads:
                 if thread.moves or thread.cwd is None or attributor.match(thread.cwd) is not None:
@@ -161,7 +186,9 @@ class ConversationSource:
         result.skipped += report.skipped
         result.problems.extend(report.problems[:MAX_PROBLEMS])
         # Persisted after every node was handed over: an interrupted sync reads the same files again.
-        result.cursor = json.dumps({"v": _CURSOR_VERSION, "files": state}, sort_keys=True)
+        result.cursor = json.dumps(
+            {"v": _CURSOR_VERSION, "key": secret.hex(), "files": state}, sort_keys=True
+        )
 
     def _read(
         self,
