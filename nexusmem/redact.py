@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLACEHOLDER_RE",
+    "continues_token",
     "path_text",
     "placeholder",
     "redact",
@@ -64,6 +65,15 @@ def said_line(text: str, limit: int) -> str:
     them, becomes a space; runs of blanks one space), every secret replaced, at most LIMIT characters."""
     printable = "".join(ch if ch.isprintable() else " " for ch in text)
     return redact(" ".join(printable.split()))[:limit]
+
+
+def continues_token(before: str, after: str) -> bool:
+    """Whether a token of a known format cut at the end of BEFORE goes on at the start of AFTER (two text
+    blocks that split it): joined by one line break, redaction then finds all of it."""
+    if not before or not after or not (before[-1].isalnum() or before[-1] in "_-"):
+        return False  # nothing runs to the end of BEFORE: no token was cut there
+    out: bool = _engine().continues_token(before, after)
+    return out
 
 
 def mask(text: str) -> str:

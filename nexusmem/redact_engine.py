@@ -8,7 +8,8 @@ What is recognised (docs/hygiene.md has the list and the measured corpus figures
 
 - about 110 self-identifying token formats (a fixed prefix and a known length/alphabet: ``AKIA``, ``ghp_``,
   ``SG.``, ``hvs.``, ``hf_``, ``dop_v1_`` ...), after the rule sets of gitleaks and trufflehog, plus a few
-  without a prefix (Discord and Telegram bot tokens, Azure AD client secrets);
+  without a prefix (Discord and Telegram bot tokens, Azure AD client secrets); one whose length is known is
+  found whole when a line break cuts it (a wrapped paste: ``_WRAPPABLE``);
 - credentials in context: URL passwords, ``Authorization:`` and ``*-Key:``/``*-Token:`` headers, Azure
   ``AccountKey=``, ``.netrc`` ``password`` lines, tool flags (``mysql -p``, ``curl -u``, ``keytool
   -storepass`` ...);
@@ -1431,9 +1432,90 @@ _ASSIGN_SEP = (
 _NAME_KINDS = ("password", "token", "secret", "api-key", "aws-secret-key")
 _ASSIGN_LITERALS = tuple(lit for lit, _ in _ASSIGN_WORDS)
 
+# Tokens of a known format that a line break may cut: a paste the terminal wrapped
+# (`ghp_R8xk2LmQ9vTz4WpN7s` / `Hb3JcY6dFa1GeU5oKi`), a reply split across two text blocks. Literal ->
+# (its alphabet, its longest body, [(the whole body's format, type)]). When the token's characters run to
+# the end of a line short of the format and the next lines' runs complete it exactly, the continuation is
+# part of the secret (_wrapped); anywhere else the rule reads as before. Only formats whose length is known:
+# a cut one with a loose length (`sk-proj-` of a shape not listed) still loses its head only. The longest
+# body bounds each run the cut form reads (`AKIA` a million times over is no quadratic search).
+_GITHUB = ("[A-Za-z0-9]", 255, [("[A-Za-z0-9]{36,255}", "github-token")])
+_OPENAI = "(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})"
+_SLACK = "b-\\d{10,13}-\\d{10,13}-[A-Za-z0-9]{24}|[pe](?:-\\d{10,13}){3}-[A-Za-z0-9]{28,34}"
+_WRAPPABLE: dict[str, tuple[str, int, list[tuple[str, str]]]] = {
+    **{p: _GITHUB for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")},
+    "github_pat_": ("[A-Za-z0-9_]", 82, [("[A-Za-z0-9]{22}_[A-Za-z0-9]{59}", "github-token")]),
+    **{p: ("[A-Z0-9]", 16, [("[A-Z0-9]{16}", "aws-key")]) for p in ("AKIA", "ASIA")},
+    "xox": ("[A-Za-z0-9-]", 80, [(_SLACK, "slack-token")]),
+    "sk-": (
+        "[A-Za-z0-9_-]",
+        170,
+        [
+            ("ant-api03-[A-Za-z0-9_-]{93}AA", "anthropic-key"),
+            (f"(?:proj|svcacct|admin)-{_OPENAI}T3BlbkFJ{_OPENAI}", "openai-key"),
+            ("[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}", "openai-key"),
+        ],
+    ),
+    "npm_": ("[A-Za-z0-9]", 36, [("[A-Za-z0-9]{36}", "npm-token")]),
+    "AIza": ("[0-9A-Za-z_-]", 35, [("[0-9A-Za-z_-]{35}", "google-api-key")]),
+    "glpat-": ("[A-Za-z0-9_-]", 20, [("[A-Za-z0-9_-]{20}", "gitlab-token")]),
+}
+# At most this many lines after the first hold the rest of a cut token (a narrow terminal cuts one thrice).
+_WRAP_LINES = 3
+
+
+def _wrapped(literal: str, body: str, handler: Handler) -> tuple[str, Handler]:
+    """The body and handler of LITERAL's rule that also find its token cut by line breaks (see _WRAPPABLE):
+    the cut form is tried first, and where it is not one (a whole token at the end of a line, a next line
+    that does not complete it) the rule's own BODY and HANDLER decide, as they did."""
+    alphabet, longest, formats = _WRAPPABLE[literal]
+    run = f"{alphabet}{{1,{longest}}}"
+    lines = f"(?:{run}\\r?\\n){{0,{_WRAP_LINES - 1}}}"
+    cut = f"(?P<cut>{alphabet}{{0,{longest}}}\\r?\\n{lines}{run}(?!{alphabet}))"
+    whole = [(_Lazy(fmt), kind) for fmt, kind in formats]
+    plain = _Lazy(re.escape(literal) + body)
+
+    def handle(m: re.Match[str], text: str) -> Span | None:
+        if m.group("cut") is None:
+            return handler(m, text)
+        span = _rejoined(m, text, whole)
+        if span is not None:
+            return span
+        again = plain.match(text, m.start())
+        return handler(again, text) if again is not None else None
+
+    return f"(?:{cut}|(?:{body}))", handle
+
+
+def _rejoined(m: re.Match[str], text: str, formats: list[tuple[_Lazy, str]]) -> Span | None:
+    """The span of a token cut at the end of its line whose next lines' runs complete one of FORMATS
+    exactly, or None (whole on its first line, or not completed)."""
+    lines = m.group("cut").split("\n")
+    first = lines[0].rstrip("\r")
+    if not _left_ok(text, m.start()) or any(fmt.fullmatch(first) for fmt, _ in formats):
+        return None
+    joined, at = first, m.start("cut") + len(lines[0]) + 1
+    for line in lines[1:]:
+        piece = line.rstrip("\r")
+        joined += piece
+        for fmt, kind in formats:
+            if fmt.fullmatch(joined):
+                return (m.start(), at + len(piece), kind)
+        at += len(line) + 1
+    return None
+
+
+def _token_rule(name: str, kinds: tuple[str, ...], literal: str, body: str, handler: Handler) -> Rule:
+    """A self-identifying token's rule, which also finds the token cut by line breaks when its format is
+    known (_WRAPPABLE)."""
+    if literal in _WRAPPABLE:
+        body, handler = _wrapped(literal, body, handler)
+    return _rule(name, kinds, literal, body, handler)
+
+
 _TOKEN_RULES: tuple[Rule, ...] = (
-    *(_rule(f"token:{lit}", (kind,), lit, body, _token(kind)) for kind, lit, body in _TOKENS),
-    _rule(
+    *(_token_rule(f"token:{lit}", (kind,), lit, body, _token(kind)) for kind, lit, body in _TOKENS),
+    _token_rule(
         "openai-anthropic",
         ("anthropic-key", "openai-key"),
         "sk-",
@@ -1444,7 +1526,7 @@ _TOKEN_RULES: tuple[Rule, ...] = (
     # An AWS key id, and the secret access key right after it when there is one, as the console's
     # credentials CSV and pasted pairs hold them (`AKIA…,<40 characters>`): the secret has no prefix.
     *(
-        _rule(
+        _token_rule(
             f"token:{lit}",
             ("aws-key",),
             lit,
@@ -2039,8 +2121,17 @@ def mask(text: str) -> str:
     its length, for a line rewritten in place where the placeholders do not fit (hygiene/hooklog.py)."""
     spans = _spans(text, None if len(text) <= _PREFILTER_MAX else False) if text else []
     for start, end, _kind in spans:
-        text = text[:start] + "*" * (end - start) + text[end:]
+        # A token cut by a line break (_wrapped) keeps the break: the lines stay lines.
+        text = text[:start] + "".join(c if c in "\r\n" else "*" for c in text[start:end]) + text[end:]
     return text
+
+
+def continues_token(before: str, after: str) -> bool:
+    """Whether a token of a known format cut at the end of BEFORE goes on at the start of AFTER (two text
+    blocks of one reply that split it): they are then joined by one line break, across which it is found."""
+    tail, head = before[-512:], after[:512]
+    cut = len(tail)
+    return any(start < cut < end for start, end, _ in _spans(tail + "\n" + head, None))
 
 
 def _spans(text: str, prefilter: bool | None) -> list[Span]:

@@ -377,3 +377,36 @@ def test_hex_digits_alone_are_never_taken_for_a_secret() -> None:
 )
 def test_a_value_glued_to_punctuation(text: str, expected: str) -> None:
     assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A token of a known format cut by a line break (a wrapped paste), whole again across it.
+        ("my token ghp_R8xk2LmQ9vTz4WpN7s\nHb3JcY6dFa1GeU5oKi ok", "my token «redacted:github-token» ok"),
+        ("ghp_R8xk2LmQ9vTz\r\nN7sHb3JcY6dF\r\na1GeU5oKiXyZ", "«redacted:github-token»"),  # CRLF, three lines
+        ("id AKIA2E0A8F3B\n244C9E7Q, done", "id «redacted:aws-key», done"),
+        ("xoxb-1234567890123-12345\n67890123-AbCdEfGhIjKlMnOpQrStUvWx", "«redacted:slack-token»"),
+        (
+            "k=sk-ant-api03-" + "a" * 40 + "\n" + "b" * 53 + "AA end",
+            "k=«redacted:anthropic-key» end",
+        ),
+        # Whole on its line: the next line is not taken.
+        ("ghp_R8xk2LmQ9vTz4WpN7sHb3JcY6dFa1GeU5oKi\nNextLine here", "«redacted:github-token»\nNextLine here"),
+        ("AKIA2E0A8F3B244C9E7Q\nABCDEF1234 ok", "«redacted:aws-key»\nABCDEF1234 ok"),
+        # Cut, but the next line does not complete the format: nothing of it is taken.
+        ("the prefix ghp_abc\nHello world", "the prefix ghp_abc\nHello world"),
+        ("AKIA2E0A\nSHORT", "AKIA2E0A\nSHORT"),
+        ("sk-ant-api03-" + "a" * 40 + "\nplain words", "«redacted:anthropic-key»\nplain words"),
+    ],
+)
+def test_a_token_cut_by_a_line_break(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(expected) == expected
+
+
+def test_mask_keeps_the_line_break_of_a_cut_token() -> None:
+    from nexusmem.redact import mask
+
+    text = "x ghp_R8xk2LmQ9vTz4WpN7s\nHb3JcY6dFa1GeU5oKi y"
+    assert mask(text) == "x " + "*" * 22 + "\n" + "*" * 18 + " y"

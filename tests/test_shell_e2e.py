@@ -167,3 +167,31 @@ def test_prune_source_is_a_dry_run_unless_yes(repo: Path) -> None:
     assert bad.exit_code == 2 and "unknown source 'nope'" in bad.output
     run_cli("-C", str(repo), "sync", "-q")  # the cursor was cleared: everything comes back
     assert json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]["shell_command"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_a_token_cut_across_two_lines_of_a_command_is_redacted_whole(repo: Path) -> None:
+    """A token pasted from a wrapped terminal into a quoted argument lands on two lines of one command: the
+    rule for its format needs it on one line, so its second half was stored in memory.db as typed."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    head, tail = "ghp_R8xk2LmQ9vTz4WpN7s", "Hb3JcY6dFa1GeU5oKi"
+    env = dict(os.environ, PS1="PROMPT> ", PS2="> ", TERM="dumb", HISTCONTROL="")
+    child = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env=env, cwd=str(repo), timeout=10)
+    try:
+        child.sendline(f"source '{script_path('shell/nexusmem.bash')}'".encode())
+        child.sendline(f'echo "token {head}'.encode())
+        child.sendline(f'{tail}" > /dev/null'.encode())
+        child.sendline(b"true done-typing")
+        deadline = 50
+        while deadline and b"done-typing" not in (log_file().read_bytes() if log_file().exists() else b""):
+            child.expect([pexpect.TIMEOUT, pexpect.EOF], timeout=0.1)
+            deadline -= 1
+    finally:
+        child.close(force=True)
+    assert tail.encode() in log_file().read_bytes()  # the hook saw the command, both lines of it
+    run_cli("-C", str(repo), "sync", "-q")
+    raw = b"".join(p.read_bytes() for p in (repo / ".nexusmem").glob("memory.db*"))
+    assert head.encode() not in raw and tail.encode() not in raw
+    refs = [it["ref"] for it in query_json(repo, "echo token")["items"] if it["kind"] == "shell_command"]
+    assert 'echo "token «redacted:github-token»" > /dev/null' in refs, refs

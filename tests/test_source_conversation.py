@@ -994,3 +994,37 @@ def test_the_cursor_keeps_no_path_of_another_projects_transcript(world: dict[str
     part(sync_json(repo, "--conversation"))
     assert not [name for name in foreign if name in kept()]
     assert not [n for n in turns(repo) if "OTHERPROJECT" in n.body]
+
+
+def test_a_token_cut_by_a_line_break_or_between_text_blocks_is_redacted_whole(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A pasted token the terminal wrapped (`ghp_R8xk2LmQ9vTz4WpN7s` then `Hb3JcY6dFa1GeU5oKi` on the next
+    line), or one an assistant reply split across two text blocks (of one record, or of two records of the
+    same message, as Claude Code writes them), lost its head to redaction and kept its tail in memory.db."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    pasted = ("ghp_R8xk2LmQ9vTz4WpN7s", "Hb3JcY6dFa1GeU5oKi")
+    blocks = ("ghp_Qw3Er5Ty7Ui9Op1As", "Df4Gh6Jk8Lz0Xc2Vb4Nm6Qw")
+    records = ("AKIA2E0A8F3B", "244C9E7Q")
+    w = T.ClaudeWriter("5e55-wrapped", repo, START)
+    w.user(f"why does the gh login fail with {pasted[0]}\n{pasted[1]} as my token")
+    w.assistant(
+        [
+            {"type": "text", "text": f"That token, {blocks[0]}"},
+            {"type": "text", "text": f"{blocks[1]}, expired."},
+        ]
+    )
+    w.user("and the aws key?")
+    w.assistant([{"type": "text", "text": f"The key id {records[0]}"}])
+    w.records[-1]["message"]["id"] = "msg_01SPLIT"
+    w.assistant([{"type": "text", "text": f"{records[1]} is revoked."}])
+    w.records[-1]["message"]["id"] = "msg_01SPLIT"
+    w.write(isolated_home / ".claude" / "projects" / "p" / "s.jsonl")
+    sync_json(repo, "--conversation")
+    blobs = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.is_file())
+    for piece in (*pasted, *blocks, *records):
+        assert piece.encode() not in blobs, piece
+    first, second = turns(repo)
+    assert first.meta["question"] == "why does the gh login fail with «redacted:github-token» as my token"
+    assert "That token, «redacted:github-token», expired." in first.body
+    assert "The key id «redacted:aws-key» is revoked." in second.body

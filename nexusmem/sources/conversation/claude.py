@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from nexusmem.redact import continues_token
 from nexusmem.sources.conversation.model import (
     Call,
     Exchange,
@@ -149,6 +150,7 @@ class _ThreadState:
         self.pending: dict[str, Call] = {}
         self.last_ts: int | None = None
         self.cwd: str | None = None  # the latest cwd a record named: where the session is now
+        self.text_of: str | None = None  # the message whose text block was the last thing read
 
     def exchange(self, ts: int, cwd: str | None, anchor: str | None) -> Exchange:
         if self.current is None:  # the agent spoke first (a resumed session, a subagent's reply)
@@ -226,6 +228,7 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
             state.last_ts = ts
             had = len(state.thread.exchanges)
             if kind == "user":
+                state.text_of = None
                 if record.get("isMeta") is True:
                     continue
                 _user(state, message.get("content"), record, ts, cwd)
@@ -233,7 +236,15 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
                 model = message.get("model")
                 if isinstance(model, str) and model and not model.startswith("<"):
                     state.thread.model = model
-                _assistant(state, message.get("content"), ts, cwd, uuid if isinstance(uuid, str) else None)
+                message_id = message.get("id")
+                _assistant(
+                    state,
+                    message.get("content"),
+                    ts,
+                    cwd,
+                    uuid if isinstance(uuid, str) else None,
+                    message_id if isinstance(message_id, str) and message_id else None,
+                )
             if len(state.thread.exchanges) > had:
                 state.thread.exchanges[-1].offset, state.thread.exchanges[-1].line = offset, number
     threads = [s.thread for s in states.values() if s.thread.exchanges]
@@ -276,14 +287,19 @@ def _user(state: _ThreadState, content: Any, record: dict[str, Any], ts: int, cw
     state.thread.exchanges.append(state.current)
 
 
-def _assistant(state: _ThreadState, content: Any, ts: int, cwd: str | None, anchor: str | None) -> None:
+def _assistant(
+    state: _ThreadState, content: Any, ts: int, cwd: str | None, anchor: str | None, message_id: str | None
+) -> None:
     if isinstance(content, str):
         text = strip_injected(content)
         if text:
             state.exchange(ts, cwd, anchor).answer.append(text)
+        state.text_of = None
         return
     if not isinstance(content, list):
         return
+    # The block before was text of this message (Claude Code writes a message's blocks one record each).
+    after_text = message_id is not None and state.text_of == message_id
     for block in content:
         if not isinstance(block, dict):
             continue
@@ -291,8 +307,18 @@ def _assistant(state: _ThreadState, content: Any, ts: int, cwd: str | None, anch
         if kind == "text":
             prose = block.get("text")
             if isinstance(prose, str) and prose.strip():
-                state.exchange(ts, cwd, anchor).answer.append(strip_injected(prose))
-        elif kind == "tool_use":
+                answer = state.exchange(ts, cwd, anchor).answer
+                text = strip_injected(prose)
+                if after_text and answer and continues_token(answer[-1], text):
+                    # One token split across the two blocks: one line break between them (not the blank
+                    # line between answer parts), across which redaction finds all of it.
+                    answer[-1] += "\n" + text
+                else:
+                    answer.append(text)
+                after_text = True
+            continue
+        after_text = False
+        if kind == "tool_use":
             name = block.get("name")
             raw_input = block.get("input")
             tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
@@ -307,3 +333,4 @@ def _assistant(state: _ThreadState, content: Any, ts: int, cwd: str | None, anch
                 target = tool_input.get("file_path") or tool_input.get("notebook_path")
                 if isinstance(target, str) and target:
                     state.exchange(ts, cwd, anchor).files.append(target)
+    state.text_of = message_id if after_text else None
