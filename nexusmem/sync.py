@@ -476,6 +476,8 @@ def sync(
         kept_links: list[tuple[str, str, str, int]] = []
         commands_before = 0
         rebuilt_after = 0
+        # Node id → its heir's, as the sources paired them (a rebuild's read-back hands verdicts on too).
+        named_heirs: dict[str, str] = {}
         if rebuild:
             # One transaction for the whole rebuild: readers (an agent's search) keep seeing the old memory
             # until the new one is complete, never an empty store. Ids are content-addressed, so re-ingested
@@ -528,9 +530,8 @@ def sync(
                 )
                 # What is stored already, for a source that must not add a command twice (atuin), and what
                 # the sources before it stored since it last looked (a hook's line read after atuin's row).
-                ctx.known["shell_commands_between"] = store.shell_commands_between
                 ctx.known["shell_commands_written_after"] = store.shell_commands_written_after
-                ctx.known["source_commands_between"] = store.source_commands_between
+                ctx.known["shell_command_stamps"] = store.shell_command_stamps
                 ctx.known["write_seq"] = store.write_seq
                 # The pull requests found closing each stored issue (the GitHub source reads an issue again
                 # without them when only the issue changed).
@@ -561,7 +562,10 @@ def sync(
                 part.added, part.updated = counts.added, counts.updated
                 part.denied = deny.dropped - dropped_before
                 if result.keep is not None:
-                    part.removed = store.prune_source(name, result.keep, heirs_after=written_before)
+                    part.removed = store.prune_source(
+                        name, result.keep, heirs_after=written_before, named=result.heirs
+                    )
+                named_heirs.update(result.heirs)
                 part.skipped = result.skipped
                 part.notes += result.notes
                 part.problems = list(result.problems)
@@ -600,7 +604,7 @@ def sync(
                     if part.name == "shell":
                         part.notes.append(lost)
         if kept:
-            store.restore_bookkeeping(kept, heirs_after=rebuilt_after)
+            store.restore_bookkeeping(kept, heirs_after=rebuilt_after, named=named_heirs)
         if kept_links:
             store.restore_links(kept_links)
         for part in summary.sources:

@@ -430,3 +430,92 @@ def test_a_command_atuin_and_the_prompt_hook_both_saw_is_stored_once_across_sync
     ], seen
     again = sync.sync(repo)
     assert [(p.added, p.removed) for p in again.sources if p.name in ("shell", "atuin")] == [(0, 0), (0, 0)]
+
+
+def test_a_hook_line_removes_only_the_atuin_row_of_the_same_run_and_keeps_its_verdict(
+    repo: Path, atuin_db: Path
+) -> None:
+    """atuin recorded `make test` failing (exit 2) in one shell, the user verified it; the prompt hook of
+    another shell logged `make test` passing 3 s later: that sync removed the failure ("atuin +0 -1"), its
+    verdict and its failure→fix link with it, as a hook line stood for any atuin row of the same text within
+    5 s. A twin now has the same exit code too, one hook line stands for one row (the nearest), and the row
+    a hook line does stand for hands its verdict and stale mark to the hook's node, whose links come back."""
+    sha = commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    now = int(time.time() * 1000) - 600_000
+    conn = make_db(atuin_db)
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+
+    def hook_line(command: str, ts: int, exit: int) -> None:
+        line = {"ts": ts, "cwd": str(repo), "exit": exit, "pipestatus": [exit], "command": command}
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({**line, "shell": "bash", "session": "sA", "v": 1}) + "\n")
+
+    def atuin_nodes() -> dict[str, Any]:
+        with load(repo).open_store() as store:
+            ids = [r[0] for r in store.shell_commands_between(0, 2**62)]
+            return {i: n for i, n in store.get_many(ids).items() if n.source == "atuin"}
+
+    def node_of(ref: str, source: str) -> Any:
+        with load(repo).open_store() as store:
+            ids = [r[0] for r in store.shell_commands_between(0, 2**62)]
+            (node,) = [n for n in store.get_many(ids).values() if (n.ref, n.source) == (ref, source)]
+            return node
+
+    # The re-check's case: a failure atuin saw, verified, then a passing run the hook saw 3 s later.
+    add(conn, "make test", repo, now, exit=2, duration_ms=400)
+    # A run both recorded (atuin's row, then the hook's line a sync later), verified and marked stale.
+    add(conn, "pytest -x", repo, now + 60_000, exit=1, duration_ms=2_000)
+    # `make` typed twice 3 s apart: atuin saw both, the hook (a sync later) only the second.
+    add(conn, "make", repo, now + 120_000, duration_ms=100)
+    add(conn, "make", repo, now + 123_000, duration_ms=100)
+    sync.sync(repo)
+    ids = {n.ref: i for i, n in atuin_nodes().items() if n.ref != "make"}
+    run_cli("-C", str(repo), "review", ids["make test"], "--verify")
+    run_cli("-C", str(repo), "review", ids["pytest -x"], "--reject")
+    run_cli("-C", str(repo), "mark-stale", ids["pytest -x"], "--supersedes", sha)
+    marked = atuin_nodes()[ids["pytest -x"]].superseded_by
+    assert marked is not None
+
+    hook_line("make test", now + 3_000, 0)
+    hook_line("pytest -x", now + 60_000 + 2_010, 1)  # bash stamps the end
+    hook_line("make", now + 123_000 + 5, 0)
+    summary = sync.sync(repo, link_failures=True)
+    (part,) = [p for p in summary.sources if p.name == "atuin"]
+    assert (part.added, part.removed) == (0, 2), summary.describe()  # pytest -x and one `make`
+
+    kept = atuin_nodes()
+    assert sorted((n.ref, n.ts - now) for n in kept.values()) == [("make", 120_000), ("make test", 0)]
+    failure = kept[ids["make test"]]
+    assert (failure.meta["exit"], failure.trust) == (2, "verified")
+    shown = run_cli("-C", str(repo), "show", ids["make test"]).stdout
+    assert "make test" in shown and "verified" in shown, shown
+    passing = node_of("make test", "shell")
+    with load(repo).open_store() as store:
+        assert (ids["make test"], passing.id, "retry") in store.links_from([ids["make test"]])
+
+    heir = node_of("pytest -x", "shell")
+    assert (heir.meta["exit"], heir.trust, heir.superseded_by) == (1, "rejected", marked)
+    assert ids["pytest -x"] not in kept
+    # The heir is the failure now: its fix is linked to it.
+    hook_line("pytest -x", now + 90_000, 0)
+    sync.sync(repo, link_failures=True)
+    with load(repo).open_store() as store:
+        assert [rel for _f, _to, rel in store.links_from([heir.id])] == ["retry"]
+
+    # A rebuild reads both again: the same pairs, the same verdicts, also that of an atuin row whose hook
+    # line the rebuild reads first.
+    add(conn, "npm test", repo, now + 150_000, exit=1)
+    sync.sync(repo)
+    (npm,) = [i for i, n in atuin_nodes().items() if n.ref == "npm test"]
+    run_cli("-C", str(repo), "review", npm, "--verify")
+    hook_line("npm test", now + 150_000 + 40, 1)
+    sync.sync(repo, rebuild=True)
+    assert sorted((n.ref, n.ts - now, n.trust) for n in atuin_nodes().values()) == [
+        ("make", 120_000, "candidate"),
+        ("make test", 0, "verified"),
+    ]
+    with load(repo).open_store() as store:
+        back = store.get(heir.id)
+    assert back is not None and (back.trust, back.superseded_by) == ("rejected", marked)
+    assert node_of("npm test", "shell").trust == "verified"

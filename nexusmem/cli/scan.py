@@ -35,7 +35,7 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
     denied = 0
     if project_mod.is_initialised(proj.root):
         with proj.open_store() as store:
-            scan.known["shell_commands_between"] = store.shell_commands_between
+            scan.known["shell_command_stamps"] = store.shell_command_stamps
             scan.known["thread_closers"] = store.thread_closers
             # The deny-list as the sync gates with it (without applying a new user-wide entry: a preview
             # writes nothing): a forgotten value is neither listed as new nor shown again.

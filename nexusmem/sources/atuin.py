@@ -14,11 +14,16 @@ is stored; `sources.atuin.enabled: false` turns it off.
   the rest is the person's ("me").
 - An agent's command is canonicalised as our agent hook does it (nexusmem.sources.shell.agentcmd: `cd DIR &&`
   into the cwd, a trailing status echo or `| tail` off, the exit then unknown), so the two match.
-- Not twice: a command our own prompt or agent hook also logged (same redacted text, started within 5 s) is
-  left to the hook's node, which has the pipeline statuses and the exact call id (the folder is not compared:
-  the prompt hooks log the one a command ended in, atuin the one it started in, so `cd src` differs). Across
-  syncs too: when a sync stored atuin's row before the hook's line was written (the post-commit auto-sync
-  right after `git commit`), the next sync that stores the hook's line removes the atuin node (the cursor
+- Not twice: a command our own prompt or agent hook also logged is left to the hook's node, which has the
+  pipeline statuses and the exact call id: the same redacted text, the same exit code (atuin's `$?` is the
+  pipeline's last status; a code either did not know matches any), and the hook's start within 5 s of the
+  row's start or end (the folder is not compared: the prompt hooks log the one a command ended in, atuin the
+  one it started in, so `cd src` differs). One hook line stands for one row, the nearest: `make` typed twice
+  stays two. Two runs in two shells (one hooked by atuin only, one by both) with the same text and exit
+  within 5 s are one: nothing tells them apart (each recorder's session id is its own). Across syncs too:
+  when a sync stored atuin's row before the hook's line was written (the post-commit auto-sync right after
+  `git commit`), the next sync that stores the hook's line removes the atuin node by the same rule, and the
+  hook's node inherits its review verdict, stale mark and first-recorded time (ScanResult.heirs; the cursor
   keeps the store's write sequence, so the commands the other sources stored since are the ones compared).
 - Cursor: the newest timestamp read, held back to the oldest command still running (less than a day old),
   so a command that was running at one sync is read once it has finished.
@@ -31,6 +36,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +89,64 @@ def _int(value: Any) -> int | None:
 def _near(times: list[int], ts: int) -> bool:
     at = bisect.bisect_left(times, ts - SAME_COMMAND_MS)
     return at < len(times) and times[at] <= ts + SAME_COMMAND_MS
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One stored or read shell command, as _pair compares them (store: shell_command_stamps)."""
+
+    id: str
+    source: str
+    key: str
+    command: str
+    ts: int
+    duration_ms: int | None
+    exit: int | None
+    last_status: int | None  # the pipeline's last status: the `$?` atuin saw (the exit may be pipestatus')
+
+    @property
+    def end(self) -> int:
+        return self.ts + (self.duration_ms or 0)
+
+    def seen_as(self, code: int | None) -> bool:
+        """Whether a recorder could have seen this run end with CODE (None: it did not know)."""
+        return code is None or self.exit is None or code in (self.exit, self.last_status)
+
+
+def _pair(runs: list[_Run], hooks: list[_Run]) -> list[tuple[_Run, str]]:
+    """(atuin run, id of the hook's node of the same run): the same text and exit code (a code either
+    recorder did not know matches any), the hook's start within SAME_COMMAND_MS of the row's start or end
+    (a hook stamps one or the other, by shell). One to one, nearest first: a hook's line stands for one atuin
+    row only, so `make` typed twice, or run in two shells atuin both hooks, stays two."""
+    by_text: dict[str, list[_Run]] = {}
+    for hook in hooks:
+        by_text.setdefault(hook.command, []).append(hook)
+    times_of: dict[str, list[int]] = {}
+    for command, group in by_text.items():
+        group.sort(key=lambda h: (h.ts, h.id))
+        times_of[command] = [h.ts for h in group]
+    close: list[tuple[int, int, str, str, int]] = []  # (gap, row ts, row id, hook id, index in runs)
+    for at, run in enumerate(runs):
+        same = by_text.get(run.command, [])
+        if not same:
+            continue
+        times = times_of[run.command]
+        lo = bisect.bisect_left(times, run.ts - SAME_COMMAND_MS)
+        hi = bisect.bisect_right(times, run.end + SAME_COMMAND_MS)
+        for hook in same[lo:hi]:
+            gap = min(abs(hook.ts - run.ts), abs(hook.ts - run.end))
+            if gap <= SAME_COMMAND_MS and hook.seen_as(run.exit):
+                close.append((gap, run.ts, run.id, hook.id, at))
+    close.sort()
+    paired: list[tuple[_Run, str]] = []
+    taken_runs: set[str] = set()
+    taken_hooks: set[str] = set()
+    for _gap, _ts, run_id, hook_id, at in close:
+        if run_id not in taken_runs and hook_id not in taken_hooks:
+            taken_runs.add(run_id)
+            taken_hooks.add(hook_id)
+            paired.append((runs[at], hook_id))
+    return paired
 
 
 class AtuinSource:
@@ -184,44 +248,41 @@ class AtuinSource:
         except Exception as exc:  # a locked, corrupt or foreign file costs this source, never the sync
             result.notes.append(str(exc))
             return
-        own_ids: set[str] = set()
         nodes: list[Node] = []
         for row, command, root, rel, label, ts, exit_or_none, author, kind in rows:
             code = exit_or_none
             duration_ms = row.duration_ns // 1_000_000
             title, signal = memo.title_signal(command, code)
-            node = command_node(
-                ctx.project_id,
-                natural_key=f"atuin:{row.id}",
-                command=command,
-                ts=ts,
-                cwd=label,
-                exit_code=code,
-                pipestatus=None,
-                duration_ms=duration_ms if duration_ms <= MAX_DURATION_MS else None,
-                shell=row.shell if isinstance(row.shell, str) and row.shell else "atuin",
-                session=row.session if isinstance(row.session, str) else None,
-                files=memo.command_files(command, root, rel),
-                scraped=False,
-                title=title,
-                signal=signal,
-                head=body_head(command, label, code),
-                author=author,
-                author_kind=kind,
-                source="atuin",
+            nodes.append(
+                command_node(
+                    ctx.project_id,
+                    natural_key=f"atuin:{row.id}",
+                    command=command,
+                    ts=ts,
+                    cwd=label,
+                    exit_code=code,
+                    pipestatus=None,
+                    duration_ms=duration_ms if duration_ms <= MAX_DURATION_MS else None,
+                    shell=row.shell if isinstance(row.shell, str) and row.shell else "atuin",
+                    session=row.session if isinstance(row.session, str) else None,
+                    files=memo.command_files(command, root, rel),
+                    scraped=False,
+                    title=title,
+                    signal=signal,
+                    head=body_head(command, label, code),
+                    author=author,
+                    author_kind=kind,
+                    source="atuin",
+                )
             )
-            own_ids.add(node.id)
-            nodes.append(node)
-        logged = self._logged(ctx, nodes, own_ids)
+        twins = self._twins(ctx, nodes, written_after)  # atuin node id -> (its natural key, the hook's id)
         for node in nodes:
-            times = logged.get(node.ref)
-            # A hook stamps a command's start or its end (by shell): either may be the one near atuin's.
-            if times and any(_near(times, t) for t in (node.ts, node.ts + (node.meta["duration_ms"] or 0))):
-                continue  # our hook has it
-            yield node
-        twins = self._stored_twins(ctx, written_after)
+            if node.id not in twins:  # else our hook has it
+                yield node
         if twins:
-            result.keep = lambda key: key not in twins
+            gone = {key for key, _ in twins.values()}
+            result.keep = lambda key: key not in gone
+            result.heirs = {atuin_id: hook_id for atuin_id, (_key, hook_id) in twins.items()}
         cursor = max(running if running is not None else newest + 1, since)
         state_out: dict[str, Any] = {"v": _CURSOR_VERSION, "path": str(path), "ts": cursor}
         if written_now is not None:
@@ -232,46 +293,38 @@ class AtuinSource:
         result.cursor = json.dumps(state_out)
 
     @staticmethod
-    def _logged(ctx: ScanContext, nodes: list[Node], own_ids: set[str]) -> dict[str, list[int]]:
-        """Command text -> sorted start times of the stored commands (not atuin's) around NODES' times."""
-        lookup = ctx.known.get("shell_commands_between")
-        if lookup is None or not nodes:
+    def _twins(ctx: ScanContext, nodes: list[Node], written_after: int) -> dict[str, tuple[str, str]]:
+        """atuin node id -> (its natural key, the id of the node a hook logged of the same run) for the rows
+        read now (NODES) and the atuin nodes an earlier sync stored that a command another source stored
+        after the write sequence WRITTEN_AFTER stands for (the hook's line read once a sync had taken atuin's
+        row): one rule, _pair, whichever came first."""
+        stamps_of = ctx.known.get("shell_command_stamps")
+        if stamps_of is None:
             return {}
-        lo = min(n.ts for n in nodes) - SAME_COMMAND_MS
-        hi = max(n.ts + (n.meta["duration_ms"] or 0) for n in nodes) + SAME_COMMAND_MS
-        wanted = {n.ref for n in nodes}
-        found: dict[str, list[int]] = {}
-        for node_id, command, ts, _cwd, _exit in lookup(lo, hi):
-            if command in wanted and node_id not in own_ids:
-                found.setdefault(command, []).append(ts)
-        for times in found.values():
-            times.sort()
-        return found
-
-    @staticmethod
-    def _stored_twins(ctx: ScanContext, written_after: int) -> set[str]:
-        """Natural keys of the atuin nodes an earlier sync stored that a command another source stored after
-        the write sequence WRITTEN_AFTER stands for (the hook's line of the same command, read once a sync had
-        taken atuin's row): the same text, started within SAME_COMMAND_MS of the row's start or end, as
-        within one sync."""
         fresh_of = ctx.known.get("shell_commands_written_after")
-        stored_of = ctx.known.get("source_commands_between")
-        if fresh_of is None or stored_of is None:
-            return set()
-        fresh = fresh_of(written_after, "atuin")
-        if not fresh:
-            return set()
+        fresh = fresh_of(written_after, "atuin") if fresh_of is not None else []
+        if not nodes and not fresh:
+            return {}
+        # A stored row is matched by its start or its end: one that ran up to a day (RUNNING_MAX_NS) before.
+        starts = [n.ts for n in nodes] + [ts - RUNNING_MAX_NS // 1_000_000 for _, ts in fresh]
+        ends = [n.ts + (n.meta["duration_ms"] or 0) for n in nodes] + [ts for _, ts in fresh]
+        stamps = [_Run(*row) for row in stamps_of(min(starts) - SAME_COMMAND_MS, max(ends) + SAME_COMMAND_MS)]
+        hooks = [s for s in stamps if s.source != "atuin"]
+        runs = [
+            _Run(n.id, "atuin", n.natural_key, n.ref, n.ts, n.meta["duration_ms"], n.meta["exit"], None)
+            for n in nodes
+        ]
+        reading = {n.id for n in nodes}
         times_of: dict[str, list[int]] = {}
         for command, ts in fresh:
             times_of.setdefault(command, []).append(ts)
         for sorted_times in times_of.values():
             sorted_times.sort()
-        # A row is matched by its start or its end: one that ran up to a day (RUNNING_MAX_NS) before.
-        lo = min(ts for _, ts in fresh) - SAME_COMMAND_MS - RUNNING_MAX_NS // 1_000_000
-        hi = max(ts for _, ts in fresh) + SAME_COMMAND_MS
-        twins: set[str] = set()
-        for key, command, ts, duration in stored_of("atuin", lo, hi):
-            near = times_of.get(command)
-            if near and any(_near(near, t) for t in (ts, ts + (duration or 0))):
-                twins.add(key)
-        return twins
+        runs += [
+            s
+            for s in stamps
+            if s.source == "atuin"
+            and s.id not in reading
+            and any(_near(times_of.get(s.command, []), t) for t in (s.ts, s.end))
+        ]
+        return {run.id: (run.key, hook) for run, hook in _pair(runs, hooks)}

@@ -40,6 +40,9 @@ class ScanResult:
     - cursor: persisted after the nodes are stored (None keeps the previous one).
     - keep: after storing, every stored node of this source whose natural key keep() rejects is removed
       (sections that disappeared, commits no longer reachable). None removes nothing.
+    - heirs: the id of a node this source removes (through keep) or leaves out, as another source's node
+      records the same thing (a command atuin and a hook both logged) → that node's id, which inherits the
+      review verdict, stale mark and first-recorded time given to it (also through a rebuild).
     - skipped: inputs passed over (bad lines, binaries...), counted for the summary.
     - problems: where the bad ones among them were ("file byte 1234: why"), the first MAX_PROBLEMS only
       (a log of a million garbage lines must not make a million-entry list), shown by `status`.
@@ -48,6 +51,7 @@ class ScanResult:
     nodes: Iterable[Node]
     cursor: str | None = None
     keep: Callable[[str], bool] | None = None
+    heirs: dict[str, str] = field(default_factory=dict)
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)

@@ -15,7 +15,7 @@ pass and `status` still take the concrete Store: they manage the SQLite file its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -295,7 +295,12 @@ class SyncStore(Protocol):
     ) -> UpsertCounts: ...
 
     def prune_source(
-        self, source: str, keep: Callable[[str], bool], *, heirs_after: int | None = None
+        self,
+        source: str,
+        keep: Callable[[str], bool],
+        *,
+        heirs_after: int | None = None,
+        named: Mapping[str, str] | None = None,
     ) -> int: ...
 
     def count_source(self, source: str, *, shell: str | None = None) -> int: ...
@@ -313,7 +318,9 @@ class SyncStore(Protocol):
         when its id does not come back."""
         ...
 
-    def restore_bookkeeping(self, rows: list[Kept], heirs_after: int) -> None: ...
+    def restore_bookkeeping(
+        self, rows: list[Kept], heirs_after: int, *, named: Mapping[str, str] | None = None
+    ) -> None: ...
 
     def node_count(self) -> int: ...
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -341,10 +341,16 @@ class NodesMixin:
             )
 
     def prune_source(
-        self, source: str, keep: Callable[[str], bool], *, heirs_after: int | None = None
+        self,
+        source: str,
+        keep: Callable[[str], bool],
+        *,
+        heirs_after: int | None = None,
+        named: Mapping[str, str] | None = None,
     ) -> int:
         """Delete every node of SOURCE whose natural key KEEP rejects; return how many went. HEIRS_AFTER (a
-        write sequence): the nodes written since may inherit what a doomed one carried (_carry_over)."""
+        write sequence): the nodes written since may inherit what a doomed one carried (_carry_over); NAMED:
+        doomed id → the id of its heir, as the source paired them (ScanResult.heirs)."""
         doomed = [
             seq
             for seq, key in self.conn.execute(
@@ -353,7 +359,7 @@ class NodesMixin:
             if not keep(key)
         ]
         if heirs_after is not None:
-            self._carry_over(self._kept(doomed), heirs_after, passed_over=set(doomed))
+            self._carry_over(self._kept(doomed), heirs_after, passed_over=set(doomed), named=named)
         if doomed:
             self._tombstone_unreachable(doomed)
         return self._delete_seqs(doomed)
@@ -385,7 +391,14 @@ class NodesMixin:
             )
         return out
 
-    def _carry_over(self, gone: list[Kept], heirs_after: int, *, passed_over: set[int]) -> None:
+    def _carry_over(
+        self,
+        gone: list[Kept],
+        heirs_after: int,
+        *,
+        passed_over: set[int],
+        named: Mapping[str, str] | None = None,
+    ) -> None:
         """Hand what a person or time gave a node that goes (a sync is about to delete it, or a rebuild did
         not bring its id back) to the one node written after HEIRS_AFTER (not one of PASSED_OVER: the doomed
         nodes, or those a rebuild brought back) that replaces it, and point every superseded mark that named
@@ -394,12 +407,15 @@ class NodesMixin:
           author time and author, or, for one of its diffs, the diff with the same author time and path;
         - a doc section or changelog entry re-keyed (its id moved because the key format did, e.g. headings
           keyed as a reader sees them since an upgrade): the section of the same source and file with the
-          same text.
+          same text;
+        - a node the source that wrote it paired with another source's node recording the same thing (NAMED:
+          its id → the heir's id; an atuin row of a command a hook logged too, ScanResult.heirs).
         Nothing is carried when no such node or more than one is there (commits made in the same second by
         the same author, two sections of one file with the same text), nor when two nodes that go would hand
         theirs to the same one."""
         heirs = self._commit_heirs(gone, heirs_after, passed_over)
         heirs.update(self._section_heirs(gone, heirs_after, passed_over))
+        heirs.update(self._named_heirs(gone, named or {}, passed_over))
         claimed: dict[int, int] = {}
         for heir in heirs.values():
             claimed[heir] = claimed.get(heir, 0) + 1
@@ -433,6 +449,23 @@ class NodesMixin:
                 if by in moved and moved[by] != node_id  # never a node superseded by itself
             ],
         )
+
+    def _named_heirs(
+        self, gone: list[Kept], named: Mapping[str, str], passed_over: set[int]
+    ) -> dict[str, int]:
+        """The id of a node that goes → the seq of the heir NAMED names for it, when memory holds that one."""
+        wanted = {old.id: named[old.id] for old in gone if old.id in named}
+        if not wanted:
+            return {}
+        seqs: dict[str, int] = {}
+        heir_ids = sorted(set(wanted.values()))
+        for start in range(0, len(heir_ids), BATCH):
+            chunk = heir_ids[start : start + BATCH]
+            marks = ",".join("?" * len(chunk))
+            seqs.update(self.conn.execute(f"SELECT id, seq FROM nodes WHERE id IN ({marks})", chunk))
+        return {
+            old: seqs[heir] for old, heir in wanted.items() if heir in seqs and seqs[heir] not in passed_over
+        }
 
     def _commit_heirs(self, gone: list[Kept], heirs_after: int, passed_over: set[int]) -> dict[str, int]:
         """The id of a commit or diff that goes → the seq of the one node of this sync that replaces it
@@ -524,11 +557,13 @@ class NodesMixin:
         """What a rebuild must not forget of every node (Kept)."""
         return [Kept(*r) for r in self.conn.execute(f"SELECT {_KEPT_COLUMNS} FROM nodes")]
 
-    def restore_bookkeeping(self, rows: list[Kept], heirs_after: int) -> None:
+    def restore_bookkeeping(
+        self, rows: list[Kept], heirs_after: int, *, named: Mapping[str, str] | None = None
+    ) -> None:
         """Put back first-recorded times and human verdicts on the nodes that came back with the same id; a
         node whose id did not come back (a section re-keyed by an upgrade since the last sync, a commit
-        rewritten since) hands them to its heir among the nodes written after HEIRS_AFTER, as a sync's
-        prune does (_carry_over)."""
+        rewritten since, an atuin row a hook's line now stands for: NAMED) hands them to its heir among the
+        nodes written after HEIRS_AFTER, as a sync's prune does (_carry_over)."""
         self.conn.executemany(
             "UPDATE nodes SET created_at = ?, trust = ?, superseded_by = ? WHERE id = ?",
             [(k.created_at, k.trust, k.superseded_by, k.id) for k in rows],
@@ -537,7 +572,7 @@ class NodesMixin:
         back = dict(row for row in self.conn.execute("SELECT id, seq FROM nodes") if row[0] in kept)
         if len(back) < len(kept):
             gone = [k for k in rows if k.id not in back]
-            self._carry_over(gone, heirs_after, passed_over=set(back.values()))
+            self._carry_over(gone, heirs_after, passed_over=set(back.values()), named=named)
 
     def _delete_seqs(self, seqs: list[int]) -> int:
         for start in range(0, len(seqs), BATCH):
@@ -798,16 +833,18 @@ class NodesMixin:
             )
         ]
 
-    def source_commands_between(
-        self, source: str, start: int, end: int
-    ) -> list[tuple[str, str, int, int | None]]:
-        """(natural key, command, ts, duration ms) of SOURCE's shell commands with START <= ts <= END."""
+    def shell_command_stamps(
+        self, start: int, end: int
+    ) -> list[tuple[str, str, str, str, int, int | None, int | None, int | None]]:
+        """(id, source, natural key, command, ts, duration ms, exit, last pipeline status) of every shell
+        command with START <= ts <= END."""
         return [
             tuple(r)
             for r in self.conn.execute(
-                "SELECT natural_key, ref, ts, json_extract(meta, '$.duration_ms')"
-                " FROM nodes WHERE kind = 'shell_command' AND ts BETWEEN ? AND ? AND source = ?",
-                (start, end, source),
+                "SELECT id, source, natural_key, ref, ts, json_extract(meta, '$.duration_ms'),"
+                " json_extract(meta, '$.exit'), json_extract(meta, '$.pipestatus[#-1]')"
+                " FROM nodes WHERE kind = 'shell_command' AND ts BETWEEN ? AND ?",
+                (start, end),
             )
         ]
 
