@@ -1004,3 +1004,35 @@ def test_a_compound_command_piped_into_a_filter_counts_as_the_compound_itself(
             sh.run("rm -f stop.flag")
         failures += alone["exit"] != 0
     assert failures == len(COMPOUNDS) - 1  # all but the `if` whose condition failed
+
+
+# A compound piped into a filter whose status 1 is grep's, diff's or test's answer, or a failure beside one.
+ANSWERS = (
+    ("if [ -f util.py ]; then grep -n TODO util.py; fi | cat", 0),
+    ("for f in util.py; do diff $f util.orig; done | tee diff.log", 0),
+    ("for f in nope; do test -e $f; done | cat", 0),
+    ("while [ ! -e stop.flag ]; do touch stop.flag; [ -e nope ]; done 2>&1 | tail -5", 0),
+    ("{ grep -c TODO util.py; } | tee n.txt", 0),
+    ("if [ -f util.py ]; then grep -n TODO util.py; sh -c 'exit 1'; fi | cat", 1),  # the last is no grep
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_a_compound_whose_status_is_an_answer_piped_into_a_filter_is_no_failure(
+    kind: str, open_shell: Any
+) -> None:
+    """`if [ -f util.py ]; then grep -n TODO util.py; fi | cat` was stored as "exit 1" (grep's no match) and
+    precheck warned of it, while `grep -n TODO util.py | cat` was 0: the answers-with-1 rule looked at the
+    stage's first word, `if`. A compound's status 1 is judged by the commands whose status it returns (the
+    last of each branch, a loop's body's): grep, diff, test or `[` answered."""
+    from nexusmem.sources.shell.logline import log_line_from
+
+    sh = open_shell(kind)
+    sh.run("printf 'x = 1\\n' > util.py; printf 'x = 2\\n' > util.orig")
+    for command, stored in ANSWERS:
+        sh.run("rm -f stop.flag")
+        line = sh.run(command)
+        assert (line["exit"], line["pipestatus"]) == (0, [1, 0]), (command, line)
+        parsed = log_line_from(line)
+        assert parsed is not None and parsed.exit == stored, (command, line)

@@ -531,6 +531,10 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ("for f in a b; do make -C $f; done | tee log", 0, [2, 0], 2),  # a loop: its `;` are inside it
         ("case $x in a) false;; esac | cat", 0, [1, 0], 1),  # `a)` ends a pattern, not a subshell
         ("echo done if | tee log", 0, [1, 0], 1),  # reserved words only where a command starts
+        ("if [ -f f ]; then grep -n TODO f; fi | cat", 0, [1, 0], 0),  # grep's no match, in a compound
+        ("case $x in a) diff a b;; *) make;; esac | cat", 0, [1, 0], 0),  # diff's, or make's 1: unknown
+        ("for f in a b; do grep -q x $f && pytest $f; done | tee log", 0, [1, 0], 0),  # grep's, or pytest's
+        ("for f in a b; do grep -q x $f; pytest $f; done | tee log", 0, [1, 0], 1),  # pytest's, last
         ("python3 gen.py | head -3", 0, [1, 0], 0),  # cut off by head: Python's BrokenPipeError exits 1
         ("pytest | head -5 | tee log", 0, [1, 0, 0], 0),  # head stopped it before tee
         ("grep -n deprecated src/cache.py | tail -3", 0, [1, 0], 0),  # no match is an answer, not a failure

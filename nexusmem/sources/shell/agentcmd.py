@@ -185,8 +185,89 @@ _READ_ALL = frozenset({"tail", "tee", "cat"})
 
 # Tools whose exit status 1 is an answer ("no match", "they differ"), not a failure.
 _ANSWERS_WITH_1 = frozenset(
-    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "pgrep"}
+    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "[[", "pgrep"}
 )
+# Words before a command that are not it, and words that end a branch of a compound command (the command
+# before one is a command whose status the compound may return).
+_LEADING = frozenset({"then", "do", "if", "while", "until", "!", "time", "{"})
+_BRANCH_ENDS = frozenset({"fi", "done", "esac", "else", "elif", "}"})
+_NOT_COMMANDS = frozenset({"for", "select", "case", "function"})  # a header or a definition
+
+
+def _first_word(words: list[str]) -> str | None:
+    """The command word of a simple command's WORDS (`LC_ALL=C grep x` → grep)."""
+    for word in words:
+        name, eq, _ = word.partition("=")
+        if not (eq and name.isidentifier()):
+            return word
+    return None
+
+
+def _segments(stage: str) -> list[tuple[str, str]]:
+    """(text, the operator after it) of the simple commands of STAGE, split at `;`, `;;`, newlines, `|`,
+    `&&`, `||`, `&`, `(` and `)` outside quotes ("" at the end)."""
+    out: list[tuple[str, str]] = []
+    i, n, start, quote = 0, len(stage), 0, ""
+    while i < n:
+        c = stage[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"`":
+            quote = c
+        elif c in ";\n|&()" and not (
+            c == "&" and (stage[i - 1 : i] in (">", "<") or stage[i + 1 : i + 2] == ">")
+        ):
+            two = stage[i : i + 2]
+            op = two if two in (";;", "||", "&&", "|&") else c
+            out.append((stage[start:i], op))
+            i += len(op)
+            start = i
+            continue
+        i += 1
+    out.append((stage[start:], ""))
+    return out
+
+
+def _last_commands(stage: str) -> set[str]:
+    """The command words whose status STAGE (one stage of a pipeline) may end with: its command, or for a
+    compound the last command of each branch (`if [ -f f ]; then grep x f; fi` → grep; `{ make; diff a b; }`
+    → diff; a loop's, its body's), every command of it when it ends in a `&&`/`||` list (`grep -q x f &&
+    pytest f`: grep's status when it found nothing)."""
+    words = stage.split()
+    if words and words[0] not in _OPENERS and words[0][:1] not in "({" and "(" not in words[0]:
+        first = _first_word(words)
+        return {first} if first else set()
+    found: set[str] = set()
+    chain: list[str] = []  # the commands whose status the last `&&`/`||` list may end with
+    ended = False  # that list ended (`;`, newline): the next command starts another
+    for text, op in _segments(stage):
+        words = text.split()
+        while words and (words[0] in _LEADING or words[0] in _BRANCH_ENDS):
+            if words[0] in _BRANCH_ENDS:
+                found.update(chain)
+                chain, ended = [], True
+            words = words[1:]
+        command = _first_word(words) if words and words[0] not in _NOT_COMMANDS else None
+        if command:
+            chain = [command] if ended else [*chain, command]
+            ended = False
+        if op in ("|", "|&"):
+            chain = chain[:-1]  # a pipeline's status is its last stage's
+        elif op in (";;", ")", ""):  # a case clause, a subshell, the stage end
+            found.update(chain)
+            chain, ended = [], True
+        elif op not in ("&&", "||"):
+            ended = True
+    return found
+
+
+def _answers(stage: str) -> bool:
+    """Whether a status 1 of STAGE may be an answer (`grep` found nothing, `diff` saw a difference)."""
+    return not _last_commands(stage).isdisjoint(_ANSWERS_WITH_1)
 
 
 def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] | None) -> int | None:
@@ -206,14 +287,15 @@ def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] |
         return exit_code
     bounds = [-1, *(at for at, _ in ops), len(command)]
     # `a |& tee log` (bash's 2>&1 |) leaves the `&` at the next stage's start.
-    stages = [command[bounds[i] + 1 : bounds[i + 1]].lstrip("&").split() for i in range(len(bounds) - 1)]
+    stages = [command[bounds[i] + 1 : bounds[i + 1]].lstrip("&") for i in range(len(bounds) - 1)]
+    heads = [stage.split()[:1] for stage in stages]
     kept = len(stages)
-    while kept > 1 and stages[kept - 1] and stages[kept - 1][0] in _READ_ALL:
+    while kept > 1 and heads[kept - 1] and heads[kept - 1][0] in _READ_ALL:
         kept -= 1
-    if kept == len(stages) or (stages[kept - 1] and stages[kept - 1][0] in _MASKING - _READ_ALL):
+    if kept == len(stages) or (heads[kept - 1] and heads[kept - 1][0] in _MASKING - _READ_ALL):
         return exit_code  # no filter that reads it all, or one that stops early before it (`| head | tee`)
     for stage, status in zip(reversed(stages[:kept]), reversed(pipestatus[:kept])):
-        if status == 1 and stage and stage[0] in _ANSWERS_WITH_1:
+        if status == 1 and _answers(stage):
             continue  # `grep x f | tail`: grep found nothing, which is an answer, not a failure
         if status not in (0, _SIGPIPE_STATUS):
             return status
