@@ -1036,3 +1036,44 @@ def test_a_compound_whose_status_is_an_answer_piped_into_a_filter_is_no_failure(
         assert (line["exit"], line["pipestatus"]) == (0, [1, 0]), (command, line)
         parsed = log_line_from(line)
         assert parsed is not None and parsed.exit == stored, (command, line)
+
+
+# A line of several pipelines whose last one ends in a filter: what the shell's pipestatus describes is that
+# last pipeline (a here-document's body is text, its `;` no operator). The second member: what it counts as.
+LAST_PIPELINES = (
+    ("export DEBUG=1 && sh -c 'exit 3' 2>&1 | tee run.log", 3),
+    ("cd . && sh -c 'exit 3' | tee out.log", 3),
+    ("[[ -d / ]] && sh -c 'exit 3' | tee out.log", 3),
+    ("echo start && for f in a; do sh -c 'exit 3'; done | tee out.log", 3),
+    ("x=1; for f in a b; do sh -c 'exit 3'; done | cat", 3),
+    ("function f { sh -c 'exit 5'; } ; f | tee out.log", 5),
+    ("f2() { sh -c 'exit 6'; }; f2 | tee out.log", 6),
+    ("sh <<'SQL' | tee out.log\necho select; exit 4\nSQL", 4),
+    ("python3 - <<EOF | tee out.log\nimport sys; sys.exit(9)\nEOF", 9),
+    ("false && sh -c 'exit 3' | tee out.log", 1),  # the pipeline never ran: pipestatus is false's alone
+    ("sh -c 'exit 2'; true | tee out.log", 0),  # the last pipeline passed
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_the_last_pipeline_of_a_line_is_the_one_its_pipestatus_describes(kind: str, open_shell: Any) -> None:
+    """`export DEBUG=1 && python3 app.py 2>&1 | tee run.log` that failed was stored as exit 0 (tee's), as
+    was any line with a `&&` or `;` before the pipe (a function defined first, a here-document whose body
+    holds a `;`, zsh's `for f in a b; { … } | tee`): the shell's pipestatus, [N, 0], describes the last
+    pipeline, which is now the one read; a pipestatus of another length is another pipeline's (`false &&`
+    stopped the line), and the shell's $? stands."""
+    from nexusmem.sources.shell.logline import log_line_from
+
+    sh = open_shell(kind)
+    shapes = LAST_PIPELINES
+    if kind == "zsh":
+        shapes += (("for f in a b; { sh -c 'exit 3' } | tee out.log", 3),)
+    for command, stored in shapes:
+        line = sh.run(command)
+        assert line["command"].rstrip("\n") == command, line  # bash keeps a here-document's last newline
+        assert line["exit"] == (1 if command.startswith("false") else 0), line
+        if stored and not command.startswith("false"):
+            assert line["pipestatus"] == [stored, 0], (command, line)
+        parsed = log_line_from(line)
+        assert parsed is not None and parsed.exit == stored, (command, line)

@@ -545,6 +545,11 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ("python3 gen.py | head -3", 1, [1, 0], 1),  # pipefail: the user asked for the producer's status
         ("grep x f | wc -l", 0, [1, 0], 0),  # wc's count is the answer: not a filter that passes output on
         ("false; true | tee x", 0, [0, 0], 0),  # two pipelines: PIPESTATUS is the last one's
+        ("make -v && make test 2>&1 | tee log", 0, [2, 0], 2),  # the last pipeline's failure
+        ("false && make | tee log", 1, [1], 1),  # the last pipeline never ran
+        ("a | b || make | tee log", 0, [3, 0, 0], 0),  # a pipestatus of another length: another's
+        ("sh <<'X' | tee log\necho a; exit 4\nX\n", 0, [4, 0], 4),  # a here-document's `;` is text
+        ("make | tee log  # one; two", 0, [2, 0], 2),  # a comment's `;` too
         ("echo 'a | b' | cat", 0, [0, 0], 0),
     ],
 )

@@ -85,6 +85,7 @@ def _is_status_echo(segment: str) -> bool:
 # first, as the shell's pipestatus has it.
 _OPENERS = frozenset({"if", "for", "while", "until", "case", "select"})
 _CLOSERS = frozenset({"fi", "done", "esac"})
+_LOOPS = frozenset({"for", "while", "until", "select"})
 # A reserved word counts only where a command starts: after an operator, `(`, `{`, or one of these words.
 _BEFORE_A_COMMAND = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "time"})
 _SEPARATORS = frozenset(";|&(){}\n")
@@ -106,71 +107,141 @@ def _command_position(command: str, i: int) -> bool:
 
 
 def _top_level(command: str) -> list[tuple[int, str]]:
-    """(offset, operator) of each `|`, `||`, `&&`, `;` outside quotes, `$(…)`, backquotes, escapes, groups
-    and compound commands (`if … fi`, `for`/`while`/`until … done`, `case … esac`)."""
+    """(offset, operator) of each `|`, `||`, `&&`, `;`, `&` (in the background) and newline outside quotes,
+    comments, `$(…)`, backquotes, escapes, groups and compound commands (`if … fi`, `for`/`while`/`until …
+    done` or zsh's `for … { … }`, `case … esac`). `|&` (bash's `2>&1 |`) is a `|`."""
     out: list[tuple[int, str]] = []
-    i, n, depth = 0, len(command), 0
+    i, n = 0, len(command)
     quote = ""
-    cases: list[int] = []  # the depth inside each open `case`, where a `)` ends a pattern
+    # What each open construct is: "(" a subshell or `$(`, "{" a group, "if", "case" (where a `)` ends a
+    # pattern), "loop" (before its `do`: zsh's `for f in a b; { … }` closes with the group), "do".
+    open_: list[str] = []
     while i < n:
         c = command[i]
         if c == "\\" and quote != "'":
             i += 2
             continue
-        if not quote and c in "cdefisuw" and command[i - 1 : i] in _WORD_EDGES:
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "$" and quote == '"' and command.startswith("$(", i):
+                open_.append("(")
+                i += 1
+        elif c in "cdefisuw" and command[i - 1 : i] in _WORD_EDGES:
             end = i + 1
             while end < n and command[end].isalpha():
                 end += 1
             word = command[i:end]
             if (
-                word in _OPENERS | _CLOSERS
+                (word in _OPENERS or word in _CLOSERS or word == "do")
                 and command[end : end + 1] in _WORD_EDGES
                 and _command_position(command, i)
             ):
-                if word in _OPENERS:
-                    depth += 1
-                    if word == "case":
-                        cases.append(depth)
-                elif depth > 0:
-                    if word == "esac" and cases and cases[-1] == depth:
-                        cases.pop()
-                    depth -= 1
-                i = end
-                continue
-        if quote:
-            if c == quote:
-                quote = ""
-            elif c == "$" and quote == '"' and command.startswith("$(", i):
-                depth += 1
-                i += 1
+                if word in _LOOPS:
+                    open_.append("loop")
+                elif word in _OPENERS:
+                    open_.append(word)
+                elif word == "do":
+                    if open_ and open_[-1] == "loop":
+                        open_[-1] = "do"
+                elif open_:
+                    open_.pop()
+            i = end
+            continue
         elif c in "'\"`":
             quote = c
+        elif c == "#" and command[i - 1 : i] in ("", " ", "\t", "\n"):
+            end = command.find("\n", i)  # a comment, to the end of its line
+            i = n if end < 0 else end
+            continue
         elif command.startswith("$(", i):
-            depth += 1
+            open_.append("(")
             i += 1
-        elif c == "(" or (
+        elif c == "(":
+            open_.append("(")
+        elif (
             c == "{"
             and command[i + 1 : i + 2].isspace()
             and command[i - 1 : i] in ("", " ", ";", "|", "&", "\n", "\t")
         ):
-            depth += 1  # `( … )`, and a `{ …; }` group (its `{` stands alone; `${x}`, `{a,b}` are words)
-        elif c == ")" and cases and cases[-1] == depth:
+            # `{ …; }` (its `{` stands alone; `${x}`, `{a,b}` are words); after a loop's header, zsh's body
+            if open_ and open_[-1] == "loop":
+                open_[-1] = "{"
+            else:
+                open_.append("{")
+        elif c == ")" and open_ and open_[-1] == "case":
             pass  # the end of a `case` pattern (`x)`), not of a subshell
-        elif c == ")" or (c == "}" and depth > 0 and command[i - 1 : i] in (" ", ";", "\n", "\t")):
-            depth = max(0, depth - 1)
-        elif depth == 0 and c in "|&;":
+        elif c == ")" or (c == "}" and open_ and command[i - 1 : i] in (" ", ";", "\n", "\t")):
+            if open_:
+                open_.pop()
+        elif not open_ and c in "|&;\n":
             two = command[i : i + 2]
             if two in ("||", "&&"):
                 out.append((i, two))
                 i += 2
                 continue
+            if two == "|&":
+                out.append((i, "|"))
+                i += 2
+                continue
             if (c == "&" and command[i + 1 : i + 2] == ">") or command[i - 1 : i] in (">", "<"):
                 i += 1  # `&>file`, `2>&1`, `>|file`: redirections, not operators
                 continue
-            if c != "&":
-                out.append((i, c))
+            out.append((i, c))
         i += 1
     return out
+
+
+def _without_heredoc_bodies(command: str) -> str:
+    """COMMAND with the bodies of its here-documents left out (`sqlite3 db <<'SQL' | tee out`, then lines up
+    to `SQL`): their `;` and `|` are text, not operators. A body whose delimiter never comes runs to the end,
+    as in the shell."""
+    if "<<" not in command:
+        return command
+    out: list[str] = []
+    pending: list[tuple[str, bool]] = []  # (delimiter, tabs stripped: `<<-`) of the line being read
+    i, n, kept, quote = 0, len(command), 0, ""
+    while i < n:
+        c = command[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"`":
+            quote = c
+        elif command.startswith("<<", i) and not command.startswith("<<<", i):
+            i += 2
+            strip = command[i : i + 1] == "-"
+            i += strip
+            while i < n and command[i] in " \t":
+                i += 1
+            start = i
+            while i < n and command[i] not in " \t\n;|&<>()":
+                i += 1
+            word = command[start:i]
+            delimiter = word.replace('"', "").replace("'", "").replace("\\", "")
+            if delimiter:
+                pending.append((delimiter, strip))
+            continue
+        elif c == "\n" and pending:
+            out.append(command[kept : i + 1])
+            at = i + 1
+            for delimiter, strip in pending:
+                while at < n:
+                    end = command.find("\n", at)
+                    end = n if end < 0 else end
+                    line = command[at:end]
+                    at = end + 1
+                    if (line.lstrip("\t") if strip else line) == delimiter:
+                        break
+            pending = []
+            kept = i = min(at, n)
+            continue
+        i += 1
+    out.append(command[kept:])
+    return "".join(out)
 
 
 # A producer that a filter stopped reading from (`yes | head`) is killed by SIGPIPE: 128 + 13, no failure.
@@ -271,23 +342,34 @@ def _answers(stage: str) -> bool:
 
 
 def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] | None) -> int | None:
-    """The status a person's COMMAND failed with when it is one pipeline ending in filters that read all
-    their input and whose status the shell reported (`pytest 2>&1 | tee log`: PIPESTATUS 1 0, $? 0): the
-    last failing stage's before those filters; else EXIT_CODE. With `pipefail` the shell's $? is already the
-    stage's, and is kept, unless it is only SIGPIPE's (`seq 1 1000000 | head -1`: 141), which is no
-    failure."""
+    """The status a person's COMMAND failed with when its last pipeline (what the shell's pipestatus
+    describes: `make -v && pytest 2>&1 | tee log` → `pytest 2>&1 | tee log`) ends in filters that read all
+    their input (PIPESTATUS 1 0, $? 0): the last failing stage's before those filters; else EXIT_CODE. A
+    pipestatus that does not have that pipeline's length is another's (`false && make | tee log` ran
+    `false` alone): EXIT_CODE. With `pipefail` the shell's $? is already the stage's, and is kept, unless it
+    is only SIGPIPE's (`seq 1 1000000 | head -1`: 141), which is no failure."""
     if not pipestatus or len(pipestatus) < 2 or pipestatus[-1] != 0:
         return exit_code
     if exit_code == _SIGPIPE_STATUS and all(s in (0, _SIGPIPE_STATUS) for s in pipestatus):
         return 0
     if exit_code != 0:
         return exit_code
-    ops = _top_level(command)
-    if not ops or any(op != "|" for _, op in ops) or len(ops) + 1 != len(pipestatus):
+    text = _without_heredoc_bodies(command)
+    ops = _top_level(text)
+    # A trailing `;` or newline ends the last pipeline, it starts none.
+    while ops and ops[-1][1] in (";", "\n") and not text[ops[-1][0] + 1 :].strip():
+        text = text[: ops[-1][0]]
+        ops.pop()
+    at = len(ops)
+    while at > 0 and ops[at - 1][1] == "|":
+        at -= 1
+    pipes = [where for where, _ in ops[at:]]
+    if not pipes or len(pipes) + 1 != len(pipestatus):
         return exit_code
-    bounds = [-1, *(at for at, _ in ops), len(command)]
+    start = ops[at - 1][0] + len(ops[at - 1][1]) - 1 if at else -1
+    bounds = [start, *pipes, len(text)]
     # `a |& tee log` (bash's 2>&1 |) leaves the `&` at the next stage's start.
-    stages = [command[bounds[i] + 1 : bounds[i + 1]].lstrip("&") for i in range(len(bounds) - 1)]
+    stages = [text[bounds[i] + 1 : bounds[i + 1]].lstrip("&") for i in range(len(bounds) - 1)]
     heads = [stage.split()[:1] for stage in stages]
     kept = len(stages)
     while kept > 1 and heads[kept - 1] and heads[kept - 1][0] in _READ_ALL:
