@@ -20,7 +20,7 @@ from nexusmem.install import git_hooks
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, query_json, run_cli
+from helpers import commit, git, init_repo, query_json, run_cli
 
 
 def git_commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -1059,3 +1059,41 @@ def test_the_precheck_install_does_not_ask_for_the_auto_sync_hook_it_has(repo: P
     run_cli("-C", str(repo), "hook", "git-post", "install")
     said = run_cli("-C", str(repo), "hook", "git", "install").stdout
     assert "nexusmem hook git-post install" not in said and "the auto-sync hook builds it" in said, said
+
+
+def test_a_user_wide_hooks_folder_removed_from_one_repository_is_no_problem_in_another(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`git config --global core.hooksPath`: `hook git install` in repository C, `hook git remove` in D
+    (the same folder): in C, `status` and doctor (exit 1, PROBLEM) said the block "was deleted or rewritten
+    by something other than `nexusmem hook ... remove`", as each repository kept its own record of a folder
+    they share. The record of a folder outside the repository is kept with that folder (in NexusMem's home):
+    a remove from any repository clears it; a block another tool deleted is still named in every one."""
+    shared = tmp_path / "global-hooks"
+    shared.mkdir()
+    git(repo, "config", "--global", "core.hooksPath", str(shared))
+    other = init_repo(tmp_path / "D")
+    commit(other, "init", {"a.txt": "a\n"})
+    synced(repo)
+    synced(other)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    assert (shared / "pre-commit").exists()
+    run_cli("-C", str(other), "hook", "git", "remove")
+    assert not (shared / "pre-commit").exists()
+    assert not [c for c in _problems(repo) if "is gone" in c["detail"]], _problems(repo)
+    assert "is gone" not in run_cli("-C", str(repo), "status").stdout
+    assert "is gone" not in run_cli("-C", str(repo), "hook", "git", "status").output
+    assert not list((repo / ".git").glob("nexusmem-hooks"))  # nothing of the shared folder's in C's .git
+
+    # Installed from D, deleted by hand: both repositories name it, and the fix puts it back for both.
+    run_cli("-C", str(other), "hook", "git", "install")
+    records = list((Path(os.environ["NEXUSMEM_HOME"]) / "hook-records").iterdir())
+    assert len(records) == 1 and records[0].stat().st_mode & 0o777 == 0o600, records
+    (shared / "pre-commit").unlink()
+    for where in (repo, other):
+        gone = [c for c in _problems(where) if "pre-commit block installed here is gone" in c["detail"]]
+        assert len(gone) == 1, _problems(where)
+        assert "precheck no longer runs" in run_cli("-C", str(where), "status").stdout
+    run_cli("-C", str(repo), "hook", "git", "install")
+    assert not [c for c in _problems(other) if "is gone" in c["detail"]]
+    git(repo, "config", "--global", "--unset", "core.hooksPath")

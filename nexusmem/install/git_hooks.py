@@ -23,6 +23,7 @@ share the main repository's hooks) are honoured.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -31,7 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexusmem import gitcmd, paths
+from nexusmem import gitcmd, paths, private
 from nexusmem.errors import NexusMemError
 from nexusmem.resources import script_path
 
@@ -61,10 +62,14 @@ FLAG_STRICT = "strict"
 # repository's own config): it then syncs only repositories that already have a memory.
 FLAG_SHARED = "shared"
 
-# Which hooks an install put a block in, one name a line, in the repository's git folder (never the work
-# tree): a block that goes without `hook ... remove` (`pre-commit install -f` deletes the pre-commit.legacy
-# the framework had moved ours to; a tool that rewrites the hook) is then named by status and doctor.
+# Which hooks an install put a block in, one name a line, kept with the hooks folder they are in: for the
+# repository's own folder (or one inside the repository), in its git folder (never the work tree); for a
+# folder outside it (a user-wide core.hooksPath every repository shares), in NexusMem's home, one file per
+# folder (RECORDS_DIR), so that a remove run from any repository clears it for all. A block that goes
+# without `hook ... remove` (`pre-commit install -f` deletes the pre-commit.legacy the framework had moved
+# ours to; a tool that rewrites the hook) is then named by status and doctor.
 RECORD = "nexusmem-hooks"
+RECORDS_DIR = "hook-records"
 
 # Interpreters whose syntax our three POSIX lines are valid in.
 _SH_LIKE = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
@@ -152,36 +157,62 @@ def unused(name: str, start: Path | str | None = None) -> HookState | None:
     return state if state.installed else None
 
 
-def _record_path(start: Path | str | None) -> Path:
-    return default_hooks_dir(start).parent / RECORD
+def _record_path(start: Path | str | None, folder: Path | None = None) -> Path:
+    """Where the record of FOLDER (by default the one git runs hooks from) is kept (RECORD)."""
+    own = default_hooks_dir(start)
+    folder = hooks_dir(start) if folder is None else folder
+    if folder == own:
+        return own.parent / RECORD
+    where = folder.resolve()
+    inside = [p.resolve() for p in (paths.repo_root(start), own.parent)]
+    if any(where == base or base in where.parents for base in inside):
+        return own.parent / RECORD  # a folder of this repository's (husky's .husky/_, a committed .githooks)
+    digest = hashlib.sha256(os.fsencode(where)).hexdigest()[:24]
+    return paths.user_dir() / RECORDS_DIR / digest
+
+
+def _names_in(record: Path) -> list[str]:
+    lines = set(_bytes_of(record).decode("utf-8", "replace").splitlines())
+    return [name for name in HOOK_NAMES if name in lines]
 
 
 def recorded(start: Path | str | None = None) -> list[str]:
-    """The hooks an install put a block in for the repository at START and no remove took out since."""
-    words = set(_bytes_of(_record_path(start)).decode("utf-8", "replace").split())
-    return [name for name in HOOK_NAMES if name in words]
+    """The hooks an install put a block in, in the folder git runs hooks from for the repository at START,
+    and no remove took out since (run from this repository or, for a folder they share, any other)."""
+    if not os.path.lexists(default_hooks_dir(start).parent / RECORD) and not os.path.lexists(
+        paths.user_dir() / RECORDS_DIR
+    ):
+        return []  # nothing recorded anywhere: git is not asked where hooks run from
+    return _names_in(_record_path(start))
 
 
-def _write_record(start: Path | str | None, names: list[str]) -> None:
-    path = _record_path(start)
-    if names == recorded(start):
+def _write_record(start: Path | str | None, names: list[str], folder: Path | None = None) -> None:
+    """Record NAMES as the hooks with a block in FOLDER (by default the one git runs hooks from)."""
+    path = _record_path(start, folder)
+    if names == _names_in(path):
         return
-    tmp = path.with_name(f".{RECORD}.nexusmem-tmp")
+    tmp = path.with_name(f".{path.name}.nexusmem-tmp")
     try:
         if not names:
             path.unlink(missing_ok=True)
             return
+        head = ""
+        if path.parent.name == RECORDS_DIR:  # in NexusMem's home: which folder it is the record of, first
+            private.make_dir(paths.make_user_dir() / RECORDS_DIR)
+            head = f"# {folder or hooks_dir(start)}\n"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("".join(f"{name}\n" for name in names))
+            handle.write(head + "".join(f"{name}\n" for name in names))
         os.replace(tmp, path)
-    except OSError:  # only what status and doctor say of a block that went missing depends on it
+    except (OSError, NexusMemError):  # only what status and doctor say of a block that went missing needs it
         tmp.unlink(missing_ok=True)
 
 
 def forget(name: str, start: Path | str | None = None) -> None:
-    """Take hook NAME out of the record (it was removed on purpose: a hook without our block is no news)."""
-    _write_record(start, [n for n in recorded(start) if n != name])
+    """Take hook NAME out of the records of the folders a remove takes it out of (hook_dirs: it was removed
+    on purpose, and a hook without our block is no news)."""
+    for folder in hook_dirs(start):
+        _write_record(start, [n for n in _names_in(_record_path(start, folder)) if n != name], folder)
 
 
 def gone(name: str, start: Path | str | None = None) -> HookState | None:
