@@ -393,6 +393,9 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
     missing: dict[str, Path] = {}  # sync hooks without our block, and where their files are
     lost: dict[str, Check] = {}  # hooks an install put our block in that lost it without a remove
     recorded = git_hooks.recorded(root)  # read first: gone() asks git only for a hook it names
+    unreadable = git_hooks.record_problem(root)
+    if unreadable is not None:
+        checks.append(Check("git", False, *unreadable))
     for name in git_hooks.HOOK_NAMES:
         verb = "git" if name == "pre-commit" else "git-post"
         state = git_hooks.status(name, root)

@@ -74,6 +74,8 @@ def status(project: Project) -> dict[str, Any]:
             "sync_unfinished": iso(paths.sync_unfinished(project.root)),
             # Hooks an install put NexusMem's block in that lost it without `hook ... remove`: why, per hook.
             "hooks_gone": hooks_gone(project),
+            # Why the record those are read from cannot be read (a FIFO, a link to /dev/zero), or None.
+            "hooks_record": hooks_record(project),
         }
 
 
@@ -88,6 +90,14 @@ def hooks_gone(project: Project) -> dict[str, str]:
             verb = "git" if name == "pre-commit" else "git-post"
             out[name] = f"{git_hooks.gone_text(state)}; run `nexusmem hook {verb} install`"
     return out
+
+
+def hooks_record(project: Project) -> str | None:
+    """Why the record of the git hooks NexusMem installed cannot be read, with its fix; None when it can."""
+    from nexusmem.install import git_hooks
+
+    problem = git_hooks.record_problem(project.root)
+    return None if problem is None else f"{problem[0]}; fix: {problem[1]}"
 
 
 # What the links other sources make are, as status counts them (docs/contracts.md, link relations).
@@ -162,6 +172,8 @@ def render(info: dict[str, Any]) -> str:
         )
     for name, gone in info.get("hooks_gone", {}).items():
         lines.append(f"{name}: {gone}")
+    if info.get("hooks_record"):
+        lines.append(f"git hooks: {info['hooks_record']}")
     for name, state in sorted(info.get("source_states", {}).items()):
         lines.append(f"{name}: {state}")
     for name, history in sorted(info.get("skipped_records", {}).items()):

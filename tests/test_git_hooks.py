@@ -1097,3 +1097,35 @@ def test_a_user_wide_hooks_folder_removed_from_one_repository_is_no_problem_in_a
     run_cli("-C", str(repo), "hook", "git", "install")
     assert not [c for c in _problems(other) if "is gone" in c["detail"]]
     git(repo, "config", "--global", "--unset", "core.hooksPath")
+
+
+@pytest.mark.parametrize("special", ["fifo", "dev-zero"])
+def test_a_hooks_record_that_is_no_regular_file_never_hangs_a_command(repo: Path, special: str) -> None:
+    """.git/nexusmem-hooks made a FIFO hung doctor, status and `hook git status|install|remove` for ever; a
+    link to /dev/zero made `status` an internal error (MemoryError, exit 3). Each says it in one line, with
+    its fix, and install writes a record again."""
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    record = repo / ".git" / "nexusmem-hooks"
+    record.unlink()
+    if special == "fifo":
+        os.mkfifo(record)
+    else:
+        record.symlink_to("/dev/zero")
+
+    def nexusmem(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "nexusmem", "-C", str(repo), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+    said = f"{record}: cannot read: not a regular file (NexusMem's record of the git hooks it installed"
+    status = nexusmem("status")
+    assert status.returncode == 0 and said in status.stdout, status
+    doctor = nexusmem("doctor")
+    assert doctor.returncode == 1 and said in doctor.stdout and f"fix: rm {record}" in doctor.stdout, doctor
+    for verb in ("git", "git-post"):
+        hook_status = nexusmem("hook", verb, "status")
+        assert hook_status.returncode == 0 and hook_status.stderr.count(said) == 1, hook_status
+    assert nexusmem("hook", "git", "remove").returncode == 0
+    assert nexusmem("hook", "git", "install").returncode == 0
+    assert record.is_file() and not record.is_symlink() and record.read_text() == "pre-commit\n"
+    assert said not in nexusmem("status").stdout

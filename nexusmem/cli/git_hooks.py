@@ -190,6 +190,14 @@ def git_status(ctx: click.Context) -> None:
         nexusmem hook git status
     """
     _report_status(git_hooks.status("pre-commit", root_of(ctx)), "precheck", "git", root_of(ctx))
+    _report_record(root_of(ctx))
+
+
+def _report_record(start: Path | None) -> None:
+    """One line when the record of the hooks NexusMem installed cannot be read (git_hooks.record_problem)."""
+    problem = git_hooks.record_problem(start)
+    if problem is not None:
+        click.echo(f"  Warning: {problem[0]}; fix: {problem[1]}", err=True)
 
 
 @click.group(name="git-post")
@@ -266,3 +274,4 @@ def git_post_status(ctx: click.Context) -> None:
     """
     for name in git_hooks.SYNC_HOOKS:
         _report_status(git_hooks.status(name, root_of(ctx)), "sync --auto", "git-post", root_of(ctx))
+    _report_record(root_of(ctx))

@@ -28,6 +28,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,9 +172,44 @@ def _record_path(start: Path | str | None, folder: Path | None = None) -> Path:
     return paths.user_dir() / RECORDS_DIR / digest
 
 
+# A record names four hooks at most (and a folder): anything larger is not one NexusMem wrote.
+_RECORD_LIMIT = 8192
+
+
+def _read_record(record: Path) -> str:
+    """RECORD's text ("" when there is none); OSError or UnicodeDecodeError when it is not a record NexusMem
+    wrote: a FIFO (it would block every command), a link to /dev/zero (never ends), a folder, a large file."""
+    try:
+        return paths.read_small_text(record, _RECORD_LIMIT)
+    except FileNotFoundError:
+        return ""
+
+
 def _names_in(record: Path) -> list[str]:
-    lines = set(_bytes_of(record).decode("utf-8", "replace").splitlines())
+    try:
+        lines = set(_read_record(record).splitlines())
+    except (OSError, UnicodeDecodeError):  # said by record_problem
+        return []
     return [name for name in HOOK_NAMES if name in lines]
+
+
+def record_problem(start: Path | str | None = None) -> tuple[str, str] | None:
+    """(why, fix) when the record of the hooks folder git runs hooks from cannot be read (then no block that
+    went missing there is named); None when it can, or there is none."""
+    if not os.path.lexists(default_hooks_dir(start).parent / RECORD) and not os.path.lexists(
+        paths.user_dir() / RECORDS_DIR
+    ):
+        return None
+    record = _record_path(start)
+    try:
+        _read_record(record)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = (
+            f"{paths.unreadable(record, exc)} (NexusMem's record of the git hooks it installed: until it is"
+            " removed, a block that goes missing is not named; the next `hook ... install` writes it again)"
+        )
+        return why, f"rm {shlex.quote(str(record))}"
+    return None
 
 
 def recorded(start: Path | str | None = None) -> list[str]:
@@ -247,10 +283,15 @@ def gone_text(state: HookState) -> str:
 
 
 def _bytes_of(path: Path, limit: int = -1) -> bytes:
-    """PATH's bytes, the first LIMIT of them when given (b"" when it cannot be read)."""
+    """PATH's bytes, the first LIMIT of them when given (b"" when it cannot be read, or is no regular file:
+    a FIFO would block, /dev/zero never ends)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(limit)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return b""
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(limit) if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else b""
     except OSError:
         return b""
 
