@@ -771,3 +771,51 @@ def test_nexusmems_own_words_are_not_a_value_to_forget(repo: Path, isolated_home
     out = run_cli("-C", str(repo), "forget", "sub-zorp", "--yes").output
     assert "deleted 4 node(s): 4 shell_command; removed 4 shell-log line(s)" in out, out
     assert "verified: the value is in none" in out, out
+
+
+@pytest.mark.slow
+def test_forget_global_run_in_several_projects_at_once_keeps_every_entry(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """Eight `forget --global` at once, in four projects, on a machine with no deny-list key yet: each made
+    its own key and the last write won, so a project's entry was keyed with a key the file no longer held
+    (every later sync of it failed), and each read the user-wide list, added its entry and wrote it back, so
+    entries were lost though every one printed success. The key is made, and the list changed, under a lock."""
+    import subprocess
+
+    from helpers import console_script
+
+    repos = []
+    for n in range(4):
+        r = tmp_path / f"r{n}"
+        r.mkdir()
+        git(r, "init", "-q", "-b", "main")
+        commit(r, f"feat: project {n}", {"x.txt": f"{n}\n"})
+        assert run_script("sync", "--no-embed", cwd=r).returncode == 0
+        repos.append(r)
+    assert not (isolated_home / ".nexusmem" / "deny-key.json").exists()
+    values = [f"Quokka-Secret-{n}-{VALUE}" for n in range(8)]
+    procs = [
+        subprocess.Popen(
+            [console_script(), "forget", value, "--global", "--yes"],
+            cwd=repos[n % len(repos)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for n, value in enumerate(values)
+    ]
+    outs = [(p.communicate(timeout=120)[0], p.returncode) for p in procs]
+    for out, code in outs:
+        assert code == 0, out
+    keys = json.loads((isolated_home / ".nexusmem" / "deny-key.json").read_text(encoding="utf-8"))
+    assert len(keys["keys"]) == 1, keys  # one key for the user, not one per process
+    deny = json.loads((isolated_home / ".nexusmem" / "deny-list.json").read_text(encoding="utf-8"))
+    assert len(deny["entries"]) == len(values)
+    from nexusmem.hygiene.denylist import load_global
+
+    kept = load_global()
+    assert all(any(e.is_value(v) for e in kept) for v in values)
+    for r in repos:
+        done = run_script("sync", "--no-embed", cwd=r)
+        assert done.returncode == 0, done.stdout + done.stderr

@@ -26,6 +26,7 @@ With ignore_case both sides are case-folded before hashing/matching.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -40,6 +41,11 @@ from nexusmem.errors import NexusMemError
 MAX_VALUE_BYTES = 4096
 MAX_PATTERN_CHARS = 1000
 KEY_NAME = "deny-key.json"
+# The OS locks beside them that serialise each user file's read-modify-write (_locked): one for the key
+# file, one for the user-wide list (the list's is taken first when both are: reading the list can add keys).
+KEY_LOCK_NAME = ".deny-key.lock"
+LIST_LOCK_NAME = ".deny-list.lock"
+LOCK_WAIT_SECONDS = 60.0  # each holder only reads and writes a small file
 KEYED = "keyed-v1"  # spec["scheme"] of entries keyed with the user's secret; absent on older entries
 EXPORT_VERSION = 1
 # Strings a regex is tried on to see whether it can match an empty string somewhere (it would then match
@@ -326,35 +332,63 @@ def _read_keys() -> dict[str, Any]:
     return data
 
 
+@contextlib.contextmanager
+def _locked(name: str) -> Iterator[None]:
+    """Hold the OS lock NAME in the user dir (released if the holder dies) while a user file is read,
+    changed and written back: `forget --global` in two projects at once made two keys (the last write won,
+    and every sync of the project whose entry used the other failed) and dropped each other's entries."""
+    from nexusmem.oslock import FileLock, Timeout
+
+    paths.ensure_user_dir()
+    lock = FileLock(paths.user_dir() / name)
+    try:
+        lock.acquire(LOCK_WAIT_SECONDS)
+    except Timeout:
+        raise DenyListError(
+            f"{lock.path}: another nexusmem process has held this lock for {LOCK_WAIT_SECONDS:.0f} s; try"
+            " again when it is done"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def user_key() -> tuple[str, bytes]:
     """(id, secret) of this user's deny-list key, made on first use (0600 file in the 0700 user dir)."""
     data = _read_keys()
     current = str(data.get("current", ""))
     if current in data["keys"]:
         return current, bytes.fromhex(str(data["keys"][current]))
-    import secrets
+    with _locked(KEY_LOCK_NAME):
+        data = _read_keys()  # another process may have made it while this one waited
+        current = str(data.get("current", ""))
+        if current in data["keys"]:
+            return current, bytes.fromhex(str(data["keys"][current]))
+        import secrets
 
-    secret = secrets.token_bytes(32)
-    key_id = _key_id(secret)
-    data["keys"][key_id] = secret.hex()
-    data["current"] = key_id
-    paths.ensure_user_dir()
-    private.write_atomic(key_path(), (json.dumps(data, indent=2) + "\n").encode())
+        secret = secrets.token_bytes(32)
+        key_id = _key_id(secret)
+        data["keys"][key_id] = secret.hex()
+        data["current"] = key_id
+        private.write_atomic(key_path(), (json.dumps(data, indent=2) + "\n").encode())
     return key_id, secret
 
 
 def add_keys(keys: dict[str, str]) -> None:
     """Add KEYS (id -> hex secret, from an export) to this user's key file, keeping the current one."""
-    data = _read_keys()
-    fresh = {k: v for k, v in keys.items() if k not in data["keys"]}
-    if not fresh:
+    if all(k in _read_keys()["keys"] for k in keys):
         return
-    for key_id, secret in fresh.items():
-        if _key_id(bytes.fromhex(secret)) != key_id:
-            raise DenyListError(f"deny-list key {key_id} does not match its id")
-    data["keys"].update(fresh)
-    paths.ensure_user_dir()
-    private.write_atomic(key_path(), (json.dumps(data, indent=2) + "\n").encode())
+    with _locked(KEY_LOCK_NAME):
+        data = _read_keys()
+        fresh = {k: v for k, v in keys.items() if k not in data["keys"]}
+        if not fresh:
+            return
+        for key_id, secret in fresh.items():
+            if _key_id(bytes.fromhex(secret)) != key_id:
+                raise DenyListError(f"deny-list key {key_id} does not match its id")
+        data["keys"].update(fresh)
+        private.write_atomic(key_path(), (json.dumps(data, indent=2) + "\n").encode())
 
 
 def _entry_key(spec: dict[str, Any]) -> bytes:
@@ -576,29 +610,36 @@ def write_private(path: Path, text: str) -> None:
     private.write_atomic(path, text.encode("utf-8"))
 
 
+# The user-wide list is changed only under its lock, read again there: what another process added while
+# this one worked is kept.
+
+
 def remove_global(key: str) -> bool:
     """Remove the entry KEY from the user-wide list; False when it is not there."""
-    current = load_global()
-    kept = [e for e in current if e.key != key]
-    if len(kept) == len(current):
-        return False
-    write_private(global_path(), document(kept))
+    with _locked(LIST_LOCK_NAME):
+        current = load_global()
+        kept = [e for e in current if e.key != key]
+        if len(kept) == len(current):
+            return False
+        write_private(global_path(), document(kept))
     return True
 
 
 def replace_global(old_key: str, entry: Entry) -> bool:
     """Swap the entry OLD_KEY for ENTRY in the user-wide list (re-keying); False when OLD_KEY is not there."""
-    current = load_global()
-    if not any(e.key == old_key for e in current):
-        return False
-    write_private(global_path(), document([entry if e.key == old_key else e for e in current]))
+    with _locked(LIST_LOCK_NAME):
+        current = load_global()
+        if not any(e.key == old_key for e in current):
+            return False
+        write_private(global_path(), document([entry if e.key == old_key else e for e in current]))
     return True
 
 
 def add_global(entry: Entry) -> bool:
     """Add ENTRY to the user-wide list; False when an equal entry is already there."""
-    current = load_global()
-    if any(e.key == entry.key for e in current):
-        return False
-    write_private(global_path(), document([*current, entry]))
+    with _locked(LIST_LOCK_NAME):
+        current = load_global()
+        if any(e.key == entry.key for e in current):
+            return False
+        write_private(global_path(), document([*current, entry]))
     return True
