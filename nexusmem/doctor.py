@@ -33,6 +33,10 @@ LOG_SCAN_BYTES = 32 << 20  # read at most
 # quick_check reads every page (~36 ms/MB here, see store/health.py): bounded so doctor stays quick on a
 # very large store, which is then reported as not checked rather than as a problem.
 DOCTOR_CHECK_SECONDS = 10.0
+# How long doctor waits for another process's lock on the store (an `sqlite3` shell in a transaction,
+# a backup tool): then it says the store is locked, rather than wait as a sync would.
+DOCTOR_BUSY_SECONDS = 1.0
+LOCKED = "another process holds it locked"
 
 
 @dataclass
@@ -349,15 +353,16 @@ def _cannot_start(command: str) -> str | None:
     return _STARTS[command]
 
 
-def _auto_sync_check(root: Path, store_fix: str | None) -> list[Check]:
+def _auto_sync_check(root: Path, store_fix: str | None, store_locked: bool = False) -> list[Check]:
     """A post-commit sync that failed, with nothing synced since: the commits since are not in memory. Its
     fix is a sync, or STORE_FIX when check_store found the store needs one first (a sync fails on a damaged
-    store exactly as the post-commit one did)."""
+    store exactly as the post-commit one did). Not asked when STORE_LOCKED: check_store found another
+    process holding the store, and opening it would wait for that process (15 s) to say nothing more."""
     from nexusmem import autosync
     from nexusmem.errors import StoreError
     from nexusmem.store import open_store
 
-    if not paths.db_path(root).exists():
+    if store_locked or not paths.db_path(root).exists():
         return []
     try:
         with open_store(paths.db_path(root), readonly=True) as store:
@@ -385,9 +390,9 @@ def _crlf_checks(name: str, state: git_hooks.HookState) -> list[Check]:
     return checks
 
 
-def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
+def check_git(root: Path, store_fix: str | None = None, store_locked: bool = False) -> list[Check]:
     """The git hooks' checks; STORE_FIX: check_store's fix for a store a sync cannot use (the auto-sync's
-    failure is fixed by that first)."""
+    failure is fixed by that first); STORE_LOCKED: check_store found another process holding it."""
     checks = []
     auto_syncs = False
     missing: dict[str, Path] = {}  # sync hooks without our block, and where their files are
@@ -469,7 +474,7 @@ def check_git(root: Path, store_fix: str | None = None) -> list[Check]:
             fix += f" (--force wraps the existing {', '.join(foreign)} hook, which still runs)"
         checks.append(Check("git", False, detail, fix))
     if auto_syncs:
-        checks += _auto_sync_check(root, store_fix)
+        checks += _auto_sync_check(root, store_fix, store_locked)
         from nexusmem import autosync
 
         problem = autosync.team_push_problem(root)
@@ -588,7 +593,7 @@ def check_store(root: Path) -> list[Check]:
     files = [paths.config_path(root), db, *companions, paths.shell_log_path(), paths.registry_path()]
     modes = [_mode_check(f, 0o700, folder=True) for f in folders] + [_mode_check(f, 0o600) for f in files]
     try:
-        result = health.check_file(db, DOCTOR_CHECK_SECONDS)
+        result = health.check_file(db, DOCTOR_CHECK_SECONDS, DOCTOR_BUSY_SECONDS)
         shape = health.shape_problem(db) if result is not None and not result else None
         if shape is not None:
             what, damaged = shape
@@ -604,6 +609,18 @@ def check_store(root: Path) -> list[Check]:
         elif result is None:
             detail = f"{db}: quick_check did not finish in {DOCTOR_CHECK_SECONDS:.0f} s (a large store); not checked"
             checks.append(Check("store", True, detail))
+        elif health.is_locked(result):
+            # Not damage: "database is locked" said as quick_check's finding made the fix "move memory.db
+            # aside", which throws away verdicts and the deny-list.
+            detail = (
+                f"{db}: not checked: {LOCKED} (held past {DOCTOR_BUSY_SECONDS:.0f} s; nothing shows the store"
+                " damaged); syncs and queries wait for it, then fail"
+            )
+            fix = (
+                "let that process finish (an open `sqlite3` shell, a backup?), or find it:"
+                f" `fuser -v {shlex.quote(str(db))}` (or `lsof {shlex.quote(str(db))}`); then run doctor again"
+            )
+            checks.append(Check("store", False, detail, fix))
         elif _full(state):
             detail = (
                 f"{db}: cannot be opened ({'; '.join(result[:1])}): the disk holding {state} is full;"
@@ -784,7 +801,8 @@ def run(start: Path | None) -> list[Check]:
         store = check_store(memory)
         # check_store says first what is wrong with the database itself (a sync fails on it too).
         store_fix = store[0].fix if store and not store[0].ok else None
-        checks += check_git(root, store_fix)
+        locked = bool(store) and not store[0].ok and LOCKED in store[0].detail
+        checks += check_git(root, store_fix, locked)
         checks += store
     checks += check_backend()
     unconfirmed, invalid = _unconfirmed(memory)

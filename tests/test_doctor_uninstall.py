@@ -485,6 +485,43 @@ def test_a_failed_post_commit_sync_on_a_damaged_store_gets_the_fix_that_works(re
     assert code == 0, report
 
 
+def test_a_store_another_process_holds_locked_is_called_locked_not_damaged(repo: Path) -> None:
+    """An `sqlite3` shell holding memory.db in an exclusive transaction: doctor waited ~20 s, then printed
+    "quick_check found database is locked" with the damaged store's fix (move memory.db aside), which throws
+    away verdicts and the deny-list. It now says, at once, that another process holds the store."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    run_cli("-C", str(repo), "hook", "git-post", "install")  # its check reads the store too
+    tighten(repo)
+    db = repo / ".nexusmem" / "memory.db"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlean, sys; c = sqlean.connect(sys.argv[1], isolation_level=None);"
+            " c.execute('PRAGMA locking_mode=EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE');"
+            " c.execute('SELECT count(*) FROM nodes').fetchall(); print('held', flush=True); sys.stdin.read()",
+            str(db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        started = time.monotonic()
+        code, problem = store_problem(repo)
+        took = time.monotonic() - started
+    finally:
+        holder.communicate("")
+    assert code == 1 and "another process holds it locked" in str(problem["detail"]), problem
+    assert "damaged" not in str(problem["fix"]) and "fuser" in str(problem["fix"]), problem
+    assert took < 8, f"doctor took {took:.1f} s on a locked store"
+    # Let go, the same store checks out whole.
+    code, report = doctor_json(repo)
+    assert code == 0, report
+
+
 def test_a_registered_project_whose_memory_db_was_deleted_is_rebuilt_not_forgotten(repo: Path) -> None:
     """doctor's fix for a registered project without memory.db was `projects --prune`, which forgets the
     project instead of building its memory again."""

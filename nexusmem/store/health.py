@@ -85,16 +85,23 @@ def quick_check(conn: Any, seconds: float = CHECK_SECONDS) -> list[str] | None:
     return [] if problems == ["ok"] else problems
 
 
-def check_file(path: Path, seconds: float = CHECK_SECONDS) -> list[str] | None:
-    """quick_check on a fresh read-only connection to PATH (the failed one may be in any state)."""
+def check_file(path: Path, seconds: float = CHECK_SECONDS, busy_seconds: float = 5.0) -> list[str] | None:
+    """quick_check on a fresh read-only connection to PATH (the failed one may be in any state), waiting up
+    to BUSY_SECONDS for another process's lock."""
     try:
-        conn = sqlean.connect(f"file:{path.as_posix()}?mode=ro", uri=True, timeout=5)
+        conn = sqlean.connect(f"file:{path.as_posix()}?mode=ro", uri=True, timeout=busy_seconds)
     except DriverError as exc:
         return [str(exc)]
     try:
         return quick_check(conn, seconds)
     finally:
         conn.close()
+
+
+def is_locked(problems: list[str]) -> bool:
+    """Whether check_file's PROBLEMS only say another process held the database locked ("database is
+    locked"): the file was not read, so nothing is known about it."""
+    return bool(problems) and all("is locked" in p for p in problems)
 
 
 def holds_nothing(path: Path) -> bool:
