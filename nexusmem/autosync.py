@@ -10,7 +10,10 @@ Protocol (two files in .nexusmem/):
   at once; never a commit left unsynced.
 
 Each run writes one line to stdout (the hook points it at `.nexusmem/auto-sync.log`), and the log is cut
-back to its newest part at the start of every auto sync so it never grows without bound.
+back to its newest part at the start of every auto sync so it never grows without bound. A run that fails
+also leaves `auto-sync.failed` (its error inside when the disk takes it, the time of the failure as its
+mtime; taken away by the next run that works): on a full disk the log line cannot be written, and the
+failure was silent, but an empty file still can be made.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ PUSH_LOCK_NAME = "team-push.lock"
 PUSH_PENDING_NAME = "team-push.pending"
 PENDING_NAME = "sync.pending"
 LOG_NAME = "auto-sync.log"
+FAILED_NAME = "auto-sync.failed"
 LOG_CAP_BYTES = 256 * 1024
 LOG_KEEP_BYTES = 64 * 1024
 # How long a sync waits, holding the lock, for more commits to arrive before it starts (see auto_sync).
@@ -110,6 +114,7 @@ def auto_sync(
 
     RUN_SYNC(root) does one sync (default: nexusmem.sync.sync with failure→fix linking); tests plug in here.
     """
+    from nexusmem.errors import NexusMemError
     from nexusmem.oslock import FileLock, Timeout
 
     root = paths.repo_root(start)
@@ -146,7 +151,12 @@ def auto_sync(
                 _wait_for_quiet(pending, debounce)
                 pending.unlink(missing_ok=True)  # before syncing: a commit from now on sets it again
                 began = time.time()
-                summary = run_sync(root)
+                try:
+                    summary = run_sync(root)
+                except NexusMemError as exc:
+                    mark_failed(state, str(exc))
+                    raise
+                (state / FAILED_NAME).unlink(missing_ok=True)
                 result.runs += 1
                 ended = time.time()
                 added = getattr(summary, "added", "?")
@@ -236,14 +246,46 @@ def team_push_problem(root: Path) -> str | None:
     return None
 
 
+def mark_failed(state: Path, error: str) -> None:
+    """Leave FAILED_NAME in STATE, dated now, with ERROR in it when the disk takes it (an empty mark still
+    says that a run failed)."""
+    mark = state / FAILED_NAME
+    try:
+        fd = private.open_fd(mark, os.O_WRONLY | os.O_TRUNC)
+    except OSError:
+        return
+    try:
+        os.utime(mark)
+        os.write(fd, error.encode("utf-8", "replace")[:4096])
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def last_failure(root: Path, store: Any) -> dict[str, str] | None:
-    """The post-commit sync's last failure, when its log's last word is one ({"at", "error", "log"}), unless a
-    sync finished after it (the newest sync STORE recorded, of any source). The failure is read from the log
-    itself, so one written by another NexusMem (an older install still named in the hook) is found too; a
-    line without a date (older releases wrote none) is dated by the log's last change."""
+    """The post-commit sync's last failure ({"at", "error", "log"}), unless a sync finished after it (the
+    newest sync STORE recorded, of any source): the newer of the failure mark this release leaves and the
+    log's last word when it is a failure. The log is read too, so a failure written by another NexusMem
+    (an older install still named in the hook) is found; a line without a date (older releases wrote none)
+    is dated by the log's last change."""
     synced = [int(s["last_sync"]) for s in store.sources() if s.get("last_sync")]
     synced_after_ms = max(synced) if synced else None
     path = paths.state_dir(root) / LOG_NAME
+    found = [f for f in (_logged_failure(path), _marked_failure(root)) if f is not None]
+    if not found:
+        return None
+    # The mark's time is exact; the log's is to the second, which a source the failed run stored (git,
+    # before the diff filled the disk) may follow within the same second.
+    moment, error = max(found, key=lambda f: f[0])
+    if synced_after_ms is not None and synced_after_ms >= moment * 1000:
+        return None  # a sync since (by hand, or the next commit's) caught up
+    at = datetime.fromtimestamp(moment).astimezone().isoformat(timespec="seconds")
+    return {"at": at, "error": error, "log": str(path)}
+
+
+def _logged_failure(path: Path) -> tuple[float, str] | None:
+    """(when, error) of the log's last word when it is a failure; None when it is a run that worked."""
     read = _log_tail(path, 8192)
     if read is None:
         return None
@@ -260,11 +302,19 @@ def last_failure(root: Path, store: Any) -> dict[str, str] | None:
             moment = datetime.fromisoformat(when).timestamp() if when else changed
         except ValueError:
             moment = changed
-        if synced_after_ms is not None and synced_after_ms >= moment * 1000:
-            return None  # a sync since (by hand, or the next commit's) caught up
-        at = datetime.fromtimestamp(moment).astimezone().isoformat(timespec="seconds")
-        return {"at": at, "error": error.strip(), "log": str(path)}
+        return moment, error.strip()
     return None
+
+
+def _marked_failure(root: Path) -> tuple[float, str] | None:
+    """(when, error) of the failure mark (mark_failed), None without one."""
+    mark = paths.state_dir(root) / FAILED_NAME
+    try:
+        moment = mark.stat().st_mtime
+        error = paths.read_small_text(mark).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return moment, error or f"its error could not be written to {LOG_NAME} either (is the disk full?)"
 
 
 def _team_configured(root: Path) -> bool:

@@ -638,6 +638,16 @@ def check_store(root: Path) -> list[Check]:
         else:
             detail = f"{db}: quick_check found {'; '.join(result[:3])}"
             checks.append(Check("store", False, detail, _rebuild_damaged(root, db)))
+        low = paths.low_space(root)
+        if low is not None and all(c.ok for c in checks):  # a full disk that broke the check is said above
+            checks.append(
+                Check(
+                    "store",
+                    False,
+                    paths.low_space_text(root, low),
+                    f"free some space on the disk holding {state}",
+                )
+            )
         stopped = paths.sync_unfinished(root) if all(c.ok for c in checks) else None
         if stopped is not None:  # killed or interrupted (SIGKILL, Ctrl-C): no error line was written
             detail = (

@@ -234,6 +234,43 @@ def db_path(root: Path) -> Path:
     return state_dir(root) / DB_NAME
 
 
+# A sync needs room to write: its pages go to the WAL before the database, and on a full disk it fails (the
+# post-commit one without a word: its log line cannot be written either). Less free space than twice the
+# store, but never asked for more than LOW_SPACE_MAX nor less than LOW_SPACE_MIN, is said by status and doctor.
+LOW_SPACE_MAX = 50 * 1024 * 1024
+LOW_SPACE_MIN = 1024 * 1024
+
+
+def low_space(root: Path) -> tuple[int, int] | None:
+    """(free bytes, the room a sync should have) on the file system holding ROOT's .nexusmem/, when it has
+    less than that room (twice memory.db and its WAL, within LOW_SPACE_MIN..LOW_SPACE_MAX); else None (and
+    where it cannot be asked: no statvfs, no folder)."""
+    state = state_dir(root)
+    try:
+        info = os.statvfs(state)
+    except (OSError, AttributeError):  # Windows has no statvfs
+        return None
+    import contextlib
+
+    size = 0
+    for name in (DB_NAME, DB_NAME + "-wal"):
+        with contextlib.suppress(OSError):
+            size += os.stat(state / name).st_size
+    free = info.f_bavail * info.f_frsize
+    room = min(max(2 * size, LOW_SPACE_MIN), LOW_SPACE_MAX)
+    return (free, room) if free < room else None
+
+
+def low_space_text(root: Path, low: tuple[int, int]) -> str:
+    """What status and doctor say about low_space's LOW."""
+    free, room = low
+    return (
+        f"the disk holding {state_dir(root)} has {free / 1e6:.1f} MB free, less than the {room / 1e6:.0f} MB a"
+        " sync of this memory should have: a sync fails when the disk is full (the post-commit one without a"
+        " line in its log)"
+    )
+
+
 def config_path(root: Path) -> Path:
     return state_dir(root) / CONFIG_NAME
 

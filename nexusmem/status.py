@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from nexusmem import autosync, paths, timefmt
@@ -72,11 +73,18 @@ def status(project: Project) -> dict[str, Any]:
             "deepened": repo.deepened(project.root, git_cursor),
             # The last sync was stopped before it ended (killed): when it started, else null.
             "sync_unfinished": iso(paths.sync_unfinished(project.root)),
+            # The disk holding .nexusmem/ has less room than a sync needs: {"free_bytes", "needed_bytes"}.
+            "low_space": _low_space(project),
             # Hooks an install put NexusMem's block in that lost it without `hook ... remove`: why, per hook.
             "hooks_gone": hooks_gone(project),
             # Why the record those are read from cannot be read (a FIFO, a link to /dev/zero), or None.
             "hooks_record": hooks_record(project),
         }
+
+
+def _low_space(project: Project) -> dict[str, int] | None:
+    low = paths.low_space(project.root)
+    return None if low is None else {"free_bytes": low[0], "needed_bytes": low[1]}
 
 
 def hooks_gone(project: Project) -> dict[str, str]:
@@ -162,6 +170,10 @@ def render(info: dict[str, Any]) -> str:
             f"sync: the last sync (started {info['sync_unfinished']}) was stopped before it ended: what it had"
             " not stored yet is not in memory; run `nexusmem sync`"
         )
+    low = info.get("low_space")
+    if low:
+        said = paths.low_space_text(Path(info["root"]), (low["free_bytes"], low["needed_bytes"]))
+        lines.append(f"disk: {said}; free some space")
     moved = info.get("head_moved")
     if moved:
         lines.append(f"git: {moved_text(moved)}")

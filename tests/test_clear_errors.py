@@ -353,6 +353,82 @@ def test_doctor_tells_a_read_only_store_from_a_damaged_one(repo: Path) -> None:
     assert "memory.db.damaged" not in proc.stdout
 
 
+# Run inside the private mount namespace, in the repository, with .nexusmem a small empty tmpfs: the memory
+# is copied in and held open by a reader (an MCP server's, as the -shm a sync needs stays), the disk is filled
+# to its last byte, a commit's post-commit hook runs its sync, and what status and doctor then say is printed.
+_FULL_DISK_COMMIT = """
+import json, os, shutil, subprocess, sys, time
+import sqlean
+from nexusmem.oslock import held
+
+saved, nexusmem = sys.argv[1], sys.argv[2]
+shutil.copytree(saved, ".nexusmem", dirs_exist_ok=True)
+reader = sqlean.connect(".nexusmem/memory.db")
+reader.execute("SELECT count(*) FROM nodes").fetchall()
+fd = os.open(".nexusmem/filler", os.O_WRONLY | os.O_CREAT, 0o600)
+for chunk in (65536, 512, 1):
+    try:
+        while True:
+            os.write(fd, bytes(chunk))
+    except OSError:
+        pass
+os.close(fd)
+with open("b.txt", "w") as fh:
+    fh.write("more than the disk holds")
+subprocess.run(["git", "add", "b.txt"], check=True)
+subprocess.run(["git", "commit", "-qm", "feat: on a full disk"], check=True)
+lock = ".nexusmem/sync.lock"
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline and not (os.path.exists(lock) and not held(lock)):
+    time.sleep(0.2)
+time.sleep(0.5)
+out = {"log": open(".nexusmem/auto-sync.log").read()}
+for name in ("status", "doctor"):
+    proc = subprocess.run([nexusmem, name, "--json"], capture_output=True, text=True)
+    out[name] = json.loads(proc.stdout) if proc.stdout.strip() else proc.stderr
+    out[name + "_code"] = proc.returncode
+reader.close()
+print(json.dumps(out))
+"""
+
+
+def test_a_post_commit_sync_on_a_full_disk_is_reported_though_its_log_cannot_be_written(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The disk holding .nexusmem/ full to the last byte: the post-commit sync failed, its error could not be
+    written to auto-sync.log (0 bytes), and `doctor` said "No problems found"; `status` said only that HEAD
+    had moved. The failed run leaves a mark (an empty file needs no free block), and both say the disk has
+    too little room left."""
+    import json
+
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    saved = tmp_path / "saved"
+    shutil.copytree(repo / ".nexusmem", saved)
+    runner = _in_a_small_tmpfs(repo / ".nexusmem", "2m")
+    if runner is None:
+        pytest.skip("a tmpfs of our own needs root and unshare")
+    proc = subprocess.run(
+        [*runner, sys.executable, "-c", _FULL_DISK_COMMIT, str(saved), console_script()],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert seen["log"] == "", seen["log"]  # the failure could not be written there: the case at hand
+    status, doctor = seen["status"], seen["doctor"]
+    assert isinstance(status, dict) and isinstance(doctor, dict), seen
+    assert status["auto_sync_failed"] is not None, status
+    assert "could not be written" in status["auto_sync_failed"]["error"]
+    assert status["low_space"] is not None and status["low_space"]["free_bytes"] < 4096, status
+    problems = [c["detail"] for c in doctor["checks"] if not c["ok"]]
+    assert seen["doctor_code"] == 1, doctor
+    assert any("the post-commit sync failed" in p for p in problems), problems
+    assert any("MB free" in p and "a sync fails when the disk is full" in p for p in problems), problems
+
+
 def test_team_commands_without_the_team_extra_say_how_to_install_it(repo: Path, tmp_path: Path) -> None:
     """Without `nexusmem[team]` (no psycopg), every team command crashed with exit 3 ("internal error ... No
     module named 'psycopg'"): `query --team` gave no local results at all and `precheck --team` no note."""
