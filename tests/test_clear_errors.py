@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import commit, console_script, run_cli, run_script
+from helpers.env import read_only_runner
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -138,36 +139,11 @@ def test_disk_full_while_syncing(repo: Path) -> None:
     assert "large commit" in run_script("query", "large commit", cwd=repo).stdout
 
 
-def _readonly_runner(state: Path) -> list[str] | None:
-    """A command prefix under which STATE is read-only, or None: root ignores permission bits, so it needs
-    a private read-only bind mount (unshare); anyone else gets chmod."""
-    if os.geteuid() != 0:
-        state.chmod(0o500)
-        return []
-    if not shutil.which("unshare"):
-        return None
-    probe = subprocess.run(
-        [
-            "unshare",
-            "-m",
-            "sh",
-            "-c",
-            f"mount --bind '{state}' '{state}' && mount -o remount,bind,ro '{state}'",
-        ],
-        capture_output=True,
-        check=False,
-    )
-    if probe.returncode != 0:
-        return None
-    mount = f"mount --bind '{state}' '{state}' && mount -o remount,bind,ro '{state}' && exec \"$0\" \"$@\""
-    return ["unshare", "-m", "sh", "-c", mount]
-
-
 def _synced_read_only(repo: Path) -> tuple[Path, list[str]]:
     """REPO synced, its .nexusmem/ and the prefix that runs a command with it read-only (else a skip)."""
     synced(repo)
     state = repo / ".nexusmem"
-    prefix = _readonly_runner(state)
+    prefix = read_only_runner(state)
     if prefix is None:
         pytest.skip("cannot make a directory read-only for root here (no unshare/mount)")
     return state, prefix

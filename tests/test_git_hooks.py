@@ -418,6 +418,46 @@ def test_post_commit_keeps_its_files_private_whatever_the_umask(repo: Path) -> N
     wait_settled(repo, 2)
 
 
+def test_a_commit_with_a_read_only_memory_folder_prints_no_shell_error(repo: Path) -> None:
+    """With .nexusmem read-only (a read-only mount), every commit printed the shell's own error:
+    `.git/hooks/post-commit: 38: cannot create .nexusmem/sync.pending: Read-only file system` (the
+    `2>/dev/null` came after the redirection that failed). A block an older release installed is brought up
+    to date by installing again."""
+    from helpers.env import read_only_runner
+
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    hook = repo / ".git" / "hooks" / "post-commit"
+    text = hook.read_text(encoding="utf-8")
+    flag_line = next(line for line in text.splitlines() if "sync.pending" in line and "flock" not in line)
+    hook.write_text(text.replace(flag_line, ": >.nexusmem/sync.pending 2>/dev/null"), encoding="utf-8")
+    state = repo / ".nexusmem"
+    prefix = read_only_runner(state)
+    if prefix is None:
+        pytest.skip("cannot make a directory read-only for root here (no unshare/mount)")
+
+    def commit_read_only(message: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*prefix, "git", "commit", "-q", "--allow-empty", "-m", message],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            check=False,
+        )
+
+    try:
+        older = commit_read_only("feat: under the older block")
+        assert older.returncode == 0 and "cannot create .nexusmem/sync.pending" in older.stderr, older.stderr
+        state.chmod(0o700)
+        assert "Updated the auto-sync hook" in run_cli("-C", str(repo), "hook", "git-post", "install").output
+        prefix = read_only_runner(state) or []
+        now = commit_read_only("feat: under the current block")
+        assert now.returncode == 0 and now.stderr == "", now.stderr
+    finally:
+        state.chmod(0o700)
+
+
 @pytest.mark.parametrize("damage", ["empty", "garbage", "locked"])
 def test_a_store_precheck_cannot_read_never_refuses_or_holds_a_commit(repo: Path, damage: str) -> None:
     """`--strict` refuses a commit for what precheck finds; a store it cannot read finds nothing. An empty

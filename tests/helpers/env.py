@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,28 @@ def unreadable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         return real_read(self)
 
     monkeypatch.setattr(Path, "read_bytes", failing_read)
+
+
+def read_only_runner(state: Path) -> list[str] | None:
+    """A command prefix under which STATE is read-only, or None: root ignores permission bits, so it needs
+    a private read-only bind mount (unshare); anyone else gets chmod."""
+    if os.geteuid() != 0:
+        state.chmod(0o500)
+        return []
+    if not shutil.which("unshare"):
+        return None
+    probe = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount --bind '{state}' '{state}' && mount -o remount,bind,ro '{state}'",
+        ],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        return None
+    mount = f"mount --bind '{state}' '{state}' && mount -o remount,bind,ro '{state}' && exec \"$0\" \"$@\""
+    return ["unshare", "-m", "sh", "-c", mount]
