@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from nexusmem import __version__, authors, paths, show, status
+from nexusmem import __version__, authors, paths, show, status, timefmt
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import NexusMemError, NotARepositoryError, RefusedRepositoryError
@@ -406,6 +406,11 @@ def run_search_all(
     return _result(multi_mod.render(result), multi_mod.to_json(result))
 
 
+# How long sync_project waits for a sync of the same memory already running (a `sync --rebuild` from the
+# command line takes minutes): agents' tool calls time out long before the command line's 600 s.
+MCP_SYNC_WAIT_SECONDS = 20.0
+
+
 def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: ProgressFn) -> CallToolResult:
     root = resolve_root(project_root)
     # Options the library does not have yet are accepted and ignored, so agents' calls keep working when it does.
@@ -417,8 +422,22 @@ def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: P
         extra["no_embed"] = no_embed
     elif "embed" in accepted:
         extra["embed"] = not no_embed
-    with _library_errors():
-        summary = sync_mod.sync(root, progress=progress, log=lambda note: log.info("sync: %s", note), **extra)
+    if "wait" in accepted:
+        extra["wait"] = MCP_SYNC_WAIT_SECONDS
+    try:
+        with _library_errors():
+            summary = sync_mod.sync(
+                root, progress=progress, log=lambda note: log.info("sync: %s", note), **extra
+            )
+    except ToolError as exc:
+        if not isinstance(exc.__cause__, sync_mod.SyncBusyError):
+            raise
+        since = paths.sync_running_since(project_mod.memory_root(root))
+        started = f" (started {timefmt.iso(since)})" if since is not None else ""
+        raise ToolError(
+            f"a sync of this memory is running{started}; waited {MCP_SYNC_WAIT_SECONDS:.0f} s for it: try"
+            " again in a minute (search_memory answers from the memory as it is meanwhile)"
+        ) from None
     return _result(summary.describe(), summary.to_json())
 
 

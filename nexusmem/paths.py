@@ -351,6 +351,19 @@ PENDING_FRESH_SECONDS = 120
 UNFINISHED_NAME = "sync.unfinished"
 
 
+def sync_running_since(root: Path) -> int | None:
+    """When the sync of ROOT's memory running now started (its mark's time, epoch ms), None when none runs."""
+    from nexusmem.oslock import held
+
+    state = state_dir(root)
+    if not held(state / "sync.run.lock"):
+        return None
+    try:
+        return int(os.stat(state / UNFINISHED_NAME).st_mtime * 1000)
+    except OSError:  # a forget or a team push holds the lock: no mark
+        return None
+
+
 def sync_unfinished(root: Path) -> int | None:
     """When the last sync of ROOT's memory was stopped before it ended (its mark is left and no sync holds
     the run lock): the time it started, epoch ms; else None."""

@@ -57,7 +57,8 @@ class SourceSummary:
 class SyncSummary:
     root: str
     sources: list[SourceSummary] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = 0.0  # the sync's own time, without waiting for another one to finish
+    waited: float = 0.0  # how long it waited for another sync of this project (its run lock) first
     initialised: bool = False
     rebuilt: bool = False
     total_nodes: int = 0
@@ -90,7 +91,8 @@ class SyncSummary:
             e = self.embedding
             rate = f", {e.embedded / e.seconds:,.0f}/s" if e.embedded and e.seconds > 0 else ""
             lines.append(f"timing: embed {e.seconds:.2f}s ({e.embedded} item(s) embedded{rate})")
-        lines.append(f"timing: total {self.seconds:.2f}s")
+        waited = f" (and {self.waited:.2f}s waiting for another sync first)" if self.waited >= 0.01 else ""
+        lines.append(f"timing: total {self.seconds:.2f}s{waited}")
         return lines
 
     def describe(self) -> str:
@@ -114,8 +116,9 @@ class SyncSummary:
         head = (
             "Initialised and synced" if summary.initialised else ("Rebuilt" if summary.rebuilt else "Synced")
         )
+        waited = f" (after waiting {summary.waited:.2f}s for another sync)" if summary.waited >= 0.01 else ""
         text = (
-            f"{head} {summary.root} in {summary.seconds:.2f}s: {'; '.join(parts) or 'no sources enabled'}. "
+            f"{head} {summary.root} in {summary.seconds:.2f}s{waited}: {'; '.join(parts) or 'no sources enabled'}. "
             f"{summary.total_nodes} node(s) in memory."
         )
         links = summary.links
@@ -141,6 +144,7 @@ class SyncSummary:
             "initialised": self.initialised,
             "rebuilt": self.rebuilt,
             "seconds": round(self.seconds, 3),
+            "waited_seconds": round(self.waited, 3),
             "added": self.added,
             "updated": self.updated,
             "removed": self.removed,
@@ -281,8 +285,9 @@ class SyncBusyError(NexusMemError):
 @contextlib.contextmanager
 def exclusive(
     root: Path, wait: float, log: Callable[[str], None] | None, what: str = "sync"
-) -> Iterator[None]:
-    """Hold this project's run lock (`.nexusmem/sync.run.lock`) for the duration: one writer at a time.
+) -> Iterator[float]:
+    """Hold this project's run lock (`.nexusmem/sync.run.lock`) for the duration: one writer at a time;
+    gives how many seconds it waited for it.
 
     Without it a second sync started during a long `sync --rebuild` queued on SQLite's write lock and died
     after the 15 s busy timeout with "database is locked". Now it says it is waiting, waits up to WAIT
@@ -293,6 +298,7 @@ def exclusive(
 
     state = paths.state_dir(root)
     lock = FileLock(state / RUN_LOCK_NAME)
+    asked = time.perf_counter()
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -309,6 +315,7 @@ def exclusive(
                 f"another sync of {root} is still running after {wait:.0f} s; {what} gave up (try again when it"
                 " has finished, or give a longer --wait)"
             ) from None
+    waited = time.perf_counter() - asked
     # A sync's mark (paths.UNFINISHED_NAME) stays when it is killed or interrupted (Ctrl-C) on the way; an
     # error it reports (what the user reads, or the post-commit hook's log) takes it away like an end.
     mark = state / paths.UNFINISHED_NAME if what == "sync" else None
@@ -316,7 +323,7 @@ def exclusive(
         if mark is not None:
             _leave_mark(mark)
         try:
-            yield
+            yield waited
         except NexusMemError:
             if mark is not None:
                 mark.unlink(missing_ok=True)
@@ -451,7 +458,7 @@ def sync(
         project = _with_enabled(project, enable)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
     with (
-        exclusive(project.root, wait, log),
+        exclusive(project.root, wait, log) as waited,
         project.open_store() as store,
         contextlib.ExitStack() as whole,
         gitcmd.snapshot(),  # one state of the repository for every source (HEAD, refs, index asked once)
@@ -677,7 +684,8 @@ def sync(
                 f"{damaged_advice(project.db_path)}"
             )
     registry.register(project.root, project.id, synced=True)
-    summary.seconds = time.perf_counter() - started
+    summary.waited = waited
+    summary.seconds = time.perf_counter() - started - waited
     return summary
 
 

@@ -176,3 +176,46 @@ def test_every_request_gets_an_answer(repo: Path, tmp_path: Path) -> None:
     assert server.proc.returncode == 0
     assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8", errors="replace")
     assert os.environ["NEXUSMEM_HOME"]  # the server ran in the isolated home
+
+
+def test_a_sync_that_waits_for_another_says_so_and_sync_project_waits_only_briefly(
+    repo: Path, tmp_path: Path
+) -> None:
+    """While a `sync --rebuild` from the command line ran, MCP sync_project blocked silently (84 s seen; up
+    to 600 s, past any agent's tool timeout), and a sync that waited reported the wait as its own time
+    ("Synced … in 3.54s: … unchanged"). sync_project now waits 20 s and then says a sync is running, since
+    when, and to try again; a sync says how long it waited apart from its own time."""
+    import re
+    import threading
+
+    from nexusmem.oslock import FileLock
+
+    synced(repo)
+    state = repo / ".nexusmem"
+    lock = FileLock(state / "sync.run.lock")  # a running sync: its run lock held, its mark left
+    lock.acquire(timeout=0)
+    (state / "sync.unfinished").touch()
+
+    async def main() -> tuple[bool, str, float]:
+        async with mcp_session(tmp_path / "server.log") as session:
+            started = time.monotonic()
+            with anyio.fail_after(60):
+                result = await session.call_tool("sync_project", {"projectRoot": str(repo), "noEmbed": True})
+            return result.is_error, result.content[0].text, time.monotonic() - started  # type: ignore[union-attr]
+
+    try:
+        is_error, text, took = anyio.run(main)
+        assert is_error and took < 40, (text, took)
+        assert re.search(r"a sync of this memory is running \(started \d{4}-\d\d-\d\dT", text), text
+        assert "try again" in text, text
+        # The CLI waits (up to --wait): the lock is let go after 2 s; the sync's own time leaves that out.
+        threading.Timer(2.0, lock.release).start()
+        done = subprocess.run(
+            [console_script(), "sync", "--no-embed"], cwd=repo, capture_output=True, text=True, check=False
+        )
+    finally:
+        lock.release()
+    assert done.returncode == 0, done.stderr
+    took_match = re.search(r"in (\d+\.\d\d)s \(after waiting (\d+\.\d\d)s for another sync\)", done.stdout)
+    assert took_match, done.stdout
+    assert float(took_match.group(1)) < 1.5 and float(took_match.group(2)) >= 1.5, done.stdout

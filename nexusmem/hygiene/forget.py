@@ -113,7 +113,7 @@ class Removal:
         }
 
 
-def writer_lock(root: Path) -> contextlib.AbstractContextManager[None]:
+def writer_lock(root: Path) -> contextlib.AbstractContextManager[float]:
     """This project's run lock (nexusmem.sync.exclusive), so forget waits for a running sync (a long
     `sync --rebuild` holds SQLite's write lock for minutes) instead of failing with "database is locked"."""
     from nexusmem.sync import DEFAULT_WAIT_SECONDS, exclusive
