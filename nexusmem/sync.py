@@ -80,20 +80,16 @@ class SyncSummary:
 
     def timing_lines(self) -> list[str]:
         """`sync --verbose`: one line per phase (each source, then the embedding pass) with its time and
-        rate, so a slow first sync shows where its seconds went."""
-        lines = []
-        for s in self.sources:
-            count = s.added + s.updated + s.removed
-            rate = f", {count / s.seconds:,.0f}/s" if count and s.seconds > 0 else ""
-            what = "unchanged" if s.noop else f"{count} node(s) written"
-            lines.append(f"timing: {s.name} {s.seconds:.2f}s ({what}{rate})")
+        rate, so a slow first sync shows where its seconds went (sync's TIMING gets each as it ends)."""
+        lines = [source_timing(s) for s in self.sources]
         if self.embedding is not None:
-            e = self.embedding
-            rate = f", {e.embedded / e.seconds:,.0f}/s" if e.embedded and e.seconds > 0 else ""
-            lines.append(f"timing: embed {e.seconds:.2f}s ({e.embedded} item(s) embedded{rate})")
-        waited = f" (and {self.waited:.2f}s waiting for another sync first)" if self.waited >= 0.01 else ""
-        lines.append(f"timing: total {self.seconds:.2f}s{waited}")
+            lines.append(embed_timing(self.embedding))
+        lines.append(self.total_timing())
         return lines
+
+    def total_timing(self) -> str:
+        waited = f" (and {self.waited:.2f}s waiting for another sync first)" if self.waited >= 0.01 else ""
+        return f"timing: total {self.seconds:.2f}s{waited}"
 
     def describe(self) -> str:
         """The one-paragraph summary `nexusmem sync` prints at the end (and the MCP sync_project returns)."""
@@ -168,6 +164,19 @@ class SyncSummary:
                 for s in self.sources
             ],
         }
+
+
+def source_timing(s: SourceSummary) -> str:
+    """One source's `sync --verbose` line: its time, what it wrote and the rate."""
+    count = s.added + s.updated + s.removed
+    rate = f", {count / s.seconds:,.0f}/s" if count and s.seconds > 0 else ""
+    what = "unchanged" if s.noop else f"{count} node(s) written"
+    return f"timing: {s.name} {s.seconds:.2f}s ({what}{rate})"
+
+
+def embed_timing(e: EmbedSummary) -> str:
+    rate = f", {e.embedded / e.seconds:,.0f}/s" if e.embedded and e.seconds > 0 else ""
+    return f"timing: embed {e.seconds:.2f}s ({e.embedded} item(s) embedded{rate})"
 
 
 def _structure_json(plan: StructurePlan | None) -> dict[str, Any] | None:
@@ -436,6 +445,7 @@ def sync(
     embed: bool = True,
     wait: float = DEFAULT_WAIT_SECONDS,
     enable: list[str] | None = None,
+    timing: Callable[[str], None] | None = None,
 ) -> SyncSummary:
     """Bring the project's memory up to date; initialise it first when needed.
 
@@ -444,6 +454,8 @@ def sync(
     links failed shell commands to their fixes (nexusmem.link.link_recent) in one more transaction. EMBED
     then gives new and changed nodes a vector (nexusmem.embed.index), one committed batch at a time.
     ENABLE turns sources that are off in the config on for this run only (`sync --conversation`).
+    TIMING (`sync --verbose`) gets each phase's line as that phase ends, and the total's at the end: a
+    sync stopped on the way has said where its time went so far.
     """
     started = time.perf_counter()
     initialised = False
@@ -592,6 +604,8 @@ def sync(
                 store.record_sync(name, result.cursor, part.added, part.updated, part.removed, part.skipped)
             part.seconds = time.perf_counter() - t0
             summary.sources.append(part)
+            if timing:
+                timing(source_timing(part))
             if log and result.notes:
                 for note in result.notes:
                     log(f"{name}: {note}")
@@ -658,6 +672,8 @@ def sync(
             from nexusmem.embed.index import embed_pending
 
             summary.embedding = embed_pending(store, project.config, progress=progress, log=log)
+            if timing:
+                timing(embed_timing(summary.embedding))
             try:  # suggestions only: a missing or broken model must never fail a sync
                 from nexusmem.hygiene.stale import auto_check
 
@@ -686,6 +702,8 @@ def sync(
     registry.register(project.root, project.id, synced=True)
     summary.waited = waited
     summary.seconds = time.perf_counter() - started - waited
+    if timing:
+        timing(summary.total_timing())
     return summary
 
 

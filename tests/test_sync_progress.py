@@ -84,3 +84,45 @@ def test_verbose_prints_one_timing_line_per_phase_and_a_pipe_gets_no_progress(re
     assert "syncing" not in result.stderr and "\r" not in result.stderr
     quiet = run_script("sync", "--no-embed", cwd=repo)
     assert "timing:" not in quiet.stderr and "syncing" not in quiet.stderr
+
+
+@pytest.mark.slow
+def test_verbose_says_each_phase_as_it_ends_not_all_at_the_end(repo: Path, isolated_home: Path) -> None:
+    """`sync --verbose` printed its timing lines all at the end: a sync killed at 38 s, after git, diff and
+    docs had finished, had printed nothing but "Aborted!". The sync here is held at its very end (another
+    process holds the project registry's lock) while the phases' lines must already be on stderr."""
+    import fcntl
+    import queue
+    import threading
+
+    many_commits(repo, 20)
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    many_commits(repo, 60)
+    held = os.open(str(isolated_home / ".nexusmem" / ".projects.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    proc = subprocess.Popen(
+        [console_script(), "sync", "--no-embed", "--verbose"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stderr is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    seen: list[str] = []
+    try:
+        while not any(line.startswith("timing: docs") for line in seen):
+            seen.append(lines.get(timeout=30))
+        assert proc.poll() is None  # still held at its end: the lines came as the phases ended
+        assert [line.split()[1] for line in seen if line.startswith("timing: ")] == ["git", "diff", "docs"]
+    finally:
+        os.close(held)
+        proc.wait(timeout=60)
+    reader.join(timeout=10)
+    assert proc.returncode == 0 and proc.stdout is not None and "Synced" in proc.stdout.read()
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    assert rest and rest[-1].startswith("timing: total"), rest

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar
 
+    from nexusmem.cli.progress import Progress
     from nexusmem.precheck import PrecheckResult
     from nexusmem.project import Project
 
@@ -297,6 +298,16 @@ def _out(text: str) -> None:
     sys.stdout.flush()
 
 
+def _timed(progress: Progress) -> Callable[[str], None]:
+    """`sync --verbose`'s sink: each phase's timing line as it ends, on stderr, clear of the progress bar."""
+
+    def say(line: str) -> None:
+        progress.finish()
+        _say(line)
+
+    return say
+
+
 def run_sync(
     root: Path,
     *,
@@ -329,12 +340,10 @@ def run_sync(
             embed=embed,
             wait=wait,
             enable=enable or None,
+            timing=_timed(progress) if verbose else None,
         )
     finally:
         progress.finish()
-    if verbose:
-        for line in summary.timing_lines():
-            _say(line)
     if as_json:
         _out(json.dumps(summary.to_json(), indent=2, ensure_ascii=False, sort_keys=False))
         return
