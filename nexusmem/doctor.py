@@ -650,11 +650,8 @@ def check_store(root: Path) -> list[Check]:
             )
         stopped = paths.sync_unfinished(root) if all(c.ok for c in checks) else None
         if stopped is not None:  # killed or interrupted (SIGKILL, Ctrl-C): no error line was written
-            detail = (
-                f"the last sync (started {timefmt.iso(stopped)}) was stopped before it ended: what it had not"
-                " stored yet is not in memory"
-            )
-            checks.append(Check("store", False, detail, f"nexusmem -C {root} sync"))
+            detail, args = paths.unfinished_text(root, timefmt.iso(stopped))
+            checks.append(Check("store", False, detail, f"nexusmem -C {root} {args}"))
     except Exception as exc:  # a file that is not a database at all
         checks.append(Check("store", False, f"{db}: cannot be read ({exc})", _rebuild_damaged(root, db)))
     for path in made:  # what the check made is private whatever the database's mode

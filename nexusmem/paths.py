@@ -349,6 +349,9 @@ PENDING_FRESH_SECONDS = 120
 # killed or interrupted on the way (SIGKILL, Ctrl-C, a machine that went down) leaves it, and `status`,
 # `doctor` and answers say the memory may be incomplete until the next sync ends.
 UNFINISHED_NAME = "sync.unfinished"
+# What a `sync --rebuild`'s mark holds (a plain sync's is empty): the rebuild is one transaction, so one
+# stopped on the way left the memory as it was before it.
+UNFINISHED_REBUILD = b"rebuild\n"
 
 
 def sync_running_since(root: Path) -> int | None:
@@ -377,3 +380,24 @@ def sync_unfinished(root: Path) -> int | None:
     if held(state / "sync.run.lock"):
         return None  # a sync is running now
     return int(started * 1000)
+
+
+def unfinished_text(root: Path, started_iso: str) -> tuple[str, str]:
+    """What to say of the stopped sync of ROOT's memory that started at STARTED_ISO (sync_unfinished), and
+    the arguments of the sync that finishes it: a stopped rebuild left the memory as it was (`sync
+    --rebuild`), a stopped sync left out what it had not stored yet (`sync`)."""
+    try:
+        rebuild = read_small_text(state_dir(root) / UNFINISHED_NAME).encode() == UNFINISHED_REBUILD
+    except (OSError, UnicodeDecodeError):
+        rebuild = False
+    if rebuild:
+        return (
+            f"the last `sync --rebuild` (started {started_iso}) was stopped before it ended: the memory is as it"
+            " was before it",
+            "sync --rebuild",
+        )
+    return (
+        f"the last sync (started {started_iso}) was stopped before it ended: what it had not stored yet is not"
+        " in memory",
+        "sync",
+    )

@@ -166,10 +166,8 @@ def render(info: dict[str, Any]) -> str:
             f" (log: {failed['log']}); what was committed since is not in memory: run `nexusmem sync`"
         )
     if info.get("sync_unfinished"):
-        lines.append(
-            f"sync: the last sync (started {info['sync_unfinished']}) was stopped before it ended: what it had"
-            " not stored yet is not in memory; run `nexusmem sync`"
-        )
+        said, args = paths.unfinished_text(Path(info["root"]), info["sync_unfinished"])
+        lines.append(f"sync: {said}; run `nexusmem {args}`")
     low = info.get("low_space")
     if low:
         said = paths.low_space_text(Path(info["root"]), (low["free_bytes"], low["needed_bytes"]))

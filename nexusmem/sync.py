@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import time
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from nexusmem import gitcmd, paths, registry
 from nexusmem import project as project_mod
-from nexusmem.errors import NexusMemError, UsageError
+from nexusmem.errors import NexusMemError, StoreError, UsageError
 from nexusmem.nodes import Node, node_problem
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
@@ -293,7 +294,7 @@ class SyncBusyError(NexusMemError):
 
 @contextlib.contextmanager
 def exclusive(
-    root: Path, wait: float, log: Callable[[str], None] | None, what: str = "sync"
+    root: Path, wait: float, log: Callable[[str], None] | None, what: str = "sync", *, rebuild: bool = False
 ) -> Iterator[float]:
     """Hold this project's run lock (`.nexusmem/sync.run.lock`) for the duration: one writer at a time;
     gives how many seconds it waited for it.
@@ -310,6 +311,10 @@ def exclusive(
     asked = time.perf_counter()
     try:
         lock.acquire(timeout=0)
+    except OSError as exc:  # a folder that takes no lock file: a read-only mount, its permissions
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        raise _not_writable(state, exc) from None
     except Timeout:
         if wait <= 0:
             raise SyncBusyError(
@@ -330,7 +335,7 @@ def exclusive(
     mark = state / paths.UNFINISHED_NAME if what == "sync" else None
     try:
         if mark is not None:
-            _leave_mark(mark)
+            _leave_mark(mark, rebuild)
         try:
             yield waited
         except NexusMemError:
@@ -343,11 +348,22 @@ def exclusive(
         lock.release()
 
 
-def _leave_mark(mark: Path) -> None:
+def _not_writable(state: Path, exc: OSError) -> StoreError:
+    """The error for a memory folder STATE that takes no lock file (a read-only mount, its permissions), as
+    query and status say it (store.health.explain)."""
+    return StoreError(
+        f"{state} is not writable (a read-only file system or its permissions: {exc.strerror}): a sync writes"
+        " its lock and the memory there; make it writable and run the command again"
+    )
+
+
+def _leave_mark(mark: Path, rebuild: bool) -> None:
+    """Leave the mark a sync stopped on the way leaves behind; a rebuild's says so (paths.UNFINISHED_REBUILD):
+    killed, it left the memory as it was, and what finishes it is another rebuild, not a sync."""
     from nexusmem import private
 
     with contextlib.suppress(OSError):  # a folder that takes no file: the sync still runs
-        private.touch(mark)
+        private.write_atomic(mark, paths.UNFINISHED_REBUILD if rebuild else b"")
 
 
 def catch_up_shell(root: Path) -> int:
@@ -470,7 +486,7 @@ def sync(
         project = _with_enabled(project, enable)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
     with (
-        exclusive(project.root, wait, log) as waited,
+        exclusive(project.root, wait, log, rebuild=rebuild) as waited,
         project.open_store() as store,
         contextlib.ExitStack() as whole,
         gitcmd.snapshot(),  # one state of the repository for every source (HEAD, refs, index asked once)

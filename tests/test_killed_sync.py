@@ -133,3 +133,47 @@ def test_ctrl_c_during_a_sync_exits_130_and_the_next_sync_finishes(tmp_path: Pat
     )
     assert again.returncode == 0, again.stderr
     assert counts(db)["git_commit"] > 5000
+
+
+@pytest.mark.slow
+def test_a_killed_rebuild_is_said_to_need_a_rebuild_and_left_the_memory_as_it_was(tmp_path: Path) -> None:
+    """A `sync --rebuild` killed on the way left the memory as it was (the rebuild is one transaction), but
+    status, doctor and answers said "what it had not stored yet is not in memory; run `nexusmem sync`": a
+    plain sync never redoes the rebuild asked for."""
+    subprocess.run(
+        [sys.executable, str(MAKE_HISTORY), str(tmp_path / "h"), "--commits", "3000", "--shell-lines", "10"],
+        check=True,
+        capture_output=True,
+    )
+    repo = tmp_path / "h" / "repo"
+    db = repo / ".nexusmem" / "memory.db"
+    subprocess.run([console_script(), "sync", "-q", "--no-embed"], cwd=repo, check=True, capture_output=True)
+    before = counts(db)
+    mark = repo / ".nexusmem" / "sync.unfinished"
+    proc = subprocess.Popen(
+        [console_script(), "sync", "-q", "--no-embed", "--rebuild"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the rebuild ended before it could be killed"
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert counts(db) == before  # the memory as it was
+    status = subprocess.run([console_script(), "status"], cwd=repo, capture_output=True, text=True).stdout
+    assert "the last `sync --rebuild`" in status and "run `nexusmem sync --rebuild`" in status, status
+    doctor = subprocess.run([console_script(), "doctor"], cwd=repo, capture_output=True, text=True).stdout
+    assert "sync --rebuild" in doctor, doctor
+    answer = subprocess.run(
+        [console_script(), "query", "--json", "--", "parser"], cwd=repo, capture_output=True, text=True
+    ).stdout
+    assert any("run `nexusmem sync --rebuild`" in n for n in json.loads(answer)["notes"]), answer
+    subprocess.run([console_script(), "sync", "-q", "--no-embed", "--rebuild"], cwd=repo, check=True)
+    assert (
+        "was stopped"
+        not in subprocess.run([console_script(), "status"], cwd=repo, capture_output=True, text=True).stdout
+    )

@@ -1749,10 +1749,9 @@ def unfinished_note(root: Path | None) -> str | None:
     started = None if root is None else paths.sync_unfinished(root)
     if started is None:
         return None
-    return (
-        f"the last sync (started {timefmt.iso(started)}) was stopped before it ended: what it had not stored"
-        " yet is not in memory; run `nexusmem sync` (an agent: the sync_project tool)"
-    )
+    assert root is not None
+    said, args = paths.unfinished_text(root, timefmt.iso(started))
+    return f"{said}; run `nexusmem {args}`" + (" (an agent: the sync_project tool)" if args == "sync" else "")
 
 
 def syncing(db: Path) -> bool:
