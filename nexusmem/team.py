@@ -342,6 +342,21 @@ def _read_cursor(local: Store, key: str) -> tuple[int, int]:
     return (int(at), int(seq)) if at.isdigit() and seq.isdigit() else (-1, 0)
 
 
+# Characters that continue a name: a start of the root or home path after one of them, just before a cut
+# ("…"), is the end of another path (`build/tmp/s4…`), not what the cut left of an absolute one.
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-~/")
+
+
+def _cut_start(part: str, where: str) -> int | None:
+    """Where PART ends with the longest start of the path WHERE, two characters at least (a lone "/" names
+    nothing), at a place a path can begin (`build/tmp/s4` is not one; a folder may hold a space); None when
+    it does not."""
+    for j in range(max(0, len(part) - len(where)), len(part) - 1):
+        if part[j] == where[0] and where.startswith(part[j:]) and (j == 0 or part[j - 1] not in _PATH_CHARS):
+            return j
+    return None
+
+
 class _Scrubber:
     """Local absolute paths out of a node's text: the repository root becomes relative, home becomes ~."""
 
@@ -352,12 +367,28 @@ class _Scrubber:
         home = str(Path.home())
         if home not in ("/", ""):
             self.pairs += [(home + "/", "~/"), (home, "~")]
+        # Titles are cut to a length when nodes are made (a command's at 120 characters, a question's at
+        # 100), before anything is cleaned here: a cut can end inside the root or home path
+        # (`--junitxml=/tmp/s42/te…`), which no whole-path pair above finds.
+        self.cut_paths = [where for where, new in self.pairs if new in (".", "~")]
 
     def text(self, value: str) -> str:
         for old, new in self.pairs:
             if old in value:
                 value = value.replace(old, new)
-        return value
+        return self._uncut(value) if "…" in value else value
+
+    def _uncut(self, value: str) -> str:
+        """VALUE without what a cut ("…") left of the root or home path just before it: the start of that
+        path goes (`--junitxml=…`), since what followed it is not known."""
+        parts = value.split("…")
+        for i, part in enumerate(parts[:-1]):
+            for where in self.cut_paths:
+                start = _cut_start(part, where)
+                if start is not None:
+                    parts[i] = part[:start]
+                    break
+        return "…".join(parts)
 
     def meta(self, value: Any) -> Any:
         if isinstance(value, str):

@@ -1255,3 +1255,70 @@ def test_a_commit_an_amend_replaced_leaves_the_team_store_with_the_next_push(
     with TeamStore.open(team_url, project, "alice@example.com", "test") as store:
         assert store.retract(shared) == 0
     assert len(_team_rows(team_url, "SELECT id FROM nodes WHERE author = 'bob@example.com'")) == len(shared)
+
+
+def _config(member: Member, **team: Any) -> None:
+    """Set MEMBER's `team.*` settings (and `sources.*` ones given as sources={...})."""
+    path = member.repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for key, value in team.pop("sources", {}).items():
+        data.setdefault("sources", {}).setdefault(key, {}).update(value)
+    data["team"].update(team)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _hook_line(member: Member, command: str, ts: int, exit_code: int) -> None:
+    """COMMAND as the prompt hook logs it, run at MEMBER's repository root."""
+    log = member.home / ".nexusmem" / "shell-history.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    line = {"ts": ts, "cwd": str(member.repo), "exit": exit_code, "command": command, "shell": "bash"}
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({**line, "session": "s1", "v": 1}) + "\n")
+    os.chmod(log, 0o600)
+
+
+def test_a_title_cut_inside_the_repository_path_sends_no_part_of_it(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """Titles are cut (a command's at 120 characters, a question's at 100) before the push cleans local
+    paths, which it found only whole: the team row's title kept `--junitxml=/tmp/…/alice-cl…` while its body
+    said `build/junit-report.xml`."""
+    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    _config(
+        alice,
+        shareShell=True,
+        shareConversations=True,
+        sources={"conversation": {"enabled": True, "agents": ["aider"]}},
+    )
+    command = (
+        "python -m pytest -x --maxfail=3 -p no:cacheprovider --timeout=120 -k 'blueprint and not slow'"
+        f" --junitxml={alice.repo}/build/junit-report.xml"
+    )
+    assert command.index(str(alice.repo)) < 117  # the cut at 120 falls inside the path
+    _hook_line(alice, command, int(time.time() * 1000) - 60_000, 1)
+    question = (
+        f"why does blueprint registration fail when I run pytest in {alice.repo}/tests/test_blueprints.py"
+    )
+    assert question.index(str(alice.repo)) < 97
+    (alice.repo / ".aider.chat.history.md").write_text(
+        "\n# aider chat started at 2026-09-10 10:00:00\n\n"
+        f"#### {question}\n\nThe blueprint is registered twice: once in create_app.\n",
+        encoding="utf-8",
+    )
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+
+    rows = _team_rows(
+        team_url, "SELECT kind, title, body FROM nodes WHERE kind IN ('shell_command', 'conversation_turn')"
+    )
+    titles = {str(kind): str(title) for kind, title, _ in rows}
+    assert set(titles) == {"shell_command", "conversation_turn"}, rows
+    # No piece of the root or the home folder, both under tmp_path: the cuts leave more than this of it.
+    base = str(tmp_path)[:8]
+    for kind, title, body in rows:
+        assert base not in str(title) and base not in str(body), (kind, title, body)
+    assert titles["shell_command"].endswith("--junitxml=… (exit 1)"), titles
+    assert titles["conversation_turn"].startswith(
+        "why does blueprint registration fail when I run pytest in …"
+    )
+    assert any("--junitxml=build/junit-report.xml" in str(body) for _, _, body in rows)
