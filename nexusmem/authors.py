@@ -2,7 +2,8 @@
 
 A `shell_command` node's meta carries `author` ("me" for the person at the keyboard, else the agent or
 tool: "claude-code", "codex", "atuin:copilot") and `author_kind` ("human" | "agent"); nodes recorded before
-authors existed have neither and are the person's. A `conversation_turn` is its agent's. Other kinds (commits,
+authors existed have neither and are the person's. In the team store "me" is the member asking: the person
+at the keyboard of the machine that pushed the command, when that member is the one asking. A `conversation_turn` is its agent's. Other kinds (commits,
 diffs, docs) have no author in this sense and always pass the filter. Stdlib only: precheck imports it.
 """
 
@@ -89,8 +90,12 @@ def of(kind: str, meta: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def keeps(wanted: str | None, kind: str, meta: dict[str, Any]) -> bool:
-    """Whether a node of KIND with META passes the filter WANTED (a parse() result)."""
+def keeps(
+    wanted: str | None, kind: str, meta: dict[str, Any], *, recorded_by: str = "", asker: str = ""
+) -> bool:
+    """Whether a node of KIND with META passes the filter WANTED (a parse() result). A team store's node
+    carries RECORDED_BY, the member who pushed it: there `me` is the member asking (ASKER), so a teammate's
+    own commands ("me" where they typed them) are theirs, not the asker's."""
     if wanted is None:
         return True
     who = of(kind, meta)
@@ -98,7 +103,7 @@ def keeps(wanted: str | None, kind: str, meta: dict[str, Any]) -> bool:
         return True
     author, author_kind = who
     if wanted == ME:
-        return author_kind == "human"
+        return author_kind == "human" and (not recorded_by or recorded_by == asker)
     if wanted == AGENTS:
         return author_kind == "agent"
     return author == wanted

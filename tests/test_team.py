@@ -1322,3 +1322,34 @@ def test_a_title_cut_inside_the_repository_path_sends_no_part_of_it(
         "why does blueprint registration fail when I run pytest in …"
     )
     assert any("--junitxml=build/junit-report.xml" in str(body) for _, _, body in rows)
+
+
+def test_author_me_against_the_team_store_keeps_the_askers_commands_only(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """Every pushed command typed at a keyboard says `author: me`: `query --team --author me` gave bob
+    alice's commands as his own."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    now = int(time.time() * 1000)
+    for member, command in (
+        (alice, "make deploy-staging REGION=eu-west-1"),
+        (bob, "make deploy-staging REGION=us-east-2"),
+    ):
+        _config(member, shareShell=True)
+        _hook_line(member, command, now - 60_000, 2)
+        member.run("sync", "--quiet")
+        member.run("team", "push")
+
+    def commands(*extra: str) -> set[str]:
+        items = bob.json("query", "--team", *extra, "make deploy-staging failed")["items"]
+        return {item["title"] for item in items if item["kind"] == "shell_command"}
+
+    everyone = commands()
+    assert "make deploy-staging REGION=eu-west-1 (exit 2)" in everyone, everyone  # alice's, from the team
+    mine = commands("--author", "me")
+    assert mine == {"make deploy-staging REGION=us-east-2 (exit 2)"}, mine
+    # Alice asking finds hers, and not bob's.
+    hers = alice.json("query", "--team", "--author", "me", "make deploy-staging failed")["items"]
+    assert {i["title"] for i in hers if i["kind"] == "shell_command"} == {
+        "make deploy-staging REGION=eu-west-1 (exit 2)"
+    }

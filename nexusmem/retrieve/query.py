@@ -604,7 +604,7 @@ def retrieve(
         answered_by = listed[0].id
     others = 0  # matches of another author: left out, so not counted among the matches either
     if author is not None:
-        kept = [(n, s) for n, s in scored if authors.keeps(author, n.kind, n.meta)]
+        kept = [(n, s) for n, s in scored if _authored(author, n, store.member)]
         others = sum(1 for n, _ in scored if n.id in found) - sum(1 for n, _ in kept if n.id in found)
         scored = kept
         if _ASKS_COMMANDS.search(question.text) and answered_by is None:
@@ -972,11 +972,23 @@ def as_of_note(store: SearchStore, as_of: int | None) -> str | None:
 
 
 def _passes(
-    node: StoredNode, as_of: int | None, since: int | None, until: int | None, author: str | None
+    node: StoredNode,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+    author: str | None,
+    asker: str = "",
 ) -> bool:
     """Whether a linked NODE, which rides along without being searched, passes the query's filters as the
-    searched ones did: recorded by AS_OF, within SINCE..UNTIL, and AUTHOR's (nexusmem.authors)."""
-    return _within(node, as_of, since, until) and authors.keeps(author, node.kind, node.meta)
+    searched ones did: recorded by AS_OF, within SINCE..UNTIL, and AUTHOR's (nexusmem.authors; ASKER: the
+    store's SearchStore.member)."""
+    return _within(node, as_of, since, until) and _authored(author, node, asker)
+
+
+def _authored(author: str | None, node: StoredNode, asker: str) -> bool:
+    """Whether NODE passes the --author filter AUTHOR, asked by ASKER (the team member a team store reads as;
+    "" in local memory)."""
+    return authors.keeps(author, node.kind, node.meta, recorded_by=node.recorded_by, asker=asker)
 
 
 def _within(node: StoredNode, as_of: int | None, since: int | None, until: int | None) -> bool:
@@ -1843,8 +1855,10 @@ def pack_items(
             node, score = chosen[node_id]
             return candidate(node, score)
         shelf = shelf_of(node_id)
-        fix = None if shelf is None else shelf.store.get(node_id)
-        if fix is None or not _passes(fix, as_of, since, until, author):
+        if shelf is None:
+            return None
+        fix = shelf.store.get(node_id)
+        if fix is None or not _passes(fix, as_of, since, until, author, shelf.store.member):
             return None
         chosen[node_id] = (fix, 0.0)
         return candidate(fix, 0.0)
@@ -2016,7 +2030,9 @@ def linked_fixes(
     if not fixes:
         return 0
     nodes = store.get_many(fixes, light=True)
-    return sum(1 for fix in fixes if fix in nodes and _passes(nodes[fix], as_of, since, until, author))
+    return sum(
+        1 for fix in fixes if fix in nodes and _passes(nodes[fix], as_of, since, until, author, store.member)
+    )
 
 
 def footer(result: QueryResult) -> str:

@@ -47,6 +47,8 @@ class Store(
 
     # Retrieval may keep the vectors of a long-running process's store in memory (retrieve.vector).
     in_memory_copy = True
+    # Local memory holds this machine's nodes only: `--author me` needs no member (see SearchStore.member).
+    member = ""
 
     def __init__(self, conn: Any, path: Path) -> None:
         self.conn = conn

@@ -35,6 +35,9 @@ class SearchStore(Protocol):
     # Whether retrieval may keep an in-memory copy of the vectors (read from the SQLite file at `path`);
     # False for the team store, whose k-NN is its HNSW index.
     in_memory_copy: bool
+    # Who asks: the team member a team store's connection pushes and reads as (what `--author me` means
+    # there); "" for local memory, whose nodes are all this machine's.
+    member: str
 
     def schema_version(self) -> int: ...
 
