@@ -277,6 +277,7 @@ class PushReport:
     verdicts: int = 0
     deny_pulled: int = 0  # new team deny-list entries applied to the local memory
     removed_local: int = 0  # local nodes those entries removed
+    log_lines: int = 0  # lines of the hooks' log those entries removed
     vectors: int = 0
     retries: int = 0
     bulk: bool = False  # loaded into a vector generation of its own (a large push)
@@ -320,7 +321,8 @@ class PushReport:
             )
         if self.deny_pulled:
             lines.append(
-                f"  applied {self.deny_pulled} new team deny-list entr(ies): {self.removed_local} local node(s) removed"
+                f"  applied {self.deny_pulled} new team deny-list entr(ies): {self.removed_local} local node(s)"
+                f" and {self.log_lines} shell-log line(s) removed"
             )
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -523,7 +525,9 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             # must hold this push only, never the syncs of the commits that follow.
             entries, team_key = _retrying(_fetch_deny, team, reopen, report)
             with exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push"):
-                report.deny_pulled, report.removed_local = _apply_deny(entries, team_key, local)
+                report.deny_pulled, report.removed_local, report.log_lines = _apply_deny(
+                    entries, team_key, local
+                )
                 matcher = forget.sync_gate(local)  # (applies new user-wide entries: a write too)
             share_vectors = _retrying(lambda t: _vector_plan(t, local, report), team, reopen, report)
             key = _cursor_key(found, proj)
@@ -797,20 +801,21 @@ def _fetch_deny(team: TeamStore) -> tuple[list[dict[str, Any]], tuple[str, bytes
 
 def _apply_deny(
     entries: list[dict[str, Any]], key: tuple[str, bytes] | None, local: Store
-) -> tuple[int, int]:
-    """Record the team's deny-list ENTRIES this memory lacks and remove the local nodes they match;
-    returns (entries applied, nodes removed)."""
+) -> tuple[int, int, int]:
+    """Record the team's deny-list ENTRIES this memory lacks and forget what they match here as a local
+    forget does (the hooks' log lines too); returns (entries applied, nodes removed, log lines removed)."""
     from nexusmem.hygiene import denylist, forget
 
     if not entries:
-        return 0, 0
+        return 0, 0, 0
     if key is not None:
         denylist.add_keys({key[0]: key[1].hex()})
     known = {e["key"] for e in local.deny_entries()}
     fresh = [denylist.entry_from_json(e) for e in entries if e["key"] not in known]
     if not fresh:
-        return 0, 0
-    return len(fresh), forget.apply_entries(local, fresh, reason="team")
+        return 0, 0, 0
+    done = forget.apply_entries(local, fresh, reason="team")
+    return len(fresh), done.removed, done.log_lines
 
 
 # ---------------------------------------------------------------------------------------------- forget

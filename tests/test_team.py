@@ -1353,3 +1353,28 @@ def test_author_me_against_the_team_store_keeps_the_askers_commands_only(
     assert {i["title"] for i in hers if i["kind"] == "shell_command"} == {
         "make deploy-staging REGION=eu-west-1 (exit 2)"
     }
+
+
+def test_a_value_forgotten_by_the_team_leaves_every_members_hook_log_at_their_next_push(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """bob's push applied alice's `forget --team` to his memory ("1 local node(s) removed") but left the
+    command in his ~/.nexusmem/shell-history.jsonl, which a local forget blanks."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    now = int(time.time() * 1000)
+    _hook_line(bob, "curl -H 'X-Partner: Bluebird-7731' https://partner.example/ping", now - 60_000, 0)
+    _hook_line(bob, "make test", now - 30_000, 0)
+    bob.run("sync", "--quiet")
+    assert "Bluebird-7731" in bob.run("query", "partner ping").stdout
+    log = bob.home / ".nexusmem" / "shell-history.jsonl"
+    size = log.stat().st_size
+
+    alice.run("forget", "--team", "Bluebird-7731", "--yes")
+    pushed = bob.run("team", "push").stdout
+    text = log.read_text(encoding="utf-8")
+    assert "Bluebird-7731" not in text and "make test" in text
+    assert "applied 1 new team deny-list entr(ies): 1 local node(s) and 1 shell-log line(s) removed" in pushed
+    assert log.stat().st_size == size  # blanked in place, as a local forget does: no offset moves
+    assert "Bluebird" not in bob.run("query", "partner ping").stdout
+    bob.run("sync", "--rebuild", "--quiet")  # read from the log again: nothing brings it back
+    assert "Bluebird" not in bob.run("query", "partner ping").stdout

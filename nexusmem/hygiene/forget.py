@@ -634,19 +634,12 @@ def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher
     return Matcher([*local, *user])
 
 
-def apply_entries(store: Store, entries: Sequence[Entry], *, reason: str) -> int:
-    """Record ENTRIES (from elsewhere: the team's deny-list) in this store and delete the nodes they match,
-    as a user-wide entry's first sync does; returns how many nodes went. From then on the sync gate
-    (stored_entries) keeps their values out."""
-    rows = _matches(store, entries)
-    rekey_seen(store, Matcher(entries))
-    with store.transaction():
-        for entry in entries:
-            store.add_deny_entry(entry.key, entry.kind, entry.ignore_case, entry.spec, "project")
-        _delete(store, rows, reason)
-        store.add_audit(reason, {"entries": [e.key for e in entries], "removed": len(rows)})
-        # Change words hold only pieces of a value: the next git scan derives them again through the gate.
-        imports = _derive_again(store, Matcher(entries))
-    if rows or imports:
-        store.purge(vacuum=True)
-    return len(rows)
+def apply_entries(store: Store, entries: Sequence[Entry], *, reason: str) -> Removal:
+    """Record ENTRIES (from elsewhere: the team's deny-list) in this store and forget what they match as a
+    local forget does, by the same steps: the nodes, what is derived from them, the lines of the hooks' log
+    (every project's: it is this user's) and scrub backups. From then on the sync gate (stored_entries)
+    keeps their values out. Only the value's keyed digest is known here: change words are derived again by
+    the next sync, and nothing is read back."""
+    report = Removal(dry_run=False)
+    _apply(store, entries, report, reason=reason, keep_log=False, scope="project")
+    return report
