@@ -2,7 +2,8 @@
 
 `init` checks a URL and records it without credentials; `push` sends this project's shareable nodes, links
 and verdicts, resumably; `forget_team` removes a value from the team store and records a team deny-list
-entry every member's next push (or post-commit sync) applies to their own memory too; `status` reports.
+entry every member's next push (a post-commit one too; never a plain sync) applies to their own memory too;
+`status` reports.
 
 What leaves the machine is explicit and conservative (SHARED_KINDS): commits, diffs, docs (with changelog
 entries), links and verdicts. Shell commands and agent conversations only with `team.shareShell` /

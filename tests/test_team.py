@@ -1378,3 +1378,20 @@ def test_a_value_forgotten_by_the_team_leaves_every_members_hook_log_at_their_ne
     assert "Bluebird" not in bob.run("query", "partner ping").stdout
     bob.run("sync", "--rebuild", "--quiet")  # read from the log again: nothing brings it back
     assert "Bluebird" not in bob.run("query", "partner ping").stdout
+
+
+def test_forget_team_says_which_command_applies_the_entry_and_that_one_does(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`forget --team` said "every member's next push (or sync) applies it", but a plain sync never reads
+    the team's deny-list: a member who synced went on holding the value."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    _hook_line(bob, "psql -h db.internal -U wombat_9922 orders", int(time.time() * 1000) - 60_000, 0)
+    bob.run("sync", "--quiet")
+    said = alice.run("forget", "--team", "wombat_9922", "--yes").stdout
+    assert "every member's next `nexusmem team push` applies it" in said, said
+    assert "a plain `nexusmem sync` does not" in said
+    bob.run("sync", "--quiet")
+    assert "wombat_9922" in bob.run("query", "psql orders").stdout  # as said: a sync alone does not
+    bob.run("team", "push")
+    assert "wombat_9922" not in bob.run("query", "psql orders").stdout

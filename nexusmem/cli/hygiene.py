@@ -193,7 +193,12 @@ def _show_forget(report: Removal, shared: TeamForget | None, *, user_wide: bool,
         verb = "would delete" if shared.dry_run else "deleted"
         echo_human(f"team store {shared.label}: {verb} {shared.removed} node(s): {team_kinds}")
         if not shared.dry_run:
-            click.echo("team deny-list: entry recorded; every member's next push (or sync) applies it")
+            # A plain `sync` never contacts the team store: only a push (the post-commit one with
+            # team.autoPush) reads the team's deny-list.
+            click.echo(
+                "team deny-list: entry recorded; every member's next `nexusmem team push` applies it (the"
+                " post-commit one too, with team.autoPush on; a plain `nexusmem sync` does not)"
+            )
     kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items()) or "nothing stored"
     log = "the shell log is left as it is" if report.log_kept else f"{report.log_lines} shell-log line(s)"
     if report.dry_run:
