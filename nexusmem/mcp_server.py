@@ -76,6 +76,7 @@ class SearchItem(TypedDict):
     linked_from: str | None
     also_in: list[str]  # refs of doc sections with the same text, packed once (this item)
     recorded_by: NotRequired[str]  # scope "team": the member who recorded it ("" = this machine)
+    verdict_by: NotRequired[str]  # scope "team": the member whose verdict `trust` is ("" = none or yours)
 
 
 class SearchedProject(TypedDict):

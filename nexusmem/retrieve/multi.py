@@ -315,12 +315,19 @@ def _fuse_and_pack(
         lifted = [(query.above(top, len(listed), k), *e[1:]) for k, e in enumerate(listed)]
         entries = lifted + [e for e in entries if e[3] not in searched[e[2]].listing]
 
-    # Two clones of one repository share a namespace and so node ids: an item appears once, from the project
-    # whose list ranked it best.
+    # Two clones of one repository (or this memory and the team store) share a namespace and so node ids: an
+    # item appears once, from the list that ranked it best, unless that copy has no verdict and another has
+    # one: then from the first list holding a verdict (this project's own before the team's), at the place
+    # that list's ranking gave it (a rejected item lower), so a teammate's verdict is seen by all who hold it.
+    kept: dict[str, tuple[str, int]] = {}  # id -> (trust, list index) of the copy shown
+    for _score, _own, index, node_id, node in entries:
+        held = kept.get(node_id)
+        if held is None or (node.trust != "candidate" and (held[0] == "candidate" or index < held[1])):
+            kept[node_id] = (node.trust, index)
     owner: dict[str, _Searched] = {}
     chosen: dict[str, tuple[StoredNode, float]] = {}
     for score, _own, index, node_id, node in entries:
-        if node_id not in owner:
+        if node_id not in owner and kept[node_id][1] == index:
             owner[node_id] = searched[index]
             chosen[node_id] = (node, score)
     # A fix not itself among the candidates is read from the store of the project that recorded the link;

@@ -172,6 +172,7 @@ class Item:
     linked_from: str | None = None
     relation: str | None = None
     recorded_by: str = ""  # the team member who recorded it (an item of the team store); "" for local
+    verdict_by: str = ""  # the team member whose verdict `trust` is (an item of the team store); "" for local
     also_in: list[str] = field(default_factory=list)  # refs of doc sections with the same text (doc_twins)
     superseded: bool = False  # marked by `mark-stale`
     superseded_by: str | None = None  # the id it named as what replaced it, while memory holds that node
@@ -220,7 +221,7 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     date = timefmt.day(item.ts)
     tags = f"[{item.provenance}]"
     if item.trust != "candidate":
-        tags += f" [{item.trust}]"
+        tags += f" [{item.trust} by {item.verdict_by}]" if item.verdict_by else f" [{item.trust}]"
     if item.superseded:
         tags += " [superseded]"
     if with_project:
@@ -262,6 +263,7 @@ def make_item(
         project=project,
         ref=node.ref,
         recorded_by=node.recorded_by,
+        verdict_by=node.verdict_by,
         superseded=node.superseded_by is not None,
         superseded_by=replaced_by,
     )

@@ -3,7 +3,8 @@
 The team store is a SearchStore like the local one, so `query.retrieve` ranks it with the same scoring
 (BM25-like lexical list over its tsvector, HNSW k-NN, the same priors). The two ranked lists are fused with
 RRF on positions, as --all-projects fuses projects (a lexical score means different things in two corpora),
-and a node both hold appears once, from the list that ranked it better. Team items carry who recorded them.
+and a node both hold appears once, from the list that ranked it better (or the team's, when only the team holds
+a verdict on it: multi._fuse_and_pack). Team items carry who recorded them and whose verdict they carry.
 """
 
 from __future__ import annotations
@@ -79,10 +80,12 @@ def search(
 
 def to_json(result: multi.MultiResult) -> dict[str, Any]:
     """`query --team --json`: the `query --json` object plus, on every item, `recorded_by` (the member who
-    pushed it first; "" for an item from this machine's memory) and `projects` ({name, root} of this project
-    and of "team")."""
+    pushed it first; "" for an item from this machine's memory) and `verdict_by` (the member whose verdict
+    its `trust` is; "" for an item without one and for this machine's own), and `projects` ({name, root} of
+    this project and of "team")."""
     data = query.to_json(result)
     for item, out in zip(result.items, data["items"]):
         out["recorded_by"] = item.recorded_by
+        out["verdict_by"] = item.verdict_by
     data["projects"] = [{"name": n, "root": r} for n, r in zip(result.projects, result.roots)]
     return data

@@ -54,6 +54,7 @@ class StoredNode:
     project_id: str
     words: str = ""  # a commit's change words: indexed, never shown
     recorded_by: str = ""  # the team member who pushed it first (team store only; "" for local memory)
+    verdict_by: str = ""  # the team member whose verdict `trust` is (team store only; "" for local memory)
 
     @functools.cached_property
     def meta(self) -> dict[str, Any]:

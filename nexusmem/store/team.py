@@ -374,7 +374,7 @@ _MIGRATE_LOCK = 0x6E6D7465616D  # pg_advisory_xact_lock key: "nmteam"
 
 _COLUMNS = (
     "id, kind, source, natural_key, ref, title, body, ts, created_at, signal, provenance, trust,"
-    " superseded_by, grp, meta::text, project_id, words, author"
+    " superseded_by, grp, meta::text, project_id, words, author, verdict_by"
 )
 _LIGHT = _COLUMNS.replace(" body,", " '',").replace(" words,", " '',")
 
@@ -950,6 +950,8 @@ class TeamStore:
                 project_id=self.node_project if r[15] == self.project else r[15],
                 words=r[16] or "",
                 recorded_by=r[17] or "",
+                # A node pushed with its verdict already given carries its first pusher's.
+                verdict_by=(r[18] or r[17] or "") if r[11] != "candidate" else "",
             )
             for r in rows
         ]

