@@ -170,6 +170,8 @@ class MemoryItem(TypedDict):
     linked_by_count: int  # how many arrive in all
     meta: dict[str, Any]
     diffs: list[MemoryDiff]  # a commit's per-file diffs (get_memory on an id gives that file's patch)
+    recorded_by: NotRequired[str]  # scope "team", an item of the team store: the member who recorded it
+    verdict_by: NotRequired[str]  # and the member whose verdict `trust` is ("" = none)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
@@ -449,10 +451,15 @@ def run_status(project_root: str) -> CallToolResult:
     return _result(status.render(info), info)
 
 
-def run_get(project_root: str, wanted: str) -> CallToolResult:
+def run_get(project_root: str, wanted: str, scope: str = "project") -> CallToolResult:
     root = project_mod.memory_root(resolve_root(project_root))
     with _open_store(root) as store, _library_errors():
-        item = show.expand(store, show.find(store, wanted), root.name)
+        try:
+            item = show.expand(store, show.find(store, wanted), root.name)
+        except show.UnknownId:
+            # Not held here: maybe an item of a scope "team" answer (the project is loaded only now).
+            hint = 'get_memory with scope "team"'
+            item = show.lookup(project_mod.load(root), store, wanted, team=scope == "team", team_hint=hint)
     if len(item["files"]) > show.FILES_SHOWN:  # the structured copy as bounded as the text
         item = {**item, "files": item["files"][: show.FILES_SHOWN], "files_total": len(item["files"])}
     return _result(show.render(item), item)
@@ -742,10 +749,17 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
                 description=f"An id from a search_memory result, or a unique prefix of at least {MIN_PREFIX} characters."
             ),
         ],
+        scope: Annotated[
+            Literal["project", "team"],
+            Field(
+                description='"team": an id this project\'s memory does not hold is read from the team store '
+                '(the items of a search_memory scope "team" answer tagged with a member).'
+            ),
+        ] = "project",
     ) -> Annotated[CallToolResult, MemoryItem]:
         """Read one memory item in full: the whole commit message, patch, command or doc section, with its
         files, time, provenance, trust and the fixes linked to it."""
-        return await _in_thread(functools.partial(run_get, projectRoot, id))
+        return await _in_thread(functools.partial(run_get, projectRoot, id, scope))
 
     return server
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexusmem import timefmt
 from nexusmem.errors import NexusMemError
@@ -20,6 +20,9 @@ from nexusmem.identity import NODE_ID_LEN as ID_CHARS
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.text import one_line, well_formed
+
+if TYPE_CHECKING:
+    from nexusmem.project import Project
 
 MIN_PREFIX = 6
 # Longer than any id by far: a pasted answer or log, said in part.
@@ -30,6 +33,10 @@ _SHA = re.compile(rf"[0-9a-f]{{{MIN_PREFIX},64}}")
 
 class IdLookupError(NexusMemError):
     """No node, or not exactly one, answers to the id given."""
+
+
+class UnknownId(IdLookupError):
+    """No node answers to the id given (an id well formed, and no prefix of several)."""
 
 
 def find(store: SearchStore, ref: str) -> StoredNode:
@@ -58,9 +65,7 @@ def find(store: SearchStore, ref: str) -> StoredNode:
         # another node's id starts with the same characters, which one was meant is not known.
         matches += [m for m in store.commits_by_sha(key) if m not in matches]
     if not matches:
-        raise IdLookupError(
-            f"no node with id {ref!r} (ids are shown in query results), nor a commit of that sha"
-        )
+        raise UnknownId(f"no node with id {ref!r} (ids are shown in query results), nor a commit of that sha")
     if len(matches) > 1:
         found = store.get_many(matches, light=True)
         listed = "; ".join(_listed(m, found.get(m), key) for m in matches)
@@ -68,7 +73,7 @@ def find(store: SearchStore, ref: str) -> StoredNode:
         raise IdLookupError(f"id prefix {ref!r} is ambiguous: {listed}{more}; give more characters")
     node = store.get(matches[0])
     if node is None:  # deleted between the two reads (a concurrent rebuild)
-        raise IdLookupError(f"no node with id {ref!r}")
+        raise UnknownId(f"no node with id {ref!r}")
     return node
 
 
@@ -145,6 +150,10 @@ def _linked_by(store: SearchStore, node: StoredNode) -> dict[str, Any]:
 def render(item: dict[str, Any]) -> str:
     """One expanded item as plain text: a header of facts, then the whole body."""
     tags = f"[{item['provenance']}] [{item['trust']}]"
+    if item.get("verdict_by"):
+        tags = f"[{item['provenance']}] [{item['trust']} by {item['verdict_by']}]"
+    if item.get("recorded_by"):  # an item of the team store
+        tags += f" [{item['project']}] [by {item['recorded_by']}]"
     lines = [
         f"{item['title']}",
         f"id {item['id']}  {item['kind']}  {tags}",
@@ -188,10 +197,52 @@ def render(item: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def show(start: Path | str | None, ref: str) -> dict[str, Any]:
-    """The item REF (an id or unique prefix) of the project at START, expanded."""
+def show(start: Path | str | None, ref: str, *, team: bool = False) -> dict[str, Any]:
+    """The item REF (an id or unique prefix) of the project at START, expanded; TEAM (`show --team`): an id
+    this memory does not hold is read from the team store (see lookup)."""
     from nexusmem import project as project_mod
 
     project = project_mod.load(start)
     with project.open_store(readonly=True) as store:
+        return lookup(project, store, ref, team=team, team_hint="nexusmem show --team ID")
+
+
+def lookup(project: Project, store: SearchStore, ref: str, *, team: bool, team_hint: str) -> dict[str, Any]:
+    """REF from STORE (PROJECT's memory), expanded. An item of a `query --team` answer that only the team
+    store holds has an id this memory lacks: with TEAM it is read from the team store (labelled "team", with
+    `recorded_by` and `verdict_by`), every statement bounded as `query --team` bounds them; without it, a
+    project with a team store configured names TEAM_HINT, how to read the team's items."""
+    try:
         return expand(store, find(store, ref), project.root.name)
+    except UnknownId as exc:
+        from nexusmem import team as team_mod
+
+        if team:
+            return _from_team(project, ref)
+        if team_mod.settings(project) is not None:
+            raise UnknownId(f"{exc}; an id from a team answer may be the team store's: {team_hint}") from None
+        raise
+
+
+def _from_team(project: Project, ref: str) -> dict[str, Any]:
+    from nexusmem import team as team_mod
+    from nexusmem.retrieve.team import TEAM_NAME
+    from nexusmem.store.team import is_driver_error, unanswered
+
+    found = team_mod.require(project)
+    with team_mod.open_team(project, found, read=True) as shared:
+        try:
+            node = find(shared, ref)
+            item = expand(shared, node, TEAM_NAME)
+        except UnknownId:
+            raise UnknownId(
+                f"no node with id {ref!r} in this memory nor in the team store {found.label}, nor a commit of"
+                " that sha"
+            ) from None
+        except Exception as exc:
+            if not is_driver_error(exc):
+                raise
+            raise team_mod.TeamError(
+                f"the team store {found.label} was not read: {unanswered(exc)}"
+            ) from None
+    return {**item, "recorded_by": node.recorded_by, "verdict_by": node.verdict_by}

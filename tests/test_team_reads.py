@@ -5,6 +5,7 @@ id, and the figures `query --team` and `team status` give."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,3 +68,55 @@ def test_a_teammates_verdict_on_history_both_hold_is_shown_and_ranks(
     bob.run("review", top["id"], "--verify")
     mine = next(item for item in bob.json("query", "--team", question)["items"] if item["id"] == top["id"])
     assert mine["trust"] == "verified" and mine["verdict_by"] == "" and mine["project"] == "bob-clone"
+
+
+def test_an_item_only_the_team_holds_opens_by_the_id_query_team_gave(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`query --team` gave bob the id of alice's commit, which his clone never fetched: `show ID` and MCP
+    get_memory said "no node with id …" (exit 1), though both take "an id from a query result"."""
+    import anyio
+
+    from helpers.mcp import mcp_session
+
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice.commit(
+        "Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH:!aNULL'\n"}
+    )
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    item = bob.json("query", "--team", "TLS cipher legacy gateway")["items"][0]
+    assert item["project"] == "team" and item["recorded_by"] == "alice@example.com", item
+
+    plain = bob.run("show", item["id"], ok=False)
+    assert plain.exit_code == 1 and "nexusmem show --team ID" in plain.output, plain.output
+    shown = bob.json("show", "--team", item["id"])
+    assert shown["title"] == "Pin the TLS cipher list for the legacy gateway" and shown["project"] == "team"
+    assert shown["recorded_by"] == "alice@example.com" and shown["files"] == ["gateway.py"], shown
+    diff = bob.json("show", "--team", shown["diffs"][0]["id"])  # its patch, as `show` lists it
+    assert "CIPHERS = 'HIGH:!aNULL'" in diff["body"], diff
+    text = bob.run("show", "--team", item["id"][:8]).stdout
+    assert "[team] [by alice@example.com]" in text and "gateway.py" in text, text
+    # An id in neither memory says both were looked in.
+    missing = bob.run("show", "--team", "0123456789abcdef01234567", ok=False)
+    assert missing.exit_code == 1 and "nor in the team store" in missing.output, missing.output
+    # What this memory holds is read from it, as without --team.
+    local = bob.json("query", "uploader")["items"][0]
+    assert bob.json("show", "--team", local["id"])["project"] == "bob-clone"
+
+    found: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            args = {"projectRoot": str(bob.repo), "id": item["id"]}
+            refused = await session.call_tool("get_memory", args)
+            assert refused.is_error and 'get_memory with scope "team"' in str(refused.content), refused
+            result = await session.call_tool("get_memory", {**args, "scope": "team"})
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            found.update(result.structured_content)
+
+    with bob.active():
+        anyio.run(main)
+    assert found["title"] == "Pin the TLS cipher list for the legacy gateway"
+    assert found["project"] == "team" and found["recorded_by"] == "alice@example.com"
