@@ -18,6 +18,7 @@ failure was silent, but an empty file still can be made.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -32,6 +33,8 @@ from nexusmem import paths, private
 LOCK_NAME = "sync.lock"
 PUSH_LOCK_NAME = "team-push.lock"
 PUSH_PENDING_NAME = "team-push.pending"
+# Touched by every team push that worked (`team push` or this one): a later one clears a failure logged here.
+PUSH_DONE_NAME = "team-push.done"
 PENDING_NAME = "sync.pending"
 LOG_NAME = "auto-sync.log"
 FAILED_NAME = "auto-sync.failed"
@@ -204,7 +207,8 @@ def _team_push(root: Path, state: Path, log: Callable[[str], None]) -> None:
             # commit's sync wrote after this push read its cursor would otherwise wait for the next commit).
             for _ in range(MAX_RUNS):
                 again.unlink(missing_ok=True)
-                team.auto_push(root, log)
+                # Dated, so that a `team push` that worked since is known to have cleared it.
+                team.auto_push(root, lambda line: log(f"{stamp()} pid {os.getpid()}: {line}"))
                 if not again.exists():
                     break
         finally:
@@ -226,8 +230,8 @@ def _log_tail(path: Path, size: int) -> tuple[str, float] | None:
 
 def team_push_problem(root: Path) -> str | None:
     """What went wrong with the post-commit team push, from its log's last word on it: the reason the last
-    one was not done, or a push still waiting on the team server (it holds PUSH_LOCK_NAME); None when the
-    last one worked or none ran."""
+    one was not done, unless a push worked since (`nexusmem team push`: PUSH_DONE_NAME is newer), or a push
+    still waiting on the team server (it holds PUSH_LOCK_NAME); None when the last one worked or none ran."""
     from nexusmem.oslock import held
 
     state = paths.state_dir(root)
@@ -236,6 +240,8 @@ def team_push_problem(root: Path) -> str | None:
         return None
     for line in reversed(read[0].splitlines()):
         if "team push not done: " in line:
+            if _pushed_since(root, _logged_at(line, read[1])):
+                return None
             return "the last one was not done: " + line.split("team push not done: ", 1)[1].strip()
         if "team push deferred: an earlier one is still running" in line:
             if held(state / PUSH_LOCK_NAME):
@@ -244,6 +250,34 @@ def team_push_problem(root: Path) -> str | None:
         if "team push: " in line:
             return None
     return None
+
+
+def mark_pushed(root: Path) -> None:
+    """Record that a team push of the memory at ROOT worked (see team_push_problem)."""
+    # A read-only or full .nexusmem: doctor may name an old failure; the push itself is done.
+    with contextlib.suppress(OSError):
+        private.touch(paths.state_dir(root) / PUSH_DONE_NAME)
+
+
+def _pushed_since(root: Path, moment: float) -> bool:
+    """Whether a team push worked after MOMENT: one of ROOT's memory, which a linked worktree without a
+    memory of its own shares with its main work tree (where `team push` marks it)."""
+    from nexusmem.project import memory_root
+
+    for where in {root, memory_root(root)}:
+        with contextlib.suppress(OSError):
+            if (paths.state_dir(where) / PUSH_DONE_NAME).stat().st_mtime > moment:
+                return True
+    return False
+
+
+def _logged_at(line: str, changed: float) -> float:
+    """When LINE was logged: its leading date, or CHANGED (the log's last change: older releases wrote the
+    push's line without one)."""
+    try:
+        return datetime.fromisoformat(line.split(" ", 1)[0]).timestamp()
+    except ValueError:
+        return changed
 
 
 def mark_failed(state: Path, error: str) -> None:

@@ -602,6 +602,9 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
     finally:
         team[0].close()
     report.seconds = time.monotonic() - started
+    from nexusmem import autosync
+
+    autosync.mark_pushed(proj.root)  # `doctor` no longer names a post-commit push that failed before it
     return report
 
 

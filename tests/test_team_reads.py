@@ -4,11 +4,15 @@ id, and the figures `query --team` and `team status` give."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
 from helpers.team import Member, make_member
 
@@ -120,3 +124,41 @@ def test_an_item_only_the_team_holds_opens_by_the_id_query_team_gave(
         anyio.run(main)
     assert found["title"] == "Pin the TLS cipher list for the legacy gateway"
     assert found["project"] == "team" and found["recorded_by"] == "alice@example.com"
+
+
+def test_doctor_stops_naming_a_failed_post_commit_push_once_a_team_push_worked(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """The server was away at a commit (its push logged "team push not done"), then back, and the fix doctor
+    gave, `nexusmem team push`, worked: doctor still said PROBLEM with that fix (exit 1), for good, since it
+    read only the post-commit log and a push run by hand writes nothing there."""
+    (bob,) = _members(tmp_path, origin, team_url, "bob")
+    bob.run("hook", "git-post", "install")
+    nowhere = tmp_path / "no-server-here"
+    nowhere.mkdir()
+    away = {**os.environ, **bob.env(), "NEXUSMEM_TEAM_URL": f"postgresql://postgres@/gone?host={nowhere}"}
+    (bob.repo / "uploader.py").write_text("TIMEOUT = 90\n", encoding="utf-8")
+    git(bob.repo, "add", "uploader.py")
+    subprocess.run(
+        ["git", "commit", "-q", "-m", "Raise the upload timeout"], cwd=bob.repo, env=away, check=True
+    )
+    log = bob.repo / ".nexusmem" / "auto-sync.log"
+    deadline = time.monotonic() + 60
+    while "team push not done" not in (log.read_text(encoding="utf-8") if log.exists() else ""):
+        assert time.monotonic() < deadline, log.read_text(encoding="utf-8") if log.exists() else "no log"
+        time.sleep(0.2)
+
+    def doctor() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [console_script(), "-C", str(bob.repo), "doctor"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **bob.env()},
+            check=False,
+        )
+
+    before = doctor()
+    assert "the post-commit team push: the last one was not done" in before.stdout, before.stdout
+    assert bob.json("team", "push")["added"] > 0  # the server is back: the fix doctor gave works
+    after = doctor()
+    assert "team push" not in after.stdout and after.returncode == 0, after.stdout
