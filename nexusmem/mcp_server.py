@@ -669,7 +669,13 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         answer starts with "No strong match", `weak` is true, and only the closest few items follow: say so
         rather than treating them as the answer.
         """
-        if scope == "team" and not allProjects:
+        if scope == "team" and allProjects:
+            # As the command line refuses `--team --all-projects`: the team scope was dropped without a word.
+            raise ToolError(
+                'scope "team" and allProjects cannot be combined: the team store is searched with one'
+                " project's memory (allProjects false), every project on this machine without it"
+            )
+        if scope == "team":
             return await _in_thread(
                 functools.partial(run_search_team, projectRoot, query, budget, asOf, since, until, author)
             )

@@ -162,3 +162,35 @@ def test_doctor_stops_naming_a_failed_post_commit_push_once_a_team_push_worked(
     assert bob.json("team", "push")["added"] > 0  # the server is back: the fix doctor gave works
     after = doctor()
     assert "team push" not in after.stdout and after.returncode == 0, after.stdout
+
+
+def test_mcp_refuses_the_team_scope_over_all_projects_as_the_cli_does(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """search_memory{scope: "team", allProjects: true} answered from the machine's projects alone, the team
+    store never asked and nothing said, where `query --team --all-projects` is a usage error (exit 2)."""
+    import anyio
+
+    from helpers.mcp import mcp_session
+
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice.commit("Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH'\n"})
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    cli = bob.run("query", "--team", "--all-projects", "TLS cipher", ok=False)
+    assert cli.exit_code == 2 and "--team and --all-projects cannot be combined" in cli.output
+    said: list[str] = []
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            args = {"projectRoot": str(bob.repo), "query": "TLS cipher legacy gateway", "scope": "team"}
+            result = await session.call_tool("search_memory", {**args, "allProjects": True})
+            assert result.is_error, result.structured_content
+            said.append(str(getattr(result.content[0], "text", "")))
+            alone = await session.call_tool("search_memory", args)  # the team scope itself still answers
+            assert not alone.is_error and alone.structured_content is not None
+            assert alone.structured_content["items"][0]["recorded_by"] == "alice@example.com"
+
+    with bob.active():
+        anyio.run(main)
+    assert said[0].startswith('search_memory: scope "team" and allProjects cannot be combined'), said
