@@ -194,3 +194,33 @@ def test_mcp_refuses_the_team_scope_over_all_projects_as_the_cli_does(
     with bob.active():
         anyio.run(main)
     assert said[0].startswith('search_memory: scope "team" and allProjects cannot be combined'), said
+
+
+def test_query_team_counts_the_matches_both_memories_hold_once(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """Every member holds the shared history, so the team store and bob's memory match the same nodes:
+    `query --team` said "1 of 1928 match(es)" where bob's own memory said "1 of 964"."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    for i in range(150):  # more matches than a search ranks: most are only counted
+        (alice.repo / f"mod{i % 7}.py").write_text(f"VALUE_{i} = {i}\n", encoding="utf-8")
+        with alice.active():
+            git(alice.repo, "add", "-A")
+            git(alice.repo, "commit", "-q", "-m", f"Change module {i % 7} to value {i}")
+    with alice.active():
+        git(alice.repo, "push", "-q", "origin", "HEAD")
+    alice.run("sync", "--quiet", "--no-embed")
+    alice.run("team", "push")
+    with bob.active():
+        git(bob.repo, "pull", "-q")
+    bob.run("sync", "--quiet", "--no-embed")
+
+    for question in ("change module value", "uploader"):
+        own = bob.json("query", question)
+        both = bob.json("query", "--team", question)
+        assert both["projects"][1]["name"] == "team" and not any("not searched" in n for n in both["notes"])
+        assert both["matched"] == own["matched"], (question, own["matched"], both["matched"])
+        assert both["bm25_matched"] == own["bm25_matched"], (question, own, both)
+    text = bob.run("query", "--team", "change module value").stdout
+    assert f"of {bob.json('query', 'change module value')['matched']} match(es) shown" in text, text
+

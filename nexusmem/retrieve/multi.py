@@ -253,6 +253,7 @@ def search_all(
     filters = _Filters(as_of, since, until, author)
     with ExitStack() as stack:
         searched: list[_Searched] = []
+        counted: list[dict[str, int]] = []
         for target in targets(current):
             one, counts, skipped = _search_one(len(searched), target, text, filters, vectors, stack)
             if skipped is not None:
@@ -262,9 +263,8 @@ def search_all(
             searched.append(one)
             result.projects.append(target.name)
             result.roots.append(target.root)
-            result.matched += counts["matched"]
-            result.bm25_matched += counts["bm25"]
-            result.vector_matched += counts["vector"]
+            counted.append(counts)
+        result.matched, result.bm25_matched, result.vector_matched = distinct_counts(searched, counted)
         result.weak = all(s.weak for s in searched)
         if skipped_in_answer:
             result.notes += [
@@ -283,6 +283,32 @@ def search_all(
             result.notes.append(query.filtered_out_note(since, until, author, as_of=as_of))
     result.skipped_notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]
     return result
+
+
+def distinct_counts(searched: list[_Searched], counts: list[dict[str, int]]) -> tuple[int, int, int]:
+    """(matched, bm25, vector): how many nodes the searches of SEARCHED matched in all, COUNTS[i] being what
+    SEARCHED[i]'s counted, so that a node two stores hold (clones of one repository, this memory and the
+    team store) counts once. Of a store's matches only its candidates' ids are known: those a store before
+    it holds were counted there (the same node matches the same question), and the rest of its matches (past
+    the candidate cut, and its lexical and vector tallies) are taken to be counted already in that share.
+    Stores that hold the same history count it once; stores that share no node add up."""
+    seen: set[str] = set()
+    matched = bm25 = vector = 0.0
+    for index, (one, count) in enumerate(zip(searched, counts)):
+        ids = one.matched | {node.id for node, _ in one.scored}
+        unseen = sorted(ids - seen)
+        for before in searched[:index]:  # a candidate another store holds but did not rank (its cut, ties)
+            if unseen:
+                have = before.store.get_many(unseen, light=True)
+                unseen = [node_id for node_id in unseen if node_id not in have]
+        held = len(ids) - len(unseen)  # counted already, by a store before
+        share = 1 - held / len(ids) if ids else 1.0
+        past_cut = max(0, count["matched"] - len(ids))
+        matched += max(0.0, count["matched"] - held - past_cut * (1 - share))
+        bm25 += count["bm25"] * share
+        vector += count["vector"] * share
+        seen |= ids
+    return round(matched), round(bm25), round(vector)
 
 
 def _fuse_and_pack(
@@ -354,11 +380,13 @@ def _fuse_and_pack(
         notes=result.notes,
         author=author,
     )
+    # A fix is counted once, however many stores link it (both clones, this memory and the team store).
+    counted = {node_id for s in searched for node_id in s.matched | {n.id for n, _ in s.scored}}
     for s in searched:
-        matched = s.matched | {n.id for n, _ in s.scored}
         result.matched += query.linked_fixes(
-            s.store, s.shelf.links, matched, as_of=as_of, since=since, until=until, author=author
+            s.store, s.shelf.links, counted, as_of=as_of, since=since, until=until, author=author
         )
+        counted |= {fix for pairs in s.shelf.links.values() for fix, _rel in pairs}
     result.tokens_used = used
 
 

@@ -58,6 +58,7 @@ def search(
         result.notes.append(team_note)
     filters = (as_of, since, until)
     searched = []
+    counted: list[dict[str, int]] = []
     stores: list[tuple[str, SearchStore]] = [(project, local)]
     if team is not None:
         stores.append((TEAM_NAME, team))
@@ -66,9 +67,9 @@ def search(
         searched.append(one)
         result.projects.append(name)
         result.roots.append(str(root))
-        result.matched += counts["matched"]
-        result.bm25_matched += counts["bm25"]
-        result.vector_matched += counts["vector"]
+        counted.append(counts)
+    # What both hold counts once.
+    result.matched, result.bm25_matched, result.vector_matched = multi.distinct_counts(searched, counted)
     if team is not None and getattr(team, "knn_skipped", False):
         result.notes.append(
             "the team store is still indexing a large push's vectors: its nodes are matched by words only"
