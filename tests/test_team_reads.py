@@ -224,3 +224,22 @@ def test_query_team_counts_the_matches_both_memories_hold_once(
     text = bob.run("query", "--team", "change module value").stdout
     assert f"of {bob.json('query', 'change module value')['matched']} match(es) shown" in text, text
 
+
+def test_team_status_credits_each_member_with_the_nodes_they_recorded(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`team status` said "pushed by p2: 4,870 node(s)" for a store of 2,435 nodes, 4 of them p2's: it added
+    up every node p2's pushes sent, the shared history bob had recorded already (and re-sends) included."""
+    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    shared = bob.json("team", "push")["added"]  # bob records the history both clones hold
+    assert alice.json("team", "push")["added"] == 0  # alice sends it too: all of it already there
+    alice.commit("Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH'\n"})
+    alice.run("sync", "--quiet")
+    assert alice.json("team", "push")["added"] == 2  # her commit and its diff
+
+    text = alice.run("team", "status").stdout
+    assert "pushed by   alice@example.com: 2 node(s) recorded first, last push " in text, text
+    status = alice.json("team", "status")
+    recorded = {m["member"]: m["recorded"] for m in status["members"]}
+    assert recorded == {"alice@example.com": 2, "bob@example.com": shared}, status["members"]
+    assert sum(recorded.values()) == status["nodes"]

@@ -116,7 +116,8 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     lines += [f"  {kind:<18} {count:,}" for kind, count in data["by_kind"].items()]
     for member in data["members"]:
         lines.append(
-            f"pushed by   {member['member']}: {member['pushed']:,} node(s), last {timefmt.iso(member['last_push'])}"
+            f"pushed by   {member['member']}: {member['recorded']:,} node(s) recorded first,"
+            f" last push {timefmt.iso(member['last_push'])}"
         )
     lines.append(f"deny-list   {data['deny_entries']} team entr(ies)")
     lines.append(f"pending     {data['pending']:,} shareable node(s) here since the last push")

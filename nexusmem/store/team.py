@@ -1954,11 +1954,15 @@ class TeamStore:
                 (self.project,),
             ).fetchall()
         )
+        # recorded: the nodes the team holds that this member pushed first (recorded_by); pushed: every node
+        # their pushes sent, those the team held already (a clone's shared history) and re-sends included.
         members = [
-            {"member": r[0], "last_push": int(r[1]), "pushed": int(r[2])}
+            {"member": r[0], "last_push": int(r[1]), "recorded": int(r[3]), "pushed": int(r[2])}
             for r in self.conn.execute(
-                "SELECT member, last_push, pushed FROM members WHERE project_id = %s ORDER BY member",
-                (self.project,),
+                "SELECT m.member, m.last_push, m.pushed, coalesce(c.n, 0) FROM members m LEFT JOIN"
+                " (SELECT author, count(*) AS n FROM nodes WHERE project_id = %s GROUP BY author) c"
+                " ON c.author = m.member WHERE m.project_id = %s ORDER BY m.member",
+                (self.project, self.project),
             ).fetchall()
         ]
         deny = self.conn.execute(
