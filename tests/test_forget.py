@@ -819,3 +819,46 @@ def test_forget_global_run_in_several_projects_at_once_keeps_every_entry(
     for r in repos:
         done = run_script("sync", "--no-embed", cwd=r)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_who_ran_a_command_is_not_a_value_to_forget(repo: Path, isolated_home: Path) -> None:
+    """`forget me --yes` deleted every command typed at the keyboard (each one's meta says `author: me`),
+    `forget claude-code` every command of Claude Code's hook and its log lines, and `forget gemini` every
+    Gemini turn and command (`agent`/`author`: gemini); their entries then refused every later command
+    ("shell unchanged (1 denied)"). Those names are NexusMem's; a commit's author (a person's name and
+    email) and a turn's model are what was recorded, and are still matched."""
+    from datetime import datetime, timedelta, timezone
+
+    from helpers import transcripts as T
+
+    commit(repo, "feat: app", {"app.py": "raise SystemExit(2)\n"})
+    git(repo, "-c", "user.name=Quillon Vasquez", "commit", "-q", "--allow-empty", "-m", "chore: touch")
+    typed_in_bash(repo, "python3 app.py", "python3 app.py | cat")
+    agent = json.loads(log_line(repo, "pytest -q", int(time.time() * 1000) - 60_000, exit_code=1))
+    append_log(isolated_home, json.dumps({**agent, "author": "claude-code", "author_kind": "agent"}) + "\n")
+    T.write_gemini(isolated_home / ".gemini", repo, datetime.now(timezone.utc) - timedelta(hours=3))
+    run_cli("-C", str(repo), "sync", "--no-embed", "--conversation")
+    counts = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"]
+    assert counts["shell_command"] >= 4 and counts["conversation_turn"] >= 1, counts
+    log_before = log_path(isolated_home).read_bytes()
+
+    for value in ("me", "claude-code"):
+        out = run_cli("-C", str(repo), "forget", value, "--yes").output
+        assert "deleted 0 node(s)" in out and "removed 0 shell-log line(s)" in out, (value, out)
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"] == counts
+    # Gemini's command stays; its turn goes by what the transcript recorded: its model, "gemini-2.5-pro".
+    out = run_cli("-C", str(repo), "forget", "gemini", "--yes").output
+    assert "deleted 1 node(s): 1 conversation_turn; removed 0 shell-log line(s)" in out, out
+    after = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"]
+    assert after["shell_command"] == counts["shell_command"], after
+    assert log_path(isolated_home).read_bytes() == log_before
+
+    typed_in_bash(repo, "python3 app.py --again")
+    data = json.loads(run_cli("-C", str(repo), "sync", "--no-embed", "--json").stdout)
+    assert all(s["denied"] == 0 for s in data["sources"]), data["sources"]
+    assert "python3 app.py --again" in shell_refs(repo)
+
+    # A commit's author is what the commit recorded.
+    out = run_cli("-C", str(repo), "forget", "Quillon Vasquez", "--yes").output
+    assert "deleted 1 node(s): 1 git_commit" in out, out

@@ -461,6 +461,26 @@ def _strings(value: Any) -> Iterator[str]:
 # top level only (a field of a nested object is what another writer recorded).
 VOCABULARY_FIELDS = frozenset({"author_kind", "shell", "seen_in", "title_from", "type", "state", "v"})
 
+# Who ran a command or held a conversation, on the nodes NexusMem makes of commands, transcripts and their
+# summaries and on the hook log's lines: `author` is "me" (the person at the keyboard) or the agent's name
+# its hooks and transcript readers write ("claude-code", "codex", "aider", "gemini"; "atuin:copilot" for an
+# agent atuin knows), `agent` the transcript's agent. Those names are on every such node: `forget me` deleted
+# every typed command, `forget gemini` every Gemini turn and command. Any other value is matched (a name a
+# foreign writer put in the log), as is every author of the other kinds (a commit's name and email, a
+# GitHub login: what was recorded).
+OWN_AUTHORS = frozenset(
+    {
+        "me",
+        "claude-code",
+        "codex",
+        "aider",
+        "gemini",
+        *(f"atuin:{name}" for name in ("agent", "claude-code", "codex", "copilot", "opencode", "pi")),
+    }
+)
+_AUTHOR_FIELDS = frozenset({"author", "agent"})
+_AUTHORED_KINDS = frozenset({"shell_command", "conversation_turn", "session_summary"})
+
 # A shell command's title and body are its command with NexusMem's words around it (sources.shell.node builds
 # both): " (exit 1)" after the title's first line, and a last body line "[cwd … · exit 1 · pipestatus 1|0 ·
 # 5 ms · bash]" (the folder there is meta's `cwd`, matched as such). Those words are on every command:
@@ -469,12 +489,23 @@ _EXIT_SUFFIX = re.compile(r" \(exit (?:-?\d+|unknown)\)\Z")
 _CONTEXT_LINE = "\n[cwd "
 
 
-def recorded_values(meta: Any) -> Iterator[str]:
+def own_word(key: str, value: Any, *, authored: bool = True) -> bool:
+    """Whether meta's field KEY holds NexusMem's own word VALUE, not anything recorded: a field of
+    VOCABULARY_FIELDS, or (AUTHORED: on a command's or a transcript's node, a log line) an OWN_AUTHORS name."""
+    if key in VOCABULARY_FIELDS:
+        return True
+    return authored and key in _AUTHOR_FIELDS and type(value) is str and value in OWN_AUTHORS
+
+
+def recorded_values(meta: Any, kind: str = "shell_command") -> Iterator[str]:
     """The strings META (a node's decoded meta, a shell-log line) records: its values, minus those of
-    VOCABULARY_FIELDS, and below the top level the keys of an object too (see node_fields)."""
+    VOCABULARY_FIELDS and, on a node of KIND made of commands or transcripts (a log line is a command's),
+    NexusMem's own author names (OWN_AUTHORS); below the top level the keys of an object too (see
+    node_fields)."""
     if isinstance(meta, dict):
+        authored = kind in _AUTHORED_KINDS
         for key, value in meta.items():
-            if key not in VOCABULARY_FIELDS:
+            if not own_word(key, value, authored=authored):
                 yield from _strings(value)
     else:
         yield from _strings(meta)
@@ -487,14 +518,23 @@ def node_fields(title: str, body: str, ref: str, meta: Any, *, kind: str) -> lis
 
     What NexusMem writes on every node of a kind is not: meta's own keys (field names: `author`, `sha`, `cwd`;
     `forget author` deleted every commit, and its entry kept them all out of every later sync), the values
-    of VOCABULARY_FIELDS, and the words a shell command's title and body put around the command. The keys
+    of VOCABULARY_FIELDS, NexusMem's names for who ran a command or held a conversation (OWN_AUTHORS, in
+    meta and in a turn's or a summary's ref and title), and the words a shell command's title and body put
+    around the command. The keys
     of an object inside a value are checked: such an object may be keyed by what it records (file paths,
     variable names)."""
     if kind == "shell_command":
         title = _EXIT_SUFFIX.sub("", title)
         command, found, _context = body.rpartition(_CONTEXT_LINE)
         body = command if found else body
-    return [title, body, ref, *recorded_values(meta)]
+    elif kind in ("conversation_turn", "session_summary") and isinstance(meta, dict):
+        agent = meta.get("agent")
+        if type(agent) is str and agent in OWN_AUTHORS:
+            # Its agent's name where NexusMem puts it: a turn's ref "gemini:<session>#3" and title
+            # "(gemini continues) …" (a turn without a question), a summary's ref "session:gemini:<session>".
+            ref = ref.removeprefix("session:" if kind == "session_summary" else "").removeprefix(f"{agent}:")
+            title = title.replace(f"({agent} continues) ", "", 1)
+    return [title, body, ref, *recorded_values(meta, kind)]
 
 
 class Matcher:

@@ -60,7 +60,7 @@ from typing import Any
 
 from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
-from nexusmem.hygiene.denylist import VOCABULARY_FIELDS
+from nexusmem.hygiene.denylist import own_word
 from nexusmem.redact import PLACEHOLDER_RE, mask, redact
 from nexusmem.sources.shell.logline import HEAD_BYTES, before_span, iter_log_lines, loads_line, log_lock
 
@@ -194,10 +194,9 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
         if (denied is not None and denied([text])) or redact(text) != text:
             return b""
         return None
-    # By the values it records: its `shell` and `author_kind` are on every line (denylist.VOCABULARY_FIELDS).
-    if denied is not None and denied(
-        [v for k, v in obj.items() if type(v) is str and k not in VOCABULARY_FIELDS]
-    ):
+    # By the values it records: its `shell` and `author_kind` are on every line, an agent's `author` on each
+    # of its lines (denylist.own_word).
+    if denied is not None and denied([v for k, v in obj.items() if type(v) is str and not own_word(k, v)]):
         return b""
     command = obj["command"]
     clean = _redact_memo(command)
