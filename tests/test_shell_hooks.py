@@ -1014,6 +1014,12 @@ ANSWERS = (
     ("while [ ! -e stop.flag ]; do touch stop.flag; [ -e nope ]; done 2>&1 | tail -5", 0),
     ("{ grep -c TODO util.py; } | tee n.txt", 0),
     ("if [ -f util.py ]; then grep -n TODO util.py; sh -c 'exit 1'; fi | cat", 1),  # the last is no grep
+    ("{ grep -q TODO util.py && grep -q y util.orig; } | cat", 0),  # all of a list answer: grep's, either way
+    # A failing test run after a check that passed: its 1, not the check's answer.
+    ("( [ -d tests ] && ./run-tests -q tests ) 2>&1 | tee log", 1),
+    ("{ test -d tests && ./run-tests -q tests; } 2>&1 | tee log", 1),
+    ("for f in util.py util.orig; do grep -q x $f && ./run-tests $f; done | tee log", 1),
+    ("{ grep -q TODO util.py || ./run-tests .; } | cat", 1),  # `||`: the test run ran, and failed
 )
 
 
@@ -1025,11 +1031,14 @@ def test_a_compound_whose_status_is_an_answer_piped_into_a_filter_is_no_failure(
     """`if [ -f util.py ]; then grep -n TODO util.py; fi | cat` was stored as "exit 1" (grep's no match) and
     precheck warned of it, while `grep -n TODO util.py | cat` was 0: the answers-with-1 rule looked at the
     stage's first word, `if`. A compound's status 1 is judged by the commands whose status it returns (the
-    last of each branch, a loop's body's): grep, diff, test or `[` answered."""
+    last of each branch, a loop's body's): grep, diff, test or `[` answered. Of a `&&`/`||` list, by its last
+    command: `( [ -d tests ] && pytest -q tests ) 2>&1 | tee log` that failed was stored as exit 0 (the
+    `[` among the list's commands was taken to have answered)."""
     from nexusmem.sources.shell.logline import log_line_from
 
     sh = open_shell(kind)
-    sh.run("printf 'x = 1\\n' > util.py; printf 'x = 2\\n' > util.orig")
+    sh.run("printf 'x = 1\\n' > util.py; printf 'x = 2\\n' > util.orig; mkdir -p tests")
+    sh.run("printf '#!/bin/sh\\necho 1 failed; exit 1\\n' > run-tests; chmod +x run-tests")
     for command, stored in ANSWERS:
         sh.run("rm -f stop.flag")
         line = sh.run(command)

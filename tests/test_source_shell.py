@@ -533,7 +533,10 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ("echo done if | tee log", 0, [1, 0], 1),  # reserved words only where a command starts
         ("if [ -f f ]; then grep -n TODO f; fi | cat", 0, [1, 0], 0),  # grep's no match, in a compound
         ("case $x in a) diff a b;; *) make;; esac | cat", 0, [1, 0], 0),  # diff's, or make's 1: unknown
-        ("for f in a b; do grep -q x $f && pytest $f; done | tee log", 0, [1, 0], 0),  # grep's, or pytest's
+        ("for f in a b; do grep -q x $f && pytest $f; done | tee log", 0, [1, 0], 1),  # pytest's, as likely
+        ("( [ -d tests ] && pytest -q tests ) 2>&1 | tee log", 0, [1, 0], 1),  # a list: by its last command
+        ("{ grep -q TODO f || ruff check .; } | cat", 0, [1, 0], 1),  # `||`: ruff ran, and failed
+        ("{ grep -q a f && diff a b; } | cat", 0, [1, 0], 0),  # every command of it answers
         ("for f in a b; do grep -q x $f; pytest $f; done | tee log", 0, [1, 0], 1),  # pytest's, last
         ("python3 gen.py | head -3", 0, [1, 0], 0),  # cut off by head: Python's BrokenPipeError exits 1
         ("pytest | head -5 | tee log", 0, [1, 0, 0], 0),  # head stopped it before tee

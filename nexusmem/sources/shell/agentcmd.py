@@ -306,33 +306,29 @@ def _segments(stage: str) -> list[tuple[str, str]]:
 def _last_commands(stage: str) -> set[str]:
     """The command words whose status STAGE (one stage of a pipeline) may end with: its command, or for a
     compound the last command of each branch (`if [ -f f ]; then grep x f; fi` → grep; `{ make; diff a b; }`
-    → diff; a loop's, its body's), every command of it when it ends in a `&&`/`||` list (`grep -q x f &&
-    pytest f`: grep's status when it found nothing)."""
+    → diff; a loop's, its body's). Of a `&&`/`||` list, its last command only: `a || b` failed with b's
+    status (b ran), and `[ -d tests ] && pytest tests` with pytest's unless the test failed, which its
+    status cannot tell: a 1 there is pytest's failure, not the test's answer (`grep -q x f && grep -c y f`,
+    all answers, is an answer either way)."""
     words = stage.split()
     if words and words[0] not in _OPENERS and words[0][:1] not in "({" and "(" not in words[0]:
         first = _first_word(words)
         return {first} if first else set()
     found: set[str] = set()
-    chain: list[str] = []  # the commands whose status the last `&&`/`||` list may end with
-    ended = False  # that list ended (`;`, newline): the next command starts another
+    last: str | None = None  # the last command of the list being read: the one its status is judged by
     for text, op in _segments(stage):
         words = text.split()
         while words and (words[0] in _LEADING or words[0] in _BRANCH_ENDS):
-            if words[0] in _BRANCH_ENDS:
-                found.update(chain)
-                chain, ended = [], True
+            if words[0] in _BRANCH_ENDS and last:
+                found.add(last)
+                last = None
             words = words[1:]
         command = _first_word(words) if words and words[0] not in _NOT_COMMANDS else None
         if command:
-            chain = [command] if ended else [*chain, command]
-            ended = False
-        if op in ("|", "|&"):
-            chain = chain[:-1]  # a pipeline's status is its last stage's
-        elif op in (";;", ")", ""):  # a case clause, a subshell, the stage end
-            found.update(chain)
-            chain, ended = [], True
-        elif op not in ("&&", "||"):
-            ended = True
+            last = command
+        if op in (";;", ")", "") and last:  # a case clause, a subshell, the stage end
+            found.add(last)
+            last = None
     return found
 
 
