@@ -1086,3 +1086,34 @@ def test_the_last_pipeline_of_a_line_is_the_one_its_pipestatus_describes(kind: s
             assert line["pipestatus"] == [stored, 0], (command, line)
         parsed = log_line_from(line)
         assert parsed is not None and parsed.exit == stored, (command, line)
+
+
+# A failing build given a command substitution inside double quotes: `./build` stands in for make (exit 2).
+SUBSTITUTED = (
+    './build "$(echo all)" 2>&1 | tee log1',
+    'echo "$(date)" > /dev/null && ./build 2>&1 | tee log2',
+    './build -C "$(git rev-parse --show-toplevel 2>/dev/null || pwd)" | tee log3',
+    './build "$(printf "%s" "a b")" | cat',
+    './build "`echo all`" | tail -3',
+    './build "x`echo "y"`" "$(echo ")")" | tee log4',
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_a_failure_with_a_quoted_command_substitution_piped_into_a_filter_is_a_failure(
+    kind: str, open_shell: Any
+) -> None:
+    """`make "$(echo all)" 2>&1 | tee log` that failed (pipestatus 2|0) was stored as exit 0, as was any line
+    with a `"$(…)"` before its pipeline (`pytest "$(git ls-files tests)" | tee log`): the scan for the line's
+    last pipeline took the `$(` inside double quotes for an opening it never saw closed, and found no `|`.
+    A `$(…)` or `…` inside double quotes is now read to its end, its own quotes apart."""
+    from nexusmem.sources.shell.logline import log_line_from
+
+    sh = open_shell(kind)
+    sh.run("printf '#!/bin/sh\\necho build failed; exit 2\\n' > build; chmod +x build")
+    for command in SUBSTITUTED:
+        line = sh.run(command)
+        assert (line["exit"], line["pipestatus"]) == (0, [2, 0]), (command, line)
+        parsed = log_line_from(line)
+        assert parsed is not None and parsed.exit == 2, (command, line)

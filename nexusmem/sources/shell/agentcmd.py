@@ -114,7 +114,9 @@ def _top_level(command: str) -> list[tuple[int, str]]:
     i, n = 0, len(command)
     quote = ""
     # What each open construct is: "(" a subshell or `$(`, "{" a group, "if", "case" (where a `)` ends a
-    # pattern), "loop" (before its `do`: zsh's `for f in a b; { … }` closes with the group), "do".
+    # pattern), "loop" (before its `do`: zsh's `for f in a b; { … }` closes with the group), "do"; '"(' and
+    # '"`' a `$(…)` or `…` inside double quotes, whose own quotes start afresh and whose end is back inside
+    # the double quotes (`make "$(git rev-parse --show-toplevel)" | tee log`).
     open_: list[str] = []
     while i < n:
         c = command[i]
@@ -124,8 +126,15 @@ def _top_level(command: str) -> list[tuple[int, str]]:
         if quote:
             if c == quote:
                 quote = ""
-            elif c == "$" and quote == '"' and command.startswith("$(", i):
-                open_.append("(")
+                if c == "`" and open_ and open_[-1] == '"`':
+                    open_.pop()
+                    quote = '"'
+            elif quote == '"' and c == "`":
+                open_.append('"`')
+                quote = "`"
+            elif quote == '"' and command.startswith("$(", i):
+                open_.append('"(')
+                quote = ""
                 i += 1
         elif c in "cdefisuw" and command[i - 1 : i] in _WORD_EDGES:
             end = i + 1
@@ -172,8 +181,8 @@ def _top_level(command: str) -> list[tuple[int, str]]:
         elif c == ")" and open_ and open_[-1] == "case":
             pass  # the end of a `case` pattern (`x)`), not of a subshell
         elif c == ")" or (c == "}" and open_ and command[i - 1 : i] in (" ", ";", "\n", "\t")):
-            if open_:
-                open_.pop()
+            if open_ and open_.pop() == '"(' and c == ")":
+                quote = '"'  # back inside the double quotes the `$(` opened in
         elif not open_ and c in "|&;\n":
             two = command[i : i + 2]
             if two in ("||", "&&"):
