@@ -409,7 +409,12 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
             if name in git_hooks.SYNC_HOOKS:
                 missing[name] = state.path
             unused = git_hooks.unused(name, root)
-            if unused is not None:
+            if state.unreadable:
+                # A FIFO or a device where the hook goes: nothing can be installed there (nor read it).
+                hold = shlex.quote(str(state.path))
+                fix = f"mv {hold} {hold}.not-a-hook && nexusmem hook {verb} install"
+                checks.append(Check("git", False, state.unreadable, fix))
+            elif unused is not None:
                 # core.hooksPath set after the install (husky, `git config core.hooksPath .githooks`).
                 detail = (
                     f"{unused.path} has the NexusMem block, but core.hooksPath makes git run hooks from"

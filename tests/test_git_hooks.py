@@ -1169,3 +1169,43 @@ def test_a_hooks_record_that_is_no_regular_file_never_hangs_a_command(repo: Path
     assert nexusmem("hook", "git", "install").returncode == 0
     assert record.is_file() and not record.is_symlink() and record.read_text() == "pre-commit\n"
     assert said not in nexusmem("status").stdout
+
+
+@pytest.mark.parametrize("special", ["fifo", "link-to-fifo", "dev-zero"])
+def test_a_hook_that_is_no_regular_file_never_hangs_a_command(
+    repo: Path, tmp_path: Path, special: str
+) -> None:
+    """`mkfifo .git/hooks/pre-commit` hung doctor and `hook git status|install|remove` for ever (each read
+    the hook file whole, and a FIFO's read waits for a writer). Each now answers, and says what is there."""
+    synced(repo)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    if special == "fifo":
+        os.mkfifo(hook)
+    elif special == "link-to-fifo":
+        os.mkfifo(tmp_path / "pipe")
+        hook.symlink_to(tmp_path / "pipe")
+    else:
+        hook.symlink_to("/dev/zero")
+
+    def nexusmem(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "nexusmem", "-C", str(repo), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+
+    doctor = nexusmem("doctor")
+    status = nexusmem("hook", "git", "status")
+    assert status.returncode == 0 and "pre-commit: not installed" in status.stdout, status
+    install = nexusmem("hook", "git", "install")
+    assert install.returncode == 1, install
+    assert nexusmem("hook", "git", "remove").returncode == 0
+    assert nexusmem("hook", "git-post", "install").returncode == 0
+    if special == "fifo":
+        said = f"{hook} is a FIFO, not a hook file"
+        assert said in doctor.stdout and f"fix: mv {hook} {hook}.not-a-hook" in doctor.stdout, doctor
+        assert f"Warning: {said}; move it away" in status.stderr, status
+        assert f"Error: {said}: move it away, then install again" in install.stderr, install
+        hook.unlink()
+        assert nexusmem("hook", "git", "install").returncode == 0
+        assert git_hooks.status("pre-commit", repo).installed
+    else:
+        assert "is a symlink to another tool's hook" in install.stderr, install

@@ -70,8 +70,12 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
 
 def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path | None) -> None:
     if not state.installed:
-        other = " (another tool's hook is there)" if state.exists else ""
+        other = " (another tool's hook is there)" if state.exists and not state.unreadable else ""
         click.echo(f"{state.name}: not installed{other}: {state.path}")
+        if state.unreadable:
+            click.echo(
+                f"  Warning: {state.unreadable}; move it away, then `nexusmem hook {verb} install`", err=True
+            )
         if git_hooks.gone(state.name, start) is not None:
             click.echo(
                 f"  Warning: {git_hooks.gone_text(state)}; `nexusmem hook {verb} install` puts it back",

@@ -100,6 +100,8 @@ class HookState:
     # The block is in the pre-commit framework's <name>.legacy, which its own hook runs first.
     framework: bool = False
     legacy: Path | None = None  # how == "legacy": the moved-aside hook ours runs when it is executable
+    # Why the file at `path` is no hook file NexusMem can read ("… is a FIFO, not a hook file"), or None.
+    unreadable: str | None = None
 
     @property
     def legacy_off(self) -> bool:
@@ -296,6 +298,46 @@ def _bytes_of(path: Path, limit: int = -1) -> bytes:
         return b""
 
 
+# A hook script is a few KB (ours, husky's, the pre-commit framework's): a larger file is not one to read or
+# edit.
+HOOK_LIMIT = 1 << 20
+
+
+def _what(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_hook(path: Path) -> bytes:
+    """The bytes of the hook file PATH: FileNotFoundError when there is none, GitHookError saying what it is
+    when it is no hook file (a FIFO, whose read would block until something writes to it; a device such as
+    /dev/zero, which never ends; a folder; more than HOOK_LIMIT bytes). Never blocks."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise GitHookError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise GitHookError(f"{path} is {_what(mode)}, not a hook file")
+            data = handle.read(HOOK_LIMIT + 1)
+    except OSError as exc:
+        raise GitHookError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(data) > HOOK_LIMIT:
+        raise GitHookError(f"{path} is larger than {HOOK_LIMIT >> 20} MB, not a hook file")
+    return data
+
+
 def framework_script(path: Path) -> bool:
     """Whether the git hook at PATH is one `pre-commit install` wrote."""
     return _FRAMEWORK_MARK in _bytes_of(path, 4096)
@@ -320,12 +362,8 @@ def crlf_shebang(path: Path) -> bool:
     or directory`. Git for Windows reads the line itself, so there it runs."""
     if os.name == "nt":
         return False
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(4096)
-    except OSError:
-        return False
-    return first.startswith(b"#!") and first.rstrip(b"\n").endswith(b"\r")
+    first = _bytes_of(path, 4096).split(b"\n", 1)[0]  # not open(): a FIFO there would block
+    return first.startswith(b"#!") and first.endswith(b"\r")
 
 
 def crlf_fix(path: Path) -> str:
@@ -575,11 +613,11 @@ def _install(name: str, directory: Path, flags: list[str], force: bool) -> Insta
             raise GitHookError(f"{path} is a symlink to another tool's hook; use --force to wrap it")
         return _install_legacy(name, path, flags)
     try:
-        data: bytes | None = path.read_bytes()
+        data: bytes | None = read_hook(path)
     except FileNotFoundError:
         data = None
-    except OSError as exc:
-        raise GitHookError(f"cannot read {path}: {exc}") from exc
+    except GitHookError as exc:
+        raise GitHookError(f"{exc}: move it away, then install again") from None
     if data is None:
         directory.mkdir(parents=True, exist_ok=True)
         block = render_block(name, (FLAG_CREATED, *flags))
@@ -676,9 +714,9 @@ def remove(name: str, start: Path | str | None = None, directory: Path | None = 
     if path.is_symlink():
         return path, False  # ours is never a symlink
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return path, False
+        data = read_hook(path)
+    except (FileNotFoundError, GitHookError):
+        return path, False  # none, or no hook file (a FIFO): our block is not there
     found = find_block(data, name, path)
     if found is None:
         return path, False
@@ -768,7 +806,14 @@ def status(name: str, start: Path | str | None = None, directory: Path | None = 
     directory = hooks_dir(start) if directory is None else directory
     path = hook_file(name, directory)
     exists = path.exists()
-    data = path.read_bytes() if exists and not path.is_symlink() else b""
+    data, unreadable = b"", None
+    if exists and not path.is_symlink():
+        try:
+            data = read_hook(path)
+        except FileNotFoundError:
+            exists = False
+        except GitHookError as exc:
+            unreadable = str(exc)
     try:
         found = find_block(data, name, path) if data else None
     except GitHookError:
@@ -798,6 +843,7 @@ def status(name: str, start: Path | str | None = None, directory: Path | None = 
         fallback=fallback,
         framework=path.name != name,
         legacy=path.with_name(name + LEGACY_SUFFIX) if how == "legacy" else None,
+        unreadable=unreadable,
     )
 
 
