@@ -937,6 +937,43 @@ def test_a_gemini_call_takes_its_exit_status_from_gemini_not_from_the_output(
     assert exits == {"cat ci.log": 0, "cat ci2.log": 0, "pytest -q": 1, "sleep 99": None}, exits
 
 
+def test_a_newer_gemini_call_whose_output_ends_in_an_exit_code_line_is_not_that_exit(
+    repo: Path, isolated_home: Path
+) -> None:
+    """Newer Gemini builds write `Exit Code:` after the output only when it is not 0, so a successful call
+    whose output ended in "Exit Code: 137" (`Output: build ok\ntests ok\nExit Code: 137\nProcess Group PGID:
+    4243`) was stored as exit 137. The call's `resultDisplay`, the output as Gemini showed it, says where the
+    output ends: Gemini's own fields are read after it only."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    path = T.write_gemini(isolated_home / ".gemini", repo, START)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+
+    def call(ident: str, command: str, output: str, trailer: str) -> dict[str, Any]:
+        response = {
+            "id": ident,
+            "name": "run_shell_command",
+            "response": {"output": f"Output: {output}{trailer}"},
+        }
+        return {
+            "id": ident,
+            "name": "run_shell_command",
+            "args": {"command": command},
+            "status": "success",
+            "result": [{"functionResponse": response}],
+            "resultDisplay": output,
+        }
+
+    doc["messages"][1]["toolCalls"] = [
+        call("ok", "sh ci.sh", "build ok\ntests ok\nExit Code: 137", "\nProcess Group PGID: 4243"),
+        call("failed", "pytest -q", "1 failed\nExit Code: 0", "\nExit Code: 1\nProcess Group PGID: 4244"),
+        call("quiet", "make -s", "Exit Code: 2", ""),  # no PGID field: the output is the whole text
+    ]
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    sync_json(repo, "--conversation")
+    exits = {c.ref: c.meta["exit"] for c in agent_calls(repo).values()}
+    assert exits == {"sh ci.sh": 0, "pytest -q": 1, "make -s": 0}, exits
+
+
 def test_a_claude_session_whose_first_cwd_comes_after_many_snapshots_is_read(
     repo: Path, isolated_home: Path
 ) -> None:

@@ -39,8 +39,10 @@ _SHELL_TOOLS = frozenset({"run_shell_command", "shell"})
 _EXIT = re.compile(r"Exit Code:\s*(-?\d{1,9})\b")
 # The fields Gemini CLI writes after a shell command's output (packages/core/src/tools/shell.ts: `Output:`,
 # then `Error:`, `Exit Code:` (older builds: always, `(none)` when killed; newer: only when not 0),
-# `Signal:`, `Background PIDs:`, `Process Group PGID:`): its own status is read there, from the end, so
-# that an `Exit Code: 137` printed by the command itself is not taken for it.
+# `Signal:`, `Background PIDs:`, `Process Group PGID:`): its own status is read there, so that an `Exit
+# Code: 137` printed by the command itself is not taken for it. Where the output ends is known from the
+# call's `resultDisplay` (the output itself, recorded beside it); without one, Gemini's fields are read up
+# from the end, which cannot tell a newer build's `Exit Code: 1` from an output's own last line.
 _TRAILER = re.compile(r"(Exit Code|Signal|Background PIDs|Process Group PGID): [^\n]*")
 
 
@@ -156,9 +158,32 @@ def _result_text(result: Any) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def _exit_status(result: Any) -> int | None:
-    """The exit status Gemini CLI reported for a shell call's RESULT, None when it did not say."""
+def _trailer(text: str, display: Any) -> str | None:
+    """What follows the command's output in TEXT, Gemini's own fields, when DISPLAY (the call's
+    `resultDisplay`: the output itself, as Gemini CLI shows it, when there was any) tells where the output
+    ends; None when it does not."""
+    if not isinstance(display, str) or not display.strip():
+        return None
+    marker = f"Output: {display}"
+    at = text.find(marker)
+    while at > 0 and text[at - 1] != "\n":
+        at = text.find(marker, at + 1)
+    if at < 0:
+        return None
+    rest = text[at + len(marker) :]
+    return rest if rest[:1] in ("", "\n") else None
+
+
+def _exit_status(result: Any, display: Any = None) -> int | None:
+    """The exit status Gemini CLI reported for a shell call's RESULT, None when it did not say. DISPLAY: the
+    call's `resultDisplay`, which says where the output ends (see _trailer)."""
     text = _result_text(result)
+    trailer = None if text is None else _trailer(text, display)
+    if trailer is not None:
+        # Newer builds write `Exit Code:` only when not 0: an output whose last line is `Exit Code: 137`
+        # (a CI log read back) and no such field after it is a success.
+        codes = [int(found.group(1)) for found in map(_EXIT.fullmatch, trailer.splitlines()) if found]
+        return codes[-1] if codes else None
     if text is None:  # a shape not known: the last `Exit Code:` its JSON holds (the output comes first)
         try:
             text = json.dumps(result)[-8192:]
@@ -242,7 +267,7 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
                         continue
                     # Qualified by the session: Gemini's ids are only meant to be unique within one.
                     call_id = f"{thread.session_id}/{call_id if isinstance(call_id, str) and call_id else f'{index}.{n}'}"
-                    status = _exit_status(call.get("result"))
+                    status = _exit_status(call.get("result"), call.get("resultDisplay"))
                     if status is None and call.get("status") == "success" and not masked_status(command):
                         status = 0
                     current.calls.append(Call(call_id=call_id, command=command, ts=ts, cwd=cwd, exit=status))
