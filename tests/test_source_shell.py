@@ -537,6 +537,11 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ("( [ -d tests ] && pytest -q tests ) 2>&1 | tee log", 0, [1, 0], 1),  # a list: by its last command
         ("{ grep -q TODO f || ruff check .; } | cat", 0, [1, 0], 1),  # `||`: ruff ran, and failed
         ("{ grep -q a f && diff a b; } | cat", 0, [1, 0], 0),  # every command of it answers
+        ("time grep nomatch a | cat", 0, [1, 0], 0),  # behind a word that runs it, grep is grep
+        ("sudo -u app nice -n 5 grep x f | tee hits", 0, [1, 0], 0),
+        ("git -C sub grep nomatchxyz | cat", 0, [1, 0], 0),  # `git grep` is a grep
+        ("git status | cat", 0, [1, 0], 1),
+        ("time make | cat", 0, [2, 0], 2),
         ("for f in a b; do grep -q x $f; pytest $f; done | tee log", 0, [1, 0], 1),  # pytest's, last
         ("python3 gen.py | head -3", 0, [1, 0], 0),  # cut off by head: Python's BrokenPipeError exits 1
         ("pytest | head -5 | tee log", 0, [1, 0, 0], 0),  # head stopped it before tee
