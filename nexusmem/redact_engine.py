@@ -1439,7 +1439,13 @@ _ASSIGN_LITERALS = tuple(lit for lit, _ in _ASSIGN_WORDS)
 # part of the secret (_wrapped); anywhere else the rule reads as before. Only formats whose length is known:
 # a cut one with a loose length (`sk-proj-` of a shape not listed) still loses its head only. The longest
 # body bounds each run the cut form reads (`AKIA` a million times over is no quadratic search).
-_GITHUB = ("[A-Za-z0-9]", 255, [("[A-Za-z0-9]{36,255}", "github-token")])
+# A cut token holds some of its body before the break, and is exactly as long as its format says once
+# joined: "Classic tokens start with ghp_" then a line starting with a 40-character commit sha was read as
+# one token (nothing of it before the break, and a GitHub token's length a range), and the sha line was
+# lost. GitHub's are 36 characters after the prefix (the whole-token rule still reads 36 to 255). A longer
+# head would miss the tokens a terminal cut early (a break in the first 8 characters: one wrap in five).
+_WRAP_HEAD = 1
+_GITHUB = ("[A-Za-z0-9]", 255, [("[A-Za-z0-9]{36}", "github-token")])
 _OPENAI = "(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})"
 _SLACK = "b-\\d{10,13}-\\d{10,13}-[A-Za-z0-9]{24}|[pe](?:-\\d{10,13}){3}-[A-Za-z0-9]{28,34}"
 _WRAPPABLE: dict[str, tuple[str, int, list[tuple[str, str]]]] = {
@@ -1489,10 +1495,15 @@ def _wrapped(literal: str, body: str, handler: Handler) -> tuple[str, Handler]:
 
 def _rejoined(m: re.Match[str], text: str, formats: list[tuple[_Lazy, str]]) -> Span | None:
     """The span of a token cut at the end of its line whose next lines' runs complete one of FORMATS
-    exactly, or None (whole on its first line, or not completed)."""
+    exactly, or None (whole on its first line, fewer than _WRAP_HEAD characters of it there, or not
+    completed)."""
     lines = m.group("cut").split("\n")
     first = lines[0].rstrip("\r")
-    if not _left_ok(text, m.start()) or any(fmt.fullmatch(first) for fmt, _ in formats):
+    if (
+        len(first) < _WRAP_HEAD
+        or not _left_ok(text, m.start())
+        or any(fmt.fullmatch(first) for fmt, _ in formats)
+    ):
         return None
     joined, at = first, m.start("cut") + len(lines[0]) + 1
     for line in lines[1:]:

@@ -398,6 +398,17 @@ def test_a_value_glued_to_punctuation(text: str, expected: str) -> None:
         ("the prefix ghp_abc\nHello world", "the prefix ghp_abc\nHello world"),
         ("AKIA2E0A\nSHORT", "AKIA2E0A\nSHORT"),
         ("sk-ant-api03-" + "a" * 40 + "\nplain words", "«redacted:anthropic-key»\nplain words"),
+        # A prefix ending its line is no token cut there: a commit line after it is kept whole.
+        (
+            "Classic tokens start with ghp_\n2e8426e9f0c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5 fix: rotate",
+            "Classic tokens start with ghp_\n2e8426e9f0c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5 fix: rotate",
+        ),
+        # ...nor a head whose next line makes it longer than a GitHub token; cut early, it is one.
+        (
+            "ghp_R8xk2LmQ9v\n2e8426e9f0c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5",
+            "ghp_R8xk2LmQ9v\n2e8426e9f0c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5",
+        ),
+        ("see ghp_R\r\n8xk2LmQ9vTz4WpN7sHb3JcY6dFa1GeU5oKi", "see «redacted:github-token»"),
     ],
 )
 def test_a_token_cut_by_a_line_break(text: str, expected: str) -> None:
