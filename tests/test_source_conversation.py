@@ -1041,7 +1041,7 @@ def test_a_token_cut_by_a_line_break_or_between_text_blocks_is_redacted_whole(
     same message, as Claude Code writes them), lost its head to redaction and kept its tail in memory.db."""
     commit(repo, "feat: start", {"a.txt": "a\n"})
     pasted = ("ghp_R8xk2LmQ9vTz4WpN7s", "Hb3JcY6dFa1GeU5oKi")
-    blocks = ("ghp_Qw3Er5Ty7Ui9Op1As", "Df4Gh6Jk8Lz0Xc2Vb4Nm6Qw")
+    blocks = ("ghp_Qw3Er5Ty7Ui9Op1As", "Df4Gh6Jk8Lz0Xc2Vb4N")
     records = ("AKIA2E0A8F3B", "244C9E7Q")
     w = T.ClaudeWriter("5e55-wrapped", repo, START)
     w.user(f"why does the gh login fail with {pasted[0]}\n{pasted[1]} as my token")
