@@ -21,6 +21,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from collections import deque
@@ -378,8 +379,16 @@ class _Scrubber:
     def text(self, value: str) -> str:
         for old, new in self.pairs:
             if old in value:
-                value = value.replace(old, new)
+                value = self._whole(old).sub(new, value)
         return self._uncut(value) if "…" in value else value
+
+    @staticmethod
+    @functools.cache
+    def _whole(path: str) -> re.Pattern[str]:
+        """PATH where it is a whole path or its head: not inside another path (`/x/tmp/repo`) and not the
+        start of a sibling's name (`/tmp/repo-notes`, `/home/u2`: "cp .-notes/todo.md ~2/inbox/" was sent)."""
+        end = "" if path.endswith("/") else r"(?![\w.-])"
+        return re.compile(r"(?<![\w./-])" + re.escape(path) + end)
 
     def _uncut(self, value: str) -> str:
         """VALUE without what a cut ("…") left of the root or home path just before it: the start of that

@@ -1395,3 +1395,24 @@ def test_forget_team_says_which_command_applies_the_entry_and_that_one_does(
     assert "wombat_9922" in bob.run("query", "psql orders").stdout  # as said: a sync alone does not
     bob.run("team", "push")
     assert "wombat_9922" not in bob.run("query", "psql orders").stdout
+
+
+def test_a_path_beside_the_repository_or_home_is_not_taken_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The push made the repository and home paths relative by plain replacement, so a folder beside them
+    kept only its suffix: `cp /work/bob-notes/todo.md /home/bob2/inbox/` was sent as
+    "cp .-notes/todo.md ~2/inbox/", naming files that exist nowhere."""
+    from nexusmem.team import _Scrubber
+
+    home = tmp_path / "home" / "bob"
+    monkeypatch.setenv("HOME", str(home))
+    root = tmp_path / "work" / "bob"
+    scrub = _Scrubber(root)
+    assert scrub.text(f"cp {root}-notes/todo.md {home}2/inbox/") == f"cp {root}-notes/todo.md {home}2/inbox/"
+    assert (
+        scrub.text(f"cd {root} && pytest {root}/tests/x.py > {home}/log")
+        == "cd . && pytest tests/x.py > ~/log"
+    )
+    assert scrub.text(f"x={root}") == "x=." and scrub.text(f"ls {home}") == "ls ~"
+    assert scrub.text(f"file:///x{root}/a") == f"file:///x{root}/a"  # inside another path: not this one
