@@ -597,6 +597,19 @@ def check_store(root: Path) -> list[Check]:
     folders = [state, paths.user_dir()]
     files = [paths.config_path(root), db, *companions, paths.shell_log_path(), paths.registry_path()]
     modes = [_mode_check(f, 0o700, folder=True) for f in folders] + [_mode_check(f, 0o600) for f in files]
+    if not os.access(state, os.W_OK):
+        # A read-only mount (or its permissions): the store still opens for reading, so nothing below fails,
+        # while every sync does, the post-commit one without a word.
+        checks.append(
+            Check(
+                "store",
+                False,
+                f"{state} is not writable (a read-only file system or its permissions): every sync fails, the"
+                " post-commit one silently, so what is committed now never reaches memory",
+                f"make {state} writable (remount it read-write, or `chmod u+w {state}`), then `nexusmem -C"
+                f" {root} sync`",
+            )
+        )
     try:
         result = health.check_file(db, DOCTOR_CHECK_SECONDS, DOCTOR_BUSY_SECONDS)
         shape = health.shape_problem(db) if result is not None and not result else None

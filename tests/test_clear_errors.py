@@ -166,6 +166,20 @@ def test_sync_auto_and_query_on_a_read_only_nexusmem(repo: Path) -> None:
         state.chmod(0o700)
 
 
+def test_doctor_names_a_read_only_memory_folder(repo: Path) -> None:
+    """With .nexusmem/ read-only the store still opens for reading, so doctor found "No problems found"
+    while every post-commit sync failed without a word."""
+    state, prefix = _synced_read_only(repo)
+    try:
+        proc = subprocess.run(
+            [*prefix, console_script(), "doctor"], cwd=repo, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f"{state} is not writable" in proc.stdout and "make" in proc.stdout, proc.stdout
+    finally:
+        state.chmod(0o700)
+
+
 def test_an_unexpected_exception_prints_one_line_logs_the_traceback_and_exits_3(
     repo: Path, isolated_home: Path
 ) -> None:
