@@ -10,6 +10,7 @@ history: 0.6 %). Six is still short enough to type from a query line.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,7 +214,7 @@ def lookup(project: Project, store: SearchStore, ref: str, *, team: bool, team_h
     `recorded_by` and `verdict_by`), every statement bounded as `query --team` bounds them; without it, a
     project with a team store configured names TEAM_HINT, how to read the team's items."""
     try:
-        return expand(store, find(store, ref), project.root.name)
+        item = expand(store, find(store, ref), project.root.name)
     except UnknownId as exc:
         from nexusmem import team as team_mod
 
@@ -222,6 +223,14 @@ def lookup(project: Project, store: SearchStore, ref: str, *, team: bool, team_h
         if team_mod.settings(project) is not None:
             raise UnknownId(f"{exc}; an id from a team answer may be the team store's: {team_hint}") from None
         raise
+    if team and item["trust"] == "candidate":
+        # What `query --team` showed of an item both hold: a teammate's verdict when you gave none (a team
+        # store that does not answer leaves the local copy as it is).
+        with contextlib.suppress(NexusMemError):
+            shared = _from_team(project, item["id"])
+            if shared["trust"] != "candidate":
+                item = {**item, "trust": shared["trust"], "verdict_by": shared["verdict_by"]}
+    return item
 
 
 def _from_team(project: Project, ref: str) -> dict[str, Any]:

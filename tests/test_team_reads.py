@@ -67,6 +67,9 @@ def test_a_teammates_verdict_on_history_both_hold_is_shown_and_ranks(
     ), after
     text = bob.run("query", "--team", question).stdout
     assert "[rejected by alice@example.com] [team] [by alice@example.com] Add the uploader" in text, text
+    # Opened by the id the answer gave, it says what the answer said (bob's own copy had no verdict).
+    shown = bob.json("show", "--team", top["id"])
+    assert (shown["trust"], shown["verdict_by"]) == ("rejected", "alice@example.com"), shown
 
     # A verdict of bob's own on his copy wins over the team's, and names no one.
     bob.run("review", top["id"], "--verify")
