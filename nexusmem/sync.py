@@ -333,6 +333,8 @@ def exclusive(
     # A sync's mark (paths.UNFINISHED_NAME) stays when it is killed or interrupted (Ctrl-C) on the way; an
     # error it reports (what the user reads, or the post-commit hook's log) takes it away like an end.
     mark = state / paths.UNFINISHED_NAME if what == "sync" else None
+    # A plain sync does not redo a rebuild stopped before it: that mark outlives it (its time kept).
+    stopped_rebuild = None if mark is None or rebuild else _stopped_rebuild(mark)
     try:
         if mark is not None:
             _leave_mark(mark, rebuild)
@@ -340,12 +342,31 @@ def exclusive(
             yield waited
         except NexusMemError:
             if mark is not None:
-                mark.unlink(missing_ok=True)
+                _end_mark(mark, stopped_rebuild)
             raise
         if mark is not None:
-            mark.unlink(missing_ok=True)
+            _end_mark(mark, stopped_rebuild)
     finally:
         lock.release()
+
+
+def _stopped_rebuild(mark: Path) -> float | None:
+    """The time (st_mtime) of the stopped `sync --rebuild` MARK records; None when it records none."""
+    try:
+        if paths.read_small_text(mark).encode() == paths.UNFINISHED_REBUILD:
+            return mark.stat().st_mtime
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
+
+
+def _end_mark(mark: Path, stopped_rebuild: float | None) -> None:
+    """Take this sync's MARK away, leaving the one of a rebuild stopped before it (STOPPED_REBUILD: its time)."""
+    mark.unlink(missing_ok=True)
+    if stopped_rebuild is not None:
+        with contextlib.suppress(OSError):
+            _leave_mark(mark, True)
+            os.utime(mark, (stopped_rebuild, stopped_rebuild))
 
 
 def _not_writable(state: Path, exc: OSError) -> StoreError:

@@ -172,6 +172,10 @@ def test_a_killed_rebuild_is_said_to_need_a_rebuild_and_left_the_memory_as_it_wa
         [console_script(), "query", "--json", "--", "parser"], cwd=repo, capture_output=True, text=True
     ).stdout
     assert any("run `nexusmem sync --rebuild`" in n for n in json.loads(answer)["notes"]), answer
+    # A plain sync (the post-commit one) does not redo the rebuild: the warning stays until one does.
+    subprocess.run([console_script(), "sync", "-q", "--no-embed"], cwd=repo, check=True)
+    status = subprocess.run([console_script(), "status"], cwd=repo, capture_output=True, text=True).stdout
+    assert "run `nexusmem sync --rebuild`" in status, status
     subprocess.run([console_script(), "sync", "-q", "--no-embed", "--rebuild"], cwd=repo, check=True)
     assert (
         "was stopped"
