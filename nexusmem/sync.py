@@ -314,7 +314,7 @@ def exclusive(
     except OSError as exc:  # a folder that takes no lock file: a read-only mount, its permissions
         if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
             raise
-        raise _not_writable(state, exc) from None
+        raise _not_writable(state, exc, what) from None
     except Timeout:
         if wait <= 0:
             raise SyncBusyError(
@@ -369,11 +369,11 @@ def _end_mark(mark: Path, stopped_rebuild: float | None) -> None:
             os.utime(mark, (stopped_rebuild, stopped_rebuild))
 
 
-def _not_writable(state: Path, exc: OSError) -> StoreError:
+def _not_writable(state: Path, exc: OSError, what: str) -> StoreError:
     """The error for a memory folder STATE that takes no lock file (a read-only mount, its permissions), as
-    query and status say it (store.health.explain)."""
+    query and status say it (store.health.explain); WHAT: the command (sync, forget, team push)."""
     return StoreError(
-        f"{state} is not writable (a read-only file system or its permissions: {exc.strerror}): a sync writes"
+        f"{state} is not writable (a read-only file system or its permissions: {exc.strerror}): {what} writes"
         " its lock and the memory there; make it writable and run the command again"
     )
 
