@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +314,7 @@ def last_failure(root: Path, store: Any) -> dict[str, str] | None:
     moment, error = max(found, key=lambda f: f[0])
     if synced_after_ms is not None and synced_after_ms >= moment * 1000:
         return None  # a sync since (by hand, or the next commit's) caught up
-    at = datetime.fromtimestamp(moment).astimezone().isoformat(timespec="seconds")
+    at = datetime.fromtimestamp(moment, timezone.utc).isoformat(timespec="seconds")  # UTC, as every date
     return {"at": at, "error": error, "log": str(path)}
 
 

@@ -77,6 +77,9 @@ class SearchItem(TypedDict):
     also_in: list[str]  # refs of doc sections with the same text, packed once (this item)
     recorded_by: NotRequired[str]  # scope "team": the member who recorded it ("" = this machine)
     verdict_by: NotRequired[str]  # scope "team": the member whose verdict `trust` is ("" = none or yours)
+    relation: str | None  # how it is linked to the item above it (linked_from)
+    superseded: bool  # marked by mark-stale
+    superseded_by: str | None  # what replaced it, while memory holds that node
 
 
 class SearchedProject(TypedDict):
@@ -113,9 +116,11 @@ class SourceSyncResult(TypedDict):
     updated: int
     removed: int
     skipped: int
+    denied: int  # records a deny-list entry kept out
     seconds: float
     noop: bool
     notes: list[str]
+    problems: list[Any]  # the records it skipped, each with where it was
 
 
 class SyncResult(TypedDict):
@@ -130,6 +135,10 @@ class SyncResult(TypedDict):
     removed: int
     total_nodes: int
     sources: list[SourceSyncResult]
+    waited_seconds: float  # how long it waited for another sync of this memory before it began
+    links: dict[str, Any] | None  # failure → fix linking (None: not run)
+    embedding: dict[str, Any] | None  # vectors made (None: not run)
+    structure: dict[str, Any] | None  # import edges (None: not run)
 
 
 class MemoryLink(TypedDict):
@@ -170,6 +179,7 @@ class MemoryItem(TypedDict):
     linked_by_count: int  # how many arrive in all
     meta: dict[str, Any]
     diffs: list[MemoryDiff]  # a commit's per-file diffs (get_memory on an id gives that file's patch)
+    files_total: NotRequired[int]  # when `files` was cut to the first 50: how many it has
     recorded_by: NotRequired[str]  # scope "team", an item of the team store: the member who recorded it
     verdict_by: NotRequired[str]  # and the member whose verdict `trust` is ("" = none)
 
@@ -454,12 +464,15 @@ def run_status(project_root: str) -> CallToolResult:
 def run_get(project_root: str, wanted: str, scope: str = "project") -> CallToolResult:
     root = project_mod.memory_root(resolve_root(project_root))
     with _open_store(root) as store, _library_errors():
-        try:
-            item = show.expand(store, show.find(store, wanted), root.name)
-        except show.UnknownId:
-            # Not held here: maybe an item of a scope "team" answer (the project is loaded only now).
-            hint = 'get_memory with scope "team"'
-            item = show.lookup(project_mod.load(root), store, wanted, team=scope == "team", team_hint=hint)
+        hint = 'get_memory with scope "team"'
+        if scope == "team":  # as `show --team`: a teammate's verdict on an item both hold, or the team's item
+            item = show.lookup(project_mod.load(root), store, wanted, team=True, team_hint=hint)
+        else:
+            try:
+                item = show.expand(store, show.find(store, wanted), root.name)
+            except show.UnknownId:
+                # Not held here: say where an item of a scope "team" answer is (the project is loaded only now).
+                item = show.lookup(project_mod.load(root), store, wanted, team=False, team_hint=hint)
     if len(item["files"]) > show.FILES_SHOWN:  # the structured copy as bounded as the text
         item = {**item, "files": item["files"][: show.FILES_SHOWN], "files_total": len(item["files"])}
     return _result(show.render(item), item)

@@ -223,13 +223,19 @@ def lookup(project: Project, store: SearchStore, ref: str, *, team: bool, team_h
         if team_mod.settings(project) is not None:
             raise UnknownId(f"{exc}; an id from a team answer may be the team store's: {team_hint}") from None
         raise
-    if team and item["trust"] == "candidate":
-        # What `query --team` showed of an item both hold: a teammate's verdict when you gave none (a team
-        # store that does not answer leaves the local copy as it is).
+    if team and item["trust"] == "candidate" and not item["superseded"]:
+        # What `query --team` showed of an item both hold: a teammate's verdict or stale mark when you gave
+        # none (a team store that does not answer leaves the local copy as it is).
         with contextlib.suppress(NexusMemError):
             shared = _from_team(project, item["id"])
-            if shared["trust"] != "candidate":
-                item = {**item, "trust": shared["trust"], "verdict_by": shared["verdict_by"]}
+            if shared["trust"] != "candidate" or shared["superseded"]:
+                item = {
+                    **item,
+                    "trust": shared["trust"],
+                    "superseded": shared["superseded"],
+                    "superseded_by": shared["superseded_by"],
+                    "verdict_by": shared["verdict_by"],
+                }
     return item
 
 

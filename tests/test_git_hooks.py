@@ -497,7 +497,9 @@ def test_a_store_precheck_cannot_read_never_refuses_or_holds_a_commit(repo: Path
 
 
 @pytest.mark.slow
-def test_a_failed_post_commit_sync_is_reported_until_a_sync_catches_up(repo: Path) -> None:
+def test_a_failed_post_commit_sync_is_reported_until_a_sync_catches_up(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Another process holds the store while a commit's detached sync runs: the commit is fine, the sync
     # fails, and `status` and `doctor` say so (not only the log nobody reads) until a sync succeeds.
     import sqlite3
@@ -518,6 +520,13 @@ def test_a_failed_post_commit_sync_is_reported_until_a_sync_catches_up(repo: Pat
         holder.close()
     status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
     assert status["auto_sync_failed"] is not None and "locked" in status["auto_sync_failed"]["error"]
+    # In UTC, as every date NexusMem prints (it was the machine's local time).
+    with monkeypatch.context() as zone:
+        zone.setenv("TZ", "Asia/Tokyo")
+        time.tzset()
+        at = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["auto_sync_failed"]["at"]
+    time.tzset()
+    assert at.endswith("+00:00"), at
     assert "the post-commit sync failed at" in run_cli("-C", str(repo), "status").stdout
     doctor = run_cli("-C", str(repo), "doctor", ok=False)
     assert doctor.exit_code == 1 and "the post-commit sync failed at" in doctor.stdout

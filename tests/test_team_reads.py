@@ -70,6 +70,29 @@ def test_a_teammates_verdict_on_history_both_hold_is_shown_and_ranks(
     # Opened by the id the answer gave, it says what the answer said (bob's own copy had no verdict).
     shown = bob.json("show", "--team", top["id"])
     assert (shown["trust"], shown["verdict_by"]) == ("rejected", "alice@example.com"), shown
+    # And through MCP get_memory with scope "team", as `show --team` (it read the local copy first).
+    import anyio
+
+    from helpers.mcp import mcp_session
+
+    got: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            args = {"projectRoot": str(bob.repo), "id": top["id"], "scope": "team"}
+            result = await session.call_tool("get_memory", args)
+            assert not result.is_error and result.structured_content is not None, result.content
+            got.update(result.structured_content)
+
+    with bob.active():
+        anyio.run(main)
+    assert (got["trust"], got["verdict_by"]) == ("rejected", "alice@example.com"), got
+    # A stale mark alice gives is seen too (superseded is a shared verdict).
+    alice.run("mark-stale", runner_up["id"], "--supersedes", top["id"])
+    alice.run("team", "push")
+    marked = next(i for i in bob.json("query", "--team", question)["items"] if i["id"] == runner_up["id"])
+    assert marked["superseded"] is True, marked
+    assert bob.json("show", "--team", runner_up["id"])["superseded"] is True
 
     # A verdict of bob's own on his copy wins over the team's, and names no one.
     bob.run("review", top["id"], "--verify")

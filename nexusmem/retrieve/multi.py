@@ -345,11 +345,13 @@ def _fuse_and_pack(
     # item appears once, from the list that ranked it best, unless that copy has no verdict and another has
     # one: then from the first list holding a verdict (this project's own before the team's), at the place
     # that list's ranking gave it (a rejected item lower), so a teammate's verdict is seen by all who hold it.
-    kept: dict[str, tuple[str, int]] = {}  # id -> (trust, list index) of the copy shown
+    # A `mark-stale` mark counts as a verdict here (superseded is one the team shares).
+    kept: dict[str, tuple[bool, int]] = {}  # id -> (judged, list index) of the copy shown
     for _score, _own, index, node_id, node in entries:
+        judged = node.trust != "candidate" or node.superseded_by is not None
         held = kept.get(node_id)
-        if held is None or (node.trust != "candidate" and (held[0] == "candidate" or index < held[1])):
-            kept[node_id] = (node.trust, index)
+        if held is None or (judged and (not held[0] or index < held[1])):
+            kept[node_id] = (judged, index)
     owner: dict[str, _Searched] = {}
     chosen: dict[str, tuple[StoredNode, float]] = {}
     for score, _own, index, node_id, node in entries:
