@@ -8,7 +8,7 @@ these functions, so the SQL exists once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from nexusmem.store import connection, health
@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 BATCH = 500
+
+
+def rows_in(conn: Any, sql: str, keys: Sequence[Any], *after: Any) -> Iterator[Any]:
+    """The rows of SQL, whose `({marks})` is filled with KEYS, BATCH keys a statement (SQLite's limit on
+    parameters); AFTER: the parameters that follow the keys in SQL."""
+    for first in range(0, len(keys), BATCH):
+        chunk = list(keys[first : first + BATCH])
+        yield from conn.execute(sql.format(marks=",".join("?" * len(chunk))), [*chunk, *after])
 
 
 HOOK_BUSY_MS = 1_000
@@ -143,73 +151,36 @@ def nodes_naming(
     """(path, node id, kind) for nodes of KINDS with START <= ts <= END whose files include one of PATHS."""
     if not paths or not kinds:
         return []
-    out: list[tuple[str, str, str]] = []
     kind_marks = ",".join("?" * len(kinds))
-    for first in range(0, len(paths), BATCH):
-        chunk = list(paths[first : first + BATCH])
-        marks = ",".join("?" * len(chunk))
-        # node_files (path-indexed) is the outer loop, and its rows are filtered against the set of nodes in
-        # the window, read from the (kind, ts) index alone, before any node row is visited (the `+` keeps
-        # SQLite from probing node_files by node_seq instead). On the 10k-commit, 100k-command benchmark
-        # history, 20 staged files name ~8,000 rows of which ~300 are in the window: 4 ms instead of the
-        # 35 ms of looking up every row's node to read its kind and time.
-        out.extend(
-            conn.execute(
-                f"SELECT f.path, n.id, n.kind FROM node_files f CROSS JOIN nodes n ON n.seq = f.node_seq"
-                f" WHERE f.path IN ({marks}) AND +f.node_seq IN"
-                f" (SELECT seq FROM nodes WHERE kind IN ({kind_marks}) AND ts BETWEEN ? AND ?)",
-                [*chunk, *kinds, start, end],
-            ).fetchall()
-        )
-    return out
+    # node_files (path-indexed) is the outer loop, and its rows are filtered against the set of nodes in
+    # the window, read from the (kind, ts) index alone, before any node row is visited (the `+` keeps
+    # SQLite from probing node_files by node_seq instead). On the 10k-commit, 100k-command benchmark
+    # history, 20 staged files name ~8,000 rows of which ~300 are in the window: 4 ms instead of the
+    # 35 ms of looking up every row's node to read its kind and time.
+    sql = (
+        "SELECT f.path, n.id, n.kind FROM node_files f CROSS JOIN nodes n ON n.seq = f.node_seq"
+        " WHERE f.path IN ({marks}) AND +f.node_seq IN"
+        f" (SELECT seq FROM nodes WHERE kind IN ({kind_marks}) AND ts BETWEEN ? AND ?)"
+    )
+    return list(rows_in(conn, sql, paths, *kinds, start, end))
 
 
 def commit_ids(conn: Any, shas: Sequence[str]) -> set[str]:
     """The ids of the git source's git_commit nodes of the commits SHAS (the (source, natural_key) index)."""
-    out: set[str] = set()
-    for first in range(0, len(shas), BATCH):
-        chunk = list(shas[first : first + BATCH])
-        marks = ",".join("?" * len(chunk))
-        out.update(
-            row[0]
-            for row in conn.execute(
-                f"SELECT id FROM nodes WHERE source = 'git' AND natural_key IN ({marks}) AND kind = 'git_commit'",
-                chunk,
-            )
-        )
-    return out
+    sql = "SELECT id FROM nodes WHERE source = 'git' AND natural_key IN ({marks}) AND kind = 'git_commit'"
+    return {row[0] for row in rows_in(conn, sql, shas)}
 
 
 def links_from(conn: Any, ids: Sequence[str]) -> list[tuple[str, str, str]]:
     """(from id, to id, relation) for every link leaving one of IDS."""
-    out: list[tuple[str, str, str]] = []
-    for first in range(0, len(ids), BATCH):
-        chunk = list(ids[first : first + BATCH])
-        marks = ",".join("?" * len(chunk))
-        out.extend(
-            conn.execute(
-                f"SELECT from_id, to_id, relation FROM links WHERE from_id IN ({marks})"
-                " ORDER BY from_id, relation, to_id",
-                chunk,
-            ).fetchall()
-        )
-    return out
+    sql = "SELECT from_id, to_id, relation FROM links WHERE from_id IN ({marks}) ORDER BY from_id, relation, to_id"
+    return list(rows_in(conn, sql, ids))
 
 
 def files_of_many(conn: Any, ids: Sequence[str]) -> list[tuple[str, str]]:
     """(node id, path) for every file of the nodes IDS."""
-    out: list[tuple[str, str]] = []
-    for first in range(0, len(ids), BATCH):
-        chunk = list(ids[first : first + BATCH])
-        marks = ",".join("?" * len(chunk))
-        out.extend(
-            conn.execute(
-                f"SELECT n.id, f.path FROM nodes n CROSS JOIN node_files f ON f.node_seq = n.seq"
-                f" WHERE n.id IN ({marks})",
-                chunk,
-            ).fetchall()
-        )
-    return out
+    sql = "SELECT n.id, f.path FROM nodes n CROSS JOIN node_files f ON f.node_seq = n.seq WHERE n.id IN ({marks})"
+    return list(rows_in(conn, sql, ids))
 
 
 def has_imports(conn: Any) -> bool:
@@ -245,16 +216,8 @@ def secondhand_keys(conn: Any, natural_keys: Sequence[str]) -> dict[str, str]:
     """natural key → id of the shell commands among NATURAL_KEYS stored second-hand (meta `seen_in`: an
     agent's call read from its transcript), which that call's hook line replaces. An indexed lookup
     (nodes_source_key), asked only for the agent calls in the log's unsynced tail."""
-    out: dict[str, str] = {}
-    keys = list(dict.fromkeys(natural_keys))
-    for first in range(0, len(keys), BATCH):
-        chunk = keys[first : first + BATCH]
-        marks = ",".join("?" * len(chunk))
-        out.update(
-            conn.execute(
-                "SELECT natural_key, id FROM nodes WHERE source = 'shell' AND kind = 'shell_command'"
-                f" AND natural_key IN ({marks}) AND json_extract(meta, '$.seen_in') IS NOT NULL",
-                chunk,
-            )
-        )
-    return out
+    sql = (
+        "SELECT natural_key, id FROM nodes WHERE source = 'shell' AND kind = 'shell_command'"
+        " AND natural_key IN ({marks}) AND json_extract(meta, '$.seen_in') IS NOT NULL"
+    )
+    return dict(rows_in(conn, sql, list(dict.fromkeys(natural_keys))))

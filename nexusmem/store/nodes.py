@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem.store import fulltext, hookreads
+from nexusmem.store.hookreads import rows_in
 from nexusmem.store.hygiene import UNREACHABLE
 
 if TYPE_CHECKING:  # a reader never builds a Node (nexusmem.nodes imports hashlib)
@@ -149,12 +150,7 @@ class NodesMixin:
 
     def content_hashes(self, ids: Sequence[str]) -> dict[str, str]:
         """id → content hash of the nodes among IDS that are stored (what upsert compares against)."""
-        out: dict[str, str] = {}
-        for start in range(0, len(ids), BATCH):
-            chunk = list(ids[start : start + BATCH])
-            marks = ",".join("?" * len(chunk))
-            out.update(self.conn.execute(f"SELECT id, content_hash FROM nodes WHERE id IN ({marks})", chunk))
-        return out
+        return dict(rows_in(self.conn, "SELECT id, content_hash FROM nodes WHERE id IN ({marks})", ids))
 
     def upsert(self, nodes: Iterable[Node], on_batch: Callable[[int], None] | None = None) -> UpsertCounts:
         """Insert new nodes, update changed ones (by content hash), leave trust/created_at alone.
@@ -180,35 +176,17 @@ class NodesMixin:
     def commits_stored_by(self, shas: Sequence[str], seq: int) -> set[str]:
         """The SHAS whose git_commit node this store held at write sequence SEQ, unchanged since (a node an
         insert or a change wrote later is not): the commits a sync that began at SEQ found in memory."""
-        out: set[str] = set()
-        for first in range(0, len(shas), BATCH):
-            chunk = list(shas[first : first + BATCH])
-            marks = ",".join("?" * len(chunk))
-            out.update(
-                row[0]
-                for row in self.conn.execute(
-                    "SELECT natural_key FROM nodes WHERE source = 'git' AND kind = 'git_commit'"
-                    f" AND natural_key IN ({marks}) AND written <= ?",
-                    [*chunk, seq],
-                )
-            )
-        return out
+        sql = (
+            "SELECT natural_key FROM nodes WHERE source = 'git' AND kind = 'git_commit'"
+            " AND natural_key IN ({marks}) AND written <= ?"
+        )
+        return {row[0] for row in rows_in(self.conn, sql, shas, seq)}
 
     def firsthand_ids(self, ids: Sequence[str]) -> set[str]:
         """The ids among IDS stored from a first-hand sighting (meta without `seen_in`): what a second-hand
         node of the same id must not overwrite (see _upsert_batch)."""
-        out: set[str] = set()
-        for start in range(0, len(ids), BATCH):
-            chunk = list(ids[start : start + BATCH])
-            marks = ",".join("?" * len(chunk))
-            out.update(
-                row[0]
-                for row in self.conn.execute(
-                    f"SELECT id FROM nodes WHERE id IN ({marks}) AND json_extract(meta, '$.seen_in') IS NULL",
-                    chunk,
-                )
-            )
-        return out
+        sql = "SELECT id FROM nodes WHERE id IN ({marks}) AND json_extract(meta, '$.seen_in') IS NULL"
+        return {row[0] for row in rows_in(self.conn, sql, ids)}
 
     def _upsert_batch(self, batch: list[Node], counts: UpsertCounts) -> None:
         # A second-hand node (Node.secondhand: an agent's call read back from its transcript, whose exit code
@@ -370,27 +348,15 @@ class NodesMixin:
         the ones this member shared (TeamStore.retract), so teammates stop seeing the replaced commit."""
         kinds: dict[str, int] = {}
         ids: list[str] = []
-        for start in range(0, len(seqs), BATCH):
-            chunk = seqs[start : start + BATCH]
-            marks = ",".join("?" * len(chunk))
-            for node_id, kind in self.conn.execute(
-                f"SELECT id, kind FROM nodes WHERE seq IN ({marks})", chunk
-            ):
-                ids.append(node_id)
-                kinds[kind] = kinds.get(kind, 0) + 1
+        for node_id, kind in rows_in(self.conn, "SELECT id, kind FROM nodes WHERE seq IN ({marks})", seqs):
+            ids.append(node_id)
+            kinds[kind] = kinds.get(kind, 0) + 1
         self.add_tombstone(None, UNREACHABLE, kinds, ids)
 
     def _kept(self, seqs: list[int]) -> list[Kept]:
         """What the nodes SEQS carry that their heirs would inherit (Kept)."""
-        out: list[Kept] = []
-        for start in range(0, len(seqs), BATCH):
-            chunk = seqs[start : start + BATCH]
-            marks = ",".join("?" * len(chunk))
-            out += (
-                Kept(*r)
-                for r in self.conn.execute(f"SELECT {_KEPT_COLUMNS} FROM nodes WHERE seq IN ({marks})", chunk)
-            )
-        return out
+        sql = f"SELECT {_KEPT_COLUMNS} FROM nodes WHERE seq IN ({{marks}})"
+        return [Kept(*r) for r in rows_in(self.conn, sql, seqs)]
 
     def _carry_over(
         self,
@@ -424,11 +390,9 @@ class NodesMixin:
         if not heirs:
             return
         seqs = list(heirs.values())
-        ids: dict[int, str] = {}
-        for start in range(0, len(seqs), BATCH):
-            chunk = seqs[start : start + BATCH]
-            marks = ",".join("?" * len(chunk))
-            ids.update(self.conn.execute(f"SELECT seq, id FROM nodes WHERE seq IN ({marks})", chunk))
+        ids: dict[int, str] = dict(
+            rows_in(self.conn, "SELECT seq, id FROM nodes WHERE seq IN ({marks})", seqs)
+        )
         moved: dict[str, str] = {}
         for old in (k for k in gone if k.id in heirs):
             self.conn.execute(
@@ -458,12 +422,10 @@ class NodesMixin:
         wanted = {old.id: named[old.id] for old in gone if old.id in named}
         if not wanted:
             return {}
-        seqs: dict[str, int] = {}
         heir_ids = sorted(set(wanted.values()))
-        for start in range(0, len(heir_ids), BATCH):
-            chunk = heir_ids[start : start + BATCH]
-            marks = ",".join("?" * len(chunk))
-            seqs.update(self.conn.execute(f"SELECT id, seq FROM nodes WHERE id IN ({marks})", chunk))
+        seqs: dict[str, int] = dict(
+            rows_in(self.conn, "SELECT id, seq FROM nodes WHERE id IN ({marks})", heir_ids)
+        )
         return {
             old: seqs[heir] for old, heir in wanted.items() if heir in seqs and seqs[heir] not in passed_over
         }
@@ -615,12 +577,9 @@ class NodesMixin:
         """Nodes by id. LIGHT leaves out body (empty string) for ranking many candidates cheaply."""
         columns = _LIGHT_COLUMNS if light else _NODE_COLUMNS
         out: dict[str, StoredNode] = {}
-        for start in range(0, len(ids), BATCH):
-            chunk = list(ids[start : start + BATCH])
-            marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(f"SELECT {columns} FROM nodes WHERE id IN ({marks})", chunk):
-                node = _row_to_node(row)
-                out[node.id] = node
+        for row in rows_in(self.conn, f"SELECT {columns} FROM nodes WHERE id IN ({{marks}})", ids):
+            node = _row_to_node(row)
+            out[node.id] = node
         return out
 
     def find_by_prefix(self, prefix: str) -> list[str]:
@@ -675,18 +634,8 @@ class NodesMixin:
 
     def commit_seqs(self, shas: Sequence[str]) -> list[int]:
         """Seqs of the stored commits SHAS (full shas) that have change words."""
-        found: list[int] = []
-        for start in range(0, len(shas), 500):
-            chunk = list(shas[start : start + 500])
-            found += [
-                int(r[0])
-                for r in self.conn.execute(
-                    f"SELECT seq FROM nodes WHERE kind = 'git_commit' AND words != ''"
-                    f" AND ref IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                )
-            ]
-        return found
+        sql = "SELECT seq FROM nodes WHERE kind = 'git_commit' AND words != '' AND ref IN ({marks})"
+        return [int(r[0]) for r in rows_in(self.conn, sql, shas)]
 
     def clear_words(self, seqs: Sequence[int]) -> int:
         """Empty the change words of the nodes SEQS; return how many."""
