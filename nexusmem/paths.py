@@ -382,15 +382,19 @@ def sync_unfinished(root: Path) -> int | None:
     return int(started * 1000)
 
 
+def marks_rebuild(mark: Path) -> bool:
+    """Whether the unfinished-sync MARK (UNFINISHED_NAME) was left by a `sync --rebuild`."""
+    try:
+        return read_small_text(mark).encode() == UNFINISHED_REBUILD
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def unfinished_text(root: Path, started_iso: str) -> tuple[str, str]:
     """What to say of the stopped sync of ROOT's memory that started at STARTED_ISO (sync_unfinished), and
     the arguments of the sync that finishes it: a stopped rebuild left the memory as it was (`sync
     --rebuild`), a stopped sync left out what it had not stored yet (`sync`)."""
-    try:
-        rebuild = read_small_text(state_dir(root) / UNFINISHED_NAME).encode() == UNFINISHED_REBUILD
-    except (OSError, UnicodeDecodeError):
-        rebuild = False
-    if rebuild:
+    if marks_rebuild(state_dir(root) / UNFINISHED_NAME):
         return (
             f"the last `sync --rebuild` (started {started_iso}) was stopped before it ended: the memory is as it"
             " was before it",

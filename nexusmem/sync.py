@@ -352,12 +352,12 @@ def exclusive(
 
 def _stopped_rebuild(mark: Path) -> float | None:
     """The time (st_mtime) of the stopped `sync --rebuild` MARK records; None when it records none."""
+    if not paths.marks_rebuild(mark):
+        return None
     try:
-        if paths.read_small_text(mark).encode() == paths.UNFINISHED_REBUILD:
-            return mark.stat().st_mtime
-    except (OSError, UnicodeDecodeError):
-        pass
-    return None
+        return mark.stat().st_mtime
+    except OSError:
+        return None
 
 
 def _end_mark(mark: Path, stopped_rebuild: float | None) -> None:
