@@ -18,7 +18,7 @@ from nexusmem import project
 
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
-from helpers.team import Member, make_member
+from helpers.team import Member, joined_members, make_member
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -34,18 +34,10 @@ def origin(tmp_path: Path) -> Path:
     return bare
 
 
-def _members(tmp_path: Path, origin: Path, team_url: str, *names: str) -> list[Member]:
-    members = [make_member(tmp_path, name, origin) for name in names]
-    for member in members:
-        member.run("sync", "--quiet")
-        member.run("team", "init", "--url", team_url)
-    return members
-
-
 def test_a_fix_one_member_recorded_answers_anothers_question(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     alice.commit(
         "Retry the flaky upload with exponential backoff",
         {"uploader.py": "def upload(path):\n    for attempt in range(5):\n        backoff(attempt)\n"},
@@ -77,7 +69,7 @@ def test_a_fix_one_member_recorded_answers_anothers_question(
 
 
 def test_shell_commands_and_local_paths_stay_home(tmp_path: Path, origin: Path, team_url: str) -> None:
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     alice.commit(
         "Note where the cache lives",
         {"docs/cache.md": f"# Cache\n\nThe cache lives in {alice.repo}/var/cache and {alice.home}/.cache.\n"},
@@ -96,7 +88,7 @@ def test_shell_commands_and_local_paths_stay_home(tmp_path: Path, origin: Path, 
 
 
 def test_a_password_in_the_url_is_never_written(tmp_path: Path, origin: Path, team_url: str) -> None:
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     secret_url = team_url.replace("postgres@", "postgres:s3cret-pw@")
     result = alice.run("team", "init", "--url", secret_url)
     assert "not written to the config" in result.stderr
@@ -113,7 +105,7 @@ def test_a_password_in_the_url_is_never_written(tmp_path: Path, origin: Path, te
 def test_an_unreachable_team_store_leaves_local_results_and_one_note(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     data = json.loads((alice.repo / ".nexusmem" / "config.json").read_text(encoding="utf-8"))
     data["team"]["url"] = f"postgresql://postgres@/nowhere?host={tmp_path / 'no-socket-here'}"
     (alice.repo / ".nexusmem" / "config.json").write_text(json.dumps(data), encoding="utf-8")
@@ -131,7 +123,7 @@ def test_a_team_store_that_answers_too_late_leaves_the_local_answer_and_a_green_
     waited 39 s for it and precheck --team 19 s; the 2 s bound covered only connecting."""
     from nexusmem.store.team import connect
 
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     alice.run("team", "push")
     holder = connect(team_url)
     holder.autocommit = False
@@ -170,7 +162,7 @@ def test_turning_share_shell_on_later_sends_the_commands_synced_before(
 
     from helpers.nodes import shell_node, store_nodes
 
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     with alice.active(), open_store(alice.repo / ".nexusmem" / "memory.db") as store:
         failing = shell_node(
             "pytest tests/test_uploader.py",
@@ -211,7 +203,7 @@ def _team_rows(team_url: str, sql: str) -> list[tuple[object, ...]]:
 def test_forget_team_reaches_every_member_and_the_audit_keeps_no_value(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     alice.commit("Wire the Bluebird-7731 partner endpoint", {"partner.py": "ENDPOINT = 'bluebird-7731'\n"})
     alice.run("sync", "--quiet")
     alice.run("team", "push")
@@ -291,7 +283,7 @@ def _index_ready(team_url: str) -> bool:
 def test_a_large_first_push_loads_without_hnsw_then_builds_it_and_queries_answer_meanwhile(
     tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     _big_history(alice, 40, embed=True)
     monkeypatch.setenv("NEXUSMEM_TEAM_BULK_MIN", "30")
     first = alice.json("team", "push")
@@ -389,7 +381,7 @@ def _kill_once_rows_land(proc: subprocess.Popen[str], team_url: str, rows: int =
 def test_a_killed_bulk_push_leaves_no_index_and_the_next_push_builds_it(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     _big_history(alice, 60, embed=True)
     proc = _push_script(alice, "NEXUSMEM_TEAM_BATCH=5", "NEXUSMEM_TEAM_BULK_MIN=20")
     _kill_once_rows_land(proc, team_url)
@@ -407,7 +399,7 @@ def test_a_killed_bulk_push_leaves_no_index_and_the_next_push_builds_it(
 
 
 def test_concurrent_pushes_converge_to_one_set(tmp_path: Path, origin: Path, team_url: str) -> None:
-    alice, bob, carol = _members(tmp_path, origin, team_url, "alice", "bob", "carol")
+    alice, bob, carol = joined_members(tmp_path, origin, team_url, "alice", "bob", "carol")
     for member in (alice, bob, carol):
         _big_history(member, 30, embed=True)  # 30 commits each, the seed history shared by all three
     # Each push is large enough for a bulk load: each loads what it adds into a vector generation of its
@@ -436,7 +428,7 @@ def test_concurrent_pushes_converge_to_one_set(tmp_path: Path, origin: Path, tea
 def test_a_killed_push_leaves_the_store_whole_and_the_next_push_completes_it(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     _big_history(alice, 60)
     proc = _push_script(alice, "NEXUSMEM_TEAM_BATCH=5")
     _kill_once_rows_land(proc, team_url)
@@ -465,7 +457,7 @@ def test_a_batch_failing_while_later_ones_commit_is_sent_again_by_the_next_push(
 
     from nexusmem import project, team
 
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     _big_history(alice, 60)
     doomed = "Change module 3 to value 24"
     conn = psycopg.connect(team_url, autocommit=True)
@@ -492,7 +484,7 @@ def test_a_batch_failing_while_later_ones_commit_is_sent_again_by_the_next_push(
 
 
 def test_the_post_commit_sync_pushes_when_configured(tmp_path: Path, origin: Path, team_url: str) -> None:
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     alice.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
     result = alice.run("sync", "--auto")
     assert "team push:" in result.stdout
@@ -505,7 +497,7 @@ def test_mcp_scope_team_tags_items_by_member(tmp_path: Path, origin: Path, team_
 
     from helpers.mcp import mcp_session
 
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     alice.commit("Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH'\n"})
     alice.run("sync", "--quiet")
     alice.run("team", "push")
@@ -529,7 +521,7 @@ def test_mcp_scope_team_tags_items_by_member(tmp_path: Path, origin: Path, team_
 def test_precheck_team_in_a_fresh_checkout_reads_the_teams_failures_and_churn(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     data = json.loads((alice.repo / ".nexusmem" / "config.json").read_text(encoding="utf-8"))
     data["team"]["shareShell"] = True
     (alice.repo / ".nexusmem" / "config.json").write_text(json.dumps(data), encoding="utf-8")
@@ -585,7 +577,7 @@ def test_precheck_team_in_a_fresh_checkout_reads_the_teams_failures_and_churn(
 def test_a_dropped_connection_mid_push_is_retried_and_the_push_completes(
     tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     _big_history(alice, 20)
     from nexusmem import project, team
     from nexusmem.store.team import connect
@@ -618,7 +610,7 @@ def test_a_connection_dropped_while_it_is_being_made_is_retried_too(
     # was not retried, and the push stopped with the server's error (CI saw it once, on the test above).
     import psycopg
 
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     _big_history(alice, 20)
     from nexusmem import project, team
 
@@ -655,7 +647,7 @@ def test_what_a_member_did_next_follows_that_members_commands_only(
 ) -> None:
     """What did I do next, over the team store: the command run next by the member whose push failed,
     not a teammate's command that happened to run in between."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     from nexusmem.identity import project_id
     from nexusmem.store import open_store
 
@@ -696,7 +688,7 @@ def test_when_a_name_was_added_is_answered_from_the_team_store(
 ) -> None:
     """When was X added, over the team store: the first change that holds the name, not the later one
     whose words say more about it."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     stride = "".join(f"int layer_{n}_depth = {n};\n" for n in range(30)) + "int qz_blit_stride = 64;\n"
     alice.commit("Tune the compositor", {"blit.c": stride})
     alice.commit("Added alignment checks to the blitter", {"check.c": "assert(qz_blit_stride % 16 == 0);\n"})
@@ -710,7 +702,7 @@ def test_when_a_name_was_added_is_answered_from_the_team_store(
 def test_the_teams_newest_commits_answer_what_was_the_last_commit(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     time.sleep(1.1)  # commit times are in seconds: the origin's commits are a second older
     alice.commit("Tune the compositor", {"blit.c": "int stride = 64;\n"})
     time.sleep(1.1)
@@ -734,7 +726,7 @@ def test_a_change_to_the_docs_or_tests_only_counts_less_in_the_team_store_too(
     from nexusmem.store.team import TeamStore
     from nexusmem.team import team_project
 
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     fix = "try:\n    st = os.lstat(p)\nexcept PermissionError:\n    continue\n"
     alice.commit("walk: keep going past a broken symlink", {"walk.py": fix})
     faq = (
@@ -766,7 +758,7 @@ def test_a_rebased_branch_is_not_taken_for_where_a_name_began_in_the_team_store(
     """A change written long ago and rebased onto the one that brought a name in keeps its old author
     date. The team store keeps each commit's place in the history's graph, as the local store does, so
     "where did X come from?" is its ancestor there too; a second push sends only what is new."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     alice.commit("Throttle the uploader", {"upload.py": "qz_throttle_window = 5\n"})
     (alice.repo / "batch.py").write_text(
         "from upload import qz_throttle_window\nBATCH = qz_throttle_window * 2\n"
@@ -793,7 +785,7 @@ def test_which_pushed_nodes_hold_each_question_word_is_one_round_trip_with_per_w
 ) -> None:
     """The learned last step asks which of a few nodes hold each question word: the team store answers
     every word in one query, and each answer is the one that word alone gives."""
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     alice.commit(
         "Retry the flaky upload with backoff", {"uploader.py": "def upload(path):\n    backoff(3)\n"}
     )
@@ -904,7 +896,9 @@ def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
     proxy = _StallingProxy(server_socket, proxy_dir)
     try:
         database = urlsplit(team_url).path.lstrip("/")
-        (bob,) = _members(tmp_path, origin, f"postgresql://postgres@/{database}?host={proxy_dir}", "bob")
+        (bob,) = joined_members(
+            tmp_path, origin, f"postgresql://postgres@/{database}?host={proxy_dir}", "bob"
+        )
         bob.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
         bob.run("sync", "--quiet")
         env = {**os.environ, **bob.env()}
@@ -976,7 +970,7 @@ def test_a_server_silent_from_the_first_statement_after_login_leaves_the_local_a
     from nexusmem.store import team as store_team
 
     proxy, url = stalling
-    (bob,) = _members(tmp_path, origin, url, "bob")
+    (bob,) = joined_members(tmp_path, origin, url, "bob")
     bob.run("team", "push")
     monkeypatch.setattr(store_team, "READ_SESSION_SECONDS", 1.5)
     proxy.stall_chunk = 2
@@ -998,7 +992,7 @@ def test_team_status_init_and_push_give_up_on_a_server_that_stopped_answering(
     silent after the connection was made. Now a statement that waited is checked on a connection of its
     own; the command names the server and what to check, and a push interrupted so loses nothing."""
     proxy, url = stalling
-    (bob,) = _members(tmp_path, origin, url, "bob")
+    (bob,) = joined_members(tmp_path, origin, url, "bob")
     bob.run("team", "push")
     bob.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
     bob.run("sync", "--quiet")
@@ -1132,7 +1126,7 @@ def test_a_team_store_in_a_schema_of_its_own_is_read_too(tmp_path: Path, origin:
     finally:
         conn.close()
     url = f"{team_url}&options=-csearch_path%3Dnm,public"
-    (alice, bob) = _members(tmp_path, origin, url, "alice", "bob")
+    (alice, bob) = joined_members(tmp_path, origin, url, "alice", "bob")
     alice.commit(
         "Retry the flaky upload with backoff", {"uploader.py": "def upload(path):\n    backoff(3)\n"}
     )
@@ -1156,7 +1150,7 @@ def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
 
     from nexusmem.store.team import connect
 
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
 
     conn = connect(team_url)
     try:
@@ -1186,7 +1180,7 @@ def test_doctor_names_a_post_commit_push_that_failed(tmp_path: Path, origin: Pat
     """A post-commit push failing at every commit (the server gone, a schema from a newer release, a role
     without rights) was written only to auto-sync.log: `doctor` said "No problems found" while a member's
     work stopped reaching the team for weeks."""
-    (bob,) = _members(tmp_path, origin, team_url, "bob")
+    (bob,) = joined_members(tmp_path, origin, team_url, "bob")
     bob.run("hook", "git-post", "install")
     nowhere = tmp_path / "no-server-here"
     nowhere.mkdir()
@@ -1215,7 +1209,7 @@ def test_doctor_names_a_post_commit_push_that_failed(tmp_path: Path, origin: Pat
 def test_a_commit_an_amend_replaced_leaves_the_team_store_with_the_next_push(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     bob.run("team", "push")  # the shared history is bob's: he pushed it first
     draft = alice.commit(
         "Add the CSV exprot of invoices", {"export.py": "def export_invoices():\n    pass\n"}
@@ -1283,7 +1277,7 @@ def test_a_title_cut_inside_the_repository_path_sends_no_part_of_it(
     """Titles are cut (a command's at 120 characters, a question's at 100) before the push cleans local
     paths, which it found only whole: the team row's title kept `--junitxml=/tmp/…/alice-cl…` while its body
     said `build/junit-report.xml`."""
-    (alice,) = _members(tmp_path, origin, team_url, "alice")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
     _config(
         alice,
         shareShell=True,
@@ -1329,7 +1323,7 @@ def test_author_me_against_the_team_store_keeps_the_askers_commands_only(
 ) -> None:
     """Every pushed command typed at a keyboard says `author: me`: `query --team --author me` gave bob
     alice's commands as his own."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     now = int(time.time() * 1000)
     for member, command in (
         (alice, "make deploy-staging REGION=eu-west-1"),
@@ -1360,7 +1354,7 @@ def test_a_value_forgotten_by_the_team_leaves_every_members_hook_log_at_their_ne
 ) -> None:
     """bob's push applied alice's `forget --team` to his memory ("1 local node(s) removed") but left the
     command in his ~/.nexusmem/shell-history.jsonl, which a local forget blanks."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     now = int(time.time() * 1000)
     _hook_line(bob, "curl -H 'X-Partner: Bluebird-7731' https://partner.example/ping", now - 60_000, 0)
     _hook_line(bob, "make test", now - 30_000, 0)
@@ -1385,7 +1379,7 @@ def test_forget_team_says_which_command_applies_the_entry_and_that_one_does(
 ) -> None:
     """`forget --team` said "every member's next push (or sync) applies it", but a plain sync never reads
     the team's deny-list: a member who synced went on holding the value."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     _hook_line(bob, "psql -h db.internal -U wombat_9922 orders", int(time.time() * 1000) - 60_000, 0)
     bob.run("sync", "--quiet")
     said = alice.run("forget", "--team", "wombat_9922", "--yes").stdout

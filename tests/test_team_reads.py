@@ -14,7 +14,7 @@ import pytest
 
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
-from helpers.team import Member, make_member
+from helpers.team import joined_members
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -34,20 +34,12 @@ def origin(tmp_path: Path) -> Path:
     return bare
 
 
-def _members(tmp_path: Path, origin: Path, team_url: str, *names: str) -> list[Member]:
-    members = [make_member(tmp_path, name, origin) for name in names]
-    for member in members:
-        member.run("sync", "--quiet")
-        member.run("team", "init", "--url", team_url)
-    return members
-
-
 def test_a_teammates_verdict_on_history_both_hold_is_shown_and_ranks(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:
     """Every clone holds the shared commits, and the local copy won the merge: alice's `review --reject`,
     pushed, never reached bob's `query --team`, where the rejected commit still ranked first as a candidate."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     alice.run("team", "push")  # the team holds the shared history
     question = "uploader upload"
     before = bob.json("query", "--team", question)["items"]
@@ -109,7 +101,7 @@ def test_an_item_only_the_team_holds_opens_by_the_id_query_team_gave(
 
     from helpers.mcp import mcp_session
 
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     alice.commit(
         "Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH:!aNULL'\n"}
     )
@@ -158,7 +150,7 @@ def test_doctor_stops_naming_a_failed_post_commit_push_once_a_team_push_worked(
     """The server was away at a commit (its push logged "team push not done"), then back, and the fix doctor
     gave, `nexusmem team push`, worked: doctor still said PROBLEM with that fix (exit 1), for good, since it
     read only the post-commit log and a push run by hand writes nothing there."""
-    (bob,) = _members(tmp_path, origin, team_url, "bob")
+    (bob,) = joined_members(tmp_path, origin, team_url, "bob")
     bob.run("hook", "git-post", "install")
     nowhere = tmp_path / "no-server-here"
     nowhere.mkdir()
@@ -199,7 +191,7 @@ def test_mcp_refuses_the_team_scope_over_all_projects_as_the_cli_does(
 
     from helpers.mcp import mcp_session
 
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     alice.commit("Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH'\n"})
     alice.run("sync", "--quiet")
     alice.run("team", "push")
@@ -227,7 +219,7 @@ def test_query_team_counts_the_matches_both_memories_hold_once(
 ) -> None:
     """Every member holds the shared history, so the team store and bob's memory match the same nodes:
     `query --team` said "1 of 1928 match(es)" where bob's own memory said "1 of 964"."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     for i in range(150):  # more matches than a search ranks: most are only counted
         (alice.repo / f"mod{i % 7}.py").write_text(f"VALUE_{i} = {i}\n", encoding="utf-8")
         with alice.active():
@@ -256,7 +248,7 @@ def test_team_status_credits_each_member_with_the_nodes_they_recorded(
 ) -> None:
     """`team status` said "pushed by p2: 4,870 node(s)" for a store of 2,435 nodes, 4 of them p2's: it added
     up every node p2's pushes sent, the shared history bob had recorded already (and re-sends) included."""
-    alice, bob = _members(tmp_path, origin, team_url, "alice", "bob")
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
     shared = bob.json("team", "push")["added"]  # bob records the history both clones hold
     assert alice.json("team", "push")["added"] == 0  # alice sends it too: all of it already there
     alice.commit("Pin the TLS cipher list for the legacy gateway", {"gateway.py": "CIPHERS = 'HIGH'\n"})

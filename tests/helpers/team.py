@@ -78,3 +78,12 @@ def make_member(base: Path, name: str, origin: Path) -> Member:
     with member.active():
         git(base, "clone", "-q", str(origin), member.repo.name)
     return member
+
+
+def joined_members(base: Path, origin: Path, team_url: str, *names: str) -> list[Member]:
+    """Members NAMES (make_member), each with a synced clone of ORIGIN and the team store at TEAM_URL set up."""
+    members = [make_member(base, name, origin) for name in names]
+    for member in members:
+        member.run("sync", "--quiet")
+        member.run("team", "init", "--url", team_url)
+    return members
