@@ -201,7 +201,7 @@ def test_commit_incremental_and_noop(repo: Path) -> None:
 
 
 @pytest.mark.parametrize("rewrite", ["amend", "reset"])
-def test_rewritten_history_full_walk_and_prune(repo: Path, rewrite: str) -> None:
+def test_rewritten_history_walks_the_new_commits_and_prunes(repo: Path, rewrite: str) -> None:
     a = commit(repo, "feat: a", {"a.txt": "a\n"})
     b = commit(repo, "feat: b", {"b.txt": "b\n"})
     _, first = scan(GitSource(), repo)
@@ -212,13 +212,14 @@ def test_rewritten_history_full_walk_and_prune(repo: Path, rewrite: str) -> None
         git(repo, "reset", "-q", "--hard", a)
     head = git(repo, "rev-parse", "HEAD").strip()
 
+    # The commits walked are those the old HEAD does not reach (a commit's node is its own alone): the
+    # amended one; none after the reset. What the history no longer reaches is pruned by keep().
     nodes, second = scan(GitSource(), repo, first.cursor)
-    assert {n.natural_key for n in nodes} == {a, head}  # full walk, not a range
+    assert {n.natural_key for n in nodes} == ({head} if rewrite == "amend" else set())
     assert second.keep is not None
     assert not second.keep(b) and second.keep(a) and second.keep(head)
 
-    # The patches walked are those of the commits the old HEAD does not reach: the amended one; none after
-    # the reset (a's were read already and stay).
+    # The same for the patches (a's were read already and stay).
     dnodes, dsecond = scan(DiffSource(), repo, dfirst.cursor)
     assert {n.meta["sha"] for n in dnodes} == ({head} if rewrite == "amend" else set())
     assert dsecond.keep is not None and not dsecond.keep(f"{b}:b.txt") and dsecond.keep(f"{a}:a.txt")
@@ -317,6 +318,33 @@ def test_a_checkout_to_an_old_branch_and_back_reads_only_the_patches_of_new_comm
         keys = store.conn.execute("SELECT natural_key FROM nodes WHERE kind = 'code_diff'").fetchall()
     shas = {key.split(":", 1)[0] for (key,) in keys}
     assert old | {new} <= shas and len(shas) == 6, shas
+
+
+def test_an_amend_reads_the_new_commit_only_and_drops_the_one_it_replaced(repo: Path) -> None:
+    """`git commit --amend` (or a rebase, a reset) moves HEAD off its old commit: the git source walked the
+    whole history again, every commit's change words (2.3 s on urllib3's 4,402 commits, after every amend's
+    post-commit sync). The sync's progress shows the commits read: now the amended commit alone, the old
+    one is gone from memory and the others are untouched."""
+    for i in range(12):
+        commit(repo, f"feat: step {i}", {f"f{i}.txt": f"{i}\n"})
+    old = commit(repo, "fix: the retry loop", {"retry.txt": "1\n"})
+    project.init(repo)
+    sync.sync(repo, embed=False)
+    git(repo, "commit", "-q", "--amend", "-m", "fix: the retry loop gives up after three tries")
+    amended = git(repo, "rev-parse", "HEAD").strip()
+    read: list[tuple[int, int | None]] = []
+
+    def progress(label: str, done: int, total: int | None) -> None:
+        if label == "git":
+            read.append((done, total))
+
+    summary = sync.sync(repo, embed=False, progress=progress)
+    part = next(s for s in summary.sources if s.name == "git")
+    assert (part.added, part.removed) == (1, 1)
+    assert read and read[-1] == (1, 1), read  # was (13, 13): every commit again
+    with project.load(repo).open_store() as store:
+        keys = {k for (k,) in store.conn.execute("SELECT natural_key FROM nodes WHERE kind = 'git_commit'")}
+    assert amended in keys and old not in keys and len(keys) == 13
 
 
 def test_a_pull_rebase_synced_gets_every_pulled_patch_still(repo: Path) -> None:
