@@ -150,6 +150,7 @@ SETS = (
     "fresh60",
     "fresh61",
     "fresh62",
+    "fresh63",
     "removal",
     "rst",
     "adoc",
