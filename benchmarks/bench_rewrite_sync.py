@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The sync after a rewrite of the last commit (what an amend's post-commit hook runs), checkouts side by side.
+
+    python benchmarks/bench_rewrite_sync.py REPO [--rounds 5] CHECKOUT [CHECKOUT ...]
+
+REPO is cloned once per CHECKOUT into a temporary folder, and each clone gets a first sync by its checkout
+(PYTHONPATH=CHECKOUT, untimed). Then, ROUNDS times, each CHECKOUT in turn amends its clone's last commit
+(`git commit --amend --allow-empty`, a new message: a new sha) and runs `nexusmem sync -q --no-embed`, which
+is timed (wall, and CPU of the sync with its git children). Alternating rounds put the checkouts under the
+same load on a shared machine. HOME and NEXUSMEM_HOME point at temporary folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_first_sync import run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("repo", type=Path)
+    ap.add_argument("checkouts", nargs="+")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    nm = str(Path(sys.executable).parent / "nexusmem")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "home").mkdir()
+        env = {
+            **os.environ,
+            "NEXUSMEM_HOME": str(Path(tmp) / "home"),
+            "HOME": tmp,
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+        }
+        clones: dict[str, Path] = {}
+        for n, checkout in enumerate(args.checkouts):
+            clone = Path(tmp) / f"clone{n}"
+            subprocess.run(["git", "clone", "-q", str(args.repo.resolve()), str(clone)], check=True, env=env)
+            subprocess.run(
+                [nm, "sync", "-q", "--no-embed"], cwd=clone, env={**env, "PYTHONPATH": checkout}, check=True
+            )
+            clones[checkout] = clone
+        runs: dict[str, list[tuple[float, float]]] = {c: [] for c in args.checkouts}
+        for round_ in range(args.rounds):
+            for checkout, clone in clones.items():
+                amend = ["git", "commit", "-q", "--amend", "--allow-empty", "-m", f"bench: amended {round_}"]
+                subprocess.run(amend, cwd=clone, env=env, check=True)
+                sync = [nm, "sync", "-q", "--no-embed"]
+                runs[checkout].append(run(sync, clone, {**env, "PYTHONPATH": checkout}))
+        commits = subprocess.run(
+            ["git", "rev-list", "--count", "HEAD"],
+            cwd=next(iter(clones.values())),
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
+    print(f"{args.repo}: {commits} commits; load average {load}")
+    for checkout, got in runs.items():
+        walls, cpus = [w for w, _ in got], [c for _, c in got]
+        print(
+            f"{checkout}: sync after an amend, wall median {statistics.median(walls):.2f} s (best"
+            f" {min(walls):.2f}), CPU median {statistics.median(cpus):.2f} s;"
+            f" runs {', '.join(f'{w:.2f}/{c:.2f}' for w, c in got)}"
+        )
+
+
+if __name__ == "__main__":
+    main()
