@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The sync after a rewrite of the last commit (what an amend's post-commit hook runs), checkouts side by side.
+"""The sync after a commit (what the post-commit hook runs), checkouts side by side: an amend of the last
+commit, or with --new a new commit.
 
-    python benchmarks/bench_rewrite_sync.py REPO [--rounds 5] CHECKOUT [CHECKOUT ...]
+    python benchmarks/bench_rewrite_sync.py REPO [--rounds 5] [--new] CHECKOUT [CHECKOUT ...]
 
 REPO is cloned once per CHECKOUT into a temporary folder, and each clone gets a first sync by its checkout
 (PYTHONPATH=CHECKOUT, untimed). Then, ROUNDS times, each CHECKOUT in turn amends its clone's last commit
-(`git commit --amend --allow-empty`, a new message: a new sha) and runs `nexusmem sync -q --no-embed`, which
-is timed (wall, and CPU of the sync with its git children). Alternating rounds put the checkouts under the
+(`git commit --amend --allow-empty`, a new message: a new sha; with --new, a new commit of a new file)
+and runs `nexusmem sync -q --no-embed`, which is timed (wall, and CPU of the sync with its git children). Alternating rounds put the checkouts under the
 same load on a shared machine. HOME and NEXUSMEM_HOME point at temporary folders.
 """
 
@@ -28,6 +29,7 @@ def main() -> None:
     ap.add_argument("repo", type=Path)
     ap.add_argument("checkouts", nargs="+")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--new", action="store_true", help="time the sync after a new commit, not an amend")
     args = ap.parse_args()
     nm = str(Path(sys.executable).parent / "nexusmem")
     with tempfile.TemporaryDirectory() as tmp:
@@ -52,8 +54,21 @@ def main() -> None:
         runs: dict[str, list[tuple[float, float]]] = {c: [] for c in args.checkouts}
         for round_ in range(args.rounds):
             for checkout, clone in clones.items():
-                amend = ["git", "commit", "-q", "--amend", "--allow-empty", "-m", f"bench: amended {round_}"]
-                subprocess.run(amend, cwd=clone, env=env, check=True)
+                if args.new:
+                    (clone / f"bench-{round_}.txt").write_text(f"{round_}\n", encoding="utf-8")
+                    subprocess.run(["git", "add", f"bench-{round_}.txt"], cwd=clone, env=env, check=True)
+                    change = ["git", "commit", "-q", "-m", f"bench: commit {round_}"]
+                else:
+                    change = [
+                        "git",
+                        "commit",
+                        "-q",
+                        "--amend",
+                        "--allow-empty",
+                        "-m",
+                        f"bench: amended {round_}",
+                    ]
+                subprocess.run(change, cwd=clone, env=env, check=True)
                 sync = [nm, "sync", "-q", "--no-embed"]
                 runs[checkout].append(run(sync, clone, {**env, "PYTHONPATH": checkout}))
         commits = subprocess.run(
@@ -67,7 +82,7 @@ def main() -> None:
     for checkout, got in runs.items():
         walls, cpus = [w for w, _ in got], [c for _, c in got]
         print(
-            f"{checkout}: sync after an amend, wall median {statistics.median(walls):.2f} s (best"
+            f"{checkout}: sync after {'a new commit' if args.new else 'an amend'}, wall median {statistics.median(walls):.2f} s (best"
             f" {min(walls):.2f}), CPU median {statistics.median(cpus):.2f} s;"
             f" runs {', '.join(f'{w:.2f}/{c:.2f}' for w, c in got)}"
         )

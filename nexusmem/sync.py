@@ -669,7 +669,9 @@ def sync(
             if part.name == "git":
                 _read_releases(project.root, store, denied)
                 with store.transaction():
-                    store.fill_generations(changed=not part.noop)
+                    store.fill_generations(
+                        changed=not part.noop, written_after=seq_at_start, removed=part.removed > 0
+                    )
                 if moved:
                     part.notes.append(moved)
         # Changelog entries and GitHub threads lend their words to the commits they describe (or that closed

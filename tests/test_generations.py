@@ -82,3 +82,18 @@ def test_a_sync_numbers_new_commits_and_mends_what_a_stopped_sync_left(repo: Pat
     run_cli("-C", str(repo), "sync", "--no-embed")  # nothing new in git: the cheap check finds the gap
     with project.load(repo).open_store(readonly=True) as store:
         assert store.generations(expected) == expected
+    # The same gap, then a commit (the sync numbers what it wrote first, and the counts send it on), then
+    # a reset that drops commits (their generations go with them).
+    with project.load(repo).open_store() as store:
+        store.conn.execute("DELETE FROM commit_generations WHERE sha = ?", (side,))
+        store.conn.commit()
+    later = commit(repo, "later", {"d.txt": "4\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store(readonly=True) as store:
+        assert store.generations([*expected, later]) == {**expected, later: 4}
+    git(repo, "reset", "-q", "--hard", main)
+    git(repo, "branch", "-q", "-D", "side")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store(readonly=True) as store:
+        numbered = dict(store.conn.execute("SELECT sha, gen FROM commit_generations"))
+    assert numbered == {base: 1, main: 2}

@@ -192,12 +192,28 @@ def test_commit_incremental_and_noop(repo: Path) -> None:
     new = commit(repo, "fix: later", {"a.txt": "x\n"})
     nodes, second = scan(GitSource(), repo, first.cursor)
     assert [n.natural_key for n in nodes] == [new]
-    assert second.keep is not None and all(second.keep(s) for s in [*first_shas, new])
+    assert second.keep is None  # HEAD moved forward and nothing else moved: nothing to prune, no rev-list
 
     # A new branch moves the fingerprint but not HEAD: nothing to walk, still a fresh cursor.
     git(repo, "branch", "side")
     nodes, third = scan(GitSource(), repo, second.cursor)
     assert nodes == [] and third.cursor != second.cursor
+
+
+def test_a_commit_after_a_branch_was_deleted_prunes_the_commits_only_that_branch_held(repo: Path) -> None:
+    """A commit (HEAD moved forward) skips the walk of the whole history that pruning needs, unless another
+    ref moved too: a branch deleted since the last sync takes its own commits out of memory at that sync,
+    and a commit made since does not hide it."""
+    base = commit(repo, "feat: base", {"a.txt": "a\n"})
+    git(repo, "checkout", "-q", "-b", "side")
+    side = commit(repo, "feat: side work", {"s.txt": "s\n"})
+    git(repo, "checkout", "-q", "main")
+    _, first = scan(GitSource(), repo)
+    git(repo, "branch", "-q", "-D", "side")
+    new = commit(repo, "feat: main work", {"m.txt": "m\n"})
+    nodes, second = scan(GitSource(), repo, first.cursor)
+    assert [n.natural_key for n in nodes] == [new]
+    assert second.keep is not None and not second.keep(side) and second.keep(base) and second.keep(new)
 
 
 @pytest.mark.parametrize("rewrite", ["amend", "reset"])

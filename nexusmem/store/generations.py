@@ -50,25 +50,45 @@ def generations_of(conn: Any, shas: Iterable[str]) -> dict[str, int]:
     return out
 
 
-def fill(conn: Any, *, changed: bool = True) -> int:
+def fill(conn: Any, *, changed: bool = True, written_after: int | None = None, removed: bool = True) -> int:
     """Number the stored commits that have no generation yet (and forget those of commits no longer
     stored); return how many were numbered. CHANGED=False (the sync wrote no commit) first compares the
     two counts (~0.4 ms at 10k commits, where the full check takes ~25 ms): equal, nothing is to do; they
-    differ after a sync that was stopped between writing commits and numbering them."""
+    differ after a sync that was stopped between writing commits and numbering them. WRITTEN_AFTER (a
+    write sequence: the sync's start) looks for the commits to number among those written since first,
+    and REMOVED=False (the sync pruned no commit) skips forgetting: a commit's sync on git/git's 82k
+    commits spent 0.36 s on the two whole-table passes; the counts decide whether they are needed still."""
     if not changed:
-        stored, numbered = conn.execute(
-            "SELECT (SELECT count(*) FROM nodes WHERE kind = 'git_commit'),"
-            " (SELECT count(*) FROM commit_generations)"
-        ).fetchone()
-        if stored == numbered:
-            return 0
-    conn.execute(
-        "DELETE FROM commit_generations WHERE sha NOT IN (SELECT ref FROM nodes WHERE kind = 'git_commit')"
-    )
+        return 0 if _counts_agree(conn) else fill(conn, removed=True)
+    if removed:
+        conn.execute(
+            "DELETE FROM commit_generations WHERE sha NOT IN (SELECT ref FROM nodes WHERE kind = 'git_commit')"
+        )
+    if written_after is not None:
+        rows = conn.execute(
+            "SELECT n.ref, json_extract(n.meta, '$.parents') FROM nodes n WHERE n.kind = 'git_commit'"
+            " AND n.written > ? AND NOT EXISTS (SELECT 1 FROM commit_generations g WHERE g.sha = n.ref)",
+            (written_after,),
+        ).fetchall()
+        done = _number_rows(conn, rows)
+        return done if _counts_agree(conn) else done + fill(conn, removed=True)
     rows = conn.execute(
         "SELECT n.ref, json_extract(n.meta, '$.parents') FROM nodes n WHERE n.kind = 'git_commit'"
         " AND NOT EXISTS (SELECT 1 FROM commit_generations g WHERE g.sha = n.ref)"
     ).fetchall()
+    return _number_rows(conn, rows)
+
+
+def _counts_agree(conn: Any) -> bool:
+    """Whether every stored commit is numbered and nothing else is (the two counts are equal)."""
+    stored, numbered = conn.execute(
+        "SELECT (SELECT count(*) FROM nodes WHERE kind = 'git_commit'), (SELECT count(*) FROM commit_generations)"
+    ).fetchone()
+    return bool(stored == numbered)
+
+
+def _number_rows(conn: Any, rows: list[tuple[str, str | None]]) -> int:
+    """Number the commits of ROWS ((sha, its parents as JSON)) and store their generations."""
     if not rows:
         return 0
     parents: dict[str, list[str]] = {}
@@ -89,9 +109,11 @@ class GenerationsMixin:
 
     conn: Any
 
-    def fill_generations(self, *, changed: bool = True) -> int:
+    def fill_generations(
+        self, *, changed: bool = True, written_after: int | None = None, removed: bool = True
+    ) -> int:
         """Number the commits stored since the last call (see `fill`)."""
-        return fill(self.conn, changed=changed)
+        return fill(self.conn, changed=changed, written_after=written_after, removed=removed)
 
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → generation (1 + the parents' highest) for those of SHAS that are stored commits."""

@@ -355,7 +355,11 @@ class SyncStore(Protocol):
         ...
 
     # commit generations
-    def fill_generations(self, *, changed: bool = True) -> int:
+    def fill_generations(
+        self, *, changed: bool = True, written_after: int | None = None, removed: bool = True
+    ) -> int:
         """Number the stored commits that have no generation yet; how many were numbered (CHANGED=False:
-        the sync wrote no commit, so only a cheap check runs unless a stopped sync left some)."""
+        the sync wrote no commit, so only a cheap check runs unless a stopped sync left some; WRITTEN_AFTER:
+        the commits written since that write sequence are looked at first; REMOVED=False: none was
+        pruned)."""
         ...
