@@ -352,6 +352,10 @@ UNFINISHED_NAME = "sync.unfinished"
 # What a `sync --rebuild`'s mark holds (a plain sync's is empty): the rebuild is one transaction, so one
 # stopped on the way left the memory as it was before it.
 UNFINISHED_REBUILD = b"rebuild\n"
+# How the mark of a sync of some sources only (`sync --source NAME`, the shell catch-up a search runs)
+# starts, their names following: "sources shell\n". Only a sync that reads them all ends it, and such a
+# sync leaves the mark of a sync that set out to do more (unfinished_scope).
+UNFINISHED_SOURCES = "sources"
 
 
 def sync_running_since(root: Path) -> int | None:
@@ -384,10 +388,24 @@ def sync_unfinished(root: Path) -> int | None:
 
 def marks_rebuild(mark: Path) -> bool:
     """Whether the unfinished-sync MARK (UNFINISHED_NAME) was left by a `sync --rebuild`."""
+    return unfinished_scope(mark) == "rebuild"
+
+
+def unfinished_scope(mark: Path) -> str | frozenset[str] | None:
+    """What the stopped sync that left MARK (UNFINISHED_NAME) set out to do: "rebuild", "all" (a plain sync's
+    mark, or one that cannot be read), or the names of the only sources it read; None when there is no mark."""
     try:
-        return read_small_text(mark).encode() == UNFINISHED_REBUILD
+        text = read_small_text(mark)
+    except FileNotFoundError:
+        return None
     except (OSError, UnicodeDecodeError):
-        return False
+        return "all"
+    if text.encode() == UNFINISHED_REBUILD:
+        return "rebuild"
+    words = text.split()
+    if len(words) > 1 and words[0] == UNFINISHED_SOURCES:
+        return frozenset(words[1:])
+    return "all"
 
 
 def unfinished_text(root: Path, started_iso: str) -> tuple[str, str]:

@@ -292,9 +292,20 @@ class SyncBusyError(NexusMemError):
     """Another sync of this project held the lock for longer than we were willing to wait."""
 
 
+# What a sync sets out to do, as its unfinished mark records it (paths.unfinished_scope): "rebuild", "all"
+# (a plain sync), or the names of the only sources it reads (`sync --source`, a search's shell catch-up).
+Scope = str | frozenset[str]
+
+
 @contextlib.contextmanager
 def exclusive(
-    root: Path, wait: float, log: Callable[[str], None] | None, what: str = "sync", *, rebuild: bool = False
+    root: Path,
+    wait: float,
+    log: Callable[[str], None] | None,
+    what: str = "sync",
+    *,
+    rebuild: bool = False,
+    only: list[str] | None = None,
 ) -> Iterator[float]:
     """Hold this project's run lock (`.nexusmem/sync.run.lock`) for the duration: one writer at a time;
     gives how many seconds it waited for it.
@@ -333,40 +344,62 @@ def exclusive(
     # A sync's mark (paths.UNFINISHED_NAME) stays when it is killed or interrupted (Ctrl-C) on the way; an
     # error it reports (what the user reads, or the post-commit hook's log) takes it away like an end.
     mark = state / paths.UNFINISHED_NAME if what == "sync" else None
-    # A plain sync does not redo a rebuild stopped before it: that mark outlives it (its time kept).
-    stopped_rebuild = None if mark is None or rebuild else _stopped_rebuild(mark)
+    scope: Scope = "rebuild" if rebuild else frozenset(only) if only else "all"
+    # The mark of a sync stopped before, when this one does not finish what that one set out to do (a plain
+    # sync after a stopped rebuild; `sync --source shell`, as a search's catch-up runs, after a stopped
+    # sync): it outlives this sync, its time kept.
+    left = None if mark is None else _left_unfinished(mark, scope)
     try:
         if mark is not None:
-            _leave_mark(mark, rebuild)
+            _leave_mark(mark, scope if left is None else _joined(scope, left[0]))
         try:
             yield waited
         except NexusMemError:
             if mark is not None:
-                _end_mark(mark, stopped_rebuild)
+                _end_mark(mark, left)
             raise
         if mark is not None:
-            _end_mark(mark, stopped_rebuild)
+            _end_mark(mark, left)
     finally:
         lock.release()
 
 
-def _stopped_rebuild(mark: Path) -> float | None:
-    """The time (st_mtime) of the stopped `sync --rebuild` MARK records; None when it records none."""
-    if not paths.marks_rebuild(mark):
+def _covers(scope: Scope, stopped: Scope) -> bool:
+    """Whether a sync that sets out to do SCOPE finishes what a stopped one that set out to do STOPPED left."""
+    if isinstance(scope, frozenset):
+        return isinstance(stopped, frozenset) and stopped <= scope
+    return scope == "rebuild" or stopped != "rebuild"
+
+
+def _joined(scope: Scope, stopped: Scope) -> Scope:
+    """What is left to do when a sync that sets out to do SCOPE is stopped too, after one of STOPPED was."""
+    if _covers(scope, stopped):
+        return scope
+    if isinstance(scope, frozenset) and isinstance(stopped, frozenset):
+        return scope | stopped
+    return stopped
+
+
+def _left_unfinished(mark: Path, scope: Scope) -> tuple[Scope, float] | None:
+    """What the stopped sync whose MARK is left set out to do, and the mark's time (st_mtime), when a sync of
+    SCOPE does not finish it; None when there is no mark or this sync finishes it."""
+    stopped = paths.unfinished_scope(mark)
+    if stopped is None or _covers(scope, stopped):
         return None
     try:
-        return mark.stat().st_mtime
+        return stopped, mark.stat().st_mtime
     except OSError:
         return None
 
 
-def _end_mark(mark: Path, stopped_rebuild: float | None) -> None:
-    """Take this sync's MARK away, leaving the one of a rebuild stopped before it (STOPPED_REBUILD: its time)."""
+def _end_mark(mark: Path, left: tuple[Scope, float] | None) -> None:
+    """Take this sync's MARK away, leaving the one of a sync stopped before it that it did not finish (LEFT:
+    what that one set out to do, and its time)."""
     mark.unlink(missing_ok=True)
-    if stopped_rebuild is not None:
+    if left is not None:
         with contextlib.suppress(OSError):
-            _leave_mark(mark, True)
-            os.utime(mark, (stopped_rebuild, stopped_rebuild))
+            _leave_mark(mark, left[0])
+            os.utime(mark, (left[1], left[1]))
 
 
 def _not_writable(state: Path, exc: OSError, what: str) -> StoreError:
@@ -378,13 +411,18 @@ def _not_writable(state: Path, exc: OSError, what: str) -> StoreError:
     )
 
 
-def _leave_mark(mark: Path, rebuild: bool) -> None:
-    """Leave the mark a sync stopped on the way leaves behind; a rebuild's says so (paths.UNFINISHED_REBUILD):
-    killed, it left the memory as it was, and what finishes it is another rebuild, not a sync."""
+def _leave_mark(mark: Path, scope: Scope) -> None:
+    """Leave the mark a sync stopped on the way leaves behind, saying what it set out to do (SCOPE): a
+    rebuild's says so (paths.UNFINISHED_REBUILD: killed, it left the memory as it was, and what finishes it is
+    another rebuild, not a sync), a sync of some sources only names them (paths.UNFINISHED_SOURCES)."""
     from nexusmem import private
 
+    if isinstance(scope, frozenset):
+        text = f"{paths.UNFINISHED_SOURCES} {' '.join(sorted(scope))}\n".encode()
+    else:
+        text = paths.UNFINISHED_REBUILD if scope == "rebuild" else b""
     with contextlib.suppress(OSError):  # a folder that takes no file: the sync still runs
-        private.write_atomic(mark, paths.UNFINISHED_REBUILD if rebuild else b"")
+        private.write_atomic(mark, text)
 
 
 def catch_up_shell(root: Path) -> int:
@@ -507,7 +545,7 @@ def sync(
         project = _with_enabled(project, enable)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
     with (
-        exclusive(project.root, wait, log, rebuild=rebuild) as waited,
+        exclusive(project.root, wait, log, rebuild=rebuild, only=only) as waited,
         project.open_store() as store,
         contextlib.ExitStack() as whole,
         gitcmd.snapshot(),  # one state of the repository for every source (HEAD, refs, index asked once)

@@ -341,29 +341,35 @@ def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is False
 
 
-def test_a_sync_killed_on_the_way_is_said_until_the_next_one_ends(repo: Path) -> None:
-    """A post-commit sync killed with SIGKILL 2.5 s into a first build left 1,193 commits and no docs or diffs,
-    and status, doctor and answers said nothing: it wrote no error line."""
+def killed_sync(repo: Path, **how: object) -> None:
+    """A real sync's own run lock and mark (sync.exclusive, with HOW: rebuild, only), then SIGKILL before it
+    ends (no `finally` runs)."""
     import signal
     import subprocess
     import sys
 
-    commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
-    run_cli("-C", str(repo), "sync", "--no-embed")
-    # A real sync's own run lock and mark, then SIGKILL before it ends (no `finally` runs).
     killed = subprocess.run(
         [
             sys.executable,
             "-c",
-            "import os, signal, sys\n"
+            "import json, os, pathlib, signal, sys\n"
             "from nexusmem.sync import exclusive\n"
-            "with exclusive(__import__('pathlib').Path(sys.argv[1]), 0, None):\n"
+            "with exclusive(pathlib.Path(sys.argv[1]), 0, None, **json.loads(sys.argv[2])):\n"
             "    os.kill(os.getpid(), signal.SIGKILL)\n",
             str(repo),
+            json.dumps(how),
         ],
         check=False,
     )
     assert killed.returncode == -signal.SIGKILL
+
+
+def test_a_sync_killed_on_the_way_is_said_until_the_next_one_ends(repo: Path) -> None:
+    """A post-commit sync killed with SIGKILL 2.5 s into a first build left 1,193 commits and no docs or diffs,
+    and status, doctor and answers said nothing: it wrote no error line."""
+    commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    killed_sync(repo)
     said = "was stopped before it ended: what it had not stored yet is not in memory"
     status = run_cli("-C", str(repo), "status").stdout
     assert "sync: the last sync (started 20" in status and said in status
@@ -375,3 +381,22 @@ def test_a_sync_killed_on_the_way_is_said_until_the_next_one_ends(repo: Path) ->
     run_cli("-C", str(repo), "sync", "--no-embed")  # the next sync ends: nothing more to say
     assert said not in run_cli("-C", str(repo), "status").stdout
     assert not json.loads(run_cli("-C", str(repo), "query", "--json", "retry budget").stdout)["notes"]
+
+
+def test_a_sync_killed_after_a_killed_one_still_says_what_is_left_to_do(repo: Path) -> None:
+    """A `sync --rebuild` killed on the way, then the post-commit sync killed too: status said "run `nexusmem
+    sync`" and the next plain sync took the warning away, the rebuild never run again. A stopped sync's mark
+    now says what both left undone; a search's shell catch-up killed on the way is ended by the next one."""
+    commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    killed_sync(repo, rebuild=True)
+    killed_sync(repo)
+    assert "run `nexusmem sync --rebuild`" in run_cli("-C", str(repo), "status").stdout
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "run `nexusmem sync --rebuild`" in run_cli("-C", str(repo), "status").stdout
+    run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed")
+    assert "was stopped" not in run_cli("-C", str(repo), "status").stdout
+    killed_sync(repo, only=["shell"])
+    assert "the last sync (started 20" in run_cli("-C", str(repo), "status").stdout
+    run_cli("-C", str(repo), "sync", "--source", "shell", "--no-embed")
+    assert "was stopped" not in run_cli("-C", str(repo), "status").stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import commit, git, query_json, run_cli, run_script, shell_node
+from helpers import commit, git, query_json, run_cli, run_script, shell_node, typed_in_bash
 
 VALUE = "Zebracorn-Quux-4417"
 CJK = "缓存锁文件过期"
@@ -709,29 +709,6 @@ def test_a_commit_a_rebase_dropped_leaves_the_database_files_with_its_sync(repo:
         assert holds(repo, VALUE) == []
     finally:
         reader.close()
-
-
-def typed_in_bash(repo: Path, *commands: str) -> None:
-    """COMMANDS typed at a real interactive bash with the prompt hook sourced, as README says: each logged."""
-    import pexpect
-
-    from nexusmem.resources import script_path
-
-    env = dict(os.environ, PS1="PROMPT> ", TERM="dumb", HISTCONTROL="")
-    child = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env=env, cwd=str(repo), timeout=10)
-    try:
-        child.sendline(f"source '{script_path('shell/nexusmem.bash')}'".encode())
-        for command in commands:
-            child.sendline(command.encode())
-        done = f"true done-typing-{time.time_ns()}".encode()
-        child.sendline(done)
-        log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
-        for _ in range(100):
-            if log.exists() and done in log.read_bytes():
-                break
-            child.expect([pexpect.TIMEOUT, pexpect.EOF], timeout=0.1)
-    finally:
-        child.close(force=True)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import console_script, git
+from helpers import console_script, git, typed_in_bash
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_HISTORY = ROOT / "benchmarks" / "eval" / "make_history.py"
@@ -181,3 +181,54 @@ def test_a_killed_rebuild_is_said_to_need_a_rebuild_and_left_the_memory_as_it_wa
         "was stopped"
         not in subprocess.run([console_script(), "status"], cwd=repo, capture_output=True, text=True).stdout
     )
+
+
+@pytest.mark.slow
+def test_a_search_storing_the_commands_first_keeps_a_killed_syncs_warning(tmp_path: Path) -> None:
+    """A first sync killed on the way, then one command typed at the bash prompt and an MCP search_memory:
+    the search stores the commands logged since the last sync first (sync.catch_up_shell, a sync of the
+    shell source only), and that sync's end took away the mark the killed one had left. status, doctor
+    and answers then called a memory without its docs complete. A sync of some sources only (the
+    catch-up, `sync --source git`) now leaves that mark; the next full sync ends it."""
+    from nexusmem import mcp_server
+
+    subprocess.run(
+        [sys.executable, str(MAKE_HISTORY), str(tmp_path / "h"), "--commits", "3000", "--shell-lines", "10"],
+        check=True,
+        capture_output=True,
+    )
+    repo = tmp_path / "h" / "repo"
+    mark = repo / ".nexusmem" / "sync.unfinished"
+    proc = subprocess.Popen(
+        [console_script(), "sync", "-q", "--no-embed"],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the sync ended before it could be killed"
+    proc.kill()
+    proc.wait(30)
+
+    def unfinished() -> str | None:
+        shown = subprocess.run(
+            [console_script(), "status", "--json"], cwd=repo, capture_output=True, text=True
+        )
+        return json.loads(shown.stdout)["sync_unfinished"]  # type: ignore[no-any-return]
+
+    stopped = unfinished()
+    assert stopped
+    typed_in_bash(repo, "ls no-such-file-zebra")
+    answer = mcp_server.run_search(str(repo), "no-such-file-zebra", 800, None).structured_content
+    assert answer is not None
+    # The command was stored first, and the answer still says the memory is incomplete.
+    assert any(item["ref"] == "ls no-such-file-zebra" for item in answer["items"]), answer
+    assert any(f"the last sync (started {stopped}) was stopped" in note for note in answer["notes"]), answer
+    assert unfinished() == stopped
+    subprocess.run([console_script(), "sync", "-q", "--no-embed", "--source", "git"], cwd=repo, check=True)
+    assert unfinished() == stopped
+    subprocess.run([console_script(), "sync", "-q", "--no-embed"], cwd=repo, check=True)
+    assert unfinished() is None

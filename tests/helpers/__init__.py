@@ -4,6 +4,7 @@
 - helpers.cli: driving the CLI in-process (`run_cli`, `query_json`) or as the installed script (`run_script`)
 - helpers.nodes: node factories for tests that build memory by hand (`shell_node`, `commit_node`, ...) and
   `write_commands` (lines of the shell hook log)
+- helpers.shell: `typed_in_bash` (commands typed at a real interactive bash with the prompt hook sourced)
 - helpers.env: the isolated HOME every test runs in (used by conftest)
 - helpers.embedding: `set_embedding` (the config section) and `cache_history` (three commits to embed)
 - helpers.mcp, helpers.ollama_standin, helpers.chat_standin: import these by module (they start servers or
@@ -15,6 +16,7 @@ from __future__ import annotations
 from helpers.cli import console_script, main_in_fresh_process, query_json, run_cli, run_script
 from helpers.git import commit, git, init_repo
 from helpers.nodes import commit_node, node, shell_node, store_nodes, turn_node, write_commands
+from helpers.shell import typed_in_bash
 
 __all__ = [
     "commit",
@@ -30,5 +32,6 @@ __all__ = [
     "shell_node",
     "store_nodes",
     "turn_node",
+    "typed_in_bash",
     "write_commands",
 ]

@@ -1,0 +1,30 @@
+"""Typing at a real interactive shell with NexusMem's prompt hook sourced."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def typed_in_bash(repo: Path, *commands: str) -> None:
+    """COMMANDS typed at a real interactive bash with the prompt hook sourced, as README says: each logged."""
+    import pexpect
+
+    from nexusmem.resources import script_path
+
+    env = dict(os.environ, PS1="PROMPT> ", TERM="dumb", HISTCONTROL="")
+    child = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env=env, cwd=str(repo), timeout=10)
+    try:
+        child.sendline(f"source '{script_path('shell/nexusmem.bash')}'".encode())
+        for command in commands:
+            child.sendline(command.encode())
+        done = f"true done-typing-{time.time_ns()}".encode()
+        child.sendline(done)
+        log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+        for _ in range(100):
+            if log.exists() and done in log.read_bytes():
+                break
+            child.expect([pexpect.TIMEOUT, pexpect.EOF], timeout=0.1)
+    finally:
+        child.close(force=True)
