@@ -40,6 +40,9 @@ def status(project: Project) -> dict[str, Any]:
         by_relation = store.link_counts()
         sources = store.sources()
         git_cursor = store.cursor("git")
+        moved = repo.boundary_moved(
+            project.root, git_cursor, lambda shas: store.commits_stored_by(shas, store.write_seq())
+        )
         return {
             "root": str(project.root),
             "project": project.id,
@@ -69,8 +72,10 @@ def status(project: Project) -> dict[str, Any]:
             # HEAD moved since the git source last read it (a reset, a checkout, a rebase: no hook runs
             # for those): {"memory_at", "head"}, else null.
             "head_moved": head_moved(project.root, git_cursor),
-            # The clone was deepened (`git fetch --unshallow`, `--deepen`) since: older commits arrived.
-            "deepened": repo.deepened(project.root, git_cursor),
+            # The clone was deepened (`git fetch --unshallow`, `--deepen`) since: older commits arrived; or
+            # made shallower (`git fetch --depth N`): memory keeps the commits it cut off.
+            "deepened": moved == "deepened",
+            "shallower": moved == "shallower",
             # The last sync was stopped before it ended (killed): when it started, else null.
             "sync_unfinished": iso(paths.sync_unfinished(project.root)),
             # The disk holding .nexusmem/ has less room than a sync needs: {"free_bytes", "needed_bytes"}.
@@ -179,6 +184,11 @@ def render(info: dict[str, Any]) -> str:
         lines.append(
             "git: the clone was deepened since the last sync (`git fetch --unshallow` or `--deepen`: no hook"
             " runs for it): the older commits are not in memory yet; run `nexusmem sync`"
+        )
+    if info.get("shallower"):
+        lines.append(
+            "git: the clone was made shallower since the last sync (`git fetch --depth`): memory keeps the"
+            " older commits git no longer reaches; nothing is missing"
         )
     for name, gone in info.get("hooks_gone", {}).items():
         lines.append(f"{name}: {gone}")

@@ -637,6 +637,11 @@ def sync(
                 conversations: ConversationReader = store
                 ctx.known["conversations"] = conversations
                 ctx.known["commits_in_memory"] = lambda shas: store.commits_stored_by(shas, seq_at_start)
+                # A clone made shallower keeps the commits behind its new cut (the git sources' keep()), and the
+                # changelog's links to them.
+                ctx.known["commit_ancestors"] = store.commit_ancestors
+                ctx.known["commit_texts"] = store.commit_texts
+                ctx.known["links_from"] = store.links_from
                 if denied is not None:
                     # Text a source derives rather than stores (a commit's change words) is checked here.
                     ctx.known["denied"] = denied

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nexusmem import project
+from nexusmem.identity import node_id
 from nexusmem.paths import db_path
 from nexusmem.store.db import open_store
 
@@ -96,6 +97,49 @@ def test_deepening_a_shallow_clone_is_noticed(repo: Path, tmp_path: Path) -> Non
     assert "deepened" not in run_cli("-C", str(clone), "status").stdout
     again = json.loads(run_cli("-C", str(clone), "sync", "--no-embed", "--json").stdout)
     assert again["added"] == 0  # and a sync after that has nothing new
+
+
+def test_a_clone_made_shallower_keeps_the_history_it_cut_off(repo: Path, tmp_path: Path) -> None:
+    """`git fetch --depth 2` after a sync at a greater depth was called a deepen, and the sync it advised
+    deleted every commit (and its diffs, and the changelog's links to them) the new cut put out of git's
+    reach: they happened, memory keeps them. A commit an amend leaves behind is still pruned."""
+    fix = commit(repo, "pool: drop half-closed sockets (#412)", {"src/pool.py": "x = 2\n"})
+    for n in range(4):
+        commit(repo, f"feat: step {n}", {f"src/step{n}.py": f"N = {n}\n"})
+    commit(
+        repo,
+        "docs: the changelog",
+        {"CHANGELOG.md": "# Changelog\n\n## 1.1.0\n\n- Drop half-closed sockets (#412)\n"},
+    )
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "6", f"file://{repo}", str(clone))
+    run_cli("-C", str(clone), "sync", "--no-embed")
+    before = commit_titles(clone)
+    assert {"pool: drop half-closed sockets (#412)", "feat: step 0"} <= before
+    linked = links(clone)
+    assert (node_id(project.load(clone).id, "git_commit", fix), "changelog") in {
+        (b, r) for _a, b, r in linked
+    }
+    with open_store(db_path(clone)) as store:
+        diffs = {row[0] for row in store.conn.execute("SELECT ref FROM nodes WHERE kind = 'code_diff'")}
+    git(clone, "fetch", "-q", "--depth", "2")
+    status = json.loads(run_cli("-C", str(clone), "status", "--json").stdout)
+    assert (status["shallower"], status["deepened"]) == (True, False)
+    said = run_cli("-C", str(clone), "status").stdout
+    assert "made shallower since the last sync" in said and "deepened" not in said
+    done = json.loads(run_cli("-C", str(clone), "sync", "--no-embed", "--json").stdout)
+    assert done["removed"] == 0
+    assert commit_titles(clone) == before
+    assert links(clone) == linked
+    with open_store(db_path(clone)) as store:
+        assert {
+            row[0] for row in store.conn.execute("SELECT ref FROM nodes WHERE kind = 'code_diff'")
+        } == diffs
+    # A real rewrite in the shallow clone: the amended commit goes, the history behind the cut stays.
+    commit(clone, "feat: step 4", {"src/step4.py": "N = 4\n"})
+    git(clone, "commit", "-q", "--amend", "-m", "feat: step four")
+    run_cli("-C", str(clone), "sync", "--no-embed")
+    assert commit_titles(clone) == before | {"feat: step four"}
 
 
 @pytest.mark.slow

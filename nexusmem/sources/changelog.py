@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from nexusmem.sources.docs import (
     too_big_problem,
     unreadable_problem,
 )
+from nexusmem.sources.git.repo import boundary
 from nexusmem.text import one_line
 
 _CURSOR_VERSION = "changelog-8"
@@ -146,8 +147,12 @@ def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]],
     return sorted(found), sorted(too_big)
 
 
-def _commit_numbers(root: Path) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Number → commits whose message names it (subject matches first), and every commit's time (ms)."""
+def _commit_numbers(
+    root: Path, older: Sequence[tuple[str, int, str, str]] = ()
+) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Number → commits whose message names it (subject matches first), and every commit's time (ms). OLDER:
+    (sha, time in ms, subject, message) of the commits memory holds behind a shallow clone's cut (see
+    _behind_the_cut), after HEAD's history as git has it."""
     subject_hits: dict[str, list[str]] = {}
     body_hits: dict[str, list[str]] = {}
     times: dict[str, int] = {}
@@ -159,6 +164,9 @@ def _commit_numbers(root: Path) -> tuple[dict[str, list[str]], dict[str, int]]:
         for raw in records:
             _record(raw, subject_hits, body_hits, times)
     _record(buf, subject_hits, body_hits, times)
+    for sha, ts_ms, subject, message in older:
+        if sha not in times:
+            _note(sha, ts_ms, subject, message, subject_hits, body_hits, times)
     merged: dict[str, list[str]] = {}
     for number in subject_hits.keys() | body_hits.keys():
         shas = list(dict.fromkeys(subject_hits.get(number, []) + body_hits.get(number, [])))
@@ -190,7 +198,19 @@ def _record(
     if len(fields) != 4 or len(fields[0]) not in (40, 64):
         return
     sha, ts, subject, body = fields
-    times[sha] = int(ts or 0) * 1000 if ts.isdigit() else 0
+    _note(sha, int(ts) * 1000 if ts.isdigit() else 0, subject, body, subject_hits, body_hits, times)
+
+
+def _note(
+    sha: str,
+    ts_ms: int,
+    subject: str,
+    body: str,
+    subject_hits: dict[str, list[str]],
+    body_hits: dict[str, list[str]],
+    times: dict[str, int],
+) -> None:
+    times[sha] = ts_ms
     for number in set(_NUMBER.findall(subject)):
         subject_hits.setdefault(number, []).append(sha)
     for number in set(_NUMBER.findall(body)) - set(_NUMBER.findall(subject)):
@@ -239,6 +259,20 @@ def _added_by(root: Path, paths: list[str], wanted: set[str]) -> tuple[dict[str,
     return found, newest
 
 
+def _behind_the_cut(ctx: ScanContext) -> list[tuple[str, int, str, str]]:
+    """(sha, time in ms, subject, message) of the commits memory keeps behind a shallow clone's cut (recorded
+    before a shallower fetch put them out of git's reach; the git source's keep), newest first: the entries
+    that name them keep their links. [] for a complete clone, or outside a sync."""
+    ancestors = ctx.known.get("commit_ancestors")
+    texts = ctx.known.get("commit_texts")
+    cut = boundary(ctx.root)
+    if not cut or ancestors is None or texts is None:
+        return []
+    behind = ancestors(cut)  # the cut's own commits too: `.git/shallow` keeps an older cut's line
+    found: list[tuple[str, int, str, str]] = texts(sorted(behind)) if behind else []
+    return sorted(found, key=lambda row: row[1], reverse=True)
+
+
 class ChangelogSource:
     """Release-note entries, linked to the commits they describe (see the module docstring)."""
 
@@ -284,11 +318,15 @@ class ChangelogSource:
             text = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")
             entries.extend(split_entries(text, display_path(path)))
         try:
-            numbers, times = _commit_numbers(ctx.root) if entries else ({}, {})
+            older = _behind_the_cut(ctx) if entries else []
+            numbers, times = _commit_numbers(ctx.root, older) if entries else ({}, {})
             added, newest = _added_by(ctx.root, [p for p, _ in files], {e.first_line for e in entries})
         except GitCommandError as exc:
             result.notes.append(f"commit links skipped: {exc}")
-            numbers, times, added, newest = {}, {}, {}, ""
+            numbers, times, added, newest, older = {}, {}, {}, "", []
+        # An entry keeps the links it had to those commits: git cannot tell any more which of them added it.
+        behind = {node_id(ctx.project_id, "git_commit", sha): sha for sha, *_ in older if sha not in times}
+        linked_before = ctx.known.get("links_from") if behind else None
         per_commit: dict[str, int] = {}
         for sha in added.values():
             per_commit[sha] = per_commit.get(sha, 0) + 1
@@ -312,6 +350,10 @@ class ChangelogSource:
             occurrence = seen.get(key_base, 0)
             seen[key_base] = occurrence + 1
             key = f"{key_base}#{occurrence}"
+            if linked_before is not None:
+                before = linked_before([node_id(ctx.project_id, "doc_section", key)])
+                commits += [behind[to] for _id, to, rel in before if rel == RELATION and to in behind]
+                commits = list(dict.fromkeys(commits))
             # The title shows the first line as a reader sees it ("Fix copy (#123)", not the link's URL); the
             # text keeps the link, whose number ties the entry to its commit.
             headline = inline_text(re.sub(r"^[-*+]\s+", "", body.split("\n", 1)[0]).strip())

@@ -182,6 +182,29 @@ class NodesMixin:
         )
         return {row[0] for row in rows_in(self.conn, sql, shas, seq)}
 
+    def commit_ancestors(self, shas: Sequence[str]) -> set[str]:
+        """The commits memory holds that SHAS reach by the parents their stored git_commit nodes record (the
+        SHAS themselves among them when held): the history behind a shallow clone's cut that memory
+        recorded before a shallower fetch put it out of git's reach. One recursive read over the
+        (source, natural_key) index; UNION stops at a commit reached twice."""
+        sql = (
+            "WITH RECURSIVE up(sha) AS (SELECT value FROM json_each(?)"
+            " UNION SELECT p.value FROM up JOIN nodes n ON n.source = 'git' AND n.natural_key = up.sha"
+            " AND n.kind = 'git_commit', json_each(n.meta, '$.parents') p)"
+            " SELECT up.sha FROM up JOIN nodes n ON n.source = 'git' AND n.natural_key = up.sha"
+            " AND n.kind = 'git_commit'"
+        )
+        return {row[0] for row in self.conn.execute(sql, (json.dumps(list(shas)),))}
+
+    def commit_texts(self, shas: Sequence[str]) -> list[tuple[str, int, str, str]]:
+        """(sha, time in ms, subject, message) of those of SHAS whose git_commit node memory holds (the message
+        as stored: redacted, with its file list)."""
+        sql = (
+            "SELECT natural_key, ts, title, body FROM nodes WHERE source = 'git' AND kind = 'git_commit'"
+            " AND natural_key IN ({marks})"
+        )
+        return [(row[0], int(row[1] or 0), row[2], row[3]) for row in rows_in(self.conn, sql, shas)]
+
     def firsthand_ids(self, ids: Sequence[str]) -> set[str]:
         """The ids among IDS stored from a first-hand sighting (meta without `seen_in`): what a second-hand
         node of the same id must not overwrite (see _upsert_batch)."""

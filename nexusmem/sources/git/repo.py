@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +86,37 @@ def shallow_mark(root: Path) -> str:
         return ""
 
 
-def deepened(root: Path, cursor: str | None) -> bool:
-    """Whether the clone's shallow boundary moved since the sync that left CURSOR (older commits arrived)."""
+def boundary(root: Path) -> list[str]:
+    """The commits at a shallow clone's cut (the lines of `.git/shallow`), [] for a complete clone."""
+    common = paths.git_common_dir(root)
+    try:
+        lines = (common / "shallow").read_bytes().split() if common is not None else []
+    except OSError:  # no file: a complete clone
+        return []
+    return [line.decode("ascii") for line in lines if _HEX.match(line)]
+
+
+Held = Callable[[list[str]], set[str]]  # which of some shas memory held when the sync began
+
+
+def only_cut(cut: list[str], held_at_cut: set[str]) -> bool:
+    """Whether a clone whose shallow boundary moved was only made shallower (`git fetch --depth N` below the
+    depth it had): every commit at the new CUT is one memory holds (HELD_AT_CUT), so no commit older than
+    those memory held arrived. A deepen, an unshallow, or a shallow fetch of commits memory never saw (a
+    tag's history) puts the cut at a commit memory does not hold."""
+    return bool(cut) and held_at_cut == set(cut)
+
+
+def boundary_moved(root: Path, cursor: str | None, held: Held) -> str | None:
+    """How the clone's shallow boundary moved since the sync that left CURSOR: "deepened" (older commits
+    arrived: `--deepen`, `--unshallow`, a shallow fetch that brought commits memory does not hold),
+    "shallower" (only cut: memory keeps the commits behind the new cut, see the git source's keep), None
+    when it did not move."""
     mark = _cursor_shallow(cursor)
-    return mark is not None and mark != shallow_mark(root)[1:]
+    if mark is None or mark == shallow_mark(root)[1:]:
+        return None
+    cut = boundary(root)
+    return "shallower" if only_cut(cut, held(cut) if cut else set()) else "deepened"
 
 
 def _refs_one_by_one(root: Path) -> tuple[bytes, str]:
@@ -139,20 +167,46 @@ class WalkPlan:
     # `git rev-list` of the whole history is needed to prune (about a second each on git/git's 82k commits,
     # in every post-commit sync, for the git and the diff source).
     grew: bool = False
+    # A shallow clone's cut (`.git/shallow`) and, of its commits, those memory held when the sync began.
+    cut: list[str] = field(default_factory=list)
+    held_at_cut: set[str] = field(default_factory=set)
+
+    def past_the_cut(self, revs: list[str] | None) -> list[str] | None:
+        """REVS without the commits at the cut memory holds: git shows each as a root that added every file,
+        where memory read it with its parents (before a shallower fetch cut below it) or as it is now (at
+        the same cut before). The cut has no ancestors in git's eyes, so `^sha` leaves out that one."""
+        if revs is None or not self.held_at_cut:
+            return revs
+        return [*revs, *(f"^{sha}" for sha in sorted(self.held_at_cut))]
 
 
-def plan_walk(root: Path, cursor: str | None, full: bool) -> WalkPlan:
-    """Decide between no-op, fast-forward (prevHEAD..HEAD) and full walk (first sync or rewritten history)."""
+def plan_walk(root: Path, cursor: str | None, full: bool, held: Held | None = None) -> WalkPlan:
+    """Decide between no-op, fast-forward (prevHEAD..HEAD) and full walk (first sync or rewritten history).
+    HELD (which of some shas memory holds; absent outside a sync) tells a clone made shallower from a
+    deepened one, and which commits at the cut a walk leaves as memory holds them."""
     state = repo_state(root)
     if not full and cursor is not None and cursor == state.cursor:
         return WalkPlan(state, noop=True)
     if state.head is None:
         return WalkPlan(state)
+    cut = boundary(root)
+    held_at_cut = held(cut) if cut and held is not None else set()
     prev = None if full else cursor_head(cursor)
-    if prev is not None and _cursor_shallow(cursor) != _cursor_shallow(state.cursor):
+    moved = prev is not None and _cursor_shallow(cursor) != _cursor_shallow(state.cursor)
+    if moved and not only_cut(cut, held_at_cut):
         return WalkPlan(
-            state, revs=[state.head], full=True
+            state, revs=[state.head], full=True, cut=cut, held_at_cut=held_at_cut
         )  # deepened or unshallowed: older commits appeared
+    # Made shallower (or not moved): nothing older arrived, and history is read as below.
+    plan = _plan_moves(root, state, prev, cursor)
+    plan.cut, plan.held_at_cut = cut, held_at_cut
+    plan.grew = plan.grew and not moved
+    return plan
+
+
+def _plan_moves(root: Path, state: RepoState, prev: str | None, cursor: str | None) -> WalkPlan:
+    """The walk from PREV (the HEAD memory was synced at; None: the whole history) to STATE's HEAD."""
+    assert state.head is not None
     if prev == state.head:  # only other refs moved: nothing new on HEAD, but branches may have gone
         return WalkPlan(state, revs=None)
     if prev is not None:

@@ -25,7 +25,7 @@ DIFF_PROGRESS_EVERY = 10
 def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[WalkPlan | None, ScanResult]:
     """Plan the walk for a git-backed source. (None, result) when nothing moved since the cursor;
     otherwise the plan and a result whose keep() drops nodes (natural key → sha) of unreachable commits."""
-    plan = plan_walk(ctx.root, ctx.cursor, ctx.full)
+    plan = plan_walk(ctx.root, ctx.cursor, ctx.full, ctx.known.get("commits_in_memory"))
     if plan.noop:
         return None, ScanResult(nodes=(), cursor=ctx.cursor, keep=None)
     broken = plan.state.broken
@@ -33,9 +33,24 @@ def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[Wal
     keep: Callable[[str], bool] | None = None
     if reachable is not None:
         commits = reachable
+        # A shallow clone: a commit git does not reach may be history behind the cut rather than rewritten
+        # away (`git fetch --depth 2` after a sync at depth 20 cuts off commits that happened). Kept: those
+        # memory holds that the commits at the cut reach by the parents memory recorded for them. A commit
+        # an amend, a rebase or a reset left is no ancestor of the cut and goes as in a complete clone.
+        ancestors: Callable[[list[str]], set[str]] | None = ctx.known.get("commit_ancestors")
+        cut = plan.cut
+        behind: set[str] | None = None  # read at the first commit git does not reach
 
         def keep(key: str) -> bool:
-            return sha_of_key(key) in commits
+            nonlocal behind
+            sha = sha_of_key(key)
+            if sha in commits:
+                return True
+            if not cut or ancestors is None:
+                return False
+            if behind is None:
+                behind = ancestors(cut)
+            return sha in behind
 
     result = ScanResult(nodes=(), cursor=plan.state.cursor, keep=keep)
     if broken:
@@ -68,6 +83,7 @@ class GitSource:
             # the history no longer reaches are pruned by the scan's keep(). Reading every commit's change
             # words again took seconds on each amend (2.3 s on urllib3's 4,402 commits).
             revs = _new_to_memory(ctx, plan.since, plan.state.head)
+        revs = plan.past_the_cut(revs)
         if revs is None:
             return
         from nexusmem.nodes import ts_ok
@@ -206,7 +222,7 @@ class DiffSource:
         elif revs is not None and plan.full:
             window = int(_setting(ctx.config, "sources.diff.initialCommits"))
             revs = [*revs, f"--max-count={window}"] if window > 0 else None
-        result.nodes = self._nodes(ctx, revs, result)
+        result.nodes = self._nodes(ctx, plan.past_the_cut(revs), result)
         return result
 
     def _nodes(self, ctx: ScanContext, revs: list[str] | None, result: ScanResult) -> Iterator[Node]:
