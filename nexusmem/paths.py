@@ -194,7 +194,50 @@ def repo_root(start: Path | str | None = None) -> Path:
     text = os.fsdecode(out.rstrip(b"\n"))
     if not text:
         raise NotARepositoryError(f"{where} is inside a .git directory, not a work tree")
-    return Path(text)
+    root = Path(text)
+    if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
+        _say_git_env_ignored(root)
+    return root
+
+
+_said_git_env: set[Path] = set()
+
+
+def _common_of(gitdir: Path) -> Path:
+    """The git directory GITDIR shares with its worktrees (a linked worktree's names it in `commondir`)."""
+    try:
+        return (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return gitdir
+
+
+def _say_git_env_ignored(root: Path) -> None:
+    """One line on stderr (once a process) when GIT_DIR or GIT_WORK_TREE name another repository than ROOT,
+    the one found from the directory: NexusMem does not follow them (gitcmd.clean_env), and answered from
+    ROOT's memory without a word. Git's own hooks set GIT_DIR to the repository they run in (a linked
+    worktree's git directory, which shares ROOT's), which is not another."""
+    here = Path.cwd()
+    git_env = {name: os.environ.get(name, "") for name in ("GIT_DIR", "GIT_WORK_TREE")}
+    named = {name: (here / value).resolve() for name, value in git_env.items() if value}
+    ours = git_common_dir(root)
+    elsewhere = [
+        name
+        for name, path in named.items()
+        if (_common_of(path) != ours if name == "GIT_DIR" else path != root.resolve())
+    ]
+    if not elsewhere or root in _said_git_env:
+        return
+    _said_git_env.add(root)
+    import sys
+
+    from nexusmem.text import one_line
+
+    shown = ", ".join(f"{name}={one_line(git_env[name])}" for name in elsewhere)
+    print(
+        f"nexusmem: warning: {shown} not followed (a `--git-dir=… --work-tree=…` repository is not"
+        f" supported): using {one_line(str(root))}, the repository found from the directory",
+        file=sys.stderr,
+    )
 
 
 def refuses_owner(message: str | bytes) -> bool:

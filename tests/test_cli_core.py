@@ -543,3 +543,40 @@ def test_a_git_dir_work_tree_repository_is_named_as_not_supported(tmp_path: Path
     done = subprocess.run([console_script(), "status"], cwd=work, env=env, capture_output=True, text=True)
     assert done.returncode == 1 and "does not follow GIT_DIR or GIT_WORK_TREE" in done.stderr, done.stderr
     assert "git init" not in done.stderr
+
+
+def test_git_dir_set_inside_another_repository_is_said(repo: Path, tmp_path: Path) -> None:
+    """GIT_DIR/GIT_WORK_TREE naming a dotfiles repository while the directory is in another one were passed
+    over in silence: `status` reported the other repository's memory as if it were the one asked for. One
+    line on stderr says so; git's own hooks, which set GIT_DIR to the repository they run in, get none."""
+    commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    bare, work = tmp_path / "dotfiles.git", tmp_path / "home"
+    work.mkdir()
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+
+    def status(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [console_script(), "status"], cwd=repo, env={**os.environ, **env}, capture_output=True, text=True
+        )
+
+    done = status(GIT_DIR=str(bare), GIT_WORK_TREE=str(work))
+    assert done.returncode == 0 and f"root      {repo.resolve()}" in done.stdout
+    warned = done.stderr.strip().splitlines()
+    assert len(warned) == 1, done.stderr
+    assert f"GIT_DIR={bare}" in warned[0] and f"GIT_WORK_TREE={work}" in warned[0]
+    assert "not followed" in warned[0] and str(repo.resolve()) in warned[0]
+    assert "not followed" in status(GIT_WORK_TREE=str(work)).stderr
+    # The repository's own git directory (a hook's GIT_DIR, relative or not; a linked worktree's): no word.
+    assert status(GIT_DIR=".git").stderr == ""
+    assert status(GIT_DIR=str(repo / ".git"), GIT_WORK_TREE=str(repo)).stderr == ""
+    other = tmp_path / "feature-wt"
+    git(repo, "worktree", "add", "-q", str(other))
+    hooked = subprocess.run(
+        [console_script(), "status"],
+        cwd=other,
+        env={**os.environ, "GIT_DIR": str(repo / ".git" / "worktrees" / "feature-wt")},
+        capture_output=True,
+        text=True,
+    )
+    assert hooked.returncode == 0 and hooked.stderr == "", hooked.stderr
