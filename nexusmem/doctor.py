@@ -583,6 +583,12 @@ def check_store(root: Path) -> list[Check]:
     checks = []
     state = paths.state_dir(root)
     db = paths.db_path(root)
+    blocked = project.state_in_the_way(state)
+    if blocked is not None:  # a sync fails on it (and so does every auto-sync): moving it aside comes first
+        sync = f"nexusmem -C {shlex.quote(str(root))} sync"
+        held = shlex.quote(str(state))
+        fix = f"{blocked[1]}; then {sync}" if state.is_symlink() else f"mv {held} {held}.moved && {sync}"
+        return [Check("store", False, f"{blocked[0]}: no memory can be made there", fix)]
     if not db.exists():
         return [Check("store", False, f"{root} has no memory yet", f"nexusmem -C {root} sync")]
     try:
@@ -831,6 +837,8 @@ def run(start: Path | None) -> list[Check]:
         checks += store
     checks += check_backend()
     unconfirmed, invalid = _unconfirmed(memory)
+    if invalid is not None and memory is not None and project.state_in_the_way(paths.state_dir(memory)):
+        invalid = None  # no config can be there: the store's check says what is in the way, and its fix
     if invalid is not None:
         checks.append(Check("config", False, invalid, "fix the file by hand"))
     elif unconfirmed:

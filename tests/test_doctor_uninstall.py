@@ -565,3 +565,24 @@ def test_doctor_in_a_linked_worktree_checks_the_memory_it_answers_from(repo: Pat
     assert (
         code == 1 and "table(s) links missing" in str(problem["detail"]) and str(db) in str(problem["detail"])
     )
+
+
+def test_a_tracked_file_named_nexusmem_is_what_doctor_and_the_hook_install_name(repo: Path) -> None:
+    """A repository that tracks a FILE named .nexusmem: sync said to move it aside, but doctor's fixes were
+    `nexusmem sync` (which fails on it) and "config.json: cannot read: Not a directory — fix the file by
+    hand", and `hook git-post install` promised that the next commit builds the memory (every auto-sync
+    then failed on it, with no log anywhere). Both now name the file in the way and the fix that works."""
+    commit(repo, "chore: a notes file", {".nexusmem": "not a directory\n"})
+    state = repo / ".nexusmem"
+    code, problem = store_problem(repo)
+    assert code == 1 and f"{state} is a file, not a directory" in str(problem["detail"]), problem
+    _code, report = doctor_json(repo)
+    assert not [c for c in report["checks"] if c["area"] == "config" and not c["ok"]], report  # type: ignore[union-attr]
+    installed = run_cli("-C", str(repo), "hook", "git-post", "install")
+    assert f"{state} is a file, not a directory" in installed.output
+    assert "the next commit builds it" not in installed.output
+    paste(str(problem["fix"]))
+    assert (repo / ".nexusmem" / "memory.db").is_file()
+    tighten(repo)
+    code, report = doctor_json(repo)
+    assert not [c for c in report["checks"] if c["area"] == "store" and not c["ok"]], report  # type: ignore[union-attr]

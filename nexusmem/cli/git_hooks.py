@@ -49,7 +49,16 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
             " builds none in the others (run `nexusmem sync` in a repository once to add it).",
             err=True,
         )
-    if not (root / ".nexusmem").is_dir():
+    from nexusmem.project import state_in_the_way
+
+    blocked = state_in_the_way(root / ".nexusmem")
+    if blocked is not None:
+        click.echo(
+            f"Warning: {blocked[0]}: no memory can be made here, and the hooks do nothing until it is gone;"
+            f" {blocked[1]}, then run `nexusmem sync`.",
+            err=True,
+        )
+    elif not (root / ".nexusmem").is_dir():
         if result.shared is not None:
             click.echo(
                 "No memory in this repository yet: run `nexusmem sync` once, and commits keep it current."
