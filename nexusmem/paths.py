@@ -158,6 +158,7 @@ def repo_root(start: Path | str | None = None) -> Path:
     where = Path(start) if start is not None else Path.cwd()
     if not where.exists():
         raise NotARepositoryError(f"{where}: no such directory")
+    given = where  # what the error names (`-C notes.txt`), not the folder it is in
     if where.is_file():
         where = where.parent
     from nexusmem import gitcmd  # subprocess: not for the process-free paths (find_root_fast)
@@ -188,8 +189,9 @@ def repo_root(start: Path | str | None = None) -> Path:
                 " GIT_WORK_TREE (a repository kept as `--git-dir=... --work-tree=...`, such as dotfiles, is"
                 " not supported); run it in a clone whose .git is in its work tree"
             ) from exc
+        what = f"{given} (a file)" if given != where else where
         raise NotARepositoryError(
-            f"{where} is not inside a git repository (run `git init` first, or pass -C PATH)"
+            f"{what} is not inside a git repository (run `git init` first, or pass -C PATH)"
         ) from exc
     text = os.fsdecode(out.rstrip(b"\n"))
     if not text:

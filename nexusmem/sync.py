@@ -26,6 +26,7 @@ from nexusmem.sources.base import (
     Source,
     _no_progress,
 )
+from nexusmem.text import one_line
 
 # Set by migration 7 or 10 in a store that already held commits (value "1", "defined"), by scrub ("scrub") or
 # by a user-wide forget entry new to this store ("forget"): the next git
@@ -115,7 +116,7 @@ class SyncSummary:
         )
         waited = f" (after waiting {summary.waited:.2f}s for another sync)" if summary.waited >= 0.01 else ""
         text = (
-            f"{head} {summary.root} in {summary.seconds:.2f}s{waited}: {'; '.join(parts) or 'no sources enabled'}. "
+            f"{head} {one_line(str(summary.root))} in {summary.seconds:.2f}s{waited}: {'; '.join(parts) or 'no sources enabled'}. "
             f"{summary.total_nodes} node(s) in memory."
         )
         links = summary.links

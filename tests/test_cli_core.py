@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from helpers import commit, console_script, git, main_in_fresh_process, query_json, run_cli, run_script
+from helpers import (
+    commit,
+    console_script,
+    git,
+    init_repo,
+    main_in_fresh_process,
+    query_json,
+    run_cli,
+    run_script,
+)
 
 DAY = 86_400
 
@@ -580,3 +589,35 @@ def test_git_dir_set_inside_another_repository_is_said(repo: Path, tmp_path: Pat
         text=True,
     )
     assert hooked.returncode == 0 and hooked.stderr == "", hooked.stderr
+
+
+def test_a_file_given_to_c_is_named_as_the_file(tmp_path: Path) -> None:
+    """`nexusmem -C notes.txt status` outside any repository said "<the folder of notes.txt> is not inside a
+    git repository": a path the user never typed."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("x\n", encoding="utf-8")
+    done = run_script("-C", "notes.txt", "status", cwd=folder)
+    assert done.returncode == 1, done.stderr
+    assert "Error: notes.txt (a file) is not inside a git repository" in done.stderr, done.stderr
+
+
+def test_a_path_with_a_newline_or_a_tab_is_one_line_in_sync_doctor_and_projects(tmp_path: Path) -> None:
+    """A repository folder named with a newline and a tab was printed raw by sync, doctor and projects (one
+    entry over two lines), where commit text is spelled with escapes: the paths are now too."""
+    repo = init_repo(tmp_path / "a\nb\tc")
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    shown = str(repo).replace("\n", "\\n").replace("\t", "\\t")
+    synced = run_script("sync", "--no-embed", cwd=repo)
+    assert synced.returncode == 0, synced.stderr
+    assert synced.stdout.startswith(f"Initialised and synced {shown} in "), synced.stdout
+    assert len(synced.stdout.strip().splitlines()) == 1
+    doctor = run_script("doctor", cwd=repo).stdout
+    assert f"ok      store      {shown}/.nexusmem/memory.db" in doctor, doctor
+    checks = json.loads(run_script("doctor", "--json", cwd=repo).stdout)["checks"]
+    assert len(doctor.splitlines()) == len(checks) + sum(1 for c in checks if c["fix"]) + 1, doctor
+    listed = run_script("projects", cwd=repo).stdout.splitlines()
+    assert len(listed) == 1 and listed[0].endswith(f" {shown}"), listed
+    # --json stays exact.
+    data = json.loads(run_script("projects", "--json", cwd=repo).stdout)
+    assert data["projects"][0]["root"] == str(repo)

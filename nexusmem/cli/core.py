@@ -388,12 +388,14 @@ def projects_cmd(prune: bool, as_json: bool) -> None:
         # projects.json keeps its keys as written; what --json prints is snake_case like every --json.
         echo_json({"projects": [_snake(p) for p in rows], "pruned": [_snake(p) for p in removed]})
         return
+    from nexusmem.text import one_line
+
     for p in removed:
-        echo_human(f"pruned   {p['root']} (database gone)")
+        echo_human(f"pruned   {one_line(str(p['root']))} (database gone)")
     if not rows:
         click.echo("no projects registered yet (run `nexusmem sync` in a repository)")
     for p in rows:
         flag = "MISSING " if p["missing"] else "        "
-        echo_human(f"{flag}{p.get('name', '?'):<24} {p['root']}")
+        echo_human(f"{flag}{one_line(str(p.get('name', '?'))):<24} {one_line(str(p['root']))}")
     if any(p["missing"] for p in rows) and not prune:
         click.echo("(MISSING: the database is gone or unreachable; `nexusmem projects --prune` forgets them)")

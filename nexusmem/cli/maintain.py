@@ -10,7 +10,7 @@ import sys
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import library_errors
+from nexusmem.cli.common import echo_human, library_errors
 
 
 @click.command("doctor")
@@ -35,11 +35,15 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
         out = {"ok": not problems, "problems": len(problems), "checks": [c.to_json() for c in checks]}
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
+        from nexusmem.text import one_line
+
+        # One line a check, its fix below: a path holding a newline or a tab is spelled with escapes, as
+        # commit text is (--json has it exact).
         for check in checks:
             mark = "ok     " if check.ok else "PROBLEM"
-            click.echo(f"{mark} {check.area:<10} {check.detail}")
+            echo_human(f"{mark} {check.area:<10} {one_line(check.detail)}")
             if check.fix:
-                click.echo(f"        fix: {check.fix}")
+                echo_human(f"        fix: {one_line(check.fix)}")
         click.echo(f"{len(problems)} problem(s)." if problems else "No problems found.")
     if problems:
         ctx.exit(1)
