@@ -33,6 +33,18 @@ _STABLE = [
     "core.fsmonitor=",
 ]
 
+# No git we start ever fetches. A partial clone (`--filter=blob:none`, a promisor remote) fetches each object
+# it lacks the moment a `git log -p` needs it, one commit at a time, through its remote: seconds a try, and
+# git tries again (10 commits held the sync lock 160 s with a remote that took 2 s to fail; hours behind a
+# VPN that is down). And the transport is the repository's to choose: its .git/config names the ssh program
+# (`core.sshCommand`), the upload-pack of a local path (`remote.<name>.uploadpack`), a remote helper (`ext::`
+# runs any command). An empty allow list refuses every transport before anything starts, and wins over any
+# `protocol.<name>.allow` a config sets (`-c protocol.allow=never` does not); GIT_NO_LAZY_FETCH (git's
+# May 2024 releases on: 2.39.4, 2.45.1) does not even try. The object is then missing: its commit is kept
+# without its change (commits.past_unreadable). Nothing asks for a password either (a credential helper,
+# the terminal).
+_NO_FETCH = {"GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
+
 
 def clean_env(keep: Sequence[str] = ()) -> dict[str, str]:
     """The environment minus GIT_* variables that a calling hook may have set (GIT_DIR, GIT_INDEX_FILE...).
@@ -42,7 +54,7 @@ def clean_env(keep: Sequence[str] = ()) -> dict[str, str]:
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP or k in keep}
     env["LC_ALL"] = "C"
-    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.update(_NO_FETCH)
     # No optional write of the index (`git status` refreshing it would take index.lock beside a commit the
     # user is making); `git diff` writes it anyway: see worktree_options.
     env["GIT_OPTIONAL_LOCKS"] = "0"

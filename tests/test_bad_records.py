@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from nexusmem import project
 
 from helpers import commit, console_script, git, query_json, run_cli, run_script, write_commands
 from helpers.env import unreadable
+from helpers.git import partial_clone
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -274,6 +276,56 @@ def test_a_commit_whose_blob_is_missing_is_kept_without_its_patch(repo: Path) ->
         it["title"] == "feat: add the lost binary"
         for it in json.loads(cli(repo, "query", "--json", "--budget", "20000", "lost binary").stdout)["items"]
     )
+
+
+def test_a_partial_clone_whose_remote_hangs_syncs_at_once_and_keeps_every_commit(tmp_path: Path) -> None:
+    # A `--filter=blob:none` clone behind a VPN that is down: git tried to fetch every missing blob, one
+    # commit at a time, several times each, for both the commit and the diff walk (160 s for 10 commits
+    # with a remote that took 2 s to fail), holding the sync lock. Nothing is fetched now.
+    clone = partial_clone(tmp_path, 5)
+    attempts = tmp_path / "attempts"
+    git(clone, "config", "core.sshCommand", f"echo try >> {attempts}; sleep 2; false")
+    started = time.monotonic()
+    proc = cli(clone, "sync", "--json", "--no-embed")
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    assert not attempts.exists(), attempts.read_text()
+    assert elapsed < 15, elapsed  # the tries alone took 5 x 4 x 2 s
+    sources = {s["name"]: s for s in json.loads(proc.stdout)["sources"]}
+    # Every commit is kept; those whose change names a blob the clone lacks lose only their change, and
+    # the note says why, and how to bring them.
+    assert sources["git"]["added"] == 5 and sources["git"]["skipped"] == 0
+    (note,) = [n for n in sources["git"]["notes"] if "without their change" in n]
+    assert "this partial clone lacks their objects" in note and "git log -p" in note, note
+    assert sources["diff"]["skipped"] >= 4, sources["diff"]
+
+
+def test_a_partial_clone_missing_most_changes_still_keeps_every_commit(tmp_path: Path) -> None:
+    # A partial clone lacks every old change by design: past the 100 a damaged clone may lack before the
+    # sync gives up, the rest of its history is read without its change, in one walk.
+    clone = partial_clone(tmp_path, 130)
+    proc = cli(clone, "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    sources = {s["name"]: s for s in json.loads(proc.stdout)["sources"]}
+    assert sources["git"]["added"] == 130 and sources["git"]["skipped"] == 0
+    notes = sources["git"]["notes"]
+    assert any("kept 130 commit(s)" in n and "partial clone" in n for n in notes), notes
+    with project.load(clone).open_store(readonly=True) as store:
+        titles = {n.title for n in store.iter_nodes("git_commit")}
+    assert titles == {f"feat: kestrel cache step {i}" for i in range(130)}
+
+
+def test_a_partial_clone_holding_its_blobs_is_read_whole(tmp_path: Path) -> None:
+    # Its blobs all fetched already: nothing to fetch, and every change is read as in a full clone.
+    clone = partial_clone(tmp_path, 5, fetched=True)
+    attempts = tmp_path / "attempts"
+    git(clone, "config", "core.sshCommand", f"echo try >> {attempts}; false")
+    proc = cli(clone, "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    sources = {s["name"]: s for s in json.loads(proc.stdout)["sources"]}
+    assert (sources["git"]["added"], sources["git"]["notes"]) == (5, [])
+    assert (sources["diff"]["added"], sources["diff"]["skipped"]) == (5, 0)
+    assert not attempts.exists()
 
 
 def test_a_missing_commit_keeps_the_history_after_it_and_the_other_sources(repo: Path) -> None:

@@ -17,7 +17,7 @@ from nexusmem import project
 
 from helpers import commit, git, run_script
 from helpers import transcripts as T
-from helpers.git import init_repo
+from helpers.git import init_repo, partial_clone
 
 MARK_SCRIPT = """#!/bin/sh
 echo "$0 $*" >> "{log}"
@@ -73,6 +73,28 @@ def test_sync_and_precheck_run_nothing_the_repository_chose(repo: Path, tmp_path
     found = run_script("query", "--json", "retries guide", cwd=repo)
     assert "Guide" in found.stdout
     assert not log.exists()
+
+
+def test_a_partial_clone_fetches_nothing_through_the_program_its_config_names(tmp_path: Path) -> None:
+    # A partial clone fetches each object it lacks through its remote, with the ssh program its .git/config
+    # names; the config also allows ssh outright, whatever the user's own config says.
+    clone = partial_clone(tmp_path, 3)
+    pwned = tmp_path / "PWNED"
+    git(clone, "config", "core.sshCommand", f"touch {pwned}; false")
+    git(clone, "config", "protocol.ssh.allow", "always")
+    # The fixture is live: git's own porcelain runs it as soon as it needs an old blob.
+    subprocess.run(["git", "log", "-p"], cwd=clone, capture_output=True, check=False)
+    assert pwned.exists()
+    pwned.unlink()
+    for args in (["sync", "--no-embed"], ["sync", "--rebuild", "--no-embed"], ["precheck"]):
+        result = run_script(*args, cwd=clone)
+        assert result.returncode == 0, result.stderr
+        assert not pwned.exists(), f"`nexusmem {' '.join(args)}` ran the repository's ssh command"
+    # Not only the lazy fetch of a missing object: a git NexusMem starts starts no transport at all.
+    from nexusmem import gitcmd
+
+    code, _out, err = gitcmd.run_full(["fetch", "origin"], clone)
+    assert code != 0 and b"not allowed" in err and not pwned.exists()
 
 
 THEIRS = {

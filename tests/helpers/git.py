@@ -42,3 +42,22 @@ def commit(
         env = {"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"}
     git(repo, "commit", "-q", "--allow-empty", "-m", message, env=env)
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+def partial_clone(tmp_path: Path, commits: int, *, fetched: bool = False) -> Path:
+    """A `git clone --filter=blob:none` (a partial clone: its promisor remote hands it missing objects on
+    demand) of a history of COMMITS commits, each changing cache.py, whose remote is then an ssh URL: only
+    the blobs it checked out are here (all of them when FETCHED: `git log -p` fetched the rest first), and
+    only a fetch through ssh, which runs the repository's `core.sshCommand`, could bring another."""
+    upstream = init_repo(tmp_path / "upstream")
+    git(upstream, "config", "uploadpack.allowFilter", "true")
+    for i in range(commits):
+        commit(upstream, f"feat: kestrel cache step {i}", {"cache.py": f"KESTREL_STEP = {i}\n"})
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{upstream}", str(clone))
+    assert git(clone, "config", "remote.origin.promisor").strip() == "true"
+    if fetched:
+        git(clone, "log", "-p")
+    git(clone, "remote", "set-url", "origin", "ssh://nexusmem-test.invalid/repo")
+    git(clone, "config", "core.sshCommand", "false")  # a test that needs another sets its own
+    return clone

@@ -185,11 +185,14 @@ def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
     return stream_parsed(args, root, parse_commit_stream)
 
 
-# A clone can lack an object its history names: a damaged snapshot, a partial clone that cannot fetch. A `git
-# log` that reads changes (--numstat, -p) dies at the first commit whose change it cannot read, and every
-# commit after it was lost with it. The walk is resumed after that commit instead (`--skip`), and the commit
-# itself is read without its change (its header needs no blob). A clone missing more than MAX_UNREADABLE
-# commits' changes is not one bad record: the walk stops with git's error, which names the object.
+# A clone can lack an object its history names: a damaged snapshot, a partial clone (whose missing objects no
+# git of ours fetches: gitcmd._NO_FETCH). A `git log` that reads changes (--numstat, -p) dies at the first
+# commit whose change it cannot read, and every commit after it was lost with it. The walk is resumed after
+# that commit instead (`--skip`), and the commit itself is read without its change (its header needs no
+# blob). A damaged clone missing more than MAX_UNREADABLE commits' changes is not one bad record: the walk
+# stops with git's error, which names the object. A partial clone lacks the old changes by design (a
+# `--filter=blob:none` clone holds only the blobs it checked out or fetched since): past that many, the rest
+# of its history is read without its change, in one walk.
 MAX_UNREADABLE = 100
 _UNREADABLE = re.compile(
     r"unable to read|could not read|missing blob|bad object|is corrupt|did not send all necessary objects"
@@ -220,14 +223,26 @@ def resumed(revs: list[str], skip: int) -> list[str] | None:
     return [*out, f"--skip={skip}"]
 
 
+def _headers(root: Path, revs: list[str], position: int, count: int | None = None) -> Iterator[CommitRecord]:
+    """The commits of REVS' walk from POSITION (0-based) on (COUNT of them at most), without their change:
+    no numstat, so git reads no blob."""
+    limit = [f"--max-count={count}"] if count is not None else []
+    args = ["log", "-z", *_LOG_STABLE, _FORMAT, *revs, f"--skip={position}", *limit, "--"]
+    return stream_parsed(args, root, parse_commit_stream)
+
+
 def header_at(root: Path, revs: list[str], position: int) -> CommitRecord | None:
-    """The commit at POSITION (0-based) of REVS' walk, without its change: no numstat, so git reads no
-    blob. None when there is no such commit or git cannot read even that."""
-    args = ["log", "-z", *_LOG_STABLE, _FORMAT, *revs, f"--skip={position}", "--max-count=1", "--"]
+    """The commit at POSITION (0-based) of REVS' walk, without its change. None when there is no such commit
+    or git cannot read even that."""
     try:
-        return next(parse_commit_stream(gitcmd.stream(args, root)), None)
+        return next(_headers(root, revs, position, 1), None)
     except GitCommandError:
         return None
+
+
+# What git says of an object a partial clone lacks and did not fetch ("could not fetch <oid> from promisor
+# remote", after a warning that lazy fetching is disabled where git knows GIT_NO_LAZY_FETCH).
+PROMISOR = "promisor remote"
 
 
 def past_unreadable(
@@ -247,9 +262,18 @@ def past_unreadable(
             yield from walk(current)
             return
         except GitCommandError as exc:
-            if not unreadable_object(exc) or passed >= MAX_UNREADABLE:
+            if not unreadable_object(exc):
                 raise
             position = finished() + passed
+            if passed >= MAX_UNREADABLE:
+                if PROMISOR not in str(exc):
+                    raise
+                why = f"not read: more than {MAX_UNREADABLE} changes this partial clone lacks"
+                for rest in _headers(root, revs, position):
+                    item = lost(rest, why)
+                    if item is not None:
+                        yield item
+                return
             record = header_at(root, revs, position)
             if record is None:
                 raise

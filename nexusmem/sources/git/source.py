@@ -164,7 +164,15 @@ def _up_to_a_missing_parent(items: Iterator[T], ctx: ScanContext, result: ScanRe
 
 def unreadable_note(commits: list[str]) -> str:
     """What a walk says of the commits whose change git could not read (COMMITS: "sha (why)")."""
+    from nexusmem.sources.git.commits import PROMISOR
+
     shown = ", ".join(commits[:5]) + (f" and {len(commits) - 5} more" if len(commits) > 5 else "")
+    if any(PROMISOR in commit for commit in commits):
+        return (
+            f"kept {len(commits)} commit(s) without their change: this partial clone lacks their objects,"
+            " and NexusMem never fetches (`git log -p >/dev/null` fetches them, then `nexusmem sync"
+            f" --rebuild` reads them): {shown}"
+        )
     return (
         f"kept {len(commits)} commit(s) without their change, which git cannot read (a damaged or partial"
         f" clone; `git fsck` tells): {shown}"
