@@ -133,7 +133,7 @@ def gone_commits(root: Path, memory_at: str, head: str) -> list[str] | None:
 
     if not _HEX.match(memory_at):
         return None
-    code, out = gitcmd.run_ok(["rev-list", memory_at, "--not", *history_revs(head)], root)
+    code, out = gitcmd.run_ok(["rev-list", memory_at, "--not", *history_revs(head), "--"], root)
     if code != 0:
         return None
     return out.decode("ascii", "replace").split()

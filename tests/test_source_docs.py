@@ -262,6 +262,30 @@ def test_merging_an_older_branch_or_deepening_a_clone_dates_docs_as_a_full_walk_
     assert {n.meta["path"]: n.ts for n in nodes} == full
 
 
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_a_file_or_folder_named_head_at_the_root_changes_nothing(repo: Path, kind: str) -> None:
+    """A tracked `HEAD` at the top of the work tree made git read the bare word HEAD as ambiguous: every
+    sync failed (`git diff HEAD`: "both revision and filename"), and a merge since the last sync went
+    unseen (`git rev-list HEAD`). Each revision NexusMem gives git is ended with `--`."""
+    head = {"HEAD": "ref: refs/heads/x\n"} if kind == "file" else {"HEAD/notes.txt": "x\n"}
+    commit(repo, "guide", {**head, "guide.md": "# Guide\n\none\n"}, when=1_767_225_600)  # 2026-01-01
+    synced = run_cli("-C", str(repo), "sync", "--no-embed")
+    assert synced.exit_code == 0, synced.output
+    assert "guide.md — Guide" in [it["title"] for it in query_json(repo, "guide")["items"]]
+    # A merge whose resolution is neither side's: a walk since the last sync must see that a merge came
+    # (or the branch's older edit dates the guide), and date the guide as a full walk does (main's edit).
+    git(repo, "checkout", "-q", "-b", "feat")
+    commit(repo, "feat edit", {"guide.md": "# Guide\n\nfeat\n"}, when=1_769_904_000)  # 2026-02-01
+    git(repo, "checkout", "-q", "main")
+    commit(repo, "main edit", {"guide.md": "# Guide\n\nmain\n", "x.txt": "x\n"}, when=1_772_323_200)
+    first, _ = scan(repo)
+    git(repo, "merge", "-q", "--no-commit", "-X", "ours", "feat")
+    commit(repo, "merge feat", {"guide.md": "# Guide\n\nboth\n"}, when=1_775_000_000)
+    _, nodes = scan(repo, first.cursor)
+    assert {n.meta["path"]: n.ts for n in nodes} == {"guide.md": 1_772_323_200_000}
+    assert run_cli("-C", str(repo), "sync", "--no-embed").exit_code == 0
+
+
 def test_a_doc_a_subtree_merge_brought_in_is_dated_by_the_merge(repo: Path, tmp_path: Path) -> None:
     """A file that arrived only through a merge (`git subtree add`) is named by no commit of a plain
     `git log`: it was dated by its checkout's mtime (the newest thing in memory), and forced a walk of

@@ -994,7 +994,7 @@ def _file_times(
     if not tracked:
         return _Dated(head, {}, set())
     changed = gitcmd.run(
-        [*gitcmd.worktree_options(root), "diff", "HEAD", "--name-only", "--no-renames", "-z"], root
+        [*gitcmd.worktree_options(root), "diff", "--name-only", "--no-renames", "-z", "HEAD", "--"], root
     )
     need = tracked - {os.fsdecode(p) for p in changed.split(b"\0") if p}
     if not need:
@@ -1059,7 +1059,7 @@ def _pathspecs(paths: set[str], include: Sequence[str]) -> list[str]:
 
 def _merges_since(root: Path, since: str) -> bool:
     """Whether a merge commit is among HEAD's commits that SINCE does not reach."""
-    code, out = gitcmd.run_ok(["rev-list", "--merges", "--max-count=1", f"^{since}", "HEAD"], root)
+    code, out = gitcmd.run_ok(["rev-list", "--merges", "--max-count=1", f"^{since}", "HEAD", "--"], root)
     return code == 0 and bool(out.strip())
 
 

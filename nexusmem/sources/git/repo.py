@@ -227,7 +227,7 @@ def reachable_commits(root: Path, state: RepoState) -> set[str] | None:
     """
     if not state.has_refs:
         return None
-    code, out = gitcmd.run_ok(["rev-list", *history_revs(state.head)], root)
+    code, out = gitcmd.run_ok(["rev-list", *history_revs(state.head), "--"], root)
     if code != 0:
         return None
     return set(out.decode("ascii", "replace").split())

@@ -193,7 +193,7 @@ def _new_to_memory(ctx: ScanContext, since: str, head: str) -> list[str] | None:
         return revs
     from nexusmem import gitcmd
 
-    code, out = gitcmd.run_ok(["rev-list", "--parents", *revs], ctx.root)
+    code, out = gitcmd.run_ok(["rev-list", "--parents", *revs, "--"], ctx.root)
     if code != 0:
         return revs
     rows = [line.split() for line in out.decode("ascii", "replace").splitlines() if line]
