@@ -17,11 +17,18 @@ from nexusmem.errors import GitCommandError, GitNotInstalledError, GitStartError
 
 GIT = os.environ.get("NEXUSMEM_GIT", "git")
 
-# Options that make git's output stable and machine-readable whatever the user's config says. The last one
-# keeps a repository's own config from starting a program of its choosing on our behalf: a repository
-# unpacked from an archive brings its .git/config, and `core.fsmonitor` there names a command that `git
-# ls-files`, `git diff` and `git status` run (`git log` does not). An empty value turns it off in every git
-# version (a hook path before 2.36, a boolean since).
+# Options that make git's output stable and machine-readable whatever the user's config says: git's own
+# defaults for what changes what we parse or store. The settings without a command-line flag, or that hold
+# for every `git log` we run, are here; the walks' flags are commits._LOG_STABLE (a flag a command gives,
+# `--unified=1`, still wins over these). Without them a user's config silently changed memory:
+# `log.showRoot=false` dropped the root commit's files and patch (and a shallow clone's every boundary
+# commit's: `--depth 1` kept nothing of its one commit's change), `log.follow` made the docs' one-file walk
+# follow renames, and the diff settings changed the stored patches (diff.context, interHunkContext,
+# algorithm, indentHeuristic) or their lines (suppressBlankEmpty). The last one keeps a repository's own
+# config from starting a program of its choosing on our behalf: a repository unpacked from an archive
+# brings its .git/config, and `core.fsmonitor` there names a command that `git ls-files`, `git diff` and
+# `git status` run (`git log` does not). An empty value turns it off in every git version (a hook path
+# before 2.36, a boolean since). An older git ignores a setting it does not know.
 _STABLE = [
     "-c",
     "core.quotepath=off",
@@ -29,6 +36,20 @@ _STABLE = [
     "color.ui=never",
     "-c",
     "log.showSignature=false",
+    "-c",
+    "log.showRoot=true",
+    "-c",
+    "log.follow=false",
+    "-c",
+    "diff.context=3",
+    "-c",
+    "diff.interHunkContext=0",
+    "-c",
+    "diff.algorithm=default",
+    "-c",
+    "diff.indentHeuristic=true",
+    "-c",
+    "diff.suppressBlankEmpty=false",
     "-c",
     "core.fsmonitor=",
 ]

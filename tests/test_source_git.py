@@ -422,6 +422,44 @@ def test_shallow_clone_and_no_origin(repo: Path, tmp_path: Path) -> None:
     assert subprocess.run(["git", "remote"], cwd=repo, capture_output=True).stdout == b""
 
 
+# Settings a user may keep in ~/.gitconfig that change what git prints for a commit (its files, its patch).
+USER_GIT_CONFIG = (
+    "[log]\n\tshowRoot = false\n\tfollow = true\n"
+    "[diff]\n\tcontext = 0\n\tinterHunkContext = 10\n\talgorithm = patience\n\tindentHeuristic = false\n"
+    "\tsuppressBlankEmpty = true\n\tnoprefix = true\n\tmnemonicPrefix = true\n\trenames = false\n"
+)
+
+
+def test_what_memory_holds_does_not_depend_on_the_users_git_config(
+    repo: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    """With `log.showRoot=false` the root commit lost its file list and every patch, silently (and a
+    `--depth 1` clone all of its one commit's change: a shallow boundary counts as a root); the diff
+    settings changed the stored patches. Memory is the same whatever the user's git config says."""
+    guide = [f"heron step {i}" for i in range(40)]
+    root = commit(repo, "feat: the heron guide", {"guide.txt": "\n".join(guide) + "\n", "app.py": "A = 1\n"})
+    guide[5], guide[12], guide[13], guide[30] = "heron step five", "", "heron thirteen", "heron thirty"
+    head = commit(repo, "fix: heron tweaks", {"guide.txt": "\n".join(guide) + "\n", "app.py": "A = 2\n"})
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow))
+
+    def memory(root: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+        return {
+            n.natural_key: (n.body, n.files) for s in (GitSource(), DiffSource()) for n in scan(s, root)[0]
+        }
+
+    plain, plain_shallow = memory(repo), memory(shallow)
+    assert {f"{root}:guide.txt", f"{head}:guide.txt"} <= plain.keys()
+    assert plain[root][1] == ("app.py", "guide.txt")
+    assert plain_shallow.keys() == {head, f"{head}:guide.txt", f"{head}:app.py"}
+    with (isolated_home / ".gitconfig").open("a", encoding="utf-8") as fh:
+        fh.write(USER_GIT_CONFIG)
+    # The config is live: git's own log now shows the root commit without its change.
+    assert "guide.txt" not in git(repo, "log", "--stat", "--format=", root)
+    assert memory(repo) == plain
+    assert memory(shallow) == plain_shallow
+
+
 def test_non_utf8_message_and_file_name(repo: Path, tmp_path: Path) -> None:
     msg = tmp_path / "msg.txt"
     msg.write_bytes("fix: caf\u00e9 na\u00efve\n\nd\u00e9tails\n".encode("latin-1"))

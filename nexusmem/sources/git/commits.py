@@ -25,8 +25,9 @@ _TAG = b"NXM"
 
 _SEP = b"\x1f"  # between header fields; the free-text message is always the last field
 
-# Options that pin down the output whatever the user's git config says (diff.noprefix, diff.submodule=log,
-# diff.external, textconv drivers, i18n.logOutputEncoding...). gitcmd adds quotepath/color/showSignature.
+# Options that pin down the output whatever the user's git config says (diff.noprefix, diff.mnemonicPrefix,
+# diff.submodule=log, diff.external, diff.renames, textconv drivers, i18n.logOutputEncoding...). gitcmd._STABLE
+# pins the settings that have no flag (log.showRoot, the diff context, algorithm...).
 _LOG_STABLE = [
     "--no-color",
     "--no-ext-diff",
