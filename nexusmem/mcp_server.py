@@ -43,6 +43,7 @@ from nexusmem.retrieve import rank, timecue
 from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.sources.base import ProgressFn
 from nexusmem.store import Store, open_store
+from nexusmem.terminal import terminal_safe
 
 log = logging.getLogger("nexusmem.mcp")
 
@@ -262,7 +263,11 @@ def parse_as_of(value: str | None) -> int | None:
 
 
 def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+    """A tool's answer: TEXT as the CLI prints it, control characters shown as escapes (agents show it in the
+    developer's terminal: a commit message must not write the clipboard), and STRUCTURED exact, as `--json`."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=terminal_safe(text))], structured_content=structured
+    )
 
 
 # --- the work each tool does, in a worker thread ---------------------------------------------------------------
@@ -571,11 +576,12 @@ class _Server(MCPServer):
             raise ToolError(f"{name}: {record(f'mcp {name}', crash)}") from exc
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(plain_validation_error(name, exc.__cause__, schema)) from exc.__cause__
+                message = plain_validation_error(name, exc.__cause__, schema)
+                raise ToolError(terminal_safe(message)) from exc.__cause__
             # Every error the client reads starts with the tool's name, as the bad-arguments one does (the
-            # SDK put "Error executing tool NAME: " before the others).
+            # SDK put "Error executing tool NAME: " before the others); escaped as the CLI's `Error:` line is.
             message = str(exc).removeprefix(f"Error executing tool {name}: ")
-            raise ToolError(f"{name}: {message}") from exc
+            raise ToolError(terminal_safe(f"{name}: {message}")) from exc
 
 
 # --- the server ------------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from nexusmem.mcp_handshake import Handshake
+from nexusmem.terminal import terminal_safe
 
 log = logging.getLogger("nexusmem.mcp")
 
@@ -171,7 +172,7 @@ async def serve_stdio(server: MCPServer, handshake: Handshake | None = None) -> 
                     error = types.ErrorData(
                         code=types.PARSE_ERROR,
                         message="Parse error: the request is not a valid JSON-RPC message "
-                        f"({str(item).splitlines()[0][:200]})",
+                        f"({terminal_safe(str(item).splitlines()[0][:200])})",
                     )
                     reply = types.JSONRPCError(
                         jsonrpc="2.0", id=failed.popleft() if failed else None, error=error

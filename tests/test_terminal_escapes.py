@@ -84,3 +84,47 @@ def test_forget_dry_run_and_review_escape_terminal_controls(repo: Path) -> None:
     for name, out in outputs.items():
         assert b"\x1b" not in out and b"\x07" not in out, (name, out)
         assert b"paste\\x1b]52;c;" in out, (name, out)
+
+
+def test_mcp_text_escapes_terminal_controls_as_the_cli_does(repo: Path, tmp_path: Path) -> None:
+    """An agent shows a tool result's text in the developer's terminal: the MCP text is what `query` prints,
+    escaped; the structured content is exact, as `query --json` is."""
+    import anyio
+    from mcp.types import TextContent
+
+    from helpers.mcp import mcp_session
+
+    subject = f"fix: clipboard{OSC52} and title{TITLE} and screen{CSI8} and {BIDI}reversed"
+    commit(repo, subject, {"src/app.py": "x = 1\n"}, int(time.time()) - 3600)
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    question = f"clipboard {TITLE}"  # the echoed question line too
+    cli = run_script("query", "--", question, cwd=repo)
+    exact = json.loads(run_script("query", "--json", "--", question, cwd=repo).stdout)
+    node_id = next(item["id"] for item in exact["items"] if item["title"] == subject)
+    texts: dict[str, str] = {}
+    structured: dict[str, dict[str, object]] = {}
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            calls = {
+                "search_memory": {"projectRoot": str(repo), "query": question},
+                "get_memory": {"projectRoot": str(repo), "id": node_id},
+                "get_status": {"projectRoot": str(repo)},
+            }
+            for name, args in calls.items():
+                result = await s.call_tool(name, args)
+                assert not result.is_error and isinstance(result.content[0], TextContent), result
+                texts[name] = result.content[0].text
+                assert result.structured_content is not None
+                structured[name] = result.structured_content
+
+    anyio.run(main)
+    for name, text in texts.items():
+        assert not any(c in text for c in ("\x1b", "\x07", "\x9b", BIDI)), (name, text)
+    assert texts["search_memory"] + "\n" == cli.stdout
+    assert "Relevant history for: clipboard \\x1b]0;owned\\x07" in texts["search_memory"]
+    assert "clipboard\\x1b]52;c;aGVsbG8gd29ybGQ=\\x07 and title\\x1b]0;owned\\x07" in texts["get_memory"]
+    assert "screen\\x9b2J and \\u202ereversed" in texts["get_memory"]
+    # The structured content keeps the stored text exact, as --json does.
+    assert structured["search_memory"] == exact
+    assert structured["get_memory"]["title"] == subject

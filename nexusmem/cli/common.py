@@ -9,10 +9,11 @@ from typing import Any, TypeVar
 
 import click
 
-from nexusmem.cli.plain import ENVIRONMENT_ERRNOS, terminal_safe
+from nexusmem.cli.plain import ENVIRONMENT_ERRNOS
 from nexusmem.cli.progress import UNITS as UNITS
 from nexusmem.cli.progress import Progress as Progress
 from nexusmem.errors import NexusMemError, UsageError
+from nexusmem.terminal import terminal_safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import errno
 import json
-import re
 import sys
 from pathlib import Path
 
 from nexusmem.cli.main import ABORTED, INTERRUPTED
+from nexusmem.terminal import terminal_safe
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -32,29 +32,12 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-# Characters a terminal acts on instead of showing: C0 controls but newline and tab (ESC starts OSC 52
-# clipboard writes and title changes), DEL, C1 controls (0x9b is a one-byte CSI) and the bidi overrides
-# that make text read differently from what it is. Stored text is never changed; only what is printed.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
 # What the environment refuses rather than what NexusMem got wrong: a one-line error, not a crash report.
 ENVIRONMENT_ERRNOS = frozenset(
     {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 )
 
 _FLAGS = {"--strict": "strict", "--json": "as_json", "--working": "working", "--files": "explicit"}
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def terminal_safe(text: str) -> str:
-    """TEXT with every control character shown as an escape (\\x1b), so a commit message or a command
-    cannot drive the terminal that prints it. JSON output is exact and never goes through this."""
-    return _CONTROL.sub(_escape, text)
 
 
 def _say(text: str) -> None:
