@@ -11,6 +11,10 @@ it: the client waits forever for an answer to that request. Two kinds of line di
 
 Bytes that are not UTF-8 were already decoded with U+FFFD by the SDK; that is kept.
 
+At the end of input the SDK cancels the calls still running and drops their answers (a client piping its
+requests in got none for a tool call). The end of input is passed on only once every request read has been
+answered, or DRAIN_SECONDS have passed.
+
 When `initialize` was already answered before the SDK loaded (nexusmem.mcp_handshake), the bytes read then
 are replayed to the SDK first, and its own answer to that request is dropped on the way out.
 """
@@ -117,6 +121,38 @@ class _Replay(io.RawIOBase):
         super().close()
 
 
+# How long the server keeps serving after the client closes stdin, for the requests it has not answered
+# yet: past it, what still runs is cancelled as the SDK would (a client that wants the server gone sooner
+# stops it, as MCP's stdio shutdown says: SIGTERM after closing stdin).
+DRAIN_SECONDS = 300.0
+
+
+class _InFlight:
+    """The requests read and not answered yet (by id), so the end of input can wait for their answers."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[int | str, int] = {}
+
+    def note(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, types.JSONRPCRequest):
+            self.waiting[message.id] = self.waiting.get(message.id, 0) + 1
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            # A cancelled request gets no answer (MCP): nothing to wait for.
+            self.waiting.pop((message.params or {}).get("requestId", ""), None)
+
+    def answered(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id in self.waiting:
+            self.waiting[message.id] -= 1
+            if not self.waiting[message.id]:
+                del self.waiting[message.id]
+
+    async def drained(self) -> None:
+        while self.waiting:
+            await anyio.sleep(0.01)
+
+
 def _is_early_answer(message: SessionMessage, handshake: Handshake | None) -> bool:
     """Whether MESSAGE is the SDK's answer to the `initialize` already answered by HANDSHAKE (logged when the
     two differ: the hand-written answer has fallen behind the SDK)."""
@@ -152,10 +188,12 @@ async def serve_stdio(server: MCPServer, handshake: Handshake | None = None) -> 
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
         early = [handshake]  # the early answer is dropped once
+        in_flight = _InFlight()
         writing = [False]
 
         async def write_answers() -> None:
             async for message in out_receive:
+                in_flight.answered(message)
                 if early[0] is not None and _is_early_answer(message, early[0]):
                     early[0] = None
                     continue
@@ -167,6 +205,7 @@ async def serve_stdio(server: MCPServer, handshake: Handshake | None = None) -> 
             async with send:
                 async for item in read_stream:
                     if not isinstance(item, Exception):
+                        in_flight.note(item)
                         await send.send(item)
                         continue
                     error = types.ErrorData(
@@ -178,6 +217,12 @@ async def serve_stdio(server: MCPServer, handshake: Handshake | None = None) -> 
                         jsonrpc="2.0", id=failed.popleft() if failed else None, error=error
                     )
                     await write_stream.send(SessionMessage(reply))
+                # End of input: the SDK would cancel the calls still running and drop their answers (a
+                # sync_project finishes its sync unanswered); they are answered first, within DRAIN_SECONDS.
+                with anyio.move_on_after(DRAIN_SECONDS):
+                    await in_flight.drained()
+                if in_flight.waiting:
+                    log.warning("input closed: %d request(s) left unanswered", len(in_flight.waiting))
 
         async with anyio.create_task_group() as group:
             group.start_soon(answer_malformed)

@@ -219,3 +219,47 @@ def test_a_sync_that_waits_for_another_says_so_and_sync_project_waits_only_brief
     took_match = re.search(r"in (\d+\.\d\d)s \(after waiting (\d+\.\d\d)s for another sync\)", done.stdout)
     assert took_match, done.stdout
     assert float(took_match.group(1)) < 1.5 and float(took_match.group(2)) >= 1.5, done.stdout
+
+
+def test_requests_in_flight_when_stdin_closes_are_answered(repo: Path, tmp_path: Path) -> None:
+    """A client that writes its requests and closes stdin (a script piping lines in, a client shutting down
+    while a call runs) gets every answer before the server exits, a sync_project's among them."""
+    synced(repo)
+    commit(repo, "fix(parser): accept trailing commas", {"parser.py": "TRAILING = True\n"})
+    root = str(repo)
+
+    def call(request_id: int, tool: str) -> dict[str, Any]:
+        params = {"name": tool, "arguments": {"projectRoot": root}}
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "pipe", "version": "0"},
+    }
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        call(4, "get_status"),
+        call(5, "sync_project"),
+    ]
+    with (tmp_path / "server.log").open("wb") as errlog:
+        done = subprocess.run(
+            [console_script(), "mcp"],
+            input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            env=server_env(),
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.decode().splitlines())}
+    assert sorted(replies) == [1, 2, 3, 4, 5], done.stdout
+    status, synced_now = replies[4]["result"], replies[5]["result"]
+    assert not status.get("isError") and status["structuredContent"]["nodes"] >= 1, status
+    assert not synced_now.get("isError"), synced_now
+    assert synced_now["structuredContent"]["added"] >= 1  # the new commit, stored and said so
