@@ -81,6 +81,7 @@ class SearchItem(TypedDict):
     relation: str | None  # how it is linked to the item above it (linked_from)
     superseded: bool  # marked by mark-stale
     superseded_by: str | None  # what replaced it, while memory holds that node
+    projectRoot: NotRequired[str]  # allProjects: the root of its project, what get_memory needs to expand it
 
 
 class SearchedProject(TypedDict):
@@ -679,9 +680,10 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         full with get_memory.
 
         With allProjects, every repository registered on this machine is searched (projectRoot need not
-        have a memory); each item is tagged with its project, and projects whose memory cannot be read are
-        listed as skipped. To expand one item with get_memory, pass its project's root (the structured
-        `projects` list gives each name's root).
+        have a memory); each item is tagged with its project (two of one name with the folders that tell
+        them apart: "dotenv (b/x)"), and projects whose memory cannot be read are listed as skipped. To
+        expand one item with get_memory, pass its project's root: the item's `projectRoot` in the
+        structured content.
 
         A question that mentions time ("yesterday", "recently", "last week", a date) ranks newer items
         higher; since/until restrict to a window of event time. When nothing matches the question well the

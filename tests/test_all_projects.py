@@ -201,7 +201,10 @@ def test_results_from_both_projects_are_tagged_and_fused_by_rank(registered: Wor
         "skipped",
     ]
     assert set(alone_p) == set(data) - {"projects", "skipped"}
-    assert all(list(it) == list(alone_p["items"][0]) for it in data["items"])
+    # ... and on every item, its project's root.
+    assert all(list(it) == [*alone_p["items"][0], "projectRoot"] for it in data["items"])
+    roots = {"platform": str(registered.platform), "uploader": str(registered.uploader)}
+    assert all(it["projectRoot"] == roots[it["project"]] for it in data["items"])
     # A query writes no project's database (read-only connections: SQLite may leave its empty -wal/-shm
     # reader files beside it, but not one byte of content).
     after = {name: digest(root) for name, root in (("p", registered.platform), ("u", registered.uploader))}
@@ -382,3 +385,48 @@ def test_recent_work_across_projects_is_listed_newest_first(tmp_path: Path) -> N
     assert data["notes"].count("first: the newest commits") == 1, data["notes"]
     scores = [it["score"] for it in data["items"][:4]]
     assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.slow
+def test_two_projects_of_one_name_are_told_apart(tmp_path: Path) -> None:
+    """Two registered `dotenv` checkouts: the text tags each item with the folders that tell them apart, and
+    every structured item names its project's root, the one get_memory needs to expand it."""
+    first, second = tmp_path / "a" / "dotenv", tmp_path / "b" / "x" / "dotenv"
+    for where in (first, second):
+        where.parent.mkdir(parents=True)
+        small_repo(where, f"fix: load the zebra variable in {where.relative_to(tmp_path)}")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    cli_text = run_cli("-C", str(outside), "query", "--all-projects", "--", "zebra").stdout
+    cli = all_json(outside, text="zebra")
+
+    def check(text: str, data: dict[str, Any]) -> None:
+        assert "scope   2 project(s): dotenv (a), dotenv (b/x)" in text, text
+        assert "[dotenv (a)] fix: load the zebra variable in a/dotenv" in text, text
+        assert "[dotenv (b/x)] fix: load the zebra variable in b/x/dotenv" in text, text
+        roots = {it["title"]: it["projectRoot"] for it in data["items"]}
+        assert roots["fix: load the zebra variable in a/dotenv"] == str(first)
+        assert roots["fix: load the zebra variable in b/x/dotenv"] == str(second)
+        assert {it["project"] for it in data["items"]} == {"dotenv"}  # the registered name, as before
+
+    check(cli_text, cli)
+    expanded: list[str] = []
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            result = await session.call_tool(
+                "search_memory", {"projectRoot": str(outside), "query": "zebra", "allProjects": True}
+            )
+            assert not result.is_error and result.structured_content is not None, result.content
+            check(result.content[0].text, result.structured_content)  # type: ignore[union-attr]
+            assert result.structured_content["items"] == cli["items"]
+            for item in result.structured_content["items"]:
+                got = await session.call_tool(
+                    "get_memory", {"projectRoot": item["projectRoot"], "id": item["id"]}
+                )
+                assert not got.is_error, got.content
+                assert got.structured_content is not None
+                expanded.append(got.structured_content["title"])
+
+    anyio.run(main)
+    assert sorted(expanded) == sorted(it["title"] for it in cli["items"])

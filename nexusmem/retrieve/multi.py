@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import stat
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,13 @@ from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
 
 @dataclass(frozen=True)
 class Target:
-    """One project to search: its display name, its work-tree root and its database."""
+    """One project to search: its display name, its work-tree root and its database; LABEL, when another
+    project searched has the same name, the tag its items get instead (`labelled`)."""
 
     name: str
     root: str
     db: Path
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class MultiResult(query.QueryResult):
     skipped: list[Skipped] = field(default_factory=list)
     skipped_notes: list[str] = field(default_factory=list)  # one line per skipped project (stderr / appended)
     roots: list[str] = field(default_factory=list)  # beside `projects` (names), in the same order
+    labels: list[str] = field(default_factory=list)  # and how the text names each (`labelled`)
 
 
 @dataclass
@@ -79,7 +82,15 @@ def searched_from(index: int, target: Target, store: SearchStore, found: query.R
     for src, dst, rel in store.links_from([n.id for n, _ in found.scored]):
         links.setdefault(src, []).append((dst, rel))
     # Sibling groups (chunks of one file or reply) are per store.
-    shelf = query.Shelf(target.name, store, [n.id for n, _ in found.scored], links, group_prefix=f"{index}:")
+    shelf = query.Shelf(
+        target.name,
+        store,
+        [n.id for n, _ in found.scored],
+        links,
+        group_prefix=f"{index}:",
+        root=target.root,
+        label=target.label,
+    )
     return _Searched(
         index,
         target,
@@ -133,6 +144,29 @@ def targets(current: Path | None) -> list[Target]:
             seen.add(key)
             unique.append(target)
     return unique
+
+
+def labelled(found: list[Target]) -> list[Target]:
+    """FOUND with a label on each project whose name another one has: the name, then the folders above its
+    root below those the projects of that name share (`/src/a/dotenv` and `/src/b/x/dotenv`: "dotenv (a)"
+    and "dotenv (b/x)"; the whole path of that folder when it is the one they share: "dotenv (/src)"), so
+    that the text's project tags and scope line name each project once."""
+    by_name: dict[str, list[int]] = {}
+    for index, target in enumerate(found):
+        by_name.setdefault(target.name, []).append(index)
+    out = list(found)
+    for name, indexes in by_name.items():
+        if len(indexes) < 2:
+            continue
+        parents = [Path(found[i].root).parent for i in indexes]
+        shared = 0  # how many leading folders all of them have
+        while all(len(p.parts) > shared and p.parts[shared] == parents[0].parts[shared] for p in parents):
+            shared += 1
+        for index, parent in zip(indexes, parents):
+            below = parent.parts[shared:]
+            where = Path(*below).as_posix() if below else parent.as_posix()
+            out[index] = replace(found[index], label=f"{name} ({where})")
+    return out
 
 
 def _db_key(db: Path) -> str:
@@ -254,7 +288,7 @@ def search_all(
     with ExitStack() as stack:
         searched: list[_Searched] = []
         counted: list[dict[str, int]] = []
-        for target in targets(current):
+        for target in labelled(targets(current)):
             one, counts, skipped = _search_one(len(searched), target, text, filters, vectors, stack)
             if skipped is not None:
                 result.skipped.append(skipped)
@@ -263,6 +297,7 @@ def search_all(
             searched.append(one)
             result.projects.append(target.name)
             result.roots.append(target.root)
+            result.labels.append(target.label or target.name)
             counted.append(counts)
         result.matched, result.bm25_matched, result.vector_matched = distinct_counts(searched, counted)
         result.weak = all(s.weak for s in searched)
@@ -372,7 +407,7 @@ def _fuse_and_pack(
         chosen,
         shelf_of,
         budget=budget,
-        header_tokens=query.header_tokens(result, scope_line(result.projects)),
+        header_tokens=query.header_tokens(result, scope_line(result.labels or result.projects)),
         max_items=query.WEAK_ITEMS if result.weak else None,
         as_of=as_of,
         since=since,
@@ -394,9 +429,12 @@ def _fuse_and_pack(
 
 def to_json(result: MultiResult) -> dict[str, Any]:
     """`query --all-projects --json`: the `query --json` object of docs/contracts.md, extended (only under
-    --all-projects) with `projects` (each searched project's {name, root}, in order; the root is what
-    get_memory needs to expand an item) and `skipped` (each {name, root, db, reason})."""
+    --all-projects) with `projectRoot` on every item (the root of its project: what get_memory needs to
+    expand it, and what tells two projects of one name apart), `projects` (each searched project's {name,
+    root}, in order) and `skipped` (each {name, root, db, reason})."""
     data = query.to_json(result)
+    for item, out in zip(result.items, data["items"]):
+        out["projectRoot"] = item.project_root
     data["projects"] = [{"name": n, "root": r} for n, r in zip(result.projects, result.roots)]
     data["skipped"] = [
         {"name": s.name, "root": s.root, "db": s.db, "reason": s.reason} for s in result.skipped
@@ -407,4 +445,4 @@ def to_json(result: MultiResult) -> dict[str, Any]:
 def render(result: MultiResult) -> str:
     """The packed block with project tags and the scope line; skipped projects are not part of it (the CLI
     prints them on stderr, the MCP server appends them)."""
-    return query.render(result, with_project=True)
+    return query.render(result, with_project=True, scope=scope_line(result.labels or result.projects))

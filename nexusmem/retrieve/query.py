@@ -176,6 +176,10 @@ class Item:
     also_in: list[str] = field(default_factory=list)  # refs of doc sections with the same text (doc_twins)
     superseded: bool = False  # marked by `mark-stale`
     superseded_by: str | None = None  # the id it named as what replaced it, while memory holds that node
+    # Across projects: the root of the project it came from, and the tag the text gives it when another
+    # searched project has the same name ("dotenv (b/x)"; "" = its name).
+    project_root: str = ""
+    project_label: str = ""
 
 
 @dataclass
@@ -225,7 +229,7 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     if item.superseded:
         tags += " [superseded]"
     if with_project:
-        tags += f" [{item.project}]"
+        tags += f" [{item.project_label or item.project}]"
     if item.recorded_by:
         tags += f" [by {item.recorded_by}]"
     title = item.title if len(item.title) <= 160 else item.title[:159] + "…"
@@ -248,9 +252,17 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
 
 
 def make_item(
-    node: StoredNode, score: float, project: str, query: str, *, replaced_by: str | None = None
+    node: StoredNode,
+    score: float,
+    project: str,
+    query: str,
+    *,
+    replaced_by: str | None = None,
+    root: str = "",
+    label: str = "",
 ) -> Item:
-    """The presentable item for NODE (its summary chosen for QUERY); REPLACED_BY: show.replacement."""
+    """The presentable item for NODE (its summary chosen for QUERY); REPLACED_BY: show.replacement; ROOT and
+    LABEL: its project's root and tag across projects (Item.project_root, Item.project_label)."""
     return Item(
         id=node.id,
         kind=node.kind,
@@ -266,6 +278,8 @@ def make_item(
         verdict_by=node.verdict_by,
         superseded=node.superseded_by is not None,
         superseded_by=replaced_by,
+        project_root=root,
+        project_label=label,
     )
 
 
@@ -1787,6 +1801,8 @@ class Shelf:
     order: list[str]  # the store's ranked ids, best first
     links: dict[str, list[tuple[str, str]]]  # failure id -> [(fix id, relation)]
     group_prefix: str = ""  # sibling groups are per store when several are packed together
+    root: str = ""  # across projects: the project's root, and its tag when its name is shared (Item)
+    label: str = ""
     full: dict[str, StoredNode] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)
 
@@ -1841,6 +1857,8 @@ def pack_items(
                 shelf.name,
                 search_text,
                 replaced_by=replacement(shelf.store, node),
+                root=shelf.root,
+                label=shelf.label,
             )
             items[node.id] = item
             return estimate_tokens(item_text(item, with_project=with_project)) + 1
@@ -2085,8 +2103,9 @@ def to_json(result: QueryResult) -> dict[str, Any]:
     }
 
 
-def render(result: QueryResult, *, with_project: bool = False) -> str:
-    """The packed block a person (and an agent) reads. Same store and query → same bytes."""
+def render(result: QueryResult, *, with_project: bool = False, scope: str | None = None) -> str:
+    """The packed block a person (and an agent) reads. Same store and query → same bytes. WITH_PROJECT tags
+    each item with its project and adds the SCOPE line (by default, the list of RESULT.projects)."""
     if not result.items and not any(note.startswith(TOO_LARGE_NOTE) for note in result.notes):
         # Nothing matched, or every match was filtered out (--author, a window): nothing to show. When the
         # matches were only too large for the budget, the header's note says so instead.
@@ -2096,9 +2115,10 @@ def render(result: QueryResult, *, with_project: bool = False) -> str:
                 *(f"note: {n}" for n in result.notes),
             ]
         )
-    scope = None
-    if with_project:
+    if with_project and scope is None:
         scope = f"scope   {len(result.projects)} project(s): {', '.join(result.projects)}"
+    elif not with_project:
+        scope = None
     lines = [header(result, scope)]
     lines += [item_text(it, with_project=with_project) for it in result.items]
     if result.items:
