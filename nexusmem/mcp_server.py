@@ -271,6 +271,13 @@ def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
     )
 
 
+def _answer(result: query_mod.QueryResult, text: str, structured: dict[str, Any]) -> CallToolResult:
+    """A search's answer: its TEXT, then each note a small budget left out of its header, after the footer
+    and outside the budget (the CLI says them on stderr; an agent has only the text), so none is lost."""
+    notes = query_mod.left_out(result, text)
+    return _result("\n".join([text, *(f"note: {note}" for note in notes)]), structured)
+
+
 # --- the work each tool does, in a worker thread ---------------------------------------------------------------
 def parse_window(since: str | None, until: str | None) -> tuple[int | None, int | None]:
     """since/until → epoch ms, parsed exactly as the CLI's --since/--until; a bad value is a tool error."""
@@ -345,9 +352,8 @@ def run_search(
             root=root,
         )
     if backlog:
-        result.notes.append(backlog)
-        result.budget, result.tokens_used = budget, result.tokens_used + note_tokens
-    return _result(query_mod.render(result), query_mod.to_json(result))
+        query_mod.add_note(result, backlog, budget)
+    return _answer(result, query_mod.render(result), query_mod.to_json(result))
 
 
 # Said when the commands logged since the last sync were too many to store before a search.
@@ -392,7 +398,7 @@ def run_search_team(
     with _library_errors():
         proj = project_mod.load(root)
         result = team_mod.query(proj, question, budget=budget, as_of=cutoff, since=lo, until=hi, author=who)
-    return _result(multi_mod.render(result), team_query.to_json(result))
+    return _answer(result, multi_mod.render(result), team_query.to_json(result))
 
 
 def run_search_all(
@@ -422,7 +428,7 @@ def run_search_all(
             author=who,
             skipped_in_answer=True,  # the full reasons are in the structured content's `skipped`
         )
-    return _result(multi_mod.render(result), multi_mod.to_json(result))
+    return _answer(result, multi_mod.render(result), multi_mod.to_json(result))
 
 
 # How long sync_project waits for a sync of the same memory already running (a `sync --rebuild` from the

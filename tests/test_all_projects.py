@@ -334,13 +334,24 @@ def test_mcp_search_memory_all_projects(registered: World, tmp_path: Path) -> No
                 {"projectRoot": str(outside), "query": QUERY, "allProjects": True, "budget": 600},
             )
             # The note is inside the budget: it used to be appended after packing, with ~130 tokens of advice.
-            for budget in (60, 120):
+            # A budget too small for a note still says it, after the footer (the CLI: on stderr), and
+            # tokens_used counts what the answer holds, not a note it left out.
+            for budget in (50, 60, 80, 120):
                 small = await session.call_tool(
                     "search_memory",
                     {"projectRoot": str(outside), "query": QUERY, "allProjects": True, "budget": budget},
                 )
                 text = small.content[0].text  # type: ignore[union-attr]
-                assert estimate_tokens(text) <= budget, (budget, text)
+                data = small.structured_content
+                assert data is not None
+                answer, footer, after = text.partition(f"~{data['tokens_used']}/{budget} tokens")
+                assert footer, (budget, text)
+                answer += footer
+                assert estimate_tokens(answer) <= data["tokens_used"] <= budget, (budget, text, data)
+                # Counted at the footer's widest (~14 tokens), the answer's own footer takes ~10.
+                assert data["tokens_used"] <= estimate_tokens(answer) + 5, (budget, text, data)
+                assert "skipped gone" in text and all(f"note: {note}" in text for note in data["notes"])
+                assert all(line.startswith("note: ") for line in after.splitlines()[1:]), after
         assert not result.is_error, result.content
         block = result.content[0]
         assert isinstance(block, TextContent)

@@ -281,7 +281,8 @@ def search_all(
     and query give the same bytes. An item's score is its fused score. AS_OF and the SINCE/UNTIL window
     apply to every project. The answer is weak when no project's best candidates match the question well.
     Skipped projects are listed in `skipped_notes` (the CLI prints them on stderr); SKIPPED_IN_ANSWER (MCP,
-    which has no stderr) also names each in a short note inside the answer and its budget.
+    which has no stderr) also names each in a short note inside the answer and its budget (after the footer
+    when the budget cannot hold it: query.left_out).
     """
     result = MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
     filters = _Filters(as_of, since, until, author)
@@ -403,11 +404,12 @@ def _fuse_and_pack(
         proj = owner.get(node_id)
         return None if proj is None else proj.shelf
 
+    scope = scope_line(result.labels or result.projects)
     result.items, used = query.pack_items(
         chosen,
         shelf_of,
         budget=budget,
-        header_tokens=query.header_tokens(result, scope_line(result.labels or result.projects)),
+        header_cost=lambda: query.header_tokens(result, scope),
         max_items=query.WEAK_ITEMS if result.weak else None,
         as_of=as_of,
         since=since,
@@ -424,7 +426,7 @@ def _fuse_and_pack(
             s.store, s.shelf.links, counted, as_of=as_of, since=since, until=until, author=author
         )
         counted |= {fix for pairs in s.shelf.links.values() for fix, _rel in pairs}
-    result.tokens_used = used
+    result.tokens_used = used + query.header_tokens(result, scope)
 
 
 def to_json(result: MultiResult) -> dict[str, Any]:

@@ -1703,7 +1703,7 @@ def run(
         {n.id: (n, s) for n, s in scored},
         lambda _node_id: shelf,
         budget=budget,
-        header_tokens=header_tokens(result),
+        header_cost=lambda: header_tokens(result),
         max_items=WEAK_ITEMS if result.weak else None,
         as_of=as_of,
         since=since,
@@ -1716,7 +1716,6 @@ def run(
     result.matched += linked_fixes(
         store, links, matched_ids, as_of=as_of, since=since, until=until, author=author
     )
-    result.tokens_used = used
     if not result.items and not result.matched and (since is not None or until is not None or author):
         # "No memory matches" under a window or an author read as "this never happened".
         result.notes.append(filtered_out_note(since, until, author))
@@ -1724,6 +1723,7 @@ def run(
         result.notes.append(SYNCING_NOTE)
     elif (not result.items or result.weak) and never_synced(store):
         result.notes.append(NEVER_SYNCED_NOTE)
+    result.tokens_used = used + header_tokens(result)  # the header as `render` prints it, with every note
     return result
 
 
@@ -1828,7 +1828,7 @@ def pack_items(
     shelf_of: Callable[[str], Shelf | None],
     *,
     budget: int,
-    header_tokens: int,
+    header_cost: Callable[[], int],
     max_items: int | None,
     as_of: int | None,
     search_text: str,
@@ -1841,9 +1841,10 @@ def pack_items(
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
     candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF, outside SINCE..UNTIL or
-    run by another than AUTHOR (nexusmem.authors) is left out, as the search left out such nodes. When the best match is too large for the budget (it is
-    skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES. Returns (items in
-    packed order, tokens used)."""
+    run by another than AUTHOR (nexusmem.authors) is left out, as the search left out such nodes. HEADER_COST
+    is what the header and footer take as NOTES stand (header_tokens). When the best match is too large for
+    the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
+    Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
     items: dict[str, Item] = {}
 
     def candidate(node: StoredNode, score: float) -> Candidate:
@@ -1889,6 +1890,7 @@ def pack_items(
         for node, score in list(chosen.values())
         if node.id not in twins or twins[node.id]
     ]
+    header_tokens = header_cost()
     if notes is not None and ranked and header_tokens + ranked[0].tokens > budget:
         # Said before packing, so that the line is counted in the budget like the rest of the header.
         room = max(0, budget - header_tokens)
@@ -1903,11 +1905,10 @@ def pack_items(
         ):
             if estimate_tokens(f"note: {note}\n") > room:
                 note = fewer
-        # Kept in the notes (--json, and `render` knows the matches were too large rather than none);
-        # counted and printed only where it leaves the answer within the budget (header() drops it else).
+        # Kept in the notes (--json, and `render` knows the matches were too large rather than none); in
+        # the header where it fits, counted as header() prints it (it drops the note else).
         notes.append(note)
-        if estimate_tokens(f"note: {note}\n") <= room:
-            header_tokens += estimate_tokens(f"note: {note}\n")
+        header_tokens = header_cost()
     placed, used = pack(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
@@ -1929,7 +1930,7 @@ def pack_items(
         )
         for e in placed
     ]
-    return out, used
+    return out, used - header_tokens
 
 
 # Doc sections with the same heading and nearly the same words (a README kept in two places, a template
@@ -2012,25 +2013,31 @@ def header(result: QueryResult, scope: str | None = None) -> str:
     Under a budget too small for all of it (50 tokens for a weak answer to a long question across many
     projects), the lines give way, in this order, until the header and the footer fit: the weak line's
     explanation (it still starts "No strong match"), the list of projects, the echoed question, and last
-    the notes (they say what was done: a question cut, a best match too large)."""
-    weak = [WEAK_LINE] if result.weak else []
-    echo = shown_query(result.query, result.budget)
-    notes = [f"note: {note}" for note in result.notes]
+    the notes (they say what was done: a question cut, a best match too large). A note that does not fit
+    even when all the rest has given way is left out first, so that it takes nothing else with it
+    (`left_out` names it: the CLI prints it on stderr, the MCP server after the footer)."""
     room = result.budget - FOOTER_TOKENS
 
-    def text() -> str:
+    def text(weak: list[str], echo: str, scope: str | None, notes: list[str]) -> str:
         lines = [*weak, f"Relevant history for: {echo}", *([scope] if scope is not None else []), *notes]
         return "\n".join(lines) + "\n"
 
-    if weak and estimate_tokens(text()) > room:
+    weak = [WEAK_LINE] if result.weak else []
+    echo = shown_query(result.query, result.budget)
+    least = ([WEAK_SHORT] if weak else [], shown_query(result.query, 24), scope and scope.split(":", 1)[0])
+    notes: list[str] = []
+    for note in result.notes:
+        if estimate_tokens(text(*least, [*notes, f"note: {note}"])) <= room:
+            notes.append(f"note: {note}")
+    if weak and estimate_tokens(text(weak, echo, scope, notes)) > room:
         weak = [WEAK_SHORT]
-    if scope is not None and estimate_tokens(text()) > room:
+    if scope is not None and estimate_tokens(text(weak, echo, scope, notes)) > room:
         scope = scope.split(":", 1)[0]
-    if estimate_tokens(text()) > room:
+    if estimate_tokens(text(weak, echo, scope, notes)) > room:
         echo = shown_query(result.query, 24)
-    while notes and estimate_tokens(text()) > room:
+    while notes and estimate_tokens(text(weak, echo, scope, notes)) > room:
         notes.pop()
-    return text()
+    return text(weak, echo, scope, notes)
 
 
 def linked_fixes(
@@ -2066,6 +2073,21 @@ FOOTER_TOKENS = estimate_tokens("\n99 of 9999999 match(es) shown, ~100000/100000
 def header_tokens(result: QueryResult, scope: str | None = None) -> int:
     """The tokens the answer spends before and after its items: header, the blank line and the footer."""
     return estimate_tokens(header(result, scope)) + FOOTER_TOKENS
+
+
+def add_note(result: QueryResult, note: str, budget: int) -> None:
+    """NOTE said in RESULT's header after RESULT was packed into a budget that kept room for it, and BUDGET
+    (the one asked for) made its budget: `tokens_used` counts the header as it now prints."""
+    items = result.tokens_used - header_tokens(result)
+    result.notes.append(note)
+    result.budget = budget
+    result.tokens_used = items + header_tokens(result)
+
+
+def left_out(result: QueryResult, text: str) -> list[str]:
+    """The notes of RESULT that its rendered TEXT does not hold: a budget too small for them left them out of
+    the header (they are said beside the answer, outside its budget: on stderr, or after the footer)."""
+    return [note for note in result.notes if note and f"note: {note}" not in text]
 
 
 def to_json(result: QueryResult) -> dict[str, Any]:
