@@ -545,8 +545,12 @@ def sync(
     if enable:
         project = _with_enabled(project, enable)
     summary = SyncSummary(root=str(project.root), initialised=initialised, rebuilt=rebuild)
+    # `--rebuild --source NAME` reads those sources again from the start (every cursor of theirs ignored)
+    # and leaves the others' nodes as they are: emptying the whole store for them left a memory of that one
+    # source, and the verdicts of every other node (not read back in that sync) were lost with it.
+    whole_rebuild = rebuild and not only
     with (
-        exclusive(project.root, wait, log, rebuild=rebuild, only=only) as waited,
+        exclusive(project.root, wait, log, rebuild=whole_rebuild, only=only) as waited,
         project.open_store() as store,
         contextlib.ExitStack() as whole,
         gitcmd.snapshot(),  # one state of the repository for every source (HEAD, refs, index asked once)
@@ -564,7 +568,7 @@ def sync(
         if log:
             for note in notes:
                 log(note)
-        moved = _moved_note(project, store, rebuild)
+        moved = _moved_note(project, store, whole_rebuild)
         if moved and log:
             log(f"git: {moved}")
         kept: list[Kept] = []
@@ -573,7 +577,7 @@ def sync(
         rebuilt_after = 0
         # Node id → its heir's, as the sources paired them (a rebuild's read-back hands verdicts on too).
         named_heirs: dict[str, str] = {}
-        if rebuild:
+        if whole_rebuild:
             # One transaction for the whole rebuild: readers (an agent's search) keep seeing the old memory
             # until the new one is complete, never an empty store. Ids are content-addressed, so re-ingested
             # nodes come back with the same id: first-recorded times (for --as-of) and human verdicts are
@@ -690,7 +694,7 @@ def sync(
             if log and result.notes:
                 for note in result.notes:
                     log(f"{name}: {note}")
-        if rebuild:
+        if whole_rebuild:
             commands_after = store.counts_by_kind().get("shell_command", 0)
             if commands_after < commands_before:
                 # The hook log names the folder each command ran in: a repository moved or copied since no

@@ -349,6 +349,37 @@ def test_verdicts_and_created_at_survive_resync_and_rebuild(repo: Path) -> None:
     assert old_diffs[0] == 4
 
 
+def test_a_rebuild_of_one_source_leaves_the_others_and_their_verdicts(repo: Path) -> None:
+    """`sync --rebuild --source docs` emptied the whole store and read only the docs back: "Rebuilt …: 0
+    node(s) in memory" of a repository with commits, and every commit's review verdict lost for good (the
+    next sync brought the commits back as new). It reads the named source again from the start and leaves
+    the others as they are; a verdict on a section it reads back stays."""
+    make_history(repo)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "design.md").write_text("# Design\n\n## Why WAL\n\nBecause readers.\n", encoding="utf-8")
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    import sqlean
+
+    db = repo / ".nexusmem" / "memory.db"
+    conn = sqlean.connect(str(db), isolation_level=None)
+    conn.execute("UPDATE nodes SET trust = 'verified' WHERE kind IN ('git_commit', 'doc_section')")
+    before = dict(conn.execute("SELECT kind, count(*) FROM nodes GROUP BY kind").fetchall())
+    conn.close()
+    out = run_cli("-C", str(repo), "sync", "--rebuild", "--source", "docs", "--no-embed").output
+    assert "Rebuilt" in out and f"{sum(before.values())} node(s) in memory" in out, out
+    conn = sqlean.connect(str(db))
+    after = dict(conn.execute("SELECT kind, count(*) FROM nodes GROUP BY kind").fetchall())
+    trust = {
+        k
+        for (k,) in conn.execute(
+            "SELECT DISTINCT trust FROM nodes WHERE kind IN ('git_commit', 'doc_section')"
+        )
+    }
+    conn.close()
+    assert after == before and before["git_commit"] > 0 and before["doc_section"] > 0
+    assert trust == {"verified"}
+
+
 def test_mode_of_state_dir_files_is_not_world_writable(repo: Path) -> None:
     run_cli("-C", str(repo), "init")
     mode = os.stat(repo / ".nexusmem" / "config.json").st_mode
