@@ -151,6 +151,7 @@ SETS = (
     "fresh61",
     "fresh62",
     "fresh63",
+    "fresh64",
     "removal",
     "rst",
     "adoc",
