@@ -462,6 +462,15 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
                 f" did not run it before the install (`chmod +x {shlex.quote(str(legacy))}` to run it)"
             )
             checks.append(Check("git", True, detail))
+        elif legacy is not None and state.legacy_missing:
+            # Deleted, or left behind when the hook file was copied: the user's own hook no longer runs.
+            hold = shlex.quote(str(legacy))
+            detail = (
+                f"{legacy} (the {name} hook NexusMem moved aside, which {state.path.name} runs after"
+                " NexusMem's part) is missing: only NexusMem's part runs"
+            )
+            fix = f"put that hook back at {hold}, or: nexusmem hook {verb} remove && nexusmem hook {verb} install"
+            checks.append(Check("git", False, detail, fix))
     # A lost sync hook beside one still there is named by the auto-sync check below.
     checks += [c for n, c in lost.items() if not (auto_syncs and n in git_hooks.SYNC_HOOKS)]
     if auto_syncs and missing:

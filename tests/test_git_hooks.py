@@ -782,10 +782,7 @@ def test_a_wrapped_hook_that_is_not_executable_does_not_fail_every_commit(repo: 
     # A wrapper an older install wrote (exec without the check), with the moved hook not executable:
     # doctor calls it broken, and the install it names repairs it.
     legacy.chmod(0o644)
-    text = path.read_text(encoding="utf-8")
-    check = f"if [ -x '{legacy}' ]; then exec '{legacy}' \"$@\"; fi"
-    assert check in text
-    path.write_text(text.replace(check, f"exec '{legacy}' \"$@\""), encoding="utf-8")
+    _older_wrapper(path, f"exec '{legacy}' \"$@\"")
     assert git_commit(repo, "old wrapper").returncode != 0  # what the user saw
     broken = [c for c in _problems(repo) if c["area"] == "git"]
     assert broken and "which is not executable: the hook fails every time" in broken[0]["detail"], broken
@@ -794,6 +791,90 @@ def test_a_wrapped_hook_that_is_not_executable_does_not_fail_every_commit(repo: 
     assert git_commit(repo, "repaired").returncode == 0
     run_cli("-C", str(repo), "hook", "git", "remove")
     assert path.read_bytes() == original and (path.stat().st_mode & 0o777) == 0o644 and not legacy.exists()
+
+
+def _older_wrapper(path: Path, line: str) -> None:
+    """Make the wrapper in hook file PATH run the moved-aside hook by LINE, as an older release wrote it."""
+    text = path.read_text(encoding="utf-8")
+    found = re.search(r"^case \$0 in .*\n.*\nif \[ -x .*\n", text, re.M)
+    assert found is not None, text
+    path.write_text(text[: found.start()] + line + "\n" + text[found.end() :], encoding="utf-8")
+
+
+def test_a_wrapped_hook_still_runs_after_the_repository_is_moved(tmp_path: Path) -> None:
+    """The wrapper `--force` writes named the moved-aside hook by its absolute path: after `mv repo repo2` a
+    commit the user's own hook refuses went through (rc 0, nothing printed), and `hook git status` and
+    doctor said all was well. The wrapper finds it beside the hook file: after a move, from a linked worktree,
+    in a core.hooksPath folder; an older wrapper whose path is gone is named, and repaired by install."""
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, "init", {"a.txt": "a\n"})
+    sync.sync(repo)
+    hooks = repo / ".git" / "hooks"
+    refuse = b'#!/usr/bin/env python3\nimport sys\nprint("my lint: refusing", file=sys.stderr)\nsys.exit(1)\n'
+    (hooks / "pre-commit").write_bytes(refuse)
+    (hooks / "pre-commit").chmod(0o755)
+    log = b'#!/usr/bin/env python3\nopen("post.log", "a").write("post\\n")\n'
+    (hooks / "post-commit").write_bytes(log)
+    (hooks / "post-commit").chmod(0o755)
+    run_cli("-C", str(repo), "hook", "git", "install", "--force")
+    run_cli("-C", str(repo), "hook", "git-post", "install", "--force")
+    assert "my lint: refusing" in git_commit(repo, "before the move").stderr
+
+    moved = tmp_path / "repo2"
+    os.rename(repo, moved)
+    refused = git_commit(moved, "after the move")
+    assert refused.returncode == 1 and "my lint: refusing" in refused.stderr, refused.stderr
+    worktree = tmp_path / "wt"
+    git(moved, "worktree", "add", "-q", "-b", "side", str(worktree))
+    assert "my lint: refusing" in git_commit(worktree, "from a worktree").stderr
+    status = run_cli("-C", str(moved), "hook", "git", "status")
+    assert "installed (wrapping)" in status.stdout and "Warning" not in status.stderr, status.output
+    assert not [c for c in _problems(moved) if c["area"] == "git"]
+    (moved / ".git" / "hooks" / "pre-commit").chmod(0o644)  # let a commit through to run the post-commit
+    assert git_commit(moved, "runs post-commit").returncode == 0
+    assert (moved / "post.log").read_text(encoding="utf-8") == "post\n"
+    (moved / ".git" / "hooks" / "pre-commit").chmod(0o755)
+
+    # A wrapper an older release wrote, naming the path the hook had before the move: it skipped the hook.
+    hook = moved / ".git" / "hooks" / "pre-commit"
+    old = repo / ".git" / "hooks" / "pre-commit.nexusmem-legacy"
+    _older_wrapper(hook, f"if [ -x '{old}' ]; then exec '{old}' \"$@\"; fi")
+    assert git_commit(moved, "older wrapper").returncode == 0  # what the user saw
+    status = run_cli("-C", str(moved), "hook", "git", "status")
+    assert "pre-commit: broken (wrapping)" in status.stdout, status.output
+    assert f"from {old}, which is gone" in status.stderr and "fix: nexusmem hook git install" in status.stderr
+    broken = [c for c in _problems(moved) if c["area"] == "git"]
+    assert broken and f"{old}, which is gone" in broken[0]["detail"], broken
+    assert broken[0]["fix"] == "nexusmem hook git install"
+    assert "Repaired" in run_cli("-C", str(moved), "hook", "git", "install").stdout
+    assert (
+        str(tmp_path)
+        not in hook.read_text(encoding="utf-8").split("nexusmem_pinned=", 1)[1].split("\n", 1)[1]
+    )
+    assert "my lint: refusing" in git_commit(moved, "repaired").stderr
+
+    # The same hook in a core.hooksPath folder, which is then moved with the repository.
+    shared = moved / ".githooks"
+    shared.mkdir()
+    (shared / "pre-commit").write_bytes(refuse)
+    (shared / "pre-commit").chmod(0o755)
+    git(moved, "config", "core.hooksPath", ".githooks")
+    run_cli("-C", str(moved), "hook", "git", "install", "--force")
+    again = tmp_path / "repo3"
+    os.rename(moved, again)
+    assert "my lint: refusing" in git_commit(again, "hooksPath, moved").stderr
+
+    # The moved-aside hook deleted: only precheck runs, and status and doctor say so.
+    (again / ".githooks" / "pre-commit.nexusmem-legacy").unlink()
+    assert git_commit(again, "no lint").returncode == 0
+    status = run_cli("-C", str(again), "hook", "git", "status")
+    assert (
+        "pre-commit.nexusmem-legacy (the hook it wraps, which `--force` moved aside) is missing"
+        in status.stderr
+    )
+    missing = [c for c in _problems(again) if "pre-commit.nexusmem-legacy" in c["detail"]]
+    assert missing and "is missing: only NexusMem's part runs" in missing[0]["detail"], missing
+    assert missing[0]["fix"].endswith("nexusmem hook git remove && nexusmem hook git install")
 
 
 def _framework_config(repo: Path) -> None:

@@ -127,6 +127,12 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
             " run it before either)",
             err=True,
         )
+    if state.legacy_missing:
+        click.echo(
+            f"  Warning: {state.legacy} (the hook it wraps, which `--force` moved aside) is missing, so only"
+            f" {what} runs: put that hook back there, or `nexusmem hook {verb} remove` to stop wrapping it",
+            err=True,
+        )
 
 
 def _remove(ctx: click.Context, name: str, what: str) -> None:

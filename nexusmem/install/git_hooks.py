@@ -14,8 +14,8 @@ through. Where the block goes:
   bytes). First rather than last, because a foreign hook that ends in `exit` would otherwise never reach us,
   and running first leaves the foreign hook's own exit status as the hook's status;
 - anything else (a Python or Node hook, a symlink): refused unless --force, which moves the foreign hook
-  aside to `<name>.nexusmem-legacy` and writes a hook that runs ours and then `exec`s it (remove moves it
-  back, byte for byte).
+  aside to `<name>.nexusmem-legacy` and writes a hook that runs ours and then `exec`s it, found beside the
+  hook file itself so that the repository can move (remove moves it back, byte for byte).
 
 The hooks directory comes from `git rev-parse --git-path hooks`, so core.hooksPath and worktrees (which
 share the main repository's hooks) are honoured.
@@ -102,6 +102,13 @@ class HookState:
     legacy: Path | None = None  # how == "legacy": the moved-aside hook ours runs when it is executable
     # Why the file at `path` is no hook file NexusMem can read ("… is a FIFO, not a hook file"), or None.
     unreadable: str | None = None
+
+    @property
+    def legacy_missing(self) -> bool:
+        """Whether the hook `--force` moved aside, which ours runs afterwards, is gone (deleted, or not
+        brought along when the hook file was copied): only ours runs."""
+        legacy = self.legacy
+        return legacy is not None and not self.broken and not os.path.lexists(legacy)
 
     @property
     def legacy_off(self) -> bool:
@@ -430,8 +437,9 @@ def _body(name: str) -> list[str]:
 PIN = "nexusmem_pinned="
 
 
-def render_block(name: str, flags: tuple[str, ...], legacy: Path | None = None) -> bytes:
-    """The marked lines install writes for hook NAME (each ending in a newline)."""
+def render_block(name: str, flags: tuple[str, ...], wraps: bool = False) -> bytes:
+    """The marked lines install writes for hook NAME (each ending in a newline); WRAPS: the hook runs the one
+    `--force` moved aside (NAME.nexusmem-legacy) afterwards."""
     verb = "git" if name == "pre-commit" else "git-post"
     lines = [
         " ".join((_begin(name).decode(), *flags)),
@@ -446,9 +454,15 @@ def render_block(name: str, flags: tuple[str, ...], legacy: Path | None = None) 
     lines += _body(name)
     # Only a strict precheck's refusal may stop the hook; the body exits 0 otherwise.
     lines.append(") || exit $?" if name == "pre-commit" else ")")
-    if legacy is not None:
-        # As git ran it before: only when it is executable (git ignores a hook that is not).
-        lines.append(f'if [ -x {_quote(str(legacy))} ]; then exec {_quote(str(legacy))} "$@"; fi')
+    if wraps:
+        # Found beside this file ($0, the path git ran it by), not by an absolute path written at install
+        # time: that went with a `mv` of the repository, and the hook it wraps silently stopped running.
+        # Run as git ran it before: only when it is executable (git ignores a hook that is not).
+        lines += [
+            "case $0 in */*) nexusmem_legacy=${0%/*} ;; *) nexusmem_legacy=. ;; esac",
+            f"nexusmem_legacy=$nexusmem_legacy/{_quote(name + LEGACY_SUFFIX)}",
+            'if [ -x "$nexusmem_legacy" ]; then exec "$nexusmem_legacy" "$@"; fi',
+        ]
     lines.append(_end(name).decode())
     return ("\n".join(lines) + "\n").encode()
 
@@ -661,7 +675,7 @@ def _refresh(
 ) -> InstallResult:
     start, end, old_flags = found
     kept = tuple(f for f in old_flags if f not in (FLAG_STRICT, FLAG_SHARED))
-    legacy = path.with_name(name + LEGACY_SUFFIX) if FLAG_LEGACY in kept else None
+    wraps = FLAG_LEGACY in kept
     husky = _HUSKY_V8.search(data)
     if husky is not None and husky.start() >= end:
         # Installed above husky v8's line by an older release (so it ran twice, and HUSKY=0 did not skip
@@ -669,12 +683,12 @@ def _refresh(
         at = start - 1 if FLAG_NEWLINE in kept and data[start - 1 : start] == b"\n" else start
         head, tail, extra = _insertion(data[:at] + data[end:])
         kept = (*extra, *(f for f in kept if f != FLAG_NEWLINE))
-        new = head + render_block(name, (*kept, *flags), legacy) + tail
+        new = head + render_block(name, (*kept, *flags), wraps) + tail
     else:
-        new = data[:start] + render_block(name, (*kept, *flags), legacy) + data[end:]
+        new = data[:start] + render_block(name, (*kept, *flags), wraps) + data[end:]
     if new == data:
         return InstallResult(path, False, "unchanged")
-    command, _ok, broken, fallback = _diagnose(data[start:end].decode("utf-8", "replace"))
+    command, _ok, broken, fallback = _diagnose(data[start:end].decode("utf-8", "replace"), path, name)
     _write_bytes(path, new, path.stat().st_mode & 0o7777)
     # `hook git install` (the fix doctor prints) over a --strict block: it is advisory now, and says so.
     relaxed = FLAG_STRICT in old_flags and FLAG_STRICT not in flags
@@ -691,7 +705,7 @@ def _install_legacy(name: str, path: Path, flags: list[str]) -> InstallResult:
     if legacy.exists() or legacy.is_symlink():
         raise GitHookError(f"{legacy} already exists; move it away before installing with --force")
     os.rename(path, legacy)
-    block = render_block(name, (FLAG_CREATED, FLAG_LEGACY, *flags), legacy)
+    block = render_block(name, (FLAG_CREATED, FLAG_LEGACY, *flags), wraps=True)
     try:
         _write_bytes(path, b"#!/bin/sh\n" + block, 0o755)
     except GitHookError:
@@ -756,16 +770,42 @@ def _unquote(text: str, at: int) -> str:
     return "".join(out)
 
 
-def _diagnose(block: str) -> tuple[str | None, bool, str | None, str | None]:
-    """(pinned command, it exists, why the block is broken, the PATH fallback it runs instead)."""
+def _same_file(one: str | Path, other: str | Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them is gone, or a link to nowhere
+        return False
+
+
+def _diagnose(block: str, path: Path, name: str) -> tuple[str | None, bool, str | None, str | None]:
+    """(pinned command, it exists, why the block is broken, the PATH fallback it runs instead) of the block
+    of hook NAME in the file PATH."""
     command, exists, broken, fallback = _diagnose_command(block)
-    # A wrapper written before it checked that the moved-aside hook is executable: it execs it anyway, and
-    # a hook git used to ignore (not executable) now fails the hook ("Permission denied") every time.
+    beside = path.with_name(name + LEGACY_SUFFIX)
     for line in block.splitlines():
+        # Wrappers written by older releases name the moved-aside hook by the absolute path it had at
+        # install time. The one before them execs it unchecked: a hook git used to ignore (not executable)
+        # fails the hook ("Permission denied") every time.
         if line.startswith("exec '"):
             moved = _unquote(line, len("exec "))
-            if not os.access(moved, os.X_OK):
+            if not os.path.lexists(moved):
+                broken = f"it runs {moved}, which is gone: the hook fails every time"
+            elif not os.access(moved, os.X_OK):
                 broken = f"it runs {moved}, which is not executable: the hook fails every time"
+        elif line.startswith("if [ -x '") and "then exec '" in line:
+            # After a `mv` of the repository that path is gone, and the hook it wraps silently stopped
+            # running; in a copy of the repository it runs the original's.
+            moved = _unquote(line, len("if [ -x "))
+            if not os.path.lexists(moved):
+                broken = (
+                    f"it runs the hook it wraps from {moved}, which is gone (an older release wrote that path"
+                    f" at install time; the repository was moved?): {beside.name} does not run"
+                )
+            elif not _same_file(moved, beside):
+                broken = (
+                    f"it runs the hook it wraps from {moved}, not {beside} (an older release wrote that path"
+                    " at install time; the repository was copied?)"
+                )
     return command, exists, broken, fallback
 
 
@@ -824,7 +864,7 @@ def status(name: str, start: Path | str | None = None, directory: Path | None = 
     fallback: str | None = None
     if found is not None:
         text = data[found[0] : found[1]].decode("utf-8", "replace")
-        command, command_exists, broken, fallback = _diagnose(text)
+        command, command_exists, broken, fallback = _diagnose(text, path, name)
     flags = found[2] if found else ()
     how = None
     if found is not None:
