@@ -208,3 +208,37 @@ def test_precheck_over_many_files_runs_once_and_prints_one_summary(
     assert "src/m3.py: `mypy src/m3.py` failed (exit 1)" in output, output
     assert output.count("nexusmem precheck: ") == 1, output
     assert f"nexusmem precheck: 1 warning(s) for {files} file(s)" in output, output
+
+
+def test_hook_status_names_the_framework_route_not_files_that_do_not_exist(
+    repo: Path, hook_repo: tuple[Path, str, Path]
+) -> None:
+    """With the README's .pre-commit-config.yaml (precheck and the sync run by the framework on every commit),
+    `hook git status` and `hook git-post status` said "not installed: …/.git/hooks/pre-commit.legacy",
+    naming files that do not exist. They say the framework runs our hooks, and name its hook files."""
+    source, sha, cache = hook_repo
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(_config(source, sha, "nexusmem-precheck", "nexusmem-sync"), encoding="utf-8")
+    commit(repo, "chore: pre-commit", {".pre-commit-config.yaml": config.read_text(encoding="utf-8")})
+    stages = ("pre-commit", "post-commit", "post-merge")
+    installed = _run(repo, cache, str(PRE_COMMIT), "install", *(f"--hook-type={s}" for s in stages))
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    hooks = repo / ".git" / "hooks"
+    said = run_cli("-C", str(repo), "hook", "git", "status").output
+    said += run_cli("-C", str(repo), "hook", "git-post", "status").output
+    assert f"pre-commit: run by the pre-commit framework (nexusmem-precheck in {config}, line 5)" in said, (
+        said
+    )
+    for name in ("post-commit", "post-merge"):
+        assert f"{name}: run by the pre-commit framework (nexusmem-sync in {config}, line 6)" in said, said
+    assert ".legacy" not in said and "not installed: " + str(hooks / "pre-commit") not in said, said
+    for name in stages:
+        assert f": {hooks / name}\n" in said and (hooks / name).exists(), said
+
+    # The framework's hooks without ours in its config: not installed, naming the framework's file.
+    config.write_text(_config(source, sha), encoding="utf-8")
+    said = run_cli("-C", str(repo), "hook", "git", "status").stdout
+    assert (
+        said
+        == f"pre-commit: not installed (the pre-commit framework's hook is there): {hooks / 'pre-commit'}\n"
+    )

@@ -79,8 +79,22 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
 
 def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path | None) -> None:
     if not state.installed:
-        other = " (another tool's hook is there)" if state.exists and not state.unreadable else ""
-        click.echo(f"{state.name}: not installed{other}: {state.path}")
+        if state.framework:
+            # The framework's own hook is there and our block is not in its NAME.legacy (which, absent, is
+            # not named): the README's .pre-commit-config.yaml route runs NexusMem without one.
+            hook = state.path.with_name(state.name)
+            runs = git_hooks.framework_runs(state.name, start)
+            if runs is not None:
+                config, number, hook_id = runs
+                click.echo(
+                    f"{state.name}: run by the pre-commit framework ({hook_id} in {config}, line {number}):"
+                    f" {hook}"
+                )
+                return
+            click.echo(f"{state.name}: not installed (the pre-commit framework's hook is there): {hook}")
+        else:
+            other = " (another tool's hook is there)" if state.exists and not state.unreadable else ""
+            click.echo(f"{state.name}: not installed{other}: {state.path}")
         if state.unreadable:
             click.echo(
                 f"  Warning: {state.unreadable}; move it away, then `nexusmem hook {verb} install`", err=True

@@ -269,14 +269,33 @@ def gone(name: str, start: Path | str | None = None) -> HookState | None:
     state = status(name, start)
     if state.installed or unused(name, start) is not None:
         return None
-    if state.framework:
-        # The framework's hook runs NexusMem itself when its config names our hook for this stage.
-        from nexusmem.install.uninstall import framework_entries
-
-        wanted = "nexusmem-precheck" if name == "pre-commit" else "nexusmem-sync"
-        if any(wanted in line for _, _, line in framework_entries(paths.repo_root(start))):
-            return None
+    if state.framework and framework_runs(name, start) is not None:
+        return None  # the framework's hook runs NexusMem itself
     return state
+
+
+# The hooks of .pre-commit-hooks.yaml the pre-commit framework's own hook NAME runs (their `stages`).
+_FRAMEWORK_IDS: dict[str, tuple[str, ...]] = {
+    "pre-commit": ("nexusmem-precheck", "nexusmem-precheck-strict"),
+    "post-commit": ("nexusmem-sync",),
+    "post-merge": ("nexusmem-sync",),
+}
+
+
+def framework_runs(name: str, start: Path | str | None = None) -> tuple[Path, int, str] | None:
+    """(config file, 1-based line, hook id) of the nexusmem hook that the pre-commit framework's hook NAME
+    runs (the README's .pre-commit-config.yaml route, with no block of ours), or None: NAME is no hook
+    `pre-commit install` wrote, or its config names none of ours for that stage."""
+    wanted = _FRAMEWORK_IDS.get(name, ())
+    if not wanted or not framework_script(hooks_dir(start) / name):
+        return None
+    from nexusmem.install.uninstall import framework_entries
+
+    for config, number, line in framework_entries(paths.repo_root(start)):
+        hook_id = line.split("id:", 1)[1].split("#", 1)[0].strip().strip("'\"")
+        if hook_id in wanted:
+            return config, number, hook_id
+    return None
 
 
 def gone_text(state: HookState) -> str:
