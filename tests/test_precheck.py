@@ -1014,3 +1014,38 @@ def test_a_cd_the_shell_did_not_end_in_is_not_left_out(repo: Path) -> None:
     sync.sync(repo)
     (warning,) = precheck.run(repo, files=["services/api/views.py"]).findings
     assert warning.command == "cd services/api && make test"
+
+
+def test_a_commit_of_many_high_churn_files_prints_a_capped_list_failures_first(repo: Path) -> None:
+    """Committing 2,000 high-churn files printed 2,001 lines on every commit. The hook prints 20 warnings,
+    failures before churn (here the failure is on the last file), and one line counting the rest; --json
+    lists them all and --strict still refuses."""
+    files = [f"src/f{n:02}.py" for n in range(30)]
+    for round_ in range(4):
+        commit(repo, f"feat: round {round_}", {f: f"x = {round_}\n" for f in files})
+    write_log(repo, [("pytest src/f29.py", 1, DAY_MS)])
+    sync.sync(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    for f in files:
+        (repo / f).write_text("x = 9\n", encoding="utf-8")
+    git(repo, "add", "src")
+    strict = run_cli("-C", str(repo), "precheck", "--strict", ok=False)
+    assert strict.exit_code == 1
+    data = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)
+    assert [f["kind"] for f in data["findings"]].count("churn") == 30 and len(data["findings"]) == 31
+    done = subprocess.run(
+        ["git", "commit", "-q", "-m", "touch everything"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 22, done.stderr
+    assert lines[19].startswith("src/f29.py: `pytest src/f29.py` failed (exit 1)"), done.stderr
+    assert sum("(high churn)" in line for line in lines) == 19
+    assert lines[-2:] == [
+        "nexusmem precheck: … and 11 more (11 high churn): `nexusmem precheck --json` lists them all",
+        "nexusmem precheck: 31 warning(s) for 30 file(s) (advisory only)",
+    ], done.stderr

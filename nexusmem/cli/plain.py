@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from nexusmem.cli.progress import Progress
-    from nexusmem.precheck import PrecheckResult
+    from nexusmem.precheck import Finding, PrecheckResult
     from nexusmem.project import Project
 
     T = TypeVar("T")
@@ -55,8 +55,18 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
         _say(f"nexusmem precheck: {note}" + (" (--strict: nothing was checked)" if strict else ""))
         return 0
     if not as_json:
-        for finding in result.findings:
-            _say(finding.message)
+        shown = _shown(result.findings)
+        for at in shown:
+            _say(result.findings[at].message)
+        hidden = [f for at, f in enumerate(result.findings) if at not in shown]
+        if hidden:
+            churn = sum(f.kind == "churn" for f in hidden)
+            parts = [f"{len(hidden) - churn:,} failed command(s)"] if len(hidden) > churn else []
+            parts += [f"{churn:,} high churn"] if churn else []
+            _say(
+                f"nexusmem precheck: … and {len(hidden):,} more ({', '.join(parts)}):"
+                " `nexusmem precheck --json` lists them all"
+            )
         for note in result.notes:  # what the counts left out (a reset since the last sync)
             _say(f"nexusmem precheck: {note}")
         if result.findings:
@@ -65,6 +75,21 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
                 f"nexusmem precheck: {len(result.findings)} warning(s) for {len(result.files)} file(s) ({advice})"
             )
     return refusal_code() if strict and result.findings else 0
+
+
+# A commit of 2,000 high-churn files printed 2,001 lines on every commit: past this many findings, the
+# human output shows this many (failures before churn) and counts the rest in one line; --json has them all.
+SHOWN_FINDINGS = 20
+_KIND_ORDER = {"failure": 0, "importer_failure": 1}  # then churn
+
+
+def _shown(findings: list[Finding]) -> dict[int, None]:
+    """The indexes of the findings printed, in order: all of them, or SHOWN_FINDINGS picked failures first
+    (printed in their own order, by file)."""
+    if len(findings) <= SHOWN_FINDINGS:
+        return dict.fromkeys(range(len(findings)))
+    ranked = sorted(range(len(findings)), key=lambda i: (_KIND_ORDER.get(findings[i].kind, 2), i))
+    return dict.fromkeys(sorted(ranked[:SHOWN_FINDINGS]))
 
 
 def refusal_code() -> int:
