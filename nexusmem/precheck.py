@@ -87,7 +87,9 @@ class Finding:
     FIELDS = (  # the JSON order
         "path", "kind", "message", "command", "exit", "ts", "times", "commits", "importer",
     )  # fmt: skip
-    __slots__ = FIELDS
+    # folder: where a failed command ran, as its message names it ("" for the top): not in the JSON, where
+    # the command is the finding's; an importer's finding names it as the importer's own finding does.
+    __slots__ = (*FIELDS, "folder")
 
     def __init__(
         self,
@@ -100,6 +102,7 @@ class Finding:
         times: int = 1,
         commits: int | None = None,
         importer: str | None = None,  # kind "importer_failure": the file importing PATH whose command failed
+        folder: str = "",
     ) -> None:
         self.path = path
         self.kind = kind
@@ -110,6 +113,7 @@ class Finding:
         self.times = times
         self.commits = commits
         self.importer = importer
+        self.folder = folder
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Finding) and self.to_json() == other.to_json()
@@ -421,14 +425,16 @@ def _importer_findings(
 ) -> list[Finding]:
     """PATH's warnings from the failures of the files importing it: one per command, newest first, none for
     a command already reported for PATH itself."""
-    seen = {f.command for f in own}
+    seen = {(f.command, f.folder) for f in own}
     found: list[Finding] = []
     for importer in importers:
         for failure in via.get(importer, []):
-            if failure.command in seen:
+            if (failure.command, failure.folder) in seen:
                 continue
-            seen.add(failure.command)
+            seen.add((failure.command, failure.folder))
             shown = " ".join((failure.command or "")[:119].split())
+            # Where it ran, as the importer's own finding says it (`node ../tests/util.test.js` in lib).
+            where = f" in {one_line(failure.folder)}" if failure.folder else ""
             found.append(
                 Finding(
                     path=path,
@@ -438,8 +444,9 @@ def _importer_findings(
                     ts=failure.ts,
                     times=failure.times,
                     importer=importer,
+                    folder=failure.folder,
                     message=(
-                        f"{one_line(path)}: imported by {one_line(importer)}, whose `{shown}` failed (exit {failure.exit}) on"
+                        f"{one_line(path)}: imported by {one_line(importer)}, whose `{shown}`{where} failed (exit {failure.exit}) on"
                         f" {timefmt.day(failure.ts or 0)} and was never seen passing — run it before committing"
                     ),
                 )
@@ -720,6 +727,7 @@ def _unresolved_failures(
                 exit=code,
                 ts=ts,
                 times=len(runs),
+                folder=folder,
                 message=(
                     f"{one_line(path)}: `{shown}`{where} failed (exit {code}) on {timefmt.day(ts)}{times} and was never"
                     " seen passing — run it before committing"

@@ -211,13 +211,13 @@ def test_scan_structure_previews_and_writes_nothing(repo: Path) -> None:
     assert (after["parsed"], after["added"], after["removed"], after["edges"]) == (0, [], [], 6)
 
 
-def _fail(repo: Path, command: str, ago: int) -> None:
+def _fail(repo: Path, command: str, ago: int, folder: str = "") -> None:
     path = shell_log_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     now = int(time.time() * 1000)
     line = {
         "ts": now - ago,
-        "cwd": str(repo),
+        "cwd": str(repo / folder),
         "exit": 1,
         "command": command,
         "shell": "bash",
@@ -278,6 +278,34 @@ def test_a_javascript_require_reaches_the_code_not_its_type_declarations(repo: P
     sync.sync(repo, embed=False)
     assert ("tests/main.test.js", "lib/main.js") in edges(repo)
     assert ("tests/main.test.js", "lib/main.d.ts") not in edges(repo)
+
+
+def test_an_importers_failure_says_the_folder_its_command_ran_in(repo: Path) -> None:
+    """`node ../tests/util.test.js` run in lib/ failed: the warning for tests/util.test.js said "in lib", the
+    one for lib/util.js (which it imports) said only "whose `node ../tests/util.test.js` failed", a command
+    that cannot be run from the top, where the hook runs. Both say where it ran."""
+    commit(
+        repo,
+        "js util and its test",
+        {
+            "lib/util.js": "module.exports = { pad() {} }\n",
+            "tests/util.test.js": "const util = require('../lib/util')\n",
+        },
+    )
+    _fail(repo, "node ../tests/util.test.js", 2 * DAY_MS, folder="lib")
+    sync.sync(repo, embed=False)
+    (repo / "lib/util.js").write_text("module.exports = { pad() { return 1 } }\n", encoding="utf-8")
+    (repo / "tests/util.test.js").write_text("const util = require('../lib/util') // pad\n", encoding="utf-8")
+    git(repo, "add", "lib/util.js")
+    day = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 2 * 86400))
+    said = run_cli("-C", str(repo), "precheck").stderr
+    assert (
+        f"lib/util.js: imported by tests/util.test.js, whose `node ../tests/util.test.js` in lib failed (exit 1)"
+        f" on {day} and was never seen passing — run it before committing"
+    ) in said, said
+    git(repo, "add", "tests/util.test.js")
+    said = run_cli("-C", str(repo), "precheck").stderr
+    assert f"tests/util.test.js: `node ../tests/util.test.js` in lib failed (exit 1) on {day}" in said, said
 
 
 def test_precheck_reads_an_old_store_without_import_tables(repo: Path) -> None:
