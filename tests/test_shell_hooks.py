@@ -1026,6 +1026,9 @@ ANSWERS = (
     ("LC_ALL=C env -u LANG grep nomatch util.py | tee hits.txt", 0),
     ("git grep --no-index nomatchxyz | cat", 0),
     ("time ./run-tests | cat", 1),
+    # A `$(…)`'s commands are not the stage's, nor its quotes' `;` an operator inside double quotes.
+    ('if true; then grep -c "$(echo "x;y")" util.py; fi | cat', 0),
+    ("{ ./run-tests $(ls | grep util); } | tee log", 1),
 )
 
 
@@ -1067,6 +1070,7 @@ LAST_PIPELINES = (
     ("f2() { sh -c 'exit 6'; }; f2 | tee out.log", 6),
     ("sh <<'SQL' | tee out.log\necho select; exit 4\nSQL", 4),
     ("python3 - <<EOF | tee out.log\nimport sys; sys.exit(9)\nEOF", 9),
+    ('m="$(printf "%s" "don\'t")"; python3 - <<EOF | tee out.log\nimport sys; sys.exit(9)\nEOF', 9),
     ("false && sh -c 'exit 3' | tee out.log", 1),  # the pipeline never ran: pipestatus is false's alone
     ("sh -c 'exit 2'; true | tee out.log", 0),  # the last pipeline passed
 )

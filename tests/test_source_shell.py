@@ -559,6 +559,18 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ("sh <<'X' | tee log\necho a; exit 4\nX\n", 0, [4, 0], 4),  # a here-document's `;` is text
         ("make | tee log  # one; two", 0, [2, 0], 2),  # a comment's `;` too
         ("echo 'a | b' | cat", 0, [0, 0], 0),
+        # The quotes of a `$(…)` inside double quotes start afresh: its `;` is no operator, and a `'` in
+        # its quotes opens nothing (each was misread by the scans other than the one for the last pipeline).
+        ('if true; then grep -c "$(echo "x;y")" f; fi | cat', 0, [1, 0], 0),  # grep's, not `y")"`'s
+        ("{ pytest $(ls | grep test_); } | tee log", 0, [1, 0], 1),  # pytest's, not the `$(…)`'s grep
+        (
+            'm="$(printf "%s" "don\'t")"; python3 - <<EOF | tee log\nimport sys; sys.exit(9)\nEOF\n',
+            0,
+            [9, 0],
+            9,
+        ),
+        ("sh <<'X' | tee log  # it's\necho a; exit 4\nX\n", 0, [4, 0], 4),  # a comment's quote opens none
+        ('{ cat <<<"a" > f\nmake; } | tee log', 0, [2, 0], 2),  # a here-string has no body
     ],
 )
 def test_the_status_a_pipeline_is_stored_with(

@@ -25,6 +25,7 @@ import os
 # `typing` costs a cold process ~3 ms (a quarter of the recorder's own work): annotations only, never loaded.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 AGENTS: tuple[str, ...] = ("claude-code", "codex")
@@ -90,6 +91,9 @@ _LOOPS = frozenset({"for", "while", "until", "select"})
 _BEFORE_A_COMMAND = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "time"})
 _SEPARATORS = frozenset(";|&(){}\n")
 _WORD_EDGES = frozenset({"", " ", "\t", *_SEPARATORS})  # what may stand before and after a reserved word
+# Characters that change nothing in a scan, in quotes or out (most of a command): passed over first. Not the
+# letters a reserved word starts with.
+_INERT = frozenset("abghjklmnopqrtvxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t-./_=,:+@%^~*?![]>")
 
 
 def _command_position(command: str, i: int) -> bool:
@@ -106,20 +110,33 @@ def _command_position(command: str, i: int) -> bool:
     return command[k:j] in _BEFORE_A_COMMAND
 
 
-def _top_level(command: str) -> list[tuple[int, str]]:
-    """(offset, operator) of each `|`, `||`, `&&`, `;`, `&` (in the background) and newline outside quotes,
-    comments, `$(…)`, backquotes, escapes, groups and compound commands (`if … fi`, `for`/`while`/`until …
-    done` or zsh's `for … { … }`, `case … esac`). `|&` (bash's `2>&1 |`) is a `|`."""
-    out: list[tuple[int, str]] = []
+def _scan(command: str, bodies: list[tuple[int, int]] | None = None) -> Iterator[tuple[int, int, int]]:
+    """(offset, depth, substituted) of each `|`, `&`, `;`, newline, `(` and `)` of COMMAND that is shell
+    syntax: outside quotes, escapes, backquotes and comments. DEPTH is how many constructs are open around
+    it: subshells, groups, compound commands (`if … fi`, `for`/`while`/`until … done` or zsh's `for … { …
+    }`, `case … esac`) and `$(…)`, inside double quotes too (`make "$(git rev-parse --show-toplevel)" | tee
+    log`: its own quotes start afresh, and its end is back inside the double quotes); SUBSTITUTED how many of
+    those are `$(…)`. A `(` or `)` is yielded where it opens or closes a subshell (or a function's `()`), at
+    the depth outside it, and where it ends a `case` pattern (`x)`); never that of a `$(…)`.
+
+    The one walk of a command's quotes that `_top_level`, `_segments` and `_without_heredoc_bodies` read.
+    With a BODIES list, `<<WORD` is read too: the lines after it up to WORD are text (their `;` and `|` no
+    operators, their quotes none) and each body's (start, end) is added to BODIES; a body whose delimiter
+    never comes runs to the end, as in the shell. Without one, `<<` is a redirection like another (the
+    bodies were left out before)."""
     i, n = 0, len(command)
     quote = ""
-    # What each open construct is: "(" a subshell or `$(`, "{" a group, "if", "case" (where a `)` ends a
-    # pattern), "loop" (before its `do`: zsh's `for f in a b; { … }` closes with the group), "do"; '"(' and
-    # '"`' a `$(…)` or `…` inside double quotes, whose own quotes start afresh and whose end is back inside
-    # the double quotes (`make "$(git rev-parse --show-toplevel)" | tee log`).
+    # What each open construct is: "(" a subshell, "$(" a command substitution, "{" a group, "if", "case"
+    # (where a `)` ends a pattern), "loop" (before its `do`: zsh's `for f in a b; { … }` closes with the
+    # group), "do"; '"(' and '"`' a `$(…)` or `…` inside double quotes.
     open_: list[str] = []
+    substituted = 0
+    pending: list[tuple[str, bool]] = []  # (delimiter, tabs stripped: `<<-`) of the line being read
     while i < n:
         c = command[i]
+        if c in _INERT:
+            i += 1
+            continue
         if c == "\\" and quote != "'":
             i += 2
             continue
@@ -132,8 +149,9 @@ def _top_level(command: str) -> list[tuple[int, str]]:
             elif quote == '"' and c == "`":
                 open_.append('"`')
                 quote = "`"
-            elif quote == '"' and command.startswith("$(", i):
+            elif quote == '"' and c == "$" and command.startswith("$(", i):
                 open_.append('"(')
+                substituted += 1
                 quote = ""
                 i += 1
         elif c in "cdefisuw" and command[i - 1 : i] in _WORD_EDGES:
@@ -163,10 +181,12 @@ def _top_level(command: str) -> list[tuple[int, str]]:
             end = command.find("\n", i)  # a comment, to the end of its line
             i = n if end < 0 else end
             continue
-        elif command.startswith("$(", i):
-            open_.append("(")
+        elif c == "$" and command.startswith("$(", i):
+            open_.append("$(")
+            substituted += 1
             i += 1
         elif c == "(":
+            yield i, len(open_), substituted
             open_.append("(")
         elif (
             c == "{"
@@ -179,48 +199,19 @@ def _top_level(command: str) -> list[tuple[int, str]]:
             else:
                 open_.append("{")
         elif c == ")" and open_ and open_[-1] == "case":
-            pass  # the end of a `case` pattern (`x)`), not of a subshell
+            yield i, len(open_), substituted  # the end of a `case` pattern (`x)`), not of a subshell
         elif c == ")" or (c == "}" and open_ and command[i - 1 : i] in (" ", ";", "\n", "\t")):
-            if open_ and open_.pop() == '"(' and c == ")":
-                quote = '"'  # back inside the double quotes the `$(` opened in
-        elif not open_ and c in "|&;\n":
-            two = command[i : i + 2]
-            if two in ("||", "&&"):
-                out.append((i, two))
-                i += 2
+            closed = open_.pop() if open_ else ""
+            if closed in ('"(', "$("):
+                substituted -= 1
+                if closed == '"(' and c == ")":
+                    quote = '"'  # back inside the double quotes the `$(` opened in
+            elif c == ")":
+                yield i, len(open_), substituted
+        elif c == "<" and bodies is not None and command.startswith("<<", i):
+            if command.startswith("<<<", i):
+                i += 3  # a here-string: its word is all there is
                 continue
-            if two == "|&":
-                out.append((i, "|"))
-                i += 2
-                continue
-            if (c == "&" and command[i + 1 : i + 2] == ">") or command[i - 1 : i] in (">", "<"):
-                i += 1  # `&>file`, `2>&1`, `>|file`: redirections, not operators
-                continue
-            out.append((i, c))
-        i += 1
-    return out
-
-
-def _without_heredoc_bodies(command: str) -> str:
-    """COMMAND with the bodies of its here-documents left out (`sqlite3 db <<'SQL' | tee out`, then lines up
-    to `SQL`): their `;` and `|` are text, not operators. A body whose delimiter never comes runs to the end,
-    as in the shell."""
-    if "<<" not in command:
-        return command
-    out: list[str] = []
-    pending: list[tuple[str, bool]] = []  # (delimiter, tabs stripped: `<<-`) of the line being read
-    i, n, kept, quote = 0, len(command), 0, ""
-    while i < n:
-        c = command[i]
-        if c == "\\" and quote != "'":
-            i += 2
-            continue
-        if quote:
-            if c == quote:
-                quote = ""
-        elif c in "'\"`":
-            quote = c
-        elif command.startswith("<<", i) and not command.startswith("<<<", i):
             i += 2
             strip = command[i : i + 1] == "-"
             i += strip
@@ -229,26 +220,60 @@ def _without_heredoc_bodies(command: str) -> str:
             start = i
             while i < n and command[i] not in " \t\n;|&<>()":
                 i += 1
-            word = command[start:i]
-            delimiter = word.replace('"', "").replace("'", "").replace("\\", "")
+            delimiter = command[start:i].replace('"', "").replace("'", "").replace("\\", "")
             if delimiter:
                 pending.append((delimiter, strip))
             continue
-        elif c == "\n" and pending:
-            out.append(command[kept : i + 1])
-            at = i + 1
-            for delimiter, strip in pending:
-                while at < n:
-                    end = command.find("\n", at)
-                    end = n if end < 0 else end
-                    line = command[at:end]
-                    at = end + 1
-                    if (line.lstrip("\t") if strip else line) == delimiter:
-                        break
-            pending = []
-            kept = i = min(at, n)
-            continue
+        elif c in "|&;\n":
+            yield i, len(open_), substituted
+            if c == "\n" and pending and bodies is not None:
+                at = i + 1
+                for delimiter, strip in pending:
+                    while at < n:
+                        end = command.find("\n", at)
+                        end = n if end < 0 else end
+                        line = command[at:end]
+                        at = end + 1
+                        if (line.lstrip("\t") if strip else line) == delimiter:
+                            break
+                pending = []
+                bodies.append((i + 1, min(at, n)))
+                i = min(at, n)
+                continue
         i += 1
+
+
+def _top_level(command: str) -> list[tuple[int, str]]:
+    """(offset, operator) of each `|`, `||`, `&&`, `;`, `&` (in the background) and newline of COMMAND that
+    `_scan` finds outside every construct. `|&` (bash's `2>&1 |`) is a `|`."""
+    out: list[tuple[int, str]] = []
+    after = 0  # the end of the last two-character operator, whose second character is yielded too
+    for i, depth, _ in _scan(command):
+        c = command[i]
+        if depth or i < after or c in "()":
+            continue
+        two = command[i : i + 2]
+        if two in ("||", "&&", "|&"):
+            out.append((i, "|" if two == "|&" else two))
+            after = i + 2
+        elif not ((c == "&" and command[i + 1 : i + 2] == ">") or command[i - 1 : i] in (">", "<")):
+            out.append((i, c))  # not `&>file`, `2>&1`, `>|file`: redirections, not operators
+    return out
+
+
+def _without_heredoc_bodies(command: str) -> str:
+    """COMMAND with the bodies of its here-documents left out (`sqlite3 db <<'SQL' | tee out`, then lines up
+    to `SQL`): their `;` and `|` are text, not operators."""
+    if "<<" not in command:
+        return command
+    bodies: list[tuple[int, int]] = []
+    for _ in _scan(command, bodies):
+        pass
+    out: list[str] = []
+    kept = 0
+    for start, end in bodies:
+        out.append(command[kept:start])
+        kept = end
     out.append(command[kept:])
     return "".join(out)
 
@@ -312,29 +337,21 @@ def _first_word(words: list[str]) -> str | None:
 
 def _segments(stage: str) -> list[tuple[str, str]]:
     """(text, the operator after it) of the simple commands of STAGE, split at `;`, `;;`, newlines, `|`,
-    `&&`, `||`, `&`, `(` and `)` outside quotes ("" at the end)."""
+    `&&`, `||`, `&`, `(` and `)` that `_scan` finds outside every `$(…)` ("" at the end)."""
     out: list[tuple[str, str]] = []
-    i, n, start, quote = 0, len(stage), 0, ""
-    while i < n:
+    start = 0
+    for i, _, substituted in _scan(stage):
         c = stage[i]
-        if c == "\\" and quote != "'":
-            i += 2
-            continue
-        if quote:
-            if c == quote:
-                quote = ""
-        elif c in "'\"`":
-            quote = c
-        elif c in ";\n|&()" and not (
-            c == "&" and (stage[i - 1 : i] in (">", "<") or stage[i + 1 : i + 2] == ">")
+        if (
+            substituted
+            or i < start
+            or (c == "&" and (stage[i - 1 : i] in (">", "<") or stage[i + 1 : i + 2] == ">"))
         ):
-            two = stage[i : i + 2]
-            op = two if two in (";;", "||", "&&", "|&") else c
-            out.append((stage[start:i], op))
-            i += len(op)
-            start = i
             continue
-        i += 1
+        two = stage[i : i + 2]
+        op = two if two in (";;", "||", "&&", "|&") else c
+        out.append((stage[start:i], op))
+        start = i + len(op)
     out.append((stage[start:], ""))
     return out
 
