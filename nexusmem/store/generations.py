@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-_CHUNK = 500  # shas per IN (...) list: below SQLite's variable limit on every build
+from nexusmem.store.batch import rows_in
 
 
 def number(parents: Mapping[str, list[str]], known: Mapping[str, int]) -> dict[str, int]:
@@ -40,14 +40,8 @@ def number(parents: Mapping[str, list[str]], known: Mapping[str, int]) -> dict[s
 
 def generations_of(conn: Any, shas: Iterable[str]) -> dict[str, int]:
     """sha → generation for those of SHAS that are numbered."""
-    wanted = list(dict.fromkeys(shas))
-    out: dict[str, int] = {}
-    for i in range(0, len(wanted), _CHUNK):
-        part = wanted[i : i + _CHUNK]
-        marks = ",".join("?" * len(part))
-        rows = conn.execute(f"SELECT sha, gen FROM commit_generations WHERE sha IN ({marks})", part)
-        out.update((sha, int(gen)) for sha, gen in rows)
-    return out
+    sql = "SELECT sha, gen FROM commit_generations WHERE sha IN ({marks})"
+    return {sha: int(gen) for sha, gen in rows_in(conn, sql, list(dict.fromkeys(shas)))}
 
 
 def fill(conn: Any, *, changed: bool = True, written_after: int | None = None, removed: bool = True) -> int:

@@ -8,25 +8,15 @@ these functions, so the SQL exists once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from nexusmem.store import connection, health
+from nexusmem.store.batch import rows_in
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
     from typing import Any
-
-BATCH = 500
-
-
-def rows_in(conn: Any, sql: str, keys: Sequence[Any], *after: Any) -> Iterator[Any]:
-    """The rows of SQL, whose `({marks})` is filled with KEYS, BATCH keys a statement (SQLite's limit on
-    parameters); AFTER: the parameters that follow the keys in SQL."""
-    for first in range(0, len(keys), BATCH):
-        chunk = list(keys[first : first + BATCH])
-        yield from conn.execute(sql.format(marks=",".join("?" * len(chunk))), [*chunk, *after])
-
 
 HOOK_BUSY_MS = 1_000
 
@@ -197,18 +187,13 @@ def importers_of(conn: Any, paths: Sequence[str], per_path: int = 50) -> list[tu
     indexed read per batch: precheck calls this on every commit."""
     if not paths or not has_imports(conn):
         return []
+    sql = "SELECT dst, src FROM import_edges WHERE dst IN ({marks}) ORDER BY dst, src"
     out: list[tuple[str, str]] = []
-    for start in range(0, len(paths), BATCH):
-        chunk = list(paths[start : start + BATCH])
-        marks = ",".join("?" * len(chunk))
-        rows = conn.execute(
-            f"SELECT dst, src FROM import_edges WHERE dst IN ({marks}) ORDER BY dst, src", chunk
-        ).fetchall()
-        seen: dict[str, int] = {}
-        for dst, src in rows:
-            seen[dst] = seen.get(dst, 0) + 1
-            if seen[dst] <= per_path:
-                out.append((dst, src))
+    seen: dict[str, int] = {}
+    for dst, src in rows_in(conn, sql, paths):
+        seen[dst] = seen.get(dst, 0) + 1
+        if seen[dst] <= per_path:
+            out.append((dst, src))
     return out
 
 

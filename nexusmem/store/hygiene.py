@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nexusmem.errors import StoreError
 from nexusmem.store import hookreads
+from nexusmem.store.batch import execute_in, rows_in
 
 # (seq, id, kind, title, ref, body, meta JSON, content_hash, grp)
 TextRow = tuple[int, str, str, str, str, str, str, str, str | None]
@@ -167,13 +168,8 @@ class HygieneMixin:
     def forget_judgments(self, node_ids: Sequence[str]) -> int:
         """Drop contradiction judgments about deleted nodes (a model's reason may quote their content)."""
         before = self.conn.total_changes
-        for start in range(0, len(node_ids), 500):
-            chunk = list(node_ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            self.conn.execute(
-                f"DELETE FROM contradiction_checks WHERE old_id IN ({marks}) OR new_id IN ({marks})",
-                chunk + chunk,
-            )
+        sql = "DELETE FROM contradiction_checks WHERE old_id IN ({marks}) OR new_id IN ({marks})"
+        execute_in(self.conn, sql, node_ids)
         return int(self.conn.total_changes - before)
 
     def rewrite_text(self, rows: Sequence[tuple[str, str, str, str, str, str, str]]) -> None:
@@ -417,18 +413,15 @@ class HygieneMixin:
         """Standing 'likely superseded by' suggestions for OLD_IDS: old id -> [(new id, new title, reason)].
 
         Only judgments made on the nodes' current content count, and only while the newer node exists."""
+        sql = (
+            "SELECT c.old_id, c.new_id, n.title, c.reason FROM contradiction_checks c"
+            " JOIN nodes o ON o.id = c.old_id AND o.content_hash = c.old_hash"
+            " JOIN nodes n ON n.id = c.new_id AND n.content_hash = c.new_hash"
+            " WHERE c.contradicts = 1 AND c.old_id IN ({marks}) ORDER BY c.checked_at, c.new_id"
+        )
         out: dict[str, list[tuple[str, str, str]]] = {}
-        for start in range(0, len(old_ids), 500):
-            chunk = list(old_ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            for old_id, new_id, title, reason in self.conn.execute(
-                "SELECT c.old_id, c.new_id, n.title, c.reason FROM contradiction_checks c"
-                " JOIN nodes o ON o.id = c.old_id AND o.content_hash = c.old_hash"
-                " JOIN nodes n ON n.id = c.new_id AND n.content_hash = c.new_hash"
-                f" WHERE c.contradicts = 1 AND c.old_id IN ({marks}) ORDER BY c.checked_at, c.new_id",
-                chunk,
-            ):
-                out.setdefault(old_id, []).append((new_id, title, reason))
+        for old_id, new_id, title, reason in rows_in(self.conn, sql, old_ids):
+            out.setdefault(old_id, []).append((new_id, title, reason))
         return out
 
     def open_suggestion_count(self) -> int:

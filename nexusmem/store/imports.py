@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nexusmem.store import hookreads
-from nexusmem.store.nodes import BATCH
+from nexusmem.store.batch import rows_in
 
 
 class ImportsMixin:
@@ -32,13 +32,8 @@ class ImportsMixin:
         if paths is None:
             rows = self.conn.execute("SELECT path, specs FROM import_files").fetchall()
         else:
-            rows = []
-            for start in range(0, len(paths), BATCH):
-                chunk = list(paths[start : start + BATCH])
-                marks = ",".join("?" * len(chunk))
-                rows += self.conn.execute(
-                    f"SELECT path, specs FROM import_files WHERE path IN ({marks})", chunk
-                ).fetchall()
+            sql = "SELECT path, specs FROM import_files WHERE path IN ({marks})"
+            rows = list(rows_in(self.conn, sql, paths))
         out: dict[str, list[list[Any]]] = {}
         for path, specs in rows:
             try:
@@ -61,17 +56,8 @@ class ImportsMixin:
         """Every (importer, imported) pair stored, or those leaving IMPORTERS."""
         if importers is None:
             return {(a, b) for a, b in self.conn.execute("SELECT src, dst FROM import_edges")}
-        out: set[tuple[str, str]] = set()
-        for start in range(0, len(importers), BATCH):
-            chunk = list(importers[start : start + BATCH])
-            marks = ",".join("?" * len(chunk))
-            out.update(
-                (a, b)
-                for a, b in self.conn.execute(
-                    f"SELECT src, dst FROM import_edges WHERE src IN ({marks})", chunk
-                )
-            )
-        return out
+        sql = "SELECT src, dst FROM import_edges WHERE src IN ({marks})"
+        return {(a, b) for a, b in rows_in(self.conn, sql, importers)}
 
     def import_edge_total(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM import_edges").fetchone()[0])

@@ -12,8 +12,9 @@ from typing import Any
 
 from nexusmem.errors import StoreError
 from nexusmem.store import hookreads
+from nexusmem.store.batch import execute_in
 from nexusmem.store.fulltext import FTS_WEIGHTS, _bm25
-from nexusmem.store.nodes import BATCH, RELINK_FROM_KEY, StoredNode, now_ms
+from nexusmem.store.nodes import RELINK_FROM_KEY, StoredNode, now_ms
 
 # Meta key holding the store write sequence the last link run saw (nexusmem.link.link_recent). (Until schema
 # 6 the key "link.watermark" held a clock time; it is ignored, so the first run after the upgrade is a full one.)
@@ -86,12 +87,9 @@ class LinksMixin:
     ) -> int:
         """Make LINKS the only links of RELATION leaving FROM_IDS (links leaving other nodes stay), keeping
         only links whose two nodes are stored; return how many of LINKS are stored now."""
-        for start in range(0, len(from_ids), BATCH):
-            chunk = list(from_ids[start : start + BATCH])
-            marks = ",".join("?" * len(chunk))
-            self.conn.execute(
-                f"DELETE FROM links WHERE relation = ? AND from_id IN ({marks})", (relation, *chunk)
-            )
+        execute_in(
+            self.conn, "DELETE FROM links WHERE from_id IN ({marks}) AND relation = ?", from_ids, relation
+        )
         stamp = now_ms()
         before = self.conn.total_changes
         self.conn.executemany(

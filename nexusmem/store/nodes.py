@@ -15,13 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem.store import fulltext, hookreads
-from nexusmem.store.hookreads import rows_in
+from nexusmem.store.batch import BATCH, execute_in, rows_in
 from nexusmem.store.hygiene import UNREACHABLE
 
 if TYPE_CHECKING:  # a reader never builds a Node (nexusmem.nodes imports hashlib)
     from nexusmem.nodes import Node
-
-BATCH = 500
 
 
 # Meta key holding the oldest event time whose links a prune took away (a fix rewritten by an amend or a
@@ -323,13 +321,8 @@ class NodesMixin:
             self._cjk_reindex_ids([n.id for n in changed])
             reworded = [n.id for n in changed if existing[n.id][1] != n.words]
             if reworded:  # a commit's vector may be made of its words (embed.builtin.WORDS)
-                marks = ",".join("?" * len(reworded))
-                self._words_moved(
-                    [
-                        r[0]
-                        for r in self.conn.execute(f"SELECT seq FROM nodes WHERE id IN ({marks})", reworded)
-                    ]
-                )
+                sql = "SELECT seq FROM nodes WHERE id IN ({marks})"
+                self._words_moved([r[0] for r in rows_in(self.conn, sql, reworded)])
         if changed:
             self.conn.executemany(
                 "DELETE FROM node_files WHERE node_seq = (SELECT seq FROM nodes WHERE id = ?)",
@@ -523,8 +516,7 @@ class NodesMixin:
         if not self.conn.in_transaction:
             raise RuntimeError("delete_all_nodes runs inside a transaction")  # it drops a trigger for a while
         seqs = [r[0] for r in self.conn.execute("SELECT seq FROM nodes")]
-        for start in range(0, len(seqs), BATCH):
-            self._forget_vectors(seqs[start : start + BATCH])
+        self._forget_vectors(seqs)
         self._cjk_unindex_all()
         trigger = self.conn.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'nodes_fts_ad'"
@@ -665,12 +657,8 @@ class NodesMixin:
         seqs = sorted(set(seqs))
         if not seqs:
             return 0
-        for start in range(0, len(seqs), 500):
-            chunk = seqs[start : start + 500]
-            self.conn.execute(
-                f"UPDATE nodes SET words = '' WHERE seq IN ({','.join('?' * len(chunk))})", chunk
-            )
-            self._words_moved(chunk)  # a vector made of the words goes with them
+        execute_in(self.conn, "UPDATE nodes SET words = '' WHERE seq IN ({marks})", seqs)
+        self._words_moved(seqs)  # a vector made of the words goes with them
         return len(seqs)
 
     def lent_notes(self) -> list[tuple[int, str]]:
@@ -682,11 +670,7 @@ class NodesMixin:
 
     def clear_notes(self, seqs: Sequence[int]) -> int:
         """Empty the notes of the nodes SEQS (the next sync lends them again what their links still hold)."""
-        for start in range(0, len(seqs), 500):
-            chunk = list(seqs[start : start + 500])
-            self.conn.execute(
-                f"UPDATE nodes SET notes = '' WHERE seq IN ({','.join('?' * len(chunk))})", chunk
-            )
+        execute_in(self.conn, "UPDATE nodes SET notes = '' WHERE seq IN ({marks})", seqs)
         return len(seqs)
 
     def reference_time(self, as_of: int | None = None) -> int | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.errors import StoreError
+from nexusmem.store.batch import execute_in
 
 VEC_TABLE = "nodes_vec"
 IDENTITY_KEY = "vector_identity"
@@ -151,8 +152,7 @@ class VectorIndexMixin:
                 values.frombytes(bytes(blob))
                 if not any(values) or not all(math.isfinite(x) for x in values):
                     bad.append(int(seq))
-        for start in range(0, len(bad), 500):
-            self._forget_vectors(bad[start : start + 500])
+        self._forget_vectors(bad)
         if bad:
             self.conn.execute("DELETE FROM meta WHERE key = ?", (EMBEDDED_THROUGH_KEY,))
         _put_meta(self.conn, VETTED_KEY, "1")
@@ -413,9 +413,8 @@ class VectorIndexMixin:
         """Delete the vectors of nodes about to be deleted (vec0 rows know no foreign keys)."""
         if not seqs:
             return
-        marks = ",".join("?" * len(seqs))
-        self.conn.execute(f"DELETE FROM node_vectors WHERE seq IN ({marks})", list(seqs))
+        execute_in(self.conn, "DELETE FROM node_vectors WHERE seq IN ({marks})", seqs)
         if self.has_vector_table():
             self._vec_ready()
-            self.conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({marks})", list(seqs))
+            execute_in(self.conn, f"DELETE FROM {VEC_TABLE} WHERE rowid IN ({{marks}})", seqs)
             self._bump_generation()
