@@ -5,7 +5,9 @@ Three independent heuristics, each recorded as its own link relation (a failure 
 - ``retry``: the first later shell command with the same normalised text (whitespace collapsed, trimmed) in
   the same working directory that exited 0 within 24 h (the rule lives in :mod:`nexusmem.resolved`, shared
   with precheck).
-- ``commit``: the first git commit within 24 h after the failure that touched a file the failing command
+- ``commit``: the first git commit made within 24 h after the failure (its committer time, not its author
+  time, which an amend, a `--fixup` squashed in or a rebase keep from the commit they rewrite; whole seconds,
+  so one of the failure's own second counts: see :func:`_commits`) that touched a file the failing command
   names (the failure node's ``files``), a file inside a directory it names (``ruff check src/cache``), or the
   file a test file it names tests (``pytest tests/test_cache.py`` → the one ``cache.py`` of the repository,
   ``services/api/tests/test_views.py`` → the one ``views.py`` under ``services/api``; none when there are
@@ -36,6 +38,7 @@ from __future__ import annotations
 import re
 import time
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,13 +184,14 @@ def link_failures(store: LinkStore, *, since_ms: int | None = None) -> LinkSumma
     lower = 0 if since_ms is None else since_ms
     summary = LinkSummary(since_ms=since_ms)
 
-    failures = _retries(store, lower)
+    git_runs: list[int] = []
+    failures = _retries(store, lower, git_runs)
     summary.failures = len(failures)
     wanted: set[tuple[str, str, str]] = set()
     for f in failures:
         if f.retry_id is not None:
             wanted.add((f.id, f.retry_id, RETRY))
-    wanted |= _commits(store, lower, failures)
+    wanted |= _commits(store, lower, failures, git_runs)
     wanted |= _discussions(store, lower, failures)
     for _, _, relation in wanted:
         if relation == RETRY:
@@ -245,12 +249,20 @@ def link_recent(store: LinkStore) -> LinkSummary:
     return summary
 
 
-def _retries(store: LinkStore, lower: int) -> list[_Failure]:
-    """Failures with ts >= LOWER, oldest first, each with its retry (nexusmem.resolved) when there is one."""
+def _retries(store: LinkStore, lower: int, git_runs: list[int] | None = None) -> list[_Failure]:
+    """Failures with ts >= LOWER, oldest first, each with its retry (nexusmem.resolved) when there is one.
+    GIT_RUNS, when given, gets the times of the commands from a second before LOWER on that may have made a
+    commit (_MAKES_A_COMMIT), in order."""
     normalised: dict[tuple[str, str], str] = {}
-    found, retry_of = resolved.retries(
-        store.shell_commands_since(lower), within_ms=DAY_MS, normalised=normalised
-    )
+
+    def from_lower() -> Iterator[resolved.Command]:
+        for row in store.shell_commands_since(lower - SECOND_MS):
+            if git_runs is not None and "git" in row[2] and _MAKES_A_COMMIT.search(row[2]):
+                git_runs.append(row[1])
+            if row[1] >= lower:
+                yield row
+
+    found, retry_of = resolved.retries(from_lower(), within_ms=DAY_MS, normalised=normalised)
     failures: list[_Failure] = []
     same: dict[tuple[str, str | None], list[_Failure]] = {}
     for node_id, ts, command, cwd, _exit in found:
@@ -269,9 +281,17 @@ def _retries(store: LinkStore, lower: int) -> list[_Failure]:
     return failures
 
 
-def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
-    """Commit links: per failure, the earliest commit after it touching one of its files, a file inside a
-    directory it names, or the file a test file it names tests (ties by id)."""
+def _commits(
+    store: LinkStore, lower: int, failures: list[_Failure], git_runs: Sequence[int] = ()
+) -> set[tuple[str, str, str]]:
+    """Commit links: per failure, the earliest commit made after it touching one of its files, a file inside
+    a directory it names, or the file a test file it names tests (ties by id). GIT_RUNS: the times of the
+    commands that may have made a commit (_retries), in order.
+
+    A commit's time is when it was made (its committer time: an amended fix is made after the failure its
+    author time precedes), in whole seconds: a commit of the failure's own second may have been made after
+    it, and is taken for its fix unless a command that makes commits ended in that second before the failure
+    (`git commit -am wip && npm test`: then it is the commit the failure ran on)."""
     files: dict[str, list[str]] = {}
     named: dict[str, list[str]] = {}  # a tested file's name -> every path a commit gave it (asked once)
     tracked: dict[str, str] | None = None  # the structure pass's files, read when a name is ambiguous
@@ -298,10 +318,10 @@ def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tupl
         return set()
     times: dict[str, list[int]] = {}
     ids: dict[str, list[str]] = {}
-    for path, ts, commit_id in store.commit_files_since(lower):
+    for path, ts, commit_id in store.commit_files_since(lower - SECOND_MS):
         # A commit touching src/cache/lru.py touched what `ruff check src/cache` names, and what a failing
         # tests/test_lru.py tests: index each file under its directories and its name too. Rows come ordered
-        # by (ts, id), so every list stays sorted.
+        # by (time made, id), so every list stays sorted.
         for key in (path, *_parents(path), SUBJECT + path):
             key_ids = ids.setdefault(key, [])
             if key_ids and key_ids[-1] == commit_id:
@@ -311,11 +331,15 @@ def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tupl
     out: set[tuple[str, str, str]] = set()
     for f in failures:
         best: tuple[int, str] | None = None
+        second = f.ts - f.ts % SECOND_MS
+        at = bisect_left(git_runs, second)
+        ran_on = at < len(git_runs) and git_runs[at] <= f.ts  # a commit of this second came before it
+        after = f.ts if ran_on else second - 1
         for path in files.get(f.id, ()):
             path_times = times.get(path)
             if not path_times:
                 continue
-            i = bisect_right(path_times, f.ts)  # strictly after the failure
+            i = bisect_right(path_times, after)
             if i < len(path_times):
                 found = (path_times[i], ids[path][i])
                 if best is None or found < best:
@@ -329,6 +353,12 @@ def _commits(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tupl
         out.add((f.id, best[1], COMMIT))
     return out
 
+
+SECOND_MS = 1000  # a commit's times are whole seconds
+# A command that may have made a commit: `git commit`, `git -C repo merge`, `git pull` (not `git status`).
+_MAKES_A_COMMIT = re.compile(
+    r"(?<![\w.-])git\s+(?:-\S+(?:\s+[^-\s;&|]\S*)?\s+)*(?:commit|merge|rebase|cherry-pick|revert|am|pull)(?![\w-])"
+)
 
 # How long after the passing re-run a commit may come and still record the edit that made it pass (fail,
 # edit, pass, commit): later, it is other work (a flaky test passed by itself, the day went on).

@@ -155,6 +155,8 @@ def header(sha: str, subject: str, ts: bytes = b"1700000000") -> bytes:
         + sha.encode()
         + b"\x1f\x1f"
         + ts
+        + b"\x1f"
+        + ts
         + b"\x1fA\x1f"
         + subject.encode()
         + b"\x1f"

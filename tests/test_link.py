@@ -15,7 +15,18 @@ from nexusmem.nodes import Node
 from nexusmem.paths import shell_log_path
 from nexusmem.store import Store, open_store
 
-from helpers import commit, commit_node, git, query_json, run_cli, shell_node, store_nodes, turn_node
+from helpers import (
+    commit,
+    commit_node,
+    git,
+    init_repo,
+    query_json,
+    run_cli,
+    shell_node,
+    store_nodes,
+    turn_node,
+    write_commands,
+)
 
 T0 = 1_700_000_000_000
 HOUR = 60 * 60 * 1000
@@ -283,6 +294,17 @@ def test_first_commit_over_all_named_files(store: Store) -> None:
     add(store, fail, on_a, on_b)
     run(store)
     assert links(store) == {(fail.id, on_b.id, "commit")}
+
+
+def test_a_commit_authored_before_the_runs_window_but_made_in_it_is_found(store: Store) -> None:
+    # An amend of a two-day-old commit: its ts (author time) is before any incremental run's window.
+    fail = shell_node("ruff check src/a.py", T0, files=("src/a.py",))
+    amended = commit_node(T0 - 2 * DAY_MS, "src/a.py", committed=T0 + HOUR)
+    add(store, fail, amended)
+    run(store, since_ms=T0 - HOUR)
+    assert links(store) == {(fail.id, amended.id, "commit")}
+    run(store)
+    assert links(store) == {(fail.id, amended.id, "commit")}
 
 
 def test_successful_command_gets_no_commit_link(store: Store) -> None:
@@ -563,3 +585,82 @@ def test_sync_link_failures_then_query_shows_each_fix_right_after_its_failure(re
     assert ids.index(failure["id"]) + 1 == ids.index(riders[0]["id"])
     assert ids.index(failure["id"]) + 2 == ids.index(riders[1]["id"])
     assert all(it["score"] == failure["score"] for it in riders)
+
+
+def _calc_repo(repo: Path, when: int) -> None:
+    commit(
+        repo,
+        "init",
+        {
+            "lib/calc.js": "module.exports.double = x => x + x\n",
+            "tests/calc.test.js": "require('assert').strictEqual(require('../lib/calc').double(2), 4)\n",
+        },
+        when=when,
+    )
+
+
+def _commit_fixes(repo: Path, query: str) -> list[str]:
+    """The refs of the commits `query` shows linked as the fix of the failure it finds first."""
+    data = query_json(repo, query)
+    failure = next(it for it in data["items"] if "(exit 1)" in it["title"])
+    return [
+        it["ref"] for it in data["items"] if it["linked_from"] == failure["id"] and it["relation"] == "commit"
+    ]
+
+
+@pytest.mark.slow
+def test_a_fix_folded_into_the_breaking_commit_with_amend_is_linked_and_precheck_quiet(repo: Path) -> None:
+    wip_s = int(time.time()) - 3600
+    _calc_repo(repo, wip_s - 600)
+    commit(
+        repo, "wip: rework double", {"lib/calc.js": "module.exports.double = x => x + x + 1\n"}, when=wip_s
+    )
+    write_commands(repo, [((wip_s + 2) * 1000 + 250, "node tests/calc.test.js", 1)])
+    (repo / "lib/calc.js").write_text("module.exports.double = x => x * 2\n", encoding="utf-8")
+    # The amend keeps the author time (before the failure); it is made 4 s after the wip commit.
+    git(repo, "commit", "-q", "-a", "--amend", "--no-edit", env={"GIT_COMMITTER_DATE": f"{wip_s + 4} +0000"})
+    amended = git(repo, "rev-parse", "HEAD").strip()
+    assert git(repo, "log", "-1", "--format=%at %ct").split() == [str(wip_s), str(wip_s + 4)]
+    run_cli("-C", str(repo), "sync", "--link-failures")
+
+    assert _commit_fixes(repo, "why did node tests/calc.test.js fail") == [amended]
+    (repo / "lib/calc.js").write_text("module.exports.double = x => 2 * x\n", encoding="utf-8")
+    git(repo, "add", "lib/calc.js")
+    data = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)
+    assert data["files"] == ["lib/calc.js"] and data["findings"] == []
+
+
+@pytest.mark.slow
+def test_a_fix_committed_in_the_failures_own_second_is_its_fix_not_the_next_commit(repo: Path) -> None:
+    now_s = int(time.time()) - 3600
+    _calc_repo(repo, now_s - 600)
+    write_commands(repo, [(now_s * 1000 + 400, "node tests/calc.test.js", 1)])
+    fix = commit(repo, "fix double", {"lib/calc.js": "module.exports.double = x => x * 2\n"}, when=now_s)
+    commit(repo, "rework double", {"lib/calc.js": "module.exports.double = x => x << 2\n"}, when=now_s + 60)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _commit_fixes(repo, "why did node tests/calc.test.js fail") == [fix]
+
+
+@pytest.mark.slow
+def test_a_commit_made_in_the_failures_second_before_it_is_not_its_fix(repo: Path) -> None:
+    # `git commit -am wip && node tests/calc.test.js`: the commit of that second is the one the test ran on.
+    now_s = int(time.time()) - 3600
+    _calc_repo(repo, now_s - 600)
+    commit(repo, "wip", {"lib/calc.js": "module.exports.double = x => x + x + 1\n"}, when=now_s)
+    fix = commit(repo, "fix double", {"lib/calc.js": "module.exports.double = x => x * 2\n"}, when=now_s + 60)
+    write_commands(repo, [(now_s * 1000 + 700, "git commit -qam wip && node tests/calc.test.js", 1)])
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _commit_fixes(repo, "why did node tests/calc.test.js fail") == [fix]
+
+    other = init_repo(repo.parent / "other")  # the same with `git commit` typed on its own just before
+    _calc_repo(other, now_s - 600)
+    commit(other, "wip", {"lib/calc.js": "module.exports.double = x => x + x + 1\n"}, when=now_s)
+    fix = commit(
+        other, "fix double", {"lib/calc.js": "module.exports.double = x => x * 2\n"}, when=now_s + 60
+    )
+    write_commands(
+        other,
+        [(now_s * 1000 + 100, "git commit -qam wip", 0), (now_s * 1000 + 800, "node tests/calc.test.js", 1)],
+    )
+    run_cli("-C", str(other), "sync", "--link-failures")
+    assert _commit_fixes(other, "why did node tests/calc.test.js fail") == [fix]

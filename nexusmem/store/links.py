@@ -161,12 +161,24 @@ class LinksMixin:
         ]
 
     def commit_files_since(self, since_ms: int) -> list[tuple[str, int, str]]:
-        """(path, ts, commit id) for every file touched by a git_commit with ts >= SINCE_MS, by (ts, id)."""
+        """(path, time made, commit id) for every file touched by a git_commit made at or after SINCE_MS, by
+        (time made, id). A commit's time made is its committer time (meta `committed`, kept when it is not
+        its author time: an amend, a rebase) or else its ts (its author time; every commit an older version
+        stored)."""
+        # The (kind, ts) index finds the commits never rewritten, nodes_commit_made the rewritten ones: named,
+        # as the planner prefers the (kind, ts) index for both and then reads every commit's meta.
         return [
             tuple(r)
             for r in self.conn.execute(
                 "SELECT f.path, n.ts, n.id FROM nodes n JOIN node_files f ON f.node_seq = n.seq"
-                " WHERE n.kind = 'git_commit' AND n.ts >= ? ORDER BY n.ts, n.id",
+                " WHERE n.kind = 'git_commit' AND n.ts >= ?1 AND n.seq NOT IN ("
+                "  SELECT seq FROM nodes INDEXED BY nodes_commit_made"
+                "  WHERE kind = 'git_commit' AND json_extract(meta, '$.committed') IS NOT NULL)"
+                " UNION ALL"
+                " SELECT f.path, json_extract(n.meta, '$.committed'), n.id"
+                " FROM nodes n INDEXED BY nodes_commit_made JOIN node_files f ON f.node_seq = n.seq"
+                " WHERE n.kind = 'git_commit' AND json_extract(n.meta, '$.committed') >= ?1"
+                " ORDER BY 2, 3",
                 (since_ms,),
             )
         ]
@@ -250,10 +262,13 @@ class LinksMixin:
         return int(self.conn.total_changes - before)
 
     def min_ts_written_after(self, write_seq: int, kinds: Sequence[str]) -> int | None:
-        """The oldest event time among nodes of KINDS written (inserted or changed) after WRITE_SEQ."""
+        """The oldest event time among nodes of KINDS written (inserted or changed) after WRITE_SEQ: a commit's
+        time made (meta `committed`) when it is older than its ts (an author time set later)."""
         marks = ",".join("?" * len(kinds))
         row = self.conn.execute(
-            f"SELECT MIN(ts) FROM nodes WHERE written > ? AND kind IN ({marks})", (write_seq, *kinds)
+            "SELECT MIN(MIN(ts, COALESCE(json_extract(meta, '$.committed'), ts))) FROM nodes"
+            f" WHERE written > ? AND kind IN ({marks})",
+            (write_seq, *kinds),
         ).fetchone()
         return int(row[0]) if row and row[0] is not None else None
 

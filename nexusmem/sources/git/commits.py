@@ -76,33 +76,42 @@ class _Header:
     sha: str
     parents: list[str]
     ts_ms: int
+    # When the commit was made (its committer time), in ms: later than its author time after an amend, a
+    # rebase or a cherry-pick, which keep the author time of the commit they rewrite.
+    committed_ms: int
     author: str
     subject: str
     message: str
 
 
 def _parse_header(raw: bytes) -> _Header | None:
-    """Parse 'NXM<sha>\\x1f<parents>\\x1f<author time>\\x1f<author>\\x1f<subject>\\x1f<message>'."""
-    fields = raw[len(_TAG) :].split(_SEP, 5)
-    if len(fields) != 6 or not _HEX.match(fields[0]):
+    """Parse 'NXM<sha>\\x1f<parents>\\x1f<author time>\\x1f<committer time>\\x1f<author>\\x1f<subject>
+    \\x1f<message>'."""
+    fields = raw[len(_TAG) :].split(_SEP, 6)
+    if len(fields) != 7 or not _HEX.match(fields[0]):
         return None
     try:
         ts_ms = int(fields[2]) * 1000
     except ValueError:
         ts_ms = -1  # no usable author time: outside the window, so the commit is skipped and reported
+    try:
+        committed_ms = int(fields[3]) * 1000
+    except ValueError:
+        committed_ms = ts_ms
     return _Header(
         sha=fields[0].decode("ascii"),
         parents=fields[1].decode("ascii", "replace").split(),
         ts_ms=ts_ms,
-        author=_text(fields[3]),
-        subject=_text(fields[4]),
-        message=_text(fields[5]),
+        committed_ms=committed_ms,
+        author=_text(fields[4]),
+        subject=_text(fields[5]),
+        message=_text(fields[6]),
     )
 
 
 # The header fields, then the full raw message; %s is asked for separately because git folds a multi-line
 # first paragraph into it exactly as `git log --oneline` shows it.
-_FORMAT = "--format=%x00NXM%H%x1f%P%x1f%at%x1f%an%x1f%s%x1f%B"
+_FORMAT = "--format=%x00NXM%H%x1f%P%x1f%at%x1f%ct%x1f%an%x1f%s%x1f%B"
 
 # git_commit
 
@@ -386,6 +395,10 @@ def commit_node(ctx: ScanContext, source: str, rec: CommitRecord, limit: int, wo
     }
     if truncated:
         meta["truncated"] = True
+    if h.committed_ms != h.ts_ms:
+        # The node's time stays its author time (what the work is dated by); failure → fix linking reads
+        # when the commit was made (nexusmem.link: an amended fix comes after the failure it fixes).
+        meta["committed"] = h.committed_ms
     return Node(
         project=ctx.project_id,
         kind="git_commit",
