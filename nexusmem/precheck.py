@@ -425,13 +425,14 @@ def _importer_findings(
 ) -> list[Finding]:
     """PATH's warnings from the failures of the files importing it: one per command, newest first, none for
     a command already reported for PATH itself."""
-    seen = {(f.command, f.folder) for f in own}
+    seen = {(resolved.normalise(f.command or ""), f.folder) for f in own}
     found: list[Finding] = []
     for importer in importers:
         for failure in via.get(importer, []):
-            if (failure.command, failure.folder) in seen:
+            compared = (resolved.normalise(failure.command or ""), failure.folder)
+            if compared in seen:
                 continue
-            seen.add((failure.command, failure.folder))
+            seen.add(compared)
             shown = " ".join((failure.command or "")[:119].split())
             # Where it ran, as the importer's own finding says it (`node ../tests/util.test.js` in lib).
             where = f" in {one_line(failure.folder)}" if failure.folder else ""
@@ -561,9 +562,9 @@ def _texts_to_redact(tail: list[TailCommand], open_failures: list[OpenFailure]) 
     Why a success left out resolves nothing: redaction replaces spans of a text by placeholders (which hold no
     whitespace) and keeps the rest byte for byte, so each placeholder-free word (whitespace-separated) of a
     redacted text is a whole word of the text it came from. A success T is the retry of a failure F only if
-    redact(T) and redact(F) are the same words (nexusmem.resolved), so only if every placeholder-free word of
-    redact(F) is a word of T: a T failing that test is left as typed, and as typed it is not redact(F) either
-    (redact(F) redacts to itself, T does not). Redacting only ever resolves failures, never opens one, so the
+    redact(T) and redact(F) compare the same (nexusmem.resolved.normalise, which only ever drops words), so
+    only if every placeholder-free word of redact(F) as compared is a word of T: a T failing that test is left
+    as typed, and as typed it does not compare as redact(F) either (redact(F) redacts to itself, T does not). Redacting only ever resolves failures, never opens one, so the
     failures open in the typed answer are all it can be tested against."""
     from nexusmem.redact import redact
 
@@ -577,7 +578,9 @@ def _texts_to_redact(tail: list[TailCommand], open_failures: list[OpenFailure]) 
     needs: dict[tuple[str | None, str], list[frozenset[str]]] = {}
     anything: set[str | None] = set()  # the cwds of a failure whose every word is a placeholder
     for _id, command, _ts, cwd, _code in open_failures:
-        words = frozenset(w for w in texts.get(command, command).split() if PLACEHOLDER not in w)
+        # The words compared (resolved.normalise): `pytest | tee log`'s retry `pytest` has no word `tee`.
+        compared = resolved.normalise(texts.get(command, command), cwd)
+        words = frozenset(w for w in compared.split() if PLACEHOLDER not in w)
         if words:
             needs.setdefault((cwd, max(words, key=len)), []).append(words)
         else:
@@ -701,18 +704,20 @@ def _unresolved_failures(
     if not candidates:
         return {}, redacted_value
     linked = {from_id for from_id, to, _rel in store.links_from([f[0] for f in candidates]) if to not in gone}
-    # Newest first; one finding per (file, command, cwd), carrying how often it failed unresolved.
+    # Newest first; one finding per (file, command as compared, cwd), carrying how often it failed
+    # unresolved and shown as its newest run was typed: `pytest | tee log` and `pytest | tail -3` are one.
     grouped: dict[tuple[str, str, str | None], list[tuple[str, str, int, str | None, int]]] = {}
     for failure in sorted(candidates, key=lambda f: f[2], reverse=True):
         if failure[0] in linked:
             continue
+        compared = resolved.normalise(failure[1], failure[3])
         for path in sorted(by_id[failure[0]]):
-            grouped.setdefault((path, failure[1], failure[3]), []).append(failure)
+            grouped.setdefault((path, compared, failure[3]), []).append(failure)
     out: dict[str, list[Finding]] = {}
-    for (path, command, cwd), runs in grouped.items():
+    for (path, _compared, cwd), runs in grouped.items():
         if len(out.get(path, ())) >= MAX_FAILURES_PER_FILE:
             continue
-        _id, _cmd, ts, _where, code = runs[0]
+        _id, command, ts, _where, code = runs[0]
         shown = command if len(command) <= 120 else command[:119] + "…"
         shown = " ".join(shown.split())
         times = f" ({len(runs)} times in the last {WINDOW_DAYS} days)" if len(runs) > 1 else ""

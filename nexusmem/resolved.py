@@ -1,7 +1,9 @@
 """Was this failure resolved? One rule for `precheck` ("never seen passing") and the failure → fix linker.
 
 A failed shell command is resolved by the first *later* success of the same command — the text with runs of
-whitespace collapsed and the ends trimmed — in the same working directory. "Later" is strict: a success
+whitespace collapsed and the ends trimmed, without the filters that read all its output (`| tee log`,
+`| tail -20`, `| cat`) and its output redirections (`2>&1`, `> log`) at its end (see :func:`normalise`) —
+in the same working directory. "Later" is strict: a success
 logged in the failure's own millisecond is not its retry. The linker also bounds how much later (24 h: a
 pass three days on says little about what fixed it); precheck takes any later pass (the file is no longer
 known to break that command). Commands without a directory or an exit status (scraped from a history file)
@@ -32,13 +34,71 @@ def failed(exit_code: int | None) -> bool:
     return exit_code is not None and exit_code != 0 and exit_code not in STOPPED
 
 
+# Filters that read all their input and change nothing about whether the command before them passes: the
+# hook stores such a line with that command's status (agentcmd.pipeline_status), so `pytest 2>&1 | tee log`
+# failing is `pytest` failing. `head` and pagers stop reading early (the status they leave says nothing).
+_READ_ALL = frozenset({"tail", "tee", "cat"})
+# What makes a word more than a plain word (a file name, an option): quoting, expansion, another operator.
+_NOT_PLAIN = frozenset("'\"`$\\;&|()<>{}")
+
+
+def _plain(word: str) -> bool:
+    return _NOT_PLAIN.isdisjoint(word)
+
+
+# Output redirections, as a word of their own before the file (`> log`) or joined to it (`>log`).
+_REDIRECTS = (">>", "1>>", "2>>", "&>>", ">|", ">", "1>", "2>", "&>")  # the longer of two prefixes first
+
+
+def _redirection_start(words: list[str], end: int) -> int:
+    """Where the output redirection ending at WORDS[END - 1] starts (`2>&1`, `>log`, `2>> log`, `&> log`),
+    or END when there is none."""
+    last = words[end - 1]
+    if last in ("2>&1", ">&2", "1>&2"):
+        return end - 1
+    for op in _REDIRECTS:
+        if last.startswith(op) and len(last) > len(op):
+            return end - 1 if _plain(last[len(op) :]) else end
+    if end >= 2 and words[end - 2] in _REDIRECTS and _plain(last):
+        return end - 2
+    return end
+
+
+def failed_part(text: str) -> str:
+    """TEXT (whitespace collapsed) without the filters that read all its output at its end (`| tee -a log`,
+    `| tail -3`, `|& cat`: each with plain words only) and then the output redirections at its end (`2>&1`,
+    `> log`): `node t.js 2>&1 | tee /tmp/t.log` → `node t.js`. Anything else stays as typed: a pipe into
+    another program (`make test | grep FAIL` is not `make test`), a filter with a quoted or expanded
+    argument, a here-document (the text is not split where the shell would)."""
+    if ("|" not in text and ">" not in text) or "<<" in text:
+        return text
+    words = text.split(" ")
+    end = len(words)
+    while True:
+        bar = end - 1
+        while bar >= 0 and words[bar] not in ("|", "|&"):
+            bar -= 1
+        stage = words[bar + 1 : end]
+        if bar <= 0 or not stage or stage[0] not in _READ_ALL or not all(map(_plain, stage)):
+            break
+        end = bar
+    while end > 1:
+        start = _redirection_start(words, end)
+        if start in (end, 0):
+            break
+        end = start
+    return text if end == len(words) else " ".join(words[:end])
+
+
 def normalise(command: str, cwd: str | None = None) -> str:
-    """The command with runs of whitespace collapsed to one space and the ends trimmed; and, when CWD (the
-    folder recorded with it) is where its leading `cd DIR && ` (repeated) lead, without them: a prompt hook
-    records the folder a command ended in, so `cd services/api && make test` recorded in services/api ran
-    `make test` there, as its retry `make test` does. A `cd` that failed (the folder unchanged), one a
-    source recorded where it started (atuin), `cd ..`, `cd -` or an absolute folder: kept as typed."""
-    text = " ".join(command.split())
+    """The command with runs of whitespace collapsed to one space and the ends trimmed, without the filters
+    and output redirections at its end that do not change whether it passes (:func:`failed_part`); and, when
+    CWD (the folder recorded with it) is where its leading `cd DIR && ` (repeated) lead, without them: a
+    prompt hook records the folder a command ended in, so `cd services/api && make test` recorded in
+    services/api ran `make test` there, as its retry `make test` does. A `cd` that failed (the folder
+    unchanged), one a source recorded where it started (atuin), `cd ..`, `cd -` or an absolute folder: kept
+    as typed."""
+    text = failed_part(" ".join(command.split()))
     if cwd is None or not text.startswith("cd "):
         return text
     went: list[str] = []

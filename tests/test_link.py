@@ -93,6 +93,25 @@ def test_retry_text_is_whitespace_normalised_but_otherwise_exact(store: Store) -
     assert link.normalise("  a \n b\t c ") == "a b c"
 
 
+def test_retry_leaves_out_read_all_filters_and_output_redirections_on_both_sides(store: Store) -> None:
+    fail = shell_node("npm test 2>&1 | tee /tmp/npm.log", T0)  # stored failing: the hook read its pipestatus
+    grepped = shell_node("npm test | grep -v warn", T0 + HOUR, 0)  # another program's output: another command
+    other = shell_node("npm run lint | tee /tmp/npm.log", T0 + 2 * HOUR, 0)
+    plain = shell_node("npm test", T0 + 3 * HOUR, 0)
+    again = shell_node("npm test | tail -3", T0 + 4 * HOUR)
+    to_file = shell_node("npm test > out.txt", T0 + 5 * HOUR, 0)
+    add(store, fail, grepped, other, plain, again, to_file)
+    run(store)
+    assert links(store) == {(fail.id, plain.id, "retry"), (again.id, to_file.id, "retry")}
+    assert link.normalise("make test |& tee -a log") == "make test"
+    assert link.normalise("make test | tee log") != link.normalise("make lint")
+    assert link.normalise('echo "a | tee b"') == 'echo "a | tee b"'  # a quoted bar is no pipe
+    assert link.normalise('pytest | tee "$LOG"') == 'pytest | tee "$LOG"'
+    assert (
+        link.normalise("pytest | head -3") == "pytest | head -3"
+    )  # head stops reading: its status says nothing
+
+
 def test_retry_is_the_first_later_success(store: Store) -> None:
     before = shell_node("cargo build", T0 - HOUR, 0)
     fail = shell_node("cargo build", T0)

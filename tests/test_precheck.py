@@ -16,7 +16,7 @@ from nexusmem import precheck, sync
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, main_in_fresh_process, run_cli, run_script
+from helpers import commit, git, main_in_fresh_process, run_cli, run_script, typed_in_bash
 
 DAY_MS = 86_400_000
 
@@ -1049,3 +1049,40 @@ def test_a_commit_of_many_high_churn_files_prints_a_capped_list_failures_first(r
         "nexusmem precheck: … and 11 more (11 high churn): `nexusmem precheck --json` lists them all",
         "nexusmem precheck: 31 warning(s) for 30 file(s) (advisory only)",
     ], done.stderr
+
+
+@pytest.mark.slow
+def test_a_failure_through_tee_or_tail_is_one_warning_and_its_plain_passing_rerun_clears_it(
+    repo: Path,
+) -> None:
+    """`python3 tests/test_tri.py 2>&1 | tee tri.log` failed (pipestatus 1 0: stored failing), then the same
+    `| tail -3`: two warnings for one failure. After the fix the plain `python3 tests/test_tri.py` passed,
+    and the --strict hook still refused the commit: a retry had to be the same text, filters and all."""
+    commit(
+        repo,
+        "feat: triple",
+        {
+            "src/tri.py": "TRIPLE = 4\n",
+            "tests/test_tri.py": "import sys\nsys.path.insert(0, 'src')\nimport tri\nassert tri.TRIPLE == 3\n",
+        },
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    typed_in_bash(repo, "python3 tests/test_tri.py 2>&1 | tee tri.log", "python3 tests/test_tri.py | tail -3")
+    (repo / "src/tri.py").write_text("TRIPLE = 3\n", encoding="utf-8")
+    git(repo, "add", "src/tri.py")
+    found = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
+    assert [(f["path"], f["command"], f["exit"], f["times"]) for f in found] == [
+        ("src/tri.py", "python3 tests/test_tri.py | tail -3", 1, 2)
+    ]
+
+    typed_in_bash(repo, "python3 tests/test_tri.py")
+    assert (
+        json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
+    )  # the log's tail
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []  # stored
+    done = subprocess.run(
+        ["git", "commit", "-q", "-m", "fix triple"], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
