@@ -25,7 +25,8 @@
 #    kept out of its history (ignorespace, HISTIGNORE) is not recorded either; an immediate repeat
 #    dropped by ignoredups/erasedups is recorded again when its last argument ($_) matches.
 #  - Command text that is not valid UTF-8 keeps its valid parts; each invalid byte is written as the
-#    JSON escape \u00XX of its Latin-1 reading (byte 0xFF -> "\u00ff"), so every line parses.
+#    text \xNN (byte 0xFF -> "\\xff" in the JSON), as NexusMem spells such a byte in a file name: a
+#    Latin-1 caf\xe9.sh stays apart from café.sh, and every line parses.
 #  - Every write has its errors discarded: a read-only or full disk never prints into the prompt.
 #  - Each line reaches the log in one write(), so shells appending at once never mix their lines;
 #    a line over 4 KB (rare) costs one fork for that (see __nexusmem_append_line).
@@ -197,7 +198,8 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # U+10FFFF), as an ERE over bytes: matched in the caller's C locale.
     __nexusmem_utf8_re=$'^(([\x01-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf][\x80-\xbf]|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf][\x80-\xbf]|[\xf1-\xf3][\x80-\xbf][\x80-\xbf][\x80-\xbf]|\xf4[\x80-\x8f][\x80-\xbf][\x80-\xbf])*)'
 
-    # Copy $1 to __nexusmem_json, keeping valid UTF-8 and turning each invalid byte into \u00XX.
+    # Copy $1 to __nexusmem_json, keeping valid UTF-8 and turning each invalid byte into \\xNN (the text
+    # \xNN once the JSON is read).
     # Runs only for text with bytes >= 0x80, in the caller's C locale. Each run of valid text is taken in
     # one regex match: a character at a time, the copies of the rest made a 30,000-character CJK command
     # take 12 s to reach the prompt.
@@ -208,7 +210,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             out+=${BASH_REMATCH[1]}
             s=${s:${#BASH_REMATCH[1]}}
             [[ -n $s ]] || break
-            printf -v hex '\\u00%02x' "'${s:0:1}"
+            printf -v hex '\\\\x%02x' "'${s:0:1}"
             out+=$hex
             s=${s:1}
         done

@@ -15,7 +15,7 @@
 # /proc/uptime is missing (macOS) it falls back to the history entry's time (second resolution).
 # A command starting with a space is never recorded; an empty Enter fires no event, so no line.
 # Text that is not valid UTF-8 keeps its valid parts; each invalid byte (fish holds those as
-# U+F600+byte) becomes the JSON escape \u00XX of its Latin-1 reading, so every line parses.
+# U+F600+byte) becomes the text \xNN, as NexusMem spells such a byte in a file name, so every line parses.
 # Unwritable logs are skipped silently; on a full disk fish itself reports the failed write on
 # stderr, which no builtin can silence.
 
@@ -111,7 +111,7 @@ if status is-interactive; and not set -q __nexusmem_loaded
             end
             set -l escaped
             for b in $bytes
-                set -a escaped '\\u00'(printf '%02x' $b)
+                set -a escaped '\\\\x'(printf '%02x' $b)
             end
             set s (string replace -a -- $c (string join '' -- $escaped) $s)
         end

@@ -15,8 +15,8 @@
 # per line, so shells appending at once never mix their lines; print without that module), errors
 # discarded.
 # A command starting with a space is never recorded; an empty Enter runs no preexec, so no line.
-# Text that is not valid UTF-8 keeps its valid parts; each invalid byte becomes the JSON escape
-# \u00XX of its Latin-1 reading (byte 0xFF -> "\u00ff"), so every line parses.
+# Text that is not valid UTF-8 keeps its valid parts; each invalid byte becomes the text \xNN (byte
+# 0xFF -> "\\xff" in the JSON), as NexusMem spells such a byte in a file name, so every line parses.
 
 if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     typeset -g __nexusmem_loaded=1
@@ -121,7 +121,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
                 s=${s[${#match[1]}+1,-1]}
                 [[ -n $s ]] || break
                 b=${s[1]}
-                printf -v hex '\\u00%02x' $(( #b ))
+                printf -v hex '\\\\x%02x' $(( #b ))
                 out+=$hex
                 s=${s[2,-1]}
             done
@@ -158,7 +158,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
                 out+=${s[1,n]}
                 s=${s[n+1,-1]}
             else
-                printf -v hex '\\u00%02x' $(( #b ))
+                printf -v hex '\\\\x%02x' $(( #b ))
                 out+=$hex
                 s=${s[2,-1]}
             fi

@@ -427,8 +427,15 @@ def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None
     repo = parent / "r"
     git(tmp_path, "init", "-q", "-b", "main", str(repo))
     commit(repo, "feat: the quoll setting", {"a.txt": "quoll\n"})
-    shown = str(repo).replace("\udce9", "\u00e9")  # what the bash hook writes for the byte 0xE9
-    write_log([hook_line(Path(shown), "echo typed-in-the-latin-folder")])
+    # What the prompt hooks write for the byte 0xE9 (`\xe9`, as in a file name), and what they wrote before.
+    shown = str(repo).replace("\udce9", "\\xe9")
+    before = str(repo).replace("\udce9", "\u00e9")
+    write_log(
+        [
+            hook_line(Path(shown), "echo typed-in-the-latin-folder"),
+            hook_line(Path(before), "echo typed-before"),
+        ]
+    )
 
     def nexusmem(*args: str) -> subprocess.CompletedProcess[str]:  # what it prints names the folder: bytes
         return subprocess.run(
@@ -444,6 +451,7 @@ def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None
     assert (
         "feat: the quoll setting" in titles and "echo typed-in-the-latin-folder (exit unknown)" in titles
     ), titles
+    assert json.loads(nexusmem("status", "--json").stdout)["by_kind"]["shell_command"] == 2
 
 
 def test_a_doc_too_big_and_a_doc_that_cannot_be_read_are_named(

@@ -1086,3 +1086,35 @@ def test_a_failure_through_tee_or_tail_is_one_warning_and_its_plain_passing_reru
         ["git", "commit", "-q", "-m", "fix triple"], cwd=repo, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_a_failure_on_a_latin1_file_name_is_its_own_not_its_utf8_namesakes(repo: Path) -> None:
+    """The repository tracks caf\\xe9.sh (Latin-1) and café.sh. `sh "caf\\xe9.sh"` typed in bash was logged
+    as `caf\\u00e9.sh`, the text of café.sh: precheck warned on café.sh and said nothing for the staged
+    caf\\xe9.sh, which git and precheck spell with `\\xNN`."""
+    latin, folder = os.fsdecode(b"caf\xe9.sh"), os.fsdecode(b"d\xe9")
+    (repo / latin).write_text("exit 3\n", encoding="utf-8")
+    (repo / folder).mkdir()
+    (repo / folder / "run.sh").write_text("exit 4\n", encoding="utf-8")
+    commit(repo, "feat: two cafes", {"café.sh": "exit 0\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    typed_in_bash(repo, b'sh "caf\xe9.sh"', b"cd d\xe9 && sh run.sh")
+    logged = [json.loads(line) for line in shell_log_path().read_text(encoding="utf-8").splitlines()[-3:-1]]
+    assert [(e["command"], e["cwd"]) for e in logged] == [
+        ('sh "caf\\xe9.sh"', str(repo)),
+        ("cd d\\xe9 && sh run.sh", str(repo) + "/d\\xe9"),
+    ]
+
+    for name in (latin, f"{folder}/run.sh", "café.sh"):
+        with open(repo / name, "a", encoding="utf-8") as handle:
+            handle.write("#\n")
+    git(repo, "add", "-A")
+    for when in ("unsynced", "synced"):
+        data = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)
+        assert data["files"] == ["café.sh", "caf\\xe9.sh", "d\\xe9/run.sh"]
+        assert [(f["path"], f["command"], f["exit"]) for f in data["findings"]] == [
+            ("caf\\xe9.sh", 'sh "caf\\xe9.sh"', 3),
+            ("d\\xe9/run.sh", "cd d\\xe9 && sh run.sh", 4),
+        ], when
+        run_cli("-C", str(repo), "sync", "--no-embed")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nexusmem import gitcmd
 from nexusmem.errors import NexusMemError
+from nexusmem.paths import tracked_name
 
 # Tokens checked against the file system per command, at most: a pasted 500-word command stays cheap.
 MAX_PATH_TOKENS = 32
@@ -16,6 +17,24 @@ _MEMO_LIMIT = 50_000
 
 
 _LATIN1_BYTE = re.compile("[\x80-\xff]")
+# How the prompt hooks write a byte that is not UTF-8 (0x80-0xff): the text \xNN, as paths.tracked_name
+# spells it in a file name. Hooks before wrote the \u00XX of its Latin-1 reading (_LATIN1_BYTE).
+_BYTE_ESCAPE = re.compile(rb"\\x([89a-fA-F][0-9a-fA-F])")
+
+
+def _with_bytes(text: str) -> str | None:
+    """TEXT with each \\xNN of a byte 0x80-0xff back as that byte, as Python names a path holding it (a
+    surrogate escape); None when it has none."""
+    if "\\x" not in text:
+        return None
+    data, count = _BYTE_ESCAPE.subn(lambda m: bytes([int(m.group(1), 16)]), os.fsencode(text))
+    return os.fsdecode(data) if count else None
+
+
+def _kept(name: str) -> str:
+    """NAME (a path as Python holds it) in the form memory keeps: a byte that is not UTF-8 as \\xNN
+    (paths.tracked_name), never a surrogate escape, which SQLite cannot store."""
+    return name if name.isascii() else tracked_name(os.fsencode(name))
 
 
 def _norm(path: str) -> str:
@@ -75,9 +94,9 @@ class Attributor:
         a command passing in one checkout never answers its failure in another."""
         home = self._home or (self._resolved[0] if self._resolved else root)
         if root == home:
-            return rel
+            return _kept(rel)
         where = os.path.relpath(root if rel == "." else root / rel, home)
-        return where.replace(os.sep, "/")
+        return _kept(where.replace(os.sep, "/"))
 
     def match(self, cwd: str) -> tuple[Path, str] | None:
         """(resolved root, cwd relative to it in posix form, '.' for the root) or None when not ours."""
@@ -90,9 +109,12 @@ class Attributor:
             found = self._match_form(_norm(cwd), cwd)
             if found is None:
                 found = self._match_form(_norm(os.path.realpath(cwd)), os.path.realpath(cwd))
+            raw = _with_bytes(cwd)  # a folder whose name is not UTF-8, as the prompt hooks write it
+            if found is None and raw is not None:
+                found = self._match_form(_norm(raw), raw)
             if found is None and _LATIN1_BYTE.search(cwd):
-                # The bash hook writes a byte that is not UTF-8 as the \u00XX of its Latin-1 reading: read
-                # back, the folder's name is those bytes (as Python names such a path: a surrogate escape).
+                # Hooks before wrote such a byte as the \u00XX of its Latin-1 reading: read back, the
+                # folder's name is those bytes (as Python names such a path: a surrogate escape).
                 raw = _LATIN1_BYTE.sub(lambda m: os.fsdecode(bytes([ord(m.group(0))])), cwd)
                 found = self._match_form(_norm(raw), raw)
         if len(self._cache) > _MEMO_LIMIT:
@@ -170,12 +192,16 @@ def command_files(
 
 
 def _in_root(tok: str, cwd: Path, root: Path, root_prefix: str) -> str | None:
-    """TOK's path relative to ROOT (posix) when it exists from CWD (else from ROOT) inside ROOT, else None."""
-    for base in (cwd, root):
-        candidate = os.path.join(base, tok)
-        if os.path.lexists(candidate):
-            real = os.path.realpath(candidate)
-            if real.startswith(root_prefix):
-                return real[len(root_prefix) :].replace(os.sep, "/")
-            return None
+    """TOK's path relative to ROOT (posix, in the form memory keeps: _kept) when it exists from CWD (else
+    from ROOT) inside ROOT, else None. A \\xNN in TOK is also read as the byte a hook wrote so (_with_bytes):
+    `sh caf\\xe9.sh` ran the Latin-1 caf\\xe9.sh, not café.sh; so in CWD (a folder whose name is not UTF-8)."""
+    raw, here = _with_bytes(tok), _with_bytes(str(cwd))
+    for name in (tok,) if raw is None else (tok, raw):
+        for base in (cwd, root) if here is None else (cwd, here, root):
+            candidate = os.path.join(base, name)
+            if os.path.lexists(candidate):
+                real = os.path.realpath(candidate)
+                if real.startswith(root_prefix):
+                    return _kept(real[len(root_prefix) :].replace(os.sep, "/"))
+                return None
     return None
