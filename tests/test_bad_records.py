@@ -19,7 +19,7 @@ from nexusmem import project
 
 from helpers import commit, console_script, git, query_json, run_cli, run_script, write_commands
 from helpers.env import unreadable
-from helpers.git import partial_clone
+from helpers.git import init_repo, partial_clone
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -326,6 +326,52 @@ def test_a_partial_clone_holding_its_blobs_is_read_whole(tmp_path: Path) -> None
     assert (sources["git"]["added"], sources["git"]["notes"]) == (5, [])
     assert (sources["diff"]["added"], sources["diff"]["skipped"]) == (5, 0)
     assert not attempts.exists()
+
+
+def test_a_partial_clone_keeps_its_changelog_links_and_completes_them_once_fetched(tmp_path: Path) -> None:
+    # A `--filter=blob:none` clone lacks the changelog's past versions, which the "added by" pass reads:
+    # git's error there threw away every link, those by issue number too (which need no blob), printed
+    # git's two lines raw, and saved the cursor, so after `git log -p` fetched the blobs the next sync said
+    # "changelog unchanged" and linked nothing.
+    upstream = init_repo(tmp_path / "upstream")
+    commit(upstream, "init", {"pool.py": "x = 1\n"})
+    git(upstream, "config", "uploadpack.allowFilter", "true")
+    by_number = commit(upstream, "pool: drop half-closed sockets (#412)", {"pool.py": "x = 2\n"})
+    first = "## 2.1.0\n\n- The client hangs on a half-closed keep-alive connection (#412)\n"
+    commit(upstream, "docs: the changelog", {"CHANGELOG.md": first})
+    adder = commit(
+        upstream,
+        "upload: accept zero-length bodies",
+        {"up.py": "y = 1\n", "CHANGELOG.md": first + "- Uploads of empty files no longer fail\n"},
+    )
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{upstream}", str(clone))
+
+    def changelog_sync() -> tuple[dict[str, Any], set[tuple[str, str]]]:
+        proc = cli(clone, "sync", "--json", "--no-embed")
+        assert proc.returncode == 0, proc.stderr
+        part = {s["name"]: s for s in json.loads(proc.stdout)["sources"]}["changelog"]
+        with project.load(clone).open_store(readonly=True) as store:
+            entries = {n.id: n.title for n in store.iter_nodes("doc_section") if n.source == "changelog"}
+            commits = {n.id: n.ref for n in store.iter_nodes("git_commit")}
+            links = {
+                (entries[a].split(": ", 1)[1], commits[b])
+                for a, b, rel in store.links_from(list(entries))
+                if rel == "changelog"
+            }
+        return part, links
+
+    part, links = changelog_sync()
+    hang = "The client hangs on a half-closed keep-alive connection (#412)"
+    assert (hang, by_number) in links, links  # its number needs no blob
+    assert ("Uploads of empty files no longer fail", adder) not in links
+    (note,) = part["notes"]
+    assert "this partial clone lacks the changelog's past versions" in note and "git log -p" in note, note
+    assert "\n" not in note
+    git(clone, "log", "-p")  # the user fetches the blobs
+    part, links = changelog_sync()
+    assert ("Uploads of empty files no longer fail", adder) in links, part
+    assert (hang, by_number) in links and part["notes"] == []
 
 
 def test_a_missing_commit_keeps_the_history_after_it_and_the_other_sources(repo: Path) -> None:

@@ -50,7 +50,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import one_line
 
-_CURSOR_VERSION = "changelog-8"
+_CURSOR_VERSION = "changelog-9"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -217,13 +217,15 @@ def _note(
         body_hits.setdefault(number, []).append(sha)
 
 
-def _added_by(root: Path, paths: list[str], wanted: set[str]) -> tuple[dict[str, str], str]:
+def _added_by(root: Path, paths: list[str], wanted: set[str]) -> tuple[dict[str, str], str, str]:
     """First line of an entry → the newest commit whose patch added that exact line (its current form);
-    and the newest commit that touched the files."""
+    the newest commit that touched the files; and, when git could not read a past version of the files (a
+    partial clone lacks them, a damaged one lost them), git's message: the pass stops there, and what the
+    commits before it added is kept."""
     found: dict[str, str] = {}
     newest = ""
     if not wanted:
-        return found, newest
+        return found, newest, ""
     args = [
         "log",
         "-p",
@@ -252,11 +254,48 @@ def _added_by(root: Path, paths: list[str], wanted: set[str]) -> tuple[dict[str,
                     found[text] = sha
                     if len(found) == len(wanted):
                         break
+    except GitCommandError as exc:
+        from nexusmem.sources.git.commits import unreadable_object  # the walk's parser: not for a no-op sync
+
+        if not unreadable_object(exc):
+            raise
+        # The commit git stopped in may have added more lines than it wrote: none of them is its (a release
+        # commit would otherwise pass for one that added a few entries).
+        return {text: by for text, by in found.items() if by != sha}, newest, str(exc)
     finally:
         close = getattr(chunks, "close", None)
         if close is not None:
             close()
-    return found, newest
+    return found, newest, ""
+
+
+# The object git names when it cannot read one ("could not fetch <oid> from promisor remote", "unable to read
+# <oid>"): the cursor of a scan that stopped on it keeps it, and the next sync reads the files again once the
+# clone holds it (`git log -p` fetched it).
+_OBJECT = re.compile(r"\b([0-9a-f]{40}|[0-9a-f]{64})\b")
+
+
+def _holds(root: Path, oid: str) -> bool:
+    """Whether the clone at ROOT holds object OID (one `git cat-file -e`, which fetches nothing)."""
+    code, _ = gitcmd.run_ok(["cat-file", "-e", oid], root)
+    return code == 0
+
+
+def _unlinked_note(missing: str) -> str:
+    """What the changelog source says when the "added by" pass stopped at an object git cannot read."""
+    from nexusmem.sources.git.commits import PROMISOR
+
+    why = one_line(missing.rsplit(": ", 1)[-1].strip())
+    if PROMISOR in missing:
+        return (
+            "entries not linked to the commits that added them: this partial clone lacks the changelog's"
+            " past versions, and NexusMem never fetches (`git log -p >/dev/null` fetches them, and the next"
+            f" sync links them; links by issue number and commit id are kept): {why}"
+        )
+    return (
+        "entries not linked to the commits that added them: git cannot read a past version of the changelog"
+        f" (a damaged or partial clone; `git fsck` tells; links by issue number and commit id are kept): {why}"
+    )
 
 
 def _behind_the_cut(ctx: ScanContext) -> list[tuple[str, int, str, str]]:
@@ -295,6 +334,10 @@ class ChangelogSource:
         result = ScanResult(nodes=(), cursor=ctx.cursor)
         if ctx.cursor == digest and not ctx.full:
             return result
+        # The files are as they were, and the object the last scan could not read is still missing.
+        waiting = (ctx.cursor or "").removeprefix(f"{digest} ")
+        if not ctx.full and waiting != (ctx.cursor or "") and not _holds(ctx.root, waiting):
+            return result
         # Named when the files are read, as the docs source does: a sync that finds nothing changed would
         # otherwise add the same names to `status`'s history every time.
         for path, size in too_big:
@@ -320,10 +363,18 @@ class ChangelogSource:
         try:
             older = _behind_the_cut(ctx) if entries else []
             numbers, times = _commit_numbers(ctx.root, older) if entries else ({}, {})
-            added, newest = _added_by(ctx.root, [p for p, _ in files], {e.first_line for e in entries})
         except GitCommandError as exc:
-            result.notes.append(f"commit links skipped: {exc}")
-            numbers, times, added, newest, older = {}, {}, {}, "", []
+            result.notes.append(f"commit links skipped: {one_line(str(exc))}")
+            numbers, times, older = {}, {}, []
+        missing = ""
+        try:
+            wanted = {e.first_line for e in entries} if times else set()
+            added, newest, missing = _added_by(ctx.root, [p for p, _ in files], wanted)
+        except GitCommandError as exc:
+            result.notes.append(f"entries not linked to the commits that added them: {one_line(str(exc))}")
+            added, newest = {}, ""
+        if missing:
+            result.notes.append(_unlinked_note(missing))
         # An entry keeps the links it had to those commits: git cannot tell any more which of them added it.
         behind = {node_id(ctx.project_id, "git_commit", sha): sha for sha, *_ in older if sha not in times}
         linked_before = ctx.known.get("links_from") if behind else None
@@ -396,5 +447,10 @@ class ChangelogSource:
         result.link_relation = RELATION
         if unreadable:
             result.link_scope = emitted_ids
+        elif missing:
+            # Kept with the object git could not read: once the clone holds it, the next sync reads the files
+            # again and links what the commits past it added; until then nothing is read again for nothing.
+            held = _OBJECT.search(missing.rsplit(": ", 1)[-1])
+            result.cursor = f"{digest} {held.group(1)}" if held else ctx.cursor
         else:
             result.cursor = digest
