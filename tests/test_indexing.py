@@ -361,6 +361,22 @@ def test_a_shallow_clone_deepened_links_the_entries_to_the_commits_it_now_holds(
     assert target in linked()
 
 
+def test_an_entry_written_but_not_committed_yet_is_read_and_linked_once_committed(repo: Path) -> None:
+    """The changelog source took the index's blob as the file's state but read the work tree: an entry
+    appended and not committed yet was "changelog unchanged", and `query zorblax` found nothing until a
+    `sync --rebuild`."""
+    commit(repo, "docs: the changelog", {"CHANGELOG.md": CHANGELOG})
+    sync.sync(repo, embed=False)
+    with (repo / "CHANGELOG.md").open("a", encoding="utf-8") as fh:
+        fh.write("\n## 2.2.0\n\n- Added zorblax support\n")
+    sync.sync(repo, embed=False)
+    assert "CHANGELOG.md#2.2.0" in bm25_refs(repo, "zorblax")
+    # Committed as it is (the file does not change): the entry is now linked to the commit that added it.
+    adder = commit(repo, "feat: zorblax", {"zorblax.py": "z = 1\n"})
+    sync.sync(repo, embed=False)
+    assert "zorblax support" in stored(repo, adder)[1]
+
+
 def test_a_changelog_entry_is_titled_without_its_links_urls(repo: Path) -> None:
     """Release tools write each entry with links ("Fix copy ([#413](https://github.com/o/r/pull/413))"): the
     title shows what a reader sees, and the entry still links to its commit by the number."""

@@ -120,7 +120,10 @@ def split_entries(text: str, path: str) -> list[Entry]:
 
 
 def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
-    """(path, blob sha) of tracked changelog files, sorted; also the (path, size) of those over MAX_BYTES."""
+    """(path, stamp) of tracked changelog files, sorted; also the (path, size) of those over MAX_BYTES. The
+    stamp is the index's blob and the work tree file's size, modification and change times: the entries are
+    read from the work tree (an edit not yet committed is read too), and a commit of the file, which leaves
+    it as it was, changes which commit added each entry."""
     out = gitcmd.run(["ls-files", "-s", "-z"], root)
     found: list[tuple[str, str]] = []
     too_big: list[tuple[str, int]] = []
@@ -137,13 +140,13 @@ def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]],
         if len(parts) < 2 or not parts[0].startswith(b"100"):
             continue
         try:
-            size = (root / path).stat().st_size
+            st = (root / path).stat()
         except OSError:
             continue  # tracked but deleted in the work tree
-        if size > max_bytes:
-            too_big.append((path, size))
+        if st.st_size > max_bytes:
+            too_big.append((path, st.st_size))
             continue
-        found.append((path, parts[1].decode("ascii")))
+        found.append((path, f"{parts[1].decode('ascii')}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"))
     return sorted(found), sorted(too_big)
 
 
@@ -350,7 +353,7 @@ class ChangelogSource:
     ) -> Iterator[Node]:
         entries: list[Entry] = []
         unreadable: list[str] = []
-        for path, _blob in files:
+        for path, _stamp in files:
             try:
                 raw = (ctx.root / path).read_bytes()
             except OSError as exc:
