@@ -592,7 +592,7 @@ def check_store(root: Path) -> list[Check]:
     checks = []
     state = paths.state_dir(root)
     db = paths.db_path(root)
-    blocked = project.state_in_the_way(state)
+    blocked = paths.state_in_the_way(state)
     if blocked is not None:  # a sync fails on it (and so does every auto-sync): moving it aside comes first
         sync = f"nexusmem -C {shlex.quote(str(root))} sync"
         held = shlex.quote(str(state))
@@ -846,7 +846,7 @@ def run(start: Path | None) -> list[Check]:
         checks += store
     checks += check_backend()
     unconfirmed, invalid = _unconfirmed(memory)
-    if invalid is not None and memory is not None and project.state_in_the_way(paths.state_dir(memory)):
+    if invalid is not None and memory is not None and paths.state_in_the_way(paths.state_dir(memory)):
         invalid = None  # no config can be there: the store's check says what is in the way, and its fix
     if invalid is not None:
         checks.append(Check("config", False, invalid, "fix the file by hand"))

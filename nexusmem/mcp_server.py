@@ -237,6 +237,11 @@ def resolve_root(project_root: str) -> Path:
 
 def _require_memory(root: Path) -> None:
     if not project_mod.is_initialised(root):
+        blocked = paths.state_in_the_way(paths.state_dir(root))
+        if blocked is not None:  # a sync, sync_project's too, stops on it
+            raise ToolError(
+                f"{root} has no NexusMem memory, and no sync can make one: {blocked[0]}; {blocked[1]}"
+            )
         raise ToolError(f"{root} has no NexusMem memory yet: {NO_MEMORY_HINT}")
 
 

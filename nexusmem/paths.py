@@ -275,6 +275,24 @@ def state_dir(root: Path) -> Path:
     return root / STATE_DIR
 
 
+def state_in_the_way(state: Path) -> tuple[str, str] | None:
+    """(what is in the place of STATE, .nexusmem/, and how to clear it) when no memory can be made there:
+    a file (one a repository tracks, say) or a symbolic link to nothing; None otherwise. What sync and
+    init stop on, and what doctor, `hook git-post install`, status, query and precheck say (the auto-sync
+    builds nothing there)."""
+    if state.is_symlink() and not state.exists():
+        return (
+            f"{state} is a symbolic link to {os.readlink(state)}, which does not exist",
+            "create that directory, or remove the link and run the command again",
+        )
+    if state.exists() and not state.is_dir():
+        return (
+            f"{state} is a file, not a directory",
+            "move it aside (NexusMem keeps its memory in that directory)",
+        )
+    return None
+
+
 def db_path(root: Path) -> Path:
     return state_dir(root) / DB_NAME
 

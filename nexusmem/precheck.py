@@ -219,6 +219,15 @@ def module_name(path: str) -> str | None:
     return stem
 
 
+def _cannot_be_made(root: Path, blocked: tuple[str, str]) -> str:
+    """Why nothing was checked when something is in the place of ROOT's .nexusmem/ (paths.state_in_the_way):
+    `nexusmem sync`, the usual advice, stops on it."""
+    return (
+        f"{root} has no NexusMem memory, and `nexusmem sync` cannot make one ({blocked[0]}; {blocked[1]}):"
+        " nothing checked"
+    )
+
+
 def check(
     root: Path,
     files: Sequence[str],
@@ -249,6 +258,8 @@ def check(
             result.reason = (
                 f"the memory of {memory} is still being built in the background: nothing checked yet"
             )
+        elif blocked := paths.state_in_the_way(paths.state_dir(memory)):  # `nexusmem sync` stops on it
+            result.reason = _cannot_be_made(memory, blocked)
         elif paths.state_dir(memory).is_dir():  # memory.db deleted (or only a committed config came)
             result.reason = f"{paths.state_dir(memory)} holds no memory.db: nothing checked (run `nexusmem sync` to build it)"
         else:
@@ -792,11 +803,16 @@ def run(
         if main is not None and paths.db_path(main).exists():
             memory = main
     if not paths.state_dir(memory).is_dir():
+        blocked = paths.state_in_the_way(paths.state_dir(memory))
         return PrecheckResult(
             root=str(root),
             files=[],
             checked=False,
-            reason=f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)",
+            reason=(
+                _cannot_be_made(root, blocked)
+                if blocked is not None
+                else f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
+            ),
         )
     try:
         names = (

@@ -114,28 +114,11 @@ def init(start: Path | str | None = None) -> tuple[Project, bool]:
     return project, created
 
 
-def state_in_the_way(state: Path) -> tuple[str, str] | None:
-    """(what is in the place of STATE, .nexusmem/, and how to clear it) when no memory can be made there:
-    a file (one a repository tracks, say) or a symbolic link to nothing; None otherwise. What sync and
-    init stop on, and what doctor and `hook git-post install` say (the auto-sync builds nothing there)."""
-    if state.is_symlink() and not state.exists():
-        return (
-            f"{state} is a symbolic link to {os.readlink(state)}, which does not exist",
-            "create that directory, or remove the link and run the command again",
-        )
-    if state.exists() and not state.is_dir():
-        return (
-            f"{state} is a file, not a directory",
-            "move it aside (NexusMem keeps its memory in that directory)",
-        )
-    return None
-
-
 def _make_state_dir(state: Path) -> bool:
     """Create STATE (.nexusmem/); True when it did. What is in the way is named, never a traceback."""
     from nexusmem.errors import StoreError
 
-    blocked = state_in_the_way(state)
+    blocked = paths.state_in_the_way(state)
     if blocked is not None:
         raise StoreError(f"{blocked[0]}: {blocked[1]}")
     if state.exists():
@@ -165,6 +148,11 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
             raise NotInitialisedError(
                 f"the memory of {root} is still being built in the background"
                 " (.nexusmem/auto-sync.log): try again in a moment"
+            )
+        blocked = paths.state_in_the_way(paths.state_dir(root))
+        if blocked is not None:  # `nexusmem sync` stops on it: what to clear comes first
+            raise NotInitialisedError(
+                f"{root} has no NexusMem memory, and `nexusmem sync` cannot make one: {blocked[0]}; {blocked[1]}"
             )
         raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem sync` (it sets it up)")
     return Project(root=root, config=config_of(root))

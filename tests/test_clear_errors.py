@@ -40,22 +40,32 @@ def synced(repo: Path) -> Path:
 
 
 def test_dangling_symlink_and_regular_file_in_place_of_nexusmem(repo: Path) -> None:
+    """status, query and precheck said "has no NexusMem memory yet: run `nexusmem sync`", which fails on
+    what is in the way: they name it, and how to clear it, as sync does."""
     commit(repo, "feat: start", {"a.txt": "a\n"})
     state = repo / ".nexusmem"
     state.symlink_to(repo / "gone" / "elsewhere")
+    dangling = f"{state} is a symbolic link to {repo / 'gone' / 'elsewhere'}, which does not exist"
     for args in (("sync",), ("init",)):
         line = one_line_error(run_script(*args, cwd=repo))
         assert line == (
-            f"Error: {state} is a symbolic link to {repo / 'gone' / 'elsewhere'}, which does not exist: "
-            "create that directory, or remove the link and run the command again"
+            f"Error: {dangling}: create that directory, or remove the link and run the command again"
         )
+    assert dangling in one_line_error(run_script("status", cwd=repo))
     state.unlink()
-    state.write_text("not a directory\n", encoding="utf-8")
+    commit(repo, "chore: a notes file", {".nexusmem": "not a directory\n"})  # a repository tracks it
     for args in (("sync",), ("init",)):
         line = one_line_error(run_script(*args, cwd=repo))
         assert line.startswith(f"Error: {state} is a file, not a directory")
     for args in (("query", "x"), ("status",)):
-        assert "no NexusMem memory yet" in one_line_error(run_script(*args, cwd=repo))
+        line = one_line_error(run_script(*args, cwd=repo))
+        assert f"{state} is a file, not a directory; move it aside" in line, line
+        assert "run `nexusmem sync`" not in line
+    for args in (("precheck",), ("precheck", "--files", "a.txt")):
+        checked = run_script(*args, cwd=repo)
+        said = checked.stdout + checked.stderr
+        assert checked.returncode == 0 and f"{state} is a file, not a directory; move it aside" in said, said
+        assert "run `nexusmem sync`" not in said and "nothing checked" in said
 
 
 @pytest.mark.parametrize("table", ["nodes", "sources", "meta"])

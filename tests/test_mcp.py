@@ -505,6 +505,20 @@ def test_a_linked_worktree_without_a_memory_reads_the_main_work_trees(repo: Path
     assert not (worktree / ".nexusmem").exists()
 
 
+def test_a_file_named_nexusmem_is_what_a_tool_names_not_a_sync(repo: Path, tmp_path: Path) -> None:
+    """A repository tracking a FILE named .nexusmem: every tool told the agent to sync (or call
+    sync_project), which fails on that file; it names the file and how to clear it instead."""
+    commit(repo, "chore: a notes file", {".nexusmem": "not a directory\n"})
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            said = error(await s.call_tool("search_memory", {"projectRoot": str(repo), "query": "notes"}))
+            assert f"{repo / '.nexusmem'} is a file, not a directory; move it aside" in said, said
+            assert "sync_project" not in said
+
+    anyio.run(main)
+
+
 def test_a_search_sees_the_commands_run_since_the_last_sync(repo: Path, tmp_path: Path) -> None:
     """An agent asking mid-task about the test it has just run found nothing of it: the hook had logged
     it, but a sync came only with the next commit (and nothing told the agent to call sync_project)."""

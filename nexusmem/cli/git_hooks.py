@@ -49,9 +49,7 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
             " builds none in the others (run `nexusmem sync` in a repository once to add it).",
             err=True,
         )
-    from nexusmem.project import state_in_the_way
-
-    blocked = state_in_the_way(root / ".nexusmem")
+    blocked = paths.state_in_the_way(root / ".nexusmem")
     if blocked is not None:
         click.echo(
             f"Warning: {blocked[0]}: no memory can be made here, and the hooks do nothing until it is gone;"
