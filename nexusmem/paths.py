@@ -206,7 +206,16 @@ _said_git_env: set[Path] = set()
 
 
 def _common_of(gitdir: Path) -> Path:
-    """The git directory GITDIR shares with its worktrees (a linked worktree's names it in `commondir`)."""
+    """The git directory GITDIR shares with its worktrees (a linked worktree's names it in `commondir`).
+    GITDIR may be a `.git` file (a linked worktree's, a submodule's: GIT_DIR=.git there), which git follows
+    to the directory its `gitdir:` line names."""
+    if gitdir.is_file():
+        try:
+            text = gitdir.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return gitdir
+        if text.startswith("gitdir:"):
+            gitdir = (gitdir.parent / text[len("gitdir:") :].strip()).resolve()
     try:
         return (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
     except (OSError, UnicodeDecodeError):

@@ -622,6 +622,31 @@ def test_git_dir_set_inside_another_repository_is_said(repo: Path, tmp_path: Pat
     assert hooked.returncode == 0 and hooked.stderr == "", hooked.stderr
 
 
+def test_git_dir_naming_the_repository_through_its_git_file_is_not_said(repo: Path, tmp_path: Path) -> None:
+    """In a linked worktree or a submodule `.git` is a file (`gitdir: …`), and GIT_DIR=.git there names the
+    same repository to git: `status` warned "GIT_DIR=.git not followed" all the same."""
+    commit(repo, "feat: the retry budget", {"src/retry.py": "BUDGET = 3\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    linked = tmp_path / "feature-wt"
+    git(repo, "worktree", "add", "-q", str(linked))
+    library = init_repo(tmp_path / "library")
+    commit(library, "feat: the library", {"lib.py": "x = 1\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "vendor/lib")
+    submodule = repo / "vendor" / "lib"
+    assert (linked / ".git").is_file() and (submodule / ".git").is_file()
+
+    def status(cwd: Path, git_dir: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "GIT_DIR": git_dir}
+        return subprocess.run([console_script(), "status"], cwd=cwd, env=env, capture_output=True, text=True)
+
+    for where in (linked, submodule):
+        for git_dir in (".git", str(where / ".git")):
+            done = status(where, git_dir)
+            assert "not followed" not in done.stderr, (where, git_dir, done.stderr)
+    # Another repository's `.git` file is still another repository.
+    assert "not followed" in status(linked, str(submodule / ".git")).stderr
+
+
 def test_a_file_given_to_c_is_named_as_the_file(tmp_path: Path) -> None:
     """`nexusmem -C notes.txt status` outside any repository said "<the folder of notes.txt> is not inside a
     git repository": a path the user never typed."""
