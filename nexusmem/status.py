@@ -11,6 +11,7 @@ from nexusmem.sources.git import repo
 from nexusmem.store import Store
 from nexusmem.sync import problem_history, source_states
 from nexusmem.synced_head import head_moved, moved_text
+from nexusmem.text import one_line
 
 
 def iso(ms: int | None) -> str | None:
@@ -146,10 +147,12 @@ def render(info: dict[str, Any]) -> str:
     if info.get("flagged"):
         lines.append(f"{info['flagged']:>10}  flagged as likely superseded (see `nexusmem stale`)")
     lines.append("")
-    lines.append(f"root      {info['root']}")
-    lines.append(f"project   {info['project']}")
+    # A folder named with a newline or a tab is spelled `\n`, `\t`: one line each, as sync and doctor say it.
+    lines.append(f"root      {one_line(info['root'])}")
+    lines.append(f"project   {one_line(info['project'])}")
     lines.append(
-        f"database  {info['database']} ({info['database_bytes'] / 1e6:.1f} MB, schema v{info['schema_version']})"
+        f"database  {one_line(info['database'])} ({info['database_bytes'] / 1e6:.1f} MB,"
+        f" schema v{info['schema_version']})"
     )
     lines.append(f"driver    {info['driver']}; vectors: {info['vector_backend'] or 'none'}")
     if info["sources"]:
@@ -168,7 +171,7 @@ def render(info: dict[str, Any]) -> str:
     if failed:
         lines.append(
             f"auto-sync: the post-commit sync failed at {failed['at']}: {failed['error']}"
-            f" (log: {failed['log']}); what was committed since is not in memory: run `nexusmem sync`"
+            f" (log: {one_line(str(failed['log']))}); what was committed since is not in memory: run `nexusmem sync`"
         )
     if info.get("sync_unfinished"):
         said, args = paths.unfinished_text(Path(info["root"]), info["sync_unfinished"])

@@ -677,3 +677,32 @@ def test_a_path_with_a_newline_or_a_tab_is_one_line_in_sync_doctor_and_projects(
     # --json stays exact.
     data = json.loads(run_script("projects", "--json", cwd=repo).stdout)
     assert data["projects"][0]["root"] == str(repo)
+
+
+def test_a_path_with_a_newline_or_a_tab_is_one_line_in_init_status_and_the_hook_commands(
+    tmp_path: Path,
+) -> None:
+    """init, status (root, project, database) and the git hook commands printed such a folder raw, one
+    line over two, where sync, doctor and projects already spelled it `\\n`, `\\t`."""
+    repo = init_repo(tmp_path / "a\nb\tc")
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    shown = str(repo).replace("\n", "\\n").replace("\t", "\\t")
+
+    def said(*args: str) -> list[str]:
+        done = run_script(*args, cwd=repo)
+        assert done.returncode == 0, done.stderr
+        return (done.stdout + done.stderr).splitlines()
+
+    assert said("init") == [f"initialised: {shown}/.nexusmem (project {shown})"]
+    assert said("sync", "-q", "--no-embed") == []
+    status = said("status")
+    for line in (f"root      {shown}", f"project   {shown}"):
+        assert line in status, status
+    assert any(line.startswith(f"database  {shown}/.nexusmem/memory.db (") for line in status), status
+    for verb, hook in (("git-post", "post-commit"), ("git", "pre-commit")):
+        lines = said("hook", verb, "install")
+        assert any(line.endswith(f" in {shown}/.git/hooks/{hook}.") for line in lines), lines
+        lines = said("hook", verb, "status")
+        assert f"{hook}: installed (our own file): {shown}/.git/hooks/{hook}" in lines, lines
+        lines = said("hook", verb, "remove")
+        assert any(line.endswith(f" from {shown}/.git/hooks/{hook}.") for line in lines), lines

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import library_errors
+from nexusmem.cli.common import echo_line, library_errors
 from nexusmem.install import agent_hooks
 
 AGENT_CHOICE = click.Choice(agent_hooks.AGENTS, case_sensitive=False)
@@ -66,9 +66,9 @@ def install_cmd(ctx: click.Context, agent: str, project: bool) -> None:
     root = _project(ctx, project)
     path, changed = agent_hooks.install(agent, root)
     if changed:
-        click.echo(f"Installed the {agent} command hook in {path}. Start a new {agent} session to record.")
+        echo_line(f"Installed the {agent} command hook in {path}. Start a new {agent} session to record.")
     else:
-        click.echo(f"The {agent} command hook is already in {path}.")
+        echo_line(f"The {agent} command hook is already in {path}.")
     if root is not None and not _ignored_by_git(root, path):
         # It holds this machine's paths: a `git add .` would commit it for every teammate.
         rel = path.relative_to(root).as_posix()
@@ -98,9 +98,9 @@ def remove_cmd(ctx: click.Context, agent: str, project: bool) -> None:
     """
     path, changed = agent_hooks.remove(agent, _project(ctx, project))
     if changed:
-        click.echo(f"Removed the {agent} command hook from {path}.")
+        echo_line(f"Removed the {agent} command hook from {path}.")
     else:
-        click.echo(f"No {agent} command hook in {path}; nothing to do.")
+        echo_line(f"No {agent} command hook in {path}; nothing to do.")
 
 
 @agent_group.command(name="status")
@@ -129,6 +129,6 @@ def status_cmd(ctx: click.Context, agent: str | None) -> None:
         for scope in scopes:
             entry = agent_hooks.status(name, scope)
             state = "installed" if entry.installed else ("outdated" if entry.stale else "not installed")
-            click.echo(f"{entry.agent:<12} {entry.scope:<8} {state:<14} {entry.path}")
+            echo_line(f"{entry.agent:<12} {entry.scope:<8} {state:<14} {entry.path}")
             if entry.stale:
                 click.echo(f"  run `nexusmem hook agent install {entry.agent}` to point it at this NexusMem")

@@ -52,5 +52,13 @@ def echo_human(text: str, *, err: bool = False) -> None:
     click.echo(terminal_safe(text), err=err)
 
 
+def echo_line(text: str, *, err: bool = False) -> None:
+    """echo_human for one line that names a folder or a file: a newline or a tab in it is spelled `\\n`,
+    `\\t` (text.one_line), so a repository folder named with one is not printed over two lines."""
+    from nexusmem.text import one_line
+
+    echo_human(one_line(text), err=err)
+
+
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))

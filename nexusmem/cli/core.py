@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import echo_human, echo_json, library_errors
+from nexusmem.cli.common import echo_human, echo_json, echo_line, library_errors
 
 
 @click.command("init", epilog="Example:\n\n  nexusmem init && nexusmem sync")
@@ -22,7 +22,7 @@ def init_cmd(ctx: click.Context) -> None:
 
     proj, created = project.init(root_of(ctx))
     verb = "initialised" if created else "already initialised"
-    click.echo(f"{verb}: {proj.state_dir} (project {proj.id})")
+    echo_line(f"{verb}: {proj.state_dir} (project {proj.id})")
 
 
 def _known_sources(names: tuple[str, ...]) -> tuple[str, ...]:

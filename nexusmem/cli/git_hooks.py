@@ -12,7 +12,7 @@ import click
 
 from nexusmem import paths
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import library_errors
+from nexusmem.cli.common import echo_line, library_errors
 from nexusmem.install import git_hooks
 
 
@@ -28,22 +28,22 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
         "unchanged": f"The {what} is already in {result.path}.",
         "repaired": f"Repaired the {what} in {result.path} ({result.was_broken}).",
     }
-    click.echo(messages[result.how])
+    echo_line(messages[result.how])
     if result.path.name.endswith(git_hooks.FRAMEWORK_SUFFIX) and result.changed:
-        click.echo(
+        echo_line(
             f"(The pre-commit framework's hook {result.path.with_suffix('').name} runs {result.path.name} first;"
             " `pre-commit install` leaves it (`-f` deletes it), and `pre-commit uninstall` puts it back in its"
             " place.)"
         )
     if result.warning:
-        click.echo(f"Warning: {result.warning}", err=True)
+        echo_line(f"Warning: {result.warning}", err=True)
     if not notes:
         return
     pinned = git_hooks.pinned_only_warning()
     if pinned:
-        click.echo(f"Note: {pinned}", err=True)
+        echo_line(f"Note: {pinned}", err=True)
     if result.shared is not None:
-        click.echo(
+        echo_line(
             f"Note: core.hooksPath ({result.shared}) makes {result.path.parent} the hooks folder of every"
             " repository: there the auto-sync keeps each repository that has a memory up to date, and"
             " builds none in the others (run `nexusmem sync` in a repository once to add it).",
@@ -51,25 +51,25 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
         )
     blocked = paths.state_in_the_way(root / ".nexusmem")
     if blocked is not None:
-        click.echo(
+        echo_line(
             f"Warning: {blocked[0]}: no memory can be made here, and the hooks do nothing until it is gone;"
             f" {blocked[1]}, then run `nexusmem sync`.",
             err=True,
         )
     elif not (root / ".nexusmem").is_dir():
         if result.shared is not None:
-            click.echo(
+            echo_line(
                 "No memory in this repository yet: run `nexusmem sync` once, and commits keep it current."
             )
         elif result.path.name in git_hooks.SYNC_HOOKS:
-            click.echo("No memory in this repository yet: the next commit builds it in the background.")
+            echo_line("No memory in this repository yet: the next commit builds it in the background.")
         elif git_hooks.status("post-commit", root).installed:
-            click.echo(
+            echo_line(
                 "No memory in this repository yet, so precheck has nothing to check: the auto-sync hook"
                 " builds it after the next commit (or run `nexusmem sync` now)."
             )
         else:
-            click.echo(
+            echo_line(
                 "No memory in this repository yet, so precheck has nothing to check:"
                 " run `nexusmem sync` (or install the post-commit hook: `nexusmem hook git-post install`)."
             )
@@ -84,27 +84,27 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
             runs = git_hooks.framework_runs(state.name, start)
             if runs is not None:
                 config, number, hook_id = runs
-                click.echo(
+                echo_line(
                     f"{state.name}: run by the pre-commit framework ({hook_id} in {config}, line {number}):"
                     f" {hook}"
                 )
                 return
-            click.echo(f"{state.name}: not installed (the pre-commit framework's hook is there): {hook}")
+            echo_line(f"{state.name}: not installed (the pre-commit framework's hook is there): {hook}")
         else:
             other = " (another tool's hook is there)" if state.exists and not state.unreadable else ""
-            click.echo(f"{state.name}: not installed{other}: {state.path}")
+            echo_line(f"{state.name}: not installed{other}: {state.path}")
         if state.unreadable:
-            click.echo(
+            echo_line(
                 f"  Warning: {state.unreadable}; move it away, then `nexusmem hook {verb} install`", err=True
             )
         if git_hooks.gone(state.name, start) is not None:
-            click.echo(
+            echo_line(
                 f"  Warning: {git_hooks.gone_text(state)}; `nexusmem hook {verb} install` puts it back",
                 err=True,
             )
         unused = git_hooks.unused(state.name, start)
         if unused is not None:
-            click.echo(
+            echo_line(
                 f"  Warning: our block is in {unused.path}, which git does not run (core.hooksPath sends it to"
                 f" {state.path.parent}): `nexusmem hook {verb} install` puts it where git looks,"
                 f" `nexusmem hook {verb} remove` takes it out",
@@ -112,7 +112,7 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
             )
             shared = git_hooks.shared_folder(start)
             if shared is not None:
-                click.echo(
+                echo_line(
                     f"  Note: core.hooksPath is set user-wide ({shared}): installing there runs {what} in"
                     f" every repository that has a memory, not only this one",
                     err=True,
@@ -122,25 +122,25 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
     extra = " --strict" if state.strict else ""
     word = "broken" if state.broken else "installed"
     through = ", run by the pre-commit framework's hook" if state.framework else ""
-    click.echo(f"{state.name}: {word}{extra} ({mode.get(state.how or '', '?')}{through}): {state.path}")
+    echo_line(f"{state.name}: {word}{extra} ({mode.get(state.how or '', '?')}{through}): {state.path}")
     if state.broken:
-        click.echo(f"  {state.broken}; fix: nexusmem hook {verb} install", err=True)
+        echo_line(f"  {state.broken}; fix: nexusmem hook {verb} install", err=True)
     elif state.fallback:
-        click.echo(f"  runs {what} with {state.fallback} (from PATH: {state.command} is gone)")
-        click.echo(f"  Warning: re-pin it with `nexusmem hook {verb} install`", err=True)
+        echo_line(f"  runs {what} with {state.fallback} (from PATH: {state.command} is gone)")
+        echo_line(f"  Warning: re-pin it with `nexusmem hook {verb} install`", err=True)
     else:
-        click.echo(f"  runs {what} with {state.command}")
+        echo_line(f"  runs {what} with {state.command}")
     if not state.executable:
         runner = "the pre-commit framework" if state.framework else "git"
-        click.echo(f"  Warning: {state.path} is not executable, so {runner} does not run it", err=True)
+        echo_line(f"  Warning: {state.path} is not executable, so {runner} does not run it", err=True)
     if state.legacy_off:
-        click.echo(
+        echo_line(
             f"  Note: {state.legacy} (the hook it wraps) is not executable, so it does not run (git did not"
             " run it before either)",
             err=True,
         )
     if state.legacy_missing:
-        click.echo(
+        echo_line(
             f"  Warning: {state.legacy} (the hook it wraps, which `--force` moved aside) is missing, so only"
             f" {what} runs: put that hook back there, or `nexusmem hook {verb} remove` to stop wrapping it",
             err=True,
@@ -155,11 +155,11 @@ def _remove(ctx: click.Context, name: str, what: str) -> None:
         path, changed = git_hooks.remove(name, root_of(ctx), directory)
         if changed:
             removed.append(path)
-            click.echo(f"Removed the {what} from {path}.")
+            echo_line(f"Removed the {what} from {path}.")
     git_hooks.forget(name, root_of(ctx))
     if not removed:
         path = git_hooks.hook_file(name, git_hooks.hooks_dir(root_of(ctx)))
-        click.echo(f"No {what} in {path}.")
+        echo_line(f"No {what} in {path}.")
 
 
 @click.group(name="git")
@@ -228,7 +228,7 @@ def _report_record(start: Path | None) -> None:
     """One line when the record of the hooks NexusMem installed cannot be read (git_hooks.record_problem)."""
     problem = git_hooks.record_problem(start)
     if problem is not None:
-        click.echo(f"  Warning: {problem[0]}; fix: {problem[1]}", err=True)
+        echo_line(f"  Warning: {problem[0]}; fix: {problem[1]}", err=True)
 
 
 @click.group(name="git-post")
@@ -271,7 +271,7 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
     if last is not None:
         _report_install(last, "auto-sync hook", root)
     for why in refused:
-        click.echo(f"Error: {why}", err=True)
+        echo_line(f"Error: {why}", err=True)
     if refused:
         ctx.exit(1)
 

@@ -8,7 +8,7 @@ import click
 
 from nexusmem import timefmt
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import echo_human, echo_json, library_errors
+from nexusmem.cli.common import echo_human, echo_json, echo_line, library_errors
 from nexusmem.errors import NexusMemError
 
 TYPE_CHECKING = False
@@ -241,7 +241,7 @@ def _show_forget(report: Removal, shared: TeamForget | None, *, user_wide: bool,
     if report.backups:
         click.echo(f"also removed from {report.backups} scrub backup(s)")
     for name in report.skipped_links:
-        click.echo(f"WARNING: {name} is a symbolic link: not followed; check what it points to by hand")
+        echo_line(f"WARNING: {name} is a symbolic link: not followed; check what it points to by hand")
     if report.verified_absent is True and report.own_words:
         click.echo(
             "verified: the value is in nothing this project's memory.db holds (nor its -wal/-shm, nor backups);"

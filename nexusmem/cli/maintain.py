@@ -10,7 +10,7 @@ import sys
 import click
 
 from nexusmem.cli.app import repo_option, root_of
-from nexusmem.cli.common import echo_human, library_errors
+from nexusmem.cli.common import echo_human, echo_line, library_errors
 
 
 @click.command("doctor")
@@ -71,13 +71,13 @@ def uninstall_cmd(ctx: click.Context, all_projects: bool, dry_run: bool) -> None
     plan = uninstall.uninstall(root_of(ctx), all_projects=all_projects, dry_run=dry_run)
     verb = "Would remove" if dry_run else "Removed"
     for step in plan.removed:
-        click.echo(f"{verb} the {step.detail} {step.what} from {step.path}")
+        echo_line(f"{verb} the {step.detail} {step.what} from {step.path}")
     if not plan.removed:
         click.echo(
             "No NexusMem hook is installed" + ("" if all_projects else " here (try --all-projects)") + "."
         )
     for error in plan.errors:
-        click.echo(f"Could not remove: {error}", err=True)
+        echo_line(f"Could not remove: {error}", err=True)
     if plan.framework:
         click.echo("\nThe pre-commit framework runs NexusMem hooks; take these lines out yourself:")
         for config, line_no, line in plan.framework:
@@ -85,7 +85,7 @@ def uninstall_cmd(ctx: click.Context, all_projects: bool, dry_run: bool) -> None
     if plan.memories:
         click.echo("\nKept the memories (delete them to forget everything):")
         for folder in plan.memories:
-            click.echo(f"  {folder}")
+            echo_line(f"  {folder}")
         click.echo("  rm -rf " + " ".join(shlex.quote(str(f)) for f in plan.memories))
     click.echo(
         "\nThen remove the package: `pipx uninstall nexusmem`, `uv tool uninstall nexusmem` or"
@@ -119,7 +119,7 @@ def trust_cmd(ctx: click.Context, revoke: bool) -> None:
     proj = project.load(root_of(ctx))
     if revoke:
         registry.trust(proj.root, proj.id, None)
-        click.echo(f"Settings of {proj.root} that reach beyond it are no longer confirmed.")
+        echo_line(f"Settings of {proj.root} that reach beyond it are no longer confirmed.")
         return
     asks = config.reaching_out(project.raw_config(proj.root))
     if not asks:
@@ -127,4 +127,5 @@ def trust_cmd(ctx: click.Context, revoke: bool) -> None:
         return
     registry.trust(proj.root, proj.id, asks)
     listed = "\n".join(f"  {config.shown(k, v)}" for k, v in asks.items())
-    click.echo(f"Confirmed for {proj.root} (until they change):\n{listed}")
+    echo_line(f"Confirmed for {proj.root} (until they change):")
+    echo_human(listed)
