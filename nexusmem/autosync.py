@@ -36,7 +36,7 @@ PUSH_PENDING_NAME = "team-push.pending"
 # Touched by every team push that worked (`team push` or this one): a later one clears a failure logged here.
 PUSH_DONE_NAME = "team-push.done"
 PENDING_NAME = "sync.pending"
-LOG_NAME = "auto-sync.log"
+LOG_NAME = paths.AUTO_SYNC_LOG_NAME
 FAILED_NAME = "auto-sync.failed"
 LOG_CAP_BYTES = 256 * 1024
 LOG_KEEP_BYTES = 64 * 1024

@@ -412,6 +412,20 @@ def first_sync_under_way(root: Path) -> bool:
     return flagged or held(state / "sync.run.lock")
 
 
+# Where the post-commit hook's syncs write (autosync.LOG_NAME), in .nexusmem/.
+AUTO_SYNC_LOG_NAME = "auto-sync.log"
+
+
+def first_sync_where(root: Path) -> str:
+    """Where the first sync under way (first_sync_under_way) runs, as commands say it: " in the background
+    (.nexusmem/auto-sync.log)" for the post-commit hook's, its log named when it is there; "" for a
+    `nexusmem sync` run in a terminal, which writes no log (its progress is on that terminal)."""
+    state = state_dir(root)
+    if (state / AUTO_SYNC_LOG_NAME).is_file():
+        return f" in the background ({STATE_DIR}/{AUTO_SYNC_LOG_NAME})"
+    return " in the background" if (state / "sync.pending").exists() else ""
+
+
 # How long the post-commit hook's "sync pending" mark counts as a sync about to start (it takes its lock
 # within a second or two; one left by a crash would otherwise say "being built" for ever).
 PENDING_FRESH_SECONDS = 120

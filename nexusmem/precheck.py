@@ -255,9 +255,7 @@ def check(
     if team is None and not db.exists():
         result.checked = False
         if paths.first_sync_under_way(memory):
-            result.reason = (
-                f"the memory of {memory} is still being built in the background: nothing checked yet"
-            )
+            result.reason = f"the memory of {memory} is still being built{paths.first_sync_where(memory)}: nothing checked yet"
         elif blocked := paths.state_in_the_way(paths.state_dir(memory)):  # `nexusmem sync` stops on it
             result.reason = _cannot_be_made(memory, blocked)
         elif paths.state_dir(memory).is_dir():  # memory.db deleted (or only a committed config came)

@@ -146,8 +146,7 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
 
         if paths.first_sync_under_way(root):  # the post-commit hook's first sync: its own run would wait
             raise NotInitialisedError(
-                f"the memory of {root} is still being built in the background"
-                " (.nexusmem/auto-sync.log): try again in a moment"
+                f"the memory of {root} is still being built{paths.first_sync_where(root)}: try again in a moment"
             )
         blocked = paths.state_in_the_way(paths.state_dir(root))
         if blocked is not None:  # `nexusmem sync` stops on it: what to clear comes first

@@ -47,7 +47,8 @@ def status(project: Project) -> dict[str, Any]:
         return {
             "root": str(project.root),
             "project": project.id,
-            # The first sync is running (the post-commit hook's, in the background): nothing to read yet.
+            # The first sync is running (the post-commit hook's, in the background, or a `nexusmem sync` in
+            # a terminal): nothing to read yet.
             "building": not sources and paths.first_sync_under_way(project.root),
             "database": str(db),
             "database_bytes": size,
@@ -164,7 +165,7 @@ def render(info: dict[str, Any]) -> str:
                 f"  (+{s['added']} ~{s['updated']} -{s['removed']}, {s['skipped']} skipped)"
             )
     elif info.get("building"):
-        lines.append("sources:  the first sync is running in the background (.nexusmem/auto-sync.log)")
+        lines.append(f"sources:  the first sync is running{paths.first_sync_where(Path(info['root']))}")
     else:
         lines.append("sources:  never synced (run `nexusmem sync`)")
     failed = info.get("auto_sync_failed")

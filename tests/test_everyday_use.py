@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nexusmem import project
+from nexusmem import project, sync
 from nexusmem.identity import node_id
 from nexusmem.paths import db_path
 from nexusmem.store.db import open_store
@@ -376,6 +376,9 @@ def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -
     (state / "sync.pending").write_text("", encoding="utf-8")
     shown = run_cli("-C", str(repo), "status").stdout
     assert "the first sync is running in the background" in shown and "never synced" not in shown
+    (state / "auto-sync.log").write_text("", encoding="utf-8")  # where the hook's sync writes
+    shown = run_cli("-C", str(repo), "status").stdout
+    assert "the first sync is running in the background (.nexusmem/auto-sync.log)" in shown, shown
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is True
     os.utime(state / "sync.pending", (time.time() - 3600, time.time() - 3600))  # left behind by a crash
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is False
@@ -383,6 +386,21 @@ def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -
     run_cli("-C", str(repo), "sync", "--no-embed")
     (state / "sync.pending").write_text("", encoding="utf-8")  # a later sync about to run: no first build
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is False
+
+
+def test_status_during_a_first_sync_run_in_a_terminal_names_no_log_it_does_not_write(repo: Path) -> None:
+    """`nexusmem sync &` in a fresh clone, then `nexusmem status`: it said "the first sync is running in the
+    background (.nexusmem/auto-sync.log)", a log only the post-commit hook's sync writes, and none was there."""
+    commit(repo, "feat: start", {"a.py": "A = 1\n", "README.md": "# Start\n\nThe start.\n"})
+    seen: list[str] = []
+
+    def meanwhile(_label: str, _done: int, _total: int | None) -> None:
+        if not seen:  # the user's other terminal, while this sync holds its lock
+            seen.append(run_script("status", cwd=repo).stdout)
+
+    sync.sync(repo, embed=False, progress=meanwhile)
+    assert seen and "sources:  the first sync is running\n" in seen[0], seen
+    assert not (repo / ".nexusmem" / "auto-sync.log").exists()
 
 
 def killed_sync(repo: Path, **how: object) -> None:
