@@ -14,6 +14,7 @@ from nexusmem.errors import StoreError
 from nexusmem.store import hookreads
 from nexusmem.store.batch import execute_in
 from nexusmem.store.fulltext import FTS_WEIGHTS, _bm25
+from nexusmem.store.migrations import COMMIT_MADE
 from nexusmem.store.nodes import RELINK_FROM_KEY, StoredNode, now_ms
 
 # Meta key holding the store write sequence the last link run saw (nexusmem.link.link_recent). (Until schema
@@ -167,17 +168,18 @@ class LinksMixin:
         stored)."""
         # The (kind, ts) index finds the commits never rewritten, nodes_commit_made the rewritten ones: named,
         # as the planner prefers the (kind, ts) index for both and then reads every commit's meta.
+        made_n = COMMIT_MADE.replace("(meta", "(n.meta")
         return [
             tuple(r)
             for r in self.conn.execute(
                 "SELECT f.path, n.ts, n.id FROM nodes n JOIN node_files f ON f.node_seq = n.seq"
                 " WHERE n.kind = 'git_commit' AND n.ts >= ?1 AND n.seq NOT IN ("
                 "  SELECT seq FROM nodes INDEXED BY nodes_commit_made"
-                "  WHERE kind = 'git_commit' AND json_extract(meta, '$.committed') IS NOT NULL)"
+                f"  WHERE kind = 'git_commit' AND {COMMIT_MADE} IS NOT NULL)"
                 " UNION ALL"
-                " SELECT f.path, json_extract(n.meta, '$.committed'), n.id"
+                f" SELECT f.path, {made_n}, n.id"
                 " FROM nodes n INDEXED BY nodes_commit_made JOIN node_files f ON f.node_seq = n.seq"
-                " WHERE n.kind = 'git_commit' AND json_extract(n.meta, '$.committed') >= ?1"
+                f" WHERE n.kind = 'git_commit' AND {made_n} >= ?1"
                 " ORDER BY 2, 3",
                 (since_ms,),
             )

@@ -357,13 +357,19 @@ def _m14_build_dirs_are_source(conn: Any) -> None:
     )
 
 
+# A commit's time made as the nodes_commit_made index holds it (queries must spell it the same to use it).
+COMMIT_MADE = "CASE WHEN json_valid(meta) THEN json_extract(meta, '$.committed') END"
+
+
 def _m15_commit_made_index(conn: Any) -> None:
     # Failure → fix linking reads a commit's time made (meta `committed`, kept only for a rewritten commit:
     # an amend, a rebase) since a point in time; the commits authored long before it and made since are
     # otherwise found by reading every older commit (110 ms of each post-commit link run on git/git).
+    # The expression reads the meta only when it is JSON: a store holding one damaged row still migrates,
+    # and such a row can still be written (a query that reads it says what is wrong, as before).
     conn.execute(
-        "CREATE INDEX nodes_commit_made ON nodes(json_extract(meta, '$.committed'))"
-        " WHERE kind = 'git_commit' AND json_extract(meta, '$.committed') IS NOT NULL"
+        f"CREATE INDEX IF NOT EXISTS nodes_commit_made ON nodes({COMMIT_MADE})"
+        f" WHERE kind = 'git_commit' AND {COMMIT_MADE} IS NOT NULL"
     )
 
 
