@@ -14,6 +14,8 @@
 # `read` builtin, 10 ms resolution) plus an offset measured once when this file is loaded; where
 # /proc/uptime is missing (macOS) it falls back to the history entry's time (second resolution).
 # A command starting with a space is never recorded; an empty Enter fires no event, so no line.
+# A line that set no status (`set VAR value`, a comment) is recorded with 0, not the status fish kept
+# from the command before it (fish 3.2+: $status_generation tells).
 # Text that is not valid UTF-8 keeps its valid parts; each invalid byte (fish holds those as
 # U+F600+byte) becomes the text \xNN, as NexusMem spells such a byte in a file name, so every line parses.
 # Unwritable logs are skipped silently; on a full disk fish itself reports the failed write on
@@ -122,6 +124,8 @@ if status is-interactive; and not set -q __nexusmem_loaded
     set -g __nexusmem_ran 0
     function __nexusmem_preexec --on-event fish_preexec
         set -g __nexusmem_ran 1
+        # fish 3.2+ counts the statuses commands set: unchanged at the next postexec, the line set none.
+        set -g __nexusmem_gen $status_generation
         set -g __nexusmem_groups (jobs -g 2>/dev/null)
     end
 
@@ -158,6 +162,17 @@ if status is-interactive; and not set -q __nexusmem_loaded
         set -l dur (math "max(0, 0$CMD_DURATION)")
         set -l t0 (math "max(0, $now - $dur)")
         set -l pipe ',"pipestatus":['(string join , -- $__nexusmem_st[2..-1])']'
+        # A line that set no status (`set VAR value`, a comment, `begin; end`) leaves $status and
+        # $pipestatus as the command before it left them (fish 3.2+ says so by $status_generation): it
+        # did what it was asked, 0 as in bash. A skipped `and CMD`, `or CMD`, `&& CMD` set none either:
+        # CMD never ran, so its status is unknown (null), neither a failure nor a pass.
+        if set -q status_generation[1]; and test "$status_generation" = "$__nexusmem_gen"
+            set __nexusmem_st 0
+            set pipe ''
+            if string match -qr '(^|[\s;|&(])(and|or)\s|&&|\|\|' -- $cmd
+                set __nexusmem_st null
+            end
+        end
         # fish leaves $status as the previous command left it when this one only started a job in the
         # background (`cmd &`) or was stopped with Ctrl-Z. Report them as bash does: 0 for a job sent to
         # the background, 148 (128 + SIGTSTP) for a job this command left stopped; no pipeline status.
@@ -174,7 +189,7 @@ if status is-interactive; and not set -q __nexusmem_loaded
         end
         set -l cwd (__nexusmem_escape $PWD)
         set -l text (__nexusmem_escape $cmd)
-        set -l line (printf '{"ts":%d,"cwd":"%s","exit":%d%s,"duration_ms":%d,"command":"%s","shell":"fish","session":"%s","v":1}' \
+        set -l line (printf '{"ts":%d,"cwd":"%s","exit":%s%s,"duration_ms":%d,"command":"%s","shell":"fish","session":"%s","v":1}' \
             $t0 "$cwd" $__nexusmem_st[1] "$pipe" $dur "$text" $__nexusmem_session)
         # Redirection errors in fish are printed whatever the block's stderr is: check first.
         if not test -e $__nexusmem_log

@@ -24,6 +24,8 @@ import pytest
 
 from nexusmem.resources import script_path
 
+from helpers import commit, git, run_cli
+
 SHELLS = ("bash", "zsh", "fish")
 SCRIPT = {"bash": "shell/nexusmem.bash", "zsh": "shell/nexusmem.zsh", "fish": "shell/nexusmem.fish"}
 CTRL_V = b"\x16"  # quoted-insert in readline and zle: types the next key (e.g. a tab) literally
@@ -843,6 +845,42 @@ def test_a_log_past_the_file_size_limit_never_ends_the_shell(kind: str, open_she
         sh.type("trap -p XFSZ 2>/dev/null || trap | grep XFSZ")
         assert b"user-xfsz-trap" in sh.output()
     assert sh.child.isalive()
+
+
+@pytest.mark.slow
+@needs("fish")
+def test_fish_lines_that_set_no_status_do_not_inherit_a_failure(open_shell: Any, repo: Path) -> None:
+    """fish leaves $status and $pipestatus as they were after `set VAR value` or a comment: typed after a
+    `false`, both were logged as failing (exit 1), `set` after `false | cat` with pipestatus [1, 0], and
+    `precheck --strict` refused a commit of README.md because "`set -x DOTENV_CONFIG_PATH README.md` failed
+    and was never seen passing"."""
+    commit(repo, "docs: readme", {"README.md": "# app\n"})
+    sh = open_shell("fish", setup=f"cd '{repo}'")
+    assert sh.run("false")["exit"] == 1
+    line = sh.run("set -x DOTENV_CONFIG_PATH README.md")
+    assert (line["exit"], line.get("pipestatus")) == (0, None), line
+    assert sh.run("false")["exit"] == 1
+    line = sh.run("# remember to update CHANGELOG.md")
+    assert (line["exit"], line.get("pipestatus")) == (0, None), line
+    line = sh.run("false | cat")
+    assert (line["exit"], line["pipestatus"]) == (0, [1, 0])
+    line = sh.run("set -g EDITOR vim")
+    assert (line["exit"], line.get("pipestatus")) == (0, None), line
+    # A command skipped by `and` never ran: its status is unknown, neither the failure before it nor a pass.
+    assert sh.run("false")["exit"] == 1
+    line = sh.run("and cat README.md")
+    assert (line["command"], line["exit"], line.get("pipestatus")) == ("and cat README.md", None, None), line
+    # What sets a status still records it: `set` with a command substitution, `set -q`, a failing builtin.
+    assert sh.run("set v (false)")["exit"] == 1
+    assert sh.run("set -q NEXUSMEM_NO_SUCH_VAR")["exit"] == 1
+    assert sh.run("true")["exit"] == 0
+    assert sh.run("cd /nexusmem-no-such-dir; set -g after_cd 1")["exit"] == 1
+    assert sh.run("true | false")["pipestatus"] == [0, 1]
+    run_cli("-C", str(repo), "sync", "-q")
+    (repo / "README.md").write_text("# app\n\nDOTENV_CONFIG_PATH\n", encoding="utf-8")
+    git(repo, "add", "README.md")
+    strict = run_cli("-C", str(repo), "precheck", "--strict", ok=False)
+    assert strict.exit_code == 0, strict.stderr
 
 
 @pytest.mark.slow
