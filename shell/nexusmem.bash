@@ -19,6 +19,10 @@
 #    it hands $? (and $_) back unchanged to whatever runs after it. When something loaded later runs
 #    first, the hook puts itself first again at the next prompt (__nexusmem_heal) and records the
 #    commands it could not see the status of with "exit":null.
+#  - The last thing in PROMPT_COMMAND (bash-preexec's own last step aside) is __nexusmem_postcmd: what ran
+#    after our function may have changed history (`history -a; history -n` reads in other terminals'
+#    lines), and then it looks again where history stands, so that a line another terminal ran is never
+#    taken for this shell's next command. It reads history only when HISTCMD moved.
 #  - POSIX mode (`set -o posix`) works: PS0 holds no `!`, which a POSIX-mode prompt reads as the
 #    history number.
 #  - Leading-space commands are never recorded (HISTCONTROL=ignorespace convention). A command bash
@@ -55,6 +59,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     __nexusmem_t0=0
     __nexusmem_seen=
     __nexusmem_last_arg=
+    __nexusmem_last_text=
     __nexusmem_ps0=('')
     # Control characters 0x01-0x1f (NUL cannot occur in a bash string) and their JSON escapes.
     __nexusmem_ctl=
@@ -222,22 +227,39 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         return "$1"
     }
 
-    # Put our function first in PROMPT_COMMAND: at load, and again when something loaded after the hook
-    # put itself in front (a prompt framework, `PROMPT_COMMAND="history -a; $PROMPT_COMMAND"`) or runs
-    # the old PROMPT_COMMAND from inside its own function; either way its commands reset $? before we
-    # read it. Builtins only. An old entry is replaced by `:` in a string (deleting it could leave `;;`)
-    # and dropped from an array.
+    # Put our function first in PROMPT_COMMAND and __nexusmem_postcmd last: at load, and again when something
+    # loaded after the hook put itself in front (a prompt framework, `PROMPT_COMMAND="history -a;
+    # $PROMPT_COMMAND"`), or after us (`PROMPT_COMMAND+=$'\n'...`), or runs the old PROMPT_COMMAND from inside
+    # its own function; in front, its commands reset $? before we read it. bash-preexec's
+    # __bp_interactive_mode stays last: its DEBUG trap takes whatever runs after it for the user's command.
+    # Builtins only. An old entry is replaced by `:` in a string (deleting it could leave `;;`) and dropped
+    # from an array.
     __nexusmem_heal() {
-        local i
+        local i pc end=$'\n'__nexusmem_postcmd
         # Under `set -u` (set in ~/.bashrc before the hook) an unset PROMPT_COMMAND must not be expanded.
         if [[ -v PROMPT_COMMAND && ${PROMPT_COMMAND@a} == *a* ]]; then
             for i in "${!PROMPT_COMMAND[@]}"; do
-                [[ ${PROMPT_COMMAND[i]} == __nexusmem_precmd ]] && unset 'PROMPT_COMMAND[i]'
+                # The two as the string the hook set, made an entry by something that made PROMPT_COMMAND an array.
+                [[ ${PROMPT_COMMAND[i]} == __nexusmem_@(pre|post)cmd?($'\n'__nexusmem_postcmd) ]] &&
+                    unset 'PROMPT_COMMAND[i]'
             done
-            PROMPT_COMMAND=(__nexusmem_precmd "${PROMPT_COMMAND[@]}")
+            local -a rest=("${PROMPT_COMMAND[@]}") last=()
+            i=${#rest[@]}
+            if ((i)) && [[ ${rest[i - 1]} == __bp_interactive_mode ]]; then
+                last=(__bp_interactive_mode)
+                unset 'rest[i - 1]'
+            fi
+            PROMPT_COMMAND=(__nexusmem_precmd "${rest[@]}" __nexusmem_postcmd "${last[@]}")
         else
+            pc=${PROMPT_COMMAND-}
+            pc=${pc//__nexusmem_precmd/:}
+            pc=${pc//__nexusmem_postcmd/:}
+            if [[ $pc == *__bp_interactive_mode ]]; then
+                pc=${pc%__bp_interactive_mode}
+                end+=$'\n'__bp_interactive_mode
+            fi
             # shellcheck disable=SC2178  # a plain string here, the array case is handled above
-            PROMPT_COMMAND=__nexusmem_precmd${PROMPT_COMMAND:+$'\n'${PROMPT_COMMAND//__nexusmem_precmd/:}}
+            PROMPT_COMMAND=__nexusmem_precmd${pc:+$'\n'$pc}$end
         fi
     }
 
@@ -269,6 +291,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             __known=0
         elif [[ -n ${FUNCNAME[1]-} && ${FUNCNAME[1]} != main ]]; then
             __known=0
+        elif [[ ${PROMPT_COMMAND[*]-} != *__nexusmem_postcmd?(?(?)__bp_interactive_mode) ]]; then
+            # Something was added after __nexusmem_postcmd (or put PROMPT_COMMAND back to the hook alone).
+            __nexusmem_heal
         fi
         if ((!__known)); then
             # Something ran before us: the status we see is not the command's.
@@ -299,6 +324,23 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         [[ $- == *e* ]] || __nexusmem_restore "$__st" "$__arg"
     }
 
+    # Last in PROMPT_COMMAND (see __nexusmem_heal): when what ran after __nexusmem_precmd moved HISTCMD
+    # (`history -n` read in lines other terminals ran, `history -c; history -r` numbered them anew), look
+    # again where history stands. Else the next line that bash keeps out of history (` export TOKEN=...`)
+    # would be taken for the newest of those, run here, with this line's status. $? and $_ go on unchanged
+    # to PS1.
+    __nexusmem_postcmd() {
+        local __st=$? __arg=$_ -
+        set +x
+        if ((${HISTCMD-0} != __nexusmem_hist_hc)); then
+            trap '' XFSZ
+            __nexusmem_history
+            __nexusmem_seen=$__nexusmem_hist
+            __nexusmem_xfsz_restore
+        fi
+        [[ $- == *e* ]] || __nexusmem_restore "$__st" "$__arg"
+    }
+
     # The newest history entry ("NUM  TEXT", or empty) into __nexusmem_hist, without forking:
     # `history 1` is appended NUL-terminated to a scratch file and read back through a read fd
     # that stays open, so each prompt reads just the new record. (Truncating the file every prompt
@@ -308,9 +350,12 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # and try once more.
     __nexusmem_scratch_n=0
     __nexusmem_rfd=
+    # HISTCMD when history was last read: __nexusmem_postcmd reads it again only once that moved.
+    __nexusmem_hist_hc=0
     __nexusmem_history() {
         local HISTTIMEFORMAT='' rec try
         __nexusmem_hist=
+        __nexusmem_hist_hc=${HISTCMD-0}
         for try in 1 2; do
             if ((++__nexusmem_scratch_n > 1000 || try == 2)) || [[ -z $__nexusmem_rfd ]]; then
                 __nexusmem_scratch_n=0
@@ -360,7 +405,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     }
 
     __nexusmem_record() {
-        local st=$1 pst=$2 arg=$3 now t0 num text dur='' pipe='' cmd cwd line
+        local st=$1 pst=$2 arg=$3 now t0 num text dur='' pipe='' cmd cwd line repeat=0
         now=${EPOCHREALTIME-}
         now=${now//[!0-9]/}
         __nexusmem_history
@@ -369,6 +414,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             # ignoredups/erasedups dropped; ignorespace and HISTIGNORE lines stay private.
             [[ ${HISTCONTROL-} == *dups* || ${HISTCONTROL-} == *ignoreboth* ]] || return 0
             [[ -n $__nexusmem_hist && $arg == "$__nexusmem_last_arg" ]] || return 0
+            repeat=1
         fi
         __nexusmem_seen=$__nexusmem_hist
         # "%5d%c %s": spaces, the number, one flag char ('*' when edited), a space, the text.
@@ -377,6 +423,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         [[ -n $num ]] || return 0
         text=${text:${#num}+2}
         [[ -n $text && $text != [[:space:]]* ]] || return 0
+        # A repeat is of this shell's own last line, not of one `history -n` read in from another terminal.
+        ((repeat)) && [[ $text != "$__nexusmem_last_text" ]] && return 0
+        __nexusmem_last_text=$text
         # At exit ($4), a line that did nothing but end the shell is not worth a record.
         if [[ -n ${4-} && $text =~ ^(exit|logout)([[:space:]]+[0-9]+)?[[:space:]]*$ ]]; then
             return 0
