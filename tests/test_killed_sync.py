@@ -39,6 +39,25 @@ def counts(db: Path) -> dict[str, int]:
         conn.close()
 
 
+def running_sync(repo: Path, *args: str) -> subprocess.Popen[str]:
+    """`nexusmem sync -q --no-embed ARGS` started in REPO, given back once it is well inside its work (its
+    unfinished mark is there, and 0.3 s more): still running, to be stopped."""
+    mark = repo / ".nexusmem" / "sync.unfinished"
+    proc = subprocess.Popen(
+        [console_script(), "sync", "-q", "--no-embed", *args],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the sync ended before it could be stopped"
+    return proc
+
+
 @pytest.mark.slow
 def test_sigkill_at_any_point_leaves_a_whole_store(tmp_path: Path) -> None:
     subprocess.run(
@@ -108,18 +127,7 @@ def test_ctrl_c_during_a_sync_exits_130_and_the_next_sync_finishes(tmp_path: Pat
     repo = tmp_path / "h" / "repo"
     extra = ["--source", "git"] if route == "click" else []
     db = repo / ".nexusmem" / "memory.db"
-    proc = subprocess.Popen(
-        [console_script(), "sync", "-q", "--no-embed", *extra],
-        cwd=repo,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while not db.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    time.sleep(0.3)
-    assert proc.poll() is None, "the sync ended before it could be interrupted"
+    proc = running_sync(repo, *extra)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -149,18 +157,7 @@ def test_a_killed_rebuild_is_said_to_need_a_rebuild_and_left_the_memory_as_it_wa
     db = repo / ".nexusmem" / "memory.db"
     subprocess.run([console_script(), "sync", "-q", "--no-embed"], cwd=repo, check=True, capture_output=True)
     before = counts(db)
-    mark = repo / ".nexusmem" / "sync.unfinished"
-    proc = subprocess.Popen(
-        [console_script(), "sync", "-q", "--no-embed", "--rebuild"],
-        cwd=repo,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    time.sleep(0.3)
-    assert proc.poll() is None, "the rebuild ended before it could be killed"
+    proc = running_sync(repo, "--rebuild")
     proc.kill()
     proc.communicate(timeout=30)
     assert counts(db) == before  # the memory as it was
@@ -198,20 +195,9 @@ def test_a_search_storing_the_commands_first_keeps_a_killed_syncs_warning(tmp_pa
         capture_output=True,
     )
     repo = tmp_path / "h" / "repo"
-    mark = repo / ".nexusmem" / "sync.unfinished"
-    proc = subprocess.Popen(
-        [console_script(), "sync", "-q", "--no-embed"],
-        cwd=repo,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    time.sleep(0.3)
-    assert proc.poll() is None, "the sync ended before it could be killed"
+    proc = running_sync(repo)
     proc.kill()
-    proc.wait(30)
+    proc.communicate(timeout=30)
 
     def unfinished() -> str | None:
         shown = subprocess.run(
