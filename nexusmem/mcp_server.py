@@ -487,7 +487,9 @@ def run_get(project_root: str, wanted: str, scope: str = "project") -> CallToolR
         else:
             try:
                 item = show.expand(store, show.find(store, wanted), root.name)
-            except show.UnknownId:
+            except (
+                show.IdLookupError
+            ):  # not held here, or a git revision (HEAD, a branch): as `show` reads it
                 # Not held here: say where an item of a scope "team" answer is (the project is loaded only now).
                 item = show.lookup(project_mod.load(root), store, wanted, team=False, team_hint=hint)
     if len(item["files"]) > show.FILES_SHOWN:  # the structured copy as bounded as the text

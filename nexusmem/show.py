@@ -78,6 +78,23 @@ def find(store: SearchStore, ref: str) -> StoredNode:
     return node
 
 
+def _revision(project: Project, ref: str) -> str | None:
+    """The commit REF names in PROJECT's repository when it is a git revision rather than an id (HEAD, a
+    branch, a tag, `main~2`); None otherwise. A full sha or an id is looked up as such first (see find)."""
+    text = well_formed(ref).strip()
+    if not text or len(text) > 200 or text.startswith("-") or any(c.isspace() for c in text):
+        return None
+    if re.fullmatch(r"[0-9a-fA-F]+", text):  # an id or a sha, read as one (an ambiguous prefix stays so)
+        return None
+    from nexusmem import gitcmd
+
+    code, out = gitcmd.run_ok(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], project.root
+    )
+    sha = out.decode("ascii", "replace").strip()
+    return sha if code == 0 and _SHA.fullmatch(sha) else None
+
+
 def _listed(node_id: str, node: StoredNode | None, key: str) -> str:
     """One candidate of an ambiguous id: its id and title, and the sha when it is the commit KEY names."""
     if node is None:
@@ -215,7 +232,19 @@ def lookup(project: Project, store: SearchStore, ref: str, *, team: bool, team_h
     project with a team store configured names TEAM_HINT, how to read the team's items."""
     try:
         item = expand(store, find(store, ref), project.root.name)
-    except UnknownId as exc:
+    except IdLookupError as exc:
+        sha = _revision(project, ref)
+        if (
+            sha is not None
+        ):  # `show HEAD`, `show main~2`, `show v1.4.0`: the commit git names, as memory holds it
+            try:
+                return expand(store, find(store, sha), project.root.name)
+            except UnknownId:
+                raise UnknownId(
+                    f"{ref!r} is commit {sha[:12]}, which memory does not hold yet: run `nexusmem sync`"
+                ) from None
+        if not isinstance(exc, UnknownId):
+            raise
         from nexusmem import team as team_mod
 
         if team:

@@ -8,7 +8,7 @@ from pathlib import Path
 from nexusmem import project
 from nexusmem.show import MIN_PREFIX
 
-from helpers import commit, node, query_json, run_cli, run_script, store_nodes
+from helpers import commit, git, node, query_json, run_cli, run_script, store_nodes
 
 
 def synced(repo: Path) -> dict[str, str]:
@@ -157,3 +157,20 @@ def test_a_fix_linked_from_hundreds_of_failures_lists_the_newest_fifty(repo: Pat
     assert len(answer.structured_content["linked_by"]) == 50
     assert answer.structured_content["linked_by_count"] == 200
     assert len(json.dumps(answer.structured_content)) < 20_000
+
+
+def test_show_opens_the_commit_a_git_revision_names(repo: Path) -> None:
+    """`nexusmem show HEAD` said "'HEAD' is too short for an id prefix": a branch, a tag, HEAD or `HEAD~1`
+    names the commit git resolves it to, as memory holds it; one memory does not hold yet says to sync;
+    what git cannot resolve keeps the id error (an option-like text is never handed to git as one)."""
+    item = synced(repo)
+    git(repo, "tag", "v1.0")
+    for rev in ("HEAD", "main", "v1.0"):
+        shown = json.loads(run_cli("-C", str(repo), "show", "--json", rev).output)
+        assert shown["id"] == item["id"], rev
+    assert json.loads(run_cli("-C", str(repo), "show", "--json", "HEAD~1").output)["title"] == "chore: start"
+    later = commit(repo, "feat: not synced yet", {"b.txt": "b\n"})
+    out = run_cli("-C", str(repo), "show", "HEAD", ok=False).output
+    assert f"'HEAD' is commit {later[:12]}, which memory does not hold yet" in out
+    assert "too short" in run_cli("-C", str(repo), "show", "abc", ok=False).output
+    assert "no node with id" in run_cli("-C", str(repo), "show", "--", "--output=x", ok=False).output
