@@ -92,8 +92,12 @@ if status is-interactive; and not set -q __nexusmem_loaded
             end
         end
         # fish holds each byte of an invalid UTF-8 sequence as the character U+F600 + byte, and
-        # decodes 4-6 byte forms above U+10FFFF (which JSON cannot carry) to their numbers.
-        for c in (string match -ra '[^\x{0}-\x{F67F}\x{F700}-\x{10FFFF}]' -- $s)
+        # decodes 4-6 byte forms above U+10FFFF (which JSON cannot carry) to their numbers. Each distinct
+        # one is replaced everywhere in one pass, then the next one looked for: a pass over the whole text
+        # for each occurrence made 5,000 invalid bytes take 13 s.
+        set -l found (string match -r -- '[^\x{0}-\x{F67F}\x{F700}-\x{10FFFF}]' $s)
+        while set -q found[1]
+            set -l c $found[1]
             set -l code (printf '%d' "'$c")
             set -l bytes
             if test $code -ge 63104 -a $code -le 63231
@@ -116,6 +120,7 @@ if status is-interactive; and not set -q __nexusmem_loaded
                 set -a escaped '\\\\x'(printf '%02x' $b)
             end
             set s (string replace -a -- $c (string join '' -- $escaped) $s)
+            set found (string match -r -- '[^\x{0}-\x{F67F}\x{F700}-\x{10FFFF}]' $s)
         end
         string join -- '\\n' $s
     end

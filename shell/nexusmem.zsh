@@ -109,59 +109,82 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
             __nexusmem_json=$s
             return
         fi
+        # Each run of valid text in one regex match (a character at a time, the copies of the rest made a
+        # 30,000-character CJK command take 40 s to reach the prompt). Past an invalid byte the rest is
+        # halved until it is 64 bytes or less (each second half waits in `later`), and that short piece is
+        # read a character at a time: a regex match and a copy of the whole rest for each invalid byte made
+        # 10,000 of them take 4 s. Without zsh/regex, every piece is read a character at a time.
+        local LC_ALL=C
+        local -a match mbegin mend
+        local MATCH MBEGIN MEND
         if (( __nexusmem_regex )); then
-            # Each run of valid text in one regex match (a character at a time, the copies of the rest
-            # made a 30,000-character CJK command take 40 s to reach the prompt).
-            local LC_ALL=C
-            local -a match mbegin mend
-            local MATCH MBEGIN MEND
-            while [[ -n $s ]]; do
-                [[ $s =~ $__nexusmem_utf8_re ]]
+            [[ $s =~ $__nexusmem_utf8_re ]]
+            # Valid throughout (the common case): that one match is all.
+            if (( ${#match[1]} == ${#s} )); then
+                __nexusmem_json=$s
+                return
+            fi
+        fi
+        local piece head
+        local -a later
+        local -i h
+        while true; do
+            if (( __nexusmem_regex )); then
                 out+=$match[1]
                 s=${s[${#match[1]}+1,-1]}
+            fi
+            # Cut near the middle before the first of three bytes that is no continuation byte (0x80-0xbf),
+            # or after three that are: no character spans the cut, so each half reads as it did in the whole.
+            while (( ${#s} > 64 )); do
+                (( h = ${#s} / 2 ))
+                head=${s[h+1,h+3]}
+                head=${head%%[^$'\x80'-$'\xbf']*}
+                (( h += ${#head} ))
+                later+=("${s[h+1,-1]}")
+                s=${s[1,h]}
+            done
+            # Built apart and added to out in one go: zsh copies the whole string at each +=.
+            piece=''
+            while [[ -n $s ]]; do
+                ascii=${s%%[$'\x80'-$'\xff']*}
+                piece+=$ascii
+                s=${s[${#ascii}+1,-1]}
                 [[ -n $s ]] || break
                 b=${s[1]}
-                printf -v hex '\\\\x%02x' $(( #b ))
-                out+=$hex
-                s=${s[2,-1]}
-            done
-            __nexusmem_json=$out
-            return
-        fi
-        while [[ -n $s ]]; do
-            ascii=${s%%[$'\x80'-$'\xff']*}
-            out+=$ascii
-            s=${s[${#ascii}+1,-1]}
-            [[ -n $s ]] || break
-            b=${s[1]}
-            n=0
-            case $b in
-            ([$'\xc2'-$'\xdf']) n=2 ;;
-            ([$'\xe0'-$'\xef']) n=3 ;;
-            ([$'\xf0'-$'\xf4']) n=4 ;;
-            esac
-            ok=0
-            if (( n > 0 && ${#s} >= n )); then
-                ok=1
-                for (( k = 2; k <= n; k++ )); do
-                    [[ ${s[k]} == [$'\x80'-$'\xbf'] ]] || ok=0
-                done
-                # Overlong forms, UTF-16 surrogates and code points above U+10FFFF are invalid too.
+                n=0
                 case $b in
-                ($'\xe0') [[ ${s[2]} == [$'\xa0'-$'\xbf'] ]] || ok=0 ;;
-                ($'\xed') [[ ${s[2]} == [$'\x80'-$'\x9f'] ]] || ok=0 ;;
-                ($'\xf0') [[ ${s[2]} == [$'\x90'-$'\xbf'] ]] || ok=0 ;;
-                ($'\xf4') [[ ${s[2]} == [$'\x80'-$'\x8f'] ]] || ok=0 ;;
+                ([$'\xc2'-$'\xdf']) n=2 ;;
+                ([$'\xe0'-$'\xef']) n=3 ;;
+                ([$'\xf0'-$'\xf4']) n=4 ;;
                 esac
-            fi
-            if (( ok )); then
-                out+=${s[1,n]}
-                s=${s[n+1,-1]}
-            else
-                printf -v hex '\\\\x%02x' $(( #b ))
-                out+=$hex
-                s=${s[2,-1]}
-            fi
+                ok=0
+                if (( n > 0 && ${#s} >= n )); then
+                    ok=1
+                    for (( k = 2; k <= n; k++ )); do
+                        [[ ${s[k]} == [$'\x80'-$'\xbf'] ]] || ok=0
+                    done
+                    # Overlong forms, UTF-16 surrogates and code points above U+10FFFF are invalid too.
+                    case $b in
+                    ($'\xe0') [[ ${s[2]} == [$'\xa0'-$'\xbf'] ]] || ok=0 ;;
+                    ($'\xed') [[ ${s[2]} == [$'\x80'-$'\x9f'] ]] || ok=0 ;;
+                    ($'\xf0') [[ ${s[2]} == [$'\x90'-$'\xbf'] ]] || ok=0 ;;
+                    ($'\xf4') [[ ${s[2]} == [$'\x80'-$'\x8f'] ]] || ok=0 ;;
+                    esac
+                fi
+                if (( ok )); then
+                    piece+=${s[1,n]}
+                    s=${s[n+1,-1]}
+                else
+                    printf -v hex '\\\\x%02x' $(( #b ))
+                    piece+=$hex
+                    s=${s[2,-1]}
+                fi
+            done
+            out+=$piece
+            (( $#later )) || break
+            s=$later[-1]
+            later[-1]=()
+            (( __nexusmem_regex )) && [[ $s =~ $__nexusmem_utf8_re ]]
         done
         __nexusmem_json=$out
     }
