@@ -35,6 +35,12 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
+def load_average() -> str:
+    """The machine's 1, 5 and 15 minute load averages ("?" where /proc/loadavg is not)."""
+    loadavg = Path("/proc/loadavg")
+    return " ".join(loadavg.read_text().split()[:3]) if loadavg.exists() else "?"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("repo", type=Path)
@@ -59,8 +65,7 @@ def main() -> None:
                 runs[checkout].append(run(sync, repo, {**env, "PYTHONPATH": checkout}))
         shutil.rmtree(repo / ".nexusmem", ignore_errors=True)
     raw_wall, raw_cpu = min(w for w, _ in raw), min(c for _, c in raw)
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
-    print(f"raw git: best wall {raw_wall:.2f} s, best CPU {raw_cpu:.2f} s; load average {load}")
+    print(f"raw git: best wall {raw_wall:.2f} s, best CPU {raw_cpu:.2f} s; load average {load_average()}")
     for checkout, got in runs.items():
         walls, cpus = [w for w, _ in got], [c for _, c in got]
         print(

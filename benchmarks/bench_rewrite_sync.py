@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_first_sync import run
+from bench_first_sync import load_average, run
 
 
 def main() -> None:
@@ -77,8 +77,7 @@ def main() -> None:
             capture_output=True,
             text=True,
         ).stdout.strip()
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
-    print(f"{args.repo}: {commits} commits; load average {load}")
+    print(f"{args.repo}: {commits} commits; load average {load_average()}")
     for checkout, got in runs.items():
         walls, cpus = [w for w, _ in got], [c for _, c in got]
         print(

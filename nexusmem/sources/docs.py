@@ -918,7 +918,7 @@ class _Dated:
         # after a token) is kept as a digest of it, as the nodes keep it redacted; so is a name that is not
         # UTF-8 (`caf\xe9.md`, read with surrogate escapes), which stored text cannot hold, and one holding a
         # value `nexusmem forget` was told to forget (DENIED), whose nodes the sync's gate drops.
-        names = [*self.times, *self.undated, *read.stamps]
+        names = list(dict.fromkeys([*self.times, *self.undated, *read.stamps]))  # a dated file is stamped too
         secret = _secret_paths(names) | {p for p in names if not _utf8(p)}
         if denied is not None:
             secret |= {p for p in names if denied(p)}
