@@ -594,6 +594,9 @@ def sync(
         # commits new to memory (those the git source stores in this sync), not of every commit a checkout
         # of another branch brings back to HEAD.
         seq_at_start = store.write_seq()
+        # What one source asked git that the next may ask again (the git and the diff source both list the
+        # whole history to prune after a rewrite: a second each on git/git): kept for this sync only.
+        git_walks: dict[tuple[str, ...], set[str] | None] = {}
         for name, source in enabled_sources(project, only):
             part = SourceSummary(name=name)
             t0 = time.perf_counter()
@@ -642,6 +645,7 @@ def sync(
                 conversations: ConversationReader = store
                 ctx.known["conversations"] = conversations
                 ctx.known["commits_in_memory"] = lambda shas: store.commits_stored_by(shas, seq_at_start)
+                ctx.known["git_walks"] = git_walks
                 # A clone made shallower keeps the commits behind its new cut (the git sources' keep()), and the
                 # changelog's links to them.
                 ctx.known["commit_ancestors"] = store.commit_ancestors

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import nexusmem
-from nexusmem import project, sync
+from nexusmem import gitcmd, project, sync
 from nexusmem.config import defaults
 from nexusmem.nodes import Node
 from nexusmem.sources.base import ScanContext, ScanResult
@@ -361,6 +361,36 @@ def test_an_amend_reads_the_new_commit_only_and_drops_the_one_it_replaced(repo: 
     with project.load(repo).open_store() as store:
         keys = {k for (k,) in store.conn.execute("SELECT natural_key FROM nodes WHERE kind = 'git_commit'")}
     assert amended in keys and old not in keys and len(keys) == 13
+
+
+def test_a_rewrite_lists_the_whole_history_once_for_both_sources(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an amend (a rebase, a reset) the git and the diff source each prune the commits history no
+    longer reaches, and each listed the whole history with `git rev-list` to know them: a second each on
+    git/git's 82k commits, twice per post-commit sync. The sync lists it once; both still prune."""
+    for i in range(5):
+        commit(repo, f"feat: step {i}", {f"f{i}.txt": f"{i}\n"})
+    old = commit(repo, "fix: the retry loop", {"retry.txt": "1\n"})
+    project.init(repo)
+    sync.sync(repo, embed=False)
+    git(repo, "commit", "-q", "--amend", "-m", "fix: the retry loop gives up after three tries")
+    walks: list[list[str]] = []
+    run_ok = gitcmd.run_ok
+
+    def counting(args: list[str], *rest: Any, **kw: Any) -> Any:
+        if args[:1] == ["rev-list"] and not any(a.startswith(("--count", "--parents")) for a in args):
+            walks.append(args)
+        return run_ok(args, *rest, **kw)
+
+    monkeypatch.setattr(gitcmd, "run_ok", counting)
+    summary = sync.sync(repo, embed=False)
+    removed = {s.name: s.removed for s in summary.sources}
+    assert removed["git"] == 1 and removed["diff"] == 1, removed
+    assert len(walks) == 1, walks  # was 2: one per source
+    with project.load(repo).open_store() as store:
+        keys = {k for (k,) in store.conn.execute("SELECT natural_key FROM nodes")}
+    assert old not in keys and f"{old}:retry.txt" not in keys
 
 
 def test_a_pull_rebase_synced_gets_every_pulled_patch_still(repo: Path) -> None:

@@ -219,15 +219,23 @@ def _plan_moves(root: Path, state: RepoState, prev: str | None, cursor: str | No
     return WalkPlan(state, revs=[state.head], full=True)
 
 
-def reachable_commits(root: Path, state: RepoState) -> set[str] | None:
+def reachable_commits(
+    root: Path, state: RepoState, walks: dict[tuple[str, ...], set[str] | None] | None = None
+) -> set[str] | None:
     """Every commit of the history: those a branch, a tag, a remote-tracking branch or HEAD reaches
     (synced_head.history_revs; not refs/original/ nor refs/stash). None when there are no refs or git fails.
+    WALKS (one sync's, shared by its sources) keeps the answer for the same refs: the diff source asks what
+    the git source asked a moment before.
 
     None means "prune nothing": a failure here must never empty the store.
     """
     if not state.has_refs:
         return None
+    key = ("rev-list", state.cursor, *history_revs(state.head))
+    if walks is not None and key in walks:
+        return walks[key]
     code, out = gitcmd.run_ok(["rev-list", *history_revs(state.head), "--"], root)
-    if code != 0:
-        return None
-    return set(out.decode("ascii", "replace").split())
+    found = set(out.decode("ascii", "replace").split()) if code == 0 else None
+    if walks is not None:
+        walks[key] = found
+    return found

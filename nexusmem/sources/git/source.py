@@ -29,7 +29,8 @@ def _start_scan(ctx: ScanContext, sha_of_key: Callable[[str], str]) -> tuple[Wal
     if plan.noop:
         return None, ScanResult(nodes=(), cursor=ctx.cursor, keep=None)
     broken = plan.state.broken
-    reachable = None if broken or plan.grew else reachable_commits(ctx.root, plan.state)
+    walks = ctx.known.get("git_walks")
+    reachable = None if broken or plan.grew else reachable_commits(ctx.root, plan.state, walks)
     keep: Callable[[str], bool] | None = None
     if reachable is not None:
         commits = reachable
