@@ -152,6 +152,7 @@ SETS = (
     "fresh62",
     "fresh63",
     "fresh64",
+    "fresh65",
     "removal",
     "rst",
     "adoc",
