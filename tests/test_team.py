@@ -18,7 +18,7 @@ from nexusmem import project
 
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
-from helpers.team import Member, joined_members, make_member
+from helpers.team import Member, commit_with_the_server_away, joined_members, make_member
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -1181,20 +1181,7 @@ def test_doctor_names_a_post_commit_push_that_failed(tmp_path: Path, origin: Pat
     without rights) was written only to auto-sync.log: `doctor` said "No problems found" while a member's
     work stopped reaching the team for weeks."""
     (bob,) = joined_members(tmp_path, origin, team_url, "bob")
-    bob.run("hook", "git-post", "install")
-    nowhere = tmp_path / "no-server-here"
-    nowhere.mkdir()
-    env = {**os.environ, **bob.env(), "NEXUSMEM_TEAM_URL": f"postgresql://postgres@/gone?host={nowhere}"}
-    (bob.repo / "uploader.py").write_text("TIMEOUT = 90\n", encoding="utf-8")
-    git(bob.repo, "add", "uploader.py")
-    subprocess.run(
-        ["git", "commit", "-q", "-m", "Raise the upload timeout"], cwd=bob.repo, env=env, check=True
-    )
-    log = bob.repo / ".nexusmem" / "auto-sync.log"
-    deadline = time.monotonic() + 60
-    while "team push not done" not in (log.read_text(encoding="utf-8") if log.exists() else ""):
-        assert time.monotonic() < deadline, log.read_text(encoding="utf-8") if log.exists() else "no log"
-        time.sleep(0.2)
+    env = commit_with_the_server_away(bob, tmp_path)
     doctor = subprocess.run(
         [console_script(), "-C", str(bob.repo), "doctor"],
         capture_output=True,

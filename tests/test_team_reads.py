@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
-from helpers.team import joined_members
+from helpers.team import commit_with_the_server_away, joined_members
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -151,20 +150,7 @@ def test_doctor_stops_naming_a_failed_post_commit_push_once_a_team_push_worked(
     gave, `nexusmem team push`, worked: doctor still said PROBLEM with that fix (exit 1), for good, since it
     read only the post-commit log and a push run by hand writes nothing there."""
     (bob,) = joined_members(tmp_path, origin, team_url, "bob")
-    bob.run("hook", "git-post", "install")
-    nowhere = tmp_path / "no-server-here"
-    nowhere.mkdir()
-    away = {**os.environ, **bob.env(), "NEXUSMEM_TEAM_URL": f"postgresql://postgres@/gone?host={nowhere}"}
-    (bob.repo / "uploader.py").write_text("TIMEOUT = 90\n", encoding="utf-8")
-    git(bob.repo, "add", "uploader.py")
-    subprocess.run(
-        ["git", "commit", "-q", "-m", "Raise the upload timeout"], cwd=bob.repo, env=away, check=True
-    )
-    log = bob.repo / ".nexusmem" / "auto-sync.log"
-    deadline = time.monotonic() + 60
-    while "team push not done" not in (log.read_text(encoding="utf-8") if log.exists() else ""):
-        assert time.monotonic() < deadline, log.read_text(encoding="utf-8") if log.exists() else "no log"
-        time.sleep(0.2)
+    commit_with_the_server_away(bob, tmp_path)
 
     def doctor() -> subprocess.CompletedProcess[str]:
         return subprocess.run(

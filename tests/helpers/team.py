@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -87,3 +89,24 @@ def joined_members(base: Path, origin: Path, team_url: str, *names: str) -> list
         member.run("sync", "--quiet")
         member.run("team", "init", "--url", team_url)
     return members
+
+
+def commit_with_the_server_away(member: Member, base: Path) -> dict[str, str]:
+    """A real commit in MEMBER's clone while the team server is unreachable (a socket folder nothing
+    listens in), its post-commit hook installed: waits until the detached push has logged that it was not
+    done, and returns the environment that kept the server away."""
+    member.run("hook", "git-post", "install")
+    nowhere = base / "no-server-here"
+    nowhere.mkdir()
+    away = {**os.environ, **member.env(), "NEXUSMEM_TEAM_URL": f"postgresql://postgres@/gone?host={nowhere}"}
+    (member.repo / "uploader.py").write_text("TIMEOUT = 90\n", encoding="utf-8")
+    git(member.repo, "add", "uploader.py")
+    subprocess.run(
+        ["git", "commit", "-q", "-m", "Raise the upload timeout"], cwd=member.repo, env=away, check=True
+    )
+    log = member.repo / ".nexusmem" / "auto-sync.log"
+    deadline = time.monotonic() + 60
+    while "team push not done" not in (log.read_text(encoding="utf-8") if log.exists() else ""):
+        assert time.monotonic() < deadline, log.read_text(encoding="utf-8") if log.exists() else "no log"
+        time.sleep(0.2)
+    return away
