@@ -192,6 +192,7 @@ def _type_name(value: Any) -> str:
         str: "string",
         list: "list",
         dict: "object",
+        type(None): "null",
     }.get(type(value), type(value).__name__)
 
 
@@ -243,7 +244,8 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
         raise ConfigError(
             f"{path}: '{prefix}' must be {_type_name(schema)}"
             + (" of strings" if isinstance(schema, list) else "")
-            + f", not {_type_name(given)} ({_show(given)})"
+            + f", not {_type_name(given)}"
+            + ("" if given is None else f" ({_show(given)})")
         )
     if prefix in _LIST_CHOICES:
         wrong = [x for x in given if x not in _LIST_CHOICES[prefix]]
@@ -515,12 +517,30 @@ def validate(data: Any, path: Path) -> dict[str, Any]:
             f"{path}: 'version' {version} is newer than this NexusMem understands (written by a newer release:"
             " upgrade NexusMem)"
         )
+    if type(version) is int and version < 1:  # no release wrote it: a hand edit
+        raise ConfigError(f"{path}: 'version' must be 1 to {CONFIG_VERSION} (got {version})")
     _check(path, "", data, DEFAULTS)
     merged = _merge(DEFAULTS, data)
     for source, key, formers in _FORMER_LISTS:
         if tuple(merged["sources"][source][key]) in formers:
             merged["sources"][source][key] = list(DEFAULTS["sources"][source][key])
     return merged
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key written twice: `"budget": 2000, "budget": 3000` silently meant 3000."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _RepeatedKey(key)
+        obj[key] = value
+    return obj
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -534,7 +554,12 @@ def load(path: Path) -> dict[str, Any]:
         raise ConfigError(paths.unreadable(path, exc) + advice) from None
     raw = raw.removeprefix("\ufeff")  # the byte-order mark Notepad and PowerShell 5 write before UTF-8
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, object_pairs_hook=_no_repeats)
+    except _RepeatedKey as exc:
+        raise ConfigError(
+            f"{path}: key {_show(exc.key)} is written twice in one object (JSON keeps only the last one):"
+            " keep the one you mean"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"

@@ -186,3 +186,22 @@ def test_a_config_from_a_newer_release_says_so_before_naming_its_new_keys(tmp_pa
     path.write_text(json.dumps({"newthing": {"on": True}}), encoding="utf-8")  # same version: a typo
     with pytest.raises(ConfigError, match="unknown key 'newthing'"):
         config.load(path)
+
+
+def test_hand_edits_no_release_writes_are_refused_in_plain_words(tmp_path: Path) -> None:
+    """A key written twice silently took the last value, `"version": 0` was accepted, and a null was
+    reported in Python's words ("must be an object, not NoneType", "must be string, not NoneType (null)")."""
+    path = tmp_path / "config.json"
+    path.write_text('{"query": {"budget": 2000, "budget": 3000}}', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"key \"budget\" is written twice in one object"):
+        config.load(path)
+    path.write_text(json.dumps({"version": 0}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'version' must be 1 to \d+ \(got 0\)"):
+        config.load(path)
+    path.write_text(json.dumps({"sources": None}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'sources' must be an object, not null$"):
+        config.load(path)
+    path.write_text(json.dumps({"team": {"url": None}}), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        config.load(path)
+    assert "NoneType" not in str(caught.value) and str(caught.value).endswith("not null"), caught.value
