@@ -42,7 +42,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         emulate -L zsh
         printf -v __nexusmem_session '%x-%x-%04x%04x' ${epochtime[1]:-0} $$ $RANDOM $RANDOM
     }
-    typeset -g __nexusmem_cmd=
+    typeset -g __nexusmem_cmd= __nexusmem_pipeline=
     typeset -gi __nexusmem_ran=0 __nexusmem_t0=0
 
     # Source time may fork: create the user dir (0700) and the log (0600) once.
@@ -189,9 +189,38 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         __nexusmem_json=$out
     }
 
+    # What $pipestatus holds after the line COMMAND ($2), into __nexusmem_pipeline: `timed` when its last
+    # pipeline is a `time`d one of several stages, for which zsh keeps the pipeline's status alone (`time
+    # make | cat` that failed leaves (0), make's 2 is gone); else empty. The words are zsh's own (the (z)
+    # flag reads quotes and `$(…)` as the shell does, and comments too when $1 says the user's shell has
+    # `interactive_comments`); a line without `time` is settled by a look at its text.
+    __nexusmem_last_pipeline() {
+        emulate -L zsh
+        setopt extended_glob
+        __nexusmem_pipeline=
+        [[ $2 == *time* ]] || return 0
+        local -a words
+        if (( $1 )); then
+            words=(${(Z+C+)2})
+        else
+            words=(${(z)2})
+        fi
+        while (( $#words )) && [[ $words[-1] == \; ]]; do words[-1]=(); done
+        (( $#words )) || return 0
+        # The words after the last `;`, `&&`, `||`, `&` (a newline reads as `;`). In a subscript pattern a
+        # backslash does not quote `;` or `&`: only `|` is quoted there.
+        words=("${(@)words[${words[(I)(;|;;|;&|;\||&&|\|\||&|&\||&!)]}+1,-1]}")
+        if [[ $words[1] == time ]] && (( ${words[(I)(\||\|&)]} )); then
+            __nexusmem_pipeline=timed
+        fi
+    }
+
     # Called by zsh with no arguments; by __nexusmem_exit with the status and pipeline status to write.
     __nexusmem_precmd() {
-        local __st=$? __pst="${pipestatus[*]}" __ex
+        local __st=$? __pst="${pipestatus[*]}" __ex __pf=0 __ic=0
+        # The user's options, before zsh's own below: how the line ran and how it reads.
+        [[ -o pipefail ]] && __pf=1
+        [[ -o interactive_comments ]] && __ic=1
         emulate -L zsh
         # A write past the file-size limit (`ulimit -f`) sends SIGXFSZ, which ends the shell: ignored
         # while this runs (emulate -L sets local_traps, so the user's own trap is back on return).
@@ -209,6 +238,15 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         local -i t0=$__nexusmem_t0
         (( t0 > 0 && t0 <= __nexusmem_now )) || t0=$__nexusmem_now
         dur=",\"duration_ms\":$(( __nexusmem_now - t0 ))"
+        if (( ! $# )) && [[ -n $__pst ]]; then
+            __nexusmem_last_pipeline $__ic $cmd
+            # No stage's status of a timed pipeline is known; without `pipefail` its $? of 0 is the last
+            # stage's alone (`time make | tee log`: tee's), which says nothing of the others: unknown.
+            if [[ $__nexusmem_pipeline == timed ]]; then
+                __pst=
+                (( __pf || __ex )) || __ex=null
+            fi
+        fi
         # $pipestatus is the pipeline's own only when it holds the status: `cmd &` sets $? to 0 and leaves
         # the previous command's $pipestatus there. A job stopped with Ctrl-Z (148) has none, as in bash
         # and fish.

@@ -947,6 +947,52 @@ def test_fish_lines_that_set_no_status_do_not_inherit_a_failure(open_shell: Any,
     assert strict.exit_code == 0, strict.stderr
 
 
+TIMED = {"bash": "set -o pipefail", "zsh": "setopt pipefail"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kind", "pipefail"),
+    [pytest.param(k, False, marks=needs(k)) for k in SHELLS]
+    + [pytest.param(k, True, marks=needs(k)) for k in TIMED],
+)
+def test_a_timed_pipeline_that_fails_is_not_stored_as_passing(
+    kind: str, pipefail: bool, open_shell: Any
+) -> None:
+    """`time make | cat` that failed was stored by the zsh hook with `"exit":0,"pipestatus":[0]`, and read as a
+    pass: zsh keeps no stage's status of a `time`d pipeline, its $pipestatus is the one status it reports
+    (cat's 0, or under `pipefail` the failure's). The line now has no pipestatus, and an exit of 0 that may be
+    the last stage's alone (no `pipefail`) is unknown; bash and fish keep each stage's status, as untimed."""
+    from nexusmem.sources.shell.logline import log_line_from
+
+    sh = open_shell(kind, setup=TIMED[kind] if pipefail else "")
+    sh.run("printf '#!/bin/sh\\necho build failed; exit 2\\n' > build; chmod +x build")
+    stages = kind != "zsh"  # what the shell tells of each stage of a timed pipeline
+    for command, statuses in (
+        ("time ./build | cat", [2, 0]),
+        ("time ./build 2>&1 | tee build.log", [2, 0]),
+        ("time true | ./build", [0, 2]),
+        ("time true | cat", [0, 0]),
+    ):
+        line = sh.run(command)
+        assert line["command"] == command, line
+        assert line.get("pipestatus") == (statuses if stages else None), line
+        parsed = log_line_from(line)
+        assert parsed is not None
+        if stages or pipefail or statuses[-1]:
+            assert parsed.exit == max(statuses), line  # max: each pipeline here has one failing stage at most
+        else:
+            assert (line["exit"], parsed.exit) == (None, None), (
+                line
+            )  # cat's 0: the build's status is not known
+    # Untimed and timed without a pipe, every shell knows each stage.
+    line = sh.run("./build | cat")
+    parsed = log_line_from(line)
+    assert line["pipestatus"] == [2, 0] and parsed is not None and parsed.exit == 2, line
+    line = sh.run("time ./build")
+    assert (line["exit"], line["pipestatus"]) == (2, [2]), line
+
+
 @pytest.mark.slow
 @needs("fish")
 def test_fish_private_mode_records_nothing(open_shell: Any) -> None:
