@@ -191,14 +191,16 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
 
     # What $pipestatus holds after the line COMMAND ($2), into __nexusmem_pipeline: `timed` when its last
     # pipeline is a `time`d one of several stages, for which zsh keeps the pipeline's status alone (`time
-    # make | cat` that failed leaves (0), make's 2 is gone); else empty. The words are zsh's own (the (z)
-    # flag reads quotes and `$(…)` as the shell does, and comments too when $1 says the user's shell has
-    # `interactive_comments`); a line without `time` is settled by a look at its text.
+    # make | cat` that failed leaves (0), make's 2 is gone); `none` when its last command sets none, where
+    # zsh leaves the previous line's (a bare assignment `X=1`, `[[ … ]]`, `(( … ))`, a job sent to the
+    # background: after `false | cat`, [1, 0] again); else empty. The words are zsh's own (the (z) flag
+    # reads quotes and `$(…)` as the shell does, and comments too when $1 says the user's shell has
+    # `interactive_comments`); a line with none of those words is settled by a look at its text.
     __nexusmem_last_pipeline() {
         emulate -L zsh
         setopt extended_glob
         __nexusmem_pipeline=
-        [[ $2 == *time* ]] || return 0
+        [[ $2 == *(time|=|\[\[|\(\(|\&)* ]] || return 0
         local -a words
         if (( $1 )); then
             words=(${(Z+C+)2})
@@ -207,11 +209,17 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         fi
         while (( $#words )) && [[ $words[-1] == \; ]]; do words[-1]=(); done
         (( $#words )) || return 0
+        if [[ $words[-1] == (\&|\&\||\&!) ]]; then
+            __nexusmem_pipeline=none
+            return 0
+        fi
         # The words after the last `;`, `&&`, `||`, `&` (a newline reads as `;`). In a subscript pattern a
         # backslash does not quote `;` or `&`: only `|` is quoted there.
         words=("${(@)words[${words[(I)(;|;;|;&|;\||&&|\|\||&|&\||&!)]}+1,-1]}")
-        if [[ $words[1] == time ]] && (( ${words[(I)(\||\|&)]} )); then
-            __nexusmem_pipeline=timed
+        if (( ${words[(I)(\||\|&)]} )); then
+            [[ $words[1] == time ]] && __nexusmem_pipeline=timed
+        elif [[ $words[1] == (\[\[|\(\(*) ]] || (( ! ${words[(I)^([[:alpha:]_][[:alnum:]_]#(\[*\])#(+|)=*)]} )); then
+            __nexusmem_pipeline=none
         fi
     }
 
@@ -245,6 +253,8 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
             if [[ $__nexusmem_pipeline == timed ]]; then
                 __pst=
                 (( __pf || __ex )) || __ex=null
+            elif [[ $__nexusmem_pipeline == none ]]; then
+                __pst=
             fi
         fi
         # $pipestatus is the pipeline's own only when it holds the status: `cmd &` sets $? to 0 and leaves

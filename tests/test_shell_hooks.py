@@ -24,7 +24,7 @@ import pytest
 
 from nexusmem.resources import script_path
 
-from helpers import commit, git, run_cli
+from helpers import commit, git, query_json, run_cli
 
 SHELLS = ("bash", "zsh", "fish")
 SCRIPT = {"bash": "shell/nexusmem.bash", "zsh": "shell/nexusmem.zsh", "fish": "shell/nexusmem.fish"}
@@ -991,6 +991,49 @@ def test_a_timed_pipeline_that_fails_is_not_stored_as_passing(
     assert line["pipestatus"] == [2, 0] and parsed is not None and parsed.exit == 2, line
     line = sh.run("time ./build")
     assert (line["exit"], line["pipestatus"]) == (2, [2]), line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_a_line_that_sets_no_pipeline_status_does_not_keep_the_last_ones(
+    kind: str, open_shell: Any, repo: Path
+) -> None:
+    """zsh leaves $pipestatus as it was after a bare assignment, `[[ … ]]`, `(( … ))` or a job sent to the
+    background: typed after a failing `pytest | tee log`, `EDITOR=vim` was logged with `"pipestatus":[1,0]`
+    and `nexusmem query` showed it as "exit 0 · pipestatus 1 0". Such a line now has no pipestatus, as fish
+    writes for `set VAR value`; bash sets PIPESTATUS to the assignment's own [0]."""
+    commit(repo, "docs: readme", {"README.md": "# app\n"})
+    sh = open_shell(kind, setup=f"cd '{repo}'")
+    own = [0] if kind == "bash" else None  # the shell's own status of a line that runs no pipeline
+    lines = (
+        ["set -gx EDITOR vim", "set -l n 1"]
+        if kind == "fish"
+        else ["EDITOR=vim", "X=1 Y[2]=z Z+=q  # several", "n=$(false)", "[[ -d / ]]", "(( n += 1 ))"]
+    )
+    if kind == "zsh":
+        sh.run("setopt interactive_comments")
+    for command in lines:
+        before = sh.run("false | cat")
+        assert (before["exit"], before["pipestatus"]) == (0, [1, 0]), before
+        line = sh.run(command)
+        expected = 1 if command == "n=$(false)" else 0
+        assert (line["command"], line["exit"]) == (command, expected), line
+        assert line.get("pipestatus") == (own if own is None else [expected]), line
+    # A command run with an assignment before it has its own status.
+    if kind != "fish":
+        sh.run("false | cat")
+        assert sh.run("X=1 true")["pipestatus"] == [0]
+    # A job sent to the background has none (docs/contracts.md §2).
+    if kind != "bash":
+        sh.run("false | cat")
+        line = sh.run("sleep 30 &")
+        assert (line["exit"], line.get("pipestatus")) == (0, None), line
+        sh.type("kill -KILL (jobs -p)" if kind == "fish" else "kill -KILL %1")
+    # What a search shows of the command.
+    run_cli("-C", str(repo), "sync", "-q")
+    items = query_json(repo, "EDITOR vim")["items"]
+    shown = [it for it in items if it["kind"] == "shell_command" and "EDITOR" in it["ref"]]
+    assert shown and "pipestatus 1" not in json.dumps(shown), shown
 
 
 @pytest.mark.slow
