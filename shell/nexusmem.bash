@@ -485,8 +485,11 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             t0=$((t0 * 1000))
         fi
         # PIPESTATUS is the pipeline's own only when it holds the status (the last stage's, or under
-        # pipefail the last failing one's): a job stopped with Ctrl-Z (148) leaves the previous one there.
-        [[ -n $pst && " $pst " == *" $st "* ]] && pipe=",\"pipestatus\":[${pst// /,}]"
+        # pipefail the last failing one's): a job stopped with Ctrl-Z (148) leaves the previous one there,
+        # as does a line that sends a job to the background (`cmd &`, whose $? is 0: after `false | cat`,
+        # [1, 0] again).
+        [[ -n $pst && " $pst " == *" $st "* && $text != *[!\&\>]\&*([[:space:]]) ]] &&
+            pipe=",\"pipestatus\":[${pst// /,}]"
         __nexusmem_escape "$text"
         cmd=$__nexusmem_json
         __nexusmem_escape "$PWD"
