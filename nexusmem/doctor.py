@@ -681,6 +681,11 @@ def check_store(root: Path) -> list[Check]:
                     f"free some space on the disk holding {state}",
                 )
             )
+        # Opening the store puts its files' modes right: not before doctor has reported them as found.
+        fine = all(c.ok for c in checks) and all(m is None for m in modes)
+        unusable = _unusable_deny_entry(db) if fine else None
+        if unusable is not None:  # first: every sync (the post-commit one too) stops on it
+            checks.insert(0, unusable)
         stopped = paths.sync_unfinished(root) if all(c.ok for c in checks) else None
         if stopped is not None:  # killed or interrupted (SIGKILL, Ctrl-C): no error line was written
             detail, args = paths.unfinished_text(root, timefmt.iso(stopped))
@@ -690,6 +695,35 @@ def check_store(root: Path) -> list[Check]:
     for path in made:  # what the check made is private whatever the database's mode
         private.fix_mode(path)
     return checks + [m for m in modes if m is not None]
+
+
+def _unusable_deny_entry(db: Path) -> Check | None:
+    """A deny-list entry of this memory (or the user-wide one) that cannot run: every sync refuses to start
+    on it, so the fix for a failed post-commit sync is this one, not `nexusmem sync`. Most often the entry was
+    made under another NEXUSMEM_HOME, whose deny-key.json holds the key its hash needs."""
+    from nexusmem.errors import NexusMemError
+    from nexusmem.hygiene.denylist import key_path, load_global
+    from nexusmem.hygiene.forget import stored_entries
+    from nexusmem.store import open_store
+
+    try:
+        with open_store(db, readonly=True) as store:
+            entries = [*stored_entries(store), *load_global()]
+    except (NexusMemError, OSError):
+        return None  # the store's or the user-wide list's own check says what is wrong
+    broken = next((e for e in entries if e.problem), None)
+    if broken is None:
+        return None
+    detail = f"deny-list entry {broken.key[:12]} cannot be used: {broken.problem}; every sync stops on it"
+    if "does not hold" in broken.problem:
+        fix = (
+            f"copy deny-key.json from the NexusMem home the value was forgotten in (NEXUSMEM_HOME before) into"
+            f" {key_path()}, or `nexusmem forget --import <an export>`; else `nexusmem forget --remove-entry"
+            f" {broken.key[:12]}` and forget the value again"
+        )
+    else:
+        fix = f"nexusmem forget --remove-entry {broken.key[:12]}, then forget the value again"
+    return Check("store", False, detail, fix)
 
 
 def check_backend() -> list[Check]:

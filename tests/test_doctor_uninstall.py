@@ -586,3 +586,36 @@ def test_a_tracked_file_named_nexusmem_is_what_doctor_and_the_hook_install_name(
     tighten(repo)
     code, report = doctor_json(repo)
     assert not [c for c in report["checks"] if c["area"] == "store" and not c["ok"]], report  # type: ignore[union-attr]
+
+
+def test_a_deny_list_entry_whose_key_stayed_in_another_home_is_named_with_its_fix(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`forget` under one NEXUSMEM_HOME, then another: every sync (the post-commit one too) stops on the
+    entry whose key the new home's deny-key.json does not hold, while doctor said only that the project
+    was not registered, then gave `nexusmem sync` as the fix for the failed post-commit sync: the same
+    failure. It names the entry and the key file; copying the key back works."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    run_cli("-C", str(repo), "forget", "hunter2secret", "--yes")
+    old_key = paths.user_dir() / "deny-key.json"
+    assert old_key.exists()
+    new_home = tmp_path / "newhome"
+    new_home.mkdir(mode=0o700)
+    monkeypatch.setenv("NEXUSMEM_HOME", str(new_home))
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    assert run_cli("-C", str(repo), "sync", ok=False).exit_code == 1
+    tighten(repo)
+    code, problem = store_problem(repo)
+    assert code == 1 and "cannot be used" in str(problem["detail"]), problem
+    assert str(new_home / "deny-key.json") in str(problem["fix"]) and "deny-key.json" in str(problem["fix"])
+    log = repo / ".nexusmem" / "auto-sync.log"
+    log.write_text("Error: deny-list entry … cannot be used\n", encoding="utf-8")
+    _code, report = doctor_json(repo)
+    failed = [c for c in report["checks"] if "the post-commit sync failed" in c["detail"]]  # type: ignore[union-attr]
+    assert failed and failed[0]["fix"] == problem["fix"], report
+    shutil.copy(old_key, new_home / "deny-key.json")
+    (new_home / "deny-key.json").chmod(0o600)
+    assert run_cli("-C", str(repo), "sync", ok=False).exit_code == 0
+    _code, report = doctor_json(repo)
+    assert not [c for c in report["checks"] if "cannot be used" in str(c["detail"])], report
