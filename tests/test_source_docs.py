@@ -179,12 +179,58 @@ def test_a_sync_after_a_commit_dates_the_docs_from_the_new_commits_only(
     git(repo, "reset", "-q", "--hard", "HEAD~2")  # history rewritten: b.md is back to its first version
     walks.clear()
     fourth, nodes = scan(repo, third.cursor)
+    walked = list(walks)
     memory = held(memory, fourth, nodes)
     assert dates(memory) == {"a.md": 1_650_000_000_000, "b.md": 1_600_000_000_000}
     assert [n.body for n in memory.values() if n.meta["path"] == "b.md"] == [
         n.body for n in scan(repo)[1] if n.meta["path"] == "b.md"
     ]
-    assert not any(a.startswith("^") for a in walks[0])
+    # The commits the reset left behind are read for what they touched (b.md), and b.md alone is dated
+    # again from the top; a.md keeps its time.
+    assert any(a.startswith("^") for a in walked[0]), walked
+    from_the_top = [w for w in walked if not any(a.startswith("^") for a in w)]
+    assert len(from_the_top) == 1 and [a for a in from_the_top[0] if a.endswith(".md")] == [":(literal)b.md"]
+
+
+def test_an_amend_dates_the_docs_from_the_amended_commit_only(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `git commit --amend` (a rebase, a reset) the last sync's HEAD is no ancestor of this one, and
+    every doc file was dated again by a walk from the top: 30 s on git/git after every amend of a code
+    commit. The times found at the commit both histories share still stand: only the commits since it (the
+    amended one, and the one it replaced) are read."""
+    for i in range(6):
+        commit(repo, f"step {i}", {f"doc{i}.md": f"# D{i}\n\n{i}\n"}, when=1_600_000_000 + i * 1000)
+    commit(repo, "code", {"code.py": "x = 1\n"}, when=1_700_000_000)
+    first, nodes = scan(repo)
+    memory = held({}, first, nodes)
+    walks = record_walks(monkeypatch)
+    env = {"GIT_COMMITTER_DATE": "1710000000 +0000"}
+    git(repo, "commit", "-q", "--amend", "-m", "code, amended", env=env)
+    second, nodes = scan(repo, first.cursor)
+    assert nodes == []
+    memory = held(memory, second, nodes)
+    assert dates(memory) == {f"doc{i}.md": (1_600_000_000 + i * 1000) * 1000 for i in range(6)}
+    assert walks and all(any(a.startswith("^") for a in w) for w in walks), walks  # none from the top
+    # An amend that edits a doc dates that doc by the amended commit; the rest keep theirs.
+    (repo / "doc2.md").write_text("# D2\n\nedited\n", encoding="utf-8")
+    git(repo, "add", "doc2.md")
+    git(
+        repo, "commit", "-q", "--amend", "-m", "code and doc2", env={"GIT_COMMITTER_DATE": "1720000000 +0000"}
+    )
+    third, nodes = scan(repo, second.cursor)
+    memory = held(memory, third, nodes)
+    full = {n.meta["path"]: n.ts for n in scan(repo)[1]}
+    assert dates(memory) == full and full["doc2.md"] == 1_720_000_000_000
+    # And amended back out of it: doc2.md is dated by its own first commit again, as a full walk says.
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    commit(repo, "code again", {"code.py": "x = 2\n"}, when=1_730_000_000)
+    fourth, nodes = scan(repo, third.cursor)
+    memory = held(memory, fourth, nodes)
+    assert (
+        dates(memory) == {n.meta["path"]: n.ts for n in scan(repo)[1]}
+        and dates(memory)["doc2.md"] == 1_600_002_000_000
+    )
 
 
 def test_a_doc_in_a_folder_named_after_a_secret_is_dated_from_the_cursor_without_it(

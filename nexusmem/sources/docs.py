@@ -1002,22 +1002,28 @@ def _file_times(
     times: dict[str, int] = {}
     undated: set[str] = set()
     try:
-        if (
-            before is not None
-            and before.head is not None
-            and before.shallow == shallow
-            and _descends(root, before.head, head)
-        ):
-            if before.head != head:
-                times = _walk_log(root, _pathspecs(need, include), need, since=before.head)
-                if times and _merges_since(root, before.head):
+        # Where BEFORE's times still stand: its HEAD when this HEAD descends from it; after an amend, a
+        # rebase or a reset, the commit both share (a first sync's walk to the root took 30 s on git/git
+        # after every amend). The files the commits left behind touched are dated again from the top.
+        since = None
+        if before is not None and before.head is not None and before.shallow == shallow:
+            since = (
+                before.head if _descends(root, before.head, head) else _merge_base(root, before.head, head)
+            )
+        if before is not None and before.head is not None and since is not None:
+            left: set[str] = set()
+            if since != before.head:
+                left = set(_walk_log(root, _pathspecs(need, include), need, since=since, tip=before.head))
+            if since != head:
+                times = _walk_log(root, _pathspecs(need, include), need, since=since)
+                if times and _merges_since(root, since):
                     # Through a merge, which of the commits a file's history shows first depends on both
                     # sides (git follows the side whose version the merge kept): the files the new commits
                     # touch are dated by a walk from the top, as a first sync would (it stops at the first
                     # commit naming each, near the top).
                     touched = set(times)
                     times = _walk_log(root, _pathspecs(touched, include), touched)
-            for path in need - times.keys():
+            for path in need - times.keys() - left:
                 kept = before.time_of(path)
                 if kept is not None:
                     times[path] = kept
@@ -1063,6 +1069,13 @@ def _merges_since(root: Path, since: str) -> bool:
     return code == 0 and bool(out.strip())
 
 
+def _merge_base(root: Path, one: str, other: str) -> str | None:
+    """The best common ancestor of commits ONE and OTHER (None: unrelated histories, or ONE is gone)."""
+    code, out = gitcmd.run_ok(["merge-base", one, other, "--"], root)
+    found = out.decode("ascii", "replace").strip()
+    return found if code == 0 and found else None
+
+
 def _descends(root: Path, ancestor: str, head: str) -> bool:
     """Whether commit ANCESTOR is HEAD or one of its ancestors (false after a rewrite or a reset back)."""
     if ancestor == head:
@@ -1072,9 +1085,15 @@ def _descends(root: Path, ancestor: str, head: str) -> bool:
 
 
 def _walk_log(
-    root: Path, pathspecs: list[str], need: set[str], *, since: str | None = None, merges: bool = False
+    root: Path,
+    pathspecs: list[str],
+    need: set[str],
+    *,
+    since: str | None = None,
+    merges: bool = False,
+    tip: str = "HEAD",
 ) -> dict[str, int]:
-    """The newest commit time of each path in NEED, walking HEAD's history (only the commits SINCE is not
+    """The newest commit time of each path in NEED, walking TIP's history (only the commits SINCE is not
     an ancestor of, when given) newest first and stopping once all are found. MERGES: a merge lists what
     it changed against its first parent (files a subtree merge brought in are named by no other commit)."""
     # %x01 marks a commit header; with -z every header and file name ends in NUL, and the first file name
@@ -1084,7 +1103,7 @@ def _walk_log(
         args += ["--merges", "--diff-merges=first-parent"]
     if since is not None:
         args.append(f"^{since}")
-    args += ["HEAD", "--", *pathspecs]
+    args += [tip, "--", *pathspecs]
     times: dict[str, int] = {}
     remaining = set(need)
     current: int | None = None
