@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,10 @@ class Project:
     def db_path(self) -> Path:
         return paths.db_path(self.root)
 
-    def open_store(self, *, readonly: bool = False) -> Store:
+    def open_store(self, *, readonly: bool = False, waiting: Callable[[str], None] | None = None) -> Store:
+        """This project's store; WAITING is told who holds it when another process keeps it locked."""
         refuse_cut_short(self.root)
-        return open_store(self.db_path, readonly=readonly)
+        return open_store(self.db_path, readonly=readonly, waiting=waiting)
 
 
 def refuse_cut_short(root: Path) -> None:

@@ -430,7 +430,7 @@ def catch_up_shell(root: Path) -> int:
     """Store the commands the prompt hooks logged since this memory's last sync, when there are any: what an
     agent asks mid-task ("why is the test failing") is about the run it has just made, and a sync otherwise
     came only with the next commit. Words only (the next full sync gives them vectors), and never waits: a
-    sync running meanwhile adds them. Returns how many were added (0: nothing new, or another sync runs;
+    sync running meanwhile adds them, and another process's write transaction makes it give up (StoreError). Returns how many were added (0: nothing new, or another sync runs;
     BACKLOG: more than CATCH_UP_MAX_BYTES wait, left to the next sync)."""
     from nexusmem.sources.shell.tail import decode_cursor, resume_offset
 
@@ -454,7 +454,7 @@ def catch_up_shell(root: Path) -> int:
     if st.st_size - offset > CATCH_UP_MAX_BYTES:
         return BACKLOG  # weeks without a sync: a search must not wait for it; the next sync reads it
     try:
-        summary = sync(project.root, only=["shell"], embed=False, wait=0)
+        summary = sync(project.root, only=["shell"], embed=False, wait=0, busy_ms=CATCH_UP_BUSY_MS)
     except SyncBusyError:
         return 0
     _caught_up[root] = seen
@@ -465,6 +465,9 @@ def catch_up_shell(root: Path) -> int:
 # long backlog (50,000 unsynced commands took 11 s) is left to the next sync rather than held in a search.
 CATCH_UP_MAX_BYTES = 512 * 1024
 BACKLOG = -1  # catch_up_shell: a backlog too long to store first
+# How long the catch-up's write waits for another process's write lock (a `nexusmem review`, a script's open
+# transaction: not a sync, whose run lock it sees): it waited the store's 15 s before the search could start.
+CATCH_UP_BUSY_MS = 100
 # root → the hook log's (device, inode, size, mtime) when catch_up_shell last found nothing left to store.
 _caught_up: dict[Path, tuple[int, int, int, int]] = {}
 
@@ -522,6 +525,7 @@ def sync(
     wait: float = DEFAULT_WAIT_SECONDS,
     enable: list[str] | None = None,
     timing: Callable[[str], None] | None = None,
+    busy_ms: int | None = None,
 ) -> SyncSummary:
     """Bring the project's memory up to date; initialise it first when needed.
 
@@ -531,7 +535,9 @@ def sync(
     then gives new and changed nodes a vector (nexusmem.embed.index), one committed batch at a time.
     ENABLE turns sources that are off in the config on for this run only (`sync --conversation`).
     TIMING (`sync --verbose`) gets each phase's line as that phase ends, and the total's at the end: a
-    sync stopped on the way has said where its time went so far.
+    sync stopped on the way has said where its time went so far. BUSY_MS bounds how long a write waits for
+    another process's write lock (the store's own busy timeout when None): a search's shell catch-up waits
+    for none.
     """
     started = time.perf_counter()
     initialised = False
@@ -557,6 +563,9 @@ def sync(
     ):
         from nexusmem.hygiene import hooklog
         from nexusmem.hygiene.forget import sync_gate
+
+        if busy_ms is not None:
+            store.set_busy(busy_ms)
 
         # The deny-list's one gate: every source's nodes pass through it before the store sees them.
         deny = sync_gate(store, log)

@@ -158,7 +158,7 @@ def answer(
 
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     cutoff = query.parse_as_of(as_of)
-    with proj.open_store() as store:
+    with proj.open_store(waiting=waiting_note) as store:
         result = query.run(
             store,
             question,
@@ -179,6 +179,13 @@ def answer(
     sys.stdout.flush()
     if not as_json:
         notes_left_out(result.notes, text)
+
+
+def waiting_note(message: str) -> None:
+    """MESSAGE (the store is locked: by whom, how long a command waits) as a note on stderr, on one line."""
+    from nexusmem.text import one_line
+
+    _say(f"nexusmem: note: {one_line(message)}")
 
 
 def notes_left_out(notes: list[str], text: str) -> None:

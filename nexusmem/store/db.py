@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,6 +107,10 @@ class Store(
             raise
         self.conn.execute("COMMIT")
 
+    def set_busy(self, ms: int) -> None:
+        """Wait up to MS milliseconds for another connection's lock from now on (SQLite's busy timeout)."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
     def _undo(self, *statements: str) -> None:
         """Roll back after a failure, keeping the failure as what is raised: a write that fills the disk makes
         SQLite roll the whole transaction back itself, and a ROLLBACK after it ("cannot rollback - no
@@ -173,8 +178,24 @@ def _ours(path: Path, conn: Any) -> None:
         raise StoreError(health.foreign_problem(path, foreign))
 
 
-def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> Store:
-    """Open (and migrate) a project's memory.db. Without CREATE a missing file is an error, not a new DB."""
+# How long opening a store waits for another process's lock before it says who holds it (WAITING), and how
+# long in all before it gives up with that: a connection in exclusive locking mode (an `sqlite3` shell), or a
+# sync's write while the store needs a migration, keeps every reader out. A WAL writer keeps out no reader.
+NOTICE_SECONDS = 1.0
+OPEN_WAIT_SECONDS = connection.BUSY_TIMEOUT_MS / 1000
+
+
+def open_store(
+    path: Path,
+    *,
+    create: bool = False,
+    readonly: bool = False,
+    waiting: Callable[[str], None] | None = None,
+) -> Store:
+    """Open (and migrate) a project's memory.db. Without CREATE a missing file is an error, not a new DB.
+
+    A store another process holds locked is waited for up to OPEN_WAIT_SECONDS; after NOTICE_SECONDS,
+    WAITING (if given) is told who holds it, and at the end a StoreError says so and how to find it."""
     if not create and not path.exists():
         from nexusmem.errors import NotInitialisedError
 
@@ -192,27 +213,54 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> S
             make_dir(path.parent)
             os.close(open_fd(path, os.O_RDWR))
         fix_tree(path.parent)
+    started = time.monotonic()
+    busy = NOTICE_SECONDS
+    while True:
+        try:
+            conn = _connect(path, readonly, busy)
+            break
+        except health.DriverError as exc:
+            waited = time.monotonic() - started
+            if not health.is_locked_error(exc):
+                raise health.explain(path, exc, writing=False) from exc
+            if waited >= OPEN_WAIT_SECONDS - 0.1:
+                raise health.locked_problem(path, waited) from exc
+            if busy == NOTICE_SECONDS and waiting is not None:
+                waiting(f"{path} is busy: {health.held_by(path)}; waiting up to {OPEN_WAIT_SECONDS:.0f} s…")
+            busy = OPEN_WAIT_SECONDS - waited
+    conn.execute(f"PRAGMA busy_timeout = {connection.BUSY_TIMEOUT_MS}")
+    return Store(conn, path)
+
+
+def _connect(path: Path, readonly: bool, busy: float) -> Any:
+    """A migrated connection to PATH whose opening waits up to BUSY seconds for another process's lock; a
+    driver error (the lock still held) is raised as it is, the connection closed."""
+    conn = None
     try:
-        conn = connection.connect(path, readonly=readonly, guard=functools.partial(_ours, path))
+        conn = connection.connect(
+            path, readonly=readonly, busy_ms=int(busy * 1000), guard=functools.partial(_ours, path)
+        )
         if not readonly:
             migrations.migrate(conn)
         elif migrations.current_version(conn) < migrations.LATEST:
             conn.close()
-            conn = connection.connect(path)
+            conn = connection.connect(path, busy_ms=int(busy * 1000))
             migrations.migrate(conn)
         missing = health.missing_tables(conn)
         if missing:
-            conn.close()
             raise StoreError(
                 f"{path} is damaged: table(s) {', '.join(missing)} missing; {health.damaged_advice(path)}"
             )
-    except StoreError:
+    except BaseException as exc:
+        if conn is not None:
+            with suppress(health.DriverError):
+                conn.close()
+        if isinstance(exc, (StoreError, health.DriverError)):
+            raise
+        if isinstance(exc, Exception):
+            raise StoreError(f"{path}: cannot open the memory database: {exc}") from exc
         raise
-    except health.DriverError as exc:
-        raise health.explain(path, exc, writing=False) from exc
-    except Exception as exc:
-        raise StoreError(f"{path}: cannot open the memory database: {exc}") from exc
-    return Store(conn, path)
+    return conn
 
 
 if TYPE_CHECKING:

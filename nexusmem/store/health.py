@@ -104,6 +104,80 @@ def is_locked(problems: list[str]) -> bool:
     return bool(problems) and all("is locked" in p for p in problems)
 
 
+def is_locked_error(exc: BaseException) -> bool:
+    """Whether a driver error says another connection held the database past the busy timeout."""
+    text = str(exc).lower()
+    return "database is locked" in text or "database table is locked" in text
+
+
+def lock_holders(path: Path) -> list[int]:
+    """The other processes (pids) holding a write lock on the database PATH (a connection in exclusive
+    locking mode, a rollback-journal writer: readers wait for these) or on the write slot of its -shm (a
+    writer in WAL mode: writers wait for it). Read from /proc/locks (Linux; [] elsewhere): SQLite's locks are
+    POSIX byte-range locks, listed there with the file's device and inode."""
+    wanted: dict[str, bool] = {}  # "maj:min:inode" -> whether any write lock counts (else byte 120 only)
+    for name, whole in ((str(path), True), (f"{path}-shm", False)):
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        wanted[f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"] = whole
+    pids: list[int] = []
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            rows = locks.read().splitlines()
+    except OSError:
+        return pids
+    for row in rows:
+        fields = row.split()
+        # "1: POSIX  ADVISORY  WRITE 6285 fe:00:6030012 1073741826 1073742335"; "->" marks a waiter
+        if len(fields) < 8 or fields[1] == "->" or fields[3] != "WRITE" or fields[5] not in wanted:
+            continue
+        if not wanted[fields[5]] and fields[6] != "120":  # the -shm's WAL_WRITE_LOCK byte
+            continue
+        pid = int(fields[4]) if fields[4].isdigit() else 0
+        if pid and pid != os.getpid() and pid not in pids:
+            pids.append(pid)
+    return pids
+
+
+def _process(pid: int) -> str:
+    """What process PID is, in a few words: "a nexusmem sync", or its name ("sqlite3"); its command line
+    stays unsaid (it may hold a password)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            name = f.read().strip()
+    except OSError:
+        return f"pid {pid}"
+    words = [os.path.basename(a.decode("utf-8", "replace")) for a in argv[:4]]
+    if "nexusmem" in words:  # `nexusmem sync`, `python -m nexusmem sync`
+        verb = next((w for w in words[words.index("nexusmem") + 1 :] if w and not w.startswith("-")), "")
+        if verb.isalpha():
+            return f"a `nexusmem {verb}` (pid {pid})"
+    return f"{name or 'a process'} (pid {pid})"
+
+
+def held_by(path: Path) -> str:
+    """Who holds the database PATH locked, for a message: "another process holds it locked: sqlite3
+    (pid 6285)", or without the names where the system does not say (not Linux)."""
+    holders = [_process(pid) for pid in lock_holders(path)[:3]]
+    return "another process holds it locked" + (f": {', '.join(holders)}" if holders else "")
+
+
+def locked_problem(path: Path, seconds: float | None = None) -> StoreError:
+    """The error for a database PATH another process held locked (for SECONDS): who, and how to find it."""
+    import shlex
+
+    held = shlex.quote(str(path))
+    after = f", still after {seconds:.0f} s" if seconds is not None else ""
+    return StoreError(
+        f"{path}: {held_by(path)}{after}; let it finish (a long sync, an open `sqlite3`"
+        f" shell, a backup?) or find it with `fuser -v {held}` (or `lsof {held}`), then run the command again"
+    )
+
+
 def holds_nothing(path: Path) -> bool:
     """Whether the database PATH is an empty file with no write-ahead log to replay: what a first sync
     stopped before its first write leaves, or a file cut short."""
@@ -206,6 +280,9 @@ def explain(path: Path, exc: BaseException, *, writing: bool) -> StoreError:
             f"{path.parent} is not writable (a read-only file system or its permissions): NexusMem writes "
             "its lock and write-ahead log there even to read; make it writable and run the command again"
         )
+    if is_locked_error(exc):
+        # Not damage, and asking the file anything more would wait for the same lock (5 s more).
+        return locked_problem(path)
     missing = []
     try:
         conn = sqlean.connect(f"file:{path.as_posix()}?mode=ro", uri=True, timeout=5)
