@@ -43,10 +43,11 @@ class Project:
     def db_path(self) -> Path:
         return paths.db_path(self.root)
 
-    def open_store(self, *, readonly: bool = False, waiting: Callable[[str], None] | None = None) -> Store:
-        """This project's store; WAITING is told who holds it when another process keeps it locked."""
+    def open_store(self, *, readonly: bool = False, note: Callable[[str], None] | None = None) -> Store:
+        """This project's store; NOTE is told what opening it met: another process keeping it locked, a
+        full disk (db.open_store)."""
         refuse_cut_short(self.root)
-        return open_store(self.db_path, readonly=readonly, waiting=waiting)
+        return open_store(self.db_path, readonly=readonly, note=note)
 
 
 def refuse_cut_short(root: Path) -> None:

@@ -34,10 +34,10 @@ def vector_backend(store: Store) -> str | None:
     return f"sqlite-vec {version} (vec0, cosine), {identity.describe()}, {store.vector_count()} vectors"
 
 
-def status(project: Project, waiting: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """What PROJECT's memory holds (the JSON of `status --json`); WAITING is told who holds the store when
-    another process keeps it locked (Project.open_store)."""
-    with project.open_store(waiting=waiting) as store:
+def status(project: Project, note: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """What PROJECT's memory holds (the JSON of `status --json`): a read, so it opens the store read-only
+    (it answers on a full disk too); NOTE is told what opening it met (Project.open_store)."""
+    with project.open_store(readonly=True, note=note) as store:
         first, last = store.date_range()
         db = project.db_path
         size = sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())

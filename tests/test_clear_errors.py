@@ -3,6 +3,7 @@ way, and a crash log with exit code 3 for what is a bug. Real repositories, real
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -197,7 +198,7 @@ def test_an_unexpected_exception_prints_one_line_logs_the_traceback_and_exits_3(
     synced(repo)
     program = (
         "import nexusmem.status as st\n"
-        "def boom(project, waiting=None):\n"
+        "def boom(project, note=None):\n"
         "    raise KeyError('\\x1b]52;c;aGVsbG8=\\x07 unexpected')\n"
         "st.status = boom\n"
         "from nexusmem.cli.main import main\n"
@@ -225,7 +226,7 @@ def test_a_secret_in_a_crash_never_reaches_the_crash_log(repo: Path, isolated_ho
     token = "ghp_" + "Ab3" * 12
     program = (
         "import nexusmem.status as st\n"
-        "def boom(project, waiting=None):\n"
+        "def boom(project, note=None):\n"
         f"    raise KeyError('unknown value {token}')\n"
         "st.status = boom\n"
         "from nexusmem.cli.main import main\n"
@@ -323,6 +324,42 @@ def test_a_full_disk_is_named_as_such_not_as_a_failed_rollback(repo: Path) -> No
     line = one_line_error(_sync_in_a_small_tmpfs(repo, repo / ".nexusmem", "400k"))
     assert "the disk is full" in line and "free some space and run the command again" in line
     assert "cannot rollback" not in line
+
+
+def test_status_query_and_mcp_read_a_memory_on_a_full_disk(repo: Path) -> None:
+    """The disk holding `.nexusmem/` filled up after a sync: `status --json` and `query` stopped with "a
+    write failed (disk I/O error) ... free some space" (SQLite could not make the -shm file every connection
+    needs), and MCP get_status with a tool error. They are reads: they answer from the file as the last sync
+    left it (no write-ahead log is left then), with a note that the disk is full."""
+    commit(repo, "fix(cache): evict the oldest entry first", {"cache.py": "LRU = True\n"})
+    state = repo / ".nexusmem"
+    runner = _in_a_small_tmpfs(state, "3m")
+    if runner is None:
+        pytest.skip("a tmpfs of our own needs root and unshare")
+    nexusmem = console_script()
+    get_status = "import json, sys; from nexusmem import mcp_server as m; r = m.run_status(sys.argv[1]);"
+    get_status += " print(json.dumps([r.is_error, r.structured_content]))"
+    script = (
+        f"{nexusmem} sync --no-embed >/dev/null && head -c 4m /dev/zero > {state}/filler 2>/dev/null;"
+        f" test ! -e {state}/memory.db-shm || exit 9; df -P {state} | tail -n 1;"
+        f" for c in 'status --json' 'query --json evict oldest'; do echo ==; {nexusmem} $c; echo rc=$?; done;"
+        f" echo ==; {sys.executable} -c '{get_status}' {repo}"
+    )
+    proc = subprocess.run(
+        [*runner, "sh", "-c", script], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    disk, status_out, query_out, mcp_out = proc.stdout.split("==\n")
+    assert disk.split()[4] == "100%", disk
+    assert status_out.endswith("rc=0\n") and query_out.endswith("rc=0\n"), proc
+    info = json.loads(status_out.removesuffix("rc=0\n"))
+    assert info["nodes"] >= 2 and info["low_space"]["free_bytes"] == 0, info
+    found = json.loads(query_out.removesuffix("rc=0\n"))
+    assert "evict the oldest entry first" in json.dumps(found), found
+    is_error, structured = json.loads(mcp_out)
+    assert not is_error and structured["nodes"] == info["nodes"], mcp_out
+    note = f"nexusmem: note: the disk holding {state} is full: memory read as it was last written"
+    assert proc.stderr.count(note) == 2 and "Error" not in proc.stderr, proc.stderr
 
 
 def test_a_full_user_folder_does_not_fail_a_sync_that_wrote_its_memory(

@@ -356,9 +356,9 @@ def _query_all_projects(
 def status_cmd(ctx: click.Context, as_json: bool, share: bool) -> None:
     """What this repository's memory holds: nodes by kind, date range, sources and their last sync."""
     from nexusmem import project, status
-    from nexusmem.cli.plain import waiting_note
+    from nexusmem.cli.plain import store_note
 
-    info = status.status(project.load(root_of(ctx)), waiting_note)
+    info = status.status(project.load(root_of(ctx)), store_note)
     if as_json:
         echo_json(info)
     elif share:

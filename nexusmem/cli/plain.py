@@ -158,7 +158,7 @@ def answer(
 
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     cutoff = query.parse_as_of(as_of)
-    with proj.open_store(waiting=waiting_note) as store:
+    with proj.open_store(readonly=True, note=store_note) as store:
         result = query.run(
             store,
             question,
@@ -181,8 +181,9 @@ def answer(
         notes_left_out(result.notes, text)
 
 
-def waiting_note(message: str) -> None:
-    """MESSAGE (the store is locked: by whom, how long a command waits) as a note on stderr, on one line."""
+def store_note(message: str) -> None:
+    """MESSAGE (what opening the store met: a lock, by whom and how long a command waits for it; a full
+    disk) as a note on stderr, on one line."""
     from nexusmem.text import one_line
 
     _say(f"nexusmem: note: {one_line(message)}")

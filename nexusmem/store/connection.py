@@ -34,15 +34,18 @@ def connect(
     readonly: bool = False,
     busy_ms: int = BUSY_TIMEOUT_MS,
     guard: Callable[[Any], None] | None = None,
+    immutable: bool = False,
 ) -> Any:
     """A connection in autocommit mode (we BEGIN explicitly), WAL, with a generous busy timeout (BUSY_MS:
     a commit hook waits less). GUARD sees the connection before anything is set that writes the file
     (WAL mode is kept in the file's header), and may refuse it by raising (it closes nothing).
 
-    Readers never take a write lock, so an agent's search keeps answering while a sync writes.
+    Readers never take a write lock, so an agent's search keeps answering while a sync writes. IMMUTABLE
+    (READONLY only): the file is read as it is, without locks or the -shm file, for a disk too full to make
+    it (what a write-ahead log holds is not seen: only for a store without one).
     """
     if readonly:
-        uri = f"file:{Path(path).as_posix()}?mode=ro"
+        uri = f"file:{Path(path).as_posix()}?mode=ro" + ("&immutable=1" if immutable else "")
         conn = sqlean.connect(
             uri, uri=True, isolation_level=None, timeout=busy_ms / 1000, check_same_thread=False
         )

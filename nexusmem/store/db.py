@@ -190,12 +190,14 @@ def open_store(
     *,
     create: bool = False,
     readonly: bool = False,
-    waiting: Callable[[str], None] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Store:
     """Open (and migrate) a project's memory.db. Without CREATE a missing file is an error, not a new DB.
 
     A store another process holds locked is waited for up to OPEN_WAIT_SECONDS; after NOTICE_SECONDS,
-    WAITING (if given) is told who holds it, and at the end a StoreError says so and how to find it."""
+    NOTE (if given) is told who holds it, and at the end a StoreError says so and how to find it. READONLY
+    on a full disk, where SQLite cannot make the -shm file every connection needs, reads the file as it was
+    last written (nothing waits in a write-ahead log then) and NOTE is told so."""
     if not create and not path.exists():
         from nexusmem.errors import NotInitialisedError
 
@@ -221,24 +223,40 @@ def open_store(
             break
         except health.DriverError as exc:
             waited = time.monotonic() - started
+            if readonly and health.no_room_to_open(path):
+                try:
+                    conn = _connect(path, readonly, busy, immutable=True)
+                except health.DriverError as again:
+                    raise health.explain(path, again, writing=False) from again
+                if note is not None:
+                    note(
+                        f"the disk holding {path.parent} is full: memory read as it was last written, without"
+                        " the lock files SQLite makes beside it; a sync needs free space"
+                    )
+                break
             if not health.is_locked_error(exc):
                 raise health.explain(path, exc, writing=False) from exc
             if waited >= OPEN_WAIT_SECONDS - 0.1:
                 raise health.locked_problem(path, waited) from exc
-            if busy == NOTICE_SECONDS and waiting is not None:
-                waiting(f"{path} is busy: {health.held_by(path)}; waiting up to {OPEN_WAIT_SECONDS:.0f} s…")
+            if busy == NOTICE_SECONDS and note is not None:
+                note(f"{path} is busy: {health.held_by(path)}; waiting up to {OPEN_WAIT_SECONDS:.0f} s…")
             busy = OPEN_WAIT_SECONDS - waited
     conn.execute(f"PRAGMA busy_timeout = {connection.BUSY_TIMEOUT_MS}")
     return Store(conn, path)
 
 
-def _connect(path: Path, readonly: bool, busy: float) -> Any:
+def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False) -> Any:
     """A migrated connection to PATH whose opening waits up to BUSY seconds for another process's lock; a
-    driver error (the lock still held) is raised as it is, the connection closed."""
+    driver error (the lock still held) is raised as it is, the connection closed. IMMUTABLE (with READONLY):
+    SQLite reads the file alone, with no lock and no -shm."""
     conn = None
     try:
         conn = connection.connect(
-            path, readonly=readonly, busy_ms=int(busy * 1000), guard=functools.partial(_ours, path)
+            path,
+            readonly=readonly,
+            busy_ms=int(busy * 1000),
+            guard=functools.partial(_ours, path),
+            immutable=immutable,
         )
         if not readonly:
             migrations.migrate(conn)

@@ -178,6 +178,20 @@ def locked_problem(path: Path, seconds: float | None = None) -> StoreError:
     )
 
 
+def no_room_to_open(path: Path) -> bool:
+    """Whether the database PATH failed to open for want of room for its -shm file: the disk holding it
+    is full and no write-ahead log holds what the file lacks (SQLite removes it when the last connection
+    closes), so the file alone is the memory as it was last written."""
+    try:
+        if os.statvfs(path.parent).f_bavail > 0:
+            return False
+        return os.stat(f"{path}-wal").st_size == 0
+    except FileNotFoundError as exc:
+        return bool(exc.filename == f"{path}-wal")
+    except OSError:
+        return False
+
+
 def holds_nothing(path: Path) -> bool:
     """Whether the database PATH is an empty file with no write-ahead log to replay: what a first sync
     stopped before its first write leaves, or a file cut short."""
