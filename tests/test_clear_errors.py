@@ -69,6 +69,21 @@ def test_dangling_symlink_and_regular_file_in_place_of_nexusmem(repo: Path) -> N
         assert "run `nexusmem sync`" not in said and "nothing checked" in said
 
 
+def test_an_error_naming_a_folder_with_a_newline_or_a_tab_stays_one_line(tmp_path: Path) -> None:
+    """`Error:` lines printed a folder whose name holds a newline or a tab as it is, splitting the line
+    (what a script reading stderr a line at a time, or the auto-sync log, takes for two errors). They spell
+    them `\\n`, `\\t` as every other line naming a folder does, on the click and the plain paths alike."""
+    odd = tmp_path / "two\nlines\tand a tab"
+    odd.mkdir()
+    shown = str(odd).replace("\n", "\\n").replace("\t", "\\t")
+    for args in (("status",), ("query", "cache"), ("team", "status"), ("sync",)):
+        line = one_line_error(run_script(*args, cwd=odd))
+        assert line.startswith(f"Error: {shown} is not inside a git repository"), (args, line)
+    for args in (("status",), ("query", "cache")):
+        line = one_line_error(run_script("-C", str(odd / "gone"), *args, cwd=tmp_path))
+        assert line == f"Error: {shown}/gone: no such directory", (args, line)
+
+
 @pytest.mark.parametrize("table", ["nodes", "sources", "meta"])
 def test_a_dropped_table(repo: Path, table: str) -> None:
     db = synced(repo)

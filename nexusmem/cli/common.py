@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from nexusmem.cli.plain import ENVIRONMENT_ERRNOS
+from nexusmem.cli.plain import ENVIRONMENT_ERRNOS, error_text
 from nexusmem.cli.progress import UNITS as UNITS
 from nexusmem.cli.progress import Progress as Progress
 from nexusmem.errors import NexusMemError, UsageError
@@ -35,14 +35,14 @@ def library_errors(func: F) -> F:
             return func(*args, **kwargs)
         except UsageError as exc:
             # exit 2, as for what click's parser rejects; said as the plain path says it
-            raise _Unusable(str(exc)) from exc
+            raise _Unusable(error_text(str(exc))) from exc
         except NexusMemError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(error_text(str(exc))) from exc
         except OSError as exc:
             if exc.errno not in ENVIRONMENT_ERRNOS:
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
-            raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
+            raise click.ClickException(error_text(f"{where}{exc.strerror or exc}")) from exc
 
     return wrapper  # type: ignore[return-value]
 

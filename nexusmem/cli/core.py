@@ -140,7 +140,9 @@ def sync_cmd(
         except NexusMemError as exc:
             # The hook sends this to .nexusmem/auto-sync.log: dated like the log's other lines, so that a
             # reader can tell which commit's sync failed.
-            click.echo(f"{autosync.stamp()} pid {os.getpid()}: Error: {exc}", err=True)
+            from nexusmem.cli.plain import error_text
+
+            click.echo(f"{autosync.stamp()} pid {os.getpid()}: Error: {error_text(str(exc))}", err=True)
             ctx.exit(1)
         return
     from nexusmem.cli.plain import run_sync

@@ -58,7 +58,9 @@ def main(argv: list[str] | None = None) -> None:
 
         problem = user_dir_problem()
         if problem is not None:  # a configuration error: one line and exit 1, as an invalid config.json
-            sys.stderr.write(f"Error: {problem}\n")
+            from nexusmem.cli.plain import error_text
+
+            sys.stderr.write(f"Error: {error_text(problem)}\n")
             sys.exit(1)
     form = plain_form(args)
     collecting = gc.isenabled()

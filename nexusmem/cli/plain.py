@@ -45,6 +45,14 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
+def error_text(message: str) -> str:
+    """MESSAGE for its `Error:` line, as echo_line prints a line naming a folder: a newline or a tab in a
+    folder's name spelled `\\n`, `\\t` (text.one_line), so that the error stays one line."""
+    from nexusmem.text import one_line
+
+    return terminal_safe(one_line(message))
+
+
 def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
     """Print RESULT (JSON on stdout, warnings on stderr); the exit code: 1 only for --strict with findings."""
     if as_json:
@@ -270,13 +278,13 @@ def _errors_said(body: Callable[[], T]) -> T | int:
     try:
         return body()
     except NexusMemError as exc:
-        _say(f"Error: {exc}")
+        _say(f"Error: {error_text(str(exc))}")
         return 2 if isinstance(exc, UsageError) else 1
     except OSError as exc:
         if exc.errno not in ENVIRONMENT_ERRNOS:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        _say(f"Error: {where}{exc.strerror or exc}")
+        _say(f"Error: {error_text(f'{where}{exc.strerror or exc}')}")
         return 1
 
 
