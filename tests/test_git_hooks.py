@@ -1229,6 +1229,35 @@ def test_a_user_wide_hooks_folder_removed_from_one_repository_is_no_problem_in_a
     git(repo, "config", "--global", "--unset", "core.hooksPath")
 
 
+def test_a_user_wide_hooks_folder_whose_name_holds_a_newline_is_recorded_on_one_line(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A user-wide core.hooksPath named `hooks<newline>pre-commit`: `hook git-post install` wrote its record
+    in NexusMem's home with the folder raw on the first line, so the record read as naming the pre-commit
+    hook too, and `status` said a pre-commit block installed there "is gone" though none ever was. The
+    folder is written on one line, its newline spelled `\\n`; a record an older NexusMem wrote raw still
+    reads as it did."""
+    shared = tmp_path / "hooks\npre-commit"
+    shared.mkdir()
+    git(repo, "config", "--global", "core.hooksPath", str(shared))
+    try:
+        synced(repo)
+        run_cli("-C", str(repo), "hook", "git-post", "install")
+        assert (shared / "post-commit").exists() and not (shared / "pre-commit").exists()
+        (record,) = (Path(os.environ["NEXUSMEM_HOME"]) / "hook-records").iterdir()
+        head, *names = record.read_text(encoding="utf-8").splitlines()
+        assert head == f"# {tmp_path}/hooks\\npre-commit" and "pre-commit" not in names, record.read_text()
+        assert "pre-commit" not in git_hooks.recorded(repo)
+        assert "is gone" not in run_cli("-C", str(repo), "status").stdout
+        # A record written raw by an older NexusMem: its names are read past the folder's two lines.
+        record.write_text(f"# {shared}\n" + "".join(f"{n}\n" for n in names), encoding="utf-8")
+        assert git_hooks.recorded(repo) == [n for n in git_hooks.HOOK_NAMES if n in names] != []
+        (shared / "post-commit").unlink()  # deleted by hand: named, from the old record too
+        assert "post-commit block installed here is gone" in run_cli("-C", str(repo), "status").stdout
+    finally:
+        git(repo, "config", "--global", "--unset", "core.hooksPath")
+
+
 @pytest.mark.parametrize("special", ["fifo", "dev-zero"])
 def test_a_hooks_record_that_is_no_regular_file_never_hangs_a_command(repo: Path, special: str) -> None:
     """.git/nexusmem-hooks made a FIFO hung doctor, status and `hook git status|install|remove` for ever; a

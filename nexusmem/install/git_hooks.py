@@ -169,16 +169,22 @@ def unused(name: str, start: Path | str | None = None) -> HookState | None:
 
 def _record_path(start: Path | str | None, folder: Path | None = None) -> Path:
     """Where the record of FOLDER (by default the one git runs hooks from) is kept (RECORD)."""
+    return _record_of(start, folder)[0]
+
+
+def _record_of(start: Path | str | None, folder: Path | None = None) -> tuple[Path, Path]:
+    """(where the record of FOLDER is kept, FOLDER): FOLDER is by default the one git runs hooks from."""
     own = default_hooks_dir(start)
     folder = hooks_dir(start) if folder is None else folder
     if folder == own:
-        return own.parent / RECORD
+        return own.parent / RECORD, folder
     where = folder.resolve()
     inside = [p.resolve() for p in (paths.repo_root(start), own.parent)]
     if any(where == base or base in where.parents for base in inside):
-        return own.parent / RECORD  # a folder of this repository's (husky's .husky/_, a committed .githooks)
+        # a folder of this repository's (husky's .husky/_, a committed .githooks)
+        return own.parent / RECORD, folder
     digest = hashlib.sha256(os.fsencode(where)).hexdigest()[:24]
-    return paths.user_dir() / RECORDS_DIR / digest
+    return paths.user_dir() / RECORDS_DIR / digest, folder
 
 
 # A record names four hooks at most (and a folder): anything larger is not one NexusMem wrote.
@@ -194,12 +200,34 @@ def _read_record(record: Path) -> str:
         return ""
 
 
-def _names_in(record: Path) -> list[str]:
+def _names_in(record: Path, folder: Path) -> list[str]:
+    """The hook names RECORD (the record of FOLDER) holds; its first line, in NexusMem's home, is the folder."""
     try:
-        lines = set(_read_record(record).splitlines())
+        text = _read_record(record)
     except (OSError, UnicodeDecodeError):  # said by record_problem
         return []
+    if record.parent.name == RECORDS_DIR:
+        text = _without_head(text, folder)
+    lines = set(text.splitlines())
     return [name for name in HOOK_NAMES if name in lines]
+
+
+def _head(folder: Path) -> str:
+    """The first line of the record of FOLDER kept in NexusMem's home: the folder, a newline or a tab in its
+    name spelled `\\n`, `\\t` (text.one_line), so that the line stays one and no part of the name reads as
+    a hook's."""
+    from nexusmem.text import one_line
+
+    return f"# {one_line(str(folder))}\n"
+
+
+def _without_head(text: str, folder: Path) -> str:
+    """TEXT past its folder line: the escaped one (_head), or the raw one an older NexusMem wrote, which may
+    span lines; a first line that names another spelling of the folder goes as one line."""
+    for head in (_head(folder), f"# {folder}\n"):
+        if text.startswith(head):
+            return text[len(head) :]
+    return text.partition("\n")[2] if text.startswith("# ") else text
 
 
 def record_problem(start: Path | str | None = None) -> tuple[str, str] | None:
@@ -228,13 +256,13 @@ def recorded(start: Path | str | None = None) -> list[str]:
         paths.user_dir() / RECORDS_DIR
     ):
         return []  # nothing recorded anywhere: git is not asked where hooks run from
-    return _names_in(_record_path(start))
+    return _names_in(*_record_of(start))
 
 
 def _write_record(start: Path | str | None, names: list[str], folder: Path | None = None) -> None:
     """Record NAMES as the hooks with a block in FOLDER (by default the one git runs hooks from)."""
-    path = _record_path(start, folder)
-    if names == _names_in(path):
+    path, folder = _record_of(start, folder)
+    if names == _names_in(path, folder):
         return
     tmp = path.with_name(f".{path.name}.nexusmem-tmp")
     try:
@@ -244,7 +272,7 @@ def _write_record(start: Path | str | None, names: list[str], folder: Path | Non
         head = ""
         if path.parent.name == RECORDS_DIR:  # in NexusMem's home: which folder it is the record of, first
             private.make_dir(paths.make_user_dir() / RECORDS_DIR)
-            head = f"# {folder or hooks_dir(start)}\n"
+            head = _head(folder)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(head + "".join(f"{name}\n" for name in names))
@@ -257,7 +285,7 @@ def forget(name: str, start: Path | str | None = None) -> None:
     """Take hook NAME out of the records of the folders a remove takes it out of (hook_dirs: it was removed
     on purpose, and a hook without our block is no news)."""
     for folder in hook_dirs(start):
-        _write_record(start, [n for n in _names_in(_record_path(start, folder)) if n != name], folder)
+        _write_record(start, [n for n in _names_in(*_record_of(start, folder)) if n != name], folder)
 
 
 def gone(name: str, start: Path | str | None = None) -> HookState | None:
