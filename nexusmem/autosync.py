@@ -122,6 +122,12 @@ def auto_sync(
 
     root = paths.repo_root(start)
     state = paths.state_dir(root)
+    if not paths.db_path(root).exists():
+        # A memory `git stash --all` took is not built again here: `git stash pop` would stop on the new
+        # files. The hook checks it before it makes the folder; this is for a hook of an older release.
+        from nexusmem.project import refuse_stashed
+
+        refuse_stashed(root)
     private.make_dir(state)
     private.fix_tree(state)
     cap_log(state / LOG_NAME)

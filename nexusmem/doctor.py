@@ -599,6 +599,10 @@ def check_store(root: Path) -> list[Check]:
         fix = f"{blocked[1]}; then {sync}" if state.is_symlink() else f"mv {held} {held}.moved && {sync}"
         return [Check("store", False, f"{blocked[0]}: no memory can be made there", fix)]
     if not db.exists():
+        stashed = paths.stashed_memory(root)
+        if stashed is not None:  # a sync refuses to build another in its place
+            pop = paths.stash_pop(stashed).replace("git", f"git -C {shlex.quote(str(root))}", 1)
+            return [Check("store", False, paths.stashed_text(root, stashed), pop)]
         return [Check("store", False, f"{root} has no memory yet", f"nexusmem -C {root} sync")]
     try:
         project.refuse_cut_short(root)

@@ -242,6 +242,9 @@ def _require_memory(root: Path) -> None:
             raise ToolError(
                 f"{root} has no NexusMem memory, and no sync can make one: {blocked[0]}; {blocked[1]}"
             )
+        stashed = paths.stashed_memory(root)
+        if stashed is not None:  # sync_project stops on it too
+            raise ToolError(paths.stashed_text(root, stashed))
         raise ToolError(f"{root} has no NexusMem memory yet: {NO_MEMORY_HINT}")
 
 

@@ -306,6 +306,45 @@ def db_path(root: Path) -> Path:
     return state_dir(root) / DB_NAME
 
 
+def stashed_memory(root: Path) -> str | None:
+    """The stash entry (`stash@{1}`) whose untracked-and-ignored files hold ROOT's memory.db, the newest
+    such one, or None. `git stash --all` (`push -a`) takes .nexusmem/ with it, an ignored folder: a memory
+    built in its place (verdicts, the deny-list and all that was erased gone) then makes `git stash pop`
+    fail on every file that is back, the user's own stashed work with them. Asked only where memory.db is
+    missing (what sync, the auto-sync, status, query, doctor, precheck and MCP say or refuse): one git
+    process when the repository has no stash, two when it has."""
+    from nexusmem import gitcmd
+
+    code, out = gitcmd.run_ok(["log", "-g", "--format=%H", "refs/stash", "--"], root)
+    if code != 0 or not out.strip():  # no stash (git says "bad revision"), or git cannot tell
+        return None
+    wanted = f"^3:{STATE_DIR}/{DB_NAME}\n".encode()
+    # One `cat-file` for every entry: `<sha>^3` is the commit of its untracked (and ignored) files, and an
+    # entry made without -u or -a has no third parent ("missing").
+    code, found, _err = gitcmd.run_full(
+        ["cat-file", "--batch-check"], root, input=b"".join(sha + wanted for sha in out.split())
+    )
+    if code != 0:
+        return None
+    for number, line in enumerate(found.splitlines()):
+        if line.split()[1:2] == [b"blob"]:
+            return f"stash@{{{number}}}"
+    return None
+
+
+def stash_pop(entry: str) -> str:
+    """The command that brings back the stash ENTRY (quoted: fish expands `{1}`)."""
+    return "git stash pop" if entry == "stash@{0}" else f"git stash pop '{entry}'"
+
+
+def stashed_text(root: Path, entry: str) -> str:
+    """What to say of ROOT's memory, which stashed_memory found in ENTRY, and how to bring it back."""
+    return (
+        f"the memory of {root} is in {entry} (`git stash --all` took .nexusmem/ with it): `{stash_pop(entry)}`"
+        " brings it back"
+    )
+
+
 # A sync needs room to write: its pages go to the WAL before the database, and on a full disk it fails (the
 # post-commit one without a word: its log line cannot be written either). Less free space than twice the
 # store, but never asked for more than LOW_SPACE_MAX nor less than LOW_SPACE_MIN, is said by status and doctor.

@@ -258,6 +258,8 @@ def check(
             result.reason = f"the memory of {memory} is still being built{paths.first_sync_where(memory)}: nothing checked yet"
         elif blocked := paths.state_in_the_way(paths.state_dir(memory)):  # `nexusmem sync` stops on it
             result.reason = _cannot_be_made(memory, blocked)
+        elif stashed := paths.stashed_memory(memory):  # `nexusmem sync` stops on it too
+            result.reason = f"{paths.stashed_text(memory, stashed)}: nothing checked"
         elif paths.state_dir(memory).is_dir():  # memory.db deleted (or only a committed config came)
             result.reason = f"{paths.state_dir(memory)} holds no memory.db: nothing checked (run `nexusmem sync` to build it)"
         else:
@@ -802,16 +804,14 @@ def run(
             memory = main
     if not paths.state_dir(memory).is_dir():
         blocked = paths.state_in_the_way(paths.state_dir(memory))
-        return PrecheckResult(
-            root=str(root),
-            files=[],
-            checked=False,
-            reason=(
-                _cannot_be_made(root, blocked)
-                if blocked is not None
-                else f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
-            ),
-        )
+        stashed = paths.stashed_memory(root) if blocked is None else None
+        if blocked is not None:
+            reason = _cannot_be_made(root, blocked)
+        elif stashed is not None:
+            reason = f"{paths.stashed_text(root, stashed)}: nothing checked"
+        else:
+            reason = f"{root} has no NexusMem memory (.nexusmem/): nothing checked (run `nexusmem sync`)"
+        return PrecheckResult(root=str(root), files=[], checked=False, reason=reason)
     try:
         names = (
             relative_files(root, files, here) if files is not None else staged_files(root, working=working)

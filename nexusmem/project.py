@@ -82,13 +82,30 @@ def is_initialised(root: Path) -> bool:
     return paths.db_path(root).exists()
 
 
-def init(start: Path | str | None = None) -> tuple[Project, bool]:
+def refuse_stashed(root: Path) -> None:
+    """Raise StoreError when the memory of ROOT, which has none, is in a stash entry (paths.stashed_memory):
+    a sync builds no new one in its place (`git stash pop` would then fail on it) unless told to."""
+    entry = paths.stashed_memory(root)
+    if entry is not None:
+        from nexusmem.errors import StoreError
+
+        raise StoreError(
+            f"{paths.stashed_text(root, entry)}; `nexusmem sync --ignore-stash` builds a new memory instead"
+            f" (and that pop then stops on the files in .nexusmem/)"
+        )
+
+
+def init(start: Path | str | None = None, *, ignore_stash: bool = False) -> tuple[Project, bool]:
     """Create .nexusmem/ (.gitignore, config.json with every default, memory.db in WAL) and register it.
 
     Idempotent: an existing config is validated, never overwritten. Returns (project, created_anything).
+    A memory that `git stash --all` took (paths.stashed_memory) is not replaced by a new one unless
+    IGNORE_STASH: StoreError saying which entry holds it.
     """
     root = paths.repo_root(start)
     state = paths.state_dir(root)
+    if not ignore_stash and not is_initialised(root):
+        refuse_stashed(root)
     private.require_own(paths.user_dir())  # refused before anything is made: no half-made memory
     try:
         made_dir = created = _make_state_dir(state)
@@ -156,6 +173,9 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
             raise NotInitialisedError(
                 f"{root} has no NexusMem memory, and `nexusmem sync` cannot make one: {blocked[0]}; {blocked[1]}"
             )
+        stashed = paths.stashed_memory(root)
+        if stashed is not None:  # `nexusmem sync` stops on it too
+            raise NotInitialisedError(paths.stashed_text(root, stashed))
         raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem sync` (it sets it up)")
     return Project(root=root, config=config_of(root))
 

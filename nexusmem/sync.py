@@ -526,6 +526,7 @@ def sync(
     enable: list[str] | None = None,
     timing: Callable[[str], None] | None = None,
     busy_ms: int | None = None,
+    ignore_stash: bool = False,
 ) -> SyncSummary:
     """Bring the project's memory up to date; initialise it first when needed.
 
@@ -538,6 +539,7 @@ def sync(
     sync stopped on the way has said where its time went so far. BUSY_MS bounds how long a write waits for
     another process's write lock (the store's own busy timeout when None): a search's shell catch-up waits
     for none.
+    A memory that `git stash --all` took is not built again in its place unless IGNORE_STASH (project.init).
     """
     started = time.perf_counter()
     initialised = False
@@ -545,7 +547,7 @@ def sync(
     if root is None:  # no memory here yet, or a layout only git can name: ask git
         root = paths.repo_root(start)
     if not project_mod.is_initialised(root):
-        project_mod.init(root)
+        project_mod.init(root, ignore_stash=ignore_stash)
         initialised = True
     project = project_mod.at(root)
     if enable:

@@ -630,6 +630,69 @@ def test_a_pull_a_merge_and_git_am_bring_the_memory_up_to_date(repo: Path, tmp_p
     assert "fix: nexusmem hook git-post install" in doctor
 
 
+def test_a_memory_git_stash_all_took_is_not_rebuilt_and_a_pop_brings_it_back(repo: Path) -> None:
+    """`git stash --all` takes .nexusmem/ (an ignored folder) with it. The next commit's auto-sync built a new
+    memory in its place, `git stash pop` then stopped on its files ("already exists, no checkout"), and the
+    old memory (with what `forget` had erased) stayed in the stash with the user's own stashed work."""
+    from nexusmem import mcp_server
+
+    synced(repo)
+    commit(repo, "chore: point at the staging cluster", {"src/conf.py": "HOST = 'db-7f3a.internal'\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "forget", "db-7f3a.internal", "--yes")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    (repo / "src/cache.py").write_text("x = 2\n", encoding="utf-8")
+    git(repo, "stash", "-q")  # a plain entry (no untracked files): now stash@{1}
+    (repo / "notes.txt").write_text("half-done idea\n", encoding="utf-8")
+    git(repo, "stash", "-q", "--all")
+    assert not (repo / ".nexusmem").exists()
+    made = git_commit(repo, "feat: made while the memory was stashed")
+    assert made.returncode == 0, made.stderr
+    assert "it is in stash@{0}" in made.stderr and "`git stash pop` brings it back" in made.stderr, (
+        made.stderr
+    )
+    assert not (repo / ".nexusmem").exists()
+    said = f"the memory of {repo} is in stash@{{0}} (`git stash --all` took .nexusmem/ with it)"
+    for args in (("status",), ("query", "cache"), ("sync",), ("sync", "--auto")):
+        out = run_cli("-C", str(repo), *args, ok=False)
+        assert out.exit_code == 1 and said in out.output, (args, out.output)
+    assert (
+        "`nexusmem sync --ignore-stash` builds a new memory"
+        in run_cli("-C", str(repo), "sync", ok=False).output
+    )
+    with pytest.raises(mcp_server.ToolError, match=re.escape(said)):
+        mcp_server.run_status(str(repo))
+    assert not (repo / ".nexusmem").exists()
+    # Another entry on top (untracked files, so it has a third parent too, without memory.db in it): the
+    # memory is found in stash@{1}, and the pop that brings it back names it.
+    (repo / "scratch.txt").write_text("more\n", encoding="utf-8")
+    git(repo, "stash", "-q", "-u")
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "is in stash@{1}" in doctor and "git stash pop 'stash@{1}'" in doctor, doctor
+    precheck = run_cli("-C", str(repo), "precheck", ok=False).output
+    assert "is in stash@{1}" in precheck and "nothing checked" in precheck, precheck
+    git(repo, "stash", "pop", "-q")
+    assert "git stash pop` brings it back" in git_commit(repo, "chore: scratch").stderr
+    git(repo, "stash", "pop", "-q")  # the memory and notes.txt, with nothing in their way
+    git(repo, "stash", "pop", "-q")
+    assert (repo / "notes.txt").exists() and (repo / ".nexusmem" / "memory.db").exists()
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = [item["title"] for item in query_json(repo, "made while the memory was stashed")["items"]]
+    assert "feat: made while the memory was stashed" in titles
+    assert "db-7f3a.internal" not in json.dumps(
+        query_json(repo, "db-7f3a.internal")["items"]
+    )  # the same memory
+
+
+def test_sync_ignore_stash_builds_a_new_memory_where_the_old_one_is_stashed(repo: Path) -> None:
+    """An old `git stash --all` entry the user means to drop some day must not keep memory off for good."""
+    synced(repo)
+    git(repo, "stash", "-q", "--all")
+    assert run_cli("-C", str(repo), "sync", "--no-embed", ok=False).exit_code == 1
+    run_cli("-C", str(repo), "sync", "--no-embed", "--ignore-stash")
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"]["git_commit"] == 1
+
+
 @pytest.mark.slow
 def test_a_memory_the_first_commit_built_takes_its_users_settings(repo: Path) -> None:
     """The post-commit hook makes .nexusmem/ and the background sync sets up the rest; that sync took the

@@ -76,6 +76,11 @@ def _known_sources(names: tuple[str, ...]) -> tuple[str, ...]:
 )
 @click.option("--no-embed", is_flag=True, help="Skip the embedding pass this once (search stays as it was).")
 @click.option(
+    "--ignore-stash",
+    is_flag=True,
+    help="Build a new memory even though `git stash --all` holds the old one (otherwise refused).",
+)
+@click.option(
     "--wait",
     type=click.FloatRange(min=0),
     default=600.0,
@@ -99,6 +104,7 @@ def sync_cmd(
     yes: bool,
     github: bool,
     no_embed: bool,
+    ignore_stash: bool,
     wait: float,
     quiet: bool,
     as_json: bool,
@@ -159,6 +165,7 @@ def sync_cmd(
         embed=not no_embed,
         wait=wait,
         enable=[*(["conversation"] if conversation else []), *(["github"] if github else [])],
+        ignore_stash=ignore_stash,
     )
 
 

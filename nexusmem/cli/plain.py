@@ -344,6 +344,7 @@ def run_sync(
     embed: bool = True,
     wait: float = 600.0,
     enable: list[str] | None = None,
+    ignore_stash: bool = False,
 ) -> None:
     """Sync ROOT's memory and print the summary: the one body of `sync`, on the plain and the click path."""
     from nexusmem import sync
@@ -365,6 +366,7 @@ def run_sync(
             wait=wait,
             enable=enable or None,
             timing=_timed(progress) if verbose else None,
+            ignore_stash=ignore_stash,
         )
     finally:
         progress.finish()
