@@ -554,6 +554,46 @@ def test_a_renamed_file_names_its_old_path_too(repo: Path) -> None:
     assert "Files: module_old.py → module_new.py (+1 -1)" in node.body
 
 
+@pytest.mark.parametrize("change_words", [True, False])
+def test_a_commit_that_only_makes_a_file_executable_says_so(repo: Path, change_words: bool) -> None:
+    """`chmod +x run.sh && git commit -am x` listed `Files: run.sh (+0 -0)` in show and query: nothing said
+    what the commit changed, and "made run.sh executable" could not find it."""
+    commit(
+        repo,
+        "feat: deploy script",
+        {"run.sh": "echo deploy\n", "notes.md": "".join(f"{i}\n" for i in range(9))},
+    )
+    (repo / "run.sh").chmod(0o755)
+    git(repo, "commit", "-qam", "chore: fix the deploy job")
+    chmod = git(repo, "rev-parse", "HEAD").strip()
+    # A rename that also changes the mode and a line (its --raw entry names two paths), and a plain edit.
+    git(repo, "mv", "notes.md", "notes.sh")
+    (repo / "notes.sh").write_text("".join(f"{i}\n" for i in range(8)) + "x\n", encoding="utf-8")
+    (repo / "notes.sh").chmod(0o755)
+    (repo / "run.sh").write_text("echo deploy now\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "refactor: notes become a script")
+    both = git(repo, "rev-parse", "HEAD").strip()
+    cfg = defaults()
+    cfg["sources"]["git"]["changeWords"] = change_words
+    got = by_key(scan(GitSource(), repo, cfg=cfg)[0])
+    assert "Files: run.sh (mode 100644 → 100755, now executable)" in got[chmod].body, got[chmod].body
+    assert (
+        "Files: notes.md → notes.sh (+1 -1, mode 100644 → 100755, now executable), run.sh (+1 -1)"
+        in got[both].body
+    ), got[both].body
+    diff = by_key(scan(DiffSource(), repo)[0])[f"{both}:notes.sh"]
+    assert diff.body.startswith("mode 100644 → 100755, now executable\n@@"), diff.body
+    if not change_words:
+        return
+    # What a user sees: `show` and a query in their words.
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    [item] = [it for it in query_json(repo, "made run.sh executable")["items"][:1]]
+    assert item["ref"] == chmod, item
+    shown = run_cli("-C", str(repo), "show", item["id"]).output
+    assert "run.sh (mode 100644 → 100755, now executable)" in shown and "(+0 -0)" not in shown, shown
+
+
 def test_submodule(repo: Path, tmp_path: Path) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()

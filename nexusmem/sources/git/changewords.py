@@ -280,8 +280,8 @@ def _record(block: bytes) -> CommitRecord | None:
 def iter_commits_with_words(
     root: Path, revs: list[str], skip_globs: Iterable[str], denied: Callable[[str], bool] | None = None
 ) -> Iterator[tuple[CommitRecord, str]]:
-    """Every commit of REVS with its numstat and its change words, from ONE streamed
-    `git log -z -p --numstat --unified=1`.
+    """Every commit of REVS with its numstat (and its files' mode changes) and its change words, from ONE
+    streamed `git log -z -p --raw --numstat --unified=1`.
 
     One pass instead of a numstat walk beside a patch walk: git reads each commit's trees and blobs once
     (on the generated 10k-commit history: 3.4 s of git CPU, against 2.2 + 2.5 s for two processes; even on
@@ -291,7 +291,7 @@ def iter_commits_with_words(
     The changed text is redacted before it is cut into words, so a secret in a diff never becomes a word; a
     commit whose changed text holds a value the user told `forget` (DENIED says so) gives no words at all.
     """
-    args = ["log", "-z", "-p", "--numstat", "--unified=1", *_LOG_STABLE, _FORMAT, *revs, "--"]
+    args = ["log", "-z", "-p", "--raw", "--numstat", "--unified=1", *_LOG_STABLE, _FORMAT, *revs, "--"]
     return stream_parsed(args, root, lambda lines: parse_commit_words_stream(lines, skip_globs, denied))
 
 
@@ -300,8 +300,8 @@ def parse_commit_words_stream(
 ) -> Iterator[tuple[CommitRecord, str]]:
     """(record, change words) of every commit in the LINES (newline kept) of iter_commits_with_words' log.
 
-    Each commit is `\\0NXM<header>%B\\0`, then, when it changed any file, `\\n`, its numstat entries (each
-    NUL-terminated, -z: paths unquoted), one more NUL, and its patch lines up to the next `\\0NXM` at the
+    Each commit is `\\0NXM<header>%B\\0`, then, when it changed any file, `\\n`, its raw and numstat entries
+    (each NUL-terminated, -z: paths unquoted), one more NUL, and its patch lines up to the next `\\0NXM` at the
     start of a line; a commit that changed nothing (a merge, an empty commit) is followed at once by the
     next header. The message holds no NUL, so the first NUL after the header ends it, and the first "\\0\\0"
     after that ends the numstat. Anything else is passed over: garbage never stops the commits after it

@@ -118,12 +118,34 @@ _FORMAT = "--format=%x00NXM%H%x1f%P%x1f%at%x1f%ct%x1f%an%x1f%s%x1f%B"
 
 @dataclass
 class FileStat:
-    """One numstat entry: the new path, the old one for a rename, and the line counts (None = binary)."""
+    """One numstat entry: the new path, the old one for a rename, the line counts (None = binary), and the
+    (old, new) mode when the commit changed it (`chmod +x`, from --raw)."""
 
     path: str
     old_path: str | None
     added: int | None
     deleted: int | None
+    mode: tuple[str, str] | None = None
+
+
+def mode_change(old: str, new: str) -> str:
+    """How a file's mode change reads in a commit's file list and its diff node ("mode 100644 → 100755, now
+    executable"): the modes as git prints them, and in words what a search for "made it executable" finds."""
+    text = f"mode {old} → {new}"
+    if (old, new) == ("100644", "100755"):
+        return f"{text}, now executable"
+    if (old, new) == ("100755", "100644"):
+        return f"{text}, no longer executable"
+    return text
+
+
+def _raw_mode(entry: bytes) -> tuple[str, str] | None:
+    """The (old, new) mode of a --raw entry (":100644 100755 <sha> <sha> M", its leading colon dropped) that
+    changes a file's mode; None when it does not, or adds or deletes the file (mode 000000)."""
+    fields = entry.split(b" ")
+    if len(fields) != 5 or fields[0] == fields[1] or b"000000" in (fields[0], fields[1]):
+        return None
+    return fields[0].decode("ascii", "replace"), fields[1].decode("ascii", "replace")
 
 
 @dataclass
@@ -186,12 +208,13 @@ def stream_parsed(
 
 
 def iter_commits(root: Path, revs: list[str]) -> Iterator[CommitRecord]:
-    """Stream the commits of REVS with their numstat from one `git log -z --numstat` process.
+    """Stream the commits of REVS with their numstat from one `git log -z --raw --numstat` process.
 
     With -z every numstat entry is NUL-terminated and unquoted, and a rename is "A\\tD\\t\\0old\\0new\\0",
-    so paths with tabs, newlines or non-UTF-8 bytes parse exactly.
+    so paths with tabs, newlines or non-UTF-8 bytes parse exactly. The --raw entries before them give the
+    files' modes: a commit that only made a file executable listed it as "(+0 -0)".
     """
-    args = ["log", "-z", "--numstat", *_LOG_STABLE, _FORMAT, *revs, "--"]
+    args = ["log", "-z", "--raw", "--numstat", *_LOG_STABLE, _FORMAT, *revs, "--"]
     return stream_parsed(args, root, parse_commit_stream)
 
 
@@ -295,15 +318,20 @@ def past_unreadable(
 
 
 def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
-    """The CommitRecords in a `git log -z --numstat` byte stream (see iter_commits), in any chunking.
+    """The CommitRecords in a `git log -z --raw --numstat` byte stream (see iter_commits), in any chunking.
 
-    Anything that is not a header or a numstat entry is passed over (a record that cannot be parsed never
+    A commit's --raw entries (":<old mode> <new mode> <sha> <sha> <status>", then its path, or the old and
+    the new one for a rename or a copy) come before its numstat: only the modes are read from them. Anything
+    that is not a header, a raw or a numstat entry is passed over (a record that cannot be parsed never
     stops the ones after it); fuzzed in tests/test_fuzz.py.
     """
     current: CommitRecord | None = None
     prev_empty = True
     rename: tuple[bytes, bytes] | None = None
     rename_old: bytes | None = None
+    modes: dict[bytes, tuple[str, str]] = {}  # the current commit's mode changes, by (new) path
+    raw_paths = 0  # how many path tokens of a raw entry are still to come
+    raw_mode: tuple[str, str] | None = None
     for tok in _nul_tokens(chunks):
         if prev_empty and tok.startswith(_TAG):
             header = _parse_header(tok)
@@ -313,22 +341,39 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
                 current = CommitRecord(header)
                 prev_empty = False
                 rename = None
+                modes, raw_paths = {}, 0
                 continue
         prev_empty = tok == b""
         if current is None:
+            continue
+        if raw_paths:
+            raw_paths -= 1
+            if not raw_paths and raw_mode is not None:
+                modes[tok] = raw_mode
             continue
         if rename is not None:
             if rename_old is None:
                 rename_old = tok
                 continue
             current.files.append(
-                FileStat(tracked_name(tok), tracked_name(rename_old), _count(rename[0]), _count(rename[1]))
+                FileStat(
+                    tracked_name(tok),
+                    tracked_name(rename_old),
+                    _count(rename[0]),
+                    _count(rename[1]),
+                    modes.get(tok),
+                )
             )
             rename, rename_old = None, None
             continue
-        if tok.startswith(b"\n"):  # git separates the message from the numstat block with a newline
+        if tok.startswith(b"\n"):  # git separates the message from the raw and numstat block with a newline
             tok = tok[1:]
         if not tok:
+            continue
+        if tok[:1] == b":":  # a raw entry (a numstat entry starts with a count or "-")
+            raw_mode = _raw_mode(tok[1:])
+            status = tok.rsplit(b" ", 1)[-1][:1]  # R100, C075: a rename or a copy names two paths
+            raw_paths = 2 if status in (b"R", b"C") else 1
             continue
         fields = tok.split(b"\t", 2)
         if len(fields) != 3:
@@ -340,7 +385,9 @@ def parse_commit_stream(chunks: Iterable[bytes]) -> Iterator[CommitRecord]:
                 rename = (fields[0], fields[1])
                 continue
             current.files.append(
-                FileStat(tracked_name(fields[2]), None, _count(fields[0]), _count(fields[1]))
+                FileStat(
+                    tracked_name(fields[2]), None, _count(fields[0]), _count(fields[1]), modes.get(fields[2])
+                )
             )
         except ValueError:
             rename = None
@@ -358,10 +405,10 @@ def _file_summary(files: list[FileStat]) -> str:
         path = one_line(redacted_path(f.path))
         if f.old_path and f.old_path != f.path:  # a rename: the old name stays findable
             path = one_line(redacted_path(f.old_path)) + " → " + path
-        if f.added is None or f.deleted is None:
-            shown.append(f"{path} (binary)")
-        else:
-            shown.append(f"{path} (+{f.added} -{f.deleted})")
+        what = "binary" if f.added is None or f.deleted is None else f"+{f.added} -{f.deleted}"
+        if f.mode is not None:  # only the mode changed: no "+0 -0" that says nothing happened
+            what = mode_change(*f.mode) if what == "+0 -0" else f"{what}, {mode_change(*f.mode)}"
+        shown.append(f"{path} ({what})")
     more = len(files) - _SUMMARY_FILES
     return "Files: " + ", ".join(shown) + (f", … and {more} more files" if more > 0 else "")
 

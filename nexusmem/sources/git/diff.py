@@ -23,6 +23,7 @@ from nexusmem.sources.git.commits import (
     _Header,
     _parse_header,
     _text,
+    mode_change,
     truncate,
 )
 from nexusmem.sources.git.repo import _setting
@@ -96,7 +97,9 @@ class _Patch:
         "keep",
         "kept",
         "minus",
+        "new_mode",
         "old",
+        "old_mode",
         "parts",
         "plus",
         "started",
@@ -106,6 +109,8 @@ class _Patch:
         self.minus: bytes | None = None
         self.plus: bytes | None = None
         self.old: bytes | None = None
+        self.old_mode: str | None = None  # "old mode 100644" / "new mode 100755": a `chmod` in this commit
+        self.new_mode: str | None = None
         self.started = False  # past the first @@
         self.keep = False  # decided at the first @@: this section becomes a node
         self.parts: list[str] = []
@@ -201,6 +206,8 @@ def iter_diff_nodes(
             path = tracked_name(raw_path)
             old_path = tracked_name(p.old) if p.old is not None else None
             body, truncated = p.body(limit)
+            if p.old_mode and p.new_mode:  # the hunks do not show it: the commit's file list's words
+                body = f"{mode_change(p.old_mode, p.new_mode)}\n{body}"
             key = f"{header.sha}:{path}"
             meta: dict[str, Any] = {
                 "sha": header.sha,
@@ -298,6 +305,10 @@ def iter_diff_nodes(
             patch.plus = _label_path(line[4:], b"b/")
         elif line.startswith(b"rename from "):
             patch.old = unquote_path(line[12:].rstrip(b"\n"))
+        elif line.startswith(b"old mode "):
+            patch.old_mode = _text(line[9:].strip())
+        elif line.startswith(b"new mode "):
+            patch.new_mode = _text(line[9:].strip())
         elif line.startswith((b"Binary files ", b"GIT binary patch")) and len(header.parents) <= 1:
             stats.binary += 1
     close_patch()
