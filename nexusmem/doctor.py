@@ -406,8 +406,10 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
         state = git_hooks.status(name, root)
         checks += _crlf_checks(name, state)
         if not state.installed:
-            if name in git_hooks.SYNC_HOOKS:
-                missing[name] = state.path
+            if name in git_hooks.SYNC_HOOKS and not (
+                state.framework and git_hooks.framework_runs(name, root)
+            ):
+                missing[name] = state.path  # (the pre-commit framework's own nexusmem-sync is not missing)
             unused = git_hooks.unused(name, root)
             if state.unreadable:
                 # A FIFO or a device where the hook goes: nothing can be installed there (nor read it).
@@ -514,6 +516,14 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
                     " history that arrives there waits for the next sync"
                 )
                 fix = "pre-commit install " + " ".join(f"--hook-type {s}" for s in absent)
+                checks.append(Check("pre-commit", False, detail, fix))
+            lacking = [n for n in git_hooks.SYNC_HOOKS if n in missing and git_hooks.framework_lacks(n, root)]
+            if lacking:
+                detail = (
+                    f"{config} runs nexusmem-sync, but the pre-commit framework has no {', '.join(lacking)}"
+                    " hook: what `git am` applies waits for the next sync"
+                )
+                fix = "nexusmem hook git-post install  # adds post-applypatch alone; the framework keeps the rest"
                 checks.append(Check("pre-commit", False, detail, fix))
         text = config.read_text(encoding="utf-8")
         for line in text.splitlines():

@@ -242,3 +242,54 @@ def test_hook_status_names_the_framework_route_not_files_that_do_not_exist(
         said
         == f"pre-commit: not installed (the pre-commit framework's hook is there): {hooks / 'pre-commit'}\n"
     )
+
+
+def test_under_the_framework_git_am_is_said_and_the_install_adds_post_applypatch_alone(
+    repo: Path, hook_repo: tuple[Path, str, Path], tmp_path: Path
+) -> None:
+    """The framework has no post-applypatch hook (`pre-commit install --hook-type post-applypatch` is
+    refused), so a `git am` there started no sync. `hook git-post status` said "post-applypatch: not
+    installed: …/.git/hooks/post-applypatch" (a file that does not exist) and doctor found no problem; and
+    `hook git-post install` put blocks in post-commit.legacy and post-merge.legacy too, a second sync at
+    every commit beside the framework's."""
+    source, sha, cache = hook_repo
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(_config(source, sha, "nexusmem-sync"), encoding="utf-8")
+    commit(repo, "chore: pre-commit", {".pre-commit-config.yaml": config.read_text(encoding="utf-8")})
+    installed = _run(repo, cache, str(PRE_COMMIT), "install", "-t", "post-commit", "-t", "post-merge")
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    hooks = repo / ".git" / "hooks"
+    said = run_cli("-C", str(repo), "hook", "git-post", "status").output
+    assert (
+        "post-applypatch: not installed, and the pre-commit framework has no post-applypatch hook: what"
+        " `git am` applies waits for the next sync (`nexusmem hook git-post install` adds this hook alone)"
+    ) in said, said
+    assert str(hooks / "post-applypatch") not in said, said
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "the pre-commit framework has no post-applypatch hook" in doctor, doctor
+    assert "fix: nexusmem hook git-post install" in doctor, doctor
+
+    done = run_cli("-C", str(repo), "hook", "git-post", "install").stdout
+    assert "post-commit and post-merge: left to the pre-commit framework" in done, done
+    assert (hooks / "post-applypatch").exists(), done
+    assert not (hooks / "post-commit.legacy").exists() and not (hooks / "post-merge.legacy").exists()
+    said = run_cli("-C", str(repo), "hook", "git-post", "status").output
+    assert f"post-applypatch: installed (our own file): {hooks / 'post-applypatch'}" in said, said
+    assert "no post-applypatch hook" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
+
+    # A mailed patch applied with `git am` reaches memory.
+    upstream = tmp_path / "upstream"
+    git(tmp_path, "clone", "-q", str(repo), str(upstream))
+    commit(upstream, "fix: the parser crash on empty tables", {"src/parser.py": "x = 2\n"})
+    patches = git(upstream, "format-patch", "-1", "-o", str(tmp_path / "patches")).split()
+    applied = _run(repo, cache, "git", "am", "-q", *patches)
+    assert applied.returncode == 0, applied.stderr
+    deadline = time.monotonic() + 60
+    while "parser crash" not in json.dumps(
+        json.loads(run_cli("-C", str(repo), "query", "--json", "parser crash on empty tables").stdout)[
+            "items"
+        ]
+    ):
+        assert time.monotonic() < deadline, (repo / ".nexusmem" / "auto-sync.log").read_text()
+        time.sleep(0.5)

@@ -90,6 +90,13 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
                 )
                 return
             echo_line(f"{state.name}: not installed (the pre-commit framework's hook is there): {hook}")
+        elif not state.exists and git_hooks.framework_lacks(state.name, start) is not None:
+            # The framework syncs after a commit, a merge or a pull, but has no hook for this one.
+            echo_line(
+                f"{state.name}: not installed, and the pre-commit framework has no {state.name} hook: what"
+                f" `git am` applies waits for the next sync (`nexusmem hook {verb} install` adds this hook"
+                " alone)"
+            )
         else:
             other = " (another tool's hook is there)" if state.exists and not state.unreadable else ""
             echo_line(f"{state.name}: not installed{other}: {state.path}")
@@ -258,8 +265,16 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
     """
     root = paths.repo_root(root_of(ctx))
     refused: list[str] = []
+    left: list[str] = []  # hooks the pre-commit framework runs nexusmem-sync from
+    runs: tuple[Path, int, str] | None = None
     last: git_hooks.InstallResult | None = None
     for name in git_hooks.SYNC_HOOKS:
+        framework = git_hooks.framework_runs(name, root)
+        if framework is not None and not git_hooks.status(name, root).installed:
+            # A block in its NAME.legacy would start a second sync at every commit beside the framework's.
+            left.append(name)
+            runs = framework
+            continue
         try:
             result = git_hooks.install(name, root_of(ctx), force=force)
         except git_hooks.GitHookError as exc:  # one foreign hook must not leave the others unsaid
@@ -270,6 +285,12 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
         last = result
     if last is not None:
         _report_install(last, "auto-sync hook", root)
+    if left and runs is not None:
+        echo_line(
+            f"{' and '.join(left)}: left to the pre-commit framework, which syncs there already ({runs[2]} in"
+            f" {runs[0]}, line {runs[1]}); it has no post-applypatch hook, so the one above syncs what `git am`"
+            " applies."
+        )
     for why in refused:
         echo_line(f"Error: {why}", err=True)
     if refused:

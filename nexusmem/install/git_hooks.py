@@ -326,6 +326,15 @@ def framework_runs(name: str, start: Path | str | None = None) -> tuple[Path, in
     return None
 
 
+def framework_lacks(name: str, start: Path | str | None = None) -> tuple[Path, int, str] | None:
+    """(config file, 1-based line, hook id) of the nexusmem-sync the pre-commit framework runs after a commit
+    when NAME is a sync hook the framework has no stage for (post-applypatch: `pre-commit install
+    --hook-type post-applypatch` is refused), so `git am` starts no sync on that route; None otherwise."""
+    if name in _FRAMEWORK_IDS or name not in SYNC_HOOKS:
+        return None
+    return framework_runs("post-commit", start) or framework_runs("post-merge", start)
+
+
 def gone_text(state: HookState) -> str:
     """What a block that `gone` found missing means, for status and doctor."""
     what = "precheck" if state.name == "pre-commit" else "the auto-sync"
