@@ -475,24 +475,25 @@ _caught_up: dict[Path, tuple[int, int, int, int]] = {}
 PROJECT_ID = "project.id"  # the project id this store's nodes were last written under (identity.project_id)
 
 
-def _moved_note(project: Project, store: SyncStore, rebuild: bool) -> str | None:
-    """What to say when the project's id is not the one this store's nodes were written under: a repository
-    with no remote is known by its path, so moving or copying it (or giving it its first remote) makes this
-    sync write every node again under new ids beside the old ones. None when nothing changed (the id is
-    then recorded, for the next sync to compare)."""
+def _moved_note(project: Project, store: SyncStore) -> str | None:
+    """Keep a memory whose project id changed: a repository with no remote is known by its path, so moving or
+    copying it (or giving it its first remote) changes the id of every node it writes. Before any source
+    runs, the nodes recorded under the old id are given their ids under the new one (store.rekey_project:
+    verdicts, first-recorded times and links stay on them), so the sources find them as they left them and
+    nothing is written twice. Returns what to say when nodes were re-keyed; None when the id is the one
+    recorded (every sync but the first and a move's: no write)."""
     recorded = store.get_meta(PROJECT_ID)
-    if recorded == project.id:  # every sync but the first, an upgrade's or a move's: no write
+    if recorded == project.id:
         return None
-    old = store.count_project(recorded) if recorded is not None and not rebuild else 0
-    if old:
-        return (
-            f"this repository's id changed (it was moved, copied or given a remote: {recorded} → {project.id});"
-            f" the {old} node(s) recorded under the old id stay beside the new ones until"
-            " `nexusmem sync --rebuild` drops them"
-        )
     with store.transaction():
+        rekeyed = store.rekey_project(project.id)
         store.set_meta(PROJECT_ID, project.id)
-    return None
+    if not rekeyed:
+        return None
+    return (
+        f"this repository's id changed (it was moved, copied or given a remote: {recorded or 'an older id'}"
+        f" → {project.id}); its {rekeyed} node(s) now go by the new id, with their verdicts"
+    )
 
 
 RELEASES_READ = "releases.read"  # the git cursor (HEAD and every ref) the stored releases were read at
@@ -579,7 +580,7 @@ def sync(
         if log:
             for note in notes:
                 log(note)
-        moved = _moved_note(project, store, whole_rebuild)
+        moved = _moved_note(project, store)
         if moved and log:
             log(f"git: {moved}")
         kept: list[Kept] = []

@@ -436,10 +436,10 @@ def test_refs_git_cannot_read_at_all_are_said_in_gits_words(repo: Path) -> None:
     assert "unexpected line in .git/packed-refs" in proc.stderr, proc.stderr
 
 
-def test_a_moved_repository_without_a_remote_says_its_memory_is_doubled(repo: Path, tmp_path: Path) -> None:
-    """A repository with no remote is known by its path: moved elsewhere, its next sync writes every node
-    again under new ids. The sync says so (what, and the command that mends it), and `sync --rebuild` leaves
-    one copy."""
+def test_a_moved_repository_without_a_remote_keeps_one_copy_of_its_memory(repo: Path, tmp_path: Path) -> None:
+    """A repository with no remote is known by its path: moved elsewhere, its next sync gives the nodes
+    recorded under the old path's id their ids under the new one (they were written again beside the old ones,
+    and `sync --rebuild` was the mend), and says so once."""
     commit(repo, "add the parser", {"parser.py": "def parse():\n    return 1\n"})
     commit(repo, "fix the parser", {"parser.py": "def parse():\n    return 2\n"})
     write_commands(repo, [(1_700_000_000_000, "pytest -q", 1), (1_700_000_060_000, "pytest -q", 0)])
@@ -450,18 +450,16 @@ def test_a_moved_repository_without_a_remote_says_its_memory_is_doubled(repo: Pa
     os.rename(repo, moved)
     second = run_cli("-C", str(moved), "sync", "--no-embed")
     assert "this repository's id changed" in second.output, second.output
-    assert "nexusmem sync --rebuild" in second.output
-    again = run_cli("-C", str(moved), "sync", "--no-embed")  # said again until mended
-    assert "this repository's id changed" in again.output
-    rebuilt = run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed")
-    assert "id changed" not in rebuilt.output
-    # The hook log names the old folder: the rebuild cannot read those commands back, and says so.
-    assert "the rebuild read back 0 of the 2 shell command(s)" in rebuilt.output, rebuilt.output
-    after = run_cli("-C", str(moved), "sync", "--no-embed")
-    assert "id changed" not in after.output
+    assert "now go by the new id" in second.output and "--rebuild" not in second.output
+    again = run_cli("-C", str(moved), "sync", "--no-embed")
+    assert "id changed" not in again.output
     with project.load(moved).open_store(readonly=True) as store:
         assert store.count_project(project.load(moved).id) == store.node_count()
         assert store.counts_by_kind()["git_commit"] == 2
+        assert store.counts_by_kind()["shell_command"] == 2
+    rebuilt = run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed")
+    # The hook log names the old folder: the rebuild cannot read those commands back, and says so.
+    assert "the rebuild read back 0 of the 2 shell command(s)" in rebuilt.output, rebuilt.output
 
 
 def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None:

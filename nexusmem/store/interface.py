@@ -335,8 +335,9 @@ class SyncStore(Protocol):
 
     def node_count(self) -> int: ...
 
-    def count_project(self, project_id: str) -> int:
-        """How many nodes were written under PROJECT_ID."""
+    def rekey_project(self, project_id: str) -> int:
+        """Give the nodes written under another project id their ids under PROJECT_ID (a repository known by its
+        path, moved); returns how many."""
         ...
 
     # cursors

@@ -142,6 +142,7 @@ class NodesMixin:
         def _cjk_unindex_all(self) -> None: ...
         def _words_moved(self, seqs: Sequence[int]) -> None: ...
         def _next_write_seq(self) -> int: ...
+        def write_seq(self) -> int: ...
         def add_tombstone(
             self, entry_key: str | None, reason: str, kinds: dict[str, int], node_ids: list[str]
         ) -> None: ...
@@ -551,6 +552,50 @@ class NodesMixin:
         if len(back) < len(kept):
             gone = [k for k in rows if k.id not in back]
             self._carry_over(gone, heirs_after, passed_over=set(back.values()), named=named)
+
+    def rekey_project(self, project_id: str) -> int:
+        """Give every node written under another project id the id it has under PROJECT_ID (the same kind and
+        natural key: identity.node_id), and point the links, stale marks and contradiction checks that named
+        it at that id: a repository known by its path keeps its memory when it is moved or copied (or given
+        its first remote), verdicts and first-recorded times on the same nodes. A node whose new id another
+        already holds (written after the move by a release that did not re-key) hands that one what it
+        carried (_carry_over) and goes. Returns how many nodes were re-keyed (inside the caller's
+        transaction)."""
+        from nexusmem.identity import node_id  # hashlib: only for a memory whose project id changed
+
+        rows = self.conn.execute(
+            "SELECT seq, id, kind, natural_key FROM nodes WHERE project_id != ? ORDER BY seq DESC",
+            (project_id,),
+        ).fetchall()
+        renamed: dict[str, str] = {}
+        taken: list[int] = []
+        for seq, old, kind, key in rows:  # newest first: of two old nodes with one new id, the newer keeps it
+            new = node_id(project_id, kind, key)
+            renamed[old] = new
+            if self.conn.execute("SELECT 1 FROM nodes WHERE id = ?", (new,)).fetchone() is None:
+                self.conn.execute(
+                    "UPDATE nodes SET id = ?, project_id = ? WHERE seq = ?", (new, project_id, seq)
+                )
+            else:
+                taken.append(seq)
+        if not renamed:
+            return 0
+        if taken:
+            self._carry_over(self._kept(taken), self.write_seq(), passed_over=set(taken), named=renamed)
+        pointers = self.conn.execute(
+            "SELECT seq, superseded_by FROM nodes WHERE superseded_by IS NOT NULL"
+        ).fetchall()  # marks are few: one pass over them
+        self.conn.executemany(
+            "UPDATE nodes SET superseded_by = ? WHERE seq = ?",
+            [(renamed[by], seq) for seq, by in pointers if by in renamed],
+        )
+        pairs = [(new, old) for old, new in renamed.items()]
+        for column in ("from_id", "to_id"):
+            self.conn.executemany(f"UPDATE OR IGNORE links SET {column} = ? WHERE {column} = ?", pairs)
+        for column in ("old_id", "new_id"):
+            self.conn.executemany(f"UPDATE contradiction_checks SET {column} = ? WHERE {column} = ?", pairs)
+        self._delete_seqs(taken)  # and the links of theirs the heir already had
+        return len(renamed) - len(taken)
 
     def _delete_seqs(self, seqs: list[int]) -> int:
         for start in range(0, len(seqs), BATCH):

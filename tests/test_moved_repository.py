@@ -1,0 +1,54 @@
+"""A repository moved with `mv`: its memory, the commands run before the move and its own config settings
+follow it. A repository with no remote is known by its path, so a move changes its project id."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nexusmem import project
+
+from helpers import commit, query_json, run_cli
+
+
+def test_a_moved_repository_keeps_its_verdicts_and_writes_nothing_twice(repo: Path, tmp_path: Path) -> None:
+    """`mv p p2; nexusmem sync`: the nodes recorded under the old path's id go by the new one, so a verdict
+    stays on its commit (through a rebuild too), `show` finds the commit by its new id, and a doc edited after
+    the move leaves no stale copy of its section beside the new one. The sync after the move said to run
+    `sync --rebuild`, which then dropped every verdict given before the move."""
+    commit(repo, "commit 1 frobnicate", {"README.md": "# Tool\n\n## Usage\n\nRun the frobnicator.\n"})
+    commit(repo, "commit 2 frobnicate", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    second = next(
+        it for it in query_json(repo, "frobnicate")["items"] if it["title"] == "commit 2 frobnicate"
+    )
+    run_cli("-C", str(repo), "review", second["id"], "--verify")
+    with project.load(repo).open_store(readonly=True) as store:
+        before = store.node_count()
+
+    moved = tmp_path / "elsewhere" / "p2"
+    moved.parent.mkdir()
+    os.rename(repo, moved)
+    out = run_cli("-C", str(moved), "sync", "--no-embed").output
+    assert "this repository's id changed" in out and f"→ {moved.resolve()})" in out, out
+    assert "now go by the new id, with their verdicts" in out
+    assert "--rebuild" not in out
+    assert "id changed" not in run_cli("-C", str(moved), "sync", "--no-embed").output  # said once
+
+    def verdict() -> tuple[str, str]:
+        items = query_json(moved, "frobnicate")["items"]
+        found = next(it for it in items if it["title"] == "commit 2 frobnicate")
+        return found["id"], found["trust"]
+
+    new_id, trust = verdict()
+    assert trust == "verified" and new_id != second["id"]
+    assert "commit 2 frobnicate" in run_cli("-C", str(moved), "show", new_id).output
+    (moved / "README.md").write_text("# Tool\n\n## Usage\n\nRun the frobnicator twice.\n", encoding="utf-8")
+    run_cli("-C", str(moved), "sync", "--no-embed")
+    with project.load(moved).open_store(readonly=True) as store:
+        assert store.node_count() == before
+        assert store.count_project(project.load(moved).id) == before
+        sections = [n.body for n in store.iter_nodes("doc_section") if "frobnicator" in n.body]
+    assert len(sections) == 1 and "twice" in sections[0], sections
+    run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed")
+    assert verdict() == (new_id, "verified")
