@@ -475,6 +475,38 @@ _caught_up: dict[Path, tuple[int, int, int, int]] = {}
 PROJECT_ID = "project.id"  # the project id this store's nodes were last written under (identity.project_id)
 
 
+ROOTS = "project.roots"  # {"roots": the folders this memory was synced at, oldest first; "ino": its file's}
+ROOTS_KEPT = 20
+
+
+def _former_roots(project: Project, store: SyncStore) -> list[Path]:
+    """The folders this memory was synced at before that are gone now (the repository was moved: `mv`), and
+    records the current one. The hooks' log names the folder a command ran in: one logged there, before the
+    move, ran in this repository, and the shell sources read it as this one's (Attributor's FORMER). A folder
+    that is still there (another repository made in its place) keeps its commands; so does every folder of a
+    copy's (its memory.db is another file: `mv` keeps the file, `cp` makes a new one), which starts a list of
+    its own. A memory synced before the folders were recorded knows the one its project id names, when that
+    is a path (a repository with no remote). Read before _moved_note records the new id."""
+    try:
+        recorded = json.loads(store.get_meta(ROOTS) or "{}")
+        ino = os.stat(project.db_path).st_ino
+    except (ValueError, OSError):
+        recorded, ino = {}, None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    roots = [r for r in recorded.get("roots", ()) if isinstance(r, str)]
+    legacy = store.get_meta(PROJECT_ID)
+    if "ino" not in recorded and legacy is not None and os.path.isabs(legacy):
+        roots = [legacy]
+    elif recorded.get("ino") != ino:
+        roots = []  # a copy of the memory (or one restored from a backup): the folders were another's
+    here = str(project.root)
+    if roots[-1:] != [here] or recorded.get("ino") != ino:
+        kept = [*(r for r in roots if r != here), here][-ROOTS_KEPT:]
+        with store.transaction():
+            store.set_meta(ROOTS, json.dumps({"roots": kept, "ino": ino}))
+    return [Path(r) for r in roots if r != here and not os.path.lexists(r)]
+
+
 def _moved_note(project: Project, store: SyncStore) -> str | None:
     """Keep a memory whose project id changed: a repository with no remote is known by its path, so moving or
     copying it (or giving it its first remote) changes the id of every node it writes. Before any source
@@ -580,6 +612,7 @@ def sync(
         if log:
             for note in notes:
                 log(note)
+        former_roots = _former_roots(project, store)
         moved = _moved_note(project, store)
         if moved and log:
             log(f"git: {moved}")
@@ -658,6 +691,7 @@ def sync(
                 ctx.known["conversations"] = conversations
                 ctx.known["commits_in_memory"] = lambda shas: store.commits_stored_by(shas, seq_at_start)
                 ctx.known["git_walks"] = git_walks
+                ctx.known["former_roots"] = former_roots  # the shell sources read commands run there as ours
                 # A clone made shallower keeps the commits behind its new cut (the git sources' keep()), and the
                 # changelog's links to them.
                 ctx.known["commit_ancestors"] = store.commit_ancestors

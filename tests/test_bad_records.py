@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from nexusmem import project
+from nexusmem.paths import shell_log_path
 
 from helpers import commit, console_script, git, query_json, run_cli, run_script, write_commands
 from helpers.env import unreadable
@@ -457,8 +458,12 @@ def test_a_moved_repository_without_a_remote_keeps_one_copy_of_its_memory(repo: 
         assert store.count_project(project.load(moved).id) == store.node_count()
         assert store.counts_by_kind()["git_commit"] == 2
         assert store.counts_by_kind()["shell_command"] == 2
+    # The hook log names the old folder, which is gone: the moved repository's, read back by a rebuild.
     rebuilt = run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed")
-    # The hook log names the old folder: the rebuild cannot read those commands back, and says so.
+    assert "the rebuild read back" not in rebuilt.output, rebuilt.output
+    # Log lines that are gone cannot be read back: the rebuild says how many commands it dropped.
+    shell_log_path().write_bytes(b"")
+    rebuilt = run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed")
     assert "the rebuild read back 0 of the 2 shell command(s)" in rebuilt.output, rebuilt.output
 
 

@@ -4,11 +4,15 @@ follow it. A repository with no remote is known by its path, so a move changes i
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
+
+import pytest
 
 from nexusmem import project
 
-from helpers import commit, query_json, run_cli
+from helpers import commit, git, query_json, run_cli
+from helpers.shell import typed_in_bash
 
 
 def test_a_moved_repository_keeps_its_verdicts_and_writes_nothing_twice(repo: Path, tmp_path: Path) -> None:
@@ -52,3 +56,39 @@ def test_a_moved_repository_keeps_its_verdicts_and_writes_nothing_twice(repo: Pa
     assert len(sections) == 1 and "twice" in sections[0], sections
     run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed")
     assert verdict() == (new_id, "verified")
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["no-remote", "with-a-remote"])
+def test_commands_run_before_a_move_and_not_synced_yet_are_the_moved_repositorys(
+    repo: Path, tmp_path: Path, remote: bool
+) -> None:
+    """A command typed at a real bash with the prompt hook, then `mv` of the repository before any sync: the
+    hook log names the old folder, and the sync after the move passed the line by ("shell unchanged"), its
+    command lost. A folder this memory was synced at that is gone now is the repository's, moved: its commands
+    are read as this one's (a rebuild reads them back too). A copy's old folder is still there: not taken."""
+    if remote:
+        git(repo, "remote", "add", "origin", "https://example.com/team/tool.git")
+    commit(repo, "first", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    typed_in_bash(repo, "echo ran-before-move-kappa; false")
+    assert "ran-before-move-kappa" in (Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl").read_text()
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)  # its folder stays: the copy does not take its commands
+    run_cli("-C", str(copy), "sync", "--no-embed")
+    assert not query_json(copy, "ran-before-move-kappa")["items"]
+
+    moved = tmp_path / "elsewhere" / "m2"
+    moved.parent.mkdir()
+    os.rename(repo, moved)
+    run_cli("-C", str(moved), "sync", "--no-embed")
+    found = [
+        it for it in query_json(moved, "ran-before-move-kappa")["items"] if it["kind"] == "shell_command"
+    ]
+    assert [it["title"] for it in found] == ["echo ran-before-move-kappa; false (exit 1)"], found
+    rebuilt = run_cli("-C", str(moved), "sync", "--rebuild", "--no-embed").output
+    assert "the rebuild read back" not in rebuilt, rebuilt
+    assert len(query_json(moved, "ran-before-move-kappa")["items"]) == 1
+    run_cli(
+        "-C", str(copy), "sync", "--rebuild", "--no-embed"
+    )  # the old folder is gone: still not the copy's
+    assert not query_json(copy, "ran-before-move-kappa")["items"]

@@ -185,7 +185,7 @@ class AtuinSource:
         if reader is None:
             result.notes.append(f"{path} not read: this sync gave the atuin source no database reader")
             return
-        attributor = Attributor.for_repo(ctx.root)
+        attributor = Attributor.for_repo(ctx.root, ctx.known.get("former_roots", ()))
         memo = Memo()
         now_ns = time.time_ns()
         newest, running = since - 1, None

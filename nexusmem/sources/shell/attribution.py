@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from nexusmem import gitcmd
@@ -48,7 +49,7 @@ class Attributor:
     root that resolves to /private/tmp/x (macOS) and the other way round.
     """
 
-    def __init__(self, roots: list[Path], home: Path | None = None) -> None:
+    def __init__(self, roots: list[Path], home: Path | None = None, former: Sequence[Path] = ()) -> None:
         forms: dict[str, Path] = {}
         self._resolved: list[Path] = []
         # The work tree whose memory the commands go to (label): the first root unless HOME is given (precheck
@@ -62,6 +63,10 @@ class Attributor:
                 forms.setdefault(_norm(form), Path(os.path.realpath(root)))
                 if form not in self._written:
                     self._written.append(form)
+        # A folder the repository was moved from (FORMER, gone now): a command run there before the move
+        # ran in the first root (the folders under it are the same).
+        for gone in former:
+            forms.setdefault(_norm(str(gone)), self._resolved[0])
         # Longest first: a worktree nested inside the main checkout wins for cwds inside it.
         self._roots = sorted(forms.items(), key=lambda kv: len(kv[0]), reverse=True)
         self._cache: dict[str, tuple[Path, str] | None] = {}
@@ -76,8 +81,9 @@ class Attributor:
         return list(self._written)
 
     @classmethod
-    def for_repo(cls, root: Path) -> Attributor:
-        """The repository root plus every worktree `git worktree list` knows (one git process)."""
+    def for_repo(cls, root: Path, former: Sequence[Path] = ()) -> Attributor:
+        """The repository root plus every worktree `git worktree list` knows (one git process), and the
+        folders it was moved from (FORMER: ScanContext.known["former_roots"])."""
         roots = [root]
         try:
             out = gitcmd.run(["worktree", "list", "--porcelain"], root)
@@ -86,7 +92,7 @@ class Attributor:
         for line in out.split(b"\n"):
             if line.startswith(b"worktree "):
                 roots.append(Path(os.fsdecode(line[len(b"worktree ") :])))
-        return cls(roots)
+        return cls(roots, former=former)
 
     def label(self, root: Path, rel: str) -> str:
         """How a command run in REL of the work tree ROOT (a match) is kept: REL in the repository's own work

@@ -148,7 +148,7 @@ class ShellSource:
         memo: Memo,
         seen_shells: set[str],
     ) -> Generator[Node, None, int]:
-        attributor = Attributor.for_repo(ctx.root)
+        attributor = Attributor.for_repo(ctx.root, ctx.known.get("former_roots", ()))
         facts: dict[tuple[str, str, int | None], Facts | None] = {}
         project = ctx.project_id
         done = offset
