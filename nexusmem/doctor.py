@@ -828,12 +828,13 @@ def check_session_model(root: Path | None) -> list[Check]:
 def check_registry(root: Path | None) -> list[Check]:
     checks = []
     path = paths.registry_path()
-    if path.exists():
-        try:
-            json.loads(path.read_text(encoding="utf-8"))["projects"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            fix = f"mv {path} {path}.bad  (every project registers again on its next sync)"
-            return [Check("registry", False, f"{path} is corrupt ({exc})", fix)]
+    wrong = registry.problems()
+    if wrong:
+        fix = (
+            f"nexusmem sync (keeps the entries that can be read; {path} is kept aside as"
+            " projects.json.corrupt-<time>, and every project registers again on its next sync)"
+        )
+        checks.append(Check("registry", False, f"{path} is corrupt: {'; '.join(wrong[:3])}", fix))
     entries = registry.load()
     known = set()
     for entry in entries:

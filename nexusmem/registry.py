@@ -21,39 +21,78 @@ def _warn(message: str) -> None:
     print(f"nexusmem: warning: {message}", file=sys.stderr)
 
 
-def load() -> list[dict[str, Any]]:
-    """Registered projects; a corrupt file reads as empty (with a warning) and is kept aside, not lost."""
-    path = paths.registry_path()
+def _read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The entries of the registry at PATH that can be used, and what is wrong with the rest, in plain words:
+    one problem for a file that cannot be read at all (its entries then read as none), one per entry left
+    out (named by its place and whatever it holds). No problem: the file was read whole."""
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        _warn(f"{path}: cannot read ({exc}); treating the project registry as empty")
-        return []
+        return [], []
+    except UnicodeDecodeError:
+        return [], ["it is not UTF-8 text"]
+    except OSError as exc:
+        return [], [f"it cannot be read ({exc.strerror or exc})"]
     try:
         data = json.loads(raw)
-        projects = data["projects"]
-        if not isinstance(projects, list) or not all(isinstance(p, dict) and "root" in p for p in projects):
-            raise ValueError("'projects' must be a list of objects with a 'root'")
-        return projects
-    except (ValueError, KeyError, TypeError) as exc:
-        _warn(f"{path}: corrupt ({exc}); treating the project registry as empty")
-        return []
+    except json.JSONDecodeError as exc:
+        return [], [f"it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"]
     except RecursionError:
-        _warn(f"{path}: corrupt (JSON nested too deeply); treating the project registry as empty")
-        return []
+        return [], ["its JSON is nested too deeply"]
+    projects = data.get("projects") if isinstance(data, dict) else None
+    if not isinstance(projects, list):
+        return [], ['it holds no list of projects (`{"projects": [...]}`)']
+    good: list[dict[str, Any]] = []
+    bad: list[str] = []
+    for n, entry in enumerate(projects, 1):
+        if isinstance(entry, dict) and isinstance(entry.get("root"), str) and entry["root"]:
+            good.append(entry)
+        else:
+            named = {k: entry[k] for k in ("name", "db") if k in entry} if isinstance(entry, dict) else entry
+            shown = json.dumps(named, ensure_ascii=False)
+            shown = shown if len(shown) <= 300 else shown[:297] + "..."
+            bad.append(f'entry {n} of its projects names no folder as its "root" ({shown}): left out')
+    return good, bad
+
+
+_said: set[str] = set()  # the problems this process warned of
+_SAID_MAX = 3
+
+
+def load() -> list[dict[str, Any]]:
+    """Registered projects: a corrupt file reads as empty, and an entry that names no folder is left out, each
+    with a warning (once a process); the file is kept aside, not lost, before anything writes it again."""
+    path = paths.registry_path()
+    projects, problems = _read(path)
+    if len(problems) > _SAID_MAX:  # a file of a thousand bad entries: three lines and a count
+        problems = [*problems[:_SAID_MAX], f"{len(problems) - _SAID_MAX} more entries like these left out"]
+    for problem in problems:
+        if problem not in _said:
+            _said.add(problem)
+            whole = "the other entries are used" if projects else "treating the project registry as empty"
+            _warn(f"{path}: corrupt: {problem}; {whole}, and the file is kept aside when it is next written")
+    return projects
+
+
+def problems() -> list[str]:
+    """What is wrong with projects.json (`doctor`), in plain words; [] when it is whole or absent. Said by the
+    caller: load() does not warn of them again."""
+    found = _read(paths.registry_path())[1]
+    _said.update(found)
+    return found
 
 
 def _save(projects: list[dict[str, Any]]) -> None:
     path = paths.registry_path()
     paths.ensure_user_dir()
-    if path.exists():
-        try:
-            json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, OSError, RecursionError):  # UnicodeDecodeError is a ValueError
-            # Keep the unreadable file for the user rather than overwrite it.
-            path.replace(path.with_name(f"projects.json.corrupt-{int(time.time())}"))
+    if path.exists() and _read(path)[1]:
+        # Not read whole (unreadable, or an entry left out): kept for the user rather than overwritten.
+        aside = path.with_name(f"projects.json.corrupt-{int(time.time())}")
+        if aside.exists():  # one set aside this second already
+            aside = aside.with_name(f"{aside.name}-{os.getpid()}")
+        path.replace(aside)
+        with contextlib.suppress(OSError):
+            os.chmod(aside, 0o600)
     # A name of this process's own (not tempfile: its imports cost ~10 ms of every sync), 0600, never
     # through a link; callers hold the registry lock.
     tmp = path.with_name(f".projects.{os.getpid()}.tmp")

@@ -243,10 +243,54 @@ def test_deeply_nested_projects_json_reads_as_empty_with_a_warning(repo: Path) -
     for args in (("projects",), ("query", "--all-projects", "marker"), ("sync", "--no-embed")):
         proc = cli(repo, *args)
         assert proc.returncode == 0, (args, proc.stderr)
-        assert "corrupt (JSON nested too deeply)" in proc.stderr
+        assert "corrupt: its JSON is nested too deeply" in proc.stderr
     # sync kept the unreadable file aside and wrote a fresh registry.
     assert list(registry.parent.glob("projects.json.corrupt-*"))
     assert json.loads(registry.read_text(encoding="utf-8"))["projects"][0]["root"] == str(repo)
+
+
+def test_one_bad_projects_json_entry_is_left_out_and_the_others_kept(tmp_path: Path) -> None:
+    """Three repositories registered, one entry's "root" taken out: every command warned that projects.json
+    was corrupt, treated the whole registry as empty, and the next sync wrote it back with only its own
+    project (`uninstall --all-projects` then missed the others' hooks), keeping no copy. The entry is left
+    out with one line naming it, the others stay, and the file is kept aside (0600) before it is rewritten."""
+    repos = [init_repo(tmp_path / name) for name in ("r1", "r2", "r3")]
+    for repo in repos:
+        commit(repo, f"feat: {repo.name} marker", {"a.txt": "a\n"})
+        assert cli(repo, "sync", "--no-embed").returncode == 0
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    data = json.loads(registry.read_text(encoding="utf-8"))
+    assert [p["root"] for p in data["projects"]] == [str(r) for r in repos]
+    del data["projects"][1]["root"]
+    registry.write_text(json.dumps(data), encoding="utf-8")
+    listed = cli(repos[0], "projects")
+    assert str(repos[0]) in listed.stdout and str(repos[2]) in listed.stdout, listed.stdout
+    warned = [line for line in listed.stderr.splitlines() if "projects.json" in line]
+    assert len(warned) == 1 and 'entry 2 of its projects names no folder as its "root"' in warned[0], warned
+    assert str(repos[1] / ".nexusmem") in warned[0]  # named by what it still holds
+    assert cli(repos[0], "sync", "--no-embed").returncode == 0
+    kept = json.loads(registry.read_text(encoding="utf-8"))["projects"]
+    assert [p["root"] for p in kept] == [str(repos[0]), str(repos[2])]
+    assert all(p["own_dir"] is True for p in kept)
+    (aside,) = registry.parent.glob("projects.json.corrupt-*")
+    assert json.loads(aside.read_text(encoding="utf-8")) == data
+    assert aside.stat().st_mode & 0o777 == 0o600
+    assert "projects.json" not in cli(repos[0], "projects").stderr
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '{"projects": "x"}', '{"projects": [1, null]}'])
+def test_a_projects_json_of_the_wrong_shape_is_said_in_plain_words(repo: Path, text: str) -> None:
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    registry.write_text(text, encoding="utf-8")
+    proc = cli(repo, "projects")
+    assert "projects.json: corrupt: " in proc.stderr, proc.stderr
+    for python in ("indices must be", "not subscriptable", "object has no attribute", "'projects' must be"):
+        assert python not in proc.stderr
+    commit(repo, "feat: one", {"a.txt": "a\n"})
+    assert cli(repo, "sync", "--no-embed").returncode == 0
+    (aside,) = registry.parent.glob("projects.json.corrupt-*")
+    assert aside.read_text(encoding="utf-8") == text
 
 
 def test_a_commit_whose_blob_is_missing_is_kept_without_its_patch(repo: Path) -> None:
