@@ -539,3 +539,38 @@ def test_forget_team_that_cannot_run_leaves_local_memory_as_it_was(repo: Path, t
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "deleted 2 node(s): 1 code_diff, 1 git_commit" in proc.stdout, proc.stdout
     assert "127.0.0.1" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_command_run_in_a_deleted_folder_says_so_in_one_line(repo: Path, isolated_home: Path) -> None:
+    """`mkdir d; cd d; rmdir ../d; nexusmem status` ended in "internal error (FileNotFoundError …)", exit 3 and
+    a crash.log entry. It says the folder is gone (exit 1), as git does; `-C` with a full path still works, and
+    the commands the hooks run (precheck, `sync --auto`) say nothing and exit 0."""
+    synced(repo)
+
+    def in_a_deleted_folder(*args: str) -> subprocess.CompletedProcess[str]:
+        gone = repo.parent / "gone"
+        gone.mkdir()
+        return subprocess.run(
+            [
+                "bash",
+                "-c",
+                'cd "$1" && rmdir "$1" && shift && exec "$@"',
+                "-",
+                str(gone),
+                console_script(),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    line = one_line_error(in_a_deleted_folder("status"))
+    assert line.startswith("Error: the current folder no longer exists"), line
+    one_line_error(in_a_deleted_folder("query", "cache"))
+    for hooks in (("precheck",), ("precheck", "--strict"), ("sync", "--auto")):
+        proc = in_a_deleted_folder(*hooks)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", ""), (hooks, proc)
+    elsewhere = in_a_deleted_folder("-C", str(repo), "query", "cache", "marker")
+    assert elsewhere.returncode == 0 and "cache marker" in elsewhere.stdout, elsewhere
+    assert not (isolated_home / ".nexusmem" / "crash.log").exists()

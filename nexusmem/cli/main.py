@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.stdout.write(f"nexusmem {__version__}\n")
         return
+    if not _cwd_exists():
+        code = without_cwd(args)
+        if code is not None:
+            sys.exit(code)
     if os.environ.get("NEXUSMEM_HOME") and refuses_bad_home(args):
         from nexusmem.paths import user_dir_problem
 
@@ -96,6 +100,43 @@ def main(argv: list[str] | None = None) -> None:
 
 
 PLAIN_COMMANDS = ("precheck", "query", "sync")
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # the folder this process started in was deleted (or moved away) since
+        return False
+    return True
+
+
+def without_cwd(args: list[str]) -> int | None:
+    """The exit code of `nexusmem ARGS` run in a folder that no longer exists, None to go on: with an absolute
+    `-C PATH` (run there, as git does), for help and for `hook print`. The commands the hooks run (precheck, `sync --auto`)
+    have nothing to do and say nothing (exit 0); any other says so in one line (exit 1), as git's "Unable to
+    read current working directory", where it ended in an internal error."""
+    at = 0
+    where = None
+    while at < len(args) and args[at].startswith("-C"):  # `-C PATH` (or `-CPATH`) before the command
+        where = args[at + 1] if args[at] == "-C" and at + 1 < len(args) else args[at][2:]
+        at += 2 if args[at] == "-C" else 1
+    words = args[at:]
+    options = words[: words.index("--")] if "--" in words else words
+    if where and os.path.isabs(where):
+        try:
+            os.chdir(where)
+        except OSError:
+            return None  # the command names the folder and why it cannot be used
+        return None
+    if not words or {"--help", "-h", "--version", "-V"} & set(options) or words[:2] == ["hook", "print"]:
+        return None  # none of them reads the folder (`hook print` runs in a shell's rc file)
+    if words[0] == "precheck" or (words[0] == "sync" and "--auto" in options):
+        return 0
+    sys.stderr.write(
+        "Error: the current folder no longer exists (deleted, or moved away): cd into the repository, or name"
+        " it with -C PATH\n"
+    )
+    return 1
 
 
 def refuses_bad_home(args: list[str]) -> bool:
