@@ -164,7 +164,8 @@ def render(info: dict[str, Any]) -> str:
         width = max(len(str(s["name"])) for s in info["sources"])  # `changelog` is wider than the rest
         for s in info["sources"]:
             lines.append(
-                f"  {s['name']:<{width}} last sync {s['last_sync'] or 'never'}  {position(s['cursor'])}"
+                f"  {s['name']:<{width}} last sync {s['last_sync'] or 'never'}"
+                f"  {position(s['cursor'], read_before=bool(s['last_sync']))}"
                 f"  (+{s['added']} ~{s['updated']} -{s['removed']}, {s['skipped']} skipped)"
             )
     elif info.get("building"):
@@ -210,11 +211,13 @@ def render(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def position(cursor: str | None) -> str:
+def position(cursor: str | None, read_before: bool = False) -> str:
     """Where a source's next sync resumes, in words: the commit for git-backed sources, the byte for the
-    hooks' log; the cursor itself (an opaque JSON or fingerprint) is in `status --json`."""
+    hooks' log; the cursor itself (an opaque JSON or fingerprint) is in `status --json`. READ_BEFORE: a sync
+    has read the source already (an upgrade's migration cleared its cursor to derive something again)."""
     if not cursor:
-        return "not started"
+        # "not started" beside the 1,054 commits an older release stored read as if memory were empty.
+        return "read whole again at the next sync (after an upgrade)" if read_before else "not started"
     parts = cursor.split(":")
     if len(parts) == 3 and len(parts[2]) >= 7 and all(c in "0123456789abcdef" for c in parts[2]):
         return f"at commit {parts[2][:10]}"

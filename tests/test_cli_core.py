@@ -222,6 +222,22 @@ def test_status_lines_up_every_source_row(repo: Path) -> None:
     assert len({row.index(" last sync ") for row in rows}) == 1, rows
 
 
+def test_status_after_an_upgrade_does_not_call_a_read_source_not_started(repo: Path) -> None:
+    """An upgrade's migration clears the git cursor so that the next sync derives every commit's words
+    again: until then status said git was "not started", beside the commits an older release stored."""
+    make_history(repo)
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    import sqlite3
+
+    conn = sqlite3.connect(repo / ".nexusmem" / "memory.db")
+    conn.execute("UPDATE sources SET cursor = NULL WHERE name = 'git'")  # as migrations 7 and 10 do
+    conn.commit()
+    conn.close()
+    rows = run_cli("-C", str(repo), "status").output.splitlines()
+    git_row = next(row for row in rows if row.strip().startswith("git "))
+    assert "not started" not in git_row and "read whole again at the next sync" in git_row, git_row
+
+
 def test_status_share_and_projects(repo: Path, tmp_path: Path) -> None:
     make_history(repo)
     run_cli("-C", str(repo), "sync", "-q")
