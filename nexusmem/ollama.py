@@ -151,7 +151,7 @@ class OllamaClient:
         one line of printable characters: it is shown, and a server may echo what it was sent)."""
         from nexusmem.redact import said_line
 
-        detail = said_line(response.text[:2000], 160)
+        detail = said_line(response.text, 160, read=2000)
         return f"Ollama at {self.url} answered HTTP {response.status_code} for model {model!r}: {detail}"
 
     def chat_json(self, model: str, system: str, prompt: str, options: dict[str, Any]) -> Any:

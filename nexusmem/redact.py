@@ -19,10 +19,12 @@ if TYPE_CHECKING:
 __all__ = [
     "PLACEHOLDER_RE",
     "continues_token",
+    "cut_redacted",
     "path_text",
     "placeholder",
     "redact",
     "redact_counts",
+    "redact_cut",
     "redact_path",
     "redact_path_counts",
 ]
@@ -59,12 +61,33 @@ def redact_counts(text: str) -> tuple[str, dict[str, int]]:
     return out
 
 
-def said_line(text: str, limit: int) -> str:
+def cut_redacted(text: str, limit: int) -> str:
+    """Redacted TEXT's first LIMIT characters at most, never ending inside a placeholder: the cut one is left
+    out whole (a piece of "«redacted:github-token»" is not one, and could pass for text)."""
+    if len(text) <= limit:
+        return text
+    start = text.rfind("«", 0, limit)
+    found = PLACEHOLDER_RE.match(text, start) if start >= 0 else None
+    return text[:start] if found is not None and found.end() > limit else text[:limit]
+
+
+def redact_cut(text: str, limit: int) -> str:
+    """redact(TEXT) cut to at most LIMIT characters (cut_redacted), in that order: a secret cut first no longer
+    matches its pattern and is kept almost whole (`ghp_` and 35 of its 36 characters)."""
+    return cut_redacted(redact(text), limit)
+
+
+def said_line(text: str, limit: int, read: int = 4000) -> str:
     """What another program said (a model's reason, a server's error page, a tool's message), as it is
     stored or shown: one line of printable characters (a control character, a terminal escape's start among
-    them, becomes a space; runs of blanks one space), every secret replaced, at most LIMIT characters."""
+    them, becomes a space; runs of blanks one space), every secret replaced, at most LIMIT characters. Only
+    TEXT's first READ characters are read (a huge page costs no more); a word the cut there ends is left
+    out, since a secret cut short no longer matches its pattern (blanks can make READ characters fewer
+    than LIMIT)."""
+    if len(text) > read:
+        text = re.sub(r"\S+\Z", "", text[:read]) if not text[read].isspace() else text[:read]
     printable = "".join(ch if ch.isprintable() else " " for ch in text)
-    return redact(" ".join(printable.split()))[:limit]
+    return redact_cut(" ".join(printable.split()), limit)
 
 
 def continues_token(before: str, after: str) -> bool:

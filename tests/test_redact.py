@@ -421,3 +421,20 @@ def test_mask_keeps_the_line_break_of_a_cut_token() -> None:
 
     text = "x ghp_R8xk2LmQ9vTz4WpN7s\nHb3JcY6dFa1GeU5oKi y"
     assert mask(text) == "x " + "*" * 22 + "\n" + "*" * 18 + " y"
+
+
+def test_redacted_then_cut_never_keeps_a_token_or_half_a_placeholder() -> None:
+    """A text cut to a limit is redacted first (a token the cut ended no longer matches), and the cut leaves
+    out a placeholder it would split: a piece of one is not one."""
+    from nexusmem.redact import cut_redacted, redact_cut, said_line
+
+    token = "ghp_rkao4aLWMPJIs8wKmzhxvh1oMTdBWdRNEhjl"
+    text = "x" * 30 + " with " + token + " done"
+    assert redact(text[:50]) == text[:50]  # cut first, the token's start is kept as it was
+    assert redact_cut(text, 50) == "x" * 30 + " with "  # the placeholder the cut would split is left out
+    assert redact_cut(text, 100) == "x" * 30 + " with «redacted:github-token» done"
+    assert cut_redacted("ab «redacted:github-token» c", 26) == "ab «redacted:github-token»"
+    # A model's reason or a server's page is read to 4,000 characters: blanks collapse, and a token the
+    # reading cut ended would have reached the line shown.
+    assert token[:20] not in said_line(" " * 3950 + "key " + token, 300)
+    assert said_line("key " + token, 300) == "key «redacted:github-token»"

@@ -242,3 +242,58 @@ def test_no_corpus_secret_reaches_the_store(repo: Path, channel: str) -> None:
     ]
     assert not leaked, f"{channel}: {len(leaked)} secret(s) stored: {leaked[:5]}"
     assert b"\xc2\xabredacted:" in raw  # the placeholders, UTF-8 encoded, are what is stored instead
+
+
+# A token each source keeps to a length: its text is cut at a limit, and a token the cut ended (`ghp_` and
+# 35 of its 36 characters) no longer matches its pattern. Each case places the token across its limit.
+CUT_TOKEN = "ghp_rkao4aLWMPJIs8wKmzhxvh1oMTdBWdRNEhjl"
+
+
+def _github_comment(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A comment is kept to its first 4,000 characters (github.source.MAX_COMMENT_CHARS)."""
+    from helpers import fake_gh
+
+    git(repo, "remote", "add", "origin", "git@github.com:acme/widget.git")
+    data, bin_dir = tmp_path / "gh-data", tmp_path / "bin"
+    fake_gh.install(bin_dir, data)
+    for key, value in fake_gh.env_for(bin_dir, data).items():
+        monkeypatch.setenv(key, value)
+    mark = canary("gh", 0)
+    issue = fake_gh.issue(12, f"Clone fails {mark}", "It hangs.", "2026-11-02T10:00:00Z", comments=1)
+    fake_gh.record(data, "repos/acme/widget/issues", [issue])
+    text = "x" * (4000 - 39 - 12) + " clone with " + CUT_TOKEN + " done"  # the cut leaves 39 of its 40
+    fake_gh.record(
+        data, "repos/acme/widget/issues/12/comments", [fake_gh.comment("alice", text, "2026-11-01")]
+    )
+    return [mark]
+
+
+def _changelog_entry(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A changelog entry is kept to its first 4,000 characters (changelog.MAX_ENTRY_CHARS)."""
+    mark = canary("changelog", 0)
+    head = f"- Faster clones {mark} "
+    entry = head + "y" * (4000 - 39 - 12 - len(head)) + " clone with " + CUT_TOKEN + " done (#3)\n"
+    commit(repo, "docs: changelog for 0.2.0", {"CHANGELOG.md": f"# Changelog\n\n## 0.2.0\n\n{entry}"})
+    return [mark]
+
+
+CUT_CHANNELS: dict[str, Callable[[Path, Path, pytest.MonkeyPatch], list[str]]] = {
+    "github-comment": _github_comment,
+    "changelog-entry": _changelog_entry,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("channel", list(CUT_CHANNELS))
+def test_a_token_a_length_limit_cuts_is_redacted_whole(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, channel: str
+) -> None:
+    """Each source redacts a text before it cuts it to its limit, never after: cut first, the token's first
+    39 characters were stored (and shown, and missed by `forget`'s check)."""
+    commit(repo, "chore: start", {"a.txt": "a\n"})
+    marks = CUT_CHANNELS[channel](repo, tmp_path, monkeypatch)
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed", "--github")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for mark in marks:
+        assert mark.encode() in raw, f"{channel}: canary {mark} was not stored: the channel ingested nothing"
+    assert CUT_TOKEN[4:24].encode() not in raw, f"{channel}: a cut token was stored"

@@ -400,6 +400,22 @@ def test_secrets_in_threads_are_redacted(world: tuple[Path, Path, dict[str, str]
     assert token.encode() not in db
 
 
+def test_a_token_the_comment_limit_cuts_is_redacted_whole(world: tuple[Path, Path, dict[str, str]]) -> None:
+    """A comment is kept to its first 4,000 characters: it was cut before it was redacted, so a token the cut
+    ended (`ghp_` and 35 of its 36 characters) no longer matched its pattern and was stored, shown and
+    missed by `forget`'s check."""
+    repo, data, _ = world
+    token = "ghp_rkao4aLWMPJIs8wKmzhxvh1oMTdBWdRNEhjl"
+    fake_gh.record(data, "repos/acme/widget/issues/12/comments", [
+        fake_gh.comment("alice", "x" * 3950 + " clone with " + token + " done", "2026-10-20T10:00:00Z"),
+    ])  # fmt: skip
+    run_cli("-C", str(repo), "sync", "--no-embed", "--github")
+    body = str(_threads(repo)[12]["body"])
+    assert body.endswith("clone with «redacted:github-token» done"), body[-80:]
+    db = repo / ".nexusmem" / "memory.db"
+    assert not [p for p in db.parent.glob("memory.db*") if token[4:24].encode() in p.read_bytes()]
+
+
 def test_bad_items_are_skipped_and_counted(world: tuple[Path, Path, dict[str, str]]) -> None:
     repo, data, _ = world
     items = json.loads((data / "repos__acme__widget__issues.json").read_text())

@@ -143,7 +143,7 @@ def clean_reason(text: str) -> str:
     from the notes (or makes up) replaced by its placeholder (redact). `scrub` brings older rows to this."""
     from nexusmem.redact import said_line
 
-    return said_line(text[:4000], 300)
+    return said_line(text, 300)
 
 
 def _text(node: StoredNode) -> str:

@@ -32,6 +32,7 @@ is stored; `sources.atuin.enabled: false` turns it off.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import os
 import time
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, Node
+from nexusmem.redact import redact_cut
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.shell.agentcmd import AGENTS as OUR_AGENTS
@@ -71,6 +73,7 @@ def history_path(config: dict[str, Any]) -> Path:
     return Path(given).expanduser() if given else default_path()
 
 
+@functools.lru_cache(maxsize=256)  # a history holds a handful of authors, on thousands of rows
 def author_of(author: Any, author_kind: Any) -> tuple[str, str]:
     """(author, author_kind) in NexusMem's terms for an atuin row's `author` and `author_kind`."""
     name = author.strip() if isinstance(author, str) else ""
@@ -79,7 +82,7 @@ def author_of(author: Any, author_kind: Any) -> tuple[str, str]:
         return "me", "human"
     if name in OUR_AGENTS:
         return name, "agent"
-    return f"atuin:{name or 'agent'}"[:64], "agent"
+    return redact_cut(f"atuin:{name or 'agent'}", 64), "agent"  # redacted before the cut ends a secret
 
 
 def _int(value: Any) -> int | None:

@@ -35,7 +35,7 @@ from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError
 from nexusmem.identity import node_id
 from nexusmem.nodes import Node
-from nexusmem.redact import redact
+from nexusmem.redact import redact, redact_cut
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import (
@@ -115,7 +115,7 @@ def split_entries(text: str, path: str) -> list[Entry]:
             first = chunk[0].strip()
             numbers = list(dict.fromkeys(_NUMBER.findall(body)))
             shas = list(dict.fromkeys(m.group(1) or m.group(2) for m in _SHA.finditer(body)))
-            entries.append(Entry(path, version, body[:MAX_ENTRY_CHARS], first, numbers, shas))
+            entries.append(Entry(path, version, body, first, numbers, shas))
     return entries
 
 
@@ -398,7 +398,7 @@ class ChangelogSource:
             if adder and per_commit.get(adder, 0) <= BULK_ENTRIES:
                 commits.append(adder)
             commits = [c for c in dict.fromkeys(commits) if c in times]
-            body = redact(entry.text)
+            body = redact_cut(entry.text, MAX_ENTRY_CHARS)  # cut after: a secret cut short stays unredacted
             version = redact(entry.version)
             key_base = f"{entry.path}#{version}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
             occurrence = seen.get(key_base, 0)

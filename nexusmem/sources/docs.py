@@ -27,7 +27,7 @@ from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node, redacted_path
-from nexusmem.redact import path_text, redact, redact_path
+from nexusmem.redact import cut_redacted, path_text, redact, redact_path
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.conversation.aider import CHAT_FILE as AIDER_CHAT_FILE
@@ -779,7 +779,7 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
         seen[trail] = occurrence + 1
         body = redact(sec.text)
         if len(body) > max_body:
-            body = body[:max_body] + TRUNCATION_MARKER
+            body = cut_redacted(body, max_body) + TRUNCATION_MARKER
         shown = heading
         if len(sec.trail) >= 2 and is_generic_heading(sec.heading):
             shown = f"{redact(sec.trail[-2])} › {heading}"

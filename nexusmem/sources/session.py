@@ -38,7 +38,7 @@ from typing import Any
 
 from nexusmem import timefmt
 from nexusmem.nodes import Node
-from nexusmem.redact import redact
+from nexusmem.redact import redact, redact_cut
 from nexusmem.sources.base import (
     ConversationReader,
     ScanContext,
@@ -276,7 +276,7 @@ def parse_answer(content: Any) -> tuple[Any, str]:
         summary = "\n".join(s if s.lstrip().startswith("-") else f"- {s}" for s in summary)
     if not isinstance(summary, str) or len(summary.strip()) < 10:
         raise ModelBadAnswer('the model\'s answer has no "summary" text')
-    return data.get("title"), summary.strip()[:SUMMARY_CHARS]
+    return data.get("title"), summary.strip()  # cut to SUMMARY_CHARS once redacted (summary_node)
 
 
 class SessionModel:
@@ -429,7 +429,7 @@ def summary_node(project_id: str, p: Pending, model: str, title: Any, summary: s
         "title_from": "model" if checked else "question",
     }
     final_title = redact(checked or fallback_title(p.opening, p.info))
-    return _node(project_id, p.info, p.key, final_title, redact(summary), meta)
+    return _node(project_id, p.info, p.key, final_title, redact_cut(summary, SUMMARY_CHARS), meta)
 
 
 class SessionSource:

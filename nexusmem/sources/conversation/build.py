@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from nexusmem.nodes import Node
+from nexusmem.redact import cut_redacted
 from nexusmem.signals import conversation_signal
 from nexusmem.sources.conversation.model import Call, Exchange, Thread
 from nexusmem.sources.shell.agentcmd import canonical
@@ -60,7 +61,7 @@ def _split_long(text: str) -> list[str]:
     while len(text) > CHUNK_CHARS:
         cut = text.rfind("\n\n", 0, CHUNK_CHARS)
         if cut < CHUNK_CHARS // 3:
-            cut = CHUNK_CHARS
+            cut = len(cut_redacted(text, CHUNK_CHARS))  # a placeholder is kept whole, in the next piece
         out.append(text[:cut].strip())
         text = text[cut:].strip()
     if text:
@@ -89,7 +90,7 @@ def chunk_answer(answer: str) -> list[tuple[str, str]]:
 
 def _first_line(text: str, limit: int = TITLE_CHARS) -> str:
     line = text.strip().split("\n", 1)[0].strip()
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return line if len(line) <= limit else cut_redacted(line, limit - 1).rstrip() + "…"
 
 
 def _status(exit_code: int | None) -> str:
@@ -174,7 +175,7 @@ class Builder:
             if n == 0 and ran:
                 body += "\n\nCommands run:\n" + ran
             if len(body) > self.max_body:
-                body = body[: self.max_body - 30].rstrip() + "\n… [truncated]"
+                body = cut_redacted(body, self.max_body - 30).rstrip() + "\n… [truncated]"
             title = opener + (f" › {_first_line(heading, 60)}" if heading else "")
             if thread.sidechain:
                 named = thread.thread not in ("subagent", "sidechain")
@@ -202,7 +203,7 @@ class Builder:
                     "author": thread.agent,
                     "author_kind": "agent",
                     "cwd": rel_cwd,
-                    "question": question[:QUESTION_CHARS],
+                    "question": cut_redacted(question, QUESTION_CHARS),
                     "chunk": n,
                     "chunks": len(chunks),
                     "model": thread.model,

@@ -12,7 +12,7 @@ from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError
 from nexusmem.nodes import Node, redacted_path
 from nexusmem.paths import tracked_name
-from nexusmem.redact import redact
+from nexusmem.redact import cut_redacted, redact
 from nexusmem.signals import commit_signal, conventional_type
 from nexusmem.sources.base import ScanContext
 from nexusmem.sources.git.repo import _HEX
@@ -44,7 +44,8 @@ _SUMMARY_FILES = 20
 
 
 def truncate(text: str, limit: int, extra: int = 0) -> tuple[str, bool]:
-    """Cut TEXT to LIMIT characters (on a line boundary when one is near) and append a marker line.
+    """Cut redacted TEXT to LIMIT characters (on a line boundary when one is near, never inside a
+    placeholder) and append a marker line.
 
     EXTRA counts characters already dropped before TEXT reached us (a streamed patch's unread tail).
     """
@@ -55,8 +56,9 @@ def truncate(text: str, limit: int, extra: int = 0) -> tuple[str, bool]:
         cut = text.rfind("\n", 0, limit + 1)
         if cut < limit // 2:
             cut = limit
-    more = len(text) - cut + extra
-    return text[:cut].rstrip("\n") + f"\n[… truncated: {more} more characters]", True
+    kept = cut_redacted(text, cut)
+    more = len(text) - len(kept) + extra
+    return kept.rstrip("\n") + f"\n[… truncated: {more} more characters]", True
 
 
 def _text(raw: bytes) -> str:

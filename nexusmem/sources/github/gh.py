@@ -157,4 +157,6 @@ def api_items(
                 raise GhUnavailable("gh CLI is not authenticated (run `gh auth login`)")
             raise GhError(f"gh api call failed: {first}")
         if text.strip():
-            raise GhError(f"gh api {endpoint}: output is not JSON ({text.strip()[:60]!r})")
+            from nexusmem.redact import redact_cut
+
+            raise GhError(f"gh api {endpoint}: output is not JSON ({redact_cut(text.strip(), 60)!r})")

@@ -37,7 +37,7 @@ from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError
 from nexusmem.identity import node_id
 from nexusmem.nodes import Node, ts_ok
-from nexusmem.redact import redact
+from nexusmem.redact import cut_redacted, redact, redact_cut
 from nexusmem.signals import _clamp
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.cursor import decode_cursor
@@ -451,10 +451,11 @@ class GithubSource:
                 continue
             who = c.get("user", {}).get("login") if isinstance(c.get("user"), dict) else None
             when = str(c.get("created_at") or "")[:10]
-            parts.append(f"— {who or 'someone'} ({when}): {redact(text[:MAX_COMMENT_CHARS])}")
+            # Redacted, then cut: a token the cut ended would no longer match its pattern, and be kept.
+            parts.append(f"— {who or 'someone'} ({when}): {redact_cut(text, MAX_COMMENT_CHARS)}")
         body = "\n\n".join(parts)
         if len(body) > limit:
-            body = body[: limit - 1] + "…"
+            body = cut_redacted(body, limit - 1) + "…"
         shas = commits.commits(t.number)
         for pr in closing_prs:
             shas += commits.pulls.get(pr, [])
@@ -488,7 +489,7 @@ class GithubSource:
                 "closes": [int(x) for x in closes],
                 "closed_by_prs": [int(x) for x in closing_prs],
                 "commits": shas,
-                "description": description[:DESCRIPTION_CHARS],
+                "description": cut_redacted(description, DESCRIPTION_CHARS),
             },
         )
 

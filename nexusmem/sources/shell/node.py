@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from nexusmem.nodes import Node, redacted_path
-from nexusmem.redact import redact
+from nexusmem.redact import cut_redacted, redact
 from nexusmem.signals import shell_signal
 from nexusmem.sources.shell.attribution import _MEMO_LIMIT, command_files
 from nexusmem.sources.shell.tail import agent_call_key as agent_call_key
@@ -18,7 +18,7 @@ def _title(command: str, exit_code: int | None) -> str:
     stripped = command.strip()
     first = stripped.split("\n", 1)[0].rstrip()
     if len(first) > TITLE_CHARS:
-        first = first[: TITLE_CHARS - 1].rstrip() + "…"
+        first = cut_redacted(first, TITLE_CHARS - 1).rstrip() + "…"
     elif first != stripped:
         first += " …"
     return f"{first} (exit {'unknown' if exit_code is None else exit_code})"
