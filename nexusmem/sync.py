@@ -224,6 +224,20 @@ PROBLEMS_KEY = "skipped:"
 PROBLEMS_KEPT = 20
 
 
+def _redact_said(result: ScanResult) -> None:
+    """RESULT's problems, notes and state redacted: each can quote what the source read (a record's type, a
+    call's id, a file's name, what a tool printed), and each is stored or printed. Here, once for every
+    source, after its nodes were read (a source redacts what it puts in nodes itself)."""
+    if not (result.problems or result.notes or result.state):
+        return  # a sync with nothing to say loads no redaction engine
+    from nexusmem.redact import redact
+
+    result.problems = [redact(p) for p in result.problems]
+    result.notes = [redact(n) for n in result.notes]
+    if result.state:
+        result.state = redact(result.state)
+
+
 def record_problems(store: SyncStore, source: str, problems: list[str], *, reset: bool = False) -> None:
     """Add PROBLEMS to SOURCE's skipped-record history (newest PROBLEMS_KEPT kept; RESET starts afresh).
 
@@ -720,6 +734,7 @@ def sync(
                         name, result.keep, heirs_after=written_before, named=result.heirs
                     )
                 named_heirs.update(result.heirs)
+                _redact_said(result)
                 part.skipped = result.skipped
                 part.notes += result.notes
                 part.problems = list(result.problems)

@@ -1065,3 +1065,38 @@ def test_a_token_cut_by_a_line_break_or_between_text_blocks_is_redacted_whole(
     assert first.meta["question"] == "why does the gh login fail with «redacted:github-token» as my token"
     assert "That token, «redacted:github-token», expired." in first.body
     assert "The key id «redacted:aws-key» is revoked." in second.body
+
+
+def test_a_token_in_a_transcripts_ids_model_or_record_type_is_redacted(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A token in a Claude Code record's sessionId, message.model, a tool_use id, a sidechain's agentId or a
+    line's `type` was stored as it was (a title `[subagent ghp_…]`, a ref `claude-code:ghp_…#0`, meta, a
+    command's key, the cursor, `unknown record type 'ghp_…'`), printed by `sync` and listed by `status`. The
+    agent hook redacts the same fields: the transcript's copy of a call keeps the key the hook gives it."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    tokens = [f"ghp_{c * 4}R8x2Lq7Vn4Tz9Kp3Wm6Yb1Hc5Dj0Fs2G" for c in "ABCDEF"]
+    w = T.ClaudeWriter(tokens[0], repo, START)
+    w.user("why does the quokka importer hang")
+    w.bash(tokens[1], "pytest tests/test_quokka.py", "1 passed", prose="Let me run it.")
+    w.records[-2]["message"]["model"] = tokens[2]
+    w.user("ask a subagent about numbats", sidechain=True)
+    w.say("Numbats are fine.")
+    w.records[-2]["agentId"] = w.records[-1]["agentId"] = tokens[3]
+    w.records[-1]["isSidechain"] = True
+    w.records.append({"type": tokens[4], "data": 1})
+    w.records.append({"type": "x" * 20 + " " + tokens[5], "data": 1})  # its type is cut to 40 characters
+    w.write(isolated_home / ".claude" / "projects" / "x" / "s1.jsonl")
+    result = run_cli("-C", str(repo), "sync", "--no-embed", "--conversation")
+    status = run_cli("-C", str(repo), "status").stdout
+    blobs = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.is_file())
+    for token in tokens:
+        assert token[4:18].encode() not in blobs, token
+        assert token[4:18] not in result.output + result.stderr and token[4:18] not in status, token
+    assert "unknown record type '«redacted:github-token»'" in status
+    found = nodes(repo)
+    calls = [n for n in found if n.kind == "shell_command"]
+    assert [n.meta["call_id"] for n in calls] == ["«redacted:github-token»"]
+    subagent = [n for n in found if n.kind == "conversation_turn" and n.meta["sidechain"]]
+    assert [n.title for n in subagent] == ["[subagent «redacted:github-token»] ask a subagent about numbats"]
+    assert all(n.ref.startswith("claude-code:«redacted:github-token»#") for n in subagent)

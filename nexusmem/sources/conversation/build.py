@@ -1,11 +1,13 @@
 """Threads → nodes: `conversation_turn` per exchange (chunked at headings), `shell_command` per agent call.
 
 Everything read from a transcript is redacted (nexusmem.redact) before it is put in a node: the question,
-every answer chunk, every command. Node shapes are in docs/contracts.md (§ conversation turns).
+every answer chunk, every command, and every id or name that labels them (model.label: the session's, the
+subagent's, the model's, a record's, a call's). Node shapes are in docs/contracts.md (§ conversation turns).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -14,7 +16,7 @@ from pathlib import Path
 from nexusmem.nodes import Node
 from nexusmem.redact import cut_redacted
 from nexusmem.signals import conversation_signal
-from nexusmem.sources.conversation.model import Call, Exchange, Thread
+from nexusmem.sources.conversation.model import Call, Exchange, Thread, label
 from nexusmem.sources.shell.agentcmd import canonical
 from nexusmem.sources.shell.node import Memo, agent_call_key, body_head, command_node
 from nexusmem.text import one_line
@@ -127,6 +129,13 @@ class Builder:
         self.memo = Memo()
 
     def nodes(self, thread: Thread) -> Iterator[Node]:
+        # The labels in every key, ref, title and meta (the parser keeps them as read: they find its records).
+        thread = dataclasses.replace(
+            thread,
+            session_id=label(thread.session_id),
+            thread=label(thread.thread),
+            model=label(thread.model) if thread.model else None,
+        )
         for turn, exchange in enumerate(thread.exchanges, thread.first_turn):
             if thread.moves and exchange.cwd is not None and self.match(exchange.cwd) is None:
                 continue  # the session was in another project for this turn
@@ -160,7 +169,8 @@ class Builder:
         if len(calls) > MAX_CALLS_LISTED:
             ran += f"\n… and {len(calls) - MAX_CALLS_LISTED} more command(s)"
         chunks = chunk_answer(answer) if answer else [("", "")]
-        key = f"{thread.agent}:{thread.session_id}:{thread.thread}:{exchange.anchor or turn}"
+        anchor = label(exchange.anchor) if exchange.anchor else turn
+        key = f"{thread.agent}:{thread.session_id}:{thread.thread}:{anchor}"
         group = key if len(chunks) > 1 else None
         opener = _first_line(question) if question else f"({thread.agent} continues) {_first_line(answer)}"
         signal = conversation_signal(
@@ -219,7 +229,7 @@ class Builder:
         command, moved, _echoed, masked = canonical(call.command, start or "")
         # `cd sub && …` with no known start: where it ran is unknown.
         ran_in = start if not moved or (start is None and not os.path.isabs(moved)) else moved
-        seen = Call(call.call_id, command, call.ts, ran_in, None if masked else call.exit)
+        seen = Call(label(call.call_id), command, call.ts, ran_in, None if masked else call.exit)
         return seen, self.memo.redact(command)
 
     def _call_node(

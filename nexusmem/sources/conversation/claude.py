@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from nexusmem.redact import continues_token
+from nexusmem.redact import continues_token, redact_cut
 from nexusmem.sources.conversation.model import (
     Call,
     Exchange,
@@ -178,7 +178,7 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
                 continue
             if kind not in ("user", "assistant"):
                 if kind not in _OTHER_TYPES:
-                    report.skip(path, number, f"unknown record type {str(kind)[:40]!r}")
+                    report.skip(path, number, f"unknown record type {redact_cut(kind, 40)!r}")
                 continue
             uuid = record.get("uuid")
             if isinstance(uuid, str):
@@ -206,7 +206,7 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
                         session_id=session_id,
                         thread=thread_id,
                         sidechain=sidechain,
-                        first_turn=resume.turns.get(thread_id, 0) if resume else 0,
+                        first_turn=resume.turn_of(thread_id) if resume else 0,
                         # Each record names the session's cwd at that point, and it moves (the agent's shell
                         # cd'd into another repository, a directory added with /add-dir): every exchange is
                         # filed where its first record ran, turn by turn, as Codex's are.

@@ -18,6 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from nexusmem.redact import redact_cut
 from nexusmem.sources.conversation.model import (
     Call,
     Exchange,
@@ -26,6 +27,7 @@ from nexusmem.sources.conversation.model import (
     Thread,
     iso_ms,
     iter_json_objects,
+    label,
     loads,
     masked_status,
     resume_after,
@@ -139,7 +141,7 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
     thread.sidechain = facts.get("sidechain") is True
     thread.thread = str(facts.get("thread") or "main")
     thread.model = facts["model"] if isinstance(facts.get("model"), str) else None
-    thread.first_turn = resume.turns.get("main", 0) if resume else 0
+    thread.first_turn = resume.turn_of("main") if resume else 0
     current: Exchange | None = None
     pending: dict[str, Call] = {}
     cwd: str | None = facts["cwd"] if isinstance(facts.get("cwd"), str) else None
@@ -164,7 +166,7 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
                 report.skip(path, number, f"a record whose type is a JSON {type(kind).__name__}")
                 continue
             if kind not in _KNOWN_TYPES:
-                report.skip(path, number, f"unknown record type {kind[:40]!r}")
+                report.skip(path, number, f"unknown record type {redact_cut(kind, 40)!r}")
                 continue
             if not isinstance(payload, dict):
                 report.skip(path, number, f"{kind} record without a payload object")
@@ -228,7 +230,9 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
                 source = payload.get("arguments") if ptype == "function_call" else payload.get("action")
                 command, workdir = _command(name, source)
                 if command is None or not command.strip():
-                    report.skip(path, number, f"{name} call {call_id[:24]} without a readable command")
+                    report.skip(
+                        path, number, f"{name} call {redact_cut(call_id, 24)} without a readable command"
+                    )
                     continue
                 call = Call(call_id=call_id, command=command, ts=ts, cwd=workdir or cwd)
                 exchange(ts).calls.append(call)
@@ -251,10 +255,10 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
             threads = [thread] if thread.exchanges else []
         return threads, None
     facts = {
-        "session_id": thread.session_id,
+        "session_id": label(thread.session_id),
         "sidechain": thread.sidechain,
-        "thread": thread.thread,
-        "model": thread.model,
+        "thread": label(thread.thread),
+        "model": label(thread.model) if thread.model else None,
         "cwd": cwd,
         "first_cwd": thread.cwd,
         "messages": True,

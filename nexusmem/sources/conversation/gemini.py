@@ -21,6 +21,7 @@ from typing import Any
 
 from nexusmem import gitcmd
 from nexusmem.errors import NexusMemError
+from nexusmem.redact import redact_cut
 from nexusmem.sources.conversation.model import (
     Call,
     Exchange,
@@ -274,5 +275,5 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
             elif not isinstance(kind, str):
                 report.skip(f"{path} {where}", None, f"a message whose type is a JSON {type(kind).__name__}")
             elif kind not in ("info", "error", "warning"):
-                report.skip(f"{path} {where}", None, f"unknown message type {kind[:40]!r}")
+                report.skip(f"{path} {where}", None, f"unknown message type {redact_cut(kind, 40)!r}")
     return [thread] if thread.exchanges else []

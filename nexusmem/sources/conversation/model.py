@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from nexusmem.redact import redact
+
 # A Claude Code line holding a pasted log or a large tool result runs to a few hundred KB; 8 MB is far
 # beyond any real record and bounds what one bad line can cost (it is skipped, in 64 KB reads).
 MAX_LINE_BYTES = 8 << 20
@@ -24,6 +26,22 @@ _READ_CHUNK = 64 << 10
 
 # Where skipped records are remembered (the first few per file are enough to find the pattern).
 MAX_PROBLEMS_PER_FILE = 5
+
+_LABELS: dict[str, str] = {}
+_LABELS_MAX = 10_000
+
+
+def label(value: str) -> str:
+    """VALUE, an id or a name a transcript gives (a session's, a subagent's, a model's, a record's or a call's),
+    redacted as the text is: it becomes a node's key, ref, title or meta, and the cursor's, and a secret pasted
+    into one is replaced wherever it goes (the agent hook redacts the same fields; a placeholder is a key as
+    good as any, used the same way everywhere). Remembered: a file repeats a few of them on every record."""
+    found = _LABELS.get(value)
+    if found is None:
+        if len(_LABELS) >= _LABELS_MAX:
+            _LABELS.clear()
+        found = _LABELS[value] = redact(value)
+    return found
 
 
 @dataclass
@@ -149,7 +167,12 @@ class Resume:
     facts: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"offset": self.offset, "line": self.line, "turns": self.turns, "facts": self.facts}
+        turns = {label(thread): n for thread, n in self.turns.items()}  # a subagent's id (see turn_of)
+        return {"offset": self.offset, "line": self.line, "turns": turns, "facts": self.facts}
+
+    def turn_of(self, thread: str) -> int:
+        """The number of THREAD's next turn (the cursor keeps each thread by its label)."""
+        return self.turns.get(label(thread), self.turns.get(thread, 0))
 
     @classmethod
     def from_json(cls, data: Any) -> Resume | None:
