@@ -35,6 +35,7 @@ BACKFILL_CHANGE_WORDS = "backfill.changeWords"
 
 if TYPE_CHECKING:
     from nexusmem.embed.index import EmbedSummary
+    from nexusmem.hygiene.denylist import Matcher
     from nexusmem.link import LinkSummary
     from nexusmem.store.interface import SyncStore
     from nexusmem.store.nodes import Kept
@@ -222,6 +223,65 @@ def source_states(store: SyncStore) -> dict[str, str]:
 # A bounded history of where bad records were skipped, per source (meta key PROBLEMS_KEY + source name).
 PROBLEMS_KEY = "skipped:"
 PROBLEMS_KEPT = 20
+
+
+# Node kinds a rebuild may not be able to read again (Store.history_nodes), and the source that writes them.
+_HISTORY_OWNERS = {
+    "conversation_turn": "conversation",
+    "shell_command": "conversation",
+    "github_thread": "github",
+}
+
+
+def _history(store: SyncStore) -> dict[str, list[Node]]:
+    """Store.history_nodes as nodes to store again, by the source that wrote them."""
+    held = store.history_nodes()
+    files: dict[str, list[str]] = {}
+    for node_id, path in store.files_of_many([n.id for n in held]):
+        files.setdefault(node_id, []).append(path)
+    out: dict[str, list[Node]] = {}
+    for s in held:
+        node = Node(
+            project=s.project_id, kind=s.kind, source=s.source, natural_key=s.natural_key, ref=s.ref,
+            title=s.title, body=s.body, ts=s.ts, signal=s.signal, group=s.group,
+            files=tuple(files.get(s.id, ())), meta=s.meta, id=s.id, words=s.words,
+        )  # fmt: skip
+        out.setdefault(_HISTORY_OWNERS[s.kind], []).append(node)
+    return out
+
+
+def _keep_history(
+    store: SyncStore,
+    deny: Matcher | None,
+    owner: str,
+    held: list[Node],
+    covers: Callable[[dict[str, Any]], bool] | None,
+    log: Callable[[str], None] | None,
+    part: SourceSummary | None,
+) -> None:
+    """A rebuild's OWNER (None for PART: it did not run) wrote back what it read: store again the nodes of
+    HELD it neither wrote back nor COVERS (their transcript is gone, gh was logged out, the source is off),
+    as a sync keeps them, and say how many. A value forgotten since stays out (DENY)."""
+    present = store.get_many([n.id for n in held], light=True)
+    back = [n for n in held if n.id not in present and not (covers is not None and covers(n.meta))]
+    if not back:
+        return
+    counts = store.upsert(deny.filter(back) if deny else back)
+    kept = counts.added
+    if owner == "conversation":
+        what = f"kept {kept:,} node(s) of agent transcripts" + (
+            " no longer on disk (turns and the agent's commands): history a rebuild cannot read again"
+            if part is not None
+            else ": the source is off in this rebuild (`sync --rebuild --conversation` reads them again)"
+        )
+    else:
+        what = f"kept {kept:,} GitHub thread(s) this rebuild did not read again" + (
+            "" if part is not None else ": the source is off in this rebuild (`--github` reads them again)"
+        )
+    if log:
+        log(f"{owner}: {what}")
+    if part is not None:
+        part.notes.append(what)
 
 
 def _redact_said(result: ScanResult) -> None:
@@ -634,6 +694,7 @@ def sync(
         kept_links: list[tuple[str, str, str, int]] = []
         commands_before = 0
         rebuilt_after = 0
+        history: dict[str, list[Node]] = {}  # what a rebuild may not read again, by the source that wrote it
         # Node id → its heir's, as the sources paired them (a rebuild's read-back hands verdicts on too).
         named_heirs: dict[str, str] = {}
         if whole_rebuild:
@@ -647,6 +708,7 @@ def sync(
             rebuilt_after = store.write_seq()
             kept_links = store.all_links()
             commands_before = store.counts_by_kind().get("shell_command", 0)
+            history = _history(store)
             store.delete_all_nodes()
             store.reset_cursors()
         # Where the store's writes stood before any source ran: the diff source reads the patches of the
@@ -656,7 +718,11 @@ def sync(
         # What one source asked git that the next may ask again (the git and the diff source both list the
         # whole history to prune after a rewrite: a second each on git/git): kept for this sync only.
         git_walks: dict[tuple[str, ...], set[str] | None] = {}
-        for name, source in enabled_sources(project, only):
+        running = enabled_sources(project, only)
+        for owner in history.keys() - {name for name, _ in running}:
+            # Before any source runs (the session source reads the turns): none of these is read again.
+            _keep_history(store, deny, owner, history[owner], None, log, None)
+        for name, source in running:
             part = SourceSummary(name=name)
             t0 = time.perf_counter()
             reason = store.get_meta(BACKFILL_CHANGE_WORDS) if name == "git" else None
@@ -752,6 +818,8 @@ def sync(
                     store.delete_meta(BACKFILL_CHANGE_WORDS)
                 part.noop = not (counts.added or counts.updated or part.removed)
                 store.record_sync(name, result.cursor, part.added, part.updated, part.removed, part.skipped)
+                if name in history:
+                    _keep_history(store, deny, name, history[name], result.covers, log, part)
             part.seconds = time.perf_counter() - t0
             summary.sources.append(part)
             if timing:

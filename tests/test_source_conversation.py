@@ -1100,3 +1100,38 @@ def test_a_token_in_a_transcripts_ids_model_or_record_type_is_redacted(
     subagent = [n for n in found if n.kind == "conversation_turn" and n.meta["sidechain"]]
     assert [n.title for n in subagent] == ["[subagent «redacted:github-token»] ask a subagent about numbats"]
     assert all(n.ref.startswith("claude-code:«redacted:github-token»#") for n in subagent)
+
+
+def test_a_rebuild_keeps_the_turns_of_a_transcript_no_longer_on_disk(repo: Path, isolated_home: Path) -> None:
+    """Claude Code deletes transcripts after 30 days. `sync --rebuild` (whole, or with --conversation) then
+    deleted their turns for good, with their verdicts and the agent's commands, and said "conversation
+    unchanged"; a plain sync keeps them. A rebuild keeps what it cannot read again, and says so; a
+    transcript still on disk is read again as before."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    projects = isolated_home / ".claude" / "projects" / "p"
+    old = T.ClaudeWriter("5e55-old-session", repo, START)
+    old.user("why does the quokka importer hang")
+    old.bash("toolu_01QUOKKA", "pytest tests/test_quokka.py", "1 passed", prose="Let me run it.")
+    old.say("The quokka importer waits on a lock it holds.")
+    gone = old.write(projects / "old.jsonl")
+    new = T.ClaudeWriter("5e55-new-session", repo, START + timedelta(minutes=5))
+    new.user("and the numbat exporter?")
+    new.say("The numbat exporter is fine.")
+    new.write(projects / "new.jsonl")
+    sync_json(repo, "--conversation")
+    before = {n.natural_key: n.id for n in turns(repo)}
+    assert len(before) == 2 and "agent:claude-code:toolu_01QUOKKA" in agent_calls(repo)
+    quokka = next(n for n in turns(repo) if "quokka" in n.title)
+    run_cli("-C", str(repo), "review", quokka.id, "--verify")
+    gone.unlink()
+    said = {
+        "--conversation": "conversation: kept 2 node(s) of agent transcripts no longer on disk",
+        # The source off: nothing is read again, every turn and command is kept.
+        "": "conversation: kept 3 node(s) of agent transcripts: the source is off in this rebuild",
+    }
+    for flag, note in said.items():
+        out = run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed", *([flag] if flag else []))
+        assert note in out.output + out.stderr, (flag, out.output + out.stderr)
+        assert {n.natural_key: n.id for n in turns(repo)} == before, flag
+        assert "agent:claude-code:toolu_01QUOKKA" in agent_calls(repo), flag
+        assert next(n for n in turns(repo) if "quokka" in n.title).trust == "verified"

@@ -416,6 +416,19 @@ def test_a_token_the_comment_limit_cuts_is_redacted_whole(world: tuple[Path, Pat
     assert not [p for p in db.parent.glob("memory.db*") if token[4:24].encode() in p.read_bytes()]
 
 
+def test_a_rebuild_with_gh_logged_out_keeps_the_threads(world: tuple[Path, Path, dict[str, str]]) -> None:
+    """`sync --rebuild` with gh logged out (or the source off) deleted every thread, and the next sync read
+    back only the newest maxThreads of them: the rebuild keeps what it did not read again, and says so."""
+    repo, data, shas = world
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    before = {n: t["id"] for n, t in _threads(repo).items()}
+    (data / "logged-out").touch()
+    out = run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed")
+    assert "github: kept 130 GitHub thread(s) this rebuild did not read again" in out.output + out.stderr
+    assert {n: t["id"] for n, t in _threads(repo).items()} == before
+    assert (_threads(repo)[12]["id"], _commit_id(repo, shas["fix"])) in _links(repo)
+
+
 def test_bad_items_are_skipped_and_counted(world: tuple[Path, Path, dict[str, str]]) -> None:
     repo, data, _ = world
     items = json.loads((data / "repos__acme__widget__issues.json").read_text())

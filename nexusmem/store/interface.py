@@ -324,6 +324,14 @@ class SyncStore(Protocol):
 
     def delete_all_nodes(self) -> int: ...
 
+    def history_nodes(self) -> list[StoredNode]:
+        """The conversation turns, agent commands only a transcript recorded and GitHub threads."""
+        ...
+
+    def get_many(self, ids: Sequence[str], *, light: bool = False) -> dict[str, StoredNode]: ...
+
+    def files_of_many(self, ids: Sequence[str]) -> list[tuple[str, str]]: ...
+
     def bookkeeping(self) -> list[Kept]:
         """What a rebuild must put back of every node (created_at, trust, superseded_by), or hand to its heir
         when its id does not come back."""

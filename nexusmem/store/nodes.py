@@ -532,6 +532,16 @@ class NodesMixin:
             self.conn.execute(trigger[0])
         return len(seqs)
 
+    def history_nodes(self) -> list[StoredNode]:
+        """What a rebuild may not be able to read again: every conversation turn, every agent command only a
+        transcript recorded (meta `seen_in`), every GitHub thread (sync: a rebuild keeps those it does not
+        read again)."""
+        rows = self.conn.execute(
+            f"SELECT {_NODE_COLUMNS} FROM nodes WHERE kind IN ('conversation_turn', 'github_thread')"
+            " OR (kind = 'shell_command' AND json_extract(meta, '$.seen_in') = 'transcript') ORDER BY seq"
+        )
+        return [_row_to_node(row) for row in rows]
+
     def bookkeeping(self) -> list[Kept]:
         """What a rebuild must not forget of every node (Kept)."""
         return [Kept(*r) for r in self.conn.execute(f"SELECT {_KEPT_COLUMNS} FROM nodes")]

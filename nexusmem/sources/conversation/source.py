@@ -29,7 +29,7 @@ from nexusmem.nodes import Node
 from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult
 from nexusmem.sources.conversation import aider, claude, codex, gemini
 from nexusmem.sources.conversation.build import Builder, Match
-from nexusmem.sources.conversation.model import Report, Resume, Thread
+from nexusmem.sources.conversation.model import Report, Resume, Thread, label
 from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.shell.attribution import Attributor
 
@@ -133,6 +133,7 @@ class ConversationSource:
         directories = gemini.Directories(roots)
         state: dict[str, Any] = {}
         read = 0
+        met: set[tuple[str, str]] = set()  # (agent, session id) of every thread read
         for done, (agent, path, companion) in enumerate(files, 1):
             if done % 50 == 0:
                 ctx.progress("conversation", done, len(files))
@@ -173,6 +174,7 @@ class ConversationSource:
             else:
                 state[foreign] = {"ours": False}
             read += entry["ours"]
+            met.update((thread.agent, label(thread.session_id)) for thread in threads)
             for thread in threads:
                 if thread.moves or thread.cwd is None or attributor.match(thread.cwd) is not None:
                     yield from builder.nodes(thread)
@@ -185,6 +187,9 @@ class ConversationSource:
             )
         result.skipped += report.skipped
         result.problems.extend(report.problems[:MAX_PROBLEMS])
+        # A session read again stands as read; a rebuild keeps the turns (and commands) of the others, whose
+        # transcripts are gone (Claude Code deletes them after 30 days): history, as a sync keeps it.
+        result.covers = lambda meta: (meta.get("author"), meta.get("session_id", meta.get("session"))) in met
         # Persisted after every node was handed over: an interrupted sync reads the same files again.
         result.cursor = json.dumps(
             {"v": _CURSOR_VERSION, "key": secret.hex(), "files": state}, sort_keys=True
