@@ -279,10 +279,14 @@ def test_cursor_reads_only_what_changed(world: tuple[Path, Path, dict[str, str]]
     assert "since=2026-11-05T10:00:00Z" in calls[0] and "direction=asc" in calls[0]
     assert [c[3] for c in calls[1:]] == ["repos/acme/widget/issues/18/comments"]
     assert "Working on it" in str(_threads(repo)[18]["body"])
-    # Nothing new: the boundary thread is read again (since is inclusive) and stored as unchanged.
+    # Nothing new: the boundary thread is read again (since is inclusive) and stored as unchanged, at the
+    # cost README states: the listing, and the boundary thread's comments.
+    before = len(fake_gh.calls(data))
     out = json.loads(run_cli("-C", str(repo), "sync", "--no-embed", "--json").stdout)
     github = next(s for s in out["sources"] if s["name"] == "github")
     assert github["noop"] is True
+    calls = fake_gh.calls(data)[before:]
+    assert [c[3] for c in calls] == ["repos/acme/widget/issues", "repos/acme/widget/issues/18/comments"]
 
 
 def test_the_thread_cap_spreads_a_burst_over_syncs(world: tuple[Path, Path, dict[str, str]]) -> None:
