@@ -165,7 +165,7 @@ def render(info: dict[str, Any]) -> str:
         for s in info["sources"]:
             lines.append(
                 f"  {s['name']:<{width}} last sync {s['last_sync'] or 'never'}"
-                f"  {position(s['cursor'], read_before=bool(s['last_sync']))}"
+                f"  {position(s['cursor'], read_before=bool(s['last_sync']) and s['name'] in _CLEARED_BY_UPGRADES)}"
                 f"  (+{s['added']} ~{s['updated']} -{s['removed']}, {s['skipped']} skipped)"
             )
     elif info.get("building"):
@@ -209,6 +209,11 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"skipped bad records in {name}: {history.get('total', 0)} (newest {len(recent)} below)")
         lines += [f"  {entry.get('at', '?')}  {entry.get('where', '?')}" for entry in recent[::-1]]
     return "\n".join(lines)
+
+
+# The sources whose cursor a migration clears so that the next sync reads them whole again (store/migrations:
+# change words derived anew); any other source with no cursor after a sync had nothing to read.
+_CLEARED_BY_UPGRADES = ("git", "diff")
 
 
 def position(cursor: str | None, read_before: bool = False) -> str:

@@ -573,4 +573,32 @@ def test_a_command_run_in_a_deleted_folder_says_so_in_one_line(repo: Path, isola
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", ""), (hooks, proc)
     elsewhere = in_a_deleted_folder("-C", str(repo), "query", "cache", "marker")
     assert elsewhere.returncode == 0 and "cache marker" in elsewhere.stdout, elsewhere
+    # The MCP server takes every project by projectRoot: an agent started there still gets its tools.
+    gone = repo.parent / "gone"
+    gone.mkdir()
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+         "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search_memory",
+         "arguments": {"query": "cache", "projectRoot": str(repo)}}},
+    ]  # fmt: skip
+    mcp = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'cd "$1" && rmdir "$1" && shift && exec "$@"',
+            "-",
+            str(gone),
+            console_script(),
+            "mcp",
+        ],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    answers = {a.get("id"): a for a in map(json.loads, mcp.stdout.splitlines())}
+    assert "result" in answers.get(1, {}) and "cache" in json.dumps(answers.get(2)), (mcp.stdout, mcp.stderr)
     assert not (isolated_home / ".nexusmem" / "crash.log").exists()

@@ -227,6 +227,8 @@ def test_status_after_an_upgrade_does_not_call_a_read_source_not_started(repo: P
     again: until then status said git was "not started", beside the commits an older release stored."""
     make_history(repo)
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    fresh = run_cli("-C", str(repo), "status").output
+    assert "after an upgrade" not in fresh, fresh  # a source with nothing to read (atuin) is no upgrade's
     import sqlite3
 
     conn = sqlite3.connect(repo / ".nexusmem" / "memory.db")

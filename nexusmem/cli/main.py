@@ -132,6 +132,11 @@ def without_cwd(args: list[str]) -> int | None:
         return None  # none of them reads the folder (`hook print` runs in a shell's rc file)
     if words[0] == "precheck" or (words[0] == "sync" and "--auto" in options):
         return 0
+    if words[0] == "mcp":
+        # An agent started in a folder deleted since still gets its tools: each takes projectRoot, and one
+        # asked without it finds no repository at the filesystem's root (never the home's, which may be one).
+        os.chdir("/")
+        return None
     sys.stderr.write(
         "Error: the current folder no longer exists (deleted, or moved away): cd into the repository, or name"
         " it with -C PATH\n"
