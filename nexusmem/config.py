@@ -518,7 +518,8 @@ def validate(data: Any, path: Path) -> dict[str, Any]:
             " upgrade NexusMem)"
         )
     if type(version) is int and version < 1:  # no release wrote it: a hand edit
-        raise ConfigError(f"{path}: 'version' must be 1 to {CONFIG_VERSION} (got {version})")
+        wanted = "1" if CONFIG_VERSION == 1 else f"1 to {CONFIG_VERSION}"
+        raise ConfigError(f"{path}: 'version' must be {wanted} (got {version})")
     _check(path, "", data, DEFAULTS)
     merged = _merge(DEFAULTS, data)
     for source, key, formers in _FORMER_LISTS:

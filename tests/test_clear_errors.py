@@ -571,6 +571,10 @@ def test_a_command_run_in_a_deleted_folder_says_so_in_one_line(repo: Path, isola
     for hooks in (("precheck",), ("precheck", "--strict"), ("sync", "--auto")):
         proc = in_a_deleted_folder(*hooks)
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", ""), (hooks, proc)
+    for machine_wide in (("projects",), ("doctor",), ("hook", "status")):  # no repository needed
+        proc = in_a_deleted_folder(*machine_wide)
+        assert "no longer exists" not in proc.stderr and proc.returncode in (0, 1), (machine_wide, proc)
+    assert str(repo) in in_a_deleted_folder("projects").stdout
     elsewhere = in_a_deleted_folder("-C", str(repo), "query", "cache", "marker")
     assert elsewhere.returncode == 0 and "cache marker" in elsewhere.stdout, elsewhere
     # The MCP server takes every project by projectRoot: an agent started there still gets its tools.

@@ -297,3 +297,17 @@ def test_a_token_a_length_limit_cuts_is_redacted_whole(
     for mark in marks:
         assert mark.encode() in raw, f"{channel}: canary {mark} was not stored: the channel ingested nothing"
     assert CUT_TOKEN[4:24].encode() not in raw, f"{channel}: a cut token was stored"
+
+
+def test_a_changelog_title_never_shows_half_a_placeholder(repo: Path) -> None:
+    """A changelog entry's title is its first line cut to 120 characters, after redaction: a token where the
+    cut falls showed as "… «red…", half a placeholder that reads as text. The cut leaves the placeholder out."""
+    import sqlite3
+
+    first = "- Fix the flaky clone " + "e" * 90 + " " + CUT_TOKEN + " (#3)\n"
+    commit(repo, "docs: changelog", {"CHANGELOG.md": f"# Changelog\n\n## 1.0.0\n\n{first}"})
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    conn = sqlite3.connect(repo / ".nexusmem" / "memory.db")
+    titles = [t for (t,) in conn.execute("SELECT title FROM nodes WHERE title LIKE '%Fix the flaky clone%'")]
+    conn.close()
+    assert titles and all(t.count("«") == t.count("»") for t in titles), titles

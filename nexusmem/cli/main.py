@@ -132,9 +132,9 @@ def without_cwd(args: list[str]) -> int | None:
         return None  # none of them reads the folder (`hook print` runs in a shell's rc file)
     if words[0] == "precheck" or (words[0] == "sync" and "--auto" in options):
         return 0
-    if words[0] == "mcp":
-        # An agent started in a folder deleted since still gets its tools: each takes projectRoot, and one
-        # asked without it finds no repository at the filesystem's root (never the home's, which may be one).
+    if words[0] in ("mcp", "projects", "doctor") or words[:2] == ["hook", "status"]:
+        # What serves or checks the whole machine runs from the filesystem's root (never the home, which
+        # may be a repository): an agent started here still gets its tools (each takes projectRoot).
         os.chdir("/")
         return None
     sys.stderr.write(

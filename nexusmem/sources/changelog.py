@@ -35,7 +35,7 @@ from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError
 from nexusmem.identity import node_id
 from nexusmem.nodes import Node
-from nexusmem.redact import redact, redact_cut
+from nexusmem.redact import cut_redacted, redact, redact_cut
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import (
@@ -412,7 +412,7 @@ class ChangelogSource:
             # text keeps the link, whose number ties the entry to its commit.
             headline = inline_text(re.sub(r"^[-*+]\s+", "", body.split("\n", 1)[0]).strip())
             if len(headline) > 120:
-                headline = headline[:119] + "…"
+                headline = cut_redacted(headline, 119) + "…"  # never half a «redacted:…» placeholder
             # Dated by the commit that wrote it, else by the newest commit it names, else by the file.
             ts = times.get(adder or "", 0) or max((times.get(c, 0) for c in commits), default=0)
             ts = ts or times.get(newest, 0)
