@@ -813,7 +813,10 @@ class _StallingProxy:
     STALL_AFTER is set, a connection whose client has sent more than that many bytes stops moving and is
     kept open, as with a server paused (or a link gone dead) after the connection was made. STALL_CHUNK
     instead holds a connection's client data from its Nth chunk on (2: silent from the first statement after
-    login; trust over a Unix socket sends nothing between the startup message and it)."""
+    login; trust over a Unix socket sends nothing between the startup message and it). STALL_COMMIT_AFTER
+    holds a connection's COMMIT once it has sent those bytes (a statement's text): the server did the
+    statement and waits, idle in its transaction, for a COMMIT that never comes (a link that died mid-push).
+    Either way the server's end of the connection stays open, as through a link that carries TCP but no data."""
 
     def __init__(self, server_socket: str, where: Path) -> None:
         import socket
@@ -822,6 +825,8 @@ class _StallingProxy:
         self.server_socket = server_socket
         self.stall_after: int | None = None
         self.stall_chunk: int | None = None
+        self.stall_commit_after: bytes | None = None
+        self.commits_held = 0
         self.held: list[Any] = []
         self.listener = socket.socket(socket.AF_UNIX)
         self.listener.bind(str(where / Path(server_socket).name))
@@ -840,7 +845,11 @@ class _StallingProxy:
             upstream = socket.socket(socket.AF_UNIX)
             upstream.connect(self.server_socket)
             self.held += [client, upstream]
-            sent = [0, 0]  # bytes and chunks the client sent on this connection
+            sent = [
+                0,
+                0,
+                0,
+            ]  # bytes and chunks the client sent on this connection; 1: it sent STALL_COMMIT_AFTER
             threading.Thread(target=self._pump, args=(client, upstream, sent, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, sent, False), daemon=True).start()
 
@@ -855,6 +864,13 @@ class _StallingProxy:
             if from_client:
                 sent[0] += len(data)
                 sent[1] += 1
+                armed = self.stall_commit_after
+                if armed is not None and sent[2] and b"COMMIT" in data:
+                    self.commits_held += 1
+                    while self.stall_commit_after is not None:
+                        time.sleep(0.05)
+                if armed is not None and armed in data:
+                    sent[2] = 1
             while (self.stall_after is not None and sent[0] > self.stall_after) or (
                 from_client and self.stall_chunk is not None and sent[1] >= self.stall_chunk
             ):
@@ -867,6 +883,7 @@ class _StallingProxy:
     def close(self) -> None:
         self.stall_after = None
         self.stall_chunk = None
+        self.stall_commit_after = None
         self.listener.close()
         for sock in self.held:
             sock.close()
@@ -1017,6 +1034,73 @@ def test_team_status_init_and_push_give_up_on_a_server_that_stopped_answering(
     bob.run("team", "push")
     titles = {str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")}
     assert "Raise the upload timeout to 90 s" in titles, titles
+
+
+def test_a_push_cut_off_mid_transaction_holds_no_other_push(
+    tmp_path: Path, origin: Path, stalling: tuple[_StallingProxy, str], team_url: str
+) -> None:
+    """A link that died between a batch's INSERT and its COMMIT left the server's session "idle in
+    transaction", holding the rows it had written, for as long as the server kept the connection (~2 h
+    with TCP keepalives, forever through a link that still carries TCP): the member's retries waited on
+    those locks (a lock wait was work to the watchdog) for 12 minutes and more, and so did a teammate's
+    push of unrelated commits. Now the server ends such a session, and both pushes end in bounded time."""
+    proxy, url = stalling
+    (alice,) = joined_members(tmp_path, origin, url, "alice")
+    (bob,) = joined_members(tmp_path, origin, team_url, "bob")
+    alice.commit("Retry uploads with backoff", {"uploader.py": "RETRIES = 5\n"})
+    alice.run("sync", "--quiet")
+    bob.commit("Document the upload limits", {"LIMITS.md": "# Limits\n\nUploads stop at 2 GB.\n"})
+    bob.run("sync", "--quiet")
+    silence = {"NEXUSMEM_TEAM_SILENCE_SECONDS": "1"}
+    proxy.stall_commit_after = b"INSERT INTO nodes"  # alice's batch is written; its COMMIT never arrives
+    began = time.monotonic()
+    pushing = _push_script(alice, *(f"{k}={v}" for k, v in silence.items()))
+    try:
+        while not proxy.commits_held:
+            assert time.monotonic() - began < 30 and pushing.poll() is None, (
+                "alice's push never wrote a batch"
+            )
+            time.sleep(0.1)
+        # Bob pushes the same shared history (and a commit of his own) straight to the server.
+        began = time.monotonic()
+        done = nexusmem({**os.environ, **bob.env(), **silence}, "-C", str(bob.repo), "team", "push")
+        assert done.returncode == 0, done.stderr
+        assert time.monotonic() - began < 30, "bob's push waited on the locks of alice's cut-off session"
+        _, err = pushing.communicate(timeout=60)
+        assert pushing.returncode == 1 and "interrupted after 3 retries" in err, err
+    finally:
+        pushing.kill()
+        pushing.wait()
+    proxy.stall_commit_after = None
+    alice.run("team", "push")
+    titles = {str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")}
+    assert {"Retry uploads with backoff", "Document the upload limits"} <= titles, titles
+
+
+def test_a_push_behind_a_transaction_left_open_elsewhere_gives_up_and_says_so(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """A lock held by a session that is not NexusMem's (a psql left in a transaction, an older release),
+    which the server does not end, held a push forever: the watchdog took the lock wait for work."""
+    import psycopg
+
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    alice.run("team", "push")
+    alice.commit("Retry uploads with backoff", {"uploader.py": "RETRIES = 5\n"})
+    alice.run("sync", "--quiet")
+    with psycopg.connect(team_url) as elsewhere:  # not autocommit: the transaction stays open
+        elsewhere.execute("SELECT member FROM members FOR UPDATE").fetchall()  # who pushed when
+        began = time.monotonic()
+        env = {**os.environ, **alice.env(), "NEXUSMEM_TEAM_SILENCE_SECONDS": "1"}
+        done = nexusmem(env, "-C", str(alice.repo), "team", "push")
+        assert time.monotonic() - began < 45
+        elsewhere.rollback()
+    assert done.returncode == 1 and "interrupted after 3 retries" in done.stderr, done.stderr
+    assert "holds a lock nobody will release" in done.stderr, done.stderr
+    assert "sat idle in its transaction" in done.stderr, done.stderr
+    alice.run("team", "push")  # the lock gone, the push finishes
+    titles = {str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")}
+    assert "Retry uploads with backoff" in titles, titles
 
 
 def test_team_init_on_a_database_it_cannot_set_up_says_why(

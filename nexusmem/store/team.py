@@ -493,19 +493,66 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
     """An autocommit psycopg connection to URL within TIMEOUT seconds, or TeamUnavailable (with the reason
     the driver gave, which never holds a password). STATEMENT_MS bounds every statement of the session,
     waits on locks included (a read that must not hold a prompt or a CI job: a server that accepts the
-    connection but is busy behind a migration's lock answered after 20-40 s)."""
+    connection but is busy behind a migration's lock answered after 20-40 s). Every session is one the
+    server ends when it sits idle inside a transaction, and both ends probe a link that went quiet (see
+    idle_in_transaction_seconds)."""
     psycopg = driver()
-    extra = (
-        {}
-        if statement_ms is None
-        else {"options": _with_option(url, f"-c statement_timeout={int(statement_ms)}")}
-    )
+    option = session_options()
+    if statement_ms is not None:
+        option += f" -c statement_timeout={int(statement_ms)}"
     try:
         return psycopg.connect(
-            url, autocommit=True, connect_timeout=max(1, int(timeout)), application_name="nexusmem", **extra
+            url,
+            autocommit=True,
+            connect_timeout=max(1, int(timeout)),
+            application_name="nexusmem",
+            options=_with_option(url, option),
+            **_keepalives(url),
         )
     except psycopg.Error as exc:
         raise TeamUnavailable(f"team store unreachable: {driver_reason(exc)}") from None
+
+
+# A client cut off inside a transaction (a dead link, a paused machine, the watchdog below cutting its own
+# socket) left its server session "idle in transaction", holding the rows it had written: every push that
+# met them, this member's retry and other members' pushes alike, waited on their locks (a lock wait is
+# work to the watchdog) until the server's TCP keepalive gave up, ~2 h; through a link that still carries
+# TCP but no data, never. So the server ends any session of NexusMem's that sits idle inside a transaction
+# this many times the silence allowed to a statement (nothing NexusMem does pauses inside one), and the
+# watchdog takes a lock held by a session idle in its transaction longer than that (not one of ours, which
+# the server ends) for one nobody will release. TCP keepalives, both ways, notice a peer that is gone.
+IDLE_IN_TRANSACTION_FACTOR = 3
+KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT = 30, 10, 3
+
+
+def idle_in_transaction_seconds() -> float:
+    return IDLE_IN_TRANSACTION_FACTOR * silence_seconds()
+
+
+def session_options() -> str:
+    """The server settings (`-c` options) every team session is given: see IDLE_IN_TRANSACTION_FACTOR."""
+    return (
+        f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_seconds() * 1000)}"
+        f" -c tcp_keepalives_idle={KEEPALIVE_IDLE} -c tcp_keepalives_interval={KEEPALIVE_INTERVAL}"
+        f" -c tcp_keepalives_count={KEEPALIVE_COUNT}"
+    )
+
+
+def _keepalives(url: str) -> dict[str, str]:
+    """libpq's TCP keepalive parameters for URL's connection, those URL does not set itself."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    wanted = {
+        "keepalives": "1",
+        "keepalives_idle": str(KEEPALIVE_IDLE),
+        "keepalives_interval": str(KEEPALIVE_INTERVAL),
+        "keepalives_count": str(KEEPALIVE_COUNT),
+    }
+    try:
+        given = conninfo_to_dict(url)
+    except driver().Error:
+        return wanted  # psycopg.connect says what is wrong with the URL
+    return {k: v for k, v in wanted.items() if k not in given}
 
 
 def _with_option(url: str, option: str) -> str:
@@ -577,7 +624,9 @@ def _shut(conn: Any) -> None:
 # server is asked, on a connection of its own, what it is doing with it; a server that does not answer
 # that (paused, a dead link) within PROBE_SECONDS, or that has sat idle all that time (the statement
 # never reached it), has stopped answering: the session's socket is cut and the command says so. A server
-# busy with the statement (a build, a lock wait) is waited for. NEXUSMEM_TEAM_SILENCE_SECONDS changes it.
+# busy with the statement (a build, a lock a working session holds) is waited for, and so is a lock held
+# by a session idle in its transaction until the server would have ended one of ours (see
+# IDLE_IN_TRANSACTION_FACTOR). NEXUSMEM_TEAM_SILENCE_SECONDS changes it.
 SILENCE_SECONDS = 10.0
 PROBE_SECONDS = 5.0
 
@@ -638,15 +687,19 @@ class Watchdog:
                 with self._lock:
                     if self._stop.is_set():
                         return
-                    self.why = (
-                        f"the team store {self._label} stopped answering: {why}. Check that the server is"
-                        " up and reachable from here (VPN, firewall, a paused machine)"
-                    )
+                    self.why = why
                     _shut(self._conn)
                 return
 
+    def _stopped(self, why: str) -> str:
+        return (
+            f"the team store {self._label} stopped answering: {why}. Check that the server is up and"
+            " reachable from here (VPN, firewall, a paused machine)"
+        )
+
     def _silent(self, waited: float) -> str:
-        """Why the server is taken for silent after a statement waited WAITED s, or "" (it is working)."""
+        """What the command says when a statement that waited WAITED s is taken for one that will never
+        end (a server that stopped answering, a lock nobody will release), or "" (it is working)."""
         psycopg = driver()
         try:
             probe = psycopg.connect(
@@ -654,29 +707,53 @@ class Watchdog:
                 autocommit=True,
                 connect_timeout=max(1, int(CONNECT_TIMEOUT)),
                 application_name="nexusmem",
-                options=_with_option(self._url, f"-c statement_timeout={int(PROBE_SECONDS * 1000)}"),
+                options=_with_option(
+                    self._url, f"{session_options()} -c statement_timeout={int(PROBE_SECONDS * 1000)}"
+                ),
+                **_keepalives(self._url),
             )
         except psycopg.Error as exc:
             if getattr(exc, "sqlstate", None):
                 return ""  # the server answered (too many clients, say): it is alive
-            return f"a statement waited {waited:.0f} s and a new connection failed ({driver_reason(exc)})"
+            return self._stopped(
+                f"a statement waited {waited:.0f} s and a new connection failed ({driver_reason(exc)})"
+            )
         deadline = _Deadline(probe, PROBE_SECONDS)
         try:
+            # Its state, how long it has been in it, and what a lock wait of it waits on: the longest a
+            # session it waits behind has sat idle in its transaction (NULL when none has; the sessions it
+            # waits behind, theirs in turn: an earlier attempt this side cut off still waits in the queue
+            # on the server; a member's role sees the states of its own sessions only).
             row = probe.execute(
-                "SELECT state, extract(epoch FROM clock_timestamp() - state_change) FROM pg_stat_activity"
-                " WHERE pid = %s",
-                (self._pid,),
+                "WITH RECURSIVE ahead(pid) AS (SELECT unnest(pg_blocking_pids(%s))"
+                " UNION SELECT unnest(pg_blocking_pids(ahead.pid)) FROM ahead)"
+                " SELECT a.state, extract(epoch FROM clock_timestamp() - a.state_change),"
+                " (SELECT max(extract(epoch FROM clock_timestamp() - b.state_change)) FROM pg_stat_activity b"
+                "  WHERE b.pid IN (SELECT pid FROM ahead) AND b.state LIKE 'idle in transaction%%')"
+                " FROM pg_stat_activity a WHERE a.pid = %s",
+                (self._pid, self._pid),
             ).fetchone()
         except psycopg.Error:
-            return f"a statement waited {waited:.0f} s and the server did not answer a check within {PROBE_SECONDS:.0f} s"
+            return self._stopped(
+                f"a statement waited {waited:.0f} s and the server did not answer a check within {PROBE_SECONDS:.0f} s"
+            )
         finally:
             deadline.cancel()
             probe.close()
         if row is None:
-            return f"a statement waited {waited:.0f} s on a session the server no longer has"
-        state, idle = row
+            return self._stopped(f"a statement waited {waited:.0f} s on a session the server no longer has")
+        state, idle, stuck = row
         if state and str(state).startswith("idle") and idle is not None and float(idle) >= self._seconds:
-            return f"a statement waited {waited:.0f} s that never reached it (its session sat idle)"
+            return self._stopped(
+                f"a statement waited {waited:.0f} s that never reached it (its session sat idle)"
+            )
+        if stuck is not None and float(stuck) >= idle_in_transaction_seconds() + self._seconds:
+            return (
+                f"the team store {self._label} holds a lock nobody will release: a statement waited"
+                f" {waited:.0f} s on a session that has sat idle in its transaction for {float(stuck):.0f} s"
+                " (a client cut off mid-transaction, or a transaction left open). Its owner, or the"
+                " server's administrator (pg_terminate_backend), can end it"
+            )
         return ""
 
 
