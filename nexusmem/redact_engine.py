@@ -11,7 +11,7 @@ What is recognised (docs/hygiene.md has the list and the measured corpus figures
   without a prefix (Discord and Telegram bot tokens, Azure AD client secrets); one whose length is known is
   found whole when a line break cuts it (a wrapped paste: ``_WRAPPABLE``);
 - credentials in context: URL passwords, ``Authorization:`` and ``*-Key:``/``*-Token:`` headers, Azure
-  ``AccountKey=``, ``.netrc`` ``password`` lines, tool flags (``mysql -p``, ``curl -u``, ``keytool
+  ``AccountKey=``, ``.netrc`` ``password`` lines, ``.pgpass`` entries, tool flags (``mysql -p``, ``curl -u``, ``keytool
   -storepass`` ...);
 - the catch-all: a value assigned to a name like a secret (``NAME=value``, ``name: value``,
   ``"name": "value"``, ``--name value``). For the *strong* words (PASSWORD, PASSWD, SECRET, TOKEN, API_KEY,
@@ -1284,6 +1284,73 @@ def _decoded_secrets(text: str) -> Iterator[Span]:
                 yield (word.start(), word.end(), "encoded-secret")
 
 
+# A PostgreSQL password file's entry, `hostname:port:database:username:password` (libpq's ~/.pgpass; `\:`
+# escapes a colon, `*` matches anything): four fields and the password, which runs to the end of the line
+# (`VALUE` when the entry is quoted: to the quote that closes it). Only where `.pgpass` is named: on the
+# same line (`echo 'h:5432:db:u:VALUE' >> ~/.pgpass`), or in the here-document a line naming it opens
+# (`cat > ~/.pgpass <<EOF`). The port field must be a port (or `*`): a timestamp, an IPv6 address or a Go
+# module path beside the name is not an entry.
+_PGPASS_FIELD = r"(?:\\.|[^\s:'\"\\])+"
+_PGPASS_ENTRY = _Lazy(
+    rf"(?<![\w.:\\-])(?P<q>['\"]?){_PGPASS_FIELD}:(?:\*|\d{{1,5}}):{_PGPASS_FIELD}:{_PGPASS_FIELD}:"
+    r"(?P<v>(?:\\.|[^\s'\"\\])(?:\\.|[^\n'\"\\])*)"
+)
+_PGPASS_HEREDOC = _Lazy(r"(?<!<)<<(?!<)-?[ \t]*(?P<q>['\"]?)(?P<end>[A-Za-z_][\w-]*)(?P=q)")
+
+
+def _pgpass_password(text: str, m: re.Match[str], line_end: int) -> Span | None:
+    """The password of entry M: to the quote that closes the entry (a quoted one), else to the end of its
+    word, or of the line (LINE_END) in a here-document."""
+    start, end = m.start("v"), m.end("v")
+    quote = m.group("q")
+    if quote:
+        close = text.find(quote, start, line_end)
+        end = close if close >= 0 else end
+    elif line_end < 0:
+        space = next((i for i in range(start, end) if text[i] in " \t"), end)
+        end = space
+    value = text[start:end].rstrip()
+    if not value or PLACEHOLDER_RE.match(value) or _is_reference(value):
+        return None
+    return (start, start + len(value), "password")
+
+
+def _pgpass_lines(text: str) -> Iterator[Span]:
+    """The passwords of `.pgpass` entries (see _PGPASS_ENTRY): on a line naming `.pgpass`, and on the lines
+    of a here-document such a line opens (up to its delimiter, at most _PGPASS_HEREDOC_LINES; in a diff,
+    after a line's `+`, `-` or ` `)."""
+    at = text.find(".pgpass")
+    while at >= 0:
+        lo = text.rfind("\n", 0, at) + 1
+        hi = text.find("\n", at)
+        hi = len(text) if hi < 0 else hi
+        for m in _PGPASS_ENTRY.finditer(text, lo, hi):
+            span = _pgpass_password(text, m, hi if m.group("q") else -1)
+            if span is not None:
+                yield span
+        here = _PGPASS_HEREDOC.search(text, lo, hi)
+        line = hi + 1
+        for _ in range(_PGPASS_HEREDOC_LINES if here is not None else 0):
+            if line >= len(text):
+                break
+            stop = text.find("\n", line)
+            stop = len(text) if stop < 0 else stop
+            body = text[line:stop]
+            if body[:1] in ("+", "-", " "):
+                body = body[1:]
+            if here is not None and body.strip() == here.group("end"):
+                break
+            entry = _PGPASS_ENTRY.match(text, stop - len(body.lstrip()), stop)
+            span = None if entry is None else _pgpass_password(text, entry, stop)
+            if span is not None:
+                yield span
+            line = stop + 1
+        at = text.find(".pgpass", hi)
+
+
+_PGPASS_HEREDOC_LINES = 100
+
+
 def _xml_add_key(m: re.Match[str], text: str) -> Span | None:
     """`<add key="ApiKey" value="…"/>` (.NET appSettings): the value of a key named like a secret."""
     span = _value_span(text, m.start("v"), m.end("v"), _kind_for_name(m.group("k")))
@@ -1578,6 +1645,7 @@ PATTERNS: tuple[Rule, ...] = (
         finder=_decoded_secrets,
         literal="base64",
     ),
+    Rule("pgpass", ("password",), _PGPASS_ENTRY.source, _no_handler, finder=_pgpass_lines, literal=".pgpass"),
     # Self-identifying tokens (prefix + body).
     *_TOKEN_RULES,
     _rule(
