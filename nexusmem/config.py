@@ -265,14 +265,34 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
 
 
 def _has_password(url: str) -> bool:
-    """Whether a PostgreSQL URL carries a password (user:secret@host, or a password= parameter)."""
-    from urllib.parse import parse_qs, urlsplit
-
+    """Whether a PostgreSQL URL carries a secret (see without_secrets)."""
     try:
-        parts = urlsplit(url)
-        return parts.password is not None or "password" in parse_qs(parts.query)
+        return without_secrets(url)[1]
     except ValueError:
         return False
+
+
+# The libpq connection parameters whose value is a secret: the password, and the passphrase of the client
+# key (`sslpassword`). `passfile` and `sslkey` name files: kept.
+SECRET_URL_PARAMS = frozenset(["password", "sslpassword"])
+
+
+def without_secrets(url: str) -> tuple[str, bool]:
+    """(URL without its secrets: a password in user:secret@host and any SECRET_URL_PARAMS parameter,
+    whether it held one). Every team store URL NexusMem writes or shows goes through here. ValueError for a
+    URL urlsplit cannot read."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    had = parts.password is not None
+    netloc = parts.netloc
+    if had:
+        userinfo, _, hostport = netloc.rpartition("@")
+        netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    kept = [(k, v) for k, v in query if k.strip().lower() not in SECRET_URL_PARAMS]
+    clean = urlunsplit((parts.scheme, netloc, parts.path, urlencode(kept, safe="/:"), parts.fragment))
+    return clean, had or len(kept) < len(query)
 
 
 # Settings that reach beyond this repository: a server off this machine that would be sent what the memory

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from nexusmem import config, gitcmd, paths, private, redact
 from nexusmem.errors import NexusMemError
@@ -71,7 +71,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def split_url(url: str) -> tuple[str, bool]:
-    """(URL without any password, whether one was there). Only postgresql:// URLs are accepted."""
+    """(URL without any secret, whether one was there: config.without_secrets). Only postgresql:// URLs are
+    accepted."""
     text = url.strip()
     try:
         parts = urlsplit(text)
@@ -82,17 +83,7 @@ def split_url(url: str) -> tuple[str, bool]:
             "the team store URL must look like postgresql://USER@HOST:PORT/DATABASE (credentials come from"
             " PGPASSWORD or ~/.pgpass)"
         )
-    had = parts.password is not None
-    netloc = parts.netloc
-    if had:
-        userinfo, _, hostport = netloc.rpartition("@")
-        netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(k == "password" for k, _ in query):
-        had = True
-        query = [(k, v) for k, v in query if k != "password"]
-    clean = urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="/:"), parts.fragment))
-    return clean, had
+    return config.without_secrets(text)
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,36 @@ def test_a_password_in_the_url_is_never_written(tmp_path: Path, origin: Path, te
     assert refused.exit_code == 1 and "'team.url' holds a password" in refused.output
 
 
+def test_a_client_keys_sslpassword_in_the_url_is_never_written_nor_shown(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`sslpassword=` (the passphrase of the client key) was written into config.json and printed by every
+    push, status line and auto-sync.log; only user:secret@ and `password=` were dropped."""
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    secret_url = f"{team_url}&sslpassword=MyKeyPass1&sslmode=disable"
+    result = alice.run("team", "init", "--url", secret_url)
+    assert "not written to the config" in result.stderr
+    assert "MyKeyPass1" not in result.output
+    config = (alice.repo / ".nexusmem" / "config.json").read_text(encoding="utf-8")
+    assert "MyKeyPass1" not in config and "sslmode=disable" in config, config
+    # Given in NEXUSMEM_TEAM_URL (never written), it connects, and nothing shows it (`sync --auto` prints
+    # what the post-commit hook appends to auto-sync.log).
+    env = {**os.environ, **alice.env(), "NEXUSMEM_TEAM_URL": secret_url}
+    alice.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
+    for args in (("sync", "--auto"), ("team", "push"), ("team", "status")):
+        done = nexusmem(env, "-C", str(alice.repo), *args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert "sslmode=disable" in done.stdout + done.stderr, (args, done.stdout, done.stderr)
+        assert "MyKeyPass1" not in done.stdout + done.stderr, (args, done.stdout, done.stderr)
+    # A config edited by hand to hold one is refused, naming the key.
+    data = json.loads(config)
+    data["team"]["url"] = secret_url
+    (alice.repo / ".nexusmem" / "config.json").write_text(json.dumps(data), encoding="utf-8")
+    refused = alice.run("team", "status", ok=False)
+    assert refused.exit_code == 1 and "'team.url' holds a password" in refused.output
+    assert "MyKeyPass1" not in refused.output
+
+
 def test_an_unreachable_team_store_leaves_local_results_and_one_note(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:

@@ -44,8 +44,9 @@ def init_cmd(ctx: click.Context, url: str) -> None:
     report = team.init(proj, url)
     if report.stripped_password:
         click.echo(
-            "nexusmem: note: the password in the URL was used to connect and not written to the config:"
-            " put it in PGPASSWORD or ~/.pgpass for the next commands",
+            "nexusmem: note: the secret in the URL (a password, a client key's sslpassword) was used to"
+            " connect and not written to the config: for the next commands put a password in PGPASSWORD"
+            " or ~/.pgpass, and give a URL that needs sslpassword in NEXUSMEM_TEAM_URL",
             err=True,
         )
     setup = f"schema {report.schema_version}" + (
