@@ -1254,6 +1254,33 @@ def test_a_team_store_in_a_schema_of_its_own_is_read_too(tmp_path: Path, origin:
     assert "team store not checked" not in checked.stderr, checked.stderr
 
 
+def test_the_search_path_advice_for_pgvector_in_another_schema_keeps_the_teams_schema_first(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """With the team's schema nm and pgvector in public, `team init` advised
+    `?options=-csearch_path%3Dpublic,<that schema>`: following it created every table in public."""
+    import re
+
+    from nexusmem.store.team import connect
+
+    conn = connect(team_url)
+    try:
+        conn.execute("CREATE EXTENSION vector")  # in public
+        conn.execute("CREATE SCHEMA nm")
+    finally:
+        conn.close()
+    member = make_member(tmp_path, "alice", origin)
+    member.run("sync", "--quiet")
+    refused = member.run("team", "init", "--url", f"{team_url}&options=-csearch_path%3Dnm", ok=False)
+    assert refused.exit_code == 1 and "pgvector is installed in schema public" in refused.output
+    advice = re.search(r"`\?(options=-csearch_path%3D[^`]+)`", refused.output)
+    assert advice is not None and advice.group(1) == "options=-csearch_path%3Dnm,public", refused.output
+    member.run("team", "init", "--url", f"{team_url}&{advice.group(1)}")  # as advised
+    assert _team_rows(
+        team_url, "SELECT to_regclass('nm.nodes') IS NOT NULL, to_regclass('public.nodes')"
+    ) == [(True, None)]
+
+
 def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

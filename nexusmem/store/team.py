@@ -827,10 +827,16 @@ def migrate(conn: Any) -> list[int]:
         first = str(exc).splitlines()[0]
         if "vector" not in first:
             raise
+        # The team's schema stays first: tables are created in the first schema of the path (advice that
+        # put the extension's first created them all there).
+        where = _vector_schema(conn)
+        path = ",".join(
+            [*(_schemas_on_path(conn) or ["<the team's schema>"]), where or "<pgvector's schema>"]
+        )
         raise StoreError(
-            f"cannot set up the team store: {first} (pgvector is installed in {_vector_schema(conn)}, which"
-            " is not on the connection's search_path: add it in the URL, e.g."
-            " `?options=-csearch_path%3Dpublic,<that schema>`)"
+            f"cannot set up the team store: {first} (pgvector is installed in"
+            f" {f'schema {where}' if where else 'another schema'}, which is not on the connection's"
+            f" search_path: add it after the team's schema in the URL, `?options=-csearch_path%3D{path}`)"
         ) from None
     except psycopg.errors.UndefinedFile as exc:
         raise StoreError(
@@ -841,15 +847,24 @@ def migrate(conn: Any) -> list[int]:
 
 
 def _vector_schema(conn: Any) -> str:
-    """Where the vector extension lives ("schema NAME"), or "another schema" when that cannot be read."""
+    """The schema the vector extension lives in, or "" when that cannot be read."""
     try:
         row = conn.execute(
             "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
             " WHERE e.extname = 'vector'"
         ).fetchone()
     except driver().Error:
-        return "another schema"
-    return f"schema {row[0]}" if row else "another schema"
+        return ""
+    return str(row[0]) if row else ""
+
+
+def _schemas_on_path(conn: Any) -> list[str]:
+    """The schemas of the connection's search_path that exist, in order ([] when that cannot be read)."""
+    try:
+        row = conn.execute("SELECT current_schemas(false)").fetchone()
+    except driver().Error:
+        return []
+    return [str(name) for name in row[0]] if row and row[0] else []
 
 
 @dataclass
