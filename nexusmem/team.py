@@ -599,6 +599,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                 report.notes.append(team[0].build_refused)
             if report.added >= ANALYZE_AFTER and not report.index_built:
                 _retrying(lambda t: t.refresh_statistics(), team, reopen, report)
+            _retrying(lambda t: t.note_push(), team, reopen, report)
     finally:
         team[0].close()
     report.seconds = time.monotonic() - started

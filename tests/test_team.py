@@ -1281,6 +1281,28 @@ def test_the_search_path_advice_for_pgvector_in_another_schema_keeps_the_teams_s
     ) == [(True, None)]
 
 
+def test_last_push_moves_with_every_push_even_one_that_sends_no_node(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`team status` "last push" moved only with a batch of nodes: a push with nothing new, or one that sent
+    a verdict only, left it at the last push that sent nodes."""
+
+    def last_push() -> int:
+        rows = _team_rows(team_url, "SELECT last_push FROM members WHERE member = 'alice@example.com'")
+        assert len(rows) == 1, rows
+        return int(str(rows[0][0]))
+
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    alice.run("team", "push")
+    first = last_push()
+    time.sleep(0.05)
+    assert alice.json("team", "push")["added"] == 0  # nothing new
+    second = last_push()
+    assert second > first
+    status = alice.json("team", "status")
+    assert [m["last_push"] for m in status["members"] if m["member"] == "alice@example.com"] == [second]
+
+
 def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1835,6 +1835,12 @@ class TeamStore:
             self._vector_oid = oid
         return [self._vector_oid if t == "vector" else t for t in _PUSH_TYPES]
 
+    def note_push(self) -> None:
+        """Record that this member pushed now, whatever the push sent (no node: a push with nothing new,
+        links, verdicts or a deny-list only): `team status`'s "last push" is when a push last reached the
+        team store."""
+        self._note_member(0, now_ms())
+
     def _note_member(self, pushed: int, stamp: int) -> None:
         self.conn.execute(
             "INSERT INTO members(member, project_id, last_push, pushed) VALUES (%s, %s, %s, %s)"
