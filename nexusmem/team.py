@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nexusmem import config, gitcmd, paths, private, redact
-from nexusmem.errors import NexusMemError
+from nexusmem.errors import NexusMemError, UsageError
 from nexusmem.project import Project
 from nexusmem.sources.shell.node import split_title
 from nexusmem.store import Store
@@ -219,7 +219,10 @@ def init(proj: Project, url: str) -> InitReport:
     password: a password given in the URL is used for this connection only and then dropped."""
     from nexusmem.store.team import Watchdog, connect, is_driver_error, migrate
 
-    label, had_password = split_url(url)
+    try:
+        label, had_password = split_url(url)
+    except TeamError as exc:  # a value on the command line that cannot be used
+        raise UsageError(f"--url: {exc}") from None
     same_hosts_as_libpq(url.strip())
     conn = connect(url.strip())
     watchdog = Watchdog(conn, url.strip(), label)

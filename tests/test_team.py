@@ -1303,6 +1303,26 @@ def test_last_push_moves_with_every_push_even_one_that_sends_no_node(
     assert [m["last_push"] for m in status["members"] if m["member"] == "alice@example.com"] == [second]
 
 
+def test_team_init_with_a_url_that_cannot_be_used_is_a_usage_error_and_a_refused_login_says_so(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`team init --url ''` and `--url mysql://…` exited 1 (a value that cannot be used is exit 2), and a
+    login the server refused was "team store unreachable: … password authentication failed"."""
+    member = make_member(tmp_path, "alice", origin)
+    member.run("sync", "--quiet")
+    for url in ("", "mysql://alice@db.internal/memories"):
+        done = member.run("team", "init", "--url", url, ok=False)
+        assert done.exit_code == 2, (url, done.exit_code, done.output)
+        assert "--url: the team store URL must look like postgresql://" in done.output, done.output
+    refused = member.run("team", "init", "--url", team_url.replace("postgres@", "ghost@"), ok=False)
+    assert refused.exit_code == 1, refused.output
+    assert 'the team store refused the login (role "ghost" does not exist)' in refused.output, refused.output
+    assert "unreachable" not in refused.output
+    assert not (member.repo / ".nexusmem" / "config.json").exists() or "ghost" not in (
+        member.repo / ".nexusmem" / "config.json"
+    ).read_text(encoding="utf-8")
+
+
 def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

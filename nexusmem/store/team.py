@@ -510,7 +510,23 @@ def connect(url: str, *, timeout: float = CONNECT_TIMEOUT, statement_ms: int | N
             **_keepalives(url),
         )
     except psycopg.Error as exc:
-        raise TeamUnavailable(f"team store unreachable: {driver_reason(exc)}") from None
+        raise TeamUnavailable(not_connected(exc)) from None
+
+
+# What a server that refused a login says (libpq gives no SQLSTATE for a failed connection: its text).
+_LOGIN_REFUSED = ("password", "authentication", "role ", "pg_hba.conf", "not permitted to log in")
+
+
+def not_connected(exc: BaseException) -> str:
+    """Why a connection was not made: the server refused the login (a wrong password, an unknown role) or
+    the connection (its answer, after libpq's FATAL), or it could not be reached at all."""
+    reason = driver_reason(exc)
+    _, fatal, said = reason.rpartition("FATAL:")
+    if not fatal:
+        return f"team store unreachable: {reason}"
+    said = said.strip()
+    what = "login" if any(word in said for word in _LOGIN_REFUSED) else "connection"
+    return f"the team store refused the {what} ({said})"
 
 
 # A client cut off inside a transaction (a dead link, a paused machine, the watchdog below cutting its own
