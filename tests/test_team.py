@@ -1580,3 +1580,35 @@ def test_a_path_beside_the_repository_or_home_is_not_taken_for_it(
     )
     assert scrub.text(f"x={root}") == "x=." and scrub.text(f"ls {home}") == "ls ~"
     assert scrub.text(f"file:///x{root}/a") == f"file:///x{root}/a"  # inside another path: not this one
+
+
+def test_a_full_push_from_a_checkout_behind_keeps_a_teammates_newer_doc_section(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """Bob's first push (a full resend, as after switching team.shareShell or a new URL) sent every doc
+    section as his checkout has it: alice's pushed edit to the Release section, which he has not pulled,
+    went back to its older text in the team store, and her next push did not send it again. A section dated
+    by an older commit than the team's is left as the team has it."""
+    import psycopg
+
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    bob = make_member(tmp_path, "bob", origin)  # cloned before alice's edit, never pulled
+    bob.run("sync", "--quiet")
+    (alice.repo / "README.md").write_text(
+        "# Demo\n\n## Release\n\nTag, sign with the kookaburra key and push.\n", encoding="utf-8"
+    )
+    later = {"GIT_AUTHOR_DATE": "2031-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2031-01-01T00:00:00Z"}
+    with alice.active():
+        git(alice.repo, "commit", "-qam", "Sign releases", env=later)
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    bob.run("team", "init", "--url", team_url)
+    bob.run("team", "push")
+    with psycopg.connect(team_url) as conn:
+        bodies = [
+            r[0]
+            for r in conn.execute(
+                "SELECT body FROM nodes WHERE kind = 'doc_section' AND ref LIKE 'README.md#Release%'"
+            )
+        ]
+    assert bodies and all("kookaburra" in b for b in bodies), bodies

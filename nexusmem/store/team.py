@@ -1817,6 +1817,9 @@ class TeamStore:
                     " updated_by = excluded.updated_by, updated_at = excluded.updated_at"
                     " WHERE n.project_id = excluded.project_id AND (n.content_hash <> excluded.content_hash"
                     " OR n.words <> excluded.words OR (n.emb IS NULL AND excluded.emb IS NOT NULL))"
+                    # A doc section dated by an older commit than the team's (a first push, or any full
+                    # resend, from a checkout that lacks a teammate's pushed edit) does not roll it back.
+                    " AND NOT (n.kind = 'doc_section' AND excluded.ts < n.ts)"
                     " RETURNING (xmax = 0)",
                     (self.project, self.member, self.member, stamp, stamp, *([gen] if gen_column else [])),
                 ).fetchall()
