@@ -363,6 +363,30 @@ def test_an_amend_reads_the_new_commit_only_and_drops_the_one_it_replaced(repo: 
     assert amended in keys and old not in keys and len(keys) == 13
 
 
+def test_back_at_commits_memory_holds_reads_none_of_them(repo: Path) -> None:
+    """A sync at an older checkout (`git checkout HEAD~N`, a tag, a bisect step), then back: HEAD moved
+    forward over commits memory held all along, and the sync read them all again with their patches (cargo:
+    6,698 commits, 124 s, the store twice its size). Only a commit new to memory is read."""
+    for i in range(12):
+        commit(repo, f"feat: step {i}", {f"f{i}.txt": f"{i}\n"})
+    proj, _ = project.init(repo)
+    cfg_path = proj.db_path.parent / "config.json"
+    written = json.loads(cfg_path.read_text(encoding="utf-8"))
+    written["sources"]["diff"]["initialCommits"] = 3
+    cfg_path.write_text(json.dumps(written), encoding="utf-8")
+
+    def added() -> dict[str, int]:
+        return {s.name: s.added for s in sync.sync(repo, embed=False).sources if s.name in ("git", "diff")}
+
+    assert added() == {"git": 12, "diff": 3}
+    git(repo, "checkout", "-q", "HEAD~8")
+    assert added() == {"git": 0, "diff": 0}
+    git(repo, "checkout", "-q", "main")
+    assert added() == {"git": 0, "diff": 0}  # was 8 and 8: every commit in between, patches and all
+    commit(repo, "feat: after", {"after.txt": "a\n"})
+    assert added() == {"git": 1, "diff": 1}
+
+
 def test_a_rewrite_lists_the_whole_history_once_for_both_sources(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
