@@ -611,7 +611,7 @@ def check_store(root: Path) -> list[Check]:
     if not db.exists():
         stashed = paths.stashed_memory(root)
         if stashed is not None:  # a sync refuses to build another in its place
-            pop = paths.stash_pop(stashed).replace("git", f"git -C {shlex.quote(str(root))}", 1)
+            pop = paths.stash_pop(stashed.entry).replace("git", f"git -C {shlex.quote(str(stashed.root))}", 1)
             return [Check("store", False, paths.stashed_text(root, stashed), pop)]
         return [Check("store", False, f"{root} has no memory yet", f"nexusmem -C {root} sync")]
     try:

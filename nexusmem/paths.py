@@ -306,30 +306,111 @@ def db_path(root: Path) -> Path:
     return state_dir(root) / DB_NAME
 
 
-def stashed_memory(root: Path) -> str | None:
-    """The stash entry (`stash@{1}`) whose untracked-and-ignored files hold ROOT's memory.db, the newest
-    such one, or None. `git stash --all` (`push -a`) takes .nexusmem/ with it, an ignored folder: a memory
-    built in its place (verdicts, the deny-list and all that was erased gone) then makes `git stash pop`
-    fail on every file that is back, the user's own stashed work with them. Asked only where memory.db is
-    missing (what sync, the auto-sync, status, query, doctor, precheck and MCP say or refuse): one git
-    process when the repository has no stash, two when it has."""
+class StashedMemory:
+    """A memory `git stash --all` took: the stash ENTRY (`stash@{1}`) that holds it, and the work tree it was
+    stashed in (ROOT: where `git stash pop` brings it back). A plain class: paths is on the hooks' hot paths,
+    which load neither typing nor dataclasses."""
+
+    __slots__ = ("entry", "root")
+
+    def __init__(self, entry: str, root: Path) -> None:
+        self.entry = entry
+        self.root = root
+
+
+def stashed_memory(root: Path, *, own: bool = False) -> StashedMemory | None:
+    """The newest stash entry whose untracked-and-ignored files hold the memory.db ROOT would use, or None.
+    `git stash --all` (`push -a`) takes .nexusmem/ with it, an ignored folder: a memory built in its place
+    (verdicts, the deny-list and all that was erased gone) then makes `git stash pop` fail on every file
+    that is back, the user's own stashed work with them. The memory ROOT would use is its own (an entry
+    stashed in ROOT) or, in a linked worktree, the main work tree's, which it answers from
+    (project.memory_root); OWN asks for ROOT's own alone (a sync building one there). Every work tree of a
+    repository shares refs/stash: an entry stashed in another is never called ROOT's. Asked only where
+    memory.db is missing (what sync, the auto-sync, status, query, doctor, precheck and MCP say or refuse):
+    one git process when the repository has no stash, two when it has, and when an entry holds a memory,
+    one for the work trees and, when there are several, one for each one's HEAD log (_stashed_in)."""
     from nexusmem import gitcmd
 
-    code, out = gitcmd.run_ok(["log", "-g", "--format=%H", "refs/stash", "--"], root)
+    code, out = gitcmd.run_ok(["log", "-g", "--format=%H%x09%P%x09%ct%x09%s", "refs/stash", "--"], root)
     if code != 0 or not out.strip():  # no stash (git says "bad revision"), or git cannot tell
         return None
+    entries = [line.split(b"\t", 3) for line in out.splitlines()]
     wanted = f"^3:{STATE_DIR}/{DB_NAME}\n".encode()
     # One `cat-file` for every entry: `<sha>^3` is the commit of its untracked (and ignored) files, and an
     # entry made without -u or -a has no third parent ("missing").
     code, found, _err = gitcmd.run_full(
-        ["cat-file", "--batch-check"], root, input=b"".join(sha + wanted for sha in out.split())
+        ["cat-file", "--batch-check"], root, input=b"".join(entry[0] + wanted for entry in entries)
     )
     if code != 0:
         return None
-    for number, line in enumerate(found.splitlines()):
-        if line.split()[1:2] == [b"blob"]:
-            return f"stash@{{{number}}}"
+    holding = [n for n, line in enumerate(found.splitlines()) if line.split()[1:2] == [b"blob"]]
+    if not holding:
+        return None
+    here = os.path.realpath(root)
+    main, trees = _work_trees(root)
+    for number in holding:
+        fields = entries[number]
+        # Where git cannot tell (one work tree, no HEAD log, two alike), the memory is said to be where a
+        # repository's memory is unless a worktree has its own: the main work tree's.
+        where = (_stashed_in(trees, fields) if len(trees) > 1 and len(fields) == 4 else None) or main or here
+        if where == here or (where == main and not own):
+            return StashedMemory(f"stash@{{{number}}}", Path(where))
     return None
+
+
+def _work_trees(root: Path) -> tuple[str | None, list[tuple[str, bytes]]]:
+    """The main work tree of ROOT's repository (None: a bare one) and every work tree (`git worktree list`),
+    each as (its real path, the branch checked out there, b"" when none), those whose folder is gone left
+    out."""
+    from nexusmem import gitcmd
+
+    code, out = gitcmd.run_ok(["worktree", "list", "--porcelain"], root)
+    main: str | None = None
+    trees: list[tuple[str, bytes]] = []
+    for number, block in enumerate(out.split(b"\n\n") if code == 0 else ()):
+        lines = block.split(b"\n")
+        if not lines[0].startswith(b"worktree ") or b"bare" in lines:
+            continue
+        path = os.path.realpath(os.fsdecode(lines[0][len(b"worktree ") :]))
+        main = path if number == 0 else main
+        heads = [
+            line[len(b"branch refs/heads/") :] for line in lines if line.startswith(b"branch refs/heads/")
+        ]
+        if os.path.isdir(path):
+            trees.append((path, heads[0] if heads else b""))
+    return main, trees
+
+
+def _stashed_in(trees: list[tuple[str, bytes]], entry: list[bytes]) -> str | None:
+    """The work tree of TREES the stash ENTRY (sha, parents, time, subject) was made in, or None when git's
+    records cannot tell. An entry's first parent is the commit HEAD was at when it was made: the work trees
+    whose HEAD log has HEAD there at that time (a line of that second, or the newest before it), and of two
+    alike (a worktree added or a commit made in the same second) the one that has the branch the entry names
+    (`WIP on main: …`; a branch is checked out in one work tree at a time)."""
+    from nexusmem import gitcmd
+
+    parent, when, subject = entry[1].split(b" ")[0], entry[2].strip(), entry[3]
+    if not when.isdigit():
+        return None
+    made = int(when)
+    at: list[tuple[str, bytes]] = []
+    for path, branch in trees:
+        code, out = gitcmd.run_ok(["reflog", "show", "--date=unix", "--format=%H %gd", "HEAD", "--"], path)
+        was: set[bytes] = set()  # where HEAD may have been then: a second holds lines in no known order
+        for line in out.splitlines() if code == 0 else ():  # newest first
+            sha, _, name = line.partition(b" ")
+            moment = name[name.rfind(b"@{") + 2 : -1]
+            if not moment.isdigit() or int(moment) > made:
+                continue
+            was.add(sha)
+            if int(moment) < made:
+                break
+        if parent in was:
+            at.append((path, branch))
+    if len(at) > 1:
+        on = subject.partition(b": ")[0].removeprefix(b"WIP on ").removeprefix(b"On ")
+        at = [(path, branch) for path, branch in at if branch and branch == on]
+    return at[0][0] if len(at) == 1 else None
 
 
 def stash_pop(entry: str) -> str:
@@ -337,11 +418,20 @@ def stash_pop(entry: str) -> str:
     return "git stash pop" if entry == "stash@{0}" else f"git stash pop '{entry}'"
 
 
-def stashed_text(root: Path, entry: str) -> str:
-    """What to say of ROOT's memory, which stashed_memory found in ENTRY, and how to bring it back."""
+def stashed_text(root: Path, stashed: StashedMemory) -> str:
+    """What to say of ROOT's memory, which stashed_memory found in STASHED, and how to bring it back: in a
+    linked worktree that answers from the main work tree's memory, it is there it is popped."""
+    if os.path.realpath(stashed.root) == os.path.realpath(root):
+        return (
+            f"the memory of {root} is in {stashed.entry} (`git stash --all` took .nexusmem/ with it):"
+            f" `{stash_pop(stashed.entry)}` brings it back"
+        )
+    import shlex
+
     return (
-        f"the memory of {root} is in {entry} (`git stash --all` took .nexusmem/ with it): `{stash_pop(entry)}`"
-        " brings it back"
+        f"the memory of {stashed.root} (the main work tree, whose memory this worktree answers from) is in"
+        f" {stashed.entry} (`git stash --all` took .nexusmem/ with it there):"
+        f" `cd {shlex.quote(str(stashed.root))} && {stash_pop(stashed.entry)}` brings it back"
     )
 
 

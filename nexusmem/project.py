@@ -83,9 +83,11 @@ def is_initialised(root: Path) -> bool:
 
 
 def refuse_stashed(root: Path) -> None:
-    """Raise StoreError when the memory of ROOT, which has none, is in a stash entry (paths.stashed_memory):
-    a sync builds no new one in its place (`git stash pop` would then fail on it) unless told to."""
-    entry = paths.stashed_memory(root)
+    """Raise StoreError when the memory of ROOT, which has none, is in a stash entry made there
+    (paths.stashed_memory): a sync builds no new one in its place (`git stash pop` would then fail on it)
+    unless told to. A linked worktree whose main work tree's memory is stashed builds its own, as it does
+    beside one that is there."""
+    entry = paths.stashed_memory(root, own=True)
     if entry is not None:
         from nexusmem.errors import StoreError
 

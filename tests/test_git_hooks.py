@@ -648,9 +648,8 @@ def test_a_memory_git_stash_all_took_is_not_rebuilt_and_a_pop_brings_it_back(rep
     assert not (repo / ".nexusmem").exists()
     made = git_commit(repo, "feat: made while the memory was stashed")
     assert made.returncode == 0, made.stderr
-    assert "it is in stash@{0}" in made.stderr and "`git stash pop` brings it back" in made.stderr, (
-        made.stderr
-    )
+    assert f"memory not updated: the memory of {repo} is in stash@{{0}}" in made.stderr, made.stderr
+    assert "`git stash pop` brings it back" in made.stderr
     assert not (repo / ".nexusmem").exists()
     said = f"the memory of {repo} is in stash@{{0}} (`git stash --all` took .nexusmem/ with it)"
     for args in (("status",), ("query", "cache"), ("sync",), ("sync", "--auto")):
@@ -682,6 +681,43 @@ def test_a_memory_git_stash_all_took_is_not_rebuilt_and_a_pop_brings_it_back(rep
     assert "db-7f3a.internal" not in json.dumps(
         query_json(repo, "db-7f3a.internal")["items"]
     )  # the same memory
+
+
+def test_a_stash_entry_is_popped_in_the_work_tree_it_was_made_in(repo: Path, tmp_path: Path) -> None:
+    """Every worktree shares refs/stash. A `git stash --all` of the main work tree's memory made a linked
+    worktree say "the memory of <worktree> is in stash@{0}: `git stash pop` brings it back", and that pop,
+    run there, brought the main tree's memory and scratch files into the worktree (and its next sync took
+    them for its own)."""
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    (repo / "scratch.txt").write_text("half-done idea\n", encoding="utf-8")
+    git(repo, "stash", "-q", "--all")  # the main work tree's memory
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(worktree), "-b", "topic")  # often in the same second
+    main_said = f"the memory of {repo} (the main work tree, whose memory this worktree answers from) is in stash@{{0}}"
+    for args in (("status",), ("precheck",)):
+        out = run_cli("-C", str(worktree), *args, ok=False).output
+        assert main_said in out and f"`cd {repo} && git stash pop` brings it back" in out, (args, out)
+    assert f"git -C {repo} stash pop" in run_cli("-C", str(worktree), "doctor", ok=False).output
+    # The worktree builds a memory of its own, as it does beside the main tree's; then stashes it: its
+    # entry is its own to pop, and the main tree's is still stash@{1} (now), popped in the main tree.
+    run_cli("-C", str(worktree), "sync", "--no-embed")
+    git(worktree, "stash", "-q", "--all")
+    assert not (worktree / ".nexusmem").exists()
+    made = git_commit(worktree, "feat: made in the worktree while its memory was stashed")
+    assert f"the memory of {worktree} is in stash@{{0}}" in made.stderr and "`git stash pop`" in made.stderr
+    assert not (worktree / ".nexusmem").exists()
+    made = git_commit(repo, "feat: made in the main tree while its memory was stashed")
+    assert f"the memory of {repo} is in stash@{{1}}" in made.stderr, made.stderr
+    assert "`git stash pop 'stash@{1}'` brings it back" in made.stderr and not (repo / ".nexusmem").exists()
+    out = run_cli("-C", str(repo), "status", ok=False).output
+    assert f"the memory of {repo} is in stash@{{1}}" in out, out
+    git(repo, "stash", "pop", "-q", "stash@{1}")
+    git(worktree, "stash", "pop", "-q")
+    assert (repo / "scratch.txt").exists() and not (worktree / "scratch.txt").exists()
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = [item["title"] for item in query_json(repo, "made in the main tree while stashed")["items"]]
+    assert "feat: made in the main tree while its memory was stashed" in titles
 
 
 def test_sync_ignore_stash_builds_a_new_memory_where_the_old_one_is_stashed(repo: Path) -> None:

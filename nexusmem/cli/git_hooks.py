@@ -297,6 +297,24 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
         ctx.exit(1)
 
 
+@git_post_group.command(name="stashed", hidden=True)
+@repo_option
+@click.pass_context
+@library_errors
+def git_post_stashed(ctx: click.Context) -> None:
+    """The post-commit hook's question, asked when a stash entry holds a memory.db and this work tree has
+    none: exit 1 saying so when the entry was stashed here (the hook then makes nothing: `git stash pop`
+    would stop on it), 0 when it was stashed in another work tree of the repository (refs/stash is theirs
+    too: a linked worktree builds its own memory, as it does beside the main work tree's)."""
+    root = paths.repo_root(root_of(ctx))
+    if paths.db_path(root).exists():
+        return
+    stashed = paths.stashed_memory(root, own=True)
+    if stashed is not None:
+        echo_line(f"nexusmem: memory not updated: {paths.stashed_text(root, stashed)}", err=True)
+        ctx.exit(1)
+
+
 @git_post_group.command(name="remove")
 @repo_option
 @click.pass_context
