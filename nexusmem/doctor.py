@@ -843,7 +843,13 @@ def check_registry(root: Path | None) -> list[Check]:
         if not paths.db_path(where).exists():
             # `projects --prune` forgets it: right for a repository that is gone, not for one whose
             # memory.db alone was deleted (a sync builds it again).
-            if (where / ".git").exists():
+            stashed = paths.stashed_memory(where) if (where / ".git").exists() else None
+            if stashed is not None:  # a sync refuses to build another in its place
+                detail = f"registered project {where} has no memory.db: {paths.stashed_text(where, stashed)}"
+                fix = paths.stash_pop(stashed.entry).replace(
+                    "git", f"git -C {shlex.quote(str(stashed.root))}", 1
+                )
+            elif (where / ".git").exists():
                 detail = (
                     f"registered project {where} has no memory any more (its memory.db is gone; a sync builds it"
                     " again, `nexusmem projects --prune` forgets the project)"

@@ -530,15 +530,27 @@ def first_sync_under_way(root: Path) -> bool:
     flagged the work (autosync.PENDING_NAME), or a sync holds its run lock (sync.RUN_LOCK_NAME)."""
     import time
 
-    from nexusmem.oslock import held
-
     state = state_dir(root)
     try:  # the mark is left just before the sync starts; one a crash left behind is no sync under way
         age = time.time() - os.stat(state / "sync.pending").st_mtime
         flagged = -5 < age < PENDING_FRESH_SECONDS  # a mark dated ahead (a skewed clock) is no fresh one
     except OSError:
         flagged = False
-    return flagged or held(state / "sync.run.lock")
+    return flagged or sync_running(root)
+
+
+def sync_running(root: Path) -> bool:
+    """Whether a sync holds ROOT's run lock (sync.RUN_LOCK_NAME)."""
+    from nexusmem.oslock import held
+
+    return held(state_dir(root) / "sync.run.lock")
+
+
+def stashed_unless_building(root: Path) -> StashedMemory | None:
+    """stashed_memory(ROOT), asked before saying that its memory is still being built: the post-commit
+    hook's pending mark beside a stashed memory is no sync (an older release's hook left it, and the sync
+    it started refused), unless a sync runs there (`sync --ignore-stash` building a new one)."""
+    return None if sync_running(root) else stashed_memory(root)
 
 
 # Where the post-commit hook's syncs write (autosync.LOG_NAME), in .nexusmem/.

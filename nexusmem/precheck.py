@@ -254,12 +254,12 @@ def check(
     db = paths.db_path(memory)
     if team is None and not db.exists():
         result.checked = False
-        if paths.first_sync_under_way(memory):
+        if stashed := paths.stashed_unless_building(memory):  # `nexusmem sync` stops on it too
+            result.reason = f"{paths.stashed_text(memory, stashed)}: nothing checked"
+        elif paths.first_sync_under_way(memory):
             result.reason = f"the memory of {memory} is still being built{paths.first_sync_where(memory)}: nothing checked yet"
         elif blocked := paths.state_in_the_way(paths.state_dir(memory)):  # `nexusmem sync` stops on it
             result.reason = _cannot_be_made(memory, blocked)
-        elif stashed := paths.stashed_memory(memory):  # `nexusmem sync` stops on it too
-            result.reason = f"{paths.stashed_text(memory, stashed)}: nothing checked"
         elif paths.state_dir(memory).is_dir():  # memory.db deleted (or only a committed config came)
             result.reason = f"{paths.state_dir(memory)} holds no memory.db: nothing checked (run `nexusmem sync` to build it)"
         else:

@@ -166,6 +166,9 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
     if require_init and not is_initialised(root):
         from nexusmem.errors import NotInitialisedError
 
+        stashed = paths.stashed_unless_building(root)
+        if stashed is not None:  # `nexusmem sync` stops on it too
+            raise NotInitialisedError(paths.stashed_text(root, stashed))
         if paths.first_sync_under_way(root):  # the post-commit hook's first sync: its own run would wait
             raise NotInitialisedError(
                 f"the memory of {root} is still being built{paths.first_sync_where(root)}: try again in a moment"
@@ -175,9 +178,6 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
             raise NotInitialisedError(
                 f"{root} has no NexusMem memory, and `nexusmem sync` cannot make one: {blocked[0]}; {blocked[1]}"
             )
-        stashed = paths.stashed_memory(root)
-        if stashed is not None:  # `nexusmem sync` stops on it too
-            raise NotInitialisedError(paths.stashed_text(root, stashed))
         raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem sync` (it sets it up)")
     return Project(root=root, config=config_of(root))
 

@@ -720,6 +720,41 @@ def test_a_stash_entry_is_popped_in_the_work_tree_it_was_made_in(repo: Path, tmp
     assert "feat: made in the main tree while its memory was stashed" in titles
 
 
+def test_a_stashed_memory_beside_a_committed_config_is_not_rebuilt_and_pops_back(repo: Path) -> None:
+    """A committed (force-added) .nexusmem/config.json keeps the folder through `git stash --all`, memory.db
+    goes. The post-commit hook checked the stash only where the folder was missing: it wrote its pending
+    mark and log there and started a sync the stash check refused, so `git stash pop` then stopped on
+    `.nexusmem/auto-sync.log already exists`, and status, query and precheck said the memory was "still
+    being built in the background" for as long as the mark was fresh."""
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    git(repo, "add", "-f", ".nexusmem/config.json")
+    git(repo, "commit", "-q", "-m", "chore: share the nexusmem settings")
+    (repo / "notes.txt").write_text("half-done idea\n", encoding="utf-8")
+    git(repo, "stash", "-q", "--all")
+    assert sorted(p.name for p in (repo / ".nexusmem").iterdir()) == ["config.json"]
+    made = git_commit(repo, "feat: made while the memory was stashed")
+    said = f"the memory of {repo} is in stash@{{0}}"
+    assert f"memory not updated: {said}" in made.stderr, made.stderr
+    assert run_cli("-C", str(repo), "sync", "--auto", ok=False).exit_code == 1
+    assert sorted(p.name for p in (repo / ".nexusmem").iterdir()) == ["config.json"]
+    # The pending mark a hook of an older release leaves there is no sync being built.
+    (repo / ".nexusmem" / "sync.pending").touch()
+    for args in (("status",), ("query", "cache"), ("precheck",)):
+        out = run_cli("-C", str(repo), *args, ok=False).output
+        assert said in out and "still being built" not in out, (args, out)
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).output
+    assert (
+        f"registered project {repo} has no memory.db: {said}" in doctor and "a sync builds it" not in doctor
+    )
+    (repo / ".nexusmem" / "sync.pending").unlink()
+    git(repo, "stash", "pop", "-q")
+    assert (repo / "notes.txt").exists() and (repo / ".nexusmem" / "memory.db").exists()
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = [item["title"] for item in query_json(repo, "made while the memory was stashed")["items"]]
+    assert "feat: made while the memory was stashed" in titles
+
+
 def test_sync_ignore_stash_builds_a_new_memory_where_the_old_one_is_stashed(repo: Path) -> None:
     """An old `git stash --all` entry the user means to drop some day must not keep memory off for good."""
     synced(repo)
