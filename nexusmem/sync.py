@@ -549,18 +549,21 @@ _caught_up: dict[Path, tuple[int, int, int, int]] = {}
 PROJECT_ID = "project.id"  # the project id this store's nodes were last written under (identity.project_id)
 
 
-ROOTS = "project.roots"  # {"roots": the folders this memory was synced at, oldest first; "ino": its file's}
+ROOTS = "project.roots"  # {"roots": the folders this memory was synced at, oldest first; "ino": its file's;
+# "left": {folder: when this memory left it (epoch ms: the first sync at the next folder)}}
 ROOTS_KEPT = 20
 
 
-def _former_roots(project: Project, store: SyncStore) -> list[Path]:
-    """The folders this memory was synced at before that are gone now (the repository was moved: `mv`), and
-    records the current one. The hooks' log names the folder a command ran in: one logged there, before the
-    move, ran in this repository, and the shell sources read it as this one's (Attributor's FORMER). A folder
-    that is still there (another repository made in its place) keeps its commands; so does every folder of a
-    copy's (its memory.db is another file: `mv` keeps the file, `cp` makes a new one), which starts a list of
-    its own. A memory synced before the folders were recorded knows the one its project id names, when that
-    is a path (a repository with no remote). Read before _moved_note records the new id."""
+def _former_roots(project: Project, store: SyncStore) -> list[tuple[Path, int]]:
+    """The folders this memory was synced at before that are gone now (the repository was moved: `mv`), each
+    with when it left it, and records the current one. The hooks' log names the folder a command ran in: one
+    logged there before the memory left (the first sync at the next folder) ran in this repository, and the
+    shell sources read it as this one's (Attributor's FORMER); what is logged there later is another's, a
+    repository made in its place and deleted since. A folder that is still there (another repository made in
+    its place) keeps its commands; so does every folder of a copy's (its memory.db is another file: `mv`
+    keeps the file, `cp` makes a new one), which starts a list of its own. A memory synced before the folders
+    were recorded knows the one its project id names, when that is a path (a repository with no remote).
+    Read before _moved_note records the new id."""
     try:
         recorded = json.loads(store.get_meta(ROOTS) or "{}")
         ino = os.stat(project.db_path).st_ino
@@ -568,17 +571,26 @@ def _former_roots(project: Project, store: SyncStore) -> list[Path]:
         recorded, ino = {}, None
     recorded = recorded if isinstance(recorded, dict) else {}
     roots = [r for r in recorded.get("roots", ()) if isinstance(r, str)]
+    left = recorded.get("left")
+    left = {r: t for r, t in left.items() if isinstance(t, int)} if isinstance(left, dict) else {}
     legacy = store.get_meta(PROJECT_ID)
     if "ino" not in recorded and legacy is not None and os.path.isabs(legacy):
         roots = [legacy]
     elif recorded.get("ino") != ino:
-        roots = []  # a copy of the memory (or one restored from a backup): the folders were another's
+        roots, left = (
+            [],
+            {},
+        )  # a copy of the memory (or one restored from a backup): the folders were another's
     here = str(project.root)
-    if roots[-1:] != [here] or recorded.get("ino") != ino:
+    now = int(time.time() * 1000)
+    # Left now: a folder this sync is not at (one a release before recorded gave no time: it is given this one).
+    kept_left = {r: left.get(r, now) for r in roots if r != here}
+    if roots[-1:] != [here] or recorded.get("ino") != ino or kept_left != left:
         kept = [*(r for r in roots if r != here), here][-ROOTS_KEPT:]
+        kept_left = {r: t for r, t in kept_left.items() if r in kept}
         with store.transaction():
-            store.set_meta(ROOTS, json.dumps({"roots": kept, "ino": ino}))
-    return [Path(r) for r in roots if r != here and not os.path.lexists(r)]
+            store.set_meta(ROOTS, json.dumps({"roots": kept, "ino": ino, "left": kept_left}))
+    return [(Path(r), kept_left[r]) for r in roots if r != here and r in kept_left and not os.path.lexists(r)]
 
 
 def _moved_note(project: Project, store: SyncStore) -> str | None:

@@ -11,7 +11,7 @@ import pytest
 
 from nexusmem import project
 
-from helpers import commit, git, query_json, run_cli
+from helpers import commit, git, init_repo, query_json, run_cli
 from helpers.shell import typed_in_bash
 
 
@@ -92,3 +92,33 @@ def test_commands_run_before_a_move_and_not_synced_yet_are_the_moved_repositorys
         "-C", str(copy), "sync", "--rebuild", "--no-embed"
     )  # the old folder is gone: still not the copy's
     assert not query_json(copy, "ran-before-move-kappa")["items"]
+
+
+def test_a_moved_repository_takes_no_command_of_one_made_at_its_old_path_since(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`mv p q`, then another repository made at p, a command run there, and p deleted: q's next sync read
+    that command as its own (p, a folder it was synced at, is gone). A command logged at a folder this memory
+    was synced at is its own only if logged before the memory left it (the first sync at the next folder)."""
+    commit(repo, "first", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    typed_in_bash(repo, "echo ran-before-move-lambda")
+    moved = tmp_path / "elsewhere" / "q"
+    moved.parent.mkdir()
+    os.rename(repo, moved)
+    run_cli("-C", str(moved), "sync", "--no-embed")
+
+    init_repo(repo)  # another repository, made at the old path
+    commit(repo, "second", {"b.txt": "b\n"})
+    typed_in_bash(repo, "echo ran-in-the-second-mu")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "echo ran-in-the-second-mu (exit 0)" in [
+        it["title"] for it in query_json(repo, "ran echo")["items"]
+    ]
+    shutil.rmtree(repo)
+    for how in ((), ("--rebuild",)):
+        run_cli("-C", str(moved), "sync", "--no-embed", *how)
+        commands = [
+            it["title"] for it in query_json(moved, "ran echo")["items"] if it["kind"] == "shell_command"
+        ]
+        assert commands == ["echo ran-before-move-lambda (exit 0)"], (how, commands)

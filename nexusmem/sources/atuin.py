@@ -242,7 +242,7 @@ class AtuinSource:
                     # it canonical: the same canonical text is what makes the two one command.
                     command, cwd, echoed, masked = canonical(command, cwd)
                     code = None if echoed or masked else code
-                where = attributor.match(cwd)
+                where = None if attributor.moved_away(cwd, ts) else attributor.match(cwd)
                 if where is None or not command.strip() or "\x00" in command:
                     continue
                 root, rel = where

@@ -49,7 +49,9 @@ class Attributor:
     root that resolves to /private/tmp/x (macOS) and the other way round.
     """
 
-    def __init__(self, roots: list[Path], home: Path | None = None, former: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, roots: list[Path], home: Path | None = None, former: Sequence[tuple[Path, int]] = ()
+    ) -> None:
         forms: dict[str, Path] = {}
         self._resolved: list[Path] = []
         # The work tree whose memory the commands go to (label): the first root unless HOME is given (precheck
@@ -63,13 +65,16 @@ class Attributor:
                 forms.setdefault(_norm(form), Path(os.path.realpath(root)))
                 if form not in self._written:
                     self._written.append(form)
-        # A folder the repository was moved from (FORMER, gone now): a command run there before the move
-        # ran in the first root (the folders under it are the same).
-        for gone in former:
-            forms.setdefault(_norm(str(gone)), self._resolved[0])
+        # A folder the repository was moved from (FORMER, gone now, with when this memory left it: epoch ms):
+        # a command run there before the move ran in the first root (the folders under it are the same).
+        self._left: dict[str, int] = {}
+        for gone, left in former:
+            if _norm(str(gone)) not in forms:
+                forms[_norm(str(gone))] = self._resolved[0]
+                self._left[_norm(str(gone))] = left
         # Longest first: a worktree nested inside the main checkout wins for cwds inside it.
         self._roots = sorted(forms.items(), key=lambda kv: len(kv[0]), reverse=True)
-        self._cache: dict[str, tuple[Path, str] | None] = {}
+        self._cache: dict[str, tuple[Path, str, int | None] | None] = {}
 
     @property
     def roots(self) -> list[Path]:
@@ -81,7 +86,7 @@ class Attributor:
         return list(self._written)
 
     @classmethod
-    def for_repo(cls, root: Path, former: Sequence[Path] = ()) -> Attributor:
+    def for_repo(cls, root: Path, former: Sequence[tuple[Path, int]] = ()) -> Attributor:
         """The repository root plus every worktree `git worktree list` knows (one git process), and the
         folders it was moved from (FORMER: ScanContext.known["former_roots"])."""
         roots = [root]
@@ -106,6 +111,17 @@ class Attributor:
 
     def match(self, cwd: str) -> tuple[Path, str] | None:
         """(resolved root, cwd relative to it in posix form, '.' for the root) or None when not ours."""
+        found = self._find(cwd)
+        return None if found is None else (found[0], found[1])
+
+    def moved_away(self, cwd: str, when_ms: int) -> bool:
+        """Whether CWD is in a folder the repository was moved from and WHEN_MS (a command's time) is not
+        before this memory left it: what runs there since is another's (a repository made in its place)."""
+        found = self._find(cwd)
+        return found is not None and found[2] is not None and when_ms >= found[2]
+
+    def _find(self, cwd: str) -> tuple[Path, str, int | None] | None:
+        """match's answer, with when this memory left the folder it matched (None: a folder it is in)."""
         try:
             return self._cache[cwd]
         except KeyError:
@@ -128,16 +144,16 @@ class Attributor:
         self._cache[cwd] = found
         return found
 
-    def _match_form(self, normed: str, original: str) -> tuple[Path, str] | None:
+    def _match_form(self, normed: str, original: str) -> tuple[Path, str, int | None] | None:
         for form, resolved in self._roots:
             if normed == form:
-                return resolved, "."
+                return resolved, ".", self._left.get(form)
             if normed.startswith(form.rstrip(os.sep) + os.sep):
                 top = os.path.normpath(original)[: len(form.rstrip(os.sep))]
                 rel = os.path.normpath(original)[len(form.rstrip(os.sep)) + 1 :]
                 if _inside_another_repository(top, rel):
                     return None
-                return resolved, rel.replace(os.sep, "/")
+                return resolved, rel.replace(os.sep, "/"), self._left.get(form)
         return None
 
 

@@ -172,6 +172,8 @@ class ShellSource:
                     f"{log} byte {start}: the start of a line cut short (its shell killed as it wrote)"
                 )
             seen_shells.add(line.shell)
+            if attributor.moved_away(line.cwd, line.ts):
+                continue  # run where the repository was, after it moved: another's (one made there since)
             # Everything derived from (command, cwd, exit) is computed once per distinct triple: a real
             # log repeats a few hundred of them, so redaction, signals and file checks cost almost nothing.
             key = (line.command, line.cwd, line.exit)
