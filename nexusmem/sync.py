@@ -562,8 +562,9 @@ def _former_roots(project: Project, store: SyncStore) -> list[tuple[Path, int]]:
     repository made in its place and deleted since. A folder that is still there (another repository made in
     its place) keeps its commands; so does every folder of a copy's (its memory.db is another file: `mv`
     keeps the file, `cp` makes a new one), which starts a list of its own. A memory synced before the folders
-    were recorded knows the one its project id names, when that is a path (a repository with no remote).
-    Read before _moved_note records the new id."""
+    were recorded knows the one its project id names, when that is a path (a repository with no remote; its
+    nodes' own id for a memory from before the id was recorded: _recorded_id). Read before _moved_note records
+    the new id."""
     try:
         recorded = json.loads(store.get_meta(ROOTS) or "{}")
         ino = os.stat(project.db_path).st_ino
@@ -573,8 +574,8 @@ def _former_roots(project: Project, store: SyncStore) -> list[tuple[Path, int]]:
     roots = [r for r in recorded.get("roots", ()) if isinstance(r, str)]
     left = recorded.get("left")
     left = {r: t for r, t in left.items() if isinstance(t, int)} if isinstance(left, dict) else {}
-    legacy = store.get_meta(PROJECT_ID)
-    if "ino" not in recorded and legacy is not None and os.path.isabs(legacy):
+    legacy = _recorded_id(store) if "ino" not in recorded else None
+    if legacy is not None and os.path.isabs(legacy):
         roots = [legacy]
     elif recorded.get("ino") != ino:
         roots, left = (
@@ -593,6 +594,12 @@ def _former_roots(project: Project, store: SyncStore) -> list[tuple[Path, int]]:
     return [(Path(r), kept_left[r]) for r in roots if r != here and r in kept_left and not os.path.lexists(r)]
 
 
+def _recorded_id(store: SyncStore) -> str | None:
+    """The project id this store's nodes were last written under: the `project.id` meta, or for a memory a
+    release before it built (which recorded none), the id its newest node was written under."""
+    return store.get_meta(PROJECT_ID) or store.written_project_id()
+
+
 def _moved_note(project: Project, store: SyncStore) -> str | None:
     """Keep a memory whose project id changed: a repository with no remote is known by its path, so moving or
     copying it (or giving it its first remote) changes the id of every node it writes. Before any source
@@ -603,6 +610,7 @@ def _moved_note(project: Project, store: SyncStore) -> str | None:
     recorded = store.get_meta(PROJECT_ID)
     if recorded == project.id:
         return None
+    recorded = recorded or store.written_project_id()
     with store.transaction():
         rekeyed = store.rekey_project(project.id)
         store.set_meta(PROJECT_ID, project.id)

@@ -122,3 +122,23 @@ def test_a_moved_repository_takes_no_command_of_one_made_at_its_old_path_since(
             it["title"] for it in query_json(moved, "ran echo")["items"] if it["kind"] == "shell_command"
         ]
         assert commands == ["echo ran-before-move-lambda (exit 0)"], (how, commands)
+
+
+def test_the_first_move_after_an_upgrade_keeps_the_commands_run_before_it(repo: Path, tmp_path: Path) -> None:
+    """A memory built by a release that recorded neither the project id nor the folders it was synced at
+    (before c7a8980) knows its old folder only by its nodes' own project id, the path of a repository with no
+    remote: the first move after the upgrade lost the commands run there and not synced yet, and the sync
+    said the id changed from "an older id"."""
+    commit(repo, "first", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store() as store, store.transaction():
+        for key in ("project.id", "project.roots"):  # as that release left it
+            store.delete_meta(key)
+    typed_in_bash(repo, "echo ran-before-upgrade-nu")
+    moved = tmp_path / "elsewhere" / "q"
+    moved.parent.mkdir()
+    os.rename(repo, moved)
+    out = run_cli("-C", str(moved), "sync", "--no-embed").output
+    assert f"given a remote: {repo} → {moved}" in out, out
+    commands = [it["title"] for it in query_json(moved, "ran echo")["items"] if it["kind"] == "shell_command"]
+    assert commands == ["echo ran-before-upgrade-nu (exit 0)"], commands

@@ -343,6 +343,10 @@ class SyncStore(Protocol):
 
     def node_count(self) -> int: ...
 
+    def written_project_id(self) -> str | None:
+        """The project id the newest node was written under (None: no node)."""
+        ...
+
     def rekey_project(self, project_id: str) -> int:
         """Give the nodes written under another project id their ids under PROJECT_ID (a repository known by its
         path, moved); returns how many."""

@@ -759,6 +759,12 @@ class NodesMixin:
     def node_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0])
 
+    def written_project_id(self) -> str | None:
+        """The project id the newest node was written under (None: no node): what a memory from a release
+        that kept no `project.id` meta was last written as."""
+        row = self.conn.execute("SELECT project_id FROM nodes ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
     def count_project(self, project_id: str) -> int:
         """How many nodes were written under PROJECT_ID."""
         return int(
