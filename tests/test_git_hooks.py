@@ -755,6 +755,17 @@ def test_a_stashed_memory_beside_a_committed_config_is_not_rebuilt_and_pops_back
     assert "feat: made while the memory was stashed" in titles
 
 
+def test_installing_the_hooks_while_the_memory_is_stashed_says_where_it_is(repo: Path) -> None:
+    """`hook git-post install` said "No memory in this repository yet: the next commit builds it in the
+    background." while `git stash --all` held the memory, and the next commit builds none."""
+    synced(repo)
+    git(repo, "stash", "-q", "--all")
+    for args in (("git-post", "install"), ("git", "install")):
+        out = run_cli("-C", str(repo), "hook", *args).output
+        assert f"No memory here now: the memory of {repo} is in stash@{{0}}" in out, (args, out)
+        assert "No memory in this repository yet" not in out, (args, out)
+
+
 def test_sync_ignore_stash_builds_a_new_memory_where_the_old_one_is_stashed(repo: Path) -> None:
     """An old `git stash --all` entry the user means to drop some day must not keep memory off for good."""
     synced(repo)

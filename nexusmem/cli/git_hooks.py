@@ -56,6 +56,9 @@ def _report_install(result: git_hooks.InstallResult, what: str, root: Path, *, n
             f" {blocked[1]}, then run `nexusmem sync`.",
             err=True,
         )
+    elif not paths.db_path(root).exists() and (stashed := paths.stashed_memory(root)) is not None:
+        # The hooks build no memory in its place (`git stash pop` would stop on it), nor does precheck read one.
+        echo_line(f"No memory here now: {paths.stashed_text(root, stashed)}.")
     elif not (root / ".nexusmem").is_dir():
         if result.shared is not None:
             echo_line(
