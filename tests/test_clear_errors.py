@@ -377,6 +377,40 @@ def test_status_query_and_mcp_read_a_memory_on_a_full_disk(repo: Path) -> None:
     assert proc.stderr.count(note) == 2 and "Error" not in proc.stderr, proc.stderr
 
 
+def test_a_memory_an_older_release_made_on_a_full_disk_says_it_needs_its_upgrade(repo: Path) -> None:
+    """A memory an older release made (an older schema) on a full disk: `status --json` and `query` said "a
+    write failed (disk I/O error)", the migration every command runs first having no room. They say in one
+    line that the memory needs its upgrade and the disk has no room for it."""
+    from nexusmem.store import migrations
+
+    commit(repo, "fix(cache): evict the oldest entry first", {"cache.py": "LRU = True\n"})
+    state = repo / ".nexusmem"
+    runner = _in_a_small_tmpfs(state, "3m")
+    if runner is None:
+        pytest.skip("a tmpfs of our own needs root and unshare")
+    nexusmem = console_script()
+    older = "import sys; from nexusmem.store import connection as c, migrations as m; db = c.connect(sys.argv[1]);"
+    older += f" m.migrate(db, target={migrations.LATEST - 1}); db.close()"
+    script = (
+        f"{nexusmem} sync --no-embed >/dev/null && rm {state}/memory.db"
+        f" && {sys.executable} -c '{older}' {state}/memory.db && head -c 4m /dev/zero > {state}/filler 2>/dev/null;"
+        f" test ! -e {state}/memory.db-shm || exit 9; df -P {state} | tail -n 1;"
+        f" for c in 'status --json' 'query --json evict oldest'; do echo ==; {nexusmem} $c; echo rc=$?; done"
+    )
+    proc = subprocess.run(
+        [*runner, "sh", "-c", script], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    disk, status_out, query_out = proc.stdout.split("==\n")
+    assert disk.split()[4] == "100%", disk
+    assert status_out == "rc=1\n" and query_out == "rc=1\n", proc
+    said = (
+        f"Error: {state}/memory.db needs its upgrade (a migration to this release's schema), and the disk"
+        " holding it has no room for it: free some space; then any command upgrades it\n"
+    )
+    assert proc.stderr == said * 2, proc.stderr
+
+
 def test_a_full_user_folder_does_not_fail_a_sync_that_wrote_its_memory(
     repo: Path, isolated_home: Path
 ) -> None:
