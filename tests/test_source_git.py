@@ -387,6 +387,36 @@ def test_back_at_commits_memory_holds_reads_none_of_them(repo: Path) -> None:
     assert added() == {"git": 1, "diff": 1}
 
 
+def test_a_stash_or_a_note_moves_no_history_and_lists_none(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git stash` (refs/stash), `git notes` (refs/notes/) and tools' own refs are no history: they changed the
+    refs' fingerprint, and the next sync listed the whole history to prune nothing (1.4 s on git/git after each
+    `git stash`, 1.9 s after `stash pop`). The sync after them has nothing to do."""
+    for i in range(3):
+        commit(repo, f"feat: step {i}", {f"f{i}.txt": f"{i}\n"})
+    project.init(repo)
+    sync.sync(repo, embed=False)
+    (repo / "f0.txt").write_text("changed\n", encoding="utf-8")
+    git(repo, "stash", "-q")
+    git(repo, "notes", "add", "-m", "reviewed", "HEAD")
+    git(repo, "update-ref", "refs/review/42", "HEAD~1")
+    walks: list[list[str]] = []
+    run_ok = gitcmd.run_ok
+
+    def counting(args: list[str], *rest: Any, **kw: Any) -> Any:
+        if args[:1] == ["rev-list"]:
+            walks.append(args)
+        return run_ok(args, *rest, **kw)
+
+    monkeypatch.setattr(gitcmd, "run_ok", counting)
+    summary = sync.sync(repo, embed=False)
+    assert all(s.noop for s in summary.sources if s.name in ("git", "diff")), summary.sources
+    assert walks == [], walks
+    git(repo, "stash", "pop", "-q")
+    assert all(s.noop for s in sync.sync(repo, embed=False).sources if s.name in ("git", "diff"))
+
+
 def test_a_rewrite_lists_the_whole_history_once_for_both_sources(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
