@@ -866,6 +866,16 @@ def sync(
             store.restore_bookkeeping(kept, heirs_after=rebuilt_after, named=named_heirs)
         if kept_links:
             store.restore_links(kept_links)
+
+        def phase(name: str, started: float, what: str) -> float:
+            """`sync --verbose`: a step after the sources, timed as each source is (it was time no line
+            named: 14 s of cargo's 29 s re-deriving the notes commits borrow, after a checkout and back)."""
+            now = time.perf_counter()
+            if timing:
+                timing(f"timing: {name} {now - started:.2f}s ({what})")
+            return now
+
+        t_after = time.perf_counter()
         for part in summary.sources:
             if part.name == "git":
                 _read_releases(project.root, store, denied)
@@ -877,9 +887,11 @@ def sync(
                     part.notes.append(moved)
         # Changelog entries and GitHub threads lend their words to the commits they describe (or that closed
         # them); either side may have changed.
+        t_after = phase("history", t_after, "releases, commit generations")
         with store.transaction():
             store.refresh_notes(("changelog", "github"), "git_commit")
         whole.close()  # commits the rebuild, if there is one
+        t_after = phase("notes", t_after, "changelog entries' and threads' words lent to commits")
         if any(part.removed for part in summary.sources):
             # The rows a prune deleted are zeroed in the database (secure_delete, store/connection.py); the
             # WAL's older frames may hold them still while another process keeps it from being reset.
@@ -900,6 +912,7 @@ def sync(
             except NexusMemError as exc:  # git failed: the structure is advice, never a failed sync
                 if log:
                     log(f"structure: skipped ({exc})")
+            t_after = phase("structure", t_after, "import edges")
         # A sync that pruned a fix (an amend, a rebase) links its failure again, or it would stay unlinked
         # until a run with nothing new to look at (the incremental linker's window) passed it by.
         if link_failures or store.relink_from() is not None:
@@ -907,6 +920,7 @@ def sync(
 
             with store.transaction():
                 summary.links = link.link_recent(store)
+            t_after = phase("links", t_after, "failure → fix")
         if embed:
             # After the sources: batches commit one by one, so an interrupted pass resumes next sync.
             from nexusmem.embed.index import embed_pending

@@ -79,6 +79,8 @@ def test_verbose_prints_one_timing_line_per_phase_and_a_pipe_gets_no_progress(re
     phases = [line.split()[1] for line in timings]
     assert phases[:3] == ["git", "diff", "docs"] and phases[-1] == "total", timings
     assert len(phases) == len(set(phases))
+    # The steps after the sources are named too (they were time no line accounted for).
+    assert {"history", "notes", "structure"} <= set(phases), timings
     assert re.match(r"timing: git \d+\.\d\ds \(150 node\(s\) written, [\d,]+/s\)", timings[0]), timings
     # stderr is a pipe here: no bar, no carriage-return line.
     assert "syncing" not in result.stderr and "\r" not in result.stderr
