@@ -373,6 +373,31 @@ def _m15_commit_made_index(conn: Any) -> None:
     )
 
 
+def _m16_rewrite_only_changed_text(conn: Any) -> None:
+    # An UPDATE naming title, body, words or notes rewrote the node's rows in both word indexes even when it
+    # wrote the same text (a meta-only change, notes derived again as they were): with FTS5 secure-delete
+    # each rewrite costs 10-28 ms, and re-deriving the notes of 1,400 commits after a checkout and back took
+    # 14 s on rust-lang/cargo. The trigger now runs only when the indexed text changed.
+    execute_script(
+        conn,
+        """
+        DROP TRIGGER nodes_fts_au;
+        CREATE TRIGGER nodes_fts_au AFTER UPDATE OF title, body, words, notes ON nodes
+        WHEN old.title IS NOT new.title OR old.body IS NOT new.body OR old.words IS NOT new.words
+          OR old.notes IS NOT new.notes OR old.kind IS NOT new.kind BEGIN
+          INSERT INTO nodes_fts(nodes_fts, rowid, title, body, words, notes)
+            VALUES ('delete', old.seq, old.title, old.body, old.words, old.notes);
+          INSERT INTO nodes_fts(rowid, title, body, words, notes) VALUES (new.seq, new.title, new.body, new.words, new.notes);
+          INSERT INTO nodes_stem(nodes_stem, rowid, title, body, notes)
+            SELECT 'delete', old.seq, old.title, old.body, old.notes
+            WHERE old.kind NOT IN ('code_diff', 'shell_command');
+          INSERT INTO nodes_stem(rowid, title, body, notes)
+            SELECT new.seq, new.title, new.body, new.notes WHERE new.kind NOT IN ('code_diff', 'shell_command');
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -397,6 +422,7 @@ MIGRATIONS: list[Migration] = [
         _m14_build_dirs_are_source,
     ),
     (15, "index on the time a rewritten commit was made (meta committed)", _m15_commit_made_index),
+    (16, "the word indexes rewrite a node only when its indexed text changed", _m16_rewrite_only_changed_text),
 ]
 
 LATEST = MIGRATIONS[-1][0]
