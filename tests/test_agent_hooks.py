@@ -412,7 +412,7 @@ def test_project_scope_writes_settings_local_never_the_committed_file(
     status = run_cli("-C", str(repo), "hook", "agent", "status").stdout
     assert f"claude-code  project  installed      {local}" in status
     refused = run_cli("-C", str(repo), "hook", "agent", "install", "codex", "--project", ok=False)
-    assert "Codex has no uncommitted project hooks file" in refused.output
+    assert refused.exit_code == 2 and "Codex has no uncommitted project hooks file" in refused.output
     # uninstall takes it out too, with the user-scope hooks.
     run_cli("hook", "agent", "install", "codex")
     out = run_cli("-C", str(repo), "uninstall").stdout

@@ -292,6 +292,10 @@ def test_a_value_that_cannot_be_used_is_a_usage_error_on_both_paths(repo: Path) 
         ["query", "--since", "2024-05-02", "--until", "2024-05-01", "cache"],
         ["sync", "--prune-source", "bogus"],
         ["sync", "--source", "bogus"],
+        # these exited 1, as if the command had failed, when it is the value given that is wrong
+        ["forget", "--regex", "a{1001}"],
+        ["team", "init", "--url", "http://x"],
+        ["hook", "agent", "install", "codex", "--project"],
     ):
         result = run_script(*args, cwd=repo)
         assert result.returncode == 2, (args, result.returncode, result.stderr)

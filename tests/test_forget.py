@@ -261,6 +261,7 @@ def test_ignore_case_and_regex(repo: Path, isolated_home: Path) -> None:
     ("args", "message"),
     [
         (["--regex", "("], "invalid regular expression"),
+        (["--regex", "a{1001}"], "invalid repetition size"),
         (["--regex", ""], "empty"),
         (["--regex", "a*"], "matches the empty string"),
         (["--regex", r"\b"], "matches the empty string"),
@@ -272,7 +273,8 @@ def test_bad_patterns_are_refused(repo: Path, args: list[str], message: str) -> 
     commit(repo, "init")
     run_cli("-C", str(repo), "sync", "--no-embed")
     result = run_cli("-C", str(repo), "forget", *args, "--yes", ok=False)
-    assert result.exit_code == 1 and message in result.output
+    # exit 2: the value given cannot be used (docs/contracts.md, section 9); it was 1, a failed command's
+    assert result.exit_code == 2 and message in result.output
     from nexusmem import project
 
     with project.load(repo).open_store(readonly=True) as store:

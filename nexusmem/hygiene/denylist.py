@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem import paths, private
-from nexusmem.errors import NexusMemError
+from nexusmem.errors import NexusMemError, UsageError
 
 MAX_VALUE_BYTES = 4096
 MAX_PATTERN_CHARS = 1000
@@ -55,6 +55,12 @@ _EMPTY_PROBES = ("", "a", " ", "abc def", "0", "\n", "-", "é")
 
 class DenyListError(NexusMemError):
     """An entry that cannot be used: empty, an invalid regex, one that matches the empty string..."""
+
+
+class DenyValueError(DenyListError, UsageError):
+    """The value or pattern given to forget cannot be an entry (empty, invalid, unsafe): exit 2, as for any
+    value on the command line that cannot be used. A stored entry that fails the same checks is
+    DenyListError's business (Entry.problem)."""
 
 
 class _MissingKey(ValueError):
@@ -229,11 +235,11 @@ def _backtracking_risk(pattern: str, flags: int) -> str | None:
 
 def compile_regex(pattern: str, ignore_case: bool) -> Any:
     """The compiled PATTERN (RE2; Python's re only where RE2 is missing and the pattern cannot backtrack
-    badly), or a DenyListError when it is empty, too long, invalid, unsafe or can match an empty string."""
+    badly), or a DenyValueError when it is empty, too long, invalid, unsafe or can match an empty string."""
     if not pattern.strip():
-        raise DenyListError("the pattern is empty")
+        raise DenyValueError("the pattern is empty")
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise DenyListError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
+        raise DenyValueError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
     engine = _re2()
     compiled: Any
     if engine is not None:
@@ -244,7 +250,7 @@ def compile_regex(pattern: str, ignore_case: bool) -> Any:
             compiled = engine.compile(pattern, options)
         except engine.error as exc:
             detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-            raise DenyListError(
+            raise DenyValueError(
                 f"invalid regular expression {pattern!r} for the linear-time engine (RE2): {detail}."
                 " Backreferences and lookaround are not supported (they are what can make matching take"
                 " exponential time)"
@@ -255,16 +261,16 @@ def compile_regex(pattern: str, ignore_case: bool) -> Any:
             risk = _backtracking_risk(pattern, flags)
             compiled = re.compile(pattern, flags)
         except (re.error, RecursionError, OverflowError) as exc:
-            raise DenyListError(f"invalid regular expression {pattern!r}: {exc}") from None
+            raise DenyValueError(f"invalid regular expression {pattern!r}: {exc}") from None
         if risk:
-            raise DenyListError(
+            raise DenyValueError(
                 f"the regular expression {pattern!r} has {risk}, which can make matching take exponential"
                 " time; install google-re2 (`pip install google-re2`) for patterns like this"
             )
     for probe in _EMPTY_PROBES:
         for m in compiled.finditer(probe):
             if m.end() == m.start():
-                raise DenyListError(
+                raise DenyValueError(
                     f"the regular expression {pattern!r} matches the empty string, so it would match"
                     " everything: make it require at least one character"
                 )
@@ -275,12 +281,12 @@ def make_literal(value: str, ignore_case: bool, key: tuple[str, bytes] | None = 
     """A new literal entry for VALUE (random salt; the value itself is not kept), keyed with KEY ((id,
     secret); the user's own key when None, a team's shared key for `forget --team`)."""
     if not value or not value.strip():
-        raise DenyListError("the value to forget is empty")
+        raise DenyValueError("the value to forget is empty")
     if "\0" in value:
-        raise DenyListError("the value to forget contains a NUL character")
+        raise DenyValueError("the value to forget contains a NUL character")
     data = _fold(value, ignore_case).encode("utf-8", "surrogatepass")
     if len(data) > MAX_VALUE_BYTES:
-        raise DenyListError(f"the value to forget is longer than {MAX_VALUE_BYTES} bytes: use --regex")
+        raise DenyValueError(f"the value to forget is longer than {MAX_VALUE_BYTES} bytes: use --regex")
     return literal_from_bytes(data, ignore_case, key)
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem import paths, private
-from nexusmem.errors import NexusMemError
+from nexusmem.errors import NexusMemError, UsageError
 from nexusmem.sources.shell.agentcmd import AGENTS as AGENTS
 
 EVENTS: dict[str, tuple[str, ...]] = {
@@ -49,6 +49,10 @@ _OURS = re.compile(r"nexusmem[\\/]agenthook\.py")
 
 class AgentHookError(NexusMemError):
     """An agent hook could not be installed, removed or described."""
+
+
+class AgentHookUsageError(AgentHookError, UsageError):
+    """What was asked cannot be done as asked (Codex with --project): exit 2."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ def settings_path(agent: str, project: Path | None = None, environ: dict[str, st
         )
         return config / "settings.json"
     if project is not None:
-        raise AgentHookError(
+        raise AgentHookUsageError(
             "Codex has no uncommitted project hooks file (.codex/hooks.json may be committed and would "
             "install the hook for every teammate): install it in your user scope, without --project"
         )
