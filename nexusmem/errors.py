@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path  # already loaded by every path here: no typing import (the hooks count modules)
+
 
 class NexusMemError(Exception):
     """Base class: a failure the user can act on, with a message that says what and where."""
@@ -33,6 +35,15 @@ class ConfigError(NexusMemError):
 
 class NotInitialisedError(NexusMemError):
     pass
+
+
+class FirstSyncRunningError(NotInitialisedError):
+    """No store yet, but the first sync is under way and will make it (paths.first_sync_under_way): `status`
+    answers with what it can say of ROOT, the rest refuse with the message."""
+
+    def __init__(self, root: Path, message: str) -> None:
+        super().__init__(message)
+        self.root = root
 
 
 class StoreError(NexusMemError):

@@ -527,7 +527,8 @@ def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> str:
 
 def first_sync_under_way(root: Path) -> bool:
     """Whether a sync is building ROOT's memory for the first time: the post-commit hook made .nexusmem/ and
-    flagged the work (autosync.PENDING_NAME), or a sync holds its run lock (sync.RUN_LOCK_NAME)."""
+    flagged the work (autosync.PENDING_NAME), the hook's sync holds its own lock (autosync.LOCK_NAME: it
+    takes the flag away before the sync makes the store), or a sync holds its run lock (sync.RUN_LOCK_NAME)."""
     import time
 
     state = state_dir(root)
@@ -536,7 +537,9 @@ def first_sync_under_way(root: Path) -> bool:
         flagged = -5 < age < PENDING_FRESH_SECONDS  # a mark dated ahead (a skewed clock) is no fresh one
     except OSError:
         flagged = False
-    return flagged or sync_running(root)
+    from nexusmem.oslock import held
+
+    return flagged or held(state / "sync.lock") or sync_running(root)
 
 
 def sync_running(root: Path) -> bool:

@@ -164,14 +164,15 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
     """The project containing START, with its validated config: its memory_root's."""
     root = memory_root(paths.repo_root(start))
     if require_init and not is_initialised(root):
-        from nexusmem.errors import NotInitialisedError
+        from nexusmem.errors import FirstSyncRunningError, NotInitialisedError
 
         stashed = paths.stashed_unless_building(root)
         if stashed is not None:  # `nexusmem sync` stops on it too
             raise NotInitialisedError(paths.stashed_text(root, stashed))
         if paths.first_sync_under_way(root):  # the post-commit hook's first sync: its own run would wait
-            raise NotInitialisedError(
-                f"the memory of {root} is still being built{paths.first_sync_where(root)}: try again in a moment"
+            raise FirstSyncRunningError(
+                root,
+                f"the memory of {root} is still being built{paths.first_sync_where(root)}: try again in a moment",
             )
         blocked = paths.state_in_the_way(paths.state_dir(root))
         if blocked is not None:  # `nexusmem sync` stops on it: what to clear comes first

@@ -51,8 +51,8 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
             "root": str(project.root),
             "project": project.id,
             # The first sync is running (the post-commit hook's, in the background, or a `nexusmem sync` in
-            # a terminal): nothing to read yet.
-            "building": not sources and paths.first_sync_under_way(project.root),
+            # a terminal): nothing to read yet, or only the sources it has done (no sync has ended here yet).
+            "building": _first_build(project.root, bool(sources)),
             "database": str(db),
             "database_bytes": size,
             "schema_version": store.schema_version(),
@@ -90,6 +90,54 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
             # Why the record those are read from cannot be read (a FIFO, a link to /dev/zero), or None.
             "hooks_record": hooks_record(project),
         }
+
+
+def _first_build(root: Path, read_any: bool) -> bool:
+    """Whether the sync running at ROOT is its first: no source read yet, or none ended (the registry's
+    lastSync, which a sync sets as it ends, as project.refuse_cut_short reads it)."""
+    if not paths.first_sync_under_way(root):
+        return False
+    from nexusmem import registry
+
+    return not read_any or registry.last_sync(root) is None
+
+
+def building(root: Path) -> dict[str, Any]:
+    """What `status` says of ROOT while its first sync is under way (paths.first_sync_under_way) and has not
+    made the store yet (the post-commit hook's sync waits for a burst of commits to end first): status()'s
+    keys, nothing counted, `building` true, `schema_version` null."""
+    from nexusmem import identity
+
+    return {
+        "root": str(root),
+        "project": identity.project_id(root),
+        "building": True,
+        "database": str(paths.db_path(root)),
+        "database_bytes": 0,
+        "schema_version": None,
+        "driver": None,
+        "vector_backend": None,
+        "nodes": 0,
+        "by_kind": {},
+        "links": 0,
+        "links_by_relation": {},
+        "import_edges": 0,
+        "flagged": 0,
+        "first": None,
+        "last": None,
+        "sources": [],
+        "shell_log": str(paths.shell_log_path()),
+        "skipped_records": {},
+        "source_states": {},
+        "auto_sync_failed": None,
+        "head_moved": None,
+        "deepened": False,
+        "shallower": False,
+        "sync_unfinished": None,
+        "low_space": None,
+        "hooks_gone": {},
+        "hooks_record": None,
+    }
 
 
 def _low_space(project: Project) -> dict[str, int] | None:
@@ -154,13 +202,17 @@ def render(info: dict[str, Any]) -> str:
     # A folder named with a newline or a tab is spelled `\n`, `\t`: one line each, as sync and doctor say it.
     lines.append(f"root      {one_line(info['root'])}")
     lines.append(f"project   {one_line(info['project'])}")
-    lines.append(
-        f"database  {one_line(info['database'])} ({info['database_bytes'] / 1e6:.1f} MB,"
-        f" schema v{info['schema_version']})"
-    )
-    lines.append(f"driver    {info['driver']}; vectors: {info['vector_backend'] or 'none'}")
+    if info["schema_version"] is None:  # building(): the first sync has not made it yet
+        lines.append(f"database  {one_line(info['database'])} (not made yet)")
+    else:
+        lines.append(
+            f"database  {one_line(info['database'])} ({info['database_bytes'] / 1e6:.1f} MB,"
+            f" schema v{info['schema_version']})"
+        )
+        lines.append(f"driver    {info['driver']}; vectors: {info['vector_backend'] or 'none'}")
     if info["sources"]:
-        lines.append("sources:")
+        building = f" (the first sync is still running{paths.first_sync_where(Path(info['root']))})"
+        lines.append("sources:" + (building if info.get("building") else ""))
         width = max(len(str(s["name"])) for s in info["sources"])  # `changelog` is wider than the rest
         for s in info["sources"]:
             lines.append(

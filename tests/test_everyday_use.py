@@ -360,15 +360,30 @@ def test_a_pass_in_another_worktree_does_not_answer_a_failure_in_this_one(repo: 
 
 def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -> None:
     """While the post-commit hook's first sync built the memory, query and status said "has no NexusMem
-    memory yet: run `nexusmem sync`" (which then only waited for that build); precheck said it right."""
+    memory yet: run `nexusmem sync`" (which then only waited for that build); precheck said it right.
+    Then status exited 1 ("still being built … try again in a moment", no JSON for --json) until the sync
+    had made the store: it answers from the hook's first moment to the sync's end, `building` true."""
+    from nexusmem.oslock import FileLock
+
     commit(repo, "feat: start", {"a.py": "A = 1\n"})
     state = repo / ".nexusmem"
     state.mkdir(mode=0o700)
     (state / "sync.pending").write_text("", encoding="utf-8")  # what the post-commit hook leaves
-    for args in (("query", "start"), ("status",)):
-        said = run_cli("-C", str(repo), *args, ok=False)
-        assert said.exit_code != 0 and "still being built in the background" in said.output, said.output
+    said = run_cli("-C", str(repo), "query", "start", ok=False)
+    assert said.exit_code == 1 and "still being built in the background" in said.output, said.output
+    shown = run_cli("-C", str(repo), "status").stdout
+    assert "the first sync is running in the background" in shown and "(not made yet)" in shown, shown
+    info = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
+    assert info["building"] is True and info["nodes"] == 0 and info["schema_version"] is None
+    # The hook's sync takes the flag away before its sync makes the store: its own lock (sync.lock) still
+    # says a build is under way (between the two, status said "run `nexusmem sync`").
     (state / "sync.pending").unlink()
+    hook_sync = FileLock(state / "sync.lock")
+    hook_sync.acquire(timeout=0)
+    try:
+        assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is True
+    finally:
+        hook_sync.release()
     said = run_cli("-C", str(repo), "status", ok=False)
     assert "has no NexusMem memory yet: run `nexusmem sync`" in said.output
     # Seconds later the background sync has made the database, and has not finished its first pass yet.
@@ -386,6 +401,17 @@ def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -
     run_cli("-C", str(repo), "sync", "--no-embed")
     (state / "sync.pending").write_text("", encoding="utf-8")  # a later sync about to run: no first build
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is False
+    # The first sync has read some sources and is still running (no sync has ended yet: the registry has
+    # no lastSync): still building, the sources done so far listed.
+    from nexusmem.paths import registry_path
+
+    registry = json.loads(registry_path().read_text(encoding="utf-8"))
+    for entry in registry["projects"]:
+        entry.pop("lastSync", None)
+    registry_path().write_text(json.dumps(registry), encoding="utf-8")
+    shown = run_cli("-C", str(repo), "status").stdout
+    assert "sources: (the first sync is still running in the background" in shown, shown
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["building"] is True
 
 
 def test_status_during_a_first_sync_run_in_a_terminal_names_no_log_it_does_not_write(repo: Path) -> None:

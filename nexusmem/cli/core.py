@@ -366,8 +366,14 @@ def status_cmd(ctx: click.Context, as_json: bool, share: bool) -> None:
     """What this repository's memory holds: nodes by kind, date range, sources and their last sync."""
     from nexusmem import project, status
     from nexusmem.cli.plain import store_note
+    from nexusmem.errors import FirstSyncRunningError
 
-    info = status.status(project.load(root_of(ctx)), store_note)
+    try:
+        proj = project.load(root_of(ctx))
+    except FirstSyncRunningError as exc:  # the post-commit hook's first sync has not made the store yet
+        info = status.building(exc.root)
+    else:
+        info = status.status(proj, store_note)
     if as_json:
         echo_json(info)
     elif share:
