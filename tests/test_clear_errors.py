@@ -644,3 +644,29 @@ def test_a_command_run_in_a_deleted_folder_says_so_in_one_line(repo: Path, isola
     answers = {a.get("id"): a for a in map(json.loads, mcp.stdout.splitlines())}
     assert "result" in answers.get(1, {}) and "cache" in json.dumps(answers.get(2)), (mcp.stdout, mcp.stderr)
     assert not (isolated_home / ".nexusmem" / "crash.log").exists()
+
+
+def test_a_store_a_newer_release_wrote_is_refused_by_reads_too(repo: Path) -> None:
+    """Only sync and doctor refused a memory whose schema a newer NexusMem had moved on: status showed
+    "schema v16" without a word, query and show answered from tables this release may read wrong, and
+    precheck checked the commit against them. Every read now refuses it in one line (README, Upgrading);
+    precheck, a hook, lets the commit go with one line."""
+    from nexusmem.store import migrations, open_store
+
+    db = synced(repo)
+    newer = migrations.LATEST + 1
+    with open_store(db) as store:
+        store.conn.execute(
+            "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, 'future', 0)", (newer,)
+        )
+    said = f"database schema version {newer} is newer than this NexusMem ({migrations.LATEST}); upgrade it"
+    for args in (("status",), ("status", "--json"), ("query", "cache marker"), ("show", "HEAD")):
+        line = one_line_error(run_script(*args, cwd=repo))
+        assert said in line, (args, line)
+    (repo / "a.txt").write_text("b\n", encoding="utf-8")
+    subprocess.run(["git", "add", "a.txt"], cwd=repo, check=True)
+    for args in (("precheck",), ("precheck", "--strict")):
+        proc = run_script(*args, cwd=repo)
+        assert proc.returncode == 0, (args, proc.stderr)
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("nexusmem precheck: memory not checked (") and said in line, line

@@ -260,7 +260,7 @@ def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False
         )
         if not readonly:
             migrations.migrate(conn)
-        elif migrations.current_version(conn) < migrations.LATEST:
+        elif migrations.readable_version(conn) < migrations.LATEST:
             if immutable:  # no room for the -shm file on that disk, so none for the migration's writes
                 raise StoreError(
                     f"{path} needs its upgrade (a migration to this release's schema), and the disk holding it"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from nexusmem.store import connection, health
 from nexusmem.store.batch import rows_in
+from nexusmem.store.migrations import readable_version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -31,6 +32,11 @@ class HookReader:
         # A commit waits for this: a store another process holds locked (a tool in SQLite's exclusive
         # mode, a recovery) costs the commit at most HOOK_BUSY_MS, not the 15 s a sync waits.
         self.conn = connection.connect(path, readonly=True, busy_ms=HOOK_BUSY_MS)
+        try:  # a store a newer NexusMem wrote is refused, as every read refuses it (precheck: not checked)
+            readable_version(self.conn)
+        except BaseException:
+            self.conn.close()
+            raise
 
     def __enter__(self) -> HookReader:
         return self

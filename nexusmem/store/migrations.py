@@ -7,10 +7,15 @@ earlier version and migrates it forward.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
 
-Migration = tuple[int, str, Callable[[Any], None]]
+TYPE_CHECKING = (
+    False  # typing.TYPE_CHECKING without importing typing: the commit hook reads LATEST (hookreads)
+)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Migration = tuple[int, str, Callable[[Any], None]]
 
 
 def execute_script(conn: Any, script: str) -> None:
@@ -438,9 +443,9 @@ def current_version(conn: Any) -> int:
     return int(row[0] or 0)
 
 
-def migrate(conn: Any, target: int | None = None) -> list[int]:
-    """Apply every migration above the database's version (up to TARGET); return the numbers applied."""
-    goal = LATEST if target is None else target
+def readable_version(conn: Any) -> int:
+    """The database's schema version; a StoreError when a newer NexusMem wrote it: its tables may hold what
+    this release would read wrong, so reads refuse it as a sync does (README, Upgrading)."""
     version = current_version(conn)
     if version > LATEST:
         from nexusmem.errors import StoreError
@@ -448,6 +453,13 @@ def migrate(conn: Any, target: int | None = None) -> list[int]:
         raise StoreError(
             f"database schema version {version} is newer than this NexusMem ({LATEST}); upgrade it"
         )
+    return version
+
+
+def migrate(conn: Any, target: int | None = None) -> list[int]:
+    """Apply every migration above the database's version (up to TARGET); return the numbers applied."""
+    goal = LATEST if target is None else target
+    version = readable_version(conn)
     applied: list[int] = []
     if version >= goal:
         return applied
