@@ -155,6 +155,10 @@ def test_prune_source_is_a_dry_run_unless_yes(repo: Path) -> None:
     run_cli("-C", str(repo), "sync", "-q")
     dry = run_cli("-C", str(repo), "sync", "--prune-source", "shell:zsh").output
     assert "would delete 1 node(s) of shell:zsh" in dry and "only that shell's new commands" in dry
+    # --json and --quiet were ignored: the sentence came out as text either way.
+    said = json.loads(run_cli("-C", str(repo), "sync", "--prune-source", "shell:zsh", "--json").stdout)
+    assert said["source"] == "shell:zsh" and said["dry_run"] is True and said["nodes"] == 1, said
+    assert run_cli("-C", str(repo), "sync", "--prune-source", "shell:zsh", "--quiet").output == ""
     assert json.loads(run_cli("-C", str(repo), "status", "--json").output)["by_kind"]["shell_command"] == 2
     assert (
         "deleted 1 node(s)" in run_cli("-C", str(repo), "sync", "--prune-source", "shell:zsh", "--yes").output

@@ -123,7 +123,11 @@ def sync_cmd(
             else f"the next sync reads {source} again from the start unless it is turned off"
             f" (sources.{source}.enabled: false)"
         )
-        if yes:
+        if as_json:
+            echo_json({"source": prune_source, "dry_run": not yes, "nodes": count, "after": after})
+        elif quiet:
+            pass
+        elif yes:
             click.echo(
                 f"deleted {count} node(s) of {prune_source}, with their review verdicts and stale marks;"
                 f" {after} (`nexusmem sync --rebuild` reads everything again and keeps verdicts)"
