@@ -427,7 +427,11 @@ MIGRATIONS: list[Migration] = [
         _m14_build_dirs_are_source,
     ),
     (15, "index on the time a rewritten commit was made (meta committed)", _m15_commit_made_index),
-    (16, "the word indexes rewrite a node only when its indexed text changed", _m16_rewrite_only_changed_text),
+    (
+        16,
+        "the word indexes rewrite a node only when its indexed text changed",
+        _m16_rewrite_only_changed_text,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
