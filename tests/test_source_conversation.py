@@ -206,14 +206,19 @@ def test_a_gemini_subdirectory_session_passed_over_before_the_upgrade_is_read_on
     repo, home = world["repo"], world["home"]
     T.write_gemini(home / ".gemini", repo / "src", START, session="gem-in-src")
     sync_json(repo, "--conversation")
-    # Make the cursor what the version before kept: fingerprints without the subdirectory mark, and
-    # this session recorded as another project's.
+    # Make the cursor what the version before kept: files by their paths, fingerprints without the
+    # subdirectory mark, and this session recorded as another project's.
+    from nexusmem.sources.conversation import gemini
+    from nexusmem.sources.conversation.source import _ours
+
     with project_mod.load(repo).open_store() as store:
         cursor = json.loads(store.cursor("conversation") or "{}")
-        for key, entry in cursor["files"].items():
-            if "gemini" in key:
-                entry["fp"] = entry["fp"][:4]
-                entry["ours"] = "gem-in-src" not in key and entry["ours"]
+        secret = bytes.fromhex(cursor["key"])
+        for path in map(str, gemini.transcript_files()):
+            entry = cursor["files"].pop(_ours(secret, path))
+            entry["fp"] = entry["fp"][:4]
+            entry["ours"] = "gem-in-src" not in path and entry["ours"]
+            cursor["files"][path] = entry
         with store.transaction():
             store.record_sync("conversation", json.dumps(cursor), 0, 0, 0, 0)
         store.conn.execute("DELETE FROM nodes WHERE json_extract(meta, '$.session_id') = 'gem-in-src'")
@@ -1100,6 +1105,57 @@ def test_a_token_in_a_transcripts_ids_model_or_record_type_is_redacted(
     subagent = [n for n in found if n.kind == "conversation_turn" and n.meta["sidechain"]]
     assert [n.title for n in subagent] == ["[subagent «redacted:github-token»] ask a subagent about numbats"]
     assert all(n.ref.startswith("claude-code:«redacted:github-token»#") for n in subagent)
+
+
+def test_a_token_a_transcript_is_named_after_is_not_kept_in_the_cursor(
+    repo: Path, isolated_home: Path
+) -> None:
+    """Claude Code names a transcript after its sessionId (a subagent's after its agentId). With a token as
+    either, the conversation cursor kept the file's path (`status --json` printed it), and after `forget
+    TOKEN --yes` the next sync wrote it back. The cursor keeps each file by a keyed digest of its path (an
+    unchanged file is still not read again), an older cursor's paths are read once and dropped, and a bad
+    line's problem names the file with the token redacted."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    token, agent = "ghp_R8x2Lq7Vn4Tz9Kp3Wm6Yb1Hc5Dj0Fs2Ga8Ne", "ghp_Zz9yXw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc"
+    folder = isolated_home / ".claude" / "projects" / "-repo"
+    main = T.ClaudeWriter(token, repo, START)
+    main.user("why does the quokka importer hang")
+    main.say("It waits on a lock it holds.")
+    main.records.append({"type": "user", "bad": True})  # a line it cannot read: a problem naming the file
+    main.write(folder / f"{token}.jsonl")
+    sub = T.ClaudeWriter(token, repo, START + timedelta(minutes=1), agent_id=agent)
+    sub.user("List every caller of Quokka.load")
+    sub.say("One caller.")
+    sub.write(folder / token / "subagents" / f"agent-{agent}.jsonl")
+
+    def kept() -> str:
+        out = run_cli("-C", str(repo), "status", "--json").stdout + run_cli("-C", str(repo), "status").stdout
+        blobs = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.is_file())
+        return out + blobs.decode("utf-8", "replace")
+
+    first = part(sync_json(repo, "--conversation"))
+    assert first["added"] == 2
+    assert not [t for t in (token, agent) if t[4:18] in kept() + json.dumps(first)]
+    assert "«redacted:github-token».jsonl:" in run_cli("-C", str(repo), "status").stdout
+    assert "2 transcript file(s) seen, 2 of this project" in run_cli("-C", str(repo), "status").stdout
+    assert part(sync_json(repo, "--conversation"))["noop"]  # unchanged: known by its digest, not read again
+    # What an older version kept: the files by their paths. Read once (not again: nothing changed), then gone.
+    with project_mod.load(repo).open_store() as store:
+        cursor = json.loads(store.cursor("conversation") or "{}")
+        entries = sorted(cursor["files"].values(), key=lambda e: e["fp"][0], reverse=True)
+        paths = [str(folder / f"{token}.jsonl"), str(folder / token / "subagents" / f"agent-{agent}.jsonl")]
+        cursor["files"] = dict(zip(paths, entries, strict=True))
+        with store.transaction():
+            store.record_sync("conversation", json.dumps(cursor), 0, 0, 0, 0)
+    assert token[4:18] in kept()
+    assert part(sync_json(repo, "--conversation"))["noop"]
+    assert token[4:18] not in kept() and agent[4:18] not in kept()
+    forgot = run_cli("-C", str(repo), "forget", token, "--yes")
+    assert "verified: the value is in none" in forgot.output
+    main.say("Still waiting.")  # the transcript grows: read on, and its cursor entry written again
+    main.write(folder / f"{token}.jsonl")
+    sync_json(repo, "--conversation")
+    assert token[4:18] not in kept() and agent[4:18] not in kept()
 
 
 def test_a_rebuild_keeps_the_turns_of_a_transcript_no_longer_on_disk(repo: Path, isolated_home: Path) -> None:

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nexusmem.redact import redact
+from nexusmem.redact import redact, redact_path
 
 # A Claude Code line holding a pasted log or a large tool result runs to a few hundred KB; 8 MB is far
 # beyond any real record and bounds what one bad line can cost (it is skipped, in 64 KB reads).
@@ -127,7 +127,8 @@ class Report:
         seen = self._per_file.get(key, 0)
         self._per_file[key] = seen + 1
         if seen < MAX_PROBLEMS_PER_FILE:
-            where = f"{path}:{line}" if line is not None else str(path)
+            # A transcript is named after its session id: a secret pasted into one is in the path.
+            where = redact_path(key) + (f":{line}" if line is not None else "")
             self.problems.append(f"{where}: {why}")
 
     def guard(self, path: Path | str, line: int | None) -> _RecordGuard:

@@ -13,7 +13,10 @@ larger) is read on from the byte where its last exchange began (that exchange ma
 turn numbering carried over (model.Resume); any other change (rewritten under us, truncated, replaced)
 reads the file again from the top, which the content-addressed ids make idempotent. A file found to belong
 to another project is remembered as such and not parsed again until it changes: by a keyed digest of its path
-and those four (_foreign), never by its path, which would say whose it is.
+and those four (_foreign), never by its path, which would say whose it is. One of this project's is kept by a
+keyed digest of its path alone (_ours): a transcript is named after its session id (a Claude Code one, a
+Codex rollout), which may be a pasted secret, and the cursor is stored, printed by `status --json`, and not
+redacted. An older cursor's path keys are read once and dropped.
 """
 
 from __future__ import annotations
@@ -105,6 +108,14 @@ def _foreign(secret: bytes, path: str, fingerprint: list[Any]) -> str:
     return "~" + hashlib.blake2b(text, key=secret, digest_size=16).hexdigest()
 
 
+def _ours(secret: bytes, path: str) -> str:
+    """What the cursor keys one of this project's transcripts by: a digest of its PATH keyed by the cursor's
+    SECRET, the same from one sync to the next (a grown file is read on from where it stopped), and no path:
+    a transcript's name is its session id, and a secret in one would be kept as it is."""
+    text = json.dumps(path).encode("ascii")
+    return "#" + hashlib.blake2b(text, key=secret, digest_size=16).hexdigest()
+
+
 class ConversationSource:
     name = "conversation"
     kinds = ("conversation_turn", "shell_command")
@@ -137,12 +148,13 @@ class ConversationSource:
         for done, (agent, path, companion) in enumerate(files, 1):
             if done % 50 == 0:
                 ctx.progress("conversation", done, len(files))
-            key = str(path)
+            key = _ours(secret, str(path))
+            # An older cursor kept the file by its path: read once, and kept by its digest from now on.
+            previous = old[key] if key in old else old.get(str(path))
             if agent == "aider" and path.is_symlink():
                 # A chat history committed as a symlink (`../../.aider.chat.history.md`) may point at
                 # another project's, or the home folder's: never followed, as the docs source refuses one.
                 link = self._link_fingerprint(path)
-                previous = old.get(key)
                 if link is not None:
                     state[key] = {"fp": link, "ours": False}
                     if not (isinstance(previous, dict) and previous.get("fp") == link):
@@ -157,11 +169,10 @@ class ConversationSource:
             elif agent == "codex":
                 # Sessions resumed in another directory are attributed turn by turn since this mark.
                 fingerprint.append(CODEX_MOVES)
-            foreign = _foreign(secret, key, fingerprint)
+            foreign = _foreign(secret, str(path), fingerprint)
             if foreign in old:  # another project's, unchanged
                 state[foreign] = {"ours": False}
                 continue
-            previous = old.get(key)
             if isinstance(previous, dict) and previous.get("fp") == fingerprint:
                 if previous.get("ours") is True:
                     state[key] = previous
