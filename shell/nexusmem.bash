@@ -445,6 +445,38 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         fi
     }
 
+    # Whether the line $1 only defines a function (`name() { …; }`, `function name { …; }`, `name() ( … )`),
+    # which runs nothing: bash leaves the previous line's PIPESTATUS. Read from the line's first 100
+    # characters (a name, `()` and the brace that opens the body) and its last, with no extglob past the
+    # end test: a pattern of `+(…)` and `*` over a long line backtracks for milliseconds.
+    __nexusmem_defines() {
+        local t name
+        [[ $1 == *[\}\)]*([[:space:]]) ]] || return 1
+        t=${1:0:100}
+        t=${t#"${t%%[![:space:]]*}"}
+        if [[ $t == function[[:space:]]* ]]; then
+            t=${t#function}
+            t=${t#"${t%%[![:space:]]*}"}
+            name=${t%%[[:space:]\(\{]*}
+        else
+            name=${t%%[[:space:]\(]*}
+            [[ $name != *=* ]] || return 1
+        fi
+        [[ -n $name && $name != *[\)\;\&\|\<\>\{\}\$\"\'\`]* ]] || return 1
+        t=${t:${#name}}
+        t=${t#"${t%%[![:space:]]*}"}
+        if [[ $t == \(* ]]; then
+            t=${t:1}
+            t=${t#"${t%%[![:space:]]*}"}
+            [[ $t == \)* ]] || return 1
+            t=${t:1}
+            t=${t#"${t%%[![:space:]]*}"}
+        elif [[ $1 != *([[:space:]])function[[:space:]]* ]]; then
+            return 1
+        fi
+        [[ $t == [\{\(]* ]]
+    }
+
     __nexusmem_record() {
         local st=$1 pst=$2 arg=$3 now t0 num text dur='' pipe='' cmd cwd line repeat=0
         now=${EPOCHREALTIME-}
@@ -487,9 +519,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         # PIPESTATUS is the pipeline's own only when it holds the status (the last stage's, or under
         # pipefail the last failing one's): a job stopped with Ctrl-Z (148) leaves the previous one there,
         # as does a line that sends a job to the background (`cmd &`, whose $? is 0: after `false | cat`,
-        # [1, 0] again).
+        # [1, 0] again) or one that defines a function.
         [[ -n $pst && " $pst " == *" $st "* && $text != *[!\&\>]\&*([[:space:]]) ]] &&
-            pipe=",\"pipestatus\":[${pst// /,}]"
+            ! { ((st == 0)) && __nexusmem_defines "$text"; } && pipe=",\"pipestatus\":[${pst// /,}]"
         __nexusmem_escape "$text"
         cmd=$__nexusmem_json
         __nexusmem_escape "$PWD"

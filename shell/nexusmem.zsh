@@ -193,14 +193,16 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     # pipeline is a `time`d one of several stages, for which zsh keeps the pipeline's status alone (`time
     # make | cat` that failed leaves (0), make's 2 is gone); `none` when its last command sets none, where
     # zsh leaves the previous line's (a bare assignment `X=1`, `[[ … ]]`, `(( … ))`, a job sent to the
-    # background: after `false | cat`, [1, 0] again); else empty. The words are zsh's own (the (z) flag
-    # reads quotes and `$(…)` as the shell does, and comments too when $1 says the user's shell has
-    # `interactive_comments`); a line with none of those words is settled by a look at its text.
+    # background, a function's definition: after `false | cat`, [1, 0] again); else empty. The last command
+    # of a compound is the one before its closing word (`{ X=1; }`, `for …; do X=$i; done`, `if …; then
+    # time make | cat; fi`). The words are zsh's own (the (z) flag reads quotes and `$(…)` as the shell
+    # does, and comments too when $1 says the user's shell has `interactive_comments`); a line with none of
+    # those words is settled by a look at its text.
     __nexusmem_last_pipeline() {
         emulate -L zsh
         setopt extended_glob
         __nexusmem_pipeline=
-        [[ $2 == *(time|=|\[\[|\(\(|\&)* ]] || return 0
+        [[ $2 == *(time|=|\[\[|\(\(|\&|\(\)|function)* ]] || return 0
         local -a words
         if (( $1 )); then
             words=(${(Z+C+)2})
@@ -213,9 +215,31 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
             __nexusmem_pipeline=none
             return 0
         fi
-        # The words after the last `;`, `&&`, `||`, `&` (a newline reads as `;`). In a subscript pattern a
-        # backslash does not quote `;` or `&`: only `|` is quoted there.
+        # A function defined last (`name() { …; }`, `name() ( … )`, `function name { …; }`) runs nothing: a
+        # name stands before the word that opens its body. `() { …; }` and `function { …; }` run at once.
+        if [[ $words[-1] == (\}|\)) ]]; then
+            local -i i=$#words depth=0
+            while (( i )); do
+                if [[ $words[i] == $words[-1] ]]; then
+                    (( ++depth ))
+                elif [[ $words[-1] == \} && $words[i] == \{ || $words[-1] == \) && $words[i] == *\( ]]; then
+                    (( --depth )) || break
+                fi
+                (( --i ))
+            done
+            (( i > 1 )) && [[ $words[i-1] == \(\) ]] && (( --i ))
+            local -i j=i-1
+            while (( j )) && [[ $words[j] != (function|*[\;\&\|\(\)\{\}]*|do|then|else) ]]; do (( --j )); done
+            if (( i > 1 && j < i - 1 )) && [[ $words[i] == \(\) || $words[j] == function ]]; then
+                __nexusmem_pipeline=none
+                return 0
+            fi
+        fi
+        while (( $#words > 1 )) && [[ $words[-1] == (\;|\}|done|fi) ]]; do words[-1]=(); done
+        # The words after the last `;`, `&&`, `||`, `&` (a newline reads as `;`), and the words that open a
+        # compound's body. In a subscript pattern a backslash does not quote `;` or `&`: only `|` is quoted.
         words=("${(@)words[${words[(I)(;|;;|;&|;\||&&|\|\||&|&\||&!)]}+1,-1]}")
+        while (( $#words > 1 )) && [[ $words[1] == (\{|do|then|else) ]]; do words[1]=(); done
         if (( ${words[(I)(\||\|&)]} )); then
             [[ $words[1] == time ]] && __nexusmem_pipeline=timed
         elif [[ $words[1] == (\[\[|\(\(*) ]] || (( ! ${words[(I)^([[:alpha:]_][[:alnum:]_]#(\[*\])#(+|)=*)]} )); then

@@ -1036,6 +1036,44 @@ def test_a_line_that_sets_no_pipeline_status_does_not_keep_the_last_ones(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_a_function_definition_or_a_compound_of_assignments_keeps_no_earlier_pipeline_status(
+    kind: str, open_shell: Any, repo: Path
+) -> None:
+    """A function definition runs nothing, and bash and zsh leave $PIPESTATUS as it was: after a failing
+    `false | cat`, `t() { sh deploy.sh | tee log; }` was logged `"exit":0,"pipestatus":[1,0]` and `nexusmem
+    query "deploy.sh failed"` showed it with "pipestatus 1 0"; in zsh a compound whose last command is an
+    assignment (`for i in 1; do X=$i; done`, `{ X=1; }`) did the same. They have no pipestatus now
+    (docs/contracts.md §2); an anonymous zsh function, which runs at once, keeps its own."""
+    commit(repo, "docs: readme", {"README.md": "# app\n"})
+    sh = open_shell(kind, setup=f"cd '{repo}'")
+    definitions = [
+        "t() { sh deploy.sh | tee log; }",
+        "function g { echo hi; }",
+        "function h () { echo hi; }",
+        "u() ( echo sub )",
+    ]
+    compounds = ["for i in 1; do X=$i; done", "{ X=1; }", "if true; then X=1; fi"]
+    for command in definitions + compounds:
+        before = sh.run("false | cat")
+        assert (before["exit"], before["pipestatus"]) == (0, [1, 0]), before
+        line = sh.run(command)
+        assert (line["command"], line["exit"]) == (command, 0), line
+        # bash sets PIPESTATUS to a compound's own [0]; zsh leaves it after an assignment.
+        own = [0] if kind == "bash" and command in compounds else None
+        assert line.get("pipestatus") == own, line
+    # What runs a pipeline keeps its status: a call, and a zsh anonymous function.
+    assert "pipestatus" in sh.run("f() { false | cat; }; f")
+    if kind == "zsh":
+        sh.run("true")
+        assert sh.run("() { false | cat; }")["pipestatus"] == [1, 0]
+    run_cli("-C", str(repo), "sync", "-q")
+    items = query_json(repo, "deploy.sh failed")["items"]
+    shown = [it for it in items if it["kind"] == "shell_command" and "deploy.sh" in json.dumps(it)]
+    assert shown and "pipestatus 1" not in json.dumps(shown), shown
+
+
+@pytest.mark.slow
 @needs("fish")
 def test_fish_private_mode_records_nothing(open_shell: Any) -> None:
     """`fish --private` keeps no history; the hook still logged every command (a leak of what the user
