@@ -477,6 +477,20 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         [[ $t == [\{\(]* ]]
     }
 
+    # Whether the line $1 ends sending a job to the background (`cmd &`): its last `&` is not one of `&&` or
+    # `>&`, and no odd run of backslashes quotes it (`echo \&`, `echo \\\&`; `echo \\&` is a job). A `&`
+    # in quotes ends no line: the closing quote does.
+    __nexusmem_background() {
+        local t n=0
+        [[ $1 == *[!\&\>]\&*([[:space:]]) ]] || return 1
+        t=${1%\&*}
+        while [[ $t == *\\ ]]; do
+            t=${t%?}
+            ((++n))
+        done
+        ((n % 2 == 0))
+    }
+
     __nexusmem_record() {
         local st=$1 pst=$2 arg=$3 now t0 num text dur='' pipe='' cmd cwd line repeat=0
         now=${EPOCHREALTIME-}
@@ -520,7 +534,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         # pipefail the last failing one's): a job stopped with Ctrl-Z (148) leaves the previous one there,
         # as does a line that sends a job to the background (`cmd &`, whose $? is 0: after `false | cat`,
         # [1, 0] again) or one that defines a function.
-        [[ -n $pst && " $pst " == *" $st "* && $text != *[!\&\>]\&*([[:space:]]) ]] &&
+        [[ -n $pst && " $pst " == *" $st "* ]] && ! __nexusmem_background "$text" &&
             ! { ((st == 0)) && __nexusmem_defines "$text"; } && pipe=",\"pipestatus\":[${pst// /,}]"
         __nexusmem_escape "$text"
         cmd=$__nexusmem_json

@@ -879,6 +879,24 @@ def test_a_command_sent_to_the_background_is_not_a_failure(kind: str, open_shell
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash", "zsh")])
+def test_an_escaped_or_quoted_ampersand_is_not_a_background_job(kind: str, open_shell: Any) -> None:
+    r"""bash read the `\&` that ends `false | echo \&` as a job sent to the background and dropped the line's
+    pipestatus (`"exit":0` alone, the pipeline's failing stage lost). An odd run of backslashes, or quotes,
+    make `&` a word; an even run leaves it a background job."""
+    sh = open_shell(kind)
+    for command, pipestatus in (
+        ("false | echo \\&", [1, 0]),
+        ("false | echo a\\\\\\&", [1, 0]),
+        ("false | echo '&'", [1, 0]),
+        ('false | echo "a &"', [1, 0]),
+        ("false | echo a\\\\&", None),  # echo 'a\' sent to the background
+    ):
+        line = sh.run(command)
+        assert (line["command"], line["exit"], line.get("pipestatus")) == (command, 0, pipestatus), line
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_a_log_past_the_file_size_limit_never_ends_the_shell(kind: str, open_shell: Any) -> None:
     """Past `ulimit -f`, a write sends SIGXFSZ, which ends a process: the hook's append to a log that had
