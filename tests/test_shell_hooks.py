@@ -1012,6 +1012,33 @@ def test_a_timed_pipeline_that_fails_is_not_stored_as_passing(
 
 
 @pytest.mark.slow
+@needs("zsh")
+def test_a_timed_pipeline_in_a_compound_that_fails_is_not_stored_as_passing(open_shell: Any) -> None:
+    """zsh keeps no stage's status of a `time`d pipeline; the hook saw only one that was the line's last
+    command, so `{ time ./build | cat; }` or `if …; then time ./build | cat; fi` that failed was still stored
+    `"exit":0,"pipestatus":[0]`, a pass. The last command of a compound is read now: its 0 is unknown."""
+    from nexusmem.sources.shell.logline import log_line_from
+
+    sh = open_shell("zsh")
+    sh.run("printf '#!/bin/sh\\necho build failed; exit 2\\n' > build; chmod +x build")
+    for command in (
+        "{ time ./build | cat; }",
+        "{ time ./build | cat }",
+        "if true; then time ./build | cat; fi",
+        "for i in 1; do time ./build | cat; done",
+        "true && { time ./build | cat; }",
+    ):
+        line = sh.run(command)
+        assert (line["command"], line["exit"], line.get("pipestatus")) == (command, None, None), line
+        parsed = log_line_from(line)
+        assert parsed is not None and parsed.exit is None, line
+    # A line whose last command is not the timed pipeline has that command's status (`time ./build | cat;
+    # true` passed, as `true` did).
+    line = sh.run("time ./build | cat; true")
+    assert (line["exit"], line["pipestatus"]) == (0, [0]), line
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
 def test_a_line_that_sets_no_pipeline_status_does_not_keep_the_last_ones(
     kind: str, open_shell: Any, repo: Path
