@@ -48,11 +48,24 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         if isinstance(entry, dict) and isinstance(entry.get("root"), str) and entry["root"]:
             good.append(entry)
         else:
-            named = {k: entry[k] for k in ("name", "db") if k in entry} if isinstance(entry, dict) else entry
-            shown = json.dumps(named, ensure_ascii=False)
-            shown = shown if len(shown) <= 300 else shown[:297] + "..."
-            bad.append(f'entry {n} of its projects names no folder as its "root" ({shown}): left out')
+            shown = as_json(entry, 300)
+            if isinstance(entry, dict) and "root" in entry:
+                root = as_json(entry["root"], 100)
+                bad.append(
+                    f'entry {n} of its projects ({shown}): its "root" is not a folder path ({root}): left out'
+                )
+            else:
+                bad.append(f'entry {n} of its projects names no folder as its "root" ({shown}): left out')
     return good, bad
+
+
+def as_json(value: Any, limit: int) -> str:
+    """VALUE of an entry as projects.json has it (`5`, `{"a": 1}`, a string quoted), at most LIMIT characters."""
+    try:
+        shown = json.dumps(value, ensure_ascii=False)
+    except (ValueError, RecursionError):  # nested too deeply to print again: say so
+        shown = "(nested too deeply to show)"
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 _said: set[str] = set()  # the problems this process warned of

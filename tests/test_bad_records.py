@@ -278,6 +278,30 @@ def test_one_bad_projects_json_entry_is_left_out_and_the_others_kept(tmp_path: P
     assert "projects.json" not in cli(repos[0], "projects").stderr
 
 
+def test_a_projects_json_entry_of_the_wrong_types_is_shown_as_the_file_has_it(tmp_path: Path) -> None:
+    """An entry with `"root": 5` was said to name no folder as its "root" and shown without it; a `"name":
+    {"a": 1}` was listed by `projects` as Python wrote it, `{'a': 1}`. The entry is shown as JSON, its root
+    said not to be a folder path (5), and a name that is no string is listed as JSON."""
+    repos = [init_repo(tmp_path / name) for name in ("r1", "r2")]
+    for repo in repos:
+        commit(repo, f"feat: {repo.name} marker", {"a.txt": "a\n"})
+        assert cli(repo, "sync", "--no-embed").returncode == 0
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    data = json.loads(registry.read_text(encoding="utf-8"))
+    data["projects"][1]["name"] = {"a": 1}
+    data["projects"].append({"root": 5, "name": "five"})
+    registry.write_text(json.dumps(data), encoding="utf-8")
+    listed = cli(repos[0], "projects")
+    assert '{"a": 1}' in listed.stdout and "{'a': 1}" not in listed.stdout, listed.stdout
+    warned = [line for line in listed.stderr.splitlines() if "projects.json" in line]
+    assert len(warned) == 1, warned
+    assert (
+        'entry 3 of its projects ({"root": 5, "name": "five"}): its "root" is not a folder path (5)'
+        in warned[0]
+    )
+    assert "names no folder" not in warned[0]
+
+
 @pytest.mark.parametrize("text", ["[]", "null", '{"projects": "x"}', '{"projects": [1, null]}'])
 def test_a_projects_json_of_the_wrong_shape_is_said_in_plain_words(repo: Path, text: str) -> None:
     registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"

@@ -1168,6 +1168,31 @@ def test_a_chained_hook_the_framework_moved_aside_is_restored_byte_for_byte(repo
     assert (hooks / "pre-commit").read_bytes() == original
 
 
+def test_remove_on_the_frameworks_route_names_no_hook_file_that_does_not_exist(repo: Path) -> None:
+    """With the pre-commit framework's post-commit and post-merge hooks, `hook git-post remove` printed "No
+    auto-sync hook in …/post-commit.legacy" and the same of post-merge.legacy and post-applypatch, files
+    that never existed. It names the hooks it took the block out of and the files that hold none, and says
+    in one line that there was nothing to remove."""
+    if not PRE_COMMIT.exists():
+        pytest.skip("pre-commit is not installed in this environment")
+    _framework_config(repo)
+    _pre_commit(repo, "install", "--hook-type", "post-commit", "--hook-type", "post-merge")
+    hooks = repo / ".git" / "hooks"
+    installed = run_cli("-C", str(repo), "hook", "git-post", "install").stdout
+    assert str(hooks / "post-commit.legacy") in installed, installed
+    (hooks / "post-merge.legacy").unlink()
+    removed = run_cli("-C", str(repo), "hook", "git-post", "remove").stdout
+    assert removed.splitlines() == [
+        f"Removed the auto-sync hook from {hooks / 'post-commit.legacy'}.",
+        f"Removed the auto-sync hook from {hooks / 'post-applypatch'}.",
+    ], removed
+    again = run_cli("-C", str(repo), "hook", "git-post", "remove").stdout
+    assert again.splitlines() == [f"No auto-sync hook in {hooks}: nothing to remove."], again
+    (hooks / "post-merge.legacy").write_text("#!/bin/sh\necho mine\n", encoding="utf-8")
+    mine = run_cli("-C", str(repo), "hook", "git-post", "remove").stdout
+    assert mine.splitlines() == [f"No auto-sync hook in {hooks / 'post-merge.legacy'}."], mine
+
+
 def test_hooks_left_behind_by_a_new_core_hooks_path_are_named_and_removed(repo: Path) -> None:
     """Hooks installed in .git/hooks, then core.hooksPath set (husky): they silently stopped running, doctor
     said nothing, and uninstall said "No NexusMem hook is installed here", leaving all four blocks."""

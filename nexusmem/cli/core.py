@@ -416,6 +416,9 @@ def projects_cmd(prune: bool, as_json: bool) -> None:
         click.echo("no projects registered yet (run `nexusmem sync` in a repository)")
     for p in rows:
         flag = "MISSING " if p["missing"] else "        "
-        echo_human(f"{flag}{one_line(str(p.get('name', '?'))):<24} {one_line(str(p['root']))}")
+        name = p.get("name", "?")
+        # A name the file gives as something else than a string is shown as the file has it: `{"a": 1}`.
+        shown = name if isinstance(name, str) else registry.as_json(name, 60)
+        echo_human(f"{flag}{one_line(shown):<24} {one_line(str(p['root']))}")
     if any(p["missing"] for p in rows) and not prune:
         click.echo("(MISSING: the database is gone or unreachable; `nexusmem projects --prune` forgets them)")

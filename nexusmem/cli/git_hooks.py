@@ -6,6 +6,7 @@ Thin: parse, call nexusmem.install.git_hooks, print. Registered on the `hook` gr
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -157,19 +158,28 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
         )
 
 
-def _remove(ctx: click.Context, name: str, what: str) -> None:
-    """Take our block out of hook NAME wherever it is: the folder git runs hooks from, and the repository's
-    own hooks folder when core.hooksPath points elsewhere (left there by an earlier install)."""
-    removed = []
-    for directory in git_hooks.hook_dirs(root_of(ctx)):
-        path, changed = git_hooks.remove(name, root_of(ctx), directory)
-        if changed:
-            removed.append(path)
-            echo_line(f"Removed the {what} from {path}.")
-    git_hooks.forget(name, root_of(ctx))
-    if not removed:
-        path = git_hooks.hook_file(name, git_hooks.hooks_dir(root_of(ctx)))
+def _remove(ctx: click.Context, names: tuple[str, ...], what: str) -> None:
+    """Take our block out of each hook of NAMES wherever it is: the folder git runs hooks from, and the
+    repository's own hooks folder when core.hooksPath points elsewhere (left there by an earlier install).
+    Of a hook file that holds no block it says so; of one that does not exist (the pre-commit framework's
+    post-merge.legacy it never wrote), nothing, and one line when there was nothing anywhere."""
+    root = root_of(ctx)
+    removed = False
+    for name in names:
+        for directory in git_hooks.hook_dirs(root):
+            path, changed = git_hooks.remove(name, root, directory)
+            if changed:
+                removed = True
+                echo_line(f"Removed the {what} from {path}.")
+        git_hooks.forget(name, root)
+    if removed:
+        return
+    folder = git_hooks.hooks_dir(root)
+    there = [p for p in (git_hooks.hook_file(n, folder) for n in names) if os.path.lexists(p)]
+    for path in there:
         echo_line(f"No {what} in {path}.")
+    if not there:
+        echo_line(f"No {what} in {folder}: nothing to remove.")
 
 
 @click.group(name="git")
@@ -216,7 +226,7 @@ def git_remove(ctx: click.Context) -> None:
     Example:
         nexusmem hook git remove
     """
-    _remove(ctx, "pre-commit", "precheck hook")
+    _remove(ctx, ("pre-commit",), "precheck hook")
 
 
 @git_group.command(name="status")
@@ -329,8 +339,7 @@ def git_post_remove(ctx: click.Context) -> None:
     Example:
         nexusmem hook git-post remove
     """
-    for name in git_hooks.SYNC_HOOKS:
-        _remove(ctx, name, "auto-sync hook")
+    _remove(ctx, tuple(git_hooks.SYNC_HOOKS), "auto-sync hook")
 
 
 @git_post_group.command(name="status")
