@@ -19,6 +19,7 @@ import pytest
 from nexusmem import paths, sync
 
 from helpers import commit, git, run_cli
+from helpers.sqlite_holder import held
 
 pytestmark = pytest.mark.slow
 
@@ -494,26 +495,14 @@ def test_a_store_another_process_holds_locked_is_called_locked_not_damaged(repo:
     run_cli("-C", str(repo), "hook", "git-post", "install")  # its check reads the store too
     tighten(repo)
     db = repo / ".nexusmem" / "memory.db"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sqlean, sys; c = sqlean.connect(sys.argv[1], isolation_level=None);"
-            " c.execute('PRAGMA locking_mode=EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE');"
-            " c.execute('SELECT count(*) FROM nodes').fetchall(); print('held', flush=True); sys.stdin.read()",
-            str(db),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+    exclusive = (
+        "c.execute('PRAGMA locking_mode=EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE');"
+        " c.execute('SELECT count(*) FROM nodes').fetchall()"
     )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with held(db, exclusive):
         started = time.monotonic()
         code, problem = store_problem(repo)
         took = time.monotonic() - started
-    finally:
-        holder.communicate("")
     assert code == 1 and "another process holds it locked" in str(problem["detail"]), problem
     assert "damaged" not in str(problem["fix"]) and "fuser" in str(problem["fix"]), problem
     assert took < 8, f"doctor took {took:.1f} s on a locked store"

@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from helpers import commit, console_script
+from helpers.sqlite_holder import held
 
 # A second process holding the store for seconds per test.
 pytestmark = pytest.mark.slow
@@ -27,28 +25,6 @@ EXCLUSIVE = (
     " c.execute('SELECT count(*) FROM nodes').fetchall()"
 )
 WRITING = "c.execute('BEGIN IMMEDIATE')"
-
-
-@contextmanager
-def held(db: Path, how: str) -> Iterator[subprocess.Popen[str]]:
-    """Another process holding DB as HOW says until the block ends."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sqlean, sys; c = sqlean.connect(sys.argv[1], isolation_level=None);"
-            f" {how}; print('held', flush=True); sys.stdin.read()",
-            str(db),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        yield holder
-    finally:
-        holder.communicate("")
 
 
 def synced(repo: Path) -> Path:

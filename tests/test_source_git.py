@@ -387,6 +387,20 @@ def test_back_at_commits_memory_holds_reads_none_of_them(repo: Path) -> None:
     assert added() == {"git": 1, "diff": 1}
 
 
+def rev_lists(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The `git rev-list` commands NexusMem runs from here on, recorded as they run."""
+    walks: list[list[str]] = []
+    run_ok = gitcmd.run_ok
+
+    def counting(args: list[str], *rest: Any, **kw: Any) -> Any:
+        if args[:1] == ["rev-list"]:
+            walks.append(args)
+        return run_ok(args, *rest, **kw)
+
+    monkeypatch.setattr(gitcmd, "run_ok", counting)
+    return walks
+
+
 def test_a_stash_or_a_note_moves_no_history_and_lists_none(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -401,15 +415,7 @@ def test_a_stash_or_a_note_moves_no_history_and_lists_none(
     git(repo, "stash", "-q")
     git(repo, "notes", "add", "-m", "reviewed", "HEAD")
     git(repo, "update-ref", "refs/review/42", "HEAD~1")
-    walks: list[list[str]] = []
-    run_ok = gitcmd.run_ok
-
-    def counting(args: list[str], *rest: Any, **kw: Any) -> Any:
-        if args[:1] == ["rev-list"]:
-            walks.append(args)
-        return run_ok(args, *rest, **kw)
-
-    monkeypatch.setattr(gitcmd, "run_ok", counting)
+    walks = rev_lists(monkeypatch)
     summary = sync.sync(repo, embed=False)
     assert all(s.noop for s in summary.sources if s.name in ("git", "diff")), summary.sources
     assert walks == [], walks
@@ -429,16 +435,9 @@ def test_a_rewrite_lists_the_whole_history_once_for_both_sources(
     project.init(repo)
     sync.sync(repo, embed=False)
     git(repo, "commit", "-q", "--amend", "-m", "fix: the retry loop gives up after three tries")
-    walks: list[list[str]] = []
-    run_ok = gitcmd.run_ok
-
-    def counting(args: list[str], *rest: Any, **kw: Any) -> Any:
-        if args[:1] == ["rev-list"] and not any(a.startswith(("--count", "--parents")) for a in args):
-            walks.append(args)
-        return run_ok(args, *rest, **kw)
-
-    monkeypatch.setattr(gitcmd, "run_ok", counting)
+    recorded = rev_lists(monkeypatch)
     summary = sync.sync(repo, embed=False)
+    walks = [w for w in recorded if not any(a.startswith(("--count", "--parents")) for a in w)]
     removed = {s.name: s.removed for s in summary.sources}
     assert removed["git"] == 1 and removed["diff"] == 1, removed
     assert len(walks) == 1, walks  # was 2: one per source

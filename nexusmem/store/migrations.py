@@ -307,6 +307,21 @@ def _m12_commit_generations(conn: Any) -> None:
     generations.fill(conn)
 
 
+# The body of the update trigger since migration 13: a node's old text leaves both word indexes and its new
+# text enters them (the stemmed one holds prose only: no diff, no shell command).
+_PROSE_STEMS_UPDATE = """
+          INSERT INTO nodes_fts(nodes_fts, rowid, title, body, words, notes)
+            VALUES ('delete', old.seq, old.title, old.body, old.words, old.notes);
+          INSERT INTO nodes_fts(rowid, title, body, words, notes) VALUES (new.seq, new.title, new.body, new.words, new.notes);
+          INSERT INTO nodes_stem(nodes_stem, rowid, title, body, notes)
+            SELECT 'delete', old.seq, old.title, old.body, old.notes
+            WHERE old.kind NOT IN ('code_diff', 'shell_command');
+          INSERT INTO nodes_stem(rowid, title, body, notes)
+            SELECT new.seq, new.title, new.body, new.notes WHERE new.kind NOT IN ('code_diff', 'shell_command');
+        END;
+"""
+
+
 def _m13_prose_stems(conn: Any) -> None:
     # Shell commands leave the stemmed index as diffs did (migration 7): a command line is not prose, and
     # once every question word goes to the stemmed index its common words walked the commands there too
@@ -326,15 +341,9 @@ def _m13_prose_stems(conn: Any) -> None:
             WHERE old.kind NOT IN ('code_diff', 'shell_command');
         END;
         CREATE TRIGGER nodes_fts_au AFTER UPDATE OF title, body, words, notes ON nodes BEGIN
-          INSERT INTO nodes_fts(nodes_fts, rowid, title, body, words, notes)
-            VALUES ('delete', old.seq, old.title, old.body, old.words, old.notes);
-          INSERT INTO nodes_fts(rowid, title, body, words, notes) VALUES (new.seq, new.title, new.body, new.words, new.notes);
-          INSERT INTO nodes_stem(nodes_stem, rowid, title, body, notes)
-            SELECT 'delete', old.seq, old.title, old.body, old.notes
-            WHERE old.kind NOT IN ('code_diff', 'shell_command');
-          INSERT INTO nodes_stem(rowid, title, body, notes)
-            SELECT new.seq, new.title, new.body, new.notes WHERE new.kind NOT IN ('code_diff', 'shell_command');
-        END;
+        """
+        + _PROSE_STEMS_UPDATE
+        + """
         INSERT INTO nodes_stem(nodes_stem) VALUES ('delete-all');
         INSERT INTO nodes_stem(rowid, title, body, notes) SELECT seq, title, body, notes FROM nodes
           WHERE kind NOT IN ('code_diff', 'shell_command');
@@ -390,16 +399,8 @@ def _m16_rewrite_only_changed_text(conn: Any) -> None:
         CREATE TRIGGER nodes_fts_au AFTER UPDATE OF title, body, words, notes ON nodes
         WHEN old.title IS NOT new.title OR old.body IS NOT new.body OR old.words IS NOT new.words
           OR old.notes IS NOT new.notes OR old.kind IS NOT new.kind BEGIN
-          INSERT INTO nodes_fts(nodes_fts, rowid, title, body, words, notes)
-            VALUES ('delete', old.seq, old.title, old.body, old.words, old.notes);
-          INSERT INTO nodes_fts(rowid, title, body, words, notes) VALUES (new.seq, new.title, new.body, new.words, new.notes);
-          INSERT INTO nodes_stem(nodes_stem, rowid, title, body, notes)
-            SELECT 'delete', old.seq, old.title, old.body, old.notes
-            WHERE old.kind NOT IN ('code_diff', 'shell_command');
-          INSERT INTO nodes_stem(rowid, title, body, notes)
-            SELECT new.seq, new.title, new.body, new.notes WHERE new.kind NOT IN ('code_diff', 'shell_command');
-        END;
-        """,
+        """
+        + _PROSE_STEMS_UPDATE,
     )
 
 
