@@ -163,7 +163,7 @@ def nodes_naming(
 
 def commit_ids(conn: Any, shas: Sequence[str]) -> set[str]:
     """The ids of the git source's git_commit nodes of the commits SHAS (the (source, natural_key) index)."""
-    sql = "SELECT id FROM nodes WHERE source = 'git' AND natural_key IN ({marks}) AND kind = 'git_commit'"
+    sql = "SELECT id FROM nodes WHERE source = 'git' AND natural_key IN ({marks}) AND +kind = 'git_commit'"
     return {row[0] for row in rows_in(conn, sql, shas)}
 
 
@@ -208,7 +208,7 @@ def secondhand_keys(conn: Any, natural_keys: Sequence[str]) -> dict[str, str]:
     agent's call read from its transcript), which that call's hook line replaces. An indexed lookup
     (nodes_source_key), asked only for the agent calls in the log's unsynced tail."""
     sql = (
-        "SELECT natural_key, id FROM nodes WHERE source = 'shell' AND kind = 'shell_command'"
+        "SELECT natural_key, id FROM nodes WHERE source = 'shell' AND +kind = 'shell_command'"
         " AND natural_key IN ({marks}) AND json_extract(meta, '$.seen_in') IS NOT NULL"
     )
     return dict(rows_in(conn, sql, list(dict.fromkeys(natural_keys))))

@@ -174,10 +174,13 @@ class NodesMixin:
 
     def commits_stored_by(self, shas: Sequence[str], seq: int) -> set[str]:
         """The SHAS whose git_commit node this store held at write sequence SEQ, unchanged since (a node an
-        insert or a change wrote later is not): the commits a sync that began at SEQ found in memory."""
+        insert or a change wrote later is not): the commits a sync that began at SEQ found in memory.
+        `+kind`, `+written`: SQLite's planner otherwise took the kind index and read every commit (76 ms on
+        git/git's 82k for one sha, against 0.04 ms through (source, natural_key)); the same in the lookups
+        by natural key below and in store/hookreads."""
         sql = (
-            "SELECT natural_key FROM nodes WHERE source = 'git' AND kind = 'git_commit'"
-            " AND natural_key IN ({marks}) AND written <= ?"
+            "SELECT natural_key FROM nodes WHERE source = 'git' AND +kind = 'git_commit'"
+            " AND natural_key IN ({marks}) AND +written <= ?"
         )
         return {row[0] for row in rows_in(self.conn, sql, shas, seq)}
 
@@ -188,10 +191,10 @@ class NodesMixin:
         (source, natural_key) index; UNION stops at a commit reached twice."""
         sql = (
             "WITH RECURSIVE up(sha) AS (SELECT value FROM json_each(?)"
-            " UNION SELECT p.value FROM up JOIN nodes n ON n.source = 'git' AND n.natural_key = up.sha"
-            " AND n.kind = 'git_commit', json_each(n.meta, '$.parents') p)"
-            " SELECT up.sha FROM up JOIN nodes n ON n.source = 'git' AND n.natural_key = up.sha"
-            " AND n.kind = 'git_commit'"
+            " UNION SELECT p.value FROM up CROSS JOIN nodes n ON n.source = 'git' AND n.natural_key = up.sha"
+            " AND +n.kind = 'git_commit' CROSS JOIN json_each(n.meta, '$.parents') p)"
+            " SELECT up.sha FROM up CROSS JOIN nodes n ON n.source = 'git' AND n.natural_key = up.sha"
+            " AND +n.kind = 'git_commit'"
         )
         return {row[0] for row in self.conn.execute(sql, (json.dumps(list(shas)),))}
 
@@ -199,7 +202,7 @@ class NodesMixin:
         """(sha, time in ms, subject, message) of those of SHAS whose git_commit node memory holds (the message
         as stored: redacted, with its file list)."""
         sql = (
-            "SELECT natural_key, ts, title, body FROM nodes WHERE source = 'git' AND kind = 'git_commit'"
+            "SELECT natural_key, ts, title, body FROM nodes WHERE source = 'git' AND +kind = 'git_commit'"
             " AND natural_key IN ({marks})"
         )
         return [(row[0], int(row[1] or 0), row[2], row[3]) for row in rows_in(self.conn, sql, shas)]
