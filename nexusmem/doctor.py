@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shlex
 import shutil
 import socket
@@ -48,34 +47,6 @@ class Check:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _sourced_script(shell: str) -> Path | None:
-    """The script path the installed rc block sources, or None."""
-    path = shell_hooks.rc_file(shell)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    at = text.find(shell_hooks.BEGIN)
-    if at < 0:
-        return None
-    lines = text[at:].splitlines()
-    if len(lines) < 3:
-        return None
-    line = lines[2]
-    try:
-        if shell == "pwsh":
-            return Path(line.split("'")[1].replace("''", "'"))
-        if shell == "fish":
-            # `test -f 'P'; and source 'P'`: fish quotes escape \ and ' inside '...' (shlex would keep the ';').
-            quoted = line.rsplit(" source ", 1)[1].strip()
-            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'":
-                return None
-            return Path(re.sub(r"\\([\\'])", r"\1", quoted[1:-1]))
-        return Path(shlex.split(line)[2])
-    except (ValueError, IndexError):
-        return None
 
 
 class _LastRecords:
@@ -209,14 +180,14 @@ def check_shells() -> list[Check]:
             checks.append(Check("shell", False, str(exc), f"nexusmem hook remove --shell {shell}"))
             continue
         rc = shell_hooks.rc_file(shell)
-        script = _sourced_script(shell)
-        if script is None or not script.is_file():
+        script, gone = shell_hooks.block_script(shell)
+        if gone:
             checks.append(
                 Check(
                     "shell",
                     False,
                     f"{shell}: {rc} sources {script}, which is gone: nothing is recorded",
-                    f"nexusmem hook remove --shell {shell} && nexusmem hook install --shell {shell}",
+                    f"nexusmem hook install --shell {shell}",
                 )
             )
             continue

@@ -334,6 +334,36 @@ def test_install_points_a_block_an_older_install_left_at_this_ones_script(shell:
     assert path.read_text(encoding="utf-8") == "alias ll='ls -l'\necho after\n"
 
 
+@pytest.mark.parametrize("shell", shell_hooks.SHELLS)
+def test_hook_status_says_a_block_whose_script_is_gone_records_nothing(shell: str, tmp_path: Path) -> None:
+    # The install the rc block was written by was deleted (a removed virtualenv): every prompt sources
+    # nothing. `hook status` said "installed" while doctor said the script is gone; both say it now, with
+    # the fix, and the fix works.
+    path = shell_hooks.rc_file(shell)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shell_hooks.install(shell)
+    gone = tmp_path / "removed-venv" / "nexusmem" / "_data" / "shell" / "hook"
+    current = path.read_text(encoding="utf-8")
+    path.write_text(current.replace(str(shell_hooks.hook_script(shell)), str(gone)), encoding="utf-8")
+    runner = CliRunner()
+
+    said = f"installed in {path}, but its script {gone} is gone: nothing is recorded"
+    fix = f"(fix: nexusmem hook install --shell {shell})"
+    result = runner.invoke(hook, ["status"])
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if said in line and fix in line], result.output
+    from nexusmem import doctor
+
+    found = [c for c in doctor.check_shells() if c.detail.startswith(f"{shell}:")]
+    assert found and not found[0].ok and f"sources {gone}, which is gone" in found[0].detail
+    assert found[0].fix == f"nexusmem hook install --shell {shell}"
+
+    assert "Updated the" in runner.invoke(hook, ["install", "--shell", shell]).output
+    result = runner.invoke(hook, ["status"])
+    assert "is gone" not in result.output and f"{shell:<5} installed " in result.output, result.output
+    assert [c.ok for c in doctor.check_shells() if c.detail.startswith(f"{shell}:")][:1] == [True]
+
+
 def _login_bash_records(command: str) -> bool:
     """Whether a bash *login* shell (`bash -l`, what tmux and ssh start) records COMMAND in the log."""
     env = dict(os.environ, TERM="dumb", LANG="C.UTF-8", PS1="PROMPT> ")

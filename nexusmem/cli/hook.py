@@ -86,6 +86,12 @@ def status_cmd() -> None:
         nexusmem hook status
     """
     for entry in shell_hooks.hook_status():
+        if entry.script_gone:
+            click.echo(
+                f"{entry.shell:<5} installed in {entry.rc_file}, but its script {entry.script} is gone: nothing"
+                f" is recorded (fix: nexusmem hook install --shell {entry.shell})"
+            )
+            continue
         state = "installed" if entry.installed else "not installed"
         click.echo(f"{entry.shell:<5} {state:<14} {entry.rc_file}")
     log = shell_hooks.log_status()

@@ -46,6 +46,8 @@ class HookStatus:
     shell: str
     rc_file: Path
     installed: bool
+    script: Path | None = None  # what the block sources (None: no block, or its line could not be read)
+    script_gone: bool = False  # a block whose script is not there (block_script): nothing is recorded
 
 
 @dataclass(frozen=True)
@@ -345,8 +347,45 @@ def remove(shell: str, environ: dict[str, str] | None = None) -> tuple[Path, boo
     return path, True
 
 
+def sourced_script(shell: str, environ: dict[str, str] | None = None) -> Path | None:
+    """The script path the installed rc block sources, or None."""
+    path = rc_file(shell, environ)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    at = text.find(BEGIN)
+    if at < 0:
+        return None
+    lines = text[at:].splitlines()
+    if len(lines) < 3:
+        return None
+    line = lines[2]
+    try:
+        if shell == "pwsh":
+            return Path(line.split("'")[1].replace("''", "'"))
+        if shell == "fish":
+            # `test -f 'P'; and source 'P'`: fish quotes escape \ and ' inside '...' (shlex would keep the ';').
+            quoted = line.rsplit(" source ", 1)[1].strip()
+            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'":
+                return None
+            return Path(re.sub(r"\\([\\'])", r"\1", quoted[1:-1]))
+        return Path(shlex.split(line)[2])
+    except (ValueError, IndexError):
+        return None
+
+
+def block_script(shell: str, environ: dict[str, str] | None = None) -> tuple[Path | None, bool]:
+    """(the script SHELL's installed rc block sources, whether it is gone). Gone: the install that wrote the
+    block was moved or uninstalled (or the line cannot be read), so every prompt sources nothing and nothing
+    is recorded; `hook install` points the block at this install's script. Call it only for a shell whose
+    block is installed (is_installed)."""
+    script = sourced_script(shell, environ)
+    return script, script is None or not script.is_file()
+
+
 def hook_status(environ: dict[str, str] | None = None) -> list[HookStatus]:
-    """For every supported shell: its rc file and whether our block is in it."""
+    """For every supported shell: its rc file, whether our block is in it, and whether its script is gone."""
     result = []
     for shell in SHELLS:
         path = rc_file(shell, environ)
@@ -355,7 +394,8 @@ def hook_status(environ: dict[str, str] | None = None) -> list[HookStatus]:
             installed = text is not None and _find_block(text, path) is not None
         except ShellHookError:
             installed = True  # a begin marker without an end is still "ours, present"
-        result.append(HookStatus(shell=shell, rc_file=path, installed=installed))
+        script, gone = block_script(shell, environ) if installed else (None, False)
+        result.append(HookStatus(shell, path, installed, script, gone))
     return result
 
 
