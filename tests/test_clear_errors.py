@@ -345,6 +345,32 @@ def test_a_full_disk_is_named_as_such_not_as_a_failed_rollback(repo: Path) -> No
     assert "cannot rollback" not in line
 
 
+def _read_on_a_full_disk(repo: Path, prepare: str = "", then: str = "") -> tuple[str, ...]:
+    """Sync REPO with its `.nexusmem/` on a 3 MB tmpfs, run the shell text PREPARE after the sync (` && …`),
+    fill the disk, then run `status --json` and `query --json evict oldest` (and the shell text THEN), in a
+    private mount namespace (a skip where that cannot be done: not root, no unshare). Returns stderr and what
+    each printed (status and query with their `rc=N`), once the disk is checked to be full."""
+    state = repo / ".nexusmem"
+    runner = _in_a_small_tmpfs(state, "3m")
+    if runner is None:
+        pytest.skip("a tmpfs of our own needs root and unshare")
+    nexusmem = console_script()
+    script = (
+        f"{nexusmem} sync --no-embed >/dev/null{prepare} && head -c 4m /dev/zero > {state}/filler 2>/dev/null;"
+        f" test ! -e {state}/memory.db-shm || exit 9; df -P {state} | tail -n 1;"
+        f" for c in 'status --json' 'query --json evict oldest'; do echo ==; {nexusmem} $c; echo rc=$?; done"
+    )
+    if then:
+        script += f"; echo ==; {then}"
+    proc = subprocess.run(
+        [*runner, "sh", "-c", script], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    disk, *printed = proc.stdout.split("==\n")
+    assert disk.split()[4] == "100%", disk
+    return (proc.stderr, *printed)
+
+
 def test_status_query_and_mcp_read_a_memory_on_a_full_disk(repo: Path) -> None:
     """The disk holding `.nexusmem/` filled up after a sync: `status --json` and `query` stopped with "a
     write failed (disk I/O error) ... free some space" (SQLite could not make the -shm file every connection
@@ -352,25 +378,12 @@ def test_status_query_and_mcp_read_a_memory_on_a_full_disk(repo: Path) -> None:
     left it (no write-ahead log is left then), with a note that the disk is full."""
     commit(repo, "fix(cache): evict the oldest entry first", {"cache.py": "LRU = True\n"})
     state = repo / ".nexusmem"
-    runner = _in_a_small_tmpfs(state, "3m")
-    if runner is None:
-        pytest.skip("a tmpfs of our own needs root and unshare")
-    nexusmem = console_script()
     get_status = "import json, sys; from nexusmem import mcp_server as m; r = m.run_status(sys.argv[1]);"
     get_status += " print(json.dumps([r.is_error, r.structured_content]))"
-    script = (
-        f"{nexusmem} sync --no-embed >/dev/null && head -c 4m /dev/zero > {state}/filler 2>/dev/null;"
-        f" test ! -e {state}/memory.db-shm || exit 9; df -P {state} | tail -n 1;"
-        f" for c in 'status --json' 'query --json evict oldest'; do echo ==; {nexusmem} $c; echo rc=$?; done;"
-        f" echo ==; {sys.executable} -c '{get_status}' {repo}"
+    stderr, status_out, query_out, mcp_out = _read_on_a_full_disk(
+        repo, then=f"{sys.executable} -c '{get_status}' {repo}"
     )
-    proc = subprocess.run(
-        [*runner, "sh", "-c", script], cwd=repo, capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, (proc.stdout, proc.stderr)
-    disk, status_out, query_out, mcp_out = proc.stdout.split("==\n")
-    assert disk.split()[4] == "100%", disk
-    assert status_out.endswith("rc=0\n") and query_out.endswith("rc=0\n"), proc
+    assert status_out.endswith("rc=0\n") and query_out.endswith("rc=0\n"), (status_out, query_out, stderr)
     info = json.loads(status_out.removesuffix("rc=0\n"))
     assert info["nodes"] >= 2 and info["low_space"]["free_bytes"] == 0, info
     found = json.loads(query_out.removesuffix("rc=0\n"))
@@ -378,7 +391,7 @@ def test_status_query_and_mcp_read_a_memory_on_a_full_disk(repo: Path) -> None:
     is_error, structured = json.loads(mcp_out)
     assert not is_error and structured["nodes"] == info["nodes"], mcp_out
     note = f"nexusmem: note: the disk holding {state} is full: memory read as it was last written"
-    assert proc.stderr.count(note) == 2 and "Error" not in proc.stderr, proc.stderr
+    assert stderr.count(note) == 2 and "Error" not in stderr, stderr
 
 
 def test_a_memory_an_older_release_made_on_a_full_disk_says_it_needs_its_upgrade(repo: Path) -> None:
@@ -389,30 +402,17 @@ def test_a_memory_an_older_release_made_on_a_full_disk_says_it_needs_its_upgrade
 
     commit(repo, "fix(cache): evict the oldest entry first", {"cache.py": "LRU = True\n"})
     state = repo / ".nexusmem"
-    runner = _in_a_small_tmpfs(state, "3m")
-    if runner is None:
-        pytest.skip("a tmpfs of our own needs root and unshare")
-    nexusmem = console_script()
     older = "import sys; from nexusmem.store import connection as c, migrations as m; db = c.connect(sys.argv[1]);"
     older += f" m.migrate(db, target={migrations.LATEST - 1}); db.close()"
-    script = (
-        f"{nexusmem} sync --no-embed >/dev/null && rm {state}/memory.db"
-        f" && {sys.executable} -c '{older}' {state}/memory.db && head -c 4m /dev/zero > {state}/filler 2>/dev/null;"
-        f" test ! -e {state}/memory.db-shm || exit 9; df -P {state} | tail -n 1;"
-        f" for c in 'status --json' 'query --json evict oldest'; do echo ==; {nexusmem} $c; echo rc=$?; done"
+    stderr, status_out, query_out = _read_on_a_full_disk(
+        repo, prepare=f" && rm {state}/memory.db && {sys.executable} -c '{older}' {state}/memory.db"
     )
-    proc = subprocess.run(
-        [*runner, "sh", "-c", script], cwd=repo, capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, (proc.stdout, proc.stderr)
-    disk, status_out, query_out = proc.stdout.split("==\n")
-    assert disk.split()[4] == "100%", disk
-    assert status_out == "rc=1\n" and query_out == "rc=1\n", proc
+    assert status_out == "rc=1\n" and query_out == "rc=1\n", (status_out, query_out, stderr)
     said = (
         f"Error: {state}/memory.db needs its upgrade (a migration to this release's schema), and the disk"
         " holding it has no room for it: free some space; then any command upgrades it\n"
     )
-    assert proc.stderr == said * 2, proc.stderr
+    assert stderr == said * 2, stderr
 
 
 def test_a_full_user_folder_does_not_fail_a_sync_that_wrote_its_memory(
