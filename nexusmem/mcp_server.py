@@ -237,14 +237,19 @@ def resolve_root(project_root: str) -> Path:
 
 def _require_memory(root: Path) -> None:
     if not project_mod.is_initialised(root):
+        stashed = paths.stashed_unless_building(root)
+        if stashed is not None:  # sync_project stops on it too
+            raise ToolError(paths.stashed_text(root, stashed))
+        if paths.first_sync_under_way(root):  # the post-commit hook's first sync: as `query` says it
+            # It said "no memory yet: call sync_project", and an agent that did raced the hook's sync.
+            raise ToolError(
+                f"the memory of {root} is still being built{paths.first_sync_where(root)}: try again in a moment"
+            )
         blocked = paths.state_in_the_way(paths.state_dir(root))
         if blocked is not None:  # a sync, sync_project's too, stops on it
             raise ToolError(
                 f"{root} has no NexusMem memory, and no sync can make one: {blocked[0]}; {blocked[1]}"
             )
-        stashed = paths.stashed_memory(root)
-        if stashed is not None:  # sync_project stops on it too
-            raise ToolError(paths.stashed_text(root, stashed))
         raise ToolError(f"{root} has no NexusMem memory yet: {NO_MEMORY_HINT}")
 
 
@@ -475,7 +480,12 @@ def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: P
 
 
 def run_status(project_root: str) -> CallToolResult:
-    proj = _load_initialised(project_mod.memory_root(resolve_root(project_root)))
+    root = project_mod.memory_root(resolve_root(project_root))
+    building = not project_mod.is_initialised(root) and paths.first_sync_under_way(root)
+    if building and paths.stashed_unless_building(root) is None:  # as `status --json`: nothing counted yet
+        info = status.building(root)
+        return _result(status.render(info), info)
+    proj = _load_initialised(root)
     with _library_errors():
         info = status.status(proj)
     return _result(status.render(info), info)

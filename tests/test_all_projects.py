@@ -268,6 +268,9 @@ def test_missing_corrupt_and_newer_databases_are_reported_and_skipped(
     gone = small_repo(tmp_path / "gone", "fix: retry budget in the gone project")
     broken = small_repo(tmp_path / "broken", "fix: retry budget in the broken project")
     future = small_repo(tmp_path / "future", "fix: retry budget in the future project")
+    stashed = small_repo(tmp_path / "stashed", "fix: retry budget in the stashed project")
+    (stashed / "notes.txt").write_text("wip\n", encoding="utf-8")
+    git(stashed, "stash", "-q", "--all")  # takes .nexusmem/ with it: it said "database missing"
     shutil.rmtree(gone / ".nexusmem")
     for leftover in (broken / ".nexusmem").glob("memory.db-*"):
         leftover.unlink()
@@ -279,8 +282,9 @@ def test_missing_corrupt_and_newer_databases_are_reported_and_skipped(
     result = run_cli("-C", str(tmp_path), "query", "--all-projects", "--json", "--", QUERY)
     data = json.loads(result.stdout)
     skipped = {s["name"]: s for s in data["skipped"]}
-    assert set(skipped) == {"gone", "broken", "future"}
+    assert set(skipped) == {"gone", "broken", "future", "stashed"}
     assert "database missing" in skipped["gone"]["reason"]
+    assert "stash@{0}" in skipped["stashed"]["reason"] and "git stash pop" in skipped["stashed"]["reason"]
     assert skipped["gone"]["db"] == str(gone / ".nexusmem" / "memory.db")
     assert "not a database" in skipped["broken"]["reason"]
     assert "newer than this NexusMem" in skipped["future"]["reason"]
@@ -291,7 +295,7 @@ def test_missing_corrupt_and_newer_databases_are_reported_and_skipped(
     # Reported, never pruned: the registry is byte for byte what it was.
     assert paths.registry_path().read_bytes() == registry_bytes
     projects = run_cli("projects", "--json").stdout
-    assert {p["name"] for p in json.loads(projects)["projects"]} >= {"gone", "broken", "future"}
+    assert {p["name"] for p in json.loads(projects)["projects"]} >= {"gone", "broken", "future", "stashed"}
 
 
 @pytest.mark.slow
@@ -357,7 +361,7 @@ def test_mcp_search_memory_all_projects(registered: World, tmp_path: Path) -> No
         assert isinstance(block, TextContent)
         assert "scope   2 project(s): platform, uploader" in block.text
         assert "[uploader]" in block.text and "[platform]" in block.text
-        note = f"note: skipped gone: its memory was not searched (`nexusmem doctor` in {missing} says why)"
+        note = "note: skipped gone: its memory was not searched: database missing: "
         assert note in block.text
         data = result.structured_content
         assert data is not None

@@ -375,6 +375,14 @@ def test_query_and_status_during_the_first_background_build_say_so(repo: Path) -
     assert "the first sync is running in the background" in shown and "(not made yet)" in shown, shown
     info = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
     assert info["building"] is True and info["nodes"] == 0 and info["schema_version"] is None
+    # The MCP tools say the same (they said "no memory yet: call sync_project", which raced the hook's sync).
+    from nexusmem import mcp_server
+
+    got = mcp_server.run_status(str(repo))
+    assert not got.is_error and got.structured_content is not None, got
+    assert got.structured_content["building"] is True and got.structured_content["nodes"] == 0
+    with pytest.raises(mcp_server.ToolError, match="still being built in the background"):
+        mcp_server.run_get(str(repo), "HEAD")
     # The hook's sync takes the flag away before its sync makes the store: its own lock (sync.lock) still
     # says a build is under way (between the two, status said "run `nexusmem sync`").
     (state / "sync.pending").unlink()

@@ -222,11 +222,24 @@ def _settings_of(target: Target) -> rank.Settings:
         return rank.DEFAULT
 
 
+def _missing(target: Target) -> str:
+    """Why TARGET's database is not there: `git stash --all` took it (which entry to pop, as its own commands
+    say), or it is gone."""
+    from nexusmem import paths
+
+    root = Path(target.root)
+    try:
+        stashed = paths.stashed_memory(root) if root.is_dir() else None
+    except (NexusMemError, OSError):
+        stashed = None
+    return paths.stashed_text(root, stashed) if stashed is not None else f"database missing: {target.db}"
+
+
 def _search_one(
     index: int, target: Target, text: str, filters: _Filters, vectors: bool, stack: ExitStack
 ) -> tuple[_Searched | None, dict[str, int], Skipped | None]:
     if not target.db.exists():
-        return None, {}, _skip(target, f"database missing: {target.db}")
+        return None, {}, _skip(target, _missing(target))
     distrust = untrusted(target.db)
     if distrust is not None:
         return None, {}, _skip(target, distrust)
@@ -303,9 +316,10 @@ def search_all(
         result.matched, result.bm25_matched, result.vector_matched = distinct_counts(searched, counted)
         result.weak = all(s.weak for s in searched)
         if skipped_in_answer:
+            # The reason itself (the holder of a lock, the stash entry to pop, a newer schema): it said only
+            # "`nexusmem doctor` in ROOT says why", of a folder a move may have taken away.
             result.notes += [
-                f"skipped {s.name}: its memory was not searched (`nexusmem doctor` in {s.root} says why)"
-                for s in result.skipped
+                f"skipped {s.name}: its memory was not searched: {s.reason}" for s in result.skipped
             ]
         _fuse_and_pack(
             result, searched, text, budget, filters.as_of, filters.since, filters.until, filters.author
