@@ -585,7 +585,7 @@ def test_a_command_run_in_a_deleted_folder_says_so_in_one_line(repo: Path, isola
     the commands the hooks run (precheck, `sync --auto`) say nothing and exit 0."""
     synced(repo)
 
-    def in_a_deleted_folder(*args: str) -> subprocess.CompletedProcess[str]:
+    def in_a_deleted_folder(*args: str, given: str | None = None) -> subprocess.CompletedProcess[str]:
         gone = repo.parent / "gone"
         gone.mkdir()
         return subprocess.run(
@@ -598,8 +598,10 @@ def test_a_command_run_in_a_deleted_folder_says_so_in_one_line(repo: Path, isola
                 console_script(),
                 *args,
             ],
+            input=given,
             capture_output=True,
             text=True,
+            timeout=120,
             check=False,
         )
 
@@ -616,8 +618,6 @@ def test_a_command_run_in_a_deleted_folder_says_so_in_one_line(repo: Path, isola
     elsewhere = in_a_deleted_folder("-C", str(repo), "query", "cache", "marker")
     assert elsewhere.returncode == 0 and "cache marker" in elsewhere.stdout, elsewhere
     # The MCP server takes every project by projectRoot: an agent started there still gets its tools.
-    gone = repo.parent / "gone"
-    gone.mkdir()
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
          "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
@@ -625,22 +625,7 @@ def test_a_command_run_in_a_deleted_folder_says_so_in_one_line(repo: Path, isola
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search_memory",
          "arguments": {"query": "cache", "projectRoot": str(repo)}}},
     ]  # fmt: skip
-    mcp = subprocess.run(
-        [
-            "bash",
-            "-c",
-            'cd "$1" && rmdir "$1" && shift && exec "$@"',
-            "-",
-            str(gone),
-            console_script(),
-            "mcp",
-        ],
-        input="".join(json.dumps(r) + "\n" for r in requests),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    mcp = in_a_deleted_folder("mcp", given="".join(json.dumps(r) + "\n" for r in requests))
     answers = {a.get("id"): a for a in map(json.loads, mcp.stdout.splitlines())}
     assert "result" in answers.get(1, {}) and "cache" in json.dumps(answers.get(2)), (mcp.stdout, mcp.stderr)
     assert not (isolated_home / ".nexusmem" / "crash.log").exists()

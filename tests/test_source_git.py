@@ -300,6 +300,15 @@ def test_a_pull_rebase_bigger_than_the_first_sync_window_gets_every_patch(repo: 
     assert {n.meta["sha"] for n in dnodes} == {*pulled, mine}
 
 
+def init_with_a_diff_window(repo: Path, commits: int) -> None:
+    """`init` REPO with the first sync's patches kept to the newest COMMITS (sources.diff.initialCommits)."""
+    proj, _ = project.init(repo)
+    cfg_path = proj.db_path.parent / "config.json"
+    written = json.loads(cfg_path.read_text(encoding="utf-8"))
+    written["sources"]["diff"]["initialCommits"] = commits
+    cfg_path.write_text(json.dumps(written), encoding="utf-8")
+
+
 def test_a_checkout_to_an_old_branch_and_back_reads_only_the_patches_of_new_commits(repo: Path) -> None:
     """The first sync reads the patches of the newest `initialCommits` commits only. A checkout of a branch
     forked long ago and back to main walked every commit of main since the fork (held in memory all along)
@@ -311,11 +320,7 @@ def test_a_checkout_to_an_old_branch_and_back_reads_only_the_patches_of_new_comm
     git(repo, "checkout", "-q", "main")
     for i in range(8):
         commit(repo, f"feat: main {i}", {f"main{i}.txt": f"{i}\n"})
-    proj, _ = project.init(repo)
-    cfg_path = proj.db_path.parent / "config.json"
-    written = json.loads(cfg_path.read_text(encoding="utf-8"))
-    written["sources"]["diff"]["initialCommits"] = 3
-    cfg_path.write_text(json.dumps(written), encoding="utf-8")
+    init_with_a_diff_window(repo, 3)
 
     def diff_added() -> int:
         return next(s.added for s in sync.sync(repo, embed=False).sources if s.name == "diff")
@@ -336,17 +341,23 @@ def test_a_checkout_to_an_old_branch_and_back_reads_only_the_patches_of_new_comm
     assert old | {new} <= shas and len(shas) == 6, shas
 
 
-def test_an_amend_reads_the_new_commit_only_and_drops_the_one_it_replaced(repo: Path) -> None:
-    """`git commit --amend` (or a rebase, a reset) moves HEAD off its old commit: the git source walked the
-    whole history again, every commit's change words (2.3 s on urllib3's 4,402 commits, after every amend's
-    post-commit sync). The sync's progress shows the commits read: now the amended commit alone, the old
-    one is gone from memory and the others are untouched."""
-    for i in range(12):
+def synced_then_amended(repo: Path, steps: int) -> str:
+    """STEPS commits and a fix, synced; then the fix amended (a new sha for HEAD). Returns the replaced sha."""
+    for i in range(steps):
         commit(repo, f"feat: step {i}", {f"f{i}.txt": f"{i}\n"})
     old = commit(repo, "fix: the retry loop", {"retry.txt": "1\n"})
     project.init(repo)
     sync.sync(repo, embed=False)
     git(repo, "commit", "-q", "--amend", "-m", "fix: the retry loop gives up after three tries")
+    return old
+
+
+def test_an_amend_reads_the_new_commit_only_and_drops_the_one_it_replaced(repo: Path) -> None:
+    """`git commit --amend` (or a rebase, a reset) moves HEAD off its old commit: the git source walked the
+    whole history again, every commit's change words (2.3 s on urllib3's 4,402 commits, after every amend's
+    post-commit sync). The sync's progress shows the commits read: now the amended commit alone, the old
+    one is gone from memory and the others are untouched."""
+    old = synced_then_amended(repo, 12)
     amended = git(repo, "rev-parse", "HEAD").strip()
     read: list[tuple[int, int | None]] = []
 
@@ -369,11 +380,7 @@ def test_back_at_commits_memory_holds_reads_none_of_them(repo: Path) -> None:
     6,698 commits, 124 s, the store twice its size). Only a commit new to memory is read."""
     for i in range(12):
         commit(repo, f"feat: step {i}", {f"f{i}.txt": f"{i}\n"})
-    proj, _ = project.init(repo)
-    cfg_path = proj.db_path.parent / "config.json"
-    written = json.loads(cfg_path.read_text(encoding="utf-8"))
-    written["sources"]["diff"]["initialCommits"] = 3
-    cfg_path.write_text(json.dumps(written), encoding="utf-8")
+    init_with_a_diff_window(repo, 3)
 
     def added() -> dict[str, int]:
         return {s.name: s.added for s in sync.sync(repo, embed=False).sources if s.name in ("git", "diff")}
@@ -429,12 +436,7 @@ def test_a_rewrite_lists_the_whole_history_once_for_both_sources(
     """After an amend (a rebase, a reset) the git and the diff source each prune the commits history no
     longer reaches, and each listed the whole history with `git rev-list` to know them: a second each on
     git/git's 82k commits, twice per post-commit sync. The sync lists it once; both still prune."""
-    for i in range(5):
-        commit(repo, f"feat: step {i}", {f"f{i}.txt": f"{i}\n"})
-    old = commit(repo, "fix: the retry loop", {"retry.txt": "1\n"})
-    project.init(repo)
-    sync.sync(repo, embed=False)
-    git(repo, "commit", "-q", "--amend", "-m", "fix: the retry loop gives up after three tries")
+    old = synced_then_amended(repo, 5)
     recorded = rev_lists(monkeypatch)
     summary = sync.sync(repo, embed=False)
     walks = [w for w in recorded if not any(a.startswith(("--count", "--parents")) for a in w)]
@@ -452,11 +454,7 @@ def test_a_pull_rebase_synced_gets_every_pulled_patch_still(repo: Path) -> None:
     commit(repo, "feat: base", {"base.txt": "0\n"})
     git(repo, "checkout", "-q", "-b", "local")
     commit(repo, "feat: my local work", {"mine.txt": "1\n"})
-    proj, _ = project.init(repo)
-    cfg_path = proj.db_path.parent / "config.json"
-    written = json.loads(cfg_path.read_text(encoding="utf-8"))
-    written["sources"]["diff"]["initialCommits"] = 3
-    cfg_path.write_text(json.dumps(written), encoding="utf-8")
+    init_with_a_diff_window(repo, 3)
     sync.sync(repo, embed=False)
     git(repo, "checkout", "-q", "main")
     for i in range(6):
