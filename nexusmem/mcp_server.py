@@ -34,7 +34,13 @@ from typing_extensions import NotRequired, TypedDict
 from nexusmem import __version__, authors, paths, show, status, timefmt
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
-from nexusmem.errors import NexusMemError, NotARepositoryError, RefusedRepositoryError
+from nexusmem.errors import (
+    FirstSyncRunningError,
+    NexusMemError,
+    NotARepositoryError,
+    NotInitialisedError,
+    RefusedRepositoryError,
+)
 from nexusmem.mcp_handshake import INSTRUCTIONS, SERVER_NAME, Handshake
 from nexusmem.project import Project
 from nexusmem.retrieve import multi as multi_mod
@@ -235,22 +241,16 @@ def resolve_root(project_root: str) -> Path:
     return root
 
 
+def _no_memory(root: Path) -> NotInitialisedError:
+    """Why ROOT has no memory, as the CLI says it (project.no_memory_error), with what an agent can do."""
+    return project_mod.no_memory_error(root, hint=NO_MEMORY_HINT, cannot="no sync can make one")
+
+
 def _require_memory(root: Path) -> None:
     if not project_mod.is_initialised(root):
-        stashed = paths.stashed_unless_building(root)
-        if stashed is not None:  # sync_project stops on it too
-            raise ToolError(paths.stashed_text(root, stashed))
-        if paths.first_sync_under_way(root):  # the post-commit hook's first sync: as `query` says it
-            # It said "no memory yet: call sync_project", and an agent that did raced the hook's sync.
-            raise ToolError(
-                f"the memory of {root} is still being built{paths.first_sync_where(root)}: try again in a moment"
-            )
-        blocked = paths.state_in_the_way(paths.state_dir(root))
-        if blocked is not None:  # a sync, sync_project's too, stops on it
-            raise ToolError(
-                f"{root} has no NexusMem memory, and no sync can make one: {blocked[0]}; {blocked[1]}"
-            )
-        raise ToolError(f"{root} has no NexusMem memory yet: {NO_MEMORY_HINT}")
+        # While the post-commit hook builds the first memory it said "no memory yet: call sync_project", and
+        # an agent that did raced the hook's sync: it says what `query` says.
+        raise ToolError(str(_no_memory(root)))
 
 
 def _open_store(root: Path) -> Store:
@@ -481,9 +481,11 @@ def run_sync(project_root: str, link_failures: bool, no_embed: bool, progress: P
 
 def run_status(project_root: str) -> CallToolResult:
     root = project_mod.memory_root(resolve_root(project_root))
-    building = not project_mod.is_initialised(root) and paths.first_sync_under_way(root)
-    if building and paths.stashed_unless_building(root) is None:  # as `status --json`: nothing counted yet
-        info = status.building(root)
+    if not project_mod.is_initialised(root):
+        missing = _no_memory(root)
+        if not isinstance(missing, FirstSyncRunningError):
+            raise ToolError(str(missing))
+        info = status.building(root)  # as `status --json`: the first sync under way, nothing counted yet
         return _result(status.render(info), info)
     proj = _load_initialised(root)
     with _library_errors():

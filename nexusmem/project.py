@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexusmem import config, paths, private
 from nexusmem.store import Store, open_store
+
+if TYPE_CHECKING:
+    from nexusmem.errors import NotInitialisedError
 
 
 class Project:
@@ -164,23 +167,34 @@ def load(start: Path | str | None = None, *, require_init: bool = True) -> Proje
     """The project containing START, with its validated config: its memory_root's."""
     root = memory_root(paths.repo_root(start))
     if require_init and not is_initialised(root):
-        from nexusmem.errors import FirstSyncRunningError, NotInitialisedError
-
-        stashed = paths.stashed_unless_building(root)
-        if stashed is not None:  # `nexusmem sync` stops on it too
-            raise NotInitialisedError(paths.stashed_text(root, stashed))
-        if paths.first_sync_under_way(root):  # the post-commit hook's first sync: its own run would wait
-            raise FirstSyncRunningError(
-                root,
-                f"the memory of {root} is still being built{paths.first_sync_where(root)}: try again in a moment",
-            )
-        blocked = paths.state_in_the_way(paths.state_dir(root))
-        if blocked is not None:  # `nexusmem sync` stops on it: what to clear comes first
-            raise NotInitialisedError(
-                f"{root} has no NexusMem memory, and `nexusmem sync` cannot make one: {blocked[0]}; {blocked[1]}"
-            )
-        raise NotInitialisedError(f"{root} has no NexusMem memory yet: run `nexusmem sync` (it sets it up)")
+        raise no_memory_error(root)
     return Project(root=root, config=config_of(root))
+
+
+def no_memory_error(
+    root: Path,
+    *,
+    hint: str = "run `nexusmem sync` (it sets it up)",
+    cannot: str = "`nexusmem sync` cannot make one",
+) -> NotInitialisedError:
+    """Why ROOT, which holds no memory, has none, as the error to raise (load, and the MCP tools with their
+    own HINT and CANNOT): a stash entry holds it (a sync stops on it too), the first sync is still building it
+    (FirstSyncRunningError: the post-commit hook's, whose run a second sync would wait for), something is in
+    the place of .nexusmem/ (what to clear comes first), or none was made yet."""
+    from nexusmem.errors import FirstSyncRunningError, NotInitialisedError
+
+    stashed = paths.stashed_unless_building(root)
+    if stashed is not None:
+        return NotInitialisedError(paths.stashed_text(root, stashed))
+    if paths.first_sync_under_way(root):
+        return FirstSyncRunningError(
+            root,
+            f"the memory of {root} is still being built{paths.first_sync_where(root)}: try again in a moment",
+        )
+    blocked = paths.state_in_the_way(paths.state_dir(root))
+    if blocked is not None:
+        return NotInitialisedError(f"{root} has no NexusMem memory, and {cannot}: {blocked[0]}; {blocked[1]}")
+    return NotInitialisedError(f"{root} has no NexusMem memory yet: {hint}")
 
 
 def at(root: Path) -> Project:
