@@ -736,8 +736,9 @@ def sync(
         # of another branch brings back to HEAD.
         seq_at_start = store.write_seq()
         # What one source asked git that the next may ask again (the git and the diff source both list the
-        # whole history to prune after a rewrite: a second each on git/git): kept for this sync only.
-        git_walks: dict[tuple[str, ...], set[str] | None] = {}
+        # whole history to prune after a rewrite, a second each on git/git, and which commits since the last
+        # HEAD memory held): kept for this sync only.
+        git_walks: dict[tuple[str, ...], Any] = {}
         running = enabled_sources(project, only)
         for owner in history.keys() - {name for name, _ in running}:
             # Before any source runs (the session source reads the turns): none of these is read again.

@@ -27,6 +27,8 @@ _HEX = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # `git maintenance`) would keep a rewritten commit, or one a reset dropped, answered as history. The git
 # source prunes by it (sources/git/repo.py reachable_commits) and precheck counts by it (gone_commits).
 HISTORY_REFS = ("--branches", "--tags", "--remotes")
+# The same refs by name (`git show-ref` lines), with HEAD: what the git source's cursor fingerprints.
+HISTORY_REF_PREFIXES = (b"HEAD", b"refs/heads/", b"refs/tags/", b"refs/remotes/")
 
 
 def history_revs(head: str | None) -> list[str]:

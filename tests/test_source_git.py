@@ -443,6 +443,7 @@ def test_a_rewrite_lists_the_whole_history_once_for_both_sources(
     removed = {s.name: s.removed for s in summary.sources}
     assert removed["git"] == 1 and removed["diff"] == 1, removed
     assert len(walks) == 1, walks  # was 2: one per source
+    assert len([w for w in recorded if "--parents" in w]) == 1, recorded  # which commits are new: asked once
     with project.load(repo).open_store() as store:
         keys = {k for (k,) in store.conn.execute("SELECT natural_key FROM nodes")}
     assert old not in keys and f"{old}:retry.txt" not in keys

@@ -14,6 +14,7 @@ from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
 from nexusmem.synced_head import (  # the cursor's format and the history's refs, with their light readers
     CURSOR_VERSION,
+    HISTORY_REF_PREFIXES,
     cursor_head,
     history_revs,
 )
@@ -50,9 +51,6 @@ class RepoState:
         return f"{CURSOR_VERSION}:{self.fingerprint}:{self.head or ''}"
 
 
-_HISTORY_PREFIXES = (b"HEAD", b"refs/heads/", b"refs/tags/", b"refs/remotes/")
-
-
 def repo_state(root: Path) -> RepoState:
     """Read HEAD and all refs. An empty repository (no refs, unborn HEAD) is a state, not an error."""
     code, out = gitcmd.run_ok(["show-ref", "--head"], root)
@@ -69,7 +67,7 @@ def repo_state(root: Path) -> RepoState:
     # (refs/stash), notes, refs/original/ or a review tool's refs moved the fingerprint, and the next sync
     # listed the whole history to prune nothing (1.4 s on git/git after each `git stash`).
     out = b"\n".join(
-        line for line in out.splitlines() if line.partition(b" ")[2].startswith(_HISTORY_PREFIXES)
+        line for line in out.splitlines() if line.partition(b" ")[2].startswith(HISTORY_REF_PREFIXES)
     )
     others = hashlib.sha256(
         b"\n".join(
@@ -233,7 +231,7 @@ def _plan_moves(root: Path, state: RepoState, prev: str | None, cursor: str | No
 
 
 def reachable_commits(
-    root: Path, state: RepoState, walks: dict[tuple[str, ...], set[str] | None] | None = None
+    root: Path, state: RepoState, walks: dict[tuple[str, ...], Any] | None = None
 ) -> set[str] | None:
     """Every commit of the history: those a branch, a tag, a remote-tracking branch or HEAD reaches
     (synced_head.history_revs; not refs/original/ nor refs/stash). None when there are no refs or git fails.
@@ -246,7 +244,8 @@ def reachable_commits(
         return None
     key = ("rev-list", state.cursor, *history_revs(state.head))
     if walks is not None and key in walks:
-        return walks[key]
+        held: set[str] | None = walks[key]
+        return held
     code, out = gitcmd.run_ok(["rev-list", *history_revs(state.head), "--"], root)
     found = set(out.decode("ascii", "replace").split()) if code == 0 else None
     if walks is not None:

@@ -182,7 +182,7 @@ def unreadable_note(commits: list[str]) -> str:
 
 def _new_to_memory(ctx: ScanContext, since: str, head: str) -> list[str] | None:
     """`git log` revisions of the commits SINCE..HEAD that memory did not hold when this sync began (None:
-    none): what the git and diff sources read after history moved without a fast-forward. A checkout of
+    none): what the git and diff sources read after HEAD moved (the second asks the sync's memo). A checkout of
     another branch and back walks SINCE..HEAD over every commit of the branch since the merge base: stored
     long ago, their patches left out by the first sync's window on purpose (a switch to a branch 1,844
     commits ahead read 1,844 of them, seconds, each time); an amend, the amended commit alone. One `git rev-list`; the
@@ -192,6 +192,20 @@ def _new_to_memory(ctx: ScanContext, since: str, head: str) -> list[str] | None:
     revs = [f"{since}..{head}"]
     if in_memory is None:  # outside a sync (no store to ask): every commit the old HEAD does not reach
         return revs
+    walks: dict[tuple[str, ...], Any] | None = ctx.known.get("git_walks")
+    key = ("new-to-memory", since, head)
+    if walks is not None and key in walks:  # the diff source asks what the git source asked a moment before
+        return list(walks[key]) if walks[key] is not None else None
+    found = _commits_new_to_memory(ctx, revs, in_memory)
+    if walks is not None:
+        walks[key] = found
+    return found
+
+
+def _commits_new_to_memory(
+    ctx: ScanContext, revs: list[str], in_memory: Callable[[list[str]], set[str]]
+) -> list[str] | None:
+    """_new_to_memory's one `git rev-list` and one store read."""
     from nexusmem import gitcmd
 
     code, out = gitcmd.run_ok(["rev-list", "--parents", *revs, "--"], ctx.root)
