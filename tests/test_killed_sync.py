@@ -49,6 +49,9 @@ def running_sync(repo: Path, *args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal delivers it: a test run started as a background job without job control
+        # (`(cmd &)`, some CI runners) hands its children SIGINT ignored, and the sync then ran to its end.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 30
     while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
