@@ -153,6 +153,7 @@ SETS = (
     "fresh63",
     "fresh64",
     "fresh65",
+    "fresh66",
     "removal",
     "rst",
     "adoc",
