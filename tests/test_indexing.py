@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from nexusmem import config, project, sync
 from nexusmem.identity import node_id
@@ -17,7 +20,7 @@ from nexusmem.sources.git.source import GitSource
 from nexusmem.store import migrations
 from nexusmem.store.connection import connect
 
-from helpers import commit, git
+from helpers import commit, console_script, git
 
 # An AWS key the redactor knows (the documentation example key).
 SECRET = "AKIAIOSFODNN7EXAMPLE"
@@ -375,6 +378,38 @@ def test_an_entry_written_but_not_committed_yet_is_read_and_linked_once_committe
     adder = commit(repo, "feat: zorblax", {"zorblax.py": "z = 1\n"})
     sync.sync(repo, embed=False)
     assert "zorblax support" in stored(repo, adder)[1]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "link-out"])
+def test_a_changelog_that_is_not_a_regular_file_is_never_read(repo: Path, tmp_path: Path, kind: str) -> None:
+    """The changelog source stat'ed the work tree's file through links and read whatever was there: a FIFO in
+    place of CHANGELOG.md hung `sync` for good (and the post-commit hook's, and every sync after it with
+    "another sync is still running"), /dev/zero ran it out of memory, and a link to a file outside the
+    repository stored that file's entries. The docs source refuses all three, and so does it now."""
+    commit(repo, "docs: the changelog", {"CHANGELOG.md": CHANGELOG})
+    sync.sync(repo, embed=False)
+    path = repo / "CHANGELOG.md"
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        outside = tmp_path / "outside" / "secret.md"
+        outside.parent.mkdir()
+        outside.write_text("# Changelog\n\n## 9.9.9\n\n- The outsider zorblax entry\n", encoding="utf-8")
+        path.symlink_to(outside)
+    done = subprocess.run(
+        [console_script(), "-C", str(repo), "sync", "--no-embed", "--source", "changelog"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert bm25_refs(repo, "zorblax") == []
+    # Nothing is read from it: the committed entries go, as a deleted file's do.
+    assert doc_paths_by_source(repo).get("changelog") is None
 
 
 def test_a_changelog_entry_is_titled_without_its_links_urls(repo: Path) -> None:

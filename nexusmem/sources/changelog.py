@@ -42,6 +42,7 @@ from nexusmem.sources.docs import (
     display_path,
     inline_text,
     is_release_notes,
+    regular_file,
     sections_of,
     shallow_marker,
     too_big_problem,
@@ -140,9 +141,11 @@ def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]],
         if len(parts) < 2 or not parts[0].startswith(b"100"):
             continue
         try:
-            st = (root / path).stat()
+            st = regular_file(root / path)
         except OSError:
             continue  # tracked but deleted in the work tree
+        if st is None:
+            continue  # a link, a FIFO, a device: never read (a link may lead out of the repository)
         if st.st_size > max_bytes:
             too_big.append((path, st.st_size))
             continue

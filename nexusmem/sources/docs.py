@@ -831,19 +831,27 @@ def _candidates(
     sparse: list[str] = []
     for path in sorted(seen):
         try:
-            st = os.lstat(root / path)
+            st = regular_file(root / path)
         except OSError:
             if path in skipped:
                 sparse.append(path)
             continue  # tracked but deleted in the work tree
-        # Regular files only: a symlink may point outside the repository, a directory may be a submodule.
-        if not stat.S_ISREG(st.st_mode):
+        if st is None:
             continue
         if st.st_size > max_bytes:
             too_big.append((path, st.st_size))
             continue
         found.append(_Candidate(path, seen[path], st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     return found, too_big, sparse
+
+
+def regular_file(path: Path) -> os.stat_result | None:
+    """PATH's own status (os.lstat) when it is a regular file, else None: a symlink may point outside the
+    repository, a FIFO or a device (/dev/zero) would block a read or never end, a directory may be a
+    submodule. OSError when PATH is not there (tracked but deleted in the work tree). Docs and changelogs
+    alike."""
+    st = os.lstat(path)
+    return st if stat.S_ISREG(st.st_mode) else None
 
 
 def _fingerprint(head: str | None, candidates: Iterable[_Candidate], settings: list[Any]) -> str:
