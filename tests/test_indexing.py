@@ -412,6 +412,22 @@ def test_a_changelog_that_is_not_a_regular_file_is_never_read(repo: Path, tmp_pa
     assert doc_paths_by_source(repo).get("changelog") is None
 
 
+def test_a_changelog_file_named_with_a_secret_keeps_its_entries(repo: Path) -> None:
+    """A news fragment whose name holds a secret lost its entry: the changelog source kept its raw key while
+    the node's key had the name redacted, so the sync pruned the entry it had just stored, and every sync
+    after a changelog change said `changelog +1 -1`."""
+    name = f"changelog.d/{SECRET}.bugfix.md"
+    commit(repo, "docs: fragments", {name: "- Fix the zorblax crash on empty input.\n"})
+    sync.sync(repo, embed=False)
+    assert doc_paths_by_source(repo).get("changelog") == {"changelog.d/«redacted:aws-key».bugfix.md"}
+    assert "changelog.d/«redacted:aws-key».bugfix.md#" in bm25_refs(repo, "zorblax")[0]
+    commit(repo, "docs: another fragment", {"changelog.d/7.feature.md": "- Add the quorble option.\n"})
+    summary = sync.sync(repo, embed=False)
+    (changelog,) = [s for s in summary.sources if s.name == "changelog"]
+    assert (changelog.added, changelog.removed) == (1, 0)
+    assert len(doc_paths_by_source(repo)["changelog"]) == 2
+
+
 def test_a_changelog_entry_is_titled_without_its_links_urls(repo: Path) -> None:
     """Release tools write each entry with links ("Fix copy ([#413](https://github.com/o/r/pull/413))"): the
     title shows what a reader sees, and the entry still links to its commit by the number."""

@@ -34,7 +34,7 @@ from typing import Any
 from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError
 from nexusmem.identity import node_id
-from nexusmem.nodes import Node
+from nexusmem.nodes import Node, redacted_path
 from nexusmem.redact import cut_redacted, redact, redact_cut
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
@@ -439,7 +439,7 @@ class ChangelogSource:
                     "commits": commits,
                 },
             )
-            emitted.add(key)
+            emitted.add(node.natural_key)  # as stored: a secret in the file's name redacted (Node)
             emitted_ids.append(node.id)
             for sha in commits:
                 links.append((node.id, node_id(ctx.project_id, "git_commit", sha), RELATION))
@@ -447,7 +447,8 @@ class ChangelogSource:
         # Set only after every entry was emitted: an interrupted scan replaces no links and prunes nothing.
         # A file that exists but could not be read this time keeps its old entries and their links, and
         # the digest is not persisted, so the next sync reads it again.
-        prefixes = tuple(unreadable)
+        # "path#": an entry's key starts with its file's path as a node keeps it (a secret in it redacted).
+        prefixes = tuple(redacted_path(name) for name in unreadable)
         result.keep = lambda k: k in emitted or (bool(prefixes) and k.startswith(prefixes))
         result.links = links
         result.link_relation = RELATION
