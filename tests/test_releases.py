@@ -174,3 +174,26 @@ def test_a_release_of_the_project_is_not_mixed_with_its_packages_releases(repo: 
         assert (start // 1000, (end or 0) // 1000) == (NOW - 200 * DAY, NOW - 100 * DAY)
         start, end = store.release_window("3.0") or (0, 0)
         assert (start // 1000, end) == (NOW - 600 * DAY, None)
+
+
+GITHUB_TOKEN = "ghp_" + "R7cMyUcU3zr1ZtoLuCr64CxqlIOdNKhiFXi9"
+PASSWORD = "Sph2wJq5ty4mYw7!"
+
+
+def test_a_secret_in_a_tag_name_is_redacted_and_the_tag_still_names_its_release(repo: Path) -> None:
+    """Version tags were stored as named: `git tag ghp_…-9.9.9` put the token in the releases table in full,
+    as did `rel/token=…/8.8.8` its password. The name is redacted as a path is; it still ends in its version,
+    so the release's window is found."""
+    first = commit(repo, "first", {"a.txt": "1"}, when=NOW - 30 * DAY)
+    second = commit(repo, "second", {"a.txt": "2"}, when=NOW - 20 * DAY)
+    git(repo, "tag", f"{GITHUB_TOKEN}-9.9.9", first)
+    git(repo, "tag", f"rel/token={PASSWORD}/8.8.8", second)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store() as store:
+        assert sorted(store.release_names()) == [
+            "rel/token=«redacted:token»/8.8.8",
+            "«redacted:github-token»-9.9.9",
+        ]
+        assert store.release_window("9.9.9") == (NOW * 1000 - 30 * DAY * 1000, None)
+    stored = b"".join(p.read_bytes() for p in (repo / ".nexusmem").rglob("memory.db*"))
+    assert GITHUB_TOKEN.encode() not in stored and PASSWORD.encode() not in stored
