@@ -404,6 +404,21 @@ def test_secrets_in_threads_are_redacted(world: tuple[Path, Path, dict[str, str]
     assert token.encode() not in db
 
 
+def test_a_secret_in_a_comment_authors_login_is_redacted(world: tuple[Path, Path, dict[str, str]]) -> None:
+    """A comment's author login went into the thread's body as it came, while the thread's own author and
+    labels were redacted."""
+    repo, data, _ = world
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    fake_gh.record(data, "repos/acme/widget/issues/12/comments", [
+        fake_gh.comment(f"bot-{token}", "Same here, behind a Squid proxy.", "2026-10-20T10:00:00Z"),
+    ])  # fmt: skip
+    run_cli("-C", str(repo), "sync", "--no-embed", "--github")
+    body = str(_threads(repo)[12]["body"])
+    assert "— bot-«redacted:github-token» (2026-10-20): Same here" in body, body
+    db = repo / ".nexusmem" / "memory.db"
+    assert not [p for p in db.parent.glob("memory.db*") if token.encode() in p.read_bytes()]
+
+
 def test_a_token_the_comment_limit_cuts_is_redacted_whole(world: tuple[Path, Path, dict[str, str]]) -> None:
     """A comment is kept to its first 4,000 characters: it was cut before it was redacted, so a token the cut
     ended (`ghp_` and 35 of its 36 characters) no longer matched its pattern and was stored, shown and

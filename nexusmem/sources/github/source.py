@@ -450,6 +450,7 @@ class GithubSource:
             if not text:
                 continue
             who = c.get("user", {}).get("login") if isinstance(c.get("user"), dict) else None
+            who = redact(str(who)) if who else None  # as the thread's author is (its meta, nodes.Node)
             when = str(c.get("created_at") or "")[:10]
             # Redacted, then cut: a token the cut ended would no longer match its pattern, and be kept.
             parts.append(f"— {who or 'someone'} ({when}): {redact_cut(text, MAX_COMMENT_CHARS)}")
