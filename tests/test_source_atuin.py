@@ -202,6 +202,31 @@ def test_a_secret_in_the_folder_a_command_ran_in_is_stored_redacted(repo: Path, 
     assert secret.encode() not in raw and b"cwd keys/\xc2\xabredacted:aws-key\xc2\xbb" in raw
 
 
+def test_a_secret_in_a_rows_shell_or_id_never_reaches_memory(repo: Path, atuin_db: Path) -> None:
+    """A row's shell went into the node's body and word index as atuin had it (`zsh-AKIA…`), and its id into
+    the natural key (`atuin:id-ghp_…`): `forget` then found the token in memory.db and could not remove
+    it. The shell is redacted; an id holding a secret is kept as its digest, the same at every sync."""
+    commit(repo, "feat: app", {"src/app.py": "x = 1\n"})
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    conn = make_db(atuin_db)
+    row = add(conn, "make keys", repo, int(time.time() * 1000) - 60_000)
+    conn.execute("update history set shell = ?, id = ? where id = ?", (f"zsh-{key}", f"id-{token}", row))
+    sync.sync(repo)
+    with load(repo).open_store() as store:
+        (node,) = [n for n in store.iter_nodes("shell_command") if n.ref == "make keys"]
+    assert "zsh-«redacted:aws-key»" in node.body and node.meta["shell"] == "zsh-«redacted:aws-key»"
+    assert node.natural_key.startswith("atuin:sha256:")
+    raw = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.name.startswith("memory.db"))
+    assert key.encode() not in raw and token.encode() not in raw
+    # Read again (a rebuild): the same node, not a second one.
+    sync.sync(repo, rebuild=True)
+    with load(repo).open_store() as store:
+        assert [n.id for n in store.iter_nodes("shell_command")] == [node.id]
+    out = run_cli("-C", str(repo), "forget", token, "--yes").output
+    assert "WARNING" not in out, out
+
+
 def test_a_row_whose_text_is_not_utf8_is_skipped_alone(repo: Path, atuin_db: Path) -> None:
     """atuin stores what the shell gave it; a command that is not UTF-8 (CAST of raw bytes) made the
     database's decoder raise and every row of the pass was lost, before and after it, with nothing counted."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import json
 import os
 import time
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.nodes import MAX_TS_MS, MIN_TS_MS, Node
-from nexusmem.redact import redact_cut
+from nexusmem.redact import redact, redact_cut
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.shell.agentcmd import AGENTS as OUR_AGENTS
@@ -83,6 +84,16 @@ def author_of(author: Any, author_kind: Any) -> tuple[str, str]:
     if name in OUR_AGENTS:
         return name, "agent"
     return redact_cut(f"atuin:{name or 'agent'}", 64), "agent"  # redacted before the cut ends a secret
+
+
+def row_key(row_id: Any) -> str:
+    """An atuin row's id as memory keeps it (in the node's natural key, the cursor's reported rows): as atuin
+    wrote it (a UUID), or, when it holds a secret (an imported or hand-made row can hold anything), its
+    digest: unique and the same at every sync, with nothing of the secret."""
+    text = str(row_id)
+    if redact(text) == text:
+        return text
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _int(value: Any) -> int | None:
@@ -199,7 +210,7 @@ class AtuinSource:
         bad: list[tuple[str, int | None]] = []  # (row id, its ns time) of every bad row this read
 
         def skip(row: Any, ts_ns: int | None, why: str) -> None:
-            key = str(row.id)
+            key = row_key(row.id)
             bad.append((key, ts_ns))
             if key not in told_before:
                 result.skip(f"{path} row {row.id!r}: {why}")
@@ -259,14 +270,14 @@ class AtuinSource:
             nodes.append(
                 command_node(
                     ctx.project_id,
-                    natural_key=f"atuin:{row.id}",
+                    natural_key=f"atuin:{row_key(row.id)}",
                     command=command,
                     ts=ts,
                     cwd=label,
                     exit_code=code,
                     pipestatus=None,
                     duration_ms=duration_ms if duration_ms <= MAX_DURATION_MS else None,
-                    shell=row.shell if isinstance(row.shell, str) and row.shell else "atuin",
+                    shell=memo.redact(row.shell) if isinstance(row.shell, str) and row.shell else "atuin",
                     session=row.session if isinstance(row.session, str) else None,
                     files=memo.command_files(command, root, rel),
                     scraped=False,
