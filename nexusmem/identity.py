@@ -10,11 +10,16 @@ from pathlib import Path
 NODE_ID_LEN = 24
 
 _SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/]*@)?([^/]+)(/.*)?$")
+# scheme://[userinfo@]host[/path][?query][#fragment]: the userinfo is everything up to the host's last "@"
+# (a user name may hold one: `https://me@corp.com:token@host/`); none of userinfo, query and fragment is part
+# of the repository's identity, and each may hold a credential (`?access_token=…`).
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^/?#]*@)?([^/?#@]+)([^?#]*)(?:[?#].*)?$", re.DOTALL)
 
 
 def normalise_url(url: str) -> str:
-    """Reduce a remote URL to host/path: scheme, user and port-less noise, trailing '/' and '.git' removed.
+    """Reduce a remote URL to host/path: scheme, user, query, fragment and port-less noise, trailing '/' and
+    '.git' removed, a secret the path holds redacted (`https://host/ghp_…/app` is
+    host/«redacted:github-token»/app: the id is stored, shown and shared).
 
     git@github.com:Org/Repo.git, https://user@github.com/org/repo/ and ssh://git@github.com/org/repo
     all become github.com/org/repo.
@@ -34,7 +39,9 @@ def normalise_url(url: str) -> str:
     if path.endswith(".git"):
         path = path[:-4]
     path = path.rstrip("/")
-    joined = f"{host}{path}" if host else path
+    from nexusmem.redact import redact_path  # only when a project id is worked out (sync, status)
+
+    joined = redact_path(f"{host}{path}" if host else path)
     return joined.lower()
 
 

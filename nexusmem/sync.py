@@ -616,8 +616,11 @@ def _moved_note(project: Project, store: SyncStore) -> str | None:
         store.set_meta(PROJECT_ID, project.id)
     if not rekeyed:
         return None
+    from nexusmem.redact import redact  # an id an older release made may hold a credential of the URL
+
+    was = redact(recorded) if recorded else "an older id"
     return (
-        f"this repository's id changed (it was moved, copied or given a remote: {recorded or 'an older id'}"
+        f"this repository's id changed (it was moved, copied or given a remote: {was}"
         f" → {project.id}); its {rekeyed} node(s) now go by the new id, with their verdicts"
     )
 
