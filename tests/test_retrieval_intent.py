@@ -959,6 +959,64 @@ def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) ->
     assert all(it["kind"] == "shell_command" and "(exit 0)" not in it["title"] for it in listed), listed
 
 
+# Minutes ago in a JavaScript project: the test runs that failed, among commands that passed and one other
+# failure; a year of commits whose messages say "tests" and "fail".
+FAILED_TEST_RUNS = """
+9000 0 npm test
+12 0 git status
+10 127 npm test -- test/datetime/create.test.js
+8 0 node -e 'require("./src/luxon.js")'
+6 1 node --test test/datetime/create.test.js 2>&1 | tail -3
+5 1 node --test test/datetime/create.test.js > /dev/null 2>&1
+3 1 echo run1; false
+"""
+
+
+def test_a_failure_of_what_was_run_lists_its_failed_runs_first(repo: Path) -> None:
+    """ "What failed last time I ran the tests", "which tests failed", "did the tests fail", "npm test failed"
+    answered with old commits ("fix tests for node 12") and none of the test runs that had failed minutes
+    before: "tests" counted as a subject, so the failure listing gave way to the words; "what failed last
+    time" matched the docs on time zones ("time" was left of the cue "failed last")."""
+    for days, subject in ((900, "fix tests for node 12"), (700, "make failing tests fail the build")):
+        commit(repo, subject, {"test/node.test.js": f"// {subject}\n"}, when=NOW - days * DAY)
+    readme = "# luxon\n\n## Time zones\n\nWhat time it is, the last time you looked.\n"
+    commit(repo, "docs: time zones", {"README.md": readme}, when=NOW - 400 * DAY)
+    write_recent(repo, FAILED_TEST_RUNS)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    runs = [
+        "node --test test/datetime/create.test.js > /dev/null 2>&1 (exit 1)",
+        "node --test test/datetime/create.test.js 2>&1 | tail -3 (exit 1)",
+        "npm test -- test/datetime/create.test.js (exit 127)",
+    ]
+    for question in (
+        "what failed last time I ran the tests",
+        "which tests failed",
+        "did the tests fail",
+        "the tests keep failing",
+    ):
+        found = query_json(repo, question)
+        titles = [it["title"] for it in found["items"]]
+        assert titles[:3] == runs, (question, titles)
+        assert "echo run1; false (exit 1)" not in titles, (question, titles)  # a failure, not of the tests
+        assert "fix tests for node 12" in titles[3:], (question, titles)  # what the words matched follows
+        assert found["weak"] is False and any(
+            n.startswith("first: the failed runs of tests") for n in found["notes"]
+        )
+    npm = [it["title"] for it in query_json(repo, "npm test failed")["items"]]
+    assert npm[0] == runs[2] and not npm[1].startswith("node --test"), npm  # the runs of `npm test` only
+    last = [it["title"] for it in query_json(repo, "what failed last time")["items"]]
+    assert last[:4] == ["echo run1; false (exit 1)", *runs], last
+    # A question about code that names the tests besides is not a question about the runs.
+    code = query_json(repo, "why does the node test fail on windows")
+    assert not any(n.startswith("first: the failed runs") for n in code["notes"]), code["notes"]
+    # "The build" names the builds: a `make` that failed yesterday at noon (UTC), not the one of last week.
+    noon = (NOW % DAY + DAY // 2) // 60
+    write_recent(repo, f"{noon + 5 * 1440} 2 make -j4\n{noon} 2 make -j4\n{noon - 60} 0 make -j4\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    build = [it["title"] for it in query_json(repo, "why did the build fail yesterday")["items"]]
+    assert build[0] == "make -j4 (exit 2)" and build.count("make -j4 (exit 2)") == 1, build
+
+
 def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_answer(repo: Path) -> None:
     """ "What did I do when the docker build failed yesterday", with no build yesterday, was answered with
     the passing `docker compose up` runs of other weeks as a strong answer."""

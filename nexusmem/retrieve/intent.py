@@ -393,6 +393,88 @@ def reports_failure(text: str) -> bool:
     return _FAILURE.search(text) is not None
 
 
+# What a question calls a run of something, and the commands that are such runs: "which tests failed" asks
+# about `npm test`, `pytest`, `node --test`… (query.failed_runs_first lists them). The one vocabulary of it:
+# each entry is the question's words for the run and the runners' words. A command is such a run when its
+# words hold a runner's words in a row, anywhere (`uv run pytest -x`, `vendor/bin/phpunit`, `npm run
+# test:unit`, `cd web && yarn build`).
+_RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        r"tests?|testing|specs?|test ?suites?",
+        ("npm test", "npm t", "npm run test", "yarn test", "yarn run test", "pnpm test", "pnpm run test",
+         "bun test", "deno test", "node --test", "jest", "vitest", "mocha", "ava", "karma", "playwright test",
+         "cypress run", "pytest", "py.test", "tox", "nox", "unittest", "cargo test", "cargo nextest",
+         "go test", "make test", "make check", "ctest", "mvn test", "mvn verify", "gradle test",
+         "gradlew test", "dotnet test", "rspec", "rake test", "rails test", "phpunit", "pest",
+         "composer test", "mix test", "swift test", "zig build test", "cabal test", "stack test",
+         "meson test", "bats", "prove"),
+    ),
+    (
+        r"builds?|building|compil\w*",
+        ("make", "cmake", "ninja", "cargo build", "cargo check", "go build", "npm run build", "yarn build",
+         "yarn run build", "pnpm build", "pnpm run build", "bun run build", "tsc", "webpack", "vite build",
+         "docker build", "docker compose build", "docker buildx", "mvn", "gradle build", "gradlew build",
+         "dotnet build", "bazel build", "meson compile", "gcc", "g++", "clang", "cc", "javac", "rustc",
+         "swift build", "zig build", "xcodebuild", "msbuild", "python -m build", "setup.py build"),
+    ),
+    (
+        r"lint\w*",
+        ("eslint", "ruff", "flake8", "pylint", "golangci-lint", "cargo clippy", "shellcheck", "rubocop",
+         "phpstan", "psalm", "stylelint", "npm run lint", "yarn lint", "pnpm lint", "make lint", "pre-commit"),
+    ),
+    (
+        r"type ?check\w*|types",
+        ("mypy", "pyright", "tsc", "flow", "pytype", "npm run typecheck", "make typecheck"),
+    ),
+)  # fmt: skip
+# Words before a command's program that are not its program: `sudo`, `time make`, `env CI=1 pytest`.
+_WRAPPERS = frozenset({"sudo", "time", "env", "nohup", "nice", "command", "exec"})
+_COMMAND_SPLIT = re.compile(r"[\s;&|():]+")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """A kind of run a question names: its words in the question, and the runners' words."""
+
+    words: frozenset[str]
+    runners: tuple[tuple[str, ...], ...]
+
+
+def runs_named(text: str) -> list[Runs]:
+    """The kinds of run TEXT names ("the tests", "the build", "lint", "the type check")."""
+    found = []
+    for said, runners in _RUNS:
+        spans = re.findall(rf"\b(?:{said})\b", text, re.IGNORECASE)
+        if spans:
+            words = frozenset(w.lower() for span in spans for w in span.split())
+            found.append(Runs(words, tuple(tuple(r.split()) for r in runners)))
+    return found
+
+
+def command_words(command: str) -> list[str]:
+    """COMMAND's words, lowercased, each a path's last part (`./gradlew` → gradlew)."""
+    return [w.rsplit("/", 1)[-1] for w in _COMMAND_SPLIT.split(command.lower()) if w.strip("/")]
+
+
+def command_head(words: list[str]) -> list[str]:
+    """The program and its first word after it (`npm test -- x` → npm, test; `sudo make` → make), past
+    `VAR=value` settings and wrappers; an option is no such word."""
+    start = 0
+    while start < len(words) and ("=" in words[start] or words[start] in _WRAPPERS):
+        start += 1
+    head = words[start : start + 2]
+    return head if len(head) < 2 or not head[1].startswith("-") else head[:1]
+
+
+def is_run(words: list[str], runs: Runs) -> bool:
+    """Whether a command of WORDS (command_words) is a run of RUNS: a runner's words in a row."""
+    return any(
+        words[i : i + len(runner)] == list(runner)
+        for runner in runs.runners
+        for i in range(len(words) - len(runner) + 1)
+    )
+
+
 # A question that speaks of the docs themselves ("which commit documented --foo?", "the README example"):
 # there a change to the docs may be the answer (rank.DOCS_ONLY_FACTOR stays off).
 _DOCS = re.compile(

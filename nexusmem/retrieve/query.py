@@ -19,7 +19,10 @@ from nexusmem.retrieve.intent import (
     adopted_name,
     asks_arrival,
     code_names,
+    command_head,
+    command_words,
     intent,
+    is_run,
     mentions_docs,
     mentions_tests,
     names_code,
@@ -28,6 +31,7 @@ from nexusmem.retrieve.intent import (
     release_version,
     removed_name,
     reports_failure,
+    runs_named,
     sequence,
     topic,
 )
@@ -36,7 +40,7 @@ from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.show import replacement
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
-from nexusmem.text import well_formed
+from nexusmem.text import FILLER_WORDS, STOPWORDS, well_formed
 
 DEFAULT_BUDGET = 2000
 # A question longer than this is cut (its first and last halves kept), with a note: ~4 pages of a pasted log.
@@ -604,7 +608,15 @@ def retrieve(
             question.notes.append(
                 f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
             )
-    if question.failure and question.then is None and answered_by is None and not _a_subject(words.words):
+    asks_failures = question.failure and question.then is None and answered_by is None
+    if asks_failures:
+        scored, listed, span = failed_runs_first(
+            store, scored, question, as_of=as_of, since=since, until=until
+        )
+        if listed:
+            listing_note = f"first: the failed runs of {span}, newest first"
+            question.notes.append(listing_note)
+    if asks_failures and not listed and not _a_subject(words.words):
         scored, listed, span = failures_first(store, scored, question, as_of=as_of, since=since, until=until)
         listing_note = (
             f"first: the commands that failed {span}, newest first"
@@ -612,7 +624,7 @@ def retrieve(
             else f"no recorded command failed {span}"
         )
         question.notes.append(listing_note)
-    elif answered_by is None and asks_recent_work(question, words.words, since, until):
+    elif not asks_failures and answered_by is None and asks_recent_work(question, words.words, since, until):
         scored, listed, span = activity_first(store, scored, question, as_of=as_of, since=since, until=until)
         listing_note = f"first: {span}" if listed else f"no commit or command recorded {span}"
         question.notes.append(listing_note)
@@ -1140,6 +1152,14 @@ _NOT_A_SUBJECT = frozenset(
         "ago",
         "past",
         "last",
+        "time",
+        "times",
+        "ran",
+        "run",
+        "runs",
+        "running",
+        "tried",
+        "try",
         "recently",
         "earlier",
         "today",
@@ -1162,7 +1182,7 @@ _NUMBERS |= {"eight": 8, "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple of"
 
 def _a_subject(words: list[str]) -> bool:
     """Whether the question's search words name something besides the failure itself (and its time)."""
-    return any(w.lower() not in _NOT_A_SUBJECT and not w.isdigit() and not reports_failure(w) for w in words)
+    return not all(map(_ignorable, words))
 
 
 def _count(text: str | None) -> int:
@@ -1232,15 +1252,17 @@ def _window_missed(question: Question, scored: list[tuple[StoredNode, float]]) -
 
 
 def _failure_window(
-    question: Question, reference: int | None, since: int | None, until: int | None
+    question: Question, reference: int | None, since: int | None, until: int | None, *, named: bool = False
 ) -> tuple[int, int, str]:
     """The window to list failures in: the one the question asks about (_asked_window); else the week up
-    to the newest record (two days when it speaks of recent work). And how to say it."""
+    to the newest record (two days when it speaks of recent work and NAMED no run: "what failed last time I
+    ran the tests" asks for the last failed test runs, whichever day of the week they were). And how to say
+    it."""
     asked = _asked_window(question, since, until)
     if asked is not None:
         return asked
     newest = reference if reference is not None else int(time.time() * 1000)
-    days = 2 if question.cue is not None else 7
+    days = 2 if question.cue is not None and not named else 7
     return newest - days * 86_400_000, 2**62, f"in the {days} days up to the newest record"
 
 
@@ -1263,16 +1285,73 @@ def failures_first(
     return _listed(scored, failed), failed, span
 
 
+def failed_runs_first(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    question: Question,
+    *,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str]:
+    """For a failure asked about with what was run named ("which tests failed", "npm test failed", "why did
+    the build fail yesterday", "what failed last time I ran the tests"): SCORED with the failed commands of
+    the question's window that it names put first, newest first, the rest after them (a fix that mentions
+    the tests may follow; an old commit that says "tests" no longer outranks the failed run of minutes
+    ago); those commands; how to say what and when. A word of the question names a command when it is its
+    program or the word after it (`npm`, `test`, `make`, `push`) or a run it is (intent.runs_named: "tests"
+    names `pytest -x`, `node --test t.js`). Listed are the commands most of its words name, when every word
+    of the question (but the failure, its time and the like: _NOT_A_SUBJECT, and the filler of an account
+    of it: text.FILLER_WORDS) names one of them; else none ("why does the date test fail on Windows" asks
+    about code, not runs), and SCORED unchanged."""
+    words = search.terms(question.search_text)  # with the filler: "did make fail" names `make`
+    subject = {w for w in words if not _ignorable(w)}
+    if not subject:
+        return scored, [], ""
+    low, high, span = _failure_window(question, store.reference_time(as_of), since, until, named=True)
+    rows = [row for row in store.shell_commands_between(low, high) if resolved.failed(row[4])]
+    kinds = runs_named(question.text)
+    best: list[str] = []
+    most = 0
+    naming: set[str] = set()
+    for row in reversed(rows):
+        said = command_words(resolved.failed_part(row[1]))
+        names = subject.intersection(command_head(said))
+        names.update(w for runs in kinds if is_run(said, runs) for w in subject & runs.words)
+        if names and len(names) >= most:
+            if len(names) > most:
+                best, most, naming = [], len(names), set()
+            best.append(row[0])
+            naming |= names
+    if not best or not naming.issuperset(subject - FILLER_WORDS):
+        return scored, [], span
+    ids = best[:FAILURES_LISTED]
+    nodes = store.get_many(ids, light=True)
+    failed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+    what = " ".join(w for w in words if w in naming)
+    return _listed(scored, failed, keep=True), failed, f"{what} {span}"
+
+
+def _ignorable(word: str) -> bool:
+    """Whether WORD names nothing besides the failure itself (and its time)."""
+    lowered = word.lower()
+    return lowered in _NOT_A_SUBJECT or lowered in STOPWORDS or word.isdigit() or reports_failure(word)
+
+
 def _listed(
-    scored: list[tuple[StoredNode, float]], listed: list[StoredNode]
+    scored: list[tuple[StoredNode, float]], listed: list[StoredNode], *, keep: bool = False
 ) -> list[tuple[StoredNode, float]]:
     """LISTED, in its order, scored above the best of SCORED; SCORED itself when LISTED is empty. The rest of
-    SCORED goes: what the question's words matched besides ("what failed today": old commits that say
-    "fail") is no part of the answer it asked for, and would fill the budget."""
+    SCORED goes, unless KEEP: what the question's words matched besides ("what failed today": old commits
+    that say "fail") is no part of the answer it asked for, and would fill the budget."""
     if not listed:
         return scored
     top = scored[0][1] if scored else 1.0
-    return [(node, above(top, len(listed), step)) for step, node in enumerate(listed)]
+    first = [(node, above(top, len(listed), step)) for step, node in enumerate(listed)]
+    if not keep:
+        return first
+    ids = {node.id for node in listed}
+    return first + [(node, value) for node, value in scored if node.id not in ids]
 
 
 def authored_first(

@@ -26,7 +26,7 @@ _RELATIVE_SOURCE = (
     r"recent|recently|lately|latest|newest|most\s+recent|just\s+now|right\s+now|earlier\s+today"
     r"|today|tonight|yesterday|this\s+(?:morning|afternoon|evening|week|month|sprint)"
     r"|last\s+(?:night|week|month|year|time|thing|attempt|try|run|change|commit|push|few\s+\w+|couple\s+of\s+\w+)"
-    r"|(?:try|tried|did|ran|run|changed|broke|failed|fixed|touched)\s+last"
+    r"|(?:try|tried|did|ran|run|changed|broke|failed|fixed|touched)\s+last(?:\s+time)?"
     r"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|a\s+few|couple\s+of|several)"
     r"\s+(?:minutes?|hours?|days?|weeks?|months?)\s+ago"
     r"|(?:past|last)\s+(?:\d+\s+|few\s+|couple\s+of\s+)?(?:hour|hours|days|weeks|months)"
