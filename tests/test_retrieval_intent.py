@@ -1093,6 +1093,30 @@ def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Pat
     assert query_json(repo, "why did we cache the parsed tree")["items"][0]["ref"] == newest
 
 
+def test_what_was_tried_last_lists_the_commands_run(repo: Path) -> None:
+    """ "What did I try last" listed the newest commits: what a developer tried is what they ran."""
+    commit(repo, "Add the parser", {"parser.py": "A = 1\n"}, when=NOW - 30 * DAY)
+    commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=NOW - 3600)
+    write_recent(repo, "30 1 pytest tests/test_cache.py -x\n20 1 pytest tests/test_cache.py -k tree\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what did I try last", "what have I tried lately", "show my latest attempts"):
+        found = query_json(repo, question)
+        titles = [it["title"] for it in found["items"]][:2]
+        assert titles == [
+            "pytest tests/test_cache.py -k tree (exit 1)",
+            "pytest tests/test_cache.py -x (exit 1)",
+        ], (
+            question,
+            titles,
+        )
+        assert "first: the newest commands run" in found["notes"], found["notes"]
+    # A story of what was tried that names its subject is still answered by its words.
+    assert (
+        query_json(repo, "I tried caching the parsed tree, why was it added")["items"][0]["kind"]
+        == "git_commit"
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "named"),
     [

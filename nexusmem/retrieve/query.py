@@ -1388,6 +1388,9 @@ _ASKS_RECENT = re.compile(
     re.IGNORECASE,
 )
 _ASKS_COMMANDS = re.compile(r"\b(?:ran|run|runs|command|commands|typed|executed|terminal|shell)\b", re.I)
+# What was tried is what was run ("what did I try last"): read only where nothing else is named (the recent-work
+# listing); a symptom story's "I tried setting X" is no question about commands.
+_ASKS_TRIED = re.compile(r"\b(?:try|tried|tries|attempt|attempted|attempts)\b", re.I)
 _LAST_COUNT = re.compile(
     r"\b(?:last|latest|newest|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\w+", re.I
 )
@@ -1416,6 +1419,10 @@ _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
         "typed",
         "tried",
         "try",
+        "tries",
+        "attempt",
+        "attempted",
+        "attempts",
         "executed",
         "terminal",
         "shell",
@@ -1463,7 +1470,8 @@ def activity_first(
     low, high, span = asked if asked is not None else (0, 2**62, "")
     wanted = _LAST_COUNT.search(question.text)
     limit = min(_count(wanted.group(1)), ACTIVITY_LISTED * 5) if wanted else ACTIVITY_LISTED
-    kinds = ["shell_command"] if _ASKS_COMMANDS.search(question.text) else ["git_commit", "shell_command"]
+    asks_commands = _ASKS_COMMANDS.search(question.text) or _ASKS_TRIED.search(question.text)
+    kinds = ["shell_command"] if asks_commands else ["git_commit", "shell_command"]
     listed: list[StoredNode] = []
     for kind in kinds:
         ids = store.newest_of_kind(kind, low, high, limit * 4 if as_of is not None else limit)
