@@ -146,6 +146,33 @@ def test_framework_runs_precheck_advisory_then_strict_then_post_commit_sync(
     assert "src/cache.py: `mypy src/cache.py` failed (exit 1)" in shown
 
 
+def test_advisory_hook_checks_a_staged_file_named_like_its_option_and_never_refuses(
+    repo: Path, hook_repo: tuple[Path, str, Path]
+) -> None:
+    """The advisory nexusmem-precheck ("never fails") refused a commit that staged a file named `--strict`:
+    the framework puts the staged files right after the hook's entry, and the hook took the first one for its
+    --strict option ("commit refused (--strict)"), leaving that file unchecked."""
+    source, sha, cache = hook_repo
+    config = _config(source, sha, "nexusmem-precheck")
+    for i in range(4):  # both files: high churn (4 commits)
+        commit(
+            repo, f"step {i}", {"--strict": f"{i}\n", "pc.txt": f"{i}\n", ".pre-commit-config.yaml": config}
+        )
+    installed = _run(repo, cache, str(PRE_COMMIT), "install", "--hook-type", "pre-commit")
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    subprocess.run([str(Path(sys.executable).parent / "nexusmem"), "sync", "-q"], cwd=repo, check=True)
+    (repo / "--strict").write_text("x\n", encoding="utf-8")
+    (repo / "pc.txt").write_text("y\n", encoding="utf-8")
+    git(repo, "add", "--", "./--strict", "pc.txt")
+    done = _run(repo, cache, "git", "commit", "-m", "advisory only")
+    shown = done.stdout + done.stderr
+    assert done.returncode == 0, shown
+    assert "refused" not in shown and "Passed" in shown, shown
+    assert "nexusmem precheck: 2 warning(s) for 2 file(s)" in shown, shown
+    for name in ("--strict", "pc.txt"):
+        assert f"{name}: changed in 4 commits in the last 30 days (high churn)" in shown, shown
+
+
 def test_framework_hooks_without_nexusmem_on_path_let_the_commit_through(
     repo: Path, hook_repo: tuple[Path, str, Path]
 ) -> None:
