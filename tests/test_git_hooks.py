@@ -864,20 +864,36 @@ def test_a_push_deferred_while_another_runs_is_pushed_again_by_it(
     assert pushes == ["first", "first"] and not (state / autosync.PUSH_PENDING_NAME).exists()
 
 
-def test_a_foreign_post_applypatch_hook_leaves_the_others_installed_and_said(repo: Path) -> None:
-    """One hook file the install refuses (another tool's Python hook) stopped it half-way: the notes were
-    never printed, and doctor kept asking for the same install, which failed the same way."""
+def test_a_foreign_sync_hook_refuses_the_whole_install_and_every_refusal_is_said(repo: Path) -> None:
+    """`hook git-post install` over another tool's Python post-commit exited 1 ("post-commit is not a shell
+    script…") yet had installed post-merge and post-applypatch: a failed install that half happened (merges
+    synced, commits did not). Each hook is asked first: none is written, and each refusal is said."""
     synced(repo)
-    foreign = repo / ".git" / "hooks" / "post-applypatch"
-    foreign.write_text("#!/usr/bin/env python3\nprint('theirs')\n", encoding="utf-8")
-    foreign.chmod(0o755)
+    hooks = repo / ".git" / "hooks"
+    for name in ("post-commit", "post-applypatch"):
+        (hooks / name).write_text(
+            f"#!/usr/bin/env python3\nopen('foreign.log', 'a').write('{name}\\n')\n", encoding="utf-8"
+        )
+        (hooks / name).chmod(0o755)
+    before = {p.name: p.read_bytes() for p in hooks.iterdir()}
     done = run_cli("-C", str(repo), "hook", "git-post", "install", ok=False)
-    assert done.exit_code == 1 and "post-applypatch is not a shell script" in done.output
-    assert git_hooks.status("post-commit", repo).installed and git_hooks.status("post-merge", repo).installed
-    assert "Installed the auto-sync hook in" in done.stdout and "post-merge" in done.stdout
+    assert done.exit_code == 1, done.output
+    assert "post-commit is not a shell script" in done.output, done.output
+    assert "post-applypatch is not a shell script" in done.output, done.output
+    assert "Nothing was installed." in done.output and "Installed" not in done.output, done.output
+    assert {p.name: p.read_bytes() for p in hooks.iterdir()} == before
+    assert not (repo / ".git" / git_hooks.RECORD).exists()
+    assert "auto-sync" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
+
+    # An install from a release before post-applypatch was added: doctor says how to add it beside the
+    # foreign hook.
+    (hooks / "post-commit").unlink()
+    git_hooks.install("post-commit", repo)
+    git_hooks.install("post-merge", repo)
     doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
     assert "--force wraps the existing post-applypatch hook" in doctor, doctor
     run_cli("-C", str(repo), "hook", "git-post", "install", "--force")
+    assert all(git_hooks.status(name, repo).installed for name in git_hooks.SYNC_HOOKS)
     assert "the auto-sync hook is not in" not in run_cli("-C", str(repo), "doctor", ok=False).stdout
 
 

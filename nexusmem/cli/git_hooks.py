@@ -280,7 +280,7 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
     refused: list[str] = []
     left: list[str] = []  # hooks the pre-commit framework runs nexusmem-sync from
     runs: tuple[Path, int, str] | None = None
-    last: git_hooks.InstallResult | None = None
+    names: list[str] = []
     for name in git_hooks.SYNC_HOOKS:
         framework = git_hooks.framework_runs(name, root)
         if framework is not None and not git_hooks.status(name, root).installed:
@@ -289,8 +289,18 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
             runs = framework
             continue
         try:
+            # Each hook is asked before any is written: a refused one (another tool's Python hook) leaves
+            # none installed, and every refusal is said.
+            git_hooks.check_install(name, root_of(ctx), force=force)
+        except git_hooks.GitHookError as exc:
+            refused.append(str(exc))
+        names.append(name)
+    _exit_on(ctx, refused, "Nothing was installed.")
+    last: git_hooks.InstallResult | None = None
+    for name in names:
+        try:
             result = git_hooks.install(name, root_of(ctx), force=force)
-        except git_hooks.GitHookError as exc:  # one foreign hook must not leave the others unsaid
+        except git_hooks.GitHookError as exc:  # a write that failed: the hooks installed before are said
             refused.append(str(exc))
             continue
         if last is not None:
@@ -304,10 +314,18 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
             f" {runs[0]}, line {runs[1]}); it has no post-applypatch hook, so the one above syncs what `git am`"
             " applies."
         )
-    for why in refused:
+    _exit_on(ctx, refused)
+
+
+def _exit_on(ctx: click.Context, errors: list[str], note: str | None = None) -> None:
+    """Say each of ERRORS (then NOTE) and exit 1; nothing when there are none."""
+    if not errors:
+        return
+    for why in errors:
         echo_line(f"Error: {why}", err=True)
-    if refused:
-        ctx.exit(1)
+    if note:
+        echo_line(note, err=True)
+    ctx.exit(1)
 
 
 @git_post_group.command(name="stashed", hidden=True)

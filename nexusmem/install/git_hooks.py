@@ -591,8 +591,7 @@ def install(
     """Install our block into hook NAME. Idempotent; a different --strict choice updates the block in place."""
     _check_name(name)
     directory = hooks_dir(start)
-    if not force:
-        _refuse_a_folder_the_repository_chose(directory, start)
+    _refuse(name, directory, start, force)
     flags = [FLAG_STRICT] if strict and name == "pre-commit" else []
     # Only the auto-sync acts differently in a folder every repository shares (precheck skips a repository
     # without a memory wherever it is installed).
@@ -600,7 +599,7 @@ def install(
     if shared is not None:
         flags.append(FLAG_SHARED)
     generated = _HUSKY_V9.search(_bytes_of(directory / name, 4096)) is not None
-    result = _install(name, directory, flags, force)
+    result = _install(name, directory, flags)
     result.shared = shared
     _write_record(start, [n for n in HOOK_NAMES if n == name or n in recorded(start)])
     if generated and result.changed:
@@ -618,6 +617,46 @@ def install(
         )
         result.warning = f"{result.warning}; {shared_hook}" if result.warning else shared_hook
     return result
+
+
+def check_install(name: str, start: Path | str | None = None, *, force: bool = False) -> None:
+    """Raise the GitHookError that `install` of hook NAME would refuse with, writing nothing: an install of
+    several hooks (`hook git-post install`) asks of each before it writes any."""
+    _check_name(name)
+    _refuse(name, hooks_dir(start), start, force)
+
+
+def _refuse(name: str, directory: Path, start: Path | str | None, force: bool) -> None:
+    """Raise the GitHookError an install of hook NAME into DIRECTORY refuses with (FORCE: as --force does),
+    before anything is written: a folder outside the repository its own config chose, a hook file that is
+    no hook file (a FIFO, a device) or whose block has no end marker, and without --force another tool's
+    symlink or a hook in another language; with it, a <name>.nexusmem-legacy already there."""
+    if not force:
+        _refuse_a_folder_the_repository_chose(directory, start)
+    path = hook_file(name, directory)
+    moved = directory / f"{name}{FRAMEWORK_SUFFIX}"
+    if path.name == name and framework_script(path) and not moved.is_symlink():
+        path = moved  # an older release's block in the framework's own file goes there (_install)
+    if not path.is_symlink():
+        try:
+            data = read_hook(path)
+        except FileNotFoundError:
+            return
+        except GitHookError as exc:
+            raise GitHookError(f"{exc}: move it away, then install again") from None
+        if find_block(data, name, path) is not None or _is_sh_like(data):
+            return
+        if not force:
+            raise GitHookError(
+                f"{path} is not a shell script, so nexusmem cannot add its line to it; "
+                f"use --force to move it to {path.name}{LEGACY_SUFFIX} and run it from our hook"
+            )
+    elif not force:
+        # Rewriting through a symlink would edit a shared script; replacing it would lose the link.
+        raise GitHookError(f"{path} is a symlink to another tool's hook; use --force to wrap it")
+    legacy = path.with_name(name + LEGACY_SUFFIX)
+    if legacy.exists() or legacy.is_symlink():
+        raise GitHookError(f"{legacy} already exists; move it away before installing with --force")
 
 
 def _tracked(path: Path, start: Path | str | None) -> bool:
@@ -670,24 +709,20 @@ def _insertion(data: bytes) -> tuple[bytes, bytes, tuple[str, ...]]:
     return data[: cut + 1], data[cut + 1 :], ()
 
 
-def _install(name: str, directory: Path, flags: list[str], force: bool) -> InstallResult:
+def _install(name: str, directory: Path, flags: list[str]) -> InstallResult:
+    """Install the block of hook NAME into DIRECTORY, which _refuse let through."""
     path = hook_file(name, directory)
     if path.name == name and framework_script(path):
         # An older release chained the block into the framework's own file, which the next `pre-commit
         # install` overwrites: taken out there (byte for byte), and installed where the framework keeps it.
         remove(name, directory=directory)
         path = hook_file(name, directory)
-    if path.is_symlink():
-        # Rewriting through a symlink would edit a shared script; replacing it would lose the link.
-        if not force:
-            raise GitHookError(f"{path} is a symlink to another tool's hook; use --force to wrap it")
+    if path.is_symlink():  # --force (_refuse): wrapped
         return _install_legacy(name, path, flags)
     try:
         data: bytes | None = read_hook(path)
     except FileNotFoundError:
         data = None
-    except GitHookError as exc:
-        raise GitHookError(f"{exc}: move it away, then install again") from None
     if data is None:
         directory.mkdir(parents=True, exist_ok=True)
         block = render_block(name, (FLAG_CREATED, *flags))
@@ -698,12 +733,7 @@ def _install(name: str, directory: Path, flags: list[str], force: bool) -> Insta
         return _refresh(name, path, data, found, flags)
     # Chained into or wrapped, it fails as it did before: said, so that the hook is not blamed on us.
     crlf = crlf_shebang(path)
-    if not _is_sh_like(data):
-        if not force:
-            raise GitHookError(
-                f"{path} is not a shell script, so nexusmem cannot add its line to it; "
-                f"use --force to move it to {path.name}{LEGACY_SUFFIX} and run it from our hook"
-            )
+    if not _is_sh_like(data):  # --force (_refuse): wrapped
         result = _install_legacy(name, path, flags)
         if crlf:
             result.warning = _crlf_warning(path.with_name(name + LEGACY_SUFFIX))
@@ -757,9 +787,7 @@ def _refresh(
 
 
 def _install_legacy(name: str, path: Path, flags: list[str]) -> InstallResult:
-    legacy = path.with_name(name + LEGACY_SUFFIX)
-    if legacy.exists() or legacy.is_symlink():
-        raise GitHookError(f"{legacy} already exists; move it away before installing with --force")
+    legacy = path.with_name(name + LEGACY_SUFFIX)  # none there (_refuse)
     os.rename(path, legacy)
     block = render_block(name, (FLAG_CREATED, FLAG_LEGACY, *flags), wraps=True)
     try:
