@@ -368,6 +368,7 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
     auto_syncs = False
     missing: dict[str, Path] = {}  # sync hooks without our block, and where their files are
     lost: dict[str, Check] = {}  # hooks an install put our block in that lost it without a remove
+    away: list[git_hooks.HookState] = []  # blocks in another work tree's copy of the hooks folder only
     recorded = git_hooks.recorded(root)  # read first: gone() asks git only for a hook it names
     unreadable = git_hooks.record_problem(root)
     if unreadable is not None:
@@ -394,6 +395,8 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
                     f" {state.path.parent}: it does not run (`nexusmem hook {verb} remove` takes it out)"
                 )
                 checks.append(Check("git", False, detail, git_hooks.install_fix(verb, root)))
+            elif name in recorded and (other := git_hooks.elsewhere(name, root)) is not None:
+                away.append(other)  # said once for all of them, below
             elif name in recorded and git_hooks.gone(name, root) is not None:
                 lost[name] = Check(
                     "git", False, git_hooks.gone_text(state), git_hooks.install_fix(verb, root)
@@ -444,6 +447,9 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
             )
             fix = f"put that hook back at {hold}, or: nexusmem hook {verb} remove && nexusmem hook {verb} install"
             checks.append(Check("git", False, detail, fix))
+    for folder in dict.fromkeys(state.path.parent for state in away):
+        here = [state for state in away if state.path.parent == folder]
+        checks.append(Check("git", False, *git_hooks.elsewhere_text(here, root)))
     # A lost sync hook beside one still there is named by the auto-sync check below.
     checks += [c for n, c in lost.items() if not (auto_syncs and n in git_hooks.SYNC_HOOKS)]
     if auto_syncs and missing:

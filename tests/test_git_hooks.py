@@ -251,6 +251,72 @@ def test_core_hooks_path_is_honoured(repo: Path) -> None:
     assert "(hooksPath" not in run_cli("-C", str(repo), "hook", "git", "status").stdout
 
 
+def test_a_worktree_says_the_hooks_are_in_the_main_work_trees_copy_of_a_committed_hooks_folder(
+    repo: Path, tmp_path: Path
+) -> None:
+    """With core.hooksPath .githooks (committed hooks: a folder in each work tree), doctor in a linked worktree
+    said four blocks installed "here" were gone ("…/wt/.githooks/pre-commit was deleted or rewritten"), and
+    `hook git status` that they were "installed here": they never were. The install is in the main work tree's
+    copy, which commits made in the worktree do not run, and that is what is said, once."""
+    git(repo, "config", "core.hooksPath", ".githooks")
+    commit(
+        repo,
+        "chore: team hooks",
+        {".githooks/pre-commit": "#!/bin/sh\necho lint\n", ".githooks/post-commit": "#!/bin/sh\necho done\n"},
+    )
+    for name in ("pre-commit", "post-commit"):
+        (repo / ".githooks" / name).chmod(0o755)
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(worktree), "-b", "feature")
+
+    def said_in_worktree() -> tuple[list[dict[str, str]], str]:
+        report = json.loads(run_cli("-C", str(worktree), "doctor", "--json", ok=False).stdout)
+        hooks = [c for c in report["checks"] if c["area"] == "git" and not c["ok"]]
+        status = run_cli("-C", str(worktree), "hook", "git", "status").output
+        return hooks, status + run_cli("-C", str(worktree), "hook", "git-post", "status").output
+
+    for record in ("as written", "by an older release (names only)"):
+        if record != "as written":
+            names = [line.split("\t")[0] for line in (repo / ".git/nexusmem-hooks").read_text().splitlines()]
+            (repo / ".git/nexusmem-hooks").write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
+        hooks, status = said_in_worktree()
+        assert len(hooks) == 1, (record, hooks)
+        detail, fix = hooks[0]["detail"], hooks[0]["fix"]
+        assert (
+            "the NexusMem pre-commit, post-commit, post-merge, post-applypatch blocks are installed in"
+            f" {repo / '.githooks'}, the main work tree's copy of the hooks folder" in detail
+        ), (record, detail)
+        assert f"commits made in this worktree run its own copy, {worktree / '.githooks'}" in detail, detail
+        assert "precheck and the auto-sync do not run for those commits" in detail, detail
+        assert fix.startswith("nexusmem hook git install && nexusmem hook git-post install  # here too"), fix
+        assert "gone" not in status and "deleted or rewritten" not in status, (record, status)
+        assert f"pre-commit block is installed in {repo / '.githooks'}, the main work tree's copy" in status
+
+    # In the main work tree nothing is wrong; a block that really goes there is still named, there.
+    assert not [c for c in _problems(repo) if c["area"] == "git"]
+    run_cli("-C", str(repo), "hook", "git", "install")  # the record as this release writes it
+    (repo / ".githooks" / "pre-commit").write_text("#!/bin/sh\necho lint\n", encoding="utf-8")
+    lost = [c["detail"] for c in _problems(repo) if c["area"] == "git"]
+    assert lost == [
+        f"the NexusMem pre-commit block installed here is gone ({repo / '.githooks/pre-commit'} was deleted or"
+        " rewritten by something other than `nexusmem hook ... remove`): precheck no longer runs"
+    ], lost
+    # and the worktree, whose copy never had it, still says only where the others are.
+    hooks, status = said_in_worktree()
+    assert len(hooks) == 1 and "post-commit, post-merge, post-applypatch blocks are" in hooks[0]["detail"]
+    assert "gone" not in status, status
+
+    # Installed in the worktree's copy too: precheck runs on its commits, and nothing is said.
+    run_cli("-C", str(worktree), "hook", "git", "install")
+    run_cli("-C", str(worktree), "hook", "git-post", "install")
+    assert not said_in_worktree()[0]
+    run_cli("-C", str(repo), "hook", "git", "install")
+    assert not [c for c in _problems(repo) if c["area"] == "git"]
+
+
 def test_a_user_wide_hooks_path_syncs_only_repositories_that_have_a_memory(
     repo: Path, tmp_path: Path
 ) -> None:
@@ -1472,7 +1538,8 @@ def test_a_hooks_record_that_is_no_regular_file_never_hangs_a_command(repo: Path
         assert hook_status.returncode == 0 and hook_status.stderr.count(said) == 1, hook_status
     assert nexusmem("hook", "git", "remove").returncode == 0
     assert nexusmem("hook", "git", "install").returncode == 0
-    assert record.is_file() and not record.is_symlink() and record.read_text() == "pre-commit\n"
+    assert record.is_file() and not record.is_symlink()
+    assert record.read_text() == f"pre-commit\t{(repo / '.git' / 'hooks').resolve()}\n"
     assert said not in nexusmem("status").stdout
 
 

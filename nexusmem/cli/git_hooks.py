@@ -113,6 +113,10 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
                 f"  Warning: {git_hooks.gone_text(state)}; `nexusmem hook {verb} install` puts it back",
                 err=True,
             )
+        elsewhere = git_hooks.elsewhere(state.name, start)
+        if elsewhere is not None:
+            detail, fix = git_hooks.elsewhere_text([elsewhere], start)
+            echo_line(f"  Warning: {detail}; fix: {fix}", err=True)
         unused = git_hooks.unused(state.name, start)
         if unused is not None:
             echo_line(

@@ -64,7 +64,9 @@ FLAG_STRICT = "strict"
 FLAG_SHARED = "shared"
 
 # Which hooks an install put a block in, one name a line, kept with the hooks folder they are in: for the
-# repository's own folder (or one inside the repository), in its git folder (never the work tree); for a
+# repository's own folder (or one inside the repository), in its git folder (never the work tree), each name
+# followed by a tab and the folder it went in (a core.hooksPath inside the work tree, `.githooks`, is a
+# folder in each work tree: the main one's and a linked worktree's copy share this record); for a
 # folder outside it (a user-wide core.hooksPath every repository shares), in NexusMem's home, one file per
 # folder (RECORDS_DIR), so that a remove run from any repository clears it for all. A block that goes
 # without `hook ... remove` (`pre-commit install -f` deletes the pre-commit.legacy the framework had moved
@@ -200,16 +202,35 @@ def _read_record(record: Path) -> str:
         return ""
 
 
-def _names_in(record: Path, folder: Path) -> list[str]:
-    """The hook names RECORD (the record of FOLDER) holds; its first line, in NexusMem's home, is the folder."""
+def _entries_in(record: Path, folder: Path) -> list[tuple[str, str]]:
+    """(hook name, the folder its block went in) of each line of RECORD (the record of FOLDER); the folder is
+    "" when the line does not say: in NexusMem's home, whose record's first line names its one folder, or a
+    line an older NexusMem wrote."""
     try:
         text = _read_record(record)
     except (OSError, UnicodeDecodeError):  # said by record_problem
         return []
     if record.parent.name == RECORDS_DIR:
         text = _without_head(text, folder)
-    lines = set(text.splitlines())
-    return [name for name in HOOK_NAMES if name in lines]
+    entries: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        name, _tab, where = line.partition("\t")
+        if name in HOOK_NAMES and (name, where) not in entries:
+            entries.append((name, where))
+    return entries
+
+
+def _names_in(record: Path, folder: Path) -> list[str]:
+    """The hook names RECORD (the record of FOLDER) holds."""
+    names = {name for name, _where in _entries_in(record, folder)}
+    return [name for name in HOOK_NAMES if name in names]
+
+
+def _where(folder: Path) -> str:
+    """How the record names FOLDER, a hooks folder a block went in (text.one_line: one line, no tab)."""
+    from nexusmem.text import one_line
+
+    return one_line(str(folder.resolve()))
 
 
 def _head(folder: Path) -> str:
@@ -250,32 +271,46 @@ def record_problem(start: Path | str | None = None) -> tuple[str, str] | None:
 
 
 def recorded(start: Path | str | None = None) -> list[str]:
-    """The hooks an install put a block in, in the folder git runs hooks from for the repository at START,
-    and no remove took out since (run from this repository or, for a folder they share, any other)."""
+    """The hooks an install put a block in, in the folder git runs hooks from for the repository at START
+    (or, for one inside the work tree, in another work tree's copy of it), and no remove took out since (run
+    from this repository or, for a folder they share, any other)."""
+    return [name for name in HOOK_NAMES if name in {n for n, _where in _recorded_entries(start)}]
+
+
+def _recorded_entries(start: Path | str | None) -> list[tuple[str, str]]:
+    """The (name, folder) entries of the record of the folder git runs hooks from (_entries_in)."""
     if not os.path.lexists(default_hooks_dir(start).parent / RECORD) and not os.path.lexists(
         paths.user_dir() / RECORDS_DIR
     ):
         return []  # nothing recorded anywhere: git is not asked where hooks run from
-    return _names_in(*_record_of(start))
+    return _entries_in(*_record_of(start))
 
 
-def _write_record(start: Path | str | None, names: list[str], folder: Path | None = None) -> None:
-    """Record NAMES as the hooks with a block in FOLDER (by default the one git runs hooks from)."""
+def _write_record(
+    start: Path | str | None, entries: list[tuple[str, str]], folder: Path | None = None
+) -> None:
+    """Record ENTRIES, (hook name, the folder its block is in), in the record of FOLDER (by default the one
+    git runs hooks from); the record in NexusMem's home, of one folder, keeps the names alone."""
     path, folder = _record_of(start, folder)
-    if names == _names_in(path, folder):
+    home = path.parent.name == RECORDS_DIR
+    if home:
+        entries = [(name, "") for name in dict.fromkeys(name for name, _where in entries)]
+    if entries == _entries_in(path, folder):
         return
     tmp = path.with_name(f".{path.name}.nexusmem-tmp")
     try:
-        if not names:
+        if not entries:
             path.unlink(missing_ok=True)
             return
         head = ""
-        if path.parent.name == RECORDS_DIR:  # in NexusMem's home: which folder it is the record of, first
+        if home:  # in NexusMem's home: which folder it is the record of, first
             private.make_dir(paths.make_user_dir() / RECORDS_DIR)
             head = _head(folder)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(head + "".join(f"{name}\n" for name in names))
+            handle.write(
+                head + "".join(f"{name}\t{where}\n" if where else f"{name}\n" for name, where in entries)
+            )
         os.replace(tmp, path)
     except (OSError, NexusMemError):  # only what status and doctor say of a block that went missing needs it
         tmp.unlink(missing_ok=True)
@@ -283,22 +318,112 @@ def _write_record(start: Path | str | None, names: list[str], folder: Path | Non
 
 def forget(name: str, start: Path | str | None = None) -> None:
     """Take hook NAME out of the records of the folders a remove takes it out of (hook_dirs: it was removed
-    on purpose, and a hook without our block is no news)."""
-    for folder in hook_dirs(start):
-        _write_record(start, [n for n in _names_in(*_record_of(start, folder)) if n != name], folder)
+    on purpose, and a hook without our block is no news); a block in another work tree's copy stays."""
+    dirs = hook_dirs(start)
+    here = {"", *(_where(folder) for folder in dirs)}
+    for folder in dirs:
+        entries = _entries_in(*_record_of(start, folder))
+        _write_record(start, [(n, w) for n, w in entries if n != name or w not in here], folder)
+
+
+def _inside(start: Path | str | None) -> tuple[Path, tuple[str, ...]] | None:
+    """(the folder git runs hooks from here, its path in the work tree) when it is inside the work tree (a
+    core.hooksPath such as `.githooks`: a folder in each work tree, an install in one puts its block in that
+    one's copy only); None when it is every work tree's (.git/hooks, a folder outside)."""
+    root = paths.repo_root(start).resolve()
+    active = hooks_dir(start).resolve()
+    try:
+        inside = active.relative_to(root).parts
+    except ValueError:
+        return None
+    return (active, inside) if inside else None
+
+
+def _other_copy(where: str, start: Path | str | None) -> Path | None:
+    """The folder WHERE (as the record names it) when it is another work tree's copy of the one git runs
+    hooks from here (_inside); None otherwise."""
+    found = _inside(start)
+    if found is None or not where:
+        return None
+    active, inside = found
+    folder = Path(where)
+    return folder if folder != active and folder.parts[-len(inside) :] == inside else None
+
+
+def _main_copy(start: Path | str | None) -> Path | None:
+    """The main work tree's copy of the folder git runs hooks from here, in a linked worktree (_inside)."""
+    found = _inside(start)
+    main = paths.main_worktree(paths.repo_root(start))
+    return None if found is None or main is None else main.resolve().joinpath(*found[1])
+
+
+def elsewhere(name: str, start: Path | str | None = None) -> HookState | None:
+    """Our block for hook NAME in another work tree's copy of the folder git runs hooks from here (_inside),
+    where an install put it, when this work tree's copy has none: commits made here run this copy, without
+    it. None otherwise. For a record from an older NexusMem, which does not say where, the main work tree's
+    copy is looked at."""
+    entries = [where for n, where in _recorded_entries(start) if n == name]
+    if not entries or status(name, start).installed:
+        return None
+    for where in entries:
+        folder = _other_copy(where, start) if where else _main_copy(start)
+        if folder is not None and folder.is_dir():
+            other = status(name, start, folder)
+            if other.installed:
+                return other
+    return None
+
+
+def copy_root(state: HookState, start: Path | str | None = None) -> Path:
+    """The top of the work tree whose copy of the hooks folder holds the block `elsewhere` found."""
+    found = _inside(start)
+    folder = state.path.parent
+    return folder.parents[len(found[1]) - 1] if found is not None else folder
+
+
+def elsewhere_text(states: list[HookState], start: Path | str | None = None) -> tuple[str, str]:
+    """(what it means, the fix) for the blocks `elsewhere` found in one folder (one or more hooks), for status
+    and doctor."""
+    first = states[0]
+    names = ", ".join(state.name for state in states)
+    root = copy_root(first, start)
+    main = paths.main_worktree(paths.repo_root(start))
+    whose = "the main work tree's" if main is not None and main.resolve() == root else f"{root}'s"
+    here = hooks_dir(start)
+    what = " and ".join(
+        dict.fromkeys("precheck" if state.name == "pre-commit" else "the auto-sync" for state in states)
+    )
+    many = len(states) > 1
+    them = "them" if many else "it"
+    does = "do" if " and " in what else "does"
+    detail = (
+        f"the NexusMem {names} block{'s are' if many else ' is'} installed in {first.path.parent},"
+        f" {whose} copy of the hooks folder (core.hooksPath points into the work tree); commits made in this"
+        f" worktree run its own copy, {here}, which does not have {them}: {what} {does} not run for those commits"
+    )
+    verbs = dict.fromkeys("git" if state.name == "pre-commit" else "git-post" for state in states)
+    fix = " && ".join(f"nexusmem hook {verb} install" for verb in verbs) + (
+        f"  # here too: writes {them} into {here}, this worktree's copy (keep that change out of your commits)"
+    )
+    return detail, fix
 
 
 def gone(name: str, start: Path | str | None = None) -> HookState | None:
     """Hook NAME's state when an install put our block in it and it is not there any more (and not in the
-    repository's own hooks folder either, which `unused` reports): nobody removed it with `hook ... remove`,
-    so it stopped running without a word. None otherwise; only the record is read when it does not name NAME."""
-    if name not in recorded(start):
+    repository's own hooks folder either, which `unused` reports, nor in another work tree's copy of the
+    folder, which `elsewhere` reports): nobody removed it with `hook ... remove`, so it stopped running
+    without a word. None otherwise; only the record is read when it does not name NAME."""
+    entries = [where for n, where in _recorded_entries(start) if n == name]
+    if not entries:
         return None
     state = status(name, start)
     if state.installed or unused(name, start) is not None:
         return None
     if state.framework and framework_runs(name, start) is not None:
         return None  # the framework's hook runs NexusMem itself
+    here = [where for where in entries if _other_copy(where, start) is None]
+    if not here or (here == [""] and elsewhere(name, start) is not None):
+        return None  # installed in another work tree's copy only
     return state
 
 
@@ -601,7 +726,9 @@ def install(
     generated = _HUSKY_V9.search(_bytes_of(directory / name, 4096)) is not None
     result = _install(name, directory, flags)
     result.shared = shared
-    _write_record(start, [n for n in HOOK_NAMES if n == name or n in recorded(start)])
+    where = _where(directory)
+    entries = [(n, w) for n, w in _recorded_entries(start) if n != name or w not in ("", where)]
+    _write_record(start, [*entries, (name, where)])
     if generated and result.changed:
         husky = (
             f"{result.path} is husky's generated hook: husky writes it again at every `npm install` (the block"
