@@ -228,8 +228,21 @@ def _ignorecase(pattern: str) -> re.Pattern[str]:
 
 
 def _left_ok(text: str, start: int) -> bool:
-    """True when the character before START does not glue a hit onto a longer word."""
-    return start == 0 or text[start - 1] not in _WORD
+    """True when the character before START does not glue a hit onto a longer word: the letter or digit of
+    an escape (a JSON or shell string's `\\n`, `\\t`; a URL's `%3D`) is not a word's."""
+    return start == 0 or text[start - 1] not in _WORD or _after_escape(text, start)
+
+
+def _after_escape(text: str, start: int) -> bool:
+    """Whether an escape ends at START: a backslash and one letter (`x\\nghp_…`, a line break in a JSON
+    string, a commit body written with `\\n`) or `%` and two hex digits (`token%3Dghp_…`, URL-encoded)."""
+    return (start >= 2 and text[start - 2] == "\\" and text[start - 1] in _ESCAPE_LETTERS) or (
+        start >= 3 and text[start - 3] == "%" and text[start - 2] in _HEX and text[start - 1] in _HEX
+    )
+
+
+_ESCAPE_LETTERS = frozenset("abefnrtv0")
+_HEX = frozenset("0123456789ABCDEFabcdef")
 
 
 def _value_span(text: str, start: int, end: int, kind: str) -> Span | None:
@@ -899,7 +912,7 @@ _TOKEN_CHARS = _WORD | frozenset("_-.~+/")
 
 def _starts_token(text: str, start: int) -> bool:
     """True when a token may start at START: after a non-token character, or after a diff line's `+`/`-`."""
-    if start == 0 or text[start - 1] not in _TOKEN_CHARS:
+    if start == 0 or text[start - 1] not in _TOKEN_CHARS or _after_escape(text, start):
         return True
     return text[start - 1] in "+-" and (start == 1 or text[start - 2] == "\n")
 

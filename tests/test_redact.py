@@ -438,3 +438,22 @@ def test_redacted_then_cut_never_keeps_a_token_or_half_a_placeholder() -> None:
     # reading cut ended would have reached the line shown.
     assert token[:20] not in said_line(" " * 3950 + "key " + token, 300)
     assert said_line("key " + token, 300) == "key «redacted:github-token»"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x\\nghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "x\\n«redacted:github-token»"),
+        ("tok%3Dghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "tok%3D«redacted:github-token»"),
+        ('{"log":"ok\\nAKIAQM4I2HZ4UEP3ENTH"}', '{"log":"ok\\n«redacted:aws-key»"}'),
+        ("a\\txoxb-2048613795-4096271835-ZWD1IAEov4QbKDFq1Y3gqSmP", "a\\t«redacted:slack-token»"),
+        ("q=1%26sk_live_4eC39HqLyjWDarjtT1zdp7dc", "q=1%26«redacted:stripe-key»"),
+        # Glued to a word, no escape: not a token of its own (a longer identifier), as before.
+        ("xghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "xghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"),
+        ("%zzghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "%zzghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"),
+    ],
+)
+def test_a_token_right_after_an_escape_is_redacted(text: str, expected: str) -> None:
+    """The letter of a `\\n`/`\\t` escape or the digits of a `%3D` before a token glued it to a longer word,
+    and the token was kept whole."""
+    assert redact(text) == expected

@@ -311,3 +311,40 @@ def test_a_changelog_title_never_shows_half_a_placeholder(repo: Path) -> None:
     titles = [t for (t,) in conn.execute("SELECT title FROM nodes WHERE title LIKE '%Fix the flaky clone%'")]
     conn.close()
     assert titles and all(t.count("«") == t.count("»") for t in titles), titles
+
+
+# Fake, real-shaped tokens (secrets.json of the walkthrough that found the leak).
+GLUED_GITHUB = "ghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"
+GLUED_PAT = "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"
+GLUED_AWS = "AKIAQM4I2HZ4UEP3ENTH"
+GLUED_SLACK = "xoxb-2048613795-4096271835-ZWD1IAEov4QbKDFq1Y3gqSmP"
+
+
+def test_a_token_right_after_an_escape_never_reaches_the_store_or_the_log(repo: Path) -> None:
+    """A letter or digit right before a token made it part of a longer word, so the token was kept: after a
+    `\\n` or `\\t` escape (a JSON string, a printf format, a commit body written with `\\n`) or a URL-encoded
+    `%3D` the token was stored in full, in the diff, the commit, the command's title and the hook log."""
+    from helpers import typed_in_bash
+
+    commit(repo, "chore: start", {"a.txt": "a\n"})
+    commit(
+        repo,
+        "test: log fixture\n\nline\\n" + GLUED_PAT + "\ncanaryescbody",
+        {"fixture.json": '{"log":"ok\\n' + GLUED_AWS + '", "note": "canaryescfile"}\n'},
+    )
+    typed_in_bash(
+        repo,
+        f'printf "user: ci\\n{GLUED_GITHUB} canaryescshell\\n" > /dev/null',
+        f"echo 'token%3D{GLUED_SLACK}' > /dev/null",
+    )
+    log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+    assert GLUED_GITHUB.encode() in log.read_bytes()  # the hook logged the command as typed
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for mark in ("canaryescbody", "canaryescfile", "canaryescshell"):
+        assert mark.encode() in raw, mark
+    stored = [token for token in (GLUED_GITHUB, GLUED_PAT, GLUED_AWS, GLUED_SLACK) if token.encode() in raw]
+    assert not stored, stored
+    kept = log.read_bytes()
+    assert GLUED_GITHUB.encode() not in kept and GLUED_SLACK.encode() not in kept
+    assert "user: ci\\\\n«redacted:github-token»".encode() in kept
