@@ -182,6 +182,28 @@ def test_a_hunk_that_edits_a_committed_key_keeps_none_of_its_lines() -> None:
         assert line[:40] not in out and line[::-1][:40] not in out
 
 
+@pytest.mark.parametrize("indent", ["    ", "\t", "  \t"])
+def test_a_hunk_that_edits_an_indented_key_keeps_none_of_its_lines(indent: str) -> None:
+    """A key in YAML (a Kubernetes Secret's or a Helm chart's `tls.key: |`) is indented: a hunk showing the
+    middle of it, with no BEGIN line, kept every line, as did the lines above its END line."""
+    key = _key_lines()
+    patch = (
+        "diff --git a/k8s/secret.yaml b/k8s/secret.yaml\n--- a/k8s/secret.yaml\n+++ b/k8s/secret.yaml\n"
+        "@@ -12,13 +12,13 @@ stringData:\n"
+        + "".join(f" {indent}{line}\n" for line in key[4:7])
+        + "".join(f"-{indent}{line}\n" for line in key[7:12])
+        + "".join(f"+{indent}{line[::-1]}\n" for line in key[7:12])
+        + "".join(f" {indent}{line}\n" for line in key[12:15])
+        + "@@ -30,4 +30,4 @@ stringData:\n"
+        + "".join(f" {indent}{line}\n" for line in key[-3:])
+        + f" {indent}-----END RSA PRIVATE KEY-----\n-  namespace: a\n+  namespace: b\n"
+    )
+    out = redact(patch)
+    assert out.startswith("diff --git a/k8s/secret.yaml b/k8s/secret.yaml\n") and "+  namespace: b" in out
+    for line in key[4:15] + key[-3:]:
+        assert line[:40] not in out and line[::-1][:40] not in out, line
+
+
 def test_a_certificate_appended_after_a_key_leaves_the_keys_last_lines_out() -> None:
     key = _key_lines()
     patch = (

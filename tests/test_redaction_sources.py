@@ -348,3 +348,34 @@ def test_a_token_right_after_an_escape_never_reaches_the_store_or_the_log(repo: 
     kept = log.read_bytes()
     assert GLUED_GITHUB.encode() not in kept and GLUED_SLACK.encode() not in kept
     assert "user: ci\\\\n«redacted:github-token»".encode() in kept
+
+
+def _secret_yaml(key: list[str], mark: str) -> str:
+    """A Kubernetes Secret holding KEY as a PEM block, indented under `tls.key: |` as YAML has it."""
+    body = "".join(f"    {line}\n" for line in key)
+    return (
+        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: tls-{mark}\ntype: kubernetes.io/tls\nstringData:\n"
+        f"  tls.key: |\n    -----BEGIN RSA PRIVATE KEY-----\n{body}    -----END RSA PRIVATE KEY-----\n"
+    )
+
+
+def test_an_indented_key_a_later_commit_edits_never_reaches_the_store(repo: Path) -> None:
+    """A diff that changes five lines in the middle of an indented key shows none of its BEGIN or END lines:
+    11 of the 20 base64 lines of the two keys were stored (an unindented server.key stored none)."""
+    import base64
+    import random
+
+    rng = random.Random(7)
+
+    def lines(n: int) -> list[str]:
+        return [base64.b64encode(rng.randbytes(48)).decode() for _ in range(n)]
+
+    key = lines(20)
+    rotated = key[:7] + lines(5) + key[12:]
+    commit(repo, "chore: add the tls secret", {"k8s/secret.yaml": _secret_yaml(key, "canarykeyone")})
+    commit(repo, "chore: rotate the tls key", {"k8s/secret.yaml": _secret_yaml(rotated, "canarykeytwo")})
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    assert b"canarykeyone" in raw and b"canarykeytwo" in raw  # both diffs were stored
+    stored = [line for line in sorted(set(key + rotated)) if line.encode() in raw]
+    assert not stored, f"{len(stored)} of {len(set(key + rotated))} key lines stored"
