@@ -10,7 +10,8 @@ What is recognised (docs/hygiene.md has the list and the measured corpus figures
   ``SG.``, ``hvs.``, ``hf_``, ``dop_v1_`` ...), after the rule sets of gitleaks and trufflehog, plus a few
   without a prefix (Discord and Telegram bot tokens, Azure AD client secrets); one whose length is known is
   found whole when a line break cuts it (a wrapped paste: ``_WRAPPABLE``);
-- credentials in context: URL passwords, ``Authorization:`` and ``*-Key:``/``*-Token:`` headers, Azure
+- credentials in context: URL passwords, ``Authorization:`` and ``*-Key:``/``*-Token:`` headers, a token after
+  ``Bearer``, random-looking ``Cookie:`` values, Azure
   ``AccountKey=``, ``.netrc`` ``password`` lines, ``.pgpass`` entries, tool flags (``mysql -p``, ``curl -u``, ``keytool
   -storepass`` ...);
 - the catch-all: a value assigned to a name like a secret (``NAME=value``, ``name: value``,
@@ -856,6 +857,58 @@ def _auth_header(m: re.Match[str], text: str) -> Span | None:
     return _value_span(text, m.start("v"), m.end("v"), kind)
 
 
+def _bearer(m: re.Match[str], text: str) -> Span | None:
+    """`Bearer TOKEN` anywhere (`-H "Bearer …"`, `Auth: Bearer …`), not only after `Authorization:`: a value
+    that looks like a token (random, or password-like), so that prose (`Bearer tokens expire`) is kept."""
+    if not _left_ok(text, m.start()):
+        return None
+    start = m.start("v")
+    end = start + len(text[start : m.end("v")].rstrip(".,;:!?)]}"))
+    span = _value_span(text, start, end, "bearer-token")
+    if span is None:
+        return None
+    value = text[span[0] : span[1]]
+    if _plain_value(value) or not (_looks_random(value) or _password_like(value)):
+        return None
+    return span
+
+
+def _cookies(text: str) -> Iterator[Span]:
+    """The values of a `Cookie:` / `Set-Cookie:` header (also `"Cookie": "…"`, `document.cookie = "…"`,
+    `curl --cookie '…'`) that look random (:func:`_looks_random`): a session id is a credential, `lang=en`,
+    `Path=/` and `HttpOnly` are not. Each `name=value` of the header is looked at, up to the first that is
+    not one."""
+    at = text.find("ookie")
+    while at >= 0:
+        head = at - 1
+        after = at + 5
+        at = text.find("ookie", after)
+        if head < 0 or text[head] not in "cC" or (head and text[head - 1] in _NAME):
+            continue
+        sep = _COOKIE_SEP.match(text, after)
+        if sep is None and text.startswith("--c", head - 2):
+            sep = _COOKIE_FLAG.match(text, after)  # curl --cookie 'name=value'
+        if sep is None:
+            continue
+        pos = sep.end()
+        while True:
+            pair = _COOKIE_PAIR.match(text, pos)
+            if pair is None:
+                break
+            value = pair.group("v")
+            if value and not _is_reference(value) and not _plain_value(value) and _looks_random(value):
+                yield (pair.start("v"), pair.end("v"), "cookie")
+            pos = pair.end()
+            if not text.startswith(";", pos):
+                break
+            pos += 1
+
+
+_COOKIE_SEP = _Lazy(r"[\"']?[ \t]*[:=][ \t]*[\"'`]?")
+_COOKIE_FLAG = _Lazy(r"[ \t]+[\"']?")
+_COOKIE_PAIR = _Lazy(r"[ \t]*[^\s=;,\"'`]{1,128}=(?P<v>[^\s;\"'`]{0,4096})")
+
+
 def _header(m: re.Match[str], text: str) -> Span | None:
     """`X-API-Key: v`, `DD-APPLICATION-KEY: v`, `PRIVATE-TOKEN: v`, `Ocp-Apim-Subscription-Key: v`.
 
@@ -1665,6 +1718,7 @@ PATTERNS: tuple[Rule, ...] = (
         literal="base64",
     ),
     Rule("pgpass", ("password",), _PGPASS_ENTRY.source, _no_handler, finder=_pgpass_lines, literal=".pgpass"),
+    Rule("cookie", ("cookie",), _COOKIE_PAIR.source, _no_handler, finder=_cookies, literal="ookie"),
     # Self-identifying tokens (prefix + body).
     *_TOKEN_RULES,
     _rule(
@@ -1888,6 +1942,14 @@ PATTERNS: tuple[Rule, ...] = (
         r"[\"']?[ \t]*[:=][ \t]*[fbr]?[\"'`]?[ \t]*(?P<s>bearer|basic|token|bot)[ \t]+"
         r"(?P<v>[^\s\"'`<>{$«][^\s\"'`<>]*)",
         _auth_header,
+        lowered=True,
+    ),
+    _rule(
+        "bearer",
+        ("bearer-token",),
+        "bearer",
+        r"[ \t]+(?P<v>[^\s\"'`<>{$«][^\s\"'`<>]*)",
+        _bearer,
         lowered=True,
     ),
     *(

@@ -379,3 +379,26 @@ def test_an_indented_key_a_later_commit_edits_never_reaches_the_store(repo: Path
     assert b"canarykeyone" in raw and b"canarykeytwo" in raw  # both diffs were stored
     stored = [line for line in sorted(set(key + rotated)) if line.encode() in raw]
     assert not stored, f"{len(stored)} of {len(set(key + rotated))} key lines stored"
+
+
+def test_a_bearer_token_or_a_session_cookie_in_a_header_never_reaches_the_store(repo: Path) -> None:
+    """Only `Authorization:` and `*-Key`/`*-Token`/`*-Secret` headers were redacted: `Cookie: session=…`,
+    `Auth: Bearer …` and a bare `-H "Bearer …"` typed in a hooked shell were stored as typed."""
+    from helpers import typed_in_bash
+
+    bearer, session = "UufJSunpJC01t5gobuszgI6hwgk1", "Kx9mQ2vLp8Zq7Lm4pWx9vT3b"
+    commit(repo, "chore: start", {"a.txt": "a\n"})
+    typed_in_bash(
+        repo,
+        f"curl -sH 'Cookie: lang=en; session={session}' http://127.0.0.1:9/canarycookie; true",
+        f"curl -sH 'Auth: Bearer {bearer}' http://127.0.0.1:9/canaryauth; true",
+        f'curl -sH "Bearer {bearer}" http://127.0.0.1:9/canarybare; true',
+    )
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for mark in ("canarycookie", "canaryauth", "canarybare", "lang=en"):
+        assert mark.encode() in raw, mark
+    assert bearer.encode() not in raw and session.encode() not in raw
+    log = (Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl").read_bytes()
+    assert bearer.encode() not in log and session.encode() not in log
+    assert "Cookie: lang=en; session=«redacted:cookie»".encode() in log
