@@ -798,3 +798,42 @@ def test_forget_waits_for_a_running_sync_instead_of_failing(repo: Path) -> None:
     holder.wait(timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert "waiting for another sync of this project" in proc.stderr and "deleted" in proc.stdout
+
+
+def _shell_summary(repo: Path) -> dict[str, object]:
+    proc = cli("-C", str(repo), "sync", "--json", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    summary: dict[str, object] = next(s for s in json.loads(proc.stdout)["sources"] if s["name"] == "shell")
+    return summary
+
+
+def test_the_line_glued_to_a_torn_one_is_read_when_it_holds_a_secret(repo: Path) -> None:
+    """A shell killed as it wrote leaves a line's start without its newline, and the next hook line is glued
+    to it: that line is read, and the torn start counted as skipped. When the glued line held a secret, the
+    redaction pass blanked the whole physical line first: `echo gluedB` never reached memory, and nothing
+    was counted. A torn start holding a secret itself was lost the same way."""
+    small_repo(repo)
+    now = int(time.time() * 1000)
+    torn = line(repo, "make torn " + "x" * 9000, now)[:8192]
+    torn_secret = line(repo, f"deploy --token {SECRET} " + "y" * 9000, now + 2)[:8192]
+    append(
+        line(repo, "make before", now - 1),
+        torn + line(repo, f"export GITHUB_TOKEN={SECRET} && echo gluedB", now + 1),
+        torn_secret + line(repo, "echo gluedC", now + 3),
+        "not json at all " + SECRET + "\n",
+        line(repo, "make after", now + 4),
+    )
+    size = log_path().stat().st_size
+    shell = _shell_summary(repo)
+    data = log_path().read_bytes()
+    assert SECRET.encode() not in data and len(data) == size
+    assert {
+        "make before",
+        "export GITHUB_TOKEN=«redacted:github-token» && echo gluedB",
+        "echo gluedC",
+        "make after",
+    } <= set(shell_refs(repo))
+    # The two torn starts and the line that is no JSON: each counted, none of them silently gone.
+    assert shell["skipped"] == 3, shell
+    problems = shell["problems"]
+    assert isinstance(problems, list) and sum("cut short" in p for p in problems) == 2, problems

@@ -62,13 +62,23 @@ from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
 from nexusmem.hygiene.denylist import own_word
 from nexusmem.redact import PLACEHOLDER_RE, mask, redact
-from nexusmem.sources.shell.logline import HEAD_BYTES, before_span, iter_log_lines, loads_line, log_lock
+from nexusmem.sources.shell.logline import (
+    HEAD_BYTES,
+    before_span,
+    glued_at,
+    iter_log_lines,
+    loads_line,
+    log_lock,
+)
 
 BOOKMARK_NAME = ".shell-history.redacted"
 _SCRATCH = re.compile(r"^\.(?:bash-(\d+)(?:\.umask)?|fish-(\d+))\.tmp$")
 _LEFTOVER = re.compile(r"^\.shell-history\.jsonl\.(\d+)\.tmp$")
 _OPTIONAL = ("v", "pipestatus", "duration_ms")
 SHORT_PLACEHOLDER = "«redacted»"  # a placeholder without its kind, where the typed one does not fit
+# What a bad line (or a torn line's start) holding a secret becomes: still no JSON, so every reader counts it
+# skipped as it did, with nothing of the secret left.
+BAD_STANDIN = b"?"
 
 # What a line becomes: None to keep it, else its replacement (b"" blanks it).
 Transform = Callable[[bytes], bytes | None]
@@ -190,10 +200,7 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
     except (ValueError, RecursionError):
         obj = None
     if type(obj) is not dict or type(obj.get("command")) is not str:
-        text = raw.decode("utf-8", "replace")
-        if (denied is not None and denied([text])) or redact(text) != text:
-            return b""
-        return None
+        return _bad_line(raw, denied)
     # By the values it records: its `shell` and `author_kind` are on every line, an agent's `author` on each
     # of its lines (denylist.own_word).
     if denied is not None and denied([v for k, v in obj.items() if type(v) is str and not own_word(k, v)]):
@@ -238,6 +245,22 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
         if len(new) <= len(raw):
             return new
     return _shortened(obj, clean, len(raw))
+
+
+def _bad_line(raw: bytes, denied: Callable[[list[str]], bool] | None) -> bytes | None:
+    """RAW, a line that is no hook line, with nothing secret or denied left (None: nothing to change).
+
+    The line a hook appended after a torn one (glued_at: a shell killed as it wrote) is redacted as a line of
+    its own and stays where it is, so readers still read it; the torn start, or a bad line without one,
+    holding a secret or a denied value becomes BAD_STANDIN, which readers skip and count as before."""
+    at = glued_at(raw)
+    head, tail = (raw[:at], raw[at:]) if at > 0 else (raw, b"")
+    dirty = _dirty(head.decode("utf-8", "replace"), denied)
+    new_tail = redacted_line(tail, denied) if tail else None
+    if not dirty and new_tail is None:
+        return None
+    head = _pad(BAD_STANDIN, len(head)) if dirty else head
+    return head + (tail if new_tail is None else new_tail)
 
 
 def _shortened(obj: dict[str, Any], clean: str, room: int) -> bytes:

@@ -261,6 +261,12 @@ _LINE_START = b'{"ts":'
 TORN = "\x00torn"
 
 
+def glued_at(raw: bytes) -> int:
+    """Where in RAW, a line that does not parse, the line a hook appended after a torn one starts (> 0), or
+    -1 / 0 when none does: a shell killed as it wrote left a line's start without its newline."""
+    return raw.rfind(_LINE_START)
+
+
 def _loads_or_bad(raw: bytes) -> Any:
     try:
         return loads_line(raw)
@@ -273,7 +279,7 @@ def _loads_or_bad(raw: bytes) -> Any:
     # A shell killed while it wrote a long line (bash writes one over 8 KB in pieces), or a full disk, leaves
     # its start without a newline, and the next line a hook appends is glued to it: that line is read from
     # its own start, marked TORN so that the piece before it is counted as the bad record it is.
-    at = raw.rfind(_LINE_START)
+    at = glued_at(raw)
     if at > 0:
         try:
             found = loads_line(raw[at:])
