@@ -837,3 +837,22 @@ def test_the_line_glued_to_a_torn_one_is_read_when_it_holds_a_secret(repo: Path)
     assert shell["skipped"] == 3, shell
     problems = shell["problems"]
     assert isinstance(problems, list) and sum("cut short" in p for p in problems) == 2, problems
+
+
+def test_a_secret_as_the_name_of_a_key_does_not_outlive_the_sync(repo: Path) -> None:
+    """Only a line's values were redacted: another writer's key named with a token stayed raw in the log. A
+    key the contract does not know, which readers ignore, is dropped with its value when its name holds a
+    secret; the line's own fields and the command stay."""
+    small_repo(repo)
+    now = int(time.time() * 1000)
+    keyed = json.loads(line(repo, "make keyed", now, exit=2, duration_ms=15))
+    keyed[SECRET] = "value"
+    keyed["note"] = "kept"
+    append(json.dumps(keyed) + "\n", line(repo, "make after-the-keyed-one", now + 1))
+    size = log_path().stat().st_size
+    assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
+    data = log_path().read_bytes()
+    assert SECRET.encode() not in data and len(data) == size
+    first = json.loads(data.splitlines()[0])
+    assert first == {k: v for k, v in keyed.items() if k != SECRET}
+    assert {"make keyed", "make after-the-keyed-one"} <= set(shell_refs(repo))

@@ -64,6 +64,7 @@ from nexusmem.hygiene.denylist import own_word
 from nexusmem.redact import PLACEHOLDER_RE, mask, redact
 from nexusmem.sources.shell.logline import (
     HEAD_BYTES,
+    KNOWN_KEYS,
     before_span,
     glued_at,
     iter_log_lines,
@@ -205,6 +206,11 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
     # of its lines (denylist.own_word).
     if denied is not None and denied([v for k, v in obj.items() if type(v) is str and not own_word(k, v)]):
         return b""
+    # A key the contract does not name, which every reader ignores, named like a secret or a denied value:
+    # dropped with its value (a name cannot be redacted without saying something else; it only shortens).
+    strange = [k for k in obj if k not in KNOWN_KEYS and _dirty(k, denied)]
+    for key in strange:
+        del obj[key]
     command = obj["command"]
     clean = _redact_memo(command)
     # The other text a line holds (its folder, session, an agent's call id) is redacted too: no raw secret
@@ -220,7 +226,7 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
     ]
     for key in nested:
         del obj[key]
-    if clean == command and not others and not nested:
+    if clean == command and not others and not nested and not strange:
         return None
     texts = {k: obj[k] for k in ("command", *others)}
     obj["command"] = clean

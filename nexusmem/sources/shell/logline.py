@@ -260,6 +260,9 @@ _PARTIAL: Any = object()  # the last line has no newline yet
 _LINE_START = b'{"ts":'
 TORN = "\x00torn"
 
+# The keys of a hook line (docs/contracts.md §2); readers ignore any other.
+KNOWN_KEYS = frozenset((*_LOG_LINE_FIELDS, "v", "interrupted"))
+
 
 def glued_at(raw: bytes) -> int:
     """Where in RAW, a line that does not parse, the line a hook appended after a torn one starts (> 0), or
