@@ -501,3 +501,29 @@ def test_an_answer_a_filter_emptied_says_which_filter(repo: Path) -> None:
     )
     fused = run_cli("-C", str(repo), "query", "--all-projects", "--as-of", "2000-01-01", "retry network")
     assert "nothing matches in what was recorded by 2000-01-01" in fused.output
+
+
+def test_an_answer_with_changelog_entries_and_their_commits_stays_within_its_budget(repo: Path) -> None:
+    """A changelog entry's commit is shown with "-- the commit this changelog entry describes" (a linked fix
+    with "-- linked as the fix", a section kept in two places with an "also in" line); packing priced items
+    without those words, so the answer went past its budget (3,099 tokens for --budget 3000 on guzzle) and
+    `tokens_used` said less than it took."""
+    entries = []
+    for n in range(1, 31):
+        topic = f"retry backoff for the upload queue worker {n}"
+        commit(repo, f"feat(queue): add {topic} (#{n})", {f"queue/w{n}.py": f"BACKOFF = {n}\n"})
+        entries.append(f"## 1.{n}.0\n\n- Added {topic} with jittered delays (#{n})\n")
+    changelog = "# Changelog\n\n" + "\n".join(reversed(entries))
+    commit(repo, "docs: the changelog", {"CHANGELOG.md": changelog})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "retry backoff for the upload queue worker"
+    marks = 0
+    for budget in (150, 300, 700, 1500, 3000):
+        out = run_cli("-C", str(repo), "query", "--budget", str(budget), "--", question).output
+        data = json.loads(
+            run_cli("-C", str(repo), "query", "--json", "--budget", str(budget), "--", question).output
+        )
+        shown = (len(out.rstrip("\n")) + 3) // 4  # retrieve/pack.py estimate_tokens, what the header counts
+        assert shown <= data["tokens_used"] <= budget, (budget, shown, data["tokens_used"])
+        marks += out.count("-- the commit this changelog entry describes")
+    assert marks > 0  # the words that went uncounted are there to count

@@ -21,6 +21,12 @@ class Candidate:
     # A lower bound of its token cost known without rendering it (its date, tags, title and id line):
     # once the budget is nearly spent, most candidates are ruled out by it alone.
     floor: int = 0
+    # Its token cost when shown as what another item links to, (that item's id, the relation) → tokens: the
+    # mark saying so lengthens its first line. None: the mark costs nothing more.
+    linked_size: Callable[[str, str], int] | None = None
+
+    def tokens_linked(self, linked_from: str, relation: str) -> int:
+        return self.tokens if self.linked_size is None else self.linked_size(linked_from, relation)
 
     @property
     def tokens(self) -> int:
@@ -54,21 +60,28 @@ def pack(
     stop. After a failure, its linked fixes (fixes_of → [(fix id, relation)]) are placed right after it with
     the failure's score, whether or not they matched the query; a fix placed already (ranked above its
     failure) stays where it is and is marked as linked. MAX_ITEMS caps the ranked items placed
-    (their linked fixes ride along). Returns (placed, tokens used)."""
+    (their linked fixes ride along); an item is counted as it shows, with its mark as a linked fix. Returns
+    (placed, tokens used)."""
     used = header_tokens
     placed: list[Placed] = []
     seen: set[str] = set()
+    paid: dict[str, tuple[Candidate, int]] = {}  # what each placed item was counted at
     per_group: dict[str, int] = {}
 
-    def fits(c: Candidate) -> bool:
+    def size(c: Candidate, linked_from: str | None, relation: str | None) -> int:
+        return c.tokens if linked_from is None or relation is None else c.tokens_linked(linked_from, relation)
+
+    def fits(c: Candidate, linked_from: str | None = None, relation: str | None = None) -> bool:
         # The cheap checks first: sizing a candidate renders it (and may read its body).
         if c.id in seen or (c.group is not None and per_group.get(c.group, 0) >= MAX_SIBLINGS):
             return False
-        return used + c.floor <= budget and used + c.tokens <= budget
+        return used + c.floor <= budget and used + size(c, linked_from, relation) <= budget
 
     def take(c: Candidate, entry: Placed) -> None:
         nonlocal used
-        used += c.tokens
+        tokens = size(c, entry.linked_from, entry.relation)
+        used += tokens
+        paid[c.id] = (c, tokens)
         seen.add(c.id)
         if c.group is not None:
             per_group[c.group] = per_group.get(c.group, 0) + 1
@@ -85,12 +98,17 @@ def pack(
         for fix_id, relation in fixes_of(cand.id):
             if fix_id in seen:
                 # Ranked above its failure (the discussion matched the question better than the command):
-                # it stays where it is, and still says what it fixed.
+                # it stays where it is, and still says what it fixed where the budget holds the words.
                 earlier = next(p for p in placed if p.id == fix_id)
                 if earlier.linked_from is None:
-                    earlier.linked_from, earlier.relation = cand.id, relation
+                    shown, counted = paid[fix_id]
+                    more = shown.tokens_linked(cand.id, relation) - counted
+                    if used + more <= budget:
+                        earlier.linked_from, earlier.relation = cand.id, relation
+                        used += more
+                        paid[fix_id] = (shown, counted + more)
                 continue
             fix = candidate_for(fix_id)
-            if fix is not None and fits(fix):
+            if fix is not None and fits(fix, cand.id, relation):
                 take(fix, Placed(fix.id, cand.score, linked_from=cand.id, relation=relation))
     return placed, used

@@ -1933,26 +1933,36 @@ def pack_items(
     the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
     Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
     items: dict[str, Item] = {}
+    twins = doc_twins(list(chosen.values()), shelf_of)
+    # The same section read twice (as a doc and as a changelog entry) has the same ref: nothing to name.
+    also = {
+        group[0].id: list(dict.fromkeys(n.ref for n in group[1:] if n.ref != group[0].ref))
+        for group in twins.values()
+        if group
+    }
 
     def candidate(node: StoredNode, score: float) -> Candidate:
         shelf = shelf_of(node.id)
         assert shelf is not None
 
-        def cost() -> int:
-            item = make_item(
-                shelf.full_node(node),
-                score,
-                shelf.name,
-                search_text,
-                replaced_by=replacement(shelf.store, node),
-                root=shelf.root,
-                label=shelf.label,
-            )
-            items[node.id] = item
+        def shown(linked_from: str | None = None, relation: str | None = None) -> int:
+            """Its tokens as `render` prints it: its "also in" line, and its mark when shown as linked."""
+            if node.id not in items:
+                items[node.id] = make_item(
+                    shelf.full_node(node),
+                    score,
+                    shelf.name,
+                    search_text,
+                    replaced_by=replacement(shelf.store, node),
+                    root=shelf.root,
+                    label=shelf.label,
+                )
+                items[node.id].also_in = also.get(node.id, [])
+            item = replace(items[node.id], linked_from=linked_from, relation=relation)
             return estimate_tokens(item_text(item, with_project=with_project)) + 1
 
         group = None if node.group is None else f"{shelf.group_prefix}{node.group}"
-        return Candidate(node.id, score, group, cost, floor=min_tokens(node))
+        return Candidate(node.id, score, group, shown, floor=min_tokens(node), linked_size=shown)
 
     def fixes_of(node_id: str) -> list[tuple[str, str]]:
         shelf = shelf_of(node_id)
@@ -1971,7 +1981,6 @@ def pack_items(
         chosen[node_id] = (fix, 0.0)
         return candidate(fix, 0.0)
 
-    twins = doc_twins(list(chosen.values()), shelf_of)
     ranked = [
         candidate(twins[node.id][0], score) if node.id in twins else candidate(node, score)
         for node, score in list(chosen.values())
@@ -1999,23 +2008,8 @@ def pack_items(
     placed, used = pack(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
-    # The same section read twice (as a doc and as a changelog entry) has the same ref: nothing to name.
-    also = {
-        group[0].id: list(dict.fromkeys(n.ref for n in group[1:] if n.ref != group[0].ref))
-        for group in twins.values()
-        if group
-    }
     out = [
-        Item(
-            **{
-                **items[e.id].__dict__,
-                "score": e.score,
-                "linked_from": e.linked_from,
-                "relation": e.relation,
-                "also_in": also.get(e.id, []),
-            }
-        )
-        for e in placed
+        replace(items[e.id], score=e.score, linked_from=e.linked_from, relation=e.relation) for e in placed
     ]
     return out, used - header_tokens
 
