@@ -90,6 +90,16 @@ def test_since_and_until_filter_on_event_time(old_and_fresh: Path) -> None:
         old_and_fresh, "upload gateway", "--since", _day(NOW - 900 * DAY), "--until", _day(NOW - 600 * DAY)
     )
     assert titles(window) == ["fix(upload): retry multipart upload chunks when the storage gateway times out"]
+    # The last day a date can name: all history up to it (its end is past the last datetime: an internal
+    # error, an OverflowError, in both CLI paths and in MCP).
+    forever = query_json(old_and_fresh, "upload gateway", "--since", "0001-01-01", "--until", "9999-12-31")
+    assert {"chore(upload): log each chunk's gateway", titles(older)[0]} <= set(titles(forever))
+    plain_forever = subprocess.run(
+        [console_script(), "-C", str(old_and_fresh), "query", "--until", "99991231", "upload gateway"],
+        capture_output=True,
+        text=True,
+    )
+    assert plain_forever.returncode == 0 and "log each chunk's gateway" in plain_forever.stdout, plain_forever
     bad = run_cli("-C", str(old_and_fresh), "query", "--since", "last tuesday", "upload", ok=False)
     assert bad.exit_code != 0 and "'last tuesday' is not a time" in bad.output
     empty = run_cli("-C", str(old_and_fresh), "query", "--since", "1d", "--until", "9d", "upload", ok=False)
@@ -463,6 +473,12 @@ def test_mcp_search_takes_since_until_and_reports_weak(old_and_fresh: Path, tmp_
                 )
             )
             assert never["weak"] is True and query.WEAK_LINE in text
+            _, forever = _structured(
+                await s.call_tool(
+                    "search_memory", {"projectRoot": root, "query": "upload gateway", "until": "9999-12-31"}
+                )
+            )
+            assert "chore(upload): log each chunk's gateway" in titles(forever)
             bad = await s.call_tool(
                 "search_memory", {"projectRoot": root, "query": "upload", "until": "soon"}
             )

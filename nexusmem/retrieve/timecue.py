@@ -152,9 +152,9 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
         except ValueError:
             raise UsageError(f"{value!r} is not a date: use YYYY-MM-DD") from None
     if day is not None:
-        start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-        moment = start + timedelta(days=1) - timedelta(milliseconds=1) if end else start
-        return int(moment.timestamp() * 1000)
+        start = int(datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp() * 1000)
+        # Counted in ms, not as a datetime: the end of 9999-12-31 is past the last datetime.
+        return start + 86_400_000 - 1 if end else start
     iso = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
     try:
         moment = datetime.fromisoformat(iso)
