@@ -28,7 +28,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
 from nexusmem import __version__, authors, paths, show, status, timefmt
@@ -617,6 +617,16 @@ class _Server(MCPServer):
 ProjectRoot = Annotated[
     str, Field(description="Absolute path of the git repository (or a directory inside it) to work on.")
 ]
+
+
+def _whole(value: Any) -> Any:
+    """1000.0 (and 1e3) as the whole number it is: JSON Schema's "integer", which the tools publish, takes
+    it. 1000.5, true and "1000" are left for the strict check to refuse."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# Every integer parameter: strict (no booleans, no strings), a float with no fraction taken.
+WholeNumber = BeforeValidator(_whole)
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -649,6 +659,7 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         ],
         budget: Annotated[
             int,
+            WholeNumber,
             Field(
                 ge=50, le=MAX_BUDGET, strict=True, description="Token budget for the answer (50 to 100000)."
             ),

@@ -433,6 +433,7 @@ def test_values_of_the_wrong_type_are_refused_not_read_loosely(repo: Path, tmp_p
             for args, said in (
                 ({"budget": "300"}, "budget must be a whole number, got '300'"),
                 ({"budget": True}, "budget must be a whole number, got True"),
+                ({"budget": 300.5}, "budget must be a whole number, got 300.5"),
                 ({"allProjects": "true"}, "allProjects must be true or false"),
                 ({"allProjects": 1}, "allProjects must be true or false"),
             ):
@@ -447,6 +448,15 @@ def test_values_of_the_wrong_type_are_refused_not_read_loosely(repo: Path, tmp_p
                 await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL", "budget": 300})
             )
             assert found["items"]
+            # A number with no fraction is the whole number JSON Schema's "integer" (the published type) takes:
+            # 300.0 and 3e2 were refused as "must be a whole number, got 300.0".
+            schema = next(t for t in (await s.list_tools()).tools if t.name == "search_memory").input_schema
+            assert schema["properties"]["budget"]["type"] == "integer"
+            for whole in (300.0, 3e2):
+                _, same = ok(
+                    await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL", "budget": whole})
+                )
+                assert same["budget"] == 300 and same["items"] == found["items"], (whole, same)
 
     anyio.run(main)
 
