@@ -50,6 +50,7 @@ from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.sources.base import ProgressFn
 from nexusmem.store import Store, open_store
 from nexusmem.terminal import terminal_safe
+from nexusmem.text import one_line
 
 log = logging.getLogger("nexusmem.mcp")
 
@@ -608,9 +609,10 @@ class _Server(MCPServer):
                 message = plain_validation_error(name, exc.__cause__, schema)
                 raise ToolError(terminal_safe(message)) from exc.__cause__
             # Every error the client reads starts with the tool's name, as the bad-arguments one does (the
-            # SDK put "Error executing tool NAME: " before the others); escaped as the CLI's `Error:` line is.
+            # SDK put "Error executing tool NAME: " before the others); escaped as the CLI's `Error:` line is,
+            # one line: a newline or a tab in a folder's name spelled `\n`, `\t` (text.one_line).
             message = str(exc).removeprefix(f"Error executing tool {name}: ")
-            raise ToolError(terminal_safe(f"{name}: {message}")) from exc
+            raise ToolError(terminal_safe(one_line(f"{name}: {message}"))) from exc
 
 
 # --- the server ------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from helpers import commit, console_script, git, run_script
+from helpers import commit, console_script, git, init_repo, run_script
 from helpers.mcp import mcp_session
 
 PKG = Path(__file__).resolve().parent.parent / "nexusmem"
@@ -525,6 +525,26 @@ def test_a_file_named_nexusmem_is_what_a_tool_names_not_a_sync(repo: Path, tmp_p
             said = error(await s.call_tool("search_memory", {"projectRoot": str(repo), "query": "notes"}))
             assert f"{repo / '.nexusmem'} is a file, not a directory; move it aside" in said, said
             assert "sync_project" not in said
+
+    anyio.run(main)
+
+
+def test_a_folder_named_with_a_newline_stays_on_the_error_line(tmp_path: Path) -> None:
+    """A repository folder named with a newline and a tab: get_status and search_memory said it has no memory
+    over two lines (a raw newline in the error), where the CLI's `Error:` line spells it `\\n`."""
+    odd = init_repo(tmp_path / "nl\nrepo\tx")
+    small_history(odd)
+    shown = str(odd).replace("\n", "\\n").replace("\t", "\\t")
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            where = {"projectRoot": str(odd)}
+            for tool, args in (("get_status", where), ("search_memory", {**where, "query": "WAL cache"})):
+                said = error(await s.call_tool(tool, args))
+                assert "\n" not in said and "\t" not in said, (tool, said)
+                assert f"{shown} has no NexusMem memory yet" in said, (tool, said)
+            text, _ = ok(await s.call_tool("sync_project", {**where, "noEmbed": True}))
+            assert shown in text and "\t" not in text
 
     anyio.run(main)
 
