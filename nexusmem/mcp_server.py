@@ -495,11 +495,12 @@ def run_status(project_root: str) -> CallToolResult:
 
 
 def run_get(project_root: str, wanted: str, scope: str = "project") -> CallToolResult:
-    root = project_mod.memory_root(resolve_root(project_root))
+    tree = resolve_root(project_root)  # HEAD is this work tree's, a linked worktree's own
+    root = project_mod.memory_root(tree)
     with _open_store(root) as store, _library_errors():
         hint = 'get_memory with scope "team"'
         if scope == "team":  # as `show --team`: a teammate's verdict on an item both hold, or the team's item
-            item = show.lookup(project_mod.load(root), store, wanted, team=True, team_hint=hint)
+            item = show.lookup(project_mod.load(root), store, wanted, team=True, team_hint=hint, tree=tree)
         else:
             try:
                 item = show.expand(store, show.find(store, wanted), root.name)
@@ -507,7 +508,9 @@ def run_get(project_root: str, wanted: str, scope: str = "project") -> CallToolR
                 show.IdLookupError
             ):  # not held here, or a git revision (HEAD, a branch): as `show` reads it
                 # Not held here: say where an item of a scope "team" answer is (the project is loaded only now).
-                item = show.lookup(project_mod.load(root), store, wanted, team=False, team_hint=hint)
+                item = show.lookup(
+                    project_mod.load(root), store, wanted, team=False, team_hint=hint, tree=tree
+                )
     if len(item["files"]) > show.FILES_SHOWN:  # the structured copy as bounded as the text
         item = {**item, "files": item["files"][: show.FILES_SHOWN], "files_total": len(item["files"])}
     return _result(show.render(item), item)

@@ -78,8 +78,8 @@ def find(store: SearchStore, ref: str) -> StoredNode:
     return node
 
 
-def _revision(project: Project, ref: str) -> str | None:
-    """The commit REF names in PROJECT's repository when it is a git revision rather than an id (HEAD, a
+def _revision(tree: Path, ref: str) -> str | None:
+    """The commit REF names in the work tree at TREE when it is a git revision rather than an id (HEAD, a
     branch, a tag, `main~2`); None otherwise. A full sha or an id is looked up as such first (see find)."""
     text = well_formed(ref).strip()
     if not text or len(text) > 200 or text.startswith("-") or any(c.isspace() for c in text):
@@ -89,7 +89,7 @@ def _revision(project: Project, ref: str) -> str | None:
     from nexusmem import gitcmd
 
     code, out = gitcmd.run_ok(
-        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], project.root
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], tree
     )
     sha = out.decode("ascii", "replace").strip()
     return sha if code == 0 and _SHA.fullmatch(sha) else None
@@ -221,19 +221,37 @@ def show(start: Path | str | None, ref: str, *, team: bool = False) -> dict[str,
     from nexusmem import project as project_mod
 
     project = project_mod.load(start)
+    here = Path(start) if start is not None else Path.cwd()  # the caller's work tree, maybe a linked one
     with project.open_store(readonly=True) as store:
-        return lookup(project, store, ref, team=team, team_hint="nexusmem show --team ID")
+        return lookup(
+            project,
+            store,
+            ref,
+            team=team,
+            team_hint="nexusmem show --team ID",
+            tree=here.parent if here.is_file() else here,
+        )
 
 
-def lookup(project: Project, store: SearchStore, ref: str, *, team: bool, team_hint: str) -> dict[str, Any]:
-    """REF from STORE (PROJECT's memory), expanded. An item of a `query --team` answer that only the team
+def lookup(
+    project: Project,
+    store: SearchStore,
+    ref: str,
+    *,
+    team: bool,
+    team_hint: str,
+    tree: Path | None = None,
+) -> dict[str, Any]:
+    """REF from STORE (PROJECT's memory), expanded. A git revision (HEAD, `main~2`) is read in TREE, the
+    work tree the caller is in (PROJECT's root by default): a linked worktree's HEAD is its own, not the main
+    work tree's whose memory it reads. An item of a `query --team` answer that only the team
     store holds has an id this memory lacks: with TEAM it is read from the team store (labelled "team", with
     `recorded_by` and `verdict_by`), every statement bounded as `query --team` bounds them; without it, a
     project with a team store configured names TEAM_HINT, how to read the team's items."""
     try:
         item = expand(store, find(store, ref), project.root.name)
     except IdLookupError as exc:
-        sha = _revision(project, ref)
+        sha = _revision(tree or project.root, ref)
         if (
             sha is not None
         ):  # `show HEAD`, `show main~2`, `show v1.4.0`: the commit git names, as memory holds it

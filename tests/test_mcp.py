@@ -515,6 +515,34 @@ def test_a_linked_worktree_without_a_memory_reads_the_main_work_trees(repo: Path
     assert not (worktree / ".nexusmem").exists()
 
 
+def test_head_in_a_linked_worktree_is_that_worktrees_head(repo: Path, tmp_path: Path) -> None:
+    """A worktree checked out two commits back reads the main work tree's memory; get_memory "HEAD" there (and
+    `nexusmem show HEAD`, `HEAD~1`) answered with the main work tree's HEAD, the commit the agent was not on."""
+    small_history(repo)
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "--detach", str(worktree), "HEAD~2")
+    subprocess.run([console_script(), "sync", "-q", "--no-embed"], cwd=repo, check=True)
+    here, before = "fix(cache): switch the sqlite cache to WAL", "feat(parser): parse nested tables"
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            for tree, wanted, title in (
+                (worktree, "HEAD", here),
+                (worktree, "HEAD~1", before),
+                (repo, "HEAD", "refactor(parser): split the tokenizer out"),
+            ):
+                _, got = ok(await s.call_tool("get_memory", {"projectRoot": str(tree), "id": wanted}))
+                assert got["title"].startswith(title), (tree, wanted, got["title"])
+
+    anyio.run(main)
+    for wanted, title in (("HEAD", here), ("HEAD~1", before)):
+        shown = subprocess.run(
+            [console_script(), "show", "--json", wanted], cwd=worktree, capture_output=True, text=True
+        )
+        assert shown.returncode == 0 and json.loads(shown.stdout)["title"].startswith(title), shown
+    assert not (worktree / ".nexusmem").exists()
+
+
 def test_a_file_named_nexusmem_is_what_a_tool_names_not_a_sync(repo: Path, tmp_path: Path) -> None:
     """A repository tracking a FILE named .nexusmem: every tool told the agent to sync (or call
     sync_project), which fails on that file; it names the file and how to clear it instead."""
