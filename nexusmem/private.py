@@ -14,6 +14,7 @@ outside our folder and belong to something else).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -168,6 +169,9 @@ def touch(path: Path) -> None:
     os.utime(path)
 
 
+_WRITES = itertools.count()
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write DATA to PATH atomically with mode 0600 (temp file in the same folder, fsync, rename).
 
@@ -175,7 +179,9 @@ def write_atomic(path: Path, data: bytes) -> None:
     """
     if not path.parent.is_dir():
         make_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # A name of this call's own: two threads of one process (the MCP server's) writing the same file at once
+    # each rename a whole file of theirs, where one name made the second's rename find nothing.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{next(_WRITES)}.tmp")
     fd = open_fd(tmp, os.O_WRONLY | os.O_TRUNC)
     try:
         with os.fdopen(fd, "wb") as fh:

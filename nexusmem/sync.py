@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import errno
 import json
@@ -643,6 +644,13 @@ def _read_releases(root: Path, store: SyncStore, denied: Callable[[str], bool] |
         store.set_meta(RELEASES_READ, cursor)
 
 
+# The first set-up of a memory (project.init) comes before the run lock, which lives in the folder it makes:
+# two threads of one process (the MCP server's sync_project calls at once) set up one at a time, and the
+# second finds the memory made (it saw the first's half-made memory.db as one cut short) and waits for the
+# run lock as a second `nexusmem sync` does. `_thread`, built in: `threading` costs a sync ~3 ms of imports.
+_SETTING_UP = _thread.allocate_lock()
+
+
 def sync(
     start: Path | str | None = None,
     *,
@@ -676,9 +684,10 @@ def sync(
     root = project_mod.own_root(Path(start) if start is not None else Path.cwd())
     if root is None:  # no memory here yet, or a layout only git can name: ask git
         root = paths.repo_root(start)
-    if not project_mod.is_initialised(root):
-        project_mod.init(root, ignore_stash=ignore_stash)
-        initialised = True
+    with _SETTING_UP:
+        if not project_mod.is_initialised(root):
+            project_mod.init(root, ignore_stash=ignore_stash)
+            initialised = True
     project = project_mod.at(root)
     if enable:
         project = _with_enabled(project, enable)

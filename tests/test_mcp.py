@@ -543,6 +543,65 @@ def test_head_in_a_linked_worktree_is_that_worktrees_head(repo: Path, tmp_path: 
     assert not (worktree / ".nexusmem").exists()
 
 
+def test_two_syncs_at_once_of_a_memory_not_set_up_yet_both_finish(repo: Path, tmp_path: Path) -> None:
+    """Two sync_project calls at once in one server on a repository whose memory is not set up (here: synced
+    once, then .nexusmem/ removed) failed while the first was setting it up: "cannot set up the memory
+    directory: No such file or directory" (both threads wrote the same temp file) or "memory.db is empty
+    (0 bytes), but a sync wrote this memory" (the other thread's fresh file). The second waits, as a second
+    `nexusmem sync` process does."""
+    small_history(repo)
+    root = str(repo)
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            ok(await s.call_tool("sync_project", {"projectRoot": root, "noEmbed": True}))
+
+            async def one(said: list[CallToolResult]) -> None:
+                said.append(await s.call_tool("sync_project", {"projectRoot": root, "noEmbed": True}))
+
+            for _ in range(4):
+                shutil.rmtree(repo / ".nexusmem")
+                said: list[CallToolResult] = []
+                async with anyio.create_task_group() as both:
+                    both.start_soon(one, said)
+                    both.start_soon(one, said)
+                summaries = [ok(result)[1] for result in said]
+                assert sorted(summary["initialised"] for summary in summaries) == [False, True], summaries
+                assert all(summary["total_nodes"] > 0 for summary in summaries), summaries
+            text, found = ok(await s.call_tool("search_memory", {"projectRoot": root, "query": "WAL cache"}))
+            assert found["items"], text
+
+    anyio.run(main)
+    assert not list((repo / ".nexusmem").glob(".*.tmp"))
+
+
+def test_threads_writing_one_file_at_once_each_write_it_whole(tmp_path: Path) -> None:
+    """What the server's threads write (a memory's config.json and .gitignore, the deny-list, the hook log's
+    bookmark) went through one temp name per process: a second thread's rename found nothing (ENOENT) or
+    renamed the first's half-written file."""
+    from nexusmem import private
+
+    target = tmp_path / "state" / "config.json"
+    failures: list[BaseException] = []
+    texts = [f'{{"writer": {n}, "pad": "{"x" * 4000}"}}\n'.encode() for n in range(4)]
+
+    def writer(data: bytes) -> None:
+        try:
+            for _ in range(200):
+                private.write_atomic(target, data)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(data,)) for data in texts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+    assert target.read_bytes() in texts
+    assert [p.name for p in target.parent.iterdir()] == ["config.json"]
+
+
 def test_a_file_named_nexusmem_is_what_a_tool_names_not_a_sync(repo: Path, tmp_path: Path) -> None:
     """A repository tracking a FILE named .nexusmem: every tool told the agent to sync (or call
     sync_project), which fails on that file; it names the file and how to clear it instead."""
