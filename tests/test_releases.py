@@ -12,7 +12,7 @@ import pytest
 
 from nexusmem import project
 from nexusmem.retrieve import query, rank
-from nexusmem.retrieve.intent import release_version
+from nexusmem.retrieve.intent import release_named, release_version
 from nexusmem.sources.git import releases
 
 from helpers import commit, git, query_json, run_cli
@@ -197,3 +197,56 @@ def test_a_secret_in_a_tag_name_is_redacted_and_the_tag_still_names_its_release(
         assert store.release_window("9.9.9") == (NOW * 1000 - 30 * DAY * 1000, None)
     stored = b"".join(p.read_bytes() for p in (repo / ".nexusmem").rglob("memory.db*"))
     assert GITHUB_TOKEN.encode() not in stored and PASSWORD.encode() not in stored
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        ("what changed in 7.4.1", "7.4.1"),
+        ("7.4.1", "7.4.1"),
+        ("7.4.1 release notes", "7.4.1"),
+        ("v2.0", "2.0"),
+        ("what's new in version 1.7.15?", "1.7.15"),
+        ("release v7.4.1", "7.4.1"),
+        ("what changed in guzzle 7.4.1?", "7.4.1"),  # the project's own name
+        ("what changed in Python 3.12?", None),  # another program's
+        ("what changed in python 3.12?", None),
+        ("since upgrading to 7.4.1, POSTs hang", None),  # a question about what followed (release_version)
+        ("does retry work in 7.4.1?", None),  # more than the release
+        ("what changed from 7.4.0 to 7.4.1", None),
+        ("the server listens on 127.0.0.1:8000", None),
+    ],
+)
+def test_a_question_about_what_a_release_holds(text: str, version: str | None) -> None:
+    assert release_named(text) == version
+
+
+def test_what_changed_in_a_release_answers_with_its_changelog_and_release_commit(repo: Path) -> None:
+    """ "What changed in 1.1.0?" (or "1.1.0", "v1.1.0 release notes"): the version is no searchable word (the
+    index holds 1, 1, 0), and "changed" matched every change that says it; the changelog entries under
+    1.1.0 and the commit its tag names come first, and the answer is not flagged weak."""
+    changelog = "# Changelog\n\n## 1.2.0 - 2024-03-01\n\n- Changed the default timeout to 30 s\n\n"
+    changelog += "## 1.1.0 - 2024-02-01\n\n- Pool: drop half-closed sockets\n- Export: stream large files\n\n"
+    changelog += "## 1.0.0 - 2024-01-01\n\n- First release\n"
+    for n in range(4):
+        commit(
+            repo, f"Changed how things changed ({n})", {f"c{n}.py": f"N = {n}\n"}, when=NOW - (500 - n) * DAY
+        )
+    commit(repo, "Pool: drop half-closed sockets", {"pool.py": "X = 1\n"}, when=NOW - 320 * DAY)
+    v11 = commit(repo, "Prepare the next one", {"CHANGELOG.md": changelog}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.1.0", v11)
+    v12 = commit(repo, "Release 1.2.0", {"VERSION": "1.2.0\n"}, when=NOW - 280 * DAY)
+    git(repo, "tag", "v1.2.0", v12)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what changed in 1.1.0", "1.1.0", "v1.1.0 release notes"):
+        found = query_json(repo, question)
+        titles = [item["title"] for item in found["items"]]
+        first = found["items"][:3]  # the two entries and the commit the tag names (which wrote them)
+        assert sorted(item["title"] for item in first if item["kind"] == "doc_section") == [
+            "CHANGELOG.md — 1.1.0 - 2024-02-01: Export: stream large files",
+            "CHANGELOG.md — 1.1.0 - 2024-02-01: Pool: drop half-closed sockets",
+        ], titles
+        assert [item["ref"] for item in first if item["kind"] == "git_commit"] == [v11], titles
+        assert not found["weak"], question
+    # The same words about a release memory does not know change nothing.
+    assert not query_json(repo, "what changed in 4.4.4")["items"][0]["title"].startswith("CHANGELOG")

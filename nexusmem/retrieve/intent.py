@@ -334,6 +334,38 @@ def release_version(text: str) -> str | None:
     return None
 
 
+# "What changed in 7.4.1?", "7.4.1 release notes", "v2.0", "what's new in version 1.7.15?": the question asks
+# what a release of the project itself holds, and says nothing else. Every word but the version is one of
+# these (and maybe the project's lower-case name right before it, as in release_version).
+_RELEASE_WORDS = """
+    what what's whats which is are was were did does the a in of for to with about tell me show list
+    change changed changes changelog new news release released releases note notes version versions tag
+    tagged fix fixed fixes bring brought come came ship shipped add added happened
+"""
+_RELEASE_ASKS = frozenset(_RELEASE_WORDS.split())
+
+
+def release_named(text: str) -> str | None:
+    """The project's release whose contents TEXT asks for and nothing more ("what changed in 7.4.1?" -> "7.4.1";
+    "v2.0 release notes" -> "2.0"), else None (also when it names another program's version, or more)."""
+    versions = list(_VERSION.finditer(text))
+    if len(versions) != 1:
+        return None
+    found = versions[0]
+    before = re.findall(r"[\w.'+-]+", text[: found.start()].lower())
+    after = re.findall(r"[\w.'+-]+", text[found.end() :].lower())
+    if before and before[-1] not in _RELEASE_ASKS:
+        # "guzzle 7.4.1": the project's lower-case name, not another program's ("python 3.12").
+        if before[-1] in _NOT_THE_PROJECT or not re.fullmatch(r"[a-z][\w.+-]{2,}", before[-1]):
+            return None
+        if text[: found.start()].rstrip().split()[-1][:1].isupper():
+            return None
+        before = before[:-1]
+    if any(word not in _RELEASE_ASKS for word in before + after):
+        return None
+    return found.group(1)
+
+
 # A name need not look like code to be one: "what is the envwrap decorator for?" names it by what it is.
 _NAMED_THING = re.compile(
     r"\b(?:the|an?|this|its|their) ([A-Za-z_$][\w$]*) (?:decorator|class|function|helper|method|type|module|"

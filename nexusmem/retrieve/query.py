@@ -28,6 +28,7 @@ from nexusmem.retrieve.intent import (
     names_code,
     origin_name,
     purpose_name,
+    release_named,
     release_version,
     removed_name,
     reports_failure,
@@ -379,6 +380,7 @@ class Question:
     about_tests: bool = False  # speaks of tests (intent.mentions_tests): test-only changes count fully
     failure: bool = False  # reports a failure (intent.reports_failure): a change to many files counts less
     topic: Topic | None = None  # the practical matter asked about (intent.topic): its doc sections count more
+    shipped: str | None = None  # the release whose contents the question asks for (intent.release_named)
 
 
 def prepare(text: str) -> Question:
@@ -409,6 +411,7 @@ def prepare(text: str) -> Question:
         mentions_tests(text),
         reports_failure(text),
         topic(text),
+        release_named(text),
     )
 
 
@@ -588,6 +591,18 @@ def retrieve(
         scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
     scored = originals_first(scored, question.text)
     scored = distinct_changes(scored)
+    if question.shipped is not None:
+        # "What changed in 7.4.1?": the release's changelog entries and its release commit are the answer,
+        # whatever else its words ("changed") match; the version itself is no searchable word (7, 4, 1).
+        shipped = [
+            node
+            for node in release_nodes(store, exact, question.shipped)
+            if _within(node, as_of, since, until)
+        ]
+        if shipped:
+            scored = put_first(scored, shipped)
+            answered_by = shipped[0].id
+            question.notes.append(f"first: what release {question.shipped} holds (its changelog, its commit)")
     if question.then is not None:
         scored, anchor = with_neighbours(
             store,
@@ -707,6 +722,42 @@ def _release_note(version: str, window: tuple[int, int | None]) -> str:
     start, end = window
     until = f" and before the next ({timefmt.iso(end)[:10]})" if end is not None else ""
     return f"release {version}: changes made after its tag ({timefmt.iso(start)[:10]}){until} come first"
+
+
+# How many nodes the version's phrase ("7 4 1", as the index holds 7.4.1) may match to be read for release_nodes.
+RELEASE_CANDIDATES = 200
+
+
+def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str) -> list[StoredNode]:
+    """What says what release VERSION holds, in this order: the changelog entries under its heading, the
+    commit its tag names, and the commits whose title names it ("Release 7.4.1 (#2965)", "Prepare 1.7.15")."""
+    phrase = '"' + " ".join(version.split(".")) + '"'
+    hits = exact.scored(phrase, RELEASE_CANDIDATES)
+    nodes = store.get_many([node_id for node_id, _ in hits], light=True)
+    # 7.4.1 and not 7.4.10 or 2.7.4.1; "1.7" names 1.7.0 too.
+    named = re.compile(r"(?<![\w.])[vV]?" + re.escape(version) + r"(\.0)*(?![\w]|\.\d)")
+    listed = [node for node_id, _ in hits if (node := nodes.get(node_id)) is not None]
+    entries = [
+        node
+        for node in listed
+        if node.kind == "doc_section"
+        and node.source == rank.CHANGELOG_SOURCE
+        and named.search(node.ref.partition("#")[2].split(" › ", 1)[0])
+    ]
+    commits = [node for node in listed if node.kind == "git_commit" and named.search(node.title)]
+    sha = store.release_commit(version)
+    tagged = store.get_many(store.commits_by_sha(sha)[:1], light=True) if sha else {}
+    return list({node.id: node for node in [*entries, *tagged.values(), *commits]}.values())
+
+
+def put_first(
+    scored: list[tuple[StoredNode, float]], first: list[StoredNode]
+) -> list[tuple[StoredNode, float]]:
+    """FIRST, in its order, scored just above the best of the rest of SCORED, which follows as it was."""
+    ids = {node.id for node in first}
+    rest = [(node, score) for node, score in scored if node.id not in ids]
+    top = rest[0][1] if rest else 1.0
+    return [(node, above(top, len(first), step)) for step, node in enumerate(first)] + rest
 
 
 def vector_weight(question: Question, settings: rank.Settings) -> float:
@@ -1361,15 +1412,8 @@ def authored_first(
     question under `--author` that asks what was run ("what did the agent run on the migrations") asks for
     that author's commands, which the filter kept but commits and docs sharing its words outranked. The
     rest follows as it was."""
-    first = [
-        (node, score) for node, score in scored if node.kind in authors.AUTHORED_KINDS and node.id in lexical
-    ]
-    if not first:
-        return scored
-    ids = {node.id for node, _ in first}
-    rest = [(node, score) for node, score in scored if node.id not in ids]
-    top = rest[0][1] if rest else 1.0
-    return [(node, above(top, len(first), step)) for step, (node, _) in enumerate(first)] + rest
+    first = [node for node, _ in scored if node.kind in authors.AUTHORED_KINDS and node.id in lexical]
+    return put_first(scored, first) if first else scored
 
 
 def above(top: float, count: int, step: int) -> float:

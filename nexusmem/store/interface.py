@@ -81,6 +81,11 @@ class SearchStore(Protocol):
         version tag names it (or the store keeps no tags)."""
         ...
 
+    def release_commit(self, version: str) -> str | None:
+        """The sha of the commit release VERSION's tag names; None when no version tag names it (or the store
+        keeps no tags)."""
+        ...
+
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → the commit's generation (1 + its parents' highest) for those of SHAS that are numbered;
         empty when the store keeps no commit graph."""

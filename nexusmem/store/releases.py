@@ -50,15 +50,33 @@ class ReleasesMixin:
         "lib-v2.0.0" and "create-app@2.0.0"): the window is read within one family of tags (tag_family),
         the project's own (unprefixed) when it holds VERSION, else the only family that does; when several
         prefixed families do and none is the project's, all tags count together."""
-        rows = self.conn.execute("SELECT name, version, ts FROM releases").fetchall()
-        if not rows:
+        tags = self._release_family(version)
+        if tags is None:
             return None
+        wanted, depth = version_key(version), len(version.split("."))
+        start = next(ts for k, ts, _ in tags if k[:depth] == wanted[:depth])
+        later = [ts for k, ts, _ in tags if k[:depth] > wanted[:depth]]
+        return start, (min(later) if later else None)
+
+    def release_commit(self, version: str) -> str | None:
+        """The sha of the commit the tag of release VERSION names (the tag release_window starts at), None when
+        no tag names VERSION."""
+        tags = self._release_family(version)
+        if tags is None:
+            return None
+        wanted, depth = version_key(version), len(version.split("."))
+        return next(sha for k, _, sha in tags if k[:depth] == wanted[:depth])
+
+    def _release_family(self, version: str) -> list[tuple[tuple[int, ...], int, str]] | None:
+        """(version key, epoch ms, sha) of the tags of the family that holds VERSION (see release_window), in
+        version order; None when no tag names VERSION."""
+        rows = self.conn.execute("SELECT name, version, ts, sha FROM releases").fetchall()
         wanted = version_key(version)
         depth = len(version.split("."))
-        families: dict[str, list[tuple[tuple[int, ...], int]]] = {}
-        for name, tagged, ts in rows:
-            families.setdefault(tag_family(name, tagged), []).append((version_key(tagged), ts))
-        holding = [f for f, tags in families.items() if any(k[:depth] == wanted[:depth] for k, _ in tags)]
+        families: dict[str, list[tuple[tuple[int, ...], int, str]]] = {}
+        for name, tagged, ts, sha in rows:
+            families.setdefault(tag_family(name, tagged), []).append((version_key(tagged), ts, sha))
+        holding = [f for f, tags in families.items() if any(k[:depth] == wanted[:depth] for k, _, _ in tags)]
         if not holding:
             return None
         if "" in holding:
@@ -67,8 +85,4 @@ class ReleasesMixin:
             tags = families[holding[0]]
         else:
             tags = [tag for family in families.values() for tag in family]
-        keyed = sorted(tags)
-        same = [(k, ts) for k, ts in keyed if k[:depth] == wanted[:depth]]
-        start = same[0][1]
-        later = [ts for k, ts in keyed if k[:depth] > wanted[:depth]]
-        return start, (min(later) if later else None)
+        return sorted(tags)

@@ -1147,6 +1147,10 @@ class TeamStore:
         """None: the team store keeps no tags (members' repositories may differ in them)."""
         return None
 
+    def release_commit(self, version: str) -> str | None:
+        """None: the team store keeps no tags."""
+        return None
+
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → generation for those of SHAS a member's push numbered (none before schema 5, nor for
         commits only members on shallow clones pushed: there a name's first holder goes by author time)."""
