@@ -1595,3 +1595,32 @@ def test_the_code_a_question_names_outweighs_its_prose(repo: Path) -> None:
         repo, "unsign() says my tokens expired on a server in another timezone after a restart"
     )
     assert scores[fix] > scores[broad], scores
+
+
+def test_a_pasted_sha_answers_with_its_commit_and_its_diffs(repo: Path) -> None:
+    """`query "$(git rev-parse HEAD~2)"`, its first 10 characters, "what did 1fb23b7 do?": no index holds a
+    sha, and the words matched commits that quote other shas ("Revert <sha>"). The commit it names comes
+    first, its diff next, and the answer is not weak; a hex word that starts no commit's sha changes nothing."""
+    for n in range(5):
+        commit(
+            repo,
+            f"Pool: tune the socket limit ({n})",
+            {f"pool{n}.py": f"LIMIT = {n}\n"},
+            when=NOW - (90 - n) * DAY,
+        )
+    asked = commit(
+        repo, "Cache: keep the parsed headers", {"cache.py": "HEADERS = {}\n"}, when=NOW - 50 * DAY
+    )
+    for n in range(3):
+        other = git(repo, "rev-parse", "HEAD").strip()
+        commit(repo, f"Revert {other} what did it do", {f"r{n}.py": f"R = {n}\n"}, when=NOW - (40 - n) * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (asked, asked[:10], f"what did {asked[:7]} do?"):
+        found = query_json(repo, question)
+        refs = [item["ref"] for item in found["items"]]
+        assert refs[:2] == [asked, f"{asked}:cache.py"], (question, refs)
+        assert not found["weak"], question
+    plain = query_json(repo, "what did it do?")
+    unknown = query_json(repo, "what did 0000000 do?")
+    assert asked not in [item["ref"] for item in unknown["items"][:2]]
+    assert not any("sha" in note for note in unknown["notes"] + plain["notes"])

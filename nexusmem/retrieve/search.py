@@ -146,6 +146,20 @@ def _noise(word: str) -> bool:
     return word.isdigit() or (len(word) >= 6 and _HEXISH.fullmatch(word) is not None)
 
 
+# A commit's sha or its start as `git log --oneline` or an answer shows it: 7 to 40 hex digits, a word alone.
+_SHA_WORD = re.compile(r"(?<![\w.:/#-])[0-9a-fA-F]{7,40}(?![\w])")
+
+
+def named_commit(store: SearchStore, text: str) -> str | None:
+    """The id of the commit a sha TEXT holds names ("what did 1fb23b7 do?"), the first such word that starts
+    exactly one commit's sha in memory (as `show` reads one); None when none does."""
+    for word in _SHA_WORD.findall(text):
+        found = store.commits_by_sha(word.lower())
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
 def doc_counts(store: SearchStore, words: list[str]) -> dict[str, int]:
     """How many nodes contain each word. The index splits "max_retries" into two tokens, and a phrase has
     no count of its own: it is counted as its rarest token (an upper bound). A word in no node exactly
