@@ -61,6 +61,7 @@ def collect_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
                         "empty": not found.scored,
                         "answered": found.answered_by is not None,
                         "arrival": bool(strength and strength.absent_arrival),
+                        "no_word": bool(strength and strength.no_word),
                         "x": strength.features() if strength else None,
                     }
                 )
@@ -80,14 +81,14 @@ def rule(row: dict[str, Any]) -> bool:
 def forced(row: dict[str, Any]) -> bool | None:
     """The judgement of ROW when the model does not make it (None when it does): nothing found is weak, an
     answer a rule found is not, a question that takes for granted a name memory never saw arrive is, and so
-    is one half of whose weight memory lacks (query.WEAK_CERTAIN)."""
+    are one half of whose weight memory lacks (query.WEAK_CERTAIN) and one with no informative word."""
     from nexusmem.retrieve import query
 
     if row["empty"]:
         return True
     if row["answered"]:
         return False
-    if row["arrival"] or row["x"][0] >= query.WEAK_CERTAIN:
+    if row["arrival"] or row.get("no_word") or row["x"][0] >= query.WEAK_CERTAIN:
         return True
     return None
 

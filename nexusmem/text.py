@@ -130,6 +130,8 @@ STOPWORDS = frozenset(
 # Written from general English, not from the labelled questions. Symptom words ("never", "fails", "hangs",
 # "wrong") are not filler: the thesaurus reads them. Thirty-nine labelled sets: .6977 → .6984 (symptom
 # .522 → .525); with rank.FAILURE_CODE_VECTOR_FACTOR .6993 (docs/evaluation.md, twenty-second wave).
+# "work", "working" ("it is not working", "stopped working") say as little; added with `informative`, they
+# changed none of fresh65's or the four recent-work sets' figures.
 _FILLER = """
     even still really actually completely totally entirely simply basically literally suddenly apparently
     obviously somehow anyway anymore instead rather though although whether without within otherwise quite
@@ -138,7 +140,7 @@ _FILLER = """
     stuff something anything everything someone anyone everyone somewhere anywhere everywhere problem problems
     trouble want wants wanted need needs needed tried try trying tries say says said tell tells told right away
     soon later already yet ever okay ok fine nice good bad great weird strange odd guess think thought know knew
-    lot lots bit bunch kind sort
+    lot lots bit bunch kind sort work works worked working
 """
 FILLER_WORDS = frozenset(_FILLER.split())
 
@@ -285,6 +287,26 @@ def terms(text: str, also: frozenset[str] = frozenset()) -> list[str]:
     if not kept:
         kept = [w for w in words if len(w) > 1] or words
     return list(dict.fromkeys(kept))
+
+
+def informative(text: str) -> bool:
+    """Whether TEXT has a word that says what it is about: one that is not a stopword, filler (FILLER_WORDS)
+    or a single ASCII character ("the of and a", "it is not working" and unreadable bytes have none)."""
+    return any(
+        w not in STOPWORDS and w not in FILLER_WORDS and (len(w) > 1 or not w.isascii())
+        for w in (word.lower() for word in _TOKEN.findall(text))
+    )
+
+
+# Punctuation at either end of a word: "(retry", "retry?", "^retry", "`--pre`," (a word's own inner marks,
+# "res.json", "max_retries", and an option's leading dashes stay).
+_EDGE_PUNCTUATION = re.compile(r"(?<!\S)[^\w\s$@#/~-]+|(?<=[^\s])[^\w\s$/]+(?!\S)")
+
+
+def without_edge_punctuation(text: str) -> str:
+    """TEXT with the punctuation at either end of each word left out: what a word means does not change with
+    the brackets, quotes or question mark around it."""
+    return " ".join(_EDGE_PUNCTUATION.sub(" ", text).split())
 
 
 def split_identifier(word: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from nexusmem import embed, project
 from nexusmem.retrieve import fuse, query
 
-from helpers import commit, run_cli
+from helpers import commit, console_script, run_cli
 from helpers.ollama_standin import closed_port_url, ollama_standin
 
 
@@ -193,3 +194,30 @@ def test_a_match_the_nearest_k_leave_out_keeps_its_similarity(
         for i in lexical:
             counted = exact[i] if exact[i] >= share_floor else 0.0
             assert found.evidence[i].cosine == pytest.approx(counted, abs=1e-5)
+
+
+def test_a_question_with_no_informative_word_is_weak_and_marks_around_a_word_change_nothing(
+    history: Path,
+) -> None:
+    """ "the of and a", "and", "it is not working" and unreadable bytes matched their stopwords (or nothing)
+    and came back strong, listing arbitrary commits; "(timeouts" or "timeouts?" gave another order and flag
+    than "timeouts", the embedder reading each mark as a token. Real builtin vectors."""
+    commit(history, "Retry payment requests that time out", {"retry.py": "TRIES = 3\n"})
+    commit(history, "Log the payment timeouts with their request id", {"log.py": "LOG = 1\n"})
+    run_cli("-C", str(history), "sync")
+    for question in ("the of and a", "and", "it is not working"):
+        assert query_json(history, question)["weak"], question
+    garbage = subprocess.run(
+        [console_script(), "-C", str(history), "query", "--json", "--", b"\xff\xfe"],
+        capture_output=True,
+        check=True,
+    )
+    assert json.loads(garbage.stdout)["weak"]
+
+    def answer(text: str) -> tuple[bool, list[tuple[str, float]]]:
+        found = query_json(history, text)
+        return found["weak"], [(item["ref"], item["score"]) for item in found["items"]]
+
+    bare = answer("timeouts")
+    for marked in ("timeouts)", "^timeouts", "(timeouts", "timeouts?", "timeouts*", '"timeouts"'):
+        assert answer(marked) == bare, marked
