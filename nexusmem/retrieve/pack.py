@@ -59,9 +59,10 @@ def pack(
     """Walk RANKED (best first) and place every item that fits; an item that does not fit is skipped, not a
     stop. After a failure, its linked fixes (fixes_of → [(fix id, relation)]) are placed right after it with
     the failure's score, whether or not they matched the query; a fix placed already (ranked above its
-    failure) stays where it is and is marked as linked. MAX_ITEMS caps the ranked items placed
-    (their linked fixes ride along); an item is counted as it shows, with its mark as a linked fix. Returns
-    (placed, tokens used)."""
+    failure) stays where it is, unmarked: an item is marked as linked only when it follows the item it is
+    linked from (its label, "the commit this changelog entry describes", points at the item above it).
+    MAX_ITEMS caps the ranked items placed (their linked fixes ride along); an item is counted as it shows,
+    with its mark as a linked fix. Returns (placed, tokens used)."""
     used = header_tokens
     placed: list[Placed] = []
     seen: set[str] = set()
@@ -97,17 +98,7 @@ def pack(
         take(cand, Placed(cand.id, cand.score))
         for fix_id, relation in fixes_of(cand.id):
             if fix_id in seen:
-                # Ranked above its failure (the discussion matched the question better than the command):
-                # it stays where it is, and still says what it fixed where the budget holds the words.
-                earlier = next(p for p in placed if p.id == fix_id)
-                if earlier.linked_from is None:
-                    shown, counted = paid[fix_id]
-                    more = shown.tokens_linked(cand.id, relation) - counted
-                    if used + more <= budget:
-                        earlier.linked_from, earlier.relation = cand.id, relation
-                        used += more
-                        paid[fix_id] = (shown, counted + more)
-                continue
+                continue  # ranked above its failure (or the entry describing it): shown once, where it ranked
             fix = candidate_for(fix_id)
             if fix is not None and fits(fix, cand.id, relation):
                 take(fix, Placed(fix.id, cand.score, linked_from=cand.id, relation=relation))
