@@ -106,7 +106,8 @@ class SkippedProject(TypedDict):
 class SearchResult(TypedDict):
     """The `query --json` object of docs/contracts.md (with allProjects, also `projects` and `skipped`)."""
 
-    query: str
+    query: str  # the question as searched: cut when over 8,000 characters
+    query_cut: bool
     budget: int
     tokens_used: int
     matched: int

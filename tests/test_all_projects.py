@@ -189,6 +189,7 @@ def test_results_from_both_projects_are_tagged_and_fused_by_rank(registered: Wor
     # The `query --json` keys of docs/contracts.md §5, plus `projects` and `skipped` only under --all-projects.
     assert list(data) == [
         "query",
+        "query_cut",
         "budget",
         "tokens_used",
         "matched",

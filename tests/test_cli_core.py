@@ -67,6 +67,7 @@ def test_sync_then_query_finds_the_commit_that_explains(repo: Path) -> None:
     data = query_json(repo, "why did we switch the cache to WAL")
     assert set(data) == {
         "query",
+        "query_cut",
         "budget",
         "tokens_used",
         "matched",

@@ -53,6 +53,8 @@ def test_query_and_budget_caps_are_clear_tool_errors(repo: Path, tmp_path: Path)
             assert time.monotonic() - started < 10
             assert not pasted.is_error and "WAL" in pasted.content[0].text  # type: ignore[union-attr]
             assert "note: the question was cut" in pasted.content[0].text  # type: ignore[union-attr]
+            answer = pasted.structured_content or {}  # the question as searched, not the whole paste
+            assert answer["query_cut"] is True and len(answer["query"]) < len(log), len(answer["query"])
         return errors
 
     errors = anyio.run(main)

@@ -312,6 +312,33 @@ def test_a_log_too_long_for_a_command_line_is_asked_through_stdin(old_and_fresh:
     assert empty.exit_code == 2 and "the query is empty" in empty.output
 
 
+def test_json_gives_the_question_as_searched_not_the_whole_paste(old_and_fresh: Path) -> None:
+    """`query --json -` with a pasted 1.4 MB log answered within its budget, then repeated the whole log as
+    `query` (13 MB for a larger paste): the object gives the question cut as it was searched, and says so."""
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    log = (
+        "2026-03-01 worker started\n"
+        + "curl error 28 timeout " * 60_000
+        + "\nupload chunk 7 failed: gateway\n"
+    )
+    proc = subprocess.run(
+        [console_script(), "-C", str(old_and_fresh), "query", "--json", "--budget", "600", "-"],
+        input=log,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout) < 20 * query.MAX_QUERY_CHARS, len(proc.stdout)
+    data = json.loads(proc.stdout)
+    assert data["query_cut"] is True and any("cut" in note for note in data["notes"])
+    assert len(data["query"]) <= query.MAX_QUERY_CHARS + 3
+    assert data["query"].startswith("2026-03-01 worker started")
+    assert data["query"].rstrip().endswith("upload chunk 7 failed: gateway")
+    short = query_json(old_and_fresh, "upload retry")
+    assert short["query"] == "upload retry" and short["query_cut"] is False
+
+
 def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo: Path) -> None:
     """With a small budget the first result was skipped and a weaker, smaller one shown in its place, with
     nothing to say so; when nothing fit, the answer read "No memory matches"."""

@@ -297,7 +297,8 @@ def search_all(
     which has no stderr) also names each in a short note inside the answer and its budget (after the footer
     when the budget cannot hold it: query.left_out).
     """
-    result = MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
+    asked = query.prepare(text)
+    result = MultiResult(query=asked.text, budget=budget, notes=list(asked.notes), query_cut=asked.cut)
     filters = _Filters(as_of, since, until, author)
     with ExitStack() as stack:
         searched: list[_Searched] = []

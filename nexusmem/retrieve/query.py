@@ -189,7 +189,7 @@ class Item:
 
 @dataclass
 class QueryResult:
-    query: str
+    query: str  # the question as searched: an overlong one cut (Question.cut)
     budget: int
     tokens_used: int = 0
     matched: int = 0
@@ -199,6 +199,7 @@ class QueryResult:
     projects: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     weak: bool = False
+    query_cut: bool = False
 
 
 def parse_as_of(value: str | None) -> int | None:
@@ -381,13 +382,15 @@ class Question:
     failure: bool = False  # reports a failure (intent.reports_failure): a change to many files counts less
     topic: Topic | None = None  # the practical matter asked about (intent.topic): its doc sections count more
     shipped: str | None = None  # the release whose contents the question asks for (intent.release_named)
+    cut: bool = False  # TEXT is an overlong question's first and last halves (MAX_QUERY_CHARS)
 
 
 def prepare(text: str) -> Question:
     """Cut an overlong question (keeping its start and its end: a pasted log's error is often last),
     and find its time cue."""
     notes: list[str] = []
-    if len(text) > MAX_QUERY_CHARS:
+    cut = len(text) > MAX_QUERY_CHARS
+    if cut:
         half = MAX_QUERY_CHARS // 2
         notes.append(f"the question was cut to its first and last {half:,} of {len(text):,} characters")
         text = text[:half] + " … " + text[-half:]
@@ -395,7 +398,7 @@ def prepare(text: str) -> Question:
     short = len(search.terms(text)) <= search.MAX_QUERY_TERMS
     cue = timecue.find_cue(text) if short else None
     if not short:
-        return Question(text, timecue.without_cue(text, cue), cue, notes)
+        return Question(text, timecue.without_cue(text, cue), cue, notes, cut=cut)
     return Question(
         text,
         timecue.without_cue(text, cue),
@@ -412,6 +415,7 @@ def prepare(text: str) -> Question:
         reports_failure(text),
         topic(text),
         release_named(text),
+        cut,
     )
 
 
@@ -1834,7 +1838,10 @@ def run(
         store, text, as_of=as_of, since=since, until=until, vectors=vectors, settings=settings, author=author
     )
     scored, counts = found.scored, found.counts
-    result = QueryResult(query=text, budget=budget, projects=[project], notes=list(found.question.notes))
+    asked = found.question
+    result = QueryResult(
+        query=asked.text, budget=budget, projects=[project], notes=list(asked.notes), query_cut=asked.cut
+    )
     early = as_of_note(store, as_of)
     if early:
         result.notes.append(early)
@@ -2249,6 +2256,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
     the items are only the closest few) and `notes` (what was done to the question, e.g. cut)."""
     return {
         "query": result.query,
+        "query_cut": result.query_cut,
         "budget": result.budget,
         "tokens_used": result.tokens_used,
         "matched": result.matched,

@@ -53,7 +53,8 @@ def search(
 ) -> multi.MultiResult:
     """Answer TEXT from LOCAL and TEAM (None: unreachable; TEAM_NOTE then says why, as one note line);
     AUTHOR (nexusmem.authors) keeps the commands of that author in both lists."""
-    result = multi.MultiResult(query=text, budget=budget, notes=list(query.prepare(text).notes))
+    asked = query.prepare(text)
+    result = multi.MultiResult(query=asked.text, budget=budget, notes=list(asked.notes), query_cut=asked.cut)
     if team_note:
         result.notes.append(team_note)
     filters = (as_of, since, until)
