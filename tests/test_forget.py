@@ -726,8 +726,8 @@ def test_nexusmems_own_words_are_not_a_value_to_forget(repo: Path, isolated_home
     assert counts["shell_command"] == 4, counts
     log_before = log_path(isolated_home).read_bytes()
 
-    for value in ("human", "bash", "exit", "pipestatus", "cwd"):
-        out = run_cli("-C", str(repo), "forget", value, "--yes").output
+    for value in ("human", "bash", "exit", "pipestatus", "cwd"):  # --force: "cwd" is under 4 characters
+        out = run_cli("-C", str(repo), "forget", value, "--yes", "--force").output
         assert "deleted 0 node(s)" in out and "removed 0 shell-log line(s)" in out, (value, out)
         assert "verified: the value is in nothing" in out and "NexusMem's own words" in out, (value, out)
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"] == counts
@@ -822,8 +822,8 @@ def test_who_ran_a_command_is_not_a_value_to_forget(repo: Path, isolated_home: P
     assert counts["shell_command"] >= 4 and counts["conversation_turn"] >= 1, counts
     log_before = log_path(isolated_home).read_bytes()
 
-    for value in ("me", "claude-code"):
-        out = run_cli("-C", str(repo), "forget", value, "--yes").output
+    for value in ("me", "claude-code"):  # --force: "me" is under 4 characters
+        out = run_cli("-C", str(repo), "forget", value, "--yes", "--force").output
         assert "deleted 0 node(s)" in out and "removed 0 shell-log line(s)" in out, (value, out)
     assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["by_kind"] == counts
     # Gemini's command stays; its turn goes by what the transcript recorded: its model, "gemini-2.5-pro".
@@ -841,3 +841,33 @@ def test_who_ran_a_command_is_not_a_value_to_forget(repo: Path, isolated_home: P
     # A commit's author is what the commit recorded.
     out = run_cli("-C", str(repo), "forget", "Quillon Vasquez", "--yes").output
     assert "deleted 1 node(s): 1 git_commit" in out, out
+
+
+def test_a_value_too_short_or_too_broad_is_refused_without_force(repo: Path, isolated_home: Path) -> None:
+    """`forget e --yes` deleted every node of a 5,248-node memory and deny-listed "e", so even `sync
+    --rebuild` stored nothing again. A value under 4 characters, or one matching over a quarter of memory,
+    is refused (the flag to insist is named), and nothing is deleted or deny-listed; the dry run still
+    counts it."""
+    for n in range(60):
+        commit(repo, f"feat: add the widget number {n}", {f"w{n}.py": f"N = {n}\n"})
+    commit(repo, "fix: the hunter2-zebra password leaked", {"leak.py": "X = 1\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+
+    def nodes() -> int:
+        return int(json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["nodes"])
+
+    before = nodes()
+    short = run_script("forget", "e", "--yes", cwd=repo)
+    assert short.returncode == 2 and "--force" in short.stderr, short.stderr
+    dry = run_cli("-C", str(repo), "forget", "widget").output
+    assert "--yes refuses it without --force" in dry, dry
+    broad = run_script("forget", "widget", "--yes", cwd=repo)
+    assert broad.returncode == 1 and "--force" in broad.stderr and "nodes in memory" in broad.stderr
+    broad_regex = run_script("forget", "--regex", "[a-z]", "--yes", cwd=repo)
+    assert broad_regex.returncode == 1 and "--force" in broad_regex.stderr, broad_regex.stderr
+    assert nodes() == before
+    assert "the deny-list is empty" in run_cli("-C", str(repo), "forget", "--list").output
+    # A real secret still goes at once; with --force, a short value does too.
+    assert "deleted 2 node(s)" in run_cli("-C", str(repo), "forget", "hunter2-zebra", "--yes").output
+    out = run_cli("-C", str(repo), "forget", "w59", "--yes", "--force").output
+    assert "deleted 2 node(s)" in out, out

@@ -39,6 +39,11 @@ Examples:
 @click.option("--regex", "pattern", metavar="PATTERN", help="Forget everything a regular expression matches.")
 @click.option("--ignore-case", is_flag=True, help="Match regardless of case.")
 @click.option("--yes", is_flag=True, help="Really delete (otherwise a dry run).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Forget a value under 4 characters, or one matching over a quarter of memory (refused otherwise).",
+)
 @click.option("--keep-log", is_flag=True, help="Leave the shell hooks' log alone (default: rewrite it).")
 @click.option(
     "--global",
@@ -81,6 +86,7 @@ def forget_cmd(
     pattern: str | None,
     ignore_case: bool,
     yes: bool,
+    force: bool,
     keep_log: bool,
     user_wide: bool,
     list_: bool,
@@ -164,6 +170,7 @@ def forget_cmd(
             dry_run=not yes,
             keep_log=keep_log,
             user_wide=user_wide,
+            force=force,
         )
     shared = None
     failed: NexusMemError | None = None
@@ -175,13 +182,19 @@ def forget_cmd(
             )
         except NexusMemError as exc:  # the team store did not answer: what was done here is said first
             failed = exc
-    _show_forget(report, shared, user_wide=user_wide, as_json=as_json)
+    guarded = import_path is None and not force
+    _show_forget(report, shared, user_wide=user_wide, as_json=as_json, guarded=guarded)
     if failed is not None:
         raise failed
 
 
-def _show_forget(report: Removal, shared: TeamForget | None, *, user_wide: bool, as_json: bool) -> None:
-    """What forget did here (REPORT) and in the team store (SHARED), or, in a dry run, would do."""
+def _show_forget(
+    report: Removal, shared: TeamForget | None, *, user_wide: bool, as_json: bool, guarded: bool = False
+) -> None:
+    """What forget did here (REPORT) and in the team store (SHARED), or, in a dry run, would do (GUARDED:
+    and whether --yes refuses it without --force)."""
+    from nexusmem.hygiene.forget import too_broad
+
     if as_json:
         data = report.to_json()
         if shared is not None:
@@ -203,6 +216,11 @@ def _show_forget(report: Removal, shared: TeamForget | None, *, user_wide: bool,
     log = "the shell log is left as it is" if report.log_kept else f"{report.log_lines} shell-log line(s)"
     if report.dry_run:
         click.echo(f"would delete {report.removed} node(s): {kinds}; {log}")
+        if guarded and too_broad(report):
+            click.echo(
+                f"that is {report.removed / report.total:.0%} of the {report.total} nodes in memory:"
+                " --yes refuses it without --force"
+            )
         for title in report.titles:
             echo_human(f"  - {title[:100]}")
         if report.notes_cleared:

@@ -32,6 +32,7 @@ from nexusmem import project as project_mod
 from nexusmem.hygiene import hooklog
 from nexusmem.hygiene.denylist import (
     DenyListError,
+    DenyValueError,
     Entry,
     Matcher,
     add_global,
@@ -55,6 +56,13 @@ from nexusmem.store.hygiene import TEXT_INDEXES
 from nexusmem.text import identifiers
 
 SAMPLE_TITLES = 5
+# A literal value shorter than this is in countless words (`forget e --yes` deleted 5,248 of 5,248 nodes
+# and its entry kept every later sync empty): refused without --force. A --regex says what it means.
+MIN_VALUE_CHARS = 4
+# A value matching more than this share of memory's nodes (and more than BROAD_NODES of them) is a slip, not
+# a secret: `--yes` refuses it without --force (the dry run shows the count).
+BROAD_SHARE = 0.25
+BROAD_NODES = 50
 
 
 @dataclass
@@ -65,6 +73,7 @@ class Removal:
     entries_added: int = 0
     entries_known: int = 0
     removed: int = 0
+    total: int = 0  # the nodes in memory, before
     kinds: dict[str, int] = field(default_factory=dict)
     titles: list[str] = field(default_factory=list)
     log_lines: int = 0
@@ -93,6 +102,7 @@ class Removal:
             "entries_added": self.entries_added,
             "entries_known": self.entries_known,
             "removed": self.removed,
+            "total": self.total,
             "kinds": self.kinds,
             "log_lines": self.log_lines,
             "log_kept": self.log_kept,
@@ -338,12 +348,20 @@ def _apply(
     scope: str,
     plaintext: tuple[bytes, bool] | None = None,
     word_tokens: Sequence[str] = (),
+    force: bool = True,
 ) -> None:
     if not keep_log:
         hooklog.log_file()  # a log linking out of ~/.nexusmem: refuse before anything changes
     rows = _matches(store, entries)
     matcher = Matcher(entries)  # one for every step (its entries are the same objects either way)
     report.removed = len(rows)
+    report.total = store.node_count()
+    if not report.dry_run and not force and too_broad(report):
+        raise DenyListError(
+            f"refused: the value matches {report.removed:,} of the {report.total:,} nodes in memory"
+            f" ({report.removed / report.total:.0%}), and its deny-list entry would keep them out of every"
+            " later sync: give more of the value, or add --force to forget them all"
+        )
     report.kinds = _kinds(rows)
     report.titles = [r[3] for r in rows[:SAMPLE_TITLES]]
     report.log_kept = keep_log
@@ -403,6 +421,11 @@ def _apply(
                 report.still_in += where
                 report.own_words = report.own_words or own
             report.verified_absent = not report.still_in
+
+
+def too_broad(report: Removal) -> bool:
+    """Whether REPORT's value matches so much of memory (BROAD_SHARE) that it is likely a slip."""
+    return report.removed > max(BROAD_NODES, BROAD_SHARE * report.total)
 
 
 def _clear_releases(store: Store, matcher: Matcher) -> int:
@@ -493,12 +516,19 @@ def forget(
     dry_run: bool = True,
     keep_log: bool = False,
     user_wide: bool = False,
+    force: bool = False,
 ) -> Removal:
     """Forget VALUE (a literal, or a regular expression with REGEX) in the project at START.
 
     DRY_RUN (the default) changes nothing and reports what would go. USER_WIDE also writes the entry to
-    the user-wide deny-list that every project's sync honours.
+    the user-wide deny-list that every project's sync honours. Without FORCE, a literal shorter than
+    MIN_VALUE_CHARS is refused, and so is deleting what matches more than BROAD_SHARE of memory (too_broad).
     """
+    if not regex and not force and 0 < len(value.strip()) < MIN_VALUE_CHARS:
+        raise DenyValueError(
+            f"the value to forget is {len(value.strip())} character(s): one shorter than {MIN_VALUE_CHARS}"
+            " is inside countless words and would empty memory. Give more of it, or add --force"
+        )
     entry = make_regex(value, ignore_case) if regex else make_literal(value, ignore_case)
     project = project_mod.load(start)
     report = Removal(dry_run=dry_run, pattern_kept=regex)
@@ -524,6 +554,7 @@ def forget(
             scope="global" if user_wide else "project",
             plaintext=plaintext,
             word_tokens=[] if regex else value_words(value),
+            force=force,
         )
     if user_wide and not dry_run:
         report.global_added = add_global(entry)
