@@ -459,3 +459,29 @@ def test_an_empty_contradictions_url_means_the_default(repo: Path) -> None:
     out = run_cli("-C", str(repo), "stale", "--check-contradictions").output
     assert "Ollama at  " not in out
     assert "Ollama at http://127.0.0.1:11434" in out
+
+
+def test_stale_embeds_the_old_claims_in_one_batch(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`stale` took 10 s on guzzle (174 claims): each old claim's neighbour search embedded its text alone,
+    through the query path that reads a file row per token. Now the claims' texts are embedded in one batch,
+    and the same claims are listed, for the same reason."""
+    from nexusmem.embed import builtin
+
+    run_cli("-C", str(repo), "init")
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["contradictions"]["autoCheck"] = False
+    path.write_text(json.dumps(data), encoding="utf-8")
+    stale_repo(repo, extra_old_docs=12)
+    run_cli("-C", str(repo), "sync")
+    alone: list[str] = []
+    one_text = builtin.QueryEmbedder.embed
+
+    def counted(self: builtin.QueryEmbedder, text: str, weights: Any = None) -> bytes:
+        alone.append(text)
+        return one_text(self, text, weights)
+
+    monkeypatch.setattr(builtin.QueryEmbedder, "embed", counted)
+    found = {c["title"]: c["why"] for c in stale_json(repo)["candidates"]}
+    assert found.get("README.md — Cache") == "newer: docs/cache.md — Cache backend", found
+    assert len(alone) <= 1, len(alone)  # was one per old claim (13)

@@ -187,28 +187,37 @@ def _find(
         now - max_age_days * DAY_MS, MAX_CHECKED if touched_only else MAX_CANDIDATES
     )
     old = [Candidate(i, k, t, ts, p, trust) for i, k, t, ts, p, trust, _h in rows]
-    found = [c for c in old if _touched(store, c, url)][:MAX_CANDIDATES] if touched_only else old
+    found = _touched(store, old, url)[:MAX_CANDIDATES] if touched_only else old
     standing = store.suggestions([c.id for c in found])
     for cand in found:
         cand.suggestions = standing.get(cand.id, [])
     return found, len(old)
 
 
-def _touched(store: Store, cand: Candidate, url: str | None = None) -> bool:
-    """Whether a later commit changed a file CAND belongs to or names, or a newer node shares its subject;
-    sets CAND.why."""
-    node = store.get(cand.id)
-    if node is None:
-        return False
-    changed = store.changed_after([*store.files_of(node.id), *named_files(node.body)], node.ts)
-    if changed:
-        cand.why = f"{', '.join(changed[:3])} changed since"
-        return True
-    newer = newest_similar(store, node, url)
-    if newer is not None:
-        cand.why = f"newer: {newer.title[:80]}"
-        return True
-    return False
+def _touched(store: Store, cands: list[Candidate], url: str | None = None) -> list[Candidate]:
+    """Those of CANDS a later commit changed a file of (one they belong to or name), or a newer node shares
+    the subject of; sets each one's why. The neighbour search's vectors are made in one batch (one at a
+    time, the built-in embedder took 10 of guzzle's 15 s)."""
+    unchanged: list[tuple[Candidate, StoredNode]] = []
+    for cand in cands:
+        node = store.get(cand.id)
+        if node is None:
+            continue
+        changed = store.changed_after([*store.files_of(node.id), *named_files(node.body)], node.ts)
+        if changed:
+            cand.why = f"{', '.join(changed[:3])} changed since"
+        else:
+            unchanged.append((cand, node))
+    vectors = None
+    if unchanged and store.has_vectors():
+        from nexusmem.retrieve import vector
+
+        vectors = vector.query_vectors(store, [_similar_text(node) for _, node in unchanged], url)
+    for i, (cand, node) in enumerate(unchanged):
+        newer = newest_similar(store, node, url, None if vectors is None else vectors[i])
+        if newer is not None:
+            cand.why = f"newer: {newer.title[:80]}"
+    return [cand for cand in cands if cand.why]
 
 
 def subject(node: StoredNode) -> str:
@@ -221,16 +230,22 @@ def subject(node: StoredNode) -> str:
 SAME_SUBJECT_COSINE = 0.6
 
 
-def newest_similar(store: Store, node: StoredNode, url: str | None = None) -> StoredNode | None:
+def _similar_text(node: StoredNode) -> str:
+    """What NODE's neighbours are searched by."""
+    return f"{node.title}\n{node.body[:PROMPT_BODY_CHARS]}"
+
+
+def newest_similar(
+    store: Store, node: StoredNode, url: str | None = None, vector_of: bytes | None = None
+) -> StoredNode | None:
     """The node most similar to NODE among those that happened after it (not a sibling chunk of it); URL:
-    where an Ollama embedder may be reached (the trusted config's, never the one memory.db recorded)."""
+    where an Ollama embedder may be reached (the trusted config's, never the one memory.db recorded).
+    VECTOR_OF: the vector of NODE's text (_similar_text), when made already."""
     ids: list[str] = []
     if store.has_vectors():
         from nexusmem.retrieve import vector
 
-        hits = vector.knn_scored(
-            store, f"{node.title}\n{node.body[:PROMPT_BODY_CHARS]}", k=NEIGHBOURS, url=url
-        )
+        hits = vector.knn_scored(store, _similar_text(node), k=NEIGHBOURS, url=url, vector=vector_of)
         # The nearest node is not necessarily about the same thing: only a close one counts (the cosine a
         # query needs for "a strong match" too), else every old claim would have a newer neighbour.
         ids = [node_id for node_id, cosine in hits if cosine >= SAME_SUBJECT_COSINE]
