@@ -30,6 +30,7 @@ MIN_PREFIX = 6
 MAX_ID_CHARS = 64
 # What may be a commit's sha or its start (as many characters as an id prefix needs).
 _SHA = re.compile(rf"[0-9a-f]{{{MIN_PREFIX},64}}")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 class IdLookupError(NexusMemError):
@@ -56,6 +57,10 @@ def find(store: SearchStore, ref: str) -> StoredNode:
     node = store.get(key)
     if node is not None:
         return node
+    if not _HEX.fullmatch(key):  # in no id or sha: `show main` where no branch is named main
+        raise UnknownId(
+            f"no node with id {ref!r} (ids are shown in query results), nor a git revision of that name"
+        )
     if len(key) < MIN_PREFIX:
         raise IdLookupError(
             f"{ref!r} is too short for an id prefix: give the whole id or at least {MIN_PREFIX} characters of it"

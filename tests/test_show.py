@@ -173,4 +173,7 @@ def test_show_opens_the_commit_a_git_revision_names(repo: Path) -> None:
     out = run_cli("-C", str(repo), "show", "HEAD", ok=False).output
     assert f"'HEAD' is commit {later[:12]}, which memory does not hold yet" in out
     assert "too short" in run_cli("-C", str(repo), "show", "abc", ok=False).output
+    # A name git does not know (`show trunk` with no such branch) is no id either: not "too short for a prefix".
+    missing = run_cli("-C", str(repo), "show", "trunk", ok=False)
+    assert missing.exit_code == 1 and "nor a git revision of that name" in missing.output, missing.output
     assert "no node with id" in run_cli("-C", str(repo), "show", "--", "--output=x", ok=False).output
