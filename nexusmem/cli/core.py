@@ -191,8 +191,23 @@ def parse_author(value: str | None) -> str | None:
         ) from None
 
 
+class _QueryCommand(click.Command):
+    """`query`, whose unknown option may be a question that starts with a dash (`--force-with-lease`): the
+    error says how to ask it, unless the option looks like a typo of one of query's."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            if exc.possibilities:  # a mistyped option (`--jsn`): click's "Did you mean" says it
+                raise
+            hint = f" A question that starts with '-' follows '--': nexusmem query -- {exc.option_name}"
+            raise click.NoSuchOption(exc.option_name, exc.message + hint, ctx=exc.ctx) from None
+
+
 @click.command(
     "query",
+    cls=_QueryCommand,
     epilog="""\b
 Examples:
   nexusmem query "why did we switch the cache to WAL"
