@@ -689,8 +689,8 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         asOf: Annotated[
             str | None,
             Field(
-                description="Only what memory had recorded by this ISO 8601 date/time (UTC when no offset): "
-                "recording time, not when things happened (that is since/until)."
+                description="Only what memory had recorded by then, in until's forms (a date means its end; "
+                "UTC when no offset): recording time, not when things happened (that is since/until)."
             ),
         ] = None,
         since: Annotated[

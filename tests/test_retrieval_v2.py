@@ -600,3 +600,24 @@ def test_a_commit_is_labelled_as_an_entrys_only_when_shown_after_that_entry(repo
         if lines[n].endswith("-- the commit this changelog entry describes"):
             above = max(m for m in items_start if m < n)
             assert "CHANGELOG.md — 1.1.0" in lines[above], lines
+
+
+def test_as_of_takes_what_until_takes_and_a_date_means_its_end(repo: Path) -> None:
+    """`--as-of 2026-12-05` meant midnight at its start, leaving out what that day's syncs recorded (where
+    `--until` covers the whole day), and `--as-of yesterday` was refused. Both options now read a time
+    alike, on both CLI paths and in MCP's asOf."""
+    commit(repo, "fix(cache): switch the price cache to WAL", {"cache.py": "JOURNAL = 'wal'\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    assert "price cache" in " ".join(titles(query_json(repo, "price cache WAL", "--as-of", today)))
+    plain = subprocess.run(
+        [console_script(), "-C", str(repo), "query", "--json", "--as-of", today, "price cache WAL"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert plain.returncode == 0 and "price cache" in " ".join(titles(json.loads(plain.stdout))), plain.stderr
+    for earlier in ("yesterday", "2d"):
+        answer = query_json(repo, "price cache WAL", "--as-of", earlier)
+        assert answer["items"] == [] and any("before this memory's first" in n for n in answer["notes"])
+    assert query.parse_as_of("2026-12-05") == timecue.parse_when("2026-12-05", end=True)

@@ -247,9 +247,9 @@ count. An answer with no good match starts with "No strong match" (--json:
 )
 @click.option(
     "--as-of",
-    metavar="DATE",
-    help="Only what the store had recorded by DATE (ISO 8601): recording time, not event time "
-    "(when a sync stored an item, not when its commit or command happened).",
+    metavar="WHEN",
+    help="Only what the store had recorded by WHEN (as --until: a date means its end): recording time, not "
+    "event time (when a sync stored an item, not when its commit or command happened).",
 )
 @click.option(
     "--all-projects",

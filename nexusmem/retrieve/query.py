@@ -203,27 +203,9 @@ class QueryResult:
 
 
 def parse_as_of(value: str | None) -> int | None:
-    """ISO 8601 date or time → epoch ms for --as-of / asOf (a naive value is UTC; 'Z' accepted)."""
-    from datetime import datetime, timezone
-
-    from nexusmem.errors import UsageError
-
-    if value is None:
-        return None
-    text = value.strip()
-    if not text:  # `--as-of "$WHEN"` with WHEN unset: an error, not every recording
-        raise UsageError("an empty date: use YYYY-MM-DD or an ISO 8601 time such as 2024-05-01T12:00:00Z")
-    if text.endswith(("Z", "z")):  # Python 3.10's fromisoformat does not take the Z suffix
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise UsageError(
-            f"{value!r} is not a date: use YYYY-MM-DD or an ISO 8601 time such as 2024-05-01T12:00:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
+    """--as-of / asOf → epoch ms: what --until takes (timecue.parse_when: a date, an ISO 8601 time, today,
+    yesterday, an age such as 2d), a bare date meaning the end of that day as --until's does."""
+    return None if value is None else timecue.parse_when(value, end=True)
 
 
 def item_text(item: Item, *, with_project: bool = False) -> str:
