@@ -621,3 +621,23 @@ def test_as_of_takes_what_until_takes_and_a_date_means_its_end(repo: Path) -> No
         answer = query_json(repo, "price cache WAL", "--as-of", earlier)
         assert answer["items"] == [] and any("before this memory's first" in n for n in answer["notes"])
     assert query.parse_as_of("2026-12-05") == timecue.parse_when("2026-12-05", end=True)
+
+
+def test_a_wrapped_subject_is_not_repeated_under_its_title(repo: Path) -> None:
+    """A first paragraph wrapped over two lines is the title (git joins it), and the summary showed its tail
+    again ("... recent promise changes." then "changes."): it starts after the paragraph."""
+    commit(
+        repo,
+        "Moving retry middleware to class. Updating based on recent promise\nchanges.\n\n"
+        "The delay callable now gets the response.",
+        {"src/RetryMiddleware.php": "<?php class RetryMiddleware {}\n"},
+    )
+    commit(repo, "feat: one-line subject\n\nWith a body.", {"b.txt": "b\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    wrapped = next(
+        it for it in query_json(repo, "retry middleware promise")["items"] if it["kind"] == "git_commit"
+    )
+    assert wrapped["title"] == "Moving retry middleware to class. Updating based on recent promise changes."
+    assert wrapped["summary"].startswith("The delay callable now gets the response."), wrapped["summary"]
+    plain = next(it for it in query_json(repo, "one-line subject")["items"] if it["kind"] == "git_commit")
+    assert plain["summary"].startswith("With a body."), plain["summary"]

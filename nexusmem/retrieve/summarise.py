@@ -17,6 +17,10 @@ def _clip(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+# The end of a paragraph, as git reads a message (a line of blanks only ends one too).
+_PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
+
+
 def _first_lines(text: str, count: int) -> str:
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
     return "\n".join(lines[:count])
@@ -46,7 +50,10 @@ def summary(node: StoredNode, query: str) -> str:
     if node.kind == "code_diff":
         return best_hunk(node.body, query)
     if node.kind == "git_commit":
-        body = node.body.split("\n", 1)[1] if "\n" in node.body else ""
+        # The title is the message's first paragraph, a wrapped one joined into one line by git: what
+        # follows that paragraph (after its first line only, a wrapped subject's tail was shown again).
+        parts = _PARAGRAPH_END.split(node.body, 1)
+        body = parts[1] if len(parts) == 2 else ""
         return _clip(_first_lines(body, 4))
     if node.kind == "shell_command":
         meta = node.meta
