@@ -478,7 +478,8 @@ def test_rst_changelog_entries_and_sphinx_issue_roles_link_to_commits(repo: Path
         assert hang.title.startswith("CHANGES.rst — Version 2.1.0: The client hangs forever")
         links = {(a, b) for a, b, rel in store.links_from([hang.id]) if rel == "changelog"}
         assert (hang.id, node_id(proj.id, "git_commit", by_number)) in links
-        assert len(entries) == 3
+        assert len(entries) == 4  # and the line before the bullets, "Released 2024-03-01"
+        assert "CHANGES.rst — Version 2.1.0: Released 2024-03-01" in {n.title for n in entries}
     assert "keep-alive" in stored(repo, by_number)[1]
     assert by_number in bm25_refs(repo, "client hangs forever keep-alive")
 
@@ -513,6 +514,54 @@ def test_rdoc_history_entries_carry_their_release() -> None:
         ("13.2.1", "* Bump actions by @b in #553", ["553"]),
         ("13.0.0 › Bug fixes", "* Fixed a crash on an empty Rakefile. Pull Request #12", ["12"]),
     ]
+
+
+def changelog_entries(repo: Path) -> dict[str, str]:
+    """Title → body of every changelog entry stored."""
+    with project.load(repo).open_store() as store:
+        return {n.title: n.body for n in store.iter_nodes("doc_section") if n.source == "changelog"}
+
+
+MIGRATION = """# Changelog
+
+## 2.0.0
+
+This release drops support for Python 2 and renames the `frob` module to `widget`.
+
+- Added the `--zebra` flag.
+- Fixed a crash on empty input.
+
+Thanks to everyone who tested the betas.
+
+### Migration
+
+Replace the old call with the new one:
+
+```diff
+- frob.run(x)
++ widget.run(x)
+```
+"""
+
+
+def test_a_changelog_keeps_its_prose_and_never_cuts_its_code_into_entries(repo: Path) -> None:
+    """A release's intro paragraph and a migration note's prose were in no node (the docs source leaves
+    changelogs alone), and the lines of its ```diff block became two entries, "frob.run(x)" and
+    "widget.run(x)". Every paragraph is an entry now, and the code stays with the prose it follows."""
+    commit(repo, "Release 2.0.0", {"CHANGELOG.md": MIGRATION})
+    sync.sync(repo, embed=False)
+    entries = changelog_entries(repo)
+    assert set(entries) == {
+        "CHANGELOG.md — 2.0.0: This release drops support for Python 2 and renames the `frob` module to `widget`.",
+        "CHANGELOG.md — 2.0.0: Added the `--zebra` flag.",
+        "CHANGELOG.md — 2.0.0: Fixed a crash on empty input.",
+        "CHANGELOG.md — 2.0.0: Thanks to everyone who tested the betas.",
+        "CHANGELOG.md — 2.0.0 › Migration: Replace the old call with the new one:",
+    }, sorted(entries)
+    migration = entries["CHANGELOG.md — 2.0.0 › Migration: Replace the old call with the new one:"]
+    assert "- frob.run(x)\n+ widget.run(x)\n```" in migration
+    result = query.run(project.load(repo).open_store(), "drops support for Python 2", project="repo")
+    assert result.items and "drops support for Python 2" in result.items[0].title
 
 
 def test_changelog_entries_link_to_the_commits_they_name_by_id(repo: Path) -> None:

@@ -6,8 +6,9 @@ connection"), not the way commits do ("pool: drop half-closed sockets"). An entr
 question itself, and its link lends its words to the commits it describes (the store keeps them in the
 commit's low-weight `notes` column), so the commit is found by them too.
 
-One node per entry: a top-level bullet of a version section, with its nested lines (a version section
-without bullets is one entry). A version section of a busy project lists dozens of unrelated changes; as
+One node per entry: a top-level bullet of a version section, with its nested lines and code; a paragraph
+around the bullets (a release's intro, a migration note) is one too, and a version section without
+bullets is one entry. A version section of a busy project lists dozens of unrelated changes; as
 one node it would match every question a little and link to every commit of the release.
 
 An entry links to a commit when
@@ -51,7 +52,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import one_line
 
-_CURSOR_VERSION = "changelog-9"
+_CURSOR_VERSION = "changelog-10"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -63,6 +64,9 @@ MAX_COMMITS_PER_NUMBER = 4
 MAX_ENTRY_CHARS = 4000
 
 _BULLET = re.compile(r"^( {0,6})[-*+] +\S")
+# A fenced code block's opening line (``` or ~~~, at any indent: a bullet's example is indented).
+_CODE_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 # A commit an entry names: a commit link (".../commit/4ff8c1b…", as conventional-changelog, release-please
 # and semantic-release write them), or the abbreviated id that starts a changesets entry ("- 4ff8c1b: Fix …").
 _SHA = re.compile(r"/commits?/([0-9a-f]{7,64})\b|^[-*+] +([0-9a-f]{7,64}):", re.MULTILINE)
@@ -94,30 +98,53 @@ def split_entries(text: str, path: str) -> list[Entry]:
             lines = lines[2:] if _ADORNMENT.match(lines[0]) else lines[1:]
             if lines and _ADORNMENT.match(lines[0]):
                 lines = lines[1:]
-        bullets = [m.group(1) for line in lines if (m := _BULLET.match(line))]
-        chunks: list[list[str]] = []
-        if bullets:
-            top = min(len(b) for b in bullets)
-            for line in lines:
-                m = _BULLET.match(line)
-                if m and len(m.group(1)) == top:
-                    chunks.append([line])
-                elif chunks:  # nested bullets and continuation lines belong to the bullet above
-                    chunks[-1].append(line)
-        else:
-            chunks = [lines]
         version = sec.heading
         if len(sec.trail) >= 2 and not re.search(r"\d", version) and re.search(r"\d", sec.trail[-2]):
             version = f"{sec.trail[-2]} › {version}"  # "### Fixed" under "## 1.2.0"
-        for chunk in chunks:
+        for chunk in _chunks(lines):
             body = "\n".join(chunk).strip()
-            if not body:
+            if not _HTML_COMMENT.sub("", body).strip():  # nothing a reader sees
                 continue
             first = chunk[0].strip()
             numbers = list(dict.fromkeys(_NUMBER.findall(body)))
             shas = list(dict.fromkeys(m.group(1) or m.group(2) for m in _SHA.finditer(body)))
             entries.append(Entry(path, version, body, first, numbers, shas))
     return entries
+
+
+def _chunks(lines: list[str]) -> list[list[str]]:
+    """A section's LINES cut into entries: each top-level bullet with its nested lines, and the prose
+    around them (an intro paragraph, a paragraph after the list) on its own; a section without bullets is
+    one entry. A fenced code block is never cut: it belongs to the entry or prose it follows."""
+    fence = ""
+    code: list[bool] = []  # per line: inside fenced code (its fences included)
+    for line in lines:
+        opened = None if fence else _CODE_FENCE.match(line)
+        code.append(bool(fence or opened))
+        if opened:
+            fence = opened.group(1)
+        elif fence and line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+            fence = ""
+    tops = [None if in_code else _BULLET.match(line) for line, in_code in zip(lines, code, strict=True)]
+    indents = [len(m.group(1)) for m in tops if m]
+    if not indents:
+        return [lines]
+    top = min(indents)
+    chunks: list[list[str]] = [[]]
+    in_list = after_blank = False
+    for line, bullet, in_code in zip(lines, tops, code, strict=True):
+        if bullet and len(bullet.group(1)) == top:
+            chunks.append([line])
+            in_list = True
+        elif (
+            in_list and after_blank and not in_code and line.strip() and len(line) - len(line.lstrip()) <= top
+        ):
+            chunks.append([line])  # a paragraph back at the list's margin is prose of its own
+            in_list = False
+        else:
+            chunks[-1].append(line)  # nested bullets, continuation lines and code: the entry's above
+        after_blank = not line.strip()
+    return [chunk for chunk in chunks if chunk]
 
 
 def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
