@@ -564,6 +564,39 @@ def test_a_changelog_keeps_its_prose_and_never_cuts_its_code_into_entries(repo: 
     assert result.items and "drops support for Python 2" in result.items[0].title
 
 
+KEEP_A_CHANGELOG = """# Changelog
+
+## [Unreleased]
+### Added
+- Support for okapi herds.
+
+## [2.0.0] - 2024-03-01
+### Removed
+- The `--legacy` flag is removed.
+
+[Unreleased]: https://github.com/acme/widget/compare/v2.0.0...HEAD
+[2.0.0]: https://github.com/acme/widget/compare/v1.1.0...v2.0.0
+"""
+
+
+def test_keep_a_changelog_unreleased_entries_keep_their_version_and_the_links_stay_out(repo: Path) -> None:
+    """Keep a Changelog's `## [Unreleased]` → `### Added` entry was stored as "Added: Support for…", its
+    version lost ("unreleased changes" did not find it), and the compare links at the file's end were
+    part of the oldest release's last entry."""
+    commit(repo, "Note okapi support", {"CHANGELOG.md": KEEP_A_CHANGELOG})
+    sync.sync(repo, embed=False)
+    entries = changelog_entries(repo)
+    assert set(entries) == {
+        "CHANGELOG.md — [Unreleased] › Added: Support for okapi herds.",
+        "CHANGELOG.md — [2.0.0] - 2024-03-01 › Removed: The `--legacy` flag is removed.",
+    }, sorted(entries)
+    assert entries["CHANGELOG.md — [2.0.0] - 2024-03-01 › Removed: The `--legacy` flag is removed."] == (
+        "- The `--legacy` flag is removed."
+    )
+    result = query.run(project.load(repo).open_store(), "unreleased changes", project="repo")
+    assert result.items and "okapi" in result.items[0].title
+
+
 def test_changelog_entries_link_to_the_commits_they_name_by_id(repo: Path) -> None:
     """Generated changelogs name commits, not numbers: a commit link (conventional-changelog,
     release-please, semantic-release) or the abbreviated id that starts a changesets entry."""

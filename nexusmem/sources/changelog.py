@@ -52,7 +52,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import one_line
 
-_CURSOR_VERSION = "changelog-10"
+_CURSOR_VERSION = "changelog-11"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -67,6 +67,11 @@ _BULLET = re.compile(r"^( {0,6})[-*+] +\S")
 # A fenced code block's opening line (``` or ~~~, at any indent: a bullet's example is indented).
 _CODE_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# A Markdown link reference definition ("[2.0.0]: https://github.com/o/r/compare/v1.1.0...v2.0.0").
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+")
+# The release not made yet, as Keep a Changelog heads it ("## [Unreleased]"): a version for the sections
+# under it ("### Added").
+_UNRELEASED = re.compile(r"\bunreleased\b", re.IGNORECASE)
 # A commit an entry names: a commit link (".../commit/4ff8c1b…", as conventional-changelog, release-please
 # and semantic-release write them), or the abbreviated id that starts a changesets entry ("- 4ff8c1b: Fix …").
 _SHA = re.compile(r"/commits?/([0-9a-f]{7,64})\b|^[-*+] +([0-9a-f]{7,64}):", re.MULTILINE)
@@ -98,9 +103,13 @@ def split_entries(text: str, path: str) -> list[Entry]:
             lines = lines[2:] if _ADORNMENT.match(lines[0]) else lines[1:]
             if lines and _ADORNMENT.match(lines[0]):
                 lines = lines[1:]
+        # Keep a Changelog's compare links at the end ("[2.0.0]: https://…/compare/v1.1.0...v2.0.0") are
+        # link targets, not part of the oldest release's last entry.
+        while lines and (not lines[-1].strip() or _LINK_DEFINITION.match(lines[-1])):
+            lines.pop()
         version = sec.heading
-        if len(sec.trail) >= 2 and not re.search(r"\d", version) and re.search(r"\d", sec.trail[-2]):
-            version = f"{sec.trail[-2]} › {version}"  # "### Fixed" under "## 1.2.0"
+        if len(sec.trail) >= 2 and not _version_like(version) and _version_like(sec.trail[-2]):
+            version = f"{sec.trail[-2]} › {version}"  # "### Fixed" under "## 1.2.0" or "## [Unreleased]"
         for chunk in _chunks(lines):
             body = "\n".join(chunk).strip()
             if not _HTML_COMMENT.sub("", body).strip():  # nothing a reader sees
@@ -110,6 +119,11 @@ def split_entries(text: str, path: str) -> list[Entry]:
             shas = list(dict.fromkeys(m.group(1) or m.group(2) for m in _SHA.finditer(body)))
             entries.append(Entry(path, version, body, first, numbers, shas))
     return entries
+
+
+def _version_like(heading: str) -> bool:
+    """Whether HEADING names a release: a version number or date, or the release not made yet."""
+    return re.search(r"\d", heading) is not None or _UNRELEASED.search(heading) is not None
 
 
 def _chunks(lines: list[str]) -> list[list[str]]:
