@@ -597,6 +597,43 @@ def test_keep_a_changelog_unreleased_entries_keep_their_version_and_the_links_st
     assert result.items and "okapi" in result.items[0].title
 
 
+GNU_NEWS = """GNU Widget NEWS                                    -*- outline -*-
+
+* Noteworthy changes in release 3.1 (2023-05-01) [stable]
+
+** Bug fixes
+
+  widget no longer crashes when the config file is empty.
+  [bug introduced in widget-3.0]
+
+** New features
+
+  widget now accepts --zebra to print stripes.
+
+* Noteworthy changes in release 3.0 (2022-01-01) [stable]
+
+** Changes in behavior
+
+  The default timeout is now 60 seconds.
+"""
+
+
+def test_a_gnu_news_outline_is_read_release_by_release(repo: Path) -> None:
+    """GNU projects head each release of their NEWS with `* Noteworthy changes in release 3.1 …` and its
+    parts with `** Bug fixes`. Read as Markdown, those were bullets: each release was one entry whose
+    version was "NEWS", and "what changed in 3.1" put 3.0 first."""
+    commit(repo, "Release 3.1", {"NEWS": GNU_NEWS})
+    sync.sync(repo, embed=False)
+    titles = set(changelog_entries(repo))
+    release = "NEWS — Noteworthy changes in release 3.1 (2023-05-01) [stable]"
+    assert f"{release} › Bug fixes: widget no longer crashes when the config file is empty." in titles
+    assert f"{release} › New features: widget now accepts --zebra to print stripes." in titles
+    assert not any(t.startswith("NEWS — NEWS: * Noteworthy") for t in titles), sorted(titles)
+    result = query.run(project.load(repo).open_store(), "what changed in 3.1", project="repo")
+    notes = [item.title for item in result.items if item.title.startswith("NEWS — ")]
+    assert notes and notes[0].startswith(release), notes
+
+
 def test_changelog_entries_link_to_the_commits_they_name_by_id(repo: Path) -> None:
     """Generated changelogs name commits, not numbers: a commit link (conventional-changelog,
     release-please, semantic-release) or the abbreviated id that starts a changesets entry."""

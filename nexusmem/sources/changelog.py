@@ -52,7 +52,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import one_line
 
-_CURSOR_VERSION = "changelog-11"
+_CURSOR_VERSION = "changelog-12"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8

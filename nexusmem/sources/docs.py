@@ -472,10 +472,10 @@ _MAN_NAME = re.compile(r"\.[1-9][a-z]?$")
 
 def sections_of(text: str, file_name: str) -> list[Section]:
     """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, troff for a
-    manual page (.1 to .9), AsciiDoc for .adoc, Org for .org, RDoc for .rdoc (unless it says
-    `:markup: markdown`), else Markdown."""
+    manual page (.1 to .9), AsciiDoc for .adoc, Org for .org and a GNU NEWS outline (no extension), RDoc for
+    .rdoc (unless it says `:markup: markdown`), else Markdown."""
     name = file_name.lower()
-    if name.endswith(ORG_SUFFIXES):
+    if name.endswith(ORG_SUFFIXES) or ("." not in name and is_gnu_news(text)):
         return split_org_sections(text, file_name)
     if name.endswith(RST_SUFFIXES):
         return split_rst_sections(text, file_name)
@@ -486,6 +486,21 @@ def sections_of(text: str, file_name: str) -> list[Section]:
     if name.endswith(RDOC_SUFFIXES) and not _RDOC_MARKDOWN.search(text[:RDOC_DIRECTIVE_CHARS]):
         return split_rdoc_sections(text, file_name)
     return split_sections(text, file_name)
+
+
+# GNU NEWS (coreutils, grep, Emacs' etc/NEWS): an outline, each release a `* ` heading ("* Noteworthy
+# changes in release 9.5 (2024-03-28) [stable]", "* Changes in Emacs 29.1"), its parts `** ` ones ("** Bug
+# fixes"), read as Org's headlines. A Markdown list's `* 1.2: …` bullets are not: the outline has parts too,
+# or says it is one (`-*- outline -*-`).
+_GNU_NEWS_RELEASE = re.compile(r"^\*[ \t]+\S.*\d+\.\d+", re.MULTILINE)
+_GNU_NEWS_PART = re.compile(r"^\*\*[ \t]+\S", re.MULTILINE)
+
+
+def is_gnu_news(text: str) -> bool:
+    """Whether TEXT (a file with no extension) is a GNU NEWS outline of releases."""
+    if _GNU_NEWS_RELEASE.search(text) is None:
+        return False
+    return "-*- outline -*-" in text.split("\n", 1)[0] or _GNU_NEWS_PART.search(text) is not None
 
 
 RDOC_SUFFIXES = (".rdoc",)
