@@ -754,6 +754,24 @@ def test_notes_kept_as_files_in_a_history_or_changelog_folder_are_release_notes(
     assert "Workers no longer linger" in stored(repo, frag)[1]
 
 
+def test_a_news_fragment_not_added_yet_is_read_as_an_untracked_page_is(repo: Path) -> None:
+    """A towncrier fragment written but not `git add`ed yet was read by neither source, though an untracked
+    docs page is, and an uncommitted line in a tracked CHANGELOG is. It is read from the work tree too; a
+    fragment git ignores is not."""
+    commit(
+        repo,
+        "init",
+        {"CHANGELOG.md": "# Changelog\n\n## 1.0.0\n\n- First release.\n", ".gitignore": "*.draft.md\n"},
+    )
+    (repo / "changelog.d").mkdir()
+    (repo / "changelog.d" / "99.feature.md").write_text("Widgets can now be frobnicated.\n", encoding="utf-8")
+    (repo / "changelog.d" / "100.feature.draft.md").write_text("Ignored okapi draft.\n", encoding="utf-8")
+    sync.sync(repo, embed=False)
+    assert doc_paths_by_source(repo)["changelog"] == {"CHANGELOG.md", "changelog.d/99.feature.md"}
+    result = query.run(project.load(repo).open_store(), "frobnicated widgets", project="repo")
+    assert result.items and result.items[0].title.startswith("changelog.d/99.feature.md — "), result.items
+
+
 def test_a_news_fragment_whose_file_name_is_not_utf8_is_read(repo: Path) -> None:
     """A fragment named in Latin-1 (`changes/café-1220.bugfix.rst` written by a Latin-1 system) was
     neither read nor counted: its name was decoded with U+FFFD, a file that does not exist. It is read

@@ -72,6 +72,8 @@ _LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+")
 # The release not made yet, as Keep a Changelog heads it ("## [Unreleased]"): a version for the sections
 # under it ("### Added").
 _UNRELEASED = re.compile(r"\bunreleased\b", re.IGNORECASE)
+# A tracked file's entry in `git ls-files -s` output: mode, blob, stage, then a tab before its path.
+_STAGED = re.compile(rb"^(\d{6}) ([0-9a-f]{40,64}) \d\t")
 # A commit an entry names: a commit link (".../commit/4ff8c1b…", as conventional-changelog, release-please
 # and semantic-release write them), or the abbreviated id that starts a changesets entry ("- 4ff8c1b: Fix …").
 _SHA = re.compile(r"/commits?/([0-9a-f]{7,64})\b|^[-*+] +([0-9a-f]{7,64}):", re.MULTILINE)
@@ -162,25 +164,28 @@ def _chunks(lines: list[str]) -> list[list[str]]:
 
 
 def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
-    """(path, stamp) of tracked changelog files, sorted; also the (path, size) of those over MAX_BYTES. The
-    stamp is the index's blob and the work tree file's size, modification and change times: the entries are
-    read from the work tree (an edit not yet committed is read too), and a commit of the file, which leaves
-    it as it was, changes which commit added each entry."""
-    out = gitcmd.run(["ls-files", "-s", "-z"], root)
-    found: list[tuple[str, str]] = []
-    too_big: list[tuple[str, int]] = []
+    """(path, stamp) of the changelog files, tracked and untracked-not-ignored (a news fragment not added
+    yet, as the docs source reads an untracked page), sorted; also the (path, size) of those over MAX_BYTES.
+    The stamp is the index's blob (none for an untracked file) and the work tree file's size, modification
+    and change times: the entries are read from the work tree (an edit not yet committed is read too), and a
+    commit of the file, which leaves it as it was, changes which commit added each entry."""
+    # One process for both: `-s` prints "mode blob stage<TAB>path" for a tracked file, the bare path for
+    # an untracked one.
+    out = gitcmd.run(["ls-files", "-s", "-co", "--exclude-standard", "-z"], root)
+    listed: dict[str, str] = {}
     for entry in out.split(b"\0"):
-        meta, _, raw = entry.partition(b"\t")
-        if not raw:
-            continue
+        staged = _STAGED.match(entry)
+        raw = entry[staged.end() :] if staged else entry
+        if not raw or (staged and not staged.group(1).startswith(b"100")):
+            continue  # a link (120000), a submodule (160000)
         # A name that is not UTF-8 (caf\xe9.rst) keeps its bytes (surrogate escapes) so that the file can be
         # opened and given to git by its real name; its entries are stored under display_path(), as docs' are.
         path = os.fsdecode(raw)
-        if not is_release_notes(path):
-            continue
-        parts = meta.split()
-        if len(parts) < 2 or not parts[0].startswith(b"100"):
-            continue
+        if is_release_notes(path):
+            listed.setdefault(path, staged.group(2).decode("ascii") if staged else "untracked")
+    found: list[tuple[str, str]] = []
+    too_big: list[tuple[str, int]] = []
+    for path, blob in listed.items():
         try:
             st = regular_file(root / path)
         except OSError:
@@ -190,7 +195,7 @@ def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]],
         if st.st_size > max_bytes:
             too_big.append((path, st.st_size))
             continue
-        found.append((path, f"{parts[1].decode('ascii')}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"))
+        found.append((path, f"{blob}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"))
     return sorted(found), sorted(too_big)
 
 
