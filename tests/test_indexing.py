@@ -754,6 +754,49 @@ def test_notes_kept_as_files_in_a_history_or_changelog_folder_are_release_notes(
     assert "Workers no longer linger" in stored(repo, frag)[1]
 
 
+TOWNCRIER_TEMPLATE = """{% for section, _ in sections.items() %}
+{% if sections[section] %}
+{% for category, val in definitions.items() if category in sections[section]%}
+{{ definitions[category]['name'] }}
+
+{% for text, values in sections[section][category].items() %}
+- {{ text }}
+{% endfor %}
+{% endfor %}
+{% else %}
+No significant changes.
+{% endif %}
+{% endfor %}
+"""
+
+
+def test_a_test_fixture_a_template_and_an_include_page_are_not_release_notes(repo: Path) -> None:
+    """A test suite's tests/fixtures/CHANGELOG.md answered "what's new in 9.9.9" as the project's release;
+    towncrier's changelog.d/template.rst became an entry "template.rst: {{ text }}"; Sphinx's
+    docs/changelog.rst, which only includes ../NEWS, became entries of its own. The docs source's exclusions
+    (test folders, fixtures, the config's globs) hold for release notes too, and neither a template nor an
+    include page is notes; the project's own notes and fragments are read as before."""
+    commit(
+        repo,
+        "Release 1.0.0",
+        {
+            "CHANGELOG.md": "# Changelog\n\n## 1.0.0\n\n- First release of the widget.\n",
+            "tests/fixtures/CHANGELOG.md": "# Changelog\n\n## 9.9.9\n\n- Fixture okapi entry for the parser.\n",
+            "changelog.d/template.rst": TOWNCRIER_TEMPLATE,
+            "changelog.d/12.bugfix.rst": "The parser no longer drops okapi dates.\n",
+            "docs/changelog.rst": ".. Changelog transcluded from the NEWS file\n\n=========\nChangelog\n"
+            "=========\n\n.. include:: ../CHANGELOG.md\n",
+        },
+    )
+    sync.sync(repo, embed=False)
+    paths = doc_paths_by_source(repo)
+    assert paths["changelog"] == {"CHANGELOG.md", "changelog.d/12.bugfix.rst"}, paths
+    assert "docs" not in paths, paths  # nor read as docs instead
+    result = query.run(project.load(repo).open_store(), "what's new in 9.9.9", project="repo")
+    assert not any("9.9.9" in item.title for item in result.items), [item.title for item in result.items]
+    assert not any("9.9.9" in note for note in result.notes), result.notes
+
+
 def test_a_news_fragment_not_added_yet_is_read_as_an_untracked_page_is(repo: Path) -> None:
     """A towncrier fragment written but not `git add`ed yet was read by neither source, though an untracked
     docs page is, and an uncommitted line in a tracked CHANGELOG is. It is read from the work tree too; a

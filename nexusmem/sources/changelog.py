@@ -40,10 +40,12 @@ from nexusmem.redact import cut_redacted, redact, redact_cut
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import (
+    Section,
     display_path,
     inline_text,
     is_release_notes,
     regular_file,
+    release_notes_excluded,
     sections_of,
     shallow_marker,
     too_big_problem,
@@ -52,7 +54,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import one_line
 
-_CURSOR_VERSION = "changelog-12"
+_CURSOR_VERSION = "changelog-13"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -72,6 +74,20 @@ _LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+")
 # The release not made yet, as Keep a Changelog heads it ("## [Unreleased]"): a version for the sections
 # under it ("### Added").
 _UNRELEASED = re.compile(r"\bunreleased\b", re.IGNORECASE)
+# The template towncrier renders its fragments with (dateutil's changelog.d/template.rst), beside them.
+_TEMPLATE = re.compile(
+    r"(?:^|/)(?:changelogs?|changelog\.d|changes|news|newsfragments)/_?template\.[^/]+$", re.IGNORECASE
+)
+# A line of a Jinja template: a statement or an expression ("{% for text, values in … %}", "{{ text }}").
+_JINJA = re.compile(r"\{%.*%\}|\{\{.*\}\}")
+# What a page that only pulls the notes in from elsewhere holds (Sphinx's docs/changelog.rst holding
+# `.. include:: ../NEWS`, MyST's ```{include}, AsciiDoc's include::, MkDocs' snippets and includes): the
+# directive, its options, a comment, a closing fence.
+_INCLUDE = re.compile(
+    r"^\s*(?:\.\.\s+(?:include|mdinclude|literalinclude)::|(?:```|:::)\{include\}|include::\S|--8<--|\{!.*!\}\s*$)",
+    re.IGNORECASE,
+)
+_INCLUDE_PART = re.compile(r"^\s*(?::[\w-]+:.*|\.\.(?:\s+(?!\S+::).*)?|<!--.*-->|```|:::)\s*$")
 # A tracked file's entry in `git ls-files -s` output: mode, blob, stage, then a tab before its path.
 _STAGED = re.compile(rb"^(\d{6}) ([0-9a-f]{40,64}) \d\t")
 # A commit an entry names: a commit link (".../commit/4ff8c1b…", as conventional-changelog, release-please
@@ -98,6 +114,7 @@ class Entry:
 def split_entries(text: str, path: str) -> list[Entry]:
     """The entries of one changelog file: top-level bullets of each section (or the section's prose)."""
     entries: list[Entry] = []
+    sections: list[tuple[Section, list[str]]] = []
     for sec in sections_of(text, path.rsplit("/", 1)[-1]):
         lines = sec.text.split("\n")
         if sec.level:
@@ -105,6 +122,10 @@ def split_entries(text: str, path: str) -> list[Entry]:
             lines = lines[2:] if _ADORNMENT.match(lines[0]) else lines[1:]
             if lines and _ADORNMENT.match(lines[0]):
                 lines = lines[1:]
+        sections.append((sec, lines))
+    if not _notes_of_its_own([line for _, lines in sections for line in lines if line.strip()]):
+        return []
+    for sec, lines in sections:
         # Keep a Changelog's compare links at the end ("[2.0.0]: https://…/compare/v1.1.0...v2.0.0") are
         # link targets, not part of the oldest release's last entry.
         while lines and (not lines[-1].strip() or _LINK_DEFINITION.match(lines[-1])):
@@ -121,6 +142,16 @@ def split_entries(text: str, path: str) -> list[Entry]:
             shas = list(dict.fromkeys(m.group(1) or m.group(2) for m in _SHA.finditer(body)))
             entries.append(Entry(path, version, body, first, numbers, shas))
     return entries
+
+
+def _notes_of_its_own(lines: list[str]) -> bool:
+    """Whether a changelog file's non-blank LINES (under its titles) are notes: not a template (mostly Jinja,
+    as towncrier's is), nor a page that only includes the notes kept elsewhere."""
+    jinja = sum(1 for line in lines if _JINJA.search(line))
+    if jinja >= 3 and 2 * jinja >= len(lines):
+        return False
+    includes = [line for line in lines if not _INCLUDE_PART.match(line)]
+    return not includes or not all(_INCLUDE.match(line) for line in includes)
 
 
 def _version_like(heading: str) -> bool:
@@ -163,8 +194,11 @@ def _chunks(lines: list[str]) -> list[list[str]]:
     return [chunk for chunk in chunks if chunk]
 
 
-def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
-    """(path, stamp) of the changelog files, tracked and untracked-not-ignored (a news fragment not added
+def _changelog_files(
+    root: Path, max_bytes: int, exclude: Sequence[str]
+) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """(path, stamp) of the changelog files (but those the docs' EXCLUDE globs leave out, and towncrier's
+    template), tracked and untracked-not-ignored (a news fragment not added
     yet, as the docs source reads an untracked page), sorted; also the (path, size) of those over MAX_BYTES.
     The stamp is the index's blob (none for an untracked file) and the work tree file's size, modification
     and change times: the entries are read from the work tree (an edit not yet committed is read too), and a
@@ -181,7 +215,11 @@ def _changelog_files(root: Path, max_bytes: int) -> tuple[list[tuple[str, str]],
         # A name that is not UTF-8 (caf\xe9.rst) keeps its bytes (surrogate escapes) so that the file can be
         # opened and given to git by its real name; its entries are stored under display_path(), as docs' are.
         path = os.fsdecode(raw)
-        if is_release_notes(path):
+        if (
+            is_release_notes(path)
+            and not release_notes_excluded(path, exclude)
+            and not _TEMPLATE.search(path)
+        ):
             listed.setdefault(path, staged.group(2).decode("ascii") if staged else "untracked")
     found: list[tuple[str, str]] = []
     too_big: list[tuple[str, int]] = []
@@ -376,9 +414,11 @@ class ChangelogSource:
 
     def scan(self, ctx: ScanContext) -> ScanResult:
         """Nothing when no changelog file changed since the last sync; else every entry and its links."""
-        max_bytes = int(ctx.config.get("sources", {}).get("docs", {}).get("maxFileBytes", 1_000_000))
+        docs = ctx.config.get("sources", {}).get("docs", {})
+        max_bytes = int(docs.get("maxFileBytes", 1_000_000))
+        exclude = list(docs.get("exclude", []))
         code, _ = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], ctx.root)
-        files, too_big = _changelog_files(ctx.root, max_bytes) if code == 0 else ([], [])
+        files, too_big = _changelog_files(ctx.root, max_bytes, exclude) if code == 0 else ([], [])
         # A shallow clone's boundary too: deepened or unshallowed, the entries' commits can be found now.
         marker = shallow_marker(ctx.root)
         key: list[Any] = [_CURSOR_VERSION, files, *([marker] if marker else [])]

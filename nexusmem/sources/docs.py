@@ -88,6 +88,15 @@ def is_release_notes(path: str) -> bool:
     return _RELEASE_NOTES_DIR.search(folder + "/") is not None and _TEXT_NOTE.match(name) is not None
 
 
+def release_notes_excluded(path: str, exclude: Sequence[str]) -> bool:
+    """Whether the docs source's EXCLUDE globs (sources.docs.exclude) keep the release notes at PATH from the
+    changelog source too: a test suite's or a fixture's (`tests/*`, `fixtures/*`: a `## 9.9.9` there is no
+    release of the project), a vendored copy, a folder the config leaves out. A glob that names release
+    notes themselves (the default `CHANGELOG*`, `NEWS*`) only leaves them to the changelog source."""
+    others = tuple(p for p in exclude if "/" in p or RELEASE_NOTES.match(p.rstrip("*").rstrip(".")) is None)
+    return bool(others) and _glob_match(path, others)
+
+
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
