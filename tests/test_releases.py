@@ -250,3 +250,33 @@ def test_what_changed_in_a_release_answers_with_its_changelog_and_release_commit
         assert not found["weak"], question
     # The same words about a release memory does not know change nothing.
     assert not query_json(repo, "what changed in 4.4.4")["items"][0]["title"].startswith("CHANGELOG")
+
+
+def test_what_a_release_holds_shows_all_its_entries_in_file_order(repo: Path) -> None:
+    """ "What's new in 2.0.0?" about a release with eight entries: all eight are shown, in the order the
+    changelog lists them, before anything else; the sibling cap on one heading's entries (two) is for an
+    answer the words found, not for a release's contents asked for as a whole."""
+    news = [
+        "Added `Duration#removeZeros` method",
+        "Added a `rounding` option to toRelative",
+        "Allow escaping single quotes in format strings",
+        "Accept a lowercase t as the ISO separator",
+        "Reject non-finite numbers in durations",
+        "Improve the documentation for Interval",
+        "Added a dark theme for the documentation site",
+        "Fixed the week number of 31 December",
+    ]
+    changelog = "# Changelog\n\n## 2.0.0 (2024-03-01)\n\n" + "".join(f"- {line}\n" for line in news)
+    changelog += "\n## 1.0.0 (2024-01-01)\n\n- First release\n- Added the parser\n- Added the printer\n"
+    for n in range(6):
+        commit(repo, f"new printer, what's new ({n})", {f"c{n}.js": f"N = {n}\n"}, when=NOW - (500 - n) * DAY)
+    v1 = commit(repo, "Release version 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.0.0", v1)
+    v2 = commit(repo, "Release version 2.0.0", {"CHANGELOG.md": changelog}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v2.0.0", v2)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what's new in 2.0.0")
+    titles = [item["title"] for item in found["items"]]
+    assert titles[: len(news)] == [f"CHANGELOG.md — 2.0.0 (2024-03-01): {line}" for line in news], titles
+    assert found["items"][len(news)]["ref"] == v2, titles
+    assert not found["weak"]

@@ -74,6 +74,8 @@ class _Searched:
     listing_note: str | None = None
     # The ids its search matched (counted among its matches): a linked fix among them is not counted again.
     matched: frozenset[str] = frozenset()
+    # The entries of the release it asks about, packed all (query.Retrieved.whole).
+    whole: frozenset[str] = frozenset()
 
 
 def searched_from(index: int, target: Target, store: SearchStore, found: query.Retrieved) -> _Searched:
@@ -101,6 +103,7 @@ def searched_from(index: int, target: Target, store: SearchStore, found: query.R
         found.listing,
         found.listing_note,
         frozenset(found.evidence),
+        found.whole,
     )
 
 
@@ -433,6 +436,7 @@ def _fuse_and_pack(
         with_project=True,
         notes=result.notes,
         author=author,
+        whole=frozenset().union(*(s.whole for s in searched)),
     )
     # A fix is counted once, however many stores link it (both clones, this memory and the team store).
     counted = {node_id for s in searched for node_id in s.matched | {n.id for n, _ in s.scored}}

@@ -440,6 +440,9 @@ class Retrieved:
     # The time a failure the question reports happened ("when the docker build failed yesterday") when none
     # of the first WEAK_TOP results happened then: how to say that time (the answer is then weak).
     missed_window: str | None = None
+    # The changelog entries of the release the question asks about (release_nodes): shown all, budget
+    # permitting, not capped as siblings of one heading (pack.MAX_SIBLINGS).
+    whole: frozenset[str] = frozenset()
 
 
 def retrieve(
@@ -469,6 +472,7 @@ def retrieve(
     # it says of it (an answer fused from several projects lists them together, newest first).
     listed: list[StoredNode] = []
     listing_note: str | None = None
+    whole: frozenset[str] = frozenset()  # a release's entries, packed all (Retrieved.whole)
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
@@ -600,6 +604,7 @@ def retrieve(
         if shipped:
             scored = put_first(scored, shipped)
             answered_by = shipped[0].id
+            whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
             question.notes.append(f"first: what release {question.shipped} holds (its changelog, its commit)")
     pasted = search.named_commit(store, question.search_text)
     if pasted is not None:
@@ -703,6 +708,7 @@ def retrieve(
         frozenset(node.id for node in listed),
         listing_note,
         missed,
+        whole,
     )
 
 
@@ -739,25 +745,26 @@ RELEASE_CANDIDATES = 200
 
 
 def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str) -> list[StoredNode]:
-    """What says what release VERSION holds, in this order: the changelog entries under its heading, the
-    commit its tag names, and the commits whose title names it ("Release 7.4.1 (#2965)", "Prepare 1.7.15")."""
+    """What says what release VERSION holds, in this order: the changelog entries under its heading (in the
+    order the file holds them), the commit its tag names, and the commits whose title names it ("Release 7.4.1 (#2965)", "Prepare 1.7.15")."""
     phrase = '"' + " ".join(version.split(".")) + '"'
     hits = exact.scored(phrase, RELEASE_CANDIDATES)
     nodes = store.get_many([node_id for node_id, _ in hits], light=True)
     # 7.4.1 and not 7.4.10 or 2.7.4.1; "1.7" names 1.7.0 too.
     named = re.compile(r"(?<![\w.])[vV]?" + re.escape(version) + r"(\.0)*(?![\w]|\.\d)")
     listed = [node for node_id, _ in hits if (node := nodes.get(node_id)) is not None]
-    entries = [
-        node
+    entries = {
+        node.id: node
         for node in listed
         if node.kind == "doc_section"
         and node.source == rank.CHANGELOG_SOURCE
         and named.search(node.ref.partition("#")[2].split(" › ", 1)[0])
-    ]
+    }
     commits = [node for node in listed if node.kind == "git_commit" and named.search(node.title)]
     sha = store.release_commit(version)
     tagged = store.get_many(store.commits_by_sha(sha)[:1], light=True) if sha else {}
-    return list({node.id: node for node in [*entries, *tagged.values(), *commits]}.values())
+    in_file = [entries[node_id] for node_id in store.written_order(list(entries))]
+    return list({node.id: node for node in [*in_file, *tagged.values(), *commits]}.values())
 
 
 def put_first(
@@ -1860,6 +1867,7 @@ def run(
         search_text=found.question.search_text,
         notes=result.notes,
         author=author,
+        whole=found.whole,
     )
     matched_ids = set(found.evidence) | {n.id for n, _ in scored}
     result.matched += linked_fixes(
@@ -1986,12 +1994,14 @@ def pack_items(
     until: int | None = None,
     notes: list[str] | None = None,
     author: str | None = None,
+    whole: frozenset[str] = frozenset(),
 ) -> tuple[list[Item], int]:
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
     candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF, outside SINCE..UNTIL or
     run by another than AUTHOR (nexusmem.authors) is left out, as the search left out such nodes. HEADER_COST
-    is what the header and footer take as NOTES stand (header_tokens). When the best match is too large for
+    is what the header and footer take as NOTES stand (header_tokens). The ids in WHOLE (a release's entries,
+    Retrieved.whole) are not capped as siblings: each is packed if it fits. When the best match is too large for
     the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
     Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
     items: dict[str, Item] = {}
@@ -2023,7 +2033,7 @@ def pack_items(
             item = replace(items[node.id], linked_from=linked_from, relation=relation)
             return estimate_tokens(item_text(item, with_project=with_project)) + 1
 
-        group = None if node.group is None else f"{shelf.group_prefix}{node.group}"
+        group = None if node.group is None or node.id in whole else f"{shelf.group_prefix}{node.group}"
         return Candidate(node.id, score, group, shown, floor=min_tokens(node), linked_size=shown)
 
     def fixes_of(node_id: str) -> list[tuple[str, str]]:

@@ -56,6 +56,11 @@ class SearchStore(Protocol):
         """Ids of up to 5 commits whose sha starts with PREFIX (lower-case hex), in sha order."""
         ...
 
+    def written_order(self, ids: Sequence[str]) -> list[str]:
+        """Those of IDS the store holds, in the order they were first written (a file's changelog entries: the
+        order the file holds them); a store that keeps no such order gives them as IDS does."""
+        ...
+
     def diffs_of(self, sha: str) -> list[tuple[str, str]]:
         """(id, ref) of the per-file diffs of the commit SHA (their ref is `sha:path`), in path order."""
         ...

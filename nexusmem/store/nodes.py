@@ -681,6 +681,12 @@ class NodesMixin:
             )
         ]
 
+    def written_order(self, ids: Sequence[str]) -> list[str]:
+        """Those of IDS memory holds, in the order they were first written (a file's sections and changelog
+        entries: the order the file holds them, as a sync reads a file top to bottom)."""
+        rows = rows_in(self.conn, "SELECT seq, id FROM nodes WHERE id IN ({marks})", list(dict.fromkeys(ids)))
+        return [node_id for _, node_id in sorted(rows)]
+
     def size_hint(self) -> int:
         """Roughly how many nodes the store has ever held (max rowid): free, unlike COUNT(*)."""
         row = self.conn.execute("SELECT MAX(seq) FROM nodes").fetchone()

@@ -1095,6 +1095,11 @@ class TeamStore:
         ).fetchall()
         return [(r[0], r[1]) for r in rows]
 
+    def written_order(self, ids: Sequence[str]) -> list[str]:
+        """As IDS gives them (those the team holds): the team store keeps no order of writing."""
+        held = self.get_many(ids, light=True)
+        return [node_id for node_id in dict.fromkeys(ids) if node_id in held]
+
     def commits_by_sha(self, prefix: str) -> list[str]:
         rows = self.conn.execute(
             "SELECT id FROM nodes WHERE kind = 'git_commit' AND ref >= %s AND ref < %s AND project_id = %s"
