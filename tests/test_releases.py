@@ -215,6 +215,11 @@ def test_a_secret_in_a_tag_name_is_redacted_and_the_tag_still_names_its_release(
         ("does retry work in 7.4.1?", None),  # more than the release
         ("what changed from 7.4.0 to 7.4.1", None),
         ("the server listens on 127.0.0.1:8000", None),
+        # A pre- or post-release named is that release, not the final one.
+        ("what's new in 2.0.0-alpha.1", "2.0.0-alpha.1"),
+        ("what changed in 6.0.0-beta.1?", "6.0.0-beta.1"),
+        ("what's new in 2.9.0.post0", "2.9.0.post0"),
+        ("1.0.0rc1 release notes", "1.0.0rc1"),
     ],
 )
 def test_a_question_about_what_a_release_holds(text: str, version: str | None) -> None:
@@ -280,3 +285,40 @@ def test_what_a_release_holds_shows_all_its_entries_in_file_order(repo: Path) ->
     assert titles[: len(news)] == [f"CHANGELOG.md — 2.0.0 (2024-03-01): {line}" for line in news], titles
     assert found["items"][len(news)]["ref"] == v2, titles
     assert not found["weak"]
+
+
+def test_a_release_is_not_mixed_with_its_pre_and_post_releases(repo: Path) -> None:
+    """ "What changed in 2.0.0?" shows 2.0.0's entries, not those of 2.0.0-beta.1 or 2.0.0.post0 (each its own
+    release, with its own heading); "what's new in 2.0.0-beta.1?" names the pre-release, and is answered by its
+    entries."""
+    changelog = "# Changelog\n\n## 2.0.0.post0 (2024-03-02)\n\n- Pinned the build tool\n\n"
+    changelog += "## 2.0.0 (2024-03-01)\n\n- Streaming uploads\n- Faster pool\n\n"
+    changelog += (
+        "## 2.0.0-beta.1 (2024-02-01)\n\n- Removed the collection class\n- Requires a newer runtime\n"
+    )
+    changelog += "- Dropped the batch results\n\n## 1.0.0 (2024-01-01)\n\n- First release\n"
+    v1 = commit(repo, "Release 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.0.0", v1)
+    beta = commit(repo, "Release 2.0.0-beta.1", {"VERSION": "2.0.0-beta.1\n"}, when=NOW - 250 * DAY)
+    git(repo, "tag", "v2.0.0-beta.1", beta)
+    v2 = commit(repo, "Release 2.0.0", {"CHANGELOG.md": changelog}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v2.0.0", v2)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+
+    # (The commit that wrote the entries follows the first, as the commit it describes.)
+    found = query_json(repo, "what changed in 2.0.0")
+    titles = [item["title"] for item in found["items"]]
+    assert [title for title in titles if title.startswith("CHANGELOG")] == [
+        "CHANGELOG.md — 2.0.0 (2024-03-01): Streaming uploads",
+        "CHANGELOG.md — 2.0.0 (2024-03-01): Faster pool",
+    ], titles
+    assert "Release 2.0.0" in titles[:3], titles
+    found = query_json(repo, "what's new in 2.0.0-beta.1?")
+    titles = [item["title"] for item in found["items"]]
+    assert [title for title in titles[:5] if title.startswith("CHANGELOG")] == [
+        "CHANGELOG.md — 2.0.0-beta.1 (2024-02-01): Removed the collection class",
+        "CHANGELOG.md — 2.0.0-beta.1 (2024-02-01): Requires a newer runtime",
+        "CHANGELOG.md — 2.0.0-beta.1 (2024-02-01): Dropped the batch results",
+    ], titles
+    assert "Release 2.0.0-beta.1" in titles[:5], titles
+    assert "first: what release 2.0.0-beta.1 holds (its changelog, its commit)" in found["notes"]

@@ -343,12 +343,20 @@ _RELEASE_WORDS = """
     tagged fix fixed fixes bring brought come came ship shipped add added happened
 """
 _RELEASE_ASKS = frozenset(_RELEASE_WORDS.split())
+# A version as release_named reads it: _VERSION, or one with a pre- or post-release suffix ("2.0.0-alpha.1",
+# "6.0.0-beta.1", "1.0.0rc1", "2.9.0.post0"), which names that release, not the final one.
+_NAMED_VERSION = re.compile(
+    r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2}(?:[-.]?(?:alpha|beta|rc|pre|preview|dev|post|a|b)[.-]?\d*)?)"
+    r"(?![\w.]*\d)(?!\.?\w)",
+    re.IGNORECASE,
+)
 
 
 def release_named(text: str) -> str | None:
     """The project's release whose contents TEXT asks for and nothing more ("what changed in 7.4.1?" -> "7.4.1";
-    "v2.0 release notes" -> "2.0"), else None (also when it names another program's version, or more)."""
-    versions = list(_VERSION.finditer(text))
+    "v2.0 release notes" -> "2.0"; "what's new in 2.0.0-alpha.1" -> "2.0.0-alpha.1"), else None (also when it
+    names another program's version, or more)."""
+    versions = list(_NAMED_VERSION.finditer(text))
     if len(versions) != 1:
         return None
     found = versions[0]

@@ -742,16 +742,21 @@ def _release_note(version: str, window: tuple[int, int | None]) -> str:
 
 # How many nodes the version's phrase ("7 4 1", as the index holds 7.4.1) may match to be read for release_nodes.
 RELEASE_CANDIDATES = 200
+_RELEASE_NUMBER = re.compile(r"\d+(?:\.\d+)*")
 
 
 def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str) -> list[StoredNode]:
     """What says what release VERSION holds, in this order: the changelog entries under its heading (in the
     order the file holds them), the commit its tag names, and the commits whose title names it ("Release 7.4.1 (#2965)", "Prepare 1.7.15")."""
-    phrase = '"' + " ".join(version.split(".")) + '"'
+    phrase = '"' + " ".join(_WORDS.findall(version)) + '"'
     hits = exact.scored(phrase, RELEASE_CANDIDATES)
     nodes = store.get_many([node_id for node_id, _ in hits], light=True)
-    # 7.4.1 and not 7.4.10 or 2.7.4.1; "1.7" names 1.7.0 too.
-    named = re.compile(r"(?<![\w.])[vV]?" + re.escape(version) + r"(\.0)*(?![\w]|\.\d)")
+    # 7.4.1 and not 7.4.10 or 2.7.4.1, nor a pre- or post-release of it (7.4.1-beta.1, 7.4.1rc1, 7.4.1.post0);
+    # "1.7" names 1.7.0 too. A pre-release named (2.0.0-alpha.1) is its own release.
+    final = _RELEASE_NUMBER.fullmatch(version) is not None
+    named = re.compile(
+        r"(?<![\w.])[vV]?" + re.escape(version) + (r"(\.0)*" if final else "") + r"(?![\w]|\.\w|-[A-Za-z])"
+    )
     listed = [node for node_id, _ in hits if (node := nodes.get(node_id)) is not None]
     entries = {
         node.id: node
@@ -761,7 +766,7 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
         and named.search(node.ref.partition("#")[2].split(" › ", 1)[0])
     }
     commits = [node for node in listed if node.kind == "git_commit" and named.search(node.title)]
-    sha = store.release_commit(version)
+    sha = store.release_commit(version) if final else None  # the version tags held are final releases
     tagged = store.get_many(store.commits_by_sha(sha)[:1], light=True) if sha else {}
     in_file = [entries[node_id] for node_id in store.written_order(list(entries))]
     return list({node.id: node for node in [*in_file, *tagged.values(), *commits]}.values())
