@@ -12,7 +12,7 @@ import pytest
 
 from nexusmem import project
 from nexusmem.retrieve import query, rank
-from nexusmem.retrieve.intent import release_named, release_version
+from nexusmem.retrieve.intent import newest_release_asked, release_named, release_version
 from nexusmem.sources.git import releases
 
 from helpers import commit, git, query_json, run_cli
@@ -322,3 +322,57 @@ def test_a_release_is_not_mixed_with_its_pre_and_post_releases(repo: Path) -> No
     ], titles
     assert "Release 2.0.0-beta.1" in titles[:5], titles
     assert "first: what release 2.0.0-beta.1 holds (its changelog, its commit)" in found["notes"]
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("what changed in the last release", True),
+        ("what's new in the latest version?", True),
+        ("latest release notes", True),
+        ("what did the most recent release bring", True),
+        ("what changed since the last release", False),  # what came after it
+        ("what was the last commit", False),
+        ("does retry work in the latest version?", False),  # more than the release
+        ("what's new", False),
+    ],
+)
+def test_a_question_about_the_newest_release(text: str, asked: bool) -> None:
+    assert newest_release_asked(text) is asked
+
+
+def test_the_last_release_is_the_highest_version_tag_answered_as_if_named(repo: Path) -> None:
+    """ "What changed in the last release?" names no version: the highest version a tag names (1.10.0, above
+    1.9.0 by number, and above a 1.8.1 fix tagged later) is taken, said in a note, and its entries and
+    release commit come first, as for "what changed in 1.10.0"."""
+    changelog = (
+        "# Changelog\n\n## 1.10.0 (2024-03-01)\n\n- Streaming uploads\n- Faster pool\n- New timeout\n\n"
+    )
+    changelog += "## 1.9.0 (2024-02-01)\n\n- Changed the retry delay\n- Release tooling\n\n"
+    changelog += "## 1.8.0 (2024-01-01)\n\n- First release\n"
+    for n in range(4):
+        commit(repo, f"fix the release script ({n})", {f"r{n}.sh": f"N={n}\n"}, when=NOW - (500 - n) * DAY)
+    for version, days in (("1.8.0", 300), ("1.9.0", 250)):
+        git(
+            repo,
+            "tag",
+            f"v{version}",
+            commit(repo, f"Release {version}", {"V": version}, when=NOW - days * DAY),
+        )
+    v110 = commit(repo, "Release 1.10.0", {"CHANGELOG.md": changelog}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v1.10.0", v110)
+    git(repo, "checkout", "-q", "-b", "old", "v1.8.0")
+    git(repo, "tag", "v1.8.1", commit(repo, "Release 1.8.1", {"V": "1.8.1"}, when=NOW - 100 * DAY))
+    git(repo, "checkout", "-q", "-")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what changed in the last release", "what's new in the latest version?"):
+        found = query_json(repo, question)
+        titles = [item["title"] for item in found["items"]]
+        assert [title for title in titles[:4] if title.startswith("CHANGELOG")] == [
+            "CHANGELOG.md — 1.10.0 (2024-03-01): Streaming uploads",
+            "CHANGELOG.md — 1.10.0 (2024-03-01): Faster pool",
+            "CHANGELOG.md — 1.10.0 (2024-03-01): New timeout",
+        ], titles
+        assert "Release 1.10.0" in titles[:4], titles
+        assert "the newest release: 1.10.0 (the highest version tag)" in found["notes"], found["notes"]
+        assert not found["weak"]

@@ -374,6 +374,25 @@ def release_named(text: str) -> str | None:
     return found.group(1)
 
 
+# "What changed in the last release?", "what's new in the latest version", "latest release notes": the newest
+# release's contents are asked for (answered as release_named's, once the store names that release). Every
+# word is one of _RELEASE_ASKS or _NEWEST, one of _NEWEST at least, and "release", "version" or "tag" is said;
+# "since the last release" asks what came after it (not one of these words).
+_NEWEST = frozenset({"last", "latest", "newest", "recent", "most", "current"})
+_RELEASE_NOUNS = frozenset({"release", "releases", "version", "versions", "tag", "changelog"})
+
+
+def newest_release_asked(text: str) -> bool:
+    """Whether TEXT asks what the project's newest release holds and nothing more ("what changed in the last
+    release?", "what's new in the latest version")."""
+    words = re.findall(r"[\w']+", text.lower().replace("’", "'"))
+    return (
+        bool(_NEWEST.intersection(words))
+        and bool(_RELEASE_NOUNS.intersection(words))
+        and all(word in _RELEASE_ASKS or word in _NEWEST for word in words)
+    )
+
+
 # A name need not look like code to be one: "what is the envwrap decorator for?" names it by what it is.
 _NAMED_THING = re.compile(
     r"\b(?:the|an?|this|its|their) ([A-Za-z_$][\w$]*) (?:decorator|class|function|helper|method|type|module|"

@@ -26,6 +26,7 @@ from nexusmem.retrieve.intent import (
     mentions_docs,
     mentions_tests,
     names_code,
+    newest_release_asked,
     origin_name,
     purpose_name,
     release_named,
@@ -365,6 +366,7 @@ class Question:
     topic: Topic | None = None  # the practical matter asked about (intent.topic): its doc sections count more
     shipped: str | None = None  # the release whose contents the question asks for (intent.release_named)
     cut: bool = False  # TEXT is an overlong question's first and last halves (MAX_QUERY_CHARS)
+    newest: bool = False  # asks what the newest release holds (intent.newest_release_asked)
 
 
 def prepare(text: str) -> Question:
@@ -398,6 +400,7 @@ def prepare(text: str) -> Question:
         topic(text),
         release_named(text),
         cut,
+        newest_release_asked(text),
     )
 
 
@@ -593,6 +596,12 @@ def retrieve(
         scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
     scored = originals_first(scored, question.text)
     scored = distinct_changes(scored)
+    if question.newest and question.shipped is None:
+        # "What changed in the last release?": the highest version the tags name (at the question's end of
+        # time), answered as if named.
+        question.shipped = store.newest_release(until)
+        if question.shipped is not None:
+            question.notes.append(f"the newest release: {question.shipped} (the highest version tag)")
     if question.shipped is not None:
         # "What changed in 7.4.1?": the release's changelog entries and its release commit are the answer,
         # whatever else its words ("changed") match; the version itself is no searchable word (7, 4, 1).

@@ -91,6 +91,11 @@ class SearchStore(Protocol):
         keeps no tags)."""
         ...
 
+    def newest_release(self, until: int | None = None) -> str | None:
+        """The highest version a version tag names (tagged at or before UNTIL when given); None when no tag
+        does (or the store keeps no tags)."""
+        ...
+
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → the commit's generation (1 + its parents' highest) for those of SHAS that are numbered;
         empty when the store keeps no commit graph."""

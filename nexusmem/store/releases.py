@@ -67,6 +67,23 @@ class ReleasesMixin:
         wanted, depth = version_key(version), len(version.split("."))
         return next(sha for k, _, sha in tags if k[:depth] == wanted[:depth])
 
+    def newest_release(self, until: int | None = None) -> str | None:
+        """The highest version a tag names (tagged at or before UNTIL, epoch ms, when given), None when the
+        store holds no such tag. Read within the project's own (unprefixed) tags when there are any, else
+        within the one family there is, else among all (tag_family)."""
+        rows = self.conn.execute("SELECT name, version, ts FROM releases").fetchall()
+        families: dict[str, list[str]] = {}
+        for name, tagged, ts in rows:
+            if until is None or ts <= until:
+                families.setdefault(tag_family(name, tagged), []).append(tagged)
+        if "" in families:
+            versions = families[""]
+        elif len(families) == 1:
+            versions = next(iter(families.values()))
+        else:
+            versions = [v for family in families.values() for v in family]
+        return max(versions, key=version_key, default=None)
+
     def _release_family(self, version: str) -> list[tuple[tuple[int, ...], int, str]] | None:
         """(version key, epoch ms, sha) of the tags of the family that holds VERSION (see release_window), in
         version order; None when no tag names VERSION."""

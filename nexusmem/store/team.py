@@ -1156,6 +1156,10 @@ class TeamStore:
         """None: the team store keeps no tags."""
         return None
 
+    def newest_release(self, until: int | None = None) -> str | None:
+        """None: the team store keeps no tags."""
+        return None
+
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → generation for those of SHAS a member's push numbered (none before schema 5, nor for
         commits only members on shallow clones pushed: there a name's first holder goes by author time)."""
