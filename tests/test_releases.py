@@ -12,7 +12,7 @@ import pytest
 
 from nexusmem import project
 from nexusmem.retrieve import query, rank
-from nexusmem.retrieve.intent import newest_release_asked, release_named, release_version
+from nexusmem.retrieve.intent import migration, newest_release_asked, release_named, release_version
 from nexusmem.sources.git import releases
 
 from helpers import commit, git, query_json, run_cli
@@ -376,3 +376,58 @@ def test_the_last_release_is_the_highest_version_tag_answered_as_if_named(repo: 
         assert "Release 1.10.0" in titles[:4], titles
         assert "the newest release: 1.10.0 (the highest version tag)" in found["notes"], found["notes"]
         assert not found["weak"]
+
+
+@pytest.mark.parametrize(
+    ("text", "versions"),
+    [
+        ("how do I migrate from v6 to v7", ("6", "7")),
+        ("how do I upgrade from guzzle 6 to guzzle 7?", ("6", "7")),
+        ("6.0 to 7.0", ("6.0", "7.0")),
+        ("upgrading from 5.0 to 6.0", ("5.0", "6.0")),
+        ("how do I upgrade to Moshi 2.x?", (None, "2")),
+        ("migrating from 1.x", ("1", None)),
+        ("after upgrading RQ from 0.3 to 0.4, old jobs blow up", None),  # what the upgrade broke
+        ("since going from 1.2 to v1.3 it hangs", None),
+        ("what changed from 7.4.0 to 7.4.1", None),
+        ("how do I run the database migrations", None),
+    ],
+)
+def test_a_question_about_migrating_between_releases(
+    text: str, versions: tuple[str | None, str | None] | None
+) -> None:
+    assert migration(text) == versions
+
+
+def test_a_migration_question_is_answered_by_the_upgrade_guide_section_for_those_releases(repo: Path) -> None:
+    """ "How do I migrate from v6 to v7?" (or the bare heading "6.0 to 7.0"): the versions are no searchable
+    words, and "migrate" or "upgrade" match every commit that says it; the section of UPGRADING.md headed
+    "6.0 to 7.0" comes first. "Upgrading from 5.0 to 6.0" gets "5.0 to 6.0", not the changes made after
+    6.0's tag (a release window is for what an upgrade broke)."""
+    guide = (
+        "Upgrade Guide\n=============\n\n6.0 to 7.0\n----------\n\nThe minimum PHP version is now 7.2.\n\n"
+    )
+    guide += "5.0 to 6.0\n----------\n\nThe event system was replaced by handlers and middleware.\n"
+    for n in range(6):
+        commit(
+            repo,
+            f"migrate the upgrade script to v{n}",
+            {f"m{n}.php": f"<?php // {n}\n"},
+            when=NOW - (500 - n) * DAY,
+        )
+    for version, days in (("5.0.0", 400), ("6.0.0", 300)):
+        git(repo, "tag", version, commit(repo, f"Release {version}", {"V": version}, when=NOW - days * DAY))
+    commit(repo, "How to upgrade from 6 to 7", {"UPGRADING.md": guide}, when=NOW - 250 * DAY)
+    git(repo, "tag", "7.0.0", commit(repo, "Release 7.0.0", {"V": "7.0.0"}, when=NOW - 200 * DAY))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (
+        "how do I migrate from v6 to v7",
+        "how do I upgrade from guzzle 6 to guzzle 7",
+        "6.0 to 7.0",
+    ):
+        found = query_json(repo, question)
+        assert found["items"][0]["ref"] == "UPGRADING.md#6.0 to 7.0", [item["ref"] for item in found["items"]]
+        assert "first: the upgrade guide's UPGRADING.md#6.0 to 7.0" in found["notes"]
+    found = query_json(repo, "upgrading from 5.0 to 6.0")
+    assert found["items"][0]["ref"] == "UPGRADING.md#5.0 to 6.0", found["items"]
+    assert not any(note.startswith("release 6.0") for note in found["notes"]), found["notes"]

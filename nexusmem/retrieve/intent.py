@@ -393,6 +393,46 @@ def newest_release_asked(text: str) -> bool:
     )
 
 
+# "How do I migrate from v6 to v7?", "upgrading from guzzle 5.0 to 6.0", "upgrade to Moshi 2.x", the bare
+# heading "6.0 to 7.0": how to move the code that uses the project from one of its releases to another, which
+# an upgrade guide answers (UPGRADING.md's "6.0 to 7.0", a changelog's "Upgrading to Moshi 2.x"). Not a
+# report of what broke after an upgrade ("after upgrading from 0.3 to 0.4, old jobs blow up": release_version).
+_GUIDE_VERSION = r"v?(\d+(?:\.\d+){0,3})(?:\.x)?"
+_GUIDE_NAME = r"(?:[A-Za-z][\w.-]*\s+)?"  # the project's name before a version ("guzzle 6", "Moshi 2.x")
+_MIGRATES = re.compile(r"\b(?:migrat\w*|upgrad\w*|updat(?:e|ing)|mov(?:e|ing))\b", re.IGNORECASE)
+_FROM_TO = re.compile(
+    rf"\bfrom\s+{_GUIDE_NAME}{_GUIDE_VERSION}\s+(?:to|->|→)\s+{_GUIDE_NAME}{_GUIDE_VERSION}(?![\w.])",
+    re.IGNORECASE,
+)
+_BARE_FROM_TO = re.compile(rf"\s*{_GUIDE_VERSION}\s+(?:to|->|→)\s+{_GUIDE_VERSION}\s*[?.]?\s*", re.IGNORECASE)
+_GUIDE_TO = re.compile(
+    rf"\b(?:migrat\w*|upgrad\w*)\s+to\s+{_GUIDE_NAME}{_GUIDE_VERSION}(?![\w.])", re.IGNORECASE
+)
+_GUIDE_FROM = re.compile(
+    rf"\b(?:migrat\w*|upgrad\w*)\s+from\s+{_GUIDE_NAME}{_GUIDE_VERSION}(?![\w.])", re.IGNORECASE
+)
+_AFTER_THE_FACT = re.compile(r"\b(?:after|since|when|once|broke|breaks|broken)\b", re.IGNORECASE)
+
+
+def migration(text: str) -> tuple[str | None, str | None] | None:
+    """The releases (from, to) a question about migrating code from one release of the project to another
+    names ("how do I migrate from v6 to v7?" -> ("6", "7"); "upgrade to Moshi 2.x" -> (None, "2"); "6.0 to
+    7.0" -> ("6.0", "7.0")), else None (also for a report of what an upgrade broke)."""
+    bare = _BARE_FROM_TO.fullmatch(text)
+    if bare is not None:
+        return bare.group(1), bare.group(2)
+    if _MIGRATES.search(text) is None or _AFTER_THE_FACT.search(text) or reports_failure(text):
+        return None
+    both = _FROM_TO.search(text)
+    if both is not None:
+        return both.group(1), both.group(2)
+    to = _GUIDE_TO.search(text)
+    if to is not None:
+        return None, to.group(1)
+    start = _GUIDE_FROM.search(text)
+    return None if start is None else (start.group(1), None)
+
+
 # A name need not look like code to be one: "what is the envwrap decorator for?" names it by what it is.
 _NAMED_THING = re.compile(
     r"\b(?:the|an?|this|its|their) ([A-Za-z_$][\w$]*) (?:decorator|class|function|helper|method|type|module|"

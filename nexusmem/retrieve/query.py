@@ -25,6 +25,7 @@ from nexusmem.retrieve.intent import (
     is_run,
     mentions_docs,
     mentions_tests,
+    migration,
     names_code,
     newest_release_asked,
     origin_name,
@@ -367,6 +368,8 @@ class Question:
     shipped: str | None = None  # the release whose contents the question asks for (intent.release_named)
     cut: bool = False  # TEXT is an overlong question's first and last halves (MAX_QUERY_CHARS)
     newest: bool = False  # asks what the newest release holds (intent.newest_release_asked)
+    # The releases (from, to) a question about migrating from one to the other names (intent.migration).
+    migrates: tuple[str | None, str | None] | None = None
 
 
 def prepare(text: str) -> Question:
@@ -383,7 +386,7 @@ def prepare(text: str) -> Question:
     cue = timecue.find_cue(text) if short else None
     if not short:
         return Question(text, timecue.without_cue(text, cue), cue, notes, cut=cut)
-    return Question(
+    question = Question(
         text,
         timecue.without_cue(text, cue),
         cue,
@@ -402,6 +405,11 @@ def prepare(text: str) -> Question:
         cut,
         newest_release_asked(text),
     )
+    question.migrates = migration(text)
+    if question.migrates is not None:
+        # "Upgrading from 5.0 to 6.0": what the guide says to change, not the changes made after 6.0's tag.
+        question.release = question.shipped = None
+    return question
 
 
 # A question of this many words or fewer is embedded without the punctuation around its words (see terse_text).
@@ -596,6 +604,19 @@ def retrieve(
         scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
     scored = originals_first(scored, question.text)
     scored = distinct_changes(scored)
+    if question.migrates is not None:
+        # "How do I migrate from v6 to v7?": the upgrade guide's section for those releases, whole; the
+        # versions are no searchable words (6, 0, 7), and "migrate" matched every commit that says it.
+        guide = [
+            node
+            for node in upgrade_guide(store, exact, *question.migrates)
+            if _within(node, as_of, since, until)
+        ]
+        if guide:
+            scored = put_first(scored, guide)
+            answered_by = guide[0].id
+            whole = frozenset(node.id for node in guide)
+            question.notes.append(f"first: the upgrade guide's {guide[0].ref}")
     if question.newest and question.shipped is None:
         # "What changed in the last release?": the highest version the tags name (at the question's end of
         # time), answered as if named.
@@ -779,6 +800,82 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
     tagged = store.get_many(store.commits_by_sha(sha)[:1], light=True) if sha else {}
     in_file = [entries[node_id] for node_id in store.written_order(list(entries))]
     return list({node.id: node for node in [*in_file, *tagged.values(), *commits]}.values())
+
+
+# How many doc sections titled with an upgrade word and one of the versions are read for upgrade_guide.
+GUIDE_CANDIDATES = 200
+_GUIDE_WORDS = ("upgrading", "upgrade", "upgrades", "migrating", "migration", "migrate", "updating")
+_GUIDE_MARK = re.compile(r"upgrad|migrat|updat", re.IGNORECASE)
+_HEADING_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){0,3})(?:\.x)?(?![\w.]*\d)")
+_HEADING_FROM_TO = re.compile(r"\d(?:\.x)?\s*(?:to|->|→|-)\s*v?\d", re.IGNORECASE)
+
+
+def upgrade_guide(
+    store: SearchStore, exact: search.ExactSearches, start: str | None, end: str | None
+) -> list[StoredNode]:
+    """The sections of an upgrade guide for moving from release START to END (either may be None), best
+    first: those whose heading names both ("6.0 to 7.0" in UPGRADING.md, "From 6 to 7"), then END ("Upgrading
+    to Moshi 2.x", "7.0" in a MIGRATION.md), then START ("Migrating from 5.x"). A guide is a file named for
+    upgrading or migrating, or a heading that says so or names two releases. The sections under a heading
+    chosen (a changelog's "Upgrading to Moshi 2.x › Properties") follow it, as the file lists them."""
+    asked = [v for v in (start, end) if v is not None]
+    numbers = sorted({part for v in asked for part in (v.split(".")[0], "v" + v.split(".")[0])})
+    match = (
+        "title : ("
+        + " OR ".join(_GUIDE_WORDS)
+        + ") AND title : ("
+        + " OR ".join(f'"{n}"' for n in numbers)
+        + ")"
+    )
+    hits = exact.scored(match, GUIDE_CANDIDATES)
+    nodes = store.get_many([node_id for node_id, _ in hits], light=True)
+    ranked: dict[tuple[str, str], int] = {}  # (path, heading) -> 0 both named, 1 END, 2 START
+    for node_id, _ in hits:
+        node = nodes.get(node_id)
+        if node is None or node.kind != "doc_section":
+            continue
+        path, _, heading = node.ref.partition("#")
+        top = heading.split(" › ", 1)[0]
+        named = [found.group(1) for found in _HEADING_VERSION.finditer(top)]
+        two = len(named) == 2 and _HEADING_FROM_TO.search(top) is not None
+        if not (_GUIDE_MARK.search(path) or _GUIDE_MARK.search(top) or two) or not named or len(named) > 2:
+            continue
+        if two:
+            first, last = named
+            place = 0 if _same_release(first, start) and _same_release(last, end) else None
+            if place is None and start is None and _same_release(last, end):
+                place = 1
+        else:
+            place = 1 if _same_release(named[0], end) else 2 if _same_release(named[0], start) else None
+        if place is not None:
+            ranked[(path, top)] = min(place, ranked.get((path, top), place))
+    if not ranked:
+        return []
+    best = min(ranked.values())
+    chosen = {key for key, place in ranked.items() if place == best}
+    members = [
+        node
+        for node in nodes.values()
+        if node.kind == "doc_section"
+        and (node.ref.partition("#")[0], node.ref.partition("#")[2].split(" › ", 1)[0]) in chosen
+    ]
+    order = store.written_order([node.id for node in members])
+    held = {node.id: node for node in members}
+    return [held[node_id] for node_id in order]
+
+
+def _same_release(named: str, asked: str | None) -> bool:
+    """Whether the release a heading NAMED ("6.0", "7", "2.x" as "2") is the one ASKED about ("v6", "6.0"):
+    the same numbers, a trailing .0 or a missing part counting as any."""
+    if asked is None:
+        return False
+    a, b = (v.split(".") for v in (named, asked))
+    while len(a) > 1 and a[-1] == "0":
+        a.pop()
+    while len(b) > 1 and b[-1] == "0":
+        b.pop()
+    depth = min(len(a), len(b))
+    return a[:depth] == b[:depth]
 
 
 def put_first(
