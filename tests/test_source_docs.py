@@ -937,3 +937,49 @@ def test_a_commit_reads_again_only_the_doc_files_that_changed(repo: Path, isolat
     changed, held = docs_synced()
     assert set(held) == {"guide.md#Guide", "ops.md#Ops"}
     assert held["guide.md#Guide"] == ("# Guide\n\nInstall with pipx.", 1_750_000_000_000)
+
+
+UPGRADING = """# Upgrade guide
+
+What to change when moving between versions.
+
+## 3.5 to 3.6
+
+### Deprecations
+
+The `setBaseUrl` method is deprecated in favour of the client's options.
+
+### Interface changes
+
+`RequestInterface::getBody` returns a stream.
+
+## 3.6 to 3.7
+
+### Deprecations
+
+The `setSslVerification` method is deprecated: pass the `verify` option.
+
+### Interface changes
+
+`ClientInterface::send` takes an array of requests.
+"""
+
+
+def test_a_heading_the_file_repeats_is_titled_with_its_parent(repo: Path) -> None:
+    """UPGRADING.md (guzzle's) has a "Deprecations" and an "Interface changes" under each version: a query
+    listed "UPGRADING.md — Deprecations" twice, with nothing to say which upgrade each was. A heading the
+    file repeats carries its parent in the title, as a generic heading does; its ref stays path#Heading
+    (what `show` and the labelled doc targets name), and a heading used once is titled as before."""
+    commit(repo, "docs: upgrade guide", {"UPGRADING.md": UPGRADING})
+    run_cli("-C", str(repo), "sync", "--no-embed", "-q")
+    items = query_json(repo, "deprecated method")["items"]
+    titles = sorted(
+        it["title"] for it in items if it["kind"] == "doc_section" and "Deprecations" in it["title"]
+    )
+    assert titles == ["UPGRADING.md — 3.5 to 3.6 › Deprecations", "UPGRADING.md — 3.6 to 3.7 › Deprecations"]
+    _, nodes = scan(repo)
+    by_title = {n.title: n.ref for n in nodes}
+    assert by_title["UPGRADING.md — 3.6 to 3.7 › Interface changes"] == "UPGRADING.md#Interface changes"
+    assert by_title["UPGRADING.md — 3.5 to 3.6 › Deprecations"] == "UPGRADING.md#Deprecations"
+    assert "UPGRADING.md — Upgrade guide" in by_title  # used once: no parent
+    assert len(by_title) == len(nodes)

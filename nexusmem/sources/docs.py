@@ -17,6 +17,7 @@ import json
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
@@ -35,7 +36,7 @@ from nexusmem.text import one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-12"
+_CURSOR_VERSION = "docs-13"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -106,7 +107,8 @@ _NOT_PARAGRAPH = re.compile(r"^(?: {4,}|\t| {0,3}(?:[-*+>|<]|\d+[.)])(?:\s|$))")
 
 # Headings that name a *kind* of section, not its subject: "Example" says nothing about what it is an example
 # of, and a results list of five "Example" titles is useless. Such a section carries its parent heading in
-# its title ("Retries › Example"); matched case-insensitively, ignoring a trailing colon or number.
+# its title ("Retries › Example"); matched case-insensitively, ignoring a trailing colon or number. So does
+# a heading its file repeats (_section_nodes). The ref stays path#Heading.
 GENERIC_HEADINGS = frozenset(
     [
         "answer",
@@ -795,7 +797,10 @@ def display_path(path: str) -> str:
 def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -> Iterator[Node]:
     file_name = path.rsplit("/", 1)[-1]
     seen: dict[str, int] = {}
-    for sec in sections_of(text, file_name):
+    sections = sections_of(text, file_name)
+    # A heading the file uses more than once ("Deprecations" under each upgrade) is told apart by its parent.
+    times_used = Counter(sec.heading for sec in sections)
+    for sec in sections:
         # Headings are redacted too: they end up in the natural key, the ref and the title.
         heading = redact(sec.heading)
         trail = " > ".join(redact(h) for h in sec.trail)
@@ -805,7 +810,7 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
         if len(body) > max_body:
             body = cut_redacted(body, max_body) + TRUNCATION_MARKER
         shown = heading
-        if len(sec.trail) >= 2 and is_generic_heading(sec.heading):
+        if len(sec.trail) >= 2 and (is_generic_heading(sec.heading) or times_used[sec.heading] > 1):
             shown = f"{redact(sec.trail[-2])} › {heading}"
         yield Node(
             project=project,
