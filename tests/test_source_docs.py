@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -415,8 +416,8 @@ def test_non_utf8_content_and_empty_repo(repo: Path) -> None:
     (repo / "latin.md").write_bytes(b"# Caf\xe9\n\nna\xefve text \xff\n")
     _, nodes = scan(repo)
     assert len(nodes) == 1
-    assert nodes[0].ref == "latin.md#Caf\ufffd"
-    assert "\ufffd" in nodes[0].body
+    assert nodes[0].ref == "latin.md#Café"  # a byte that is not UTF-8 read as Latin-1 / Windows-1252
+    assert "naïve text ÿ" in nodes[0].body
 
 
 def test_include_exclude_size_and_ignored(repo: Path) -> None:
@@ -983,3 +984,39 @@ def test_a_heading_the_file_repeats_is_titled_with_its_parent(repo: Path) -> Non
     assert by_title["UPGRADING.md — 3.5 to 3.6 › Deprecations"] == "UPGRADING.md#Deprecations"
     assert "UPGRADING.md — Upgrade guide" in by_title  # used once: no parent
     assert len(by_title) == len(nodes)
+
+
+# A PNG's first bytes: its signature, then the IHDR chunk's length (NULs) and more bytes that are not text.
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00" + bytes(range(256)) * 8
+
+
+def test_a_binary_doc_is_skipped_and_named_and_a_latin1_doc_is_found_by_its_words(repo: Path) -> None:
+    """A .md that is an image was stored as one section of mojibake and nothing said so; a Latin-1 doc was
+    stored as "Caf\ufffd configuration", so "café" did not find it. Git's test tells the binary file (a NUL
+    among its first 8,000 bytes): it is skipped and named like a doc too big to read, at every sync that reads
+    the docs; a byte that is not UTF-8 is read as Latin-1 (Windows-1252), and a stray NUL in UTF-8 text
+    leaves the file a doc."""
+    commit(
+        repo,
+        "docs",
+        {
+            "docs/logo.md": PNG,
+            "docs/latin1.md": b"# Caf\xe9 configuration\n\nThe caf\xe9 opens at eight; its na\xefve barista.\n",
+            "docs/pasted.md": b"# Pasted\n\nbefore\x00after, the okapi section\n",
+        },
+    )
+
+    def docs_synced() -> dict[str, Any]:
+        out = json.loads(run_cli("-C", str(repo), "sync", "--json", "--no-embed").stdout)
+        found: dict[str, Any] = {s["name"]: s for s in out["sources"]}["docs"]
+        return found
+
+    first = docs_synced()
+    assert first["problems"] == ["docs/logo.md: binary, not text"] and first["skipped"] == 1, first
+    titles = [it["title"] for it in query_json(repo, "café")["items"]]
+    assert "docs/latin1.md — Café configuration" in titles, titles
+    assert [it["title"] for it in query_json(repo, "okapi")["items"]][:1] == ["docs/pasted.md — Pasted"]
+    _, nodes = scan(repo)
+    assert not any(n.meta["path"] == "docs/logo.md" for n in nodes), [n.title for n in nodes]
+    commit(repo, "docs: more", {"docs/more.md": "# More\n\ntext\n"})
+    assert docs_synced()["problems"] == ["docs/logo.md: binary, not text"]  # named again, not forgotten

@@ -10,6 +10,7 @@ touched it, all in one `git log`.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import functools
 import hashlib
@@ -36,7 +37,7 @@ from nexusmem.text import one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-13"
+_CURSOR_VERSION = "docs-14"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -437,12 +438,14 @@ class DocsSource:
                 result.skip(unreadable_problem(shown, exc))
                 unreadable.append(shown + "#")
                 continue
-            text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-            # A NUL would end the text where SQLite and the word index read it: what follows was lost.
-            text = text.replace("\x00", "\ufffd")
+            if is_binary(raw):
+                result.skip(f"{shown}: binary, not text")
+                # Unstamped, it is read (and named) again by the next sync that reads the docs, as a file
+                # over maxFileBytes is named each time.
+                read.stamps.pop(cand.path, None)
+                continue
             try:
-                nodes = list(_section_nodes(ctx.project_id, shown, text, ts, max_body))
+                nodes = list(_section_nodes(ctx.project_id, shown, doc_text(raw), ts, max_body))
             except Exception as exc:  # one odd file must not stop the others (fuzzed: none known)
                 result.skip(f"{shown}: cannot split into sections ({type(exc).__name__}: {str(exc)[:120]})")
                 continue
@@ -784,6 +787,47 @@ def too_big_problem(path: str, size: int, max_bytes: int) -> str:
 def unreadable_problem(shown: str, exc: OSError) -> str:
     """How a file that cannot be read is named (SHOWN: its display_path)."""
     return f"{shown}: cannot be read ({exc.strerror or type(exc).__name__})"
+
+
+# git's own test for a binary file (buffer_is_binary): a NUL among its first 8,000 bytes.
+_BINARY_SAMPLE_BYTES = 8000
+
+
+def is_binary(raw: bytes) -> bool:
+    """Whether the bytes RAW of a doc file are binary (an image, an archive, random bytes) rather than
+    text: git's test, a NUL among the first 8,000 bytes, unless they are otherwise UTF-8 text with few NULs
+    (a stray NUL pasted into a doc leaves it a doc: doc_text reads the NUL as U+FFFD)."""
+    sample = raw[:_BINARY_SAMPLE_BYTES]
+    nuls = sample.count(0)
+    if not nuls:
+        return False
+    if nuls * 10 > len(sample):  # UTF-16 text, an executable's header
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(sample)  # a character cut at the sample's end is fine
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _as_cp1252(exc: UnicodeError) -> tuple[str, int]:
+    """A codecs error handler: the bytes that are not UTF-8 read as Windows-1252 (Latin-1 but for 0x80-0x9f,
+    where it has curly quotes and dashes)."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return exc.object[exc.start : exc.end].decode("cp1252", "replace"), exc.end
+
+
+codecs.register_error("nexusmem.cp1252", _as_cp1252)
+
+
+def doc_text(raw: bytes) -> str:
+    """The bytes RAW of a doc file as text: UTF-8, where a byte is not UTF-8 (a Latin-1 or Windows-1252
+    file's "Caf\\xe9") its Windows-1252 character, so that "café" is found; without a byte-order mark;
+    every line end (CRLF, a lone CR) as \\n; a NUL as U+FFFD (it would end the text where SQLite and the word
+    index read it: what follows was lost)."""
+    text = raw.decode("utf-8", "nexusmem.cp1252").removeprefix("\ufeff")
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
 
 
 def display_path(path: str) -> str:
