@@ -1031,3 +1031,32 @@ def test_writing_a_nodes_text_unchanged_leaves_the_word_indexes_alone(repo: Path
 
     assert titled("invoice") and not titled("ledger")
     conn.close()
+
+
+def test_a_changelog_with_lone_cr_line_ends_or_a_nul_is_read_as_the_docs_source_reads_it(repo: Path) -> None:
+    """HISTORY.txt saved with classic Mac line ends (CR alone) became one entry titled
+    "HISTORY.txt: # History\\r\\r## 1.1.0\\r- Fix the wombat parser…", both releases merged; a NUL in
+    CHANGES.md stayed in the entry and showed as "\\x00" in its title. The changelog source now reads a file
+    as the docs source does (one helper): every line end as a newline, a NUL as U+FFFD."""
+    fix = commit(repo, "parser: wombat (#7)", {"parser.py": "x = 1\n"})
+    commit(
+        repo,
+        "release notes",
+        {
+            "HISTORY.txt": b"# History\r\r## 1.1.0\r\r- Fix the wombat parser (#7)\r\r## 1.0.0\r\r- First release\r",
+            "CHANGES.md": b"# Changes\n\n## 2.0.0\n\n- The numbat\x00 exporter is faster\n",
+        },
+    )
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        entries = {n.title: n for n in store.iter_nodes("doc_section") if n.source == "changelog"}
+        assert sorted(entries) == [
+            "CHANGES.md — 2.0.0: The numbat\ufffd exporter is faster",
+            "HISTORY.txt — 1.0.0: First release",
+            "HISTORY.txt — 1.1.0: Fix the wombat parser (#7)",
+        ], sorted(entries)
+        wombat = entries["HISTORY.txt — 1.1.0: Fix the wombat parser (#7)"]
+        assert wombat.ref == "HISTORY.txt#1.1.0" and "\r" not in wombat.body
+        links = {b for _, b, rel in store.links_from([wombat.id]) if rel == "changelog"}
+        assert node_id(proj.id, "git_commit", fix) in links

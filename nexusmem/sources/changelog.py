@@ -42,6 +42,7 @@ from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import (
     Section,
     display_path,
+    doc_text,
     inline_text,
     is_release_notes,
     regular_file,
@@ -450,8 +451,7 @@ class ChangelogSource:
                 result.skip(unreadable_problem(shown, exc))
                 unreadable.append(shown + "#")
                 continue
-            text = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n")
-            entries.extend(split_entries(text, display_path(path)))
+            entries.extend(split_entries(doc_text(raw), display_path(path)))
         try:
             older = _behind_the_cut(ctx) if entries else []
             numbers, times = _commit_numbers(ctx.root, older) if entries else ({}, {})

@@ -822,10 +822,10 @@ codecs.register_error("nexusmem.cp1252", _as_cp1252)
 
 
 def doc_text(raw: bytes) -> str:
-    """The bytes RAW of a doc file as text: UTF-8, where a byte is not UTF-8 (a Latin-1 or Windows-1252
-    file's "Caf\\xe9") its Windows-1252 character, so that "café" is found; without a byte-order mark;
-    every line end (CRLF, a lone CR) as \\n; a NUL as U+FFFD (it would end the text where SQLite and the word
-    index read it: what follows was lost)."""
+    """The bytes RAW of a doc or changelog file as text, the same for both sources: UTF-8, where a byte is
+    not UTF-8 (a Latin-1 or Windows-1252 file's "Caf\\xe9") its Windows-1252 character, so that "café" is
+    found; without a byte-order mark; every line end (CRLF, a lone CR) as \\n; a NUL as U+FFFD (it would end
+    the text where SQLite and the word index read it: what follows was lost)."""
     text = raw.decode("utf-8", "nexusmem.cp1252").removeprefix("\ufeff")
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
 
