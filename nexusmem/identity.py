@@ -45,6 +45,22 @@ def normalise_url(url: str) -> str:
     return joined.lower()
 
 
+# A project id that is a path (a repository with no remote: its work tree's root), on POSIX or Windows.
+_PATH_ID = re.compile(r"^(?:/|\\\\|[a-zA-Z]:[\\/])")
+
+
+def clean_id(recorded: str) -> str:
+    """The id normalise_url gives today to the project an older release recorded as RECORDED: before,
+    an origin URL's query and fragment, the user part after a first "@" and a secret in its path stayed in
+    the id (`github.com/acme/w.git?access_token=ghp_…` is github.com/acme/w now). RECORDED itself when the
+    rules give it again (every ordinary id), or when it is a path (a repository with no remote, whose id is
+    its root's path: never a URL's). A token only its letters' case gives away (lower-cased in RECORDED) is
+    left for the next sync, which reads the origin URL again."""
+    if not recorded or _PATH_ID.match(recorded):
+        return recorded
+    return normalise_url(f"x://{recorded}")  # RECORDED is host/path: read as a URL's, the scheme a stand-in
+
+
 def origin_url(root: Path) -> str | None:
     from nexusmem import gitcmd  # subprocess, only when a project id is asked for
 

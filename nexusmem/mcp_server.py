@@ -261,7 +261,7 @@ def _open_store(root: Path) -> Store:
     _require_memory(root)
     with _library_errors():
         project_mod.refuse_cut_short(root)
-        return open_store(paths.db_path(root), readonly=True)
+        return project_mod.opened(open_store(paths.db_path(root), readonly=True))
 
 
 def _load_initialised(root: Path) -> Project:

@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from nexusmem.errors import NotInitialisedError
 
 
+# The migration that re-keys a memory whose project id held a credential of the origin URL (store.migrations).
+CLEAN_ID_MIGRATION = 17
+
+
 class Project:
     """ROOT's memory and its config. The project id (the normalised origin URL, which takes a `git config`
     process to read) is looked up on first use: a query never needs it."""
@@ -50,7 +54,17 @@ class Project:
         """This project's store; NOTE is told what opening it met: another process keeping it locked, a
         full disk (db.open_store)."""
         refuse_cut_short(self.root)
-        return open_store(self.db_path, readonly=readonly, note=note)
+        return opened(open_store(self.db_path, readonly=readonly, note=note))
+
+
+def opened(store: Store) -> Store:
+    """STORE, just opened; when opening it re-keyed a project id that held a credential of the origin URL
+    (migration 17), the registry's entries too: a hook of the release before wrote the id there as well."""
+    if CLEAN_ID_MIGRATION in store.migrated:
+        from nexusmem import registry
+
+        registry.clean_ids()
+    return store
 
 
 def refuse_cut_short(root: Path) -> None:

@@ -95,7 +95,35 @@ def problems() -> list[str]:
     return found
 
 
+def _clean_ids(projects: list[dict[str, Any]]) -> int:
+    """Give each entry whose id an older release made with a credential of the origin URL in it the id
+    today's rules give it (identity.clean_id, as migration 17 gives its memory); returns how many."""
+    from nexusmem.identity import clean_id  # the redaction rules: a registry write only
+
+    changed = 0
+    for entry in projects:
+        recorded = entry.get("id")
+        if isinstance(recorded, str) and clean_id(recorded) != recorded:
+            entry["id"] = clean_id(recorded)
+            changed += 1
+    return changed
+
+
+def clean_ids() -> int:
+    """Re-key every entry whose id held a credential of its origin URL (_clean_ids) and write the file when
+    one did: after migration 17 re-keyed a memory, and by `scrub`. Returns how many entries changed."""
+    if not paths.registry_path().exists():
+        return 0
+    with _locked():
+        projects = load()
+        changed = _clean_ids(projects)
+        if changed:
+            _save(projects)
+    return changed
+
+
 def _save(projects: list[dict[str, Any]]) -> None:
+    _clean_ids(projects)  # whoever writes the file: no id in it holds a credential
     path = paths.registry_path()
     paths.ensure_user_dir()
     if path.exists() and _read(path)[1]:

@@ -27,6 +27,7 @@ from nexusmem.sources.base import (
     Source,
     _no_progress,
 )
+from nexusmem.store.nodes import PROJECT_ID_KEY
 from nexusmem.text import one_line
 
 # Set by migration 7 or 10 in a store that already held commits (value "1", "defined"), by scrub ("scrub") or
@@ -547,7 +548,7 @@ CATCH_UP_BUSY_MS = 100
 _caught_up: dict[Path, tuple[int, int, int, int]] = {}
 
 
-PROJECT_ID = "project.id"  # the project id this store's nodes were last written under (identity.project_id)
+PROJECT_ID = PROJECT_ID_KEY  # the project id this store's nodes were last written under (identity.project_id)
 
 
 ROOTS = "project.roots"  # {"roots": the folders this memory was synced at, oldest first; "ino": its file's;

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,7 @@ def test_node_id_is_stable_and_24_hex() -> None:
 )
 def test_an_ordinary_remote_keeps_its_id(url: str, expected: str) -> None:
     assert identity.normalise_url(url) == expected
+    assert identity.clean_id(expected) == expected  # migration 17 leaves its memory as it is
 
 
 TOKEN = "ghp_" + "wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"
@@ -74,3 +77,75 @@ def test_a_credential_in_the_origin_url_is_no_part_of_the_id(url: str, expected:
     for secret in (TOKEN, "Sph2wJq5ty4mYw7"):
         assert secret.lower() not in shown.lower()
         assert not [f for f in files if secret.lower().encode() in f.read_bytes().lower()]
+
+
+def _as_the_release_before_left_it(repo: Path, recorded: str) -> None:
+    """REPO's memory and registry entry as a release before schema 17 left them: its nodes, its `project.id`
+    and its projects.json entry under RECORDED, the id that release's rules gave the origin URL."""
+    from nexusmem import project
+
+    with project.load(repo).open_store() as store, store.transaction():
+        store.rekey_project(recorded)
+        store.set_meta("project.id", recorded)
+        store.conn.execute("DELETE FROM schema_migrations WHERE version >= 17")
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    data = json.loads(registry.read_text())
+    data["projects"][0]["id"] = recorded
+    registry.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def _held(repo: Path) -> tuple[list[tuple[str, str]], str | None, int]:
+    """Every node's (id, project id), the recorded project id and the schema version, as the store has them."""
+    conn = sqlite3.connect(repo / ".nexusmem" / "memory.db")
+    try:
+        rows = conn.execute("SELECT id, project_id FROM nodes ORDER BY seq").fetchall()
+        meta = conn.execute("SELECT value FROM meta WHERE key = 'project.id'").fetchone()
+        version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+    finally:
+        conn.close()
+    return rows, meta[0] if meta else None, int(version)
+
+
+def test_a_memory_whose_id_held_a_credential_is_re_keyed_by_the_upgrade_not_its_next_sync(
+    tmp_path: Path,
+) -> None:
+    """A memory the release before made under an origin URL holding a token kept the token (memory.db,
+    projects.json) until its next sync, and that release's post-commit hook, still on disk, wrote it back:
+    nothing refused it, the schema was the same. The first command of this release (here `status`, which
+    only reads) re-keys both, verdicts kept, and the store's schema is then newer than that release's."""
+    from nexusmem.store import migrations
+
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "remote", "add", "origin", f"https://github.com/acme/widget.git?access_token={TOKEN}")
+    commit(repo, "init", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    head = json.loads(run_cli("-C", str(repo), "show", "HEAD", "--json").output)["id"]
+    run_cli("-C", str(repo), "review", head, "--verify")
+    clean = _held(repo)
+    assert clean[1] == "github.com/acme/widget"
+    _as_the_release_before_left_it(repo, f"github.com/acme/widget.git?access_token={TOKEN}".lower())
+    home = Path(os.environ["NEXUSMEM_HOME"])
+    files = [*(repo / ".nexusmem").glob("memory.db*"), home / "projects.json"]
+    assert [f for f in files if TOKEN.lower().encode() in f.read_bytes().lower()]
+
+    run_cli("-C", str(repo), "status")
+    assert _held(repo) == (*clean[:2], migrations.LATEST) and migrations.LATEST >= 17
+    files = [*(repo / ".nexusmem").glob("memory.db*"), home / "projects.json"]
+    assert not [f for f in files if TOKEN.lower().encode() in f.read_bytes().lower()]
+    assert json.loads(run_cli("-C", str(repo), "show", head, "--json").output)["trust"] == "verified"
+
+
+def test_the_upgrade_leaves_a_memory_with_an_ordinary_id_as_it_is(tmp_path: Path) -> None:
+    """Migration 17 changes nothing but the schema version of a memory whose id held no credential."""
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "remote", "add", "origin", "git@github.com:Acme/Widget.git")
+    commit(repo, "init", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    before = _held(repo)
+    assert before[1] == "github.com/acme/widget"
+    _as_the_release_before_left_it(repo, "github.com/acme/widget")
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    listed = registry.read_bytes()
+    run_cli("-C", str(repo), "status")
+    assert _held(repo) == before
+    assert registry.read_bytes() == listed

@@ -56,6 +56,7 @@ class Store(
         self.path = path
         self._savepoints = 0
         self._wrote = False  # a write transaction was begun: a failure then gets the full store check
+        self.migrated: list[int] = []  # the migrations opening it applied (open_store)
 
     def close(self) -> None:
         if self._mirror is not None:  # matching_each's in-memory copy of the word indexes
@@ -219,13 +220,13 @@ def open_store(
     busy = NOTICE_SECONDS
     while True:
         try:
-            conn = _connect(path, readonly, busy)
+            conn, migrated = _connect(path, readonly, busy)
             break
         except health.DriverError as exc:
             waited = time.monotonic() - started
             if readonly and health.no_room_to_open(path):
                 try:
-                    conn = _connect(path, readonly, busy, immutable=True)
+                    conn, migrated = _connect(path, readonly, busy, immutable=True)
                 except health.DriverError as again:
                     raise health.explain(path, again, writing=False) from again
                 if note is not None:
@@ -242,14 +243,17 @@ def open_store(
                 note(f"{path} is busy: {health.held_by(path)}; waiting up to {OPEN_WAIT_SECONDS:.0f} s…")
             busy = OPEN_WAIT_SECONDS - waited
     conn.execute(f"PRAGMA busy_timeout = {connection.BUSY_TIMEOUT_MS}")
-    return Store(conn, path)
+    store = Store(conn, path)
+    store.migrated = migrated
+    return store
 
 
-def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False) -> Any:
-    """A migrated connection to PATH whose opening waits up to BUSY seconds for another process's lock; a
-    driver error (the lock still held) is raised as it is, the connection closed. IMMUTABLE (with READONLY):
-    SQLite reads the file alone, with no lock and no -shm."""
+def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False) -> tuple[Any, list[int]]:
+    """A migrated connection to PATH whose opening waits up to BUSY seconds for another process's lock, and
+    the migrations applied; a driver error (the lock still held) is raised as it is, the connection closed.
+    IMMUTABLE (with READONLY): SQLite reads the file alone, with no lock and no -shm."""
     conn = None
+    migrated: list[int] = []
     try:
         conn = connection.connect(
             path,
@@ -259,7 +263,7 @@ def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False
             immutable=immutable,
         )
         if not readonly:
-            migrations.migrate(conn)
+            migrated = migrations.migrate(conn)
         elif migrations.readable_version(conn) < migrations.LATEST:
             if immutable:  # no room for the -shm file on that disk, so none for the migration's writes
                 raise StoreError(
@@ -268,7 +272,7 @@ def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False
                 )
             conn.close()
             conn = connection.connect(path, busy_ms=int(busy * 1000))
-            migrations.migrate(conn)
+            migrated = migrations.migrate(conn)
         missing = health.missing_tables(conn)
         if missing:
             raise StoreError(
@@ -283,7 +287,7 @@ def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False
         if isinstance(exc, Exception):
             raise StoreError(f"{path}: cannot open the memory database: {exc}") from exc
         raise
-    return conn
+    return conn, migrated
 
 
 if TYPE_CHECKING:

@@ -404,6 +404,19 @@ def _m16_rewrite_only_changed_text(conn: Any) -> None:
     )
 
 
+def _m17_no_credential_in_project_id(conn: Any) -> None:
+    # The project id no longer holds a credential of the origin URL (`?access_token=…`, a user part, a token
+    # in the path: identity.normalise_url). A memory made under such an id is re-keyed to its clean one here,
+    # at the upgrade, not at its next sync: a post-commit hook of the release before, still on disk, would
+    # otherwise write the credential back (its sync re-keys every node to its own id); a store of this
+    # number is newer than it, and refused. A store whose id is clean is left as it is.
+    from pathlib import Path
+
+    from nexusmem.store.db import Store
+
+    Store(conn, Path(conn.execute("PRAGMA database_list").fetchone()[2] or "")).clean_project_id()
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -432,6 +445,11 @@ MIGRATIONS: list[Migration] = [
         16,
         "the word indexes rewrite a node only when its indexed text changed",
         _m16_rewrite_only_changed_text,
+    ),
+    (
+        17,
+        "a project id that held a credential of the origin URL: its nodes re-keyed to the clean id",
+        _m17_no_credential_in_project_id,
     ),
 ]
 

@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # a reader never builds a Node (nexusmem.nodes imports hashli
 RELINK_FROM_KEY = "link.relink_from"
 
 
+# Meta: the project id this store's nodes were last written under (identity.project_id; sync._moved_note).
+PROJECT_ID_KEY = "project.id"
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -143,6 +147,8 @@ class NodesMixin:
         def _words_moved(self, seqs: Sequence[int]) -> None: ...
         def _next_write_seq(self) -> int: ...
         def write_seq(self) -> int: ...
+        def get_meta(self, key: str) -> str | None: ...
+        def set_meta(self, key: str, value: str) -> None: ...
         def add_tombstone(
             self, entry_key: str | None, reason: str, kinds: dict[str, int], node_ids: list[str]
         ) -> None: ...
@@ -609,6 +615,24 @@ class NodesMixin:
             self.conn.executemany(f"UPDATE contradiction_checks SET {column} = ? WHERE {column} = ?", pairs)
         self._delete_seqs(taken)  # and the links of theirs the heir already had
         return len(renamed) - len(taken)
+
+    def clean_project_id(self) -> tuple[str, str, int] | None:
+        """Re-key a memory whose project id an older release made with a credential of the origin URL in it
+        (`github.com/acme/w.git?access_token=ghp_…`) to the id today's rules give it (identity.clean_id), as a
+        sync re-keys a moved repository's (rekey_project), and record that id (PROJECT_ID_KEY). Migration 17
+        runs it at the upgrade, `scrub` again under its rules. Returns (the id before, the id now, how many
+        nodes were re-keyed); None when the id is clean: nothing written. Inside the caller's transaction."""
+        from nexusmem.identity import clean_id  # the redaction rules: only for a memory that has an id
+
+        recorded = self.get_meta(PROJECT_ID_KEY) or self.written_project_id()
+        if recorded is None:
+            return None
+        clean = clean_id(recorded)
+        if clean == recorded:
+            return None
+        rekeyed = self.rekey_project(clean)
+        self.set_meta(PROJECT_ID_KEY, clean)
+        return recorded, clean, rekeyed
 
     def _delete_seqs(self, seqs: list[int]) -> int:
         for start in range(0, len(seqs), BATCH):
