@@ -109,11 +109,14 @@ def _clean_ids(projects: list[dict[str, Any]]) -> int:
     return changed
 
 
-def clean_ids() -> int:
+def clean_ids(*, dry_run: bool = False) -> int:
     """Re-key every entry whose id held a credential of its origin URL (_clean_ids) and write the file when
-    one did: after migration 17 re-keyed a memory, and by `scrub`. Returns how many entries changed."""
+    one did (unless DRY_RUN): after migration 17 re-keyed a memory, and by `scrub`. Returns how many entries
+    changed (would change)."""
     if not paths.registry_path().exists():
         return 0
+    if dry_run:
+        return _clean_ids(load())
     with _locked():
         projects = load()
         changed = _clean_ids(projects)

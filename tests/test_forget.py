@@ -387,6 +387,39 @@ def test_scrub_applies_current_rules_to_old_nodes(repo: Path, isolated_home: Pat
     assert items and "«redacted:aws-key»" in items[0]["title"]
 
 
+def test_scrub_re_keys_a_project_id_that_holds_a_credential(repo: Path, isolated_home: Path) -> None:
+    """`scrub`, which README "Upgrading" says to run, said "secrets: none" while the project id still held a
+    token of the origin URL (every node's project_id, the `project.id` meta, projects.json): it never looked
+    at the id. It now re-keys the memory to the clean id, as the upgrade's migration does, and says so."""
+    token = "ghp_" + "wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"
+    git(repo, "remote", "add", "origin", f"https://github.com/acme/widget.git?access_token={token}")
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    head = json.loads(run_cli("-C", str(repo), "show", "HEAD", "--json").output)["id"]
+    run_cli("-C", str(repo), "review", head, "--verify")
+    from nexusmem import project
+
+    held = f"github.com/acme/widget.git?access_token={token}".lower()
+    with project.load(repo).open_store() as store, store.transaction():  # an id a rule learned since finds
+        store.rekey_project(held)
+        store.set_meta("project.id", held)
+    registry = isolated_home / ".nexusmem" / "projects.json"
+    listed = json.loads(registry.read_text())
+    listed["projects"][0]["id"] = held
+    registry.write_text(json.dumps(listed))
+    needle = token.lower()
+
+    dry = run_cli("-C", str(repo), "scrub", "--dry-run").output
+    assert "would re-key github.com/acme/widget" in dry and "github-token" in dry, dry
+    assert holds(repo, needle) and needle in registry.read_text()
+    out = run_cli("-C", str(repo), "scrub").output
+    assert "secrets: 1 github-token" in out and "re-keyed its 1 node(s) to github.com/acme/widget" in out, out
+    assert "re-keyed 1 project id(s) in the registry" in out, out
+    assert holds(repo, needle) == [] and needle not in registry.read_text()
+    shown = json.loads(run_cli("-C", str(repo), "show", head, "--json").output)
+    assert shown["trust"] == "verified"
+
+
 def test_scrub_leaves_a_command_that_ends_in_a_secret_flag_as_the_sync_stored_it(
     repo: Path, isolated_home: Path
 ) -> None:

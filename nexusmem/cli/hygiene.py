@@ -324,6 +324,12 @@ def scrub_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     if report.judgments:
         also += f", {report.judgments} contradiction judgment reason(s)"
     click.echo(f"{verb} {report.changed} of {report.scanned} node(s){also}; secrets: {found}")
+    if report.project_id is not None:
+        how = "would re-key" if dry_run else f"re-keyed its {report.rekeyed} node(s) to"
+        click.echo(f"the project id held a credential of the origin URL: {how} {report.project_id}")
+    if report.registry:
+        how = "would re-key" if dry_run else "re-keyed"
+        click.echo(f"{how} {report.registry} project id(s) in the registry that held a credential")
     if report.backup is not None:
         click.echo(
             f"backup: {report.backup} (mode 0600; delete it once you are satisfied: it holds the secrets)"

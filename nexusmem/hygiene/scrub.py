@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem import project as project_mod
+from nexusmem import registry
 from nexusmem.hygiene.forget import writer_lock
 from nexusmem.nodes import Node, strings_in
 from nexusmem.redact import path_text, redact_counts, redact_path_counts
@@ -31,6 +32,10 @@ class ScrubReport:
     imports: bool = False  # the import structure held a secret, and is dropped (the next sync reads it again)
     cursors: list[str] = field(default_factory=list)  # sources whose cursor held a secret: dropped
     judgments: int = 0  # contradiction judgments whose model-written reason held a secret: rewritten
+    # The project id, when it held a credential of the origin URL: the clean id its nodes were re-keyed to.
+    project_id: str | None = None
+    rekeyed: int = 0  # nodes re-keyed to it
+    registry: int = 0  # projects.json entries whose id held a credential: re-keyed
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +47,9 @@ class ScrubReport:
             "imports": self.imports,
             "cursors": self.cursors,
             "judgments": self.judgments,
+            "project_id": self.project_id,
+            "rekeyed": self.rekeyed,
+            "registry": self.registry,
             "backup": str(self.backup) if self.backup else None,
             "checkpointed": self.checkpointed,
         }
@@ -161,7 +169,14 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
                 _count(found, report.secrets)
                 reasons.append((old_hash, new_hash, text))
         report.judgments = len(reasons)
-        if dry_run or not (rewrites or renames or report.imports or report.cursors or reasons):
+        # The project id an older release made from an origin URL holding a credential (migration 17 re-keys
+        # it at the upgrade; a rule learned since finds more), and the registry's copies of such ids.
+        unclean = store.unclean_project_id()
+        if unclean is not None:
+            report.project_id = unclean[1]
+            _count(redact_counts(unclean[0])[1], report.secrets)
+        report.registry = registry.clean_ids(dry_run=True) if dry_run else registry.clean_ids()
+        if dry_run or not (rewrites or renames or report.imports or report.cursors or reasons or unclean):
             return report
         stamp = time.strftime("%Y%m%dT%H%M%S")
         report.backup = project.db_path.with_name(f"{project.db_path.name}.pre-scrub-{stamp}.bak")
@@ -174,6 +189,8 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             for name in report.cursors:
                 store.clear_cursor(name)
             store.set_judgment_reasons(reasons)
+            rekeyed = store.clean_project_id() if unclean is not None else None
+            report.rekeyed = rekeyed[2] if rekeyed is not None else 0
             store.add_audit(
                 "scrub",
                 {
@@ -182,6 +199,7 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
                     "paths": report.paths,
                     "imports": report.imports,
                     "judgments": report.judgments,
+                    "rekeyed": report.rekeyed,
                 },
             )
             # Change words are cut from diffs (most of which are not stored): the next sync derives them

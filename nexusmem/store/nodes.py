@@ -616,23 +616,28 @@ class NodesMixin:
         self._delete_seqs(taken)  # and the links of theirs the heir already had
         return len(renamed) - len(taken)
 
-    def clean_project_id(self) -> tuple[str, str, int] | None:
-        """Re-key a memory whose project id an older release made with a credential of the origin URL in it
-        (`github.com/acme/w.git?access_token=ghp_…`) to the id today's rules give it (identity.clean_id), as a
-        sync re-keys a moved repository's (rekey_project), and record that id (PROJECT_ID_KEY). Migration 17
-        runs it at the upgrade, `scrub` again under its rules. Returns (the id before, the id now, how many
-        nodes were re-keyed); None when the id is clean: nothing written. Inside the caller's transaction."""
+    def unclean_project_id(self) -> tuple[str, str] | None:
+        """(the project id recorded, the one today's rules give it: identity.clean_id) when they differ: an older
+        release made the id with a credential of the origin URL in it (`github.com/acme/w.git?access_token=…`);
+        None when the id is clean or there is none."""
         from nexusmem.identity import clean_id  # the redaction rules: only for a memory that has an id
 
         recorded = self.get_meta(PROJECT_ID_KEY) or self.written_project_id()
-        if recorded is None:
+        clean = clean_id(recorded) if recorded is not None else None
+        return None if recorded is None or clean is None or clean == recorded else (recorded, clean)
+
+    def clean_project_id(self) -> tuple[str, str, int] | None:
+        """Re-key a memory whose project id held a credential (unclean_project_id) to the clean id, as a sync
+        re-keys a moved repository's (rekey_project: verdicts and links kept), and record that id
+        (PROJECT_ID_KEY). Migration 17 runs it at the upgrade, `scrub` again under its rules. Returns (the id
+        before, the id now, how many nodes were re-keyed); None when the id is clean: nothing written. Inside
+        the caller's transaction."""
+        found = self.unclean_project_id()
+        if found is None:
             return None
-        clean = clean_id(recorded)
-        if clean == recorded:
-            return None
-        rekeyed = self.rekey_project(clean)
-        self.set_meta(PROJECT_ID_KEY, clean)
-        return recorded, clean, rekeyed
+        rekeyed = self.rekey_project(found[1])
+        self.set_meta(PROJECT_ID_KEY, found[1])
+        return found[0], found[1], rekeyed
 
     def _delete_seqs(self, seqs: list[int]) -> int:
         for start in range(0, len(seqs), BATCH):
