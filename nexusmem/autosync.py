@@ -168,6 +168,9 @@ def auto_sync(
                 (state / FAILED_NAME).unlink(missing_ok=True)
                 result.runs += 1
                 ended = time.time()
+                moved = getattr(summary, "moved", None)
+                if moved:  # the one place a background sync speaks: the memory's ids changed
+                    log(f"{stamp()} pid {os.getpid()}: git: {moved}")
                 added = getattr(summary, "added", "?")
                 # The epoch span lets a reader (and the tests) check that no two runs ever overlapped.
                 log(

@@ -70,6 +70,7 @@ class SyncSummary:
     links: LinkSummary | None = None  # set when failure → fix linking ran
     embedding: EmbedSummary | None = None  # set when the embedding pass ran
     structure: StructurePlan | None = None  # set when the import-structure pass ran
+    moved: str | None = None  # the project id changed and its nodes were re-keyed: what to say (_moved_note)
 
     @property
     def added(self) -> int:
@@ -720,7 +721,7 @@ def sync(
             for note in notes:
                 log(note)
         former_roots = _former_roots(project, store)
-        moved = _moved_note(project, store)
+        moved = summary.moved = _moved_note(project, store)
         if moved and log:
             log(f"git: {moved}")
         kept: list[Kept] = []

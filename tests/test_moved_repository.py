@@ -4,6 +4,7 @@ follow it. A repository with no remote is known by its path, so a move changes i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from nexusmem import project
 
-from helpers import commit, git, init_repo, query_json, run_cli
+from helpers import commit, git, init_repo, query_json, run_cli, run_script
 from helpers.shell import typed_in_bash
 
 
@@ -142,3 +143,20 @@ def test_the_first_move_after_an_upgrade_keeps_the_commands_run_before_it(repo: 
     assert f"given a remote: {repo} → {moved}" in out, out
     commands = [it["title"] for it in query_json(moved, "ran echo")["items"] if it["kind"] == "shell_command"]
     assert commands == ["echo ran-before-upgrade-nu (exit 0)"], commands
+
+
+def test_the_post_commit_sync_logs_that_the_project_id_changed(repo: Path) -> None:
+    """When the id changed in a background sync (the post-commit hook's `sync --auto`: a remote added, the
+    repository moved), the note that every node now goes by the new id went nowhere: auto-sync.log, where the
+    hook sends its output, said only "sync run 1 done"."""
+    commit(repo, "first", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    git(repo, "remote", "add", "origin", "git@github.com:acme/widget.git")
+    commit(repo, "second", {"a.txt": "b\n"})
+    proc = run_script("sync", "--auto", cwd=repo)  # what the hook appends to .nexusmem/auto-sync.log
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    said = [line for line in lines if "this repository's id changed" in line]
+    assert len(said) == 1 and f"{repo} → github.com/acme/widget" in said[0], lines
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* pid \d+: git: ", said[0]), said
+    assert "sync run 1 done" in lines[-1], lines
