@@ -11,6 +11,7 @@ history: 0.6 %). Six is still short enough to type from a query line.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from nexusmem.errors import NexusMemError
 from nexusmem.identity import NODE_ID_LEN as ID_CHARS
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
+from nexusmem.store.nodes import IDS_CHANGED_KEY
 from nexusmem.text import one_line, well_formed
 
 if TYPE_CHECKING:
@@ -71,7 +73,10 @@ def find(store: SearchStore, ref: str) -> StoredNode:
         # another node's id starts with the same characters, which one was meant is not known.
         matches += [m for m in store.commits_by_sha(key) if m not in matches]
     if not matches:
-        raise UnknownId(f"no node with id {ref!r} (ids are shown in query results), nor a commit of that sha")
+        raise UnknownId(
+            f"no node with id {ref!r} (ids are shown in query results), nor a commit of that sha"
+            + _ids_changed(store)
+        )
     if len(matches) > 1:
         found = store.get_many(matches, light=True)
         listed = "; ".join(_listed(m, found.get(m), key) for m in matches)
@@ -81,6 +86,20 @@ def find(store: SearchStore, ref: str) -> StoredNode:
     if node is None:  # deleted between the two reads (a concurrent rebuild)
         raise UnknownId(f"no node with id {ref!r}")
     return node
+
+
+def _ids_changed(store: SearchStore) -> str:
+    """What an unknown id's error adds when this memory's node ids changed (its project id did: the repository
+    was moved or given a remote, or an older id held a credential; IDS_CHANGED_KEY): "" when they never did."""
+    try:
+        changed = json.loads(store.get_meta(IDS_CHANGED_KEY) or "null")
+        at, now = int(changed["at"]), str(changed["id"])
+    except (ValueError, TypeError, KeyError):
+        return ""
+    return (
+        f"; node ids changed on {timefmt.day(at)}, when this project's id did (now {now}): an id saved before"
+        " then names nothing now, find the item again with `nexusmem query`"
+    )
 
 
 def _revision(tree: Path, ref: str) -> str | None:

@@ -3,6 +3,7 @@ follow it. A repository with no remote is known by its path, so a move changes i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -160,3 +161,22 @@ def test_the_post_commit_sync_logs_that_the_project_id_changed(repo: Path) -> No
     assert len(said) == 1 and f"{repo} → github.com/acme/widget" in said[0], lines
     assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* pid \d+: git: ", said[0]), said
     assert "sync run 1 done" in lines[-1], lines
+
+
+def test_an_id_saved_before_the_project_id_changed_says_why_it_names_nothing(repo: Path) -> None:
+    """Node ids derive from the project id: after a remote was added (or the repository moved), `show` and
+    `review` of an id the user had saved said only "no node with id …", as for a mistyped one."""
+    commit(repo, "first", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    saved = json.loads(run_cli("-C", str(repo), "show", "HEAD", "--json").output)["id"]
+    nobody = "0123456789abcdef01234567"
+    assert "ids changed" not in run_cli("-C", str(repo), "show", nobody, ok=False).output
+    git(repo, "remote", "add", "origin", "git@github.com:acme/widget.git")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for args in (("show", saved), ("review", saved, "--verify")):
+        result = run_cli("-C", str(repo), *args, ok=False)
+        assert result.exit_code == 1, result.output
+        said = " ".join(result.output.split())
+        assert f"no node with id '{saved}'" in said, said
+        assert "node ids changed on" in said and "(now github.com/acme/widget)" in said, said
+        assert "`nexusmem query`" in said, said

@@ -29,6 +29,9 @@ RELINK_FROM_KEY = "link.relink_from"
 
 # Meta: the project id this store's nodes were last written under (identity.project_id; sync._moved_note).
 PROJECT_ID_KEY = "project.id"
+# Meta: {"at": epoch ms, "id": the project id now} of the last re-key (rekey_project): node ids derive from the
+# project id, so an id saved before then names nothing now (show.find says so).
+IDS_CHANGED_KEY = "project.idsChanged"
 
 
 def now_ms() -> int:
@@ -614,6 +617,7 @@ class NodesMixin:
         for column in ("old_id", "new_id"):
             self.conn.executemany(f"UPDATE contradiction_checks SET {column} = ? WHERE {column} = ?", pairs)
         self._delete_seqs(taken)  # and the links of theirs the heir already had
+        self.set_meta(IDS_CHANGED_KEY, json.dumps({"at": now_ms(), "id": project_id}))
         return len(renamed) - len(taken)
 
     def unclean_project_id(self) -> tuple[str, str] | None:
