@@ -173,6 +173,37 @@ def test_advisory_hook_checks_a_staged_file_named_like_its_option_and_never_refu
         assert f"{name}: changed in 4 commits in the last 30 days (high churn)" in shown, shown
 
 
+@pytest.mark.parametrize("file_named_strict", [False, True])
+def test_advisory_hook_with_args_strict_refuses_the_commit(
+    repo: Path, hook_repo: tuple[Path, str, Path], file_named_strict: bool
+) -> None:
+    """`args: [--strict]` on nexusmem-precheck made it strict until the entries ended their options with
+    `--`: the framework runs entry + args + files (`hooks/pre-commit -- --strict pc.txt`), and the hook took
+    that `--strict` for a file ("Passed", the high-churn file only warned about). It is the option again,
+    also with a staged file named `--strict` (checked as a file, both refused)."""
+    source, sha, cache = hook_repo
+    config = (
+        f"repos:\n  - repo: {source}\n    rev: {sha}\n    hooks:\n"
+        "      - id: nexusmem-precheck\n        args: [--strict]\n"
+    )
+    files = {"pc.txt", "--strict"} if file_named_strict else {"pc.txt"}
+    for i in range(4):  # high churn (4 commits)
+        commit(repo, f"step {i}", {**{name: f"{i}\n" for name in files}, ".pre-commit-config.yaml": config})
+    installed = _run(repo, cache, str(PRE_COMMIT), "install", "--hook-type", "pre-commit")
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    subprocess.run([str(Path(sys.executable).parent / "nexusmem"), "sync", "-q"], cwd=repo, check=True)
+    for name in files:
+        (repo / name).write_text("y\n", encoding="utf-8")
+    git(repo, "add", "--", *(f"./{name}" for name in files))
+    done = _run(repo, cache, "git", "commit", "-m", "strict")
+    shown = done.stdout + done.stderr
+    assert done.returncode != 0, shown
+    assert "Failed" in shown and "commit refused (--strict)" in shown, shown
+    assert f"nexusmem precheck: {len(files)} warning(s) for {len(files)} file(s)" in shown, shown
+    for name in files:
+        assert f"{name}: changed in 4 commits in the last 30 days (high churn)" in shown, shown
+
+
 def test_framework_hooks_without_nexusmem_on_path_let_the_commit_through(
     repo: Path, hook_repo: tuple[Path, str, Path]
 ) -> None:
