@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -315,6 +316,73 @@ def test_a_worktree_says_the_hooks_are_in_the_main_work_trees_copy_of_a_committe
     assert not said_in_worktree()[0]
     run_cli("-C", str(repo), "hook", "git", "install")
     assert not [c for c in _problems(repo) if c["area"] == "git"]
+
+
+@pytest.mark.parametrize("hooks_path", [None, ".githooks"])
+def test_a_block_that_goes_in_a_moved_or_copied_repository_is_named_there(
+    repo: Path, tmp_path: Path, hooks_path: str | None
+) -> None:
+    """The record names the folder each block went in. After a `mv` of the repository, a pre-commit block
+    deleted there was never named (`hook git status`, doctor and `status --json` said nothing: the old
+    folder was taken for another work tree's copy), and the old folder stayed in the record; in a `cp -a`
+    copy, doctor said the block was in the original's "copy of the hooks folder … commits made in this
+    worktree run its own copy". Both are this checkout's folder, as a record without folders read."""
+    if hooks_path is not None:
+        git(repo, "config", "core.hooksPath", hooks_path)
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    original = repo / (hooks_path or ".git/hooks")
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    moved = tmp_path / "moved"
+    repo.rename(moved)
+    for checkout in (moved, copy):
+        folder = checkout / (hooks_path or ".git/hooks")
+        (folder / "pre-commit").unlink()
+        lost = (
+            f"the NexusMem pre-commit block installed here is gone ({folder / 'pre-commit'} was deleted or"
+            " rewritten by something other than `nexusmem hook ... remove`): precheck no longer runs"
+        )
+        said = run_cli("-C", str(checkout), "hook", "git", "status")
+        assert lost in said.stderr, (checkout, said.output)
+        assert "copy of the hooks folder" not in said.output, said.output
+        problems = [c["detail"] for c in _problems(checkout) if c["area"] == "git"]
+        assert problems == [lost], (checkout, problems)
+        gone = json.loads(run_cli("-C", str(checkout), "status", "--json").stdout)["hooks_gone"]
+        assert list(gone) == ["pre-commit"], (checkout, gone)
+        # A rewrite of the record keeps no folder of the repository it came from; a remove is no news.
+        run_cli("-C", str(checkout), "hook", "git-post", "install")
+        record = (checkout / ".git" / "nexusmem-hooks").read_text(encoding="utf-8")
+        assert str(original) not in record and str(folder.resolve()) in record, record
+        run_cli("-C", str(checkout), "hook", "git", "remove")
+        assert json.loads(run_cli("-C", str(checkout), "status", "--json").stdout)["hooks_gone"] == {}
+        assert not [c for c in _problems(checkout) if c["area"] == "git"]
+
+
+def test_in_the_main_work_tree_a_block_gone_there_is_named_once(repo: Path, tmp_path: Path) -> None:
+    """With core.hooksPath .githooks and the blocks installed in the main work tree and a linked worktree,
+    a block deleted in the main one was said to be gone and, beside it, "installed in …/wt's copy …
+    commits made in this worktree run its own copy": the second is no news (it went from here)."""
+    git(repo, "config", "core.hooksPath", ".githooks")
+    synced(repo)
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(worktree), "-b", "feature")
+    run_cli("-C", str(worktree), "hook", "git", "install")
+    # Only the worktree's copy has it: the main work tree is told so, as a work tree, not "this worktree".
+    detail = [c["detail"] for c in _problems(repo) if c["area"] == "git"]
+    assert len(detail) == 1 and f"{worktree}'s copy of the hooks folder" in detail[0], detail
+    assert f"commits made in this work tree run its own copy, {repo / '.githooks'}" in detail[0], detail
+    run_cli("-C", str(repo), "hook", "git", "install")
+    (repo / ".githooks" / "pre-commit").unlink()
+    said = run_cli("-C", str(repo), "hook", "git", "status").output
+    assert "the NexusMem pre-commit block installed here is gone" in said, said
+    assert "copy of the hooks folder" not in said, said
+    assert [c["detail"] for c in _problems(repo) if c["area"] == "git"] == [
+        f"the NexusMem pre-commit block installed here is gone ({repo / '.githooks/pre-commit'} was deleted or"
+        " rewritten by something other than `nexusmem hook ... remove`): precheck no longer runs"
+    ]
+    assert not [c for c in _problems(worktree) if c["area"] == "git"]
 
 
 def test_a_user_wide_hooks_path_syncs_only_repositories_that_have_a_memory(

@@ -322,16 +322,36 @@ def forget(name: str, start: Path | str | None = None) -> None:
     dirs = hook_dirs(start)
     here = {"", *(_where(folder) for folder in dirs)}
     for folder in dirs:
-        entries = _entries_in(*_record_of(start, folder))
+        entries = _resolved(_entries_in(*_record_of(start, folder)), start)
         _write_record(start, [(n, w) for n, w in entries if n != name or w not in here], folder)
+
+
+def _resolved(entries: list[tuple[str, str]], start: Path | str | None) -> list[tuple[str, str]]:
+    """ENTRIES of the record in the git folder, each folder that is neither one of this checkout's
+    (hook_dirs) nor another work tree's copy (_other_copy) named as the one git runs hooks from here: it is
+    where the repository was before a `mv`, or the original of a `cp -a`, whose record came along and means
+    this checkout's folder (as gone reads it), so a rewrite keeps no stale folder."""
+    dirs = hook_dirs(start)
+    ours = {_where(folder) for folder in dirs}
+    out: list[tuple[str, str]] = []
+    for name, where in entries:
+        if where and where not in ours and _other_copy(where, start) is None:
+            where = _where(dirs[0])
+        if (name, where) not in out:
+            out.append((name, where))
+    return out
 
 
 def _inside(start: Path | str | None) -> tuple[Path, tuple[str, ...]] | None:
     """(the folder git runs hooks from here, its path in the work tree) when it is inside the work tree (a
     core.hooksPath such as `.githooks`: a folder in each work tree, an install in one puts its block in that
-    one's copy only); None when it is every work tree's (.git/hooks, a folder outside)."""
+    one's copy only); None when it is every work tree's (.git/hooks, in the git folder every work tree
+    shares, or a folder outside)."""
     root = paths.repo_root(start).resolve()
     active = hooks_dir(start).resolve()
+    common = default_hooks_dir(start).parent.resolve()
+    if active == common or common in active.parents:
+        return None
     try:
         inside = active.relative_to(root).parts
     except ValueError:
@@ -341,13 +361,36 @@ def _inside(start: Path | str | None) -> tuple[Path, tuple[str, ...]] | None:
 
 def _other_copy(where: str, start: Path | str | None) -> Path | None:
     """The folder WHERE (as the record names it) when it is another work tree's copy of the one git runs
-    hooks from here (_inside); None otherwise."""
+    hooks from here (_inside): the same path in a work tree of this repository that `git worktree list`
+    names; None otherwise (also for the folder a moved or copied repository had: it means this one's)."""
     found = _inside(start)
     if found is None or not where:
         return None
     active, inside = found
     folder = Path(where)
-    return folder if folder != active and folder.parts[-len(inside) :] == inside else None
+    if folder == active or folder.parts[-len(inside) :] != inside:
+        return None
+    return folder if _work_tree_here(folder.parents[len(inside) - 1], start) else None
+
+
+def _work_tree_here(root: Path, start: Path | str | None) -> bool:
+    """Whether ROOT is a work tree of the repository at START, its main one or a linked one (as `git worktree
+    list` names them: the git folder ROOT's `.git` leads to leads back to it), read from files without a
+    process; not a copy of the repository, nor where it was before a `mv`."""
+    common = paths.git_common_dir(paths.repo_root(start))
+    gitdir = paths.git_dir(root)
+    if common is None or gitdir is None:
+        return False
+    if gitdir.resolve() == common.resolve():
+        return True  # the main work tree
+    theirs = paths.git_common_dir(root)
+    if theirs is None or theirs.resolve() != common.resolve():
+        return False
+    try:
+        back = (gitdir / "gitdir").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _same_file(back, root / ".git")
 
 
 def _main_copy(start: Path | str | None) -> Path | None:
@@ -365,6 +408,8 @@ def elsewhere(name: str, start: Path | str | None = None) -> HookState | None:
     entries = [where for n, where in _recorded_entries(start) if n == name]
     if not entries or status(name, start).installed:
         return None
+    if any(where and _other_copy(where, start) is None for where in entries):
+        return None  # also installed in this checkout's folder, where it went: `gone` says so
     for where in entries:
         folder = _other_copy(where, start) if where else _main_copy(start)
         if folder is not None and folder.is_dir():
@@ -389,6 +434,7 @@ def elsewhere_text(states: list[HookState], start: Path | str | None = None) -> 
     root = copy_root(first, start)
     main = paths.main_worktree(paths.repo_root(start))
     whose = "the main work tree's" if main is not None and main.resolve() == root else f"{root}'s"
+    this = "this worktree" if main is not None else "this work tree"
     here = hooks_dir(start)
     what = " and ".join(
         dict.fromkeys("precheck" if state.name == "pre-commit" else "the auto-sync" for state in states)
@@ -398,12 +444,12 @@ def elsewhere_text(states: list[HookState], start: Path | str | None = None) -> 
     does = "do" if " and " in what else "does"
     detail = (
         f"the NexusMem {names} block{'s are' if many else ' is'} installed in {first.path.parent},"
-        f" {whose} copy of the hooks folder (core.hooksPath points into the work tree); commits made in this"
-        f" worktree run its own copy, {here}, which does not have {them}: {what} {does} not run for those commits"
+        f" {whose} copy of the hooks folder (core.hooksPath points into the work tree); commits made in {this}"
+        f" run its own copy, {here}, which does not have {them}: {what} {does} not run for those commits"
     )
     verbs = dict.fromkeys("git" if state.name == "pre-commit" else "git-post" for state in states)
     fix = " && ".join(f"nexusmem hook {verb} install" for verb in verbs) + (
-        f"  # here too: writes {them} into {here}, this worktree's copy (keep that change out of your commits)"
+        f"  # here too: writes {them} into {here}, {this}'s copy (keep that change out of your commits)"
     )
     return detail, fix
 
@@ -727,7 +773,9 @@ def install(
     result = _install(name, directory, flags)
     result.shared = shared
     where = _where(directory)
-    entries = [(n, w) for n, w in _recorded_entries(start) if n != name or w not in ("", where)]
+    entries = [
+        (n, w) for n, w in _resolved(_recorded_entries(start), start) if n != name or w not in ("", where)
+    ]
     _write_record(start, [*entries, (name, where)])
     if generated and result.changed:
         husky = (
