@@ -281,7 +281,8 @@ def test_a_worktree_says_the_hooks_are_in_the_main_work_trees_copy_of_a_committe
 
     for record in ("as written", "by an older release (names only)"):
         if record != "as written":
-            names = [line.split("\t")[0] for line in (repo / ".git/nexusmem-hooks").read_text().splitlines()]
+            lines = (repo / ".git/nexusmem-hooks").read_text().splitlines()
+            names = [line for line in lines if not line.startswith("@folder\t")]
             (repo / ".git/nexusmem-hooks").write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
         hooks, status = said_in_worktree()
         assert len(hooks) == 1, (record, hooks)
@@ -383,6 +384,72 @@ def test_in_the_main_work_tree_a_block_gone_there_is_named_once(repo: Path, tmp_
         " rewritten by something other than `nexusmem hook ... remove`): precheck no longer runs"
     ]
     assert not [c for c in _problems(worktree) if c["area"] == "git"]
+
+
+# The last release whose record of the git hooks holds names only: a user may roll back to it.
+NAMES_ONLY_RELEASE = "330b48f"
+
+
+def test_a_release_that_reads_names_only_shares_the_hooks_record(repo: Path, tmp_path: Path) -> None:
+    """The record once held `name<TAB>folder` lines, which the previous release (names only, whole lines)
+    could not read: rolled back, its `hook git status` no longer named a deleted block, its `hook git
+    install` rewrote the record to `pre-commit` alone (post-commit, post-merge, post-applypatch dropped), its
+    `hook git-post remove` left them in, and back on this release a hook removed that way was reported
+    "deleted or rewritten". The names stay a line each; the folders are on lines it skips."""
+    source = Path(__file__).resolve().parent.parent
+    old = tmp_path / "old-release"
+    old.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(source), "archive", NAMES_ONLY_RELEASE, "nexusmem", "hooks"],
+        capture_output=True,
+        check=False,
+    )
+    if archive.returncode != 0:
+        pytest.skip(f"release {NAMES_ONLY_RELEASE} is not in this checkout's history")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+
+    def previous(*args: str) -> subprocess.CompletedProcess[str]:
+        """`nexusmem ARGS` as the previous release runs it."""
+        env = dict(os.environ, PYTHONPATH=str(old))
+        command = [sys.executable, "-m", "nexusmem", "-C", str(repo), *args]
+        return subprocess.run(
+            command, cwd=old, capture_output=True, text=True, env=env, timeout=120, check=False
+        )
+
+    synced(repo)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    record = repo / ".git" / "nexusmem-hooks"
+    hooks = repo / ".git" / "hooks"
+    lost = "block installed here is gone"
+    # The previous release names a block deleted since, and its install keeps every hook recorded.
+    (hooks / "post-merge").unlink()
+    said = previous("hook", "git-post", "status")
+    assert said.returncode == 0 and f"NexusMem post-merge {lost}" in said.stderr, said
+    assert previous("hook", "git-post", "install").returncode == 0
+    assert previous("hook", "git", "install").returncode == 0
+    assert record.read_text(encoding="utf-8").splitlines()[:4] == list(git_hooks.HOOK_NAMES)
+    for name in git_hooks.HOOK_NAMES:
+        (hooks / name).unlink()
+        said = previous("hook", "git" if name == "pre-commit" else "git-post", "status")
+        assert f"NexusMem {name} {lost}" in said.stderr, (name, said)
+        said = run_cli("-C", str(repo), "hook", "git" if name == "pre-commit" else "git-post", "status")
+        assert f"NexusMem {name} {lost}" in said.stderr, (name, said.output)
+        run_cli("-C", str(repo), "hook", "git" if name == "pre-commit" else "git-post", "install")
+    # Removed with the previous release: no longer recorded, for either release.
+    assert previous("hook", "git-post", "remove").returncode == 0
+    assert record.read_text(encoding="utf-8") == "pre-commit\n", record.read_text(encoding="utf-8")
+    assert json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["hooks_gone"] == {}
+    assert "gone" not in run_cli("-C", str(repo), "hook", "git-post", "status").output
+    # A names-only record the previous release wrote is read as it was, and rewritten with the folders.
+    (hooks / "pre-commit").unlink()
+    gone = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)["hooks_gone"]
+    assert list(gone) == ["pre-commit"], gone
+    run_cli("-C", str(repo), "hook", "git", "install")
+    folder = f"@folder\tpre-commit\t{hooks.resolve()}"
+    assert record.read_text(encoding="utf-8") == f"pre-commit\n{folder}\n"
+    assert previous("hook", "git", "remove").returncode == 0
+    assert not record.exists()
 
 
 def test_a_user_wide_hooks_path_syncs_only_repositories_that_have_a_memory(
@@ -1607,7 +1674,7 @@ def test_a_hooks_record_that_is_no_regular_file_never_hangs_a_command(repo: Path
     assert nexusmem("hook", "git", "remove").returncode == 0
     assert nexusmem("hook", "git", "install").returncode == 0
     assert record.is_file() and not record.is_symlink()
-    assert record.read_text() == f"pre-commit\t{(repo / '.git' / 'hooks').resolve()}\n"
+    assert record.read_text() == f"pre-commit\n@folder\tpre-commit\t{(repo / '.git' / 'hooks').resolve()}\n"
     assert said not in nexusmem("status").stdout
 
 

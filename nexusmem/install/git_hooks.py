@@ -64,15 +64,18 @@ FLAG_STRICT = "strict"
 FLAG_SHARED = "shared"
 
 # Which hooks an install put a block in, one name a line, kept with the hooks folder they are in: for the
-# repository's own folder (or one inside the repository), in its git folder (never the work tree), each name
-# followed by a tab and the folder it went in (a core.hooksPath inside the work tree, `.githooks`, is a
-# folder in each work tree: the main one's and a linked worktree's copy share this record); for a
+# repository's own folder (or one inside the repository), in its git folder (never the work tree), then a
+# FOLDER_LINE per block, `@folder<TAB>name<TAB>the folder it went in` (a core.hooksPath inside the work
+# tree, `.githooks`, is a folder in each work tree: the main one's and a linked worktree's copy share this
+# record). An older release reads and writes the name lines only: it skips the folder lines, and its
+# rewrite (an install or a remove) drops them, which leaves a names-only record, read as it was; for a
 # folder outside it (a user-wide core.hooksPath every repository shares), in NexusMem's home, one file per
 # folder (RECORDS_DIR), so that a remove run from any repository clears it for all. A block that goes
 # without `hook ... remove` (`pre-commit install -f` deletes the pre-commit.legacy the framework had moved
 # ours to; a tool that rewrites the hook) is then named by status and doctor.
 RECORD = "nexusmem-hooks"
 RECORDS_DIR = "hook-records"
+FOLDER_LINE = "@folder\t"
 
 # Interpreters whose syntax our three POSIX lines are valid in.
 _SH_LIKE = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
@@ -203,20 +206,30 @@ def _read_record(record: Path) -> str:
 
 
 def _entries_in(record: Path, folder: Path) -> list[tuple[str, str]]:
-    """(hook name, the folder its block went in) of each line of RECORD (the record of FOLDER); the folder is
-    "" when the line does not say: in NexusMem's home, whose record's first line names its one folder, or a
-    line an older NexusMem wrote."""
+    """(hook name, the folder its block went in) of each hook RECORD (the record of FOLDER) names, one entry
+    per folder line (FOLDER_LINE) of that name; the folder is "" when none says: in NexusMem's home, whose
+    record's first line names its one folder, or a record an older NexusMem wrote or rewrote (names only).
+    A folder line whose name has no line of its own is one an older release's remove left: not read."""
     try:
         text = _read_record(record)
     except (OSError, UnicodeDecodeError):  # said by record_problem
         return []
     if record.parent.name == RECORDS_DIR:
         text = _without_head(text, folder)
-    entries: list[tuple[str, str]] = []
+    names: list[str] = []
+    folders: list[tuple[str, str]] = []
     for line in text.splitlines():
-        name, _tab, where = line.partition("\t")
-        if name in HOOK_NAMES and (name, where) not in entries:
-            entries.append((name, where))
+        # `name<TAB>folder`: how a development build of this release wrote the two on one line
+        name, _tab, where = line.removeprefix(FOLDER_LINE).partition("\t")
+        if name not in HOOK_NAMES:
+            continue
+        if not line.startswith(FOLDER_LINE) and name not in names:
+            names.append(name)
+        if where and (name, where) not in folders:
+            folders.append((name, where))
+    entries: list[tuple[str, str]] = []
+    for name in names:
+        entries += [entry for entry in folders if entry[0] == name] or [(name, "")]
     return entries
 
 
@@ -290,7 +303,9 @@ def _write_record(
     start: Path | str | None, entries: list[tuple[str, str]], folder: Path | None = None
 ) -> None:
     """Record ENTRIES, (hook name, the folder its block is in), in the record of FOLDER (by default the one
-    git runs hooks from); the record in NexusMem's home, of one folder, keeps the names alone."""
+    git runs hooks from): a line per name, then a FOLDER_LINE per entry that names a folder (a name also
+    recorded without one is then read for those folders only); the record in NexusMem's home, of one
+    folder, keeps the names alone."""
     path, folder = _record_of(start, folder)
     home = path.parent.name == RECORDS_DIR
     if home:
@@ -308,9 +323,9 @@ def _write_record(
             head = _head(folder)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(
-                head + "".join(f"{name}\t{where}\n" if where else f"{name}\n" for name, where in entries)
-            )
+            names = "".join(f"{name}\n" for name in dict.fromkeys(name for name, _where in entries))
+            folders = "".join(f"{FOLDER_LINE}{name}\t{where}\n" for name, where in entries if where)
+            handle.write(head + names + folders)
         os.replace(tmp, path)
     except (OSError, NexusMemError):  # only what status and doctor say of a block that went missing needs it
         tmp.unlink(missing_ok=True)
