@@ -9,7 +9,7 @@ from pathlib import Path
 
 NODE_ID_LEN = 24
 
-_SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")
+_SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$", re.DOTALL)
 # scheme://[userinfo@]host[/path][?query][#fragment]: the userinfo is everything up to the host's last "@"
 # (a user name may hold one: `https://me@corp.com:token@host/`); none of userinfo, query and fragment is part
 # of the repository's identity, and each may hold a credential (`?access_token=…`).
@@ -41,8 +41,8 @@ def normalise_url(url: str) -> str:
     path = path.rstrip("/")
     from nexusmem.redact import redact_path  # only when a project id is worked out (sync, status)
 
-    joined = redact_path(f"{host}{path}" if host else path)
-    return joined.lower()
+    joined = redact_path(f"{host}{path}" if host else path).lower()
+    return redact_path(joined)  # a token only the lower case gives away: clean_id finds none in the id
 
 
 # A project id that is a path (a repository with no remote: its work tree's root), on POSIX or Windows.
@@ -50,15 +50,28 @@ _PATH_ID = re.compile(r"^(?:/|\\\\|[a-zA-Z]:[\\/])")
 
 
 def clean_id(recorded: str) -> str:
-    """The id normalise_url gives today to the project an older release recorded as RECORDED: before,
-    an origin URL's query and fragment, the user part after a first "@" and a secret in its path stayed in
-    the id (`github.com/acme/w.git?access_token=ghp_…` is github.com/acme/w now). RECORDED itself when the
-    rules give it again (every ordinary id), or when it is a path (a repository with no remote, whose id is
-    its root's path: never a URL's). A token only its letters' case gives away (lower-cased in RECORDED) is
+    """The id normalise_url gives today to the project an older release recorded as RECORDED when RECORDED
+    holds a credential of the origin URL: before, an https URL's query and fragment, the user part after a
+    first "@" and a secret in its path stayed in the id (`github.com/acme/w.git?access_token=ghp_…` is
+    github.com/acme/w now). RECORDED itself otherwise: every id normalise_url gives (an scp-style remote's
+    `?` or `#`, a user name with an "@", a path's are its own) and a path id (a repository with no remote,
+    whose id is its root's path). A token only its letters' case gives away (lower-cased in RECORDED) is
     left for the next sync, which reads the origin URL again."""
-    if not recorded or _PATH_ID.match(recorded):
+    if not recorded or _PATH_ID.match(recorded) or not _holds_credential(recorded):
         return recorded
     return normalise_url(f"x://{recorded}")  # RECORDED is host/path: read as a URL's, the scheme a stand-in
+
+
+# The host part of an id an older release made from `https://me@corp.com:token@host/…`: a password before "@".
+_PASSWORD_IN_HOST = re.compile(r"^[^/:@«»\s]+:[^/@«»\s]*@[^/\s]*(?:/|$)")  # a placeholder's ":" is none
+
+
+def _holds_credential(recorded: str) -> bool:
+    """Whether RECORDED holds a secret the redaction rules find, or a password in its host part: what
+    normalise_url never leaves in an id."""
+    from nexusmem.redact import redact_path
+
+    return bool(_PASSWORD_IN_HOST.match(recorded)) or redact_path(recorded) != recorded
 
 
 def origin_url(root: Path) -> str | None:

@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nexusmem import identity
 
@@ -44,11 +46,76 @@ def test_node_id_is_stable_and_24_hex() -> None:
         ("https://git.example.com/a%20b/c.git", "git.example.com/a%20b/c"),
         ("/srv/git/repo.git", "/srv/git/repo"),
         ("../relative/repo", "../relative/repo"),
+        # what the release before (330b48f) gave these remotes: a `?`, `#` or "@" of an scp-style or path
+        # remote is part of its id, and migration 17, scrub and projects.json writes leave it there
+        ("git@github.com:torvalds/linux.git", "github.com/torvalds/linux"),
+        ("https://org@dev.azure.com/org/Project/_git/Repo", "dev.azure.com/org/project/_git/repo"),
+        ("git@ssh.dev.azure.com:v3/org/Project/Repo", "ssh.dev.azure.com/v3/org/project/repo"),
+        ("git://git.savannah.gnu.org/emacs.git", "git.savannah.gnu.org/emacs"),
+        ("git@git.sr.ht:~sircmpwn/git.sr.ht", "git.sr.ht/~sircmpwn/git.sr.ht"),
+        ("gitea@git.example.com:Org/Repo.git", "git.example.com/org/repo"),
+        ("file:///srv/git/repo.git", "file:///srv/git/repo"),
+        ("https://[::1]:8080/org/repo", "[::1]:8080/org/repo"),
+        ("jane.doe@corp.com@git.corp.example:team/app.git", "corp.com@git.corp.example/team/app"),
+        ("git@github.com:org/repo.git?ref=main", "github.com/org/repo.git?ref=main"),
+        ("file:///srv/c#proj/up.git", "file:///srv/c#proj/up"),
+        ("file:///srv/c#other/up.git", "file:///srv/c#other/up"),
+        ("../a#b/repo", "../a#b/repo"),
+        ("ext::ssh -i key git@host.example %S org/repo", "ext/:ssh -i key git@host.example %s org/repo"),
     ],
 )
 def test_an_ordinary_remote_keeps_its_id(url: str, expected: str) -> None:
     assert identity.normalise_url(url) == expected
     assert identity.clean_id(expected) == expected  # migration 17 leaves its memory as it is
+
+
+_PART = st.one_of(
+    st.text(alphabet="abcXYZ019-._~%@:?#;= /\\\n", max_size=12),
+    st.sampled_from(
+        [
+            "ghp_" + "wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF",
+            "AKIA" + "IOSFODNN7EXAMPLE",
+            "access_token=a1b2c3d4e5",
+        ]
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(["https://", "ssh://", "git://", "file://", "x://", "", "git@", "../", "/"]),
+    _PART,
+    st.sampled_from([":", "/", "@", "?", "#", ":/"]),
+    _PART,
+    st.sampled_from(["", ".git", "/", "?ref=main", "#frag", ".git?x=1"]),
+)
+def test_the_upgrade_never_re_keys_an_id_the_origin_url_gives(
+    scheme: str, head: str, sep: str, tail: str, end: str
+) -> None:
+    """Whatever the URL's form, the id it gives is one migration 17, scrub and projects.json writes keep:
+    before, an scp-style remote with an "@" in its user name, a `?` or `#`, or a path remote with a `#`, was
+    re-keyed by the upgrade and back by the next sync, every time."""
+    found = identity.normalise_url(f"{scheme}{head}{sep}{tail}{end}")
+    assert identity.clean_id(found) == found
+
+
+def test_a_memory_under_an_scp_remote_with_an_at_in_its_user_name_keeps_its_id(tmp_path: Path) -> None:
+    """`jane.doe@corp.com@git.corp.example:team/app.git`: scrub said "re-keyed its N node(s)" every time, and
+    each sync re-keyed the memory back, node ids changing twice a cycle."""
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "remote", "add", "origin", "jane.doe@corp.com@git.corp.example:team/app.git")
+    commit(repo, "init", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    before = _held(repo)
+    assert before[1] == "corp.com@git.corp.example/team/app"
+    scrubbed = run_cli("-C", str(repo), "scrub").output
+    assert "re-keyed" not in scrubbed
+    _as_the_release_before_left_it(repo, before[1])
+    run_cli("-C", str(repo), "status")
+    synced = run_cli("-C", str(repo), "sync", "--no-embed").output
+    assert _held(repo) == before and "id changed" not in synced
+    registry = json.loads((Path(os.environ["NEXUSMEM_HOME"]) / "projects.json").read_text())
+    assert registry["projects"][0]["id"] == before[1]
 
 
 TOKEN = "ghp_" + "wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"
