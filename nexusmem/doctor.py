@@ -329,14 +329,14 @@ def _auto_sync_check(root: Path, store_fix: str | None, store_locked: bool = Fal
     fix is a sync, or STORE_FIX when check_store found the store needs one first (a sync fails on a damaged
     store exactly as the post-commit one did). Not asked when STORE_LOCKED: check_store found another
     process holding the store, and opening it would wait for that process (15 s) to say nothing more."""
-    from nexusmem import autosync
+    from nexusmem import autosync, project
     from nexusmem.errors import StoreError
     from nexusmem.store import open_store
 
     if store_locked or not paths.db_path(root).exists():
         return []
     try:
-        with open_store(paths.db_path(root), readonly=True) as store:
+        with project.opened(open_store(paths.db_path(root), readonly=True)) as store:
             failed = autosync.last_failure(root, store)
     except (StoreError, OSError):
         return []  # check_store says what is wrong with the store
@@ -692,13 +692,14 @@ def _unusable_deny_entry(db: Path) -> Check | None:
     """A deny-list entry of this memory (or the user-wide one) that cannot run: every sync refuses to start
     on it, so the fix for a failed post-commit sync is this one, not `nexusmem sync`. Most often the entry was
     made under another NEXUSMEM_HOME, whose deny-key.json holds the key its hash needs."""
+    from nexusmem import project
     from nexusmem.errors import NexusMemError
     from nexusmem.hygiene.denylist import key_path, load_global
     from nexusmem.hygiene.forget import stored_entries
     from nexusmem.store import open_store
 
     try:
-        with open_store(db, readonly=True) as store:
+        with project.opened(open_store(db, readonly=True)) as store:
             entries = [*stored_entries(store), *load_global()]
     except (NexusMemError, OSError):
         return None  # the store's or the user-wide list's own check says what is wrong
@@ -817,6 +818,9 @@ def check_registry(root: Path | None) -> list[Check]:
     for entry in entries:
         where = Path(str(entry.get("root")))
         known.add(str(where))
+        if registry.holds_credential(entry):  # the id is not shown: it holds the credential
+            detail = f"registered project {where}: its id holds a credential of the origin URL"
+            checks.append(Check("registry", False, detail, f"nexusmem -C {shlex.quote(str(where))} scrub"))
         if not paths.db_path(where).exists():
             # `projects --prune` forgets it: right for a repository that is gone, not for one whose
             # memory.db alone was deleted (a sync builds it again).

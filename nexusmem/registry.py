@@ -95,6 +95,14 @@ def problems() -> list[str]:
     return found
 
 
+def holds_credential(entry: dict[str, Any]) -> bool:
+    """Whether ENTRY's id is one an older release made with a credential of the origin URL in it."""
+    from nexusmem.identity import clean_id  # the redaction rules: doctor only
+
+    recorded = entry.get("id")
+    return isinstance(recorded, str) and clean_id(recorded) != recorded
+
+
 def _clean_ids(projects: list[dict[str, Any]]) -> int:
     """Give each entry whose id an older release made with a credential of the origin URL in it the id
     today's rules give it (identity.clean_id, as migration 17 gives its memory); returns how many."""
@@ -102,9 +110,8 @@ def _clean_ids(projects: list[dict[str, Any]]) -> int:
 
     changed = 0
     for entry in projects:
-        recorded = entry.get("id")
-        if isinstance(recorded, str) and clean_id(recorded) != recorded:
-            entry["id"] = clean_id(recorded)
+        if holds_credential(entry):
+            entry["id"] = clean_id(entry["id"])
             changed += 1
     return changed
 

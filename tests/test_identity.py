@@ -216,3 +216,50 @@ def test_the_upgrade_leaves_a_memory_with_an_ordinary_id_as_it_is(tmp_path: Path
     run_cli("-C", str(repo), "status")
     assert _held(repo) == before
     assert registry.read_bytes() == listed
+
+
+@pytest.mark.parametrize("first", ["doctor", "query --all-projects"])
+def test_the_first_command_that_upgrades_the_memory_re_keys_projects_json_too(
+    first: str, tmp_path: Path
+) -> None:
+    """`doctor` in the repository, or `query --all-projects` from another, was the first command of the new
+    release: the store went to schema 17 with clean nodes, but projects.json kept the token for good (later
+    opens migrate nothing) and doctor said "No problems found"."""
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "remote", "add", "origin", f"https://github.com/acme/widget.git?access_token={TOKEN}")
+    commit(repo, "init", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    other = init_repo(tmp_path / "other")
+    commit(other, "init", {"b.txt": "b\n"})
+    run_cli("-C", str(other), "sync", "--no-embed")
+    _as_the_release_before_left_it(repo, f"github.com/acme/widget.git?access_token={TOKEN}".lower())
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    assert TOKEN.lower() in registry.read_text()
+
+    if first == "doctor":
+        run_cli("-C", str(repo), "doctor", ok=False)
+    else:
+        run_cli("-C", str(other), "query", "--all-projects", "--", "init")
+    assert _held(repo)[1] == "github.com/acme/widget"
+    assert TOKEN.lower() not in registry.read_text().lower()
+
+
+def test_doctor_names_a_registry_entry_whose_id_holds_a_credential(tmp_path: Path) -> None:
+    """An entry the upgrade of its memory did not clean (written back after it): doctor names the project and
+    the fix, never the id (it holds the credential)."""
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "remote", "add", "origin", f"https://github.com/acme/widget.git?access_token={TOKEN}")
+    commit(repo, "init", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    data = json.loads(registry.read_text())
+    data["projects"][0]["id"] = f"github.com/acme/widget.git?access_token={TOKEN}".lower()
+    registry.write_text(json.dumps(data))
+
+    out = run_cli("-C", str(repo), "doctor", ok=False).output
+    assert f"registered project {repo.resolve()}: its id holds a credential of the origin URL" in out
+    assert f"nexusmem -C {repo.resolve()} scrub" in out
+    assert TOKEN.lower() not in out.lower()
+    run_cli("-C", str(repo), "scrub")
+    assert TOKEN.lower() not in registry.read_text().lower()
+    assert "holds a credential" not in run_cli("-C", str(repo), "doctor", ok=False).output

@@ -249,7 +249,9 @@ def _search_one(
     if health.holds_nothing(target.db):  # opened, it would be set up again empty (project.refuse_cut_short)
         return None, {}, _skip(target, f"empty database (0 bytes): {target.db}")
     try:
-        store = stack.enter_context(open_store(target.db, readonly=True))
+        from nexusmem import project  # a migration opening it may re-key projects.json entries too
+
+        store = stack.enter_context(project.opened(open_store(target.db, readonly=True)))
         version = store.schema_version()
         if version > SCHEMA_LATEST:
             reason = f"database schema version {version} is newer than this NexusMem ({SCHEMA_LATEST})"
