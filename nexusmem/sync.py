@@ -619,13 +619,22 @@ def _moved_note(project: Project, store: SyncStore) -> str | None:
         store.set_meta(PROJECT_ID, project.id)
     if not rekeyed:
         return None
-    from nexusmem.redact import redact  # an id an older release made may hold a credential of the URL
+    if recorded and _held_a_credential(recorded, project.id):  # printed, and logged by a post-commit sync
+        how = f"from the previous id, which held a credential of the origin URL, to {project.id}"
+    else:
+        how = f"it was moved, copied or given a remote: {recorded or 'an older id'} → {project.id}"
+    return f"this repository's id changed ({how}); its {rekeyed} node(s) now go by the new id, with their verdicts"
 
-    was = redact(recorded) if recorded else "an older id"
-    return (
-        f"this repository's id changed (it was moved, copied or given a remote: {was}"
-        f" → {project.id}); its {rekeyed} node(s) now go by the new id, with their verdicts"
-    )
+
+def _held_a_credential(recorded: str, now: str) -> bool:
+    """Whether the project id RECORDED, which an older release made and is now NOW, may hold a credential
+    of the origin URL, one the redaction rules may no longer see (lower-cased: `aizasy…`): it holds a secret
+    they find, NOW holds a redacted one, or RECORDED is NOW's remote with more (a query, a fragment, a user
+    part). Not a moved repository's path, nor another remote's id: those are named."""
+    from nexusmem.identity import normalise_url
+    from nexusmem.redact import redact
+
+    return "«redacted:" in now or redact(recorded) != recorded or normalise_url(f"x://{recorded}") == now
 
 
 RELEASES_READ = "releases.read"  # the git cursor (HEAD and every ref) the stored releases were read at

@@ -180,3 +180,39 @@ def test_an_id_saved_before_the_project_id_changed_says_why_it_names_nothing(rep
         assert f"no node with id '{saved}'" in said, said
         assert "node ids changed on" in said and "(now github.com/acme/widget)" in said, said
         assert "`nexusmem query`" in said, said
+
+
+def test_the_note_that_the_id_changed_never_shows_a_token_the_old_id_held(repo: Path) -> None:
+    """An origin URL with a Google API key in its path: the release before recorded it lower-cased, which the
+    (case-sensitive) redaction rules no longer see, so the sync's note, printed and in auto-sync.log where the
+    post-commit hook sends it, wrote `host.example/aizasy…/repo` to the screen and to disk."""
+    key = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW"
+    git(repo, "remote", "add", "origin", f"https://host.example/{key}/repo.git")
+    commit(repo, "first", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    old = f"host.example/{key}/repo".lower()
+    for how in ("sync", "sync --auto"):
+        with project.load(repo).open_store() as store, store.transaction():  # as the release before left it
+            store.rekey_project(old)
+            store.set_meta("project.id", old)
+        if how == "sync":
+            said = run_cli("-C", str(repo), "sync", "--no-embed").output
+        else:
+            commit(repo, "second", {"a.txt": "b\n"})
+            proc = run_script("sync", "--auto", cwd=repo)  # what the hook appends to .nexusmem/auto-sync.log
+            assert proc.returncode == 0, proc.stderr
+            said = proc.stdout
+        assert "previous id, which held a credential of the origin URL, to host.example/«redacted:" in said, (
+            said
+        )
+        assert key.lower() not in said.lower()
+
+
+def test_the_note_names_the_old_id_of_another_remote(repo: Path) -> None:
+    """A different remote (not the same one with a credential cut away): the old id is worth naming."""
+    git(repo, "remote", "add", "origin", "git@github.com:acme/old.git")
+    commit(repo, "first", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    git(repo, "remote", "set-url", "origin", "git@github.com:acme/new.git")
+    said = run_cli("-C", str(repo), "sync", "--no-embed").output
+    assert "given a remote: github.com/acme/old → github.com/acme/new)" in said, said
