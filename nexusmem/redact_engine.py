@@ -237,14 +237,34 @@ def _left_ok(text: str, start: int) -> bool:
 
 def _after_escape(text: str, start: int) -> bool:
     """Whether an escape ends at START: a backslash and one letter (`x\\nghp_…`, a line break in a JSON
-    string, a commit body written with `\\n`) or `%` and two hex digits (`token%3Dghp_…`, URL-encoded)."""
-    return (start >= 2 and text[start - 2] == "\\" and text[start - 1] in _ESCAPE_LETTERS) or (
-        start >= 3 and text[start - 3] == "%" and text[start - 2] in _HEX and text[start - 1] in _HEX
-    )
+    string, a commit body written with `\\n`), `\\xHH`, `\\uHHHH` or octal `\\NNN` (`{"log":"ok\\u000aghp_…"}`,
+    `printf 'a\\012ghp_…'`), or `%` and two hex digits, also percent-encoded again (`token%3Dghp_…`,
+    `cb%253Ftoken%253Dghp_…`: `%25` is the `%`)."""
+    if start < 2:
+        return False
+    before = text[start - 2]
+    last = text[start - 1]
+    if before == "\\":
+        return last in _ESCAPE_LETTERS
+    if last not in _HEX or before not in _HEX:
+        return False
+    if (
+        start >= 4
+        and text[start - 4] == "\\"
+        and (text[start - 3] == "x" or (text[start - 3] in _OCTAL and before in _OCTAL and last in _OCTAL))
+    ):
+        return True  # \xHH, \NNN
+    if start >= 6 and text[start - 6] == "\\" and text[start - 5] == "u":
+        return text[start - 4] in _HEX and text[start - 3] in _HEX  # \uHHHH
+    at = start - 2
+    while at >= 3 and text.startswith("25", at - 2):  # %2525…3D: each 25 another encoding of the %
+        at -= 2
+    return at >= 1 and text[at - 1] == "%"
 
 
 _ESCAPE_LETTERS = frozenset("abefnrtv0")
 _HEX = frozenset("0123456789ABCDEFabcdef")
+_OCTAL = frozenset("01234567")
 
 
 def _value_span(text: str, start: int, end: int, kind: str) -> Span | None:

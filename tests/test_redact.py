@@ -470,9 +470,22 @@ def test_redacted_then_cut_never_keeps_a_token_or_half_a_placeholder() -> None:
         ('{"log":"ok\\nAKIAQM4I2HZ4UEP3ENTH"}', '{"log":"ok\\n«redacted:aws-key»"}'),
         ("a\\txoxb-2048613795-4096271835-ZWD1IAEov4QbKDFq1Y3gqSmP", "a\\t«redacted:slack-token»"),
         ("q=1%26sk_live_4eC39HqLyjWDarjtT1zdp7dc", "q=1%26«redacted:stripe-key»"),
+        (
+            '{"log":"ok\\x0aghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"}',
+            '{"log":"ok\\x0a«redacted:github-token»"}',
+        ),
+        ('{"log":"ok\\u000aAKIAQM4I2HZ4UEP3ENTH"}', '{"log":"ok\\u000a«redacted:aws-key»"}'),
+        ("printf 'a\\012ghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF'", "printf 'a\\012«redacted:github-token»'"),
+        (
+            "cb%253Ftoken%253Dghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF",
+            "cb%253Ftoken%253D«redacted:github-token»",
+        ),
+        ("t%3dghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "t%3d«redacted:github-token»"),
         # Glued to a word, no escape: not a token of its own (a longer identifier), as before.
         ("xghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "xghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"),
         ("%zzghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "%zzghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"),
+        ("a253Dghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "a253Dghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"),
+        ("a\\09ghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF", "a\\09ghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"),
     ],
 )
 def test_a_token_right_after_an_escape_is_redacted(text: str, expected: str) -> None:

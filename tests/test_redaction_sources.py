@@ -350,6 +350,38 @@ def test_a_token_right_after_an_escape_never_reaches_the_store_or_the_log(repo: 
     assert "user: ci\\\\n«redacted:github-token»".encode() in kept
 
 
+def test_a_token_after_a_hex_unicode_octal_or_double_percent_escape_never_reaches_the_store(
+    repo: Path,
+) -> None:
+    """Only `\\letter` and one `%XX` counted as an escape: a token after `\\x0a` or `\\u000a` in a committed
+    JSON log, after `\\012` in a printf format, or after a twice URL-encoded `%253D` was stored in full."""
+    from helpers import typed_in_bash
+
+    commit(repo, "chore: start", {"a.txt": "a\n"})
+    commit(
+        repo,
+        "test: callback fixture\n\nredirect=https%3A%2F%2Fh%2Fcb%253Ftoken%253D"
+        + GLUED_PAT
+        + "\ncanaryhexbody",
+        {
+            "fixture.json": '{"log":"ok\\x0a' + GLUED_AWS + '", "more":"ok\\u000a' + GLUED_GITHUB + '",'
+            ' "note": "canaryhexfile"}\n'
+        },
+    )
+    typed_in_bash(repo, f"printf 'a\\012{GLUED_SLACK} canaryhexshell' > /dev/null")
+    log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
+    assert GLUED_SLACK.encode() in log.read_bytes()  # the hook logged the command as typed
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for mark in ("canaryhexbody", "canaryhexfile", "canaryhexshell"):
+        assert mark.encode() in raw, mark
+    stored = [token for token in (GLUED_GITHUB, GLUED_PAT, GLUED_AWS, GLUED_SLACK) if token.encode() in raw]
+    assert not stored, stored
+    kept = log.read_bytes()
+    assert GLUED_SLACK.encode() not in kept
+    assert "a\\\\012«redacted:slack-token»".encode() in kept
+
+
 def _secret_yaml(key: list[str], mark: str) -> str:
     """A Kubernetes Secret holding KEY as a PEM block, indented under `tls.key: |` as YAML has it."""
     body = "".join(f"    {line}\n" for line in key)
