@@ -893,40 +893,56 @@ def _bearer(m: re.Match[str], text: str) -> Span | None:
     return span
 
 
-def _cookies(text: str) -> Iterator[Span]:
+def _cookies(text: str, word: str = "ookie") -> Iterator[Span]:
     """The values of a `Cookie:` / `Set-Cookie:` header (also `"Cookie": "…"`, `document.cookie = "…"`,
     `curl --cookie '…'`) that look random (:func:`_looks_random`): a session id is a credential, `lang=en`,
     `Path=/` and `HttpOnly` are not. Each `name=value` of the header is looked at, up to the first that is
-    not one."""
-    at = text.find("ookie")
+    not one. WORD is the name without its first letter as spelled (`ookie`; `OOKIE` for `COOKIE:`: a
+    header's name is case-insensitive)."""
+    at = text.find(word)
     while at >= 0:
         head = at - 1
         after = at + 5
-        at = text.find("ookie", after)
+        at = text.find(word, after)
         if head < 0 or text[head] not in "cC" or (head and text[head - 1] in _NAME):
             continue
         sep = _COOKIE_SEP.match(text, after)
         if sep is None and text.startswith("--c", head - 2):
             sep = _COOKIE_FLAG.match(text, after)  # curl --cookie 'name=value'
-        if sep is None:
-            continue
-        pos = sep.end()
-        while True:
-            pair = _COOKIE_PAIR.match(text, pos)
-            if pair is None:
-                break
-            value = pair.group("v")
-            if value and not _is_reference(value) and not _plain_value(value) and _looks_random(value):
-                yield (pair.start("v"), pair.end("v"), "cookie")
-            pos = pair.end()
-            if not text.startswith(";", pos):
-                break
-            pos += 1
+        if sep is not None:
+            yield from _cookie_values(text, sep.end())
+
+
+def _curl_cookies(text: str) -> Iterator[Span]:
+    """`curl -b 'name=value; …'` (also `-sb`), curl's short `--cookie`: only a curl command's, whose `-b` it
+    is (`git checkout -b`, `grep -b` are other flags). A `-b FILE` (no `=`) is a cookie file, kept."""
+    if not _command_starts(text, ("curl",), _CURL):
+        return
+    for flag in _CURL_COOKIE_FLAG.finditer(text):
+        start = flag.start()
+        if start and text[start - 1] in " \t" and _command_before(text, start, 500, ("curl",), _CURL):
+            yield from _cookie_values(text, flag.end())
+
+
+def _cookie_values(text: str, pos: int) -> Iterator[Span]:
+    """The random-looking values of the `name=value; …` pairs from POS (a value in quotes: `session="…"`)."""
+    while True:
+        pair = _COOKIE_PAIR.match(text, pos)
+        if pair is None:
+            return
+        value = pair.group("v")
+        if value and not _is_reference(value) and not _plain_value(value) and _looks_random(value):
+            yield (pair.start("v"), pair.end("v"), "cookie")
+        pos = pair.end()
+        if not text.startswith(";", pos):
+            return
+        pos += 1
 
 
 _COOKIE_SEP = _Lazy(r"[\"']?[ \t]*[:=][ \t]*[\"'`]?")
 _COOKIE_FLAG = _Lazy(r"[ \t]+[\"']?")
-_COOKIE_PAIR = _Lazy(r"[ \t]*[^\s=;,\"'`]{1,128}=(?P<v>[^\s;\"'`]{0,4096})")
+_CURL_COOKIE_FLAG = _Lazy(r"-[A-Za-z]*b(?:[ \t]+[\"']?|[\"'])")
+_COOKIE_PAIR = _Lazy(r"[ \t]*[^\s=;,\"'`]{1,128}=(?P<q>\"?)(?P<v>[^\s;\"'`]{0,4096})(?P=q)")
 
 
 def _header(m: re.Match[str], text: str) -> Span | None:
@@ -1739,6 +1755,15 @@ PATTERNS: tuple[Rule, ...] = (
     ),
     Rule("pgpass", ("password",), _PGPASS_ENTRY.source, _no_handler, finder=_pgpass_lines, literal=".pgpass"),
     Rule("cookie", ("cookie",), _COOKIE_PAIR.source, _no_handler, finder=_cookies, literal="ookie"),
+    Rule(
+        "cookie-upper",
+        ("cookie",),
+        _COOKIE_PAIR.source,
+        _no_handler,
+        finder=lambda text: _cookies(text, "OOKIE"),
+        literal="OOKIE",
+    ),
+    Rule("curl-cookie", ("cookie",), _COOKIE_PAIR.source, _no_handler, finder=_curl_cookies, literal="curl"),
     # Self-identifying tokens (prefix + body).
     *_TOKEN_RULES,
     _rule(

@@ -434,3 +434,32 @@ def test_a_bearer_token_or_a_session_cookie_in_a_header_never_reaches_the_store(
     log = (Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl").read_bytes()
     assert bearer.encode() not in log and session.encode() not in log
     assert "Cookie: lang=en; session=«redacted:cookie»".encode() in log
+
+
+def test_a_session_cookie_given_with_curl_b_quoted_or_in_capitals_never_reaches_the_store(repo: Path) -> None:
+    """Only `Cookie:` (that spelling), `--cookie` and an unquoted value were read: `curl -b 'sessionid=…'`
+    (curl's short form), `COOKIE: sid=…` and `Cookie: session="…"` typed in a hooked shell were stored."""
+    from helpers import typed_in_bash
+
+    short, upper, quoted = (
+        "8f14e45fceea167a5a36dedd4bea2543",
+        "d41d8cd98f00b204e9800998ecf8427e",
+        "Wq3Lm8Zx2Kp7Vt4Rn9Yb6Hc1",
+    )
+    commit(repo, "chore: start", {"a.txt": "a\n"})
+    typed_in_bash(
+        repo,
+        f"curl -sb 'lang=en; sessionid={short}' http://127.0.0.1:9/canaryshort; true",
+        f"curl -sH 'COOKIE: sid={upper}' http://127.0.0.1:9/canaryupper; true",
+        f"curl -sH 'Cookie: session=\"{quoted}\"' http://127.0.0.1:9/canaryquoted; true",
+        "git checkout -q -b canary-session-branch",
+    )
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for mark in ("canaryshort", "canaryupper", "canaryquoted", "lang=en", "canary-session-branch"):
+        assert mark.encode() in raw, mark
+    stored = [value for value in (short, upper, quoted) if value.encode() in raw]
+    assert not stored, stored
+    log = (Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl").read_bytes()
+    assert not [value for value in (short, upper, quoted) if value.encode() in log]
+    assert "-sb 'lang=en; sessionid=«redacted:cookie»'".encode() in log
