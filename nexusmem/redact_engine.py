@@ -888,9 +888,53 @@ def _bearer(m: re.Match[str], text: str) -> Span | None:
     if span is None:
         return None
     value = text[span[0] : span[1]]
-    if _plain_value(value) or not (_looks_random(value) or _password_like(value)):
+    if _plain_value(value) or _DATE_OR_VERSION.fullmatch(value) is not None or _camel_identifier(value):
+        return (
+            None  # `Bearer 2024-01-01T00:00:00Z`, `Bearer v2_0_1_beta`, "the Bearer OAuth2AccessToken class"
+        )
+    if not (_looks_random(value) or _password_like(value)):
         return None
     return span
+
+
+# A date, a time or a version spelled with `_` or `-`: what code and logs put after the word Bearer.
+_DATE_OR_VERSION = _Lazy(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|v?\d+(?:[._-]\d+){1,3}(?:[._-]?(?:alpha|beta|rc|pre|preview|dev|next|canary|snapshot)(?:[._-]?\d{1,4})?)?"
+)
+
+
+def _camel_identifier(value: str) -> bool:
+    """`OAuth2AccessToken`, `JwtBearerTokenHandler`: a class name, not a token. At least two capitalised
+    words, words of 3+ letters (4 on average, no 5 consonants in a row, at most a third without a vowel),
+    at most one acronym of 2-5 capitals and one run of 1-2 digits. About 1 in 2,500 random 16-character
+    alphanumeric strings has that shape, 1 in 9,000 at 20 and none of 200,000 at 40."""
+    if not _CAMEL_SHAPE.fullmatch(value):
+        return False
+    words = _CAMEL_WORD.findall(value)
+    acronyms = titled = voiceless = 0
+    for word in words:
+        if word.isupper():
+            if word != "O":  # the O of OAuth
+                if not 2 <= len(word) <= 5:
+                    return False
+                acronyms += 1
+            continue
+        if len(word) < 3 or _CONSONANTS.search(word):
+            return False
+        titled += word[0].isupper()
+        voiceless += _VOWEL.search(word) is None
+    return (
+        acronyms <= 1
+        and titled >= 2
+        and 3 * voiceless <= len(words)
+        and sum(map(len, words)) >= 4 * len(words)
+    )
+
+
+_CAMEL_SHAPE = _Lazy(r"[A-Za-z]+(?:\d{1,2}[A-Za-z]+)?\d{0,2}")
+_CONSONANTS = _Lazy(r"(?i)[^aeiouy]{5}")
+_VOWEL = _Lazy(r"(?i)[aeiouy]")
 
 
 def _cookies(text: str, word: str = "ookie") -> Iterator[Span]:
@@ -931,7 +975,13 @@ def _cookie_values(text: str, pos: int) -> Iterator[Span]:
         if pair is None:
             return
         value = pair.group("v")
-        if value and not _is_reference(value) and not _plain_value(value) and _looks_random(value):
+        if (
+            value
+            and not _is_reference(value)
+            and not _plain_value(value)
+            and _ANALYTICS_ID.fullmatch(value) is None
+            and _looks_random(value)
+        ):
             yield (pair.start("v"), pair.end("v"), "cookie")
         pos = pair.end()
         if not text.startswith(";", pos):
@@ -939,6 +989,9 @@ def _cookie_values(text: str, pos: int) -> Iterator[Span]:
         pos += 1
 
 
+# An analytics id (`_ga=GA1.2.1234567890.1600000000`, GA4's `GS1.1.…`, Meta's `_fbp=fb.1.…`): a client's
+# random number and a timestamp, which log no one in.
+_ANALYTICS_ID = _Lazy(r"(?:GA|GS|fb)\d?(?:\.\d+){2,9}")
 _COOKIE_SEP = _Lazy(r"[\"']?[ \t]*[:=][ \t]*[\"'`]?")
 _COOKIE_FLAG = _Lazy(r"[ \t]+[\"']?")
 _CURL_COOKIE_FLAG = _Lazy(r"-[A-Za-z]*b(?:[ \t]+[\"']?|[\"'])")

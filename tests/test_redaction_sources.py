@@ -463,3 +463,25 @@ def test_a_session_cookie_given_with_curl_b_quoted_or_in_capitals_never_reaches_
     log = (Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl").read_bytes()
     assert not [value for value in (short, upper, quoted) if value.encode() in log]
     assert "-sb 'lang=en; sessionid=«redacted:cookie»'".encode() in log
+
+
+def test_a_class_name_a_date_a_version_after_bearer_and_an_analytics_cookie_are_kept(repo: Path) -> None:
+    """The Bearer and cookie rules took a CamelCase class name, a timestamp or a version after `Bearer`, and a
+    Google Analytics id in a cookie, for secrets: the notes and the command were stored with placeholders."""
+    from helpers import typed_in_bash
+
+    notes = (
+        "See the Bearer OAuth2AccessToken class for the refresh flow.\n"
+        "log: Bearer 2024-01-01T00:00:00Z expired\n"
+        "client = Bearer v2_0_1_beta\n"
+    )
+    session = "8f14e45fceea167a5a36dedd4bea2543"
+    commit(repo, "docs: auth notes", {"notes.md": "# Auth\n\n" + notes})
+    typed_in_bash(
+        repo, f"curl -sH 'Cookie: _ga=GA1.2.1234567890.1600000000; sid={session}' http://127.0.0.1:9/; true"
+    )
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for kept in [*notes.splitlines(), "Cookie: _ga=GA1.2.1234567890.1600000000; sid=«redacted:cookie»"]:
+        assert kept.encode() in raw, kept
+    assert session.encode() not in raw
