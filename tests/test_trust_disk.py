@@ -856,3 +856,31 @@ def test_a_secret_as_the_name_of_a_key_does_not_outlive_the_sync(repo: Path) -> 
     first = json.loads(data.splitlines()[0])
     assert first == {k: v for k, v in keyed.items() if k != SECRET}
     assert {"make keyed", "make after-the-keyed-one"} <= set(shell_refs(repo))
+
+
+def test_a_password_in_an_escaped_quote_or_under_an_unknown_key_does_not_outlive_the_sync(repo: Path) -> None:
+    """Two ways a password stayed raw in the log after a sync. A torn start holding
+    `echo "password=\\"…\\""`: the torn bytes were checked as JSON text, where that quote is `\\\\\\"`, and read
+    as no secret. And another writer's key `"password": "…"`: only values holding a secret on their own
+    were redacted, and `hunter2hunter2` alone is none, though a key so named says it is one."""
+    small_repo(repo)
+    now = int(time.time() * 1000)
+    torn = line(repo, 'echo "password=\\"hunter2hunter2\\"" ' + "z" * 9000, now)[:8192]
+    keyed = json.loads(line(repo, "make keyed", now + 2))
+    keyed["password"] = "Tr0ub4dor-horse"
+    keyed["api_key"] = "kx8f2q7zv9"
+    keyed["note"] = "kept as is"
+    append(
+        torn + line(repo, "echo glued-after-the-torn-one", now + 1),
+        json.dumps(keyed) + "\n",
+        line(repo, "make after", now + 3),
+    )
+    size = log_path().stat().st_size
+    shell = _shell_summary(repo)
+    data = log_path().read_bytes()
+    assert len(data) == size
+    left = [s for s in ("hunter2hunter2", "Tr0ub4dor-horse", "kx8f2q7zv9") if s.encode() in data]
+    assert not left, left
+    assert b'"note":"kept as is"' in data and b'"password":"' in data
+    assert {"echo glued-after-the-torn-one", "make keyed", "make after"} <= set(shell_refs(repo))
+    assert shell["skipped"] == 1, shell

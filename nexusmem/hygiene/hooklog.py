@@ -191,7 +191,35 @@ def _redact_memo(text: str) -> str:
 
 
 def _dirty(text: str, denied: Callable[[list[str]], bool] | None) -> bool:
-    return redact(text) != text or (denied is not None and denied([text]))
+    """Whether TEXT holds a secret or a denied value. TEXT may be JSON (a torn line's start, a nested value):
+    it is read as written and, when it has escapes, as the text they spell too (`echo "password=\\"x\\""`
+    is `password=\\\\\\"x…` in JSON, which no rule reads as a quoted value)."""
+    texts = [text, _unescaped(text)] if "\\" in text else [text]
+    return any(redact(t) != t for t in texts) or (denied is not None and denied(texts))
+
+
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+_JSON_LETTERS = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def _unescaped(text: str) -> str:
+    """TEXT with JSON's string escapes replaced by what they stand for (it need not be whole JSON)."""
+    return _JSON_ESCAPE.sub(
+        lambda m: chr(int(m.group(1), 16)) if m.group(1) else _JSON_LETTERS.get(m.group(2), m.group(2)), text
+    )
+
+
+def _redacted_value(key: str, value: str) -> str:
+    """VALUE redacted. Under a key the contract does not name, as a value assigned to that name (`password=
+    "…"`, as in an env file): a key named like a secret (password, token, api_key …) makes any value one."""
+    if key in KNOWN_KEYS:
+        return _redact_memo(value)
+    quote = '"' if '"' not in value else "'" if "'" not in value else ""
+    prefix = f"{key}={quote}"
+    assigned = _redact_memo(prefix + value + quote)
+    if assigned.startswith(prefix) and assigned.endswith(quote) and len(assigned) > len(prefix) + len(quote):
+        return assigned[len(prefix) : len(assigned) - len(quote)]
+    return _redact_memo(value)
 
 
 def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None) -> bytes | None:
@@ -213,9 +241,9 @@ def redacted_line(raw: bytes, denied: Callable[[list[str]], bool] | None = None)
         del obj[key]
     command = obj["command"]
     clean = _redact_memo(command)
-    # The other text a line holds (its folder, session, an agent's call id) is redacted too: no raw secret
-    # outlives the next sync, wherever in the line it was.
-    others = {k: _redact_memo(v) for k, v in obj.items() if k != "command" and type(v) is str}
+    # The other text a line holds (its folder, session, an agent's call id, another writer's `password`) is
+    # redacted too: no raw secret outlives the next sync, wherever in the line it was.
+    others = {k: _redacted_value(k, v) for k, v in obj.items() if k != "command" and type(v) is str}
     others = {k: v for k, v in others.items() if v != obj[k]}
     # The contract's line holds no nested value; another writer's may (an `env` object): one holding a
     # secret or a denied value is dropped whole (the store never reads it, and only shortens the line).
