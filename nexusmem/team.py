@@ -280,6 +280,7 @@ class PushReport:
     generation: int = 0  # that generation (0: row by row into generation 0's graphs)
     graph: int = 0  # commits whose place in the history's graph the team did not hold
     retracted: int = 0  # nodes of commits a rewrite here replaced, removed from the team
+    unclean_dropped: int = 0  # nodes this member pushed under an older project id that held a credential
     index_built: bool = False  # built HNSW graphs in one pass at the end
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -309,6 +310,11 @@ class PushReport:
             lines.append(
                 f"  removed {self.retracted:,} node(s) of commits a rewrite here replaced (amend, rebase,"
                 " deleted branch)"
+            )
+        if self.unclean_dropped:
+            lines.append(
+                f"  removed {self.unclean_dropped:,} node(s) you pushed under this repository's older project id,"
+                " which held a credential of the origin URL (they are sent under the clean id now)"
             )
         if self.not_shared or self.denied:
             lines.append(
@@ -600,6 +606,7 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             )
             if team[0].build_refused:
                 report.notes.append(team[0].build_refused)
+            report.unclean_dropped = _retrying(lambda t: _drop_unclean(t, local), team, reopen, report)
             if report.added >= ANALYZE_AFTER and not report.index_built:
                 _retrying(lambda t: t.refresh_statistics(), team, reopen, report)
             _retrying(lambda t: t.note_push(), team, reopen, report)
@@ -610,6 +617,22 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
 
     autosync.mark_pushed(proj.root)  # `doctor` no longer names a post-commit push that failed before it
     return report
+
+
+def _drop_unclean(team: TeamStore, local: Store) -> int:
+    """Delete what this member pushed under a project id that held a credential of the origin URL, which this
+    memory was re-keyed from (an upgrade, `scrub`): the push has just sent it all again under the clean id.
+    Another member's rows under that id are theirs (their next push, or `forget --team VALUE`). Returns how
+    many nodes went; the memory then no longer names the id."""
+    digests = local.unclean_id_digests()
+    if not digests:
+        return 0
+    dropped = sum(
+        team.drop_project(old, everyone=False, heir=team.project) for old in team.unclean_ids(digests)
+    )
+    with local.transaction():
+        local.forget_unclean_ids(digests)
+    return dropped
 
 
 def push_jobs() -> int:
@@ -836,6 +859,10 @@ class TeamForget:
     removed: int
     dry_run: bool
     kinds: dict[str, int]
+    # Project ids holding the value (an older release's, with a credential of the origin URL in it) and the
+    # nodes held under them: every member's, deleted with them.
+    project_ids: int = 0
+    project_nodes: int = 0
 
 
 def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dry_run: bool) -> TeamForget:
@@ -843,6 +870,7 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
     keyed digest under the team's shared key, or the pattern) and an audit row. The value never reaches
     the team store's tables; it is sent once as the search needle of a literal (never for a regex)."""
     from nexusmem.hygiene import denylist
+    from nexusmem.identity import clean_id
 
     found = require(proj)
     with open_team(proj, found, create=True) as team:
@@ -870,7 +898,22 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
         for kind, count in _kinds_of(team, ids).items():
             kinds[kind] = count
         removed = len(ids) if dry_run else team.forget(entry.to_json(), ids)
-    return TeamForget(found.label, found.member, removed, dry_run, kinds)
+
+        # Only an id no release makes any more: a project that goes by one holding the value keeps its memory.
+        # The releases that made such ids lower-cased them: a value is looked for whatever its case.
+        def holds(pid: str) -> bool:
+            return entry.matches(pid) if regex else value.lower() in pid.lower()
+
+        holding = [p for p in team.held_project_ids() if holds(p) and clean_id(p) != p]
+        under = 0
+        for pid in holding:
+            # Its deny-list entries and audit rows go on under the id that project has now.
+            under += (
+                team.nodes_under(pid)
+                if dry_run
+                else team.drop_project(pid, everyone=True, heir=clean_id(pid))
+            )
+    return TeamForget(found.label, found.member, removed, dry_run, kinds, len(holding), under)
 
 
 def _kinds_of(team: TeamStore, ids: list[str]) -> dict[str, int]:

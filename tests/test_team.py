@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from nexusmem import project
+from nexusmem import paths, project
 
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
@@ -1612,3 +1614,78 @@ def test_a_full_push_from_a_checkout_behind_keeps_a_teammates_newer_doc_section(
             )
         ]
     assert bodies and all("kookaburra" in b for b in bodies), bodies
+
+
+def test_an_upgrade_that_cleans_the_project_id_takes_the_credential_out_of_the_team_store(
+    tmp_path: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release before schema 17 kept a credential of the origin URL in the project id, and pushed under
+    it. After the upgrade re-keys the memory, the next push deletes this member's rows under that id (a
+    teammate's stay theirs), and `forget --team` with the token deletes everything left under it."""
+    from nexusmem import identity
+    from nexusmem.store.team import TeamStore
+
+    from helpers.cli import run_cli
+
+    token = "ghp_" + "Upgr4deTestT0ken" * 2 + "abcd"
+    old = f"github.com/acme/b.git?access_token={token.lower()}"  # an older release lower-cased its ids
+    repo = init_repo(tmp_path / "b")
+    git(repo, "remote", "add", "origin", f"https://github.com/acme/b.git?access_token={token}")
+    commit(repo, "Add the invoice exporter", {"export.py": "def export_invoices():\n    pass\n"})
+    # The older release's sync and push: its project id (and every node id made from it) held the token.
+    with monkeypatch.context() as older:
+        older.setattr(identity, "project_id", lambda _root: old)
+        run_cli("-C", str(repo), "sync", "--quiet")
+        run_cli("-C", str(repo), "team", "init", "--url", team_url)
+        run_cli("-C", str(repo), "team", "push")
+    with TeamStore.open(team_url, old, "bob@example.com", "test") as bob:
+        # PUSH_COLUMNS: id, kind, source, natural_key, ref, title, body, words, ts, signal, provenance,
+        # grp, meta, content_hash, files, trust, superseded_by, emb
+        row = (
+            "bobs-node",
+            "git_commit",
+            "git",
+            "k",
+            "r",
+            "Bob's note on the exporter",
+            "",
+            "",
+            0,
+            1.0,
+            "observed",
+        )
+        bob.push_batch([(*row, None, "{}", "h", [], "candidate", None, None)])
+    db = paths.db_path(repo)
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            "DELETE FROM schema_migrations WHERE version = 17"
+        )  # the store as the older release left it
+
+    def under_old() -> list[tuple[object, ...]]:
+        return _team_rows(
+            team_url, f"SELECT author, title FROM nodes WHERE project_id = '{old}' ORDER BY author, title"
+        )
+
+    assert ("test@example.com", "Add the invoice exporter") in under_old()
+    # The new release: its first command re-keys the memory; the push sends it under the clean id and deletes
+    # what this member pushed under the old one.
+    pushed = run_cli("-C", str(repo), "team", "push").stdout
+    assert "under this repository's older project id, which held a credential" in pushed, pushed
+    assert under_old() == [("bob@example.com", "Bob's note on the exporter")]
+    clean = _team_rows(team_url, "SELECT title FROM nodes WHERE project_id = 'github.com/acme/b'")
+    assert ("Add the invoice exporter",) in clean
+    members = _team_rows(team_url, "SELECT member, project_id FROM members ORDER BY 1, 2")
+    assert members == [("bob@example.com", old), ("test@example.com", "github.com/acme/b")], members
+    assert "older project id" not in run_cli("-C", str(repo), "team", "push").stdout  # done once
+
+    # Bob never upgraded: forget --team with the token (as the URL spells it) deletes what is left under the
+    # id, every member's.
+    forgot = run_cli("-C", str(repo), "forget", "--team", token, "--yes").stdout
+    assert "everything held under 1 project id(s) holding the value" in forgot and "1 node(s)" in forgot, (
+        forgot
+    )
+    union = " UNION ALL ".join(f"SELECT project_id FROM {t}" for t in _PROJECT_TABLES)
+    assert not [r for r in _team_rows(team_url, union) if token.lower() in str(r[0]).lower()]
+    assert ("Add the invoice exporter",) in _team_rows(
+        team_url, "SELECT title FROM nodes WHERE project_id = 'github.com/acme/b'"
+    )

@@ -198,13 +198,25 @@ def _show_forget(
     if as_json:
         data = report.to_json()
         if shared is not None:
-            data["team"] = {"url": shared.label, "removed": shared.removed, "kinds": shared.kinds}
+            data["team"] = {
+                "url": shared.label,
+                "removed": shared.removed,
+                "kinds": shared.kinds,
+                "project_ids": shared.project_ids,
+                "project_nodes": shared.project_nodes,
+            }
         echo_json(data)
         return
     if shared is not None:
         team_kinds = ", ".join(f"{n} {k}" for k, n in shared.kinds.items()) or "nothing stored"
         verb = "would delete" if shared.dry_run else "deleted"
         echo_human(f"team store {shared.label}: {verb} {shared.removed} node(s): {team_kinds}")
+        if shared.project_ids:
+            click.echo(
+                f"team store: {verb} everything held under {shared.project_ids} project id(s) holding the value"
+                f" (an older release's id, with a credential of the origin URL): {shared.project_nodes} node(s),"
+                " every member's"
+            )
         if not shared.dry_run:
             # A plain `sync` never contacts the team store: only a push (the post-commit one with
             # team.autoPush) reads the team's deny-list.

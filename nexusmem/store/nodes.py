@@ -32,6 +32,10 @@ PROJECT_ID_KEY = "project.id"
 # Meta: {"at": epoch ms, "id": the project id now} of the last re-key (rekey_project): node ids derive from the
 # project id, so an id saved before then names nothing now (show.find says so).
 IDS_CHANGED_KEY = "project.idsChanged"
+# Meta: the sha256 (hex) of each project id that held a credential of the origin URL and that this memory was
+# re-keyed from (clean_project_id), a JSON list: the next `team push` deletes what this member pushed under it
+# (team.push). A digest, never the id: the id holds the credential.
+UNCLEAN_IDS_KEY = "project.uncleanIds"
 
 
 def now_ms() -> int:
@@ -641,7 +645,28 @@ class NodesMixin:
             return None
         rekeyed = self.rekey_project(found[1])
         self.set_meta(PROJECT_ID_KEY, found[1])
+        digests = self.unclean_id_digests()
+        import hashlib  # only for a memory whose project id held a credential
+
+        digest = hashlib.sha256(found[0].encode("utf-8", "surrogateescape")).hexdigest()
+        if digest not in digests:
+            self.set_meta(UNCLEAN_IDS_KEY, json.dumps([*digests, digest]))
         return found[0], found[1], rekeyed
+
+    def unclean_id_digests(self) -> list[str]:
+        """The digests of the project ids holding a credential this memory was re-keyed from and whose team
+        rows no push has deleted yet (UNCLEAN_IDS_KEY); [] for none."""
+        value = self.get_meta(UNCLEAN_IDS_KEY)
+        found = json.loads(value) if value else []
+        return [str(d) for d in found] if isinstance(found, list) else []
+
+    def forget_unclean_ids(self, digests: Sequence[str]) -> None:
+        """DIGESTS' team rows are gone (team.push): no later push looks for them again."""
+        left = [d for d in self.unclean_id_digests() if d not in digests]
+        if left:
+            self.set_meta(UNCLEAN_IDS_KEY, json.dumps(left))
+        else:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (UNCLEAN_IDS_KEY,))
 
     def _delete_seqs(self, seqs: list[int]) -> int:
         for start in range(0, len(seqs), BATCH):

@@ -1988,6 +1988,73 @@ class TeamStore:
             self.conn.execute("DELETE FROM term_df WHERE project_id = %s", (old,))
         return max(0, int(moved))
 
+    def unclean_ids(self, digests: Sequence[str]) -> list[str]:
+        """The project ids other than this store's whose sha256 (hex) is among DIGESTS and under which this
+        member pushed (a members row): the id an older release made with a credential of the origin URL in
+        it, before this memory was re-keyed (store.nodes.UNCLEAN_IDS_KEY)."""
+        if not digests:
+            return []
+        rows = self.conn.execute(
+            "SELECT project_id FROM members WHERE member = %s AND project_id <> %s"
+            " AND encode(sha256(convert_to(project_id, 'UTF8')), 'hex') = ANY(%s)",
+            (self.member, self.project, list(digests)),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def held_project_ids(self) -> list[str]:
+        """Every project id the team store holds a row under, in any table keyed by it (a forget reads them
+        all: the ids are few, the scan is the one its node search makes)."""
+        tables = ["members", "nodes", "links", "deny_list", "audit", "term_df"]
+        tables += ["commit_generations"] if self.schema_version() >= 5 else []
+        union = " UNION ".join(f"SELECT DISTINCT project_id FROM {t}" for t in tables)
+        return sorted(str(r[0]) for r in self.conn.execute(union).fetchall())
+
+    def nodes_under(self, old: str) -> int:
+        row = self.conn.execute("SELECT count(*) FROM nodes WHERE project_id = %s", (old,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def drop_project(self, old: str, *, everyone: bool, heir: str | None) -> int:
+        """Delete what the team store holds under project id OLD (not this store's): this member's nodes,
+        links and members row (EVERYONE: every member's), and the commit generations and word counts kept for
+        OLD once no node is left under it. Deny-list entries and audit rows under OLD (this member's, or
+        EVERYONE's) move to project id HEIR: a forgotten value stays forgotten; HEIR None deletes them. One
+        transaction; returns how many nodes went."""
+        if old == self.project:
+            return 0
+        who, whose = ("", ()) if everyone else (" AND author = %s", (self.member,))
+        self._counts.clear()
+        with self.conn.transaction():
+            gone = [
+                r[0]
+                for r in self.conn.execute(
+                    f"DELETE FROM nodes WHERE project_id = %s{who} RETURNING id", (old, *whose)
+                ).fetchall()
+            ]
+            if everyone:
+                self.conn.execute("DELETE FROM links WHERE project_id = %s", (old,))
+            else:  # this member's, and another's into a node that went
+                self.conn.execute(
+                    "DELETE FROM links WHERE project_id = %s"
+                    " AND (author = %s OR from_id = ANY(%s) OR to_id = ANY(%s))",
+                    (old, self.member, gone, gone),
+                )
+            mine = "" if everyone else " AND member = %s"
+            self.conn.execute(f"DELETE FROM members WHERE project_id = %s{mine}", (old, *whose))
+            for table, column in (("deny_list", "author"), ("audit", "member")):
+                by = "" if everyone else f" AND {column} = %s"
+                if heir is None:
+                    self.conn.execute(f"DELETE FROM {table} WHERE project_id = %s{by}", (old, *whose))
+                else:
+                    self.conn.execute(
+                        f"UPDATE {table} SET project_id = %s WHERE project_id = %s{by}", (heir, old, *whose)
+                    )
+            if self.nodes_under(old) == 0:
+                if self.schema_version() >= 5:
+                    self.conn.execute("DELETE FROM commit_generations WHERE project_id = %s", (old,))
+                # The delete's trigger counted the words out; the old id's two counts that are not words stay.
+                self.conn.execute("DELETE FROM term_df WHERE project_id = %s", (old,))
+        return len(gone)
+
     # ---------------------------------------------------------------------------------------- forget
 
     def deny_entries(self) -> list[dict[str, Any]]:
