@@ -410,11 +410,19 @@ def _m17_no_credential_in_project_id(conn: Any) -> None:
     # at the upgrade, not at its next sync: a post-commit hook of the release before, still on disk, would
     # otherwise write the credential back (its sync re-keys every node to its own id); a store of this
     # number is newer than it, and refused. A store whose id is clean is left as it is.
+    import os
     from pathlib import Path
 
     from nexusmem.store.db import Store
 
-    Store(conn, Path(conn.execute("PRAGMA database_list").fetchone()[2] or "")).clean_project_id()
+    # The file's name as bytes: a folder whose name is not UTF-8 cannot be read as text (os.fsdecode keeps it).
+    text_factory = conn.text_factory
+    conn.text_factory = bytes
+    try:
+        name = conn.execute("PRAGMA database_list").fetchone()[2]
+    finally:
+        conn.text_factory = text_factory
+    Store(conn, Path(os.fsdecode(name)) if name else Path("")).clean_project_id()
 
 
 MIGRATIONS: list[Migration] = [
