@@ -15,7 +15,7 @@ from nexusmem.retrieve import query, rank
 from nexusmem.retrieve.intent import migration, newest_release_asked, release_named, release_version
 from nexusmem.sources.git import releases
 
-from helpers import commit, git, query_json, run_cli
+from helpers import commit, git, init_repo, query_json, run_cli
 
 DAY = 86_400
 NOW = int(time.time())
@@ -224,6 +224,43 @@ def test_a_secret_in_a_tag_name_is_redacted_and_the_tag_still_names_its_release(
 )
 def test_a_question_about_what_a_release_holds(text: str, version: str | None) -> None:
     assert release_named(text) == version
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        ("What changed in Guzzle 7.4.1?", "7.4.1"),  # the project's own name, capitalised
+        ("What's new in GUZZLE 7.4.1", "7.4.1"),
+        ("What changed in Symfony 6.0?", None),  # another program's
+        ("what changed in Python 3.12?", None),
+        ("What changed in PHP 8.1?", None),
+        ("What changed in Node 18.0?", None),
+    ],
+)
+def test_a_release_named_with_the_projects_capitalised_name(text: str, version: str | None) -> None:
+    assert release_named(text, "guzzle") == version
+
+
+def test_the_projects_name_capitalised_before_a_release_still_asks_what_it_holds(tmp_path: Path) -> None:
+    """ "What changed in Moshi 1.1.0?" in the moshi repository: the project's name as people write it
+    (capitalised) is no other program's; the release's changelog entries come first, as for "moshi 1.1.0"."""
+    repo = init_repo(tmp_path / "moshi")
+    changelog = "# Changelog\n\n## 1.2.0 - 2024-03-01\n\n- Changed the default timeout to 30 s\n\n"
+    changelog += "## 1.1.0 - 2024-02-01\n\n- Pool: drop half-closed sockets\n- Export: stream large files\n"
+    for n in range(4):
+        commit(
+            repo, f"Changed how things changed ({n})", {f"c{n}.py": f"N = {n}\n"}, when=NOW - (500 - n) * DAY
+        )
+    git(repo, "tag", "v1.1.0", commit(repo, "Prepare", {"CHANGELOG.md": changelog}, when=NOW - 300 * DAY))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("What changed in Moshi 1.1.0?", "what changed in moshi 1.1.0"):
+        found = query_json(repo, question)
+        titles = [item["title"] for item in found["items"]]
+        assert [title for title in titles[:3] if title.startswith("CHANGELOG")] == [
+            "CHANGELOG.md — 1.1.0 - 2024-02-01: Pool: drop half-closed sockets",
+            "CHANGELOG.md — 1.1.0 - 2024-02-01: Export: stream large files",
+        ], titles
+        assert "first: what release 1.1.0 holds (its changelog, its commit)" in found["notes"], question
 
 
 def test_what_changed_in_a_release_answers_with_its_changelog_and_release_commit(repo: Path) -> None:

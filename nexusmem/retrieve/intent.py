@@ -352,10 +352,10 @@ _NAMED_VERSION = re.compile(
 )
 
 
-def release_named(text: str) -> str | None:
+def release_named(text: str, project: str | None = None) -> str | None:
     """The project's release whose contents TEXT asks for and nothing more ("what changed in 7.4.1?" -> "7.4.1";
-    "v2.0 release notes" -> "2.0"; "what's new in 2.0.0-alpha.1" -> "2.0.0-alpha.1"), else None (also when it
-    names another program's version, or more)."""
+    "v2.0 release notes" -> "2.0"; "what's new in 2.0.0-alpha.1" -> "2.0.0-alpha.1"; "What changed in Guzzle
+    7.4.1?" when PROJECT is guzzle), else None (also when it names another program's version, or more)."""
     versions = list(_NAMED_VERSION.finditer(text))
     if len(versions) != 1:
         return None
@@ -363,10 +363,12 @@ def release_named(text: str) -> str | None:
     before = re.findall(r"[\w.'+-]+", text[: found.start()].lower())
     after = re.findall(r"[\w.'+-]+", text[found.end() :].lower())
     if before and before[-1] not in _RELEASE_ASKS:
-        # "guzzle 7.4.1": the project's lower-case name, not another program's ("python 3.12").
+        # "guzzle 7.4.1": the project's lower-case name, not another program's ("python 3.12"); a capitalised
+        # name ("Symfony 6.0") only when it is the project's own, in any case ("Guzzle 7.4.1", "PHPMailer").
         if before[-1] in _NOT_THE_PROJECT or not re.fullmatch(r"[a-z][\w.+-]{2,}", before[-1]):
             return None
-        if text[: found.start()].rstrip().split()[-1][:1].isupper():
+        ours = project is not None and before[-1] == project.lower()
+        if text[: found.start()].rstrip().split()[-1][:1].isupper() and not ours:
             return None
         before = before[:-1]
     if any(word not in _RELEASE_ASKS for word in before + after):

@@ -265,6 +265,7 @@ def _search_one(
             vectors=vectors,
             author=filters.author,
             settings=_settings_of(target),
+            project=target.name,
         )
         searched = searched_from(index, target, store, found)
     except NexusMemError as exc:

@@ -372,9 +372,9 @@ class Question:
     migrates: tuple[str | None, str | None] | None = None
 
 
-def prepare(text: str) -> Question:
+def prepare(text: str, project: str | None = None) -> Question:
     """Cut an overlong question (keeping its start and its end: a pasted log's error is often last),
-    and find its time cue."""
+    and find its time cue (PROJECT: the project's name, which may name its releases: "Guzzle 7.4.1")."""
     notes: list[str] = []
     cut = len(text) > MAX_QUERY_CHARS
     if cut:
@@ -401,7 +401,7 @@ def prepare(text: str) -> Question:
         mentions_tests(text),
         reports_failure(text),
         topic(text),
-        release_named(text),
+        release_named(text, project),
         cut,
         newest_release_asked(text),
     )
@@ -467,15 +467,16 @@ def retrieve(
     vectors: bool = True,
     settings: rank.Settings = rank.DEFAULT,
     author: str | None = None,
+    project: str | None = None,
 ) -> Retrieved:
     """Nodes matching TEXT with their final scores, best first, plus match counts and evidence.
 
     Lists fused on their scores (fuse.evidence): BM25 over the word index; the CJK trigram index when TEXT
     has CJK characters; vector k-NN when the store holds vectors and their provider answers (VECTORS=False
     skips). SINCE/UNTIL keep nodes whose event time lies in the window; AUTHOR (nexusmem.authors) keeps the
-    commands of that author (other kinds pass).
+    commands of that author (other kinds pass); PROJECT is the project's name (prepare).
     """
-    question = prepare(well_formed(text))
+    question = prepare(well_formed(text), project)
     question.search_text = authors.without_author_words(question.search_text, author)
     words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
@@ -1935,7 +1936,15 @@ def run(
     sync)."""
     text = well_formed(text)
     found = retrieve(
-        store, text, as_of=as_of, since=since, until=until, vectors=vectors, settings=settings, author=author
+        store,
+        text,
+        as_of=as_of,
+        since=since,
+        until=until,
+        vectors=vectors,
+        settings=settings,
+        author=author,
+        project=project,
     )
     scored, counts = found.scored, found.counts
     asked = found.question
