@@ -409,6 +409,10 @@ def prepare(text: str, project: str | None = None) -> Question:
     if question.migrates is not None:
         # "Upgrading from 5.0 to 6.0": what the guide says to change, not the changes made after 6.0's tag.
         question.release = question.shipped = None
+    elif question.shipped is not None:
+        # "What changed in guzzle 7.4.1": what the release holds, not the changes made after its tag (and no
+        # note saying those come first).
+        question.release = None
     return question
 
 
