@@ -470,3 +470,27 @@ def test_a_migration_question_is_answered_by_the_upgrade_guide_section_for_those
     found = query_json(repo, "upgrading from 5.0 to 6.0")
     assert found["items"][0]["ref"] == "UPGRADING.md#5.0 to 6.0", found["items"]
     assert not any(note.startswith("release 6.0") for note in found["notes"]), found["notes"]
+
+
+def test_a_migration_answer_holds_the_guide_sections_subsections_in_document_order(repo: Path) -> None:
+    """ "How do I migrate from v6 to v7?" about a guide whose "6.0 to 7.0" section has subsections (their
+    headings name no release and no upgrade word): the section and all its subsections come first, in the
+    order the file holds them, and not the next release's section."""
+    guide = "# Upgrade Guide\n\n## 6.0 to 7.0\n\nThe minimum PHP version is now 7.2.\n\n"
+    guide += "### Native functions calls\n\nAll internal native function calls are now namespaced.\n\n"
+    guide += "### Other breaking changes\n\nThe `Client::getConfig()` method is deprecated.\n\n"
+    guide += "#### Removed options\n\nThe `save_to` option is gone: use `sink`.\n\n"
+    guide += "## 5.0 to 6.0\n\nThe event system was replaced by handlers and middleware.\n"
+    for n in range(6):
+        commit(repo, f"migrate helper v{n}", {f"m{n}.php": f"<?php // {n}\n"}, when=NOW - (500 - n) * DAY)
+    commit(repo, "Upgrade guide", {"UPGRADING.md": guide}, when=NOW - 250 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "how do I migrate from v6 to v7")
+    refs = [item["ref"] for item in found["items"]]
+    assert refs[:4] == [
+        "UPGRADING.md#6.0 to 7.0",
+        "UPGRADING.md#Native functions calls",
+        "UPGRADING.md#Other breaking changes",
+        "UPGRADING.md#Removed options",
+    ], refs
+    assert "UPGRADING.md#5.0 to 6.0" not in refs[:4], refs

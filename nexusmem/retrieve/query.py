@@ -809,6 +809,8 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
 
 # How many doc sections titled with an upgrade word and one of the versions are read for upgrade_guide.
 GUIDE_CANDIDATES = 200
+# How many sections of the chosen part of an upgrade guide (it and its subsections) are read, at most.
+GUIDE_SECTIONS = 40
 _GUIDE_WORDS = ("upgrading", "upgrade", "upgrades", "migrating", "migration", "migrate", "updating")
 _GUIDE_MARK = re.compile(r"upgrad|migrat|updat", re.IGNORECASE)
 _HEADING_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+){0,3})(?:\.x)?(?![\w.]*\d)")
@@ -864,9 +866,24 @@ def upgrade_guide(
         if node.kind == "doc_section"
         and (node.ref.partition("#")[0], node.ref.partition("#")[2].split(" › ", 1)[0]) in chosen
     ]
-    order = store.written_order([node.id for node in members])
-    held = {node.id: node for node in members}
+    # The whole section: its subsections too, whose titles the search did not match ("6.0 to 7.0 › Native
+    # functions calls"); a doc's ref names its last heading only, its natural key the heading path.
+    heads = {(node.source, _heading_path(node)) for node in members}
+    under = [
+        node_id for source, head in heads for node_id in store.sections_under(source, head, GUIDE_SECTIONS)
+    ]
+    held = {node.id: node for node in members} | store.get_many(under, light=True)
+    order = store.written_order(list(held))[:GUIDE_SECTIONS]
     return [held[node_id] for node_id in order]
+
+
+def _heading_path(node: StoredNode) -> str:
+    """NODE's natural key up to the heading its ref names first ("UPGRADING.md#Guide > 6.0 to 7.0" of
+    "UPGRADING.md#Guide > 6.0 to 7.0 > Native functions calls#0", whose ref is "UPGRADING.md#6.0 to 7.0")."""
+    path, _, heading = node.ref.partition("#")
+    top = heading.split(" › ", 1)[0]
+    at = node.natural_key.find(top, len(path) + 1)
+    return node.natural_key if at < 0 else node.natural_key[: at + len(top)]
 
 
 def _same_release(named: str, asked: str | None) -> bool:

@@ -63,6 +63,11 @@ class SearchStore(Protocol):
         order the file holds them); a store that keeps no such order gives them as IDS does."""
         ...
 
+    def sections_under(self, source: str, head: str, limit: int) -> list[str]:
+        """Ids of up to LIMIT doc sections of SOURCE whose natural key is HEAD's (a file's heading path) with
+        its chunks or its subsections, in the order written (document order)."""
+        ...
+
     def diffs_of(self, sha: str) -> list[tuple[str, str]]:
         """(id, ref) of the per-file diffs of the commit SHA (their ref is `sha:path`), in path order."""
         ...

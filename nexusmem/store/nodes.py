@@ -739,6 +739,19 @@ class NodesMixin:
             )
         ]
 
+    def sections_under(self, source: str, head: str, limit: int) -> list[str]:
+        """Ids of up to LIMIT doc sections of SOURCE whose natural key is HEAD's (a file's heading path,
+        "UPGRADING.md#Guide > 6.0 to 7.0") with its chunks or its subsections, in the order written."""
+        rows: list[tuple[int, str]] = []
+        for after in ("#", " > ", " › "):
+            start = head + after
+            rows += self.conn.execute(
+                "SELECT seq, id FROM nodes WHERE source = ? AND natural_key >= ? AND natural_key < ?"
+                " AND +kind = 'doc_section' ORDER BY seq LIMIT ?",
+                (source, start, start[:-1] + chr(ord(start[-1]) + 1), limit),
+            ).fetchall()
+        return [node_id for _, node_id in sorted(rows)[:limit]]
+
     def written_order(self, ids: Sequence[str]) -> list[str]:
         """Those of IDS memory holds, in the order they were first written (a file's sections and changelog
         entries: the order the file holds them, as a sync reads a file top to bottom)."""

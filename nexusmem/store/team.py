@@ -1095,6 +1095,18 @@ class TeamStore:
         ).fetchall()
         return [(r[0], r[1]) for r in rows]
 
+    def sections_under(self, source: str, head: str, limit: int) -> list[str]:
+        """As the local store's, in natural-key order: the team store keeps no order of writing."""
+        rows: list[tuple[str, str]] = []
+        for after in ("#", " > ", " › "):
+            start = head + after
+            rows += self.conn.execute(
+                "SELECT natural_key, id FROM nodes WHERE source = %s AND natural_key >= %s AND natural_key < %s"
+                " AND kind = 'doc_section' AND project_id = %s ORDER BY natural_key LIMIT %s",
+                (source, start, start[:-1] + chr(ord(start[-1]) + 1), self.project, limit),
+            ).fetchall()
+        return [r[1] for r in sorted(rows)[:limit]]
+
     def written_order(self, ids: Sequence[str]) -> list[str]:
         """As IDS gives them (those the team holds): the team store keeps no order of writing."""
         held = self.get_many(ids, light=True)
