@@ -494,3 +494,18 @@ def test_a_migration_answer_holds_the_guide_sections_subsections_in_document_ord
         "UPGRADING.md#Removed options",
     ], refs
     assert "UPGRADING.md#5.0 to 6.0" not in refs[:4], refs
+
+
+def test_an_address_is_no_release_unless_one_is_so_named(repo: Path) -> None:
+    """ "what is 127.0.0.1", "127.0.0.1": four numbers that no tag and no changelog heading name are an
+    address, not a release whose contents are asked for (a commit's title holding it is no release)."""
+    for n in range(4):
+        commit(repo, f"Server: bind the test server to 127.0.0.1 ({n})", {f"s{n}.py": f"N = {n}\n"})
+    commit(repo, "Changelog", {"CHANGELOG.md": "# Changelog\n\n## 1.2.3.4\n\n- Bound to the loopback\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what is 127.0.0.1", "127.0.0.1"):
+        found = query_json(repo, question)
+        assert not any("release" in note for note in found["notes"]), (question, found["notes"])
+    # A four-part release a changelog heading names is still one.
+    found = query_json(repo, "what changed in 1.2.3.4")
+    assert found["items"][0]["title"] == "CHANGELOG.md — 1.2.3.4: Bound to the loopback", found["items"][0]

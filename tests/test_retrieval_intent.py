@@ -1597,6 +1597,32 @@ def test_the_code_a_question_names_outweighs_its_prose(repo: Path) -> None:
     assert scores[fix] > scores[broad], scores
 
 
+def test_a_number_in_a_question_is_no_sha(repo: Path) -> None:
+    """ "order 8459341 returns 404", "why does user id 8459341 get a 500 error": a number of seven digits is an
+    id, not the commit whose sha happens to start with it; that commit is not put first as named."""
+    for n in range(5):
+        commit(
+            repo,
+            f"Orders: return 404 for a missing order ({n})",
+            {f"o{n}.py": f"N = {n}\n"},
+            when=NOW - n * DAY,
+        )
+    for n in range(3000):  # a commit whose sha starts with seven digits (1 in 27 do)
+        git(repo, "commit", "-q", "--allow-empty", "--amend", "-m", f"Bump the cache size ({n})")
+        sha = git(repo, "rev-parse", "HEAD").strip()
+        if sha[:7].isdigit():
+            break
+    assert sha[:7].isdigit()
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (f"order {sha[:7]} returns 404", f"why does user id {sha[:7]} get a 500 error"):
+        found = query_json(repo, question)
+        assert not any("sha" in note for note in found["notes"]), (question, found["notes"])
+        assert found["items"][0]["ref"] != sha, question
+    # A sha with a letter in its first characters is still one.
+    named = git(repo, "rev-parse", "HEAD~1").strip()
+    assert query_json(repo, f"what did {named[:10]} do?")["items"][0]["ref"] == named
+
+
 def test_a_pasted_sha_answers_with_its_commit_and_its_diffs(repo: Path) -> None:
     """`query "$(git rev-parse HEAD~2)"`, its first 10 characters, "what did 1fb23b7 do?": no index holds a
     sha, and the words matched commits that quote other shas ("Revert <sha>"). The commit it names comes

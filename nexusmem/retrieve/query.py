@@ -804,6 +804,10 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
     sha = store.release_commit(version) if final else None  # the version tags held are final releases
     tagged = store.get_many(store.commits_by_sha(sha)[:1], light=True) if sha else {}
     in_file = [entries[node_id] for node_id in store.written_order(list(entries))]
+    if not in_file and not tagged and version.count(".") >= 3:
+        # "127.0.0.1": four numbers name a release only when a tag or a changelog heading names it, not
+        # when some commit's title holds an address ("Cookie domain: 127.0.0.1").
+        return []
     return list({node.id: node for node in [*in_file, *tagged.values(), *commits]}.values())
 
 

@@ -148,12 +148,18 @@ def _noise(word: str) -> bool:
 
 # A commit's sha or its start as `git log --oneline` or an answer shows it: 7 to 40 hex digits, a word alone.
 _SHA_WORD = re.compile(r"(?<![\w.:/#-])[0-9a-fA-F]{7,40}(?![\w])")
+# An all-digit word this long may be a sha (one in 10**5 shas has no letter in its first 12 characters); a
+# shorter one is an id, an order number or a count.
+SHA_DIGITS = 12
 
 
 def named_commit(store: SearchStore, text: str) -> str | None:
     """The id of the commit a sha TEXT holds names ("what did 1fb23b7 do?"), the first such word that starts
-    exactly one commit's sha in memory (as `show` reads one); None when none does."""
+    exactly one commit's sha in memory (as `show` reads one); None when none does. A number of fewer than
+    SHA_DIGITS digits ("order 8459341", "user id 9833955") is no sha, whatever sha it starts."""
     for word in _SHA_WORD.findall(text):
+        if word.isdigit() and len(word) < SHA_DIGITS:
+            continue
         found = store.commits_by_sha(word.lower())
         if len(found) == 1:
             return found[0]
