@@ -509,3 +509,37 @@ def test_an_address_is_no_release_unless_one_is_so_named(repo: Path) -> None:
     # A four-part release a changelog heading names is still one.
     found = query_json(repo, "what changed in 1.2.3.4")
     assert found["items"][0]["title"] == "CHANGELOG.md — 1.2.3.4: Bound to the loopback", found["items"][0]
+
+
+def test_a_releases_entries_come_before_the_commits_they_describe(repo: Path) -> None:
+    """ "What changed in 1.1.0?" about a release whose eight entries each name a commit ("(#3)"): its entries
+    come first, all of them, then its release commit, then the commits the entries describe with what the
+    budget leaves; each commit used to follow its entry, and on a busy release they crowded half the
+    release's own entries out of the budget (and mostly repeat them)."""
+    news = [
+        f"Worker {n}: retry the upload with jittered backoff and keep the partial parts" for n in range(8)
+    ]
+    for n, line in enumerate(news):
+        commit(repo, f"{line} (#{n + 1})", {f"w{n}.py": f"N = {n}\n"}, when=NOW - (300 - n) * DAY)
+    changelog = "# Changelog\n\n## 1.1.0\n\n" + "".join(
+        f"- {line} (#{n + 1})\n" for n, line in enumerate(news)
+    )
+    changelog += "\n## 1.0.0\n\n- First release\n"
+    release = commit(repo, "Release 1.1.0", {"CHANGELOG.md": changelog}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v1.1.0", release)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for budget in ("2000", "500"):
+        found = query_json(repo, "what changed in 1.1.0", "--budget", budget)
+        titles = [item["title"] for item in found["items"]]
+        entries = [n for n, title in enumerate(titles) if title.startswith("CHANGELOG.md — 1.1.0")]
+        commits = [n for n, item in enumerate(found["items"]) if item["kind"] == "git_commit"]
+        assert entries == list(range(len(entries))) and entries, (budget, titles)
+        assert not commits or commits[0] > entries[-1], (budget, titles)
+    assert len(entries) < len(news)  # 500 tokens hold some of them
+    found = query_json(repo, "what changed in 1.1.0")
+    titles = [item["title"] for item in found["items"]]
+    assert titles[: len(news)] == [f"CHANGELOG.md — 1.1.0: {line} (#{n + 1})" for n, line in enumerate(news)]
+    assert titles[len(news)] == "Release 1.1.0", titles
+    assert set(titles[len(news) + 1 : 2 * len(news) + 1]) == {
+        f"{line} (#{n + 1})" for n, line in enumerate(news)
+    }

@@ -455,8 +455,9 @@ class Retrieved:
     # The time a failure the question reports happened ("when the docker build failed yesterday") when none
     # of the first WEAK_TOP results happened then: how to say that time (the answer is then weak).
     missed_window: str | None = None
-    # The changelog entries of the release the question asks about (release_nodes): shown all, budget
-    # permitting, not capped as siblings of one heading (pack.MAX_SIBLINGS).
+    # The changelog entries of the release the question asks about (release_nodes), or an upgrade guide's
+    # sections: shown all, budget permitting, not capped as siblings of one heading (pack.MAX_SIBLINGS), and
+    # with no linked commit between them.
     whole: frozenset[str] = frozenset()
 
 
@@ -636,6 +637,14 @@ def retrieve(
             for node in release_nodes(store, exact, question.shipped)
             if _within(node, as_of, since, until)
         ]
+        # The commits its entries describe follow its release commit, with what the budget leaves: shown
+        # beside each entry they crowded the release's own entries out (and mostly repeat them).
+        described = [
+            node
+            for node in described_by(store, [node for node in shipped if node.kind == "doc_section"])
+            if _within(node, as_of, since, until)
+        ]
+        shipped = list({node.id: node for node in [*shipped, *described]}.values())
         if shipped:
             scored = put_first(scored, shipped)
             answered_by = shipped[0].id
@@ -809,6 +818,17 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
         # when some commit's title holds an address ("Cookie domain: 127.0.0.1").
         return []
     return list({node.id: node for node in [*in_file, *tagged.values(), *commits]}.values())
+
+
+def described_by(store: SearchStore, entries: list[StoredNode]) -> list[StoredNode]:
+    """The commits the changelog ENTRIES describe (their `changelog` links), in the entries' order."""
+    place = {node.id: n for n, node in enumerate(entries)}
+    links = sorted(
+        (place[src], dst) for src, dst, relation in store.links_from(list(place)) if relation == "changelog"
+    )
+    ids = list(dict.fromkeys(dst for _, dst in links))
+    held = store.get_many(ids, light=True) if ids else {}
+    return [held[node_id] for node_id in ids if node_id in held]
 
 
 # How many doc sections titled with an upgrade word and one of the versions are read for upgrade_guide.
@@ -2146,7 +2166,7 @@ def pack_items(
     candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF, outside SINCE..UNTIL or
     run by another than AUTHOR (nexusmem.authors) is left out, as the search left out such nodes. HEADER_COST
     is what the header and footer take as NOTES stand (header_tokens). The ids in WHOLE (a release's entries,
-    Retrieved.whole) are not capped as siblings: each is packed if it fits. When the best match is too large for
+    Retrieved.whole) are not capped as siblings: each is packed if it fits, and no linked item rides after it. When the best match is too large for
     the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
     Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
     items: dict[str, Item] = {}
@@ -2183,7 +2203,9 @@ def pack_items(
 
     def fixes_of(node_id: str) -> list[tuple[str, str]]:
         shelf = shelf_of(node_id)
-        return [] if shelf is None else shelf.links.get(node_id, [])
+        # A release's entries (and a guide's sections) are shown together; what they link to rides not
+        # between them (retrieve lists a release's described commits after its release commit).
+        return [] if shelf is None or node_id in whole else shelf.links.get(node_id, [])
 
     def candidate_for(node_id: str) -> Candidate | None:
         if node_id in chosen:
