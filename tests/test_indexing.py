@@ -1060,3 +1060,23 @@ def test_a_changelog_with_lone_cr_line_ends_or_a_nul_is_read_as_the_docs_source_
         assert wombat.ref == "HISTORY.txt#1.1.0" and "\r" not in wombat.body
         links = {b for _, b, rel in store.links_from([wombat.id]) if rel == "changelog"}
         assert node_id(proj.id, "git_commit", fix) in links
+
+
+def test_a_prose_entry_is_not_linked_to_a_later_release_that_added_a_blank_line(repo: Path) -> None:
+    """cJSON's "1.3.0 › Simplifications: After having unit tests ..." was linked to "Release 1.7.19", eight
+    years later, and dated by it: the prose chunk's first line is the blank line under its heading, and the
+    newest commit that added a blank line (any release) passed for the one that wrote the entry."""
+    old = "# Changelog\n\n## 1.0.0\n\n### Simplifications\n\nAfter having unit tests, I refactored the parser.\n"
+    old += "\n- Use strtod from the standard library\n"
+    commit(repo, "init", {"pool.py": "x = 1\n"}, when=1_500_000_000)
+    wrote = commit(repo, "Add the changelog", {"CHANGELOG.md": old}, when=1_500_100_000)
+    new = old.replace("# Changelog\n\n", "# Changelog\n\n## 2.0.0\n\n- Faster printing\n\n")
+    release = commit(repo, "Release 2.0.0", {"CHANGELOG.md": new}, when=1_700_000_000)
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        prose = next(n for n in store.iter_nodes("doc_section") if "After having" in n.body)
+        linked = {b for _, b, rel in store.links_from([prose.id]) if rel == "changelog"}
+        assert node_id(proj.id, "git_commit", release) not in linked
+        assert linked == {node_id(proj.id, "git_commit", wrote)}
+        assert prose.ts == 1_500_100_000 * 1000  # dated by the commit that wrote it

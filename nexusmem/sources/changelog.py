@@ -138,7 +138,9 @@ def split_entries(text: str, path: str) -> list[Entry]:
             body = "\n".join(chunk).strip()
             if not _HTML_COMMENT.sub("", body).strip():  # nothing a reader sees
                 continue
-            first = chunk[0].strip()
+            # Its first line with words: a prose chunk starts with the blank line under its heading, and a
+            # blank line "added" by any later commit (a release's) made that commit the entry's author.
+            first = next(line.strip() for line in chunk if line.strip())
             numbers = list(dict.fromkeys(_NUMBER.findall(body)))
             shas = list(dict.fromkeys(m.group(1) or m.group(2) for m in _SHA.finditer(body)))
             entries.append(Entry(path, version, body, first, numbers, shas))
