@@ -543,3 +543,30 @@ def test_a_releases_entries_come_before_the_commits_they_describe(repo: Path) ->
     assert set(titles[len(news) + 1 : 2 * len(news) + 1]) == {
         f"{line} (#{n + 1})" for n, line in enumerate(news)
     }
+
+
+def test_a_pre_release_spelt_as_its_tag_finds_the_heading_spelt_otherwise(repo: Path) -> None:
+    """ "What changed in 3.0.0-rc.1" (the tag's spelling) about a changelog headed "3.0.0-rc1": the same
+    pre-release, answered by its entries (and "3.0.0-RC-1", "beta.2" for "beta2" likewise); the final 3.0.0
+    still leaves them out, and a commit saying "3.0.0 Beta2" is not the final's."""
+    changelog = "# Changelog\n\n## 3.0.0 - 2024-03-01\n\n- Streaming uploads\n\n"
+    changelog += "## 3.0.0-rc1 - 2024-02-01\n\n- Removed the collection class\n- Requires a newer runtime\n\n"
+    changelog += "## 3.0.0-beta2 - 2024-01-15\n\n- Dropped the batch results\n"
+    commit(repo, "Added changelog for 3.0.0 Beta2", {"NOTES": "b2\n"}, when=NOW - 320 * DAY)
+    rc = commit(repo, "Release 3.0.0-rc.1", {"CHANGELOG.md": changelog}, when=NOW - 300 * DAY)
+    git(repo, "tag", "3.0.0-rc.1", rc)
+    git(repo, "tag", "3.0.0", commit(repo, "Release 3.0.0", {"V": "3.0.0\n"}, when=NOW - 200 * DAY))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    rc_entries = [
+        "CHANGELOG.md — 3.0.0-rc1 - 2024-02-01: Removed the collection class",
+        "CHANGELOG.md — 3.0.0-rc1 - 2024-02-01: Requires a newer runtime",
+    ]
+    for question in ("what changed in 3.0.0-rc.1", "what changed in 3.0.0-RC-1", "3.0.0-rc1 release notes"):
+        titles = [item["title"] for item in query_json(repo, question)["items"]]
+        assert titles[:2] == rc_entries, (question, titles)
+    titles = [item["title"] for item in query_json(repo, "what changed in 3.0.0-beta.2")["items"]]
+    assert titles[0] == "CHANGELOG.md — 3.0.0-beta2 - 2024-01-15: Dropped the batch results", titles
+    titles = [item["title"] for item in query_json(repo, "what changed in 3.0.0")["items"]]
+    assert titles[0] == "CHANGELOG.md — 3.0.0 - 2024-03-01: Streaming uploads", titles
+    first = titles[: titles.index("Release 3.0.0") + 1]
+    assert not set(rc_entries) & set(first) and "Added changelog for 3.0.0 Beta2" not in first, titles

@@ -787,20 +787,34 @@ def _release_note(version: str, window: tuple[int, int | None]) -> str:
 # How many nodes the version's phrase ("7 4 1", as the index holds 7.4.1) may match to be read for release_nodes.
 RELEASE_CANDIDATES = 200
 _RELEASE_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+# A pre-release's version: its number, its label and the label's count ("7.0.0-rc.1", "2.0.0b2", "4.0.0.rc-2").
+_PRE_RELEASE = re.compile(r"(\d+(?:\.\d+)*)[-.]?(alpha|beta|rc)[.-]?(\d*)", re.IGNORECASE)
 
 
 def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str) -> list[StoredNode]:
     """What says what release VERSION holds, in this order: the changelog entries under its heading (in the
     order the file holds them), the commit its tag names, and the commits whose title names it ("Release 7.4.1 (#2965)", "Prepare 1.7.15")."""
-    phrase = '"' + " ".join(_WORDS.findall(version)) + '"'
+    pre = _PRE_RELEASE.fullmatch(version)
+    if pre is None:
+        phrase = '"' + " ".join(_WORDS.findall(version)) + '"'
+    else:  # "7.0.0-rc.1" is "7 0 0 rc 1" to the index, the heading "7.0.0-rc1" is "7 0 0 rc1"
+        number, label, count = " ".join(_WORDS.findall(pre.group(1))), pre.group(2).lower(), pre.group(3)
+        phrase = (
+            f'"{number} {label} {count}" OR "{number} {label}{count}"' if count else f'"{number} {label}"'
+        )
     hits = exact.scored(phrase, RELEASE_CANDIDATES)
     nodes = store.get_many([node_id for node_id, _ in hits], light=True)
     # 7.4.1 and not 7.4.10 or 2.7.4.1, nor a pre- or post-release of it (7.4.1-beta.1, 7.4.1rc1, 7.4.1.post0);
     # "1.7" names 1.7.0 too. A pre-release named (2.0.0-alpha.1) is its own release.
     final = _RELEASE_NUMBER.fullmatch(version) is not None
-    named = re.compile(
-        r"(?<![\w.])[vV]?" + re.escape(version) + (r"(\.0)*" if final else "") + r"(?![\w]|\.\w|-[A-Za-z])"
+    # A pre-release however it is spelt: the tag's 7.0.0-rc.1 is the heading's 7.0.0-rc1 (and 7.0.0.RC-1).
+    spelt = (
+        re.escape(pre.group(1)) + rf"[-.]?(?i:{pre.group(2)})[.-]?" + re.escape(pre.group(3)) + r"(?!\d)"
+        if pre is not None
+        else re.escape(version) + (r"(\.0)*" if final else "")
     )
+    # Not the final's with a pre-release after it ("Added changelog for 7.0.0 Beta1").
+    named = re.compile(r"(?<![\w.])[vV]?" + spelt + r"(?![\w]|\.\w|-[A-Za-z]|\s+(?i:alpha|beta|rc)\d*\b)")
     listed = [node for node_id, _ in hits if (node := nodes.get(node_id)) is not None]
     entries = {
         node.id: node
