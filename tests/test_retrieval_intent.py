@@ -4,6 +4,8 @@ names the mechanism through the thesaurus."""
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
 import time
 from pathlib import Path
 
@@ -1621,6 +1623,43 @@ def test_a_number_in_a_question_is_no_sha(repo: Path) -> None:
     # A sha with a letter in its first characters is still one.
     named = git(repo, "rev-parse", "HEAD~1").strip()
     assert query_json(repo, f"what did {named[:10]} do?")["items"][0]["ref"] == named
+
+
+def test_an_ambiguous_sha_answers_with_each_commit_it_starts_and_says_so(repo: Path) -> None:
+    """Two commits whose shas share their first seven characters: "what did <prefix> do?" used to print "No
+    memory matches" (the prefix was passed over without a word); both commits come first, and a note says
+    the prefix is ambiguous, naming each by a longer one (as `show <prefix>` lists them)."""
+    commit(repo, "initial import", {"f.txt": "x\n"}, when=NOW - 10 * DAY)
+    parent = git(repo, "rev-parse", "HEAD").strip()
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    stamp = f"Dev <dev@example.com> {NOW - 5 * DAY} +0000"
+    seen: dict[str, bytes] = {}
+    for n in range(400_000):  # a birthday search: two of ~20,000 commit objects share a 7-character prefix
+        text = (
+            f"tree {tree}\nparent {parent}\nauthor {stamp}\ncommitter {stamp}\n\nFix the uploader, try {n}\n"
+        )
+        body = text.encode()
+        sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        if sha[:7] in seen and not sha[:7].isdigit():
+            pair = [seen[sha[:7]], body]
+            break
+        seen[sha[:7]] = body
+    shas = [
+        subprocess.run(
+            ["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo, input=body, capture_output=True
+        )
+        .stdout.decode()
+        .strip()
+        for body in pair
+    ]
+    assert shas[0][:7] == shas[1][:7] and shas[0] != shas[1]
+    merge = git(repo, "commit-tree", tree, "-p", shas[0], "-p", shas[1], "-m", "Merge both tries").strip()
+    git(repo, "reset", "-q", "--hard", merge)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, f"what did {shas[0][:7]} do?")
+    assert {item["ref"] for item in found["items"][:2]} == set(shas), found["items"]
+    note = next(note for note in found["notes"] if "ambiguous" in note)
+    assert all(sha[:12] in note for sha in shas), note
 
 
 def test_a_pasted_sha_answers_with_its_commit_and_its_diffs(repo: Path) -> None:

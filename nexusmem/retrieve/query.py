@@ -650,18 +650,26 @@ def retrieve(
             answered_by = shipped[0].id
             whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
             question.notes.append(f"first: what release {question.shipped} holds (its changelog, its commit)")
-    pasted = search.named_commit(store, question.search_text)
-    if pasted is not None:
+    prefix, pasted = search.named_commits(store, question.search_text)
+    if pasted:
         # "What did 1fb23b7 do?", a pasted sha: no index holds a sha, and its words matched other commits that
-        # quote other shas. The commit it names and its diffs are the answer.
-        commit_node = store.get_many([pasted], light=True).get(pasted)
-        diffs = [i for i, _ in store.diffs_of(commit_node.ref)] if commit_node is not None else []
-        held = store.get_many([pasted, *diffs], light=True)
-        shown = [held[i] for i in [pasted, *diffs] if i in held and _within(held[i], as_of, since, until)]
+        # quote other shas. The commit it names and its diffs are the answer; a prefix several commits' shas
+        # start with names each of them (as `show` lists them), and the answer says so.
+        commits = store.get_many(pasted, light=True)
+        diffs = [
+            i for node_id in pasted if node_id in commits for i, _ in store.diffs_of(commits[node_id].ref)
+        ]
+        held = store.get_many([*pasted, *diffs], light=True)
+        shown = [held[i] for i in [*pasted, *diffs] if i in held and _within(held[i], as_of, since, until)]
         if shown:
             scored = put_first(scored, shown)
             answered_by = shown[0].id
-            question.notes.append(f"first: commit {shown[0].ref[:10]}, whose sha the question names")
+            question.notes.append(
+                f"first: commit {shown[0].ref[:10]}, whose sha the question names"
+                if len(pasted) == 1
+                else f"first: the {len(pasted)} commits whose sha starts with {prefix}, which is ambiguous: "
+                + ", ".join(node.ref[:12] for node in shown if node.id in commits)
+            )
     if question.then is not None:
         scored, anchor = with_neighbours(
             store,

@@ -153,17 +153,18 @@ _SHA_WORD = re.compile(r"(?<![\w.:/#-])[0-9a-fA-F]{7,40}(?![\w])")
 SHA_DIGITS = 12
 
 
-def named_commit(store: SearchStore, text: str) -> str | None:
-    """The id of the commit a sha TEXT holds names ("what did 1fb23b7 do?"), the first such word that starts
-    exactly one commit's sha in memory (as `show` reads one); None when none does. A number of fewer than
-    SHA_DIGITS digits ("order 8459341", "user id 9833955") is no sha, whatever sha it starts."""
+def named_commits(store: SearchStore, text: str) -> tuple[str, list[str]]:
+    """The commits a sha TEXT holds names ("what did 1fb23b7 do?"): the first such word that starts a commit's
+    sha in memory, and the ids of the commits it starts (one, or more when the prefix is ambiguous, as `show`
+    says); ("", []) when none does. A number of fewer than SHA_DIGITS digits ("order 8459341", "user id
+    9833955") is no sha, whatever sha it starts."""
     for word in _SHA_WORD.findall(text):
         if word.isdigit() and len(word) < SHA_DIGITS:
             continue
         found = store.commits_by_sha(word.lower())
-        if len(found) == 1:
-            return found[0]
-    return None
+        if found:
+            return word, found
+    return "", []
 
 
 def doc_counts(store: SearchStore, words: list[str]) -> dict[str, int]:
