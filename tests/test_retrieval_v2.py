@@ -665,3 +665,18 @@ def test_of_an_entrys_two_commits_only_the_one_right_after_it_is_labelled(repo: 
     for above, line in itertools.pairwise(heads):
         if line.endswith("-- the commit this changelog entry describes"):
             assert above.startswith("- ") and "CHANGELOG.md" in above, heads
+
+
+def test_the_comments_in_an_answers_fenced_code_are_shown(repo: Path) -> None:
+    """A changelog entry with a ```python block showed only `frob(1)`: the summary dropped every line that
+    starts with "#" (meant for Markdown headings) inside code too, so the comment and a C `#include` were
+    gone (`show` had them). Headings outside code still are not repeated."""
+    changelog = "# Changelog\n\n## 1.1.0\n\n- Added the frobnicator:\n\n  ```python\n"
+    changelog += "  # frob twice to warm the cache\n  frob(1)\n  ```\n"
+    guide = '# Guide\n\n## Embedding\n\n```c\n#include "frobnicator.h"\nint main(void) { frob(1); }\n```\n'
+    commit(repo, "Add the frobnicator", {"CHANGELOG.md": changelog, "docs/guide.md": guide})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    out = run_cli("-C", str(repo), "query", "frobnicator").output
+    assert "# frob twice to warm the cache" in out, out
+    assert '#include "frobnicator.h"' in out, out
+    assert "  ## Embedding" not in out, out

@@ -19,6 +19,7 @@ def _clip(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
 
 # The end of a paragraph, as git reads a message (a line of blanks only ends one too).
 _PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
 def _first_lines(text: str, count: int) -> str:
@@ -44,6 +45,21 @@ def best_hunk(patch: str, query: str) -> str:
     if len(lines) > MAX_HUNK_LINES:
         clipped += f"\n… ({len(lines) - MAX_HUNK_LINES} more lines)"
     return clipped
+
+
+def _without_headings(body: str) -> str:
+    """BODY without its Markdown heading lines ("## Usage": the title says it), but with the lines of
+    fenced code that start with "#" (a Python or shell comment, a C `#include`)."""
+    kept: list[str] = []
+    fence = ""
+    for line in body.splitlines():
+        found = _FENCE.match(line)
+        if found and (not fence or found.group(1).startswith(fence)):
+            fence = "" if fence else found.group(1)
+        elif not fence and line.lstrip().startswith("#"):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def summary(node: StoredNode, query: str) -> str:
@@ -76,6 +92,5 @@ def summary(node: StoredNode, query: str) -> str:
         return _clip(f"$ {command}\n{text}" if "\n" in command or len(command) > 100 else text)
     if node.kind == "doc_section":
         # The heading is already the title; show what the section says.
-        body = "\n".join(ln for ln in node.body.splitlines() if not ln.lstrip().startswith("#"))
-        return _clip(_first_lines(body, 4))
+        return _clip(_first_lines(_without_headings(node.body), 4))
     return _clip(_first_lines(node.body, 4))
