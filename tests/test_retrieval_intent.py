@@ -1689,3 +1689,25 @@ def test_a_pasted_sha_answers_with_its_commit_and_its_diffs(repo: Path) -> None:
     unknown = query_json(repo, "what did 0000000 do?")
     assert asked not in [item["ref"] for item in unknown["items"][:2]]
     assert not any("sha" in note for note in unknown["notes"] + plain["notes"])
+
+
+def test_a_failure_question_about_runs_that_all_passed_says_they_passed(repo: Path) -> None:
+    """ "What failed last time I ran the tests" after a passing `make test` answered "No strong match" with
+    old commits that say "tests"; "did make fail" with no failed `make` listed every recent failure (a `gcc`)
+    under the generic note. Each is answered with the runs it names, newest first, and a note that none of
+    them failed (the newest passed, exit 0)."""
+    for days, subject in ((900, "fix tests for node 12"), (700, "make failing tests fail the build")):
+        commit(repo, subject, {"test/node.test.js": f"// {subject}\n"}, when=NOW - days * DAY)
+    write_recent(repo, "30 0 make\n20 1 gcc -o x nonexistent.c\n10 0 make test\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what failed last time I ran the tests")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[0] == "make test (exit 0)" and not found["weak"], titles
+    assert any(n.startswith("no run of tests failed") and "exit 0" in n for n in found["notes"]), found[
+        "notes"
+    ]
+    found = query_json(repo, "did make fail")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[:2] == ["make test (exit 0)", "make (exit 0)"], titles
+    assert "gcc -o x nonexistent.c (exit 1)" not in titles, titles
+    assert any(n.startswith("no run of make failed") for n in found["notes"]), found["notes"]

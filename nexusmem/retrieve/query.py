@@ -14,6 +14,7 @@ from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecu
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
     Intent,
+    Runs,
     Sequence,
     Topic,
     adopted_name,
@@ -692,11 +693,15 @@ def retrieve(
             )
     asks_failures = question.failure and question.then is None and answered_by is None
     if asks_failures:
-        scored, listed, span = failed_runs_first(
+        scored, listed, span, passed = failed_runs_first(
             store, scored, question, as_of=as_of, since=since, until=until
         )
         if listed:
-            listing_note = f"first: the failed runs of {span}, newest first"
+            listing_note = (
+                f"no run of {span}; first: its runs, newest first (the newest passed, exit 0)"
+                if passed
+                else f"first: the failed runs of {span}, newest first"
+            )
             question.notes.append(listing_note)
     if asks_failures and not listed and not _a_subject(words.words):
         scored, listed, span = failures_first(store, scored, question, as_of=as_of, since=since, until=until)
@@ -1540,7 +1545,7 @@ def failed_runs_first(
     as_of: int | None,
     since: int | None,
     until: int | None,
-) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str]:
+) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str, bool]:
     """For a failure asked about with what was run named ("which tests failed", "npm test failed", "why did
     the build fail yesterday", "what failed last time I ran the tests"): SCORED with the failed commands of
     the question's window that it names put first, newest first, the rest after them (a fix that mentions
@@ -1550,14 +1555,58 @@ def failed_runs_first(
     names `pytest -x`, `node --test t.js`). Listed are the commands most of its words name, when every word
     of the question (but the failure, its time and the like: _NOT_A_SUBJECT, and the filler of an account
     of it: text.FILLER_WORDS) names one of them; else none ("why does the date test fail on Windows" asks
-    about code, not runs), and SCORED unchanged."""
+    about code, not runs), and SCORED unchanged. When none of the runs it names failed in that window, the
+    ones that passed are listed instead, and the last value (else False) says so."""
     words = search.terms(question.search_text)  # with the filler: "did make fail" names `make`
     subject = {w for w in words if not _ignorable(w)}
     if not subject:
-        return scored, [], ""
+        return scored, [], "", False
     low, high, span = _failure_window(question, store.reference_time(as_of), since, until, named=True)
-    rows = [row for row in store.shell_commands_between(low, high) if resolved.failed(row[4])]
+    everything = store.shell_commands_between(low, high)
     kinds = runs_named(question.text)
+    passed = False
+    failed_rows = [row for row in everything if resolved.failed(row[4])]
+    best, naming = _runs_naming(failed_rows, subject, kinds)
+    if (not best or not naming.issuperset(subject - FILLER_WORDS)) and not _named_failure_near(
+        store, question, low, high, subject, kinds, as_of
+    ):
+        # None of them failed ("what failed last time I ran the tests" after a passing `make test`): its runs,
+        # which passed, are the answer (and the note says so), not the words' old commits.
+        best, naming = _runs_naming([row for row in everything if row[4] == 0], subject, kinds)
+        passed = True
+    if not best or not naming.issuperset(subject - FILLER_WORDS):
+        return scored, [], span, False
+    ids = best[:FAILURES_LISTED]
+    nodes = store.get_many(ids, light=True)
+    runs = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+    what = " ".join(w for w in words if w in naming)
+    said = f"{what} failed {span}" if passed else f"{what} {span}"
+    return _listed(scored, runs, keep=True), runs, said, passed and bool(runs)
+
+
+def _named_failure_near(
+    store: SearchStore,
+    question: Question,
+    low: int,
+    high: int,
+    subject: set[str],
+    kinds: list[Runs],
+    as_of: int | None,
+) -> bool:
+    """Whether a run SUBJECT names failed in the week before the newest record or HIGH (a window the
+    question asked for, LOW..HIGH, may have just missed it: "my lint run that failed a few hours ago")."""
+    newest = min(high, store.reference_time(as_of) or high)
+    start = min(low, newest - 7 * 86_400_000)
+    rows = [row for row in store.shell_commands_between(start, high) if resolved.failed(row[4])]
+    best, naming = _runs_naming(rows, subject, kinds)
+    return bool(best) and naming.issuperset(subject - FILLER_WORDS)
+
+
+def _runs_naming(
+    rows: list[tuple[str, str, int, str | None, int | None]], subject: set[str], kinds: list[Runs]
+) -> tuple[list[str], set[str]]:
+    """The ids of the commands of ROWS (oldest first) most words of SUBJECT name, newest first, and the words
+    that name them (failed_runs_first)."""
     best: list[str] = []
     most = 0
     naming: set[str] = set()
@@ -1570,13 +1619,7 @@ def failed_runs_first(
                 best, most, naming = [], len(names), set()
             best.append(row[0])
             naming |= names
-    if not best or not naming.issuperset(subject - FILLER_WORDS):
-        return scored, [], span
-    ids = best[:FAILURES_LISTED]
-    nodes = store.get_many(ids, light=True)
-    failed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
-    what = " ".join(w for w in words if w in naming)
-    return _listed(scored, failed, keep=True), failed, f"{what} {span}"
+    return best, naming
 
 
 def _ignorable(word: str) -> bool:
