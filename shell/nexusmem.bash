@@ -185,6 +185,10 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # Quotes, backslashes and control characters of $1 escaped into __nexusmem_json.
     __nexusmem_escape_ascii() {
         local s=$1 c i
+        if ((${#s} > 1024)); then
+            __nexusmem_escape_long "$s"
+            return
+        fi
         s=${s//\\/\\\\}
         s=${s//\"/\\\"}
         if [[ $s == *[$__nexusmem_ctl]* ]]; then
@@ -197,6 +201,30 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             done
         fi
         __nexusmem_json=$s
+    }
+
+    # A long $1 escaped piece by piece into __nexusmem_json. Each `${s//…/…}` above goes over the rest of
+    # the text again for every match it replaces: the quotes of a pasted 54 KB JSON body took 0.5 s, the
+    # tabs and newlines of 100 KB of text 4 s. Pieces of at most 512 bytes cost that on 512 bytes only.
+    # The text is halved until the pieces are that short (each second half waits in `later`), so it is
+    # copied a few times in all, not once per piece; bytes (C locale), since escaping is byte-wise.
+    __nexusmem_escape_long() {
+        local LC_ALL=C s
+        local -i h
+        local -a later=("$1") pieces=()
+        while ((${#later[@]})); do
+            s=${later[-1]}
+            unset 'later[-1]'
+            while ((${#s} > 512)); do
+                h=${#s}/2
+                later+=("${s:h}")
+                s=${s:0:h}
+            done
+            __nexusmem_escape_ascii "$s"
+            pieces+=("$__nexusmem_json")
+        done
+        local IFS=
+        __nexusmem_json=${pieces[*]}
     }
 
     # The longest prefix of valid UTF-8 (no overlong forms, UTF-16 surrogates or code points above
@@ -447,14 +475,18 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
 
     # Whether the line $1 only defines a function (`name() { …; }`, `function name { …; }`, `name() ( … )`),
     # which runs nothing: bash leaves the previous line's PIPESTATUS. Read from the line's first 100
-    # characters (a name, `()` and the brace that opens the body) and its last, with no extglob past the
-    # end test: a pattern of `+(…)` and `*` over a long line backtracks for milliseconds.
+    # characters (a name, `()` and the brace that opens the body) and its last, with no extglob over the
+    # whole line: `*[…]*([[:space:]])` tried the `*(…)` at every `}` of it, and a pasted 54 KB JSON body
+    # held the prompt 4 s. `*[…]` is one pass over the line; one that ends in blanks (rare) goes to a regex.
+    __nexusmem_close_re='[})][[:space:]]*$'
     __nexusmem_defines() {
-        local t name
-        [[ $1 == *[\}\)]*([[:space:]]) ]] || return 1
+        local t name fn=0
+        [[ $1 == *[\}\)[:space:]] ]] || return 1
+        [[ $1 == *[\}\)] || $1 =~ $__nexusmem_close_re ]] || return 1
         t=${1:0:100}
         t=${t#"${t%%[![:space:]]*}"}
         if [[ $t == function[[:space:]]* ]]; then
+            fn=1
             t=${t#function}
             t=${t#"${t%%[![:space:]]*}"}
             name=${t%%[[:space:]\(\{]*}
@@ -471,7 +503,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             [[ $t == \)* ]] || return 1
             t=${t:1}
             t=${t#"${t%%[![:space:]]*}"}
-        elif [[ $1 != *([[:space:]])function[[:space:]]* ]]; then
+        elif ((!fn)); then
             return 1
         fi
         [[ $t == [\{\(]* ]]
@@ -479,10 +511,12 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
 
     # Whether the line $1 ends sending a job to the background (`cmd &`): its last `&` is not one of `&&` or
     # `>&`, and no odd run of backslashes quotes it (`echo \&`, `echo \\\&`; `echo \\&` is a job). A `&`
-    # in quotes ends no line: the closing quote does.
+    # in quotes ends no line: the closing quote does. Tested as __nexusmem_defines tests the end.
+    __nexusmem_amp_re='[^&>]&[[:space:]]*$'
     __nexusmem_background() {
         local t n=0
-        [[ $1 == *[!\&\>]\&*([[:space:]]) ]] || return 1
+        [[ $1 == *[\&[:space:]] ]] || return 1
+        [[ $1 == *[!\&\>]\& || $1 =~ $__nexusmem_amp_re ]] || return 1
         t=${1%\&*}
         while [[ $t == *\\ ]]; do
             t=${t%?}

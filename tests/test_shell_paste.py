@@ -1,0 +1,60 @@
+"""A long pasted command, in a real shell under a pty: recorded whole, without holding the prompt.
+
+bash's hook tested a line's end with `*[})]*([[:space:]])`, which tried the `*(…)` at every `}` of the line,
+and escaped quotes and control characters with `${s//…/…}`, which goes over the rest of the text again for
+each one it replaces: `curl -d '<54 KB of minified JSON>' URL`, 2,400 `}`, kept the next prompt away for 4 s
+(100 KB of quoted tabs and newlines for 4-16 s). Both now cost in proportion to the line.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from test_shell_hooks import Shell, needs
+from test_shell_invalid_bytes import LOAD_LINE, _drain_until_quiet
+
+ITEMS = 1200  # 54 KB of JSON, 2,400 `}`
+
+
+def _enter_to_line(sh: Shell, key: bytes | None, text: str) -> tuple[dict[str, object], float]:
+    """Seconds from Enter to the command's line in the log: KEY loads the command line, else TEXT is typed."""
+    if key is not None:
+        sh.child.send(key)
+        _drain_until_quiet(sh)
+    else:
+        sh.child.send(text.encode())
+    before = len(sh.lines())
+    start = time.monotonic()
+    sh.child.send(b"\r")
+    line = sh.wait_lines(before + 1, timeout=120)[before]
+    return line, time.monotonic() - start
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param("bash", marks=needs("bash"))])
+@pytest.mark.parametrize("tail", ["", "  "], ids=["", "trailing blanks"])
+def test_a_pasted_54kb_json_body_is_recorded_without_holding_the_prompt(
+    kind: str, tail: str, tmp_path: Path
+) -> None:
+    body = json.dumps(
+        [{"id": i, "name": f"item{i}", "tags": {"a": i}} for i in range(ITEMS)], separators=(",", ":")
+    )
+    command = f"true -s -d '{body}' http://127.0.0.1:1/api{tail}"
+    assert len(command) > 54000 and command.count("}") == 2 * ITEMS
+    (tmp_path / "command").write_text(command, encoding="utf-8")
+    sh = Shell(kind, env={"NX_CMD": str(tmp_path / "command")})
+    try:
+        sh.run(LOAD_LINE[kind])
+        _, short = _enter_to_line(sh, None, "true short")
+        line, long = _enter_to_line(sh, b"\x18n", command)
+    finally:
+        sh.close()
+    assert line["command"] in (command, command.rstrip())
+    assert line["exit"] == 0 and line["pipestatus"] == [0]
+    # The same shell's time for a short command, plus a second: took 4 s before (2.3 s on its own 10 KB).
+    assert long < short + 1.0, (
+        f"{kind}: {long:.2f} s from Enter to the recorded line ({short:.2f} s for `true`)"
+    )
