@@ -19,7 +19,7 @@
 # Text that is not valid UTF-8 keeps its valid parts; each invalid byte (fish holds those as
 # U+F600+byte) becomes the text \xNN, as NexusMem spells such a byte in a file name, so every line parses.
 # Unwritable logs are skipped silently; on a full disk fish itself reports the failed write on
-# stderr, which no builtin can silence.
+# stderr, which no builtin can silence: at most once a minute (see __nexusmem_postexec).
 
 if status is-interactive; and not set -q __nexusmem_loaded
     set -g __nexusmem_loaded 1
@@ -158,11 +158,18 @@ if status is-interactive; and not set -q __nexusmem_loaded
             set -l t (builtin history search --max 1 --show-time='%s ' 2>/dev/null)
             set now (math (string split -m1 ' ' -- "$t 0")[1] \* 1000 + $CMD_DURATION)
         end
-        # The log would not take the last line (past `ulimit -f`, a full disk): fish prints the failed write
-        # whatever the block's stderr is, so the hook waits a minute before it tries again.
+        # The log would not take the last line (past `ulimit -f`, a full disk): fish prints a failed write
+        # whatever the block's stderr is, so for a minute each line goes through `sh`, whose errors are
+        # discarded (one fork a command, while the log refuses lines); once one is written, or after that
+        # minute, fish writes again itself. Skipping lines for that minute lost every command run meanwhile,
+        # even once the disk had room again.
+        set -l __nexusmem_quiet 0
         if set -q __nexusmem_pause[1]
-            test "$now" -lt "$__nexusmem_pause"; and return
-            set -e __nexusmem_pause
+            if test "$now" -lt "$__nexusmem_pause"
+                set __nexusmem_quiet 1
+            else
+                set -e __nexusmem_pause
+            end
         end
         set -l dur (math "max(0, 0$CMD_DURATION)")
         set -l t0 (math "max(0, $now - $dur)")
@@ -202,6 +209,13 @@ if status is-interactive; and not set -q __nexusmem_loaded
             command sh -c 'umask 077 && : >>"$1"' sh $__nexusmem_log 2>/dev/null
         end
         test -w $__nexusmem_log; or return
+        if test $__nexusmem_quiet = 1
+            # One write() per line as below: the line goes whole into the scratch file, `cat` appends it.
+            command sh -c 'trap "" XFSZ; umask 077; printf "%s\n" "$3" >"$2" && cat -- "$2" >>"$1"; s=$?; : >"$2"; exit $s' \
+                sh $__nexusmem_log $__nexusmem_scratch $line 2>/dev/null
+            and set -e __nexusmem_pause
+            return
+        end
         # One write() per line, so lines of shells appending at once never interleave: fish writes a
         # builtin's output in pieces of 512 bytes, so a longer line (rare) goes whole into this shell's
         # private scratch file and `cat` (one read and one write of up to 128 KB) appends it; only those

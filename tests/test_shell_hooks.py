@@ -931,6 +931,29 @@ def test_a_log_past_the_file_size_limit_never_ends_the_shell(kind: str, open_she
 
 @pytest.mark.slow
 @needs("fish")
+def test_fish_records_again_as_soon_as_the_log_takes_lines(open_shell: Any) -> None:
+    """After one write the log refused (a full disk, past `ulimit -f`), fish's hook skipped every command for
+    the next minute, even once there was room again: those commands were lost. Each is now tried (quietly),
+    recorded as soon as the log takes it, and the failed write is still said at most once."""
+    sh = open_shell("fish")
+    kept = sh.log.read_bytes()
+    with sh.log.open("ab") as log:
+        log.write(b" " * 300_000 + b"\n")
+    sh.type("ulimit -f 100")
+    for n in range(3):
+        sh.type(f"echo refused-{n}")
+    sh.type("echo settled-(math 5 \\* 5)")
+    time.sleep(1)
+    shown = sh.output()
+    assert b"settled-25" in shown and shown.count(b"File too large") <= 1, shown
+    sh.log.write_bytes(kept)  # room again
+    line = sh.run("echo recorded-again")
+    assert (line["command"], line["exit"]) == ("echo recorded-again", 0)
+    assert sh.output().count(b"File too large") <= 1  # all the terminal showed since the start
+
+
+@pytest.mark.slow
+@needs("fish")
 def test_fish_lines_that_set_no_status_do_not_inherit_a_failure(open_shell: Any, repo: Path) -> None:
     """fish leaves $status and $pipestatus as they were after `set VAR value` or a comment: typed after a
     `false`, both were logged as failing (exit 1), `set` after `false | cat` with pipestatus [1, 0], and
