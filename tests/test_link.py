@@ -683,3 +683,31 @@ def test_a_commit_made_in_the_failures_second_before_it_is_not_its_fix(repo: Pat
     )
     run_cli("-C", str(other), "sync", "--link-failures")
     assert _commit_fixes(other, "why did node tests/calc.test.js fail") == [fix]
+
+
+def test_a_file_named_in_a_failed_commits_message_does_not_make_the_next_commit_its_fix(repo: Path) -> None:
+    """`git commit -qam "fix(build): remove stray broken declaration in cJSON.c"` on a clean tree fails (nothing
+    to commit); the words of its message were taken for files it names, and the next commit touching cJSON.c
+    was shown "linked as the fix (commit)". A path given as a pathspec still links (a commit a hook refused,
+    then the same file committed)."""
+    now_s = int(time.time()) - 3600
+    commit(repo, "init", {"cJSON.c": "int a;\n", "cJSON.h": "int b;\n"}, when=now_s - 600)
+    write_commands(
+        repo,
+        [
+            (now_s * 1000, 'git commit -qam "fix(build): remove stray broken declaration in cJSON.c"', 1),
+            (now_s * 1000 + 5000, "git commit -qm 'fix(build): declare b' -- cJSON.h", 1),
+        ],
+    )
+    commit(repo, "fix(build): remove stray declaration", {"cJSON.c": "int c;\n"}, when=now_s + 60)
+    fix_h = commit(repo, "fix(build): declare b", {"cJSON.h": "int d;\n"}, when=now_s + 120)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _commit_fixes(repo, "git commit remove stray broken declaration in cJSON.c failed") == []
+    assert _commit_fixes(repo, "git commit declare b cJSON.h failed") == [fix_h]
+    text = run_cli("-C", str(repo), "query", "git commit stray declaration cJSON.c failed").stdout
+    items = [line for line in text.splitlines() if line.startswith("- ")]
+    assert any(line.endswith("] fix(build): remove stray declaration") for line in items), text
+    assert any(line.endswith("] fix(build): declare b  -- linked as the fix (commit)") for line in items), (
+        text
+    )
+    assert sum("linked as the fix" in line for line in items) == 1, text

@@ -173,6 +173,16 @@ _STRIP = "\"'`,;()[]{}"
 
 _LINE_SUFFIX = re.compile(r"(?::\d+)+$")
 
+# The message of a `git commit`, `tag`, `merge`, `stash` or `notes` (`-m MSG`, `-qam MSG`, `-mMSG`,
+# `--message=MSG`) and the file it is read from (`-F FILE`, `--file FILE`): no file the command commits.
+# "fix: stray declaration in cJSON.c" named cJSON.c, and a `git commit -am` that failed (nothing to commit)
+# was linked to the next commit touching it as its fix. Its pathspecs (`git commit src/a.py`) still count.
+_GIT_MESSAGE = re.compile(
+    r"""((?<![\w.-])git\s+(?:-\S+(?:\s+[^-\s;&|]\S*)?\s+)*(?:commit|tag|merge|stash|notes)(?![\w-])"""
+    r"""(?:\s+(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^\s;&|"'][^\s;&|]*))*?\s+)"""
+    r"""(?:-[a-zA-Z]*[mF]|--message|--file)(?:=|\s+)?(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^\s;&|]+)"""
+)
+
 
 def command_files(
     command: str, cwd: Path, root: Path, *, known: dict[tuple[str, str], str | None] | None = None
@@ -186,6 +196,12 @@ def command_files(
     found: list[str] = []
     checked = 0
     root_prefix = str(root).rstrip(os.sep) + os.sep
+    if "git" in command:
+        while True:
+            # One message at a time: `git commit -m subject -m "body"` has two.
+            command, n = _GIT_MESSAGE.subn(r"\1", command, count=1)
+            if not n:
+                break
     for token in command.split():
         if "/" not in token and "." not in token:
             continue
