@@ -139,14 +139,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
             fi
             # Cut near the middle before the first of three bytes that is no continuation byte (0x80-0xbf),
             # or after three that are: no character spans the cut, so each half reads as it did in the whole.
-            while (( ${#s} > 64 )); do
-                (( h = ${#s} / 2 ))
-                head=${s[h+1,h+3]}
-                head=${head%%[^$'\x80'-$'\xbf']*}
-                (( h += ${#head} ))
-                later+=("${s[h+1,-1]}")
-                s=${s[1,h]}
-            done
+            __nexusmem_halve 64
             # Built apart and added to out in one go: zsh copies the whole string at each +=.
             piece=''
             while [[ -n $s ]]; do
@@ -193,6 +186,22 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         __nexusmem_json=$out
     }
 
+    # The caller's $s halved until it is $1 bytes or less, each second half pushed on the caller's `later`
+    # (zsh's locals reach the functions it calls); each cut falls before a byte that starts a character (or
+    # after three continuation bytes), so no character spans a cut. Needs no_multibyte in the caller.
+    __nexusmem_halve() {
+        local head
+        local -i h
+        while (( ${#s} > $1 )); do
+            (( h = ${#s} / 2 ))
+            head=${s[h+1,h+3]}
+            head=${head%%[^$'\x80'-$'\xbf']*}
+            (( h += ${#head} ))
+            later+=("${s[h+1,-1]}")
+            s=${s[1,h]}
+        done
+    }
+
     # A long $1 escaped piece by piece into __nexusmem_json. Each `${s//…/…}` goes over the rest of the text
     # again for every match it replaces: the quotes of a pasted 54 KB JSON body took 0.2-0.3 s, the tabs and
     # newlines of 100 KB of text 2-3 s. The text is halved (copied a few times in all, not once per piece)
@@ -208,14 +217,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         while (( $#later )); do
             s=$later[-1]
             later[-1]=()
-            while (( ${#s} > 512 )); do
-                (( h = ${#s} / 2 ))
-                head=${s[h+1,h+3]}
-                head=${head%%[^$'\x80'-$'\xbf']*}
-                (( h += ${#head} ))
-                later+=("${s[h+1,-1]}")
-                s=${s[1,h]}
-            done
+            __nexusmem_halve 512
             __nexusmem_escape $s
             pieces+=("$__nexusmem_json")
         done
