@@ -3,7 +3,6 @@ the --since/--until window, the weak-match flag and long questions."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import subprocess
 import time
@@ -24,7 +23,7 @@ from nexusmem.embed import builtin
 from nexusmem.errors import ConfigError, NexusMemError
 from nexusmem.retrieve import fuse, query, rank, timecue
 
-from helpers import commit, console_script, git, query_json, run_cli
+from helpers import commit, console_script, query_json, run_cli
 from helpers.mcp import mcp_session
 
 DAY = 86_400
@@ -642,29 +641,6 @@ def test_a_wrapped_subject_is_not_repeated_under_its_title(repo: Path) -> None:
     assert wrapped["summary"].startswith("The delay callable now gets the response."), wrapped["summary"]
     plain = next(it for it in query_json(repo, "one-line subject")["items"] if it["kind"] == "git_commit")
     assert plain["summary"].startswith("With a body."), plain["summary"]
-
-
-def test_of_an_entrys_two_commits_only_the_one_right_after_it_is_labelled(repo: Path) -> None:
-    """A changelog entry describes two commits (the one its "#12" names and the release commit that wrote it):
-    both follow the entry, but only the first is right after it; the second used to carry "the commit this
-    changelog entry describes" (and `linked_from` the entry) under the first commit. A label and
-    `linked_from` always name the item directly above."""
-    commit(repo, "Add the project skeleton", {"README.md": "# shop\n"}, when=NOW - 400 * DAY)
-    commit(repo, "Journal writes ahead (#12)", {"cache.py": "JOURNAL = 'wal'\n"}, when=NOW - 300 * DAY)
-    entry = "# Changelog\n\n## 1.1.0\n\n- The price cache no longer locks up under concurrent writers (#12)\n"
-    release = commit(repo, "Release 1.1.0", {"CHANGELOG.md": entry}, when=NOW - 10 * DAY)
-    git(repo, "tag", "v1.1.0", release)
-    run_cli("-C", str(repo), "sync", "--no-embed")
-    items = query_json(repo, "what changed in 1.1.0")["items"]
-    titles = [it["title"] for it in items]
-    assert {"Journal writes ahead (#12)", "Release 1.1.0"} <= set(titles[:3]), titles
-    for above, it in itertools.pairwise(items):
-        assert it["linked_from"] in (None, above["id"]), titles
-    lines = run_cli("-C", str(repo), "query", "what changed in 1.1.0").output.splitlines()
-    heads = [line for line in lines if line.startswith("- ")]
-    for above, line in itertools.pairwise(heads):
-        if line.endswith("-- the commit this changelog entry describes"):
-            assert above.startswith("- ") and "CHANGELOG.md" in above, heads
 
 
 def test_the_comments_in_an_answers_fenced_code_are_shown(repo: Path) -> None:

@@ -59,9 +59,8 @@ def pack(
     """Walk RANKED (best first) and place every item that fits; an item that does not fit is skipped, not a
     stop. After a failure, its linked fixes (fixes_of → [(fix id, relation)]) are placed right after it with
     the failure's score, whether or not they matched the query; a fix placed already (ranked above its
-    failure) stays where it is, unmarked: an item is marked as linked only when it directly follows the item
-    it is linked from (its label, "the commit this changelog entry describes", points at the item above it),
-    so of several linked to one item only the first is marked, the others follow it unmarked.
+    failure) stays where it is, unmarked: an item is marked as linked only when it follows the item it is
+    linked from (its label, "the commit this changelog entry describes", points at the item above it).
     MAX_ITEMS caps the ranked items placed (their linked fixes ride along); an item is counted as it shows,
     with its mark as a linked fix. Returns (placed, tokens used)."""
     used = header_tokens
@@ -97,15 +96,10 @@ def pack(
             continue
         primary += 1
         take(cand, Placed(cand.id, cand.score))
-        after = cand.id  # what the next linked item follows: only the first follows CAND itself
         for fix_id, relation in fixes_of(cand.id):
             if fix_id in seen:
                 continue  # ranked above its failure (or the entry describing it): shown once, where it ranked
             fix = candidate_for(fix_id)
-            if fix is None:
-                continue
-            marked = after == cand.id
-            if fits(fix, cand.id, relation) if marked else fits(fix):
-                take(fix, Placed(fix.id, cand.score, *((cand.id, relation) if marked else (None, None))))
-                after = fix.id
+            if fix is not None and fits(fix, cand.id, relation):
+                take(fix, Placed(fix.id, cand.score, linked_from=cand.id, relation=relation))
     return placed, used
