@@ -50,7 +50,12 @@ def read_log(path: Path | None = None) -> list[dict[str, Any]]:
     path = path or log_path()
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_bytes().decode("utf-8").splitlines()]
+    # Only whole lines: a shell may be writing one as we read (a 60 KB line reaches the file a page at a
+    # time), as the product's own reader waits for a line's end. Split at "\n" alone: a JSON string may hold
+    # characters str.splitlines() would cut at (U+2028, U+0085, ...).
+    data = path.read_bytes()
+    whole = data[: data.rfind(b"\n") + 1].decode("utf-8")
+    return [json.loads(line) for line in whole.split("\n") if line]
 
 
 class Shell:
