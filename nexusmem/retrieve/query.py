@@ -1567,14 +1567,12 @@ def failed_runs_first(
     passed = False
     failed_rows = [row for row in everything if resolved.failed(row[4])]
     best, naming = _runs_naming(failed_rows, subject, kinds)
-    if (not best or not naming.issuperset(subject - FILLER_WORDS)) and not _named_failure_near(
-        store, question, low, high, subject, kinds, as_of
-    ):
+    if not best and not _named_failure_near(store, question, low, high, subject, kinds, as_of):
         # None of them failed ("what failed last time I ran the tests" after a passing `make test`): its runs,
         # which passed, are the answer (and the note says so), not the words' old commits.
         best, naming = _runs_naming([row for row in everything if row[4] == 0], subject, kinds)
         passed = True
-    if not best or not naming.issuperset(subject - FILLER_WORDS):
+    if not best:
         return scored, [], span, False
     ids = best[:FAILURES_LISTED]
     nodes = store.get_many(ids, light=True)
@@ -1598,15 +1596,15 @@ def _named_failure_near(
     newest = min(high, store.reference_time(as_of) or high)
     start = min(low, newest - 7 * 86_400_000)
     rows = [row for row in store.shell_commands_between(start, high) if resolved.failed(row[4])]
-    best, naming = _runs_naming(rows, subject, kinds)
-    return bool(best) and naming.issuperset(subject - FILLER_WORDS)
+    return bool(_runs_naming(rows, subject, kinds)[0])
 
 
 def _runs_naming(
     rows: list[tuple[str, str, int, str | None, int | None]], subject: set[str], kinds: list[Runs]
 ) -> tuple[list[str], set[str]]:
     """The ids of the commands of ROWS (oldest first) most words of SUBJECT name, newest first, and the words
-    that name them (failed_runs_first)."""
+    that name them (failed_runs_first); none when those words leave a word of SUBJECT (but the filler of an
+    account: text.FILLER_WORDS) naming none of them."""
     best: list[str] = []
     most = 0
     naming: set[str] = set()
@@ -1619,6 +1617,8 @@ def _runs_naming(
                 best, most, naming = [], len(names), set()
             best.append(row[0])
             naming |= names
+    if not naming.issuperset(subject - FILLER_WORDS):
+        return [], set()
     return best, naming
 
 
