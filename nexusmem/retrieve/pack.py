@@ -66,7 +66,6 @@ def pack(
     used = header_tokens
     placed: list[Placed] = []
     seen: set[str] = set()
-    paid: dict[str, tuple[Candidate, int]] = {}  # what each placed item was counted at
     per_group: dict[str, int] = {}
 
     def size(c: Candidate, linked_from: str | None, relation: str | None) -> int:
@@ -80,9 +79,7 @@ def pack(
 
     def take(c: Candidate, entry: Placed) -> None:
         nonlocal used
-        tokens = size(c, entry.linked_from, entry.relation)
-        used += tokens
-        paid[c.id] = (c, tokens)
+        used += size(c, entry.linked_from, entry.relation)
         seen.add(c.id)
         if c.group is not None:
             per_group[c.group] = per_group.get(c.group, 0) + 1
