@@ -154,6 +154,7 @@ SETS = (
     "fresh64",
     "fresh65",
     "fresh66",
+    "fresh67",
     "removal",
     "rst",
     "adoc",
@@ -294,8 +295,10 @@ class PinnedRepo:
             if code != 0:
                 self._sections[path] = None
             else:
-                from nexusmem.sources.docs import sections_of
+                from nexusmem.sources.docs import doc_text, sections_of
 
+                # The collector reads a file's bytes through doc_text (CRLF and lone CR made LF) first.
+                text = doc_text(text.encode("utf-8"))
                 self._sections[path] = {s.heading for s in sections_of(text, path.rsplit("/", 1)[-1])}
         return self._sections[path]
 

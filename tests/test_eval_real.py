@@ -478,3 +478,21 @@ def test_the_weak_learner_reads_the_synced_stores(tmp_path: Path, capsys: pytest
     assert "fewer than five sets" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no synced store for demo"):
         learn.main([*args[:-1], str(tmp_path / "nothing")])
+
+
+def test_check_reads_a_crlf_page_as_the_docs_collector_does(tmp_path: Path) -> None:
+    """A reStructuredText page with Windows line ends (bottle's docs/routing.rst: CRLF text, LF underlines)
+    is cut into its sections by the collector; --check must find the same headings, not one untitled
+    section (it refused a valid target as "no non-empty section")."""
+    ev = load_script()
+    work = tmp_path / "src"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    page = "Request Routing\r\n===============\r\n\r\nIntro.\r\n\r\nWildcard Filters\n----------------\r\n\r\nUse <id:int>.\r\n"
+    (work / "docs").mkdir()
+    (work / "docs" / "routing.rst").write_bytes(page.encode())
+    git(work, "add", "-A")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "docs")
+    pin = git(work, "rev-parse", "HEAD")
+    headings = ev.PinnedRepo(work, pin).headings("docs/routing.rst")
+    assert headings is not None and "Wildcard Filters" in headings
