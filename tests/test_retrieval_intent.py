@@ -1063,14 +1063,14 @@ def test_what_failed_the_day_before_yesterday_is_not_what_failed_yesterday(repo:
 
 
 def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Path) -> None:
-    """ "What was my last commit", "what did I work on recently", "what did I commit yesterday" answered
+    """ "What was my last commit", "what did I commit recently", "what did I commit yesterday" answered
     "No memory matches": no node holds the word "commit", and the time cue was all the question said."""
     commit(repo, "Add the parser", {"parser.py": "A = 1\n"}, when=NOW - 30 * DAY)
     commit(repo, "Teach the parser comments", {"parser.py": "A = 2\n"}, when=NOW - DAY - 3600)
     newest = commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=NOW - 3600)
     write_recent(repo, "30 1 pytest tests/test_cache.py\n20 0 git status\n")
     run_cli("-C", str(repo), "sync", "--no-embed")
-    for question in ("what was my last commit", "what did I work on recently", "show my latest commits"):
+    for question in ("what was my last commit", "what did I commit recently", "show my latest commits"):
         found = query_json(repo, question)
         titles = [it["title"] for it in found["items"]]
         assert titles[:3] == ["Cache the parsed tree", "Teach the parser comments", "Add the parser"], (
@@ -1117,6 +1117,86 @@ def test_what_was_tried_last_lists_the_commands_run(repo: Path) -> None:
         query_json(repo, "I tried caching the parsed tree, why was it added")["items"][0]["kind"]
         == "git_commit"
     )
+
+
+def test_what_was_i_doing_lists_the_newest_work(repo: Path) -> None:
+    """ "What did I run", "what have I been doing", "what was I working on" answered "no strong match" (no
+    time word, and no node holds their words), and "what have I done today" listed today's commits alone: the
+    newest commands answer the first, the newest commits and commands, one timeline newest first, the rest."""
+    commit(repo, "Make the retry config read the env", {"retry.py": "R = 1\n"}, when=NOW - 50 * DAY)
+    commit(repo, "Add the parser", {"parser.py": "A = 1\n"}, when=NOW - 30 * DAY)
+    commit(repo, "Teach the parser comments", {"parser.py": "A = 2\n"}, when=NOW - DAY - 3600)
+    commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=NOW - 3600)
+    write_recent(
+        repo,
+        "90 1 pytest tests/test_cache.py\n30 0 git status\n20 0 pytest tests/test_flaky.py -p no:randomly\n",
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    commands = ["pytest tests/test_flaky.py -p no:randomly (exit 0)", "git status (exit 0)"]
+    commands.append("pytest tests/test_cache.py (exit 1)")
+    for question in ("what did I run", "what was I running"):
+        ran = query_json(repo, question)
+        assert [it["title"] for it in ran["items"]] == commands, (question, ran["items"])
+        assert ran["weak"] is False and "first: the newest commands run" in ran["notes"], (question, ran)
+    today = [*commands[:2], "Cache the parsed tree", commands[2]]
+    older = ["Teach the parser comments", "Add the parser", "Make the retry config read the env"]
+    for question in (
+        "what have I been doing",
+        "what was I working on",
+        "what have I been up to?",
+        "what did I work on recently",
+        "where was I",
+    ):
+        found = query_json(repo, question)
+        assert [it["title"] for it in found["items"]] == [*today, *older], (question, found["items"])
+        assert found["weak"] is False, (question, found)
+        assert "first: the newest commits and commands run" in found["notes"], (question, found["notes"])
+    if NOW % DAY > 7200:  # the newest commit and the three commands are today's (UTC), the rest older
+        for question in (
+            "what have I done today",
+            "what did I do this morning",
+            "what was I doing before lunch",
+        ):
+            found = query_json(repo, question)
+            assert [it["title"] for it in found["items"]] == today, (question, found["items"])
+            assert "first: the newest commits and commands run today" in found["notes"], (question, found)
+    # A question that names something is answered by its words, whatever it shares with these.
+    for question, first in (
+        ("what was I doing wrong with the retry config", "Make the retry config read the env"),
+        ("what did I run to fix the flaky test", commands[0]),
+    ):
+        found = query_json(repo, question)
+        assert found["items"][0]["title"] == first, (question, found["items"])
+        assert not any(n.startswith("first: the newest") for n in found["notes"]), (question, found["notes"])
+
+
+@pytest.mark.parametrize(
+    ("text", "listed"),
+    [
+        ("what did I run", True),
+        ("what have I been doing", True),
+        ("What was I working on?", True),
+        ("what am I working on", True),
+        ("what have I done today", True),
+        ("what did I do this morning", True),
+        ("what was I doing before lunch", True),
+        ("what did I do before lunch", True),
+        ("what did we do after lunch", True),
+        ("where did I leave off", True),
+        ("what was I doing wrong with the retry config", False),
+        ("what did I run to fix the flaky test", False),
+        ("what did I do before the tests failed", False),
+        ("what did I run just before starting git bisect", False),
+        ("what was I working on in the billing module", False),
+        ("what have I been doing about the slow queries", False),
+        ("where was I reading the token from", False),
+        ("why does lunch() return early", False),
+    ],
+)
+def test_which_questions_ask_what_i_was_doing(text: str, listed: bool) -> None:
+    question = query.prepare(text)
+    words = search.terms(question.search_text)
+    assert query.asks_recent_work(question, words, None, None) is listed
 
 
 @pytest.mark.parametrize(

@@ -1443,10 +1443,14 @@ def _count(text: str | None) -> int:
     return int(text) if text.isdigit() else _NUMBERS.get(text.lower(), 1)
 
 
+# Lunch is today's ("what was I doing before lunch"); the hours a user lunches at are not known.
+_LUNCH = re.compile(r"\b(?:before|after|since|at|over|until)\s+lunch(?:time)?\b", re.IGNORECASE)
+
+
 def _asked_window(question: Question, since: int | None, until: int | None) -> tuple[int, int, str] | None:
     """The time the question asks about: --since/--until; else a date, the day before yesterday, yesterday
-    (or last night), today, the last N units, this week, N units ago (a unit either side); None when it
-    names none. And how to say it."""
+    (or last night), today (or this morning, before or after lunch), the last N units, this week, N units
+    ago (a unit either side); None when it names none. And how to say it."""
     if since is not None or until is not None:
         return since or 0, until or 2**62, "in the window asked"
     text = question.text.lower()
@@ -1459,7 +1463,8 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> t
         return day, day + 86_400_000 - 1, "the day before yesterday"
     if "yesterday" in text or "last night" in text:
         return timecue.parse_when("yesterday"), timecue.parse_when("yesterday", end=True), "yesterday"
-    if any(word in text for word in ("today", "tonight", "this morning", "this afternoon", "this evening")):
+    today = ("today", "tonight", "this morning", "this afternoon", "this evening")
+    if any(word in text for word in today) or _LUNCH.search(text):
         return timecue.parse_when("today"), 2**62, "today"
     now = int(time.time() * 1000)
     ago = _AGO_SPAN.search(text)
@@ -1661,19 +1666,34 @@ def above(top: float, count: int, step: int) -> float:
     return top * (1.0 + 0.01 * (count - step))
 
 
-# "What was my last commit?", "what did I work on yesterday?", "show my recent commands": recent work asked
-# about with nothing named is answered by the newest commits (or commands, when it asks what was run) of the
-# question's time, newest first; with no time named, the newest ones held. No node holds the word "commit".
+# "What was my last commit?", "what have I been doing?", "what did I run?": recent work asked about with
+# nothing named is answered by the newest work of the question's time, newest first (with no time named, the
+# newest held): its commits when it asks for commits, its commands when it asks what was run or tried, else
+# both, in one timeline. No node holds the word "commit".
 ACTIVITY_LISTED = 10
 _ASKS_RECENT = re.compile(
     r"\b(?:last|latest|newest|recent|recently|lately|yesterday|today|tonight|ago|so far"
     r"|this (?:morning|afternoon|evening|week|month)|just now)\b",
     re.IGNORECASE,
 )
-_ASKS_COMMANDS = re.compile(r"\b(?:ran|run|runs|command|commands|typed|executed|terminal|shell)\b", re.I)
+# A question about one's own doings asks about lately by its grammar, with no time word: "what have I been
+# doing", "what was I working on", "what did I run", "what have I been up to", "where was I".
+_ASKS_OWN_WORK = re.compile(
+    r"\bwhat\s+(?:have|had|did|do|was|were|am|are)\s+(?:i|we)\s+(?:just\s+|been\s+)?"
+    r"(?:doing|done|do|did|working|work|worked|up\s+to|busy\s+with|running|run|ran|trying|tried|try"
+    r"|committing|committed|commit|changing|changed|change|pushed|push|typing|typed|type)\b"
+    r"|^\W*where\s+(?:was|were)\s+(?:i|we)\W*$|\bwhere\s+did\s+(?:i|we)\s+leave\s+off\b",
+    re.IGNORECASE,
+)
+_ASKS_COMMANDS = re.compile(
+    r"\b(?:ran|run|runs|running|command|commands|typed|typing|executed|terminal|shell)\b", re.I
+)
 # What was tried is what was run ("what did I try last"): read only where nothing else is named (the recent-work
 # listing); a symptom story's "I tried setting X" is no question about commands.
-_ASKS_TRIED = re.compile(r"\b(?:try|tried|tries|attempt|attempted|attempts)\b", re.I)
+_ASKS_TRIED = re.compile(r"\b(?:try|tried|tries|trying|attempt|attempted|attempts)\b", re.I)
+_ASKS_COMMITS = re.compile(
+    r"\b(?:commit|commits|committed|committing|change|changes|changed|changing|push|pushed|merged)\b", re.I
+)
 _LAST_COUNT = re.compile(
     r"\b(?:last|latest|newest|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\w+", re.I
 )
@@ -1687,6 +1707,7 @@ _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
         "change",
         "changes",
         "changed",
+        "changing",
         "work",
         "worked",
         "working",
@@ -1700,9 +1721,11 @@ _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
         "ran",
         "runs",
         "typed",
+        "typing",
         "tried",
         "try",
         "tries",
+        "trying",
         "attempt",
         "attempted",
         "attempts",
@@ -1723,6 +1746,11 @@ _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
         "activity",
         "history",
         "progress",
+        "up",
+        "busy",
+        "leave",
+        "lunch",
+        "lunchtime",
     ]
 )
 
@@ -1732,9 +1760,22 @@ def asks_recent_work(question: Question, words: list[str], since: int | None, un
     if question.failure or question.then is not None:
         return False
     timed = question.cue is not None or since is not None or until is not None
-    if not timed and _ASKS_RECENT.search(question.text) is None:
+    text = question.text
+    if not timed and not any(rule.search(text) for rule in (_ASKS_RECENT, _LUNCH, _ASKS_OWN_WORK)):
         return False
-    return not any(w.lower() not in _NOT_A_TOPIC and not w.isdigit() for w in words)
+    return not any(w.lower() not in _NOT_A_TOPIC and w not in STOPWORDS and not w.isdigit() for w in words)
+
+
+def _asked_kinds(text: str) -> tuple[str, ...]:
+    """The kinds of node a recent-work question asks for: commands when it asks what was run or tried, commits
+    when it asks for commits (or changes, pushes) alone, else both: "what have I been doing"."""
+    commands = _ASKS_COMMANDS.search(text) is not None or _ASKS_TRIED.search(text) is not None
+    commits = _ASKS_COMMITS.search(text) is not None
+    if commands and not commits:
+        return ("shell_command",)
+    if commits and not commands:
+        return ("git_commit",)
+    return ("git_commit", "shell_command")
 
 
 def activity_first(
@@ -1746,25 +1787,32 @@ def activity_first(
     since: int | None,
     until: int | None,
 ) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str]:
-    """SCORED with the newest commits of the question's window put first (the newest commands when it asks
-    what was run, or when no commit falls in the window), newest first; those listed (none: nothing in the
-    window, SCORED unchanged); how to say what was listed."""
+    """SCORED with the newest work of the question's window put first, newest first: its commits, its commands
+    (when it asks what was run, or when no commit falls in the window), or both interleaved (the newest
+    ACTIVITY_LISTED of each) when it asks neither ("what have I been doing"); those listed (none: nothing in
+    the window, SCORED unchanged); how to say what was listed."""
     asked = _asked_window(question, since, until)
     low, high, span = asked if asked is not None else (0, 2**62, "")
     wanted = _LAST_COUNT.search(question.text)
     limit = min(_count(wanted.group(1)), ACTIVITY_LISTED * 5) if wanted else ACTIVITY_LISTED
-    asks_commands = _ASKS_COMMANDS.search(question.text) or _ASKS_TRIED.search(question.text)
-    kinds = ["shell_command"] if asks_commands else ["git_commit", "shell_command"]
-    listed: list[StoredNode] = []
-    for kind in kinds:
+    kinds = _asked_kinds(question.text)
+
+    def newest(kind: str) -> list[StoredNode]:
         ids = store.newest_of_kind(kind, low, high, limit * 4 if as_of is not None else limit)
         nodes = store.get_many(ids, light=True)
-        listed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, None, None)][:limit]
-        if listed:
-            what = "commits" if kind == "git_commit" else "commands run"
-            break
+        return [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, None, None)][:limit]
+
+    if len(kinds) == 1:
+        listed = newest(kinds[0]) or (newest("shell_command") if kinds[0] == "git_commit" else [])
+    else:
+        both = [*newest("git_commit"), *newest("shell_command")]
+        listed = sorted(both, key=lambda node: (-node.ts, node.id))[: limit if wanted else len(both)]
     if not listed:
         return scored, [], span or "held"
+    shown = {node.kind for node in listed}
+    what = "commits" if "git_commit" in shown else "commands run"
+    if len(shown) > 1:
+        what = "commits and commands run"
     return _listed(scored, listed), listed, f"the newest {what} {span}".strip()
 
 
