@@ -696,8 +696,8 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         since: Annotated[
             str | None,
             Field(
-                description="Only what happened at or after this time: YYYY-MM-DD, ISO 8601, today, "
-                "yesterday, or an age such as 6h, 2d, 1w."
+                description="Only what happened at or after this time: YYYY-MM-DD (a UTC day), ISO 8601, "
+                "today, yesterday (days of the server's local time zone, TZ), or an age such as 6h, 2d, 1w."
             ),
         ] = None,
         until: Annotated[

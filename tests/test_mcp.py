@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timedelta
+from datetime import time as dtime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,8 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from helpers import commit, console_script, git, init_repo, run_script
+from helpers import commit, console_script, git, init_repo, run_script, write_commands
+from helpers.env import local_zone
 from helpers.mcp import mcp_session
 
 PKG = Path(__file__).resolve().parent.parent / "nexusmem"
@@ -654,6 +657,31 @@ def test_a_search_sees_the_commands_run_since_the_last_sync(repo: Path, tmp_path
             assert found["items"] and found["items"][0]["title"] == f"{command} (exit 1)", text
 
     anyio.run(main)
+
+
+def test_since_today_is_the_local_day_of_the_server(repo: Path, tmp_path: Path) -> None:
+    """search_memory's `since: "today"` and `until: "yesterday"` were UTC days: in Tokyo a command run five
+    minutes after midnight and one run five minutes before it were both "yesterday" (they share a UTC day).
+    They are the days of the server's local time zone, which it inherits from the agent that starts it."""
+    small_history(repo)
+    with local_zone("Asia/Tokyo") as zone:
+        now = datetime.now(zone)
+        midnight = datetime.combine(now.date(), dtime(), tzinfo=zone)
+        if now - midnight < timedelta(minutes=10):
+            pytest.skip("the day has just begun in Tokyo: today's command would be in the future")
+        start = int(midnight.timestamp()) * 1000
+        write_commands(repo, [(start - 300_000, "make test", 2), (start + 300_000, "make build", 1)])
+
+        async def main() -> None:
+            async with mcp_session(tmp_path / "server.log") as s:
+                where = {"projectRoot": str(repo), "query": "make"}
+                ok(await s.call_tool("sync_project", {"projectRoot": str(repo), "noEmbed": True}))
+                _text, today = ok(await s.call_tool("search_memory", {**where, "since": "today"}))
+                assert [it["title"] for it in today["items"]] == ["make build (exit 1)"], today["items"]
+                _text, before = ok(await s.call_tool("search_memory", {**where, "until": "yesterday"}))
+                assert [it["title"] for it in before["items"]] == ["make test (exit 2)"], before["items"]
+
+        anyio.run(main)
 
 
 def test_a_long_backlog_is_left_to_the_next_sync_not_stored_by_a_search(repo: Path) -> None:

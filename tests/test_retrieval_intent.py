@@ -5,8 +5,11 @@ names the mechanism through the thesaurus."""
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import time
+from datetime import datetime, timedelta, timezone
+from datetime import time as dtime
 from pathlib import Path
 
 import pytest
@@ -27,10 +30,13 @@ from nexusmem.retrieve.intent import (
     topic,
 )
 
-from helpers import commit, git, query_json, run_cli, write_commands
+from helpers import commit, git, query_json, run_cli, run_script, write_commands
+from helpers.env import local_zone
 
 DAY = 86_400
 NOW = int(time.time())
+# Seconds since midnight where the tests run: "today" and "yesterday" are local days (timecue.local_day).
+SINCE_MIDNIGHT = NOW - int(datetime.combine(datetime.fromtimestamp(NOW).date(), dtime()).timestamp())
 
 
 @pytest.mark.parametrize(
@@ -932,8 +938,8 @@ TODAYS_FAILURES = """
 def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) -> None:
     """ "What failed today" found nothing (no node holds the word "failed": a failure is an exit code), and
     "which commands failed" put a command that passed first."""
-    if NOW % DAY < 600:
-        pytest.skip("the day has just begun (UTC): today's commands may be yesterday's")
+    if SINCE_MIDNIGHT < 600:
+        pytest.skip("the day has just begun: today's commands may be yesterday's")
     commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
     write_recent(repo, TODAYS_FAILURES)
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -1011,8 +1017,8 @@ def test_a_failure_of_what_was_run_lists_its_failed_runs_first(repo: Path) -> No
     # A question about code that names the tests besides is not a question about the runs.
     code = query_json(repo, "why does the node test fail on windows")
     assert not any(n.startswith("first: the failed runs") for n in code["notes"]), code["notes"]
-    # "The build" names the builds: a `make` that failed yesterday at noon (UTC), not the one of last week.
-    noon = (NOW % DAY + DAY // 2) // 60
+    # "The build" names the builds: a `make` that failed yesterday at noon, not the one of last week.
+    noon = (SINCE_MIDNIGHT + DAY // 2) // 60
     write_recent(repo, f"{noon + 5 * 1440} 2 make -j4\n{noon} 2 make -j4\n{noon - 60} 0 make -j4\n")
     run_cli("-C", str(repo), "sync", "--no-embed")
     build = [it["title"] for it in query_json(repo, "why did the build fail yesterday")["items"]]
@@ -1084,7 +1090,7 @@ def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Pat
         "Cache the parsed tree",
         "Teach the parser comments",
     ]
-    if NOW % DAY > 7200:  # the newest commit is today's (UTC), the one before it yesterday's
+    if SINCE_MIDNIGHT > 7200:  # the newest commit is today's, the one before it yesterday's
         titles = [it["title"] for it in query_json(repo, "what did I commit yesterday")["items"]]
         assert titles[0] == "Teach the parser comments" and "Cache the parsed tree" not in titles[:1]
         ran = query_json(repo, "what did I run today")
@@ -1151,7 +1157,7 @@ def test_what_was_i_doing_lists_the_newest_work(repo: Path) -> None:
         assert [it["title"] for it in found["items"]] == [*today, *older], (question, found["items"])
         assert found["weak"] is False, (question, found)
         assert "first: the newest commits and commands run" in found["notes"], (question, found["notes"])
-    if NOW % DAY > 7200:  # the newest commit and the three commands are today's (UTC), the rest older
+    if SINCE_MIDNIGHT > 7200:  # the newest commit and the three commands are today's, the rest older
         for question in (
             "what have I done today",
             "what did I do this morning",
@@ -1168,6 +1174,67 @@ def test_what_was_i_doing_lists_the_newest_work(repo: Path) -> None:
         found = query_json(repo, question)
         assert found["items"][0]["title"] == first, (question, found["items"])
         assert not any(n.startswith("first: the newest") for n in found["notes"]), (question, found["notes"])
+
+
+@pytest.mark.parametrize("zone", ["America/Los_Angeles", "Asia/Tokyo"])
+def test_day_words_are_the_days_of_the_local_time_zone(repo: Path, zone: str) -> None:
+    """ "Today", "yesterday", "this morning", "before lunch", `--since today` were UTC days: at 5 pm in
+    California "what did I do today" covered the last hour, and a command typed five minutes before local
+    midnight fell on the same day as one typed five minutes after it (they share a UTC day, east of UTC as
+    west). They are the days of the local time zone (TZ); every time printed stays UTC."""
+    with local_zone(zone) as tz:
+        now = datetime.now(tz)
+        midnight = datetime.combine(now.date(), dtime(), tzinfo=tz)  # today's start, where the user is
+        if now - midnight < timedelta(minutes=10):
+            pytest.skip("the local day has just begun: today's commands would be in the future")
+        before = datetime.combine(now.date() - timedelta(days=1), dtime(), tzinfo=tz)  # yesterday's start
+
+        def at(day_start: datetime, minutes: int) -> int:
+            return int(day_start.timestamp()) * 1000 + minutes * 60_000
+
+        commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
+        commit(repo, "Teach the parser comments", {"parser.py": "A = 2\n"}, when=at(midnight, -6) // 1000)
+        commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=at(midnight, 6) // 1000)
+        write_commands(
+            repo,
+            [
+                (at(before, -5), "make lint", 3),  # 23:55 the day before yesterday
+                (at(before, 5), "make docs", 0),  # 00:05 yesterday
+                (at(midnight, -5), "make test", 2),  # 23:55 yesterday
+                (at(midnight, 5), "make build", 1),  # 00:05 today
+            ],
+        )
+        run_cli("-C", str(repo), "sync", "--no-embed")
+
+        def titles(question: str, *options: str) -> list[str]:
+            return [it["title"] for it in query_json(repo, question, *options)["items"]]
+
+        assert titles("what did I run today") == ["make build (exit 1)"]
+        yesterday = ["make test (exit 2)", "make docs (exit 0)"]
+        assert titles("what did I run yesterday") == yesterday
+        assert titles("what did I run last night") == yesterday
+        assert titles("what failed the day before yesterday") == ["make lint (exit 3)"]
+        for question in (
+            "what have I done today",
+            "what did I do this morning",
+            "what was I doing before lunch",
+        ):
+            assert titles(question) == ["Cache the parsed tree", "make build (exit 1)"], question
+        assert titles("what did I commit yesterday") == ["Teach the parser comments"]
+        failed = titles("what failed today")
+        assert failed[0] == "make build (exit 1)" and "make test (exit 2)" not in failed
+        failed = titles("what failed yesterday")
+        assert failed[0] == "make test (exit 2)" and "make build (exit 1)" not in failed
+        assert titles("make", "--since", "today") == ["make build (exit 1)"]
+        assert sorted(titles("make", "--since", "yesterday", "--until", "yesterday")) == sorted(yesterday)
+        assert "make build (exit 1)" not in titles("make", "--until", "yesterday")
+        # What is printed is UTC, as before.
+        shown = query_json(repo, "make", "--since", "today")["items"][0]["ts"]
+        assert shown == datetime.fromtimestamp(at(midnight, 5) // 1000, timezone.utc).isoformat(), shown
+        # The installed script, a process of its own, reads TZ from its environment (it inherits this one).
+        plain = run_script("-C", str(repo), "query", "--json", "--since", "today", "make", cwd=repo)
+        assert plain.returncode == 0, plain.stderr
+        assert [it["title"] for it in json.loads(plain.stdout)["items"]] == ["make build (exit 1)"]
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from nexusmem.errors import ConfigError, NexusMemError
 from nexusmem.retrieve import fuse, query, rank, timecue
 
 from helpers import commit, console_script, query_json, run_cli
+from helpers.env import local_zone
 from helpers.mcp import mcp_session
 
 DAY = 86_400
@@ -427,14 +428,47 @@ def test_the_cheap_word_check_never_hides_a_cue() -> None:
     assert checked > 1000
 
 
+def _ms(year: int, month: int, day: int, hour: int = 0) -> int:
+    return int(datetime(year, month, day, hour, tzinfo=timezone.utc).timestamp() * 1000)
+
+
+def test_day_words_are_local_days() -> None:
+    """`--since today`, `--until yesterday` (MCP since/until) and the question's "today", "yesterday", "the
+    day before yesterday" were UTC days: at 5:30 pm in California "today" had begun half an hour before, in
+    Tokyo at 8 am it was still yesterday. They are the days of the local time zone (TZ), however long: 25
+    hours the day the clocks go back, 23 the day they go forward. A date written out stays a UTC day, and a
+    time written without an offset UTC."""
+    with local_zone("America/Los_Angeles") as zone:
+        evening = datetime(2026, 12, 4, 17, 30, tzinfo=zone)  # 01:30 UTC on the 5th
+        assert timecue.parse_when("today", now=evening) == _ms(2026, 12, 4, 8)  # midnight in California
+        assert timecue.parse_when("today", end=True, now=evening) == _ms(2026, 12, 5, 8) - 1
+        monday = datetime(2026, 11, 2, 9, tzinfo=zone)  # the clocks went back at 2:00 on Sunday
+        assert timecue.parse_when("yesterday", now=monday) == _ms(2026, 11, 1, 7)  # midnight PDT
+        assert timecue.parse_when("yesterday", end=True, now=monday) == _ms(2026, 11, 2, 8) - 1  # 25 hours
+        assert timecue.local_day(2, now=monday) == (_ms(2026, 10, 31, 7), _ms(2026, 11, 1, 7) - 1)
+        spring = datetime(2026, 3, 9, 9, tzinfo=zone)  # the clocks went forward at 2:00 on Sunday
+        assert timecue.local_day(1, now=spring) == (_ms(2026, 3, 8, 8), _ms(2026, 3, 9, 7) - 1)  # 23 hours
+        assert timecue.local_day(0, now=spring) == (_ms(2026, 3, 9, 7), _ms(2026, 3, 10, 7) - 1)
+        # Written dates and times keep their meaning: a UTC day, a UTC time.
+        assert timecue.parse_when("2026-11-01") == _ms(2026, 11, 1)
+        assert timecue.parse_when("2026-11-01", end=True) == _ms(2026, 11, 2) - 1
+        assert timecue.parse_when("2026-11-01T08:00:00") == _ms(2026, 11, 1, 8)
+    with local_zone("Asia/Tokyo") as zone:
+        morning = datetime(2026, 12, 5, 8, tzinfo=zone)  # 23:00 UTC on the 4th
+        assert timecue.parse_when("today", now=morning) == _ms(2026, 12, 4, 15)  # midnight in Tokyo
+        assert timecue.parse_when("yesterday", now=morning) == _ms(2026, 12, 3, 15)
+        assert timecue.parse_when("yesterday", end=True, now=morning) == _ms(2026, 12, 4, 15) - 1
+
+
 def test_since_until_values() -> None:
     now = datetime(2026, 5, 10, 12, 0, tzinfo=timezone.utc)
     assert timecue.parse_when("2d", now=now) == int(
         datetime(2026, 5, 8, 12, tzinfo=timezone.utc).timestamp() * 1000
     )
-    assert timecue.parse_when("yesterday", now=now) == int(
-        datetime(2026, 5, 9, tzinfo=timezone.utc).timestamp() * 1000
-    )
+    with local_zone("UTC"):  # "yesterday" is a local day (test_day_words_are_local_days)
+        assert timecue.parse_when("yesterday", now=now) == int(
+            datetime(2026, 5, 9, tzinfo=timezone.utc).timestamp() * 1000
+        )
     end = timecue.parse_when("2026-05-01", end=True, now=now)
     assert end == int(datetime(2026, 5, 2, tzinfo=timezone.utc).timestamp() * 1000) - 1
     # ISO 8601's basic form is the same whole day (it was read as that day's first millisecond).

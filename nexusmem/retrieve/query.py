@@ -1450,7 +1450,8 @@ _LUNCH = re.compile(r"\b(?:before|after|since|at|over|until)\s+lunch(?:time)?\b"
 def _asked_window(question: Question, since: int | None, until: int | None) -> tuple[int, int, str] | None:
     """The time the question asks about: --since/--until; else a date, the day before yesterday, yesterday
     (or last night), today (or this morning, before or after lunch), the last N units, this week, N units
-    ago (a unit either side); None when it names none. And how to say it."""
+    ago (a unit either side); None when it names none. And how to say it. The day words are the asker's
+    days, in the local time zone (timecue.local_day); a date written out is a UTC day, as --since's."""
     if since is not None or until is not None:
         return since or 0, until or 2**62, "in the window asked"
     text = question.text.lower()
@@ -1459,13 +1460,12 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> t
         day = cue.anchor_ms - cue.anchor_ms % 86_400_000
         return day, day + 86_400_000 - 1, time.strftime("on %Y-%m-%d", time.gmtime(day / 1000))
     if "day before yesterday" in text:
-        day = timecue.parse_when("yesterday") - 86_400_000
-        return day, day + 86_400_000 - 1, "the day before yesterday"
+        return (*timecue.local_day(2), "the day before yesterday")
     if "yesterday" in text or "last night" in text:
-        return timecue.parse_when("yesterday"), timecue.parse_when("yesterday", end=True), "yesterday"
+        return (*timecue.local_day(1), "yesterday")
     today = ("today", "tonight", "this morning", "this afternoon", "this evening")
     if any(word in text for word in today) or _LUNCH.search(text):
-        return timecue.parse_when("today"), 2**62, "today"
+        return timecue.local_day(0)[0], 2**62, "today"
     now = int(time.time() * 1000)
     ago = _AGO_SPAN.search(text)
     if ago is not None:

@@ -5,6 +5,9 @@ Recency is a prior that only some questions want. "Why does the parser reject ta
 from five years ago as well as by one from last week; "what did I try yesterday" is not. So age counts for
 every kind of node only when the question carries a time cue, and otherwise only for the kinds whose worth
 fades by nature (shell commands, conversation turns).
+
+The day words ("today", "yesterday", --since today) are days of the local time zone, the asker's; a date
+written out is a UTC day, as every time NexusMem stores and prints is UTC.
 """
 
 from __future__ import annotations
@@ -122,9 +125,26 @@ _AGO = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
 _AGO_UNIT_S = {"m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
 
 
+def _local_midnight(day: date) -> int:
+    """Epoch ms of the first moment of DAY on this process's wall clock: a naive datetime is local time, the
+    offset the one in force at that moment (a midnight a clock change skips is the moment after the jump)."""
+    return int(datetime(day.year, day.month, day.day).timestamp() * 1000)
+
+
+def local_day(days_back: int = 0, *, now: datetime | None = None) -> tuple[int, int]:
+    """The first and last epoch ms of the calendar day DAYS_BACK days before NOW's (0: today; NOW is the wall
+    clock by default), in this process's local time zone: what TZ says, else the system's. The day of the
+    person asking, not a UTC day ("today" at 5 pm in California began 17 hours ago, not one); 23 or 25 hours
+    long on a day the clocks change."""
+    today = (now or datetime.now(timezone.utc)).astimezone().date()
+    day = today - timedelta(days=days_back)
+    return _local_midnight(day), _local_midnight(day + timedelta(days=1)) - 1
+
+
 def parse_when(value: str, *, end: bool = False, now: datetime | None = None) -> int:
-    """A --since/--until value → epoch ms. ISO 8601 date or time (a naive value is UTC; 'Z' accepted),
-    "today"/"yesterday", or an age such as 30m, 6h, 2d, 1w (before NOW, the wall clock by default).
+    """A --since/--until value → epoch ms. ISO 8601 date or time (a written date is a UTC day, a naive time
+    is UTC; 'Z' accepted), "today"/"yesterday" (local days: local_day), or an age such as 30m, 6h, 2d, 1w
+    (before NOW, the wall clock by default).
 
     END: a bare date (or today/yesterday) means the end of that day, so `--until 2024-05-01` includes
     the whole day; otherwise the start of it."""
@@ -143,15 +163,14 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
             raise UsageError(
                 f"{value!r} reaches back before the year 1: give a shorter age or a date"
             ) from None
-    day: date | None = None
     if text.lower() in ("today", "yesterday"):
-        day = clock.astimezone(timezone.utc).date() - timedelta(days=1 if text.lower() == "yesterday" else 0)
-    elif re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d{8}", text):  # ISO 8601's basic form (20240501) too
+        first, last = local_day(1 if text.lower() == "yesterday" else 0, now=clock)
+        return last if end else first
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d{8}", text):  # ISO 8601's basic form (20240501) too
         try:
             day = date.fromisoformat(f"{text[:4]}-{text[4:6]}-{text[6:]}" if len(text) == 8 else text)
         except ValueError:
             raise UsageError(f"{value!r} is not a date: use YYYY-MM-DD") from None
-    if day is not None:
         start = int(datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp() * 1000)
         # Counted in ms, not as a datetime: the end of 9999-12-31 is past the last datetime.
         return start + 86_400_000 - 1 if end else start

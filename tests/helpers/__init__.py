@@ -5,7 +5,7 @@
 - helpers.nodes: node factories for tests that build memory by hand (`shell_node`, `commit_node`, ...) and
   `write_commands` (lines of the shell hook log)
 - helpers.shell: `typed_in_bash` (commands typed at a real interactive bash with the prompt hook sourced)
-- helpers.env: the isolated HOME every test runs in (used by conftest)
+- helpers.env: the isolated HOME every test runs in (used by conftest), and `local_zone` (a TZ for a test)
 - helpers.embedding: `set_embedding` (the config section) and `cache_history` (three commits to embed)
 - helpers.mcp, helpers.ollama_standin, helpers.chat_standin: import these by module (they start servers or
   load the MCP SDK, which most tests do not need)

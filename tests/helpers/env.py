@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pytest
 
@@ -31,6 +36,32 @@ def isolate(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("GIT_") and key not in {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"}:
             monkeypatch.delenv(key)
+
+
+@contextmanager
+def local_zone(name: str) -> Iterator[ZoneInfo]:
+    """This process's local time zone set to NAME, as `TZ=NAME nexusmem …` sets a command's (TZ, then
+    time.tzset()), and the one before restored after; processes started meanwhile inherit it. Yields the
+    zone, to reckon what its days are. Skips the test where the zone cannot be set (Windows, no tz data)."""
+    if not hasattr(time, "tzset"):
+        pytest.skip("TZ is read by time.tzset, which Windows lacks")
+    try:
+        zone = ZoneInfo(name)
+    except ZoneInfoNotFoundError:
+        pytest.skip(f"no time zone data for {name}")
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = name
+    time.tzset()
+    try:
+        if datetime.now().astimezone().utcoffset() != datetime.now(zone).utcoffset():
+            pytest.skip(f"the C library does not know the time zone {name}")
+        yield zone
+    finally:
+        if old is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
 
 
 def unreadable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:

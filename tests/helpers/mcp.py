@@ -14,9 +14,10 @@ from helpers.cli import console_script
 
 
 def server_env() -> dict[str, str]:
-    """What the server process needs from the isolated test environment (conftest sets these), and
-    PYTHONPATH: a checkout tested with PYTHONPATH=<checkout> serves its own code, not the installed one's."""
-    keep = ("HOME", "NEXUSMEM_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PATH", "PYTHONPATH")
+    """What the server process needs from the isolated test environment (conftest sets these), PYTHONPATH
+    (a checkout tested with PYTHONPATH=<checkout> serves its own code, not the installed one's), and TZ (the
+    local time zone, which a server inherits from the agent that starts it: helpers.env.local_zone)."""
+    keep = ("HOME", "NEXUSMEM_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PATH", "PYTHONPATH", "TZ")
     return {k: os.environ[k] for k in keep if k in os.environ}
 
 
