@@ -768,6 +768,8 @@ def test_a_rebased_branch_with_older_dates_is_not_taken_for_where_a_name_began(
         ("when redis refused the connection, what was the first thing I checked", "after"),
         ("what came right before make lint went green again", "before"),
         ("as soon as the session suite broke, what did I run next?", "after"),
+        ("what did I run the day before yesterday", None),  # a time, not what came before "yesterday"
+        ("what did I do before yesterday's deploy", "before"),
     ],
 )
 def test_a_question_about_what_was_run_next(text: str, then: str | None) -> None:
@@ -1066,6 +1068,21 @@ def test_what_failed_the_day_before_yesterday_is_not_what_failed_yesterday(repo:
     run_cli("-C", str(repo), "sync", "--no-embed")
     titles = [it["title"] for it in query_json(repo, "what failed the day before yesterday")["items"]]
     assert titles[:1] == ["make lint (exit 1)"] and "make test (exit 2)" not in titles, titles
+
+
+def test_what_was_run_the_day_before_yesterday_lists_that_days_commands(repo: Path) -> None:
+    """ "What did I run the day before yesterday" answered nothing: its "before" was read as asking what was
+    run before something named "yesterday" (what "just before starting git bisect" asks)."""
+    if SINCE_MIDNIGHT < 1800:
+        pytest.skip("the day has just begun: the commands of two days ago may be of three")
+    commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
+    write_recent(repo, "2900 0 cargo fmt\n2880 1 cargo clippy\n1440 0 cargo doc\n10 0 cargo build\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what did I run the day before yesterday", "what did I do the day before yesterday"):
+        found = query_json(repo, question)
+        titles = [it["title"] for it in found["items"]]
+        assert titles == ["cargo clippy (exit 1)", "cargo fmt (exit 0)"], (question, titles)
+        assert "first: the newest commands run the day before yesterday" in found["notes"], found["notes"]
 
 
 def test_recent_work_asked_with_nothing_named_lists_the_newest_commits(repo: Path) -> None:

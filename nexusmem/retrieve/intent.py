@@ -476,12 +476,13 @@ _ASKS_DONE = re.compile(
     re.IGNORECASE,
 )
 # "Before lunch", "after lunch" say when, not what came first: "what did I do before lunch" asks for the
-# morning's work, not for what was run before a command named lunch.
+# morning's work, not for what was run before a command named lunch. So does "the day before yesterday"
+# ("what did I run before yesterday's deploy" still asks what came before the deploy).
 _AFTER = re.compile(
     r"\b(after(?!\s+lunch)|afterwards|next|then|once|as soon as|between|first thing|about (it|that|this)|to fix it|in response)\b",
     re.IGNORECASE,
 )
-_BEFORE = re.compile(r"\bbefore\b(?!\s+lunch)", re.IGNORECASE)
+_BEFORE = re.compile(r"\bbefore\b(?!\s+lunch|\s+yesterday\b(?!'))", re.IGNORECASE)
 Sequence = Literal["after", "before"]
 # A question that reports something going wrong ("cargo refused to build", "CI went red").
 _FAILURE = re.compile(
