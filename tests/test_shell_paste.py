@@ -10,6 +10,8 @@ test for a blank line: 2-3 s for those tabs and newlines. All now cost in propor
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -65,3 +67,29 @@ def test_a_long_pasted_command_is_recorded_without_holding_the_prompt(
     assert long < short + 1.0, (
         f"{kind}: {long:.2f} s from Enter to the recorded line ({short:.2f} s for `true`)"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in ("bash",)])
+def test_the_paste_benchmark_readme_quotes_runs(kind: str, tmp_path: Path) -> None:
+    """README's figures for a long paste come from benchmarks/bench_shell_paste.py: it prints each command's
+    time to the log line, to the next prompt and without the hook, and says which shell it skipped."""
+    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_shell_paste.py"
+    out = subprocess.run(
+        [sys.executable, str(bench), "--repeat", "1", "--shells", kind, "nexusmem-no-such-shell"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    rows = [line.split() for line in out.splitlines() if line.startswith(kind)]
+    assert [" ".join(row[1:-6]) for row in rows] == [
+        "short `true`",
+        "curl -d '<54 KB JSON>'",
+        "100 KB of quoted tabs",
+    ], out
+    for row in rows:
+        logged, prompted, bare = (float(row[i]) for i in (-6, -4, -2))
+        assert 0 < logged <= prompted + 0.01 and bare > 0, out
+        assert logged < 5, f"{kind}: {row}"
+    assert "nexusmem-no-such-shell (not installed: skipped)" in out
