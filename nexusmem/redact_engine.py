@@ -937,24 +937,34 @@ _CONSONANTS = _Lazy(r"(?i)[^aeiouy]{5}")
 _VOWEL = _Lazy(r"(?i)[aeiouy]")
 
 
-def _cookies(text: str, word: str = "ookie") -> Iterator[Span]:
+def _cookies(text: str) -> Iterator[Span]:
     """The values of a `Cookie:` / `Set-Cookie:` header (also `"Cookie": "…"`, `document.cookie = "…"`,
     `curl --cookie '…'`) that look random (:func:`_looks_random`): a session id is a credential, `lang=en`,
     `Path=/` and `HttpOnly` are not. Each `name=value` of the header is looked at, up to the first that is
-    not one. WORD is the name without its first letter as spelled (`ookie`; `OOKIE` for `COOKIE:`: a
-    header's name is case-insensitive)."""
-    at = text.find(word)
-    while at >= 0:
-        head = at - 1
-        after = at + 5
-        at = text.find(word, after)
-        if head < 0 or text[head] not in "cC" or (head and text[head - 1] in _NAME):
+    not one. A header's name is case-insensitive (`COOKIE:`, `CoOkIe:`, `Set-cOOKIE:`): the name is found in
+    the lower-cased text (the engine only calls this when that holds `cookie`)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        heads: Iterable[int] = _find_all(lowered, "cookie")
+    else:  # lower() changed the length (e.g. "İ"): offsets would not line up
+        heads = (m.start() for m in _ignorecase("cookie").finditer(text))
+    for head in heads:
+        if head and text[head - 1] in _NAME:
             continue
+        after = head + 6
         sep = _COOKIE_SEP.match(text, after)
-        if sep is None and text.startswith("--c", head - 2):
+        if sep is None and head >= 2 and text.startswith("--cookie", head - 2):
             sep = _COOKIE_FLAG.match(text, after)  # curl --cookie 'name=value'
         if sep is not None:
             yield from _cookie_values(text, sep.end())
+
+
+def _find_all(text: str, word: str) -> Iterator[int]:
+    """Where WORD starts in TEXT, left to right (occurrences that do not overlap)."""
+    at = text.find(word)
+    while at >= 0:
+        yield at
+        at = text.find(word, at + len(word))
 
 
 def _curl_cookies(text: str) -> Iterator[Span]:
@@ -1807,14 +1817,14 @@ PATTERNS: tuple[Rule, ...] = (
         literal="base64",
     ),
     Rule("pgpass", ("password",), _PGPASS_ENTRY.source, _no_handler, finder=_pgpass_lines, literal=".pgpass"),
-    Rule("cookie", ("cookie",), _COOKIE_PAIR.source, _no_handler, finder=_cookies, literal="ookie"),
     Rule(
-        "cookie-upper",
+        "cookie",
         ("cookie",),
         _COOKIE_PAIR.source,
         _no_handler,
-        finder=lambda text: _cookies(text, "OOKIE"),
-        literal="OOKIE",
+        lowered=True,
+        finder=_cookies,
+        literal="cookie",
     ),
     Rule("curl-cookie", ("cookie",), _COOKIE_PAIR.source, _no_handler, finder=_curl_cookies, literal="curl"),
     # Self-identifying tokens (prefix + body).
@@ -2440,12 +2450,14 @@ def _next_escaped(text: str, at: int) -> int:
 
 def _hits(text: str, prefilter: bool | None) -> list[_Hit]:
     hits: list[_Hit] = []
+    lowered = text.lower()
     for priority, rule in _FINDERS:
-        if rule.finder is not None and rule.literal in text:
+        # A lowered finder's literal is looked for in lower case (where lower() changed the length too: the
+        # finder then finds its name by itself, as the context rules below do).
+        if rule.finder is not None and rule.literal in (lowered if rule.lowered else text):
             hits.extend((start, end, priority, kind) for start, end, kind in rule.finder(text))
     gates: dict[int, bool] = {}
     _collect(text, gates, hits, prefilter)
-    lowered = text.lower()
     if len(lowered) != len(text):  # lower() changed the length (e.g. "İ"): offsets would not line up
         for priority, rule, _ in _CONTEXT:
             for m in (rule.fallback if rule.lowered else rule.pattern).finditer(text):

@@ -404,6 +404,24 @@ def test_a_value_glued_to_punctuation(text: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        # A header's name is case-insensitive: the value of a cookie header in any spelling is read.
+        ("CoOkIe: session=Kx9mQ2vLp8Zq7Lm4pWx9vT3b", "CoOkIe: session=«redacted:cookie»"),
+        ("x-SET-cOoKiE: sid=Kx9mQ2vLp8Zq7Lm4pWx9vT3b; Path=/", "x-SET-cOoKiE: sid=«redacted:cookie»; Path=/"),
+        # ...with what the header's other spellings keep kept.
+        ("SET-cOOKIE: lang=en-US; Path=/; SameSite=Lax", "SET-cOOKIE: lang=en-US; Path=/; SameSite=Lax"),
+        ("CoOkIe: _ga=GA1.2.1234567890.1600000000", "CoOkIe: _ga=GA1.2.1234567890.1600000000"),
+        ("const sessionCoOkIe = req.headers.cookie", "const sessionCoOkIe = req.headers.cookie"),
+        # A name's lower() of another length (İ) before it: found all the same.
+        ("İ CoOkIe: sid=Kx9mQ2vLp8Zq7Lm4pWx9vT3b", "İ CoOkIe: sid=«redacted:cookie»"),
+    ],
+)
+def test_a_cookie_header_in_any_case(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
         # A token of a known format cut by a line break (a wrapped paste), whole again across it.
         ("my token ghp_R8xk2LmQ9vTz4WpN7s\nHb3JcY6dFa1GeU5oKi ok", "my token «redacted:github-token» ok"),
         ("ghp_R8xk2LmQ9vTz\r\nN7sHb3JcY6dF\r\na1GeU5oKiXyZ", "«redacted:github-token»"),  # CRLF, three lines

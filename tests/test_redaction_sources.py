@@ -465,6 +465,33 @@ def test_a_session_cookie_given_with_curl_b_quoted_or_in_capitals_never_reaches_
     assert "-sb 'lang=en; sessionid=«redacted:cookie»'".encode() in log
 
 
+def test_a_session_cookie_in_a_header_spelled_in_mixed_case_never_reaches_the_store(repo: Path) -> None:
+    """A header's name is case-insensitive, but only `Cookie` and `COOKIE` were read as a cookie header:
+    `CoOkIe: session=…`, `cOOKIE: sid=…` and `Set-CoOkIe: sid=…` typed in a hooked shell were stored whole."""
+    from helpers import typed_in_bash
+
+    values = (
+        "Kx9mQ2vLp8Zq7Lm4pWx9vT3b",
+        "d41d8cd98f00b204e9800998ecf8427e",
+        "R4nd0mS3ss10nIdFAKE9qZk3pW8vL2mQ7xT",
+    )
+    commit(repo, "chore: start", {"a.txt": "a\n"})
+    typed_in_bash(
+        repo,
+        f"curl -sH 'CoOkIe: lang=en; session={values[0]}' http://127.0.0.1:9/canarymixed; true",
+        f"curl -sH 'cOOKIE: sid={values[1]}' http://127.0.0.1:9/canarylower; true",
+        f"echo 'Set-CoOkIe: sid={values[2]}; Path=/; HttpOnly' # canaryset",
+    )
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for mark in ("canarymixed", "canarylower", "canaryset", "CoOkIe: lang=en; session=«redacted:cookie»"):
+        assert mark.encode() in raw, mark
+    assert "Set-CoOkIe: sid=«redacted:cookie»; Path=/; HttpOnly".encode() in raw
+    assert not [value for value in values if value.encode() in raw]
+    log = (Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl").read_bytes()
+    assert not [value for value in values if value.encode() in log]
+
+
 def test_a_class_name_a_date_a_version_after_bearer_and_an_analytics_cookie_are_kept(repo: Path) -> None:
     """The Bearer and cookie rules took a CamelCase class name, a timestamp or a version after `Bearer`, and a
     Google Analytics id in a cookie, for secrets: the notes and the command were stored with placeholders."""
