@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -79,9 +80,122 @@ def cap_log(path: Path, cap: int = LOG_CAP_BYTES, keep: int = LOG_KEEP_BYTES) ->
         cut = tail.find(b"\n")
         tail = tail[cut + 1 :] if cut >= 0 else tail
         handle.seek(0)
-        handle.write(b"[log cut to its newest part]\n" + tail)
+        handle.write(CUT_MARK + tail)
         handle.truncate()
     return True
+
+
+CUT_MARK = b"[log cut to its newest part]\n"
+
+
+def _newest(data: bytes, keep: int = LOG_KEEP_BYTES) -> bytes:
+    """DATA's newest KEEP bytes from a line start, after the mark cap_log leaves."""
+    tail = data[-keep:]
+    cut = tail.find(b"\n")
+    return CUT_MARK + (tail[cut + 1 :] if cut >= 0 else tail)
+
+
+def rewrite_lines(
+    path: Path, change: Callable[[str], str | None], *, dry_run: bool = False, emptied: str = ""
+) -> int:
+    """Give each line of the file PATH (this folder's auto-sync.log or auto-sync.failed) to CHANGE, which
+    returns it as it is, changed, or None to take it out; return how many lines it changed or took out.
+
+    Unless DRY_RUN, a file with such lines is written again atomically (a 0600 file beside it, renamed over
+    it), its mtime kept (the date of a failure, of an undated line), cut as cap_log cuts it when it is over
+    LOG_CAP_BYTES. Lines appended meanwhile are carried over (changed too); the old file's bytes are then
+    overwritten with zeros, so that what was taken out is not left in the blocks it was in. A line a
+    `sync --auto` still running writes after the rename goes to the old file: lost. A file that had text
+    and keeps none holds EMPTIED. Nothing is followed through a link, and a file that is no regular file
+    (a FIFO) is left alone."""
+    try:
+        fd = os.open(
+            path, os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
+    except OSError:
+        return 0  # none, a link, not writable: nothing this can rewrite
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return 0
+        data = _read_from(fd, 0)
+        new, changed = _changed_lines(data, change)
+        if not changed or dry_run:
+            return changed
+        if data.strip() and not new.strip():
+            new = emptied.encode("utf-8") + (b"\n" if emptied else b"")
+        if len(new) > LOG_CAP_BYTES:
+            new = _newest(new)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        out = private.open_fd(tmp, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(out, new)
+            os.fsync(out)
+            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            os.close(out)
+        # What was appended between the read and the rename (a sync's line), changed as the rest was.
+        late = _read_from(fd, len(data))
+        if late:
+            more, changed_late = _changed_lines(late, change)
+            changed += changed_late
+            with contextlib.suppress(OSError):
+                extra = private.open_fd(path, os.O_WRONLY | os.O_APPEND)
+                try:
+                    os.write(extra, more)
+                finally:
+                    os.close(extra)
+        old = os.fstat(fd)
+        if old.st_nlink:  # another name still shows this file: it is not ours to wipe
+            return changed
+        size = old.st_size
+        for at in range(0, size, 1 << 16):
+            os.pwrite(fd, b"\0" * min(1 << 16, size - at), at)
+        return changed
+    finally:
+        os.close(fd)
+
+
+def rewrite_logs(
+    state: Path, change: Callable[[str], str | None], *, dry_run: bool = False, failure_note: str = ""
+) -> int:
+    """rewrite_lines over the post-commit sync's log and its failure mark in STATE, a memory's .nexusmem/:
+    the lines CHANGE changed or took out (a failure mark left without text holds FAILURE_NOTE)."""
+    return rewrite_lines(state / LOG_NAME, change, dry_run=dry_run) + rewrite_lines(
+        state / FAILED_NAME, change, dry_run=dry_run, emptied=failure_note
+    )
+
+
+def _read_from(fd: int, offset: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _changed_lines(data: bytes, change: Callable[[str], str | None]) -> tuple[bytes, int]:
+    """DATA with each line given to CHANGE (a bad byte kept as it was), and how many lines it changed or
+    took out (a last line without its newline too: a sync may be writing it)."""
+    out: list[bytes] = []
+    changed = 0
+    for raw in data.splitlines(keepends=True):
+        body = raw.rstrip(b"\r\n")
+        line = body.decode("utf-8", "surrogateescape")
+        result = change(line)
+        if result == line:
+            out.append(raw)
+            continue
+        changed += 1
+        if result is not None:
+            out.append(result.encode("utf-8", "surrogateescape") + raw[len(body) :])
+    return b"".join(out), changed
 
 
 def _mark_time(pending: Path) -> int | None:

@@ -904,3 +904,149 @@ def test_a_value_too_short_or_too_broad_is_refused_without_force(repo: Path, iso
     assert "deleted 2 node(s)" in run_cli("-C", str(repo), "forget", "hunter2-zebra", "--yes").output
     out = run_cli("-C", str(repo), "forget", "w59", "--yes", "--force").output
     assert "deleted 2 node(s)" in out, out
+
+
+def _sync_log(repo: Path, *older: str) -> tuple[Path, str]:
+    """.nexusmem/auto-sync.log as the post-commit hook leaves it: OLDER lines (what an older release wrote),
+    then a real `sync --auto`'s output; the log and that output."""
+    commit(repo, "chore: more", {"b.txt": "b\n"})
+    proc = run_script("sync", "--auto", cwd=repo)  # what the hook appends to .nexusmem/auto-sync.log
+    assert proc.returncode == 0 and "sync run 1 done" in proc.stdout, proc.stderr
+    log = repo / ".nexusmem" / "auto-sync.log"
+    log.write_text("".join(line + "\n" for line in older) + proc.stdout, encoding="utf-8")
+    log.chmod(0o600)
+    return log, proc.stdout
+
+
+def _failure_mark(repo: Path, text: str) -> tuple[Path, int]:
+    """.nexusmem/auto-sync.failed holding TEXT, dated a day ago (its mtime is when the sync failed)."""
+    mark = repo / ".nexusmem" / "auto-sync.failed"
+    mark.write_text(text, encoding="utf-8")
+    mark.chmod(0o600)
+    when = int(time.time()) - 86_400
+    os.utime(mark, (when, when))
+    return mark, mark.stat().st_mtime_ns
+
+
+def test_scrub_redacts_what_an_older_release_wrote_to_the_post_commit_sync_log(
+    repo: Path, isolated_home: Path
+) -> None:
+    """README's "Where it breaks" said it: lines an older release wrote to .nexusmem/auto-sync.log kept the
+    credential its project id held (lower-cased) until the user deleted that log, and a failure mark could hold
+    one too; `scrub` cleaned only the store."""
+    token = "ghp_" + "wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"
+    password = "S3cr3t-Pa55w0rd-Xy"
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    held = f"github.com/acme/widget.git?access_token={token}".lower()
+    old = (
+        f"2026-01-02T03:04:05+00:00 pid 4242: git: this repository's id changed (it was moved, copied or given a"
+        f" remote: {held} → github.com/acme/widget); its 3 node(s) now go by the new id, with their verdicts"
+    )
+    log, fresh = _sync_log(
+        repo, "2026-01-02T03:04:04+00:00 pid 4242: sync run 1 done in 0.40s (+2 node(s))", old
+    )
+    mark, mtime = _failure_mark(
+        repo, f"team store postgresql://nexus:{password}@db.internal:5432/team refused"
+    )
+    before = log.read_bytes(), mark.read_bytes()
+
+    dry = run_cli("-C", str(repo), "scrub", "--dry-run").output
+    assert "2 line(s) of the post-commit sync's log (.nexusmem/auto-sync.log and auto-sync.failed)" in dry, (
+        dry
+    )
+    assert (log.read_bytes(), mark.read_bytes()) == before  # a dry run changes nothing
+
+    out = run_cli("-C", str(repo), "scrub").output
+    assert "2 line(s) of the post-commit sync's log" in out and "github-token" in out, out
+    text = log.read_text(encoding="utf-8")
+    assert token.lower() not in text.lower() and password not in mark.read_text(encoding="utf-8")
+    assert "remote: github.com/acme/widget.git?access_token=«redacted:" in text, text
+    # Every other line as it was, in its place; the failure's date and both files' mode kept.
+    lines = text.splitlines()
+    assert lines[0] == "2026-01-02T03:04:04+00:00 pid 4242: sync run 1 done in 0.40s (+2 node(s))"
+    assert "\n".join(lines[2:]) + "\n" == fresh
+    assert (
+        mark.read_text(encoding="utf-8")
+        == "team store postgresql://nexus:«redacted:password»@db.internal:5432/team refused"
+    )
+    assert mark.stat().st_mtime_ns == mtime
+    for path in (log, mark):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert not [p.name for p in log.parent.iterdir() if p.name.endswith(".tmp")]
+    # Nothing left to do the second time.
+    assert "post-commit sync's log" not in run_cli("-C", str(repo), "scrub").output
+
+
+def test_forget_takes_the_value_out_of_the_post_commit_sync_log(repo: Path, isolated_home: Path) -> None:
+    """`forget VALUE` said the value was gone while .nexusmem/auto-sync.log still held it (an older release
+    wrote the project id there, lower-cased) and so could auto-sync.failed."""
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    log, fresh = _sync_log(
+        repo,
+        f"2026-01-02T03:04:05+00:00 pid 4242: git: this repository's id changed (… → {VALUE.lower()}/widget)",
+        f"2026-01-02T03:04:06+00:00 pid 4243: Error: cannot reach {VALUE}.internal",
+        "2026-01-02T03:04:07+00:00 pid 4244: sync run 1 done in 0.40s (+1 node(s))",
+    )
+    mark, mtime = _failure_mark(repo, f"cannot reach {VALUE}.internal")
+    before = log.read_bytes(), mark.read_bytes()
+
+    dry = run_cli("-C", str(repo), "forget", VALUE).output
+    assert "would remove 3 line(s) holding it from .nexusmem/auto-sync.log and auto-sync.failed" in dry, dry
+    assert (log.read_bytes(), mark.read_bytes()) == before
+
+    out = run_cli("-C", str(repo), "forget", VALUE, "--yes").output
+    assert "removed 3 line(s) holding it from .nexusmem/auto-sync.log and auto-sync.failed" in out, out
+    assert VALUE.lower() not in log.read_text(encoding="utf-8").lower()
+    assert log.read_text(encoding="utf-8") == (
+        "2026-01-02T03:04:07+00:00 pid 4244: sync run 1 done in 0.40s (+1 node(s))\n" + fresh
+    )
+    # The failure is still said, with its date; its text is not.
+    assert mark.read_text(encoding="utf-8") == "(its error held a value `nexusmem forget` took out)\n"
+    assert mark.stat().st_mtime_ns == mtime
+    for path in (log, mark):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_the_post_commit_sync_log_rewrite_keeps_its_cap_and_what_a_sync_appends_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """The rewrite forget and scrub make of .nexusmem/auto-sync.log: over 256 KB it is cut to its newest part
+    as every auto sync cuts it; a line a sync appends while it runs is kept (and changed too); a link is not
+    followed."""
+    from nexusmem import autosync
+    from nexusmem.redact import redact
+
+    log = tmp_path / "auto-sync.log"
+    body = "".join(
+        f"2026-01-02T03:04:05+00:00 pid {i}: sync run 1 done in 0.40s (+1 node(s))\n" for i in range(5000)
+    )
+    log.write_text(f"export GITHUB_TOKEN=ghp_{'a1B2' * 9}\n" + body, encoding="utf-8")
+    log.chmod(0o600)
+    assert log.stat().st_size > autosync.LOG_CAP_BYTES
+    appended = []
+
+    def change(line: str) -> str:
+        if not appended:  # a sync writes a line of its own as the rewrite reads
+            with open(log, "a", encoding="utf-8") as late:
+                late.write("late: PGPASSWORD=Kx9mQ2vLp8Zq7Lm4 psql\n")
+            appended.append(True)
+        return redact(line)
+
+    assert autosync.rewrite_lines(log, change) == 2
+    data = log.read_bytes()
+    assert data.startswith(b"[log cut to its newest part]\n") and b"ghp_" not in data
+    assert len(data) <= autosync.LOG_KEEP_BYTES + 200
+    assert data.endswith(
+        b"pid 4999: sync run 1 done in 0.40s (+1 node(s))\nlate: PGPASSWORD=\xc2\xabredacted:password\xc2\xbb psql\n"
+    )
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+    target = tmp_path / "elsewhere.log"
+    target.write_text("token=ghp_" + "a1B2" * 9 + "\n", encoding="utf-8")
+    link = tmp_path / "linked" / "auto-sync.log"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    assert autosync.rewrite_lines(link, redact) == 0
+    assert "ghp_" in target.read_text(encoding="utf-8")

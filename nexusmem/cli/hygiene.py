@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 # A commit holds a copy of the text of the changelog entries (and GitHub threads) linking to it.
 _LENT = "lent to {n} node(s) by a changelog entry or GitHub thread that held it"
+# The post-commit sync's output and failure mark, which forget and scrub clean too.
+_SYNC_LOG = ".nexusmem/auto-sync.log and auto-sync.failed"
 
 
 @click.command(
@@ -237,6 +239,8 @@ def _show_forget(
             echo_human(f"  - {title[:100]}")
         if report.notes_cleared:
             click.echo(f"would clear the text {_LENT.format(n=report.notes_cleared)}")
+        if report.sync_log:
+            click.echo(f"would remove {report.sync_log} line(s) holding it from {_SYNC_LOG}")
         known = f" ({report.entries_known} already on it)" if report.entries_known else ""
         click.echo(f"deny-list: would add {report.entries_added} entr(ies){known}")
         click.echo("dry run: add --yes to delete and add the deny-list entry")
@@ -253,6 +257,8 @@ def _show_forget(
     )
     if report.notes_cleared:
         click.echo(f"cleared the text {_LENT.format(n=report.notes_cleared)}")
+    if report.sync_log:
+        click.echo(f"removed {report.sync_log} line(s) holding it from {_SYNC_LOG}")
     if report.pattern_kept:
         click.echo(
             "note: a regex entry keeps its pattern as written in memory.db (a pattern cannot be hashed)"
@@ -335,6 +341,8 @@ def scrub_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         also += f", where {' and '.join(report.cursors)} got to (read again by the next sync)"
     if report.judgments:
         also += f", {report.judgments} contradiction judgment reason(s)"
+    if report.sync_log:
+        also += f", {report.sync_log} line(s) of the post-commit sync's log ({_SYNC_LOG})"
     click.echo(f"{verb} {report.changed} of {report.scanned} node(s){also}; secrets: {found}")
     if report.project_id is not None:
         how = "would re-key" if dry_run else f"re-keyed its {report.rekeyed} node(s) to"

@@ -8,7 +8,8 @@ Four things happen on `forget --yes`, in this order:
    secure_delete on (FTS5 'secure-delete' is set on both full-text indexes by migration 4), its vectors,
    trigram rows, links and contradiction judgments with it, leaving a tombstone of ids and counts; what
    the store derives from text goes too (_clear_derived: change words, the import structure);
-3. the hooks' shell log is rewritten without the lines containing it (unless --keep-log);
+3. the hooks' shell log is rewritten without the lines containing it (unless --keep-log), and so are the
+   post-commit sync's log and failure mark (.nexusmem/auto-sync.log, auto-sync.failed: autosync.rewrite_lines);
 4. the database is purged: full-text indexes merged, VACUUM, WAL checkpointed and truncated; for a literal
    value the files are then read back to prove the bytes are gone (or to name the table still holding them);
 5. the copies that hold it too are reached: each `scrub` backup (memory.db.pre-scrub-*.bak) gets the same
@@ -78,6 +79,7 @@ class Removal:
     titles: list[str] = field(default_factory=list)
     log_lines: int = 0
     log_kept: bool = False
+    sync_log: int = 0  # lines of .nexusmem/auto-sync.log and auto-sync.failed that held it: taken out
     global_added: bool = False
     checkpointed: bool = True
     verified_absent: bool | None = None  # literal values only: the files were read back
@@ -106,6 +108,7 @@ class Removal:
             "kinds": self.kinds,
             "log_lines": self.log_lines,
             "log_kept": self.log_kept,
+            "sync_log": self.sync_log,
             "global_added": self.global_added,
             "checkpointed": self.checkpointed,
             "verified_absent": self.verified_absent,
@@ -338,6 +341,26 @@ def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
 # ------------------------------------------------------------------------------------------- commands
 
 
+def sync_log_lines(
+    state: Path, matcher: Matcher, plaintext: tuple[bytes, bool] | None, *, dry_run: bool
+) -> int:
+    """Take the lines holding what MATCHER matches out of the post-commit sync's log and failure mark in
+    STATE, the memory's .nexusmem/ (an older release wrote the project id there, lower-cased: a literal
+    value is found there in any case); how many lines went (would go)."""
+    from nexusmem import autosync  # forget's own step: the sync's gate (sync_gate) imports this module
+
+    value = plaintext[0].decode("utf-8", "surrogatepass").lower() if plaintext is not None else ""
+
+    def kept(line: str) -> str | None:
+        if (value and value in line.lower()) or matcher.which([line]) is not None:
+            return None
+        return line
+
+    return autosync.rewrite_logs(
+        state, kept, dry_run=dry_run, failure_note="(its error held a value `nexusmem forget` took out)"
+    )
+
+
 def _apply(
     store: Store,
     entries: Sequence[Entry],
@@ -368,6 +391,7 @@ def _apply(
     backups, report.skipped_links = _backups(store.path)
     if report.dry_run:
         report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
+        report.sync_log = sync_log_lines(store.path.parent, matcher, plaintext, dry_run=True)
         report.notes_cleared = len(_lent_holding(store, entries))
         known = {e.key for e in stored_entries(store)}
         fresh = {e.key for e in entries if e.key not in known}
@@ -393,6 +417,7 @@ def _apply(
             {"entries": [e.key for e in entries], "removed": report.removed, "kinds": report.kinds},
         )
     report.rekeyed += rekey_seen(store, matcher)
+    report.sync_log = sync_log_lines(store.path.parent, matcher, plaintext, dry_run=False)
     if not keep_log:
         report.log_lines = scrub_log(entries, dry_run=False)
         if report.log_lines:

@@ -1,7 +1,8 @@
 """scrub: run today's redaction rules over what is already stored, then delete the old text for good.
 
 Sources redact at ingest, so a rule added later protects new input only; scrub brings the old nodes up to
-the same standard. A backup of memory.db (mode 0600: it still holds the secrets) is taken first.
+the same standard. A backup of memory.db (mode 0600: it still holds the secrets) is taken first. The
+post-commit sync's output (.nexusmem/auto-sync.log, auto-sync.failed) gets the same rules, line by line.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nexusmem import autosync, registry
 from nexusmem import project as project_mod
-from nexusmem import registry
 from nexusmem.hygiene.forget import writer_lock
 from nexusmem.nodes import Node, strings_in
 from nexusmem.redact import path_text, redact_counts, redact_path_counts
@@ -36,6 +37,9 @@ class ScrubReport:
     project_id: str | None = None
     rekeyed: int = 0  # nodes re-keyed to it
     registry: int = 0  # projects.json entries whose id held a credential: re-keyed
+    # Lines of .nexusmem/auto-sync.log and auto-sync.failed (the post-commit sync's output) that held a
+    # secret: redacted in place of the old text (an older release wrote its project id there).
+    sync_log: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +54,7 @@ class ScrubReport:
             "project_id": self.project_id,
             "rekeyed": self.rekeyed,
             "registry": self.registry,
+            "sync_log": self.sync_log,
             "backup": str(self.backup) if self.backup else None,
             "checkpointed": self.checkpointed,
         }
@@ -176,6 +181,15 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             report.project_id = unclean[1]
             _count(redact_counts(unclean[0])[1], report.secrets)
         report.registry = registry.clean_ids(dry_run=True) if dry_run else registry.clean_ids()
+
+        def redacted(line: str) -> str:
+            if unclean is not None:  # the old id as a line names it, a credential lower-cased with it
+                line = line.replace(unclean[0], unclean[1])
+            text, found = redact_counts(line)
+            _count(found, report.secrets)
+            return text
+
+        report.sync_log = autosync.rewrite_logs(project.db_path.parent, redacted, dry_run=dry_run)
         if dry_run or not (rewrites or renames or report.imports or report.cursors or reasons or unclean):
             return report
         stamp = time.strftime("%Y%m%dT%H%M%S")
