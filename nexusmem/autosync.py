@@ -88,25 +88,20 @@ def cap_log(path: Path, cap: int = LOG_CAP_BYTES, keep: int = LOG_KEEP_BYTES) ->
 CUT_MARK = b"[log cut to its newest part]\n"
 
 
-def _newest(data: bytes, keep: int = LOG_KEEP_BYTES) -> bytes:
-    """DATA's newest KEEP bytes from a line start, after the mark cap_log leaves."""
-    tail = data[-keep:]
-    cut = tail.find(b"\n")
-    return CUT_MARK + (tail[cut + 1 :] if cut >= 0 else tail)
-
-
 def rewrite_lines(
     path: Path, change: Callable[[str], str | None], *, dry_run: bool = False, emptied: str = ""
 ) -> int:
     """Give each line of the file PATH (this folder's auto-sync.log or auto-sync.failed) to CHANGE, which
     returns it as it is, changed, or None to take it out; return how many lines it changed or took out.
 
-    Unless DRY_RUN, a file with such lines is written again atomically (a 0600 file beside it, renamed over
-    it), its mtime kept (the date of a failure, of an undated line), cut as cap_log cuts it when it is over
-    LOG_CAP_BYTES. Lines appended meanwhile are carried over (changed too); the old file's bytes are then
-    overwritten with zeros, so that what was taken out is not left in the blocks it was in. A line a
-    `sync --auto` still running writes after the rename goes to the old file: lost. A file that had text
-    and keeps none holds EMPTIED. Nothing is followed through a link, and a file that is no regular file
+    Unless DRY_RUN, a file with such lines is written again in place, never renamed (as cap_log cuts it):
+    a `sync --auto` still running holds the file open with O_APPEND, and a file renamed over it would take
+    every line it writes afterwards away. Lines appended while it reads are kept after the rest (changed
+    too; one a sync writes in the instant between the last read and the cut can be lost, as with cap_log);
+    the bytes past the new end are zeroed before the file is cut there, so what was taken out is not left
+    in its old blocks; the mtime is kept (the date of a failure, of an undated line), and the file is cut
+    as cap_log cuts it when it is over LOG_CAP_BYTES. A file that had text and keeps none holds EMPTIED.
+    Nothing is followed through a link, and a file that is no regular file
     (a FIFO) is left alone."""
     try:
         fd = os.open(
@@ -122,42 +117,26 @@ def rewrite_lines(
         new, changed = _changed_lines(data, change)
         if not changed or dry_run:
             return changed
+        read = len(data)
+        # What a sync appended while the lines were read, changed as the rest, until nothing more came.
+        while late := _read_from(fd, read):
+            more, changed_late = _changed_lines(late, change)
+            new, changed, read = new + more, changed + changed_late, read + len(late)
         if data.strip() and not new.strip():
             new = emptied.encode("utf-8") + (b"\n" if emptied else b"")
-        if len(new) > LOG_CAP_BYTES:
-            new = _newest(new)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        out = private.open_fd(tmp, os.O_WRONLY | os.O_TRUNC)
-        try:
-            os.write(out, new)
-            os.fsync(out)
-            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        finally:
-            os.close(out)
-        # What was appended between the read and the rename (a sync's line), changed as the rest was.
-        late = _read_from(fd, len(data))
-        if late:
-            more, changed_late = _changed_lines(late, change)
-            changed += changed_late
-            with contextlib.suppress(OSError):
-                extra = private.open_fd(path, os.O_WRONLY | os.O_APPEND)
-                try:
-                    os.write(extra, more)
-                finally:
-                    os.close(extra)
-        old = os.fstat(fd)
-        if old.st_nlink:  # another name still shows this file: it is not ours to wipe
-            return changed
-        size = old.st_size
-        for at in range(0, size, 1 << 16):
+        os.pwrite(fd, new, 0)
+        size = max(os.fstat(fd).st_size, read)
+        for at in range(len(new), size, 1 << 16):  # what was taken out is not left in the file's old blocks
             os.pwrite(fd, b"\0" * min(1 << 16, size - at), at)
-        return changed
+        os.ftruncate(fd, len(new))
+        os.fsync(fd)
+        os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
     finally:
         os.close(fd)
+    if cap_log(path):
+        with contextlib.suppress(OSError):
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+    return changed
 
 
 def rewrite_logs(

@@ -1043,6 +1043,17 @@ def test_the_post_commit_sync_log_rewrite_keeps_its_cap_and_what_a_sync_appends_
     )
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
 
+    # A post-commit sync still running holds the log open with O_APPEND (its shell redirected it there):
+    # what it writes after the rewrite lands in the same file, never in a file renamed away.
+    held = tmp_path / "held.log"
+    held.write_text("one: token=ghp_" + "a1B2" * 9 + "\ntwo: fine\n", encoding="utf-8")
+    with open(held, "a", encoding="utf-8") as sync_output:
+        assert autosync.rewrite_lines(held, redact) == 1
+        sync_output.write("three: written by the sync after the rewrite\n")
+    lines = held.read_text(encoding="utf-8").splitlines()
+    assert lines[1:] == ["two: fine", "three: written by the sync after the rewrite"]
+    assert "ghp_" not in lines[0] and lines[0].startswith("one: token=«redacted:")
+
     target = tmp_path / "elsewhere.log"
     target.write_text("token=ghp_" + "a1B2" * 9 + "\n", encoding="utf-8")
     link = tmp_path / "linked" / "auto-sync.log"
