@@ -185,6 +185,30 @@ def test_gemini_parser_never_raises(tmp_path_factory: Any, doc: Any, messages: l
         _build(gemini.parse(path, Report(), cwd=str(ROOT)))
 
 
+_ids = st.sampled_from(["a", "b", "c"])
+gemini_records = (
+    values
+    | st.builds(lambda i: {"$rewindTo": i}, _ids | values)
+    | st.builds(lambda v: {"$set": v}, values | st.builds(lambda m: {"messages": m}, values))
+    | st.builds(
+        lambda i, kind, stamp, v: {"id": i, "type": kind, "timestamp": stamp, "content": v, "toolCalls": v},
+        _ids,
+        st.sampled_from(["user", "gemini", "info"]) | values,
+        stamps,
+        values,
+    )
+)
+
+
+@FUZZ
+@given(st.lists(gemini_records, max_size=8))
+def test_gemini_jsonl_parser_never_raises(tmp_path_factory: Any, records: list[Any]) -> None:
+    path = tmp_path_factory.mktemp("gj") / "session-0.jsonl"
+    head = {"sessionId": "s", "projectHash": "0" * 64}
+    path.write_text(_lines([head, *records]), encoding="utf-8", errors="surrogatepass")
+    _build(gemini.parse(path, Report(), cwd=str(ROOT)))
+
+
 def _node_map(threads: list[Thread]) -> dict[str, tuple[str, str, int, str]]:
     builder = Builder("p", lambda cwd: (ROOT, ".") if cwd else None, [ROOT], 20_000)
     out: dict[str, tuple[str, str, int, str]] = {}

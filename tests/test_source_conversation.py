@@ -899,6 +899,87 @@ def test_a_record_of_an_unexpected_shape_is_skipped_with_its_line_and_the_rest_k
     assert any(k.startswith("agent:gemini:") for k in agent_calls(repo))
 
 
+def test_current_gemini_sessions_in_jsonl_are_read_once_each(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    """Gemini CLI writes its sessions as JSONL since 2026-04 (`tmp/<short name>/chats/session-*.jsonl`: a
+    metadata line, then one record per line), and converts a legacy `.json` session it resumes to `.jsonl`
+    beside it: none of those was read, and nothing said so. Both layouts are read now, a session kept in
+    several files (Gemini's copy of the legacy hash folder, the `.json` and its `.jsonl`) once, from its
+    `.jsonl`; a bad line is skipped and counted with its file:line."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    gem = isolated_home / ".gemini"
+    current = T.write_gemini_jsonl(gem, repo, START)
+    later = START + timedelta(minutes=5)
+    with current.open("a", encoding="utf-8") as out:
+        for record in (
+            {"id": "g3", "timestamp": T.iso(later), "type": "user", "content": "drop the walrus table?"},
+            {
+                "id": "g4",
+                "timestamp": T.iso(later),
+                "type": "gemini",
+                "content": "Dropping the walrus table.",
+            },
+            {"$rewindTo": "g3"},  # the person rewound: that exchange is gone
+        ):
+            out.write(json.dumps(record) + "\n")
+        out.write('{"id": "g5", "timestamp": "cut mid-wr\n')
+        for record in (
+            {"id": "g6", "timestamp": T.iso(later), "type": "user", "content": "why is the pool size 5?"},
+            {"id": "g7", "timestamp": T.iso(later), "type": "gemini", "content": "Postgres allows 5 here."},
+        ):
+            out.write(json.dumps(record) + "\n")
+    # A legacy session (hash folder), Gemini's copy of it in the short-name folder, and the .jsonl it wrote
+    # beside that copy when the session was resumed, with one more exchange.
+    legacy = T.write_gemini(gem, repo, START - timedelta(hours=1), session="gem-legacy-01")
+    copy = gem / "tmp" / "my-repo" / "chats" / legacy.name
+    copy.write_bytes(legacy.read_bytes())
+    doc = json.loads(legacy.read_text(encoding="utf-8"))
+    head = {k: v for k, v in doc.items() if k != "messages"}
+    resumed = [
+        head,
+        *[m for m in doc["messages"] if isinstance(m, dict)],
+        {"$set": {"sessionId": "gem-legacy-01"}},
+    ]
+    resumed += [
+        {"id": "r1", "timestamp": T.iso(START), "type": "user", "content": "and on CI?"},
+        {"id": "r2", "timestamp": T.iso(START), "type": "gemini", "content": "CI uses the node 20 image."},
+    ]
+    copy.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in resumed), encoding="utf-8")
+    # Started through a symlink to the repository: hashed by the link's path, which `.project_root` names.
+    link = tmp_path / "via-link"
+    link.symlink_to(repo)
+    T.write_gemini_jsonl(gem, link, START, session="gem-via-link", name="via-link")
+    # Started in a directory git tracks nothing in: no hash of ours names it, its `.project_root` does.
+    (repo / "build").mkdir()
+    T.write_gemini_jsonl(gem, repo / "build", START, session="gem-in-build", name="build")
+    # Another project's current session: not read.
+    other = T.write_gemini_jsonl(gem, tmp_path / "elsewhere", START, session="gem-other-0", name="elsewhere")
+    other.write_text(other.read_text(encoding="utf-8").replace("lint step", "OTHERPROJECT"), encoding="utf-8")
+    hour_ago = time.time() - 3600
+    os.utime(current, (hour_ago, hour_ago))  # its cut line is a bad record, not one being written
+    summary = part(sync_json(repo, "--conversation"))
+    asked: dict[str, list[str]] = {}
+    for n in turns(repo):
+        if n.meta["agent"] == "gemini":
+            asked.setdefault(n.meta["session_id"], []).append(n.meta["question"])
+    assert asked == {
+        "gem-1a7e-57e9": ["why does the lint step fail?", "why is the pool size 5?"],
+        "gem-legacy-01": ["why does the build need node 20?", "and on CI?"],
+        "gem-via-link": ["why does the lint step fail?"],
+        "gem-in-build": ["why does the lint step fail?"],
+    }, asked
+    assert {n.meta["cwd"] for n in turns(repo) if n.meta["session_id"] == "gem-in-build"} == {"build"}
+    lint = next(n for n in turns(repo) if n.meta["session_id"] == "gem-1a7e-57e9")
+    assert "unused import" in lint.body and "$ npm run lint (exit 1)" in lint.body  # as last written
+    assert lint.meta["model"] == "gemini-3-pro" and lint.meta["cwd"] == "."
+    assert agent_calls(repo)["agent:gemini:gem-1a7e-57e9/run_shell_command-7"].meta["exit"] == 1
+    text = "\n".join(n.title + n.body + json.dumps(n.meta) for n in nodes(repo))
+    assert "walrus" not in text and "OTHERPROJECT" not in text
+    # One bad record: the cut line (the legacy files, whose one non-object message would count, are not read).
+    assert summary["skipped"] == 1 and summary["problems"] == [f"{current}:9: not a JSON line"], summary
+
+
 def test_a_gemini_call_takes_its_exit_status_from_gemini_not_from_the_output(
     repo: Path, isolated_home: Path
 ) -> None:

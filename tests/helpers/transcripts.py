@@ -416,3 +416,75 @@ def write_gemini(gemini_dir: Path, repo: Path, start: datetime, *, session: str 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
+
+
+def gemini_jsonl_records(repo: Path, start: datetime, *, session: str) -> list[Any]:
+    """The records of a current Gemini CLI session (chatRecordingService.ts since 2026-04, one JSON record per
+    line): the metadata line, then each message as it is recorded: the person's question, the agent's reply
+    written again whole once its tool call finished (same `id`), a `$set` of the metadata."""
+    digest = hashlib.sha256(str(repo).encode()).hexdigest()
+    reply = {
+        "id": "g2",
+        "timestamp": iso(start + timedelta(seconds=4)),
+        "type": "gemini",
+        "content": "",
+        "model": "gemini-3-pro",
+        "toolCalls": [
+            {
+                "id": "run_shell_command-7",
+                "name": "run_shell_command",
+                "args": {"command": "npm run lint"},
+                "status": "executing",
+                "timestamp": iso(start + timedelta(seconds=4)),
+            }
+        ],
+    }
+    done = json.loads(json.dumps(reply))
+    done["content"] = "The lint step fails on the unused import in src/db.py."
+    done["toolCalls"][0].update(
+        status="success",
+        result=[
+            {
+                "functionResponse": {
+                    "id": "run_shell_command-7",
+                    "name": "run_shell_command",
+                    "response": {"output": "Output: 1 problem\nExit Code: 1\nProcess Group PGID: 77"},
+                }
+            }
+        ],
+        resultDisplay="1 problem",
+    )
+    return [
+        {
+            "sessionId": session,
+            "projectHash": digest,
+            "startTime": iso(start),
+            "lastUpdated": iso(start),
+            "kind": "main",
+        },
+        {
+            "id": "g1",
+            "timestamp": iso(start),
+            "type": "user",
+            "content": [{"text": "why does the lint step fail?"}],
+        },
+        reply,
+        done,
+        {"$set": {"lastUpdated": iso(start + timedelta(seconds=9))}},
+    ]
+
+
+def write_gemini_jsonl(
+    gemini_dir: Path, repo: Path, start: datetime, *, session: str = "gem-1a7e-57e9", name: str = "my-repo"
+) -> Path:
+    """~/.gemini/tmp/<name>/chats/session-*.jsonl for REPO, in the current layout: the folder named by the
+    project's short name, which `~/.gemini/projects.json` maps the root to and `.project_root` names."""
+    folder = gemini_dir / "tmp" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".project_root").write_text(str(repo), encoding="utf-8")
+    registry = gemini_dir / "projects.json"
+    known = json.loads(registry.read_text(encoding="utf-8")) if registry.exists() else {"projects": {}}
+    known["projects"][str(repo)] = name
+    registry.write_text(json.dumps(known, indent=2), encoding="utf-8")
+    path = folder / "chats" / f"session-2026-12-05T12-05-{session[:8]}.jsonl"
+    return _write_jsonl(path, gemini_jsonl_records(repo, start, session=session))

@@ -1,13 +1,28 @@
-"""Gemini CLI: `~/.gemini/tmp/<projectHash>/chats/session-*.json`, one JSON document per session.
+"""Gemini CLI: `~/.gemini/tmp/<folder>/chats/session-*.jsonl` (current) and `session-*.json` (legacy).
+
+Two layouts, both read (google-gemini/gemini-cli packages/core/src/services/chatRecordingService.ts,
+config/storage.ts, config/projectRegistry.ts):
+- legacy: one JSON document per session, `{sessionId, projectHash, startTime, lastUpdated, messages: […]}`,
+  in a folder named by the project hash;
+- current (since 2026-04): one JSON record per line: a metadata line (`sessionId`, `projectHash`,
+  `startTime`…), then one message record per line; a message updated later (a tool call's result) is written
+  again whole under the same `id` (the last one stands, where the first stood), `{"$set": {…}}` updates the
+  metadata (`$set.messages` replaces every message), `{"$rewindTo": id}` drops that message and the ones after.
+  The folder is the project's short name from `~/.gemini/projects.json` (root → name), with a `.project_root`
+  file naming the root; Gemini copies a legacy hash folder into it on upgrade, and a legacy session it resumes
+  is written again as `<name>.jsonl` beside the `.json`. One session found in several files (those copies) is
+  read from one of them only (transcript_files): the `.jsonl`, else the newest.
 
 `projectHash` is Gemini CLI's `getProjectHash(projectRoot)`: the SHA-256 hex of the directory it was
 started in (google-gemini/gemini-cli packages/core/src/utils/paths.ts). So a session is ours when that
 hash equals the hash of the repository root, of one of its worktrees, or of a directory in them that holds
 tracked files (a session started in `src/`): the folder's name, or, in a folder named some other way, the
-`projectHash` near the start of the document. The directories are hashed only when a session's hash is
-not a root's, once per sync (`Directories`). Messages: `type` `user` is the person, `gemini`/`model` the
-agent, with `toolCalls` (`run_shell_command`, `args.command`; Gemini's fields after the output of the
-result give its status: `Exit Code: N`, see _TRAILER).
+`projectHash` near the start of the file, else the directory its folder's `.project_root` (or projects.json)
+names, when it is in a root (`Directories.named_by`).
+The directories are hashed only when a session's hash is not a root's, once per sync (`Directories`).
+Messages: `type` `user` is the person, `gemini`/`model` the agent, with `toolCalls` (`run_shell_command`,
+`args.command`; Gemini's fields after the output of the result give its status: `Exit Code: N`, see
+_TRAILER).
 """
 
 from __future__ import annotations
@@ -28,14 +43,19 @@ from nexusmem.sources.conversation.model import (
     Report,
     Thread,
     iso_ms,
+    iter_json_objects,
     loads,
     masked_status,
     text_of,
 )
 
 AGENT = "gemini"
-# A session document over this size is skipped (a real one is well under a few MB).
+# A legacy session document over this size is skipped (a real one is well under a few MB). A JSONL session is
+# read line by line (each line at most model.MAX_LINE_BYTES).
 MAX_FILE_BYTES = 64 << 20
+# Where the current layout names a folder's project: a file in the folder, and the registry (root → name).
+PROJECT_ROOT_FILE = ".project_root"
+REGISTRY_FILE = "projects.json"
 _SHELL_TOOLS = frozenset({"run_shell_command", "shell"})
 _EXIT = re.compile(r"Exit Code:\s*(-?\d{1,9})\b")
 # The fields Gemini CLI writes after a shell command's output (packages/core/src/tools/shell.ts: `Output:`,
@@ -88,6 +108,7 @@ class Directories:
         self.roots = roots
         self._roots = self._hashes({""})
         self._all: dict[str, Path] | None = None
+        self._registry: dict[str, str] | None = None  # projects.json, read when first needed
 
     def _hashes(self, relative: set[str] | None) -> dict[str, Path]:
         out: dict[str, Path] = {}
@@ -107,35 +128,114 @@ class Directories:
             found = self._all.get(digest)
         return found
 
+    def named_by(self, folder: Path) -> Path | None:
+        """The directory of ours a project folder of the current layout (`tmp/<name>`) belongs to: the one
+        its `.project_root` names, else the one `projects.json` maps to its name, when it is in a root or
+        worktree of ours, symlinks resolved (a session started through a symlink hashes the link's path; one
+        started in a directory git tracks nothing in hashes to none of ours); None otherwise."""
+        named = _read_small(folder / PROJECT_ROOT_FILE)
+        if named is None:
+            if self._registry is None:
+                self._registry = _registry(folder.parent.parent / REGISTRY_FILE)
+            named = self._registry.get(folder.name)
+        named = named.strip() if named else ""
+        if not named or not os.path.isabs(named):
+            return None
+        real = os.path.realpath(named)
+        for root in self.roots:
+            top = os.path.realpath(root)
+            if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+                return Path(real)
+        return None
 
-def transcript_files(base: Path | None = None) -> list[Path]:
-    """Every session file under BASE/tmp/*/chats/, sorted (whose they are is decided by `root_of`)."""
-    tmp = (base or gemini_home()) / "tmp"
+
+def _read_small(path: Path, limit: int = 4096) -> str | None:
+    """The text of a small file (at most LIMIT bytes of it), None when it cannot be read."""
     try:
-        return sorted(p for p in tmp.glob("*/chats/session-*.json") if p.is_file())
+        with path.open("rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
     except OSError:
-        return []
+        return None
+
+
+# The registry is one small JSON document; a larger one is not Gemini's.
+MAX_REGISTRY_BYTES = 4 << 20
+
+
+def _registry(path: Path) -> dict[str, str]:
+    """`~/.gemini/projects.json` turned around: a project folder's short name → the root it names."""
+    text = _read_small(path, MAX_REGISTRY_BYTES)
+    try:
+        data = loads(text) if text else None
+    except (ValueError, RecursionError):
+        return {}
+    projects = data.get("projects") if isinstance(data, dict) else None
+    if not isinstance(projects, dict):
+        return {}
+    return {name: root for root, name in projects.items() if isinstance(name, str) and isinstance(root, str)}
 
 
 _PROJECT_HASH = re.compile(rb'"projectHash"\s*:\s*"([0-9a-f]{64})"')
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4096)
+    except OSError:
+        return b""
+
+
+def transcript_files(base: Path | None = None) -> list[Path]:
+    """Every session file under BASE/tmp/*/chats/, both layouts, sorted (whose they are is decided by
+    `started_in`). A session held by several files (a legacy folder and Gemini's copy of it, a legacy `.json`
+    and the `.jsonl` Gemini wrote when it was resumed) is listed once: its `.jsonl`, else its newest file."""
+    tmp = (base or gemini_home()) / "tmp"
+    try:
+        found = [
+            p
+            for pattern in ("*/chats/session-*.json", "*/chats/session-*.jsonl")
+            for p in tmp.glob(pattern)
+            if p.is_file()
+        ]
+    except OSError:
+        return []
+    best: dict[tuple[bytes, bytes], tuple[tuple[bool, int, str], Path]] = {}
+    out: list[Path] = []
+    for path in found:
+        head = _head(path)
+        session = _SESSION_ID.search(head)
+        if session is None:
+            out.append(path)  # no session id near its start: not one to dedupe
+            continue
+        digest = _PROJECT_HASH.search(head)
+        key = (session.group(1), digest.group(1) if digest else b"")  # the same session of the same project
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            continue
+        rank = (path.suffix == ".jsonl", mtime, str(path))
+        held = best.get(key)
+        if held is None or rank > held[0]:
+            best[key] = (rank, path)
+    out.extend(path for _rank, path in best.values())
+    return sorted(out)
 
 
 def started_in(path: Path, directories: Directories) -> Path | None:
     """The directory of ours the session file PATH was started in: its folder is named by that directory's
-    hash, or (a folder named otherwise) the `projectHash` in its first 4 KB is; None when neither."""
-    name = path.parent.parent.name
-    if _HEX64.fullmatch(name):
-        found = directories.find(name)
+    hash, or the `projectHash` in its first 4 KB is, or else its folder's `.project_root` (or the registry)
+    names it (Directories.named_by); None when none is ours."""
+    folder = path.parent.parent
+    if _HEX64.fullmatch(folder.name):
+        found = directories.find(folder.name)
         if found is not None:
             return found
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return None
-    match = _PROJECT_HASH.search(head)
-    return directories.find(match.group(1).decode()) if match else None
+    match = _PROJECT_HASH.search(_head(path))
+    found = directories.find(match.group(1).decode()) if match is not None else None
+    return found if found is not None else directories.named_by(folder)
 
 
 def _text(content: Any) -> str:
@@ -201,38 +301,91 @@ def _exit_status(result: Any, display: Any = None) -> int | None:
     return None
 
 
-def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
-    """The one thread of a Gemini session document (CWD: the directory it hashes to)."""
+# A message as read, with where it was: the place problems name it by (the file and `messages[i]` in a
+# legacy document; the file in a JSONL one) and its line (JSONL; None in a document).
+Placed = tuple[str, int | None, Any]
+
+
+def _read_document(path: Path, report: Report) -> tuple[dict[str, Any], list[Placed]] | None:
+    """A legacy session document: its fields, and its messages in order; None when it is not one (counted)."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             report.skip(path, None, f"larger than {MAX_FILE_BYTES >> 20} MB")
-            return []
+            return None
         data = loads(path.read_bytes())
     except OSError as exc:
         report.skip(path, None, f"cannot read ({exc.strerror or exc})")
-        return []
+        return None
     except (ValueError, RecursionError):
         report.skip(path, None, "not a JSON document")
-        return []
+        return None
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         report.skip(path, None, "no 'messages' list")
-        return []
-    session = data.get("sessionId")
+        return None
+    return data, [(f"{path} messages[{n}]", None, m) for n, m in enumerate(data["messages"])]
+
+
+def _read_jsonl(path: Path, report: Report) -> tuple[dict[str, Any], list[Placed]]:
+    """A JSONL session replayed as Gemini CLI loads it (loadConversationRecord): the metadata its first line
+    and `$set` records give, and the messages that stand, each where it first appeared, as last written."""
+    meta: dict[str, Any] = {}
+    messages: dict[str, tuple[int, Any]] = {}  # id → (line, message), in order of first appearance
+
+    def add_all(listed: list[Any], number: int) -> None:
+        for message in listed:
+            ident = message.get("id") if isinstance(message, dict) else None
+            if isinstance(ident, str):
+                messages[ident] = (number, message)
+            else:
+                report.skip(path, number, "a listed message without an id")
+
+    for number, _offset, record in iter_json_objects(path, report):
+        rewind = record.get("$rewindTo")
+        update = record.get("$set")
+        if isinstance(rewind, str):  # that message and every one after it are gone
+            order = list(messages)
+            for gone in order[order.index(rewind) :] if rewind in messages else order:
+                del messages[gone]
+        elif isinstance(record.get("id"), str):  # a message, new or written again whole
+            messages[record["id"]] = (number, record)
+        elif isinstance(update, dict):
+            if isinstance(update.get("messages"), list):  # a checkpoint: these messages and no others
+                messages.clear()
+                add_all(update["messages"], number)
+            meta.update((k, v) for k, v in update.items() if k != "messages")
+        elif isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str):
+            meta.update((k, v) for k, v in record.items() if k != "messages")  # the metadata line
+            if isinstance(record.get("messages"), list):  # a whole legacy record on one line
+                add_all(record["messages"], number)
+        else:
+            report.skip(path, number, "not a Gemini session record")
+    return meta, [(str(path), number, message) for number, message in messages.values()]
+
+
+def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
+    """The one thread of a Gemini session file, either layout (CWD: the directory it hashes to)."""
+    if path.suffix == ".jsonl":
+        meta, messages = _read_jsonl(path, report)
+    else:
+        read = _read_document(path, report)
+        if read is None:
+            return []
+        meta, messages = read
+    session = meta.get("sessionId")
     thread = Thread(agent=AGENT, session_id=session if isinstance(session, str) and session else path.stem)
     thread.cwd = cwd
-    start = iso_ms(data.get("startTime"))
+    start = iso_ms(meta.get("startTime"))
     current: Exchange | None = None
     last_ts = start
-    for index, message in enumerate(data["messages"]):
-        where = f"messages[{index}]"
-        with report.guard(f"{path} {where}", None):
+    for index, (place, line, message) in enumerate(messages):
+        with report.guard(place, line):
             if not isinstance(message, dict):
-                report.skip(f"{path} {where}", None, "not an object")
+                report.skip(place, line, "not an object")
                 continue
             ts = iso_ms(message.get("timestamp")) or last_ts
             if ts is None:
-                report.skip(f"{path} {where}", None, "no readable timestamp")
+                report.skip(place, line, "no readable timestamp")
                 continue
             last_ts = ts
             kind = message.get("type")
@@ -264,7 +417,8 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
                     command = args.get("command")
                     call_id = call.get("id")
                     if not isinstance(command, str) or not command.strip():
-                        report.skip(f"{path} {where}.toolCalls[{n}]", None, "shell call without a command")
+                        where = place if line is not None else f"{place}.toolCalls[{n}]"
+                        report.skip(where, line, "shell call without a command")
                         continue
                     # Qualified by the session: Gemini's ids are only meant to be unique within one.
                     call_id = f"{thread.session_id}/{call_id if isinstance(call_id, str) and call_id else f'{index}.{n}'}"
@@ -273,7 +427,7 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
                         status = 0
                     current.calls.append(Call(call_id=call_id, command=command, ts=ts, cwd=cwd, exit=status))
             elif not isinstance(kind, str):
-                report.skip(f"{path} {where}", None, f"a message whose type is a JSON {type(kind).__name__}")
+                report.skip(place, line, f"a message whose type is a JSON {type(kind).__name__}")
             elif kind not in ("info", "error", "warning"):
-                report.skip(f"{path} {where}", None, f"unknown message type {redact_cut(kind, 40)!r}")
+                report.skip(place, line, f"unknown message type {redact_cut(kind, 40)!r}")
     return [thread] if thread.exchanges else []
