@@ -253,6 +253,21 @@ def _history(store: SyncStore) -> dict[str, list[Node]]:
     return out
 
 
+def _held_turn_keys(history: dict[str, list[Node]]) -> Callable[[str], list[str]]:
+    """Store.turn_keys over the conversation turns a rebuild took out (HISTORY), in the order they were stored."""
+
+    def turn_keys(agent: str) -> list[str]:
+        return [
+            n.natural_key
+            for n in history.get("conversation", ())
+            if n.kind == "conversation_turn"
+            and n.natural_key.startswith(f"{agent}:")
+            and n.natural_key.endswith(":0")
+        ]
+
+    return turn_keys
+
+
 def _keep_history(
     store: SyncStore,
     deny: Matcher | None,
@@ -813,6 +828,9 @@ def sync(
                 # Read-only: the session source summarises the conversation turns already stored.
                 conversations: ConversationReader = store
                 ctx.known["conversations"] = conversations
+                # The turns stored before (a rebuild's: those it took out to write again), by their keys: a
+                # resumed agent session repeats them in a new transcript, and they must stay where they are.
+                ctx.known["turn_keys"] = _held_turn_keys(history) if whole_rebuild else store.turn_keys
                 ctx.known["commits_in_memory"] = lambda shas: store.commits_stored_by(shas, seq_at_start)
                 ctx.known["git_walks"] = git_walks
                 ctx.known["former_roots"] = former_roots  # the shell sources read commands run there as ours

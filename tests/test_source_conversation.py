@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from nexusmem import project as project_mod
+from nexusmem.nodes import Node
 from nexusmem.store.nodes import StoredNode
 
 from helpers import commit, git, run_cli, run_script
@@ -131,6 +132,115 @@ def test_claude_code_main_thread_subagents_and_tool_calls(world: dict[str, Any])
     assert fail.meta["author_kind"] == "agent" and fail.meta["call_id"] == "toolu_01FAIL"
     assert calls["agent:claude-code:toolu_01PASS"].meta["exit"] == 0
     assert "agent:claude-code:toolu_01SUB" in calls  # the subagent's call is recorded too
+
+
+OTTER = "0a7e7000-0000-4000-8000-0000000000a1"  # the session resumed
+RESUMED = "b2e5e000-0000-4000-8000-0000000000b2"  # `claude --resume OTTER` (copies rewritten to this id)
+FORKED = "c3f0c000-0000-4000-8000-0000000000c3"  # another resume whose copies kept OTTER's id
+
+
+def _otter_session(cwd: Path, start: datetime) -> T.ClaudeWriter:
+    first = T.ClaudeWriter(OTTER, cwd, start)
+    first.user("why does the otter queue stall?")
+    first.bash("toolu_01OTTER", "pytest tests/test_queue.py", "1 failed", exit_code=1, prose="Checking.")
+    first.say("The otter queue never acks its messages.")
+    first.user("and the heron cache?")
+    first.say("The heron cache is fine.")
+    return first
+
+
+def _resumed(first: T.ClaudeWriter, session: str, question: str, *, rewrite: bool) -> list[Any]:
+    """The records of a session resumed from FIRST into SESSION's file: FIRST's records (their sessionId
+    rewritten to SESSION when REWRITE), then one more exchange."""
+    copies = [{**r, "sessionId": session} if rewrite else dict(r) for r in first.records]
+    more = T.ClaudeWriter(session, Path(first.cwd), first.t + timedelta(minutes=30))
+    more.last = first.last
+    more.user(question)
+    more.say("Done: " + question)
+    return copies + more.records
+
+
+def _sessions(repo: Path) -> dict[str, list[str]]:
+    """Session id → the questions of its main-thread turns, in order (each stored turn once)."""
+    out: dict[str, list[str]] = {}
+    for n in turns(repo):
+        if n.meta["agent"] == "claude-code" and n.meta["chunk"] == 0:
+            out.setdefault(n.meta["session_id"], []).append(n.meta["question"])
+    return out
+
+
+def test_a_resumed_claude_session_does_not_store_the_turns_it_repeats(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`claude --resume` writes a new `<new session id>.jsonl` that repeats the records of the session it
+    continues (same uuids). Copies carrying the new session id were stored again as that session's turns:
+    every earlier question twice, and the new session summarised with the old one's turns. A turn already
+    stored under the session it came from stays that session's (same node), in a later sync, in the sync that
+    reads both files first (the resumed file read first by name), and in a rebuild; what was asked after the
+    resume is the new session's, whether the copies carry the old id (Claude Code's) or the new one."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    folder = isolated_home / ".claude" / "projects" / "-repo"
+    first = _otter_session(repo, START)
+    original = first.write(folder / f"{OTTER}.jsonl")
+    os.utime(original, (time.time() - 7200, time.time() - 7200))
+    sync_json(repo, "--conversation")
+    T._write_jsonl(
+        folder / f"{RESUMED}.jsonl", _resumed(first, RESUMED, "now ack the otter queue", rewrite=True)
+    )
+    T._write_jsonl(folder / f"{FORKED}.jsonl", _resumed(first, FORKED, "try a heron ttl", rewrite=False))
+    sync_json(repo, "--conversation")
+    expected = {
+        OTTER: ["why does the otter queue stall?", "and the heron cache?"],
+        RESUMED: ["now ack the otter queue"],
+        FORKED: ["try a heron ttl"],
+    }
+    assert _sessions(repo) == expected
+    assert agent_calls(repo)["agent:claude-code:toolu_01OTTER"].meta["session"] == OTTER
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        counted = {s.session_id: s.turns for s in store.conversation_sessions(project_mod.load(repo).id)}
+    assert counted == {OTTER: 2, RESUMED: 1, FORKED: 1}  # what the session summaries are made of
+    sync_json(repo, "--rebuild", "--conversation")
+    assert _sessions(repo) == expected
+    original.unlink()  # Claude Code deletes transcripts after 30 days: a rebuild keeps their turns
+    sync_json(repo, "--rebuild", "--conversation")
+    assert _sessions(repo) == expected
+
+    # Both files new to the sync that reads them: the copies are met in their own session's file first.
+    fresh = init_repo(tmp_path / "fresh")
+    commit(fresh, "feat: start", {"a.txt": "a\n"})
+    elsewhere = isolated_home / ".claude" / "projects" / "-fresh"
+    again = _otter_session(fresh, START)
+    older = again.write(elsewhere / "zz-original.jsonl")  # its name sorts after the resumed one's
+    os.utime(older, (time.time() - 7200, time.time() - 7200))
+    T._write_jsonl(
+        elsewhere / "aa-resumed.jsonl", _resumed(again, RESUMED, "now ack the otter queue", rewrite=True)
+    )
+    sync_json(fresh, "--conversation")
+    once = {
+        OTTER: ["why does the otter queue stall?", "and the heron cache?"],
+        RESUMED: ["now ack the otter queue"],
+    }
+    assert _sessions(fresh) == once
+
+    # Stored twice by a version before this one (the resumed file's copies first): a rebuild keeps each once,
+    # in the session it came from.
+    with project_mod.load(fresh).open_store() as store:
+        otter = [n for n in store.iter_nodes("conversation_turn") if n.meta["session_id"] == OTTER]
+
+        def stored_as(n: StoredNode, session: str) -> Node:
+            key, ref = n.natural_key.replace(OTTER, session), n.ref.replace(OTTER, session)
+            meta = {**n.meta, "session_id": session}
+            return Node(
+                n.project_id, n.kind, n.source, key, ref, n.title, n.body, n.ts, n.signal, n.group, meta=meta
+            )
+
+        with store.transaction():
+            store.conn.executemany("DELETE FROM nodes WHERE id = ?", [(n.id,) for n in otter])
+            store.upsert([stored_as(n, RESUMED) for n in otter])
+            store.upsert([stored_as(n, OTTER) for n in otter])
+    assert len(_sessions(fresh)[RESUMED]) == 3
+    sync_json(fresh, "--rebuild", "--conversation")
+    assert _sessions(fresh) == once
 
 
 def test_codex_pairs_calls_with_outputs_and_skips_boilerplate(world: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
         with proj.open_store() as store:
             scan.known["shell_command_stamps"] = store.shell_command_stamps
             scan.known["thread_closers"] = store.thread_closers
+            scan.known["turn_keys"] = store.turn_keys  # a resumed agent session's copies are not new turns
             # The deny-list as the sync gates with it (without applying a new user-wide entry: a preview
             # writes nothing): a forgotten value is neither listed as new nor shown again.
             deny = Matcher([*stored_entries(store), *load_global()])

@@ -91,6 +91,17 @@ class SessionsMixin:
         ).fetchone()[0]
         return int(count), bool(newer)
 
+    def turn_keys(self, agent: str) -> list[str]:
+        """The natural keys (`<agent>:<session>:<thread>:<anchor>:0`) of the first piece of every conversation
+        turn of AGENT, oldest stored first: read from the (source, natural key) index alone (a turn's
+        `source` is `conversation`, its key starts `<agent>:`), not the rows."""
+        rows = self.conn.execute(
+            "SELECT natural_key FROM nodes WHERE source = 'conversation' AND natural_key >= ?"
+            " AND natural_key < ? AND natural_key GLOB '*:0' ORDER BY seq",
+            (f"{agent}:", f"{agent};"),
+        )
+        return [row[0] for row in rows]
+
     def session_summaries(self, project_id: str) -> dict[str, StoredNode]:
         """Natural key ("agent:session id") → the stored session_summary node."""
         cur = self.conn.execute(

@@ -6,7 +6,10 @@ a file whose first `cwd` is this repository is read, and each exchange in it is 
 own first record (a session whose later records run in another repository keeps those turns out).
 Subagents come in three layouts, all read: `<sessionId>/subagents/agent-<id>.jsonl` (2026),
 `agent-<id>.jsonl` beside the sessions (2025), and `isSidechain: true` records inside the main file (older);
-`agent-acompact-*` files are the CLI's own compaction runs and are skipped.
+`agent-acompact-*` files are the CLI's own compaction runs and are skipped. A resumed session goes on in a
+new `<new session id>.jsonl` that first repeats the records of the session it continues: each exchange
+carries the `sessionId` of its first record, and one already stored under another session stays there
+(build.Earlier).
 
 What a record is (one JSON object per line, `type` discriminates):
 - the person's text: `type: user` whose content is a string or blocks without a `tool_result`; minus
@@ -150,11 +153,14 @@ class _ThreadState:
         self.pending: dict[str, Call] = {}
         self.last_ts: int | None = None
         self.cwd: str | None = None  # the latest cwd a record named: where the session is now
+        # The sessionId of the record read last: a resumed session's file repeats the records of the one it
+        # continues under that one's id, then goes on under its own (each exchange takes its first record's).
+        self.session: str | None = None
         self.text_of: str | None = None  # the message whose text block was the last thing read
 
     def exchange(self, ts: int, cwd: str | None, anchor: str | None) -> Exchange:
         if self.current is None:  # the agent spoke first (a resumed session, a subagent's reply)
-            self.current = Exchange(ts=ts, question="", cwd=cwd, anchor=anchor)
+            self.current = Exchange(ts=ts, question="", cwd=cwd, anchor=anchor, session=self.session)
             self.thread.exchanges.append(self.current)
         return self.current
 
@@ -213,6 +219,8 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
                         moves=True,
                     )
                 )
+            own = record.get("sessionId")
+            state.session = own if isinstance(own, str) and own else state.thread.session_id
             raw_cwd = record.get("cwd")
             if isinstance(raw_cwd, str) and raw_cwd:
                 state.cwd = raw_cwd
@@ -283,7 +291,8 @@ def _user(state: _ThreadState, content: Any, record: dict[str, Any], ts: int, cw
     if not text or text.startswith(_INJECTED_PREFIXES):
         return
     uuid = record.get("uuid")
-    state.current = Exchange(ts=ts, question=text, cwd=cwd, anchor=uuid if isinstance(uuid, str) else None)
+    anchor = uuid if isinstance(uuid, str) else None
+    state.current = Exchange(ts=ts, question=text, cwd=cwd, anchor=anchor, session=state.session)
     state.thread.exchanges.append(state.current)
 
 

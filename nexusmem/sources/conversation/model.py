@@ -68,6 +68,9 @@ class Exchange:
     # The transcript's own id of the exchange's first record (Claude Code's uuid, Gemini's message id), so
     # its node keeps its id when earlier records are rewritten; None: keyed by its position in the thread.
     anchor: str | None = None
+    # The session id its first record names, where it differs from record to record (Claude Code: a resumed
+    # session's file repeats the records of the session it continues, under that one's id); None: the thread's.
+    session: str | None = None
     offset: int = 0  # byte offset and line number of its first record (append-only resumption)
     line: int = 1
 

@@ -31,7 +31,7 @@ from typing import Any
 from nexusmem.nodes import Node
 from nexusmem.sources.base import MAX_PROBLEMS, ScanContext, ScanResult
 from nexusmem.sources.conversation import aider, claude, codex, gemini
-from nexusmem.sources.conversation.build import Builder, Match
+from nexusmem.sources.conversation.build import Builder, Earlier, Match
 from nexusmem.sources.conversation.model import Report, Resume, Thread, label
 from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.shell.attribution import Attributor
@@ -88,6 +88,18 @@ def _names_any(path: Path, texts: list[str]) -> bool:
     return False
 
 
+def _oldest_first(paths: list[Path]) -> list[Path]:
+    """PATHS by modification time, oldest first (one gone meanwhile last: it is passed over when read)."""
+
+    def mtime(path: Path) -> int:
+        try:
+            return os.stat(path).st_mtime_ns
+        except OSError:
+            return 1 << 62
+
+    return sorted(paths, key=lambda path: (mtime(path), str(path)))
+
+
 def _decode_cursor(text: str | None) -> tuple[dict[str, Any], bytes]:
     """The cursor's files and its key (a fresh one when it has none: an older cursor, the first sync)."""
     data = decode_cursor(text, _CURSOR_VERSION)
@@ -138,7 +150,11 @@ class ConversationSource:
         attributor = Attributor.for_repo(ctx.root)
         roots = attributor.roots
         max_body = int(ctx.config.get("limits", {}).get("maxBodyChars", 20_000))
-        builder = Builder(ctx.project_id, self._matcher(attributor), roots, max_body, attributor.label)
+        # The turns stored before, by their anchors: a resumed session's copies of them are the same turns.
+        earlier = Earlier(ctx.known.get("turn_keys"))
+        builder = Builder(
+            ctx.project_id, self._matcher(attributor), roots, max_body, attributor.label, earlier
+        )
         report = Report()
         files = self._files(wanted, roots)
         directories = gemini.Directories(roots)
@@ -261,7 +277,9 @@ class ConversationSource:
         """(agent, transcript file, a companion file whose change also counts) for every file to consider."""
         out: list[tuple[str, Path, Path | None]] = []
         if "claude-code" in wanted:
-            out += [("claude-code", p, None) for p in claude.transcript_files()]
+            # Oldest first: a session resumed into a new file repeats the records of the one it continues,
+            # which are then met first in their own session's file (build.Earlier files the copies there).
+            out += [("claude-code", p, None) for p in _oldest_first(claude.transcript_files())]
         if "codex" in wanted:
             out += [("codex", p, None) for p in codex.transcript_files()]
         if "aider" in wanted:
