@@ -530,14 +530,15 @@ def _with_unsynced(
     read: list[TailCommand],
     *,
     who: dict[str, dict[str, str]] | None = None,
-    secondhand: Callable[[list[str]], dict[str, str]] | None = None,
+    secondhand: Callable[[list[str]], dict[str, tuple[str, int | None]]] | None = None,
 ) -> tuple[list[tuple[str, str, int, str | None, int | None]], list[tuple[str, str, str]], set[str]]:
     """COMMANDS and NAMING with READ (the hook log's unsynced tail) added, and the ids the tail's commands
     take in them (none: the tail added nothing). The tail's authors go into WHO when it is given.
 
-    An agent's call already stored from its transcript (SECONDHAND: natural key → id) and now in the tail as
-    its hook's line is one command, not two: the line takes the stored node's place (and id, so its links
-    count), with the hook's exit code, as the next sync will store it."""
+    An agent's call already stored from its transcript (SECONDHAND: natural key → (id, exit code)) and now in
+    the tail as its hook's line is one command, not two: the line takes the stored node's place (and id, so
+    its links count), with the hook's exit code, or the transcript's when the hook could not tell (Codex's
+    says none), as the next sync will store it."""
     tail = [t for t in read if start <= t.ts < end]
     if not tail:
         return commands, naming, set()
@@ -547,10 +548,10 @@ def _with_unsynced(
     stored_as = secondhand(keyed) if keyed and secondhand is not None else {}
     if stored_as:
         fresh = [
-            t.rekeyed(stored_as[t.call_key]) if t.call_key is not None and t.call_key in stored_as else t
+            t.rekeyed(*stored_as[t.call_key]) if t.call_key is not None and t.call_key in stored_as else t
             for t in fresh
         ]
-        replaced = set(stored_as.values())
+        replaced = {node_id for node_id, _ in stored_as.values()}
         commands = [c for c in commands if c[0] not in replaced]
     if who is not None:
         who.update({t.key: {"author": t.author, "author_kind": t.author_kind} for t in fresh})

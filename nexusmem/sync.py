@@ -818,6 +818,8 @@ def sync(
                 # the sources before it stored since it last looked (a hook's line read after atuin's row).
                 ctx.known["shell_commands_written_after"] = store.shell_commands_written_after
                 ctx.known["shell_command_stamps"] = store.shell_command_stamps
+                # An agent's call seen both by its hook and in its transcript: what the other sighting gave.
+                ctx.known["agent_calls_stored"] = store.agent_calls_stored
                 ctx.known["write_seq"] = store.write_seq
                 # The pull requests found closing each stored issue (the GitHub source reads an issue again
                 # without them when only the issue changed).

@@ -197,3 +197,166 @@ def test_transcript_reads_status_echoes_and_pipes_as_the_hook_does(repo: Path, i
     with project_mod.load(repo).open_store(readonly=True) as store:
         (turn,) = store.iter_nodes("conversation_turn")
     assert "$ make lint (exit 3)" in turn.body and "$ pytest -x (exit unknown)" in turn.body
+
+
+# --- Codex: its hook says nothing of the exit status, its rollout does -------------------------------------
+
+CODEX_SESSION = "019dd8e4-15dd-7143-95e8-0000000000c2"
+
+
+@pytest.fixture
+def codex_repo(repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CODEX_HOME", str(isolated_home / ".codex"))
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n", "tests/test_cache.py": "def test(): ...\n"})
+    run_cli("hook", "agent", "install", "codex")
+    return repo
+
+
+# (call id, command, what it printed, its exit code): a failing run, then the same run passing.
+CODEX_CALLS = [
+    (
+        "call_FAIL",
+        "pytest tests/test_cache.py -x",
+        "F\nFAILED tests/test_cache.py::test - KeyError\n1 failed",
+        1,
+    ),
+    ("call_PASS", "pytest tests/test_cache.py -x", "1 passed", 0),
+]
+
+
+def fire_codex(repo: Path, home: Path, call_id: str, command: str, printed: str) -> None:
+    """Codex's PostToolUse for a shell call, run through the installed hook as Codex runs it: `tool_response`
+    is the command's output as a plain string, with no exit code (openai/codex
+    core/src/tools/context.rs: ExecCommandToolOutput::post_tool_use_response)."""
+    data = json.loads((home / ".codex" / "hooks.json").read_text(encoding="utf-8"))
+    (hook,) = [
+        h["command"] for g in data["hooks"]["PostToolUse"] for h in g["hooks"] if "agenthook" in h["command"]
+    ]
+    payload = {
+        "session_id": CODEX_SESSION,
+        "turn_id": "t1",
+        "transcript_path": None,
+        "cwd": str(repo),
+        "hook_event_name": "PostToolUse",
+        "model": "gpt-5.5",
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_response": printed,
+        "tool_use_id": call_id,
+    }
+    done = subprocess.run(
+        ["sh", "-c", hook], input=json.dumps(payload).encode(), capture_output=True, timeout=30
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def write_rollout(repo: Path, home: Path, calls: list[tuple[str, str, str, int]]) -> None:
+    """The same session's rollout: each call and its function_call_output, which says how it exited."""
+    t = START
+    day = home / ".codex" / "sessions" / START.strftime("%Y/%m/%d")
+    records: list[tuple[str, dict[str, object]]] = [
+        ("session_meta", {"id": CODEX_SESSION, "timestamp": T.iso(t), "cwd": str(repo), "source": "cli"}),
+        ("turn_context", {"turn_id": "t1", "cwd": str(repo), "model": "gpt-5.5"}),
+        (
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "fix the cache test"}],
+            },
+        ),
+    ]
+    for call_id, command, printed, code in calls:
+        arguments = json.dumps({"cmd": command, "workdir": str(repo)})
+        records.append(
+            (
+                "response_item",
+                {"type": "function_call", "name": "exec_command", "arguments": arguments, "call_id": call_id},
+            )
+        )
+        output = (
+            f"Chunk ID: ef0014\nWall time: 1.2 seconds\nProcess exited with code {code}\nOutput:\n{printed}"
+        )
+        records.append(
+            ("response_item", {"type": "function_call_output", "call_id": call_id, "output": output})
+        )
+    lines = []
+    for kind, payload in records:
+        t += timedelta(seconds=2)
+        lines.append(json.dumps({"timestamp": T.iso(t), "type": kind, "payload": payload}))
+    day.mkdir(parents=True, exist_ok=True)
+    (day / f"rollout-{START.strftime('%Y-%m-%dT%H-%M-%S')}-{CODEX_SESSION}.jsonl").write_text(
+        "\n".join(lines) + "\n", encoding="utf-8"
+    )
+
+
+def codex_calls(repo: Path) -> dict[str, StoredNode]:
+    return {n.natural_key.rsplit(":", 1)[-1]: n for n in agent_calls(repo)}
+
+
+def fire_all(repo: Path, home: Path, calls: list[tuple[str, str, str, int]]) -> None:
+    for call_id, command, printed, _ in calls:
+        fire_codex(repo, home, call_id, command, printed)
+
+
+def failure_found(repo: Path) -> tuple[str, int | None, int]:
+    out = run_cli("-C", str(repo), "precheck", "--json", "tests/test_cache.py").stdout
+    (finding,) = [f for f in json.loads(out)["findings"] if f["kind"] == "failure"]
+    return finding["command"], finding["exit"], finding["times"]
+
+
+@pytest.mark.parametrize("order", ["hook first", "transcript first", "one sync"])
+def test_a_codex_call_takes_its_exit_code_from_the_rollout(
+    codex_repo: Path, isolated_home: Path, order: str
+) -> None:
+    """Codex's hook line says "exit unknown"; the rollout of the same call (same call id) says 1. The one node
+    is the hook's (its time, no `seen_in`) with the rollout's exit code, whichever was synced first, and
+    precheck sees the failure."""
+    repo = codex_repo
+    failing = CODEX_CALLS[:1]
+    if order == "hook first":
+        fire_all(repo, isolated_home, failing)
+        sync(repo)
+        assert codex_calls(repo)["call_FAIL"].meta["exit"] is None  # all the hook can tell
+        write_rollout(repo, isolated_home, failing)
+    elif order == "transcript first":
+        write_rollout(repo, isolated_home, failing)
+        sync(repo, "--conversation")
+        fire_all(repo, isolated_home, failing)
+        # Not synced yet: precheck reads the hook's line in place of the rollout's node, with its exit code.
+        assert failure_found(repo) == ("pytest tests/test_cache.py -x", 1, 1)
+    else:
+        write_rollout(repo, isolated_home, failing)
+        fire_all(repo, isolated_home, failing)
+    sync(repo, "--conversation")
+    for _ in range(2):  # a second sync changes nothing
+        (failed,) = codex_calls(repo).values()
+        assert failed.meta["exit"] == 1
+        assert failed.title == "pytest tests/test_cache.py -x (exit 1)"
+        assert "exit 1" in failed.body and "exit unknown" not in failed.body
+        assert "seen_in" not in failed.meta and failed.meta["shell"] == "codex"  # the hook's record
+        assert failed.ts > int(START.timestamp() * 1000) + 30 * 60_000  # the hook's time, not the rollout's
+        assert "seen in" not in run_cli("-C", str(repo), "show", failed.id).stdout
+        assert failure_found(repo) == ("pytest tests/test_cache.py -x", 1, 1)
+        sync(repo, "--conversation")
+    preview = run_cli("-C", str(repo), "scan-conversation").stdout.strip().splitlines()[-1]
+    assert preview.startswith("conversation: 0 new, 0 changed"), preview
+
+
+def test_a_codex_failure_and_its_passing_retry_are_linked(codex_repo: Path, isolated_home: Path) -> None:
+    """The failure the rollout revealed is linked to the run that passed after it (failure → fix), and a
+    hook line synced again (`sync --rebuild`) keeps the exit code its rollout gave."""
+    repo = codex_repo
+    fire_all(repo, isolated_home, CODEX_CALLS)
+    sync(repo)
+    write_rollout(repo, isolated_home, CODEX_CALLS)
+    preview = run_cli("-C", str(repo), "scan-conversation").stdout.strip().splitlines()[-1]
+    assert preview.startswith("conversation: 1 new, 2 changed"), preview  # the turn, and both exit codes
+    for args in (["--conversation"], ["--conversation", "--rebuild"]):
+        sync(repo, "--link-failures", *args)
+        calls = codex_calls(repo)
+        failed, passed = calls["call_FAIL"], calls["call_PASS"]
+        assert (failed.meta["exit"], passed.meta["exit"]) == (1, 0)
+        shown = run_cli("-C", str(repo), "show", failed.id).stdout
+        assert f"fixed by {passed.id} (retry)" in shown

@@ -187,11 +187,25 @@ def test_codex_calls_are_recorded(repo: Path, isolated_home: Path, monkeypatch: 
         ),
         codex_post(repo, "true", "call_3", True),  # untyped in the schema: nothing to read
         {**codex_post(repo, "cat a", "call_4", {}), "tool_name": "apply_patch"},  # not a shell call
+        # The older shell tool's header.
+        codex_post(
+            repo, "make", "call_5", "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nmake: *** Error 2"
+        ),
+        # What Codex sends for exec_command: the bare output, which may print such a line of its own.
+        codex_post(repo, "grep -rn code logs", "call_6", "logs/a.log:3:Process exited with code 0\n"),
+        codex_post(repo, "cat notes.txt", "call_7", "Exit code: 0\nWall time: soon\nthat was the plan"),
     ]
     for payload in payloads:
         assert fire(command, payload).returncode == 0
     lines = {line["call_id"]: line for line in log_lines()}
-    assert {k: v["exit"] for k, v in lines.items()} == {"call_1": 101, "call_2": 0, "call_3": None}
+    assert {k: v["exit"] for k, v in lines.items()} == {
+        "call_1": 101,
+        "call_2": 0,
+        "call_3": None,
+        "call_5": 2,
+        "call_6": None,  # the output's words, not Codex's header: the status is unknown
+        "call_7": None,
+    }
     assert all(v["author"] == "codex" and v["session"] == "019a-codex" for v in lines.values())
 
 

@@ -1090,6 +1090,53 @@ def test_current_gemini_sessions_in_jsonl_are_read_once_each(
     assert summary["skipped"] == 1 and summary["problems"] == [f"{current}:9: not a JSON line"], summary
 
 
+def test_a_codex_call_takes_its_exit_status_from_codexs_header_not_from_the_output(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A Codex call still running when its output was handed back (`Process running with session ID`), whose
+    output printed `Exit code: 1`, was stored as exit 1: the status is read only from the header Codex writes
+    above the output (`Process exited with code N`, the older shell tool's `Exit code: N`)."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    t = START
+    lines: list[dict[str, Any]] = []
+
+    def record(kind: str, payload: dict[str, Any]) -> None:
+        nonlocal t
+        t += timedelta(seconds=2)
+        lines.append({"timestamp": T.iso(t), "type": kind, "payload": payload})
+
+    record("session_meta", {"id": "019e-header", "cwd": str(repo), "source": "cli"})
+    record(
+        "response_item",
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "check the CI logs"}]},
+    )
+    outputs = {
+        "cat ci.log": "Chunk ID: a1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nExit code: 1\n",
+        "npm run watch": "Chunk ID: a2\nWall time: 10.0 seconds\nProcess running with session ID 7\n"
+        "Original token count: 9\nOutput:\nstep 3: Process exited with code 2\n",
+        "make": "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nmake: *** [all] Error 2",
+    }
+    for n, (command, output) in enumerate(outputs.items()):
+        arguments = json.dumps({"cmd": command, "workdir": str(repo)})
+        call = {"type": "function_call", "name": "exec_command", "arguments": arguments, "call_id": f"c{n}"}
+        record("response_item", call)
+        record("response_item", {"type": "function_call_output", "call_id": f"c{n}", "output": output})
+    path = (
+        isolated_home
+        / ".codex"
+        / "sessions"
+        / "2026"
+        / "12"
+        / "04"
+        / "rollout-2026-12-04T10-00-00-019e-header.jsonl"
+    )
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    sync_json(repo, "--conversation")
+    exits = {c.ref: c.meta["exit"] for c in agent_calls(repo).values()}
+    assert exits == {"cat ci.log": 0, "npm run watch": None, "make": 2}, exits
+
+
 def test_a_gemini_call_takes_its_exit_status_from_gemini_not_from_the_output(
     repo: Path, isolated_home: Path
 ) -> None:

@@ -36,6 +36,7 @@ def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) ->
     if project_mod.is_initialised(proj.root):
         with proj.open_store() as store:
             scan.known["shell_command_stamps"] = store.shell_command_stamps
+            scan.known["agent_calls_stored"] = store.agent_calls_stored
             scan.known["thread_closers"] = store.thread_closers
             scan.known["turn_keys"] = store.turn_keys  # a resumed agent session's copies are not new turns
             # The deny-list as the sync gates with it (without applying a new user-wide entry: a preview

@@ -75,7 +75,7 @@ class HookReader:
     def importers_of(self, paths: Sequence[str], per_path: int = 50) -> list[tuple[str, str]]:
         return importers_of(self.conn, paths, per_path)
 
-    def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, str]:
+    def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, tuple[str, int | None]]:
         return secondhand_keys(self.conn, natural_keys)
 
     def deny_entries(self) -> list[dict[str, Any]]:
@@ -203,12 +203,17 @@ def importers_of(conn: Any, paths: Sequence[str], per_path: int = 50) -> list[tu
     return out
 
 
-def secondhand_keys(conn: Any, natural_keys: Sequence[str]) -> dict[str, str]:
-    """natural key → id of the shell commands among NATURAL_KEYS stored second-hand (meta `seen_in`: an
-    agent's call read from its transcript), which that call's hook line replaces. An indexed lookup
-    (nodes_source_key), asked only for the agent calls in the log's unsynced tail."""
+def secondhand_keys(conn: Any, natural_keys: Sequence[str]) -> dict[str, tuple[str, int | None]]:
+    """natural key → (id, exit code) of the shell commands among NATURAL_KEYS stored second-hand (meta
+    `seen_in`: an agent's call read from its transcript), which that call's hook line replaces (keeping the
+    transcript's exit code when the line does not know its own). An indexed lookup (nodes_source_key), asked
+    only for the agent calls in the log's unsynced tail."""
     sql = (
-        "SELECT natural_key, id FROM nodes WHERE source = 'shell' AND +kind = 'shell_command'"
-        " AND natural_key IN ({marks}) AND json_extract(meta, '$.seen_in') IS NOT NULL"
+        "SELECT natural_key, id, json_extract(meta, '$.exit') FROM nodes WHERE source = 'shell'"
+        " AND +kind = 'shell_command' AND natural_key IN ({marks})"
+        " AND json_extract(meta, '$.seen_in') IS NOT NULL"
     )
-    return dict(rows_in(conn, sql, list(dict.fromkeys(natural_keys))))
+    return {
+        key: (node_id, code if type(code) is int else None)
+        for key, node_id, code in rows_in(conn, sql, list(dict.fromkeys(natural_keys)))
+    }

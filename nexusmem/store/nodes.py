@@ -910,9 +910,24 @@ class NodesMixin:
         """(node id, path) for every file of the nodes IDS."""
         return hookreads.files_of_many(self.conn, ids)
 
-    def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, str]:
-        """natural key → id of the agent calls among NATURAL_KEYS stored from a transcript (meta `seen_in`)."""
+    def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, tuple[str, int | None]]:
+        """natural key → (id, exit code) of the agent calls among NATURAL_KEYS stored from a transcript (meta
+        `seen_in`)."""
         return hookreads.secondhand_keys(self.conn, natural_keys)
+
+    def agent_calls_stored(self, natural_keys: Sequence[str]) -> dict[str, tuple[str, int, dict[str, Any]]]:
+        """natural key → (command, ts, meta) of the agent calls among NATURAL_KEYS (sources.shell.tail.
+        agent_call_key) that memory holds, whichever way each was seen: what one sighting of a call needs of
+        the other's (the exit code a transcript gave, the hook's own record). Through the (source,
+        natural_key) index."""
+        sql = (
+            "SELECT natural_key, ref, ts, meta FROM nodes WHERE source = 'shell' AND +kind = 'shell_command'"
+            " AND natural_key IN ({marks})"
+        )
+        return {
+            row[0]: (row[1], int(row[2]), json.loads(row[3]) if row[3] else {})
+            for row in rows_in(self.conn, sql, list(dict.fromkeys(natural_keys)))
+        }
 
     def shell_commands_between(
         self, start: int, end: int

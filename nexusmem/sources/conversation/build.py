@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from nexusmem.nodes import Node
 from nexusmem.redact import cut_redacted
@@ -87,6 +88,10 @@ class Earlier:
         if agent not in self.AGENTS:
             return session
         return self._of(agent).setdefault((thread, anchor), session)
+
+
+# natural key → (command, ts, meta) of the agent calls memory holds (Store.agent_calls_stored).
+StoredCalls = Callable[[list[str]], "dict[str, tuple[str, int, dict[str, Any]]]"]
 
 
 def _sections(text: str) -> list[tuple[str, str]]:
@@ -173,6 +178,7 @@ class Builder:
         max_body: int,
         label: Callable[[Path, str], str] = lambda _root, rel: rel,
         earlier: Earlier | None = None,
+        stored: StoredCalls | None = None,
     ) -> None:
         self.project = project
         self.earlier = earlier or Earlier()
@@ -180,6 +186,7 @@ class Builder:
         self.label = label  # how a command's folder is kept (Attributor.label: another checkout's, from here)
         self.roots = roots
         self.max_body = max_body
+        self.stored = stored  # the calls memory holds, for a hook's record that lacks the exit code
         self.memo = Memo()
 
     def nodes(self, thread: Thread) -> Iterator[Node]:
@@ -303,11 +310,16 @@ class Builder:
         if where is None or not command.strip():
             return None
         root, rel = where
+        natural_key = agent_call_key(thread.agent, call.call_id)
+        if call.exit is not None and self.stored is not None:
+            held = self.stored([natural_key]).get(natural_key)
+            if held is not None and "seen_in" not in held[2] and held[2].get("exit") is None:
+                return self._with_exit(thread.agent, natural_key, held, call.exit, (root, rel))
         cwd = self.label(root, rel)
         title, signal = self.memo.title_signal(command, call.exit)
         node = command_node(
             self.project,
-            natural_key=agent_call_key(thread.agent, call.call_id),
+            natural_key=natural_key,
             command=command,
             ts=call.ts,
             cwd=cwd,
@@ -328,3 +340,39 @@ class Builder:
             {"author": thread.agent, "author_kind": "agent", "call_id": call.call_id, "seen_in": "transcript"}
         )
         return node
+
+    def _with_exit(
+        self,
+        agent: str,
+        natural_key: str,
+        held: tuple[str, int, dict[str, Any]],
+        exit_code: int,
+        where: tuple[Path, str],
+    ) -> Node:
+        """The agent hook's record of a call (HELD: its command, time and meta as stored), which could not see
+        the exit code (Codex's hook never says), with EXIT_CODE from the transcript: the node the shell source
+        builds from that hook line once memory holds the transcript's code, so neither undoes the other."""
+        command, ts, meta = held
+        root, rel = where
+        cwd = meta.get("cwd")
+        cwd = cwd if isinstance(cwd, str) else self.label(root, rel)
+        title, signal = self.memo.title_signal(command, exit_code)
+        return command_node(
+            self.project,
+            natural_key=natural_key,
+            command=command,
+            ts=ts,
+            cwd=cwd,
+            exit_code=exit_code,
+            pipestatus=meta.get("pipestatus"),
+            duration_ms=meta.get("duration_ms"),
+            shell=str(meta.get("shell") or agent),
+            session=meta.get("session"),
+            files=self.memo.command_files(command, root, rel),
+            scraped=False,
+            title=title,
+            signal=signal,
+            head=body_head(command, cwd, exit_code),
+            author=str(meta.get("author") or agent),
+            author_kind=str(meta.get("author_kind") or "agent"),
+        )

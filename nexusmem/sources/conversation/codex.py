@@ -5,7 +5,9 @@ directory it started in; `turn_context` (one per turn) the current cwd and model
 `response_item` payloads: `message` (role `user` minus the boilerplate the CLI injects, role `assistant`
 `output_text`; `developer` is instructions), shell calls from `function_call` (`exec_command`, `shell`,
 `shell_command`) and `local_shell_call`, their outcome from the `function_call_output` with the same
-`call_id`, whose text says `Process exited with code N` (older builds: JSON with `metadata.exit_code`).
+`call_id`, whose header above the output says `Process exited with code N` (the older shell tool's `Exit
+code: N`; older builds: JSON with `metadata.exit_code`; agentcmd.codex_header_code reads the header only, not
+an output that printed such a line).
 `event_msg` mirrors the messages for the UI: used only when a file has no `response_item` messages.
 A subagent gets its own rollout file whose `session_meta.source` names it: that thread is a sidechain.
 """
@@ -34,6 +36,7 @@ from nexusmem.sources.conversation.model import (
     strip_injected,
     text_of,
 )
+from nexusmem.sources.shell.agentcmd import codex_header_code
 
 AGENT = "codex"
 
@@ -49,7 +52,6 @@ _BOILERPLATE = (
     "<INSTRUCTIONS>",
 )
 _SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "container.exec", "local_shell"})
-_EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _KNOWN_TYPES = frozenset(
     {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state"}
@@ -124,8 +126,7 @@ def _exit_of(output: Any) -> int | None:
             meta = data.get("metadata")
             if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
                 return int(meta["exit_code"])
-    found = _EXIT.search(output[:4096])
-    return int(found.group(1)) if found else None
+    return codex_header_code(output)
 
 
 def parse(path: Path, report: Report) -> list[Thread]:

@@ -153,7 +153,13 @@ class ConversationSource:
         # The turns stored before, by their anchors: a resumed session's copies of them are the same turns.
         earlier = Earlier(ctx.known.get("turn_keys"))
         builder = Builder(
-            ctx.project_id, self._matcher(attributor), roots, max_body, attributor.label, earlier
+            ctx.project_id,
+            self._matcher(attributor),
+            roots,
+            max_body,
+            attributor.label,
+            earlier,
+            stored=ctx.known.get("agent_calls_stored"),
         )
         report = Report()
         files = self._files(wanted, roots)

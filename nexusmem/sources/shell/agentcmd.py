@@ -8,8 +8,10 @@ transcript). Payload shapes are in the agents' hook docs; what is known of them:
   outcome, whose exit code exists only as text: `"error": "Exit code 2\\n<stderr>"`. A user's interrupt
   (`is_interrupt: true`) is not a failure of the command; a timeout ("Command timed out after 2m") has no
   code. There is no `tool_response.exit_code`. No payload carries a time: stamped on receipt.
-- Codex sends only `PostToolUse`, failures included; its `tool_response` is untyped: an `exitCode` /
-  `exit_code` number when there is one, else the output text's "Process exited with code N".
+- Codex sends only `PostToolUse`, failures included; its `tool_response` is untyped in the schema, and for
+  a shell call it is the bare output as a string, with no exit code (the rollout transcript has it: the
+  sync gives it to the hook's record, sources/conversation/build.py). An `exitCode` / `exit_code` field,
+  or Codex's own header above an output ("Process exited with code N" … "Output:"), is read when present.
 
 Agents wrap commands in ways that hide the status: of Bash calls measured by the original product, 15 of 17
 ended in `; echo "EXIT:$?"` and 12 of 69 piped into `| head -100`. So the command is canonicalised (a
@@ -487,24 +489,65 @@ def echoed_code(output: Any) -> int | None:
     return _labelled_code(tail.rsplit("\n", 1)[-1]) if tail else None
 
 
+# The lines Codex writes above a shell call's output where it formats one for the model (the rollout's
+# function_call_output: unified exec's "Chunk ID: …\nWall time: …\nProcess exited with code N\nOutput:\n…",
+# the older shell tool's "Exit code: N\nWall time: …\nOutput:\n…"): (prefix, whether it gives the code).
+_CODEX_HEADER = (
+    ("Process exited with code ", True),
+    ("Exit code: ", True),
+    ("Command: ", False),
+    ("Chunk ID: ", False),
+    ("Wall time: ", False),
+    ("Process running with session ID ", False),
+    ("Original token count: ", False),
+    ("Total output lines: ", False),
+)
+
+
+def codex_header_code(text: str) -> int | None:
+    """The exit code in the header Codex puts above a shell call's output (see _CODEX_HEADER), None when TEXT
+    does not start with such a header that ends in an `Output:` line (or ends TEXT): a command's own output
+    that happens to print "Exit code: 0" says nothing of its status. Codex's PostToolUse hook hands over the
+    bare output, no header (openai/codex core/src/tools/context.rs: post_tool_use_response)."""
+    code = None
+    at = 0
+    for _ in range(len(_CODEX_HEADER) + 1):
+        end = text.find("\n", at)
+        line = (text[at:] if end < 0 else text[at:end]).rstrip("\r")
+        if line == "Output:" or (not line and (end < 0 or not text[end + 1 :].strip())):
+            return code
+        for prefix, gives_code in _CODEX_HEADER:
+            if line.startswith(prefix):
+                if gives_code:
+                    code = _int_prefix(line[len(prefix) :])
+                break
+        else:
+            return None
+        if end < 0:
+            return code
+        at = end + 1
+    return None
+
+
 def _codex_code(response: Any) -> int | None:
+    """The exit code of a Codex PostToolUse `tool_response` (untyped in its schema): an `exitCode` /
+    `exit_code` / `metadata.exit_code` number, or a header in Codex's format (codex_header_code)."""
     if isinstance(response, dict):
         for key in ("exitCode", "exit_code"):
             value = response.get(key)
             if type(value) is int:
                 return value
+        metadata = response.get("metadata")
+        if isinstance(metadata, dict) and type(metadata.get("exit_code")) is int:
+            code: int = metadata["exit_code"]
+            return code
         for key in ("output", "stdout", "formatted_output"):
-            code = _codex_code(response.get(key))
-            if code is not None:
-                return code
+            found = _codex_code(response.get(key))
+            if found is not None:
+                return found
         return None
     if isinstance(response, str):
-        head = response[:4000]
-        for marker in ("Process exited with code ", "Exit code: ", "Exit code "):
-            at = head.find(marker)
-            if at >= 0:
-                return _int_prefix(head[at + len(marker) :])
-        return None
+        return codex_header_code(response)
     return None
 
 

@@ -149,6 +149,10 @@ class ShellSource:
         seen_shells: set[str],
     ) -> Generator[Node, None, int]:
         attributor = Attributor.for_repo(ctx.root, ctx.known.get("former_roots", ()))
+        # An agent's call whose hook could not see its exit code (Codex's hook never says) takes the one its
+        # transcript gave, when memory holds that call already (the conversation source builds the same node
+        # when it reads the transcript after the line).
+        stored_calls = ctx.known.get("agent_calls_stored")
         facts: dict[tuple[str, str, int | None], Facts | None] = {}
         project = ctx.project_id
         done = offset
@@ -174,6 +178,11 @@ class ShellSource:
             seen_shells.add(line.shell)
             if attributor.moved_away(line.cwd, line.ts):
                 continue  # run where the repository was, after it moved: another's (one made there since)
+            call_key = _call_key(line)
+            if line.exit is None and call_key is not None and stored_calls is not None:
+                held = stored_calls([call_key]).get(call_key)
+                if held is not None and type(held[2].get("exit")) is int:
+                    line.exit = held[2]["exit"]
             # Everything derived from (command, cwd, exit) is computed once per distinct triple: a real
             # log repeats a few hundred of them, so redaction, signals and file checks cost almost nothing.
             key = (line.command, line.cwd, line.exit)
@@ -191,7 +200,7 @@ class ShellSource:
             if known is None:
                 continue  # another project's line, or an empty command: nothing wrong with the log
             command, rel, files, title, signal, head = known
-            natural_key = _call_key(line) or f"{line.session}\x1f{line.ts}\x1f{command}"
+            natural_key = call_key or f"{line.session}\x1f{line.ts}\x1f{command}"
             yield command_node(
                 project,
                 natural_key=natural_key,

@@ -108,9 +108,10 @@ class TailCommand(_Fields):
 
     __slots__ = ()
 
-    def rekeyed(self, key: str) -> TailCommand:
-        """This command standing in for the stored node KEY (precheck: the same call stored from a transcript)."""
-        return self._replace(key=key)
+    def rekeyed(self, key: str, exit: int | None = None) -> TailCommand:
+        """This command standing in for the stored node KEY (precheck: the same call stored from a transcript),
+        with that node's EXIT code when the hook line does not know its own (as the sync stores it)."""
+        return self._replace(key=key) if self.exit is not None else self._replace(key=key, exit=exit)
 
 
 def unsynced_tail(
