@@ -360,3 +360,31 @@ def test_a_codex_failure_and_its_passing_retry_are_linked(codex_repo: Path, isol
         assert (failed.meta["exit"], passed.meta["exit"]) == (1, 0)
         shown = run_cli("-C", str(repo), "show", failed.id).stdout
         assert f"fixed by {passed.id} (retry)" in shown
+
+
+def test_a_codex_rollout_reads_status_echoes_as_the_hook_does(codex_repo: Path, isolated_home: Path) -> None:
+    """`cmd; echo "EXIT:$?"` exits 0 (the echo's status): the command's own code is the echoed line, read
+    back from a Codex rollout as from a Claude Code transcript and from either agent's hook (it was stored as
+    exit unknown); a pipe into tail still leaves it unknown."""
+    repo = codex_repo
+    calls = [
+        ("call_ECHO", 'pytest tests/test_cache.py -x; echo "EXIT:$?"', "F\n1 failed, 30 passed\nEXIT:1", 0),
+        ("call_TAIL", "pytest tests/test_cache.py -x 2>&1 | tail -5", "1 failed, 30 passed", 0),
+    ]
+    write_rollout(repo, isolated_home, calls)
+    sync(repo, "--conversation")
+    found = {k: (n.ref, n.meta["exit"]) for k, n in codex_calls(repo).items()}
+    assert found == {
+        "call_ECHO": ("pytest tests/test_cache.py -x", 1),
+        "call_TAIL": ("pytest tests/test_cache.py -x", None),
+    }
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        (turn,) = store.iter_nodes("conversation_turn")
+    assert "$ pytest tests/test_cache.py -x (exit 1)" in turn.body
+    # The hook's lines of the same calls say the same.
+    fire_all(repo, isolated_home, calls)
+    sync(repo, "--conversation")
+    assert {k: (n.ref, n.meta["exit"], "seen_in" in n.meta) for k, n in codex_calls(repo).items()} == {
+        "call_ECHO": ("pytest tests/test_cache.py -x", 1, False),
+        "call_TAIL": ("pytest tests/test_cache.py -x", None, False),
+    }

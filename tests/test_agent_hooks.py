@@ -194,6 +194,8 @@ def test_codex_calls_are_recorded(repo: Path, isolated_home: Path, monkeypatch: 
         # What Codex sends for exec_command: the bare output, which may print such a line of its own.
         codex_post(repo, "grep -rn code logs", "call_6", "logs/a.log:3:Process exited with code 0\n"),
         codex_post(repo, "cat notes.txt", "call_7", "Exit code: 0\nWall time: soon\nthat was the plan"),
+        # A status echoed by the command: read back from the output's last line, as for Claude Code.
+        codex_post(repo, 'pytest -x; echo "EXIT:$?"', "call_8", "F\n1 failed, 30 passed\nEXIT:1"),
     ]
     for payload in payloads:
         assert fire(command, payload).returncode == 0
@@ -205,7 +207,9 @@ def test_codex_calls_are_recorded(repo: Path, isolated_home: Path, monkeypatch: 
         "call_5": 2,
         "call_6": None,  # the output's words, not Codex's header: the status is unknown
         "call_7": None,
+        "call_8": 1,
     }
+    assert lines["call_8"]["command"] == "pytest -x"
     assert all(v["author"] == "codex" and v["session"] == "019a-codex" for v in lines.values())
 
 

@@ -44,7 +44,7 @@ from nexusmem.sources.conversation.model import (
     strip_injected,
     text_of,
 )
-from nexusmem.sources.shell.agentcmd import canonical, echoed_code
+from nexusmem.sources.shell.agentcmd import call_status
 
 AGENT = "claude-code"
 
@@ -279,13 +279,9 @@ def _user(state: _ThreadState, content: Any, record: dict[str, Any], ts: int, cw
                 found = _EXIT_LINE.match(output)
                 call.exit = int(found.group(1)) if found else None
             else:
-                # As the agent hook reads it (agentcmd.log_line): a trailing `; echo "EXIT:$?"` hides the
+                # As the agent hook reads it (agentcmd.status_of): a trailing `; echo "EXIT:$?"` hides the
                 # status in the output's last line; a pipe into head/tail leaves it unknown.
-                echoed, masked = canonical(call.command, "")[2:]
-                if echoed and not masked:
-                    call.exit = echoed_code(output)
-                else:
-                    call.exit = None if masked or masked_status(call.command) else 0
+                call.exit = call_status(call.command, None if masked_status(call.command) else 0, output)
         return
     text = strip_injected(text_of(content))
     if not text or text.startswith(_INJECTED_PREFIXES):

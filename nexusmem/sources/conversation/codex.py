@@ -7,7 +7,8 @@ directory it started in; `turn_context` (one per turn) the current cwd and model
 `shell_command`) and `local_shell_call`, their outcome from the `function_call_output` with the same
 `call_id`, whose header above the output says `Process exited with code N` (the older shell tool's `Exit
 code: N`; older builds: JSON with `metadata.exit_code`; agentcmd.codex_header_code reads the header only, not
-an output that printed such a line).
+an output that printed such a line). A status echoed by the command is read back as the hooks do it
+(agentcmd.call_status).
 `event_msg` mirrors the messages for the UI: used only when a file has no `response_item` messages.
 A subagent gets its own rollout file whose `session_meta.source` names it: that thread is a sidechain.
 """
@@ -36,7 +37,7 @@ from nexusmem.sources.conversation.model import (
     strip_injected,
     text_of,
 )
-from nexusmem.sources.shell.agentcmd import codex_header_code
+from nexusmem.sources.shell.agentcmd import call_status, codex_header_code
 
 AGENT = "codex"
 
@@ -110,8 +111,9 @@ def _command(name: str, arguments: Any) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _exit_of(output: Any) -> int | None:
-    """The exit status a function_call_output reports, or None when it does not say."""
+def _exit_of(output: Any) -> tuple[int | None, str]:
+    """The exit status a function_call_output reports (None when it does not say), and what the command
+    printed (the header above it left in: a status echo is read from the last line)."""
     if isinstance(output, dict):
         output = output.get("content", output.get("output", ""))
     if not isinstance(output, str):
@@ -123,10 +125,13 @@ def _exit_of(output: Any) -> int | None:
         except ValueError:
             data = None
         if isinstance(data, dict):
+            printed = data.get("output")
+            printed = printed if isinstance(printed, str) else ""
             meta = data.get("metadata")
             if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
-                return int(meta["exit_code"])
-    return codex_header_code(output)
+                return int(meta["exit_code"]), printed
+            return None, printed
+    return codex_header_code(output), output
 
 
 def parse(path: Path, report: Report) -> list[Thread]:
@@ -241,10 +246,12 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
             elif ptype == "function_call_output":
                 call = pending.pop(str(payload.get("call_id")), None)
                 if call is not None:
-                    status = _exit_of(payload.get("output"))
-                    call.exit = (
-                        None if status is not None and status == 0 and masked_status(call.command) else status
-                    )
+                    status, printed = _exit_of(payload.get("output"))
+                    if status == 0 and masked_status(call.command):
+                        status = None  # `| head`, `; echo $?`: the 0 is another program's
+                    # As the agent hook reads it (agentcmd.status_of): a trailing `; echo "EXIT:$?"` hides
+                    # the status in the output's last line; a pipe into head/tail leaves it unknown.
+                    call.exit = call_status(call.command, status, printed)
             elif ptype == "custom_tool_call" and payload.get("name") == "apply_patch":
                 patch = payload.get("input")
                 if isinstance(patch, str):

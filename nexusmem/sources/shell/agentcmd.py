@@ -489,6 +489,25 @@ def echoed_code(output: Any) -> int | None:
     return _labelled_code(tail.rsplit("\n", 1)[-1]) if tail else None
 
 
+def status_of(echoed: bool, masked: bool, reported: int | None, output: Any) -> int | None:
+    """The exit code to keep for an agent's call whose command ends as canonical() found (ECHOED, MASKED),
+    which the agent reported as REPORTED with OUTPUT (what it printed): after a trailing status echo, the code
+    on OUTPUT's last line (None when that line is none: the reported 0 is the echo's); after a pipe into a
+    filter whose status replaced the command's, unknown (None); else REPORTED. The one rule for the hooks
+    (log_line) and every transcript (call_status)."""
+    if masked:
+        return None
+    if echoed:
+        return echoed_code(output)
+    return reported
+
+
+def call_status(command: str, reported: int | None, output: Any) -> int | None:
+    """status_of for an agent's COMMAND as it ran (a transcript's call, canonicalised here)."""
+    _, _, echoed, masked = canonical(command, "")
+    return status_of(echoed, masked, reported, output)
+
+
 # The lines Codex writes above a shell call's output where it formats one for the model (the rollout's
 # function_call_output: unified exec's "Chunk ID: …\nWall time: …\nProcess exited with code N\nOutput:\n…",
 # the older shell tool's "Exit code: N\nWall time: …\nOutput:\n…"): (prefix, whether it gives the code).
@@ -591,13 +610,14 @@ def log_line(agent: str, payload: Any, now_ms: int) -> dict[str, Any] | None:
         exit_code = None if interrupted else code
     elif agent == "claude-code":
         interrupted = isinstance(response, dict) and response.get("interrupted") is True
-        exit_code = None if interrupted else 0
-        if echoed and not interrupted and isinstance(response, dict):
-            exit_code = echoed_code(response.get("stdout"))
+        printed = response.get("stdout") if isinstance(response, dict) else None
+        exit_code = None if interrupted else status_of(echoed, masked, 0, printed)
     else:
-        exit_code = _codex_code(response)
-        if echoed and isinstance(response, dict):
-            exit_code = echoed_code(response.get("stdout") or response.get("output"))
+        # Codex's output is the response itself (a string), or a field of it.
+        printed = response if isinstance(response, str) else None
+        if isinstance(response, dict):
+            printed = response.get("stdout") or response.get("output")
+        exit_code = status_of(echoed, masked, _codex_code(response), printed)
     if masked:
         exit_code = None
     duration = payload.get("duration_ms")
