@@ -187,6 +187,7 @@ def test_transcript_reads_status_echoes_and_pipes_as_the_hook_does(repo: Path, i
     w.user("lint it and run the tests")
     w.bash("toolu_01ECHO", f'cd "{repo / "src"}" && make lint; echo "EXIT:$?"', "ruff: 3 errors\nEXIT:3")
     w.bash("toolu_01TAIL", "pytest -x 2>&1 | tail -20", "1 failed")
+    w.bash("toolu_01PIPE", 'pytest -q 2>&1 | tail -5; echo "EXIT:${PIPESTATUS[0]}"', "1 failed\nEXIT:1")
     w.write(isolated_home / ".claude" / "projects" / "-repo" / f"{SESSION}.jsonl")
     (repo / "src").mkdir(exist_ok=True)
     sync(repo, "--conversation")
@@ -194,6 +195,8 @@ def test_transcript_reads_status_echoes_and_pipes_as_the_hook_does(repo: Path, i
     echo, tail = calls["toolu_01ECHO"], calls["toolu_01TAIL"]
     assert (echo.ref, echo.meta["cwd"], echo.meta["exit"]) == ("make lint", "src", 3)  # read from EXIT:3
     assert (tail.ref, tail.meta["exit"]) == ("pytest -x", None)  # tail's status says nothing
+    pipe = calls["toolu_01PIPE"]
+    assert (pipe.ref, pipe.meta["exit"]) == ("pytest -q", 1)  # the first command's status, echoed
     with project_mod.load(repo).open_store(readonly=True) as store:
         (turn,) = store.iter_nodes("conversation_turn")
     assert "$ make lint (exit 3)" in turn.body and "$ pytest -x (exit unknown)" in turn.body

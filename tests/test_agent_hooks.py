@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -171,6 +172,53 @@ def test_claude_code_calls_are_recorded_with_real_exit_codes(repo: Path, isolate
             2,
         )
         assert node.natural_key == agent_call_key("claude-code", "toolu_B")
+
+
+# A test run that fails with 2 (pytest's usage error), printing a last line as pytest does.
+FAILING_RUN = "python3 -c 'import sys; print(\"1 failed, 30 passed\"); sys.exit(2)'"
+
+
+@pytest.mark.parametrize(
+    ("shell", "tail", "expected"),
+    [
+        # The echo reports the first command's status: that command's own once `| tail` goes.
+        ("bash", '2>&1 | tail -5; echo "EXIT:${PIPESTATUS[0]}"', (FAILING_RUN, 2)),
+        ("zsh", '2>&1 | tail -5; echo "EXIT:$pipestatus[1]"', (FAILING_RUN, 2)),
+        ("zsh", '| tee log; echo "EXIT:${pipestatus[1]}"', (FAILING_RUN, 2)),
+        # The first command's status says nothing of a pipeline that is still one.
+        ("bash", '| grep passed; echo "EXIT:${PIPESTATUS[0]}"', (f"{FAILING_RUN} | grep passed", None)),
+        (
+            "bash",
+            '| tail -5 | grep -c x; echo "EXIT:${PIPESTATUS[0]}"',
+            (f"{FAILING_RUN} | tail -5 | grep -c x", None),
+        ),
+        # Another stage's status, all of them, or a shell that does not have the array: unknown, not 0.
+        ("bash", '| tail -5; echo "EXIT:${PIPESTATUS[1]}"', None),
+        ("bash", '| tail -5; echo "EXIT:${PIPESTATUS[@]}"', None),
+        ("bash", '| tail -5; echo "EXIT:$pipestatus[1]"', (FAILING_RUN, None)),
+        ("zsh", '| tail -5; echo "EXIT:${PIPESTATUS[0]}"', (FAILING_RUN, None)),
+    ],
+)
+def test_a_pipelines_first_status_echoed_is_read_only_when_it_is_the_commands(
+    repo: Path, isolated_home: Path, shell: str, tail: str, expected: tuple[str, int | None] | None
+) -> None:
+    """`pytest -x 2>&1 | tail -5; echo "EXIT:${PIPESTATUS[0]}"` ends 0 (the echo's status) and printed EXIT:2:
+    it was stored as exit 0. The output is what the real shell prints for the command."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"no {shell}")
+    command = f"{FAILING_RUN} {tail}"
+    printed = subprocess.run(
+        [shell, "-c", command], cwd=repo, capture_output=True, text=True, timeout=30, check=False
+    ).stdout
+    run_cli("hook", "agent", "install", "claude-code")
+    post = installed_command(claude_settings(isolated_home), "PostToolUse")
+    done = fire(post, claude_success(repo, command, "toolu_PIPE", printed))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    (line,) = log_lines()
+    if expected is None:
+        assert line["exit"] is None  # the command as typed, echo and all: nothing read from it
+    else:
+        assert (line["command"], line["exit"]) == expected
 
 
 def test_codex_calls_are_recorded(repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

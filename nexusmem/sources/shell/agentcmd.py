@@ -72,15 +72,31 @@ def _labelled_code(line: str) -> int | None:
     return int(text[start:])
 
 
-def _is_status_echo(segment: str) -> bool:
-    """Whether SEGMENT (the last `;`-separated part of a command) is `echo "EXIT:$?"` or the like."""
+# The status references a trailing echo may report, and whether each is the status of the last pipeline's
+# FIRST command rather than of the whole: `$?`; bash's `${PIPESTATUS[0]}`; zsh's `$pipestatus[1]` (its arrays
+# count from 1). Only these spellings: any other element is another command's status.
+_STATUS_REFS = (
+    ("$?", False),
+    ("${PIPESTATUS[0]}", True),
+    ("$pipestatus[1]", True),
+    ("${pipestatus[1]}", True),
+)
+_PIPESTATUS_NAMES = ("PIPESTATUS", "pipestatus")
+
+
+def _status_echo(segment: str) -> tuple[bool, bool]:
+    """(whether SEGMENT, the last `;`-separated part of a command, is `echo "EXIT:$?"` or the like, whether
+    what it echoes is the status of the last pipeline's first command: `${PIPESTATUS[0]}`)."""
     words = segment.strip()
-    if not words.startswith("echo ") or words.count("$") != 1 or "$?" not in words:
-        return False
+    if not words.startswith("echo ") or words.count("$") != 1:
+        return False, False
+    found = next(((ref, first) for ref, first in _STATUS_REFS if ref in words), None)
+    if found is None:
+        return False, False
     rest = words[5:].strip()
     if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "'\"":
         rest = rest[1:-1]
-    return _labelled_code(rest.replace("$?", "0")) == 0
+    return _labelled_code(rest.replace(found[0], "0")) == 0, found[1]
 
 
 # Reserved words that open and close a compound command, whose `;`, `|` and `&&` are inside it: `for f in a
@@ -451,6 +467,9 @@ def canonical(command: str, cwd: str) -> tuple[str, str, bool, bool]:
 
     - `cd DIR && rest` (repeated): DIR becomes the cwd (joined to CWD when relative), REST the command;
     - a final `; echo "EXIT:$?"`: dropped; `status echoed` tells the caller to read the code from the output;
+      `; echo "EXIT:${PIPESTATUS[0]}"` (zsh: `$pipestatus[1]`) too, when it reports the command's own status:
+      what is left once a final `| tail` goes is one command, not a pipeline (masked otherwise); an echo of
+      another element of PIPESTATUS / pipestatus says nothing of the command (masked);
     - a final `| head -N` / `| tail` / `| tee f` (and a `2>&1` before it): dropped; `status masked` = the
       exit status is the filter's, not the command's (when the echo came after such a pipe, it is masked too).
     """
@@ -464,11 +483,17 @@ def canonical(command: str, cwd: str) -> tuple[str, str, bool, bool]:
             break
         cwd = os.path.normpath(os.path.join(cwd, os.path.expanduser(target))) if cwd else target
         text = text[ops[0][0] + 2 :].strip()
-    echoed = False
-    if "$?" in text:
+    echoed = first = other = False
+    if "$" in text:
         ops = _top_level(text)
-        if ops and ops[-1][1] == ";" and ops[-1][0] > 0 and _is_status_echo(text[ops[-1][0] + 1 :]):
-            text, echoed = text[: ops[-1][0]].rstrip(), True
+        if ops and ops[-1][1] == ";" and ops[-1][0] > 0:
+            last = text[ops[-1][0] + 1 :]
+            echoed, first = _status_echo(last)
+            if echoed:
+                text = text[: ops[-1][0]].rstrip()
+            else:
+                # `echo "${PIPESTATUS[1]}"`, `echo "${PIPESTATUS[@]}"`: another stage's status, or several
+                other = last.lstrip().startswith("echo ") and any(n in last for n in _PIPESTATUS_NAMES)
     masked = False
     ops = _top_level(text)
     if ops and ops[-1][1] == "|":
@@ -478,7 +503,13 @@ def canonical(command: str, cwd: str) -> tuple[str, str, bool, bool]:
             text = text[: ops[-1][0]].rstrip()
             if text.endswith("2>&1"):
                 text = text[:-4].rstrip()
-    return text or command.strip(), cwd, echoed, masked
+    if first:
+        # `${PIPESTATUS[0]}` is the status of the last pipeline's first command: the command's own when that
+        # is all that is left of the pipeline (`pytest -x 2>&1 | tail -5`, its filter taken off); of a
+        # pipeline still (`pytest | grep FAIL`), it tells nothing of the whole.
+        ops = _top_level(text)
+        masked = bool(ops) and ops[-1][1] == "|"
+    return text or command.strip(), cwd, echoed, masked or other
 
 
 def echoed_code(output: Any) -> int | None:
