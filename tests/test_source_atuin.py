@@ -544,3 +544,64 @@ def test_a_hook_line_removes_only_the_atuin_row_of_the_same_run_and_keeps_its_ve
         back = store.get(heir.id)
     assert back is not None and (back.trust, back.superseded_by) == ("rejected", marked)
     assert node_of("npm test", "shell").trust == "verified"
+
+
+@pytest.mark.parametrize("first", ["atuin", "hook", "together"])
+def test_an_agents_failure_seen_by_atuin_and_our_agent_hook_is_one_node_with_the_real_code(
+    repo: Path, atuin_db: Path, isolated_home: Path, first: str
+) -> None:
+    """atuin's Claude Code hook records every failed Bash call with exit 1; ours keeps the real code (`Exit
+    code 2`). The two were never paired (the codes differ), so the one failure was stored twice, once as
+    exit 1. Both failures of the same agent call are one run: one node, the hook's, with exit 2, whichever
+    was synced first."""
+    commit(repo, "feat: docs", {"docs/index.rst": "Docs\n====\n"})
+    run_cli("hook", "agent", "install", "claude-code")
+    settings = json.loads((isolated_home / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    (hook,) = [
+        h["command"]
+        for group in settings["hooks"]["PostToolUseFailure"]
+        for h in group["hooks"]
+        if "agenthook" in h["command"]
+    ]
+    conn = make_db(atuin_db)
+    now = int(time.time() * 1000)
+
+    def atuin_rows() -> None:
+        # What atuin's own hook wrote for the same call (PostToolUseFailure: exit forced to 1).
+        add(conn, "make -C docs html", repo, now - 300, duration_ms=300, exit=1, author="claude-code", kind=2)
+
+    def hook_line() -> None:
+        payload = {
+            "session_id": "sess-atuin",
+            "cwd": str(repo),
+            "hook_event_name": "PostToolUseFailure",
+            "tool_name": "Bash",
+            "tool_input": {"command": "make -C docs html", "description": "Build the docs"},
+            "tool_use_id": "toolu_01DOCS",
+            "error": "Exit code 2\nmake: *** [html] Error 2",
+            "is_interrupt": False,
+            "duration_ms": 300,
+        }
+        done = subprocess.run(
+            ["sh", "-c", hook],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+    if first == "together":
+        atuin_rows()
+        hook_line()
+        sync.sync(repo)
+    else:
+        for step in (atuin_rows, hook_line) if first == "atuin" else (hook_line, atuin_rows):
+            step()
+            sync.sync(repo)
+    with load(repo).open_store() as store:
+        ids = [r[0] for r in store.shell_commands_between(0, 2**62)]
+        found = [(n.ref, n.source, n.meta["exit"], n.meta["author"]) for n in store.get_many(ids).values()]
+    assert found == [("make -C docs html", "shell", 2, "claude-code")], found
+    again = sync.sync(repo)
+    assert [(p.added, p.removed) for p in again.sources if p.name in ("shell", "atuin")] == [(0, 0), (0, 0)]

@@ -16,7 +16,8 @@ is stored; `sources.atuin.enabled: false` turns it off.
   into the cwd, a trailing status echo or `| tail` off, the exit then unknown), so the two match.
 - Not twice: a command our own prompt or agent hook also logged is left to the hook's node, which has the
   pipeline statuses and the exact call id: the same redacted text, the same exit code (atuin's `$?` is the
-  pipeline's last status; a code either did not know matches any), and the hook's start within 5 s of the
+  pipeline's last status; a code either did not know matches any; for an agent's call, any failure matches
+  any failure: atuin's Claude Code hook records each as 1, ours the real code, which is the one kept), and the hook's start within 5 s of the
   row's start or end (the folder is not compared: the prompt hooks log the one a command ended in, atuin the
   one it started in, so `cd src` differs). One hook line stands for one row, the nearest: `make` typed twice
   stays two. Two runs in two shells (one hooked by atuin only, one by both) with the same text and exit
@@ -50,12 +51,14 @@ from nexusmem.sources.shell.agentcmd import AGENTS as OUR_AGENTS
 from nexusmem.sources.shell.agentcmd import canonical
 from nexusmem.sources.shell.attribution import Attributor
 from nexusmem.sources.shell.logline import EXIT_MAX, EXIT_MIN, MAX_DURATION_MS
-from nexusmem.sources.shell.node import Memo, body_head, command_node
+from nexusmem.sources.shell.node import Memo, agent_call_key, body_head, command_node
 
 # atuin-client history.rs KNOWN_AGENTS: an `author` naming one of these is an agent even without author_kind.
 ATUIN_AGENTS = ("claude-code", "codex", "copilot", "opencode", "pi")
 AGENT_KIND = 2
 SAME_COMMAND_MS = 5_000
+# How the natural key of an agent's call starts (sources.shell.tail.agent_call_key), whichever way it was seen.
+_AGENT_CALL_KEY = agent_call_key("", "").split(":", 1)[0] + ":"
 RUNNING_MAX_NS = 86_400 * 10**9
 _CURSOR_VERSION = 1
 # Bad rows the cursor remembers as reported (those the next sync reads again): bounded.
@@ -123,13 +126,17 @@ class _Run:
         return self.ts + (self.duration_ms or 0)
 
     def seen_as(self, code: int | None) -> bool:
-        """Whether a recorder could have seen this run end with CODE (None: it did not know)."""
-        return code is None or self.exit is None or code in (self.exit, self.last_status)
+        """Whether a recorder could have seen this run end with CODE (None: it did not know). An agent's call
+        (our agent hook's node, or its transcript's: key `agent:…`) that failed was seen failing by atuin's
+        agent hook with any code: atuin's Claude Code hook records every failure as 1."""
+        if code is None or self.exit is None or code in (self.exit, self.last_status):
+            return True
+        return self.key.startswith(_AGENT_CALL_KEY) and code != 0 and self.exit != 0
 
 
 def _pair(runs: list[_Run], hooks: list[_Run]) -> list[tuple[_Run, str]]:
     """(atuin run, id of the hook's node of the same run): the same text and exit code (a code either
-    recorder did not know matches any), the hook's start within SAME_COMMAND_MS of the row's start or end
+    recorder did not know matches any; _Run.seen_as), the hook's start within SAME_COMMAND_MS of the row's start or end
     (a hook stamps one or the other, by shell). One to one, nearest first: a hook's line stands for one atuin
     row only, so `make` typed twice, or run in two shells atuin both hooks, stays two."""
     by_text: dict[str, list[_Run]] = {}
