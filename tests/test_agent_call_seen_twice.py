@@ -254,8 +254,12 @@ def fire_codex(repo: Path, home: Path, call_id: str, command: str, printed: str)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
 
 
-def write_rollout(repo: Path, home: Path, calls: list[tuple[str, str, str, int]]) -> None:
-    """The same session's rollout: each call and its function_call_output, which says how it exited."""
+def write_rollout(
+    repo: Path, home: Path, calls: list[tuple[str, str, str, int]], *, polled: frozenset[str] = frozenset()
+) -> None:
+    """The same session's rollout: each call and its function_call_output, which says how it exited. A call
+    in POLLED ran longer than exec_command waits: its output says it is still running, and a later
+    write_stdin poll of its session gets the exit code."""
     t = START
     day = home / ".codex" / "sessions" / START.strftime("%Y/%m/%d")
     records: list[tuple[str, dict[str, object]]] = [
@@ -281,6 +285,29 @@ def write_rollout(repo: Path, home: Path, calls: list[tuple[str, str, str, int]]
         output = (
             f"Chunk ID: ef0014\nWall time: 1.2 seconds\nProcess exited with code {code}\nOutput:\n{printed}"
         )
+        if call_id in polled:
+            session = 40 + len(records)
+            running = (
+                f"Chunk ID: ef0015\nWall time: 10.0 seconds\nProcess running with session ID {session}\n"
+            )
+            # What it printed so far (a line that looks like a status means nothing yet).
+            running += "Original token count: 5\nOutput:\ncollected 31 items\nExit code: 0 of the fixture\n"
+            records.append(
+                ("response_item", {"type": "function_call_output", "call_id": call_id, "output": running})
+            )
+            poll = json.dumps({"session_id": session, "chars": "", "yield_time_ms": 30000})
+            records.append(
+                (
+                    "response_item",
+                    {
+                        "type": "function_call",
+                        "name": "write_stdin",
+                        "arguments": poll,
+                        "call_id": f"{call_id}_poll",
+                    },
+                )
+            )
+            call_id = f"{call_id}_poll"
         records.append(
             ("response_item", {"type": "function_call_output", "call_id": call_id, "output": output})
         )
@@ -391,3 +418,20 @@ def test_a_codex_rollout_reads_status_echoes_as_the_hook_does(codex_repo: Path, 
         "call_ECHO": ("pytest tests/test_cache.py -x", 1, False),
         "call_TAIL": ("pytest tests/test_cache.py -x", None, False),
     }
+
+
+def test_a_long_codex_call_takes_its_exit_code_from_the_poll_that_saw_it_end(
+    codex_repo: Path, isolated_home: Path
+) -> None:
+    """A call that runs longer than exec_command waits (10 s by default: a test suite) is left running; a
+    later write_stdin poll of its session says how it exited, and Codex's hook fires then, under the first
+    call's id. The rollout's code was lost (the call's own output says "running"): the hook's record stayed
+    exit unknown."""
+    repo = codex_repo
+    failing = CODEX_CALLS[:1]
+    fire_all(repo, isolated_home, failing)
+    write_rollout(repo, isolated_home, failing, polled=frozenset({"call_FAIL"}))
+    sync(repo, "--conversation")
+    (failed,) = codex_calls(repo).values()
+    assert (failed.meta["exit"], "seen_in" in failed.meta) == (1, False)
+    assert failure_found(repo) == ("pytest tests/test_cache.py -x", 1, 1)

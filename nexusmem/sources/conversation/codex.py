@@ -7,7 +7,9 @@ directory it started in; `turn_context` (one per turn) the current cwd and model
 `shell_command`) and `local_shell_call`, their outcome from the `function_call_output` with the same
 `call_id`, whose header above the output says `Process exited with code N` (the older shell tool's `Exit
 code: N`; older builds: JSON with `metadata.exit_code`; agentcmd.codex_header_code reads the header only, not
-an output that printed such a line). A status echoed by the command is read back as the hooks do it
+an output that printed such a line). A call that ran longer than exec_command waits says `Process running
+with session ID N` instead: its code comes with the `write_stdin` poll of session N that saw it end (the
+one Codex's hook fires for, under the first call's id). A status echoed by the command is read back as the hooks do it
 (agentcmd.call_status).
 `event_msg` mirrors the messages for the UI: used only when a file has no `response_item` messages.
 A subagent gets its own rollout file whose `session_meta.source` names it: that thread is a sidechain.
@@ -134,6 +136,32 @@ def _exit_of(output: Any) -> tuple[int | None, str]:
     return codex_header_code(output), output
 
 
+_RUNNING = "Process running with session ID "
+
+
+def _running_session(output: str) -> str | None:
+    """The session a call was left running in ("Process running with session ID N" in the header above its
+    output, when it ran longer than exec_command waits): a later `write_stdin` poll of that session gets its
+    exit code. None for a call that ended."""
+    for line in output.split("\n", 8)[:8]:
+        if line == "Output:":
+            break
+        if line.startswith(_RUNNING):
+            session = line[len(_RUNNING) :].strip()
+            return session if session and " " not in session else None
+    return None
+
+
+def _polled_session(arguments: Any) -> str | None:
+    """The session a `write_stdin` call polls (its arguments' `session_id`, a number or a string)."""
+    try:
+        args = loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return None
+    session = args.get("session_id") if isinstance(args, dict) else None
+    return str(session) if (type(session) is int or isinstance(session, str)) and str(session) else None
+
+
 def parse(path: Path, report: Report) -> list[Thread]:
     """The one thread of a rollout file (a sidechain when the session is a subagent's)."""
     return parse_from(path, report, None)[0]
@@ -150,6 +178,8 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
     thread.first_turn = resume.turn_of("main") if resume else 0
     current: Exchange | None = None
     pending: dict[str, Call] = {}
+    running: dict[str, Call] = {}  # session id → the call left running in it (see _running_session)
+    polls: dict[str, Call] = {}  # a write_stdin call's id → the running call it polls
     cwd: str | None = facts["cwd"] if isinstance(facts.get("cwd"), str) else None
     thread.cwd = facts["first_cwd"] if isinstance(facts.get("first_cwd"), str) else None
     saw_messages = facts.get("messages") is True
@@ -229,6 +259,11 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
             elif ptype in ("function_call", "local_shell_call"):
                 name = payload.get("name") or "local_shell"
                 call_id = payload.get("call_id") or payload.get("id")
+                if name == "write_stdin" and isinstance(call_id, str):
+                    session = _polled_session(payload.get("arguments"))
+                    if session is not None and session in running:
+                        polls[call_id] = running[session]
+                    continue
                 if not isinstance(name, str) or name not in _SHELL_TOOLS:
                     continue
                 if not isinstance(call_id, str) or not call_id:
@@ -244,9 +279,17 @@ def parse_from(path: Path, report: Report, resume: Resume | None) -> tuple[list[
                 exchange(ts).calls.append(call)
                 pending[call_id] = call
             elif ptype == "function_call_output":
-                call = pending.pop(str(payload.get("call_id")), None)
+                call_id = str(payload.get("call_id"))
+                call = pending.pop(call_id, None)
+                if call is None and call_id in polls:
+                    call = polls.pop(call_id)  # a poll of a call left running: done now, or running still
                 if call is not None:
                     status, printed = _exit_of(payload.get("output"))
+                    session = _running_session(printed) if status is None else None
+                    if session is not None:
+                        running[session] = call
+                        continue  # its exit code comes with the poll that sees it end
+                    running = {k: v for k, v in running.items() if v is not call}
                     if status == 0 and masked_status(call.command):
                         status = None  # `| head`, `; echo $?`: the 0 is another program's
                     # As the agent hook reads it (agentcmd.status_of): a trailing `; echo "EXIT:$?"` hides
