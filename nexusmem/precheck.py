@@ -698,6 +698,10 @@ def _files_named(
     return by_id
 
 
+# The failure → fix link relations (nexusmem.link) that say the failure was fixed.
+_RESOLVING = frozenset({"retry", "commit"})
+
+
 def _unresolved_failures(
     store: HookReader,
     open_failures: list[OpenFailure],
@@ -715,7 +719,13 @@ def _unresolved_failures(
     redacted_value = any(PLACEHOLDER in f[1] for f in candidates)
     if not candidates:
         return {}, redacted_value
-    linked = {from_id for from_id, to, _rel in store.links_from([f[0] for f in candidates]) if to not in gone}
+    # A retry that passed or a commit that fixed it resolves a failure; a conversation that discussed it
+    # (`discussion`) does not: talking about a failing test is no sign it passes now.
+    linked = {
+        from_id
+        for from_id, to, rel in store.links_from([f[0] for f in candidates])
+        if rel in _RESOLVING and to not in gone
+    }
     # Newest first; one finding per (file, command as compared, cwd), carrying how often it failed
     # unresolved and shown as its newest run was typed: `pytest | tee log` and `pytest | tail -3` are one.
     grouped: dict[tuple[str, str, str | None], list[tuple[str, str, int, str | None, int]]] = {}

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
 
 from helpers import commit, git, main_in_fresh_process, run_cli, run_script, typed_in_bash
+from helpers import transcripts as T
 
 DAY_MS = 86_400_000
 
@@ -97,6 +99,42 @@ def test_a_link_from_the_failure_resolves_it(repo: Path) -> None:
         with store.transaction():
             store.add_links([(failure.id, fix.id, "commit")])
     assert precheck.run(repo, files=["src/cache.py"]).findings == []
+
+
+def test_a_conversation_that_discussed_the_failure_does_not_resolve_it(
+    repo: Path, isolated_home: Path
+) -> None:
+    """An agent's `python -m pytest tests/test_plugins.py -q` failed and the session talked about it: the
+    linker links that turn as the failure's `discussion`, and precheck took any link for a fix, so the warning
+    went away though nothing ever passed. Only a passing run or a commit resolves a failure."""
+    commit(
+        repo,
+        "feat: plugins",
+        {"src/plugins.py": "PLUGINS = {}\n", "tests/test_plugins.py": "def test(): pass\n"},
+        when=int(time.time()) - 2 * 86400,  # made before the failure: no fix of it
+    )
+    started = datetime.now(timezone.utc) - timedelta(hours=1)
+    w = T.ClaudeWriter("b7d1e2f3-0000-4000-8000-0000000000aa", repo, started)
+    w.user("test_plugins fails since the registry change: find out why the plugins leak between tests")
+    w.bash(
+        "toolu_01PLUGINS",
+        "python -m pytest tests/test_plugins.py -q",
+        "FAILED tests/test_plugins.py::test_isolated - assert 2 == 1",
+        exit_code=1,
+    )
+    w.say("The plugins share one global dict, so a plugin registered by one test leaks into the next.")
+    w.write(isolated_home / ".claude" / "projects" / "-repo" / "b7d1e2f3-0000-4000-8000-0000000000aa.jsonl")
+    run_cli("-C", str(repo), "sync", "--no-embed", "--conversation", "--link-failures")
+    db = repo / ".nexusmem" / "memory.db"
+    with open_store(db) as store:
+        (failure,) = [n for n in store.iter_nodes("shell_command") if n.meta.get("exit") == 1]
+        assert [rel for _, _, rel in store.links_from([failure.id])] == ["discussion"]
+    data = json.loads(
+        run_cli("-C", str(repo), "precheck", "--json", "--files", "tests/test_plugins.py").stdout
+    )
+    assert [(f["kind"], f["command"], f["exit"]) for f in data["findings"]] == [
+        ("failure", "python -m pytest tests/test_plugins.py -q", 1)
+    ]
 
 
 def test_old_failures_are_ignored(repo: Path) -> None:
