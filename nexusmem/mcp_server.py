@@ -631,7 +631,9 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-# Every integer parameter: strict (no booleans, no strings), a float with no fraction taken.
+# Every integer parameter: strict (no booleans, no strings), a float with no fraction taken. Placed after the
+# parameter's Field: placed before it, its limits are published as pydantic's "ge"/"le", which no client reads
+# (JSON Schema says "minimum"/"maximum"), though the server still enforced them.
 WholeNumber = BeforeValidator(_whole)
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -665,10 +667,10 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         ],
         budget: Annotated[
             int,
-            WholeNumber,
             Field(
                 ge=50, le=MAX_BUDGET, strict=True, description="Token budget for the answer (50 to 100000)."
             ),
+            WholeNumber,  # after the Field, so its limits are published as minimum/maximum
         ] = 2000,
         allProjects: Annotated[
             bool,

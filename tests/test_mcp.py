@@ -73,6 +73,38 @@ def small_history(repo: Path) -> None:
     )
 
 
+# Keywords pydantic spells its own way; a client reading the JSON Schema a tool publishes knows none of them.
+PYDANTIC_ONLY = {"ge", "gt", "le", "lt", "strict", "multiple_of", "min_length", "max_length"}
+
+
+def test_the_budget_limits_are_published_as_json_schema_and_enforced(tmp_path: Path) -> None:
+    """search_memory's budget schema said `"ge": 50, "le": 100000` (pydantic's names), so a client reading
+    the tool list saw no limits; they are `minimum`/`maximum`, and the server still refuses a budget outside."""
+    plain = tmp_path / "plain"  # not a repository: a call whose arguments pass says so
+    plain.mkdir()
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            listed = {t.name: t for t in (await s.list_tools()).tools}
+            budget = listed["search_memory"].input_schema["properties"]["budget"]
+            assert (budget["type"], budget["minimum"], budget["maximum"]) == ("integer", 50, 100_000)
+            for tool in listed.values():
+                for name, prop in tool.input_schema["properties"].items():
+                    assert not PYDANTIC_ONLY & set(prop), (tool.name, name, prop)
+            for refused in (49, 100_001):
+                result = await s.call_tool(
+                    "search_memory", {"projectRoot": str(plain), "query": "x", "budget": refused}
+                )
+                assert result.is_error and "budget" in text_of(result), refused
+            for taken in (50, 100_000, 2000.0):
+                result = await s.call_tool(
+                    "search_memory", {"projectRoot": str(plain), "query": "x", "budget": taken}
+                )
+                assert result.is_error and "not inside a git work tree" in text_of(result), taken
+
+    anyio.run(main)
+
+
 @pytest.mark.slow
 def test_tools_are_listed_with_their_schemas(tmp_path: Path) -> None:
     async def main() -> None:
