@@ -597,7 +597,7 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         return _spaced_assignment(text, key, key_start, raw, vstart, vend, accept)
     if prose:  # prose, wherever it stands: "Password is required" is kept
         value = raw.rstrip(".,;:!?)]}\"'")
-        if not (_password_like(value) or _looks_random(value)):
+        if not _named_in_prose(value):
             return None
         return accept(vstart, vstart + len(value))
     if word == "pass-only":  # bare `pass`: only openssl's `pass:VALUE`
@@ -677,6 +677,22 @@ def _password_like(value: str) -> bool:
     return classes >= 3
 
 
+def _named_in_prose(value: str) -> bool:
+    """Whether VALUE, which a sentence names ("the password is X", "my token was X", "use password X to log
+    in"), is one: shaped like a password or random, or words and a number, in both cases, 8+ characters
+    (`PurpleMonkeyDishwasher42`, `Purple-Monkey-Dishwasher-42`, `Monkey42`): three classes, though read as
+    an identifier elsewhere. Not a dotted or all-caps name (`settings.DbPassword2`, `DB_PASSWORD_V2`), nor
+    words without both cases and a number (`MyServiceAccount`, `development_settings_v2`)."""
+    if _password_like(value) or _looks_random(value):
+        return True
+    return len(value) >= 8 and bool(_WORDS_AND_NUMBER.fullmatch(value))
+
+
+# Words (both cases present) run together or joined by `-`/`_`, then a number; one way to read any text
+# (a separator between repeats), so a long word that fails is read once, not in every way it splits.
+_WORDS_AND_NUMBER = _Lazy(r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])[A-Za-z]+(?:[-_][A-Za-z]+)*[-_]?[0-9]+")
+
+
 def _spaced_assignment(
     text: str,
     key: str,
@@ -694,9 +710,7 @@ def _spaced_assignment(
     if _DASH_PASS_FLAG.fullmatch(lowered) and before.isspace():
         return accept(vstart, vend)  # keytool -storepass X, -keypass X, -srcstorepass X
     value = raw.rstrip(".,;:!?)]}\"'")
-    if lowered.rsplit(" ", 1)[-1] in ("password", "passphrase", "secret") and (
-        _password_like(value) or _looks_random(value)
-    ):
+    if lowered.rsplit(" ", 1)[-1] in ("password", "passphrase", "secret") and _named_in_prose(value):
         return accept(vstart, vstart + len(value))  # prose: "use password X to log in", "secret X"
     if key != "password":
         return None

@@ -367,6 +367,34 @@ def test_hex_digits_alone_are_never_taken_for_a_secret() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        # A password a sentence names, made of words and a number (8+ characters of three classes): kept
+        # before, as it reads like an identifier (`MyServiceAccount`, `development_settings_v2`).
+        ("the password is PurpleMonkeyDishwasher42", "the password is «redacted:password»"),
+        ("use password Purple-Monkey-Dishwasher-42 to log in", "use password «redacted:password» to log in"),
+        ("my token was Purple-Monkey-Dishwasher-42", "my token was «redacted:token»"),
+        (
+            "I used the password Purple-Monkey-Dishwasher-42 to log in.",
+            "I used the password «redacted:password» to log in.",
+        ),
+        ("the staging db password is Monkey42.", "the staging db password is «redacted:password»."),
+        ("the secret is Blue_Ocean_Tiger_7", "the secret is «redacted:secret»"),
+        # Words a sentence says of a password, and names in code, are not one.
+        ("the password is settings.DbPassword2", "the password is settings.DbPassword2"),
+        ("the password is DB_PASSWORD_V2", "the password is DB_PASSWORD_V2"),
+        ("the password is development_settings_v2", "the password is development_settings_v2"),
+        ("the token is MyServiceAccount", "the token is MyServiceAccount"),
+        ("use password authentication2 instead", "use password authentication2 instead"),
+    ],
+)
+def test_a_password_of_words_and_a_number_that_a_sentence_names(text: str, expected: str) -> None:
+    """docs/hygiene.md: a value a sentence names counts when it looks like a password (8+ characters of
+    three classes); `PurpleMonkeyDishwasher42` has three, but was taken for an identifier and kept."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
         # A password holding punctuation is replaced whole after NAME= and in prose ...
         ("DB_PASSWORD=Zq7(Lm4pWx9v in .env", "DB_PASSWORD=«redacted:password» in .env"),
         ("my db password is Kx9#mQ2&vLp8 ok", "my db password is «redacted:password» ok"),
