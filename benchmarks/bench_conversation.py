@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_conversation.py                # 1,000 sessions
     .venv/bin/python benchmarks/bench_conversation.py --sessions 200 --turns 8
+    .venv/bin/python benchmarks/bench_conversation.py --link     # then time failure → fix linking
 
 Generates, in temp dirs: a git repository; N sessions in the agents' on-disk formats (70 % Claude Code JSONL
 under ~/.claude/projects with one subagent file in ten sessions, 30 % Codex rollouts under
@@ -9,7 +10,9 @@ under ~/.claude/projects with one subagent file in ten sessions, 30 % Codex roll
 plus N/5 sessions of another project that must be read only far enough to be attributed elsewhere.
 Then runs the real sync (`nexusmem.sync.sync(..., enable=["conversation"])`, no embedding) three times:
 the first ingest, a re-sync with nothing new, and a re-sync after one session grew by one exchange.
-Prints wall and CPU time of the conversation phase, nodes written, nodes/s.
+Prints wall and CPU time of the conversation phase, nodes written, nodes/s. With --link, then a full failure →
+fix linking pass over what was ingested (median of three), and how many of its discussion links go to a turn
+of the failure's own session.
 """
 
 from __future__ import annotations
@@ -257,6 +260,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=1000)
     ap.add_argument("--turns", type=int, default=6, help="exchanges per session")
     ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--link", action="store_true", help="also time a full failure → fix linking pass")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -314,6 +318,33 @@ def main() -> None:
         with grown.open("a", encoding="utf-8") as handle:
             handle.write("".join(json.dumps(r) + "\n" for r in extra))
         run("re-sync, one session grew by one exchange")
+        if args.link:
+            link_pass(repo)
+
+
+def link_pass(repo: Path) -> None:
+    """Time a full linking pass (median of three) and count the discussions of the failure's own session."""
+    import statistics
+
+    from nexusmem import link, project
+
+    with project.load(repo).open_store() as store:
+        seconds = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            with store.transaction():
+                summary = link.link_failures(store)
+            seconds.append(time.perf_counter() - t0)
+        pairs = store.conn.execute(
+            "SELECT json_extract(a.meta, '$.session'), json_extract(b.meta, '$.session_id') FROM links l"
+            " JOIN nodes a ON a.id = l.from_id JOIN nodes b ON b.id = l.to_id WHERE l.relation = 'discussion'"
+        ).fetchall()
+    own = sum(1 for ran, talked in pairs if ran is not None and ran == talked)
+    print(
+        f"linking, full pass: median {statistics.median(seconds):.2f} s; {summary.failures} failures ->"
+        f" {summary.retry} retry, {summary.commit} commit, {summary.discussion} discussion"
+        f" ({own} in the failure's own session)"
+    )
 
 
 if __name__ == "__main__":

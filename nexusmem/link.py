@@ -14,10 +14,18 @@ Three independent heuristics, each recorded as its own link relation (a failure 
   several: the everyday fix edits the code, not its test). The commit may come after the passing retry,
   within an hour of it (edit, re-run, see it pass, commit: the commit records the edit that made it pass),
   but not after the same command failed again once it had passed: that commit answers the later failure.
-- ``discussion``: the best full-text (BM25) match among conversation turns and session summaries within
-  ±24 h of the failure that contains *every* significant word of the command. Requiring every word, not
-  any, is what the original learned from dogfooding: one shared word as generic as "npm" linked unrelated
-  discussions about half the time.
+- ``discussion``: a conversation turn or session summary that talked about the failure (never a fix:
+  precheck does not count it). First the failure's own session (an agent's call: meta ``session`` is its
+  turns' ``session_id``): the turn it ran in (the one listing it under "Commands run", else the one under
+  way when it ran) or the first one after it, within 24 h, whose own words (not the commands it lists)
+  name a word of the command beyond its program (:func:`subject_words`; ``cache`` of ``test_cache``
+  is enough). Else the best full-text (BM25) match within ±24 h, of any session, that clearly discusses
+  it: its own words hold *every* significant word of the command, and a command whose subject is one word
+  (``make docs``, ``npm whoami``) is named as typed ("`make docs` fails"), while a bare program
+  (``pytest -x``) is left to its own session. Requiring every word, not any, is what the original learned
+  from dogfooding: one shared word as generic as "npm" linked unrelated discussions about half the time;
+  the best match alone took a short turn of another session ("fix the giraffe section of the routing
+  docs" for ``make docs``) over the turn the command ran in.
 
 Significant words are :func:`nexusmem.text.terms` of the command (English stopwords and one-letter
 words removed) minus redaction placeholders and minus :data:`GENERIC_WORDS`: launchers, package managers,
@@ -162,9 +170,14 @@ class _Failure:
     failed_again_ts: int | None = None
 
 
+# A redaction placeholder, typed or short (hooklog.SHORT_PLACEHOLDER, where the typed one does not fit): no
+# word of it is a word of the command or of the turn ("redacted" in both is no common subject).
+_PLACEHOLDER = re.compile(PLACEHOLDER_RE.pattern + "|«redacted»")
+
+
 def significant_words(command: str) -> list[str]:
     """The words a discussion must contain, all of them, to be linked to a failure of COMMAND (see module doc)."""
-    return [w for w in terms(PLACEHOLDER_RE.sub(" ", command)) if w not in GENERIC_WORDS]
+    return [w for w in terms(_PLACEHOLDER.sub(" ", command)) if w not in GENERIC_WORDS]
 
 
 def _fts_all(words: list[str]) -> str:
@@ -430,18 +443,30 @@ def _parents(path: str) -> list[str]:
 
 
 def _discussions(store: LinkStore, lower: int, failures: list[_Failure]) -> set[tuple[str, str, str]]:
-    """Discussion links: one full-text query per distinct set of significant words, not per failure."""
+    """Discussion links: the failure's own session first (the turn it ran in, or the first one after it that
+    names what it was about), else a turn of any session that clearly discusses it (_clearly_discusses), the
+    best full-text match of those. One full-text query per distinct set of significant words."""
     if not failures or not store.has_kind_between(DISCUSSION_KINDS, lower - DAY_MS):
         return set()
-    groups: dict[tuple[str, ...], list[_Failure]] = {}
-    words_of: dict[str, tuple[str, ...]] = {}  # failures repeat a few hundred distinct commands
+    words_of: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # a few hundred distinct commands
+    wanted: list[_Failure] = []
     for f in failures:
-        significant = words_of.get(f.command)
-        if significant is None:
-            significant = words_of[f.command] = tuple(significant_words(f.command))
-        if significant:
-            groups.setdefault(significant, []).append(f)
+        if f.command not in words_of:
+            significant = tuple(significant_words(f.command))
+            words_of[f.command] = (significant, tuple(subject_words(f.command, significant)))
+        if words_of[f.command][1]:
+            wanted.append(f)
+    if not wanted:
+        return set()
+    sessions = store.command_sessions([f.id for f in wanted])
+    prose: dict[str, _Prose] = {}
     out: set[tuple[str, str, str]] = set()
+    found = _own_session(store, wanted, sessions, words_of, prose)
+    out.update((f_id, turn_id, DISCUSSION) for f_id, turn_id in found.items())
+    groups: dict[tuple[str, ...], list[_Failure]] = {}
+    for f in wanted:
+        if f.id not in found:
+            groups.setdefault(words_of[f.command][0], []).append(f)
     for words, members in groups.items():
         lo = min(f.ts for f in members) - DAY_MS
         hi = max(f.ts for f in members) + DAY_MS
@@ -454,7 +479,174 @@ def _discussions(store: LinkStore, lower: int, failures: list[_Failure]) -> set[
         for f in members:
             start = bisect_left(stamps, f.ts - DAY_MS)
             end = bisect_right(stamps, f.ts + DAY_MS)
-            if start < end:
-                best = min(by_time[start:end], key=lambda hit: hit[1])
-                out.add((f.id, best[2], DISCUSSION))
+            window = sorted(by_time[start:end], key=lambda hit: hit[1])
+            _read(store, [node_id for _, _, node_id in window], prose)
+            for _, _, node_id in window:
+                if node_id in prose and _clearly_discusses(prose[node_id], f.command, *words_of[f.command]):
+                    out.add((f.id, node_id, DISCUSSION))
+                    break
     return out
+
+
+# A failure's own turn starts before it ran (the question, then the call); the agent hook records a call at
+# its start (when it ended less its duration), so only a few seconds of skew are allowed for.
+RAN_SKEW_MS = 5_000
+_LISTING = "\n\nCommands run:\n"  # nexusmem.sources.conversation.build: what a turn ran, after its text
+# Words as the full-text index reads them (unicode61: letters and digits; `_`, `-`, `.` separate).
+_WORD = re.compile(r"[^\W_]+")
+# What runs a program named after it: `python -m pytest`, `npx eslint`, `uv run mypy`, `sudo`, `env X=1`.
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPERS = frozenset({"sudo", "env", "time", "exec", "command", "nohup", "nice"})
+_RUNNERS = frozenset({"npx", "uvx", "bunx", "pnpx"})
+_RUN_SUBCOMMAND = frozenset({"uv", "poetry", "pdm", "hatch", "pipenv", "pipx"})
+_SEGMENT_END = re.compile(r"&&|\|\||[;|&\n]")
+
+
+@dataclass(slots=True)
+class _Prose:
+    """A turn's or a summary's own words (not the commands it lists): as a sequence and as a set."""
+
+    words: list[str]
+    known: frozenset[str]
+    body: str
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(_PLACEHOLDER.sub(" ", text).lower())
+
+
+def _program(command: str) -> tuple[str | None, list[str]]:
+    """(the program COMMAND runs when it names one on PATH: `pytest` of `python -m pytest x`, `terraform`;
+    None for `./run.sh`), and the words of its first command from the program on."""
+    words = _SEGMENT_END.split(_PLACEHOLDER.sub(" ", command), 1)[0].split()
+    i = 0
+    while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in _WRAPPERS):
+        i += 1
+    words = words[i:]
+    if not words or not re.fullmatch(r"[A-Za-z][\w-]*", words[0]):
+        return None, words
+    name, rest = words[0].lower(), words[1:]
+    if name in ("python", "python3") and len(rest) > 1 and rest[0] == "-m":
+        name = rest[1].lower()
+    elif name in _RUNNERS and rest:
+        name = rest[0].lower()
+    elif name in _RUN_SUBCOMMAND and len(rest) > 1 and rest[0] == "run":
+        name = rest[1].lower()
+    return name, words
+
+
+def subject_words(command: str, significant: Sequence[str] | None = None) -> list[str]:
+    """The significant words of COMMAND beyond the program it runs (`pytest tests/test_cache.py` → tests,
+    test_cache; `make docs` → docs): what a turn must talk about to discuss its failure. When the program is
+    all there is (`pytest -x`, `mypy`), the program."""
+    words = list(significant_words(command) if significant is None else significant)
+    program, _ = _program(command)
+    beyond = [w for w in words if w != program]
+    return beyond or words
+
+
+# Words of a test file's name that say nothing of what it tests (`tests/test_cache.py` is about the cache).
+_TEST_WORDS = frozenset({"test", "tests", "spec", "specs"})
+
+
+def _named_by(subject: Sequence[str]) -> frozenset[str]:
+    """The words a turn of the failure's own session may name to be about it: those of SUBJECT (a part of
+    `test_cache` is enough: "the cache"), less test and tests when it has others."""
+    words = frozenset(t for w in subject for t in _tokens(w))
+    return (words - _TEST_WORDS) or words
+
+
+def _has(known: frozenset[str], word: str) -> bool:
+    parts = _tokens(word)
+    return bool(parts) and all(p in known for p in parts)
+
+
+def _clearly_discusses(
+    prose: _Prose, command: str, significant: Sequence[str], subject: Sequence[str]
+) -> bool:
+    """Whether a turn of another session (or one of its own session that _own_session passed over) talks
+    about COMMAND: its own words, not the commands it lists, name every significant word; and a command
+    whose subject is one word (`make docs`, `npm whoami`, `terraform plan`) is named as typed, from its
+    program to that word ("`make docs` fails"): "the routing docs" is not about `make docs`."""
+    if not all(_has(prose.known, w) for w in significant):
+        return False
+    if len(subject) > 1:
+        return True
+    program, words = _program(command)
+    if program is None or subject[0] == program:
+        return False  # `pytest -x`: only its own session can say what it was about
+    phrase = _tokens(" ".join(words))
+    last = _tokens(subject[0])
+    for end in range(len(last), len(phrase) + 1):  # from the program through the subject word
+        if phrase[end - len(last) : end] == last:
+            phrase = phrase[:end]
+            break
+    n = len(phrase)
+    return any(prose.words[i : i + n] == phrase for i in range(len(prose.words) - n + 1))
+
+
+def _read(store: LinkStore, ids: Sequence[str], prose: dict[str, _Prose]) -> None:
+    """Fill PROSE with the own words of the nodes IDS not read yet."""
+    missing = [i for i in ids if i not in prose]
+    if missing:
+        for node_id, body in store.node_bodies(missing).items():
+            prose[node_id] = _prose_of(body)
+
+
+def _prose_of(body: str) -> _Prose:
+    cut = body.rfind(_LISTING)
+    words = _tokens(body if cut < 0 else body[:cut])
+    return _Prose(words, frozenset(words), body)
+
+
+def _own_session(
+    store: LinkStore,
+    failures: list[_Failure],
+    sessions: dict[str, str],
+    words_of: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
+    prose: dict[str, _Prose],
+) -> dict[str, str]:
+    """{failure id: the turn (or summary) of its own session that reacted to it}: the turn it ran in (the
+    one listing it under "Commands run", else the one under way when it ran) or the first after it, within
+    24 h, whose own words name a word of the command's subject (_named_by)."""
+    mine = [f for f in failures if f.id in sessions]
+    if not mine:
+        return {}
+    lo = min(f.ts for f in mine) - DAY_MS
+    hi = max(f.ts for f in mine) + DAY_MS
+    turns: dict[str, list[tuple[str, int, str]]] = {}
+    for node_id, ts, session, body in store.session_discussions(
+        sorted({sessions[f.id] for f in mine}), DISCUSSION_KINDS, lo, hi
+    ):
+        turns.setdefault(session, []).append((node_id, ts, body))
+    stamps = {session: [ts for _, ts, _ in rows] for session, rows in turns.items()}
+    found: dict[str, str] = {}
+    for f in mine:
+        own = turns.get(sessions[f.id])
+        if not own:
+            continue
+        named = _named_by(words_of[f.command][1])
+        for node_id, ts, body in own[_ran_in(own, stamps[sessions[f.id]], f) :]:
+            if ts > f.ts + DAY_MS:
+                break
+            if node_id not in prose:
+                prose[node_id] = _prose_of(body)
+            if not named.isdisjoint(prose[node_id].known):
+                found[f.id] = node_id
+                break
+    return found
+
+
+def _ran_in(turns: list[tuple[str, int, str]], stamps: list[int], f: _Failure) -> int:
+    """The index of the first piece of the turn F ran in among a session's TURNS (in time order, begun at
+    STAMPS): the last one begun by then, or the one before it when that one began a few seconds after F's
+    recorded start (RAN_SKEW_MS) and does not list F's command; 0 when none had begun."""
+    begun = bisect_right(stamps, f.ts + RAN_SKEW_MS)
+    if begun == 0:
+        return 0
+    ran = bisect_left(stamps, stamps[begun - 1])  # its first piece: a long answer's pieces share its time
+    if stamps[ran] > f.ts and ran > 0:
+        listed = "\n$ " + " ".join(f.command.strip().split("\n", 1)[0].split())[:100]
+        if not any(listed in body for _, _, body in turns[ran:begun]):
+            ran = bisect_left(stamps, stamps[ran - 1])
+    return ran

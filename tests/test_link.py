@@ -27,6 +27,7 @@ from helpers import (
     turn_node,
     write_commands,
 )
+from helpers.nodes import conversation_turn
 
 T0 = 1_700_000_000_000
 HOUR = 60 * 60 * 1000
@@ -392,6 +393,114 @@ def test_command_of_only_generic_words_gets_no_discussion(store: Store) -> None:
     add(store, fail, turn_node(T0 + HOUR, "npm run prints the scripts"))
     run(store)
     assert links(store) == set()
+
+
+MINUTE = 60_000
+
+
+def _ran(command: str, code: int = 1) -> str:
+    return f"\n\nCommands run:\n$ {command} (exit {code})"
+
+
+def test_the_turn_a_failure_ran_in_beats_another_sessions_short_turn(store: Store) -> None:
+    """The best full-text hit of ±24 h was a short turn of another session: it, not the turn the agent's
+    call ran in (long, listing the call), was linked."""
+    fail = shell_node("pytest tests/test_router.py -k wildcard", T0, session="sess-a")
+    ran_in = conversation_turn(
+        "sess-a",
+        0,
+        "test_router fails: the wildcard filter raises KeyError 'path' after my refactor of Router.add",
+        "The builder still looks up 'path' though the filter table renamed it to 'wild'; I restored the key."
+        + _ran("pytest tests/test_router.py -k wildcard"),
+        ts=T0 - MINUTE,
+    )
+    short = conversation_turn("sess-b", 0, "pytest tests/test_router.py -k wildcard", "ok", ts=T0 + HOUR)
+    add(store, fail, ran_in, short)
+    run(store)
+    assert links(store) == {(fail.id, ran_in.id, "discussion")}
+
+
+def test_a_turn_of_its_session_that_says_nothing_of_it_is_passed_for_the_next_that_does(store: Store) -> None:
+    fail = shell_node("make lint-quartz", T0, session="sess-a")
+    earlier = conversation_turn("sess-a", 0, "what does the quartz linter check?", "Tabs.", ts=T0 - HOUR)
+    ran_in = conversation_turn(
+        "sess-a", 1, "run the checks before the release", "Running them." + _ran("make lint-quartz", 2), ts=T0
+    )
+    reply = conversation_turn(
+        "sess-a", 2, "lint-quartz failed, why?", "The quartz rules reject tabs.", ts=T0 + MINUTE
+    )
+    add(store, fail, earlier, ran_in, reply)
+    run(store)
+    assert links(store) == {(fail.id, reply.id, "discussion")}  # not the turn before it ran
+
+
+def test_the_agent_hooks_start_time_a_moment_before_its_turn_still_finds_that_turn(store: Store) -> None:
+    """The agent hook records a call at its end less its duration: a moment before the turn it ran in began,
+    when the duration is off. The turn that lists it is still the one it ran in, not the one before."""
+    fail = shell_node("make docs", T0, session="sess-a")
+    before = conversation_turn("sess-a", 0, "the docs need a page on routing", "Added.", ts=T0 - HOUR)
+    ran_in = conversation_turn(
+        "sess-a",
+        1,
+        "the CI build of the docs fails; what should we do?",
+        "Pin sphinx." + _ran("make docs"),
+        ts=T0 + 900,
+    )
+    add(store, fail, before, ran_in)
+    run(store)
+    assert links(store) == {(fail.id, ran_in.id, "discussion")}
+
+
+def test_another_sessions_turn_must_name_the_command_not_only_its_one_word(store: Store) -> None:
+    """`make docs` was linked to "fix the giraffe section of the routing docs", another session's: "docs"
+    was its every significant word. A turn of another session is linked when it names the command."""
+    fail = shell_node("make docs", T0, session="sess-a")
+    giraffe = conversation_turn(
+        "sess-b", 0, "fix the giraffe section of the routing docs", "Fixed.", ts=T0 + MINUTE
+    )
+    add(store, fail, giraffe)
+    run(store)
+    assert links(store) == set()
+    about = conversation_turn(
+        "sess-c", 0, "why does `make docs` fail on CI?", "Sphinx 7.3 made a warning an error.", ts=T0 + HOUR
+    )
+    add(store, about)
+    run(store)
+    assert links(store) == {(fail.id, about.id, "discussion")}
+
+
+def test_a_command_listed_by_a_turn_of_another_session_is_not_its_discussion(store: Store) -> None:
+    """The words must be the turn's own, not only those of the commands it lists."""
+    fail = shell_node("pytest tests/test_parser.py", T0, session="terminal-1")
+    lists = conversation_turn(
+        "sess-b", 0, "tidy the README", "Done." + _ran("pytest tests/test_parser.py", 0), ts=T0 + MINUTE
+    )
+    add(store, fail, lists)
+    run(store)
+    assert links(store) == set()
+
+
+def test_a_bare_program_is_discussed_only_in_its_own_session(store: Store) -> None:
+    fail = shell_node("pytest -x", T0, session="sess-a")
+    elsewhere = turn_node(T0 + MINUTE, "pytest -x fails on the CI runner")  # no session
+    add(store, fail, elsewhere)
+    run(store)
+    assert links(store) == set()
+    ran_in = conversation_turn(
+        "sess-a", 0, "run pytest and fix what fails", "Two tests fail." + _ran("pytest -x"), ts=T0
+    )
+    add(store, ran_in)
+    run(store)
+    assert links(store) == {(fail.id, ran_in.id, "discussion")}
+
+
+def test_subject_words_leave_out_the_program() -> None:
+    assert link.subject_words("python -m pytest tests/test_cache.py -q") == ["tests", "test_cache"]
+    assert link.subject_words("sudo terraform plan") == ["plan"]
+    assert link.subject_words("make docs") == ["docs"]
+    assert link.subject_words("npx eslint src/app") == ["src", "app"]
+    assert link.subject_words("pytest -x") == ["pytest"]
+    assert link.subject_words("./scripts/deploy.sh") == ["scripts", "deploy"]
 
 
 def test_one_failure_can_have_all_three_links(store: Store) -> None:

@@ -24,6 +24,7 @@ from nexusmem.nodes import Node
 from nexusmem.store import Store, open_store
 
 from helpers import commit_node, shell_node, turn_node
+from helpers.nodes import conversation_turn
 
 SEED = 20261130
 START = 1_750_000_000_000
@@ -45,6 +46,8 @@ PLANTED = {
     "failed again before the commit": 10,
     "flaky pass, later work": 10,
     "discussion": 20,
+    "the turn it ran in": 20,
+    "its session's next turn": 10,
 }
 # Decoys: each must add no link beyond the planted ones.
 DECOYS = {
@@ -59,6 +62,8 @@ DECOYS = {
     "turn missing one word": 20,
     "turn 25 h away": 20,
     "only generic words": 10,
+    "another session naming its one word": 20,
+    "its own session, never about it": 10,
     "never fixed": 30,
 }
 
@@ -74,9 +79,11 @@ class History:
 _serial = count()
 
 
-def _shell(command: str, ts: int, exit_code: int, cwd: str = ".", files: tuple[str, ...] = ()) -> Node:
+def _shell(
+    command: str, ts: int, exit_code: int, cwd: str = ".", files: tuple[str, ...] = (), session: str = "s1"
+) -> Node:
     key = f"s{next(_serial)}\x1f{ts}\x1f{command}"
-    return shell_node(command, ts, exit_code, cwd=cwd, files=files, session="s1", project="eval", key=key)
+    return shell_node(command, ts, exit_code, cwd=cwd, files=files, session=session, project="eval", key=key)
 
 
 def _commit(ts: int, *files: str) -> Node:
@@ -87,6 +94,14 @@ def _commit(ts: int, *files: str) -> Node:
 def _turn(ts: int, text: str) -> Node:
     key = f"t{next(_serial)}"
     return turn_node(ts, text, project="eval", key=key, ref=f"turn {next(_serial)}", title_chars=60)
+
+
+def _agent_turn(
+    session: str, turn: int, ts: int, question: str, answer: str, ran: tuple[str, ...] = ()
+) -> Node:
+    """A turn of an agent's session, listing the commands it ran as the conversation source does."""
+    listed = "\n\nCommands run:\n" + "\n".join(f"$ {command}" for command in ran) if ran else ""
+    return conversation_turn(session, turn, question, answer + listed, ts=ts, project="eval")
 
 
 def build_history(seed: int = SEED) -> History:
@@ -164,6 +179,38 @@ def build_history(seed: int = SEED) -> History:
         talk = f"deploy-{a}{i} fails for target {b}{i}: the {a}{i} bundle is missing, rebuild it first"
         plant(f, _turn(t + rng.choice([-1, 1]) * rng.randrange(MINUTE, 23 * HOUR), talk), "discussion")
 
+    for _ in range(PLANTED["the turn it ran in"]):
+        # An agent's failing call, in the turn that asked about it; an hour later another session's short
+        # turn names the same words (full-text ranking preferred it): the turn it ran in is its discussion.
+        i, t = next(n), when()
+        a = rng.choice(WORDS)
+        sid = f"agent-ran-{i}"
+        f = fail("the turn it ran in", f"pytest tests/test_{a}{i}.py -x", t, session=sid)
+        ask = f"why does test_{a}{i} fail since the refactor?"
+        why = f"The {a}{i} fixture keeps state between tests; I reset it in conftest."
+        plant(f, _agent_turn(sid, 0, t - MINUTE, ask, why, ran=(f"{f.ref} (exit 1)",)), "discussion")
+        h.nodes.append(_agent_turn(f"other-{i}", 0, t + HOUR, f"pytest tests/test_{a}{i}.py", "ok"))
+    for _ in range(PLANTED["its session's next turn"]):
+        # The turn it ran in says nothing of it; the person's next question is about the failure.
+        i, t = next(n), when()
+        a = rng.choice(WORDS)
+        sid = f"agent-next-{i}"
+        f = fail("its session's next turn", f"make lint-{a}{i}", t, session=sid)
+        h.nodes.append(
+            _agent_turn(
+                sid,
+                0,
+                t - MINUTE,
+                "run the checks before the release",
+                "Running them now.",
+                ran=(f"{f.ref} (exit 2)",),
+            )
+        )
+        reply = _agent_turn(
+            sid, 1, t + 10 * MINUTE, f"lint-{a}{i} failed, what is wrong?", f"The {a}{i} rules reject tabs."
+        )
+        plant(f, reply, "discussion")
+
     for _ in range(DECOYS["same command, other cwd"]):
         i, t = next(n), when()
         fail("same command, other cwd", f"cargo test -p crate{i}", t, cwd="crates/a")
@@ -214,6 +261,24 @@ def build_history(seed: int = SEED) -> History:
         t = when()
         fail("only generic words", rng.choice(["npm run", "make", "python3", "git"]), t)
         h.nodes.append(_turn(t + HOUR, "npm run make python3 git: all of these are in my history"))
+    for _ in range(DECOYS["another session naming its one word"]):
+        # `make X` failed; another session talks about an X that is not the make target's failure.
+        i, t = next(n), when()
+        a = rng.choice(WORDS)
+        fail("another session naming its one word", f"make {a}{i}", t, session=f"agent-one-{i}")
+        h.nodes.append(
+            _agent_turn(f"other-one-{i}", 0, t + HOUR, f"fix the {a}{i} section of the docs", "Fixed.")
+        )
+    for _ in range(DECOYS["its own session, never about it"]):
+        # The agent ran it while doing something else, and nothing said later in the session is about it.
+        i, t = next(n), when()
+        a = rng.choice(WORDS)
+        sid = f"agent-aside-{i}"
+        f = fail("its own session, never about it", f"ruff check src/{a}{i}", t, session=sid)
+        h.nodes.append(
+            _agent_turn(sid, 0, t - MINUTE, "tidy the README", "Done.", ran=(f"{f.ref} (exit 1)",))
+        )
+        h.nodes.append(_agent_turn(sid, 1, t + HOUR, "and the changelog?", "Updated."))
     for _ in range(DECOYS["never fixed"]):
         i, t = next(n), when()
         fail("never fixed", f"./scripts/flaky{i}.sh", t, files=(f"scripts/flaky{i}.sh",))
@@ -265,13 +330,14 @@ def test_precision_and_recall_on_the_planted_fixes(evaluated: tuple[History, Sco
     _, scores = evaluated
     # 40 retry + 30 commit + 15 (commit + retry) × 2 + 15 (retry + commit after it) × 2
     # + 15 (retry + the tested code's commit) × 2 + 10 (retry, then a commit for the second failure) × 2
-    # + 10 retries of a flaky pass (the commit hours later is no fix) + 20 discussion.
-    assert len(scores.truth) == 210
+    # + 10 retries of a flaky pass (the commit hours later is no fix) + 20 discussion + 20 the turn it ran
+    # in + 10 its session's next turn.
+    assert len(scores.truth) == 240
     assert (scores.precision, scores.recall) == (1.0, 1.0)
     by_relation = {
         rel: sum(1 for *_, r in scores.predicted if r == rel) for rel in ("retry", "commit", "discussion")
     }
-    assert by_relation == {"retry": 105, "commit": 85, "discussion": 20}
+    assert by_relation == {"retry": 105, "commit": 85, "discussion": 50}
 
 
 def test_every_decoy_category_adds_no_link(evaluated: tuple[History, Scores]) -> None:

@@ -598,7 +598,57 @@ def test_a_failure_typed_in_the_shell_links_to_the_turn_that_asked_about_it(
     assert link[2] == "discussion" and turn is not None
     assert turn.meta["session_id"] == "d15c0000-0000-4000-8000-000000000000"
     out = run_cli("-C", str(repo), "query", "--", "pytest test_parser").stdout
-    assert "linked as the fix (discussion)" in out
+    assert "linked as its discussion (not a fix)" in out
+
+
+def test_a_failure_is_linked_to_the_turn_it_ran_in_not_another_sessions_short_turn(
+    repo: Path, isolated_home: Path
+) -> None:
+    """`make docs` failed in a session that asked about the docs build; a minute later another session asked
+    something short that says "docs". The linker took the best BM25 hit of ±24 h, the short turn of the
+    other session, and `query` showed it under the failure "linked as the fix (discussion)"; the turn the
+    command ran in, which lists it under "Commands run", was not chosen. Likewise `make test`, failed in the
+    first session, was linked to another session's "now add a test for it"."""
+    commit(repo, "feat: docs", {"docs/conf.py": "project = 'x'\n", "Makefile": "docs:\n\tsphinx-build\n"})
+    folder = isolated_home / ".claude" / "projects" / "-repo"
+    ci = T.ClaudeWriter("c1d0c5aa-0000-4000-8000-000000000001", repo, START)
+    ci.user("the router KeyError is back; run the tests and find out why")
+    ci.bash("toolu_01MAKETEST", "make test", "make: *** [Makefile:6: test] Error 127", exit_code=2)
+    ci.say("The test target needs build/venv, which was missing: the router KeyError comes from Router.add.")
+    ci.user("the CI build of the docs fails with a sphinx warning treated as error; what should we do?")
+    ci.bash("toolu_01MAKEDOCS", "make docs", "WARNING: duplicate label routing\nError 1", exit_code=1)
+    ci.say("Sphinx 7.3 turns the duplicate label warning into an error. Decision: pin sphinx to 7.2.")
+    ci.write(folder / "c1d0c5aa-0000-4000-8000-000000000001.jsonl")
+    other = T.ClaudeWriter("c1d0c5aa-0000-4000-8000-000000000002", repo, START + timedelta(minutes=2))
+    other.user("fix the giraffe section of the routing docs")
+    other.say("giraffe fixed")
+    other.user("now add a test for it")
+    other.say("Added test_giraffe.")
+    other.write(folder / "c1d0c5aa-0000-4000-8000-000000000002.jsonl")
+    sync_json(repo, "--conversation", "--link-failures")
+
+    by_key = agent_calls(repo)
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        linked = {
+            by_key[key].ref: [(store.get(to), rel) for _, to, rel in store.links_from([by_key[key].id])]
+            for key in ("agent:claude-code:toolu_01MAKEDOCS", "agent:claude-code:toolu_01MAKETEST")
+        }
+    (docs_turn, rel), *more = linked["make docs"]
+    assert not more and rel == "discussion" and docs_turn is not None
+    assert docs_turn.meta["question"].startswith("the CI build of the docs fails")
+    assert "$ make docs (exit 1)" in docs_turn.body
+    (test_turn, rel), *more = linked["make test"]
+    assert not more and rel == "discussion" and test_turn is not None
+    assert test_turn.meta["question"].startswith("the router KeyError is back; run the tests")
+
+    out = run_cli("-C", str(repo), "query", "--", "why does make docs fail").stdout
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "make docs (exit 1)" in line)
+    shown = next(line for line in lines[at + 1 :] if line.startswith("- "))
+    assert "the CI build of the docs fails" in shown, out
+    assert shown.endswith("-- linked as its discussion (not a fix)"), out
+    assert "linked as the fix" not in out, out
+    assert not any("giraffe" in line and "-- linked" in line for line in lines), out
 
 
 def test_half_an_emoji_and_a_stray_byte_keep_their_exchange(repo: Path, isolated_home: Path) -> None:

@@ -229,6 +229,8 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     head = f"- {date} {tags} {title}"
     if item.linked_from and item.relation == "changelog":
         head += "  -- the commit this changelog entry describes"
+    elif item.linked_from and item.relation == "discussion":
+        head += "  -- linked as its discussion (not a fix)"  # a conversation about it: nothing says it passed
     elif item.linked_from:
         head += f"  -- linked as the fix ({item.relation})"
     # A commit names its sha, what `git show` and a reader of the log go by (a diff names it in its title).

@@ -12,7 +12,7 @@ from typing import Any
 
 from nexusmem.errors import StoreError
 from nexusmem.store import hookreads
-from nexusmem.store.batch import execute_in
+from nexusmem.store.batch import execute_in, rows_in
 from nexusmem.store.fulltext import FTS_WEIGHTS, _bm25
 from nexusmem.store.migrations import COMMIT_MADE
 from nexusmem.store.nodes import RELINK_FROM_KEY, StoredNode, now_ms
@@ -242,6 +242,35 @@ class LinksMixin:
             return [tuple(r) for r in self.conn.execute(sql, (match, *kinds, ts_from, ts_to))]
         except Exception as exc:  # a malformed MATCH expression is our bug, but must not abort a sync
             raise StoreError(f"full-text search failed for {match!r}: {exc}") from exc
+
+    def command_sessions(self, ids: Sequence[str]) -> dict[str, str]:
+        """{shell_command id: the session that ran it (meta `session`: an agent's session id, a shell's)} of
+        IDS, for the commands that name one."""
+        sql = "SELECT id, json_extract(meta, '$.session') FROM nodes WHERE id IN ({marks})"
+        return {str(i): s for i, s in rows_in(self.conn, sql, ids) if isinstance(s, str) and s}
+
+    def session_discussions(
+        self, sessions: Sequence[str], kinds: Sequence[str], ts_from: int, ts_to: int
+    ) -> list[tuple[str, int, str, str]]:
+        """(id, ts, session id, body) of the nodes of KINDS with ts in [TS_FROM, TS_TO] of one of SESSIONS
+        (meta `session_id`), in order: by time, then by piece (a long answer's chunks share its time)."""
+        kind_marks = ",".join("?" * len(kinds))  # `{marks}` is filled with the sessions (rows_in)
+        sql = (
+            "SELECT id, ts, json_extract(meta, '$.session_id'), body, coalesce(json_extract(meta, '$.chunk'), 0),"
+            " seq FROM nodes WHERE json_extract(meta, '$.session_id') IN ({marks})"
+            " AND kind IN (" + kind_marks + ") AND ts >= ? AND ts <= ?"
+        )
+        rows = sorted(
+            rows_in(self.conn, sql, sessions, *kinds, ts_from, ts_to), key=lambda r: (r[1], r[4], r[5])
+        )
+        return [(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
+
+    def node_bodies(self, ids: Sequence[str]) -> dict[str, str]:
+        """{id: body} of the nodes IDS that are stored."""
+        return {
+            str(i): str(b)
+            for i, b in rows_in(self.conn, "SELECT id, body FROM nodes WHERE id IN ({marks})", ids)
+        }
 
     def failure_links_since(self, since_ms: int, relations: Sequence[str]) -> list[tuple[str, str, str]]:
         """(from id, to id, relation) of links with one of RELATIONS leaving a shell_command with ts >= SINCE_MS."""
