@@ -266,6 +266,7 @@ def test_ignore_case_and_regex(repo: Path, isolated_home: Path) -> None:
         (["--regex", "a*"], "matches the empty string"),
         (["--regex", r"\b"], "matches the empty string"),
         (["--regex", "x|"], "matches the empty string"),
+        (["--regex", "ab\udcffcd"], "holds a byte that is not UTF-8"),  # `$'ab\xffcd'`: it crashed (exit 3)
         (["   "], "empty"),
     ],
 )
@@ -1061,3 +1062,85 @@ def test_the_post_commit_sync_log_rewrite_keeps_its_cap_and_what_a_sync_appends_
     link.symlink_to(target)
     assert autosync.rewrite_lines(link, redact) == 0
     assert "ghp_" in target.read_text(encoding="utf-8")
+
+
+def test_a_log_line_with_a_lone_surrogate_stops_no_regex_forget(repo: Path, isolated_home: Path) -> None:
+    r"""A shell-log line whose command holds a lone surrogate (`"echo \ud800"`, JSON-escaped) between lines
+    holding the value: `forget --regex` crashed on it (exit 3, RE2 encodes text as strict UTF-8), after
+    blanking the lines before it and leaving it and every line after it, the value with them; `--global`
+    showed the entry in `--list` but never wrote the user-wide list."""
+    commit(repo, "init", {"a.txt": "a\n"})
+    ms = int(time.time() * 1000) - 60_000
+    bad = json.dumps(json.loads(log_line(repo, "echo \\ud800", ms + 2)))
+    assert "\\ud800" in bad  # escaped in the file, a lone surrogate once decoded
+    append_log(
+        isolated_home,
+        log_line(repo, "ssh db-prod-7.internal", ms + 1),
+        bad.replace('"echo \\\\ud800"', '"echo \\ud800"') + "\n",
+        log_line(repo, "ssh db-prod-9.internal", ms + 3),
+        log_line(repo, "make all", ms + 4),
+    )
+    assert "db-prod-9" in log_path(isolated_home).read_text(encoding="utf-8")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    done = run_script("forget", "--regex", "db-prod-[0-9]+", "--yes", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "deleted 2 node(s)" in done.stdout and "removed 2 shell-log line(s)" in done.stdout, done.stdout
+    text = log_path(isolated_home).read_text(encoding="utf-8", errors="surrogatepass")
+    kept = [line for line in text.splitlines() if line.strip()]
+    assert "db-prod" not in text and len(kept) == 2, kept
+    assert "\\ud800" in kept[0] and '"make all"' in kept[1]
+    assert holds(repo, "db-prod-7") == holds(repo, "db-prod-9") == []  # the pattern itself is kept
+    # The same with --global: the user-wide list gets the entry, and a later sync applies it.
+    append_log(isolated_home, log_line(repo, "ssh db-stage-4.internal", ms + 5))
+    done = run_script("forget", "--global", "--regex", "db-stage-[0-9]+", "--yes", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    deny = json.loads((isolated_home / ".nexusmem" / "deny-list.json").read_text(encoding="utf-8"))
+    assert [e["spec"]["pattern"] for e in deny["entries"]] == ["db-stage-[0-9]+"]
+    assert "db-stage" not in log_path(isolated_home).read_text(encoding="utf-8", errors="surrogatepass")
+    append_log(isolated_home, bad + "\n", log_line(repo, "ssh db-stage-5.internal", int(time.time() * 1000)))
+    synced = run_script("sync", "--no-embed", cwd=repo)
+    assert synced.returncode == 0, synced.stderr
+    assert not [r for r in shell_refs(repo) if "db-" in r], shell_refs(repo)
+
+
+def test_the_user_wide_entry_is_written_though_a_later_step_fails(
+    repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`forget --global --yes` recorded the entry in this project's store, then wrote the user-wide list
+    last: a failure in between (the log's rewrite, the purge) left the entry in `forget --list` but out of
+    every other project's sync."""
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    from nexusmem.hygiene import forget
+
+    def broken(entries: object, *, dry_run: bool) -> int:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(forget, "scrub_log", broken)
+    with pytest.raises(OSError):
+        run_cli("-C", str(repo), "forget", VALUE, "--global", "--yes", ok=False)
+    from nexusmem.hygiene.denylist import load_global
+
+    assert [e.is_value(VALUE) for e in load_global()] == [True]
+
+
+def test_a_forget_that_fails_on_a_log_line_leaves_the_log_as_it_was(
+    repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log's rewrite wrote each line as it went: a line it failed on left the lines before it blanked
+    and it and every line after it as they were, the value in them. Every line is now decided first."""
+    leaky_repo(repo, isolated_home)
+    original = log_path(isolated_home).read_bytes()
+    from nexusmem.hygiene import denylist, forget
+
+    matches = denylist.Entry.matches
+
+    def fails_on_curl(self: denylist.Entry, text: str) -> bool:
+        if text.startswith("curl"):
+            raise UnicodeEncodeError("utf-8", text, 0, 1, "surrogates not allowed")
+        return matches(self, text)
+
+    monkeypatch.setattr(denylist.Entry, "matches", fails_on_curl)
+    with pytest.raises(UnicodeEncodeError):
+        forget.scrub_log([denylist.make_literal(VALUE, False)], dry_run=False)
+    assert log_path(isolated_home).read_bytes() == original  # the ssh line before it was blanked

@@ -150,7 +150,13 @@ class Entry:
                 f" (remove it with `nexusmem forget --remove-entry {self.key[:12]}`)"
             )
         if self._regex is not None:
-            return self._regex.search(text) is not None
+            try:
+                return self._regex.search(text) is not None
+            except UnicodeEncodeError:
+                # RE2 encodes a str as strict UTF-8, which a lone surrogate (a `\ud800` escape in a log
+                # line's JSON, an undecodable byte of a file name) is not: it searches the bytes as the
+                # literal path hashes them (a bad line stopped `forget --regex` and every line after it).
+                return self._regex.search(text.encode("utf-8", "surrogatepass")) is not None
         data = _fold(text, self.ignore_case).encode("utf-8", "surrogatepass")
         size, block = len(data), self._block
         if size < self._length:
@@ -240,6 +246,12 @@ def compile_regex(pattern: str, ignore_case: bool) -> Any:
         raise DenyValueError("the pattern is empty")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise DenyValueError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:  # a byte the terminal sent that is not UTF-8 (`$'\xff'`): RE2 cannot take it
+        raise DenyValueError(
+            f"the pattern {pattern!r} holds a byte that is not UTF-8: match it with `.` or give it as text"
+        ) from None
     engine = _re2()
     compiled: Any
     if engine is not None:
@@ -412,9 +424,14 @@ def _entry_key(spec: dict[str, Any]) -> bytes:
     return hashlib.blake2b(salt, key=bytes.fromhex(str(secret)), digest_size=32).digest()
 
 
+def _pattern_key(pattern: str, ignore_case: bool) -> str:
+    """A regex entry's key (a stored pattern that is not UTF-8 is an unusable entry, not a crash)."""
+    return hashlib.sha256(f"{int(ignore_case)}\0{pattern}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def make_regex(pattern: str, ignore_case: bool) -> Entry:
     compile_regex(pattern, ignore_case)
-    key = hashlib.sha256(f"{int(ignore_case)}\0{pattern}".encode()).hexdigest()
+    key = _pattern_key(pattern, ignore_case)
     return Entry(key=key, kind="regex", ignore_case=ignore_case, spec={"pattern": pattern})
 
 
@@ -437,8 +454,7 @@ def entry_from_json(data: Any, scope: str = "project") -> Entry:
         pattern = entry.spec.get("pattern")
         if not isinstance(pattern, str):
             raise DenyListError(f"deny-list entry {entry.key[:12]}: a regex entry's pattern must be a string")
-        expected = hashlib.sha256(f"{int(entry.ignore_case)}\0{pattern}".encode()).hexdigest()
-        if entry.key != expected:
+        if entry.key != _pattern_key(pattern, entry.ignore_case):
             raise DenyListError(f"deny-list entry {entry.key[:12]}: key does not match its pattern")
     return entry
 

@@ -372,6 +372,7 @@ def _apply(
     plaintext: tuple[bytes, bool] | None = None,
     word_tokens: Sequence[str] = (),
     force: bool = True,
+    user_wide: bool = False,
 ) -> None:
     if not keep_log:
         hooklog.log_file()  # a log linking out of ~/.nexusmem: refuse before anything changes
@@ -416,6 +417,11 @@ def _apply(
             reason,
             {"entries": [e.key for e in entries], "removed": report.removed, "kinds": report.kinds},
         )
+    if user_wide:
+        # With the project's entry, before anything that can fail (the log, the purge, the backups): an
+        # entry `forget --list` shows here but no other project's sync applies was what a failure left.
+        for entry in entries:
+            report.global_added = add_global(entry) or report.global_added
     report.rekeyed += rekey_seen(store, matcher)
     report.sync_log = sync_log_lines(store.path.parent, matcher, plaintext, dry_run=False)
     if not keep_log:
@@ -580,9 +586,9 @@ def forget(
             plaintext=plaintext,
             word_tokens=[] if regex else value_words(value),
             force=force,
+            user_wide=user_wide,
         )
     if user_wide and not dry_run:
-        report.global_added = add_global(entry)
         report.others_pending = _other_projects(project.root)
     return report
 
@@ -644,10 +650,9 @@ def import_entries(
             reason="import",
             keep_log=keep_log,
             scope="global" if user_wide else "project",
+            user_wide=user_wide,
         )
     if user_wide and not dry_run:
-        for entry in entries:
-            report.global_added = add_global(entry) or report.global_added
         report.others_pending = _other_projects(project.root)
     return report
 

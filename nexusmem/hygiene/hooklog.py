@@ -133,36 +133,43 @@ def _blank(fd: int, start: int, stop: int) -> None:
 def rewrite(log: Path, start: int, transform: Transform, *, dry_run: bool = False) -> Rewrite:
     """Apply TRANSFORM to every complete line of LOG from byte START, overwriting changed lines in place.
 
-    Call with the log lock held exclusive. A replacement longer than its line is a bug in TRANSFORM.
+    Call with the log lock held exclusive. A replacement longer than its line is a bug in TRANSFORM. Every
+    line is looked at before any is written: a TRANSFORM that fails on one line leaves the log as it was
+    (it had blanked the lines before that one and kept it and every line after it).
     """
     done = Rewrite(end=start)
+    edits: list[tuple[int, int, bytes | None]] = []  # (offset, length, replacement; None: blank it)
+    for end, raw in iter_log_lines(log, start):
+        if end < 0:
+            break  # a line still being written: its shell's next bytes complete it
+        done.checked += 1
+        line_start, done.end = done.end, end
+        if raw is None:
+            # Over-long: never read whole, skipped by every reader, so never redacted either; what it
+            # holds (a pasted file with a token in it) is blanked rather than left raw on disk.
+            done.dropped += 1
+            edits.append((line_start, end - 1 - line_start, None))
+            continue
+        new = transform(raw)
+        if new is None:
+            continue
+        if len(new) > len(raw):
+            raise ValueError("a log line's replacement may not be longer than the line")
+        if new.strip():
+            done.redacted += 1
+        else:
+            done.dropped += 1
+        edits.append((end - 1 - len(raw), len(raw), new))
+    if dry_run or not edits:
+        return done
     fd = os.open(log, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        for end, raw in iter_log_lines(log, start):
-            if end < 0:
-                break  # a line still being written: its shell's next bytes complete it
-            done.checked += 1
-            line_start, done.end = done.end, end
-            if raw is None:
-                # Over-long: never read whole, skipped by every reader, so never redacted either; what it
-                # holds (a pasted file with a token in it) is blanked rather than left raw on disk.
-                done.dropped += 1
-                if not dry_run:
-                    _blank(fd, line_start, end - 1)
-                continue
-            new = transform(raw)
+        for offset, length, new in edits:
             if new is None:
-                continue
-            if len(new) > len(raw):
-                raise ValueError("a log line's replacement may not be longer than the line")
-            if new.strip():
-                done.redacted += 1
+                _blank(fd, offset, offset + length)
             else:
-                done.dropped += 1
-            if not dry_run:
-                os.pwrite(fd, _pad(new, len(raw)), end - 1 - len(raw))
-        if not dry_run and (done.redacted or done.dropped):
-            os.fsync(fd)
+                os.pwrite(fd, _pad(new, length), offset)
+        os.fsync(fd)
     finally:
         os.close(fd)
     return done
