@@ -1156,3 +1156,50 @@ def test_a_failure_on_a_latin1_file_name_is_its_own_not_its_utf8_namesakes(repo:
             ("d\\xe9/run.sh", "cd d\\xe9 && sh run.sh", 4),
         ], when
         run_cli("-C", str(repo), "sync", "--no-embed")
+
+
+def test_a_grep_or_diff_that_answered_with_1_alone_is_no_failure(repo: Path) -> None:
+    """README: a status 1 grep, diff, `test` or `[` answered with is no failure, alone or in a compound's
+    branch. `grep -n TODO notes.txt | cat` was left out, but the bare `grep -n TODO notes.txt` and `diff a
+    notes.txt` (exit 1 each, typed at bash) were failures: precheck warned "never seen passing" on
+    notes.txt and "what failed today" listed them. A grep that could not read its file (2), or a list whose
+    1 may be another command's, still fails."""
+    from helpers import query_json
+
+    commit(repo, "docs: notes", {"notes.txt": "nothing to do\n", "a": "other\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    typed_in_bash(
+        repo,
+        "grep -n TODO notes.txt",
+        "diff a notes.txt",
+        "if [ -f notes.txt ]; then grep -c FIXME notes.txt; fi",
+        "grep -n TODO notes.txt; sh -c 'exit 1' notes.txt",
+        "grep -n TODO notes.txt nope.txt",
+    )
+    lines = [json.loads(line) for line in shell_log_path().read_text(encoding="utf-8").splitlines()]
+    assert [(line["command"], line["exit"]) for line in lines[:5]] == [  # the log keeps what the shell said
+        ("grep -n TODO notes.txt", 1),
+        ("diff a notes.txt", 1),
+        ("if [ -f notes.txt ]; then grep -c FIXME notes.txt; fi", 1),
+        ("grep -n TODO notes.txt; sh -c 'exit 1' notes.txt", 1),
+        ("grep -n TODO notes.txt nope.txt", 2),
+    ]
+    failing = [
+        "`grep -n TODO notes.txt; sh -c 'exit 1' notes.txt` failed (exit 1)",
+        "`grep -n TODO notes.txt nope.txt` failed (exit 2)",
+    ]
+    (repo / "notes.txt").write_text("TODO: more\n", encoding="utf-8")
+    git(repo, "add", "notes.txt")
+    unsynced = run_cli("-C", str(repo), "precheck", "--files", "notes.txt").stderr
+    assert sorted(line for line in unsynced.splitlines() if "` failed (exit" in line) == [
+        f"notes.txt: {what} on {time.strftime('%Y-%m-%d', time.gmtime())} and was never seen passing"
+        " — run it before committing"
+        for what in sorted(failing)
+    ], unsynced
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert run_cli("-C", str(repo), "precheck", "--files", "notes.txt").stderr == unsynced
+    titles = [it["title"] for it in query_json(repo, "what failed today")["items"]]
+    assert sorted(t for t in titles if "notes" in t) == [
+        "grep -n TODO notes.txt nope.txt (exit 2)",
+        "grep -n TODO notes.txt; sh -c 'exit 1' notes.txt (exit 1)",
+    ], titles

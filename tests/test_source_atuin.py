@@ -605,3 +605,40 @@ def test_an_agents_failure_seen_by_atuin_and_our_agent_hook_is_one_node_with_the
     assert found == [("make -C docs html", "shell", 2, "claude-code")], found
     again = sync.sync(repo)
     assert [(p.added, p.removed) for p in again.sources if p.name in ("shell", "atuin")] == [(0, 0), (0, 0)]
+
+
+def test_a_grep_that_answered_with_1_is_no_failure_and_one_command_with_the_hooks(
+    repo: Path, atuin_db: Path
+) -> None:
+    """A bare grep or diff ending with 1 (no match, a difference) is no failure, whichever recorder saw it:
+    read as exit 0 from atuin as from the hook log, so an agent's grep both saw is still one command."""
+    commit(repo, "docs: notes", {"notes.txt": "nothing\n"})
+    now = int(time.time() * 1000)
+    conn = make_db(atuin_db)
+    add(conn, "grep -n TODO notes.txt", repo, now - 9_000, exit=1)
+    add(conn, "diff a notes.txt", repo, now - 8_000, exit=1)
+    add(conn, "make test", repo, now - 7_000, exit=1)
+    add(conn, "grep -c FIXME notes.txt", repo, now - 6_000, exit=1, author="claude-code", kind=2)
+    ours = {
+        "ts": now - 5_900,
+        "cwd": str(repo),
+        "exit": 1,
+        "command": "grep -c FIXME notes.txt",
+        "shell": "claude-code",
+        "session": "sess",
+        "author": "claude-code",
+        "author_kind": "agent",
+        "call_id": "toolu_1",
+        "v": 1,
+    }
+    log = shell_log_path()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(json.dumps(ours) + "\n", encoding="utf-8")
+    sync.sync(repo)
+    nodes = shell_nodes(repo)
+    assert {ref: (n["source"], n["exit"]) for ref, n in nodes.items()} == {
+        "grep -n TODO notes.txt": ("atuin", 0),
+        "diff a notes.txt": ("atuin", 0),
+        "make test": ("atuin", 1),
+        "grep -c FIXME notes.txt": ("shell", 0),
+    }

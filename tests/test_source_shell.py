@@ -571,6 +571,22 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ),
         ("sh <<'X' | tee log  # it's\necho a; exit 4\nX\n", 0, [4, 0], 4),  # a comment's quote opens none
         ('{ cat <<<"a" > f\nmake; } | tee log', 0, [2, 0], 2),  # a here-string has no body
+        # One stage alone: a 1 that grep, diff, `test` or `[` answered with is no failure, as behind `| cat`.
+        ("grep -n TODO notes.txt", 1, [1], 0),
+        ("diff a notes.txt", 1, [1], 0),
+        ("time grep -q x f", 1, None, 0),  # no pipestatus (an agent's line, an older hook)
+        ("[ -f setup.py ];", 1, [1], 0),  # a trailing `;` starts nothing
+        ("if [ -f f ]; then grep -n TODO f; fi", 1, [1], 0),  # a compound: its branch's last command
+        ("grep x f <<EOF\na; make\nEOF\n", 1, [1], 0),  # a here-document's `;` is text
+        ("grep -rn x src", 2, [2], 2),  # grep's 2 is an error
+        ("make", 1, [1], 1),
+        ("pytest -q tests/test_grep.py", 1, [1], 1),
+        ("for f in a b; do grep -q x $f; make $f; done", 1, [1], 1),  # make's, last
+        ("grep -q x f; make", 1, [1], 1),  # two commands: the 1 is make's
+        ("cd docs && grep -n TODO notes.txt", 1, [1], 0),  # a list: by its last command, as in a compound
+        ("grep -n TODO notes.txt | sort; grep -c x f", 1, [1], 0),  # the last pipeline's
+        ("false && grep x f | tee log", 1, [1], 1),  # the last pipeline never ran: false's 1
+        ("! grep -q x f", 1, [1], 1),  # grep found it: the `!` made that a failure
     ],
 )
 def test_the_status_a_pipeline_is_stored_with(

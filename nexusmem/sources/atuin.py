@@ -48,7 +48,7 @@ from nexusmem.redact import redact, redact_cut
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.shell.agentcmd import AGENTS as OUR_AGENTS
-from nexusmem.sources.shell.agentcmd import canonical
+from nexusmem.sources.shell.agentcmd import canonical, pipeline_status
 from nexusmem.sources.shell.attribution import Attributor
 from nexusmem.sources.shell.logline import EXIT_MAX, EXIT_MIN, MAX_DURATION_MS
 from nexusmem.sources.shell.node import Memo, agent_call_key, body_head, command_node
@@ -260,6 +260,8 @@ class AtuinSource:
                     # it canonical: the same canonical text is what makes the two one command.
                     command, cwd, echoed, masked = canonical(command, cwd)
                     code = None if echoed or masked else code
+                if code == 1:  # grep's no match is an answer, as in the hook's line of the same run
+                    code = pipeline_status(command, code, None)
                 where = None if attributor.moved_away(cwd, ts) else attributor.match(cwd)
                 if where is None or not command.strip() or "\x00" in command:
                     continue

@@ -414,8 +414,12 @@ def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] |
     their input (PIPESTATUS 1 0, $? 0): the last failing stage's before those filters; else EXIT_CODE. A
     pipestatus that does not have that pipeline's length is another's (`false && make | tee log` ran
     `false` alone): EXIT_CODE. With `pipefail` the shell's $? is already the stage's, and is kept, unless it
-    is only SIGPIPE's (`seq 1 1000000 | head -1`: 141), which is no failure."""
-    if not pipestatus or len(pipestatus) < 2 or pipestatus[-1] != 0:
+    is only SIGPIPE's (`seq 1 1000000 | head -1`: 141), which is no failure. A command of one stage (a
+    simple command, or a compound) that ends with 1 as grep, diff, `test` or `[` answer is no failure either:
+    0, as when it is piped into `| cat` (`grep -n TODO notes.txt` that found nothing)."""
+    if not pipestatus or len(pipestatus) < 2:
+        return _alone_status(command, exit_code, pipestatus)
+    if pipestatus[-1] != 0:
         return exit_code
     if exit_code == _SIGPIPE_STATUS and all(s in (0, _SIGPIPE_STATUS) for s in pipestatus):
         return 0
@@ -449,6 +453,26 @@ def pipeline_status(command: str, exit_code: int | None, pipestatus: list[int] |
         if status not in (0, _SIGPIPE_STATUS):
             return status
     return exit_code
+
+
+def _alone_status(command: str, exit_code: int | None, pipestatus: list[int] | None) -> int | None:
+    """The status of COMMAND when the shell's PIPESTATUS has fewer than two stages: 0 for a 1 that its last
+    pipeline, one stage (a simple command or a compound), answered with (_answers: `grep -n TODO notes.txt`,
+    `cd docs && diff a b`, as of a `&&`/`||` list inside a compound: by its last command); else EXIT_CODE.
+    Its words are looked at first: a `pytest` that failed costs a split, not a scan of its characters."""
+    if exit_code != 1 or (pipestatus and pipestatus != [1]):
+        return exit_code
+    text = _without_heredoc_bodies(command)
+    if _ANSWERS_WITH_1.isdisjoint(text.split()):
+        return exit_code
+    ops = _top_level(text)
+    while ops and ops[-1][1] in (";", "\n") and not text[ops[-1][0] + 1 :].strip():
+        text = text[: ops[-1][0]]  # a trailing `;` or newline ends the command, it starts none
+        ops.pop()
+    if ops and ops[-1][1] == "|":
+        return exit_code  # a last pipeline of several stages, and a pipestatus of one: not that pipeline's
+    last = text[ops[-1][0] + len(ops[-1][1]) :] if ops else text
+    return 0 if _answers(last) else exit_code
 
 
 def _unquote_word(word: str) -> str | None:

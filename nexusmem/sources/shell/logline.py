@@ -391,8 +391,9 @@ def log_line_from(obj: Any) -> LogLine | None:
     ):
         pipestatus = None
     exit_code = exit_code if _exit_ok(exit_code) else None
-    if pipestatus is not None and len(pipestatus) > 1:
-        # `pytest | tee log` that failed: the shell's $? is tee's 0, the failure is in PIPESTATUS.
+    if exit_code == 1 or (pipestatus is not None and len(pipestatus) > 1):
+        # `pytest | tee log` that failed: the shell's $? is tee's 0, the failure is in PIPESTATUS; `grep x f`
+        # that found nothing: its 1 is an answer, no failure.
         exit_code = pipeline_status(command, exit_code, pipestatus)
     line = LogLine(
         ts,
