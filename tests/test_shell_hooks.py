@@ -1431,3 +1431,23 @@ def test_a_failure_with_a_quoted_command_substitution_piped_into_a_filter_is_a_f
         assert (line["exit"], line["pipestatus"]) == (0, [2, 0]), (command, line)
         parsed = log_line_from(line)
         assert parsed is not None and parsed.exit == 2, (command, line)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_exit_after_a_failure_is_no_failure_in_any_shell(kind: str, open_shell: Any) -> None:
+    """`false`, then `exit`: fish logs the builtin with the status `false` left (1), bash and zsh do not log
+    it. Read back, no shell has a failing `exit`."""
+    from nexusmem.sources.shell.logline import log_line_from
+
+    sh = open_shell(kind)
+    assert sh.run("false")["exit"] == 1
+    sh.type("exit")
+    with contextlib.suppress(pexpect.EOF, pexpect.TIMEOUT):
+        sh.child.expect(pexpect.EOF, timeout=5)
+    lines = sh.lines()
+    assert [line["command"] for line in lines] == (["false", "exit"] if kind == "fish" else ["false"])
+    read = [log_line_from(line) for line in lines]
+    assert [(r.command, r.exit) for r in read if r is not None] == [("false", 1)] + (
+        [("exit", None)] if kind == "fish" else []
+    )

@@ -597,3 +597,30 @@ def test_the_status_a_pipeline_is_stored_with(
     from nexusmem.sources.shell.agentcmd import pipeline_status
 
     assert pipeline_status(command, exit_code, pipestatus) == stored
+
+
+def test_leaving_the_shell_is_no_failure(repo: Path) -> None:
+    """fish logs the builtin `exit` with the status the command before it left (`false`, then `exit`: a line
+    `"command":"exit","exit":1`), so "what failed today" listed `exit (exit 1)`; bash and zsh do not log it.
+    A line that is only `exit` or `logout` is read with its status unknown; the line on disk stays."""
+    import time
+
+    from helpers import query_json, run_cli
+
+    commit(repo, "init", {"a.txt": "a\n"})
+    now = int(time.time() * 1000)
+    fish = {"shell": "fish", "pipestatus": [1]}
+    log = write_log(
+        line(repo, "false", now - 50_000, exit=1, **fish),
+        line(repo, "exit", now - 40_000, exit=1, **fish),
+        line(repo, "logout", now - 30_000, exit=1, **fish),
+        line(repo, "exit 3", now - 20_000, exit=3, shell="fish", pipestatus=[3]),
+        line(repo, "make; exit", now - 10_000, exit=2, pipestatus=[2]),  # make's status: a failure
+    )
+    before = log.read_bytes()
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = sorted(it["title"] for it in query_json(repo, "what failed today")["items"])
+    assert titles == ["false (exit 1)", "make; exit (exit 2)"], titles
+    commands = {it["title"] for it in query_json(repo, "what did I run")["items"]}
+    assert {"exit (exit unknown)", "logout (exit unknown)", "exit 3 (exit unknown)"} <= commands, commands
+    assert log.read_bytes() == before

@@ -357,6 +357,15 @@ MAX_CALL_ID_CHARS = 200
 AUTHOR_KINDS = ("human", "agent")
 
 
+_LEAVE = ("exit", "logout")
+
+
+def _leaves_the_shell(command: str) -> bool:
+    """Whether COMMAND is only `exit` or `logout`, with its status or not (`exit 3`), not a list."""
+    words = command.split()
+    return 0 < len(words) <= 2 and words[0] in _LEAVE and not any(c in command for c in ";&|()`")
+
+
 def _exit_ok(value: Any) -> bool:
     return type(value) is int and EXIT_MIN <= value < EXIT_MAX
 
@@ -395,6 +404,10 @@ def log_line_from(obj: Any) -> LogLine | None:
         # `pytest | tee log` that failed: the shell's $? is tee's 0, the failure is in PIPESTATUS; `grep x f`
         # that found nothing: its 1 is an answer, no failure.
         exit_code = pipeline_status(command, exit_code, pipestatus)
+    if exit_code is not None and command[:1] in ("e", "l") and _leaves_the_shell(command):
+        # fish logs the builtin `exit` with the status the command before it left (`false`, then `exit`:
+        # 1); bash and zsh do not log it. It is no command that failed: its status is unknown.
+        exit_code = None
     line = LogLine(
         ts,
         cwd,
