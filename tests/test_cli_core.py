@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -725,3 +726,56 @@ def test_a_path_with_a_newline_or_a_tab_is_one_line_in_init_status_and_the_hook_
         assert f"{hook}: installed (our own file): {shown}/.git/hooks/{hook}" in lines, lines
         lines = said("hook", verb, "remove")
         assert any(line.endswith(f" from {shown}/.git/hooks/{hook}.") for line in lines), lines
+
+
+def _to_a_closed_pipe(repo: Path, *args: str, stderr_too: bool = False) -> tuple[int, str]:
+    """(exit code, stderr) of `nexusmem ARGS` whose stdout (STDERR_TOO: and stderr, `2>&1 |`) is a pipe
+    whose reader is already gone: every write fails, as each one after `| head -1` has its line does."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        err = write if stderr_too else subprocess.PIPE
+        done = subprocess.run([console_script(), *args], cwd=repo, stdout=write, stderr=err)
+    finally:
+        os.close(write)
+    return done.returncode, (done.stderr or b"").decode()
+
+
+def test_a_reader_that_stopped_reading_ends_every_command_quietly_with_0(repo: Path) -> None:
+    """`nexusmem stale | head -1` exited 1 (click's code for a closed pipe) once head had its line, while
+    `nexusmem query … | head -1` exited 0: the plain query wrote its answer in one go, before head left, and
+    stale wrote line by line. `nexusmem --version | true` printed a traceback, `precheck --json | true` and
+    `precheck 2>&1 | true` were internal errors (exit 3)."""
+    make_history(repo)
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    commit_id = json.loads(run_script("query", "--json", "WAL", cwd=repo).stdout)["items"][0]["id"]
+    commands = [
+        ["stale"],
+        ["stale", "--json"],
+        ["status"],
+        ["projects"],
+        ["forget", "--list"],
+        ["query", "cache"],
+        ["query", "--json", "cache"],
+        ["show", commit_id],
+        ["hook", "status"],
+        ["doctor"],
+        ["--help"],
+        ["query", "--help"],
+        ["--version"],
+        ["precheck", "--json", "--files", "src/cache.py"],
+    ]
+    for args in commands:
+        assert _to_a_closed_pipe(repo, *args) == (0, ""), args
+    # An error is still an error, said on stderr; --strict still refuses what it found, its JSON unread.
+    code, said = _to_a_closed_pipe(repo, "show", "nosuchid")
+    assert code == 1 and "Error:" in said
+    from nexusmem.paths import shell_log_path
+
+    line = {"ts": int(time.time() * 1000), "cwd": str(repo), "exit": 1, "command": "pytest src/cache.py"}
+    shell_log_path().write_text(json.dumps({**line, "shell": "bash", "session": "s", "v": 1}) + "\n")
+    assert _to_a_closed_pipe(repo, "precheck", "--strict", "--json", "--files", "src/cache.py") == (1, "")
+    # `precheck 2>&1 | head -1` (its warnings are on stderr) was an internal error too.
+    assert _to_a_closed_pipe(repo, "precheck", "--files", "src/cache.py", stderr_too=True)[0] == 0
+    assert _to_a_closed_pipe(repo, "precheck", "--strict", "--files", "src/cache.py", stderr_too=True)[0] == 1
+    assert not (Path(os.environ["NEXUSMEM_HOME"]) / "crash.log").exists()

@@ -11,6 +11,7 @@ import click
 
 from nexusmem import __version__
 from nexusmem.cli.main import ABORTED, COMMANDS, INTERRUPTED
+from nexusmem.cli.plain import quiet_stdout, reader_gone
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,7 +24,9 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         """Ctrl-C ends a command with "Aborted!" and exit 130, the shell's code for an interrupt (click's
-        own is 1, which a script cannot tell from the command's failure)."""
+        own is 1, which a script cannot tell from the command's failure). A reader that stopped reading
+        (`nexusmem stale | head -1`) ends it quietly with 0, as the plain query's (click's is 1: only a
+        command whose output went in one write, and so reached the pipe before head left, passed)."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -31,6 +34,23 @@ class LazyGroup(click.Group):
 
             sys.stderr.write(f"\n{ABORTED}\n")
             raise click.exceptions.Exit(INTERRUPTED) from None
+        except BrokenPipeError:
+            if not reader_gone():
+                raise  # another pipe: click's own handling (exit 1)
+            quiet_stdout()
+            raise click.exceptions.Exit(0) from None
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        """As click's, with `nexusmem --help | head -1` ending as invoke() ends a command."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError:
+            if not reader_gone():
+                raise  # another pipe: click's own handling (exit 1)
+            quiet_stdout()
+            raise click.exceptions.Exit(0) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

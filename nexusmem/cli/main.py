@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> None:
     if args in (["--version"], ["-V"]):
         from nexusmem import __version__
 
-        sys.stdout.write(f"nexusmem {__version__}\n")
+        try:
+            sys.stdout.write(f"nexusmem {__version__}\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # `nexusmem --version | true`: no traceback, no exit 120 at the final flush
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
     if not _cwd_exists():
         code = without_cwd(args)

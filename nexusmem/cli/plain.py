@@ -24,7 +24,7 @@ from nexusmem.terminal import terminal_safe
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import TypeVar
+    from typing import IO, TypeVar
 
     from nexusmem.cli.progress import Progress
     from nexusmem.precheck import Finding, PrecheckResult
@@ -41,8 +41,11 @@ _FLAGS = {"--strict": "strict", "--json": "as_json", "--working": "working", "--
 
 
 def _say(text: str) -> None:
-    sys.stderr.write(terminal_safe(text) + "\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(terminal_safe(text) + "\n")
+        sys.stderr.flush()
+    except BrokenPipeError:  # `precheck 2>&1 | head -1`: the rest goes unsaid, the exit code still tells
+        quiet_stdout(sys.stderr)
 
 
 def error_text(message: str) -> str:
@@ -56,8 +59,11 @@ def error_text(message: str) -> str:
 def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
     """Print RESULT (JSON on stdout, warnings on stderr); the exit code: 1 only for --strict with findings."""
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # `precheck --json | head -1`: the exit code still says what it found
+            quiet_stdout()
     if not result.checked:
         note = result.reason or "nothing checked"
         _say(f"nexusmem precheck: {note}" + (" (--strict: nothing was checked)" if strict else ""))
@@ -290,16 +296,31 @@ def _errors_said(body: Callable[[], T]) -> T | int:
 
 def _guarded(body: Callable[[], int | None]) -> int | None:
     """Run a plain command's BODY and end it as its click command would: errors as `_errors_said` says
-    them, Ctrl-C as "Aborted!" with exit 130, a closed pipe (`nexusmem query ... | head`) quietly with exit 1;
-    never a traceback."""
+    them, Ctrl-C as "Aborted!" with exit 130, a reader that stopped reading (`nexusmem query ... | head -1`)
+    quietly with exit 0 (reader_gone; another closed pipe quietly with 1); never a traceback."""
     try:
         return _errors_said(body)
     except KeyboardInterrupt:
         _aborted()
         return INTERRUPTED
     except BrokenPipeError:
-        _quiet_stdout()
-        return 1
+        done = reader_gone()
+        quiet_stdout()
+        return 0 if done else 1
+
+
+def reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (`nexusmem stale | head -1`, once head has its
+    line): a BrokenPipeError is then the reader having had enough, no failure, whether the output went in one
+    write or many. False where that cannot be told (no poll: Windows; stdout not a file)."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _aborted() -> None:
@@ -308,13 +329,13 @@ def _aborted() -> None:
     sys.stderr.flush()
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush cannot raise again."""
+def quiet_stdout(stream: IO[str] | None = None) -> None:
+    """Point stdout (or STREAM) at /dev/null so that the interpreter's final flush cannot raise again."""
     import contextlib
     import os
 
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), (stream or sys.stdout).fileno())
 
 
 def _out(text: str) -> None:
