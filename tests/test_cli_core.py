@@ -767,6 +767,9 @@ def test_a_reader_that_stopped_reading_ends_every_command_quietly_with_0(repo: P
     ]
     for args in commands:
         assert _to_a_closed_pipe(repo, *args) == (0, ""), args
+    # A command that changes something, stopped when it first wrote, must not say it was done.
+    code, said = _to_a_closed_pipe(repo, "hook", "git", "install")
+    assert code == 1 and "stopped when the reader of its output closed the pipe" in said, said
     # An error is still an error, said on stderr; --strict still refuses what it found, its JSON unread.
     code, said = _to_a_closed_pipe(repo, "show", "nosuchid")
     assert code == 1 and "Error:" in said

@@ -14,6 +14,16 @@ from nexusmem.cli.main import ABORTED, COMMANDS, INTERRUPTED
 from nexusmem.cli.plain import quiet_stdout, reader_gone
 
 F = TypeVar("F", bound=Callable[..., Any])
+# Commands that only read and print: a reader that stopped reading (`| head -1`) ends them with 0. Any other
+# (sync, forget, uninstall, hook install, team push …) was stopped before it was done, and exits 1 saying so.
+READ_ONLY = frozenset({"query", "status", "projects", "stale", "show", "doctor", "precheck"})
+
+
+def _only_reads(name: str, words: set[str]) -> bool:
+    """Whether the command NAME, run with WORDS, only reads and prints (help, a dry run, a list, a status)."""
+    if name in READ_ONLY or name.startswith("scan-") or words & {"--help", "-h", "--dry-run"}:
+        return True
+    return (name == "forget" and "--list" in words) or (name in ("hook", "team") and "status" in words)
 
 
 class LazyGroup(click.Group):
@@ -25,8 +35,9 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         """Ctrl-C ends a command with "Aborted!" and exit 130, the shell's code for an interrupt (click's
         own is 1, which a script cannot tell from the command's failure). A reader that stopped reading
-        (`nexusmem stale | head -1`) ends it quietly with 0, as the plain query's (click's is 1: only a
-        command whose output went in one write, and so reached the pipe before head left, passed)."""
+        (`nexusmem stale | head -1`) ends a command that only reads quietly with 0, as the plain query's
+        (click's is 1: only a command whose output went in one write, and so reached the pipe before head
+        left, passed); one that changes something (READ_ONLY) with 1 and a line on stderr saying so."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -38,7 +49,18 @@ class LazyGroup(click.Group):
             if not reader_gone():
                 raise  # another pipe: click's own handling (exit 1)
             quiet_stdout()
-            raise click.exceptions.Exit(0) from None
+            import sys
+
+            name = ctx.invoked_subcommand or ""
+            if _only_reads(name, set(sys.argv[1:])):
+                raise click.exceptions.Exit(0) from None
+            # A command that changes something was stopped half way: its exit code must not say it was done.
+
+            sys.stderr.write(
+                f"nexusmem {name}: stopped when the reader of its output closed the pipe; what it had not"
+                " done yet is not done (run it again without the pipe)\n"
+            )
+            raise click.exceptions.Exit(1) from None
 
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
