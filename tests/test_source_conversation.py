@@ -619,12 +619,14 @@ def test_a_failure_is_linked_to_the_turn_it_ran_in_not_another_sessions_short_tu
     ci.bash("toolu_01MAKEDOCS", "make docs", "WARNING: duplicate label routing\nError 1", exit_code=1)
     ci.say("Sphinx 7.3 turns the duplicate label warning into an error. Decision: pin sphinx to 7.2.")
     ci.write(folder / "c1d0c5aa-0000-4000-8000-000000000001.jsonl")
-    other = T.ClaudeWriter("c1d0c5aa-0000-4000-8000-000000000002", repo, START + timedelta(minutes=2))
+    # (Its record uuids differ from the first session's, as real ones do: the test writer makes them of the
+    # session id's first 8 characters, and a uuid seen in another session is that session's copy.)
+    other = T.ClaudeWriter("c2d0c5aa-0000-4000-8000-000000000002", repo, START + timedelta(minutes=2))
     other.user("fix the giraffe section of the routing docs")
     other.say("giraffe fixed")
     other.user("now add a test for it")
     other.say("Added test_giraffe.")
-    other.write(folder / "c1d0c5aa-0000-4000-8000-000000000002.jsonl")
+    other.write(folder / "c2d0c5aa-0000-4000-8000-000000000002.jsonl")
     sync_json(repo, "--conversation", "--link-failures")
 
     by_key = agent_calls(repo)
