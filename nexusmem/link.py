@@ -14,6 +14,11 @@ Three independent heuristics, each recorded as its own link relation (a failure 
   several: the everyday fix edits the code, not its test). The commit may come after the passing retry,
   within an hour of it (edit, re-run, see it pass, commit: the commit records the edit that made it pass),
   but not after the same command failed again once it had passed: that commit answers the later failure.
+  Nor is a commit the fix when the next run of the command after it (same normalisation and directory as
+  the retry rule) failed again, the command not having passed since the failure and no other commit
+  touching those files having come between (:func:`_refuted`): `git commit --no-verify` of the failing
+  change is no fix, and the next commit is considered instead. A failure arriving later takes such a link
+  away again (its arrival reconsiders the 24 h before it).
 - ``discussion``: a conversation turn or session summary that talked about the failure (never a fix:
   precheck does not count it). First the failure's own session (an agent's call: meta ``session`` is its
   turns' ``session_id``): the turn it ran in (the one listing it under "Commands run", else the one under
@@ -168,6 +173,9 @@ class _Failure:
     # When the same command (same directory) failed again after passing: a commit from then on is that
     # failure's fix, not this one's.
     failed_again_ts: int | None = None
+    # When each run of the same command (same directory, normalised as for a retry) failed, in order: the
+    # list its group shares. A commit after which the next run failed again did not fix it (_refuted).
+    runs_failed: list[int] = field(default_factory=list)
 
 
 # A redaction placeholder, typed or short (hooklog.SHORT_PLACEHOLDER, where the typed one does not fit): no
@@ -288,6 +296,7 @@ def _retries(store: LinkStore, lower: int, git_runs: list[int] | None = None) ->
     for runs in same.values():  # oldest first: the first failure after a retry is the "failed again"
         stamps = [g.ts for g in runs]
         for failure in runs:
+            failure.runs_failed = stamps
             if failure.retry_ts is not None:
                 i = bisect_right(stamps, failure.retry_ts)
                 failure.failed_again_ts = stamps[i] if i < len(stamps) else None
@@ -343,28 +352,50 @@ def _commits(
             times.setdefault(key, []).append(ts)
     out: set[tuple[str, str, str]] = set()
     for f in failures:
-        best: tuple[int, str] | None = None
         second = f.ts - f.ts % SECOND_MS
         at = bisect_left(git_runs, second)
         ran_on = at < len(git_runs) and git_runs[at] <= f.ts  # a commit of this second came before it
         after = f.ts if ran_on else second - 1
+        made: dict[str, int] = {}  # every commit within 24 h after it touching one of its files
         for path in files.get(f.id, ()):
             path_times = times.get(path)
             if not path_times:
                 continue
-            i = bisect_right(path_times, after)
-            if i < len(path_times):
-                found = (path_times[i], ids[path][i])
-                if best is None or found < best:
-                    best = found
-        if best is None or best[0] - f.ts > DAY_MS:
-            continue
-        if f.failed_again_ts is not None and best[0] >= f.failed_again_ts:
-            continue  # it passed, then failed again before this commit: the commit answers that failure
-        if f.retry_ts is not None and best[0] > f.retry_ts + AFTER_PASS_MS:
-            continue  # long after it passed again (a flaky test's pass, then other work): not its fix
-        out.add((f.id, best[1], COMMIT))
+            path_ids = ids[path]
+            for i in range(bisect_right(path_times, after), bisect_right(path_times, f.ts + DAY_MS)):
+                made[path_ids[i]] = path_times[i]
+        after_it = sorted((ts, commit_id) for commit_id, ts in made.items())
+        for k, (ts, commit_id) in enumerate(after_it):
+            if f.failed_again_ts is not None and ts >= f.failed_again_ts:
+                break  # it passed, then failed again before this commit: the commit answers that failure
+            if f.retry_ts is not None and ts > f.retry_ts + AFTER_PASS_MS:
+                break  # long after it passed again (a flaky test's pass, then other work): not its fix
+            if _refuted(f, after_it, k):
+                continue  # the command failed again after it: it did not fix this
+            out.add((f.id, commit_id, COMMIT))
+            break
     return out
+
+
+def _refuted(f: _Failure, candidates: list[tuple[int, str]], k: int) -> bool:
+    """Whether the next run of F's command after CANDIDATES[k] (time made, id) shows it did not fix F: that
+    run (the same command in the same directory, normalised as for a retry, started after the commit's
+    second, within 24 h of F) failed, the command did not pass since F, and no other commit touching F's
+    files came between the two (the new failure may be that commit's doing). `git commit --no-verify -am
+    'refactor'` holding the failing change, then the same test failing again: the commit is no fix."""
+    made = candidates[k][0]
+    stamps = f.runs_failed
+    i = bisect_left(stamps, made + SECOND_MS)
+    if i == len(stamps) or stamps[i] - f.ts > DAY_MS:
+        return False
+    rerun = stamps[i]
+    if f.retry_ts is not None and f.retry_ts < rerun:
+        return False  # it passed in between: this commit may be the edit that made it pass
+    # CANDIDATES are in time order: another made in the same second, or the next one before the re-run.
+    between = (k > 0 and candidates[k - 1][0] == made) or (
+        k + 1 < len(candidates) and candidates[k + 1][0] < rerun
+    )
+    return not between
 
 
 SECOND_MS = 1000  # a commit's times are whole seconds

@@ -1,7 +1,8 @@
 """Precheck: warnings about the files about to be committed, from what this repository's memory holds.
 
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
-module name in the command) and were never seen passing; the same for the files that import it (the import
+module name in the command) and were never seen passing (a later passing run of the command resolves a
+failure; a commit linked as its fix does not); the same for the files that import it (the import
 edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
 tests/test_api.py imports src/cache.py); and high churn (many commits touching it lately).
 
@@ -343,7 +344,7 @@ def check(
                     ]
                 named_files = _files_named(files, open_failures, naming, by_name=True)
                 failures, redacted_value = _unresolved_failures(
-                    store, open_failures, named_files, gone, (memory, root)
+                    store, open_failures, named_files, (memory, root)
                 )
                 # An importer's failures count only when the command names the importer's path (or a folder
                 # holding it): its bare module name would widen a guess into a wrong warning.
@@ -352,7 +353,7 @@ def check(
                 if importer_paths:
                     named_importers = _files_named(importer_paths, open_failures, naming, by_name=False)
                     via, redacted_via = _unresolved_failures(
-                        store, open_failures, named_importers, gone, (memory, root)
+                        store, open_failures, named_importers, (memory, root)
                     )
                     redacted_value = redacted_value or redacted_via
                 # Redacting the tail's commands can only merge commands (resolving more failures) and take
@@ -408,8 +409,8 @@ def _left_behind(
     two commits dropped, and counting them as churn refused every retry of a --strict commit (the refused
     commit never reached the post-commit sync that would prune them). No process while HEAD (read from its
     files) is where the memory's last sync saw it, the usual case; else one `git rev-list` names the commits
-    that memory's HEAD reached and no ref reaches now, which the next sync prunes: they count neither as
-    churn nor as a failure's fix. When git cannot name them (the old HEAD pruned), churn is not counted (it
+    that memory's HEAD reached and no ref reaches now, which the next sync prunes: they do not count as
+    churn. When git cannot name them (the old HEAD pruned), churn is not counted (it
     would refuse a --strict commit on commits no branch has). A note on RESULT says which."""
     moved = synced_head.head_moved(memory, store.cursor("git"))
     if moved is None:
@@ -619,7 +620,7 @@ def _open_failures(
     """(id, command, ts, cwd, exit) of the failures no later run of the same command resolved (of the
     authors AUTHOR_OK keeps). NORMALISED: resolved.retries' cache, for a second sweep over the same window."""
     # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
-    # the window holds every command later than any failure in it), or by a link the linker recorded.
+    # the window holds every command later than any failure in it), or by a retry link the linker recorded.
     found, resolved_by = resolved.retries(
         ((node_id, ts, command, cwd, code) for node_id, command, ts, cwd, code in commands),
         within_ms=None,
@@ -698,20 +699,17 @@ def _files_named(
     return by_id
 
 
-# The failure → fix link relations (nexusmem.link) that say the failure was fixed.
-_RESOLVING = frozenset({"retry", "commit"})
-
-
 def _unresolved_failures(
     store: HookReader,
     open_failures: list[OpenFailure],
     by_id: dict[str, set[str]],
-    gone: frozenset[str] = frozenset(),
     seen_from: tuple[Path, Path] | None = None,
 ) -> tuple[dict[str, list[Finding]], bool]:
     """Findings per file (BY_ID: the files each failure names, _files_named), and whether a failure naming
     one of them holds a redacted value (a redacted command of the unsynced tail might be its retry: see
-    check). A link to a commit of GONE (no ref reaches it now: _left_behind) resolves nothing. SEEN_FROM:
+    check). Only a passing run resolves a failure: the one found here (_open_failures) or a `retry` link; a
+    `commit` link does not (a commit that held the failing change was once taken for its fix, and silenced
+    a --strict hook while the test still failed: "never seen passing" is about passing). SEEN_FROM:
     (the memory's work tree, the checkout precheck runs in), to name a command's folder from the latter."""
     if not open_failures:
         return {}, False
@@ -719,13 +717,10 @@ def _unresolved_failures(
     redacted_value = any(PLACEHOLDER in f[1] for f in candidates)
     if not candidates:
         return {}, redacted_value
-    # A retry that passed or a commit that fixed it resolves a failure; a conversation that discussed it
-    # (`discussion`) does not: talking about a failing test is no sign it passes now.
-    linked = {
-        from_id
-        for from_id, to, rel in store.links_from([f[0] for f in candidates])
-        if rel in _RESOLVING and to not in gone
-    }
+    # Only a passing run resolves a failure (a `retry` link, or such a run found directly): a commit linked
+    # as its fix may not have fixed it, and a conversation that discussed it (`discussion`) is no sign it
+    # passes now.
+    linked = {from_id for from_id, _to, rel in store.links_from([f[0] for f in candidates]) if rel == "retry"}
     # Newest first; one finding per (file, command as compared, cwd), carrying how often it failed
     # unresolved and shown as its newest run was typed: `pytest | tee log` and `pytest | tail -3` are one.
     grouped: dict[tuple[str, str, str | None], list[tuple[str, str, int, str | None, int]]] = {}

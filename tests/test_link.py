@@ -737,7 +737,9 @@ def _commit_fixes(repo: Path, query: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_fix_folded_into_the_breaking_commit_with_amend_is_linked_and_precheck_quiet(repo: Path) -> None:
+def test_a_fix_folded_into_the_breaking_commit_with_amend_is_linked_and_precheck_waits_for_a_pass(
+    repo: Path,
+) -> None:
     wip_s = int(time.time()) - 3600
     _calc_repo(repo, wip_s - 600)
     commit(
@@ -754,8 +756,12 @@ def test_a_fix_folded_into_the_breaking_commit_with_amend_is_linked_and_precheck
     assert _commit_fixes(repo, "why did node tests/calc.test.js fail") == [amended]
     (repo / "lib/calc.js").write_text("module.exports.double = x => 2 * x\n", encoding="utf-8")
     git(repo, "add", "lib/calc.js")
+    # The link says which commit fixed it; precheck still asks for the test to be seen passing.
     data = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)
-    assert data["files"] == ["lib/calc.js"] and data["findings"] == []
+    assert data["files"] == ["lib/calc.js"]
+    assert [f["command"] for f in data["findings"]] == ["node tests/calc.test.js"]
+    write_commands(repo, [((wip_s + 10) * 1000, "node tests/calc.test.js", 0)])
+    assert json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"] == []
 
 
 @pytest.mark.slow

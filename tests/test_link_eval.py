@@ -65,6 +65,7 @@ DECOYS = {
     "another session naming its one word": 20,
     "its own session, never about it": 10,
     "never fixed": 30,
+    "commit, then the same command failed again": 15,
 }
 
 
@@ -282,6 +283,13 @@ def build_history(seed: int = SEED) -> History:
     for _ in range(DECOYS["never fixed"]):
         i, t = next(n), when()
         fail("never fixed", f"./scripts/flaky{i}.sh", t, files=(f"scripts/flaky{i}.sh",))
+    for _ in range(DECOYS["commit, then the same command failed again"]):
+        # The commit held the failing change (`git commit --no-verify`): the next run still fails.
+        i, t = next(n), when()
+        path = f"src/calc{i}.py"
+        f = fail("commit, then the same command failed again", f"pytest -q {path}", t, files=(path,))
+        h.nodes.append(_commit(t + rng.randrange(MINUTE, HOUR), path))
+        h.nodes.append(_shell(f.ref, t + HOUR + rng.randrange(MINUTE, HOUR), 1, files=(path,)))
 
     # Noise: everyday successes, commits touching noise files, chatter that names no failing command.
     for _ in range(3000):

@@ -1,4 +1,5 @@
-"""precheck on real repositories: unresolved failures, resolution by retry or link, churn, exit codes, speed."""
+"""precheck on real repositories: unresolved failures, resolution by a passing run (or a retry link), churn, exit
+codes, speed."""
 
 from __future__ import annotations
 
@@ -88,16 +89,23 @@ def test_success_before_the_failure_does_not_resolve_it(repo: Path) -> None:
     assert [f.kind for f in precheck.run(repo, files=["src/cache.py"]).findings] == ["failure"]
 
 
-def test_a_link_from_the_failure_resolves_it(repo: Path) -> None:
+def test_a_retry_link_from_the_failure_resolves_it_a_commit_link_does_not(repo: Path) -> None:
     project(repo)
-    write_log(repo, [("pytest tests/test_cache.py", 1, DAY_MS)])
+    write_log(repo, [("pytest tests/test_cache.py", 1, DAY_MS), ("pytest tests/test_cache.py -x", 0, 1000)])
     sync.sync(repo)
     db = repo / ".nexusmem" / "memory.db"
     with open_store(db) as store:
-        failure = next(n for n in store.iter_nodes("shell_command"))
+        failure = next(n for n in store.iter_nodes("shell_command") if n.meta["exit"] == 1)
+        other_run = next(n for n in store.iter_nodes("shell_command") if n.meta["exit"] == 0)
         fix = next(n for n in store.iter_nodes("git_commit"))
         with store.transaction():
             store.add_links([(failure.id, fix.id, "commit")])
+    # "never seen passing" is about passing: a commit taken for its fix may still fail it.
+    assert [f.command for f in precheck.run(repo, files=["src/cache.py"]).findings] == [
+        "pytest tests/test_cache.py"
+    ]
+    with open_store(db) as store, store.transaction():
+        store.add_links([(failure.id, other_run.id, "retry")])  # a retry the team store holds, say
     assert precheck.run(repo, files=["src/cache.py"]).findings == []
 
 
@@ -848,9 +856,10 @@ def test_a_filter_branch_rewrite_counts_each_commit_once(repo: Path) -> None:
     assert [(f["kind"], f["commits"]) for f in data["findings"]] == [("churn", 5)], data
 
 
-def test_a_fix_commit_a_reset_dropped_no_longer_resolves_the_failure(repo: Path) -> None:
-    """A failure linked to the commit that fixed it is resolved; once a reset dropped that commit, the fix is
-    gone and the failure is reported again, as after the next sync (which prunes the commit and its link)."""
+def test_a_fix_commit_resolves_nothing_before_or_after_a_reset_dropped_it(repo: Path) -> None:
+    """A failure linked to the commit that fixed it is still reported until the command passes (a commit
+    linked as a fix once held the failing change itself); a reset dropping that commit changes nothing, as
+    the next sync (which prunes the commit and its link) does not."""
     files = {"src/cache.py": "x = 1\n", "tests/test_cache.py": "def test(): pass\n"}
     commit(repo, "feat: the cache", files, when=int(time.time()) - 2 * 86400)
     write_log(repo, [("pytest tests/test_cache.py", 1, 3_600_000)])
@@ -858,14 +867,13 @@ def test_a_fix_commit_a_reset_dropped_no_longer_resolves_the_failure(repo: Path)
     run_cli("-C", str(repo), "sync", "--link-failures")
     (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
     git(repo, "add", "src/cache.py")
-    assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == []
+    linked = json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"]
+    assert [(f["kind"], f["command"]) for f in linked] == [("failure", "pytest tests/test_cache.py")]
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
     git(repo, "add", "src/cache.py")
     before = json.loads(run_script("precheck", "--json", cwd=repo).stdout)
-    assert [(f["kind"], f["command"]) for f in before["findings"]] == [
-        ("failure", "pytest tests/test_cache.py")
-    ]
+    assert before["findings"] == linked
     run_cli("-C", str(repo), "sync", "--link-failures")
     assert json.loads(run_script("precheck", "--json", cwd=repo).stdout)["findings"] == before["findings"]
 

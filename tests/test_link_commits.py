@@ -1,0 +1,76 @@
+"""Which commit is a failure's fix, on real repositories: the walkthrough's cases (a commit holding the failing
+change, a commit made by the failing line itself, a rebase, a flaky test's pass), each synced from real
+hook-log lines with `sync --link-failures` and read back as `query` shows it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from nexusmem.store.db import open_store
+
+from helpers import commit, run_cli, write_commands
+
+CALC = "def add(a, b):\n    return a + b\n"
+BROKEN = "def add(a, b):\n    return a - b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+def _calc_repo(repo: Path, when: int) -> None:
+    commit(repo, "init", {"calc.py": CALC, "test_calc.py": TEST}, when=when)
+
+
+def _shown(repo: Path, item: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(run_cli("-C", str(repo), "show", "--json", item).stdout)
+    return data
+
+
+def _fixes(repo: Path, failure_ts: int, relation: str = "commit") -> list[str]:
+    """What `show` says fixed the command logged at FAILURE_TS ("fixed by … (RELATION)"), by title."""
+    with open_store(repo / ".nexusmem" / "memory.db") as store:
+        (failure,) = [n.id for n in store.iter_nodes("shell_command") if n.ts == failure_ts]
+    links = _shown(repo, failure)["links"]
+    return [_shown(repo, link["to"])["title"] for link in links if link["relation"] == relation]
+
+
+def test_a_commit_after_which_the_same_test_failed_again_is_not_its_fix(repo: Path) -> None:
+    """The walkthrough: calc.py broken, `pytest -q test_calc.py` fails, `git commit --no-verify -qam
+    'refactor: calc'`, and the post-commit sync linked the failure "fixed by … (commit)" to the commit that
+    holds the failing change. Until the test is run again that is all the memory knows; once the next run
+    fails, the commit is no fix, and the next sync drops the link."""
+    now_s = int(time.time()) - 3600
+    _calc_repo(repo, now_s - 600)
+    (repo / "calc.py").write_text(BROKEN, encoding="utf-8")
+    failed_at = now_s * 1000 + 300
+    write_commands(repo, [(failed_at, "pytest -q test_calc.py", 1)])
+    commit(repo, "refactor: calc", when=now_s + 4)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["refactor: calc"]
+
+    write_commands(repo, [((now_s + 8) * 1000, "pytest -q test_calc.py", 1)])
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == []
+
+    # The real fix, committed after the edit that made it pass: both failures' fix.
+    commit(repo, "fix: calc adds", {"calc.py": CALC}, when=now_s + 20)
+    write_commands(repo, [((now_s + 25) * 1000, "pytest -q test_calc.py", 0)])
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["fix: calc adds"]
+    assert _fixes(repo, (now_s + 8) * 1000) == ["fix: calc adds"]
+
+
+def test_a_failure_after_another_commit_to_the_file_says_nothing_about_the_first(repo: Path) -> None:
+    """The next run failed, but a second commit touching the file came between: that failure may be the
+    second commit's doing, so the first stays the fix (fixed, then broken again)."""
+    now_s = int(time.time()) - 3600
+    _calc_repo(repo, now_s - 600)
+    failed_at = now_s * 1000 + 300
+    write_commands(repo, [(failed_at, "pytest -q test_calc.py", 1)])
+    commit(repo, "fix: calc adds", {"calc.py": CALC + "\n"}, when=now_s + 10)
+    commit(repo, "wip: calc tweaks", {"calc.py": BROKEN}, when=now_s + 20)
+    write_commands(repo, [((now_s + 30) * 1000, "pytest -q test_calc.py", 1)])
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["fix: calc adds"]
+    assert _fixes(repo, (now_s + 30) * 1000) == []

@@ -1,0 +1,70 @@
+"""What resolves a failure for precheck ("never seen passing"), on real repositories with real hook-log lines:
+a later passing run, never a commit linked as its fix."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from nexusmem.store.db import open_store
+
+from helpers import commit, git, run_cli, run_script, write_commands
+
+CALC = "def add(a, b):\n    return a + b\n"
+BROKEN = "def add(a, b):\n    return a - b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+def _staged(repo: Path, name: str, text: str) -> None:
+    (repo / name).write_text(text, encoding="utf-8")
+    git(repo, "add", name)
+
+
+def _links(repo: Path) -> list[tuple[str, str]]:
+    """(relation, linked item's title) of every failure → fix link, as `show` lists them."""
+    with open_store(repo / ".nexusmem" / "memory.db") as store:
+        failures = [n.id for n in store.iter_nodes("shell_command") if n.meta.get("exit") not in (0, None)]
+    out = []
+    for failure in failures:
+        item: dict[str, Any] = json.loads(run_cli("-C", str(repo), "show", "--json", failure).stdout)
+        for link in item["links"]:
+            shown = json.loads(run_cli("-C", str(repo), "show", "--json", link["to"]).stdout)
+            out.append((link["relation"], shown["title"]))
+    return out
+
+
+def test_a_commit_linked_as_the_fix_does_not_silence_strict_precheck(repo: Path) -> None:
+    """The walkthrough: break calc.py, `pytest -q test_calc.py` fails (exit 1), `git commit --no-verify -qam
+    'refactor: calc'`; the post-commit sync links the failure to that commit, and `precheck --strict` on the
+    next change to calc.py exited 0 with no output while the test still failed. A commit is no sign that the
+    command passes: only a passing run of it clears the warning, as its text says ("run it before
+    committing")."""
+    now_s = int(time.time()) - 3600
+    commit(repo, "init", {"calc.py": CALC, "test_calc.py": TEST}, when=now_s - 600)
+    (repo / "calc.py").write_text(BROKEN, encoding="utf-8")
+    write_commands(repo, [(now_s * 1000 + 300, "pytest -q test_calc.py", 1)])
+    commit(repo, "refactor: calc", when=now_s + 4)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert ("commit", "refactor: calc") in _links(repo)  # what the linker has to go on: a commit after it
+
+    _staged(repo, "calc.py", BROKEN + "# more\n")
+    strict = run_script("precheck", "--strict", cwd=repo)
+    assert strict.returncode == 1, strict.stderr
+    assert "calc.py: `pytest -q test_calc.py` failed (exit 1)" in strict.stderr
+    assert "never seen passing — run it before committing" in strict.stderr
+
+    # The same with the real fix committed but never run: still "run it before committing".
+    commit(repo, "fix: calc adds", {"calc.py": CALC}, when=now_s + 20)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    _staged(repo, "calc.py", CALC + "# more\n")
+    assert run_script("precheck", "--strict", cwd=repo).returncode == 1
+
+    # A passing run clears it, synced or not.
+    write_commands(repo, [((now_s + 30) * 1000, "pytest -q test_calc.py", 0)])
+    cleared = run_script("precheck", "--strict", cwd=repo)
+    assert cleared.returncode == 0 and cleared.stderr == "", cleared.stderr
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert ("retry", "pytest -q test_calc.py (exit 0)") in _links(repo)
+    assert run_script("precheck", "--strict", cwd=repo).returncode == 0
