@@ -6,8 +6,9 @@ Three independent heuristics, each recorded as its own link relation (a failure 
   the same working directory that exited 0 within 24 h (the rule lives in :mod:`nexusmem.resolved`, shared
   with precheck).
 - ``commit``: the first git commit made within 24 h after the failure (its committer time, not its author
-  time, which an amend, a `--fixup` squashed in or a rebase keep from the commit they rewrite; whole seconds,
-  so one of the failure's own second counts: see :func:`_commits`) that touched a file the failing command
+  time, which an amend, a `--fixup` squashed in or a rebase keep from the commit they rewrite; after the
+  failing line ended, not when it started: a commit the line made itself is no fix of it; whole seconds,
+  so one of the second the line ended in counts: see :func:`_commits`) that touched a file the failing command
   names (the failure node's ``files``), a file inside a directory it names (``ruff check src/cache``), or the
   file a test file it names tests (``pytest tests/test_cache.py`` → the one ``cache.py`` of the repository,
   ``services/api/tests/test_views.py`` → the one ``views.py`` under ``services/api``; none when there are
@@ -166,8 +167,10 @@ class LinkSummary:
 @dataclass(slots=True)
 class _Failure:
     id: str
-    ts: int
+    ts: int  # when the line started
     command: str
+    # When it ended (ts + its duration; ts when the log did not say): when the failure was seen.
+    ended: int = 0
     retry_id: str | None = None
     retry_ts: int | None = None
     # When the same command (same directory) failed again after passing: a commit from then on is that
@@ -275,19 +278,22 @@ def _retries(store: LinkStore, lower: int, git_runs: list[int] | None = None) ->
     GIT_RUNS, when given, gets the times of the commands from a second before LOWER on that may have made a
     commit (_MAKES_A_COMMIT), in order."""
     normalised: dict[tuple[str, str], str] = {}
+    durations: dict[str, int] = {}
 
     def from_lower() -> Iterator[resolved.Command]:
-        for row in store.shell_commands_since(lower - SECOND_MS):
-            if git_runs is not None and "git" in row[2] and _MAKES_A_COMMIT.search(row[2]):
-                git_runs.append(row[1])
-            if row[1] >= lower:
-                yield row
+        for node_id, ts, command, cwd, exit_code, duration in store.shell_commands_since(lower - SECOND_MS):
+            if git_runs is not None and "git" in command and _MAKES_A_COMMIT.search(command):
+                git_runs.append(ts)
+            if ts >= lower:
+                if isinstance(duration, int) and duration > 0:
+                    durations[node_id] = duration
+                yield node_id, ts, command, cwd, exit_code
 
     found, retry_of = resolved.retries(from_lower(), within_ms=DAY_MS, normalised=normalised)
     failures: list[_Failure] = []
     same: dict[tuple[str, str | None], list[_Failure]] = {}
     for node_id, ts, command, cwd, _exit in found:
-        failure = _Failure(node_id, ts, command)
+        failure = _Failure(node_id, ts, command, ts + durations.get(node_id, 0))
         if node_id in retry_of:
             failure.retry_id, failure.retry_ts = retry_of[node_id]
         failures.append(failure)
@@ -311,9 +317,11 @@ def _commits(
     commands that may have made a commit (_retries), in order.
 
     A commit's time is when it was made (its committer time: an amended fix is made after the failure its
-    author time precedes), in whole seconds: a commit of the failure's own second may have been made after
-    it, and is taken for its fix unless a command that makes commits ended in that second before the failure
-    (`git commit -am wip && npm test`: then it is the commit the failure ran on)."""
+    author time precedes), in whole seconds; the failure's time is when its line ended (its start plus the
+    duration the hook logged), as that is when it was seen: a commit made while the line ran is none of its
+    fixes (`git commit -qam wip && pytest`: the commit its own line made, the one the test ran on). A commit
+    of the second the line ended in may have been made after it, and is taken for its fix unless the line
+    itself may make commits, or a command that may started in that second before the line ended."""
     files: dict[str, list[str]] = {}
     named: dict[str, list[str]] = {}  # a tested file's name -> every path a commit gave it (asked once)
     tracked: dict[str, str] | None = None  # the structure pass's files, read when a name is ambiguous
@@ -352,10 +360,12 @@ def _commits(
             times.setdefault(key, []).append(ts)
     out: set[tuple[str, str, str]] = set()
     for f in failures:
-        second = f.ts - f.ts % SECOND_MS
+        second = f.ended - f.ended % SECOND_MS
         at = bisect_left(git_runs, second)
-        ran_on = at < len(git_runs) and git_runs[at] <= f.ts  # a commit of this second came before it
-        after = f.ts if ran_on else second - 1
+        ran_on = (  # a commit of this second may have come before the line ended
+            at < len(git_runs) and git_runs[at] <= f.ended
+        ) or ("git" in f.command and _MAKES_A_COMMIT.search(f.command) is not None)
+        after = f.ended if ran_on else second - 1
         made: dict[str, int] = {}  # every commit within 24 h after it touching one of its files
         for path in files.get(f.id, ()):
             path_times = times.get(path)

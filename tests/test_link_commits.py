@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nexusmem.store.db import open_store
 
 from helpers import commit, run_cli, write_commands
@@ -74,3 +76,43 @@ def test_a_failure_after_another_commit_to_the_file_says_nothing_about_the_first
     run_cli("-C", str(repo), "sync", "--link-failures")
     assert _fixes(repo, failed_at) == ["fix: calc adds"]
     assert _fixes(repo, (now_s + 30) * 1000) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "starts", "commits", "lasts"),
+    [
+        # The line starts 0.9 s into a second, commits in the next one, and its tests end 1.2 s after it began.
+        ("git commit -qam 'wip' && pytest -q test_calc.py", 900, 1, 1200),
+        # The walkthrough's slower variant: `sleep 1.5` first, the commit 1.6 s in, the line over 2.2 s in.
+        ("sleep 1.5 && git commit -qam 'wip' && pytest -q test_calc.py", 500, 2, 2242),
+    ],
+)
+def test_a_commit_the_failing_line_made_itself_is_not_its_fix(
+    repo: Path, line: str, starts: int, commits: int, lasts: int
+) -> None:
+    """`git commit -qam 'wip' && pytest -q test_calc.py` (exit 1) was linked to 'wip': the hook's `ts` is
+    when the line started, and the commit it made while running came "after" it. The failure is seen when
+    the line ends (ts + duration_ms): the commit made before that is the one the test ran on."""
+    now_s = int(time.time()) - 3600
+    _calc_repo(repo, now_s - 600)
+    commit(repo, "wip", {"calc.py": BROKEN}, when=now_s + commits)
+    failed_at = now_s * 1000 + starts
+    write_commands(repo, [(failed_at, line, 1, lasts)])
+    commit(repo, "fix: calc adds", {"calc.py": CALC}, when=now_s + 60)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["fix: calc adds"]
+
+
+def test_a_fix_committed_while_a_failing_line_ran_elsewhere_is_not_its_fix_but_one_after_it_ends_is(
+    repo: Path,
+) -> None:
+    """Without a commit in the line, the duration still tells when it ended: a commit made while a 40 s test
+    run was still going is no fix of what it found; a commit made in the second the line ended may be."""
+    now_s = int(time.time()) - 3600
+    _calc_repo(repo, now_s - 600)
+    failed_at = now_s * 1000
+    write_commands(repo, [(failed_at, "pytest -q test_calc.py", 1, 40_500)])
+    commit(repo, "chore: calc comment", {"calc.py": CALC + "# c\n"}, when=now_s + 20)
+    commit(repo, "fix: calc adds", {"calc.py": CALC}, when=now_s + 40)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["fix: calc adds"]

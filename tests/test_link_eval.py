@@ -66,6 +66,7 @@ DECOYS = {
     "its own session, never about it": 10,
     "never fixed": 30,
     "commit, then the same command failed again": 15,
+    "a commit the failing line made itself": 15,
 }
 
 
@@ -81,10 +82,18 @@ _serial = count()
 
 
 def _shell(
-    command: str, ts: int, exit_code: int, cwd: str = ".", files: tuple[str, ...] = (), session: str = "s1"
+    command: str,
+    ts: int,
+    exit_code: int,
+    cwd: str = ".",
+    files: tuple[str, ...] = (),
+    session: str = "s1",
+    **meta: object,
 ) -> Node:
     key = f"s{next(_serial)}\x1f{ts}\x1f{command}"
-    return shell_node(command, ts, exit_code, cwd=cwd, files=files, session=session, project="eval", key=key)
+    return shell_node(
+        command, ts, exit_code, cwd=cwd, files=files, session=session, project="eval", key=key, **meta
+    )
 
 
 def _commit(ts: int, *files: str) -> Node:
@@ -290,6 +299,15 @@ def build_history(seed: int = SEED) -> History:
         f = fail("commit, then the same command failed again", f"pytest -q {path}", t, files=(path,))
         h.nodes.append(_commit(t + rng.randrange(MINUTE, HOUR), path))
         h.nodes.append(_shell(f.ref, t + HOUR + rng.randrange(MINUTE, HOUR), 1, files=(path,)))
+    for _ in range(DECOYS["a commit the failing line made itself"]):
+        # `sleep 1 && git commit -qam wip && ruff check …`: its commit is made before the line ends.
+        i, t = next(n), when()
+        path = f"src/cart{i}.py"
+        line = f"sleep 1 && git commit -qam wip{i} && ruff check {path}"
+        lasts = rng.randrange(1500, 4000)
+        fail("a commit the failing line made itself", line, t, files=(path,), duration_ms=lasts)
+        made = t + rng.randrange(1000, lasts)
+        h.nodes.append(_commit(made - made % 1000, path))  # a commit's time is whole seconds
 
     # Noise: everyday successes, commits touching noise files, chatter that names no failing command.
     for _ in range(3000):

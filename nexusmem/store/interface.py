@@ -264,8 +264,11 @@ class LinkStore(Protocol):
 
     def min_ts_written_after(self, write_seq: int, kinds: Sequence[str]) -> int | None: ...
 
-    def shell_commands_since(self, since_ms: int) -> Iterator[tuple[str, int, str, str | None, int | None]]:
-        """(id, ts, command, cwd, exit) of every shell command with ts >= SINCE_MS, oldest first."""
+    def shell_commands_since(
+        self, since_ms: int
+    ) -> Iterator[tuple[str, int, str, str | None, int | None, int | None]]:
+        """(id, ts, command, cwd, exit, duration ms or None) of every shell command with ts >= SINCE_MS,
+        oldest first."""
         ...
 
     def failure_files_since(self, since_ms: int) -> list[tuple[str, str]]: ...

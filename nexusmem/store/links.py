@@ -109,13 +109,17 @@ class LinksMixin:
         )
         return int(self.conn.total_changes - before)
 
-    def shell_commands_since(self, since_ms: int) -> Iterator[tuple[str, int, str, str | None, int | None]]:
-        """(id, ts, command, cwd, exit) of every shell_command with ts >= SINCE_MS, oldest first.
+    def shell_commands_since(
+        self, since_ms: int
+    ) -> Iterator[tuple[str, int, str, str | None, int | None, int | None]]:
+        """(id, ts, command, cwd, exit, duration ms) of every shell_command with ts >= SINCE_MS, oldest first
+        (ts: when it started; duration: how long it ran, None when the log did not say).
 
         One pass over the (kind, ts) index; ties in ts keep recording order (rowid).
         """
         yield from self.conn.execute(
-            "SELECT id, ts, ref, json_extract(meta, '$.cwd'), json_extract(meta, '$.exit') FROM nodes"
+            "SELECT id, ts, ref, json_extract(meta, '$.cwd'), json_extract(meta, '$.exit'),"
+            " json_extract(meta, '$.duration_ms') FROM nodes"
             " WHERE kind = 'shell_command' AND ts >= ? ORDER BY ts, seq",
             (since_ms,),
         )

@@ -8,7 +8,7 @@ Without `key`, a process-wide counter keeps every node distinct.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -173,13 +173,21 @@ def conversation_turn(
     )
 
 
-def write_commands(repo: Path, entries: list[tuple[int, str, int]], *, session: str = "s1") -> None:
-    """Append (ts ms, command, exit code) lines run in REPO to the shell hook log (the shell-log contract),
-    as the bash hook writes them; the next sync reads them."""
+def write_commands(
+    repo: Path,
+    entries: Sequence[tuple[int, str, int] | tuple[int, str, int, int]],
+    *,
+    session: str = "s1",
+    cwd: Path | None = None,
+) -> None:
+    """Append (ts ms, command, exit code[, duration ms]) lines run in REPO (or CWD, a folder of it) to the
+    shell hook log (the shell-log contract), as the bash hook writes them; the next sync reads them."""
     from nexusmem.paths import shell_log_path
 
     shell_log_path().parent.mkdir(parents=True, exist_ok=True)
     with shell_log_path().open("a", encoding="utf-8") as fh:
-        for ts, command, code in entries:
-            line = {"ts": ts, "cwd": str(repo), "exit": code, "command": command, "shell": "bash"}
+        for ts, command, code, *duration in entries:
+            line = {"ts": ts, "cwd": str(cwd or repo), "exit": code, "command": command, "shell": "bash"}
+            if duration:
+                line["duration_ms"] = duration[0]
             fh.write(json.dumps({**line, "session": session, "v": 1}) + "\n")
