@@ -313,7 +313,7 @@ def _commits(
     store: LinkStore, lower: int, failures: list[_Failure], git_runs: Sequence[int] = ()
 ) -> set[tuple[str, str, str]]:
     """Commit links: per failure, the earliest commit made after it touching one of its files, a file inside
-    a directory it names, or the file a test file it names tests (ties by id). GIT_RUNS: the times of the
+    a directory it names, or the file a test file it names tests (commits of one second: _in_order). GIT_RUNS: the times of the
     commands that may have made a commit (_retries), in order.
 
     A commit's time is when it was made (its committer time: an amended fix is made after the failure its
@@ -359,6 +359,7 @@ def _commits(
             key_ids.append(commit_id)
             times.setdefault(key, []).append(ts)
     out: set[tuple[str, str, str]] = set()
+    order: dict[str, tuple[int, int]] = {}  # commit id -> (author time, generation), read for ties only
     for f in failures:
         second = f.ended - f.ended % SECOND_MS
         at = bisect_left(git_runs, second)
@@ -374,7 +375,7 @@ def _commits(
             path_ids = ids[path]
             for i in range(bisect_right(path_times, after), bisect_right(path_times, f.ts + DAY_MS)):
                 made[path_ids[i]] = path_times[i]
-        after_it = sorted((ts, commit_id) for commit_id, ts in made.items())
+        after_it = _in_order(store, f, made, order)
         for k, (ts, commit_id) in enumerate(after_it):
             if f.failed_again_ts is not None and ts >= f.failed_again_ts:
                 break  # it passed, then failed again before this commit: the commit answers that failure
@@ -385,6 +386,38 @@ def _commits(
             out.add((f.id, commit_id, COMMIT))
             break
     return out
+
+
+def _in_order(
+    store: LinkStore, f: _Failure, made: dict[str, int], order: dict[str, tuple[int, int]]
+) -> list[tuple[int, str]]:
+    """MADE (commit id -> time made) as (time made, id), in the order to try them as F's fix: by time made;
+    among the commits made in one second (a rebase replays every commit in one), one authored at or after
+    F's second before one authored before it (the commits the rebase carried along: the one adding the
+    failing test, the feature it tests; still the fallback, as a fix squashed into the commit that broke it
+    with `--fixup` is), then parent before child (the history's order: the fix before its tidy-up), then id.
+    ORDER caches the author times and generations read (only for such ties)."""
+    after_it = sorted((ts, commit_id) for commit_id, ts in made.items())
+    last = len(after_it) - 1
+    tied_ids = {
+        commit_id
+        for k, (ts, commit_id) in enumerate(after_it)
+        if (k > 0 and after_it[k - 1][0] == ts) or (k < last and after_it[k + 1][0] == ts)
+    }
+    if not tied_ids:
+        return after_it
+    missing = [commit_id for commit_id in tied_ids if commit_id not in order]
+    if missing:
+        order.update(store.commit_order(missing))
+    second = f.ts - f.ts % SECOND_MS
+
+    def key(commit: tuple[int, str]) -> tuple[int, bool, int, str]:
+        if commit[1] not in tied_ids:
+            return (commit[0], False, 0, commit[1])
+        authored, generation = order.get(commit[1], (commit[0], 0))
+        return (commit[0], authored < second, generation, commit[1])
+
+    return sorted(after_it, key=key)
 
 
 def _refuted(f: _Failure, candidates: list[tuple[int, str]], k: int) -> bool:

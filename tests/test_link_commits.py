@@ -13,7 +13,7 @@ import pytest
 
 from nexusmem.store.db import open_store
 
-from helpers import commit, run_cli, write_commands
+from helpers import commit, git, run_cli, write_commands
 
 CALC = "def add(a, b):\n    return a + b\n"
 BROKEN = "def add(a, b):\n    return a - b\n"
@@ -116,3 +116,62 @@ def test_a_fix_committed_while_a_failing_line_ran_elsewhere_is_not_its_fix_but_o
     commit(repo, "fix: calc adds", {"calc.py": CALC}, when=now_s + 40)
     run_cli("-C", str(repo), "sync", "--link-failures")
     assert _fixes(repo, failed_at) == ["fix: calc adds"]
+
+
+def test_after_a_rebase_the_fix_authored_after_the_failure_is_its_fix_not_the_commit_adding_its_test(
+    repo: Path,
+) -> None:
+    """A rebase gives every commit it replays one committer second: the failure was linked to whichever
+    rebased commit sorted first by node id (the walkthrough: the commit that added the failing test). Of
+    the commits made in one second, one authored after the failure comes first, then the history's order
+    (the fix before the tidy-up that followed it); one authored before it is only the fallback."""
+    base = 1_790_000_000  # fixed times: a seconds-exact history whatever the clock
+    modules = ("pricing", "coupons")
+    commit(repo, "init", {f"src/{m}.py": "X = 1\n" for m in modules}, when=base)
+    git(repo, "switch", "-q", "-c", "feat")
+    for m in modules:
+        commit(repo, f"feat({m}): round", {f"src/{m}.py": "X = 2\n"}, when=base + 10)
+        commit(
+            repo, f"test({m}): rounds half up", {f"tests/test_{m}.py": "def test(): pass\n"}, when=base + 20
+        )
+    failed = {m: (base + 30 + n) * 1000 for n, m in enumerate(modules)}
+    write_commands(repo, [(failed[m], f"pytest -q tests/test_{m}.py", 1) for m in modules])
+    for m in modules:
+        commit(repo, f"fix({m}): round half up", {f"src/{m}.py": "X = 3\n"}, when=base + 40)
+    for m in modules:
+        commit(repo, f"refactor({m}): tidy", {f"src/{m}.py": "X = 4\n"}, when=base + 50)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert [_fixes(repo, failed[m]) for m in modules] == [[f"fix({m}): round half up"] for m in modules]
+
+    git(repo, "switch", "-q", "main")
+    commit(repo, "docs: a note", {"NOTES.md": "note\n"}, when=base + 60)
+    git(repo, "switch", "-q", "feat")
+    git(repo, "rebase", "-q", "main", env={"GIT_COMMITTER_DATE": f"{base + 70} +0000"})
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert [_fixes(repo, failed[m]) for m in modules] == [[f"fix({m}): round half up"] for m in modules]
+
+
+def test_a_fix_squashed_into_the_commit_that_broke_it_is_still_the_fallback(repo: Path) -> None:
+    """`git commit --fixup` then `git rebase -i --autosquash`: the fix lives in a commit authored before the
+    failure; with nothing authored after it among the commits of that second, that commit is the fix."""
+    base = 1_790_000_000
+    commit(
+        repo, "init", {"src/pricing.py": "X = 1\n", "tests/test_pricing.py": "def test(): pass\n"}, when=base
+    )
+    git(repo, "switch", "-q", "-c", "feat")
+    broke = commit(repo, "feat(pricing): round", {"src/pricing.py": "X = 2\n"}, when=base + 10)
+    failed_at = (base + 30) * 1000
+    write_commands(repo, [(failed_at, "pytest -q tests/test_pricing.py", 1)])
+    (repo / "src/pricing.py").write_text("X = 3\n", encoding="utf-8")
+    git(repo, "commit", "-qa", f"--fixup={broke}", env={"GIT_AUTHOR_DATE": f"{base + 40} +0000"})
+    git(
+        repo,
+        "rebase",
+        "-q",
+        "-i",
+        "--autosquash",
+        "main",
+        env={"GIT_SEQUENCE_EDITOR": "true", "GIT_COMMITTER_DATE": f"{base + 70} +0000"},
+    )
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["feat(pricing): round"]

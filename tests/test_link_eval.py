@@ -48,6 +48,7 @@ PLANTED = {
     "discussion": 20,
     "the turn it ran in": 20,
     "its session's next turn": 10,
+    "the fix among a rebase's commits": 10,
 }
 # Decoys: each must add no link beyond the planted ones.
 DECOYS = {
@@ -96,9 +97,9 @@ def _shell(
     )
 
 
-def _commit(ts: int, *files: str) -> Node:
+def _commit(ts: int, *files: str, **meta: object) -> Node:
     sha = f"{next(_serial):040x}"
-    return commit_node(ts, *files, subject="fix: adjust things", project="eval", sha=sha)
+    return commit_node(ts, *files, subject="fix: adjust things", project="eval", sha=sha, **meta)
 
 
 def _turn(ts: int, text: str) -> Node:
@@ -188,6 +189,16 @@ def build_history(seed: int = SEED) -> History:
         f = fail("discussion", f"npm run deploy-{a}{i} --target {b}{i}", t)
         talk = f"deploy-{a}{i} fails for target {b}{i}: the {a}{i} bundle is missing, rebuild it first"
         plant(f, _turn(t + rng.choice([-1, 1]) * rng.randrange(MINUTE, 23 * HOUR), talk), "discussion")
+    for _ in range(PLANTED["the fix among a rebase's commits"]):
+        # A rebase replays the branch in one second: the feature and its test (authored before the failure)
+        # are made in the second the fix (authored after it) is: the fix is the one authored after.
+        i, t = next(n), when()
+        path = f"src/price{i}.py"
+        f = fail("the fix among a rebase's commits", f"ruff check {path}", t, files=(path,))
+        rebased = t + HOUR + rng.randrange(HOUR) // 1000 * 1000
+        h.nodes.append(_commit(t - 2 * HOUR, path, committed=rebased))
+        h.nodes.append(_commit(t - HOUR, path, f"tests/test_price{i}.py", committed=rebased))
+        plant(f, _commit(t + 10 * MINUTE, path, committed=rebased), "commit")
 
     for _ in range(PLANTED["the turn it ran in"]):
         # An agent's failing call, in the turn that asked about it; an hour later another session's short
@@ -357,13 +368,13 @@ def test_precision_and_recall_on_the_planted_fixes(evaluated: tuple[History, Sco
     # 40 retry + 30 commit + 15 (commit + retry) × 2 + 15 (retry + commit after it) × 2
     # + 15 (retry + the tested code's commit) × 2 + 10 (retry, then a commit for the second failure) × 2
     # + 10 retries of a flaky pass (the commit hours later is no fix) + 20 discussion + 20 the turn it ran
-    # in + 10 its session's next turn.
-    assert len(scores.truth) == 240
+    # in + 10 its session's next turn + 10 fixes among a rebase's commits.
+    assert len(scores.truth) == 250
     assert (scores.precision, scores.recall) == (1.0, 1.0)
     by_relation = {
         rel: sum(1 for *_, r in scores.predicted if r == rel) for rel in ("retry", "commit", "discussion")
     }
-    assert by_relation == {"retry": 105, "commit": 85, "discussion": 50}
+    assert by_relation == {"retry": 105, "commit": 95, "discussion": 50}
 
 
 def test_every_decoy_category_adds_no_link(evaluated: tuple[History, Scores]) -> None:

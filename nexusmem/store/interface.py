@@ -279,6 +279,10 @@ class LinkStore(Protocol):
         """Every distinct path called NAME (in any folder, any case) that a commit touched, sorted."""
         ...
 
+    def commit_order(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """{commit id: (author time, generation: 0 when not numbered)} of the commits IDS."""
+        ...
+
     def import_blobs(self) -> dict[str, str]:
         """{path: blob sha} of every file the last structure pass parsed (the tracked files in a language it
         reads; empty when it never ran)."""

@@ -189,6 +189,15 @@ class LinksMixin:
             )
         ]
 
+    def commit_order(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """{commit id: (author time, generation)} of the commits IDS (generation 0 when not numbered): how
+        the linker orders commits made in the same second (a rebase's)."""
+        sql = (
+            "SELECT n.id, n.ts, COALESCE(g.gen, 0) FROM nodes n LEFT JOIN commit_generations g ON g.sha = n.ref"
+            " WHERE n.id IN ({marks})"
+        )
+        return {str(i): (int(ts), int(gen)) for i, ts, gen in rows_in(self.conn, sql, list(ids))}
+
     def thread_closers(self) -> dict[str, list[str]]:
         """{issue number: the pull requests a sync found closing it} of the GitHub threads stored (an issue
         read again without its pull requests keeps what closes it)."""
