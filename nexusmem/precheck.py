@@ -1,7 +1,8 @@
 """Precheck: warnings about the files about to be committed, from what this repository's memory holds.
 
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
-module name in the command) and were never seen passing (a later passing run of the command resolves a
+module name in the command, outside URLs, absolute paths elsewhere and what remote or container tools were
+asked about: _naming_text) and were never seen passing (a later passing run of the command resolves a
 failure; a commit linked as its fix does not); the same for the files that import it (the import
 edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
 tests/test_api.py imports src/cache.py); and high churn (many commits touching it lately).
@@ -285,7 +286,7 @@ def check(
         naming = team.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
         team_open = _open_failures(team_commands, None)
         failures, _again = _unresolved_failures(
-            team, team_open, _files_named(files, team_open, naming, by_name=True)
+            team, team_open, _files_named(files, team_open, naming, by_name=True, roots=(str(root),))
         )
     else:
         with HookReader(db) as store:
@@ -342,7 +343,9 @@ def check(
                     naming = naming + [
                         (path, node_id, "shell_command") for node_id, path in named if path in extra
                     ]
-                named_files = _files_named(files, open_failures, naming, by_name=True)
+                named_files = _files_named(
+                    files, open_failures, naming, by_name=True, roots=(str(memory), str(root))
+                )
                 failures, redacted_value = _unresolved_failures(
                     store, open_failures, named_files, (memory, root)
                 )
@@ -654,11 +657,74 @@ def _git_only(command: str) -> bool:
     return bool(parts) and all(_GIT_COMMAND.match(p) for p in parts)
 
 
+# Tools whose arguments are hosts, URLs and what is asked of them there (`curl localhost:8080/cart`, `ssh
+# deploy@web 'systemctl restart stock'`): no word of theirs is a repository file's bare name.
+_REMOTE_TOOLS = frozenset(
+    {"ssh", "scp", "sftp", "mosh", "rsync", "curl", "wget", "http", "https", "xh", "nc", "ncat", "telnet",
+     "ping", "dig", "nslookup", "host", "traceroute"}
+)  # fmt: skip
+# Container and service tools: their plain words are containers, images, pods and services (`docker logs
+# network`, `kubectl logs deploy/orders`); a file they are given to run (`docker compose run app pytest
+# tests/test_cart.py`) still names its module, by its file name.
+_CONTAINER_TOOLS = frozenset(
+    {"docker", "docker-compose", "podman", "nerdctl", "kubectl", "oc", "helm", "minikube", "systemctl",
+     "service", "journalctl"}
+)  # fmt: skip
+# Words before a program that run it as it is (`sudo docker logs x`); `NAME=value` assignments too.
+_WRAPPERS = frozenset({"sudo", "doas", "command", "exec", "time", "nohup", "env"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _naming_text(command: str, roots: Sequence[str]) -> str:
+    """COMMAND with the words that name no repository file by a bare module name blanked out: one holding a
+    URL (`http://127.0.0.1:9/api/cart`), an absolute path outside ROOTS (the repository's work trees:
+    `ls /var/log/pricing`, `tail ~/logs/stock`, `--log=/tmp/cart.log`), the arguments of a remote tool, and
+    those of a container tool but the file names among them (_REMOTE_TOOLS, _CONTAINER_TOOLS). The rest
+    stays where it was (a name holding a newline still matches)."""
+    text = list(command)
+    at = 0
+    for separator in (*_SEGMENTS.finditer(command), None):
+        end = len(command) if separator is None else separator.start()
+        words = [(m.start(), m.group()) for m in _WORD.finditer(command, at, end)]
+        at = end if separator is None else separator.end()
+        first = 0
+        while first < len(words) and (words[first][1] in _WRAPPERS or _ASSIGNMENT.match(words[first][1])):
+            first += 1
+        program = words[first][1].rsplit("/", 1)[-1] if first < len(words) else ""
+        remote, container = program in _REMOTE_TOOLS, program in _CONTAINER_TOOLS
+        for start, word in words:
+            bare = word.strip("'\"")
+            value = bare.rsplit("=", 1)[-1]  # `--log-file=/var/log/cart.log`: the path given
+            if (
+                remote
+                or "://" in bare
+                or (value.startswith(("/", "~")) and not _inside(value, roots))
+                or (container and not _FILE_WORD.match(value.rsplit("/", 1)[-1]))
+            ):
+                text[start : start + len(word)] = " " * len(word)
+    return "".join(text)
+
+
+_WORD = re.compile(r"\S+")
+
+
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    """Whether the absolute PATH (`~` for the home folder) lies in one of ROOTS."""
+    full = os.path.normpath(os.path.expanduser(path))
+    return any(full == root or full.startswith(root.rstrip("/") + "/") for root in roots)
+
+
 def _files_named(
-    files: list[str], open_failures: list[OpenFailure], naming: list[tuple[str, str, str]], *, by_name: bool
+    files: list[str],
+    open_failures: list[OpenFailure],
+    naming: list[tuple[str, str, str]],
+    *,
+    by_name: bool,
+    roots: Sequence[str] = (),
 ) -> dict[str, set[str]]:
     """Which of FILES each of OPEN_FAILURES names: through node_files (the file or a parent directory), or,
-    BY_NAME, its module name in the command's words."""
+    BY_NAME, its module name in the command's words (not in a URL, an absolute path outside ROOTS or what a
+    remote or container tool was asked about: _naming_text)."""
     by_id: dict[str, set[str]] = {}
     wanted = set(files)
     dirs: dict[str, list[str]] = {}
@@ -684,7 +750,15 @@ def _files_named(
             + "|".join(map(re.escape, sorted(stems, key=len, reverse=True)))
             + r")(?![A-Za-z0-9])"
         )
+        naming_texts: dict[str, str] = {}  # a real log repeats a few hundred commands
         for node_id, command, _ts, _cwd, _code in open_failures:
+            hits = set(pattern.findall(command))
+            if not hits:
+                continue  # the usual case: no staged module's name in it
+            text = naming_texts.get(command)
+            if text is None:
+                text = naming_texts[command] = _naming_text(command, roots)
+            hits = set(pattern.findall(text)) if text != command else hits
             words = command.split()
             # A file the command names by its own name (`bash deploy.sh`, run in services/api) is that file,
             # found by its path where the command ran (node_files), not every file of that name
@@ -692,7 +766,7 @@ def _files_named(
             own = {m.group(1) for w in words if (m := _FILE_WORD.match(w.strip("'\"").rsplit("/", 1)[-1]))}
             # The subcommand of a tool (`npm run build`, `cargo check`) names no module (run.py, check.rs).
             subcommand = words[1] if len(words) > 1 and words[0] in _SUBCOMMAND_TOOLS else None
-            for hit in set(pattern.findall(command)):
+            for hit in hits:
                 if hit in own or (hit == subcommand and command.count(hit) == 1):
                     continue
                 by_id.setdefault(node_id, set()).update(stems[hit])

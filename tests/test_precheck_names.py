@@ -1,0 +1,85 @@
+"""Which staged files a failed command names for precheck, by a module's bare name: a word of the command,
+but not one inside a URL, an absolute path outside the repository, or what a remote or container tool was
+asked about (a real repository, real hook-log lines, `precheck --strict` as the hook runs it)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from helpers import commit, git, run_cli, run_script, write_commands
+
+SHOP = {
+    "src/shop/cart.py": "ITEMS = []\n",
+    "src/shop/network.py": "def fetch(url): ...\n",
+    "src/shop/pricing.py": "RATE = 0.2\n",
+    "src/shop/coupons.py": "CODES = {}\n",
+    "src/shop/orders.py": "ORDERS = []\n",
+    "src/shop/stock.py": "STOCK = {}\n",
+    "tests/test_cart.py": "def test(): pass\n",
+    "tests/test_pricing.py": "def test(): pass\n",
+}
+
+
+def _shop(repo: Path, lines: list[tuple[str, int]]) -> None:
+    """The shop, LINES (command, exit) logged a minute apart an hour ago and synced, every module staged."""
+    now_s = int(time.time())
+    commit(repo, "feat: shop", SHOP, when=now_s - 7200)
+    write_commands(
+        repo, [((now_s - 3600 + 60 * n) * 1000, line, code) for n, (line, code) in enumerate(lines)]
+    )
+    run_cli("-C", str(repo), "sync")
+    for path in SHOP:
+        if path.startswith("src/"):
+            (repo / path).write_text(SHOP[path] + "# changed\n", encoding="utf-8")
+    git(repo, "add", "-A")
+
+
+def _warned(repo: Path) -> set[tuple[str, str]]:
+    data = json.loads(run_script("precheck", "--json", cwd=repo).stdout)
+    return {(f["path"], f["command"]) for f in data["findings"] if f["kind"] == "failure"}
+
+
+def test_a_url_a_path_outside_the_repository_and_a_container_or_hosts_names_are_no_module(repo: Path) -> None:
+    """The walkthrough: `curl -sf http://127.0.0.1:9/api/cart` (exit 7), `docker logs network` (exit 1) and
+    `ls /var/log/pricing` (exit 2) each warned for src/shop/cart.py, network.py, pricing.py, and `precheck
+    --strict` refused every commit touching them for 30 days."""
+    _shop(
+        repo,
+        [
+            ("curl -sf http://127.0.0.1:9/api/cart", 7),
+            ("docker logs network", 1),
+            ("make -s && sudo docker logs network --since 5m | tail -3", 1),
+            ("ls /var/log/pricing", 2),
+            ("curl -s localhost:8080/coupons", 7),
+            ("kubectl logs deploy/orders --tail 50", 1),
+            ("ssh deploy@shop.example 'systemctl restart stock'", 255),
+            ("tail -f ~/logs/stock", 1),
+        ],
+    )
+    assert _warned(repo) == set()
+    strict = run_script("precheck", "--strict", cwd=repo)
+    assert strict.returncode == 0 and strict.stderr == "", strict.stderr
+
+
+def test_a_module_named_by_a_test_run_still_warns_through_a_container_or_an_absolute_path(repo: Path) -> None:
+    """What the bare name is for stays: a test file or a module path the command runs, also inside a
+    container (`docker compose run … pytest tests/test_cart.py`) or by the repository's absolute path."""
+    _shop(repo, [])
+    write_commands(
+        repo,
+        [
+            ((int(time.time()) - 600) * 1000, "docker compose run --rm app pytest tests/test_cart.py", 1),
+            ((int(time.time()) - 500) * 1000, f"pytest {repo}/tests/test_pricing.py", 1),
+            ((int(time.time()) - 400) * 1000, "python -m shop.coupons --selftest", 1),
+            ((int(time.time()) - 300) * 1000, "pytest -k network", 1),
+        ],
+    )
+    assert _warned(repo) == {
+        ("src/shop/cart.py", "docker compose run --rm app pytest tests/test_cart.py"),
+        ("src/shop/pricing.py", f"pytest {repo}/tests/test_pricing.py"),
+        ("src/shop/coupons.py", "python -m shop.coupons --selftest"),
+        ("src/shop/network.py", "pytest -k network"),
+    }
+    assert run_script("precheck", "--strict", cwd=repo).returncode == 1
