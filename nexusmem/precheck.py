@@ -3,7 +3,8 @@
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
 module name in the command, outside URLs, absolute paths elsewhere and what remote or container tools were
 asked about: _naming_text) and were never seen passing (a later passing run of the command resolves a
-failure; a commit linked as its fix does not); the same for the files that import it (the import
+failure, and for a file so does one of a narrower form of it naming the same test file:
+_without_narrower_passes; a commit linked as its fix does not); the same for the files that import it (the import
 edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
 tests/test_api.py imports src/cache.py); and high churn (many commits touching it lately).
 
@@ -285,9 +286,16 @@ def check(
         team_commands = team.shell_commands_between(start, end)
         naming = team.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
         team_open = _open_failures(team_commands, None)
-        failures, _again = _unresolved_failures(
-            team, team_open, _files_named(files, team_open, naming, by_name=True, roots=(str(root),))
-        )
+        named_by = _files_named(files, team_open, naming, by_name=True, roots=(str(root),))
+
+        def team_files(ids: list[str]) -> dict[str, set[str]]:
+            found: dict[str, set[str]] = {}
+            for node_id, path in team.files_of_many(ids):
+                found.setdefault(node_id, set()).add(path)
+            return found
+
+        named_by = _without_narrower_passes(named_by, team_open, team_commands, team_files)
+        failures, _again = _unresolved_failures(team, team_open, named_by)
     else:
         with HookReader(db) as store:
             gone, churn_known = _left_behind(root, memory, store, result)
@@ -346,6 +354,17 @@ def check(
                 named_files = _files_named(
                     files, open_failures, naming, by_name=True, roots=(str(memory), str(root))
                 )
+                tail_files = {t.key: t.files for t in tail}
+
+                def files_of(ids: list[str]) -> dict[str, set[str]]:
+                    found = {i: set(tail_files[i]) for i in ids if i in tail_files}
+                    for node_id, path in store.files_of_many([i for i in ids if i not in tail_files]):
+                        found.setdefault(node_id, set()).add(path)
+                    return found
+
+                named_files = _without_narrower_passes(
+                    named_files, open_failures, merged, files_of, normalised
+                )
                 failures, redacted_value = _unresolved_failures(
                     store, open_failures, named_files, (memory, root)
                 )
@@ -354,7 +373,13 @@ def check(
                 via: dict[str, list[Finding]] = {}
                 named_importers: dict[str, set[str]] = {}
                 if importer_paths:
-                    named_importers = _files_named(importer_paths, open_failures, naming, by_name=False)
+                    named_importers = _without_narrower_passes(
+                        _files_named(importer_paths, open_failures, naming, by_name=False),
+                        open_failures,
+                        merged,
+                        files_of,
+                        normalised,
+                    )
                     via, redacted_via = _unresolved_failures(
                         store, open_failures, named_importers, (memory, root)
                     )
@@ -771,6 +796,126 @@ def _files_named(
                     continue
                 by_id.setdefault(node_id, set()).update(stems[hit])
     return by_id
+
+
+# A test file: named as one (test_cache.py, cache_test.go, slug.test.js, cache.spec.ts, CacheTest.java) or in
+# a test folder.
+_TEST_FILE = (
+    r"(?:^|/)(?:tests?|specs?|__tests__|testing)/|(?:^|/)test_[^/]+$"
+    r"|[^/](?:_test|_spec|[._-]test|[._-]spec)\.[A-Za-z0-9]+$|[A-Z][A-Za-z0-9]*Tests?\.[A-Za-z]+$"
+)
+
+
+def _without_narrower_passes(
+    by_id: dict[str, set[str]],
+    open_failures: list[OpenFailure],
+    commands: list[tuple[str, str, int, str | None, int | None]],
+    files_of: Callable[[list[str]], dict[str, set[str]]],
+    normalised: dict[tuple[str, str], str] | None = None,
+) -> dict[str, set[str]]:
+    """BY_ID (failure id -> the checked files it names: _files_named) without the files for which a later
+    run of a narrower form of that failed line passed: in the same folder, every word of it (as a retry
+    compares it) among the failed line's words, its `NAME=value` settings kept, and naming every repository
+    file that ties the failure to the file checked (the test files among them when there are some: the
+    files it names that are the file, a folder holding it, or bear its module name). `node --test
+    test/slug.test.js` passing clears `node --test --test-name-pattern x test/slug.test.js`, `git stash -q &&
+    node --test test/slug.test.js; git stash pop -q` and `sed … lib/slug.js && git commit … && node --test
+    test/slug.test.js` for lib/slug.js; a `cat` of the test file, a run with more options or one in another
+    folder does not, nor does anything clear a failure tied to the file by a bare word (`pytest -k slug`).
+    COMMANDS: (id, command, ts, cwd, exit) in time order; FILES_OF: the repository files of some nodes;
+    NORMALISED: the texts as compared that _open_failures kept. Reads nothing unless a failure names a
+    checked file and a command passed in its folder after it."""
+    failed = [f for f in open_failures if f[0] in by_id and f[3] is not None]
+    if not failed:
+        return by_id
+    if normalised is None:  # each distinct (command, folder) as compared: what _open_failures kept
+        normalised = {}
+        for _id, command, _ts, cwd, _code in commands:
+            if cwd is not None and (command, cwd) not in normalised:
+                normalised[(command, cwd)] = resolved.normalise(command, cwd)
+    # Each failed line's words, its NAME=value settings, itself as compared (a pass of that is its retry).
+    typed: dict[tuple[str, str], tuple[set[str], set[str], str]] = {}
+    for _id, command, _ts, cwd, _code in failed:
+        if cwd is not None and (command, cwd) not in typed:
+            same = _compared(command, cwd, normalised)
+            words = set(command.split()) | set(same.split())
+            typed[(command, cwd)] = (words, {w for w in words if _ASSIGNMENT.match(w)}, same)
+    folders: dict[str, set[str]] = {}  # folder -> every word of its failed lines
+    for (_command, cwd), (failed_words, _settings, _same) in typed.items():
+        folders.setdefault(cwd, set()).update(failed_words)
+    # The distinct commands that are a narrower form of a failed line of their folder (a real log repeats a
+    # few hundred commands thousands of times; an agent's day without a sync, 20,000 distinct ones: most
+    # are turned down by their first word).
+    forms: dict[tuple[str, str], list[tuple[str, str]]] = {}  # failed (command, cwd) -> narrower ones
+    for (text, cwd), compared in normalised.items():
+        known = folders.get(cwd)
+        if known is None or compared.split(" ", 1)[0] not in known:
+            continue
+        words = set(compared.split())
+        if not words <= known:
+            continue
+        for (command, where), (failed_words, settings, same) in typed.items():
+            if (
+                where == cwd
+                and compared != same
+                and words <= failed_words
+                and settings <= words
+                and not _git_only(text)
+            ):
+                forms.setdefault((command, cwd), []).append((text, cwd))
+    if not forms:
+        return by_id
+    # The newest passing run of each such command, read from the end back to the oldest failure's time.
+    wanted = {key for keys in forms.values() for key in keys}
+    newest: dict[tuple[str, str], tuple[int, str]] = {}
+    first = min(f[2] for f in failed)
+    for node_id, command, ts, cwd, code in reversed(commands):
+        if ts <= first or len(newest) == len(wanted):
+            break
+        if code == 0 and cwd is not None and (command, cwd) in wanted and (command, cwd) not in newest:
+            newest[(command, cwd)] = (ts, node_id)
+    narrower: dict[str, list[str]] = {}  # failure id -> a pass of each narrower form of it after it
+    for node_id, command, ts, cwd, _code in failed:
+        for key in forms.get((command, cwd or ""), ()):  # cwd is never None here
+            run = newest.get(key)
+            if run is not None and run[0] > ts:
+                narrower.setdefault(node_id, []).append(run[1])
+    if not narrower:
+        return by_id
+    named = files_of([*narrower, *{p for ids in narrower.values() for p in ids}])
+    out = dict(by_id)
+    for node_id, pass_ids in narrower.items():
+        cleared = set()
+        for path in by_id[node_id]:
+            ties = _ties(path, named.get(node_id, set()))
+            if ties and any(ties <= named.get(p, set()) for p in pass_ids):
+                cleared.add(path)
+        if cleared:
+            out[node_id] = by_id[node_id] - cleared
+            if not out[node_id]:
+                del out[node_id]
+    return out
+
+
+def _compared(command: str, cwd: str | None, normalised: dict[tuple[str, str], str] | None) -> str:
+    """COMMAND (run in CWD) as a retry compares it, from NORMALISED when it holds it."""
+    text = normalised.get((command, cwd)) if normalised is not None and cwd is not None else None
+    return text if text is not None else resolved.normalise(command, cwd)
+
+
+def _ties(path: str, named: set[str]) -> set[str]:
+    """The files of NAMED (what a failed command names) that tie it to PATH: PATH itself, a folder holding it,
+    a file bearing its module name (test/slug.test.js for lib/slug.js); only the test files among them when
+    there are some."""
+    name = module_name(path)
+    word = re.compile(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?![A-Za-z0-9])") if name else None
+    ties = {
+        p
+        for p in named
+        if p == path or path.startswith(p + "/") or (word is not None and word.search(p.rsplit("/", 1)[-1]))
+    }
+    tests = {p for p in ties if re.search(_TEST_FILE, p)}
+    return tests or ties
 
 
 def _unresolved_failures(

@@ -35,6 +35,68 @@ def _links(repo: Path) -> list[tuple[str, str]]:
     return out
 
 
+SLUG = {
+    "lib/slug.js": "export const slugify = s => s.toLowerCase().replace(/ /g, '-')\n",
+    "test/slug.test.js": "import { slugify } from '../lib/slug.js'\n",
+    "lib/trunc.js": "export const trunc = (s, n) => s.slice(0, n)\n",
+    "test/trunc.test.js": "import { trunc } from '../lib/trunc.js'\n",
+}
+
+
+def _failures(repo: Path, *files: str) -> list[str]:
+    """The commands `precheck --json` warns about for FILES (staged)."""
+    data = json.loads(run_script("precheck", "--json", "--files", *files, cwd=repo).stdout)
+    return sorted(f["command"] for f in data["findings"] if f["kind"] == "failure")
+
+
+def test_the_test_file_passing_clears_the_variants_of_its_failed_run(repo: Path) -> None:
+    """The walkthrough (node --test): after the fix `node --test test/slug.test.js` passed, but --strict kept
+    refusing, once per variant that had failed: with a test-name filter, inside `git stash … ; git stash
+    pop`, after a `sed … && git commit …`. A later passing run in the same folder that is one of those lines
+    with words left out, and names the test file that ties the failure to the staged file, clears it. A
+    different command (`node -e …`) needs a passing run of its own."""
+    now_s = int(time.time())
+    commit(repo, "feat: slugify", SLUG, when=now_s - 7200)
+    run_cli("-C", str(repo), "sync")
+    ago = (now_s - 600) * 1000
+    variants = [
+        "node --test --test-name-pattern slugify test/slug.test.js > /dev/null",
+        "git stash -q && node --test test/slug.test.js > /dev/null; git stash pop -q",
+        "sed -i 's/\"-\")/\"_\")/' lib/slug.js && git commit -qam 'wip: underscores' && node --test"
+        " test/slug.test.js > /dev/null",
+    ]
+    other = (
+        'node -e \'import("./lib/slug.js").then(m => { if (m.slugify("A B") !== "a-b") process.exit(1) })\''
+    )
+    write_commands(repo, [(ago + n * 1000, line, 1) for n, line in enumerate([*variants, other])])
+    assert _failures(repo, "lib/slug.js") == sorted([*variants, other])
+    write_commands(repo, [(ago + 60_000, "node --test test/slug.test.js > /dev/null", 0)])
+    assert _failures(repo, "lib/slug.js") == [other]  # from the hook log, not synced yet
+    run_cli("-C", str(repo), "sync")
+    assert _failures(repo, "lib/slug.js") == [other]  # the same from the memory
+
+
+def test_a_pass_that_is_no_narrower_run_of_the_failed_line_clears_nothing(repo: Path) -> None:
+    """Narrow on purpose: a passing `cat` or `git add` of the test file, the test run with more options, in
+    another folder, or without the environment the failed run set, clears nothing."""
+    now_s = int(time.time())
+    commit(repo, "feat: trunc", SLUG, when=now_s - 7200)
+    (repo / "test/sub").mkdir()
+    run_cli("-C", str(repo), "sync")
+    ago = (now_s - 600) * 1000
+    failed = ["node --test test/trunc.test.js", "LANG=C node --test --test-reporter dot test/trunc.test.js"]
+    write_commands(repo, [(ago + n * 1000, line, 1) for n, line in enumerate(failed)])
+    passed = [
+        "cat test/trunc.test.js",
+        "git add test/trunc.test.js",
+        "node --test --watch test/trunc.test.js",
+        "node --test --test-reporter dot test/trunc.test.js",
+    ]
+    write_commands(repo, [(ago + 60_000 + n * 1000, line, 0) for n, line in enumerate(passed)])
+    write_commands(repo, [(ago + 90_000, "node --test test/trunc.test.js", 0)], cwd=repo / "test" / "sub")
+    assert _failures(repo, "lib/trunc.js") == sorted(failed)
+
+
 def test_a_commit_linked_as_the_fix_does_not_silence_strict_precheck(repo: Path) -> None:
     """The walkthrough: break calc.py, `pytest -q test_calc.py` fails (exit 1), `git commit --no-verify -qam
     'refactor: calc'`; the post-commit sync links the failure to that commit, and `precheck --strict` on the
