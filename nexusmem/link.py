@@ -367,20 +367,23 @@ def _commits(
             at < len(git_runs) and git_runs[at] <= f.ended
         ) or ("git" in f.command and _MAKES_A_COMMIT.search(f.command) is not None)
         after = f.ended if ran_on else second - 1
-        made: dict[str, int] = {}  # every commit within 24 h after it touching one of its files
+        # Within 24 h; before the command failed again after passing (that commit answers the later
+        # failure); within an hour of the passing re-run (later: a flaky test's pass, then other work).
+        until = f.ts + DAY_MS
+        if f.failed_again_ts is not None:
+            until = min(until, f.failed_again_ts - 1)
+        if f.retry_ts is not None:
+            until = min(until, f.retry_ts + AFTER_PASS_MS)
+        made: dict[str, int] = {}  # every commit in that time touching one of its files
         for path in files.get(f.id, ()):
             path_times = times.get(path)
             if not path_times:
                 continue
             path_ids = ids[path]
-            for i in range(bisect_right(path_times, after), bisect_right(path_times, f.ts + DAY_MS)):
+            for i in range(bisect_right(path_times, after), bisect_right(path_times, until)):
                 made[path_ids[i]] = path_times[i]
         after_it = _in_order(store, f, made, order)
-        for k, (ts, commit_id) in enumerate(after_it):
-            if f.failed_again_ts is not None and ts >= f.failed_again_ts:
-                break  # it passed, then failed again before this commit: the commit answers that failure
-            if f.retry_ts is not None and ts > f.retry_ts + AFTER_PASS_MS:
-                break  # long after it passed again (a flaky test's pass, then other work): not its fix
+        for k, (_ts, commit_id) in enumerate(after_it):
             if _refuted(f, after_it, k):
                 continue  # the command failed again after it: it did not fix this
             out.add((f.id, commit_id, COMMIT))
