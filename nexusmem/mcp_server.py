@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import anyio
 import anyio.from_thread
@@ -49,7 +49,7 @@ from nexusmem.retrieve import rank, timecue
 from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.sources.base import ProgressFn
 from nexusmem.store import Store, open_store
-from nexusmem.terminal import terminal_safe
+from nexusmem.terminal import spelled_data, terminal_safe
 from nexusmem.text import one_line
 
 log = logging.getLogger("nexusmem.mcp")
@@ -214,15 +214,28 @@ async def _in_thread(func: Callable[[], T]) -> T:
 _roots: dict[Path, Path] = {}
 
 
-def resolve_root(project_root: str) -> Path:
-    """The top of the git work tree at PROJECT_ROOT, which must be an existing absolute directory."""
-    if not project_root.strip():
-        raise ToolError("projectRoot is empty: pass the absolute path of the repository")
+def given_root(project_root: str) -> Path:
+    """PROJECT_ROOT as a path, which must be absolute. A folder whose name is not UTF-8 (`caf\\xe9-repo`, Latin-1)
+    cannot be passed as it is (a client's JSON carries no such byte), so it is named as NexusMem prints it,
+    each such byte spelled `\\xNN`: when nothing exists at the path as written, the path with those bytes
+    (paths.with_bytes) is the one meant if it exists."""
     given = Path(project_root).expanduser()
     if not given.is_absolute():
         raise ToolError(
             f"projectRoot must be an absolute path, got {project_root!r} (an MCP call has no working directory)"
         )
+    if not given.exists():
+        raw = paths.with_bytes(str(given))
+        if raw is not None and Path(raw).exists():
+            return Path(raw)
+    return given
+
+
+def resolve_root(project_root: str) -> Path:
+    """The top of the git work tree at PROJECT_ROOT, which must be an existing absolute directory."""
+    if not project_root.strip():
+        raise ToolError("projectRoot is empty: pass the absolute path of the repository")
+    given = given_root(project_root)
     if not given.is_dir():
         raise ToolError(f"projectRoot {project_root!r} is not an existing directory")
     key = given.resolve()
@@ -280,9 +293,11 @@ def parse_as_of(value: str | None) -> int | None:
 
 def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
     """A tool's answer: TEXT as the CLI prints it, control characters shown as escapes (agents show it in the
-    developer's terminal: a commit message must not write the clipboard), and STRUCTURED exact, as `--json`."""
+    developer's terminal: a commit message must not write the clipboard), and STRUCTURED exact, as `--json`
+    (a byte that is not UTF-8 in a path spelled `\\xNN` in both, as the CLI prints it: JSON cannot carry it)."""
     return CallToolResult(
-        content=[TextContent(type="text", text=terminal_safe(text))], structured_content=structured
+        content=[TextContent(type="text", text=terminal_safe(text))],
+        structured_content=cast(dict[str, Any], spelled_data(structured)),
     )
 
 
@@ -427,11 +442,7 @@ def run_search_all(
 ) -> CallToolResult:
     """allProjects: every registered project; projectRoot is the current project only when it is one."""
     question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
-    given = Path(project_root).expanduser()
-    if not given.is_absolute():
-        raise ToolError(
-            f"projectRoot must be an absolute path, got {project_root!r} (an MCP call has no working directory)"
-        )
+    given = given_root(project_root)
     with _library_errors():
         result = multi_mod.search_all(
             question,

@@ -280,6 +280,20 @@ def tracked_name(raw: bytes) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
+def with_bytes(text: str) -> str | None:
+    """TEXT (a path as NexusMem prints it, or as the prompt hooks log it) with each `\\xNN` of a byte
+    0x80-0xff back as that byte, as Python names a path holding it (a surrogate escape); None when it has
+    none. The inverse of the spelling every output uses (terminal.terminal_safe, tracked_name)."""
+    if "\\x" not in text:
+        return None
+    import re  # not at the top: the hooks' paths import this module and never get here
+
+    data, count = re.subn(
+        rb"\\x([89a-fA-F][0-9a-fA-F])", lambda m: bytes([int(m.group(1), 16)]), os.fsencode(text)
+    )
+    return os.fsdecode(data) if count else None
+
+
 def state_dir(root: Path) -> Path:
     return root / STATE_DIR
 

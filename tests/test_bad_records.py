@@ -571,6 +571,34 @@ def test_a_repository_in_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None
     assert json.loads(nexusmem("status", "--json").stdout)["by_kind"]["shell_command"] == 2
 
 
+def test_every_path_printed_for_a_folder_whose_name_is_not_utf8_spells_the_byte(tmp_path: Path) -> None:
+    # A repository in a Latin-1 folder (`caf\xe9-repo`): `status --json` (doctor, projects, query, sync, show)
+    # wrote the raw byte 0xE9, so its output was not UTF-8 and no JSON parser read it; human output printed
+    # the raw byte too, while a file name is spelled `\xNN` (README). Every path is spelled `\xNN` now.
+    repo = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9-repo"))
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, "feat: the quoll setting", {"a.txt": "quoll\n"})
+    spelled = str(repo).replace("\udce9", "\\xe9")  # the path as NexusMem prints it: /tmp/…/caf\xe9-repo
+
+    def printed(*args: str, ok: tuple[int, ...] = (0,)) -> str:
+        proc = subprocess.run([console_script(), *args], cwd=repo, capture_output=True, check=False)
+        assert proc.returncode in ok, proc.stderr.decode("utf-8", "replace")
+        return proc.stdout.decode("utf-8")  # strict: a raw 0xE9 fails here, as it failed json.load
+
+    assert spelled in printed("sync", "--no-embed")  # "Initialised and synced /tmp/…/caf\xe9-repo …"
+    human = printed("status")
+    assert f"root      {spelled}\n" in human, human
+    status = json.loads(printed("status", "--json"))
+    assert status["root"] == spelled and status["database"] == f"{spelled}/.nexusmem/memory.db", status
+    assert json.loads(printed("sync", "--json", "--no-embed"))["root"] == spelled
+    assert [p["root"] for p in json.loads(printed("projects", "--json"))["projects"]] == [spelled]
+    doctor = json.loads(printed("doctor", "--json", ok=(0, 1)))
+    assert any(spelled in c["detail"] for c in doctor["checks"]), doctor
+    items = json.loads(printed("query", "--json", "quoll setting"))["items"]
+    assert items and items[0]["project"] == "caf\\xe9-repo", items
+    assert json.loads(printed("show", "--json", items[0]["id"]))["project"] == "caf\\xe9-repo"
+
+
 def test_a_doc_too_big_and_a_doc_that_cannot_be_read_are_named(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -137,6 +137,54 @@ def test_tools_are_listed_with_their_schemas(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_repository_in_a_folder_whose_name_is_not_utf8_is_reached_by_the_path_nexusmem_prints(
+    tmp_path: Path,
+) -> None:
+    # A Latin-1 folder (`caf\xe9-repo`): its real path cannot reach the server (the client's JSON cannot carry
+    # the byte), and `caf\xe9-repo` as NexusMem prints it or `café-repo` were "not an existing directory".
+    repo = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9-repo"))
+    init_repo(repo)
+    small_history(repo)
+    synced = subprocess.run(
+        [console_script(), "sync", "--no-embed"], cwd=repo, capture_output=True, check=False
+    )
+    assert synced.returncode == 0, synced.stderr
+    spelled = str(repo).replace("\udce9", "\\xe9")  # /tmp/…/caf\xe9-repo, as `nexusmem status` prints it
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            text, info = ok(await s.call_tool("get_status", {"projectRoot": spelled}))
+            assert info["root"] == spelled and info["by_kind"]["git_commit"] == 4, info
+            assert f"root      {spelled}\n" in text
+            _, found = ok(
+                await s.call_tool(
+                    "search_memory", {"projectRoot": f"{spelled}/src", "query": "sqlite cache WAL"}
+                )
+            )
+            assert found["items"][0]["title"].startswith("fix(cache): switch the sqlite cache to WAL"), found
+            # Every project: each item's projectRoot is the printed path, which get_memory takes back.
+            _, every = ok(
+                await s.call_tool(
+                    "search_memory", {"projectRoot": spelled, "query": "tokenizer", "allProjects": True}
+                )
+            )
+            item = every["items"][0]
+            assert item["projectRoot"] == spelled and every["projects"] == [
+                {"name": "caf\\xe9-repo", "root": spelled}
+            ]
+            _, full = ok(
+                await s.call_tool("get_memory", {"projectRoot": item["projectRoot"], "id": item["id"]})
+            )
+            assert full["title"] == item["title"]
+            # café-repo is another folder's name, and none exists.
+            assert "not an existing directory" in error(
+                await s.call_tool("get_status", {"projectRoot": str(tmp_path / "café-repo")})
+            )
+
+    anyio.run(main)
+
+
+@pytest.mark.slow
 def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> None:
     small_history(repo)
     plain = tmp_path / "plain"

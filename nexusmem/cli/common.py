@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -13,7 +12,7 @@ from nexusmem.cli.plain import ENVIRONMENT_ERRNOS, error_text
 from nexusmem.cli.progress import UNITS as UNITS
 from nexusmem.cli.progress import Progress as Progress
 from nexusmem.errors import NexusMemError, UsageError
-from nexusmem.terminal import terminal_safe
+from nexusmem.terminal import json_text, terminal_safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,4 +60,5 @@ def echo_line(text: str, *, err: bool = False) -> None:
 
 
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
+    """DATA as `--json` prints it: valid UTF-8 whatever it holds (terminal.json_text)."""
+    click.echo(json_text(data))

@@ -146,7 +146,7 @@ def sync_cmd(
         from nexusmem.errors import NexusMemError
 
         try:
-            autosync.auto_sync(root_of(ctx), log=click.echo)
+            autosync.auto_sync(root_of(ctx), log=echo_human)
         except NexusMemError as exc:
             # The hook sends this to .nexusmem/auto-sync.log: dated like the log's other lines, so that a
             # reader can tell which commit's sync failed.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from nexusmem.cli.common import library_errors
+from nexusmem.cli.common import echo_line, library_errors
 from nexusmem.install import shell_hooks
 
 SHELL_CHOICE = click.Choice(shell_hooks.SHELLS, case_sensitive=False)
@@ -44,13 +44,11 @@ def install_cmd(shell: str | None) -> None:
     had = shell_hooks.is_installed(name)
     path, changed = shell_hooks.install(name)
     if changed and had:
-        click.echo(
-            f"Updated the {name} hook in {path} to this NexusMem's script. Open a new shell to use it."
-        )
+        echo_line(f"Updated the {name} hook in {path} to this NexusMem's script. Open a new shell to use it.")
     elif changed:
-        click.echo(f"Installed the {name} hook in {path}. Open a new shell to start recording.")
+        echo_line(f"Installed the {name} hook in {path}. Open a new shell to start recording.")
     else:
-        click.echo(f"The {name} hook is already in {path}.")
+        echo_line(f"The {name} hook is already in {path}.")
     gap = shell_hooks.login_gap() if name == "bash" else None
     if gap:
         click.echo(
@@ -71,9 +69,9 @@ def remove_cmd(shell: str | None) -> None:
     name = _shell_or_detected(shell)
     path, changed = shell_hooks.remove(name)
     if changed:
-        click.echo(f"Removed the {name} hook from {path}.")
+        echo_line(f"Removed the {name} hook from {path}.")
     else:
-        click.echo(f"No {name} hook in {path}; nothing to do.")
+        echo_line(f"No {name} hook in {path}; nothing to do.")
 
 
 @hook.command(name="status")
@@ -87,19 +85,19 @@ def status_cmd() -> None:
     """
     for entry in shell_hooks.hook_status():
         if entry.script_gone:
-            click.echo(
+            echo_line(
                 f"{entry.shell:<5} installed in {entry.rc_file}, but its script {entry.script} is gone: nothing"
                 f" is recorded (fix: nexusmem hook install --shell {entry.shell})"
             )
             continue
         state = "installed" if entry.installed else "not installed"
-        click.echo(f"{entry.shell:<5} {state:<14} {entry.rc_file}")
+        echo_line(f"{entry.shell:<5} {state:<14} {entry.rc_file}")
     log = shell_hooks.log_status()
     if not log.exists:
-        click.echo(f"log: {log.path} (not written yet)")
+        echo_line(f"log: {log.path} (not written yet)")
         return
     when = log.modified.astimezone().isoformat(timespec="seconds") if log.modified else "?"
-    click.echo(f"log: {log.path}: {log.lines} line(s), {log.size} bytes, last written {when}")
+    echo_line(f"log: {log.path}: {log.lines} line(s), {log.size} bytes, last written {when}")
 
 
 @hook.command(name="print")

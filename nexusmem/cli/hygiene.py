@@ -351,7 +351,7 @@ def scrub_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         how = "would re-key" if dry_run else "re-keyed"
         click.echo(f"{how} {report.registry} project id(s) in the registry that held a credential")
     if report.backup is not None:
-        click.echo(
+        echo_line(
             f"backup: {report.backup} (mode 0600; delete it once you are satisfied: it holds the secrets)"
         )
 

@@ -3,7 +3,6 @@ print."""
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 
@@ -11,6 +10,16 @@ import click
 
 from nexusmem.cli.app import repo_option, root_of
 from nexusmem.cli.common import echo_human, echo_line, library_errors
+from nexusmem.terminal import json_text, terminal_safe
+
+
+def _shell_word(path: str) -> str:
+    """PATH as one word of a shell command to copy: quoted (shlex), or, when it holds a byte that is not UTF-8
+    or a control character, in bash and zsh's `$'…'` with each spelled `\\xNN`, as every path NexusMem prints
+    spells them (terminal.terminal_safe), and still naming that folder."""
+    if terminal_safe(path) == path:
+        return shlex.quote(path)
+    return "$'" + terminal_safe(path.replace("\\", "\\\\").replace("'", "\\'")) + "'"
 
 
 @click.command("doctor")
@@ -33,7 +42,7 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     problems = [c for c in checks if not c.ok]
     if as_json:
         out = {"ok": not problems, "problems": len(problems), "checks": [c.to_json() for c in checks]}
-        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(out) + "\n")
     else:
         from nexusmem.text import one_line
 
@@ -81,12 +90,12 @@ def uninstall_cmd(ctx: click.Context, all_projects: bool, dry_run: bool) -> None
     if plan.framework:
         click.echo("\nThe pre-commit framework runs NexusMem hooks; take these lines out yourself:")
         for config, line_no, line in plan.framework:
-            click.echo(f"  {config}:{line_no}: {line.strip()}")
+            echo_line(f"  {config}:{line_no}: {line.strip()}")
     if plan.memories:
         click.echo("\nKept the memories (delete them to forget everything):")
         for folder in plan.memories:
             echo_line(f"  {folder}")
-        click.echo("  rm -rf " + " ".join(shlex.quote(str(f)) for f in plan.memories))
+        echo_human("  rm -rf " + " ".join(_shell_word(str(f)) for f in plan.memories))
     click.echo(
         "\nThen remove the package: `pipx uninstall nexusmem`, `uv tool uninstall nexusmem` or"
         " `pip uninstall nexusmem`; and any MCP entry you added to an agent (`claude mcp remove nexusmem`)."

@@ -14,12 +14,11 @@ report(), answer() and run_sync().
 from __future__ import annotations
 
 import errno
-import json
 import sys
 from pathlib import Path
 
 from nexusmem.cli.main import ABORTED, INTERRUPTED
-from nexusmem.terminal import terminal_safe
+from nexusmem.terminal import json_text, terminal_safe
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
     """Print RESULT (JSON on stdout, warnings on stderr); the exit code: 1 only for --strict with findings."""
     if as_json:
         try:
-            sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(result.to_json()) + "\n")
             sys.stdout.flush()
         except BrokenPipeError:  # `precheck --json | head -1`: the exit code still says what it found
             quiet_stdout()
@@ -186,7 +185,7 @@ def answer(
             root=proj.root,
         )
     if as_json:
-        text = json.dumps(query.to_json(result), indent=2, ensure_ascii=False, sort_keys=False)
+        text = json_text(query.to_json(result))
     else:
         text = terminal_safe(query.render(result))
     sys.stdout.write(text + "\n")
@@ -392,7 +391,7 @@ def run_sync(
     finally:
         progress.finish()
     if as_json:
-        _out(json.dumps(summary.to_json(), indent=2, ensure_ascii=False, sort_keys=False))
+        _out(json_text(summary.to_json()))
         return
     if quiet:
         return

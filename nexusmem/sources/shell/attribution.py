@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nexusmem import gitcmd
 from nexusmem.errors import NexusMemError
-from nexusmem.paths import tracked_name
+from nexusmem.paths import tracked_name, with_bytes
 
 # Tokens checked against the file system per command, at most: a pasted 500-word command stays cheap.
 MAX_PATH_TOKENS = 32
@@ -17,19 +17,10 @@ MAX_PATH_TOKENS = 32
 _MEMO_LIMIT = 50_000
 
 
-_LATIN1_BYTE = re.compile("[\x80-\xff]")
 # How the prompt hooks write a byte that is not UTF-8 (0x80-0xff): the text \xNN, as paths.tracked_name
-# spells it in a file name. Hooks before wrote the \u00XX of its Latin-1 reading (_LATIN1_BYTE).
-_BYTE_ESCAPE = re.compile(rb"\\x([89a-fA-F][0-9a-fA-F])")
-
-
-def _with_bytes(text: str) -> str | None:
-    """TEXT with each \\xNN of a byte 0x80-0xff back as that byte, as Python names a path holding it (a
-    surrogate escape); None when it has none."""
-    if "\\x" not in text:
-        return None
-    data, count = _BYTE_ESCAPE.subn(lambda m: bytes([int(m.group(1), 16)]), os.fsencode(text))
-    return os.fsdecode(data) if count else None
+# spells it in a file name (read back by paths.with_bytes). Hooks before wrote the \u00XX of its Latin-1
+# reading (_LATIN1_BYTE).
+_LATIN1_BYTE = re.compile("[\x80-\xff]")
 
 
 def _kept(name: str) -> str:
@@ -131,7 +122,7 @@ class Attributor:
             found = self._match_form(_norm(cwd), cwd)
             if found is None:
                 found = self._match_form(_norm(os.path.realpath(cwd)), os.path.realpath(cwd))
-            raw = _with_bytes(cwd)  # a folder whose name is not UTF-8, as the prompt hooks write it
+            raw = with_bytes(cwd)  # a folder whose name is not UTF-8, as the prompt hooks write it
             if found is None and raw is not None:
                 found = self._match_form(_norm(raw), raw)
             if found is None and _LATIN1_BYTE.search(cwd):
@@ -231,9 +222,9 @@ def command_files(
 
 def _in_root(tok: str, cwd: Path, root: Path, root_prefix: str) -> str | None:
     """TOK's path relative to ROOT (posix, in the form memory keeps: _kept) when it exists from CWD (else
-    from ROOT) inside ROOT, else None. A \\xNN in TOK is also read as the byte a hook wrote so (_with_bytes):
+    from ROOT) inside ROOT, else None. A \\xNN in TOK is also read as the byte a hook wrote so (paths.with_bytes):
     `sh caf\\xe9.sh` ran the Latin-1 caf\\xe9.sh, not café.sh; so in CWD (a folder whose name is not UTF-8)."""
-    raw, here = _with_bytes(tok), _with_bytes(str(cwd))
+    raw, here = with_bytes(tok), with_bytes(str(cwd))
     for name in (tok,) if raw is None else (tok, raw):
         for base in (cwd, root) if here is None else (cwd, here, root):
             candidate = os.path.join(base, name)
