@@ -909,15 +909,15 @@ def _unconfirmed(root: Path | None) -> tuple[dict[str, Any], str | None]:
     why the config does not load, or None)."""
     if root is None:
         return {}, None
-    from nexusmem import config, registry
+    from nexusmem import config
     from nexusmem.errors import ConfigError
 
     try:
         asks = config.reaching_out(config.load(paths.config_path(root)))
     except ConfigError as exc:
         return {}, str(exc)
-    from nexusmem.project import config_tracked
+    from nexusmem.project import allowed
 
-    if not asks or registry.allows(root, asks, tracked=config_tracked(root)):
+    if not asks or allowed(root, asks):
         return {}, None
     return asks, None

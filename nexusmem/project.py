@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem import config, paths, private
+from nexusmem.errors import NexusMemError
 from nexusmem.store import Store, open_store
 
 if TYPE_CHECKING:
     from nexusmem.errors import NotInitialisedError
+    from nexusmem.store.interface import SyncStore
 
 
 # The migration that re-keys a memory whose project id held a credential of the origin URL (store.migrations).
@@ -142,15 +144,75 @@ def init(start: Path | str | None = None, *, ignore_stash: bool = False) -> tupl
     if not db.exists():
         created = True
     refuse_cut_short(root)
-    open_store(db, create=True).close()
+    # The config is this user's when NexusMem wrote it here: in a folder it made, or in one the post-commit
+    # hook made a moment before (it makes .nexusmem/ and leaves the rest to this sync). One that was there
+    # already came with the repository, unless the memory in it says NexusMem made it here (made_here).
+    with open_store(db, create=True) as store:
+        own = made_dir or wrote_config
+        if own:
+            mark_made_here(root, store)
+        else:
+            own = made_here(root, store)
     project = Project(root=root, config=config_of(root))
     from nexusmem import registry
 
-    # The config is this user's when NexusMem wrote it here: in a folder it made, or in one the post-commit
-    # hook made a moment before (it makes .nexusmem/ and leaves the rest to this sync). One that was there
-    # already came with the repository.
-    registry.register(root, project.id, own_dir=made_dir or wrote_config)
+    registry.register(root, project.id, own_dir=own)
     return project, created
+
+
+# Meta key of the memory: {"ino": the inode of the .nexusmem/ folder NexusMem made on this machine}.
+OWN_DIR_KEY = "project.own_dir"
+
+
+def _state_ino(root: Path) -> int | None:
+    """The inode of ROOT's .nexusmem/ folder; None when it cannot be read or the file system gives none (0:
+    every folder would match it)."""
+    try:
+        return os.stat(paths.state_dir(root)).st_ino or None
+    except OSError:
+        return None
+
+
+def made_here(root: Path, store: SyncStore | None = None) -> bool:
+    """Whether ROOT's memory says NexusMem made its .nexusmem/ folder on this machine (mark_made_here): the
+    folder's inode is the one recorded. A copy or an archive of the folder (one a repository ships with its
+    memory.db) is a folder of another inode; a folder moved with `mv` keeps its own. What decides own_dir
+    when the registry has no entry for ROOT (a projects.json that could not be read, NEXUSMEM_HOME changed, a
+    repository moved), so that losing the registry does not make the user's own config one that came with
+    the repository. STORE: ROOT's store, already open; else it is opened read-only, if there is one."""
+    ino = _state_ino(root)
+    if ino is None:
+        return False
+    try:
+        if store is None:
+            if not is_initialised(root):
+                return False
+            with open_store(paths.db_path(root), readonly=True) as opened_store:
+                recorded = opened_store.get_meta(OWN_DIR_KEY)
+        else:
+            recorded = store.get_meta(OWN_DIR_KEY)
+    except (NexusMemError, OSError):  # a memory that cannot be read says nothing
+        return False
+    import json
+
+    try:
+        data = json.loads(recorded) if recorded else None
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("ino") == ino
+
+
+def mark_made_here(root: Path, store: SyncStore) -> None:
+    """Record in ROOT's memory (STORE) that NexusMem made its .nexusmem/ on this machine (made_here). Called
+    when it does (init), and by a sync while the registry says so, for a memory set up before this was
+    recorded or whose folder was copied by its user since."""
+    ino = _state_ino(root)
+    if ino is None or made_here(root, store):
+        return
+    import json
+
+    with store.transaction():
+        store.set_meta(OWN_DIR_KEY, json.dumps({"ino": ino}))
 
 
 def _make_state_dir(state: Path) -> bool:
@@ -229,9 +291,7 @@ def config_of(root: Path) -> dict[str, Any]:
     asks = config.reaching_out(cfg)
     if not asks:
         return cfg
-    from nexusmem import registry
-
-    if registry.allows(root, asks, tracked=config_tracked(root)):
+    if allowed(root, asks):
         return cfg
     if root not in _warned:
         _warned.add(root)
@@ -245,6 +305,14 @@ def config_of(root: Path) -> dict[str, Any]:
             file=sys.stderr,
         )
     return config.without(cfg, asks)
+
+
+def allowed(root: Path, asks: dict[str, Any]) -> bool:
+    """Whether ROOT's config may use ASKS, its settings that reach beyond the repository (registry.allows;
+    with no registry entry, what the memory says: made_here). What config_of and doctor decide by."""
+    from nexusmem import registry
+
+    return registry.allows(root, asks, tracked=config_tracked(root), made_here=lambda: made_here(root))
 
 
 def config_tracked(root: Path) -> bool:

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -241,18 +241,29 @@ def prune() -> list[dict[str, Any]]:
         return gone
 
 
-def allows(root: Path, settings: dict[str, Any], *, tracked: bool) -> bool:
+def allows(
+    root: Path, settings: dict[str, Any], *, tracked: bool, made_here: Callable[[], bool] | None = None
+) -> bool:
     """Whether ROOT's config may use SETTINGS (config.reaching_out): the user confirmed exactly these
     (`nexusmem trust`), or NexusMem made ROOT's .nexusmem/ on this machine (a config it wrote, edited by its
     user; an entry from before this was recorded counts too: it was set up by a release that used them) and
     git does not track the config (TRACKED: a `git pull` writes a committed one over the user's). A
-    .nexusmem/ that came with the repository (committed, or in an archive) is neither."""
+    .nexusmem/ that came with the repository (committed, or in an archive) is neither. With no entry for
+    ROOT (a registry that could not be read, since rewritten; a repository moved), MADE_HERE says whether
+    NexusMem made the folder (project.made_here: the memory records it)."""
     entry = next((p for p in load() if p.get("root") == str(root)), None)
     if entry is None:
-        return False
+        return made_here is not None and made_here() and not tracked
     if entry.get("trusted") == settings:
         return True
     return entry.get("own_dir", True) is True and not tracked
+
+
+def own_dir(root: Path) -> bool:
+    """Whether ROOT's entry says NexusMem made its .nexusmem/ on this machine (an entry from before this was
+    recorded counts, as allows counts it); False with no entry."""
+    entry = next((p for p in load() if p.get("root") == str(root)), None)
+    return entry is not None and entry.get("own_dir", True) is True
 
 
 def trust(root: Path, project_id: str, settings: dict[str, Any] | None) -> None:

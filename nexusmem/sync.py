@@ -980,6 +980,7 @@ def sync(
                 if log:
                     log(f"contradictions: skipped ({type(exc).__name__}: {exc})")
         summary.total_nodes = store.node_count()
+        own = _own_dir(project.root, store)
         # SQLite only notices overwritten pages when it reads them; a sync may touch none of them and
         # must not then report success. ~36 ms per MB (13 ms for a 3 MB store), so only up to
         # END_CHECK_MAX_BYTES and bounded in time; a failed write is always checked (store.health).
@@ -997,12 +998,24 @@ def sync(
                 + "); "
                 f"{damaged_advice(project.db_path)}"
             )
-    registry.register(project.root, project.id, synced=True)
+    registry.register(project.root, project.id, synced=True, own_dir=own)
     summary.waited = waited
     summary.seconds = time.perf_counter() - started - waited
     if timing:
         timing(summary.total_timing())
     return summary
+
+
+def _own_dir(root: Path, store: SyncStore) -> bool:
+    """Whether NexusMem made ROOT's .nexusmem/ on this machine, as the memory records it (project.made_here),
+    recorded now when the registry says so and the memory does not yet (one set up by an earlier release):
+    an entry made again later (after a projects.json that could not be read) keeps it."""
+    if project_mod.made_here(root, store):
+        return True
+    if registry.own_dir(root):
+        project_mod.mark_made_here(root, store)
+        return True
+    return False
 
 
 def _with_enabled(project: Project, names: list[str]) -> Project:

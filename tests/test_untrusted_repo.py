@@ -168,6 +168,52 @@ def test_a_config_of_its_own_memory_is_used_as_written(repo: Path) -> None:
     assert project.load(repo).config["team"]["url"] == "postgresql://me@db.example.net/memories"
 
 
+def test_a_registry_read_as_empty_does_not_make_the_users_own_config_the_repositorys(
+    repo: Path, tmp_path: Path
+) -> None:
+    # The user's own memory, its config turned to read agent transcripts; projects.json is then cut short
+    # (`[{"root": `). The sync that recovers the registry made the entry again with own_dir false: the
+    # config "came with the repository", its settings dropped, and doctor said to `nexusmem trust` it.
+    import shutil
+    import sqlite3
+
+    commit(repo, "feat: cache", {"src/cache.py": "CACHE = {}\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text())
+    data["sources"]["conversation"]["enabled"] = True
+    path.write_text(json.dumps(data))
+    # A memory set up by the release before records nothing itself: a sync records it while the registry
+    # still says the folder is this user's.
+    with sqlite3.connect(repo / ".nexusmem" / "memory.db") as db:
+        db.execute("DELETE FROM meta WHERE key = 'project.own_dir'")
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    registry = Path(os.environ["NEXUSMEM_HOME"]) / "projects.json"
+    registry.write_text('[{"root": ')
+
+    synced = run_script("sync", "--no-embed", cwd=repo)
+    assert synced.returncode == 0 and "corrupt" in synced.stderr, synced.stderr
+    assert "came with the repository" not in synced.stderr, synced.stderr
+    status = run_script("status", cwd=repo)
+    assert "not used" not in status.stderr, status.stderr
+    assert "conversation" in status.stdout  # the source it turned on runs
+    assert "PROBLEM config" not in run_script("doctor", cwd=repo).stdout
+    (entry,) = json.loads(registry.read_text())["projects"]
+    assert entry["own_dir"] is True
+    assert project.load(repo).config["sources"]["conversation"]["enabled"] is True
+
+    # The same folder copied elsewhere (as an archive of the repository with its memory would bring it):
+    # not made by NexusMem there, so its settings wait for `nexusmem trust` as before.
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    copied = run_script("sync", "--no-embed", cwd=copy)
+    assert copied.returncode == 0
+    assert (
+        "came with the repository" in copied.stderr and "sources.conversation.enabled=true" in copied.stderr
+    )
+    assert project.load(copy).config["sources"]["conversation"]["enabled"] is False
+
+
 def test_a_repository_git_refuses_for_its_owner_is_named_as_such(repo: Path) -> None:
     # git's safe.directory check: a checkout owned by another user (a shared folder, a container's volume).
     if os.geteuid() != 0:
