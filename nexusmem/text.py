@@ -8,6 +8,7 @@ names the identifier matches) and split ("parse", "headers", what a query in pla
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterator
 
@@ -358,3 +359,22 @@ def one_line(text: str) -> str:
     """TEXT with each control character spelled as an escape (`\\n`, `\\t`, `\\x1b`): a file name that holds
     a newline stays one entry of a list line or a title."""
     return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
+
+
+def _as_cp1252(exc: UnicodeError) -> tuple[str, int]:
+    """A codecs error handler: the bytes that are not UTF-8 read as Windows-1252 (Latin-1 but for 0x80-0x9f,
+    where it has curly quotes and dashes)."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return exc.object[exc.start : exc.end].decode("cp1252", "replace"), exc.end
+
+
+codecs.register_error("nexusmem.cp1252", _as_cp1252)
+
+
+def content_text(raw: bytes) -> str:
+    """The bytes RAW of a file's content as text: UTF-8, and where a byte is not UTF-8 (a Latin-1 or
+    Windows-1252 file's "Caf\\xe9") its Windows-1252 character, so that "café" is found. The one reading of a
+    file's bytes: the docs and changelog sources (docs.doc_text), the patches and the change words
+    (sources/git) all read it so; a file's name is not read this way (paths.tracked_name)."""
+    return raw.decode("utf-8", "nexusmem.cp1252")

@@ -582,6 +582,22 @@ def test_non_utf8_message_and_file_name(repo: Path, tmp_path: Path) -> None:
         (n.title + n.body + n.natural_key).encode("utf-8")
 
 
+def test_a_latin1_patch_reads_as_its_doc_does_and_is_found_by_its_words(repo: Path) -> None:
+    # A Latin-1 file's patch was stored with U+FFFD (`+# Caf\ufffd notes`), so "cafe" did not find it, while
+    # the docs source reads the same bytes as Windows-1252 ("Café", indexed as "cafe"). (A question that
+    # writes the accent, "café", finds no node at all, whatever its encoding: another matter.)
+    commit(repo, "feat: notes", {"notes.py": "x = 1\n"})
+    commit(repo, "edit the notes", {"notes.py": b"# Caf\xe9 notes\nx = 2  # d\xe9j\xe0 vu, \x93quoted\x94\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    items = query_json(repo, "cafe")["items"]
+    diffs = [it for it in items if it["kind"] == "code_diff"]
+    assert diffs and diffs[0]["title"].startswith("notes.py @"), items
+    body = run_cli("-C", str(repo), "show", "--json", diffs[0]["id"]).stdout
+    shown = json.loads(body)["body"]
+    assert "+# Café notes\n+x = 2  # déjà vu, \u201cquoted\u201d" in shown and "\ufffd" not in shown, shown
+    assert [it["kind"] for it in query_json(repo, "deja")["items"]][:1] == ["code_diff"]
+
+
 def test_a_file_name_with_a_newline_stays_on_the_files_line(repo: Path) -> None:
     """`Files:` is one line of the commit's text; a name holding a newline split it in `query` and `show`."""
     (repo / "new\nline.py").write_text("x = 1\n", encoding="utf-8")

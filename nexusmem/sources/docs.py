@@ -33,7 +33,7 @@ from nexusmem.redact import cut_redacted, path_text, redact, redact_path
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.conversation.aider import CHAT_FILE as AIDER_CHAT_FILE
-from nexusmem.text import one_line
+from nexusmem.text import content_text, one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
@@ -810,23 +810,13 @@ def is_binary(raw: bytes) -> bool:
     return False
 
 
-def _as_cp1252(exc: UnicodeError) -> tuple[str, int]:
-    """A codecs error handler: the bytes that are not UTF-8 read as Windows-1252 (Latin-1 but for 0x80-0x9f,
-    where it has curly quotes and dashes)."""
-    if not isinstance(exc, UnicodeDecodeError):
-        raise exc
-    return exc.object[exc.start : exc.end].decode("cp1252", "replace"), exc.end
-
-
-codecs.register_error("nexusmem.cp1252", _as_cp1252)
-
-
 def doc_text(raw: bytes) -> str:
     """The bytes RAW of a doc or changelog file as text, the same for both sources: UTF-8, where a byte is
     not UTF-8 (a Latin-1 or Windows-1252 file's "Caf\\xe9") its Windows-1252 character, so that "café" is
-    found; without a byte-order mark; every line end (CRLF, a lone CR) as \\n; a NUL as U+FFFD (it would end
-    the text where SQLite and the word index read it: what follows was lost)."""
-    text = raw.decode("utf-8", "nexusmem.cp1252").removeprefix("\ufeff")
+    found (text.content_text, as a patch of the file is read); without a byte-order mark; every line end
+    (CRLF, a lone CR) as \\n; a NUL as U+FFFD (it would end the text where SQLite and the word index read it:
+    what follows was lost)."""
+    text = content_text(raw).removeprefix("\ufeff")
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
 
 

@@ -14,13 +14,13 @@ from nexusmem.sources.git.commits import (
     _LOG_STABLE,
     _TAG,
     CommitRecord,
-    _text,
     parse_commit_stream,
     stream_parsed,
 )
 from nexusmem.sources.git.diff import _label_path, _matches_any
 from nexusmem.text import (
     CODE_NOISE,
+    content_text,
     identifier_list,
     identifiers,
     is_compound,
@@ -112,7 +112,7 @@ def defined_names(added: bytes, removed: bytes) -> list[str]:
         elif b and b not in gone:
             assigned[b] = None
     names = list(keyword) + [name for name in assigned if name not in keyword]
-    return [_text(name) for name in names[:MAX_DEFINED]]
+    return [content_text(name) for name in names[:MAX_DEFINED]]
 
 
 def change_words(
@@ -163,7 +163,7 @@ _FUNC_BYTES = 80
 def _func_of(line: bytes) -> str:
     """What git's hunk header would show for the pre-image line LINE (prefix included): its first 80 bytes
     less trailing whitespace."""
-    return _text(line[1 : 1 + _FUNC_BYTES].strip())
+    return content_text(line[1 : 1 + _FUNC_BYTES].strip())
 
 
 class _PatchWords:
@@ -252,13 +252,13 @@ class _PatchWords:
         self.above, self.in_run = None, False
         if self.keep:
             ctx = line.split(b"@@", 2)
-            self.header_func = _text(ctx[2].strip()) if len(ctx) == 3 else ""
+            self.header_func = content_text(ctx[2].strip()) if len(ctx) == 3 else ""
 
     def words(self, denied: Callable[[str], bool] | None) -> str:
         if not self.funcs and not self.changed:
             return ""
         # One redact() call per commit over the hunk headers and the changed lines together.
-        text = "\n".join(self.funcs) + "\n\x1e\n" + _text(b"".join(self.changed))
+        text = "\n".join(self.funcs) + "\n\x1e\n" + content_text(b"".join(self.changed))
         if denied is not None and denied(text):
             return ""
         text = redact(text)

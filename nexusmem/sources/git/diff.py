@@ -27,7 +27,7 @@ from nexusmem.sources.git.commits import (
     truncate,
 )
 from nexusmem.sources.git.repo import _setting
-from nexusmem.text import one_line
+from nexusmem.text import content_text, one_line
 
 # A patch is a fragment of its commit: the commit node carries the why, and one commit yields many
 # patches. Slightly below the commit's own signal keeps a commit ahead of its own hunks at equal relevance.
@@ -133,7 +133,7 @@ class _Patch:
         # Only the kept prefix is decoded and held: a 50 MB patch costs the limit in memory, not 50 MB. The
         # tail is counted in bytes (= characters for ASCII) without decoding it: 30% faster on huge patches.
         if self.kept <= limit:
-            text = _text(line)
+            text = content_text(line)  # a Latin-1 file's patch reads as its doc does
             self.parts.append(text)
             self.kept += len(text)
         else:
