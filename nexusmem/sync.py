@@ -827,6 +827,9 @@ def sync(
                 # Where the redaction pass stopped in the hooks' log (0: it did not run): the shell source
                 # fingerprints its offset with bytes no later pass rewrites.
                 ctx.known["log_redacted_to"] = redacted.end
+                # Where that pass started: what no earlier sync of any project had read (a bad line naming
+                # no folder is counted once, by the first sync that reads it).
+                ctx.known["log_new_from"] = redacted.start
                 # Read-only: the session source summarises the conversation turns already stored.
                 conversations: ConversationReader = store
                 ctx.known["conversations"] = conversations

@@ -112,6 +112,58 @@ def test_bad_hook_lines_are_skipped_located_and_the_rest_kept(repo: Path) -> Non
     assert json.loads(cli(repo, "status", "--json").stdout)["skipped_records"]["shell"]["total"] == 5
 
 
+def test_a_bad_hook_line_is_counted_by_its_own_project_and_one_naming_none_once(
+    repo: Path, tmp_path: Path
+) -> None:
+    # Every new project's first sync said "shell: skipped 9 bad record(s)" and listed them in its status:
+    # lines another project's folder names, and garbage that names none, all read again from the log's start.
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    other = init_repo(tmp_path / "other")
+    commit(other, "feat: other", {"b.txt": "b\n"})
+    theirs = [
+        '{"ts":"notanumber","cwd":"' + str(other) + '","command":"make badts","shell":"bash","session":"s"}',
+        '{"ts":1700000000500,"cwd":"' + str(other / "src") + '","command":null,"shell":"bash","session":"s"}',
+        '{"ts":1700000000600,"cwd":"' + str(other) + '","exit":2,"command":"make broken-json"',
+    ]
+    nobodys = ["garbage line here", "[1,2,3]", '{"ts":1700000000700,"cwd":null,"command":"make nullcwd"}']
+    ours = [
+        '{"ts":"notanumber","cwd":"' + str(repo) + '","command":"make ours","shell":"bash","session":"s"}'
+    ]
+    log = write_log([hook_line(repo, "echo mine"), *theirs, *nobodys, *ours, hook_line(other, "echo theirs")])
+
+    def skipped(root: Path) -> list[str]:
+        proc = cli(root, "sync", "--json", "--no-embed")
+        assert proc.returncode == 0, proc.stderr
+        shell = next(s for s in json.loads(proc.stdout)["sources"] if s["name"] == "shell")
+        assert shell["skipped"] == len(shell["problems"]), shell
+        return [p.split(": ", 1)[1] for p in shell["problems"]]
+
+    # The first sync of all reads every line first: its own bad line, and the three naming no folder.
+    assert skipped(repo) == [
+        "not JSON (Expecting value: line 1 column 1 (char 0))",
+        "a JSON list, not an object",
+        "no string 'cwd'",
+        "no numeric 'ts'",
+    ]
+    # The other project's first sync: its own three, not the others' nor the garbage again.
+    problems = skipped(other)
+    assert problems[:2] == ["no numeric 'ts'", "no string 'command'"], problems
+    assert len(problems) == 3 and problems[2].startswith("not JSON"), problems
+    status = json.loads(cli(other, "status", "--json").stdout)["skipped_records"]["shell"]
+    assert status["total"] == 3 and all(str(log) in e["where"] for e in status["recent"]), status
+    # A new project with no bad line of its own is told of none.
+    third = init_repo(tmp_path / "third")
+    commit(third, "feat: third", {"c.txt": "c\n"})
+    assert skipped(third) == []
+    assert json.loads(cli(third, "status", "--json").stdout)["skipped_records"] == {}
+    assert "bad record" not in cli(third, "status").stdout
+    # Garbage appended later is counted once, by whichever sync reads it first.
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write("more garbage\n")
+    assert skipped(third) == ["not JSON (Expecting value: line 1 column 1 (char 0))"]
+    assert skipped(repo) == [] and skipped(other) == []
+
+
 def test_a_store_written_before_the_range_check_still_answers(repo: Path, tmp_path: Path) -> None:
     """A time of 1e15 ms already in a store (older versions accepted it) must not crash any reader."""
     commit(repo, "feat: far future marker", {"a.txt": "a\n"})

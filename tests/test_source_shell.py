@@ -242,7 +242,7 @@ def test_bad_lines_are_counted_and_good_lines_kept(project: Path) -> None:
         b"\xff\xfe garbage \x00\x01\n",
         b"{not json\n",
         huge,
-        b'{"ts": 2, "cwd": "/x"}\n',  # missing command
+        b'{"ts": 2, "cwd": "/x"}\n',  # missing command, in another folder: not this project's to count
         b'{"cwd": "' + str(project).encode() + b'", "command": "make nots"}\n',  # missing ts
         b'{"ts": "3", "cwd": "' + str(project).encode() + b'", "command": "make strts"}\n',
         b"[1, 2]\n",
@@ -255,7 +255,7 @@ def test_bad_lines_are_counted_and_good_lines_kept(project: Path) -> None:
     )
     result, nodes = scan(project)
     assert [n.ref for n in nodes] == ["make one", "make two", "make three"]
-    assert result.skipped == 9
+    assert result.skipped == 8
     assert nodes[1].meta["exit"] is None and nodes[1].title == "make two (exit unknown)"
     assert nodes[2].meta["pipestatus"] == [0, 1] and nodes[2].meta["duration_ms"] == 1500
     assert "pipestatus 0|1" in nodes[2].body and "1.5 s" in nodes[2].body

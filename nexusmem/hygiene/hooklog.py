@@ -95,6 +95,7 @@ class Rewrite:
     redacted: int = 0  # lines rewritten with their command redacted
     dropped: int = 0  # lines blanked (a deny-listed value, or no room for the redacted form)
     end: int = 0  # offset after the last complete line looked at
+    start: int = 0  # the sync's pass: where it started, the end of what an earlier pass (any project's) read
 
 
 def log_file() -> Path | None:
@@ -399,6 +400,7 @@ def redact_pass(denied: Callable[[list[str]], bool] | None = None) -> tuple[Rewr
             with log_lock(exclusive=True):
                 start = _resume(log)
                 done = rewrite(log, start, lambda raw: redacted_line(raw, denied))
+                done.start = start
                 _save_bookmark(log, done.end)
     except LogOutsideError as exc:
         notes.append(f"the shell log was not redacted: {exc}")

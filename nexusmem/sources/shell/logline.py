@@ -241,12 +241,14 @@ def loads_line(raw: bytes) -> Any:
 
 
 class _Bad:
-    """A line that is not a JSON value (or is over-long, or nested too deeply): skipped and counted."""
+    """A line that is not a JSON value (or is over-long, or nested too deeply): skipped and counted. CWD: the
+    folder it names, when that can still be read from it (_cwd_in): whose line it is (bad_line_cwd)."""
 
-    __slots__ = ("reason",)
+    __slots__ = ("cwd", "reason")
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, cwd: str | None = None) -> None:
         self.reason = reason
+        self.cwd = cwd
 
 
 _BAD = _Bad("longer than 1 MB")
@@ -270,15 +272,48 @@ def glued_at(raw: bytes) -> int:
     return raw.rfind(_LINE_START)
 
 
+def _cwd_in(raw: bytes) -> str | None:
+    """The folder RAW, a line that does not parse whole, names in its `"cwd": "…"`, when that string can be
+    read; None otherwise. The slow path of bad lines only."""
+    if b'"cwd"' not in raw:
+        return None
+    import re  # not at the top: precheck reads the log through this module and never gets here
+
+    found = re.search(rb'"cwd"\s*:\s*("(?:[^"\\\n]|\\.)*")', raw)
+    if found is None:
+        return None
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:  # not UTF-8, a bad escape
+        return None
+    return value if isinstance(value, str) else None
+
+
+def bad_line_cwd(record: Any) -> str | None:
+    """The folder a line that is not a valid hook line (log_line_from refused RECORD) names, when it can be
+    read: which project the bad line is one of (the shell source counts it there only); None when it names
+    none that can be read (garbage, no or a null `cwd`). For the start of a line cut short that a good line
+    was read behind (TORN), the folder that start names."""
+    if isinstance(record, _Bad):
+        cwd = record.cwd
+    elif type(record) is dict:
+        cwd = record[TORN] if TORN in record and log_line_from(record) is not None else record.get("cwd")
+    else:
+        return None
+    if type(cwd) is not str or not cwd or "\x00" in cwd or not text_ok(cwd):
+        return None
+    return cwd
+
+
 def _loads_or_bad(raw: bytes) -> Any:
     try:
         return loads_line(raw)
     except UnicodeDecodeError:
         bad = _Bad("not UTF-8")
     except ValueError as exc:
-        bad = _Bad(f"not JSON ({str(exc)[:60]})")
+        bad = _Bad(f"not JSON ({str(exc)[:60]})", _cwd_in(raw))
     except RecursionError:  # [[[[... 100k deep: the C scanner gives up, the line is garbage
-        return _Bad("JSON nested too deeply")
+        return _Bad("JSON nested too deeply", _cwd_in(raw))
     # A shell killed while it wrote a long line (bash writes one over 8 KB in pieces), or a full disk, leaves
     # its start without a newline, and the next line a hook appends is glued to it: that line is read from
     # its own start, marked TORN so that the piece before it is counted as the bad record it is.
@@ -289,7 +324,7 @@ def _loads_or_bad(raw: bytes) -> Any:
         except (ValueError, RecursionError):
             return bad
         if type(found) is dict:
-            found[TORN] = True
+            found[TORN] = _cwd_in(raw[:at]) or ""  # where the piece cut short ran, if it still says
             return found
     return bad
 

@@ -31,6 +31,7 @@ from nexusmem.sources.shell.logline import (
     _before_hash,
     _head_hash,
     _locked_records,
+    bad_line_cwd,
     line_problem,
     log_line_from,
 )
@@ -153,6 +154,10 @@ class ShellSource:
         # transcript gave, when memory holds that call already (the conversation source builds the same node
         # when it reads the transcript after the line).
         stored_calls = ctx.known.get("agent_calls_stored")
+        # Where the log was new to every project's sync (the sync's redaction pass started there: 0 when
+        # it did not run): a bad line naming no folder is counted by the sync that reads it first.
+        new_from = ctx.known.get("log_new_from", 0)
+        new_from = new_from if isinstance(new_from, int) else 0
         facts: dict[tuple[str, str, int | None], Facts | None] = {}
         project = ctx.project_id
         done = offset
@@ -169,9 +174,10 @@ class ShellSource:
                 continue
             line = log_line_from(record)
             if line is None:
-                result.skip(f"{log} byte {start}: {line_problem(record)}")
+                if self._ours_to_count(attributor, record, start, new_from):
+                    result.skip(f"{log} byte {start}: {line_problem(record)}")
                 continue
-            if TORN in record:
+            if TORN in record and self._ours_to_count(attributor, record, start, new_from):
                 result.skip(
                     f"{log} byte {start}: the start of a line cut short (its shell killed as it wrote)"
                 )
@@ -221,6 +227,20 @@ class ShellSource:
                 author_kind=line.author_kind,
             )
         return done
+
+    @staticmethod
+    def _ours_to_count(attributor: Attributor, record: Any, start: int, new_from: int) -> bool:
+        """Whether the bad line RECORD (at byte START) is this project's to count as skipped: one naming a
+        folder that can be read only in the project that folder is in (another project's bad lines are not
+        this one's, nor told on every new project's first sync); one naming none (garbage, a null `cwd`)
+        once, by the first sync of any project that reads it (at or after NEW_FROM)."""
+        cwd = bad_line_cwd(record)
+        if cwd is None:
+            return start >= new_from
+        try:
+            return attributor.match(cwd) is not None
+        except (ValueError, OSError):  # a name no folder can have: as one naming none
+            return start >= new_from
 
     @staticmethod
     def _facts(attributor: Attributor, memo: Memo, line: LogLine) -> Facts | None:
