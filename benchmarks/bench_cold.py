@@ -2,7 +2,7 @@
 """Cold CLI processes side by side: this checkout and, with --against REF, the code at git REF, alternately.
 
     python benchmarks/bench_cold.py --dir DIR [--bm25-dir DIR2] [--against main] [--runs 15]
-        [--only version,precheck,precheck-tail,query,noop-sync]
+        [--only version,precheck,precheck-tail,query,query-tail,noop-sync]
 
 DIR holds `repo/` (synced, with `.nexusmem/`) and `home/` (NEXUSMEM_HOME, whose shell-history.jsonl the
 store's shell cursor has read), as benchmarks/bench_precheck.py builds them. BM25-DIR is the same layout on
@@ -18,6 +18,9 @@ Rows:
   precheck-agent-tail  the same with 20,000 unsynced lines, an agent's day without a sync: every third a
                  failing test run of a file that is not staged (with a secret), the others passing builds
   query          `nexusmem query Q` on BM25-DIR, Q cycling through the 20 benchmark questions
+  query-tail     the same with two unsynced hook-log lines in BM25-DIR's repository (appended for the run,
+                 truncated away afterwards): a failing test run, then the `nexusmem query` line the hook
+                 logs after a query; the query notes the one it did not search
   noop-sync      `nexusmem sync -q` on DIR, nothing new (writes the store's sync times, nothing else)
 
 Each tree gets its own copy of each store (a store migrated by the newer code is refused by the older one),
@@ -57,6 +60,7 @@ ROWS = (
     "precheck-tail-ok",
     "precheck-agent-tail",
     "query",
+    "query-tail",
     "noop-sync",
 )
 AGENT_TAIL_LINES = 20_000
@@ -123,6 +127,20 @@ def agent_tail(repo: Path, now_ms: int) -> str:
         record = {"ts": now_ms - (AGENT_TAIL_LINES - i) * 1000, "cwd": str(repo), "exit": 1 if failing else 0}
         out.append(json.dumps({**record, "command": command, "shell": "bash", "session": "agent", "v": 1}))
     return "\n".join(out) + "\n"
+
+
+def query_tail(repo: Path, now_ms: int) -> str:
+    """What the hook log holds past the cursor when a query follows a test run: the failing run, then the
+    line of the `nexusmem query` before it."""
+    base = {"cwd": str(repo), "duration_ms": 900, "shell": "bash", "session": "bench", "v": 1}
+    run = {**base, "ts": now_ms - 60_000, "exit": 1, "command": "pytest tests/test_router.py -k case_9"}
+    asked = {
+        **base,
+        "ts": now_ms - 30_000,
+        "exit": 0,
+        "command": 'nexusmem query "which router tests failed"',
+    }
+    return json.dumps(run) + "\n" + json.dumps(asked) + "\n"
 
 
 DB_FILES = ("memory.db", "memory.db-wal", "memory.db-shm")
@@ -192,11 +210,13 @@ def main() -> None:
         index = tmp / "index"
         files = staged_index(args.dir / "repo", index)
         log = args.dir / "home" / "shell-history.jsonl"
+        logs = {"query-tail": bm25_dir / "home" / "shell-history.jsonl"}
         now = int(time.time() * 1000)
         extra = {
             "precheck-tail": tail_lines(args.dir / "repo", index, now).encode(),
             "precheck-tail-ok": tail_lines(args.dir / "repo", index, now, failing=False).encode(),
             "precheck-agent-tail": agent_tail(args.dir / "repo", now).encode(),
+            "query-tail": query_tail(bm25_dir / "repo", now).encode(),
         }
 
         def command(row: str, i: int) -> tuple[list[str], Path, dict[str, str]]:
@@ -207,7 +227,7 @@ def main() -> None:
                 return ["--version"], repo, env
             if row.startswith("precheck"):
                 return ["precheck"], repo, dict(env, GIT_INDEX_FILE=str(index))
-            if row == "query":
+            if row.startswith("query"):
                 env["NEXUSMEM_HOME"] = str(bm25_dir / "home")
                 return ["query", QUERIES[i % len(QUERIES)]], bm25_dir / "repo", env
             return ["sync", "-q"], repo, env
@@ -233,9 +253,10 @@ def main() -> None:
 
         try:
             for row in rows:
-                size = log.stat().st_size
+                row_log = logs.get(row, log)
+                size = row_log.stat().st_size
                 if row in extra:
-                    with log.open("ab") as f:
+                    with row_log.open("ab") as f:
                         f.write(extra[row])
                 try:
                     for name, tree in trees.items():  # untimed: page cache, a migration, .pyc checks
@@ -248,7 +269,7 @@ def main() -> None:
                             times.setdefault((row, name), []).append(run(row, i, name, tree))
                 finally:
                     if row in extra:
-                        os.truncate(log, size)
+                        os.truncate(row_log, size)
         finally:
             stores.restore()
 

@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from nexusmem import __version__, authors, paths, show, status, timefmt
+from nexusmem import __version__, authors, catchup, paths, show, status, timefmt
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import (
@@ -392,16 +392,16 @@ BACKLOG_NOTE = "many shell commands were logged since this memory's last sync an
 
 def _catch_up(root: Path) -> str | None:
     """The commands run since the last sync (the agent's own test run a minute ago), stored before a search
-    (sync.catch_up_shell); a memory that cannot be brought up to date is searched as it is. A note for the
-    answer when a backlog was left to the next sync."""
+    (catchup.catch_up_shell, as `nexusmem query` does); a memory that cannot be brought up to date is searched
+    as it is. A note for the answer when a backlog was left to the next sync."""
     if not project_mod.is_initialised(root):
         return None
     try:
-        added = sync_mod.catch_up_shell(root)
+        added = catchup.catch_up_shell(root)
     except NexusMemError as exc:
         log.info("search: the commands run since the last sync were not added: %s", exc)
         return None
-    if added == sync_mod.BACKLOG:
+    if added == catchup.BACKLOG:
         return BACKLOG_NOTE
     if added:
         log.info("search: %d command(s) run since the last sync added first", added)

@@ -518,52 +518,6 @@ def _leave_mark(mark: Path, scope: Scope) -> None:
         private.write_atomic(mark, text)
 
 
-def catch_up_shell(root: Path) -> int:
-    """Store the commands the prompt hooks logged since this memory's last sync, when there are any: what an
-    agent asks mid-task ("why is the test failing") is about the run it has just made, and a sync otherwise
-    came only with the next commit. Words only (the next full sync gives them vectors), and never waits: a
-    sync running meanwhile adds them, and another process's write transaction makes it give up (StoreError). Returns how many were added (0: nothing new, or another sync runs;
-    BACKLOG: more than CATCH_UP_MAX_BYTES wait, left to the next sync)."""
-    from nexusmem.sources.shell.tail import decode_cursor, resume_offset
-
-    log_path = paths.shell_log_path()
-    try:
-        st = os.stat(log_path)
-    except OSError:
-        return 0
-    seen = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    if _caught_up.get(root) == seen:
-        return 0  # the log has not moved since this process last looked: a stat per search
-    project = project_mod.at(root)
-    if not bool(project.config.get("sources", {}).get("shell", {}).get("enabled", True)):
-        return 0
-    with project.open_store(readonly=True) as store:
-        saved = decode_cursor(store.cursor("shell")).get("log")
-    offset = resume_offset(log_path, st, saved)
-    if st.st_size <= offset:
-        _caught_up[root] = seen
-        return 0
-    if st.st_size - offset > CATCH_UP_MAX_BYTES:
-        return BACKLOG  # weeks without a sync: a search must not wait for it; the next sync reads it
-    try:
-        summary = sync(project.root, only=["shell"], embed=False, wait=0, busy_ms=CATCH_UP_BUSY_MS)
-    except SyncBusyError:
-        return 0
-    _caught_up[root] = seen
-    return summary.added
-
-
-# The most of the hook log a search stores first (~2,000 commands): a recent run is found at once, and a
-# long backlog (50,000 unsynced commands took 11 s) is left to the next sync rather than held in a search.
-CATCH_UP_MAX_BYTES = 512 * 1024
-BACKLOG = -1  # catch_up_shell: a backlog too long to store first
-# How long the catch-up's write waits for another process's write lock (a `nexusmem review`, a script's open
-# transaction: not a sync, whose run lock it sees): it waited the store's 15 s before the search could start.
-CATCH_UP_BUSY_MS = 100
-# root → the hook log's (device, inode, size, mtime) when catch_up_shell last found nothing left to store.
-_caught_up: dict[Path, tuple[int, int, int, int]] = {}
-
-
 PROJECT_ID = PROJECT_ID_KEY  # the project id this store's nodes were last written under (identity.project_id)
 
 

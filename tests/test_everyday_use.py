@@ -496,3 +496,35 @@ def test_a_sync_killed_after_a_killed_one_still_says_what_is_left_to_do(repo: Pa
     assert "the last sync (started 20" in run_cli("-C", str(repo), "status").stdout
     run_cli("-C", str(repo), "sync", "--source", "shell", "--no-embed")
     assert "was stopped" not in run_cli("-C", str(repo), "status").stdout
+
+
+def test_query_says_how_many_newer_commands_it_did_not_search(repo: Path) -> None:
+    # "which tests failed" right after a failed `pytest` listed the older failures with no word that the
+    # newest was not searched (MCP search_memory stores the unsynced commands first; a cold query cannot
+    # afford that sync, so it says how many there are and how to add them).
+    now = int(time.time() * 1000)
+    commit(repo, "feat: router", {"src/router.py": "ROUTES = []\n"})
+    write_commands(repo, [(now - 2 * HOUR, "pytest tests/test_cache.py", 1)])
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    note = "1 newer command(s) run here are not synced yet, so not searched: run `nexusmem sync`"
+
+    write_commands(repo, [(now - 60_000, "pytest tests/test_router.py", 1)])
+    said = run_script("query", "which tests failed", cwd=repo)
+    assert said.returncode == 0 and f"note: {note}" in said.stdout, said.stdout
+    assert "test_router" not in said.stdout  # not searched: the note is why
+    assert (
+        note in json.loads(run_cli("-C", str(repo), "query", "--json", "which tests failed").stdout)["notes"]
+    )
+
+    # Synced: searched, and nothing to say. The line the hook logs after each query is not worth a note.
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    write_commands(repo, [(now, 'nexusmem query "which tests failed"', 0)])
+    said = run_script("query", "which tests failed", cwd=repo)
+    assert "pytest tests/test_router.py (exit 1)" in said.stdout and "not synced" not in said.stdout, (
+        said.stdout
+    )
+    # The check reads the shell cursor without loading the shell source: the same layout.
+    from nexusmem import catchup
+    from nexusmem.sources.shell import tail
+
+    assert catchup._SHELL_CURSOR_VERSION == tail.CURSOR_VERSION

@@ -186,7 +186,7 @@ def test_a_killed_rebuild_is_said_to_need_a_rebuild_and_left_the_memory_as_it_wa
 @pytest.mark.slow
 def test_a_search_storing_the_commands_first_keeps_a_killed_syncs_warning(tmp_path: Path) -> None:
     """A first sync killed on the way, then one command typed at the bash prompt and an MCP search_memory:
-    the search stores the commands logged since the last sync first (sync.catch_up_shell, a sync of the
+    the search stores the commands logged since the last sync first (catchup.catch_up_shell, a sync of the
     shell source only), and that sync's end took away the mark the killed one had left. status, doctor
     and answers then called a memory without its docs complete. A sync of some sources only (the
     catch-up, `sync --source git`) now leaves that mark; the next full sync ends it."""

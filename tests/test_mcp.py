@@ -766,22 +766,22 @@ def test_since_today_is_the_local_day_of_the_server(repo: Path, tmp_path: Path) 
 
 def test_a_long_backlog_is_left_to_the_next_sync_not_stored_by_a_search(repo: Path) -> None:
     """50,000 commands logged since the last sync held the first search 11 s: a search stores at most a
-    short backlog first (sync.CATCH_UP_MAX_BYTES), a longer one is the next sync's."""
-    from nexusmem import sync
+    short backlog first (catchup.CATCH_UP_MAX_BYTES), a longer one is the next sync's."""
+    from nexusmem import catchup, sync
 
     small_history(repo)
     sync.sync(repo, embed=False)
     log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
     base = {"ts": int(time.time() * 1000) - 3_600_000, "cwd": str(repo), "exit": 0, "shell": "bash", "v": 1}
     with log.open("a", encoding="utf-8") as handle:
-        for i in range(sync.CATCH_UP_MAX_BYTES // 100 + 1):
+        for i in range(catchup.CATCH_UP_MAX_BYTES // 100 + 1):
             handle.write(json.dumps({**base, "ts": base["ts"] + i, "command": f"make step-{i:06d}"}) + "\n")
     from nexusmem import mcp_server
 
     # The answer says so (inside its budget), and tells the agent what to call.
     _text, found = ok(mcp_server.run_search(str(repo), "readers blocked writers", 300, None))
     assert mcp_server.BACKLOG_NOTE in found["notes"] and found["tokens_used"] <= 300, found
-    assert sync.catch_up_shell(repo) == sync.BACKLOG
+    assert catchup.catch_up_shell(repo) == catchup.BACKLOG
     assert sync.sync(repo, embed=False).added > 5_000
     _text, found = ok(mcp_server.run_search(str(repo), "readers blocked writers", 300, None))
     assert mcp_server.BACKLOG_NOTE not in found["notes"]

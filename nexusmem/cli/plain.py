@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from nexusmem.cli.progress import Progress
     from nexusmem.precheck import Finding, PrecheckResult
     from nexusmem.project import Project
+    from nexusmem.store import Store
 
     T = TypeVar("T")
 
@@ -166,17 +167,22 @@ def answer(
     author: str | None = None,
 ) -> None:
     """Answer QUESTION from PROJ's memory and print it (JSON on stdout, or the packed text): the one body of
-    a local `query`, on the plain path and the click path alike."""
+    a local `query`, on the plain path and the click path alike. Commands the hooks logged since the
+    memory's last sync (the `pytest` just run) are not searched: a note says how many, and how to add them."""
     from nexusmem.retrieve import query, rank
+    from nexusmem.retrieve.pack import estimate_tokens
 
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     cutoff = query.parse_as_of(as_of)
     with proj.open_store(readonly=True, note=store_note) as store:
+        unsynced = _unsynced_note(proj, store)
+        # The note is a line of the header: its tokens come out of the budget like the header's.
+        note_tokens = estimate_tokens(f"note: {unsynced}\n") if unsynced else 0
         result = query.run(
             store,
             question,
             project=proj.root.name,
-            budget=limit,
+            budget=max(limit - note_tokens, 1),
             as_of=cutoff,
             since=window[0],
             until=window[1],
@@ -184,6 +190,8 @@ def answer(
             author=author,
             root=proj.root,
         )
+    if unsynced:
+        query.add_note(result, unsynced, limit)
     if as_json:
         text = json_text(query.to_json(result))
     else:
@@ -192,6 +200,25 @@ def answer(
     sys.stdout.flush()
     if not as_json:
         notes_left_out(result.notes, text)
+
+
+def _unsynced_note(proj: Project, store: Store) -> str | None:
+    """A note for the answer when the hooks logged commands here since PROJ's memory's (STORE's) last sync:
+    they are not searched (catchup.unsynced_commands). MCP search_memory stores them first; here that would
+    cost a cold query ~100 ms more than its ~150 ms (benchmarks/bench_cold.py), so the user is told instead.
+    None when there are none, or the log cannot be read."""
+    from nexusmem.catchup import BACKLOG, unsynced_commands
+    from nexusmem.errors import NexusMemError
+
+    try:
+        count = unsynced_commands(proj, store)
+    except (NexusMemError, OSError):  # the memory as it is answers, as it did
+        return None
+    if count == BACKLOG:
+        return "many commands were logged since this memory's last sync and are not searched: run `nexusmem sync`"
+    if count:
+        return f"{count} newer command(s) run here are not synced yet, so not searched: run `nexusmem sync`"
+    return None
 
 
 def store_note(message: str) -> None:
