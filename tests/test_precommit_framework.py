@@ -111,6 +111,7 @@ def test_framework_runs_precheck_advisory_then_strict_then_post_commit_sync(
     output = advisory.stdout + advisory.stderr
     assert advisory.returncode == 0, output
     assert "src/cache.py: `pytest tests/test_cache.py` failed (exit 1)" in output
+    assert "nexusmem precheck....." in output and "(advisory only)" in output, output
 
     # The post-commit nexusmem-sync hook brought the new commit into the memory, in the background.
     # Polled through the hooks' own nexusmem: this process's (working-tree) code could migrate the database.
@@ -199,6 +200,8 @@ def test_advisory_hook_with_args_strict_refuses_the_commit(
     shown = done.stdout + done.stderr
     assert done.returncode != 0, shown
     assert "Failed" in shown and "commit refused (--strict)" in shown, shown
+    # Titled as what it is: it refuses, so not "nexusmem precheck (advisory)".
+    assert "(advisory" not in shown and "nexusmem precheck....." in shown, shown
     assert f"nexusmem precheck: {len(files)} warning(s) for {len(files)} file(s)" in shown, shown
     for name in files:
         assert f"{name}: changed in 4 commits in the last 30 days (high churn)" in shown, shown
