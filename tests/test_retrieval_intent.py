@@ -30,7 +30,7 @@ from nexusmem.retrieve.intent import (
     topic,
 )
 
-from helpers import commit, git, query_json, run_cli, run_script, write_commands
+from helpers import commit, git, init_repo, query_json, run_cli, run_script, write_commands
 from helpers.env import local_zone
 
 DAY = 86_400
@@ -1191,6 +1191,56 @@ def test_what_was_i_doing_lists_the_newest_work(repo: Path) -> None:
         found = query_json(repo, question)
         assert found["items"][0]["title"] == first, (question, found["items"])
         assert not any(n.startswith("first: the newest") for n in found["notes"]), (question, found["notes"])
+
+
+def test_naming_the_project_still_asks_for_recent_work_and_failed_runs(tmp_path: Path) -> None:
+    """ "What did I commit in cJSON yesterday" answered "No strong match" and old commits that say cJSON,
+    where "what did I commit yesterday" listed yesterday's commit; "what was I doing in jsonkit" (the origin's
+    name), "what did I work on in this project", "which of my projects had failing tests today" and "which
+    repo had a failing build today" likewise: the project's own names and "project", "repo" were read as a
+    topic, and the recent-work and failed-runs answers gave way to the words."""
+    if SINCE_MIDNIGHT < 7200:
+        pytest.skip("the day has just begun: today's commands may be yesterday's")
+    repo = init_repo(tmp_path / "cJSON")
+    git(repo, "remote", "add", "origin", "git@github.com:acme/jsonkit.git")
+    for n in range(6):
+        subject = f"cJSON: parse nested arrays in the jsonkit project repo, case {n}"
+        commit(repo, subject, {f"cJSON_{n}.c": f"int n = {n};\n"}, when=NOW - (900 - n) * DAY)
+    commit(
+        repo, "Make failing tests fail the build of the project", {"Makefile": "all:\n"}, when=NOW - 800 * DAY
+    )
+    guard = "Guard parse_number against an oversized buffer"
+    yesterday = commit(repo, guard, {"num.c": "int g;\n"}, when=NOW - SINCE_MIDNIGHT - 3 * 3600)
+    write_recent(repo, "50 2 make\n40 1 npm test\n30 0 git status\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (
+        "what did I commit in cJSON yesterday",
+        "what did I commit in jsonkit yesterday",
+        "what did I commit to this repo yesterday",
+    ):
+        found = query_json(repo, question)
+        assert [it["ref"] for it in found["items"]] == [yesterday], (question, found["items"])
+        assert "first: the newest commits yesterday" in found["notes"] and found["weak"] is False, question
+    for question in (
+        "what was I doing in cJSON today",
+        "what have I been doing in the jsonkit codebase today",
+        "what did I work on in this project today",
+    ):
+        titles = [it["title"] for it in query_json(repo, question)["items"]]
+        assert titles == ["git status (exit 0)", "npm test (exit 1)", "make (exit 2)"], (question, titles)
+    for question, first in (
+        ("which of my projects had failing tests today", "npm test (exit 1)"),
+        ("which repo had a failing build today", "make (exit 2)"),
+        ("did the cJSON build fail today", "make (exit 2)"),
+    ):
+        found = query_json(repo, question)
+        assert found["items"][0]["title"] == first, (question, found["items"])
+        assert any(n.startswith("first: the failed runs of") for n in found["notes"]), (question, found)
+    found = query_json(repo, "what failed in jsonkit today")
+    assert [it["title"] for it in found["items"]] == ["npm test (exit 1)", "make (exit 2)"], found["items"]
+    # A name that is part of a file's or a path's is no project's name: "cJSON.c" asks about that file.
+    for text in ("what changed in cJSON.c", "what is in src/cjson/", "why is cJSON_Utils slow"):
+        assert query.without_names(text, frozenset({"cjson"})) == text
 
 
 @pytest.mark.parametrize("zone", ["America/Los_Angeles", "Asia/Tokyo"])

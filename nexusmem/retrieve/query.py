@@ -44,6 +44,7 @@ from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.show import replacement
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
+from nexusmem.store.nodes import PROJECT_ID_KEY
 from nexusmem.text import FILLER_WORDS, STOPWORDS, informative, well_formed, without_edge_punctuation
 
 DEFAULT_BUDGET = 2000
@@ -694,9 +695,14 @@ def retrieve(
                 f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
             )
     asks_failures = question.failure and question.then is None and answered_by is None
+    # "What did I commit in cJSON yesterday", "which tests failed in this repo": the project's own name says
+    # which memory is asked (this one), not what about; the rules below read the question without it.
+    names = project_names(store, project) if asks_failures or answered_by is None else frozenset()
+    said = set(search.terms(without_names(question.search_text, names))) if names else None
+    unnamed = words.words if said is None else [w for w in words.words if w in said]
     if asks_failures:
         scored, listed, span, passed = failed_runs_first(
-            store, scored, question, as_of=as_of, since=since, until=until
+            store, scored, question, as_of=as_of, since=since, until=until, names=names
         )
         if listed:
             listing_note = (
@@ -705,7 +711,7 @@ def retrieve(
                 else f"first: the failed runs of {span}, newest first"
             )
             question.notes.append(listing_note)
-    if asks_failures and not listed and not _a_subject(words.words):
+    if asks_failures and not listed and not _a_subject(unnamed):
         scored, listed, span = failures_first(store, scored, question, as_of=as_of, since=since, until=until)
         listing_note = (
             f"first: the commands that failed {span}, newest first"
@@ -713,7 +719,7 @@ def retrieve(
             else f"no recorded command failed {span}"
         )
         question.notes.append(listing_note)
-    elif not asks_failures and answered_by is None and asks_recent_work(question, words.words, since, until):
+    elif not asks_failures and answered_by is None and asks_recent_work(question, unnamed, since, until):
         scored, listed, span = activity_first(store, scored, question, as_of=as_of, since=since, until=until)
         listing_note = f"first: {span}" if listed else f"no commit or command recorded {span}"
         question.notes.append(listing_note)
@@ -1423,6 +1429,16 @@ _NOT_A_SUBJECT = frozenset(
         "just",
         "few",
         "couple",
+        # "which of my projects had failing tests", "what did I commit in this repo": one project's memory
+        # is asked, and every word of it is about that project (its own names: project_names).
+        "project",
+        "projects",
+        "repo",
+        "repos",
+        "repository",
+        "repositories",
+        "codebase",
+        "codebases",
     ]
 )
 _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000}
@@ -1552,6 +1568,7 @@ def failed_runs_first(
     as_of: int | None,
     since: int | None,
     until: int | None,
+    names: frozenset[str] = frozenset(),
 ) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str, bool]:
     """For a failure asked about with what was run named ("which tests failed", "npm test failed", "why did
     the build fail yesterday", "what failed last time I ran the tests"): SCORED with the failed commands of
@@ -1563,8 +1580,9 @@ def failed_runs_first(
     of the question (but the failure, its time and the like: _NOT_A_SUBJECT, and the filler of an account
     of it: text.FILLER_WORDS) names one of them; else none ("why does the date test fail on Windows" asks
     about code, not runs), and SCORED unchanged. When none of the runs it names failed in that window, the
-    ones that passed are listed instead, and the last value (else False) says so."""
-    words = search.terms(question.search_text)  # with the filler: "did make fail" names `make`
+    ones that passed are listed instead, and the last value (else False) says so. The project's own NAMES
+    (project_names: "which tests failed in cJSON today") name no run."""
+    words = search.terms(without_names(question.search_text, names))  # with the filler: "did make fail"
     subject = {w for w in words if not _ignorable(w)}
     if not subject:
         return scored, [], "", False
@@ -1755,6 +1773,28 @@ _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
         "lunchtime",
     ]
 )
+
+
+def project_names(store: SearchStore, project: str | None) -> frozenset[str]:
+    """What memory knows this project by, lower-cased: PROJECT (its folder's name, as `query` is given it)
+    and the last part of the project id its nodes are written under (the origin remote's repository name,
+    `github.com/davegamble/cjson` → cjson; a repository with no remote is known by its root, its folder
+    again). A store that keeps no id (the team store) gives PROJECT alone."""
+    names = {project} if project else set()
+    recorded = store.get_meta(PROJECT_ID_KEY)
+    if recorded:
+        last = recorded.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        names.add(last.removesuffix(".git"))
+    return frozenset(name.lower() for name in names if name.strip())
+
+
+def without_names(text: str, names: frozenset[str]) -> str:
+    """TEXT with each mention of one of NAMES (the project's: project_names) taken out, in any case: a word of
+    its own ("what did I commit in cJSON yesterday", "cJSON's tests"), not part of a longer word, a file name
+    (`cJSON.c`) or a path (`src/bottle`): "in cJSON" names the project asked anyway, no topic."""
+    for name in names:
+        text = re.sub(rf"(?<![\w./\\-]){re.escape(name)}(?![\w/\\-]|\.\w)", " ", text, flags=re.IGNORECASE)
+    return text
 
 
 def asks_recent_work(question: Question, words: list[str], since: int | None, until: int | None) -> bool:
