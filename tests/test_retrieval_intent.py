@@ -1243,6 +1243,46 @@ def test_naming_the_project_still_asks_for_recent_work_and_failed_runs(tmp_path:
         assert query.without_names(text, frozenset({"cjson"})) == text
 
 
+def test_what_changed_in_a_file_lately_lists_the_commits_that_touched_it(repo: Path) -> None:
+    """ "What changed in app.py recently", "what did I change in app.py today" answered with old commits whose
+    titles say "changed" (app.py is in most commits, so its name weighed little, and a time cue lifts a fresh
+    match by 3× at most): the commits that touched the file in the time asked are the answer, newest first."""
+    if SINCE_MIDNIGHT < 7200:
+        pytest.skip("the day has just begun: today's commits may be yesterday's")
+    for n in range(12):
+        subject = f"Changed how app.py changed the retry loop, what changed in case {n}"
+        commit(repo, subject, {"src/app.py": f"RETRIES = {n}\n"}, when=NOW - (900 - n) * DAY)
+    commit(repo, "Document the retries", {"README.md": "# app\n"}, when=NOW - 100 * DAY)
+    before = commit(
+        repo, "Cap the backoff", {"src/app.py": "RETRIES = 20\n"}, when=NOW - SINCE_MIDNIGHT - 3600
+    )
+    commit(repo, "Add the exporter", {"src/export.py": "ROWS = 1\n"}, when=NOW - 1800)
+    today = commit(repo, "Read the pool size from the env", {"src/app.py": "RETRIES = 21\n"}, when=NOW - 600)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+
+    def answer(question: str) -> tuple[list[str], list[str]]:
+        found = query_json(repo, question)
+        return [it["ref"] for it in found["items"]], found["notes"]
+
+    refs, notes = answer("what changed in app.py recently")
+    assert refs[:3] == [today, before, refs[2]] and len(refs) == 10, refs
+    assert "first: the newest commits that changed src/app.py, newest first" in notes, notes
+    for question, listed, span in (
+        ("what did I change in app.py today", [today], "today"),
+        ("what changed in src/app.py yesterday?", [before], "yesterday"),
+        ("what was changed in `app.py` this week", [today, before], "this week"),
+    ):
+        refs, notes = answer(question)
+        assert refs == listed, (question, refs)
+        assert f"first: the commits that changed src/app.py {span}, newest first" in notes, (question, notes)
+    # Nothing then: said, and the ranking answers.
+    refs, notes = answer("what changed in README.md today")
+    assert "no commit changed README.md today" in notes and refs, notes
+    # A question that asks about more than the file is answered by its words.
+    refs, notes = answer("why was the retry loop changed in app.py recently")
+    assert not any(n.startswith("first:") for n in notes), notes
+
+
 @pytest.mark.parametrize("zone", ["America/Los_Angeles", "Asia/Tokyo"])
 def test_day_words_are_the_days_of_the_local_time_zone(repo: Path, zone: str) -> None:
     """ "Today", "yesterday", "this morning", "before lunch", `--since today` were UTC days: at 5 pm in

@@ -7,9 +7,14 @@ from __future__ import annotations
 import threading
 from array import array
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from nexusmem.store import open_store
+
+from helpers import commit_node, store_nodes
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -459,3 +464,32 @@ def test_a_store_made_before_commit_generations_keeps_none_then_migrates_and_tak
     finally:
         new.close()
         other.close()
+
+
+def test_the_commits_that_touched_a_file_are_found_as_local_memory_finds_them(
+    tmp_path: Path, store: Any
+) -> None:
+    """ "What changed in app.py today" reads the paths commits touched and the commits that touched one
+    (query.file_changes_first): the team store answers both as a local store does, in any case, newest first."""
+    commits = [
+        ("a" * 24, "src/app.py", 1_700_000_000_000),
+        ("b" * 24, "src/App.py", 1_700_000_100_000),  # the same name in another case
+        ("c" * 24, "test/app.py", 1_700_000_200_000),
+        ("d" * 24, "src/app_py", 1_700_000_300_000),  # `_` is no wildcard
+    ]
+    rows = []
+    for node_id, path, ts in commits:
+        row = list(_row(node_id, f"Touch {path}", "a change"))
+        row[8], row[14] = ts, [path]
+        rows.append(tuple(row))
+    store.push_batch(rows)
+    with open_store(tmp_path / "memory.db", create=True) as local:
+        store_nodes(local, [commit_node(ts, path, subject=f"Touch {path}") for _, path, ts in commits])
+        for each in (store, local):
+            assert each.commit_paths_ending("app.py") == ["src/App.py", "src/app.py", "test/app.py"]
+            assert each.commit_paths_ending("SRC/app.py") == ["src/App.py", "src/app.py"]
+            assert each.commit_paths_ending("app.p") == []
+            assert each.commit_paths_ending("app_py") == ["src/app_py"]
+            found = each.commits_touching(["src/app.py", "test/app.py"], 0, 2**62, 10)
+            assert [each.get(i).title for i in found] == ["Touch test/app.py", "Touch src/app.py"], each
+            assert each.commits_touching(["src/app.py", "test/app.py"], 0, 1_700_000_100_000, 10) == found[1:]

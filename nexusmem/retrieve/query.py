@@ -674,6 +674,17 @@ def retrieve(
                 else f"first: the {len(pasted)} commits whose sha starts with {prefix}, which is ambiguous: "
                 + ", ".join(node.ref[:12] for node in shown if node.id in commits)
             )
+    # "What did I commit in cJSON yesterday", "which tests failed in this repo": the project's own name says
+    # which memory is asked (this one), not what about; the rules below read the question without it.
+    names = project_names(store, project) if answered_by is None else frozenset()
+    if answered_by is None and question.then is None and not question.failure:
+        scored, listed, listing_note = file_changes_first(
+            store, scored, question, names, as_of=as_of, since=since, until=until
+        )
+        if listing_note is not None:
+            question.notes.append(listing_note)
+            if not listed:
+                listing_note = None  # nothing then: said, and answered by the ranking below
     if question.then is not None:
         scored, anchor = with_neighbours(
             store,
@@ -694,10 +705,9 @@ def retrieve(
             question.notes.append(
                 f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
             )
+    if listed:
+        answered_by = listed[0].id
     asks_failures = question.failure and question.then is None and answered_by is None
-    # "What did I commit in cJSON yesterday", "which tests failed in this repo": the project's own name says
-    # which memory is asked (this one), not what about; the rules below read the question without it.
-    names = project_names(store, project) if asks_failures or answered_by is None else frozenset()
     said = set(search.terms(without_names(question.search_text, names))) if names else None
     unnamed = words.words if said is None else [w for w in words.words if w in said]
     if asks_failures:
@@ -1773,6 +1783,93 @@ _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
         "lunchtime",
     ]
 )
+
+
+# "What changed in bottle.py today?", "what did I change in cJSON.c recently?": a file of the repository and a
+# time, with nothing else asked about, are answered by the commits that touched that file in that time, newest
+# first (at most FILE_CHANGES_IN_WINDOW), or with no window ("recently") by its newest FILE_CHANGES_LISTED.
+# Ranked, old commits whose titles say "changed" won: the file's name is in most of its commits (it weighs
+# little), and a time cue lifts a fresh match by 3× at most.
+FILE_CHANGES_LISTED = 10
+FILE_CHANGES_IN_WINDOW = 50
+_ASKS_CHANGED = re.compile(
+    r"\bwhat(?:'s|\s+has|\s+have|\s+had)?\s+(?:been\s+|got\s+)?(?:changed|modified|touched)\b"
+    r"|\bwhat\s+(?:was|were|got|has\s+been|have\s+been)\s+(?:changed|modified|touched)\b"
+    r"|\bwhat\s+(?:did|have|has|had)\s+(?:i|we|you|they|someone|anyone|somebody|anybody)\s+"
+    r"(?:change|changed|modify|modified|touch|touched)\b"
+    r"|\bwhat\s+changes\s+(?:were|have\s+been|did\s+(?:i|we)|got)\s+(?:made|make)\b"
+    r"|\bwhich\s+(?:commits?|changes)\s+(?:changed|modified|touched)\b",
+    re.IGNORECASE,
+)
+# A word of a question about a file's changes that asks nothing more (with _NOT_A_TOPIC).
+_FILE_CHANGE_WORDS = frozenset(
+    ["file", "files", "modified", "modify", "touched", "touch", "made", "make", "got", "which"]
+)
+_FILE_LIKE = re.compile(r"[\w.@+-]+(?:/[\w.@+-]+)*")
+
+
+def _file_named(store: SearchStore, text: str) -> tuple[str, str] | None:
+    """The one file of the repository TEXT names (its path from the root, or a name only one path a commit
+    touched ends in, in any case: the exact case first), and the word that names it; None when it names
+    none, or several ("__init__.py")."""
+    found: dict[str, str] = {}
+    for raw in text.split():
+        word = raw.strip("`'\"()[]{}<>,;:!?").removesuffix("'s").rstrip(".").removeprefix("./")
+        if not _FILE_LIKE.fullmatch(word) or ("/" not in word and not re.search(r"\w\.\w", word)):
+            continue
+        paths = store.commit_paths_ending(word.strip("/"))
+        whole = [path for path in paths if path == word]  # `bottle.py` beside `test/bottle.py`
+        exact = [path for path in paths if path.endswith("/" + word)]
+        paths = whole or exact or paths
+        if len(paths) == 1:
+            found.setdefault(paths[0], raw)
+        elif paths:
+            return None  # "__init__.py": which one?
+    return next(iter(found.items())) if len(found) == 1 else None
+
+
+def file_changes_first(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    question: Question,
+    names: frozenset[str],
+    *,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str | None]:
+    """For a question that asks what changed in one file of the repository at a time it names and nothing
+    else ("what changed in bottle.py today", "what did I change in cJSON.c recently"; not "why was the
+    router changed in bottle.py"): SCORED with the commits that touched that file in that window put first,
+    newest first (with no window, "recently": its newest FILE_CHANGES_LISTED), and nothing else; those
+    commits; the note that says what was listed, or that no commit touched it then (and SCORED unchanged).
+    (SCORED, [], None) for any other question. NAMES are the project's (project_names): no topic."""
+    timed = question.cue is not None or since is not None or until is not None
+    if not timed or not _ASKS_CHANGED.search(question.text):
+        return scored, [], None
+    named = _file_named(store, question.search_text)
+    if named is None:
+        return scored, [], None
+    path, word = named
+    rest = without_names(question.search_text.replace(word, " "), names)
+    if any(
+        w not in _NOT_A_TOPIC and w not in _FILE_CHANGE_WORDS and w not in STOPWORDS and not w.isdigit()
+        for w in search.terms(rest)
+    ):
+        return scored, [], None  # something more is asked about: the ranking answers
+    asked = _asked_window(question, since, until)
+    if asked is None:
+        ids = store.commits_touching([path], 0, 2**62, FILE_CHANGES_LISTED)
+        said = f"the newest commits that changed {path}"
+    else:
+        low, high, span = asked
+        ids = store.commits_touching([path], low, high, FILE_CHANGES_IN_WINDOW)
+        said = f"the commits that changed {path} {span}"
+    nodes = store.get_many(ids, light=True)
+    listed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+    if not listed:
+        return scored, [], f"no commit changed {path} {asked[2] if asked else ''}".rstrip()
+    return _listed(scored, listed), listed, f"first: {said}, newest first"
 
 
 def project_names(store: SearchStore, project: str | None) -> frozenset[str]:

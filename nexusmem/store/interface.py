@@ -123,6 +123,16 @@ class SearchStore(Protocol):
         """Ids of the LIMIT newest nodes of KIND with START <= ts <= END, newest first (ties by id)."""
         ...
 
+    def commit_paths_ending(self, name: str) -> list[str]:
+        """Every distinct path a commit touched that is NAME or ends in /NAME (`cJSON.c`, `retrieve/query.py`),
+        in any case, sorted."""
+        ...
+
+    def commits_touching(self, paths: Sequence[str], start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT newest commits that touched one of PATHS with START <= ts <= END, newest first
+        (ties by id)."""
+        ...
+
     def size_hint(self) -> int:
         """Roughly how many nodes the store holds; cheap (the planner's guard)."""
         ...

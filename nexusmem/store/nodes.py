@@ -827,6 +827,36 @@ class NodesMixin:
             )
         ]
 
+    def commit_paths_ending(self, name: str) -> list[str]:
+        """Every distinct path a commit touched that is NAME or ends in /NAME, in any case (LIKE ignores the
+        case of ASCII letters), sorted."""
+        escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT f.path FROM node_files f JOIN nodes n ON n.seq = f.node_seq"
+                " WHERE n.kind = 'git_commit' AND (f.path LIKE ? ESCAPE '\\' OR f.path LIKE ? ESCAPE '\\')"
+                " ORDER BY f.path",
+                (escaped, "%/" + escaped),
+            )
+        ]
+
+    def commits_touching(self, paths: Sequence[str], start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT newest commits that touched one of PATHS with START <= ts <= END, newest first
+        (ties by id)."""
+        if not paths:
+            return []
+        marks = ",".join("?" * len(paths))
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT n.id, n.ts FROM node_files f JOIN nodes n ON n.seq = f.node_seq"
+                f" WHERE f.path IN ({marks}) AND n.kind = 'git_commit' AND n.ts BETWEEN ? AND ?"
+                " ORDER BY n.ts DESC, n.id LIMIT ?",
+                (*paths, start, end, limit),
+            )
+        ]
+
     def counts_by_kind(self) -> dict[str, int]:
         return dict(
             self.conn.execute("SELECT kind, COUNT(*) FROM nodes GROUP BY kind ORDER BY kind").fetchall()

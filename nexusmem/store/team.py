@@ -1224,6 +1224,29 @@ class TeamStore:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def commit_paths_ending(self, name: str) -> list[str]:
+        """Every distinct path one of the team's commits touched that is NAME or ends in /NAME, in any case,
+        sorted."""
+        escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self.conn.execute(
+            "SELECT DISTINCT f FROM nodes, unnest(files) f WHERE project_id = %s AND kind = 'git_commit'"
+            " AND (f ILIKE %s OR f ILIKE %s) ORDER BY f",
+            (self.project, escaped, "%/" + escaped),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def commits_touching(self, paths: Sequence[str], start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT newest of the team's commits that touched one of PATHS with START <= ts <= END,
+        newest first (ties by id)."""
+        if not paths:
+            return []
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE project_id = %s AND kind = 'git_commit' AND files && %s::text[]"
+            " AND ts BETWEEN %s AND %s ORDER BY ts DESC, id LIMIT %s",
+            (self.project, list(paths), start, end, limit),
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def size_hint(self) -> int:
         """This project's node count from term_df (read with the question's term counts: no extra round
         trip); on a schema-1 store the planner's estimate of the table's rows, or an exact count."""
