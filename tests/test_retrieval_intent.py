@@ -926,6 +926,37 @@ def test_what_was_run_after_a_command_that_old_history_outranks(repo: Path) -> N
     assert quoted["items"][0]["title"] == "git diff --stat (exit 0)"
 
 
+def test_the_anchor_of_what_was_run_next_follows_the_commands_run_next(repo: Path) -> None:
+    """ "What did I run right after the sendfile tests failed?" put the three commands run next first, as
+    README says, but the failed run they followed ("the anchor follows") sat far below, under old commits
+    that share its words: it now comes right after them."""
+    for n in range(30):
+        subject = f"Fix the sendfile tests that failed on a range request, case {n}"
+        commit(repo, subject, {f"test/test_sendfile_{n}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    write_recent(
+        repo,
+        """
+        90 0 python3 -m pytest -q test/test_router.py
+        60 1 python3 -m pytest -q test/test_sendfile.py
+        58 0 git diff --stat
+        55 1 python3 -m pytest -q test/test_sendfile.py -k range
+        50 0 vim bottle.py
+        """.replace("\n        ", "\n"),
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what did I run right after the sendfile tests failed?")
+    assert [it["title"] for it in found["items"][:4]] == [
+        "git diff --stat (exit 0)",
+        "python3 -m pytest -q test/test_sendfile.py -k range (exit 1)",
+        "vim bottle.py (exit 0)",
+        "python3 -m pytest -q test/test_sendfile.py (exit 1)",
+    ], found["items"][:6]
+    assert any(
+        n.startswith("first: what was run after `python3 -m pytest -q test/test_sendfile.py`")
+        for n in found["notes"]
+    )
+
+
 # A morning's work: one failure long ago, then today's failures among commands that passed.
 TODAYS_FAILURES = """
 4320 1 pytest tests/test_old_flake.py

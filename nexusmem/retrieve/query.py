@@ -1332,9 +1332,9 @@ def with_neighbours(
     since: int | None = None,
     until: int | None = None,
 ) -> tuple[list[tuple[StoredNode, float]], StoredNode | None]:
-    """SCORED with the shell commands run right after (THEN `after`) or before its anchor put first, and
-    the anchor (None: no anchor, or nothing run next to it, and SCORED unchanged). The neighbours
-    answer the question, the anchor is what makes them the answer. The anchor is the best ranked shell
+    """SCORED with the shell commands run right after (THEN `after`) or before its anchor put first, nearest
+    first, the anchor right after them, and the anchor (None: no anchor, or nothing run next to it, and
+    SCORED unchanged). The neighbours answer the question, the anchor is what makes them the answer. The anchor is the best ranked shell
     command among the first SEQUENCE_ANCHORS results whose words match the question nearly as well as the
     best such match does (EVIDENCE: a command the vectors brought is no anchor); of those, one that failed
     when FAILED (the question reports a failure), and the latest when LATEST ("before I pushed again")."""
@@ -1370,15 +1370,18 @@ def with_neighbours(
         anchor, after=then == "after", limit=SEQUENCE_STEPS, window_ms=SEQUENCE_WINDOW_MS, as_of=as_of
     )
     nodes = store.get_many(ids, light=True)
+    # One step more than the neighbours: the anchor follows them, above the rest (it may rank far below,
+    # beneath old changes that share its words).
     lifted = {
-        node_id: above(top, len(ids), step)
+        node_id: above(top, len(ids) + 1, step)
         for step, node_id in enumerate(ids)
         if node_id in nodes and _within(nodes[node_id], None, since, until)
     }
     if not lifted:
         return scored, None
     out = [(nodes[node_id], value) for node_id, value in lifted.items()]
-    out += [(n, v) for n, v in scored if n.id not in lifted]
+    out.append((anchor, above(top, len(ids) + 1, len(ids))))
+    out += [(n, v) for n, v in scored if n.id not in lifted and n.id != anchor.id]
     return best_first(out), anchor
 
 
