@@ -119,6 +119,21 @@ def _revision(tree: Path, ref: str) -> str | None:
     return sha if code == 0 and _SHA.fullmatch(sha) else None
 
 
+def _not_held(tree: Path, ref: str, sha: str) -> str:
+    """Why memory lacks the commit SHA that REF names in the work tree at TREE. Memory holds the commits HEAD
+    reached when it synced: one HEAD reaches is not synced yet; one it does not (a tag on a branch never
+    checked out, `origin/release-0.13`) no sync will add."""
+    from nexusmem import gitcmd
+
+    code, _ = gitcmd.run_ok(["merge-base", "--is-ancestor", sha, "HEAD"], tree)
+    if code == 1:
+        return (
+            f"{ref!r} is commit {sha[:12]}, which is not in HEAD's history: memory holds the commits HEAD"
+            " reaches, and `nexusmem sync` will not add it (check out a branch that reaches it, then sync)"
+        )
+    return f"{ref!r} is commit {sha[:12]}, which memory does not hold yet: run `nexusmem sync`"
+
+
 def _listed(node_id: str, node: StoredNode | None, key: str) -> str:
     """One candidate of an ambiguous id: its id and title, and the sha when it is the commit KEY names."""
     if node is None:
@@ -282,9 +297,7 @@ def lookup(
             try:
                 return expand(store, find(store, sha), project.root.name)
             except UnknownId:
-                raise UnknownId(
-                    f"{ref!r} is commit {sha[:12]}, which memory does not hold yet: run `nexusmem sync`"
-                ) from None
+                raise UnknownId(_not_held(tree or project.root, ref, sha)) from None
         if not isinstance(exc, UnknownId):
             raise
         from nexusmem import team as team_mod

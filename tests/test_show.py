@@ -159,6 +159,27 @@ def test_a_fix_linked_from_hundreds_of_failures_lists_the_newest_fifty(repo: Pat
     assert len(json.dumps(answer.structured_content)) < 20_000
 
 
+def test_show_of_a_tag_head_never_reached_says_no_sync_will_add_it(repo: Path) -> None:
+    """`nexusmem show 0.13.2`, a tag on a branch HEAD never reached (bottle's `origin/release-0.13`), said
+    "which memory does not hold yet: run `nexusmem sync`", and a sync changed nothing: memory holds the
+    commits HEAD reaches. It says so now; checking out a branch that reaches it, then syncing, adds it."""
+    synced(repo)
+    git(repo, "checkout", "-q", "-b", "release-0.13")
+    backport = commit(repo, "fix(cache): backport the 60 s expiry", {"src/cache.py": "TTL = 60  # 0.13\n"})
+    git(repo, "tag", "0.13.2")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "branch", "-q", "-D", "release-0.13")  # left on the tag alone, as a fetched release branch is
+    for _ in range(2):  # a sync does not change it
+        out = run_cli("-C", str(repo), "show", "0.13.2", ok=False).output
+        assert f"'0.13.2' is commit {backport[:12]}, which is not in HEAD's history" in out, out
+        assert "`nexusmem sync` will not add it" in out and "does not hold yet" not in out, out
+        run_cli("-C", str(repo), "sync", "--no-embed")
+    git(repo, "checkout", "-q", "0.13.2")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    shown = json.loads(run_cli("-C", str(repo), "show", "--json", "0.13.2").output)
+    assert shown["title"] == "fix(cache): backport the 60 s expiry", shown
+
+
 def test_show_opens_the_commit_a_git_revision_names(repo: Path) -> None:
     """`nexusmem show HEAD` said "'HEAD' is too short for an id prefix": a branch, a tag, HEAD or `HEAD~1`
     names the commit git resolves it to, as memory holds it; one memory does not hold yet says to sync;
