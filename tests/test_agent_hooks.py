@@ -799,3 +799,27 @@ def test_the_words_naming_the_author_asked_for_are_not_searched(
     text: str, wanted: str, searched: str
 ) -> None:
     assert authors.without_author_words(text, wanted) == searched
+
+
+def test_what_the_agent_ran_with_no_time_named_lists_its_newest_commands(repo: Path) -> None:
+    """A re-check found it: under `--author agents` (or an agent's name) "what did the agent run" answered
+    "No strong match" and old commits (the recent-work rule took only "I" or "we" for who did it), while the
+    same question with "today" listed the agent's commands."""
+    mixed_history(repo)
+    sync.sync(repo)
+    for author, question in (
+        ("agents", "what did the agent run"),
+        ("codex", "what did codex run"),
+        ("agents", "what have the agents been doing"),
+    ):
+        out = run_cli("-C", str(repo), "query", "--json", "--author", author, "--", question).stdout
+        data = json.loads(out)
+        listed = [(i["kind"], i["ref"]) for i in data["items"]]
+        commands = [ref for kind, ref in listed if kind == "shell_command"]
+        assert commands and "pytest tests/test_cache.py --lf" not in commands, (
+            question,
+            listed,
+        )  # the person's
+        if question.endswith("run"):
+            assert listed[0][0] == "shell_command", (question, listed)
+        assert any("newest" in note for note in data.get("notes", [])), (question, data.get("notes"))

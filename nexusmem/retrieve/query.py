@@ -1712,7 +1712,8 @@ _ASKS_RECENT = re.compile(
 # A question about one's own doings asks about lately by its grammar, with no time word: "what have I been
 # doing", "what was I working on", "what did I run", "what have I been up to", "where was I".
 _ASKS_OWN_WORK = re.compile(
-    r"\bwhat\s+(?:have|had|did|do|was|were|am|are)\s+(?:i|we)\s+(?:just\s+|been\s+)?"
+    r"\bwhat\s+(?:have|had|did|do|was|were|am|are|has|is)\s+(?:i|we|(?:the|my|our)\s+agents?|"
+    r"claude(?:\s+code)?|codex|gemini|cursor|copilot)\s+(?:just\s+|been\s+)?"
     r"(?:doing|done|do|did|working|work|worked|up\s+to|busy\s+with|running|run|ran|trying|tried|try"
     r"|committing|committed|commit|changing|changed|change|pushed|push|typing|typed|type)\b"
     r"|^\W*where\s+(?:was|were)\s+(?:i|we)\W*$|\bwhere\s+did\s+(?:i|we)\s+leave\s+off\b",
@@ -1903,9 +1904,15 @@ def asks_recent_work(question: Question, words: list[str], since: int | None, un
         return False
     timed = question.cue is not None or since is not None or until is not None
     text = question.text
-    if not timed and not any(rule.search(text) for rule in (_ASKS_RECENT, _LUNCH, _ASKS_OWN_WORK)):
+    own = _ASKS_OWN_WORK.search(text)
+    if not timed and own is None and not any(rule.search(text) for rule in (_ASKS_RECENT, _LUNCH)):
         return False
-    return not any(w.lower() not in _NOT_A_TOPIC and w not in STOPWORDS and not w.isdigit() for w in words)
+    # Who did it ("what did the agent run", "what has codex been doing": with --author) names no topic.
+    doer = set(re.findall(r"\w+", own.group(0).lower())) if own is not None else set()
+    return not any(
+        w.lower() not in _NOT_A_TOPIC and w.lower() not in doer and w not in STOPWORDS and not w.isdigit()
+        for w in words
+    )
 
 
 def _asked_kinds(text: str) -> tuple[str, ...]:
