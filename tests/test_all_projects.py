@@ -27,7 +27,7 @@ from nexusmem import paths
 from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.store import open_store
 
-from helpers import commit, git, query_json, run_cli, run_script
+from helpers import commit, git, query_json, run_cli, run_script, write_commands
 from helpers.env import GITCONFIG
 from helpers.mcp import mcp_session
 
@@ -446,3 +446,155 @@ def test_two_projects_of_one_name_are_told_apart(tmp_path: Path) -> None:
 
     anyio.run(main)
     assert sorted(expanded) == sorted(it["title"] for it in cli["items"])
+
+
+# ------------------------------------------------------------------------ a desk of several real projects
+# Four registered repositories, synced once per module with the shell hook's log: "webapp" (a static-file
+# server, whose sendfile tests failed yesterday and were fixed 30 days ago, and with one commit made after its
+# sync), "clock" (a commit and a failed `make test` yesterday), and "parser-a" and "parser-b", two clones of
+# one upstream parser (the same node ids) with a CHANGELOG and a release 1.2.0 and nothing done yesterday.
+
+
+@dataclass(frozen=True)
+class Desk:
+    webapp: Path
+    clock: Path
+    parser_a: Path
+    parser_b: Path
+    registry: Path
+    shas: dict[str, str]  # commit title -> sha
+    head: str  # webapp's HEAD, made after its sync
+    yesterday: int  # epoch seconds of yesterday's 10:00, local time
+
+
+def _history(root: Path, commits: list[tuple[str, dict[str, str], int]], shas: dict[str, str]) -> None:
+    for message, files, when in commits:
+        shas[message] = commit(root, message, files, when=when)
+
+
+@pytest.fixture(scope="module")
+def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
+    base = tmp_path_factory.mktemp("desk")
+    home = base / "home"
+    home.mkdir()
+    env = _git_env(home)
+    old = int(time.time()) // 3600 * 3600 - 30 * DAY
+    today = datetime.now().astimezone().replace(hour=10, minute=0, second=0, microsecond=0)
+    yesterday = int(today.timestamp()) - DAY
+    shas: dict[str, str] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(os.environ):
+            if key.startswith("GIT_"):
+                mp.delenv(key)
+        for key, value in env.items():
+            mp.setenv(key, value)
+        webapp, clock, upstream = base / "webapp", base / "clock", base / "upstream"
+        for root in (webapp, clock, upstream):
+            root.mkdir()
+            git(root, "init", "-q", "-b", "main")
+        _history(
+            webapp,
+            [
+                ("feat: serve static files with sendfile", {"static.py": "SENDFILE = True\n"}, old),
+                (
+                    "fix: range requests served one byte short (inclusive end index)",
+                    {"static.py": "SENDFILE = True\nEND = 'inclusive'\n"},
+                    old + 3600,
+                ),
+                (
+                    "docs: explain the static file route",
+                    {"README.md": "# webapp\n\nStatic files.\n"},
+                    old + 7200,
+                ),
+                ("feat: add etag headers to static responses", {"etag.py": "ETAG = 1\n"}, old + 3 * 3600),
+                ("refactor: changed the router into modules", {"router.py": "R = 1\n"}, old + 4 * 3600),
+                ("fix: HEAD requests return an empty body", {"head.py": "EMPTY = b''\n"}, old + 5 * 3600),
+            ],
+            shas,
+        )
+        _history(
+            clock,
+            [
+                ("feat: durations as ranges of hours and minutes", {"dur.py": "H = 60\n"}, old),
+                ("docs: a header for the locale table", {"LOCALES.md": "| locale |\n"}, old + 3600),
+                ("fix: zone offsets after the DST change", {"zone.py": "DST = 1\n"}, yesterday + 3600),
+            ],
+            shas,
+        )
+        changelog = "# Changelog\n\n## 1.2.0 - 2024-03-01\n\n- Parse numbers with a sign\n"
+        changelog += "- Skip a byte order mark\n\n## 1.1.0 - 2024-02-01\n\n- Pretty printer\n"
+        _history(
+            upstream,
+            [
+                ("feat: parse numbers with a sign", {"num.py": "SIGN = 1\n"}, old),
+                ("fix: skip a byte order mark at the start", {"bom.py": "BOM = 1\n"}, old + 3600),
+                ("docs: what the parser is doing with nested arrays", {"nest.md": "nested\n"}, old + 7200),
+                ("chore: release 1.2.0", {"CHANGELOG.md": changelog}, old + 3 * 3600),
+            ],
+            shas,
+        )
+        git(upstream, "tag", "v1.2.0", shas["chore: release 1.2.0"])
+        parser_a, parser_b = base / "parser-a", base / "parser-b"
+        for clone in (parser_a, parser_b):
+            git(base, "clone", "-q", str(upstream), str(clone))
+        at = yesterday * 1000
+        write_commands(
+            webapp,
+            [
+                (at, "pytest -q tests/test_sendfile.py", 1),
+                (at + 120_000, "git diff --stat", 0),
+                (at + 240_000, "pytest -q tests/test_sendfile.py -k range", 1),
+                (at + 360_000, "pytest -q tests/test_sendfile.py", 0),
+            ],
+        )
+        write_commands(
+            clock, [(at + 2 * 3_600_000, "make test", 2), (at + 2 * 3_600_000 + 60_000, "vim zone.py", 0)]
+        )
+        for root in (webapp, clock, parser_a, parser_b):
+            run_cli("-C", str(root), "sync", "--no-embed", "--quiet")
+        head = commit(
+            webapp, "wip: made after the last sync", {"wip.py": "W = 1\n"}, when=int(time.time()) - 60
+        )
+        yield Desk(webapp, clock, parser_a, parser_b, paths.registry_path(), shas, head, yesterday)
+
+
+@pytest.fixture
+def at_desk(desk: Desk) -> Desk:
+    """This test's home gets the registry the desk's syncs wrote: its four projects registered."""
+    target = paths.registry_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(desk.registry, target)
+    return desk
+
+
+def titles_of(data: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(it["project"], it["title"]) for it in data["items"]]
+
+
+def test_a_project_with_no_strong_match_ranks_below_one_that_answers(at_desk: Desk, tmp_path: Path) -> None:
+    """Rank 1 was worth the same in every project's list: parser and clock, which alone say "No strong
+    match", took places 2 and 3 (and 5, 6, 8) of a question only webapp answers. Each now shows its first
+    item at most, after every webapp item; the two parser clones show it once."""
+    question = "sendfile etag byte ranges"
+    alone = {
+        root.name: query_json(root, question) for root in (at_desk.webapp, at_desk.parser_a, at_desk.clock)
+    }
+    assert not alone["webapp"]["weak"] and alone["parser-a"]["weak"] and alone["clock"]["weak"]
+    assert len(alone["parser-a"]["items"]) > 1
+    data = all_json(tmp_path, text=question)
+    assert not data["weak"]
+    got = titles_of(data)
+    assert got[0] == ("webapp", "fix: range requests served one byte short (inclusive end index)"), got
+    projects = [project for project, _ in got]
+    last_webapp = max(i for i, project in enumerate(projects) if project == "webapp")
+    assert projects[: last_webapp + 1] == ["webapp"] * (last_webapp + 1), got
+    # Below them, the first item of each of the others, once for the two clones of one parser.
+    assert sorted(got[last_webapp + 1 :]) == [
+        ("clock", alone["clock"]["items"][0]["title"]),
+        ("parser-a", alone["parser-a"]["items"][0]["title"]),
+    ], got
+    scores = [it["score"] for it in data["items"]]
+    assert scores == sorted(scores, reverse=True)
+    # Asked for a time's work, a project that did none that day shows nothing (it matched "doing").
+    recent = titles_of(all_json(tmp_path, text="what was I doing yesterday"))
+    assert recent and {p for p, _ in recent} == {"webapp", "clock"}, recent

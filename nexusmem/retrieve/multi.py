@@ -2,8 +2,9 @@
 
 Each project ranks its own candidates (its own reference time, its own priors) exactly as a single-project
 query does; the per-project ranked lists are then fused with RRF on positions only, because a BM25 cost is
-computed against its own corpus and means different things in a 50-node and a 50,000-node database. The
-fused order is packed into the budget like any other query, and a linked fix rides along from the store of
+computed against its own corpus and means different things in a 50-node and a 50,000-node database. A
+project whose own answer is weak (it alone would say "No strong match") keeps only its first item, after the
+items of the projects whose answer is strong (weak_behind). The fused order is packed into the budget like any other query, and a linked fix rides along from the store of
 the project that recorded the link.
 
 Databases stay per project and are opened read-only: a query never writes another project's memory. A
@@ -368,6 +369,48 @@ def distinct_counts(searched: list[_Searched], counts: list[dict[str, int]]) -> 
     return round(matched), round(bm25), round(vector)
 
 
+def weak_behind(searched: list[_Searched]) -> dict[int, int]:
+    """For each project whose own answer is weak ("No strong match") while another project's is strong, its
+    index -> how many of its first items are fused (ranked below every item of the strong ones): its first
+    alone, or none when it asked for the work (or the failures) of a time and held none while another
+    project listed some ("what was I doing yesterday": its closest items only share the word "doing"). Rank
+    1 is worth the same in every list, so a project with nothing to say took the top places beside the one
+    that answers the question. When every project is weak, none is put behind (the answer is weak, as each
+    is)."""
+    if all(s.weak for s in searched):
+        return {}
+    listed = any(s.listing for s in searched)
+    return {
+        s.index: 0 if listed and s.listing_note is not None and not s.listing else 1
+        for s in searched
+        if s.weak
+    }
+
+
+def _fused_part(s: _Searched, behind: dict[int, int]) -> list[tuple[StoredNode, float]]:
+    """What of S's ranked list is fused: its first items alone (weak_behind) when it is put BEHIND."""
+    return s.scored[: behind[s.index]] if s.index in behind else s.scored
+
+
+Entry = tuple[float, float, int, str, StoredNode]  # (fused score, own score, list index, node id, node)
+
+
+def _scored_below(entries: list[Entry], behind: dict[int, int]) -> list[Entry]:
+    """ENTRIES (in their final order) with each item of a project put BEHIND scored below the last strong
+    item, in order: an item's score says its place."""
+    floor = min((e[0] for e in entries if e[2] not in behind), default=None)
+    if floor is None or not behind:
+        return entries
+    out: list[Entry] = []
+    step = 0
+    for entry in entries:
+        if entry[2] in behind:
+            step += 1
+            entry = (floor * 0.99**step, *entry[1:])
+        out.append(entry)
+    return out
+
+
 def _fuse_and_pack(
     result: MultiResult,
     searched: list[_Searched],
@@ -381,14 +424,16 @@ def _fuse_and_pack(
     listed_by = [s for s in searched if s.listing]
     # "What failed today" across projects: one note, said once (the window is the same everywhere).
     result.notes += [s.listing_note for s in (listed_by or searched) if s.listing_note][:1]
+    behind = weak_behind(searched)
     # Keys are (project, node) so that each project's list is fused on its own positions.
-    lists = [[f"{s.index}:{node.id}" for node, _ in s.scored] for s in searched]
+    lists = [[f"{s.index}:{node.id}" for node, _ in _fused_part(s, behind)] for s in searched]
     fused = fuse.rrf(lists)
-    entries: list[tuple[float, float, int, str, StoredNode]] = []
+    entries: list[Entry] = []
     for s in searched:
-        for node, own in s.scored:
+        for node, own in _fused_part(s, behind):
             entries.append((fused[f"{s.index}:{node.id}"], own, s.index, node.id, node))
-    entries.sort(key=lambda e: (-round(e[0], 12), -round(e[1], 9), e[2], e[3]))
+    entries.sort(key=lambda e: (e[2] in behind, -round(e[0], 12), -round(e[1], 9), e[2], e[3]))
+    entries = _scored_below(entries, behind)
     # What a project's rules listed in time order (the failures or the newest work of a time) goes first,
     # newest first across the projects: ranks would interleave them by position, not by time.
     listed = [e for e in entries if e[3] in searched[e[2]].listing]
