@@ -548,7 +548,11 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
             ],
         )
         write_commands(
-            clock, [(at + 2 * 3_600_000, "make test", 2), (at + 2 * 3_600_000 + 60_000, "vim zone.py", 0)]
+            clock,
+            [
+                (at + 2 * 3_600_000, "pytest -q tests/test_zone.py", 1),
+                (at + 2 * 3_600_000 + 60_000, "vim zone.py", 0),
+            ],
         )
         for root in (webapp, clock, parser_a, parser_b):
             run_cli("-C", str(root), "sync", "--no-embed", "--quiet")
@@ -598,3 +602,51 @@ def test_a_project_with_no_strong_match_ranks_below_one_that_answers(at_desk: De
     # Asked for a time's work, a project that did none that day shows nothing (it matched "doing").
     recent = titles_of(all_json(tmp_path, text="what was I doing yesterday"))
     assert recent and {p for p, _ in recent} == {"webapp", "clock"}, recent
+
+
+def test_what_a_projects_rules_put_first_stays_first_with_its_note(at_desk: Desk, tmp_path: Path) -> None:
+    """Each project's own answer rules (a sha named, a release asked about, the commands run after one) put
+    their answer first with a note saying so; across projects the notes were dropped and the answer was
+    fused by position: the commit a sha names fell below other projects' items, a release's entries below
+    commits that say "changed", another project's items sat between the commands run next."""
+    fix = at_desk.shas["fix: range requests served one byte short (inclusive end index)"]
+    data = all_json(tmp_path, text=f"what did {fix[:7]} do?")
+    assert [(it["project"], it["kind"], it["title"][:9]) for it in data["items"][:2]] == [
+        ("webapp", "git_commit", "fix: rang"),
+        ("webapp", "code_diff", "static.py"),
+    ], titles_of(data)
+    assert data["items"][0]["ref"] == fix
+    assert f"first: commit {fix[:10]}, whose sha the question names" in data["notes"], data["notes"]
+
+    data = all_json(tmp_path, text="what changed in 1.2.0")
+    assert titles_of(data)[:2] == [
+        ("parser-a", "CHANGELOG.md — 1.2.0 - 2024-03-01: Parse numbers with a sign"),
+        ("parser-a", "CHANGELOG.md — 1.2.0 - 2024-03-01: Skip a byte order mark"),
+    ], titles_of(data)
+    # Both clones say it: named by both.
+    said = "parser-a, parser-b: first: what release 1.2.0 holds (its changelog, its commit)"
+    assert said in data["notes"], data["notes"]
+
+    # Asked in clock, where a zone test failed: webapp's sendfile tests are the ones the question names, and
+    # the three commands run after them come first, in their order.
+    data = all_json(at_desk.clock, text="what did I run right after the sendfile tests failed?")
+    assert titles_of(data)[:3] == [
+        ("webapp", "git diff --stat (exit 0)"),
+        ("webapp", "pytest -q tests/test_sendfile.py -k range (exit 1)"),
+        ("webapp", "pytest -q tests/test_sendfile.py (exit 0)"),
+    ], titles_of(data)
+    assert data["notes"][0].startswith(
+        "webapp: first: what was run after `pytest -q tests/test_sendfile.py` (exit 1, "
+    ), data["notes"]
+    # clock's own rule took its failed zone test for the one named: its note is said too, after webapp's.
+    assert data["notes"][1].startswith("clock: first: what was run after `pytest -q tests/test_zone.py`")
+    assert ("clock", "vim zone.py (exit 0)") in titles_of(data)[3:]
+
+    # The current project's HEAD moved since its sync (a commit made without the hook): said, as alone.
+    data = all_json(at_desk.webapp, text="sendfile etag byte ranges")
+    alone = query_json(at_desk.webapp, "sendfile etag byte ranges")
+    [moved] = [note for note in alone["notes"] if note.startswith(f"HEAD is {at_desk.head[:10]}")]
+    assert moved in data["notes"], data["notes"]
+    assert not any(
+        "HEAD is" in note for note in all_json(tmp_path, text="sendfile etag byte ranges")["notes"]
+    )

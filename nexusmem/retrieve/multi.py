@@ -4,7 +4,10 @@ Each project ranks its own candidates (its own reference time, its own priors) e
 query does; the per-project ranked lists are then fused with RRF on positions only, because a BM25 cost is
 computed against its own corpus and means different things in a 50-node and a 50,000-node database. A
 project whose own answer is weak (it alone would say "No strong match") keeps only its first item, after the
-items of the projects whose answer is strong (weak_behind). The fused order is packed into the budget like any other query, and a linked fix rides along from the store of
+items of the projects whose answer is strong (weak_behind). What a project's rules listed in time order
+goes first, newest first across projects, then what a project's rules put first (a sha's commit, a release's
+entries, the commands run next: pinned_first), in its order, each with its project's note (project_notes).
+The fused order is packed into the budget like any other query, and a linked fix rides along from the store of
 the project that recorded the link.
 
 Databases stay per project and are opened read-only: a query never writes another project's memory. A
@@ -32,12 +35,14 @@ from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
 @dataclass(frozen=True)
 class Target:
     """One project to search: its display name, its work-tree root and its database; LABEL, when another
-    project searched has the same name, the tag its items get instead (`labelled`)."""
+    project searched has the same name, the tag its items get instead (`labelled`); CURRENT: the repository
+    the question was asked in."""
 
     name: str
     root: str
     db: Path
     label: str = ""
+    current: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,13 @@ class _Searched:
     matched: frozenset[str] = frozenset()
     # The entries of the release it asks about, packed all (query.Retrieved.whole).
     whole: frozenset[str] = frozenset()
+    # What its rules put first, in their order (query.Retrieved.pinned), and the share of the question's
+    # weight no node of its holds (query.Strength.missing): of several projects' pinned items, those of the
+    # project that holds more of the question come first.
+    pinned: tuple[str, ...] = ()
+    unheld: float = 0.0
+    # What its own answer says besides its listing's note (a rule's "first: ...", HEAD moved since its sync).
+    notes: list[str] = field(default_factory=list)
 
 
 def searched_from(index: int, target: Target, store: SearchStore, found: query.Retrieved) -> _Searched:
@@ -105,6 +117,9 @@ def searched_from(index: int, target: Target, store: SearchStore, found: query.R
         found.listing_note,
         frozenset(found.evidence),
         found.whole,
+        found.pinned,
+        query.strength(found).missing if found.pinned else 0.0,
+        [note for note in found.question.notes if note != found.listing_note],
     )
 
 
@@ -134,7 +149,7 @@ def targets(current: Path | None) -> list[Target]:
         entry = next((p for p in registered if str(p.get("root")) == here.root), None)
         if entry is not None and entry.get("name"):
             here = Target(name=str(entry["name"]), root=here.root, db=here.db)
-        found.append(here)
+        found.append(replace(here, current=True))
     for entry in registered:
         root = str(entry["root"])
         db = Path(str(entry["db"])) if entry.get("db") else paths.db_path(Path(root))
@@ -269,6 +284,15 @@ def _search_one(
             project=target.name,
         )
         searched = searched_from(index, target, store, found)
+        if target.current:  # as its own answer says them
+            searched.notes += [
+                note
+                for note in (
+                    query.head_note(store, Path(target.root)),
+                    query.unfinished_note(Path(target.root)),
+                )
+                if note
+            ]
     except NexusMemError as exc:
         return None, {}, _skip(target, str(exc))
     except Exception as exc:
@@ -387,6 +411,36 @@ def weak_behind(searched: list[_Searched]) -> dict[int, int]:
     }
 
 
+def project_notes(searched: list[_Searched], behind: dict[int, int], said: list[str]) -> list[str]:
+    """Each project's own notes (a rule's "first: commit ...", HEAD moved since its sync) that SAID does not
+    hold, each once, those of the projects whose items a rule put first in the order those items come
+    (pinned_first), then the others' in project order: named by the projects that say it when more than one
+    project has a note, unless every project searched says it. A project put behind with no item
+    (weak_behind) says none."""
+    saying: dict[str, list[str]] = {}
+    pinning = pinned_first(searched)
+    for s in [*pinning, *(s for s in searched if s not in pinning)]:
+        if behind.get(s.index, 1) == 0:
+            continue
+        for note in s.notes:
+            if note not in said:
+                names = saying.setdefault(note, [])
+                if (s.target.label or s.target.name) not in names:
+                    names.append(s.target.label or s.target.name)
+    several = len({name for names in saying.values() for name in names}) > 1
+    return [
+        f"{', '.join(names)}: {note}" if several and len(names) < len(searched) else note
+        for note, names in saying.items()
+    ]
+
+
+def pinned_first(searched: list[_Searched]) -> list[_Searched]:
+    """The projects whose rules put items first, in the order their items come: the project that holds more
+    of the question's words first ("what did I run after the sendfile tests failed": the project where a
+    sendfile test failed, not one where some test did), then in project order."""
+    return sorted((s for s in searched if s.pinned), key=lambda s: (round(s.unheld, 9), s.index))
+
+
 def _fused_part(s: _Searched, behind: dict[int, int]) -> list[tuple[StoredNode, float]]:
     """What of S's ranked list is fused: its first items alone (weak_behind) when it is put BEHIND."""
     return s.scored[: behind[s.index]] if s.index in behind else s.scored
@@ -422,9 +476,10 @@ def _fuse_and_pack(
     author: str | None = None,
 ) -> None:
     listed_by = [s for s in searched if s.listing]
+    behind = weak_behind(searched)
     # "What failed today" across projects: one note, said once (the window is the same everywhere).
     result.notes += [s.listing_note for s in (listed_by or searched) if s.listing_note][:1]
-    behind = weak_behind(searched)
+    result.notes += project_notes(searched, behind, said=result.notes)
     # Keys are (project, node) so that each project's list is fused on its own positions.
     lists = [[f"{s.index}:{node.id}" for node, _ in _fused_part(s, behind)] for s in searched]
     fused = fuse.rrf(lists)
@@ -435,13 +490,24 @@ def _fuse_and_pack(
     entries.sort(key=lambda e: (e[2] in behind, -round(e[0], 12), -round(e[1], 9), e[2], e[3]))
     entries = _scored_below(entries, behind)
     # What a project's rules listed in time order (the failures or the newest work of a time) goes first,
-    # newest first across the projects: ranks would interleave them by position, not by time.
+    # newest first across the projects: ranks would interleave them by position, not by time. Then what a
+    # project's rules put first (a release's entries, the commit a sha names, what was run after a command),
+    # in its order: interleaved by position, another project's items came between the commands run next.
     listed = [e for e in entries if e[3] in searched[e[2]].listing]
-    if listed:
-        listed.sort(key=lambda e: (-e[4].ts, e[2], e[3]))
+    listed.sort(key=lambda e: (-e[4].ts, e[2], e[3]))
+    at = {(e[2], e[3]): e for e in entries}
+    pinned = [
+        at[(s.index, node_id)]
+        for s in pinned_first(searched)
+        for node_id in s.pinned
+        if (s.index, node_id) in at
+    ]
+    first = listed + pinned
+    if first:
         top = entries[0][0]
-        lifted = [(query.above(top, len(listed), k), *e[1:]) for k, e in enumerate(listed)]
-        entries = lifted + [e for e in entries if e[3] not in searched[e[2]].listing]
+        lifted = [(query.above(top, len(first), k), *e[1:]) for k, e in enumerate(first)]
+        taken = {(e[2], e[3]) for e in first}
+        entries = lifted + [e for e in entries if (e[2], e[3]) not in taken]
 
     # Two clones of one repository (or this memory and the team store) share a namespace and so node ids: an
     # item appears once, from the list that ranked it best, unless that copy has no verdict and another has

@@ -463,6 +463,14 @@ class Retrieved:
     # sections: shown all, budget permitting, not capped as siblings of one heading (pack.MAX_SIBLINGS), and
     # with no linked commit between them.
     whole: frozenset[str] = frozenset()
+    # The ids a rule above put first, in their order (a guide's sections, a release's entries, the commit a
+    # sha names, what was run after a command): an answer fused from several projects keeps them so.
+    pinned: tuple[str, ...] = ()
+
+
+def _pinned(first: list[str], pinned: list[str]) -> list[str]:
+    """FIRST, just put before everything, then what PINNED held before it."""
+    return [*first, *(node_id for node_id in pinned if node_id not in first)]
 
 
 def retrieve(
@@ -494,6 +502,7 @@ def retrieve(
     listed: list[StoredNode] = []
     listing_note: str | None = None
     whole: frozenset[str] = frozenset()  # a release's entries, packed all (Retrieved.whole)
+    pinned: list[str] = []  # Retrieved.pinned
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
@@ -624,6 +633,7 @@ def retrieve(
         ]
         if guide:
             scored = put_first(scored, guide)
+            pinned = _pinned([node.id for node in guide], pinned)
             answered_by = guide[0].id
             whole = frozenset(node.id for node in guide)
             question.notes.append(f"first: the upgrade guide's {guide[0].ref}")
@@ -651,6 +661,7 @@ def retrieve(
         shipped = list({node.id: node for node in [*shipped, *described]}.values())
         if shipped:
             scored = put_first(scored, shipped)
+            pinned = _pinned([node.id for node in shipped], pinned)
             answered_by = shipped[0].id
             whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
             question.notes.append(f"first: what release {question.shipped} holds (its changelog, its commit)")
@@ -667,6 +678,7 @@ def retrieve(
         shown = [held[i] for i in [*pasted, *diffs] if i in held and _within(held[i], as_of, since, until)]
         if shown:
             scored = put_first(scored, shown)
+            pinned = _pinned([node.id for node in shown], pinned)
             answered_by = shown[0].id
             question.notes.append(
                 f"first: commit {shown[0].ref[:10]}, whose sha the question names"
@@ -686,6 +698,7 @@ def retrieve(
             if not listed:
                 listing_note = None  # nothing then: said, and answered by the ranking below
     if question.then is not None:
+        ceiling = scored[0][1] if scored else 0.0  # what the commands run next are put above
         scored, anchor = with_neighbours(
             store,
             scored,
@@ -701,6 +714,7 @@ def retrieve(
         )
         if anchor is not None:
             answered_by = anchor.id
+            pinned = _pinned([node.id for node, value in scored if value > ceiling], pinned)
             when = "after" if question.then == "after" else "before"
             question.notes.append(
                 f"first: what was run {when} `{anchor.ref}` ({_exit_text(anchor)}, {timefmt.iso(anchor.ts)})"
@@ -784,6 +798,7 @@ def retrieve(
         listing_note,
         missed,
         whole,
+        tuple(node_id for node_id in pinned if node_id in {node.id for node, _ in scored}),
     )
 
 
