@@ -650,3 +650,17 @@ def test_what_a_projects_rules_put_first_stays_first_with_its_note(at_desk: Desk
     assert not any(
         "HEAD is" in note for note in all_json(tmp_path, text="sendfile etag byte ranges")["notes"]
     )
+
+
+def test_a_count_of_newest_commits_holds_across_projects(at_desk: Desk, tmp_path: Path) -> None:
+    """ "Show my last 3 commits" across projects answered with 9: each project listed its own 3 and the
+    merged listing kept them all. The count is the merged listing's: the newest 3 of all projects."""
+    data = all_json(tmp_path, text="show my last 3 commits")
+    assert titles_of(data) == [
+        ("clock", "fix: zone offsets after the DST change"),
+        ("webapp", "fix: HEAD requests return an empty body"),
+        ("webapp", "refactor: changed the router into modules"),
+    ], titles_of(data)
+    assert titles_of(all_json(tmp_path, text="what were my latest 2 commits"))[1:] == [
+        ("webapp", "fix: HEAD requests return an empty body")
+    ]

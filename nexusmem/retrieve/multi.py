@@ -87,6 +87,8 @@ class _Searched:
     # project that holds more of the question come first.
     pinned: tuple[str, ...] = ()
     unheld: float = 0.0
+    # How many of the newest its question asked for ("my last 3 commits"; query.Retrieved.listing_count).
+    listing_count: int | None = None
     # What its own answer says besides its listing's note (a rule's "first: ...", HEAD moved since its sync).
     notes: list[str] = field(default_factory=list)
 
@@ -119,7 +121,8 @@ def searched_from(index: int, target: Target, store: SearchStore, found: query.R
         found.whole,
         found.pinned,
         query.strength(found).missing if found.pinned else 0.0,
-        [note for note in found.question.notes if note != found.listing_note],
+        listing_count=found.listing_count,
+        notes=[note for note in found.question.notes if note != found.listing_note],
     )
 
 
@@ -495,6 +498,14 @@ def _fuse_and_pack(
     # in its order: interleaved by position, another project's items came between the commands run next.
     listed = [e for e in entries if e[3] in searched[e[2]].listing]
     listed.sort(key=lambda e: (-e[4].ts, e[2], e[3]))
+    # "Show my last 3 commits": each project listed its own 3; the merged list holds the newest 3 of all (an
+    # id two clones list is one item).
+    count = min((s.listing_count for s in listed_by if s.listing_count is not None), default=None)
+    if count is not None:
+        distinct = list(dict.fromkeys(e[3] for e in listed))[:count]
+        dropped = {(e[2], e[3]) for e in listed if e[3] not in distinct}
+        listed = [e for e in listed if e[3] in distinct]
+        entries = [e for e in entries if (e[2], e[3]) not in dropped]
     at = {(e[2], e[3]): e for e in entries}
     pinned = [
         at[(s.index, node_id)]

@@ -466,6 +466,9 @@ class Retrieved:
     # The ids a rule above put first, in their order (a guide's sections, a release's entries, the commit a
     # sha names, what was run after a command): an answer fused from several projects keeps them so.
     pinned: tuple[str, ...] = ()
+    # How many of the newest a recent-work question asked for ("my last 3 commits": asked_count), which its
+    # listing holds at most; None when it named no count (or asked no such question).
+    listing_count: int | None = None
 
 
 def _pinned(first: list[str], pinned: list[str]) -> list[str]:
@@ -503,6 +506,7 @@ def retrieve(
     listing_note: str | None = None
     whole: frozenset[str] = frozenset()  # a release's entries, packed all (Retrieved.whole)
     pinned: list[str] = []  # Retrieved.pinned
+    listing_count: int | None = None  # Retrieved.listing_count
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
     )
@@ -745,6 +749,7 @@ def retrieve(
         question.notes.append(listing_note)
     elif not asks_failures and answered_by is None and asks_recent_work(question, unnamed, since, until):
         scored, listed, span = activity_first(store, scored, question, as_of=as_of, since=since, until=until)
+        listing_count = asked_count(question.text)
         listing_note = f"first: {span}" if listed else f"no commit or command recorded {span}"
         question.notes.append(listing_note)
     if listed:
@@ -799,6 +804,7 @@ def retrieve(
         missed,
         whole,
         tuple(node_id for node_id in pinned if node_id in {node.id for node, _ in scored}),
+        listing_count,
     )
 
 
@@ -1746,6 +1752,15 @@ _ASKS_COMMITS = re.compile(
 _LAST_COUNT = re.compile(
     r"\b(?:last|latest|newest|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\w+", re.I
 )
+
+
+def asked_count(text: str) -> int | None:
+    """How many of the newest items TEXT asks for ("show my last 3 commits": 3; activity_first lists that
+    many, and so does an answer merged from several projects' listings); None when it names no count."""
+    wanted = _LAST_COUNT.search(text)
+    return min(_count(wanted.group(1)), ACTIVITY_LISTED * 5) if wanted else None
+
+
 # Words that name no subject beside the work itself: "what have I been doing", "show my latest commits".
 _NOT_A_TOPIC = _NOT_A_SUBJECT | frozenset(
     [
@@ -1957,8 +1972,8 @@ def activity_first(
     the window, SCORED unchanged); how to say what was listed."""
     asked = _asked_window(question, since, until)
     low, high, span = asked if asked is not None else (0, 2**62, "")
-    wanted = _LAST_COUNT.search(question.text)
-    limit = min(_count(wanted.group(1)), ACTIVITY_LISTED * 5) if wanted else ACTIVITY_LISTED
+    wanted = asked_count(question.text)
+    limit = wanted or ACTIVITY_LISTED
     kinds = _asked_kinds(question.text)
 
     def newest(kind: str) -> list[StoredNode]:
