@@ -664,3 +664,18 @@ def test_a_count_of_newest_commits_holds_across_projects(at_desk: Desk, tmp_path
     assert titles_of(all_json(tmp_path, text="what were my latest 2 commits"))[1:] == [
         ("webapp", "fix: HEAD requests return an empty body")
     ]
+
+
+def test_the_listing_note_says_what_the_merged_list_holds(at_desk: Desk, tmp_path: Path) -> None:
+    """ "What was I doing yesterday": webapp ran commands yesterday, clock committed and ran commands. The
+    note was webapp's own, "the newest commands run yesterday", over a list holding clock's commit."""
+    alone = query_json(at_desk.webapp, "what was I doing yesterday")
+    assert "first: the newest commands run yesterday" in alone["notes"], alone["notes"]
+    data = all_json(at_desk.webapp, text="what was I doing yesterday")  # webapp (current) first
+    assert data["projects"][0]["name"] == "webapp"
+    assert {it["kind"] for it in data["items"]} == {"git_commit", "shell_command"}, titles_of(data)
+    listing = [note for note in data["notes"] if "yesterday" in note]
+    assert listing == ["first: the newest commits and commands run yesterday"], data["notes"]
+    # A list of commits alone says so.
+    data = all_json(at_desk.webapp, text="show my last 3 commits")
+    assert [note for note in data["notes"] if "HEAD" not in note] == ["first: the newest commits"]

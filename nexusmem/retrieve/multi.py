@@ -18,6 +18,7 @@ index, not a source of truth, so it is never pruned here (an unmounted drive is 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -437,6 +438,23 @@ def project_notes(searched: list[_Searched], behind: dict[int, int], said: list[
     ]
 
 
+# How query.activity_first says what it listed: "first: the newest commits and commands run yesterday".
+_ACTIVITY_NOTE = re.compile(r"^first: the newest (?:commits and commands run|commits|commands run)(?=\s|$)")
+
+
+def merged_listing_note(note: str, listed: list[StoredNode]) -> str:
+    """NOTE, one project's note on what it listed by time, worded for LISTED, the list merged from every
+    project's: "what was I doing yesterday" was said to list "the newest commands run yesterday" (the first
+    project's list) while the merged list held other projects' commits."""
+    kinds = {node.kind for node in listed}
+    if not listed or not _ACTIVITY_NOTE.match(note) or not kinds <= {"git_commit", "shell_command"}:
+        return note
+    what = "commits" if "git_commit" in kinds else "commands run"
+    if len(kinds) > 1:
+        what = "commits and commands run"
+    return _ACTIVITY_NOTE.sub(f"first: the newest {what}", note, count=1)
+
+
 def pinned_first(searched: list[_Searched]) -> list[_Searched]:
     """The projects whose rules put items first, in the order their items come: the project that holds more
     of the question's words first ("what did I run after the sendfile tests failed": the project where a
@@ -481,8 +499,7 @@ def _fuse_and_pack(
     listed_by = [s for s in searched if s.listing]
     behind = weak_behind(searched)
     # "What failed today" across projects: one note, said once (the window is the same everywhere).
-    result.notes += [s.listing_note for s in (listed_by or searched) if s.listing_note][:1]
-    result.notes += project_notes(searched, behind, said=result.notes)
+    listing_notes = [s.listing_note for s in (listed_by or searched) if s.listing_note][:1]
     # Keys are (project, node) so that each project's list is fused on its own positions.
     lists = [[f"{s.index}:{node.id}" for node, _ in _fused_part(s, behind)] for s in searched]
     fused = fuse.rrf(lists)
@@ -513,6 +530,9 @@ def _fuse_and_pack(
         for node_id in s.pinned
         if (s.index, node_id) in at
     ]
+    listing_notes = [merged_listing_note(note, [e[4] for e in listed]) for note in listing_notes]
+    result.notes += listing_notes
+    result.notes += project_notes(searched, behind, said=result.notes)
     first = listed + pinned
     if first:
         top = entries[0][0]
