@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -440,21 +443,167 @@ def run_search_all(
     until: str | None = None,
     author: str | None = None,
 ) -> CallToolResult:
-    """allProjects: every registered project; projectRoot is the current project only when it is one."""
+    """allProjects: every registered project; projectRoot is the current project only when it is one. The
+    commands run since each project's last sync are stored first, as a search of one project does
+    (_catch_up_all)."""
     question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
     given = given_root(project_root)
+    current = given if given.is_dir() else None
+    behind = _catch_up_all(current)
+    # As run_search: the note is a line of the header, its tokens out of the budget.
+    note_tokens = estimate_tokens(f"note: {behind}\n") if behind else 0
     with _library_errors():
         result = multi_mod.search_all(
             question,
-            current=given if given.is_dir() else None,
-            budget=budget,
+            current=current,
+            budget=max(budget - note_tokens, 1),
             as_of=cutoff,
             since=lo,
             until=hi,
             author=who,
             skipped_in_answer=True,  # the full reasons are in the structured content's `skipped`
         )
+    if behind:
+        query_mod.add_note(result, behind, budget)
     return _answer(result, multi_mod.render(result), multi_mod.to_json(result))
+
+
+# How long a search across projects spends at most storing the commands run since each project's last sync
+# (~30 ms a project that has some, ~3 ms one that has none): the current project's always, then the others'
+# whose folders (or worktrees) the hook log names since the last search, while this much time has not passed.
+CATCH_UP_ALL_SECONDS = 1.0
+
+_catching_up = threading.Lock()
+# The hook log's (device, inode, bytes read) when the folders of its commands were last read (_logged_in).
+_log_read: tuple[int, int, int] | None = None
+# The roots whose catch-up a search left for lack of time: the next search's first.
+_waiting: set[str] = set()
+
+
+def _catch_up_all(current: Path | None, seconds: float | None = None) -> str | None:
+    """The commands run since each searched project's last sync ("what failed in the last hour", run in
+    another project a minute ago), stored before a search across projects (sync.catch_up_shell), within
+    SECONDS (CATCH_UP_ALL_SECONDS) for all of them: the current project's, then those a command was logged
+    in since the last search (_due). Projects the search skips (no database, another user's) are not
+    written. A note for the answer naming the projects whose commands may be missing: a backlog left to the
+    next sync, or time ran out before them (the next search begins with them)."""
+    limit = CATCH_UP_ALL_SECONDS if seconds is None else seconds
+    with _catching_up:
+        deadline = time.monotonic() + limit
+        found = [
+            t
+            for t in multi_mod.labelled(multi_mod.targets(current))
+            if t.db.exists() and multi_mod.untrusted(t.db) is None
+        ]
+        due = _due(found)
+        order = sorted(
+            (t for t in found if t.current or t.root in due or t.root in _waiting),
+            key=lambda t: (not t.current, t.root not in _waiting),
+        )
+        backlog: list[str] = []
+        late: list[str] = []
+        for target in order:
+            name = target.label or target.name
+            if not target.current and time.monotonic() > deadline:
+                late.append(name)
+                _waiting.add(target.root)
+                continue
+            _waiting.discard(target.root)
+            try:
+                added = sync_mod.catch_up_shell(Path(target.root))
+            except Exception as exc:  # a damaged memory is the search's to report: it is searched as it is
+                log.info("search: the commands run in %s since its last sync were not added: %s", name, exc)
+                continue
+            if added == sync_mod.BACKLOG:
+                backlog.append(name)
+            elif added:
+                log.info("search: %d command(s) run in %s since its last sync added first", added, name)
+    said = []
+    if backlog:
+        said.append(f"many shell commands were logged since the last sync of {', '.join(backlog)}")
+    if late:
+        said.append(
+            f"the commands run since the last sync of {', '.join(late)} were not stored within {limit:g} s"
+        )
+    if not said:
+        return None
+    return "; ".join(said) + ": they are not searched yet (call sync_project for each)"
+
+
+def _due(found: list[multi_mod.Target]) -> set[str]:
+    """The roots of FOUND a command was logged in (its folder inside the work tree or one of its linked
+    worktrees) since the last look: only they have commands to store. Every root when the log cannot be
+    read, or names a folder that is gone and is no project's (a repository moved away: its memory may claim
+    the commands run at its former place)."""
+    everyone = {t.root for t in found}
+    folders = _logged_in()
+    if folders is None:
+        return everyone
+    trees = {t.root: _trees(Path(t.root)) for t in found}
+    due: set[str] = set()
+    for folder in folders:
+        forms = {folder, os.path.realpath(folder)}
+        held = {root for root, inside in trees.items() if any(_under(f, inside) for f in forms)}
+        if not held and not os.path.isdir(folder):
+            return everyone
+        due |= held
+    return due
+
+
+def _logged_in() -> set[str] | None:
+    """The folders (cwd) of the commands the hook log gained since the last call (the first call, or the log
+    replaced or cut: its last sync.CATCH_UP_MAX_BYTES, the most a catch-up stores); None when it cannot be
+    read."""
+    global _log_read
+    path = paths.shell_log_path()
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return set()
+    except OSError:
+        return None
+    start = 0
+    if _log_read is not None and _log_read[:2] == (st.st_dev, st.st_ino) and _log_read[2] <= st.st_size:
+        start = _log_read[2]
+    start = max(start, st.st_size - sync_mod.CATCH_UP_MAX_BYTES)
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(st.st_size - start)
+    except OSError:
+        return None
+    whole = data.rfind(b"\n") + 1  # a line being written is read whole next time
+    _log_read = (st.st_dev, st.st_ino, start + whole)
+    folders: set[str] = set()
+    for raw in data[:whole].split(b"\n"):
+        try:
+            cwd = json.loads(raw).get("cwd")
+        except (ValueError, AttributeError):
+            continue  # a line cut at the start of the read, a damaged one: the catch-up reads it its own way
+        if isinstance(cwd, str) and cwd:
+            folders.add(cwd)
+    return folders
+
+
+def _trees(root: Path) -> list[str]:
+    """ROOT and its linked worktrees (.git/worktrees/*/gitdir: no git process), as written and resolved."""
+    trees = [root]
+    try:
+        entries = list(os.scandir(root / ".git" / "worktrees"))
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            pointer = Path(entry.path, "gitdir").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if pointer:
+            trees.append(Path(pointer).parent)
+    return list(dict.fromkeys(form for tree in trees for form in (str(tree), os.path.realpath(tree))))
+
+
+def _under(folder: str, trees: list[str]) -> bool:
+    return any(folder == tree or folder.startswith(tree.rstrip(os.sep) + os.sep) for tree in trees)
 
 
 # How long sync_project waits for a sync of the same memory already running (a `sync --rebuild` from the

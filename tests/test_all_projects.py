@@ -679,3 +679,57 @@ def test_the_listing_note_says_what_the_merged_list_holds(at_desk: Desk, tmp_pat
     # A list of commits alone says so.
     data = all_json(at_desk.webapp, text="show my last 3 commits")
     assert [note for note in data["notes"] if "HEAD" not in note] == ["first: the newest commits"]
+
+
+def test_mcp_all_projects_sees_the_commands_run_since_each_projects_last_sync(tmp_path: Path) -> None:
+    """search_memory with allProjects skipped the catch-up a one-project search makes: a test that failed a
+    minute ago in another project, logged by the hook but not synced yet, was missing from "what failed in
+    the last hour"."""
+    here = small_repo(tmp_path / "here", "feat: the dashboard")
+    there = small_repo(tmp_path / "there", "feat: the zetaword parser")
+    now = int(time.time() * 1000)
+    write_commands(there, [(now - 60_000, "pytest tests/test_zetaword.py", 1)])
+    write_commands(here, [(now - 30_000, "make lint", 2)])
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            args = {"projectRoot": str(here), "query": "what failed in the last hour", "allProjects": True}
+            result = await session.call_tool("search_memory", args)
+            assert not result.is_error, result.content
+            data = result.structured_content
+            assert data is not None
+            titles = [(it["project"], it["title"]) for it in data["items"]]
+            assert ("there", "pytest tests/test_zetaword.py (exit 1)") in titles, titles
+            assert ("here", "make lint (exit 2)") in titles, titles
+            assert not any("not searched yet" in note for note in data["notes"]), data["notes"]
+
+    anyio.run(main)
+
+
+def test_the_catch_up_across_projects_is_bounded_in_time(tmp_path: Path) -> None:
+    """Each project's catch-up is a short sync (~30 ms when a command was logged since the last search): with
+    no time left, the current project is still brought up to date, and the others are named in a note (and
+    come first next time)."""
+    from nexusmem import mcp_server
+
+    roots = [small_repo(tmp_path / name, f"feat: the {name} module") for name in ("one", "two", "three")]
+    now = int(time.time() * 1000)
+    for root in roots:
+        write_commands(root, [(now - 60_000, f"make {root.name}-check", 1)])
+    note = mcp_server._catch_up_all(roots[1], seconds=0)
+    assert note == (
+        "the commands run since the last sync of one, three were not stored within 0 s: they are not"
+        " searched yet (call sync_project for each)"
+    )
+    found = query_json(roots[1], "make two-check")
+    assert found["items"][0]["title"] == "make two-check (exit 1)"
+    assert not [it for it in query_json(roots[0], "make one-check")["items"] if it["kind"] == "shell_command"]
+    assert mcp_server._catch_up_all(roots[1]) is None  # with time: all of them
+    assert query_json(roots[0], "make one-check")["items"][0]["title"] == "make one-check (exit 1)"
+    # Only the projects a command was logged in since are synced: one run in a linked worktree of `one` is
+    # `one`'s.
+    tree = tmp_path / "one-tree"
+    git(roots[0], "worktree", "add", "-q", "-b", "side", str(tree))
+    write_commands(tree, [(now - 30_000, "make tree-check", 1)])
+    assert mcp_server._catch_up_all(roots[1]) is None
+    assert query_json(roots[0], "make tree-check")["items"][0]["title"] == "make tree-check (exit 1)"

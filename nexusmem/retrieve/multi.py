@@ -10,7 +10,8 @@ entries, the commands run next: pinned_first), in its order, each with its proje
 The fused order is packed into the budget like any other query, and a linked fix rides along from the store of
 the project that recorded the link.
 
-Databases stay per project and are opened read-only: a query never writes another project's memory. A
+Databases stay per project and are opened read-only: a query never writes another project's memory (the
+MCP server, like a sync, stores each project's commands run since its last sync before it searches). A
 registered project whose database is missing or unreadable is reported and skipped; the registry is an
 index, not a source of truth, so it is never pruned here (an unmounted drive is not a deleted project).
 """
