@@ -510,11 +510,11 @@ def _catch_up_all(current: Path | None, seconds: float | None = None) -> str | N
                 continue
             _waiting.discard(target.root)
             try:
-                added = sync_mod.catch_up_shell(Path(target.root))
+                added = catchup.catch_up_shell(Path(target.root))
             except Exception as exc:  # a damaged memory is the search's to report: it is searched as it is
                 log.info("search: the commands run in %s since its last sync were not added: %s", name, exc)
                 continue
-            if added == sync_mod.BACKLOG:
+            if added == catchup.BACKLOG:
                 backlog.append(name)
             elif added:
                 log.info("search: %d command(s) run in %s since its last sync added first", added, name)
@@ -552,7 +552,7 @@ def _due(found: list[multi_mod.Target]) -> set[str]:
 
 def _logged_in() -> set[str] | None:
     """The folders (cwd) of the commands the hook log gained since the last call (the first call, or the log
-    replaced or cut: its last sync.CATCH_UP_MAX_BYTES, the most a catch-up stores); None when it cannot be
+    replaced or cut: its last catchup.CATCH_UP_MAX_BYTES, the most a catch-up stores); None when it cannot be
     read."""
     global _log_read
     path = paths.shell_log_path()
@@ -565,7 +565,7 @@ def _logged_in() -> set[str] | None:
     start = 0
     if _log_read is not None and _log_read[:2] == (st.st_dev, st.st_ino) and _log_read[2] <= st.st_size:
         start = _log_read[2]
-    start = max(start, st.st_size - sync_mod.CATCH_UP_MAX_BYTES)
+    start = max(start, st.st_size - catchup.CATCH_UP_MAX_BYTES)
     try:
         with open(path, "rb") as handle:
             handle.seek(start)
