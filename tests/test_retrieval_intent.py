@@ -1996,3 +1996,19 @@ def test_a_failure_question_about_runs_that_all_passed_says_they_passed(repo: Pa
     assert titles[:2] == ["make test (exit 0)", "make (exit 0)"], titles
     assert "gcc -o x nonexistent.c (exit 1)" not in titles, titles
     assert any(n.startswith("no run of make failed") for n in found["notes"]), found["notes"]
+
+
+def test_the_last_two_days_is_a_time_not_a_count_of_two(repo: Path) -> None:
+    """ "What did I do in the last 2 days" listed two items: "last 2 days" was read as "the last 2" (a count,
+    as in "show my last 3 commits") as well as a time."""
+    commit(repo, "Add the parser", {"parser.py": "A = 1\n"}, when=NOW - 30 * DAY)
+    commit(repo, "Teach the parser comments", {"parser.py": "A = 2\n"}, when=NOW - DAY)
+    commit(repo, "Cache the parsed tree", {"cache.py": "B = 1\n"}, when=NOW - 3600)
+    write_recent(repo, "90 1 pytest tests/test_cache.py\n30 0 git status\n20 0 make lint\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = [it["title"] for it in query_json(repo, "what did I do in the last 2 days")["items"]]
+    assert "Add the parser" not in titles and len(titles) == 5, titles
+    assert [it["title"] for it in query_json(repo, "show my last 2 commits")["items"]] == [
+        "Cache the parsed tree",
+        "Teach the parser comments",
+    ]

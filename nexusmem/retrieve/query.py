@@ -1749,8 +1749,11 @@ _ASKS_TRIED = re.compile(r"\b(?:try|tried|tries|trying|attempt|attempted|attempt
 _ASKS_COMMITS = re.compile(
     r"\b(?:commit|commits|committed|committing|change|changes|changed|changing|push|pushed|merged)\b", re.I
 )
+# "the last 3 commits": a count of items; "the last 2 days" is a time (_LAST_SPAN), no count.
 _LAST_COUNT = re.compile(
-    r"\b(?:last|latest|newest|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+\w+", re.I
+    r"\b(?:last|latest|newest|recent)\s+(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+"
+    r"(?!(?:minute|min|hour|hr|day|week|wk|month|year|yr)s?\b)\w+",
+    re.I,
 )
 
 
