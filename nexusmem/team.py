@@ -25,7 +25,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from nexusmem.project import Project
 from nexusmem.sources.shell.node import split_title
 from nexusmem.store import Store
 from nexusmem.store.nodes import StoredNode
-from nexusmem.store.team import PushCounts, TeamStore, TeamUnavailable
+from nexusmem.store.team import DenyScreen, PushCounts, TeamStore, TeamUnavailable
 
 ENV_URL = "NEXUSMEM_TEAM_URL"
 SHARED_KINDS = ("git_commit", "code_diff", "doc_section")
@@ -508,6 +508,8 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
     local nodes removed), so a forgotten value is neither kept nor sent back. Then nodes written since the
     last push's cursor go in batches, the cursor saved after each committed batch: a killed push resumes
     where it stopped, and re-sending a batch is harmless (the upsert skips what the team already holds).
+    Each batch is checked against the deny-list entries recorded since the push began (a `forget --team`
+    meanwhile; see TeamStore.record_deny), and the push applies those here when it ends.
     """
     from nexusmem.hygiene import denylist, forget
     from nexusmem.sync import DEFAULT_WAIT_SECONDS, exclusive
@@ -539,6 +541,9 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                     entries, team_key, local
                 )
                 matcher = forget.sync_gate(local)  # (applies new user-wide entries: a write too)
+            # Each batch is checked, on the server's side of a lock `forget --team` takes too, against the
+            # entries recorded since (_LateDeny): a value forgotten while this push runs is not written.
+            screen = _LateDeny({e["key"] for e in entries})
             share_vectors = _retrying(lambda t: _vector_plan(t, local, report), team, reopen, report)
             key = _cursor_key(found, proj)
             at, seq = _read_cursor(local, key)
@@ -550,13 +555,16 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                 report.updated += counts.updated
                 report.unchanged += counts.unchanged
                 report.refused += counts.refused
+                report.denied += counts.denied
                 with local.transaction():
                     local.set_meta(key, f"{cursor[0]}:{cursor[1]}")
                 if log:
                     log(f"team push: {report.added + report.updated + report.unchanged:,} node(s) sent")
 
             # One batch or less: the caller's connection alone (a second would only cost its connect).
-            senders = Senders(team, reopen, report, push_jobs() if pending > batch else 1, settled)
+            senders = Senders(
+                team, reopen, report, push_jobs() if pending > batch else 1, settled, screen=screen
+            )
             try:
                 while True:
                     rows = local.written_after(at, seq, batch)
@@ -610,6 +618,15 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             if report.added >= ANALYZE_AFTER and not report.index_built:
                 _retrying(lambda t: t.refresh_statistics(), team, reopen, report)
             _retrying(lambda t: t.note_push(), team, reopen, report)
+            # Entries recorded while this push ran (a batch may have kept their matches out) are applied
+            # here now, as those read at its start were: the value leaves this memory too.
+            entries, team_key = _retrying(_fetch_deny, team, reopen, report)
+            if {e["key"] for e in entries} - screen.start:
+                with exclusive(proj.root, DEFAULT_WAIT_SECONDS, log or (lambda _m: None), what="team push"):
+                    pulled, removed, lines = _apply_deny(entries, team_key, local)
+                report.deny_pulled += pulled
+                report.removed_local += removed
+                report.log_lines += lines
     finally:
         team[0].close()
     report.seconds = time.monotonic() - started
@@ -660,9 +677,12 @@ class Senders:
         report: PushReport,
         jobs: int,
         settled: Callable[[Any, PushCounts], None],
+        *,
+        screen: DenyScreen | None = None,
     ) -> None:
         from concurrent.futures import Future, ThreadPoolExecutor
 
+        self.screen = screen
         self.team = team
         self.reopen = reopen
         self.report = report
@@ -677,7 +697,7 @@ class Senders:
     def send(self, rows: list[tuple[Any, ...]], token: Any) -> None:
         """Push ROWS (waiting while JOBS batches and one more are in flight); TOKEN comes back with them."""
         if self._pool is None:
-            pusher = _batch_pusher(rows, self.report.generation)
+            pusher = _batch_pusher(rows, self.report.generation, self.screen)
             self.settled(token, _retrying(pusher, self.team, self.reopen, self.report))
             return
         self._inflight.append((self._pool.submit(self._push, rows), token))
@@ -713,7 +733,7 @@ class Senders:
             # dropped while it is being made is retried like one dropped mid-batch. Until then it holds the
             # push's, which it neither uses nor closes.
             holder = [self.team[0]]
-        pusher = _batch_pusher(rows, self.report.generation)
+        pusher = _batch_pusher(rows, self.report.generation, self.screen)
         counts: PushCounts = _retrying(pusher, holder, self.reopen, self.report, opened=not fresh)
         if fresh:
             self._local.team = holder
@@ -739,8 +759,43 @@ def begin_bulk(team: TeamStore, pending: int, sample: Sequence[str]) -> bool:
     return new >= least and team.begin_bulk()
 
 
-def _batch_pusher(rows: list[tuple[Any, ...]], gen: int) -> Callable[[TeamStore], PushCounts]:
-    return lambda team: team.push_batch(rows, gen)
+def _batch_pusher(
+    rows: list[tuple[Any, ...]], gen: int, screen: DenyScreen | None = None
+) -> Callable[[TeamStore], PushCounts]:
+    return lambda team: team.push_batch(rows, gen, screen=screen)
+
+
+class _LateDeny:
+    """A push's DenyScreen: the team deny-list entries it read when it began (START; what they match was
+    kept out as each batch was made), and the matching of a batch's rows against entries recorded since,
+    which push_batch asks for under the lock `forget --team` records an entry under. Called from the
+    senders' threads."""
+
+    def __init__(self, start: set[str]) -> None:
+        self.start = frozenset(start)
+
+    def known(self) -> Collection[str]:
+        return self.start
+
+    def refused(
+        self, team: TeamStore, entries: list[dict[str, Any]], rows: Sequence[Sequence[Any]]
+    ) -> set[str]:
+        from nexusmem.hygiene import denylist
+
+        key = _team_key(team)
+        if key is not None:
+            denylist.add_keys({key[0]: key[1].hex()})
+        matcher = denylist.Matcher([denylist.entry_from_json(e) for e in entries])
+        doomed: set[str] = set()
+        for row in rows:  # PUSH_COLUMNS: id, kind, source, natural_key, ref, title, body, ..., meta (12)
+            try:
+                meta = json.loads(row[12]) if row[12] else {}
+            except ValueError:
+                meta = row[12]
+            fields = denylist.node_fields(str(row[5]), str(row[6]), str(row[4]), meta, kind=str(row[1]))
+            if matcher.which(fields) is not None:
+                doomed.add(str(row[0]))
+        return doomed
 
 
 def _push_generations(team: TeamStore, local: Store, key: str, root: Path) -> int:
@@ -883,6 +938,10 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
             key = (str(data["id"]), bytes.fromhex(str(data["secret"])))
             denylist.add_keys({key[0]: key[1].hex()})
             entry = denylist.make_literal(value, ignore_case, key)
+        if not dry_run:
+            # Recorded (committed) before the value is looked for: a push under way either wrote its rows
+            # before (they are found below) or reads the entry before it writes (TeamStore.record_deny).
+            team.record_deny(entry.to_json())
         ids: list[str] = []
         kinds: dict[str, int] = {}
         needle = "" if regex else value

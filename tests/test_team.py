@@ -1546,6 +1546,96 @@ def test_a_value_forgotten_by_the_team_leaves_every_members_hook_log_at_their_ne
     assert "Bluebird" not in bob.run("query", "partner ping").stdout
 
 
+def _advisory_lock_awaited(team_url: str) -> bool:
+    """Whether a session waits for an advisory lock on TEAM_URL's server."""
+    rows = _team_rows(team_url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+    return rows != [(0,)]
+
+
+@pytest.mark.parametrize("held", ["before its batch", "inside its batch's transaction"])
+def test_a_value_forgotten_while_a_push_is_under_way_does_not_stay_in_the_team_store(
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch, held: str
+) -> None:
+    """bob's push read the team's deny-list when it began; carol's `forget --team` ran while it was under
+    way and found none of the value (bob's batch was not written yet, or not committed): "deleted 0
+    node(s) … entry recorded"; then bob's batch committed the commit holding it, which stayed in the team
+    store for good (alice's `query --team` showed it; later pushes never removed it). The push is held here
+    at a point the test chooses, between its read of the deny-list and its write."""
+    import threading
+
+    from nexusmem import team as team_mod
+    from nexusmem.store.team import TeamStore
+
+    alice, bob, carol = joined_members(tmp_path, origin, team_url, "alice", "bob", "carol")
+    bob.commit("Add the persimmon-token-88 marker", {"marker.py": "MARKER = 'persimmon-token-88'\n"})
+    bob.run("sync", "--quiet")
+    reached, go = threading.Event(), threading.Event()
+    if held == "before its batch":
+        original_batch = TeamStore.push_batch
+
+        def push_batch(self: TeamStore, rows: Any, gen: Any = None, **kw: Any) -> Any:
+            if not reached.is_set():
+                reached.set()
+                assert go.wait(60)
+            return original_batch(self, rows, gen, **kw)
+
+        monkeypatch.setattr(TeamStore, "push_batch", push_batch)
+    else:  # the batch's rows are written, not committed (the member's row is its transaction's last write)
+        original_note = TeamStore._note_member
+
+        def note_member(self: TeamStore, pushed: int, stamp: int) -> None:
+            original_note(self, pushed, stamp)
+            if pushed and not reached.is_set():
+                reached.set()
+                assert go.wait(60)
+
+        monkeypatch.setattr(TeamStore, "_note_member", note_member)
+    done: dict[str, Any] = {}
+
+    def push() -> None:
+        with bob.active():
+            done["report"] = team_mod.push(project.load(bob.repo))
+
+    pushing = threading.Thread(target=push)
+    pushing.start()
+    forgetting = None
+    try:
+        assert reached.wait(60), "bob's push never reached its batch"
+        forget = ("forget", "--team", "persimmon-token-88", "--yes", "--json")
+        forgetting = subprocess.Popen(
+            [console_script(), "-C", str(carol.repo), *forget],
+            env={**os.environ, **carol.env()},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        # The forget either ends or waits for the batch being written to commit.
+        while forgetting.poll() is None and not _advisory_lock_awaited(team_url):
+            assert time.monotonic() < deadline, "carol's forget neither ended nor waited"
+            time.sleep(0.05)
+    finally:
+        go.set()
+        pushing.join(60)
+        out, err = forgetting.communicate(timeout=60) if forgetting is not None else ("", "")
+    assert forgetting.returncode == 0, err
+    forgot = json.loads(out)["team"]
+    report = done["report"]
+    value_rows = "SELECT count(*) FROM nodes WHERE title || body || ref LIKE '%persimmon-token-88%'"
+    assert _team_rows(team_url, value_rows) == [(0,)], (held, forgot, report.to_json())
+    if held == "before its batch":
+        assert forgot["removed"] == 0 and report.denied >= 2  # the commit and its diff, never written
+    else:
+        assert forgot["removed"] >= 2  # the forget waited for the batch, then found and deleted them
+    # bob's push applied the entry to his own memory when it ended, as his next push would have.
+    assert report.deny_pulled == 1 and report.removed_local >= 2, report.to_json()
+    for member, scope in ((bob, ()), (alice, ("--team",))):
+        items = member.json("query", *scope, "persimmon-token-88 marker")["items"]
+        assert not any("persimmon" in json.dumps(item) for item in items), (member.name, items)
+    assert bob.json("team", "push")["added"] == 0
+    assert _team_rows(team_url, value_rows) == [(0,)]
+
+
 def test_forget_team_says_which_command_applies_the_entry_and_that_one_does(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:

@@ -26,11 +26,11 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nexusmem.errors import StoreError
 from nexusmem.store.nodes import StoredNode
@@ -90,6 +90,9 @@ GRAPHS = (("history", "kind <> 'shell_command'"), ("shell", "kind = 'shell_comma
 MAX_GENERATIONS = 12
 HISTORY_GRAPH = GRAPHS[0][0]
 _GEN_LOCK = 0x6E6D  # pg_advisory_lock(int, int) class: (this, generation) while a push loads into it
+# pg_advisory_xact_lock(int, int) class: (this, hashtext(project)). Every push batch holds it shared until it
+# commits; `forget --team` records its deny-list entry holding it exclusively (see TeamStore.record_deny).
+_DENY_LOCK = 0x6E6D64
 
 
 def graph_index(graph: str, gen: int | None) -> str:
@@ -889,6 +892,22 @@ class PushCounts:
     updated: int = 0
     unchanged: int = 0
     refused: int = 0  # forgotten ids the server would not take back
+    denied: int = 0  # matched a team deny-list entry recorded since the push read the list: not written
+
+
+class DenyScreen(Protocol):
+    """What a push knows of the team's deny-list, for push_batch to keep out of each batch what an entry
+    recorded since then (a `forget --team` while the push was under way) matches."""
+
+    def known(self) -> Collection[str]:
+        """The keys of the entries the push read (and kept out of what it sends) when it began."""
+        ...
+
+    def refused(
+        self, team: TeamStore, entries: list[dict[str, Any]], rows: Sequence[Sequence[Any]]
+    ) -> set[str]:
+        """The ids of ROWS (PUSH_COLUMNS order) that one of ENTRIES (not known) matches."""
+        ...
 
 
 def merge_nearest(
@@ -1815,12 +1834,15 @@ class TeamStore:
             self.refresh_statistics()
         return built
 
-    def push_batch(self, rows: Sequence[Sequence[Any]], gen: int | None = None) -> PushCounts:
+    def push_batch(
+        self, rows: Sequence[Sequence[Any]], gen: int | None = None, *, screen: DenyScreen | None = None
+    ) -> PushCounts:
         """Upsert ROWS (PUSH_COLUMNS order; emb a float32 blob as SQLite keeps it, or None) in one
         transaction: binary COPY into a temporary table, then one INSERT ... ON CONFLICT. A node whose
         content hash (and words, and vector) the team already holds is left alone, so re-pushing is free and
         idempotent; rows are locked in id order, so concurrent pushes of overlapping batches cannot deadlock.
-        A forgotten id is refused.
+        A forgotten id is refused, and so, with SCREEN, is a row a deny-list entry recorded since the push
+        read the list matches (see _screened).
 
         Binary COPY because a vector as pgvector text ('[0.1234567,...]') cost 164 us of Python per node
         (256 formatted floats), a ceiling of ~6,000 nodes/s before the server did anything; the binary form
@@ -1837,7 +1859,9 @@ class TeamStore:
         stamp = now_ms()
         types = self._copy_types()
         self._counts.clear()  # what this store remembered of term_df is about to change
+        distinct = len({row[0] for row in rows})
         with self.conn.transaction():
+            rows = self._screened(rows, screen, counts)
             self.conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS nm_push(id text, kind text, source text, natural_key text,"
                 " ref text, title text, body text, words text, ts bigint, signal real, provenance text,"
@@ -1877,10 +1901,33 @@ class TeamStore:
             counts.added = sum(1 for r in results if r[0])
             counts.updated = len(results) - counts.added
             counts.refused = int(refused[0]) if refused else 0
-            distinct = len({row[0] for row in rows})
-            counts.unchanged = distinct - counts.added - counts.updated - counts.refused
-            self._note_member(distinct, stamp)
+            counts.unchanged = distinct - counts.added - counts.updated - counts.refused - counts.denied
+            self._note_member(distinct - counts.denied, stamp)
         return counts
+
+    def _screened(
+        self, rows: Sequence[Sequence[Any]], screen: DenyScreen | None, counts: PushCounts
+    ) -> Sequence[Sequence[Any]]:
+        """ROWS without those a team deny-list entry the push did not know when it began matches (counted
+        in COUNTS.denied); first, the deny-list's lock, shared, held until this batch's transaction ends.
+
+        Why: a push reads the team's deny-list when it begins and keeps what it matches out; a `forget
+        --team` that ran while the push was under way found none of the value in the team store (the
+        push's batch had not committed yet), and the batch then wrote it: it stayed for good. record_deny
+        takes the lock exclusively and only then does the forget look for the value, so a batch either
+        commits before the entry is recorded (the forget finds its rows and deletes them) or reads the
+        entry here."""
+        self.conn.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))", (_DENY_LOCK, self.project))
+        if screen is None:
+            return rows
+        late = self.deny_entries(besides=screen.known())
+        if not late:
+            return rows
+        doomed = screen.refused(self, late, rows)
+        if not doomed:
+            return rows
+        counts.denied = len({row[0] for row in rows if row[0] in doomed})
+        return [row for row in rows if row[0] not in doomed]
 
     def _copy_types(self) -> list[int | str]:
         """PUSH_COLUMNS' COPY types, a binary dumper for vectors registered on this connection (once)."""
@@ -2092,12 +2139,13 @@ class TeamStore:
 
     # ---------------------------------------------------------------------------------------- forget
 
-    def deny_entries(self) -> list[dict[str, Any]]:
-        """The team's deny-list entries for this project (JSON objects as forget keeps them)."""
+    def deny_entries(self, *, besides: Collection[str] = ()) -> list[dict[str, Any]]:
+        """The team's deny-list entries for this project (JSON objects as forget keeps them), but those
+        whose key is among BESIDES."""
         rows = self.conn.execute(
             "SELECT key, kind, ignore_case, spec::text, created_at FROM deny_list WHERE project_id = %s"
-            " ORDER BY created_at, key",
-            (self.project,),
+            " AND NOT (key = ANY(%s)) ORDER BY created_at, key",
+            (self.project, list(besides)),
         ).fetchall()
         return [
             {"key": r[0], "kind": r[1], "ignore_case": r[2], "spec": json.loads(r[3]), "created_at": r[4]}
@@ -2122,25 +2170,38 @@ class TeamStore:
             for row in cur.execute(sql, params):
                 yield row[0], [row[1], row[2], row[3], row[4], row[5]]
 
+    def _insert_deny(self, entry: dict[str, Any], stamp: int) -> None:
+        self.conn.execute(
+            "INSERT INTO deny_list(key, project_id, kind, ignore_case, spec, author, created_at)"
+            " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s) ON CONFLICT (key) DO NOTHING",
+            (
+                entry["key"],
+                self.project,
+                entry["kind"],
+                bool(entry.get("ignore_case", False)),
+                json.dumps(entry["spec"]),
+                self.member,
+                stamp,
+            ),
+        )
+
+    def record_deny(self, entry: dict[str, Any]) -> None:
+        """Record ENTRY in the team deny-list, committed before the forget looks for its value: under the
+        deny-list's lock, exclusively, so it waits for the push batches being written (each holds the lock
+        shared to its commit: the search that follows finds their rows) and every batch after it reads the
+        entry (_screened keeps what it matches out)."""
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DENY_LOCK, self.project))
+            self._insert_deny(entry, now_ms())
+
     def forget(self, entry: dict[str, Any], ids: Sequence[str]) -> int:
-        """Record ENTRY in the team deny-list, delete IDS (and their links), remember them as forgotten and
-        write an audit row (who, when, how many, the entry's key; never the value). One transaction."""
+        """Record ENTRY in the team deny-list (record_deny did, for `forget --team`), delete IDS (and their
+        links), remember them as forgotten and write an audit row (who, when, how many, the entry's key;
+        never the value). One transaction."""
         stamp = now_ms()
         self._counts.clear()
         with self.conn.transaction():
-            self.conn.execute(
-                "INSERT INTO deny_list(key, project_id, kind, ignore_case, spec, author, created_at)"
-                " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s) ON CONFLICT (key) DO NOTHING",
-                (
-                    entry["key"],
-                    self.project,
-                    entry["kind"],
-                    bool(entry.get("ignore_case", False)),
-                    json.dumps(entry["spec"]),
-                    self.member,
-                    stamp,
-                ),
-            )
+            self._insert_deny(entry, stamp)
             removed = 0
             if ids:
                 doomed = sorted(ids)
