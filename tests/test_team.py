@@ -1325,14 +1325,21 @@ def test_team_init_with_a_url_that_cannot_be_used_is_a_usage_error_and_a_refused
     ).read_text(encoding="utf-8")
 
 
+def _as_role(url: str, role: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace("postgres@", f"{role}@")))
+
+
 def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
-    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch, pg_server: Any
 ) -> None:
     """With a role per member (granted the rows, not owning the tables), a large push loaded its rows and
     then crashed (exit 3, "must be owner of table nodes") building the vector index, and so did every later
-    push of that member, in every project."""
-    from urllib.parse import urlsplit, urlunsplit
-
+    push of that member, in every project. And with only the README's grants (the tables and sequences),
+    `team init` and every push failed on PostgreSQL 15+, which grants no one CREATE on schema public: each
+    ran `CREATE TABLE IF NOT EXISTS team_schema`, and the advice repeated the grants the member had."""
     from nexusmem.store.team import connect
 
     (alice,) = joined_members(tmp_path, origin, team_url, "alice")
@@ -1341,13 +1348,12 @@ def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     try:
         conn.execute("DROP ROLE IF EXISTS bob_member")
         conn.execute("CREATE ROLE bob_member LOGIN")
-        conn.execute("GRANT ALL ON SCHEMA public TO bob_member")
+        # The README's grants, and nothing on the schema.
         conn.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO bob_member")
         conn.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO bob_member")
     finally:
         conn.close()
-    parts = urlsplit(team_url)
-    as_bob = urlunsplit(parts._replace(netloc=parts.netloc.replace("postgres@", "bob_member@")))
+    as_bob = _as_role(team_url, "bob_member")
     bob = make_member(tmp_path, "bob", origin)
     bob.run("sync", "--quiet")
     bob.run("team", "init", "--url", as_bob)
@@ -1359,6 +1365,23 @@ def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     assert bob.json("team", "push")["added"] == 0  # and the next push works too
     # The owner's next push builds what was left.
     assert alice.json("team", "push")["index_built"] is True and _index_ready(team_url)
+    # A schema change (a store one version behind this NexusMem) is the owner's to make: the member's push
+    # says so, and whose role can.
+    from nexusmem.store.team import LATEST
+
+    _team_rows(team_url, f"DELETE FROM team_schema WHERE version = {LATEST} RETURNING version")
+    behind = bob.run("team", "push", ok=False)
+    assert behind.exit_code == 1, behind.output
+    assert f"the team store is at schema {LATEST - 1} and this NexusMem needs {LATEST}" in behind.output
+    assert "only the tables' owner (postgres) can make that change" in behind.output, behind.output
+    alice.run("team", "push")
+    assert bob.json("team", "push")["added"] == 0
+    # A database nobody set up: creating the tables takes CREATE on the schema, and the error says so.
+    fresh = bob.run("team", "init", "--url", _as_role(pg_server.new_database(), "bob_member"), ok=False)
+    assert fresh.exit_code == 1, fresh.output
+    assert "permission denied for schema public" in fresh.output, fresh.output
+    assert "role bob_member lacks CREATE on schema public" in fresh.output, fresh.output
+    assert "GRANT CREATE ON SCHEMA public TO bob_member" in fresh.output, fresh.output
 
 
 def test_doctor_names_a_post_commit_push_that_failed(tmp_path: Path, origin: Path, team_url: str) -> None:

@@ -792,24 +792,37 @@ def schema_version_of(conn: Any) -> int:
     return int(row[0] or 0) if row else 0
 
 
+def _newer(current: int) -> StoreError:
+    return StoreError(
+        f"the team store's schema is version {current}, newer than this NexusMem ({LATEST}): upgrade NexusMem"
+    )
+
+
 def migrate(conn: Any) -> list[int]:
     """Apply the missing migrations, one transaction each, under an advisory lock (two members' first
-    pushes may arrive together); returns the versions applied."""
+    pushes may arrive together); returns the versions applied. A store already at this release's schema is
+    only read: a member whose role was granted the team tables' rows and nothing more (PostgreSQL 15 and
+    later grant no one CREATE on schema public) opens it; `CREATE TABLE IF NOT EXISTS` takes CREATE on the
+    schema even when the table is there."""
     psycopg = driver()
     applied: list[int] = []
+    current = 0
     try:
+        current = schema_version_of(conn)
+        if current > LATEST:
+            raise _newer(current)
+        if current == LATEST:
+            return applied
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS team_schema(version int PRIMARY KEY, name text NOT NULL,"
-                " applied_at bigint NOT NULL)"
-            )
-            current = schema_version_of(conn)
-            if current > LATEST:
-                raise StoreError(
-                    f"the team store's schema is version {current}, newer than this NexusMem ({LATEST}):"
-                    " upgrade NexusMem"
+            if current == 0:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS team_schema(version int PRIMARY KEY, name text NOT NULL,"
+                    " applied_at bigint NOT NULL)"
                 )
+            current = schema_version_of(conn)  # again, under the lock: another member may have migrated
+            if current > LATEST:
+                raise _newer(current)
             for version, name, sql in MIGRATIONS:
                 if version <= current:
                     continue
@@ -821,15 +834,9 @@ def migrate(conn: Any) -> list[int]:
                 applied.append(version)
     except psycopg.errors.InsufficientPrivilege as exc:
         first = str(exc).splitlines()[0]
-        if "extension" in first:
-            # pgvector is not a trusted extension: owning the database is not enough to create it.
-            advice = "a superuser must run `CREATE EXTENSION vector;` in this database once"
-        else:
-            advice = (
-                "the first member to set it up needs CREATE on the database; the others, rights on its tables"
-                " (`GRANT ALL ON ALL TABLES IN SCHEMA public TO <role>`, and on its sequences)"
-            )
-        raise StoreError(f"cannot set up the team store: {first} ({advice})") from None
+        raise StoreError(
+            f"cannot set up the team store: {first} ({_grant_advice(conn, first, current)})"
+        ) from None
     except psycopg.errors.FeatureNotSupported as exc:
         raise StoreError(f"cannot set up the team store: {str(exc).splitlines()[0]}") from None
     except (
@@ -863,6 +870,53 @@ def migrate(conn: Any) -> list[int]:
             " install pgvector on the server (https://github.com/pgvector/pgvector)"
         ) from None
     return applied
+
+
+def _grant_advice(conn: Any, refused: str, current: int) -> str:
+    """What the role CONN logs in as lacks for the migration the server REFUSED (its first line), the store
+    being at schema CURRENT (0: never set up), and who or what grant gives it."""
+    if "extension" in refused:
+        # pgvector is not a trusted extension: owning the database is not enough to create it.
+        return "a superuser must run `CREATE EXTENSION vector;` in this database once"
+    try:
+        row = conn.execute(
+            "SELECT current_user, current_schema(), current_schema() IS NOT NULL"
+            " AND has_schema_privilege(current_schema(), 'CREATE'),"
+            " (SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = to_regclass('nodes'))"
+        ).fetchone()
+    except driver().Error:
+        row = None
+    role, schema, may_create, owner = row if row else ("<role>", None, True, None)
+    where = schema or "<the team's schema>"
+    what = (
+        "setting up the team store creates its tables"
+        if current == 0
+        else f"the team store is at schema {current} and this NexusMem needs {LATEST}, which changes its tables"
+    )
+    tables = (
+        f"the other members need only rights on its tables (`GRANT ALL ON ALL TABLES IN SCHEMA {where} TO"
+        " <role>`, and on its sequences)"
+    )
+    if "permission denied for table" in refused or "permission denied for sequence" in refused:
+        return (
+            f"role {role} has no rights on the team tables: their owner{f' ({owner})' if owner else ''} grants"
+            f" them (`GRANT ALL ON ALL TABLES IN SCHEMA {where} TO {role}` and `GRANT ALL ON ALL SEQUENCES IN"
+            f" SCHEMA {where} TO {role}`)"
+        )
+    if current and owner and owner != role:
+        # An upgrade changes the tables (and their triggers' functions): CREATE on the schema is not enough.
+        return (
+            f"{what}: only the tables' owner ({owner}) can make that change; they run `nexusmem team push`"
+            f" (or `team init`) once with this NexusMem, or every member logs in as one owner role (`GRANT"
+            f" {owner} TO {role}`)"
+        )
+    if not may_create:
+        holder = f" (the tables' owner, {owner})" if owner else ""
+        return (
+            f"{what}: role {role} lacks CREATE on schema {where}. Grant it (`GRANT CREATE ON SCHEMA {where} TO"
+            f" {role}`), or have a role that holds it{holder} run `nexusmem team init` once; {tables}"
+        )
+    return f"{what}; the first member to set it up needs CREATE on schema {where}; {tables}"
 
 
 def _vector_schema(conn: Any) -> str:
