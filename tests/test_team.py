@@ -731,6 +731,62 @@ def test_when_a_name_was_added_is_answered_from_the_team_store(
     assert items[0]["recorded_by"] == "alice@example.com"
 
 
+def identity_of(member: Member, title: str) -> str:
+    """The id of the node titled TITLE in MEMBER's memory."""
+    found = member.json("query", title)["items"]
+    return str(next(item["id"] for item in found if item["title"] == title))
+
+
+def test_query_team_keeps_this_memorys_notes_and_its_first_holder_first(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`query --team` (and MCP scope "team") dropped every note of the local answer ("first change that holds
+    qz_blit_stride: …", "HEAD is …, memory is at …"), and the first change that holds a name, which this
+    memory's answer puts first, could come second behind the team store's own first item."""
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
+    stride = "".join(f"int layer_{n}_depth = {n};\n" for n in range(30)) + "int qz_blit_stride = 64;\n"
+    first = alice.commit("Tune the compositor", {"blit.c": stride})
+    # Rebased onto it, written two days before: by author time alone it would be where the name began.
+    two_days_ago = time.strftime("%Y-%m-%dT%H:%M:%S+0000", time.gmtime(time.time() - 2 * 86400))
+    (alice.repo / "check.c").write_text("assert(qz_blit_stride % 16 == 0);\n" * 3, encoding="utf-8")
+    with alice.active():
+        git(alice.repo, "add", "-A")
+        subprocess.run(
+            ["git", "commit", "-q", "-m", "Check qz_blit_stride alignment in the blitter"],
+            cwd=alice.repo,
+            env={**os.environ, "GIT_AUTHOR_DATE": two_days_ago},
+            check=True,
+        )
+        git(alice.repo, "push", "-q", "origin", "HEAD")
+    alice.run("sync", "--quiet", "--no-embed")
+    # alice vouches for the change that added it: bob's answer shows the team's copy, which carries her
+    # verdict, at the place the team's list gave it (which, by author time, put the later change first).
+    alice.run("review", identity_of(alice, "Tune the compositor"), "--verify")
+    alice.run("team", "push")
+    # As a push from a shallow clone leaves it: the team store knows no commit's place in the history.
+    _team_rows(team_url, "DELETE FROM commit_generations RETURNING sha")
+    with bob.active():
+        git(bob.repo, "pull", "-q")
+    bob.run("sync", "--quiet", "--no-embed")
+    bob.commit("Unrelated README tweak", {"NOTES.md": "notes\n"})  # not synced: HEAD moved since
+    question = "where did qz_blit_stride come from?"
+    local = bob.json("query", question)
+    assert local["items"][0]["title"] == "Tune the compositor", [i["title"] for i in local["items"]]
+    said = f"first change that holds qz_blit_stride: {first[:10]}"
+    assert said in local["notes"] and any("HEAD" in n for n in local["notes"]), local["notes"]
+    both = bob.json("query", "--team", question)
+    assert [n for n in local["notes"] if n not in both["notes"]] == [], (local["notes"], both["notes"])
+    assert not any(n.startswith("first change that holds") and n != said for n in both["notes"]), both
+    top = both["items"][0]
+    assert top["title"] == "Tune the compositor" and top["verdict_by"] == "alice@example.com", both["items"]
+    # MCP scope "team" answers through the same code.
+    from nexusmem import team as team_mod
+
+    with bob.active():
+        answer = team_mod.query(project.load(bob.repo), question, budget=2000)
+    assert said in answer.notes and answer.items[0].title == "Tune the compositor"
+
+
 def test_the_teams_newest_commits_answer_what_was_the_last_commit(
     tmp_path: Path, origin: Path, team_url: str
 ) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -496,7 +497,10 @@ def _fuse_and_pack(
     since: int | None = None,
     until: int | None = None,
     author: str | None = None,
+    first: Sequence[str] = (),
 ) -> None:
+    """Fuse SEARCHED's ranked lists by position and pack them into RESULT. FIRST: ids a rule put first on
+    purpose (query.pinned), kept first in that order whatever their place in the other lists."""
     listed_by = [s for s in searched if s.listing]
     behind = weak_behind(searched)
     # "What failed today" across projects: one note, said once (the window is the same everywhere).
@@ -534,12 +538,20 @@ def _fuse_and_pack(
     listing_notes = [merged_listing_note(note, [e[4] for e in listed]) for note in listing_notes]
     result.notes += listing_notes
     result.notes += project_notes(searched, behind, said=result.notes)
-    first = listed + pinned
-    if first:
+    lead = listed + pinned
+    if lead:
         top = entries[0][0]
-        lifted = [(query.above(top, len(first), k), *e[1:]) for k, e in enumerate(first)]
-        taken = {(e[2], e[3]) for e in first}
+        lifted = [(query.above(top, len(lead), k), *e[1:]) for k, e in enumerate(lead)]
+        taken = {(e[2], e[3]) for e in lead}
         entries = lifted + [e for e in entries if (e[2], e[3]) not in taken]
+    if first and entries:
+        order = {node_id: k for k, node_id in enumerate(dict.fromkeys(first))}
+        ahead = sorted((e for e in entries if e[3] in order), key=lambda e: (order[e[3]], e[2]))
+        if ahead:
+            top = entries[0][0]
+            entries = [(query.above(top, len(ahead), k), *e[1:]) for k, e in enumerate(ahead)] + [
+                e for e in entries if e[3] not in order
+            ]
 
     # Two clones of one repository (or this memory and the team store) share a namespace and so node ids: an
     # item appears once, from the list that ranked it best, unless that copy has no verdict and another has

@@ -2289,22 +2289,12 @@ def run(
     scored, counts = found.scored, found.counts
     asked = found.question
     result = QueryResult(
-        query=asked.text, budget=budget, projects=[project], notes=list(asked.notes), query_cut=asked.cut
+        query=asked.text,
+        budget=budget,
+        projects=[project],
+        notes=answer_notes(store, found, as_of=as_of, root=root),
+        query_cut=asked.cut,
     )
-    early = as_of_note(store, as_of)
-    if early:
-        result.notes.append(early)
-    moved = head_note(store, root)
-    if moved:
-        result.notes.append(moved)
-    stopped = unfinished_note(root)
-    if stopped:
-        result.notes.append(stopped)
-    if found.terms.dropped:
-        result.notes.append(
-            f"searched the {len(found.terms.counted)} rarest known words of the question"
-            f" ({found.terms.dropped} left out)"
-        )
     result.matched, result.bm25_matched, result.vector_matched = (
         counts["matched"],
         counts["bm25"],
@@ -2342,6 +2332,39 @@ def run(
         result.notes.append(NEVER_SYNCED_NOTE)
     result.tokens_used = used + header_tokens(result)  # the header as `render` prints it, with every note
     return result
+
+
+def answer_notes(store: SearchStore, found: Retrieved, *, as_of: int | None, root: Path | None) -> list[str]:
+    """The notes of STORE's answer FOUND (retrieve's) said before its items: what the question's rules found
+    or did ("first change that holds X: …", a listing), an as-of before the first recording, HEAD moved
+    since the last sync of ROOT's memory, a sync stopped, words left out. `query --team` says this memory's
+    as its own answer does."""
+    notes = list(found.question.notes)
+    for note in (as_of_note(store, as_of), head_note(store, root), unfinished_note(root)):
+        if note:
+            notes.append(note)
+    if found.terms.dropped:
+        notes.append(
+            f"searched the {len(found.terms.counted)} rarest known words of the question"
+            f" ({found.terms.dropped} left out)"
+        )
+    return notes
+
+
+def pinned(found: Retrieved) -> list[str]:
+    """The ids FOUND's rules put first on purpose, in its order: its `answered_by` node (an upgrade guide's
+    section, a release's changelog, the commit a pasted sha names), or for the first or last change that
+    holds a name (a sha) that commit and its diffs. None for a listing (the failures or newest work of a
+    time: fused newest first), nor for what was run next (`answered_by` is the command it follows, and each
+    store finds the commands its own members ran)."""
+    by = found.answered_by
+    if by is None or by in found.listing or found.question.then is not None:
+        return []
+    return [
+        node.id
+        for node, _ in found.scored
+        if node.id == by or (node.kind in ("git_commit", "code_diff") and node.ref.split(":", 1)[0] == by)
+    ]
 
 
 def filtered_out_note(

@@ -27,13 +27,28 @@ def _searched(
     window: tuple[int | None, int | None, int | None],
     settings: rank.Settings,
     author: str | None,
-) -> tuple[multi._Searched, dict[str, int]]:
+) -> tuple[multi._Searched, query.Retrieved]:
     as_of, since, until = window
     found = query.retrieve(
         store, text, as_of=as_of, since=since, until=until, settings=settings, author=author
     )
     target = multi.Target(name=name, root=root, db=store.path)
-    return multi.searched_from(index, target, store, found), found.counts
+    return multi.searched_from(index, target, store, found), found
+
+
+def _notes(local: SearchStore, found: list[query.Retrieved], as_of: int | None, root: Path) -> list[str]:
+    """This memory's notes as its own answer gives them (query.answer_notes: what a rule found, HEAD moved
+    since the last sync, ...), then the team store's question notes it did not say: none twice, and none of
+    the team's that says the same thing of something else ("first change that holds X: <another sha>"),
+    since this memory's answer is the one put first. A listing's note is said once, by the fusion."""
+    listing = {f.listing_note for f in found if f.listing_note}
+    notes = [n for n in query.answer_notes(local, found[0], as_of=as_of, root=root) if n not in listing]
+    heads = {note.split(": ", 1)[0] for note in notes}
+    for other in found[1:]:
+        for note in other.question.notes:
+            if note not in listing and note not in notes and note.split(": ", 1)[0] not in heads:
+                notes.append(note)
+    return notes
 
 
 def search(
@@ -54,21 +69,23 @@ def search(
     """Answer TEXT from LOCAL and TEAM (None: unreachable; TEAM_NOTE then says why, as one note line);
     AUTHOR (nexusmem.authors) keeps the commands of that author in both lists."""
     asked = query.prepare(text)
-    result = multi.MultiResult(query=asked.text, budget=budget, notes=list(asked.notes), query_cut=asked.cut)
-    if team_note:
-        result.notes.append(team_note)
+    result = multi.MultiResult(query=asked.text, budget=budget, query_cut=asked.cut)
     filters = (as_of, since, until)
     searched = []
-    counted: list[dict[str, int]] = []
+    found: list[query.Retrieved] = []
     stores: list[tuple[str, SearchStore]] = [(project, local)]
     if team is not None:
         stores.append((TEAM_NAME, team))
     for index, (name, store) in enumerate(stores):
-        one, counts = _searched(index, name, str(root), store, text, filters, settings, author)
+        one, answer = _searched(index, name, str(root), store, text, filters, settings, author)
         searched.append(one)
+        found.append(answer)
         result.projects.append(name)
         result.roots.append(str(root))
-        counted.append(counts)
+    counted = [answer.counts for answer in found]
+    result.notes = _notes(local, found, as_of, root)
+    if team_note:
+        result.notes.append(team_note)
     # What both hold counts once.
     result.matched, result.bm25_matched, result.vector_matched = multi.distinct_counts(searched, counted)
     if team is not None and getattr(team, "knn_skipped", False):
@@ -76,7 +93,10 @@ def search(
             "the team store is still indexing a large push's vectors: its nodes are matched by words only"
         )
     result.weak = all(s.weak for s in searched)
-    multi._fuse_and_pack(result, searched, text, budget, as_of, since, until, author)
+    # What a rule put first on purpose stays first, as in this memory's own answer ("where did X come
+    # from?": the first change that holds it), then the team's when this memory's rules pinned nothing.
+    first = next((ids for ids in map(query.pinned, found) if ids), [])
+    multi._fuse_and_pack(result, searched, text, budget, as_of, since, until, author, first=first)
     return result
 
 
