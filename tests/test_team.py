@@ -1191,6 +1191,53 @@ def test_a_push_behind_a_transaction_left_open_elsewhere_gives_up_and_says_so(
     assert "Retry uploads with backoff" in titles, titles
 
 
+def _member_role(team_url: str, role: str) -> str:
+    """A login ROLE granted what the README's role-per-member set-up grants; its URL to TEAM_URL's database."""
+    from nexusmem.store.team import connect
+
+    conn = connect(team_url)
+    try:
+        conn.execute(f"DROP ROLE IF EXISTS {role}")
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        conn.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    finally:
+        conn.close()
+    return _as_role(team_url, role)
+
+
+def test_a_push_behind_another_roles_transaction_left_open_gives_up_and_says_whose(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """A lock held by a session of another role idle in its transaction (a DBA's psql: `BEGIN; LOCK TABLE
+    nodes IN ACCESS EXCLUSIVE MODE;`) held a member's push (the post-commit one too) forever, saying
+    nothing: the watchdog read the holder's state, which PostgreSQL shows another role only with
+    pg_read_all_stats (NULL), and took it for work."""
+    import psycopg
+
+    joined_members(tmp_path, origin, team_url, "alice")  # the owner set the store up
+    carol = make_member(tmp_path, "carol", origin)
+    carol.run("sync", "--quiet")
+    carol.run("team", "init", "--url", _member_role(team_url, "carol_member"))
+    with psycopg.connect(team_url, application_name="psql") as dba:  # not autocommit: left open
+        dba.execute("LOCK TABLE nodes IN ACCESS EXCLUSIVE MODE")
+        began = time.monotonic()
+        env = {**os.environ, **carol.env(), "NEXUSMEM_TEAM_SILENCE_SECONDS": "1"}
+        done = nexusmem(env, "-C", str(carol.repo), "team", "push")
+        took = time.monotonic() - began
+        holder = dba.info.backend_pid
+        dba.rollback()
+    assert done.returncode == 1 and "interrupted after 3 retries" in done.stderr, done.stderr
+    assert f"session {holder} of role postgres" in done.stderr, done.stderr
+    assert "whose state is not visible to this role" in done.stderr, done.stderr
+    assert f"pg_terminate_backend({holder})" in done.stderr, done.stderr
+    # Bounded as for a session of the member's own role: three silences and one (4 s here) on the first
+    # attempt, and a silence on each retry, which knows the holder already.
+    assert took < 30, took
+    carol.run("team", "push")  # the lock gone, the push finishes
+    assert _team_rows(team_url, "SELECT count(*) FROM nodes WHERE author = 'carol@example.com'") != [(0,)]
+
+
 def test_team_init_on_a_database_it_cannot_set_up_says_why(
     tmp_path: Path, origin: Path, team_url: str, pg_server: Any
 ) -> None:

@@ -648,6 +648,10 @@ def _shut(conn: Any) -> None:
 # IDLE_IN_TRANSACTION_FACTOR). NEXUSMEM_TEAM_SILENCE_SECONDS changes it.
 SILENCE_SECONDS = 10.0
 PROBE_SECONDS = 5.0
+# (URL, server pid) of a session of another role, not NexusMem's, that a watched statement waited on, and
+# when a statement of this process first did (Watchdog._silent): its state cannot be read, so the wait is
+# bounded by how long it has held this command's statements, across the push's retries.
+_HIDDEN_BLOCKERS: dict[tuple[str, int], float] = {}
 
 
 def silence_seconds() -> float:
@@ -743,13 +747,20 @@ class Watchdog:
             # session it waits behind has sat idle in its transaction (NULL when none has; the sessions it
             # waits behind, theirs in turn: an earlier attempt this side cut off still waits in the queue
             # on the server; a member's role sees the states of its own sessions only).
+            # Also the first of them whose state this role may not read (another role's session, without
+            # pg_read_all_stats: its state is NULL) that is not NexusMem's (the server ends one of ours that
+            # sits idle in its transaction), with its role.
             row = probe.execute(
                 "WITH RECURSIVE ahead(pid) AS (SELECT unnest(pg_blocking_pids(%s))"
                 " UNION SELECT unnest(pg_blocking_pids(ahead.pid)) FROM ahead)"
                 " SELECT a.state, extract(epoch FROM clock_timestamp() - a.state_change),"
                 " (SELECT max(extract(epoch FROM clock_timestamp() - b.state_change)) FROM pg_stat_activity b"
-                "  WHERE b.pid IN (SELECT pid FROM ahead) AND b.state LIKE 'idle in transaction%%')"
-                " FROM pg_stat_activity a WHERE a.pid = %s",
+                "  WHERE b.pid IN (SELECT pid FROM ahead) AND b.state LIKE 'idle in transaction%%'),"
+                " h.pid, h.usename"
+                " FROM pg_stat_activity a LEFT JOIN LATERAL (SELECT b.pid, b.usename FROM pg_stat_activity b"
+                "  WHERE b.pid IN (SELECT pid FROM ahead) AND b.state IS NULL"
+                "  AND b.application_name IS DISTINCT FROM 'nexusmem' ORDER BY b.pid LIMIT 1) h ON true"
+                " WHERE a.pid = %s",
                 (self._pid, self._pid),
             ).fetchone()
         except psycopg.Error:
@@ -761,18 +772,32 @@ class Watchdog:
             probe.close()
         if row is None:
             return self._stopped(f"a statement waited {waited:.0f} s on a session the server no longer has")
-        state, idle, stuck = row
+        state, idle, stuck, hidden, role = row
         if state and str(state).startswith("idle") and idle is not None and float(idle) >= self._seconds:
             return self._stopped(
                 f"a statement waited {waited:.0f} s that never reached it (its session sat idle)"
             )
-        if stuck is not None and float(stuck) >= idle_in_transaction_seconds() + self._seconds:
+        bound = idle_in_transaction_seconds() + self._seconds
+        if stuck is not None and float(stuck) >= bound:
             return (
                 f"the team store {self._label} holds a lock nobody will release: a statement waited"
                 f" {waited:.0f} s on a session that has sat idle in its transaction for {float(stuck):.0f} s"
                 " (a client cut off mid-transaction, or a transaction left open). Its owner, or the"
                 " server's administrator (pg_terminate_backend), can end it"
             )
+        if hidden is not None:
+            # How long it has held us cannot be read from its state: from when a statement of this command
+            # (this attempt's, or an earlier attempt's of the same push) first waited on it.
+            since = _HIDDEN_BLOCKERS.setdefault((self._url, int(hidden)), time.monotonic() - waited)
+            held = time.monotonic() - since
+            if held >= bound:
+                return (
+                    f"the team store {self._label} holds a lock this role cannot see the holder of: statements"
+                    f" waited {held:.0f} s on session {int(hidden)} of role {role or '?'}, which is not"
+                    " NexusMem's and whose state is not visible to this role (reading it takes"
+                    " pg_read_all_stats): a transaction left open (a psql) or a long job. Its owner, or the"
+                    f" server's administrator (`SELECT pg_terminate_backend({int(hidden)})`), can end it"
+                )
         return ""
 
 
