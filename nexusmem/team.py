@@ -599,6 +599,12 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
                 senders.finish()
             finally:
                 senders.close()
+            if report.bulk and not report.added:
+                # What it sent, the team held already (another member pushed the same history meanwhile):
+                # no generation of graphs over nothing, counted against MAX_GENERATIONS for good.
+                gen = report.generation
+                _retrying(lambda t: t.drop_generation(gen), team, reopen, report)
+                report.bulk, report.generation = False, 0
             report.graph = _retrying(
                 lambda t: _push_generations(t, local, key, proj.root), team, reopen, report
             )
@@ -607,8 +613,10 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             report.links = _retrying(lambda t: t.push_links(links), team, reopen, report)
             verdicts = local.verdicts()
             report.verdicts = _retrying(lambda t: t.push_verdicts(verdicts), team, reopen, report)
-            # After a bulk load, and after a bulk push that died before its build: build HNSW in one pass
-            # (it ANALYZEs too).
+            # Generations a push left empty (its link went silent before its first batch; before this
+            # release, one whose rows another member had pushed first) go; then, after a bulk load, and
+            # after a bulk push that died before its build: build HNSW in one pass (it ANALYZEs too).
+            _retrying(lambda t: t.reclaim_empty_generations(), team, reopen, report)
             report.index_built = _retrying(
                 lambda t: not t.vector_index_ready() and t.build_vector_index(), team, reopen, report
             )

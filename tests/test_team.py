@@ -430,6 +430,83 @@ def test_a_killed_bulk_push_leaves_no_index_and_the_next_push_builds_it(
     ]
 
 
+def test_a_bulk_push_that_adds_nothing_leaves_no_vector_generation_and_empty_ones_are_reclaimed(
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two members pushing the same history at once each made a vector generation, and the second's held no
+    row ("0 new … built the team's vector (HNSW) graphs … (vector generation 2)"); a bulk push whose link
+    went silent before its first batch left one unbuilt ("vector index missing"). Both stayed for good,
+    counted against the twelve generations a store may hold."""
+    import threading
+
+    from nexusmem import team as team_mod
+    from nexusmem.store.team import TeamStore
+
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
+    _big_history(alice, 30, embed=True)
+    with alice.active():
+        git(alice.repo, "push", "-q", "origin", "HEAD")
+    with bob.active():
+        git(bob.repo, "pull", "-q")
+    bob.run("sync", "--quiet")
+    monkeypatch.setenv("NEXUSMEM_TEAM_BULK_MIN", "20")
+    # alice's push has made its generation and waits before its first batch; bob pushes the same history.
+    reached, go = threading.Event(), threading.Event()
+    original = TeamStore.push_batch
+
+    def push_batch(self: TeamStore, rows: Any, gen: Any = None, **kw: Any) -> Any:
+        if not reached.is_set():
+            reached.set()
+            assert go.wait(60)
+        return original(self, rows, gen, **kw)
+
+    monkeypatch.setattr(TeamStore, "push_batch", push_batch)
+    done: dict[str, Any] = {}
+
+    def push() -> None:
+        with alice.active():
+            done["report"] = team_mod.push(project.load(alice.repo))
+
+    pushing = threading.Thread(target=push)
+    pushing.start()
+    try:
+        assert reached.wait(60), "alice's push never reached its batch"
+        loading = _team_rows(team_url, "SELECT gen FROM vector_gens WHERE gen <> 0")
+        assert len(loading) == 1, loading
+        out, err = _push_script(bob).communicate(timeout=120)
+        # bob's push left the generation alice's live push is loading alone.
+        assert _team_rows(team_url, f"SELECT count(*) FROM vector_gens WHERE gen = {loading[0][0]}") == [(1,)]
+    finally:
+        go.set()
+        pushing.join(120)
+    theirs = json.loads(out)
+    assert theirs["bulk"] is True and theirs["added"] > 20, (theirs, err)
+    mine = done["report"]
+    assert mine.added == 0 and mine.bulk is False and mine.generation == 0, mine.to_json()
+    assert "vector generation" not in mine.describe() and "built the team's vector" not in mine.describe()
+    empty = "SELECT gen FROM vector_gens g WHERE gen <> 0 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.gen = g.gen)"
+    assert _team_rows(team_url, empty) == []
+    assert _team_rows(team_url, "SELECT gen FROM vector_gens ORDER BY gen") == [(0,), (theirs["generation"],)]
+    assert _index_ready(team_url)
+    monkeypatch.setattr(TeamStore, "push_batch", original)
+
+    # A bulk push cut off after it made its generation, before its first batch: `team status` reclaims it.
+    project_id = str(_team_rows(team_url, "SELECT project_id FROM nodes LIMIT 1")[0][0])
+    with TeamStore.open(team_url, project_id, "alice@example.com", "test") as store:
+        assert store.begin_bulk()
+    status = alice.json("team", "status")
+    assert status["vector_generations"] == 2 and status["vector_index"] is True, status
+    # One an older release built over no row (ready, its graphs empty): the next push reclaims it.
+    with TeamStore.open(team_url, project_id, "alice@example.com", "test") as store:
+        assert store.begin_bulk() and store.build_vector_index()
+        old = store.conn.execute("SELECT max(gen) FROM vector_gens").fetchone()[0]
+    assert _index_ready(team_url) and len(_team_rows(team_url, "SELECT gen FROM vector_gens")) == 3
+    bob.json("team", "push")
+    assert _team_rows(team_url, "SELECT gen FROM vector_gens ORDER BY gen") == [(0,), (theirs["generation"],)]
+    graphs = f"SELECT relname FROM pg_class WHERE relname LIKE 'nodes\\_emb\\_%\\_g{old}'"
+    assert _team_rows(team_url, graphs) == []
+
+
 def test_concurrent_pushes_converge_to_one_set(tmp_path: Path, origin: Path, team_url: str) -> None:
     alice, bob, carol = joined_members(tmp_path, origin, team_url, "alice", "bob", "carol")
     for member in (alice, bob, carol):

@@ -1843,6 +1843,8 @@ class TeamStore:
         if self.schema_version() < 4:
             return False
         held = self.conn.execute("SELECT count(*) FROM vector_gens").fetchone()
+        if held and int(held[0]) >= MAX_GENERATIONS and self.reclaim_empty_generations():
+            held = self.conn.execute("SELECT count(*) FROM vector_gens").fetchone()
         if held and int(held[0]) >= MAX_GENERATIONS:
             self.bulk_refused = (
                 f"the team store holds {int(held[0])} vector generations (the most a question searches is"
@@ -1852,14 +1854,102 @@ class TeamStore:
         with self.conn.transaction():
             row = self.conn.execute("SELECT nextval('vector_gen_seq')").fetchone()
             gen = int(row[0])
+            # Held (shared: this push's senders write into it under the same lock) from before anyone can
+            # see the generation, so reclaim_empty_generations never takes it for one a push left empty.
+            self.conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", (_GEN_LOCK, gen))
             self.conn.execute(
                 "INSERT INTO vector_gens(gen, member, created_at, ready) VALUES (%s, %s, %s, false)",
                 (gen, self.member, now_ms()),
             )
-        self.conn.execute("SELECT pg_advisory_lock(%s, %s)", (_GEN_LOCK, gen))
         self.push_gen = gen
         self._forget_generations()
         return True
+
+    def reclaim_empty_generations(self) -> int:
+        """Drop every vector generation that holds no row and that no live push is loading (its graphs,
+        its row in vector_gens); returns how many. Why: a generation counts against MAX_GENERATIONS, and
+        an empty one stayed for good: two members pushing the same history at once each made one and the
+        second's held nothing; a bulk push whose link went silent before its first batch left one unbuilt
+        ("vector index missing"). Those a push has just made are dropped by the push (drop_generation).
+
+        Candidates are read cheaply (a generation not built, or whose graphs index no row: pg_class), and
+        each is then taken exclusively under its lock (a loading push holds it shared, and so does each of
+        its batches while it writes) and looked at: only one with no row goes."""
+        if self.schema_version() < 4:
+            return 0
+        dropped = 0
+        # Graphs of a generation no longer listed (its row deleted by a role that could not drop them), read
+        # before the generations: a generation's row is committed before its graphs are built.
+        names = [
+            str(r[0])
+            for r in self.conn.execute(
+                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                " WHERE i.indrelid = to_regclass('nodes') AND c.relname ~ '^nodes_emb_[a-z]+_g[0-9]+$'"
+            ).fetchall()
+        ]
+        rows = self.conn.execute(
+            "SELECT g.gen, g.ready, (SELECT max(c.reltuples) FROM pg_class c WHERE c.oid IN ("
+            + ", ".join(f"to_regclass('{graph_index(graph, None)}_g' || g.gen)" for graph, _ in GRAPHS)
+            + ")) FROM vector_gens g WHERE g.gen <> 0 ORDER BY g.gen"
+        ).fetchall()
+        listed = {int(r[0]) for r in rows}
+        orphans = [n for n in names if int(n.rsplit("_g", 1)[1]) not in listed | {0}]
+        for name in orphans:
+            self._drop_graph(name)
+        for gen, ready, tuples in rows:
+            number = int(gen)
+            if number == self.push_gen or (ready and tuples is not None and float(tuples) > 0):
+                continue
+            got = self.conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_GEN_LOCK, number)).fetchone()
+            if not (got and got[0]):
+                continue  # a push is loading into it
+            try:
+                held = self.conn.execute("SELECT EXISTS (SELECT 1 FROM nodes WHERE gen = %s)", (number,))
+                row = held.fetchone()
+                if row and not row[0]:
+                    self._drop_generation(number)
+                    dropped += 1
+            finally:
+                self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_GEN_LOCK, number))
+        if dropped:
+            self._forget_generations()
+        return dropped
+
+    def drop_generation(self, gen: int) -> None:
+        """Drop GEN, the generation this push made, which it did not write a row into (what it sent, another
+        member had sent first), instead of building graphs over nothing."""
+        if not gen:
+            return
+        got = self.conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_GEN_LOCK, gen)).fetchone()
+        if not (got and got[0]):
+            return  # a batch of it is being written still (never, once the push has settled them all)
+        try:
+            self._drop_generation(gen)
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_GEN_LOCK, gen))
+        if gen == self.push_gen:
+            self.conn.execute("SELECT pg_advisory_unlock_shared(%s, %s)", (_GEN_LOCK, gen))
+            self.push_gen = 0
+        self._forget_generations()
+
+    def _drop_generation(self, gen: int) -> None:
+        """Delete generation GEN's row and drop its graphs (the caller holds its lock and knows it empty)."""
+        self.conn.execute("DELETE FROM vector_gens WHERE gen = %s", (gen,))
+        for graph, _kinds in GRAPHS:
+            self._drop_graph(graph_index(graph, gen))
+
+    def _drop_graph(self, name: str) -> None:
+        """Drop the index NAME if it is there, without blocking anyone's reads or writes (CONCURRENTLY, and
+        given up after a moment behind another's build); a role that does not own it leaves it to the
+        owner's next push (an index over a generation no row has costs a few pages)."""
+        errors = driver().errors
+        try:
+            self.conn.execute("SET lock_timeout = '2s'")
+            self.conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        except (errors.InsufficientPrivilege, errors.LockNotAvailable):
+            pass
+        finally:
+            self.conn.execute("RESET lock_timeout")
 
     def build_vector_index(self) -> bool:
         """Build, in one pass each, the graphs of every generation that lacks them: this connection's own
@@ -1906,7 +1996,7 @@ class TeamStore:
                 if locked:
                     self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_GEN_LOCK, number))
         if self.push_gen:
-            self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_GEN_LOCK, self.push_gen))
+            self.conn.execute("SELECT pg_advisory_unlock_shared(%s, %s)", (_GEN_LOCK, self.push_gen))
             self.push_gen = 0
         self._forget_generations()
         if built:
@@ -1941,6 +2031,8 @@ class TeamStore:
         distinct = len({row[0] for row in rows})
         with self.conn.transaction():
             rows = self._screened(rows, screen, counts)
+            if gen and gen_column:
+                gen = self._loading(gen)
             self.conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS nm_push(id text, kind text, source text, natural_key text,"
                 " ref text, title text, body text, words text, ts bigint, signal real, provenance text,"
@@ -1983,6 +2075,15 @@ class TeamStore:
             counts.unchanged = distinct - counts.added - counts.updated - counts.refused - counts.denied
             self._note_member(distinct - counts.denied, stamp)
         return counts
+
+    def _loading(self, gen: int) -> int:
+        """GEN, the vector generation a bulk push loads into, locked (shared) until this batch's
+        transaction ends; 0 (row by row into generation 0's graphs) when it is gone: a push whose connection
+        dropped lost its session's lock, and reclaim_empty_generations may have taken the generation, still
+        empty, for one a push left behind."""
+        self.conn.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", (_GEN_LOCK, gen))
+        row = self.conn.execute("SELECT 1 FROM vector_gens WHERE gen = %s", (gen,)).fetchone()
+        return gen if row else 0
 
     def _screened(
         self, rows: Sequence[Sequence[Any]], screen: DenyScreen | None, counts: PushCounts
@@ -2319,7 +2420,12 @@ class TeamStore:
     # ---------------------------------------------------------------------------------------- status
 
     def status(self) -> dict[str, Any]:
-        """What `team status` shows: nodes by kind, members and their last push, deny entries, size."""
+        """What `team status` shows: nodes by kind, members and their last push, deny entries, size. Vector
+        generations a push left empty are reclaimed first (a role that may not delete rows leaves them)."""
+        try:
+            self.reclaim_empty_generations()
+        except driver().errors.InsufficientPrivilege:
+            pass
         kinds = dict(
             self.conn.execute(
                 "SELECT kind, count(*) FROM nodes WHERE project_id = %s GROUP BY kind ORDER BY kind",
