@@ -361,6 +361,27 @@ def _crlf_checks(name: str, state: git_hooks.HookState) -> list[Check]:
     return checks
 
 
+def _team_push_waits(root: Path) -> list[Check]:
+    """With a team store configured to be pushed to by the post-commit sync (team.autoPush) and no
+    post-commit hook to run it: what waits for a push, which nothing will send by itself."""
+    from nexusmem import project, team
+
+    try:
+        proj = project.load(root)
+        if team.no_auto_push(proj) != "no post-commit hook is installed here":
+            return []
+        count = team.waiting(proj)
+    except (NexusMemError, OSError):
+        return []  # the config's and the store's own checks say what is wrong with them
+    if not count:
+        return []
+    detail = (
+        f"{count:,} shareable node(s) wait for a team push, and no post-commit hook is installed to push them"
+        " (team.autoPush pushes from the post-commit sync)"
+    )
+    return [Check("team", False, detail, "nexusmem team push; nexusmem hook git-post install")]
+
+
 def check_git(root: Path, store_fix: str | None = None, store_locked: bool = False) -> list[Check]:
     """The git hooks' checks; STORE_FIX: check_store's fix for a store a sync cannot use (the auto-sync's
     failure is fixed by that first); STORE_LOCKED: check_store found another process holding it."""
@@ -452,6 +473,8 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
         checks.append(Check("git", False, *git_hooks.elsewhere_text(here, root)))
     # A lost sync hook beside one still there is named by the auto-sync check below.
     checks += [c for n, c in lost.items() if not (auto_syncs and n in git_hooks.SYNC_HOOKS)]
+    if "post-commit" in missing:
+        checks += _team_push_waits(root)
     if auto_syncs and missing:
         # An install from before the auto-sync ran after merges, pulls and `git am` too.
         arrives = {"post-commit": "a commit", "post-merge": "a merge or pull", "post-applypatch": "`git am`"}

@@ -1094,5 +1094,5 @@ def _run_team(
                 root=str(root),
                 files=names,
                 checked=False,
-                reason=f"team store not checked: {unanswered(exc)}",
+                reason=f"team store not checked: {unanswered(exc, store.conn)}",
             )

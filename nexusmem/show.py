@@ -342,6 +342,6 @@ def _from_team(project: Project, ref: str) -> dict[str, Any]:
             if not is_driver_error(exc):
                 raise
             raise team_mod.TeamError(
-                f"the team store {found.label} was not read: {unanswered(exc)}"
+                f"the team store {found.label} was not read: {unanswered(exc, shared.conn)}"
             ) from None
     return {**item, "recorded_by": node.recorded_by, "verdict_by": node.verdict_by}

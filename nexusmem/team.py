@@ -212,6 +212,7 @@ class InitReport:
     stripped_password: bool
     migrated: list[int]
     schema_version: int
+    no_auto_push: str | None = None  # why commits here do not push by themselves (no_auto_push)
 
 
 def init(proj: Project, url: str) -> InitReport:
@@ -247,9 +248,12 @@ def init(proj: Project, url: str) -> InitReport:
     raw["team"] = section
     config.validate(raw, path)
     private.write_atomic(path, (json.dumps(raw, indent=2) + "\n").encode("utf-8"))
+    from nexusmem import project
     from nexusmem.store.team import LATEST
 
-    return InitReport(label, member_name(proj.root, section), had_password, applied, LATEST)
+    report = InitReport(label, member_name(proj.root, section), had_password, applied, LATEST)
+    report.no_auto_push = no_auto_push(project.load(proj.root))
+    return report
 
 
 # ------------------------------------------------------------------------------------------------ push
@@ -996,7 +1000,7 @@ def _kinds_of(team: TeamStore, ids: list[str]) -> dict[str, int]:
 def status(proj: Project) -> dict[str, Any]:
     """The team store's figures for this project, plus this member's side: who, what is shared, how
     many shareable local nodes the next push would send."""
-    from nexusmem.store.team import is_driver_error
+    from nexusmem.store.team import is_driver_error, unanswered
 
     found = require(proj)
     with open_team(proj, found) as team:
@@ -1006,7 +1010,9 @@ def status(proj: Project) -> dict[str, Any]:
             if team.silence:
                 raise TeamError(team.silence) from None
             if is_driver_error(exc):
-                raise TeamError(f"the team store {found.label} did not answer: {_first_line(exc)}") from None
+                raise TeamError(
+                    f"the team store {found.label} was not read: {unanswered(exc, team.conn)}"
+                ) from None
             raise
     with proj.open_store(readonly=True) as local:
         data["pending"] = _pending(local, found, _read_cursor(local, _cursor_key(found, proj)))
@@ -1031,13 +1037,31 @@ def buffers_advice(index_bytes: int, buffers_bytes: int) -> str | None:
 def _pending(local: Store, found: Settings, cursor: tuple[int, int]) -> int:
     """How many shareable local nodes were written since this member's last push."""
     at, seq = cursor
-    count = 0
-    while True:
-        rows = local.written_after(at, seq, PUSH_BATCH)
-        if not rows:
-            return count
-        count += sum(1 for node, *_ in rows if node.kind in found.kinds)
-        at, seq = rows[-1][1], rows[-1][2]
+    return local.count_written_after(at, seq, found.kinds)
+
+
+def no_auto_push(proj: Project) -> str | None:
+    """Why a commit here does not push to the team store by itself (`team.autoPush` off, or no post-commit
+    hook to run the sync that pushes), or None when it does (or no team store is configured)."""
+    from nexusmem.install import git_hooks
+
+    if not proj.config["team"]["url"] and not os.environ.get(ENV_URL, "").strip():
+        return None
+    if not proj.config["team"]["autoPush"]:
+        return "team.autoPush is off in .nexusmem/config.json"
+    state = git_hooks.status("post-commit", proj.root)
+    if state.installed or (state.framework and git_hooks.framework_runs("post-commit", proj.root)):
+        return None
+    return "no post-commit hook is installed here"
+
+
+def waiting(proj: Project) -> int:
+    """How many shareable nodes this memory holds that no push has sent (0 without a team store)."""
+    found = settings(proj)
+    if found is None:
+        return 0
+    with proj.open_store(readonly=True) as local:
+        return _pending(local, found, _read_cursor(local, _cursor_key(found, proj)))
 
 
 def auto_push(root: Path, log: Callable[[str], None]) -> None:
@@ -1104,7 +1128,7 @@ def query(
             raise
         # Connected, but the store did not answer in time (a lock held by a migration or a bulk build) or
         # the connection dropped: the local answer alone, as when the server cannot be reached.
-        return search(None, f"team store not searched: {unanswered(exc)}")
+        return search(None, f"team store not searched: {unanswered(exc, shared.conn)}")
     finally:
         if shared is not None:
             shared.close()

@@ -20,7 +20,7 @@ from nexusmem import paths, project
 
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
-from helpers.team import Member, commit_with_the_server_away, joined_members, make_member
+from helpers.team import Member, as_role, commit_with_the_server_away, joined_members, make_member
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -1280,7 +1280,7 @@ def _member_role(team_url: str, role: str) -> str:
         conn.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
     finally:
         conn.close()
-    return _as_role(team_url, role)
+    return as_role(team_url, role)
 
 
 def test_a_push_behind_another_roles_transaction_left_open_gives_up_and_says_whose(
@@ -1505,13 +1505,6 @@ def test_team_init_with_a_url_that_cannot_be_used_is_a_usage_error_and_a_refused
     ).read_text(encoding="utf-8")
 
 
-def _as_role(url: str, role: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.replace("postgres@", f"{role}@")))
-
-
 def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch, pg_server: Any
 ) -> None:
@@ -1533,7 +1526,7 @@ def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
         conn.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO bob_member")
     finally:
         conn.close()
-    as_bob = _as_role(team_url, "bob_member")
+    as_bob = as_role(team_url, "bob_member")
     bob = make_member(tmp_path, "bob", origin)
     bob.run("sync", "--quiet")
     bob.run("team", "init", "--url", as_bob)
@@ -1557,7 +1550,7 @@ def test_a_member_who_does_not_own_the_tables_still_pushes_in_bulk(
     alice.run("team", "push")
     assert bob.json("team", "push")["added"] == 0
     # A database nobody set up: creating the tables takes CREATE on the schema, and the error says so.
-    fresh = bob.run("team", "init", "--url", _as_role(pg_server.new_database(), "bob_member"), ok=False)
+    fresh = bob.run("team", "init", "--url", as_role(pg_server.new_database(), "bob_member"), ok=False)
     assert fresh.exit_code == 1, fresh.output
     assert "permission denied for schema public" in fresh.output, fresh.output
     assert "role bob_member lacks CREATE on schema public" in fresh.output, fresh.output

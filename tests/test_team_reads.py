@@ -4,8 +4,10 @@ id, and the figures `query --team` and `team status` give."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
-from helpers.team import commit_with_the_server_away, joined_members
+from helpers.team import as_role, commit_with_the_server_away, joined_members, make_member
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -247,3 +249,107 @@ def test_team_status_credits_each_member_with_the_nodes_they_recorded(
     recorded = {m["member"]: m["recorded"] for m in status["members"]}
     assert recorded == {"alice@example.com": 2, "bob@example.com": shared}, status["members"]
     assert sum(recorded.values()) == status["nodes"]
+
+
+def _nexusmem(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [console_script(), *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
+def _admin(team_url: str, *statements: str) -> None:
+    from nexusmem.store.team import connect
+
+    conn = connect(team_url)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    finally:
+        conn.close()
+
+
+def test_a_ci_role_needs_select_only_and_one_without_it_is_told_which_grant(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """A CI role granted nothing got "team store not checked: it did not answer in time (permission denied
+    for table team_schema)": a refused read was reported as a timeout, and README's "In CI" named no grant."""
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    alice.run("team", "push")
+    _admin(team_url, "DROP ROLE IF EXISTS ci_reader", "CREATE ROLE ci_reader LOGIN")
+    ci = make_member(tmp_path, "ci", origin)  # a fresh checkout: no memory of its own
+    env = {**os.environ, **ci.env(), "NEXUSMEM_TEAM_URL": as_role(team_url, "ci_reader")}
+    precheck = ("-C", str(ci.repo), "precheck", "--strict", "--team", "--files", "uploader.py")
+    denied = _nexusmem(env, *precheck)
+    assert denied.returncode == 0, denied.stderr  # advice: a job stays green
+    said = "team store not checked: role ci_reader may not read it (permission denied for table team_schema)"
+    assert said in denied.stderr, denied.stderr
+    assert "GRANT SELECT ON ALL TABLES IN SCHEMA public TO ci_reader" in denied.stderr
+    assert "did not answer in time" not in denied.stderr
+    # The README's grant, and nothing more, is enough.
+    _admin(team_url, "GRANT SELECT ON ALL TABLES IN SCHEMA public TO ci_reader")
+    checked = _nexusmem(env, *precheck, "--json")
+    assert checked.returncode == 0 and "not checked" not in checked.stdout + checked.stderr, checked
+    assert json.loads(checked.stdout)["checked"] is True, checked.stdout
+
+
+def test_a_missing_password_says_where_to_put_one(tmp_path: Path, origin: Path, team_url: str) -> None:
+    """A member whose server asks for a password, with none in PGPASSWORD or ~/.pgpass, was told "team
+    store unreachable: connection failed: … fe_sendauth: no password supplied"."""
+    from nexusmem.store.team import connect
+
+    conn = connect(team_url)
+    try:
+        hba = Path(str(conn.execute("SHOW hba_file").fetchone()[0]))
+    finally:
+        conn.close()
+    before = hba.read_text(encoding="utf-8")
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    alice.run("team", "push")
+    _admin(
+        team_url,
+        "DROP ROLE IF EXISTS pw_member",
+        "CREATE ROLE pw_member LOGIN PASSWORD 'plum-4417-secret'",
+        "GRANT SELECT ON ALL TABLES IN SCHEMA public TO pw_member",
+    )
+    hba.write_text("local all pw_member scram-sha-256\n" + before, encoding="utf-8")
+    try:
+        _admin(team_url, "SELECT pg_reload_conf()")
+        url = as_role(team_url, "pw_member")
+        env = {k: v for k, v in os.environ.items() if k not in ("PGPASSWORD", "PGPASSFILE")}
+        env = {**env, **alice.env(), "NEXUSMEM_TEAM_URL": url}
+        precheck = ("-C", str(alice.repo), "precheck", "--team", "--files", "uploader.py")
+        deadline = time.monotonic() + 10
+        while "asked for a password" not in (asked := _nexusmem(env, *precheck)).stderr:
+            assert time.monotonic() < deadline, asked.stderr  # the server reads pg_hba.conf again
+            time.sleep(0.2)
+        said = "the team store asked for a password and none was given: set PGPASSWORD, or add a line"
+        assert said in asked.stderr and "~/.pgpass" in asked.stderr, asked.stderr
+        init = _nexusmem(env, "-C", str(alice.repo), "team", "init", "--url", url)
+        assert init.returncode == 1 and said in init.stderr, init.stderr
+        given = _nexusmem({**env, "PGPASSWORD": "plum-4417-secret"}, *precheck)
+        assert given.returncode == 0 and "not checked" not in given.stderr, given.stderr
+    finally:
+        hba.write_text(before, encoding="utf-8")
+        _admin(team_url, "SELECT pg_reload_conf()")
+
+
+def test_team_init_says_commits_push_only_with_the_post_commit_hook_and_doctor_names_what_waits(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`team init` said "the post-commit sync pushes from now on" in a clone with no post-commit hook: no
+    commit ever pushed, and doctor said nothing while the commits waited."""
+    dana = make_member(tmp_path, "dana", origin)
+    dana.run("sync", "--quiet")
+    said = dana.run("team", "init", "--url", team_url).stdout
+    assert "the post-commit sync pushes from now on" not in said, said
+    assert "no post-commit hook is installed here" in said and "nexusmem hook git-post install" in said, said
+    dana.commit("Log each upload attempt", {"uploader.py": "LOG = True\n"})
+    dana.run("sync", "--quiet")
+    env = {**os.environ, **dana.env()}
+    doctor = _nexusmem(env, "-C", str(dana.repo), "doctor")
+    assert "shareable node(s) wait for a team push, and no post-commit hook is installed" in doctor.stdout
+    assert "fix: nexusmem team push; nexusmem hook git-post install" in doctor.stdout, doctor.stdout
+    dana.run("hook", "git-post", "install")
+    again = dana.run("team", "init", "--url", team_url).stdout
+    assert "the post-commit sync pushes from now on" in again, again
+    assert "wait for a team push" not in _nexusmem(env, "-C", str(dana.repo), "doctor").stdout

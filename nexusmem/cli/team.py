@@ -53,7 +53,15 @@ def init_cmd(ctx: click.Context, url: str) -> None:
         f" (applied migration(s) {', '.join(map(str, report.migrated))})" if report.migrated else ""
     )
     echo_human(f"team store {report.label}: {setup}; this machine pushes as {report.member}")
-    echo_human("next: `nexusmem team push` (the post-commit sync pushes from now on)")
+    if report.no_auto_push is None:
+        echo_human("next: `nexusmem team push` (the post-commit sync pushes from now on)")
+    elif report.no_auto_push.startswith("no post-commit hook"):
+        echo_human(
+            f"next: `nexusmem team push`; {report.no_auto_push}, so commits do not push by themselves:"
+            " `nexusmem hook git-post install` makes each commit's sync push too"
+        )
+    else:
+        echo_human(f"next: `nexusmem team push`, after each commit ({report.no_auto_push})")
 
 
 @team_cmd.command("push")

@@ -910,11 +910,16 @@ class NodesMixin:
             files.setdefault(int(node_seq), []).append(str(path))
         return [(_row_to_node(r), int(r[-2]), int(r[-1]), tuple(files.get(int(r[-1]), ()))) for r in rows]
 
-    def count_written_after(self, updated_at: int, seq: int) -> int:
-        """How many nodes written_after would return in all (the team push's size, known up front)."""
+    def count_written_after(self, updated_at: int, seq: int, kinds: Sequence[str] | None = None) -> int:
+        """How many nodes written_after would return in all (the team push's size, known up front); with
+        KINDS, how many of those kinds (what a push would share)."""
+        where, params = "", []
+        if kinds is not None:
+            where = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else " AND 0"
+            params = list(kinds)
         row = self.conn.execute(
-            "SELECT count(*) FROM nodes WHERE updated_at > ? OR (updated_at = ? AND seq > ?)",
-            (updated_at, updated_at, seq),
+            f"SELECT count(*) FROM nodes WHERE (updated_at > ? OR (updated_at = ? AND seq > ?)){where}",
+            (updated_at, updated_at, seq, *params),
         ).fetchone()
         return int(row[0])
 

@@ -453,8 +453,24 @@ def driver_reason(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def unanswered(exc: BaseException) -> str:
-    """Why a read found nothing in the team store when a statement of it failed (see connect's STATEMENT_MS)."""
+def unanswered(exc: BaseException, conn: Any = None) -> str:
+    """Why a read found nothing in the team store when a statement of it failed: it did not answer in time
+    (see connect's STATEMENT_MS), the connection dropped, or the role may not read it (which grant it
+    lacks; CONN, still open, says which role and schema)."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None and isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        role, schema = "<role>", "public"
+        if conn is not None:
+            try:
+                row = conn.execute("SELECT current_user, coalesce(current_schema(), 'public')").fetchone()
+            except psycopg.Error:
+                row = None
+            if row:
+                role, schema = str(row[0]), str(row[1])
+        return (
+            f"role {role} may not read it ({driver_reason(exc)}): reading takes SELECT on the team tables,"
+            f" which their owner grants: `GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}`"
+        )
     return f"it did not answer in time ({driver_reason(exc)})"
 
 
@@ -524,6 +540,13 @@ def not_connected(exc: BaseException) -> str:
     """Why a connection was not made: the server refused the login (a wrong password, an unknown role) or
     the connection (its answer, after libpq's FATAL), or it could not be reached at all."""
     reason = driver_reason(exc)
+    if "no password supplied" in reason:
+        # libpq's own words (fe_sendauth), before the server says anything: no FATAL to go by.
+        return (
+            "the team store asked for a password and none was given: set PGPASSWORD, or add a line for this"
+            " server to ~/.pgpass (host:port:database:user:password, mode 0600); never put it in the URL or"
+            " the config"
+        )
     _, fatal, said = reason.rpartition("FATAL:")
     if not fatal:
         return f"team store unreachable: {reason}"
@@ -1081,11 +1104,14 @@ class TeamStore:
                 if watchdog is not None and watchdog.why:
                     raise TeamUnavailable(watchdog.why) from None
                 if deadline is None:
+                    if isinstance(exc, driver().errors.InsufficientPrivilege):
+                        why = unanswered(exc, conn)
+                        raise TeamUnavailable(f"the team store {label} was not read: {why}") from None
                     raise
                 # A read's first statements failed (the session's timer cut a server that went silent
                 # right after login, a statement timed out, the connection dropped): the caller answers
                 # without the team store, as when it cannot connect.
-                raise TeamUnavailable(unanswered(exc)) from None
+                raise TeamUnavailable(unanswered(exc, conn)) from None
             if version == 0:
                 raise StoreError(f"{label} holds no team memory yet: run `nexusmem team init --url ...`")
             if version > LATEST:

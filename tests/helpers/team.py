@@ -82,6 +82,14 @@ def make_member(base: Path, name: str, origin: Path) -> Member:
     return member
 
 
+def as_role(url: str, role: str) -> str:
+    """URL (a test server's, as the superuser `postgres`) logging in as ROLE instead."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace("postgres@", f"{role}@")))
+
+
 def joined_members(base: Path, origin: Path, team_url: str, *names: str) -> list[Member]:
     """Members NAMES (make_member), each with a synced clone of ORIGIN and the team store at TEAM_URL set up."""
     members = [make_member(base, name, origin) for name in names]
