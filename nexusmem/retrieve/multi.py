@@ -498,9 +498,12 @@ def _fuse_and_pack(
     until: int | None = None,
     author: str | None = None,
     first: Sequence[str] = (),
+    own_notes: bool = True,
 ) -> None:
     """Fuse SEARCHED's ranked lists by position and pack them into RESULT. FIRST: ids a rule put first on
-    purpose (query.pinned), kept first in that order whatever their place in the other lists."""
+    purpose (query.pinned), kept first in that order whatever their place in the other lists. OWN_NOTES:
+    add each project's notes (project_notes); `query --team` says its own (this memory's, then the team's
+    that do not contradict them: retrieve.team)."""
     listed_by = [s for s in searched if s.listing]
     behind = weak_behind(searched)
     # "What failed today" across projects: one note, said once (the window is the same everywhere).
@@ -537,7 +540,8 @@ def _fuse_and_pack(
     ]
     listing_notes = [merged_listing_note(note, [e[4] for e in listed]) for note in listing_notes]
     result.notes += listing_notes
-    result.notes += project_notes(searched, behind, said=result.notes)
+    if own_notes:
+        result.notes += project_notes(searched, behind, said=result.notes)
     lead = listed + pinned
     if lead:
         top = entries[0][0]

@@ -96,7 +96,9 @@ def search(
     # What a rule put first on purpose stays first, as in this memory's own answer ("where did X come
     # from?": the first change that holds it), then the team's when this memory's rules pinned nothing.
     first = next((ids for ids in map(query.pinned, found) if ids), [])
-    multi._fuse_and_pack(result, searched, text, budget, as_of, since, until, author, first=first)
+    multi._fuse_and_pack(
+        result, searched, text, budget, as_of, since, until, author, first=first, own_notes=False
+    )
     return result
 
 
