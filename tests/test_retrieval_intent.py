@@ -2027,3 +2027,19 @@ def test_the_last_two_days_is_a_time_not_a_count_of_two(repo: Path) -> None:
         "Cache the parsed tree",
         "Teach the parser comments",
     ]
+
+
+@pytest.mark.skipif(SINCE_MIDNIGHT < 1800, reason="needs half an hour of today behind it")
+def test_which_tests_failed_today_when_only_yesterdays_failed_lists_todays_passing_runs(repo: Path) -> None:
+    """A walkthrough found it: "which tests failed today" with none failed today but one yesterday answered
+    by ranking (old commits that say "failing test"), not with today's runs and a note that none failed:
+    a failure of the week before made the window look as if it had just missed one. A day asked for by name
+    is the window meant."""
+    commit(repo, "Make the failing test fail the build", {"t.py": "A = 1\n"}, when=NOW - 400 * DAY)
+    yesterday = SINCE_MIDNIGHT // 60 + 120  # two hours before today began (local)
+    write_recent(repo, f"{yesterday} 1 make test\n10 0 make test\n")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "which tests failed today")
+    titles = [it["title"] for it in found["items"]]
+    assert titles[0] == "make test (exit 0)", titles
+    assert any(n.startswith("no run of tests failed today") for n in found["notes"]), found["notes"]

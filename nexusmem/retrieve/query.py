@@ -1626,7 +1626,11 @@ def failed_runs_first(
     passed = False
     failed_rows = [row for row in everything if resolved.failed(row[4])]
     best, naming = _runs_naming(failed_rows, subject, kinds)
-    if not best and not _named_failure_near(store, question, low, high, subject, kinds, as_of):
+    # A day asked for by name, a date or --since/--until is the window meant: a failure just outside it
+    # (yesterday's, for "which tests failed today") does not make the question's runs of that day no answer.
+    exact = span in _EXACT_DAYS or span.startswith("on ") or since is not None or until is not None
+    near = not exact and _named_failure_near(store, question, low, high, subject, kinds, as_of)
+    if not best and not near:
         # None of them failed ("what failed last time I ran the tests" after a passing `make test`): its runs,
         # which passed, are the answer (and the note says so), not the words' old commits.
         best, naming = _runs_naming([row for row in everything if row[4] == 0], subject, kinds)
@@ -1639,6 +1643,9 @@ def failed_runs_first(
     what = " ".join(w for w in words if w in naming)
     said = f"{what} failed {span}" if passed else f"{what} {span}"
     return _listed(scored, runs, keep=True), runs, said, passed and bool(runs)
+
+
+_EXACT_DAYS = frozenset({"today", "yesterday", "the day before yesterday", "in the window asked"})
 
 
 def _named_failure_near(
