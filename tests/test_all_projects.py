@@ -27,7 +27,7 @@ from nexusmem import paths
 from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.store import open_store
 
-from helpers import commit, git, query_json, run_cli, run_script, write_commands
+from helpers import commit, git, query_json, run_cli, run_script, short_sha, write_commands
 from helpers.env import GITCONFIG
 from helpers.mcp import mcp_session
 
@@ -610,7 +610,7 @@ def test_what_a_projects_rules_put_first_stays_first_with_its_note(at_desk: Desk
     fused by position: the commit a sha names fell below other projects' items, a release's entries below
     commits that say "changed", another project's items sat between the commands run next."""
     fix = at_desk.shas["fix: range requests served one byte short (inclusive end index)"]
-    data = all_json(tmp_path, text=f"what did {fix[:7]} do?")
+    data = all_json(tmp_path, text=f"what did {short_sha(fix)} do?")
     assert [(it["project"], it["kind"], it["title"][:9]) for it in data["items"][:2]] == [
         ("webapp", "git_commit", "fix: rang"),
         ("webapp", "code_diff", "static.py"),

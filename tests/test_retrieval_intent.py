@@ -30,7 +30,7 @@ from nexusmem.retrieve.intent import (
     topic,
 )
 
-from helpers import commit, git, init_repo, query_json, run_cli, run_script, write_commands
+from helpers import commit, git, init_repo, query_json, run_cli, run_script, short_sha, write_commands
 from helpers.env import local_zone
 
 DAY = 86_400
@@ -1905,9 +1905,9 @@ def test_a_number_in_a_question_is_no_sha(repo: Path) -> None:
         found = query_json(repo, question)
         assert not any("sha" in note for note in found["notes"]), (question, found["notes"])
         assert found["items"][0]["ref"] != sha, question
-    # A sha with a letter in its first characters is still one.
+    # A sha pasted with its first ten characters (twelve when those are all digits) is still one.
     named = git(repo, "rev-parse", "HEAD~1").strip()
-    assert query_json(repo, f"what did {named[:10]} do?")["items"][0]["ref"] == named
+    assert query_json(repo, f"what did {short_sha(named, 10)} do?")["items"][0]["ref"] == named
 
 
 def test_an_ambiguous_sha_answers_with_each_commit_it_starts_and_says_so(repo: Path) -> None:

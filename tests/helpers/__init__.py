@@ -1,6 +1,6 @@
 """What tests share besides fixtures (those stay in conftest.py): `from helpers import X`.
 
-- helpers.git: real repositories (`git`, `init_repo`, `commit`)
+- helpers.git: real repositories (`git`, `init_repo`, `commit`, `short_sha`)
 - helpers.cli: driving the CLI in-process (`run_cli`, `query_json`) or as the installed script (`run_script`)
 - helpers.nodes: node factories for tests that build memory by hand (`shell_node`, `commit_node`, ...) and
   `write_commands` (lines of the shell hook log)
@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from helpers.cli import console_script, main_in_fresh_process, query_json, run_cli, run_script
-from helpers.git import commit, git, init_repo
+from helpers.git import commit, git, init_repo, short_sha
 from helpers.nodes import commit_node, node, shell_node, store_nodes, turn_node, write_commands
 from helpers.shell import typed_in_bash
 
@@ -30,6 +30,7 @@ __all__ = [
     "run_cli",
     "run_script",
     "shell_node",
+    "short_sha",
     "store_nodes",
     "turn_node",
     "typed_in_bash",

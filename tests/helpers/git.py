@@ -61,3 +61,10 @@ def partial_clone(tmp_path: Path, commits: int, *, fetched: bool = False) -> Pat
     git(clone, "remote", "set-url", "origin", "ssh://nexusmem-test.invalid/repo")
     git(clone, "config", "core.sshCommand", "false")  # a test that needs another sets its own
     return clone
+
+
+def short_sha(sha: str, length: int = 7) -> str:
+    """SHA's first LENGTH characters as a person pastes them into a question, lengthened to 12 when they are
+    all digits: a question reads an all-digit word shorter than that as an id or an order number, not a sha
+    (one sha in 27 starts with seven digits; a test that asked with sha[:7] failed that often)."""
+    return sha[:length] if not sha[:length].isdigit() else sha[:12]
