@@ -333,7 +333,7 @@ def _commits(
                 # A test is never the code another test tests (test/main.js beside lib/main.js); of several
                 # files of that name, those deleted since (the structure pass no longer holds them) are not
                 # either, when that pass reads their language.
-                candidates = [p for p in store.commit_paths_named(name) if not _a_test(p)]
+                candidates = [p for p in store.commit_paths_ending(name) if not _a_test(p)]
                 if len(candidates) > 1:
                     from nexusmem.structure.parse import language as structure_language
 

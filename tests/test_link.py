@@ -247,9 +247,16 @@ def test_a_tested_name_is_matched_with_its_case(store: Store) -> None:
     # A name that differs only in case, and only once: button.test.tsx tests Button.tsx.
     lower = shell_node("npx jest button", T0, files=("web/__tests__/button.test.tsx",))
     button = commit_node(T0 + HOUR, "web/components/Button.tsx")
-    add(store, fail, fix, lower, button)
+    # Also at the repository's root: tests/test_app.py tests App.py (the root path was matched only exactly).
+    app = shell_node("pytest tests/test_app.py", T0, files=("tests/test_app.py",))
+    app_fix = commit_node(T0 + HOUR, "App.py")
+    add(store, fail, fix, lower, button, app, app_fix)
     run(store)
-    assert links(store) == {(fail.id, fix.id, "commit"), (lower.id, button.id, "commit")}
+    assert links(store) == {
+        (fail.id, fix.id, "commit"),
+        (lower.id, button.id, "commit"),
+        (app.id, app_fix.id, "commit"),
+    }
 
 
 def test_a_tested_name_ignores_tests_and_files_deleted_since(store: Store) -> None:

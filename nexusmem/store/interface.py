@@ -285,8 +285,8 @@ class LinkStore(Protocol):
 
     def commit_files_since(self, since_ms: int) -> list[tuple[str, int, str]]: ...
 
-    def commit_paths_named(self, name: str) -> list[str]:
-        """Every distinct path called NAME (in any folder, any case) that a commit touched, sorted."""
+    def commit_paths_ending(self, name: str) -> list[str]:
+        """Every distinct path a commit touched that is NAME or ends in /NAME, in any case, sorted."""
         ...
 
     def commit_order(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:

@@ -214,20 +214,6 @@ class LinksMixin:
                 found[str(number)] = [str(x) for x in listed if isinstance(x, int)]
         return found
 
-    def commit_paths_named(self, name: str) -> list[str]:
-        """Every distinct path called NAME (in any folder, any case: `Button.tsx` for `button.tsx`) that a
-        commit touched, sorted."""
-        pattern = "%/" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        # LIKE ignores case, as wanted here: the caller prefers the exact name (link._subject).
-        return [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT DISTINCT f.path FROM node_files f JOIN nodes n ON n.seq = f.node_seq"
-                " WHERE n.kind = 'git_commit' AND (f.path = ? OR f.path LIKE ? ESCAPE '\\') ORDER BY f.path",
-                (name, pattern),
-            )
-        ]
-
     def has_kind_between(self, kinds: Sequence[str], ts_from: int, ts_to: int | None = None) -> bool:
         """Whether any node of KINDS has ts in [TS_FROM, TS_TO] (TS_TO None: no upper bound)."""
         marks = ",".join("?" * len(kinds))
