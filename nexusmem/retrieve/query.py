@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from nexusmem import authors, paths, resolved, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
@@ -1499,36 +1499,50 @@ def _count(text: str | None) -> int:
 _LUNCH = re.compile(r"\b(?:before|after|since|at|over|until)\s+lunch(?:time)?\b", re.IGNORECASE)
 
 
-def _asked_window(question: Question, since: int | None, until: int | None) -> tuple[int, int, str] | None:
+class Window(NamedTuple):
+    """A time a question asks about: LOW..HIGH (epoch ms), how to SAY it, and whether it is EXACT (a day
+    asked for by name, a date, --since/--until: the window meant, not a vague "lately")."""
+
+    low: int
+    high: int
+    said: str
+    exact: bool = False
+
+
+def _asked_window(question: Question, since: int | None, until: int | None) -> Window | None:
     """The time the question asks about: --since/--until; else a date, the day before yesterday, yesterday
     (or last night), today (or this morning, before or after lunch), the last N units, this week, N units
     ago (a unit either side); None when it names none. And how to say it. The day words are the asker's
     days, in the local time zone (timecue.local_day); a date written out is a UTC day, as --since's."""
     if since is not None or until is not None:
-        return since or 0, until or 2**62, "in the window asked"
+        return Window(since or 0, until or 2**62, "in the window asked", exact=True)
     text = question.text.lower()
     cue = question.cue
     if cue is not None and cue.anchor_ms is not None:  # one ISO date: that (UTC) day
         day = cue.anchor_ms - cue.anchor_ms % 86_400_000
-        return day, day + 86_400_000 - 1, time.strftime("on %Y-%m-%d", time.gmtime(day / 1000))
+        return Window(
+            day, day + 86_400_000 - 1, time.strftime("on %Y-%m-%d", time.gmtime(day / 1000)), exact=True
+        )
     if "day before yesterday" in text:
-        return (*timecue.local_day(2), "the day before yesterday")
+        return Window(*timecue.local_day(2), "the day before yesterday", exact=True)
     if "yesterday" in text or "last night" in text:
-        return (*timecue.local_day(1), "yesterday")
+        return Window(*timecue.local_day(1), "yesterday", exact=True)
     today = ("today", "tonight", "this morning", "this afternoon", "this evening")
     if any(word in text for word in today) or _LUNCH.search(text):
-        return timecue.local_day(0)[0], 2**62, "today"
+        return Window(timecue.local_day(0)[0], 2**62, "today", exact=True)
     now = int(time.time() * 1000)
     ago = _AGO_SPAN.search(text)
     if ago is not None:
         n, unit = _count(ago.group(1)), _UNIT_MS[ago.group(2).lower()]
-        return now - (n + 1) * unit, now - max(0, n - 1) * unit, ago.group(0)
+        return Window(now - (n + 1) * unit, now - max(0, n - 1) * unit, ago.group(0))
     last = _LAST_SPAN.search(text) or re.search(r"\bthis\s+(week|month|year)\b", text)
     if last is not None:
         unit_name = last.group(last.lastindex or 1).lower()
         n = _count(last.group(1)) if last.re is _LAST_SPAN else 1
         said = last.group(0).lower()
-        return now - n * _UNIT_MS[unit_name], 2**62, said if said.startswith("this") else f"in the {said}"
+        return Window(
+            now - n * _UNIT_MS[unit_name], 2**62, said if said.startswith("this") else f"in the {said}"
+        )
     return None
 
 
@@ -1550,7 +1564,7 @@ def _window_missed(question: Question, scored: list[tuple[StoredNode, float]]) -
     asked = _asked_window(question, None, None)
     if asked is None:
         return None
-    low, high, span = asked
+    low, high, span, _exact = asked
     # People speak of time loosely ("yesterday" just after midnight, "last week" for the one before): the
     # window is widened by its own length either side, a day at least, before nothing in it counts.
     end = min(high, int(time.time() * 1000))
@@ -1562,7 +1576,7 @@ def _window_missed(question: Question, scored: list[tuple[StoredNode, float]]) -
 
 def _failure_window(
     question: Question, reference: int | None, since: int | None, until: int | None, *, named: bool = False
-) -> tuple[int, int, str]:
+) -> Window:
     """The window to list failures in: the one the question asks about (_asked_window); else the week up
     to the newest record (two days when it speaks of recent work and NAMED no run: "what failed last time I
     ran the tests" asks for the last failed test runs, whichever day of the week they were). And how to say
@@ -1572,7 +1586,7 @@ def _failure_window(
         return asked
     newest = reference if reference is not None else int(time.time() * 1000)
     days = 2 if question.cue is not None and not named else 7
-    return newest - days * 86_400_000, 2**62, f"in the {days} days up to the newest record"
+    return Window(newest - days * 86_400_000, 2**62, f"in the {days} days up to the newest record")
 
 
 def failures_first(
@@ -1586,7 +1600,7 @@ def failures_first(
 ) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str]:
     """SCORED with the failed shell commands of the question's window put first, newest first; those
     commands (none: none failed there, and SCORED unchanged); how to say the window."""
-    low, high, span = _failure_window(question, store.reference_time(as_of), since, until)
+    low, high, span, _exact = _failure_window(question, store.reference_time(as_of), since, until)
     rows = [row for row in store.shell_commands_between(low, high) if resolved.failed(row[4])]
     ids = [row[0] for row in reversed(rows)][:FAILURES_LISTED]
     nodes = store.get_many(ids, light=True)
@@ -1620,7 +1634,7 @@ def failed_runs_first(
     subject = {w for w in words if not _ignorable(w)}
     if not subject:
         return scored, [], "", False
-    low, high, span = _failure_window(question, store.reference_time(as_of), since, until, named=True)
+    low, high, span, exact = _failure_window(question, store.reference_time(as_of), since, until, named=True)
     everything = store.shell_commands_between(low, high)
     kinds = runs_named(question.text)
     passed = False
@@ -1628,7 +1642,6 @@ def failed_runs_first(
     best, naming = _runs_naming(failed_rows, subject, kinds)
     # A day asked for by name, a date or --since/--until is the window meant: a failure just outside it
     # (yesterday's, for "which tests failed today") does not make the question's runs of that day no answer.
-    exact = span in _EXACT_DAYS or span.startswith("on ") or since is not None or until is not None
     near = not exact and _named_failure_near(store, question, low, high, subject, kinds, as_of)
     if not best and not near:
         # None of them failed ("what failed last time I ran the tests" after a passing `make test`): its runs,
@@ -1643,9 +1656,6 @@ def failed_runs_first(
     what = " ".join(w for w in words if w in naming)
     said = f"{what} failed {span}" if passed else f"{what} {span}"
     return _listed(scored, runs, keep=True), runs, said, passed and bool(runs)
-
-
-_EXACT_DAYS = frozenset({"today", "yesterday", "the day before yesterday", "in the window asked"})
 
 
 def _named_failure_near(
@@ -1906,7 +1916,7 @@ def file_changes_first(
         ids = store.commits_touching([path], 0, 2**62, FILE_CHANGES_LISTED)
         said = f"the newest commits that changed {path}"
     else:
-        low, high, span = asked
+        low, high, span, _exact = asked
         ids = store.commits_touching([path], low, high, FILE_CHANGES_IN_WINDOW)
         said = f"the commits that changed {path} {span}"
     nodes = store.get_many(ids, light=True)
@@ -1981,7 +1991,7 @@ def activity_first(
     ACTIVITY_LISTED of each) when it asks neither ("what have I been doing"); those listed (none: nothing in
     the window, SCORED unchanged); how to say what was listed."""
     asked = _asked_window(question, since, until)
-    low, high, span = asked if asked is not None else (0, 2**62, "")
+    low, high, span, _exact = asked if asked is not None else Window(0, 2**62, "")
     wanted = asked_count(question.text)
     limit = wanted or ACTIVITY_LISTED
     kinds = _asked_kinds(question.text)
