@@ -155,6 +155,7 @@ SETS = (
     "fresh65",
     "fresh66",
     "fresh67",
+    "fresh68",
     "removal",
     "rst",
     "adoc",
