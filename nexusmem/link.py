@@ -18,7 +18,10 @@ Three independent heuristics, each recorded as its own link relation (a failure 
   Nor is a commit the fix when the next run of the command after it (same normalisation and directory as
   the retry rule) failed again, the command not having passed since the failure and no other commit
   touching those files having come between (:func:`_refuted`): `git commit --no-verify` of the failing
-  change is no fix, and the next commit is considered instead. A failure arriving later takes such a link
+  change is no fix, and the next commit is considered instead. Nor is a commit that replays a change made
+  before the failure (meta ``change_made``, :mod:`nexusmem.sources.git.replays`: a rebase or a cherry-pick
+  of the commit that broke the test, whose committer time comes after the failure, its patch and author
+  time those of a commit made before it). A failure arriving later takes such a link
   away again (its arrival reconsiders the 24 h before it).
 - ``discussion``: a conversation turn or session summary that talked about the failure (never a fix:
   precheck does not count it). First the failure's own session (an agent's call: meta ``session`` is its
@@ -358,6 +361,9 @@ def _commits(
                 continue  # another file of the same commit in this directory
             key_ids.append(commit_id)
             times.setdefault(key, []).append(ts)
+    # A commit replaying a change made before it (a rebase, a cherry-pick: meta `change_made`) is no fix of
+    # a failure that came after that change was made: the change was there when the command failed.
+    replays = store.replays_since(lower - SECOND_MS)
     out: set[tuple[str, str, str]] = set()
     order: dict[str, tuple[int, int]] = {}  # commit id -> (author time, generation), read for ties only
     for f in failures:
@@ -381,7 +387,8 @@ def _commits(
                 continue
             path_ids = ids[path]
             for i in range(bisect_right(path_times, after), bisect_right(path_times, until)):
-                made[path_ids[i]] = path_times[i]
+                if replays.get(path_ids[i], path_times[i]) > after:
+                    made[path_ids[i]] = path_times[i]
         after_it = _in_order(store, f, made, order)
         for k, (_ts, commit_id) in enumerate(after_it):
             if _refuted(f, after_it, k):

@@ -797,6 +797,8 @@ def sync(
                 # changelog's links to them.
                 ctx.known["commit_ancestors"] = store.commit_ancestors
                 ctx.known["commit_texts"] = store.commit_texts
+                # The commits of one author time, for the git source to tell a rebase's replays (Replays).
+                ctx.known["commits_authored_at"] = lambda ts: store.commits_authored_at(ts, seq_at_start)
                 ctx.known["links_from"] = store.links_from
                 if denied is not None:
                     # Text a source derives rather than stores (a commit's change words) is checked here.

@@ -5,6 +5,7 @@ hook-log lines with `sync --link-failures` and read back as `query` shows it."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -173,5 +174,69 @@ def test_a_fix_squashed_into_the_commit_that_broke_it_is_still_the_fallback(repo
         "main",
         env={"GIT_SEQUENCE_EDITOR": "true", "GIT_COMMITTER_DATE": f"{base + 70} +0000"},
     )
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["feat(pricing): round"]
+
+
+def _pricing_branch(repo: Path, base: int) -> None:
+    """main with src/pricing.py and its test, then a branch `feat` whose one commit changes the code."""
+    commit(
+        repo, "init", {"src/pricing.py": "X = 1\n", "tests/test_pricing.py": "def test(): pass\n"}, when=base
+    )
+    git(repo, "switch", "-q", "-c", "feat")
+    commit(repo, "feat(pricing): round", {"src/pricing.py": "X = 2\n"}, when=base + 10)
+
+
+def _rebase_onto_a_newer_main(repo: Path, base: int, *, sync_each_pick: bool = False) -> None:
+    git(repo, "switch", "-q", "main")
+    commit(repo, "docs: a note", {"NOTES.md": "note\n"}, when=base + 60)
+    git(repo, "switch", "-q", "feat")
+    # The post-commit hook's sync after each pick: HEAD is the replay, the branch still the commit it replays.
+    each = ["--exec", f"{sys.executable} -m nexusmem sync --quiet --no-embed"] if sync_each_pick else []
+    git(repo, "rebase", "-q", *each, "main", env={"GIT_COMMITTER_DATE": f"{base + 70} +0000"})
+
+
+@pytest.mark.parametrize("synced", ["before-the-rebase", "while-rebasing", "never-before"])
+def test_the_breaking_commit_a_rebase_replayed_after_the_failure_is_not_its_fix(
+    repo: Path, synced: str
+) -> None:
+    """The commit broke the test, the test failed, then `git rebase main` replayed the commit with a committer
+    time after the failure (its author time, and its patch, unchanged). Nothing else touched the code and
+    the test was not run again: the replay was taken for the fix ("fixed by" the change that broke it). Its
+    patch (`git patch-id --stable`) is the one a commit made before the failure had: the pre-rebase commit
+    memory held (a post-commit sync; also when a sync reads the replay while the branch still points at the
+    commit it replays) or only the reflog keeps (no sync between the commit and the rebase). The change
+    existed when the test failed, so nothing fixed it."""
+    base = 1_790_000_000
+    _pricing_branch(repo, base)
+    if synced != "never-before":
+        run_cli("-C", str(repo), "sync")
+    failed_at = (base + 30) * 1000
+    write_commands(repo, [(failed_at, "pytest -q tests/test_pricing.py", 1)])
+    _rebase_onto_a_newer_main(repo, base, sync_each_pick=synced == "while-rebasing")
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == []
+
+    # The real fix, committed later: the failure's fix.
+    commit(repo, "fix(pricing): round half up", {"src/pricing.py": "X = 3\n"}, when=base + 80)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["fix(pricing): round half up"]
+
+
+def test_a_fix_amended_into_the_commit_that_broke_it_is_its_fix_also_once_rebased(repo: Path) -> None:
+    """`git commit --amend` keeps the author time too, but the amended commit's patch is not the one that
+    failed: the fix amended in after the failure is the fix; and a later rebase replaying the amended
+    commit keeps it so (the change it replays was made after the failure)."""
+    base = 1_790_000_000
+    _pricing_branch(repo, base)
+    run_cli("-C", str(repo), "sync")
+    failed_at = (base + 30) * 1000
+    write_commands(repo, [(failed_at, "pytest -q tests/test_pricing.py", 1)])
+    (repo / "src/pricing.py").write_text("X = 3\n", encoding="utf-8")
+    git(repo, "commit", "-qa", "--amend", "--no-edit", env={"GIT_COMMITTER_DATE": f"{base + 40} +0000"})
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    assert _fixes(repo, failed_at) == ["feat(pricing): round"]
+
+    _rebase_onto_a_newer_main(repo, base)
     run_cli("-C", str(repo), "sync", "--link-failures")
     assert _fixes(repo, failed_at) == ["feat(pricing): round"]

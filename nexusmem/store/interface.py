@@ -293,6 +293,11 @@ class LinkStore(Protocol):
         """{commit id: (author time, generation: 0 when not numbered)} of the commits IDS."""
         ...
 
+    def replays_since(self, since_ms: int) -> dict[str, int]:
+        """{commit id: when its change was first made} of the commits made at or after SINCE_MS that replay a
+        change made before them (meta `change_made`: a rebase's, a cherry-pick's)."""
+        ...
+
     def import_blobs(self) -> dict[str, str]:
         """{path: blob sha} of every file the last structure pass parsed (the tracked files in a language it
         reads; empty when it never ran)."""
@@ -369,6 +374,11 @@ class SyncStore(Protocol):
 
     def commit_texts(self, shas: Sequence[str]) -> list[tuple[str, int, str, str]]:
         """(sha, time in ms, subject, message) of those of SHAS memory holds."""
+        ...
+
+    def commits_authored_at(self, ts_ms: int, seq: int) -> list[tuple[str, int]]:
+        """(sha, when its change was first made) of every commit authored at TS_MS stored at write sequence
+        SEQ and not written since."""
         ...
 
     def delete_source(self, source: str, *, shell: str | None = None) -> int: ...

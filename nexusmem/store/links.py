@@ -189,6 +189,21 @@ class LinksMixin:
             )
         ]
 
+    def replays_since(self, since_ms: int) -> dict[str, int]:
+        """{commit id: when its change was first made (meta `change_made`)} of the commits made at or after
+        SINCE_MS that replay a change made before them (a rebase, a cherry-pick: the same patch and author
+        time; nexusmem.sources.git.replays). Such a commit is a rewritten one: the nodes_commit_made index
+        holds it (by its time made), so only the rewritten commits of the range are read."""
+        return {
+            str(node_id): int(made)
+            for node_id, made in self.conn.execute(
+                "SELECT id, json_extract(meta, '$.change_made') FROM nodes INDEXED BY nodes_commit_made"
+                f" WHERE kind = 'git_commit' AND {COMMIT_MADE} >= ?"
+                " AND json_extract(meta, '$.change_made') IS NOT NULL",
+                (since_ms,),
+            )
+        }
+
     def commit_order(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         """{commit id: (author time, generation)} of the commits IDS (generation 0 when not numbered): how
         the linker orders commits made in the same second (a rebase's)."""

@@ -220,6 +220,18 @@ class NodesMixin:
         )
         return [(row[0], int(row[1] or 0), row[2], row[3]) for row in rows_in(self.conn, sql, shas)]
 
+    def commits_authored_at(self, ts_ms: int, seq: int) -> list[tuple[str, int]]:
+        """(sha, when its change was first made) of every git_commit authored at TS_MS that this store held at
+        write sequence SEQ, unchanged since: the commits a rebase, an amend or a cherry-pick of one of them
+        keeps the author time of, as memory held them when a sync began. When its change was made: meta
+        `change_made` (a replay's, nexusmem.sources.git.replays), else its committer time (meta `committed`),
+        else its author time. One seek on the (kind, ts) index."""
+        sql = (
+            "SELECT natural_key, COALESCE(json_extract(meta, '$.change_made'), json_extract(meta, '$.committed'),"
+            " ts) FROM nodes WHERE kind = 'git_commit' AND ts = ? AND +written <= ?"
+        )
+        return [(str(sha), int(made)) for sha, made in self.conn.execute(sql, (ts_ms, seq))]
+
     def firsthand_ids(self, ids: Sequence[str]) -> set[str]:
         """The ids among IDS stored from a first-hand sighting (meta without `seen_in`): what a second-hand
         node of the same id must not overwrite (see _upsert_batch)."""

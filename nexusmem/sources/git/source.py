@@ -96,6 +96,7 @@ class GitSource:
             iter_commits,
             past_unreadable,
         )
+        from nexusmem.sources.git.replays import Replays
 
         limit = int(_setting(ctx.config, "limits.maxBodyChars"))
         words = bool(_setting(ctx.config, "sources.git.changeWords"))
@@ -120,6 +121,9 @@ class GitSource:
         commits = past_unreadable(ctx.root, revs, walk, lambda: walked, lost)
         total = commit_count(ctx.root, revs) if ctx.progress is not _no_progress else None
         done = 0
+        # A commit a rebase or a cherry-pick replayed (same author time, same patch as an earlier one) waits
+        # for the end of the walk, where one `git patch-id` tells it from an amend that changed the patch.
+        replays = Replays(ctx.root, ctx.known.get("commits_authored_at"))
         for rec, found in _up_to_a_missing_parent(commits, ctx, result):
             sha = rec.header.sha
             if not ts_ok(rec.header.ts_ms):
@@ -131,10 +135,12 @@ class GitSource:
             except Exception as exc:  # one odd commit must not stop the ones after it
                 result.skip(f"commit {sha}: {type(exc).__name__}: {str(exc)[:120]}")
                 continue
-            yield node
+            if not replays.hold(node, rec.header.committed_ms):
+                yield node
             done += 1
             if done % PROGRESS_EVERY == 0:
                 ctx.progress("git", done, total)
+        yield from replays.marked()
         if unreadable:
             result.notes.append(unreadable_note(unreadable))
         ctx.progress("git", done, done)
