@@ -149,6 +149,31 @@ def rewrite_logs(
     )
 
 
+def logs_unreachable(state: Path) -> str | None:
+    """Why the post-commit sync's log and failure mark in STATE (a memory's .nexusmem/) cannot be rewritten
+    (rewrite_logs), in plain words; None when they can, or are not there in a folder that is. What a user-wide
+    forget says of another registered project's (moved, deleted, on a drive not mounted, a link)."""
+    try:
+        st = os.stat(state)
+    except OSError as exc:
+        return f"{state} cannot be reached ({exc.strerror or exc})"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{state} is not a directory"
+    for name in (LOG_NAME, FAILED_NAME):
+        path = state / name
+        try:
+            held = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"{path} cannot be reached ({exc.strerror or exc})"
+        if stat.S_ISLNK(held.st_mode):
+            return f"{path} is a symbolic link: not followed"
+        if stat.S_ISREG(held.st_mode) and not os.access(path, os.R_OK | os.W_OK):
+            return f"{path} cannot be read and written by this user"
+    return None
+
+
 def _read_from(fd: int, offset: int) -> bytes:
     chunks: list[bytes] = []
     while True:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import commit, git, query_json, run_cli, run_script, shell_node, typed_in_bash
+from helpers import commit, git, init_repo, query_json, run_cli, run_script, shell_node, typed_in_bash
 
 VALUE = "Zebracorn-Quux-4417"
 CJK = "缓存锁文件过期"
@@ -1144,3 +1145,47 @@ def test_a_forget_that_fails_on_a_log_line_leaves_the_log_as_it_was(
     with pytest.raises(UnicodeEncodeError):
         forget.scrub_log([denylist.make_literal(VALUE, False)], dry_run=False)
     assert log_path(isolated_home).read_bytes() == original  # the ssh line before it was blanked
+
+
+def test_forget_global_cleans_every_registered_projects_sync_log(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`forget --global VALUE` cleaned only this project's .nexusmem/auto-sync.log and auto-sync.failed: another
+    registered project's kept the value in plain text, and nothing said so. Now every registered project's
+    logs it can reach lose those lines (counted), and those it cannot reach are named."""
+    other = init_repo(tmp_path / "other")
+    commit(other, "init other")
+    run_cli("-C", str(other), "sync", "--no-embed")
+    gone = init_repo(tmp_path / "gone")
+    commit(gone, "init gone")
+    run_cli("-C", str(gone), "sync", "--no-embed")
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    log, fresh = _sync_log(
+        other,
+        f"2026-01-02T03:04:06+00:00 pid 4243: Error: cannot reach {VALUE}.internal",
+        "2026-01-02T03:04:07+00:00 pid 4244: sync run 1 done in 0.40s (+1 node(s))",
+    )
+    mark, mtime = _failure_mark(other, f"cannot reach {VALUE}.internal")
+    before = log.read_bytes(), mark.read_bytes()
+    shutil.rmtree(gone)  # registered, its folder gone (an unmounted drive): its logs cannot be reached
+
+    dry = run_cli("-C", str(repo), "forget", VALUE, "--global").output
+    assert "would remove 2 line(s) holding it from the post-commit sync logs of 1 other project(s)" in dry, (
+        dry
+    )
+    assert (log.read_bytes(), mark.read_bytes()) == before
+
+    out = run_cli("-C", str(repo), "forget", VALUE, "--global", "--yes").output
+    assert "removed 2 line(s) holding it from the post-commit sync logs of 1 other project(s)" in out, out
+    assert "could not reach the post-commit sync logs of 1 other registered project(s)" in out, out
+    assert f"  - {gone}: " in out, out
+    assert VALUE not in log.read_text(encoding="utf-8") and VALUE not in mark.read_text(encoding="utf-8")
+    assert log.read_text(encoding="utf-8") == (
+        "2026-01-02T03:04:07+00:00 pid 4244: sync run 1 done in 0.40s (+1 node(s))\n" + fresh
+    )
+    assert mark.stat().st_mtime_ns == mtime
+    data = json.loads(run_cli("-C", str(repo), "forget", VALUE, "--global", "--yes", "--json").stdout)
+    assert data["others_sync_log"] == 0 and [u.split(": ")[0] for u in data["others_unreached"]] == [
+        str(gone)
+    ]

@@ -241,6 +241,12 @@ def _show_forget(
             click.echo(f"would clear the text {_LENT.format(n=report.notes_cleared)}")
         if report.sync_log:
             click.echo(f"would remove {report.sync_log} line(s) holding it from {_SYNC_LOG}")
+        if report.others_sync_log:
+            click.echo(
+                f"would remove {report.others_sync_log} line(s) holding it from the post-commit sync logs of"
+                f" {report.others_sync_projects} other project(s) ({_SYNC_LOG})"
+            )
+        _show_unreached(report)
         known = f" ({report.entries_known} already on it)" if report.entries_known else ""
         click.echo(f"deny-list: would add {report.entries_added} entr(ies){known}")
         click.echo("dry run: add --yes to delete and add the deny-list entry")
@@ -259,6 +265,12 @@ def _show_forget(
         click.echo(f"cleared the text {_LENT.format(n=report.notes_cleared)}")
     if report.sync_log:
         click.echo(f"removed {report.sync_log} line(s) holding it from {_SYNC_LOG}")
+    if report.others_sync_log:
+        click.echo(
+            f"removed {report.others_sync_log} line(s) holding it from the post-commit sync logs of"
+            f" {report.others_sync_projects} other project(s) ({_SYNC_LOG})"
+        )
+    _show_unreached(report)
     if report.pattern_kept:
         click.echo(
             "note: a regex entry keeps its pattern as written in memory.db (a pattern cannot be hashed)"
@@ -306,6 +318,20 @@ def _show_forget(
         click.echo(
             "WARNING: a reader kept the WAL from being truncated; run the command again once it is done"
         )
+
+
+def _show_unreached(report: Removal) -> None:
+    """The other registered projects whose post-commit sync logs a user-wide forget could not reach."""
+    if not report.others_unreached:
+        return
+    verb = "cannot" if report.dry_run else "could not"
+    click.echo(
+        f"{verb} reach the post-commit sync logs of {len(report.others_unreached)} other registered project(s)"
+        f" ({_SYNC_LOG}): any of them that holds the value keeps it there; run the same forget in it once it"
+        " can be reached:"
+    )
+    for where in report.others_unreached:
+        echo_human(f"  - {where}")
 
 
 @click.command(

@@ -9,7 +9,8 @@ Four things happen on `forget --yes`, in this order:
    trigram rows, links and contradiction judgments with it, leaving a tombstone of ids and counts; what
    the store derives from text goes too (_clear_derived: change words, the import structure);
 3. the hooks' shell log is rewritten without the lines containing it (unless --keep-log), and so are the
-   post-commit sync's log and failure mark (.nexusmem/auto-sync.log, auto-sync.failed: autosync.rewrite_lines);
+   post-commit sync's log and failure mark (.nexusmem/auto-sync.log, auto-sync.failed: autosync.rewrite_lines),
+   with --global every other registered project's too (_reach_others: those it cannot reach are named);
 4. the database is purged: full-text indexes merged, VACUUM, WAL checkpointed and truncated; for a literal
    value the files are then read back to prove the bytes are gone (or to name the table still holding them);
 5. the copies that hold it too are reached: each `scrub` backup (memory.db.pre-scrub-*.bak) gets the same
@@ -97,6 +98,11 @@ class Removal:
     # --global: other registered projects. Not opened here (each applies the user-wide list at its own
     # next sync), so they may still hold the value until then.
     others_pending: list[str] = field(default_factory=list)
+    # --global: lines of the other registered projects' .nexusmem/auto-sync.log and auto-sync.failed that held
+    # it (taken out, or in a dry run would be), and "ROOT: why" of each whose logs could not be reached.
+    others_sync_log: int = 0
+    others_sync_projects: int = 0  # how many of them held such lines
+    others_unreached: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +129,9 @@ class Removal:
             "skipped_links": self.skipped_links,
             "rekeyed": self.rekeyed,
             "others_pending": self.others_pending,
+            "others_sync_log": self.others_sync_log,
+            "others_sync_projects": self.others_sync_projects,
+            "others_unreached": self.others_unreached,
         }
 
 
@@ -588,9 +597,37 @@ def forget(
             force=force,
             user_wide=user_wide,
         )
-    if user_wide and not dry_run:
-        report.others_pending = _other_projects(project.root)
+    if user_wide:
+        _reach_others(report, project.root, [entry], plaintext)
     return report
+
+
+def _reach_others(
+    report: Removal, root: Path, entries: Sequence[Entry], plaintext: tuple[bytes, bool] | None
+) -> None:
+    """A user-wide forget's reach into the other registered projects (ROOT's own is done): their post-commit
+    sync logs lose the lines holding the value now (REPORT.others_sync_log; those whose logs cannot be reached
+    are named), and their stores apply the entry at their next sync (REPORT.others_pending, unless a dry
+    run)."""
+    from nexusmem import autosync, paths
+
+    others = _other_projects(root)
+    if not report.dry_run:
+        report.others_pending = others
+    matcher = Matcher(entries)
+    for other in others:
+        state = paths.state_dir(Path(other))
+        why = autosync.logs_unreachable(state)
+        if why is None:
+            try:
+                lines = sync_log_lines(state, matcher, plaintext, dry_run=report.dry_run)
+            except OSError as exc:  # a disk that fails the write: said, the other projects still cleaned
+                why = f"{exc.strerror or exc}"
+            else:
+                report.others_sync_log += lines
+                report.others_sync_projects += 1 if lines else 0
+        if why is not None:
+            report.others_unreached.append(f"{other}: {why}")
 
 
 def _other_projects(root: Path) -> list[str]:
@@ -652,8 +689,8 @@ def import_entries(
             scope="global" if user_wide else "project",
             user_wide=user_wide,
         )
-    if user_wide and not dry_run:
-        report.others_pending = _other_projects(project.root)
+    if user_wide:
+        _reach_others(report, project.root, entries, None)
     return report
 
 
