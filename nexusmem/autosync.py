@@ -91,7 +91,7 @@ CUT_MARK = b"[log cut to its newest part]\n"
 def rewrite_lines(
     path: Path, change: Callable[[str], str | None], *, dry_run: bool = False, emptied: str = ""
 ) -> int:
-    """Give each line of the file PATH (this folder's auto-sync.log or auto-sync.failed) to CHANGE, which
+    """Give each line of the file PATH (this folder's auto-sync.log or auto-sync.failed, the crash log) to CHANGE, which
     returns it as it is, changed, or None to take it out; return how many lines it changed or took out.
 
     Unless DRY_RUN, a file with such lines is written again in place, never renamed (as cap_log cuts it):

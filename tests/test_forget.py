@@ -1189,3 +1189,59 @@ def test_forget_global_cleans_every_registered_projects_sync_log(
     assert data["others_sync_log"] == 0 and [u.split(": ")[0] for u in data["others_unreached"]] == [
         str(gone)
     ]
+
+
+def _crash_log(home: Path, *lines: str) -> tuple[Path, bytes]:
+    """~/.nexusmem/crash.log as an unexpected error leaves it: a real report, then LINES (what an older
+    release, or older redaction rules, let through); the log and that report's bytes."""
+    from nexusmem import crashlog
+
+    try:
+        raise RuntimeError("the disk said no")
+    except RuntimeError:
+        crashlog.record("sync")
+    path = home / ".nexusmem" / "crash.log"
+    report = path.read_bytes()
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+    return path, report
+
+
+def test_forget_takes_the_value_out_of_the_crash_log(repo: Path, isolated_home: Path) -> None:
+    """A crash whose message held a value left it in ~/.nexusmem/crash.log, which `forget` did not read: the
+    value stayed there in plain text after "verified". Its lines holding it are taken out now, counted."""
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    log, report = _crash_log(
+        isolated_home,
+        f"--- 2026-01-02T03:04:05Z nexusmem 0.1 (python 3.12, linux) command 'query {VALUE}'",
+        f"ValueError: cannot parse {VALUE.lower()}.internal",
+    )
+    before = log.read_bytes()
+    dry = run_cli("-C", str(repo), "forget", VALUE).output
+    assert f"would remove 2 line(s) holding it from the crash log ({log})" in dry, dry
+    assert log.read_bytes() == before
+    out = run_cli("-C", str(repo), "forget", VALUE, "--yes").output
+    assert f"removed 2 line(s) holding it from the crash log ({log})" in out, out
+    assert log.read_bytes() == report  # the other report as it was
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    data = json.loads(run_cli("-C", str(repo), "forget", VALUE, "--yes", "--json").stdout)
+    assert data["crash_log"] == 0
+
+
+def test_scrub_redacts_the_crash_log(repo: Path, isolated_home: Path) -> None:
+    """`scrub` brought memory up to today's rules but not ~/.nexusmem/crash.log, where a traceback written under
+    older rules could hold a secret. Its lines are redacted in place now, counted."""
+    token = "ghp_" + "wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"
+    commit(repo, "init")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    log, report = _crash_log(isolated_home, f"RuntimeError: push to https://x:{token}@github.com refused")
+    dry = run_cli("-C", str(repo), "scrub", "--dry-run").output
+    assert f"1 line(s) of the crash log ({log})" in dry, dry
+    assert token in log.read_text(encoding="utf-8")
+    out = run_cli("-C", str(repo), "scrub").output
+    assert f"1 line(s) of the crash log ({log})" in out, out
+    text = log.read_text(encoding="utf-8")
+    assert token not in text and "«redacted:" in text and text.startswith(report.decode("utf-8")), text
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert "crash log" not in run_cli("-C", str(repo), "scrub").output

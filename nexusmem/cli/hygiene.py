@@ -241,6 +241,10 @@ def _show_forget(
             click.echo(f"would clear the text {_LENT.format(n=report.notes_cleared)}")
         if report.sync_log:
             click.echo(f"would remove {report.sync_log} line(s) holding it from {_SYNC_LOG}")
+        if report.crash_log:
+            echo_line(
+                f"would remove {report.crash_log} line(s) holding it from the crash log ({_crash_log()})"
+            )
         if report.others_sync_log:
             click.echo(
                 f"would remove {report.others_sync_log} line(s) holding it from the post-commit sync logs of"
@@ -265,6 +269,8 @@ def _show_forget(
         click.echo(f"cleared the text {_LENT.format(n=report.notes_cleared)}")
     if report.sync_log:
         click.echo(f"removed {report.sync_log} line(s) holding it from {_SYNC_LOG}")
+    if report.crash_log:
+        echo_line(f"removed {report.crash_log} line(s) holding it from the crash log ({_crash_log()})")
     if report.others_sync_log:
         click.echo(
             f"removed {report.others_sync_log} line(s) holding it from the post-commit sync logs of"
@@ -320,6 +326,12 @@ def _show_forget(
         )
 
 
+def _crash_log() -> str:
+    from nexusmem.crashlog import crash_log_path
+
+    return str(crash_log_path())
+
+
 def _show_unreached(report: Removal) -> None:
     """The other registered projects whose post-commit sync logs a user-wide forget could not reach."""
     if not report.others_unreached:
@@ -369,7 +381,9 @@ def scrub_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         also += f", {report.judgments} contradiction judgment reason(s)"
     if report.sync_log:
         also += f", {report.sync_log} line(s) of the post-commit sync's log ({_SYNC_LOG})"
-    click.echo(f"{verb} {report.changed} of {report.scanned} node(s){also}; secrets: {found}")
+    if report.crash_log:
+        also += f", {report.crash_log} line(s) of the crash log ({_crash_log()})"
+    echo_line(f"{verb} {report.changed} of {report.scanned} node(s){also}; secrets: {found}")
     if report.project_id is not None:
         how = "would re-key" if dry_run else f"re-keyed its {report.rekeyed} node(s) to"
         click.echo(f"the project id held a credential of the origin URL: {how} {report.project_id}")

@@ -81,6 +81,7 @@ class Removal:
     log_lines: int = 0
     log_kept: bool = False
     sync_log: int = 0  # lines of .nexusmem/auto-sync.log and auto-sync.failed that held it: taken out
+    crash_log: int = 0  # lines of the crash log (~/.nexusmem/crash.log) that held it: taken out
     global_added: bool = False
     checkpointed: bool = True
     verified_absent: bool | None = None  # literal values only: the files were read back
@@ -115,6 +116,7 @@ class Removal:
             "log_lines": self.log_lines,
             "log_kept": self.log_kept,
             "sync_log": self.sync_log,
+            "crash_log": self.crash_log,
             "global_added": self.global_added,
             "checkpointed": self.checkpointed,
             "verified_absent": self.verified_absent,
@@ -350,6 +352,19 @@ def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
 # ------------------------------------------------------------------------------------------- commands
 
 
+def _log_line_kept(matcher: Matcher, plaintext: tuple[bytes, bool] | None) -> Callable[[str], str | None]:
+    """What a log rewrite (autosync.rewrite_lines) gives each line to: None for a line holding what MATCHER
+    matches (a literal value, PLAINTEXT, in any case: an older release wrote the project id lower-cased)."""
+    value = plaintext[0].decode("utf-8", "surrogatepass").lower() if plaintext is not None else ""
+
+    def kept(line: str) -> str | None:
+        if (value and value in line.lower()) or matcher.which([line]) is not None:
+            return None
+        return line
+
+    return kept
+
+
 def sync_log_lines(
     state: Path, matcher: Matcher, plaintext: tuple[bytes, bool] | None, *, dry_run: bool
 ) -> int:
@@ -358,16 +373,22 @@ def sync_log_lines(
     value is found there in any case); how many lines went (would go)."""
     from nexusmem import autosync  # forget's own step: the sync's gate (sync_gate) imports this module
 
-    value = plaintext[0].decode("utf-8", "surrogatepass").lower() if plaintext is not None else ""
-
-    def kept(line: str) -> str | None:
-        if (value and value in line.lower()) or matcher.which([line]) is not None:
-            return None
-        return line
-
     return autosync.rewrite_logs(
-        state, kept, dry_run=dry_run, failure_note="(its error held a value `nexusmem forget` took out)"
+        state,
+        _log_line_kept(matcher, plaintext),
+        dry_run=dry_run,
+        failure_note="(its error held a value `nexusmem forget` took out)",
     )
+
+
+def crash_log_lines(matcher: Matcher, plaintext: tuple[bytes, bool] | None, *, dry_run: bool) -> int:
+    """Take the lines holding what MATCHER matches out of the crash log (nexusmem.crashlog: an exception's
+    message can quote the input it failed on), in place as the post-commit sync's log; how many went (would
+    go)."""
+    from nexusmem import autosync
+    from nexusmem.crashlog import crash_log_path
+
+    return autosync.rewrite_lines(crash_log_path(), _log_line_kept(matcher, plaintext), dry_run=dry_run)
 
 
 def _apply(
@@ -402,6 +423,7 @@ def _apply(
     if report.dry_run:
         report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
         report.sync_log = sync_log_lines(store.path.parent, matcher, plaintext, dry_run=True)
+        report.crash_log = crash_log_lines(matcher, plaintext, dry_run=True)
         report.notes_cleared = len(_lent_holding(store, entries))
         known = {e.key for e in stored_entries(store)}
         fresh = {e.key for e in entries if e.key not in known}
@@ -433,6 +455,7 @@ def _apply(
             report.global_added = add_global(entry) or report.global_added
     report.rekeyed += rekey_seen(store, matcher)
     report.sync_log = sync_log_lines(store.path.parent, matcher, plaintext, dry_run=False)
+    report.crash_log = crash_log_lines(matcher, plaintext, dry_run=False)
     if not keep_log:
         report.log_lines = scrub_log(entries, dry_run=False)
         if report.log_lines:

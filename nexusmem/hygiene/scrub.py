@@ -2,7 +2,8 @@
 
 Sources redact at ingest, so a rule added later protects new input only; scrub brings the old nodes up to
 the same standard. A backup of memory.db (mode 0600: it still holds the secrets) is taken first. The
-post-commit sync's output (.nexusmem/auto-sync.log, auto-sync.failed) gets the same rules, line by line.
+post-commit sync's output (.nexusmem/auto-sync.log, auto-sync.failed) and the crash log get the same rules,
+line by line.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexusmem import autosync, registry
+from nexusmem import autosync, crashlog, registry
 from nexusmem import project as project_mod
 from nexusmem.hygiene.forget import writer_lock
 from nexusmem.nodes import Node, strings_in
@@ -40,6 +41,7 @@ class ScrubReport:
     # Lines of .nexusmem/auto-sync.log and auto-sync.failed (the post-commit sync's output) that held a
     # secret: redacted in place of the old text (an older release wrote its project id there).
     sync_log: int = 0
+    crash_log: int = 0  # lines of the crash log (~/.nexusmem/crash.log) that held a secret: redacted in place
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class ScrubReport:
             "rekeyed": self.rekeyed,
             "registry": self.registry,
             "sync_log": self.sync_log,
+            "crash_log": self.crash_log,
             "backup": str(self.backup) if self.backup else None,
             "checkpointed": self.checkpointed,
         }
@@ -190,6 +193,8 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             return text
 
         report.sync_log = autosync.rewrite_logs(project.db_path.parent, redacted, dry_run=dry_run)
+        # A traceback written under older rules (or by an older release) may quote a secret it failed on.
+        report.crash_log = autosync.rewrite_lines(crashlog.crash_log_path(), redacted, dry_run=dry_run)
         if dry_run or not (rewrites or renames or report.imports or report.cursors or reasons or unclean):
             return report
         stamp = time.strftime("%Y%m%dT%H%M%S")
