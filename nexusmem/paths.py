@@ -294,6 +294,17 @@ def with_bytes(text: str) -> str | None:
     return os.fsdecode(data) if count else None
 
 
+def given_dir(text: str) -> str:
+    """The folder TEXT (a `-C PATH`) names: TEXT, or, when nothing exists at TEXT as written, TEXT with each
+    `\\xNN` read back as its byte (with_bytes) when that exists: a path NexusMem printed for a folder whose
+    name is not UTF-8 (`caf\\xe9-repo`), pasted back. A folder whose name holds a real backslash is the
+    one meant when it exists."""
+    if not text or "\\x" not in text or os.path.lexists(text):
+        return text
+    raw = with_bytes(text)
+    return raw if raw is not None and os.path.lexists(raw) else text
+
+
 def state_dir(root: Path) -> Path:
     return root / STATE_DIR
 

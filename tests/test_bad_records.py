@@ -651,6 +651,44 @@ def test_every_path_printed_for_a_folder_whose_name_is_not_utf8_spells_the_byte(
     assert json.loads(printed("show", "--json", items[0]["id"]))["project"] == "caf\\xe9-repo"
 
 
+def test_minus_c_takes_a_folder_named_as_nexusmem_prints_it(tmp_path: Path) -> None:
+    # Every path NexusMem prints spells a byte that is not UTF-8 `\xNN` (`caf\xe9-repo`), and MCP projectRoot
+    # takes it back; `-C` did not: a user pasting the path `status` printed got "no such directory". It is read
+    # as that byte when nothing exists at the path as written, so a folder whose name holds a backslash works.
+    repo = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9-repo"))
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, "feat: the quoll setting", {"a.txt": "quoll\n"})
+    literal = tmp_path / "lit\\xe9-repo"  # a real backslash in its name
+    git(tmp_path, "init", "-q", "-b", "main", str(literal))
+    commit(literal, "feat: the wombat setting", {"b.txt": "wombat\n"})
+    spelled = str(repo).replace("\udce9", "\\xe9")
+
+    def nexusmem(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([console_script(), *args], cwd=tmp_path, capture_output=True, check=False)
+
+    for args in (
+        ["-C", spelled, "sync", "--no-embed", "--json"],  # the plain path (cli/plain.py)
+        ["sync", "--no-embed", "--json", "--link-failures", "-C", spelled],
+        ["-C", spelled, "status", "--json"],  # click's
+        ["status", "--json", "-C", spelled],
+    ):
+        proc = nexusmem(*args)
+        assert proc.returncode == 0, (args, proc.stderr.decode("utf-8", "replace"))
+        assert json.loads(proc.stdout)["root"] == spelled, (args, proc.stdout)
+    for args in (["-C", spelled, "query", "--json", "quoll"], ["query", "--json", "-C", spelled, "quoll"]):
+        proc = nexusmem(*args)
+        assert proc.returncode == 0, (args, proc.stderr.decode("utf-8", "replace"))
+        assert json.loads(proc.stdout)["items"][0]["title"] == "feat: the quoll setting", proc.stdout
+    proc = nexusmem("precheck", "-C", spelled)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    # A folder whose name really holds `\xe9` is the one meant when it exists.
+    proc = nexusmem("-C", str(literal), "sync", "--no-embed", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["root"] == str(literal), proc.stderr
+    # Nothing at either spelling: the path as typed is named.
+    proc = nexusmem("-C", str(tmp_path / "nowhere\\xe9"), "status")
+    assert proc.returncode != 0 and "nowhere\\xe9" in proc.stderr.decode("utf-8", "replace"), proc.stderr
+
+
 def test_a_doc_too_big_and_a_doc_that_cannot_be_read_are_named(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

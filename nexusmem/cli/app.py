@@ -116,7 +116,9 @@ class LazyGroup(click.Group):
 
 def _set_root(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is not None:
-        ctx.find_root().meta["nexusmem.root"] = value
+        from nexusmem.paths import given_dir
+
+        ctx.find_root().meta["nexusmem.root"] = given_dir(value)
 
 
 def repo_option(func: F) -> F:

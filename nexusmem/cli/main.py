@@ -127,8 +127,10 @@ def without_cwd(args: list[str]) -> int | None:
     words = args[at:]
     options = words[: words.index("--")] if "--" in words else words
     if where and os.path.isabs(where):
+        from nexusmem.paths import given_dir
+
         try:
-            os.chdir(where)
+            os.chdir(given_dir(where))
         except OSError:
             return None  # the command names the folder and why it cannot be used
         return None

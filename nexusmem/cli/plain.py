@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from nexusmem.cli.main import ABORTED, INTERRUPTED
+from nexusmem.paths import given_dir
 from nexusmem.terminal import json_text, terminal_safe
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
@@ -142,7 +143,9 @@ def precheck(args: list[str]) -> int | None:
 
     def body() -> PrecheckResult:
         return library.run(
-            Path(where) if where else Path.cwd(), files=paths if explicit else None, working=opts["working"]
+            Path(given_dir(where)) if where else Path.cwd(),
+            files=paths if explicit else None,
+            working=opts["working"],
         )
 
     result = _errors_said(body)
@@ -293,7 +296,7 @@ def query(args: list[str]) -> int | None:
     def body() -> int | None:
         span = window(values.get("--since"), values.get("--until"))
         tighten_user_dir()  # as every command that opens it does (the click path: cli/app.py)
-        proj = find(Path(values.get("-C") or "."))
+        proj = find(Path(given_dir(values.get("-C") or ".")))
         if proj is None:
             return None  # click's command says what is wrong, asking git
         answer(proj, question, budget=budget, as_json=as_json, as_of=values.get("--as-of"), window=span)
@@ -466,7 +469,7 @@ def sync(args: list[str]) -> int | None:
 
     def body() -> int:
         run_sync(
-            Path(where) if where else Path.cwd(),
+            Path(given_dir(where)) if where else Path.cwd(),
             quiet=opts["quiet"],
             as_json=opts["as_json"],
             verbose=opts["verbose"],
