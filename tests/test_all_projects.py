@@ -733,3 +733,31 @@ def test_the_catch_up_across_projects_is_bounded_in_time(tmp_path: Path) -> None
     write_commands(tree, [(now - 30_000, "make tree-check", 1)])
     assert mcp_server._catch_up_all(roots[1]) is None
     assert query_json(roots[0], "make tree-check")["items"][0]["title"] == "make tree-check (exit 1)"
+
+
+def test_query_all_projects_says_how_many_newer_commands_it_did_not_search(tmp_path: Path) -> None:
+    """`query --all-projects` searched each memory as its last sync left it and said nothing of the commands
+    the hooks logged since (MCP allProjects stores them first; a one-project `query` says how many it did not
+    search): "what failed" missed the test that failed a minute ago in another project, without a word. Like
+    the one-project query it does not sync them (a cold query's budget), and says how many, where."""
+    here = small_repo(tmp_path / "here", "feat: the dashboard")
+    there = small_repo(tmp_path / "there", "feat: the zetaword parser")
+    small_repo(tmp_path / "quiet", "feat: the quiet module")
+    now = int(time.time() * 1000)
+    write_commands(there, [(now - 60_000, "pytest tests/test_zetaword.py", 1)])
+    write_commands(there, [(now - 50_000, "pytest tests/test_zetaword.py -x", 1)])
+    write_commands(here, [(now - 30_000, "make lint", 2)])
+    note = (
+        "3 newer command(s) run in here (1), there (2) are not synced yet, so not searched: run `nexusmem sync`"
+        " in each"
+    )
+    data = all_json(here, text="what failed in the last hour")
+    assert note in data["notes"], data["notes"]
+    assert not [it for it in data["items"] if it["kind"] == "shell_command"], data["items"]  # not searched
+    text = run_cli("-C", str(here), "query", "--all-projects", "what failed in the last hour").stdout
+    assert f"note: {note}" in text, text
+    # Synced: nothing to say (the line the hook logs after a query is NexusMem's own, not counted).
+    for root in (here, there):
+        run_cli("-C", str(root), "sync", "--no-embed", "--quiet")
+    write_commands(here, [(now - 10_000, "nexusmem query --all-projects what failed", 0)])
+    assert not [n for n in all_json(here, text="what failed")["notes"] if "not synced yet" in n]

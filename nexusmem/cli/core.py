@@ -361,6 +361,8 @@ def _query_all_projects(
         since=window[0],
         until=window[1],
         author=author,
+        # Not stored first, as MCP does (a cold query cannot afford the syncs): said, as a plain query says it.
+        unsynced=True,
     )
     for note in result.skipped_notes:
         echo_human(f"nexusmem: note: {note}", err=True)

@@ -30,7 +30,7 @@ from typing import Any
 from nexusmem import paths, registry
 from nexusmem.errors import NexusMemError
 from nexusmem.retrieve import fuse, query, rank
-from nexusmem.store import StoredNode, health, open_store
+from nexusmem.store import Store, StoredNode, health, open_store
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
 
@@ -94,6 +94,9 @@ class _Searched:
     listing_count: int | None = None
     # What its own answer says besides its listing's note (a rule's "first: ...", HEAD moved since its sync).
     notes: list[str] = field(default_factory=list)
+    # The commands the hooks logged in it since its last sync, not searched (catchup.unsynced_commands;
+    # catchup.BACKLOG: too many to count): counted only when asked (search_all's UNSYNCED).
+    unsynced: int = 0
 
 
 def searched_from(index: int, target: Target, store: SearchStore, found: query.Retrieved) -> _Searched:
@@ -235,6 +238,35 @@ class _Filters:
     author: str | None = None
 
 
+def _unsynced_of(target: Target, store: Store) -> int:
+    """How many commands the hooks logged in TARGET's repository since its memory's (STORE's) last sync
+    (catchup.unsynced_commands, BACKLOG for too many); 0 when that cannot be told (its config, the log)."""
+    from nexusmem import catchup, project
+
+    try:
+        return catchup.unsynced_commands(project.at(Path(target.root)), store)
+    except (NexusMemError, OSError):
+        return 0
+
+
+def unsynced_note(searched: Sequence[_Searched]) -> str | None:
+    """A note for the answer naming the projects of SEARCHED whose commands logged since their last sync were
+    not searched, and how many ("3 newer command(s) run in here (1), there (2) are not synced yet, ..."), as a
+    one-project `query` says it of its own; None when there are none."""
+    from nexusmem.catchup import BACKLOG
+
+    held = [s for s in searched if s.unsynced]
+    if not held:
+        return None
+    named = ", ".join(
+        f"{s.target.label or s.target.name} ({'many' if s.unsynced == BACKLOG else s.unsynced})" for s in held
+    )
+    many = any(s.unsynced == BACKLOG for s in held)
+    count = "many" if many else str(sum(s.unsynced for s in held))
+    fix = "run `nexusmem sync` in each" if len(held) > 1 else "run `nexusmem sync` there"
+    return f"{count} newer command(s) run in {named} are not synced yet, so not searched: {fix}"
+
+
 def _settings_of(target: Target) -> rank.Settings:
     """The project's own `ranking` settings; the defaults when its config cannot be read (its search
     still runs: a config problem is reported by that project's own commands)."""
@@ -261,7 +293,13 @@ def _missing(target: Target) -> str:
 
 
 def _search_one(
-    index: int, target: Target, text: str, filters: _Filters, vectors: bool, stack: ExitStack
+    index: int,
+    target: Target,
+    text: str,
+    filters: _Filters,
+    vectors: bool,
+    stack: ExitStack,
+    unsynced: bool = False,
 ) -> tuple[_Searched | None, dict[str, int], Skipped | None]:
     if not target.db.exists():
         return None, {}, _skip(target, _missing(target))
@@ -290,6 +328,8 @@ def _search_one(
             project=target.name,
         )
         searched = searched_from(index, target, store, found)
+        if unsynced:
+            searched.unsynced = _unsynced_of(target, store)
         if target.current:  # as its own answer says them
             searched.notes += [
                 note
@@ -323,6 +363,7 @@ def search_all(
     vectors: bool = True,
     author: str | None = None,
     skipped_in_answer: bool = False,
+    unsynced: bool = False,
 ) -> MultiResult:
     """Answer TEXT from every registered project (and CURRENT's repository, registered or not) within BUDGET.
 
@@ -332,7 +373,9 @@ def search_all(
     apply to every project. The answer is weak when no project's best candidates match the question well.
     Skipped projects are listed in `skipped_notes` (the CLI prints them on stderr); SKIPPED_IN_ANSWER (MCP,
     which has no stderr) also names each in a short note inside the answer and its budget (after the footer
-    when the budget cannot hold it: query.left_out).
+    when the budget cannot hold it: query.left_out). UNSYNCED (`query --all-projects`, which does not store
+    them first as MCP does: a cold query's budget) says in a note how many commands the hooks logged in each
+    project since its last sync were not searched (unsynced_note).
     """
     asked = query.prepare(text)
     result = MultiResult(query=asked.text, budget=budget, notes=list(asked.notes), query_cut=asked.cut)
@@ -341,7 +384,7 @@ def search_all(
         searched: list[_Searched] = []
         counted: list[dict[str, int]] = []
         for target in labelled(targets(current)):
-            one, counts, skipped = _search_one(len(searched), target, text, filters, vectors, stack)
+            one, counts, skipped = _search_one(len(searched), target, text, filters, vectors, stack, unsynced)
             if skipped is not None:
                 result.skipped.append(skipped)
                 continue
@@ -359,6 +402,9 @@ def search_all(
             result.notes += [
                 f"skipped {s.name}: its memory was not searched: {s.reason}" for s in result.skipped
             ]
+        behind = unsynced_note(searched)
+        if behind:  # a line of the header: packed within the budget
+            result.notes.append(behind)
         _fuse_and_pack(
             result, searched, text, budget, filters.as_of, filters.since, filters.until, filters.author
         )
