@@ -376,5 +376,6 @@ def content_text(raw: bytes) -> str:
     """The bytes RAW of a file's content as text: UTF-8, and where a byte is not UTF-8 (a Latin-1 or
     Windows-1252 file's "Caf\\xe9") its Windows-1252 character, so that "café" is found. The one reading of a
     file's bytes: the docs and changelog sources (docs.doc_text), the patches and the change words
-    (sources/git) all read it so; a file's name is not read this way (paths.tracked_name)."""
+    (sources/git) all read it so, and so are commit messages and authors without an encoding header
+    (sources/git/commits.py); a file's name is not read this way (paths.tracked_name)."""
     return raw.decode("utf-8", "nexusmem.cp1252")

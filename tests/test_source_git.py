@@ -569,7 +569,7 @@ def test_non_utf8_message_and_file_name(repo: Path, tmp_path: Path) -> None:
     nodes, _ = scan(GitSource(), repo)
     titles = {n.title for n in nodes}
     assert "fix: café naïve" in titles
-    assert "fix: raw \ufffd bytes" in titles
+    assert "fix: raw é bytes" in titles  # no encoding header: read as Latin-1 (Windows-1252), as a patch is
     for n in nodes:
         n.body.encode("utf-8")  # valid UTF-8 for SQLite
     files = {f for n in nodes for f in n.files}
@@ -753,3 +753,51 @@ def test_50mb_commit_is_truncated_with_bounded_memory(repo: Path) -> None:
     # Holding the patch would cost > 100 MB (50 MB of bytes plus its decoded str); streaming costs ~ the
     # interpreter.
     assert rss_mb < 60, f"peak RSS {rss_mb:.0f} MB while streaming a 50 MB patch"
+
+
+def _commit_bytes(repo: Path, message: bytes, author: bytes, encoding: bytes = b"") -> None:
+    """A commit whose message and author name are these bytes as they are. `git commit` today reads a message
+    that is not UTF-8 as Latin-1 and stores it as UTF-8: an older git stored the bytes, so the object is made
+    by hand (with ENCODING, the header i18n.commitEncoding writes)."""
+    (repo / "f.txt").write_bytes(message)
+    git(repo, "add", "f.txt")
+    tree = git(repo, "write-tree").strip().encode()
+    parent = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=repo, capture_output=True)
+    who = author + b" <a@example.test> 1700000000 +0000"
+    raw = b"tree " + tree + b"\n"
+    raw += b"parent " + parent.stdout.strip() + b"\n" if parent.returncode == 0 else b""
+    raw += b"author " + who + b"\ncommitter " + who + b"\n"
+    raw += b"encoding " + encoding + b"\n" if encoding else b""
+    made = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+        cwd=repo,
+        input=raw + b"\n" + message,
+        capture_output=True,
+        check=True,
+    )
+    git(repo, "update-ref", "HEAD", made.stdout.decode().strip())
+
+
+def test_a_latin1_commit_message_reads_as_its_patches_and_docs_do(repo: Path) -> None:
+    """A commit message (subject, body, author) that is not UTF-8, as old repositories made with no
+    i18n.commitEncoding hold (Latin-1 bytes), was stored with U+FFFD in place of "é" (a search for "café"
+    missed it), while a Latin-1 patch or doc reads as Windows-1252. It is read the same way now; a commit whose
+    header names its encoding (i18n.commitEncoding) is still read by that header."""
+    _commit_bytes(
+        repo, "feat: café menu\n\nthe crème brûlée\n".encode("latin-1"), "Zoë Müller".encode("latin-1")
+    )
+    _commit_bytes(
+        repo,
+        "fix: Dvořák symphony\n".encode("iso-8859-2"),
+        "Dvořák".encode("iso-8859-2"),
+        b"ISO-8859-2",
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store(readonly=True) as store:
+        commits = {n.title: n for n in store.iter_nodes("git_commit")}
+    assert set(commits) == {"feat: café menu", "fix: Dvořák symphony"}, set(commits)
+    cafe = commits["feat: café menu"]
+    assert "the crème brûlée" in cafe.body and "\ufffd" not in cafe.body, cafe.body
+    assert cafe.meta["author"] == "Zoë Müller", cafe.meta
+    assert commits["fix: Dvořák symphony"].meta["author"] == "Dvořák"
+    assert query_json(repo, "café")["items"][0]["title"] == "feat: café menu"

@@ -53,7 +53,7 @@ from nexusmem.sources.docs import (
     unreadable_problem,
 )
 from nexusmem.sources.git.repo import boundary
-from nexusmem.text import one_line
+from nexusmem.text import content_text, one_line
 
 _CURSOR_VERSION = "changelog-13"
 RELATION = "changelog"
@@ -287,7 +287,7 @@ def _resolve(sha: str, by_prefix: dict[str, list[str]]) -> list[str]:
 def _record(
     raw: bytes, subject_hits: dict[str, list[str]], body_hits: dict[str, list[str]], times: dict[str, int]
 ) -> None:
-    fields = raw.decode("utf-8", "replace").split("\x1f", 3)
+    fields = content_text(raw).split("\x1f", 3)  # a Latin-1 message as the git source reads it
     if len(fields) != 4 or len(fields[0]) not in (40, 64):
         return
     sha, ts, subject, body = fields

@@ -16,7 +16,7 @@ from nexusmem.redact import cut_redacted, redact
 from nexusmem.signals import commit_signal, conventional_type
 from nexusmem.sources.base import ScanContext
 from nexusmem.sources.git.repo import _HEX
-from nexusmem.text import one_line
+from nexusmem.text import content_text, one_line
 
 # A commit header in our log output starts with NUL + this tag. A NUL can never start a patch line (every
 # patch line starts with a prefix character) and git refuses NUL bytes in commit messages, so the marker
@@ -62,9 +62,12 @@ def truncate(text: str, limit: int, extra: int = 0) -> tuple[str, bool]:
 
 
 def _text(raw: bytes) -> str:
-    # 'replace' (not surrogateescape): stored text must be valid UTF-8 for SQLite. File names are not read
-    # this way (paths.tracked_name): two of them may differ only in the bytes it would replace.
-    return raw.decode("utf-8", "replace")
+    # A message and an author as `git log --encoding=UTF-8` gives them: converted from the encoding the
+    # commit's header names (i18n.commitEncoding), so that header wins; a commit with none whose bytes are
+    # not UTF-8 (an older git stored a Latin-1 message as typed) reads as a Latin-1 patch or doc does,
+    # Windows-1252 (text.content_text): "café", not "caf\ufffd". Always valid text for SQLite. File names
+    # are not read this way (paths.tracked_name): two of them may differ only in such bytes.
+    return content_text(raw)
 
 
 def _body_after_subject(message: str) -> str:

@@ -42,7 +42,7 @@ from nexusmem.signals import _clamp
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.cursor import decode_cursor
 from nexusmem.sources.github import gh
-from nexusmem.text import one_line
+from nexusmem.text import content_text, one_line
 
 RELATION = "github"
 _CURSOR_VERSION = 1
@@ -123,7 +123,7 @@ def commit_map(root: Path, slug: str, revs: list[str]) -> CommitMap:
 
 
 def _record(found: CommitMap, raw: bytes, slug: str) -> None:
-    fields = raw.decode("utf-8", "replace").split("\x1f", 2)
+    fields = content_text(raw).split("\x1f", 2)  # a Latin-1 message as the git source reads it
     if len(fields) == 3 and len(fields[0]) in (40, 64):
         found.add(fields[0], fields[1], fields[2], slug)
 
