@@ -103,6 +103,17 @@ def _own_command(command: str) -> bool:
     return bool(words) and os.path.basename(words[0]) == "nexusmem"
 
 
+def unsynced_at(root: Path, store: Store) -> int:
+    """unsynced_commands of the project at ROOT (STORE: its memory, open); 0 when that cannot be told (its
+    config, the log): an answer across projects goes on without the note."""
+    from nexusmem.errors import NexusMemError
+
+    try:
+        return unsynced_commands(project_mod.at(root), store)
+    except (NexusMemError, OSError):
+        return 0
+
+
 def unsynced_commands(project: Project, store: Store | None = None) -> int:
     """How many commands run in PROJECT's repository the hooks logged since its memory's last sync (STORE:
     that memory, open), NexusMem's own left out (a linked worktree's are not told apart without git: not

@@ -30,7 +30,7 @@ from typing import Any
 from nexusmem import paths, registry
 from nexusmem.errors import NexusMemError
 from nexusmem.retrieve import fuse, query, rank
-from nexusmem.store import Store, StoredNode, health, open_store
+from nexusmem.store import StoredNode, health, open_store
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.migrations import LATEST as SCHEMA_LATEST
 
@@ -238,17 +238,6 @@ class _Filters:
     author: str | None = None
 
 
-def _unsynced_of(target: Target, store: Store) -> int:
-    """How many commands the hooks logged in TARGET's repository since its memory's (STORE's) last sync
-    (catchup.unsynced_commands, BACKLOG for too many); 0 when that cannot be told (its config, the log)."""
-    from nexusmem import catchup, project
-
-    try:
-        return catchup.unsynced_commands(project.at(Path(target.root)), store)
-    except (NexusMemError, OSError):
-        return 0
-
-
 def unsynced_note(searched: Sequence[_Searched]) -> str | None:
     """A note for the answer naming the projects of SEARCHED whose commands logged since their last sync were
     not searched, and how many ("3 newer command(s) run in here (1), there (2) are not synced yet, ..."), as a
@@ -329,7 +318,9 @@ def _search_one(
         )
         searched = searched_from(index, target, store, found)
         if unsynced:
-            searched.unsynced = _unsynced_of(target, store)
+            from nexusmem import catchup
+
+            searched.unsynced = catchup.unsynced_at(Path(target.root), store)
         if target.current:  # as its own answer says them
             searched.notes += [
                 note
