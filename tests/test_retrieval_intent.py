@@ -31,12 +31,26 @@ from nexusmem.retrieve.intent import (
 )
 
 from helpers import commit, git, init_repo, query_json, run_cli, run_script, short_sha, write_commands
-from helpers.env import local_zone
+from helpers.env import clear_of_midnight, local_zone, since_midnight
 
 DAY = 86_400
+# When the test began, and the seconds since the midnight before it where the tests run ("today" and
+# "yesterday" are local days: timecue.local_day): set as each test starts (clock), not once at import, which
+# comes minutes before these tests run in the whole suite; within that lag of a midnight (~1 CI run in 150)
+# the commands written minutes before the stale NOW fell on the day before the one queries ask about.
 NOW = int(time.time())
-# Seconds since midnight where the tests run: "today" and "yesterday" are local days (timecue.local_day).
-SINCE_MIDNIGHT = NOW - int(datetime.combine(datetime.fromtimestamp(NOW).date(), dtime()).timestamp())
+SINCE_MIDNIGHT = since_midnight(NOW)
+# Longer than any test here takes on a loaded machine (~1.5 s at most, unloaded).
+MIDNIGHT_MARGIN = 120
+
+
+@pytest.fixture(autouse=True)
+def clock() -> None:
+    """NOW and SINCE_MIDNIGHT for this test, with no local midnight in the next MIDNIGHT_MARGIN seconds."""
+    global NOW, SINCE_MIDNIGHT
+    clear_of_midnight(MIDNIGHT_MARGIN)
+    NOW = int(time.time())
+    SINCE_MIDNIGHT = since_midnight(NOW)
 
 
 @pytest.mark.parametrize(
@@ -1321,6 +1335,7 @@ def test_day_words_are_the_days_of_the_local_time_zone(repo: Path, zone: str) ->
     midnight fell on the same day as one typed five minutes after it (they share a UTC day, east of UTC as
     west). They are the days of the local time zone (TZ); every time printed stays UTC."""
     with local_zone(zone) as tz:
+        clear_of_midnight(MIDNIGHT_MARGIN, tz)  # the day that `now` is in is the day asked about
         now = datetime.now(tz)
         midnight = datetime.combine(now.date(), dtime(), tzinfo=tz)  # today's start, where the user is
         if now - midnight < timedelta(minutes=10):
@@ -2029,12 +2044,13 @@ def test_the_last_two_days_is_a_time_not_a_count_of_two(repo: Path) -> None:
     ]
 
 
-@pytest.mark.skipif(SINCE_MIDNIGHT < 1800, reason="needs half an hour of today behind it")
 def test_which_tests_failed_today_when_only_yesterdays_failed_lists_todays_passing_runs(repo: Path) -> None:
     """A walkthrough found it: "which tests failed today" with none failed today but one yesterday answered
     by ranking (old commits that say "failing test"), not with today's runs and a note that none failed:
     a failure of the week before made the window look as if it had just missed one. A day asked for by name
     is the window meant."""
+    if SINCE_MIDNIGHT < 1800:  # read when the test starts: at import it was minutes old
+        pytest.skip("needs half an hour of today behind it")
     commit(repo, "Make the failing test fail the build", {"t.py": "A = 1\n"}, when=NOW - 400 * DAY)
     yesterday = SINCE_MIDNIGHT // 60 + 120  # two hours before today began (local)
     write_recent(repo, f"{yesterday} 1 make test\n10 0 make test\n")

@@ -8,7 +8,8 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
+from datetime import time as dtime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -62,6 +63,24 @@ def local_zone(name: str) -> Iterator[ZoneInfo]:
         else:
             os.environ["TZ"] = old
         time.tzset()
+
+
+def since_midnight(now: float) -> int:
+    """Seconds from the start of NOW's local day (TZ's, else the system's) to NOW (epoch seconds)."""
+    return int(now - datetime.combine(datetime.fromtimestamp(now).date(), dtime()).timestamp())
+
+
+def clear_of_midnight(seconds: float, zone: ZoneInfo | None = None) -> None:
+    """Return once the local day (ZONE's; this process's local zone by default) has more than SECONDS left,
+    sleeping past its midnight first when it has fewer: a test that reckons "today" when it starts and asks
+    about it up to SECONDS later must not see the day change in between. It waits SECONDS at most, in
+    SECONDS / 86,400 of runs."""
+    now = time.time()
+    start = datetime.fromtimestamp(now, zone) if zone else datetime.fromtimestamp(now)
+    tomorrow = datetime.combine(start.date() + timedelta(days=1), dtime(), tzinfo=zone)
+    left = tomorrow.timestamp() - now  # naive (no ZONE): the local midnight, DST included
+    if left <= seconds:
+        time.sleep(left + 1)
 
 
 def unreadable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
