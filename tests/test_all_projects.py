@@ -28,7 +28,7 @@ from nexusmem.retrieve.pack import estimate_tokens
 from nexusmem.store import open_store
 
 from helpers import commit, git, query_json, run_cli, run_script, short_sha, write_commands
-from helpers.env import GITCONFIG
+from helpers.env import GITCONFIG, clear_of_midnight
 from helpers.mcp import mcp_session
 
 DAY = 86_400
@@ -479,6 +479,8 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
     home.mkdir()
     env = _git_env(home)
     old = int(time.time()) // 3600 * 3600 - 30 * DAY
+    # "Yesterday" is reckoned here, once, and asked about by this module's tests seconds later.
+    clear_of_midnight(120)
     today = datetime.now().astimezone().replace(hour=10, minute=0, second=0, microsecond=0)
     yesterday = int(today.timestamp()) - DAY
     shas: dict[str, str] = {}

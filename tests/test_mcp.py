@@ -22,7 +22,7 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 from helpers import commit, console_script, git, init_repo, run_script, write_commands
-from helpers.env import local_zone
+from helpers.env import clear_of_midnight, local_zone
 from helpers.mcp import mcp_session
 
 PKG = Path(__file__).resolve().parent.parent / "nexusmem"
@@ -759,6 +759,7 @@ def test_since_today_is_the_local_day_of_the_server(repo: Path, tmp_path: Path) 
     They are the days of the server's local time zone, which it inherits from the agent that starts it."""
     small_history(repo)
     with local_zone("Asia/Tokyo") as zone:
+        clear_of_midnight(120, zone)  # the day `now` is in is still the day when the server is asked
         now = datetime.now(zone)
         midnight = datetime.combine(now.date(), dtime(), tzinfo=zone)
         if now - midnight < timedelta(minutes=10):
