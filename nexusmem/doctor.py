@@ -450,6 +450,9 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
                 f" (from {state.path}, which the pre-commit framework's hook runs)" if state.framework else ""
             )
             checks.append(Check("git", True, f"{name}: runs {state.command}{through}"))
+        doubled = git_hooks.doubled(state, root)
+        if doubled is not None:
+            checks.append(Check("git", False, *doubled))
         legacy = state.legacy
         if legacy is not None and state.legacy_off:
             # `--force` moved aside a hook git ignored (not executable, maybe on purpose); ours does not run

@@ -354,3 +354,145 @@ def test_under_the_framework_git_am_is_said_and_the_install_adds_post_applypatch
     ):
         assert time.monotonic() < deadline, (repo / ".nexusmem" / "auto-sync.log").read_text()
         time.sleep(0.5)
+
+
+def _recorder(tmp_path: Path) -> tuple[Path, Path]:
+    """(a folder holding a `nexusmem` that writes each command line it is given to the returned file and runs
+    the real one, except `sync`, which it only records: every start is counted, none is skipped because
+    another sync holds the lock, the file it writes to)."""
+    bin_dir = tmp_path / "recorder-bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.txt"
+    real = Path(sys.executable).parent / "nexusmem"
+    script = bin_dir / "nexusmem"
+    script.write_text(
+        f"#!/bin/sh\necho \"$*\" >>'{calls}'\ncase $1 in sync) exit 0 ;; esac\nexec '{real}' \"$@\"\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return bin_dir, calls
+
+
+def _starts(calls: Path, words: str, wait: float) -> int:
+    """How many times WORDS began a line of CALLS, once the count has held still for WAIT seconds (a sync
+    is started in the background, after `git commit` may have returned)."""
+    count, still = -1, time.monotonic()
+    while True:
+        lines = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+        now = sum(1 for line in lines if line.startswith(words))
+        if now != count:
+            count, still = now, time.monotonic()
+        elif time.monotonic() - still >= wait:
+            return count
+        time.sleep(0.1)
+
+
+def _commit_once_checked(
+    repo: Path, cache: Path, bin_dir: Path, calls: Path, message: str, value: str
+) -> str:
+    """Commit a change to src/cache.py through every hook installed; assert precheck's warning is shown
+    once and one sync starts; return what the commit printed."""
+    calls.unlink(missing_ok=True)
+    (repo / "src/cache.py").write_text(value, encoding="utf-8")
+    git(repo, "add", "src/cache.py")
+    done = _run(repo, cache, "git", "commit", "-m", message, path=f"{bin_dir}:{USER_PATH}")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    warning = "src/cache.py: `pytest tests/test_cache.py` failed (exit 1)"
+    assert output.count(warning) == 1, output
+    assert _starts(calls, "precheck", 0) == 1, calls.read_text(encoding="utf-8")
+    assert _starts(calls, "sync --auto", 2.0) == 1, calls.read_text(encoding="utf-8")
+    return output
+
+
+def _double_setup(repo: Path, source: Path, sha: str) -> Path:
+    """A repository with a memory that holds a failure of tests/test_cache.py, and a pre-commit config
+    naming nexusmem-precheck and nexusmem-sync (not yet installed)."""
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n", "tests/test_cache.py": "def test(): pass\n"})
+    _plant_failure(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed", "-q")
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(_config(source, sha, "nexusmem-precheck", "nexusmem-sync"), encoding="utf-8")
+    return config
+
+
+STAGES = ("-t", "pre-commit", "-t", "post-commit", "-t", "post-merge")
+
+
+def test_own_hooks_then_the_framework_run_precheck_and_the_sync_once_and_doctor_names_the_double(
+    repo: Path, hook_repo: tuple[Path, str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NexusMem's own hooks installed, then the pre-commit framework with nexusmem-precheck and
+    nexusmem-sync (`pre-commit install` moves ours to *.legacy and runs them first): every commit printed
+    precheck's warnings twice and started two syncs, and neither doctor nor `hook git status` said a word.
+    Our blocks now do nothing under the framework's legacy chain when its config runs the same hook; doctor
+    and status name the double installation, and its fix takes our blocks out."""
+    source, sha, cache = hook_repo
+    bin_dir, calls = _recorder(tmp_path)
+    from nexusmem.install import git_hooks
+
+    monkeypatch.setattr(git_hooks, "console_script", lambda: bin_dir / "nexusmem")
+    config = _double_setup(repo, source, sha)
+    run_cli("-C", str(repo), "hook", "git", "install")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    installed = _run(repo, cache, str(PRE_COMMIT), "install", *STAGES)
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    hooks = repo / ".git" / "hooks"
+    for name in ("pre-commit", "post-commit", "post-merge"):
+        assert (hooks / f"{name}.legacy").exists()
+
+    _commit_once_checked(repo, cache, bin_dir, calls, "change cache", "x = 2\n")
+
+    said = run_cli("-C", str(repo), "hook", "git", "status").output
+    assert "installed twice" in said and f"nexusmem-precheck in {config}" in said, said
+    assert "fix: nexusmem hook git install" in said, said
+    said = run_cli("-C", str(repo), "hook", "git-post", "status").output
+    assert said.count("installed twice") == 2 and "fix: nexusmem hook git-post install" in said, said
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert doctor.count("installed twice") == 3, doctor
+    assert "nexusmem hook git install" in doctor and "nexusmem hook git-post install" in doctor, doctor
+
+    # The fix: each install leaves the hooks the framework runs to it, taking our blocks out of *.legacy.
+    done = run_cli("-C", str(repo), "hook", "git", "install").stdout
+    assert "left to the pre-commit framework" in done and "pre-commit.legacy" in done, done
+    done = run_cli("-C", str(repo), "hook", "git-post", "install").stdout
+    assert "post-commit and post-merge: left to the pre-commit framework" in done, done
+    for name in ("pre-commit", "post-commit", "post-merge"):
+        assert not git_hooks.status(name, repo).installed, name
+    assert git_hooks.status("post-applypatch", repo).installed
+    doctor = run_cli("-C", str(repo), "doctor", ok=False).stdout
+    assert "installed twice" not in doctor and "is gone" not in doctor, doctor
+    _commit_once_checked(repo, cache, bin_dir, calls, "change cache again", "x = 3\n")
+
+
+def test_the_framework_then_own_hooks_leave_precheck_to_the_framework(
+    repo: Path, hook_repo: tuple[Path, str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pre-commit framework with nexusmem-precheck first, then `nexusmem hook git install`: it put a
+    precheck block in pre-commit.legacy, and precheck ran twice at every commit (`hook git-post install`
+    already left post-commit and post-merge to the framework). It now installs nothing there and says why."""
+    source, sha, cache = hook_repo
+    bin_dir, calls = _recorder(tmp_path)
+    from nexusmem.install import git_hooks
+
+    monkeypatch.setattr(git_hooks, "console_script", lambda: bin_dir / "nexusmem")
+    config = _double_setup(repo, source, sha)
+    installed = _run(repo, cache, str(PRE_COMMIT), "install", *STAGES)
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    done = run_cli("-C", str(repo), "hook", "git", "install").stdout
+    assert (
+        f"pre-commit: left to the pre-commit framework, which runs precheck already (nexusmem-precheck in"
+        f" {config}, line 5)"
+    ) in done, done
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    hooks = repo / ".git" / "hooks"
+    assert not (hooks / "pre-commit.legacy").exists()
+    # --strict beside the framework's advisory hook: said how to make that one refuse, nothing written.
+    strict = run_cli("-C", str(repo), "hook", "git", "install", "--strict", ok=False)
+    assert strict.exit_code == 1 and "nexusmem-precheck-strict" in strict.output, strict.output
+    assert not (hooks / "pre-commit.legacy").exists()
+
+    _commit_once_checked(repo, cache, bin_dir, calls, "change cache", "x = 2\n")
+    said = run_cli("-C", str(repo), "hook", "git", "status").output
+    assert "installed twice" not in said and "run by the pre-commit framework" in said, said
+    assert "installed twice" not in run_cli("-C", str(repo), "doctor", ok=False).stdout

@@ -138,6 +138,9 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
     word = "broken" if state.broken else "installed"
     through = ", run by the pre-commit framework's hook" if state.framework else ""
     echo_line(f"{state.name}: {word}{extra} ({mode.get(state.how or '', '?')}{through}): {state.path}")
+    doubled = git_hooks.doubled(state, start)
+    if doubled is not None:
+        echo_line(f"  Warning: {doubled[0]}; fix: {doubled[1]}", err=True)
     if state.broken:
         echo_line(f"  {state.broken}; fix: nexusmem hook {verb} install", err=True)
     elif state.fallback:
@@ -212,10 +215,29 @@ def git_install(ctx: click.Context, strict: bool, force: bool) -> None:
         nexusmem hook git install
         nexusmem hook git install --strict
     """
+    root = paths.repo_root(root_of(ctx))
+    runs = git_hooks.framework_runs("pre-commit", root)
+    if runs is not None:
+        # The pre-commit framework runs precheck itself: a block in its pre-commit.legacy, which its hook
+        # runs first, would be a second one.
+        config, number, hook_id = runs
+        if strict and hook_id != git_hooks.STRICT_ID:
+            why = (
+                f"the pre-commit framework runs precheck already ({hook_id} in {config}, line {number}): to"
+                f" refuse commits, make it `id: {git_hooks.STRICT_ID}` there (or give it `args: [--strict]`)"
+                " rather than install a second precheck beside it"
+            )
+            _exit_on(ctx, [why], "Nothing was installed.")
+        left = git_hooks.leave_to_framework("pre-commit", root)
+        removed = left[1] if left is not None else None
+        taken = f"; took NexusMem's block out of {removed}, where it ran a second precheck" if removed else ""
+        echo_line(
+            f"pre-commit: left to the pre-commit framework, which runs precheck already ({hook_id} in {config},"
+            f" line {number}){taken}."
+        )
+        return
     _report_install(
-        git_hooks.install("pre-commit", root_of(ctx), strict=strict, force=force),
-        "precheck hook",
-        paths.repo_root(root_of(ctx)),
+        git_hooks.install("pre-commit", root_of(ctx), strict=strict, force=force), "precheck hook", root
     )
 
 
@@ -287,8 +309,9 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
     names: list[str] = []
     for name in git_hooks.SYNC_HOOKS:
         framework = git_hooks.framework_runs(name, root)
-        if framework is not None and not git_hooks.status(name, root).installed:
-            # A block in its NAME.legacy would start a second sync at every commit beside the framework's.
+        if framework is not None:
+            # A block in its NAME.legacy would start a second sync at every commit beside the framework's:
+            # none is written, and one `pre-commit install` moved there is taken out (below).
             left.append(name)
             runs = framework
             continue
@@ -300,6 +323,11 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
             refused.append(str(exc))
         names.append(name)
     _exit_on(ctx, refused, "Nothing was installed.")
+    taken: list[str] = []
+    for name in left:
+        out = git_hooks.leave_to_framework(name, root)
+        if out is not None and out[1] is not None:
+            taken.append(out[1].name)
     last: git_hooks.InstallResult | None = None
     for name in names:
         try:
@@ -317,6 +345,11 @@ def git_post_install(ctx: click.Context, force: bool) -> None:
             f"{' and '.join(left)}: left to the pre-commit framework, which syncs there already ({runs[2]} in"
             f" {runs[0]}, line {runs[1]}); it has no post-applypatch hook, so the one above syncs what `git am`"
             " applies."
+        )
+    if taken:
+        echo_line(
+            f"Took NexusMem's blocks out of {' and '.join(taken)}, where `pre-commit install` had moved them:"
+            " they started a second sync at every commit."
         )
     _exit_on(ctx, refused)
 

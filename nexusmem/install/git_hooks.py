@@ -512,6 +512,67 @@ def framework_runs(name: str, start: Path | str | None = None) -> tuple[Path, in
     return None
 
 
+STRICT_ID = "nexusmem-precheck-strict"
+# What the shipped bodies test to stand aside under the framework's legacy chain (hooks/pre-commit).
+_STANDS_ASIDE = "PRE_COMMIT_RUNNING_LEGACY"
+
+
+def doubled(state: HookState, start: Path | str | None = None) -> tuple[str, str] | None:
+    """(what it means, the fix) when our block of hook STATE.name is in the pre-commit framework's
+    <name>.legacy (`pre-commit install` moved it there) and the framework's config runs the same NexusMem
+    hook: installed twice. This release's block stands aside there (the shipped bodies), unless it is
+    --strict beside an advisory hook; an older release's runs precheck or the sync a second time at every
+    commit. None otherwise."""
+    if not state.installed:
+        return None
+    runs = framework_runs(state.name, start)
+    if runs is None:
+        return None
+    config, number, hook_id = runs
+    name = state.name
+    what = "precheck" if name == "pre-commit" else "the auto-sync"
+    verb = "git" if name == "pre-commit" else "git-post"
+    try:
+        data = read_hook(state.path)
+        found = find_block(data, name, state.path)
+    except (OSError, GitHookError):
+        found = None
+    block = b"" if found is None else data[found[0] : found[1]]
+    head = (
+        f"{name}: NexusMem is installed twice: the pre-commit framework runs {hook_id} in {config}, line"
+        f" {number}, and its hook first runs NexusMem's own block in {state.path}"
+    )
+    fix = f"nexusmem hook {verb} install  # takes the block out: the framework's {hook_id} runs {what}"
+    if state.strict and hook_id != STRICT_ID:
+        detail = f"{head}, which is --strict: both run, so precheck runs twice at every commit"
+        fix = (
+            f"make it `id: {STRICT_ID}` in {config} (line {number}), then: nexusmem hook git install"
+            "  # takes the block out"
+        )
+    elif _STANDS_ASIDE.encode() in block:
+        detail = f"{head} (which stands aside there, so {what} runs once): one of them is enough"
+    else:
+        detail = f"{head} (installed by an older release): {what} runs twice at every commit"
+    return detail, fix
+
+
+def leave_to_framework(
+    name: str, start: Path | str | None = None
+) -> tuple[tuple[Path, int, str], Path | None] | None:
+    """When the pre-commit framework's hook NAME runs NexusMem's hook itself (framework_runs): that, and the
+    file our block was taken out of (<name>.legacy, where `pre-commit install` had moved it: it ran precheck
+    or a sync a second time), or None when there was none; None when the framework does not run ours."""
+    runs = framework_runs(name, start)
+    if runs is None:
+        return None
+    removed: Path | None = None
+    if status(name, start).installed:
+        path, changed = remove(name, start)
+        removed = path if changed else None
+        forget(name, start)
+    return runs, removed
+
+
 def framework_lacks(name: str, start: Path | str | None = None) -> tuple[Path, int, str] | None:
     """(config file, 1-based line, hook id) of the nexusmem-sync the pre-commit framework runs after a commit
     when NAME is a sync hook the framework has no stage for (post-applypatch: `pre-commit install
