@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -185,15 +185,24 @@ def _locked() -> Iterator[None]:
 _said_unrecorded = False
 
 
-def register(root: Path, project_id: str, *, synced: bool = False, own_dir: bool = False) -> None:
+def register(
+    root: Path,
+    project_id: str,
+    *,
+    synced: bool = False,
+    own_dir: bool = False,
+    moved_from: Sequence[Path] = (),
+) -> None:
     """Add or refresh ROOT's entry (atomic write). OWN_DIR: NexusMem has just made ROOT's .nexusmem/ on
-    this machine (an entry records whether it ever did: see allows).
+    this machine (an entry records whether it ever did: see allows). MOVED_FROM: folders ROOT's memory was
+    synced at before, gone now (the repository was moved: a sync knows its memory.db by its file): their
+    entries go in the same write (a `cp -r` copy's entry is another project's, at a path that is there).
 
     The registry is an index: a sync whose memory was written is not failed for it. A user folder that is
     read-only or full is said, with the file, and the entry is written by a later sync."""
     try:
         with _locked():
-            _register(root, project_id, synced=synced, own_dir=own_dir)
+            _register(root, project_id, synced=synced, own_dir=own_dir, moved_from=moved_from)
     except OSError as exc:
         global _said_unrecorded
         if _said_unrecorded:  # once a process (a first sync registers twice)
@@ -206,12 +215,20 @@ def register(root: Path, project_id: str, *, synced: bool = False, own_dir: bool
         )
 
 
-def _register(root: Path, project_id: str, *, synced: bool, own_dir: bool = False) -> None:
+def _register(
+    root: Path, project_id: str, *, synced: bool, own_dir: bool = False, moved_from: Sequence[Path] = ()
+) -> None:
     projects = load()
     key = str(root)
+    gone = {str(folder) for folder in moved_from if str(folder) != key and not os.path.lexists(folder)}
+    before = [p for p in projects if p.get("root") in gone]
+    if before:
+        # `projects` listed them as MISSING and doctor as a problem until `projects --prune`.
+        projects = [p for p in projects if p not in before]
     entry = next((p for p in projects if p.get("root") == key), None)
     if entry is None:
-        entry = {"root": key, "added": int(time.time() * 1000), "own_dir": own_dir}
+        added = [p["added"] for p in before if isinstance(p.get("added"), int)]
+        entry = {"root": key, "added": min(added, default=int(time.time() * 1000)), "own_dir": own_dir}
         projects.append(entry)
     elif own_dir:
         entry["own_dir"] = True

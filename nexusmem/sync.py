@@ -957,7 +957,9 @@ def sync(
                 + "); "
                 f"{damaged_advice(project.db_path)}"
             )
-    registry.register(project.root, project.id, synced=True, own_dir=own)
+    registry.register(
+        project.root, project.id, synced=True, own_dir=own, moved_from=[p for p, _left in former_roots]
+    )
     summary.waited = waited
     summary.seconds = time.perf_counter() - started - waited
     if timing:

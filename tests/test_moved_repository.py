@@ -216,3 +216,51 @@ def test_the_note_names_the_old_id_of_another_remote(repo: Path) -> None:
     git(repo, "remote", "set-url", "origin", "git@github.com:acme/new.git")
     said = run_cli("-C", str(repo), "sync", "--no-embed").output
     assert "given a remote: github.com/acme/old → github.com/acme/new)" in said, said
+
+
+def _registered() -> set[str]:
+    from nexusmem import registry
+
+    return {str(entry["root"]) for entry in registry.load()}
+
+
+def _registry_problems(where: Path) -> list[str]:
+    doctor = run_cli("-C", str(where), "doctor", ok=False).stdout
+    return [line for line in doctor.splitlines() if line.startswith("PROBLEM") and "registry" in line]
+
+
+@pytest.mark.parametrize("via", ["sync", "hook"])
+def test_a_moved_repository_leaves_no_registry_entry_at_its_old_path(
+    repo: Path, tmp_path: Path, via: str
+) -> None:
+    """`mv repo repo2; cd repo2; nexusmem sync` logged that the id changed, but projects.json kept the old
+    path: `projects` listed it as MISSING and doctor reported a registry PROBLEM until `projects --prune`.
+    The sync that finds its memory moved (the same memory.db, at a new path) now takes the old path's entry
+    out as it registers the new one. A `cp -r` copy is another project: its original keeps its entry, and
+    so does the copy when the original moves."""
+    repo, tmp_path = repo.resolve(), tmp_path.resolve()  # as the memory names them (macOS: /private/var)
+    commit(repo, "first", {"a.txt": "a\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    run_cli("-C", str(copy), "sync", "--no-embed")
+    assert _registered() == {str(repo), str(copy)}
+
+    moved = tmp_path / "copy3"
+    os.rename(copy, moved)
+    if via == "sync":
+        out = run_cli("-C", str(moved), "sync", "--no-embed").output
+        assert f"{copy} → {moved}" in out, out
+    else:  # the post-commit hook's background sync
+        proc = run_script("sync", "--auto", cwd=moved)
+        assert proc.returncode == 0 and f"{copy} → {moved}" in proc.stdout, proc.stdout + proc.stderr
+    assert _registered() == {str(repo), str(moved)}
+    assert _registry_problems(moved) == []
+    assert "MISSING" not in run_cli("projects").output
+
+    # The original moved too: the copy (a path that is still there) keeps its entry.
+    elsewhere = tmp_path / "repo2"
+    os.rename(repo, elsewhere)
+    run_cli("-C", str(elsewhere), "sync", "--no-embed")
+    assert _registered() == {str(elsewhere), str(moved)}
+    assert _registry_problems(elsewhere) == []
