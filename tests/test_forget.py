@@ -611,6 +611,59 @@ def test_a_regex_or_imported_entry_clears_the_change_words_too(
     assert holds(clone, "orcapass4417zz") == []
 
 
+@pytest.mark.parametrize("ignore_case", [False, True])
+def test_a_value_inside_a_longer_name_leaves_the_change_words_in_every_case(
+    repo: Path, isolated_home: Path, ignore_case: bool
+) -> None:
+    """Change words are the diff's identifiers lower-cased: `def run_kelT8vqalong_name()` left
+    `run_kelt8vqalong_name` in the commit's words after `forget kelT8vqa --yes` (only whole words were looked
+    for), `query kelt8vqalong` still found the commit, and the read-back, comparing exact bytes, said
+    "verified"; with --ignore-case it said "WARNING: still in" and no sync cleared them."""
+    commit(repo, "init", {"a.py": "x = 1\n"})
+    commit(repo, "add runner", {"b.py": "def run_kelT8vqalong_name(): pass\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert "add runner" in [it["title"] for it in query_json(repo, "kelt8vqalong")["items"]]
+    flags = ["--ignore-case"] if ignore_case else []
+    out = run_cli("-C", str(repo), "forget", "kelT8vqa", *flags, "--yes").output
+    assert "verified: the value is in none" in out and "WARNING" not in out, out
+    from nexusmem import project
+
+    for args in (["sync", "--no-embed"], ["sync", "--rebuild", "--no-embed"], None):
+        with project.load(repo).open_store(readonly=True) as store:
+            assert [w for _seq, w in store.word_texts() if "kelt8vqa" in w] == [], args
+        assert query_json(repo, "kelt8vqalong")["items"] == [], args
+        assert holds(repo, "kelt8vqa") == [] and holds(repo, "kelT8vqa") == [], args
+        if args is not None:
+            run_cli("-C", str(repo), *args)
+    # the commit itself stays: its own text never held the value
+    assert [it["title"] for it in query_json(repo, "runner")["items"]] == ["add runner"]
+
+
+def test_the_read_back_finds_a_lower_cased_copy_in_the_change_words(repo: Path, isolated_home: Path) -> None:
+    """The read-back compared exact bytes only: a lower-cased copy (change words, the word indexes' terms)
+    passed as "verified"."""
+    commit(repo, "init", {"a.py": "x = 1\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    from nexusmem import project
+
+    with project.load(repo).open_store() as store, store.transaction():
+        # what a sync would derive from a diff that is not in memory (older than the diff window)
+        store.conn.execute("UPDATE nodes SET words = 'run_kelt8vqalong_name' WHERE kind = 'git_commit'")
+    data = json.loads(run_cli("-C", str(repo), "forget", "kelT8vqa", "--yes", "--json").stdout)
+    assert data["verified_absent"] is True and data["words_cleared"] == 1, data
+    from nexusmem.hygiene.forget import _lowered_in
+
+    with project.load(repo).open_store() as store:
+        with store.transaction():
+            store.conn.execute("UPDATE nodes SET words = 'run_kelt8vqalong_name' WHERE kind = 'git_commit'")
+        assert _lowered_in(store, "kelT8vqa") == [
+            "memory.db: nodes (change words, lower-cased)",
+            "memory.db: nodes_fts (a term holding it, lower-cased)",  # the words' terms
+        ]
+        assert _lowered_in(store, "vqalong_nam") == ["memory.db: nodes (change words, lower-cased)"]
+        assert _lowered_in(store, "zebracorn") == []
+
+
 def test_forget_reaches_the_change_words_of_a_scrub_backup(repo: Path, isolated_home: Path) -> None:
     commit(repo, "init", {"util.js": "module.exports = 1\n"})
     commit(repo, "add pw lookup", {"pw.js": "const pw = lookup('orcapass4417zz')\n"})

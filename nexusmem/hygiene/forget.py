@@ -226,20 +226,23 @@ def _imports_hold(store: Store, matcher: Matcher) -> bool:
 
 
 def _clear_derived(
-    store: Store, matcher: Matcher, rows: Sequence[Row], word_tokens: Sequence[str]
+    store: Store, matcher: Matcher, rows: Sequence[Row], word_tokens: Sequence[str], lowered: str = ""
 ) -> tuple[int, bool, bool]:
     """Clear what the stores derive from the nodes rather than hold in them, for MATCHER's entries whose nodes ROWS
     just went (call inside transaction()): (commits whose change words were emptied, whether the next sync
     derives every commit's words again, whether the import structure was dropped).
 
     Change words are cut from diffs and lower-cased: a literal's pieces (WORD_TOKENS, when the value is
-    known) are looked for in them; a regex, or an imported entry (only a hash), cannot be matched against
+    known) are looked for in them, and so is the value itself lower-cased (LOWERED), inside a longer word too
+    (`def run_kelT8vqalong_name` leaves `run_kelt8vqalong_name`): whatever its case in the diff, such words
+    are a copy of it, and the commit loses them (the node text keeps the case forget was asked for); a regex, or an imported entry (only a hash), cannot be matched against
     them reliably, so the words it matches as they are and those of the commits whose diffs it matched go
     now, and the next sync's git scan derives every commit's words again through the deny-list (as a
     user-wide entry's first sync does). The import structure's paths and specifiers are dropped whole when
     one holds the value: the next sync's structure pass reads every file again, through the deny-list too.
     """
     cleared = store.clear_words_with(word_tokens) if word_tokens else 0
+    cleared += store.clear_words_holding(lowered)
     pending = False
     if not word_tokens and matcher:
         seqs = [seq for seq, words in store.word_texts() if matcher.which([words]) is not None]
@@ -291,6 +294,17 @@ def _still_in(
     if labels or not _file_holds(files, needle, ignore_case, store.own_words()):
         return [], True
     return [f"{name}: in no table (space a reader of the database kept from being reclaimed?)"], False
+
+
+def _lowered_in(store: Store, value: str) -> list[str]:
+    """The read-back of the copies STORE derives lower-cased (change words, the word indexes' terms): where
+    VALUE lower-cased is still in them ("memory.db: nodes (change words, lower-cased)"); [] when nowhere.
+    A byte comparison cannot see them: the read-back said "verified" while a commit's words held it."""
+    labels = {"words": "nodes (change words, lower-cased)"}
+    return [
+        f"{store.path.name}: {labels.get(where, where + ' (a term holding it, lower-cased)')}"
+        for where in store.lowered_copies(value.lower())
+    ]
 
 
 def _file_holds(files: Sequence[Path], needle: bytes, ignore_case: bool, own: Sequence[str] = ()) -> bool:
@@ -408,6 +422,8 @@ def _apply(
         hooklog.log_file()  # a log linking out of ~/.nexusmem: refuse before anything changes
     rows = _matches(store, entries)
     matcher = Matcher(entries)  # one for every step (its entries are the same objects either way)
+    # The value as the store's lower-cased derivations (change words, index terms) would hold it.
+    lowered = plaintext[0].decode("utf-8", "surrogatepass").lower() if plaintext is not None else ""
     report.removed = len(rows)
     report.total = store.node_count()
     if not report.dry_run and not force and too_broad(report):
@@ -442,7 +458,7 @@ def _apply(
         # Change words are cut from diffs: the value's pieces may sit in a commit that never held it whole.
         # Such commits lose their words (not the commit: its own text is clean).
         report.words_cleared, report.words_pending, report.imports_cleared = _clear_derived(
-            store, matcher, rows, word_tokens
+            store, matcher, rows, word_tokens, lowered
         )
         store.add_audit(
             reason,
@@ -472,7 +488,7 @@ def _apply(
                 _delete(copy, found, reason)
                 copy.clear_notes(lent)
                 _clear_releases(copy, matcher)
-                words, _pending, imports = _clear_derived(copy, matcher, found, word_tokens)
+                words, _pending, imports = _clear_derived(copy, matcher, found, word_tokens, lowered)
             if found or lent or words or imports:
                 report.backups += 1
             copy.purge(vacuum=True)
@@ -481,6 +497,7 @@ def _apply(
             needle, ignore_case = plaintext
             for holder, files in checked:
                 where, own = _still_in(holder, files, entries, needle, ignore_case)
+                where += [w for w in _lowered_in(holder, lowered) if w not in where]
                 report.still_in += where
                 report.own_words = report.own_words or own
             report.verified_absent = not report.still_in

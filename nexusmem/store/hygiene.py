@@ -286,6 +286,35 @@ class HygieneMixin:
         probe = _probe(needle, ignore_case)
         return self.conn.execute(query, [probe] * sum(t.count("?") for t in tests)).fetchone() is not None
 
+    def lowered_copies(self, text: str) -> list[str]:
+        """Where what the store derives lower-cased from the nodes still holds TEXT (give it lower-cased), which
+        no comparison of bytes finds reliably (the value's case is gone; an index's terms are stored prefix-
+        compressed): "words" when a node's change words hold it, inside a longer word too; a word index
+        (nodes_fts, nodes_stem) with a term holding it, unless a node's title, body or notes holds it in some
+        case (the index of a text kept on purpose, or of NexusMem's words around a command, is not a copy
+        left behind). Scans every term: only asked by forget's read-back."""
+        found: list[str] = []
+        words = "SELECT 1 FROM nodes WHERE words != '' AND instr(words, ?) > 0 LIMIT 1"
+        if self.conn.execute(words, (text,)).fetchone():
+            found.append("words")
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nodes_stem_vocab USING fts5vocab(main, nodes_stem, 'row')"
+        )
+        indexes = [
+            index
+            for index, vocab in (("nodes_fts", "nodes_vocab"), ("nodes_stem", "temp.nodes_stem_vocab"))
+            if self.conn.execute(
+                f"SELECT 1 FROM {vocab} WHERE instr(term, ?) > 0 LIMIT 1", (text,)
+            ).fetchone()
+        ]
+        prose = (
+            "SELECT 1 FROM nodes WHERE instr(lower(title), ?) > 0 OR instr(lower(body), ?) > 0"
+            " OR instr(lower(notes), ?) > 0 LIMIT 1"
+        )
+        if indexes and self.conn.execute(prose, (text, text, text)).fetchone() is None:
+            found += indexes
+        return found
+
     def own_words(self) -> list[str]:
         """The texts the store holds whatever was recorded, each as it is written in the file: the schema
         (tables, columns, comments), the nodes' kinds, sources, provenances and trusts, and the keys of

@@ -787,6 +787,19 @@ class NodesMixin:
         ]
         return self.clear_words(seqs)
 
+    def clear_words_holding(self, text: str) -> int:
+        """Empty the change words of every node whose words hold TEXT anywhere, inside a longer word too (they
+        are lower-cased: give TEXT lower-cased); return how many."""
+        if not text:
+            return 0
+        seqs = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT seq FROM nodes WHERE words != '' AND instr(words, ?) > 0", (text,)
+            )
+        ]
+        return self.clear_words(seqs)
+
     def word_texts(self) -> list[tuple[int, str]]:
         """(seq, change words) of every node that has some."""
         return [
