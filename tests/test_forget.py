@@ -664,6 +664,44 @@ def test_the_read_back_finds_a_lower_cased_copy_in_the_change_words(repo: Path, 
         assert _lowered_in(store, "zebracorn") == []
 
 
+def test_import_into_a_clone_with_no_memory_yet_keeps_its_first_sync_clean(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`forget --import deny.json` in a fresh clone failed with "has no NexusMem memory yet: run `nexusmem
+    sync`" (exit 1), and following that advice stored the value before the deny-list was there. The import
+    now sets the memory up as `init` does and records the entries, so the first sync already drops it."""
+    commit(repo, "init", {"util.js": "module.exports = 1\n"})
+    commit(repo, "add pw lookup", {"pw.js": "const pw = lookup('orcapass4417zz')\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "forget", "orcapass4417zz", "--yes")
+    export = tmp_path / "deny.json"
+    run_cli("-C", str(repo), "forget", "--export", str(export))
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    state = clone / ".nexusmem"
+
+    out = run_cli("-C", str(clone), "forget", "--import", str(export)).output  # a dry run makes nothing
+    assert "deny-list: would add 1 entr(ies)" in out and "no memory yet" in out, out
+    assert not state.exists()
+    out = run_cli("-C", str(clone), "forget", "--import", str(export), "--yes").output
+    assert "deny-list: 1 entr(ies) added" in out, out
+    assert f"set up the memory of this repository ({state}," in out and "next `nexusmem sync`" in out, out
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    for name in ("memory.db", "config.json"):
+        assert stat.S_IMODE((state / name).stat().st_mode) == 0o600, name
+    listed = json.loads(run_cli("-C", str(clone), "forget", "--list", "--json").stdout)["entries"]
+    assert [e["scope"] for e in listed] == ["project"]
+
+    data = json.loads(run_cli("-C", str(clone), "sync", "--no-embed", "--json").stdout)
+    assert sum(s["denied"] for s in data["sources"]) == 1, data["sources"]  # the diff holding it
+    assert query_json(clone, "orcapass4417zz")["items"] == []
+    assert holds(clone, "orcapass4417zz") == []
+    assert "add pw lookup" in [it["title"] for it in query_json(clone, "lookup")["items"]]
+    # run again, the entry is known: nothing more is set up
+    out = run_cli("-C", str(clone), "forget", "--import", str(export), "--yes").output
+    assert "1 entr(ies) already on it" in out and "set up" not in out, out
+
+
 def test_forget_reaches_the_change_words_of_a_scrub_backup(repo: Path, isolated_home: Path) -> None:
     commit(repo, "init", {"util.js": "module.exports = 1\n"})
     commit(repo, "add pw lookup", {"pw.js": "const pw = lookup('orcapass4417zz')\n"})

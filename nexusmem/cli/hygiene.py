@@ -253,6 +253,11 @@ def _show_forget(
         _show_unreached(report)
         known = f" ({report.entries_known} already on it)" if report.entries_known else ""
         click.echo(f"deny-list: would add {report.entries_added} entr(ies){known}")
+        if report.set_up:
+            echo_line(
+                f"this repository has no memory yet: --yes sets it up ({report.set_up}, as `nexusmem init`"
+                " does) with the entries, so its first sync already leaves out what they match"
+            )
         click.echo("dry run: add --yes to delete and add the deny-list entry")
         return
     click.echo(
@@ -265,6 +270,11 @@ def _show_forget(
         f"deny-list: {report.entries_added + report.entries_known} entr(ies) {added}"
         + ("; added to the user-wide list" if report.global_added else "")
     )
+    if report.set_up:
+        echo_line(
+            f"set up the memory of this repository ({report.set_up}, as `nexusmem init` does) to hold the"
+            " entries: its first sync (the next `nexusmem sync`) already leaves out what they match"
+        )
     if report.notes_cleared:
         click.echo(f"cleared the text {_LENT.format(n=report.notes_cleared)}")
     if report.sync_log:

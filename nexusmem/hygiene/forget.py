@@ -104,6 +104,9 @@ class Removal:
     others_sync_log: int = 0
     others_sync_projects: int = 0  # how many of them held such lines
     others_unreached: list[str] = field(default_factory=list)
+    # --import in a repository with no memory yet: the folder it set up (as `init` does) to record the entries
+    # in before any sync ran ("" when there was one); in a dry run, the folder it would set up.
+    set_up: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -134,6 +137,7 @@ class Removal:
             "others_sync_log": self.others_sync_log,
             "others_sync_projects": self.others_sync_projects,
             "others_unreached": self.others_unreached,
+            "set_up": self.set_up,
         }
 
 
@@ -711,14 +715,30 @@ def import_entries(
     user_wide: bool = False,
 ) -> Removal:
     """Add the entries of an export to this project (USER_WIDE: to the user-wide list too) and delete the
-    copies that already synced back in."""
+    copies that already synced back in.
+
+    A repository with no memory yet (a fresh clone, the case the export is for) gets one set up first, as
+    `init` makes it (private folder and files, registered), so that its first sync already leaves out what
+    the entries match: refusing until a `nexusmem sync` had run made that sync store the values first.
+    A dry run sets nothing up (REPORT.set_up names the folder it would make)."""
     try:
         raw = read_document(source)
     except FileNotFoundError:
         raise DenyListError(f"{source}: cannot read: no such file") from None
     entries = parse_document(raw, source)
-    project = project_mod.load(start)
+    project = project_mod.load(start, require_init=False)
     report = Removal(dry_run=dry_run, pattern_kept=any(e.kind == "regex" for e in entries))
+    if not project_mod.is_initialised(project.root):
+        _refuse_unmakeable(project.root)
+        report.set_up = str(project.state_dir)
+        if dry_run:
+            report.entries_added = len({e.key for e in entries})
+            report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
+            report.crash_log = crash_log_lines(Matcher(entries), None, dry_run=True)
+            if user_wide:
+                _reach_others(report, project.root, entries, None)
+            return report
+        project, _made = project_mod.init(project.root)
     with writer_lock(project.root), project.open_store() as store:
         _apply(
             store,
@@ -732,6 +752,15 @@ def import_entries(
     if user_wide:
         _reach_others(report, project.root, entries, None)
     return report
+
+
+def _refuse_unmakeable(root: Path) -> None:
+    """Raise what `load` raises for ROOT, which has no memory, when none can be set up there now: a stash
+    entry holds it, or something is in the place of .nexusmem/ (project.no_memory_error says which)."""
+    from nexusmem import paths
+
+    if paths.stashed_unless_building(root) is not None or paths.state_in_the_way(paths.state_dir(root)):
+        raise project_mod.no_memory_error(root)
 
 
 def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher:
