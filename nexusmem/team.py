@@ -968,7 +968,10 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
                 ids.append(node_id)
         for kind, count in _kinds_of(team, ids).items():
             kinds[kind] = count
-        removed = len(ids) if dry_run else team.forget(entry.to_json(), ids)
+        # A commit's change words are its diff's identifiers lower-cased: a literal is looked for there
+        # lower-cased, inside a longer word too (`run_kelt8vqalong_name` held `kelT8vqa`).
+        words = "" if regex else value.lower()
+        removed = len(ids) if dry_run else team.forget(entry.to_json(), ids, words)
 
         # Only an id no release makes any more: a project that goes by one holding the value keeps its memory.
         # The releases that made such ids lower-cased them: a value is looked for whatever its case.

@@ -1345,6 +1345,28 @@ def test_team_init_on_a_database_it_cannot_set_up_says_why(
     alice.run("team", "init", "--url", f"{other}&options=-csearch_path%3Dpublic,ext")
 
 
+def test_forget_team_takes_a_value_inside_a_longer_name_out_of_the_change_words(
+    tmp_path: Path, team_url: str
+) -> None:
+    """`forget --team kelT8vqa --yes` deleted the team's nodes whose text held it, but the pushed commit's
+    change words (the diff's identifiers, lower-cased: `run_kelt8vqalong_name`) and their term counts kept it
+    in the team store."""
+    from helpers.cli import run_cli
+
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, "init", {"a.py": "x = 1\n"})
+    commit(repo, "add runner", {"b.py": "def run_kelT8vqalong_name(): pass\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "team", "init", "--url", team_url)
+    run_cli("-C", str(repo), "team", "push")
+    held = "SELECT words FROM nodes WHERE strpos(words, 'kelt8vqa') > 0"
+    terms = "SELECT term FROM term_df WHERE strpos(term, 'kelt8vqa') > 0"
+    assert _team_rows(team_url, held) and _team_rows(team_url, terms)
+    run_cli("-C", str(repo), "forget", "--team", "kelT8vqa", "--yes")
+    assert _team_rows(team_url, held) == [] and _team_rows(team_url, terms) == []
+    assert _team_rows(team_url, "SELECT title FROM nodes WHERE title = 'add runner'")  # the commit stays
+
+
 _PROJECT_TABLES = ("nodes", "members", "term_df", "commit_generations", "deny_list", "links", "audit")
 
 

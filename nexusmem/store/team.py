@@ -2400,14 +2400,20 @@ class TeamStore:
             self.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DENY_LOCK, self.project))
             self._insert_deny(entry, now_ms())
 
-    def forget(self, entry: dict[str, Any], ids: Sequence[str]) -> int:
+    def forget(self, entry: dict[str, Any], ids: Sequence[str], words: str = "") -> int:
         """Record ENTRY in the team deny-list (record_deny did, for `forget --team`), delete IDS (and their
-        links), remember them as forgotten and write an audit row (who, when, how many, the entry's key;
-        never the value). One transaction."""
+        links), empty the change words of the nodes whose words hold WORDS (a literal value lower-cased, as
+        they are: inside a longer word too; their term counts follow), remember the deleted as forgotten and
+        write an audit row (who, when, how many, the entry's key; never the value). One transaction."""
         stamp = now_ms()
         self._counts.clear()
         with self.conn.transaction():
             self._insert_deny(entry, stamp)
+            if words:
+                self.conn.execute(
+                    "UPDATE nodes SET words = '' WHERE project_id = %s AND words <> '' AND strpos(words, %s) > 0",
+                    (self.project, words),
+                )
             removed = 0
             if ids:
                 doomed = sorted(ids)
