@@ -305,6 +305,10 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # from an array.
     __nexusmem_heal() {
         local i pc end=$'\n'__nexusmem_postcmd
+        if [[ -n ${__bp_imported-} && ${PROMPT_COMMAND[*]-} == *@(__bp_precmd_invoke_cmd|__bp_install)* ]]; then
+            __nexusmem_heal_bp
+            return
+        fi
         # Under `set -u` (set in ~/.bashrc before the hook) an unset PROMPT_COMMAND must not be expanded.
         if [[ -v PROMPT_COMMAND && ${PROMPT_COMMAND@a} == *a* ]]; then
             for i in "${!PROMPT_COMMAND[@]}"; do
@@ -332,6 +336,53 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         fi
     }
 
+    # bash-preexec is loaded (atuin, iTerm2 and Warp load it), before or after the hook: it runs its own
+    # DEBUG trap, and whatever PROMPT_COMMAND runs after its __bp_interactive_mode (or, at the first prompt,
+    # after its `__bp_install "$_"`) is taken for the user's command, which then runs no preexec. The hook
+    # goes through its arrays: __nexusmem_precmd first in precmd_functions (bash-preexec hands every entry the
+    # command's $? and $_, and keeps PIPESTATUS in BP_PIPESTATUS), and out of PROMPT_COMMAND, where only
+    # __nexusmem_postcmd stays, just before bash-preexec's last step.
+    # shellcheck disable=SC2016  # bash-preexec's step at its first prompt, as it spells it
+    __nexusmem_bp_install='__bp_install "$_"'
+    __nexusmem_heal_bp() {
+        local e pc last
+        local -a fns=(__nexusmem_precmd) rest=()
+        for e in "${precmd_functions[@]}"; do
+            [[ $e == __nexusmem_precmd ]] || fns+=("$e")
+        done
+        precmd_functions=("${fns[@]}")
+        if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
+            for e in "${PROMPT_COMMAND[@]}"; do
+                [[ $e == __nexusmem_@(pre|post)cmd ]] && continue
+                e=${e//__nexusmem_precmd$'\n'/}
+                e=${e//__nexusmem_postcmd$'\n'/}
+                e=${e//__nexusmem_precmd/:}
+                rest+=("${e//__nexusmem_postcmd/:}")
+            done
+            e=${#rest[@]}
+            if ((e)) && [[ ${rest[e - 1]} == @(__bp_interactive_mode|"$__nexusmem_bp_install") ]]; then
+                PROMPT_COMMAND=("${rest[@]:0:e-1}" __nexusmem_postcmd "${rest[e - 1]}")
+            else
+                PROMPT_COMMAND=("${rest[@]}" __nexusmem_postcmd)
+            fi
+        else
+            pc=${PROMPT_COMMAND-}
+            pc=${pc//__nexusmem_precmd$'\n'/}
+            pc=${pc//__nexusmem_postcmd$'\n'/}
+            pc=${pc//__nexusmem_precmd/:}
+            pc=${pc//__nexusmem_postcmd/:}
+            for last in __bp_interactive_mode "$__nexusmem_bp_install"; do
+                if [[ $pc == *"$last" ]]; then
+                    # shellcheck disable=SC2178  # a plain string here, the array case is handled above
+                    PROMPT_COMMAND=${pc%"$last"}__nexusmem_postcmd$'\n'$last
+                    return
+                fi
+            done
+            # shellcheck disable=SC2178  # a plain string here, the array case is handled above
+            PROMPT_COMMAND=$pc${pc:+$'\n'}__nexusmem_postcmd
+        fi
+    }
+
     __nexusmem_precmd() {
         local __st=$? __pst="${PIPESTATUS[*]}" __arg=$_ __known=1
         # Under `set -x` the hook's own lines (~75 a prompt) were traced into the terminal: xtrace is off in
@@ -347,7 +398,13 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         # First in PROMPT_COMMAND (its first word, or its array's first entry) and called by it, not
         # from inside another function: then $? is the command's. ${PROMPT_COMMAND} is an array's [0].
         # shellcheck disable=SC2128  # the first entry is what is meant
-        if [[ ${PROMPT_COMMAND-} == __bp_precmd_invoke_cmd* && -n ${__bp_last_ret_value-} ]] &&
+        if [[ ${FUNCNAME[1]-} == __bp_invoke_precmd_functions ]]; then
+            # Run by bash-preexec from precmd_functions (__nexusmem_heal_bp), with the command's $? and $_.
+            __pst="${BP_PIPESTATUS[*]-}"
+            [[ ${precmd_functions[0]-} == __nexusmem_precmd &&
+                ${PROMPT_COMMAND[*]-} == *__nexusmem_postcmd[$' \n']@(__bp_interactive_mode|"$__nexusmem_bp_install") ]] ||
+                __nexusmem_heal
+        elif [[ ${PROMPT_COMMAND-} == __bp_precmd_invoke_cmd* && -n ${__bp_last_ret_value-} ]] &&
             [[ -z ${FUNCNAME[1]-} || ${FUNCNAME[1]} == main ]]; then
             # bash-preexec (atuin, iTerm2, Warp load it) put itself first at its first prompt: it keeps the
             # command's status and pipeline status for what runs after it. The first command of every

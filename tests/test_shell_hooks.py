@@ -1267,6 +1267,30 @@ def test_bash_preexec_loaded_beside_the_hook_loses_no_status(order: str, open_sh
     assert sh.run("false")["exit"] == 1
 
 
+@needs("bash")
+@pytest.mark.parametrize("order", ["before-the-hook", "after-the-hook"])
+def test_bash_preexec_runs_the_users_preexec_for_every_command_and_the_hook_once(
+    order: str, open_shell: Any, tmp_path: Path
+) -> None:
+    """bash-preexec loaded before the hook (`source ~/.bash-preexec.sh` high in ~/.bashrc, the hook's block
+    appended below): the first command of every terminal ran no `preexec` (a counter in the prompt read #0
+    after it), as atuin, iTerm2 and Warp start recording there. Loaded after the hook, bash-preexec made
+    __nexusmem_precmd run twice at each prompt."""
+    record = tmp_path / "preexec.txt"
+    hook = f"source '{script_path(SCRIPT['bash'])}'"
+    user = f"source '{BASH_PREEXEC}'; preexec() {{ printf '%s\\n' \"$1\" >> '{record}'; }}"
+    load = f"{user}; {hook}" if order == "before-the-hook" else f"{hook}; {user}"
+    sh = open_shell("bash", load=load)
+    sh.run("true second")
+    # The user's preexec ran for each command, the terminal's first one ("true nexusmem-ready") included.
+    assert record.read_text(encoding="utf-8").splitlines() == ["true nexusmem-ready", "true second"]
+    # The hook's function is in one place only, so it runs once a prompt.
+    sh.run('echo "places=$(declare -p PROMPT_COMMAND precmd_functions | grep -o __nexusmem_precmd | wc -l)"')
+    assert re.search(rb"places=\s*1\b", sh.output()), sh.output()
+    line = sh.run("true | false")
+    assert (line["exit"], line.get("pipestatus")) == (1, [0, 1]), line
+
+
 # A compound command whose own status is not that of a failing command inside it (`if make test; then`):
 # `make test` stands in as `sh -c 'exit 3'`. The while loop runs its body once (stop.flag is removed first).
 COMPOUNDS = (
