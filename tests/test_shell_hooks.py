@@ -1291,6 +1291,78 @@ def test_bash_preexec_runs_the_users_preexec_for_every_command_and_the_hook_once
     assert (line["exit"], line.get("pipestatus")) == (1, [0, 1]), line
 
 
+# starship's bash init in its DEBUG-trap mode (no bash-preexec), as src/init/starship.bash writes it: the
+# timer starts at the first DEBUG trap after starship_precmd said the prompt is drawn (STARSHIP_PREEXEC_READY).
+STARSHIP_STUB = """#!/bin/sh
+case $1 in
+time) date +%s%3N ;;
+prompt) d=none; for a; do case $a in --cmd-duration=*) d=${a#*=} ;; esac; done
+    echo "$d" >> "$STARSHIP_TOOK"; printf 'took=%sms> ' "$d" ;;
+esac
+"""
+STARSHIP_INIT = """
+starship_preexec() {
+    local PREV_LAST_ARG=$1
+    if [ "${STARSHIP_PREEXEC_READY:-}" = "true" ]; then
+        STARSHIP_PREEXEC_READY=false
+        STARSHIP_START_TIME=$(starship time)
+    fi
+    : "$PREV_LAST_ARG"
+}
+starship_precmd() {
+    STARSHIP_CMD_STATUS=$? STARSHIP_PIPE_STATUS=(${PIPESTATUS[@]})
+    local -a ARGS=(--status="${STARSHIP_CMD_STATUS}" --pipestatus="${STARSHIP_PIPE_STATUS[*]}")
+    if [[ -n "${STARSHIP_START_TIME-}" ]]; then
+        STARSHIP_END_TIME=$(starship time)
+        STARSHIP_DURATION=$((STARSHIP_END_TIME - STARSHIP_START_TIME))
+        ARGS+=( --cmd-duration="${STARSHIP_DURATION}")
+        STARSHIP_START_TIME=""
+    fi
+    PS1="$(starship prompt "${ARGS[@]}")"
+    STARSHIP_PREEXEC_READY=true
+}
+trap 'starship_preexec "$_"' DEBUG
+if [[ -z "${PROMPT_COMMAND-}" ]]; then
+    PROMPT_COMMAND="starship_precmd"
+elif [[ "$PROMPT_COMMAND" != *"starship_precmd"* ]]; then
+    PROMPT_COMMAND="${PROMPT_COMMAND%;};starship_precmd;"
+fi
+STARSHIP_START_TIME=$(starship time)
+"""
+
+
+@pytest.mark.slow
+@needs("bash")
+@pytest.mark.parametrize("order", ["before-the-hook", "after-the-hook"])
+def test_bash_starship_in_debug_trap_mode_times_the_command_not_the_wait_at_the_prompt(
+    order: str, open_shell: Any, tmp_path: Path
+) -> None:
+    """starship without bash-preexec starts its timer at the first DEBUG trap after its starship_precmd: the
+    hook's __nexusmem_postcmd, run after it in PROMPT_COMMAND, started it as the prompt was drawn. 5 s spent
+    at the prompt before `true` showed took=5000ms (4 ms without the hook)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "starship").write_text(STARSHIP_STUB, encoding="utf-8")
+    (bin_dir / "starship").chmod(0o755)
+    init = tmp_path / "starship.bash"
+    init.write_text(STARSHIP_INIT, encoding="utf-8")
+    took = tmp_path / "took.txt"
+    hook = f"source '{script_path(SCRIPT['bash'])}'"
+    load = f"source '{init}'; {hook}" if order == "before-the-hook" else f"{hook}; source '{init}'"
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "STARSHIP_TOOK": str(took)}
+    sh = open_shell("bash", setup="PROMPT_COMMAND='history -a'", load=load, env=env)
+    sh.run("true settle")
+    time.sleep(1.5)  # at the prompt
+    shown = len(took.read_text(encoding="utf-8").splitlines())
+    assert sh.run("false after-a-wait")["exit"] == 1
+    deadline = time.monotonic() + 5
+    while len(lines := took.read_text(encoding="utf-8").splitlines()) <= shown:
+        assert time.monotonic() < deadline, lines
+        time.sleep(0.02)
+    # The prompt after `false` shows how long `false` took, not the 1.5 s before it.
+    assert lines[shown] != "none" and int(lines[shown]) < 1000, lines
+
+
 # A compound command whose own status is not that of a failing command inside it (`if make test; then`):
 # `make test` stands in as `sh -c 'exit 3'`. The while loop runs its body once (stop.flag is removed first).
 COMPOUNDS = (
