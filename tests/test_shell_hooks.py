@@ -1363,6 +1363,42 @@ def test_bash_starship_in_debug_trap_mode_times_the_command_not_the_wait_at_the_
     assert lines[shown] != "none" and int(lines[shown]) < 1000, lines
 
 
+@needs("bash")
+@pytest.mark.parametrize("shape", ["string", "array"])
+def test_bash_a_debug_trap_that_skips_prompt_command_still_skips_it(
+    shape: str, open_shell: Any, tmp_path: Path
+) -> None:
+    """The common hand-written preexec `[ "$BASH_COMMAND" = "$PROMPT_COMMAND" ] && return` in a DEBUG trap:
+    the hook made PROMPT_COMMAND three lines, and the user's function ran three more times after each
+    command (for __nexusmem_precmd, __my_prompt and __nexusmem_postcmd)."""
+    if (
+        shape == "array"
+        and subprocess.run(["bash", "-c", "((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501))"]).returncode
+    ):
+        pytest.skip("PROMPT_COMMAND arrays need bash 5.1")
+    record = tmp_path / "debug.txt"
+    pc = "PROMPT_COMMAND=__my_prompt" if shape == "string" else "PROMPT_COMMAND=(__my_prompt)"
+    setup = (
+        'preexec_show() { [ -n "$COMP_LINE" ] && return; [ "$BASH_COMMAND" = "$PROMPT_COMMAND" ] && return; '
+        f"printf '%s\\n' \"$BASH_COMMAND\" >> '{record}'; }}; "
+        f"__my_prompt() {{ echo \"my=$?\" >> '{record}'; }}; {pc}; trap preexec_show DEBUG"
+    )
+    sh = open_shell("bash", setup=setup)
+    sh.run("true one")
+    assert sh.run("sh -c 'exit 3'")["exit"] == 3
+    sh.run("true three")
+    deadline = time.monotonic() + 5
+    while True:
+        seen = record.read_text(encoding="utf-8").splitlines()
+        seen = seen[seen.index("true one") :] if "true one" in seen else seen
+        if seen[-2:] == ["true three", "my=0"]:
+            break
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.02)
+    # Only the user's own commands, and the user's prompt function once a prompt, with the command's status.
+    assert seen == ["true one", "my=0", "sh -c 'exit 3'", "my=3", "true three", "my=0"], seen
+
+
 # A compound command whose own status is not that of a failing command inside it (`if make test; then`):
 # `make test` stands in as `sh -c 'exit 3'`. The while loop runs its body once (stop.flag is removed first).
 COMPOUNDS = (
