@@ -43,7 +43,32 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         printf -v __nexusmem_session '%x-%x-%04x%04x' ${epochtime[1]:-0} $$ $RANDOM $RANDOM
     }
     typeset -g __nexusmem_cmd= __nexusmem_pipeline=
-    typeset -gi __nexusmem_ran=0 __nexusmem_t0=0
+    typeset -gi __nexusmem_ran=0 __nexusmem_t0=0 __nexusmem_t1=0
+
+    # When the command ended, taken by the first thing zsh runs at the prompt (__nexusmem_first): the user's
+    # `precmd` function, which zsh runs before every precmd_functions entry, or else the hook's own entry. $?
+    # goes on unchanged; called as `__nexusmem_end && :`, a failing status is no failing command (no ZERR
+    # trap, no err_exit or err_return in the user's function).
+    __nexusmem_end() {
+        local -i __st=$?
+        emulate -L zsh
+        if (( __nexusmem_ran && ! __nexusmem_t1 )); then
+            __nexusmem_now_ms
+            __nexusmem_t1=$__nexusmem_now
+        fi
+        return __st
+    }
+    # Keep the hook first among the precmd hooks, and __nexusmem_end first in the user's `precmd` function:
+    # a `precmd` function ran before the hook (`precmd() { sleep 0.4 }` made `true` take 409 ms), and a hook
+    # put first after the hook loaded (`eval "$(direnv hook zsh)"`) too. Checked at every prompt, for the next
+    # one: builtins and parameters only.
+    __nexusmem_first() {
+        [[ ${precmd_functions[1]-} == __nexusmem_precmd ]] ||
+            precmd_functions=(__nexusmem_precmd ${precmd_functions:#__nexusmem_precmd})
+        if (( ${+functions[precmd]} )) && [[ ${${functions[precmd]}%%$'\n'*} != *__nexusmem_end* ]]; then
+            functions[precmd]="__nexusmem_end && :"$'\n'"${functions[precmd]}"
+        fi
+    }
 
     # Source time may fork: create the user dir (0700) and the log (0600) once.
     # Root makes nothing inside another user's tree: in a shell with that user's HOME or NEXUSMEM_HOME
@@ -68,6 +93,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         emulate -L zsh
         __nexusmem_cmd=$1
         __nexusmem_ran=1
+        __nexusmem_t1=0
         __nexusmem_now_ms
         __nexusmem_t0=$__nexusmem_now
     }
@@ -294,6 +320,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         trap '' XFSZ
         __ex=${1:-$__st}
         (( $# )) && __pst=$2
+        (( $# )) || __nexusmem_first
         (( __nexusmem_ran )) || return $__st
         __nexusmem_ran=0
         local cmd=$__nexusmem_cmd line cwd pipe='' dur=''
@@ -302,6 +329,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
             return $__st
         fi
         __nexusmem_now_ms
+        (( __nexusmem_t1 > 0 && __nexusmem_t1 <= __nexusmem_now )) && __nexusmem_now=$__nexusmem_t1
         local -i t0=$__nexusmem_t0
         (( t0 > 0 && t0 <= __nexusmem_now )) || t0=$__nexusmem_now
         dur=",\"duration_ms\":$(( __nexusmem_now - t0 ))"
@@ -376,7 +404,7 @@ if [[ -o interactive ]] && (( ${+functions[__nexusmem_precmd]} )); then
     () {
         emulate -L zsh
         typeset -ga precmd_functions preexec_functions zshexit_functions
-        precmd_functions=(__nexusmem_precmd ${precmd_functions:#__nexusmem_precmd})
+        __nexusmem_first
         preexec_functions=(${preexec_functions:#__nexusmem_preexec} __nexusmem_preexec)
         zshexit_functions=(__nexusmem_exit ${zshexit_functions:#__nexusmem_exit})
     }

@@ -1399,6 +1399,39 @@ def test_bash_a_debug_trap_that_skips_prompt_command_still_skips_it(
     assert seen == ["true one", "my=0", "sh -c 'exit 3'", "my=3", "true three", "my=0"], seen
 
 
+# What zsh runs at a prompt before the hook's precmd_functions entry: the user's `precmd` function (always
+# first), a hook put in front of the hook's after it loaded (`eval "$(direnv hook zsh)"` does that).
+ZSH_AHEAD = {
+    "precmd-function": ("precmd() {{ echo \"precmd=$?\" >> '{record}'; sleep 0.4 }}", ""),
+    "hook-put-first-later": (
+        "",
+        "slow() {{ echo \"slow=$?\" >> '{record}'; sleep 0.4 }}; precmd_functions=(slow $precmd_functions)",
+    ),
+}
+
+
+@needs("zsh")
+@pytest.mark.parametrize("ahead", list(ZSH_AHEAD))
+def test_zsh_duration_is_the_commands_own(ahead: str, open_shell: Any, tmp_path: Path) -> None:
+    """zsh runs a `precmd` function before precmd_functions, and a hook loaded after NexusMem's may put itself
+    first: their time was counted in each command's (`precmd() { sleep 0.4 }`: 409 ms for `true`)."""
+    record = tmp_path / "ahead.txt"
+    before, after = (part.format(record=record) for part in ZSH_AHEAD[ahead])
+    load = f"source '{script_path(SCRIPT['zsh'])}'" + (f"; {after}" if after else "")
+    sh = open_shell("zsh", setup=before, load=load)
+    line = sh.run("true quick")
+    assert line["duration_ms"] < 300, line
+    line = sh.run("sleep 0.5")
+    assert 450 <= line["duration_ms"] < 800, line
+    line = sh.run("sh -c 'exit 3'")
+    assert line["exit"] == 3 and line["duration_ms"] < 300, line
+    # The user's function still runs at every prompt, with the command's status.
+    deadline = time.monotonic() + 5
+    while not record.read_text(encoding="utf-8").endswith("=3\n"):
+        assert time.monotonic() < deadline, record.read_text(encoding="utf-8")
+        time.sleep(0.02)
+
+
 # A compound command whose own status is not that of a failing command inside it (`if make test; then`):
 # `make test` stands in as `sh -c 'exit 3'`. The while loop runs its body once (stop.flag is removed first).
 COMPOUNDS = (
