@@ -624,3 +624,36 @@ def test_leaving_the_shell_is_no_failure(repo: Path) -> None:
     commands = {it["title"] for it in query_json(repo, "what did I run")["items"]}
     assert {"exit (exit unknown)", "logout (exit unknown)", "exit 3 (exit unknown)"} <= commands, commands
     assert log.read_bytes() == before
+
+
+def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
+    """An interactive shell's status is its last command's: `what failed today` listed `fish --private (exit
+    1)` and `bash (exit 1)`. A line that only starts an interactive shell (no script, no -c) is read with
+    its status unknown, as `exit` is; a script or a command string run by a shell keeps its status."""
+    import time
+
+    from helpers import query_json, run_cli
+
+    commit(repo, "init", {"a.txt": "a\n"})
+    now = int(time.time() * 1000)
+    nested = ["bash", "fish --private", "zsh -l", "sh", "dash -i", "/bin/bash --norc -i", "ksh", "bash -o vi"]
+    log = write_log(
+        *(line(repo, command, now - 90_000 + 1000 * n, exit=1) for n, command in enumerate(nested)),
+        line(repo, "bash deploy.sh", now - 30_000, exit=2),
+        line(repo, "sh -c 'exit 3'", now - 20_000, exit=3),
+        line(repo, "bash -lc make", now - 10_000, exit=4),
+    )
+    before = log.read_bytes()
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = sorted(it["title"] for it in query_json(repo, "what failed today")["items"])
+    assert titles == ["bash -lc make (exit 4)", "bash deploy.sh (exit 2)", "sh -c 'exit 3' (exit 3)"], titles
+    from nexusmem.sources.shell.logline import parse_log_line
+
+    read = [parse_log_line(raw) for raw in before.splitlines()]
+    assert [(it.command, it.exit) for it in read if it is not None] == [
+        *((command, None) for command in nested),
+        ("bash deploy.sh", 2),
+        ("sh -c 'exit 3'", 3),
+        ("bash -lc make", 4),
+    ]
+    assert log.read_bytes() == before

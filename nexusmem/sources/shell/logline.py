@@ -401,6 +401,38 @@ def _leaves_the_shell(command: str) -> bool:
     return 0 < len(words) <= 2 and words[0] in _LEAVE and not any(c in command for c in ";&|()`")
 
 
+# Shells whose interactive session a line may start (`bash`, `fish --private`): its status is that of the
+# last command typed in it, not a failure of the line. The options of each that take a value (`-o vi`).
+_SHELL_NAMES = frozenset(("bash", "zsh", "fish", "sh", "dash", "ksh"))
+_SHELL_FIRST = frozenset("bzfsdk/")
+_TAKES_VALUE = {
+    "fish": frozenset(("-C", "--init-command", "-d", "--debug", "-o", "--debug-output", "-f", "--features")),
+}
+_POSIX_TAKES_VALUE = frozenset(("-o", "+o", "-O", "+O", "--rcfile", "--init-file"))
+
+
+def _starts_a_shell(command: str) -> bool:
+    """Whether COMMAND only starts an interactive shell: bash, zsh, fish, sh, dash or ksh (a path to one too)
+    with options alone (`-l`, `-i`, `--private`, `-o vi`), no script to run and no `-c`/`--command`."""
+    if len(command) > 200 or any(c in command for c in ";&|()<>`$\n\"'"):
+        return False
+    words = command.split()
+    if not words or words[0].rpartition("/")[2] not in _SHELL_NAMES:
+        return False
+    takes_value = _TAKES_VALUE.get(words[0].rpartition("/")[2], _POSIX_TAKES_VALUE)
+    skip = False
+    for word in words[1:]:
+        if skip:
+            skip = False
+        elif word in takes_value:
+            skip = True
+        elif word[:1] not in ("-", "+") or word == "--" or word[:9] == "--command":
+            return False  # a script (an operand), or the end of the options before one, or a command string
+        elif word[:2] != "--" and "c" in word[1:]:
+            return False  # -c, -lc, -ic: a command string
+    return True
+
+
 def _exit_ok(value: Any) -> bool:
     return type(value) is int and EXIT_MIN <= value < EXIT_MAX
 
@@ -442,6 +474,10 @@ def log_line_from(obj: Any) -> LogLine | None:
     if exit_code is not None and command[:1] in ("e", "l") and _leaves_the_shell(command):
         # fish logs the builtin `exit` with the status the command before it left (`false`, then `exit`:
         # 1); bash and zsh do not log it. It is no command that failed: its status is unknown.
+        exit_code = None
+    elif exit_code is not None and command[:1] in _SHELL_FIRST and _starts_a_shell(command):
+        # An interactive shell ends with the status of the last command typed in it (`bash`, then `false`,
+        # then Ctrl-D: 1): no failure, nor a pass, of the line that started it.
         exit_code = None
     line = LogLine(
         ts,
