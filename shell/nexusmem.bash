@@ -3,7 +3,7 @@
 # Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl (a relative
 # NEXUSMEM_HOME is ignored):
 #   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
-#    "command":...,"shell":"bash","session":...,"v":1}
+#    "command":...,"shell":"bash","session":...,"seq":...,"v":1}
 #
 # Load it from ~/.bashrc (`nexusmem hook install --shell bash`) or with
 # `eval "$(nexusmem hook print bash)"`. The file is written to work both sourced and eval'd, so it
@@ -60,6 +60,8 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     printf -v __nexusmem_session '%x-%x-%04x%04x' "${EPOCHSECONDS:-0}" "$$" "$RANDOM" "$RANDOM"
     __nexusmem_ran=0
     __nexusmem_t0=0
+    # This shell's number of its next line ("seq"): lines that started in one millisecond stay apart.
+    __nexusmem_seq=0
     __nexusmem_seen=
     __nexusmem_last_arg=
     __nexusmem_last_text=
@@ -704,8 +706,9 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         cmd=$__nexusmem_json
         __nexusmem_escape "$PWD"
         cwd=$__nexusmem_json
-        printf -v line '{"ts":%s,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"bash","session":"%s","v":1}' \
-            "$t0" "$cwd" "$st" "$pipe" "$dur" "$cmd" "$__nexusmem_session"
+        ((++__nexusmem_seq))
+        printf -v line '{"ts":%s,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"bash","session":"%s","seq":%s,"v":1}' \
+            "$t0" "$cwd" "$st" "$pipe" "$dur" "$cmd" "$__nexusmem_session" "$__nexusmem_seq"
         if [[ ! -e $__nexusmem_log ]]; then
             # The log vanished since the shell started: recreate it 0600 without forking.
             __nexusmem_private __nexusmem_append_line "$line"

@@ -3,7 +3,7 @@
 # Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl (a relative
 # NEXUSMEM_HOME is ignored):
 #   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
-#    "command":...,"shell":"fish","session":...,"v":1}
+#    "command":...,"shell":"fish","session":...,"seq":...,"v":1}
 #
 # Load it from config.fish (`nexusmem hook install --shell fish`) or with
 # `nexusmem hook print fish | source`. Everything sits inside one `if`, so it works either way.
@@ -127,6 +127,8 @@ if status is-interactive; and not set -q __nexusmem_loaded
 
     # Only commands read after this file loaded are recorded (not the line that sourced it).
     set -g __nexusmem_ran 0
+    # This shell's number of its next line ("seq"): lines that started in one 10 ms tick stay apart.
+    set -g __nexusmem_seq 0
     function __nexusmem_preexec --on-event fish_preexec
         set -g __nexusmem_ran 1
         # fish 3.2+ counts the statuses commands set: unchanged at the next postexec, the line set none.
@@ -201,8 +203,9 @@ if status is-interactive; and not set -q __nexusmem_loaded
         end
         set -l cwd (__nexusmem_escape $PWD)
         set -l text (__nexusmem_escape $cmd)
-        set -l line (printf '{"ts":%d,"cwd":"%s","exit":%s%s,"duration_ms":%d,"command":"%s","shell":"fish","session":"%s","v":1}' \
-            $t0 "$cwd" $__nexusmem_st[1] "$pipe" $dur "$text" $__nexusmem_session)
+        set -g __nexusmem_seq (math $__nexusmem_seq + 1)
+        set -l line (printf '{"ts":%d,"cwd":"%s","exit":%s%s,"duration_ms":%d,"command":"%s","shell":"fish","session":"%s","seq":%d,"v":1}' \
+            $t0 "$cwd" $__nexusmem_st[1] "$pipe" $dur "$text" $__nexusmem_session $__nexusmem_seq)
         # Redirection errors in fish are printed whatever the block's stderr is: check first.
         if not test -e $__nexusmem_log
             test -w $__nexusmem_dir; or return

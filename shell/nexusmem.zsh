@@ -3,7 +3,7 @@
 # Appends one JSON line per command to ${NEXUSMEM_HOME:-$HOME/.nexusmem}/shell-history.jsonl (a relative
 # NEXUSMEM_HOME is ignored):
 #   {"ts":<epoch ms at start>,"cwd":...,"exit":...,"pipestatus":[...],"duration_ms":...,
-#    "command":...,"shell":"zsh","session":...,"v":1}
+#    "command":...,"shell":"zsh","session":...,"seq":...,"v":1}
 #
 # Load it from ~/.zshrc (`nexusmem hook install --shell zsh`) or with
 # `eval "$(nexusmem hook print zsh)"`. Written to work both sourced and eval'd: no top-level
@@ -44,6 +44,8 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     }
     typeset -g __nexusmem_cmd= __nexusmem_pipeline=
     typeset -gi __nexusmem_ran=0 __nexusmem_t0=0 __nexusmem_t1=0
+    # This shell's number of its next line ("seq"): lines that started in one millisecond stay apart.
+    typeset -gi __nexusmem_seq=0
 
     # When the command ended, taken by the first thing zsh runs at the prompt (__nexusmem_first): the user's
     # `precmd` function, which zsh runs before every precmd_functions entry, or else the hook's own entry. $?
@@ -352,8 +354,9 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         cmd=$__nexusmem_json
         __nexusmem_escape $PWD
         cwd=$__nexusmem_json
-        printf -v line '{"ts":%d,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"zsh","session":"%s","v":1}' \
-            "$t0" "$cwd" "$__ex" "$pipe" "$dur" "$cmd" "$__nexusmem_session"
+        (( ++__nexusmem_seq ))
+        printf -v line '{"ts":%d,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"zsh","session":"%s","seq":%d,"v":1}' \
+            "$t0" "$cwd" "$__ex" "$pipe" "$dur" "$cmd" "$__nexusmem_session" "$__nexusmem_seq"
         if [[ ! -e $__nexusmem_log ]]; then
             # The log vanished since the shell started: recreate it 0600. Rare, so a subshell is fine.
             (umask 077 && : >>| $__nexusmem_log) 2>/dev/null

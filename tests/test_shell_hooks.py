@@ -1616,3 +1616,31 @@ def test_exit_after_a_failure_is_no_failure_in_any_shell(kind: str, open_shell: 
     assert [(r.command, r.exit) for r in read if r is not None] == [("false", 1)] + (
         [("exit", None)] if kind == "fish" else []
     )
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_commands_run_within_one_millisecond_are_each_one_node(
+    kind: str, open_shell: Any, repo: Path
+) -> None:
+    """455 `true` lines in the log became 233 nodes: the node key was session + start millisecond + text, and
+    pasted lines start within the same millisecond (bash, zsh) or the same 10 ms tick (fish's clock). Each
+    line carries a sequence number of its shell, so each is one node; reading the log again makes none more."""
+    from nexusmem.config import defaults
+    from nexusmem.sources.base import ScanContext
+    from nexusmem.sources.shell.source import ShellSource
+
+    commit(repo, "init", {"a.txt": "a\n"})
+    sh = open_shell(kind, setup=f"cd '{repo}'")
+    sh.type("\r".join(["true"] * 40))
+    lines = [entry for entry in sh.wait_lines(40, timeout=30) if entry["command"] == "true"]
+    assert len(lines) == 40, lines
+    seqs = [entry["seq"] for entry in lines]
+    assert seqs == sorted(set(seqs)) and all(type(n) is int and n > 0 for n in seqs), seqs
+
+    def keys() -> list[str]:
+        context = ScanContext(root=repo, project_id="proj", config=defaults(), cursor=None, full=True)
+        return [node.natural_key for node in ShellSource().scan(context).nodes if node.ref == "true"]
+
+    first = keys()
+    assert len(first) == len(set(first)) == 40, first
+    assert keys() == first

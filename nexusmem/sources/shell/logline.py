@@ -168,6 +168,7 @@ _LOG_LINE_FIELDS = (
     "author",
     "author_kind",
     "call_id",
+    "seq",
 )
 
 
@@ -194,6 +195,9 @@ class LogLine:
         author: str = "me",
         author_kind: str = "human",
         call_id: str | None = None,
+        # The prompt hook's number of the line in its shell (session): two lines of one shell that started in
+        # the same millisecond with the same text are two runs. None in lines written before it was.
+        seq: int | None = None,
     ) -> None:
         self.ts = ts
         self.cwd = cwd
@@ -206,6 +210,7 @@ class LogLine:
         self.author = author
         self.author_kind = author_kind
         self.call_id = call_id
+        self.seq = seq
 
     def _fields(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -391,6 +396,9 @@ MAX_AUTHOR_CHARS = 64
 MAX_CALL_ID_CHARS = 200
 AUTHOR_KINDS = ("human", "agent")
 
+# A line's number in its shell: past 2^53 it is no count a shell reached (nor exact in every JSON reader).
+MAX_SEQ = (1 << 53) - 1
+
 
 _LEAVE = ("exit", "logout")
 
@@ -489,6 +497,9 @@ def log_line_from(obj: Any) -> LogLine | None:
         shell if type(shell) is str and text_ok(shell) else "unknown",
         session if type(session) is str and text_ok(session) else "",
     )
+    seq = get("seq")
+    if type(seq) is int and 0 < seq <= MAX_SEQ:
+        line.seq = seq
     author = get("author")
     if author is not None:  # the person's own hooks never write it: the common case costs one lookup
         _set_author(line, author, get("author_kind"), get("call_id"))

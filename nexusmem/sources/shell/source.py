@@ -207,6 +207,10 @@ class ShellSource:
                 continue  # another project's line, or an empty command: nothing wrong with the log
             command, rel, files, title, signal, head = known
             natural_key = call_key or f"{line.session}\x1f{line.ts}\x1f{command}"
+            if line.seq is not None and call_key is None:
+                # Lines of one shell that started in the same millisecond (pasted, or fish's 10 ms clock) with
+                # the same text are told apart by their number; a line without one keeps the key it had.
+                natural_key += f"\x1f{line.seq}"
             yield command_node(
                 project,
                 natural_key=natural_key,
