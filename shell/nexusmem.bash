@@ -62,6 +62,11 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     __nexusmem_t0=0
     # This shell's number of its next line ("seq"): lines that started in one millisecond stay apart.
     __nexusmem_seq=0
+    # The folder the command started in, taken by PS0 (a `cd` in the line moves the shell, not the line).
+    __nexusmem_wd=
+    # Always empty: PS0 looks a key up in it, the folder, to assign that folder on the way (its subscript is
+    # a string, not arithmetic).
+    declare -gA __nexusmem_wd_keys=()
     __nexusmem_seen=
     __nexusmem_last_arg=
     __nexusmem_last_text=
@@ -658,7 +663,8 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     }
 
     __nexusmem_record() {
-        local st=$1 pst=$2 arg=$3 now t0 num text dur='' pipe='' cmd cwd line repeat=0
+        local st=$1 pst=$2 arg=$3 now t0 num text dur='' pipe='' cmd cwd=${__nexusmem_wd:-$PWD} line repeat=0
+        __nexusmem_wd=
         now=${EPOCHREALTIME-}
         now=${now//[!0-9]/}
         __nexusmem_history
@@ -704,7 +710,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             ! { ((st == 0)) && __nexusmem_defines "$text"; } && pipe=",\"pipestatus\":[${pst// /,}]"
         __nexusmem_escape "$text"
         cmd=$__nexusmem_json
-        __nexusmem_escape "$PWD"
+        __nexusmem_escape "$cwd"
         cwd=$__nexusmem_json
         ((++__nexusmem_seq))
         printf -v line '{"ts":%s,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"bash","session":"%s","seq":%s,"v":1}' \
@@ -718,10 +724,11 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         return 0
     }
 
-    # PS0: set the start time (microseconds) and the "a command ran" flag; expands to nothing. Added
+    # PS0: set the start time (microseconds) and the "a command ran" flag, and keep the folder the command
+    # starts in (assigned in the subscript of the empty __nexusmem_wd_keys); expands to nothing. Added
     # again at the next prompt when something loaded later sets PS0 over it (__nexusmem_precmd).
     # shellcheck disable=SC2016  # expanded by bash at each command, not now
-    __nexusmem_ps0_text='${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[^0-9]/}+0, 0)]}'
+    __nexusmem_ps0_text='${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[^0-9]/}+0, 0)]}${__nexusmem_wd_keys[${__nexusmem_wd:=$PWD}.]-}'
     PS0=${PS0-}$__nexusmem_ps0_text
     __nexusmem_heal
     # Take a first look at history now, so an eval'd load does not record the line that loaded it.

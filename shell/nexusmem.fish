@@ -131,6 +131,8 @@ if status is-interactive; and not set -q __nexusmem_loaded
     set -g __nexusmem_seq 0
     function __nexusmem_preexec --on-event fish_preexec
         set -g __nexusmem_ran 1
+        # The folder the command started in (a `cd` in the line moves the shell, not the line).
+        set -g __nexusmem_wd $PWD
         # fish 3.2+ counts the statuses commands set: unchanged at the next postexec, the line set none.
         set -g __nexusmem_gen $status_generation
         set -g __nexusmem_groups (jobs -g 2>/dev/null)
@@ -201,7 +203,7 @@ if status is-interactive; and not set -q __nexusmem_loaded
                 set pipe ''
             end
         end
-        set -l cwd (__nexusmem_escape $PWD)
+        set -l cwd (__nexusmem_escape $__nexusmem_wd)
         set -l text (__nexusmem_escape $cmd)
         set -g __nexusmem_seq (math $__nexusmem_seq + 1)
         set -l line (printf '{"ts":%d,"cwd":"%s","exit":%s%s,"duration_ms":%d,"command":"%s","shell":"fish","session":"%s","seq":%d,"v":1}' \

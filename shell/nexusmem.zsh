@@ -46,6 +46,8 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     typeset -gi __nexusmem_ran=0 __nexusmem_t0=0 __nexusmem_t1=0
     # This shell's number of its next line ("seq"): lines that started in one millisecond stay apart.
     typeset -gi __nexusmem_seq=0
+    # The folder the command started in (a `cd` in the line moves the shell, not the line).
+    typeset -g __nexusmem_wd=
 
     # When the command ended, taken by the first thing zsh runs at the prompt (__nexusmem_first): the user's
     # `precmd` function, which zsh runs before every precmd_functions entry, or else the hook's own entry. $?
@@ -94,6 +96,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
     __nexusmem_preexec() {
         emulate -L zsh
         __nexusmem_cmd=$1
+        __nexusmem_wd=$PWD
         __nexusmem_ran=1
         __nexusmem_t1=0
         __nexusmem_now_ms
@@ -325,8 +328,8 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         (( $# )) || __nexusmem_first
         (( __nexusmem_ran )) || return $__st
         __nexusmem_ran=0
-        local cmd=$__nexusmem_cmd line cwd pipe='' dur=''
-        __nexusmem_cmd=
+        local cmd=$__nexusmem_cmd line cwd=${__nexusmem_wd:-$PWD} pipe='' dur=''
+        __nexusmem_cmd= __nexusmem_wd=
         if [[ $cmd != *[^[:space:]]* || $cmd == [[:space:]]* ]]; then
             return $__st
         fi
@@ -352,7 +355,7 @@ if [[ -o interactive ]] && [[ -z ${__nexusmem_loaded-} ]]; then
         [[ -n $__pst && $__ex != 148 && " $__pst " == *" $__ex "* ]] && pipe=",\"pipestatus\":[${__pst// /,}]"
         __nexusmem_escape $cmd
         cmd=$__nexusmem_json
-        __nexusmem_escape $PWD
+        __nexusmem_escape $cwd
         cwd=$__nexusmem_json
         (( ++__nexusmem_seq ))
         printf -v line '{"ts":%d,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"zsh","session":"%s","seq":%d,"v":1}' \

@@ -1644,3 +1644,20 @@ def test_commands_run_within_one_millisecond_are_each_one_node(
     first = keys()
     assert len(first) == len(set(first)) == 40, first
     assert keys() == first
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in SHELLS])
+def test_a_command_is_recorded_in_the_folder_it_started_in(
+    kind: str, open_shell: Any, tmp_path: Path
+) -> None:
+    """`ls nope-cdaway; cd /some/other/dir` was logged with the folder the line ended in, so its failure was
+    missing from the repository's memory. Each line is recorded where it started; a `cd` where it was typed."""
+    repo, other = tmp_path / "repo", tmp_path / "other dir"
+    repo.mkdir()
+    other.mkdir()
+    sh = open_shell(kind, setup=f"cd '{repo}'")
+    failed = sh.run(f"ls nope-cdaway; cd '{other}'")
+    assert failed["cwd"] == str(repo), failed
+    assert sh.run("pwd")["cwd"] == str(other)
+    assert sh.run(f"cd '{repo}'")["cwd"] == str(other)
+    assert sh.run("true here")["cwd"] == str(repo)
