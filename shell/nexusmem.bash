@@ -30,7 +30,8 @@
 #    history number.
 #  - Leading-space commands are never recorded (HISTCONTROL=ignorespace convention). A command bash
 #    kept out of its history (ignorespace, HISTIGNORE) is not recorded either; an immediate repeat
-#    dropped by ignoredups/erasedups is recorded again when its last argument ($_) matches.
+#    dropped by ignoredups/erasedups is recorded when the next line starts, if it ended with the same
+#    command as the line it repeats (BASH_COMMAND, taken by PS0; one fork then, see __nexusmem_bc).
 #  - Command text that is not valid UTF-8 keeps its valid parts; each invalid byte is written as the
 #    text \xNN (byte 0xFF -> "\\xff" in the JSON), as NexusMem spells such a byte in a file name: a
 #    Latin-1 caf\xe9.sh stays apart from café.sh, and every line parses.
@@ -68,7 +69,17 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # a string, not arithmetic).
     declare -gA __nexusmem_wd_keys=()
     __nexusmem_seen=
-    __nexusmem_last_arg=
+    # A line bash kept out of history may be an immediate repeat that ignoredups dropped, or a private one
+    # (ignorespace): the hook cannot see its text. BASH_COMMAND tells them apart: bash keeps it, across
+    # PROMPT_COMMAND and DEBUG traps, as the line's last simple command until the next line runs, so PS0
+    # takes it (__nexusmem_bc). Such a line's record waits in __nexusmem_pending, and PS0 writes it (one
+    # fork, for those lines only) when that command is the one the repeated line ended with
+    # (__nexusmem_pending_bc, which was __nexusmem_last_bc).
+    __nexusmem_bc=
+    __nexusmem_last_bc=
+    __nexusmem_bc_want=0
+    __nexusmem_pending=
+    __nexusmem_pending_bc=
     __nexusmem_last_text=
     __nexusmem_ps0=('')
     # Control characters 0x01-0x1f (NUL cannot occur in a bash string) and their JSON escapes.
@@ -123,6 +134,15 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         local __st=$? __arg=$_ __ex=null
         local -
         set +x
+        # A repeat left waiting, when no line ran since (Ctrl-D at the prompt): in a trap BASH_COMMAND is
+        # still the last command of the last line.
+        if [[ -n $__nexusmem_pending ]] && ((!__nexusmem_ran)); then
+            __nexusmem_bc=$BASH_COMMAND
+            trap '' XFSZ
+            [[ -n $__nexusmem_bc && $__nexusmem_bc == "$__nexusmem_pending_bc" ]] && __nexusmem_write "$__nexusmem_pending"
+            __nexusmem_pending=
+            __nexusmem_xfsz_restore
+        fi
         if ((__nexusmem_ran)); then
             __nexusmem_ran=0
             # The shell's status is the line's when `exit` ended it; when a signal did (the terminal
@@ -504,14 +524,17 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             # Something ran before us: the status we see is not the command's.
             if ((__nexusmem_ran)); then
                 __nexusmem_ran=0
+                __nexusmem_took_bc
                 __nexusmem_record null "" ""
             fi
+            __nexusmem_bc=
             __nexusmem_xfsz_restore
             [[ $- == *e* ]] || __nexusmem_restore "$__st" "$__arg"
             return
         fi
         if ((__nexusmem_ran)); then
             __nexusmem_ran=0
+            __nexusmem_took_bc
             __nexusmem_record "$__st" "$__pst" "$__arg"
         else
             # First prompt, empty line or Ctrl-C at the prompt: only learn where history stands.
@@ -522,7 +545,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             __nexusmem_exit_checked=1
             __nexusmem_exit_trap
         fi
-        __nexusmem_last_arg=$__arg
+        __nexusmem_bc=
         __nexusmem_xfsz_restore
         # Under `set -e` (typed at the prompt) a non-zero status handed back here would end the shell
         # itself: the terminal closed after `false && true`. Then later prompt code sees 0.
@@ -663,7 +686,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     }
 
     __nexusmem_record() {
-        local st=$1 pst=$2 arg=$3 now t0 num text dur='' pipe='' cmd cwd=${__nexusmem_wd:-$PWD} line repeat=0
+        local st=$1 pst=$2 now t0 num text dur='' pipe='' cmd cwd=${__nexusmem_wd:-$PWD} line repeat=0
         __nexusmem_wd=
         now=${EPOCHREALTIME-}
         now=${now//[!0-9]/}
@@ -672,7 +695,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
             # Bash kept this line out of its history. Record it only as an immediate repeat that
             # ignoredups/erasedups dropped; ignorespace and HISTIGNORE lines stay private.
             [[ ${HISTCONTROL-} == *dups* || ${HISTCONTROL-} == *ignoreboth* ]] || return 0
-            [[ -n $__nexusmem_hist && $arg == "$__nexusmem_last_arg" ]] || return 0
+            [[ -n $__nexusmem_hist ]] || return 0
             repeat=1
         fi
         __nexusmem_seen=$__nexusmem_hist
@@ -715,20 +738,48 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         ((++__nexusmem_seq))
         printf -v line '{"ts":%s,"cwd":"%s","exit":%s%s%s,"command":"%s","shell":"bash","session":"%s","seq":%s,"v":1}' \
             "$t0" "$cwd" "$st" "$pipe" "$dur" "$cmd" "$__nexusmem_session" "$__nexusmem_seq"
+        if ((repeat)); then
+            # Written by PS0 once the next line starts, if this was the repeat (see __nexusmem_bc).
+            __nexusmem_pending=$line
+            __nexusmem_pending_bc=$__nexusmem_last_bc
+            return 0
+        fi
+        __nexusmem_bc_want=1
+        __nexusmem_write "$line"
+        return 0
+    }
+    __nexusmem_write() {
         if [[ ! -e $__nexusmem_log ]]; then
             # The log vanished since the shell started: recreate it 0600 without forking.
-            __nexusmem_private __nexusmem_append_line "$line"
+            __nexusmem_private __nexusmem_append_line "$1"
         else
-            __nexusmem_append_line "$line"
+            __nexusmem_append_line "$1"
         fi
-        return 0
+    }
+    # At the prompt after a line ran: the line before it is settled (PS0 wrote its pending record, or not),
+    # and when that one was recorded, the command it ended with (taken by PS0) is what a repeat must end with.
+    __nexusmem_took_bc() {
+        __nexusmem_pending=
+        if ((__nexusmem_bc_want)); then
+            __nexusmem_bc_want=0
+            __nexusmem_last_bc=$__nexusmem_bc
+        fi
+    }
+    # In PS0's command substitution (a subshell), while a record waits: write it when the line that ran was
+    # the repeat. Prints nothing; hands $? on.
+    __nexusmem_flush() {
+        local st=$? -
+        set +x
+        trap '' XFSZ
+        [[ -n $__nexusmem_bc && $__nexusmem_bc == "$__nexusmem_pending_bc" ]] && __nexusmem_write "$__nexusmem_pending"
+        return "$st"
     }
 
     # PS0: set the start time (microseconds) and the "a command ran" flag, and keep the folder the command
     # starts in (assigned in the subscript of the empty __nexusmem_wd_keys); expands to nothing. Added
     # again at the next prompt when something loaded later sets PS0 over it (__nexusmem_precmd).
     # shellcheck disable=SC2016  # expanded by bash at each command, not now
-    __nexusmem_ps0_text='${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[^0-9]/}+0, 0)]}${__nexusmem_wd_keys[${__nexusmem_wd:=$PWD}.]-}'
+    __nexusmem_ps0_text='${__nexusmem_ps0[(__nexusmem_ran=1, __nexusmem_t0=${EPOCHREALTIME//[^0-9]/}+0, 0)]}${__nexusmem_wd_keys[${__nexusmem_wd:=$PWD}.]-}${__nexusmem_wd_keys[${__nexusmem_bc:=$BASH_COMMAND}.]-}${__nexusmem_pending:+$(__nexusmem_flush)}'
     PS0=${PS0-}$__nexusmem_ps0_text
     __nexusmem_heal
     # Take a first look at history now, so an eval'd load does not record the line that loaded it.

@@ -621,9 +621,10 @@ def test_bash_in_posix_mode_records_durations_and_prints_nothing(when: str, open
 def test_bash_ignoredups_repeat_is_recorded_ignorespace_is_not(open_shell: Any) -> None:
     sh = open_shell("bash", env={"HISTCONTROL": "ignoreboth"})
     sh.run("false again")
-    sh.run("false again")
+    sh.type("false again")  # written once the next line starts: only then can bash tell it from a private one
     sh.type(" true private")
     sh.run("true visible")
+    sh.wait_lines(3)
     assert [entry["command"] for entry in sh.lines()] == ["false again", "false again", "true visible"]
 
 
@@ -1661,3 +1662,27 @@ def test_a_command_is_recorded_in_the_folder_it_started_in(
     assert sh.run("pwd")["cwd"] == str(other)
     assert sh.run(f"cd '{repo}'")["cwd"] == str(other)
     assert sh.run("true here")["cwd"] == str(repo)
+
+
+@needs("bash")
+@pytest.mark.parametrize("debug_trap", ["", "trap ': dbg' DEBUG"])
+def test_bash_a_private_line_is_never_a_passing_rerun_of_the_one_before(
+    debug_trap: str, open_shell: Any
+) -> None:
+    """Under HISTCONTROL=ignoreboth ` touch flag` (leading space, ending in the same word as `ls flag` before
+    it; with a DEBUG trap, any private line) was logged as a second `ls flag` that passed: bash keeps neither
+    it nor an immediate repeat in history, and the hook took one for the other by `$_`. A private line is not
+    recorded; a real repeat is, with its own status (once the next command starts)."""
+    sh = open_shell("bash", setup=debug_trap, env={"HISTCONTROL": "ignoreboth"})
+    before = len(sh.lines())
+    sh.type("ls flag")
+    sh.wait_lines(before + 1)
+    sh.type(" touch flag")
+    sh.type("ls flag")
+    sh.type(" rm flag")
+    sh.type("true visible")
+    sh.wait_lines(before + 3)
+    sh.run("echo $? after-private")  # the repeat's record, written by PS0, leaves the status as it was
+    got = [(entry["command"], entry["exit"]) for entry in sh.lines()[before:-1]]
+    assert b"\n0 after-private" in sh.output()
+    assert got == [("ls flag", 2), ("ls flag", 0), ("true visible", 0)], got
