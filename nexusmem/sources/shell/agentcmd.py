@@ -486,6 +486,42 @@ def _unquote_word(word: str) -> str | None:
     return word
 
 
+def _bytes_as_letters(word: str) -> str:
+    """WORD with each `\\xNN` a hook wrote for a byte that is not UTF-8 as one plain character."""
+    if "\\x" not in word:
+        return word
+    out, i = [], 0
+    while i < len(word):
+        pair = word[i + 2 : i + 4]
+        if word.startswith("\\x", i) and len(pair) == 2 and all(c in "0123456789abcdef" for c in pair):
+            out.append("_")
+            i += 4
+        else:
+            out.append(word[i])
+            i += 1
+    return "".join(out)
+
+
+def cd_target(command: str, cwd: str) -> str:
+    """The folder the rest of COMMAND runs in when it starts with `cd DIR &&` (repeated), DIR a plain word
+    (a byte a hook spelled `\\xNN` included), joined to CWD; else CWD. A prompt hook records where a line
+    started: `cd api && make` is still `make`'s, in api."""
+    text = command.strip()
+    while text.startswith("cd "):
+        ops = _top_level(text)
+        if not ops or ops[0][1] != "&&":
+            break
+        word = text[3 : ops[0][0]].strip()
+        plain = _bytes_as_letters(word)
+        target = _unquote_word(plain)
+        if target is None or target in ("-", "") or target.startswith("~"):
+            break
+        target = word if target == plain else word[1:-1]
+        cwd = os.path.normpath(os.path.join(cwd, target))
+        text = text[ops[0][0] + 2 :].strip()
+    return cwd
+
+
 def canonical(command: str, cwd: str) -> tuple[str, str, bool, bool]:
     """(canonical command, its cwd, status echoed, status masked) of an agent's COMMAND run in CWD.
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from nexusmem.bounds import MAX_TS_MS, MIN_TS_MS, text_ok
 from nexusmem.paths import make_user_dir, shell_log_path
-from nexusmem.sources.shell.agentcmd import pipeline_status
+from nexusmem.sources.shell.agentcmd import cd_target, pipeline_status
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -500,6 +500,10 @@ def log_line_from(obj: Any) -> LogLine | None:
     seq = get("seq")
     if type(seq) is int and 0 < seq <= MAX_SEQ:
         line.seq = seq
+        # A hook that numbers its lines records where a line started (older ones, where it ended): the rest
+        # of `cd api && make` ran in api.
+        if command[:3] == "cd " and "&&" in command:
+            line.cwd = cd_target(command, cwd)
     author = get("author")
     if author is not None:  # the person's own hooks never write it: the common case costs one lookup
         _set_author(line, author, get("author_kind"), get("call_id"))
