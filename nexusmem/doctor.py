@@ -569,6 +569,13 @@ def _mode_check(path: Path, want: int, *, folder: bool = False) -> Check | None:
             detail += " (the hooks record nothing, the commands refuse it)"
         return Check("store", False, detail, "move it aside, or set NEXUSMEM_HOME to a folder of yours")
     mode = stat.S_IMODE(st.st_mode)
+    if not folder and mode & 0o600 != 0o600:
+        # SQLite makes -wal and -shm with memory.db's mode: a read of a 0400 database leaves them 0400, and
+        # every write fails on them ("attempt to write a readonly database") while its quick_check passes.
+        detail = f"{path} is {mode:04o}: you cannot {'read' if mode & 0o400 == 0 else 'write'} it"
+        if path.name.startswith(paths.DB_NAME):
+            detail += " (SQLite fails every write on it; the next sync puts 0600 back)"
+        return Check("store", False, detail, f"chmod 600 {shlex.quote(str(path))}")
     if folder and path == paths.user_dir() and not os.access(path, os.W_OK):
         detail = f"{path} is not writable (a read-only mount?): the hooks record nothing"
         return Check(
@@ -709,8 +716,8 @@ def check_store(root: Path) -> list[Check]:
             checks.append(Check("store", False, detail, f"nexusmem -C {root} {args}"))
     except Exception as exc:  # a file that is not a database at all
         checks.append(Check("store", False, f"{db}: cannot be read ({exc})", _rebuild_damaged(root, db)))
-    for path in made:  # what the check made is private whatever the database's mode
-        private.fix_mode(path)
+    for path in made:  # what the check made is 0600 whatever the database's mode (0400 too)
+        private.fix_file(path)
     return checks + [m for m in modes if m is not None]
 
 

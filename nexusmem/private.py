@@ -122,6 +122,25 @@ def fix_mode(path: Path | str, st: os.stat_result | None = None) -> bool:
         return False
 
 
+def fix_file(path: Path | str) -> bool:
+    """chmod PATH, a file of ours of any mode but 0600, to 0600; True if changed. Unlike fix_mode it gives the
+    owner back read and write: a memory.db made 0400 (a chmod) left its -wal and -shm 0400 too once SQLite had
+    made them from it, and every write failed on them after the database itself was made writable again.
+
+    Links, other users' files and what is missing are left alone; a failure (an immutable file, a read-only
+    mount) is not an error: the command then says what it cannot write."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) == FILE_MODE:
+            return False
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return False
+        os.chmod(path, FILE_MODE)
+        return True
+    except OSError:
+        return False
+
+
 def fix_tree(directory: Path, depth: int = _MAX_DEPTH) -> int:
     """Make DIRECTORY 0700 and everything in it 0600/0700, without following links; how many changed.
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import commit, console_script, run_cli, run_script
-from helpers.env import read_only_runner
+from helpers.env import as_a_user_runner, read_only_runner
 
 # Real processes (sync, the MCP server, a pty) several times each: seconds per test here.
 pytestmark = pytest.mark.slow
@@ -204,6 +204,42 @@ def test_doctor_names_a_read_only_memory_folder(repo: Path) -> None:
         assert f"{state} is not writable" in proc.stdout and "make" in proc.stdout, proc.stdout
     finally:
         state.chmod(0o700)
+
+
+def _as_a_user(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`nexusmem ARGS` in REPO with permission bits holding as for a user (root without its capabilities to
+    ignore them); a skip where that cannot be done."""
+    prefix = as_a_user_runner()
+    if prefix is None:
+        pytest.skip("cannot run as root without CAP_DAC_OVERRIDE here (no setpriv)")
+    return subprocess.run(
+        [*prefix, console_script(), *args], cwd=repo, capture_output=True, text=True, check=False
+    )
+
+
+def test_a_memory_db_made_read_only_and_back_leaves_no_read_only_wal_or_shm(repo: Path) -> None:
+    """`status` on a memory.db of mode 0400 made its -wal and -shm 0400 too (SQLite gives them the
+    database's mode); after `chmod 600 memory.db` every sync failed "attempt to write a readonly database;
+    run the command again", and doctor found no problem. doctor now names the file its owner cannot write,
+    with the fix, and the next sync puts 0600 back on the three files and writes."""
+    db = synced(repo)
+    wal, shm = Path(f"{db}-wal"), Path(f"{db}-shm")
+    db.chmod(0o400)
+    wal.unlink(missing_ok=True)
+    shm.unlink(missing_ok=True)
+    assert _as_a_user(repo, "status").returncode == 0
+    assert stat.S_IMODE(shm.stat().st_mode) == 0o400  # as SQLite made it
+    db.chmod(0o600)
+    doctor = _as_a_user(repo, "doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    assert f"{shm} is 0400" in doctor.stdout and f"chmod 600 {shm}" in doctor.stdout, doctor.stdout
+    commit(repo, "feat: the zebra marker after the fix", {"b.txt": "b\n"})
+    proc = _as_a_user(repo, "sync", "--no-embed")
+    assert proc.returncode == 0, proc.stderr
+    for path in (db, wal, shm):
+        assert not path.exists() or stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert "zebra marker" in _as_a_user(repo, "query", "zebra marker").stdout
+    assert "is 0400" not in _as_a_user(repo, "doctor").stdout
 
 
 def test_an_unexpected_exception_prints_one_line_logs_the_traceback_and_exits_3(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nexusmem.errors import StoreError
-from nexusmem.private import fix_tree, make_dir, open_fd, require_own
+from nexusmem.private import fix_file, fix_tree, make_dir, open_fd, require_own
 from nexusmem.store import connection, health, migrations
 from nexusmem.store.cjk import CjkIndexMixin
 from nexusmem.store.cursors import CursorsMixin
@@ -209,13 +209,19 @@ def open_store(
             " `nexusmem sync` to build the memory again"
         )
     # 0600 files in a 0700 folder whatever the umask: SQLite gives -wal and -shm the mode of the database
-    # file, so creating that one 0600 covers them; an older install's 0644 files are fixed here.
+    # file, so creating that one 0600 covers them; an older install's 0644 files are fixed here. To write,
+    # the three are made 0600 whatever they were: a read of a 0400 memory.db leaves its -wal and -shm 0400,
+    # and SQLite fails every write on them ("attempt to write a readonly database") once the database is
+    # writable again.
     require_own(path.parent)  # another user's folder (or a link to one) is refused, not used
     with contextlib.suppress(OSError):
         if create and not path.exists():
             make_dir(path.parent)
             os.close(open_fd(path, os.O_RDWR))
         fix_tree(path.parent)
+        if not readonly:
+            for name in (path, f"{path}-wal", f"{path}-shm"):
+                fix_file(name)
     started = time.monotonic()
     busy = NOTICE_SECONDS
     while True:

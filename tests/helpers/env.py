@@ -119,3 +119,17 @@ def read_only_runner(state: Path) -> list[str] | None:
         return None
     mount = f"mount --bind '{state}' '{state}' && mount -o remount,bind,ro '{state}' && exec \"$0\" \"$@\""
     return ["unshare", "-m", "sh", "-c", mount]
+
+
+def as_a_user_runner() -> list[str] | None:
+    """A command prefix under which file permission bits hold as they do for a user, or None: anyone but root
+    runs as they are; root runs without the capabilities that let it ignore them (setpriv drops
+    CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH), so a 0400 file it owns is read-only to it as to its owner."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        return None
+    drop = "-dac_override,-dac_read_search"
+    prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"]
+    probe = subprocess.run([*prefix, "true"], capture_output=True, check=False)
+    return prefix if probe.returncode == 0 else None
