@@ -635,6 +635,15 @@ def check_store(root: Path) -> list[Check]:
     made = [p for p in companions if not p.exists()]
     folders = [state, paths.user_dir()]
     files = [paths.config_path(root), db, *companions, paths.shell_log_path(), paths.registry_path()]
+    # A store file this user cannot write (0400, immutable, another user's) leaves reads and quick_check
+    # working while every sync fails: said first, so that a failed post-commit sync gets its fix, not `sync`.
+    unwritable = health.unwritable(db) if os.access(state, os.W_OK) else None  # a read-only mount: below
+    if unwritable is not None:
+        name, what, fix = unwritable
+        files.remove(Path(name))
+        reads = "; reads still work" if os.access(db, os.R_OK) and os.access(name, os.R_OK) else ""
+        detail = f"{what} (every sync fails on it, the post-commit one too{reads})"
+        checks.append(Check("store", False, detail, fix))
     modes = [_mode_check(f, 0o700, folder=True) for f in folders] + [_mode_check(f, 0o600) for f in files]
     if not os.access(state, os.W_OK):
         # A read-only mount (or its permissions): the store still opens for reading, so nothing below fails,
@@ -684,6 +693,8 @@ def check_store(root: Path) -> list[Check]:
                 " nothing shows the store damaged"
             )
             checks.append(Check("store", False, detail, f"free some space on the disk holding {state}"))
+        elif unwritable is not None and unwritable[0] == str(db):
+            pass  # the file that cannot be read or written is said first, with its fix
         elif not (os.access(state, os.W_OK) and os.access(db, os.W_OK)):
             # A store in WAL mode cannot be opened where its -shm cannot be made: a read-only mount or
             # folder, not damage (moving the file aside would lose what a sync cannot rebuild).

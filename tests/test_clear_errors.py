@@ -242,6 +242,49 @@ def test_a_memory_db_made_read_only_and_back_leaves_no_read_only_wal_or_shm(repo
     assert "is 0400" not in _as_a_user(repo, "doctor").stdout
 
 
+def test_a_memory_db_that_cannot_be_written_gets_its_fix_not_run_the_command_again(repo: Path) -> None:
+    """An immutable memory.db (`chattr +i`; a 0400 one its owner cannot chmod alike): sync and the
+    post-commit sync said "attempt to write a readonly database (quick_check found the file whole); run the
+    command again", which fails the same way, and doctor's fix for the failed post-commit sync was `nexusmem
+    sync`, which did too. They name the file that cannot be written and how to make it writable."""
+    db = synced(repo)
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(db)], check=False).returncode:
+        pytest.skip("no immutable files here (chattr)")
+    try:
+        commit(repo, "feat: the zebra marker", {"b.txt": "b\n"})
+        for args in (("sync", "--no-embed"), ("sync", "--auto")):
+            proc = run_script(*args, cwd=repo)
+            line = one_line_error(proc)
+            assert f"{db} is not writable (immutable" in line and f"chattr -i {db}" in line, line
+            assert "run the command again" not in line and "quick_check" not in line, line
+        run_cli("-C", str(repo), "hook", "git-post", "install")  # after the commit: doctor reads its log
+        (repo / ".nexusmem" / "auto-sync.log").write_text(proc.stderr, encoding="utf-8")
+        report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+        problems = [c for c in report["checks"] if not c["ok"]]
+        failed = [c for c in problems if "the post-commit sync failed" in c["detail"]]
+        store = [c for c in problems if c["area"] == "store"]
+        assert failed and store and f"{db} is not writable" in store[0]["detail"], problems
+        assert failed[0]["fix"] == store[0]["fix"] and f"chattr -i {db}" in store[0]["fix"], problems
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    assert "zebra marker" in run_script("query", "zebra marker", cwd=repo).stdout
+
+
+def test_a_memory_db_of_another_user_that_cannot_be_written_is_named_as_such(repo: Path) -> None:
+    """A memory.db of mode 0400 that belongs to another user (`sudo cp` put it there): nobody but its owner
+    can make it writable, and the message says so rather than "run the command again"."""
+    db = synced(repo)
+    db.chmod(0o400)
+    if os.geteuid() == 0:
+        os.chown(db, 12345, 12345)
+    elif db.stat().st_uid == os.getuid():
+        pytest.skip("only root can give a file to another user")
+    line = one_line_error(_as_a_user(repo, "sync", "--no-embed"))
+    assert f"{db} is not writable: it belongs to another user (uid 12345" in line and "chown" in line, line
+    assert "run the command again" not in line, line
+
+
 def test_an_unexpected_exception_prints_one_line_logs_the_traceback_and_exits_3(
     repo: Path, isolated_home: Path
 ) -> None:

@@ -260,6 +260,59 @@ def _cannot_write(exc: BaseException) -> bool:
     return "unable to open" in text or "readonly" in text or "read-only" in text
 
 
+def _immutable(name: str) -> bool:
+    """Whether the file NAME has the immutable flag (`chattr +i`), which keeps even root from writing it;
+    False where that cannot be asked (not Linux)."""
+    try:
+        import fcntl
+        import struct
+
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            flags = fcntl.ioctl(fd, 0x80086601, bytes(8))  # FS_IOC_GETFLAGS
+        finally:
+            os.close(fd)
+        return bool(struct.unpack("=i", flags[:4])[0] & 0x10)  # FS_IMMUTABLE_FL
+    except (OSError, ImportError):
+        return False
+
+
+def unwritable(path: Path) -> tuple[str, str, str] | None:
+    """(the file, what keeps this process from writing it, the shell command that fixes it) for the first of
+    the database PATH, its -wal and its -shm this process cannot both read and write (SQLite then opens it
+    read-only and fails every write: "attempt to write a readonly database"); None when there is none."""
+    import shlex
+    import stat
+
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        if os.access(name, os.R_OK | os.W_OK):
+            continue
+        held, mode = shlex.quote(name), stat.S_IMODE(st.st_mode)
+        sudo = "" if root else "sudo "
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            what = f"{name} is not writable: it belongs to another user (uid {st.st_uid}; mode {mode:04o})"
+            return name, what, f'{sudo}chown "$(id -u):$(id -g)" {held} && chmod 600 {held}'
+        if mode & 0o600 != 0o600:
+            return (
+                name,
+                f"{name} is {mode:04o}: you cannot {'read' if not mode & 0o400 else 'write'} it",
+                (f"chmod 600 {held}"),
+            )
+        if _immutable(name):
+            return (
+                name,
+                f"{name} is not writable (immutable: `lsattr` shows its i flag)",
+                f"{sudo}chattr -i {held}",
+            )
+        return name, f"{name} is not writable (a read-only mount?)", f"make {held} writable"
+    return None
+
+
 def is_disk_full(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "disk is full" in text or "file too large" in text or "no space left" in text
@@ -294,6 +347,12 @@ def explain(path: Path, exc: BaseException, *, writing: bool) -> StoreError:
             f"{path.parent} is not writable (a read-only file system or its permissions): NexusMem writes "
             "its lock and write-ahead log there even to read; make it writable and run the command again"
         )
+    found = unwritable(path) if _cannot_write(exc) else None
+    if found is not None:
+        # Not damage, and nothing a second run changes: "run the command again" failed the same way.
+        name, what, fix = found
+        reads = " (reading it still works)" if os.access(name, os.R_OK) else ""
+        return StoreError(f"{what}, so no sync can write the memory{reads}; make it writable: {fix}")
     if is_locked_error(exc):
         # Not damage, and asking the file anything more would wait for the same lock (5 s more).
         return locked_problem(path)
