@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -143,6 +144,10 @@ def init(start: Path | str | None = None, *, ignore_stash: bool = False) -> tupl
     db = paths.db_path(root)
     if not db.exists():
         created = True
+        # The mark a sync stopped on the way left (a `sync --rebuild` killed after memory.db was deleted)
+        # speaks of a memory that is gone: kept, it outlived the new one ("the memory is as it was before").
+        with contextlib.suppress(OSError):
+            (state / paths.UNFINISHED_NAME).unlink(missing_ok=True)
     refuse_cut_short(root)
     # The config is this user's when NexusMem wrote it here: in a folder it made, or in one the post-commit
     # hook made a moment before (it makes .nexusmem/ and leaves the rest to this sync). One that was there

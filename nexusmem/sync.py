@@ -385,6 +385,56 @@ class SyncBusyError(NexusMemError):
     """Another sync of this project held the lock for longer than we were willing to wait."""
 
 
+class StoreRemovedError(StoreError):
+    """memory.db was removed (or another file put in its place) while a sync wrote it: what the sync wrote
+    went with the removed file, and the mark an earlier stopped sync left speaks of a memory that is gone."""
+
+
+@contextlib.contextmanager
+def _removed_meanwhile(db: Path) -> Iterator[None]:
+    """Raise StoreRemovedError, whatever the sync in the block raised or if it raised nothing, when the
+    database DB is gone or is another file at the end of it (the store closed by then); the -wal and -shm
+    a removed one left beside no database are removed (store.db.drop_orphans). Without it a sync whose
+    memory.db was deleted meanwhile crashed (FileNotFoundError, exit 3) and left its WAL to be replayed into
+    the next new memory."""
+    from nexusmem.store.db import drop_orphans
+
+    try:
+        before = os.stat(db)
+    except OSError:
+        before = None
+
+    def removed() -> StoreRemovedError | None:
+        if before is None:
+            return None
+        try:
+            now = os.stat(db)
+        except FileNotFoundError:
+            drop_orphans(db)
+            return StoreRemovedError(
+                f"{db} was removed while this sync ran; run `nexusmem sync` to build the memory again"
+            )
+        except OSError:
+            return None
+        if (now.st_dev, now.st_ino) == (before.st_dev, before.st_ino):
+            return None
+        return StoreRemovedError(
+            f"{db} was replaced by another file while this sync ran, which wrote to the one removed; run"
+            " `nexusmem sync` to bring the memory there up to date"
+        )
+
+    try:
+        yield
+    except Exception as exc:
+        gone = removed()
+        if gone is not None:
+            raise gone from exc
+        raise
+    gone = removed()
+    if gone is not None:
+        raise gone
+
+
 # What a sync sets out to do, as its unfinished mark records it (paths.unfinished_scope): "rebuild", "all"
 # (a plain sync), or the names of the only sources it reads (`sync --source`, a search's shell catch-up).
 Scope = str | frozenset[str]
@@ -447,9 +497,10 @@ def exclusive(
             _leave_mark(mark, scope if left is None else _joined(scope, left[0]))
         try:
             yield waited
-        except NexusMemError:
+        except NexusMemError as exc:
             if mark is not None:
-                _end_mark(mark, left)
+                # A memory.db removed meanwhile took what a sync stopped before had left undone with it.
+                _end_mark(mark, None if isinstance(exc, StoreRemovedError) else left)
             raise
         if mark is not None:
             _end_mark(mark, left)
@@ -678,6 +729,7 @@ def sync(
     whole_rebuild = rebuild and not only
     with (
         exclusive(project.root, wait, log, rebuild=whole_rebuild, only=only) as waited,
+        _removed_meanwhile(project.db_path),
         project.open_store() as store,
         contextlib.ExitStack() as whole,
         gitcmd.snapshot(),  # one state of the repository for every source (HEAD, refs, index asked once)

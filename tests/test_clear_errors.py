@@ -285,6 +285,75 @@ def test_a_memory_db_of_another_user_that_cannot_be_written_is_named_as_such(rep
     assert "run the command again" not in line, line
 
 
+@pytest.mark.parametrize("rebuild", [False, True], ids=["sync", "rebuild"])
+def test_a_memory_db_deleted_while_a_sync_runs_is_said_and_the_next_sync_starts_clean(
+    repo: Path, isolated_home: Path, rebuild: bool
+) -> None:
+    """memory.db deleted while a sync ran (here: as its embedder is asked): the sync crashed, exit 3
+    "internal error (FileNotFoundError ...)" with a traceback in crash.log; its -wal was left beside no
+    database, to be replayed into the next one; and after a `sync --rebuild`, doctor went on saying the rebuild
+    was stopped and the memory was as before it, once the next sync had built a new one. The sync now says
+    the file was removed while it ran (exit 1), leaves no -wal or -shm and no mark, and the next sync builds
+    a memory that holds the repository and checks out whole."""
+    from helpers.embedding import set_embedding
+    from helpers.ollama_standin import ollama_standin
+
+    db = synced(repo)
+    state = repo / ".nexusmem"
+    commit(repo, "feat: the zebra marker", {"b.txt": "b\n"})
+    with ollama_standin() as server:
+        set_embedding(repo, provider="ollama", url=server.url)
+        server.before = lambda: db.unlink(missing_ok=True)
+        proc = run_script("sync", *(["--rebuild"] if rebuild else []), cwd=repo)
+    assert server.requests, proc.stderr
+    line = one_line_error(proc)
+    assert (
+        line == f"Error: {db} was removed while this sync ran; run `nexusmem sync` to build the memory again"
+    )
+    assert not (isolated_home / ".nexusmem" / "crash.log").exists()
+    assert sorted(p.name for p in state.iterdir() if p.name.startswith("memory.db")) == []
+    assert not (state / "sync.unfinished").exists()
+    set_embedding(repo, provider="none")
+    assert run_script("sync", cwd=repo).returncode == 0
+    assert "zebra marker" in run_script("query", "zebra marker", cwd=repo).stdout
+    doctor = run_script("doctor", cwd=repo)
+    assert "was stopped" not in doctor.stdout and "quick_check ok" in doctor.stdout, doctor.stdout
+
+
+def test_the_wal_and_rebuild_mark_of_a_deleted_memory_db_are_not_taken_into_the_next_one(repo: Path) -> None:
+    """What a `sync --rebuild` killed after its memory.db was deleted leaves: a -wal (and -shm) beside no
+    database, and the rebuild's mark. The next sync made a new memory.db beside that WAL, which SQLite
+    replays into it (pages of the deleted file laid over a new one), and doctor went on saying "the last
+    `sync --rebuild` ... was stopped ... the memory is as it was before it". The next sync starts clean."""
+    import sqlean
+
+    db = synced(repo)
+    state = repo / ".nexusmem"
+    wal = Path(f"{db}-wal")
+    conn = sqlean.connect(str(db), isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    for n in range(20):
+        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (f"orphan.marker.{n}", "x" * 3000))
+    kept = wal.read_bytes()
+    conn.close()
+    assert len(kept) > 4096, len(kept)
+    db.unlink()
+    Path(f"{db}-shm").unlink(missing_ok=True)
+    wal.write_bytes(kept)
+    (state / "sync.unfinished").write_bytes(b"rebuild\n")
+    commit(repo, "feat: the zebra marker", {"b.txt": "b\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    assert "zebra marker" in run_script("query", "zebra marker", cwd=repo).stdout
+    conn = sqlean.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+        assert conn.execute("SELECT key FROM meta WHERE key LIKE 'orphan.marker.%'").fetchall() == []
+    finally:
+        conn.close()
+    doctor = run_script("doctor", cwd=repo)
+    assert "was stopped" not in doctor.stdout and doctor.returncode == 0, doctor.stdout
+
+
 def test_an_unexpected_exception_prints_one_line_logs_the_traceback_and_exits_3(
     repo: Path, isolated_home: Path
 ) -> None:

@@ -172,6 +172,20 @@ class Store(
         return done is not None and int(done[0]) == 0
 
 
+def drop_orphans(path: Path) -> bool:
+    """Remove the -wal and -shm of a database PATH that is gone (deleted while a sync wrote it): SQLite
+    would replay that write-ahead log into the next memory.db made there, pages of a file that no longer
+    exists laid over a new one. Nothing is removed while PATH exists. True when something was."""
+    if os.path.lexists(path):
+        return False
+    removed = False
+    for name in (f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+            removed = True
+    return removed
+
+
 def _ours(path: Path, conn: Any) -> None:
     """Refuse another program's database at PATH before anything is written into it (WAL mode included)."""
     foreign = health.foreign_tables(conn)
@@ -217,6 +231,7 @@ def open_store(
     with contextlib.suppress(OSError):
         if create and not path.exists():
             make_dir(path.parent)
+            drop_orphans(path)
             os.close(open_fd(path, os.O_RDWR))
         fix_tree(path.parent)
         if not readonly:

@@ -6,7 +6,7 @@ import json
 import math
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -28,7 +28,8 @@ class Standin:
     """Mode "ok" answers properly; "malformed" answers JSON of the wrong shape; "garbage" answers non-JSON;
     "missing-model" answers 404 like Ollama does for a model that was never pulled; "hang" accepts the
     request and never answers (until the stand-in stops). POISON: a text holding
-    one of its keys is answered the vector its value names ("nan", "inf" or "zero"), as a broken model does."""
+    one of its keys is answered the vector its value names ("nan", "inf" or "zero"), as a broken model does.
+    BEFORE, when set, runs as each request arrives, before it is answered (a test's step in mid-sync)."""
 
     def __init__(self) -> None:
         self.mode = "ok"
@@ -37,6 +38,7 @@ class Standin:
         self.url = ""
         self.poison: dict[str, str] = {}
         self.stop = threading.Event()
+        self.before: Callable[[], None] | None = None
 
     def vector(self, text: str) -> list[float]:
         for key, kind in self.poison.items():
@@ -58,6 +60,8 @@ def ollama_standin() -> Iterator[Standin]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             state.requests.append(body)
+            if state.before is not None:
+                state.before()
             if state.mode == "hang":
                 state.stop.wait(600)
                 return
