@@ -741,6 +741,26 @@ def _to_a_closed_pipe(repo: Path, *args: str, stderr_too: bool = False) -> tuple
     return done.returncode, (done.stderr or b"").decode()
 
 
+def test_a_usage_error_into_a_closed_pipe_keeps_exit_2_and_is_no_crash(repo: Path) -> None:
+    """`nexusmem query x --budget 10 2>&1 | head -1` exited 1, with a BrokenPipeError traceback appended to
+    crash.log, whenever head had left before click had printed the whole usage error (the next line of it
+    failed): a usage error keeps its 2 (docs/contracts.md, section 9) and a closed pipe is no crash. So do
+    a stopped command's own line and a group-level usage error (an unknown command, option)."""
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    for args in (
+        ["query", "x", "--budget", "10"],
+        ["-C", str(repo), "query", "--budget", "10", "x"],
+        ["stale", "--no-such-option"],
+        ["nosuchcommand"],
+        ["--no-such-option"],
+        ["sync", "--since", "not a date"],
+    ):
+        assert _to_a_closed_pipe(repo, *args, stderr_too=True) == (2, ""), args
+    assert _to_a_closed_pipe(repo, "hook", "git", "install", stderr_too=True) == (1, "")
+    assert not (Path(os.environ["NEXUSMEM_HOME"]) / "crash.log").exists()
+
+
 def test_a_reader_that_stopped_reading_ends_every_command_quietly_with_0(repo: Path) -> None:
     """`nexusmem stale | head -1` exited 1 (click's code for a closed pipe) once head had its line, while
     `nexusmem query … | head -1` exited 0: the plain query wrote its answer in one go, before head left, and

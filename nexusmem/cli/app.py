@@ -26,6 +26,26 @@ def _only_reads(name: str, words: set[str]) -> bool:
     return (name == "forget" and "--list" in words) or (name in ("hook", "team") and "status" in words)
 
 
+def _said(exc: click.ClickException) -> click.exceptions.Exit:
+    """Print EXC (a usage error, a command's ClickException) as click's main does, and end with its code. A
+    reader that closed the pipe while it was printed (`nexusmem query x --budget 10 2>&1 | head -1`) took
+    what it wanted: the rest goes nowhere, and the code stays (2 for a usage error), where click's main let
+    the BrokenPipeError out (exit 1, a traceback in crash.log)."""
+    try:
+        exc.show()
+    except BrokenPipeError:
+        _quiet_both()
+    return click.exceptions.Exit(exc.exit_code)
+
+
+def _quiet_both() -> None:
+    """stdout and stderr pointed at /dev/null: neither a later write nor the final flush raises again."""
+    import sys
+
+    quiet_stdout()
+    quiet_stdout(sys.stderr)
+
+
 class LazyGroup(click.Group):
     """Imports a command's module only when that command is used (or help lists it)."""
 
@@ -40,6 +60,8 @@ class LazyGroup(click.Group):
         left, passed); one that changes something (READ_ONLY) with 1 and a line on stderr saying so."""
         try:
             return super().invoke(ctx)
+        except click.ClickException as exc:
+            raise _said(exc) from None
         except KeyboardInterrupt:
             import sys
 
@@ -55,11 +77,14 @@ class LazyGroup(click.Group):
             if _only_reads(name, set(sys.argv[1:])):
                 raise click.exceptions.Exit(0) from None
             # A command that changes something was stopped half way: its exit code must not say it was done.
-
-            sys.stderr.write(
-                f"nexusmem {name}: stopped when the reader of its output closed the pipe; what it had not"
-                " done yet is not done (run it again without the pipe)\n"
-            )
+            try:
+                sys.stderr.write(
+                    f"nexusmem {name}: stopped when the reader of its output closed the pipe; what it had not"
+                    " done yet is not done (run it again without the pipe)\n"
+                )
+                sys.stderr.flush()
+            except BrokenPipeError:  # `2>&1 | head -1`: stderr went with it
+                _quiet_both()
             raise click.exceptions.Exit(1) from None
 
     def make_context(
@@ -68,6 +93,8 @@ class LazyGroup(click.Group):
         """As click's, with `nexusmem --help | head -1` ending as invoke() ends a command."""
         try:
             return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:  # an unknown option or command: a usage error
+            raise _said(exc) from None
         except BrokenPipeError:
             if not reader_gone():
                 raise  # another pipe: click's own handling (exit 1)

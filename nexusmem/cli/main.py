@@ -94,6 +94,15 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:  # Ctrl-C outside a command's body (while click starts up or winds down)
         sys.stderr.write(f"\n{ABORTED}\n")
         sys.exit(INTERRUPTED)
+    except BrokenPipeError:
+        # A reader that closed the pipe where nothing above caught it (cli/app.py ends the commands, their
+        # usage errors and help with their own codes): no crash, no traceback in crash.log, the streams
+        # silenced so that the final flush cannot raise again.
+        from nexusmem.cli.plain import quiet_stdout
+
+        quiet_stdout()
+        quiet_stdout(sys.stderr)
+        sys.exit(1)
     except Exception:  # a bug, not bad input (click handles its own errors inside main)
         from nexusmem.crashlog import report
 
