@@ -1328,6 +1328,35 @@ def test_what_changed_in_a_file_lately_lists_the_commits_that_touched_it(repo: P
     assert not any(n.startswith("first:") for n in notes), notes
 
 
+def test_what_changed_in_a_name_several_paths_share_lists_the_live_one_changed_last(repo: Path) -> None:
+    """ "What changed in datetime.js recently" (luxon: src/datetime.js and benchmarks/datetime.js; guzzle's
+    CurlFactory.php, five paths over its history) gave no note and a 2017 commit first: a bare name several
+    paths end in named no file. The one changed last that is still in the work tree is listed, and the note
+    says which, names the others and suggests the full path; the full path still lists its own."""
+    for n in range(6):
+        commit(
+            repo,
+            f"Datetime changed: what changed in case {n}",
+            {"src/datetime.js": f"let x = {n};\n"},
+            when=NOW - (400 - n) * DAY,
+        )
+    bench = commit(repo, "Time the parser", {"benchmarks/datetime.js": "run();\n"}, when=NOW - 20 * DAY)
+    src = commit(repo, "Fix the zone offset", {"src/datetime.js": "let x = 9;\n"}, when=NOW - 10 * DAY)
+    commit(repo, "Try a lib build", {"lib/datetime.js": "old();\n"}, when=NOW - 5 * DAY)
+    (repo / "lib" / "datetime.js").unlink()
+    commit(repo, "Drop the lib build", when=NOW - 4 * DAY)  # changed last, and gone
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in datetime.js recently")
+    refs = [it["ref"] for it in found["items"]]
+    assert refs[0] == src and bench not in refs and len(refs) == 7, refs
+    note = "first: the newest commits that changed src/datetime.js, newest first (datetime.js also names"
+    assert any(
+        n.startswith(note) and "benchmarks/datetime.js" in n and "full path" in n for n in found["notes"]
+    )
+    found = query_json(repo, "what changed in benchmarks/datetime.js recently")
+    assert [it["ref"] for it in found["items"]] == [bench], found["items"]
+
+
 @pytest.mark.parametrize("zone", ["America/Los_Angeles", "Asia/Tokyo"])
 def test_day_words_are_the_days_of_the_local_time_zone(repo: Path, zone: str) -> None:
     """ "Today", "yesterday", "this morning", "before lunch", `--since today` were UTC days: at 5 pm in

@@ -1862,11 +1862,26 @@ _FILE_CHANGE_WORDS = frozenset(
 _FILE_LIKE = re.compile(r"[\w.@+-]+(?:/[\w.@+-]+)*")
 
 
-def _file_named(store: SearchStore, text: str) -> tuple[str, str] | None:
-    """The one file of the repository TEXT names (its path from the root, or a name only one path a commit
-    touched ends in, in any case: the exact case first), and the word that names it; None when it names
-    none, or several ("__init__.py")."""
-    found: dict[str, str] = {}
+class NamedFile(NamedTuple):
+    """The file a question names (_file_named): its PATH, the WORD that names it, and the OTHER paths that
+    word names too (a bare `datetime.js` for `src/datetime.js` and `benchmarks/datetime.js`)."""
+
+    path: str
+    word: str
+    others: tuple[str, ...] = ()
+
+
+# At most this many paths sharing one name are compared (_file_named): one query each.
+SHARED_NAME_PATHS = 20
+
+
+def _file_named(store: SearchStore, text: str) -> NamedFile | None:
+    """The one file of the repository TEXT names (its path from the root, or a name a commit touched a path
+    ending in, in any case: the exact case first), and the word that names it; None when it names none, or
+    two files. A name several paths end in ("datetime.js": `src/datetime.js`, `benchmarks/datetime.js`;
+    guzzle's `CurlFactory.php`, moved four times) names the one of them changed last that is still in the
+    work tree as far as memory knows (_newest_of), and the others are kept to say so."""
+    found: dict[str, NamedFile] = {}
     for raw in text.split():
         word = raw.strip("`'\"()[]{}<>,;:!?").removesuffix("'s").rstrip(".").removeprefix("./")
         if not _FILE_LIKE.fullmatch(word) or ("/" not in word and not re.search(r"\w\.\w", word)):
@@ -1876,10 +1891,28 @@ def _file_named(store: SearchStore, text: str) -> tuple[str, str] | None:
         exact = [path for path in paths if path.endswith("/" + word)]
         paths = whole or exact or paths
         if len(paths) == 1:
-            found.setdefault(paths[0], raw)
+            found.setdefault(paths[0], NamedFile(paths[0], raw))
         elif paths:
-            return None  # "__init__.py": which one?
-    return next(iter(found.items())) if len(found) == 1 else None
+            newest = _newest_of(store, paths[:SHARED_NAME_PATHS])
+            if newest is not None:
+                found.setdefault(newest, NamedFile(newest, raw, tuple(p for p in paths if p != newest)))
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _newest_of(store: SearchStore, paths: list[str]) -> str | None:
+    """Of PATHS, the one a commit changed last, among those the last structure pass found in the work tree
+    when it found any of them (a file moved or deleted since is not the one meant); None when none was."""
+    # The files of the work tree the structure pass read (a local store's; the team store holds none).
+    blobs: Callable[[], dict[str, str]] | None = getattr(store, "import_blobs", None)
+    tracked = blobs() if blobs is not None else {}
+    kept = [path for path in paths if path in tracked] or paths
+    newest: tuple[int, str] | None = None
+    for path in kept:
+        ids = store.commits_touching([path], 0, 2**62, 1)
+        node = store.get_many(ids, light=True).get(ids[0]) if ids else None
+        if node is not None and (newest is None or node.ts > newest[0]):
+            newest = (node.ts, path)
+    return newest[1] if newest is not None else None
 
 
 def file_changes_first(
@@ -1904,7 +1937,7 @@ def file_changes_first(
     named = _file_named(store, question.search_text)
     if named is None:
         return scored, [], None
-    path, word = named
+    path, word, others = named
     rest = without_names(question.search_text.replace(word, " "), names)
     if any(
         w not in _NOT_A_TOPIC and w not in _FILE_CHANGE_WORDS and w not in STOPWORDS and not w.isdigit()
@@ -1921,9 +1954,24 @@ def file_changes_first(
         said = f"the commits that changed {path} {span}"
     nodes = store.get_many(ids, light=True)
     listed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+    # Which of the paths sharing its name was meant is said, and how to ask for another.
+    shared = (
+        f" ({_bare(word)} also names {_paths_said(others)}: ask with the full path for another)"
+        if others
+        else ""
+    )
     if not listed:
-        return scored, [], f"no commit changed {path} {asked[2] if asked else ''}".rstrip()
-    return _listed(scored, listed), listed, f"first: {said}, newest first"
+        return scored, [], f"no commit changed {path} {asked[2] if asked else ''}".rstrip() + shared
+    return _listed(scored, listed), listed, f"first: {said}, newest first{shared}"
+
+
+def _bare(word: str) -> str:
+    return word.strip("`'\"()[]{}<>,;:!?").removesuffix("'s").rstrip(".").removeprefix("./")
+
+
+def _paths_said(paths: tuple[str, ...], shown: int = 3) -> str:
+    said = ", ".join(paths[:shown])
+    return said + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 def project_names(store: SearchStore, project: str | None) -> frozenset[str]:
