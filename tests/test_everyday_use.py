@@ -528,3 +528,32 @@ def test_query_says_how_many_newer_commands_it_did_not_search(repo: Path) -> Non
     from nexusmem.sources.shell import tail
 
     assert catchup._SHELL_CURSOR_VERSION == tail.CURSOR_VERSION
+
+
+def test_a_large_budget_shows_the_further_sections_of_a_doc_file(repo: Path) -> None:
+    """ "How do I set a timeout on a request" at `--budget 20000` (guzzle) showed two sections of
+    docs/request-options.rst and never #timeout, stored and ranked, while CHANGELOG.md (one sibling group per
+    release) filled 54 places: the cap of two pieces of one file held at any budget. It is for variety in the
+    first screen: past it, the sections held back follow in rank order; the default budget is as before."""
+    options = "".join(
+        f"## {name}\n\nSet the {name} of a request in seconds: the request times out after it. "
+        f"Pass `{name}` in the request options; the timeout applies to each request.\n\n"
+        for name in ("connect_timeout", "read_timeout", "timeout", "idle_timeout")
+    )
+    releases = "".join(
+        f"## 1.{n}.0\n\n- Fixed the request timeout of the handler in case {n}\n"
+        f"- Documented the timeout request option for retries, step {n}; {'padding words ' * 30}\n\n"
+        for n in range(40)
+    )
+    commit(repo, "docs: request options", {"docs/request-options.md": "# Request options\n\n" + options})
+    commit(repo, "docs: changelog", {"CHANGELOG.md": "# Changelog\n\n" + releases})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+
+    def sections(*budget: str) -> list[str]:
+        found = json.loads(
+            run_cli("-C", str(repo), "query", "how do I set a timeout on a request", "--json", *budget).stdout
+        )
+        return [it["ref"] for it in found["items"] if it["ref"].startswith("docs/request-options.md#")]
+
+    assert len(sections()) == 2, sections()
+    assert len(sections("--budget", "20000")) == 4, sections("--budget", "20000")

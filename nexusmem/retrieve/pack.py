@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 MAX_SIBLINGS = 2
+# The cap is for variety in what is read first: once this many tokens are placed (the default budget, a
+# first screen), it lifts, and the items it held back follow in their rank order, before the rest. Under a
+# large budget a doc file's further sections were never shown ("how do I set a timeout on a request" at
+# 20,000 tokens: request-options.rst#timeout, stored and ranked, held back behind two other sections of the
+# file, while a changelog, one group per release, filled 54 places).
+FIRST_SCREEN_TOKENS = 2000
 # No item renders in fewer tokens than this (date, tags, title, id line): below it the budget is spent.
 MIN_ITEM_TOKENS = 12
 
@@ -62,7 +68,10 @@ def pack(
     failure) stays where it is, unmarked: an item is marked as linked only when it follows the item it is
     linked from (its label, "the commit this changelog entry describes", points at the item above it).
     MAX_ITEMS caps the ranked items placed (their linked fixes ride along); an item is counted as it shows,
-    with its mark as a linked fix. Returns (placed, tokens used)."""
+    with its mark as a linked fix. At most MAX_SIBLINGS items of a group are placed until FIRST_SCREEN_TOKENS
+    are (the header's not counted); then the ones held back are walked, in rank order, before the rest (after
+    all of them when the budget is larger than that and they did not fill it). Returns (placed, tokens
+    used)."""
     used = header_tokens
     placed: list[Placed] = []
     seen: set[str] = set()
@@ -71,9 +80,14 @@ def pack(
     def size(c: Candidate, linked_from: str | None, relation: str | None) -> int:
         return c.tokens if linked_from is None or relation is None else c.tokens_linked(linked_from, relation)
 
+    lifted = False  # the cap, once the first screen is placed (FIRST_SCREEN_TOKENS)
+
+    def capped(c: Candidate) -> bool:
+        return not lifted and c.group is not None and per_group.get(c.group, 0) >= MAX_SIBLINGS
+
     def fits(c: Candidate, linked_from: str | None = None, relation: str | None = None) -> bool:
         # The cheap checks first: sizing a candidate renders it (and may read its body).
-        if c.id in seen or (c.group is not None and per_group.get(c.group, 0) >= MAX_SIBLINGS):
+        if c.id in seen or capped(c):
             return False
         return used + c.floor <= budget and used + size(c, linked_from, relation) <= budget
 
@@ -85,10 +99,28 @@ def pack(
             per_group[c.group] = per_group.get(c.group, 0) + 1
         placed.append(entry)
 
+    held: list[Candidate] = []  # held back by the cap, in rank order, until it lifts
+
+    def walk() -> Iterator[Candidate]:
+        nonlocal lifted
+        for cand in ranked:
+            if not lifted and used - header_tokens >= FIRST_SCREEN_TOKENS:
+                lifted = True
+                yield from held
+                held.clear()
+            yield cand
+        # A budget larger than a screen that the ranked items did not fill: what was held back follows them.
+        if lifted or budget - header_tokens > FIRST_SCREEN_TOKENS:
+            lifted = True
+            yield from held
+
     primary = 0
-    for cand in ranked:
+    for cand in walk():
         if budget - used < MIN_ITEM_TOKENS or (max_items is not None and primary >= max_items):
             break
+        if cand.id not in seen and capped(cand):
+            held.append(cand)
+            continue
         if not fits(cand):
             continue
         primary += 1
