@@ -2088,3 +2088,59 @@ def test_which_tests_failed_today_when_only_yesterdays_failed_lists_todays_passi
     titles = [it["title"] for it in found["items"]]
     assert titles[0] == "make test (exit 0)", titles
     assert any(n.startswith("no run of tests failed today") for n in found["notes"]), found["notes"]
+
+
+def test_what_fixed_the_failing_test_lists_the_failures_memory_linked_to_their_fix(repo: Path) -> None:
+    """After a failing `node --test test/impl/quarterOf.test.mjs`, an edit, a passing re-run and a commit, sync
+    linked the failure to its retry and to the commit; "what fixed the failing test" still answered with old
+    commits whose words say "fix" and "failing" ("make failing tests fail the build"), neither the failure
+    nor its fix in the top 8. The newest linked failures come first, each with its fixes (the commit, the
+    re-run), and a note; a question naming another test, or nothing linked, is ranked as before."""
+    commit(repo, "make failing tests fail the build", {"package.json": "{}\n"}, when=NOW - 2000 * DAY)
+    commit(
+        repo,
+        "fix the failing test of the parser",
+        {"src/parse.mjs": "export const p = 1;\n"},
+        when=NOW - 1500 * DAY,
+    )
+    commit(
+        repo,
+        "tests: skip the flaky test that keeps failing",
+        {"test/flaky.test.mjs": "//\n"},
+        when=NOW - 1200 * DAY,
+    )
+    commit(
+        repo,
+        "feat: quarterOf",
+        {
+            "src/impl/quarterOf.mjs": "export const q = (m) => m / 3;\n",
+            "test/impl/quarterOf.test.mjs": "import test from 'node:test';\n",
+        },
+        when=NOW - 3 * 3600,
+    )
+    asked = ("what fixed the failing test", "what fixed the test that failed")
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    for question in asked:  # nothing linked yet: ranked as before
+        assert not any(n.startswith("first:") for n in query_json(repo, question)["notes"]), question
+    failed_at = (NOW - 2 * 3600) * 1000
+    write_commands(repo, [(failed_at, "node --test test/impl/quarterOf.test.mjs", 1)])
+    (repo / "src" / "impl" / "quarterOf.mjs").write_text("export const q = (m) => (m - 1) / 3 + 1;\n")
+    write_commands(repo, [(failed_at + 300_000, "node --test test/impl/quarterOf.test.mjs", 0)])
+    fix = commit(repo, "fix(quarterOf): months are 1-based", when=NOW - 2 * 3600 + 400)
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    for question in (
+        *asked,
+        "which commit fixed the failing quarterOf test",
+        "how did I fix the broken test",
+    ):
+        found = query_json(repo, question)
+        first = [(it["title"], it["ref"]) for it in found["items"][:3]]
+        assert first == [
+            ("node --test test/impl/quarterOf.test.mjs (exit 1)", "node --test test/impl/quarterOf.test.mjs"),
+            ("fix(quarterOf): months are 1-based", fix),
+            ("node --test test/impl/quarterOf.test.mjs (exit 0)", "node --test test/impl/quarterOf.test.mjs"),
+        ], (question, first)
+        assert any(n.startswith("first: the newest failure memory linked to its fix") for n in found["notes"])
+    found = query_json(repo, "how did I fix the failing parser test")  # another test than the one linked
+    assert found["items"][0]["title"] == "fix the failing test of the parser", found["items"][0]
+    assert not any(n.startswith("first:") for n in found["notes"]), found["notes"]

@@ -725,6 +725,20 @@ def retrieve(
             )
     if listed:
         answered_by = listed[0].id
+    if answered_by is None and question.then is None and question.failure and asks_fix(question.text):
+        scored, listed, failures = fixes_first(
+            store, scored, question, as_of=as_of, since=since, until=until, names=names
+        )
+        if listed:
+            answered_by = listed[0].id
+            listing_note = (
+                "first: the newest failures memory linked to their fix, each with what fixed it (the commit"
+                " made after it, the passing re-run), newest first"
+                if failures > 1
+                else "first: the newest failure memory linked to its fix, with what fixed it (the commit made"
+                " after it, the passing re-run)"
+            )
+            question.notes.append(listing_note)
     asks_failures = question.failure and question.then is None and answered_by is None
     said = set(search.terms(without_names(question.search_text, names))) if names else None
     unnamed = words.words if said is None else [w for w in words.words if w in said]
@@ -1656,6 +1670,119 @@ def failed_runs_first(
     what = " ".join(w for w in words if w in naming)
     said = f"{what} failed {span}" if passed else f"{what} {span}"
     return _listed(scored, runs, keep=True), runs, said, passed and bool(runs)
+
+
+# "What fixed the failing test", "how did I fix the test that failed", "which commit fixed the failing
+# quarterOf test": memory links a failed command to what fixed it (nexusmem.link: its passing re-run, the
+# commit made after it), and those links are the answer, not the old commits whose words say "fix" and
+# "failing" ("make failing tests fail the build", 2018). The newest linked failures come first, each with its
+# fixes, at most FIXES_LISTED of them; with nothing linked, the ranking answers as before.
+FIXES_LISTED = 5
+FIX_RELATIONS = ("commit", "retry")
+_ASKS_FIX = re.compile(
+    r"\bwhat\s+(?:finally\s+|eventually\s+|actually\s+)?fixed\b"
+    r"|\bwhich\s+(?:commits?|changes?|runs?|commands?|edits?)\s+(?:finally\s+|eventually\s+|actually\s+)?fixed\b"
+    r"|\bhow\s+(?:did|do|have|had)\s+(?:i|we|you|they|someone|somebody)\s+(?:finally\s+|eventually\s+)?fix(?:ed)?\b"
+    r"|\bwhat\s+(?:was|is)\s+the\s+fix\b"
+    r"|\bhow\s+(?:was|were|got)\b[^?.]*\bfixed\b",
+    re.IGNORECASE,
+)
+# Words of such a question that ask nothing more (with _ignorable's).
+_FIX_WORDS = frozenset(
+    [
+        "fix",
+        "fixed",
+        "fixes",
+        "fixing",
+        "commit",
+        "commits",
+        "change",
+        "changes",
+        "edit",
+        "edits",
+        "finally",
+        "eventually",
+        "actually",
+        "which",
+        "how",
+        "get",
+        "got",
+        "make",
+        "made",
+        "pass",
+        "passing",
+        "again",
+    ]
+)
+
+
+def asks_fix(text: str) -> bool:
+    """Whether TEXT asks what fixed something ("what fixed", "how did I fix", "which commit fixed")."""
+    return _ASKS_FIX.search(text) is not None
+
+
+def fixes_first(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    question: Question,
+    *,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+    names: frozenset[str] = frozenset(),
+) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], int]:
+    """For a question that asks what fixed a failure (asks_fix, and a failure word) naming nothing else, or
+    naming the failed run ("the failing quarterOf test": every other word is in its command, or names its
+    kind of run, intent.runs_named): SCORED with the newest failed commands memory linked to a fix put first,
+    newest first, each followed by its fixes (the commit, then the passing re-run), the rest after them; those
+    nodes; how many failures. SCORED unchanged, and none, when no such failure is linked (in the question's
+    time, if it names one)."""
+    words = search.terms(without_names(question.search_text, names))
+    subject = {w for w in words if not _ignorable(w) and w not in _FIX_WORDS} - FILLER_WORDS
+    asked = _asked_window(question, since, until)
+    low, high = (asked.low, asked.high) if asked is not None else (0, 2**62)
+    kinds = runs_named(question.text)
+    failed = [row for row in reversed(store.shell_commands_between(low, high)) if resolved.failed(row[4])]
+    listed: list[str] = []
+    seen_fixes: set[tuple[str, frozenset[str]]] = (
+        set()
+    )  # one failure of a command its fix fixed several times
+    failures = 0
+    for start in range(0, len(failed), 500):
+        chunk = failed[start : start + 500]
+        fixes: dict[str, list[tuple[str, str]]] = {}
+        for from_id, to_id, relation in store.links_from([row[0] for row in chunk]):
+            if relation in FIX_RELATIONS:
+                fixes.setdefault(from_id, []).append((to_id, relation))
+        for row in chunk:
+            linked = fixes.get(row[0])
+            if not linked or not _names_run(row[1], subject, kinds):
+                continue
+            key = (row[1], frozenset(to_id for to_id, _ in linked))
+            if key in seen_fixes:
+                continue
+            seen_fixes.add(key)
+            ordered = sorted(linked, key=lambda link: FIX_RELATIONS.index(link[1]))
+            listed += [row[0], *(to_id for to_id, _ in ordered if to_id not in listed)]
+            failures += 1
+            if failures >= FIXES_LISTED:
+                break
+        if failures >= FIXES_LISTED:
+            break
+    nodes = store.get_many(listed, light=True)
+    shown = [nodes[i] for i in dict.fromkeys(listed) if i in nodes and _within(nodes[i], as_of, since, until)]
+    if not any(node.kind == "shell_command" for node in shown):
+        return scored, [], 0
+    return _listed(scored, shown, keep=True), shown, failures
+
+
+def _names_run(command: str, subject: set[str], kinds: list[Runs]) -> bool:
+    """Whether every word of SUBJECT is a word of COMMAND (`quarterof` of `node --test
+    test/impl/quarterOf.test.mjs`) or names its kind of run ("test" names `pytest -x`)."""
+    said = set(search.terms(resolved.failed_part(command)))
+    words = command_words(resolved.failed_part(command))
+    named = {w for runs in kinds if is_run(words, runs) for w in subject & runs.words}
+    return all(w in said or w in named for w in subject)
 
 
 def _named_failure_near(
