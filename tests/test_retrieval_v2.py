@@ -22,6 +22,7 @@ from nexusmem.cli.app import cli
 from nexusmem.embed import builtin
 from nexusmem.errors import ConfigError, NexusMemError
 from nexusmem.retrieve import fuse, query, rank, timecue
+from nexusmem.retrieve.intent import pasted_trace
 
 from helpers import commit, console_script, query_json, run_cli
 from helpers.env import local_zone
@@ -690,3 +691,72 @@ def test_the_comments_in_an_answers_fenced_code_are_shown(repo: Path) -> None:
     assert "# frob twice to warm the cache" in out, out
     assert '#include "frobnicator.h"' in out, out
     assert "  ## Embedding" not in out, out
+
+
+_PHP_TRACE = """GuzzleHttp\\Exception\\ConnectException: cURL error 28: Connection timed out after 5001 milliseconds \
+(see https://curl.haxx.se/libcurl/c/libcurl-errors.html) for https://api.example.com/v1/orders?page=2 in \
+/var/www/app/vendor/guzzlehttp/guzzle/src/Handler/CurlFactory.php:210
+Stack trace:
+#0 /var/www/app/vendor/guzzlehttp/guzzle/src/Handler/CurlFactory.php(158): GuzzleHttp\\Handler\\CurlFactory::\
+createRejection(Object(GuzzleHttp\\Handler\\EasyHandle), Array)
+#1 /var/www/app/vendor/guzzlehttp/guzzle/src/Handler/CurlFactory.php(110): GuzzleHttp\\Handler\\CurlFactory::\
+finishError(Object(GuzzleHttp\\Handler\\CurlMultiHandler), Object(GuzzleHttp\\Handler\\EasyHandle))
+#2 /var/www/app/vendor/guzzlehttp/guzzle/src/Handler/CurlMultiHandler.php(244): GuzzleHttp\\Handler\\CurlFactory::\
+finish(Object(GuzzleHttp\\Handler\\CurlMultiHandler), Object(GuzzleHttp\\Handler\\EasyHandle))
+#3 /var/www/app/vendor/guzzlehttp/guzzle/src/Handler/CurlMultiHandler.php(227): GuzzleHttp\\Handler\\\
+CurlMultiHandler->processMessages()
+#4 /var/www/app/vendor/guzzlehttp/promises/src/Promise.php(251): GuzzleHttp\\Handler\\CurlMultiHandler->execute(true)
+#5 /var/www/app/vendor/guzzlehttp/promises/src/Promise.php(227): GuzzleHttp\\Promise\\Promise->invokeWaitFn()
+#6 /var/www/app/vendor/guzzlehttp/guzzle/src/Client.php(189): GuzzleHttp\\Promise\\Promise->wait()
+#7 /var/www/app/src/Service/OrderSync.php(57): GuzzleHttp\\Client->get('https://api.exa...', Array)
+#8 {main}
+"""
+
+
+def test_a_pasted_trace_is_asked_by_its_headline_with_its_frames_as_context(repo: Path) -> None:
+    """`nexusmem query - < trace.txt` with a PHP ConnectException trace searched "the 24 rarest known words",
+    most of them the frames' paths and functions, and guzzle's "Adding a ConnectException" ranked 49th (the
+    first line alone put it first). A pasted trace's headline (the exception and its message) is the
+    question, its frames context; a one-line question, or lines without frames, are read as before."""
+    commit(
+        repo,
+        "Adding a ConnectException",
+        {"src/Exception/ConnectException.php": "class ConnectException {}\n"},
+    )
+    for n, (path, words) in enumerate(
+        [
+            ("src/Handler/CurlFactory.php", "createRejection finishError EasyHandle"),
+            ("src/Handler/CurlMultiHandler.php", "processMessages CurlMultiHandler execute"),
+            ("src/Promise.php", "invokeWaitFn Promise wait"),
+            ("src/Client.php", "Client get request"),
+            ("src/Handler/CurlFactory.php", "finish CurlMultiHandler EasyHandle createRejection"),
+        ]
+    ):
+        commit(repo, f"Refactor {words} in {path.rsplit('/', 1)[-1]}", {path: f"// {words} {n}\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    piped = subprocess.run(
+        [console_script(), "-C", str(repo), "query", "--json", "-"],
+        input=_PHP_TRACE,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(piped.stdout)
+    assert found["items"][0]["title"] == "Adding a ConnectException", [it["title"] for it in found["items"]]
+    assert "a pasted trace: its headline is the question, its 9 frames context" in found["notes"], found[
+        "notes"
+    ]
+    trace = pasted_trace(_PHP_TRACE)
+    assert trace is not None and trace.headline == (
+        "GuzzleHttp\\Exception\\ConnectException: cURL error 28: Connection timed out after 5001 milliseconds"
+    )
+    python = "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    main()\nKeyError: 'id'\n"
+    java = "java.lang.IllegalStateException: closed\n\tat okio.Buffer.read(Buffer.java:12)\n\tat a.B.c(B.java:3)\n"
+    node = "TypeError: x is not a function\n    at f (/app/a.js:3:9)\n    at Object.<anonymous> (/app/b.js:1:1)\n"
+    assert [t.headline if t else None for t in map(pasted_trace, (python, java, node))] == [
+        "KeyError: 'id'",
+        "java.lang.IllegalStateException: closed",
+        "TypeError: x is not a function",
+    ]
+    for ordinary in ("why does the request time out at 5 s", "it fails\nat startup (see app.js:3)\nagain"):
+        assert pasted_trace(ordinary) is None, ordinary

@@ -722,3 +722,55 @@ def topic(text: str) -> Topic | None:
         if any(part in low for part in gate) and asked.search(text):
             return found
     return None
+
+
+# A pasted stack trace: its frames (PHP's `#0 /path(12): f()`, Java's and JavaScript's `at f (file:12:3)`,
+# Python's `File "x.py", line 12, in f`) are context, and its headline (the exception's class and message:
+# PHP's and Java's first line, Python's last) is the question. Only an input with TRACE_FRAMES frames, or a
+# Python `Traceback` and one, is read so: a one-line question never is.
+TRACE_FRAMES = 2
+_FRAME = re.compile(
+    r"^\s*(?:#\d+\s+(?:/|[A-Za-z]:\\|\[internal|\{main\})"  # PHP
+    r"|at\s+\S.*(?:\([^()]*:\d+(?::\d+)?\)|:\d+(?::\d+)?|\(Native Method\)|\(Unknown Source\))\s*$"  # Java, JS
+    r"|File\s+\"[^\"]+\",\s+line\s+\d+)"  # Python
+)
+_TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\):")
+_NOT_HEADLINE = re.compile(
+    r"^\s*(?:Stack trace:|Traceback \(most recent call last\):|During handling of the above exception"
+    r"|The above exception was the direct cause|\.\.\.\s*\d+\s+more|\^+\s*$|~+\s*$)",
+    re.IGNORECASE,
+)
+# A URL in the headline is the failing request's own (`for https://api.example.com/v1/orders`), and a PHP
+# headline's `in /path/file.php:210` the frame it was thrown at: neither is what memory holds.
+_HEADLINE_URL = re.compile(
+    r"(?:\b(?:for|at|to|from|on)\s+)?\(?\b(?:see\s+)?[a-z][a-z0-9+.-]*://\S+\)?", re.IGNORECASE
+)
+_HEADLINE_AT = re.compile(r"\s+in\s+\S+:\d+\s*$")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A pasted trace: its HEADLINE (as searched) and its FRAMES (their lines)."""
+
+    headline: str
+    frames: str
+
+
+def pasted_trace(text: str) -> Trace | None:
+    """TEXT as a stack trace when it is one (multi-line, with frames); None otherwise."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    frames = [line for line in lines if _FRAME.match(line)]
+    python = any(_TRACE_START.match(line) for line in lines)
+    if len(frames) < (1 if python else TRACE_FRAMES):
+        return None
+    rest = [line for line in lines if not _FRAME.match(line) and not _NOT_HEADLINE.match(line)]
+    if python:
+        # The exception is the last unindented line; the indented ones are the frames' source lines.
+        said = [line for line in rest if not line[:1].isspace()]
+        headline = said[-1] if said else ""
+    else:
+        headline = rest[0] if rest else ""
+    headline = _HEADLINE_AT.sub("", _HEADLINE_URL.sub(" ", headline)).strip()
+    if re.search(r"\w", headline) is None:
+        return None
+    return Trace(" ".join(headline.split()), "\n".join(frames))

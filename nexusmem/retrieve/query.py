@@ -30,6 +30,7 @@ from nexusmem.retrieve.intent import (
     names_code,
     newest_release_asked,
     origin_name,
+    pasted_trace,
     purpose_name,
     release_named,
     release_version,
@@ -45,7 +46,14 @@ from nexusmem.show import replacement
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.nodes import PROJECT_ID_KEY
-from nexusmem.text import FILLER_WORDS, STOPWORDS, informative, well_formed, without_edge_punctuation
+from nexusmem.text import (
+    FILLER_WORDS,
+    STOPWORDS,
+    informative,
+    is_noise_word,
+    well_formed,
+    without_edge_punctuation,
+)
 
 DEFAULT_BUDGET = 2000
 # A question longer than this is cut (its first and last halves kept), with a note: ~4 pages of a pasted log.
@@ -65,6 +73,8 @@ LEXICAL_COVERAGE_EXP = 1.0
 THESAURUS_WEIGHT = 0.5
 # The thesaurus words together match at most this many nodes (their commonest dropped first).
 THESAURUS_POSTINGS = 2000
+# What a pasted trace's frame words count beside its headline's (prepare, intent.pasted_trace).
+TRACE_FRAMES_WEIGHT = 0.25
 # The parts of the question's compound names (search.name_parts) count this share of its own words, their
 # best hit capped at the question's best, as the thesaurus words are. The index holds `HasDarkBackground`
 # as one word; the fix of its hang is titled "avoid background color query hang". Hybrid MRR, the mean of
@@ -374,6 +384,8 @@ class Question:
     newest: bool = False  # asks what the newest release holds (intent.newest_release_asked)
     # The releases (from, to) a question about migrating from one to the other names (intent.migration).
     migrates: tuple[str | None, str | None] | None = None
+    # A pasted trace's frames (intent.pasted_trace): searched as context of its headline, which is TEXT.
+    frames: str = ""
 
 
 def prepare(text: str, project: str | None = None) -> Question:
@@ -385,6 +397,21 @@ def prepare(text: str, project: str | None = None) -> Question:
         half = MAX_QUERY_CHARS // 2
         notes.append(f"the question was cut to its first and last {half:,} of {len(text):,} characters")
         text = text[:half] + " … " + text[-half:]
+    trace = pasted_trace(text)
+    if trace is not None:
+        # A pasted stack trace asks about its headline (the exception and its message); its frames, dozens of
+        # paths and function names, outweighed it ("searched the 24 rarest known words", and guzzle's "Adding
+        # a ConnectException" 49th for a ConnectException's trace). The headline is the question, and a
+        # pasted log is no question about time.
+        question = prepare(trace.headline, project)
+        question.notes[:0] = [
+            *notes,
+            f"a pasted trace: its headline is the question, its {trace.frames.count(chr(10)) + 1} frames"
+            " context",
+        ]
+        question.cue, question.cut, question.frames = None, cut, trace.frames
+        question.search_text = trace.headline
+        return question
     # A pasted log or document is not a question about time, whatever timestamps it holds.
     short = len(search.terms(text)) <= search.MAX_QUERY_TERMS
     cue = timecue.find_cue(text) if short else None
@@ -568,7 +595,17 @@ def retrieve(
         parts = search.affordable_terms(store, parts[: search.MAX_QUERY_TERMS], THESAURUS_POSTINGS)
     searched = set(words.words)
     named = [w for w in search.terms(" ".join(code_names(question.search_text))) if w in searched]
-    for extra, weight in ((kin, THESAURUS_WEIGHT), (parts, NAME_PARTS_WEIGHT), (named, CODE_NAMES_WEIGHT)):
+    # A pasted trace's frames: their rarest words the headline lacks, as context (TRACE_FRAMES_WEIGHT).
+    frames = search.query_terms(store, question.frames).counted if question.frames else []
+    frames = [w for w in frames if w not in searched and not is_noise_word(w)]
+    if frames:
+        frames = search.affordable_terms(store, frames, THESAURUS_POSTINGS)
+    for extra, weight in (
+        (kin, THESAURUS_WEIGHT),
+        (parts, NAME_PARTS_WEIGHT),
+        (named, CODE_NAMES_WEIGHT),
+        (frames, TRACE_FRAMES_WEIGHT),
+    ):
         if extra and weight:
             bm25_hits = merge_scored(bm25_hits, exact.words(extra, limit), weight, limit)
     # "How do I get thor onto my machine?" shares no word with the README's "Installation" but the project's
