@@ -570,3 +570,48 @@ def test_a_pre_release_spelt_as_its_tag_finds_the_heading_spelt_otherwise(repo: 
     assert titles[0] == "CHANGELOG.md — 3.0.0 - 2024-03-01: Streaming uploads", titles
     first = titles[: titles.index("Release 3.0.0") + 1]
     assert not set(rc_entries) & set(first) and "Added changelog for 3.0.0 Beta2" not in first, titles
+
+
+def test_a_backport_tag_not_in_heads_history_is_no_window_closed_before_it_and_says_so(repo: Path) -> None:
+    """A maintenance line tagged on a branch HEAD does not reach (guzzle's 6.5.8, two years after 7.0.0):
+    "since upgrading to 1.0.2" read its window as closed by 2.0.0, tagged before it ("after its tag
+    (2022-06-20) and before the next (2020-06-27)"), and "what changed in 1.0.1" answered with old commits,
+    not flagged weak, with no note. The next release is the next one tagged after it on its line (1.0.2
+    after 1.0.1; none after 1.0.2), and a tag HEAD does not reach is said to be so."""
+    v1 = commit(repo, "Release 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 500 * DAY)
+    git(repo, "tag", "1.0.0", v1)
+    for n in range(4):
+        commit(
+            repo,
+            f"Redirects: follow changed hosts ({n})",
+            {f"r{n}.py": f"N = {n}\n"},
+            when=NOW - (480 - n) * DAY,
+        )
+    git(repo, "tag", "2.0.0", commit(repo, "Release 2.0.0", {"VERSION": "2.0.0\n"}, when=NOW - 400 * DAY))
+    commit(repo, "Redirects: keep the method on 303", {"redirect.py": "M = 1\n"}, when=NOW - 100 * DAY)
+    git(repo, "checkout", "-q", "-b", "1.0-maint", v1)
+    fix = commit(repo, "Backport: redirects keep auth headers", {"auth.py": "A = 1\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "1.0.1", fix)
+    v102 = commit(repo, "Backport: redirect loop guard", {"loop.py": "L = 1\n"}, when=NOW - 200 * DAY)
+    git(repo, "tag", "1.0.2", v102)
+    git(repo, "checkout", "-q", "main")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store() as store:
+        start, end = store.release_window("1.0.1") or (0, 0)
+        assert (start // 1000, (end or 0) // 1000) == (NOW - 300 * DAY, NOW - 200 * DAY)
+        assert store.release_window("1.0.2") == ((NOW - 200 * DAY) * 1000, None)  # not closed by 2.0.0
+        start, end = store.release_window("1.0.0") or (0, 0)  # in HEAD's history: 1.0.1 followed it
+        assert (start // 1000, (end or 0) // 1000) == (NOW - 500 * DAY, NOW - 300 * DAY)
+    found = query_json(repo, "since upgrading to 1.0.2 redirects break")
+    note = next(n for n in found["notes"] if n.startswith("release 1.0.2"))
+    assert "before the next" not in note, note
+    assert f"its tag is commit {v102[:10]}, which is not in HEAD's history" in note, note
+    shipped = query_json(repo, "what changed in 1.0.1")
+    assert f"release 1.0.1: its tag is commit {fix[:10]}, which is not in HEAD's history" in " ".join(
+        shipped["notes"]
+    ), shipped["notes"]
+    assert shipped["weak"]
+    # A release HEAD reaches says nothing of the kind.
+    assert not any(
+        "HEAD's history" in n for n in query_json(repo, "since upgrading to 1.0.0 redirects break")["notes"]
+    )

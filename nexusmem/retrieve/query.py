@@ -386,6 +386,9 @@ class Question:
     migrates: tuple[str | None, str | None] | None = None
     # A pasted trace's frames (intent.pasted_trace): searched as context of its headline, which is TEXT.
     frames: str = ""
+    # The release asked about is tagged on a commit HEAD does not reach, and memory holds nothing it says of
+    # it (no changelog entry under its heading): the answer is weak.
+    unreached: bool = False
 
 
 def prepare(text: str, project: str | None = None) -> Question:
@@ -564,7 +567,7 @@ def retrieve(
             store, words.words, limit=CUE_CANDIDATES, as_of=as_of, since=low, until=high
         )
         bm25_hits = with_hits(bm25_hits, found_in)
-        question.notes.append(_release_note(question.release, window))
+        question.notes.append(_release_note(question.release, window, _unreached(store, question.release)))
     # "When was editDistance added?" is answered by the first change that holds the name, as `git log -S
     # --reverse` would, however many later changes touch it (and their diffs hold it more often); "when was
     # getUsDateFormat removed?" by the last one, as `git log -S` finds it.
@@ -700,6 +703,14 @@ def retrieve(
             if _within(node, as_of, since, until)
         ]
         shipped = list({node.id: node for node in [*shipped, *described]}.values())
+        unreached = (
+            _unreached(store, question.shipped) if _RELEASE_NUMBER.fullmatch(question.shipped) else None
+        )
+        if unreached is not None:
+            # "What changed in 6.5.7?", tagged on a maintenance branch: its commits are not in memory, and
+            # what its words matched elsewhere is no answer unless its changelog entries are.
+            question.notes.append(f"release {question.shipped}: {_unreached_note(unreached)}")
+            question.unreached = not any(node.kind == "doc_section" for node in shipped)
         if shipped:
             scored = put_first(scored, shipped)
             pinned = _pinned([node.id for node in shipped], pinned)
@@ -881,10 +892,24 @@ def _is_change(node: StoredNode) -> bool:
     return node.kind in _CHANGE_KINDS or node.source == rank.CHANGELOG_SOURCE
 
 
-def _release_note(version: str, window: tuple[int, int | None]) -> str:
+def _release_note(version: str, window: tuple[int, int | None], unreached: str | None = None) -> str:
+    """What a question naming release VERSION says of its WINDOW (and of its tag, not in HEAD's history,
+    when UNREACHED is the sha that tag names)."""
     start, end = window
     until = f" and before the next ({timefmt.iso(end)[:10]})" if end is not None else ""
-    return f"release {version}: changes made after its tag ({timefmt.iso(start)[:10]}){until} come first"
+    note = f"release {version}: changes made after its tag ({timefmt.iso(start)[:10]}){until} come first"
+    return note + (f"; {_unreached_note(unreached)}" if unreached is not None else "")
+
+
+def _unreached(store: SearchStore, version: str) -> str | None:
+    """The sha release VERSION's tag names when memory does not hold that commit (a tag on a maintenance
+    branch HEAD does not reach: memory holds the commits HEAD reaches), else None."""
+    sha = store.release_commit(version)
+    return sha if sha is not None and not store.commit_held(sha) else None
+
+
+def _unreached_note(sha: str) -> str:
+    return f"its tag is commit {sha[:10]}, which is not in HEAD's history (memory holds the commits HEAD reaches)"
 
 
 # How many nodes the version's phrase ("7 4 1", as the index holds 7.4.1) may match to be read for release_nodes.
@@ -2378,6 +2403,8 @@ def is_weak(found: Retrieved) -> bool:
         return True  # it asked for the failures (or the work) of a time, and there were none
     if found.missed_window is not None:
         return True  # it named a time, and nothing of that time came first
+    if found.question.unreached:
+        return True  # it asked what a release holds, and memory holds none of it
     return not found.scored or (found.answered_by is None and strength(found).weak)
 
 

@@ -103,6 +103,10 @@ class SearchStore(Protocol):
         does (or the store keeps no tags)."""
         ...
 
+    def commit_held(self, sha: str) -> bool:
+        """Whether memory holds commit SHA."""
+        ...
+
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → the commit's generation (1 + its parents' highest) for those of SHAS that are numbered;
         empty when the store keeps no commit graph."""

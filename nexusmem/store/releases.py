@@ -3,7 +3,7 @@ sync), and the window of time a version names. Mixed into Store (which provides 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -20,6 +20,22 @@ def tag_family(name: str, version: str) -> str:
     if prefix[-1:] in ("v", "V") and (len(prefix) == 1 or not prefix[-2].isalnum()):
         prefix = prefix[:-1]
     return prefix
+
+
+def _line_next(
+    tags: list[tuple[tuple[int, ...], int, str]], at: int, depth: int, held: Callable[[str], bool]
+) -> tuple[tuple[int, ...], int, str] | None:
+    """The release after TAGS[AT] (version key, epoch ms, sha; in version order) on its line: the first one
+    tagged after it among the higher versions of the same major; when there is none, and its commit is in
+    memory (HEAD's history, where the next major follows), the first one tagged after it among the higher
+    versions whose commit is in memory too (HELD: sha -> bool). A backport's tag (6.5.8 on a maintenance
+    branch, tagged two years after 7.0.0) is not closed by a higher version tagged before it."""
+    key, start, sha = tags[at]
+    later = [t for t in tags if t[0][:depth] > key[:depth] and t[1] > start]
+    same = [t for t in later if t[0][0] == key[0]]
+    if not same and held(sha):
+        same = [t for t in later if held(t[2])]
+    return min(same, key=lambda t: (t[1], t[0])) if same else None
 
 
 class ReleasesMixin:
@@ -54,9 +70,17 @@ class ReleasesMixin:
         if tags is None:
             return None
         wanted, depth = version_key(version), len(version.split("."))
-        start = next(ts for k, ts, _ in tags if k[:depth] == wanted[:depth])
-        later = [ts for k, ts, _ in tags if k[:depth] > wanted[:depth]]
-        return start, (min(later) if later else None)
+        at = next(n for n, (k, _, _) in enumerate(tags) if k[:depth] == wanted[:depth])
+        following = _line_next(tags, at, depth, self.commit_held)
+        return tags[at][1], (following[1] if following is not None else None)
+
+    def commit_held(self, sha: str) -> bool:
+        """Whether memory holds commit SHA (a commit HEAD reached at a sync)."""
+        row = self.conn.execute(
+            "SELECT 1 FROM nodes WHERE source = 'git' AND natural_key = ? AND +kind = 'git_commit' LIMIT 1",
+            (sha,),
+        ).fetchone()
+        return row is not None
 
     def release_commit(self, version: str) -> str | None:
         """The sha of the commit the tag of release VERSION names (the tag release_window starts at), None when
@@ -87,13 +111,21 @@ class ReleasesMixin:
     def _release_family(self, version: str) -> list[tuple[tuple[int, ...], int, str]] | None:
         """(version key, epoch ms, sha) of the tags of the family that holds VERSION (see release_window), in
         version order; None when no tag names VERSION."""
+        rows = self._release_rows(version)
+        return None if rows is None else [(k, ts, sha) for k, ts, sha, _ in rows]
+
+    def _release_rows(self, version: str) -> list[tuple[tuple[int, ...], int, str, tuple[str, str]]] | None:
+        """(version key, epoch ms, sha, (tag name, version)) of the tags of the family that holds VERSION (see
+        release_window), in version order; None when no tag names VERSION."""
         rows = self.conn.execute("SELECT name, version, ts, sha FROM releases").fetchall()
         wanted = version_key(version)
         depth = len(version.split("."))
-        families: dict[str, list[tuple[tuple[int, ...], int, str]]] = {}
+        families: dict[str, list[tuple[tuple[int, ...], int, str, tuple[str, str]]]] = {}
         for name, tagged, ts, sha in rows:
-            families.setdefault(tag_family(name, tagged), []).append((version_key(tagged), ts, sha))
-        holding = [f for f, tags in families.items() if any(k[:depth] == wanted[:depth] for k, _, _ in tags)]
+            families.setdefault(tag_family(name, tagged), []).append(
+                (version_key(tagged), ts, sha, (name, tagged))
+            )
+        holding = [f for f, tags in families.items() if any(row[0][:depth] == wanted[:depth] for row in tags)]
         if not holding:
             return None
         if "" in holding:

@@ -1296,6 +1296,10 @@ class TeamStore:
         """None: the team store keeps no tags."""
         return None
 
+    def commit_held(self, sha: str) -> bool:
+        """False: the team store keeps no tags, so no release's commit is asked about."""
+        return False
+
     def generations(self, shas: Iterable[str]) -> dict[str, int]:
         """sha → generation for those of SHAS a member's push numbered (none before schema 5, nor for
         commits only members on shallow clones pushed: there a name's first holder goes by author time)."""
