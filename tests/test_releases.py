@@ -615,3 +615,77 @@ def test_a_backport_tag_not_in_heads_history_is_no_window_closed_before_it_and_s
     assert not any(
         "HEAD's history" in n for n in query_json(repo, "since upgrading to 1.0.0 redirects break")["notes"]
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("what changed between 7.5.0 and 7.5.1?", ("7.5.0", "7.5.1")),
+        ("changes from 7.5.0 to 7.5.1", ("7.5.0", "7.5.1")),
+        ("7.5.0..7.5.1", ("7.5.0", "7.5.1")),
+        ("what's new since guzzle 7.5.0", ("7.5.0", None)),
+        ("since 7.5.0", ("7.5.0", None)),
+        ("since upgrading to 7.5.0, POSTs hang", None),  # what broke (release_version)
+        ("since 7.5.0 redirects break", None),
+        ("what changed since Python 3.12", None),
+        ("what changed in 7.5.1", None),  # what it holds (release_named)
+    ],
+)
+def test_a_question_about_the_changes_between_releases(
+    text: str, span: tuple[str, str | None] | None
+) -> None:
+    from nexusmem.retrieve.intent import release_span
+
+    assert release_span(text, "guzzle") == span
+    if span is not None:
+        assert release_named(text, "guzzle") is None  # "since 7.5.0" is not what 7.5.0 holds
+
+
+def test_what_a_release_holds_lists_the_commits_between_its_tag_and_the_previous_one(repo: Path) -> None:
+    """ "What changed in 1.1.0?" gave its changelog entries and its release commit, then old commits that say
+    "changed": none of the commits made between the 1.0.0 and 1.1.0 tags (guzzle's `git log 7.5.0..7.5.1`:
+    c6f3a35 "Fix `NO_PROXY` settings (#3117)" was in no answer, even at --budget 8000), and "what changed
+    between 1.0.0 and 1.1.0" had no release handling at all. They are listed after the entries, read from
+    the commit parents memory holds (a branch merged in, whose commits are older than the tag before, too),
+    newest first, the merge and the bookkeeping (a changelog-only commit, the release commit) after the
+    changes, with a note naming the range; a lower version tagged later (1.0.1) is not the previous release."""
+    changelog = "# Changelog\n\n## 1.1.0 - 2024-03-01\n\n- Pool: drop half-closed sockets\n\n"
+    changelog += "## 1.0.0 - 2024-01-01\n\n- First release\n"
+    for n in range(4):
+        commit(
+            repo, f"Changed how things changed ({n})", {f"c{n}.py": f"N = {n}\n"}, when=NOW - (500 - n) * DAY
+        )
+    git(repo, "checkout", "-q", "-b", "feature")
+    side = commit(repo, "Export: stream large files", {"export.py": "S = 1\n"}, when=NOW - 450 * DAY)
+    git(repo, "checkout", "-q", "main")
+    v10 = commit(repo, "Release 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 400 * DAY)
+    git(repo, "tag", "v1.0.0", v10)
+    pool = commit(repo, "Pool: drop half-closed sockets (#12)", {"pool.py": "X = 1\n"}, when=NOW - 390 * DAY)
+    docs = commit(
+        repo, "Docs: explain the pool", {"docs/pool.md": "# Pool\n\nSockets.\n"}, when=NOW - 380 * DAY
+    )
+    git(repo, "-c", "user.name=t", "merge", "-q", "--no-ff", "-m", "Merge branch 'feature'", "feature")
+    merge = git(repo, "rev-parse", "HEAD").strip()
+    notes = commit(repo, "Update changelog", {"CHANGELOG.md": changelog}, when=NOW - 310 * DAY)
+    v11 = commit(repo, "Release 1.1.0", {"VERSION": "1.1.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.1.0", v11)
+    git(repo, "tag", "v1.0.1", commit(repo, "Later", {"later.py": "L = 1\n"}, when=NOW - 200 * DAY))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what changed in 1.1.0", "what's new in v1.1.0", "what changed between 1.0.0 and 1.1.0"):
+        found = query_json(repo, question)
+        refs = [item["ref"] for item in found["items"]]
+        titles = [item["title"] for item in found["items"]]
+        assert titles[0] == "CHANGELOG.md — 1.1.0 - 2024-03-01: Pool: drop half-closed sockets", titles
+        assert refs[1:4] == [docs, pool, side], titles  # the changes, newest first
+        assert refs[4] == v11 and set(refs[5:7]) == {merge, notes}, titles  # then the bookkeeping
+        assert "release 1.1.0: the 6 commits after 1.0.0 (git log v1.0.0..v1.1.0)" in found["notes"], found
+        assert not found["weak"]
+    # "Since 1.0.0": what the release after it holds.
+    since = query_json(repo, "what changed since 1.0.0")
+    assert "release 1.1.0: the 6 commits after 1.0.0 (git log v1.0.0..v1.1.0)" in since["notes"], since[
+        "notes"
+    ]
+    with project.load(repo).open_store() as store:
+        found_range = store.release_range("1.1.0")
+        assert found_range is not None and found_range.base == "1.0.0"
+        assert set(found_range.shas) == {v11, notes, merge, docs, pool, side}

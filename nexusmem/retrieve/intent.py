@@ -362,6 +362,8 @@ def release_named(text: str, project: str | None = None) -> str | None:
     found = versions[0]
     before = re.findall(r"[\w.'+-]+", text[: found.start()].lower())
     after = re.findall(r"[\w.'+-]+", text[found.end() :].lower())
+    if before and before[-1] in _SPAN_WORDS:
+        return None  # "what changed since 7.4.1" asks what came after it (release_span), not what it holds
     if before and before[-1] not in _RELEASE_ASKS:
         # "guzzle 7.4.1": the project's lower-case name, not another program's ("python 3.12"); a capitalised
         # name ("Symfony 6.0") only when it is the project's own, in any case ("Guzzle 7.4.1", "PHPMailer").
@@ -374,6 +376,44 @@ def release_named(text: str, project: str | None = None) -> str | None:
     if any(word not in _RELEASE_ASKS for word in before + after):
         return None
     return found.group(1)
+
+
+# "What changed between 7.5.0 and 7.5.1?", "changes from 7.5.0 to 7.5.1", "7.5.0..7.5.1", "what's new since
+# 7.5.0", "since 7.5.0": the changes between two releases, or those after one (up to the next release). Every
+# other word is one of _RELEASE_ASKS or these (and maybe the project's lower-case name before a version).
+_SPAN_WORDS = frozenset({"between", "and", "since", "after", "from", "to"})
+_FINAL_VERSION = re.compile(r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
+_DOTTED_SPAN = re.compile(r"\s*v?(\d+(?:\.\d+){1,3})\.{2,3}v?(\d+(?:\.\d+){1,3})\s*\??\s*")
+
+
+def release_span(text: str, project: str | None = None) -> tuple[str, str | None] | None:
+    """(the earlier release, the later one or None for "up to the next") when TEXT asks what changed between
+    two of the project's releases ("what changed between 7.5.0 and 7.5.1?", "changes from 7.5.0 to 7.5.1",
+    "7.5.0..7.5.1") or after one ("what's new since 7.5.0", "since 7.5.0"), and nothing more; else None.
+    "Since upgrading to 7.5.0, POSTs hang" is no such question (release_version)."""
+    dotted = _DOTTED_SPAN.fullmatch(text)
+    if dotted is not None:
+        return dotted.group(1), dotted.group(2)
+    versions = list(_FINAL_VERSION.finditer(text))
+    if not 1 <= len(versions) <= 2:
+        return None
+    rest = text
+    for found in reversed(versions):
+        rest = rest[: found.start()] + " \0 " + rest[found.end() :]
+    words = re.findall(r"[\w'+-]+|\0", rest.lower().replace("’", "'"))
+    own = project.lower() if project else None
+    words = [w for w in words if w != own]
+    if any(w != "\0" and w not in _RELEASE_ASKS and w not in _SPAN_WORDS for w in words):
+        return None
+    at = [n for n, w in enumerate(words) if w == "\0"]
+    before = [words[n - 1] if n else "" for n in at]
+    first = versions[0].group(1)
+    if len(versions) == 1:
+        return (first, None) if before[0] in ("since", "after") else None
+    second = versions[1].group(1)
+    if (before == ["between", "and"]) or (before == ["from", "to"]):
+        return first, second
+    return None
 
 
 # "What changed in the last release?", "what's new in the latest version", "latest release notes": the newest

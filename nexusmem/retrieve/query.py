@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from nexusmem import authors, paths, resolved, timefmt
+from nexusmem import authors, identity, paths, resolved, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
@@ -33,6 +33,7 @@ from nexusmem.retrieve.intent import (
     pasted_trace,
     purpose_name,
     release_named,
+    release_span,
     release_version,
     removed_name,
     reports_failure,
@@ -389,6 +390,9 @@ class Question:
     # The release asked about is tagged on a commit HEAD does not reach, and memory holds nothing it says of
     # it (no changelog entry under its heading): the answer is weak.
     unreached: bool = False
+    # The releases (earlier, later or None for the next one) a question about what changed between them names
+    # (intent.release_span): the later one's contents are answered, its commits counted from the earlier.
+    span: tuple[str, str | None] | None = None
 
 
 def prepare(text: str, project: str | None = None) -> Question:
@@ -440,9 +444,13 @@ def prepare(text: str, project: str | None = None) -> Question:
         newest_release_asked(text),
     )
     question.migrates = migration(text)
+    question.span = release_span(text, project) if question.migrates is None else None
     if question.migrates is not None:
         # "Upgrading from 5.0 to 6.0": what the guide says to change, not the changes made after 6.0's tag.
         question.release = question.shipped = None
+    elif question.span is not None and question.span[1] is not None:
+        # "What changed between 7.5.0 and 7.5.1?": what 7.5.1 holds, its commits counted from 7.5.0.
+        question.shipped, question.release = question.span[1], None
     elif question.shipped is not None:
         # "What changed in guzzle 7.4.1": what the release holds, not the changes made after its tag (and no
         # note saying those come first).
@@ -556,6 +564,12 @@ def retrieve(
                 stemmed=False,  # the exact index alone: half the cost, and the main list has the stems
             )
             bm25_hits = with_hits(bm25_hits, recent)
+    if question.span is not None and question.shipped is None:
+        # "What changed since 7.5.0?": what the release after it holds (the changes made after its tag, up to
+        # the next one's); after the newest, the changes made since its tag come first, as for any release named.
+        following = store.release_after(question.span[0])
+        if following is not None:
+            question.shipped, question.release = following, None
     window = store.release_window(question.release) if question.release else None
     if question.release and window is not None:
         # "Since upgrading to 0.30.4, POSTs hang": the changes made after that release was tagged and before
@@ -702,7 +716,14 @@ def retrieve(
             for node in described_by(store, [node for node in shipped if node.kind == "doc_section"])
             if _within(node, as_of, since, until)
         ]
-        shipped = list({node.id: node for node in [*shipped, *described]}.values())
+        shipped, range_note = with_release_commits(
+            store,
+            shipped,
+            described,
+            question.shipped,
+            question.span[0] if question.span is not None else None,
+            lambda node: _within(node, as_of, since, until),
+        )
         unreached = (
             _unreached(store, question.shipped) if _RELEASE_NUMBER.fullmatch(question.shipped) else None
         )
@@ -717,6 +738,8 @@ def retrieve(
             answered_by = shipped[0].id
             whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
             question.notes.append(f"first: what release {question.shipped} holds (its changelog, its commit)")
+        if range_note is not None:
+            question.notes.append(range_note)
     prefix, pasted = search.named_commits(store, question.search_text)
     if pasted:
         # "What did 1fb23b7 do?", a pasted sha: no index holds a sha, and its words matched other commits that
@@ -960,6 +983,84 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
         # when some commit's title holds an address ("Cookie domain: 127.0.0.1").
         return []
     return list({node.id: node for node in [*in_file, *tagged.values(), *commits]}.values())
+
+
+# How many of the commits between a release's tag and the previous one's are listed with what it holds: the
+# changes (newest first), then its merges and its bookkeeping (a release commit, a changelog-only commit).
+RANGE_CHANGES = 30
+RANGE_BOOKKEEPING = 10
+_RELEASE_TITLE = re.compile(
+    r"^\s*(?:release|prepare|preparing|bump|bumped|tag|tagged|version|changelog|update changelog)\b.*\d",
+    re.IGNORECASE,
+)
+
+
+def with_release_commits(
+    store: SearchStore,
+    shipped: list[StoredNode],
+    described: list[StoredNode],
+    version: str,
+    base: str | None,
+    within: Callable[[StoredNode], bool],
+) -> tuple[list[StoredNode], str | None]:
+    """What release VERSION holds, in order: SHIPPED's changelog entries, the commits between the previous
+    release's tag (BASE when given) and its tag (`git log PREVIOUS..VERSION`, from memory's commit parents:
+    no git on a question's path) that change something, newest first (RANGE_CHANGES at most), SHIPPED's
+    commits (the tagged one, those whose title names it), the DESCRIBED commits not listed yet, then the
+    range's merges and bookkeeping (a release commit, one that only touched the release notes). Only those
+    WITHIN the question's window. Also the note that names the range (None without one: no earlier tag is
+    reached, or the tag is not in memory)."""
+    entries = [node for node in shipped if node.kind == "doc_section"]
+    tagged = [node for node in shipped if node.kind != "doc_section"]
+    found = store.release_range(version, base) if _RELEASE_NUMBER.fullmatch(version) else None
+    if found is None or not found.held or found.base is None or not found.shas:
+        return list({node.id: node for node in [*shipped, *described]}.values()), None
+    tip = store.get_many(store.commits_by_sha(found.sha)[:1], light=True)
+    if not tip:
+        return list({node.id: node for node in [*shipped, *described]}.values()), None
+    project_id = next(iter(tip.values())).project_id
+    commits = store.get_many(
+        [identity.node_id(project_id, "git_commit", sha) for sha in found.shas], light=True
+    )
+    by_sha = {node.ref: node for node in commits.values()}
+    walk = {sha: n for n, sha in enumerate(found.shas)}
+    ranged = sorted(
+        (by_sha[sha] for sha in found.shas if sha in by_sha), key=lambda node: (-node.ts, walk[node.ref])
+    )
+    files: dict[str, list[str]] = {}
+    for node_id, path in store.files_of_many([node.id for node in ranged]):
+        files.setdefault(node_id, []).append(path)
+    from nexusmem.sources.docs import is_release_notes
+
+    own = {node.id for node in tagged}
+    bookkeeping = {
+        node.id
+        for node in ranged
+        if node.id in own
+        or sha_is_merge(node)
+        or _RELEASE_TITLE.search(node.title)
+        or (files.get(node.id) and all(is_release_notes(path) for path in files[node.id]))
+    }
+    changes = [node for node in ranged if node.id not in bookkeeping][:RANGE_CHANGES]
+    rest = [node for node in ranged if node.id in bookkeeping and node.id not in own][:RANGE_BOOKKEEPING]
+    ordered = [*entries, *changes, *tagged, *described, *rest]
+    listed = list({node.id: node for node in ordered if node in entries or within(node)}.values())
+    count = len(found.shas)
+    more = (
+        "" if count <= len(changes) + len(rest) + len(own) else f"; the newest {len(changes)} changes listed"
+    )
+    commits_word = "commit" if count == 1 else "commits"
+    note = (
+        f"release {version}: the {count}{'+' if found.truncated else ''} {commits_word} after {found.base}"
+        f" (git log {found.base_name}..{found.name}){more}"
+    )
+    return listed, note
+
+
+def sha_is_merge(node: StoredNode) -> bool:
+    """Whether the commit NODE has more than one parent (its meta's parents; a light node keeps its meta)."""
+    parents = node.meta.get("parents")
+    return isinstance(parents, list) and len(parents) > 1
 
 
 def described_by(store: SearchStore, entries: list[StoredNode]) -> list[StoredNode]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nexusmem.store.nodes import Kept, StoredNode, UpsertCounts
+from nexusmem.store.releases import ReleaseRange
 
 if TYPE_CHECKING:
     from nexusmem.nodes import Node
@@ -101,6 +102,16 @@ class SearchStore(Protocol):
     def newest_release(self, until: int | None = None) -> str | None:
         """The highest version a version tag names (tagged at or before UNTIL when given); None when no tag
         does (or the store keeps no tags)."""
+        ...
+
+    def release_after(self, version: str) -> str | None:
+        """The version of the release that closes VERSION's window (release_window); None when there is none
+        (or the store keeps no tags)."""
+        ...
+
+    def release_range(self, version: str, base: str | None = None) -> ReleaseRange | None:
+        """The commits release VERSION brought (`git log PREVIOUS..VERSION`, from memory's parents; BASE as
+        the previous release when given); None when no version tag names it (or the store keeps no tags)."""
         ...
 
     def commit_held(self, sha: str) -> bool:

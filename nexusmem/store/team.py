@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nexusmem.errors import StoreError
 from nexusmem.store.nodes import StoredNode
+from nexusmem.store.releases import ReleaseRange
 
 # A team store that does not answer within this many seconds is treated as unreachable: a query then
 # answers from local memory alone (an agent must never wait on a dead VPN).
@@ -1293,6 +1294,14 @@ class TeamStore:
         return None
 
     def newest_release(self, until: int | None = None) -> str | None:
+        """None: the team store keeps no tags."""
+        return None
+
+    def release_after(self, version: str) -> str | None:
+        """None: the team store keeps no tags."""
+        return None
+
+    def release_range(self, version: str, base: str | None = None) -> ReleaseRange | None:
         """None: the team store keeps no tags."""
         return None
 
