@@ -689,3 +689,43 @@ def test_what_a_release_holds_lists_the_commits_between_its_tag_and_the_previous
         found_range = store.release_range("1.1.0")
         assert found_range is not None and found_range.base == "1.0.0"
         assert set(found_range.shas) == {v11, notes, merge, docs, pool, side}
+
+
+def test_a_changelog_only_commit_is_not_the_commit_an_entry_naming_its_prs_describes(repo: Path) -> None:
+    """guzzle's entry "Implement PSR-18 and dropped PHP 5 support #2421 #2474" was linked, and shown first as
+    "the commit this changelog entry describes", to 7a30f3b "Small fixes on changelog (#2522)", which only
+    reworded its line (the last commit to add it). A commit that only touched the release notes (or, for the
+    one that added the line, only docs) is not the change when the entry's numbers name commits: the entry
+    links to the commits of #21 and #24, in the order it names them. An entry that names nothing keeps the
+    commit that added it, release commit or not."""
+    psr = commit(repo, "Implement PSR-18 (#21)", {"src/client.py": "PSR = 18\n"}, when=NOW - 40 * DAY)
+    rework = commit(
+        repo, "Rework the exceptions for PSR-18 (#24)", {"src/errors.py": "E = 1\n"}, when=NOW - 30 * DAY
+    )
+    line = "- Implement PSR-18 and dropped PHP 5 support [#21](https://x/pull/21) [#24](https://x/pull/24)\n"
+    notes = "# Changelog\n\n## 7.0.0\n\n" + line + "- Dropped the legacy adapter\n"
+    prepare = commit(repo, "Prepare 7.0 (#30)", {"CHANGELOG.md": notes}, when=NOW - 20 * DAY)
+    fixed = notes.replace("dropped PHP 5", "drop PHP 5").replace("Dropped the", "Drop the")
+    tidy = commit(repo, "Small fixes on changelog (#52)", {"CHANGELOG.md": fixed}, when=NOW - 10 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store() as store:
+        entries = {n.title: n for n in store.iter_nodes("doc_section") if n.source == "changelog"}
+        psr_entry = next(n for title, n in entries.items() if "PSR-18" in title)
+        legacy = next(n for title, n in entries.items() if "legacy" in title)
+        shas = {
+            n.id: n.ref
+            for n in store.get_many([dst for _, dst, _ in store.links_from([psr_entry.id])]).values()
+        }
+        assert set(shas.values()) == {psr, rework}, shas  # not tidy's, nor prepare's
+        assert psr_entry.meta["commits"] == [psr, rework]
+        linked = [dst for _, dst, _ in store.links_from([legacy.id])]
+        assert [n.ref for n in store.get_many(linked).values()] == [
+            tidy
+        ]  # named nothing: the one that added it
+        ordered = query.links_of(store, [psr_entry])[psr_entry.id]
+        assert [shas[dst] for dst, _ in ordered] == [psr, rework]
+    found = query_json(repo, "when was PHP 5 support dropped")
+    described = [
+        it["ref"] for it in found["items"] if it.get("linked_from") and it.get("relation") == "changelog"
+    ]
+    assert tidy not in described and prepare not in described, found["items"]

@@ -586,12 +586,13 @@ def test_an_answer_with_changelog_entries_and_their_commits_stays_within_its_bud
     with "-- linked as the fix", a section kept in two places with an "also in" line); packing priced items
     without those words, so the answer went past its budget (3,099 tokens for --budget 3000 on guzzle) and
     `tokens_used` said less than it took."""
-    # The entries' own commits say little of it and are lifted above their entries; the commit that wrote
-    # the changelog follows the first entry shown, marked as the commit it describes.
+    # The entries name no commit: the commit that wrote the changelog (docs only, so not lifted above them)
+    # follows the first entry shown, marked as the commit it describes. (Beside a commit an entry names by
+    # its number, a docs-only writer is bookkeeping, and not linked.)
     for n in range(1, 4):
         commit(repo, f"feat(queue): tune w{n} (#{n})", {f"queue/w{n}.py": f"BACKOFF = {n}\n"})
     entries = [
-        f"## 1.{n}.0\n\n- Added retry backoff for the upload queue worker {n} with jittered delays (#{n})\n"
+        f"## 1.{n}.0\n\n- Added retry backoff for the upload queue worker {n} with jittered delays\n"
         for n in (3, 2)
     ]
     commit(repo, "docs: the changelog", {"CHANGELOG.md": "# Changelog\n\n" + "\n".join(entries)})

@@ -101,9 +101,7 @@ class _Searched:
 
 def searched_from(index: int, target: Target, store: SearchStore, found: query.Retrieved) -> _Searched:
     """One store's answer (FOUND, by query.retrieve) made ready to fuse: its links and its shelf."""
-    links: dict[str, list[tuple[str, str]]] = {}
-    for src, dst, rel in store.links_from([n.id for n, _ in found.scored]):
-        links.setdefault(src, []).append((dst, rel))
+    links = query.links_of(store, [n for n, _ in found.scored])
     # Sibling groups (chunks of one file or reply) are per store.
     shelf = query.Shelf(
         target.name,

@@ -1266,6 +1266,28 @@ def commits_before_entries(
     return _after_their_commits(out, linked)
 
 
+def links_of(store: SearchStore, nodes: list[StoredNode]) -> dict[str, list[tuple[str, str]]]:
+    """(to id, relation) of the links leaving each of NODES: a changelog entry's commits in the order the
+    entry names them (its meta `commits`: those it names by sha or number first, the one that added its line
+    after), not in the store's (by id), so that the commit shown first beside it is the change it names."""
+    links: dict[str, list[tuple[str, str]]] = {}
+    for src, dst, rel in store.links_from([n.id for n in nodes]):
+        links.setdefault(src, []).append((dst, rel))
+    for node in nodes:
+        if node.id in links and node.source == rank.CHANGELOG_SOURCE:
+            named = node.meta.get("commits")
+            if isinstance(named, list) and named:
+                place = {
+                    identity.node_id(node.project_id, "git_commit", sha): n
+                    for n, sha in enumerate(named)
+                    if isinstance(sha, str)
+                }
+                links[node.id].sort(
+                    key=lambda link: (link[1] != ENTRY_RELATION, place.get(link[0], len(place)))
+                )
+    return links
+
+
 def _after_their_commits(
     scored: list[tuple[StoredNode, float]], linked: dict[str, list[str]]
 ) -> list[tuple[StoredNode, float]]:
@@ -2658,9 +2680,7 @@ def run(
         counts["vector"],
     )
     result.weak = is_weak(found)
-    links: dict[str, list[tuple[str, str]]] = {}
-    for src, dst, rel in store.links_from([n.id for n, _ in scored]):
-        links.setdefault(src, []).append((dst, rel))
+    links = links_of(store, [n for n, _ in scored])
     shelf = Shelf(project, store, [n.id for n, _ in scored], links)
     result.items, used = pack_items(
         {n.id: (n, s) for n, s in scored},

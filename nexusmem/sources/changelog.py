@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import content_text, one_line
 
-_CURSOR_VERSION = "changelog-13"
+_CURSOR_VERSION = "changelog-14"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -362,6 +362,57 @@ def _added_by(root: Path, paths: list[str], wanted: set[str]) -> tuple[dict[str,
     return found, newest, ""
 
 
+# A file of the documentation (as the ranking counts a change to docs only, retrieve.rank).
+_DOCS_FILE = re.compile(
+    r"\.(md|mdx|markdown|rst|rest|adoc|asciidoc|rdoc|pod|org|txt)$|(^|/)(docs?|man|documentation)/"
+    r"|(^|/)(readme|authors|contributors|contributing|license|copying)(\.\w+)?$",
+    re.IGNORECASE,
+)
+
+
+def _docs_file(path: str) -> bool:
+    return _DOCS_FILE.search(path) is not None
+
+
+def _files_of(root: Path, shas: set[str]) -> dict[str, list[str]]:
+    """sha -> the files each of SHAS changed (one `git log --no-walk --stdin --name-only`; a merge lists none)."""
+    if not shas:
+        return {}
+    out = gitcmd.run(
+        ["log", "--no-walk=unsorted", "--stdin", "--no-renames", "--format=%x01%H", "--name-only", "-z"],
+        root,
+        input="".join(f"{sha}\n" for sha in sorted(shas)).encode(),
+    )
+    found: dict[str, list[str]] = {}
+    listed: list[str] = []
+    for part in out.split(b"\0"):
+        if part.startswith(b"\x01"):  # "\x01<sha>" heads a commit's names: "\n<path>", "<path>", ..., ""
+            listed = found.setdefault(part[1:].decode("ascii", "replace").strip(), [])
+        elif part.strip(b"\n"):
+            listed.append(os.fsdecode(part.lstrip(b"\n")))
+    return found
+
+
+def _described(named: list[str], adder: str | None, touched: dict[str, list[str]]) -> list[str]:
+    """The commits an entry describes: NAMED (the commits it names by sha, and those whose message has its
+    `#123`), first, then ADDER (the commit that added its line). A commit that only touched the release
+    notes (guzzle's "Small fixes on changelog (#2522)", which reworded the line of an entry naming #2421 and
+    #2474; a release commit) is bookkeeping, not the change, when another commit matches; the adder is, too,
+    when it only touched docs and the entry names commits of its own. TOUCHED: sha -> the files it changed."""
+    commits = list(dict.fromkeys([*named, *([adder] if adder else [])]))
+
+    def only(sha: str, test: Callable[[str], bool]) -> bool:
+        listed = touched.get(sha, [])
+        return bool(listed) and all(test(path) for path in listed)
+
+    notes = [c for c in commits if only(c, is_release_notes)]
+    if len(notes) < len(commits):
+        commits = [c for c in commits if c not in notes]
+    if adder in commits and adder not in named and named and only(adder, _docs_file):
+        commits.remove(adder)
+    return commits
+
+
 # The object git names when it cannot read one ("could not fetch <oid> from promisor remote", "unable to read
 # <oid>"): the cursor of a scan that stopped on it keeps it, and the next sync reads the files again once the
 # clone holds it (`git log -p` fetched it).
@@ -480,15 +531,26 @@ class ChangelogSource:
         emitted_ids: list[str] = []
         seen: dict[str, int] = {}
         by_prefix = _by_prefix(times) if any(e.shas for e in entries) else {}
+        candidates: list[tuple[list[str], str | None]] = []
+        for entry in entries:
+            named: list[str] = [full for sha in entry.shas for full in _resolve(sha, by_prefix)]
+            for number in entry.numbers:
+                named.extend(numbers.get(number, []))
+            named = [c for c in dict.fromkeys(named) if c in times]
+            adder = added.get(entry.first_line)
+            if not adder or per_commit.get(adder, 0) > BULK_ENTRIES or adder not in times:
+                adder = None
+            candidates.append((named, adder))
+        try:
+            touched = _files_of(
+                ctx.root, {c for named, adder in candidates if named for c in [*named, adder] if c}
+            )
+        except GitCommandError as exc:
+            result.notes.append(f"changelog links not told from bookkeeping: {one_line(str(exc))}")
+            touched = {}
         for n, entry in enumerate(entries):
             ctx.progress("changelog", n, len(entries))
-            commits: list[str] = [full for sha in entry.shas for full in _resolve(sha, by_prefix)]
-            for number in entry.numbers:
-                commits.extend(numbers.get(number, []))
-            adder = added.get(entry.first_line)
-            if adder and per_commit.get(adder, 0) <= BULK_ENTRIES:
-                commits.append(adder)
-            commits = [c for c in dict.fromkeys(commits) if c in times]
+            commits = _described(*candidates[n], touched)
             body = redact_cut(entry.text, MAX_ENTRY_CHARS)  # cut after: a secret cut short stays unredacted
             version = redact(entry.version)
             key_base = f"{entry.path}#{version}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
