@@ -84,6 +84,7 @@ class SearchItem(TypedDict):
     score: float
     project: str
     ref: str
+    author: str | None  # a commit's author (git's name for them); null for any other kind
     linked_from: str | None
     also_in: list[str]  # refs of doc sections with the same text, packed once (this item)
     recorded_by: NotRequired[str]  # scope "team": the member who recorded it ("" = this machine)

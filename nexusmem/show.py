@@ -217,6 +217,11 @@ def render(item: dict[str, Any]) -> str:
         f"when {item['ts']} (recorded {item['created_at']})",
         f"ref {one_line(item['ref'])}",
     ]
+    author = item["meta"].get("author") if isinstance(item["meta"], dict) else None
+    if item["kind"] == "git_commit" and isinstance(author, str) and author.strip():
+        lines.append(
+            f"author {one_line(author.strip())}"
+        )  # who made it; a Co-authored-by trailer is in the body
     if item["superseded_by"]:
         lines.append(f"superseded by {item['superseded_by']}")
     elif item["superseded"]:

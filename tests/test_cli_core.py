@@ -93,6 +93,7 @@ def test_sync_then_query_finds_the_commit_that_explains(repo: Path) -> None:
         "score",
         "project",
         "ref",
+        "author",
         "linked_from",
         "relation",
         "also_in",

@@ -229,8 +229,10 @@ def test_every_tool_against_a_real_repository(repo: Path, tmp_path: Path) -> Non
             assert any(i["kind"] == "git_commit" and "WAL" in i["title"] for i in found["items"])
             assert set(found["items"][0]) == {
                 "id", "kind", "ts", "title", "summary", "provenance", "trust", "score", "project", "ref",
-                "linked_from", "relation", "also_in", "superseded", "superseded_by",
+                "author", "linked_from", "relation", "also_in", "superseded", "superseded_by",
             }  # fmt: skip
+            commits = [i for i in found["items"] if i["kind"] == "git_commit"]
+            assert commits and all(i["author"] for i in commits), commits
 
             # A directory inside the work tree works too; budget is honoured.
             _, small = ok(

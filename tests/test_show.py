@@ -198,3 +198,31 @@ def test_show_opens_the_commit_a_git_revision_names(repo: Path) -> None:
     missing = run_cli("-C", str(repo), "show", "trunk", ok=False)
     assert missing.exit_code == 1 and "nor a git revision of that name" in missing.output, missing.output
     assert "no node with id" in run_cli("-C", str(repo), "show", "--", "--output=x", ok=False).output
+
+
+def test_who_added_a_name_is_answered_by_the_commits_author_not_a_co_author(repo: Path) -> None:
+    """`query "who added the wasHole property"` (luxon) found 765f90b, and the only name it printed was the
+    message's "Co-authored-by: Take Weiland" trailer: the author (Isaac Cambron) was in none of the text,
+    the `--json` items or plain `show`. A commit item now names its author next to its date, `--json` and
+    MCP items carry `author`, and `show` prints it."""
+    commit(repo, "chore: start", {"src/datetime.js": "export class DateTime {}\n"})
+    git(repo, "config", "user.name", "Isaac Cambron")
+    git(repo, "config", "user.email", "isaac@example.com")
+    sha = commit(
+        repo,
+        "Add `wasHole` property to DateTime (#1753)\n\n---------\n\n"
+        "Co-authored-by: Take Weiland <diesieben07@gmail.com>",
+        {"src/datetime.js": "export class DateTime {\n  get wasHole() { return this.hole; }\n}\n"},
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "who added the wasHole property"
+    found = query_json(repo, question)
+    first = found["items"][0]
+    assert first["kind"] == "git_commit" and first["ref"] == sha, found["items"]
+    assert first["author"] == "Isaac Cambron"
+    assert all(it["author"] is None for it in found["items"] if it["kind"] != "git_commit")
+    text = run_cli("-C", str(repo), "query", question).output
+    head = next(line for line in text.splitlines() if line.startswith("- "))
+    assert head.endswith("by Isaac Cambron [observed] Add `wasHole` property to DateTime (#1753)"), text
+    shown = run_cli("-C", str(repo), "show", sha[:8]).output.splitlines()
+    assert "author Isaac Cambron" in shown[:6], shown

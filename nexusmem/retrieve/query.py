@@ -52,6 +52,7 @@ from nexusmem.text import (
     STOPWORDS,
     informative,
     is_noise_word,
+    one_line,
     well_formed,
     without_edge_punctuation,
 )
@@ -200,6 +201,9 @@ class Item:
     # searched project has the same name ("dotenv (b/x)"; "" = its name).
     project_root: str = ""
     project_label: str = ""
+    # A commit's author as git records it (its name): who made the change, what a "who added X?" question
+    # asks; "" for any other kind of item (a Co-authored-by trailer in its message is not its author).
+    author: str = ""
 
 
 @dataclass
@@ -238,7 +242,8 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
     title = item.title if len(item.title) <= 160 else item.title[:159] + "…"
     if not title.strip():
         title = "(no commit message)" if item.kind == "git_commit" else "(untitled)"  # a bare dangling line
-    head = f"- {date} {tags} {title}"
+    by = f" by {one_line(item.author)}" if item.author else ""
+    head = f"- {date}{by} {tags} {title}"
     if item.linked_from and item.relation == "changelog":
         head += "  -- the commit this changelog entry describes"
     elif item.linked_from and item.relation == "discussion":
@@ -285,7 +290,16 @@ def make_item(
         superseded_by=replaced_by,
         project_root=root,
         project_label=label,
+        author=commit_author(node),
     )
+
+
+def commit_author(node: StoredNode) -> str:
+    """The author's name a commit NODE's metadata holds (the git source's `author`); "" for another kind."""
+    if node.kind != "git_commit":
+        return ""
+    name = node.meta.get("author")
+    return name.strip() if isinstance(name, str) else ""
 
 
 def best_first(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
@@ -3128,6 +3142,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
                 "score": round(it.score, 6),
                 "project": it.project,
                 "ref": it.ref,
+                "author": it.author or None,
                 "linked_from": it.linked_from,
                 "relation": it.relation if it.linked_from else None,
                 "also_in": list(it.also_in),
