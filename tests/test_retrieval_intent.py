@@ -735,6 +735,35 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path, l
     assert "alignment checks" in check["items"][0]["title"], [it["title"] for it in check["items"]]
 
 
+def test_the_change_the_first_holder_note_names_is_the_first_item(repo: Path) -> None:
+    """`query "when was guessOffsetForZone added"` (luxon, with vectors) said "first change that holds
+    guessOffsetForZone: cafc4ee159" and listed first 20139a3 "Fix broken caching in guessOffsetForZone"
+    (2025): the later change whose title names the identifier won on the vectors and the title. The
+    commit the note names is now item 1, whatever later change's title names the name."""
+    commit(repo, "chore: start", {"src/datetime.js": "export class DateTime {}\n"}, when=NOW - 800 * DAY)
+    guess = (
+        "const cache = new Map();\nfunction guessOffsetForZone(zone) {\n"
+        "  if (!cache.has(zone)) cache.set(zone, zone.offset(Date.now()));\n  return cache.get(zone);\n}\n"
+    )
+    first = commit(
+        repo,
+        "Perf: Cache ts offset guesses for quickDT (#1579)",
+        {"src/datetime.js": guess + "export class DateTime {}\n"},
+        when=NOW - 400 * DAY,
+    )
+    fixed = guess.replace("cache.has(zone)", "cache.has(zone.name)")
+    commit(
+        repo,
+        "Fix broken caching in guessOffsetForZone",
+        {"src/datetime.js": fixed + "export class DateTime {}\n"},
+        when=NOW - 30 * DAY,
+    )
+    run_cli("-C", str(repo), "sync")  # with the builtin vectors: without them the first holder led already
+    found = query_json(repo, "when was guessOffsetForZone added")
+    assert f"first change that holds guessOffsetForZone: {first[:10]}" in found["notes"], found["notes"]
+    assert found["items"][0]["ref"] == first, [it["title"] for it in found["items"]]
+
+
 @pytest.mark.parametrize("syncs", ["one-sync", "a-sync-between"])
 def test_a_rebased_branch_with_older_dates_is_not_taken_for_where_a_name_began(
     repo: Path, syncs: str

@@ -601,12 +601,14 @@ def retrieve(
     # getUsDateFormat removed?" by the last one, as `git log -S` finds it.
     exact = search.ExactSearches(store, as_of=as_of, since=since, until=until)
     ends: tuple[tuple[str | None, search.Which], ...] = ((question.origin, "first"), (question.gone, "last"))
+    holding: tuple[str, str] | None = None  # (the sha of the change a note names, that note)
     for name, which in ends:
         if name is None:
             continue
         bm25_hits, sha = search.holder(store, name, bm25_hits, which, searches=exact)
         if sha is not None:
             answered_by = sha
+            holding = holding or (sha, f"{which} change that holds {name}: {sha[:10]}")
             question.notes.append(f"{which} change that holds {name}: {sha[:10]}")
     # Three more low-weight queries over the exact index, each merged into the list (merge_scored):
     # - symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect"): a commit that
@@ -695,6 +697,8 @@ def retrieve(
         scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
     scored = originals_first(scored, question.text)
     scored = distinct_changes(scored)
+    if holding is not None:
+        scored = holder_first(scored, *holding, question.notes)
     if question.migrates is not None:
         # "How do I migrate from v6 to v7?": the upgrade guide's section for those releases, whole; the
         # versions are no searchable words (6, 0, 7), and "migrate" matched every commit that says it.
@@ -1179,6 +1183,23 @@ def _same_release(named: str, asked: str | None) -> bool:
         b.pop()
     depth = min(len(a), len(b))
     return a[:depth] == b[:depth]
+
+
+def holder_first(
+    scored: list[tuple[StoredNode, float]], sha: str, note: str, notes: list[str]
+) -> list[tuple[StoredNode, float]]:
+    """SCORED with the change SHA (the first or last that holds a name, which NOTE names) put first: its
+    commit node, else its best-ranked diff. search.holder scored it ORIGIN_LEAD above the best word match,
+    but the vectors and the title bonus still put a later change whose title names the name ("Fix broken
+    caching in guessOffsetForZone") above the one the note named. When none of its nodes is listed (left
+    out since), NOTE is taken out of NOTES: it would name a change the answer does not show."""
+    nodes = [node for node, _ in scored if node.kind in _CHANGE_KINDS and node.ref.split(":", 1)[0] == sha]
+    lead = next((node for node in nodes if node.kind == "git_commit"), nodes[0] if nodes else None)
+    if lead is None:
+        if note in notes:
+            notes.remove(note)
+        return scored
+    return put_first(scored, [lead])
 
 
 def put_first(
