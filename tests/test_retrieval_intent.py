@@ -1581,6 +1581,34 @@ def test_when_was_a_name_removed_finds_the_change_that_took_it_out(repo: Path) -
     assert any(n.startswith("last change that holds qz_legacy_blit: ") for n in notes), notes
 
 
+def test_when_was_a_name_removed_that_the_code_still_holds_says_so(repo: Path) -> None:
+    """`query "when was toRelativeCalendar removed"` (luxon) said "last change that holds toRelativeCalendar:
+    6b4f7fea97", a docs typo fixed beside it, and guzzle's GUZZLE_CURL_SELECT_TIMEOUT the same: both are
+    still in the code at HEAD. The note now says the name is still in the code and where (from the newest
+    stored diffs of each file that holds it), and claims no change removed it."""
+    handler = (
+        "class CurlMultiHandler {\n"
+        "    public function __construct() {\n"
+        "        $this->selectTimeout = getenv('GUZZLE_CURL_SELECT_TIMEOUT') ?: 1;\n"
+        "    }\n}\n"
+    )
+    commit(repo, "Add the curl multi handler", {"src/CurlMultiHandler.php": handler}, when=NOW - 900 * DAY)
+    test = 'putenv("GUZZLE_CURL_SELECT_TIMEOUT=3");\nassert_timeout(3);\n'
+    commit(repo, "Test the select timeout", {"tests/CurlMultiHandlerTest.php": test}, when=NOW - 600 * DAY)
+    style = test.replace('"GUZZLE_CURL_SELECT_TIMEOUT=3"', "'GUZZLE_CURL_SELECT_TIMEOUT=3'")
+    last = commit(
+        repo, "Use symfony code style", {"tests/CurlMultiHandlerTest.php": style}, when=NOW - 300 * DAY
+    )
+    titles, notes = synced_answer(repo, "when was GUZZLE_CURL_SELECT_TIMEOUT removed?")
+    said = [n for n in notes if "GUZZLE_CURL_SELECT_TIMEOUT" in n]
+    assert said == [
+        "GUZZLE_CURL_SELECT_TIMEOUT is still in the code (src/CurlMultiHandler.php,"
+        f" tests/CurlMultiHandlerTest.php): no change removed it; the last that changed it: {last[:10]}"
+    ], notes
+    assert not any(n.startswith("last change that holds") for n in notes), notes
+    assert "Use symfony code style" in titles[0], titles
+
+
 def test_a_second_change_comes_before_the_first_ones_other_files(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

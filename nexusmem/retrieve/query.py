@@ -608,8 +608,15 @@ def retrieve(
         bm25_hits, sha = search.holder(store, name, bm25_hits, which, searches=exact)
         if sha is not None:
             answered_by = sha
-            holding = holding or (sha, f"{which} change that holds {name}: {sha[:10]}")
-            question.notes.append(f"{which} change that holds {name}: {sha[:10]}")
+            note = f"{which} change that holds {name}: {sha[:10]}"
+            stays = search.still_in(store, name, searches=exact) if which == "last" else []
+            if stays:
+                # "When was X removed?" of a name the code still holds: no change removed it, and the last
+                # that holds it (a typo fixed beside it) is no answer to "when".
+                where = ", ".join(stays[:STILL_IN_PATHS]) + (" …" if len(stays) > STILL_IN_PATHS else "")
+                note = f"{name} is still in the code ({where}): no change removed it; the last that changed it: {sha[:10]}"
+            holding = holding or (sha, note)
+            question.notes.append(note)
     # Three more low-weight queries over the exact index, each merged into the list (merge_scored):
     # - symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect"): a commit that
     #   names the mechanism is found by a question that names the symptom. A smaller postings budget: these
@@ -1183,6 +1190,10 @@ def _same_release(named: str, asked: str | None) -> bool:
         b.pop()
     depth = min(len(a), len(b))
     return a[:depth] == b[:depth]
+
+
+# How many of the paths that still hold a name "when was X removed?" was asked about its note names.
+STILL_IN_PATHS = 3
 
 
 def holder_first(

@@ -291,6 +291,47 @@ def holder(
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0])), sha
 
 
+def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> list[str]:
+    """The paths of code (not docs: release notes saying "removed X" hold it) whose newest stored diff that holds NAME keeps it: on an added or an unchanged
+    line, not only on removed ones. "When was toRelativeCalendar removed?" asked of a name the code still
+    holds: the last change that holds it only touched a line near it (a docs typo), and nothing removed
+    it. Read from the diffs the sync stored (no git call on the query path): a file deleted whole shows
+    its lines removed, so it is not listed; a diff left out (a binary, a file over the diff cap) is not
+    read. [] when no diff holds NAME, or ORIGIN_LIMIT nodes or more hold it (holder answers nothing)."""
+    words = terms(name)
+    if not words:
+        return []
+    phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+    found = searches.scored(phrase, ORIGIN_LIMIT)
+    if not found or len(found) >= ORIGIN_LIMIT:
+        return []
+    diffs = [
+        n
+        for n in store.get_many([i for i, _ in found]).values()
+        if n.kind == "code_diff" and ":" in n.ref and not rank.docs_only([n.ref.split(":", 1)[1]])
+    ]
+    if not diffs:
+        return []
+    exact = _exact_name(name)
+    core = name.strip("`")
+
+    def holds(line: str) -> bool:
+        return exact.search(line) is not None if exact is not None else core in line
+
+    generation = store.generations({n.ref.split(":", 1)[0] for n in diffs})
+    newest: dict[str, StoredNode] = {}
+    for diff in sorted(diffs, key=lambda n: (generation.get(n.ref.split(":", 1)[0], 0), n.ts, n.id)):
+        newest[diff.ref.split(":", 1)[1]] = diff  # the later (in the graph, then in time) replaces
+    kept = []
+    for path, diff in newest.items():
+        lines = diff.body.splitlines()
+        if any(
+            holds(line) for line in lines if line[:1] in ("+", " ") and not line.startswith(("+++ ", "@@"))
+        ):
+            kept.append(path)
+    return sorted(kept)
+
+
 _PLAIN_NAME = re.compile(r"[A-Za-z_$][\w$]*")
 
 
