@@ -677,7 +677,8 @@ def test_the_listing_note_says_what_the_merged_list_holds(at_desk: Desk, tmp_pat
     assert data["projects"][0]["name"] == "webapp"
     assert {it["kind"] for it in data["items"]} == {"git_commit", "shell_command"}, titles_of(data)
     listing = [note for note in data["notes"] if "yesterday" in note]
-    assert listing == ["first: the newest commits and commands run yesterday"], data["notes"]
+    # Named by the projects that listed: webapp also says its HEAD moved (contracts §5).
+    assert listing == ["webapp, clock: first: the newest commits and commands run yesterday"], data["notes"]
     # A list of commits alone says so.
     data = all_json(at_desk.webapp, text="show my last 3 commits")
     assert [note for note in data["notes"] if "HEAD" not in note] == ["first: the newest commits"]
@@ -763,3 +764,19 @@ def test_query_all_projects_says_how_many_newer_commands_it_did_not_search(tmp_p
         run_cli("-C", str(root), "sync", "--no-embed", "--quiet")
     write_commands(here, [(now - 10_000, "nexusmem query --all-projects what failed", 0)])
     assert not [n for n in all_json(here, text="what failed")["notes"] if "not synced yet" in n]
+
+
+def test_each_projects_note_on_what_failed_is_labelled_with_the_project(
+    at_desk: Desk, tmp_path: Path
+) -> None:
+    """`query --all-projects "which of my projects had failing tests today"` gave "first: the failed runs of
+    tests today, newest first" and "nothing recorded today matches the question", one from each project,
+    unnamed: they read as one answer contradicting itself. docs/contracts.md §5: each note is led by the
+    names of the projects that say it when more than one project has notes."""
+    question = "which of my projects had failing tests yesterday"
+    data = all_json(at_desk.webapp, text=question)
+    assert data["notes"][0] == "webapp, clock: first: the failed runs of tests yesterday, newest first"
+    head = [note for note in data["notes"] if "HEAD is" in note]
+    assert len(head) == 1 and head[0].startswith("webapp: HEAD is "), data["notes"]
+    cli = run_script("-C", str(at_desk.webapp), "query", "--all-projects", "--", question, cwd=tmp_path)
+    assert f"note: {data['notes'][0]}" in cli.stdout, cli.stdout

@@ -452,13 +452,19 @@ def weak_behind(searched: list[_Searched]) -> dict[int, int]:
     }
 
 
-def project_notes(searched: list[_Searched], behind: dict[int, int], said: list[str]) -> list[str]:
+def project_notes(
+    searched: list[_Searched],
+    behind: dict[int, int],
+    said: list[str],
+    leading: dict[str, list[str]] | None = None,
+) -> list[str]:
     """Each project's own notes (a rule's "first: commit ...", HEAD moved since its sync) that SAID does not
     hold, each once, those of the projects whose items a rule put first in the order those items come
     (pinned_first), then the others' in project order: named by the projects that say it when more than one
-    project has a note, unless every project searched says it. A project put behind with no item
+    project has a note, unless every project searched says it. LEADING (note → the projects that say it:
+    the merged listing note) comes first and counts among them. A project put behind with no item
     (weak_behind) says none."""
-    saying: dict[str, list[str]] = {}
+    saying: dict[str, list[str]] = {note: list(names) for note, names in (leading or {}).items()}
     pinning = pinned_first(searched)
     for s in [*pinning, *(s for s in searched if s not in pinning)]:
         if behind.get(s.index, 1) == 0:
@@ -574,9 +580,14 @@ def _fuse_and_pack(
         if (s.index, node_id) in at
     ]
     listing_notes = [merged_listing_note(note, [e[4] for e in listed]) for note in listing_notes]
-    result.notes += listing_notes
     if own_notes:
-        result.notes += project_notes(searched, behind, said=result.notes)
+        # The listing note is named by the projects that listed too: "first: the failed runs of tests today"
+        # and another project's "nothing recorded today matches" read as one answer contradicting itself.
+        listers = [s.target.label or s.target.name for s in (listed_by or searched) if s.listing_note]
+        leading = {note: listers for note in listing_notes if note not in result.notes}
+        result.notes += project_notes(searched, behind, said=result.notes, leading=leading)
+    else:
+        result.notes += listing_notes
     lead = listed + pinned
     if lead:
         top = entries[0][0]
