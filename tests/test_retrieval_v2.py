@@ -24,7 +24,7 @@ from nexusmem.errors import ConfigError, NexusMemError
 from nexusmem.retrieve import fuse, query, rank, timecue
 from nexusmem.retrieve.intent import pasted_trace
 
-from helpers import commit, console_script, query_json, run_cli
+from helpers import commit, console_script, git, query_json, run_cli, run_script
 from helpers.env import local_zone
 from helpers.mcp import mcp_session
 
@@ -761,3 +761,24 @@ def test_a_pasted_trace_is_asked_by_its_headline_with_its_frames_as_context(repo
     ]
     for ordinary in ("why does the request time out at 5 s", "it fails\nat startup (see app.js:3)\nagain"):
         assert pasted_trace(ordinary) is None, ordinary
+def test_a_small_budget_shows_the_answer_and_says_the_notes_it_cannot_hold_on_stderr(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`query "what's new in the latest version" --budget 80` (luxon) printed three notes, one of them "the
+    best match (~52 tokens) does not fit the budget of 80", and no item: the notes took the answer's place.
+    The best item now wins over the notes that do not fit with it (on stderr, as the README says; --json
+    keeps them), and only an item too large for the header alone is said not to fit."""
+    commit(repo, "feat: parse ES modules", {"src/parse.js": "export const esm = true;\n"})
+    changelog = "# Changelog\n\n## 3.7.2 (2025-07-09)\n\n- Fix ES6 packaging\n"
+    release = commit(repo, "bump to 3.7.2", {"CHANGELOG.md": changelog})
+    git(repo, "tag", "3.7.2", release)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "what's new in the latest version"
+    data = query_json(repo, question, "--budget", "80")
+    assert data["items"] and "3.7.2" in data["items"][0]["title"] + data["items"][0]["ref"], data
+    assert not any(note.startswith("the best match") for note in data["notes"]), data["notes"]
+    assert data["tokens_used"] <= 80
+    cli = run_script("-C", str(repo), "query", "--budget", "80", "--", question, cwd=tmp_path)
+    assert cli.returncode == 0 and "Fix ES6 packaging" in cli.stdout, cli.stdout
+    left = [note for note in data["notes"] if f"note: {note}" not in cli.stdout]
+    assert left and all(f"nexusmem: note: {note}" in cli.stderr for note in left), (cli.stdout, cli.stderr)

@@ -645,6 +645,7 @@ def _fuse_and_pack(
         notes=result.notes,
         author=author,
         whole=frozenset().union(*(s.whole for s in searched)),
+        make_room=lambda tokens: setattr(result, "item_room", tokens),
     )
     # A fix is counted once, however many stores link it (both clones, this memory and the team store).
     counted = {node_id for s in searched for node_id in s.matched | {n.id for n, _ in s.scored}}

@@ -219,6 +219,9 @@ class QueryResult:
     notes: list[str] = field(default_factory=list)
     weak: bool = False
     query_cut: bool = False
+    # The tokens the header leaves for the best item: a note that would take them is left out of the header
+    # (said on stderr, or after the footer), so that a small budget shows the answer rather than the notes.
+    item_room: int = 0
 
 
 def parse_as_of(value: str | None) -> int | None:
@@ -2741,6 +2744,7 @@ def run(
         notes=result.notes,
         author=author,
         whole=found.whole,
+        make_room=lambda tokens: setattr(result, "item_room", tokens),
     )
     matched_ids = set(found.evidence) | {n.id for n, _ in scored}
     result.matched += linked_fixes(
@@ -2901,6 +2905,7 @@ def pack_items(
     notes: list[str] | None = None,
     author: str | None = None,
     whole: frozenset[str] = frozenset(),
+    make_room: Callable[[int], None] | None = None,
 ) -> tuple[list[Item], int]:
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
@@ -2967,6 +2972,15 @@ def pack_items(
         if node.id not in twins or twins[node.id]
     ]
     header_tokens = header_cost()
+    if make_room is not None and ranked and header_tokens + ranked[0].tokens > budget:
+        # The best item first, the notes a small budget cannot hold with it after (on stderr): three notes
+        # of 80 tokens took the place of the answer they were about. Only an item too large for the header
+        # without its notes is said not to fit.
+        make_room(ranked[0].tokens)
+        header_tokens = header_cost()
+        if header_tokens + ranked[0].tokens > budget:
+            make_room(0)
+            header_tokens = header_cost()
     if notes is not None and ranked and header_tokens + ranked[0].tokens > budget:
         # Said before packing, so that the line is counted in the budget like the rest of the header.
         room = max(0, budget - header_tokens)
@@ -3077,7 +3091,7 @@ def header(result: QueryResult, scope: str | None = None) -> str:
     the notes (they say what was done: a question cut, a best match too large). A note that does not fit
     even when all the rest has given way is left out first, so that it takes nothing else with it
     (`left_out` names it: the CLI prints it on stderr, the MCP server after the footer)."""
-    room = result.budget - FOOTER_TOKENS
+    room = result.budget - FOOTER_TOKENS - result.item_room
 
     def text(weak: list[str], echo: str, scope: str | None, notes: list[str]) -> str:
         lines = [*weak, f"Relevant history for: {echo}", *([scope] if scope is not None else []), *notes]
