@@ -761,6 +761,8 @@ def test_a_pasted_trace_is_asked_by_its_headline_with_its_frames_as_context(repo
     ]
     for ordinary in ("why does the request time out at 5 s", "it fails\nat startup (see app.js:3)\nagain"):
         assert pasted_trace(ordinary) is None, ordinary
+
+
 def test_a_small_budget_shows_the_answer_and_says_the_notes_it_cannot_hold_on_stderr(
     repo: Path, tmp_path: Path
 ) -> None:
