@@ -16,6 +16,7 @@ from nexusmem.paths import db_path
 from nexusmem.store.db import open_store
 
 from helpers import commit, git, run_cli, run_script, write_commands
+from helpers.embedding import set_embedding
 
 HOUR = 3_600_000
 
@@ -253,6 +254,7 @@ def test_query_says_when_head_moved_since_the_last_sync(repo: Path, tmp_path: Pa
     does, without a git process: HEAD is read from .git's files."""
     commit(repo, "feat: keep", {"a.py": "x = 1\n"})
     old = commit(repo, "feat: throwaway quokka experiment", {"b.py": "y = 1\n"})
+    set_embedding(repo, provider="none")  # no vectors, and no note saying semantic search was skipped
     run_cli("-C", str(repo), "sync", "--no-embed")
     calls = tmp_path / "git-calls"
     wrapper = tmp_path / "git-logged"

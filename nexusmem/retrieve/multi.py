@@ -97,6 +97,8 @@ class _Searched:
     # The commands the hooks logged in it since its last sync, not searched (catchup.unsynced_commands;
     # catchup.BACKLOG: too many to count): counted only when asked (search_all's UNSYNCED).
     unsynced: int = 0
+    # Why its vectors were not searched although its config names an embedder (query.Question.semantic_skipped).
+    semantic_skipped: str | None = None
 
 
 def searched_from(index: int, target: Target, store: SearchStore, found: query.Retrieved) -> _Searched:
@@ -127,6 +129,7 @@ def searched_from(index: int, target: Target, store: SearchStore, found: query.R
         query.strength(found).missing if found.pinned else 0.0,
         listing_count=found.listing_count,
         notes=[note for note in found.question.notes if note != found.listing_note],
+        semantic_skipped=found.question.semantic_skipped,
     )
 
 
@@ -481,6 +484,21 @@ def project_notes(
     ]
 
 
+def semantic_notes(searched: list[_Searched]) -> list[str]:
+    """One note for each reason the projects searched by their words alone give (query.semantic_skipped_note),
+    naming them unless every project searched gives it; said after the projects' own notes."""
+    saying: dict[str, list[str]] = {}
+    for s in searched:
+        if s.semantic_skipped:
+            saying.setdefault(s.semantic_skipped, []).append(s.target.label or s.target.name)
+    return [
+        f"{', '.join(names)}: {query.semantic_skipped_note(why)}"
+        if len(names) < len(searched)
+        else query.semantic_skipped_note(why)
+        for why, names in saying.items()
+    ]
+
+
 # How query.activity_first says what it listed: "first: the newest commits and commands run yesterday".
 _ACTIVITY_NOTE = re.compile(r"^first: the newest (?:commits and commands run|commits|commands run)(?=\s|$)")
 
@@ -586,6 +604,7 @@ def _fuse_and_pack(
         listers = [s.target.label or s.target.name for s in (listed_by or searched) if s.listing_note]
         leading = {note: listers for note in listing_notes if note not in result.notes}
         result.notes += project_notes(searched, behind, said=result.notes, leading=leading)
+        result.notes += semantic_notes(searched)
     else:
         result.notes += listing_notes
     lead = listed + pinned

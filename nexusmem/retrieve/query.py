@@ -407,6 +407,9 @@ class Question:
     # The release asked about is tagged on a commit HEAD does not reach, and memory holds nothing it says of
     # it (no changelog entry under its heading): the answer is weak.
     unreached: bool = False
+    # Why the vectors were not searched although the config names an embedder (vector.Neighbours.skipped):
+    # said as the answer's last note.
+    semantic_skipped: str | None = None
     # The releases (earlier, later or None for the next one) a question about what changed between them names
     # (intent.release_span): the later one's contents are answered, its commits counted from the earlier.
     span: tuple[str, str | None] | None = None
@@ -671,12 +674,13 @@ def retrieve(
             until=until,
             also=[node_id for node_id, _ in bm25_hits],
             url=settings.embedding_url,
+            configured=(settings.embedding_provider, settings.embedding_model),
         )
         if vectors
         else vector.Neighbours([], 0.0)
     )
-    if near.skipped:
-        question.notes.append(f"semantic search skipped ({near.skipped}); answered from the words alone")
+    if near.skipped and not never_synced(store):  # a never-synced memory has a note of its own
+        question.semantic_skipped = near.skipped
     covering = Coverage(store, words)
     scale = 1.0
     if bm25_hits and LEXICAL_COVERAGE_EXP:
@@ -2775,7 +2779,14 @@ def answer_notes(store: SearchStore, found: Retrieved, *, as_of: int | None, roo
             f"searched the {len(found.terms.counted)} rarest known words of the question"
             f" ({found.terms.dropped} left out)"
         )
+    if found.question.semantic_skipped:
+        notes.append(semantic_skipped_note(found.question.semantic_skipped))
     return notes
+
+
+def semantic_skipped_note(why: str) -> str:
+    """The note of an answer found by its words alone although an embedder is configured: WHY, a phrase."""
+    return f"semantic search skipped ({why}); answered from the words alone"
 
 
 def pinned(found: Retrieved) -> list[str]:

