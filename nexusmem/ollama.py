@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 CONNECT_TIMEOUT = 2.0
@@ -40,6 +41,11 @@ def listening(url: str, timeout: float = 0.25) -> bool:
 
 class OllamaUnreachable(Exception):
     """No HTTP answer at all: refused, unresolvable, or too slow. The message is one sentence."""
+
+
+class OllamaTimedOut(OllamaUnreachable):
+    """No whole answer within the time allowed (connecting included): a server that accepts and never
+    answers, a host that drops packets. What the embedder remembers (remember_down)."""
 
 
 class OllamaHTTPError(Exception):
@@ -115,7 +121,7 @@ class OllamaClient:
         worker.join(max(0.0, deadline - time.monotonic()) + 0.05)
         if worker.is_alive():
             self._client = None
-            raise OllamaUnreachable(f"Ollama at {self.url} did not answer within {self.timeout:g}s")
+            raise OllamaTimedOut(f"Ollama at {self.url} did not answer within {self.timeout:g}s")
         if "error" in done:
             raise done["error"]
         answer: Answer = done["answer"]
@@ -140,7 +146,7 @@ class OllamaClient:
                         raise httpx.ReadTimeout("the whole answer took too long")
                 return Answer(response.status_code, b"".join(chunks))
         except httpx.TimeoutException as exc:
-            raise OllamaUnreachable(
+            raise OllamaTimedOut(
                 f"Ollama at {self.url} did not answer within {self.timeout:g}s ({type(exc).__name__})"
             ) from exc
         except httpx.HTTPError as exc:
@@ -194,3 +200,80 @@ class OllamaClient:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+# An embedder that did not answer in time is not asked again for this long: every query would wait
+# embed.QUERY_TIMEOUT for it (an agent pays it on every call), every sync SYNC_TIMEOUT. Remembered per URL
+# in the user directory (0600), for every process of this user: the server is this machine's, not a
+# project's. A refused connection costs nothing and is not remembered (a server just started is used at once).
+DOWN_SECONDS = 120.0
+DOWN_FILE = "ollama-down.json"
+
+
+def _down_path() -> Path:
+    from nexusmem import paths
+
+    return paths.user_dir() / DOWN_FILE
+
+
+def _read_down() -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(_down_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_down(data: dict[str, dict[str, Any]]) -> None:
+    from nexusmem import private
+
+    try:
+        path = _down_path()
+        if data:
+            private.write_atomic(path, json.dumps(data, sort_keys=True).encode())
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass  # a user directory that cannot be written: every call waits again, as before
+
+
+@dataclass(frozen=True)
+class Down:
+    """An Ollama URL that did not answer in time a moment ago: when, and what was said then."""
+
+    url: str
+    at: float  # time.time() of the failure
+    why: str  # "Ollama at URL did not answer within 5s"
+
+    def describe(self, now: float | None = None) -> str:
+        """One phrase: what failed, how long ago, and when it is asked again."""
+        now = time.time() if now is None else now
+        ago = max(0, round(now - self.at))
+        left = max(1, round(self.at + DOWN_SECONDS - now))
+        return f"{self.why} {ago} s ago; not asked again for {left} s"
+
+
+def recently_down(url: str, now: float | None = None) -> Down | None:
+    """The failure remembered for URL (remember_down) when it is less than DOWN_SECONDS old, else None."""
+    now = time.time() if now is None else now
+    entry = _read_down().get(url.rstrip("/"))
+    if not isinstance(entry, dict):
+        return None
+    at, why = entry.get("at"), entry.get("why")
+    if not isinstance(at, (int, float)) or not isinstance(why, str) or not 0 <= now - at < DOWN_SECONDS:
+        return None
+    return Down(url.rstrip("/"), float(at), why)
+
+
+def remember_down(url: str, why: str) -> None:
+    """Remember that URL did not answer in time (WHY, one sentence), for DOWN_SECONDS."""
+    data = _read_down()
+    data[url.rstrip("/")] = {"at": time.time(), "why": why}
+    _write_down(data)
+
+
+def forget_down(url: str) -> None:
+    """URL answered: a failure remembered for it is forgotten (the file is not touched when there is none)."""
+    data = _read_down()
+    if data.pop(url.rstrip("/"), None) is not None:
+        _write_down(data)

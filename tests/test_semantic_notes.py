@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from helpers import query_json, run_cli
+from helpers import commit, query_json, run_cli
 from helpers.embedding import cache_history, set_embedding
 from helpers.mcp import mcp_session
 from helpers.ollama_standin import closed_port_url, ollama_standin
@@ -87,3 +87,43 @@ def test_mcp_search_memory_says_semantic_search_was_skipped(repo: Path, tmp_path
             assert "no vectors yet" in note and "sync_project" in note, note
 
     anyio.run(main)
+
+
+def test_an_ollama_that_did_not_answer_is_not_waited_for_again_for_a_while(repo: Path) -> None:
+    """Every query against an Ollama that accepts and never answers waited embed.QUERY_TIMEOUT (6 s a call,
+    for an agent on every call): nothing remembered the failure. It is remembered now (0600, in the user
+    directory, with the time and the URL): the next query does not contact the server and says why, a sync
+    skips the embedding pass with one line, and once ollama.DOWN_SECONDS have passed it is asked again."""
+    from nexusmem import ollama, paths
+
+    history = cache_history(repo)
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        sync_json(history)
+        server.mode = "hang"
+        (note,) = skipped_notes(query_json(history, QUESTION))
+        assert "did not answer within 5s" in note, note
+        state = paths.user_dir() / ollama.DOWN_FILE
+        assert state.stat().st_mode & 0o777 == 0o600
+        remembered = json.loads(state.read_text(encoding="utf-8"))
+        assert set(remembered) == {server.url} and remembered[server.url]["at"] > 0
+
+        asked = len(server.requests)
+        data = query_json(history, QUESTION)
+        (note,) = skipped_notes(data)
+        assert "s ago; not asked again for" in note and server.url in note, note
+        assert data["items"] and len(server.requests) == asked  # not contacted
+        commit(history, "feat: warm the cache at start", {"warm.py": "WARM = True\n"})
+        embedding = sync_json(history)["embedding"]
+        assert embedding["embedded"] == 0 and "not asked again for" in (embedding["unavailable"] or ""), (
+            embedding
+        )
+        assert len(server.requests) == asked
+
+        # The window has passed: the next query asks again, and an answer forgets the failure.
+        remembered[server.url]["at"] -= ollama.DOWN_SECONDS + 1
+        state.write_text(json.dumps(remembered), encoding="utf-8")
+        server.mode = "ok"
+        data = query_json(history, QUESTION)
+        assert len(server.requests) == asked + 1 and data["vector_matched"] > 0
+        assert skipped_notes(data) == [] and not state.exists()

@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from nexusmem.embed import EmbeddingUnavailable, Vector
-from nexusmem.ollama import OllamaBadAnswer, OllamaClient, OllamaUnreachable
+from nexusmem.ollama import (
+    OllamaBadAnswer,
+    OllamaClient,
+    OllamaTimedOut,
+    OllamaUnreachable,
+    forget_down,
+    recently_down,
+    remember_down,
+)
 
 # The whole of one embedding request during a sync (a batch, a model loading cold): past it the pass stops
 # and search stays BM25-only until the next sync. A query waits embed.QUERY_TIMEOUT instead.
@@ -39,10 +47,18 @@ class OllamaProvider:
         return self._dim
 
     def _post(self, texts: list[str]) -> Any:
+        # A server that did not answer in time a moment ago is not waited for again (ollama.DOWN_SECONDS).
+        down = recently_down(self.url)
+        if down is not None:
+            raise EmbeddingUnavailable(down.describe())
         try:
             response = self._client.post("/api/embed", {"model": self.model, "input": texts})
+        except OllamaTimedOut as exc:
+            remember_down(self.url, str(exc))
+            raise EmbeddingUnavailable(str(exc)) from exc
         except (OllamaUnreachable, OllamaBadAnswer) as exc:
             raise EmbeddingUnavailable(str(exc)) from exc
+        forget_down(self.url)
         if response.status_code != 200:
             raise EmbeddingUnavailable(self._client.http_error(response, self.model))
         try:

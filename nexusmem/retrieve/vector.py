@@ -187,7 +187,7 @@ def neighbours(
         return Neighbours([], 0.0)
     identity = embed.Identity.from_json(store.vector_identity_json())
     if identity is None or not store.has_vectors():
-        return Neighbours([], 0.0, skipped=_why_no_vectors(configured))
+        return Neighbours([], 0.0, skipped=_why_no_vectors(configured, url))
     windowed = since is not None or until is not None
     depth = max(k, WINDOW_K) if windowed else k
     try:
@@ -240,13 +240,19 @@ def neighbours(
 RUN_SYNC = "run `nexusmem sync` (an agent: the sync_project tool)"
 
 
-def _why_no_vectors(configured: tuple[str | None, str]) -> str | None:
+def _why_no_vectors(configured: tuple[str | None, str], url: str | None) -> str | None:
     """Why a store without vectors is searched by its words alone, when CONFIGURED names an embedder: the
-    embedder cannot work here (the local model not installed), or no sync has made vectors yet. None when
-    no embedder is named."""
+    embedder cannot work here (the local model not installed, the Ollama at URL did not answer a moment
+    ago), or no sync has made vectors yet. None when no embedder is named."""
     name, model = configured
     if name is None or name == "none":
         return None
+    if name == "ollama" and url:
+        from nexusmem.ollama import recently_down
+
+        down = recently_down(url)
+        if down is not None:
+            return down.describe()
     if name == "local":
         try:
             from nexusmem.embed.local import resolve_model
