@@ -289,6 +289,9 @@ def auto_sync(
                 moved = getattr(summary, "moved", None)
                 if moved:  # the one place a background sync speaks: the memory's ids changed
                     log(f"{stamp()} pid {os.getpid()}: git: {moved}")
+                said = embedding_failed(summary)
+                if said:  # the run worked, but search stays BM25-only: said before its line
+                    log(f"{stamp()} pid {os.getpid()}: {said}")
                 added = getattr(summary, "added", "?")
                 # The epoch span lets a reader (and the tests) check that no two runs ever overlapped.
                 log(
@@ -305,6 +308,20 @@ def auto_sync(
     if push and result.runs:
         _team_push(root, state, log)
     return result
+
+
+def embedding_failed(summary: Any) -> str | None:
+    """What the auto-sync log says of a sync (SUMMARY, a SyncSummary) whose embedding pass stopped: why, and
+    what to do ("embedding failed: Ollama at URL did not answer within 120s; ..."). None when it did not."""
+    embedding = getattr(summary, "embedding", None)
+    why = getattr(embedding, "unavailable", None)
+    if not why:
+        return None
+    from nexusmem.ollama import EMBEDDER_FIX
+
+    ollama = str(getattr(embedding, "provider", None) or "").startswith("ollama")
+    fix = EMBEDDER_FIX if ollama else "`nexusmem doctor` says what is missing"
+    return f"embedding failed: {why}; search stays BM25-only until it works: {fix}"
 
 
 def _team_push(root: Path, state: Path, log: Callable[[str], None]) -> None:

@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 from nexusmem import paths, private, registry, timefmt
 from nexusmem.errors import NexusMemError, RefusedRepositoryError
 from nexusmem.install import agent_hooks, git_hooks, shell_hooks, uninstall
+from nexusmem.ollama import EMBEDDER_FIX
 
 # A log line newer than this counts as "recording"; older is worth a note (not a problem: maybe that shell
 # is simply not used).
@@ -814,9 +815,34 @@ def check_embedder(root: Path | None) -> list[Check]:
         with socket.create_connection((host, port), timeout=0.5):
             pass
     except OSError as exc:
-        fix = "start it (`ollama serve`) or set embedding.provider to builtin in .nexusmem/config.json"
-        return [Check("embedder", False, f"{provider} at {url} is unreachable ({exc})", fix)]
-    return [Check("embedder", True, f"{provider} at {url} accepts connections (not asked to embed)")]
+        return [Check("embedder", False, f"{provider} at {url} is unreachable ({exc})", EMBEDDER_FIX)]
+    return [_ask_ollama(url, str(section.get("model") or ""))]
+
+
+# How long doctor waits for Ollama to embed one short text (a model loading cold included): a server that
+# accepts connections and never answers held every post-commit sync 2 minutes while doctor said "ok".
+DOCTOR_EMBED_SECONDS = 10.0
+
+
+def _ask_ollama(url: str, model: str) -> Check:
+    """Whether the Ollama at URL embeds a short text with MODEL within DOCTOR_EMBED_SECONDS: asked even
+    when a failure is remembered (its answer forgets it; no answer remembers it, as a query's does)."""
+    from nexusmem.embed import DEFAULT_OLLAMA_MODEL, EmbeddingUnavailable
+    from nexusmem.embed.ollama import OllamaProvider
+
+    provider = OllamaProvider(model or DEFAULT_OLLAMA_MODEL, url, DOCTOR_EMBED_SECONDS, ask_anyway=True)
+    started = time.monotonic()
+    try:
+        provider.embed(["nexusmem doctor"])
+    except EmbeddingUnavailable as exc:
+        fix = f"`ollama pull {provider.model}`" if "HTTP 404" in str(exc) else EMBEDDER_FIX
+        return Check("embedder", False, f"{exc} (asked to embed a short text)", fix)
+    finally:
+        provider.close()
+    took = time.monotonic() - started
+    return Check(
+        "embedder", True, f"ollama at {url} embeds with {provider.model} ({provider.dim}-d, {took:.1f}s)"
+    )
 
 
 def check_session_model(root: Path | None) -> list[Check]:

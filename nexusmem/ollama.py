@@ -208,6 +208,8 @@ class OllamaClient:
 # project's. A refused connection costs nothing and is not remembered (a server just started is used at once).
 DOWN_SECONDS = 120.0
 DOWN_FILE = "ollama-down.json"
+# What to do about an Ollama embedder that does not answer (said by doctor, status and the auto-sync log).
+EMBEDDER_FIX = "start it (`ollama serve`) or set embedding.provider to builtin in .nexusmem/config.json"
 
 
 def _down_path() -> Path:
@@ -263,6 +265,17 @@ def recently_down(url: str, now: float | None = None) -> Down | None:
     if not isinstance(at, (int, float)) or not isinstance(why, str) or not 0 <= now - at < DOWN_SECONDS:
         return None
     return Down(url.rstrip("/"), float(at), why)
+
+
+def last_down(url: str) -> Down | None:
+    """The failure remembered for URL however old: the last request this user's processes sent it did not
+    answer in time (an answer since forgets it). None when there is none."""
+    entry = _read_down().get(url.rstrip("/"))
+    if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)):
+        return None
+    return Down(
+        url.rstrip("/"), float(entry["at"]), str(entry.get("why") or f"Ollama at {url} did not answer")
+    )
 
 
 def remember_down(url: str, why: str) -> None:

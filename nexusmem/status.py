@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from nexusmem import autosync, paths, timefmt
+from nexusmem.ollama import EMBEDDER_FIX
 from nexusmem.project import Project
 from nexusmem.sources.git import repo
 from nexusmem.store import Store
@@ -74,6 +76,9 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
             "source_states": source_states(store),
             # The post-commit sync's last failure, when nothing has synced since (else null).
             "auto_sync_failed": autosync.last_failure(project.root, store),
+            # The configured Ollama embedder's last request did not answer in time (nothing answered
+            # since): {"url", "at", "error", "held"} (held: queries and syncs do not ask it now), else null.
+            "embedder_down": embedder_down(project.config),
             # HEAD moved since the git source last read it (a reset, a checkout, a rebase: no hook runs
             # for those): {"memory_at", "head"}, else null.
             "head_moved": head_moved(project.root, git_cursor),
@@ -90,6 +95,20 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
             # Why the record those are read from cannot be read (a FIFO, a link to /dev/zero), or None.
             "hooks_record": hooks_record(project),
         }
+
+
+def embedder_down(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The last request to CONFIG's Ollama embedder that did not answer in time, when nothing has answered
+    since (ollama.last_down); None when it answered, or the embedder is not Ollama."""
+    from nexusmem.embed import ollama_url
+    from nexusmem.ollama import last_down, recently_down
+
+    url = ollama_url(config)
+    down = last_down(url) if url else None
+    if url is None or down is None:
+        return None
+    at = datetime.fromtimestamp(down.at, timezone.utc).isoformat(timespec="seconds")
+    return {"url": down.url, "at": at, "error": down.why, "held": recently_down(url) is not None}
 
 
 def _first_build(root: Path, read_any: bool) -> bool:
@@ -130,6 +149,7 @@ def building(root: Path) -> dict[str, Any]:
         "skipped_records": {},
         "source_states": {},
         "auto_sync_failed": None,
+        "embedder_down": None,
         "head_moved": None,
         "deepened": False,
         "shallower": False,
@@ -229,6 +249,13 @@ def render(info: dict[str, Any]) -> str:
         lines.append(
             f"auto-sync: the post-commit sync failed at {failed['at']}: {failed['error']}"
             f" (log: {one_line(str(failed['log']))}); what was committed since is not in memory: run `nexusmem sync`"
+        )
+    down = info.get("embedder_down")
+    if down:
+        held = " (not asked again for now)" if down["held"] else ""
+        lines.append(
+            f"embedder: {one_line(down['error'])} at {down['at']}{held}; search is BM25-only until it"
+            f" answers: {EMBEDDER_FIX} (`nexusmem doctor` asks it)"
         )
     if info.get("sync_unfinished"):
         said, args = paths.unfinished_text(Path(info["root"]), info["sync_unfinished"])

@@ -127,3 +127,43 @@ def test_an_ollama_that_did_not_answer_is_not_waited_for_again_for_a_while(repo:
         data = query_json(history, QUESTION)
         assert len(server.requests) == asked + 1 and data["vector_matched"] > 0
         assert skipped_notes(data) == [] and not state.exists()
+
+
+def embedder_check(repo: Path) -> dict[str, Any]:
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    check: dict[str, Any] = next(c for c in report["checks"] if c["area"] == "embedder")
+    return check
+
+
+def test_a_hanging_ollama_is_said_by_the_auto_sync_log_status_and_doctor(repo: Path) -> None:
+    """An Ollama that accepts and never answers: each post-commit sync logged "done (+N node(s))" with no
+    word that embedding failed, status said nothing, doctor said "ok ... accepts connections". Now the
+    auto-sync log says the embedding step failed and what to do (and, the failure remembered, that sync did
+    not wait for it again), status names the server that does not answer, and doctor asks it to embed."""
+    history = cache_history(repo)
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        sync_json(history)
+        check = embedder_check(history)
+        assert check["ok"] and "embeds with nomic-embed-text" in check["detail"], check
+        status = json.loads(run_cli("-C", str(history), "status", "--json").stdout)
+        assert status["embedder_down"] is None
+
+        server.mode = "hang"
+        query_json(history, QUESTION)  # did not answer: remembered
+        asked = len(server.requests)
+        commit(history, "feat: warm the cache at start", {"warm.py": "WARM = True\n"})
+        said = run_cli("-C", str(history), "sync", "--auto").output
+        (line,) = [ln for ln in said.splitlines() if "embedding failed" in ln]
+        assert server.url in line and "not asked again" in line and "ollama serve" in line, said
+        assert "sync run 1 done" in said and len(server.requests) == asked  # not waited for again
+
+        status = json.loads(run_cli("-C", str(history), "status", "--json").stdout)
+        down = status["embedder_down"]
+        assert down["url"] == server.url and down["held"] and "did not answer" in down["error"], down
+        plain = run_cli("-C", str(history), "status").output
+        assert f"embedder: Ollama at {server.url} did not answer" in plain, plain
+
+        check = embedder_check(history)  # asked, though a failure is remembered
+        assert not check["ok"] and "did not answer within" in check["detail"], check
+        assert "ollama serve" in check["fix"] and len(server.requests) == asked + 1

@@ -32,8 +32,12 @@ class OllamaProvider:
     min_similarity = 0.0
     share_floor = 0.0
 
-    def __init__(self, model: str, url: str, timeout: float = SYNC_TIMEOUT) -> None:
+    def __init__(
+        self, model: str, url: str, timeout: float = SYNC_TIMEOUT, *, ask_anyway: bool = False
+    ) -> None:
         self.model = model
+        # Ask even when the URL did not answer a moment ago (`doctor`, which checks it now).
+        self.ask_anyway = ask_anyway
         self._client = OllamaClient(url, timeout=timeout)
         self.url = self._client.url
         self._dim: int | None = None
@@ -48,7 +52,7 @@ class OllamaProvider:
 
     def _post(self, texts: list[str]) -> Any:
         # A server that did not answer in time a moment ago is not waited for again (ollama.DOWN_SECONDS).
-        down = recently_down(self.url)
+        down = None if self.ask_anyway else recently_down(self.url)
         if down is not None:
             raise EmbeddingUnavailable(down.describe())
         try:
