@@ -5,6 +5,7 @@ real SQLite, the real CLI and MCP server; Ollama is the stand-in speaking its HT
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,29 @@ def test_a_hanging_ollama_is_said_by_the_auto_sync_log_status_and_doctor(repo: P
         check = embedder_check(history)  # asked, though a failure is remembered
         assert not check["ok"] and "did not answer within" in check["detail"], check
         assert "ollama serve" in check["fix"] and len(server.requests) == asked + 1
+
+
+def test_an_unreachable_ollama_is_one_line_of_sync_naming_the_configured_url(repo: Path) -> None:
+    """A sync with the configured Ollama down printed 2-3 lines, one of them "contradictions: Ollama at
+    http://127.0.0.1:11434 is unreachable", a default URL the user never set, after every sync. One line now,
+    naming the URL configured: the contradiction check asks the embedder's Ollama when contradictions.url
+    is left at its default, and leaves saying it is down to the embedding pass."""
+    from nexusmem.config import DEFAULTS
+
+    history = cache_history(repo)
+    old_claim = {"docs/cache.md": "## Cache\n\nThe cache uses Redis for sessions.\n"}
+    commit(history, "docs: cache notes", old_claim, when=int(time.time()) - 200 * 86_400)
+    newer = {
+        "docs/backend.md": "## Cache backend\n\nThe cache no longer uses Redis; sessions live in SQLite.\n"
+    }
+    commit(history, "docs: describe the new cache backend", newer)
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        sync_json(history)
+    dead = closed_port_url()
+    set_embedding(history, url=dead)
+    commit(history, "feat: warm the cache at start", {"warm.py": "WARM = True\n"})
+    said = run_cli("-C", str(history), "sync").stderr
+    lines = [ln for ln in said.splitlines() if "Ollama" in ln or "contradictions" in ln]
+    assert len(lines) == 1 and dead in lines[0], said
+    assert DEFAULTS["contradictions"]["url"] not in said

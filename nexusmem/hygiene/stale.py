@@ -341,10 +341,15 @@ def stale(
 
 
 def judge_url(config: dict[str, Any]) -> str:
-    """contradictions.url, or the default when it is empty (as embedding.url is)."""
-    from nexusmem.config import url_setting
+    """contradictions.url; left at its default (or empty) while the embedder is Ollama, that embedder's
+    embedding.url: the Ollama the user configured, not one at a default URL they never set."""
+    from nexusmem.config import DEFAULTS, url_setting
+    from nexusmem.embed import ollama_url
 
-    return url_setting(config, "contradictions.url")
+    url = url_setting(config, "contradictions.url")
+    if url == DEFAULTS["contradictions"]["url"]:
+        return ollama_url(config) or url
+    return url
 
 
 def auto_check(
@@ -359,22 +364,25 @@ def auto_check(
     url = judge_url(config)
     max_age = int(config.get("stale", {}).get("maxAgeDays", 45))
     from nexusmem.embed import ollama_url
-    from nexusmem.ollama import listening
+    from nexusmem.ollama import listening, recently_down
 
+    embedder_url = ollama_url(config)
+    if recently_down(url) is not None:
+        return None  # it did not answer in time a moment ago: the embedding pass said so, and no wait here
     if not listening(url):
         # Most machines run no model server: find that out with one socket before loading the embedder
         # or importing httpx (~0.5 s on every sync, post-commit ones included), and before listing the
         # candidates (~10-30 ms of a no-op sync at 100k nodes), which only a model could judge. Say so
         # only to someone who set up a model server (the original checked only when Ollama served its
         # embeddings too), and only when there was something to judge; everyone else would read the
-        # same line after every sync.
+        # same line after every sync. The embedder's own Ollama (judge_url's default) is said down by the
+        # embedding pass: one line, not two.
         from nexusmem.config import DEFAULTS
 
-        uses_ollama = config.get("embedding", {}).get("provider") == "ollama"
         if (
             log
-            and (uses_ollama or url != DEFAULTS["contradictions"]["url"])
-            and candidates(store, max_age, touched_only=False, url=ollama_url(config))
+            and url not in (embedder_url, DEFAULTS["contradictions"]["url"])
+            and candidates(store, max_age, touched_only=False, url=embedder_url)
         ):
             log(
                 f"contradictions: Ollama at {url} is unreachable (ConnectError);"
@@ -383,7 +391,7 @@ def auto_check(
         return None
     # Every old claim, unfiltered: this runs after each sync, and check() itself skips a claim with no
     # newer neighbour.
-    found = candidates(store, max_age, touched_only=False, url=ollama_url(config))
+    found = candidates(store, max_age, touched_only=False, url=embedder_url)
     if not found:
         return None
     summary = check(store, config, found, max_new=limit)
