@@ -778,7 +778,9 @@ def check_backend() -> list[Check]:
     return checks
 
 
-def check_embedder(root: Path | None) -> list[Check]:
+def check_embedder(root: Path | None, store_fine: bool = True) -> list[Check]:
+    """Whether the configured embedder can run, and (when the store's checks all passed, STORE_FINE: opening
+    it puts its files' modes right, and waits on a lock) whether the stored vectors are its."""
     section: dict[str, Any] = {}
     if root is not None and paths.config_path(root).exists():
         try:
@@ -787,6 +789,33 @@ def check_embedder(root: Path | None) -> list[Check]:
         except (OSError, ValueError, AttributeError) as exc:
             return [Check("embedder", False, f"{paths.config_path(root)}: {exc}", "fix the file by hand")]
     provider = section.get("provider", "builtin")
+    stored = _stored_vectors(root, section, provider) if store_fine else []
+    return _embedder_works(section, provider) + stored
+
+
+def _stored_vectors(root: Path | None, section: dict[str, Any], provider: str) -> list[Check]:
+    """A check when the stored vectors are not the configured embedder's (a setting changed since the last
+    sync, or a switch a sync could not make): a query still searches them, and `nexusmem sync` re-embeds."""
+    if root is None or not paths.db_path(root).exists():
+        return []
+    from nexusmem import embed, project
+    from nexusmem.errors import NexusMemError
+    from nexusmem.store import open_store
+
+    try:
+        with project.opened(open_store(paths.db_path(root), readonly=True)) as store:
+            identity = embed.Identity.from_json(store.vector_identity_json())
+            if identity is None or not store.has_vectors():
+                return []
+            nodes = store.node_count()
+    except (NexusMemError, OSError):
+        return []  # the store's own check says what is wrong with it
+    said = embed.stored_elsewhere(identity, str(provider), str(section.get("model", "") or ""), nodes)
+    return [] if said is None else [Check("embedder", False, said, "nexusmem sync")]
+
+
+def _embedder_works(section: dict[str, Any], provider: str) -> list[Check]:
+    """Whether the configured embedder can run: its package or model files there, its server listening."""
     if provider == "none":
         return [Check("embedder", True, "provider none: keyword search only")]
     if provider == "builtin":
@@ -943,6 +972,7 @@ def run(start: Path | None) -> list[Check]:
     # The memory ROOT answers from: in a linked worktree without one of its own, the main work tree's (as
     # query and status resolve it). Its store and config are checked; the hooks and agents are ROOT's.
     memory = project.memory_root(root) if root is not None else None
+    store_fine = False
     if root is not None and memory is not None:
         store = check_store(memory)
         # check_store says first what is wrong with the database itself (a sync fails on it too).
@@ -950,6 +980,7 @@ def run(start: Path | None) -> list[Check]:
         locked = bool(store) and not store[0].ok and LOCKED in store[0].detail
         checks += check_git(root, store_fix, locked)
         checks += store
+        store_fine = all(c.ok for c in store)
     checks += check_backend()
     unconfirmed, invalid = _unconfirmed(memory)
     if invalid is not None and memory is not None and paths.state_in_the_way(paths.state_dir(memory)):
@@ -966,7 +997,7 @@ def run(start: Path | None) -> list[Check]:
         )
     # A server the config may not use is not contacted either, nor one named by a config that does not load.
     if invalid is None and "embedding.url" not in unconfirmed:
-        checks += check_embedder(memory)
+        checks += check_embedder(memory, store_fine)
     if invalid is None and "sources.session.url" not in unconfirmed:
         checks += check_session_model(memory)
     if not foreign_home:

@@ -93,3 +93,44 @@ def test_an_ollama_that_hangs_on_the_first_request_keeps_the_stored_vectors(
     assert summary.dropped == 0 and summary.unavailable, summary
     assert f"the {total} stored vectors ({BUILTIN}) are kept and still searched" in " ".join(summary.notes)
     assert stored(history)[1] == total
+
+
+def embedder_checks(repo: Path) -> list[dict[str, Any]]:
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    return [c for c in report["checks"] if c["area"] == "embedder"]
+
+
+def test_vectors_of_another_provider_than_the_configs_are_named_by_query_and_doctor(
+    history: Path, tmp_path: Path
+) -> None:
+    from test_embed_local import HIDDEN, write_model
+
+    model = write_model(tmp_path / "models" / "tiny-bert")
+    set_embedding(history, provider="local", model=str(model))
+    total = sync_json(history)["total_nodes"]
+    assert all(c["ok"] for c in embedder_checks(history))
+    local = f"local {model} {HIDDEN}-d"
+
+    # Back to builtin, no sync yet, and the local model gone: the answer names the stored vectors' model
+    # and that builtin takes over at the next sync; doctor says a sync is needed.
+    set_embedding(history, provider="builtin", model="")
+    model.rename(tmp_path / "models" / "moved")
+    notes = " ".join(query_json(history, "cache lock file expired")["notes"])
+    assert (
+        f"the stored vectors were made by {local}, not builtin as the config says now: a query embeds with"
+        f" their model until the next sync (`nexusmem sync`) re-embeds the {total} nodes with builtin"
+    ) in notes, notes
+    checks = embedder_checks(history)
+    mismatch = [c for c in checks if not c["ok"]]
+    assert len(mismatch) == 1, checks
+    assert mismatch[0]["detail"] == (
+        f"the stored vectors were made by {local}, not builtin as the config says now: a query embeds with"
+        f" their model until the next sync (`nexusmem sync`) re-embeds the {total} nodes with builtin"
+    )
+    assert mismatch[0]["fix"] == "nexusmem sync"
+
+    run_cli("-C", str(history), "sync")
+    assert stored(history)[0] is not None and stored(history)[0].name == "builtin"  # type: ignore[union-attr]
+    assert all(c["ok"] for c in embedder_checks(history))
+    notes = " ".join(query_json(history, "cache lock file expired")["notes"])
+    assert "stored vectors" not in notes, notes

@@ -127,6 +127,50 @@ def from_config(config: dict[str, Any]) -> Provider | None:
     return make(name, model, config_url(config))
 
 
+def configured(provider: str, model: str) -> tuple[str, str]:
+    """(provider, model) as the vectors the config's `embedding.provider` PROVIDER and `embedding.model` MODEL
+    make are known by (Identity's name and model: a default filled in, a packaged model's name); MODEL as
+    written when it names nothing that can be set up."""
+    if provider == "ollama":
+        return provider, model or DEFAULT_OLLAMA_MODEL
+    if provider not in ("builtin", "local"):
+        return provider, model
+    try:
+        made = make(provider, model)
+    except EmbeddingUnavailable:
+        if provider == "local" and not model.strip():  # the packaged model, not installed (now)
+            from nexusmem.embed.local import DEFAULT_MODEL
+
+            return provider, DEFAULT_MODEL
+        return provider, model
+    return provider, made.model if made is not None else model
+
+
+def stored_elsewhere(identity: Identity | None, provider: str, model: str, nodes: int | None) -> str | None:
+    """What to say when the stored vectors (of IDENTITY) were not made by the embedder the config names now
+    (`embedding.provider` PROVIDER, `embedding.model` MODEL): it was changed since the last sync, or a sync
+    could not switch to it. A query embeds with the stored vectors' own model (for_identity) until a sync
+    re-embeds the store's NODES; None when they agree, or there are no vectors."""
+    if identity is None:
+        return None
+    name, wanted = configured(provider, model)
+    if (identity.name, identity.model) == (name, wanted):
+        return None
+    said = (
+        f"the stored vectors were made by {identity.describe()}, not {' '.join(filter(None, (name, model)))}"
+    )
+    if name == "none":
+        return f"{said} as the config says now: a query searches them until the next sync (`nexusmem sync`) drops them"
+    if identity.name == "ollama" and name != "ollama":
+        searched = "they are not searched (text goes to Ollama only while the config names it)"
+    else:
+        searched = "a query embeds with their model"
+    return (
+        f"{said} as the config says now: {searched} until the next sync (`nexusmem sync`) re-embeds the"
+        f"{'' if nodes is None else f' {nodes:,}'} nodes with {name}"
+    )
+
+
 def make(name: str, model: str = "", url: str | None = None, timeout: float | None = None) -> Provider | None:
     """A provider by name (unloaded: nothing heavy happens until the first embed)."""
     if name == "none":

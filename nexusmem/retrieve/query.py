@@ -556,6 +556,8 @@ def retrieve(
     """
     question = prepare(well_formed(text), project)
     question.search_text = authors.without_author_words(question.search_text, author)
+    if vectors and settings.embedder is not None:
+        question.notes += stored_vectors_note(store, *settings.embedder)
     words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
     # What a rule listed in time order (the failures, or the newest work, of the question's time), and what
@@ -2834,6 +2836,19 @@ def never_synced(store: SearchStore) -> bool:
     """Whether STORE has no source a sync ever finished (a store without that record, the team's: False)."""
     sources = getattr(store, "sources", None)
     return sources is not None and not sources()
+
+
+def stored_vectors_note(store: SearchStore, provider: str, model: str) -> list[str]:
+    """The note when the stored vectors are not the configured embedder's (embed.stored_elsewhere): [] when
+    they are, or there are none."""
+    from nexusmem import embed
+
+    identity = embed.Identity.from_json(store.vector_identity_json())
+    if identity is None or not store.has_vectors():
+        return []
+    count = getattr(store, "node_count", None)  # a local store's (SyncStore)
+    said = embed.stored_elsewhere(identity, provider, model, count() if count is not None else None)
+    return [said] if said else []
 
 
 def head_note(store: SearchStore, root: Path | None) -> str | None:

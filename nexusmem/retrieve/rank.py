@@ -183,6 +183,9 @@ class Settings:
     # from the words alone although one is named says so, and why (vector.neighbours). None: not known.
     embedding_provider: str | None = None
     embedding_model: str = ""
+    # The config's `embedding.provider` and `embedding.model`, as written: the stored vectors may be another
+    # embedder's until the next sync (embed.stored_elsewhere). None: not known (no note).
+    embedder: tuple[str, str] | None = None
 
 
 DEFAULT = Settings()
@@ -203,6 +206,10 @@ def settings_from(config: Mapping[str, Any]) -> Settings:
         embedding_url=ollama_url(config),
         embedding_provider=str(embedding.get("provider", "builtin")),
         embedding_model=str(embedding.get("model", "") or ""),
+        embedder=(
+            str(config.get("embedding", {}).get("provider", "builtin")),
+            str(config.get("embedding", {}).get("model", "") or ""),
+        ),
     )
 
 
