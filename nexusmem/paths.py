@@ -611,6 +611,9 @@ UNFINISHED_REBUILD = b"rebuild\n"
 # starts, their names following: "sources shell\n". Only a sync that reads them all ends it, and such a
 # sync leaves the mark of a sync that set out to do more (unfinished_scope).
 UNFINISHED_SOURCES = "sources"
+# What a plain sync's mark holds once every source is stored and the embedding pass has begun (mark_embedding):
+# stopped then, no node is missing, only vectors. Read as a plain sync's mark (unfinished_scope: "all").
+UNFINISHED_EMBEDDING = b"embedding\n"
 
 
 def sync_running_since(root: Path) -> int | None:
@@ -663,6 +666,23 @@ def unfinished_scope(mark: Path) -> str | frozenset[str] | None:
     return "all"
 
 
+def mark_embedding(state: Path) -> None:
+    """Record in the mark of the plain sync running in STATE (a memory's state folder) that its sources are
+    all stored and it is embedding: a stop from now on leaves every node in memory. Its time (when the sync
+    started) is kept; a rebuild's or a sync of some sources only's mark, or none, is left as it is."""
+    mark = state / UNFINISHED_NAME
+    try:
+        if read_small_text(mark) != "":
+            return
+        started = mark.stat()
+        from nexusmem import private
+
+        private.write_atomic(mark, UNFINISHED_EMBEDDING)
+        os.utime(mark, ns=(started.st_atime_ns, started.st_mtime_ns))
+    except (OSError, UnicodeDecodeError):
+        return  # no mark (a pass run outside a sync), or one that cannot be read: nothing to record
+
+
 def unfinished_text(root: Path, started_iso: str) -> tuple[str, str]:
     """What to say of the stopped sync of ROOT's memory that started at STARTED_ISO (sync_unfinished), and
     the arguments of the sync that finishes it: a stopped rebuild left the memory as it was (`sync
@@ -673,8 +693,22 @@ def unfinished_text(root: Path, started_iso: str) -> tuple[str, str]:
             " was before it",
             "sync --rebuild",
         )
+    if _marks_embedding(state_dir(root) / UNFINISHED_NAME):
+        return (
+            f"the last sync (started {started_iso}) was stopped while it embedded: every node is stored, and"
+            " those it had not embedded yet are found by their words until a sync embeds them (`nexusmem"
+            " status` counts them)",
+            "sync",
+        )
     return (
         f"the last sync (started {started_iso}) was stopped before it ended: what it had not stored yet is not"
         " in memory",
         "sync",
     )
+
+
+def _marks_embedding(mark: Path) -> bool:
+    try:
+        return read_small_text(mark).encode() == UNFINISHED_EMBEDDING
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -33,7 +33,22 @@ def vector_backend(store: Store) -> str | None:
         version = store.vec_version().lstrip("v")
     except StoreError:
         version = "(cannot load)"
-    return f"sqlite-vec {version} (vec0, cosine), {identity.describe()}, {store.vector_count()} vectors"
+    return f"sqlite-vec {version} (vec0, cosine), {identity.describe()}, {_embedded(store)}"
+
+
+def _embedded(store: Store) -> str:
+    """ "1234 vectors" when every node has a current one; "512 of 2,186 embedded (…)" when a pass stopped
+    part way (killed, its embedder gone) or has not reached the newest nodes yet."""
+    newest, through = store.newest_update(), store.embedded_through()
+    if newest is None or (through is not None and through >= newest):
+        return f"{store.vector_count()} vectors"
+    nodes, missing = store.node_count(), store.count_unembedded()
+    if not missing:
+        return f"{store.vector_count()} vectors"
+    return (
+        f"{nodes - missing:,} of {nodes:,} embedded (the other {missing:,} are found by their words until a sync"
+        " embeds them)"
+    )
 
 
 def status(project: Project, note: Callable[[str], None] | None = None) -> dict[str, Any]:

@@ -134,3 +134,76 @@ def test_vectors_of_another_provider_than_the_configs_are_named_by_query_and_doc
     assert all(c["ok"] for c in embedder_checks(history))
     notes = " ".join(query_json(history, "cache lock file expired")["notes"])
     assert "stored vectors" not in notes, notes
+
+
+class DiesAfter:
+    """The built-in model, stopped (Ctrl-C) after BATCHES batches: a sync interrupted while it embeds."""
+
+    def __init__(self, batches: int) -> None:
+        self.left = batches
+        real = embed.make("builtin")
+        assert real is not None
+        self.real = real
+        self.name, self.model = real.name, real.model
+        self.min_similarity, self.share_floor = real.min_similarity, real.share_floor
+
+    @property
+    def dim(self) -> int:
+        return self.real.dim
+
+    def embed(self, texts: list[str]) -> list[embed.Vector]:
+        if self.left == 0:
+            raise KeyboardInterrupt
+        self.left -= 1
+        return self.real.embed(texts)
+
+
+def test_a_pass_stopped_part_way_says_every_node_is_stored_and_how_many_have_a_vector(
+    history: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nexusmem.embed import index
+
+    from helpers import commit
+
+    for i in range(4):
+        commit(history, f"feat: step {i} of the migration", {f"step{i}.py": f"STEP = {i}\n"})
+    set_embedding(history, batchSize=3)
+    with monkeypatch.context() as patched:
+        patched.setattr(index, "from_config", lambda config: DiesAfter(2))
+        proc = run_cli("-C", str(history), "sync", ok=False)
+    assert proc.exit_code != 0
+    with project.load(history).open_store(readonly=True) as store:
+        total, have = store.node_count(), store.vector_count()
+    assert have == 6 and total > have
+
+    notes = " ".join(query_json(history, "cache lock file expired")["notes"])
+    assert "not in memory" not in notes, notes
+    assert "stopped while it embedded: every node is stored" in notes, notes
+    status = run_cli("-C", str(history), "status").stdout
+    assert "not in memory" not in status, status
+    assert f"{have} of {total} embedded" in status, status
+    assert status_vectors(history).endswith(
+        f"{BUILTIN}, {have} of {total} embedded (the other {total - have} are found by their words until a sync"
+        " embeds them)"
+    )
+
+    # The embedder stops answering part way through a sync: the vectors made are searched, and said so.
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url, batchSize=2)
+
+        def stop_after_three() -> None:
+            if len(server.requests) > 3:  # the probe, then two batches of 2
+                server.mode = "missing-model"
+
+        server.before = stop_after_three
+        data = sync_json(history)
+    notes = " ".join(data["embedding"]["notes"])
+    assert "BM25-only" not in notes, notes
+    assert (
+        f"4 of {total} nodes have a vector and are searched by it; the other {total - 4} are found by their"
+        " words until a sync embeds them"
+    ) in notes, notes
+    assert status_vectors(history).endswith(
+        f"ollama nomic-embed-text {DIM}-d, 4 of {total} embedded"
+        f" (the other {total - 4} are found by their words until a sync embeds them)"
+    )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nexusmem import paths
 from nexusmem.embed import (
     DEFAULT_BATCH,
     EmbeddingUnavailable,
@@ -164,6 +165,9 @@ def embed_pending(
     words_weight = float(getattr(chosen, "change_words", 0.0))
     words_chars = int(getattr(chosen, "change_words_chars", 0)) if words_weight else 0
     last_seq = 0
+    if summary.pending:
+        # Every source is stored by now: a sync stopped from here on leaves only vectors missing, and says so.
+        paths.mark_embedding(store.path.parent)
     while summary.pending:
         rows = store.unembedded(last_seq, batch_size, BODY_CHARS, words_chars)
         if not rows:
@@ -174,8 +178,7 @@ def embed_pending(
                 vectors = _with_change_words(chosen, vectors, [row[4] for row in rows], words_weight)
         except EmbeddingUnavailable as exc:
             summary.unavailable = str(exc)
-            done = f"; {summary.embedded} embedded before that" if summary.embedded else ""
-            note(f"{exc}{done}; search stays BM25-only until a sync reaches it")
+            note(f"{exc}; {embedded_text(store)}")
             break
         blobs = [to_blob(v) for v in vectors]
         good = [(row, blob) for row, blob in zip(rows, blobs) if usable(blob)]
@@ -224,6 +227,20 @@ def embed_pending(
     summary.vectors = store.vector_count()
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def embedded_text(store: Store) -> str:
+    """How many of STORE's nodes have a current vector (a pass stopped part way, or not run yet), and that
+    the rest are found by their words: every node is stored, with or without its vector."""
+    nodes = store.node_count()
+    missing = store.count_unembedded()
+    have = nodes - missing
+    if not have:
+        return "search stays BM25-only until a sync embeds the nodes"
+    return (
+        f"{have:,} of {nodes:,} nodes have a vector and are searched by it; the other {missing:,} are found by"
+        " their words until a sync embeds them"
+    )
 
 
 def _with_change_words(chosen: Provider, vectors: list[Any], words: list[str], weight: float) -> list[Any]:
