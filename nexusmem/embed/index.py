@@ -20,6 +20,7 @@ from nexusmem.embed import (
     EmbeddingUnavailable,
     Identity,
     Provider,
+    configured,
     from_config,
     ollama_url,
     to_blob,
@@ -97,13 +98,17 @@ def embed_pending(
         stored = Identity.from_json(store.vector_identity_json())
         if stored is not None and store.has_vectors():
             section = config.get("embedding", {})
-            wanted = (str(section.get("provider", "builtin")), str(section.get("model", "") or ""))
-            switch = (
-                f"not switched to {' '.join(w for w in wanted if w)}: "
-                if wanted != (stored.name, stored.model)
-                else ""
-            )
-            note(f"{switch}{exc}; {_kept(store, stored, config)}")
+            asked = (str(section.get("provider", "builtin")), str(section.get("model", "") or ""))
+            if configured(*asked) != (stored.name, stored.model):
+                note(
+                    f"not switched to {' '.join(filter(None, asked))}: {exc}; {_kept(store, stored, config)}"
+                )
+            else:  # the vectors' own model, which cannot be set up now: a query cannot embed with it either
+                count = store.vector_count()
+                note(
+                    f"{exc}; the {count:,} stored {'vector' if count == 1 else 'vectors'} ({stored.describe()}) are"
+                    " kept, not searched: search stays BM25-only until their model can be loaded again"
+                )
         else:
             note(f"{exc}; search stays BM25-only")
         summary.vectors = store.vector_count()
