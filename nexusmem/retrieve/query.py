@@ -556,8 +556,8 @@ def retrieve(
     """
     question = prepare(well_formed(text), project)
     question.search_text = authors.without_author_words(question.search_text, author)
-    if vectors and settings.embedder is not None:
-        question.notes += stored_vectors_note(store, *settings.embedder)
+    if vectors and settings.embedding_provider is not None:
+        question.notes += stored_vectors_note(store, settings.embedding_provider, settings.embedding_model)
     words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
     # What a rule listed in time order (the failures, or the newest work, of the question's time), and what

@@ -179,13 +179,11 @@ class Settings:
     # Where the question may be sent to an Ollama embedder: the project's trusted config's embedding.url
     # (project.config_of), never the URL memory.db recorded. None: no Ollama call (BM25 with other lists).
     embedding_url: str | None = None
-    # The embedder the config names ("builtin", "ollama", "local", "none") and its model: a query answered
-    # from the words alone although one is named says so, and why (vector.neighbours). None: not known.
+    # The embedder the config names ("builtin", "ollama", "local", "none") and its model, as written: a query
+    # answered from the words alone although one is named says so, and why (vector.neighbours); the stored
+    # vectors may be another embedder's until the next sync (embed.stored_elsewhere). None: not known.
     embedding_provider: str | None = None
     embedding_model: str = ""
-    # The config's `embedding.provider` and `embedding.model`, as written: the stored vectors may be another
-    # embedder's until the next sync (embed.stored_elsewhere). None: not known (no note).
-    embedder: tuple[str, str] | None = None
 
 
 DEFAULT = Settings()
@@ -206,10 +204,6 @@ def settings_from(config: Mapping[str, Any]) -> Settings:
         embedding_url=ollama_url(config),
         embedding_provider=str(embedding.get("provider", "builtin")),
         embedding_model=str(embedding.get("model", "") or ""),
-        embedder=(
-            str(config.get("embedding", {}).get("provider", "builtin")),
-            str(config.get("embedding", {}).get("model", "") or ""),
-        ),
     )
 
 
