@@ -2201,3 +2201,27 @@ def test_what_fixed_the_failing_test_lists_the_failures_memory_linked_to_their_f
     found = query_json(repo, "how did I fix the failing parser test")  # another test than the one linked
     assert found["items"][0]["title"] == "fix the failing test of the parser", found["items"][0]
     assert not any(n.startswith("first:") for n in found["notes"]), found["notes"]
+
+
+def test_who_wrote_the_fix_of_a_name_is_not_asked_for_its_first_holder(repo: Path) -> None:
+    """`query "who wrote the fix for the fallback adapter in PolymorphicJsonAdapterFactory"` (moshi) said
+    "first change that holds PolymorphicJsonAdapterFactory: 89103b6d13" and put that 2018 rename first, over
+    the 2025 fix "who fixed" found; PHPMailer's "who wrote the sendmail parameter fix" put the 2008 import
+    first. "Wrote" with a fix (bug, broke, changed) asks about the later change, not the name's first."""
+    factory = "public final class PolymorphicJsonAdapterFactory {\n  Object fallbackJsonAdapter;\n}\n"
+    commit(repo, "Rename the polymorphic factory", {"src/Factory.java": factory}, when=NOW - 2000 * DAY)
+    fixed = factory.replace("Object fallbackJsonAdapter;", "Object fallbackJsonAdapter = null; // fixed\n")
+    fix = commit(
+        repo,
+        "Fix the fallback adapter of PolymorphicJsonAdapterFactory being ignored (#2056)",
+        {"src/Factory.java": fixed},
+        when=NOW - 20 * DAY,
+    )
+    titles, notes = synced_answer(
+        repo, "who wrote the fix for the fallback adapter in PolymorphicJsonAdapterFactory"
+    )
+    assert not any(n.startswith("first change that holds") for n in notes), notes
+    assert titles[0].startswith("Fix the fallback adapter"), titles
+    assert origin_name("who wrote the sendmail parameter fix") is None
+    assert origin_name("who wrote the PolymorphicJsonAdapterFactory class") == "PolymorphicJsonAdapterFactory"
+    assert fix

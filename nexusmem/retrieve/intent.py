@@ -147,10 +147,23 @@ _PURPOSE_WIDE = re.compile(
 _PURPOSE_SUBJECT = re.compile(r"\b(?i:what)(?:'s|\s+(?i:is|are|was|were))\s+(?:(?i:the|an?)\s+)?" + _NAME_AT)
 
 
+# "Who wrote the fix for the fallback adapter in PolymorphicJsonAdapterFactory?", "who wrote the sendmail
+# parameter fix?": a question about a later change of the name (its fix, a bug, what broke or changed it)
+# does not ask for the change that brought the name in, whatever origin verb ("wrote") it uses.
+_LATER_CHANGE = re.compile(
+    r"\b(fix(es|ed|ing)?|bug\w*|broke|broken|break\w*|changed|changes|changing|regress\w*|patch\w*"
+    r"|refactor\w*|rewr\w*|modif\w*|updat\w*|tweak\w*)\b",
+    re.IGNORECASE,
+)
+
+
 def origin_name(text: str) -> str | None:
     """The code name TEXT asks the origin of ("when was editDistance added?" -> "editDistance"), else None.
     With several names, the one the origin verb is about (see _ORIGIN_OBJECT); none when no name is (then
-    the question is about how they meet, not where one began)."""
+    the question is about how they meet, not where one began); none when it asks about a later change of
+    it (_LATER_CHANGE: its fix, a bug, what changed it)."""
+    if _LATER_CHANGE.search(_CODE.sub(" ", text)):
+        return None
     name, words = _one_name(text)
     if name is None and not _CODE.search(text):
         name = _named_thing(text)
