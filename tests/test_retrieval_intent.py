@@ -2225,3 +2225,19 @@ def test_who_wrote_the_fix_of_a_name_is_not_asked_for_its_first_holder(repo: Pat
     assert origin_name("who wrote the sendmail parameter fix") is None
     assert origin_name("who wrote the PolymorphicJsonAdapterFactory class") == "PolymorphicJsonAdapterFactory"
     assert fix
+
+
+@pytest.mark.parametrize("scope", ["one-project", "all-projects"])
+def test_what_did_i_run_today_with_only_a_commit_today_lists_that_commit(repo: Path, scope: str) -> None:
+    """`query "what did I run today"` after a commit made today (dateutil clone, no command logged) said "no
+    commit or command recorded today", and --all-projects the same. The commit is listed, and the note says
+    no command was recorded."""
+    commit(repo, "Old work", {"a.py": "x = 1\n"}, when=NOW - 400 * DAY)
+    today = commit(repo, "Edit the news today", {"NEWS": "today\n"}, when=NOW - min(SINCE_MIDNIGHT, 60))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    args = ["--all-projects"] if scope == "all-projects" else []
+    found = query_json(repo, "what did I run today", *args)
+    assert found["items"][0]["ref"] == today, [it["title"] for it in found["items"]]
+    notes = " | ".join(found["notes"])
+    assert "no commit or command recorded today" not in notes, notes
+    assert "the newest commits today (no command recorded today)" in notes, notes

@@ -2417,7 +2417,10 @@ def activity_first(
         return [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, None, None)][:limit]
 
     if len(kinds) == 1:
-        listed = newest(kinds[0]) or (newest("shell_command") if kinds[0] == "git_commit" else [])
+        # "What did I run today?" with no command logged today but a commit made: the commit is the work
+        # done (the hooks log no command, or none was run here), not "nothing recorded today".
+        other = "shell_command" if kinds[0] == "git_commit" else "git_commit"
+        listed = newest(kinds[0]) or newest(other)
     else:
         both = [*newest("git_commit"), *newest("shell_command")]
         listed = sorted(both, key=lambda node: (-node.ts, node.id))[: limit if wanted else len(both)]
@@ -2427,7 +2430,12 @@ def activity_first(
     what = "commits" if "git_commit" in shown else "commands run"
     if len(shown) > 1:
         what = "commits and commands run"
-    return _listed(scored, listed), listed, f"the newest {what} {span}".strip()
+    none_run = (
+        f" (no command recorded {span})".rstrip()
+        if kinds == ("shell_command",) and "git_commit" in shown
+        else ""
+    )
+    return _listed(scored, listed), listed, f"the newest {what} {span}".strip() + none_run
 
 
 def _exit_text(node: StoredNode) -> str:
