@@ -2241,3 +2241,19 @@ def test_what_did_i_run_today_with_only_a_commit_today_lists_that_commit(repo: P
     notes = " | ".join(found["notes"])
     assert "no commit or command recorded today" not in notes, notes
     assert "the newest commits today (no command recorded today)" in notes, notes
+
+
+@pytest.mark.parametrize("budget", [60, 80, 100, 2000])
+def test_the_still_in_the_code_note_stays_with_the_answer_at_any_budget(repo: Path, budget: int) -> None:
+    """`query --budget 80 "when was ParserError removed"` (dateutil) printed only a 2020 docs commit: the
+    "still in the code" note went to stderr, and the lone commit read as the removal. A note that changes
+    what the items mean stays on stdout at any budget (shortened, or the item left out)."""
+    code = "class ParserError(ValueError):\n    pass\n"
+    commit(repo, "Add the parser", {"src/parser.py": code}, when=NOW - 900 * DAY)
+    commit(repo, "Document parser errors", {"src/parser.py": '"""Errors."""\n' + code}, when=NOW - 300 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    out = run_cli(
+        "-C", str(repo), "query", "--budget", str(budget), "--", "when was ParserError removed"
+    ).stdout
+    assert "ParserError is still in the code" in out, out
+    assert "no change removed it" in out, out

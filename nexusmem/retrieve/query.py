@@ -3138,15 +3138,35 @@ def header(result: QueryResult, scope: str | None = None) -> str:
     for note in result.notes:
         if estimate_tokens(text(*least, [*notes, f"note: {note}"])) <= room:
             notes.append(f"note: {note}")
+        elif binding(note):  # never on stderr alone: the answer would read as what it is not
+            notes.append(f"note: {binding_short(note)}")
+    kept = [line for line in notes if binding(line)]
     if weak and estimate_tokens(text(weak, echo, scope, notes)) > room:
         weak = [WEAK_SHORT]
     if scope is not None and estimate_tokens(text(weak, echo, scope, notes)) > room:
         scope = scope.split(":", 1)[0]
     if estimate_tokens(text(weak, echo, scope, notes)) > room:
         echo = shown_query(result.query, 24)
-    while notes and estimate_tokens(text(weak, echo, scope, notes)) > room:
-        notes.pop()
+    while len(notes) > len(kept) and estimate_tokens(text(weak, echo, scope, notes)) > room:
+        notes.remove(next(line for line in reversed(notes) if line not in kept))
     return text(weak, echo, scope, notes)
+
+
+# Notes that change what the items mean: without them a lone commit reads as the removal asked about, or a
+# release's window as HEAD's (header keeps them at any budget, shortened when need be).
+_BINDING = ("is still in the code", "not in HEAD's history", "no such release")
+
+
+def binding(note: str) -> bool:
+    """Whether NOTE changes what the answer's items mean (_BINDING): it stays with them at any budget."""
+    return any(phrase in note for phrase in _BINDING)
+
+
+def binding_short(note: str) -> str:
+    """NOTE's binding clauses alone, without what they name in parentheses: "ParserError is still in the
+    code: no change removed it"."""
+    clauses = [clause for clause in note.split("; ") if binding(clause)] or [note]
+    return "; ".join(re.sub(r" \([^)]*\)", "", clause) for clause in clauses)
 
 
 def linked_fixes(
