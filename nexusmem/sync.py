@@ -658,6 +658,9 @@ def _held_a_credential(recorded: str, now: str) -> bool:
 
 
 RELEASES_READ = "releases.read"  # the git cursor (HEAD and every ref) the stored releases were read at
+# Which reading of tag names the stored releases come from: bumped when more tags count as versions (2: pre-
+# and post-releases, "2.0.0-alpha.1", "2.9.0.post0"), so a memory read before reads its tags again once.
+RELEASES_FORMAT = "2"
 
 
 def _read_releases(root: Path, store: SyncStore, denied: Callable[[str], bool] | None = None) -> None:
@@ -665,14 +668,14 @@ def _read_releases(root: Path, store: SyncStore, denied: Callable[[str], bool] |
     when a ref moved since the last read (the git cursor fingerprints every ref, tags included). A tag whose
     name holds a value `nexusmem forget` was told to forget (DENIED) is left out."""
     cursor = store.cursor("git")
-    if cursor is None or store.get_meta(RELEASES_READ) == cursor:
+    if cursor is None or store.get_meta(RELEASES_READ) == f"{cursor}#{RELEASES_FORMAT}":
         return
     from nexusmem.sources.git import releases
 
     found = [r for r in releases.read(root) if denied is None or not denied(r.name)]
     with store.transaction():
         store.replace_releases((r.name, r.version, r.sha, r.ts) for r in found)
-        store.set_meta(RELEASES_READ, cursor)
+        store.set_meta(RELEASES_READ, f"{cursor}#{RELEASES_FORMAT}")
 
 
 # The first set-up of a memory (project.init) comes before the run lock, which lives in the folder it makes:

@@ -680,11 +680,12 @@ def test_what_a_release_holds_lists_the_commits_between_its_tag_and_the_previous
         assert refs[4] == v11 and set(refs[5:7]) == {merge, notes}, titles  # then the bookkeeping
         assert "release 1.1.0: the 6 commits after 1.0.0 (git log v1.0.0..v1.1.0)" in found["notes"], found
         assert not found["weak"]
-    # "Since 1.0.0": what the release after it holds.
+    # "Since 1.0.0": every commit after its tag up to HEAD, the releases made since named.
     since = query_json(repo, "what changed since 1.0.0")
-    assert "release 1.1.0: the 6 commits after 1.0.0 (git log v1.0.0..v1.1.0)" in since["notes"], since[
-        "notes"
-    ]
+    assert (
+        "since 1.0.0: the 7 commits after its tag up to HEAD (git log v1.0.0..HEAD); released since: 1.0.1, 1.1.0"
+        in since["notes"]
+    ), since["notes"]
     with project.load(repo).open_store() as store:
         found_range = store.release_range("1.1.0")
         assert found_range is not None and found_range.base == "1.0.0"
@@ -729,3 +730,140 @@ def test_a_changelog_only_commit_is_not_the_commit_an_entry_naming_its_prs_descr
         it["ref"] for it in found["items"] if it.get("linked_from") and it.get("relation") == "changelog"
     ]
     assert tidy not in described and prepare not in described, found["items"]
+
+
+def _tag(repo: Path, name: str, sha: str, when: int) -> None:
+    """An annotated tag NAME on SHA made at epoch WHEN (a tag made again years later keeps its old commit)."""
+    date = f"@{when} +0000"
+    git(repo, "tag", "-a", "-m", name, name, sha, env={"GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date})
+
+
+def test_the_previous_release_is_the_highest_lower_version_reached_whenever_it_was_tagged(repo: Path) -> None:
+    """moshi: "what changed in 1.13.0" and "what changed since 1.11.0" both said "the 81 commits after 1.11.0
+    (git log moshi-parent-1.11.0..moshi-parent-1.13.0)", skipping 1.12.0, whose commit carries two tags:
+    `parent-1.12.0` (made then) and `moshi-parent-1.12.0` (made again a minute after 1.13.0's). The previous
+    release is the highest lower version whose tag 1.13.0's reaches, whatever its tag's date, its two tags one
+    release; "since 1.11.0" is every commit after 1.11.0's tag up to HEAD (1.12.0 and on), and "since" the
+    newest release the commits made after it, said so (dateutil's "since 2.9.0" answered "No strong match")."""
+    c = [
+        commit(repo, f"Adapter: step {n}", {f"a{n}.kt": f"val n = {n}\n"}, when=NOW - (100 - 10 * n) * DAY)
+        for n in range(7)
+    ]
+    _tag(repo, "moshi-parent-1.11.0", c[0], NOW - 100 * DAY)
+    _tag(repo, "parent-1.12.0", c[2], NOW - 80 * DAY)
+    _tag(repo, "moshi-parent-1.13.0", c[4], NOW - 60 * DAY)
+    _tag(repo, "moshi-parent-1.12.0", c[2], NOW - 60 * DAY + 60)  # made again after 1.13.0's
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in 1.13.0")
+    assert (
+        "release 1.13.0: the 2 commits after 1.12.0 (git log moshi-parent-1.12.0..moshi-parent-1.13.0)"
+        in found["notes"]
+    ), found["notes"]
+    assert [item["ref"] for item in found["items"][:2]] == [c[3], c[4]], found["items"]  # the change, its tag
+    since = query_json(repo, "what changed since 1.11.0")
+    assert (
+        "since 1.11.0: the 6 commits after its tag up to HEAD (git log moshi-parent-1.11.0..HEAD); released"
+        " since: 1.12.0, 1.13.0" in since["notes"]
+    ), since["notes"]
+    assert set([item["ref"] for item in since["items"] if item["kind"] == "git_commit"][:6]) == set(c[1:])
+    newest = query_json(repo, "what changed since 1.13.0")
+    assert (
+        "since 1.13.0: the 2 commits after its tag up to HEAD (git log moshi-parent-1.13.0..HEAD); no release is"
+        " tagged after it" in newest["notes"]
+    ), newest["notes"]
+    assert [item["ref"] for item in newest["items"][:2]] == [c[6], c[5]]
+    assert not newest["weak"]
+
+
+def test_pre_and_post_releases_are_releases_in_their_order(repo: Path) -> None:
+    """dateutil: "what changed in 2.9.0.post0" had no range (`git log 2.9.0..2.9.0.post0`: 3 commits), "2.9.0..
+    2.9.0.post0" no release note, "what's new in the latest version" answered 2.9.0; moshi's "what changed
+    between 1.13.0 and 2.0.0-alpha.1" no release note (505 commits). A pre- or post-release tag is a release
+    (PEP 440 and semver order: 2.9.0 < 2.9.0.post0 < 3.0.0-alpha.1 < 3.0.0), its range counted from the
+    highest lower version its tag reaches."""
+    changelog = "# Changelog\n\n## 2.9.0.post0\n\n- Pinned the build tool\n\n## 2.9.0\n\n- Parser: faster\n"
+    v290 = commit(repo, "Parser: faster", {"parser.py": "F = 1\n"}, when=NOW - 50 * DAY)
+    git(repo, "tag", "2.9.0", v290)
+    pin = commit(repo, "Pin the build tool to <8", {"setup.cfg": "[b]\n"}, when=NOW - 40 * DAY)
+    post = commit(repo, "Update news", {"NEWS.md": changelog}, when=NOW - 39 * DAY)
+    git(repo, "tag", "2.9.0.post0", post)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (
+        "what changed in 2.9.0.post0",
+        "2.9.0..2.9.0.post0",
+        "what changed between 2.9.0 and 2.9.0.post0",
+    ):
+        found = query_json(repo, question)
+        assert (
+            "release 2.9.0.post0: the 2 commits after 2.9.0 (git log 2.9.0..2.9.0.post0)" in found["notes"]
+        ), (
+            question,
+            found["notes"],
+        )
+        assert pin in [item["ref"] for item in found["items"]]
+    latest = query_json(repo, "what's new in the latest version")
+    assert "the newest release: 2.9.0.post0 (the highest version tag)" in latest["notes"], latest["notes"]
+    alpha = [
+        commit(repo, f"Rewrite: part {n}", {f"r{n}.py": "R = 1\n"}, when=NOW - (30 - n) * DAY)
+        for n in range(3)
+    ]
+    git(repo, "tag", "3.0.0-alpha.1", alpha[-1])
+    commit(repo, "After the alpha", {"after.py": "A = 1\n"}, when=NOW - 10 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (
+        "what changed between 2.9.0.post0 and 3.0.0-alpha.1",
+        "2.9.0.post0..3.0.0-alpha.1",
+        "what's new in 3.0.0-alpha.1",
+    ):
+        found = query_json(repo, question)
+        assert (
+            "release 3.0.0-alpha.1: the 3 commits after 2.9.0.post0 (git log 2.9.0.post0..3.0.0-alpha.1)"
+            in found["notes"]
+        ), (question, found["notes"])
+        assert [item["ref"] for item in found["items"][:3]] == alpha[::-1], question
+    latest = query_json(repo, "what's new in the latest version")
+    assert "the newest release: 3.0.0-alpha.1 (the highest version tag)" in latest["notes"], latest["notes"]
+
+
+def test_a_release_no_tag_or_heading_names_is_said_unknown_and_weak(repo: Path) -> None:
+    """PHPMailer: "what changed in 7.1.2" (no such tag yet) answered with old commits that say "changed", not
+    weak, no note. Nothing names such a release: the answer says so, names the newest known, and is weak."""
+    first = commit(repo, "Changed the mailer", {"m.php": "<?php 1;\n"}, when=NOW - 30 * DAY)
+    git(repo, "tag", "v7.1.0", first)
+    git(
+        repo,
+        "tag",
+        "v7.1.1",
+        commit(repo, "Changed the transport", {"t.php": "<?php 2;\n"}, when=NOW - 20 * DAY),
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in 7.1.2")
+    assert (
+        "release 7.1.2: no tag or changelog heading of that release is known (the newest known is 7.1.1)"
+        in found["notes"]
+    ), found["notes"]
+    assert found["weak"]
+
+
+def test_a_changelog_only_commit_outside_the_range_is_not_listed_under_it(repo: Path) -> None:
+    """PHPMailer: "what changed in 7.0.2" listed 06353247 "Changelog" (made after the 7.1.0 tag, rewording
+    7.0.2's entries) under "release 7.0.2: the 25 commits after 7.0.1": the commit the entries' last edit
+    names. A commit an entry names outside the range that only touched the changelog is left out."""
+    changelog = "# Changelog\n\n## Version 7.0.2\n\n- Reduce memory use\n\n## Version 7.0.1\n\n- First\n"
+    git(repo, "tag", "v7.0.1", commit(repo, "Start", {"a.php": "<?php 1;\n"}, when=NOW - 40 * DAY))
+    fix = commit(repo, "Reduce memory use", {"b.php": "<?php 2;\n"}, when=NOW - 35 * DAY)
+    release = commit(repo, "Release 7.0.2", {"CHANGELOG.md": changelog}, when=NOW - 30 * DAY)
+    git(repo, "tag", "v7.0.2", release)
+    reworded = commit(
+        repo,
+        "Changelog",
+        {"CHANGELOG.md": changelog.replace("memory use", "memory use.")},
+        when=NOW - 10 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in 7.0.2")
+    refs = [item["ref"] for item in found["items"]]
+    assert "release 7.0.2: the 2 commits after 7.0.1 (git log v7.0.1..v7.0.2)" in found["notes"], found[
+        "notes"
+    ]
+    assert fix in refs and reworded not in refs, found["items"]

@@ -395,8 +395,12 @@ def release_named(text: str, project: str | None = None) -> str | None:
 # 7.5.0", "since 7.5.0": the changes between two releases, or those after one (up to the next release). Every
 # other word is one of _RELEASE_ASKS or these (and maybe the project's lower-case name before a version).
 _SPAN_WORDS = frozenset({"between", "and", "since", "after", "from", "to"})
-_FINAL_VERSION = re.compile(r"(?<![\w.`'\"-])v?(\d+\.\d+(?:\.\d+){0,2})(?![\w.]*\d)(?!\.?\w)")
-_DOTTED_SPAN = re.compile(r"\s*v?(\d+(?:\.\d+){1,3})\.{2,3}v?(\d+(?:\.\d+){1,3})\s*\??\s*")
+# Either end may be a pre- or post-release ("1.13.0..2.0.0-alpha.1", "between 2.9.0 and 2.9.0.post0").
+_SPAN_SUFFIX = r"(?:[-.]?(?:alpha|beta|rc|pre|preview|dev|post|a|b)[.-]?\d*)?"
+_DOTTED_SPAN = re.compile(
+    rf"\s*v?(\d+(?:\.\d+){{1,3}}{_SPAN_SUFFIX})\.{{2,3}}v?(\d+(?:\.\d+){{1,3}}{_SPAN_SUFFIX})\s*\??\s*",
+    re.IGNORECASE,
+)
 
 
 def release_span(text: str, project: str | None = None) -> tuple[str, str | None] | None:
@@ -407,7 +411,7 @@ def release_span(text: str, project: str | None = None) -> tuple[str, str | None
     dotted = _DOTTED_SPAN.fullmatch(text)
     if dotted is not None:
         return dotted.group(1), dotted.group(2)
-    versions = list(_FINAL_VERSION.finditer(text))
+    versions = list(_NAMED_VERSION.finditer(text))
     if not 1 <= len(versions) <= 2:
         return None
     rest = text

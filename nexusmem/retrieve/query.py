@@ -47,6 +47,7 @@ from nexusmem.show import replacement
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.nodes import PROJECT_ID_KEY
+from nexusmem.store.releases import ReleaseRange
 from nexusmem.text import (
     FILLER_WORDS,
     STOPWORDS,
@@ -586,12 +587,19 @@ def retrieve(
                 stemmed=False,  # the exact index alone: half the cost, and the main list has the stems
             )
             bm25_hits = with_hits(bm25_hits, recent)
+    since_range: ReleaseRange | None = None
     if question.span is not None and question.shipped is None:
-        # "What changed since 7.5.0?": what the release after it holds (the changes made after its tag, up to
-        # the next one's); after the newest, the changes made since its tag come first, as for any release named.
-        following = store.release_after(question.span[0])
-        if following is not None:
-            question.shipped, question.release = following, None
+        # "What changed since 7.5.0?": every commit made after its tag up to HEAD (`git log 7.5.0..HEAD`, the
+        # releases since with them), led by the changelog entries of the release that followed it, if any.
+        since_range = store.range_since(question.span[0])
+        if since_range is not None and since_range.held:
+            later = store.releases_within(since_range.shas)
+            question.shipped, question.release = (later[0] if later else None), None
+        else:
+            since_range = None
+            following = store.release_after(question.span[0])
+            if following is not None:
+                question.shipped, question.release = following, None
     window = store.release_window(question.release) if question.release else None
     if question.release and window is not None:
         # "Since upgrading to 0.30.4, POSTs hang": the changes made after that release was tagged and before
@@ -735,12 +743,12 @@ def retrieve(
         question.shipped = store.newest_release(until)
         if question.shipped is not None:
             question.notes.append(f"the newest release: {question.shipped} (the highest version tag)")
-    if question.shipped is not None:
+    if question.shipped is not None or since_range is not None:
         # "What changed in 7.4.1?": the release's changelog entries and its release commit are the answer,
         # whatever else its words ("changed") match; the version itself is no searchable word (7, 4, 1).
         shipped = [
             node
-            for node in release_nodes(store, exact, question.shipped)
+            for node in (release_nodes(store, exact, question.shipped) if question.shipped else [])
             if _within(node, as_of, since, until)
         ]
         # The commits its entries describe follow its release commit, with what the budget leaves: shown
@@ -750,28 +758,51 @@ def retrieve(
             for node in described_by(store, [node for node in shipped if node.kind == "doc_section"])
             if _within(node, as_of, since, until)
         ]
+        spanned = (
+            since_range
+            if since_range is not None
+            else store.release_range(
+                question.shipped or "", question.span[0] if question.span is not None else None
+            )
+        )
         shipped, range_note = with_release_commits(
             store,
             shipped,
             described,
-            question.shipped,
-            question.span[0] if question.span is not None else None,
+            spanned,
             lambda node: _within(node, as_of, since, until),
+            store.releases_within(spanned.shas) if since_range is not None and spanned is not None else [],
         )
-        unreached = (
-            _unreached(store, question.shipped) if _RELEASE_NUMBER.fullmatch(question.shipped) else None
-        )
+        unreached = _unreached(store, question.shipped) if question.shipped else None
         if unreached is not None:
             # "What changed in 6.5.7?", tagged on a maintenance branch: its commits are not in memory, and
             # what its words matched elsewhere is no answer unless its changelog entries are.
             question.notes.append(f"release {question.shipped}: {_unreached_note(unreached)}")
             question.unreached = not any(node.kind == "doc_section" for node in shipped)
+        highest = store.newest_release(until) if question.shipped and since_range is None else None
+        if (
+            question.shipped
+            and highest is not None
+            and (question.shipped.count(".") < 3 or highest.count(".") >= 3)  # "127.0.0.1" is no release
+            and store.release_commit(question.shipped) is None
+            and not any(node.kind == "doc_section" for node in shipped)
+        ):
+            # "What changed in 7.1.2?" before 7.1.2 exists: nothing says what it holds, and what its words
+            # ("changed") match is no answer.
+            question.notes.append(
+                f"release {question.shipped}: no tag or changelog heading of that release is known (the newest"
+                f" known is {highest})"
+            )
+            question.unreached = not shipped
         if shipped:
             scored = put_first(scored, shipped)
             pinned = _pinned([node.id for node in shipped], pinned)
             answered_by = shipped[0].id
             whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
-            question.notes.append(f"first: what release {question.shipped} holds (its changelog, its commit)")
+            if question.shipped:
+                question.notes.append(
+                    f"first: what release {question.shipped} holds (its changelog, its commit)"
+                )
         if range_note is not None:
             question.notes.append(range_note)
     prefix, pasted = search.named_commits(store, question.search_text)
@@ -1033,20 +1064,20 @@ def with_release_commits(
     store: SearchStore,
     shipped: list[StoredNode],
     described: list[StoredNode],
-    version: str,
-    base: str | None,
+    found: ReleaseRange | None,
     within: Callable[[StoredNode], bool],
+    later: list[str] | None = None,
 ) -> tuple[list[StoredNode], str | None]:
-    """What release VERSION holds, in order: SHIPPED's changelog entries, the commits between the previous
-    release's tag (BASE when given) and its tag (`git log PREVIOUS..VERSION`, from memory's commit parents:
-    no git on a question's path) that change something, newest first (RANGE_CHANGES at most), SHIPPED's
-    commits (the tagged one, those whose title names it), the DESCRIBED commits not listed yet, then the
-    range's merges and bookkeeping (a release commit, one that only touched the release notes). Only those
-    WITHIN the question's window. Also the note that names the range (None without one: no earlier tag is
-    reached, or the tag is not in memory)."""
+    """What a release holds, in order: SHIPPED's changelog entries, the commits of FOUND (`git log
+    PREVIOUS..VERSION`, or VERSION..HEAD for a question about what came since VERSION, LATER being the releases
+    tagged in it; from memory's commit parents: no git on a question's path) that change something, newest
+    first (RANGE_CHANGES at most), SHIPPED's commits (the tagged one, those whose title names it), the range's
+    merges and bookkeeping (a release commit, one that only touched the release notes), then the DESCRIBED
+    commits not in the range (said so; bookkeeping ones left out). Only those WITHIN the question's window.
+    Also the note that names the range (None without one: no earlier tag is reached, or the tag is not in
+    memory)."""
     entries = [node for node in shipped if node.kind == "doc_section"]
     tagged = [node for node in shipped if node.kind != "doc_section"]
-    found = store.release_range(version, base) if _RELEASE_NUMBER.fullmatch(version) else None
     if found is None or not found.held or found.base is None or not found.shas:
         return list({node.id: node for node in [*shipped, *described]}.values()), None
     tip = store.get_many(store.commits_by_sha(found.sha)[:1], light=True)
@@ -1061,33 +1092,52 @@ def with_release_commits(
     ranged = sorted(
         (by_sha[sha] for sha in found.shas if sha in by_sha), key=lambda node: (-node.ts, walk[node.ref])
     )
+    in_range = {node.id for node in ranged}
+    outside = [node for node in described if node.id not in in_range]
     files: dict[str, list[str]] = {}
-    for node_id, path in store.files_of_many([node.id for node in ranged]):
+    for node_id, path in store.files_of_many([node.id for node in [*ranged, *outside]]):
         files.setdefault(node_id, []).append(path)
     from nexusmem.sources.docs import is_release_notes
 
+    def keeping(node: StoredNode) -> bool:
+        return bool(
+            sha_is_merge(node)
+            or _RELEASE_TITLE.search(node.title)
+            or (files.get(node.id) and all(is_release_notes(path) for path in files[node.id]))
+        )
+
     own = {node.id for node in tagged}
-    bookkeeping = {
-        node.id
-        for node in ranged
-        if node.id in own
-        or sha_is_merge(node)
-        or _RELEASE_TITLE.search(node.title)
-        or (files.get(node.id) and all(is_release_notes(path) for path in files[node.id]))
-    }
+    bookkeeping = {node.id for node in ranged if node.id in own or keeping(node)}
     changes = [node for node in ranged if node.id not in bookkeeping][:RANGE_CHANGES]
     rest = [node for node in ranged if node.id in bookkeeping and node.id not in own][:RANGE_BOOKKEEPING]
-    ordered = [*entries, *changes, *tagged, *described, *rest]
+    # A commit an entry names that the range does not hold (one made before the previous release's tag, or
+    # on another branch) comes after the range, said so; one that only touched the changelog is left out.
+    elsewhere = [node for node in outside if not keeping(node)]
+    ordered = [*entries, *changes, *tagged, *rest, *elsewhere]
     listed = list({node.id: node for node in ordered if node in entries or within(node)}.values())
     count = len(found.shas)
     more = (
         "" if count <= len(changes) + len(rest) + len(own) else f"; the newest {len(changes)} changes listed"
     )
     commits_word = "commit" if count == 1 else "commits"
-    note = (
-        f"release {version}: the {count}{'+' if found.truncated else ''} {commits_word} after {found.base}"
-        f" (git log {found.base_name}..{found.name}){more}"
-    )
+    counted = f"{count}{'+' if found.truncated else ''} {commits_word}"
+    if found.name == "HEAD":
+        later = later or []
+        since = ", ".join(later[:8]) + (", …" if len(later) > 8 else "")
+        tagged_since = f"; released since: {since}" if later else "; no release is tagged after it"
+        note = (
+            f"since {found.base}: the {counted} after its tag up to HEAD (git log {found.base_name}..HEAD)"
+            f"{tagged_since}{more}"
+        )
+    else:
+        note = f"release {found.version}: the {counted} after {found.base} (git log {found.base_name}..{found.name}){more}"
+    shown_elsewhere = [node for node in elsewhere if node in listed]
+    if shown_elsewhere:
+        which = "commit" if len(shown_elsewhere) == 1 else "commits"
+        note += (
+            f"; after them, the {len(shown_elsewhere)} {which} its changelog entries name outside that range"
+            f" ({', '.join(node.ref[:8] for node in shown_elsewhere[:5])})"
+        )
     return listed, note
 
 

@@ -114,6 +114,15 @@ class SearchStore(Protocol):
         the previous release when given); None when no version tag names it (or the store keeps no tags)."""
         ...
 
+    def range_since(self, version: str) -> ReleaseRange | None:
+        """The commits made since release VERSION (`git log VERSION..HEAD`, HEAD as the last sync read it);
+        None when no version tag names it or HEAD is not known (or the store keeps no tags)."""
+        ...
+
+    def releases_within(self, shas: Iterable[str]) -> list[str]:
+        """The versions whose tag names one of SHAS, lowest first (none when the store keeps no tags)."""
+        ...
+
     def commit_held(self, sha: str) -> bool:
         """Whether memory holds commit SHA."""
         ...

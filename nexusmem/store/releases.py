@@ -5,17 +5,42 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nexusmem.store.batch import rows_in
+from nexusmem.store.hookreads import cursor as read_cursor
+
+# A pre- or post-release after the numbers ("-alpha.1", "rc1", ".post0", ".dev2"), and where each stands
+# against the final release (PEP 440: 1.0.dev0 < 1.0a1 < 1.0b1 < 1.0rc1 < 1.0 < 1.0.post0; semver's
+# 2.0.0-alpha.1 < 2.0.0-beta.1 < 2.0.0-rc.1 < 2.0.0).
+_SUFFIX = re.compile(r"[-.]?(alpha|beta|preview|pre|rc|dev|post|a|b|c)[.-]?(\d*)", re.IGNORECASE)
+_STAGES = {"dev": -4, "alpha": -3, "a": -3, "beta": -2, "b": -2, "rc": -1, "c": -1, "pre": -1, "preview": -1}
 
 
 def version_key(version: str) -> tuple[int, ...]:
-    """ "1.2" → (1, 2, 0, 0): versions compare by number, and "1.2" is "1.2.0"."""
-    parts = [int(p) for p in version.split(".")[:4]]
-    return tuple(parts + [0] * (4 - len(parts)))
+    """ "1.2" → (1, 2, 0, 0, 0, 0): versions compare by number, and "1.2" is "1.2.0"; the last two say a pre-
+    or post-release ("2.0.0-alpha.1" → (2, 0, 0, 0, -3, 1), "2.9.0.post0" → (2, 9, 0, 0, 1, 0))."""
+    numbers = re.match(r"\d+(?:\.\d+)*", version)
+    head = numbers.group(0) if numbers else "0"
+    parts = [int(p) for p in head.split(".")[:4]]
+    stage, count = 0, 0
+    suffix = _SUFFIX.fullmatch(version[len(head) :]) if numbers and version[len(head) :] else None
+    if suffix is not None:
+        stage = _STAGES.get(suffix.group(1).lower(), 1)
+        count = int(suffix.group(2) or 0)
+    return tuple(parts + [0] * (4 - len(parts)) + [stage, count])
+
+
+def names_version(key: tuple[int, ...], version: str) -> bool:
+    """Whether a tag of version KEY is release VERSION: its numbers as far as VERSION gives them ("1.1" names
+    1.1.0 and 1.1.3), and the same pre- or post-release, or none ("2.9.0" is not 2.9.0.post0)."""
+    wanted = version_key(version)
+    numbers = re.match(r"\d+(?:\.\d+)*", version)
+    depth = min(4, len(numbers.group(0).split("."))) if numbers else 4
+    return key[:depth] == wanted[:depth] and key[4:] == wanted[4:]
 
 
 def tag_family(name: str, version: str) -> str:
@@ -49,6 +74,12 @@ class ReleaseRange:
     truncated: bool = False  # the walk stopped at MAX_RANGE_WALK commits
 
 
+def _depth(version: str) -> int:
+    """How many numbers VERSION gives ("1.1" → 2, "2.0.0-alpha.1" → 3)."""
+    numbers = re.match(r"\d+(?:\.\d+)*", version)
+    return min(4, len(numbers.group(0).split("."))) if numbers else 4
+
+
 def _line_next(
     tags: list[tuple[tuple[int, ...], int, str]], at: int, depth: int, held: Callable[[str], bool]
 ) -> tuple[tuple[int, ...], int, str] | None:
@@ -58,11 +89,22 @@ def _line_next(
     versions whose commit is in memory too (HELD: sha -> bool). A backport's tag (6.5.8 on a maintenance
     branch, tagged two years after 7.0.0) is not closed by a higher version tagged before it."""
     key, start, sha = tags[at]
-    later = [t for t in tags if t[0][:depth] > key[:depth] and t[1] > start]
+    # A full version is followed by its post-release too (2.9.0 by 2.9.0.post0); "1.1" by 1.2, not 1.1.3.
+    later = [t for t in tags if (t[0] > key if depth >= 3 else t[0][:depth] > key[:depth]) and t[1] > start]
     same = [t for t in later if t[0][0] == key[0]]
     if not same and held(sha):
         same = [t for t in later if held(t[2])]
     return min(same, key=lambda t: (t[1], t[0])) if same else None
+
+
+def _by_version(
+    rows: list[tuple[tuple[int, ...], int, str, tuple[str, str]]],
+) -> list[list[tuple[tuple[int, ...], int, str, tuple[str, str]]]]:
+    """ROWS grouped by version, highest first; within one, the earliest tagged first."""
+    groups: dict[tuple[int, ...], list[tuple[tuple[int, ...], int, str, tuple[str, str]]]] = {}
+    for row in sorted(rows, key=lambda row: (row[0], row[1])):
+        groups.setdefault(row[0], []).append(row)
+    return [groups[key] for key in sorted(groups, reverse=True)]
 
 
 class ReleasesMixin:
@@ -96,9 +138,8 @@ class ReleasesMixin:
         tags = self._release_family(version)
         if tags is None:
             return None
-        wanted, depth = version_key(version), len(version.split("."))
-        at = next(n for n, (k, _, _) in enumerate(tags) if k[:depth] == wanted[:depth])
-        following = _line_next(tags, at, depth, self.commit_held)
+        at = next(n for n, (k, _, _) in enumerate(tags) if names_version(k, version))
+        following = _line_next(tags, at, _depth(version), self.commit_held)
         return tags[at][1], (following[1] if following is not None else None)
 
     def release_after(self, version: str) -> str | None:
@@ -108,9 +149,8 @@ class ReleasesMixin:
         if rows is None:
             return None
         tags = [(k, ts, sha) for k, ts, sha, _ in rows]
-        wanted, depth = version_key(version), len(version.split("."))
-        at = next(n for n, (k, _, _) in enumerate(tags) if k[:depth] == wanted[:depth])
-        following = _line_next(tags, at, depth, self.commit_held)
+        at = next(n for n, (k, _, _) in enumerate(tags) if names_version(k, version))
+        following = _line_next(tags, at, _depth(version), self.commit_held)
         return next((v for k, ts, sha, (_, v) in rows if (k, ts, sha) == following), None)
 
     def commit_held(self, sha: str) -> bool:
@@ -122,40 +162,89 @@ class ReleasesMixin:
         return row is not None
 
     def release_range(self, version: str, base: str | None = None) -> ReleaseRange | None:
-        """The commits release VERSION (a final one) brought: those its tag reaches and the previous
-        release's tag does not, as `git log PREVIOUS..VERSION` lists them, read from the parents memory
-        records (no git on a question's path). The previous release is BASE when given (its tag must be in
-        memory), else the highest version below VERSION, tagged no later, whose tag VERSION's reaches
-        (PREVIOUS_TRIES tried). None when no tag names VERSION."""
+        """The commits release VERSION brought: those its tag reaches and the previous release's tag does
+        not, as `git log PREVIOUS..VERSION` lists them, read from the parents memory records (no git on a
+        question's path). The previous release is BASE when given (its tag must be in memory), else the
+        highest version below VERSION whose tag VERSION's reaches, whenever that tag was made (a tag made
+        again later on an old commit still names it), looked for in VERSION's family of tags, then among
+        all (PREVIOUS_TRIES versions tried). Two tags of one version (`parent-1.12.0`, `moshi-parent-1.12.0`)
+        are one release: of VERSION, the earliest commit; of an earlier one, the tag VERSION's reaches. None
+        when no tag names VERSION."""
         rows = self._release_rows(version)
         if rows is None:
             return None
-        wanted, depth = version_key(version), len(version.split("."))
-        at = next(n for n, row in enumerate(rows) if row[0][:depth] == wanted[:depth])
-        _, ts, sha, (name, _) = rows[at]
-        if not self.commit_held(sha):
+        mine = [row for row in rows if names_version(row[0], version)]
+        own = [row for row in mine if row[0] == mine[0][0]]
+        held = self._commit_graph([row[2] for row in own])
+        if not held:
+            _, _, sha, (name, _) = own[0]
             return ReleaseRange(version, name, sha, held=False)
+        _, _, sha, (name, _) = min(
+            (row for row in own if row[2] in held), key=lambda row: (held[row[2]][1], held[row[2]][2], row[1])
+        )
+        key = own[0][0]
         if base is not None:
-            base_rows = self._release_rows(base)
-            base_key, depth_b = version_key(base), len(base.split("."))
-            tries = [
-                row for row in (base_rows or []) if row[0][:depth_b] == base_key[:depth_b] and row[2] != sha
-            ][:1]
+            tries = [[row for row in (self._release_rows(base) or []) if names_version(row[0], base)]]
+            tries = [[row for row in tries[0] if row[0] == tries[0][0][0]]] if tries[0] else []
         else:
-            tries = [row for row in reversed(rows[:at]) if row[1] <= ts and row[2] != sha]
-        tried = 0
-        for _, _, below, (below_name, below_version) in tries:
-            if tried >= PREVIOUS_TRIES:
+            everyone = sorted(self._all_release_rows())
+            tries = _by_version([row for row in rows if row[0] < key])
+            seen = {row[0] for group in tries for row in group}
+            tries += _by_version([row for row in everyone if row[0] < key and row[0] not in seen])
+        walked = 0
+        for group in tries:
+            if walked >= PREVIOUS_TRIES:
                 break
-            if not self.commit_held(below):
+            candidates = [row for row in group if row[2] != sha and self.commit_held(row[2])]
+            if not candidates:
                 continue
-            tried += 1
-            shas, reached, truncated = self._walk(sha, below)
-            if reached or base is not None:
-                return ReleaseRange(
-                    version, name, sha, True, below_version, below_name, tuple(shas), truncated
-                )
+            walked += 1
+            for _, _, below, (below_name, below_version) in candidates:
+                shas, reached, truncated = self._walk(sha, below)
+                if reached or (base is not None and below == candidates[-1][2]):
+                    return ReleaseRange(
+                        version, name, sha, True, below_version, below_name, tuple(shas), truncated
+                    )
         return ReleaseRange(version, name, sha, held=True)
+
+    def range_since(self, version: str) -> ReleaseRange | None:
+        """The commits made since release VERSION: those HEAD (as the last sync read it) reaches and VERSION's
+        tag does not (`git log VERSION..HEAD`), as a ReleaseRange named "HEAD" whose BASE is VERSION. None when
+        no tag names VERSION or memory does not know HEAD; HELD False when VERSION's tag is not in memory."""
+        rows = self._release_rows(version)
+        head = self._head()
+        if rows is None or head is None:
+            return None
+        own = [row for row in rows if names_version(row[0], version)]
+        own = [row for row in own if row[0] == own[0][0]]
+        for _, _, sha, (name, tagged) in own:
+            if self.commit_held(sha):
+                shas, reached, truncated = self._walk(head, sha)
+                if reached or sha == own[-1][2]:
+                    return ReleaseRange("HEAD", "HEAD", head, True, tagged, name, tuple(shas), truncated)
+        return ReleaseRange("HEAD", "HEAD", head, held=False, base=own[0][3][1], base_name=own[0][3][0])
+
+    def releases_within(self, shas: Iterable[str]) -> list[str]:
+        """The versions whose tag names one of SHAS (a range's commits), lowest first, each once."""
+        wanted = set(shas)
+        found = {
+            tagged
+            for _, tagged, _, sha in self.conn.execute("SELECT name, version, ts, sha FROM releases")
+            if sha in wanted
+        }
+        return sorted(found, key=version_key)
+
+    def _head(self) -> str | None:
+        """The commit HEAD named at the last sync of the git source (its cursor ends in it), if memory holds it."""
+        cursor = read_cursor(self.conn, "git")
+        sha = (cursor or "").rsplit(":", 1)[-1]
+        return sha if re.fullmatch(r"[0-9a-f]{40}", sha) and self.commit_held(sha) else None
+
+    def _all_release_rows(self) -> list[tuple[tuple[int, ...], int, str, tuple[str, str]]]:
+        return [
+            (version_key(tagged), ts, sha, (name, tagged))
+            for name, tagged, ts, sha in self.conn.execute("SELECT name, version, ts, sha FROM releases")
+        ]
 
     def _walk(self, tip: str, base: str) -> tuple[list[str], bool, bool]:
         """(the commits TIP reaches and BASE does not, highest generation first; whether TIP reaches BASE;
@@ -220,8 +309,7 @@ class ReleasesMixin:
         tags = self._release_family(version)
         if tags is None:
             return None
-        wanted, depth = version_key(version), len(version.split("."))
-        return next(sha for k, _, sha in tags if k[:depth] == wanted[:depth])
+        return next(sha for k, _, sha in tags if names_version(k, version))
 
     def newest_release(self, until: int | None = None) -> str | None:
         """The highest version a tag names (tagged at or before UNTIL, epoch ms, when given), None when the
@@ -250,14 +338,12 @@ class ReleasesMixin:
         """(version key, epoch ms, sha, (tag name, version)) of the tags of the family that holds VERSION (see
         release_window), in version order; None when no tag names VERSION."""
         rows = self.conn.execute("SELECT name, version, ts, sha FROM releases").fetchall()
-        wanted = version_key(version)
-        depth = len(version.split("."))
         families: dict[str, list[tuple[tuple[int, ...], int, str, tuple[str, str]]]] = {}
         for name, tagged, ts, sha in rows:
             families.setdefault(tag_family(name, tagged), []).append(
                 (version_key(tagged), ts, sha, (name, tagged))
             )
-        holding = [f for f, tags in families.items() if any(row[0][:depth] == wanted[:depth] for row in tags)]
+        holding = [f for f, tags in families.items() if any(names_version(row[0], version) for row in tags)]
         if not holding:
             return None
         if "" in holding:

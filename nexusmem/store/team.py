@@ -1305,6 +1305,14 @@ class TeamStore:
         """None: the team store keeps no tags."""
         return None
 
+    def range_since(self, version: str) -> ReleaseRange | None:
+        """None: the team store keeps no tags."""
+        return None
+
+    def releases_within(self, shas: Iterable[str]) -> list[str]:
+        """No versions: the team store keeps no tags."""
+        return []
+
     def commit_held(self, sha: str) -> bool:
         """False: the team store keeps no tags, so no release's commit is asked about."""
         return False

@@ -16,7 +16,10 @@ from nexusmem import gitcmd
 from nexusmem.nodes import redacted_path
 
 # A tag whose name ends in a version: "v1.2.3", "1.2", "release-2.0.1", "pkg@3.4.0", "v14.3.2".
-_VERSION_TAG = re.compile(r"(?:^|[-_/@vV])(\d+(?:\.\d+){1,3})$")
+# A pre- or post-release is one too ("2.0.0-alpha.1", "2.9.0.post0", "1.0.0rc1"): its own release.
+_VERSION_TAG = re.compile(
+    r"(?:^|[-_/@vV])(\d+(?:\.\d+){1,3}(?:[-.]?(?i:alpha|beta|preview|pre|rc|dev|post|a|b|c)[.-]?\d*)?)$"
+)
 _FORMAT = "%(refname:strip=2)%00%(*objectname)%00%(objectname)%00%(creatordate:unix)"
 
 
