@@ -25,6 +25,7 @@ from nexusmem.retrieve import fuse, query, rank, timecue
 from nexusmem.retrieve.intent import pasted_trace
 
 from helpers import commit, console_script, git, query_json, run_cli, run_script
+from helpers.embedding import set_embedding
 from helpers.env import local_zone
 from helpers.mcp import mcp_session
 
@@ -163,9 +164,9 @@ def test_a_weak_answer_under_the_smallest_budgets_stays_within_them(old_and_fres
     question = "why did we migrate the billing database to MongoDB and kubernetes deploy caching"
     for budget in ("50", "55", "80", "2000"):
         for extra in ([], ["--all-projects"]):
-            out = run_cli(
+            out = run_cli(  # stdout: a note the budget cannot hold is said on stderr
                 "-C", str(old_and_fresh), "query", *extra, "--budget", budget, "--", question
-            ).output
+            ).stdout
             assert out.startswith("No strong match"), (budget, extra, out)
             assert (len(out.rstrip("\n")) + 3) // 4 <= int(budget), (budget, extra, out)
             used = json.loads(
@@ -347,6 +348,7 @@ def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo
     why = "Readers were blocked while the nightly repricing job held the write lock. " * 6
     commit(repo, f"fix(cache): switch the price cache to WAL\n\n{why}", {"cache.py": "JOURNAL = 'wal'\n"})
     commit(repo, "docs: cache notes", {"NOTES.md": "# Notes\n\nThe price cache.\n"})
+    set_embedding(repo, provider="none")  # no vectors, and no note saying semantic search was skipped
     run_cli("-C", str(repo), "sync", "--no-embed")
     question = "why did we switch the price cache to WAL"
     roomy = query_json(repo, question)
@@ -363,7 +365,8 @@ def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo
     assert "0 of " in text
     # The whole answer, footer included, stays within the budget.
     for budget in ("50", "80", "300"):
-        out = run_cli("-C", str(repo), "query", "--budget", budget, "--", question).output
+        # (stdout: a note the budget cannot hold is said on stderr)
+        out = run_cli("-C", str(repo), "query", "--budget", budget, "--", question).stdout
         assert (len(out.rstrip("\n")) + 3) // 4 <= int(budget), (budget, out)
         used = json.loads(
             run_cli("-C", str(repo), "query", "--json", "--budget", budget, "--", question).output
