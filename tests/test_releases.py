@@ -697,8 +697,8 @@ def test_a_changelog_only_commit_is_not_the_commit_an_entry_naming_its_prs_descr
     "the commit this changelog entry describes", to 7a30f3b "Small fixes on changelog (#2522)", which only
     reworded its line (the last commit to add it). A commit that only touched the release notes (or, for the
     one that added the line, only docs) is not the change when the entry's numbers name commits: the entry
-    links to the commits of #21 and #24, in the order it names them. An entry that names nothing keeps the
-    commit that added it, release commit or not."""
+    links to the commits of #21 and #24, in the order it names them. An entry that names nothing and was
+    written by a commit touching only the notes describes no commit."""
     psr = commit(repo, "Implement PSR-18 (#21)", {"src/client.py": "PSR = 18\n"}, when=NOW - 40 * DAY)
     rework = commit(
         repo, "Rework the exceptions for PSR-18 (#24)", {"src/errors.py": "E = 1\n"}, when=NOW - 30 * DAY
@@ -719,10 +719,8 @@ def test_a_changelog_only_commit_is_not_the_commit_an_entry_naming_its_prs_descr
         }
         assert set(shas.values()) == {psr, rework}, shas  # not tidy's, nor prepare's
         assert psr_entry.meta["commits"] == [psr, rework]
-        linked = [dst for _, dst, _ in store.links_from([legacy.id])]
-        assert [n.ref for n in store.get_many(linked).values()] == [
-            tidy
-        ]  # named nothing: the one that added it
+        # Named nothing, and written by a commit that only touched the notes: no commit it describes.
+        assert [dst for _, dst, _ in store.links_from([legacy.id])] == []
         ordered = query.links_of(store, [psr_entry])[psr_entry.id]
         assert [shas[dst] for dst, _ in ordered] == [psr, rework]
     found = query_json(repo, "when was PHP 5 support dropped")
@@ -867,3 +865,74 @@ def test_a_changelog_only_commit_outside_the_range_is_not_listed_under_it(repo: 
         "notes"
     ]
     assert fix in refs and reworded not in refs, found["items"]
+
+
+def test_an_entry_links_to_the_commit_that_first_wrote_its_line_not_a_later_rewording(repo: Path) -> None:
+    """PHPMailer's 2009 entry "fixed "SingleTo" property, now works with Sendmail ..." was shown with
+    "spelling: sendmail -- the commit this changelog entry describes": 99137647, a 2026 typo fix touching
+    only changelog.md, the last commit to add the line's current form (201 of PHPMailer's 471 changelog links
+    went to such commits). The line is followed back through the commits that only reworded it to the one
+    that first wrote it: the fix that also changed the code. An entry first written by a commit touching only
+    the notes, naming nothing, describes no commit at all."""
+    commit(repo, "init", {"src/mailer.py": "X = 0\n"}, when=NOW - 50 * DAY)
+    notes = "# Changelog\n\n## 5.1\n\n- fixed SingleTo property, now works with Senmail and Qmail\n"
+    fix = commit(
+        repo,
+        "Make SingleTo work for every transport",
+        {"src/mailer.py": "X = 1\n", "CHANGELOG.md": notes},
+        when=NOW - 40 * DAY,
+    )
+    notes += "- Dropped the legacy transport adapter\n"
+    commit(repo, "Note the adapter removal", {"CHANGELOG.md": notes}, when=NOW - 30 * DAY)
+    notes = notes.replace("- fixed SingleTo", "* Fixed `SingleTo`")  # a reformat, then a typo fix
+    commit(repo, "Reformat the changelog", {"CHANGELOG.md": notes}, when=NOW - 20 * DAY)
+    notes = notes.replace("Senmail", "Sendmail").replace("Dropped the legacy", "Dropped the old")
+    typo = commit(repo, "spelling: sendmail", {"CHANGELOG.md": notes}, when=NOW - 10 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store() as store:
+        entries = {n.title: n for n in store.iter_nodes("doc_section") if n.source == "changelog"}
+        single = next(n for title, n in entries.items() if "SingleTo" in title)
+        legacy = next(n for title, n in entries.items() if "adapter" in title)
+        linked = store.get_many([dst for _, dst, _ in store.links_from([single.id])])
+        assert [n.ref for n in linked.values()] == [fix]
+        assert single.meta["commits"] == [fix]
+        assert single.ts == (NOW - 40 * DAY) * 1000  # dated by the commit that wrote it
+        assert [dst for _, dst, _ in store.links_from([legacy.id])] == []
+        assert legacy.meta["commits"] == []
+    found = query_json(repo, "SingleTo property fix in 5.1")
+    refs = [it["ref"] for it in found["items"]]
+    described = [
+        it["ref"] for it in found["items"] if it.get("relation") == "changelog" and it.get("linked_from")
+    ]
+    assert typo not in described and refs[0] == fix, found["items"]  # the change, then its entry
+
+
+def test_a_news_fragment_gathered_into_the_news_file_links_to_the_commit_that_added_the_fragment(
+    repo: Path,
+) -> None:
+    """dateutil's 2.9.0.post0 entry "Pinned setuptools_scm to <8" was linked to ee6de9d "Update news to
+    prepare for release", which moved towncrier's fragment into NEWS and touched nothing else, rather than
+    9780d32 "Pin setuptools_scm to <8", which added the fragment with the change."""
+    commit(repo, "init", {"pyproject.toml": "scm = 7\n", "NEWS": "Version 2.8.0\n=============\n\n- Old\n"})
+    pin = commit(
+        repo,
+        "Pin setuptools_scm to <8",
+        {
+            "pyproject.toml": "scm = '<8'\n",
+            "changelog.d/1346.bugfix.rst": "Pinned ``setuptools_scm`` to ``<8``.\n",
+        },
+        when=NOW - 20 * DAY,
+    )
+    (repo / "changelog.d" / "1346.bugfix.rst").unlink()
+    news = "Version 2.9.0.post0\n===================\n\n- Pinned ``setuptools_scm`` to ``<8``.\n\n"
+    gathered = commit(
+        repo,
+        "Update news to prepare for release",
+        {"NEWS": news + "Version 2.8.0\n=============\n\n- Old\n", "changelog.d/template.rst": "{{ x }}\n"},
+        when=NOW - 10 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store() as store:
+        entry = next(n for n in store.iter_nodes("doc_section") if "setuptools_scm" in n.title)
+        assert entry.ref.startswith("NEWS#")
+        assert entry.meta["commits"] == [pin], (entry.meta, gathered)

@@ -16,13 +16,16 @@ An entry links to a commit when
   the abbreviated id that starts a changesets entry ("- 4ff8c1b: Fix ..."), resolved when unambiguous;
 - they name the same number: "#123", ".../pull/123" or a Sphinx role (":pr:`123`", ":issue:`123`") in the
   entry, and "(#123)", "Merge pull request #123", "Fixes #123" (any "#123") in the commit message; or
-- the commit added the entry's first line (one bounded `git log -p` over the changelog files), unless that
-  commit added more than BULK_ENTRIES entries: a release commit that writes the whole list describes none
-  of them.
+- the commit first wrote the entry's first line (one bounded `git log -p` over the changelog files,
+  followed back through the commits that only reworded the line), unless that commit added more than
+  BULK_ENTRIES entries: a release commit that writes the whole list describes none of them.
+A commit that only touched the release notes is never one an entry describes (a typo fix, the commit that
+wrote a release's notes): an entry with no other commit has no link.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -45,6 +48,7 @@ from nexusmem.sources.docs import (
     doc_text,
     inline_text,
     is_release_notes,
+    notes_folder,
     regular_file,
     release_notes_excluded,
     sections_of,
@@ -55,7 +59,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import content_text, one_line
 
-_CURSOR_VERSION = "changelog-14"
+_CURSOR_VERSION = "changelog-15"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -199,10 +203,11 @@ def _chunks(lines: list[str]) -> list[list[str]]:
 
 def _changelog_files(
     root: Path, max_bytes: int, exclude: Sequence[str]
-) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+) -> tuple[list[tuple[str, str]], list[tuple[str, int]], list[str]]:
     """(path, stamp) of the changelog files (but those the docs' EXCLUDE globs leave out, and towncrier's
     template), tracked and untracked-not-ignored (a news fragment not added
     yet, as the docs source reads an untracked page), sorted; also the (path, size) of those over MAX_BYTES.
+    Also the folders of news fragments (notes_folder), those holding only towncrier's template too.
     The stamp is the index's blob (none for an untracked file) and the work tree file's size, modification
     and change times: the entries are read from the work tree (an edit not yet committed is read too), and a
     commit of the file, which leaves it as it was, changes which commit added each entry."""
@@ -210,6 +215,7 @@ def _changelog_files(
     # an untracked one.
     out = gitcmd.run(["ls-files", "-s", "-co", "--exclude-standard", "-z"], root)
     listed: dict[str, str] = {}
+    folders: set[str] = set()
     for entry in out.split(b"\0"):
         staged = _STAGED.match(entry)
         raw = entry[staged.end() :] if staged else entry
@@ -218,6 +224,8 @@ def _changelog_files(
         # A name that is not UTF-8 (caf\xe9.rst) keeps its bytes (surrogate escapes) so that the file can be
         # opened and given to git by its real name; its entries are stored under display_path(), as docs' are.
         path = os.fsdecode(raw)
+        if (folder := notes_folder(path)) is not None and not release_notes_excluded(path, exclude):
+            folders.add(folder)
         if (
             is_release_notes(path)
             and not release_notes_excluded(path, exclude)
@@ -237,7 +245,7 @@ def _changelog_files(
             too_big.append((path, st.st_size))
             continue
         found.append((path, f"{blob}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"))
-    return sorted(found), sorted(too_big)
+    return sorted(found), sorted(too_big), sorted(folders)
 
 
 def _commit_numbers(
@@ -310,11 +318,51 @@ def _note(
         body_hits.setdefault(number, []).append(sha)
 
 
+# How alike two forms of a line must be (normalised, difflib's ratio) for the newer to be a rewording of the
+# older ("Senmail" corrected to "Sendmail", a bullet's marker changed): the entry was written by whoever wrote
+# the older one.
+REWORDED = 0.7
+# Removed lines of a hunk a wanted line is compared with, either side of its own place in the hunk: a commit
+# rewriting the whole file is not compared line by line with every other.
+_NEAR = 20
+
+
+def _normal(text: str) -> str:
+    """TEXT as compared across rewordings: lower case, words only (markup, bullets and punctuation gone)."""
+    return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
+
+
+def _reworded(line: str, removed: list[str], at: int, same: dict[str, str]) -> str | None:
+    """The line of REMOVED (a hunk's, LINE's place in it AT) or of SAME (every line the commit removed, by
+    its normalised text) that LINE rewords, if any: the same words, or alike by REWORDED."""
+    norm = _normal(line)
+    if not norm:
+        return None
+    if norm in same:
+        return same[norm]
+    best, best_ratio = None, REWORDED
+    low = max(0, min(at, len(removed)) - _NEAR)
+    for old in removed[low : at + _NEAR + 1]:
+        other = _normal(old)
+        if not other:
+            continue
+        matcher = difflib.SequenceMatcher(None, norm, other, autojunk=False)
+        if matcher.real_quick_ratio() < best_ratio or matcher.quick_ratio() < best_ratio:
+            continue
+        ratio = matcher.ratio()
+        if ratio >= best_ratio:
+            best, best_ratio = old, ratio
+    return best
+
+
 def _added_by(root: Path, paths: list[str], wanted: set[str]) -> tuple[dict[str, str], str, str]:
-    """First line of an entry → the newest commit whose patch added that exact line (its current form);
-    the newest commit that touched the files; and, when git could not read a past version of the files (a
-    partial clone lacks them, a damaged one lost them), git's message: the pass stops there, and what the
-    commits before it added is kept."""
+    """First line of an entry → the commit that first wrote it: the newest commit whose patch added that exact
+    line (its current form), followed back through the commits that only reworded it (the line it replaced in
+    the same hunk, or any line of that commit with the same words, is its older form: the commit that added
+    that one wrote it, and so on); the newest commit that touched the files; and, when git could not read a
+    past version of the files (a partial clone lacks them, a damaged one lost them), git's message: the pass
+    stops there, and what the commits before it added is kept. A line whose older form lies past the
+    commits walked keeps the oldest commit found to have reworded it."""
     found: dict[str, str] = {}
     newest = ""
     if not wanted:
@@ -333,20 +381,47 @@ def _added_by(root: Path, paths: list[str], wanted: set[str]) -> tuple[dict[str,
         "--",
         *[f":(literal){p}" for p in paths],
     ]
+    # The form of a line looked for → the entries' first lines it is an older (or the current) form of.
+    pending: dict[str, list[str]] = {text: [text] for text in wanted}
     sha = ""
+    hunks: list[tuple[list[str], list[str]]] = []  # this commit's (removed, added) lines, hunk by hunk
+
+    def settle() -> None:
+        """What the commit read (SHA, HUNKS) added of the lines looked for: written here, or reworded."""
+        same = {_normal(old): old for removed, _ in hunks for old in removed}
+        same.pop("", None)
+        for removed, added in hunks:
+            for at, text in enumerate(added):
+                origins = pending.pop(text, None)
+                if origins is None:
+                    continue
+                older = _reworded(text, removed, at, same)
+                for origin in origins:
+                    found[origin] = sha
+                if older is not None and older != text:
+                    pending.setdefault(older, []).extend(origins)
+        hunks.clear()
+
     chunks = gitcmd.stream(args, root)
     try:
         for line in chunks:
             if line.startswith(b"\0"):
+                settle()
+                if not pending:
+                    break
                 sha = line[1:].strip().decode("ascii", "replace")
                 newest = newest or sha
                 continue
-            if line.startswith(b"+") and not line.startswith(b"+++ "):
-                text = line[1:].decode("utf-8", "replace").strip()
-                if text in wanted and text not in found:
-                    found[text] = sha
-                    if len(found) == len(wanted):
-                        break
+            if line.startswith(b"@@"):
+                hunks.append(([], []))
+            elif not hunks or line.startswith((b"+++ ", b"--- ")):
+                continue
+            elif line.startswith(b"+"):
+                hunks[-1][1].append(line[1:].decode("utf-8", "replace").strip())
+            elif line.startswith(b"-"):
+                hunks[-1][0].append(line[1:].decode("utf-8", "replace").strip())
+        else:
+            settle()
     except GitCommandError as exc:
         from nexusmem.sources.git.commits import unreadable_object  # the walk's parser: not for a no-op sync
 
@@ -395,19 +470,19 @@ def _files_of(root: Path, shas: set[str]) -> dict[str, list[str]]:
 
 def _described(named: list[str], adder: str | None, touched: dict[str, list[str]]) -> list[str]:
     """The commits an entry describes: NAMED (the commits it names by sha, and those whose message has its
-    `#123`), first, then ADDER (the commit that added its line). A commit that only touched the release
-    notes (guzzle's "Small fixes on changelog (#2522)", which reworded the line of an entry naming #2421 and
-    #2474; a release commit) is bookkeeping, not the change, when another commit matches; the adder is, too,
-    when it only touched docs and the entry names commits of its own. TOUCHED: sha -> the files it changed."""
+    `#123`), first, then ADDER (the commit that first wrote its line). A commit that only touched the release
+    notes is bookkeeping, never the change: guzzle's "Small fixes on changelog (#2522)", which reworded the
+    line of an entry naming #2421 and #2474; PHPMailer's "spelling: sendmail", which corrected a 2009 entry;
+    a commit that wrote the notes of a release. An entry whose only commits are such has no commit it
+    describes. The adder is left out, too, when it only touched docs and the entry names commits of its own.
+    TOUCHED: sha -> the files it changed."""
     commits = list(dict.fromkeys([*named, *([adder] if adder else [])]))
 
     def only(sha: str, test: Callable[[str], bool]) -> bool:
         listed = touched.get(sha, [])
         return bool(listed) and all(test(path) for path in listed)
 
-    notes = [c for c in commits if only(c, is_release_notes)]
-    if len(notes) < len(commits):
-        commits = [c for c in commits if c not in notes]
+    commits = [c for c in commits if not only(c, is_release_notes)]
     if adder in commits and adder not in named and named and only(adder, _docs_file):
         commits.remove(adder)
     return commits
@@ -472,7 +547,9 @@ class ChangelogSource:
         max_bytes = int(docs.get("maxFileBytes", 1_000_000))
         exclude = list(docs.get("exclude", []))
         code, _ = gitcmd.run_ok(["rev-parse", "-q", "--verify", "HEAD"], ctx.root)
-        files, too_big = _changelog_files(ctx.root, max_bytes, exclude) if code == 0 else ([], [])
+        files, too_big, folders = (
+            _changelog_files(ctx.root, max_bytes, exclude) if code == 0 else ([], [], [])
+        )
         # A shallow clone's boundary too: deepened or unshallowed, the entries' commits can be found now.
         marker = shallow_marker(ctx.root)
         key: list[Any] = [_CURSOR_VERSION, files, *([marker] if marker else [])]
@@ -488,12 +565,18 @@ class ChangelogSource:
         # otherwise add the same names to `status`'s history every time.
         for path, size in too_big:
             result.skip(too_big_problem(path, size, max_bytes))
-        result.nodes = self._emit(ctx, result, files, digest)
+        result.nodes = self._emit(ctx, result, files, digest, folders)
         return result
 
     def _emit(
-        self, ctx: ScanContext, result: ScanResult, files: list[tuple[str, str]], digest: str
+        self,
+        ctx: ScanContext,
+        result: ScanResult,
+        files: list[tuple[str, str]],
+        digest: str,
+        folders: Sequence[str] = (),
     ) -> Iterator[Node]:
+        """The entries of FILES and their links; FOLDERS: the folders of news fragments (walked whole)."""
         entries: list[Entry] = []
         unreadable: list[str] = []
         for path, _stamp in files:
@@ -514,7 +597,10 @@ class ChangelogSource:
         missing = ""
         try:
             wanted = {e.first_line for e in entries} if times else set()
-            added, newest, missing = _added_by(ctx.root, [p for p, _ in files], wanted)
+            # A folder of news fragments as a whole: a release moves the lines of fragments it deletes into
+            # the NEWS file (dateutil's "Update news to prepare for release"), and the fragment's adder wrote it.
+            walked = [*(p for p, _ in files if notes_folder(p) is None), *folders]
+            added, newest, missing = _added_by(ctx.root, walked, wanted)
         except GitCommandError as exc:
             result.notes.append(f"entries not linked to the commits that added them: {one_line(str(exc))}")
             added, newest = {}, ""
@@ -542,15 +628,14 @@ class ChangelogSource:
                 adder = None
             candidates.append((named, adder))
         try:
-            touched = _files_of(
-                ctx.root, {c for named, adder in candidates if named for c in [*named, adder] if c}
-            )
+            touched = _files_of(ctx.root, {c for named, adder in candidates for c in [*named, adder] if c})
         except GitCommandError as exc:
             result.notes.append(f"changelog links not told from bookkeeping: {one_line(str(exc))}")
             touched = {}
         for n, entry in enumerate(entries):
             ctx.progress("changelog", n, len(entries))
-            commits = _described(*candidates[n], touched)
+            named, adder = candidates[n]
+            commits = _described(named, adder, touched)
             body = redact_cut(entry.text, MAX_ENTRY_CHARS)  # cut after: a secret cut short stays unredacted
             version = redact(entry.version)
             key_base = f"{entry.path}#{version}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"

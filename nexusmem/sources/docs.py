@@ -90,6 +90,13 @@ def is_release_notes(path: str) -> bool:
     return _RELEASE_NOTES_DIR.search(folder + "/") is not None and _TEXT_NOTE.match(name) is not None
 
 
+def notes_folder(path: str) -> str | None:
+    """The folder of release notes kept as files (towncrier's changelog.d/, news/) PATH lies in, if any: its
+    fragments, deleted once a release gathers them into the NEWS file, are where that file's lines came from."""
+    folder = path.rpartition("/")[0]
+    return folder if folder and _RELEASE_NOTES_DIR.search(folder + "/") is not None else None
+
+
 def release_notes_excluded(path: str, exclude: Sequence[str]) -> bool:
     """Whether the docs source's EXCLUDE globs (sources.docs.exclude) keep the release notes at PATH from the
     changelog source too: a test suite's or a fixture's (`tests/*`, `fixtures/*`: a `## 9.9.9` there is no
