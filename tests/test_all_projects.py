@@ -403,6 +403,44 @@ def test_recent_work_across_projects_is_listed_newest_first(tmp_path: Path) -> N
     assert scores == sorted(scores, reverse=True)
 
 
+def test_what_fixed_the_failing_test_keeps_each_failure_with_its_fixes_across_projects(
+    tmp_path: Path,
+) -> None:
+    """`--all-projects "what fixed the failing test"` listed the passing re-run first, then the fix commit,
+    then the failing run (newest first, as other listings are), their `linked_from` and `relation` null and
+    no "-- linked as the fix" mark, under a note saying "the newest failure ... with what fixed it"; one
+    project's own answer reads failure -> commit -> re-run, each fix linked. The fused answer keeps that."""
+    now = int(time.time()) // 3600 * 3600
+    repos = {}
+    for name, hours in (("alpha", 5), ("beta", 3)):
+        path = tmp_path / name
+        path.mkdir()
+        git(path, "init", "-q", "-b", "main")
+        code = {f"src/{name}.mjs": "export const q = 1;\n", f"test/{name}.test.mjs": "//\n"}
+        commit(path, "feat: quarterOf", code, when=now - 2 * DAY)
+        failed_at = (now - hours * 3600) * 1000
+        write_commands(path, [(failed_at, f"node --test test/{name}.test.mjs", 1)])
+        (path / "src" / f"{name}.mjs").write_text("export const q = 2;\n", encoding="utf-8")
+        write_commands(path, [(failed_at + 300_000, f"node --test test/{name}.test.mjs", 0)])
+        commit(path, f"fix({name}): months are 1-based", when=now - hours * 3600 + 400)
+        run_cli("-C", str(path), "sync", "--no-embed", "--quiet", "--link-failures")
+        repos[name] = path
+    alone = query_json(repos["beta"], "what fixed the failing test")
+    fused = all_json(tmp_path, text="what fixed the failing test")
+    for found, names in ((alone, ("beta",)), (fused, ("beta", "alpha"))):
+        shown = [(it["title"], it.get("relation"), bool(it.get("linked_from"))) for it in found["items"]]
+        expected = []
+        for name in names:  # the newest failure first, each followed by its fixes, linked
+            expected += [
+                (f"node --test test/{name}.test.mjs (exit 1)", None, False),
+                (f"fix({name}): months are 1-based", "commit", True),
+                (f"node --test test/{name}.test.mjs (exit 0)", "retry", True),
+            ]
+        assert shown[: len(expected)] == expected, shown
+    text = run_cli("-C", str(tmp_path), "query", "--all-projects", "--", "what fixed the failing test").stdout
+    assert text.count("-- linked as the fix") == 4, text
+
+
 @pytest.mark.slow
 def test_two_projects_of_one_name_are_told_apart(tmp_path: Path) -> None:
     """Two registered `dotenv` checkouts: the text tags each item with the folders that tell them apart, and

@@ -547,6 +547,28 @@ def _scored_below(entries: list[Entry], behind: dict[int, int]) -> list[Entry]:
     return out
 
 
+def _merged_listings(searched: list[_Searched], listed: list[Entry]) -> list[Entry]:
+    """LISTED (the entries of the projects' listings) newest first across the projects, each project's in the
+    order its rules listed them: of the projects' next items, the newest goes next. A listing of failures each
+    followed by its fixes (query.fixes_first: failure, the commit, the passing re-run) stays one failure with
+    its fixes after it, and so keeps the fixes' links (pack marks a fix only after its failure): sorted by
+    time alone, `what fixed the failing test` listed the re-run, then the commit, then the failure, unlinked.
+    For a listing newest first this is the newest first of all."""
+    place = {(s.index, node.id): k for s in searched for k, (node, _) in enumerate(s.scored)}
+    queues: dict[int, list[Entry]] = {}
+    for entry in sorted(listed, key=lambda e: place.get((e[2], e[3]), len(place))):
+        queues.setdefault(entry[2], []).append(entry)
+    merged: list[Entry] = []
+    heads = dict.fromkeys(queues, 0)
+    while heads:
+        index = min(heads, key=lambda i: (-queues[i][heads[i]][4].ts, i, queues[i][heads[i]][3]))
+        merged.append(queues[index][heads[index]])
+        heads[index] += 1
+        if heads[index] == len(queues[index]):
+            del heads[index]
+    return merged
+
+
 def _fuse_and_pack(
     result: MultiResult,
     searched: list[_Searched],
@@ -577,11 +599,11 @@ def _fuse_and_pack(
     entries.sort(key=lambda e: (e[2] in behind, -round(e[0], 12), -round(e[1], 9), e[2], e[3]))
     entries = _scored_below(entries, behind)
     # What a project's rules listed in time order (the failures or the newest work of a time) goes first,
-    # newest first across the projects: ranks would interleave them by position, not by time. Then what a
+    # newest first across the projects, each project's in its own order (_merged_listings): ranks would
+    # interleave them by position, not by time. Then what a
     # project's rules put first (a release's entries, the commit a sha names, what was run after a command),
     # in its order: interleaved by position, another project's items came between the commands run next.
-    listed = [e for e in entries if e[3] in searched[e[2]].listing]
-    listed.sort(key=lambda e: (-e[4].ts, e[2], e[3]))
+    listed = _merged_listings(searched, [e for e in entries if e[3] in searched[e[2]].listing])
     # "Show my last 3 commits": each project listed its own 3; the merged list holds the newest 3 of all (an
     # id two clones list is one item).
     count = min((s.listing_count for s in listed_by if s.listing_count is not None), default=None)
