@@ -15,17 +15,14 @@
 #    An empty Enter or a line cancelled with Ctrl-C never expands PS0, so it writes nothing.
 #  - The command text comes from the `history` builtin, written to a per-shell scratch file in the
 #    NexusMem user dir and read back with `read` (`$(history 1)` would fork).
-#  - PROMPT_COMMAND is our function alone, and it runs what was there: first it reads the user's $? and
-#    PIPESTATUS and records the command, then it runs the user's PROMPT_COMMAND with $? (and $_) as the
-#    command left them, then __nexusmem_postcmd: what ran after the record may have changed history
-#    (`history -a; history -n` reads in other terminals' lines), and then it looks again where history
-#    stands, so that a line another terminal ran is never taken for this shell's next command (it reads
-#    history only when HISTCMD moved). One simple command at the top level: a DEBUG trap (starship's timer,
-#    `[ "$BASH_COMMAND" = "$PROMPT_COMMAND" ] && return`) sees nothing more at a prompt than without the
-#    hook. When something loaded later puts itself in front or after, or takes PROMPT_COMMAND over and runs
-#    the old one from its own function, the hook takes that in at the next prompt (__nexusmem_heal) and
-#    records the commands it could not see the status of with "exit":null. With bash-preexec loaded, the
-#    hook runs first in its precmd_functions instead, and __nexusmem_postcmd just before its last step.
+#  - The first thing in PROMPT_COMMAND is our function, so it sees the user's $? and PIPESTATUS;
+#    it hands $? (and $_) back unchanged to whatever runs after it. When something loaded later runs
+#    first, the hook puts itself first again at the next prompt (__nexusmem_heal) and records the
+#    commands it could not see the status of with "exit":null.
+#  - The last thing in PROMPT_COMMAND (bash-preexec's own last step aside) is __nexusmem_postcmd: what ran
+#    after our function may have changed history (`history -a; history -n` reads in other terminals'
+#    lines), and then it looks again where history stands, so that a line another terminal ran is never
+#    taken for this shell's next command. It reads history only when HISTCMD moved.
 #  - POSIX mode (`set -o posix`) works: PS0 holds no `!`, which a POSIX-mode prompt reads as the
 #    history number.
 #  - Leading-space commands are never recorded (HISTCONTROL=ignorespace convention). A command bash
@@ -326,167 +323,48 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         return "$1"
     }
 
-    # PROMPT_COMMAND is __nexusmem_precmd alone (a string, or an array of that one entry when it was an array),
-    # and __nexusmem_precmd runs in its place what was there (__nexusmem_pc, each entry with the command's $?
-    # and $_), then __nexusmem_postcmd. One simple command: nothing else runs at the top level at each prompt,
-    # where every DEBUG trap sees it. Before, PROMPT_COMMAND was three lines (__nexusmem_precmd, the user's,
-    # __nexusmem_postcmd): a DEBUG trap's `[ "$BASH_COMMAND" = "$PROMPT_COMMAND" ] && return` (the common
-    # hand-written preexec) let all three through after every command, and starship's DEBUG-trap timer, ready
-    # once starship_precmd has run, started at __nexusmem_postcmd: the wait at the prompt was counted in the
-    # next command's time. With bash-preexec the hook goes through its arrays instead (__nexusmem_heal_bp).
-    # Done at load, and again when something loaded after the hook put itself in front (a prompt framework,
-    # `PROMPT_COMMAND="history -a; $PROMPT_COMMAND"`), or after us (`PROMPT_COMMAND+=$'\n'...`): what it added
-    # goes into __nexusmem_pc, with what __nexusmem_precmd stood for in its place. A framework that took
-    # PROMPT_COMMAND over and runs the old one (__nexusmem_precmd) from its own function becomes __nexusmem_pc,
-    # and what was there goes one level down (__nexusmem_pc_up): __nexusmem_precmd runs it when that function
-    # calls it. Builtins only.
-    __nexusmem_pc=()
-    __nexusmem_pc_up=()
-    __nexusmem_now=()
-    __nexusmem_now_up=()
-    __nexusmem_run=0
+    # Put our function first in PROMPT_COMMAND and __nexusmem_postcmd last: at load, and again when something
+    # loaded after the hook put itself in front (a prompt framework, `PROMPT_COMMAND="history -a;
+    # $PROMPT_COMMAND"`), or after us (`PROMPT_COMMAND+=$'\n'...`), or runs the old PROMPT_COMMAND from inside
+    # its own function; in front, its commands reset $? before we read it. bash-preexec's
+    # __bp_interactive_mode stays last: its DEBUG trap takes whatever runs after it for the user's command.
+    # Builtins only. An old entry is replaced by `:` in a string (deleting it could leave `;;`) and dropped
+    # from an array.
     __nexusmem_heal() {
-        if [[ -n ${__bp_imported-} && ${PROMPT_COMMAND[*]-} == *@(__bp_precmd_invoke_cmd|__bp_install)* ]]; then
-            __nexusmem_heal_bp
-            return
-        fi
-        local IFS=$'\n' e u head tail found=0 arr=0
-        local -a all=()
-        u="${__nexusmem_pc[*]}"
-        [[ -n $u ]] || u=:
+        local i pc end=$'\n'__nexusmem_postcmd
         # Under `set -u` (set in ~/.bashrc before the hook) an unset PROMPT_COMMAND must not be expanded.
-        if [[ -v PROMPT_COMMAND ]]; then
-            [[ ${PROMPT_COMMAND@a} == *a* ]] && arr=1
-            for e in "${PROMPT_COMMAND[@]}"; do
-                [[ $e == __nexusmem_postcmd ]] && continue
-                e=${e//__nexusmem_postcmd/:}
-                if [[ $e == *__nexusmem_precmd* ]]; then
-                    head=${e%%__nexusmem_precmd*}
-                    tail=${e#*__nexusmem_precmd}
-                    ((found)) && e=$head: || e=$head$u
-                    e+=${tail//__nexusmem_precmd/:}
-                    found=1
-                fi
-                [[ $e == *[![:space:]\;:]* ]] && all+=("$e")
+        if [[ -v PROMPT_COMMAND && ${PROMPT_COMMAND@a} == *a* ]]; then
+            for i in "${!PROMPT_COMMAND[@]}"; do
+                # The two as the string the hook set, made an entry by something that made PROMPT_COMMAND an array.
+                [[ ${PROMPT_COMMAND[i]} == __nexusmem_@(pre|post)cmd?($'\n'__nexusmem_postcmd) ]] &&
+                    unset 'PROMPT_COMMAND[i]'
             done
-        fi
-        if ((!found)) && [[ $u != : ]]; then
-            __nexusmem_pc_up=("$u" "${__nexusmem_pc_up[@]:0:7}")
-        fi
-        __nexusmem_pc=("${all[@]}")
-        if ((arr)); then
-            PROMPT_COMMAND=(__nexusmem_precmd)
-        else
-            # shellcheck disable=SC2178  # a plain string here, as it was
-            PROMPT_COMMAND=__nexusmem_precmd
-        fi
-        # Back from bash-preexec's arrays, should it ever be taken out of PROMPT_COMMAND.
-        [[ ${precmd_functions[*]-} == *__nexusmem_precmd* ]] &&
-            precmd_functions=("${precmd_functions[@]/#__nexusmem_precmd/:}")
-        return 0
-    }
-
-    # bash-preexec is loaded (atuin, iTerm2 and Warp load it), before or after the hook: it runs its own
-    # DEBUG trap, and whatever PROMPT_COMMAND runs after its __bp_interactive_mode (or, at the first prompt,
-    # after its `__bp_install "$_"`) is taken for the user's command, which then runs no preexec. The hook
-    # goes through its arrays: __nexusmem_precmd first in precmd_functions (bash-preexec hands every entry the
-    # command's $? and $_, and keeps PIPESTATUS in BP_PIPESTATUS), and out of PROMPT_COMMAND, where only
-    # __nexusmem_postcmd stays, just before bash-preexec's last step.
-    # shellcheck disable=SC2016  # bash-preexec's step at its first prompt, as it spells it
-    __nexusmem_bp_install='__bp_install "$_"'
-    __nexusmem_heal_bp() {
-        local e pc last
-        local -a fns=(__nexusmem_precmd) rest=()
-        for e in "${precmd_functions[@]}"; do
-            [[ $e == __nexusmem_precmd ]] || fns+=("$e")
-        done
-        precmd_functions=("${fns[@]}")
-        if [[ ${PROMPT_COMMAND@a} == *a* ]]; then
-            for e in "${PROMPT_COMMAND[@]}"; do
-                [[ $e == __nexusmem_@(pre|post)cmd ]] && continue
-                e=${e//__nexusmem_precmd$'\n'/}
-                e=${e//__nexusmem_postcmd$'\n'/}
-                e=${e//__nexusmem_precmd/:}
-                rest+=("${e//__nexusmem_postcmd/:}")
-            done
-            e=${#rest[@]}
-            if ((e)) && [[ ${rest[e - 1]} == @(__bp_interactive_mode|"$__nexusmem_bp_install") ]]; then
-                PROMPT_COMMAND=("${rest[@]:0:e-1}" __nexusmem_postcmd "${rest[e - 1]}")
-            else
-                PROMPT_COMMAND=("${rest[@]}" __nexusmem_postcmd)
+            local -a rest=("${PROMPT_COMMAND[@]}") last=()
+            i=${#rest[@]}
+            if ((i)) && [[ ${rest[i - 1]} == __bp_interactive_mode ]]; then
+                last=(__bp_interactive_mode)
+                unset 'rest[i - 1]'
             fi
+            PROMPT_COMMAND=(__nexusmem_precmd "${rest[@]}" __nexusmem_postcmd "${last[@]}")
         else
             pc=${PROMPT_COMMAND-}
-            pc=${pc//__nexusmem_precmd$'\n'/}
-            pc=${pc//__nexusmem_postcmd$'\n'/}
             pc=${pc//__nexusmem_precmd/:}
             pc=${pc//__nexusmem_postcmd/:}
-            for last in __bp_interactive_mode "$__nexusmem_bp_install"; do
-                if [[ $pc == *"$last" ]]; then
-                    # shellcheck disable=SC2178  # a plain string here, the array case is handled above
-                    PROMPT_COMMAND=${pc%"$last"}__nexusmem_postcmd$'\n'$last
-                    return
-                fi
-            done
-            # shellcheck disable=SC2178  # a plain string here, the array case is handled above
-            PROMPT_COMMAND=$pc${pc:+$'\n'}__nexusmem_postcmd
-        fi
-    }
-
-    # What PROMPT_COMMAND runs (or bash-preexec, from precmd_functions). It reads the command's $?, PIPESTATUS
-    # and $_ first, records the command (__nexusmem_prompt), runs the user's PROMPT_COMMAND it stands for
-    # (__nexusmem_pc: each entry with $? and $_ as the command left them, as bash runs them) and then
-    # __nexusmem_postcmd. Called again from inside that (a framework's function that runs the PROMPT_COMMAND
-    # it replaced), it runs the level that function replaced, and records nothing. Under `set -x` the hook's
-    # own lines (~75 a prompt) were traced into the terminal: xtrace is off in here, and back for the user's
-    # own PROMPT_COMMAND and on return; the groups' traces go to /dev/null. $? and $_ go on unchanged.
-    __nexusmem_precmd() {
-        {
-            local __nexusmem_st=$? __nexusmem_pst="${PIPESTATUS[*]}" __nexusmem_arg=$_ __nexusmem_o=$- \
-                __nexusmem_c __nexusmem_d=0
-            set +x
-        } 2>/dev/null
-        for __nexusmem_c in "${FUNCNAME[@]:1}"; do
-            [[ $__nexusmem_c == __nexusmem_precmd ]] && ((++__nexusmem_d))
-        done
-        if ((__nexusmem_d == 0)); then
-            __nexusmem_prompt "$__nexusmem_st" "$__nexusmem_pst" "$__nexusmem_arg" "${FUNCNAME[1]-}"
-            if ((__nexusmem_run)); then
-                __nexusmem_run=0
-                for __nexusmem_c in "${__nexusmem_now[@]}"; do
-                    [[ $__nexusmem_o == *x* ]] && set -x
-                    { [[ $__nexusmem_o == *e* ]] || __nexusmem_restore "$__nexusmem_st" "$__nexusmem_arg"; } 2>/dev/null
-                    eval "$__nexusmem_c"
-                    {
-                        __nexusmem_o=$-
-                        set +x
-                    } 2>/dev/null
-                done
-                __nexusmem_postcmd
+            if [[ $pc == *__bp_interactive_mode ]]; then
+                pc=${pc%__bp_interactive_mode}
+                end+=$'\n'__bp_interactive_mode
             fi
-        elif ((__nexusmem_d <= ${#__nexusmem_now_up[@]})); then
-            [[ $__nexusmem_o == *x* ]] && set -x
-            { [[ $__nexusmem_o == *e* ]] || __nexusmem_restore "$__nexusmem_st" "$__nexusmem_arg"; } 2>/dev/null
-            eval "${__nexusmem_now_up[__nexusmem_d - 1]}"
-            {
-                __nexusmem_o=$-
-                set +x
-            } 2>/dev/null
+            # shellcheck disable=SC2178  # a plain string here, the array case is handled above
+            PROMPT_COMMAND=__nexusmem_precmd${pc:+$'\n'$pc}$end
         fi
-        [[ $__nexusmem_o == *x* ]] && set -x
-        # Under `set -e` (typed at the prompt) a non-zero status handed back here would end the shell
-        # itself: the terminal closed after `false && true`. Then later prompt code sees 0.
-        { [[ $__nexusmem_o == *e* ]] || __nexusmem_restore "$__nexusmem_st" "$__nexusmem_arg"; } 2>/dev/null
     }
 
-    # Record the command that just ran: status $1, PIPESTATUS $2, last argument $3, called by $4 (empty from
-    # PROMPT_COMMAND itself). Sets __nexusmem_run when __nexusmem_precmd stands for a PROMPT_COMMAND it is to
-    # run, and takes what that is now (__nexusmem_heal may change it for the next prompt).
-    __nexusmem_prompt() {
-        local __st=$1 __pst=$2 __arg=$3 __caller=$4 __known=1
-        __nexusmem_now=("${__nexusmem_pc[@]}")
-        __nexusmem_now_up=("${__nexusmem_pc_up[@]}")
-        __nexusmem_run=1
+    __nexusmem_precmd() {
+        local __st=$? __pst="${PIPESTATUS[*]}" __arg=$_ __known=1
+        # Under `set -x` the hook's own lines (~75 a prompt) were traced into the terminal: xtrace is off in
+        # here, and back as it was on return (`local -`, bash 4.4).
+        local -
+        set +x
         if ((!__nexusmem_xfsz_read)); then
             __nexusmem_xfsz_read=1
             __nexusmem_xfsz=$(trap -p XFSZ)
@@ -496,15 +374,8 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         # First in PROMPT_COMMAND (its first word, or its array's first entry) and called by it, not
         # from inside another function: then $? is the command's. ${PROMPT_COMMAND} is an array's [0].
         # shellcheck disable=SC2128  # the first entry is what is meant
-        if [[ $__caller == __bp_invoke_precmd_functions ]]; then
-            # Run by bash-preexec from precmd_functions (__nexusmem_heal_bp), with the command's $? and $_.
-            __nexusmem_run=0
-            __pst="${BP_PIPESTATUS[*]-}"
-            [[ ${precmd_functions[0]-} == __nexusmem_precmd &&
-                ${PROMPT_COMMAND[*]-} == *__nexusmem_postcmd[$' \n']@(__bp_interactive_mode|"$__nexusmem_bp_install") ]] ||
-                __nexusmem_heal
-        elif [[ ${PROMPT_COMMAND-} == __bp_precmd_invoke_cmd* && -n ${__bp_last_ret_value-} ]] &&
-            [[ -z $__caller || $__caller == main ]]; then
+        if [[ ${PROMPT_COMMAND-} == __bp_precmd_invoke_cmd* && -n ${__bp_last_ret_value-} ]] &&
+            [[ -z ${FUNCNAME[1]-} || ${FUNCNAME[1]} == main ]]; then
             # bash-preexec (atuin, iTerm2, Warp load it) put itself first at its first prompt: it keeps the
             # command's status and pipeline status for what runs after it. The first command of every
             # terminal was recorded with its status unknown.
@@ -514,10 +385,10 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         elif [[ ${PROMPT_COMMAND-} != __nexusmem_precmd && ${PROMPT_COMMAND-} != __nexusmem_precmd[$'\n'\;]* ]]; then
             __nexusmem_heal
             __known=0
-        elif [[ -n $__caller && $__caller != main ]]; then
+        elif [[ -n ${FUNCNAME[1]-} && ${FUNCNAME[1]} != main ]]; then
             __known=0
-        elif [[ ${PROMPT_COMMAND[*]-} != __nexusmem_precmd ]]; then
-            # Something was added after __nexusmem_precmd.
+        elif [[ ${PROMPT_COMMAND[*]-} != *__nexusmem_postcmd?(?(?)__bp_interactive_mode) ]]; then
+            # Something was added after __nexusmem_postcmd (or put PROMPT_COMMAND back to the hook alone).
             __nexusmem_heal
         fi
         if ((!__known)); then
@@ -552,8 +423,7 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
         [[ $- == *e* ]] || __nexusmem_restore "$__st" "$__arg"
     }
 
-    # Run last by __nexusmem_precmd (with bash-preexec, last in PROMPT_COMMAND before bash-preexec's own last
-    # step: see __nexusmem_heal_bp): when what ran after the record moved HISTCMD
+    # Last in PROMPT_COMMAND (see __nexusmem_heal): when what ran after __nexusmem_precmd moved HISTCMD
     # (`history -n` read in lines other terminals ran, `history -c; history -r` numbered them anew), look
     # again where history stands. Else the next line that bash keeps out of history (` export TOKEN=...`)
     # would be taken for the newest of those, run here, with this line's status. $? and $_ go on unchanged
@@ -791,5 +661,7 @@ fi
 if [[ -n ${__nexusmem_ps0_text-} ]] && declare -F __nexusmem_heal >/dev/null; then
     [[ ${PS0-} == *"$__nexusmem_ps0_text"* ]] || PS0=${PS0-}$__nexusmem_ps0_text
     # shellcheck disable=SC2128  # the first entry is what is meant
-    [[ ${PROMPT_COMMAND[*]-} == __nexusmem_precmd ]] || __nexusmem_heal
+    if [[ ${PROMPT_COMMAND-} != __nexusmem_precmd && ${PROMPT_COMMAND-} != __nexusmem_precmd[$'\n'\;]* ]]; then
+        __nexusmem_heal
+    fi
 fi
