@@ -637,16 +637,34 @@ def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
     commit(repo, "init", {"a.txt": "a\n"})
     now = int(time.time() * 1000)
     nested = ["bash", "fish --private", "zsh -l", "sh", "dash -i", "/bin/bash --norc -i", "ksh", "bash -o vi"]
+    # ... written another way: through env, command or a variable set for it, or a root shell.
+    nested += [
+        "env bash",
+        "TERM=xterm bash",
+        "command zsh",
+        "env -i bash --norc",
+        "sudo -s",
+        "sudo -i",
+        "su -",
+    ]
     log = write_log(
         *(line(repo, command, now - 90_000 + 1000 * n, exit=1) for n, command in enumerate(nested)),
         line(repo, "bash deploy.sh", now - 30_000, exit=2),
         line(repo, "sh -c 'exit 3'", now - 20_000, exit=3),
         line(repo, "bash -lc make", now - 10_000, exit=4),
+        line(repo, "env FOO=1 bash run.sh", now - 9_000, exit=5),
+        line(repo, "sudo -u app bash", now - 8_000, exit=6),
     )
     before = log.read_bytes()
     run_cli("-C", str(repo), "sync", "--no-embed")
     titles = sorted(it["title"] for it in query_json(repo, "what failed today")["items"])
-    assert titles == ["bash -lc make (exit 4)", "bash deploy.sh (exit 2)", "sh -c 'exit 3' (exit 3)"], titles
+    assert titles == [
+        "bash -lc make (exit 4)",
+        "bash deploy.sh (exit 2)",
+        "env FOO=1 bash run.sh (exit 5)",
+        "sh -c 'exit 3' (exit 3)",
+        "sudo -u app bash (exit 6)",
+    ], titles
     from nexusmem.sources.shell.logline import parse_log_line
 
     read = [parse_log_line(raw) for raw in before.splitlines()]
@@ -655,5 +673,7 @@ def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
         ("bash deploy.sh", 2),
         ("sh -c 'exit 3'", 3),
         ("bash -lc make", 4),
+        ("env FOO=1 bash run.sh", 5),
+        ("sudo -u app bash", 6),
     ]
     assert log.read_bytes() == before

@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -412,11 +413,42 @@ def _leaves_the_shell(command: str) -> bool:
 # Shells whose interactive session a line may start (`bash`, `fish --private`): its status is that of the
 # last command typed in it, not a failure of the line. The options of each that take a value (`-o vi`).
 _SHELL_NAMES = frozenset(("bash", "zsh", "fish", "sh", "dash", "ksh"))
-_SHELL_FIRST = frozenset("bzfsdk/")
+_SHELL_FIRST = frozenset("bzfsdk/ec")  # and a VAR=value first
 _TAKES_VALUE = {
     "fish": frozenset(("-C", "--init-command", "-d", "--debug", "-o", "--debug-output", "-f", "--features")),
 }
 _POSIX_TAKES_VALUE = frozenset(("-o", "+o", "-O", "+O", "--rcfile", "--init-file"))
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
+
+
+def _past_launchers(words: list[str]) -> list[str] | None:
+    """WORDS past what only starts the next word (`env`, `command`, `exec`, `VAR=value`, `sudo`/`doas` with
+    options alone): `TERM=xterm bash`, `env bash`, `command zsh` start the shell they name. None: the
+    launcher itself starts an interactive shell (`sudo -s`, `sudo -i`, `su`, `su -`, `su -l`)."""
+    while words:
+        head = words[0].rpartition("/")[2]
+        if _ASSIGNMENT.fullmatch(words[0]) or (head in ("env", "command", "exec") and len(words) > 1):
+            words = words[1:]
+            if head == "env":
+                while words and (words[0].startswith("-") and words[0] not in ("-u", "-C", "-S")):
+                    words = words[1:]
+        elif head in ("sudo", "doas"):
+            options = [w for w in words[1:] if w.startswith("-")]
+            rest = words[1 + len(options) :]
+            if not rest and any(o in ("-s", "-i", "--shell", "--login") for o in options):
+                return None
+            if len(options) != len(words[1:]) - len(rest) or any(
+                o in ("-u", "-g", "-C", "-h") for o in options
+            ):
+                return [words[0]]  # an option with a value: not read here
+            words = rest
+        elif head == "su" and all(w in ("-", "-l", "--login") for w in words[1:]):
+            return None
+        else:
+            break
+    return words
 
 
 def _starts_a_shell(command: str) -> bool:
@@ -424,7 +456,9 @@ def _starts_a_shell(command: str) -> bool:
     with options alone (`-l`, `-i`, `--private`, `-o vi`), no script to run and no `-c`/`--command`."""
     if len(command) > 200 or any(c in command for c in ";&|()<>`$\n\"'"):
         return False
-    words = command.split()
+    words = _past_launchers(command.split())
+    if words is None:
+        return True  # `sudo -s`, `sudo -i`, `su`: a root shell
     if not words or words[0].rpartition("/")[2] not in _SHELL_NAMES:
         return False
     takes_value = _TAKES_VALUE.get(words[0].rpartition("/")[2], _POSIX_TAKES_VALUE)
@@ -483,7 +517,11 @@ def log_line_from(obj: Any) -> LogLine | None:
         # fish logs the builtin `exit` with the status the command before it left (`false`, then `exit`:
         # 1); bash and zsh do not log it. It is no command that failed: its status is unknown.
         exit_code = None
-    elif exit_code is not None and command[:1] in _SHELL_FIRST and _starts_a_shell(command):
+    elif (
+        exit_code is not None
+        and (command[:1] in _SHELL_FIRST or "=" in command[:40])
+        and _starts_a_shell(command)
+    ):
         # An interactive shell ends with the status of the last command typed in it (`bash`, then `false`,
         # then Ctrl-D: 1): no failure, nor a pass, of the line that started it.
         exit_code = None
