@@ -735,11 +735,12 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path, l
     assert "alignment checks" in check["items"][0]["title"], [it["title"] for it in check["items"]]
 
 
-def test_the_change_the_first_holder_note_names_is_the_first_item(repo: Path) -> None:
-    """`query "when was guessOffsetForZone added"` (luxon, with vectors) said "first change that holds
-    guessOffsetForZone: cafc4ee159" and listed first 20139a3 "Fix broken caching in guessOffsetForZone"
-    (2025): the later change whose title names the identifier won on the vectors and the title. The
-    commit the note names is now item 1, whatever later change's title names the name."""
+def test_the_change_the_first_holder_note_names_is_listed_beside_the_later_fix(repo: Path) -> None:
+    """`query "when was guessOffsetForZone added"` (luxon, with vectors) says "first change that holds
+    guessOffsetForZone: cafc4ee159" with 20139a3 "Fix broken caching in guessOffsetForZone" (2025) first:
+    the later change whose title names the identifier wins on the vectors and the title. Putting the
+    named commit first regardless cost real-repository questions (docs/evaluation.md); the commit the note
+    names is listed among the first two."""
     commit(repo, "chore: start", {"src/datetime.js": "export class DateTime {}\n"}, when=NOW - 800 * DAY)
     guess = (
         "const cache = new Map();\nfunction guessOffsetForZone(zone) {\n"
@@ -761,7 +762,7 @@ def test_the_change_the_first_holder_note_names_is_the_first_item(repo: Path) ->
     run_cli("-C", str(repo), "sync")  # with the builtin vectors: without them the first holder led already
     found = query_json(repo, "when was guessOffsetForZone added")
     assert f"first change that holds guessOffsetForZone: {first[:10]}" in found["notes"], found["notes"]
-    assert found["items"][0]["ref"] == first, [it["title"] for it in found["items"]]
+    assert first in [it["ref"] for it in found["items"][:2]], [it["title"] for it in found["items"]]
 
 
 @pytest.mark.parametrize("syncs", ["one-sync", "a-sync-between"])
@@ -1606,7 +1607,7 @@ def test_when_was_a_name_removed_that_the_code_still_holds_says_so(repo: Path) -
         f" tests/CurlMultiHandlerTest.php): no change removed it; the last that changed it: {last[:10]}"
     ], notes
     assert not any(n.startswith("last change that holds") for n in notes), notes
-    assert "Use symfony code style" in titles[0], titles
+    assert any("Use symfony code style" in title for title in titles[:2]), titles
 
 
 def test_a_second_change_comes_before_the_first_ones_other_files(
