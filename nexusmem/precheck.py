@@ -695,8 +695,11 @@ _CONTAINER_TOOLS = frozenset(
     {"docker", "docker-compose", "podman", "nerdctl", "kubectl", "oc", "helm", "minikube", "systemctl",
      "service", "journalctl"}
 )  # fmt: skip
-# Words before a program that run it as it is (`sudo docker logs x`); `NAME=value` assignments too.
-_WRAPPERS = frozenset({"sudo", "doas", "command", "exec", "time", "nohup", "env"})
+# Words before a program that run it as it is (`sudo docker logs x`); `NAME=value` assignments too, and the
+# brackets of a subshell or a group (`( cd sub && make )`).
+_WRAPPERS = frozenset({"sudo", "doas", "command", "exec", "time", "nohup", "env", "(", "{"})
+# Commands whose words are folders (`cd network && make`, `pushd coupons`): no module's bare name.
+_FOLDER_TOOLS = frozenset({"cd", "pushd", "popd", "builtin"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -716,7 +719,9 @@ def _naming_text(command: str, roots: Sequence[str]) -> str:
         while first < len(words) and (words[first][1] in _WRAPPERS or _ASSIGNMENT.match(words[first][1])):
             first += 1
         program = words[first][1].rsplit("/", 1)[-1] if first < len(words) else ""
-        remote, container = program in _REMOTE_TOOLS, program in _CONTAINER_TOOLS
+        program = program.lstrip("({")
+        remote = program in _REMOTE_TOOLS or program in _FOLDER_TOOLS
+        container = program in _CONTAINER_TOOLS
         for start, word in words:
             bare = word.strip("'\"")
             value = bare.rsplit("=", 1)[-1]  # `--log-file=/var/log/cart.log`: the path given

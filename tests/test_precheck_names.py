@@ -56,6 +56,10 @@ def test_a_url_a_path_outside_the_repository_and_a_container_or_hosts_names_are_
             ("kubectl logs deploy/orders --tail 50", 1),
             ("ssh deploy@shop.example 'systemctl restart stock'", 255),
             ("tail -f ~/logs/stock", 1),
+            # The folder a line changes into is no module either (a re-check: `cd sub && make` warned for sub.py).
+            ("cd network && make", 2),
+            ("( cd pricing && make )", 2),
+            ("pushd coupons && make; popd", 2),
         ],
     )
     assert _warned(repo) == set()
