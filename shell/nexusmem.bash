@@ -629,6 +629,11 @@ if [[ $- == *i* ]] && [[ -z ${__nexusmem_loaded-} ]] &&
     # At the prompt after a line ran: the line before it is settled (PS0 wrote its pending record, or not),
     # and when that one was recorded, the command it ended with (taken by PS0) is what a repeat must end with.
     __nexusmem_took_bc() {
+        # A repeat left waiting that PS0 did not write (the line that ran was a private one): its number is
+        # free again, so that the numbers of the lines recorded show no gap where private ones ran.
+        if [[ -n $__nexusmem_pending ]] && [[ -z $__nexusmem_bc || $__nexusmem_bc != "$__nexusmem_pending_bc" ]]; then
+            __nexusmem_seq=$((__nexusmem_seq > 0 ? __nexusmem_seq - 1 : 0))
+        fi
         __nexusmem_pending=
         if ((__nexusmem_bc_want)); then
             __nexusmem_bc_want=0

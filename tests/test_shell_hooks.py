@@ -1554,3 +1554,6 @@ def test_bash_a_private_line_is_never_a_passing_rerun_of_the_one_before(
     got = [(entry["command"], entry["exit"]) for entry in sh.lines()[before:-1]]
     assert b"\n0 after-private" in sh.output()
     assert got == [("ls flag", 2), ("ls flag", 0), ("true visible", 0)], got
+    # The numbers of the lines recorded run on without a gap where the private ones ran.
+    seqs = [entry["seq"] for entry in sh.lines()[before:]]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
