@@ -122,12 +122,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         yield World(platform, uploader, paths.registry_path(), between, fix_sha)
 
 
+def _registry_from(registry: Path) -> None:
+    """This test's home gets REGISTRY (one a module fixture's syncs wrote) as its own."""
+    target = paths.registry_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(registry, target)
+
+
 @pytest.fixture
 def registered(world: World) -> World:
     """This test's (empty) home gets the registry the module's syncs wrote: both projects registered."""
-    target = paths.registry_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(world.registry, target)
+    _registry_from(world.registry)
     return world
 
 
@@ -605,9 +610,7 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
 @pytest.fixture
 def at_desk(desk: Desk) -> Desk:
     """This test's home gets the registry the desk's syncs wrote: its four projects registered."""
-    target = paths.registry_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(desk.registry, target)
+    _registry_from(desk.registry)
     return desk
 
 

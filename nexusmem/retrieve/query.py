@@ -722,7 +722,7 @@ def retrieve(
     scored = originals_first(scored, question.text)
     scored = distinct_changes(scored)
     if holding is not None:
-        scored = holder_first(scored, *holding, question.notes)
+        holder_note_if_listed(scored, *holding, question.notes)
     if question.migrates is not None:
         # "How do I migrate from v6 to v7?": the upgrade guide's section for those releases, whole; the
         # versions are no searchable words (6, 0, 7), and "migrate" matched every commit that says it.
@@ -1255,19 +1255,18 @@ def _same_release(named: str, asked: str | None) -> bool:
 STILL_IN_PATHS = 3
 
 
-def holder_first(
+def holder_note_if_listed(
     scored: list[tuple[StoredNode, float]], sha: str, note: str, notes: list[str]
-) -> list[tuple[StoredNode, float]]:
-    """SCORED as it is, NOTE (naming SHA, the first or last change that holds a name) taken out of NOTES when
-    none of that change's nodes is listed (left out since): it would name a change the answer does not
-    show. search.holder scored the change ORIGIN_LEAD above the best word match; the vectors and the title
-    may still put a later change whose title names the name above it ("Fix broken caching in
+) -> None:
+    """Take NOTE (naming SHA, the first or last change that holds a name) out of NOTES when none of that
+    change's nodes is in SCORED (left out since): it would name a change the answer does not show.
+    search.holder scored the change ORIGIN_LEAD above the best word match; the vectors and the title may
+    still put a later change whose title names the name above it ("Fix broken caching in
     guessOffsetForZone"). Putting the holder first regardless was measured and not kept: two questions of
     a real-repository set lost a rank each (moshi .725 -> .708, PHPMailer .716 -> .699)."""
     listed = any(node.kind in _CHANGE_KINDS and node.ref.split(":", 1)[0] == sha for node, _ in scored)
     if not listed and note in notes:
         notes.remove(note)
-    return scored
 
 
 def put_first(
