@@ -156,6 +156,7 @@ SETS = (
     "fresh66",
     "fresh67",
     "fresh68",
+    "fresh69",
     "removal",
     "rst",
     "adoc",
