@@ -936,3 +936,99 @@ def test_a_news_fragment_gathered_into_the_news_file_links_to_the_commit_that_ad
         entry = next(n for n in store.iter_nodes("doc_section") if "setuptools_scm" in n.title)
         assert entry.ref.startswith("NEWS#")
         assert entry.meta["commits"] == [pin], (entry.meta, gathered)
+
+
+def _three_releases(repo: Path) -> dict[str, str]:
+    """A history tagged v1.2.0, v1.3.0 and v1.4.0, whose CHANGELOG.md has a section for each, and a change after
+    the last tag: the shas by name."""
+    changelog = (
+        "# Changelog\n\n## 1.4.0 - 2024-05-01\n\n- Proxy: honour NO_PROXY\n\n"
+        "## 1.3.0 - 2024-03-01\n\n- Retry timed-out uploads\n- Pool: drop half-closed sockets\n\n"
+        "## 1.2.0 - 2024-01-01\n\n- Export to CSV\n"
+    )
+    shas = {"csv": commit(repo, "Export to CSV", {"export.py": "CSV = 1\n"}, when=NOW - 500 * DAY)}
+    shas["v12"] = commit(repo, "Release 1.2.0", {"VERSION": "1.2.0\n"}, when=NOW - 490 * DAY)
+    git(repo, "tag", "v1.2.0", shas["v12"])
+    shas["retry"] = commit(repo, "Retry timed-out uploads", {"upload.py": "R = 3\n"}, when=NOW - 400 * DAY)
+    shas["pool"] = commit(
+        repo, "Pool: drop half-closed sockets", {"pool.py": "P = 1\n"}, when=NOW - 390 * DAY
+    )
+    shas["v13"] = commit(repo, "Release 1.3.0", {"VERSION": "1.3.0\n"}, when=NOW - 380 * DAY)
+    git(repo, "tag", "v1.3.0", shas["v13"])
+    shas["proxy"] = commit(repo, "Proxy: honour NO_PROXY", {"proxy.py": "N = 1\n"}, when=NOW - 300 * DAY)
+    shas["notes"] = commit(repo, "Update changelog", {"CHANGELOG.md": changelog}, when=NOW - 295 * DAY)
+    shas["v14"] = commit(repo, "Release 1.4.0", {"VERSION": "1.4.0\n"}, when=NOW - 290 * DAY)
+    git(repo, "tag", "v1.4.0", shas["v14"])
+    shas["later"] = commit(repo, "Docs: typo", {"README.md": "# R\n"}, when=NOW - 100 * DAY)
+    return shas
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what changed between v1.2.0 and v1.4.0", "changes from 1.2.0 to 1.4.0", "1.2.0..1.4.0"],
+)
+def test_the_changes_across_several_releases_hold_every_releases_entries(repo: Path, question: str) -> None:
+    """ "What changed between v1.2.0 and v1.4.0", with 1.3.0 between them, listed the commits of `git log
+    v1.2.0..v1.4.0` but only 1.4.0's changelog entries: 1.3.0's were not in the answer. Every release tagged
+    in the range has its entries listed, the later one's first (as the changelog lists them), and none of
+    1.2.0's; the note names the releases between."""
+    shas = _three_releases(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, question)
+    titles = [item["title"] for item in found["items"]]
+    entries = [item["title"] for item in found["items"] if item["kind"] == "doc_section"]
+    assert entries[:3] == [
+        "CHANGELOG.md — 1.4.0 - 2024-05-01: Proxy: honour NO_PROXY",
+        "CHANGELOG.md — 1.3.0 - 2024-03-01: Retry timed-out uploads",
+        "CHANGELOG.md — 1.3.0 - 2024-03-01: Pool: drop half-closed sockets",
+    ], titles
+    assert titles[:3] == entries[:3], titles  # first, before any commit
+    refs = [item["ref"] for item in found["items"]]
+    # Then the 6 commits of the range (3 changes, newest first, then 1.4.0's commit and the bookkeeping),
+    # before anything its words ("1", "2", "0") match: 1.2.0's entry, or a commit made before its tag.
+    assert refs[3:6] == [shas["proxy"], shas["pool"], shas["retry"]], titles
+    assert set(refs[6:9]) == {shas["v14"], shas["notes"], shas["v13"]}, titles
+    assert not any("1.2.0 - 2024" in title for title in titles[:9]), titles
+    assert shas["later"] not in refs[:9] and shas["csv"] not in refs[:9], titles
+    assert (
+        "release 1.4.0: the 6 commits after 1.2.0 (git log v1.2.0..v1.4.0); released between: 1.3.0"
+        in found["notes"]
+    ), found["notes"]
+    assert "first: what releases 1.3.0 to 1.4.0 hold (their changelog, 1.4.0's commit)" in found["notes"], (
+        found["notes"]
+    )
+    assert not found["weak"]
+
+
+def test_the_changes_between_two_adjacent_releases_and_since_one_are_as_before(repo: Path) -> None:
+    """Next to the question across several releases: two adjacent ones, "since", an unknown release."""
+    shas = _three_releases(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed between 1.3.0 and 1.4.0")
+    entries = [item["title"] for item in found["items"] if item["kind"] == "doc_section"]
+    assert entries == ["CHANGELOG.md — 1.4.0 - 2024-05-01: Proxy: honour NO_PROXY"], entries
+    assert "release 1.4.0: the 3 commits after 1.3.0 (git log v1.3.0..v1.4.0)" in found["notes"], found[
+        "notes"
+    ]
+    assert "first: what release 1.4.0 holds (its changelog, its commit)" in found["notes"]
+    since = query_json(repo, "what changed since 1.2.0")
+    assert (
+        "since 1.2.0: the 7 commits after its tag up to HEAD (git log v1.2.0..HEAD); released since: 1.3.0, 1.4.0"
+        in since["notes"]
+    ), since["notes"]
+    unknown = query_json(repo, "what changed between 1.2.0 and 1.9.0")
+    assert not any(n.startswith("release 1.4.0") for n in unknown["notes"]), unknown["notes"]
+    assert unknown["weak"]
+    # A pre-release tagged between two releases is a release between them; asked up to it, none is between.
+    git(repo, "tag", "v1.4.0-rc.1", shas["proxy"])
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "1.3.0..1.4.0")
+    assert (
+        "release 1.4.0: the 3 commits after 1.3.0 (git log v1.3.0..v1.4.0); released between: 1.4.0-rc.1"
+        in found["notes"]
+    ), found["notes"]
+    rc = query_json(repo, "what changed between 1.3.0 and 1.4.0-rc.1")
+    assert "release 1.4.0-rc.1: the 1 commit after 1.3.0 (git log v1.3.0..v1.4.0-rc.1)" in rc["notes"], rc[
+        "notes"
+    ]
+    assert rc["items"][0]["ref"] == shas["proxy"], rc["items"]

@@ -47,7 +47,7 @@ from nexusmem.show import replacement
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.nodes import PROJECT_ID_KEY
-from nexusmem.store.releases import ReleaseRange
+from nexusmem.store.releases import ReleaseRange, version_key
 from nexusmem.text import (
     FILLER_WORDS,
     STOPWORDS,
@@ -746,18 +746,6 @@ def retrieve(
     if question.shipped is not None or since_range is not None:
         # "What changed in 7.4.1?": the release's changelog entries and its release commit are the answer,
         # whatever else its words ("changed") match; the version itself is no searchable word (7, 4, 1).
-        shipped = [
-            node
-            for node in (release_nodes(store, exact, question.shipped) if question.shipped else [])
-            if _within(node, as_of, since, until)
-        ]
-        # The commits its entries describe follow its release commit, with what the budget leaves: shown
-        # beside each entry they crowded the release's own entries out (and mostly repeat them).
-        described = [
-            node
-            for node in described_by(store, [node for node in shipped if node.kind == "doc_section"])
-            if _within(node, as_of, since, until)
-        ]
         spanned = (
             since_range
             if since_range is not None
@@ -765,13 +753,41 @@ def retrieve(
                 question.shipped or "", question.span[0] if question.span is not None else None
             )
         )
+        # "What changed between 1.2.0 and 1.4.0?": the entries of every release tagged between them (1.3.0)
+        # follow 1.4.0's, highest first (as a changelog lists them).
+        between = (
+            store.releases_between(spanned)
+            if since_range is None and question.span is not None and spanned is not None and spanned.base
+            else []
+        )
+        shipped = [
+            node
+            for node in (release_nodes(store, exact, question.shipped) if question.shipped else [])
+            if _within(node, as_of, since, until)
+        ]
+        for version in between[:SPAN_RELEASES]:
+            shipped += [
+                node
+                for node in release_nodes(store, exact, version)
+                if node.kind == "doc_section" and _within(node, as_of, since, until)
+            ]
+        shipped = list({node.id: node for node in shipped}.values())
+        # The commits its entries describe follow its release commit, with what the budget leaves: shown
+        # beside each entry they crowded the release's own entries out (and mostly repeat them).
+        described = [
+            node
+            for node in described_by(store, [node for node in shipped if node.kind == "doc_section"])
+            if _within(node, as_of, since, until)
+        ]
         shipped, range_note = with_release_commits(
             store,
             shipped,
             described,
             spanned,
             lambda node: _within(node, as_of, since, until),
-            store.releases_within(spanned.shas) if since_range is not None and spanned is not None else [],
+            store.releases_within(spanned.shas)
+            if since_range is not None and spanned is not None
+            else between,
         )
         unreached = _unreached(store, question.shipped) if question.shipped else None
         if unreached is not None:
@@ -799,7 +815,13 @@ def retrieve(
             pinned = _pinned([node.id for node in shipped], pinned)
             answered_by = shipped[0].id
             whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
-            if question.shipped:
+            if question.shipped and between:
+                lowest = between[:SPAN_RELEASES][-1]
+                question.notes.append(
+                    f"first: what releases {lowest} to {question.shipped} hold (their changelog,"
+                    f" {question.shipped}'s commit)"
+                )
+            elif question.shipped:
                 question.notes.append(
                     f"first: what release {question.shipped} holds (its changelog, its commit)"
                 )
@@ -1054,6 +1076,9 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
 # changes (newest first), then its merges and its bookkeeping (a release commit, a changelog-only commit).
 RANGE_CHANGES = 30
 RANGE_BOOKKEEPING = 10
+# How many of the releases tagged between the two a question names ("between 1.2.0 and 1.4.0") have their
+# changelog entries listed, the highest first (each costs one search of its version's phrase).
+SPAN_RELEASES = 20
 _RELEASE_TITLE = re.compile(
     r"^\s*(?:release|prepare|preparing|bump|bumped|tag|tagged|version|changelog|update changelog)\b.*\d",
     re.IGNORECASE,
@@ -1075,7 +1100,8 @@ def with_release_commits(
     merges and bookkeeping (a release commit, one that only touched the release notes), then the DESCRIBED
     commits not in the range (said so; bookkeeping ones left out). Only those WITHIN the question's window.
     Also the note that names the range (None without one: no earlier tag is reached, or the tag is not in
-    memory)."""
+    memory), and the releases tagged within it besides VERSION when LATER names them (releases_between,
+    highest first)."""
     entries = [node for node in shipped if node.kind == "doc_section"]
     tagged = [node for node in shipped if node.kind != "doc_section"]
     if found is None or not found.held or found.base is None or not found.shas:
@@ -1130,7 +1156,13 @@ def with_release_commits(
             f"{tagged_since}{more}"
         )
     else:
-        note = f"release {found.version}: the {counted} after {found.base} (git log {found.base_name}..{found.name}){more}"
+        lower = sorted(later or [], key=version_key)
+        listed_between = ", ".join(lower[:8]) + (", …" if len(lower) > 8 else "")
+        between = f"; released between: {listed_between}" if lower else ""
+        note = (
+            f"release {found.version}: the {counted} after {found.base} (git log {found.base_name}..{found.name})"
+            f"{between}{more}"
+        )
     shown_elsewhere = [node for node in elsewhere if node in listed]
     if shown_elsewhere:
         which = "commit" if len(shown_elsewhere) == 1 else "commits"

@@ -123,6 +123,11 @@ class SearchStore(Protocol):
         """The versions whose tag names one of SHAS, lowest first (none when the store keeps no tags)."""
         ...
 
+    def releases_between(self, found: ReleaseRange) -> list[str]:
+        """The versions of FOUND's tag family tagged within its range, but its own and its base's, highest
+        first (none when the store keeps no tags)."""
+        ...
+
     def commit_held(self, sha: str) -> bool:
         """Whether memory holds commit SHA."""
         ...

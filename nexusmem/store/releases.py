@@ -234,6 +234,21 @@ class ReleasesMixin:
         }
         return sorted(found, key=version_key)
 
+    def releases_between(self, found: ReleaseRange) -> list[str]:
+        """The releases tagged on the commits of FOUND (a release's range, `git log BASE..NAME`) other than
+        its own and its base: those of its tag's family (tag_family), highest version first, each once (what
+        a question across several releases, "between 1.2.0 and 1.4.0", asks the entries of besides 1.4.0's)."""
+        rows = self.conn.execute("SELECT name, version, sha FROM releases").fetchall()
+        family = next((tag_family(name, tagged) for name, tagged, _ in rows if name == found.name), None)
+        wanted = set(found.shas)
+        ends = {version_key(found.version), version_key(found.base or found.version)}
+        found_versions = {
+            tagged
+            for name, tagged, sha in rows
+            if sha in wanted and tag_family(name, tagged) == family and version_key(tagged) not in ends
+        }
+        return sorted(found_versions, key=version_key, reverse=True)
+
     def _head(self) -> str | None:
         """The commit HEAD named at the last sync of the git source (its cursor ends in it), if memory holds it."""
         cursor = read_cursor(self.conn, "git")

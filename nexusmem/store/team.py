@@ -1313,6 +1313,10 @@ class TeamStore:
         """No versions: the team store keeps no tags."""
         return []
 
+    def releases_between(self, found: ReleaseRange) -> list[str]:
+        """No versions: the team store keeps no tags."""
+        return []
+
     def commit_held(self, sha: str) -> bool:
         """False: the team store keeps no tags, so no release's commit is asked about."""
         return False
