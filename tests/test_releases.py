@@ -255,8 +255,8 @@ def test_the_projects_name_capitalised_before_a_release_still_asks_what_it_holds
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in ("What changed in Moshi 1.1.0?", "what changed in moshi 1.1.0"):
         found = query_json(repo, question)
-        # One answer, one note: not also "release 1.1.0: changes made after its tag ... come first".
-        assert not any(note.startswith("release 1.1.0") for note in found["notes"]), found["notes"]
+        # One answer: not also "release 1.1.0: changes made after its tag ... come first".
+        assert not any("changes made after its tag" in note for note in found["notes"]), found["notes"]
         titles = [item["title"] for item in found["items"]]
         assert [title for title in titles[:3] if title.startswith("CHANGELOG")] == [
             "CHANGELOG.md — 1.1.0 - 2024-02-01: Pool: drop half-closed sockets",
@@ -1032,3 +1032,102 @@ def test_the_changes_between_two_adjacent_releases_and_since_one_are_as_before(r
         "notes"
     ]
     assert rc["items"][0]["ref"] == shas["proxy"], rc["items"]
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("what changed in the first release", True),
+        ("what was in the initial release?", True),
+        ("first release notes", True),
+        ("what did the earliest version bring", True),
+        ("what changed since the first release", False),  # what came after it
+        ("what was the first commit", False),
+        ("when was the first release", False),
+        ("does retry work in the first version?", False),  # more than the release
+        ("what changed in the last release", False),
+    ],
+)
+def test_a_question_about_the_first_release(text: str, asked: bool) -> None:
+    from nexusmem.retrieve.intent import first_release_asked
+
+    assert first_release_asked(text) is asked
+
+
+def test_the_first_release_lists_the_commits_from_the_start_of_history_to_its_tag(repo: Path) -> None:
+    """ "What changed in 0.1.0", the first release (no lower version is tagged), gave its changelog entries and
+    its release commit but no commits: there is no previous tag to count from. The commits from the start of
+    history up to its tag are listed after its entries, newest first and RANGE_CHANGES at most (as any
+    range), with a note; "what changed in the first release" is answered as if it named the lowest version
+    tag, said so. The release after it counts from it, as before."""
+    changelog = "# Changelog\n\n## 0.2.0\n\n- Proxy support\n\n## 0.1.0\n\n- Export to CSV\n- Retry uploads\n"
+    early = [
+        commit(repo, f"Exporter: step {n}", {f"e{n}.py": f"N = {n}\n"}, when=NOW - (500 - n) * DAY)
+        for n in range(query.RANGE_CHANGES + 5)
+    ]
+    v01 = commit(
+        repo, "Release 0.1.0", {"CHANGELOG.md": changelog.split("## 0.2.0")[0]}, when=NOW - 400 * DAY
+    )
+    git(repo, "tag", "v0.1.0", v01)
+    proxy = commit(repo, "Proxy support", {"proxy.py": "P = 1\n"}, when=NOW - 300 * DAY)
+    v02 = commit(repo, "Release 0.2.0", {"CHANGELOG.md": changelog}, when=NOW - 290 * DAY)
+    git(repo, "tag", "v0.2.0", v02)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    count = len(early) + 1
+    for question in ("what changed in 0.1.0", "what's new in v0.1.0", "what changed in the first release"):
+        found = query_json(repo, question, "--budget", "8000")
+        titles = [item["title"] for item in found["items"]]
+        refs = [item["ref"] for item in found["items"]]
+        assert titles[:2] == [
+            "CHANGELOG.md — 0.1.0: Export to CSV",
+            "CHANGELOG.md — 0.1.0: Retry uploads",
+        ], titles
+        newest = early[::-1][: query.RANGE_CHANGES]
+        assert refs[2 : 2 + query.RANGE_CHANGES] == newest, titles
+        assert refs[2 + query.RANGE_CHANGES] == v01, titles
+        assert proxy not in refs[: 3 + query.RANGE_CHANGES], titles
+        assert (
+            f"release 0.1.0: the {count} commits from the start of history up to its tag, the first release"
+            f" (git log v0.1.0); the newest {query.RANGE_CHANGES} changes listed" in found["notes"]
+        ), found["notes"]
+        assert not found["weak"]
+    first = query_json(repo, "what changed in the first release")
+    assert "the first release: 0.1.0 (the lowest version tag)" in first["notes"], first["notes"]
+    after = query_json(repo, "what changed in 0.2.0")
+    assert "release 0.2.0: the 2 commits after 0.1.0 (git log v0.1.0..v0.2.0)" in after["notes"], after[
+        "notes"
+    ]
+    assert not any("first release" in note for note in after["notes"]), after["notes"]
+
+
+def test_a_release_after_an_unreached_or_untagged_lower_one_lists_no_history(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A release with a lower version tagged on a branch its tag does not reach, or named by a changelog
+    heading with no tag (released before the project tagged), is not a first release: no range is listed
+    (the whole history up to it would be no answer)."""
+    start = commit(repo, "Start", {"a.py": "A = 1\n"}, when=NOW - 300 * DAY)
+    git(repo, "checkout", "-q", "-b", "old")
+    git(repo, "tag", "v0.9.0", commit(repo, "Old line", {"b.py": "B = 1\n"}, when=NOW - 250 * DAY))
+    git(repo, "checkout", "-q", "main")
+    commit(repo, "Rewrite", {"c.py": "C = 1\n"}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v1.0.0", commit(repo, "Release 1.0.0", {"V": "1.0.0\n"}, when=NOW - 100 * DAY))
+    assert start
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in 1.0.0")
+    assert not any(note.startswith("release 1.0.0: the") for note in found["notes"]), found["notes"]
+    untagged = init_repo(tmp_path / "untagged")
+    commit(untagged, "Start", {"a.py": "A = 1\n"}, when=NOW - 300 * DAY)
+    notes = "# Changelog\n\n## [2.0.0] - 2024-02-01\n\n- Rewrite\n\n## [1.9.0] - 2023-01-01\n\n- Old\n"
+    git(
+        untagged,
+        "tag",
+        "v2.0.0",
+        commit(untagged, "Release 2.0.0", {"CHANGELOG.md": notes}, when=NOW - 9 * DAY),
+    )
+    run_cli("-C", str(untagged), "sync", "--no-embed")
+    found = query_json(untagged, "what changed in 2.0.0")
+    assert found["items"][0]["title"] == "CHANGELOG.md — [2.0.0] - 2024-02-01: Rewrite", found["items"]
+    assert not any(note.startswith("release 2.0.0: the") for note in found["notes"]), found["notes"]
+    first = query_json(untagged, "what changed in the first release")  # the lowest tag, whatever it holds
+    assert "the first release: 2.0.0 (the lowest version tag)" in first["notes"], first["notes"]

@@ -452,6 +452,23 @@ def newest_release_asked(text: str) -> bool:
     )
 
 
+# "What changed in the first release?", "what was in the initial release", "first release notes": the lowest
+# version's contents are asked for (answered as release_named's). Every word is one of _RELEASE_ASKS or _FIRST,
+# one of _FIRST at least (but "very"), and "release", "version" or "tag" is said.
+_FIRST = frozenset({"first", "initial", "earliest", "oldest", "very"})
+
+
+def first_release_asked(text: str) -> bool:
+    """Whether TEXT asks what the project's first release holds and nothing more ("what changed in the first
+    release?", "what was in the initial release")."""
+    words = re.findall(r"[\w']+", text.lower().replace("’", "'"))
+    return (
+        bool(_FIRST.difference({"very"}).intersection(words))
+        and bool(_RELEASE_NOUNS.intersection(words))
+        and all(word in _RELEASE_ASKS or word in _FIRST for word in words)
+    )
+
+
 # "How do I migrate from v6 to v7?", "upgrading from guzzle 5.0 to 6.0", "upgrade to Moshi 2.x", the bare
 # heading "6.0 to 7.0": how to move the code that uses the project from one of its releases to another, which
 # an upgrade guide answers (UPGRADING.md's "6.0 to 7.0", a changelog's "Upgrading to Moshi 2.x"). Not a

@@ -22,6 +22,7 @@ from nexusmem.retrieve.intent import (
     code_names,
     command_head,
     command_words,
+    first_release_asked,
     intent,
     is_run,
     mentions_docs,
@@ -401,6 +402,7 @@ class Question:
     shipped: str | None = None  # the release whose contents the question asks for (intent.release_named)
     cut: bool = False  # TEXT is an overlong question's first and last halves (MAX_QUERY_CHARS)
     newest: bool = False  # asks what the newest release holds (intent.newest_release_asked)
+    first: bool = False  # asks what the first release holds (intent.first_release_asked)
     # The releases (from, to) a question about migrating from one to the other names (intent.migration).
     migrates: tuple[str | None, str | None] | None = None
     # A pasted trace's frames (intent.pasted_trace): searched as context of its headline, which is TEXT.
@@ -465,6 +467,7 @@ def prepare(text: str, project: str | None = None) -> Question:
         newest_release_asked(text),
     )
     question.migrates = migration(text)
+    question.first = first_release_asked(text)
     question.span = release_span(text, project) if question.migrates is None else None
     if question.migrates is not None:
         # "Upgrading from 5.0 to 6.0": what the guide says to change, not the changes made after 6.0's tag.
@@ -743,6 +746,11 @@ def retrieve(
         question.shipped = store.newest_release(until)
         if question.shipped is not None:
             question.notes.append(f"the newest release: {question.shipped} (the highest version tag)")
+    if question.first and question.shipped is None:
+        # "What changed in the first release?": the lowest version the tags name, answered as if named.
+        question.shipped = store.first_release(until)
+        if question.shipped is not None:
+            question.notes.append(f"the first release: {question.shipped} (the lowest version tag)")
     if question.shipped is not None or since_range is not None:
         # "What changed in 7.4.1?": the release's changelog entries and its release commit are the answer,
         # whatever else its words ("changed") match; the version itself is no searchable word (7, 4, 1).
@@ -1104,7 +1112,7 @@ def with_release_commits(
     highest first)."""
     entries = [node for node in shipped if node.kind == "doc_section"]
     tagged = [node for node in shipped if node.kind != "doc_section"]
-    if found is None or not found.held or found.base is None or not found.shas:
+    if found is None or not found.held or (found.base is None and not found.first) or not found.shas:
         return list({node.id: node for node in [*shipped, *described]}.values()), None
     tip = store.get_many(store.commits_by_sha(found.sha)[:1], light=True)
     if not tip:
@@ -1154,6 +1162,11 @@ def with_release_commits(
         note = (
             f"since {found.base}: the {counted} after its tag up to HEAD (git log {found.base_name}..HEAD)"
             f"{tagged_since}{more}"
+        )
+    elif found.first:
+        note = (
+            f"release {found.version}: the {counted} from the start of history up to its tag, the first release"
+            f" (git log {found.name}){more}"
         )
     else:
         lower = sorted(later or [], key=version_key)

@@ -104,6 +104,11 @@ class SearchStore(Protocol):
         does (or the store keeps no tags)."""
         ...
 
+    def first_release(self, until: int | None = None) -> str | None:
+        """The lowest version a version tag names (tagged at or before UNTIL when given); None when no tag
+        does (or the store keeps no tags)."""
+        ...
+
     def release_after(self, version: str) -> str | None:
         """The version of the release that closes VERSION's window (release_window); None when there is none
         (or the store keeps no tags)."""
@@ -111,7 +116,8 @@ class SearchStore(Protocol):
 
     def release_range(self, version: str, base: str | None = None) -> ReleaseRange | None:
         """The commits release VERSION brought (`git log PREVIOUS..VERSION`, from memory's parents; BASE as
-        the previous release when given); None when no version tag names it (or the store keeps no tags)."""
+        the previous release when given; every commit its tag reaches when no lower version is tagged, the
+        first release); None when no version tag names it (or the store keeps no tags)."""
         ...
 
     def range_since(self, version: str) -> ReleaseRange | None:

@@ -56,6 +56,9 @@ def tag_family(name: str, version: str) -> str:
 # tags are tried, highest version first, for the one a release's tag reaches (a backport line's tags do not).
 MAX_RANGE_WALK = 5000
 PREVIOUS_TRIES = 5
+# The version a changelog section's heading names: its first dotted number, with what follows it up to a space
+# or a bracket ("1.0.0-rc.1", "2.9.0.post0"; version_key reads what it can of that).
+_HEADING_VERSION = re.compile(r"(?<![\w.])[vV]?(\d+(?:\.\d+)+[\w.-]*)")
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ class ReleaseRange:
     base_name: str | None = None  # and its tag
     shas: tuple[str, ...] = ()  # the commits between, in walk order (newest generation first)
     truncated: bool = False  # the walk stopped at MAX_RANGE_WALK commits
+    # No lower version is tagged, nor heads a changelog section (the first release): SHAS is the history up to
+    # the tag (`git log NAME`).
+    first: bool = False
 
 
 def _depth(version: str) -> int:
@@ -168,8 +174,10 @@ class ReleasesMixin:
         highest version below VERSION whose tag VERSION's reaches, whenever that tag was made (a tag made
         again later on an old commit still names it), looked for in VERSION's family of tags, then among
         all (PREVIOUS_TRIES versions tried). Two tags of one version (`parent-1.12.0`, `moshi-parent-1.12.0`)
-        are one release: of VERSION, the earliest commit; of an earlier one, the tag VERSION's reaches. None
-        when no tag names VERSION."""
+        are one release: of VERSION, the earliest commit; of an earlier one, the tag VERSION's reaches. When
+        no BASE is given and no lower version is tagged at all, nor heads a changelog's section, VERSION is
+        the first release: every commit its tag reaches (`git log VERSION`, MAX_RANGE_WALK at most), FIRST
+        set. None when no tag names VERSION."""
         rows = self._release_rows(version)
         if rows is None:
             return None
@@ -191,6 +199,11 @@ class ReleasesMixin:
             tries = _by_version([row for row in rows if row[0] < key])
             seen = {row[0] for group in tries for row in group}
             tries += _by_version([row for row in everyone if row[0] < key and row[0] not in seen])
+        if base is None and not any(tries) and not any(v < key for v in self._changelog_versions()):
+            # The first release: no lower version is tagged or has a changelog heading (an older release made
+            # before the project tagged any), so it brought everything before its tag.
+            shas, _, truncated = self._walk(sha, None)
+            return ReleaseRange(version, name, sha, True, shas=tuple(shas), truncated=truncated, first=True)
         walked = 0
         for group in tries:
             if walked >= PREVIOUS_TRIES:
@@ -249,6 +262,20 @@ class ReleasesMixin:
         }
         return sorted(found_versions, key=version_key, reverse=True)
 
+    def _changelog_versions(self) -> list[tuple[int, ...]]:
+        """The version keys the changelog entries' top headings name ("1.0.0 - 2024-01-01", "Version 1.0.0",
+        "[v1.0.0]"), each once: the releases a changelog knows, tagged or not."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT substr(ref, instr(ref, '#') + 1) FROM nodes"
+            " WHERE source = 'changelog' AND +kind = 'doc_section'"
+        ).fetchall()
+        keys = set()
+        for (heading,) in rows:
+            found = _HEADING_VERSION.search(str(heading).split(" › ", 1)[0])
+            if found is not None:
+                keys.add(version_key(found.group(1)))
+        return list(keys)
+
     def _head(self) -> str | None:
         """The commit HEAD named at the last sync of the git source (its cursor ends in it), if memory holds it."""
         cursor = read_cursor(self.conn, "git")
@@ -261,25 +288,27 @@ class ReleasesMixin:
             for name, tagged, ts, sha in self.conn.execute("SELECT name, version, ts, sha FROM releases")
         ]
 
-    def _walk(self, tip: str, base: str) -> tuple[list[str], bool, bool]:
-        """(the commits TIP reaches and BASE does not, highest generation first; whether TIP reaches BASE;
-        whether the walk stopped at MAX_RANGE_WALK), read from the parents memory records. Walked as git
-        paints a range: highest generation first, each commit carrying the marks of the tips that reach it,
-        until no commit only TIP reaches is left to read (an ancestor's generation is always lower, so a
-        commit is read after every one that reaches it)."""
+    def _walk(self, tip: str, base: str | None) -> tuple[list[str], bool, bool]:
+        """(the commits TIP reaches and BASE does not (every one TIP reaches when BASE is None), highest
+        generation first; whether TIP reaches BASE; whether the walk stopped at MAX_RANGE_WALK), read from
+        the parents memory records. Walked as git paints a range: highest generation first, each commit
+        carrying the marks of the tips that reach it, until no commit only TIP reaches is left to read (an
+        ancestor's generation is always lower, so a commit is read after every one that reaches it)."""
         TIP, BASE = 1, 2
-        info = self._commit_graph([tip, base])
+        ends = [tip] if base is None else [tip, base]
+        info = self._commit_graph(ends)
         flags = {tip: TIP}
-        flags[base] = flags.get(base, 0) | BASE
+        if base is not None:
+            flags[base] = flags.get(base, 0) | BASE
         heap: list[tuple[int, int, str]] = []
-        for sha in dict.fromkeys([tip, base]):
+        for sha in dict.fromkeys(ends):
             if sha in info:
                 heapq.heappush(heap, (-info[sha][1], -info[sha][2], sha))
         queued = {sha for _, _, sha in heap}
         out: list[str] = []
         while heap and any(flags[sha] == TIP for sha in queued):
             if len(out) >= MAX_RANGE_WALK:
-                return out, bool(flags.get(base, 0) & TIP), True
+                return out, base is not None and bool(flags.get(base, 0) & TIP), True
             _, _, sha = heapq.heappop(heap)
             queued.discard(sha)
             mark = flags[sha]
@@ -298,7 +327,7 @@ class ReleasesMixin:
                     if parent not in queued:
                         queued.add(parent)
                         heapq.heappush(heap, (-info[parent][1], -info[parent][2], parent))
-        reached = bool(flags.get(base, 0) & TIP)
+        reached = base is not None and bool(flags.get(base, 0) & TIP)
         return [sha for sha in dict.fromkeys(out) if flags[sha] == TIP], reached, False
 
     def _commit_graph(self, shas: Sequence[str]) -> dict[str, tuple[list[str], int, int]]:
@@ -330,6 +359,15 @@ class ReleasesMixin:
         """The highest version a tag names (tagged at or before UNTIL, epoch ms, when given), None when the
         store holds no such tag. Read within the project's own (unprefixed) tags when there are any, else
         within the one family there is, else among all (tag_family)."""
+        return max(self._own_versions(until), key=version_key, default=None)
+
+    def first_release(self, until: int | None = None) -> str | None:
+        """The lowest version a tag names (tagged at or before UNTIL when given), read as newest_release reads
+        the highest; None when the store holds no such tag."""
+        return min(self._own_versions(until), key=version_key, default=None)
+
+    def _own_versions(self, until: int | None) -> list[str]:
+        """The versions the project's own tags name (see newest_release), tagged at or before UNTIL when given."""
         rows = self.conn.execute("SELECT name, version, ts FROM releases").fetchall()
         families: dict[str, list[str]] = {}
         for name, tagged, ts in rows:
@@ -341,7 +379,7 @@ class ReleasesMixin:
             versions = next(iter(families.values()))
         else:
             versions = [v for family in families.values() for v in family]
-        return max(versions, key=version_key, default=None)
+        return versions
 
     def _release_family(self, version: str) -> list[tuple[tuple[int, ...], int, str]] | None:
         """(version key, epoch ms, sha) of the tags of the family that holds VERSION (see release_window), in

@@ -1297,6 +1297,10 @@ class TeamStore:
         """None: the team store keeps no tags."""
         return None
 
+    def first_release(self, until: int | None = None) -> str | None:
+        """None: the team store keeps no tags."""
+        return None
+
     def release_after(self, version: str) -> str | None:
         """None: the team store keeps no tags."""
         return None
