@@ -661,7 +661,7 @@ def _open_failures(
         and code is not None
         and (author_ok is None or author_ok(node_id))
         and not _git_only(command)
-        and not (code == 5 and _PYTEST.match(command))
+        and not (code == 5 and _is_pytest(command))
     ]
 
 
@@ -669,6 +669,17 @@ def _open_failures(
 _COMMAND_START = r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*"
 # pytest's exit 5 is "no tests collected" (a `-k` that matched nothing): nothing failed.
 _PYTEST = re.compile(_COMMAND_START + r"(?:\S*/)?(?:py\.test|pytest|python3?\s+-m\s+pytest)\b")
+
+
+def _is_pytest(command: str) -> bool:
+    """Whether COMMAND runs pytest, past the words that only launch it (`time -p pytest`, `sudo -u ci pytest`)."""
+    if _PYTEST.match(command):
+        return True
+    from nexusmem.sources.shell.launchers import command_start  # a failure's exit 5 only
+
+    words = command.split()
+    start = command_start(words)
+    return 0 < start < len(words) and _PYTEST.match(" ".join(words[start:])) is not None
 
 
 # `git add x && git commit -m` that failed (no message, no identity) names x, but it is no check of x:
@@ -695,9 +706,6 @@ _CONTAINER_TOOLS = frozenset(
     {"docker", "docker-compose", "podman", "nerdctl", "kubectl", "oc", "helm", "minikube", "systemctl",
      "service", "journalctl"}
 )  # fmt: skip
-# Words before a program that run it as it is (`sudo docker logs x`); `NAME=value` assignments too, and the
-# brackets of a subshell or a group (`( cd sub && make )`).
-_WRAPPERS = frozenset({"sudo", "doas", "command", "exec", "time", "nohup", "env", "(", "{"})
 # Commands whose words are folders (`cd network && make`, `pushd coupons`): no module's bare name.
 _FOLDER_TOOLS = frozenset({"cd", "pushd", "popd", "builtin"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -708,16 +716,17 @@ def _naming_text(command: str, roots: Sequence[str]) -> str:
     URL (`http://127.0.0.1:9/api/cart`), an absolute path outside ROOTS (the repository's work trees:
     `ls /var/log/pricing`, `tail ~/logs/stock`, `--log=/tmp/cart.log`), the arguments of a remote tool, and
     those of a container tool but the file names among them (_REMOTE_TOOLS, _CONTAINER_TOOLS). The rest
-    stays where it was (a name holding a newline still matches)."""
+    stays where it was (a name holding a newline still matches). The tool is the word past those that only
+    launch it (sources.shell.launchers: `sudo -u deploy docker logs x`, `( cd sub && make )`)."""
+    from nexusmem.sources.shell.launchers import command_start  # only for a line naming a staged module
+
     text = list(command)
     at = 0
     for separator in (*_SEGMENTS.finditer(command), None):
         end = len(command) if separator is None else separator.start()
         words = [(m.start(), m.group()) for m in _WORD.finditer(command, at, end)]
         at = end if separator is None else separator.end()
-        first = 0
-        while first < len(words) and (words[first][1] in _WRAPPERS or _ASSIGNMENT.match(words[first][1])):
-            first += 1
+        first = command_start([word for _, word in words])
         program = words[first][1].rsplit("/", 1)[-1] if first < len(words) else ""
         program = program.lstrip("({")
         remote = program in _REMOTE_TOOLS or program in _FOLDER_TOOLS

@@ -87,3 +87,35 @@ def test_a_module_named_by_a_test_run_still_warns_through_a_container_or_an_abso
         ("src/shop/network.py", "pytest -k network"),
     }
     assert run_script("precheck", "--strict", cwd=repo).returncode == 1
+
+
+def test_what_a_launched_remote_or_container_tool_is_asked_about_is_no_module_either(repo: Path) -> None:
+    """The tool a line runs is found past every word that only launches it, as the shell log and failure
+    linking find it (sources.shell.launchers): `sudo -u deploy docker logs network`, `nice -n 10 ssh …`,
+    `time -p curl …`, `doas -u www kubectl …`, `env -i PATH=/usr/bin docker …` warned for network.py,
+    stock.py, coupons.py and orders.py, their launcher's option taken for the tool. A test run behind a
+    launcher still names its module, and pytest's exit 5 (no tests collected) behind one is no failure."""
+    _shop(
+        repo,
+        [
+            ("sudo -u deploy docker logs network", 1),
+            ("nice -n 10 ssh deploy@shop.example 'systemctl restart stock'", 255),
+            ("time -p curl -s localhost:8080/coupons", 7),
+            ("doas -u www kubectl logs deploy/orders --tail 50", 1),
+            ("env -i PATH=/usr/bin docker logs network", 1),
+            ("nohup sudo -E docker logs stock", 1),
+            ("time -p pytest tests/test_pricing.py -k nothing_matches", 5),
+        ],
+    )
+    assert _warned(repo) == set()
+    write_commands(
+        repo,
+        [
+            ((int(time.time()) - 600) * 1000, "sudo -u deploy pytest tests/test_cart.py", 1),
+            ((int(time.time()) - 500) * 1000, "nice -n 5 pytest -k coupons", 1),
+        ],
+    )
+    assert _warned(repo) == {
+        ("src/shop/cart.py", "sudo -u deploy pytest tests/test_cart.py"),
+        ("src/shop/coupons.py", "nice -n 5 pytest -k coupons"),
+    }

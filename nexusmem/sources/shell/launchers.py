@@ -1,0 +1,109 @@
+"""Which word of a shell command line is its command, past the words that only launch it.
+
+`sudo -u deploy pytest x`, `doas make`, `env -i CI=1 pytest`, `nice -n 10 make`, `time -p pytest`,
+`nohup ./serve &`, `command grep x`, `exec -a name prog`, `( cd sub && make )`: the command is pytest,
+make, ./serve, grep, prog, cd. One answer for the shell log (a line that only starts a shell), precheck (the
+tool a failed line ran), failure linking (the program a discussion must name) and the questions about runs.
+
+Imported on the prompt hook's path: `re` alone, which that path loads already.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+# Words that run the command after them as it is (a path to one too: /usr/bin/env), each with the letters
+# of its short options and the names of its long ones that take a value (`-u deploy`, `-n 10`, `--user
+# deploy`; `-udeploy` and `--user=deploy` hold theirs). `time` is bash's keyword (`-p`) or GNU time (`-f
+# FORMAT`, `-o FILE`).
+_SUDO_LONG = frozenset(
+    {"--user", "--group", "--host", "--prompt", "--close-from", "--chdir", "--role", "--type", "--other-user",
+     "--command-timeout"}
+)  # fmt: skip
+_LAUNCHERS: dict[str, tuple[str, frozenset[str]]] = {
+    "sudo": ("ughpCDrtUT", _SUDO_LONG),
+    "doas": ("uaC", frozenset()),
+    "env": ("uC", frozenset(("--unset", "--chdir"))),
+    "nice": ("n", frozenset(("--adjustment",))),
+    "time": ("fo", frozenset(("--format", "--output"))),
+    "exec": ("a", frozenset()),
+    "command": ("", frozenset()),
+    "builtin": ("", frozenset()),
+    "nohup": ("", frozenset()),
+}
+# Options after which the words that follow are no command it runs: `command -v pytest` says where pytest
+# is, `env -S 'pytest -x'` splits a string, `sudo -e f` edits f and `sudo -l` lists what may run.
+_NO_COMMAND: dict[str, frozenset[str]] = {
+    "command": frozenset(("-v", "-V")),
+    "env": frozenset(("-S", "--split-string")),
+    "sudo": frozenset(("-e", "--edit", "-l", "--list")),
+}
+# The brackets of a subshell or a group (`( cd sub && make )`, `{ make; }`), when a word of their own.
+_BRACKETS = frozenset(("(", "{"))
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _launcher_end(words: Sequence[str], i: int) -> int:
+    """Where the launcher at WORDS[I] ends (its options and their values past it): I when WORDS[I] is no
+    launcher, or one with nothing to run after it (`sudo -s`, `env`, `time`: it is the command)."""
+    word = words[i]
+    if word in _BRACKETS or ASSIGNMENT.match(word):
+        return i + 1
+    name = word.rpartition("/")[2]
+    spec = _LAUNCHERS.get(name)
+    if spec is None:
+        return i
+    letters, long_values = spec
+    stops = _NO_COMMAND.get(name, ())
+    n = len(words)
+    j = i + 1
+    while j < n:
+        option = words[j]
+        if option == "--":
+            j += 1
+            break
+        if option[:1] != "-" or (option == "-" and name != "env"):  # `env -` is `env -i`
+            break
+        if option in stops or option.partition("=")[0] in stops:
+            return i
+        j += 1
+        if option[:2] == "--":
+            if option in long_values:
+                j += 1
+            continue
+        for k, letter in enumerate(option[1:], 2):
+            if letter in letters:
+                if k == len(option):  # `-u deploy`; `-udeploy` holds its value
+                    j += 1
+                break
+    return j if j < n else i
+
+
+def launcher_spans(words: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) of each launcher before the command of WORDS (a command line's words, or a simple
+    command's): WORDS[start:end] is one (`sudo -u deploy`, `CI=1`, `nice -n 10`, `(`), in order."""
+    i = 0
+    n = len(words)
+    while i < n:
+        end = _launcher_end(words, i)
+        if end == i:
+            return
+        yield i, end
+        i = end
+
+
+def command_start(words: Sequence[str]) -> int:
+    """The index of the command word of WORDS, past its launchers (len(WORDS) when there is none, as in
+    `FOO=1` alone): 3 of `sudo -u deploy pytest x`, 0 of `pytest x` and of `sudo -s`."""
+    i = 0
+    n = len(words)
+    while i < n:
+        end = _launcher_end(words, i)
+        if end == i:
+            break
+        i = end
+    return i

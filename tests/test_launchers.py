@@ -1,0 +1,61 @@
+"""The one answer to "which word of a command line is its command" (sources.shell.launchers): precheck, the
+shell log, failure linking and the questions about runs read it; their own tests check each through its
+command. These are the words it passes, as a table."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import pytest
+
+from nexusmem.sources.shell.launchers import command_start, launcher_spans
+
+
+@pytest.mark.parametrize(
+    ("line", "command"),
+    [
+        ("pytest tests/test_cart.py", "pytest"),
+        ("sudo pytest", "pytest"),
+        ("sudo -u deploy pytest tests/test_cart.py", "pytest"),
+        ("sudo -udeploy -E pytest", "pytest"),
+        ("sudo --user deploy pytest", "pytest"),
+        ("sudo --user=deploy pytest", "pytest"),
+        ("sudo -Eu deploy pytest", "pytest"),
+        ("sudo -- pytest", "pytest"),
+        ("doas -u www make", "make"),
+        ("env -i FOO=1 pytest", "pytest"),
+        ("env -u HOME -C /tmp pytest", "pytest"),
+        ("env - make", "make"),
+        ("/usr/bin/env FOO= make", "make"),
+        ("FOO=1 BAR= make", "make"),
+        ("nice -n 10 make", "make"),
+        ("nice -n -5 make", "make"),
+        ("nice -5 make", "make"),
+        ("time -p pytest", "pytest"),
+        ("/usr/bin/time -o t.log -v make", "make"),
+        ("nohup sudo -E docker logs x", "docker"),
+        ("command grep x f", "grep"),
+        ("exec -a name prog", "prog"),
+        ("builtin cd sub", "cd"),
+        ("( cd sub && make )", "cd"),
+        ("{ make; }", "make;"),
+        # nothing to run past it: the launcher is the command
+        ("sudo -s", "sudo"),
+        ("env", "env"),
+        ("time", "time"),
+        ("sudo -u deploy", "sudo"),
+        # it runs nothing of the words after it
+        ("command -v pytest", "command"),
+        ("env -S 'pytest -x'", "env"),
+        ("sudo -e src/cart.py", "sudo"),
+        ("sudo -l", "sudo"),
+        ("FOO=1", None),
+    ],
+)
+def test_the_command_of_a_line_is_past_what_only_launches_it(line: str, command: str | None) -> None:
+    words = line.split()
+    start = command_start(words)
+    assert (words[start] if start < len(words) else None) == command
+    spans = list(launcher_spans(words))
+    assert (spans[-1][1] if spans else 0) == start
+    assert all(a[1] == b[0] for a, b in pairwise(spans))
