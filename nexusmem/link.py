@@ -37,7 +37,9 @@ Three independent heuristics, each recorded as its own link relation (a failure 
   docs" for ``make docs``) over the turn the command ran in.
 
 Significant words are :func:`nexusmem.text.terms` of the command (English stopwords and one-letter
-words removed) minus redaction placeholders and minus :data:`GENERIC_WORDS`: launchers, package managers,
+words removed) minus redaction placeholders, minus the words that only launch each of its commands and
+their options (``sudo -u deploy``, ``nice -n 10``, ``time -p``: :mod:`nexusmem.sources.shell.launchers`;
+``NAME=value`` settings stay) and minus :data:`GENERIC_WORDS`: launchers, package managers,
 interpreters, URL schemes and file-name extensions, which say how something was run rather than what. A command with no
 significant word left (``make``, ``npm run``) is never linked by discussion: any turn would match it.
 
@@ -63,6 +65,7 @@ from nexusmem import resolved
 from nexusmem.redact import PLACEHOLDER_RE
 from nexusmem.resolved import DAY_MS
 from nexusmem.resolved import normalise as normalise  # re-exported: the rule is shared
+from nexusmem.sources.shell.launchers import ASSIGNMENT, command_start, launcher_spans
 from nexusmem.store.interface import LinkStore
 from nexusmem.text import terms
 
@@ -191,7 +194,23 @@ _PLACEHOLDER = re.compile(PLACEHOLDER_RE.pattern + "|«redacted»")
 
 def significant_words(command: str) -> list[str]:
     """The words a discussion must contain, all of them, to be linked to a failure of COMMAND (see module doc)."""
-    return [w for w in terms(_PLACEHOLDER.sub(" ", command)) if w not in GENERIC_WORDS]
+    return [w for w in terms(_unlaunched(_PLACEHOLDER.sub(" ", command))) if w not in GENERIC_WORDS]
+
+
+def _unlaunched(command: str) -> str:
+    """COMMAND without the words that only launch each of its commands (`sudo -u deploy`, `nice -n 10`,
+    `time -p`: sources.shell.launchers); its `NAME=value` settings stay."""
+    parts = []
+    for segment in _SEGMENT_END.split(command):
+        words = segment.split()
+        dropped = {
+            i
+            for start, end in launcher_spans(words)
+            for i in range(start, end)
+            if not ASSIGNMENT.match(words[i])
+        }
+        parts.append(" ".join(w for i, w in enumerate(words) if i not in dropped) if dropped else segment)
+    return " ".join(parts)
 
 
 def _fts_all(words: list[str]) -> str:
@@ -578,9 +597,8 @@ RAN_SKEW_MS = 5_000
 _LISTING = "\n\nCommands run:\n"  # nexusmem.sources.conversation.build: what a turn ran, after its text
 # Words as the full-text index reads them (unicode61: letters and digits; `_`, `-`, `.` separate).
 _WORD = re.compile(r"[^\W_]+")
-# What runs a program named after it: `python -m pytest`, `npx eslint`, `uv run mypy`, `sudo`, `env X=1`.
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_WRAPPERS = frozenset({"sudo", "env", "time", "exec", "command", "nohup", "nice"})
+# What runs a program named after it: `python -m pytest`, `npx eslint`, `uv run mypy`; past what only
+# launches it (sources.shell.launchers: `sudo -u deploy`, `env X=1`, `nice -n 10`).
 _RUNNERS = frozenset({"npx", "uvx", "bunx", "pnpx"})
 _RUN_SUBCOMMAND = frozenset({"uv", "poetry", "pdm", "hatch", "pipenv", "pipx"})
 _SEGMENT_END = re.compile(r"&&|\|\||[;|&\n]")
@@ -603,10 +621,7 @@ def _program(command: str) -> tuple[str | None, list[str]]:
     """(the program COMMAND runs when it names one on PATH: `pytest` of `python -m pytest x`, `terraform`;
     None for `./run.sh`), and the words of its first command from the program on."""
     words = _SEGMENT_END.split(_PLACEHOLDER.sub(" ", command), 1)[0].split()
-    i = 0
-    while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in _WRAPPERS):
-        i += 1
-    words = words[i:]
+    words = words[command_start(words) :]
     if not words or not re.fullmatch(r"[A-Za-z][\w-]*", words[0]):
         return None, words
     name, rest = words[0].lower(), words[1:]

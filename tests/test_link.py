@@ -476,6 +476,32 @@ def test_another_sessions_turn_must_name_the_command_not_only_its_one_word(store
     assert links(store) == {(fail.id, about.id, "discussion")}
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "time -p make docs",
+        "nice -n 10 make docs",
+        "doas make docs",
+        "env -i make docs",
+        "sudo -u deploy make docs",
+        "nohup make docs",
+        "( make docs )",
+    ],
+)
+def test_a_launched_command_is_discussed_by_its_own_name(store: Store, command: str) -> None:
+    """The words that only launch a command (sources.shell.launchers) are neither its program nor a word a
+    discussion must name: `time -p make docs` had no program (`-p` was taken for it) and `nice -n 10 make
+    docs` required "nice" and "10", so "why does `make docs` fail on CI?" was linked to `make docs` and
+    `time make docs` but to none of these."""
+    fail = shell_node(command, T0, session="sess-a")
+    about = conversation_turn(
+        "sess-c", 0, "why does `make docs` fail on CI?", "Sphinx 7.3 made a warning an error.", ts=T0 + HOUR
+    )
+    add(store, fail, about)
+    run(store)
+    assert links(store) == {(fail.id, about.id, "discussion")}
+
+
 def test_a_command_listed_by_a_turn_of_another_session_is_not_its_discussion(store: Store) -> None:
     """The words must be the turn's own, not only those of the commands it lists."""
     fail = shell_node("pytest tests/test_parser.py", T0, session="terminal-1")
@@ -508,6 +534,9 @@ def test_subject_words_leave_out_the_program() -> None:
     assert link.subject_words("npx eslint src/app") == ["src", "app"]
     assert link.subject_words("pytest -x") == ["pytest"]
     assert link.subject_words("./scripts/deploy.sh") == ["scripts", "deploy"]
+    assert link.subject_words("sudo -u deploy terraform plan") == ["plan"]
+    assert link.subject_words("nice -n 10 pytest tests/test_cache.py") == ["tests", "test_cache"]
+    assert link.subject_words("CI=1 pytest tests/test_cache.py") == ["ci", "tests", "test_cache"]
 
 
 def test_one_failure_can_have_all_three_links(store: Store) -> None:
