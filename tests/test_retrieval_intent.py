@@ -1102,6 +1102,33 @@ def test_a_failure_of_what_was_run_lists_its_failed_runs_first(repo: Path) -> No
     assert build[0] == "make -j4 (exit 2)" and build.count("make -j4 (exit 2)") == 1, build
 
 
+def test_a_run_behind_what_only_launches_it_is_a_run_of_its_program(repo: Path) -> None:
+    """ "terraform plan failed" did not list `sudo -u deploy terraform plan` that failed minutes before, nor
+    "make docs failed" `nice -n 10 make docs`: their program was read as `-u`, `-n` (the launcher's
+    option) or `time -p`'s `-p`, so the question named none of them (sources.shell.launchers)."""
+    commit(
+        repo, "Add the infrastructure", {"main.tf": "# infra\n", "Makefile": "docs:\n"}, when=NOW - 400 * DAY
+    )
+    write_recent(
+        repo,
+        "40 1 sudo -u deploy terraform plan\n30 2 nice -n 10 make docs\n20 101 time -p cargo build\n"
+        "10 1 doas -u www npm run lint\n5 0 git status\n",
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question, run in (
+        ("terraform plan failed", "sudo -u deploy terraform plan (exit 1)"),
+        ("why did make docs fail", "nice -n 10 make docs (exit 2)"),
+        ("cargo build failed", "time -p cargo build (exit 101)"),
+        ("npm run lint failed", "doas -u www npm run lint (exit 1)"),
+    ):
+        found = query_json(repo, question)
+        assert found["items"][0]["title"] == run, (question, found["items"])
+        assert any(n.startswith("first: the failed runs of") for n in found["notes"]), (
+            question,
+            found["notes"],
+        )
+
+
 def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_answer(repo: Path) -> None:
     """ "What did I do when the docker build failed yesterday", with no build yesterday, was answered with
     the passing `docker compose up` runs of other weeks as a strong answer."""

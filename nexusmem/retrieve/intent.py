@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from nexusmem.sources.shell.launchers import command_start
+
 Intent = Literal["usage", "history", "neutral"]
 
 _USAGE = re.compile(
@@ -605,8 +607,6 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("mypy", "pyright", "tsc", "flow", "pytype", "npm run typecheck", "make typecheck"),
     ),
 )  # fmt: skip
-# Words before a command's program that are not its program: `sudo`, `time make`, `env CI=1 pytest`.
-_WRAPPERS = frozenset({"sudo", "time", "env", "nohup", "nice", "command", "exec"})
 _COMMAND_SPLIT = re.compile(r"[\s;&|():]+")
 
 
@@ -636,10 +636,9 @@ def command_words(command: str) -> list[str]:
 
 def command_head(words: list[str]) -> list[str]:
     """The program and its first word after it (`npm test -- x` → npm, test; `sudo make` → make), past
-    `VAR=value` settings and wrappers; an option is no such word."""
-    start = 0
-    while start < len(words) and ("=" in words[start] or words[start] in _WRAPPERS):
-        start += 1
+    `VAR=value` settings and what only launches it (sources.shell.launchers: `sudo -u deploy`, `nice -n
+    10`, `time -p`); an option is no such word."""
+    start = command_start(words)
     head = words[start : start + 2]
     return head if len(head) < 2 or not head[1].startswith("-") else head[:1]
 
