@@ -677,3 +677,27 @@ def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
         ("sudo -u app bash", 6),
     ]
     assert log.read_bytes() == before
+
+
+def test_a_shell_started_behind_any_launcher_is_no_failure(repo: Path) -> None:
+    """The words that only launch a shell are those precheck and linking pass (sources.shell.launchers):
+    `time bash`, `nice -n 5 zsh`, `env -u HOME bash`, `/usr/bin/env -i bash`, `nohup bash`, `sudo -E --
+    bash` were listed by "what failed today" with the status of the last command typed in the shell. A
+    script, `command -v bash` (which only says where bash is) and sudo or doas with an option that takes a
+    value (`sudo -u app bash`, `doas -u www bash`, as before) keep theirs."""
+    import time
+
+    from helpers import query_json, run_cli
+
+    commit(repo, "init", {"a.txt": "a\n"})
+    now = int(time.time() * 1000)
+    nested = ["time bash", "nice -n 5 zsh", "env -u HOME bash", "/usr/bin/env -i bash", "nohup bash"]
+    nested += ["sudo -E -- bash", "doas -s"]
+    kept = [("time bash deploy.sh", 2), ("command -v bash", 1), ("doas -u www bash", 6), ("nice make", 2)]
+    write_log(
+        *(line(repo, command, now - 90_000 + 1000 * n, exit=1) for n, command in enumerate(nested)),
+        *(line(repo, command, now - 30_000 + 1000 * n, exit=code) for n, (command, code) in enumerate(kept)),
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = sorted(it["title"] for it in query_json(repo, "what failed today")["items"])
+    assert titles == sorted(f"{command} (exit {code})" for command, code in kept), titles

@@ -10,7 +10,6 @@ import contextlib
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -413,41 +412,36 @@ def _leaves_the_shell(command: str) -> bool:
 # Shells whose interactive session a line may start (`bash`, `fish --private`): its status is that of the
 # last command typed in it, not a failure of the line. The options of each that take a value (`-o vi`).
 _SHELL_NAMES = frozenset(("bash", "zsh", "fish", "sh", "dash", "ksh"))
-_SHELL_FIRST = frozenset("bzfsdk/ec")  # and a VAR=value first
+_SHELL_FIRST = frozenset("bzfsdk/ectn")  # and a VAR=value first (`t`ime, `n`ice, `n`ohup)
 _TAKES_VALUE = {
     "fish": frozenset(("-C", "--init-command", "-d", "--debug", "-o", "--debug-output", "-f", "--features")),
 }
 _POSIX_TAKES_VALUE = frozenset(("-o", "+o", "-O", "+O", "--rcfile", "--init-file"))
 
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
-
-
 def _past_launchers(words: list[str]) -> list[str] | None:
-    """WORDS past what only starts the next word (`env`, `command`, `exec`, `VAR=value`, `sudo`/`doas` with
-    options alone): `TERM=xterm bash`, `env bash`, `command zsh` start the shell they name. None: the
-    launcher itself starts an interactive shell (`sudo -s`, `sudo -i`, `su`, `su -`, `su -l`)."""
-    while words:
-        head = words[0].rpartition("/")[2]
-        if _ASSIGNMENT.fullmatch(words[0]) or (head in ("env", "command", "exec") and len(words) > 1):
-            words = words[1:]
-            if head == "env":
-                while words and (words[0].startswith("-") and words[0] not in ("-u", "-C", "-S")):
-                    words = words[1:]
-        elif head in ("sudo", "doas"):
-            options = [w for w in words[1:] if w.startswith("-")]
-            rest = words[1 + len(options) :]
-            if not rest and any(o in ("-s", "-i", "--shell", "--login") for o in options):
-                return None
-            if len(options) != len(words[1:]) - len(rest) or any(
-                o in ("-u", "-g", "-C", "-h") for o in options
-            ):
-                return [words[0]]  # an option with a value: not read here
-            words = rest
-        elif head == "su" and all(w in ("-", "-l", "--login") for w in words[1:]):
+    """WORDS past what only starts the next word (sources.shell.launchers: `env -u HOME`, `command`, `time`,
+    `nice -n 5`, `VAR=value`, `sudo -E`): `TERM=xterm bash`, `env bash`, `nice zsh` start the shell they name.
+    sudo or doas with an option that takes a value (`sudo -u app bash`) is kept, as not read here. None: the
+    launcher itself starts an interactive shell (`sudo -s`, `sudo -i`, `doas -s`, `su`, `su -`, `su -l`)."""
+    from nexusmem.sources.shell.launchers import launcher_spans  # a line that may start a shell only
+
+    end = 0
+    for start, end in launcher_spans(words):
+        if words[start].rpartition("/")[2] in ("sudo", "doas") and any(
+            w[:1] != "-" for w in words[start + 1 : end]
+        ):
+            return [words[start]]  # an option with a value: not read here
+    words = words[end:]
+    head = words[0].rpartition("/")[2] if words else ""
+    if head in ("sudo", "doas"):
+        options = words[1:]
+        if all(o[:1] == "-" for o in options) and any(
+            o in ("-s", "-i", "--shell", "--login") for o in options
+        ):
             return None
-        else:
-            break
+    elif head == "su" and all(w in ("-", "-l", "--login") for w in words[1:]):
+        return None
     return words
 
 
