@@ -646,6 +646,8 @@ def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
         "sudo -s",
         "sudo -i",
         "su -",
+        "sudo -u app bash",
+        "sudo -u app -s",
     ]
     log = write_log(
         *(line(repo, command, now - 90_000 + 1000 * n, exit=1) for n, command in enumerate(nested)),
@@ -653,7 +655,7 @@ def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
         line(repo, "sh -c 'exit 3'", now - 20_000, exit=3),
         line(repo, "bash -lc make", now - 10_000, exit=4),
         line(repo, "env FOO=1 bash run.sh", now - 9_000, exit=5),
-        line(repo, "sudo -u app bash", now - 8_000, exit=6),
+        line(repo, "sudo -u app bash run.sh", now - 8_000, exit=6),
     )
     before = log.read_bytes()
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -663,7 +665,7 @@ def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
         "bash deploy.sh (exit 2)",
         "env FOO=1 bash run.sh (exit 5)",
         "sh -c 'exit 3' (exit 3)",
-        "sudo -u app bash (exit 6)",
+        "sudo -u app bash run.sh (exit 6)",
     ], titles
     from nexusmem.sources.shell.logline import parse_log_line
 
@@ -674,7 +676,7 @@ def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
         ("sh -c 'exit 3'", 3),
         ("bash -lc make", 4),
         ("env FOO=1 bash run.sh", 5),
-        ("sudo -u app bash", 6),
+        ("sudo -u app bash run.sh", 6),
     ]
     assert log.read_bytes() == before
 
@@ -682,9 +684,8 @@ def test_starting_an_interactive_shell_is_no_failure(repo: Path) -> None:
 def test_a_shell_started_behind_any_launcher_is_no_failure(repo: Path) -> None:
     """The words that only launch a shell are those precheck and linking pass (sources.shell.launchers):
     `time bash`, `nice -n 5 zsh`, `env -u HOME bash`, `/usr/bin/env -i bash`, `nohup bash`, `sudo -E --
-    bash` were listed by "what failed today" with the status of the last command typed in the shell. A
-    script, `command -v bash` (which only says where bash is) and sudo or doas with an option that takes a
-    value (`sudo -u app bash`, `doas -u www bash`, as before) keep theirs."""
+    bash`, `sudo -u app bash`, `doas -u www bash` were listed by "what failed today" with the status of the last
+    command typed in the shell. A script and `command -v bash` (which only says where bash is) keep theirs."""
     import time
 
     from helpers import query_json, run_cli
@@ -692,8 +693,13 @@ def test_a_shell_started_behind_any_launcher_is_no_failure(repo: Path) -> None:
     commit(repo, "init", {"a.txt": "a\n"})
     now = int(time.time() * 1000)
     nested = ["time bash", "nice -n 5 zsh", "env -u HOME bash", "/usr/bin/env -i bash", "nohup bash"]
-    nested += ["sudo -E -- bash", "doas -s"]
-    kept = [("time bash deploy.sh", 2), ("command -v bash", 1), ("doas -u www bash", 6), ("nice make", 2)]
+    nested += ["sudo -E -- bash", "doas -s", "doas -u www bash"]
+    kept = [
+        ("time bash deploy.sh", 2),
+        ("command -v bash", 1),
+        ("doas -u www bash x.sh", 6),
+        ("nice make", 2),
+    ]
     write_log(
         *(line(repo, command, now - 90_000 + 1000 * n, exit=1) for n, command in enumerate(nested)),
         *(line(repo, command, now - 30_000 + 1000 * n, exit=code) for n, (command, code) in enumerate(kept)),

@@ -421,24 +421,17 @@ _POSIX_TAKES_VALUE = frozenset(("-o", "+o", "-O", "+O", "--rcfile", "--init-file
 
 def _past_launchers(words: list[str]) -> list[str] | None:
     """WORDS past what only starts the next word (sources.shell.launchers: `env -u HOME`, `command`, `time`,
-    `nice -n 5`, `VAR=value`, `sudo -E`): `TERM=xterm bash`, `env bash`, `nice zsh` start the shell they name.
-    sudo or doas with an option that takes a value (`sudo -u app bash`) is kept, as not read here. None: the
-    launcher itself starts an interactive shell (`sudo -s`, `sudo -i`, `doas -s`, `su`, `su -`, `su -l`)."""
-    from nexusmem.sources.shell.launchers import launcher_spans  # a line that may start a shell only
+    `nice -n 5`, `VAR=value`, `sudo -E`, `sudo -u app`): `TERM=xterm bash`, `env bash`, `nice zsh`, `sudo -u
+    app bash` start the shell they name. None: the launcher itself starts an interactive shell (`sudo -s`,
+    `sudo -i`, `sudo -u app -s`, `doas -s`, `su`, `su -`, `su -l`)."""
+    from nexusmem.sources.shell.launchers import command_start  # a line that may start a shell only
 
-    end = 0
-    for start, end in launcher_spans(words):
-        if words[start].rpartition("/")[2] in ("sudo", "doas") and any(
-            w[:1] != "-" for w in words[start + 1 : end]
-        ):
-            return [words[start]]  # an option with a value: not read here
-    words = words[end:]
+    words = words[command_start(words) :]
     head = words[0].rpartition("/")[2] if words else ""
     if head in ("sudo", "doas"):
-        options = words[1:]
-        if all(o[:1] == "-" for o in options) and any(
-            o in ("-s", "-i", "--shell", "--login") for o in options
-        ):
+        options = [w for w in words[1:] if w[:1] == "-"]
+        if options and any(o in ("-s", "-i", "--shell", "--login") for o in options):
+            # Its other words are the values of options (`-u app`): `sudo -u app -s` runs no command.
             return None
     elif head == "su" and all(w in ("-", "-l", "--login") for w in words[1:]):
         return None
