@@ -575,6 +575,9 @@ def test_a_failing_command_piped_into_a_filter_is_a_failure(repo: Path) -> None:
         ("grep -n TODO notes.txt", 1, [1], 0),
         ("diff a notes.txt", 1, [1], 0),
         ("time grep -q x f", 1, None, 0),  # no pipestatus (an agent's line, an older hook)
+        ("doas grep -q x f", 1, None, 0),  # doas, time -p, /usr/bin/env: launchers as precheck reads them
+        ("time -p grep -q x f", 1, [1], 0),
+        ("/usr/bin/env LC_ALL=C grep -n x f", 1, [1], 0),
         ("[ -f setup.py ];", 1, [1], 0),  # a trailing `;` starts nothing
         ("if [ -f f ]; then grep -n TODO f; fi", 1, [1], 0),  # a compound: its branch's last command
         ("grep x f <<EOF\na; make\nEOF\n", 1, [1], 0),  # a here-document's `;` is text

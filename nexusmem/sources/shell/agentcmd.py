@@ -317,40 +317,25 @@ _BRANCH_ENDS = frozenset({"fi", "done", "esac", "else", "elif", "}"})
 _NOT_COMMANDS = frozenset({"for", "select", "case", "function"})  # a header or a definition
 
 
-# Words that run the command after them and end with its status (`time grep x f`, `env LC_ALL=C grep x f`,
-# `sudo -u app grep x f`), and the options of theirs that take a value.
-_PREFIXES = frozenset({"time", "command", "builtin", "exec", "nice", "env", "sudo", "nohup"})
-_PREFIX_VALUES = {
-    "nice": frozenset({"-n"}),
-    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir"}),
-    "exec": frozenset({"-a"}),
-    "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"}),
-}
 _GIT_VALUES = frozenset({"-C", "-c"})  # git's options before its subcommand that take a value
 
 
 def _first_word(words: list[str]) -> str | None:
-    """The command word of a simple command's WORDS, past assignments and the words that run a command
-    (`LC_ALL=C grep x`, `time grep x`, `command grep x` → grep); `git grep` is grep."""
-    i, prefix, n = 0, "", len(words)
-    while i < n:
-        word = words[i]
-        name, eq, _ = word.partition("=")
-        if eq and name.isidentifier():
-            i += 1
-        elif prefix and word[:1] == "-" and word != "-":
-            i += 2 if word in _PREFIX_VALUES.get(prefix, ()) else 1
-        elif word in _PREFIXES:
-            prefix = word
-            i += 1
-        elif word == "git":
-            i += 1
-            while i < n and words[i][:1] == "-":
-                i += 2 if words[i] in _GIT_VALUES else 1
-            return "grep" if words[i : i + 1] == ["grep"] else word
-        else:
-            return word
-    return None
+    """The command word of a simple command's WORDS, past assignments and the words that only launch it and
+    end with its status (sources.shell.launchers: `LC_ALL=C grep x`, `time grep x`, `sudo -u app grep x`,
+    `doas grep x` → grep); `git grep` is grep."""
+    from nexusmem.sources.shell.launchers import command_start  # only for a status to judge
+
+    i, n = command_start(words), len(words)
+    if i >= n:
+        return None
+    word = words[i]
+    if word != "git":
+        return word
+    i += 1
+    while i < n and words[i][:1] == "-":
+        i += 2 if words[i] in _GIT_VALUES else 1
+    return "grep" if words[i : i + 1] == ["grep"] else word
 
 
 def _segments(stage: str) -> list[tuple[str, str]]:
