@@ -801,6 +801,11 @@ def sync(
                     reason or "", "after an upgrade"
                 )
                 message = f"git: deriving the change words of the {commits} commit(s) already in memory (once, {why})"
+                if reason == "renames":
+                    message = (
+                        f"git: reading the {commits} commit(s) already in memory again for the files they"
+                        " renamed (once, after an upgrade)"
+                    )
                 if log and commits:  # a memory with no commit yet has nothing to derive: nothing to say
                     log(message)
                 if commits:

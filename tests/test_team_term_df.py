@@ -4,6 +4,7 @@ at once, and a migration from a store that had no term_df yet."""
 
 from __future__ import annotations
 
+import json
 import threading
 from array import array
 from collections.abc import Iterator
@@ -493,3 +494,38 @@ def test_the_commits_that_touched_a_file_are_found_as_local_memory_finds_them(
             found = each.commits_touching(["src/app.py", "test/app.py"], 0, 2**62, 10)
             assert [each.get(i).title for i in found] == ["Touch test/app.py", "Touch src/app.py"], each
             assert each.commits_touching(["src/app.py", "test/app.py"], 0, 1_700_000_100_000, 10) == found[1:]
+
+
+def test_the_renames_of_a_file_are_found_as_local_memory_finds_them(tmp_path: Path, store: Any) -> None:
+    """A renamed file's history follows its renames (search.former_names): the team store reads a commit's
+    meta `renames` by either path as a local store does, newest first; a commit with none, or with a meta
+    value that is no list, is passed over."""
+    commits = [
+        ("a" * 24, "src/beta.py", 1_700_000_000_000, {"renames": [["src/alpha.py", "src/beta.py"]]}),
+        ("b" * 24, "lib/gamma.py", 1_700_000_100_000, {"renames": [["src/beta.py", "lib/gamma.py"]]}),
+        ("c" * 24, "src/beta.py", 1_700_000_200_000, {}),
+        ("d" * 24, "src/beta.py", 1_700_000_300_000, {"renames": "src/beta.py"}),
+    ]
+    rows = []
+    for node_id, path, ts, meta in commits:
+        row = list(_row(node_id, f"Touch {path}", "a change"))
+        row[4], row[8], row[12], row[14] = node_id, ts, json.dumps(meta), [path]
+        rows.append(tuple(row))
+    store.push_batch(rows)
+    with open_store(tmp_path / "memory.db", create=True) as local:
+        store_nodes(
+            local,
+            [
+                commit_node(ts, path, sha=node_id, subject=f"Touch {path}", **meta)
+                for node_id, path, ts, meta in commits
+            ],
+        )
+        for each in (store, local):
+            assert each.renames_of(["src/beta.py"]) == [
+                ("src/beta.py", "lib/gamma.py", "b" * 24, 1_700_000_100_000),
+                ("src/alpha.py", "src/beta.py", "a" * 24, 1_700_000_000_000),
+            ], each
+            assert each.renames_of(["lib/gamma.py", "nowhere.py"]) == [
+                ("src/beta.py", "lib/gamma.py", "b" * 24, 1_700_000_100_000)
+            ]
+            assert each.renames_of([]) == [] and each.renames_of(["README.md"]) == []

@@ -168,6 +168,11 @@ class SearchStore(Protocol):
         (ties by id)."""
         ...
 
+    def renames_of(self, paths: Sequence[str]) -> list[tuple[str, str, str, int]]:
+        """(old path, new path, sha, ts) of every stored commit's rename from or to one of PATHS (a commit's
+        meta `renames`), newest first (ties by sha)."""
+        ...
+
     def size_hint(self) -> int:
         """Roughly how many nodes the store holds; cheap (the planner's guard)."""
         ...

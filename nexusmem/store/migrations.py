@@ -425,6 +425,32 @@ def _m17_no_credential_in_project_id(conn: Any) -> None:
     Store(conn, Path(os.fsdecode(name)) if name else Path("")).clean_project_id()
 
 
+# The commits that renamed a file (meta `renames`: [[old path, new path], ...]) as the nodes_renames index holds
+# them (queries must spell it the same to use it).
+RENAMED = "kind = 'git_commit' AND json_valid(meta) AND json_type(meta, '$.renames') = 'array'"
+
+
+def _m18_renames(conn: Any) -> None:
+    # A commit now records where each file it renamed came from (meta `renames`): "what changed in NEW" and
+    # "when was X removed" follow a file back past a `git mv`. The few commits that renamed something are
+    # indexed apart (a file's renames are read on the query path). A store whose commits may hold a rename
+    # (one listed on a Files line, "old → new", or one cut off it, "… and N more files") walks its history
+    # again on the next sync, as migrations 10 and 14 made it (ids and first-recorded times stay); any other
+    # store has nothing to read again.
+    conn.execute(f"CREATE INDEX IF NOT EXISTS nodes_renames ON nodes(ts) WHERE {RENAMED}")
+    held = conn.execute(
+        "SELECT 1 FROM nodes WHERE kind = 'git_commit' AND (instr(body, ' → ') > 0 OR instr(body, ' more files') > 0)"
+        " LIMIT 1"
+    ).fetchone()
+    if held is None:
+        return
+    conn.execute("UPDATE sources SET cursor = NULL WHERE name = 'git'")
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES ('backfill.changeWords', 'renames')"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: nodes, files, links, sources, meta, fts", _m1_initial),
     (2, "fts vocabulary view for query planning", _m2_vocabulary),
@@ -458,6 +484,11 @@ MIGRATIONS: list[Migration] = [
         17,
         "a project id that held a credential of the origin URL: its nodes re-keyed to the clean id",
         _m17_no_credential_in_project_id,
+    ),
+    (
+        18,
+        "renamed files: where each came from (meta renames), indexed; read again on the next sync",
+        _m18_renames,
     ),
 ]
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from nexusmem.store import fulltext, hookreads
 from nexusmem.store.batch import BATCH, execute_in, rows_in
 from nexusmem.store.hygiene import UNREACHABLE
+from nexusmem.store.migrations import RENAMED
 
 if TYPE_CHECKING:  # a reader never builds a Node (nexusmem.nodes imports hashlib)
     from nexusmem.nodes import Node
@@ -880,6 +881,24 @@ class NodesMixin:
                 " ORDER BY n.ts DESC, n.id LIMIT ?",
                 (*paths, start, end, limit),
             )
+        ]
+
+    def renames_of(self, paths: Sequence[str]) -> list[tuple[str, str, str, int]]:
+        """(old path, new path, sha, ts) of every stored commit's rename from or to one of PATHS (meta
+        `renames`), newest first (ties by sha). Read from the few commits that renamed a file (nodes_renames)."""
+        if not paths:
+            return []
+        wanted = json.dumps(sorted(set(paths)))
+        return [
+            (str(r[0]), str(r[1]), str(r[2]), int(r[3]))
+            for r in self.conn.execute(
+                "SELECT json_extract(r.value, '$[0]') AS old, json_extract(r.value, '$[1]') AS new, n.ref, n.ts"
+                f" FROM nodes n, json_each(n.meta, '$.renames') r WHERE {RENAMED}"
+                " AND (old IN (SELECT value FROM json_each(?)) OR new IN (SELECT value FROM json_each(?)))"
+                " ORDER BY n.ts DESC, n.ref",
+                (wanted, wanted),
+            )
+            if r[0] is not None and r[1] is not None
         ]
 
     def counts_by_kind(self) -> dict[str, int]:

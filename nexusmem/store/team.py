@@ -1400,6 +1400,25 @@ class TeamStore:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def renames_of(self, paths: Sequence[str]) -> list[tuple[str, str, str, int]]:
+        """(old path, new path, sha, ts) of every rename from or to one of PATHS among the team's commits
+        (meta `renames`), newest first (ties by sha)."""
+        if not paths:
+            return []
+        rows = self.conn.execute(
+            "SELECT r->>0, r->>1, ref, ts FROM nodes, jsonb_array_elements(CASE WHEN jsonb_typeof(meta->'renames')"
+            " = 'array' THEN meta->'renames' ELSE '[]'::jsonb END) r"
+            " WHERE project_id = %s AND kind = 'git_commit' AND jsonb_typeof(meta->'renames') = 'array'"
+            " AND jsonb_typeof(r) = 'array' AND (r->>0 = ANY(%s::text[]) OR r->>1 = ANY(%s::text[]))"
+            " ORDER BY ts DESC, ref",
+            (self.project, list(paths), list(paths)),
+        ).fetchall()
+        return [
+            (str(r[0]), str(r[1]), str(r[2]), int(r[3]))
+            for r in rows
+            if r[0] is not None and r[1] is not None
+        ]
+
     def size_hint(self) -> int:
         """This project's node count from term_df (read with the question's term counts: no extra round
         trip); on a schema-1 store the planner's estimate of the table's rows, or an exact count."""

@@ -445,6 +445,12 @@ def commit_node(ctx: ScanContext, source: str, rec: CommitRecord, limit: int, wo
         "type": conventional_type(h.subject),
         "merge": is_merge,
     }
+    renames = [[redacted_path(f.old_path), f.path] for f in rec.files if f.old_path and f.old_path != f.path]
+    if renames:
+        # Where each renamed file came from (old path, new path), every one of them (the Files line shows the
+        # first _SUMMARY_FILES): a file's history follows it back past a `git mv` as `git log --follow` does.
+        # The new path is the one in `files`, redacted with it (nodes._redact_labels).
+        meta["renames"] = renames
     if truncated:
         meta["truncated"] = True
     if h.committed_ms != h.ts_ms:

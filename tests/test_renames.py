@@ -1,0 +1,115 @@
+"""Renamed files: each commit records where the files it renamed came from (meta `renames`), and the answers
+about a file follow it back past a `git mv` as `git log --follow` does. Real git repositories, real SQLite,
+the real sync, the answers asked through `nexusmem query`."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from nexusmem import project, sync
+from nexusmem.store import migrations
+
+from helpers import commit, git
+
+DAY = 86_400
+NOW = int(time.time())
+
+
+def renames_meta(repo: Path) -> dict[str, list[list[str]]]:
+    """sha → meta `renames` of every stored commit that holds one."""
+    with project.load(repo).open_store() as store:
+        rows = store.conn.execute("SELECT ref, meta FROM nodes WHERE kind = 'git_commit'").fetchall()
+    found = {str(ref): json.loads(meta).get("renames") for ref, meta in rows}
+    return {ref: renames for ref, renames in found.items() if renames is not None}
+
+
+def move(repo: Path, old: str, new: str, message: str, when: int, text: str | None = None) -> str:
+    """`git mv OLD NEW` (then NEW written with TEXT, when given: a rename and an edit in one commit)."""
+    (repo / new).parent.mkdir(parents=True, exist_ok=True)
+    git(repo, "mv", old, new)
+    return commit(repo, message, {new: text} if text is not None else None, when=when)
+
+
+def chain_history(repo: Path) -> dict[str, str]:
+    """src/alpha.py → src/beta.py → lib/gamma.py (the second with an edit), commits under each name, and
+    another file named src/alpha.py made after the first moved away: no part of gamma's history."""
+    body = "".join(f"def helper_{i}():\n    return {i}\n\n" for i in range(12))
+    shas = {
+        "add": commit(repo, "Add the parser", {"src/alpha.py": body}, when=NOW - 50 * DAY),
+        "tune": commit(repo, "Tune the parser", {"src/alpha.py": body + "LIMIT = 3\n"}, when=NOW - 40 * DAY),
+    }
+    shas["first_move"] = move(repo, "src/alpha.py", "src/beta.py", "Move the parser", NOW - 30 * DAY)
+    shas["under_beta"] = commit(
+        repo, "Cap the parser", {"src/beta.py": body + "LIMIT = 4\n"}, when=NOW - 25 * DAY
+    )
+    shas["second_move"] = move(
+        repo, "src/beta.py", "lib/gamma.py", "Move it again", NOW - 20 * DAY, body + "LIMIT = 5\n"
+    )
+    shas["other_alpha"] = commit(repo, "A new alpha", {"src/alpha.py": "X = 1\n"}, when=NOW - 15 * DAY)
+    shas["under_gamma"] = commit(
+        repo, "Raise the cap", {"lib/gamma.py": body + "LIMIT = 6\n"}, when=NOW - 10 * DAY
+    )
+    return shas
+
+
+def test_a_commit_records_the_files_it_renamed(repo: Path) -> None:
+    """A rename's old path was only on the commit's Files line (its first twenty files, as text): the commit's
+    meta keeps every rename (old, new), a rename with an edit too, and the store reads them by either path."""
+    shas = chain_history(repo)
+    sync.sync(repo, embed=False)
+    assert renames_meta(repo) == {
+        shas["first_move"]: [["src/alpha.py", "src/beta.py"]],
+        shas["second_move"]: [["src/beta.py", "lib/gamma.py"]],
+    }
+    with project.load(repo).open_store() as store:
+        assert store.renames_of(["src/beta.py"]) == [
+            ("src/beta.py", "lib/gamma.py", shas["second_move"], (NOW - 20 * DAY) * 1000),
+            ("src/alpha.py", "src/beta.py", shas["first_move"], (NOW - 30 * DAY) * 1000),
+        ]
+        assert store.renames_of(["README.md"]) == []
+
+
+def test_an_existing_store_reads_its_renames_once_on_the_next_sync(repo: Path) -> None:
+    """A store the release before wrote holds no commit's renames: the upgrade makes its next sync walk the
+    history again, once, saying so (ids and first-recorded times kept), after which its answers follow the
+    renames. A store none of whose commits lists a rename or is cut has nothing to read again."""
+    commit(repo, "init", {"README.md": "# x\n"}, when=NOW - 9 * DAY)
+    project.init(repo)
+    sync.sync(repo, embed=False)
+    with project.load(repo).open_store() as store:
+        store.conn.execute("DELETE FROM schema_migrations WHERE version >= 18")
+        store.conn.commit()
+    lines: list[str] = []
+    summary = sync.sync(repo, embed=False, log=lines.append)
+    assert not any("renamed" in line for line in lines), lines
+    assert next(s for s in summary.sources if s.name == "git").noop
+
+    shas = chain_history(repo)
+    sync.sync(repo, embed=False)
+    with project.load(repo).open_store() as store:  # as the release before wrote it
+        store.conn.execute(
+            "UPDATE nodes SET meta = json_remove(meta, '$.renames'), content_hash = 'before'"
+            " WHERE kind = 'git_commit' AND json_type(meta, '$.renames') = 'array'"
+        )
+        store.conn.execute("DROP INDEX nodes_renames")
+        store.conn.execute("DELETE FROM schema_migrations WHERE version >= 18")
+        store.conn.commit()
+        times = {r[0]: r[1] for r in store.conn.execute("SELECT id, created_at FROM nodes")}
+    assert renames_meta(repo) == {}
+    lines.clear()
+    sync.sync(repo, embed=False, log=lines.append)
+    assert any(
+        "reading the 8 commit(s) already in memory again for the files they renamed (once, after an upgrade)"
+        in line
+        for line in lines
+    ), lines
+    assert set(renames_meta(repo)) == {shas["first_move"], shas["second_move"]}
+    with project.load(repo).open_store() as store:
+        assert store.schema_version() == migrations.LATEST
+        now = {r[0]: r[1] for r in store.conn.execute("SELECT id, created_at FROM nodes")}
+    assert {i: now[i] for i in times} == times
+    lines.clear()
+    sync.sync(repo, embed=False, log=lines.append)  # once only
+    assert not any("renamed" in line for line in lines), lines
