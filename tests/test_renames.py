@@ -11,7 +11,7 @@ from pathlib import Path
 from nexusmem import project, sync
 from nexusmem.store import migrations
 
-from helpers import commit, git
+from helpers import commit, git, query_json, run_cli
 
 DAY = 86_400
 NOW = int(time.time())
@@ -71,6 +71,30 @@ def test_a_commit_records_the_files_it_renamed(repo: Path) -> None:
         assert store.renames_of(["README.md"]) == []
 
 
+def test_what_changed_in_a_renamed_file_follows_it_back_through_its_renames(repo: Path) -> None:
+    """ "What changed in gamma.py recently" listed the commits of lib/gamma.py alone (the two since its last
+    move): its commits as src/beta.py and src/alpha.py are its history too, as `git log --follow` shows it,
+    and the note names the old names. The later file that took the name src/alpha.py is another file."""
+    shas = chain_history(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    followed = git(repo, "log", "--follow", "--format=%H", "--", "lib/gamma.py").split()
+    history = [shas[k] for k in ("under_gamma", "second_move", "under_beta", "first_move", "tune", "add")]
+    assert followed == history  # what git says
+    found = query_json(repo, "what changed in gamma.py recently")
+    assert [it["ref"] for it in found["items"]] == history, found["items"]
+    note = (
+        "first: the newest commits that changed lib/gamma.py (named src/beta.py before"
+        f" {shas['second_move'][:10]}, src/alpha.py before {shas['first_move'][:10]}), newest first"
+    )
+    assert note in found["notes"], found["notes"]
+    # In a window: the commits of that time, under whichever name the file had then.
+    found = query_json(repo, "what changed in lib/gamma.py in the last 4 weeks")
+    assert [it["ref"] for it in found["items"]] == history[:3], found["items"]
+    # The old name asks about that file as it was: the commits under that name (the new alpha's first).
+    found = query_json(repo, "what changed in src/alpha.py recently")
+    assert [it["ref"] for it in found["items"]] == [shas["other_alpha"], shas["tune"], shas["add"]]
+
+
 def test_an_existing_store_reads_its_renames_once_on_the_next_sync(repo: Path) -> None:
     """A store the release before wrote holds no commit's renames: the upgrade makes its next sync walk the
     history again, once, saying so (ids and first-recorded times kept), after which its answers follow the
@@ -110,6 +134,8 @@ def test_an_existing_store_reads_its_renames_once_on_the_next_sync(repo: Path) -
         assert store.schema_version() == migrations.LATEST
         now = {r[0]: r[1] for r in store.conn.execute("SELECT id, created_at FROM nodes")}
     assert {i: now[i] for i in times} == times
+    found = query_json(repo, "what changed in gamma.py recently")
+    assert [it["ref"] for it in found["items"]][-1] == shas["add"], found["items"]
     lines.clear()
     sync.sync(repo, embed=False, log=lines.append)  # once only
     assert not any("renamed" in line for line in lines), lines

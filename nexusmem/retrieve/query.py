@@ -2404,15 +2404,25 @@ def file_changes_first(
     ):
         return scored, [], None  # something more is asked about: the ranking answers
     asked = _asked_window(question, since, until)
+    # The file's history goes on under the names it had before a rename (`git log --follow`).
+    former = search.former_names(store, path)
+    before = (
+        " (named " + ", ".join(f"{n.path} before {n.renamed[:10]}" for n in former[1:] if n.renamed) + ")"
+        if len(former) > 1
+        else ""
+    )
     if asked is None:
-        ids = store.commits_touching([path], 0, 2**62, FILE_CHANGES_LISTED)
-        said = f"the newest commits that changed {path}"
+        ids = _touching(store, former, 0, 2**62, FILE_CHANGES_LISTED)
+        said = f"the newest commits that changed {path}{before}"
     else:
         low, high, span, _exact = asked
-        ids = store.commits_touching([path], low, high, FILE_CHANGES_IN_WINDOW)
-        said = f"the commits that changed {path} {span}"
+        ids = _touching(store, former, low, high, FILE_CHANGES_IN_WINDOW)
+        said = f"the commits that changed {path}{before} {span}"
     nodes = store.get_many(ids, light=True)
-    listed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+    listed = sorted(
+        (nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)),
+        key=lambda node: (-node.ts, node.id),
+    )[: FILE_CHANGES_LISTED if asked is None else FILE_CHANGES_IN_WINDOW]
     # Which of the paths sharing its name was meant is said, and how to ask for another.
     shared = (
         f" ({_bare(word)} also names {_paths_said(others)}: ask with the full path for another)"
@@ -2420,8 +2430,19 @@ def file_changes_first(
         else ""
     )
     if not listed:
-        return scored, [], f"no commit changed {path} {asked[2] if asked else ''}".rstrip() + shared
+        return scored, [], f"no commit changed {path}{before} {asked[2] if asked else ''}".rstrip() + shared
     return _listed(scored, listed), listed, f"first: {said}, newest first{shared}"
+
+
+def _touching(store: SearchStore, names: list[search.FileName], low: int, high: int, limit: int) -> list[str]:
+    """Ids of the LIMIT newest commits (each name's: merged by the caller) that changed the file under one
+    of its NAMES while it had that name, within LOW..HIGH."""
+    ids: dict[str, None] = {}
+    for name in names:
+        start, end = max(low, name.low), min(high, name.high)
+        if start <= end:
+            ids.update(dict.fromkeys(store.commits_touching([name.path], start, end, limit)))
+    return list(ids)
 
 
 def _bare(word: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from nexusmem import identity
 from nexusmem.retrieve import rank
@@ -289,6 +289,43 @@ def holder(
         if node.ref.split(":", 1)[0] == sha:
             scores[node.id] = max(scores.get(node.id, 0.0), best * ORIGIN_LEAD)
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0])), sha
+
+
+# A renamed file (`git mv`) keeps its history: the commits that changed it under the names it had before are
+# found from the renames the commits recorded (meta `renames`), as `git log --follow` finds them. At most
+# FOLLOWED_RENAMES renames of one file are followed.
+FOLLOWED_RENAMES = 20
+
+
+class FileName(NamedTuple):
+    """A name a file had: its PATH, the author times it had it (LOW..HIGH, both included), and the sha of the
+    rename that gave it its next name (None for the name asked about)."""
+
+    path: str
+    low: int
+    high: int
+    renamed: str | None
+
+
+def former_names(store: SearchStore, path: str) -> list[FileName]:
+    """PATH and the names the file had before, newest first: from each name back through the newest rename
+    into it made by the time it lost that name (a chain of renames followed, each rename once)."""
+    names: list[FileName] = []
+    high, renamed, current = 2**62, None, path
+    followed: set[str] = set()
+    while True:
+        into = [
+            (old, sha, ts)
+            for old, new, sha, ts in store.renames_of([current])
+            if new == current and old != current and ts <= high and sha not in followed
+        ]
+        if not into or len(names) >= FOLLOWED_RENAMES:
+            names.append(FileName(current, 0, high, renamed))
+            return names
+        old, sha, ts = into[0]  # the newest
+        names.append(FileName(current, ts, high, renamed))
+        followed.add(sha)
+        high, renamed, current = ts, sha, old
 
 
 def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> list[str]:
