@@ -95,6 +95,49 @@ def test_what_changed_in_a_renamed_file_follows_it_back_through_its_renames(repo
     assert [it["ref"] for it in found["items"]] == [shas["other_alpha"], shas["tune"], shas["add"]]
 
 
+def test_when_was_a_name_removed_after_its_file_was_renamed(repo: Path) -> None:
+    """ "When was kestrel_budget removed?" said it was still in the code at src/old_name.py: the newest diff of
+    that path that holds it kept it, and the file had moved (a pure rename has no diff) before a commit
+    removed it under its new name. A path renamed since is read under its new name; a rename with an edit
+    that kept the name leaves it in the code, under the new name."""
+    commit(
+        repo,
+        "Add the parser",
+        {"src/old_name.py": "def parse_alpha():\n    return 1\n"},
+        when=NOW - 9 * DAY,
+    )
+    commit(
+        repo,
+        "Budget the parser",
+        {"src/old_name.py": "def parse_alpha():\n    return 2\n\ndef kestrel_budget():\n    return 3\n"},
+        when=NOW - 8 * DAY,
+    )
+    commit(repo, "Add the heron", {"src/heron.py": "def heron_span():\n    return 1\n"}, when=NOW - 7 * DAY)
+    move(repo, "src/old_name.py", "src/new_name.py", "Move the module", NOW - 6 * DAY)
+    removed = commit(
+        repo,
+        "Drop the helper",
+        {"src/new_name.py": "def parse_alpha():\n    return 2\n"},
+        when=NOW - 5 * DAY,
+    )
+    move(
+        repo,
+        "src/heron.py",
+        "lib/heron.py",
+        "Move the heron",
+        NOW - 4 * DAY,
+        "def heron_span():\n    return 1\n\n\ndef heron_width():\n    return 2\n",
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "when was kestrel_budget removed")
+    assert f"last change that holds kestrel_budget: {removed[:10]}" in found["notes"], found["notes"]
+    assert not any("still in the code" in note for note in found["notes"]), found["notes"]
+    found = query_json(repo, "when was heron_span removed")
+    assert any(
+        note.startswith("heron_span is still in the code (lib/heron.py)") for note in found["notes"]
+    ), found["notes"]
+
+
 def test_an_existing_store_reads_its_renames_once_on_the_next_sync(repo: Path) -> None:
     """A store the release before wrote holds no commit's renames: the upgrade makes its next sync walk the
     history again, once, saying so (ids and first-recorded times kept), after which its answers follow the

@@ -328,6 +328,36 @@ def former_names(store: SearchStore, path: str) -> list[FileName]:
         high, renamed, current = ts, sha, old
 
 
+def renamed_since(store: SearchStore, paths: set[str], after: dict[str, tuple[int, int]]) -> dict[str, str]:
+    """{path: the name it has now} for those of PATHS renamed after the point AFTER gives for each (its
+    (generation, author time): a diff's commit), following a chain of renames; a path not renamed since
+    is left out."""
+    cache: dict[str, list[tuple[str, str, str, int]]] = {}
+    order: dict[str, int] = {}
+
+    def renames(path: str) -> list[tuple[str, str, str, int]]:
+        if path not in cache:
+            cache[path] = [r for r in store.renames_of([path]) if r[0] == path and r[1] != path]
+            order.update(store.generations({sha for _, _, sha, _ in cache[path]} - order.keys()))
+        return cache[path]
+
+    moved: dict[str, str] = {}
+    for path in paths:
+        current, point = path, after[path]
+        for _ in range(FOLLOWED_RENAMES):
+            later = sorted(
+                ((order.get(sha, 0), ts), sha, new)
+                for _, new, sha, ts in renames(current)
+                if (order.get(sha, 0), ts) > point
+            )
+            if not later:
+                break
+            point, _, current = later[0]
+        if current != path:
+            moved[path] = current
+    return moved
+
+
 def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> list[str]:
     """The paths of code (not docs: release notes saying "removed X" hold it) whose newest stored diff that holds NAME keeps it: on an added or an unchanged
     line, not only on removed ones. "When was toRelativeCalendar removed?" asked of a name the code still
@@ -356,9 +386,21 @@ def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> list[
         return exact.search(line) is not None if exact is not None else core in line
 
     generation = store.generations({n.ref.split(":", 1)[0] for n in diffs})
+
+    def point(diff: StoredNode) -> tuple[int, int]:
+        return generation.get(diff.ref.split(":", 1)[0], 0), diff.ts
+
+    # A file renamed after a diff holds what that diff left under its new name (a later diff of the new name,
+    # one that removed NAME, replaces it): the old name is no file of the code.
+    last: dict[str, tuple[int, int]] = {}
+    for diff in diffs:
+        path = diff.ref.split(":", 1)[1]
+        last[path] = max(last.get(path, (0, 0)), point(diff))
+    moved = renamed_since(store, set(last), last)
     newest: dict[str, StoredNode] = {}
-    for diff in sorted(diffs, key=lambda n: (generation.get(n.ref.split(":", 1)[0], 0), n.ts, n.id)):
-        newest[diff.ref.split(":", 1)[1]] = diff  # the later (in the graph, then in time) replaces
+    for diff in sorted(diffs, key=lambda n: (*point(n), n.id)):
+        path = diff.ref.split(":", 1)[1]
+        newest[moved.get(path, path)] = diff  # the later (in the graph, then in time) replaces
     kept = []
     for path, diff in newest.items():
         lines = diff.body.splitlines()
