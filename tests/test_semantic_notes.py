@@ -61,6 +61,53 @@ def test_a_store_without_vectors_says_semantic_search_was_skipped_and_why(repo: 
         assert len(server.requests) == asked  # the config no longer names Ollama: nothing is sent to it
 
 
+def embedder_notes(notes: list[str]) -> list[str]:
+    return [note for note in notes if "semantic search" in note or "stored vectors" in note]
+
+
+def test_a_provider_switched_without_a_sync_is_one_note(repo: Path, tmp_path: Path) -> None:
+    """Ollama's vectors stored, the config switched to builtin and no sync since: `query` printed two notes
+    for the one cause ("the stored vectors were made by ollama ..., not builtin as the config says now: they
+    are not searched ..." and "semantic search skipped (the stored vectors were made by ollama ..., the config
+    names builtin: run `nexusmem sync` ...)"), in --json and MCP alike; and with the vectors' own Ollama down
+    after a model switch, the same two. One note now: what happened, that the words alone answered, and
+    what to run."""
+    history = cache_history(repo)
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        sync_json(history)
+        set_embedding(history, provider="builtin", model="")
+        asked = len(server.requests)
+        (note,) = embedder_notes(query_json(history, QUESTION)["notes"])
+        assert note.startswith("semantic search skipped: the stored vectors were made by ollama"), note
+        assert "not builtin as the config says now" in note and "answered from the words alone" in note, note
+        assert "re-embeds the 7 nodes with builtin" in note and "`nexusmem sync`" in note, note
+        assert "sync_project" in note and note.count("stored vectors") == 1, note
+        plain = run_cli("-C", str(history), "query", QUESTION).output
+        assert plain.count("note: ") == 1 and f"note: {note}" in plain, plain
+        assert len(server.requests) == asked  # the config no longer names Ollama: nothing is sent to it
+
+        async def main() -> None:
+            async with mcp_session(tmp_path / "server.log") as session:
+                result = await session.call_tool(
+                    "search_memory", {"projectRoot": str(history), "query": QUESTION}
+                )
+                assert not result.is_error and result.structured_content is not None
+                assert embedder_notes(result.structured_content["notes"]) == [note]
+
+        anyio.run(main)
+        many = json.loads(run_cli("-C", str(history), "query", "--all-projects", "--json", QUESTION).stdout)
+        assert embedder_notes(many["notes"]) == [note], many["notes"]
+
+        # Another Ollama model named, and the vectors' own server hanging: one note with both.
+        set_embedding(history, provider="ollama", model="mxbai-embed-large")
+        server.mode = "hang"
+        (note,) = embedder_notes(query_json(history, QUESTION)["notes"])
+        assert note.startswith("semantic search skipped: the stored vectors were made by ollama"), note
+        assert "not ollama mxbai-embed-large" in note and "did not answer within 5s" in note, note
+        assert "re-embeds the 7 nodes with ollama" in note, note
+
+
 def test_an_unreachable_ollama_with_no_vectors_is_named_in_the_note(repo: Path) -> None:
     """Ollama down before any vector was made: the sync stores none, and the query's note says semantic search
     was skipped (it said nothing)."""

@@ -146,29 +146,52 @@ def configured(provider: str, model: str) -> tuple[str, str]:
     return provider, made.model if made is not None else model
 
 
+@dataclass(frozen=True)
+class Elsewhere:
+    """The stored vectors were not made by the embedder the config names now (elsewhere): what to say of it,
+    in parts, so that a query that could not search them says it in one note with why (text is the note
+    alone, as doctor says it)."""
+
+    made: str  # "the stored vectors were made by X, not Y as the config says now"
+    searched: str  # what a query does with them meanwhile: "a query embeds with their model", ...
+    until: str  # "until the next sync (`nexusmem sync`) re-embeds the N nodes with Y" (or drops them)
+    not_searched: bool  # a query never searches them (Ollama's, the config naming no Ollama)
+
+    def text(self) -> str:
+        return f"{self.made}: {self.searched} {self.until}"
+
+
 def stored_elsewhere(identity: Identity | None, provider: str, model: str, nodes: int | None) -> str | None:
     """What to say when the stored vectors (of IDENTITY) were not made by the embedder the config names now
     (`embedding.provider` PROVIDER, `embedding.model` MODEL): it was changed since the last sync, or a sync
     could not switch to it. A query embeds with the stored vectors' own model (for_identity) until a sync
     re-embeds the store's NODES; None when they agree, or there are no vectors."""
+    parts = elsewhere(identity, provider, model, nodes)
+    return None if parts is None else parts.text()
+
+
+def elsewhere(identity: Identity | None, provider: str, model: str, nodes: int | None) -> Elsewhere | None:
+    """stored_elsewhere's sentence in its parts (Elsewhere); None when there is nothing to say."""
     if identity is None:
         return None
     name, wanted = configured(provider, model)
     if (identity.name, identity.model) == (name, wanted):
         return None
-    said = (
-        f"the stored vectors were made by {identity.describe()}, not {' '.join(filter(None, (name, model)))}"
-    )
-    if name == "none":
-        return f"{said} as the config says now: a query searches them until the next sync (`nexusmem sync`) drops them"
-    if identity.name == "ollama" and name != "ollama":
+    made = f"the stored vectors were made by {identity.describe()}, not {' '.join(filter(None, (name, model)))} as the config says now"
+    # Text goes to Ollama only while the config names it (ollama_url): its vectors are not searched.
+    not_searched = identity.name == "ollama" and name != "ollama"
+    if not_searched:
         searched = "they are not searched (text goes to Ollama only while the config names it)"
+    elif name == "none":
+        searched = "a query searches them"
     else:
         searched = "a query embeds with their model"
-    return (
-        f"{said} as the config says now: {searched} until the next sync (`nexusmem sync`) re-embeds the"
-        f"{'' if nodes is None else f' {nodes:,}'} nodes with {name}"
-    )
+    if name == "none":
+        until = "until the next sync (`nexusmem sync`) drops them"
+    else:
+        count = "" if nodes is None else f" {nodes:,}"
+        until = f"until the next sync (`nexusmem sync`) re-embeds the{count} nodes with {name}"
+    return Elsewhere(made, searched, until, not_searched)
 
 
 def make(name: str, model: str = "", url: str | None = None, timeout: float | None = None) -> Provider | None:

@@ -97,7 +97,8 @@ class _Searched:
     # The commands the hooks logged in it since its last sync, not searched (catchup.unsynced_commands;
     # catchup.BACKLOG: too many to count): counted only when asked (search_all's UNSYNCED).
     unsynced: int = 0
-    # Why its vectors were not searched although its config names an embedder (query.Question.semantic_skipped).
+    # The note that its vectors were not searched although its config names an embedder, and why
+    # (query.Question.semantic_skipped).
     semantic_skipped: str | None = None
 
 
@@ -485,17 +486,15 @@ def project_notes(
 
 
 def semantic_notes(searched: list[_Searched]) -> list[str]:
-    """One note for each reason the projects searched by their words alone give (query.semantic_skipped_note),
-    naming them unless every project searched gives it; said after the projects' own notes."""
+    """One note for each note the projects searched by their words alone give (query.semantic_note), naming
+    them unless every project searched gives it; said after the projects' own notes."""
     saying: dict[str, list[str]] = {}
     for s in searched:
         if s.semantic_skipped:
             saying.setdefault(s.semantic_skipped, []).append(s.target.label or s.target.name)
     return [
-        f"{', '.join(names)}: {query.semantic_skipped_note(why)}"
-        if len(names) < len(searched)
-        else query.semantic_skipped_note(why)
-        for why, names in saying.items()
+        f"{', '.join(names)}: {note}" if len(names) < len(searched) else note
+        for note, names in saying.items()
     ]
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from nexusmem import authors, identity, paths, resolved, timefmt
+from nexusmem import authors, embed, identity, paths, resolved, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
@@ -410,7 +410,8 @@ class Question:
     # The release asked about is tagged on a commit HEAD does not reach, and memory holds nothing it says of
     # it (no changelog entry under its heading): the answer is weak.
     unreached: bool = False
-    # Why the vectors were not searched although the config names an embedder (vector.Neighbours.skipped):
+    # The note saying the vectors were not searched although the config names an embedder, and why
+    # (semantic_note of vector.Neighbours.skipped, and of the stored vectors being another embedder's):
     # said as the answer's last note.
     semantic_skipped: str | None = None
     # The releases (earlier, later or None for the next one) a question about what changed between them names
@@ -560,8 +561,12 @@ def retrieve(
     """
     question = prepare(well_formed(text), project)
     question.search_text = authors.without_author_words(question.search_text, author)
-    if vectors and settings.embedding_provider is not None:
-        question.notes += stored_vectors_note(store, settings.embedding_provider, settings.embedding_model)
+    # The stored vectors are another embedder's than the config's: said once, after the search (semantic_note).
+    stored_elsewhere = (
+        stored_vectors_elsewhere(store, settings.embedding_provider, settings.embedding_model)
+        if vectors and settings.embedding_provider is not None
+        else None
+    )
     words = search.query_terms(store, question.search_text, failure=question.failure)
     answered_by: str | None = None
     # What a rule listed in time order (the failures, or the newest work, of the question's time), and what
@@ -693,7 +698,9 @@ def retrieve(
         else vector.Neighbours([], 0.0)
     )
     if near.skipped and not never_synced(store):  # a never-synced memory has a note of its own
-        question.semantic_skipped = near.skipped
+        question.semantic_skipped = semantic_note(near.skipped, stored_elsewhere)
+    elif stored_elsewhere is not None:
+        question.notes.append(stored_elsewhere.text())
     covering = Coverage(store, words)
     scale = 1.0
     if bm25_hits and LEXICAL_COVERAGE_EXP:
@@ -2903,13 +2910,23 @@ def answer_notes(store: SearchStore, found: Retrieved, *, as_of: int | None, roo
             f" ({found.terms.dropped} left out)"
         )
     if found.question.semantic_skipped:
-        notes.append(semantic_skipped_note(found.question.semantic_skipped))
+        notes.append(found.question.semantic_skipped)
     return notes
 
 
-def semantic_skipped_note(why: str) -> str:
-    """The note of an answer found by its words alone although an embedder is configured: WHY, a phrase."""
-    return f"semantic search skipped ({why}); answered from the words alone"
+def semantic_note(why: str, elsewhere: embed.Elsewhere | None = None) -> str:
+    """The note of an answer found by its words alone although an embedder is configured: WHY, a phrase.
+    When the stored vectors are another embedder's than the config's (ELSEWHERE), one note says both, and
+    what to run: that and why the vectors were not searched are one story, told once."""
+    if elsewhere is None:
+        return f"semantic search skipped ({why}); answered from the words alone"
+    # Ollama's vectors under a config naming another provider: WHY only says that again.
+    cause = "" if elsewhere.not_searched else f", and their model cannot embed the question now ({why})"
+    searched = f", and {elsewhere.searched}" if elsewhere.not_searched else ""
+    return (
+        f"semantic search skipped: {elsewhere.made}{searched}{cause}; answered from the words alone"
+        f" {elsewhere.until} (an agent: the sync_project tool)"
+    )
 
 
 def pinned(found: Retrieved) -> list[str]:
@@ -2959,17 +2976,14 @@ def never_synced(store: SearchStore) -> bool:
     return sources is not None and not sources()
 
 
-def stored_vectors_note(store: SearchStore, provider: str, model: str) -> list[str]:
-    """The note when the stored vectors are not the configured embedder's (embed.stored_elsewhere): [] when
+def stored_vectors_elsewhere(store: SearchStore, provider: str, model: str) -> embed.Elsewhere | None:
+    """What to say when the stored vectors are not the configured embedder's (embed.elsewhere): None when
     they are, or there are none."""
-    from nexusmem import embed
-
     identity = embed.Identity.from_json(store.vector_identity_json())
     if identity is None or not store.has_vectors():
-        return []
+        return None
     count = getattr(store, "node_count", None)  # a local store's (SyncStore)
-    said = embed.stored_elsewhere(identity, provider, model, count() if count is not None else None)
-    return [said] if said else []
+    return embed.elsewhere(identity, provider, model, count() if count is not None else None)
 
 
 def head_note(store: SearchStore, root: Path | None) -> str | None:
