@@ -2,14 +2,17 @@
 (hygiene/stale.py) and session summaries (sources/session.py) all post JSON through it.
 
 httpx is imported on first use, not with this module: importing it costs ~0.5 s, and most runs (a sync with
-the builtin embedder, every precheck) never talk to Ollama. A refused connection answers at once; a host
-that drops packets must not hang a sync, hence the short connect timeout. `timeout` bounds the whole call (the
-answer read to its end), not the gap between two bytes: a server that dribbles its answer is cut off there.
+the builtin embedder, every precheck) never talk to Ollama. Before it is, one stdlib connect finds out
+whether anything listens (reachable): a refused connection then costs a query or a sync no import at all,
+and nothing needs remembering (a server just started is used at once). A host that drops packets must not
+hang a sync, hence the short connect timeout. `timeout` bounds the whole call (the answer read to its end),
+not the gap between two bytes: a server that dribbles its answer is cut off there.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -46,6 +49,34 @@ class OllamaUnreachable(Exception):
 class OllamaTimedOut(OllamaUnreachable):
     """No whole answer within the time allowed (connecting included): a server that accepts and never
     answers, a host that drops packets. What the embedder remembers (remember_down)."""
+
+
+def reachable(url: str, timeout: float) -> None:
+    """Nothing when something accepts a TCP connection at URL's host and port within TIMEOUT seconds (closed
+    at once); OllamaUnreachable saying why when nothing does (refused: nothing listens there), OllamaTimedOut
+    when the connection is not accepted in time. Stdlib only: a refusal costs no httpx import (every query of
+    an agent would pay it). Skipped when a proxy is set in the environment: httpx goes through it, not direct."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if any(key.lower().endswith("_proxy") and key.lower() != "no_proxy" for key in os.environ):
+        return
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return
+    except TimeoutError as exc:
+        raise OllamaTimedOut(
+            f"Ollama at {url} did not answer: it accepted no connection within {timeout:g}s"
+        ) from exc
+    except ConnectionRefusedError as exc:
+        raise OllamaUnreachable(
+            f"Ollama at {url} is unreachable: it refused the connection, nothing listens there"
+        ) from exc
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise OllamaUnreachable(f"Ollama at {url} is unreachable ({reason})") from exc
 
 
 class OllamaHTTPError(Exception):
@@ -98,12 +129,14 @@ class OllamaClient:
         """The answer to POST {url}{endpoint} with PAYLOAD as JSON, whatever its status, read whole within
         self.timeout seconds of the start (OllamaUnreachable past it) and at most MAX_ANSWER_BYTES long
         (OllamaBadAnswer beyond)."""
+        deadline = time.monotonic() + self.timeout
+        if self._client is None:
+            reachable(self.url, self.connect_timeout)  # before httpx is imported: a refusal costs no import
         import httpx
 
         if self._client is None:
             self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout))
         client = self._client
-        deadline = time.monotonic() + self.timeout
         # The call runs on a worker thread the caller waits for until the deadline, and no longer: a read
         # timeout bounds each read, not the answer (a server sending a byte now and then held a call for
         # minutes), and httpx reads it once per answer. A call past its deadline is left to its own read
@@ -205,7 +238,8 @@ class OllamaClient:
 # An embedder that did not answer in time is not asked again for this long: every query would wait
 # embed.QUERY_TIMEOUT for it (an agent pays it on every call), every sync SYNC_TIMEOUT. Remembered per URL
 # in the user directory (0600), for every process of this user: the server is this machine's, not a
-# project's. A refused connection costs nothing and is not remembered (a server just started is used at once).
+# project's. A refused connection is not remembered: it is found out by one stdlib connect, without importing
+# httpx (reachable), and a server just started is used at once.
 DOWN_SECONDS = 120.0
 DOWN_FILE = "ollama-down.json"
 # What to do about an Ollama embedder that does not answer (said by doctor, status and the auto-sync log).

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from helpers import commit, query_json, run_cli
+from helpers import commit, main_in_fresh_process, query_json, run_cli
 from helpers.embedding import cache_history, set_embedding
 from helpers.mcp import mcp_session
 from helpers.ollama_standin import closed_port_url, ollama_standin
@@ -117,6 +117,35 @@ def test_an_unreachable_ollama_with_no_vectors_is_named_in_the_note(repo: Path) 
     data = query_json(history, QUESTION)
     assert data["items"] and data["vector_matched"] == 0
     assert len(skipped_notes(data)) == 1, data["notes"]
+
+
+def test_an_ollama_that_refuses_costs_a_query_no_httpx_import_and_is_used_once_it_listens(repo: Path) -> None:
+    """A refused connection was not remembered, and each query paid for it anyway: httpx imported and its
+    client set up in every fresh process (every call of an agent) to learn that nothing listens; its note
+    said "is unreachable (ConnectError)". One stdlib connect finds
+    out now, before httpx is imported: the note says the connection was refused and nothing listens there,
+    nothing is remembered (no ollama-down.json), and a server started at that URL is used by the next query."""
+    from urllib.parse import urlsplit
+
+    from nexusmem import ollama, paths
+
+    history = cache_history(repo)
+    with ollama_standin() as server:
+        set_embedding(history, provider="ollama", model="nomic-embed-text", url=server.url)
+        sync_json(history)
+    port = urlsplit(server.url).port
+    assert port is not None
+    out, loaded = main_in_fresh_process(history, ["query", "--json", QUESTION], ["httpx"])
+    data = json.loads(out)
+    (note,) = skipped_notes(data)
+    assert f"Ollama at {server.url} is unreachable: it refused the connection" in note, note
+    assert "nothing listens there" in note and "ConnectError" not in note, note
+    assert data["items"] and loaded == []  # httpx never imported
+    assert not (paths.user_dir() / ollama.DOWN_FILE).exists()
+
+    with ollama_standin(port) as again:  # `ollama serve`: the next query uses it
+        data = query_json(history, QUESTION)
+        assert data["vector_matched"] > 0 and skipped_notes(data) == [] and len(again.requests) == 1
 
 
 def test_mcp_search_memory_says_semantic_search_was_skipped(repo: Path, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import math
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,7 +27,8 @@ def toy_embedding(text: str, dim: int = DIM) -> list[float]:
 class Standin:
     """Mode "ok" answers properly; "malformed" answers JSON of the wrong shape; "garbage" answers non-JSON;
     "missing-model" answers 404 like Ollama does for a model that was never pulled; "hang" accepts the
-    request and never answers (until the stand-in stops). POISON: a text holding
+    request and never answers (until the stand-in stops); "slow" answers properly after DELAY seconds (a model
+    loading before its first answer). POISON: a text holding
     one of its keys is answered the vector its value names ("nan", "inf" or "zero"), as a broken model does.
     BEFORE, when set, runs as each request arrives, before it is answered (a test's step in mid-sync)."""
 
@@ -39,6 +40,7 @@ class Standin:
         self.poison: dict[str, str] = {}
         self.stop = threading.Event()
         self.before: Callable[[], None] | None = None
+        self.delay = 0.0
 
     def vector(self, text: str) -> list[float]:
         for key, kind in self.poison.items():
@@ -49,7 +51,8 @@ class Standin:
 
 
 @contextmanager
-def ollama_standin() -> Iterator[Standin]:
+def ollama_standin(port: int = 0) -> Iterator[Standin]:
+    """The stand-in on 127.0.0.1:PORT (a free port when 0), served until the block ends."""
     state = Standin()
 
     class Handler(BaseHTTPRequestHandler):
@@ -65,6 +68,8 @@ def ollama_standin() -> Iterator[Standin]:
             if state.mode == "hang":
                 state.stop.wait(600)
                 return
+            if state.mode == "slow":
+                state.stop.wait(state.delay)
             if self.path != "/api/embed":
                 self._send(404, b'{"error": "not found"}')
             elif state.mode == "missing-model":
@@ -90,7 +95,7 @@ def ollama_standin() -> Iterator[Standin]:
             self.end_headers()
             self.wfile.write(payload)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -101,6 +106,45 @@ def ollama_standin() -> Iterator[Standin]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@contextmanager
+def never_accepting() -> Iterator[str]:
+    """A loopback URL whose listening socket never accepts: its backlog (0) is full, so a new connection's
+    SYN is dropped and connecting hangs until the client's connect timeout (Linux drops it; a system that
+    answers a full backlog with a refusal fails the check at the start: the caller skips). Offline."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers: list[socket.socket] = []
+    try:
+        for _ in range(4):  # backlog 0 holds one; more make sure it is full
+            filler = socket.socket()
+            filler.setblocking(False)
+            with suppress(BlockingIOError):
+                filler.connect(("127.0.0.1", port))
+            fillers.append(filler)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for filler in fillers:
+            filler.close()
+        server.close()
+
+
+def hangs_connecting(url: str, timeout: float = 0.3) -> bool:
+    """Whether connecting to URL's port on 127.0.0.1 neither succeeds nor fails within TIMEOUT seconds."""
+    probe = socket.socket()
+    probe.settimeout(timeout)
+    try:
+        probe.connect(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+    except TimeoutError:
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return False
 
 
 def closed_port_url() -> str:
