@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# How long connecting may take (the call's timeout when that is shorter); reading the answer may take the
+# whole call's timeout. Loopback and LAN hosts connect in milliseconds: a server that accepts no connection
+# (a full backlog, a host dropping packets) fails on this, not on the 120 s a sync allows a model loading
+# cold to send its first answer. 2 s leaves room for one lost SYN (retransmitted after 1 s).
 CONNECT_TIMEOUT = 2.0
 # The largest answer read: a chat verdict or summary is a few hundred bytes, a batch of 256 embeddings of
 # 1,024 dimensions ~6 MB as JSON. A server that sends more is not an Ollama answering these requests.
@@ -178,10 +182,12 @@ class OllamaClient:
                     if deadline - time.monotonic() <= 0:
                         raise httpx.ReadTimeout("the whole answer took too long")
                 return Answer(response.status_code, b"".join(chunks))
-        except httpx.TimeoutException as exc:
+        except httpx.ConnectTimeout as exc:  # the connect timeout, not the call's: say the time waited
             raise OllamaTimedOut(
-                f"Ollama at {self.url} did not answer within {self.timeout:g}s ({type(exc).__name__})"
+                f"Ollama at {self.url} did not answer: it accepted no connection within {self.connect_timeout:g}s"
             ) from exc
+        except httpx.TimeoutException as exc:
+            raise OllamaTimedOut(f"Ollama at {self.url} did not answer within {self.timeout:g}s") from exc
         except httpx.HTTPError as exc:
             raise OllamaUnreachable(f"Ollama at {self.url} is unreachable ({type(exc).__name__})") from exc
 
