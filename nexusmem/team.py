@@ -966,12 +966,14 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
             fields = denylist.node_fields(title, body, ref, meta_value, kind=kind)
             if any(entry.matches(s) for s in fields if s):
                 ids.append(node_id)
-        for kind, count in _kinds_of(team, ids).items():
-            kinds[kind] = count
+        found_nodes = team.get_many(ids, light=True).values()
+        for node in found_nodes:
+            kinds[node.kind] = kinds.get(node.kind, 0) + 1
         # A commit's change words are its diff's identifiers lower-cased: a literal is looked for there
         # lower-cased, inside a longer word too (`run_kelt8vqalong_name` held `kelT8vqa`).
         words = "" if regex else value.lower()
-        removed = len(ids) if dry_run else team.forget(entry.to_json(), ids, words)
+        word_ids = _regex_word_holders(team, value, found_nodes) if regex and not dry_run else []
+        removed = len(ids) if dry_run else team.forget(entry.to_json(), ids, words, word_ids)
 
         # Only an id no release makes any more: a project that goes by one holding the value keeps its memory.
         # The releases that made such ids lower-cased them: a value is looked for whatever its case.
@@ -990,11 +992,20 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
     return TeamForget(found.label, found.member, removed, dry_run, kinds, len(holding), under)
 
 
-def _kinds_of(team: TeamStore, ids: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for node in team.get_many(ids, light=True).values():
-        out[node.kind] = out.get(node.kind, 0) + 1
-    return out
+def _regex_word_holders(team: TeamStore, pattern: str, matched: Collection[StoredNode]) -> list[str]:
+    """Ids of the team nodes whose change words a regex `forget --team` of PATTERN takes out (MATCHED: the
+    nodes it deletes). The words are a commit's diff identifiers, lower-cased and cut at every character no
+    identifier holds (`vault9.Skunkworks-internal.net` leaves `vault9 skunkworks internal net`): the pattern
+    cannot be matched there as it is in the diff. So the commits whose diffs it matched lose theirs (as a
+    local `forget --regex` does), and so does every node whose words it matches ignoring case (a commit
+    older than the diff window has words but no diff to match). The team store derives nothing again: what
+    is cleared stays cleared until a member's push sends the commit's words anew."""
+    from nexusmem.hygiene import denylist
+
+    shas = sorted({n.group for n in matched if n.kind == "code_diff" and n.group})
+    folded = denylist.make_regex(pattern, True)
+    held = [node_id for node_id, words in team.word_texts() if folded.matches(words)]
+    return sorted({*team.commits_with_words(shas), *held})
 
 
 # ---------------------------------------------------------------------------------------------- status

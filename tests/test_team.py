@@ -18,7 +18,7 @@ import pytest
 
 from nexusmem import paths, project
 
-from helpers.cli import console_script
+from helpers.cli import console_script, query_json
 from helpers.git import commit, git, init_repo
 from helpers.team import Member, as_role, commit_with_the_server_away, joined_members, make_member
 
@@ -1365,6 +1365,44 @@ def test_forget_team_takes_a_value_inside_a_longer_name_out_of_the_change_words(
     run_cli("-C", str(repo), "forget", "--team", "kelT8vqa", "--yes")
     assert _team_rows(team_url, held) == [] and _team_rows(team_url, terms) == []
     assert _team_rows(team_url, "SELECT title FROM nodes WHERE title = 'add runner'")  # the commit stays
+
+
+def test_forget_team_regex_takes_the_value_out_of_the_change_words_too(tmp_path: Path, team_url: str) -> None:
+    """`forget --team --regex PATTERN --yes` deleted the team's nodes the pattern matched (the commit's diff),
+    but not the pushed commit's change words (its diff's identifiers, lower-cased and cut into words:
+    `vault9 skunkworks internal net`), which a regex cannot match as they are: `query --team skunkworks` still
+    found the commit by them. `forget --team VALUE` cleared them; the local `forget --regex` does too."""
+    from helpers.cli import run_cli
+
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, "init", {"util.js": "module.exports = 1\n"})
+    commit(repo, "add api client", {"api.js": "const api = 'https://vault9.Skunkworks-internal.net/v1'\n"})
+    commit(repo, "add runner", {"b.py": "def run_Kelt8vqaLong_name(): pass\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "team", "init", "--url", team_url)
+    run_cli("-C", str(repo), "team", "push")
+    held = "SELECT title FROM nodes WHERE strpos(words, 'skunkworks') > 0 OR strpos(words, 'kelt8vqa') > 0"
+    terms = "SELECT term FROM term_df WHERE strpos(term, 'skunkworks') > 0 OR strpos(term, 'kelt8vqa') > 0"
+    assert sorted(_team_rows(team_url, held)) == [("add api client",), ("add runner",)]
+    assert _team_rows(team_url, terms)
+    # A case-sensitive pattern: the diff holds it as written, the words lower-cased.
+    run_cli("-C", str(repo), "forget", "--team", "--regex", r"Skunkworks-internal\.net", "--yes")
+    # A commit whose diff the team does not hold (older than the diff window): its words hold the value
+    # lower-cased (`run_kelt8vqalong_name`), which the pattern matches ignoring case only.
+    conn = connect_team(team_url)
+    try:
+        conn.execute("DELETE FROM nodes WHERE kind = 'code_diff' AND ref LIKE %s", ("%:b.py",))
+        conn.commit()
+    finally:
+        conn.close()
+    run_cli("-C", str(repo), "forget", "--team", "--regex", "Kelt8vqa[A-Za-z]+", "--yes")
+    assert _team_rows(team_url, held) == [] and _team_rows(team_url, terms) == []
+    # The commits stay (their own text never held it); neither store answers by the words any more.
+    titles = {str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")}
+    assert {"add api client", "add runner"} <= titles
+    for word in ("skunkworks", "kelt8vqalong"):
+        for extra in (["--team"], []):
+            assert [it["title"] for it in query_json(repo, word, *extra)["items"]] == [], (word, extra)
 
 
 _PROJECT_TABLES = ("nodes", "members", "term_df", "commit_generations", "deny_list", "links", "audit")

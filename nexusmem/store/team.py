@@ -2448,11 +2448,31 @@ class TeamStore:
             self.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DENY_LOCK, self.project))
             self._insert_deny(entry, now_ms())
 
-    def forget(self, entry: dict[str, Any], ids: Sequence[str], words: str = "") -> int:
+    def word_texts(self) -> list[tuple[str, str]]:
+        """(id, change words) of this project's nodes that have some (a regex `forget --team` looks at them)."""
+        rows = self.conn.execute(
+            "SELECT id, words FROM nodes WHERE project_id = %s AND words <> ''", (self.project,)
+        ).fetchall()
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def commits_with_words(self, shas: Sequence[str]) -> list[str]:
+        """Ids of this project's commits SHAS (full shas, their refs) that have change words."""
+        if not shas:
+            return []
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE project_id = %s AND kind = 'git_commit' AND words <> '' AND ref = ANY(%s)",
+            (self.project, list(shas)),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def forget(
+        self, entry: dict[str, Any], ids: Sequence[str], words: str = "", word_ids: Sequence[str] = ()
+    ) -> int:
         """Record ENTRY in the team deny-list (record_deny did, for `forget --team`), delete IDS (and their
         links), empty the change words of the nodes whose words hold WORDS (a literal value lower-cased, as
-        they are: inside a longer word too; their term counts follow), remember the deleted as forgotten and
-        write an audit row (who, when, how many, the entry's key; never the value). One transaction."""
+        they are: inside a longer word too) and of the nodes WORD_IDS (a regex's: their term counts follow),
+        remember the deleted as forgotten and write an audit row (who, when, how many, the entry's key; never
+        the value). One transaction."""
         stamp = now_ms()
         self._counts.clear()
         with self.conn.transaction():
@@ -2461,6 +2481,11 @@ class TeamStore:
                 self.conn.execute(
                     "UPDATE nodes SET words = '' WHERE project_id = %s AND words <> '' AND strpos(words, %s) > 0",
                     (self.project, words),
+                )
+            if word_ids:
+                self.conn.execute(
+                    "UPDATE nodes SET words = '' WHERE project_id = %s AND words <> '' AND id = ANY(%s)",
+                    (self.project, sorted(set(word_ids))),
                 )
             removed = 0
             if ids:
