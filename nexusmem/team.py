@@ -992,6 +992,30 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
     return TeamForget(found.label, found.member, removed, dry_run, kinds, len(holding), under)
 
 
+@dataclass(frozen=True)
+class TeamCopies:
+    """What a local forget leaves in the team store, as far as this memory's record of its pushes tells."""
+
+    label: str  # the team store (its URL without a password)
+    shared: int  # the nodes it deletes that are of the kinds this member shares
+    pushed: int  # ...of which a push from this memory sent a version (the push cursor had passed them)
+
+
+def copies_left(proj: Project, local: Store, seqs: Sequence[int]) -> TeamCopies | None:
+    """For a local forget (no --team) deleting the nodes SEQS of LOCAL: which of them a push from this memory
+    already sent to the team store, where they stay; None without a team store. Read from the push cursor
+    kept in LOCAL: the team store is not contacted (nor another member's pushes known)."""
+    try:
+        found = settings(proj)
+    except NexusMemError:  # a URL that is not one: the team part of a command says so, not a local forget
+        return None
+    if found is None:
+        return None
+    at, seq = _read_cursor(local, _cursor_key(found, proj))
+    shared, pushed = local.count_sent(seqs, found.kinds, at, seq)
+    return TeamCopies(found.label, shared, pushed)
+
+
 def _regex_word_holders(team: TeamStore, pattern: str, matched: Collection[StoredNode]) -> list[str]:
     """Ids of the team nodes whose change words a regex `forget --team` of PATTERN takes out (MATCHED: the
     nodes it deletes). The words are a commit's diff identifiers, lower-cased and cut at every character no

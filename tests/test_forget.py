@@ -1336,3 +1336,27 @@ def test_scrub_redacts_the_crash_log(repo: Path, isolated_home: Path) -> None:
     assert token not in text and "«redacted:" in text and text.startswith(report.decode("utf-8")), text
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert "crash log" not in run_cli("-C", str(repo), "scrub").output
+
+
+def test_a_local_forget_names_the_team_store_without_contacting_it(repo: Path, isolated_home: Path) -> None:
+    """With a team store configured, a forget without --team says the team store may hold what it deleted
+    here and how to delete it there, from this memory's record of its pushes (none here): no connection is
+    made (the URL's server does not exist); without a team store nothing is said."""
+    commit(repo, "init", {"a.py": "x = 1\n"})
+    commit(repo, "add the wombat8812key client", {"w.py": "KEY = 'wombat8812key'\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    alone = json.loads(run_cli("-C", str(repo), "forget", "wombat8812key", "--json").output)
+    assert alone["team_copies"] is None and alone["removed"] == 2
+    assert "team store" not in run_cli("-C", str(repo), "forget", "wombat8812key").output
+    config = repo / ".nexusmem" / "config.json"
+    data = json.loads(config.read_text(encoding="utf-8"))
+    data["team"]["url"] = "postgresql://nexus@db.invalid:5432/team"
+    config.write_text(json.dumps(data), encoding="utf-8")
+    dry = json.loads(run_cli("-C", str(repo), "forget", "wombat8812key", "--json").output)
+    assert dry["team_copies"] == {"url": "postgresql://nexus@db.invalid:5432/team", "shared": 2, "pushed": 0}
+    done = run_cli("-C", str(repo), "forget", "wombat8812key", "--yes").output
+    assert (
+        "team store postgresql://nexus@db.invalid:5432/team: no push from this memory had sent the deleted"
+        " node(s), but another member's push of the same history may have; `nexusmem forget --team VALUE"
+        " --yes` deletes them there"
+    ) in done, done

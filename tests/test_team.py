@@ -1405,6 +1405,53 @@ def test_forget_team_regex_takes_the_value_out_of_the_change_words_too(tmp_path:
             assert [it["title"] for it in query_json(repo, word, *extra)["items"]] == [], (word, extra)
 
 
+def test_a_local_forget_says_what_it_leaves_in_the_team_store(
+    tmp_path: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`forget VALUE --yes` without --team deleted the value here and left the copies a push had sent in the
+    team store (by design), without a word: the user believed it gone. It now says how many of the deleted
+    nodes a push from this memory had sent, and the command that deletes them there, from the push cursor
+    this memory keeps: the team store is not contacted."""
+    from nexusmem import team
+
+    from helpers.cli import run_cli
+
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, "init", {"a.py": "x = 1\n"})
+    commit(repo, "add the quokka4491token client", {"q.py": "TOKEN = 'quokka4491token'\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "team", "init", "--url", team_url)
+    run_cli("-C", str(repo), "team", "push")
+    commit(repo, "add the kiwi5520token client", {"k.py": "TOKEN = 'kiwi5520token'\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")  # not pushed
+    held = "SELECT kind FROM nodes WHERE strpos(title || body, 'quokka4491token') > 0 ORDER BY kind"
+    assert _team_rows(team_url, held) == [("code_diff",), ("git_commit",)]
+
+    def no_team(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a local forget contacted the team store")
+
+    opener = team.open_team
+    monkeypatch.setattr(team, "open_team", no_team)
+    where = f"team store {team_url}"
+    dry = run_cli("-C", str(repo), "forget", "quokka4491token").output
+    assert f"{where}: 2 of these node(s) were pushed there from this memory and stay there" in dry, dry
+    assert "`nexusmem forget --team VALUE --yes`" in dry, dry
+    data = json.loads(run_cli("-C", str(repo), "forget", "quokka4491token", "--json").output)
+    assert data["team_copies"] == {"url": team_url, "shared": 2, "pushed": 2}, data
+    done = run_cli("-C", str(repo), "forget", "quokka4491token", "--yes").output
+    assert f"{where}: 2 of the deleted node(s) had been pushed there from this memory and stay there" in done
+    assert "quokka4491token" not in done.replace("add the quokka", ""), done  # the value is not printed back
+    assert _team_rows(team_url, held) == [("code_diff",), ("git_commit",)]  # by design: still there
+    regex = run_cli("-C", str(repo), "forget", "--regex", "kiwi[0-9]+token", "--ignore-case", "--yes").output
+    assert f"{where}: no push from this memory had sent the deleted node(s)" in regex, regex
+    assert "`nexusmem forget --team --regex PATTERN --ignore-case --yes` deletes them there" in regex, regex
+    # With --team the team part says what it did: no such line.
+    monkeypatch.setattr(team, "open_team", opener)
+    both = run_cli("-C", str(repo), "forget", "--team", "quokka4491token", "--yes").output
+    assert "stay there" not in both and "no push from this memory" not in both, both
+    assert _team_rows(team_url, held) == []
+
+
 _PROJECT_TABLES = ("nodes", "members", "term_df", "commit_generations", "deny_list", "links", "audit")
 
 

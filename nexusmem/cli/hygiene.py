@@ -185,16 +185,28 @@ def forget_cmd(
         except NexusMemError as exc:  # the team store did not answer: what was done here is said first
             failed = exc
     guarded = import_path is None and not force
-    _show_forget(report, shared, user_wide=user_wide, as_json=as_json, guarded=guarded)
+    # A forget without --team leaves what a push had sent in the team store: the command that removes it.
+    again = None
+    if not team and import_path is None:
+        what = "--regex PATTERN" if pattern is not None else "VALUE"
+        again = f"nexusmem forget --team {what}{' --ignore-case' if ignore_case else ''} --yes"
+    _show_forget(report, shared, user_wide=user_wide, as_json=as_json, guarded=guarded, team_again=again)
     if failed is not None:
         raise failed
 
 
 def _show_forget(
-    report: Removal, shared: TeamForget | None, *, user_wide: bool, as_json: bool, guarded: bool = False
+    report: Removal,
+    shared: TeamForget | None,
+    *,
+    user_wide: bool,
+    as_json: bool,
+    guarded: bool = False,
+    team_again: str | None = None,
 ) -> None:
     """What forget did here (REPORT) and in the team store (SHARED), or, in a dry run, would do (GUARDED:
-    and whether --yes refuses it without --force)."""
+    and whether --yes refuses it without --force); TEAM_AGAIN: the command that deletes from the team store
+    what a forget without --team leaves there."""
     from nexusmem.hygiene.forget import too_broad
 
     if as_json:
@@ -253,6 +265,7 @@ def _show_forget(
         _show_unreached(report)
         known = f" ({report.entries_known} already on it)" if report.entries_known else ""
         click.echo(f"deny-list: would add {report.entries_added} entr(ies){known}")
+        _show_team_copies(report, team_again)
         if report.set_up:
             echo_line(
                 f"this repository has no memory yet: --yes sets it up ({report.set_up}, as `nexusmem init`"
@@ -270,6 +283,7 @@ def _show_forget(
         f"deny-list: {report.entries_added + report.entries_known} entr(ies) {added}"
         + ("; added to the user-wide list" if report.global_added else "")
     )
+    _show_team_copies(report, team_again)
     if report.set_up:
         echo_line(
             f"set up the memory of this repository ({report.set_up}, as `nexusmem init` does) to hold the"
@@ -333,6 +347,27 @@ def _show_forget(
     if not report.checkpointed:
         click.echo(
             "WARNING: a reader kept the WAL from being truncated; run the command again once it is done"
+        )
+
+
+def _show_team_copies(report: Removal, again: str | None) -> None:
+    """What a forget without --team leaves in the configured team store (REPORT.team_*, from this memory's
+    record of its pushes) and AGAIN, the command that deletes it there; nothing when none of the nodes is
+    of a kind this member shares."""
+    if again is None or not report.team_url or not report.team_shared:
+        return
+    where = f"team store {report.team_url}"
+    if report.team_pushed:
+        verb = "were" if report.dry_run else "had been"
+        echo_line(
+            f"{where}: {report.team_pushed} of the{'se' if report.dry_run else ' deleted'} node(s) {verb} pushed"
+            " there from this memory and stay there (a forget without --team changes this memory only);"
+            f" to delete them for every member: `{again}`"
+        )
+    else:
+        echo_line(
+            f"{where}: no push from this memory had sent {'these' if report.dry_run else 'the deleted'} node(s),"
+            f" but another member's push of the same history may have; `{again}` deletes them there"
         )
 
 

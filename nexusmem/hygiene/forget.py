@@ -107,6 +107,12 @@ class Removal:
     # --import in a repository with no memory yet: the folder it set up (as `init` does) to record the entries
     # in before any sync ran ("" when there was one); in a dry run, the folder it would set up.
     set_up: str = ""
+    # A team store is configured: its URL (no password), how many of the nodes deleted here are of the kinds
+    # this member shares, and how many of those a push from here had sent (read from the push cursor: the
+    # team store is not contacted). A forget without --team leaves those copies there.
+    team_url: str = ""
+    team_shared: int = 0
+    team_pushed: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +144,11 @@ class Removal:
             "others_sync_projects": self.others_sync_projects,
             "others_unreached": self.others_unreached,
             "set_up": self.set_up,
+            "team_copies": (
+                {"url": self.team_url, "shared": self.team_shared, "pushed": self.team_pushed}
+                if self.team_url
+                else None
+            ),
         }
 
 
@@ -421,10 +432,13 @@ def _apply(
     word_tokens: Sequence[str] = (),
     force: bool = True,
     user_wide: bool = False,
+    seen: Callable[[Sequence[Row]], None] | None = None,
 ) -> None:
     if not keep_log:
         hooklog.log_file()  # a log linking out of ~/.nexusmem: refuse before anything changes
     rows = _matches(store, entries)
+    if seen is not None:
+        seen(rows)  # before they go
     matcher = Matcher(entries)  # one for every step (its entries are the same objects either way)
     # The value as the store's lower-cased derivations (change words, index terms) would hold it.
     lowered = plaintext[0].decode("utf-8", "surrogatepass").lower() if plaintext is not None else ""
@@ -629,6 +643,10 @@ def forget(
                 entry = known  # the same value again: keep one entry (a literal's salt differs every time)
                 break
         plaintext = None if regex else (value.encode("utf-8", "surrogatepass"), ignore_case)
+
+        def team_copies(rows: Sequence[Row]) -> None:
+            _team_copies(project, store, rows, report)
+
         _apply(
             store,
             [entry],
@@ -640,10 +658,23 @@ def forget(
             word_tokens=[] if regex else value_words(value),
             force=force,
             user_wide=user_wide,
+            seen=team_copies,
         )
     if user_wide:
         _reach_others(report, project.root, [entry], plaintext)
     return report
+
+
+def _team_copies(project: project_mod.Project, store: Store, rows: Sequence[Row], report: Removal) -> None:
+    """REPORT's team_* fields: which of ROWS (about to be deleted here) a push from this memory had sent to the
+    team store, where a forget without --team leaves them (nexusmem.team.copies_left: no connection made)."""
+    if not rows:
+        return
+    from nexusmem import team  # only here: sync imports this module for its gate (sync_gate)
+
+    copies = team.copies_left(project, store, [r[0] for r in rows])
+    if copies is not None:
+        report.team_url, report.team_shared, report.team_pushed = copies.label, copies.shared, copies.pushed
 
 
 def _reach_others(

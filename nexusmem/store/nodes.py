@@ -967,6 +967,18 @@ class NodesMixin:
         ).fetchone()
         return int(row[0])
 
+    def count_sent(
+        self, seqs: Sequence[int], kinds: Sequence[str], updated_at: int, seq: int
+    ) -> tuple[int, int]:
+        """Of the nodes SEQS: how many are of KINDS (what a team push shares), and how many of those were
+        first recorded at or before the push cursor (UPDATED_AT, SEQ: the last node a push sent), so that a
+        push sent them (a version of them, if they changed since: an insert's updated_at is its created_at)."""
+        if not kinds or not seqs:
+            return 0, 0
+        sql = f"SELECT created_at, seq FROM nodes WHERE seq IN ({{marks}}) AND kind IN ({','.join('?' * len(kinds))})"
+        found = [(int(at), int(s)) for at, s in rows_in(self.conn, sql, sorted(set(seqs)), *kinds)]
+        return len(found), sum(1 for mark in found if mark <= (updated_at, seq))
+
     def verdicts(self) -> list[tuple[str, str, str | None]]:
         """(id, trust, superseded_by) of every node a person judged (verified, rejected or superseded)."""
         return [
