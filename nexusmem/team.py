@@ -930,15 +930,22 @@ class TeamForget:
     # nodes held under them: every member's, deleted with them.
     project_ids: int = 0
     project_nodes: int = 0
+    # A --regex with no regex syntax (denylist.fixed_text): recorded as the literal value, a keyed hash; a
+    # real pattern goes to the team's deny-list (and every member's memory) as written: PATTERN_SHARED.
+    pattern_as_value: bool = False
+    pattern_shared: bool = False
 
 
 def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dry_run: bool) -> TeamForget:
     """Delete every team node holding VALUE (or matching the regex), record the team deny-list entry (a
     keyed digest under the team's shared key, or the pattern) and an audit row. The value never reaches
-    the team store's tables; it is sent once as the search needle of a literal (never for a regex)."""
+    the team store's tables; it is sent once as the search needle of a literal (never for a regex). A REGEX
+    with no regex syntax at all (denylist.fixed_text: a pasted secret) is forgotten as the literal value."""
     from nexusmem.hygiene import denylist
     from nexusmem.identity import clean_id
 
+    as_value = regex and denylist.fixed_text(value) is not None
+    regex = regex and not as_value
     found = require(proj)
     with open_team(proj, found, create=True) as team:
         if regex:
@@ -989,7 +996,9 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
                 if dry_run
                 else team.drop_project(pid, everyone=True, heir=clean_id(pid))
             )
-    return TeamForget(found.label, found.member, removed, dry_run, kinds, len(holding), under)
+    return TeamForget(
+        found.label, found.member, removed, dry_run, kinds, len(holding), under, as_value, regex
+    )
 
 
 @dataclass(frozen=True)

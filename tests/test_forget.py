@@ -258,6 +258,31 @@ def test_ignore_case_and_regex(repo: Path, isolated_home: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_regex_with_no_regex_syntax_is_kept_as_a_keyed_hash(repo: Path, isolated_home: Path) -> None:
+    """`forget --regex 'Zebracorn-Quux-4417'` (a pasted secret: only literal characters) kept the pattern as
+    written in memory.db, where `forget --list` showed it: a regex cannot be hashed, a literal can. Such a
+    pattern is now the literal value (a keyed hash, with a note saying so); a real pattern is told that the
+    literal form is the one for a secret."""
+    leaky_repo(repo, isolated_home)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    dry = run_cli("-C", str(repo), "forget", "--regex", VALUE).output
+    assert "has no regex syntax" in dry and "keyed hash" in dry, dry
+    done = run_cli("-C", str(repo), "forget", "--regex", VALUE, "--yes").output
+    assert "has no regex syntax" in done and "keeps its pattern" not in done, done
+    assert "verified" in done, done
+    listed = run_cli("-C", str(repo), "forget", "--list").output
+    assert f"value  {len(VALUE)} byte(s)" in listed and VALUE not in listed, listed
+    assert holds(repo, VALUE) == []
+    data = json.loads(run_cli("-C", str(repo), "forget", "--regex", VALUE, "--json").stdout)
+    assert data["pattern_as_value"] is True and data["pattern_kept"] is False and data["entries_known"] == 1
+    # A real pattern is kept as written, and the note says which form a secret takes.
+    real = run_cli("-C", str(repo), "forget", "--regex", "Fri[d]ay", "--yes").output
+    assert "keeps its pattern as written in memory.db" in real, real
+    assert "for a secret, forget the value itself" in real, real
+    assert "regex  /Fri[d]ay/" in run_cli("-C", str(repo), "forget", "--list").output
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [

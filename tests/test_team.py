@@ -1405,6 +1405,47 @@ def test_forget_team_regex_takes_the_value_out_of_the_change_words_too(tmp_path:
             assert [it["title"] for it in query_json(repo, word, *extra)["items"]] == [], (word, extra)
 
 
+def test_forget_team_regex_warns_before_the_pattern_is_shared_and_a_plain_one_is_hashed(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`forget --team --regex 'Pa55w0rd-Blue-Falcon' --yes` sent the pattern as written to the team's deny-list
+    and, through the next push, into every member's memory.db (`forget --list` showed /Pa55w0rd-Blue-Falcon/);
+    the only warning, after the fact, named memory.db. A pattern of literal characters only is now the literal
+    value (a keyed hash); a real pattern is warned about before it is sent, in the dry run too, with the
+    literal form to use for a secret."""
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
+    alice.commit(
+        "Rotate the Pa55w0rd-Blue-Falcon admin login", {"admin.py": "PASSWORD = 'Pa55w0rd-Blue-Falcon'\n"}
+    )
+    alice.commit("Add the Falcon-2291 relay", {"relay.py": "RELAY = 'Falcon-2291'\n"})
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+
+    dry = alice.run("forget", "--team", "--regex", "Pa55w0rd-Blue-Falcon").stdout
+    assert "has no regex syntax" in dry and "WARNING" not in dry, dry
+    done = alice.run("forget", "--team", "--regex", "Pa55w0rd-Blue-Falcon", "--yes").stdout
+    assert "has no regex syntax" in done and "keyed hash" in done, done
+    assert "pa55w0rd" not in json.dumps(_team_rows(team_url, "SELECT * FROM deny_list")).lower()
+    held = "SELECT count(*) FROM nodes WHERE strpos(title || body, 'Pa55w0rd-Blue-Falcon') > 0"
+    assert _team_rows(team_url, held) == [(0,)]
+    bob.run("team", "push")
+    listed = bob.run("forget", "--list").stdout
+    assert "Pa55w0rd" not in listed and "value  20 byte(s)" in listed, listed
+
+    # A real pattern: said before anything is sent, in the dry run too; the dry run sends nothing.
+    dry = alice.run("forget", "--team", "--regex", "Falcon-[0-9]+").stdout
+    assert dry.startswith("WARNING: a regex cannot be hashed: --yes sends the pattern as written"), dry
+    assert f"team store {team_url}" in dry and "every member's memory.db" in dry, dry
+    assert "`nexusmem forget --team VALUE --yes`" in dry, dry
+    assert _team_rows(team_url, "SELECT count(*) FROM deny_list") == [(1,)]
+    done = alice.run("forget", "--team", "--regex", "Falcon-[0-9]+", "--yes").stdout
+    assert done.startswith("WARNING: a regex cannot be hashed: the pattern is sent as written"), done
+    data = alice.json("forget", "--team", "--regex", "Falcon-[0-9]+")
+    assert data["team"]["pattern_shared"] is True, data
+    plain = alice.json("forget", "--team", "--regex", "Pa55w0rd-Blue-Falcon")
+    assert plain["team"]["pattern_shared"] is False and plain["pattern_as_value"] is True, plain
+
+
 def test_a_local_forget_says_what_it_leaves_in_the_team_store(
     tmp_path: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -104,10 +104,12 @@ def forget_cmd(
     the WAL (checkpointed and truncated) and free pages (VACUUM); the shell hooks' log loses the lines
     holding it, and so do scrub backups and the bash hook's scratch files. A literal VALUE is kept on the
     deny-list only as hashes keyed with your secret deny-list key (~/.nexusmem/deny-key.json); a --regex
-    PATTERN has to be kept as written, and runs on a linear-time engine (RE2). Every removal leaves a
-    tombstone of ids and counts, never the content.
+    PATTERN has to be kept as written (with --team: in the team store and every member's memory too), and
+    runs on a linear-time engine (RE2); a PATTERN with no regex syntax at all is the literal value, kept as a
+    hash. Every removal leaves a tombstone of ids and counts, never the content.
     """
     from nexusmem.hygiene import forget
+    from nexusmem.hygiene.denylist import fixed_text
 
     root = root_of(ctx)
     given = value is not None or pattern is not None
@@ -157,7 +159,10 @@ def forget_cmd(
 
         # Before anything is done: a team part that cannot run (no team store configured, no psycopg) would
         # leave the value forgotten here with only the team's error said.
-        team_mod.ready(project.load(root))
+        found = team_mod.ready(project.load(root))
+        if pattern is not None and fixed_text(pattern) is None and not as_json:
+            # Said before it is sent: a pattern is not hashed, and every member's push copies it.
+            _warn_pattern_shared(found.label, dry_run=not yes, ignore_case=ignore_case)
     if import_path is not None:
         report = forget.import_entries(
             root, import_path, dry_run=not yes, keep_log=keep_log, user_wide=user_wide
@@ -188,7 +193,7 @@ def forget_cmd(
     # A forget without --team leaves what a push had sent in the team store: the command that removes it.
     again = None
     if not team and import_path is None:
-        what = "--regex PATTERN" if pattern is not None else "VALUE"
+        what = "--regex PATTERN" if pattern is not None and fixed_text(pattern) is None else "VALUE"
         again = f"nexusmem forget --team {what}{' --ignore-case' if ignore_case else ''} --yes"
     _show_forget(report, shared, user_wide=user_wide, as_json=as_json, guarded=guarded, team_again=again)
     if failed is not None:
@@ -218,6 +223,7 @@ def _show_forget(
                 "kinds": shared.kinds,
                 "project_ids": shared.project_ids,
                 "project_nodes": shared.project_nodes,
+                "pattern_shared": shared.pattern_shared,
             }
         echo_json(data)
         return
@@ -265,6 +271,7 @@ def _show_forget(
         _show_unreached(report)
         known = f" ({report.entries_known} already on it)" if report.entries_known else ""
         click.echo(f"deny-list: would add {report.entries_added} entr(ies){known}")
+        _show_pattern(report, user_wide=user_wide)
         _show_team_copies(report, team_again)
         if report.set_up:
             echo_line(
@@ -283,6 +290,7 @@ def _show_forget(
         f"deny-list: {report.entries_added + report.entries_known} entr(ies) {added}"
         + ("; added to the user-wide list" if report.global_added else "")
     )
+    _show_pattern(report, user_wide=user_wide)
     _show_team_copies(report, team_again)
     if report.set_up:
         echo_line(
@@ -301,10 +309,6 @@ def _show_forget(
             f" {report.others_sync_projects} other project(s) ({_SYNC_LOG})"
         )
     _show_unreached(report)
-    if report.pattern_kept:
-        click.echo(
-            "note: a regex entry keeps its pattern as written in memory.db (a pattern cannot be hashed)"
-        )
     if report.rekeyed:
         click.echo(f"re-keyed {report.rekeyed} older salted-hash entr(ies) with your deny-list key")
     if report.words_pending:
@@ -347,6 +351,38 @@ def _show_forget(
     if not report.checkpointed:
         click.echo(
             "WARNING: a reader kept the WAL from being truncated; run the command again once it is done"
+        )
+
+
+# For a secret, the literal form: only a keyed hash of the value is kept (and, with --team, shared).
+_SECRET_FORM = "for a secret, forget the value itself: `nexusmem forget {team}VALUE{case} --yes` keeps only a keyed hash of it"
+
+
+def _warn_pattern_shared(label: str, *, dry_run: bool, ignore_case: bool) -> None:
+    """Before a `forget --team --regex` sends anything: the pattern goes as written to the team store LABEL and,
+    through every member's next push, into their memory.db; the literal form for a secret."""
+    sent = "--yes sends the pattern as written" if dry_run else "the pattern is sent as written"
+    echo_line(
+        f"WARNING: a regex cannot be hashed: {sent} to the deny-list of team store {label} and, at each"
+        " member's next `nexusmem team push`, into every member's memory.db (`nexusmem forget --list` shows it);"
+        f" {_SECRET_FORM.format(team='--team ', case=' --ignore-case' if ignore_case else '')}"
+    )
+
+
+def _show_pattern(report: Removal, *, user_wide: bool) -> None:
+    """What becomes of a --regex PATTERN: the literal value it is (no regex syntax: a keyed hash), or kept as
+    written, where, and the form a secret takes."""
+    if report.pattern_as_value:
+        click.echo(
+            "note: the pattern has no regex syntax (only literal characters): it is forgotten as that literal"
+            " value, kept only as a keyed hash, as `nexusmem forget VALUE` does"
+        )
+    elif report.pattern_kept:
+        keeps = "--yes keeps the" if report.dry_run else "a regex entry keeps its"
+        where = "memory.db" + (" and the user-wide deny-list" if user_wide else "")
+        click.echo(
+            f"note: {keeps} pattern as written in {where} (a pattern cannot be hashed);"
+            f" {_SECRET_FORM.format(team='', case='')}"
         )
 
 

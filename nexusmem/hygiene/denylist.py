@@ -15,7 +15,8 @@ Older entries cannot be re-hashed without the value, so they keep matching with 
 --list` marks them) and are re-keyed the next time their value is seen: when a sync or forget meets the value
 in a text (the matched bytes are the value), or when the user forgets the same value again.
 
-A regex entry keeps its pattern (a pattern cannot be hashed and still match): say so to the user. Patterns
+A regex entry keeps its pattern (a pattern cannot be hashed and still match): say so to the user. A
+"pattern" with no regex syntax at all (fixed_text) is the literal value, and forget keeps it as one. Patterns
 run on RE2 (google-re2), whose matching time is linear in the text, so no pattern can hang a sync or a forget
 (`(a+)+$` on 100,000 characters: ~40 ms; Python's re takes longer than anyone waits). RE2 has no
 backreferences or lookaround, so such patterns are refused with a message. Where google-re2 cannot be
@@ -427,6 +428,23 @@ def _entry_key(spec: dict[str, Any]) -> bytes:
 def _pattern_key(pattern: str, ignore_case: bool) -> str:
     """A regex entry's key (a stored pattern that is not UTF-8 is an unusable entry, not a crash)."""
     return hashlib.sha256(f"{int(ignore_case)}\0{pattern}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# The characters that give a pattern regex syntax (RE2's, Python's too): one without any of them is a text.
+REGEX_SYNTAX = frozenset("\\.^$*+?()[]{}|")
+
+
+def fixed_text(pattern: str) -> str | None:
+    """PATTERN itself when it has no regex syntax at all, only literal characters (`Pa55w0rd-Blue-Falcon`,
+    most often a pasted secret): it matches that text and nothing else, so forget keeps it as a literal entry
+    (a keyed hash) rather than as written. None for a real pattern (an escape such as `\\.` is syntax too)."""
+    if not pattern.strip() or "\0" in pattern or any(c in REGEX_SYNTAX for c in pattern):
+        return None
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:  # not text (`$'\xff'`): compile_regex says so, as for any pattern
+        return None
+    return pattern
 
 
 def make_regex(pattern: str, ignore_case: bool) -> Entry:

@@ -40,6 +40,7 @@ from nexusmem.hygiene.denylist import (
     add_global,
     document,
     entry_from_json,
+    fixed_text,
     literal_from_bytes,
     load_global,
     make_literal,
@@ -93,6 +94,8 @@ class Removal:
     still_in: list[str] = field(default_factory=list)
     notes_cleared: int = 0  # nodes whose lent text (a changelog entry's, a thread's) held it
     pattern_kept: bool = False  # a regex entry stores its pattern in clear
+    # A --regex with no regex syntax (denylist.fixed_text): forgotten as the literal value, a keyed hash.
+    pattern_as_value: bool = False
     backups: int = 0  # scrub backups that held it and were cleaned
     skipped_links: list[str] = field(default_factory=list)  # backups that are links: not followed
     rekeyed: int = 0  # older (salted-hash) entries re-keyed with the user key
@@ -136,6 +139,7 @@ class Removal:
             "imports_cleared": self.imports_cleared,
             "still_in": self.still_in,
             "pattern_kept": self.pattern_kept,
+            "pattern_as_value": self.pattern_as_value,
             "backups": self.backups,
             "skipped_links": self.skipped_links,
             "rekeyed": self.rekeyed,
@@ -621,15 +625,19 @@ def forget(
     DRY_RUN (the default) changes nothing and reports what would go. USER_WIDE also writes the entry to
     the user-wide deny-list that every project's sync honours. Without FORCE, a literal shorter than
     MIN_VALUE_CHARS is refused, and so is deleting what matches more than BROAD_SHARE of memory (too_broad).
+    A REGEX with no regex syntax at all (denylist.fixed_text: a pasted secret) is forgotten as the literal
+    value, kept as a keyed hash rather than as written (REPORT.pattern_as_value).
     """
+    as_value = regex and fixed_text(value) is not None
     if not regex and not force and 0 < len(value.strip()) < MIN_VALUE_CHARS:
         raise DenyValueError(
             f"the value to forget is {len(value.strip())} character(s): one shorter than {MIN_VALUE_CHARS}"
             " is inside countless words and would empty memory. Give more of it, or add --force"
         )
+    regex = regex and not as_value
     entry = make_regex(value, ignore_case) if regex else make_literal(value, ignore_case)
     project = project_mod.load(start)
-    report = Removal(dry_run=dry_run, pattern_kept=regex)
+    report = Removal(dry_run=dry_run, pattern_kept=regex, pattern_as_value=as_value)
     with writer_lock(project.root), project.open_store() as store:
         for known in [*stored_entries(store), *load_global()]:
             if known.key == entry.key or (known.is_value(value) and known.ignore_case == ignore_case):
