@@ -957,6 +957,16 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
             key = (str(data["id"]), bytes.fromhex(str(data["secret"])))
             denylist.add_keys({key[0]: key[1].hex()})
             entry = denylist.make_literal(value, ignore_case, key)
+            # The same value forgotten before (a run again after one the team store failed, or twice): its
+            # entry, not a second one (each new entry has its own salt, so its own key).
+            for known in team.deny_entries():
+                try:
+                    held = denylist.entry_from_json(known)
+                except denylist.DenyListError:  # not one this release reads: a push says so
+                    continue
+                if held.ignore_case == ignore_case and held.is_value(value):
+                    entry = held
+                    break
         if not dry_run:
             # Recorded (committed) before the value is looked for: a push under way either wrote its rows
             # before (they are found below) or reads the entry before it writes (TeamStore.record_deny).

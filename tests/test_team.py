@@ -1446,6 +1446,55 @@ def test_forget_team_regex_warns_before_the_pattern_is_shared_and_a_plain_one_is
     assert plain["team"]["pattern_shared"] is False and plain["pattern_as_value"] is True, plain
 
 
+def test_forget_team_with_the_store_down_says_the_team_part_is_left_and_running_it_again_finishes_it(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """`forget --team VALUE --yes` with the team store down forgot the value here, then said only `Error: team
+    store unreachable` (exit 1): nothing told the user the team part still had to be done. It now says the
+    local part is done and the team part is not, with the command to run when the store is back (the value
+    not printed back); that run finishes it, and another changes nothing twice."""
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    alice.commit("Wire the Heron-5512-key relay", {"relay.py": "KEY = 'Heron-5512-key'\n"})
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    config = alice.repo / ".nexusmem" / "config.json"
+    good = config.read_text(encoding="utf-8")
+    data = json.loads(good)
+    data["team"]["url"] = f"postgresql://postgres@/nowhere?host={tmp_path / 'no-socket-here'}"
+    config.write_text(json.dumps(data), encoding="utf-8")
+
+    dry = alice.run("forget", "--team", "Heron-5512-key", "--ignore-case", ok=False)
+    assert dry.exit_code == 1 and "would delete" in dry.stdout
+    assert (
+        "team store: its part could not run (the error below): this dry run shows this memory only"
+        in dry.stdout
+    ), dry.stdout
+    down = alice.run("forget", "--team", "Heron-5512-key", "--ignore-case", "--yes", ok=False)
+    assert down.exit_code == 1 and "team store unreachable" in down.output, down.output
+    assert "deleted" in down.stdout and "this memory's part is done" in down.stdout, down.stdout
+    assert "the team store's part is not" in down.stdout, down.stdout
+    assert "`nexusmem forget --team VALUE --ignore-case --yes`" in down.stdout, down.stdout
+    assert "heron-5512" not in down.output.lower(), down.output  # the value is never printed back
+    held = "SELECT count(*) FROM nodes WHERE strpos(lower(title || body), 'heron-5512-key') > 0"
+    assert _team_rows(team_url, held) != [(0,)]  # the team part was not done
+    failed = json.loads(
+        alice.run("forget", "--team", "Heron-5512-key", "--ignore-case", "--json", ok=False).stdout
+    )
+    assert failed["team"]["done"] is False and "unreachable" in failed["team"]["error"], failed
+    assert failed["team"]["again"] == "nexusmem forget --team VALUE --ignore-case --yes", failed
+
+    config.write_text(good, encoding="utf-8")
+    again = alice.json("forget", "--team", "Heron-5512-key", "--ignore-case", "--yes")
+    assert again["removed"] == 0 and again["entries_known"] == 1 and again["entries_added"] == 0, again
+    assert again["team"]["done"] is True and again["team"]["removed"] >= 2, again
+    assert _team_rows(team_url, held) == [(0,)]
+    # Once more: nothing doubled, here or in the team store.
+    third = alice.json("forget", "--team", "Heron-5512-key", "--ignore-case", "--yes")
+    assert third["entries_known"] == 1 and third["team"]["removed"] == 0, third
+    assert _team_rows(team_url, "SELECT count(*) FROM deny_list") == [(1,)]
+    assert len(alice.json("forget", "--list")["entries"]) == 1
+
+
 def test_a_local_forget_says_what_it_leaves_in_the_team_store(
     tmp_path: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -190,12 +190,21 @@ def forget_cmd(
         except NexusMemError as exc:  # the team store did not answer: what was done here is said first
             failed = exc
     guarded = import_path is None and not force
-    # A forget without --team leaves what a push had sent in the team store: the command that removes it.
+    # The command that deletes the value from the team store, with a placeholder for it (never printed back):
+    # for what a forget without --team leaves there, or the part a --team whose team store failed left undone.
     again = None
-    if not team and import_path is None:
+    if import_path is None:
         what = "--regex PATTERN" if pattern is not None and fixed_text(pattern) is None else "VALUE"
         again = f"nexusmem forget --team {what}{' --ignore-case' if ignore_case else ''} --yes"
-    _show_forget(report, shared, user_wide=user_wide, as_json=as_json, guarded=guarded, team_again=again)
+    _show_forget(
+        report,
+        shared,
+        user_wide=user_wide,
+        as_json=as_json,
+        guarded=guarded,
+        team_again=None if team else again,
+        team_failed=None if failed is None or again is None else (str(failed), again),
+    )
     if failed is not None:
         raise failed
 
@@ -208,16 +217,21 @@ def _show_forget(
     as_json: bool,
     guarded: bool = False,
     team_again: str | None = None,
+    team_failed: tuple[str, str] | None = None,
 ) -> None:
     """What forget did here (REPORT) and in the team store (SHARED), or, in a dry run, would do (GUARDED:
     and whether --yes refuses it without --force); TEAM_AGAIN: the command that deletes from the team store
-    what a forget without --team leaves there."""
+    what a forget without --team leaves there; TEAM_FAILED: (the error, the command that does the team part)
+    of a --team whose team part could not run."""
     from nexusmem.hygiene.forget import too_broad
 
     if as_json:
         data = report.to_json()
+        if team_failed is not None:
+            data["team"] = {"done": False, "error": team_failed[0], "again": team_failed[1]}
         if shared is not None:
             data["team"] = {
+                "done": True,
                 "url": shared.label,
                 "removed": shared.removed,
                 "kinds": shared.kinds,
@@ -279,6 +293,11 @@ def _show_forget(
                 " does) with the entries, so its first sync already leaves out what they match"
             )
         click.echo("dry run: add --yes to delete and add the deny-list entry")
+        if team_failed is not None:
+            click.echo(
+                "team store: its part could not run (the error below): this dry run shows this memory only;"
+                " run it again once the team store answers"
+            )
         return
     click.echo(
         f"deleted {report.removed} node(s): {kinds}; removed {log}"
@@ -351,6 +370,13 @@ def _show_forget(
     if not report.checkpointed:
         click.echo(
             "WARNING: a reader kept the WAL from being truncated; run the command again once it is done"
+        )
+    if team_failed is not None:
+        echo_line(
+            "this memory's part is done (above); the team store's part is not (the error below): nothing was"
+            " deleted there and no team deny-list entry recorded, so the team store and every member's memory"
+            f" keep what they hold. When the team store answers again, run `{team_failed[1]}`: this memory's"
+            " part then finds its entry already there and does nothing twice"
         )
 
 
