@@ -934,6 +934,9 @@ class TeamForget:
     # real pattern goes to the team's deny-list (and every member's memory) as written: PATTERN_SHARED.
     pattern_as_value: bool = False
     pattern_shared: bool = False
+    # The team's entry for the value (Entry.to_json): this memory takes it in place of its own for the same
+    # value (forget.adopt_entry), so the push that brings it back finds it known.
+    entry: dict[str, Any] = field(default_factory=dict)
 
 
 def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dry_run: bool) -> TeamForget:
@@ -1007,7 +1010,16 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
                 else team.drop_project(pid, everyone=True, heir=clean_id(pid))
             )
     return TeamForget(
-        found.label, found.member, removed, dry_run, kinds, len(holding), under, as_value, regex
+        found.label,
+        found.member,
+        removed,
+        dry_run,
+        kinds,
+        len(holding),
+        under,
+        as_value,
+        regex,
+        entry.to_json(),
     )
 
 

@@ -1495,6 +1495,67 @@ def test_forget_team_with_the_store_down_says_the_team_part_is_left_and_running_
     assert len(alice.json("forget", "--list")["entries"]) == 1
 
 
+def test_a_value_forgotten_with_team_is_one_entry_after_the_push_brings_the_teams_back(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """After `forget --team VALUE --yes`, the next `team push` applied the team's entry here too: `forget --list`
+    showed two 17-byte entries for one value (the local one, keyed with the user's key, and the team's, keyed
+    with the team's). The entry here is now the team's: the push finds it known. So it is after a forget
+    without --team and one whose team store was down, each finished by `forget --team` later."""
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
+    values = ("Osprey-4410-key", "Plover-8820-key", "Curlew-6630-key")
+    relays = "".join(f"K{i} = '{v}'\n" for i, v in enumerate((*values, "Dunlin-2240-key")))
+    alice.commit("Wire the relays", {"relay.py": relays})
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+
+    def entries(member: Member) -> list[dict[str, Any]]:
+        return list(member.json("forget", "--list")["entries"])
+
+    alice.run("forget", "--team", values[0], "--yes")
+    assert len(entries(alice)) == 1
+    pushed = alice.json("team", "push")
+    assert pushed["deny_pulled"] == 0, pushed
+    listed = alice.run("forget", "--list").stdout
+    assert listed.count("value  15 byte(s)") == 1, listed
+
+    # Forgotten here first, then for the team: still one entry.
+    alice.run("forget", values[1], "--yes")
+    alice.run("forget", "--team", values[1], "--yes")
+    alice.run("team", "push")
+    assert len(entries(alice)) == 2
+
+    # With the team store down, then run again once it answers: one entry too.
+    config = alice.repo / ".nexusmem" / "config.json"
+    good = config.read_text(encoding="utf-8")
+    data = json.loads(good)
+    data["team"]["url"] = f"postgresql://postgres@/nowhere?host={tmp_path / 'no-socket-here'}"
+    config.write_text(json.dumps(data), encoding="utf-8")
+    alice.run("forget", "--team", values[2], "--yes", ok=False)
+    config.write_text(good, encoding="utf-8")
+    alice.run("forget", "--team", values[2], "--yes")
+    assert alice.json("team", "push")["deny_pulled"] == 0
+    assert len(entries(alice)) == 3
+    # The team's three reach bob once each. He had forgotten one on his own: that one is two entries (hashes
+    # under two keys cannot be told to be one value) until his `forget --team` of it makes them one.
+    bob.run("forget", values[0], "--yes")
+    assert bob.json("team", "push")["deny_pulled"] == 3
+    assert len(entries(bob)) == 4
+    bob.run("forget", "--team", values[0], "--yes")
+    assert len(entries(bob)) == 3 and bob.json("team", "push")["deny_pulled"] == 0
+    assert _team_rows(team_url, "SELECT count(*) FROM deny_list") == [(3,)]
+    # Each entry still keeps its value out.
+    alice.run("sync", "--rebuild", "--quiet")
+    for value in values:
+        assert value not in json.dumps(alice.json("query", value)["items"])
+    # A --global one: the user-wide list holds the team's entry too, not a second one.
+    alice.run("forget", "--team", "--global", "Dunlin-2240-key", "--yes")
+    user_wide = json.loads((alice.home / ".nexusmem" / "deny-list.json").read_text(encoding="utf-8"))
+    scoped = [e["key"] for e in entries(alice) if e["scope"] == "global"]
+    assert [e["key"] for e in user_wide["entries"]] == scoped and len(scoped) == 1, (user_wide, scoped)
+    assert alice.json("team", "push")["deny_pulled"] == 0 and len(entries(alice)) == 4
+
+
 def test_a_local_forget_says_what_it_leaves_in_the_team_store(
     tmp_path: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

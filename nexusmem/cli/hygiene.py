@@ -109,7 +109,7 @@ def forget_cmd(
     hash. Every removal leaves a tombstone of ids and counts, never the content.
     """
     from nexusmem.hygiene import forget
-    from nexusmem.hygiene.denylist import fixed_text
+    from nexusmem.hygiene.denylist import entry_from_json, fixed_text
 
     root = root_of(ctx)
     given = value is not None or pattern is not None
@@ -189,6 +189,11 @@ def forget_cmd(
             )
         except NexusMemError as exc:  # the team store did not answer: what was done here is said first
             failed = exc
+        else:
+            if yes and import_path is None:
+                # This memory's entry for the value becomes the team's: the push that brings that one back
+                # finds it known (it recorded a second entry for the one value).
+                forget.adopt_entry(root, text, entry_from_json(shared.entry))
     guarded = import_path is None and not force
     # The command that deletes the value from the team store, with a placeholder for it (never printed back):
     # for what a forget without --team leaves there, or the part a --team whose team store failed left undone.

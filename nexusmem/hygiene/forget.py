@@ -722,6 +722,43 @@ def _other_projects(root: Path) -> list[str]:
     return [str(p["root"]) for p in registry.load() if Path(str(p["root"])).resolve() != here]
 
 
+def adopt_entry(start: Path | str | None, value: str, shared: Entry) -> int:
+    """Put SHARED, the team's entry for the literal VALUE (keyed with the team's shared key), in place of this
+    project's entries for the same value keyed otherwise (the user's key: this forget's own), here and in the
+    user-wide list, keeping their scope; how many it replaced. Each new literal entry has its own salt, so
+    its own key: without this, the push that applies the team's deny-list recorded SHARED beside them, two
+    entries for one value. It matches what they matched (the value), and its key is in the user's key file."""
+    if shared.kind != "literal":
+        return 0  # a regex entry's key is its pattern's: the team's is this memory's already
+
+    def twin(e: Entry) -> bool:
+        return (
+            e.key != shared.key
+            and e.kind == "literal"
+            and e.ignore_case == shared.ignore_case
+            and (e.is_value(value))
+        )
+
+    project = project_mod.load(start)
+    with writer_lock(project.root), project.open_store() as store:
+        twins = [e for e in stored_entries(store) if twin(e)]
+        if twins:
+            scope = "global" if any(e.scope == "global" for e in twins) else "project"
+            with store.transaction():
+                for e in twins:
+                    store.remove_deny_entry(e.key)
+                store.add_deny_entry(shared.key, shared.kind, shared.ignore_case, shared.spec, scope)
+                store.add_audit("team-entry", {"entries": [e.key for e in twins], "now": shared.key})
+    user = load_global()
+    held = any(e.key == shared.key for e in user)
+    for e in (e for e in user if twin(e)):
+        if held:
+            remove_global(e.key)
+        else:
+            held = replace_global(e.key, shared)
+    return len(twins)
+
+
 def list_entries(start: Path | str | None) -> list[Entry]:
     """This project's entries (user-wide copies included) and the user-wide ones not yet applied here."""
     project = project_mod.load(start)
