@@ -117,7 +117,7 @@ def unsynced_at(root: Path, store: Store) -> int:
 def unsynced_commands(project: Project, store: Store | None = None) -> int:
     """How many commands run in PROJECT's repository the hooks logged since its memory's last sync (STORE:
     that memory, open), NexusMem's own left out (a linked worktree's are not told apart without git: not
-    counted); BACKLOG when more than CATCH_UP_MAX_BYTES of log wait. What `nexusmem query` says it did not
+    counted; an agent's call logged twice, by its hook at two scopes, counts once); BACKLOG when more than CATCH_UP_MAX_BYTES of log wait. What `nexusmem query` says it did not
     search."""
     past = _past_cursor(project, store)
     if past is None or not past[1]:
@@ -126,4 +126,14 @@ def unsynced_commands(project: Project, store: Store | None = None) -> int:
         return BACKLOG
     from nexusmem.sources.shell.tail import unsynced_tail
 
-    return sum(not _own_command(c.command) for c in unsynced_tail(project.root, past[0], redacted=False))
+    count = 0
+    calls: set[str] = set()  # an agent's call logged twice (its hook at both scopes) is one command
+    for command in unsynced_tail(project.root, past[0], redacted=False):
+        if _own_command(command.command):
+            continue
+        if command.call_key is not None:
+            if command.call_key in calls:
+                continue
+            calls.add(command.call_key)
+        count += 1
+    return count

@@ -274,6 +274,9 @@ def check_agents(root: Path | None) -> list[Check]:
         elif state.installed:
             when = last.when(agent)
             checks.append(Check("agent", True, f"{agent}: hook in {state.path}, {when}"))
+    both = agent_hooks.doubled(root)
+    if both is not None:
+        checks.append(Check("agent", False, agent_hooks.doubled_detail(*both), agent_hooks.DOUBLED_FIX))
     # Installed with $CLAUDE_CONFIG_DIR or $CODEX_HOME set, and this shell has it unset or elsewhere.
     named = {agent_hooks.settings_path(agent, project) for agent, project in scopes}
     for path in agent_hooks.recorded_elsewhere(named):

@@ -823,3 +823,35 @@ def test_what_the_agent_ran_with_no_time_named_lists_its_newest_commands(repo: P
         if question.endswith("run"):
             assert listed[0][0] == "shell_command", (question, listed)
         assert any("newest" in note for note in data.get("notes", [])), (question, data.get("notes"))
+
+
+def test_claude_code_hook_at_both_scopes_is_named_and_one_call_counts_once(
+    repo: Path, isolated_home: Path
+) -> None:
+    """Installed in the user settings and the repository's settings.local.json, Claude Code runs both hooks
+    for one Bash call: two log lines with one call id. Install warns about the other scope, status and
+    doctor name the double install, and the query's unsynced note counts the call once."""
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n"})
+    sync.sync(repo)
+    first = run_cli("-C", str(repo), "hook", "agent", "install", "claude-code", "--project").stdout
+    assert "also installed" not in first, first
+    said = run_cli("-C", str(repo), "hook", "agent", "install", "claude-code").stdout
+    local = repo / ".claude" / "settings.local.json"
+    assert f"also installed in {local}" in said and "twice" in said, said
+    status = run_cli("-C", str(repo), "hook", "agent", "status").stdout
+    assert "installed at both scopes" in status and "twice" in status, status
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    checks = report["checks"] if isinstance(report, dict) else report
+    double = [c for c in checks if c["area"] == "agent" and "twice" in c["detail"]]
+    assert len(double) == 1 and not double[0]["ok"], checks
+    assert double[0]["fix"] == "nexusmem hook agent remove claude-code --project", double
+    for settings in (claude_settings(isolated_home), local):
+        post = installed_command(settings, "PostToolUse")
+        assert fire(post, claude_success(repo, "make build", "toolu_TWICE")).returncode == 0
+    assert [line.get("call_id") for line in log_lines()].count("toolu_TWICE") == 2
+    out = run_cli("-C", str(repo), "query", "--", "make build")
+    assert "1 newer command(s) run here are not synced yet" in out.output, out.output
+    # Taken out of one scope, the rest is quiet again.
+    run_cli("-C", str(repo), "hook", "agent", "remove", "claude-code", "--project")
+    status = run_cli("-C", str(repo), "hook", "agent", "status").stdout
+    assert "twice" not in status, status

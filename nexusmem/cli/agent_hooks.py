@@ -69,6 +69,8 @@ def install_cmd(ctx: click.Context, agent: str, project: bool) -> None:
         echo_line(f"Installed the {agent} command hook in {path}. Start a new {agent} session to record.")
     else:
         echo_line(f"The {agent} command hook is already in {path}.")
+    if agent == "claude-code":
+        _warn_other_scope(ctx, root, path)
     if root is not None and not _ignored_by_git(root, path):
         # It holds this machine's paths: a `git add .` would commit it for every teammate.
         rel = path.relative_to(root).as_posix()
@@ -81,6 +83,27 @@ def install_cmd(ctx: click.Context, agent: str, project: bool) -> None:
             "Codex runs a new or changed hook only after you trust it once: open `codex` and accept the"
             " hook review it shows (a `codex exec` run alone never asks)."
         )
+
+
+def _warn_other_scope(ctx: click.Context, root: Path | None, path: Path) -> None:
+    """Say so when Claude Code's hook is now in both its user settings and this repository's: both run."""
+    from nexusmem import paths
+    from nexusmem.errors import NexusMemError
+
+    if root is None:
+        try:
+            root = paths.repo_root(root_of(ctx))
+        except NexusMemError:
+            return  # outside a repository: no project settings to compare with
+    both = agent_hooks.doubled(root)
+    if both is None:
+        return
+    other = both[1] if path == both[0] else both[0]
+    flag = " --project" if other == both[1] else ""
+    click.echo(
+        f"warning: the claude-code command hook is also installed in {other}: Claude Code runs both, so"
+        f" every Bash call is logged twice (stored once); keep one: nexusmem hook agent remove claude-code{flag}"
+    )
 
 
 @agent_group.command(name="remove")
@@ -132,3 +155,9 @@ def status_cmd(ctx: click.Context, agent: str | None) -> None:
             echo_line(f"{entry.agent:<12} {entry.scope:<8} {state:<14} {entry.path}")
             if entry.stale:
                 click.echo(f"  run `nexusmem hook agent install {entry.agent}` to point it at this NexusMem")
+        both = agent_hooks.doubled(root) if name == "claude-code" else None
+        if both is not None:
+            click.echo(
+                "  claude-code is installed at both scopes: Claude Code runs both hooks, so every Bash call is"
+                f" logged twice (stored once); keep one: {agent_hooks.DOUBLED_FIX}"
+            )

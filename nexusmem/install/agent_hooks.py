@@ -392,6 +392,33 @@ def status(agent: str, project: Path | None = None, environ: dict[str, str] | No
     return AgentHookStatus(agent, "project" if project else "user", path, installed, stale)
 
 
+def doubled(root: Path | None, environ: dict[str, str] | None = None) -> tuple[Path, Path] | None:
+    """(user settings, project settings) when Claude Code's hook is in both its user settings and the
+    repository ROOT's .claude/settings.local.json (current or stale): Claude Code runs both for every Bash
+    call, so each call is logged twice (one call id: it makes one node, and counts once as unsynced). None
+    otherwise, or when either file cannot be read (its own check says why)."""
+    if root is None:
+        return None
+    user = settings_path("claude-code", None, environ)
+    project = settings_path("claude-code", root, environ)
+    try:
+        both = has_ours_at(user) and has_ours_at(project)
+    except AgentHookError:
+        return None
+    return (user, project) if both else None
+
+
+def doubled_detail(user: Path, project: Path) -> str:
+    """What a double install means, in the words install, status and doctor share."""
+    return (
+        f"claude-code: the command hook is installed twice, in {user} and {project}: Claude Code runs both,"
+        " so every Bash call is logged twice (stored once); keep one"
+    )
+
+
+DOUBLED_FIX = "nexusmem hook agent remove claude-code --project"
+
+
 def is_installed(agent: str, project: Path | None = None, environ: dict[str, str] | None = None) -> bool:
     """Whether any entry of ours is in the file (current or stale): what uninstall must take out."""
     path = settings_path(normalise_agent(agent), project, environ)
