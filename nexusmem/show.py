@@ -102,14 +102,15 @@ def _ids_changed(store: SearchStore) -> str:
     )
 
 
-def _revision(tree: Path, ref: str) -> str | None:
+def _revision(tree: Path, ref: str, *, hex_too: bool = False) -> str | None:
     """The commit REF names in the work tree at TREE when it is a git revision rather than an id (HEAD, a
-    branch, a tag, `main~2`); None otherwise. A full sha or an id is looked up as such first (see find)."""
+    branch, a tag, `main~2`); None otherwise. A full sha or an id is looked up as such first (see find);
+    HEX_TOO: a hex text too, once no node answered to it (a sha of a commit memory lacks)."""
     text = well_formed(ref).strip()
     if not text or len(text) > 200 or text.startswith("-") or any(c.isspace() for c in text):
         return None
-    if re.fullmatch(r"[0-9a-fA-F]+", text):  # an id or a sha, read as one (an ambiguous prefix stays so)
-        return None
+    if re.fullmatch(r"[0-9a-fA-F]+", text) and not (hex_too and _SHA.fullmatch(text.lower())):
+        return None  # an id or a sha, read as one (an ambiguous prefix stays so)
     from nexusmem import gitcmd
 
     code, out = gitcmd.run_ok(
@@ -295,10 +296,10 @@ def lookup(
     try:
         item = expand(store, find(store, ref), project.root.name)
     except IdLookupError as exc:
-        sha = _revision(tree or project.root, ref)
-        if (
-            sha is not None
-        ):  # `show HEAD`, `show main~2`, `show v1.4.0`: the commit git names, as memory holds it
+        # `show HEAD`, `show main~2`, `show v1.4.0`: the commit git names, as memory holds it; a sha no node
+        # answered to (a commit made since the last sync, another branch's): why memory lacks it.
+        sha = _revision(tree or project.root, ref, hex_too=isinstance(exc, UnknownId))
+        if sha is not None:
             try:
                 return expand(store, find(store, sha), project.root.name)
             except UnknownId:

@@ -200,6 +200,40 @@ def test_show_opens_the_commit_a_git_revision_names(repo: Path) -> None:
     assert "no node with id" in run_cli("-C", str(repo), "show", "--", "--output=x", ok=False).output
 
 
+def test_show_of_a_sha_memory_lacks_says_why_as_a_revision_does(repo: Path, tmp_path: Path) -> None:
+    """`show <sha>` of a commit made without a sync said "no node with id …, nor a commit of that sha" while
+    `show HEAD` said "run nexusmem sync": a sha (full or short) that memory does not hold is resolved through
+    git on that error path, and says the same (or "not in HEAD's history" for another branch's commit), in
+    `show` and MCP get_memory alike. A hex text that git does not know keeps the id error."""
+    import anyio
+
+    from helpers.mcp import mcp_session
+
+    synced(repo)
+    later = commit(repo, "feat: not synced yet", {"b.txt": "b\n"})
+    git(repo, "checkout", "-q", "-b", "side")
+    aside = commit(repo, "feat: on a side branch", {"c.txt": "c\n"})
+    git(repo, "checkout", "-q", "main")
+    for ref in (later, later[:7]):
+        out = run_cli("-C", str(repo), "show", ref, ok=False).output
+        assert (
+            f"{ref!r} is commit {later[:12]}, which memory does not hold yet: run `nexusmem sync`" in out
+        ), out
+    out = run_cli("-C", str(repo), "show", aside[:10], ok=False).output
+    assert f"is commit {aside[:12]}, which is not in HEAD's history" in out, out
+    out = run_cli("-C", str(repo), "show", "abcdef1234", ok=False).output
+    assert "no node with id 'abcdef1234'" in out, out
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            got = await s.call_tool("get_memory", {"projectRoot": str(repo), "id": later[:8]})
+            assert got.is_error
+            text = got.content[0].text  # type: ignore[union-attr]
+            assert f"is commit {later[:12]}, which memory does not hold yet" in text, text
+
+    anyio.run(main)
+
+
 def test_who_added_a_name_is_answered_by_the_commits_author_not_a_co_author(repo: Path) -> None:
     """`query "who added the wasHole property"` (luxon) found 765f90b, and the only name it printed was the
     message's "Co-authored-by: Take Weiland" trailer: the author (Isaac Cambron) was in none of the text,
