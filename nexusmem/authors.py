@@ -18,9 +18,12 @@ if TYPE_CHECKING:
 ME, AGENTS = "me", "agents"
 HELP = (
     "Only shell commands (and conversations) by this author: `me` (what you typed), `agents` (any coding"
-    " agent), or one agent's name (claude-code, codex, ...). Commits, diffs and docs always pass."
+    " agent), or one agent's name in any case (claude-code, or claude; codex, ...). Commits, diffs and docs"
+    " always pass."
 )
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._-]{0,63}\Z")
+# What an agent is also called (the short names `hook agent install` takes): the name it is recorded by.
+ALIASES = {"claude": "claude-code", "claudecode": "claude-code", "claude_code": "claude-code"}
 AUTHORED_KINDS = ("shell_command", "conversation_turn")
 
 
@@ -40,7 +43,7 @@ def parse(value: str | None) -> str | None:
             f"--author {value!r}: expected `me`, `agents` or an agent's name such as claude-code"
             " (letters, digits, ':', '.', '_', '-'; at most 64 characters)"
         )
-    return text
+    return ALIASES.get(text.lower(), text.lower())  # names are matched in any case
 
 
 # Words that say a command was an agent's: under `--author agents|NAME` they name whose commands are asked
@@ -106,4 +109,17 @@ def keeps(
         return author_kind == "human" and (not recorded_by or recorded_by == asker)
     if wanted == AGENTS:
         return author_kind == "agent"
-    return author == wanted
+    return author.lower() == wanted.lower()
+
+
+def held_by(wanted: str, recorded: list[tuple[str, str]]) -> bool:
+    """Whether one of RECORDED, the (author, author kind) pairs of the commands memory holds, is WANTED's
+    (a parse() result other than None)."""
+    return any(keeps(wanted, "shell_command", {"author": a, "author_kind": k}) for a, k in recorded)
+
+
+def recorded_names(recorded: list[tuple[str, str]]) -> str:
+    """RECORDED's authors as a note lists them: the person first, then the agents in the order given."""
+    names = list(dict.fromkeys(a for a, _ in recorded))
+    names.sort(key=lambda name: name != ME)
+    return ", ".join(names) if names else "none"

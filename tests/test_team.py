@@ -1973,6 +1973,9 @@ def test_author_me_against_the_team_store_keeps_the_askers_commands_only(
     assert {i["title"] for i in hers if i["kind"] == "shell_command"} == {
         "make deploy-staging REGION=eu-west-1 (exit 2)"
     }
+    # An author neither store holds a command of is said, with who is recorded (the team store's too).
+    notes = bob.json("query", "--team", "--author", "robots", "make deploy-staging failed")["notes"]
+    assert any("no commands by 'robots'; recorded: me" in note for note in notes), notes
 
 
 def test_a_value_forgotten_by_the_team_leaves_every_members_hook_log_at_their_next_push(

@@ -917,7 +917,7 @@ def retrieve(
     unnamed = words.words if said is None else [w for w in words.words if w in said]
     if asks_failures:
         scored, listed, span, passed = failed_runs_first(
-            store, scored, question, as_of=as_of, since=since, until=until, names=names
+            store, scored, question, as_of=as_of, since=since, until=until, names=names, author=author
         )
         if listed:
             listing_note = (
@@ -927,17 +927,21 @@ def retrieve(
             )
             question.notes.append(listing_note)
     if asks_failures and not listed and not _a_subject(unnamed):
-        scored, listed, span = failures_first(store, scored, question, as_of=as_of, since=since, until=until)
+        scored, listed, span = failures_first(
+            store, scored, question, as_of=as_of, since=since, until=until, author=author
+        )
         listing_note = (
             f"first: the commands that failed {span}, newest first"
             if listed
-            else f"no recorded command failed {span}"
+            else f"no recorded command {_by(author)}failed {span}"
         )
         question.notes.append(listing_note)
     elif not asks_failures and answered_by is None and asks_recent_work(question, unnamed, since, until):
-        scored, listed, span = activity_first(store, scored, question, as_of=as_of, since=since, until=until)
+        scored, listed, span = activity_first(
+            store, scored, question, as_of=as_of, since=since, until=until, author=author
+        )
         listing_count = asked_count(question.text)
-        listing_note = f"first: {span}" if listed else f"no commit or command recorded {span}"
+        listing_note = f"first: {span}" if listed else _nothing_done(author, span)
         question.notes.append(listing_note)
     if listed:
         answered_by = listed[0].id
@@ -948,6 +952,12 @@ def retrieve(
         scored = kept
         if _ASKS_COMMANDS.search(question.text) and answered_by is None:
             scored = authored_first(scored, {node_id for node_id, _ in bm25_hits})
+        if not any(node.kind == "shell_command" for node, _ in scored):
+            recorded = store.command_authors()  # only when none of the author's commands is in the answer
+            if not authors.held_by(author, recorded):
+                question.notes.append(
+                    f"no commands by {author!r}; recorded: {authors.recorded_names(recorded)}"
+                )
     missed = None if listing_note is not None or answered_by is not None else _window_missed(question, scored)
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
@@ -1950,15 +1960,56 @@ def failures_first(
     as_of: int | None,
     since: int | None,
     until: int | None,
+    author: str | None = None,
 ) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str]:
-    """SCORED with the failed shell commands of the question's window put first, newest first; those
-    commands (none: none failed there, and SCORED unchanged); how to say the window."""
+    """SCORED with the failed shell commands of the question's window put first, newest first (AUTHOR's
+    alone: nexusmem.authors); those commands (none: none failed there, and SCORED unchanged); how to say the
+    window."""
     low, high, span, _exact = _failure_window(question, store.reference_time(as_of), since, until)
     rows = [row for row in store.shell_commands_between(low, high) if resolved.failed(row[4])]
-    ids = [row[0] for row in reversed(rows)][:FAILURES_LISTED]
-    nodes = store.get_many(ids, light=True)
-    failed = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+    ids = [row[0] for row in reversed(rows)]
+    if author is None:
+        nodes = store.get_many(ids[:FAILURES_LISTED], light=True)
+        failed = [
+            nodes[i] for i in ids[:FAILURES_LISTED] if i in nodes and _within(nodes[i], as_of, since, until)
+        ]
+    else:  # read past the other authors' failures
+        failed = _newest_kept(
+            store, ids, FAILURES_LISTED, lambda node: _passes(node, as_of, since, until, author, store.member)
+        )
     return _listed(scored, failed), failed, span
+
+
+# How many nodes _newest_kept reads at a time: a few lists' worth, the author's commands among others'.
+KEPT_BATCH = 200
+
+
+def _newest_kept(
+    store: SearchStore, ids: list[str], limit: int, keep: Callable[[StoredNode], bool]
+) -> list[StoredNode]:
+    """The first LIMIT nodes of IDS (newest first) that KEEP keeps (an --author filter's), read a batch at a
+    time: another author's commands are read past."""
+    kept: list[StoredNode] = []
+    for start in range(0, len(ids), KEPT_BATCH):
+        chunk = ids[start : start + KEPT_BATCH]
+        nodes = store.get_many(chunk, light=True)
+        kept += [nodes[i] for i in chunk if i in nodes and keep(nodes[i])]
+        if len(kept) >= limit:
+            break
+    return kept[:limit]
+
+
+def _by(author: str | None) -> str:
+    """ "by NAME " for a note under --author AUTHOR ("" without one)."""
+    return "" if author is None else f"by {author} "
+
+
+def _nothing_done(author: str | None, span: str) -> str:
+    """The note of a recent-work listing that found nothing (SPAN: its window, "held" for all of it)."""
+    if author is None:
+        return f"no commit or command recorded {span}"
+    when = "" if span in ("", "held") else f" {span}"
+    return f"no command {_by(author)}recorded{when}".replace("  ", " ")
 
 
 def failed_runs_first(
@@ -1970,6 +2021,7 @@ def failed_runs_first(
     since: int | None,
     until: int | None,
     names: frozenset[str] = frozenset(),
+    author: str | None = None,
 ) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str, bool]:
     """For a failure asked about with what was run named ("which tests failed", "npm test failed", "why did
     the build fail yesterday", "what failed last time I ran the tests"): SCORED with the failed commands of
@@ -1982,7 +2034,8 @@ def failed_runs_first(
     of it: text.FILLER_WORDS) names one of them; else none ("why does the date test fail on Windows" asks
     about code, not runs), and SCORED unchanged. When none of the runs it names failed in that window, the
     ones that passed are listed instead, and the last value (else False) says so. The project's own NAMES
-    (project_names: "which tests failed in cJSON today") name no run."""
+    (project_names: "which tests failed in cJSON today") name no run. AUTHOR (nexusmem.authors): that
+    author's runs alone."""
     words = search.terms(without_names(question.search_text, names))  # with the filler: "did make fail"
     subject = {w for w in words if not _ignorable(w)}
     if not subject:
@@ -2005,7 +2058,9 @@ def failed_runs_first(
         return scored, [], span, False
     ids = best[:FAILURES_LISTED]
     nodes = store.get_many(ids, light=True)
-    runs = [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)]
+    runs = [
+        nodes[i] for i in ids if i in nodes and _passes(nodes[i], as_of, since, until, author, store.member)
+    ]
     what = " ".join(w for w in words if w in naming)
     said = f"{what} failed {span}" if passed else f"{what} {span}"
     return _listed(scored, runs, keep=True), runs, said, passed and bool(runs)
@@ -2520,27 +2575,35 @@ def activity_first(
     as_of: int | None,
     since: int | None,
     until: int | None,
+    author: str | None = None,
 ) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str]:
     """SCORED with the newest work of the question's window put first, newest first: its commits, its commands
     (when it asks what was run, or when no commit falls in the window), or both interleaved (the newest
     ACTIVITY_LISTED of each) when it asks neither ("what have I been doing"); those listed (none: nothing in
-    the window, SCORED unchanged); how to say what was listed."""
+    the window, SCORED unchanged); how to say what was listed. Under AUTHOR (nexusmem.authors) the commands
+    are that author's; an agent's work is its commands alone (no commit says which agent made it)."""
     asked = _asked_window(question, since, until)
     low, high, span, _exact = asked if asked is not None else Window(0, 2**62, "")
     wanted = asked_count(question.text)
     limit = wanted or ACTIVITY_LISTED
     kinds = _asked_kinds(question.text)
+    agent = author is not None and author != authors.ME
+    if agent and "shell_command" in kinds:
+        kinds = ("shell_command",)
 
     def newest(kind: str) -> list[StoredNode]:
+        if author is not None and kind == "shell_command":
+            return _newest_authored(store, kind, low, high, limit, as_of, author)
         ids = store.newest_of_kind(kind, low, high, limit * 4 if as_of is not None else limit)
         nodes = store.get_many(ids, light=True)
         return [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, None, None)][:limit]
 
     if len(kinds) == 1:
         # "What did I run today?" with no command logged today but a commit made: the commit is the work
-        # done (the hooks log no command, or none was run here), not "nothing recorded today".
+        # done (the hooks log no command, or none was run here), not "nothing recorded today". Not an
+        # agent's: another person's commits are no account of what it ran.
         other = "shell_command" if kinds[0] == "git_commit" else "git_commit"
-        listed = newest(kinds[0]) or newest(other)
+        listed = newest(kinds[0]) or ([] if agent else newest(other))
     else:
         both = [*newest("git_commit"), *newest("shell_command")]
         listed = sorted(both, key=lambda node: (-node.ts, node.id))[: limit if wanted else len(both)]
@@ -2551,11 +2614,31 @@ def activity_first(
     if len(shown) > 1:
         what = "commits and commands run"
     none_run = (
-        f" (no command recorded {span})".rstrip()
+        f" (no command {_by(author)}recorded{f' {span}' if span else ''})"
         if kinds == ("shell_command",) and "git_commit" in shown
         else ""
     )
     return _listed(scored, listed), listed, f"the newest {what} {span}".strip() + none_run
+
+
+# How many of the newest commands _newest_authored reads at most to find an author's among others'.
+AUTHORED_SCAN = 20_000
+
+
+def _newest_authored(
+    store: SearchStore, kind: str, low: int, high: int, limit: int, as_of: int | None, author: str
+) -> list[StoredNode]:
+    """The LIMIT newest nodes of KIND within LOW..HIGH recorded by AS_OF that AUTHOR's filter keeps, reading
+    past other authors' (AUTHORED_SCAN at most)."""
+    count = limit * 4
+    while True:
+        ids = store.newest_of_kind(kind, low, high, count)
+        kept = _newest_kept(
+            store, ids, limit, lambda node: _passes(node, as_of, None, None, author, store.member)
+        )
+        if len(kept) >= limit or len(ids) < count or count >= AUTHORED_SCAN:
+            return kept
+        count = min(count * 8, AUTHORED_SCAN)
 
 
 def _exit_text(node: StoredNode) -> str:

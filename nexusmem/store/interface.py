@@ -158,6 +158,12 @@ class SearchStore(Protocol):
         """Ids of the LIMIT newest nodes of KIND with START <= ts <= END, newest first (ties by id)."""
         ...
 
+    def command_authors(self) -> list[tuple[str, str]]:
+        """The distinct (author, author kind) of the shell commands held, by how many each ran, most first
+        (a command recorded before authors existed is ("me", "human")): what a note names when --author
+        matches none of them."""
+        ...
+
     def commit_paths_ending(self, name: str) -> list[str]:
         """Every distinct path a commit touched that is NAME or ends in /NAME (`cJSON.c`, `retrieve/query.py`),
         in any case, sorted."""

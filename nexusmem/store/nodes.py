@@ -853,6 +853,17 @@ class NodesMixin:
             )
         ]
 
+    def command_authors(self) -> list[tuple[str, str]]:
+        """The distinct (author, author kind) of the shell commands held, most commands first."""
+        return [
+            (str(r[0]), str(r[1]))
+            for r in self.conn.execute(
+                "SELECT coalesce(json_extract(meta, '$.author'), 'me') AS a,"
+                " coalesce(json_extract(meta, '$.author_kind'), 'human') AS k FROM nodes"
+                " WHERE kind = 'shell_command' GROUP BY a, k ORDER BY count(*) DESC, a"
+            )
+        ]
+
     def commit_paths_ending(self, name: str) -> list[str]:
         """Every distinct path a commit touched that is NAME or ends in /NAME, in any case (LIKE ignores the
         case of ASCII letters), sorted."""

@@ -1377,6 +1377,16 @@ class TeamStore:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def command_authors(self) -> list[tuple[str, str]]:
+        """The distinct (author, author kind) of the team's shell commands, most commands first."""
+        rows = self.conn.execute(
+            "SELECT coalesce(meta->>'author', 'me') AS a, coalesce(meta->>'author_kind', 'human') AS k"
+            " FROM nodes WHERE project_id = %s AND kind = 'shell_command' GROUP BY a, k"
+            " ORDER BY count(*) DESC, a",
+            (self.project,),
+        ).fetchall()
+        return [(str(r[0]), str(r[1])) for r in rows]
+
     def commit_paths_ending(self, name: str) -> list[str]:
         """Every distinct path one of the team's commits touched that is NAME or ends in /NAME, in any case,
         sorted."""

@@ -1,0 +1,135 @@
+"""`--author` with a name memory holds no command of: the note names who is recorded, the names match in any
+case (`claude` is Claude Code's short name, as `hook agent install` takes it), a listing of failures or of
+the newest work holds that author's commands only, and no other author's commits stand in for them. Real
+repositories, the real CLI and the real MCP client."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from nexusmem import authors, sync
+from nexusmem.paths import shell_log_path
+
+from helpers import commit, git, run_cli
+from helpers.mcp import mcp_session
+
+
+def history(repo: Path, *, codex: bool = True) -> None:
+    """Commits by another person, the person's failing command, Claude Code's and (CODEX) Codex's."""
+    git(repo, "config", "user.name", "Other Person")
+    for n in range(3):
+        commit(repo, f"feat: step {n}", {f"src/s{n}.py": f"x = {n}\n"})
+    now = int(time.time() * 1000)
+    base = {"cwd": str(repo), "shell": "zsh", "session": "s1", "v": 1}
+    lines: list[dict[str, Any]] = [
+        {**base, "ts": now - 50_000, "command": "make lint", "exit": 2},
+        {
+            **base,
+            "ts": now - 40_000,
+            "command": "pytest tests -x",
+            "exit": 1,
+            "shell": "claude-code",
+            "author": "claude-code",
+            "author_kind": "agent",
+            "call_id": "toolu_A",
+        },
+    ]
+    if codex:
+        lines.append(
+            {
+                **base,
+                "ts": now - 30_000,
+                "command": "cargo build",
+                "exit": 0,
+                "shell": "codex",
+                "author": "codex",
+                "author_kind": "agent",
+                "call_id": "call_A",
+            }
+        )
+    path = shell_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+    sync.sync(repo)
+
+
+def answer(repo: Path, author: str, question: str) -> dict[str, Any]:
+    out = run_cli("-C", str(repo), "query", "--json", "--author", author, "--", question).stdout
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+@pytest.mark.parametrize("name", ["claude", "Claude-Code", "CLAUDE"])
+def test_an_agents_name_matches_in_any_case_and_claude_is_claude_code(repo: Path, name: str) -> None:
+    history(repo)
+    data = answer(repo, name, "which commands failed")
+    commands = [i["ref"] for i in data["items"] if i["kind"] == "shell_command"]
+    assert commands == ["pytest tests -x"], data
+    assert any("first: the commands that failed" in note for note in data["notes"]), data["notes"]
+
+
+def test_an_author_with_no_command_is_said_with_the_recorded_authors(repo: Path) -> None:
+    """`--author robots "which commands failed"` matched nothing, with the note "first: the commands that
+    failed in the 7 days…" that contradicted it."""
+    history(repo)
+    data = answer(repo, "robots", "which commands failed")
+    assert not [i for i in data["items"] if i["kind"] == "shell_command"], data
+    notes = " | ".join(data["notes"])
+    assert "first: the commands that failed" not in notes, notes
+    assert "no commands by 'robots'; recorded: me, claude-code, codex" in notes, notes
+    text = run_cli("-C", str(repo), "query", "--author", "robots", "--", "which commands failed").output
+    assert "recorded: me, claude-code, codex" in text, text
+
+
+def test_what_an_author_with_no_command_ran_lists_no_one_elses_commits(repo: Path) -> None:
+    """`--author codex "what did codex run"` with no codex command: "first: the newest commits (no command
+    recorded )" and another person's commits listed as what codex did."""
+    history(repo, codex=False)
+    data = answer(repo, "codex", "what did codex run")
+    notes = " | ".join(data["notes"])
+    assert "newest commits" not in notes and "recorded )" not in notes, notes
+    assert "no command by codex recorded" in notes, notes
+    assert "no commands by 'codex'; recorded: me, claude-code" in notes, notes
+    assert not [i for i in data["items"] if i["kind"] == "git_commit" and "step" in i["title"]], data["items"]
+    # An author with commands lists theirs.
+    mine = answer(repo, "claude-code", "what did claude run")
+    assert [i["ref"] for i in mine["items"] if i["kind"] == "shell_command"] == ["pytest tests -x"], mine
+
+
+def test_the_stray_space_of_a_listing_with_no_command_is_gone(repo: Path) -> None:
+    """`--author me` with commits but no command of the person's: the newest commits stand in, said so
+    without an empty window and a space before the parenthesis."""
+    commit(repo, "feat: one", {"a.py": "a = 1\n"})
+    sync.sync(repo)
+    data = answer(repo, "me", "what did I run")
+    notes = " | ".join(data["notes"])
+    assert "recorded )" not in notes, notes
+
+
+def test_mcp_search_memory_with_an_unknown_author_says_so(repo: Path, tmp_path: Path) -> None:
+    history(repo)
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            got = await s.call_tool(
+                "search_memory",
+                {"projectRoot": str(repo), "query": "which commands failed", "author": "robots"},
+            )
+            assert not got.is_error
+            text = got.content[0].text  # type: ignore[union-attr]
+            assert "no commands by 'robots'; recorded: me, claude-code, codex" in text, text
+
+    anyio.run(main)
+
+
+def test_parse_takes_claude_for_claude_code() -> None:
+    assert authors.parse("claude") == "claude-code"
+    assert authors.parse("Codex") == "codex"
+    assert authors.keeps("CODEX", "shell_command", {"author": "codex", "author_kind": "agent"})
