@@ -354,12 +354,16 @@ def test_a_best_match_too_large_for_the_budget_is_said_not_silently_swapped(repo
     roomy = query_json(repo, question)
     assert titles(roomy)[0] == "fix(cache): switch the price cache to WAL"
     assert not any("does not fit" in note for note in roomy["notes"])
+    # Too large at 80 even with the notes on stderr: shown by its head alone (title, id, sha), said so.
     tight = query_json(repo, question, "--budget", "80")
-    assert "fix(cache): switch the price cache to WAL" not in titles(tight)
-    assert any(
-        "the best match" in note and "does not fit the budget of 80" in note for note in tight["notes"]
-    )
+    assert titles(tight)[0] == "fix(cache): switch the price cache to WAL", tight
+    assert tight["items"][0]["summary"] == ""
+    assert any("the best match is shown without its details" in note for note in tight["notes"])
     assert tight["tokens_used"] <= 80
+    shown = run_cli("-C", str(repo), "query", "--budget", "80", "--", question).stdout
+    assert "fix(cache): switch the price cache to WAL" in shown and "  commit " in shown, shown
+    assert "Readers were blocked" not in shown, shown
+    # Too large even so: said not to fit, never silently swapped for a weaker, smaller one.
     text = run_cli("-C", str(repo), "query", "--budget", "50", "--", question).output
     assert "No memory matches" not in text and "does not fit the budget of 50" in text, text
     assert "0 of " in text

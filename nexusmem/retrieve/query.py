@@ -3210,21 +3210,44 @@ def pack_items(
         chosen[node_id] = (fix, 0.0)
         return candidate(fix, 0.0)
 
-    ranked = [
-        candidate(twins[node.id][0], score) if node.id in twins else candidate(node, score)
+    sources = [
+        (twins[node.id][0], score) if node.id in twins else (node, score)
         for node, score in list(chosen.values())
         if node.id not in twins or twins[node.id]
     ]
+    ranked = [candidate(node, score) for node, score in sources]
     header_tokens = header_cost()
-    if make_room is not None and ranked and header_tokens + ranked[0].tokens > budget:
-        # The best item first, the notes a small budget cannot hold with it after (on stderr): three notes
-        # of 80 tokens took the place of the answer they were about. Only an item too large for the header
-        # without its notes is said not to fit.
+
+    def room_for_best() -> bool:
+        """Make the header leave room for the best item as it stands (its notes on stderr): whether it fits."""
+        nonlocal header_tokens
+        assert make_room is not None
         make_room(ranked[0].tokens)
         header_tokens = header_cost()
         if header_tokens + ranked[0].tokens > budget:
             make_room(0)
             header_tokens = header_cost()
+        return header_tokens + ranked[0].tokens <= budget
+
+    if make_room is not None and ranked and header_tokens + ranked[0].tokens > budget and not room_for_best():
+        # The best item first, the notes a small budget cannot hold with it after (on stderr): three notes
+        # of 80 tokens took the place of the answer they were about. Still too large: it is shown by its
+        # head alone (title, id, a commit's sha), without its files and body (~35 tokens where a whole one
+        # took 83 and the answer held nothing). Only an item too large even so is said not to fit.
+        full, whole_item = ranked[0].tokens, items[ranked[0].id]
+        items[whole_item.id] = replace(whole_item, summary="", also_in=[])
+        ranked[0] = candidate(*sources[0])
+        if room_for_best():
+            if notes is not None:
+                notes.append(
+                    f"the best match is shown without its details (~{full} tokens in full): a larger budget"
+                    " or `nexusmem show ID` (MCP get_memory) shows them"
+                )
+                header_tokens = header_cost()
+        else:
+            items[whole_item.id] = whole_item
+            ranked[0] = candidate(*sources[0])
+            room_for_best()
     if notes is not None and ranked and header_tokens + ranked[0].tokens > budget:
         # Said before packing, so that the line is counted in the budget like the rest of the header.
         room = max(0, budget - header_tokens)
