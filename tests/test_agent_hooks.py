@@ -855,3 +855,29 @@ def test_claude_code_hook_at_both_scopes_is_named_and_one_call_counts_once(
     run_cli("-C", str(repo), "hook", "agent", "remove", "claude-code", "--project")
     status = run_cli("-C", str(repo), "hook", "agent", "status").stdout
     assert "twice" not in status, status
+
+
+def test_an_interrupted_call_keeps_its_mark_and_its_call_id_in_memory(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A call the user interrupted lost both on the way to memory: `show --json` had neither `interrupted`
+    nor `call_id` in its meta, and it read "(exit unknown)" like a `| tail` pipe. Both are kept now, and the
+    body says it was interrupted."""
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n"})
+    run_cli("hook", "agent", "install", "claude-code")
+    settings = claude_settings(isolated_home)
+    failure = installed_command(settings, "PostToolUseFailure")
+    post = installed_command(settings, "PostToolUse")
+    payload = claude_failure(repo, "sleep 100", "toolu_INT", "Interrupted by user", interrupt=True)
+    assert fire(failure, payload).returncode == 0
+    assert fire(post, claude_success(repo, "make test 2>&1 | tail -5", "toolu_PIPE")).returncode == 0
+    sync.sync(repo)
+    items = json.loads(run_cli("-C", str(repo), "query", "--json", "--", "sleep 100").stdout)["items"]
+    item = next(i for i in items if i["kind"] == "shell_command" and i["ref"] == "sleep 100")
+    shown = json.loads(run_cli("-C", str(repo), "show", "--json", item["id"]).stdout)
+    assert shown["meta"]["interrupted"] is True and shown["meta"]["call_id"] == "toolu_INT", shown["meta"]
+    assert "interrupted" in shown["body"], shown["body"]
+    piped = json.loads(run_cli("-C", str(repo), "query", "--json", "--", "make test").stdout)["items"]
+    pipe = next(i for i in piped if i["kind"] == "shell_command" and i["ref"] == "make test")
+    meta = json.loads(run_cli("-C", str(repo), "show", "--json", pipe["id"]).stdout)["meta"]
+    assert meta["call_id"] == "toolu_PIPE" and "interrupted" not in meta, meta

@@ -375,4 +375,6 @@ class Builder:
             head=body_head(command, cwd, exit_code),
             author=str(meta.get("author") or agent),
             author_kind=str(meta.get("author_kind") or "agent"),
+            call_id=meta["call_id"] if isinstance(meta.get("call_id"), str) else None,
+            interrupted=meta.get("interrupted") is True,
         )

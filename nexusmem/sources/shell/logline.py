@@ -169,6 +169,7 @@ _LOG_LINE_FIELDS = (
     "author_kind",
     "call_id",
     "seq",
+    "interrupted",
 )
 
 
@@ -198,6 +199,8 @@ class LogLine:
         # The prompt hook's number of the line in its shell (session): two lines of one shell that started in
         # the same millisecond with the same text are two runs. None in lines written before it was.
         seq: int | None = None,
+        # An agent's call the user interrupted (its hook says so): exit unknown, and no failure.
+        interrupted: bool = False,
     ) -> None:
         self.ts = ts
         self.cwd = cwd
@@ -211,6 +214,7 @@ class LogLine:
         self.author_kind = author_kind
         self.call_id = call_id
         self.seq = seq
+        self.interrupted = interrupted
 
     def _fields(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -268,7 +272,7 @@ _LINE_START = b'{"ts":'
 TORN = "\x00torn"
 
 # The keys of a hook line (docs/contracts.md §2); readers ignore any other.
-KNOWN_KEYS = frozenset((*_LOG_LINE_FIELDS, "v", "interrupted"))
+KNOWN_KEYS = frozenset((*_LOG_LINE_FIELDS, "v"))
 
 
 def glued_at(raw: bytes) -> int:
@@ -532,6 +536,7 @@ def log_line_from(obj: Any) -> LogLine | None:
     author = get("author")
     if author is not None:  # the person's own hooks never write it: the common case costs one lookup
         _set_author(line, author, get("author_kind"), get("call_id"))
+        line.interrupted = get("interrupted") is True  # only an agent hook writes it
     return line
 
 

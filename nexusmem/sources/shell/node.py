@@ -42,9 +42,11 @@ def _context_head(cwd: str | None, exit_code: int | None) -> str:
     return f"[{where} · exit {'unknown' if exit_code is None else exit_code}"
 
 
-def _context_tail(pipestatus: list[int] | None, duration_ms: int | None, shell: str) -> str:
+def _context_tail(
+    pipestatus: list[int] | None, duration_ms: int | None, shell: str, interrupted: bool = False
+) -> str:
     # Runs once per stored command (80k times in a big first sync): plain concatenation, no lists.
-    text = ""
+    text = " · interrupted" if interrupted else ""
     if pipestatus and len(pipestatus) > 1:
         text = " · pipestatus " + "|".join(map(str, pipestatus))
     if duration_ms is not None:
@@ -77,21 +79,24 @@ def command_node(
     author: str = "me",
     author_kind: str = "human",
     source: str = "shell",
+    call_id: str | None = None,
+    interrupted: bool = False,
 ) -> Node:
     """The one `shell_command` node, from a hook line or a scraped history entry.
 
     COMMAND is already redacted: nothing here may see the raw text. TITLE and SIGNAL (Memo.title_signal)
     and HEAD (body_head) are passed in because the callers compute them once per distinct command: a real
-    log repeats a few hundred commands thousands of times.
+    log repeats a few hundred commands thousands of times. CALL_ID: an agent's id of the call; INTERRUPTED:
+    the user stopped it (its exit is unknown, and it is no failure): both in meta when given.
     """
-    return Node(
+    node = Node(
         project=project,
         kind="shell_command",
         source=source,
         natural_key=natural_key,
         ref=command,
         title=title,
-        body=head + _context_tail(pipestatus, duration_ms, shell),
+        body=head + _context_tail(pipestatus, duration_ms, shell, interrupted),
         ts=ts,
         signal=signal,
         group=None,
@@ -108,6 +113,11 @@ def command_node(
             "author_kind": author_kind,
         },
     )
+    if call_id is not None:
+        node.meta["call_id"] = call_id
+    if interrupted:
+        node.meta["interrupted"] = True
+    return node
 
 
 # (redacted command, cwd relative to its root, files named, title, signal, body up to the per-line part)

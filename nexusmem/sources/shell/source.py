@@ -229,6 +229,8 @@ class ShellSource:
                 head=head,
                 author=line.author,
                 author_kind=line.author_kind,
+                call_id=line.call_id,
+                interrupted=line.interrupted,
             )
         return done
 
