@@ -122,4 +122,4 @@ def recorded_names(recorded: list[tuple[str, str]]) -> str:
     """RECORDED's authors as a note lists them: the person first, then the agents in the order given."""
     names = list(dict.fromkeys(a for a, _ in recorded))
     names.sort(key=lambda name: name != ME)
-    return ", ".join(names) if names else "none"
+    return ", ".join(names)

@@ -172,6 +172,13 @@ def _deny_list_check() -> list[Check]:
 
 def check_shells() -> list[Check]:
     checks = []
+    if shell_hooks.none_installed():
+        # Information, not a problem: a person may keep NexusMem to commits, docs and the agents' commands.
+        detail = (
+            "no prompt hook installed: the commands you type are not recorded (only your shell history's"
+            " tail, without exit codes); `nexusmem hook install` records them"
+        )
+        checks.append(Check("shell", True, detail))
     last = _LastRecords(paths.shell_log_path())
     for shell in shell_hooks.SHELLS:
         try:

@@ -369,8 +369,13 @@ def run_search(
     question, cutoff, lo, hi, who = search_args(text, as_of, since, until, author)
     root = project_mod.memory_root(resolve_root(project_root))
     backlog = _catch_up(root)
-    # The backlog's note is a line of the header: its tokens come out of the budget like the header's.
-    note_tokens = estimate_tokens(f"note: {backlog}\n") if backlog else 0
+    hook_note = None
+    if who == authors.ME:  # none of the person's commands can be found without a prompt hook: say so
+        from nexusmem.install.shell_hooks import own_commands_note
+
+        hook_note = own_commands_note(who)
+    # The notes are lines of the header: their tokens come out of the budget like the header's.
+    note_tokens = sum(estimate_tokens(f"note: {n}\n") for n in (backlog, hook_note) if n)
     with _open_store(root) as store, _library_errors():
         settings = rank.settings_from(project_mod.config_of(root))
         result = query_mod.run(
@@ -387,6 +392,8 @@ def run_search(
         )
     if backlog:
         query_mod.add_note(result, backlog, budget)
+    if hook_note and not any(item.kind == "shell_command" for item in result.items):
+        query_mod.add_note(result, hook_note, budget)
     return _answer(result, query_mod.render(result), query_mod.to_json(result))
 
 

@@ -133,3 +133,38 @@ def test_parse_takes_claude_for_claude_code() -> None:
     assert authors.parse("claude") == "claude-code"
     assert authors.parse("Codex") == "codex"
     assert authors.keeps("CODEX", "shell_command", {"author": "codex", "author_kind": "agent"})
+
+
+def test_what_i_ran_without_a_prompt_hook_says_to_install_one(repo: Path, tmp_path: Path) -> None:
+    """`--author me "what did I run"` with no prompt hook said "No memory matches" and "first: the newest
+    commands run" (the agents' ones, filtered out); doctor said nothing. The answer now says no command of
+    yours is recorded because no prompt hook is installed, and doctor says so as information."""
+    history(repo)
+    # Only the agents' commands: the person's line taken out of memory by a fresh log.
+    shell_log_path().write_text("", encoding="utf-8")
+    run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed")
+    data = answer(repo, "me", "what did I run")
+    notes = " | ".join(data["notes"])
+    assert "no prompt hook is installed" in notes and "nexusmem hook install" in notes, notes
+    assert data["tokens_used"] <= data["budget"], data
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            got = await s.call_tool(
+                "search_memory", {"projectRoot": str(repo), "query": "what did I run", "author": "me"}
+            )
+            text = got.content[0].text  # type: ignore[union-attr]
+            assert "no prompt hook is installed" in text, text
+
+    anyio.run(main)
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    checks = report["checks"] if isinstance(report, dict) else report
+    said = [c for c in checks if c["area"] == "shell" and "no prompt hook" in c["detail"]]
+    assert len(said) == 1 and said[0]["ok"], checks
+    # With a hook installed, neither says it.
+    run_cli("hook", "install", "--shell", "bash")
+    data = answer(repo, "me", "what did I run")
+    assert not any("no prompt hook" in note for note in data["notes"]), data["notes"]
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    checks = report["checks"] if isinstance(report, dict) else report
+    assert not [c for c in checks if "no prompt hook" in c["detail"]], checks

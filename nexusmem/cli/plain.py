@@ -177,10 +177,15 @@ def answer(
 
     limit = budget if budget is not None else int(proj.config["query"]["budget"])
     cutoff = query.parse_as_of(as_of)
+    hook_note = None
+    if author == "me":  # none of your commands can be found without a prompt hook: say so
+        from nexusmem.install.shell_hooks import own_commands_note
+
+        hook_note = own_commands_note(author)
     with proj.open_store(readonly=True, note=store_note) as store:
         unsynced = _unsynced_note(proj, store)
-        # The note is a line of the header: its tokens come out of the budget like the header's.
-        note_tokens = estimate_tokens(f"note: {unsynced}\n") if unsynced else 0
+        # The notes are lines of the header: their tokens come out of the budget like the header's.
+        note_tokens = sum(estimate_tokens(f"note: {n}\n") for n in (unsynced, hook_note) if n)
         result = query.run(
             store,
             question,
@@ -195,6 +200,8 @@ def answer(
         )
     if unsynced:
         query.add_note(result, unsynced, limit)
+    if hook_note and not any(item.kind == "shell_command" for item in result.items):
+        query.add_note(result, hook_note, limit)
     if as_json:
         text = json_text(query.to_json(result))
     else:

@@ -384,6 +384,24 @@ def block_script(shell: str, environ: dict[str, str] | None = None) -> tuple[Pat
     return script, script is None or not script.is_file()
 
 
+# Said beside an `--author me` answer that holds none of your commands while no shell has the prompt hook.
+NO_PROMPT_HOOK_NOTE = "no prompt hook is installed, so the commands you type are not recorded: `nexusmem hook install` records them"
+
+
+def none_installed(environ: dict[str, str] | None = None) -> bool:
+    """Whether no supported shell's rc file holds our block (False when one cannot be read: say nothing)."""
+    try:
+        return not any(is_installed(shell, environ) for shell in SHELLS)
+    except ShellHookError:
+        return False
+
+
+def own_commands_note(author: str | None) -> str | None:
+    """NO_PROMPT_HOOK_NOTE for an answer filtered to AUTHOR `me` while no prompt hook is installed (the rc
+    files are read only then), else None. The caller says it when the answer holds none of your commands."""
+    return NO_PROMPT_HOOK_NOTE if author == "me" and none_installed() else None
+
+
 def hook_status(environ: dict[str, str] | None = None) -> list[HookStatus]:
     """For every supported shell: its rc file, whether our block is in it, and whether its script is gone."""
     result = []

@@ -955,9 +955,8 @@ def retrieve(
         if not any(node.kind == "shell_command" for node, _ in scored):
             recorded = store.command_authors()  # only when none of the author's commands is in the answer
             if not authors.held_by(author, recorded):
-                question.notes.append(
-                    f"no commands by {author!r}; recorded: {authors.recorded_names(recorded)}"
-                )
+                holders = f"recorded: {authors.recorded_names(recorded)}" if recorded else "memory holds none"
+                question.notes.append(f"no commands by {author!r}; {holders}")
     missed = None if listing_note is not None or answered_by is not None else _window_missed(question, scored)
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
