@@ -220,11 +220,24 @@ def link_lines(info: dict[str, Any]) -> list[tuple[int, str]]:
     return out
 
 
+# What the first line says of a memory a sync read that holds nothing (a repository with no commit yet).
+EMPTY = "memory is empty (no commits, docs or commands yet)"
+
+
+def _empty(info: dict[str, Any]) -> bool:
+    """Whether INFO (status's) is of a memory that holds nothing, and is not the first sync under way."""
+    return not info["nodes"] and not info["first"] and info.get("schema_version") is not None
+
+
 def render(info: dict[str, Any]) -> str:
     def day(value: str | None) -> str:
         return value[:10] if value else "-"
 
-    lines = [f"{info['nodes']} node(s)  {day(info['first'])} .. {day(info['last'])}"]
+    lines = [
+        f"{info['nodes']} node(s)  {day(info['first'])} .. {day(info['last'])}"
+        if not _empty(info)
+        else f"0 node(s): {EMPTY}"
+    ]
     for kind, count in sorted(info["by_kind"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"{count:>10}  {kind}")
     for count, what in link_lines(info):
@@ -351,7 +364,7 @@ def share(info: dict[str, Any]) -> str:
 
     lines = [
         f"NexusMem memory for {info['project'].rsplit('/', 1)[-1]}: {info['nodes']} node(s), "
-        f"{day(info['first'])} .. {day(info['last'])}"
+        + (f"{day(info['first'])} .. {day(info['last'])}" if not _empty(info) else EMPTY)
     ]
     for kind, count in sorted(info["by_kind"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {count:>8}  {kind}")

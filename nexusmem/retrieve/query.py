@@ -697,7 +697,7 @@ def retrieve(
         if vectors
         else vector.Neighbours([], 0.0)
     )
-    if near.skipped and not never_synced(store):  # a never-synced memory has a note of its own
+    if near.skipped and not never_synced(store) and not synced_empty(store):  # each has a note of its own
         question.semantic_skipped = semantic_note(near.skipped, stored_elsewhere)
     elif stored_elsewhere is not None:
         question.notes.append(stored_elsewhere.text())
@@ -2973,6 +2973,8 @@ def run(
         result.notes.append(SYNCING_NOTE)
     elif (not result.items or result.weak) and never_synced(store):
         result.notes.append(NEVER_SYNCED_NOTE)
+    elif not result.items and synced_empty(store):
+        result.notes.append(EMPTY_NOTE)
     result.tokens_used = used + header_tokens(result)  # the header as `render` prints it, with every note
     return result
 
@@ -3050,6 +3052,17 @@ SYNCING_NOTE = "a sync of this memory is running: what it has not stored yet is 
 # Said when nothing (or nothing strong) was found in a memory no sync ever finished a source of (`init` alone,
 # or a first sync stopped before it stored anything): "no match" would read as "this never happened".
 NEVER_SYNCED_NOTE = "this memory was never synced, so it holds nothing yet: run `nexusmem sync` (an agent: the sync_project tool)"
+
+
+# Said when a memory a sync did read holds nothing (a repository with no commit yet, no doc, no command run
+# in it): nothing to find, and no sync to ask for (nor vectors to make).
+EMPTY_NOTE = "memory is empty (no commits, docs or commands yet)"
+
+
+def synced_empty(store: SearchStore) -> bool:
+    """Whether STORE, synced, holds no node at all (a local store's count; the team store's: False)."""
+    count = getattr(store, "node_count", None)
+    return count is not None and not never_synced(store) and count() == 0
 
 
 def never_synced(store: SearchStore) -> bool:
