@@ -30,8 +30,11 @@ INSTRUCTIONS = """\
 NexusMem remembers what actually happened in a git repository: commits and their per-file patches, shell
 commands with their exit codes (when the user installed the prompt hooks) and project docs. Call
 search_memory before changing unfamiliar code, when a test or command fails, or when you need to know why
-something is the way it is; call get_memory to read one result in full. Every tool needs projectRoot, the
-absolute path of the repository. If a repository has no memory yet, call sync_project once."""
+something is the way it is; call get_memory to read one result in full. Coding agents' own commands are
+recorded too (when the user installed NexusMem's agent hook) and their past conversations (when transcripts are
+read): search_memory with author: "agents", or one agent's name such as "claude-code", keeps to them. Every
+tool needs projectRoot, the absolute path of the repository. If a repository has no memory yet, call
+sync_project once."""
 
 # The SDK's `HANDSHAKE_PROTOCOL_VERSIONS` (mcp_types.version): a requested version in this list is echoed,
 # any other gets the newest. Revisions after these use a per-request envelope, not `initialize`.

@@ -880,9 +880,10 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
         author: Annotated[
             str | None,
             Field(
-                description="Only shell commands by this author: `me` (typed by the person), `agents` (any "
-                "coding agent), or one agent's name such as claude-code or codex. Commits, diffs and docs "
-                "always pass."
+                description="Only the shell commands and conversation turns of this author: `me` (the "
+                "commands the person typed; no conversation turn is theirs), `agents` (any coding agent's "
+                "commands and conversation turns), or one agent's name such as claude-code (or claude) or "
+                "codex, in any case. Commits, diffs and docs always pass."
             ),
         ] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
