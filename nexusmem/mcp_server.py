@@ -89,7 +89,9 @@ class SearchItem(TypedDict):
     also_in: list[str]  # refs of doc sections with the same text, packed once (this item)
     recorded_by: NotRequired[str]  # scope "team": the member who recorded it ("" = this machine)
     verdict_by: NotRequired[str]  # scope "team": the member whose verdict `trust` is ("" = none or yours)
-    relation: str | None  # how it is linked to the item above it (linked_from)
+    relation: (
+        str | None
+    )  # how it is linked to the item above it (linked_from); "release": what the release asked about holds
     superseded: bool  # marked by mark-stale
     superseded_by: str | None  # what replaced it, while memory holds that node
     projectRoot: NotRequired[str]  # allProjects: the root of its project, what get_memory needs to expand it

@@ -100,6 +100,8 @@ class _Searched:
     # The note that its vectors were not searched although its config names an embedder, and why
     # (query.Question.semantic_skipped).
     semantic_skipped: str | None = None
+    # What the release it asks about holds (query.Retrieved.release).
+    release: frozenset[str] = frozenset()
 
 
 def searched_from(index: int, target: Target, store: SearchStore, found: query.Retrieved) -> _Searched:
@@ -131,6 +133,7 @@ def searched_from(index: int, target: Target, store: SearchStore, found: query.R
         listing_count=found.listing_count,
         notes=[note for note in found.question.notes if note != found.listing_note],
         semantic_skipped=found.question.semantic_skipped,
+        release=found.release,
     )
 
 
@@ -671,6 +674,8 @@ def _fuse_and_pack(
         return None if proj is None else proj.shelf
 
     scope = scope_line(result.labels or result.projects)
+    release = frozenset().union(*(s.release for s in searched))
+    result.release_end = query.RELEASE_END if release else ""  # its room kept while packing
     result.items, used = query.pack_items(
         chosen,
         shelf_of,
@@ -686,7 +691,9 @@ def _fuse_and_pack(
         author=author,
         whole=frozenset().union(*(s.whole for s in searched)),
         make_room=lambda tokens: setattr(result, "item_room", tokens),
+        release=release,
     )
+    result.release_end = query.release_end(result.items)
     # A fix is counted once, however many stores link it (both clones, this memory and the team store).
     counted = {node_id for s in searched for node_id in s.matched | {n.id for n, _ in s.scored}}
     for s in searched:

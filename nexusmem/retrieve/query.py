@@ -224,6 +224,15 @@ class QueryResult:
     # The tokens the header leaves for the best item: a note that would take them is left out of the header
     # (said on stderr, or after the footer), so that a small budget shows the answer rather than the notes.
     item_room: int = 0
+    # The line `render` prints after a release's items (relation "release") when other items follow them
+    # (RELEASE_END); "" when the answer holds no release's items or nothing after them.
+    release_end: str = ""
+
+
+# What separates a release's items (what the release holds) from the other matches of the question's words.
+RELEASE_END = (
+    "-- end of what the release holds; below: other matches of the question's words, not part of it --"
+)
 
 
 def parse_as_of(value: str | None) -> int | None:
@@ -529,6 +538,9 @@ class Retrieved:
     # The ids a rule above put first, in their order (a guide's sections, a release's entries, the commit a
     # sha names, what was run after a command): an answer fused from several projects keeps them so.
     pinned: tuple[str, ...] = ()
+    # What a question about a release put first as what that release holds (its entries, its commits, the
+    # commits they describe): marked `release` in the answer, which says where they end (RELEASE_END).
+    release: frozenset[str] = frozenset()
     # How many of the newest a recent-work question asked for ("my last 3 commits": asked_count), which its
     # listing holds at most; None when it named no count (or asked no such question).
     listing_count: int | None = None
@@ -575,6 +587,7 @@ def retrieve(
     listing_note: str | None = None
     whole: frozenset[str] = frozenset()  # a release's entries, packed all (Retrieved.whole)
     pinned: list[str] = []  # Retrieved.pinned
+    released: frozenset[str] = frozenset()  # Retrieved.release
     listing_count: int | None = None  # Retrieved.listing_count
     bm25_hits, bm25_total = search.bm25_scored(
         store, words.words, limit=limit, as_of=as_of, since=since, until=until
@@ -830,6 +843,7 @@ def retrieve(
             pinned = _pinned([node.id for node in shipped], pinned)
             answered_by = shipped[0].id
             whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
+            released = frozenset(node.id for node in shipped)
             if question.shipped and between:
                 lowest = between[:SPAN_RELEASES][-1]
                 question.notes.append(
@@ -1000,6 +1014,7 @@ def retrieve(
         missed,
         whole,
         tuple(node_id for node_id in pinned if node_id in {node.id for node, _ in scored}),
+        released,
         listing_count,
     )
 
@@ -2945,6 +2960,7 @@ def run(
         counts["vector"],
     )
     result.weak = is_weak(found)
+    result.release_end = RELEASE_END if found.release else ""  # its room kept while packing
     links = links_of(store, [n for n, _ in scored])
     shelf = Shelf(project, store, [n.id for n, _ in scored], links)
     result.items, used = pack_items(
@@ -2961,7 +2977,9 @@ def run(
         author=author,
         whole=found.whole,
         make_room=lambda tokens: setattr(result, "item_room", tokens),
+        release=found.release,
     )
+    result.release_end = release_end(result.items)
     matched_ids = set(found.evidence) | {n.id for n, _ in scored}
     result.matched += linked_fixes(
         store, links, matched_ids, as_of=as_of, since=since, until=until, author=author
@@ -3162,6 +3180,7 @@ def pack_items(
     author: str | None = None,
     whole: frozenset[str] = frozenset(),
     make_room: Callable[[int], None] | None = None,
+    release: frozenset[str] = frozenset(),
 ) -> tuple[list[Item], int]:
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
@@ -3170,6 +3189,7 @@ def pack_items(
     is what the header and footer take as NOTES stand (header_tokens). The ids in WHOLE (a release's entries,
     Retrieved.whole) are not capped as siblings: each is packed if it fits, and no linked item rides after it. When the best match is too large for
     the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
+    The ids in RELEASE (Retrieved.release) not shown as linked to another item get the relation "release".
     Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
     items: dict[str, Item] = {}
     twins = doc_twins(list(chosen.values()), shelf_of)
@@ -3282,7 +3302,13 @@ def pack_items(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
     out = [
-        replace(items[e.id], score=e.score, linked_from=e.linked_from, relation=e.relation) for e in placed
+        replace(
+            items[e.id],
+            score=e.score,
+            linked_from=e.linked_from,
+            relation="release" if e.linked_from is None and e.id in release else e.relation,
+        )
+        for e in placed
     ]
     return out, used - header_tokens
 
@@ -3445,8 +3471,17 @@ FOOTER_TOKENS = estimate_tokens("\n99 of 9999999 match(es) shown, ~100000/100000
 
 
 def header_tokens(result: QueryResult, scope: str | None = None) -> int:
-    """The tokens the answer spends before and after its items: header, the blank line and the footer."""
-    return estimate_tokens(header(result, scope)) + FOOTER_TOKENS
+    """The tokens the answer spends besides its items: header, the blank line, the footer, and the line
+    after a release's items (RELEASE_END) when it is printed."""
+    end = estimate_tokens(result.release_end + "\n") if result.release_end else 0
+    return estimate_tokens(header(result, scope)) + FOOTER_TOKENS + end
+
+
+def release_end(items: list[Item]) -> str:
+    """RELEASE_END when ITEMS hold a release's items (relation "release") and others after the last of them;
+    "" otherwise (nothing to separate)."""
+    marks = [item.relation == "release" for item in items]
+    return RELEASE_END if any(marks) and not marks[-1] else ""
 
 
 def add_note(result: QueryResult, note: str, budget: int) -> None:
@@ -3489,7 +3524,7 @@ def to_json(result: QueryResult) -> dict[str, Any]:
                 "ref": it.ref,
                 "author": it.author or None,
                 "linked_from": it.linked_from,
-                "relation": it.relation if it.linked_from else None,
+                "relation": it.relation if it.linked_from or it.relation == "release" else None,
                 "also_in": list(it.also_in),
                 "superseded": it.superseded,
                 "superseded_by": it.superseded_by,
@@ -3518,7 +3553,11 @@ def render(result: QueryResult, *, with_project: bool = False, scope: str | None
     elif not with_project:
         scope = None
     lines = [header(result, scope)]
-    lines += [item_text(it, with_project=with_project) for it in result.items]
+    last = max((n for n, it in enumerate(result.items) if it.relation == "release"), default=None)
+    for n, it in enumerate(result.items):
+        lines.append(item_text(it, with_project=with_project))
+        if n == last and result.release_end and n + 1 < len(result.items):
+            lines.append(result.release_end)
     if result.items:
         lines.append("")
     lines.append(footer(result))
