@@ -63,3 +63,38 @@ def test_a_releases_items_are_marked_and_the_text_says_where_they_end(repo: Path
     plain = run_cli("-C", str(repo), "query", "--", "changed how the release changed").stdout
     assert query.RELEASE_END not in plain
     assert all(item["relation"] is None for item in query_json(repo, "drop half-closed sockets")["items"])
+
+
+def test_entries_a_release_commit_wrote_are_dated_by_it_not_by_the_files_last_commit(repo: Path) -> None:
+    """The changelog's first version wrote 1.0.0's ten entries at once (too many for that commit to be the
+    change any of them describes: no link), and a year later a commit added 1.1.0's. The ten were dated by
+    the file's last commit, a year too new (and so ranked as fresh changes); each is dated by the commit that
+    first wrote its line, while the one added alone keeps its commit's date and link."""
+    old = [f"Added the feature number {n}" for n in range(10)]
+    first = "# Changelog\n\n## 1.0.0 - 2023-01-01\n\n" + "".join(f"- {line}\n" for line in old)
+    wrote = commit(repo, "Add a changelog", {"CHANGELOG.md": first}, when=NOW - 700 * DAY)
+    git(repo, "tag", "v1.0.0", wrote)
+    later = first.replace("## 1.0.0", "## 1.1.0 - 2024-01-01\n\n- Pool: drop half-closed sockets\n\n## 1.0.0")
+    pool = commit(
+        repo,
+        "Pool: drop half-closed sockets",
+        {"CHANGELOG.md": later, "pool.py": "P = 1\n"},
+        when=NOW - 300 * DAY,
+    )
+    commit(
+        repo,
+        "Changelog: typo",
+        {"CHANGELOG.md": later.replace("# Changelog", "# Change log")},
+        when=NOW - DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in 1.0.0")
+    dates = {item["title"]: item["ts"][:10] for item in found["items"] if item["kind"] == "doc_section"}
+    day = time.strftime("%Y-%m-%d", time.gmtime(NOW - 700 * DAY))
+    assert {title: date for title, date in dates.items() if "1.0.0" in title} == {
+        f"CHANGELOG.md — 1.0.0 - 2023-01-01: {line}": day for line in old
+    }, dates
+    newer = query_json(repo, "what changed in 1.1.0")
+    entry = next(item for item in newer["items"] if item["kind"] == "doc_section")
+    assert entry["ts"][:10] == time.strftime("%Y-%m-%d", time.gmtime(NOW - 300 * DAY)), entry
+    assert any(item["ref"] == pool for item in newer["items"])

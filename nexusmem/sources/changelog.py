@@ -59,7 +59,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import content_text, one_line
 
-_CURSOR_VERSION = "changelog-15"
+_CURSOR_VERSION = "changelog-16"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -618,15 +618,21 @@ class ChangelogSource:
         seen: dict[str, int] = {}
         by_prefix = _by_prefix(times) if any(e.shas for e in entries) else {}
         candidates: list[tuple[list[str], str | None]] = []
+        writers: list[
+            str | None
+        ] = []  # per entry: the commit that first wrote its line, however many it wrote
         for entry in entries:
             named: list[str] = [full for sha in entry.shas for full in _resolve(sha, by_prefix)]
             for number in entry.numbers:
                 named.extend(numbers.get(number, []))
             named = [c for c in dict.fromkeys(named) if c in times]
-            adder = added.get(entry.first_line)
-            if not adder or per_commit.get(adder, 0) > BULK_ENTRIES or adder not in times:
-                adder = None
+            wrote = added.get(entry.first_line)
+            wrote = wrote if wrote in times else None
+            # A commit that wrote many entries (a release's notes, the file's first version) describes none of
+            # them, but it still dates them: they were written then, not when the file was last touched.
+            adder = wrote if wrote and per_commit.get(wrote, 0) <= BULK_ENTRIES else None
             candidates.append((named, adder))
+            writers.append(wrote)
         try:
             touched = _files_of(ctx.root, {c for named, adder in candidates for c in [*named, adder] if c})
         except GitCommandError as exc:
@@ -651,8 +657,9 @@ class ChangelogSource:
             headline = inline_text(re.sub(r"^[-*+]\s+", "", body.split("\n", 1)[0]).strip())
             if len(headline) > 120:
                 headline = cut_redacted(headline, 119) + "…"  # never half a «redacted:…» placeholder
-            # Dated by the commit that wrote it, else by the newest commit it names, else by the file.
-            ts = times.get(adder or "", 0) or max((times.get(c, 0) for c in commits), default=0)
+            # Dated by the commit that first wrote its line (a release commit that wrote many too), else by the
+            # newest commit it names, else by the file.
+            ts = times.get(writers[n] or "", 0) or max((times.get(c, 0) for c in commits), default=0)
             ts = ts or times.get(newest, 0)
             node = Node(
                 project=ctx.project_id,
