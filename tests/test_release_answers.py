@@ -98,3 +98,40 @@ def test_entries_a_release_commit_wrote_are_dated_by_it_not_by_the_files_last_co
     entry = next(item for item in newer["items"] if item["kind"] == "doc_section")
     assert entry["ts"][:10] == time.strftime("%Y-%m-%d", time.gmtime(NOW - 300 * DAY)), entry
     assert any(item["ref"] == pool for item in newer["items"])
+
+
+def test_a_budget_that_cuts_a_releases_entries_says_so_and_starves_no_section(repo: Path) -> None:
+    """2.0.0 lists twelve long "Changed" entries, then four "Fixed": under a budget that holds a few, every
+    one shown was a "Changed" one and nothing said entries were left out. Each section gets its first entry
+    before any gets more, in the file's order, and a note counts what was shown of how many."""
+    changed = [
+        f"Speed up parsing of the {n}th kind of document by scanning its character runs in bulk instead of one"
+        f" character at a time, which made documents with long strings slow to read ([#{100 + n}]"
+        f"(https://example.com/o/r/pull/{100 + n}))"
+        for n in range(12)
+    ]
+    fixed = [
+        f"Fix the {n}th round-trip bug ([#{200 + n}](https://example.com/o/r/issues/{200 + n}))"
+        for n in range(4)
+    ]
+    changelog = (
+        "# Changelog\n\n## [2.0.0] - 2024-03-01\n\n### Changed\n\n"
+        + "".join(f"- {line}\n" for line in changed)
+        + "\n### Fixed\n\n"
+        + "".join(f"- {line}\n" for line in fixed)
+        + "\n## [1.0.0] - 2024-01-01\n\n- First release\n"
+    )
+    v1 = commit(repo, "Release 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.0.0", v1)
+    v2 = commit(repo, "Release 2.0.0", {"CHANGELOG.md": changelog}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v2.0.0", v2)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in 2.0.0", "--budget", "900")
+    sections = [item["ref"].rsplit(" › ", 1)[-1] for item in found["items"] if item["kind"] == "doc_section"]
+    assert "Fixed" in sections and 2 < len(sections) < 16, sections
+    assert sections == sorted(sections, key=["Changed", "Fixed"].index), sections  # in the file's order
+    assert f"{len(sections)} of 16 changelog entries of the release shown (raise --budget)" in found["notes"]
+    assert found["tokens_used"] <= 900
+    whole = query_json(repo, "what changed in 2.0.0", "--budget", "8000")
+    assert len([item for item in whole["items"] if item["kind"] == "doc_section"]) == 16
+    assert not any("changelog entries of the release shown" in note for note in whole["notes"])

@@ -3298,9 +3298,25 @@ def pack_items(
         # the header where it fits, counted as header() prints it (it drops the note else).
         notes.append(note)
         header_tokens = header_cost()
+    entries = [c.id for c in ranked if c.id in whole and c.id in release]
+    cut_note = entries_note(len(entries), len(entries))
+    if entries and notes is not None:
+        notes.append(cut_note)  # its room kept while packing: said with the count shown, or dropped, after
+        header_tokens = header_cost()
+    ranked = sections_fed(
+        ranked,
+        frozenset(entries),
+        lambda node_id: chosen[node_id][0].ref if node_id in chosen else node_id,
+        budget - header_tokens,
+    )
     placed, used = pack(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
+    if entries and notes is not None:
+        shown = len({e.id for e in placed} & set(entries))
+        notes.remove(cut_note)
+        if shown < len(entries):
+            notes.append(entries_note(shown, len(entries)))
     out = [
         replace(
             items[e.id],
@@ -3311,6 +3327,34 @@ def pack_items(
         for e in placed
     ]
     return out, used - header_tokens
+
+
+def entries_note(shown: int, total: int) -> str:
+    """The note of an answer about a release whose budget showed SHOWN of its TOTAL changelog entries."""
+    return f"{shown} of {total} changelog entries of the release shown (raise --budget)"
+
+
+def sections_fed(
+    ranked: list[Candidate], entries: frozenset[str], section_of: Callable[[str], str], room: int
+) -> list[Candidate]:
+    """RANKED without the release ENTRIES (ids; SECTION_OF names an entry's section, its ref) that ROOM tokens
+    cannot hold: when they do not all fit, each section (Changed, Fixed; each release's, across several) gets
+    its first entry before any gets its second, and so on while they fit, and those chosen keep their order
+    (a budget that holds 11 of 36 entries shows Fixed's first beside Changed's, not 11 of Changed's)."""
+    listed = [c for c in ranked if c.id in entries]
+    if not listed or sum(c.tokens for c in listed) <= room:
+        return ranked
+    sections: dict[str, list[Candidate]] = {}
+    for c in listed:
+        sections.setdefault(section_of(c.id), []).append(c)
+    chosen: set[str] = set()
+    used = 0
+    for depth in range(max(len(members) for members in sections.values())):
+        for members in sections.values():
+            if depth < len(members) and used + members[depth].tokens <= room:
+                chosen.add(members[depth].id)
+                used += members[depth].tokens
+    return [c for c in ranked if c.id not in entries or c.id in chosen]
 
 
 # Doc sections with the same heading and nearly the same words (a README kept in two places, a template
@@ -3425,7 +3469,12 @@ def header(result: QueryResult, scope: str | None = None) -> str:
 
 # Notes that change what the items mean: without them a lone commit reads as the removal asked about, or a
 # release's window as HEAD's (header keeps them at any budget, shortened when need be).
-_BINDING = ("is still in the code", "not in HEAD's history", "no such release")
+_BINDING = (
+    "is still in the code",
+    "not in HEAD's history",
+    "no such release",
+    "changelog entries of the release shown",
+)
 
 
 def binding(note: str) -> bool:
