@@ -135,3 +135,24 @@ def test_a_budget_that_cuts_a_releases_entries_says_so_and_starves_no_section(re
     whole = query_json(repo, "what changed in 2.0.0", "--budget", "8000")
     assert len([item for item in whole["items"] if item["kind"] == "doc_section"]) == 16
     assert not any("changelog entries of the release shown" in note for note in whole["notes"])
+
+
+def test_a_range_named_newer_first_is_read_in_version_order(repo: Path) -> None:
+    """ "What changed between 1.1.0 and 1.0.0" answered 1.0.0's entries alone, with no range: the newer named
+    first is the same range as "between 1.0.0 and 1.1.0" (git log v1.0.0..v1.1.0), however it is said."""
+    shas = _two_releases(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (
+        "what changed between 1.1.0 and 1.0.0",
+        "changes from 1.1.0 to 1.0.0",
+        "1.1.0..1.0.0",
+        "what changed between 1.0.0 and 1.1.0",
+    ):
+        found = query_json(repo, question)
+        assert "release 1.1.0: the 2 commits after 1.0.0 (git log v1.0.0..v1.1.0)" in found["notes"], (
+            question,
+            found["notes"],
+        )
+        first = [item["title"] for item in found["items"][:3]]
+        assert first[0] == "CHANGELOG.md — 1.1.0 - 2024-02-01: Pool: drop half-closed sockets", first
+        assert shas["pool"] in [item["ref"] for item in found["items"][:3]], first

@@ -483,8 +483,11 @@ def prepare(text: str, project: str | None = None) -> Question:
         # "Upgrading from 5.0 to 6.0": what the guide says to change, not the changes made after 6.0's tag.
         question.release = question.shipped = None
     elif question.span is not None and question.span[1] is not None:
-        # "What changed between 7.5.0 and 7.5.1?": what 7.5.1 holds, its commits counted from 7.5.0.
-        question.shipped, question.release = question.span[1], None
+        # "What changed between 7.5.0 and 7.5.1?": what 7.5.1 holds, its commits counted from 7.5.0; the
+        # newer named first ("between 0.13.0 and 0.12.0") is the same range, read in version order.
+        low, high = sorted(question.span, key=lambda version: version_key(version or ""))
+        question.span = (low or "", high)
+        question.shipped, question.release = high, None
     elif question.shipped is not None:
         # "What changed in guzzle 7.4.1": what the release holds, not the changes made after its tag (and no
         # note saying those come first).
