@@ -156,3 +156,33 @@ def test_a_range_named_newer_first_is_read_in_version_order(repo: Path) -> None:
         first = [item["title"] for item in found["items"][:3]]
         assert first[0] == "CHANGELOG.md — 1.1.0 - 2024-02-01: Pool: drop half-closed sockets", first
         assert shas["pool"] in [item["ref"] for item in found["items"][:3]], first
+
+
+def test_a_category_heading_written_at_a_releases_level_stays_in_that_release(repo: Path) -> None:
+    """tomlkit's 0.14.0 has "## Fixed" where "### Fixed" was meant: its entry was stored with no version and
+    missing from "what changed in 0.14.0". A heading that only sorts entries (Fixed, Added, Bug Fixes) at a
+    release's level is still that release's; a heading that names something else ("## Contributors") is not."""
+    changelog = (
+        "# Change Log\n\n## [2.0.0] - 2024-03-01\n\n### Added\n\n- Add a dark theme\n\n"
+        "## Fixed\n\n- Fixed the boolean() API (#442)\n\n"
+        "## [1.0.0] - 2024-01-01\n\n### Added\n\n- First release\n\n"
+        "## Contributors\n\n- Thanks to everyone\n"
+    )
+    v1 = commit(repo, "Release 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.0.0", v1)
+    v2 = commit(repo, "Release 2.0.0", {"CHANGELOG.md": changelog}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v2.0.0", v2)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in 2.0.0")
+    entries = [
+        item["title"]
+        for item in found["items"]
+        if item["relation"] == "release" and item["kind"] == "doc_section"
+    ]
+    assert entries == [
+        "CHANGELOG.md — [2.0.0] - 2024-03-01 › Added: Add a dark theme",
+        "CHANGELOG.md — [2.0.0] - 2024-03-01 › Fixed: Fixed the boolean() API (#442)",
+    ], entries
+    older = query_json(repo, "what changed in 1.0.0")
+    titles = [item["title"] for item in older["items"] if item["relation"] == "release"]
+    assert not any("Thanks" in title for title in titles), titles

@@ -59,7 +59,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import content_text, one_line
 
-_CURSOR_VERSION = "changelog-16"
+_CURSOR_VERSION = "changelog-17"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -79,6 +79,16 @@ _LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+")
 # The release not made yet, as Keep a Changelog heads it ("## [Unreleased]"): a version for the sections
 # under it ("### Added").
 _UNRELEASED = re.compile(r"\bunreleased\b", re.IGNORECASE)
+# A heading that sorts a release's entries (Keep a Changelog's "Added", "Fixed"; "Bug Fixes", "Breaking
+# changes", …): written at a release's level by mistake ("## Fixed" under "## [0.14.0]"), it is still that
+# release's part.
+_CATEGORY = re.compile(
+    r"(?:(?:new|bug|breaking|other|minor|major|security|internal|misc(?:ellaneous)?)\s+)?"
+    r"(?:added|changed|changes|deprecated|deprecations|removed|removals|fixed|fixes|bug\s*fixes|bugfixes"
+    r"|security|features?|improvements?|enhancements?|performance|documentation|docs|dependencies"
+    r"|internals?|refactor(?:ing)?|chores?|other|misc(?:ellaneous)?|breaking\s+changes?|notes?)\s*:?",
+    re.IGNORECASE,
+)
 # The template towncrier renders its fragments with (dateutil's changelog.d/template.rst), beside them.
 _TEMPLATE = re.compile(
     r"(?:^|/)(?:changelogs?|changelog\.d|changes|news|newsfragments)/_?template\.[^/]+$", re.IGNORECASE
@@ -130,14 +140,25 @@ def split_entries(text: str, path: str) -> list[Entry]:
         sections.append((sec, lines))
     if not _notes_of_its_own([line for _, lines in sections for line in lines if line.strip()]):
         return []
+    release: tuple[int, str] | None = None  # the level and heading of the release section read last
     for sec, lines in sections:
         # Keep a Changelog's compare links at the end ("[2.0.0]: https://…/compare/v1.1.0...v2.0.0") are
         # link targets, not part of the oldest release's last entry.
         while lines and (not lines[-1].strip() or _LINK_DEFINITION.match(lines[-1])):
             lines.pop()
         version = sec.heading
-        if len(sec.trail) >= 2 and not _version_like(version) and _version_like(sec.trail[-2]):
+        depth = len(sec.trail)  # a release's depth among the headings, as its sections' trails hold it
+        if depth >= 2 and not _version_like(version) and _version_like(sec.trail[-2]):
             version = f"{sec.trail[-2]} › {version}"  # "### Fixed" under "## 1.2.0" or "## [Unreleased]"
+            release = (depth - 1, sec.trail[-2])
+        elif sec.level and _version_like(version):
+            release = (depth, version)
+        elif release is not None and depth == release[0] and _CATEGORY.fullmatch(version.strip()):
+            # "## Fixed" where "### Fixed" was meant, under "## [0.14.0]": a category names no release, so it
+            # is still that release's (tomlkit's 0.14.0), not a section of its own with no version.
+            version = f"{release[1]} › {version}"
+        elif sec.level and release is not None and depth <= release[0]:
+            release = None  # "## Contributors": what follows is no release's
         for chunk in _chunks(lines):
             body = "\n".join(chunk).strip()
             if not _HTML_COMMENT.sub("", body).strip():  # nothing a reader sees
