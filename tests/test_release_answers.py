@@ -186,3 +186,66 @@ def test_a_category_heading_written_at_a_releases_level_stays_in_that_release(re
     older = query_json(repo, "what changed in 1.0.0")
     titles = [item["title"] for item in older["items"] if item["relation"] == "release"]
     assert not any("Thanks" in title for title in titles), titles
+
+
+def test_since_a_release_every_later_release_is_answered_and_one_off_heads_history_is_named(
+    repo: Path,
+) -> None:
+    """ "What changed since 1.0.0" opened with "first: what release 1.1.0 holds", though 1.2.0 came after it
+    too: since means up to HEAD, every release's entries, the newest first. A release tagged on a branch HEAD
+    does not reach was passed over as "no release is tagged after it"."""
+    changelog = (
+        "# Changelog\n\n## 1.2.0 - 2024-03-01\n\n- Proxy: honour NO_PROXY\n\n"
+        "## 1.1.0 - 2024-02-01\n\n- Pool: drop half-closed sockets\n\n## 1.0.0 - 2024-01-01\n\n- First release\n"
+    )
+    v10 = commit(repo, "Release 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 400 * DAY)
+    git(repo, "tag", "v1.0.0", v10)
+    v11 = commit(repo, "Release 1.1.0", {"VERSION": "1.1.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.1.0", v11)
+    v12 = commit(repo, "Release 1.2.0", {"CHANGELOG.md": changelog}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v1.2.0", v12)
+    git(repo, "checkout", "-q", "-b", "maint")
+    v121 = commit(repo, "Release 1.2.1", {"VERSION": "1.2.1\n"}, when=NOW - 150 * DAY)
+    git(repo, "tag", "v1.2.1", v121)
+    git(repo, "checkout", "-q", "-")
+    commit(repo, "Docs: typo", {"README.md": "# R\n"}, when=NOW - 100 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed since 1.0.0")
+    assert (
+        "first: what the releases since 1.0.0 hold, 1.1.0 to 1.2.0 (their changelog, 1.2.0's commit)"
+        in (found["notes"])
+    ), found["notes"]
+    entries = [item["title"] for item in found["items"] if item["kind"] == "doc_section"]
+    assert entries[:2] == [
+        "CHANGELOG.md — 1.2.0 - 2024-03-01: Proxy: honour NO_PROXY",
+        "CHANGELOG.md — 1.1.0 - 2024-02-01: Pool: drop half-closed sockets",
+    ], entries
+    newest = query_json(repo, "what changed since 1.2.0")
+    said = next(note for note in newest["notes"] if note.startswith("since 1.2.0"))
+    assert "no release is tagged after it in HEAD's history" in said, said
+    assert f"tagged after it on commits HEAD does not reach: 1.2.1 ({v121[:10]})" in said, said
+
+
+def test_release_notes_say_what_the_answer_holds_and_what_it_left_out(repo: Path) -> None:
+    """A project with no changelog is not told "(its changelog, its commit)"; a range of 23 releases says it
+    kept the 21 highest; a version only a changelog heading names says no tag names it (no commit range)."""
+    for n in range(24):
+        sha = commit(repo, f"Release 1.0.{n}", {"VERSION": f"1.0.{n}\n"}, when=NOW - (400 - n) * DAY)
+        git(repo, "tag", f"1.0.{n}", sha)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    one = query_json(repo, "what changed in 1.0.5")
+    assert "first: what release 1.0.5 holds (no changelog entry, its commit)" in one["notes"], one["notes"]
+    span = query_json(repo, "what changed between 1.0.0 and 1.0.23")
+    assert (
+        "first: what releases 1.0.3 to 1.0.23 hold (no changelog entry, 1.0.23's commit; only the 21 highest"
+        " of the 23 releases in the range)" in span["notes"]
+    ), span["notes"]
+    changelog = "# Changelog\n\n## 1.0.24 - 2024-05-01\n\n- Pool: drop half-closed sockets\n"
+    commit(repo, "Write the notes of 1.0.24", {"CHANGELOG.md": changelog}, when=NOW - 300 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    untagged = query_json(repo, "what changed in 1.0.24")
+    assert "first: what release 1.0.24 holds (its changelog)" in untagged["notes"], untagged["notes"]
+    assert (
+        "release 1.0.24: no tag names it (a changelog heading only), so no commits are counted for it"
+        in untagged["notes"]
+    ), untagged["notes"]

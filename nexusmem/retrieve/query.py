@@ -612,13 +612,19 @@ def retrieve(
             )
             bm25_hits = with_hits(bm25_hits, recent)
     since_range: ReleaseRange | None = None
+    since_releases: list[
+        str
+    ] = []  # "since 7.5.0": the releases tagged since besides the newest, highest first
     if question.span is not None and question.shipped is None:
         # "What changed since 7.5.0?": every commit made after its tag up to HEAD (`git log 7.5.0..HEAD`, the
         # releases since with them), led by the changelog entries of the release that followed it, if any.
         since_range = store.range_since(question.span[0])
         if since_range is not None and since_range.held:
-            later = store.releases_within(since_range.shas)
-            question.shipped, question.release = (later[0] if later else None), None
+            # Every release since: the newest's entries first, then the others', highest first (as the
+            # changelog lists them), not only the release that followed it.
+            later = [v for v in store.releases_within(since_range.shas) if v != question.span[0]]
+            question.shipped, question.release = (later[-1] if later else None), None
+            since_releases = later[-2::-1]
         else:
             since_range = None
             following = store.release_after(question.span[0])
@@ -789,6 +795,8 @@ def retrieve(
         between = (
             store.releases_between(spanned)
             if since_range is None and question.span is not None and spanned is not None and spanned.base
+            else since_releases
+            if since_range is not None
             else []
         )
         shipped = [
@@ -847,16 +855,42 @@ def retrieve(
             answered_by = shipped[0].id
             whole = frozenset(node.id for node in shipped if node.kind == "doc_section")
             released = frozenset(node.id for node in shipped)
+            # What the answer holds of it, as it is: thiserror keeps no changelog, and a version only a
+            # changelog heading names has no tag (so no commit range either).
+            tag = store.release_commit(question.shipped) if question.shipped else None
+            entries_held = any(node.kind == "doc_section" for node in shipped)
+            highest_only = (
+                f"; only the {SPAN_RELEASES + 1} highest of the {len(between) + 1} releases in the range"
+                if len(between) > SPAN_RELEASES
+                else ""
+            )
             if question.shipped and between:
                 lowest = between[:SPAN_RELEASES][-1]
+                what = ", ".join(
+                    [
+                        *(["their changelog"] if entries_held else ["no changelog entry"]),
+                        *([f"{question.shipped}'s commit"] if tag else []),
+                    ]
+                )
+                since_said = f"the releases since {question.span[0]}" if since_range and question.span else ""
                 question.notes.append(
-                    f"first: what releases {lowest} to {question.shipped} hold (their changelog,"
-                    f" {question.shipped}'s commit)"
+                    f"first: what {since_said} hold, {lowest} to {question.shipped} ({what}{highest_only})"
+                    if since_said
+                    else f"first: what releases {lowest} to {question.shipped} hold ({what}{highest_only})"
                 )
             elif question.shipped:
-                question.notes.append(
-                    f"first: what release {question.shipped} holds (its changelog, its commit)"
+                what = ", ".join(
+                    [
+                        *(["its changelog"] if entries_held else ["no changelog entry"]),
+                        *(["its commit"] if tag else []),
+                    ]
                 )
+                question.notes.append(f"first: what release {question.shipped} holds ({what})")
+                if tag is None and entries_held and since_range is None:
+                    question.notes.append(
+                        f"release {question.shipped}: no tag names it (a changelog heading only), so no commits"
+                        " are counted for it"
+                    )
         if range_note is not None:
             question.notes.append(range_note)
     prefix, pasted = search.named_commits(store, question.search_text)
@@ -1192,7 +1226,17 @@ def with_release_commits(
     if found.name == "HEAD":
         later = later or []
         since = ", ".join(later[:8]) + (", …" if len(later) > 8 else "")
-        tagged_since = f"; released since: {since}" if later else "; no release is tagged after it"
+        reached = set(found.shas)
+        off = [(v, sha) for v, sha in store.releases_above(found.base or "") if sha not in reached]
+        tagged_since = (
+            f"; released since: {since}"
+            if later
+            else "; no release is tagged after it" + (" in HEAD's history" if off else "")
+        )
+        if off:
+            # "Since 0.15.0" where 0.15.1 was tagged on a branch HEAD does not reach: a release after it exists.
+            named = ", ".join(f"{v} ({sha[:10]})" for v, sha in off[:3]) + (", …" if len(off) > 3 else "")
+            tagged_since += f"; tagged after it on commits HEAD does not reach: {named}"
         note = (
             f"since {found.base}: the {counted} after its tag up to HEAD (git log {found.base_name}..HEAD)"
             f"{tagged_since}{more}"

@@ -129,6 +129,10 @@ class SearchStore(Protocol):
         """The versions whose tag names one of SHAS, lowest first (none when the store keeps no tags)."""
         ...
 
+    def releases_above(self, version: str) -> list[tuple[str, str]]:
+        """(version, sha) of the tags naming a higher version than VERSION in its family, lowest first."""
+        ...
+
     def releases_between(self, found: ReleaseRange) -> list[str]:
         """The versions of FOUND's tag family tagged within its range, but its own and its base's, highest
         first (none when the store keeps no tags)."""

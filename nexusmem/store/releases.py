@@ -247,6 +247,14 @@ class ReleasesMixin:
         }
         return sorted(found, key=version_key)
 
+    def releases_above(self, version: str) -> list[tuple[str, str]]:
+        """(version, sha) of the tags of VERSION's family (see release_window) naming a higher version than
+        VERSION, lowest first; [] when no tag names VERSION."""
+        rows = self._release_rows(version) or []
+        key = version_key(version)
+        above = {tagged: sha for k, _, sha, (_, tagged) in rows if k > key and not names_version(k, version)}
+        return sorted(above.items(), key=lambda row: version_key(row[0]))
+
     def releases_between(self, found: ReleaseRange) -> list[str]:
         """The releases tagged on the commits of FOUND (a release's range, `git log BASE..NAME`) other than
         its own and its base: those of its tag's family (tag_family), highest version first, each once (what

@@ -1317,6 +1317,10 @@ class TeamStore:
         """No versions: the team store keeps no tags."""
         return []
 
+    def releases_above(self, version: str) -> list[tuple[str, str]]:
+        """No versions: the team store keeps no tags."""
+        return []
+
     def releases_between(self, found: ReleaseRange) -> list[str]:
         """No versions: the team store keeps no tags."""
         return []
