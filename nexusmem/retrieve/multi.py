@@ -675,7 +675,6 @@ def _fuse_and_pack(
 
     scope = scope_line(result.labels or result.projects)
     release = frozenset().union(*(s.release for s in searched))
-    result.release_end = query.RELEASE_END if release else ""  # its room kept while packing
     result.items, used = query.pack_items(
         chosen,
         shelf_of,
@@ -692,8 +691,8 @@ def _fuse_and_pack(
         whole=frozenset().union(*(s.whole for s in searched)),
         make_room=lambda tokens: setattr(result, "item_room", tokens),
         release=release,
+        end_line=lambda line: setattr(result, "release_end", line),
     )
-    result.release_end = query.release_end(result.items)
     # A fix is counted once, however many stores link it (both clones, this memory and the team store).
     counted = {node_id for s in searched for node_id in s.matched | {n.id for n, _ in s.scored}}
     for s in searched:

@@ -3007,7 +3007,6 @@ def run(
         counts["vector"],
     )
     result.weak = is_weak(found)
-    result.release_end = RELEASE_END if found.release else ""  # its room kept while packing
     links = links_of(store, [n for n, _ in scored])
     shelf = Shelf(project, store, [n.id for n, _ in scored], links)
     result.items, used = pack_items(
@@ -3025,8 +3024,8 @@ def run(
         whole=found.whole,
         make_room=lambda tokens: setattr(result, "item_room", tokens),
         release=found.release,
+        end_line=lambda line: setattr(result, "release_end", line),
     )
-    result.release_end = release_end(result.items)
     matched_ids = set(found.evidence) | {n.id for n, _ in scored}
     result.matched += linked_fixes(
         store, links, matched_ids, as_of=as_of, since=since, until=until, author=author
@@ -3228,6 +3227,7 @@ def pack_items(
     whole: frozenset[str] = frozenset(),
     make_room: Callable[[int], None] | None = None,
     release: frozenset[str] = frozenset(),
+    end_line: Callable[[str], None] | None = None,
 ) -> tuple[list[Item], int]:
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
@@ -3236,7 +3236,9 @@ def pack_items(
     is what the header and footer take as NOTES stand (header_tokens). The ids in WHOLE (a release's entries,
     Retrieved.whole) are not capped as siblings: each is packed if it fits, and no linked item rides after it. When the best match is too large for
     the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
-    The ids in RELEASE (Retrieved.release) not shown as linked to another item get the relation "release".
+    The ids in RELEASE (Retrieved.release) not shown as linked to another item get the relation "release";
+    END_LINE is told the line that separates them from what follows (release_end), and a note in NOTES says
+    how many of the release's entries the budget held when it did not hold them all (entries_note).
     Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
     items: dict[str, Item] = {}
     twins = doc_twins(list(chosen.values()), shelf_of)
@@ -3346,10 +3348,6 @@ def pack_items(
         notes.append(note)
         header_tokens = header_cost()
     entries = [c.id for c in ranked if c.id in whole and c.id in release]
-    cut_note = entries_note(len(entries), len(entries))
-    if entries and notes is not None:
-        notes.append(cut_note)  # its room kept while packing: said with the count shown, or dropped, after
-        header_tokens = header_cost()
     ranked = sections_fed(
         ranked,
         frozenset(entries),
@@ -3359,11 +3357,6 @@ def pack_items(
     placed, used = pack(
         ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
     )
-    if entries and notes is not None:
-        shown = len({e.id for e in placed} & set(entries))
-        notes.remove(cut_note)
-        if shown < len(entries):
-            notes.append(entries_note(shown, len(entries)))
     out = [
         replace(
             items[e.id],
@@ -3373,7 +3366,26 @@ def pack_items(
         )
         for e in placed
     ]
-    return out, used - header_tokens
+    used -= header_tokens
+    if release and end_line is not None:
+        # What is said of a release's items once they are packed: the line after them when others follow
+        # (RELEASE_END), and how many of its entries the budget held. Either lengthens the answer: the last
+        # items give way until it fits (those after the release's first).
+        said: str | None = None
+        wanted = set(entries)
+        while True:
+            if said is not None and notes is not None:
+                notes.remove(said)
+                said = None
+            shown = sum(1 for item in out if item.id in wanted)
+            if shown < len(entries) and notes is not None:
+                said = entries_note(shown, len(entries))
+                notes.append(said)
+            end_line(release_end(out))
+            if not out or used + header_cost() <= budget:
+                break
+            used -= estimate_tokens(item_text(out.pop(), with_project=with_project)) + 1
+    return out, used
 
 
 def entries_note(shown: int, total: int) -> str:
