@@ -2437,9 +2437,29 @@ _ASKS_CHANGED = re.compile(
     r"|\bwhich\s+(?:commits?|changes)\s+(?:changed|modified|touched)\b",
     re.IGNORECASE,
 )
+# "Who changed toml_file.py last", "when was X last changed", "what changed in X" (no time named), "history of
+# X", "X's history", "recent changes to X": the file's history is asked for as much as by "what changed in X
+# recently", and is answered by the same listing (newest first, renames followed). Ranked, a 2021 commit
+# whose message said "changed" came first, the file's last commit 13th, docs and other files among them.
+_ASKS_FILE_HISTORY = re.compile(
+    r"\bwho\s+(?:last\s+|most\s+recently\s+)?(?:changed|modified|touched|edited|updated|committed\s+to)\b"
+    r"|\bwhen\s+(?:was|were|did)\b.*?\blast\s+(?:changed|modified|touched|edited|updated|change|modify|touch"
+    r"|edit|update)\b"
+    r"|\bhistory\b|\bgit\s+log\b"
+    r"|\b(?:changes|commits|edits)\s+(?:to|in|of|on|touching)\b",
+    re.IGNORECASE,
+)
+# "Who changed X last", "when was X last changed": the last change and its author are said (_last_change_note).
+_ASKS_LAST_CHANGE = re.compile(
+    r"\bwho\s+(?:last\s+|most\s+recently\s+)?(?:changed|modified|touched|edited|updated|committed\s+to)\b"
+    r"|\bwhen\s+(?:was|were|did)\b.*?\blast\s+(?:changed|modified|touched|edited|updated|change|modify|touch"
+    r"|edit|update)\b",
+    re.IGNORECASE,
+)
 # A word of a question about a file's changes that asks nothing more (with _NOT_A_TOPIC).
 _FILE_CHANGE_WORDS = frozenset(
-    ["file", "files", "modified", "modify", "touched", "touch", "made", "make", "got", "which"]
+    ["file", "files", "modified", "modify", "touched", "touch", "made", "make", "got", "which", "who", "when"]
+    + ["last", "edited", "edit", "edits", "updated", "update", "log", "git", "most", "ever"]
 )
 _FILE_LIKE = re.compile(r"[\w.@+-]+(?:/[\w.@+-]+)*")
 
@@ -2507,14 +2527,13 @@ def file_changes_first(
     since: int | None,
     until: int | None,
 ) -> tuple[list[tuple[StoredNode, float]], list[StoredNode], str | None]:
-    """For a question that asks what changed in one file of the repository at a time it names and nothing
-    else ("what changed in bottle.py today", "what did I change in cJSON.c recently"; not "why was the
-    router changed in bottle.py"): SCORED with the commits that touched that file in that window put first,
+    """For a question that asks what changed in one file of the repository (at a time it names, or none) and
+    nothing else ("what changed in bottle.py today", "what did I change in cJSON.c recently", "who changed
+    bottle.py last", "history of bottle.py"; not "why was the router changed in bottle.py"): SCORED with the commits that touched that file in that window put first,
     newest first (with no window, "recently": its newest FILE_CHANGES_LISTED), and nothing else; those
     commits; the note that says what was listed, or that no commit touched it then (and SCORED unchanged).
     (SCORED, [], None) for any other question. NAMES are the project's (project_names): no topic."""
-    timed = question.cue is not None or since is not None or until is not None
-    if not timed or not _ASKS_CHANGED.search(question.text):
+    if not (_ASKS_CHANGED.search(question.text) or _ASKS_FILE_HISTORY.search(question.text)):
         return scored, [], None
     named = _file_named(store, question.search_text)
     if named is None:
@@ -2554,7 +2573,17 @@ def file_changes_first(
     )
     if not listed:
         return scored, [], f"no commit changed {path}{before} {asked[2] if asked else ''}".rstrip() + shared
+    if _ASKS_LAST_CHANGE.search(question.text):
+        question.notes.append(_last_change_note(path, listed[0]))
     return _listed(scored, listed), listed, f"first: {said}, newest first{shared}"
+
+
+def _last_change_note(path: str, last: StoredNode) -> str:
+    """What "who changed PATH last" asks: the LAST commit that changed it, when, and by whom."""
+    author = commit_author(last)
+    return f"the last change to {path}: {last.ref[:10]} ({timefmt.iso(last.ts)[:10]})" + (
+        f" by {author}" if author else ""
+    )
 
 
 def _touching(store: SearchStore, names: list[search.FileName], low: int, high: int, limit: int) -> list[str]:

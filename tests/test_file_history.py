@@ -1,0 +1,102 @@
+"""Questions about one file's history ("who changed X last", "when was X last changed", "history of X",
+"what changed in X", "recent changes to X"): answered by the commits that touched the file, newest first,
+following its renames, as `git log --follow` lists them. Real git repositories, the real sync, the answers
+asked through `nexusmem query`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import commit, git, query_json, run_cli
+
+DAY = 86_400
+NOW = int(time.time())
+
+
+def authored(repo: Path, message: str, files: dict[str, str], when: int, author: str) -> str:
+    """A commit of FILES by AUTHOR at epoch WHEN; its sha."""
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    env = {
+        "GIT_AUTHOR_DATE": f"{when} +0000",
+        "GIT_COMMITTER_DATE": f"{when} +0000",
+        "GIT_AUTHOR_NAME": author,
+        "GIT_AUTHOR_EMAIL": f"{author.split()[0].lower()}@example.com",
+    }
+    git(repo, "commit", "-q", "-m", message, env=env)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def file_history(repo: Path) -> dict[str, str]:
+    """src/store.py, changed by three people (moved from src/old_store.py once), among many commits of other
+    files whose messages name store.py and words of the questions ("changed", "history", "last")."""
+    body = "".join(f"def read_{i}():\n    return {i}\n\n" for i in range(10))
+    shas = {"add": authored(repo, "Add the store", {"src/old_store.py": body}, NOW - 90 * DAY, "Ann Lee")}
+    git(repo, "mv", "src/old_store.py", "src/store.py")
+    shas["move"] = commit(repo, "Move the store", None, when=NOW - 80 * DAY)
+    for i in range(12):
+        commit(
+            repo,
+            f"Docs: history of store.py changed, last part {i}",
+            {"docs/store.md": f"The store.py history, changed last in step {i}\n"},
+            when=NOW - (75 - i) * DAY,
+        )
+    shas["cache"] = authored(
+        repo, "Cache reads", {"src/store.py": body + "CACHE = {}\n"}, NOW - 40 * DAY, "Bob Stone"
+    )
+    shas["tests"] = commit(
+        repo, "Test store.py reads", {"tests/test_store.py": "def test_read():\n    pass\n"}, when=NOW - 30 * DAY
+    )
+    shas["limit"] = authored(
+        repo, "Limit the cache", {"src/store.py": body + "CACHE = {}\nLIMIT = 9\n"}, NOW - 20 * DAY, "Cy Park"
+    )
+    return shas
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who changed src/store.py last",
+        "who last changed store.py?",
+        "when was src/store.py last changed",
+        "what changed in src/store.py",
+        "history of src/store.py",
+        "store.py history",
+        "recent changes to store.py",
+    ],
+)
+def test_a_file_history_question_lists_its_commits_newest_first(repo: Path, question: str) -> None:
+    """ "Who changed X last", "when was X last changed", "what changed in X" and "history of X" were ranked
+    (old commits whose messages say "changed" or name the file came first, other files' diffs among them);
+    only "what changed in X recently" listed the file's commits. Each is the file's history now, newest
+    first, renames followed, and nothing else."""
+    shas = file_history(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    followed = git(repo, "log", "--follow", "--format=%H", "--", "src/store.py").split()
+    assert followed == [shas["limit"], shas["cache"], shas["move"], shas["add"]]
+    found = query_json(repo, question)
+    assert [it["ref"] for it in found["items"]] == followed, (found["notes"], found["items"])
+    assert any(note.startswith("first: the newest commits that changed src/store.py") for note in found["notes"])
+
+
+def test_who_changed_a_file_last_names_the_last_commit_and_its_author(repo: Path) -> None:
+    shas = file_history(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("who changed src/store.py last", "when was store.py last modified"):
+        found = query_json(repo, question)
+        assert found["items"][0]["ref"] == shas["limit"]
+        last = [note for note in found["notes"] if note.startswith("the last change to src/store.py")]
+        assert last and shas["limit"][:10] in last[0] and "Cy Park" in last[0], found["notes"]
+
+
+def test_a_file_question_asking_more_is_still_ranked(repo: Path) -> None:
+    """ "Who changed the cache limit in store.py" asks about a change, not the file's whole history."""
+    file_history(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "who changed the cache limit in store.py")
+    assert not any(note.startswith("first: the newest commits that changed") for note in found["notes"])
