@@ -100,3 +100,27 @@ def test_a_file_question_asking_more_is_still_ranked(repo: Path) -> None:
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "who changed the cache limit in store.py")
     assert not any(note.startswith("first: the newest commits that changed") for note in found["notes"])
+
+
+@pytest.mark.parametrize("renamed", [True, False])
+def test_a_name_only_in_a_hunk_header_is_still_in_the_code(repo: Path, renamed: bool) -> None:
+    """ "When was parse_config removed" said "last change that holds parse_config" of a name lib/delta.py
+    still holds: the newest diff that holds it (a helper dropped below it) had it only in its hunk header
+    (`@@ -4,10 +4,6 @@ def parse_config(path):`), a line the change left as it was, and the file was renamed
+    since. The hunk header's line is in the file."""
+    body = "def parse_config(path):\n    with open(path) as f:\n        return f.read()\n\n\n"
+    helper = "def helper_one():\n    return 2\n\n\n"
+    tail = "def validate_config(text):\n    return bool(text.strip())\n"
+    commit(repo, "Add the config parser", {"src/gamma.py": body + helper + tail}, when=NOW - 9 * DAY)
+    commit(repo, "Drop an unused helper", {"src/gamma.py": body + tail}, when=NOW - 8 * DAY)
+    if renamed:
+        (repo / "lib").mkdir()
+        git(repo, "mv", "src/gamma.py", "lib/delta.py")
+        commit(repo, "Move gamma into lib as delta", None, when=NOW - 7 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    where = "lib/delta.py" if renamed else "src/gamma.py"
+    assert git(repo, "grep", "-l", "parse_config").split() == [where]
+    found = query_json(repo, "when was parse_config removed")
+    assert any(
+        note.startswith(f"parse_config is still in the code ({where})") for note in found["notes"]
+    ), found["notes"]

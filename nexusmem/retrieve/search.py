@@ -360,7 +360,7 @@ def renamed_since(store: SearchStore, paths: set[str], after: dict[str, tuple[in
 
 def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> list[str]:
     """The paths of code (not docs: release notes saying "removed X" hold it) whose newest stored diff that holds NAME keeps it: on an added or an unchanged
-    line, not only on removed ones. "When was toRelativeCalendar removed?" asked of a name the code still
+    line or in a hunk header (_kept_lines), not only on removed ones. "When was toRelativeCalendar removed?" asked of a name the code still
     holds: the last change that holds it only touched a line near it (a docs typo), and nothing removed
     it. Read from the diffs the sync stored (no git call on the query path): a file deleted whole shows
     its lines removed, so it is not listed; a diff left out (a binary, a file over the diff cap) is not
@@ -403,12 +403,24 @@ def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> list[
         newest[moved.get(path, path)] = diff  # the later (in the graph, then in time) replaces
     kept = []
     for path, diff in newest.items():
-        lines = diff.body.splitlines()
-        if any(
-            holds(line) for line in lines if line[:1] in ("+", " ") and not line.startswith(("+++ ", "@@"))
-        ):
+        if any(holds(line) for line in _kept_lines(diff.body)):
             kept.append(path)
     return sorted(kept)
+
+
+def _kept_lines(body: str) -> list[str]:
+    """The lines of a diff BODY the change left in the file: added and unchanged ones, and the line a hunk
+    header quotes (`@@ -4,10 +4,6 @@ def parse_config(path):`, the function the hunk is in: a line above
+    the hunk, which it did not change; a helper dropped below `parse_config` holds that name only there)."""
+    kept = []
+    for line in body.splitlines():
+        if line.startswith("@@"):
+            parts = line.split("@@", 2)
+            if len(parts) == 3 and parts[2].strip():
+                kept.append(parts[2])
+        elif line[:1] in ("+", " ") and not line.startswith("+++ "):
+            kept.append(line)
+    return kept
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_$][\w$]*")
