@@ -124,3 +124,47 @@ def test_a_name_only_in_a_hunk_header_is_still_in_the_code(repo: Path, renamed: 
     assert any(
         note.startswith(f"parse_config is still in the code ({where})") for note in found["notes"]
     ), found["notes"]
+
+
+def comment_history(repo: Path) -> dict[str, str]:
+    """A Python module whose TOMLChar class is removed by one commit, which leaves a comment naming it; and a
+    Rust file whose ParseBudget type is kept."""
+    code = "class TOMLChar(str):\n    pass\n\n\ndef parse(text):\n    return [TOMLChar(c) for c in text]\n"
+    shas = {
+        "add": commit(repo, "Add the parser", {"pkg/parser.py": code, "src/lib.rs": "pub struct ParseBudget;\n"},
+                      when=NOW - 9 * DAY)
+    }
+    shas["remove"] = commit(
+        repo,
+        "Remove the char wrapper",
+        {"pkg/parser.py": "# Character classes (formerly the `TOMLChar` constants).\n\n\ndef parse(text):\n"
+         "    return list(text)  # no TOMLChar wrapper\n"},
+        when=NOW - 5 * DAY,
+    )
+    return shas
+
+
+def test_a_name_left_only_in_a_comment_is_not_still_in_the_code(repo: Path) -> None:
+    """ "When was TOMLChar removed" said "TOMLChar is still in the code (tomlkit/parser.py)" of a module that
+    names it only in a comment ("formerly the `TOMLChar` constants"): the commit that removed it came first
+    and the note denied it. A comment is no code: the note names that commit, and says where the comment is;
+    "is X still in the code" is answered by the same note, with a yes or a no."""
+    shas = comment_history(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "when was TOMLChar removed")
+    assert not any("is still in the code" in note for note in found["notes"]), found["notes"]
+    assert (
+        f"last change that holds TOMLChar: {shas['remove'][:10]} (TOMLChar is only in a comment now: pkg/parser.py)"
+        in found["notes"]
+    ), found["notes"]
+    assert found["items"][0]["ref"] == shas["remove"]
+    found = query_json(repo, "is TOMLChar still in the code?")
+    assert (
+        f"no: TOMLChar is only in a comment now (pkg/parser.py); the last change that holds it: {shas['remove'][:10]}"
+        in found["notes"]
+    ), found["notes"]
+    found = query_json(repo, "is ParseBudget still used?")
+    assert any(
+        note.startswith("yes: ParseBudget is still in the code (src/lib.rs)") for note in found["notes"]
+    ), found["notes"]
+

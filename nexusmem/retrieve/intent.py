@@ -115,6 +115,25 @@ def _one_name(text: str) -> tuple[str | None, str]:
     return (names[0] if len(names) == 1 else None), _CODE.sub(" ", text)
 
 
+# "Is TOMLChar still in the code?", "does parse_config still exist?", "is X still used?": whether a name is gone,
+# answered as "when was X removed?" is (the last change that holds it), with a yes or a no first.
+_STILL_ASK = re.compile(r"^\W*(?:is|are|does|do)\b", re.IGNORECASE)
+_STILL_THERE = re.compile(
+    r"\bstill\s+(?:(?:in|inside)\s+(?:the\s+|our\s+)?(?:code|codebase|source|sources|repo|repository|tree|project)"
+    r"|exists?|used|in\s+use|there|around|present|defined|referenced|alive|a\s+thing)\b",
+    re.IGNORECASE,
+)
+
+
+def still_asked(text: str) -> str | None:
+    """The one code name TEXT asks whether the code still holds ("is TOMLChar still in the code?" ->
+    "TOMLChar"), else None."""
+    name, words = _one_name(text)
+    if name is None or not (_STILL_ASK.search(words) and _STILL_THERE.search(words)):
+        return None
+    return name
+
+
 def removed_name(text: str) -> str | None:
     """The one code name TEXT asks the removal of ("when was getUsDateFormat removed?" ->
     "getUsDateFormat"), else None (also when it asks when something was added: that is the first change)."""

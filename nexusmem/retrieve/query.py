@@ -37,6 +37,7 @@ from nexusmem.retrieve.intent import (
     release_span,
     release_version,
     removed_name,
+    still_asked,
     reports_failure,
     runs_named,
     sequence,
@@ -426,6 +427,8 @@ class Question:
     # The releases (earlier, later or None for the next one) a question about what changed between them names
     # (intent.release_span): the later one's contents are answered, its commits counted from the earlier.
     span: tuple[str, str | None] | None = None
+    # GONE is asked whether the code still holds it, yes or no (intent.still_asked).
+    still: bool = False
 
 
 def prepare(text: str, project: str | None = None) -> Question:
@@ -477,6 +480,9 @@ def prepare(text: str, project: str | None = None) -> Question:
         newest_release_asked(text),
     )
     question.migrates = migration(text)
+    if question.gone is None and question.origin is None:
+        question.gone = still_asked(text)
+        question.still = question.gone is not None
     question.first = first_release_asked(text)
     question.span = release_span(text, project) if question.migrates is None else None
     if question.migrates is not None:
@@ -655,12 +661,22 @@ def retrieve(
         if sha is not None:
             answered_by = sha
             note = f"{which} change that holds {name}: {sha[:10]}"
-            stays = search.still_in(store, name, searches=exact) if which == "last" else []
-            if stays:
+            stays = search.still_in(store, name, searches=exact) if which == "last" else search.Presence([], [])
+            if stays.code:
                 # "When was X removed?" of a name the code still holds: no change removed it, and the last
                 # that holds it (a typo fixed beside it) is no answer to "when".
-                where = ", ".join(stays[:STILL_IN_PATHS]) + (" …" if len(stays) > STILL_IN_PATHS else "")
+                where = _paths_listed(stays.code)
                 note = f"{name} is still in the code ({where}): no change removed it; the last that changed it: {sha[:10]}"
+                if question.still:
+                    note = f"yes: {name} is still in the code ({where}); the last change that holds it: {sha[:10]}"
+            elif stays.comments:
+                # A comment that names it ("formerly the `TOMLChar` constants") is no code that holds it.
+                where = _paths_listed(stays.comments)
+                note = f"{note} ({name} is only in a comment now: {where})"
+                if question.still:
+                    note = f"no: {name} is only in a comment now ({where}); the last change that holds it: {sha[:10]}"
+            elif question.still:
+                note = f"no: {name} is not in the code any more; the last change that holds it: {sha[:10]}"
             holding = holding or (sha, note)
             question.notes.append(note)
     # Three more low-weight queries over the exact index, each merged into the list (merge_scored):
@@ -1058,6 +1074,10 @@ def retrieve(
 
 # What a change made within a named release's window counts, against the same match outside it.
 RELEASE_FACTOR = 4.0
+
+
+def _paths_listed(paths: list[str]) -> str:
+    return ", ".join(paths[:STILL_IN_PATHS]) + (" …" if len(paths) > STILL_IN_PATHS else "")
 
 
 def in_release(
@@ -3559,6 +3579,8 @@ def header(result: QueryResult, scope: str | None = None) -> str:
 # release's window as HEAD's (header keeps them at any budget, shortened when need be).
 _BINDING = (
     "is still in the code",
+    "is only in a comment now",
+    "is not in the code any more",
     "not in HEAD's history",
     "no such release",
     "changelog entries of the release shown",

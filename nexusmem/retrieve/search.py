@@ -358,27 +358,36 @@ def renamed_since(store: SearchStore, paths: set[str], after: dict[str, tuple[in
     return moved
 
 
-def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> list[str]:
+class Presence(NamedTuple):
+    """Where the code still holds a name (still_in): the paths that hold it in CODE, and those that hold it
+    only in COMMENTS (a "formerly the `TOMLChar` constants" left by the change that removed it)."""
+
+    code: list[str]
+    comments: list[str]
+
+
+def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> Presence:
     """The paths of code (not docs: release notes saying "removed X" hold it) whose newest stored diff that holds NAME keeps it: on an added or an unchanged
     line or in a hunk header (_kept_lines), not only on removed ones. "When was toRelativeCalendar removed?" asked of a name the code still
     holds: the last change that holds it only touched a line near it (a docs typo), and nothing removed
     it. Read from the diffs the sync stored (no git call on the query path): a file deleted whole shows
     its lines removed, so it is not listed; a diff left out (a binary, a file over the diff cap) is not
-    read. [] when no diff holds NAME, or ORIGIN_LIMIT nodes or more hold it (holder answers nothing)."""
+    read. A path whose kept lines hold NAME only in a comment (_code_part) is listed apart (Presence.comments).
+    Nothing when no diff holds NAME, or ORIGIN_LIMIT nodes or more hold it (holder answers nothing)."""
     words = terms(name)
     if not words:
-        return []
+        return Presence([], [])
     phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
     found = searches.scored(phrase, ORIGIN_LIMIT)
     if not found or len(found) >= ORIGIN_LIMIT:
-        return []
+        return Presence([], [])
     diffs = [
         n
         for n in store.get_many([i for i, _ in found]).values()
         if n.kind == "code_diff" and ":" in n.ref and not rank.docs_only([n.ref.split(":", 1)[1]])
     ]
     if not diffs:
-        return []
+        return Presence([], [])
     exact = _exact_name(name)
     core = name.strip("`")
 
@@ -401,11 +410,53 @@ def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> list[
     for diff in sorted(diffs, key=lambda n: (*point(n), n.id)):
         path = diff.ref.split(":", 1)[1]
         newest[moved.get(path, path)] = diff  # the later (in the graph, then in time) replaces
-    kept = []
+    kept: list[str] = []
+    commented: list[str] = []
     for path, diff in newest.items():
-        if any(holds(line) for line in _kept_lines(diff.body)):
+        lines = [line for line in _kept_lines(diff.body) if holds(line)]
+        if any(holds(_code_part(line, path)) for line in lines):
             kept.append(path)
-    return sorted(kept)
+        elif lines:
+            commented.append(path)
+    return Presence(sorted(kept), sorted(commented))
+
+
+# Line comments by a file's extension: what follows the marker (outside a string) is no code.
+_HASH_COMMENTED = frozenset(
+    "py pyi pyx rb sh bash zsh fish toml yaml yml pl pm r cmake mk nim cr ex exs jl ps1 coffee tcl".split()
+)
+_SLASH_COMMENTED = frozenset(
+    "c h cc cpp cxx hh hpp hxx rs go java js jsx mjs cjs ts tsx kt kts swift cs scala dart php m mm zig"
+    " proto groovy sol".split()
+)
+
+
+def _code_part(line: str, path: str) -> str:
+    """LINE (a kept line of a diff of PATH, its +/space marker first) without its comment: what follows `#`
+    (Python, Ruby, shell…) or `//` (C, Rust, JavaScript…) outside a string, and the whole of a line that
+    continues a block comment (`* …`, `/* …`). LINE itself for a language not known here."""
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    marker = "#" if ext in _HASH_COMMENTED else "//" if ext in _SLASH_COMMENTED else None
+    if marker is None:
+        return line
+    text = line[1:] if line[:1] in ("+", " ") else line
+    if marker == "//" and text.lstrip().startswith(("*", "/*")):
+        return ""
+    quote = ""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'`" and not (char == "'" and ext == "rs"):  # Rust's 'a is a lifetime
+            quote = char
+        elif text.startswith(marker, i):
+            return text[:i]
+        i += 1
+    return text
 
 
 def _kept_lines(body: str) -> list[str]:
