@@ -168,3 +168,30 @@ def test_a_name_left_only_in_a_comment_is_not_still_in_the_code(repo: Path) -> N
         note.startswith("yes: ParseBudget is still in the code (src/lib.rs)") for note in found["notes"]
     ), found["notes"]
 
+
+def test_the_removal_is_the_commit_whose_diff_took_the_name_out(repo: Path) -> None:
+    """ "When was DisplayAsDisplay removed" named a later one-line change whose message only recalled the old
+    name ("Prior to PR 251, DisplayAsDisplay was imported"), not the commit whose diff removed it (`git log
+    -S`); "when was is_tomlkit removed" named the merge of the branch that removed it, while the list put the
+    removal first. The note names the commit whose diff removed the last occurrence, never a merge, and the
+    list agrees."""
+    commit(repo, "Add the traits", {"src/display.rs": "pub trait DisplayAsDisplay {}\npub trait Other {}\n"},
+           when=NOW - 20 * DAY)
+    git(repo, "checkout", "-q", "-b", "topic")
+    removed = commit(repo, "Replace the traits", {"src/display.rs": "pub trait AsDisplay {}\npub trait Other {}\n"},
+                     when=NOW - 15 * DAY)
+    git(repo, "checkout", "-q", "main")
+    commit(repo, "Unrelated", {"README.md": "hello\n"}, when=NOW - 14 * DAY)
+    env = {"GIT_AUTHOR_DATE": f"{NOW - 13 * DAY} +0000", "GIT_COMMITTER_DATE": f"{NOW - 13 * DAY} +0000"}
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge topic: drop DisplayAsDisplay", "topic", env=env)
+    commit(
+        repo,
+        "AsDisplay is no longer an unused import\n\nPrior to this, DisplayAsDisplay was imported too.",
+        {"src/display.rs": "pub trait AsDisplay {}\npub trait Other {}\n// ok\n"},
+        when=NOW - 10 * DAY,
+    )
+    assert git(repo, "log", "-S", "DisplayAsDisplay", "--format=%H", "-1").strip() == removed
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "when was DisplayAsDisplay removed")
+    assert f"last change that holds DisplayAsDisplay: {removed[:10]}" in found["notes"], found["notes"]
+    assert found["items"][0]["ref"] == removed, found["items"]

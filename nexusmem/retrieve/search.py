@@ -280,6 +280,22 @@ def holder(
     if which == "last":
         docs = change_scope(store, nodes).docs
         nodes = [n for n in nodes if n.id not in docs]
+        # The removal is the change whose diff took the name out (`git log -S`): a later commit whose message
+        # only recalls it ("Prior to PR 251, DisplayAsDisplay …") changed no line that holds it, and a merge
+        # of the branch that removed it (its message quoting the PR) is not where it was removed. A diff that
+        # holds it, or a commit's change words (the names on its changed lines, kept for every commit while
+        # the diffs are kept for the newest only), say it changed such a line.
+        core = name.strip("`").lower()
+        changed = {
+            n.ref.split(":", 1)[0]
+            for n in nodes
+            if n.kind == "code_diff"
+            or (exact.search(n.words) is not None if exact is not None else core in n.words.lower())
+        }
+        merges = {n.ref for n in nodes if n.kind == "git_commit" and n.meta.get("merge") is True}
+        nodes = [n for n in nodes if n.ref.split(":", 1)[0] in changed - merges] or [
+            n for n in nodes if n.ref not in merges
+        ]
     if not nodes:
         return hits, None
     sha = _end_sha(nodes, which, store.generations({node.ref.split(":", 1)[0] for node in nodes}))
