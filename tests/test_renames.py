@@ -90,9 +90,40 @@ def test_what_changed_in_a_renamed_file_follows_it_back_through_its_renames(repo
     # In a window: the commits of that time, under whichever name the file had then.
     found = query_json(repo, "what changed in lib/gamma.py in the last 4 weeks")
     assert [it["ref"] for it in found["items"]] == history[:3], found["items"]
-    # The old name asks about that file as it was: the commits under that name (the new alpha's first).
+    # The old name asks about the path as `git log -- src/alpha.py` does: the new alpha's commits, the
+    # rename that took the first one away, and that one's commits; the note says where it went.
     found = query_json(repo, "what changed in src/alpha.py recently")
-    assert [it["ref"] for it in found["items"]] == [shas["other_alpha"], shas["tune"], shas["add"]]
+    by_path = git(repo, "log", "--format=%H", "--", "src/alpha.py").split()
+    assert by_path == [shas["other_alpha"], shas["first_move"], shas["tune"], shas["add"]]
+    assert [it["ref"] for it in found["items"]] == by_path, found["items"]
+    moved = (
+        f"an earlier src/alpha.py was renamed to src/beta.py in {shas['first_move'][:10]} (now lib/gamma.py);"
+        f" this one was added in {shas['other_alpha'][:10]}"
+    )
+    assert moved in found["notes"], found["notes"]
+
+
+def test_what_changed_in_a_file_renamed_since_starts_with_its_rename(repo: Path) -> None:
+    """ "What changed in src/beta.py recently" (a file since renamed to lib/gamma.py) started at the commit
+    before the rename and never said where the file went; `git log -- src/beta.py` starts with the rename."""
+    shas = chain_history(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in src/beta.py recently")
+    history = [shas[k] for k in ("second_move", "under_beta", "first_move", "tune", "add")]
+    assert [it["ref"] for it in found["items"]] == history, found["items"]
+    assert f"src/beta.py is now lib/gamma.py (renamed in {shas['second_move'][:10]})" in found["notes"]
+
+
+def test_a_bare_name_shared_with_the_files_former_name_is_one_file(repo: Path) -> None:
+    """ "What changed in gamma.py lately" of lib/gamma.py, once pkg/gamma.py, said "gamma.py also names
+    pkg/gamma.py: ask with the full path for another": that is the same file's former name."""
+    commit(repo, "Add gamma", {"pkg/gamma.py": "X = 1\n"}, when=NOW - 9 * DAY)
+    (repo / "lib").mkdir()
+    moved = move(repo, "pkg/gamma.py", "lib/gamma.py", "Move gamma", NOW - 8 * DAY)
+    commit(repo, "Tune gamma", {"lib/gamma.py": "X = 2\n"}, when=NOW - 7 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in gamma.py lately")
+    assert f"first: the newest commits that changed lib/gamma.py (named pkg/gamma.py before {moved[:10]}), newest first" in found["notes"], found["notes"]
 
 
 def test_when_was_a_name_removed_after_its_file_was_renamed(repo: Path) -> None:

@@ -2573,13 +2573,21 @@ def file_changes_first(
         if len(former) > 1
         else ""
     )
-    if asked is None:
-        ids = _touching(store, former, 0, 2**62, FILE_CHANGES_LISTED)
-        said = f"the newest commits that changed {path}{before}"
-    else:
-        low, high, span, _exact = asked
-        ids = _touching(store, former, low, high, FILE_CHANGES_IN_WINDOW)
-        said = f"the commits that changed {path}{before} {span}"
+    low, high = (0, 2**62) if asked is None else asked[:2]
+    ids = _touching(store, former, low, high, FILE_CHANGES_LISTED if asked is None else FILE_CHANGES_IN_WINDOW)
+    said = f"the newest commits that changed {path}{before}" if asked is None else (
+        f"the commits that changed {path}{before} {asked[2]}"
+    )
+    # A path renamed away (`git mv src/gamma.py lib/delta.py`) was changed by that rename too, as `git log --
+    # src/gamma.py` shows it first (the commit's files name the new path only); and where it went is said.
+    away = [(new, sha, ts) for old, new, sha, ts in store.renames_of([path]) if old == path and new != path]
+    for _new, sha, ts in away:
+        if low <= ts <= high:
+            ids += [i for i in store.commits_by_sha(sha) if i not in ids]
+    if away:
+        question.notes.append(_renamed_away_note(store, path, away, ids))
+    # The file's former names are no other file of that name.
+    others = tuple(other for other in others if other not in {name.path for name in former})
     nodes = store.get_many(ids, light=True)
     listed = sorted(
         (nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, since, until)),
@@ -2596,6 +2604,25 @@ def file_changes_first(
     if _ASKS_LAST_CHANGE.search(question.text):
         question.notes.append(_last_change_note(path, listed[0]))
     return _listed(scored, listed), listed, f"first: {said}, newest first{shared}"
+
+
+def _renamed_away_note(
+    store: SearchStore, path: str, away: list[tuple[str, str, int]], ids: list[str]
+) -> str:
+    """Where the file PATH named went (AWAY: its renames from PATH, newest first), and the name it has now;
+    or, when a later file took the name PATH (a commit of IDS touched PATH after that rename), that the
+    earlier one went there and when this one was added."""
+    new, sha, ts = away[0]
+    now = search.later_name(store, new, ts)
+    where = f"{new} in {sha[:10]}" + (f" (now {now})" if now != new else "")
+    nodes = store.get_many(ids, light=True)
+    taken = sorted(
+        (node for node in nodes.values() if node.ts > ts and path in store.files_of(node.id)),
+        key=lambda node: (node.ts, node.id),
+    )
+    if taken:
+        return f"an earlier {path} was renamed to {where}; this one was added in {taken[0].ref[:10]}"
+    return f"{path} is now {now} (renamed in {sha[:10]})" if now == new else f"{path} is now {now} (renamed to {where})"
 
 
 def _last_change_note(path: str, last: StoredNode) -> str:

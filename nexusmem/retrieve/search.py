@@ -344,6 +344,23 @@ def former_names(store: SearchStore, path: str) -> list[FileName]:
         high, renamed, current = ts, sha, old
 
 
+def later_name(store: SearchStore, path: str, after: int) -> str:
+    """The name the file named PATH at author time AFTER has now: its renames from PATH made at or after
+    AFTER followed, the earliest each time (FOLLOWED_RENAMES at most); PATH when none."""
+    current, when, followed = path, after, set()
+    for _ in range(FOLLOWED_RENAMES):
+        later = sorted(
+            (ts, sha, new)
+            for old, new, sha, ts in store.renames_of([current])
+            if old == current and new != current and ts >= when and sha not in followed
+        )
+        if not later:
+            break
+        when, sha, current = later[0]
+        followed.add(sha)
+    return current
+
+
 def renamed_since(store: SearchStore, paths: set[str], after: dict[str, tuple[int, int]]) -> dict[str, str]:
     """{path: the name it has now} for those of PATHS renamed after the point AFTER gives for each (its
     (generation, author time): a diff's commit), following a chain of renames; a path not renamed since
