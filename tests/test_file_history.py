@@ -50,7 +50,10 @@ def file_history(repo: Path) -> dict[str, str]:
         repo, "Cache reads", {"src/store.py": body + "CACHE = {}\n"}, NOW - 40 * DAY, "Bob Stone"
     )
     shas["tests"] = commit(
-        repo, "Test store.py reads", {"tests/test_store.py": "def test_read():\n    pass\n"}, when=NOW - 30 * DAY
+        repo,
+        "Test store.py reads",
+        {"tests/test_store.py": "def test_read():\n    pass\n"},
+        when=NOW - 30 * DAY,
     )
     shas["limit"] = authored(
         repo, "Limit the cache", {"src/store.py": body + "CACHE = {}\nLIMIT = 9\n"}, NOW - 20 * DAY, "Cy Park"
@@ -81,7 +84,9 @@ def test_a_file_history_question_lists_its_commits_newest_first(repo: Path, ques
     assert followed == [shas["limit"], shas["cache"], shas["move"], shas["add"]]
     found = query_json(repo, question)
     assert [it["ref"] for it in found["items"]] == followed, (found["notes"], found["items"])
-    assert any(note.startswith("first: the newest commits that changed src/store.py") for note in found["notes"])
+    assert any(
+        note.startswith("first: the newest commits that changed src/store.py") for note in found["notes"]
+    )
 
 
 def test_who_changed_a_file_last_names_the_last_commit_and_its_author(repo: Path) -> None:
@@ -121,9 +126,9 @@ def test_a_name_only_in_a_hunk_header_is_still_in_the_code(repo: Path, renamed: 
     where = "lib/delta.py" if renamed else "src/gamma.py"
     assert git(repo, "grep", "-l", "parse_config").split() == [where]
     found = query_json(repo, "when was parse_config removed")
-    assert any(
-        note.startswith(f"parse_config is still in the code ({where})") for note in found["notes"]
-    ), found["notes"]
+    assert any(note.startswith(f"parse_config is still in the code ({where})") for note in found["notes"]), (
+        found["notes"]
+    )
 
 
 def comment_history(repo: Path) -> dict[str, str]:
@@ -131,14 +136,20 @@ def comment_history(repo: Path) -> dict[str, str]:
     Rust file whose ParseBudget type is kept."""
     code = "class TOMLChar(str):\n    pass\n\n\ndef parse(text):\n    return [TOMLChar(c) for c in text]\n"
     shas = {
-        "add": commit(repo, "Add the parser", {"pkg/parser.py": code, "src/lib.rs": "pub struct ParseBudget;\n"},
-                      when=NOW - 9 * DAY)
+        "add": commit(
+            repo,
+            "Add the parser",
+            {"pkg/parser.py": code, "src/lib.rs": "pub struct ParseBudget;\n"},
+            when=NOW - 9 * DAY,
+        )
     }
     shas["remove"] = commit(
         repo,
         "Remove the char wrapper",
-        {"pkg/parser.py": "# Character classes (formerly the `TOMLChar` constants).\n\n\ndef parse(text):\n"
-         "    return list(text)  # no TOMLChar wrapper\n"},
+        {
+            "pkg/parser.py": "# Character classes (formerly the `TOMLChar` constants).\n\n\ndef parse(text):\n"
+            "    return list(text)  # no TOMLChar wrapper\n"
+        },
         when=NOW - 5 * DAY,
     )
     return shas
@@ -175,11 +186,19 @@ def test_the_removal_is_the_commit_whose_diff_took_the_name_out(repo: Path) -> N
     -S`); "when was is_tomlkit removed" named the merge of the branch that removed it, while the list put the
     removal first. The note names the commit whose diff removed the last occurrence, never a merge, and the
     list agrees."""
-    commit(repo, "Add the traits", {"src/display.rs": "pub trait DisplayAsDisplay {}\npub trait Other {}\n"},
-           when=NOW - 20 * DAY)
+    commit(
+        repo,
+        "Add the traits",
+        {"src/display.rs": "pub trait DisplayAsDisplay {}\npub trait Other {}\n"},
+        when=NOW - 20 * DAY,
+    )
     git(repo, "checkout", "-q", "-b", "topic")
-    removed = commit(repo, "Replace the traits", {"src/display.rs": "pub trait AsDisplay {}\npub trait Other {}\n"},
-                     when=NOW - 15 * DAY)
+    removed = commit(
+        repo,
+        "Replace the traits",
+        {"src/display.rs": "pub trait AsDisplay {}\npub trait Other {}\n"},
+        when=NOW - 15 * DAY,
+    )
     git(repo, "checkout", "-q", "main")
     commit(repo, "Unrelated", {"README.md": "hello\n"}, when=NOW - 14 * DAY)
     env = {"GIT_AUTHOR_DATE": f"{NOW - 13 * DAY} +0000", "GIT_COMMITTER_DATE": f"{NOW - 13 * DAY} +0000"}
@@ -195,3 +214,54 @@ def test_the_removal_is_the_commit_whose_diff_took_the_name_out(repo: Path) -> N
     found = query_json(repo, "when was DisplayAsDisplay removed")
     assert f"last change that holds DisplayAsDisplay: {removed[:10]}" in found["notes"], found["notes"]
     assert found["items"][0]["ref"] == removed, found["items"]
+
+
+def dated_history(repo: Path) -> dict[str, str]:
+    """src/parser.py changed in June and July 2024, and another file changed in July whose message names it."""
+    at = {
+        "june": 1_717_243_200 + 10 * DAY,  # 2024-06-11
+        "late_june": 1_717_243_200 + 25 * DAY,  # 2024-06-26
+        "july": 1_719_835_200 + 13 * DAY,  # 2024-07-14
+        "august": 1_722_513_600 + 2 * DAY,  # 2024-08-03
+    }
+    shas = {"june": commit(repo, "Parse tables", {"src/parser.py": "A = 1\n"}, when=at["june"])}
+    shas["late_june"] = commit(repo, "Parse arrays", {"src/parser.py": "A = 2\n"}, when=at["late_june"])
+    shas["other"] = commit(
+        repo, "Docs: what changed in parser.py", {"docs/parser.md": "x\n"}, when=at["july"] - DAY
+    )
+    shas["july"] = commit(repo, "Parse strings", {"src/parser.py": "A = 3\n"}, when=at["july"])
+    shas["august"] = commit(repo, "Parse dates", {"src/parser.py": "A = 4\n"}, when=at["august"])
+    return shas
+
+
+@pytest.mark.parametrize(
+    ("question", "since", "until", "wanted"),
+    [
+        ("what changed in src/parser.py since 2024-07-01", "2024-07-01", None, ["august", "july"]),
+        ("what changed in src/parser.py in July 2024", "2024-07-01", "2024-07-31", ["july"]),
+        ("what changed in parser.py before 2024-07-01", None, "2024-06-30", ["late_june", "june"]),
+        (
+            "history of src/parser.py between 2024-06-20 and 2024-07-20",
+            "2024-06-20",
+            "2024-07-20",
+            ["july", "late_june"],
+        ),
+    ],
+)
+def test_a_date_in_a_file_question_is_its_window(
+    repo: Path, question: str, since: str | None, until: str | None, wanted: list[str]
+) -> None:
+    """ "What changed in tomlkit/parser.py since 2026-07-01" and "… in July 2026" listed June's commits and one
+    that did not touch parser.py: the dates were words to match. They are the window, as --since/--until."""
+    shas = dated_history(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    window = [f"--since={since}"] if since else []
+    window += [f"--until={until}"] if until else []
+    by_git = git(repo, "log", "--format=%H", *window, "--", "src/parser.py").split()
+    assert by_git == [shas[k] for k in wanted]
+    found = query_json(repo, question)
+    assert [it["ref"] for it in found["items"]] == by_git, (found["notes"], found["items"])
+    options = [f"--since={since}"] if since else []
+    options += [f"--until={until}"] if until else []
+    asked = query_json(repo, "what changed in src/parser.py", *options)
+    assert [it["ref"] for it in asked["items"]] == by_git

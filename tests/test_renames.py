@@ -123,7 +123,10 @@ def test_a_bare_name_shared_with_the_files_former_name_is_one_file(repo: Path) -
     commit(repo, "Tune gamma", {"lib/gamma.py": "X = 2\n"}, when=NOW - 7 * DAY)
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "what changed in gamma.py lately")
-    assert f"first: the newest commits that changed lib/gamma.py (named pkg/gamma.py before {moved[:10]}), newest first" in found["notes"], found["notes"]
+    assert (
+        f"first: the newest commits that changed lib/gamma.py (named pkg/gamma.py before {moved[:10]}), newest first"
+        in found["notes"]
+    ), found["notes"]
 
 
 def test_when_was_a_name_removed_after_its_file_was_renamed(repo: Path) -> None:

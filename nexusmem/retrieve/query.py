@@ -37,10 +37,10 @@ from nexusmem.retrieve.intent import (
     release_span,
     release_version,
     removed_name,
-    still_asked,
     reports_failure,
     runs_named,
     sequence,
+    still_asked,
     topic,
 )
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
@@ -661,7 +661,9 @@ def retrieve(
         if sha is not None:
             answered_by = sha
             note = f"{which} change that holds {name}: {sha[:10]}"
-            stays = search.still_in(store, name, searches=exact) if which == "last" else search.Presence([], [])
+            stays = (
+                search.still_in(store, name, searches=exact) if which == "last" else search.Presence([], [])
+            )
             if stays.code:
                 # "When was X removed?" of a name the code still holds: no change removed it, and the last
                 # that holds it (a typo fixed beside it) is no answer to "when".
@@ -2478,8 +2480,30 @@ _ASKS_LAST_CHANGE = re.compile(
 )
 # A word of a question about a file's changes that asks nothing more (with _NOT_A_TOPIC).
 _FILE_CHANGE_WORDS = frozenset(
-    ["file", "files", "modified", "modify", "touched", "touch", "made", "make", "got", "which", "who", "when"]
-    + ["last", "edited", "edit", "edits", "updated", "update", "log", "git", "most", "ever"]
+    [
+        "file",
+        "files",
+        "modified",
+        "modify",
+        "touched",
+        "touch",
+        "made",
+        "make",
+        "got",
+        "which",
+        "who",
+        "when",
+        "last",
+        "edited",
+        "edit",
+        "edits",
+        "updated",
+        "update",
+        "log",
+        "git",
+        "most",
+        "ever",
+    ]
 )
 _FILE_LIKE = re.compile(r"[\w.@+-]+(?:/[\w.@+-]+)*")
 
@@ -2559,13 +2583,20 @@ def file_changes_first(
     if named is None:
         return scored, [], None
     path, word, others = named
-    rest = without_names(question.search_text.replace(word, " "), names)
+    # "Since 2024-07-01", "in July 2024": the dates written are the window, as --since/--until (not words).
+    dated = timecue.dated_window(question.text) if since is None and until is None else None
+    said_text = question.search_text.replace(dated.phrase, " ") if dated is not None else question.search_text
+    rest = without_names(said_text.replace(word, " "), names)
     if any(
         w not in _NOT_A_TOPIC and w not in _FILE_CHANGE_WORDS and w not in STOPWORDS and not w.isdigit()
         for w in search.terms(rest)
     ):
         return scored, [], None  # something more is asked about: the ranking answers
-    asked = _asked_window(question, since, until)
+    asked = (
+        Window(dated.low, dated.high, dated.phrase, exact=True)
+        if dated is not None
+        else _asked_window(question, since, until)
+    )
     # The file's history goes on under the names it had before a rename (`git log --follow`).
     former = search.former_names(store, path)
     before = (
@@ -2574,9 +2605,13 @@ def file_changes_first(
         else ""
     )
     low, high = (0, 2**62) if asked is None else asked[:2]
-    ids = _touching(store, former, low, high, FILE_CHANGES_LISTED if asked is None else FILE_CHANGES_IN_WINDOW)
-    said = f"the newest commits that changed {path}{before}" if asked is None else (
-        f"the commits that changed {path}{before} {asked[2]}"
+    ids = _touching(
+        store, former, low, high, FILE_CHANGES_LISTED if asked is None else FILE_CHANGES_IN_WINDOW
+    )
+    said = (
+        f"the newest commits that changed {path}{before}"
+        if asked is None
+        else (f"the commits that changed {path}{before} {asked[2]}")
     )
     # A path renamed away (`git mv src/gamma.py lib/delta.py`) was changed by that rename too, as `git log --
     # src/gamma.py` shows it first (the commit's files name the new path only); and where it went is said.
@@ -2622,7 +2657,11 @@ def _renamed_away_note(
     )
     if taken:
         return f"an earlier {path} was renamed to {where}; this one was added in {taken[0].ref[:10]}"
-    return f"{path} is now {now} (renamed in {sha[:10]})" if now == new else f"{path} is now {now} (renamed to {where})"
+    return (
+        f"{path} is now {now} (renamed in {sha[:10]})"
+        if now == new
+        else f"{path} is now {now} (renamed to {where})"
+    )
 
 
 def _last_change_note(path: str, last: StoredNode) -> str:

@@ -456,11 +456,66 @@ def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> Prese
 
 # Line comments by a file's extension: what follows the marker (outside a string) is no code.
 _HASH_COMMENTED = frozenset(
-    "py pyi pyx rb sh bash zsh fish toml yaml yml pl pm r cmake mk nim cr ex exs jl ps1 coffee tcl".split()
+    [
+        "py",
+        "pyi",
+        "pyx",
+        "rb",
+        "sh",
+        "bash",
+        "zsh",
+        "fish",
+        "toml",
+        "yaml",
+        "yml",
+        "pl",
+        "pm",
+        "r",
+        "cmake",
+        "mk",
+        "nim",
+        "cr",
+        "ex",
+        "exs",
+        "jl",
+        "ps1",
+        "coffee",
+        "tcl",
+    ]
 )
 _SLASH_COMMENTED = frozenset(
-    "c h cc cpp cxx hh hpp hxx rs go java js jsx mjs cjs ts tsx kt kts swift cs scala dart php m mm zig"
-    " proto groovy sol".split()
+    [
+        "c",
+        "h",
+        "cc",
+        "cpp",
+        "cxx",
+        "hh",
+        "hpp",
+        "hxx",
+        "rs",
+        "go",
+        "java",
+        "js",
+        "jsx",
+        "mjs",
+        "cjs",
+        "ts",
+        "tsx",
+        "kt",
+        "kts",
+        "swift",
+        "cs",
+        "scala",
+        "dart",
+        "php",
+        "m",
+        "mm",
+        "zig",
+        "proto",
+        "groovy",
+        "sol",
+    ]
 )
 
 

@@ -120,6 +120,94 @@ def without_cue(text: str, cue: Cue | None) -> str:
     return stripped if re.search(r"\w", stripped) else text
 
 
+# --- dates written in a question: "since 2024-07-01", "in July 2024", "between A and B" ------------------------
+_MONTH_NUMBER = {
+    name: number
+    for number, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+         ("november", "nov"), ("december", "dec")],
+        start=1,
+    )
+    for name in names
+}  # fmt: skip
+_DAY_WORDS = r"(?:\d{4}[-/]\d{1,2}[-/]\d{1,2}" rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+_DAY_WORDS += (
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTHS})\.?,?\s+\d{{4}}|(?:{_MONTHS})\.?,?\s+\d{{4}}|\d{{4}})"
+)
+_DATED = re.compile(
+    rf"\b(?:between\s+(?P<a>{_DAY_WORDS})\s+and\s+(?P<b>{_DAY_WORDS})"
+    rf"|from\s+(?P<c>{_DAY_WORDS})\s+(?:to|until|till|through)\s+(?P<d>{_DAY_WORDS})"
+    rf"|(?P<verb>since|after|from|before|until|till|up\s+to|in|during|on)\s+(?P<e>{_DAY_WORDS}))(?![\w/-]|\.\w)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Dated:
+    """The window a question's written dates name (dated_window): LOW..HIGH in epoch ms, both included,
+    and the PHRASE that names it, as written."""
+
+    low: int
+    high: int
+    phrase: str
+
+
+def _day_span(text: str) -> tuple[int, int] | None:
+    """(first, last ms) of the UTC day, month or year TEXT writes ("2024-07-01", "July 1, 2024", "July 2024",
+    "2024"); None for no date (2024-02-30)."""
+    words = re.findall(r"[a-z]+|\d+", text.lower())
+    try:
+        if len(words) == 1:  # a year
+            first, after = date(int(words[0]), 1, 1), date(int(words[0]) + 1, 1, 1)
+        elif words[0].isdigit() and len(words[0]) == 4:  # ISO
+            first = date(int(words[0]), int(words[1]), int(words[2]))
+            after = first + timedelta(days=1)
+        elif len(words) == 2:  # a month
+            month, year = _MONTH_NUMBER[words[0]], int(words[1])
+            first = date(year, month, 1)
+            after = date(year + month // 12, month % 12 + 1, 1)
+        else:
+            day, month = (words[1], words[0]) if not words[0].isdigit() else (words[0], words[1])
+            first = date(int(words[-1]), _MONTH_NUMBER[month], int(re.sub(r"\D", "", day)))
+            after = first + timedelta(days=1)
+    except (ValueError, KeyError, IndexError, OverflowError):
+        return None
+    start = int(datetime(first.year, first.month, first.day, tzinfo=timezone.utc).timestamp() * 1000)
+    end = int(datetime(after.year, after.month, after.day, tzinfo=timezone.utc).timestamp() * 1000) - 1
+    return start, end
+
+
+def dated_window(text: str) -> Dated | None:
+    """The window the dates TEXT writes name, as --since/--until would ("since 2024-07-01": from that day
+    on; "after": from the next; "before": up to the day before; "until": to its end; "in July 2024", "in
+    2024", "on 2024-07-14": that month, year or day; "between A and B", "from A to B": both included); a date
+    is a UTC day. None when it writes none (a bare year needs "since", "in"…; "in 2024" of a ticket is rare
+    in a question about a file, and the only asker of this)."""
+    found = _DATED.search(text)
+    if found is None:
+        return None
+    if found.group("verb") is None:
+        first = _day_span(found.group("a") or found.group("c"))
+        last = _day_span(found.group("b") or found.group("d"))
+        if first is None or last is None or last[1] < first[0]:
+            return None
+        return Dated(first[0], last[1], found.group(0))
+    span = _day_span(found.group("e"))
+    if span is None:
+        return None
+    verb = found.group("verb").lower()
+    if verb in ("since", "from"):
+        return Dated(span[0], 2**62, found.group(0))
+    if verb == "after":
+        return Dated(span[1] + 1, 2**62, found.group(0))
+    if verb == "before":
+        return Dated(0, span[0] - 1, found.group(0))
+    if verb in ("until", "till") or verb.startswith("up"):
+        return Dated(0, span[1], found.group(0))
+    return Dated(span[0], span[1], found.group(0))
+
+
 # --- --since / --until ---------------------------------------------------------------------------------------
 _AGO = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
 _AGO_UNIT_S = {"m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
