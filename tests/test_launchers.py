@@ -37,7 +37,15 @@ from nexusmem.sources.shell.launchers import command_start, launcher_spans
         ("command grep x f", "grep"),
         ("exec -a name prog", "prog"),
         ("builtin cd sub", "cd"),
-        ("( cd sub && make )", "cd"),
+        # a leading `cd DIR &&` (or `;`) only says where the command runs, in a subshell too
+        ("( cd sub && make )", "make"),
+        ("cd sub && make check", "make"),
+        ("cd sub ; make", "make"),
+        ("cd sub; make", "make"),
+        ("sudo cd sub && make", "make"),
+        ("cd sub", "cd"),
+        ("cd sub || make", "cd"),
+        ("cd sub &&", "cd"),
         ("{ make; }", "make;"),
         # nothing to run past it: the launcher is the command
         ("sudo -s", "sudo"),

@@ -627,6 +627,8 @@ _RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
 )  # fmt: skip
 _COMMAND_SPLIT = re.compile(r"[\s;&|():]+")
+# The words of a command line with its `&&` and `;` kept (a leading `cd DIR &&` says where it ran).
+_HEAD_WORD = re.compile(r"&&|;|[^\s;&|():]+")
 
 
 @dataclass(frozen=True)
@@ -653,13 +655,19 @@ def command_words(command: str) -> list[str]:
     return [w.rsplit("/", 1)[-1] for w in _COMMAND_SPLIT.split(command.lower()) if w.strip("/")]
 
 
+def head_words(command: str) -> list[str]:
+    """COMMAND's words as command_words gives them, with its `&&` and `;` kept: what command_head reads."""
+    return [w.rsplit("/", 1)[-1] for w in _HEAD_WORD.findall(command.lower()) if w.strip("/")]
+
+
 def command_head(words: list[str]) -> list[str]:
     """The program and its first word after it (`npm test -- x` → npm, test; `sudo make` → make), past
     `VAR=value` settings and what only launches it (sources.shell.launchers: `sudo -u deploy`, `nice -n
-    10`, `time -p`); an option is no such word."""
+    10`, `time -p`, a leading `cd DIR &&` of WORDS as head_words gives them: `( cd sub && make )` → make);
+    an option or an operator is no such word."""
     start = command_start(words)
     head = words[start : start + 2]
-    return head if len(head) < 2 or not head[1].startswith("-") else head[:1]
+    return head if len(head) < 2 or not head[1].startswith(("-", "&", ";")) else head[:1]
 
 
 def is_run(words: list[str], runs: Runs) -> bool:

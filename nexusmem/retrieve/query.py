@@ -23,6 +23,7 @@ from nexusmem.retrieve.intent import (
     command_head,
     command_words,
     first_release_asked,
+    head_words,
     intent,
     is_run,
     mentions_docs,
@@ -2290,7 +2291,7 @@ def _runs_naming(
     naming: set[str] = set()
     for row in reversed(rows):
         said = command_words(resolved.failed_part(row[1]))
-        names = subject.intersection(command_head(said))
+        names = subject.intersection(command_head(head_words(resolved.failed_part(row[1]))))
         names.update(w for runs in kinds if is_run(said, runs) for w in subject & runs.words)
         if names and len(names) >= most:
             if len(names) > most:

@@ -1,8 +1,9 @@
 """Which word of a shell command line is its command, past the words that only launch it.
 
 `sudo -u deploy pytest x`, `doas make`, `env -i CI=1 pytest`, `nice -n 10 make`, `time -p pytest`,
-`nohup ./serve &`, `command grep x`, `exec -a name prog`, `( cd sub && make )`: the command is pytest,
-make, ./serve, grep, prog, cd. One answer for the shell log (a line that only starts a shell), precheck (the
+`nohup ./serve &`, `command grep x`, `exec -a name prog`, `( cd sub && make )`, `cd sub; make`: the command
+is pytest, make, ./serve, grep, prog, make, make (a leading `cd DIR &&` or `cd DIR;` only says where the
+command runs; `cd DIR ||` and a `cd` alone are the command). One answer for the shell log (a line that only starts a shell), precheck (the
 tool a failed line ran), failure linking (the program a discussion must name) and the questions about runs.
 
 Imported on the prompt hook's path: `re` alone, which that path loads already.
@@ -53,6 +54,8 @@ def _launcher_end(words: Sequence[str], i: int) -> int:
     word = words[i]
     if word in _BRACKETS or ASSIGNMENT.match(word):
         return i + 1
+    if word == "cd":
+        return _cd_end(words, i)
     name = word.rpartition("/")[2]
     spec = _LAUNCHERS.get(name)
     if spec is None:
@@ -81,6 +84,21 @@ def _launcher_end(words: Sequence[str], i: int) -> int:
                     j += 1
                 break
     return j if j < n else i
+
+
+def _cd_end(words: Sequence[str], i: int) -> int:
+    """Past `cd DIR &&`, `cd DIR ;` or `cd DIR;` at WORDS[I] when a command follows; else I."""
+    n = len(words)
+    if i + 1 >= n:
+        return i
+    folder = words[i + 1]
+    if folder.endswith(";") and folder != ";":
+        end = i + 2
+    elif i + 2 < n and words[i + 2] in ("&&", ";"):
+        end = i + 3
+    else:
+        return i
+    return end if end < n else i
 
 
 def launcher_spans(words: Sequence[str]) -> Iterator[tuple[int, int]]:
