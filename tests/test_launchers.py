@@ -8,7 +8,7 @@ from itertools import pairwise
 
 import pytest
 
-from nexusmem.sources.shell.launchers import command_start, launcher_spans
+from nexusmem.sources.shell.launchers import command_start, launcher_spans, moved_folder
 
 
 @pytest.mark.parametrize(
@@ -67,3 +67,26 @@ def test_the_command_of_a_line_is_past_what_only_launches_it(line: str, command:
     spans = list(launcher_spans(words))
     assert (spans[-1][1] if spans else 0) == start
     assert all(a[1] == b[0] for a, b in pairwise(spans))
+
+
+@pytest.mark.parametrize(
+    ("line", "moved"),
+    [
+        ("( cd sub && python3 ./check.py )", ("sub", 6)),
+        ("( cd sub && cd deep && make ) && make", ("sub/deep", 8)),
+        ("env -C sub python3 ./check.py", ("sub", 5)),
+        ("env -Csub make", ("sub", 3)),
+        ("sudo -u nobody env -C sub python3 check.py; make", ("sub", 8)),
+        ("env --chdir=sub make", ("sub", 3)),
+        ("sudo --chdir sub make | tee log", ("sub", 4)),
+        ("sudo -D sub make", ("sub", 4)),
+        # the prompt hook records where a plain `cd` ended: the line's words are read from there already
+        ("cd sub && make", None),
+        ("python3 check.py", None),
+        ("env -u C make", None),
+        ('( cd "$D" && make )', None),
+        ("( cd ~/x && make )", None),
+    ],
+)
+def test_the_folder_a_line_runs_its_command_in(line: str, moved: tuple[str, int] | None) -> None:
+    assert moved_folder(line.split()) == moved

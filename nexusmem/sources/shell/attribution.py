@@ -10,6 +10,7 @@ from pathlib import Path
 from nexusmem import gitcmd
 from nexusmem.errors import NexusMemError
 from nexusmem.paths import tracked_name, with_bytes
+from nexusmem.sources.shell.launchers import moved_folder
 
 # Tokens checked against the file system per command, at most: a pasted 500-word command stays cheap.
 MAX_PATH_TOKENS = 32
@@ -180,7 +181,9 @@ def command_files(
 ) -> tuple[str, ...]:
     """Repository paths (posix, relative to ROOT) that COMMAND names and that exist, in order of mention.
 
-    `pytest tests/test_x.py::test_y`, `ruff check src/a.py:12`, `--cov=src/pkg` all count. Only tokens
+    `pytest tests/test_x.py::test_y`, `ruff check src/a.py:12`, `--cov=src/pkg` all count; the words a
+    subshell's leading `cd DIR &&`, `env -C DIR` or `sudo -D DIR` runs in that folder are read from it
+    (`( cd sub && python3 ./check.py )` names sub/check.py: launchers.moved_folder). Only tokens
     with a '/' or '.' cost a file-system check, so plain words are free. KNOWN, when given, keeps each
     (cwd, path) answer for the caller's next commands (one read of the hook log: the disk does not change).
     """
@@ -193,9 +196,13 @@ def command_files(
             command, n = _GIT_MESSAGE.subn(r"\1", command, count=1)
             if not n:
                 break
-    for token in command.split():
+    words = command.split()
+    moved = moved_folder(words) if ("(" in command or "-" in command) else None
+    there = cwd if moved is None else Path(os.path.normpath(os.path.join(cwd, moved[0])))
+    for at, token in enumerate(words):
         if "/" not in token and "." not in token:
             continue
+        base = there if moved is not None and at < moved[1] else cwd
         tok = token.strip(_STRIP).lstrip("<>&|0123456789" if token[:1] in "<>0123456789" else "")
         if tok.startswith("-"):
             if "=" not in tok:
@@ -208,11 +215,11 @@ def command_files(
         checked += 1
         if checked > MAX_PATH_TOKENS:
             break
-        key = (str(cwd), tok)
+        key = (str(base), tok)
         if known is not None and key in known:
             rel_path = known[key]
         else:
-            rel_path = _in_root(tok, cwd, root, root_prefix)
+            rel_path = _in_root(tok, base, root, root_prefix)
             if known is not None:
                 known[key] = rel_path
         if rel_path is not None and rel_path not in found:

@@ -125,3 +125,76 @@ def command_start(words: Sequence[str]) -> int:
             break
         i = end
     return i
+
+
+# The options that run the command in another folder: `env -C DIR`, `sudo -D DIR` (`--chdir` for both).
+_CHDIR = {"env": "C", "sudo": "D"}
+# What ends the command a launcher runs (`env -C sub make && make`: the second make runs where the line did).
+_COMMAND_END = frozenset(("&&", "||", ";", "|", "&", ")"))
+
+
+def moved_folder(words: Sequence[str]) -> tuple[str, int] | None:
+    """The folder (relative to where the line started, or absolute) the launchers of WORDS run their command
+    in, and how many of WORDS run there: a subshell's leading `cd DIR &&` (`( cd sub && make )`; a plain
+    `cd sub && make` is recorded where it ended, in sub, by the prompt hook), `env -C DIR`, `sudo -D DIR`
+    (`--chdir`); None when they move nowhere, or to a folder only the shell could name (`cd "$D"`, `cd ~`,
+    `cd -`)."""
+    parts: list[str] = []
+    subshell = False
+    moved = False
+    for start, end in launcher_spans(words):
+        word = words[start]
+        folder: str | None
+        if word == "(":
+            subshell = True
+            continue
+        if word == "cd":
+            if not subshell:
+                continue  # the hook records the folder it ended in
+            folder = words[start + 1].removesuffix(";")
+        else:
+            letter = _CHDIR.get(word.rpartition("/")[2])
+            if letter is None:
+                continue
+            folder = _option_value(words, start + 1, end, letter)
+            if folder is None:
+                continue
+        if not folder or folder[0] in "~-" or any(c in folder for c in "$`'\"*?;&|()"):
+            return None
+        parts.append(folder)
+        moved = True
+    if not moved:
+        return None
+    end = command_start(words)
+    while end < len(words) and words[end] not in _COMMAND_END:
+        end += 1
+        if words[end - 1].endswith((";", ")")):
+            break
+    return "/".join(parts).replace("//", "/"), end
+
+
+def _option_value(words: Sequence[str], start: int, end: int, letter: str) -> str | None:
+    """The value of the `-LETTER` (`--chdir`) option among WORDS[START:END], a launcher's options."""
+    name = words[start - 1].rpartition("/")[2]
+    letters = _LAUNCHERS[name][0]
+    j = start
+    while j < end:
+        option = words[j]
+        j += 1
+        if option == "--chdir":
+            return words[j] if j < end else None
+        if option.startswith("--chdir="):
+            return option[8:]
+        if option[:2] == "--" or option[:1] != "-":
+            if option[:2] == "--" and option in _LAUNCHERS[name][1]:
+                j += 1
+            continue
+        for k, given in enumerate(option[1:], 2):
+            if given in letters:
+                value = option[k:] if k < len(option) else (words[j] if j < end else None)
+                if given == letter:
+                    return value
+                if k == len(option):
+                    j += 1
+                break
+    return None

@@ -1,0 +1,53 @@
+"""Precheck through what only launches a command: where it ran (`( cd sub && … )`, `env -C sub …`), which
+launched runs a later pass resolves, and which launcher words name nothing (a real repository, real
+hook-log lines, `precheck --json` as the hook runs it)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from helpers import commit, run_cli, run_script, write_commands
+
+SHOP = {
+    "check.py": "print('top')\n",
+    "sub/check.py": "print('sub')\n",
+    "sub/Makefile": "check:\n\tpython3 check.py\n",
+    "shop/pricing.py": "RATE = 0.2\n",
+    "tests/test_pricing.py": "def test(): pass\n",
+}
+
+
+def _shop(repo: Path) -> int:
+    """The shop committed two hours ago and synced; the time (ms) ten minutes ago."""
+    now_s = int(time.time())
+    commit(repo, "feat: shop", SHOP, when=now_s - 7200)
+    run_cli("-C", str(repo), "sync")
+    return (now_s - 600) * 1000
+
+
+def _failures(repo: Path, *files: str) -> list[tuple[str, str]]:
+    """(file, command) of each failure `precheck --json` warns about for FILES."""
+    data = json.loads(run_script("precheck", "--json", "--files", *files, cwd=repo).stdout)
+    return sorted((f["path"], f["command"]) for f in data["findings"] if f["kind"] == "failure")
+
+
+def test_the_folder_a_subshells_cd_or_env_chdir_moves_to_is_where_its_paths_are_read(repo: Path) -> None:
+    """The walkthrough: `( cd sub && python3 ./check.py )`, `env -C sub python3 ./check.py` and `sudo -u
+    nobody env -C sub python3 check.py` failed; precheck warned for the top check.py (which never failed),
+    not sub/check.py, and a passing `python check.py` at the top cleared them."""
+    ago = _shop(repo)
+    failed = [
+        "( cd sub && python3 ./check.py )",
+        "env -C sub python3 ./check.py",
+        "sudo -u nobody env -C sub python3 check.py",
+        "env --chdir=sub python3 check.py",
+        "sudo -D sub python3 check.py",
+    ]
+    write_commands(repo, [(ago + n * 1000, line, 1) for n, line in enumerate(failed)])
+    write_commands(repo, [(ago + 60_000, "python check.py", 0), (ago + 61_000, "python3 check.py", 0)])
+    expected = sorted(("sub/check.py", line) for line in failed)
+    assert _failures(repo, "check.py", "sub/check.py") == expected  # from the hook log, not synced yet
+    run_cli("-C", str(repo), "sync")
+    assert _failures(repo, "check.py", "sub/check.py") == expected  # the same from the memory
