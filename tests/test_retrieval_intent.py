@@ -1144,6 +1144,29 @@ def test_a_run_in_a_folder_a_leading_cd_moves_to_is_a_run_of_its_program(repo: P
     assert any(n.startswith("first: the failed runs of") for n in found["notes"]), found["notes"]
 
 
+def test_what_failed_lists_every_failure_the_budget_lets_through_and_says_what_it_left_out(
+    repo: Path,
+) -> None:
+    """The walkthrough: "what failed today" with 31 failures listed 20 (FAILURES_LISTED) and said "31 of 31
+    match(es) shown" with ~1240 of 2000 tokens used. Every failure of the window is listed while the budget
+    lets it through, the footer counts them all; past query.FAILURES_LISTED a note says how many are left."""
+    commit(repo, "Add the sources", {"README.md": "# tools\n"}, when=NOW - 100 * DAY)
+    write_recent(repo, "".join(f"{59 - n // 3} 1 ./check_{n:03d}.sh\n" for n in range(31)))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what failed in the last hour", "--budget", "20000")
+    titles = [it["title"] for it in found["items"]]
+    assert sorted(titles) == [f"./check_{n:03d}.sh (exit 1)" for n in range(31)], titles
+    assert found["matched"] == 31 and not any("not shown" in n for n in found["notes"]), found["notes"]
+    narrow = query_json(repo, "what failed in the last hour")
+    assert (narrow["matched"] == 31 and len(narrow["items"]) < 31) or len(narrow["items"]) == 31, narrow
+    write_recent(repo, "".join(f"{50 - n // 10} 2 ./more_{n:03d}.sh\n" for n in range(query.FAILURES_LISTED)))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    many = query_json(repo, "what failed in the last hour", "--budget", "100000")
+    assert len(many["items"]) == query.FAILURES_LISTED, len(many["items"])
+    note = "first: the commands that failed in the last hour, newest first; and 31 earlier failures not shown"
+    assert any(n.startswith(note) for n in many["notes"]), many["notes"]
+
+
 def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_answer(repo: Path) -> None:
     """ "What did I do when the docker build failed yesterday", with no build yesterday, was answered with
     the passing `docker compose up` runs of other weeks as a strong answer."""

@@ -993,7 +993,8 @@ def retrieve(
             listing_note = (
                 f"no run of {span}; first: its runs, newest first (the newest passed, exit 0)"
                 if passed
-                else f"first: the failed runs of {span}, newest first"
+                else f"first: the failed runs of {span}"
+                + ("" if ", newest first" in span else ", newest first")
             )
             question.notes.append(listing_note)
     if asks_failures and not listed and not _a_subject(unnamed):
@@ -1001,7 +1002,7 @@ def retrieve(
             store, scored, question, as_of=as_of, since=since, until=until, author=author
         )
         listing_note = (
-            f"first: the commands that failed {span}, newest first"
+            f"first: the commands that failed {span}" + ("" if ", newest first" in span else ", newest first")
             if listed
             else f"no recorded command {_by(author)}failed {span}"
         )
@@ -1855,8 +1856,9 @@ def with_neighbours(
 
 # "What failed today?", "which commands broke?": a failure asked about with nothing named beside it is
 # answered by the commands that exited non-zero (no node holds the word "failed": a command's failure is
-# its exit code), newest first, within the question's time (or --since/--until), at most FAILURES_LISTED.
-FAILURES_LISTED = 20
+# its exit code), newest first, within the question's time (or --since/--until): every one the budget lets
+# through (the footer counts them all), at most FAILURES_LISTED, and a note says how many older ones are left.
+FAILURES_LISTED = 100
 # Words that name no subject beside a failure: "which commands failed", "what went wrong last week".
 _NOT_A_SUBJECT = frozenset(
     [
@@ -2057,11 +2059,24 @@ def failures_first(
         failed = [
             nodes[i] for i in ids[:FAILURES_LISTED] if i in nodes and _within(nodes[i], as_of, since, until)
         ]
+        left = _left_out(len(ids) - len(ids[:FAILURES_LISTED]))
     else:  # read past the other authors' failures
         failed = _newest_kept(
             store, ids, FAILURES_LISTED, lambda node: _passes(node, as_of, since, until, author, store.member)
         )
-    return _listed(scored, failed), failed, span
+        left = ""
+    return _listed(scored, failed), failed, span + left
+
+
+def _left_out(count: int) -> str:
+    """What a listing note adds for COUNT failed commands older than the FAILURES_LISTED newest listed
+    ("" for none)."""
+    if count <= 0:
+        return ""
+    return (
+        f", newest first; and {count} earlier failure{'s' if count != 1 else ''} not shown (the newest"
+        f" {FAILURES_LISTED} are listed: ask about a narrower window, `--since`/`--until`, or name the run)"
+    )
 
 
 # How many nodes _newest_kept reads at a time: a few lists' worth, the author's commands among others'.
@@ -2145,8 +2160,9 @@ def failed_runs_first(
     runs = [
         nodes[i] for i in ids if i in nodes and _passes(nodes[i], as_of, since, until, author, store.member)
     ]
+    left = _left_out(len(best) - len(ids))
     what = " ".join(w for w in words if w in naming)
-    said = f"{what} failed {span}" if passed else f"{what} {span}"
+    said = f"{what} failed {span}" if passed else f"{what} {span}{left}"
     return _listed(scored, runs, keep=True), runs, said, passed and bool(runs)
 
 
