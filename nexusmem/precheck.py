@@ -323,6 +323,15 @@ def check(
                 typed = _not_forgotten(typed, store.deny_entries(), result.notes)
             normalised: dict[tuple[str, str], str] = {}  # each command's text as compared, both answers
 
+            def shells_of(tail: list[TailCommand]) -> Callable[[list[str]], dict[str, str]]:
+                """The shells of some commands: the tail's lines say theirs, the store the others'."""
+
+                def shells(ids: list[str]) -> dict[str, str]:
+                    found = {t.key: t.shell for t in tail}
+                    return {**store.shells_of([i for i in ids if i not in found]), **found}
+
+                return shells
+
             def findings(
                 tail: list[TailCommand],
             ) -> tuple[
@@ -343,7 +352,7 @@ def check(
                     who=who,
                     secondhand=store.secondhand_keys,
                 )
-                open_failures = _open_failures(merged, author_ok, normalised)
+                open_failures = _open_failures(merged, author_ok, normalised, shells_of(tail))
                 if extra and open_failures:
                     # The importers' paths named by open failures: the files of those few commands, not every
                     # node naming each importer (a file of a long history is named by hundreds of commits).
@@ -644,9 +653,12 @@ def _open_failures(
     commands: list[tuple[str, str, int, str | None, int | None]],
     author_ok: Callable[[str], bool] | None = None,
     normalised: dict[tuple[str, str], str] | None = None,
+    shells: Callable[[list[str]], dict[str, str]] | None = None,
 ) -> list[OpenFailure]:
     """(id, command, ts, cwd, exit) of the failures no later run of the same command resolved (of the
-    authors AUTHOR_OK keeps). NORMALISED: resolved.retries' cache, for a second sweep over the same window."""
+    authors AUTHOR_OK keeps). NORMALISED: resolved.retries' cache, for a second sweep over the same window.
+    SHELLS (some ids -> the shell each was typed in) leaves out the lines that ran nothing of their command
+    (`time -p pytest` in zsh or fish: launchers.runs_nothing)."""
     # A failure is resolved by a later success of the same command in the same directory (nexusmem.resolved;
     # the window holds every command later than any failure in it), or by a retry link the linker recorded.
     found, resolved_by = resolved.retries(
@@ -654,7 +666,7 @@ def _open_failures(
         within_ms=None,
         normalised=normalised,
     )
-    return [
+    out = [
         (node_id, command, ts, cwd, code)
         for node_id, ts, command, cwd, code in found
         if node_id not in resolved_by
@@ -663,6 +675,13 @@ def _open_failures(
         and not _git_only(command)
         and not (code == 5 and _is_pytest(command))
     ]
+    timed = [f[0] for f in out if f[1].lstrip()[:6] == "time -"]  # rare: one read only for those
+    if shells is None or not timed:
+        return out
+    from nexusmem.sources.shell.launchers import runs_nothing
+
+    said = shells(timed)
+    return [f for f in out if not runs_nothing(f[1], said.get(f[0]))]
 
 
 # A command's start: blanks and `NAME=value` environment assignments before the program.

@@ -51,3 +51,33 @@ def test_the_folder_a_subshells_cd_or_env_chdir_moves_to_is_where_its_paths_are_
     assert _failures(repo, "check.py", "sub/check.py") == expected  # from the hook log, not synced yet
     run_cli("-C", str(repo), "sync")
     assert _failures(repo, "check.py", "sub/check.py") == expected  # the same from the memory
+
+
+def _lines(repo: Path, entries: list[tuple[int, str, int, str]]) -> None:
+    """Hook lines (ts ms, command, exit, shell) run in REPO, as each shell's hook writes them."""
+    from nexusmem.paths import shell_log_path
+
+    shell_log_path().parent.mkdir(parents=True, exist_ok=True)
+    with shell_log_path().open("a", encoding="utf-8") as fh:
+        for ts, command, code, shell in entries:
+            line = {"ts": ts, "cwd": str(repo), "exit": code, "command": command, "shell": shell}
+            fh.write(json.dumps({**line, "session": shell, "v": 1}) + "\n")
+
+
+def test_zsh_and_fish_time_with_an_option_ran_nothing_of_the_command(repo: Path) -> None:
+    """The walkthrough: in zsh `time -p pytest -k pricing` is "command not found: -p" (127), in fish a refused
+    option (2): pytest never ran, yet precheck warned for pricing. `time` is their keyword and takes no
+    option; in bash (and GNU time) `-p` is an option, and its failure is pytest's."""
+    ago = _shop(repo)
+    _lines(
+        repo,
+        [
+            (ago, "time -p pytest -k pricing", 127, "zsh"),
+            (ago + 1000, "time -p pytest -k pricing --tb=no", 2, "fish"),
+            (ago + 2000, "time -p pytest -k pricing -q", 1, "bash"),
+        ],
+    )
+    want = [("shop/pricing.py", "time -p pytest -k pricing -q")]
+    assert _failures(repo, "shop/pricing.py") == want  # from the hook log, not synced yet
+    run_cli("-C", str(repo), "sync")
+    assert _failures(repo, "shop/pricing.py") == want  # the same from the memory

@@ -1167,6 +1167,24 @@ def test_what_failed_lists_every_failure_the_budget_lets_through_and_says_what_i
     assert any(n.startswith(note) for n in many["notes"]), many["notes"]
 
 
+def test_a_zsh_or_fish_time_with_an_option_is_no_run_of_its_command(repo: Path) -> None:
+    """The walkthrough: zsh's `time -p pytest -k cart` ("command not found: -p", 127) and fish's (2) ran no
+    pytest, yet "which tests failed" listed them; bash's `time -p` is an option, its failure pytest's."""
+    commit(repo, "Add the shop", {"cart.py": "ITEMS = []\n"}, when=NOW - 400 * DAY)
+    at = NOW * 1000 - 30 * 60_000
+    write_commands(repo, [(at, "time -p pytest -k cart", 127)], shell="zsh")
+    write_commands(repo, [(at + 60_000, "time -p pytest -k cart -x", 2)], shell="fish")
+    write_commands(repo, [(at - 60_000, "time -p pytest -k cart -q", 1)])
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("which tests failed", "why did pytest fail"):
+        found = query_json(repo, question)
+        listed = [it["title"] for it in found["items"] if it["title"].startswith("time -p")]
+        assert listed[:1] == ["time -p pytest -k cart -q (exit 1)"], (question, found["items"])
+        assert any(n.startswith("first: the failed runs of") for n in found["notes"]), found["notes"]
+        first = found["items"][0]["title"]
+        assert first == "time -p pytest -k cart -q (exit 1)", (question, found["items"])
+
+
 def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_answer(repo: Path) -> None:
     """ "What did I do when the docker build failed yesterday", with no build yesterday, was answered with
     the passing `docker compose up` runs of other weeks as a strong answer."""

@@ -47,6 +47,7 @@ from nexusmem.retrieve.intent import (
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.show import replacement
+from nexusmem.sources.shell.launchers import runs_nothing
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.nodes import PROJECT_ID_KEY
@@ -2143,7 +2144,7 @@ def failed_runs_first(
     everything = store.shell_commands_between(low, high)
     kinds = runs_named(question.text)
     passed = False
-    failed_rows = [row for row in everything if resolved.failed(row[4])]
+    failed_rows = _ran(store, [row for row in everything if resolved.failed(row[4])])
     best, naming = _runs_naming(failed_rows, subject, kinds)
     # A day asked for by name, a date or --since/--until is the window meant: a failure just outside it
     # (yesterday's, for "which tests failed today") does not make the question's runs of that day no answer.
@@ -2292,8 +2293,21 @@ def _named_failure_near(
     question asked for, LOW..HIGH, may have just missed it: "my lint run that failed a few hours ago")."""
     newest = min(high, store.reference_time(as_of) or high)
     start = min(low, newest - 7 * 86_400_000)
-    rows = [row for row in store.shell_commands_between(start, high) if resolved.failed(row[4])]
+    rows = _ran(store, [row for row in store.shell_commands_between(start, high) if resolved.failed(row[4])])
     return bool(_runs_naming(rows, subject, kinds)[0])
+
+
+def _ran(
+    store: SearchStore, rows: list[tuple[str, str, int, str | None, int | None]]
+) -> list[tuple[str, str, int, str | None, int | None]]:
+    """ROWS without the lines that ran nothing of their command (`time -p pytest` typed in zsh or fish:
+    launchers.runs_nothing): no run of pytest failed there."""
+    timed = [row[0] for row in rows if row[1].lstrip()[:6] == "time -"]
+    if not timed:
+        return rows
+    nodes = store.get_many(timed, light=True)
+    gone = {i for i in timed if i in nodes and runs_nothing(nodes[i].ref, nodes[i].meta.get("shell"))}
+    return [row for row in rows if row[0] not in gone]
 
 
 def _runs_naming(

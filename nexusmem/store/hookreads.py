@@ -75,6 +75,9 @@ class HookReader:
     def importers_of(self, paths: Sequence[str], per_path: int = 50) -> list[tuple[str, str]]:
         return importers_of(self.conn, paths, per_path)
 
+    def shells_of(self, ids: Sequence[str]) -> dict[str, str]:
+        return shells_of(self.conn, ids)
+
     def secondhand_keys(self, natural_keys: Sequence[str]) -> dict[str, tuple[str, int | None]]:
         return secondhand_keys(self.conn, natural_keys)
 
@@ -177,6 +180,12 @@ def files_of_many(conn: Any, ids: Sequence[str]) -> list[tuple[str, str]]:
     """(node id, path) for every file of the nodes IDS."""
     sql = "SELECT n.id, f.path FROM nodes n CROSS JOIN node_files f ON f.node_seq = n.seq WHERE n.id IN ({marks})"
     return list(rows_in(conn, sql, ids))
+
+
+def shells_of(conn: Any, ids: Sequence[str]) -> dict[str, str]:
+    """Node id -> the shell its log line names, for the shell commands IDS that name one."""
+    sql = "SELECT id, json_extract(meta, '$.shell') FROM nodes WHERE id IN ({marks})"
+    return {node_id: shell for node_id, shell in rows_in(conn, sql, ids) if isinstance(shell, str)}
 
 
 def has_imports(conn: Any) -> bool:

@@ -179,15 +179,16 @@ def write_commands(
     *,
     session: str = "s1",
     cwd: Path | None = None,
+    shell: str = "bash",
 ) -> None:
     """Append (ts ms, command, exit code[, duration ms]) lines run in REPO (or CWD, a folder of it) to the
-    shell hook log (the shell-log contract), as the bash hook writes them; the next sync reads them."""
+    shell hook log (the shell-log contract), as SHELL's hook writes them; the next sync reads them."""
     from nexusmem.paths import shell_log_path
 
     shell_log_path().parent.mkdir(parents=True, exist_ok=True)
     with shell_log_path().open("a", encoding="utf-8") as fh:
         for ts, command, code, *duration in entries:
-            line = {"ts": ts, "cwd": str(cwd or repo), "exit": code, "command": command, "shell": "bash"}
+            line = {"ts": ts, "cwd": str(cwd or repo), "exit": code, "command": command, "shell": shell}
             if duration:
                 line["duration_ms"] = duration[0]
             fh.write(json.dumps({**line, "session": session, "v": 1}) + "\n")

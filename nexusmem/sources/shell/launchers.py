@@ -17,6 +17,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
+# The shells whose `time` is a keyword that takes no option: zsh runs `time -p pytest`'s `-p` as the command
+# ("command not found: -p", 127), fish refuses it (2). bash's takes `-p`, GNU time (`/usr/bin/time`) more.
+TIME_WITHOUT_OPTIONS = frozenset(("zsh", "fish"))
+
 # Words that run the command after them as it is (a path to one too: /usr/bin/env), each with the letters
 # of its short options and the names of its long ones that take a value (`-u deploy`, `-n 10`, `--user
 # deploy`; `-udeploy` and `--user=deploy` hold theirs). `time` is bash's keyword (`-p`) or GNU time (`-f
@@ -84,6 +88,13 @@ def _launcher_end(words: Sequence[str], i: int) -> int:
                     j += 1
                 break
     return j if j < n else i
+
+
+def runs_nothing(command: str, shell: str | None) -> bool:
+    """Whether COMMAND, typed in SHELL (as its log line says), ran nothing of the command after its leading
+    `time`: zsh's and fish's `time` takes no option (TIME_WITHOUT_OPTIONS), so `time -p pytest` there is no
+    run of pytest, and neither its failure nor its pass is pytest's."""
+    return shell in TIME_WITHOUT_OPTIONS and command.lstrip()[:6] == "time -"
 
 
 def _cd_end(words: Sequence[str], i: int) -> int:

@@ -91,14 +91,15 @@ if TYPE_CHECKING:
         author: str = "me"
         author_kind: str = "human"
         call_key: str | None = None  # an agent's call: its natural key (agent_call_key)
+        shell: str = "unknown"  # the shell its log line names (launchers.runs_nothing)
 
 else:
     # The same fields, built by collections.namedtuple: typing.NamedTuple turns each annotation into a
     # ForwardRef, compiling it (2-3 ms of a cold precheck with a tail, for nine fields).
     _Fields = namedtuple(
         "_Fields",
-        ("key", "command", "ts", "cwd", "exit", "files", "author", "author_kind", "call_key"),
-        defaults=("me", "human", None),
+        ("key", "command", "ts", "cwd", "exit", "files", "author", "author_kind", "call_key", "shell"),
+        defaults=("me", "human", None, "unknown"),
     )
 
 
@@ -180,6 +181,7 @@ def unsynced_tail(
                 line.author,
                 line.author_kind,
                 call_key(line),
+                line.shell,
             )
         )
     return out
