@@ -872,7 +872,8 @@ def _without_narrower_passes(
         if cwd is not None and (command, cwd) not in typed:
             same = _compared(command, cwd, normalised)
             words = set(command.split()) | set(same.split())
-            typed[(command, cwd)] = (words, {w for w in words if _ASSIGNMENT.match(w)}, same)
+            settings = {w for w in words if _ASSIGNMENT.match(w)} | _changing(command)
+            typed[(command, cwd)] = (words, settings, same)
     folders: dict[str, set[str]] = {}  # folder -> every word of its failed lines
     for (_command, cwd), (failed_words, _settings, _same) in typed.items():
         folders.setdefault(cwd, set()).update(failed_words)
@@ -928,6 +929,17 @@ def _without_narrower_passes(
             if not out[node_id]:
                 del out[node_id]
     return out
+
+
+def _changing(command: str) -> set[str]:
+    """The words of COMMAND's leading launchers that change its run (`env -i`, `env -C sub`: a pass without
+    them is another run), read only for a line that starts with one."""
+    first = command.lstrip().split(" ", 1)[0].rpartition("/")[2]
+    if first not in resolved.LAUNCHER_FIRST and first != "(":
+        return set()
+    from nexusmem.sources.shell.launchers import changing_words  # a launched failure only
+
+    return changing_words(command.split())
 
 
 def _compared(command: str, cwd: str | None, normalised: dict[tuple[str, str], str] | None) -> str:

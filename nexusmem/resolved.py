@@ -10,7 +10,9 @@ known to break that command). Commands without a directory or an exit status (sc
 neither fail nor resolve, nor does a command the person stopped (STOPPED): a watcher ended with Ctrl-C or
 an editor suspended with Ctrl-Z did not fail.
 
-Standard library only: precheck imports this on every commit.
+Standard library only: precheck imports this on every commit (sources.shell.launchers, which loads `re`
+alone, is imported only for a command that starts with a launcher: `nice -n 10 pytest x` is compared as
+`pytest x`, what only launches it left out, what changes the run kept: `FOO=1`, `env -i`).
 """
 
 from __future__ import annotations
@@ -90,15 +92,36 @@ def failed_part(text: str) -> str:
     return text if end == len(words) else " ".join(words[:end])
 
 
+# The first words that may start a launcher (sources.shell.launchers): a command starting with another
+# word is compared as it is, without loading that module.
+LAUNCHER_FIRST = frozenset(
+    {"sudo", "doas", "env", "nice", "time", "exec", "command", "builtin", "nohup", "timeout", "stdbuf",
+     "ionice", "taskset", "xvfb-run", "flock", "setsid", "chrt", "caffeinate", "unbuffer"}
+)  # fmt: skip
+
+
+def _unlaunched(text: str) -> str:
+    """TEXT without the leading launchers that only launch its command (launchers.unlaunched)."""
+    first = text.split(" ", 1)[0].rpartition("/")[2]
+    if first not in LAUNCHER_FIRST and ("=" not in first or first[:1] == "-"):
+        return text
+    from nexusmem.sources.shell.launchers import unlaunched
+
+    words = unlaunched(text.split(" "))
+    return " ".join(words) if words else text
+
+
 def normalise(command: str, cwd: str | None = None) -> str:
     """The command with runs of whitespace collapsed to one space and the ends trimmed, without the filters
     and output redirections at its end that do not change whether it passes (:func:`failed_part`); and, when
     CWD (the folder recorded with it) is where its leading `cd DIR && ` (repeated) lead, without them: a
     prompt hook records the folder a command ended in, so `cd services/api && make test` recorded in
-    services/api ran `make test` there, as its retry `make test` does. A `cd` that failed (the folder
+    services/api ran `make test` there, as its retry `make test` does; and without the launchers that only
+    launch it (`sudo -u deploy`, `nice -n 10`, `time`, `nohup`: _unlaunched), its `NAME=value` settings
+    and `env -i` kept. A `cd` that failed (the folder
     unchanged), one a source recorded where it started (atuin), `cd ..`, `cd -` or an absolute folder: kept
     as typed."""
-    text = failed_part(" ".join(command.split()))
+    text = _unlaunched(failed_part(" ".join(command.split())))
     if cwd is None or not text.startswith("cd "):
         return text
     went: list[str] = []

@@ -8,7 +8,7 @@ from itertools import pairwise
 
 import pytest
 
-from nexusmem.sources.shell.launchers import command_start, launcher_spans, moved_folder
+from nexusmem.sources.shell.launchers import command_start, launcher_spans, moved_folder, unlaunched
 
 
 @pytest.mark.parametrize(
@@ -90,3 +90,27 @@ def test_the_command_of_a_line_is_past_what_only_launches_it(line: str, command:
 )
 def test_the_folder_a_line_runs_its_command_in(line: str, moved: tuple[str, int] | None) -> None:
     assert moved_folder(line.split()) == moved
+
+
+@pytest.mark.parametrize(
+    ("line", "run"),
+    [
+        ("nice -n 10 pytest x", "pytest x"),
+        ("sudo -u nobody pytest x", "pytest x"),
+        ("time -p pytest x", "pytest x"),
+        ("nohup sudo -E pytest x", "pytest x"),
+        ("env pytest x", "pytest x"),
+        # what changes the run stays
+        ("FOO=1 nice pytest x", "FOO=1 pytest x"),
+        ("env -i PATH=/bin pytest x", "env -i PATH=/bin pytest x"),
+        ("env - pytest x", "env - pytest x"),
+        ("env -u HOME pytest x", "env -u HOME pytest x"),
+        ("env -C sub pytest x", "env -C sub pytest x"),
+        ("sudo -D sub pytest x", "sudo -D sub pytest x"),
+        ("sudo -uadmin pytest x", "pytest x"),
+        ("( cd sub && pytest x )", "( cd sub && pytest x )"),
+        ("pytest x", "pytest x"),
+    ],
+)
+def test_a_run_without_what_only_launches_it(line: str, run: str) -> None:
+    assert " ".join(unlaunched(line.split())) == run

@@ -112,6 +112,72 @@ def _cd_end(words: Sequence[str], i: int) -> int:
     return end if end < n else i
 
 
+# The options after which the command runs otherwise than it would alone: in an emptied or changed
+# environment (`env -i`, `env -`, `env -u HOME`, `sudo -i`), or in another folder (`env -C`, `sudo -D`).
+_CHANGING_LETTERS = {"env": "iuC", "sudo": "iD"}
+_CHANGING_LONG = frozenset(("--ignore-environment", "--unset", "--chdir", "--login"))
+
+
+def _changes_the_run(words: Sequence[str], start: int, end: int) -> bool:
+    """Whether the launcher WORDS[START:END] changes how its command runs, beyond launching it: a `NAME=value`
+    setting, a subshell's bracket, a `cd DIR &&`, an option of _CHANGING_LETTERS or _CHANGING_LONG."""
+    word = words[start]
+    if word in _BRACKETS or word == "cd" or ASSIGNMENT.match(word):
+        return True
+    name = word.rpartition("/")[2]
+    changing = _CHANGING_LETTERS.get(name)
+    if changing is None:
+        return False
+    letters = _LAUNCHERS[name][0]
+    j = start + 1
+    while j < end:
+        option = words[j]
+        j += 1
+        if option == "-" and name == "env":
+            return True
+        if option[:2] == "--":
+            if option.partition("=")[0] in _CHANGING_LONG:
+                return True
+            j += option in _LAUNCHERS[name][1]
+            continue
+        if option[:1] != "-":
+            continue
+        for k, letter in enumerate(option[1:], 2):
+            if letter in changing:
+                return True
+            if letter in letters:
+                j += k == len(option)
+                break
+    return False
+
+
+def unlaunched(words: Sequence[str]) -> list[str]:
+    """WORDS without the leading launchers that only launch its command (`sudo -u deploy`, `nice -n 10`,
+    `time -p`, `nohup`, `timeout 60`): `nice -n 10 pytest x` is a run of `pytest x`. What changes the run stays
+    (`FOO=1`, `env -i`, `env -u HOME`, `env -C sub`, `sudo -D sub`, `( cd sub &&`): the retry rule
+    (nexusmem.resolved) and precheck's narrower passes read a run so."""
+    dropped = [
+        (start, end) for start, end in launcher_spans(words) if not _changes_the_run(words, start, end)
+    ]
+    if not dropped:
+        return list(words)
+    keep = [True] * len(words)
+    for start, end in dropped:
+        keep[start:end] = [False] * (end - start)
+    return [word for word, kept in zip(words, keep, strict=True) if kept]
+
+
+def changing_words(words: Sequence[str]) -> set[str]:
+    """The words of the leading launchers of WORDS that change how its command runs (unlaunched keeps them):
+    a run without them is another run."""
+    return {
+        words[i]
+        for start, end in launcher_spans(words)
+        if _changes_the_run(words, start, end)
+        for i in range(start, end)
+    }
+
+
 def launcher_spans(words: Sequence[str]) -> Iterator[tuple[int, int]]:
     """(start, end) of each launcher before the command of WORDS (a command line's words, or a simple
     command's): WORDS[start:end] is one (`sudo -u deploy`, `CI=1`, `nice -n 10`, `(`), in order."""
