@@ -30,6 +30,7 @@ def _shop(repo: Path) -> int:
 def _failures(repo: Path, *files: str) -> list[tuple[str, str]]:
     """(file, command) of each failure `precheck --json` warns about for FILES."""
     data = json.loads(run_script("precheck", "--json", "--files", *files, cwd=repo).stdout)
+    assert data["checked"], data["reason"]
     return sorted((f["path"], f["command"]) for f in data["findings"] if f["kind"] == "failure")
 
 
@@ -116,3 +117,23 @@ def test_precheck_and_linking_agree_on_the_pass_that_resolves_a_launched_run(rep
     links = _retry_links(repo)
     assert {line: links[line] for line in launched} == {line: [f"pytest {test}"] for line in launched}
     assert {line: links[line] for line in changed} == {line: [] for line in changed}
+
+
+def test_no_tests_collected_behind_a_common_launcher_is_no_failure(repo: Path) -> None:
+    """The walkthrough: `timeout 60 pytest … -k nomatch` (exit 5: no tests collected) warned at commit, as
+    plain and `nice -n 10` forms did not: `timeout` was no launcher. So for the other common ones."""
+    ago = _shop(repo)
+    lines = [
+        "timeout 60 pytest tests/test_pricing.py -k nomatch",
+        "timeout -s KILL -k 5 2m pytest tests/test_pricing.py -k nomatch",
+        "stdbuf -oL -e L pytest tests/test_pricing.py -k nomatch",
+        "ionice -c 3 -n 7 pytest tests/test_pricing.py -k nomatch",
+        "taskset -c 0,1 pytest tests/test_pricing.py -k nomatch",
+        "xvfb-run -a -s '-screen 0 1280x1024x24' pytest tests/test_pricing.py -k nomatch",
+        "flock -w 10 /tmp/shop.lock pytest tests/test_pricing.py -k nomatch",
+        "setsid -w pytest tests/test_pricing.py -k nomatch",
+        "chrt -f 10 pytest tests/test_pricing.py -k nomatch",
+        "unbuffer pytest tests/test_pricing.py -k nomatch",
+    ]
+    write_commands(repo, [(ago + n * 1000, line, 5) for n, line in enumerate(lines)])
+    assert _failures(repo, "shop/pricing.py") == []

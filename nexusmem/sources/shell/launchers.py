@@ -1,6 +1,7 @@
 """Which word of a shell command line is its command, past the words that only launch it.
 
 `sudo -u deploy pytest x`, `doas make`, `env -i CI=1 pytest`, `nice -n 10 make`, `time -p pytest`,
+`timeout 60 pytest`, `flock /tmp/l make`, `xvfb-run -a pytest`,
 `nohup ./serve &`, `command grep x`, `exec -a name prog`, `( cd sub && make )`, `cd sub; make`: the command
 is pytest, make, ./serve, grep, prog, make, make (a leading `cd DIR &&` or `cd DIR;` only says where the
 command runs; `cd DIR ||` and a `cd` alone are the command). One answer for the shell log (a line that only starts a shell), precheck (the
@@ -29,16 +30,34 @@ _SUDO_LONG = frozenset(
     {"--user", "--group", "--host", "--prompt", "--close-from", "--chdir", "--role", "--type", "--other-user",
      "--command-timeout"}
 )  # fmt: skip
-_LAUNCHERS: dict[str, tuple[str, frozenset[str]]] = {
-    "sudo": ("ughpCDrtUT", _SUDO_LONG),
-    "doas": ("uaC", frozenset()),
-    "env": ("uC", frozenset(("--unset", "--chdir"))),
-    "nice": ("n", frozenset(("--adjustment",))),
-    "time": ("fo", frozenset(("--format", "--output"))),
-    "exec": ("a", frozenset()),
-    "command": ("", frozenset()),
-    "builtin": ("", frozenset()),
-    "nohup": ("", frozenset()),
+# And how many operands come before the command: `timeout 60 pytest` (its DURATION), `taskset 0x3 make` (a
+# mask), `flock /tmp/l make` (the lock file), `chrt -f 10 make` (a priority).
+_LAUNCHERS: dict[str, tuple[str, frozenset[str], int]] = {
+    "sudo": ("ughpCDrtUT", _SUDO_LONG, 0),
+    "doas": ("uaC", frozenset(), 0),
+    "env": ("uC", frozenset(("--unset", "--chdir")), 0),
+    "nice": ("n", frozenset(("--adjustment",)), 0),
+    "time": ("fo", frozenset(("--format", "--output")), 0),
+    "exec": ("a", frozenset(), 0),
+    "command": ("", frozenset(), 0),
+    "builtin": ("", frozenset(), 0),
+    "nohup": ("", frozenset(), 0),
+    "timeout": ("sk", frozenset(("--signal", "--kill-after")), 1),
+    "stdbuf": ("ioe", frozenset(("--input", "--output", "--error")), 0),
+    "ionice": ("cn", frozenset(("--class", "--classdata")), 0),
+    "taskset": ("", frozenset(), 1),
+    "xvfb-run": (
+        "efnpsw",
+        frozenset(
+            ("--error-file", "--auth-file", "--server-num", "--xauth-protocol", "--server-args", "--wait")
+        ),
+        0,
+    ),
+    "flock": ("wE", frozenset(("--wait", "--timeout", "--conflict-exit-code")), 1),
+    "setsid": ("", frozenset(), 0),
+    "chrt": ("TPD", frozenset(("--sched-runtime", "--sched-period", "--sched-deadline")), 1),
+    "caffeinate": ("tw", frozenset(), 0),
+    "unbuffer": ("", frozenset(), 0),
 }
 # Options after which the words that follow are no command it runs: `command -v pytest` says where pytest
 # is, `env -S 'pytest -x'` splits a string, `sudo -e f` edits f and `sudo -l` lists what may run.
@@ -46,6 +65,10 @@ _NO_COMMAND: dict[str, frozenset[str]] = {
     "command": frozenset(("-v", "-V")),
     "env": frozenset(("-S", "--split-string")),
     "sudo": frozenset(("-e", "--edit", "-l", "--list")),
+    "ionice": frozenset(("-p", "--pid", "-P", "--pgid", "-u", "--uid")),
+    "taskset": frozenset(("-p", "--pid", "-a", "--all-tasks")),
+    "chrt": frozenset(("-p", "--pid", "-m", "--max")),
+    "flock": frozenset(("-c", "--command")),
 }
 # The brackets of a subshell or a group (`( cd sub && make )`, `{ make; }`), when a word of their own.
 _BRACKETS = frozenset(("(", "{"))
@@ -64,7 +87,7 @@ def _launcher_end(words: Sequence[str], i: int) -> int:
     spec = _LAUNCHERS.get(name)
     if spec is None:
         return i
-    letters, long_values = spec
+    letters, long_values, operands = spec
     stops = _NO_COMMAND.get(name, ())
     n = len(words)
     j = i + 1
@@ -80,14 +103,30 @@ def _launcher_end(words: Sequence[str], i: int) -> int:
         j += 1
         if option[:2] == "--":
             if option in long_values:
-                j += 1
+                j = _past_value(words, j)
             continue
         for k, letter in enumerate(option[1:], 2):
             if letter in letters:
                 if k == len(option):  # `-u deploy`; `-udeploy` holds its value
-                    j += 1
+                    j = _past_value(words, j)
                 break
+    j += operands  # `timeout 60`, `flock /tmp/l`
+    if operands and j < n and words[j][:1] == "-":
+        return i  # `flock /tmp/l -c 'make'`: a string it runs, no command word
     return j if j < n else i
+
+
+def _past_value(words: Sequence[str], j: int) -> int:
+    """Past the option value at WORDS[J], a quoted one split into words too (`-s '-screen 0 1024x768x24'`)."""
+    if j >= len(words):
+        return j
+    quote = words[j][:1]
+    if quote in ("'", '"') and not (len(words[j]) > 1 and words[j].endswith(quote)):
+        k = j + 1
+        while k < len(words) and not words[k].endswith(quote):
+            k += 1
+        return k + 1
+    return j + 1
 
 
 def runs_nothing(command: str, shell: str | None) -> bool:

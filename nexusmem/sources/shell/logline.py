@@ -416,7 +416,7 @@ def _leaves_the_shell(command: str) -> bool:
 # Shells whose interactive session a line may start (`bash`, `fish --private`): its status is that of the
 # last command typed in it, not a failure of the line. The options of each that take a value (`-o vi`).
 _SHELL_NAMES = frozenset(("bash", "zsh", "fish", "sh", "dash", "ksh"))
-_SHELL_FIRST = frozenset("bzfsdk/ectn")  # and a VAR=value first (`t`ime, `n`ice, `n`ohup)
+_SHELL_FIRST = frozenset("bzfsdk/ectniux")  # and a VAR=value first (`t`ime, `n`ice, `i`onice, `u`nbuffer…)
 _TAKES_VALUE = {
     "fish": frozenset(("-C", "--init-command", "-d", "--debug", "-o", "--debug-output", "-f", "--features")),
 }
