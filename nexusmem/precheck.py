@@ -673,7 +673,7 @@ def _open_failures(
         and code is not None
         and (author_ok is None or author_ok(node_id))
         and not _git_only(command)
-        and not (code == 5 and _is_pytest(command))
+        and not (code == 5 and _no_test_failed(command))
     ]
     timed = [f[0] for f in out if f[1].lstrip()[:6] == "time -"]  # rare: one read only for those
     if shells is None or not timed:
@@ -686,19 +686,13 @@ def _open_failures(
 
 # A command's start: blanks and `NAME=value` environment assignments before the program.
 _COMMAND_START = r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*"
-# pytest's exit 5 is "no tests collected" (a `-k` that matched nothing): nothing failed.
-_PYTEST = re.compile(_COMMAND_START + r"(?:\S*/)?(?:py\.test|pytest|python3?\s+-m\s+pytest)\b")
 
 
-def _is_pytest(command: str) -> bool:
-    """Whether COMMAND runs pytest, past the words that only launch it (`time -p pytest`, `sudo -u ci pytest`)."""
-    if _PYTEST.match(command):
-        return True
-    from nexusmem.sources.shell.launchers import command_start  # a failure's exit 5 only
+def _no_test_failed(command: str) -> bool:
+    """Whether COMMAND, which exited 5, is pytest's "no tests collected" (launchers.no_test_failed)."""
+    from nexusmem.sources.shell.launchers import no_test_failed  # a failure's exit 5 only
 
-    words = command.split()
-    start = command_start(words)
-    return 0 < start < len(words) and _PYTEST.match(" ".join(words[start:])) is not None
+    return no_test_failed(command, 5)
 
 
 # `git add x && git commit -m` that failed (no message, no identity) names x, but it is no check of x:

@@ -8,7 +8,13 @@ from itertools import pairwise
 
 import pytest
 
-from nexusmem.sources.shell.launchers import command_start, launcher_spans, moved_folder, unlaunched
+from nexusmem.sources.shell.launchers import (
+    command_start,
+    launcher_spans,
+    moved_folder,
+    no_test_failed,
+    unlaunched,
+)
 
 
 @pytest.mark.parametrize(
@@ -141,3 +147,18 @@ def test_the_folder_a_line_runs_its_command_in(line: str, moved: tuple[str, int]
 )
 def test_a_run_without_what_only_launches_it(line: str, run: str) -> None:
     assert " ".join(unlaunched(line.split())) == run
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "none_failed"),
+    [
+        ("pytest -k nomatch", 5, True),
+        ("timeout 60 python -m pytest -k x", 5, True),
+        ("FOO=1 time -p py.test", 5, True),
+        ("pytest -k nomatch", 1, False),
+        ("make lint", 5, False),
+        ("echo pytest", 5, False),
+    ],
+)
+def test_pytests_exit_5_failed_no_test(line: str, code: int, none_failed: bool) -> None:
+    assert no_test_failed(line, code) is none_failed

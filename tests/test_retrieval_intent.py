@@ -1185,6 +1185,23 @@ def test_a_zsh_or_fish_time_with_an_option_is_no_run_of_its_command(repo: Path) 
         assert first == "time -p pytest -k cart -q (exit 1)", (question, found["items"])
 
 
+def test_pytests_exit_5_is_no_failed_test_as_precheck_reads_it(repo: Path) -> None:
+    """The walkthrough: "which tests failed" and "why did pytest fail" listed `pytest -k nomatch` (exit 5: no
+    tests collected) first, which precheck skips: no test failed there."""
+    commit(repo, "Add the shop", {"cart.py": "ITEMS = []\n"}, when=NOW - 400 * DAY)
+    write_recent(
+        repo,
+        "40 1 pytest tests/test_cart.py\n30 5 pytest -k nomatch\n20 5 timeout 60 python -m pytest -k none\n"
+        "10 5 make lint\n",
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("which tests failed", "why did pytest fail"):
+        titles = [it["title"] for it in query_json(repo, question)["items"]]
+        assert titles[0] == "pytest tests/test_cart.py (exit 1)", (question, titles)  # the one failed run
+    titles = [it["title"] for it in query_json(repo, "what failed in the last hour")["items"]]
+    assert titles == ["make lint (exit 5)", "pytest tests/test_cart.py (exit 1)"], titles
+
+
 def test_a_failure_asked_about_at_a_time_when_nothing_matching_ran_is_a_weak_answer(repo: Path) -> None:
     """ "What did I do when the docker build failed yesterday", with no build yesterday, was answered with
     the passing `docker compose up` runs of other weeks as a strong answer."""

@@ -47,7 +47,7 @@ from nexusmem.retrieve.intent import (
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.show import replacement
-from nexusmem.sources.shell.launchers import runs_nothing
+from nexusmem.sources.shell.launchers import no_test_failed, runs_nothing
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.nodes import PROJECT_ID_KEY
@@ -2053,7 +2053,7 @@ def failures_first(
     alone: nexusmem.authors); those commands (none: none failed there, and SCORED unchanged); how to say the
     window."""
     low, high, span, _exact = _failure_window(question, store.reference_time(as_of), since, until)
-    rows = [row for row in store.shell_commands_between(low, high) if resolved.failed(row[4])]
+    rows = [row for row in store.shell_commands_between(low, high) if _failed(row)]
     ids = [row[0] for row in reversed(rows)]
     if author is None:
         nodes = store.get_many(ids[:FAILURES_LISTED], light=True)
@@ -2144,7 +2144,7 @@ def failed_runs_first(
     everything = store.shell_commands_between(low, high)
     kinds = runs_named(question.text)
     passed = False
-    failed_rows = _ran(store, [row for row in everything if resolved.failed(row[4])])
+    failed_rows = _ran(store, [row for row in everything if _failed(row)])
     best, naming = _runs_naming(failed_rows, subject, kinds)
     # A day asked for by name, a date or --since/--until is the window meant: a failure just outside it
     # (yesterday's, for "which tests failed today") does not make the question's runs of that day no answer.
@@ -2293,8 +2293,14 @@ def _named_failure_near(
     question asked for, LOW..HIGH, may have just missed it: "my lint run that failed a few hours ago")."""
     newest = min(high, store.reference_time(as_of) or high)
     start = min(low, newest - 7 * 86_400_000)
-    rows = _ran(store, [row for row in store.shell_commands_between(start, high) if resolved.failed(row[4])])
+    rows = _ran(store, [row for row in store.shell_commands_between(start, high) if _failed(row)])
     return bool(_runs_naming(rows, subject, kinds)[0])
+
+
+def _failed(row: tuple[str, str, int, str | None, int | None]) -> bool:
+    """Whether the command of ROW (id, command, ts, cwd, exit) failed, as precheck reads it: pytest's exit 5
+    (no tests collected) failed no test (launchers.no_test_failed)."""
+    return resolved.failed(row[4]) and not no_test_failed(row[1], row[4])
 
 
 def _ran(

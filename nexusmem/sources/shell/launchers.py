@@ -314,3 +314,17 @@ def _option_value(words: Sequence[str], start: int, end: int, letter: str) -> st
                     j += 1
                 break
     return None
+
+
+# pytest, as a command's program: its exit 5 is "no tests collected" (a `-k` that matched nothing).
+_PYTEST = re.compile(r"(?:\S*/)?(?:py\.test|pytest|python3?\s+-m\s+pytest)\b")
+
+
+def no_test_failed(command: str, exit_code: int | None) -> bool:
+    """Whether COMMAND ending with EXIT_CODE failed no test although it failed: pytest's exit 5 ("no tests
+    collected"), past the words that only launch it (`time -p pytest -k x`, `timeout 60 python -m pytest`).
+    One rule for precheck (no warning) and the questions about runs (no failed run)."""
+    if exit_code != 5:
+        return False
+    words = command.split()
+    return _PYTEST.match(" ".join(words[command_start(words) :])) is not None
