@@ -721,6 +721,10 @@ _CONTAINER_TOOLS = frozenset(
 )  # fmt: skip
 # Commands whose words are folders (`cd network && make`, `pushd coupons`): no module's bare name.
 _FOLDER_TOOLS = frozenset({"cd", "pushd", "popd", "builtin"})
+# make and its kin: their plain words are targets (`make -C sub check`), which name no module, as a tool's
+# subcommand does not (_SUBCOMMAND_TOOLS); a file it is given (`-f check.mk`) is named by its path, and a
+# setting's value (`FILE=check.py`) still names what it names.
+_MAKE_TOOLS = frozenset({"make", "gmake", "bmake", "remake"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -728,7 +732,8 @@ def _naming_text(command: str, roots: Sequence[str]) -> str:
     """COMMAND with the words that name no repository file by a bare module name blanked out: one holding a
     URL (`http://127.0.0.1:9/api/cart`), an absolute path outside ROOTS (the repository's work trees:
     `ls /var/log/pricing`, `tail ~/logs/stock`, `--log=/tmp/cart.log`), the arguments of a remote tool, and
-    those of a container tool but the file names among them (_REMOTE_TOOLS, _CONTAINER_TOOLS). The rest
+    those of a container tool but the file names among them (_REMOTE_TOOLS, _CONTAINER_TOOLS), make's targets
+    and options (_MAKE_TOOLS: `make -C sub check`; its `NAME=value` settings stay). The rest
     stays where it was (a name holding a newline still matches). The tool is the word past those that only
     launch it (sources.shell.launchers: `sudo -u deploy docker logs x`, `( cd sub && make )`)."""
     from nexusmem.sources.shell.launchers import command_start  # only for a line naming a staged module
@@ -744,11 +749,13 @@ def _naming_text(command: str, roots: Sequence[str]) -> str:
         program = program.lstrip("({")
         remote = program in _REMOTE_TOOLS or program in _FOLDER_TOOLS
         container = program in _CONTAINER_TOOLS
-        for start, word in words:
+        make = program in _MAKE_TOOLS
+        for index, (start, word) in enumerate(words):
             bare = word.strip("'\"")
             value = bare.rsplit("=", 1)[-1]  # `--log-file=/var/log/cart.log`: the path given
             if (
-                remote
+                (make and index > first and (bare[:1] == "-" or "=" not in bare))
+                or remote
                 or "://" in bare
                 or (value.startswith(("/", "~")) and not _inside(value, roots))
                 or (container and not _FILE_WORD.match(value.rsplit("/", 1)[-1]))

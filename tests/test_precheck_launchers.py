@@ -137,3 +137,20 @@ def test_no_tests_collected_behind_a_common_launcher_is_no_failure(repo: Path) -
     ]
     write_commands(repo, [(ago + n * 1000, line, 5) for n, line in enumerate(lines)])
     assert _failures(repo, "shop/pricing.py") == []
+
+
+def test_a_make_target_names_no_module(repo: Path) -> None:
+    """The walkthrough: `make -C sub check` (exit 2) warned for check.py and sub/check.py. A make target is
+    like a tool's subcommand (`npm run build` names no run.py), wherever it stands; a file make is given
+    (`-f check.mk`) or a setting's value (`FILE=check.py`) still names what it names."""
+    ago = _shop(repo)
+    (repo / "sub" / "check.mk").write_text("all:\n", encoding="utf-8")
+    targets = ["make -C sub check", "make -j4 check pricing", "sudo make -s check", "cd sub && make check"]
+    named = ["make -f sub/check.mk all", "make lint FILE=check.py"]
+    write_commands(repo, [(ago + n * 1000, line, 2) for n, line in enumerate([*targets, *named])])
+    assert _failures(repo, "check.py", "sub/check.py", "shop/pricing.py", "sub/check.mk") == [
+        ("check.py", "make lint FILE=check.py"),
+        ("sub/check.mk", "make -f sub/check.mk all"),
+        ("sub/check.mk", "make lint FILE=check.py"),  # by its module's name, as before
+        ("sub/check.py", "make lint FILE=check.py"),
+    ]
