@@ -140,12 +140,16 @@ class PrecheckResult:
         findings: list[Finding] | None = None,
         checked: bool = True,
         reason: str | None = None,
+        nothing_given: bool = False,
     ) -> None:
         self.root = root
         self.files = files
         self.findings: list[Finding] = findings if findings is not None else []
         self.checked = checked
         self.reason = reason
+        # `--files` with no file after it (a CI diff that found none: a shallow checkout without a merge
+        # base): nothing checked, which `--strict` refuses rather than pass a job that checked nothing.
+        self.nothing_given = nothing_given
         # What the findings were counted from, when it is not the whole story (a reset since the last sync).
         self.notes: list[str] = []
 
@@ -1045,6 +1049,11 @@ def one_line(name: str) -> str:
     return escaped(name)
 
 
+# `precheck --files` given no file: a CI step's `$(git diff --name-only BASE...HEAD)` that found none (a
+# shallow checkout has no merge base: git prints an error to stderr and nothing to the command line).
+NO_FILES = "no files given: nothing checked"
+
+
 def run(
     start: Path | None = None,
     *,
@@ -1064,6 +1073,8 @@ def run(
         return PrecheckResult(
             root=None, files=[], checked=False, reason=f"{here} is not inside a git repository"
         )
+    if files is not None and not files:
+        return PrecheckResult(root=str(root), files=[], checked=False, reason=NO_FILES, nothing_given=True)
     if team:
         return _run_team(root, here, files, working, now_ms)
     # A linked worktree without a memory of its own reads the main work tree's, as query and status do

@@ -67,6 +67,11 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
             quiet_stdout()
     if not result.checked:
         note = result.reason or "nothing checked"
+        if result.nothing_given and strict:
+            # A CI step that checks no file must not pass as one that found nothing (the team store's
+            # outage is different: it leaves the job green, said so).
+            _say(f"nexusmem precheck: {note} (--strict: refused; give the files to check)")
+            return NOTHING_GIVEN_EXIT
         _say(f"nexusmem precheck: {note}" + (" (--strict: nothing was checked)" if strict else ""))
         return 0
     if not as_json:
@@ -91,6 +96,9 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
             )
     return refusal_code() if strict and result.findings else 0
 
+
+# `precheck --strict --files` given no file: as a usage error, not a refusal for what was found.
+NOTHING_GIVEN_EXIT = 2
 
 # A commit of 2,000 high-churn files printed 2,001 lines on every commit: past this many findings, the
 # human output shows this many (failures before churn) and counts the rest in one line; --json has them all.
