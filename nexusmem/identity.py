@@ -16,15 +16,22 @@ _SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$", re.DOTALL)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^/?#]*@)?([^/?#@]+)([^?#]*)(?:[?#].*)?$", re.DOTALL)
 
 
+# A file URL names a path on this machine (`file:///x/r.git`, `file://localhost/x/r.git`): read as that path.
+_FILE_URL = re.compile(r"^file://(?:localhost)?(/.*)$", re.IGNORECASE | re.DOTALL)
+
+
 def normalise_url(url: str) -> str:
     """Reduce a remote URL to host/path: scheme, user, query, fragment and port-less noise, trailing '/' and
     '.git' removed, a secret the path holds redacted (`https://host/ghp_…/app` is
     host/«redacted:github-token»/app: the id is stored, shown and shared).
 
     git@github.com:Org/Repo.git, https://user@github.com/org/repo/ and ssh://git@github.com/org/repo
-    all become github.com/org/repo.
+    all become github.com/org/repo; file:///x/origin.git and /x/origin.git/ both /x/origin.
     """
     url = url.strip()
+    local = _FILE_URL.match(url)
+    if local:  # `file:///x/origin.git` is the origin `/x/origin.git` is: one project, one id
+        url = local.group(1)
     m = _SCHEME.match(url)
     if m:
         host, path = m.group(1), m.group(2) or ""

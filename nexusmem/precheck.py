@@ -1142,7 +1142,11 @@ def _run_team(
 
     with store:
         try:
-            return check(root, names, now_ms=now_ms, team=store)
+            result = check(root, names, now_ms=now_ms, team=store)
+            empty = team.nothing_held_note(proj, store)
+            if empty is not None:
+                result.notes.append(empty)
+            return result
         except Exception as exc:
             if not is_driver_error(exc):
                 raise

@@ -634,16 +634,31 @@ def _moved_note(project: Project, store: SyncStore) -> str | None:
     if recorded == project.id:
         return None
     recorded = recorded or store.written_project_id()
+    respelled = bool(recorded) and _respelled(str(recorded), project.id)
     with store.transaction():
         rekeyed = store.rekey_project(project.id)
         store.set_meta(PROJECT_ID, project.id)
+        if (
+            respelled
+        ):  # the team rows pushed under the old spelling go with the next push (team._drop_unclean)
+            store.leave_team_id(str(recorded))
     if not rekeyed:
         return None
-    if recorded and _held_a_credential(recorded, project.id):  # printed, and logged by a post-commit sync
+    if respelled:
+        how = f"the origin URL's spelling {recorded} now reads as the same origin as every clone's: {project.id}"
+    elif recorded and _held_a_credential(recorded, project.id):  # printed, and logged by a post-commit sync
         how = f"from the previous id, which held a credential of the origin URL, to {project.id}"
     else:
         how = f"it was moved, copied or given a remote: {recorded or 'an older id'} → {project.id}"
     return f"this repository's id changed ({how}); its {rekeyed} node(s) now go by the new id, with their verdicts"
+
+
+def _respelled(recorded: str, now: str) -> bool:
+    """Whether the project id RECORDED, which an older release made, is another spelling of the origin that
+    is NOW today (`file:///x/origin`, read as the path `/x/origin` since)."""
+    from nexusmem.identity import normalise_url
+
+    return recorded != now and recorded.startswith("file://") and normalise_url(recorded) == now
 
 
 def _held_a_credential(recorded: str, now: str) -> bool:

@@ -155,6 +155,17 @@ def team_project(proj: Project) -> str:
     return pid
 
 
+def nothing_held_note(proj: Project, team: TeamStore) -> str | None:
+    """What a read of the team store says when the store holds no node of PROJ (no member has pushed from a
+    clone of its origin, or their clones name it otherwise): an empty answer is not "nothing found"."""
+    if team.holds_project():
+        return None
+    return (
+        f"the team store holds no memory for this project (origin {proj.id}): no member has pushed from a"
+        " clone of it yet, or their clones' origin names another repository"
+    )
+
+
 # A read made while someone waits (a query, a precheck in a commit or a CI job) gives the team store this
 # long per statement, lock waits included; past it the local answer stands alone, with a note.
 READ_STATEMENT_MS = 2000
@@ -318,7 +329,8 @@ class PushReport:
         if self.unclean_dropped:
             lines.append(
                 f"  removed {self.unclean_dropped:,} node(s) you pushed under this repository's older project id,"
-                " which held a credential of the origin URL (they are sent under the clean id now)"
+                " which held a credential of the origin URL or spelled the origin otherwise (they are sent under"
+                " the id it has now)"
             )
         if self.not_shared or self.denied:
             lines.append(
@@ -1174,6 +1186,8 @@ def query(
         note = f"team store not searched: {exc}"
 
     def search(team: TeamStore | None, why: str | None) -> Any:
+        if team is not None and why is None:
+            why = nothing_held_note(proj, team)
         with proj.open_store() as store:
             return team_query.search(
                 store,

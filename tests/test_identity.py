@@ -31,6 +31,22 @@ def test_normalise_url_gives_one_namespace(url: str) -> None:
     assert identity.normalise_url(url) == "github.com/acme/widget"
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///srv/git/Widget.git",
+        "/srv/git/Widget.git",
+        "/srv/git/widget/",
+        "file://localhost/srv/git/widget",
+    ],
+)
+def test_an_origin_on_this_disk_is_one_project_however_its_url_is_written(url: str) -> None:
+    """`git clone file:///srv/git/widget.git` and `git clone /srv/git/widget.git` made two project ids (the
+    first kept `file://`, and so was sent to the team store as it was): two clones of one origin shared
+    nothing."""
+    assert identity.normalise_url(url) == "/srv/git/widget"
+
+
 def test_node_id_is_stable_and_24_hex() -> None:
     a = identity.node_id("p", "git_commit", "abc")
     assert a == identity.node_id("p", "git_commit", "abc") and len(a) == 24
@@ -54,12 +70,13 @@ def test_node_id_is_stable_and_24_hex() -> None:
         ("git://git.savannah.gnu.org/emacs.git", "git.savannah.gnu.org/emacs"),
         ("git@git.sr.ht:~sircmpwn/git.sr.ht", "git.sr.ht/~sircmpwn/git.sr.ht"),
         ("gitea@git.example.com:Org/Repo.git", "git.example.com/org/repo"),
-        ("file:///srv/git/repo.git", "file:///srv/git/repo"),
+        # a file URL is the path it names (one origin, one id: a sync re-keys a memory made before)
+        ("file:///srv/git/repo.git", "/srv/git/repo"),
         ("https://[::1]:8080/org/repo", "[::1]:8080/org/repo"),
         ("jane.doe@corp.com@git.corp.example:team/app.git", "corp.com@git.corp.example/team/app"),
         ("git@github.com:org/repo.git?ref=main", "github.com/org/repo.git?ref=main"),
-        ("file:///srv/c#proj/up.git", "file:///srv/c#proj/up"),
-        ("file:///srv/c#other/up.git", "file:///srv/c#other/up"),
+        ("file:///srv/c#proj/up.git", "/srv/c#proj/up"),
+        ("file:///srv/c#other/up.git", "/srv/c#other/up"),
         ("../a#b/repo", "../a#b/repo"),
         ("ext::ssh -i key git@host.example %S org/repo", "ext/:ssh -i key git@host.example %s org/repo"),
     ],

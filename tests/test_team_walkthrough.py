@@ -83,3 +83,73 @@ def test_the_readme_ci_recipe_checks_the_changed_files_and_an_empty_list_is_refu
     assert files == ["uploader.py"], files
     checked = _ci(full, "precheck", "--strict", "--team", "--json", "--files", *files, env=env)
     assert json.loads(checked.stdout)["checked"] is True and checked.returncode in (0, 1), checked.stderr
+
+
+def test_a_team_store_holding_nothing_for_the_project_says_so_and_file_urls_are_one_origin(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """A clone of `file:///x/origin.git` and one of `/x/origin.git` had different project ids, so one's
+    `precheck --team` read nothing the other pushed and said checked: true, findings: [] (`query --team` the
+    same, silently). Now both spellings are one project, and a store holding nothing for it says so. A clone
+    that pushed under the old spelling re-keys its memory and moves its team rows at its next push."""
+    from helpers.team import make_member
+
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    alice.run("team", "push")
+    for i in range(4):
+        alice.commit(f"Tune the uploader, step {i}", {"uploader.py": f"STEP = {i}\n"})
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    env = {"NEXUSMEM_TEAM_URL": team_url}
+
+    ci = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", f"file://{origin}", ci.name)
+    assert git(ci, "config", "remote.origin.url").strip().startswith("file://")
+    found = json.loads(_ci(ci, "precheck", "--team", "--json", "--files", "uploader.py", env=env).stdout)
+    assert [f["kind"] for f in found["findings"]] == ["churn"], found
+    assert not any("holds no memory" in n for n in found["notes"]), found
+
+    other = init_repo(tmp_path / "elsewhere")
+    commit(other, "Start", {"uploader.py": "X = 1\n"})
+    git(other, "remote", "add", "origin", "git@example.com:team/never-pushed.git")
+    said = _ci(other, "precheck", "--team", "--files", "uploader.py", env=env)
+    assert said.returncode == 0, said.stderr
+    assert (
+        "the team store holds no memory for this project (origin example.com/team/never-pushed)"
+        in said.stderr
+    )
+    assert _ci(other, "sync", "--quiet", env=env).returncode == 0
+    asked = _ci(other, "query", "--team", "upload", env=env)
+    assert "the team store holds no memory for this project" in asked.stdout + asked.stderr
+
+    # A member whose clone names the origin with file:// pushed under that spelling with an older release
+    # (which kept `file://` in the id, and so sent the path to the team store).
+    import re
+
+    from nexusmem import identity
+
+    bob = make_member(tmp_path, "bob", origin)
+    git(bob.repo, "remote", "set-url", "origin", f"file://{origin}")
+    with pytest.MonkeyPatch.context() as older:
+        older.setattr(identity, "_FILE_URL", re.compile(r"(?!)"))
+        bob.run("sync", "--quiet")
+        bob.run("team", "init", "--url", team_url)
+        bob.commit("Document the upload limits", {"LIMITS.md": "# Limits\n\nUploads stop at 2 GB.\n"})
+        bob.run("sync", "--quiet")
+        bob.run("team", "push")
+    assert _team_rows(team_url, "SELECT count(*) FROM nodes WHERE project_id LIKE 'file://%'") != [(0,)]
+    synced = bob.run("sync")
+    assert "now reads as the same origin" in synced.output, synced.output
+    pushed = bob.run("team", "push")
+    assert "older project id" in pushed.output, pushed.output
+    assert _team_rows(team_url, "SELECT count(*) FROM nodes WHERE project_id LIKE 'file://%'") == [(0,)]
+    titles = {r[0] for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")}
+    assert {"Document the upload limits", "Tune the uploader, step 3"} <= titles, titles
+    assert _team_rows(team_url, "SELECT count(DISTINCT project_id) FROM nodes") == [(1,)]
+
+
+def _team_rows(team_url: str, sql: str) -> list[tuple[object, ...]]:
+    import psycopg
+
+    with psycopg.connect(team_url) as conn:
+        return list(conn.execute(sql).fetchall())

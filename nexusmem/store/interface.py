@@ -463,6 +463,11 @@ class SyncStore(Protocol):
         path, moved); returns how many."""
         ...
 
+    def leave_team_id(self, old: str) -> None:
+        """Record that this memory no longer goes by project id OLD: the next team push deletes this member's
+        rows under it."""
+        ...
+
     # cursors
     def cursor(self, source: str) -> str | None: ...
 

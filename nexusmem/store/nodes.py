@@ -658,13 +658,20 @@ class NodesMixin:
             return None
         rekeyed = self.rekey_project(found[1])
         self.set_meta(PROJECT_ID_KEY, found[1])
-        digests = self.unclean_id_digests()
-        import hashlib  # only for a memory whose project id held a credential
+        self.leave_team_id(found[0])
+        return found[0], found[1], rekeyed
 
-        digest = hashlib.sha256(found[0].encode("utf-8", "surrogateescape")).hexdigest()
+    def leave_team_id(self, old: str) -> None:
+        """Record that this memory no longer goes by project id OLD (one that held a credential, or an older
+        spelling of the same origin: `file:///x/r` is `/x/r` now), so the next team push deletes what this
+        member pushed under it, having sent it all again under the id it has now (UNCLEAN_IDS_KEY). Inside
+        the caller's transaction."""
+        import hashlib  # only for a memory whose project id changed
+
+        digests = self.unclean_id_digests()
+        digest = hashlib.sha256(old.encode("utf-8", "surrogateescape")).hexdigest()
         if digest not in digests:
             self.set_meta(UNCLEAN_IDS_KEY, json.dumps([*digests, digest]))
-        return found[0], found[1], rekeyed
 
     def unclean_id_digests(self) -> list[str]:
         """The digests of the project ids holding a credential this memory was re-keyed from and whose team

@@ -2359,6 +2359,14 @@ class TeamStore:
         union = " UNION ".join(f"SELECT DISTINCT project_id FROM {t}" for t in tables)
         return sorted(str(r[0]) for r in self.conn.execute(union).fetchall())
 
+    def holds_project(self) -> bool:
+        """Whether the team store holds any node under this store's project (a member pushed from a clone of
+        its origin); one index lookup."""
+        row = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM nodes WHERE project_id = %s)", (self.project,)
+        ).fetchone()
+        return bool(row and row[0])
+
     def nodes_under(self, old: str) -> int:
         row = self.conn.execute("SELECT count(*) FROM nodes WHERE project_id = %s", (old,)).fetchone()
         return int(row[0]) if row else 0
