@@ -153,3 +153,36 @@ def _team_rows(team_url: str, sql: str) -> list[tuple[object, ...]]:
 
     with psycopg.connect(team_url) as conn:
         return list(conn.execute(sql).fetchall())
+
+
+def test_query_team_shows_an_item_this_memory_holds_as_its_own(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """Bob pulled alice's commit and synced: `query --team` still tagged it `[team] [by alice@example.com]`
+    (`project: "team"`) when the team's list ranked it best, though `show` reads it from his own memory; the
+    README says `[team]` marks what only the team store holds."""
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
+    sha = alice.commit(
+        "Retry the flaky upload with exponential backoff",
+        {"uploader.py": "def upload(path):\n    for attempt in range(5):\n        backoff(attempt)\n"},
+    )
+    git(alice.repo, "push", "-q", "origin", "HEAD")
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    only_team = bob.json("query", "--team", "flaky upload backoff")["items"][0]
+    assert only_team["project"] == "team" and only_team["recorded_by"] == "alice@example.com"
+
+    with bob.active():
+        git(bob.repo, "pull", "-q", "--ff-only")
+    bob.run("sync", "--quiet")
+    both = bob.json("query", "--team", "flaky upload backoff")
+    first = both["items"][0]
+    assert first["title"] == "Retry the flaky upload with exponential backoff", both
+    assert first["project"] != "team" and first["recorded_by"] == "", first
+    text = bob.run("query", "--team", "flaky upload backoff").stdout
+    assert "[by alice@example.com] Retry the flaky upload" not in text, text
+    assert first["id"] == bob.json("show", sha)["id"]
+    # Every item this memory holds is its own, the shared history too.
+    local_ids = {i["id"] for i in bob.json("query", "--budget", "100000", "upload")["items"]}
+    for item in bob.json("query", "--team", "--budget", "100000", "upload")["items"]:
+        assert item["project"] != "team" or item["id"] not in local_ids, item

@@ -582,11 +582,13 @@ def _fuse_and_pack(
     author: str | None = None,
     first: Sequence[str] = (),
     own_notes: bool = True,
+    home: int | None = None,
 ) -> None:
     """Fuse SEARCHED's ranked lists by position and pack them into RESULT. FIRST: ids a rule put first on
     purpose (query.pinned), kept first in that order whatever their place in the other lists. OWN_NOTES:
     add each project's notes (project_notes); `query --team` says its own (this memory's, then the team's
-    that do not contradict them: retrieve.team)."""
+    that do not contradict them: retrieve.team). HOME: the index of the list from this machine's memory
+    (`query --team`): an item that memory holds is shown as its own (_held_at_home), wherever it ranked."""
     listed_by = [s for s in searched if s.listing]
     behind = weak_behind(searched)
     # "What failed today" across projects: one note, said once (the window is the same everywhere).
@@ -663,6 +665,8 @@ def _fuse_and_pack(
         if node_id not in owner and kept[node_id][1] == index:
             owner[node_id] = searched[index]
             chosen[node_id] = (node, score)
+    if home is not None:
+        _held_at_home(searched[home], owner, chosen)
     # A fix not itself among the candidates is read from the store of the project that recorded the link;
     # walking in fused order makes that choice deterministic when two projects link the same id.
     for node_id in chosen:
@@ -701,6 +705,36 @@ def _fuse_and_pack(
         )
         counted |= {fix for pairs in s.shelf.links.values() for fix, _rel in pairs}
     result.tokens_used = used + query.header_tokens(result, scope)
+
+
+def _held_at_home(
+    home: _Searched, owner: dict[str, _Searched], chosen: dict[str, tuple[StoredNode, float]]
+) -> None:
+    """Show the items HOME's store (this machine's memory) holds as its own, at the place the fusion gave
+    them: the team store's copy of a node this memory holds was tagged `[team] [by …]` when the team's list
+    ranked it best, though `show` reads it here. The team's copy stays only for a verdict this memory's copy
+    lacks (a teammate's rejection, shown with who gave it)."""
+    elsewhere = [node_id for node_id, searched in owner.items() if searched is not home]
+    if not elsewhere:
+        return
+    held = home.store.get_many(elsewhere, light=True)
+    mine: list[StoredNode] = []
+    for node_id in elsewhere:
+        node = held.get(node_id)
+        if node is None:
+            continue
+        theirs, score = chosen[node_id]
+        if (
+            node.trust == "candidate"
+            and node.superseded_by is None
+            and (theirs.trust != "candidate" or theirs.superseded_by is not None)
+        ):
+            continue  # the team's verdict is what this item shows
+        owner[node_id] = home
+        chosen[node_id] = (node, score)
+        mine.append(node)
+    for src, pairs in query.links_of(home.store, mine).items():
+        home.shelf.links.setdefault(src, pairs)
 
 
 def to_json(result: MultiResult) -> dict[str, Any]:

@@ -97,7 +97,7 @@ def search(
     # from?": the first change that holds it), then the team's when this memory's rules pinned nothing.
     first = next((ids for ids in map(query.pinned, found) if ids), [])
     multi._fuse_and_pack(
-        result, searched, text, budget, as_of, since, until, author, first=first, own_notes=False
+        result, searched, text, budget, as_of, since, until, author, first=first, own_notes=False, home=0
     )
     return result
 
