@@ -213,6 +213,65 @@ def open_team(
     return store
 
 
+# -------------------------------------------------------------------------------------------- withdraw
+
+# `team withdraw --kind NAME`: the kinds a share setting sends, by the name the command takes.
+WITHDRAWABLE = {
+    "shell": (SHELL_KINDS, "shareShell"),
+    "conversations": (CONVERSATION_KINDS, "shareConversations"),
+}
+
+
+@dataclass
+class WithdrawReport:
+    label: str
+    member: str
+    kind: str
+    removed: int
+    dry_run: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def describe(self) -> str:
+        noun = "shell command(s)" if self.kind == "shell" else "conversation turn(s) and session summaries"
+        verb = "would remove" if self.dry_run else "removed"
+        return (
+            f"{verb} {self.removed:,} {noun} {self.member} pushed to {self.label} (other members' rows stay"
+            " theirs; your local memory keeps them)"
+        )
+
+
+def withdraw(proj: Project, kind: str, *, dry_run: bool = False) -> WithdrawReport:
+    """Delete from the team store the nodes of KIND (a WITHDRAWABLE name) under PROJ that this member pushed
+    first: what a share setting sent before it was turned off. Refused while the setting is on (the next
+    push would send the new ones again)."""
+    kinds, setting = WITHDRAWABLE[kind]
+    found = require(proj)
+    if set(kinds) <= set(found.kinds):
+        raise TeamError(
+            f'team.{setting} is on here: turn it off first (`"team": {{"{setting}": false}}` in'
+            f" {paths.config_path(proj.root)}), or pushes go on sharing them"
+        )
+    with open_team(proj, found) as team:
+        removed = team.pushed_of_kinds(kinds) if dry_run else team.withdraw_kinds(kinds)
+    return WithdrawReport(found.label, found.member, kind, removed, dry_run)
+
+
+def _still_shared(team: TeamStore, found: Settings) -> str | None:
+    """The note a push gives while this member's rows of kinds no longer shared stay in the team store."""
+    for name, (kinds, setting) in WITHDRAWABLE.items():
+        if set(kinds) <= set(found.kinds):
+            continue
+        held = team.pushed_of_kinds(kinds)
+        if held:
+            return (
+                f"team.{setting} is off, but {held:,} node(s) of those kinds you pushed before stay in the team"
+                f" store: `nexusmem team withdraw --kind {name}` removes them (only yours)"
+            )
+    return None
+
+
 # ------------------------------------------------------------------------------------------------ init
 
 
@@ -641,6 +700,10 @@ def push(proj: Project, *, log: Callable[[str], None] | None = None, batch: int 
             report.unclean_dropped = _retrying(lambda t: _drop_unclean(t, local), team, reopen, report)
             if report.added >= ANALYZE_AFTER and not report.index_built:
                 _retrying(lambda t: t.refresh_statistics(), team, reopen, report)
+            if report.not_shared:
+                still = _retrying(lambda t: _still_shared(t, found), team, reopen, report)
+                if still:
+                    report.notes.append(still)
             _retrying(lambda t: t.note_push(), team, reopen, report)
             # Entries recorded while this push ran (a batch may have kept their matches out) are applied
             # here now, as those read at its start were: the value leaves this memory too.

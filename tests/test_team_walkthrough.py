@@ -186,3 +186,59 @@ def test_query_team_shows_an_item_this_memory_holds_as_its_own(
     local_ids = {i["id"] for i in bob.json("query", "--budget", "100000", "upload")["items"]}
     for item in bob.json("query", "--team", "--budget", "100000", "upload")["items"]:
         assert item["project"] != "team" or item["id"] not in local_ids, item
+
+
+def _share(member: object, **team: object) -> None:
+    path = member.repo / ".nexusmem" / "config.json"  # type: ignore[attr-defined]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["team"].update(team)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _shell(member: object, command: str, ago_ms: int, exit_code: int) -> None:
+    import time
+
+    from nexusmem.identity import project_id
+    from nexusmem.store import open_store
+
+    from helpers.nodes import shell_node, store_nodes
+
+    repo = member.repo  # type: ignore[attr-defined]
+    with member.active(), open_store(repo / ".nexusmem" / "memory.db") as store:  # type: ignore[attr-defined]
+        node = shell_node(command, int(time.time() * 1000) - ago_ms, exit_code, project=project_id(repo))
+        store_nodes(store, [node])
+
+
+def test_turning_share_shell_off_says_what_stays_shared_and_withdraw_takes_back_only_ones_own(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """With team.shareShell turned off, every command already shared stayed on the server, and the push
+    said only "kept here: N node(s) of kinds not shared". Now it says those stay, and `team withdraw --kind
+    shell` removes this member's (a teammate's stay)."""
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
+    for member in (alice, bob):
+        _share(member, shareShell=True)
+        _shell(member, f"pytest tests/test_{member.name}.py", 60_000, 1)
+        member.run("team", "push")
+    shell = "SELECT author, title FROM nodes WHERE kind = 'shell_command' ORDER BY author"
+    assert [r[0] for r in _team_rows(team_url, shell)] == ["alice@example.com", "bob@example.com"]
+
+    _share(alice, shareShell=False)
+    refused = alice.run("team", "withdraw", "--kind", "conversations", "--dry-run")
+    assert "would remove 0" in refused.output
+    _shell(alice, "make deploy", 30_000, 2)
+    pushed = alice.run("team", "push").output
+    assert "kept here: 2 node(s) of kinds not shared" in pushed, pushed
+    assert "1 node(s) of those kinds you pushed before stay in the team store" in pushed, pushed
+    assert "nexusmem team withdraw --kind shell" in pushed, pushed
+
+    counted = alice.json("team", "withdraw", "--kind", "shell", "--dry-run")
+    assert counted["removed"] == 1 and counted["dry_run"] is True
+    assert len(_team_rows(team_url, shell)) == 2
+    done = alice.run("team", "withdraw", "--kind", "shell")
+    assert "removed 1 shell command(s) alice@example.com pushed" in done.output, done.output
+    assert _team_rows(team_url, shell) == [("bob@example.com", "pytest tests/test_bob.py (exit 1)")]
+    assert "stay in the team store" not in alice.run("team", "push").output
+    # Bob still shares: withdrawing while the setting is on is refused (the next push would send them again).
+    on = bob.run("team", "withdraw", "--kind", "shell", ok=False)
+    assert on.exit_code == 1 and "team.shareShell is on here: turn it off first" in on.output, on.output

@@ -88,6 +88,37 @@ def push_cmd(ctx: click.Context, as_json: bool, quiet: bool) -> None:
         echo_human(report.describe())
 
 
+@team_cmd.command("withdraw")
+@repo_option
+@click.option(
+    "--kind",
+    "kind",
+    type=click.Choice(["shell", "conversations"]),
+    required=True,
+    help="What to take back: shell commands (team.shareShell) or agent conversations (team.shareConversations).",
+)
+@click.option("--dry-run", is_flag=True, help="Only count what would be removed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+@library_errors
+def withdraw_cmd(ctx: click.Context, kind: str, dry_run: bool, as_json: bool) -> None:
+    """Remove from the team store the nodes of KIND that you pushed (after turning its share setting off).
+
+    Only the rows you pushed first go; a teammate's stay theirs. Your local memory keeps everything.
+
+    \b
+    Example:
+        nexusmem team withdraw --kind shell --dry-run
+    """
+    from nexusmem import project, team
+
+    report = team.withdraw(project.load(root_of(ctx)), kind, dry_run=dry_run)
+    if as_json:
+        echo_json(report.to_json())
+    else:
+        echo_human(report.describe())
+
+
 @team_cmd.command("status")
 @repo_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")

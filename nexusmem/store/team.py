@@ -2299,6 +2299,34 @@ class TeamStore:
                 )
         return len(gone)
 
+    def pushed_of_kinds(self, kinds: Sequence[str]) -> int:
+        """How many nodes of KINDS under this project this member pushed first (what `team withdraw` takes)."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM nodes WHERE project_id = %s AND author = %s AND kind = ANY(%s)",
+            (self.project, self.member, list(kinds)),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def withdraw_kinds(self, kinds: Sequence[str]) -> int:
+        """Delete the nodes of KINDS under this project that this member pushed first, and their links, in
+        one transaction: what `team.shareShell` (or shareConversations) shared before it was turned off.
+        Another member's rows are theirs. Returns how many nodes went."""
+        self._counts.clear()  # term_df is about to change
+        with self.conn.transaction():
+            gone = [
+                r[0]
+                for r in self.conn.execute(
+                    "DELETE FROM nodes WHERE project_id = %s AND author = %s AND kind = ANY(%s) RETURNING id",
+                    (self.project, self.member, list(kinds)),
+                ).fetchall()
+            ]
+            if gone:
+                self.conn.execute(
+                    "DELETE FROM links WHERE project_id = %s AND (from_id = ANY(%s) OR to_id = ANY(%s))",
+                    (self.project, gone, gone),
+                )
+        return len(gone)
+
     def adopt(self, old: str) -> int:
         """Move what the team store holds under project id OLD (a local path, as a repository without a
         remote origin was pushed before its id became a digest) to this store's project, in one
