@@ -242,3 +242,48 @@ def test_turning_share_shell_off_says_what_stays_shared_and_withdraw_takes_back_
     # Bob still shares: withdrawing while the setting is on is refused (the next push would send them again).
     on = bob.run("team", "withdraw", "--kind", "shell", ok=False)
     assert on.exit_code == 1 and "team.shareShell is on here: turn it off first" in on.output, on.output
+
+
+def test_members_granted_one_owner_role_share_tables_that_role_owns(
+    tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's role recipe (one owner role every member is granted) failed: `team init` created the
+    tables as the login role of whoever ran it first, so the second member was refused ("permission denied
+    for table team_schema"). Now they are created as the owner role, and both members push, in bulk too."""
+    from nexusmem.store.team import connect
+
+    from helpers.team import as_role, make_member
+
+    admin = connect(team_url)
+    try:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")  # a superuser's, once (README)
+        for role in ("nm_team_owner", "nm_alice", "nm_bob"):
+            admin.execute(f"DROP ROLE IF EXISTS {role}")
+        admin.execute("CREATE ROLE nm_team_owner NOLOGIN")
+        admin.execute("CREATE ROLE nm_alice LOGIN")
+        admin.execute("CREATE ROLE nm_bob LOGIN")
+        admin.execute("GRANT nm_team_owner TO nm_alice, nm_bob")
+        from urllib.parse import urlsplit
+
+        database = urlsplit(team_url).path.lstrip("/")
+        admin.execute(f"ALTER DATABASE {database} OWNER TO nm_team_owner")
+    finally:
+        admin.close()
+    alice = make_member(tmp_path, "alice", origin)
+    bob = make_member(tmp_path, "bob", origin)
+    for member, role in ((alice, "nm_alice"), (bob, "nm_bob")):
+        member.run("sync", "--quiet")
+        member.run("team", "init", "--url", as_role(team_url, role))
+        assert member.json("team", "push")["member"] == f"{member.name}@example.com"
+    owners = {
+        r[0] for r in _team_rows(team_url, "SELECT tableowner FROM pg_tables WHERE schemaname = 'public'")
+    }
+    assert owners == {"nm_team_owner"}, owners
+    bob.commit("Retry uploads", {"uploader.py": "RETRIES = 3\n"})
+    for i in range(35):
+        bob.commit(f"Tune step {i}", {f"step_{i}.py": f"STEP = {i}\n"})
+    bob.run("sync", "--quiet")
+    monkeypatch.setenv("NEXUSMEM_TEAM_BULK_MIN", "30")
+    pushed = bob.json("team", "push")
+    assert pushed["bulk"] is True and pushed["index_built"] is True, pushed
+    assert alice.json("team", "push")["added"] == 0

@@ -864,6 +864,9 @@ def migrate(conn: Any) -> list[int]:
             return applied
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+            shared = _shared_owner(conn)
+            if shared is not None:  # what this transaction creates belongs to every member's owner role
+                conn.execute(f"SET LOCAL ROLE {_quoted(conn, shared)}")
             if current == 0:
                 conn.execute(
                     "CREATE TABLE IF NOT EXISTS team_schema(version int PRIMARY KEY, name text NOT NULL,"
@@ -919,6 +922,28 @@ def migrate(conn: Any) -> list[int]:
             " install pgvector on the server (https://github.com/pgvector/pgvector)"
         ) from None
     return applied
+
+
+def _shared_owner(conn: Any) -> str | None:
+    """The role a migration creates the team's tables as, when it is not the login role: the owner of the
+    team tables when they exist, else the database's owner, when the login role is a member of it that may
+    SET ROLE to it (README: one owner role every member is granted, `GRANT <owner> TO <member>`). Created as
+    the login role, the tables belonged to the member who ran `team init` first, and every other member's
+    commands were refused ("permission denied for table team_schema"). None: create as the login role."""
+    option = "SET" if int(conn.info.server_version) >= 160000 else "MEMBER"  # PG 16 split SET from USAGE
+    row = conn.execute(
+        "SELECT o.rolname, o.rolname <> current_user AND pg_has_role(current_user, o.oid, %s)"
+        " FROM pg_roles o WHERE o.oid = coalesce("
+        " (SELECT relowner FROM pg_class WHERE oid = to_regclass('team_schema')),"
+        " (SELECT datdba FROM pg_database WHERE datname = current_database()))",
+        (option,),
+    ).fetchone()
+    return str(row[0]) if row and row[1] else None
+
+
+def _quoted(conn: Any, name: str) -> str:
+    row = conn.execute("SELECT quote_ident(%s)", (name,)).fetchone()
+    return str(row[0])
 
 
 def _grant_advice(conn: Any, refused: str, current: int) -> str:
