@@ -676,6 +676,10 @@ PROBE_SECONDS = 5.0
 # when a statement of this process first did (Watchdog._silent): its state cannot be read, so the wait is
 # bounded by how long it has held this command's statements, across the push's retries.
 _HIDDEN_BLOCKERS: dict[tuple[str, int], float] = {}
+# A statement that has waited this long (or the silence, when shorter) is looked at for the first time, so
+# that a lock wait is said on stderr while it lasts ("waiting for a lock held by …"), once per holder.
+NOTICE_SECONDS = 3.0
+_NOTICED: set[tuple[str, int]] = set()
 
 
 def silence_seconds() -> float:
@@ -688,6 +692,15 @@ def silence_seconds() -> float:
         return SILENCE_SECONDS
 
 
+def _say_waiting(line: str) -> None:
+    """A watched command's word while it waits on a lock (stderr: a post-commit push's goes to its log)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # no stderr to write to: the wait goes on unsaid
+        pass
+
+
 class Watchdog:
     """Watches CONN (to URL; LABEL names it in messages): see SILENCE_SECONDS. WHY is set when it cut the
     connection: the message the command gives instead of the driver's."""
@@ -695,6 +708,7 @@ class Watchdog:
     def __init__(self, conn: Any, url: str, label: str) -> None:
         import threading
 
+        self._notice = _say_waiting
         self._conn = conn
         self._url = url
         self._label = label
@@ -714,6 +728,7 @@ class Watchdog:
         step = min(0.25, self._seconds / 4)
         since: float | None = None  # since when every look found a statement waiting
         probed = 0.0
+        looked = False  # whether this wait was looked at yet: the first look comes after NOTICE_SECONDS
         while not self._stop.wait(step):
             try:
                 waiting = self._conn.pgconn.transaction_status == active
@@ -725,11 +740,13 @@ class Watchdog:
                 continue
             if since is None:
                 since = probed = now
+                looked = False
                 continue
-            if now - probed < self._seconds:
+            if now - probed < (self._seconds if looked else min(NOTICE_SECONDS, self._seconds)):
                 continue
             why = self._silent(now - since)
             probed = time.monotonic()
+            looked = True
             if why:
                 with self._lock:
                     if self._stop.is_set():
@@ -780,10 +797,12 @@ class Watchdog:
                 " SELECT a.state, extract(epoch FROM clock_timestamp() - a.state_change),"
                 " (SELECT max(extract(epoch FROM clock_timestamp() - b.state_change)) FROM pg_stat_activity b"
                 "  WHERE b.pid IN (SELECT pid FROM ahead) AND b.state LIKE 'idle in transaction%%'),"
-                " h.pid, h.usename"
+                " h.pid, h.usename, w.pid, w.usename"
                 " FROM pg_stat_activity a LEFT JOIN LATERAL (SELECT b.pid, b.usename FROM pg_stat_activity b"
                 "  WHERE b.pid IN (SELECT pid FROM ahead) AND b.state IS NULL"
                 "  AND b.application_name IS DISTINCT FROM 'nexusmem' ORDER BY b.pid LIMIT 1) h ON true"
+                " LEFT JOIN LATERAL (SELECT b.pid, b.usename FROM pg_stat_activity b"
+                "  WHERE b.pid = ANY(pg_blocking_pids(a.pid)) ORDER BY b.pid LIMIT 1) w ON true"
                 " WHERE a.pid = %s",
                 (self._pid, self._pid),
             ).fetchone()
@@ -796,7 +815,14 @@ class Watchdog:
             probe.close()
         if row is None:
             return self._stopped(f"a statement waited {waited:.0f} s on a session the server no longer has")
-        state, idle, stuck, hidden, role = row
+        state, idle, stuck, hidden, role, holder, holder_role = row
+        if holder is not None and (self._url, int(holder)) not in _NOTICED:
+            _NOTICED.add((self._url, int(holder)))
+            self._notice(
+                f"nexusmem: waiting for a lock on the team store {self._label} held by pid {int(holder)}"
+                f' (role {holder_role or "?"})… (a push gives up on a lock nobody releases: README, "Where'
+                ' team memory breaks")'
+            )
         if state and str(state).startswith("idle") and idle is not None and float(idle) >= self._seconds:
             return self._stopped(
                 f"a statement waited {waited:.0f} s that never reached it (its session sat idle)"
