@@ -253,11 +253,6 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
             raise ConfigError(
                 f"{path}: '{prefix}' may only name {', '.join(_LIST_CHOICES[prefix])} (got {_show(wrong[0])})"
             )
-    if prefix == "team.url" and given and _has_password(str(given)):
-        raise ConfigError(
-            f"{path}: 'team.url' holds a password: remove it (use PGPASSWORD or ~/.pgpass; a config file"
-            " must never hold credentials in clear)"
-        )
     if prefix in _RANGES:
         lo, hi = _RANGES[prefix]
         if not lo <= given <= hi:
@@ -542,6 +537,37 @@ def validate(data: Any, path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: 'version' must be {wanted} (got {version})")
     _check(path, "", data, DEFAULTS)
     merged = _merge(DEFAULTS, data)
+    url = str(merged["team"]["url"])
+    _REFUSED_URLS.pop(str(path), None)
+    if url and _has_password(url):
+        # Never used, and no reason to stop the local commands: the team store is off until it is removed
+        # (team commands say so: refused_team_url; the local ones warn: project.config_of).
+        _REFUSED_URLS[str(path)] = without_secrets(url)[0]
+        merged["team"]["url"] = ""
+    return _former_lists(merged)
+
+
+# The config files (by path) whose `team.url` held a password, with that URL without it: validate() leaves
+# the team store unset for them, and the team commands refuse with what to change.
+_REFUSED_URLS: dict[str, str] = {}
+
+
+def refused_team_url(path: Path) -> str | None:
+    """The URL (its password dropped) that PATH's `team.url` gave with a password in it, or None."""
+    return _REFUSED_URLS.get(str(path))
+
+
+def password_in_url(path: Path, label: str) -> str:
+    """What to say of a config file PATH whose `team.url` (LABEL, its password dropped) held a password."""
+    return (
+        f"{path}: 'team.url' holds a password, so the team store is not used until it is removed (a config"
+        " file must never hold credentials in clear); your local memory is unaffected. Take the password out"
+        " of the URL there and put it in PGPASSWORD or ~/.pgpass, or run"
+        f" `nexusmem team init --url {label}` again (it writes the URL without one)"
+    )
+
+
+def _former_lists(merged: dict[str, Any]) -> dict[str, Any]:
     for source, key, formers in _FORMER_LISTS:
         if tuple(merged["sources"][source][key]) in formers:
             merged["sources"][source][key] = list(DEFAULTS["sources"][source][key])

@@ -285,6 +285,7 @@ def at(root: Path) -> Project:
 
 
 _warned: set[Path] = set()
+_warned_url: set[Path] = set()  # whose config's team.url held a password: said once a process
 
 
 def config_of(root: Path) -> dict[str, Any]:
@@ -293,6 +294,14 @@ def config_of(root: Path) -> dict[str, Any]:
     .nexusmem/config.json cannot send its user's memory to a server of its choosing or turn on a source
     that reads beyond it. What is left out is said once a process, on stderr."""
     cfg = config.load(paths.config_path(root))
+    refused = config.refused_team_url(paths.config_path(root))
+    if refused is not None and root not in _warned_url:
+        _warned_url.add(root)
+        import sys
+
+        print(
+            f"nexusmem: warning: {config.password_in_url(paths.config_path(root), refused)}", file=sys.stderr
+        )
     asks = config.reaching_out(cfg)
     if not asks:
         return cfg

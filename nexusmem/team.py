@@ -129,11 +129,22 @@ def settings(proj: Project) -> Settings | None:
 def require(proj: Project) -> Settings:
     found = settings(proj)
     if found is None:
+        refused = _refused(proj)
+        if refused is not None:
+            raise TeamError(refused)
         raise TeamError(
             f"no team store is configured for {proj.root.name}: run `nexusmem team init --url"
             f" postgresql://USER@HOST/DATABASE` (or set {ENV_URL})"
         )
     return found
+
+
+def _refused(proj: Project) -> str | None:
+    """Why PROJ's config names no team store when its `team.url` held a password (config.validate leaves it
+    unset): what the team commands say instead of "no team store is configured"; None otherwise."""
+    path = paths.config_path(proj.root)
+    label = config.refused_team_url(path)
+    return None if label is None else config.password_in_url(path, label)
 
 
 def ready(proj: Project) -> Settings:
@@ -1216,6 +1227,8 @@ def auto_push(root: Path, log: Callable[[str], None]) -> None:
     try:
         proj = project.load(root)
         found = settings(proj)
+        if found is None and _refused(proj):
+            log(f"team push not done: {_refused(proj)}")
         if found is None or not found.auto_push:
             return
         report = push(proj)

@@ -335,3 +335,41 @@ def test_a_push_behind_a_lock_says_whose_lock_it_waits_for_and_gives_up_when_the
     assert done.stderr.count(f"held by pid {holder}") == 1, done.stderr
     print(f"gave up after {took:.1f} s")
     assert 50 <= took <= 65, took
+
+
+def test_a_password_in_the_configs_team_url_stops_only_the_team_commands(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """A password written by hand into `team.url` stopped every command, local `query`, `status` and `show`
+    included ("'team.url' holds a password"). Now the local ones work with a warning, and the team commands
+    refuse, saying the local memory is unaffected and how to fix the config; the password is never shown."""
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    path = alice.repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["team"]["url"] = team_url.replace("postgres@", "postgres:s3cret-pw@")
+    path.write_text(json.dumps(data), encoding="utf-8")
+    env = {**alice.env(), "NEXUSMEM_TEAM_URL": ""}
+    precheck = _ci(alice.repo, "precheck", "--files", "uploader.py", env=env)  # the commit hook reads no team
+    assert precheck.returncode == 0 and "s3cret-pw" not in precheck.stderr, precheck.stderr
+    for args in (("query", "uploader"), ("status",), ("show", "HEAD")):
+        done = _ci(alice.repo, *args, env=env)
+        assert done.returncode == 0, (args, done.stderr)
+        assert "'team.url' holds a password, so the team store is not used" in done.stderr, (
+            args,
+            done.stderr,
+        )
+        assert done.stderr.count("holds a password") == 1, done.stderr
+        assert "s3cret-pw" not in done.stdout + done.stderr
+    assert "uploader" in _ci(alice.repo, "query", "uploader", env=env).stdout.lower()
+    for args in (("team", "status"), ("team", "push")):
+        refused = _ci(alice.repo, *args, env=env)
+        assert refused.returncode == 1, (args, refused.stderr)
+        assert "your local memory is unaffected" in refused.stderr, refused.stderr
+        assert "put it in PGPASSWORD or ~/.pgpass" in refused.stderr, refused.stderr
+        assert "s3cret-pw" not in refused.stdout + refused.stderr
+    asked = _ci(alice.repo, "query", "--team", "uploader", env=env)
+    assert asked.returncode == 0 and "team store not searched" in asked.stdout + asked.stderr, asked.stderr
+    # Fixed as the message says: `team init` writes the URL without it, and the team commands work again.
+    alice.run("team", "init", "--url", team_url)
+    fixed = _ci(alice.repo, "team", "status", env=env)
+    assert fixed.returncode == 0 and "holds a password" not in fixed.stderr, fixed.stderr
