@@ -498,6 +498,19 @@ def test_rst_changelog_titles_never_become_entry_text() -> None:
     ]
 
 
+def test_rst_labels_above_release_titles_never_become_entry_text() -> None:
+    """coverage.py's CHANGES.rst puts a label above each release (`.. _changes_7-3-4:`): the label opens that
+    release's section, and neither it nor the title under it is an entry's text."""
+    from nexusmem.sources.changelog import split_entries
+
+    text = (
+        "Changes\n=======\n\n.. _changes_2-0:\n\nVersion 2.0\n-----------\n\n- Fix: prose fixes.\n\n"
+        ".. _changes_1-0:\n.. _changes_1-0-0:\n\nVersion 1.0\n-----------\n\n- bullet one (#3)\n"
+    )
+    shown = [(e.version, e.text) for e in split_entries(text, "CHANGES.rst")]
+    assert shown == [("Version 2.0", "- Fix: prose fixes."), ("Version 1.0", "- bullet one (#3)")]
+
+
 def test_rdoc_history_entries_carry_their_release() -> None:
     """History.rdoc (rake, minitest, hoe-made gems) heads each release with `=== 13.2.1`: an entry is dated
     by it, and its PR number is read."""

@@ -538,8 +538,7 @@ def test_rst_sections_follow_docutils_titles() -> None:
     sections = split_rst_sections(OPTIONS_RST, "options.rst")
     shape = [(s.heading, s.level, s.trail) for s in sections]
     assert shape == [
-        ("options.rst", 0, ("options.rst",)),  # the label before the first title
-        ("Options", 1, ("Options",)),
+        ("Options", 1, ("Options",)),  # the label above it opens it: no preamble of a label alone
         ("Name Your Options", 2, ("Options", "Name Your Options")),
         ("Multiple Values", 2, ("Options", "Multiple Values")),
         ("Tuples", 3, ("Options", "Multiple Values", "Tuples")),
@@ -550,6 +549,7 @@ def test_rst_sections_follow_docutils_titles() -> None:
     assert "Indented directive content" in by["Name Your Options"].text
     assert "After a transition, still about tuples." in by["Tuples"].text
     assert by["Options"].line == 4 and by["Name Your Options"].line == 11  # the title's own line
+    assert by["Options"].text.startswith(".. _options:\n\n=======\nOptions\n")
 
 
 def test_rst_docs_are_indexed_like_markdown(tmp_path: Path) -> None:
@@ -1020,3 +1020,80 @@ def test_a_binary_doc_is_skipped_and_named_and_a_latin1_doc_is_found_by_its_word
     assert not any(n.meta["path"] == "docs/logo.md" for n in nodes), [n.title for n in nodes]
     commit(repo, "docs: more", {"docs/more.md": "# More\n\ntext\n"})
     assert docs_synced()["problems"] == ["docs/logo.md: binary, not text"]  # named again, not forgotten
+
+
+CONFIG_RST = """.. Licensed under the Apache License: http://www.apache.org/licenses/LICENSE-2.0
+.. For details: https://example.com/NOTICE.txt
+
+.. [[[cog
+    from cog_helpers import show_configs
+.. ]]]
+.. [[[end]]] (sum: 1B2M2Y8Asg)
+
+.. _config:
+
+=======================
+Configuration reference
+=======================
+
+.. highlight:: ini
+
+Options go in a configuration file, see the `tool site`_.
+
+.. _tool site: https://example.com/tool
+
+.. _config_run:
+
+[run]
+-----
+
+.. _config_run_branch:
+
+[run] branch
+............
+
+(boolean, default False) Whether to measure the okapi branches too.
+
+
+.. _config_run_command_line:
+.. _config_run_cmdline:
+
+[run] command_line
+..................
+
+The command line to run.
+"""
+
+
+def test_an_rst_label_above_a_title_belongs_to_the_section_it_names() -> None:
+    """coverage.py's `.. _config_run_branch:` above `[run] branch` was stored at the end of the section before
+    it: `show` of that section ended with the next one's label, a `:ref:` name found the section before the
+    one it names, and a title-only section holding only the next one's label ranked for it. An internal
+    target (no URL) directly above a title, with blank lines between, opens that title's section; a target
+    with a URL stays where it is."""
+    sections = {s.heading: s for s in split_rst_sections(CONFIG_RST, "config.rst")}
+    branch = sections["[run] branch"]
+    assert branch.text.startswith(".. _config_run_branch:\n\n[run] branch\n")
+    assert "_config_run_command_line" not in branch.text and branch.line == 28
+    command = sections["[run] command_line"]
+    assert command.text.startswith(
+        ".. _config_run_command_line:\n.. _config_run_cmdline:\n\n[run] command_line"
+    )
+    top = sections["Configuration reference"]
+    assert top.text.startswith(".. _config:\n\n=====") and top.line == 12
+    assert ".. _tool site: https://example.com/tool" in top.text and "_config_run:" not in top.text
+    assert "[run]" not in sections  # its only line was the next section's label: a bare title
+    assert [s.trail for s in sections.values() if s.level] == [
+        ("Configuration reference",),
+        ("Configuration reference", "[run]", "[run] branch"),
+        ("Configuration reference", "[run]", "[run] command_line"),
+    ]
+
+
+def test_an_rst_label_finds_the_section_it_names(repo: Path) -> None:
+    commit(repo, "docs: config", {"doc/config.rst": CONFIG_RST})
+    run_cli("-C", str(repo), "sync", "--no-embed", "-q")
+    docs = [it for it in query_json(repo, "config_run_command_line")["items"] if it["kind"] == "doc_section"]
+    assert docs[0]["ref"] == "doc/config.rst#[run] command_line"
+    docs = [it for it in query_json(repo, "config_run_branch")["items"] if it["kind"] == "doc_section"]
+    assert docs[0]["ref"] == "doc/config.rst#[run] branch"

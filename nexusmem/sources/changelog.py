@@ -43,6 +43,7 @@ from nexusmem.redact import cut_redacted, redact, redact_cut
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import (
+    RST_LABEL,
     Section,
     display_path,
     doc_text,
@@ -59,7 +60,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import content_text, one_line
 
-_CURSOR_VERSION = "changelog-17"
+_CURSOR_VERSION = "changelog-18"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -133,7 +134,10 @@ def split_entries(text: str, path: str) -> list[Entry]:
     for sec in sections_of(text, path.rsplit("/", 1)[-1]):
         lines = sec.text.split("\n")
         if sec.level:
-            # The title's own lines: a reStructuredText overline, the title, a setext or RST underline.
+            # The title's own lines: the labels above a reStructuredText title (`.. _changes_7-3-4:`), its
+            # overline, the title, a setext or RST underline.
+            while lines and (not lines[0].strip() or RST_LABEL.match(lines[0])):
+                lines = lines[1:]
             lines = lines[2:] if _ADORNMENT.match(lines[0]) else lines[1:]
             if lines and _ADORNMENT.match(lines[0]):
                 lines = lines[1:]

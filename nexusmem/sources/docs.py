@@ -37,7 +37,7 @@ from nexusmem.text import content_text, one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-14"
+_CURSOR_VERSION = "docs-15"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -485,6 +485,21 @@ class DocsSource:
 # A reStructuredText section adornment: one punctuation character repeated (docutils allows any of these).
 _RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
 RST_SUFFIXES = (".rst", ".rest")
+# An internal hyperlink target, a label (`.. _config_run_branch:`, `` .. _`a: b`: ``): it names the element
+# that follows it, a section when a title does. A target with a URL (`.. _issue 12: https://…`) names that
+# URL, for the references of the text around it.
+RST_LABEL = re.compile(r"^\.\.[ \t]+_(?:`[^`]+`|[^`:\s][^:]*):[ \t]*$")
+
+
+def _labels_above(body: list[str], floor: int) -> int:
+    """Where in BODY (the lines of the section being read; the first FLOOR are its title) the labels directly
+    above the next title start, blank lines between them and the title allowed: len(BODY) when none is."""
+    start = j = len(body)
+    while j > floor and (not body[j - 1].strip() or RST_LABEL.match(body[j - 1])):
+        j -= 1
+        if body[j].strip():
+            start = j
+    return start
 
 
 # A manual page's file name: "fzf.1", "git-log.1", "tmux.1", "foo.3p".
@@ -744,7 +759,8 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
     first time it appears. A title is never indented and never explicit markup (`.. note::`), so literal
     blocks, directives and their content cannot be read as titles; a transition (a lone `----` between
     blank lines) has no text above it and is not one either. Sections with nothing under their title are
-    dropped but count in the heading trail, as in split_sections."""
+    dropped but count in the heading trail, as in split_sections. The labels directly above a title
+    (`.. _config_run_branch:`) name its section, and open it."""
     lines = text.split("\n")
     cut = _Cutter(file_name)
     styles: list[tuple[str, bool]] = []
@@ -781,7 +797,10 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
         title, style, span = found
         if style not in styles:
             styles.append(style)
-        cut.open(title, styles.index(style) + 1, i + 1 + (span == 3), lines[i : i + span])
+        at = _labels_above(cut.body, cut.head)
+        labels = cut.body[at:]
+        del cut.body[at:]
+        cut.open(title, styles.index(style) + 1, i + 1 + (span == 3), [*labels, *lines[i : i + span]])
         i += span
     return cut.finish()
 
