@@ -1097,3 +1097,41 @@ def test_an_rst_label_finds_the_section_it_names(repo: Path) -> None:
     assert docs[0]["ref"] == "doc/config.rst#[run] command_line"
     docs = [it for it in query_json(repo, "config_run_branch")["items"] if it["kind"] == "doc_section"]
     assert docs[0]["ref"] == "doc/config.rst#[run] branch"
+
+
+CMD_RST = """.. Licensed under the Apache License: http://www.apache.org/licenses/LICENSE-2.0
+.. For details: https://example.com/NOTICE.txt
+
+.. This file is processed with cog to insert the latest command help into the
+    docs. If it's out of date, the quality checks will fail.
+
+.. [[[cog
+    from cog_helpers import show_help
+.. ]]]
+.. [[[end]]] (sum: 1B2M2Y8Asg)
+
+.. highlight:: console
+
+.. _cmd_merge:
+
+Merging data files: ``tool merge``
+----------------------------------
+
+Often test suites are run under different conditions, and the okapi files are merged.
+"""
+
+
+def test_an_rst_preamble_of_comments_labels_and_bare_directives_is_no_section(tmp_path: Path) -> None:
+    """Every coverage.py page opened with a "preamble" section (`doc/migrating.rst — migrating.rst`) holding
+    only the license comment, cog's markers and a label, and it ranked first for the page's label. Before the
+    first title, comments, targets and directives with no content are no section; prose there still is."""
+    assert [s.heading for s in split_rst_sections(CMD_RST, "cmd_merge.rst")] == [
+        "Merging data files: ``tool merge``"
+    ]
+    assert [s.level for s in split_rst_sections(CONFIG_RST, "config.rst")] == [1, 3, 3]
+    told = split_rst_sections(".. a comment\n\nWords before any title.\n\nTitle\n=====\n\nText.\n", "t.rst")
+    assert [(s.heading, s.level) for s in told] == [("t.rst", 0), ("Title", 1)]
+    noted = split_rst_sections(".. note::\n\n   Read this first.\n\nTitle\n=====\n\nText.\n", "n.rst")
+    assert [s.heading for s in noted] == ["n.rst", "Title"]  # a directive with content is read
+    refs = indexed(tmp_path, {"doc/cmd_merge.rst": CMD_RST})
+    assert list(refs) == ["doc/cmd_merge.rst#Merging data files: ``tool merge``"]

@@ -28,6 +28,7 @@ from typing import Any
 from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
+from nexusmem.markup import RST_ADORNMENT, RST_LABEL, RST_SUFFIXES, rst_prose
 from nexusmem.nodes import Node, redacted_path
 from nexusmem.redact import cut_redacted, path_text, redact, redact_path
 from nexusmem.signals import doc_signal
@@ -37,7 +38,7 @@ from nexusmem.text import content_text, one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-15"
+_CURSOR_VERSION = "docs-16"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -482,15 +483,6 @@ class DocsSource:
         result.cursor = None if unreadable else now_dated.cursor(read, ctx.known.get("denied"))
 
 
-# A reStructuredText section adornment: one punctuation character repeated (docutils allows any of these).
-_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
-RST_SUFFIXES = (".rst", ".rest")
-# An internal hyperlink target, a label (`.. _config_run_branch:`, `` .. _`a: b`: ``): it names the element
-# that follows it, a section when a title does. A target with a URL (`.. _issue 12: https://…`) names that
-# URL, for the references of the text around it.
-RST_LABEL = re.compile(r"^\.\.[ \t]+_(?:`[^`]+`|[^`:\s][^:]*):[ \t]*$")
-
-
 def _labels_above(body: list[str], floor: int) -> int:
     """Where in BODY (the lines of the section being read; the first FLOOR are its title) the labels directly
     above the next title start, blank lines between them and the title allowed: len(BODY) when none is."""
@@ -760,7 +752,8 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
     blocks, directives and their content cannot be read as titles; a transition (a lone `----` between
     blank lines) has no text above it and is not one either. Sections with nothing under their title are
     dropped but count in the heading trail, as in split_sections. The labels directly above a title
-    (`.. _config_run_branch:`) name its section, and open it."""
+    (`.. _config_run_branch:`) name its section, and open it; what comes before the first title is a
+    section only when it holds more than comments, targets and directives with no content (markup.rst_prose)."""
     lines = text.split("\n")
     cut = _Cutter(file_name)
     styles: list[tuple[str, bool]] = []
@@ -770,19 +763,19 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
         if i > 0 and lines[i - 1].strip():
             return None
         line = lines[i]
-        over = _RST_ADORNMENT.match(line)
+        over = RST_ADORNMENT.match(line)
         if over and i + 2 < len(lines):
-            middle, under = lines[i + 1], _RST_ADORNMENT.match(lines[i + 2])
+            middle, under = lines[i + 1], RST_ADORNMENT.match(lines[i + 2])
             if (
                 middle.strip()
-                and not _RST_ADORNMENT.match(middle)
+                and not RST_ADORNMENT.match(middle)
                 and under
                 and under.group(1) == over.group(1)
             ):
                 return middle.strip(), (over.group(1), True), 3
         if over or not line.strip() or line[0].isspace() or line.startswith(".."):
             return None
-        under = _RST_ADORNMENT.match(lines[i + 1]) if i + 1 < len(lines) else None
+        under = RST_ADORNMENT.match(lines[i + 1]) if i + 1 < len(lines) else None
         if under is None:
             return None
         return line.strip(), (under.group(1), False), 2
@@ -802,7 +795,8 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
         del cut.body[at:]
         cut.open(title, styles.index(style) + 1, i + 1 + (span == 3), [*labels, *lines[i : i + span]])
         i += span
-    return cut.finish()
+    # Before the first title, a license comment, cog's markers and a `.. highlight::` are no section.
+    return [sec for sec in cut.finish() if sec.level or rst_prose(sec.text.split("\n"))]
 
 
 def too_big_problem(path: str, size: int, max_bytes: int) -> str:
