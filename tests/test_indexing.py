@@ -511,6 +511,67 @@ def test_rst_labels_above_release_titles_never_become_entry_text() -> None:
     assert shown == [("Version 2.0", "- Fix: prose fixes."), ("Version 1.0", "- bullet one (#3)")]
 
 
+COVERAGE_CHANGES_RST = """Change history
+==============
+
+    .. When updating the "Unreleased" header, use this format:
+    ..
+    ..  .. _changes_9-8-1:
+
+Unreleased
+----------
+
+- Fix: the okapi core raised KeyError, as described in `issue 2086`_.
+
+.. _issue 2086: https://github.com/o/r/issues/2086
+
+
+.. start-releases
+
+.. _changes_7-3-4:
+
+Version 7.3.4 — 2023-12-20
+--------------------------
+
+- Fix: the gecko report lost its styles, closing `Issue 1732`_.
+
+- Docs: the `GitHub organization`_ moved.
+
+.. _issue 1732: https://github.com/o/r/pull/1732
+.. _GitHub organization:
+   https://github.com/o
+"""
+
+
+def test_rst_hyperlink_targets_and_comments_are_not_changelog_entries(repo: Path) -> None:
+    """161 of coverage.py's 972 changelog "entries" were link-target blocks (`.. _issue 1732: https://…`)
+    or labels and comments, shown in every "what changed in X" answer. They are not entries; the URL of a
+    target an entry names (`` `issue 1732`_ ``) links that entry to the commits of its number."""
+    from nexusmem.sources.changelog import split_entries
+
+    shown = [(e.version, e.first_line, e.numbers) for e in split_entries(COVERAGE_CHANGES_RST, "CHANGES.rst")]
+    assert shown == [
+        ("Unreleased", "- Fix: the okapi core raised KeyError, as described in `issue 2086`_.", ["2086"]),
+        (
+            "Version 7.3.4 — 2023-12-20",
+            "- Fix: the gecko report lost its styles, closing `Issue 1732`_.",
+            ["1732"],
+        ),
+        ("Version 7.3.4 — 2023-12-20", "- Docs: the `GitHub organization`_ moved.", []),
+    ]
+    commit(repo, "init", {"report.py": "x = 1\n"})
+    fix = commit(repo, "report: keep the styles (#1732)", {"report.py": "x = 2\n"})
+    commit(repo, "docs: changes", {"CHANGES.rst": COVERAGE_CHANGES_RST})
+    sync.sync(repo, embed=False)
+    proj = project.load(repo)
+    with proj.open_store() as store:
+        entries = [n for n in store.iter_nodes("doc_section") if n.source == "changelog"]
+        assert len(entries) == 3
+        gecko = next(n for n in entries if "gecko" in n.title)
+        links = {b for _, b, rel in store.links_from([gecko.id]) if rel == "changelog"}
+        assert node_id(proj.id, "git_commit", fix) in links
+
+
 def test_rdoc_history_entries_carry_their_release() -> None:
     """History.rdoc (rake, minitest, hoe-made gems) heads each release with `=== 13.2.1`: an entry is dated
     by it, and its PR number is read."""

@@ -38,12 +38,12 @@ from typing import Any
 from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError
 from nexusmem.identity import node_id
+from nexusmem.markup import RST_LABEL, RST_REFERENCE, RST_TARGET, is_rst, reference_name, rst_prose
 from nexusmem.nodes import Node, redacted_path
 from nexusmem.redact import cut_redacted, redact, redact_cut
 from nexusmem.signals import doc_signal
 from nexusmem.sources.base import ScanContext, ScanResult
 from nexusmem.sources.docs import (
-    RST_LABEL,
     Section,
     display_path,
     doc_text,
@@ -145,6 +145,8 @@ def split_entries(text: str, path: str) -> list[Entry]:
     if not _notes_of_its_own([line for _, lines in sections for line in lines if line.strip()]):
         return []
     release: tuple[int, str] | None = None  # the level and heading of the release section read last
+    rst = is_rst(path)
+    targets = _rst_targets(text) if rst else {}
     for sec, lines in sections:
         # Keep a Changelog's compare links at the end ("[2.0.0]: https://…/compare/v1.1.0...v2.0.0") are
         # link targets, not part of the oldest release's last entry.
@@ -167,13 +169,48 @@ def split_entries(text: str, path: str) -> list[Entry]:
             body = "\n".join(chunk).strip()
             if not _HTML_COMMENT.sub("", body).strip():  # nothing a reader sees
                 continue
+            # A block of link targets after a release's bullets (`.. _issue 1732: https://…`), a label, a
+            # comment (`.. start-releases`): markup, no entry.
+            if rst and not rst_prose(chunk):
+                continue
             # Its first line with words: a prose chunk starts with the blank line under its heading, and a
             # blank line "added" by any later commit (a release's) made that commit the entry's author.
             first = next(line.strip() for line in chunk if line.strip())
-            numbers = list(dict.fromkeys(_NUMBER.findall(body)))
-            shas = list(dict.fromkeys(m.group(1) or m.group(2) for m in _SHA.finditer(body)))
+            # The URLs of the targets it names (`` `issue 1732`_ ``) are its links too.
+            linked = [targets[name] for name in _references(body) if name in targets]
+            numbers = list(
+                dict.fromkeys([*_NUMBER.findall(body), *(n for u in linked for n in _NUMBER.findall(u))])
+            )
+            shas = list(
+                dict.fromkeys(m.group(1) or m.group(2) for t in (body, *linked) for m in _SHA.finditer(t))
+            )
             entries.append(Entry(path, version, body, first, numbers, shas))
     return entries
+
+
+def _rst_targets(text: str) -> dict[str, str]:
+    """The hyperlink targets of reStructuredText TEXT, name (as docutils compares them) → URL: a target's URL
+    on its line (`.. _issue 1732: https://…`) or on the indented line under it."""
+    found: dict[str, str] = {}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        target = RST_TARGET.match(line)
+        if target is not None:
+            found.setdefault(reference_name(target.group(1)), target.group(2))
+        elif (
+            RST_LABEL.match(line)
+            and i + 1 < len(lines)
+            and lines[i + 1][:1].isspace()
+            and lines[i + 1].strip()
+        ):
+            name = line.strip()[3:].strip().removesuffix(":")
+            found.setdefault(reference_name(name), lines[i + 1].strip())
+    return found
+
+
+def _references(text: str) -> list[str]:
+    """The hyperlink names reStructuredText TEXT refers to (`` `issue 1732`_ ``, `word_`), as compared."""
+    return list(dict.fromkeys(reference_name(m.group(1) or m.group(2)) for m in RST_REFERENCE.finditer(text)))
 
 
 def _notes_of_its_own(lines: list[str]) -> bool:
