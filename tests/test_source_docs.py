@@ -1135,3 +1135,71 @@ def test_an_rst_preamble_of_comments_labels_and_bare_directives_is_no_section(tm
     assert [s.heading for s in noted] == ["n.rst", "Title"]  # a directive with content is read
     refs = indexed(tmp_path, {"doc/cmd_merge.rst": CMD_RST})
     assert list(refs) == ["doc/cmd_merge.rst#Merging data files: ``tool merge``"]
+
+
+INSTALL_RST = """.. _install:
+
+============
+Installation
+============
+
+.. highlight:: console
+
+Installing the okapi tool is done with pip::
+
+    $ python3 -m pip install okapi
+    # a comment in the literal block
+
+#. Install the okapi tool with pip.
+
+#. Check the okapi version.
+
+""" + "".join(
+    f"Paragraph {n} about the okapi install steps, long enough to fill a line of text.\n\n" for n in range(12)
+)
+
+GUIDE_MD = """Okapi guide
+===========
+
+Setext titles are underlined, and the okapi reads them.
+
+```sh
+# a shell comment
+okapi run
+```
+
+## Deeper okapi
+
+More.
+"""
+
+
+def test_the_text_shown_under_a_doc_section_skips_its_title_markup(repo: Path) -> None:
+    """Under an RST section an answer showed `====` / its title / `====` / `.. highlight:: python` and
+    nothing it said, and it dropped every line starting with `#` (auto-numbered items, `#. Install…`, and
+    comments in literal blocks) as if it were a Markdown heading. Title adornments, the title and bare
+    directives or labels are skipped; `#.` items and code comments are kept; Markdown's setext title too."""
+    commit(repo, "docs", {"doc/install.rst": INSTALL_RST, "guide.md": GUIDE_MD})
+    run_cli("-C", str(repo), "sync", "--no-embed", "-q")
+
+    def shown(query: str, ref: str, *extra: str) -> str:
+        items = query_json(repo, query, *extra)["items"]
+        return str(next(it["summary"] for it in items if it["ref"] == ref))
+
+    text = shown("install the okapi tool", "doc/install.rst#Installation")
+    assert text.split("\n")[:4] == [
+        "Installing the okapi tool is done with pip::",
+        "    $ python3 -m pip install okapi",
+        "    # a comment in the literal block",
+        "#. Install the okapi tool with pip.",
+    ]
+    guide = shown("setext okapi", "guide.md#Okapi guide").split("\n")
+    assert guide[:3] == [
+        "Setext titles are underlined, and the okapi reads them.",
+        "```sh",
+        "# a shell comment",
+    ]
+    # An answer with room shows more of a section; the default budget, as much as before.
+    assert len(text) <= 320
+    more = shown("install the okapi tool", "doc/install.rst#Installation", "--budget", "8000")
+    assert more.startswith(text.rstrip("…")) and len(more) > 2 * len(text) and "Paragraph 3 about" in more

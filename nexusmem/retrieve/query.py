@@ -45,6 +45,7 @@ from nexusmem.retrieve.intent import (
     topic,
 )
 from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
+from nexusmem.retrieve.summarise import MAX_SUMMARY_CHARS, doc_summary_chars
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.show import replacement
 from nexusmem.sources.shell.launchers import no_test_failed, runs_nothing
@@ -287,15 +288,17 @@ def make_item(
     replaced_by: str | None = None,
     root: str = "",
     label: str = "",
+    doc_chars: int = MAX_SUMMARY_CHARS,
 ) -> Item:
     """The presentable item for NODE (its summary chosen for QUERY); REPLACED_BY: show.replacement; ROOT and
-    LABEL: its project's root and tag across projects (Item.project_root, Item.project_label)."""
+    LABEL: its project's root and tag across projects (Item.project_root, Item.project_label); DOC_CHARS: how much
+    of a doc section its summary shows (summarise.doc_summary_chars)."""
     return Item(
         id=node.id,
         kind=node.kind,
         ts=node.ts,
         title=node.title,
-        summary=make_summary(node, query),
+        summary=make_summary(node, query, doc_chars),
         provenance=node.provenance,
         trust=node.trust,
         score=score,
@@ -3393,6 +3396,7 @@ def pack_items(
     how many of the release's entries the budget held when it did not hold them all (entries_note).
     Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
     items: dict[str, Item] = {}
+    doc_chars = doc_summary_chars(budget)  # an answer with room shows more of each doc section
     twins = doc_twins(list(chosen.values()), shelf_of)
     # The same section read twice (as a doc and as a changelog entry) has the same ref: nothing to name.
     also = {
@@ -3416,6 +3420,7 @@ def pack_items(
                     replaced_by=replacement(shelf.store, node),
                     root=shelf.root,
                     label=shelf.label,
+                    doc_chars=doc_chars,
                 )
                 items[node.id].also_in = also.get(node.id, [])
             item = replace(items[node.id], linked_from=linked_from, relation=relation)

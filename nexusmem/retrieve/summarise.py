@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 
+from nexusmem.markup import RST_ADORNMENT, is_rst, rst_unseen
+from nexusmem.retrieve.pack import FIRST_SCREEN_TOKENS
 from nexusmem.retrieve.search import terms
 from nexusmem.store import StoredNode
 
 MAX_SUMMARY_CHARS = 320
+# The most of a doc section an answer with much room shows under its title (doc_summary_chars).
+MAX_DOC_SUMMARY_CHARS = 1600
 MAX_HUNK_LINES = 12
 _HUNK = re.compile(r"^@@ ", re.MULTILINE)
 
@@ -47,22 +51,58 @@ def best_hunk(patch: str, query: str) -> str:
     return clipped
 
 
-def _without_headings(body: str) -> str:
-    """BODY without its Markdown heading lines ("## Usage": the title says it), but with the lines of
-    fenced code that start with "#" (a Python or shell comment, a C `#include`)."""
+# A Markdown ATX heading ("## Usage"): at most three spaces in, one to six `#`, then a blank or the end. A
+# `#.` (reStructuredText's auto-numbered item) or `#include` is no heading.
+_ATX = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+# A Markdown setext underline ("Usage" over "=====" or "-----").
+_SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
+
+
+def _without_headings(body: str, path: str = "") -> str:
+    """BODY without its title lines (the item's title says it): a Markdown heading ("## Usage", a setext
+    title and its underline), outside fenced code (a Python or shell comment, a C `#include` stay); in a
+    reStructuredText file (PATH), a title with its adornments and the markup a reader does not see (labels,
+    comments, `.. highlight::`), its `#.` items and the comments of its literal blocks kept."""
+    lines = body.splitlines()
+    if is_rst(path):
+        unseen = rst_unseen(lines)
+        skip = [hidden or bool(RST_ADORNMENT.match(line)) for line, hidden in zip(lines, unseen, strict=True)]
+        for i in range(len(lines) - 1):
+            # A title: the text over an underline (and under an overline), not itself one.
+            if (
+                lines[i].strip()
+                and not skip[i]
+                and RST_ADORNMENT.match(lines[i + 1])
+                and not lines[i][:1].isspace()
+            ):
+                skip[i] = True
+        return "\n".join(line for line, dropped in zip(lines, skip, strict=True) if not dropped)
     kept: list[str] = []
     fence = ""
-    for line in body.splitlines():
+    for line in lines:
         found = _FENCE.match(line)
         if found and (not fence or found.group(1).startswith(fence)):
             fence = "" if fence else found.group(1)
-        elif not fence and line.lstrip().startswith("#"):
+        elif not fence and _ATX.match(line):
+            continue
+        elif not fence and _SETEXT.match(line) and kept and kept[-1].strip():
+            kept.pop()  # the title over it
             continue
         kept.append(line)
     return "\n".join(kept)
 
 
-def summary(node: StoredNode, query: str) -> str:
+def doc_summary_chars(budget: int) -> int:
+    """How many characters of a doc section an answer of BUDGET tokens shows: MAX_SUMMARY_CHARS on the first
+    screen (the default budget) and below; an answer with more room shows more of each section, in
+    proportion, up to MAX_DOC_SUMMARY_CHARS."""
+    if budget <= FIRST_SCREEN_TOKENS:
+        return MAX_SUMMARY_CHARS
+    return min(MAX_DOC_SUMMARY_CHARS, MAX_SUMMARY_CHARS * budget // FIRST_SCREEN_TOKENS)
+
+
+def summary(node: StoredNode, query: str, doc_chars: int = MAX_SUMMARY_CHARS) -> str:
+    """The text shown under NODE's title for QUERY; DOC_CHARS: how much of a doc section (doc_summary_chars)."""
     if node.kind == "code_diff":
         return best_hunk(node.body, query)
     if node.kind == "git_commit":
@@ -91,6 +131,7 @@ def summary(node: StoredNode, query: str) -> str:
         text = ", ".join(parts)
         return _clip(f"$ {command}\n{text}" if "\n" in command or len(command) > 100 else text)
     if node.kind == "doc_section":
-        # The heading is already the title; show what the section says.
-        return _clip(_first_lines(_without_headings(node.body), 4))
+        # The heading is already the title; show what the section says (a line per 80 characters allowed).
+        path = str(node.meta.get("path") or node.ref.partition("#")[0])
+        return _clip(_first_lines(_without_headings(node.body, path), max(4, doc_chars // 80)), doc_chars)
     return _clip(_first_lines(node.body, 4))
