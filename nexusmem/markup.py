@@ -80,3 +80,42 @@ def reference_name(name: str) -> str:
 
 # A named hyperlink reference: `` `issue 2083`_ ``, `` `text <issue_>`_ `` is not followed, `word_`.
 RST_REFERENCE = re.compile(r"`([^`<>]+)`_(?!_)|(?<![\w`])([A-Za-z0-9][\w.+-]*)_(?![\w_])")
+
+
+_RST_LITERAL = re.compile(r"``(.+?)``")
+_RST_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`([^`]+)`")
+_RST_INTERPRETED = re.compile(r"`([^`]+)`(?:__?|:[\w.+-]+:)?")
+_RST_STRONG = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*")
+_RST_EMPHASIS = re.compile(r"(?<![\w*])\*(\S(?:[^*]*?\S)?)\*(?![\w*])")
+_RST_EMBEDDED = re.compile(r"^(.*?)\s*<[^<>]*>$", re.DOTALL)
+
+
+def _role_text(found: re.Match[str]) -> str:
+    """A role's text as shown: `text <target>` → text; `~pkg.mod.run` → run."""
+    text = found.group(1)
+    embedded = _RST_EMBEDDED.match(text)
+    if embedded is not None and embedded.group(1):
+        return embedded.group(1)
+    if text.startswith("~"):
+        return text[1:].rsplit(".", 1)[-1]
+    return text.lstrip("!")
+
+
+def rst_inline_text(text: str) -> str:
+    """reStructuredText inline markup as a reader sees it: a role (`:ref:`, `:class:`...) and a link as their
+    text, emphasis without its stars, a literal (``` ``x`` ```) as a code span (`` `x` ``, as a Markdown
+    title shows one)."""
+    if "`" not in text and "*" not in text:
+        return text
+    literals: list[str] = []
+
+    def keep(found: re.Match[str]) -> str:
+        literals.append(f"`{found.group(1)}`")
+        return f"\x00{len(literals) - 1}\x00"
+
+    held = _RST_LITERAL.sub(keep, text)
+    held = _RST_ROLE.sub(_role_text, held)
+    held = _RST_INTERPRETED.sub(_role_text, held)
+    held = _RST_EMPHASIS.sub(r"\1", _RST_STRONG.sub(r"\1", held))
+    shown = re.sub("\x00(\\d+)\x00", lambda m: literals[int(m.group(1))], held)
+    return " ".join(shown.split()) or text

@@ -1203,3 +1203,25 @@ def test_the_text_shown_under_a_doc_section_skips_its_title_markup(repo: Path) -
     assert len(text) <= 320
     more = shown("install the okapi tool", "doc/install.rst#Installation", "--budget", "8000")
     assert more.startswith(text.rstrip("…")) and len(more) > 2 * len(text) and "Paragraph 3 about" in more
+
+
+@pytest.mark.parametrize(
+    ("heading", "title"),
+    [
+        ("HTML reporting: ``coverage html``", "HTML reporting: `coverage html`"),
+        ("The :class:`Coverage` class", "The Coverage class"),
+        ("See :ref:`the API <api>` and :func:`~pkg.mod.run`", "See the API and run"),
+        ("Install from `PyPI <https://pypi.org/>`_ or `source`_", "Install from PyPI or source"),
+        ("*Really* **fast** ``x`` `y`", "Really fast `x` y"),
+        ("Version 7.3.4 — 2023-12-20", "Version 7.3.4 — 2023-12-20"),
+    ],
+)
+def test_an_rst_title_is_shown_as_a_reader_sees_it_and_its_ref_kept(
+    tmp_path: Path, heading: str, title: str
+) -> None:
+    """coverage.py's "HTML reporting: ``coverage html``" was titled with its literal markup. An RST title is
+    shown as a reader sees it (roles and links as their text, a literal as a code span, as a Markdown title
+    shows one); its ref stays path#Heading as written, the name `show`, labels and the eval's targets use."""
+    text = f".. _cmd:\n\n{heading}\n{'=' * len(heading)}\n\nThe okapi text.\n"
+    (node,) = indexed(tmp_path, {"doc/cmd.rst": text}).values()
+    assert node.title == f"doc/cmd.rst — {title}" and node.ref == f"doc/cmd.rst#{heading}"

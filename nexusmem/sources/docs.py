@@ -28,7 +28,7 @@ from typing import Any
 from nexusmem import gitcmd, paths
 from nexusmem.config import DEFAULTS
 from nexusmem.errors import GitCommandError
-from nexusmem.markup import RST_ADORNMENT, RST_LABEL, RST_SUFFIXES, rst_prose
+from nexusmem.markup import RST_ADORNMENT, RST_LABEL, RST_SUFFIXES, rst_inline_text, rst_prose
 from nexusmem.nodes import Node, redacted_path
 from nexusmem.redact import cut_redacted, path_text, redact, redact_path
 from nexusmem.signals import doc_signal
@@ -38,7 +38,7 @@ from nexusmem.text import content_text, one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-16"
+_CURSOR_VERSION = "docs-17"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -852,6 +852,7 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
     file_name = path.rsplit("/", 1)[-1]
     seen: dict[str, int] = {}
     sections = sections_of(text, file_name)
+    rst = file_name.lower().endswith(RST_SUFFIXES)
     # A heading the file uses more than once ("Deprecations" under each upgrade) is told apart by its parent.
     times_used = Counter(sec.heading for sec in sections)
     for sec in sections:
@@ -863,9 +864,11 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
         body = redact(sec.text)
         if len(body) > max_body:
             body = cut_redacted(body, max_body) + TRUNCATION_MARKER
-        shown = heading
+        # An RST title as a reader sees it ("HTML reporting: `coverage html`"); its ref keeps it as written.
+        seen_as = rst_inline_text if rst else str
+        shown = seen_as(heading)
         if len(sec.trail) >= 2 and (is_generic_heading(sec.heading) or times_used[sec.heading] > 1):
-            shown = f"{redact(sec.trail[-2])} › {heading}"
+            shown = f"{seen_as(redact(sec.trail[-2]))} › {shown}"
         yield Node(
             project=project,
             kind="doc_section",
