@@ -1131,6 +1131,8 @@ def test_an_rst_preamble_of_comments_labels_and_bare_directives_is_no_section(tm
     assert [s.level for s in split_rst_sections(CONFIG_RST, "config.rst")] == [1, 3, 3]
     told = split_rst_sections(".. a comment\n\nWords before any title.\n\nTitle\n=====\n\nText.\n", "t.rst")
     assert [(s.heading, s.level) for s in told] == [("t.rst", 0), ("Title", 1)]
+    orphan = split_rst_sections(".. license\n\n:orphan:\n\n.. _x:\n\nTitle\n=====\n\nText.\n", "o.rst")
+    assert [s.heading for s in orphan] == ["Title"]  # metadata fields are no prose either
     noted = split_rst_sections(".. note::\n\n   Read this first.\n\nTitle\n=====\n\nText.\n", "n.rst")
     assert [s.heading for s in noted] == ["n.rst", "Title"]  # a directive with content is read
     refs = indexed(tmp_path, {"doc/cmd_merge.rst": CMD_RST})

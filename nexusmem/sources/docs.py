@@ -38,7 +38,7 @@ from nexusmem.text import content_text, one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-17"
+_CURSOR_VERSION = "docs-18"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -483,6 +483,10 @@ class DocsSource:
         result.cursor = None if unreadable else now_dated.cursor(read, ctx.known.get("denied"))
 
 
+# A field of a file's metadata before its first title (`:orphan:`, `:tocdepth: 2`, `:og:description: …`).
+_RST_FIELD = re.compile(r"^:[\w.:-]+:(?:[ \t].*)?$")
+
+
 def _labels_above(body: list[str], floor: int) -> int:
     """Where in BODY (the lines of the section being read; the first FLOOR are its title) the labels directly
     above the next title start, blank lines between them and the title allowed: len(BODY) when none is."""
@@ -795,8 +799,13 @@ def split_rst_sections(text: str, file_name: str) -> list[Section]:
         del cut.body[at:]
         cut.open(title, styles.index(style) + 1, i + 1 + (span == 3), [*labels, *lines[i : i + span]])
         i += span
-    # Before the first title, a license comment, cog's markers and a `.. highlight::` are no section.
-    return [sec for sec in cut.finish() if sec.level or rst_prose(sec.text.split("\n"))]
+    # Before the first title, a license comment, cog's markers, a `.. highlight::` and the file's metadata
+    # fields (`:orphan:`, `:tocdepth: 2`) are no section.
+    return [
+        sec
+        for sec in cut.finish()
+        if sec.level or rst_prose([line for line in sec.text.split("\n") if not _RST_FIELD.match(line)])
+    ]
 
 
 def too_big_problem(path: str, size: int, max_bytes: int) -> str:
