@@ -533,7 +533,7 @@ Unreleased
 Version 7.3.4 — 2023-12-20
 --------------------------
 
-- Fix: the gecko report lost its styles, closing `Issue 1732`_.
+- Fix: the ``gecko`` report lost its styles, closing `Issue 1732`_.
 
 - Docs: the `GitHub organization`_ moved.
 
@@ -554,7 +554,7 @@ def test_rst_hyperlink_targets_and_comments_are_not_changelog_entries(repo: Path
         ("Unreleased", "- Fix: the okapi core raised KeyError, as described in `issue 2086`_.", ["2086"]),
         (
             "Version 7.3.4 — 2023-12-20",
-            "- Fix: the gecko report lost its styles, closing `Issue 1732`_.",
+            "- Fix: the ``gecko`` report lost its styles, closing `Issue 1732`_.",
             ["1732"],
         ),
         ("Version 7.3.4 — 2023-12-20", "- Docs: the `GitHub organization`_ moved.", []),
@@ -568,6 +568,11 @@ def test_rst_hyperlink_targets_and_comments_are_not_changelog_entries(repo: Path
         entries = [n for n in store.iter_nodes("doc_section") if n.source == "changelog"]
         assert len(entries) == 3
         gecko = next(n for n in entries if "gecko" in n.title)
+        # Its title as a reader sees it, its text as written.
+        assert (
+            gecko.title
+            == "CHANGES.rst — Version 7.3.4 — 2023-12-20: Fix: the `gecko` report lost its styles, closing Issue 1732."
+        )
         links = {b for _, b, rel in store.links_from([gecko.id]) if rel == "changelog"}
         assert node_id(proj.id, "git_commit", fix) in links
 

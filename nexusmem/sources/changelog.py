@@ -38,7 +38,15 @@ from typing import Any
 from nexusmem import gitcmd
 from nexusmem.errors import GitCommandError
 from nexusmem.identity import node_id
-from nexusmem.markup import RST_LABEL, RST_REFERENCE, RST_TARGET, is_rst, reference_name, rst_prose
+from nexusmem.markup import (
+    RST_LABEL,
+    RST_REFERENCE,
+    RST_TARGET,
+    is_rst,
+    reference_name,
+    rst_inline_text,
+    rst_prose,
+)
 from nexusmem.nodes import Node, redacted_path
 from nexusmem.redact import cut_redacted, redact, redact_cut
 from nexusmem.signals import doc_signal
@@ -716,7 +724,8 @@ class ChangelogSource:
                 commits = list(dict.fromkeys(commits))
             # The title shows the first line as a reader sees it ("Fix copy (#123)", not the link's URL); the
             # text keeps the link, whose number ties the entry to its commit.
-            headline = inline_text(re.sub(r"^[-*+]\s+", "", body.split("\n", 1)[0]).strip())
+            headline = re.sub(r"^[-*+]\s+", "", body.split("\n", 1)[0]).strip()
+            headline = rst_inline_text(headline) if is_rst(entry.path) else inline_text(headline)
             if len(headline) > 120:
                 headline = cut_redacted(headline, 119) + "…"  # never half a «redacted:…» placeholder
             # Dated by the commit that first wrote its line (a release commit that wrote many too), else by the
