@@ -120,10 +120,11 @@ def _revision(tree: Path, ref: str, *, hex_too: bool = False) -> str | None:
     return sha if code == 0 and _SHA.fullmatch(sha) else None
 
 
-def _not_held(tree: Path, ref: str, sha: str) -> str:
+def _not_held(store: SearchStore, tree: Path, ref: str, sha: str) -> str:
     """Why memory lacks the commit SHA that REF names in the work tree at TREE. Memory holds the commits HEAD
-    reached when it synced: one HEAD reaches is not synced yet; one it does not (a tag on a branch never
-    checked out, `origin/release-0.13`) no sync will add."""
+    reached when it synced: one HEAD reaches is not synced yet, unless `forget` took it out (a value it holds
+    is on the deny-list: no sync brings it back); one HEAD does not reach (a tag on a branch never checked
+    out, `origin/release-0.13`) no sync will add."""
     from nexusmem import gitcmd
 
     code, _ = gitcmd.run_ok(["merge-base", "--is-ancestor", sha, "HEAD"], tree)
@@ -132,7 +133,40 @@ def _not_held(tree: Path, ref: str, sha: str) -> str:
             f"{ref!r} is commit {sha[:12]}, which is not in HEAD's history: memory holds the commits HEAD"
             " reaches, and `nexusmem sync` will not add it (check out a branch that reaches it, then sync)"
         )
+    entry = _forgotten(store, tree, sha)
+    if entry is not None:
+        return (
+            f"{ref!r} is commit {sha[:12]}, which `nexusmem forget` took out of memory: it holds a value on"
+            f" the deny-list (entry {entry}), so no sync brings it back (`nexusmem forget --list`)"
+        )
     return f"{ref!r} is commit {sha[:12]}, which memory does not hold yet: run `nexusmem sync`"
+
+
+# How much of a commit `show` reads to tell whether the deny-list holds a value of it (only on the path of a
+# commit memory lacks).
+FORGOTTEN_READ_BYTES = 8 << 20
+
+
+def _forgotten(store: SearchStore, tree: Path, sha: str) -> str | None:
+    """The deny-list entry (its first 12 characters) a value of the commit SHA matches, as the sync's gate
+    would have dropped it (its author, message and patch, as git shows them); None when none does."""
+    from nexusmem import gitcmd
+    from nexusmem.errors import NexusMemError
+    from nexusmem.hygiene.denylist import Matcher, entry_from_json, load_global
+
+    try:
+        entries = [entry_from_json(row, str(row["scope"])) for row in store.deny_entries()]
+        entries += load_global()
+    except (NexusMemError, OSError, ValueError):
+        return None
+    entries = [e for e in entries if not e.problem]
+    if not entries:
+        return None
+    code, out = gitcmd.run_ok(["show", "--no-color", "--no-ext-diff", "--format=%an <%ae>%n%B", sha], tree)
+    if code != 0:
+        return None
+    found = Matcher(entries).which([out[:FORGOTTEN_READ_BYTES].decode("utf-8", "replace")])
+    return None if found is None else found.key[:12]
 
 
 def _listed(node_id: str, node: StoredNode | None, key: str) -> str:
@@ -303,7 +337,7 @@ def lookup(
             try:
                 return expand(store, find(store, sha), project.root.name)
             except UnknownId:
-                raise UnknownId(_not_held(tree or project.root, ref, sha)) from None
+                raise UnknownId(_not_held(store, tree or project.root, ref, sha)) from None
         if not isinstance(exc, UnknownId):
             raise
         from nexusmem import team as team_mod

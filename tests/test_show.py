@@ -234,6 +234,25 @@ def test_show_of_a_sha_memory_lacks_says_why_as_a_revision_does(repo: Path, tmp_
     anyio.run(main)
 
 
+def test_show_of_a_forgotten_commit_says_forget_took_it_out(repo: Path) -> None:
+    """After `forget VALUE --yes`, `show <sha>` of the commit that held the value said "no node with id …,
+    nor a commit of that sha" (then, once a sha was resolved through git, "run nexusmem sync", which never
+    brings it back): it names the deny-list entry and says no sync restores it. A commit memory merely lacks
+    still says to sync."""
+    secret = "Zebra-Orchid-4471-Kestrel"
+    commit(repo, "chore: start", {"a.txt": "a\n"})
+    held = commit(repo, f"ops: rotate the staging login ({secret})", {"b.txt": "b\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    run_cli("-C", str(repo), "forget", secret, "--yes")
+    later = commit(repo, "feat: not synced yet", {"c.txt": "c\n"})
+    for ref in (held, held[:10]):
+        out = run_cli("-C", str(repo), "show", ref, ok=False).output
+        assert f"is commit {held[:12]}, which `nexusmem forget` took out of memory" in out, out
+        assert "no sync brings it back" in out and secret not in out, out
+    out = run_cli("-C", str(repo), "show", later[:10], ok=False).output
+    assert f"is commit {later[:12]}, which memory does not hold yet: run `nexusmem sync`" in out, out
+
+
 def test_who_added_a_name_is_answered_by_the_commits_author_not_a_co_author(repo: Path) -> None:
     """`query "who added the wasHole property"` (luxon) found 765f90b, and the only name it printed was the
     message's "Co-authored-by: Take Weiland" trailer: the author (Isaac Cambron) was in none of the text,

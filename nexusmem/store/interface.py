@@ -44,6 +44,10 @@ class SearchStore(Protocol):
 
     def get_meta(self, key: str) -> str | None: ...
 
+    def deny_entries(self) -> list[dict[str, Any]]:
+        """The deny-list entries this store holds, as stored (`show` tells a forgotten commit by them)."""
+        ...
+
     # nodes
     def get(self, node_id: str) -> StoredNode | None: ...
 
