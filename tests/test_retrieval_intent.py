@@ -92,6 +92,12 @@ def clock() -> None:
         ("what broke the colour output on Windows terminals?", "history"),
         ("how did the plugin API move between the two major versions?", "history"),
         ("was there ever a YAML config loader?", "history"),
+        ("where are the html command line options documented?", "usage"),
+        ("where is the documentation for the json report?", "usage"),
+        ("where are the docs about plugins?", "usage"),
+        ("which page documents the concurrency option?", "usage"),
+        ("which commit documented the --jobs option?", "history"),
+        ("where was the retry option documented first?", "history"),
     ],
 )
 def test_intent_of_a_question(text: str, asks: str) -> None:
@@ -156,6 +162,23 @@ def test_a_usage_question_finds_the_doc_section_and_a_history_question_the_commi
 def test_more_ways_of_asking_how_to_use_something_find_the_doc_section(retries: Path, text: str) -> None:
     """Neither question says "how do I": each is asked the way people ask what they got wrong, and the
     guide answers both. Read as neither kind of question, the commit that added the option came first."""
+    found = query_json(retries, text)
+    assert found["items"][0]["kind"] == "doc_section", [it["title"] for it in found["items"]]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "where is retrying a failed upload documented?",
+        "where are the docs about retries in the upload client?",
+        "which page documents the retries of a failed upload?",
+    ],
+)
+def test_a_question_that_asks_where_something_is_documented_finds_the_doc_section(
+    retries: Path, text: str
+) -> None:
+    """It asks for the page, as a how-to question does; read as neither kind, the commits that added and
+    changed the option came first (a question that speaks of docs leaves a docs-only change its weight)."""
     found = query_json(retries, text)
     assert found["items"][0]["kind"] == "doc_section", [it["title"] for it in found["items"]]
 

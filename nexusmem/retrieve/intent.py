@@ -40,7 +40,11 @@ _USAGE = re.compile(
     r"what (do|should|must|can|would) (i|we|you) (do|set|add|pass|use|run|put|write|change|call|type|need"
     r"|install|give|import)|what should (i|we|my|the|this)|(which|what) \w+( \w+)? (do|should|can|must) "
     r"(i|we|you)|(how|what|where) am i (supposed|meant|expected) to|am i (supposed|meant) to|"
-    r"what am i doing wrong|supported at all|difference between)\b|"
+    r"what am i doing wrong|supported at all|difference between|"
+    # and a request for the page itself: "where is the [paths] setting documented?", "where are the docs
+    # about plugins?", "the documentation for the json report", "which page documents the concurrency option?"
+    r"where (is|are) .{1,80}\bdocumented|(docs|documentation) (for|about|on|of)|"
+    r"which (page|doc|docs|section|file)s? (documents?|describes?|explains?|covers?))\b|"
     r"\bhow\s*\?\s*$",
     re.IGNORECASE,
 )
