@@ -728,6 +728,48 @@ def test_what_a_name_is_for_is_answered_by_the_change_that_brought_it_in(repo: P
     assert any(n.startswith("first change that holds _IMPLICIT_NAMES: ") for n in notes), notes
 
 
+def test_a_name_nothing_holds_whole_has_no_first_change_and_is_a_weak_answer(repo: Path) -> None:
+    """ "What does the cobertura_version setting do?" of a name no change ever wrote: the change that says
+    "Cobertura version" holds its two words, not the name, and was named its first holder (and the answer not
+    weak). Nothing holds it, so nothing is its first, and the answer says so and is weak; so is a made-up
+    option beside a real one. A name memory holds is answered as before."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    commit(
+        repo,
+        "Write the Cobertura version in the XML report header",
+        {"xmlreport.py": "HEADER = 'Cobertura version 2'\n"},
+        when=NOW - 700 * DAY,
+    )
+    commit(
+        repo,
+        "Add the xml_package_depth setting",
+        {"xmlreport.py": "HEADER = 'Cobertura version 2'\nxml_package_depth = 99\n"},
+        when=NOW - 600 * DAY,
+    )
+    commit(
+        repo,
+        "docs: the report settings",
+        {
+            "docs/config.md": "# Settings\n\n## [report] precision\n\nDigits after the point in the report's"
+            " percentages.\n\n## --parallel-mode\n\nWrite one data file per process, for the report.\n"
+        },
+        when=NOW - 500 * DAY,
+    )
+    titles, notes = synced_answer(repo, "what does the [report] cobertura_version setting do?")
+    assert not any(n.startswith("first change that holds") for n in notes), notes
+    assert "nothing in memory holds cobertura_version" in notes, notes
+    assert query_json(repo, "what does the [report] cobertura_version setting do?")["weak"] is True
+    made_up = query_json(repo, "what does the --parallel-workers flag do?")
+    assert made_up["weak"] is True and "nothing in memory holds --parallel-workers" in made_up["notes"], made_up
+    real = query_json(repo, "what does the xml_package_depth setting do?")
+    assert real["weak"] is False and any(
+        n.startswith("first change that holds xml_package_depth: ") for n in real["notes"]
+    ), real["notes"]
+    option = query_json(repo, "what does the --parallel-mode flag do?")
+    assert not any(n.startswith("nothing in memory") for n in option["notes"]), option["notes"]
+
+
 def synced_answer(repo: Path, question: str) -> tuple[list[str], list[str]]:
     """Sync REPO (no vectors), then the titles and notes `query --json` gives for QUESTION."""
     run_cli("-C", str(repo), "sync", "--no-embed")

@@ -425,6 +425,9 @@ class Question:
     # The release asked about is tagged on a commit HEAD does not reach, and memory holds nothing it says of
     # it (no changelog entry under its heading): the answer is weak.
     unreached: bool = False
+    # The code name whose origin or purpose the question asks (ORIGIN) when no node holds it whole
+    # (search.held_whole): it takes for granted a name memory never saw, and the answer is weak.
+    unheld: str | None = None
     # The note saying the vectors were not searched although the config names an embedder, and why
     # (semantic_note of vector.Neighbours.skipped, and of the stored vectors being another embedder's):
     # said as the answer's last note.
@@ -686,6 +689,9 @@ def retrieve(
                 note = f"no: {name} is not in the code any more; the last change that holds it: {sha[:10]}"
             holding = holding or (sha, note)
             question.notes.append(note)
+        elif which == "first" and not search.held_whole(store, name, searches=exact):
+            question.unheld = name
+            question.notes.append(f"nothing in memory holds {name}")
     # Three more low-weight queries over the exact index, each merged into the list (merge_scored):
     # - symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect"): a commit that
     #   names the mechanism is found by a question that names the symptom. A smaller postings budget: these
@@ -3010,6 +3016,8 @@ def is_weak(found: Retrieved) -> bool:
         return True  # it named a time, and nothing of that time came first
     if found.question.unreached:
         return True  # it asked what a release holds, and memory holds none of it
+    if found.question.unheld is not None and found.answered_by is None:
+        return True  # it asked what a name is for (or where it began), and nothing holds the name
     return not found.scored or (found.answered_by is None and strength(found).weak)
 
 

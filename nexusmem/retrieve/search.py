@@ -274,9 +274,10 @@ def holder(
     ]
     if exact is not None:
         # The word index reads `_IMPLICIT_NAMES` as the words "implicit names": a change that only had a
-        # local `implicit_names` (or said "implicit names") matches it too, and may be older.
-        holding = [n for n in nodes if exact.search(n.title) or exact.search(n.body) or exact.search(n.words)]
-        nodes = holding or nodes
+        # local `implicit_names` (or said "implicit names") matches it too, and may be older; and when no
+        # change holds the name whole ("cobertura_version", which no commit ever wrote, beside one that says
+        # "Cobertura version"), none is its first.
+        nodes = [n for n in nodes if _holds(exact, n)]
     if which == "last":
         docs = change_scope(store, nodes).docs
         nodes = [n for n in nodes if n.id not in docs]
@@ -305,6 +306,38 @@ def holder(
         if node.ref.split(":", 1)[0] == sha:
             scores[node.id] = max(scores.get(node.id, 0.0), best * ORIGIN_LEAD)
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0])), sha
+
+
+def held_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> bool:
+    """Whether any node (a change, a doc section, a command…) holds NAME whole: a plain identifier as one
+    identifier, any case (`cobertura_version`, not "Cobertura version"); an option, a member or a quoted
+    span as written, any case (`--parallel-workers`, not "parallel workers"). True when ORIGIN_LIMIT nodes
+    or more hold its words (a word of the project), or NAME has no words to search. SEARCHES: the
+    question's searches of the exact index (and its window)."""
+    words = terms(name)
+    if not words:
+        return True
+    phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+    found = searches.scored(phrase, ORIGIN_LIMIT)
+    if len(found) >= ORIGIN_LIMIT:
+        return True
+    if not found:
+        return False
+    exact = _exact_name(name) or _written(name)
+    return any(_holds(exact, n) for n in store.get_many([i for i, _ in found]).values())
+
+
+def _holds(exact: re.Pattern[str], node: StoredNode) -> bool:
+    """Whether NODE's title, body or change words hold what EXACT matches."""
+    return bool(exact.search(node.title) or exact.search(node.body) or exact.search(node.words))
+
+
+def _written(name: str) -> re.Pattern[str]:
+    """A matcher of NAME as written (backticks and a call's "()" aside), any case, not inside a longer name:
+    `--parallel-workers` is not `--parallel-workers-max`."""
+    core = name.strip("`")
+    core = core[:-2] if core.endswith("()") else core
+    return re.compile(r"(?<![\w$-])" + re.escape(core) + r"(?![\w$-])", re.IGNORECASE)
 
 
 # A renamed file (`git mv`) keeps its history: the commits that changed it under the names it had before are
