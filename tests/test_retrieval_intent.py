@@ -728,6 +728,36 @@ def test_what_a_name_is_for_is_answered_by_the_change_that_brought_it_in(repo: P
     assert any(n.startswith("first change that holds _IMPLICIT_NAMES: ") for n in notes), notes
 
 
+def test_what_a_name_the_docs_define_is_for_is_answered_by_the_doc_section(repo: Path) -> None:
+    """ "What is COVERAGE_PROCESS_START for?" of a name the docs define: the section that says what it does
+    comes first, as for "what does COVERAGE_PROCESS_START do?", and the note still names the change that
+    brought it in. The change came first, and the section after the later changes that use the name."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    start = "import os\n\nrc = os.environ.get('COVERAGE_PROCESS_START')\n"
+    commit(repo, "A way to start measuring when Python starts", {"process.py": start}, when=NOW - 800 * DAY)
+    for days in (700, 600):
+        commit(
+            repo,
+            f"COVERAGE_PROCESS_START names the rc file ({days})",
+            {"process.py": start + f"RC_{days} = rc\n"},
+            when=NOW - days * DAY,
+        )
+    commit(
+        repo,
+        "docs: sub-processes",
+        {
+            "docs/subprocess.md": "# Sub-processes\n\n## Manual coordination\n\nSet COVERAGE_PROCESS_START to"
+            " the path of the rc file, and every Python process started measures itself. When"
+            " COVERAGE_PROCESS_START is not set, nothing is measured.\n"
+        },
+        when=NOW - 500 * DAY,
+    )
+    titles, notes = synced_answer(repo, "what is COVERAGE_PROCESS_START for?")
+    assert titles[0] == "docs/subprocess.md — Manual coordination", titles
+    assert any(n.startswith("first change that holds COVERAGE_PROCESS_START: ") for n in notes), notes
+
+
 def test_a_name_nothing_holds_whole_has_no_first_change_and_is_a_weak_answer(repo: Path) -> None:
     """ "What does the cobertura_version setting do?" of a name no change ever wrote: the change that says
     "Cobertura version" holds its two words, not the name, and was named its first holder (and the answer not

@@ -428,6 +428,9 @@ class Question:
     # The code name whose origin or purpose the question asks (ORIGIN) when no node holds it whole
     # (search.held_whole): it takes for granted a name memory never saw, and the answer is weak.
     unheld: str | None = None
+    # ORIGIN is the name whose purpose the question asks ("what is COVERAGE_PROCESS_START for?",
+    # intent.purpose_name), not where it began.
+    purpose: bool = False
     # The note saying the vectors were not searched although the config names an embedder, and why
     # (semantic_note of vector.Neighbours.skipped, and of the stored vectors being another embedder's):
     # said as the answer's last note.
@@ -468,13 +471,14 @@ def prepare(text: str, project: str | None = None) -> Question:
     cue = timecue.find_cue(text) if short else None
     if not short:
         return Question(text, timecue.without_cue(text, cue), cue, notes, cut=cut)
+    origin = origin_name(text)
     question = Question(
         text,
         timecue.without_cue(text, cue),
         cue,
         notes,
         intent(text),
-        origin_name(text) or purpose_name(text) or adopted_name(text),
+        origin or purpose_name(text) or adopted_name(text),
         sequence(text),
         names_code(text),
         removed_name(text),
@@ -491,6 +495,7 @@ def prepare(text: str, project: str | None = None) -> Question:
     if question.gone is None and question.origin is None:
         question.gone = still_asked(text)
         question.still = question.gone is not None
+    question.purpose = origin is None and question.origin is not None and question.origin == purpose_name(text)
     question.first = first_release_asked(text)
     question.span = release_span(text, project) if question.migrates is None else None
     if question.migrates is not None:
@@ -692,6 +697,13 @@ def retrieve(
         elif which == "first" and not search.held_whole(store, name, searches=exact):
             question.unheld = name
             question.notes.append(f"nothing in memory holds {name}")
+    if question.purpose and question.asks == "neutral" and question.unheld is None:
+        # "What is COVERAGE_PROCESS_START for?" of a name the docs define: the page that says what it does
+        # answers it, as for "what does COVERAGE_PROCESS_START do?" (a usage question); the change that
+        # brought it in follows, and the note still names it.
+        assert question.origin is not None
+        if search.docs_hold(store, question.origin, searches=exact):
+            question.asks = "usage"
     # Three more low-weight queries over the exact index, each merged into the list (merge_scored):
     # - symptom words ("hangs", "ignored") bring their thesaurus kin ("deadlock", "respect"): a commit that
     #   names the mechanism is found by a question that names the symptom. A smaller postings budget: these

@@ -314,17 +314,34 @@ def held_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> boo
     span as written, any case (`--parallel-workers`, not "parallel workers"). True when ORIGIN_LIMIT nodes
     or more hold its words (a word of the project), or NAME has no words to search. SEARCHES: the
     question's searches of the exact index (and its window)."""
+    holding = holders_whole(store, name, searches=searches)
+    return holding is None or bool(holding)
+
+
+def docs_hold(store: SearchStore, name: str, *, searches: ExactSearches) -> bool:
+    """Whether a page of the project's docs (a doc section, not a changelog entry or a blog post) holds
+    NAME whole (as held_whole reads it); False when ORIGIN_LIMIT nodes or more hold its words."""
+    holding = holders_whole(store, name, searches=searches)
+    return any(
+        n.kind == "doc_section" and n.source != rank.CHANGELOG_SOURCE and not rank.is_post(n.kind, n.title)
+        for n in holding or []
+    )
+
+
+def holders_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> list[StoredNode] | None:
+    """The nodes that hold NAME whole (see held_whole); None when NAME has no words to search or
+    ORIGIN_LIMIT nodes or more hold its words (a word of the project: not read one by one)."""
     words = terms(name)
     if not words:
-        return True
+        return None
     phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
     found = searches.scored(phrase, ORIGIN_LIMIT)
     if len(found) >= ORIGIN_LIMIT:
-        return True
+        return None
     if not found:
-        return False
+        return []
     exact = _exact_name(name) or _written(name)
-    return any(_holds(exact, n) for n in store.get_many([i for i, _ in found]).values())
+    return [n for n in store.get_many([i for i, _ in found]).values() if _holds(exact, n)]
 
 
 def _holds(exact: re.Pattern[str], node: StoredNode) -> bool:
