@@ -220,6 +220,9 @@ def test_a_secret_in_a_tag_name_is_redacted_and_the_tag_still_names_its_release(
         ("what changed in 6.0.0-beta.1?", "6.0.0-beta.1"),
         ("what's new in 2.9.0.post0", "2.9.0.post0"),
         ("1.0.0rc1 release notes", "1.0.0rc1"),
+        # Which of its changes matter most is still what it holds.
+        ("what are the major changes in coverage 5.0?", "5.0"),
+        ("what are the highlights of 5.0?", "5.0"),
     ],
 )
 def test_a_question_about_what_a_release_holds(text: str, version: str | None) -> None:
@@ -294,6 +297,37 @@ def test_what_changed_in_a_release_answers_with_its_changelog_and_release_commit
         assert not found["weak"], question
     # The same words about a release memory does not know change nothing.
     assert not query_json(repo, "what changed in 4.4.4")["items"][0]["title"].startswith("CHANGELOG")
+
+
+def test_what_a_release_holds_lists_the_projects_page_about_it_first(repo: Path) -> None:
+    """ "What are the major changes in coverage 5.0?" was read as a release named after "coverage" (what came
+    after its tag: "Prep for 5.0.1" first), and the project's own page "Major changes in 5.0" came 14th. It
+    asks what 5.0 holds, as "what's new in 5.0?" does; and the page whose heading names 5.0 and says what is
+    new in it comes first, then the changelog's entries. A page that names 5.0 otherwise is not listed."""
+    changelog = "# Changelog\n\n## 5.0.1 - 2020-01-01\n\n- Prep for 5.0.1: fix the report\n\n"
+    changelog += "## 5.0 - 2019-12-14\n\n- The data file is SQLite now\n\n## 4.5 - 2019-01-01\n\n- Old things\n"
+    for n in range(4):
+        commit(repo, f"Changed how things changed ({n})", {f"c{n}.py": f"N = {n}\n"}, when=NOW - (500 - n) * DAY)
+    v4 = commit(repo, "Release 4.5", {"VERSION": "4.5\n"}, when=NOW - 400 * DAY)
+    git(repo, "tag", "coverage-4.5", v4)
+    pages = {
+        "doc/whatsnew5x.md": "# Major changes in 5.0\n\nThe data file is SQLite; contexts record who ran"
+        " each line.\n\n## Bugs fixed\n\nMany.\n",
+        "doc/install.md": "# Installing 5.0\n\nUse pip to get 5.0.\n",
+        "CHANGES.md": changelog,
+    }
+    v5 = commit(repo, "Prep for 5.0", pages, when=NOW - 300 * DAY)
+    git(repo, "tag", "coverage-5.0", v5)
+    v501 = commit(repo, "Prep for 5.0.1", {"VERSION": "5.0.1\n"}, when=NOW - 200 * DAY)
+    git(repo, "tag", "coverage-5.0.1", v501)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what are the major changes in coverage 5.0?", "what's new in 5.0?"):
+        found = query_json(repo, question)
+        titles = [item["title"] for item in found["items"]]
+        assert titles[0] == "doc/whatsnew5x.md — Major changes in 5.0", (question, titles)
+        assert titles[1] == "CHANGES.md — 5.0 - 2019-12-14: The data file is SQLite now", (question, titles)
+        assert "doc/install.md — Installing 5.0" not in titles[:3], (question, titles)
+        assert not any("changes made after its tag" in note for note in found["notes"]), found["notes"]
 
 
 def test_what_a_release_holds_shows_all_its_entries_in_file_order(repo: Path) -> None:

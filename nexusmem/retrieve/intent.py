@@ -379,6 +379,7 @@ _RELEASE_WORDS = """
     what what's whats which is are was were did does the a in of for to with about tell me show list
     change changed changes changelog new news release released releases note notes version versions tag
     tagged fix fixed fixes bring brought come came ship shipped add added happened
+    major main big biggest notable important key significant highlight highlights
 """
 _RELEASE_ASKS = frozenset(_RELEASE_WORDS.split())
 # A version as release_named reads it: _VERSION, or one with a pre- or post-release suffix ("2.0.0-alpha.1",

@@ -1151,6 +1151,11 @@ _RELEASE_NUMBER = re.compile(r"\d+(?:\.\d+)*")
 _PRE_RELEASE = re.compile(r"(\d+(?:\.\d+)*)[-.]?(alpha|beta|rc)[.-]?(\d*)", re.IGNORECASE)
 
 
+_RELEASE_PAGE = re.compile(
+    r"\b(?:what'?s new|new in|changes|changed|release notes?|highlights)\b", re.IGNORECASE
+)
+
+
 def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str) -> list[StoredNode]:
     """What says what release VERSION holds, in this order: the changelog entries under its heading (in the
     order the file holds them), the commit its tag names, and the commits whose title names it ("Release 7.4.1 (#2965)", "Prepare 1.7.15")."""
@@ -1183,6 +1188,17 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
         and node.source == rank.CHANGELOG_SOURCE
         and named.search(node.ref.partition("#")[2].split(" › ", 1)[0])
     }
+    # The project's own page about the release ("Major changes in 5.0", "What's new in 2.0"): a doc page
+    # whose heading names the version and says what is new in it.
+    pages = [
+        node
+        for node in listed
+        if node.kind == "doc_section"
+        and node.source != rank.CHANGELOG_SOURCE
+        and not rank.is_post(node.kind, node.title)
+        and named.search(heading := node.ref.partition("#")[2])
+        and _RELEASE_PAGE.search(heading)
+    ]
     commits = [node for node in listed if node.kind == "git_commit" and named.search(node.title)]
     sha = store.release_commit(version) if final else None  # the version tags held are final releases
     tagged = store.get_many(store.commits_by_sha(sha)[:1], light=True) if sha else {}
@@ -1191,7 +1207,7 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
         # "127.0.0.1": four numbers name a release only when a tag or a changelog heading names it, not
         # when some commit's title holds an address ("Cookie domain: 127.0.0.1").
         return []
-    return list({node.id: node for node in [*in_file, *tagged.values(), *commits]}.values())
+    return list({node.id: node for node in [*pages, *in_file, *tagged.values(), *commits]}.values())
 
 
 # How many of the commits between a release's tag and the previous one's are listed with what it holds: the
