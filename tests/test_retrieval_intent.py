@@ -777,6 +777,7 @@ def test_a_name_nothing_holds_whole_has_no_first_change_and_is_a_weak_answer(rep
         {"xmlreport.py": "HEADER = 'Cobertura version 2'\nxml_package_depth = 99\n"},
         when=NOW - 600 * DAY,
     )
+    commit(repo, "Cap the connections", {"pool.py": "SIZE_LIMIT = 10\n"}, when=NOW - 550 * DAY)
     commit(
         repo,
         "docs: the report settings",
@@ -798,6 +799,9 @@ def test_a_name_nothing_holds_whole_has_no_first_change_and_is_a_weak_answer(rep
     ), real["notes"]
     option = query_json(repo, "what does the --parallel-mode flag do?")
     assert not any(n.startswith("nothing in memory") for n in option["notes"]), option["notes"]
+    # A member is often written whole nowhere (`SIZE_LIMIT = 10` in pool.py): it is not said to be unheld.
+    member = query_json(repo, "what is pool.SIZE_LIMIT for?")
+    assert not any(n.startswith("nothing in memory") for n in member["notes"]), member["notes"]
 
 
 def synced_answer(repo: Path, question: str) -> tuple[list[str], list[str]]:

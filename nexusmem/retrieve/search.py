@@ -310,10 +310,13 @@ def holder(
 
 def held_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> bool:
     """Whether any node (a change, a doc section, a command…) holds NAME whole: a plain identifier as one
-    identifier, any case (`cobertura_version`, not "Cobertura version"); an option, a member or a quoted
-    span as written, any case (`--parallel-workers`, not "parallel workers"). True when ORIGIN_LIMIT nodes
-    or more hold its words (a word of the project), or NAME has no words to search. SEARCHES: the
+    identifier, any case (`cobertura_version`, not "Cobertura version"); an option as written, any case
+    (`--parallel-workers`, not "parallel workers"). True when ORIGIN_LIMIT nodes or more hold its words (a
+    word of the project), when NAME has no words to search, and for any other name: a member or a path
+    (`tomlkit.dumps`) is often written whole nowhere (`def dumps` in tomlkit/api.py). SEARCHES: the
     question's searches of the exact index (and its window)."""
+    if _exact_name(name) is None and not _OPTION.fullmatch(name.strip("`")):
+        return True
     holding = holders_whole(store, name, searches=searches)
     return holding is None or bool(holding)
 
@@ -344,6 +347,9 @@ def holders_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> 
     return [n for n in store.get_many([i for i, _ in found]).values() if _holds(exact, n)]
 
 
+_OPTION = re.compile(r"--?[A-Za-z][\w-]*")
+
+
 def _holds(exact: re.Pattern[str], node: StoredNode) -> bool:
     """Whether NODE's title, body or change words hold what EXACT matches."""
     return bool(exact.search(node.title) or exact.search(node.body) or exact.search(node.words))
@@ -351,7 +357,7 @@ def _holds(exact: re.Pattern[str], node: StoredNode) -> bool:
 
 def _written(name: str) -> re.Pattern[str]:
     """A matcher of NAME as written (backticks and a call's "()" aside), any case, not inside a longer name:
-    `--parallel-workers` is not `--parallel-workers-max`."""
+    `--parallel-workers` is not `--parallel-workers-max`, `res.json` not `res.jsonp`."""
     core = name.strip("`")
     core = core[:-2] if core.endswith("()") else core
     return re.compile(r"(?<![\w$-])" + re.escape(core) + r"(?![\w$-])", re.IGNORECASE)
