@@ -296,6 +296,32 @@ def test_a_failure_that_names_code_gives_the_vectors_more_say_than_a_question_ab
     assert 0 < query.vector_weight(code, rank.DEFAULT) < query.vector_weight(failure, rank.DEFAULT) < full
 
 
+def test_a_version_number_in_the_question_finds_the_change_that_names_that_number(repo: Path) -> None:
+    """ "Which version dropped support for Python 3.9?": the index holds 3.9 as the words 3 and 9, which the
+    question's words leave out (single characters), so "drop support for Python 3.7" matched as well as the
+    change that says 3.9, and came first. The number is asked as the phrase of its parts."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    commit(
+        repo,
+        "build: drop support for Python 3.9",
+        {"setup.py": "PY = '3.10'\n", "tox.ini": "envlist = py310\n"},
+        when=NOW - 300 * DAY,
+    )
+    commit(repo, "build: drop support for Python 3.8", {"setup.py": "PY = '3.9'\n"}, when=NOW - 400 * DAY)
+    commit(
+        repo,
+        "build: drop support for Python 3.7",
+        {"setup.py": "PY = '3.8'\n"},
+        when=NOW - 100 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = titles_for(repo, "which version dropped support for Python 3.9?")
+    assert titles[0] == "build: drop support for Python 3.9", titles
+    assert query.number_phrases(query.prepare("does it run on Python 3.9 and TLS 1.3?")) == '"3 9" OR "1 3"'
+    assert query.number_phrases(query.prepare("what changed in 7.4.1?")) is None  # the release rules answer it
+
+
 def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
     commit(repo, "Rework cache eviction for large keys", {"cache.py": "A = 1\n"}, when=NOW - 50 * DAY)
     commit(repo, "Fix cache eviction for large keys", {"cache.py": "A = 2\n"}, when=NOW - 40 * DAY)

@@ -102,6 +102,13 @@ TOPIC_CANDIDATES = 200
 # 1 → .6342 / .7218 (R@5 .741 / .825 → .751 / .839 at .75). Quoted spans ('…', "…") as well: .6341 /
 # .7195 at .5; quoted spans alone .6281 / .7180.
 CODE_NAMES_WEIGHT = 0.75
+# The dotted numbers a question writes ("Python 3.9", "TLS 1.3", "an ETag of 2.0.1") asked once more, each as
+# the phrase of its parts ("3 9": the index holds 3.9 as the words 3 and 9, which the question's words leave
+# out as single characters), merged at this weight: "which version dropped support for Python 3.9?" matched
+# "drop support for Python 3.7" as well as the entry that says 3.9. Not for a release of the project the
+# question names (the release rules answer it).
+NUMBERS_WEIGHT = 0.75
+_DOTTED = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)(?![\w.]*\d)")
 # A question with a time cue also asks for its words within this window before the newest event (or the
 # date it names), up to CUE_CANDIDATES more candidates from the exact index: see `retrieve`.
 CUE_WINDOW_MS = 30 * 86_400_000
@@ -735,6 +742,9 @@ def retrieve(
     ):
         if extra and weight:
             bm25_hits = merge_scored(bm25_hits, exact.words(extra, limit), weight, limit)
+    numbers = number_phrases(question) if NUMBERS_WEIGHT else None
+    if numbers:
+        bm25_hits = merge_scored(bm25_hits, exact.scored(numbers, limit), NUMBERS_WEIGHT, limit)
     # "How do I get thor onto my machine?" shares no word with the README's "Installation" but the project's
     # name: the sections that head the matter asked about are searched by its own words, and join the list.
     if question.topic is not None and TOPIC_WEIGHT:
@@ -2917,6 +2927,15 @@ def topic_sections(store: SearchStore, exact: search.ExactSearches, matter: Topi
     return [
         (node_id, value) for node_id, value in hits if node_id in nodes and _heads(matter, nodes[node_id])
     ]
+
+
+def number_phrases(question: Question) -> str | None:
+    """The FTS5 expression asking for the dotted numbers QUESTION writes, each as the phrase of its parts
+    (`"3 9" OR "1 3"`), None when it writes none or names a release of the project (NUMBERS_WEIGHT)."""
+    if question.release or question.shipped or question.span or question.migrates:
+        return None
+    found = list(dict.fromkeys(_DOTTED.findall(question.search_text)))[: search.MAX_QUERY_TERMS]
+    return " OR ".join('"' + " ".join(number.split(".")) + '"' for number in found) or None
 
 
 def merge_scored(
