@@ -206,6 +206,23 @@ def test_ordinary_words_memory_lacks_do_not_make_an_answered_question_weak(old_a
     assert builtin.whole_words(["suddenly", "somewhere", "kafka", "brotli"]) == {"suddenly", "somewhere"}
 
 
+def test_an_ordinary_word_in_another_form_than_the_vocabularys_counts_as_ordinary(old_and_fresh: Path) -> None:
+    """ "My tests mock the gateway and the upload blows up": the tokenizer's vocabulary holds "blow", not
+    "blows", and the absent word counted in full, as a name memory never saw would: an answered question was
+    flagged weak. An inflection of an ordinary word is ordinary; a name's plural is not."""
+    run_cli("-C", str(old_and_fresh), "sync", "--no-embed")
+    told = "upload chunks retry at the storage gateway and then blows mightily"
+    answered = query_json(old_and_fresh, told)
+    assert titles(answered)[0].startswith("fix(upload): retry multipart upload chunks")
+    assert answered["weak"] is False
+    assert query.ordinary_words(["blows", "mocked", "hanging", "stopped", "kafkas", "brotli"]) == {
+        "blows",
+        "mocked",
+        "hanging",
+        "stopped",
+    }
+
+
 def test_asking_when_a_name_memory_never_saw_arrived_is_a_weak_answer(old_and_fresh: Path) -> None:
     """ "Which version added `uploadResumable()` …?" takes for granted that it was added. Memory holds
     every other word of the question, so the share of missing words alone would not flag it; the name does,

@@ -3068,6 +3068,34 @@ def is_weak(found: Retrieved) -> bool:
     return not found.scored or (found.answered_by is None and strength(found).weak)
 
 
+def _bases(word: str) -> set[str]:
+    """The forms WORD may be an inflection of ("blows" -> blow, "mocked" -> mock, mocke; "stopping" -> stopp,
+    stop, stoppe): a light suffix strip, for words of five letters or more."""
+    if len(word) < 5:
+        return set()
+    bases: set[str] = set()
+    if word.endswith("s") and not word.endswith("ss"):
+        bases |= {word[:-1], word[:-2]} if word.endswith("es") else {word[:-1]}
+    for suffix in ("ed", "ing"):
+        if word.endswith(suffix):
+            stem = word[: -len(suffix)]
+            bases |= {stem, stem + "e"}
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                bases.add(stem[:-1])  # "stopped" -> stop
+    return bases
+
+
+def ordinary_words(words: list[str]) -> set[str]:
+    """Those of WORDS that are ordinary English: a whole-word token of the built-in tokenizer's vocabulary
+    ("inside", "blow"), or an inflection of one ("blows", "mocked", "hanging": the vocabulary holds many
+    words in one form only). A name the vocabulary splits ("brotli", "kafka") is none, nor its plural."""
+    from nexusmem.embed import builtin
+
+    forms = {word: _bases(word) for word in words}
+    known = builtin.whole_words(sorted(set(words).union(*forms.values())))
+    return {word for word in words if word in known or forms[word] & known}
+
+
 def strength(found: Retrieved) -> Strength:
     """The Strength of FOUND (no store access: the words' document counts and the first WEAK_TOP results'
     coverage are already known)."""
@@ -3082,9 +3110,7 @@ def strength(found: Retrieved) -> Strength:
     absent = sum(words.idf(w) for w in gone)
     share = dict.fromkeys(gone, 1.0)
     if absent >= WEAK_MISSING * mass:  # else the discount matters less: the vocabulary is read only here
-        from nexusmem.embed import builtin
-
-        common = builtin.whole_words(gone)
+        common = ordinary_words(gone)
         absent -= (1.0 - COMMON_WORD_SHARE) * sum(words.idf(w) for w in common)
         share.update(dict.fromkeys(common, COMMON_WORD_SHARE))
     top = [node.id for node, _ in found.scored[:WEAK_TOP]]
