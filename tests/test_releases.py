@@ -305,9 +305,13 @@ def test_what_a_release_holds_lists_the_projects_page_about_it_first(repo: Path)
     asks what 5.0 holds, as "what's new in 5.0?" does; and the page whose heading names 5.0 and says what is
     new in it comes first, then the changelog's entries. A page that names 5.0 otherwise is not listed."""
     changelog = "# Changelog\n\n## 5.0.1 - 2020-01-01\n\n- Prep for 5.0.1: fix the report\n\n"
-    changelog += "## 5.0 - 2019-12-14\n\n- The data file is SQLite now\n\n## 4.5 - 2019-01-01\n\n- Old things\n"
+    changelog += (
+        "## 5.0 - 2019-12-14\n\n- The data file is SQLite now\n\n## 4.5 - 2019-01-01\n\n- Old things\n"
+    )
     for n in range(4):
-        commit(repo, f"Changed how things changed ({n})", {f"c{n}.py": f"N = {n}\n"}, when=NOW - (500 - n) * DAY)
+        commit(
+            repo, f"Changed how things changed ({n})", {f"c{n}.py": f"N = {n}\n"}, when=NOW - (500 - n) * DAY
+        )
     v4 = commit(repo, "Release 4.5", {"VERSION": "4.5\n"}, when=NOW - 400 * DAY)
     git(repo, "tag", "coverage-4.5", v4)
     pages = {

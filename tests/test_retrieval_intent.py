@@ -319,7 +319,9 @@ def test_a_version_number_in_the_question_finds_the_change_that_names_that_numbe
     titles = titles_for(repo, "which version dropped support for Python 3.9?")
     assert titles[0] == "build: drop support for Python 3.9", titles
     assert query.number_phrases(query.prepare("does it run on Python 3.9 and TLS 1.3?")) == '"3 9" OR "1 3"'
-    assert query.number_phrases(query.prepare("what changed in 7.4.1?")) is None  # the release rules answer it
+    assert (
+        query.number_phrases(query.prepare("what changed in 7.4.1?")) is None
+    )  # the release rules answer it
 
 
 def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
@@ -813,12 +815,14 @@ def test_a_name_nothing_holds_whole_has_no_first_change_and_is_a_weak_answer(rep
         },
         when=NOW - 500 * DAY,
     )
-    titles, notes = synced_answer(repo, "what does the [report] cobertura_version setting do?")
+    _titles, notes = synced_answer(repo, "what does the [report] cobertura_version setting do?")
     assert not any(n.startswith("first change that holds") for n in notes), notes
     assert "nothing in memory holds cobertura_version" in notes, notes
     assert query_json(repo, "what does the [report] cobertura_version setting do?")["weak"] is True
     made_up = query_json(repo, "what does the --parallel-workers flag do?")
-    assert made_up["weak"] is True and "nothing in memory holds --parallel-workers" in made_up["notes"], made_up
+    assert made_up["weak"] is True and "nothing in memory holds --parallel-workers" in made_up["notes"], (
+        made_up
+    )
     real = query_json(repo, "what does the xml_package_depth setting do?")
     assert real["weak"] is False and any(
         n.startswith("first change that holds xml_package_depth: ") for n in real["notes"]

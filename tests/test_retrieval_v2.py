@@ -206,7 +206,9 @@ def test_ordinary_words_memory_lacks_do_not_make_an_answered_question_weak(old_a
     assert builtin.whole_words(["suddenly", "somewhere", "kafka", "brotli"]) == {"suddenly", "somewhere"}
 
 
-def test_an_ordinary_word_in_another_form_than_the_vocabularys_counts_as_ordinary(old_and_fresh: Path) -> None:
+def test_an_ordinary_word_in_another_form_than_the_vocabularys_counts_as_ordinary(
+    old_and_fresh: Path,
+) -> None:
     """ "My tests mock the gateway and the upload blows up": the tokenizer's vocabulary holds "blow", not
     "blows", and the absent word counted in full, as a name memory never saw would: an answered question was
     flagged weak. An inflection of an ordinary word is ordinary; a name's plural is not."""
