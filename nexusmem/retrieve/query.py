@@ -499,18 +499,12 @@ def prepare(text: str, project: str | None = None) -> Question:
         newest_release_asked(text),
     )
     question.migrates = migration(text)
-<<<<<<< ours
     if question.gone is None and question.origin is None:
         question.gone = still_asked(text)
         question.still = question.gone is not None
-    question.purpose = origin is None and question.origin is not None and question.origin == purpose_name(text)
-||||||| base
-    question.purpose = origin is None and question.origin is not None and question.origin == purpose_name(text)
-=======
     question.purpose = (
         origin is None and question.origin is not None and question.origin == purpose_name(text)
     )
->>>>>>> theirs
     question.first = first_release_asked(text)
     question.span = release_span(text, project) if question.migrates is None else None
     if question.migrates is not None:
