@@ -584,9 +584,14 @@ _AFTER = re.compile(
 )
 _BEFORE = re.compile(r"\bbefore\b(?!\s+lunch|\s+yesterday\b(?!'))", re.IGNORECASE)
 Sequence = Literal["after", "before"]
-# A question that reports something going wrong ("cargo refused to build", "CI went red").
+# A question that reports something going wrong ("cargo refused to build", "CI went red"). Its phrases
+# count in every form of their verb: "blows up" as "blew up", "falls over", "panicked", "threw" ("throws
+# away", "throwIfNull" and "the panic handler" say no such thing).
 _FAILURE = re.compile(
-    r"\b(fail\w*|broke|broken|break\w*|refus\w*|reject\w*|error\w*|crash\w*|red|blew up|wouldn'?t|would not"
+    r"\b(fail\w*|broke|broken|break\w*|refus\w*|reject\w*|error\w*|crash\w*|red|wouldn'?t|would not"
+    r"|(blow|blows|blowing|blown|blew) up|(fall|falls|falling|fallen|fell) over|panics|panicked|panicking"
+    r"|(does|did|do|will|would|could|can|may|might|to)( it| this| that| they)? panic"
+    r"|(throw|throws|throwing|thrown|threw)(?! (away|out|off|together|back)\b)"
     r"|couldn'?t|could not|didn'?t work|did not work|exit(ed)? (with )?(code )?[1-9]\d*)\b",
     re.IGNORECASE,
 )
