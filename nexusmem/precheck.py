@@ -826,7 +826,8 @@ def _files_named(
             # A file the command names by its own name (`bash deploy.sh`, run in services/api) is that file,
             # found by its path where the command ran (node_files), not every file of that name
             # (services/web/deploy.sh); a test file's name still names the module it tests (test_cache.py).
-            own = {m.group(1) for w in words if (m := _FILE_WORD.match(w.strip("'\"").rsplit("/", 1)[-1]))}
+            # A subshell's brackets may hold on to it: `(cd sub && python3 ./check.py)`.
+            own = {m.group(1) for w in words if (m := _FILE_WORD.match(w.strip("'\"()").rsplit("/", 1)[-1]))}
             # The subcommand of a tool (`npm run build`, `cargo check`) names no module (run.py, check.rs).
             subcommand = words[1] if len(words) > 1 and words[0] in _SUBCOMMAND_TOOLS else None
             for hit in hits:
@@ -940,7 +941,7 @@ def _changing(command: str) -> set[str]:
     """The words of COMMAND's leading launchers that change its run (`env -i`, `env -C sub`: a pass without
     them is another run), read only for a line that starts with one."""
     first = command.lstrip().split(" ", 1)[0].rpartition("/")[2]
-    if first not in resolved.LAUNCHER_FIRST and first != "(":
+    if first not in resolved.LAUNCHER_FIRST and first[:1] != "(":  # `( cd sub &&`, `(cd sub &&`
         return set()
     from nexusmem.sources.shell.launchers import changing_words  # a launched failure only
 

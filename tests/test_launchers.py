@@ -45,6 +45,13 @@ from nexusmem.sources.shell.launchers import (
         ("builtin cd sub", "cd"),
         # a leading `cd DIR &&` (or `;`) only says where the command runs, in a subshell too
         ("( cd sub && make )", "make"),
+        # the subshell's bracket attached to its first word is the same subshell
+        ("(cd sub && make)", "make)"),
+        ("(cd sub && make check)", "make"),
+        ("(sudo -u deploy make)", "make)"),
+        ("(FOO=1 make check)", "make"),
+        ("(/usr/bin/env -C sub make check)", "make"),
+        ("(make check)", "(make"),
         ("cd sub && make check", "make"),
         ("cd sub ; make", "make"),
         ("cd sub; make", "make"),
@@ -107,6 +114,11 @@ def test_the_command_of_a_line_is_past_what_only_launches_it(line: str, command:
     [
         ("( cd sub && python3 ./check.py )", ("sub", 6)),
         ("( cd sub && cd deep && make ) && make", ("sub/deep", 8)),
+        ("(cd sub && python3 ./check.py)", ("sub", 5)),
+        ("(cd sub && cd deep && make) && make", ("sub/deep", 7)),
+        ("(cd sub; make) && make", ("sub", 3)),
+        ("(env -C sub make) && make", ("sub", 4)),
+        ('(cd "$D" && make)', None),
         ("env -C sub python3 ./check.py", ("sub", 5)),
         ("env -Csub make", ("sub", 3)),
         ("sudo -u nobody env -C sub python3 check.py; make", ("sub", 8)),
@@ -142,6 +154,8 @@ def test_the_folder_a_line_runs_its_command_in(line: str, moved: tuple[str, int]
         ("sudo -D sub pytest x", "sudo -D sub pytest x"),
         ("sudo -uadmin pytest x", "pytest x"),
         ("( cd sub && pytest x )", "( cd sub && pytest x )"),
+        ("(cd sub && pytest x)", "(cd sub && pytest x)"),
+        ("(nice -n 10 pytest x)", "(nice -n 10 pytest x)"),
         ("pytest x", "pytest x"),
     ],
 )

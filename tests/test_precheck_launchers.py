@@ -154,3 +154,20 @@ def test_a_make_target_names_no_module(repo: Path) -> None:
         ("sub/check.mk", "make lint FILE=check.py"),  # by its module's name, as before
         ("sub/check.py", "make lint FILE=check.py"),
     ]
+
+
+def test_a_subshell_whose_bracket_is_attached_to_its_cd_runs_where_the_cd_moves(repo: Path) -> None:
+    """`(cd sub && python3 ./check.py)` (no space after the bracket) is the subshell `( cd sub && … )` is:
+    precheck warned for the top check.py, which never failed, and not for sub/check.py; a pass at the top
+    (`python3 check.py`) is another run and clears nothing, the same line passing again clears it."""
+    ago = _shop(repo)
+    failed = ["(cd sub && python3 ./check.py)", "(env -C sub python3 check.py)", "(cd sub; python3 check.py)"]
+    write_commands(repo, [(ago + n * 1000, line, 1) for n, line in enumerate(failed)])
+    write_commands(repo, [(ago + 60_000, "python3 check.py", 0), (ago + 61_000, "python3 ./check.py", 0)])
+    expected = sorted(("sub/check.py", line) for line in failed)
+    assert _failures(repo, "check.py", "sub/check.py") == expected  # from the hook log, not synced yet
+    run_cli("-C", str(repo), "sync")
+    assert _failures(repo, "check.py", "sub/check.py") == expected  # the same from the memory
+    write_commands(repo, [(ago + 120_000, "(cd sub && python3 ./check.py)", 0)])
+    cleared = [pair for pair in expected if pair[1] != "(cd sub && python3 ./check.py)"]
+    assert _failures(repo, "check.py", "sub/check.py") == cleared

@@ -1260,16 +1260,18 @@ def test_a_run_behind_what_only_launches_it_is_a_run_of_its_program(repo: Path) 
 
 def test_a_run_in_a_folder_a_leading_cd_moves_to_is_a_run_of_its_program(repo: Path) -> None:
     """ "why did make fail" left out `( cd sub && make )` and `cd sub && make` (exit 2): the launcher reader
-    took `cd` for their program."""
+    took `cd` for their program; so `(cd sub && make)`, its bracket attached to the `cd`."""
     commit(repo, "Add the build", {"Makefile": "all:\n", "sub/Makefile": "all:\n"}, when=NOW - 400 * DAY)
     write_recent(
         repo,
-        "50 2 make -j4\n40 2 ( cd sub && make )\n30 2 cd sub && make\n20 1 pytest -x\n5 0 git status\n",
+        "50 2 make -j4\n45 2 (cd sub && make)\n40 2 ( cd sub && make )\n30 2 cd sub && make\n20 1 pytest -x\n"
+        "5 0 git status\n",
     )
     run_cli("-C", str(repo), "sync", "--no-embed")
     found = query_json(repo, "why did make fail")
-    titles = [it["title"] for it in found["items"][:3]]
-    assert titles == ["cd sub && make (exit 2)", "( cd sub && make ) (exit 2)", "make -j4 (exit 2)"], found
+    titles = [it["title"] for it in found["items"][:4]]
+    want = ["cd sub && make (exit 2)", "( cd sub && make ) (exit 2)", "(cd sub && make) (exit 2)"]
+    assert titles == [*want, "make -j4 (exit 2)"], found
     assert any(n.startswith("first: the failed runs of") for n in found["notes"]), found["notes"]
 
 

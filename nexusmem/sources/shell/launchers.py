@@ -75,10 +75,21 @@ _BRACKETS = frozenset(("(", "{"))
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
+def _attached(word: str) -> bool:
+    """Whether WORD carries a subshell's opening bracket before its first word (`(cd sub && make)`: `(cd` is
+    `( cd`); a group's `{` needs a word of its own (`{make;` is a command named so), and `((` is arithmetic."""
+    return word[:1] == "(" and word[1:2] not in ("", "(")
+
+
+def _unbracketed(word: str) -> str:
+    """WORD without the subshell's bracket attached to it (_attached)."""
+    return word[1:] if _attached(word) else word
+
+
 def _launcher_end(words: Sequence[str], i: int) -> int:
     """Where the launcher at WORDS[I] ends (its options and their values past it): I when WORDS[I] is no
     launcher, or one with nothing to run after it (`sudo -s`, `env`, `time`: it is the command)."""
-    word = words[i]
+    word = _unbracketed(words[i])
     if word in _BRACKETS or ASSIGNMENT.match(word):
         return i + 1
     if word == "cd":
@@ -161,7 +172,7 @@ def _changes_the_run(words: Sequence[str], start: int, end: int) -> bool:
     """Whether the launcher WORDS[START:END] changes how its command runs, beyond launching it: a `NAME=value`
     setting, a subshell's bracket, a `cd DIR &&`, an option of _CHANGING_LETTERS or _CHANGING_LONG."""
     word = words[start]
-    if word in _BRACKETS or word == "cd" or ASSIGNMENT.match(word):
+    if word in _BRACKETS or _attached(word) or word == "cd" or ASSIGNMENT.match(word):
         return True
     name = word.rpartition("/")[2]
     changing = _CHANGING_LETTERS.get(name)
@@ -264,6 +275,8 @@ def moved_folder(words: Sequence[str]) -> tuple[str, int] | None:
         if word == "(":
             subshell = True
             continue
+        if _attached(word):  # `(cd sub && make)`
+            subshell, word = True, word[1:]
         if word == "cd":
             if not subshell:
                 continue  # the hook records the folder it ended in
@@ -291,7 +304,7 @@ def moved_folder(words: Sequence[str]) -> tuple[str, int] | None:
 
 def _option_value(words: Sequence[str], start: int, end: int, letter: str) -> str | None:
     """The value of the `-LETTER` (`--chdir`) option among WORDS[START:END], a launcher's options."""
-    name = words[start - 1].rpartition("/")[2]
+    name = _unbracketed(words[start - 1]).rpartition("/")[2]
     letters = _LAUNCHERS[name][0]
     j = start
     while j < end:
