@@ -726,8 +726,8 @@ _CONTAINER_TOOLS = frozenset(
 # Commands whose words are folders (`cd network && make`, `pushd coupons`): no module's bare name.
 _FOLDER_TOOLS = frozenset({"cd", "pushd", "popd", "builtin"})
 # make and its kin: their plain words are targets (`make -C sub check`), which name no module, as a tool's
-# subcommand does not (_SUBCOMMAND_TOOLS); a file it is given (`-f check.mk`) is named by its path, and a
-# setting's value (`FILE=check.py`) still names what it names.
+# subcommand does not (_SUBCOMMAND_TOOLS); a file it is given (`-f check.mk`) is named by its path, and so
+# is a setting's value (`FILE=check.py`: _own_stem).
 _MAKE_TOOLS = frozenset({"make", "gmake", "bmake", "remake"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -826,8 +826,9 @@ def _files_named(
             # A file the command names by its own name (`bash deploy.sh`, run in services/api) is that file,
             # found by its path where the command ran (node_files), not every file of that name
             # (services/web/deploy.sh); a test file's name still names the module it tests (test_cache.py).
-            # A subshell's brackets may hold on to it: `(cd sub && python3 ./check.py)`.
-            own = {m.group(1) for w in words if (m := _FILE_WORD.match(w.strip("'\"()").rsplit("/", 1)[-1]))}
+            # A subshell's brackets may hold on to it: `(cd sub && python3 ./check.py)`; so may a setting
+            # (`make lint FILE=check.py` names check.py where it ran, not sub/check.mk).
+            own = {stem for w in words if (stem := _own_stem(w))}
             # The subcommand of a tool (`npm run build`, `cargo check`) names no module (run.py, check.rs).
             subcommand = words[1] if len(words) > 1 and words[0] in _SUBCOMMAND_TOOLS else None
             for hit in hits:
@@ -835,6 +836,22 @@ def _files_named(
                     continue
                 by_id.setdefault(node_id, set()).update(stems[hit])
     return by_id
+
+
+# The name of a file a setting's value gives (`FILE=sub/check.mk`), whatever its extension.
+_SETTING_FILE = re.compile(r"^([\w-]+)\.[\w.-]+$")
+
+
+def _own_stem(word: str) -> str | None:
+    """The module name of the file the command's WORD names by its path (_FILE_WORD: `./check.py)` past a
+    subshell's bracket, quotes); a `NAME=value` setting's value names one whatever its extension
+    (`FILE=sub/check.mk`: sub/check.mk where the command ran, no other file named check)."""
+    bare = word.strip("'\"()")
+    if _ASSIGNMENT.match(bare):
+        found = _SETTING_FILE.match(bare.split("=", 1)[1].strip("'\"").rsplit("/", 1)[-1])
+    else:
+        found = _FILE_WORD.match(bare.rsplit("/", 1)[-1])
+    return found.group(1) if found else None
 
 
 # A test file: named as one (test_cache.py, cache_test.go, slug.test.js, cache.spec.ts, CacheTest.java) or in

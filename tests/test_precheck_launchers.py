@@ -149,11 +149,31 @@ def test_a_make_target_names_no_module(repo: Path) -> None:
     named = ["make -f sub/check.mk all", "make lint FILE=check.py"]
     write_commands(repo, [(ago + n * 1000, line, 2) for n, line in enumerate([*targets, *named])])
     assert _failures(repo, "check.py", "sub/check.py", "shop/pricing.py", "sub/check.mk") == [
-        ("check.py", "make lint FILE=check.py"),
+        ("check.py", "make lint FILE=check.py"),  # by its path where it ran (test_a_setting_s_value…)
         ("sub/check.mk", "make -f sub/check.mk all"),
-        ("sub/check.mk", "make lint FILE=check.py"),  # by its module's name, as before
-        ("sub/check.py", "make lint FILE=check.py"),
     ]
+
+
+def test_a_setting_s_value_names_a_file_by_its_path_where_the_command_ran(repo: Path) -> None:
+    """The walkthrough: `make lint FILE=check.py` (exit 2) warned for check.py, sub/check.py and sub/check.mk:
+    every file named check. A `NAME=value` setting's value that is a file's name names that file by its
+    path as written, from where the command ran (as `-f check.mk` or `python3 check.py` do), not every file
+    of its base name; a setting before the command too, and the same once synced."""
+    ago = _shop(repo)
+    (repo / "sub" / "check.mk").write_text("all:\n", encoding="utf-8")
+    top = ["make lint FILE=check.py", "FILE=check.py make lint", "make lint FILE=sub/check.mk"]
+    write_commands(repo, [(ago + n * 1000, line, 2) for n, line in enumerate(top)])
+    write_commands(repo, [(ago + 5000, "make lint SRC=check.py", 2)], cwd=repo / "sub")
+    want = [
+        ("check.py", "FILE=check.py make lint"),
+        ("check.py", "make lint FILE=check.py"),
+        ("sub/check.mk", "make lint FILE=sub/check.mk"),
+        ("sub/check.py", "make lint SRC=check.py"),
+    ]
+    files = ("check.py", "sub/check.py", "sub/check.mk")
+    assert _failures(repo, *files) == want  # from the hook log, not synced yet
+    run_cli("-C", str(repo), "sync")
+    assert _failures(repo, *files) == want  # the same from the memory
 
 
 def test_a_subshell_whose_bracket_is_attached_to_its_cd_runs_where_the_cd_moves(repo: Path) -> None:

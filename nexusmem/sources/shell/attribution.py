@@ -10,7 +10,7 @@ from pathlib import Path
 from nexusmem import gitcmd
 from nexusmem.errors import NexusMemError
 from nexusmem.paths import tracked_name, with_bytes
-from nexusmem.sources.shell.launchers import moved_folder
+from nexusmem.sources.shell.launchers import ASSIGNMENT, moved_folder
 
 # Tokens checked against the file system per command, at most: a pasted 500-word command stays cheap.
 MAX_PATH_TOKENS = 32
@@ -181,7 +181,8 @@ def command_files(
 ) -> tuple[str, ...]:
     """Repository paths (posix, relative to ROOT) that COMMAND names and that exist, in order of mention.
 
-    `pytest tests/test_x.py::test_y`, `ruff check src/a.py:12`, `--cov=src/pkg` all count; the words a
+    `pytest tests/test_x.py::test_y`, `ruff check src/a.py:12`, `--cov=src/pkg`, a setting's file
+    (`FILE=check.py`) all count; the words a
     subshell's leading `cd DIR &&`, `env -C DIR` or `sudo -D DIR` runs in that folder are read from it
     (`( cd sub && python3 ./check.py )` names sub/check.py: launchers.moved_folder). Only tokens
     with a '/' or '.' cost a file-system check, so plain words are free. KNOWN, when given, keeps each
@@ -208,6 +209,11 @@ def command_files(
             if "=" not in tok:
                 continue
             tok = tok.split("=", 1)[1].strip(_STRIP)
+        elif "=" in tok and ASSIGNMENT.match(tok):
+            # `make lint FILE=check.py`: a setting's value that is a file's name names it by its path here.
+            tok = tok.split("=", 1)[1].strip(_STRIP)
+            if "." not in tok.rsplit("/", 1)[-1].strip("."):
+                continue  # `PYTHONPATH=./src`: a folder to search, not a file the command names
         tok = tok.split("::", 1)[0]
         tok = _LINE_SUFFIX.sub("", tok)
         if not tok or tok in (".", "..") or "://" in tok or "*" in tok or "?" in tok or tok.startswith("~"):
