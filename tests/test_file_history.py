@@ -265,3 +265,44 @@ def test_a_date_in_a_file_question_is_its_window(
     options += [f"--until={until}"] if until else []
     asked = query_json(repo, "what changed in src/parser.py", *options)
     assert [it["ref"] for it in asked["items"]] == by_git
+
+
+def test_a_name_still_in_the_code_lists_first_the_change_its_note_names(repo: Path) -> None:
+    """ "does AsDisplay still exist" (thiserror) said "yes: … the last change that holds it: aa9d91f" (a ui
+    test's expected compiler output, updated in 2026) and listed first a 2023 commit whose title names the
+    trait: note and list disagreed. The change the note names is listed first, as for "when was X removed"
+    of a name the code still holds; a question about a removed name still lists its removal first."""
+    display = "pub trait AsDisplay {\n    fn as_display(&self) -> String;\n}\n"
+    commit(
+        repo,
+        "Replace the two traits with an AsDisplay trait",
+        {"src/display.rs": display},
+        when=NOW - 900 * DAY,
+    )
+    commit(
+        repo,
+        "AsDisplay is no longer an unused import",
+        {"src/lib.rs": "use display::AsDisplay;\n"},
+        when=NOW - 800 * DAY,
+    )
+    stderr = "error: the method `as_display` exists\n  which is required by `&T: thiserror::__private18::AsDisplay`\n"
+    commit(repo, "Update ui tests", {"tests/ui/no-display.stderr": stderr}, when=NOW - 300 * DAY)
+    last = commit(
+        repo,
+        "Update ui tests for version 2.0.19",
+        {"tests/ui/no-display.stderr": stderr.replace("__private18", "__private19")},
+        when=NOW - 100 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in (
+        "does AsDisplay still exist",
+        "when was AsDisplay removed",
+        "is AsDisplay still in the code?",
+    ):
+        found = query_json(repo, question)
+        said = [note for note in found["notes"] if "AsDisplay is still in the code" in note]
+        assert len(said) == 1 and said[0].endswith(last[:10]), (question, found["notes"])
+        assert found["items"][0]["ref"].split(":", 1)[0] == last, (
+            question,
+            [it["title"] for it in found["items"]],
+        )

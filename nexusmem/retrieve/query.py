@@ -676,6 +676,7 @@ def retrieve(
     exact = search.ExactSearches(store, as_of=as_of, since=since, until=until)
     ends: tuple[tuple[str | None, search.Which], ...] = ((question.origin, "first"), (question.gone, "last"))
     holding: tuple[str, str] | None = None  # (the sha of the change a note names, that note)
+    still_holder: str | None = None  # the sha a "still in the code" note names (listed first: still_first)
     for name, which in ends:
         if name is None:
             continue
@@ -693,6 +694,7 @@ def retrieve(
                 note = f"{name} is still in the code ({where}): no change removed it; the last that changed it: {sha[:10]}"
                 if question.still:
                     note = f"yes: {name} is still in the code ({where}); the last change that holds it: {sha[:10]}"
+                still_holder = still_holder or sha
             elif stays.comments:
                 # A comment that names it ("formerly the `TOMLChar` constants") is no code that holds it.
                 where = _paths_listed(stays.comments)
@@ -808,6 +810,8 @@ def retrieve(
     scored = distinct_changes(scored)
     if holding is not None:
         holder_note_if_listed(scored, *holding, question.notes)
+    if still_holder is not None:
+        scored = still_first(scored, still_holder)
     if question.migrates is not None:
         # "How do I migrate from v6 to v7?": the upgrade guide's section for those releases, whole; the
         # versions are no searchable words (6, 0, 7), and "migrate" matched every commit that says it.
@@ -1464,6 +1468,21 @@ def holder_note_if_listed(
     listed = any(node.kind in _CHANGE_KINDS and node.ref.split(":", 1)[0] == sha for node, _ in scored)
     if not listed and note in notes:
         notes.remove(note)
+
+
+def still_first(scored: list[tuple[StoredNode, float]], sha: str) -> list[tuple[StoredNode, float]]:
+    """SCORED with the change SHA put first (its commit node, else its best-ranked diff): the last change that
+    holds a name the code still holds, which the note answering "is X still …" or "when was X removed" names
+    ("yes: AsDisplay is still in the code (…); the last change that holds it: aa9d91f753"). There the note is
+    the answer and the list its evidence, so they must agree: the vectors and the title put the change whose
+    title names the name (thiserror's 2023 "Replace … with AsDisplay trait") above a later one that only
+    holds it (a ui test's expected output). Only for such a note: for the first or last holder of an
+    ordinary question the move was measured and not kept (holder_note_if_listed)."""
+    nodes = [node for node, _ in scored if node.kind in _CHANGE_KINDS and node.ref.split(":", 1)[0] == sha]
+    lead = next((node for node in nodes if node.kind == "git_commit"), nodes[0] if nodes else None)
+    if lead is None or scored[0][0].id == lead.id:
+        return scored
+    return put_first(scored, [lead])
 
 
 def put_first(
