@@ -2531,3 +2531,25 @@ def test_every_inflection_of_a_failure_phrase_reads_as_a_failure_report(text: st
 )
 def test_a_question_that_only_shares_a_failure_phrase_s_first_word_is_no_failure_report(text: str) -> None:
     assert not query.prepare(text).failure, text
+
+
+def test_a_member_name_has_a_first_holder_only_when_a_change_holds_it_whole(repo: Path) -> None:
+    """ "What is pool.DEFAULTS for?" (connection_pool) said "first change that holds pool.DEFAULTS: f7463bb"
+    of a change whose comment reads "number of connections to pool, defaults to 5": no change ever wrote
+    `pool.DEFAULTS`, and DEFAULTS lives in lib/connection_pool.rb (no file or folder named pool). A member
+    `a.B` is held whole where `a.B` is written, or where `B` is in a file or folder named `a`
+    (`pool.SIZE_LIMIT` of `SIZE_LIMIT = 10` in pool.py)."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    first = "class ConnectionPool\n  DEFAULTS = {size: 5}\nend\n"
+    commit(repo, "Initial pass at a generic pool", {"lib/connection_pool.rb": first}, when=NOW - 800 * DAY)
+    later = "class ConnectionPool\n  # - :size - number of connections to pool, defaults to 5\n  DEFAULTS = {size: 5, fork: true}\nend\n"
+    commit(repo, "Drop connections after fork", {"lib/connection_pool.rb": later}, when=NOW - 500 * DAY)
+    commit(repo, "Cap the connections", {"app/pool.py": "SIZE_LIMIT = 10\n"}, when=NOW - 400 * DAY)
+    commit(repo, "Raise the cap", {"app/pool.py": "SIZE_LIMIT = 20\n"}, when=NOW - 300 * DAY)
+    _titles, notes = synced_answer(repo, "what is pool.DEFAULTS for?")
+    assert not any(n.startswith("first change that holds") for n in notes), notes
+    assert not any(n.startswith("nothing in memory holds") for n in notes), notes
+    capped = git(repo, "rev-parse", "HEAD~1").strip()[:10]
+    _titles, notes = synced_answer(repo, "what is pool.SIZE_LIMIT for?")
+    assert f"first change that holds pool.SIZE_LIMIT: {capped}" in notes, notes

@@ -264,14 +264,26 @@ def holder(
         return hits, None
     phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
     holders = searches.scored(phrase, ORIGIN_LIMIT)
+    member = _member(store, name)
+    if member is not None:
+        # `pool.SIZE_LIMIT` is written `SIZE_LIMIT = 10` in pool.py: the changes that hold its last part
+        # are read too (member_holds says which of them hold the member).
+        found = searches.words(terms(member[1]), ORIGIN_LIMIT)
+        holders = [*holders, *found] if len(found) < ORIGIN_LIMIT else holders
     if not holders or len(holders) >= ORIGIN_LIMIT:
         return hits, None
     exact = _exact_name(name)
     nodes = [
         n
-        for n in store.get_many([i for i, _ in holders], light=exact is None).values()
+        for n in store.get_many(
+            list(dict.fromkeys(i for i, _ in holders)), light=exact is None and member is None
+        ).values()
         if n.kind in _HISTORY_KINDS
     ]
+    if member is not None:
+        # "number of connections to pool, defaults to 5" holds the words of `pool.DEFAULTS`, not the member:
+        # no change holds it whole, and none is its first or last.
+        nodes = member_holds(store, name, member, nodes)
     if exact is not None:
         # The word index reads `_IMPLICIT_NAMES` as the words "implicit names": a change that only had a
         # local `implicit_names` (or said "implicit names") matches it too, and may be older; and when no
@@ -306,6 +318,56 @@ def holder(
         if node.ref.split(":", 1)[0] == sha:
             scores[node.id] = max(scores.get(node.id, 0.0), best * ORIGIN_LEAD)
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0])), sha
+
+
+_MEMBER = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+
+
+def _member(store: SearchStore, name: str) -> tuple[str, str] | None:
+    """(The part before the last dot, the last part) when NAME is a member (`pool.DEFAULTS`,
+    `tomlkit.api.dumps`: dotted identifiers, backticks and a call's "()" aside) and no file a commit touched
+    is named so (`setup.py` is a file); else None."""
+    core = name.strip("`")
+    core = core[:-2] if core.endswith("()") else core
+    if not _MEMBER.fullmatch(core) or store.commit_paths_ending(core):
+        return None
+    owner, _, last = core.rpartition(".")
+    return owner, last
+
+
+def member_holds(
+    store: SearchStore, name: str, member: tuple[str, str], nodes: list[StoredNode]
+) -> list[StoredNode]:
+    """Those of NODES (changes and their diffs) that hold the member NAME (MEMBER: its owner and last part,
+    _member) whole: that write NAME as written (`pool.DEFAULTS`), or that hold its last part as one
+    identifier in a file whose name or a folder of it is the owner's last part, any case (`SIZE_LIMIT` in
+    app/pool.py or pool/limits.py for `pool.SIZE_LIMIT`; not in lib/connection_pool.rb). A commit is read by
+    its files, a diff by its one file."""
+    written = _written(name)
+    last = _exact_name(member[1])
+    owner = member[0].rpartition(".")[2].lower()
+    commits = [n.id for n in nodes if n.kind == "git_commit"]
+    files: dict[str, list[str]] = {}
+    for node_id, path in store.files_of_many(commits) if commits else []:
+        files.setdefault(node_id, []).append(path)
+
+    def owned(path: str) -> bool:
+        parts = path.lower().split("/")
+        return owner in parts[:-1] or parts[-1].split(".", 1)[0] == owner
+
+    kept: list[StoredNode] = []
+    for node in nodes:
+        if _holds(written, node):
+            kept.append(node)
+            continue
+        paths = files.get(node.id, []) if node.kind == "git_commit" else [node.ref.split(":", 1)[-1]]
+        if (
+            last is not None
+            and any(owned(p) for p in paths)
+            and (last.search(node.body) or last.search(node.words))
+        ):
+            kept.append(node)
+    return kept
 
 
 def held_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> bool:
