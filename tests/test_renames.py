@@ -97,8 +97,8 @@ def test_what_changed_in_a_renamed_file_follows_it_back_through_its_renames(repo
     assert by_path == [shas["other_alpha"], shas["first_move"], shas["tune"], shas["add"]]
     assert [it["ref"] for it in found["items"]] == by_path, found["items"]
     moved = (
-        f"an earlier src/alpha.py was renamed to src/beta.py in {shas['first_move'][:10]} (now lib/gamma.py);"
-        f" this one was added in {shas['other_alpha'][:10]}"
+        f"an earlier src/alpha.py was renamed to src/beta.py in {shas['first_move'][:10]}, then to lib/gamma.py"
+        f" in {shas['second_move'][:10]}; this one was added in {shas['other_alpha'][:10]}"
     )
     assert moved in found["notes"], found["notes"]
 
@@ -112,6 +112,32 @@ def test_what_changed_in_a_file_renamed_since_starts_with_its_rename(repo: Path)
     history = [shas[k] for k in ("second_move", "under_beta", "first_move", "tune", "add")]
     assert [it["ref"] for it in found["items"]] == history, found["items"]
     assert f"src/beta.py is now lib/gamma.py (renamed in {shas['second_move'][:10]})" in found["notes"]
+
+
+def plain_chain(repo: Path) -> dict[str, str]:
+    """src/alpha.py → src/beta.py → lib/gamma.py, with an edit under each name and no later src/alpha.py."""
+    shas = {
+        "add": commit(repo, "Add the parser", {"src/alpha.py": "X = 1\n"}, when=NOW - 50 * DAY),
+        "tune": commit(repo, "Tune the parser", {"src/alpha.py": "X = 2\n"}, when=NOW - 40 * DAY),
+    }
+    shas["first_move"] = move(repo, "src/alpha.py", "src/beta.py", "Move the parser", NOW - 30 * DAY)
+    shas["under_beta"] = commit(repo, "Cap the parser", {"src/beta.py": "X = 3\n"}, when=NOW - 25 * DAY)
+    shas["second_move"] = move(repo, "src/beta.py", "lib/gamma.py", "Move it again", NOW - 20 * DAY)
+    shas["under_gamma"] = commit(repo, "Raise the cap", {"lib/gamma.py": "X = 4\n"}, when=NOW - 10 * DAY)
+    return shas
+
+
+def test_the_note_of_a_file_renamed_twice_names_each_rename_once(repo: Path) -> None:
+    """ "What changed in src/alpha.py" said "src/alpha.py is now lib/gamma.py (renamed to src/beta.py in
+    91c265226c (now lib/gamma.py))": the new name twice, and the second rename not at all."""
+    shas = plain_chain(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in src/alpha.py")
+    note = (
+        f"src/alpha.py is now lib/gamma.py (renamed to src/beta.py in {shas['first_move'][:10]}, then to"
+        f" lib/gamma.py in {shas['second_move'][:10]})"
+    )
+    assert note in found["notes"], found["notes"]
 
 
 def test_a_bare_name_shared_with_the_files_former_name_is_one_file(repo: Path) -> None:

@@ -2753,19 +2753,21 @@ def _renamed_away_note(
     or, when a later file took the name PATH (a commit of IDS touched PATH after that rename), that the
     earlier one went there and when this one was added."""
     new, sha, ts = away[0]
-    now = search.later_name(store, new, ts)
-    where = f"{new} in {sha[:10]}" + (f" (now {now})" if now != new else "")
+    steps = [(new, sha, ts), *search.later_renames(store, new, ts)]
+    now = steps[-1][0]
     nodes = store.get_many(ids, light=True)
     taken = sorted(
         (node for node in nodes.values() if node.ts > ts and path in store.files_of(node.id)),
         key=lambda node: (node.ts, node.id),
     )
     if taken:
-        return f"an earlier {path} was renamed to {where}; this one was added in {taken[0].ref[:10]}"
+        return (
+            f"an earlier {path} was {search.renames_said(steps)}; this one was added in {taken[0].ref[:10]}"
+        )
     return (
         f"{path} is now {now} (renamed in {sha[:10]})"
-        if now == new
-        else f"{path} is now {now} (renamed to {where})"
+        if len(steps) == 1
+        else f"{path} is now {now} ({search.renames_said(steps)})"
     )
 
 

@@ -465,7 +465,16 @@ def former_names(store: SearchStore, path: str) -> list[FileName]:
 def later_name(store: SearchStore, path: str, after: int) -> str:
     """The name the file named PATH at author time AFTER has now: its renames from PATH made at or after
     AFTER followed, the earliest each time (FOLLOWED_RENAMES at most); PATH when none."""
+    steps = later_renames(store, path, after)
+    return steps[-1][0] if steps else path
+
+
+def later_renames(store: SearchStore, path: str, after: int) -> list[tuple[str, str, int]]:
+    """The renames of the file named PATH at author time AFTER, oldest first, as (the new name, the sha of
+    the rename, its author time): from PATH at or after AFTER, then from each new name, the earliest each
+    time (FOLLOWED_RENAMES at most)."""
     current, when, followed = path, after, set()
+    steps: list[tuple[str, str, int]] = []
     for _ in range(FOLLOWED_RENAMES):
         later = sorted(
             (ts, sha, new)
@@ -476,7 +485,14 @@ def later_name(store: SearchStore, path: str, after: int) -> str:
             break
         when, sha, current = later[0]
         followed.add(sha)
-    return current
+        steps.append((current, sha, when))
+    return steps
+
+
+def renames_said(steps: list[tuple[str, str, int]]) -> str:
+    """STEPS (later_renames) as a reader follows them: "renamed to src/beta.py in 91c265226c, then to
+    lib/gamma.py in 31143e1a2b"."""
+    return "renamed " + ", then ".join(f"to {new} in {sha[:10]}" for new, sha, _ in steps)
 
 
 def renamed_since(store: SearchStore, paths: set[str], after: dict[str, tuple[int, int]]) -> dict[str, str]:
