@@ -140,6 +140,31 @@ def test_the_note_of_a_file_renamed_twice_names_each_rename_once(repo: Path) -> 
     assert note in found["notes"], found["notes"]
 
 
+def test_a_file_renamed_away_was_not_removed(repo: Path) -> None:
+    """ "When was src/alpha.py removed" said "last change that holds alpha.py: <an edit>", with the rename
+    second and no word of where the file went; "is src/alpha.py still in the code" said "no: alpha.py is not
+    in the code any more", though it lives on as lib/gamma.py. A renamed path was not removed: the note says
+    where it went, and the rename that took it away comes first."""
+    shas = plain_chain(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    renamed = (
+        f"renamed to src/beta.py in {shas['first_move'][:10]}, then to lib/gamma.py in"
+        f" {shas['second_move'][:10]}"
+    )
+    found = query_json(repo, "when was src/alpha.py removed")
+    assert (
+        f"src/alpha.py was not removed: it was {renamed}, and is still in the code as lib/gamma.py"
+        in found["notes"]
+    ), found["notes"]
+    assert not any(n.startswith("last change that holds") for n in found["notes"]), found["notes"]
+    assert found["items"][0]["ref"] == shas["first_move"], found["items"]
+    found = query_json(repo, "is src/alpha.py still in the code")
+    assert f"yes: src/alpha.py is still in the code as lib/gamma.py ({renamed})" in found["notes"], found[
+        "notes"
+    ]
+    assert not any("not in the code any more" in n for n in found["notes"]), found["notes"]
+
+
 def test_a_bare_name_shared_with_the_files_former_name_is_one_file(repo: Path) -> None:
     """ "What changed in gamma.py lately" of lib/gamma.py, once pkg/gamma.py, said "gamma.py also names
     pkg/gamma.py: ask with the full path for another": that is the same file's former name."""

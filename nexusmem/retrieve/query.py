@@ -680,6 +680,14 @@ def retrieve(
     for name, which in ends:
         if name is None:
             continue
+        moved = _renamed_file(store, question, name) if which == "last" else None
+        if moved is not None:
+            # "When was src/alpha.py removed?" of a file renamed away: no change removed it.
+            answered_by, note = moved
+            bm25_hits = _lifted(store, bm25_hits, answered_by)
+            holding = holding or moved
+            question.notes.append(note)
+            continue
         bm25_hits, sha = search.holder(store, name, bm25_hits, which, searches=exact)
         if sha is not None:
             answered_by = sha
@@ -2746,6 +2754,48 @@ def file_changes_first(
     return _listed(scored, listed), listed, f"first: {said}, newest first{shared}"
 
 
+def _renamed_file(store: SearchStore, question: Question, name: str) -> tuple[str, str] | None:
+    """(The sha of the rename that took it away, the note) when NAME, asked whether it was removed or is
+    still in the code, is a file (the path the question writes) renamed away (`git mv`) with no later file
+    of that name: a renamed file was not removed. The note follows its renames (search.later_renames) and
+    says whether the last name is in the work tree as far as the structure pass saw it."""
+    named = _file_named(store, question.search_text)
+    if named is None or name.strip("`") not in named.word:
+        return None
+    path = named.path
+    away = sorted(
+        (ts, sha, new) for old, new, sha, ts in store.renames_of([path]) if old == path and new != path
+    )
+    if not away or store.commits_touching([path], away[0][0] + 1, 2**62, 1):
+        return None  # never renamed, or a later file took the name (that file is the one asked about)
+    ts, sha, new = away[0]
+    steps = [(new, sha, ts), *search.later_renames(store, new, ts)]
+    now, renamed = steps[-1][0], search.renames_said(steps)
+    blobs: Callable[[], dict[str, str]] | None = getattr(store, "import_blobs", None)
+    tracked = blobs() if blobs is not None else {}
+    if now in tracked:
+        if question.still:
+            return sha, f"yes: {path} is still in the code as {now} ({renamed})"
+        return sha, f"{path} was not removed: it was {renamed}, and is still in the code as {now}"
+    kind = now.rpartition(".")[2]
+    if tracked and any(p.rpartition(".")[2] == kind for p in tracked):
+        return sha, f"{path} was {renamed}; {now} is not in the work tree any more"
+    return sha, f"{path} was not removed: it was {renamed}"
+
+
+def _lifted(store: SearchStore, hits: list[tuple[str, float]], sha: str) -> list[tuple[str, float]]:
+    """HITS (id, BM25 score) with the commit SHA scored search.ORIGIN_LEAD × their best (added when HITS
+    lacks it), best first: the change a note names comes first, as search.holder puts its own."""
+    ids = store.commits_by_sha(sha)
+    if not ids or not hits:
+        return hits
+    best = max(score for _, score in hits)
+    scores = dict(hits)
+    for node_id in ids:
+        scores[node_id] = max(scores.get(node_id, 0.0), best * search.ORIGIN_LEAD)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
 def _renamed_away_note(
     store: SearchStore, path: str, away: list[tuple[str, str, int]], ids: list[str]
 ) -> str:
@@ -3793,6 +3843,8 @@ _BINDING = (
     "is still in the code",
     "is only in a comment now",
     "is not in the code any more",
+    "was not removed: it was renamed",
+    "is not in the work tree any more",
     "not in HEAD's history",
     "no such release",
     "changelog entries of the release shown",
