@@ -306,3 +306,19 @@ def test_a_name_still_in_the_code_lists_first_the_change_its_note_names(repo: Pa
             question,
             [it["title"] for it in found["items"]],
         )
+
+
+def test_a_dated_window_no_commit_of_the_file_falls_in_lists_nothing_outside_it(repo: Path) -> None:
+    """ "What changed in tomlkit/toml_file.py since 2026-07-01" said rightly that no commit changed it since,
+    then listed June's commits of other files: the ranking, with the dates read as words. The answer keeps
+    to the window: nothing is listed, and the note names the file's last change."""
+    shas = dated_history(repo)
+    commit(repo, "Parse more in the docs", {"docs/parser.md": "y\n"}, when=1_725_192_000 + 5 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what changed in src/parser.py since 2024-10-01")
+    note = f"no commit changed src/parser.py since 2024-10-01; its last change: {shas['august'][:10]} (2024-08-03)"
+    assert note in found["notes"], found["notes"]
+    assert found["items"] == [], found["items"]
+    # A window it was changed in still lists those commits.
+    found = query_json(repo, "what changed in src/parser.py since 2024-08-01")
+    assert [it["ref"] for it in found["items"]] == [shas["august"]], found["items"]

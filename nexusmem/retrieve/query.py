@@ -2748,7 +2748,21 @@ def file_changes_first(
         else ""
     )
     if not listed:
-        return scored, [], f"no commit changed {path}{before} {asked[2] if asked else ''}".rstrip() + shared
+        nothing = f"no commit changed {path}{before} {asked[2] if asked else ''}".rstrip()
+        if dated is None:
+            return scored, [], nothing + shared
+        # "Since 2026-07-01" written in the question: the ranking would answer from every time, with the
+        # dates read as words. Nothing of the window is listed, and the note names the file's last change.
+        last = store.get_many(_touching(store, former, 0, dated.low - 1, 1), light=True) if dated.low else {}
+        said_last = next(
+            (
+                f"; its last change: {node.ref[:10]} ({timefmt.iso(node.ts)[:10]})"
+                for node in last.values()
+                if _within(node, as_of, since, until)
+            ),
+            "",
+        )
+        return [], [], nothing + said_last + shared
     if _ASKS_LAST_CHANGE.search(question.text):
         question.notes.append(_last_change_note(path, listed[0]))
     return _listed(scored, listed), listed, f"first: {said}, newest first{shared}"
