@@ -1029,11 +1029,14 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
     """Delete every team node holding VALUE (or matching the regex), record the team deny-list entry (a
     keyed digest under the team's shared key, or the pattern) and an audit row. The value never reaches
     the team store's tables; it is sent once as the search needle of a literal (never for a regex). A REGEX
-    with no regex syntax at all (denylist.fixed_text: a pasted secret) is forgotten as the literal value."""
+    with no regex syntax at all (denylist.fixed_text: a pasted secret), or none but escapes of literal
+    characters (`lib\\.gamma\\.example`), is forgotten as the literal value it spells."""
     from nexusmem.hygiene import denylist
     from nexusmem.identity import clean_id
 
-    as_value = regex and denylist.fixed_text(value) is not None
+    spelled = denylist.fixed_text(value) if regex else None
+    as_value = spelled is not None
+    value = spelled if spelled is not None else value
     regex = regex and not as_value
     found = require(proj)
     with open_team(proj, found, create=True) as team:
@@ -1076,9 +1079,16 @@ def forget_team(proj: Project, value: str, *, regex: bool, ignore_case: bool, dr
         for node in found_nodes:
             kinds[node.kind] = kinds.get(node.kind, 0) + 1
         # A commit's change words are its diff's identifiers lower-cased: a literal is looked for there
-        # lower-cased, inside a longer word too (`run_kelt8vqalong_name` held `kelT8vqa`).
+        # lower-cased, inside a longer word too (`run_kelt8vqalong_name` held `kelT8vqa`); one cut into
+        # pieces there (`Skunkworks-internal.net` leaves `skunkworks internal net`) is taken out as a
+        # pattern's is: the commits whose diffs held it lose their words.
         words = "" if regex else value.lower()
-        word_ids = _regex_word_holders(team, value, found_nodes) if regex and not dry_run else []
+        word_ids: list[str] = []
+        if not dry_run:
+            try:
+                word_ids = _regex_word_holders(team, value if regex else re.escape(value), found_nodes)
+            except denylist.DenyListError:  # a literal no pattern spells (not UTF-8): its words as above
+                word_ids = []
         removed = len(ids) if dry_run else team.forget(entry.to_json(), ids, words, word_ids)
 
         # Only an id no release makes any more: a project that goes by one holding the value keeps its memory.

@@ -615,7 +615,7 @@ def test_a_regex_or_imported_entry_clears_the_change_words_too(
     git(tmp_path, "clone", "-q", str(repo), str(tmp_path / "clone"))
     run_cli("-C", str(repo), "sync", "--no-embed")
     assert "add api client" in [it["title"] for it in query_json(repo, "skunkworks")["items"]]
-    out = run_cli("-C", str(repo), "forget", "--regex", r"skunkworks-internal\.net", "--yes").output
+    out = run_cli("-C", str(repo), "forget", "--regex", r"skunkworks-internal\.[a-z]+", "--yes").output
     assert "change words" in out
     assert query_json(repo, "skunkworks")["items"] == []  # at once, not only after the next sync
     run_cli("-C", str(repo), "sync", "--no-embed")
@@ -1385,3 +1385,41 @@ def test_a_local_forget_names_the_team_store_without_contacting_it(repo: Path, i
         " node(s), but another member's push of the same history may have; `nexusmem forget --team VALUE"
         " --yes` deletes them there"
     ) in done, done
+
+
+@pytest.mark.parametrize(
+    ("pattern", "spelled"),
+    [
+        (r"lib\.gamma\.example", "lib.gamma.example"),
+        (r"Pa55\-w0rd\+x\$", "Pa55-w0rd+x$"),
+        (r"C:\\tmp", "C:\\tmp"),
+        ("Pa55w0rd-Blue-Falcon", "Pa55w0rd-Blue-Falcon"),
+        (r"lib.gamma\.example", None),  # an unescaped dot is any character
+        (r"host\d+", None),  # \d is a class, not a character
+        (r"a\_b", None),  # an escaped word character is no literal in RE2
+        ("tail\\", None),
+    ],
+)
+def test_a_pattern_of_escaped_literal_characters_is_the_text_it_spells(
+    pattern: str, spelled: str | None
+) -> None:
+    """`forget --regex 'lib\\.gamma\\.example'` (escaped dots: how people write a hostname) was kept as a
+    plaintext pattern; only an unescaped literal became a keyed hash. Escapes of literal characters are no
+    regex syntax: the pattern is the literal value it spells."""
+    from nexusmem.hygiene.denylist import fixed_text
+
+    assert fixed_text(pattern) == spelled
+
+
+def test_a_regex_of_escaped_literal_characters_is_forgotten_as_the_value(repo: Path) -> None:
+    """`forget --regex 'lib\\.gamma\\.example' --yes`: the value, a keyed hash (with the note), not the
+    pattern as written."""
+    commit(repo, "point at lib.gamma.example", {"conf.py": "HOST = 'lib.gamma.example'\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    done = run_cli("-C", str(repo), "forget", "--regex", r"lib\.gamma\.example", "--yes").output
+    assert "has no regex syntax" in done and "keeps its pattern" not in done, done
+    listed = run_cli("-C", str(repo), "forget", "--list").output
+    assert "value  17 byte(s)" in listed and "gamma" not in listed, listed
+    assert query_json(repo, "gamma example")["items"] == []
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert query_json(repo, "gamma example")["items"] == []

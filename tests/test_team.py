@@ -1385,7 +1385,8 @@ def test_forget_team_regex_takes_the_value_out_of_the_change_words_too(tmp_path:
     terms = "SELECT term FROM term_df WHERE strpos(term, 'skunkworks') > 0 OR strpos(term, 'kelt8vqa') > 0"
     assert sorted(_team_rows(team_url, held)) == [("add api client",), ("add runner",)]
     assert _team_rows(team_url, terms)
-    # A case-sensitive pattern: the diff holds it as written, the words lower-cased.
+    # A case-sensitive value (its escapes make it a literal): the diff holds it as written, the words
+    # lower-cased and cut into pieces.
     run_cli("-C", str(repo), "forget", "--team", "--regex", r"Skunkworks-internal\.net", "--yes")
     # A commit whose diff the team does not hold (older than the diff window): its words hold the value
     # lower-cased (`run_kelt8vqalong_name`), which the pattern matches ignoring case only.
@@ -1444,6 +1445,10 @@ def test_forget_team_regex_warns_before_the_pattern_is_shared_and_a_plain_one_is
     assert data["team"]["pattern_shared"] is True, data
     plain = alice.json("forget", "--team", "--regex", "Pa55w0rd-Blue-Falcon")
     assert plain["team"]["pattern_shared"] is False and plain["pattern_as_value"] is True, plain
+    # Escapes of literal characters (`\-`, `\.`: how people write a hostname) are no regex syntax either.
+    escaped = alice.json("forget", "--team", "--regex", r"Pa55w0rd\-Blue\-Falcon")
+    assert escaped["team"]["pattern_shared"] is False and escaped["pattern_as_value"] is True, escaped
+    assert escaped["entries_known"] == 1, escaped
 
 
 def test_forget_team_with_the_store_down_says_the_team_part_is_left_and_running_it_again_finishes_it(

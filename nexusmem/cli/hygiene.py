@@ -193,7 +193,8 @@ def forget_cmd(
             if yes and import_path is None:
                 # This memory's entry for the value becomes the team's: the push that brings that one back
                 # finds it known (it recorded a second entry for the one value).
-                forget.adopt_entry(root, text, entry_from_json(shared.entry))
+                spelled = fixed_text(text) if pattern is not None else None
+                forget.adopt_entry(root, spelled or text, entry_from_json(shared.entry))
     guarded = import_path is None and not force
     # The command that deletes the value from the team store, with a placeholder for it (never printed back):
     # for what a forget without --team leaves there, or the part a --team whose team store failed left undone.
@@ -405,8 +406,9 @@ def _show_pattern(report: Removal, *, user_wide: bool) -> None:
     written, where, and the form a secret takes."""
     if report.pattern_as_value:
         click.echo(
-            "note: the pattern has no regex syntax (only literal characters): it is forgotten as that literal"
-            " value, kept only as a keyed hash, as `nexusmem forget VALUE` does"
+            "note: the pattern has no regex syntax (only literal characters, some escaped: `\\.`): it is"
+            " forgotten as the literal value it spells, kept only as a keyed hash, as `nexusmem forget VALUE`"
+            " does"
         )
     elif report.pattern_kept:
         keeps = "--yes keeps the" if report.dry_run else "a regex entry keeps its"

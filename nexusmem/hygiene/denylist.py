@@ -16,7 +16,8 @@ Older entries cannot be re-hashed without the value, so they keep matching with 
 in a text (the matched bytes are the value), or when the user forgets the same value again.
 
 A regex entry keeps its pattern (a pattern cannot be hashed and still match): say so to the user. A
-"pattern" with no regex syntax at all (fixed_text) is the literal value, and forget keeps it as one. Patterns
+"pattern" with no regex syntax but escapes of literal characters (fixed_text: `lib\\.gamma\\.example`) is the
+literal value it spells, and forget keeps it as one. Patterns
 run on RE2 (google-re2), whose matching time is linear in the text, so no pattern can hang a sync or a forget
 (`(a+)+$` on 100,000 characters: ~40 ms; Python's re takes longer than anyone waits). RE2 has no
 backreferences or lookaround, so such patterns are refused with a message. Where google-re2 cannot be
@@ -434,17 +435,40 @@ def _pattern_key(pattern: str, ignore_case: bool) -> str:
 REGEX_SYNTAX = frozenset("\\.^$*+?()[]{}|")
 
 
+# The characters a backslash makes literal in RE2 and Python alike: ASCII punctuation (an escaped letter,
+# digit or `_` is a class, an anchor or an error).
+_ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~ ")
+
+
 def fixed_text(pattern: str) -> str | None:
-    """PATTERN itself when it has no regex syntax at all, only literal characters (`Pa55w0rd-Blue-Falcon`,
-    most often a pasted secret): it matches that text and nothing else, so forget keeps it as a literal entry
-    (a keyed hash) rather than as written. None for a real pattern (an escape such as `\\.` is syntax too)."""
-    if not pattern.strip() or "\0" in pattern or any(c in REGEX_SYNTAX for c in pattern):
+    """The text PATTERN spells when its only regex syntax is escapes of literal characters, else None: it
+    matches that text and nothing else (`Pa55w0rd-Blue-Falcon`, most often a pasted secret; `lib\\.gamma
+    \\.example`, a hostname as people write one, spells `lib.gamma.example`), so forget keeps it as a literal
+    entry (a keyed hash) rather than as written. None for a real pattern (an unescaped `.`, a `\\d`)."""
+    if not pattern.strip() or "\0" in pattern:
+        return None
+    spelled: list[str] = []
+    escaped = False
+    for c in pattern:
+        if escaped:
+            if c not in _ESCAPABLE:
+                return None
+            spelled.append(c)
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c in REGEX_SYNTAX:
+            return None
+        else:
+            spelled.append(c)
+    text = "".join(spelled)
+    if escaped or not text.strip():
         return None
     try:
-        pattern.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:  # not text (`$'\xff'`): compile_regex says so, as for any pattern
         return None
-    return pattern
+    return text
 
 
 def make_regex(pattern: str, ignore_case: bool) -> Entry:

@@ -94,7 +94,8 @@ class Removal:
     still_in: list[str] = field(default_factory=list)
     notes_cleared: int = 0  # nodes whose lent text (a changelog entry's, a thread's) held it
     pattern_kept: bool = False  # a regex entry stores its pattern in clear
-    # A --regex with no regex syntax (denylist.fixed_text): forgotten as the literal value, a keyed hash.
+    # A --regex with no regex syntax but escapes of literal characters (denylist.fixed_text): forgotten as the
+    # literal value it spells, a keyed hash.
     pattern_as_value: bool = False
     backups: int = 0  # scrub backups that held it and were cleaned
     skipped_links: list[str] = field(default_factory=list)  # backups that are links: not followed
@@ -626,9 +627,12 @@ def forget(
     the user-wide deny-list that every project's sync honours. Without FORCE, a literal shorter than
     MIN_VALUE_CHARS is refused, and so is deleting what matches more than BROAD_SHARE of memory (too_broad).
     A REGEX with no regex syntax at all (denylist.fixed_text: a pasted secret) is forgotten as the literal
-    value, kept as a keyed hash rather than as written (REPORT.pattern_as_value).
+    value, kept as a keyed hash rather than as written (REPORT.pattern_as_value); so is one whose only regex
+    syntax is escapes of literal characters (`lib\\.gamma\\.example` is the value `lib.gamma.example`).
     """
-    as_value = regex and fixed_text(value) is not None
+    spelled = fixed_text(value) if regex else None
+    as_value = spelled is not None
+    value = spelled if spelled is not None else value
     if not regex and not force and 0 < len(value.strip()) < MIN_VALUE_CHARS:
         raise DenyValueError(
             f"the value to forget is {len(value.strip())} character(s): one shorter than {MIN_VALUE_CHARS}"
