@@ -249,3 +249,31 @@ def test_release_notes_say_what_the_answer_holds_and_what_it_left_out(repo: Path
         "release 1.0.24: no tag names it (a changelog heading only), so no commits are counted for it"
         in untagged["notes"]
     ), untagged["notes"]
+
+
+def test_a_release_whose_entry_only_points_to_its_pre_release_lists_the_pre_releases_entries(
+    repo: Path,
+) -> None:
+    """ "What's new in 7.0?" (coverage.py) answered only "Nothing new beyond 7.0.0b1.": the release's one
+    entry points to its pre-release, a release of its own. A note names the pre-release, and its entries
+    follow the release's."""
+    changelog = (
+        "# Changelog\n\n## Version 2.0.0 - 2024-03-01\n\nNothing new beyond 2.0.0b1.\n\n"
+        "## Version 2.0.0b1 - 2024-02-01\n\n- Pool: drop half-closed sockets\n\n- Config: read the TOML file\n\n"
+        "## Version 1.0.0 - 2024-01-01\n\n- First release\n"
+    )
+    commit(repo, "Release 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 400 * DAY)
+    git(repo, "tag", "1.0.0")
+    commit(repo, "Pool: drop half-closed sockets", {"pool.py": "P = 1\n"}, when=NOW - 320 * DAY)
+    commit(repo, "Release 2.0.0b1", {"VERSION": "2.0.0b1\n"}, when=NOW - 310 * DAY)
+    git(repo, "tag", "2.0.0b1")
+    commit(repo, "Release 2.0.0", {"CHANGELOG.md": changelog}, when=NOW - 300 * DAY)
+    git(repo, "tag", "2.0.0")
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what's new in 2.0?")
+    assert (
+        "release 2.0: its changelog only points to 2.0.0b1; the entries of 2.0.0b1 follow" in found["notes"]
+    ), found["notes"]
+    titles = [item["title"] for item in found["items"]]
+    assert titles[0].endswith("Nothing new beyond 2.0.0b1."), titles
+    assert any("drop half-closed sockets" in t and "2.0.0b1" in t for t in titles[1:3]), titles

@@ -869,6 +869,22 @@ def retrieve(
             for node in (release_nodes(store, exact, question.shipped) if question.shipped else [])
             if _within(node, as_of, since, until)
         ]
+        pointed = _pre_releases_pointed(store, shipped, question.shipped) if question.shipped else []
+        if pointed:
+            # "Nothing new beyond 7.0.0b1.": the release's entries only point to its pre-release (a release
+            # of its own), whose entries say what it holds; they follow.
+            question.notes.append(
+                f"release {question.shipped}: its changelog only points to {', '.join(pointed)}; the entries of"
+                f" {', '.join(pointed)} follow"
+            )
+            for version in pointed:
+                shipped += [
+                    node
+                    for node in release_nodes(store, exact, version)
+                    if node.kind == "doc_section"
+                    and node.source == rank.CHANGELOG_SOURCE
+                    and _within(node, as_of, since, until)
+                ]
         for version in between[:SPAN_RELEASES]:
             shipped += [
                 node
@@ -1232,6 +1248,44 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
         # when some commit's title holds an address ("Cookie domain: 127.0.0.1").
         return []
     return list({node.id: node for node in [*pages, *in_file, *tagged.values(), *commits]}.values())
+
+
+# A changelog entry that only points to a pre-release ("Nothing new beyond 7.0.0b1.", "No changes since
+# 2.0.0rc2"): short, and naming a pre-release of the same version.
+_POINTER_CHARS = 200
+_PRE_RELEASE_NAMED = re.compile(
+    r"(?<![\w.])v?(\d+(?:\.\d+)*)[-.]?((?:a|b|alpha|beta|rc|c|pre|dev)[.-]?\d*)(?!\w|\.\w)"
+)
+
+
+def _zero_padded(number: str) -> tuple[int, ...]:
+    """The version NUMBER's parts (7.0.0b1's 7.0.0), trailing zeros dropped: 7.0 is 7.0.0."""
+    found = _RELEASE_NUMBER.match(number)
+    parts = [int(part) for part in found.group(0).split(".")] if found else []
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def _pre_releases_pointed(store: SearchStore, shipped: list[StoredNode], version: str) -> list[str]:
+    """The pre-releases of VERSION (as written: 7.0.0b1) that its changelog entries among SHIPPED only point
+    to (each entry short and naming one); empty when an entry says more, or none is there."""
+    entries = [n.id for n in shipped if n.kind == "doc_section" and n.source == rank.CHANGELOG_SOURCE]
+    if not entries or not _RELEASE_NUMBER.match(version):
+        return []
+    held = store.get_many(entries)
+    pointed: list[str] = []
+    for entry in entries:
+        text = held[entry].body.strip() if entry in held else ""
+        named = [
+            m.group(0).lstrip("v")
+            for m in _PRE_RELEASE_NAMED.finditer(text)
+            if _zero_padded(m.group(1)) == _zero_padded(version)
+        ]
+        if len(text) > _POINTER_CHARS or not named:
+            return []
+        pointed += [v for v in named if v not in pointed]
+    return pointed
 
 
 # How many of the commits between a release's tag and the previous one's are listed with what it holds: the
