@@ -2333,14 +2333,18 @@ class TeamStore:
         A node another member pushed first is theirs to retract. Returns how many went."""
         if not ids:
             return 0
-        doomed = sorted(set(ids))
+        return self._delete_own("id = ANY(%s)", sorted(set(ids)))
+
+    def _delete_own(self, where: str, value: object) -> int:
+        """Delete, in one transaction, the nodes under this project that this member pushed first and that
+        WHERE (SQL of one placeholder, given VALUE) holds, and their links; how many went."""
         self._counts.clear()  # term_df is about to change
         with self.conn.transaction():
             gone = [
                 r[0]
                 for r in self.conn.execute(
-                    "DELETE FROM nodes WHERE id = ANY(%s) AND project_id = %s AND author = %s RETURNING id",
-                    (doomed, self.project, self.member),
+                    f"DELETE FROM nodes WHERE {where} AND project_id = %s AND author = %s RETURNING id",
+                    (value, self.project, self.member),
                 ).fetchall()
             ]
             if gone:
@@ -2362,21 +2366,7 @@ class TeamStore:
         """Delete the nodes of KINDS under this project that this member pushed first, and their links, in
         one transaction: what `team.shareShell` (or shareConversations) shared before it was turned off.
         Another member's rows are theirs. Returns how many nodes went."""
-        self._counts.clear()  # term_df is about to change
-        with self.conn.transaction():
-            gone = [
-                r[0]
-                for r in self.conn.execute(
-                    "DELETE FROM nodes WHERE project_id = %s AND author = %s AND kind = ANY(%s) RETURNING id",
-                    (self.project, self.member, list(kinds)),
-                ).fetchall()
-            ]
-            if gone:
-                self.conn.execute(
-                    "DELETE FROM links WHERE project_id = %s AND (from_id = ANY(%s) OR to_id = ANY(%s))",
-                    (self.project, gone, gone),
-                )
-        return len(gone)
+        return self._delete_own("kind = ANY(%s)", list(kinds))
 
     def adopt(self, old: str) -> int:
         """Move what the team store holds under project id OLD (a local path, as a repository without a
