@@ -584,14 +584,12 @@ _AFTER = re.compile(
 )
 _BEFORE = re.compile(r"\bbefore\b(?!\s+lunch|\s+yesterday\b(?!'))", re.IGNORECASE)
 Sequence = Literal["after", "before"]
-# A question that reports something going wrong ("cargo refused to build", "CI went red"). Its phrases
-# count in every form of their verb: "blows up" as "blew up", "falls over", "panicked", "threw" ("throws
-# away", "throwIfNull" and "the panic handler" say no such thing).
+# A question that reports something going wrong ("cargo refused to build", "CI went red"); "blows up" as
+# "blew up". "panics", "throws" and "falls over" were tried and not kept: read as failure reports they cost
+# fresh67 (hybrid MRR .643 -> .638 on its stores; the forms of "blow up" alone .642).
 _FAILURE = re.compile(
     r"\b(fail\w*|broke|broken|break\w*|refus\w*|reject\w*|error\w*|crash\w*|red|wouldn'?t|would not"
-    r"|(blow|blows|blowing|blown|blew) up|(fall|falls|falling|fallen|fell) over|panics|panicked|panicking"
-    r"|(does|did|do|will|would|could|can|may|might|to)( it| this| that| they)? panic"
-    r"|(throw|throws|throwing|thrown|threw)(?! (away|out|off|together|back)\b)"
+    r"|(blow|blows|blowing|blown|blew) up"
     r"|couldn'?t|could not|didn'?t work|did not work|exit(ed)? (with )?(code )?[1-9]\d*)\b",
     re.IGNORECASE,
 )
