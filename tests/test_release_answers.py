@@ -277,3 +277,41 @@ def test_a_release_whose_entry_only_points_to_its_pre_release_lists_the_pre_rele
     titles = [item["title"] for item in found["items"]]
     assert titles[0].endswith("Nothing new beyond 2.0.0b1."), titles
     assert any("drop half-closed sockets" in t and "2.0.0b1" in t for t in titles[1:3]), titles
+
+
+def test_a_small_budget_shows_a_releases_first_item_before_its_notes(repo: Path) -> None:
+    """ "What changed in 2.0.0" under 80 to 200 tokens printed no item at all: the note counting the release's
+    entries ("0 of 16 … shown") and the line after its items were said after packing, in the header, and
+    the items gave way to them down to the first. The best item comes first (by its head alone when too
+    large), the notes as they fit beside it, the rest on stderr; the count never says 0 when an item is
+    shown."""
+    changed = [
+        f"Speed up parsing of the {n}th kind of document by scanning its character runs in bulk instead of one"
+        f" character at a time, which made documents with long strings slow to read ([#{100 + n}]"
+        f"(https://example.com/o/r/pull/{100 + n}))"
+        for n in range(12)
+    ]
+    changelog = (
+        "# Changelog\n\n## [2.0.0] - 2024-03-01\n\n### Changed\n\n"
+        + "".join(f"- {line}\n" for line in changed)
+        + "\n## [1.0.0] - 2024-01-01\n\n- First release\n"
+    )
+    v1 = commit(repo, "Release 1.0.0", {"VERSION": "1.0.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "v1.0.0", v1)
+    v2 = commit(repo, "Release 2.0.0", {"CHANGELOG.md": changelog}, when=NOW - 200 * DAY)
+    git(repo, "tag", "v2.0.0", v2)
+    commit(repo, "Changed the changes of the document parser", {"p.py": "P = 1\n"}, when=NOW - 100 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for budget in ("80", "100", "120", "160", "200", "300"):
+        found = query_json(repo, "what changed in 2.0.0", "--budget", budget)
+        assert found["items"] and found["items"][0]["relation"] == "release", (budget, found)
+        assert found["tokens_used"] <= int(budget), (budget, found["tokens_used"])
+        shown = run_cli("-C", str(repo), "query", "--budget", budget, "--", "what changed in 2.0.0")
+        stdout, stderr = shown.stdout, shown.stderr
+        assert "\n- " in stdout and " 0 of " not in stdout + stderr, (budget, stdout, stderr)
+        assert stdout.index("\n- ") < len(stdout), stdout
+        said = [line for line in stdout.splitlines() if line.startswith("note: ")]
+        assert all("changelog entries" not in line or "(raise --budget)" in line for line in said), said
+        # Every note is said once: in the header, or on stderr.
+        for note in found["notes"]:
+            assert (f"note: {note}" in stdout) != (note in stderr), (budget, note, stdout, stderr)

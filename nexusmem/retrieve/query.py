@@ -3748,8 +3748,9 @@ def pack_items(
     used -= header_tokens
     if release and end_line is not None:
         # What is said of a release's items once they are packed: the line after them when others follow
-        # (RELEASE_END), and how many of its entries the budget held. Either lengthens the answer: the last
-        # items give way until it fits (those after the release's first).
+        # (RELEASE_END), and how many of its entries the budget held. The best item comes first: the header
+        # keeps room for it (its notes that no longer fit go to stderr, the MCP server's after the footer),
+        # and the items after it give way, the last first, until the line and the header fit.
         said: str | None = None
         wanted = set(entries)
         while True:
@@ -3761,14 +3762,19 @@ def pack_items(
                 said = entries_note(shown, len(entries))
                 notes.append(said)
             end_line(release_end(out))
-            if not out or used + header_cost() <= budget:
+            if out and make_room is not None:
+                make_room(estimate_tokens(item_text(out[0], with_project=with_project)) + 1)
+            if len(out) < 2 or used + header_cost() <= budget:
                 break
             used -= estimate_tokens(item_text(out.pop(), with_project=with_project)) + 1
     return out, used
 
 
 def entries_note(shown: int, total: int) -> str:
-    """The note of an answer about a release whose budget showed SHOWN of its TOTAL changelog entries."""
+    """The note of an answer about a release whose budget showed SHOWN of its TOTAL changelog entries (none:
+    the answer may hold its commit, or nothing; never "0 of 36 … shown" above an item)."""
+    if not shown:
+        return f"none of the {total} changelog entries of the release fit the budget (raise --budget)"
     return f"{shown} of {total} changelog entries of the release shown (raise --budget)"
 
 
@@ -3915,7 +3921,6 @@ _BINDING = (
     "is not in the work tree any more",
     "not in HEAD's history",
     "no such release",
-    "changelog entries of the release shown",
 )
 
 
