@@ -409,6 +409,10 @@ def search_all(
             and not result.items
             and not result.matched
             and (as_of, since, until, author) != (None,) * 4
+            and (
+                (as_of, since, until) != (None,) * 3
+                or not any(n.startswith(query.NO_COMMANDS_BY) for n in result.notes)
+            )
         ):
             result.notes.append(query.filtered_out_note(since, until, author, as_of=as_of))
     result.skipped_notes = [f"skipped {s.name} ({s.root}): {s.reason}" for s in result.skipped]

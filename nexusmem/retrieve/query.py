@@ -1059,6 +1059,7 @@ def retrieve(
                 + ("" if ", newest first" in span else ", newest first")
             )
             question.notes.append(listing_note)
+    recent_work = False  # a listing of the newest work (activity_first)
     if asks_failures and not listed and not _a_subject(unnamed):
         scored, listed, span = failures_first(
             store, scored, question, as_of=as_of, since=since, until=until, author=author
@@ -1070,6 +1071,7 @@ def retrieve(
         )
         question.notes.append(listing_note)
     elif not asks_failures and answered_by is None and asks_recent_work(question, unnamed, since, until):
+        recent_work = True
         scored, listed, span = activity_first(
             store, scored, question, as_of=as_of, since=since, until=until, author=author
         )
@@ -1085,11 +1087,20 @@ def retrieve(
         scored = kept
         if _ASKS_COMMANDS.search(question.text) and answered_by is None:
             scored = authored_first(scored, {node_id for node_id, _ in bm25_hits})
+        if recent_work and not listed and author != authors.ME:
+            # What an agent has been doing is its commands (activity_first): with none of them listed, the
+            # commits and docs its filter lets through are no one's work of its, nothing to stand in.
+            scored = [(n, s) for n, s in scored if n.kind in authors.AUTHORED_KINDS]
         if not any(node.kind == "shell_command" for node, _ in scored):
             recorded = store.command_authors()  # only when none of the author's commands is in the answer
             if not authors.held_by(author, recorded):
                 holders = f"recorded: {authors.recorded_names(recorded)}" if recorded else "memory holds none"
-                question.notes.append(f"no commands by {author!r}; {holders}")
+                no_commands = f"{NO_COMMANDS_BY}{author!r}; {holders}"
+                if listing_note is not None and not listed and listing_note in question.notes:
+                    # "no command by codex recorded" (the listing's note) and this said the same: once.
+                    question.notes.remove(listing_note)
+                    listing_note = no_commands
+                question.notes.append(no_commands)
     missed = None if listing_note is not None or answered_by is not None else _window_missed(question, scored)
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
@@ -3407,8 +3418,11 @@ def run(
     result.matched += linked_fixes(
         store, links, matched_ids, as_of=as_of, since=since, until=until, author=author
     )
-    if not result.items and not result.matched and (since is not None or until is not None or author):
-        # "No memory matches" under a window or an author read as "this never happened".
+    # "No memory matches" under a window or an author read as "this never happened"; an author memory holds
+    # no command of was said so, with those it holds (NO_COMMANDS_BY).
+    windowed = since is not None or until is not None
+    said_author = any(n.startswith(NO_COMMANDS_BY) for n in result.notes)
+    if not result.items and not result.matched and (windowed or (author and not said_author)):
         result.notes.append(filtered_out_note(since, until, author))
     if (not result.items or result.weak) and syncing(store.path):
         result.notes.append(SYNCING_NOTE)
@@ -3468,6 +3482,10 @@ def pinned(found: Retrieved) -> list[str]:
         for node, _ in found.scored
         if node.id == by or (node.kind in ("git_commit", "code_diff") and node.ref.split(":", 1)[0] == by)
     ]
+
+
+# The start of the note saying memory holds no command by the --author asked for ("…'robots'; recorded: me").
+NO_COMMANDS_BY = "no commands by "
 
 
 def filtered_out_note(
