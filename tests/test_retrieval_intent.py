@@ -1173,6 +1173,26 @@ def test_what_failed_today_lists_the_failed_commands_newest_first(repo: Path) ->
     assert all(it["kind"] == "shell_command" and "(exit 0)" not in it["title"] for it in listed), listed
 
 
+def test_the_footer_of_a_failure_listing_counts_what_it_can_show(repo: Path) -> None:
+    """ "What failed today" said "42 of 45 match(es) shown": the three it could never show (runs of pytest
+    that found no test, exit 5, and old commits that say "failed", which its words matched) were counted.
+    A listing that is the whole answer counts what it lists."""
+    if SINCE_MIDNIGHT < 600:
+        pytest.skip("the day has just begun: today's commands may be yesterday's")
+    commit(repo, "Fix the upload that failed today", {"upload.py": "RETRIES = 3\n"}, when=NOW - 90 * DAY)
+    commit(repo, "Retry what failed", {"retry.py": "R = 1\n"}, when=NOW - 80 * DAY)
+    write_recent(
+        repo, "9 5 pytest -k nomatch -q\n8 5 pytest -k failed -q\n3 2 ls missing.txt\n1 1 make test\n"
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "what failed today")
+    titles = [it["title"] for it in found["items"]]
+    assert titles == ["make test (exit 1)", "ls missing.txt (exit 2)"], titles
+    assert found["matched"] == len(found["items"]), (found["matched"], titles)
+    text = run_cli("-C", str(repo), "query", "--", "what failed today").stdout
+    assert "2 of 2 match(es) shown" in text, text
+
+
 # Minutes ago in a JavaScript project: the test runs that failed, among commands that passed and one other
 # failure; a year of commits whose messages say "tests" and "fail".
 FAILED_TEST_RUNS = """

@@ -1120,9 +1120,15 @@ def retrieve(
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
     # What a rule listed without its words matching (the failures or the newest work of a time) counts too.
     unmatched = sum(1 for node, _ in scored if node.id not in found)
+    matched = len(found) - others + unmatched + max(0, bm25_total - len(bm25_hits))
+    if listed and {node.id for node, _ in scored} <= {node.id for node in listed}:
+        # A listing that is the whole answer ("what failed today": the failed runs, _listed): what else the
+        # words matched (old commits that say "fail", a run that found no test, exit 5) is never shown, so
+        # not counted ("42 of 45 match(es) shown" could never be 45).
+        matched = len(scored)
     counts = {
         # Distinct ids in the fused lists, plus the BM25 matches past the candidate cut.
-        "matched": len(found) - others + unmatched + max(0, bm25_total - len(bm25_hits)),
+        "matched": matched,
         "bm25": bm25_total + lexical_extra,
         "vector": len(near.hits),
     }
