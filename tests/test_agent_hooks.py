@@ -857,6 +857,28 @@ def test_claude_code_hook_at_both_scopes_is_named_and_one_call_counts_once(
     assert "twice" not in status, status
 
 
+@pytest.mark.parametrize("order", [("--user", "--project"), ("--project", "--user")])
+def test_install_status_and_doctor_give_one_fix_for_a_double_install(
+    repo: Path, isolated_home: Path, order: tuple[str, str]
+) -> None:
+    """Installed at user scope, then with `--project`, install said "keep one: nexusmem hook agent remove
+    claude-code" (the user scope's) while status and doctor said `remove claude-code --project`. Whichever
+    was installed last, all three name the same command."""
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n"})
+    said = ""
+    for scope in order:
+        extra = ["--project"] if scope == "--project" else []
+        said = run_cli("-C", str(repo), "hook", "agent", "install", "claude-code", *extra).stdout
+    fix = "nexusmem hook agent remove claude-code --project"
+    warning = [line for line in said.splitlines() if "twice" in line]
+    assert len(warning) == 1 and warning[0].rstrip().endswith(f"keep one: {fix}"), said
+    status = run_cli("-C", str(repo), "hook", "agent", "status").stdout
+    assert f"keep one: {fix}" in status, status
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).stdout)
+    checks = report["checks"] if isinstance(report, dict) else report
+    assert [c["fix"] for c in checks if c["area"] == "agent" and "twice" in c["detail"]] == [fix], checks
+
+
 def test_an_interrupted_call_keeps_its_mark_and_its_call_id_in_memory(
     repo: Path, isolated_home: Path
 ) -> None:

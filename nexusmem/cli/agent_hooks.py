@@ -99,10 +99,10 @@ def _warn_other_scope(ctx: click.Context, root: Path | None, path: Path) -> None
     if both is None:
         return
     other = both[1] if path == both[0] else both[0]
-    flag = " --project" if other == both[1] else ""
+    # The fix status and doctor name (DOUBLED_FIX), whichever scope was installed last: one advice.
     click.echo(
         f"warning: the claude-code command hook is also installed in {other}: Claude Code runs both, so"
-        f" every Bash call is logged twice (stored once); keep one: nexusmem hook agent remove claude-code{flag}"
+        f" every Bash call is logged twice (stored once); keep one: {agent_hooks.DOUBLED_FIX}"
     )
 
 
