@@ -1068,7 +1068,8 @@ def one_line(name: str) -> str:
 
 
 # `precheck --files` given no file: a CI step's `$(git diff --name-only BASE...HEAD)` that found none (a
-# shallow checkout has no merge base: git prints an error to stderr and nothing to the command line).
+# shallow checkout has no merge base: git prints an error to stderr and nothing to the command line), or
+# only empty arguments (the same diff quoted, `--files "$FILES"`).
 NO_FILES = "no files given: nothing checked"
 
 
@@ -1091,6 +1092,8 @@ def run(
         return PrecheckResult(
             root=None, files=[], checked=False, reason=f"{here} is not inside a git repository"
         )
+    if files is not None:
+        files = [name for name in files if name]  # a quoted empty "$FILES" (`--files ''`) names no file
     if files is not None and not files:
         return PrecheckResult(root=str(root), files=[], checked=False, reason=NO_FILES, nothing_given=True)
     if team:

@@ -1211,3 +1211,18 @@ def test_a_grep_or_diff_that_answered_with_1_alone_is_no_failure(repo: Path) -> 
         "grep -n TODO notes.txt nope.txt (exit 2)",
         "grep -n TODO notes.txt; sh -c 'exit 1' notes.txt (exit 1)",
     ], titles
+
+
+def test_empty_file_arguments_are_no_files(repo: Path) -> None:
+    """`precheck --strict --files ''` (what a quoted empty "$FILES" gives in CI) exited 0 silently, while
+    `--files` with nothing after it exits 2 with "no files given". An empty argument names no file: the same
+    message and code, on the plain path and click's; with a file beside it, that file is checked."""
+    commit(repo, "init", {"a.py": "x = 1\n"})
+    sync.sync(repo)
+    for form in (("--files", ""), ("--files", "", ""), ("--files", "--", ""), ("",)):
+        plain = run_script("precheck", "--strict", *form, cwd=repo)
+        assert plain.returncode == 2 and "no files given" in plain.stderr, (form, plain.stderr)
+        clicked = run_cli("-C", str(repo), "precheck", "--strict", *form, ok=False)
+        assert clicked.exit_code == 2 and "no files given" in clicked.output, (form, clicked.output)
+    found = json.loads(run_cli("-C", str(repo), "precheck", "--json", "--files", "", "a.py").stdout)
+    assert found["checked"] is True and found["files"] == ["a.py"], found
