@@ -1227,3 +1227,22 @@ def test_an_rst_title_is_shown_as_a_reader_sees_it_and_its_ref_kept(
     text = f".. _cmd:\n\n{heading}\n{'=' * len(heading)}\n\nThe okapi text.\n"
     (node,) = indexed(tmp_path, {"doc/cmd.rst": text}).values()
     assert node.title == f"doc/cmd.rst — {title}" and node.ref == f"doc/cmd.rst#{heading}"
+
+
+def test_a_markdown_title_shows_its_escapes_as_a_reader_sees_them(repo: Path) -> None:
+    """connection_pool's README titles itself "connection\\_pool" (setext): its section read
+    "README.md — connection\\_pool › Usage", where a reader sees "connection_pool". Titles (setext and ATX)
+    show Markdown's backslash escapes unescaped, a code span as written; refs keep the heading as written
+    (what the labelled targets name)."""
+    readme = (
+        "connection\\_pool\n================\n\nA pool.\n\nUsage\n-----\n\nCreate one.\n\n"
+        "## The \\*star\\* option \\# and `a\\_b`\n\nStars.\n\n## C:\\\\temp and \\q\n\nPaths.\n"
+    )
+    commit(repo, "docs", {"README.md": readme})
+    _, nodes = scan(repo)
+    by_ref = {n.ref: n.title for n in nodes}
+    assert by_ref["README.md#connection\\_pool"] == "README.md — connection_pool", by_ref
+    assert by_ref["README.md#Usage"] == "README.md — connection_pool › Usage", by_ref
+    star = "README.md#The \\*star\\* option \\# and `a\\_b`"
+    assert by_ref[star] == "README.md — The *star* option # and `a\\_b`", by_ref
+    assert by_ref["README.md#C:\\\\temp and \\q"] == "README.md — C:\\temp and \\q", by_ref

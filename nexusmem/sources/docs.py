@@ -38,7 +38,7 @@ from nexusmem.text import content_text, one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-18"
+_CURSOR_VERSION = "docs-19"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -506,18 +506,42 @@ def sections_of(text: str, file_name: str) -> list[Section]:
     """TEXT cut into sections by the markup its FILE_NAME says: reStructuredText for .rst, troff for a
     manual page (.1 to .9), AsciiDoc for .adoc, Org for .org and a GNU NEWS outline (no extension), RDoc for
     .rdoc (unless it says `:markup: markdown`), else Markdown."""
+    return _SPLITTERS[markup_of(text, file_name)](text, file_name)
+
+
+def markup_of(text: str, file_name: str) -> str:
+    """The markup sections_of reads TEXT (the file FILE_NAME) in: org, rst, man, asciidoc, rdoc or markdown."""
     name = file_name.lower()
     if name.endswith(ORG_SUFFIXES) or ("." not in name and is_gnu_news(text)):
-        return split_org_sections(text, file_name)
+        return "org"
     if name.endswith(RST_SUFFIXES):
-        return split_rst_sections(text, file_name)
+        return "rst"
     if _MAN_NAME.search(name):
-        return split_man_sections(text, file_name)
+        return "man"
     if name.endswith(ASCIIDOC_SUFFIXES):
-        return split_asciidoc_sections(text, file_name)
+        return "asciidoc"
     if name.endswith(RDOC_SUFFIXES) and not _RDOC_MARKDOWN.search(text[:RDOC_DIRECTIVE_CHARS]):
-        return split_rdoc_sections(text, file_name)
-    return split_sections(text, file_name)
+        return "rdoc"
+    return "markdown"
+
+
+# Markdown's backslash escape: a backslash before an ASCII punctuation character (CommonMark 2.4).
+_MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def markdown_unescaped(text: str) -> str:
+    """A Markdown heading (as heading_text keeps it) with its backslash escapes as a reader sees them
+    ("connection\\_pool" reads "connection_pool"); a code span as written, where a backslash is itself."""
+    if "\\" not in text or len(text) > _RENDER_MAX_CHARS or "\x00" in text:
+        return text
+    spans: list[str] = []
+
+    def keep(found: re.Match[str]) -> str:
+        spans.append(found.group(0))
+        return f"\x00{len(spans) - 1}\x00"
+
+    held = _MD_ESCAPE.sub(r"\1", _CODE_SPAN.sub(keep, text))
+    return re.sub("\x00(\\d+)\x00", lambda m: spans[int(m.group(1))], held)
 
 
 # GNU NEWS (coreutils, grep, Emacs' etc/NEWS): an outline, each release a `* ` heading ("* Noteworthy
@@ -857,11 +881,23 @@ def display_path(path: str) -> str:
     return tracked_name(path.encode("utf-8", "surrogateescape"))
 
 
+# Each markup's splitter (sections_of, by markup_of).
+_SPLITTERS: dict[str, Callable[[str, str], list[Section]]] = {
+    "org": split_org_sections,
+    "rst": split_rst_sections,
+    "man": split_man_sections,
+    "asciidoc": split_asciidoc_sections,
+    "rdoc": split_rdoc_sections,
+    "markdown": split_sections,
+}
+
+
 def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -> Iterator[Node]:
     file_name = path.rsplit("/", 1)[-1]
     seen: dict[str, int] = {}
     sections = sections_of(text, file_name)
     rst = file_name.lower().endswith(RST_SUFFIXES)
+    markdown = markup_of(text, file_name) == "markdown"
     # A heading the file uses more than once ("Deprecations" under each upgrade) is told apart by its parent.
     times_used = Counter(sec.heading for sec in sections)
     for sec in sections:
@@ -873,8 +909,9 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
         body = redact(sec.text)
         if len(body) > max_body:
             body = cut_redacted(body, max_body) + TRUNCATION_MARKER
-        # An RST title as a reader sees it ("HTML reporting: `coverage html`"); its ref keeps it as written.
-        seen_as = rst_inline_text if rst else str
+        # An RST title as a reader sees it ("HTML reporting: `coverage html`"), a Markdown one without its
+        # backslash escapes ("connection\\_pool"); its ref keeps it as written.
+        seen_as = rst_inline_text if rst else markdown_unescaped if markdown else str
         shown = seen_as(heading)
         if len(sec.trail) >= 2 and (is_generic_heading(sec.heading) or times_used[sec.heading] > 1):
             shown = f"{seen_as(redact(sec.trail[-2]))} › {shown}"
