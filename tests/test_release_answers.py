@@ -315,3 +315,23 @@ def test_a_small_budget_shows_a_releases_first_item_before_its_notes(repo: Path)
         # Every note is said once: in the header, or on stderr.
         for note in found["notes"]:
             assert (f"note: {note}" in stdout) != (note in stderr), (budget, note, stdout, stderr)
+
+
+def test_an_answer_with_no_item_says_its_best_match_does_not_fit_beside_it() -> None:
+    """tomlkit's "what changed in 0.15.1" at 80 tokens printed no item, the notes "…not in HEAD's history"
+    and "first: what release 0.15.1 holds" on stdout, and why it held nothing ("the best match (~136
+    tokens) does not fit") on stderr alone. An answer with no item keeps that note in its header (shortened
+    when need be), before the others that only say what was done."""
+    result = query.QueryResult(
+        query="what changed in 0.15.1",
+        budget=80,
+        notes=[
+            "release 0.15.1: its tag is commit 1bd7e3bc5b, which is not in HEAD's history (memory holds the"
+            " commits HEAD reaches)",
+            "first: what release 0.15.1 holds (its changelog, its commit)",
+            f"{query.TOO_LARGE_NOTE}136 tokens) does not fit",
+        ],
+    )
+    text = query.render(result)
+    assert "note: the best match does not fit" in text and "not in HEAD's history" in text, text
+    assert query.header_tokens(result) <= 80, text

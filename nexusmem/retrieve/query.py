@@ -3918,12 +3918,18 @@ def header(result: QueryResult, scope: str | None = None) -> str:
     echo = shown_query(result.query, result.budget)
     least = ([WEAK_SHORT] if weak else [], shown_query(result.query, 24), scope and scope.split(":", 1)[0])
     notes: list[str] = []
+
+    def holds(note: str) -> bool:
+        # An answer with no item says why: its best match too large (TOO_LARGE_NOTE) stays with it too.
+        told = note.removeprefix("note: ")
+        return binding(note) or (not result.items and told.startswith("the best match") and "not fit" in told)
+
     for note in result.notes:
         if estimate_tokens(text(*least, [*notes, f"note: {note}"])) <= room:
             notes.append(f"note: {note}")
-        elif binding(note):  # never on stderr alone: the answer would read as what it is not
+        elif holds(note):  # never on stderr alone: the answer would read as what it is not
             notes.append(f"note: {binding_short(note)}")
-    kept = [line for line in notes if binding(line)]
+    kept = [line for line in notes if holds(line)]
     if weak and estimate_tokens(text(weak, echo, scope, notes)) > room:
         weak = [WEAK_SHORT]
     if scope is not None and estimate_tokens(text(weak, echo, scope, notes)) > room:
