@@ -157,6 +157,7 @@ SETS = (
     "fresh67",
     "fresh68",
     "fresh69",
+    "fresh70",
     "removal",
     "rst",
     "adoc",
