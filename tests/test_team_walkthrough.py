@@ -322,8 +322,12 @@ def test_a_push_behind_a_lock_says_whose_lock_it_waits_for_and_gives_up_when_the
     assert f"held by pid {holder} (role postgres)" in done.stderr, done.stderr
     assert 6 <= took < 20, took
 
-    # Never released: the push gives up as the README says, 40 s on its first attempt (probed from 3 s, every
-    # 10 s: up to 43 s), then ~3 s for each of three retries and 3.5 s of pauses between them.
+    # Never released: the push gives up as the README says. At the default silence (10 s: run with
+    # NEXUSMEM_LOCK_TEST_SILENCE=10 to measure the README's figure) that is 40 s on its first attempt (probed
+    # from 3 s, every 10 s: up to 43 s), then ~3 s for each of three retries and 3.5 s of pauses between
+    # them; the suite runs it at a silence of 1 s (a bound of 4 s), the same steps in ~12 s.
+    silence = float(os.environ.get("NEXUSMEM_LOCK_TEST_SILENCE", "1"))
+    env["NEXUSMEM_TEAM_SILENCE_SECONDS"] = "" if silence >= 10 else str(silence)
     alice.commit("Document the upload limits", {"LIMITS.md": "# Limits\n"})
     alice.run("sync", "--quiet")
     with psycopg.connect(team_url, application_name="psql") as elsewhere:
@@ -333,8 +337,8 @@ def test_a_push_behind_a_lock_says_whose_lock_it_waits_for_and_gives_up_when_the
         elsewhere.rollback()
     assert done.returncode == 1 and "holds a lock nobody will release" in done.stderr, done.stderr
     assert done.stderr.count(f"held by pid {holder}") == 1, done.stderr
-    print(f"gave up after {took:.1f} s")
-    assert 50 <= took <= 65, took
+    print(f"gave up after {took:.1f} s at a silence of {silence:g} s")
+    assert (50 <= took <= 65) if silence >= 10 else (3 * silence + 1 <= took <= 30), took
 
 
 def test_a_password_in_the_configs_team_url_stops_only_the_team_commands(
