@@ -20,7 +20,14 @@ from nexusmem import paths, project
 
 from helpers.cli import console_script, query_json
 from helpers.git import commit, git, init_repo
-from helpers.team import Member, as_role, commit_with_the_server_away, joined_members, make_member
+from helpers.team import (
+    Member,
+    as_role,
+    commit_with_the_server_away,
+    joined_members,
+    make_member,
+    shared_origin,
+)
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -28,12 +35,7 @@ pytestmark = [pytest.mark.team, pytest.mark.slow]
 @pytest.fixture
 def origin(tmp_path: Path) -> Path:
     """A bare origin with a little shared history."""
-    work = init_repo(tmp_path / "seed")
-    commit(work, "Add the uploader", {"uploader.py": "def upload(path):\n    return send(path)\n"})
-    commit(work, "Document the release steps", {"README.md": "# Demo\n\n## Release\n\nTag and push.\n"})
-    bare = tmp_path / "origin.git"
-    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
-    return bare
+    return shared_origin(tmp_path)
 
 
 def test_a_fix_one_member_recorded_answers_anothers_question(

@@ -13,7 +13,7 @@ import pytest
 
 from helpers.cli import console_script
 from helpers.git import commit, git, init_repo
-from helpers.team import joined_members
+from helpers.team import joined_members, shared_origin
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -21,12 +21,7 @@ pytestmark = [pytest.mark.team, pytest.mark.slow]
 @pytest.fixture
 def origin(tmp_path: Path) -> Path:
     """A bare origin with a little shared history."""
-    work = init_repo(tmp_path / "seed")
-    commit(work, "Add the uploader", {"uploader.py": "def upload(path):\n    return send(path)\n"})
-    commit(work, "Document the release steps", {"README.md": "# Demo\n\n## Release\n\nTag and push.\n"})
-    bare = tmp_path / "origin.git"
-    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
-    return bare
+    return shared_origin(tmp_path)
 
 
 def _ci(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

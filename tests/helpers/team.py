@@ -17,7 +17,7 @@ from click.testing import Result
 
 from helpers.cli import run_cli
 from helpers.env import GITCONFIG
-from helpers.git import git
+from helpers.git import commit, git, init_repo
 
 
 @dataclass
@@ -118,3 +118,13 @@ def commit_with_the_server_away(member: Member, base: Path) -> dict[str, str]:
         assert time.monotonic() < deadline, log.read_text(encoding="utf-8") if log.exists() else "no log"
         time.sleep(0.2)
     return away
+
+
+def shared_origin(base: Path) -> Path:
+    """A bare origin under BASE with a little shared history (the team tests' `origin` fixture)."""
+    work = init_repo(base / "seed")
+    commit(work, "Add the uploader", {"uploader.py": "def upload(path):\n    return send(path)\n"})
+    commit(work, "Document the release steps", {"README.md": "# Demo\n\n## Release\n\nTag and push.\n"})
+    bare = base / "origin.git"
+    git(base, "clone", "-q", "--bare", str(work), str(bare))
+    return bare
