@@ -158,6 +158,7 @@ SETS = (
     "fresh68",
     "fresh69",
     "fresh70",
+    "fresh71",
     "removal",
     "rst",
     "adoc",
