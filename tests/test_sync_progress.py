@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from helpers import console_script, run_script
+from helpers import commit, console_script, run_script, write_commands
 
 COMMITS = 400
 
@@ -35,11 +35,16 @@ def many_commits(repo: Path, count: int = COMMITS) -> None:
     subprocess.run(["git", "checkout", "-q", "-f", "main"], cwd=repo, check=True)
 
 
-def sync_on_a_terminal(repo: Path, env: dict[str, str]) -> str:
-    """What a first `nexusmem sync --no-embed` in REPO prints on a terminal (a pty), after checking it
-    succeeded."""
+def sync_on_a_terminal(repo: Path, env: dict[str, str], *options: str) -> str:
+    """What `nexusmem sync --no-embed [OPTIONS]` in REPO (a first sync, without OPTIONS) prints on a terminal
+    (a pty), after checking it succeeded."""
     child = pexpect.spawn(
-        console_script(), ["sync", "--no-embed"], cwd=str(repo), env=env, encoding="utf-8", timeout=120
+        console_script(),
+        ["sync", "--no-embed", *options],
+        cwd=str(repo),
+        env=env,
+        encoding="utf-8",
+        timeout=120,
     )
     try:
         child.expect(pexpect.EOF)
@@ -60,6 +65,25 @@ def test_first_sync_on_a_terminal_shows_a_bar_with_the_commit_total(repo: Path) 
     assert re.search(r"syncing diff \(commits\).*\b\d+/200\b", out), out
     assert "200/200" in out
     assert "Initialised and synced" in out
+
+
+@pytest.mark.slow
+def test_a_rebuild_counts_the_shell_log_in_the_unit_it_names(repo: Path) -> None:
+    """The shell phase of `sync --rebuild` showed "syncing shell: 19,500 bytes" for its first 20,000 lines:
+    the commands written so far, named bytes; only then a bar of the log's bytes took over. Now the bar of
+    bytes, with the log's size as its total, is the only thing the phase shows, from its start to its end."""
+    from nexusmem.paths import shell_log_path
+
+    commit(repo, "init", {"a.py": "x = 1\n"})
+    write_commands(repo, [(1_717_171_717_000 + n * 1000, f"echo step {n}", n % 2) for n in range(3000)])
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    size = shell_log_path().stat().st_size
+    out = sync_on_a_terminal(repo, dict(os.environ), "--rebuild")
+    shown = [part for part in re.split(r"[\r\n]", out) if "syncing shell" in part]
+    assert shown, out
+    assert all(re.search(rf"syncing shell \(bytes\).*\b\d+/{size}\b", part) for part in shown), shown
+    assert f"{size}/{size}" in out, shown
+    assert "shell +3000" in out
 
 
 @pytest.mark.slow

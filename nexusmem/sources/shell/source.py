@@ -47,6 +47,8 @@ from nexusmem.sources.shell.tail import decode_cursor as _decode_cursor
 from nexusmem.sources.shell.tail import resume_offset as _resume_offset
 
 _CURSOR_VERSION = CURSOR_VERSION
+# How many log lines between two progress reports (each says how far into the log's bytes the read is).
+PROGRESS_EVERY = 1_000
 __all__ = ["TAIL_MAX_BYTES", "ShellSource", "TailCommand", "unsynced_tail"]
 
 
@@ -162,13 +164,16 @@ class ShellSource:
         project = ctx.project_id
         done = offset
         count = 0
+        # Progress in bytes of the log from the first line on: had the store's count of commands written
+        # stood in until a first report, the line would have named them bytes.
+        ctx.progress("shell", done, size)
         for end, record in _locked_records(log, offset):
             if end < 0:  # incomplete last line: counted, and read again once its newline arrives
                 result.skipped += 1
                 break
             start, done = done, end
             count += 1
-            if count % 20_000 == 0:
+            if count % PROGRESS_EVERY == 0:
                 ctx.progress("shell", done, size)
             if record is _BLANK:
                 continue
@@ -232,6 +237,7 @@ class ShellSource:
                 call_id=line.call_id,
                 interrupted=line.interrupted,
             )
+        ctx.progress("shell", done, size)
         return done
 
     @staticmethod
