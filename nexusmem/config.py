@@ -15,6 +15,7 @@ from typing import Any
 
 from nexusmem import paths
 from nexusmem.errors import ConfigError
+from nexusmem.secreturl import has_password, without_secrets
 
 CONFIG_VERSION = 1
 
@@ -257,37 +258,6 @@ def _check(path: Path, prefix: str, given: Any, schema: Any) -> None:
         lo, hi = _RANGES[prefix]
         if not lo <= given <= hi:
             raise ConfigError(f"{path}: '{prefix}' must be between {lo:g} and {hi:g} (got {given})")
-
-
-def _has_password(url: str) -> bool:
-    """Whether a PostgreSQL URL carries a secret (see without_secrets)."""
-    try:
-        return without_secrets(url)[1]
-    except ValueError:
-        return False
-
-
-# The libpq connection parameters whose value is a secret: the password, and the passphrase of the client
-# key (`sslpassword`). `passfile` and `sslkey` name files: kept.
-SECRET_URL_PARAMS = frozenset(["password", "sslpassword"])
-
-
-def without_secrets(url: str) -> tuple[str, bool]:
-    """(URL without its secrets: a password in user:secret@host and any SECRET_URL_PARAMS parameter,
-    whether it held one). Every team store URL NexusMem writes or shows goes through here. ValueError for a
-    URL urlsplit cannot read."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    had = parts.password is not None
-    netloc = parts.netloc
-    if had:
-        userinfo, _, hostport = netloc.rpartition("@")
-        netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    kept = [(k, v) for k, v in query if k.strip().lower() not in SECRET_URL_PARAMS]
-    clean = urlunsplit((parts.scheme, netloc, parts.path, urlencode(kept, safe="/:"), parts.fragment))
-    return clean, had or len(kept) < len(query)
 
 
 # Settings that reach beyond this repository: a server off this machine that would be sent what the memory
@@ -539,7 +509,7 @@ def validate(data: Any, path: Path) -> dict[str, Any]:
     merged = _merge(DEFAULTS, data)
     url = str(merged["team"]["url"])
     _REFUSED_URLS.pop(str(path), None)
-    if url and _has_password(url):
+    if url and has_password(url):
         # Never used, and no reason to stop the local commands: the team store is off until it is removed
         # (team commands say so: refused_team_url; the local ones warn: project.config_of).
         _REFUSED_URLS[str(path)] = without_secrets(url)[0]
@@ -555,16 +525,6 @@ _REFUSED_URLS: dict[str, str] = {}
 def refused_team_url(path: Path) -> str | None:
     """The URL (its password dropped) that PATH's `team.url` gave with a password in it, or None."""
     return _REFUSED_URLS.get(str(path))
-
-
-def password_in_url(path: Path, label: str) -> str:
-    """What to say of a config file PATH whose `team.url` (LABEL, its password dropped) held a password."""
-    return (
-        f"{path}: 'team.url' holds a password, so the team store is not used until it is removed (a config"
-        " file must never hold credentials in clear); your local memory is unaffected. Take the password out"
-        " of the URL there and put it in PGPASSWORD or ~/.pgpass, or run"
-        f" `nexusmem team init --url {label}` again (it writes the URL without one)"
-    )
 
 
 def _former_lists(merged: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nexusmem import authors, gitcmd, paths, resolved, synced_head, timefmt
+from nexusmem import authors, gitcmd, paths, resolved, secreturl, synced_head, timefmt
 from nexusmem.errors import GitCommandError, NexusMemError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
@@ -152,6 +152,9 @@ class PrecheckResult:
         self.nothing_given = nothing_given
         # What the findings were counted from, when it is not the whole story (a reset since the last sync).
         self.notes: list[str] = []
+        # What is wrong in the memory's setup whatever was checked (a password in the config's team.url):
+        # warnings on stderr, as every local command says them, never in the JSON.
+        self.warnings: list[str] = []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -1105,6 +1108,23 @@ def run(
         main = paths.main_worktree(root)
         if main is not None and paths.db_path(main).exists():
             memory = main
+    result = _run_local(root, here, memory, files, working, now_ms, author)
+    refused = secreturl.team_url_with_password(paths.config_path(memory))
+    if refused is not None:
+        result.warnings.append(secreturl.password_in_url(paths.config_path(memory), refused))
+    return result
+
+
+def _run_local(
+    root: Path,
+    here: Path,
+    memory: Path,
+    files: Sequence[str] | None,
+    working: bool,
+    now_ms: int | None,
+    author: str | None,
+) -> PrecheckResult:
+    """The local memory's findings for FILES (the staged ones when None) of ROOT, from MEMORY's store."""
     if not paths.state_dir(memory).is_dir():
         blocked = paths.state_in_the_way(paths.state_dir(memory))
         stashed = paths.stashed_memory(root) if blocked is None else None

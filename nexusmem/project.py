@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nexusmem import config, paths, private
+from nexusmem import config, paths, private, secreturl
 from nexusmem.errors import NexusMemError
 from nexusmem.store import Store, open_store
 
@@ -300,7 +300,8 @@ def config_of(root: Path) -> dict[str, Any]:
         import sys
 
         print(
-            f"nexusmem: warning: {config.password_in_url(paths.config_path(root), refused)}", file=sys.stderr
+            f"nexusmem: warning: {secreturl.password_in_url(paths.config_path(root), refused)}",
+            file=sys.stderr,
         )
     asks = config.reaching_out(cfg)
     if not asks:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from nexusmem import config, gitcmd, paths, private, redact
+from nexusmem import config, gitcmd, paths, private, redact, secreturl
 from nexusmem.errors import NexusMemError, UsageError
 from nexusmem.project import Project
 from nexusmem.sources.shell.node import split_title
@@ -71,7 +71,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def split_url(url: str) -> tuple[str, bool]:
-    """(URL without any secret, whether one was there: config.without_secrets). Only postgresql:// URLs are
+    """(URL without any secret, whether one was there: secreturl.without_secrets). Only postgresql:// URLs are
     accepted."""
     text = url.strip()
     try:
@@ -83,7 +83,7 @@ def split_url(url: str) -> tuple[str, bool]:
             "the team store URL must look like postgresql://USER@HOST:PORT/DATABASE (credentials come from"
             " PGPASSWORD or ~/.pgpass)"
         )
-    return config.without_secrets(text)
+    return secreturl.without_secrets(text)
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _refused(proj: Project) -> str | None:
     unset): what the team commands say instead of "no team store is configured"; None otherwise."""
     path = paths.config_path(proj.root)
     label = config.refused_team_url(path)
-    return None if label is None else config.password_in_url(path, label)
+    return None if label is None else secreturl.password_in_url(path, label)
 
 
 def ready(proj: Project) -> Settings:

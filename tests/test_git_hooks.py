@@ -21,7 +21,7 @@ from nexusmem.install import git_hooks
 from nexusmem.paths import shell_log_path
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, init_repo, query_json, run_cli
+from helpers import commit, git, init_repo, query_json, run_cli, run_script
 
 
 def git_commit(repo: Path, message: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -220,6 +220,36 @@ def test_hook_without_memory_or_with_a_missing_binary_never_fails_the_commit(rep
         )
     proc = git_commit(repo, "binary gone")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_commit_says_the_configs_team_url_holds_a_password_and_goes_on(repo: Path) -> None:
+    """A password written by hand into `team.url` turns the team store off, which `query`, `status` and
+    `show` say, but the commit hook said nothing: a user who only commits never learnt that nothing was
+    pushed. The pre-commit hook's precheck says it now (once, the password never shown); the commit goes on,
+    a strict hook included."""
+    synced(repo)
+    plant_failure(repo)
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["team"]["url"] = "postgresql://alice:s3cret-pw@db.internal/nexusmem"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    (repo / "README.md").write_text("# Demo 2\n", encoding="utf-8")
+    git(repo, "add", "README.md")
+    done = git_commit(repo, "docs")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("'team.url' holds a password, so the team store is not used") == 1, done.stderr
+    assert "nexusmem team init --url postgresql://alice@db.internal/nexusmem" in done.stderr
+    assert "s3cret-pw" not in done.stderr
+    # What precheck finds is said as before, beside it; --json keeps stdout JSON.
+    (repo / "src/cache.py").write_text("x = 3\n", encoding="utf-8")
+    checked = run_script("precheck", "--json", "--", "src/cache.py", cwd=repo)
+    assert checked.returncode == 0 and json.loads(checked.stdout)["findings"], checked.stdout
+    assert "holds a password" in checked.stderr and "s3cret-pw" not in checked.stdout + checked.stderr
+    data["team"]["url"] = "postgresql://alice@db.internal/nexusmem"  # fixed as the warning says
+    path.write_text(json.dumps(data), encoding="utf-8")
+    fixed = git_commit(repo, "nothing staged")
+    assert fixed.returncode == 0 and "holds a password" not in fixed.stderr, fixed.stderr
 
 
 def test_non_shell_hook_is_refused_without_force_and_wrapped_with_it(repo: Path) -> None:

@@ -350,6 +350,7 @@ def test_a_password_in_the_configs_team_url_stops_only_the_team_commands(
     env = {**alice.env(), "NEXUSMEM_TEAM_URL": ""}
     precheck = _ci(alice.repo, "precheck", "--files", "uploader.py", env=env)  # the commit hook reads no team
     assert precheck.returncode == 0 and "s3cret-pw" not in precheck.stderr, precheck.stderr
+    assert precheck.stderr.count("'team.url' holds a password") == 1, precheck.stderr  # but says it
     for args in (("query", "uploader"), ("status",), ("show", "HEAD")):
         done = _ci(alice.repo, *args, env=env)
         assert done.returncode == 0, (args, done.stderr)

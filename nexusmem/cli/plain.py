@@ -59,6 +59,8 @@ def error_text(message: str) -> str:
 
 def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
     """Print RESULT (JSON on stdout, warnings on stderr); the exit code: 1 only for --strict with findings."""
+    for warning in result.warnings:
+        _say(f"nexusmem: warning: {warning}")
     if as_json:
         try:
             sys.stdout.write(json_text(result.to_json()) + "\n")
