@@ -17,6 +17,7 @@ nexusmem.store.team, only when a team command or --team asks for it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
@@ -266,7 +267,25 @@ def withdraw(proj: Project, kind: str, *, dry_run: bool = False) -> WithdrawRepo
         )
     with open_team(proj, found) as team:
         removed = team.pushed_of_kinds(kinds) if dry_run else team.withdraw_kinds(kinds)
+    if not dry_run:
+        # The push cursors of the settings that sent them had passed them for good: dropped, so that turning
+        # the setting on again shares them again, as turning it on first did (held rows counted, not sent).
+        with proj.open_store() as local, local.transaction():
+            for key in _cursor_keys_sharing(found, proj, kinds):
+                local.delete_meta(key)
     return WithdrawReport(found.label, found.member, kind, removed, dry_run)
+
+
+def _cursor_keys_sharing(found: Settings, proj: Project, kinds: tuple[str, ...]) -> list[str]:
+    """The push cursor keys (_cursor_key) to FOUND's store of every share setting that sends KINDS: KINDS
+    with the shared kinds, and with each combination of the other withdrawable ones."""
+    others = [group for group, _setting in WITHDRAWABLE.values() if group != kinds]
+    combos: list[tuple[str, ...]] = [()]
+    for group in others:
+        combos += [combo + group for combo in combos]
+    return [
+        _cursor_key(dataclasses.replace(found, kinds=SHARED_KINDS + kinds + combo), proj) for combo in combos
+    ]
 
 
 def _still_shared(team: TeamStore, found: Settings) -> str | None:

@@ -239,6 +239,33 @@ def test_turning_share_shell_off_says_what_stays_shared_and_withdraw_takes_back_
     assert on.exit_code == 1 and "team.shareShell is on here: turn it off first" in on.output, on.output
 
 
+def test_turning_share_shell_on_again_after_a_withdraw_shares_the_commands_again(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """After `team withdraw --kind shell`, turning team.shareShell on again sent only the commands stored
+    since: the push cursor of that setting had passed the withdrawn ones for good, so the team never saw
+    them again (the README: turning it on sends the commands synced before). Now they are shared again."""
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    _share(alice, shareShell=True)
+    _shell(alice, "pytest tests/test_alice.py", 60_000, 1)
+    alice.run("team", "push")
+    shell = "SELECT title FROM nodes WHERE kind = 'shell_command' ORDER BY title"
+    assert _team_rows(team_url, shell) == [("pytest tests/test_alice.py (exit 1)",)]
+    _share(alice, shareShell=False)
+    alice.run("team", "withdraw", "--kind", "shell")
+    assert _team_rows(team_url, shell) == []
+    _shell(alice, "make deploy", 30_000, 2)
+    _share(alice, shareShell=True)
+    again = alice.json("team", "push")
+    assert _team_rows(team_url, shell) == [
+        ("make deploy (exit 2)",),
+        ("pytest tests/test_alice.py (exit 1)",),
+    ]
+    assert again["added"] == 2, again  # the commits and docs were there already: not sent as new
+    # The next push, with nothing new, sends nothing again.
+    assert alice.json("team", "push")["added"] == 0
+
+
 def test_members_granted_one_owner_role_share_tables_that_role_owns(
     tmp_path: Path, origin: Path, team_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
