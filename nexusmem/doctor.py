@@ -749,8 +749,7 @@ def _unusable_deny_entry(db: Path) -> Check | None:
     made under another NEXUSMEM_HOME, whose deny-key.json holds the key its hash needs."""
     from nexusmem import project
     from nexusmem.errors import NexusMemError
-    from nexusmem.hygiene.denylist import key_path, load_global
-    from nexusmem.hygiene.forget import stored_entries
+    from nexusmem.hygiene.denylist import key_path, load_global, stored_entries
     from nexusmem.store import open_store
 
     try:

@@ -152,20 +152,18 @@ def _forgotten(store: SearchStore, tree: Path, sha: str) -> str | None:
     would have dropped it (its author, message and patch, as git shows them); None when none does."""
     from nexusmem import gitcmd
     from nexusmem.errors import NexusMemError
-    from nexusmem.hygiene.denylist import Matcher, entry_from_json, load_global
+    from nexusmem.hygiene.denylist import deny_matcher
 
     try:
-        entries = [entry_from_json(row, str(row["scope"])) for row in store.deny_entries()]
-        entries += load_global()
+        matcher = deny_matcher(store)
     except (NexusMemError, OSError, ValueError):
         return None
-    entries = [e for e in entries if not e.problem]
-    if not entries:
+    if not matcher:
         return None
     code, out = gitcmd.run_ok(["show", "--no-color", "--no-ext-diff", "--format=%an <%ae>%n%B", sha], tree)
     if code != 0:
         return None
-    found = Matcher(entries).which([out[:FORGOTTEN_READ_BYTES].decode("utf-8", "replace")])
+    found = matcher.which([out[:FORGOTTEN_READ_BYTES].decode("utf-8", "replace")])
     return None if found is None else found.key[:12]
 
 

@@ -19,8 +19,7 @@ from nexusmem.cli.common import echo_human, echo_json, library_errors
 
 def _preview(ctx: click.Context, source_name: str, limit: int, as_json: bool) -> None:
     from nexusmem import project as project_mod
-    from nexusmem.hygiene.denylist import Matcher, load_global
-    from nexusmem.hygiene.forget import stored_entries
+    from nexusmem.hygiene.denylist import Matcher, load_global, stored_entries
     from nexusmem.sources import registry
     from nexusmem.sync import scan_context
 
@@ -136,8 +135,7 @@ def scan_structure(ctx: click.Context, limit: int, as_json: bool) -> None:
     proj = project_mod.load(root_of(ctx), require_init=False)
     max_bytes = int(proj.config.get("structure", {}).get("maxFileBytes", 1_000_000))
     if project_mod.is_initialised(proj.root):
-        from nexusmem.hygiene.denylist import Matcher, load_global
-        from nexusmem.hygiene.forget import stored_entries
+        from nexusmem.hygiene.denylist import Matcher, load_global, stored_entries
 
         with proj.open_store() as store:
             deny = Matcher([*stored_entries(store), *load_global()])  # what the next sync leaves out

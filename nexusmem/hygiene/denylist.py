@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nexusmem import paths, private
 from nexusmem.errors import NexusMemError, UsageError
@@ -633,6 +633,32 @@ class Matcher:
                 self.dropped += 1
                 continue
             yield node
+
+
+class DenyEntryStore(Protocol):
+    """A store that holds deny-list entries (the SQLite store, the team store: store.interface.SearchStore)."""
+
+    def deny_entries(self) -> list[dict[str, Any]]: ...
+
+
+def stored_entries(store: DenyEntryStore) -> list[Entry]:
+    """The entries STORE holds (this project's, and the user-wide ones it has applied)."""
+    return [entry_from_json(row, str(row["scope"])) for row in store.deny_entries()]
+
+
+def active_entries(store: DenyEntryStore) -> tuple[list[Entry], list[Entry]]:
+    """(STORE's entries, the user-wide ones): every entry the sync's gate filters with, read and nothing
+    applied (forget.sync_gate records the user-wide ones STORE has not seen yet first). A corrupt user-wide
+    list is a DenyListError."""
+    return stored_entries(store), load_global()
+
+
+def deny_matcher(store: DenyEntryStore) -> Matcher:
+    """What the sync's gate would filter with, read only: STORE's entries and the user-wide ones, those that
+    cannot run left out (the gate refuses to run with one: forget.sync_gate). For readers that ask whether a
+    value is forgotten (`show` of a commit memory lacks)."""
+    local, user = active_entries(store)
+    return Matcher([e for e in [*local, *user] if not e.problem])
 
 
 # ------------------------------------------------------------------------------------ user-wide list

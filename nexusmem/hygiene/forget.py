@@ -37,9 +37,9 @@ from nexusmem.hygiene.denylist import (
     DenyValueError,
     Entry,
     Matcher,
+    active_entries,
     add_global,
     document,
-    entry_from_json,
     fixed_text,
     literal_from_bytes,
     load_global,
@@ -51,6 +51,7 @@ from nexusmem.hygiene.denylist import (
     recorded_values,
     remove_global,
     replace_global,
+    stored_entries,
     write_private,
 )
 from nexusmem.sources.shell.logline import log_lock
@@ -167,10 +168,6 @@ def writer_lock(root: Path) -> contextlib.AbstractContextManager[float]:
 
 def _note(message: str) -> None:
     print(f"nexusmem: {message}", file=sys.stderr)
-
-
-def stored_entries(store: Store) -> list[Entry]:
-    return [entry_from_json(row, str(row["scope"])) for row in store.deny_entries()]
 
 
 Row = tuple[int, str, str, str, Entry, str]
@@ -849,8 +846,7 @@ def sync_gate(store: Store, log: Callable[[str], None] | None = None) -> Matcher
     A user-wide entry this store has not seen yet is applied first (recorded here, matching nodes deleted
     for good), so `forget --global` reaches every project at its next sync.
     """
-    local = stored_entries(store)
-    user = load_global()
+    local, user = active_entries(store)
     broken = [e for e in [*local, *user] if e.problem]
     if broken:
         # Refused up front, not at the first node it meets: an entry that cannot run must not let its
