@@ -335,3 +335,39 @@ def test_an_answer_with_no_item_says_its_best_match_does_not_fit_beside_it() -> 
     text = query.render(result)
     assert "note: the best match does not fit" in text and "not in HEAD's history" in text, text
     assert query.header_tokens(result) <= 80, text
+
+
+def test_a_small_budget_shows_the_best_item_of_a_release_whose_tag_head_does_not_reach(repo: Path) -> None:
+    """tomlkit's "what changed in 0.15.1" at 80 and 100 tokens showed no item at all: the note that the
+    release's tag is not in HEAD's history (kept at any budget) and the head of its first entry (a title of
+    160 characters) did not fit together. The best item is still shown, its title cut and the note said in
+    fewer words when need be; the answer stays within the budget and still says the tag is not in HEAD's
+    history."""
+    entries = [
+        f"Speed up membership tests (`key in ...`) on `Container`, `Table` and `InlineTable` number {n} with"
+        f" native `__contains__` implementations instead of the generic mapping fallback ([#{500 + n}])"
+        for n in range(6)
+    ]
+    changelog = (
+        "# Change Log\n\n## [Unreleased]\n\n## [0.15.1] - 2026-07-17\n\n### Changed\n\n"
+        + "".join(f"- {line}\n" for line in entries)
+        + "\n## [0.15.0] - 2026-06-01\n\n- First release\n"
+    )
+    v150 = commit(repo, "chore: release 0.15.0", {"VERSION": "0.15.0\n"}, when=NOW - 300 * DAY)
+    git(repo, "tag", "0.15.0", v150)
+    commit(repo, "Parse dotted keys in inline tables", {"p.py": "P = 1\n"}, when=NOW - 200 * DAY)
+    git(repo, "checkout", "-q", "-b", "release", v150)
+    v151 = commit(repo, "chore: release 0.15.1", {"VERSION": "0.15.1\n"}, when=NOW - 150 * DAY)
+    git(repo, "tag", "0.15.1", v151)
+    git(repo, "checkout", "-q", "main")
+    commit(repo, "chore: release 0.15..1", {"CHANGELOG.md": changelog}, when=NOW - 100 * DAY)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for budget in ("80", "100"):
+        found = query_json(repo, "what changed in 0.15.1", "--budget", budget)
+        assert found["items"], (budget, found["notes"])
+        assert "0.15.1" in found["items"][0]["title"], (budget, found["items"][0])
+        assert found["tokens_used"] <= int(budget), (budget, found["tokens_used"])
+        shown = run_cli("-C", str(repo), "query", "--budget", budget, "--", "what changed in 0.15.1")
+        assert "\n- " in shown.stdout and "[0.15.1]" in shown.stdout, (budget, shown.stdout, shown.stderr)
+        header = shown.stdout.split("\n- ", 1)[0]
+        assert "not in HEAD's history" in header, (budget, shown.stdout)

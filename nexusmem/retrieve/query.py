@@ -252,6 +252,17 @@ def parse_as_of(value: str | None) -> int | None:
     return None if value is None else timecue.parse_when(value, end=True)
 
 
+# The most of a title an item shows; a best match shown by its head alone under a small budget shows less
+# (HEAD_TITLE_CHARS), the longest of these that lets it fit.
+TITLE_CHARS = 160
+HEAD_TITLE_CHARS = (TITLE_CHARS, 120, 96, 72, 48)
+
+
+def clipped_title(title: str, limit: int = TITLE_CHARS) -> str:
+    """TITLE as an item shows it: at most LIMIT characters, the last an ellipsis when cut."""
+    return title if len(title) <= limit else title[: limit - 1] + "…"
+
+
 def item_text(item: Item, *, with_project: bool = False) -> str:
     """The plain-text lines of one item: what `query` prints and what the token estimate counts."""
     date = timefmt.day(item.ts)
@@ -264,7 +275,7 @@ def item_text(item: Item, *, with_project: bool = False) -> str:
         tags += f" [{item.project_label or item.project}]"
     if item.recorded_by:
         tags += f" [by {item.recorded_by}]"
-    title = item.title if len(item.title) <= 160 else item.title[:159] + "…"
+    title = clipped_title(item.title)
     if not title.strip():
         title = "(no commit message)" if item.kind == "git_commit" else "(untitled)"  # a bare dangling line
     by = f" by {one_line(item.author)}" if item.author else ""
@@ -3717,11 +3728,19 @@ def pack_items(
         # The best item first, the notes a small budget cannot hold with it after (on stderr): three notes
         # of 80 tokens took the place of the answer they were about. Still too large: it is shown by its
         # head alone (title, id, a commit's sha), without its files and body (~35 tokens where a whole one
-        # took 83 and the answer held nothing). Only an item too large even so is said not to fit.
+        # took 83 and the answer held nothing), its title cut shorter while that is what keeps it out (a
+        # release entry's 160 characters beside the note that its tag is not in HEAD's history, at 80 and
+        # 100 tokens). Only an item too large even so is said not to fit.
         full, whole_item = ranked[0].tokens, items[ranked[0].id]
-        items[whole_item.id] = replace(whole_item, summary="", also_in=[])
-        ranked[0] = candidate(*sources[0])
-        if room_for_best():
+
+        def head_fits(limit: int) -> bool:
+            """Show the best item by its head alone, its title cut at LIMIT characters: whether it fits."""
+            title = clipped_title(whole_item.title, limit)
+            items[whole_item.id] = replace(whole_item, summary="", also_in=[], title=title)
+            ranked[0] = replace(candidate(*sources[0]), floor=0)  # its floor counts the title uncut
+            return room_for_best()
+
+        if any(head_fits(limit) for limit in HEAD_TITLE_CHARS):
             if notes is not None:
                 notes.append(
                     f"the best match is shown without its details (~{full} tokens in full): a larger budget"
@@ -3885,7 +3904,7 @@ def _hidden(path: str) -> bool:
 def min_tokens(node: StoredNode) -> int:
     """A lower bound of the token cost of NODE's item, without its summary: the first two lines of item_text
     (date, provenance tag, title cut at 160 characters; the id line) are part of every rendering."""
-    title = node.title if len(node.title) <= 160 else node.title[:160]
+    title = node.title[:TITLE_CHARS]
     return (len(f"- 0000-00-00 [{node.provenance}] {title}\n  id {node.id}") // 4) + 1
 
 
@@ -3928,7 +3947,10 @@ def header(result: QueryResult, scope: str | None = None) -> str:
         if estimate_tokens(text(*least, [*notes, f"note: {note}"])) <= room:
             notes.append(f"note: {note}")
         elif holds(note):  # never on stderr alone: the answer would read as what it is not
-            notes.append(f"note: {binding_short(note)}")
+            short = binding_short(note)
+            if estimate_tokens(text(*least, [*notes, f"note: {short}"])) > room:
+                short = binding_least(short)
+            notes.append(f"note: {short}")
     kept = [line for line in notes if holds(line)]
     if weak and estimate_tokens(text(weak, echo, scope, notes)) > room:
         weak = [WEAK_SHORT]
@@ -3964,6 +3986,15 @@ def binding_short(note: str) -> str:
     code: no change removed it"."""
     clauses = [clause for clause in note.split("; ") if binding(clause)] or [note]
     return "; ".join(re.sub(r" \([^)]*\)", "", clause) for clause in clauses)
+
+
+def binding_least(note: str) -> str:
+    """NOTE (binding_short's) in the fewest words that keep its meaning, for a budget that holds the best item
+    only beside them: without the commit a tag names ("release 0.15.1: its tag is not in HEAD's history")."""
+    return _NAMED_COMMIT.sub(" is ", note)
+
+
+_NAMED_COMMIT = re.compile(r" is commit [0-9a-f]{7,40}, which is ")
 
 
 def linked_fixes(
