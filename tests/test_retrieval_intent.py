@@ -205,6 +205,16 @@ def test_a_question_that_asks_where_something_is_documented_finds_the_doc_sectio
         ("the contributors list in the about box is out of date", None),
         ("every call prints a DeprecationWarning about security vulnerabilities with shell: true", None),
         ("put the file on the server and the upload fails", None),
+        # a configuration section named in brackets, asked how to use
+        ("where is the [paths] setting documented?", "[paths]"),
+        ("how do I configure the `[tool.poetry]` table?", "[tool.poetry]"),
+        # an index, an extra, an attribute, an array of tables, a version; a failure that names a section
+        ("how do I decode into map[string]interface{} with nested lists?", None),
+        ("how do I install it with pip install 'myproj[dev]'?", "install"),
+        ("how do I use #[from] on a struct field?", None),
+        ("how do I write [[fruit]] tables?", None),
+        ("what changed in [0.15.1]?", None),
+        ("I set theme under [output.html] in book.toml and the build fails", None),
     ],
 )
 def test_the_practical_matter_a_question_asks_about(text: str, matter: str | None) -> None:
@@ -2562,3 +2572,150 @@ def test_a_member_name_has_a_first_holder_only_when_a_change_holds_it_whole(repo
     capped = git(repo, "rev-parse", "HEAD~1").strip()[:10]
     _titles, notes = synced_answer(repo, "what is pool.SIZE_LIMIT for?")
     assert f"first change that holds pool.SIZE_LIMIT: {capped}" in notes, notes
+
+
+_CONFIG_RST = """.. _config:
+
+=======================
+Configuration reference
+=======================
+
+Coverage.py options can be specified in a configuration file.  This makes it
+easier to re-run coverage.py with consistent settings, and also allows for
+specifying options that are otherwise only available in the API.
+
+.. _config_run:
+
+[run]
+-----
+
+These settings are generally used when running product code, though some apply
+to more than one command.
+
+.. _config_run_branch:
+
+[run] branch
+............
+
+(boolean, default False) Whether to measure branch coverage in addition to
+statement coverage.
+
+.. _config_run_source:
+
+[run] source
+............
+
+(multi-string, default None) A list of packages or directories, the source to
+measure during execution.  If set, ``include`` is ignored.
+
+.. _config_paths:
+
+[paths]
+-------
+
+The entries in this section are lists of file paths that should be considered
+equivalent when combining data from different machines::
+
+    [paths]
+    source =
+        src/
+        /jenkins/build/*/src
+
+The names of the entries ("source" in this example) are ignored, you may choose
+any name that you like.  The value is a list of strings.  When combining data
+with the ``combine`` command, two file paths will be combined if they start with
+paths from the same list.
+
+.. _config_report:
+
+[report]
+--------
+
+Settings common to many kinds of reporting.
+
+.. _config_report_omit:
+
+[report] omit
+.............
+
+(multi-string, default empty) A list of file name patterns, the files to leave
+out of reporting.
+"""
+_CMD_RST = """.. _cmd:
+
+==============================
+Command line usage
+==============================
+
+.. _cmd_combine:
+
+Combining data files: ``coverage combine``
+------------------------------------------
+
+Often test suites are run under different conditions, for example, with
+different versions of Python, or dependencies, or on different operating
+systems.  In these cases, you can collect coverage data for each test run, and
+then combine all the separate data files into one combined file for reporting.
+
+If the different machines run your code from different places in their file
+systems, coverage.py won't know that the paths are the same.  You can tell
+coverage.py how the different locations correlate with a ``[paths]`` setting
+in your configuration file.  See :ref:`config_paths` for details.
+
+.. _cmd_combine_remapping:
+
+Re-mapping paths
+................
+
+To combine data for the same files measured in different places, the paths
+must be re-mapped.  The paths setting lists equivalent paths; relative paths
+are made absolute, and the first path of each list is where the paths end up.
+Paths that match none of the patterns are left as they are.
+"""
+_SOURCE_RST = """.. _source:
+
+=======================
+Specifying source files
+=======================
+
+When coverage.py is running your program and measuring its execution, it needs
+to know what code to measure and what code not to.
+
+You can specify source paths to measure with the ``--source`` command-line
+switch, or the ``[run] source`` configuration value.  The value is a list of
+directories or importable names, paths or packages.
+
+File paths
+----------
+
+The paths you give are matched against the absolute paths of files.  File
+paths are compared after normalisation; paths with symlinks are resolved.
+"""
+
+
+@pytest.mark.parametrize("embed", [True, False], ids=["hybrid", "lexical"])
+def test_a_bracketed_config_section_in_a_question_finds_the_section_headed_by_it(
+    repo: Path, embed: bool
+) -> None:
+    """coverage.py's docs: "where is the [paths] setting documented?" put config.rst's "[paths]" fifth,
+    under sections that say "paths" more often (the combine command's "Re-mapping paths", a
+    migration guide): the brackets were dropped with the other
+    punctuation, and "[paths]" was the word "paths" everywhere. A bracketed name is a configuration file's
+    section: the doc section headed by it comes first."""
+    commit(
+        repo,
+        "docs: configuration, command line and source pages",
+        {"docs/config.rst": _CONFIG_RST, "docs/cmd.rst": _CMD_RST, "docs/source.rst": _SOURCE_RST},
+        when=NOW - 400 * DAY,
+    )
+    for n in range(3):
+        commit(repo, f"Fix paths handling when combining data files ({n})", {f"mod{n}.py": f"x = {n}\n"})
+    for n, area in enumerate(
+        ["parser", "tracer", "html report", "xml report", "json report", "debug output"] * 5
+    ):
+        commit(repo, f"Tidy the {area} code ({n})", {f"{area.split()[0]}.py": f"N = {n}\n"})
+    run_cli("-C", str(repo), "sync", *([] if embed else ["--no-embed"]))
+    titles = titles_for(repo, "where is the [paths] setting documented?")
+    assert titles[0] == "docs/config.rst — [paths]", titles
+    # Without the brackets it is the word, as before: the question does not name the section.
+    assert topic("where is the paths setting documented?") is None

@@ -822,14 +822,35 @@ _TOPICS: tuple[tuple[tuple[str, ...], re.Pattern[str], Topic], ...] = tuple(
 )
 
 
+# A configuration file's section written in brackets ("where is the [paths] setting documented?",
+# "[tool.poetry]"), asked how to use: the docs head its section with the same brackets (coverage.py's
+# config.rst: "[paths]", "[run] branch"), while "paths" alone is a word every page says (the word index drops
+# the brackets). A bracket that is part of a longer token is not one: an index (`data[0]`, `map[string]`,
+# `Optional[T]`), an extra (`pkg[dev]`), an attribute (`#[from]`), an array of tables (`[[fruit]]`), a link
+# (`[text](url)`); nor is a version (`[0.15.1]`, no letter first).
+_BRACKETED = re.compile(r"(?<![\w#\[\]])\[([A-Za-z_][\w.-]*)\](?![\w\[(])")
+
+
 def topic(text: str) -> Topic | None:
     """The practical matter TEXT asks about (installing, licence, supported versions, contributing, security,
-    uninstalling), or None."""
+    uninstalling), else the configuration section it names in brackets (bracketed_section), or None."""
     low = text.lower()
     for gate, asked, found in _TOPICS:
         if any(part in low for part in gate) and asked.search(text):
             return found
-    return None
+    return bracketed_section(text)
+
+
+def bracketed_section(text: str) -> Topic | None:
+    """The first configuration section TEXT names in brackets ("[paths]") when it asks how to use something
+    (intent), as the matter whose doc section is headed by it: searched by the name's words, heading it when
+    its heading holds the name, brackets and all."""
+    found = _BRACKETED.search(text) if "[" in text else None
+    if found is None or intent(text) != "usage":
+        return None
+    name = f"[{found.group(1)}]"
+    words = tuple(re.findall(r"[^\W_]+", found.group(1).lower()))
+    return Topic(name, words, re.compile(re.escape(name), re.IGNORECASE))
 
 
 # A pasted stack trace: its frames (PHP's `#0 /path(12): f()`, Java's and JavaScript's `at f (file:12:3)`,
