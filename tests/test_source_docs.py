@@ -1246,3 +1246,48 @@ def test_a_markdown_title_shows_its_escapes_as_a_reader_sees_them(repo: Path) ->
     star = "README.md#The \\*star\\* option \\# and `a\\_b`"
     assert by_ref[star] == "README.md — The *star* option # and `a\\_b`", by_ref
     assert by_ref["README.md#C:\\\\temp and \\q"] == "README.md — C:\\temp and \\q", by_ref
+
+
+API_RST = """.. _api:
+
+API reference
+=============
+
+The API to okapi is in a module called :mod:`okapi`.  Most of the interface is in
+the :class:`okapi.Okapi` class.  The :class:`okapi.OkapiData` class reads and
+writes the data files that a run collects, and merges the files of several runs.
+"""
+
+API_DATA_RST = """.. Licensed under the Apache License: http://www.apache.org/licenses/LICENSE-2.0
+
+.. _api_data:
+
+The OkapiData class
+-------------------
+
+.. autoclass:: okapi.OkapiData
+    :members:
+    :special-members: __init__
+
+Storage details
+...............
+
+.. autoclass:: okapi.data.Storage
+    :members:
+"""
+
+
+def test_an_rst_section_of_autodoc_directives_alone_does_not_outrank_a_section_with_text(repo: Path) -> None:
+    """coverage.py's doc/api_coveragedata.rst: "The CoverageData class" holds only `.. autoclass::` and its
+    options (Sphinx fills it from the docstrings, which memory does not read), and it came first for "what
+    does the CoverageData class do?", shown as its title alone. A section with nothing a reader sees under its
+    title counts less: the section that says what the class does comes first; the bare one is still found."""
+    commit(repo, "docs: API pages", {"doc/api.rst": API_RST, "doc/api_data.rst": API_DATA_RST})
+    for n, area in enumerate(["parser", "tracer", "html report", "xml report", "debug output"] * 4):
+        commit(repo, f"Tidy the {area} code ({n})", {f"{area.split()[0]}.py": f"N = {n}\n"})
+    run_cli("-C", str(repo), "sync", "-q")
+    items = query_json(repo, "what does the OkapiData class do?")["items"]
+    docs = [it for it in items if it["kind"] == "doc_section"]
+    assert docs[0]["ref"] == "doc/api.rst#API reference", [(d["ref"], d["summary"]) for d in docs]
+    assert docs[0]["summary"], docs[0]
+    assert "doc/api_data.rst#The OkapiData class" in [d["ref"] for d in docs]

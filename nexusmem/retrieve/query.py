@@ -352,6 +352,12 @@ def _is_merge(node: StoredNode) -> bool:
     return node.kind == "git_commit" and "true" in node.raw_meta and node.meta.get("merge") is True
 
 
+def _is_bare(node: StoredNode) -> bool:
+    """Whether NODE is a doc section with nothing a reader sees under its title (docs.py's `bare`). Its
+    metadata is parsed only when it holds a `true`, as _is_merge's."""
+    return node.kind == "doc_section" and "true" in node.raw_meta and node.meta.get("bare") is True
+
+
 def score_fused(
     store: SearchStore,
     evidence: dict[str, Evidence],
@@ -372,7 +378,7 @@ def score_fused(
     speaks of docs); one to tests and no program file rank.TESTS_ONLY_FACTOR unless TEST_CHANGES_COUNT; one
     to many files rank.WIDE_FACTOR when the question reports a FAILURE. A doc section that heads the
     practical MATTER the question asks about (intent.topic) counts rank.TOPIC_FACTOR; a merge commit
-    rank.MERGE_FACTOR.
+    rank.MERGE_FACTOR; a doc section with nothing under its title rank.BARE_DOC_FACTOR.
 
     Ties are broken by id so that the same store and query give the same bytes."""
     nodes = store.get_many(list(evidence), light=True)
@@ -409,6 +415,7 @@ def score_fused(
             on_topic=matter is not None and _heads(matter, node),
             merge=_is_merge(node),
             post=rank.is_post(node.kind, node.title),
+            bare=_is_bare(node),
         )
         scored.append((node, value))
     return best_first(scored)

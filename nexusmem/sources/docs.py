@@ -38,7 +38,7 @@ from nexusmem.text import content_text, one_line
 
 TRUNCATION_MARKER = "\n…[truncated]"
 # Bump when the way sections are cut or nodes are shaped changes: an old cursor then forces a re-emit.
-_CURSOR_VERSION = "docs-19"
+_CURSOR_VERSION = "docs-20"
 # Above this many bytes of pathspecs, ask git log with the include globs instead of literal paths
 # (command-line limits: ~32 KB on Windows, 128 KB per argument on Linux).
 _MAX_PATHSPEC_BYTES = 24_000
@@ -179,6 +179,7 @@ class Section:
     line: int  # 1-based line of the heading (1 for the preamble)
     trail: tuple[str, ...]  # headings from the top of the file down to this one
     text: str  # the section, heading line included
+    head: int = 0  # how many lines of `text` are its heading (an RST title's labels and adornments too)
 
 
 # A heading's explicit anchor or attributes, `## Options {#options}` / `{#id .class}` (Pandoc, kramdown,
@@ -246,9 +247,8 @@ class _Cutter:
 
     def close(self) -> None:
         if "\n".join(self.body[self.head :]).strip():
-            self.sections.append(
-                Section(self.heading, self.level, self.line_no, self.trail, "\n".join(self.body).strip("\n"))
-            )
+            text = "\n".join(self.body).strip("\n")
+            self.sections.append(Section(self.heading, self.level, self.line_no, self.trail, text, self.head))
 
     def open(self, heading: str, level: int, line_no: int, title_lines: list[str]) -> None:
         """Close the current section and start HEADING (LEVEL, at LINE_NO), whose TITLE_LINES begin it."""
@@ -913,6 +913,9 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
         # backslash escapes ("connection\\_pool"); its ref keeps it as written.
         seen_as = rst_inline_text if rst else markdown_unescaped if markdown else str
         shown = seen_as(heading)
+        # Nothing a reader sees under its title: an RST section of `.. autoclass::` and its options alone
+        # (Sphinx fills it from docstrings memory does not read). Ranking counts it less (rank.BARE_DOC_FACTOR).
+        bare = rst and bool(sec.level) and not rst_prose(sec.text.split("\n")[sec.head :])
         if len(sec.trail) >= 2 and (is_generic_heading(sec.heading) or times_used[sec.heading] > 1):
             shown = f"{seen_as(redact(sec.trail[-2]))} › {shown}"
         yield Node(
@@ -927,7 +930,13 @@ def _section_nodes(project: str, path: str, text: str, ts: int, max_body: int) -
             signal=doc_signal(body),
             group=path,
             files=(path,),
-            meta={"path": path, "heading": heading, "level": sec.level, "line": sec.line},
+            meta={
+                "path": path,
+                "heading": heading,
+                "level": sec.level,
+                "line": sec.line,
+                **({"bare": True} if bare else {}),
+            },
         )
 
 
