@@ -119,3 +119,13 @@ def rst_inline_text(text: str) -> str:
     held = _RST_EMPHASIS.sub(r"\1", _RST_STRONG.sub(r"\1", held))
     shown = re.sub("\x00(\\d+)\x00", lambda m: literals[int(m.group(1))], held)
     return " ".join(shown.split()) or text
+
+
+def seen_text(path: str, text: str) -> str:
+    """TEXT (a doc section or changelog entry of the file PATH) as a reader sees it, for telling two cuts of
+    the same words apart from different words: without reStructuredText's unseen markup (rst_unseen: a
+    label or link targets an older release cut with the entry above them), its blanks collapsed."""
+    lines = text.split("\n")
+    if is_rst(path):
+        lines = [line for line, hidden in zip(lines, rst_unseen(lines), strict=True) if not hidden]
+    return " ".join(" ".join(lines).split())

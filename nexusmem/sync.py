@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from nexusmem import gitcmd, paths, registry
 from nexusmem import project as project_mod
 from nexusmem.errors import NexusMemError, StoreError, UsageError
+from nexusmem.markup import seen_text
 from nexusmem.nodes import Node, node_problem
 from nexusmem.project import Project
 from nexusmem.sources import registry as sources
@@ -300,6 +301,12 @@ def _keep_history(
         log(f"{owner}: {what}")
     if part is not None:
         part.notes.append(what)
+
+
+def _dropped_note(count: int) -> str:
+    """What a sync says of the doc sections with a review verdict or a stale mark that went with no heir to
+    take it (an upgrade no longer cuts them: an RST file's comment-only preamble)."""
+    return f"{count} reviewed node(s) no longer in the docs: their verdicts were dropped"
 
 
 def _redact_said(result: ScanResult) -> None:
@@ -894,9 +901,12 @@ def sync(
                 part.added, part.updated = counts.added, counts.updated
                 part.denied = deny.dropped - dropped_before
                 if result.keep is not None:
-                    part.removed = store.prune_source(
-                        name, result.keep, heirs_after=written_before, named=result.heirs
+                    pruned = store.prune_source(
+                        name, result.keep, heirs_after=written_before, named=result.heirs, seen=seen_text
                     )
+                    part.removed = pruned.removed
+                    if pruned.verdicts_dropped:
+                        result.notes.append(_dropped_note(pruned.verdicts_dropped))
                 named_heirs.update(result.heirs)
                 _redact_said(result)
                 part.skipped = result.skipped
@@ -941,7 +951,14 @@ def sync(
                     if part.name == "shell":
                         part.notes.append(lost)
         if kept:
-            store.restore_bookkeeping(kept, heirs_after=rebuilt_after, named=named_heirs)
+            dropped = store.restore_bookkeeping(
+                kept, heirs_after=rebuilt_after, named=named_heirs, seen=seen_text
+            )
+            docs_part = next((p for p in summary.sources if p.name in ("docs", "changelog")), None)
+            if dropped and docs_part is not None:
+                docs_part.notes.append(_dropped_note(dropped))
+                if log:
+                    log(f"{docs_part.name}: {_dropped_note(dropped)}")
         if kept_links:
             store.restore_links(kept_links)
 

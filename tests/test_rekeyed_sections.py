@@ -182,9 +182,13 @@ def test_nothing_is_carried_when_two_sections_could_be_the_heir(repo: Path) -> N
     run_cli("-C", str(repo), "review", bump[0], "--reject")
     run_cli("-C", str(repo), "mark-stale", bump[1], "--supersedes", twins[1])
 
-    summary = json.loads(run_cli("-C", str(repo), "sync", "--json").output)
+    summary = json.loads(run_cli("-C", str(repo), "sync", "--json").stdout)
     removed = {s["name"]: s["removed"] for s in summary["sources"]}
     assert removed["docs"] == 4 and removed["changelog"] == 2  # every heading here is re-keyed
+    # The verdicts no heir could take are said to be dropped, not dropped silently.
+    notes = {s["name"]: s["notes"] for s in summary["sources"]}
+    assert notes["docs"] == ["1 reviewed node(s) no longer in the docs: their verdicts were dropped"]
+    assert notes["changelog"] == ["2 reviewed node(s) no longer in the docs: their verdicts were dropped"]
 
     after = sections(repo)
     examples = titled(after, "› Example")
@@ -245,3 +249,103 @@ def test_a_rebuild_carries_nothing_when_two_sections_could_be_the_heir(repo: Pat
     assert {v["trust"] for v in titled(after, "› Example")} == {"candidate"}
     linux_after = [v for v in after if v["title"] == "README.md — Linux"]
     assert len(linux_after) == 1 and linux_after[0]["trust"] == "verified"  # a text of its own: carried
+
+
+# An RST changelog as releases before the labels above a title opened its section cut it: the label of the
+# next release (`.. _changes_1-0:`) ended the entry above it; and an RST page whose license comment before
+# its first title was a section of its own (a "preamble").
+RST_CHANGES = """Change history
+==============
+
+.. _changes_1-3:
+
+Version 1.3 — 2024-05-02
+------------------------
+
+Only packaging metadata changes.
+
+.. _changes_1-2:
+
+Version 1.2 — 2024-04-02
+------------------------
+
+Only packaging metadata changes.
+
+.. _changes_1-1:
+
+Version 1.1 — 2024-03-02
+------------------------
+
+The quokka cache no longer leaks file handles when a wombat plugin raises.
+
+.. _changes_1-0:
+
+Version 1.0 — 2024-01-02
+------------------------
+
+First release of the numbat parser.
+"""
+
+RST_API = """.. Licensed under the Apache License: http://www.apache.org/licenses/LICENSE-2.0
+.. For details: https://example.org/zanzibar/NOTICE.txt
+
+API reference
+=============
+
+Call zanzibar.run() with a quokka config.
+"""
+
+
+@contextmanager
+def old_cuts() -> Iterator[None]:
+    """Cut RST files the way releases before schema 18 did: a label above a title stays at the end of the
+    section before it, and anything before the first title is a section (under those releases' cursors,
+    so the next sync reads the files again, as an upgrade's does)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(docs, "_labels_above", lambda body, floor: len(body))
+        mp.setattr(docs, "rst_prose", lambda lines: any(line.strip() for line in lines))
+        mp.setattr(docs, "_CURSOR_VERSION", "docs-old")
+        mp.setattr(changelog, "_CURSOR_VERSION", "changelog-old")
+        yield
+
+
+@pytest.mark.parametrize("first_sync", [["sync"], ["sync", "--rebuild"]], ids=["sync", "rebuild"])
+def test_an_entry_that_lost_a_trailing_label_keeps_its_verdict_and_a_dropped_one_is_said(
+    repo: Path, first_sync: list[str]
+) -> None:
+    run_cli("-C", str(repo), "init")
+    path = repo / ".nexusmem" / "config.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["embedding"]["provider"] = "none"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    commit(repo, "docs: changes and api", {"CHANGES.rst": RST_CHANGES, "doc/api.rst": RST_API})
+    with old_cuts():
+        run_cli("-C", str(repo), "sync", "-q")
+    before = sections(repo)
+    quokka = only(before, "quokka cache")
+    preamble = only(before, "doc/api.rst — api.rst")
+    api = only(before, "API reference")
+    packaging = only(before, "1.2 — 2024-04-02", "packaging metadata")  # 1.3 says the same words
+    run_cli("-C", str(repo), "review", quokka["id"], "--verify")
+    run_cli("-C", str(repo), "review", packaging["id"], "--reject")
+    run_cli("-C", str(repo), "review", preamble["id"], "--reject")
+    run_cli("-C", str(repo), "review", api["id"], "--verify")
+    with project.load(repo).open_store(readonly=True) as store:
+        held = store.get(quokka["id"])
+        assert held is not None and held.body.endswith(".. _changes_1-0:")  # the old cut
+
+    said = run_cli("-C", str(repo), *first_sync).output  # the first sync after the upgrade
+
+    after = sections(repo)
+    new_quokka = only(after, "quokka cache")
+    assert new_quokka["id"] != quokka["id"]  # the re-keying is real: the entry's text lost the label
+    assert show(repo, new_quokka["id"])["trust"] == "verified"
+    assert only(after, "API reference")["trust"] == "verified"  # its id never moved
+    # Words two releases share: the verdict follows the entry of its own release.
+    assert only(after, "1.2 — 2024-04-02", "packaging metadata")["trust"] == "rejected"
+    assert only(after, "1.3 — 2024-05-02", "packaging metadata")["trust"] == "candidate"
+    assert not titled(after, "doc/api.rst — api.rst")  # the preamble is no section any more...
+    # ... and its verdict is not dropped silently.
+    assert "1 reviewed node(s) no longer in the docs: their verdicts were dropped" in said
+    again = run_cli("-C", str(repo), "sync").output
+    assert "no longer in the docs" not in again

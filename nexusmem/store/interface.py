@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nexusmem.store.nodes import Kept, StoredNode, UpsertCounts
+from nexusmem.store.nodes import Kept, Pruned, SeenText, StoredNode, UpsertCounts
 from nexusmem.store.releases import ReleaseRange
 
 if TYPE_CHECKING:
@@ -414,7 +414,8 @@ class SyncStore(Protocol):
         *,
         heirs_after: int | None = None,
         named: Mapping[str, str] | None = None,
-    ) -> int: ...
+        seen: SeenText | None = None,
+    ) -> Pruned: ...
 
     def count_source(self, source: str, *, shell: str | None = None) -> int: ...
 
@@ -453,8 +454,15 @@ class SyncStore(Protocol):
         ...
 
     def restore_bookkeeping(
-        self, rows: list[Kept], heirs_after: int, *, named: Mapping[str, str] | None = None
-    ) -> None: ...
+        self,
+        rows: list[Kept],
+        heirs_after: int,
+        *,
+        named: Mapping[str, str] | None = None,
+        seen: SeenText | None = None,
+    ) -> int:
+        """Put back what a rebuild took out (bookkeeping); how many doc sections' verdicts no heir took."""
+        ...
 
     def node_count(self) -> int: ...
 

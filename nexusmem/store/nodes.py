@@ -119,7 +119,8 @@ class UpsertCounts:
 class Kept:
     """What a person or time gave a node (its first-recorded time, review verdict and superseded mark), with
     what finds the node that replaces it when its id goes (_carry_over): its kind, source and time, a
-    commit's author or a diff's or section's path, and a section's text (None for any other kind)."""
+    commit's author or a diff's or section's path, and a section's text and heading (None for any other
+    kind)."""
 
     id: str
     created_at: int
@@ -130,12 +131,38 @@ class Kept:
     ts: int
     same: str | None
     text: str | None
+    heading: str | None = None
+
+
+# A doc section's text as a reader sees it (markup.seen_text: path, text → text), handed in by the sync: what
+# two cuts of the same words share when an upgrade cut them differently.
+SeenText = Callable[[str, str], str]
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What a prune_source did: how many nodes went, and how many of the doc sections among them carried a
+    review verdict or a stale mark that no heir took (_carry_over): dropped, for the sync to say so."""
+
+    removed: int
+    verdicts_dropped: int = 0
+
+
+@dataclass(frozen=True)
+class _Section:
+    """What tells a doc section's heir (_section_heirs): its source, file, heading and text."""
+
+    source: str
+    path: str
+    heading: str | None
+    text: str
 
 
 _KEPT_COLUMNS = (
     "id, created_at, trust, superseded_by, kind, source, ts, CASE kind WHEN 'git_commit'"
     " THEN json_extract(meta, '$.author') ELSE json_extract(meta, '$.path') END,"
-    " CASE kind WHEN 'doc_section' THEN body END"
+    " CASE kind WHEN 'doc_section' THEN body END,"
+    " CASE kind WHEN 'doc_section' THEN json_extract(meta, '$.heading') END"
 )
 
 
@@ -372,10 +399,12 @@ class NodesMixin:
         *,
         heirs_after: int | None = None,
         named: Mapping[str, str] | None = None,
-    ) -> int:
-        """Delete every node of SOURCE whose natural key KEEP rejects; return how many went. HEIRS_AFTER (a
-        write sequence): the nodes written since may inherit what a doomed one carried (_carry_over); NAMED:
-        doomed id → the id of its heir, as the source paired them (ScanResult.heirs)."""
+        seen: SeenText | None = None,
+    ) -> Pruned:
+        """Delete every node of SOURCE whose natural key KEEP rejects (Pruned). HEIRS_AFTER (a write
+        sequence): the nodes written since may inherit what a doomed one carried (_carry_over); NAMED: doomed
+        id → the id of its heir, as the source paired them (ScanResult.heirs); SEEN: a section's text as a
+        reader sees it."""
         doomed = [
             seq
             for seq, key in self.conn.execute(
@@ -383,11 +412,14 @@ class NodesMixin:
             )
             if not keep(key)
         ]
+        dropped = 0
         if heirs_after is not None:
-            self._carry_over(self._kept(doomed), heirs_after, passed_over=set(doomed), named=named)
+            dropped = self._carry_over(
+                self._kept(doomed), heirs_after, passed_over=set(doomed), named=named, seen=seen
+            )
         if doomed:
             self._tombstone_unreachable(doomed)
-        return self._delete_seqs(doomed)
+        return Pruned(self._delete_seqs(doomed), dropped)
 
     def _tombstone_unreachable(self, seqs: list[int]) -> None:
         """Keep the ids (never the content) of the nodes a rewrite left unreachable: the team push removes
@@ -411,7 +443,8 @@ class NodesMixin:
         *,
         passed_over: set[int],
         named: Mapping[str, str] | None = None,
-    ) -> None:
+        seen: SeenText | None = None,
+    ) -> int:
         """Hand what a person or time gave a node that goes (a sync is about to delete it, or a rebuild did
         not bring its id back) to the one node written after HEIRS_AFTER (not one of PASSED_OVER: the doomed
         nodes, or those a rebuild brought back) that replaces it, and point every superseded mark that named
@@ -420,21 +453,30 @@ class NodesMixin:
           author time and author, or, for one of its diffs, the diff with the same author time and path;
         - a doc section or changelog entry re-keyed (its id moved because the key format did, e.g. headings
           keyed as a reader sees them since an upgrade): the section of the same source and file with the
-          same text;
+          same text, else (SEEN) with the same text as a reader sees it (an RST entry an older release cut
+          with the next release's label under it, `.. _changes_7-10-7:`, holds it no more);
         - a node the source that wrote it paired with another source's node recording the same thing (NAMED:
           its id → the heir's id; an atuin row of a command a hook logged too, ScanResult.heirs).
         Nothing is carried when no such node or more than one is there (commits made in the same second by
         the same author, two sections of one file with the same text), nor when two nodes that go would hand
-        theirs to the same one."""
+        theirs to the same one. Returns how many doc sections that go carried a verdict or a stale mark and
+        handed it to no heir (a section an upgrade no longer cuts: an RST file's comment-only preamble)."""
         heirs = self._commit_heirs(gone, heirs_after, passed_over)
-        heirs.update(self._section_heirs(gone, heirs_after, passed_over))
+        heirs.update(self._section_heirs(gone, heirs_after, passed_over, seen))
         heirs.update(self._named_heirs(gone, named or {}, passed_over))
         claimed: dict[int, int] = {}
         for heir in heirs.values():
             claimed[heir] = claimed.get(heir, 0) + 1
         heirs = {old: heir for old, heir in heirs.items() if claimed[heir] == 1}
+        dropped = sum(
+            1
+            for old in gone
+            if old.kind == "doc_section"
+            and (old.trust != "candidate" or old.superseded_by)
+            and old.id not in heirs
+        )
         if not heirs:
-            return
+            return dropped
         seqs = list(heirs.values())
         ids: dict[int, str] = dict(
             rows_in(self.conn, "SELECT seq, id FROM nodes WHERE seq IN ({marks})", seqs)
@@ -460,6 +502,7 @@ class NodesMixin:
                 if by in moved and moved[by] != node_id  # never a node superseded by itself
             ],
         )
+        return dropped
 
     def _named_heirs(
         self, gone: list[Kept], named: Mapping[str, str], passed_over: set[int]
@@ -497,30 +540,46 @@ class NodesMixin:
                 out[old.id] = heirs[0]
         return out
 
-    def _section_heirs(self, gone: list[Kept], heirs_after: int, passed_over: set[int]) -> dict[str, int]:
+    def _section_heirs(
+        self, gone: list[Kept], heirs_after: int, passed_over: set[int], seen: SeenText | None
+    ) -> dict[str, int]:
         """The id of a doc section (or changelog entry) that goes → the seq of the one doc section of this
         sync from the same source and file (meta `path`) with the same text, when exactly one section that
         goes has that text there too (_carry_over). The text is what a re-keying leaves alone: a heading's
-        key changed, never the lines under it (a section's text starts with its heading line as written)."""
-        olds: dict[tuple[str, str, str], list[str]] = {}
-        for old in gone:
-            if old.kind == "doc_section" and isinstance(old.same, str) and old.text:
-                olds.setdefault((old.source, old.same, old.text), []).append(old.id)
+        key changed, never the lines under it (a section's text starts with its heading line as written).
+        Then, for those still without an heir, the same with the texts as a reader sees them (SEEN: an
+        upgrade that cuts markup a reader does not see out of a section changes its text, not its words),
+        and last with the same heading too (an entry whose words two releases of one changelog repeat)."""
+        olds = [
+            (old.id, _Section(old.source, old.same, old.heading, old.text))
+            for old in gone
+            if old.kind == "doc_section" and isinstance(old.same, str) and old.text
+        ]
         if not olds:
             return {}
-        news: dict[tuple[str, str, str], list[int]] = {}
-        for seq, source, path, body in self.conn.execute(
-            "SELECT seq, source, json_extract(meta, '$.path'), body FROM nodes"
-            " WHERE written > ? AND kind = 'doc_section'",
-            (heirs_after,),
-        ):
-            if seq not in passed_over and isinstance(path, str) and body:
-                key = (source, path, body)
-                if key in olds:
-                    news.setdefault(key, []).append(seq)
-        return {
-            ids[0]: news[key][0] for key, ids in olds.items() if len(ids) == 1 and len(news.get(key, ())) == 1
-        }
+        news = [
+            (seq, _Section(source, path, heading, body))
+            for seq, source, path, heading, body in self.conn.execute(
+                "SELECT seq, source, json_extract(meta, '$.path'), json_extract(meta, '$.heading'), body"
+                " FROM nodes WHERE written > ? AND kind = 'doc_section'",
+                (heirs_after,),
+            )
+            if seq not in passed_over and isinstance(path, str) and body
+        ]
+        passes: list[Callable[[_Section], tuple[object, ...]]] = [lambda s: (s.source, s.path, s.text)]
+        if seen is not None:
+            passes.append(lambda s: (s.source, s.path, seen(s.path, s.text)))
+            passes.append(lambda s: (s.source, s.path, s.heading, seen(s.path, s.text)))
+        out: dict[str, int] = {}
+        for key in passes:
+            taken = set(out.values())
+            out.update(
+                _one_to_one(
+                    [(old, key(sec)) for old, sec in olds if old not in out],
+                    [(seq, key(sec)) for seq, sec in news if seq not in taken],
+                )
+            )
+        return out
 
     def _source_seqs(self, source: str, shell: str | None) -> list[int]:
         if shell is None:
@@ -576,21 +635,28 @@ class NodesMixin:
         return [Kept(*r) for r in self.conn.execute(f"SELECT {_KEPT_COLUMNS} FROM nodes")]
 
     def restore_bookkeeping(
-        self, rows: list[Kept], heirs_after: int, *, named: Mapping[str, str] | None = None
-    ) -> None:
+        self,
+        rows: list[Kept],
+        heirs_after: int,
+        *,
+        named: Mapping[str, str] | None = None,
+        seen: SeenText | None = None,
+    ) -> int:
         """Put back first-recorded times and human verdicts on the nodes that came back with the same id; a
         node whose id did not come back (a section re-keyed by an upgrade since the last sync, a commit
         rewritten since, an atuin row a hook's line now stands for: NAMED) hands them to its heir among the
-        nodes written after HEIRS_AFTER, as a sync's prune does (_carry_over)."""
+        nodes written after HEIRS_AFTER, as a sync's prune does (_carry_over). Returns how many doc sections
+        that did not come back had a verdict or a stale mark no heir took."""
         self.conn.executemany(
             "UPDATE nodes SET created_at = ?, trust = ?, superseded_by = ? WHERE id = ?",
             [(k.created_at, k.trust, k.superseded_by, k.id) for k in rows],
         )
         kept = {k.id for k in rows}
         back = dict(row for row in self.conn.execute("SELECT id, seq FROM nodes") if row[0] in kept)
-        if len(back) < len(kept):
-            gone = [k for k in rows if k.id not in back]
-            self._carry_over(gone, heirs_after, passed_over=set(back.values()), named=named)
+        if len(back) == len(kept):
+            return 0
+        gone = [k for k in rows if k.id not in back]
+        return self._carry_over(gone, heirs_after, passed_over=set(back.values()), named=named, seen=seen)
 
     def rekey_project(self, project_id: str) -> int:
         """Give every node written under another project id the id it has under PROJECT_ID (the same kind and
@@ -1079,3 +1145,21 @@ class NodesMixin:
     ) -> list[tuple[str, str, str]]:
         """(path, node id, kind) for nodes of KINDS with START <= ts <= END whose files include one of PATHS."""
         return hookreads.nodes_naming(self.conn, paths, kinds, start, end)
+
+
+def _one_to_one(
+    olds: Sequence[tuple[str, tuple[object, ...]]], news: Sequence[tuple[int, tuple[object, ...]]]
+) -> dict[str, int]:
+    """Old id → new seq for each key exactly one old and exactly one new node have, when the key's last part
+    (a text) is not empty."""
+    by_key: dict[tuple[object, ...], list[str]] = {}
+    for old, key in olds:
+        if key[-1]:
+            by_key.setdefault(key, []).append(old)
+    found: dict[tuple[object, ...], list[int]] = {}
+    for seq, key in news:
+        if key in by_key:
+            found.setdefault(key, []).append(seq)
+    return {
+        ids[0]: found[key][0] for key, ids in by_key.items() if len(ids) == 1 and len(found.get(key, ())) == 1
+    }
