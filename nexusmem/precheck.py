@@ -456,7 +456,7 @@ def _left_behind(
     that memory's HEAD reached and no ref reaches now, which the next sync prunes: they do not count as
     churn. When git cannot name them (the old HEAD pruned), churn is not counted (it
     would refuse a --strict commit on commits no branch has). A note on RESULT says which."""
-    moved = synced_head.head_moved(memory, store.cursor("git"))
+    moved = synced_head.head_moved(memory, store.synced_git_cursor())
     if moved is None:
         return frozenset(), True
     left = synced_head.gone_commits(root, moved["memory_at"], moved["head"])

@@ -96,7 +96,7 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
             "embedder_down": embedder_down(project.config),
             # HEAD moved since the git source last read it (a reset, a checkout, a rebase: no hook runs
             # for those): {"memory_at", "head"}, else null.
-            "head_moved": head_moved(project.root, git_cursor),
+            "head_moved": head_moved(project.root, store.synced_git_cursor()),
             # The clone was deepened (`git fetch --unshallow`, `--deepen`) since: older commits arrived; or
             # made shallower (`git fetch --depth N`): memory keeps the commits it cut off.
             "deepened": moved == "deepened",

@@ -3567,13 +3567,15 @@ def stored_vectors_elsewhere(store: SearchStore, provider: str, model: str) -> e
 def head_note(store: SearchStore, root: Path | None) -> str | None:
     """The note when HEAD at ROOT is not the commit STORE's git source last synced (a reset, a checkout or a
     rebase since, which no hook runs for: the answer may hold commits no branch has now), as status says it;
-    None when it is (HEAD read from .git's files: no process), or there is no git cursor (the team store)."""
-    cursor = getattr(store, "cursor", None)
-    if root is None or cursor is None:
+    None when it is (HEAD read from .git's files: no process), or there is no git cursor (the team store).
+    Right after a migration that made the next sync read the history again, the HEAD memory was at is the
+    one the cleared cursor held (synced_git_cursor)."""
+    synced = getattr(store, "synced_git_cursor", None)  # a local store's (SyncStore), not the team store's
+    if root is None or synced is None:
         return None
     from nexusmem import synced_head
 
-    moved = synced_head.head_moved(root, cursor("git"))
+    moved = synced_head.head_moved(root, synced())
     return None if moved is None else f"{synced_head.moved_text(moved)} (an agent: the sync_project tool)"
 
 

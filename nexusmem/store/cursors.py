@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nexusmem.store import hookreads
+from nexusmem.store.migrations import GIT_CURSOR_BEFORE_REREAD, remember_git_cursor
 from nexusmem.store.nodes import now_ms
 
 
@@ -19,11 +20,18 @@ class CursorsMixin:
     path: Path
 
     def clear_cursor(self, source: str) -> None:
-        """Forget where a source got to, so its next sync reads everything again."""
+        """Forget where a source got to, so its next sync reads everything again (the git source's HEAD is
+        kept for the "HEAD moved" notes: synced_git_cursor)."""
+        before = self.cursor(source) if source == "git" else None
         self.conn.execute("UPDATE sources SET cursor = NULL WHERE name = ?", (source,))
+        remember_git_cursor(self.conn, before)
 
     def cursor(self, source: str) -> str | None:
         return hookreads.cursor(self.conn, source)
+
+    def synced_git_cursor(self) -> str | None:
+        """The git source's cursor, or the one a migration, forget or scrub cleared (hookreads)."""
+        return hookreads.synced_git_cursor(self.conn)
 
     def record_sync(
         self, source: str, cursor: str | None, added: int, updated: int, removed: int, skipped: int
@@ -36,6 +44,8 @@ class CursorsMixin:
             " removed = excluded.removed, skipped = excluded.skipped",
             (source, cursor, now_ms(), added, updated, removed, skipped),
         )
+        if source == "git" and cursor is not None:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (GIT_CURSOR_BEFORE_REREAD,))
 
     def reset_cursors(self) -> None:
         self.conn.execute("UPDATE sources SET cursor = NULL")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nexusmem.store import connection, health
 from nexusmem.store.batch import rows_in
-from nexusmem.store.migrations import readable_version
+from nexusmem.store.migrations import GIT_CURSOR_BEFORE_REREAD, readable_version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ class HookReader:
 
     def cursor(self, source: str) -> str | None:
         return cursor(self.conn, source)
+
+    def synced_git_cursor(self) -> str | None:
+        return synced_git_cursor(self.conn)
 
     def shell_commands_between(
         self, start: int, end: int
@@ -113,6 +116,17 @@ def deny_entries(conn: Any) -> list[dict[str, Any]]:
 def cursor(conn: Any, source: str) -> str | None:
     """Where SOURCE's last sync stopped (its own format), None before the first one."""
     row = conn.execute("SELECT cursor FROM sources WHERE name = ?", (source,)).fetchone()
+    return row[0] if row else None
+
+
+def synced_git_cursor(conn: Any) -> str | None:
+    """The git source's cursor, or, while a migration, a forget or a scrub has made the next sync read the
+    history again (the cursor cleared), the one it cleared: where HEAD was when memory last synced (what the
+    "HEAD moved" notes compare with)."""
+    found = cursor(conn, "git")
+    if found is not None:
+        return found
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (GIT_CURSOR_BEFORE_REREAD,)).fetchone()
     return row[0] if row else None
 
 

@@ -483,6 +483,10 @@ class SyncStore(Protocol):
     # cursors
     def cursor(self, source: str) -> str | None: ...
 
+    def synced_git_cursor(self) -> str | None:
+        """The git source's cursor, or the one a migration, forget or scrub cleared until the next sync."""
+        ...
+
     def record_sync(
         self, source: str, cursor: str | None, added: int, updated: int, removed: int, skipped: int
     ) -> None: ...

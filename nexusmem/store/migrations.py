@@ -518,8 +518,36 @@ def readable_version(conn: Any) -> int:
     return version
 
 
+# Meta: the git source's cursor as it was before something cleared it to make the next sync read the history
+# again (a migration, a forget, a scrub): the HEAD memory was last synced at, which the "HEAD moved" notes of
+# status, query and MCP search compare with (hookreads.synced_git_cursor) until the next git sync records a
+# cursor again (CursorsMixin.record_sync drops it). Without it those notes went dark right after an upgrade,
+# when commits had been made that no sync read (the older post-commit hook failing on the new store).
+GIT_CURSOR_BEFORE_REREAD = "git.cursor_before_reread"
+
+
+def remember_git_cursor(conn: Any, cursor: str | None) -> None:
+    """Keep CURSOR (the git source's, read before a change that may have cleared it) in meta when the git
+    source's cursor is cleared now (GIT_CURSOR_BEFORE_REREAD)."""
+    if cursor is None:
+        return
+    conn.execute(
+        "INSERT INTO meta(key, value) SELECT ?, ?"
+        " WHERE NOT EXISTS (SELECT 1 FROM sources WHERE name = 'git' AND cursor IS NOT NULL)"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (GIT_CURSOR_BEFORE_REREAD, cursor),
+    )
+
+
+def _git_cursor(conn: Any) -> str | None:
+    row = conn.execute("SELECT cursor FROM sources WHERE name = 'git'").fetchone()
+    return row[0] if row else None
+
+
 def migrate(conn: Any, target: int | None = None) -> list[int]:
-    """Apply every migration above the database's version (up to TARGET); return the numbers applied."""
+    """Apply every migration above the database's version (up to TARGET); return the numbers applied. A
+    migration that clears the git source's cursor (the next sync reads the history again) leaves the cursor
+    it cleared in meta (remember_git_cursor)."""
     goal = LATEST if target is None else target
     version = readable_version(conn)
     applied: list[int] = []
@@ -531,6 +559,7 @@ def migrate(conn: Any, target: int | None = None) -> list[int]:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, name TEXT, applied_at INTEGER)"
         )
+        synced = _git_cursor(conn) if version else None  # the sources table is migration 1's
         for number, name, apply in MIGRATIONS:
             if version < number <= goal:
                 apply(conn)
@@ -539,6 +568,7 @@ def migrate(conn: Any, target: int | None = None) -> list[int]:
                     (number, name, int(time.time() * 1000)),
                 )
                 applied.append(number)
+        remember_git_cursor(conn, synced)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
