@@ -209,12 +209,20 @@ def check_shells() -> list[Check]:
                 )
             )
             continue
-        seen = last.get(shell)
-        when = last.when(shell)
-        stale = seen is not None and time.time() - seen / 1000 > RECENT_SECONDS
-        checks.append(
-            Check("shell", True, f"{shell}: hook in {rc}, {when}" + (" (a while ago)" if stale else ""))
-        )
+        if not shell_hooks.is_current(shell):
+            # The same script, in a block an older release worded otherwise: `hook install` writes it anew.
+            detail = (
+                f"{shell}: the NexusMem block in {rc} is an older release's (it differs from what this"
+                " release installs)"
+            )
+            checks.append(Check("shell", False, detail, f"nexusmem hook install --shell {shell}"))
+        else:
+            seen = last.get(shell)
+            when = last.when(shell)
+            stale = seen is not None and time.time() - seen / 1000 > RECENT_SECONDS
+            checks.append(
+                Check("shell", True, f"{shell}: hook in {rc}, {when}" + (" (a while ago)" if stale else ""))
+            )
         for number, line in shell_hooks.prompt_command_overwrites() if shell == "bash" else ():
             detail = (
                 f"bash: {rc} line {number} ({line[:60]}) replaces PROMPT_COMMAND after the NexusMem block,"
@@ -456,6 +464,14 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
                 else f"{name}: runs another NexusMem ({state.command}), not this one"
             )
             checks.append(Check("git", False, detail, fix))
+        elif git_hooks.outdated(state) and git_hooks.doubled(state, root) is None:
+            # An upgrade in place (same console script): the block still runs the body the older release
+            # copied into it, under the same marker. (Installed twice: said below, with the same fix.)
+            detail = (
+                f"{name}: the NexusMem block in {state.path} is an older release's (it differs from what"
+                " this release installs): it runs that release's hook body"
+            )
+            checks.append(Check("git", False, detail, fix + (" --strict" if state.strict else "")))
         else:
             through = (
                 f" (from {state.path}, which the pre-commit framework's hook runs)" if state.framework else ""

@@ -56,11 +56,12 @@ def tighten(repo: Path) -> None:
             path.chmod(0o600)
 
 
-def paste(fix: str) -> None:
-    """Run a fix doctor printed as a user pastes it into a shell (`nexusmem` found beside this Python)."""
+def paste(fix: str, cwd: Path | None = None) -> None:
+    """Run a fix doctor printed as a user pastes it into a shell (`nexusmem` found beside this Python), in
+    CWD (the folder doctor ran in) when given."""
     bin_dir = os.path.dirname(sys.executable)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    pasted = subprocess.run(fix, shell=True, env=env, capture_output=True, text=True)
+    pasted = subprocess.run(fix, shell=True, env=env, capture_output=True, text=True, cwd=cwd)
     assert pasted.returncode == 0, pasted.stderr
 
 
@@ -608,3 +609,59 @@ def test_a_deny_list_entry_whose_key_stayed_in_another_home_is_named_with_its_fi
     assert run_cli("-C", str(repo), "sync", ok=False).exit_code == 0
     _code, report = doctor_json(repo)
     assert not [c for c in report["checks"] if "cannot be used" in str(c["detail"])], report
+
+
+def _as_an_older_release_wrote_it(hook: Path) -> None:
+    """Rewrite the NexusMem block in HOOK as the release before the pre-commit framework handling wrote it
+    (the same marker, nexusmem-hook-v1, and pinned script; its body had no PRE_COMMIT_RUNNING_LEGACY
+    section: `git show 85d0bbc^:hooks/pre-commit`)."""
+    lines = hook.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if "PRE_COMMIT_RUNNING_LEGACY" in line)
+    last = next(i for i in range(first, len(lines)) if lines[i] == "fi\n")
+    hook.write_text("".join(lines[:first] + lines[last + 1 :]), encoding="utf-8")
+
+
+def test_doctor_names_hook_blocks_an_older_release_wrote_and_their_fixes_bring_them_up_to_date(
+    repo: Path, isolated_home: Path
+) -> None:
+    """An upgrade in place (`pip install -U`, the same console script): doctor said every git hook was fine,
+    yet `hook git install` then answered "Updated the precheck hook": both releases stamp nexusmem-hook-v1,
+    and doctor compared nothing else. It names each block that is not what install writes now, with the
+    install that brings it up to date (the rc file's block too)."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    run_cli("hook", "install", "--shell", "bash")
+    (isolated_home / ".bash_profile").write_text("[ -f ~/.bashrc ] && . ~/.bashrc\n", encoding="utf-8")
+    tighten(repo)
+    code, report = doctor_json(repo)
+    assert code == 0 and report["problems"] == 0, report
+
+    hooks = repo / ".git" / "hooks"
+    _as_an_older_release_wrote_it(hooks / "pre-commit")
+    _as_an_older_release_wrote_it(hooks / "post-merge")
+    bashrc = isolated_home / ".bashrc"
+    bashrc.write_text(
+        bashrc.read_text(encoding="utf-8").replace("# Added by `nexusmem hook install`", "# nexusmem"),
+        encoding="utf-8",
+    )
+    code, report = doctor_json(repo)
+    problems = [c for c in report["checks"] if not c["ok"]]  # type: ignore[union-attr]
+    assert code == 1 and len(problems) == 3, problems
+    by_fix = {str(c["fix"]): str(c["detail"]) for c in problems}
+    assert set(by_fix) == {
+        "nexusmem hook git install --strict",
+        "nexusmem hook git-post install",
+        "nexusmem hook install --shell bash",
+    }, problems
+    assert by_fix["nexusmem hook git install --strict"].startswith("pre-commit: ")
+    assert "older release" in by_fix["nexusmem hook git install --strict"]
+    assert by_fix["nexusmem hook git-post install"].startswith("post-merge: ")
+    assert str(bashrc) in by_fix["nexusmem hook install --shell bash"]
+
+    for fix in by_fix:
+        paste(fix, repo)
+    code, report = doctor_json(repo)
+    assert code == 0 and report["problems"] == 0, [c for c in report["checks"] if not c["ok"]]
+    assert "--strict" in (hooks / "pre-commit").read_text(encoding="utf-8")

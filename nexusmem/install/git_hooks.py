@@ -1007,9 +1007,9 @@ def _crlf_warning(path: Path) -> str:
     )
 
 
-def _refresh(
-    name: str, path: Path, data: bytes, found: tuple[int, int, tuple[str, ...]], flags: list[str]
-) -> InstallResult:
+def _refreshed(name: str, data: bytes, found: tuple[int, int, tuple[str, ...]], flags: list[str]) -> bytes:
+    """The hook file DATA as an install of hook NAME with FLAGS (--strict, shared) writes it over the block
+    FOUND in it (find_block): that block rendered by this release, its other flags kept."""
     start, end, old_flags = found
     kept = tuple(f for f in old_flags if f not in (FLAG_STRICT, FLAG_SHARED))
     wraps = FLAG_LEGACY in kept
@@ -1020,9 +1020,32 @@ def _refresh(
         at = start - 1 if FLAG_NEWLINE in kept and data[start - 1 : start] == b"\n" else start
         head, tail, extra = _insertion(data[:at] + data[end:])
         kept = (*extra, *(f for f in kept if f != FLAG_NEWLINE))
-        new = head + render_block(name, (*kept, *flags), wraps) + tail
-    else:
-        new = data[:start] + render_block(name, (*kept, *flags), wraps) + data[end:]
+        return head + render_block(name, (*kept, *flags), wraps) + tail
+    return data[:start] + render_block(name, (*kept, *flags), wraps) + data[end:]
+
+
+def outdated(state: HookState) -> bool:
+    """Whether the block in STATE's hook file is not what `hook ... install` (with the same --strict
+    choice) writes now: an older release's body under the same marker (HOOK_ID names the block's shape, not
+    the release). False when there is no block, or it cannot be read or rendered (said by status)."""
+    if not state.installed:
+        return False
+    try:
+        data = read_hook(state.path)
+        found = find_block(data, state.name, state.path)
+        if found is None:
+            return False
+        flags = [f for f in found[2] if f in (FLAG_STRICT, FLAG_SHARED)]
+        return _refreshed(state.name, data, found, flags) != data
+    except (OSError, NexusMemError):
+        return False
+
+
+def _refresh(
+    name: str, path: Path, data: bytes, found: tuple[int, int, tuple[str, ...]], flags: list[str]
+) -> InstallResult:
+    start, end, old_flags = found
+    new = _refreshed(name, data, found, flags)
     if new == data:
         return InstallResult(path, False, "unchanged")
     command, _ok, broken, fallback = _diagnose(data[start:end].decode("utf-8", "replace"), path, name)
