@@ -199,7 +199,7 @@ def check_shells() -> list[Check]:
                 )
             )
             continue
-        if script != shell_hooks.hook_script(shell):
+        if shell_hooks.from_another(shell, script):
             checks.append(
                 Check(
                     "shell",

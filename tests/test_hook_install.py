@@ -364,6 +364,42 @@ def test_hook_status_says_a_block_whose_script_is_gone_records_nothing(shell: st
     assert [c.ok for c in doctor.check_shells() if c.detail.startswith(f"{shell}:")][:1] == [True]
 
 
+@pytest.mark.parametrize("shell", shell_hooks.SHELLS)
+def test_hook_status_says_a_block_that_sources_another_installs_hook_is_that_ones(
+    shell: str, tmp_path: Path
+) -> None:
+    # The rc block sources another NexusMem install's hook script (an older release's, at another path):
+    # `hook status` said "installed" while doctor said "sources another NexusMem's hook". Both say it now,
+    # with the path and the fix, and the fix works.
+    path = shell_hooks.rc_file(shell)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shell_hooks.install(shell)
+    other = tmp_path / "old-venv" / "nexusmem" / "_data" / "shell" / "old-hook"
+    other.parent.mkdir(parents=True)
+    other.write_text("# the other install's hook\n")
+    current = path.read_text(encoding="utf-8")
+    path.write_text(current.replace(str(shell_hooks.hook_script(shell)), str(other)), encoding="utf-8")
+    runner = CliRunner()
+
+    result = runner.invoke(hook, ["status"])
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if line.startswith(f"{shell:<5} "))
+    assert line == (
+        f"{shell:<5} installed in {path} from another NexusMem: it sources {other}, not this one's hook"
+        f" (fix: nexusmem hook install --shell {shell})"
+    ), result.output
+    from nexusmem import doctor
+
+    found = [c for c in doctor.check_shells() if c.detail.startswith(f"{shell}:")]
+    assert found and not found[0].ok and f"sources another NexusMem's hook ({other})" in found[0].detail
+
+    assert "Updated the" in runner.invoke(hook, ["install", "--shell", shell]).output
+    result = runner.invoke(hook, ["status"])
+    assert "another NexusMem" not in result.output, result.output
+    assert f"{shell:<5} installed " in result.output, result.output
+    assert [c.ok for c in doctor.check_shells() if c.detail.startswith(f"{shell}:")][:1] == [True]
+
+
 def _login_bash_records(command: str) -> bool:
     """Whether a bash *login* shell (`bash -l`, what tmux and ssh start) records COMMAND in the log."""
     env = dict(os.environ, TERM="dumb", LANG="C.UTF-8", PS1="PROMPT> ")

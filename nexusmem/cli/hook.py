@@ -90,6 +90,12 @@ def status_cmd() -> None:
                 f" is recorded (fix: nexusmem hook install --shell {entry.shell})"
             )
             continue
+        if entry.another:
+            echo_line(
+                f"{entry.shell:<5} installed in {entry.rc_file} from another NexusMem: it sources {entry.script},"
+                f" not this one's hook (fix: nexusmem hook install --shell {entry.shell})"
+            )
+            continue
         state = "installed" if entry.installed else "not installed"
         echo_line(f"{entry.shell:<5} {state:<14} {entry.rc_file}")
     log = shell_hooks.log_status()

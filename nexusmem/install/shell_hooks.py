@@ -48,6 +48,8 @@ class HookStatus:
     installed: bool
     script: Path | None = None  # what the block sources (None: no block, or its line could not be read)
     script_gone: bool = False  # a block whose script is not there (block_script): nothing is recorded
+    # a block that sources another NexusMem install's script (from_another): it records with that one's hook
+    another: bool = False
 
 
 @dataclass(frozen=True)
@@ -384,6 +386,12 @@ def block_script(shell: str, environ: dict[str, str] | None = None) -> tuple[Pat
     return script, script is None or not script.is_file()
 
 
+def from_another(shell: str, script: Path | None) -> bool:
+    """Whether SCRIPT, what SHELL's installed rc block sources (block_script, there), is another NexusMem
+    install's hook (an older release at another path), not this one's: `hook install` points it here."""
+    return script is not None and script != hook_script(shell)
+
+
 # Said beside an `--author me` answer that holds none of your commands while no shell has the prompt hook.
 NO_PROMPT_HOOK_NOTE = "no prompt hook is installed, so the commands you type are not recorded: `nexusmem hook install` records them"
 
@@ -413,7 +421,8 @@ def hook_status(environ: dict[str, str] | None = None) -> list[HookStatus]:
         except ShellHookError:
             installed = True  # a begin marker without an end is still "ours, present"
         script, gone = block_script(shell, environ) if installed else (None, False)
-        result.append(HookStatus(shell, path, installed, script, gone))
+        another = installed and not gone and from_another(shell, script)
+        result.append(HookStatus(shell, path, installed, script, gone, another))
     return result
 
 
