@@ -748,6 +748,9 @@ def check_store(root: Path) -> list[Check]:
         unusable = _unusable_deny_entry(db) if fine else None
         if unusable is not None:  # first: every sync (the post-commit one too) stops on it
             checks.insert(0, unusable)
+        older = _older_rules(root, db) if fine else None
+        if older is not None:
+            checks.append(older)
         stopped = paths.sync_unfinished(root) if all(c.ok for c in checks) else None
         if stopped is not None:  # killed or interrupted (SIGKILL, Ctrl-C): no error line was written
             detail, args = paths.unfinished_text(root, timefmt.iso(stopped))
@@ -757,6 +760,22 @@ def check_store(root: Path) -> list[Check]:
     for path in made:  # what the check made is 0600 whatever the database's mode (0400 too)
         private.fix_file(path)
     return checks + [m for m in modes if m is not None]
+
+
+def _older_rules(root: Path, db: Path) -> Check | None:
+    """ROOT's memory DB written with older redaction rules than this release's (or before they were recorded): it
+    may keep a secret they redact, shown by `query` as it was stored, until `nexusmem scrub`."""
+    from nexusmem import project, redact
+    from nexusmem.store import open_store
+
+    try:
+        with project.opened(open_store(db, readonly=True)) as store:
+            recorded = store.get_meta(redact.RULES_KEY)
+    except (NexusMemError, OSError):
+        return None  # the store's own check says what is wrong with it
+    if not redact.older_rules(recorded):
+        return None
+    return Check("store", False, f"{db}: {redact.OLDER_RULES}", f"nexusmem -C {shlex.quote(str(root))} scrub")
 
 
 def _unusable_deny_entry(db: Path) -> Check | None:

@@ -142,7 +142,8 @@ def init(start: Path | str | None = None, *, ignore_stash: bool = False) -> tupl
 
         raise StoreError(f"{state}: cannot set up the memory directory: {exc.strerror or exc}") from exc
     db = paths.db_path(root)
-    if not db.exists():
+    new_db = not db.exists()
+    if new_db:
         created = True
         # The mark a sync stopped on the way left (a `sync --rebuild` killed after memory.db was deleted)
         # speaks of a memory that is gone: kept, it outlived the new one ("the memory is as it was before").
@@ -153,6 +154,11 @@ def init(start: Path | str | None = None, *, ignore_stash: bool = False) -> tupl
     # hook made a moment before (it makes .nexusmem/ and leaves the rest to this sync). One that was there
     # already came with the repository, unless the memory in it says NexusMem made it here (made_here).
     with open_store(db, create=True) as store:
+        if new_db:  # everything it will hold is redacted by this release's rules
+            from nexusmem import redact
+
+            with store.transaction():
+                store.set_meta(redact.RULES_KEY, str(redact.RULES_VERSION))
         own = made_dir or wrote_config
         if own:
             mark_made_here(root, store)

@@ -32,6 +32,20 @@ __all__ = [
 # Cheap, and read by code that never redacts (scrub, summaries): kept here, equal to the engine's.
 PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
 
+# The version of the redaction rules (nexusmem.redact_engine): bump it whenever a change to them redacts
+# something the rules before did not. A memory records which version wrote it (RULES_KEY in its meta): a new
+# memory.db and `scrub` write this one, nothing else does (a sync adds to what older rules stored). `doctor`
+# and `status` tell a memory of an older version, or of none (made before the key), to run `nexusmem scrub`.
+RULES_VERSION = 1
+RULES_KEY = "redaction.rules"
+OLDER_RULES = "this memory was written with older redaction rules: run `nexusmem scrub`"
+
+
+def older_rules(recorded: str | None) -> bool:
+    """Whether a memory whose RULES_KEY holds RECORDED (None: no such key) was written with older redaction
+    rules than these: it may keep a secret they would redact."""
+    return recorded is None or not recorded.isdigit() or int(recorded) < RULES_VERSION
+
 
 def _engine() -> ModuleType:
     from nexusmem import redact_engine

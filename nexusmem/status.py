@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nexusmem import autosync, paths, timefmt
+from nexusmem import autosync, paths, redact, timefmt
 from nexusmem.ollama import EMBEDDER_FIX
 from nexusmem.project import Project
 from nexusmem.sources.git import repo
@@ -109,6 +109,8 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
             "hooks_gone": hooks_gone(project),
             # Why the record those are read from cannot be read (a FIFO, a link to /dev/zero), or None.
             "hooks_record": hooks_record(project),
+            # Written (in part) with older redaction rules than this release's: `nexusmem scrub` applies them.
+            "older_redaction_rules": redact.older_rules(store.get_meta(redact.RULES_KEY)),
         }
 
 
@@ -309,6 +311,8 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"{name}: {gone}")
     if info.get("hooks_record"):
         lines.append(f"git hooks: {info['hooks_record']}")
+    if info.get("older_redaction_rules"):
+        lines.append(f"redaction: {redact.OLDER_RULES}")
     for name, state in sorted(info.get("source_states", {}).items()):
         lines.append(f"{name}: {state}")
     for name, history in sorted(info.get("skipped_records", {}).items()):

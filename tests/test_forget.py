@@ -414,6 +414,66 @@ def test_scrub_applies_current_rules_to_old_nodes(repo: Path, isolated_home: Pat
     assert items and "«redacted:aws-key»" in items[0]["title"]
 
 
+def _older_rules_said(repo: Path) -> tuple[bool, list[str], list[str]]:
+    """(status --json's older_redaction_rules, status's lines saying so, doctor's problems saying so)."""
+    said = "this memory was written with older redaction rules: run `nexusmem scrub`"
+    info = json.loads(run_cli("-C", str(repo), "status", "--json").output)
+    lines = [line for line in run_cli("-C", str(repo), "status").output.splitlines() if said in line]
+    report = json.loads(run_cli("-C", str(repo), "doctor", "--json", ok=False).output)
+    problems = [
+        f"{c['detail']} | {c['fix']}" for c in report["checks"] if not c["ok"] and said in c["detail"]
+    ]
+    return info["older_redaction_rules"], lines, problems
+
+
+def test_a_memory_older_redaction_rules_wrote_is_told_to_run_scrub_until_it_does(
+    repo: Path, isolated_home: Path
+) -> None:
+    """The upgrade walkthrough: a code diff line "the password is PurpleMonkeyDishwasher42" an older release
+    stored (its rules kept it) was shown by `query` beside the redacted re-read doc, and `doctor` said no
+    problems; a manual `nexusmem scrub` redacted it. The memory records which redaction rules wrote it: a
+    new one is this release's, one from before the record is older, and doctor and status say to run scrub
+    until it has run."""
+    password = "PurpleMonkeyDishwasher42"
+    commit(repo, "docs: db", {"DB.md": f"# DB\n\nthe password is {password}\n"})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert _older_rules_said(repo) == (False, [], [])  # a new memory: this release's rules wrote it
+
+    from nexusmem import project
+    from nexusmem.redact import RULES_KEY, RULES_VERSION
+
+    from helpers.nodes import node
+
+    proj = project.load(repo)
+    with proj.open_store() as store, store.transaction():
+        # What the older release stored (the diff line as it was) and recorded (no rules version).
+        old = node("code_diff", text=f"+the password is {password}", project=proj.id, key="DB.md@old")
+        store.upsert([old])
+        store.delete_meta(RULES_KEY)
+    shown = run_cli("-C", str(repo), "query", "the password is").output
+    assert f"the password is {password}" in shown and "the password is «redacted:password»" in shown, shown
+    older, lines, problems = _older_rules_said(repo)
+    assert older and lines == [
+        "redaction: this memory was written with older redaction rules: run `nexusmem scrub`"
+    ]
+    assert len(problems) == 1 and problems[0].endswith(f"| nexusmem -C {repo} scrub"), problems
+
+    assert "redacted 1 of" in run_cli("-C", str(repo), "scrub").output
+    shown = run_cli("-C", str(repo), "query", "the password is").output
+    assert password not in shown and shown.count("the password is «redacted:password»") >= 2, shown
+    assert _older_rules_said(repo) == (False, [], [])
+
+    # A memory from before the record that holds nothing older rules missed: scrub changes nothing, and
+    # records the version all the same.
+    with proj.open_store() as store, store.transaction():
+        store.delete_meta(RULES_KEY)
+    assert _older_rules_said(repo)[0]
+    assert "redacted 0 of" in run_cli("-C", str(repo), "scrub").output
+    with proj.open_store(readonly=True) as store:
+        assert store.get_meta(RULES_KEY) == str(RULES_VERSION)
+    assert _older_rules_said(repo) == (False, [], [])
+
+
 def test_scrub_re_keys_a_project_id_that_holds_a_credential(repo: Path, isolated_home: Path) -> None:
     """`scrub`, which README "Upgrading" says to run, said "secrets: none" while the project id still held a
     token of the origin URL (every node's project_id, the `project.id` meta, projects.json): it never looked

@@ -18,7 +18,7 @@ from nexusmem import autosync, crashlog, registry
 from nexusmem import project as project_mod
 from nexusmem.hygiene.forget import writer_lock
 from nexusmem.nodes import Node, strings_in
-from nexusmem.redact import path_text, redact_counts, redact_path_counts
+from nexusmem.redact import RULES_KEY, RULES_VERSION, path_text, redact_counts, redact_path_counts
 from nexusmem.sources.shell.node import split_title
 
 
@@ -195,7 +195,11 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
         report.sync_log = autosync.rewrite_logs(project.db_path.parent, redacted, dry_run=dry_run)
         # A traceback written under older rules (or by an older release) may quote a secret it failed on.
         report.crash_log = autosync.rewrite_lines(crashlog.crash_log_path(), redacted, dry_run=dry_run)
-        if dry_run or not (rewrites or renames or report.imports or report.cursors or reasons or unclean):
+        if dry_run:
+            return report
+        if not (rewrites or renames or report.imports or report.cursors or reasons or unclean):
+            with store.transaction():  # nothing older rules left: the memory is as these rules write it
+                store.set_meta(RULES_KEY, str(RULES_VERSION))
             return report
         stamp = time.strftime("%Y%m%dT%H%M%S")
         report.backup = project.db_path.with_name(f"{project.db_path.name}.pre-scrub-{stamp}.bak")
@@ -225,5 +229,6 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
             # again under today's rules (sync.BACKFILL_CHANGE_WORDS).
             store.clear_cursor("git")
             store.set_meta("backfill.changeWords", "scrub")
+            store.set_meta(RULES_KEY, str(RULES_VERSION))
         report.checkpointed = store.purge(vacuum=True)
     return report
