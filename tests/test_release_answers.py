@@ -337,12 +337,9 @@ def test_an_answer_with_no_item_says_its_best_match_does_not_fit_beside_it() -> 
     assert query.header_tokens(result) <= 80, text
 
 
-def test_a_small_budget_shows_the_best_item_of_a_release_whose_tag_head_does_not_reach(repo: Path) -> None:
-    """tomlkit's "what changed in 0.15.1" at 80 and 100 tokens showed no item at all: the note that the
-    release's tag is not in HEAD's history (kept at any budget) and the head of its first entry (a title of
-    160 characters) did not fit together. The best item is still shown, its title cut and the note said in
-    fewer words when need be; the answer stays within the budget and still says the tag is not in HEAD's
-    history."""
+def _unreached_release(repo: Path) -> None:
+    """tomlkit's shape: release 0.15.1's tag is on a branch HEAD does not reach, and the changelog on main
+    lists its six long entries (each one's head alone is ~30 tokens)."""
     entries = [
         f"Speed up membership tests (`key in ...`) on `Container`, `Table` and `InlineTable` number {n} with"
         f" native `__contains__` implementations instead of the generic mapping fallback ([#{500 + n}])"
@@ -361,6 +358,15 @@ def test_a_small_budget_shows_the_best_item_of_a_release_whose_tag_head_does_not
     git(repo, "tag", "0.15.1", v151)
     git(repo, "checkout", "-q", "main")
     commit(repo, "chore: release 0.15..1", {"CHANGELOG.md": changelog}, when=NOW - 100 * DAY)
+
+
+def test_a_small_budget_shows_the_best_item_of_a_release_whose_tag_head_does_not_reach(repo: Path) -> None:
+    """tomlkit's "what changed in 0.15.1" at 80 and 100 tokens showed no item at all: the note that the
+    release's tag is not in HEAD's history (kept at any budget) and the head of its first entry (a title of
+    160 characters) did not fit together. The best item is still shown, its title cut and the note said in
+    fewer words when need be; the answer stays within the budget and still says the tag is not in HEAD's
+    history."""
+    _unreached_release(repo)
     run_cli("-C", str(repo), "sync", "--no-embed")
     for budget in ("80", "100"):
         found = query_json(repo, "what changed in 0.15.1", "--budget", budget)
@@ -371,3 +377,56 @@ def test_a_small_budget_shows_the_best_item_of_a_release_whose_tag_head_does_not
         assert "\n- " in shown.stdout and "[0.15.1]" in shown.stdout, (budget, shown.stdout, shown.stderr)
         header = shown.stdout.split("\n- ", 1)[0]
         assert "not in HEAD's history" in header, (budget, shown.stdout)
+
+
+def test_no_budget_is_exceeded_down_to_the_smallest_the_cli_and_mcp_accept(repo: Path) -> None:
+    """tomlkit's "what changed in 0.15.1" at --budget 50 (and 60) showed no item and said ~55/50 (~65/60)
+    tokens: the note that the tag is not in HEAD's history and the line that the best match does not fit
+    were both kept in the header, whatever they cost. From the smallest budget up, the answer (its notes
+    included) fits: the best item when it fits with the note, else the line saying it does not fit, and
+    `tokens_used` never passes the budget, in the CLI's text and --json and in the MCP tool's answer."""
+    from nexusmem import mcp_server
+
+    _unreached_release(repo)
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "what changed in 0.15.1"
+    for budget in range(50, 121, 5):
+        found = query_json(repo, question, "--budget", str(budget))
+        assert found["tokens_used"] <= budget, (budget, found["tokens_used"], found["notes"])
+        shown = run_cli("-C", str(repo), "query", "--budget", str(budget), "--", question)
+        text = shown.stdout.rstrip("\n")
+        assert query.estimate_tokens(text) <= budget, (budget, text)
+        assert text.endswith(f"/{budget} tokens"), text
+        used = int(text.rsplit("~", 1)[1].split("/", 1)[0])
+        assert used <= budget, (budget, text)
+        header = text.split("\n- ", 1)[0]
+        if found["items"]:
+            assert "[0.15.1]" in text and "not in HEAD's history" in header, (budget, text)
+        else:  # nothing fits: one clear line says so
+            assert "note: the best match does not fit" in text, (budget, text, shown.stderr)
+        answer = mcp_server.run_search(str(repo), question, budget, None)
+        structured = answer.structured_content
+        assert structured is not None and structured["tokens_used"] <= budget, (budget, structured)
+    assert query_json(repo, question, "--budget", "120")["items"], "120 tokens hold the best item's head"
+
+
+def test_an_answer_with_no_item_under_the_smallest_budget_says_so_in_one_line_within_it() -> None:
+    """A binding note too long for the smallest budget even in its fewest words (a long name "is still in
+    the code") was kept in the header beside the line that the best match does not fit, past the budget.
+    With no item to qualify, the binding note goes beside the answer (stderr, MCP after the footer) and
+    the one line saying nothing fits stays: the header and footer fit the budget."""
+    name = "ConfigurationLoaderFactoryRegistryWithAVeryLongName"
+    result = query.QueryResult(
+        query=f"was {name} removed",
+        budget=50,
+        notes=[
+            f"{name} is still in the code (src/loader.py:12): no change removed it; the last that changed it:"
+            " 1bd7e3bc5b",
+            f"{query.TOO_LARGE_NOTE}136 tokens) does not fit",
+        ],
+        packed=True,
+    )
+    text = query.render(result)
+    assert "note: the best match does not fit" in text, text
+    assert query.header_tokens(result) <= 50, text
+    assert result.notes[0] in query.left_out(result, text), text

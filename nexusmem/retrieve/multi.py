@@ -701,6 +701,7 @@ def _fuse_and_pack(
         release=release,
         end_line=lambda line: setattr(result, "release_end", line),
     )
+    result.packed = True
     # A fix is counted once, however many stores link it (both clones, this memory and the team store).
     counted = {node_id for s in searched for node_id in s.matched | {n.id for n, _ in s.scored}}
     for s in searched:

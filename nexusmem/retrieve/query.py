@@ -235,6 +235,8 @@ class QueryResult:
     # The tokens the header leaves for the best item: a note that would take them is left out of the header
     # (said on stderr, or after the footer), so that a small budget shows the answer rather than the notes.
     item_room: int = 0
+    # The items are final (pack_items has returned): an answer with none needs no note that qualifies items.
+    packed: bool = False
     # The line `render` prints after a release's items (relation "release") when other items follow them
     # (RELEASE_END); "" when the answer holds no release's items or nothing after them.
     release_end: str = ""
@@ -3438,6 +3440,7 @@ def run(
         release=found.release,
         end_line=lambda line: setattr(result, "release_end", line),
     )
+    result.packed = True
     matched_ids = set(found.evidence) | {n.id for n, _ in scored}
     result.matched += linked_fixes(
         store, links, matched_ids, as_of=as_of, since=since, until=until, author=author
@@ -3961,6 +3964,18 @@ def header(result: QueryResult, scope: str | None = None) -> str:
                 short = binding_least(short)
             notes.append(f"note: {short}")
     kept = [line for line in notes if holds(line)]
+    for shorter in (binding_short, fewest):
+        # Each fitted beside those before it, not beside those after (the line that the best match does not
+        # fit came last): together, in fewer words, then in their fewest.
+        if estimate_tokens(text(*least, kept)) <= room:
+            break
+        notes = [shorter(line) if line in kept else line for line in notes]
+        kept = [line for line in notes if holds(line)]
+    if result.packed and not result.items and estimate_tokens(text(*least, kept)) > room:
+        # Nothing shown, so nothing for a binding note to qualify: the line saying why stays (one line,
+        # within the budget), the binding notes go beside the answer (left_out) with the rest.
+        notes = [line for line in notes if not binding(line)]
+        kept = [line for line in notes if holds(line)]
     if weak and estimate_tokens(text(weak, echo, scope, notes)) > room:
         weak = [WEAK_SHORT]
     if scope is not None and estimate_tokens(text(weak, echo, scope, notes)) > room:
@@ -3995,6 +4010,12 @@ def binding_short(note: str) -> str:
     code: no change removed it"."""
     clauses = [clause for clause in note.split("; ") if binding(clause)] or [note]
     return "; ".join(re.sub(r" \([^)]*\)", "", clause) for clause in clauses)
+
+
+def fewest(line: str) -> str:
+    """A header's note LINE kept at any budget in its fewest words (binding_short, then binding_least): "the
+    best match does not fit", "release 0.15.1: its tag is not in HEAD's history"."""
+    return binding_least(binding_short(line))
 
 
 def binding_least(note: str) -> str:
