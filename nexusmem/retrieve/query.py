@@ -690,6 +690,22 @@ def retrieve(
         )
         bm25_hits = with_hits(bm25_hits, found_in)
         question.notes.append(_release_note(question.release, window, _unreached(store, question.release)))
+    # "What did we change in the parser in March 2021?": the dates written are the window its changes are
+    # looked for in, as --since/--until (not only the words "March 2021"): searched apart, and lifted below.
+    dated = (
+        timecue.asked_dates(question.text)
+        if since is None
+        and until is None
+        and window is None
+        and question.shipped is None
+        and question.span is None
+        else None
+    )
+    if dated is not None:
+        found_in, _ = search.bm25_scored(
+            store, words.words, limit=CUE_CANDIDATES, as_of=as_of, since=dated.low, until=dated.high
+        )
+        bm25_hits = with_hits(bm25_hits, found_in)
     # "When was editDistance added?" is answered by the first change that holds the name, as `git log -S
     # --reverse` would, however many later changes touch it (and their diffs hold it more often); "when was
     # getUsDateFormat removed?" by the last one, as `git log -S` finds it.
@@ -820,7 +836,7 @@ def retrieve(
         store,
         found,
         as_of,
-        cue=question.cue,
+        cue=dated_cue(question.cue, dated),
         settings=settings,
         asks=question.asks,
         doc_changes_count=question.about_docs,
@@ -830,6 +846,11 @@ def retrieve(
     )
     if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
         scored = in_release(scored, window)
+    dated_first = (
+        dated is not None and question.asks != "usage" and any(_in_dates(n, dated) for n, _ in scored)
+    )
+    if dated is not None and dated_first:
+        scored = in_dates(scored, dated)
     if question.asks != "usage":
         scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
     if question.release is None:
@@ -1121,12 +1142,20 @@ def retrieve(
                     question.notes.remove(listing_note)
                     listing_note = no_commands
                 question.notes.append(no_commands)
+    if dated is not None and dated_first and not listed and answered_by is None:
+        question.notes.append(f"first: changes made {dated.phrase} (the dates the question writes)")
     missed = None if listing_note is not None or answered_by is not None else _window_missed(question, scored)
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
     # The learned last step (retrieve.rerank), unless a rule above pinned its answer on purpose: a time cue,
     # a named release, the first or last holder of a name, what was run after a command.
-    rerankable = question.cue is None and window is None and answered_by is None and question.then is None
+    rerankable = (
+        question.cue is None
+        and window is None
+        and not dated_first
+        and answered_by is None
+        and question.then is None
+    )
     if settings.rerank and rerankable:
         scored = rerank.rerank(
             scored,
@@ -1195,6 +1224,25 @@ def in_release(
         for node, value in scored
     ]
     return best_first(lifted)
+
+
+def in_dates(scored: list[tuple[StoredNode, float]], dated: timecue.Dated) -> list[tuple[StoredNode, float]]:
+    """SCORED with the changes made within the dates the question writes (DATED, timecue.asked_dates)
+    counted RELEASE_FACTOR, as a named release's window counts them, best first again."""
+    lifted = [(node, value * RELEASE_FACTOR if _in_dates(node, dated) else value) for node, value in scored]
+    return best_first(lifted)
+
+
+def _in_dates(node: StoredNode, dated: timecue.Dated) -> bool:
+    return _is_change(node) and dated.low <= node.ts <= dated.high
+
+
+def dated_cue(cue: timecue.Cue | None, dated: timecue.Dated | None) -> timecue.Cue | None:
+    """The time CUE the scores measure age by: for dates written as a closed window (DATED), from its middle,
+    not from the newest event (recency counted from now took "in March 2021" away from March 2021)."""
+    if cue is None or dated is None or cue.anchor_ms is not None or not 0 < dated.low <= dated.high < 2**62:
+        return cue
+    return replace(cue, anchor_ms=(dated.low + dated.high) // 2)
 
 
 def _is_change(node: StoredNode) -> bool:
@@ -2127,12 +2175,16 @@ class Window(NamedTuple):
 
 
 def _asked_window(question: Question, since: int | None, until: int | None) -> Window | None:
-    """The time the question asks about: --since/--until; else a date, the day before yesterday, yesterday
+    """The time the question asks about: --since/--until; else the dates it writes (timecue.asked_dates), a
+    date, the day before yesterday, yesterday
     (or last night), today (or this morning, before or after lunch), the last N units, this week, N units
     ago (a unit either side); None when it names none. And how to say it. The day words are the asker's
     days, in the local time zone (timecue.local_day); a date written out is a UTC day, as --since's."""
     if since is not None or until is not None:
         return Window(since or 0, until or 2**62, "in the window asked", exact=True)
+    dated = timecue.asked_dates(question.text)
+    if dated is not None:  # "between 2019-05-01 and 2019-06-30", "in March 2021": as --since/--until
+        return Window(dated.low, dated.high, dated.phrase, exact=True)
     text = question.text.lower()
     cue = question.cue
     if cue is not None and cue.anchor_ms is not None:  # one ISO date: that (UTC) day

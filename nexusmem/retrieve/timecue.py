@@ -208,6 +208,50 @@ def dated_window(text: str) -> Dated | None:
     return Dated(span[0], span[1], found.group(0))
 
 
+# The words a year written as a window may be followed by ("in 2019, which", "during 2018 so that"): another
+# word after it makes the year a name's part ("in 2019 edition format", "in 2022 mode").
+_AFTER_A_YEAR = frozenset(
+    {"a", "an", "and", "as", "at", "because", "but", "by", "for", "from", "in", "is", "it", "on", "or",
+     "so", "than", "that", "the", "then", "to", "was", "were", "what", "when", "where", "which", "while",
+     "who", "why", "with"}
+)  # fmt: skip
+# "Commits from last October": the latest month of that name before this one (full names; "last may" is a verb).
+_LAST_MONTH = re.compile(
+    r"\b[Ll](?i:ast)\s+((?i:january|february|march|april|june|july|august|september|october|november|december)"
+    r"|May)\b"
+)
+
+
+def asked_dates(text: str, *, now: datetime | None = None) -> Dated | None:
+    """The window of time a question about changes asks with the dates it writes (dated_window), when it is
+    more than one day: a month ("in March 2021"), a year ("during 2018", not "in 2019 edition"), a range
+    ("between 2019-05-01 and 2019-06-30"), an open end ("since 2019-05-01"), or "last October" (the latest
+    October before this month, of NOW's UTC calendar, the wall clock by default). A single day ("on
+    2017-10-15", as often the question's data) is left to the cue's date (find_cue). None otherwise: "the
+    2019 edition", "Python 3.9", "since 2.0" write no date."""
+    dated = dated_window(text)
+    if dated is not None:
+        bounded = dated.low > 0 and dated.high < 2**62
+        if dated.high < dated.low or (bounded and dated.high - dated.low < 86_400_000):
+            return None  # "before 1970": no time at all
+        tail = text[text.find(dated.phrase) + len(dated.phrase) :]
+        after = re.match(r"\s*([A-Za-z]+)", tail)
+        year_only = re.search(r"\d{4}\s*$", dated.phrase) and not re.search(
+            rf"(?:{_MONTHS}|[-/]\d)", dated.phrase, re.I
+        )
+        if year_only and after is not None and after.group(1).lower() not in _AFTER_A_YEAR:
+            return None
+        return dated
+    last = _LAST_MONTH.search(text)
+    if last is None:
+        return None
+    month = _MONTH_NUMBER[last.group(1).lower()]
+    today = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).date()
+    year = today.year if month < today.month else today.year - 1
+    span = _day_span(f"{last.group(1)} {year}")
+    return None if span is None else Dated(span[0], span[1], f"in {last.group(1).capitalize()} {year}")
+
+
 # --- --since / --until ---------------------------------------------------------------------------------------
 _AGO = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
 _AGO_UNIT_S = {"m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
