@@ -759,7 +759,22 @@ def check_store(root: Path) -> list[Check]:
         checks.append(Check("store", False, f"{db}: cannot be read ({exc})", _rebuild_damaged(root, db)))
     for path in made:  # what the check made is 0600 whatever the database's mode (0400 too)
         private.fix_file(path)
-    return checks + [m for m in modes if m is not None]
+    return checks + [m for m in modes if m is not None] + _pre_upgrade_copies(db)
+
+
+def _pre_upgrade_copies(db: Path) -> list[Check]:
+    """The copies upgrades kept of the memory at DB, as information: what an older release can still read."""
+    from nexusmem.store.db import pre_upgrade_copies
+
+    return [
+        Check(
+            "store",
+            True,
+            f"memory upgraded from schema {version}: a copy of the old one is {copy} (what a release of that"
+            " schema reads; README, Upgrading and going back), delete it once you no longer need it",
+        )
+        for version, copy in pre_upgrade_copies(db)
+    ]
 
 
 def _older_rules(root: Path, db: Path) -> Check | None:

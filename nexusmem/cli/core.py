@@ -144,7 +144,9 @@ def sync_cmd(
 
         from nexusmem import autosync
         from nexusmem.errors import NexusMemError
+        from nexusmem.store.db import tell_upgrades_later
 
+        tell_upgrades_later()  # the hook's output goes to a log: the next command in a terminal says it
         try:
             autosync.auto_sync(root_of(ctx), log=echo_human)
         except NexusMemError as exc:

@@ -347,6 +347,12 @@ def _show_forget(
         )
     if report.backups:
         click.echo(f"also removed from {report.backups} scrub backup(s)")
+    for name in report.pre_upgrade:
+        click.echo(
+            f"{'would remove' if report.dry_run else 'removed'} {name}, the copy an upgrade kept of the old"
+            " memory (it may hold the value, and only the release that wrote it could clean it): going back to"
+            " that release now starts from an empty memory (`nexusmem sync` with it)"
+        )
     for name in report.skipped_links:
         echo_line(f"WARNING: {name} is a symbolic link: not followed; check what it points to by hand")
     if report.verified_absent is True and report.own_words:

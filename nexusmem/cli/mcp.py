@@ -44,5 +44,7 @@ def mcp_cmd(log_level: str) -> None:
 
     handshake = answer_initialize()
     from nexusmem.mcp_server import serve
+    from nexusmem.store.db import tell_upgrades_later
 
+    tell_upgrades_later()  # an agent's stderr, which no one reads: the next command in a terminal says it
     serve(log_level, handshake)

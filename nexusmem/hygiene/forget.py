@@ -56,6 +56,7 @@ from nexusmem.hygiene.denylist import (
 )
 from nexusmem.sources.shell.logline import log_lock
 from nexusmem.store import Store, open_store
+from nexusmem.store.db import pre_upgrade_copies
 from nexusmem.store.hygiene import TEXT_INDEXES
 from nexusmem.text import identifiers
 
@@ -100,6 +101,9 @@ class Removal:
     pattern_as_value: bool = False
     backups: int = 0  # scrub backups that held it and were cleaned
     skipped_links: list[str] = field(default_factory=list)  # backups that are links: not followed
+    # The copies upgrades kept of the old memory (memory.db.pre-vNN.bak), removed (in a dry run: would be):
+    # only the release that wrote one could clean it, and it may hold the value.
+    pre_upgrade: list[str] = field(default_factory=list)
     rekeyed: int = 0  # older (salted-hash) entries re-keyed with the user key
     # --global: other registered projects. Not opened here (each applies the user-wide list at its own
     # next sync), so they may still hold the value until then.
@@ -144,6 +148,7 @@ class Removal:
             "pattern_as_value": self.pattern_as_value,
             "backups": self.backups,
             "skipped_links": self.skipped_links,
+            "pre_upgrade_removed": self.pre_upgrade,
             "rekeyed": self.rekeyed,
             "others_pending": self.others_pending,
             "others_sync_log": self.others_sync_log,
@@ -456,6 +461,8 @@ def _apply(
     report.titles = [r[3] for r in rows[:SAMPLE_TITLES]]
     report.log_kept = keep_log
     backups, report.skipped_links = _backups(store.path)
+    old_copies = [kept for _version, kept in pre_upgrade_copies(store.path)]
+    report.pre_upgrade = [kept.name for kept in old_copies]
     if report.dry_run:
         report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
         report.sync_log = sync_log_lines(store.path.parent, matcher, plaintext, dry_run=True)
@@ -498,10 +505,13 @@ def _apply(
             with store.transaction():
                 store.add_audit("scrub-log", {"entries": [e.key for e in entries], "lines": report.log_lines})
     report.checkpointed = store.purge(vacuum=True)
+    for kept in old_copies:
+        kept.unlink()
     checked = [(store, store.database_files())]
     with contextlib.ExitStack() as copies:
         for backup in backups:
-            copy = copies.enter_context(open_store(backup))
+            # An older one is upgraded without a copy of it kept: that copy would hold what goes here.
+            copy = copies.enter_context(open_store(backup, keep_old=False))
             found = _matches(copy, entries)
             lent = _lent_holding(copy, entries)
             with copy.transaction():

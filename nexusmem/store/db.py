@@ -206,13 +206,15 @@ def open_store(
     create: bool = False,
     readonly: bool = False,
     note: Callable[[str], None] | None = None,
+    keep_old: bool = True,
 ) -> Store:
     """Open (and migrate) a project's memory.db. Without CREATE a missing file is an error, not a new DB.
 
     A store another process holds locked is waited for up to OPEN_WAIT_SECONDS; after NOTICE_SECONDS,
     NOTE (if given) is told who holds it, and at the end a StoreError says so and how to find it. READONLY
     on a full disk, where SQLite cannot make the -shm file every connection needs, reads the file as it was
-    last written (nothing waits in a write-ahead log then) and NOTE is told so."""
+    last written (nothing waits in a write-ahead log then) and NOTE is told so. Upgrading a memory an older
+    release wrote keeps a copy of the old one first (pre_upgrade_copy), unless not KEEP_OLD."""
     if not create and not path.exists():
         from nexusmem.errors import NotInitialisedError
 
@@ -241,13 +243,13 @@ def open_store(
     busy = NOTICE_SECONDS
     while True:
         try:
-            conn, migrated = _connect(path, readonly, busy)
+            conn, migrated = _connect(path, readonly, busy, keep_old=keep_old)
             break
         except health.DriverError as exc:
             waited = time.monotonic() - started
             if readonly and health.no_room_to_open(path):
                 try:
-                    conn, migrated = _connect(path, readonly, busy, immutable=True)
+                    conn, migrated = _connect(path, readonly, busy, immutable=True, keep_old=keep_old)
                 except health.DriverError as again:
                     raise health.explain(path, again, writing=False) from again
                 if note is not None:
@@ -266,15 +268,102 @@ def open_store(
     conn.execute(f"PRAGMA busy_timeout = {connection.BUSY_TIMEOUT_MS}")
     store = Store(conn, path)
     store.migrated = migrated
+    if _tell_now:
+        tell_upgrade(path)
     return store
 
 
-def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False) -> tuple[Any, list[int]]:
+# What a migration of a memory that already had a schema keeps first: a copy of the old one, which the release
+# that wrote it can still read (README, Upgrading and going back).
+PRE_UPGRADE_PATTERN = ".pre-v*.bak"
+# The notice of that upgrade, left in the memory's folder until a command prints it (tell_upgrade).
+UPGRADE_NOTICE_NAME = "upgrade-notice"
+_tell_now = True
+
+
+def pre_upgrade_copy(path: Path, version: int) -> Path:
+    """Where the copy of the memory at PATH as schema VERSION left it is kept: memory.db.pre-vNN.bak."""
+    return path.with_name(f"{path.name}.pre-v{version}.bak")
+
+
+def pre_upgrade_copies(path: Path) -> list[tuple[int, Path]]:
+    """The copies earlier upgrades kept of the memory at PATH (regular files), oldest schema first."""
+    found = []
+    for copy in path.parent.glob(path.name + PRE_UPGRADE_PATTERN):
+        number = copy.name[len(path.name) + len(".pre-v") : -len(".bak")]
+        if number.isdigit() and copy.is_file() and not copy.is_symlink():
+            found.append((int(number), copy))
+    return sorted(found)
+
+
+def tell_upgrades_later() -> None:
+    """For the processes a hook or an agent starts (the post-commit sync, the MCP server): an upgrade is not
+    printed there (into a log no one reads, or an agent's stderr); the next command that opens the memory in
+    a terminal says it, and `doctor` names the copy kept."""
+    global _tell_now
+    _tell_now = False
+
+
+def tell_upgrade(path: Path) -> None:
+    """Print (on stderr) and clear the notice an upgrade of the memory at PATH left, if one is waiting."""
+    import sys
+
+    notice = path.with_name(UPGRADE_NOTICE_NAME)
+    try:
+        text = notice.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return
+    if text:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    with suppress(OSError):
+        notice.unlink()
+
+
+def _keep_old(path: Path, version: int) -> None:
+    """Copy the memory at PATH as schema VERSION left it to pre_upgrade_copy (0600), replacing the one an
+    earlier upgrade from that version kept, and leave the notice of the upgrade. Run by the migration while it
+    holds the write lock, so nothing is written between the copy and the upgrade."""
+    target = pre_upgrade_copy(path, version)
+    partial = target.with_name(target.name + ".part")
+    try:
+        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+            with suppress(FileNotFoundError):
+                leftover.unlink()
+        reader = connection.connect(path, readonly=True)
+        try:
+            connection.copy_to(reader, partial)
+        finally:
+            reader.close()
+        os.replace(partial, target)
+        notice = path.with_name(UPGRADE_NOTICE_NAME)
+        with suppress(FileNotFoundError):
+            notice.unlink()
+        fd = open_fd(notice, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(
+                f"nexusmem: memory upgraded from schema {version} to {migrations.LATEST} (a copy of the old one"
+                f" is {target}; older NexusMem releases can no longer read this memory)\n"
+            )
+    except (OSError, health.DriverError) as exc:
+        with suppress(OSError):
+            partial.unlink()
+        raise StoreError(
+            f"{path} needs its upgrade (schema {version} to {migrations.LATEST}), and the copy of the old memory"
+            f" kept first could not be written ({exc}): free some space in {path.parent}, then run the command"
+            " again"
+        ) from exc
+
+
+def _connect(
+    path: Path, readonly: bool, busy: float, *, immutable: bool = False, keep_old: bool = True
+) -> tuple[Any, list[int]]:
     """A migrated connection to PATH whose opening waits up to BUSY seconds for another process's lock, and
     the migrations applied; a driver error (the lock still held) is raised as it is, the connection closed.
     IMMUTABLE (with READONLY): SQLite reads the file alone, with no lock and no -shm."""
     conn = None
     migrated: list[int] = []
+    before = functools.partial(_keep_old, path) if keep_old else None
     try:
         conn = connection.connect(
             path,
@@ -284,7 +373,7 @@ def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False
             immutable=immutable,
         )
         if not readonly:
-            migrated = migrations.migrate(conn)
+            migrated = migrations.migrate(conn, before=before)
         elif migrations.readable_version(conn) < migrations.LATEST:
             if immutable:  # no room for the -shm file on that disk, so none for the migration's writes
                 raise StoreError(
@@ -293,7 +382,7 @@ def _connect(path: Path, readonly: bool, busy: float, *, immutable: bool = False
                 )
             conn.close()
             conn = connection.connect(path, busy_ms=int(busy * 1000))
-            migrated = migrations.migrate(conn)
+            migrated = migrations.migrate(conn, before=before)
         missing = health.missing_tables(conn)
         if missing:
             raise StoreError(

@@ -9,7 +9,6 @@ tombstones hold node ids (hashes) and counts; deny-list entries hold what sync n
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -339,18 +338,9 @@ class HygieneMixin:
 
     def backup_to(self, target: Path) -> None:
         """A consistent copy of the database (SQLite's online backup API), created with mode 0600."""
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.close(fd)
         from nexusmem.store import connection
 
-        dest = connection.connect(target)
-        try:
-            self.conn.backup(dest)
-            dest.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            dest.execute("PRAGMA journal_mode = DELETE")
-        finally:
-            dest.close()
-        os.chmod(target, 0o600)
+        connection.copy_to(self.conn, target)
 
     # --- verdicts and supersession -------------------------------------------------------------------
     def set_trust(self, node_id: str, trust: str) -> None:

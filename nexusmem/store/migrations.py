@@ -544,10 +544,15 @@ def _git_cursor(conn: Any) -> str | None:
     return row[0] if row else None
 
 
-def migrate(conn: Any, target: int | None = None) -> list[int]:
-    """Apply every migration above the database's version (up to TARGET); return the numbers applied. A
-    migration that clears the git source's cursor (the next sync reads the history again) leaves the cursor
-    it cleared in meta (remember_git_cursor)."""
+def migrate(
+    conn: Any, target: int | None = None, *, before: Callable[[int], None] | None = None
+) -> list[int]:
+    """Apply every migration above the database's version (up to TARGET); return the numbers applied.
+
+    BEFORE(version) runs first when a database that already has a schema is to be migrated, holding its write
+    lock: what it reads (a copy of the old memory) is what the migrations start from. A migration that clears
+    the git source's cursor (the next sync reads the history again) leaves the cursor it cleared in meta
+    (remember_git_cursor)."""
     goal = LATEST if target is None else target
     version = readable_version(conn)
     applied: list[int] = []
@@ -556,6 +561,8 @@ def migrate(conn: Any, target: int | None = None) -> list[int]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = current_version(conn)  # another process may have migrated while we waited for the lock
+        if before is not None and 0 < version < goal:
+            before(version)
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, name TEXT, applied_at INTEGER)"
         )
