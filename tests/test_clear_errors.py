@@ -792,7 +792,13 @@ def test_a_store_a_newer_release_wrote_is_refused_by_reads_too(repo: Path) -> No
         store.conn.execute(
             "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, 'future', 0)", (newer,)
         )
-    said = f"database schema version {newer} is newer than this NexusMem ({migrations.LATEST}); upgrade it"
+    # The user who meets it has upgraded already: it names the program that is old (the one that ran), and
+    # what to do with the new one.
+    said = (
+        f"this memory was written by a newer NexusMem (schema {newer}) than the one running (schema"
+        f" {migrations.LATEST}, {console_script()}): a hook or MCP server still runs the old install; run"
+        " `nexusmem doctor` with the new one (or restart your agent)"
+    )
     for args in (("status",), ("status", "--json"), ("query", "cache marker"), ("show", "HEAD")):
         line = one_line_error(run_script(*args, cwd=repo))
         assert said in line, (args, line)

@@ -33,7 +33,7 @@ def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     migrations.migrate(conn)
     conn.execute("INSERT INTO schema_migrations(version, name, applied_at) VALUES (999, 'future', 0)")
     conn.close()
-    with pytest.raises(StoreError, match="newer than this NexusMem"):
+    with pytest.raises(StoreError, match=r"written by a newer NexusMem \(schema 999\) than the one running"):
         open_store(path)
 
 

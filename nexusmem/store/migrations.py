@@ -512,9 +512,7 @@ def readable_version(conn: Any) -> int:
     if version > LATEST:
         from nexusmem.errors import StoreError
 
-        raise StoreError(
-            f"database schema version {version} is newer than this NexusMem ({LATEST}); upgrade it"
-        )
+        raise StoreError(newer_problem(version))
     return version
 
 
@@ -542,6 +540,29 @@ def remember_git_cursor(conn: Any, cursor: str | None) -> None:
 def _git_cursor(conn: Any) -> str | None:
     row = conn.execute("SELECT cursor FROM sources WHERE name = 'git'").fetchone()
     return row[0] if row else None
+
+
+def newer_problem(version: int) -> str:
+    """What a memory of schema VERSION, newer than this release's, is refused with. Whoever meets it has
+    upgraded already (the newer release wrote it): the program that is old is this one, most often a hook or
+    an MCP server still started from the install before, so it is named by its path."""
+    return (
+        f"this memory was written by a newer NexusMem (schema {version}) than the one running (schema {LATEST},"
+        f" {running_program()}): a hook or MCP server still runs the old install; run `nexusmem doctor` with"
+        " the new one (or restart your agent)"
+    )
+
+
+def running_program() -> str:
+    """This process's NexusMem as a path: the console script it was started as, else the package's folder
+    (`python -m nexusmem`, an MCP server or hook started by its interpreter)."""
+    import os
+    import sys
+
+    started = sys.argv[0] if sys.argv else ""
+    if started and started not in ("-c", "-m") and not started.endswith(".py") and os.path.isfile(started):
+        return os.path.abspath(started)
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def migrate(
