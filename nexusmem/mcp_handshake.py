@@ -22,9 +22,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from nexusmem import __version__
+from nexusmem import SCHEMA, __version__
 
 SERVER_NAME = "nexusmem"
+# The memory schema as semver build metadata ("0.1.0+schema.18"): an agent's list of servers tells two
+# installs apart by what decides whether they can share a memory.
+SERVER_VERSION = f"{__version__}+schema.{SCHEMA}"
 
 INSTRUCTIONS = """\
 NexusMem remembers what actually happened in a git repository: commits and their per-file patches, shell
@@ -67,7 +70,7 @@ def initialize_result(requested: str) -> dict[str, Any]:
         "capabilities": CAPABILITIES,
         "instructions": INSTRUCTIONS,
         "protocolVersion": version,
-        "serverInfo": {"name": SERVER_NAME, "version": __version__},
+        "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
     }
 
 

@@ -34,7 +34,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from nexusmem import __version__, authors, catchup, paths, show, status, timefmt
+from nexusmem import authors, catchup, paths, show, status, timefmt
 from nexusmem import project as project_mod
 from nexusmem import sync as sync_mod
 from nexusmem.errors import (
@@ -44,7 +44,7 @@ from nexusmem.errors import (
     NotInitialisedError,
     RefusedRepositoryError,
 )
-from nexusmem.mcp_handshake import INSTRUCTIONS, SERVER_NAME, Handshake
+from nexusmem.mcp_handshake import INSTRUCTIONS, SERVER_NAME, SERVER_VERSION, Handshake
 from nexusmem.project import Project
 from nexusmem.retrieve import multi as multi_mod
 from nexusmem.retrieve import query as query_mod
@@ -813,7 +813,7 @@ READ_ONLY = ToolAnnotations(
 def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
     """The NexusMem MCP server with its four tools (not started)."""
     server: MCPServer = _Server(
-        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level=log_level
+        SERVER_NAME, version=SERVER_VERSION, instructions=INSTRUCTIONS, log_level=log_level
     )
 
     def tool(title: str, annotations: ToolAnnotations) -> Callable[[F], F]:

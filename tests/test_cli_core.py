@@ -328,10 +328,17 @@ def test_help_of_every_command_has_an_example() -> None:
 
 
 def test_version_is_fast_path(repo: Path) -> None:
+    """Every release said `nexusmem 0.1.0`: two installs (a hook's old venv, the new one) could not be told
+    apart by the one thing that decides whether they can share a memory. The schema is said too, the same
+    by the fast path and by click's (`-C PATH --version`)."""
     from nexusmem import __version__
+    from nexusmem.store import migrations
 
+    said = f"nexusmem {__version__} (memory schema {migrations.LATEST})\n"
     result = run_script("--version", cwd=repo)
-    assert result.returncode == 0 and result.stdout == f"nexusmem {__version__}\n"
+    assert result.returncode == 0 and result.stdout == said
+    result = run_script("-C", str(repo), "--version", cwd=repo)
+    assert result.returncode == 0 and result.stdout == said
 
 
 @pytest.mark.slow

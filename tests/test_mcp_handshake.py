@@ -77,6 +77,11 @@ def test_initialize_is_answered_once_and_the_session_goes_on(tmp_path: Path) -> 
     assert proc.wait(timeout=30) == 0
     assert proc.stdout is not None and proc.stdout.read() == b"", "a second answer to initialize"
     assert early["id"] == "first" and early["result"]["serverInfo"]["name"] == "nexusmem"
+    # The schema as semver build metadata: an agent's server list tells the installs apart.
+    from nexusmem import __version__
+    from nexusmem.store import migrations
+
+    assert early["result"]["serverInfo"]["version"] == f"{__version__}+schema.{migrations.LATEST}"
     assert listed["id"] == 2
     assert {tool["name"] for tool in listed["result"]["tools"]} == {
         "search_memory",

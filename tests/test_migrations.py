@@ -24,6 +24,14 @@ def test_migrations_from_empty_and_every_earlier_version(tmp_path: Path) -> None
         conn.close()
 
 
+def test_the_schema_version_says_is_the_latest_migration() -> None:
+    """`--version` says the schema without importing the store: the number it says is the last migration's."""
+    import nexusmem
+    from nexusmem.store import migrations
+
+    assert nexusmem.SCHEMA == migrations.LATEST, "a migration was added: set nexusmem.SCHEMA to its number"
+
+
 def test_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
     from nexusmem.errors import StoreError
     from nexusmem.store import connection, migrations, open_store

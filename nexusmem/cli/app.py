@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from nexusmem import __version__
+from nexusmem import VERSION_TEXT
 from nexusmem.cli.main import ABORTED, COMMANDS, INTERRUPTED
 from nexusmem.cli.plain import quiet_stdout, reader_gone
 
@@ -176,7 +176,7 @@ Examples:
   nexusmem -C ~/src/app status
 """,
 )
-@click.version_option(__version__, "-V", "--version", prog_name="nexusmem", message="%(prog)s %(version)s")
+@click.version_option(VERSION_TEXT, "-V", "--version", prog_name="nexusmem", message="%(prog)s %(version)s")
 @click.option(
     "-C",
     "repo",

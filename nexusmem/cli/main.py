@@ -49,10 +49,10 @@ COMMANDS: dict[str, str] = {
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args in (["--version"], ["-V"]):
-        from nexusmem import __version__
+        from nexusmem import VERSION_TEXT
 
         try:
-            sys.stdout.write(f"nexusmem {__version__}\n")
+            sys.stdout.write(f"nexusmem {VERSION_TEXT}\n")
             sys.stdout.flush()
         except BrokenPipeError:  # `nexusmem --version | true`: no traceback, no exit 120 at the final flush
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
