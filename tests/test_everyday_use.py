@@ -560,3 +560,29 @@ def test_a_large_budget_shows_the_further_sections_of_a_doc_file(repo: Path) -> 
 
     assert len(sections()) == 2, sections()
     assert len(sections("--budget", "20000")) == 4, sections("--budget", "20000")
+
+
+def test_the_footer_counts_every_item_a_failure_listing_shows(repo: Path) -> None:
+    """ "What failed yesterday" printed "5 of 4 match(es) shown" (and `--json` matched 4 beside 5 items): the
+    items linked to yesterday's failures ride along (here the retry that passed today; in a day of agent work,
+    the conversation turn that discussed the failure), but the question's words had matched them ("failed"),
+    so they were taken as counted among the matches, while the listing (the whole answer) counted only the
+    failures it listed."""
+    from helpers.env import clear_of_midnight, since_midnight
+
+    clear_of_midnight(300)
+    now = time.time()
+    if since_midnight(now) < 1800:
+        pytest.skip("the day has just begun: the retry must run today, after midnight")
+    midnight_ms = int((now - since_midnight(now)) * 1000)
+    commit(repo, "feat: the cache", {"src/cache.py": "SIZE = 0\n", "tests/test_cache.py": "def test(): 1\n"})
+    failed, passed = midnight_ms - 20 * 60_000, midnight_ms + 10 * 60_000
+    run = "pytest tests/test_cache.py -k failed_write"
+    write_commands(repo, [(failed, run, 1), (passed, run, 0)])
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    found = json.loads(run_cli("-C", str(repo), "query", "--json", "what failed yesterday").stdout)
+    titles = [(it["title"], it["relation"]) for it in found["items"]]
+    assert titles == [(f"{run} (exit 1)", None), (f"{run} (exit 0)", "retry")], titles
+    assert found["matched"] >= len(found["items"]), (found["matched"], titles)
+    text = run_cli("-C", str(repo), "query", "what failed yesterday").stdout
+    assert "2 of 2 match(es) shown" in text, text

@@ -126,7 +126,7 @@ def searched_from(index: int, target: Target, store: SearchStore, found: query.R
         query.is_weak(found),
         found.listing,
         found.listing_note,
-        frozenset(found.evidence),
+        found.counted,
         found.whole,
         found.pinned,
         query.strength(found).missing if found.pinned else 0.0,

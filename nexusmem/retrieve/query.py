@@ -595,6 +595,9 @@ class Retrieved:
     # How many of the newest a recent-work question asked for ("my last 3 commits": asked_count), which its
     # listing holds at most; None when it named no count (or asked no such question).
     listing_count: int | None = None
+    # The ids counts["matched"] counts (the rest of it: the word matches past the candidate cut): an item
+    # linked to a ranked one that is not among them is counted when it rides along (linked_fixes).
+    counted: frozenset[str] = frozenset()
 
 
 def _pinned(first: list[str], pinned: list[str]) -> list[str]:
@@ -1121,10 +1124,10 @@ def retrieve(
         question.notes.append(listing_note)
     if listed:
         answered_by = listed[0].id
-    others = 0  # matches of another author: left out, so not counted among the matches either
+    others: set[str] = set()  # matches of another author: left out, so not counted among the matches either
     if author is not None:
         kept = [(n, s) for n, s in scored if _authored(author, n, store.member)]
-        others = sum(1 for n, _ in scored if n.id in found) - sum(1 for n, _ in kept if n.id in found)
+        others = {n.id for n, _ in scored if n.id in found} - {n.id for n, _ in kept}
         scored = kept
         if _ASKS_COMMANDS.search(question.text) and answered_by is None:
             scored = authored_first(scored, {node_id for node_id, _ in bm25_hits})
@@ -1168,13 +1171,15 @@ def retrieve(
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
     # What a rule listed without its words matching (the failures or the newest work of a time) counts too.
-    unmatched = sum(1 for node, _ in scored if node.id not in found)
-    matched = len(found) - others + unmatched + max(0, bm25_total - len(bm25_hits))
+    counted = (set(found) - others) | {node.id for node, _ in scored}
+    matched = len(counted) + max(0, bm25_total - len(bm25_hits))
     if listed and {node.id for node, _ in scored} <= {node.id for node in listed}:
         # A listing that is the whole answer ("what failed today": the failed runs, _listed): what else the
         # words matched (old commits that say "fail", a run that found no test, exit 5) is never shown, so
-        # not counted ("42 of 45 match(es) shown" could never be 45).
-        matched = len(scored)
+        # not counted ("42 of 45 match(es) shown" could never be 45); an item linked to a listed failure
+        # (its retry, the turn that discussed it) is counted when it rides along, matched or not.
+        counted = {node.id for node, _ in scored}
+        matched = len(counted)
     counts = {
         # Distinct ids in the fused lists, plus the BM25 matches past the candidate cut.
         "matched": matched,
@@ -1201,6 +1206,7 @@ def retrieve(
         tuple(node_id for node_id in pinned if node_id in {node.id for node, _ in scored}),
         released,
         listing_count,
+        frozenset(counted),
     )
 
 
@@ -3493,9 +3499,8 @@ def run(
         end_line=lambda line: setattr(result, "release_end", line),
     )
     result.packed = True
-    matched_ids = set(found.evidence) | {n.id for n, _ in scored}
     result.matched += linked_fixes(
-        store, links, matched_ids, as_of=as_of, since=since, until=until, author=author
+        store, links, found.counted, as_of=as_of, since=since, until=until, author=author
     )
     # "No memory matches" under a window or an author read as "this never happened"; an author memory holds
     # no command of was said so, with those it holds (NO_COMMANDS_BY).
