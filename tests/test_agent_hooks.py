@@ -857,6 +857,29 @@ def test_claude_code_hook_at_both_scopes_is_named_and_one_call_counts_once(
     assert "twice" not in status, status
 
 
+def test_one_failed_call_logged_by_both_scopes_is_one_failure_for_precheck_before_a_sync(
+    repo: Path, isolated_home: Path
+) -> None:
+    """With the hook at both scopes, Claude Code hands one failed Bash call to both installed commands: two
+    log lines, one call id. Before a sync, precheck (which reads the log's unsynced tail) said the failure
+    happened "2 times in the last 30 days"; after `nexusmem sync`, which stores the call once, it said it
+    once. Both now say it once."""
+    commit(repo, "feat: limit", {"src/limit.py": "x = 1\n", "tests/test_limit.py": "def test(): ...\n"})
+    sync.sync(repo)
+    run_cli("-C", str(repo), "hook", "agent", "install", "claude-code", "--project")
+    run_cli("-C", str(repo), "hook", "agent", "install", "claude-code")
+    failed = claude_failure(repo, "pytest tests/test_limit.py", "toolu_BOTH", "Exit code 1\nFAILED test")
+    for settings in (claude_settings(isolated_home), repo / ".claude" / "settings.local.json"):
+        assert fire(installed_command(settings, "PostToolUseFailure"), failed).returncode == 0
+    assert [line.get("call_id") for line in log_lines()].count("toolu_BOTH") == 2
+    before = run_cli("-C", str(repo), "precheck", "--files", "tests/test_limit.py", ok=False).output
+    assert "pytest tests/test_limit.py" in before and "failed (exit 1)" in before, before
+    assert "times in the last" not in before, before
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    after = run_cli("-C", str(repo), "precheck", "--files", "tests/test_limit.py", ok=False).output
+    assert after == before, (before, after)
+
+
 @pytest.mark.parametrize("order", [("--user", "--project"), ("--project", "--user")])
 def test_install_status_and_doctor_give_one_fix_for_a_double_install(
     repo: Path, isolated_home: Path, order: tuple[str, str]

@@ -124,7 +124,8 @@ def unsynced_tail(
     home: Path | None = None,
 ) -> list[TailCommand]:
     """The commands in the hook log after ROOT's shell cursor (at most the last MAX_BYTES of it) whose cwd is
-    inside ROOT, parsed and redacted exactly as a sync would. Worktrees are not matched: that needs git.
+    inside ROOT, parsed and redacted exactly as a sync would, an agent's call once however many lines log it
+    (its first). Worktrees are not matched: that needs git.
 
     REDACTED=False leaves the commands as typed, for a caller that shows none of them (and so need not
     redact them, ~0.1 ms each): precheck redacts what it may show of that read (with_texts) first."""
@@ -149,6 +150,9 @@ def unsynced_tail(
 
         redact = redact_text
     out: list[TailCommand] = []
+    # An agent's call logged twice (its hook installed at both scopes: one payload, two lines, one call id)
+    # is one command, as the sync stores it: its first line stands for it.
+    calls: set[str] = set()
     records = iter_log_records(log, start)
     if start > offset:  # began mid-line: the first record is a fragment
         next(records, None)
@@ -161,6 +165,11 @@ def unsynced_tail(
         where = attributor.match(line.cwd)
         if where is None or not line.command.strip():
             continue
+        key = call_key(line)
+        if key is not None:
+            if key in calls:
+                continue
+            calls.add(key)
         place, rel = where
         command = line.command
         if redact is not None:
@@ -180,7 +189,7 @@ def unsynced_tail(
                 files_of[(command, rel)],
                 line.author,
                 line.author_kind,
-                call_key(line),
+                key,
                 line.shell,
             )
         )
