@@ -487,6 +487,25 @@ def test_project_scope_writes_settings_local_never_the_committed_file(
     assert not (isolated_home / ".codex" / "hooks.json").exists()
 
 
+def test_the_short_name_claude_is_taken_wherever_the_agent_is_named(repo: Path, isolated_home: Path) -> None:
+    """`hook agent install claude --project` said "Invalid value ... 'claude' is not one of 'claude-code',
+    'codex'" while the README names `claude` as a short name `hook agent install` takes; `remove` and
+    `status` refused it too. Each now takes it as claude-code, in any case, and says claude-code."""
+    commit(repo, "feat: cache", {"src/cache.py": "x = 1\n"})
+    run_cli("-C", str(repo), "hook", "agent", "install", "claude-code")
+    said = run_cli("-C", str(repo), "hook", "agent", "install", "claude", "--project").stdout
+    local = repo / ".claude" / "settings.local.json"
+    assert f"Installed the claude-code command hook in {local}" in said, said
+    assert "also installed" in said, said  # the same warning as for `claude-code`
+    assert installed_command(local, "PostToolUseFailure").endswith(" claude-code")
+    status = run_cli("-C", str(repo), "hook", "agent", "status", "Claude").stdout
+    assert f"claude-code  project  installed      {local}" in status and "codex" not in status, status
+    gone = run_cli("-C", str(repo), "hook", "agent", "remove", "claude", "--project").stdout
+    assert f"Removed the claude-code command hook from {local}" in gone, gone
+    wrong = run_cli("-C", str(repo), "hook", "agent", "install", "gemini", ok=False)
+    assert wrong.exit_code == 2 and "'gemini' is not one of" in wrong.output, wrong.output
+
+
 def test_claude_config_dir_is_honoured_and_a_moved_install_is_outdated(
     isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -10,7 +12,19 @@ from nexusmem.cli.app import repo_option, root_of
 from nexusmem.cli.common import echo_line, library_errors
 from nexusmem.install import agent_hooks
 
-AGENT_CHOICE = click.Choice(agent_hooks.AGENTS, case_sensitive=False)
+
+class AgentChoice(click.Choice):  # type: ignore[type-arg]  # generic in click 8.2, not before
+    """The agents' names, and the short names the library takes for them (`claude` is claude-code), each in
+    any case: the command receives the full name."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            with contextlib.suppress(agent_hooks.AgentHookError):  # click's own message lists the names
+                value = agent_hooks.normalise_agent(value)
+        return super().convert(value, param, ctx)
+
+
+AGENT_CHOICE = AgentChoice(agent_hooks.AGENTS, case_sensitive=False)
 
 _PROJECT_HELP = (
     "This repository's .claude/settings.local.json (not committed) instead of your user settings."
