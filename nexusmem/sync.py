@@ -57,6 +57,7 @@ class SourceSummary:
     noop: bool = False
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # where skipped bad records were (first few)
+    skipped_because: str | None = None  # why the source read nothing (ScanResult.skipped_because)
 
 
 @dataclass
@@ -103,7 +104,9 @@ class SyncSummary:
         summary = self
         parts = []
         for s in summary.sources:
-            if s.noop:
+            if s.noop and s.skipped_because:
+                text = f"{s.name} skipped ({s.skipped_because})"
+            elif s.noop:
                 text = f"{s.name} unchanged"
             else:
                 text = f"{s.name} +{s.added}"
@@ -167,6 +170,7 @@ class SyncSummary:
                     "noop": s.noop,
                     "notes": s.notes,
                     "problems": s.problems,
+                    "skipped_because": s.skipped_because,
                 }
                 for s in self.sources
             ],
@@ -313,7 +317,7 @@ def _redact_said(result: ScanResult) -> None:
     """RESULT's problems, notes and state redacted: each can quote what the source read (a record's type, a
     call's id, a file's name, what a tool printed), and each is stored or printed. Here, once for every
     source, after its nodes were read (a source redacts what it puts in nodes itself)."""
-    if not (result.problems or result.notes or result.state):
+    if not (result.problems or result.notes or result.state or result.skipped_because):
         return  # a sync with nothing to say loads no redaction engine
     from nexusmem.redact import redact
 
@@ -321,6 +325,8 @@ def _redact_said(result: ScanResult) -> None:
     result.notes = [redact(n) for n in result.notes]
     if result.state:
         result.state = redact(result.state)
+    if result.skipped_because:
+        result.skipped_because = redact(result.skipped_because)
 
 
 def record_problems(store: SyncStore, source: str, problems: list[str], *, reset: bool = False) -> None:
@@ -918,6 +924,7 @@ def sync(
                     store.replace_links_from(result.link_relation, result.link_scope, result.links)
                 elif result.links is not None:
                     store.replace_links(result.link_relation, result.links)
+                part.skipped_because = result.skipped_because
                 if result.state:
                     store.set_meta(STATE_KEY + name, result.state)
                 else:

@@ -324,12 +324,16 @@ def test_a_burst_in_one_second_larger_than_the_cap_is_read_over_syncs(
 
 def test_missing_or_logged_out_gh_is_a_quiet_skip(world: tuple[Path, Path, dict[str, str]], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The sync succeeds, and its line says the source was skipped and why (it said `github unchanged`, and
+    only `status` told why); `status` says the same reason."""
     repo, data, _ = world
     (data / "logged-out").write_text("")
     result = run_cli("-C", str(repo), "sync", "--no-embed")
-    assert "auth" not in result.output and _threads(repo) == {}
+    assert _threads(repo) == {}
+    assert "github skipped (gh is not logged in: run `gh auth login`)" in result.stdout, result.stdout
+    assert "github unchanged" not in result.stdout and "Error" not in result.output, result.output
     assert (
-        "github: skipped: gh CLI is not authenticated (run `gh auth login`)"
+        "github: skipped: gh is not logged in: run `gh auth login`"
         in run_cli("-C", str(repo), "status").stdout
     )
     proj = project_mod.load(repo)
@@ -342,7 +346,8 @@ def test_missing_or_logged_out_gh_is_a_quiet_skip(world: tuple[Path, Path, dict[
 
     (only_git / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
     monkeypatch.setenv("PATH", str(only_git))
-    run_cli("-C", str(repo), "sync", "--no-embed")
+    said = run_cli("-C", str(repo), "sync", "--no-embed").stdout
+    assert "github skipped (gh CLI not found on PATH)" in said, said
     assert "github: skipped: gh CLI not found on PATH" in run_cli("-C", str(repo), "status").stdout
     # Logged in again: the next sync reads everything and the line says so.
     (data / "logged-out").unlink()

@@ -64,6 +64,8 @@ class ScanResult:
     link_scope: list[str] | None = None
     # One line `status` shows for this source ("skipped: gh CLI not found on PATH"); None clears it.
     state: str | None = None
+    # Why the source read nothing this sync (no gh, a logged-out one), said in the sync's line; None: it read.
+    skipped_because: str | None = None
     # After the nodes were iterated: whether a node stored before (by its meta) is one whose input this scan
     # read again (its transcript is still on disk), so that what it did not write back is gone from it. A
     # rebuild keeps every node of the kinds a source may not read again (Store.history_nodes) that it

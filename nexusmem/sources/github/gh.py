@@ -154,7 +154,7 @@ def api_items(
             err = errors.read(4096).decode("utf-8", "replace")
             first = next((line.strip() for line in err.splitlines() if line.strip()), f"exit {code}")
             if code == 4 or _AUTH.search(err):
-                raise GhUnavailable("gh CLI is not authenticated (run `gh auth login`)")
+                raise GhUnavailable("gh is not logged in: run `gh auth login`")
             raise GhError(f"gh api call failed: {first}")
         if text.strip():
             from nexusmem.redact import redact_cut

@@ -257,8 +257,7 @@ class GithubSource:
         result = ScanResult(nodes=(), cursor=ctx.cursor)
         slug = repo_slug(ctx.root, str(cfg.get("repo", "")))
         if slug is None:
-            result.state = "skipped: no GitHub remote (set sources.github.repo to OWNER/REPO)"
-            return result
+            return _skipped(result, "no GitHub remote: set sources.github.repo to OWNER/REPO")
         previous = {} if ctx.full else _cursor(ctx.cursor)
         since = previous.get("since") if isinstance(previous.get("since"), str) else None
         max_threads = int(cfg.get("maxThreads", 100))
@@ -286,8 +285,7 @@ class GithubSource:
                         else:
                             thread.comments.append(c)
         except gh.GhUnavailable as exc:
-            result.state = f"skipped: {_said(exc)}"
-            return result
+            return _skipped(result, _said(exc))
         except gh.GhError as exc:
             # What gh printed is stored (status shows it) and shown: a token it echoes, a terminal escape
             # in a server's error page, never reach either.
@@ -493,6 +491,13 @@ class GithubSource:
                 "description": cut_redacted(description, DESCRIPTION_CHARS),
             },
         )
+
+
+def _skipped(result: ScanResult, why: str) -> ScanResult:
+    """RESULT as a scan that read nothing because of WHY: the sync's line and `status` say it."""
+    result.skipped_because = why
+    result.state = f"skipped: {why}"
+    return result
 
 
 def _said(exc: Exception) -> str:
