@@ -939,7 +939,10 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
             bool,
             Field(
                 strict=True,
-                description="Also link failed commands to the commands that fixed them (when supported).",
+                description=(
+                    "Link failed commands to what fixed them even when the sync read nothing new (a sync"
+                    " that reads anything new links anyway)."
+                ),
             ),
         ] = False,
         noEmbed: Annotated[

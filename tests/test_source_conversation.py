@@ -17,7 +17,7 @@ from nexusmem import project as project_mod
 from nexusmem.nodes import Node
 from nexusmem.store.nodes import StoredNode
 
-from helpers import commit, git, run_cli, run_script
+from helpers import commit, git, query_json, run_cli, run_script
 from helpers import transcripts as T
 from helpers.git import init_repo
 from helpers.mcp import mcp_session
@@ -530,6 +530,31 @@ def test_failure_discussed_in_a_transcript_gets_a_discussion_link(world: dict[st
     # And the query shows the failure with what discussed it.
     out = run_cli("-C", str(repo), "query", "--", "pytest eviction").stdout
     assert "test_cache_eviction" in out
+
+
+def test_a_plain_sync_with_transcripts_on_makes_the_failure_links(world: dict[str, Any]) -> None:
+    """The source on in the config, as "Conversation transcripts" says to keep it: a plain `nexusmem sync`
+    made no failure → fix or discussion link (only `--link-failures` or the post-commit sync did), so the
+    agent's failed test showed alone. Now a sync that reads anything new links what it read."""
+    repo = world["repo"]
+    run_cli("-C", str(repo), "init")
+    config_path = repo / ".nexusmem" / "config.json"
+    config = json.loads(config_path.read_text())
+    config["sources"]["conversation"]["enabled"] = True
+    config_path.write_text(json.dumps(config))
+    said = run_cli("-C", str(repo), "sync", "--no-embed").stdout
+    assert "Failure links:" in said and " discussion (+" in said, said  # it changed links: the line says so
+    failed = agent_calls(repo)["agent:claude-code:toolu_01FAIL"]
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        relations = {rel for _, _, rel in store.links_from([failed.id])}
+    assert {"retry", "discussion"} <= relations, relations
+    found = query_json(repo, "pytest eviction")
+    riders = {it["relation"] for it in found["items"] if it["linked_from"] == failed.id}
+    assert {"retry", "discussion"} <= riders, found["items"]
+    # A sync with nothing new to read says nothing of links and does not load the linker.
+    again = run_cli("-C", str(repo), "sync", "--no-embed").stdout
+    assert "Failure links" not in again, again
+    assert sync_json(repo)["links"] is None
 
 
 @pytest.mark.slow

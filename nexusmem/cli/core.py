@@ -55,7 +55,8 @@ def _known_sources(names: tuple[str, ...]) -> tuple[str, ...]:
 @click.option(
     "--link-failures",
     is_flag=True,
-    help="Then link failed shell commands to what fixed them (same-command retry, commit, discussion).",
+    help="Link failed shell commands to what fixed them (retry, commit, discussion) even when nothing new was"
+    " read, and say what linking did (a sync that reads anything new links anyway).",
 )
 @click.option(
     "--auto",
