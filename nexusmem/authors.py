@@ -3,8 +3,10 @@
 A `shell_command` node's meta carries `author` ("me" for the person at the keyboard, else the agent or
 tool: "claude-code", "codex", "atuin:copilot") and `author_kind` ("human" | "agent"); nodes recorded before
 authors existed have neither and are the person's. In the team store "me" is the member asking: the person
-at the keyboard of the machine that pushed the command, when that member is the one asking. A `conversation_turn` is its agent's. Other kinds (commits,
-diffs, docs) have no author in this sense and always pass the filter. Stdlib only: precheck imports it.
+at the keyboard of the machine that pushed the command, when that member is the one asking. A `conversation_turn` is its agent's, and
+also the person's: its question is what they typed to the agent (`me` keeps the turns that hold one, an agent's
+name the turns of that agent). Other kinds (commits, diffs, docs) have no author in this sense and always pass
+the filter. Stdlib only: precheck imports it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ if TYPE_CHECKING:
 
 ME, AGENTS = "me", "agents"
 HELP = (
-    "Only shell commands (and conversations) by this author: `me` (what you typed), `agents` (any coding"
-    " agent), or one agent's name in any case (claude-code, or claude; codex, ...). Commits, diffs and docs"
-    " always pass."
+    "Only shell commands (and conversations) by this author: `me` (what you typed: your commands, and the"
+    " questions you asked your agents), `agents` (any coding agent), or one agent's name in any case"
+    " (claude-code, or claude; codex, ...). Commits, diffs and docs always pass."
 )
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._-]{0,63}\Z")
 # What an agent is also called (the short names `hook agent install` takes): the name it is recorded by.
@@ -106,10 +108,18 @@ def keeps(
         return True
     author, author_kind = who
     if wanted == ME:
-        return author_kind == "human" and (not recorded_by or recorded_by == asker)
+        yours = author_kind == "human" or (kind == "conversation_turn" and _asked_by_the_person(meta))
+        return yours and (not recorded_by or recorded_by == asker)
     if wanted == AGENTS:
         return author_kind == "agent"
     return author.lower() == wanted.lower()
+
+
+def _asked_by_the_person(meta: dict[str, Any]) -> bool:
+    """Whether a conversation turn's META holds a question the person typed (empty when the agent spoke
+    first): that question is theirs, the answer the agent's."""
+    question = meta.get("question")
+    return isinstance(question, str) and question.strip() != ""
 
 
 def held_by(wanted: str, recorded: list[tuple[str, str]]) -> bool:

@@ -883,7 +883,8 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
             str | None,
             Field(
                 description="Only the shell commands and conversation turns of this author: `me` (the "
-                "commands the person typed; no conversation turn is theirs), `agents` (any coding agent's "
+                "commands the person typed, and the conversation turns holding a question they asked an "
+                "agent), `agents` (any coding agent's "
                 "commands and conversation turns), or one agent's name such as claude-code (or claude) or "
                 "codex, in any case. Commits, diffs and docs always pass."
             ),

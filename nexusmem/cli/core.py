@@ -177,7 +177,8 @@ def sync_cmd(
 
 
 AUTHOR_HELP = (
-    "Only shell commands by this author: me (what you typed), agents (any coding agent), or an agent's"
+    "Only shell commands (and conversations) by this author: me (what you typed: your commands, and the"
+    " questions you asked your agents), agents (any coding agent), or an agent's"
     " name (claude-code, codex, ...). Commits, diffs and docs always pass."
 )
 

@@ -1,0 +1,68 @@
+"""Questions about what was said to a coding agent: the person's own questions are theirs (`--author me`),
+"what did I ask claude about X" is answered by the conversation about X. A real git repository, Claude Code
+transcripts in their real format (tests/helpers/transcripts.py), the real CLI and a real store."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import commit, run_cli
+from helpers import transcripts as T
+
+NOW = datetime.now(timezone.utc).replace(microsecond=0)
+DAY = 86_400
+
+
+@pytest.fixture
+def world(repo: Path, isolated_home: Path) -> Path:
+    """Commits about the vtable and Chain::advance (years old), and one Claude Code session of today in which
+    the person asked about the vtable and about Chain::advance while the agent ran commands."""
+    old = int(NOW.timestamp()) - 400 * DAY
+    commit(repo, "Rename Vtable::to_* to Vtable::into_*", {"src/bytes.rs": "// vtable\n"}, when=old)
+    commit(repo, "Pass vtable data by value", {"src/bytes.rs": "// vtable data\n"}, when=old + DAY)
+    commit(repo, "Move drop_fn into the vtable", {"src/bytes.rs": "// vtable drop\n"}, when=old + 2 * DAY)
+    commit(repo, "Fix Chain::advance past the end", {"src/chain.rs": "// advance\n"}, when=old + 3 * DAY)
+    commit(repo, "Update loom to 0.7", {"Cargo.toml": "loom = '0.7'\n"}, when=old + 4 * DAY)
+    w = T.ClaudeWriter("9b1c2d3e-0000-4000-8000-00000000beef", repo, NOW - timedelta(hours=2))
+    w.user("explain the vtable in bytes.rs, what is promotable_even?")
+    w.say("It is the table of functions a Bytes uses to clone and drop its storage.")
+    w.user("why does Chain::advance panic when the first buffer is empty?")
+    w.bash("toolu_01GREP", "grep -rn advance src/chain.rs", "src/chain.rs:1: // advance")
+    w.bash("toolu_01TEST", "cargo test --test test_serde", "test failed", exit_code=101)
+    w.bash("toolu_01CLIP", "cargo clippy", "ok")
+    w.say("It subtracts from the first buffer without checking that it is empty.")
+    w.write(isolated_home / ".claude" / "projects" / "-repo" / "9b1c2d3e-0000-4000-8000-00000000beef.jsonl")
+    run_cli("-C", str(repo), "sync", "--conversation", "--no-embed")
+    return repo
+
+
+def ask(repo: Path, question: str, *options: str) -> dict[str, Any]:
+    out = run_cli("-C", str(repo), "query", "--json", *options, "--", question).stdout
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def titles(data: dict[str, Any], kind: str | None = None) -> list[str]:
+    return [item["title"] for item in data["items"] if kind is None or item["kind"] == kind]
+
+
+def test_the_questions_the_person_typed_to_an_agent_are_theirs(world: Path) -> None:
+    """`--author me "what did I ask about the vtable"` showed commits alone and "no commands by 'me'": every
+    turn was the agent's, the person's own question with it."""
+    mine = ask(world, "what did I ask about the vtable", "--author", "me")
+    assert "explain the vtable in bytes.rs, what is promotable_even?" in titles(mine, "conversation_turn"), (
+        mine
+    )
+    assert not titles(mine, "shell_command"), mine  # the agent's commands are still not the person's
+    # The agent's side still has them.
+    claude = ask(world, "the vtable", "--author", "claude")
+    assert "explain the vtable in bytes.rs, what is promotable_even?" in titles(claude, "conversation_turn")
+    text = run_cli(
+        "-C", str(world), "query", "--author", "me", "--", "what did I ask about the vtable"
+    ).output
+    assert "explain the vtable in bytes.rs" in text, text
