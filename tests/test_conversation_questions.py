@@ -66,3 +66,32 @@ def test_the_questions_the_person_typed_to_an_agent_are_theirs(world: Path) -> N
         "-C", str(world), "query", "--author", "me", "--", "what did I ask about the vtable"
     ).output
     assert "explain the vtable in bytes.rs" in text, text
+
+
+@pytest.mark.parametrize(
+    ("question", "turn"),
+    [
+        (
+            "what did I ask claude about Chain::advance",
+            "why does Chain::advance panic when the first buffer is empty?",
+        ),
+        ("what did I ask about the vtable", "explain the vtable in bytes.rs, what is promotable_even?"),
+        (
+            "what did I tell claude about the vtable",
+            "explain the vtable in bytes.rs, what is promotable_even?",
+        ),
+        ("what did we discuss about the vtable", "explain the vtable in bytes.rs, what is promotable_even?"),
+    ],
+)
+def test_what_was_asked_of_an_agent_is_answered_by_the_conversation_first(
+    world: Path, question: str, turn: str
+) -> None:
+    """ "what did I ask claude about Chain::advance" put the agent's grep first and its unrelated `cargo
+    test`/`cargo clippy` ("claude" matched every command it ran) above the commits; "what did I ask about the
+    vtable" said "No strong match", the turn fourth behind the commits that say vtable."""
+    data = ask(world, question)
+    assert titles(data)[0] == turn, titles(data)
+    assert not data["weak"], data
+    assert any(note.startswith("first: the conversations") for note in data["notes"]), data["notes"]
+    commands = titles(data, "shell_command")
+    assert not [c for c in commands if "clippy" in c or "test_serde" in c], commands

@@ -903,3 +903,37 @@ def pasted_trace(text: str) -> Trace | None:
     if re.search(r"\w", headline) is None:
         return None
     return Trace(" ".join(headline.split()), "\n".join(frames))
+
+
+# "What did I ask claude about Chain::advance?", "what did I tell codex about the cache?", "what did we
+# discuss about the vtable?", "what did I ask the agent about X?": the conversation with a coding agent about X
+# is asked for. The agent it names says whose conversation (an author hint), not what it was about: searched,
+# "claude" matched every command Claude Code ran (`cargo test`, `cargo clippy`) through its author.
+_CONVERSATION_ASKED = re.compile(
+    r"\bwhat\s+(?:did|have|had|do)\s+(?:i|we)\s+"
+    r"(?:ask|asked|tell|told|say|said|discuss|discussed|talk|talked|chat|chatted)(?:\s+(?:to|with))?"
+    r"(?:\s+(?P<who>(?:the|my|our)\s+(?:ai\s+|coding\s+)?(?:agent|assistant)"
+    r"|claude(?:[\s-]code)?|codex|gemini|aider|copilot|cursor))?"
+    r"\s+(?:about|on|regarding)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class ConversationAsk:
+    """A question about what was said to an agent: the PHRASE that asks it (not searched), and the AGENT it
+    names as conversations record it (claude-code, codex, ...), None for any ("the agent", or none named)."""
+
+    phrase: str
+    agent: str | None
+
+
+def conversation_asked(text: str) -> ConversationAsk | None:
+    """The conversation TEXT asks about ("what did I ask claude about X" -> claude-code's), else None."""
+    found = _CONVERSATION_ASKED.search(text)
+    if found is None:
+        return None
+    who = (found.group("who") or "").lower()
+    if not who or who.split()[-1] in ("agent", "assistant"):
+        return ConversationAsk(found.group(0), None)
+    return ConversationAsk(found.group(0), "claude-code" if who.startswith("claude") else who)

@@ -13,6 +13,7 @@ from nexusmem import authors, embed, identity, paths, resolved, timefmt
 from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
+    ConversationAsk,
     Intent,
     Runs,
     Sequence,
@@ -22,6 +23,7 @@ from nexusmem.retrieve.intent import (
     code_names,
     command_head,
     command_words,
+    conversation_asked,
     first_release_asked,
     head_words,
     intent,
@@ -467,6 +469,9 @@ class Question:
     span: tuple[str, str | None] | None = None
     # GONE is asked whether the code still holds it, yes or no (intent.still_asked).
     still: bool = False
+    # Asks what was said to an agent about something ("what did I ask claude about X":
+    # intent.conversation_asked): the conversation turns its words match come first (conversations_first).
+    conversation: ConversationAsk | None = None
 
 
 def prepare(text: str, project: str | None = None) -> Question:
@@ -519,6 +524,12 @@ def prepare(text: str, project: str | None = None) -> Question:
         newest_release_asked(text),
     )
     question.migrates = migration(text)
+    question.conversation = conversation_asked(text)
+    if question.conversation is not None:
+        # "what did I ask claude about": who was asked and how, not what about (the agent's name matched
+        # every command it ran).
+        left = question.search_text.replace(question.conversation.phrase, " ")
+        question.search_text = " ".join(left.split()) if re.search(r"\w", left) else question.search_text
     if question.gone is None and question.origin is None:
         question.gone = still_asked(text)
         question.still = question.gone is not None
@@ -1147,6 +1158,14 @@ def retrieve(
                 question.notes.append(no_commands)
     if dated is not None and dated_first and not listed and answered_by is None:
         question.notes.append(f"first: changes made {dated.phrase} (the dates the question writes)")
+    if question.conversation is not None and answered_by is None and not listed:
+        turns = conversations_first(scored, {node_id for node_id, _ in bm25_hits}, question.conversation)
+        if turns:
+            scored = put_first(scored, turns)
+            pinned = _pinned([node.id for node in turns], pinned)
+            answered_by = turns[0].id
+            with_whom = question.conversation.agent or "your agents"
+            question.notes.append(f"first: the conversations with {with_whom} that match the question")
     missed = None if listing_note is not None or answered_by is not None else _window_missed(question, scored)
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
@@ -2595,6 +2614,30 @@ def authored_first(
     rest follows as it was."""
     first = [node for node, _ in scored if node.kind in authors.AUTHORED_KINDS and node.id in lexical]
     return put_first(scored, first) if first else scored
+
+
+# The share of the best matching turn's score a turn needs to come first in conversations_first: a turn that
+# shares one common word of the question ("bulk question about buffer advance" of "Chain::advance") is not
+# the conversation asked about.
+CONVERSATION_SHARE = 0.6
+
+
+def conversations_first(
+    scored: list[tuple[StoredNode, float]], lexical: set[str], asked: ConversationAsk
+) -> list[StoredNode]:
+    """The conversation turns of SCORED its words matched (LEXICAL) nearly as well as the best one
+    (CONVERSATION_SHARE), in their order, to put first for a question that ASKED what was said to an agent:
+    those of the agent it names before the others'."""
+    matched = [
+        (node, value) for node, value in scored if node.kind == "conversation_turn" and node.id in lexical
+    ]
+    best = matched[0][1] if matched else 0.0
+    turns = [node for node, value in matched if value >= CONVERSATION_SHARE * best]
+    if asked.agent is None:
+        return turns
+    named = [node for node in turns if authors.keeps(asked.agent, node.kind, node.meta)]
+    ids = {node.id for node in named}
+    return named + [node for node in turns if node.id not in ids]
 
 
 def above(top: float, count: int, step: int) -> float:
