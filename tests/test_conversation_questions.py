@@ -95,3 +95,23 @@ def test_what_was_asked_of_an_agent_is_answered_by_the_conversation_first(
     assert any(note.startswith("first: the conversations") for note in data["notes"]), data["notes"]
     commands = titles(data, "shell_command")
     assert not [c for c in commands if "clippy" in c or "test_serde" in c], commands
+
+
+def test_under_an_authors_filter_the_authors_matching_items_come_first(world: Path, repo: Path) -> None:
+    """`--author claude "test_serde"` put a commit that only shares the test's words above the one command
+    of Claude Code's that ran it: the filter kept the agent's commands but ranked them among everyone's
+    commits."""
+    commit(
+        repo,
+        "fix: test_serde: serde_test tokens for the serde feature",
+        {
+            "tests/test_serde.rs": "// test_serde serde_test\nfn test_serde() {}\n",
+            "Cargo.toml": "serde_test = 1\n",
+        },
+    )
+    run_cli("-C", str(repo), "sync", "--conversation", "--no-embed")
+    data = ask(repo, "test_serde", "--author", "claude")
+    assert titles(data)[0] == "cargo test --test test_serde (exit 101)", titles(data)
+    assert "fix: test_serde: serde_test tokens for the serde feature" in titles(data), titles(
+        data
+    )  # commits still pass, after it

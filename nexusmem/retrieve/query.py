@@ -1140,7 +1140,7 @@ def retrieve(
         kept = [(n, s) for n, s in scored if _authored(author, n, store.member)]
         others = {n.id for n, _ in scored if n.id in found} - {n.id for n, _ in kept}
         scored = kept
-        if _ASKS_COMMANDS.search(question.text) and answered_by is None:
+        if answered_by is None:
             scored = authored_first(scored, {node_id for node_id, _ in bm25_hits})
         if recent_work and not listed and author != authors.ME:
             # What an agent has been doing is its commands (activity_first): with none of them listed, the
@@ -2609,9 +2609,9 @@ def authored_first(
     scored: list[tuple[StoredNode, float]], lexical: set[str]
 ) -> list[tuple[StoredNode, float]]:
     """SCORED with the commands (and conversation turns) its words matched put first, in their order: a
-    question under `--author` that asks what was run ("what did the agent run on the migrations") asks for
-    that author's commands, which the filter kept but commits and docs sharing its words outranked. The
-    rest follows as it was."""
+    question under `--author` asks for that author's work ("what did the agent run on the migrations",
+    `--author claude "test_serde"`), which the filter kept but commits and docs sharing its words outranked
+    (they pass the filter as context). The rest follows as it was."""
     first = [node for node, _ in scored if node.kind in authors.AUTHORED_KINDS and node.id in lexical]
     return put_first(scored, first) if first else scored
 
