@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from nexusmem.retrieve import timecue
+
 from helpers import commit, run_cli
 from helpers import transcripts as T
 
@@ -115,3 +117,38 @@ def test_under_an_authors_filter_the_authors_matching_items_come_first(world: Pa
     assert "fix: test_serde: serde_test tokens for the serde feature" in titles(data), titles(
         data
     )  # commits still pass, after it
+
+
+def test_a_day_word_puts_that_days_matches_first(world: Path, isolated_home: Path) -> None:
+    """ "what did the agent try yesterday for the failing test" showed today's turn and years-old commits
+    first: outside a failures listing, "yesterday" only weighed age a little."""
+    low, high = timecue.local_day(1)
+    yesterday = datetime.fromtimestamp((low + high) / 2000, timezone.utc).replace(microsecond=0)
+    w = T.ClaudeWriter("5e1c2d3e-0000-4000-8000-00000000f00d", world, yesterday)
+    w.user("the split_off test is failing after my change, can you look?")
+    w.bash("toolu_01YDAY", "cargo test --test test_bytes split_off", "test failed", exit_code=101)
+    w.say("It fails because split_off keeps the old capacity.")
+    w.write(isolated_home / ".claude" / "projects" / "-repo" / "5e1c2d3e-0000-4000-8000-00000000f00d.jsonl")
+    today = T.ClaudeWriter("4e1c2d3e-0000-4000-8000-00000000cafe", world, datetime.now(timezone.utc))
+    today.user("the failing test again: which test is it now?")
+    today.bash("toolu_01TDAY", "cargo test --test test_buf", "test failed", exit_code=101)
+    today.say("The failing test is test_buf now.")
+    today.write(
+        isolated_home / ".claude" / "projects" / "-repo" / "4e1c2d3e-0000-4000-8000-00000000cafe.jsonl"
+    )
+    commit(
+        world,
+        "Fix the failing test of the vtable",
+        {"src/bytes.rs": "// vtable fixed\n"},
+        when=low // 1000 - 300 * DAY,
+    )
+    run_cli("-C", str(world), "sync", "--conversation", "--no-embed")
+    data = ask(world, "what did the agent try yesterday for the failing test")
+    days = [low <= datetime.fromisoformat(item["ts"]).timestamp() * 1000 <= high for item in data["items"]]
+    first = days.index(False) if False in days else len(days)
+    assert first >= 2, [(item["title"], item["ts"]) for item in data["items"]]  # the turn and its command
+    assert "cargo test --test test_bytes split_off (exit 101)" in titles(data)[:first], titles(data)
+    assert any(note.startswith("first: what matches the question from yesterday") for note in data["notes"])
+    # A day with nothing that matches says so, and ranks as before.
+    none = ask(world, "the vtable the day before yesterday")
+    assert any("nothing recorded the day before yesterday matches" in note for note in none["notes"]), none

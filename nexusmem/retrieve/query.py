@@ -673,6 +673,20 @@ def retrieve(
                 stemmed=False,  # the exact index alone: half the cost, and the main list has the stems
             )
             bm25_hits = with_hits(bm25_hits, recent)
+    # A day named ("what did the agent try yesterday") comes first (of_the_day): its matches are searched
+    # apart too, as the cut made on words alone may drop them among a month's.
+    day = named_day(question.text) if since is None and until is None and question.then is None else None
+    if day is not None and bm25_hits:
+        of_day, _ = search.bm25_scored(
+            store,
+            words.words,
+            limit=CUE_CANDIDATES,
+            as_of=as_of,
+            since=day.low,
+            until=day.high,
+            stemmed=False,
+        )
+        bm25_hits = with_hits(bm25_hits, of_day)
     since_range: ReleaseRange | None = None
     since_releases: list[
         str
@@ -1158,14 +1172,24 @@ def retrieve(
                 question.notes.append(no_commands)
     if dated is not None and dated_first and not listed and answered_by is None:
         question.notes.append(f"first: changes made {dated.phrase} (the dates the question writes)")
+    lexical = {node_id for node_id, _ in bm25_hits}
     if question.conversation is not None and answered_by is None and not listed:
-        turns = conversations_first(scored, {node_id for node_id, _ in bm25_hits}, question.conversation)
+        turns = conversations_first(scored, lexical, question.conversation, day)
         if turns:
             scored = put_first(scored, turns)
             pinned = _pinned([node.id for node in turns], pinned)
             answered_by = turns[0].id
             with_whom = question.conversation.agent or "your agents"
             question.notes.append(f"first: the conversations with {with_whom} that match the question")
+    if day is not None and answered_by is None and not listed:
+        on_day = of_the_day(scored, lexical, day)
+        if on_day:
+            scored = put_first(scored, on_day)
+            pinned = _pinned([node.id for node in on_day], pinned)
+            answered_by = on_day[0].id  # as a listing: what it asks, not only what its words match
+            question.notes.append(f"first: what matches the question from {day.said}, then the rest")
+        elif not question.failure:  # a reported failure's miss is said by _window_missed, and weighs
+            question.notes.append(f"nothing recorded {day.said} matches the question; the closest follow")
     missed = None if listing_note is not None or answered_by is not None else _window_missed(question, scored)
     if missed is not None:
         question.notes.append(f"nothing recorded {missed} matches the question")
@@ -2240,6 +2264,36 @@ def _asked_window(question: Question, since: int | None, until: int | None) -> W
     return None
 
 
+# The kinds a day asked for by name narrows: what happened that day (a command run, a question asked, a
+# commit made). A doc section or a changelog entry is not of a day.
+DAY_KINDS = frozenset({"shell_command", "conversation_turn", "git_commit", "code_diff"})
+
+
+def named_day(text: str) -> Window | None:
+    """The day a question names in words ("yesterday", "last night", "the day before yesterday", "today",
+    "this morning", "before lunch"): the asker's local day (timecue.local_day); None when it names none.
+    Dates and spans ("last week", "3 days ago") are not days named: recency alone weighs them."""
+    lowered = text.lower()
+    if "day before yesterday" in lowered:
+        return Window(*timecue.local_day(2), "the day before yesterday", exact=True)
+    if re.search(r"\b(?:yesterday|last night)\b", lowered):
+        return Window(*timecue.local_day(1), "yesterday", exact=True)
+    if re.search(r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b", lowered) or _LUNCH.search(text):
+        return Window(timecue.local_day(0)[0], 2**62, "today", exact=True)
+    return None
+
+
+def of_the_day(scored: list[tuple[StoredNode, float]], lexical: set[str], day: Window) -> list[StoredNode]:
+    """The nodes of SCORED its words matched (LEXICAL) that happened on DAY, of the kinds a day fits
+    (DAY_KINDS), in their order: what a question that names a day ("what did the agent try yesterday for the
+    failing test") asks about before anything of another day, however well that matched."""
+    return [
+        node
+        for node, _ in scored
+        if node.kind in DAY_KINDS and node.id in lexical and day.low <= node.ts <= day.high
+    ]
+
+
 def _window_missed(question: Question, scored: list[tuple[StoredNode, float]]) -> str | None:
     """For a question that reports a failure at a time it names in words (yesterday, today, N days ago, the
     last N weeks), how to say that time when none of the first WEAK_TOP results happened in or near it;
@@ -2623,14 +2677,19 @@ CONVERSATION_SHARE = 0.6
 
 
 def conversations_first(
-    scored: list[tuple[StoredNode, float]], lexical: set[str], asked: ConversationAsk
+    scored: list[tuple[StoredNode, float]],
+    lexical: set[str],
+    asked: ConversationAsk,
+    day: Window | None = None,
 ) -> list[StoredNode]:
     """The conversation turns of SCORED its words matched (LEXICAL) nearly as well as the best one
     (CONVERSATION_SHARE), in their order, to put first for a question that ASKED what was said to an agent:
-    those of the agent it names before the others'."""
+    those of the agent it names before the others'; only those of the DAY it names (named_day), if any."""
     matched = [
         (node, value) for node, value in scored if node.kind == "conversation_turn" and node.id in lexical
     ]
+    if day is not None and any(day.low <= node.ts <= day.high for node, _ in matched):
+        matched = [(node, value) for node, value in matched if day.low <= node.ts <= day.high]
     best = matched[0][1] if matched else 0.0
     turns = [node for node, value in matched if value >= CONVERSATION_SHARE * best]
     if asked.agent is None:
