@@ -693,6 +693,42 @@ def _named_in_prose(value: str) -> bool:
 _WORDS_AND_NUMBER = _Lazy(r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])[A-Za-z]+(?:[-_][A-Za-z]+)*[-_]?[0-9]+")
 
 
+# A password a sentence names by a word around it, not `NAME=value`: "password for the staging is X",
+# "password of the staging box is X", "the pass for prod is X", "pw is X", "pwd: X", "password → X". The
+# word (password, passwd, passphrase, pass, pw, pwd) stands alone, then "for/of" and what it is for (up to
+# 60 characters of one clause: no sentence end, comma or colon), or nothing after pw/pwd or before an
+# arrow; then `is`, `was`, `:`, `=` or an arrow; then the value, judged as after "the password is"
+# (_named_in_prose).
+_PROSE_FOR = r"[ \t]+(?:for|of)[ \t]+(?:[^\s:=!?;,.]|\.(?=\S))(?:[^\n:=!?;,.]|\.(?=\S)){0,59}?"
+_PROSE_SEP = r"(?:[ \t]+(?:is|was)(?:[ \t]*:)?[ \t]+|[ \t]*[:=][ \t]*)"
+_PROSE_ARROW = r"[ \t]*(?:->|=>|→)[ \t]*"
+_PROSE_VALUE = r"(?P<v>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s\"'`]+)"
+
+
+def _prose_password(m: re.Match[str], text: str) -> Span | None:
+    """A password a sentence names around its word (_PROSE_FOR): the value, less a sentence's closing
+    punctuation, when it looks like one (_named_in_prose) and not like code (`pw = hash(x)`, `pwd:
+    os.getcwd()`). "the password for the account is reset by the admin", "pwd: /src" are kept."""
+    if not _left_ok(text, m.start()):
+        return None  # `bypass for`, `compass: N`, `$PWD`'s `OLDPWD=` (the `_pwd` rule's)
+    vstart, vend = m.start("v"), m.end("v")
+    raw = text[vstart:vend]
+    if raw[0] in "\"'`":
+        vstart, vend = vstart + 1, vend - 1 if len(raw) > 1 and raw[-1] == raw[0] else vend
+        value = text[vstart:vend]
+    else:
+        value = raw.rstrip(".,;:!?)]}")
+        word = raw.rstrip(".,;:!?")
+        if any(
+            _CODE_SHAPE.fullmatch(w) or _CALL_START.match(w) or _OPERATOR.search(w) for w in (word, value)
+        ):
+            return None  # `pw = PatternWaiter()`, `pw: Optional[str]`
+        vend = vstart + len(value)
+    if not value or _plain_value(value) or not _named_in_prose(value):
+        return None
+    return _value_span(text, vstart, vend, "password")
+
+
 def _spaced_assignment(
     text: str,
     key: str,
@@ -2099,6 +2135,24 @@ PATTERNS: tuple[Rule, ...] = (
         r"(?P<k>[a-z0-9_.-]{0,40}(?:password|passwd|secret|token|api[_-]?key|access[_-]?key))>"
         r"(?P<v>[^<\s]{1,500})</",
         _xml_element,
+        lowered=True,
+    ),
+    # A password a sentence names around its word: "password for the staging is X", "pw is X", "pwd: X".
+    _rule(
+        "prose-password",
+        ("password",),
+        "pass",
+        # `password is X`, `password: X`, `passwd=X` are the assignment rule's (its word `pass`)
+        rf"(?:word|wd|phrase)?(?:{_PROSE_FOR}{_PROSE_SEP}|{_PROSE_ARROW}){_PROSE_VALUE}",
+        _prose_password,
+        lowered=True,
+    ),
+    _rule(
+        "prose-pw",
+        ("password",),
+        "pw",
+        rf"d?(?:{_PROSE_FOR})?(?:{_PROSE_SEP}|{_PROSE_ARROW}){_PROSE_VALUE}",
+        _prose_password,
         lowered=True,
     ),
     # Assignments to names like secrets (shell variables, config keys): one rule per word.

@@ -395,6 +395,49 @@ def test_a_password_of_words_and_a_number_that_a_sentence_names(text: str, expec
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        # What the password is for, a short word for it, an arrow: each was stored as written.
+        (
+            "Same here, password for the staging is hunter2-Zeta-2026!",
+            "Same here, password for the staging is «redacted:password»!",
+        ),
+        (
+            "the password of the staging box is Kx9mQ2vLp8",
+            "the password of the staging box is «redacted:password»",
+        ),
+        (
+            "password for root@db.internal.example: Kx9mQ2vLp8",
+            "password for root@db.internal.example: «redacted:password»",
+        ),
+        ("the pass for prod is `Purple-Monkey-42`.", "the pass for prod is `«redacted:password»`."),
+        ("pw is Kx9mQ2vLp8", "pw is «redacted:password»"),
+        ("pwd: Kx9mQ2vLp8", "pwd: «redacted:password»"),
+        ("PW=Kx9mQ2vLp8 ./deploy.sh", "PW=«redacted:password» ./deploy.sh"),
+        ("new password → Kx9mQ2vLp8", "new password → «redacted:password»"),
+        ("password -> Kx9mQ2vLp8 (rotated)", "password -> «redacted:password» (rotated)"),
+        # ... and what a sentence says of a password, or code, keeps its words.
+        (
+            "the password for the account is reset by the admin",
+            "the password for the account is reset by the admin",
+        ),
+        ("password of 12 characters is required", "password of 12 characters is required"),
+        ("the pass for prod is in 1Password", "the pass for prod is in 1Password"),
+        ("pwd: /home/dev/src", "pwd: /home/dev/src"),
+        ("pwd is $HOME", "pwd is $HOME"),
+        ("pw = PatternWaiter()", "pw = PatternWaiter()"),
+        ("pw: Optional[str] = None", "pw: Optional[str] = None"),
+        ("bypass for staging is Enabled2024", "bypass for staging is Enabled2024"),
+        ("password → keychain", "password → keychain"),
+    ],
+)
+def test_a_password_a_sentence_names_around_its_word(text: str, expected: str) -> None:
+    """docs/hygiene.md: "password for X is V", "pw is V", "pwd: V", "password → V" are judged as "the
+    password is V" is (a value that looks like a password); the rest of the sentence is kept."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
         # A password holding punctuation is replaced whole after NAME= and in prose ...
         ("DB_PASSWORD=Zq7(Lm4pWx9v in .env", "DB_PASSWORD=«redacted:password» in .env"),
         ("my db password is Kx9#mQ2&vLp8 ok", "my db password is «redacted:password» ok"),

@@ -424,6 +424,25 @@ def test_a_secret_in_a_comment_authors_login_is_redacted(world: tuple[Path, Path
     assert not [p for p in db.parent.glob("memory.db*") if token.encode() in p.read_bytes()]
 
 
+def test_a_password_a_comment_names_for_a_host_is_redacted(world: tuple[Path, Path, dict[str, str]]) -> None:
+    """A comment saying "password for the staging is X" was stored as written ("the password is X" was
+    caught): the comment keeps its words, the password is a placeholder in the store and in the answer."""
+    repo, data, _ = world
+    fake_gh.record(data, "repos/acme/widget/issues/12/comments", [
+        fake_gh.comment("dave", "Same here, password for the staging is hunter2-Zeta-2026!", "2026-10-20T10:00:00Z"),
+        fake_gh.comment("erin", "The password is stored in the keychain, the pw is Qx7-Lm4p-Vt9z.", "2026-10-21T10:00:00Z"),
+    ])  # fmt: skip
+    run_cli("-C", str(repo), "sync", "--no-embed", "--github")
+    body = str(_threads(repo)[12]["body"])
+    assert "Same here, password for the staging is «redacted:password»!" in body, body
+    assert "The password is stored in the keychain, the pw is «redacted:password»." in body, body
+    answer = json.dumps(query_json(repo, "password for the staging"))
+    assert "hunter2" not in answer
+    db = repo / ".nexusmem" / "memory.db"
+    for secret in (b"hunter2", b"Qx7-Lm4p"):
+        assert not [p for p in db.parent.glob("memory.db*") if secret in p.read_bytes()], secret
+
+
 def test_a_token_the_comment_limit_cuts_is_redacted_whole(world: tuple[Path, Path, dict[str, str]]) -> None:
     """A comment is kept to its first 4,000 characters: it was cut before it was redacted, so a token the cut
     ended (`ghp_` and 35 of its 36 characters) no longer matched its pattern and was stored, shown and
