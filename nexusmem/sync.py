@@ -780,7 +780,13 @@ def sync(
         denied: Callable[[str], bool] | None = (lambda text: deny.which([text]) is not None) if deny else None
         # No raw secret outlives this sync in the hooks' log or the bash scratch files (in place, no line
         # lost: see nexusmem.hygiene.hooklog). Before the sources, so the shell source reads redacted lines.
-        redacted, notes = hooklog.redact_pass((lambda texts: deny.which(texts) is not None) if deny else None)
+        # A value forgotten without --global blanks this project's lines only (another's are its own sync's).
+        anywhere, here = deny.scopes()
+        redacted, notes = hooklog.redact_pass(
+            (lambda texts: anywhere.which(texts) is not None) if anywhere else None,
+            here=(lambda texts: here.which(texts) is not None) if here else None,
+            root=project.root,
+        )
         if log:
             for note in notes:
                 log(note)

@@ -1290,7 +1290,7 @@ def test_the_user_wide_entry_is_written_though_a_later_step_fails(
     run_cli("-C", str(repo), "sync", "--no-embed")
     from nexusmem.hygiene import forget
 
-    def broken(entries: object, *, dry_run: bool) -> int:
+    def broken(entries: object, *, dry_run: bool, only_in: Path | None = None) -> int:
         raise OSError("disk full")
 
     monkeypatch.setattr(forget, "scrub_log", broken)
@@ -1483,3 +1483,77 @@ def test_a_regex_of_escaped_literal_characters_is_forgotten_as_the_value(repo: P
     assert query_json(repo, "gamma example")["items"] == []
     run_cli("-C", str(repo), "sync", "--no-embed")
     assert query_json(repo, "gamma example")["items"] == []
+
+
+def _claude_hook_fires(cwd: Path, command: str, call_id: str) -> None:
+    """What Claude Code does after a Bash call in CWD: run the PostToolUse command `hook agent install` put in
+    its settings (`sh -c`), the call's JSON on stdin."""
+    import subprocess
+
+    settings = json.loads(
+        (Path(os.environ["HOME"]) / ".claude" / "settings.json").read_text(encoding="utf-8")
+    )
+    hook = next(
+        h["command"]
+        for g in settings["hooks"]["PostToolUse"]
+        for h in g["hooks"]
+        if "agenthook" in h["command"]
+    )
+    payload = {
+        "session_id": "sess-b",
+        "cwd": str(cwd),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_response": {"stdout": "1", "stderr": "", "interrupted": False},
+        "tool_use_id": call_id,
+        "duration_ms": 12,
+    }
+    done = subprocess.run(
+        ["sh", "-c", hook], input=json.dumps(payload).encode(), capture_output=True, timeout=30
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+
+
+@pytest.mark.slow
+def test_a_forget_without_global_leaves_another_projects_lines_in_the_shell_log(
+    repo: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`forget VALUE --yes` (no --global) in project A blanked project B's lines holding VALUE in the log every
+    project shares, at the forget and at A's next sync ("1 blanked"): B never got those commands. Now A's
+    forget and A's syncs blank A's lines only; B's are read by B's own sync."""
+    other = init_repo(tmp_path / "other")
+    commit(repo, "init a", {"a.txt": "a\n"})
+    commit(other, "init b", {"b.txt": "b\n"})
+    run_cli("hook", "agent", "install", "claude-code")
+    now = int(time.time() * 1000) - 60_000
+    append_log(
+        isolated_home,
+        log_line(repo, f"ssh deploy@{VALUE}", now),
+        log_line(other, f"dig +short {VALUE}", now + 1),
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    assert shell_refs(repo) == [f"ssh deploy@{VALUE}"]
+
+    out = run_cli("-C", str(repo), "forget", VALUE, "--yes").output
+    assert "1 shell-log line(s)" in out, out
+    text = log_path(isolated_home).read_text(encoding="utf-8")
+    assert f"ssh deploy@{VALUE}" not in text and f"dig +short {VALUE}" in text
+
+    # An agent in B runs a command holding the value; a command in A holds it too.
+    _claude_hook_fires(other, f"psql -h {VALUE} -c 'select 1'", "toolu_B1")
+    append_log(isolated_home, log_line(repo, f"ping {VALUE}", int(time.time() * 1000)))
+    out = run_cli("-C", str(repo), "sync", "--no-embed").output
+    assert "0 line(s) rewritten with secrets redacted, 1 blanked" in out, out  # A's ping, not B's psql
+    text = log_path(isolated_home).read_text(encoding="utf-8")
+    assert f"ping {VALUE}" not in text and f"psql -h {VALUE}" in text and f"dig +short {VALUE}" in text
+    assert holds(repo, VALUE) == [] and shell_refs(repo) == []
+
+    run_cli("-C", str(other), "sync", "--no-embed")
+    assert shell_refs(other) == [f"dig +short {VALUE}", f"psql -h {VALUE} -c 'select 1'"]
+
+    # With --global, B's lines go too (every project's), and B's memory at its next sync.
+    out = run_cli("-C", str(repo), "forget", VALUE, "--global", "--yes").output
+    assert VALUE not in log_path(isolated_home).read_text(encoding="utf-8"), out
+    run_cli("-C", str(other), "sync", "--no-embed")
+    assert shell_refs(other) == [] and holds(other, VALUE) == []

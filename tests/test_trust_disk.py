@@ -382,7 +382,9 @@ def test_forget_loses_no_line_a_hook_appends_meanwhile(repo: Path, tmp_path: Pat
     now = int(time.time() * 1000)
     append(*(line(tmp_path, f"echo filler {i} {'x' * 60}", now + i) for i in range(150_000)))
     assert cli("-C", str(repo), "sync", "--no-embed").returncode == 0
-    appender = start_appender(1000.0, 6.0, tmp_path, VALUE)
+    appender = start_appender(
+        1000.0, 6.0, repo, VALUE
+    )  # this project's lines: a forget without --global blanks those only
     time.sleep(0.5)
     for _ in range(3):
         started = time.monotonic()

@@ -610,9 +610,20 @@ class Matcher:
             unique.setdefault(entry.key, entry)
         self.entries = list(unique.values())
         self.dropped = 0
+        # A key the user-wide list holds too is user-wide, whichever copy was kept (a value forgotten here,
+        # then with --global).
+        self._user_wide = {entry.key for entry in entries if entry.scope == "global"}
 
     def __bool__(self) -> bool:
         return bool(self.entries)
+
+    def scopes(self) -> tuple[Matcher, Matcher]:
+        """(the user-wide entries, this project's): what reaches every project's lines of the shell log, and
+        what reaches this project's only."""
+        return (
+            Matcher([e for e in self.entries if e.key in self._user_wide]),
+            Matcher([e for e in self.entries if e.key not in self._user_wide]),
+        )
 
     def which(self, texts: Iterable[str]) -> Entry | None:
         """The first entry matching one of TEXTS."""

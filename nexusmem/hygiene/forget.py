@@ -8,7 +8,9 @@ Four things happen on `forget --yes`, in this order:
    secure_delete on (FTS5 'secure-delete' is set on both full-text indexes by migration 4), its vectors,
    trigram rows, links and contradiction judgments with it, leaving a tombstone of ids and counts; what
    the store derives from text goes too (_clear_derived: change words, the import structure);
-3. the hooks' shell log is rewritten without the lines containing it (unless --keep-log), and so are the
+3. the hooks' shell log is rewritten without the lines containing it (unless --keep-log; without --global
+   only the lines run in this project's folders: another project's are its own sync's, and this project's
+   sync blanks its own new ones, hooklog.scoped), and so are the
    post-commit sync's log and failure mark (.nexusmem/auto-sync.log, auto-sync.failed: autosync.rewrite_lines),
    with --global every other registered project's too (_reach_others: those it cannot reach are named);
 4. the database is purged: full-text indexes merged, VACUUM, WAL checkpointed and truncated; for a literal
@@ -354,8 +356,9 @@ def _file_holds(files: Sequence[Path], needle: bytes, ignore_case: bool, own: Se
 # ------------------------------------------------------------------------------------------- shell log
 
 
-def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
-    """Blank every line of the hooks' log that an entry matches; return how many (would) go.
+def scrub_log(entries: Sequence[Entry], *, dry_run: bool, only_in: Path | None = None) -> int:
+    """Blank every line of the hooks' log that an entry matches (with ONLY_IN, the lines of the project at
+    that root only: hooklog.project_lines); return how many (would) go.
 
     In place, under the log lock (nexusmem.hygiene.hooklog): each doomed line is overwritten with spaces of
     the same length, so a hook appending meanwhile loses nothing (the old copy-and-rename lost 58 lines in
@@ -373,8 +376,11 @@ def scrub_log(entries: Sequence[Entry], *, dry_run: bool) -> int:
             texts = list(recorded_values(json.loads(raw)))
         except (ValueError, RecursionError):
             texts = [raw.decode("utf-8", "replace")]
-        return b"" if matcher.which(texts) is not None else None
+        if matcher.which(texts) is None or (ours is not None and not ours(raw)):
+            return None
+        return b""
 
+    ours = hooklog.project_lines(only_in) if only_in is not None else None
     log = hooklog.log_file()
     if not dry_run:
         hooklog.tidy_scratch(wipe_live=True)
@@ -435,6 +441,7 @@ def _apply(
     reason: str,
     keep_log: bool,
     scope: str,
+    root: Path | None = None,
     plaintext: tuple[bytes, bool] | None = None,
     word_tokens: Sequence[str] = (),
     force: bool = True,
@@ -464,7 +471,7 @@ def _apply(
     old_copies = [kept for _version, kept in pre_upgrade_copies(store.path)]
     report.pre_upgrade = [kept.name for kept in old_copies]
     if report.dry_run:
-        report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
+        report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True, only_in=root)
         report.sync_log = sync_log_lines(store.path.parent, matcher, plaintext, dry_run=True)
         report.crash_log = crash_log_lines(matcher, plaintext, dry_run=True)
         report.notes_cleared = len(_lent_holding(store, entries))
@@ -500,7 +507,7 @@ def _apply(
     report.sync_log = sync_log_lines(store.path.parent, matcher, plaintext, dry_run=False)
     report.crash_log = crash_log_lines(matcher, plaintext, dry_run=False)
     if not keep_log:
-        report.log_lines = scrub_log(entries, dry_run=False)
+        report.log_lines = scrub_log(entries, dry_run=False, only_in=root)
         if report.log_lines:
             with store.transaction():
                 store.add_audit("scrub-log", {"entries": [e.key for e in entries], "lines": report.log_lines})
@@ -673,6 +680,7 @@ def forget(
             reason="forget",
             keep_log=keep_log,
             scope="global" if user_wide else "project",
+            root=None if user_wide else project.root,
             plaintext=plaintext,
             word_tokens=[] if regex else value_words(value),
             force=force,
@@ -820,7 +828,11 @@ def import_entries(
         report.set_up = str(project.state_dir)
         if dry_run:
             report.entries_added = len({e.key for e in entries})
-            report.log_lines = 0 if keep_log else scrub_log(entries, dry_run=True)
+            report.log_lines = (
+                0
+                if keep_log
+                else scrub_log(entries, dry_run=True, only_in=None if user_wide else project.root)
+            )
             report.crash_log = crash_log_lines(Matcher(entries), None, dry_run=True)
             if user_wide:
                 _reach_others(report, project.root, entries, None)
@@ -834,6 +846,7 @@ def import_entries(
             reason="import",
             keep_log=keep_log,
             scope="global" if user_wide else "project",
+            root=None if user_wide else project.root,
             user_wide=user_wide,
         )
     if user_wide:

@@ -15,7 +15,8 @@ from its own byte offset (stored in its own memory.db, out of reach of the other
   (nexusmem.sources.shell.logline.log_lock); the hooks never take it.
 
 What gets rewritten: at the start of every sync (any project), each complete line not yet checked gets
-today's redaction (nexusmem.redact) on its command, and a line holding a deny-listed value is blanked. The
+today's redaction (nexusmem.redact) on its command, and a line holding a deny-listed value is blanked (a
+user-wide entry's: any line; this project's: a line run in this project only, see `scoped`). The
 replacement is the line with the redacted command (exactly what the store keeps, so a project that reads it
 later stores the same node); when redaction made it longer than the original (a short secret, a longer
 placeholder), the placeholders lose their kind, and if that is not enough each secret is overwritten by as
@@ -62,12 +63,14 @@ from nexusmem import paths, private
 from nexusmem.errors import NexusMemError
 from nexusmem.hygiene.denylist import own_word
 from nexusmem.redact import PLACEHOLDER_RE, mask, redact
+from nexusmem.sources.shell.attribution import Attributor
 from nexusmem.sources.shell.logline import (
     HEAD_BYTES,
     KNOWN_KEYS,
     before_span,
     glued_at,
     iter_log_lines,
+    line_folder,
     loads_line,
     log_lock,
 )
@@ -83,6 +86,8 @@ BAD_STANDIN = b"?"
 
 # What a line becomes: None to keep it, else its replacement (b"" blanks it).
 Transform = Callable[[bytes], bytes | None]
+# Whether a line holding these texts (its values) is to be blanked: a deny-list's match.
+Denied = Callable[[list[str]], bool]
 
 
 class LogOutsideError(NexusMemError):
@@ -389,8 +394,54 @@ def _save_bookmark(log: Path, offset: int) -> None:
     private.write_atomic(_bookmark_path(), json.dumps(data).encode())
 
 
-def redact_pass(denied: Callable[[list[str]], bool] | None = None) -> tuple[Rewrite, list[str]]:
-    """The sync's pass over the log's new lines (and the scratch files); (what changed, notes for the user)."""
+def project_lines(root: Path) -> Callable[[bytes], bool]:
+    """Whether a line of the log is the project's at ROOT: run in its work tree or one of its worktrees, as
+    the shell source attributes it. A line naming no folder (garbage, no `cwd`) is every project's: no
+    project stores it, and a value forgotten anywhere is not kept in it."""
+    made: list[Attributor] = []  # made on the first line asked about (one `git worktree list`)
+
+    def ours(raw: bytes) -> bool:
+        cwd = line_folder(raw)
+        if cwd is None:
+            return True
+        if not made:
+            made.append(Attributor.for_repo(root))
+        try:
+            return made[0].match(cwd) is not None
+        except (ValueError, OSError):  # a name no folder can have: as one naming none
+            return True
+
+    return ours
+
+
+def scoped(anywhere: Denied | None, here: Denied | None, ours: Callable[[bytes], bool]) -> Transform:
+    """The redaction pass's transform for one project's sync: every line redacted; blanked when it holds a
+    value ANYWHERE denies (the user-wide deny-list: every project's lines), or one HERE denies (this
+    project's entries) and the line is this project's (OURS). Another project's line is left to its own
+    sync, which stores it as its own deny-list says: `forget` without --global changes this memory only."""
+
+    def transform(raw: bytes) -> bytes | None:
+        mine: list[bool] = []  # asked once per line, and only when HERE matches
+
+        def denied(texts: list[str]) -> bool:
+            if anywhere is not None and anywhere(texts):
+                return True
+            if here is None or not here(texts):
+                return False
+            if not mine:
+                mine.append(ours(raw))
+            return mine[0]
+
+        return redacted_line(raw, denied if anywhere is not None or here is not None else None)
+
+    return transform
+
+
+def redact_pass(
+    denied: Denied | None = None, *, here: Denied | None = None, root: Path | None = None
+) -> tuple[Rewrite, list[str]]:
+    """The sync's pass over the log's new lines (and the scratch files); (what changed, notes for the user).
+    DENIED blanks any line it matches; HERE only the lines of the project at ROOT (project_lines)."""
     notes: list[str] = []
     done = Rewrite()
     try:
@@ -399,7 +450,8 @@ def redact_pass(denied: Callable[[list[str]], bool] | None = None) -> tuple[Rewr
         if log is not None:
             with log_lock(exclusive=True):
                 start = _resume(log)
-                done = rewrite(log, start, lambda raw: redacted_line(raw, denied))
+                ours = project_lines(root) if here is not None and root is not None else (lambda raw: True)
+                done = rewrite(log, start, scoped(denied, here, ours))
                 done.start = start
                 _save_bookmark(log, done.end)
     except LogOutsideError as exc:

@@ -314,6 +314,14 @@ def bad_line_cwd(record: Any) -> str | None:
     return cwd
 
 
+def line_folder(raw: bytes) -> str | None:
+    """The folder the log line RAW ran in, as the shell source reads it (a leading `cd DIR &&` of a numbered
+    line: DIR), or the folder a bad line still names; None when it names none (garbage, no `cwd`)."""
+    record = _loads_or_bad(raw)
+    line = log_line_from(record)
+    return line.cwd if line is not None else bad_line_cwd(record)
+
+
 def _loads_or_bad(raw: bytes) -> Any:
     try:
         return loads_line(raw)
