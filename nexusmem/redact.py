@@ -36,7 +36,7 @@ PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
 # something the rules before did not. A memory records which version wrote it (RULES_KEY in its meta): a new
 # memory.db and `scrub` write this one, nothing else does (a sync adds to what older rules stored). `doctor`
 # and `status` tell a memory of an older version, or of none (made before the key), to run `nexusmem scrub`.
-RULES_VERSION = 1
+RULES_VERSION = 2  # 2: a password a sentence names around its word ("password for the staging is V", "pw: V")
 RULES_KEY = "redaction.rules"
 OLDER_RULES = "this memory was written with older redaction rules: run `nexusmem scrub`"
 
