@@ -430,3 +430,47 @@ def test_an_answer_with_no_item_under_the_smallest_budget_says_so_in_one_line_wi
     assert "note: the best match does not fit" in text, text
     assert query.header_tokens(result) <= 50, text
     assert result.notes[0] in query.left_out(result, text), text
+
+
+def test_which_release_fixed_it_answers_with_the_changelog_entry_right_after_the_fix(repo: Path) -> None:
+    """ "Which release fixed is_unique for a Bytes made from a shared BytesMut?": the fix commit matches the
+    question best (its message and patch hold its words), and the changelog entry that names the release
+    comes right after it, where it ranked below other commits about BytesMut (and counted half once its
+    commit outranked it). A question that asks no release leaves the entry where it was."""
+    for n in range(6):
+        commit(
+            repo,
+            f"BytesMut: shared buffer bookkeeping, part {n}",
+            {f"src/shared{n}.rs": f"// shared BytesMut {n}\nfn unique_{n}() {{}}\n"},
+            when=NOW - (900 - n) * DAY,
+        )
+    git(
+        repo,
+        "tag",
+        "v1.6.0",
+        commit(repo, "chore: prepare v1.6.0 (#681)", {"VERSION": "1.6.0\n"}, when=NOW - 800 * DAY),
+    )
+    fix = commit(
+        repo,
+        "Fix `Bytes::is_unique` when created from shared `BytesMut` (#718)",
+        {"src/bytes_mut.rs": "fn is_unique() -> bool { shared_bytesmut_is_unique() }\n"},
+        when=NOW - 700 * DAY,
+    )
+    changelog = (
+        "# 1.6.1 (July 13, 2024)\n\nThis release fixes a bug where `Bytes::is_unique` returns incorrect values"
+        " when the `Bytes` originates from a shared `BytesMut`. (#718)\n\n"
+        "# 1.6.0 (March 22, 2024)\n\n- Add `Bytes::is_unique` (#643)\n"
+    )
+    git(
+        repo,
+        "tag",
+        "v1.6.1",
+        commit(repo, "chore: prepare bytes v1.6.1 (#720)", {"CHANGELOG.md": changelog}, when=NOW - 699 * DAY),
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    asked = "Which release fixed is_unique giving the wrong answer for a Bytes that came out of a shared BytesMut?"
+    items = query_json(repo, asked, "--budget", "4000")["items"]
+    refs = [(item["kind"], item["ref"], item["title"]) for item in items]
+    at = next(i for i, item in enumerate(items) if item["ref"] == fix)
+    entry = items[at + 1] if at + 1 < len(items) else None
+    assert entry is not None and entry["kind"] == "doc_section" and "1.6.1" in entry["title"], refs

@@ -88,6 +88,16 @@ _ARRIVAL_ASK = re.compile(r"^\s*(when|which|since|in which|what version|did)\b",
 _ARRIVAL_VERB = re.compile(r"\b(added|add|introduc\w*|support\w*|gain\w*|get|got|start\w*)\b", re.IGNORECASE)
 
 
+# "Which release fixed X?", "from which version on does it do Y?", "what version added Z?": the question asks
+# for a release by name, which a changelog entry gives (query.entries_after_commits).
+_WHICH_RELEASE = re.compile(r"\b(which|what|first)\s+(release|version|tag)s?\b", re.IGNORECASE)
+
+
+def asks_which_release(text: str) -> bool:
+    """Whether TEXT asks which release (version) something happened in."""
+    return _WHICH_RELEASE.search(text) is not None
+
+
 def asks_arrival(text: str) -> bool:
     """Whether TEXT asks when (in which change or release) something arrived."""
     return _ARRIVAL_ASK.search(text) is not None and _ARRIVAL_VERB.search(text) is not None

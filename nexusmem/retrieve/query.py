@@ -20,6 +20,7 @@ from nexusmem.retrieve.intent import (
     Topic,
     adopted_name,
     asks_arrival,
+    asks_which_release,
     code_names,
     command_head,
     command_words,
@@ -881,6 +882,8 @@ def retrieve(
         scored = in_dates(scored, dated)
     if question.asks != "usage":
         scored = commits_before_entries(store, scored, as_of=as_of, since=since, until=until)
+        if asks_which_release(question.text):
+            scored = entries_after_commits(store, scored, as_of=as_of, since=since, until=until)
     if question.release is None:
         scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
     scored = originals_first(scored, question.text)
@@ -1778,6 +1781,53 @@ def commits_before_entries(
     out = [(n, lifted.get(n.id, v)) for n, v in scored]
     out += [(nodes[commit], lifted[commit]) for commit in missing if commit in lifted]
     return _after_their_commits(out, linked)
+
+
+# "Which release fixed is_unique for a Bytes from a shared BytesMut?", "from which version on does it limit the
+# response size?": the question asks for a release, and the changelog entry that describes the change is what
+# names it. The commit itself often ranks first (its message and patch hold the question's words), while its
+# entry, in fewer words, ranks far below it and counts ENTRY_ECHO_FACTOR once its commit outranks it. So for
+# such a question the entries that link to one of the first RELEASE_COMMIT_DEPTH commits come right after it.
+RELEASE_COMMIT_DEPTH = 3
+RELEASE_ENTRIES_PER_COMMIT = 1
+
+
+def entries_after_commits(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    *,
+    as_of: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[tuple[StoredNode, float]]:
+    """SCORED with the changelog entry that describes each of its first RELEASE_COMMIT_DEPTH commits scored just
+    below that commit, when it ranked lower (or not at all). An entry outside the window, or one the user
+    rejected, stays where it was."""
+    commits = [(node, value) for node, value in scored if node.kind == "git_commit"][:RELEASE_COMMIT_DEPTH]
+    if not commits:
+        return scored
+    values = {node.id: value for node, value in scored}
+    placed: dict[str, float] = {}
+    for commit, value in commits:
+        arriving, _ = store.links_to(commit.id, 8)
+        entries = [src for src, relation in arriving if relation == ENTRY_RELATION]
+        for step, entry in enumerate(entries[:RELEASE_ENTRIES_PER_COMMIT]):
+            below = value * (1.0 - 1e-6 * (step + 1))
+            if max(values.get(entry, 0.0), placed.get(entry, 0.0)) < below:
+                placed[entry] = below
+    if not placed:
+        return scored
+    nodes = {n.id: n for n, _ in scored}
+    missing = [i for i in placed if i not in nodes]
+    nodes.update(store.get_many(missing, light=True) if missing else {})
+    for entry in list(placed):
+        held = nodes.get(entry)
+        rejected = held is None or held.trust == "rejected" or held.superseded_by is not None
+        if rejected or (entry in missing and not _within(held, as_of, since, until)):
+            del placed[entry]
+    out = [(n, placed.get(n.id, v)) for n, v in scored]
+    out += [(nodes[entry], placed[entry]) for entry in missing if entry in placed]
+    return best_first(out)
 
 
 def links_of(store: SearchStore, nodes: list[StoredNode]) -> dict[str, list[tuple[str, str]]]:
