@@ -51,9 +51,12 @@ def _embedded(store: Store) -> str:
     )
 
 
-def status(project: Project, note: Callable[[str], None] | None = None) -> dict[str, Any]:
+def status(
+    project: Project, note: Callable[[str], None] | None = None, *, locate: bool = False
+) -> dict[str, Any]:
     """What PROJECT's memory holds (the JSON of `status --json`): a read, so it opens the store read-only
-    (it answers on a full disk too); NOTE is told what opening it met (Project.open_store)."""
+    (it answers on a full disk too); NOTE is told what opening it met (Project.open_store). LOCATE
+    (`--verbose`): each skipped record of a transcript also carries the path of its file on this machine."""
     with project.open_store(readonly=True, note=note) as store:
         first, last = store.date_range()
         db = project.db_path
@@ -64,6 +67,9 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
         moved = repo.boundary_moved(
             project.root, git_cursor, lambda shas: store.commits_stored_by(shas, store.write_seq())
         )
+        skipped = problem_history(store)
+        if locate and "conversation" in skipped:
+            _locate_transcripts(project.root, store.cursor("conversation"), skipped["conversation"])
         return {
             "root": str(project.root),
             "project": project.id,
@@ -86,7 +92,7 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
             "sources": [{**s, "last_sync": iso(s["last_sync"])} for s in sources],
             "shell_log": str(paths.shell_log_path()),
             # Bad records sync passed over, per source: how many in all and where the newest were.
-            "skipped_records": problem_history(store),
+            "skipped_records": skipped,
             # One line per source that left one: why an opt-in source did nothing ("skipped: gh CLI ...").
             "source_states": source_states(store),
             # The post-commit sync's last failure, when nothing has synced since (else null).
@@ -112,6 +118,17 @@ def status(project: Project, note: Callable[[str], None] | None = None) -> dict[
             # Written (in part) with older redaction rules than this release's: `nexusmem scrub` applies them.
             "older_redaction_rules": redact.older_rules(store.get_meta(redact.RULES_KEY)),
         }
+
+
+def _locate_transcripts(root: Path, cursor: str | None, history: dict[str, Any]) -> None:
+    """HISTORY's notes of skipped transcript records, each with the `path` of the transcript it names on this
+    machine (None when none found): found now, by hashing the transcripts listed, never stored."""
+    from nexusmem.sources.conversation.source import locate_transcripts
+
+    locate = locate_transcripts(root, cursor)
+    for entry in history.get("recent", []):
+        if isinstance(entry, dict):
+            entry["path"] = locate(str(entry.get("where", "")))
 
 
 def embedder_down(config: dict[str, Any]) -> dict[str, Any] | None:
@@ -318,7 +335,10 @@ def render(info: dict[str, Any]) -> str:
     for name, history in sorted(info.get("skipped_records", {}).items()):
         recent = history.get("recent", [])
         lines.append(f"skipped bad records in {name}: {history.get('total', 0)} (newest {len(recent)} below)")
-        lines += [f"  {entry.get('at', '?')}  {entry.get('where', '?')}" for entry in recent[::-1]]
+        for entry in recent[::-1]:
+            lines.append(f"  {entry.get('at', '?')}  {entry.get('where', '?')}")
+            if "path" in entry:  # status --verbose
+                lines.append(f"      file: {entry['path'] or 'not found on this machine (moved or deleted)'}")
     return "\n".join(lines)
 
 

@@ -74,6 +74,16 @@ def agent_calls(repo: Path) -> dict[str, StoredNode]:
     return {n.natural_key: n for n in nodes(repo, "shell_command") if n.natural_key.startswith("agent:")}
 
 
+def named(repo: Path, agent: str, path: Path) -> str:
+    """What a skipped record's note calls the transcript at PATH: `claude-code transcript #1a2b3c4d (modified
+    2026-12-05)`, by the keyed digest of its path the conversation cursor keeps it by, and no path."""
+    from nexusmem.sources.conversation.source import _decode_cursor, _name
+
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        _files, secret = _decode_cursor(store.cursor("conversation"))
+    return _name(agent, secret, str(path))
+
+
 def test_off_by_default_and_on_for_one_run_with_the_flag(world: dict[str, Any]) -> None:
     repo = world["repo"]
     plain = sync_json(repo)
@@ -400,10 +410,10 @@ def test_bad_records_skipped_and_counted_with_file_and_line(world: dict[str, Any
     os.utime(main_path, (hour_ago, hour_ago))  # its last line was cut and nothing wrote to it since
     summary = part(sync_json(repo, "--conversation"))
     problems = summary["problems"]
-    main = str(main_path)
-    assert f"{main}:16: not a JSON line" in problems
-    assert f"{main}:15: unknown record type 'brand-new-record-kind'" in problems
-    assert f"{main}:17: not a JSON line (the file ends in it)" in problems  # the line cut mid-write
+    main = named(repo, "claude-code", main_path)
+    assert f"{main}, line 16: not a JSON line" in problems
+    assert f"{main}, line 15: unknown record type 'brand-new-record-kind'" in problems
+    assert f"{main}, line 17: not a JSON line (the file ends in it)" in problems  # the line cut mid-write
     assert any("mystery_item" in p for p in problems)
     assert any("messages[3]" in p for p in problems)  # gemini's non-object message
     assert summary["skipped"] == len(problems)
@@ -421,12 +431,13 @@ def test_a_line_being_written_is_no_bad_record(world: dict[str, Any]) -> None:
     repo = world["repo"]
     main: Path = world["claude"]["main"]
     summary = part(sync_json(repo, "--conversation"))
-    assert not any(p.startswith(f"{main}:17:") for p in summary["problems"]), summary["problems"]
+    name = named(repo, "claude-code", main)
+    assert not any(p.startswith(f"{name}, line 17:") for p in summary["problems"]), summary["problems"]
     with main.open("a", encoding="utf-8") as f:  # the agent finishes the line
         f.write('{"role":"user","content":"done"}}\n')
     part(sync_json(repo, "--conversation"))
     status = json.dumps(json.loads(run_cli("-C", str(repo), "status", "--json").stdout))
-    assert f"{main}:17:" not in status and f"{main}:16: not a JSON line" in status
+    assert f"{name}, line 17:" not in status and f"{name}, line 16: not a JSON line" in status
 
 
 def test_over_long_line_is_skipped_without_stopping_the_file(
@@ -443,7 +454,7 @@ def test_over_long_line_is_skipped_without_stopping_the_file(
     w.say("still read")
     path = w.write(home / ".claude" / "projects" / "-long" / "10a9-0000.jsonl")
     summary = part(sync_json(repo, "--conversation"))
-    assert f"{path}:2: line longer than 0 MB" in summary["problems"]
+    assert f"{named(repo, 'claude-code', path)}, line 2: line longer than 0 MB" in summary["problems"]
     after = [n for n in turns(repo) if n.meta["session_id"] == "10a9-0000"]
     assert [n.meta["question"] for n in after] == [
         "first question before the huge line",
@@ -809,7 +820,7 @@ def test_a_bad_line_is_counted_by_the_sync_that_first_read_it(repo: Path, isolat
         log.write("another stray line\n")
     third = part(sync_json(repo, "--conversation"))
     assert third["skipped"] == 1 and third["problems"] == [
-        f"{path}:{len(path.read_text().splitlines())}: not a JSON line"
+        f"{named(repo, 'claude-code', path)}, line {len(path.read_text().splitlines())}: not a JSON line"
     ]
     assert [t.title for t in turns(repo)] == ["why does the quokka importer hang", "and the numbat exporter?"]
 
@@ -1030,7 +1041,8 @@ def test_a_symlinked_aider_history_committed_in_the_repository_is_not_read(
     summary = part(sync_json(repo, "--conversation"))
     assert turns(repo) == []
     chat = repo / ".aider.chat.history.md"
-    assert summary["problems"] == [f"{chat}: a symlink (it may point outside the repository): not read"]
+    symlink = f"{named(repo, 'aider', chat)}: a symlink (it may point outside the repository): not read"
+    assert summary["problems"] == [symlink]
     assert summary["skipped"] == 1 and summary["added"] == 0
     blobs = b"".join(p.read_bytes() for p in (repo / ".nexusmem").iterdir() if p.is_file())
     assert b"WOMBATWORD" not in blobs and b"vault.internal" not in blobs
@@ -1076,10 +1088,13 @@ def test_a_record_of_an_unexpected_shape_is_skipped_with_its_line_and_the_rest_k
     assert "run the migration tests" in questions and "why does the build need node 20?" in questions
     problems = summary["problems"]
     assert not any("cannot parse" in p for p in problems), problems
-    assert f"{claude}:2: a record whose type is a JSON list" in problems
-    assert f"{claude}:5: a record this version cannot read (ValueError)" in problems  # the 5,000 digits
-    assert f"{codex}:2: a record whose type is a JSON dict" in problems
-    assert f"{gemini} messages[1]: a message whose type is a JSON list" in problems
+    cc, cx, gm = (
+        named(repo, *each) for each in (("claude-code", claude), ("codex", codex), ("gemini", gemini))
+    )
+    assert f"{cc}, line 2: a record whose type is a JSON list" in problems
+    assert f"{cc}, line 5: a record this version cannot read (ValueError)" in problems  # the 5,000 digits
+    assert f"{cx}, line 2: a record whose type is a JSON dict" in problems
+    assert f"{gm}, messages[1]: a message whose type is a JSON list" in problems
     capybara = next(n for n in turns(repo) if n.meta["question"] == "why does the capybara loader stall")
     assert "waits on a socket" in capybara.body
     assert "agent:codex:call_MIGFAIL" in agent_calls(repo)  # the call after the odd one
@@ -1164,7 +1179,8 @@ def test_current_gemini_sessions_in_jsonl_are_read_once_each(
     text = "\n".join(n.title + n.body + json.dumps(n.meta) for n in nodes(repo))
     assert "walrus" not in text and "OTHERPROJECT" not in text
     # One bad record: the cut line (the legacy files, whose one non-object message would count, are not read).
-    assert summary["skipped"] == 1 and summary["problems"] == [f"{current}:9: not a JSON line"], summary
+    cut = f"{named(repo, 'gemini', current)}, line 9: not a JSON line"
+    assert summary["skipped"] == 1 and summary["problems"] == [cut], summary
 
 
 def test_a_codex_call_takes_its_exit_status_from_codexs_header_not_from_the_output(
@@ -1429,7 +1445,7 @@ def test_a_token_a_transcript_is_named_after_is_not_kept_in_the_cursor(
     either, the conversation cursor kept the file's path (`status --json` printed it), and after `forget
     TOKEN --yes` the next sync wrote it back. The cursor keeps each file by a keyed digest of its path (an
     unchanged file is still not read again), an older cursor's paths are read once and dropped, and a bad
-    line's problem names the file with the token redacted."""
+    line's problem names the file by its digest (`status --verbose` finds the path)."""
     commit(repo, "feat: start", {"a.txt": "a\n"})
     token, agent = "ghp_R8x2Lq7Vn4Tz9Kp3Wm6Yb1Hc5Dj0Fs2Ga8Ne", "ghp_Zz9yXw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc"
     folder = isolated_home / ".claude" / "projects" / "-repo"
@@ -1451,7 +1467,7 @@ def test_a_token_a_transcript_is_named_after_is_not_kept_in_the_cursor(
     first = part(sync_json(repo, "--conversation"))
     assert first["added"] == 2
     assert not [t for t in (token, agent) if t[4:18] in kept() + json.dumps(first)]
-    assert "«redacted:github-token».jsonl:" in run_cli("-C", str(repo), "status").stdout
+    assert f"{named(repo, 'claude-code', folder / f'{token}.jsonl')}, line 3:" in kept()
     assert "2 transcript file(s) seen, 2 of this project" in run_cli("-C", str(repo), "status").stdout
     assert part(sync_json(repo, "--conversation"))["noop"]  # unchanged: known by its digest, not read again
     # What an older version kept: the files by their paths. Read once (not again: nothing changed), then gone.
@@ -1506,3 +1522,41 @@ def test_a_rebuild_keeps_the_turns_of_a_transcript_no_longer_on_disk(repo: Path,
         assert {n.natural_key: n.id for n in turns(repo)} == before, flag
         assert "agent:claude-code:toolu_01QUOKKA" in agent_calls(repo), flag
         assert next(n for n in turns(repo) if "quokka" in n.title).trust == "verified"
+
+
+def test_a_skipped_record_is_noted_without_the_transcript_path_or_session_id(
+    repo: Path, isolated_home: Path
+) -> None:
+    """`status` showed `…/-tmp-…-proj/5b0e7c1a-….jsonl:8: not a JSON line`, and memory.db's meta kept it: a
+    transcript is named after its session id (which may be a pasted token) and its folder after the project.
+    The note now names the file by its agent, a keyed digest and its day; `status --verbose` finds the path."""
+    import sqlite3
+
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    session = "5b0e7c1a-3f2d-4e55-9a1b-0c2d3e4f5a61"
+    w = T.ClaudeWriter(session, repo, START)
+    w.user("why does the wombat loader stall")
+    w.records.append("not json: a stray line")
+    w.say("The wombat loader waits on its own lock.")
+    folder = "-tmp-" + repo.name + "-proj"
+    path = w.write(isolated_home / ".claude" / "projects" / folder / f"{session}.jsonl")
+    summary = part(sync_json(repo, "--conversation"))
+    day = time.strftime("%Y-%m-%d", time.localtime(path.stat().st_mtime))
+    (note,) = summary["problems"]
+    assert note.startswith("claude-code transcript #") and note.endswith(
+        f"(modified {day}), line 2: not a JSON line"
+    )
+    with sqlite3.connect(repo / ".nexusmem" / "memory.db") as db:
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    assert note in meta["skipped:conversation"]
+    plain = run_cli("-C", str(repo), "status").stdout
+    as_json = run_cli("-C", str(repo), "status", "--json").stdout
+    for kept in ("\n".join(meta.values()), plain, as_json, json.dumps(summary)):
+        assert session not in kept and folder not in kept and str(path) not in kept
+    assert note in plain
+    verbose = run_cli("-C", str(repo), "status", "--verbose").stdout
+    assert f"{note}\n      file: {path}" in verbose, verbose
+    # The digest is the cursor's: no path was stored meanwhile.
+    with sqlite3.connect(repo / ".nexusmem" / "memory.db") as db:
+        after = "\n".join(v for (v,) in db.execute("SELECT value FROM meta").fetchall())
+    assert session not in after and folder not in after

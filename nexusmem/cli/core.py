@@ -381,13 +381,22 @@ def _query_all_projects(
         notes_left_out(result.notes, rendered)
 
 
-@click.command("status", epilog="Examples:\n\n  nexusmem status\n\n  nexusmem status --share")
+@click.command(
+    "status",
+    epilog="Examples:\n\n  nexusmem status\n\n  nexusmem status --share\n\n  nexusmem status --verbose",
+)
 @repo_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.option("--share", is_flag=True, help="A plain-text summary without local paths, for pasting.")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also show the file of each skipped transcript record (found now, not stored).",
+)
 @click.pass_context
 @library_errors
-def status_cmd(ctx: click.Context, as_json: bool, share: bool) -> None:
+def status_cmd(ctx: click.Context, as_json: bool, share: bool, verbose: bool) -> None:
     """What this repository's memory holds: nodes by kind, date range, sources and their last sync."""
     from nexusmem import project, status
     from nexusmem.cli.plain import store_note
@@ -398,7 +407,7 @@ def status_cmd(ctx: click.Context, as_json: bool, share: bool) -> None:
     except FirstSyncRunningError as exc:  # the post-commit hook's first sync has not made the store yet
         info = status.building(exc.root)
     else:
-        info = status.status(proj, store_note)
+        info = status.status(proj, store_note, locate=verbose and not share)
     if as_json:
         echo_json(info)
     elif share:

@@ -301,9 +301,9 @@ def _exit_status(result: Any, display: Any = None) -> int | None:
     return None
 
 
-# A message as read, with where it was: the place problems name it by (the file and `messages[i]` in a
-# legacy document; the file in a JSONL one) and its line (JSONL; None in a document).
-Placed = tuple[str, int | None, Any]
+# A message as read, with where it was in the file: its place in a legacy document (`messages[i]`; None in
+# a JSONL one) and its line (JSONL; None in a document).
+Placed = tuple[str | None, int | None, Any]
 
 
 def _read_document(path: Path, report: Report) -> tuple[dict[str, Any], list[Placed]] | None:
@@ -323,7 +323,7 @@ def _read_document(path: Path, report: Report) -> tuple[dict[str, Any], list[Pla
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         report.skip(path, None, "no 'messages' list")
         return None
-    return data, [(f"{path} messages[{n}]", None, m) for n, m in enumerate(data["messages"])]
+    return data, [(f"messages[{n}]", None, m) for n, m in enumerate(data["messages"])]
 
 
 def _read_jsonl(path: Path, report: Report) -> tuple[dict[str, Any], list[Placed]]:
@@ -360,7 +360,7 @@ def _read_jsonl(path: Path, report: Report) -> tuple[dict[str, Any], list[Placed
                 add_all(record["messages"], number)
         else:
             report.skip(path, number, "not a Gemini session record")
-    return meta, [(str(path), number, message) for number, message in messages.values()]
+    return meta, [(None, number, message) for number, message in messages.values()]
 
 
 def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
@@ -379,13 +379,13 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
     current: Exchange | None = None
     last_ts = start
     for index, (place, line, message) in enumerate(messages):
-        with report.guard(place, line):
+        with report.guard(path, line, place):
             if not isinstance(message, dict):
-                report.skip(place, line, "not an object")
+                report.skip(path, line, "not an object", place)
                 continue
             ts = iso_ms(message.get("timestamp")) or last_ts
             if ts is None:
-                report.skip(place, line, "no readable timestamp")
+                report.skip(path, line, "no readable timestamp", place)
                 continue
             last_ts = ts
             kind = message.get("type")
@@ -417,8 +417,8 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
                     command = args.get("command")
                     call_id = call.get("id")
                     if not isinstance(command, str) or not command.strip():
-                        where = place if line is not None else f"{place}.toolCalls[{n}]"
-                        report.skip(where, line, "shell call without a command")
+                        where = place if place is None else f"{place}.toolCalls[{n}]"
+                        report.skip(path, line, "shell call without a command", where)
                         continue
                     # Qualified by the session: Gemini's ids are only meant to be unique within one.
                     call_id = f"{thread.session_id}/{call_id if isinstance(call_id, str) and call_id else f'{index}.{n}'}"
@@ -427,7 +427,7 @@ def parse(path: Path, report: Report, *, cwd: str) -> list[Thread]:
                         status = 0
                     current.calls.append(Call(call_id=call_id, command=command, ts=ts, cwd=cwd, exit=status))
             elif not isinstance(kind, str):
-                report.skip(place, line, f"a message whose type is a JSON {type(kind).__name__}")
+                report.skip(path, line, f"a message whose type is a JSON {type(kind).__name__}", place)
             elif kind not in ("info", "error", "warning"):
-                report.skip(place, line, f"unknown message type {redact_cut(kind, 40)!r}")
+                report.skip(path, line, f"unknown message type {redact_cut(kind, 40)!r}", place)
     return [thread] if thread.exchanges else []

@@ -1,7 +1,7 @@
 """What every transcript parser produces (threads of exchanges and shell calls), and the defensive readers.
 
 The agents' transcript formats are undocumented and change between releases, so every parser here follows
-the same rules: a record that does not match what we know is skipped and counted with its file:line, the
+the same rules: a record that does not match what we know is skipped and counted with its file and line, the
 records after it are still read, a line longer than MAX_LINE_BYTES is never held in memory, and nothing
 raises out of a parser (`Report.skip` is the only way to say something was wrong).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -121,8 +121,13 @@ class Report:
     lines: dict[str, int] = field(default_factory=dict)
     # Files whose head named no working directory as far as it was read (claude.HEAD_CWD_BYTES): not read.
     no_cwd: int = 0
+    # What a problem calls a file, or None to call it by its path, redacted (a parser run on its own): the
+    # source names each transcript without its path, which is named after its session id (source._name).
+    name: Callable[[str], str | None] = field(default=lambda _path: None)
 
-    def skip(self, path: Path | str, line: int | None, why: str) -> None:
+    def skip(self, path: Path | str, line: int | None, why: str, within: str | None = None) -> None:
+        """Count the record at PATH:LINE (WITHIN: its place in a JSON document, `messages[3]`) as skipped,
+        and note where it was and WHY for the first few of a file."""
         key = str(path)
         if line is not None and line <= self.known.get(key, 0):
             return  # skipped and counted by the sync that first read it
@@ -130,23 +135,28 @@ class Report:
         seen = self._per_file.get(key, 0)
         self._per_file[key] = seen + 1
         if seen < MAX_PROBLEMS_PER_FILE:
-            # A transcript is named after its session id: a secret pasted into one is in the path.
-            where = redact_path(key) + (f":{line}" if line is not None else "")
+            named = self.name(key)
+            if named is None:  # the path, redacted: a secret pasted into a session id is in it
+                where = redact_path(key) + (f" {within}" if within else "")
+                where += f":{line}" if line is not None else ""
+            else:
+                where = named + (f", {within}" if within else "")
+                where += f", line {line}" if line is not None else ""
             self.problems.append(f"{where}: {why}")
 
-    def guard(self, path: Path | str, line: int | None) -> _RecordGuard:
+    def guard(self, path: Path | str, line: int | None, within: str | None = None) -> _RecordGuard:
         """A context in which an exception skips the one record at PATH:LINE (counted) instead of the file."""
-        return _RecordGuard(self, path, line)
+        return _RecordGuard(self, path, line, within)
 
 
 class _RecordGuard:
     """`with report.guard(path, line):` around the reading of one record: an exception there (a parser that
     met a shape it did not expect) skips and counts that record with its place, and the next is read."""
 
-    __slots__ = ("line", "path", "report")
+    __slots__ = ("line", "path", "report", "within")
 
-    def __init__(self, report: Report, path: Path | str, line: int | None) -> None:
-        self.report, self.path, self.line = report, path, line
+    def __init__(self, report: Report, path: Path | str, line: int | None, within: str | None) -> None:
+        self.report, self.path, self.line, self.within = report, path, line, within
 
     def __enter__(self) -> None:
         return None
@@ -155,7 +165,8 @@ class _RecordGuard:
         if kind is None or not issubclass(kind, Exception):
             return False
         # The exception's type only: its message may quote the record, which may hold a secret.
-        self.report.skip(self.path, self.line, f"a record this version cannot read ({kind.__name__})")
+        why = f"a record this version cannot read ({kind.__name__})"
+        self.report.skip(self.path, self.line, why, self.within)
         return True
 
 

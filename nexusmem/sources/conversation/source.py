@@ -16,7 +16,9 @@ to another project is remembered as such and not parsed again until it changes: 
 and those four (_foreign), never by its path, which would say whose it is. One of this project's is kept by a
 keyed digest of its path alone (_ours): a transcript is named after its session id (a Claude Code one, a
 Codex rollout), which may be a pasted secret, and the cursor is stored, printed by `status --json`, and not
-redacted. An older cursor's path keys are read once and dropped.
+redacted. An older cursor's path keys are read once and dropped. A skipped record's note names its file the
+same way (_name: the agent, the first hex of that digest, the day it was modified), and `status --verbose`
+finds the path again by hashing the transcripts it can see (locate_transcripts), never storing it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+import re
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +132,45 @@ def _ours(secret: bytes, path: str) -> str:
     return "#" + hashlib.blake2b(text, key=secret, digest_size=16).hexdigest()
 
 
+def _name(agent: str, secret: bytes, path: str) -> str:
+    """What a skipped record's note calls one of the transcripts: "claude-code transcript #1a2b3c4d (modified
+    2026-12-05)", the first hex of its cursor key (_ours) and its local day; no path, no session id."""
+    try:
+        day = time.strftime("%Y-%m-%d", time.localtime(os.lstat(path).st_mtime))
+    except OSError:
+        return f"{agent} transcript {_ours(secret, path)[:9]}"
+    return f"{agent} transcript {_ours(secret, path)[:9]} (modified {day})"
+
+
+_NAMED = re.compile(r"(?P<agent>[a-z-]+) transcript (?P<digest>#[0-9a-f]{8})\b")
+
+
+def locate_transcripts(root: Path, cursor: str | None) -> Callable[[str], str | None]:
+    """The path on this machine of the transcript a skipped record's note names (_name), or None when no
+    transcript the conversation source would list now hashes to it (moved, deleted, or the note is not one
+    of a transcript): the digests of every one listed, with the key of CURSOR (the source's)."""
+    _files, secret = _decode_cursor(cursor)
+    roots = Attributor.for_repo(root).roots
+    found = {
+        f"{agent} transcript {_ours(secret, str(path))[:9]}": str(path)
+        for agent, path, _companion in ConversationSource._files(set(AGENTS), roots)
+    }
+
+    def locate(note: str) -> str | None:
+        named = _NAMED.match(note)
+        return None if named is None else found.get(f"{named['agent']} transcript {named['digest']}")
+
+    return locate
+
+
+def _cannot_parse(exc: Exception, path: Path) -> str:
+    """Why a parser gave up on the file at PATH: the exception, its message without the path (an OSError's
+    names the file, which the note names apart, without its path)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot parse ({type(exc).__name__}: {exc.strerror})"
+    return f"cannot parse ({type(exc).__name__}: {str(exc).replace(str(path), 'the file')})"
+
+
 class ConversationSource:
     name = "conversation"
     kinds = ("conversation_turn", "shell_command")
@@ -161,8 +204,9 @@ class ConversationSource:
             earlier,
             stored=ctx.known.get("agent_calls_stored"),
         )
-        report = Report()
         files = self._files(wanted, roots)
+        agents = {str(path): agent for agent, path, _companion in files}
+        report = Report(name=lambda path: _name(agents[path], secret, path) if path in agents else None)
         directories = gemini.Directories(roots)
         state: dict[str, Any] = {}
         read = 0
@@ -350,7 +394,7 @@ class ConversationSource:
                 return claude.parse_from(path, report, resume)
             return codex.parse_from(path, report, resume)
         except Exception as exc:  # defensive, as in _parse
-            report.skip(path, None, f"cannot parse ({type(exc).__name__}: {exc})")
+            report.skip(path, None, _cannot_parse(exc, path))
             return [], None
 
     @staticmethod
@@ -366,5 +410,5 @@ class ConversationSource:
                 return aider.parse(path, report, cwd=str(path.parent))
             return gemini.parse(path, report, cwd=str(started))
         except Exception as exc:  # defensive: undocumented formats; one file must not stop the others
-            report.skip(path, None, f"cannot parse ({type(exc).__name__}: {exc})")
+            report.skip(path, None, _cannot_parse(exc, path))
             return []
