@@ -293,7 +293,7 @@ def test_missing_corrupt_and_newer_databases_are_reported_and_skipped(
     assert "stash@{0}" in skipped["stashed"]["reason"] and "git stash pop" in skipped["stashed"]["reason"]
     assert skipped["gone"]["db"] == str(gone / ".nexusmem" / "memory.db")
     assert "not a database" in skipped["broken"]["reason"]
-    assert "newer than this NexusMem" in skipped["future"]["reason"]
+    assert "written by a newer NexusMem (schema 999)" in skipped["future"]["reason"]
     assert [p["name"] for p in data["projects"]] == ["platform", "uploader"]
     assert {it["project"] for it in data["items"]} == {"platform", "uploader"}
     for name in ("gone", "broken", "future"):

@@ -332,18 +332,26 @@ def _keep_old(path: Path, version: int) -> None:
                 leftover.unlink()
         reader = connection.connect(path, readonly=True)
         try:
-            connection.copy_to(reader, partial)
+            # A memory whose project id held a credential of the origin URL is re-keyed by this upgrade
+            # (migration 17) so that no file keeps the credential: a copy of it would keep it, so none is made.
+            unclean = Store(reader, path).unclean_project_id() is not None
+            if not unclean:
+                connection.copy_to(reader, partial)
         finally:
             reader.close()
-        os.replace(partial, target)
+        if unclean:
+            kept = "no copy of the old one was kept: its project id held a credential of the origin URL"
+        else:
+            os.replace(partial, target)
+            kept = f"a copy of the old one is {target}"
         notice = path.with_name(UPGRADE_NOTICE_NAME)
         with suppress(FileNotFoundError):
             notice.unlink()
         fd = open_fd(notice, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(
-                f"nexusmem: memory upgraded from schema {version} to {migrations.LATEST} (a copy of the old one"
-                f" is {target}; older NexusMem releases can no longer read this memory)\n"
+                f"nexusmem: memory upgraded from schema {version} to {migrations.LATEST} ({kept}; older NexusMem"
+                " releases can no longer read this memory)\n"
             )
     except (OSError, health.DriverError) as exc:
         with suppress(OSError):
