@@ -1822,8 +1822,11 @@ def entries_after_commits(
     nodes.update(store.get_many(missing, light=True) if missing else {})
     for entry in list(placed):
         held = nodes.get(entry)
-        rejected = held is None or held.trust == "rejected" or held.superseded_by is not None
-        if rejected or (entry in missing and not _within(held, as_of, since, until)):
+        if held is None:
+            del placed[entry]
+            continue
+        outside = entry in missing and not _within(held, as_of, since, until)
+        if outside or held.trust == "rejected" or held.superseded_by is not None:
             del placed[entry]
     out = [(n, placed.get(n.id, v)) for n, v in scored]
     out += [(nodes[entry], placed[entry]) for entry in missing if entry in placed]
