@@ -2,8 +2,9 @@
 
 Three independent heuristics, each recorded as its own link relation (a failure may get none, one or all):
 
-- ``retry``: the first later shell command with the same normalised text (whitespace collapsed, trimmed) in
-  the same working directory that exited 0 within 24 h (the rule lives in :mod:`nexusmem.resolved`, shared
+- ``retry``: the first later shell command with the same normalised text (whitespace collapsed, trimmed), or
+  for a failed pytest node id the same with its file instead (``pytest -q tests/x.py`` for ``pytest -q
+  tests/x.py::test_y``), in the same working directory that exited 0 within 24 h (the rule lives in :mod:`nexusmem.resolved`, shared
   with precheck).
 - ``commit``: the first git commit made within 24 h after the failure (its committer time, not its author
   time, which an amend, a `--fixup` squashed in or a rebase keep from the commit they rewrite; after the

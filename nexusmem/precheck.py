@@ -3,7 +3,7 @@
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
 module name in the command, outside URLs, absolute paths elsewhere and what remote or container tools were
 asked about: _naming_text) and were never seen passing (a later passing run of the command resolves a
-failure, and for a file so does one of a narrower form of it naming the same test file:
+failure, so does its whole test file's for a pytest node id, and for a file so does one of a narrower form of it naming the same test file:
 _without_narrower_passes; a commit linked as its fix does not); the same for the files that import it (the import
 edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
 tests/test_api.py imports src/cache.py); and high churn (many commits touching it lately).
@@ -619,8 +619,9 @@ def _texts_to_redact(tail: list[TailCommand], open_failures: list[OpenFailure]) 
     Why a success left out resolves nothing: redaction replaces spans of a text by placeholders (which hold no
     whitespace) and keeps the rest byte for byte, so each placeholder-free word (whitespace-separated) of a
     redacted text is a whole word of the text it came from. A success T is the retry of a failure F only if
-    redact(T) and redact(F) compare the same (nexusmem.resolved.normalise, which only ever drops words), so
-    only if every placeholder-free word of redact(F) as compared is a word of T: a T failing that test is left
+    redact(T) and redact(F) compare the same (nexusmem.resolved.normalise, which only ever drops words), or
+    redact(T) as redact(F) does with its pytest node ids' files instead (resolved.whole_files), so only if
+    every placeholder-free word of redact(F) as compared, or of that form of it, is a word of T: a T failing that test is left
     as typed, and as typed it does not compare as redact(F) either (redact(F) redacts to itself, T does not). Redacting only ever resolves failures, never opens one, so the
     failures open in the typed answer are all it can be tested against."""
     from nexusmem.redact import redact
@@ -637,11 +638,13 @@ def _texts_to_redact(tail: list[TailCommand], open_failures: list[OpenFailure]) 
     for _id, command, _ts, cwd, _code in open_failures:
         # The words compared (resolved.normalise): `pytest | tee log`'s retry `pytest` has no word `tee`.
         compared = resolved.normalise(texts.get(command, command), cwd)
-        words = frozenset(w for w in compared.split() if PLACEHOLDER not in w)
-        if words:
-            needs.setdefault((cwd, max(words, key=len)), []).append(words)
-        else:
-            anything.add(cwd)
+        # A node id's failure is also resolved by its file's run (resolved.whole_files): the words of both.
+        for form in {compared, resolved.whole_files(compared)}:
+            words = frozenset(w for w in form.split() if PLACEHOLDER not in w)
+            if words:
+                needs.setdefault((cwd, max(words, key=len)), []).append(words)
+            else:
+                anything.add(cwd)
     tried: set[tuple[str, str]] = set()
     for t in tail:
         if t.exit != 0 or t.command in texts or (t.command, t.cwd) in tried:

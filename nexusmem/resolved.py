@@ -3,7 +3,9 @@
 A failed shell command is resolved by the first *later* success of the same command — the text with runs of
 whitespace collapsed and the ends trimmed, without the filters that read all its output (`| tee log`,
 `| tail -20`, `| cat`) and its output redirections (`2>&1`, `> log`) at its end (see :func:`normalise`) —
-in the same working directory. "Later" is strict: a success
+in the same working directory; a failed line naming a pytest node id (`pytest -q "tests/test_x.py::test_y"`)
+is also resolved by the same line with the node id's file instead (`pytest -q tests/test_x.py`: the whole
+file passing covers the test; :func:`whole_files`). "Later" is strict: a success
 logged in the failure's own millisecond is not its retry. The linker also bounds how much later (24 h: a
 pass three days on says little about what fixed it); precheck takes any later pass (the file is no longer
 known to break that command). Commands without a directory or an exit status (scraped from a history file)
@@ -148,13 +150,42 @@ def normalise(command: str, cwd: str | None = None) -> str:
     return rest if where and (label == where or label.endswith("/" + where)) else text
 
 
+def whole_files(text: str) -> str:
+    """TEXT (as :func:`normalise` gives it) with each pytest node id in it (`tests/test_x.py::test_y`,
+    `tests/test_x.py::TestX::test_y`, `"tests/test_x.py::test_y[1-2]"`: a word, quoted or not) replaced by
+    its file, each file once: the run that covers the failed one (a pass of `pytest -q tests/test_x.py`
+    clears `pytest -q "tests/test_x.py::test_y"`). TEXT itself when it holds none."""
+    if "::" not in text:
+        return text
+    words = text.split(" ")
+    out: list[str] = []
+    files: set[str] = set()
+    for i, word in enumerate(words):
+        bare = word[1:-1] if len(word) > 2 and word[0] == word[-1] and word[0] in "'\"" else word
+        path, sep, test = bare.partition("::")
+        if (
+            not sep
+            or not test
+            or not path.endswith(".py")
+            or path.startswith("-")
+            or not _plain(path)
+            or (i > 0 and words[i - 1] == "--deselect")  # a test left out is not run
+        ):
+            out.append(word)
+        elif path not in files:
+            files.add(path)
+            out.append(path)
+    return " ".join(out)
+
+
 def retries(
     commands: Iterable[Command],
     *,
     within_ms: int | None = RETRY_WINDOW_MS,
     normalised: dict[tuple[str, str], str] | None = None,
 ) -> tuple[list[Command], dict[str, tuple[str, int]]]:
-    """The failures among COMMANDS (oldest first) and, per failure id, its resolving success (id, ts).
+    """The failures among COMMANDS (oldest first) and, per failure id, its resolving success (id, ts): the
+    same command, or for a failure naming a pytest node id the same with its file instead (:func:`whole_files`).
 
     COMMANDS must come in time order. A success within WITHIN_MS of a failure (None: any time later)
     resolves it. One sweep: a success releases every failure of the same (text, cwd) still waiting, since it
@@ -178,11 +209,16 @@ def retries(
         if exit_code != 0:
             failures.append(row)
             waiting.setdefault(key, []).append(row)
+            wider = whole_files(text)
+            if wider != text:  # a pytest node id: a pass of its whole file resolves it too
+                waiting.setdefault((wider, cwd), []).append(row)
             continue
         pending = waiting.pop(key, None)
         if not pending:
             continue
         for failure in pending:
+            if failure[0] in resolved:
+                continue  # resolved already by a pass of its other form (its node id's, its file's)
             if ts == failure[1]:
                 waiting.setdefault(key, []).append(failure)  # same millisecond is not "later": keep waiting
             elif within_ms is None or ts - failure[1] <= within_ms:

@@ -130,3 +130,43 @@ def test_a_commit_linked_as_the_fix_does_not_silence_strict_precheck(repo: Path)
     run_cli("-C", str(repo), "sync", "--link-failures")
     assert ("retry", "pytest -q test_calc.py (exit 0)") in _links(repo)
     assert run_script("precheck", "--strict", cwd=repo).returncode == 0
+
+
+EASTER = {
+    "src/dateutil/easter.py": "def easter(year):\n    return year\n",
+    "tests/test_easter.py": "from dateutil.easter import easter\n\n\ndef test_easter_western():\n    pass\n",
+}
+
+
+def test_the_whole_test_file_passing_clears_a_failed_run_of_one_of_its_tests(repo: Path) -> None:
+    """The walkthrough (dateutil): `pytest -q "tests/test_easter.py::test_easter_western"` failed, and later
+    `pytest -q tests/test_easter.py` passed in the same folder; precheck on easter.py still said the node id
+    "was never seen passing". A pass whose words are the failed line's with each node id (`FILE::test`,
+    `FILE::Class::test`, `FILE::test[param]`, quoted or not) replaced by its FILE clears it, and the linker
+    takes it for the `retry`. Another test of the file, the file run with other options or the node id run
+    in another folder clear nothing."""
+    now_s = int(time.time())
+    commit(repo, "feat: easter", EASTER, when=now_s - 7200)
+    (repo / "tests" / "sub").mkdir()
+    run_cli("-C", str(repo), "sync")
+    ago = (now_s - 600) * 1000
+    cleared = [
+        'pytest -q "tests/test_easter.py::test_easter_western"',
+        "pytest -q tests/test_easter.py::TestEaster::test_orthodox",
+        "pytest -q 'tests/test_easter.py::test_julian[1990-4-15]' | tail -3",
+    ]
+    kept = [
+        "pytest -x tests/test_easter.py::test_easter_western",  # `pytest -q FILE` passed, not `pytest -x FILE`
+    ]
+    write_commands(repo, [(ago + n * 1000, line, 1) for n, line in enumerate([*cleared, *kept])])
+    write_commands(repo, [(ago + 10_000, "pytest -q tests/test_easter.py::test_easter_western", 1)],
+                   cwd=repo / "tests" / "sub")  # fmt: skip
+    write_commands(repo, [(ago + 20_000, "pytest -q tests/test_easter.py::test_other", 0)])  # another test
+    assert len(_failures(repo, "src/dateutil/easter.py")) == 5  # precheck's most for a file
+    write_commands(repo, [(ago + 60_000, "pytest -q tests/test_easter.py", 0)])
+    expected = sorted([*kept, "pytest -q tests/test_easter.py::test_easter_western"])
+    assert _failures(repo, "src/dateutil/easter.py") == expected  # from the hook log, not synced yet
+    run_cli("-C", str(repo), "sync")
+    assert _failures(repo, "src/dateutil/easter.py") == expected  # the same from the memory
+    links = _links(repo)
+    assert links.count(("retry", "pytest -q tests/test_easter.py (exit 0)")) == len(cleared)
