@@ -155,6 +155,9 @@ class PrecheckResult:
         # What is wrong in the memory's setup whatever was checked (a password in the config's team.url):
         # warnings on stderr, as every local command says them, never in the JSON.
         self.warnings: list[str] = []
+        # The files given (`--files`) that are neither in the work tree nor in the index, each said on stderr
+        # (not_found): not checked, and not in `files`.
+        self.not_found: list[str] = []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -202,12 +205,44 @@ def relative_files(root: Path, files: Sequence[str], cwd: Path | None = None) ->
     real_root = os.path.realpath(root)
     out: list[str] = []
     for name in files:
-        full = os.path.realpath(os.path.join(base, name))
-        rel = os.path.relpath(full, real_root)
-        path = Path(rel).as_posix() if not rel.startswith("..") else name
+        path = _in_repository(real_root, base, name)
         # argv holds a name that is not UTF-8 as lone surrogates: give it the form the store keeps.
-        out.append(paths.tracked_name(os.fsencode(path)))
+        out.append(paths.tracked_name(os.fsencode(name if path is None else path)))
     return out
+
+
+def _in_repository(real_root: str, base: Path, name: str) -> str | None:
+    """NAME (relative to BASE) as a posix path relative to the repository's top (REAL_ROOT, its real path),
+    None when it lies outside."""
+    rel = os.path.relpath(os.path.realpath(os.path.join(base, name)), real_root)
+    return None if rel.startswith("..") else Path(rel).as_posix()
+
+
+def not_found(root: Path, files: Sequence[str], names: Sequence[str], cwd: Path) -> dict[int, str]:
+    """Which of FILES (as given, relative to CWD; NAMES: relative_files' answer for them) name nothing in
+    the work tree nor in the index, by index, with what to say about each (the repository's path of that
+    name when there is one: `src/x.py` given from tests/). A stat per file; git is asked only about those
+    missing from the work tree (a file deleted but still staged is checked)."""
+    absent = [i for i, name in enumerate(files) if not os.path.lexists(os.path.join(cwd, name))]
+    if not absent:
+        return {}
+    real_root = os.path.realpath(root)
+    inside = {i: path for i in absent if (path := _in_repository(real_root, cwd, files[i])) is not None}
+    staged: set[str] = set()
+    if inside:
+        literal = [f":(literal){path}" for path in inside.values()]  # `*.py` given is that name, no pattern
+        code, out = gitcmd.run_ok(["ls-files", "-z", "--cached", "--", *literal], root)
+        staged = {paths.tracked_name(p) for p in out.split(b"\0") if p} if code == 0 else set()
+    said: dict[int, str] = {}
+    for i in absent:
+        if i in inside and (names[i] in staged or any(p.startswith(names[i] + "/") for p in staged)):
+            continue  # deleted from the work tree, still in the index (a folder: a file of it)
+        given = files[i]
+        text = f"no such file: {one_line(names[i])} (paths are relative to the current folder)"
+        if not os.path.isabs(given) and os.path.realpath(cwd) != real_root and os.path.lexists(root / given):
+            text += f"; did you mean {one_line(Path(os.path.normpath(given)).as_posix())}?"
+        said[i] = text
+    return said
 
 
 def _ancestors(path: str) -> list[str]:
@@ -1077,6 +1112,8 @@ def one_line(name: str) -> str:
 # shallow checkout has no merge base: git prints an error to stderr and nothing to the command line), or
 # only empty arguments (the same diff quoted, `--files "$FILES"`).
 NO_FILES = "no files given: nothing checked"
+# `precheck --files` given only names of no file (not_found): each said, then this.
+NONE_FOUND = "no file given exists: nothing checked"
 
 
 def run(
@@ -1142,8 +1179,24 @@ def _run_local(
         names = (
             relative_files(root, files, here) if files is not None else staged_files(root, working=working)
         )
+        missing = not_found(root, files, names, here) if files is not None else {}
     except NexusMemError as exc:  # git refuses the repository (another owner), or cannot run
         return PrecheckResult(root=str(root), files=[], checked=False, reason=f"memory not checked ({exc})")
+    names = [name for i, name in enumerate(names) if i not in missing]
+    if missing and not names:  # nothing left to check: as for no file given (--strict refuses that)
+        result = PrecheckResult(
+            root=str(root), files=[], checked=False, reason=NONE_FOUND, nothing_given=True
+        )
+    else:
+        result = _checked(root, names, memory, now_ms, author)
+    result.not_found = list(missing.values())
+    return result
+
+
+def _checked(
+    root: Path, names: list[str], memory: Path, now_ms: int | None, author: str | None
+) -> PrecheckResult:
+    """check(), with a store it cannot read said in the result's reason."""
     try:
         return check(root, names, now_ms=now_ms, author=author, memory=memory)
     except Exception as exc:  # a damaged, locked or foreign store: said, never a refused commit

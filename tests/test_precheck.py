@@ -1228,3 +1228,45 @@ def test_empty_file_arguments_are_no_files(repo: Path) -> None:
         assert clicked.exit_code == 2 and "no files given" in clicked.output, (form, clicked.output)
     found = json.loads(run_cli("-C", str(repo), "precheck", "--json", "--files", "", "a.py").stdout)
     assert found["checked"] is True and found["files"] == ["a.py"], found
+
+
+def test_a_file_given_that_does_not_exist_is_said_not_checked(repo: Path) -> None:
+    """The walkthrough (dateutil): `precheck --files nosuch/easter.py` warned about easter.py's failures as if
+    the file existed, and from tests/, `precheck --files src/dateutil/easter.py` printed
+    `tests/src/dateutil/easter.py: …`, a path that does not exist (the user meant the repository's). A
+    path in neither the work tree nor the index (relative to the current folder) is said on stderr and not
+    checked, with the repository's path of that name when there is one; a file deleted but still staged,
+    and the files beside it, are still checked."""
+    commit(repo, "init", {"src/dateutil/easter.py": "x = 1\n", "tests/test_easter.py": "def test(): pass\n"})
+    write_log(repo, [("pytest tests/test_easter.py", 1, 60_000)])
+    sync.sync(repo)
+    warning = "`pytest tests/test_easter.py` failed (exit 1)"
+
+    said = run_script("precheck", "--files", "nosuch/easter.py", cwd=repo)
+    assert said.stderr.splitlines() == [
+        "nexusmem precheck: no such file: nosuch/easter.py (paths are relative to the current folder)",
+        "nexusmem precheck: no file given exists: nothing checked",
+    ], said.stderr
+    assert said.returncode == 0
+    # Nothing at all checked: --strict says so as for no file given (a CI job must not pass on a typo).
+    strict = run_script("precheck", "--strict", "--files", "nosuch/easter.py", cwd=repo)
+    assert strict.returncode == 2, strict.stderr
+
+    here = repo / "tests"
+    said = run_script("precheck", "--files", "src/dateutil/easter.py", "test_easter.py", cwd=here)
+    lines = said.stderr.splitlines()
+    assert lines[0] == (
+        "nexusmem precheck: no such file: tests/src/dateutil/easter.py (paths are relative to the current"
+        " folder); did you mean src/dateutil/easter.py?"
+    ), said.stderr
+    assert f"tests/test_easter.py: {warning}" in said.stderr  # the file beside it is still checked
+    assert "tests/src/dateutil/easter.py:" not in said.stderr.replace("no such file: tests/src", "")
+    clicked = run_cli(
+        "-C", str(here), "precheck", "--json", "--files", "src/dateutil/easter.py", "test_easter.py"
+    )
+    assert json.loads(clicked.stdout)["files"] == ["tests/test_easter.py"]
+    assert "no such file: tests/src/dateutil/easter.py" in clicked.stderr
+
+    (repo / "src/dateutil/easter.py").unlink()  # deleted, still in the index: still checked
+    said = run_script("precheck", "--files", "src/dateutil/easter.py", cwd=repo)
+    assert "no such file" not in said.stderr and f"src/dateutil/easter.py: {warning}" in said.stderr

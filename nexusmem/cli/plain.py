@@ -61,6 +61,8 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
     """Print RESULT (JSON on stdout, warnings on stderr); the exit code: 1 only for --strict with findings."""
     for warning in result.warnings:
         _say(f"nexusmem: warning: {warning}")
+    for missing in result.not_found:  # a file given that is not there: not checked
+        _say(f"nexusmem precheck: {missing}")
     if as_json:
         try:
             sys.stdout.write(json_text(result.to_json()) + "\n")
