@@ -1270,3 +1270,22 @@ def test_a_file_given_that_does_not_exist_is_said_not_checked(repo: Path) -> Non
     (repo / "src/dateutil/easter.py").unlink()  # deleted, still in the index: still checked
     said = run_script("precheck", "--files", "src/dateutil/easter.py", cwd=repo)
     assert "no such file" not in said.stderr and f"src/dateutil/easter.py: {warning}" in said.stderr
+
+
+def test_the_summary_counts_the_files_that_have_warnings(repo: Path) -> None:
+    """The walkthrough: `3 warning(s) for 2 file(s)` when only one of the two files had warnings. The
+    summary says how many files have them, of how many checked; --json keeps its fields."""
+    project(repo)
+    write_log(repo, [(f"pytest tests/test_cache.py -k case{n}", 1, DAY_MS) for n in range(3)])
+    sync.sync(repo)
+    for name in ("src/cache.py", "src/parser.py"):
+        (repo / name).write_text("x = 5\n", encoding="utf-8")
+    git(repo, "add", "src")
+    said = run_script("precheck", cwd=repo).stderr.splitlines()
+    assert said[-1] == "nexusmem precheck: 3 warning(s) for 1 of 2 file(s) (advisory only)", said
+    assert sum(line.startswith("src/cache.py: ") for line in said) == 3, said
+    data = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)
+    assert data["files"] == ["src/cache.py", "src/parser.py"] and len(data["findings"]) == 3
+    git(repo, "reset", "-q", "src/parser.py")  # every file checked has warnings: "for 1 file(s)"
+    said = run_script("precheck", cwd=repo).stderr.splitlines()
+    assert said[-1] == "nexusmem precheck: 3 warning(s) for 1 file(s) (advisory only)", said

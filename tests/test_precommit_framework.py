@@ -250,7 +250,7 @@ def test_precheck_over_many_files_runs_once_and_prints_one_summary(
     repo: Path, hook_repo: tuple[Path, str, Path]
 ) -> None:
     """`pre-commit run --all-files` split the files between parallel precheck processes, each printing its
-    own summary ("1 warning(s) for 85 file(s)" on a repository of 171)."""
+    own summary ("1 warning(s) for 1 of 85 file(s)" on a repository of 171)."""
     source, sha, cache = hook_repo
     modules = {f"src/m{i}.py": f"x = {i}\n" for i in range(16)}
     commit(
@@ -268,7 +268,7 @@ def test_precheck_over_many_files_runs_once_and_prints_one_summary(
     assert ran.returncode == 0, output
     assert "src/m3.py: `mypy src/m3.py` failed (exit 1)" in output, output
     assert output.count("nexusmem precheck: ") == 1, output
-    assert f"nexusmem precheck: 1 warning(s) for {files} file(s)" in output, output
+    assert f"nexusmem precheck: 1 warning(s) for 1 of {files} file(s)" in output, output
 
 
 def test_hook_status_names_the_framework_route_not_files_that_do_not_exist(

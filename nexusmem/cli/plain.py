@@ -96,9 +96,16 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
         if result.findings:
             advice = "commit refused (--strict)" if strict else "advisory only"
             _say(
-                f"nexusmem precheck: {len(result.findings)} warning(s) for {len(result.files)} file(s) ({advice})"
+                f"nexusmem precheck: {len(result.findings)} warning(s) for {_files_warned(result)} ({advice})"
             )
     return refusal_code() if strict and result.findings else 0
+
+
+def _files_warned(result: PrecheckResult) -> str:
+    """How many files have warnings, of how many checked when not all of them: `1 of 2 file(s)`."""
+    warned = len({f.path for f in result.findings})
+    checked = len(result.files)
+    return f"{warned} file(s)" if warned >= checked else f"{warned} of {checked} file(s)"
 
 
 # `precheck --strict --files` given no file: as a usage error, not a refusal for what was found.
