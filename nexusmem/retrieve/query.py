@@ -1766,21 +1766,42 @@ def commits_before_entries(
                 lifted[commit] = above
     if not lifted:
         return _after_their_commits(scored, linked)
+    return _after_their_commits(
+        _placed(store, scored, lifted, as_of, since, until, docs_only_stay=True), linked
+    )
+
+
+def _placed(
+    store: SearchStore,
+    scored: list[tuple[StoredNode, float]],
+    placed: dict[str, float],
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+    *,
+    docs_only_stay: bool = False,
+) -> list[tuple[StoredNode, float]]:
+    """SCORED with each node of PLACED (id -> the score it is given) scored so, those SCORED lacks added; a node
+    memory no longer holds, one the user rejected or that was superseded (a verdict the user gave is not
+    overturned by another node's words), one outside the AS_OF / SINCE / UNTIL window that SCORED lacked, and
+    with DOCS_ONLY_STAY a commit that changed docs only, stay where they were."""
     nodes = {n.id: n for n, _ in scored}
-    missing = [i for i in lifted if i not in nodes]
+    missing = [i for i in placed if i not in nodes]
     nodes.update(store.get_many(missing, light=True) if missing else {})
-    for commit in list(lifted):
-        held = nodes.get(commit)
+    keep: dict[str, float] = {}
+    for node_id, value in placed.items():
+        held = nodes.get(node_id)
         if held is None or held.trust == "rejected" or held.superseded_by is not None:
-            del lifted[commit]  # a verdict the user gave is not overturned by an entry's words
-        elif commit in missing and not _within(held, as_of, since, until):
-            del lifted[commit]
-    docs_only = search.change_scope(store, [nodes[c] for c in lifted]).docs if lifted else set()
-    for commit in docs_only:
-        del lifted[commit]
-    out = [(n, lifted.get(n.id, v)) for n, v in scored]
-    out += [(nodes[commit], lifted[commit]) for commit in missing if commit in lifted]
-    return _after_their_commits(out, linked)
+            continue
+        if node_id in missing and not _within(held, as_of, since, until):
+            continue
+        keep[node_id] = value
+    if docs_only_stay and keep:
+        for node_id in search.change_scope(store, [nodes[i] for i in keep]).docs:
+            del keep[node_id]
+    out = [(n, keep.get(n.id, v)) for n, v in scored]
+    out += [(nodes[node_id], keep[node_id]) for node_id in missing if node_id in keep]
+    return out
 
 
 # "Which release fixed is_unique for a Bytes from a shared BytesMut?", "from which version on does it limit the
@@ -1817,20 +1838,7 @@ def entries_after_commits(
                 placed[entry] = below
     if not placed:
         return scored
-    nodes = {n.id: n for n, _ in scored}
-    missing = [i for i in placed if i not in nodes]
-    nodes.update(store.get_many(missing, light=True) if missing else {})
-    for entry in list(placed):
-        held = nodes.get(entry)
-        if held is None:
-            del placed[entry]
-            continue
-        outside = entry in missing and not _within(held, as_of, since, until)
-        if outside or held.trust == "rejected" or held.superseded_by is not None:
-            del placed[entry]
-    out = [(n, placed.get(n.id, v)) for n, v in scored]
-    out += [(nodes[entry], placed[entry]) for entry in missing if entry in placed]
-    return best_first(out)
+    return best_first(_placed(store, scored, placed, as_of, since, until))
 
 
 def links_of(store: SearchStore, nodes: list[StoredNode]) -> dict[str, list[tuple[str, str]]]:
