@@ -98,7 +98,7 @@ def failed_part(text: str) -> str:
 # word is compared as it is, without loading that module.
 LAUNCHER_FIRST = frozenset(
     {"sudo", "doas", "env", "nice", "time", "exec", "command", "builtin", "nohup", "timeout", "stdbuf",
-     "ionice", "taskset", "xvfb-run", "flock", "setsid", "chrt", "caffeinate", "unbuffer"}
+     "ionice", "taskset", "xvfb-run", "flock", "setsid", "chrt", "caffeinate", "unbuffer", "clear", "clear;"}
 )  # fmt: skip
 
 

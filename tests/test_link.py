@@ -862,3 +862,30 @@ def test_a_file_named_in_a_failed_commits_message_does_not_make_the_next_commit_
         text
     )
     assert sum("linked as the fix" in line for line in items) == 1, text
+
+
+def test_a_failure_behind_clear_is_fixed_by_its_passing_retry_not_a_later_commit(repo: Path) -> None:
+    """`clear; pytest tests/test_utils.py` failed (a missing module), `pip install -q freezegun`, then
+    `pytest tests/test_utils.py` failed and passed: `show` of the first failure said `fixed by … (commit)`
+    (the next commit touching the file), with no retry, while precheck took the pass as clearing it."""
+    now_s = int(time.time()) - 3600
+    commit(repo, "init", {"tests/test_utils.py": "def test(): pass\n"}, when=now_s - 600)
+    write_commands(
+        repo,
+        [
+            (now_s * 1000, "clear; pytest tests/test_utils.py", 2),
+            (now_s * 1000 + 12_000, "pip install -q freezegun", 0),
+            (now_s * 1000 + 20_000, "pytest tests/test_utils.py", 1),
+            (now_s * 1000 + 32_000, "clear && pytest tests/test_utils.py", 0),
+        ],
+    )
+    commit(repo, "test: more utils", {"tests/test_utils.py": "def test(): assert 1\n"}, when=now_s + 600)
+    run_cli("-C", str(repo), "sync", "--link-failures")
+    data = query_json(repo, "clear; pytest tests/test_utils.py failed")
+    first = next(it for it in data["items"] if it["ref"] == "clear; pytest tests/test_utils.py")
+    shown = json.loads(run_cli("-C", str(repo), "show", "--json", first["id"]).stdout)
+    passed = next(it for it in data["items"] if "(exit 0)" in it["title"])
+    assert {"to": passed["id"], "relation": "retry"} in shown["links"], shown["links"]
+    assert "(retry)" in run_cli("-C", str(repo), "show", first["id"]).stdout
+    checked = run_cli("-C", str(repo), "precheck", "--json", "--files", "tests/test_utils.py").stdout
+    assert json.loads(checked)["findings"] == []

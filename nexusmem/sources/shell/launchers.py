@@ -4,7 +4,8 @@
 `timeout 60 pytest`, `flock /tmp/l make`, `xvfb-run -a pytest`,
 `nohup ./serve &`, `command grep x`, `exec -a name prog`, `( cd sub && make )`, `cd sub; make`: the command
 is pytest, make, ./serve, grep, prog, make, make (a leading `cd DIR &&` or `cd DIR;` only says where the
-command runs; `cd DIR ||` and a `cd` alone are the command). One answer for the shell log (a line that only starts a shell), precheck (the
+command runs; `cd DIR ||` and a `cd` alone are the command), and `clear; pytest x`'s is pytest (a leading
+`clear;` or `clear &&` only wipes the screen). One answer for the shell log (a line that only starts a shell), precheck (the
 tool a failed line ran), failure linking (the program a discussion must name) and the questions about runs.
 
 Imported on the prompt hook's path: `re` alone, which that path loads already.
@@ -94,6 +95,8 @@ def _launcher_end(words: Sequence[str], i: int) -> int:
         return i + 1
     if word == "cd":
         return _cd_end(words, i)
+    if word in _CLEAR:
+        return _clear_end(words, i)
     name = word.rpartition("/")[2]
     spec = _LAUNCHERS.get(name)
     if spec is None:
@@ -145,6 +148,22 @@ def runs_nothing(command: str, shell: str | None) -> bool:
     `time`: zsh's and fish's `time` takes no option (TIME_WITHOUT_OPTIONS), so `time -p pytest` there is no
     run of pytest, and neither its failure nor its pass is pytest's."""
     return shell in TIME_WITHOUT_OPTIONS and command.lstrip()[:6] == "time -"
+
+
+# A leading `clear;` / `clear &&` only wipes the screen before the command (`clear; pytest x` is a run of
+# `pytest x`); `clear` alone, or before `||`, is the command.
+_CLEAR = frozenset(("clear", "clear;"))
+
+
+def _clear_end(words: Sequence[str], i: int) -> int:
+    """Past `clear;`, `clear ;` or `clear &&` at WORDS[I] when a command follows; else I."""
+    if words[i] == "clear;":
+        end = i + 1
+    elif i + 1 < len(words) and words[i + 1] in ("&&", ";"):
+        end = i + 2
+    else:
+        return i
+    return end if end < len(words) else i
 
 
 def _cd_end(words: Sequence[str], i: int) -> int:
