@@ -96,13 +96,6 @@ def catch_up_shell(root: Path) -> int:
     return summary.added
 
 
-def _own_command(command: str) -> bool:
-    """Whether COMMAND runs NexusMem itself (`nexusmem query …`): the line the hook logs after every query,
-    which no question is about (the next sync stores it like any other)."""
-    words = command.split(None, 1)
-    return bool(words) and os.path.basename(words[0]) == "nexusmem"
-
-
 def unsynced_at(root: Path, store: Store) -> int:
     """unsynced_commands of the project at ROOT (STORE: its memory, open); 0 when that cannot be told (its
     config, the log): an answer across projects goes on without the note."""
@@ -124,12 +117,13 @@ def unsynced_commands(project: Project, store: Store | None = None) -> int:
         return 0
     if past[1] > CATCH_UP_MAX_BYTES:
         return BACKLOG
+    from nexusmem.sources.shell.launchers import runs_nexusmem
     from nexusmem.sources.shell.tail import unsynced_tail
 
     count = 0
     calls: set[str] = set()  # an agent's call logged twice (its hook at both scopes) is one command
     for command in unsynced_tail(project.root, past[0], redacted=False):
-        if _own_command(command.command):
+        if runs_nexusmem(command.command):
             continue
         if command.call_key is not None:
             if command.call_key in calls:

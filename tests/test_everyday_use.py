@@ -15,7 +15,7 @@ from nexusmem.identity import node_id
 from nexusmem.paths import db_path
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, run_cli, run_script, write_commands
+from helpers import commit, console_script, git, run_cli, run_script, typed_in_bash, write_commands
 from helpers.embedding import set_embedding
 
 HOUR = 3_600_000
@@ -531,6 +531,39 @@ def test_query_says_how_many_newer_commands_it_did_not_search(repo: Path) -> Non
     from nexusmem.sources.shell import tail
 
     assert catchup._SHELL_CURSOR_VERSION == tail.CURSOR_VERSION
+
+
+def test_a_query_typed_behind_clear_or_cd_and_piped_is_neither_an_answer_nor_unsynced_work(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`clear; nexusmem query "how did I fix the test_cache failure" 2>&1 | tee out.txt` typed in a hooked
+    shell: every later query said "N newer command(s) run here are not synced yet" even right after a sync,
+    and once synced, that line was an answer to the same question, right after the failure and its fix."""
+    now = int(time.time() * 1000)
+    commit(repo, "feat: cache", {"tests/test_cache.py": "def test(): pass\n"})
+    write_commands(
+        repo,
+        [(now - 2 * HOUR, "pytest tests/test_cache.py", 1), (now - HOUR, "pytest tests/test_cache.py", 0)],
+    )
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    monkeypatch.setenv("PATH", f"{Path(console_script()).parent}{os.pathsep}{os.environ['PATH']}")
+    question = "how did I fix the test_cache failure"
+    typed_in_bash(
+        repo,
+        f'clear; nexusmem query "{question}" 2>&1 | tee out.txt',
+        "cd tests && time nexusmem status | head -3",
+        'NEXUSMEM_X=1 env LC_ALL=C nexusmem query "what failed" | grep -c exit',
+        "cd /tmp && nexusmem --version",  # the typing helper's own last line runs outside the repository
+    )
+    logged = (Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl").read_text(encoding="utf-8")
+    assert "clear; nexusmem query" in logged and "time nexusmem status" in logged
+    said = run_script("query", question, cwd=repo)
+    assert said.returncode == 0 and "not synced" not in said.stdout, said.stdout
+
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    answer = json.loads(run_cli("-C", str(repo), "query", "--json", question).stdout)
+    refs = [it["ref"] for it in answer["items"]]
+    assert "pytest tests/test_cache.py" in refs and not [r for r in refs if "nexusmem" in r], refs
 
 
 def test_a_large_budget_shows_the_further_sections_of_a_doc_file(repo: Path) -> None:

@@ -13,6 +13,7 @@ from nexusmem.sources.shell.launchers import (
     launcher_spans,
     moved_folder,
     no_test_failed,
+    runs_nexusmem,
     unlaunched,
 )
 
@@ -176,3 +177,24 @@ def test_a_run_without_what_only_launches_it(line: str, run: str) -> None:
 )
 def test_pytests_exit_5_failed_no_test(line: str, code: int, none_failed: bool) -> None:
     assert no_test_failed(line, code) is none_failed
+
+
+@pytest.mark.parametrize(
+    ("line", "own"),
+    [
+        ('nexusmem query "which tests failed"', True),
+        ('clear; nexusmem query "how did I fix the test_easter_western failure" 2>&1 | tee out.txt', True),
+        ("cd api && time nexusmem status | head -3", True),
+        ('NEXUSMEM_HOME=/tmp/m env LC_ALL=C nexusmem query "a; b" --json | jq .items', True),
+        ("sudo -u me /opt/bin/nexusmem sync && echo done", True),
+        ("(cd api && nexusmem sync) |& less", True),
+        ("nexusmem sync; pytest", False),  # a run of pytest too: work to sync
+        ("nexusmem query x | xargs rm", False),
+        ("grep nexusmem notes.txt", False),
+        ('git commit -m "nexusmem query; done"', False),
+        ('nexusmem query "$(pbpaste)"', False),  # not read: taken as work
+        ("python -m nexusmem status", False),
+    ],
+)
+def test_a_line_of_nexusmems_own_runs_it_among_shell_noise_only(line: str, own: bool) -> None:
+    assert runs_nexusmem(line) is own

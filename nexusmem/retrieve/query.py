@@ -51,7 +51,7 @@ from nexusmem.retrieve.pack import Candidate, estimate_tokens, pack
 from nexusmem.retrieve.summarise import MAX_SUMMARY_CHARS, doc_summary_chars
 from nexusmem.retrieve.summarise import summary as make_summary
 from nexusmem.show import replacement
-from nexusmem.sources.shell.launchers import no_test_failed, runs_nothing
+from nexusmem.sources.shell.launchers import no_test_failed, runs_nexusmem, runs_nothing
 from nexusmem.store import StoredNode
 from nexusmem.store.interface import SearchStore
 from nexusmem.store.nodes import PROJECT_ID_KEY
@@ -873,6 +873,11 @@ def retrieve(
         failure=question.failure,
         matter=question.topic,
     )
+    # NexusMem's own lines (`clear; nexusmem query "…" | tee out.txt`) hold the question's words: they are the
+    # question being asked, never its answer, and not counted among the matches.
+    asking = {node.id for node, _ in scored if is_own_line(node)}
+    if asking:
+        scored = [(node, score) for node, score in scored if node.id not in asking]
     if window is not None and question.asks != "usage":  # "since 1.20 X is gone, how do I ...": the docs say
         scored = in_release(scored, window)
     dated_first = (
@@ -1217,7 +1222,7 @@ def retrieve(
     bm25_ids = {node_id for node_id, _ in bm25_hits}
     lexical_extra = sum(1 for node_id, _ in cjk_hits if node_id not in bm25_ids)
     # What a rule listed without its words matching (the failures or the newest work of a time) counts too.
-    counted = (set(found) - others) | {node.id for node, _ in scored}
+    counted = (set(found) - others - asking) | {node.id for node, _ in scored}
     matched = len(counted) + max(0, bm25_total - len(bm25_hits))
     if listed and {node.id for node, _ in scored} <= {node.id for node in listed}:
         # A listing that is the whole answer ("what failed today": the failed runs, _listed): what else the
@@ -2020,6 +2025,11 @@ def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[t
     if not demoted:
         return scored
     return best_first([(n, v * TRANSLATION_FACTOR if n.id in demoted else v) for n, v in scored])
+
+
+def is_own_line(node: StoredNode) -> bool:
+    """Whether NODE is a shell line that ran NexusMem itself (launchers.runs_nexusmem)."""
+    return node.kind == "shell_command" and runs_nexusmem(node.ref)
 
 
 def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:

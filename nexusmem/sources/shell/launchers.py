@@ -360,3 +360,72 @@ def no_test_failed(command: str, exit_code: int | None) -> bool:
         return False
     words = command.split()
     return _PYTEST.match(" ".join(words[command_start(words) :])) is not None
+
+
+# What only wipes, moves, prints, pages or filters around a NexusMem command on its line: `clear; nexusmem
+# query "…" 2>&1 | tee out.txt`, `cd api && nexusmem sync`, `nexusmem query --json "…" | jq .items`.
+_SHELL_NOISE = frozenset(
+    {"clear", "reset", "cd", "pushd", "popd", "echo", "printf", "true", ":", "tee", "less", "more", "most",
+     "bat", "head", "tail", "cat", "jq", "grep", "egrep", "fgrep", "rg", "wc", "sort", "uniq", "column",
+     "pbcopy", "xclip", "xsel", "wl-copy"}
+)  # fmt: skip
+# What ends one simple command of a line (`&` only where it is no redirection's: `2>&1`, `&>`), and what the
+# splitting cannot read (a command substitution, a here-document): such a line is never taken for NexusMem's.
+_SIMPLE_END = re.compile(r"\|\||&&|\|&|(?<![<>])&(?!>)|[|;()\n]")
+_UNREADABLE = re.compile(r"\$\(|`|<<")
+
+
+def simple_commands(line: str) -> list[list[str]] | None:
+    """The words of each simple command of the shell LINE, split at `;`, `&&`, `||`, `|`, `&` and brackets
+    outside quotes (`echo "a; b"` is one); None when the line holds what this cannot read (`$(…)`, a
+    backquote, a here-document, an unclosed quote)."""
+    if _UNREADABLE.search(line):
+        return None
+    parts: list[str] = []
+    start = 0
+    i = 0
+    quote = ""
+    n = len(line)
+    while i < n:
+        char = line[i]
+        if quote:
+            if char == quote:
+                quote = ""
+            elif char == "\\" and quote == '"':
+                i += 1
+            i += 1
+            continue
+        if char in "'\"":
+            quote = char
+        elif char == "\\":
+            i += 1
+        else:
+            end = _SIMPLE_END.match(line, i)
+            if end is not None:
+                parts.append(line[start:i])
+                start = i = end.end()
+                continue
+        i += 1
+    if quote:
+        return None
+    parts.append(line[start:])
+    split = (part.split() for part in parts)
+    return [words for words in split if words and words not in (["{"], ["}"])]
+
+
+def runs_nexusmem(line: str) -> bool:
+    """Whether the shell LINE is NexusMem's own: one of its simple commands runs `nexusmem` (past what only
+    launches it: `time`, `sudo`, `env`, `NAME=value`) and the others only wipe, move, print, page or filter
+    (_SHELL_NOISE): `clear; nexusmem query "…" 2>&1 | tee out.txt`, `cd api && time nexusmem status`. The
+    question being asked, never an answer to one nor work waiting for a sync."""
+    if "nexusmem" not in line:
+        return False
+    commands = simple_commands(line)
+    if not commands:
+        return False
+    programs = set()
+    for words in commands:
+        start = command_start(words)
+        if start < len(words):  # `FOO=1` alone sets a variable: nothing run
+            programs.add(_unbracketed(words[start]).rpartition("/")[2])
+    return "nexusmem" in programs and programs <= _SHELL_NOISE | {"nexusmem"}
