@@ -96,6 +96,16 @@ def catch_up_shell(root: Path) -> int:
     return summary.added
 
 
+def unsynced_note(count: int) -> str | None:
+    """What an answer (`nexusmem query`) and `nexusmem status` say of COUNT (unsynced_commands) commands not
+    synced yet; None for none."""
+    if count == BACKLOG:
+        return "many commands were logged since this memory's last sync and are not searched: run `nexusmem sync`"
+    if count:
+        return f"{count} newer command(s) run here are not synced yet, so not searched: run `nexusmem sync`"
+    return None
+
+
 def unsynced_at(root: Path, store: Store) -> int:
     """unsynced_commands of the project at ROOT (STORE: its memory, open); 0 when that cannot be told (its
     config, the log): an answer across projects goes on without the note."""
@@ -122,8 +132,12 @@ def unsynced_commands(project: Project, store: Store | None = None) -> int:
 
     count = 0
     calls: set[str] = set()  # an agent's call logged twice (its hook at both scopes) is one command
+    own: dict[str, bool] = {}  # a real log repeats a few commands many times
     for command in unsynced_tail(project.root, past[0], redacted=False):
-        if runs_nexusmem(command.command):
+        mine = own.get(command.command)
+        if mine is None:
+            mine = own[command.command] = runs_nexusmem(command.command)
+        if mine:
             continue
         if command.call_key is not None:
             if command.call_key in calls:

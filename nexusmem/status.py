@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nexusmem import autosync, paths, redact, timefmt
+from nexusmem import autosync, catchup, paths, redact, timefmt
 from nexusmem.ollama import EMBEDDER_FIX
 from nexusmem.project import Project
 from nexusmem.sources.git import repo
@@ -70,6 +70,7 @@ def status(
         skipped = problem_history(store)
         if locate and "conversation" in skipped:
             _locate_transcripts(project.root, store.cursor("conversation"), skipped["conversation"])
+        unsynced = _unsynced(project, store)
         return {
             "root": str(project.root),
             "project": project.id,
@@ -91,6 +92,10 @@ def status(
             "last": iso(last),
             "sources": [{**s, "last_sync": iso(s["last_sync"])} for s in sources],
             "shell_log": str(paths.shell_log_path()),
+            # The commands the hooks logged here since the last sync (NexusMem's own left out), as a query's
+            # note counts them; a backlog of more than catchup.CATCH_UP_MAX_BYTES of log is not counted.
+            "unsynced_commands": max(unsynced, 0),
+            "unsynced_backlog": unsynced == catchup.BACKLOG,
             # Bad records sync passed over, per source: how many in all and where the newest were.
             "skipped_records": skipped,
             # One line per source that left one: why an opt-in source did nothing ("skipped: gh CLI ...").
@@ -155,6 +160,16 @@ def _first_build(root: Path, read_any: bool) -> bool:
     return not read_any or registry.last_sync(root) is None
 
 
+def _unsynced(project: Project, store: Store) -> int:
+    """catchup.unsynced_commands of PROJECT (STORE: its memory, open); 0 when the log cannot be read."""
+    from nexusmem.errors import NexusMemError
+
+    try:
+        return catchup.unsynced_commands(project, store)
+    except (NexusMemError, OSError):  # status says what it can of the memory
+        return 0
+
+
 def building(root: Path) -> dict[str, Any]:
     """What `status` says of ROOT while its first sync is under way (paths.first_sync_under_way) and has not
     made the store yet (the post-commit hook's sync waits for a burst of commits to end first): status()'s
@@ -180,6 +195,8 @@ def building(root: Path) -> dict[str, Any]:
         "last": None,
         "sources": [],
         "shell_log": str(paths.shell_log_path()),
+        "unsynced_commands": 0,
+        "unsynced_backlog": False,
         "skipped_records": {},
         "source_states": {},
         "auto_sync_failed": None,
@@ -291,6 +308,11 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"sources:  the first sync is running{paths.first_sync_where(Path(info['root']))}")
     else:
         lines.append("sources:  never synced (run `nexusmem sync`)")
+    waiting = catchup.unsynced_note(
+        catchup.BACKLOG if info.get("unsynced_backlog") else info["unsynced_commands"]
+    )
+    if waiting:
+        lines.append(f"shell: {waiting}")
     failed = info.get("auto_sync_failed")
     if failed:
         lines.append(

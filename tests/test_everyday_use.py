@@ -566,6 +566,26 @@ def test_a_query_typed_behind_clear_or_cd_and_piped_is_neither_an_answer_nor_uns
     assert "pytest tests/test_cache.py" in refs and not [r for r in refs if "nexusmem" in r], refs
 
 
+def test_status_says_how_many_commands_wait_for_a_sync(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query said "1 newer command(s) run here are not synced yet"; `nexusmem status` said nothing of them."""
+    commit(repo, "feat: cache", {"tests/test_cache.py": "def test(): pass\n"})
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    monkeypatch.setenv("PATH", f"{Path(console_script()).parent}{os.pathsep}{os.environ['PATH']}")
+    typed_in_bash(
+        repo, "git status --short", "ls tests", "clear; nexusmem status", "cd /tmp && nexusmem --version"
+    )
+    note = "2 newer command(s) run here are not synced yet, so not searched: run `nexusmem sync`"
+    said = run_script("status", cwd=repo)
+    assert said.returncode == 0 and f"shell: {note}" in said.stdout, said.stdout
+    assert note in run_script("query", "which tests failed", cwd=repo).stdout  # the same count
+    info = json.loads(run_script("status", "--json", cwd=repo).stdout)
+    assert (info["unsynced_commands"], info["unsynced_backlog"]) == (2, False)
+
+    assert run_script("sync", "--no-embed", cwd=repo).returncode == 0
+    assert "not synced" not in run_script("status", cwd=repo).stdout
+    assert json.loads(run_script("status", "--json", cwd=repo).stdout)["unsynced_commands"] == 0
+
+
 def test_a_large_budget_shows_the_further_sections_of_a_doc_file(repo: Path) -> None:
     """ "How do I set a timeout on a request" at `--budget 20000` (guzzle) showed two sections of
     docs/request-options.rst and never #timeout, stored and ranked, while CHANGELOG.md (one sibling group per

@@ -236,18 +236,14 @@ def _unsynced_note(proj: Project, store: Store) -> str | None:
     they are not searched (catchup.unsynced_commands). MCP search_memory stores them first; here that would
     cost a cold query ~100 ms more than its ~150 ms (benchmarks/bench_cold.py), so the user is told instead.
     None when there are none, or the log cannot be read."""
-    from nexusmem.catchup import BACKLOG, unsynced_commands
+    from nexusmem.catchup import unsynced_commands, unsynced_note
     from nexusmem.errors import NexusMemError
 
     try:
         count = unsynced_commands(proj, store)
     except (NexusMemError, OSError):  # the memory as it is answers, as it did
         return None
-    if count == BACKLOG:
-        return "many commands were logged since this memory's last sync and are not searched: run `nexusmem sync`"
-    if count:
-        return f"{count} newer command(s) run here are not synced yet, so not searched: run `nexusmem sync`"
-    return None
+    return unsynced_note(count)
 
 
 def store_note(message: str) -> None:
