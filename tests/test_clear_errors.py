@@ -361,7 +361,7 @@ def test_an_unexpected_exception_prints_one_line_logs_the_traceback_and_exits_3(
     synced(repo)
     program = (
         "import nexusmem.status as st\n"
-        "def boom(project, note=None):\n"
+        "def boom(project, note=None, **more):\n"
         "    raise KeyError('\\x1b]52;c;aGVsbG8=\\x07 unexpected')\n"
         "st.status = boom\n"
         "from nexusmem.cli.main import main\n"
@@ -389,7 +389,7 @@ def test_a_secret_in_a_crash_never_reaches_the_crash_log(repo: Path, isolated_ho
     token = "ghp_" + "Ab3" * 12
     program = (
         "import nexusmem.status as st\n"
-        "def boom(project, note=None):\n"
+        "def boom(project, note=None, **more):\n"
         f"    raise KeyError('unknown value {token}')\n"
         "st.status = boom\n"
         "from nexusmem.cli.main import main\n"
