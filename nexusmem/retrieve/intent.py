@@ -668,6 +668,12 @@ def runs_named(text: str) -> list[Runs]:
     return found
 
 
+def names_runs_alone(words: set[str], kinds: list[Runs]) -> bool:
+    """Whether WORDS (a question's subject) are all words naming a kind of run of KINDS (runs_named): "which
+    tests failed yesterday", "why did the build fail", not "why did the date test fail"."""
+    return bool(words) and words <= {word for kind in kinds for word in kind.words}
+
+
 def command_words(command: str) -> list[str]:
     """COMMAND's words, lowercased, each a path's last part (`./gradlew` → gradlew)."""
     return [w.rsplit("/", 1)[-1] for w in _COMMAND_SPLIT.split(command.lower()) if w.strip("/")]

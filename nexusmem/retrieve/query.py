@@ -33,6 +33,7 @@ from nexusmem.retrieve.intent import (
     mentions_tests,
     migration,
     names_code,
+    names_runs_alone,
     newest_release_asked,
     origin_name,
     pasted_trace,
@@ -1135,6 +1136,9 @@ def retrieve(
                 else f"first: the failed runs of {span}"
                 + ("" if ", newest first" in span else ", newest first")
             )
+            question.notes.append(listing_note)
+        elif span:  # none of the runs it names ran in the time it names (failed_runs_first)
+            listing_note = span
             question.notes.append(listing_note)
     recent_work = False  # a listing of the newest work (activity_first)
     if asks_failures and not listed and not _a_subject(unnamed):
@@ -2502,7 +2506,9 @@ def failed_runs_first(
     of the question (but the failure, its time and the like: _NOT_A_SUBJECT, and the filler of an account
     of it: text.FILLER_WORDS) names one of them; else none ("why does the date test fail on Windows" asks
     about code, not runs), and SCORED unchanged. When none of the runs it names failed in that window, the
-    ones that passed are listed instead, and the last value (else False) says so. The project's own NAMES
+    ones that passed are listed instead, and the last value (else False) says so; when none of them ran in
+    a window asked for exactly and the question names only kinds of run, the third value is the note saying
+    so (else ""). The project's own NAMES
     (project_names: "which tests failed in cJSON today") name no run. AUTHOR (nexusmem.authors): that
     author's runs alone."""
     words = search.terms(without_names(question.search_text, names))  # with the filler: "did make fail"
@@ -2524,7 +2530,13 @@ def failed_runs_first(
         best, naming = _runs_naming([row for row in everything if row[4] == 0], subject, kinds)
         passed = True
     if not best:
-        return scored, [], span, False
+        # Nothing of the kind it names ran in the day, date or --since/--until it names ("which tests failed
+        # yesterday", none ran): said, as "what failed yesterday" says it, not a silent list of other days.
+        named = " ".join(dict.fromkeys(w for w in words if w in subject))
+        said = (
+            f"no recorded run of {named} failed {span}" if exact and names_runs_alone(subject, kinds) else ""
+        )
+        return scored, [], said, False
     ids = best[:FAILURES_LISTED]
     nodes = store.get_many(ids, light=True)
     runs = [

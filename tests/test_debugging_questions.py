@@ -1,0 +1,116 @@
+"""Everyday debugging questions asked of a day's work: which tests failed (on a day nothing ran), what
+failed today under a small budget, why I changed a function, how I fixed a failure. Real git repositories,
+real stores, the CLI."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import commit, git, run_cli, write_commands
+
+MINUTE = 60_000
+OTHER = {"GIT_AUTHOR_NAME": "Paul Other", "GIT_AUTHOR_EMAIL": "paul@other.org"}
+
+
+def old_commit(repo: Path, message: str, files: dict[str, str], when: int) -> None:
+    """A commit of someone else's, years ago (epoch WHEN)."""
+    for name, content in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    git(repo, "add", "-A")
+    dated = {"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"}
+    git(repo, "commit", "-q", "-m", message, env={**OTHER, **dated})
+
+
+def minutes_into_today() -> float:
+    now = time.localtime()
+    return now.tm_hour * 60 + now.tm_min
+
+
+def easter_project(repo: Path) -> int:
+    """A project with years of other people's commits on easter, then today's work of its git user: two
+    failed test runs, `cd tests`, the fix commit, the passing re-run. Returns now (epoch ms)."""
+    if minutes_into_today() < 90:
+        pytest.skip("today's runs would fall on yesterday this close to midnight")
+    git(repo, "config", "user.email", "me@example.com")
+    git(repo, "config", "user.name", "Walk Me")
+    old_commit(
+        repo,
+        "Add easter function",
+        {
+            "src/easter.py": "def easter(y):\n    return y\n",
+            "tests/test_easter.py": "def test_easter(): pass\n",
+        },
+        1480000000,
+    )
+    old_commit(
+        repo,
+        "Change the easter docs",
+        {"src/easter.py": "def easter(y):\n    '''Easter.'''\n    return y\n"},
+        1500000000,
+    )
+    old_commit(
+        repo,
+        "Fix tests failing on change of tz",
+        {"tests/test_easter.py": "def test_easter():\n    assert 1\n"},
+        1510000000,
+    )
+    old_commit(
+        repo,
+        "Change easter function signature",
+        {"src/easter.py": "def easter(year):\n    '''Easter.'''\n    return year\n"},
+        1520000000,
+    )
+    now = int(time.time() * 1000)
+    write_commands(
+        repo,
+        [
+            (now - 60 * MINUTE, "pytest tests/test_easter.py", 1, 900),
+            (now - 50 * MINUTE, "pytest -k easter_western tests/test_easter.py", 1, 700),
+            (now - 45 * MINUTE, "cd tests", 0, 1),
+        ],
+    )
+    fixed = "def _paschal_weekday(y):\n    return y % 7\n\n\ndef easter(year):\n    '''Easter.'''\n    return year + _paschal_weekday(year)\n"
+    commit(
+        repo,
+        "refactor(easter): extract _paschal_weekday helper",
+        {"src/easter.py": fixed},
+        when=(now - 40 * MINUTE) // 1000,
+    )
+    write_commands(repo, [(now - 39 * MINUTE, "pytest tests/test_easter.py", 0, 600)])
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    return now
+
+
+def ask(repo: Path, question: str, *extra: str) -> str:
+    return str(run_cli("-C", str(repo), "query", *extra, "--", question).stdout)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "which tests failed yesterday",
+        "why did the tests fail yesterday",
+        "what tests broke yesterday",
+        "did the tests fail yesterday",
+    ],
+)
+def test_which_tests_failed_on_a_day_nothing_ran_says_so(repo: Path, question: str) -> None:
+    easter_project(repo)
+    answer = ask(repo, question)
+    assert "note: no recorded run of tests failed yesterday" in answer, answer
+
+
+def test_which_tests_failed_today_still_lists_them_and_a_named_test_gets_no_such_note(repo: Path) -> None:
+    easter_project(repo)
+    today = ask(repo, "which tests failed today")
+    assert "no recorded run" not in today
+    assert today.index("pytest -k easter_western tests/test_easter.py (exit 1)") < today.index(
+        "Fix tests failing"
+    )
+    named = ask(repo, "why did the test_easter_western test fail yesterday")
+    assert "no recorded run" not in named
