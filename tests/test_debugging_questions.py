@@ -114,3 +114,43 @@ def test_which_tests_failed_today_still_lists_them_and_a_named_test_gets_no_such
     )
     named = ask(repo, "why did the test_easter_western test fail yesterday")
     assert "no recorded run" not in named
+
+
+LONG = "python -m pytest tests/test_rrule.py tests/test_tz.py tests/test_parser.py tests/test_easter.py"
+LONG += " tests/test_utils.py tests/test_relativedelta.py -q -o log_cli=true"
+
+
+def test_what_failed_today_under_a_small_budget_keeps_newest_first_and_counts_the_rest(repo: Path) -> None:
+    now = easter_project(repo)
+    write_commands(
+        repo,
+        [
+            (now - 30 * MINUTE, "python check_easter.py", 1, 10),
+            (now - 20 * MINUTE, f"{LONG} --maxfail=3", 3, 1300),
+            (now - 10 * MINUTE, f"{LONG} --maxfail=1 -p no:randomly", 1, 1300),
+        ],
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    newest_first = [
+        ("test_rrule.py", "(exit 1)"),  # the long lines' titles are cut before their --maxfail
+        ("test_rrule.py", "(exit 3)"),
+        ("check_easter.py", "(exit 1)"),
+        ("-k easter_western", "(exit 1)"),
+        ("pytest tests/test_easter.py", "(exit 1)"),
+    ]
+    for budget in ("200", "260", "330", "400", "2000"):
+        answer = ask(repo, "what failed today", "--budget", budget)
+        failures = [
+            line
+            for line in answer.splitlines()
+            if line.startswith("- ") and "(exit " in line and "linked as" not in line
+        ]
+        shown = [next(key for key in newest_first if key[0] in line and key[1] in line) for line in failures]
+        assert shown == newest_first[: len(shown)], (budget, answer)  # no older failure skips ahead
+        left = len(newest_first) - len(shown)
+        if left:
+            assert f"{left} older failure{'s' if left > 1 else ''} not shown: raise --budget" in answer, (
+                answer
+            )
+        else:
+            assert "not shown" not in answer

@@ -700,6 +700,7 @@ def _fuse_and_pack(
         make_room=lambda tokens: setattr(result, "item_room", tokens),
         release=release,
         end_line=lambda line: setattr(result, "release_end", line),
+        listing=frozenset().union(*(s.listing for s in searched)),
     )
     result.packed = True
     # A fix is counted once, however many stores link it (both clones, this memory and the team store).

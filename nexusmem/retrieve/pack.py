@@ -61,6 +61,7 @@ def pack(
     candidate_for: Callable[[str], Candidate | None],
     header_tokens: int = 0,
     max_items: int | None = None,
+    in_order: frozenset[str] = frozenset(),
 ) -> tuple[list[Placed], int]:
     """Walk RANKED (best first) and place every item that fits; an item that does not fit is skipped, not a
     stop. After a failure, its linked fixes (fixes_of → [(fix id, relation)]) are placed right after it with
@@ -70,8 +71,9 @@ def pack(
     MAX_ITEMS caps the ranked items placed (their linked fixes ride along); an item is counted as it shows,
     with its mark as a linked fix. At most MAX_SIBLINGS items of a group are placed until FIRST_SCREEN_TOKENS
     are (the header's not counted); then the ones held back are walked, in rank order, before the rest (after
-    all of them when the budget is larger than that and they did not fill it). Returns (placed, tokens
-    used)."""
+    all of them when the budget is larger than that and they did not fill it). The ids IN_ORDER are a listing
+    in time order (the failures of a day, newest first): the first of them that does not fit ends the walk,
+    so no older, smaller one takes the place of a newer one. Returns (placed, tokens used)."""
     used = header_tokens
     placed: list[Placed] = []
     seen: set[str] = set()
@@ -122,6 +124,8 @@ def pack(
             held.append(cand)
             continue
         if not fits(cand):
+            if cand.id in in_order and cand.id not in seen:
+                break  # a listing in time order keeps its order: nothing after it skips ahead
             continue
         primary += 1
         take(cand, Placed(cand.id, cand.score))

@@ -3682,6 +3682,7 @@ def run(
         make_room=lambda tokens: setattr(result, "item_room", tokens),
         release=found.release,
         end_line=lambda line: setattr(result, "release_end", line),
+        listing=found.listing,
     )
     result.packed = True
     result.matched += linked_fixes(
@@ -3894,6 +3895,7 @@ def pack_items(
     make_room: Callable[[int], None] | None = None,
     release: frozenset[str] = frozenset(),
     end_line: Callable[[str], None] | None = None,
+    listing: frozenset[str] = frozenset(),
 ) -> tuple[list[Item], int]:
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
@@ -3904,7 +3906,9 @@ def pack_items(
     the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
     The ids in RELEASE (Retrieved.release) not shown as linked to another item get the relation "release";
     END_LINE is told the line that separates them from what follows (release_end), and a note in NOTES says
-    how many of the release's entries the budget held when it did not hold them all (entries_note).
+    how many of the release's entries the budget held when it did not hold them all (entries_note). The ids
+    in LISTING (Retrieved.listing: the failures of a day, newest first) keep their order (pack's in_order),
+    and a note in NOTES counts those the budget left out (listing_left_note).
     Returns (items in packed order, the tokens they take: what the answer's header leaves them or less)."""
     items: dict[str, Item] = {}
     doc_chars = doc_summary_chars(budget)  # an answer with room shows more of each doc section
@@ -4030,9 +4034,26 @@ def pack_items(
         lambda node_id: chosen[node_id][0].ref if node_id in chosen else node_id,
         budget - header_tokens,
     )
+    in_order = frozenset(node_id for node_id in listing if node_id in chosen)
     placed, used = pack(
-        ranked, budget, fixes_of, candidate_for, header_tokens=header_tokens, max_items=max_items
+        ranked,
+        budget,
+        fixes_of,
+        candidate_for,
+        header_tokens=header_tokens,
+        max_items=max_items,
+        in_order=in_order,
     )
+    left = in_order - {e.id for e in placed}
+    if left and notes is not None:
+        notes.append(listing_left_note([chosen[node_id][0] for node_id in left]))
+        # The note lengthens the header: the last items give way until it fits (the header keeps its notes).
+        while len(placed) > 1 and used + header_cost() > budget:
+            gone = placed.pop()
+            used -= estimate_tokens(item_text(items[gone.id], with_project=with_project)) + 1
+            if gone.id in in_order:
+                notes[-1] = listing_left_note([chosen[node_id][0] for node_id in left | {gone.id}])
+                left = left | {gone.id}
     out = [
         replace(
             items[e.id],
@@ -4065,6 +4086,16 @@ def pack_items(
                 break
             used -= estimate_tokens(item_text(out.pop(), with_project=with_project)) + 1
     return out, used
+
+
+def listing_left_note(left: list[StoredNode]) -> str:
+    """The note of a listing newest first whose budget left LEFT (its oldest) out: "3 older failures not
+    shown: raise --budget" (commands, or items, when they are not all failures)."""
+    if all(node.kind == "shell_command" for node in left):
+        noun = "failure" if all(resolved.failed(node.meta.get("exit")) for node in left) else "command"
+    else:
+        noun = "item"
+    return f"{len(left)} older {noun}{'s' if len(left) != 1 else ''} not shown: raise --budget"
 
 
 def entries_note(shown: int, total: int) -> str:
