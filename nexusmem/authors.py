@@ -15,6 +15,7 @@ import re
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms of a cold precheck)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 ME, AGENTS = "me", "agents"
@@ -133,3 +134,13 @@ def recorded_names(recorded: list[tuple[str, str]]) -> str:
     names = list(dict.fromkeys(a for a, _ in recorded))
     names.sort(key=lambda name: name != ME)
     return ", ".join(names)
+
+
+def git_user(root: Path) -> str | None:
+    """The name git commits as in the work tree ROOT (its `user.name`), None when it has none: "I" of a
+    question about a change (query.own_changes_first)."""
+    from nexusmem import gitcmd
+
+    code, out = gitcmd.run_ok(["config", "--get", "user.name"], root)
+    name = out.decode("utf-8", "replace").strip()
+    return name if code == 0 and name else None

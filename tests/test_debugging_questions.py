@@ -31,7 +31,7 @@ def minutes_into_today() -> float:
     return now.tm_hour * 60 + now.tm_min
 
 
-def easter_project(repo: Path) -> int:
+def easter_project(repo: Path, *, runs: bool = True) -> int:
     """A project with years of other people's commits on easter, then today's work of its git user: two
     failed test runs, `cd tests`, the fix commit, the passing re-run. Returns now (epoch ms)."""
     if minutes_into_today() < 90:
@@ -65,9 +65,12 @@ def easter_project(repo: Path) -> int:
         {"src/easter.py": "def easter(year):\n    '''Easter.'''\n    return year\n"},
         1520000000,
     )
+    cleaned = "def easter(year):\n    # Easter day.\n    return year\n"
+    old_commit(repo, "Clean up easter documentation.", {"src/easter.py": cleaned}, 1530000000)
+    old_commit(repo, "Fix Easter typos", {"src/easter.py": cleaned.replace("day", "Day")}, 1540000000)
     now = int(time.time() * 1000)
     write_commands(
-        repo,
+        repo if runs else repo.parent / "elsewhere",
         [
             (now - 60 * MINUTE, "pytest tests/test_easter.py", 1, 900),
             (now - 50 * MINUTE, "pytest -k easter_western tests/test_easter.py", 1, 700),
@@ -81,7 +84,10 @@ def easter_project(repo: Path) -> int:
         {"src/easter.py": fixed},
         when=(now - 40 * MINUTE) // 1000,
     )
-    write_commands(repo, [(now - 39 * MINUTE, "pytest tests/test_easter.py", 0, 600)])
+    write_commands(
+        repo if runs else repo.parent / "elsewhere",
+        [(now - 39 * MINUTE, "pytest tests/test_easter.py", 0, 600)],
+    )
     run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
     return now
 
@@ -154,3 +160,25 @@ def test_what_failed_today_under_a_small_budget_keeps_newest_first_and_counts_th
             )
         else:
             assert "not shown" not in answer
+
+
+def commit_titles_in_order(answer: str) -> list[str]:
+    return [
+        line.split("] ", 1)[1].split("  --")[0]
+        for line in answer.splitlines()
+        if line.startswith("- ") and " by " in line
+    ]
+
+
+def test_why_did_i_change_a_function_prefers_my_own_commit_among_equal_matches(repo: Path) -> None:
+    easter_project(repo, runs=False)  # no failure its fix rides beside
+    mine = "refactor(easter): extract _paschal_weekday helper"
+    for question in ("why did I change the easter function", "what did I do to easter"):
+        answer = ask(repo, question)
+        titles = commit_titles_in_order(answer)
+
+        assert titles.index(mine) < titles.index("Fix Easter typos"), (question, titles)
+        assert titles.index(mine) < titles.index("Clean up easter documentation."), (question, titles)
+    # Another's change asked about: no preference (the git user is not "I" there).
+    titles = commit_titles_in_order(ask(repo, "why did Paul change the easter function"))
+    assert mine not in titles or titles.index(mine) > titles.index("Fix Easter typos"), titles

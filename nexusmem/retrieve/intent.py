@@ -668,6 +668,22 @@ def runs_named(text: str) -> list[Runs]:
     return found
 
 
+# A question about the asker's own change to something: "why did I change the easter function", "what did
+# I do to easter", "what did we change in the parser", "my change to within_delta". Not a fix: "how did I
+# fix" is answered by memory's failure → fix links (query.fixes_first).
+_OWN_CHANGE = re.compile(
+    r"\b(?:did|do|have|had)\s+(?:i|we)\s+(?:just\s+|recently\s+)?"
+    r"(?:chang\w*|do|done|touch\w*|edit\w*|modif\w*|rewr\w*|refactor\w*|renam\w*|updat\w*|tweak\w*)\b"
+    r"|\b(?:my|our)\s+(?:last\s+|recent\s+)?(?:changes?|commits?|edits?|refactor\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_own_change(text: str) -> bool:
+    """Whether TEXT asks about a change the asker made ("why did I change X", "what did we do to X")."""
+    return _OWN_CHANGE.search(text) is not None
+
+
 def names_runs_alone(words: set[str], kinds: list[Runs]) -> bool:
     """Whether WORDS (a question's subject) are all words naming a kind of run of KINDS (runs_named): "which
     tests failed yesterday", "why did the build fail", not "why did the date test fail"."""

@@ -21,6 +21,7 @@ from nexusmem.retrieve.intent import (
     adopted_name,
     asks_arrival,
     asks_which_release,
+    asks_own_change,
     code_names,
     command_head,
     command_words,
@@ -894,6 +895,8 @@ def retrieve(
         scored = current_docs_first(scored, frozenset(_WORDS.findall(question.text.lower())))
     scored = originals_first(scored, question.text)
     scored = distinct_changes(scored)
+    if asks_own_change(question.text):
+        scored = own_changes_first(scored, _git_user_of(store))
     if holding is not None:
         holder_note_if_listed(scored, *holding, question.notes)
     if still_holder is not None:
@@ -2034,6 +2037,39 @@ def originals_first(scored: list[tuple[StoredNode, float]], text: str) -> list[t
 def is_own_line(node: StoredNode) -> bool:
     """Whether NODE is a shell line that ran NexusMem itself (launchers.runs_nexusmem)."""
     return node.kind == "shell_command" and runs_nexusmem(node.ref)
+
+
+# What a commit of the asker's own counts, against another's matching as well, when the question asks about
+# a change the asker made ("why did I change the easter function": today's own refactor, not 2016's
+# "Clean up easter documentation" sharing its one word): a modest lift, not a filter.
+OWN_CHANGE_FACTOR = 1.5
+
+
+def own_changes_first(
+    scored: list[tuple[StoredNode, float]], me: str | None
+) -> list[tuple[StoredNode, float]]:
+    """SCORED with the commits whose author is ME (git's user.name, any case) at OWN_CHANGE_FACTOR of their
+    score; re-sorted. SCORED itself when ME is None."""
+    if not me:
+        return scored
+    mine = me.casefold()
+    return best_first(
+        [
+            (node, value * OWN_CHANGE_FACTOR)
+            if node.kind == "git_commit" and str(node.meta.get("author", "")).casefold() == mine
+            else (node, value)
+            for node, value in scored
+        ]
+    )
+
+
+def _git_user_of(store: SearchStore) -> str | None:
+    """The git user.name of the work tree whose memory STORE is (ROOT/.nexusmem/memory.db), None when STORE
+    is no such file (the team store)."""
+    path = getattr(store, "path", None)
+    if not isinstance(path, Path) or path.name != paths.DB_NAME or path.parent.name != paths.STATE_DIR:
+        return None
+    return authors.git_user(path.parent.parent)
 
 
 def distinct_changes(scored: list[tuple[StoredNode, float]]) -> list[tuple[StoredNode, float]]:
