@@ -182,3 +182,24 @@ def test_why_did_i_change_a_function_prefers_my_own_commit_among_equal_matches(r
     # Another's change asked about: no preference (the git user is not "I" there).
     titles = commit_titles_in_order(ask(repo, "why did Paul change the easter function"))
     assert mine not in titles or titles.index(mine) > titles.index("Fix Easter typos"), titles
+
+
+def test_how_did_i_fix_a_failure_shows_the_fix_commits_patch_after_it(repo: Path) -> None:
+    now = easter_project(repo)
+    write_commands(
+        repo, [(now - 55 * MINUTE, 'pytest -q "tests/test_easter.py::test_easter_western"', 1, 1000)]
+    )
+    for n in range(30):  # others' older easter work that shares the question's words
+        old_commit(
+            repo, f"Fix easter western failure case {n}", {f"src/easter_{n}.py": f"N = {n}\n"}, 1550000000 + n
+        )
+    run_cli("-C", str(repo), "sync", "--no-embed", "--link-failures")
+    fix = git(repo, "log", "-1", "--format=%h", "--grep", "_paschal_weekday").strip()
+    answer = ask(repo, "how did I fix the test_easter_western failure", "--budget", "800")
+    lines = [line for line in answer.splitlines() if line.startswith("- ")]
+    commit_at = next(i for i, line in enumerate(lines) if "linked as the fix (commit)" in line)
+    patch = f"src/easter.py @ {fix}"
+    assert any(patch in line for line in lines), answer
+    patch_at = next(i for i, line in enumerate(lines) if patch in line)
+    assert commit_at < patch_at <= commit_at + 2, answer  # right after the fix (and its passing re-run)
+    assert "+def _paschal_weekday(y):" in answer

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from nexusmem import authors, embed, identity, paths, resolved, timefmt
+from nexusmem.link import tested_names
 from nexusmem.retrieve import cjk, fuse, rank, rerank, search, thesaurus, timecue, vector
 from nexusmem.retrieve.fuse import Evidence
 from nexusmem.retrieve.intent import (
@@ -2656,6 +2657,7 @@ def fixes_first(
     kinds = runs_named(question.text)
     failed = [row for row in reversed(store.shell_commands_between(low, high)) if resolved.failed(row[4])]
     listed: list[str] = []
+    fixed_by: dict[str, str] = {}  # a fix commit's id -> the failed command it is linked from
     seen_fixes: set[tuple[str, frozenset[str]]] = (
         set()
     )  # one failure of a command its fix fixed several times
@@ -2676,6 +2678,7 @@ def fixes_first(
             seen_fixes.add(key)
             ordered = sorted(linked, key=lambda link: FIX_RELATIONS.index(link[1]))
             listed += [row[0], *(to_id for to_id, _ in ordered if to_id not in listed)]
+            fixed_by.update((to_id, row[1]) for to_id, relation in ordered if relation == "commit")
             failures += 1
             if failures >= FIXES_LISTED:
                 break
@@ -2685,7 +2688,41 @@ def fixes_first(
     shown = [nodes[i] for i in dict.fromkeys(listed) if i in nodes and _within(nodes[i], as_of, since, until)]
     if not any(node.kind == "shell_command" for node in shown):
         return scored, [], 0
-    return _listed(scored, shown, keep=True), shown, failures
+    # Each fix commit's patch follows it (what the fix changed, not only its file list): not listed, so a
+    # large one the budget cannot hold is left out rather than ending the listing (pack's in_order).
+    patches = {
+        node.id: patch
+        for node in shown
+        if node.id in fixed_by and node.kind == "git_commit"
+        for patch in [fix_patch(store, fixed_by[node.id], node.ref)]
+        if patch is not None
+    }
+    patch_nodes = store.get_many(list(patches.values()), light=True)
+    with_patches = [
+        shown_node
+        for node in shown
+        for shown_node in (node, patch_nodes.get(patches.get(node.id, ""), None))
+        if shown_node is not None
+    ]
+    return _listed(scored, with_patches, keep=True), shown, failures
+
+
+def fix_patch(store: SearchStore, command: str, sha: str) -> str | None:
+    """The id of the diff of the fix commit SHA that ties it to the failed COMMAND, as the linker tied them
+    (nexusmem.link): the code a test file it names tests (`pytest tests/test_easter.py` → easter.py), else a
+    file it names; else the commit's first diff; None when the commit has none in memory."""
+    diffs = [(diff_id, ref.split(":", 1)[-1]) for diff_id, ref in store.diffs_of(sha)]
+    if not diffs:
+        return None
+    named = [word.split("::", 1)[0].strip("\"'") for word in command.split()]
+    tested = {name for word in named for name in tested_names(word)}
+    for diff_id, path in diffs:
+        if path.rsplit("/", 1)[-1] in tested:
+            return diff_id
+    for diff_id, path in diffs:
+        if any(word and (path == word or path.endswith("/" + word)) for word in named):
+            return diff_id
+    return diffs[0][0]
 
 
 def _names_run(command: str, subject: set[str], kinds: list[Runs]) -> bool:
