@@ -159,6 +159,7 @@ SETS = (
     "fresh69",
     "fresh70",
     "fresh71",
+    "fresh72",
     "removal",
     "rst",
     "adoc",
