@@ -628,7 +628,9 @@ def test_the_footer_counts_every_item_a_failure_listing_shows(repo: Path) -> Non
     if since_midnight(now) < 1800:
         pytest.skip("the day has just begun: the retry must run today, after midnight")
     midnight_ms = int((now - since_midnight(now)) * 1000)
-    commit(repo, "feat: the cache", {"src/cache.py": "SIZE = 0\n", "tests/test_cache.py": "def test(): 1\n"})
+    # The commit comes hours before the failure: one made within the hour after it would be its fix, listed too.
+    files = {"src/cache.py": "SIZE = 0\n", "tests/test_cache.py": "def test(): 1\n"}
+    commit(repo, "feat: the cache", files, when=midnight_ms // 1000 - 3 * 3600)
     failed, passed = midnight_ms - 20 * 60_000, midnight_ms + 10 * 60_000
     run = "pytest tests/test_cache.py -k failed_write"
     write_commands(repo, [(failed, run, 1), (passed, run, 0)])
