@@ -466,6 +466,9 @@ def test_the_last_release_is_the_highest_version_tag_answered_as_if_named(repo: 
         ("migrating from 1.x", ("1", None)),
         ("after upgrading RQ from 0.3 to 0.4, old jobs blow up", None),  # what the upgrade broke
         ("since going from 1.2 to v1.3 it hangs", None),
+        # "when" before an -ing form plans the move; after a past tense it reports what the move did
+        ("what will I trip over when moving an app from rest-client 1.x to 2.0?", ("1", "2.0")),
+        ("when I moved from 1.x to 2.0 the uploads stopped", None),
         ("what changed from 7.4.0 to 7.4.1", None),
         ("how do I run the database migrations", None),
     ],

@@ -523,7 +523,11 @@ _GUIDE_TO = re.compile(
 _GUIDE_FROM = re.compile(
     rf"\b(?:migrat\w*|upgrad\w*)\s+from\s+{_GUIDE_NAME}{_GUIDE_VERSION}(?![\w.])", re.IGNORECASE
 )
-_AFTER_THE_FACT = re.compile(r"\b(?:after|since|when|once|broke|breaks|broken)\b", re.IGNORECASE)
+# "When moving an app from 1.x to 2.0, what will I trip over?" plans the move: "when" before an -ing form is
+# not a report of what happened after one ("when I upgraded to 2.0, the jobs broke").
+_AFTER_THE_FACT = re.compile(
+    r"\b(?:after|since|once|broke|breaks|broken)\b|\bwhen\b(?!\s+\w+ing\b)", re.IGNORECASE
+)
 
 
 def migration(text: str) -> tuple[str | None, str | None] | None:
