@@ -160,6 +160,8 @@ SETS = (
     "fresh70",
     "fresh71",
     "fresh72",
+    "fresh73",
+    "dev2",
     "removal",
     "rst",
     "adoc",
