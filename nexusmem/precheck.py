@@ -218,11 +218,14 @@ def _in_repository(real_root: str, base: Path, name: str) -> str | None:
     return None if rel.startswith("..") else Path(rel).as_posix()
 
 
-def not_found(root: Path, files: Sequence[str], names: Sequence[str], cwd: Path) -> dict[int, str]:
+def not_found(
+    root: Path, files: Sequence[str], names: Sequence[str], cwd: Path, *, skipped: bool = False
+) -> dict[int, str]:
     """Which of FILES (as given, relative to CWD; NAMES: relative_files' answer for them) name nothing in
     the work tree nor in the index, by index, with what to say about each (the repository's path of that
     name when there is one: `src/x.py` given from tests/). A stat per file; git is asked only about those
-    missing from the work tree (a file deleted but still staged is checked)."""
+    missing from the work tree (a file deleted but still staged is checked). SKIPPED (`--team`, in CI,
+    whose list of changed files names the deleted ones): each also says it was skipped as deleted."""
     absent = [i for i, name in enumerate(files) if not os.path.lexists(os.path.join(cwd, name))]
     if not absent:
         return {}
@@ -241,7 +244,7 @@ def not_found(root: Path, files: Sequence[str], names: Sequence[str], cwd: Path)
         text = f"no such file: {one_line(names[i])} (paths are relative to the current folder)"
         if not os.path.isabs(given) and os.path.realpath(cwd) != real_root and os.path.lexists(root / given):
             text += f"; did you mean {one_line(Path(os.path.normpath(given)).as_posix())}?"
-        said[i] = text
+        said[i] = text + (SKIPPED if skipped else "")
     return said
 
 
@@ -1114,6 +1117,9 @@ def one_line(name: str) -> str:
 NO_FILES = "no files given: nothing checked"
 # `precheck --files` given only names of no file (not_found): each said, then this.
 NONE_FOUND = "no file given exists: nothing checked"
+# What `precheck --team` adds to a file given that is not there: CI's list of changed files names the files
+# the branch deleted, which is no mistake (nor a reason to fail the job).
+SKIPPED = " — skipped as deleted or missing"
 
 
 def run(
@@ -1224,10 +1230,21 @@ def _checked(
 def _run_team(
     root: Path, here: Path, files: Sequence[str] | None, working: bool, now_ms: int | None
 ) -> PrecheckResult:
-    """`precheck --team`: the team store's failures and churn for the files (nexusmem.team loads psycopg)."""
+    """`precheck --team`: the team store's failures and churn for the files (nexusmem.team loads psycopg).
+    A file given that is not there (CI lists the deleted ones) is said and skipped (not_found); with none
+    left, nothing is checked and the job passes."""
+    names = relative_files(root, files, here) if files is not None else staged_files(root, working=working)
+    missing = not_found(root, files, names, here, skipped=True) if files is not None else {}
+    result = _team_checked(root, [name for i, name in enumerate(names) if i not in missing], now_ms)
+    result.not_found = list(missing.values())
+    return result
+
+
+def _team_checked(root: Path, names: list[str], now_ms: int | None) -> PrecheckResult:
+    """check() of NAMES against the team store, one that cannot be read or did not answer said in the
+    result's reason."""
     from nexusmem import project, team
 
-    names = relative_files(root, files, here) if files is not None else staged_files(root, working=working)
     try:
         proj = project.load(root, require_init=False)
         store = team.open_team(proj, team.require(proj), read=True)

@@ -400,3 +400,51 @@ def test_a_password_in_the_configs_team_url_stops_only_the_team_commands(
     alice.run("team", "init", "--url", team_url)
     fixed = _ci(alice.repo, "team", "status", env=env)
     assert fixed.returncode == 0 and "holds a password" not in fixed.stderr, fixed.stderr
+
+
+def test_precheck_team_says_a_deleted_file_was_skipped_and_passes_for_it(
+    tmp_path: Path, origin: Path, team_url: str
+) -> None:
+    """CI lists the files a branch deleted too (`git diff --name-only` names them): `precheck --team` said
+    nothing about such a path (and checked it against the team store as if it were there), while plain
+    `precheck --files` says "no such file". Now --team says it in the same words, that the file was skipped,
+    and a list of deleted files alone passes under --strict: a deletion is normal in CI."""
+    (alice,) = joined_members(tmp_path, origin, team_url, "alice")
+    for i in range(4):  # churn on both: the deleted file's must not fail the job
+        alice.commit(
+            f"Tune the uploader, step {i}", {"uploader.py": f"STEP = {i}\n", "legacy.py": f"X = {i}\n"}
+        )
+    git(alice.repo, "push", "-q", "origin", "HEAD")
+    alice.run("sync", "--quiet")
+    alice.run("team", "push")
+    env = {"NEXUSMEM_TEAM_URL": team_url}
+
+    ci = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", f"file://{origin}", ci.name)
+    git(ci, "rm", "-q", "legacy.py")
+    commit(ci, "Drop the legacy uploader", {"uploader.py": "STEP = 9\n"})
+    files = _changed(ci, "HEAD~1", "HEAD")
+    assert files == ["legacy.py", "uploader.py"], files
+
+    said = _ci(ci, "precheck", "--team", "--json", "--files", *files, env=env)
+    skipped = (
+        "nexusmem precheck: no such file: legacy.py (paths are relative to the current folder)"
+        " — skipped as deleted or missing"
+    )
+    assert skipped in said.stderr, said.stderr
+    found = json.loads(said.stdout)
+    assert found["checked"] is True and found["files"] == ["uploader.py"], found
+    assert {f["path"] for f in found["findings"]} == {"uploader.py"}, found
+
+    only_deleted = _ci(ci, "precheck", "--strict", "--team", "--files", "legacy.py", env=env)
+    assert only_deleted.returncode == 0, only_deleted.stderr
+    assert skipped in only_deleted.stderr, only_deleted.stderr
+    assert "warning" not in only_deleted.stderr, only_deleted.stderr
+
+    # From a subfolder, a path given from the top is named as plain precheck names it.
+    (ci / "docs").mkdir()
+    wrong = _ci(ci / "docs", "precheck", "--team", "--files", "uploader.py", env=env)
+    assert (
+        "no such file: docs/uploader.py (paths are relative to the current folder); did you mean uploader.py?"
+        in wrong.stderr
+    ), wrong.stderr
