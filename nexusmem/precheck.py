@@ -2,7 +2,7 @@
 
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
 module name in the command, outside URLs, absolute paths elsewhere and what remote or container tools were
-asked about: _naming_text) and were never seen passing (a later passing run of the command resolves a
+asked about: _naming_text; a module name only when no other tracked file bears it: _shared_names) and were never seen passing (a later passing run of the command resolves a
 failure, so does its whole test file's for a pytest node id, and for a file so does one of a narrower form of it naming the same test file:
 _without_narrower_passes; a commit linked as its fix does not); the same for the files that import it (the import
 edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
@@ -331,7 +331,9 @@ def check(
         team_commands = team.shell_commands_between(start, end)
         naming = team.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
         team_open = _open_failures(team_commands, None)
-        named_by = _files_named(files, team_open, naming, by_name=True, roots=(str(root),))
+        named_by = _files_named(
+            files, team_open, naming, by_name=True, roots=(str(root),), shared=_shared_names(root)
+        )
 
         def team_files(ids: list[str]) -> dict[str, set[str]]:
             found: dict[str, set[str]] = {}
@@ -367,6 +369,7 @@ def check(
             if typed:
                 typed = _not_forgotten(typed, store.deny_entries(), result.notes)
             normalised: dict[tuple[str, str], str] = {}  # each command's text as compared, both answers
+            shared_names = _shared_names(root)
 
             def shells_of(tail: list[TailCommand]) -> Callable[[list[str]], dict[str, str]]:
                 """The shells of some commands: the tail's lines say theirs, the store the others'."""
@@ -406,7 +409,12 @@ def check(
                         (path, node_id, "shell_command") for node_id, path in named if path in extra
                     ]
                 named_files = _files_named(
-                    files, open_failures, naming, by_name=True, roots=(str(memory), str(root))
+                    files,
+                    open_failures,
+                    naming,
+                    by_name=True,
+                    roots=(str(memory), str(root)),
+                    shared=shared_names,
                 )
                 tail_files = {t.key: t.files for t in tail}
 
@@ -828,10 +836,13 @@ def _files_named(
     *,
     by_name: bool,
     roots: Sequence[str] = (),
+    shared: Callable[[dict[str, list[str]]], set[str]] | None = None,
 ) -> dict[str, set[str]]:
     """Which of FILES each of OPEN_FAILURES names: through node_files (the file or a parent directory), or,
     BY_NAME, its module name in the command's words (not in a URL, an absolute path outside ROOTS or what a
-    remote or container tool was asked about: _naming_text)."""
+    remote or container tool was asked about: _naming_text), unless SHARED (some module names -> the files
+    checked bearing each: those that more than one tracked file bears, _shared_names) says another file
+    bears it too: `pytest tests/test_easter.py` names no docs/samples/easter.py beside dateutil/easter.py."""
     by_id: dict[str, set[str]] = {}
     wanted = set(files)
     dirs: dict[str, list[str]] = {}
@@ -858,6 +869,7 @@ def _files_named(
             + r")(?![A-Za-z0-9])"
         )
         naming_texts: dict[str, str] = {}  # a real log repeats a few hundred commands
+        by_word: dict[str, set[str]] = {}  # failure id -> the module names that tie it to a file checked
         for node_id, command, _ts, _cwd, _code in open_failures:
             hits = set(pattern.findall(command))
             if not hits:
@@ -878,8 +890,47 @@ def _files_named(
             for hit in hits:
                 if hit in own or (hit == subcommand and command.count(hit) == 1):
                     continue
+                by_word.setdefault(node_id, set()).add(hit)
+        used = {hit for hits in by_word.values() for hit in hits}
+        ambiguous = shared({hit: stems[hit] for hit in used}) if shared is not None and used else set()
+        for node_id, hits in by_word.items():
+            for hit in hits - ambiguous:
                 by_id.setdefault(node_id, set()).update(stems[hit])
     return by_id
+
+
+def _shared_names(root: Path) -> Callable[[dict[str, list[str]]], set[str]]:
+    """For _files_named: of some module names (each with the files checked that bear it), those that more
+    than one file of ROOT's index (or of those checked) bears. One `git ls-files`, only when a failure names
+    a checked file by its module name; a git that cannot answer leaves every name to its files."""
+
+    known: dict[str, bool] = {}  # name -> shared: the answer taken again from the tail redacted asks again
+
+    def shared(names: dict[str, list[str]]) -> set[str]:
+        asked = sorted(name for name in names if name not in known)
+        specs = [
+            f":(glob)**/{_glob_escaped(name)}{tail}"
+            for name in asked
+            for tail in (".*", "/__init__.py", "/__main__.py")
+        ]
+        code, out = gitcmd.run_ok(["ls-files", "-z", "--cached", "--", *specs], root) if asked else (0, b"")
+        if code != 0:
+            return {name for name in names if known.get(name)}
+        bearers: dict[str, set[str]] = {name: set(names[name]) for name in asked}
+        for raw in out.split(b"\0"):
+            path = paths.tracked_name(raw) if raw else ""
+            name = module_name(path) if path else None
+            if name in bearers:
+                bearers[name].add(path)
+        known.update((name, len(found) > 1) for name, found in bearers.items())
+        return {name for name in names if known[name]}
+
+    return shared
+
+
+def _glob_escaped(name: str) -> str:
+    """NAME matched literally in a `:(glob)` pathspec."""
+    return "".join(f"[{c}]" if c in "*?[]\\" else c for c in name)
 
 
 # The name of a file a setting's value gives (`FILE=sub/check.mk`), whatever its extension.

@@ -119,3 +119,43 @@ def test_what_a_launched_remote_or_container_tool_is_asked_about_is_no_module_ei
         ("src/shop/cart.py", "sudo -u deploy pytest tests/test_cart.py"),
         ("src/shop/coupons.py", "nice -n 5 pytest -k coupons"),
     }
+
+
+EASTER = {
+    "dateutil/easter.py": "def easter(year): ...\n",
+    "docs/samples/easter.py": "print('a sample')\n",
+    "tests/test_easter.py": "from dateutil.easter import easter\n",
+    "dateutil/rrule.py": "RULES = []\n",
+    "tests/test_rrule.py": "from dateutil.rrule import RULES\n",
+}
+
+
+def _checked(repo: Path, *files: str) -> set[tuple[str, str]]:
+    data = json.loads(run_script("precheck", "--json", "--files", *files, cwd=repo).stdout)
+    return {(f["path"], f["command"]) for f in data["findings"] if f["kind"] == "failure"}
+
+
+def test_a_failure_is_not_given_to_another_file_of_the_same_name(repo: Path) -> None:
+    """The walkthrough (dateutil): `pytest tests/test_easter.py` failing made `precheck --files
+    docs/samples/easter.py` warn, a sample that shares only its name with dateutil/easter.py. A module's bare
+    name ties a failure to a file only when one tracked file bears that name; a path the command names (from
+    the folder it ran in) always does."""
+    now_s = int(time.time())
+    commit(repo, "feat: easter", EASTER, when=now_s - 7200)
+    run_cli("-C", str(repo), "sync")
+    ago = (now_s - 600) * 1000
+    write_commands(
+        repo,
+        [
+            (ago, "pytest tests/test_easter.py", 1),
+            (ago + 1000, "pytest -k easter", 1),
+            (ago + 2000, "pytest tests/test_rrule.py", 1),
+            (ago + 3000, "python easter.py", 1),
+        ],
+    )
+    write_commands(repo, [(ago + 4000, "python easter.py", 2)], cwd=repo / "docs" / "samples")
+    found = _checked(repo, "docs/samples/easter.py", "dateutil/easter.py", "dateutil/rrule.py")
+    assert found == {
+        ("docs/samples/easter.py", "python easter.py"),  # run in docs/samples: that file, by its path
+        ("dateutil/rrule.py", "pytest tests/test_rrule.py"),  # the one rrule.py: still named by its test
+    }, found
