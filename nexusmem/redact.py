@@ -37,6 +37,11 @@ PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
 # memory.db and `scrub` write this one, nothing else does (a sync adds to what older rules stored). `doctor`
 # and `status` tell a memory of an older version, or of none (made before the key), to run `nexusmem scrub`.
 RULES_VERSION = 2  # 2: a password a sentence names around its word ("password for the staging is V", "pw: V")
+# The fingerprint of the rules RULES_VERSION names (redact_engine.rules_fingerprint: the patterns, keyword
+# lists and thresholds). tests/test_redact.py fails while the two differ, and says what to do: a change to the
+# rules that redacts something new bumps RULES_VERSION and records the new fingerprint here; one that redacts
+# nothing new (a refactor, a narrower rule) records the new fingerprint alone.
+RULES_FINGERPRINT = "b94dda6f99bd6c9a"
 RULES_KEY = "redaction.rules"
 OLDER_RULES = "this memory was written with older redaction rules: run `nexusmem scrub`"
 

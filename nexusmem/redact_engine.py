@@ -2562,3 +2562,113 @@ def _hits(text: str, prefilter: bool | None) -> list[_Hit]:
 def redact(text: str) -> str:
     """Return TEXT with every recognised secret replaced by a typed placeholder such as «redacted:aws-key»."""
     return redact_counts(text)[0]
+
+
+# ------------------------------------------------------------------------------------------- fingerprint
+
+# What the scan is built of rather than what it finds: tables derived from PATTERNS for speed (anchors,
+# groups, priorities), caches that fill as texts are redacted, and tuning that changes no output
+# (tests/test_redact_prefilter.py). Left out of rules_fingerprint, which a change to them must not move.
+_MACHINERY = frozenset(
+    [
+        "_ANCHOR_AT",
+        "_CONTEXT",
+        "_CONTEXT_PASS",
+        "_CONTEXT_SCANS",
+        "_FINDERS",
+        "_IGNORECASE_CACHE",
+        "_OFTEN",
+        "_PARTIAL_MAX",
+        "_PREFILTER_MAX",
+        "_SCAN_LITERALS",
+        "_STARTS_CACHE",
+        "_TOKEN_CANDIDATES",
+        "_TOKEN_IDS",
+        "_TOKEN_PRIORITIES",
+        "_TOKEN_SCANS",
+        "_priority",
+        "_rule_",
+        "KINDS",
+        "TYPE_CHECKING",
+        "_MACHINERY",
+        "rules_fingerprint",
+    ]
+)
+
+
+def rules_fingerprint() -> str:
+    """A digest of what decides what is redacted, for nexusmem.redact's RULES_FINGERPRINT to be compared with
+    (tests/test_redact.py): each rule in PATTERNS' order (its name, kinds, literal, pattern and case, and
+    which handler, finder and gate it has, with the values those were made with); every other value of this
+    module (the keyword lists, the placeholders and prose words, the regexes the handlers call, the wrap
+    table), but the scan's machinery (_MACHINERY); and the constants in the code of every function and
+    lambda here (the thresholds and words a handler tests: `len(value) < 16`, "PASSW"), read from the
+    source's syntax tree, docstrings left out. Comments, docstrings, formatting and local names do not
+    move it; a changed comparison (`<` for `<=`) does not either. The same on every Python and every run: the
+    possessive `[ \\t]*+` that Python 3.11 allows (_INDENT) counts as the `[ \\t]*` it matches as."""
+    import ast
+    import hashlib
+    import json
+    import types
+    from pathlib import Path
+
+    def plain(value: Any) -> Any:
+        """VALUE as JSON that is the same in every process (sets sorted, no ids, no compiled state)."""
+        if isinstance(value, str):
+            return value.replace(r"[ \t]*+", r"[ \t]*")
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, bytes):
+            return {"bytes": value.hex()}
+        if isinstance(value, (tuple, list)):
+            return [plain(v) for v in value]
+        if isinstance(value, (frozenset, set)):
+            return {"set": sorted((plain(v) for v in value), key=json.dumps)}
+        if isinstance(value, dict):
+            return {"dict": sorted(([plain(k), plain(v)] for k, v in value.items()), key=json.dumps)}
+        if isinstance(value, _Lazy):
+            return {"re": plain(value.source), "flags": value.flags}
+        if isinstance(value, re.Pattern):
+            return {"re": plain(value.pattern), "flags": value.flags}
+        if isinstance(value, Rule):
+            fields = ("name", "kinds", "literal", "source", "lowered", "handler", "finder", "gate")
+            return {"rule": [plain(getattr(value, f)) for f in fields], "flags": value._pattern.flags}
+        if isinstance(value, types.FunctionType):  # which one, and what a factory made it with
+            cells = [plain(cell.cell_contents) for cell in value.__closure__ or ()]
+            return {"fn": value.__qualname__, "with": cells}
+        if isinstance(value, (types.MethodType, types.BuiltinMethodType)):  # `_CURL.search`
+            return {"method": value.__name__, "of": plain(value.__self__)}
+        raise TypeError(f"rules_fingerprint: a {type(value).__name__} it cannot read")
+
+    def constants(code: ast.AST) -> list[Any]:
+        """The constants of a function or lambda: its defaults, then its body's (its docstring left out)."""
+        assert isinstance(code, (ast.FunctionDef, ast.Lambda))
+        parts: list[ast.AST] = [*code.args.defaults, *(d for d in code.args.kw_defaults if d is not None)]
+        if isinstance(code, ast.Lambda):
+            parts.append(code.body)
+        else:
+            body = code.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]  # the docstring
+            parts += body
+        found = [n.value for part in parts for n in ast.walk(part) if isinstance(n, ast.Constant)]
+        return [repr(v) if v is ... or isinstance(v, complex) else v for v in found]
+
+    module = sys.modules[__name__]
+    data = {
+        name: plain(value)
+        for name, value in sorted(vars(module).items())
+        if not name.startswith("__")
+        and name not in _MACHINERY
+        and not isinstance(value, (type, types.ModuleType, types.GenericAlias, type(annotations)))
+        and not (isinstance(value, types.FunctionType) and value.__module__ != __name__)
+    }
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    itself = {id(n) for top in tree.body if getattr(top, "name", "") in _MACHINERY for n in ast.walk(top)}
+    code = [
+        [getattr(node, "name", "<lambda>"), plain(constants(node))]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)) and id(node) not in itself
+    ]
+    whole = {"rules": [plain(rule) for rule in PATTERNS], "data": data, "code": code}
+    return hashlib.sha256(json.dumps(whole, sort_keys=True).encode("utf-8")).hexdigest()[:16]

@@ -581,3 +581,75 @@ def test_a_token_right_after_an_escape_is_redacted(text: str, expected: str) -> 
     """The letter of a `\\n`/`\\t` escape or the digits of a `%3D` before a token glued it to a longer word,
     and the token was kept whole."""
     assert redact(text) == expected
+
+
+def test_the_rules_version_moves_with_the_rules() -> None:
+    """RULES_VERSION was bumped by hand, and nothing tied it to the rules: a new keyword or pattern shipped
+    under the old version, and `doctor`/`status` never told a memory written before it to run `nexusmem
+    scrub`. The rules' fingerprint is recorded next to the version; a change to them fails here until both
+    are looked at."""
+    from nexusmem import redact_engine
+    from nexusmem.redact import RULES_FINGERPRINT, RULES_VERSION
+
+    now = redact_engine.rules_fingerprint()
+    assert now == RULES_FINGERPRINT, (
+        f"The redaction rules changed (nexusmem/redact_engine.py): their fingerprint is {now}, and"
+        f" nexusmem/redact.py records {RULES_FINGERPRINT} for RULES_VERSION {RULES_VERSION}. In"
+        f" nexusmem/redact.py, if the rules now redact something the rules of version {RULES_VERSION} did"
+        f" not, set RULES_VERSION = {RULES_VERSION + 1} (its comment says what they redact now: `doctor` and"
+        f" `status` then tell every memory written before to run `nexusmem scrub`); then set"
+        f' RULES_FINGERPRINT = "{now}". A change that redacts nothing new (a refactor, a narrower rule)'
+        " sets RULES_FINGERPRINT alone."
+    )
+
+
+def test_the_rules_fingerprint_sees_a_keyword_a_pattern_and_a_handler_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fingerprint is computed from the engine's own rules, so each kind of change moves it."""
+    from nexusmem import redact_engine
+
+    before = redact_engine.rules_fingerprint()
+    with monkeypatch.context() as patch:
+        patch.setattr(redact_engine, "_PLACEHOLDERS", redact_engine._PLACEHOLDERS | {"hunter2"})
+        assert redact_engine.rules_fingerprint() != before  # a keyword list
+    first = redact_engine.PATTERNS[0]
+    wider = redact_engine.Rule(
+        first.name, first.kinds, first.source + "?", first.handler, literal=first.literal
+    )
+    with monkeypatch.context() as patch:
+        patch.setattr(redact_engine, "PATTERNS", (wider, *redact_engine.PATTERNS[1:]))
+        assert redact_engine.rules_fingerprint() != before  # a pattern
+    assign = next(r for r in redact_engine.PATTERNS if r.name == "assign:pass")
+    with monkeypatch.context() as patch:
+        patch.setattr(assign, "handler", redact_engine._value("password"))
+        assert redact_engine.rules_fingerprint() != before  # which handler a rule calls
+    source = Path(redact_engine.__file__).read_text(encoding="utf-8")
+    assert "if len(value) < 16 or" in source  # the weak words' threshold, read from the code
+    with monkeypatch.context() as patch:
+        changed = source.replace("if len(value) < 16 or", "if len(value) < 12 or")
+        patch.setattr(Path, "read_text", lambda self, encoding=None: changed)
+        assert redact_engine.rules_fingerprint() != before  # a threshold in a handler
+    assert redact_engine.rules_fingerprint() == before
+
+
+def test_the_rules_fingerprint_is_the_same_in_every_process() -> None:
+    """Sets are sorted and caches left out: another hash seed, or texts redacted first, change nothing."""
+    import os
+    import subprocess
+    import sys
+
+    from nexusmem import redact_engine
+
+    redact("password=Kx9mQ2vLp8Zr4TbW mysql -psecret ghp_" + "a" * 36)
+    here = redact_engine.rules_fingerprint()
+    code = "from nexusmem import redact_engine; print(redact_engine.rules_fingerprint())"
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert out.stdout.strip() == here
