@@ -34,8 +34,10 @@ Targets: a full commit sha (hit by its git_commit node or any of its code_diff n
 is hit at rank r when any of its targets is at rank r. Every target is validated on load, before any
 sync: the commit is an ancestor of the pin (`git merge-base --is-ancestor`), `sha:path` is a path that
 commit touched, `path#Heading` is a non-empty section of that file at the pin (the docs collector's own
-splitter); after the sync, a doc target is hit by its doc_section, or, in a release-notes file, by the
-changelog entries under that heading (stored as "CHANGELOG.md#0.11.0 › Migration Guide"); one with neither
+splitter), or in a release-notes file a release heading whose text is in its subsections (`## 2.0.0` over
+`### Features`); after the sync, a doc target is hit by its doc_section, or, in a release-notes file, by the
+changelog entries under that heading (stored as "CHANGELOG.md#0.11.0 › Migration Guide": hit by a target
+`CHANGELOG.md#Migration Guide` or `CHANGELOG.md#0.11.0`); one with neither
 is reported (e.g. a file the docs config excludes) and counts as a miss. A bad target stops the run with an error naming the question.
 `--check` runs only that validation, and prints for every symptom question the significant words it
 shares with its target commits' subject + body (light stemming), so that writers can see leaks.
@@ -296,21 +298,33 @@ class PinnedRepo:
         return self._touched[sha]
 
     def headings(self, path: str) -> set[str] | None:
-        """Headings of the non-empty sections of PATH at the pin, as the docs collector cuts them."""
+        """Headings of the non-empty sections of PATH at the pin, as the docs collector cuts them; in release
+        notes, also each release heading whose text is all in its subsections (`## 2.0.0` over `### Features`
+        and `### Fixes`): the changelog entries under it are stored as "2.0.0 › Features", and hit such a
+        target (RefIndex.entry_sections)."""
         if path not in self._sections:
             code, text = git(self.gitdir, "show", f"{self.pin}:{path}", ok=(0, 128))
             if code != 0:
                 self._sections[path] = None
             else:
-                from nexusmem.sources.docs import doc_text, sections_of
+                from nexusmem.sources.changelog import split_entries
+                from nexusmem.sources.docs import doc_text, is_release_notes, sections_of
 
                 # The collector reads a file's bytes through doc_text (CRLF and lone CR made LF) first.
                 text = doc_text(text.encode("utf-8"))
-                self._sections[path] = {s.heading for s in sections_of(text, path.rsplit("/", 1)[-1])}
+                found = {s.heading for s in sections_of(text, path.rsplit("/", 1)[-1])}
+                if is_release_notes(path):
+                    found |= {release_of(e.version) for e in split_entries(text, path) if " › " in e.version}
+                self._sections[path] = found
         return self._sections[path]
 
     def message(self, sha: str) -> str:
         return git(self.gitdir, "log", "-1", "--format=%s%n%b", sha)[1]
+
+
+def release_of(version: str) -> str:
+    """The release heading of a changelog entry's VERSION ("2.0.0" of "2.0.0 › Features")."""
+    return version.split(" › ", 1)[0]
 
 
 def validate(qf: QuestionFile, repo: PinnedRepo) -> list[str]:
@@ -556,9 +570,11 @@ class RefIndex:
             self.docs.setdefault(node.ref, set()).add(node.id)
             if node.source == "changelog" and " › " in node.ref:
                 # A changelog entry under "### Migration Guide" of "## 0.11.0" is stored as
-                # "CHANGELOG.md#0.11.0 › Migration Guide"; a label names the section "CHANGELOG.md#Migration Guide".
+                # "CHANGELOG.md#0.11.0 › Migration Guide"; a label names the section "CHANGELOG.md#Migration Guide",
+                # or the release, "CHANGELOG.md#0.11.0" (all of its entries).
                 path, _, trail = node.ref.partition("#")
                 self.entry_sections.setdefault(f"{path}#{trail.rsplit(' › ', 1)[-1]}", set()).add(node.id)
+                self.entry_sections.setdefault(f"{path}#{release_of(trail)}", set()).add(node.id)
         for node in store.iter_nodes("shell_command"):
             self.shell.setdefault(node.ref, []).append((node.ts, node.id))
 

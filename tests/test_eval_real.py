@@ -496,3 +496,50 @@ def test_check_reads_a_crlf_page_as_the_docs_collector_does(tmp_path: Path) -> N
     pin = git(work, "rev-parse", "HEAD")
     headings = ev.PinnedRepo(work, pin).headings("docs/routing.rst")
     assert headings is not None and "Wildcard Filters" in headings
+
+
+def test_a_release_heading_whose_text_is_in_its_subsections_is_a_doc_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`CHANGELOG.md#2.0.0` over `### Features` and `### Fixes` with bullets was refused by --check as "no
+    non-empty section '2.0.0'", though the sync stores the entries under it ("2.0.0 › Features"): it is a valid
+    target, hit by those entries. A guide's heading with only subheadings (`README.md#Usage`) is still none."""
+    ev = load_script()
+    work = tmp_path / "src"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    changelog = (
+        "# Changelog\n\n## 2.0.0\n\n### Features\n\n- Add the frobnicate command (#12)\n\n"
+        "### Fixes\n\n- Fix the crash on an empty config file (#13)\n\n## 1.0.0\n\n- First release\n"
+    )
+    readme = "# Demo\n\n## Usage\n\n### Install\n\npip install demo\n"
+    pin = commit(work, "Release 2.0.0", {"CHANGELOG.md": changelog, "README.md": readme})
+    questions = tmp_path / "questions" / "dev" / "demo.json"
+    questions.parent.mkdir(parents=True)
+
+    def write(targets: list[str]) -> None:
+        question = {"id": "t-release", "kind": "doc", "q": "what changed in 2.0.0", "targets": targets}
+        data = {"repo": "x/demo", "url": "", "commit": pin, "set": "dev", "written_by": "test"}
+        questions.write_text(json.dumps({**data, "questions": [question]}), encoding="utf-8")
+
+    args = [
+        "--questions",
+        str(tmp_path / "questions"),
+        "--repo",
+        f"demo={work}",
+        "--work",
+        str(tmp_path / "w"),
+    ]
+    write(["CHANGELOG.md#2.0.0"])
+    assert ev.main([*args, "--check"]) == 0, capsys.readouterr().err
+    write(["README.md#Usage"])
+    assert ev.main([*args, "--check"]) == 2
+    assert "no non-empty section 'Usage' in README.md" in capsys.readouterr().err
+
+    # After the sync, the release's entries are what hits it.
+    write(["CHANGELOG.md#2.0.0"])
+    out = tmp_path / "out.json"
+    assert ev.main([*args, "--no-pack", "--json", str(out)]) == 0
+    assert "has no node in the store" not in capsys.readouterr().err
+    ranks = {q["id"]: q["ranks"] for q in json.loads(out.read_text(encoding="utf-8"))["questions"]}
+    assert ranks["t-release"]["hybrid"] is not None, ranks
