@@ -351,6 +351,35 @@ def record_problems(store: SyncStore, source: str, problems: list[str], *, reset
     )
 
 
+def _path_free_transcript_notes(project: Project, store: SyncStore) -> None:
+    """Rewrite the skipped-record notes of transcripts that a release before kept with the transcript's path
+    (and so its session id) to the form kept now, which names the file by a digest (`status --verbose` finds
+    the path as it runs): they stayed until 20 newer notes pushed them out. Once: a memory that holds none
+    costs one meta read per sync."""
+    key = PROBLEMS_KEY + "conversation"
+    raw = store.get_meta(key)
+    if not raw:
+        return
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return
+    recent = data.get("recent") if isinstance(data, dict) else None
+    if not isinstance(recent, list):
+        return
+    notes = [p for p in recent if isinstance(p, dict) and isinstance(p.get("where"), str)]
+    from nexusmem.sources.conversation.source import path_free_notes
+
+    wheres = [str(p["where"]) for p in notes]
+    renamed = path_free_notes(wheres, project.root, store.cursor("conversation"))
+    if renamed == wheres:
+        return
+    for note, where in zip(notes, renamed, strict=True):
+        note["where"] = where  # in place, in RECENT: each keeps its time
+    with store.transaction():
+        store.set_meta(key, json.dumps({**data, "recent": recent}, sort_keys=True))
+
+
 def problem_history(store: SyncStore) -> dict[str, dict[str, Any]]:
     """{source: {"total": n, "recent": [{"at", "where"}...]}} for every source that ever skipped a record."""
     found: dict[str, dict[str, Any]] = {}
@@ -794,6 +823,7 @@ def sync(
         moved = summary.moved = _moved_note(project, store)
         if moved and log:
             log(f"git: {moved}")
+        _path_free_transcript_notes(project, store)
         kept: list[Kept] = []
         kept_links: list[tuple[str, str, str, int]] = []
         commands_before = 0

@@ -1560,3 +1560,58 @@ def test_a_skipped_record_is_noted_without_the_transcript_path_or_session_id(
     with sqlite3.connect(repo / ".nexusmem" / "memory.db") as db:
         after = "\n".join(v for (v,) in db.execute("SELECT value FROM meta").fetchall())
     assert session not in after and folder not in after
+
+
+def test_an_older_releases_notes_with_transcript_paths_are_rewritten_by_the_next_sync(
+    repo: Path, isolated_home: Path
+) -> None:
+    """A memory written by a release before the digests kept its skipped-record notes with the transcript's
+    path, which is named after the session id (`…/projects/p/5e55-….jsonl:2: not a JSON line`), until 20 newer
+    notes pushed them out or a rebuild: the next sync, the conversation source on or off, now rewrites them as
+    this release writes them, and no path stays in the store; `status --verbose` still finds the file."""
+    from nexusmem.sync import PROBLEMS_KEY
+
+    commit(repo, "feat: start", {"a.txt": "a\n"})
+    w = T.ClaudeWriter("5e55-old-notes", repo, START)
+    w.user("why does the quokka importer hang")
+    w.records.append("not json: a stray line")
+    w.say("The quokka importer waits on a lock it holds.")
+    path = w.write(isolated_home / ".claude" / "projects" / "p" / "5e55-old-notes.jsonl")
+    assert part(sync_json(repo, "--conversation"))["skipped"] == 1
+    gone = isolated_home / ".claude" / "projects" / "p" / "0ld0-deleted-since.jsonl"
+    codex_file = isolated_home / ".codex" / "sessions" / "2026" / "01" / "02" / "rollout-0ld0.jsonl"
+    older = [  # as the release before wrote them (Report.skip: the redacted path, `:line`, why)
+        f"{path}:3: not a JSON line",
+        f"{gone}:7: unknown record type 'brand-new-record-kind'",
+        f"{codex_file}: cannot parse (PermissionError: [Errno 13] Permission denied: '{codex_file}')",
+    ]
+    key = PROBLEMS_KEY + "conversation"
+    with project_mod.load(repo).open_store() as store:
+        kept = json.loads(store.get_meta(key) or "{}")
+        now = kept["recent"][0]["where"]  # this release's note of the same line
+        kept["recent"] = [{"at": "2026-01-02T03:04:05Z", "where": where} for where in older] + kept["recent"]
+        kept["total"] = 4
+        with store.transaction():
+            store.set_meta(key, json.dumps(kept))
+
+    sync_json(repo)  # the conversation source is off: the rewrite is the sync's, not the source's
+
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        raw = store.get_meta(key) or ""
+    assert ".claude" not in raw and ".codex" not in raw and "5e55" not in raw and "0ld0" not in raw, raw
+    wheres = [entry["where"] for entry in json.loads(raw)["recent"]]
+    claude = named(repo, "claude-code", path)
+    assert wheres == [
+        f"{claude}, line 3: not a JSON line",
+        f"{named(repo, 'claude-code', gone)}, line 7: unknown record type 'brand-new-record-kind'",
+        f"{named(repo, 'codex', codex_file)}: cannot parse (PermissionError: Permission denied)",
+        now,
+    ], wheres
+    assert json.loads(raw)["total"] == 4
+    status = json.loads(run_cli("-C", str(repo), "status", "--json", "--verbose").stdout)
+    located = status["skipped_records"]["conversation"]["recent"]
+    assert [entry.get("path") for entry in located] == [str(path), None, None, str(path)], located
+    # A second sync finds nothing to rewrite.
+    sync_json(repo)
+    with project_mod.load(repo).open_store(readonly=True) as store:
+        assert store.get_meta(key) == raw

@@ -163,6 +163,65 @@ def locate_transcripts(root: Path, cursor: str | None) -> Callable[[str], str | 
     return locate
 
 
+# A skipped record's note as releases before the digests wrote it: the transcript's path (redacted), then a
+# Gemini document's place (` messages[3]`, ` messages[3].toolCalls[0]`), `:LINE`, and why.
+_PATH_NOTE = re.compile(
+    r"(?P<path>(?:/|[A-Za-z]:[\\/]).+?)(?: (?P<within>messages\[\d+\](?:\.toolCalls\[\d+\])?))?"
+    r"(?::(?P<line>\d+))?: (?P<why>.*)",
+    re.DOTALL,
+)
+# What an OSError said of the file, as those notes kept it: "[Errno 13] Permission denied: '/…/x.jsonl'".
+_ERRNO = re.compile(r"\((?P<kind>\w+): \[Errno -?\d+\] (?P<said>.*?)(?:: '[^']*')?\)$", re.DOTALL)
+
+
+def _agent_of(path: str, listed: dict[str, str]) -> str | None:
+    """Which agent's transcript PATH is: as the source lists it now, else by the folder each agent keeps
+    them in (a transcript deleted since); None when neither tells."""
+    if path in listed:
+        return listed[path]
+    homes = {
+        "claude-code": claude.config_dir() / "projects",
+        "codex": codex.codex_home() / "sessions",
+        "gemini": gemini.gemini_home() / "tmp",
+    }
+    for agent, home in homes.items():
+        if path.startswith(str(home) + os.sep):
+            return agent
+    return "aider" if os.path.basename(path) == aider.CHAT_FILE else None
+
+
+def path_free_notes(notes: list[str], root: Path, cursor: str | None) -> list[str]:
+    """NOTES, the skipped-record notes a memory keeps, with each one an older release wrote naming the
+    transcript by its path (`/home/u/.claude/projects/-home-u-app/5b0e7c1a-….jsonl:2: not a JSON line`)
+    written as this release writes it (_name: `claude-code transcript #1a2b3c4d (modified 2026-12-05), line 2:
+    not a JSON line`, keyed by CURSOR's key as the source keys it, so that `status --verbose` finds the file
+    again). The path goes from the reason too (an OSError's message named it). ROOT: the project's."""
+    old = [_PATH_NOTE.fullmatch(note) if _NAMED.match(note) is None else None for note in notes]
+    if not any(old):
+        return notes
+    _files, secret = _decode_cursor(cursor)
+    listed = {
+        str(path): agent
+        for agent, path, _companion in ConversationSource._files(set(AGENTS), Attributor.for_repo(root).roots)
+    }
+    out: list[str] = []
+    for note, found in zip(notes, old, strict=True):
+        if found is None:
+            out.append(note)
+            continue
+        path = found["path"]
+        agent = _agent_of(path, listed)
+        named = _name(agent, secret, path) if agent else f"transcript {_ours(secret, path)[:9]}"
+        why = found["why"].replace(path, "the file")
+        errno = _ERRNO.search(why)
+        if why.startswith("cannot parse (") and errno is not None:
+            why = f"cannot parse ({errno['kind']}: {errno['said']})"
+        within = f", {found['within']}" if found["within"] else ""
+        line = f", line {found['line']}" if found["line"] else ""
+        out.append(f"{named}{within}{line}: {why}")
+    return out
+
+
 def _cannot_parse(exc: Exception, path: Path) -> str:
     """Why a parser gave up on the file at PATH: the exception, its message without the path (an OSError's
     names the file, which the note names apart, without its path)."""
