@@ -152,3 +152,36 @@ def test_a_day_word_puts_that_days_matches_first(world: Path, isolated_home: Pat
     # A day with nothing that matches says so, and ranks as before.
     none = ask(world, "the vtable the day before yesterday")
     assert any("nothing recorded the day before yesterday matches" in note for note in none["notes"]), none
+
+
+def test_under_author_me_a_turn_shows_the_persons_question_not_the_agents_answer(
+    world: Path, isolated_home: Path
+) -> None:
+    """`query --author me` kept a conversation turn as the person's, and showed it whole: their question
+    and the agent's answer, which is not theirs. It now shows the question they typed, and the answer
+    counted on one line; without --author the turn reads as before."""
+    w = T.ClaudeWriter("6f1c2d3e-0000-4000-8000-00000000d00d", world, NOW - timedelta(hours=1))
+    w.user("the otter pool leaks connections under load\nwhy does release_otter never return them?")
+    w.say(
+        "release_otter returns a connection only when the otter pool is not closing.\n\n"
+        "Under load the pool is closing while a request waits, so the connection is dropped.\n"
+        "Return it in a finally block instead."
+    )
+    w.write(isolated_home / ".claude" / "projects" / "-repo" / "6f1c2d3e-0000-4000-8000-00000000d00d.jsonl")
+    run_cli("-C", str(world), "sync", "--conversation", "--no-embed")
+    question = "what did I ask about the otter pool"
+
+    mine = ask(world, question, "--author", "me")
+    turn = next(item for item in mine["items"] if item["kind"] == "conversation_turn")
+    assert turn["summary"] == (
+        "Q: the otter pool leaks connections under load\nwhy does release_otter never return them?\n"
+        "(answer: 3 lines)"
+    ), turn
+    text = run_cli("-C", str(world), "query", "--author", "me", "--", question).output
+    assert "why does release_otter never return them?" in text and "(answer: 3 lines)" in text, text
+    assert "finally block" not in text and "is not closing" not in text, text
+
+    everyone = ask(world, question)
+    turn = next(item for item in everyone["items"] if item["kind"] == "conversation_turn")
+    assert "A: release_otter returns a connection only when the otter pool is not closing." in turn["summary"]
+    assert "(answer:" not in turn["summary"]

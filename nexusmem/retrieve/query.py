@@ -315,16 +315,18 @@ def make_item(
     root: str = "",
     label: str = "",
     doc_chars: int = MAX_SUMMARY_CHARS,
+    asked_only: bool = False,
 ) -> Item:
     """The presentable item for NODE (its summary chosen for QUERY); REPLACED_BY: show.replacement; ROOT and
     LABEL: its project's root and tag across projects (Item.project_root, Item.project_label); DOC_CHARS: how much
-    of a doc section its summary shows (summarise.doc_summary_chars)."""
+    of a doc section its summary shows (summarise.doc_summary_chars); ASKED_ONLY (`--author me`): a
+    conversation turn's summary is the person's question, the agent's answer counted, not shown."""
     return Item(
         id=node.id,
         kind=node.kind,
         ts=node.ts,
         title=node.title,
-        summary=make_summary(node, query, doc_chars),
+        summary=make_summary(node, query, doc_chars, asked_only=asked_only),
         provenance=node.provenance,
         trust=node.trust,
         score=score,
@@ -3973,7 +3975,8 @@ def pack_items(
     """The one pack driver, for one store and for several: CHOSEN (id -> (node, score), in ranked order)
     packed into BUDGET with each failure's linked fixes beside it. SHELF_OF names the store an id (a
     candidate, or a fix to read) belongs to; a linked fix recorded after AS_OF, outside SINCE..UNTIL or
-    run by another than AUTHOR (nexusmem.authors) is left out, as the search left out such nodes. HEADER_COST
+    run by another than AUTHOR (nexusmem.authors) is left out, as the search left out such nodes, and under
+    AUTHOR `me` a conversation turn shows the person's question, not the agent's answer. HEADER_COST
     is what the header and footer take as NOTES stand (header_tokens). The ids in WHOLE (a release's entries,
     Retrieved.whole) are not capped as siblings: each is packed if it fits, and no linked item rides after it. When the best match is too large for
     the budget (it is skipped, and smaller ones below it fill the budget), a line saying so goes to NOTES.
@@ -4009,6 +4012,7 @@ def pack_items(
                     root=shelf.root,
                     label=shelf.label,
                     doc_chars=doc_chars,
+                    asked_only=author == authors.ME,  # what is the person's of a turn: their question
                 )
                 items[node.id].also_in = also.get(node.id, [])
             item = replace(items[node.id], linked_from=linked_from, relation=relation)

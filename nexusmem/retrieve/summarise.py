@@ -92,6 +92,28 @@ def _without_headings(body: str, path: str = "") -> str:
     return "\n".join(kept)
 
 
+# How a conversation turn's body reads (sources/conversation/build.py): "Q: <question>" and a blank line (none
+# when the agent spoke first), "A: <answer>", then "Commands run:" and a line per command when it ran some.
+_ANSWER = "\n\nA: "
+_COMMANDS = "\n\nCommands run:\n"
+
+
+def asked(body: str) -> str:
+    """What `--author me` shows of a conversation turn with BODY: the question the person typed, and a line
+    that counts the agent's answer instead of showing it ("(answer: 12 lines)")."""
+    if body.startswith("Q: ") and _ANSWER in body:
+        question, _, answer = body[3:].partition(_ANSWER)
+    else:
+        question, answer = "", body.removeprefix("A: ")
+    answer = answer.rpartition(_COMMANDS)[0] if _COMMANDS in answer else answer
+    lines = sum(1 for line in answer.splitlines() if line.strip())
+    if answer.strip() in ("", "(no reply recorded)"):
+        said = "(no answer recorded)"
+    else:
+        said = f"(answer: {lines} line{'' if lines == 1 else 's'})"
+    return _clip(f"Q: {question.strip()}") + "\n" + said if question.strip() else said
+
+
 def doc_summary_chars(budget: int) -> int:
     """How many characters of a doc section an answer of BUDGET tokens shows: MAX_SUMMARY_CHARS on the first
     screen (the default budget) and below; an answer with more room shows more of each section, in
@@ -101,8 +123,13 @@ def doc_summary_chars(budget: int) -> int:
     return min(MAX_DOC_SUMMARY_CHARS, MAX_SUMMARY_CHARS * budget // FIRST_SCREEN_TOKENS)
 
 
-def summary(node: StoredNode, query: str, doc_chars: int = MAX_SUMMARY_CHARS) -> str:
-    """The text shown under NODE's title for QUERY; DOC_CHARS: how much of a doc section (doc_summary_chars)."""
+def summary(
+    node: StoredNode, query: str, doc_chars: int = MAX_SUMMARY_CHARS, *, asked_only: bool = False
+) -> str:
+    """The text shown under NODE's title for QUERY; DOC_CHARS: how much of a doc section (doc_summary_chars).
+    ASKED_ONLY (`--author me`): a conversation turn shows the person's question, its answer only counted."""
+    if node.kind == "conversation_turn" and asked_only:
+        return asked(node.body)
     if node.kind == "code_diff":
         return best_hunk(node.body, query)
     if node.kind == "git_commit":
