@@ -163,6 +163,7 @@ SETS = (
     "fresh71",
     "fresh72",
     "fresh73",
+    "fresh74",
     "dev2",
     "removal",
     "rst",
