@@ -7,7 +7,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from nexusmem.retrieve import query
+from nexusmem.retrieve.intent import asks_which_release
 
 from helpers import commit, git, query_json, run_cli
 
@@ -474,3 +477,21 @@ def test_which_release_fixed_it_answers_with_the_changelog_entry_right_after_the
     at = next(i for i, item in enumerate(items) if item["ref"] == fix)
     entry = items[at + 1] if at + 1 < len(items) else None
     assert entry is not None and entry["kind"] == "doc_section" and "1.6.1" in entry["title"], refs
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Which release fixed is_unique?", True),
+        ("what version added --since?", True),
+        # the project's name between "which" and "version", then the change asked about
+        ("Which pry version dropped Rubinius support?", True),
+        ("In which helmet release did the options start accepting header names?", True),
+        # a platform's version, no change: no release of the project is asked for
+        ("which Go version do I need to build it?", False),
+        ("What PHP version does it require now?", False),
+        ("which bash version is needed for the hints?", False),
+    ],
+)
+def test_a_question_that_asks_for_a_release_by_name(text: str, asks: bool) -> None:
+    assert asks_which_release(text) is asks

@@ -91,11 +91,27 @@ _ARRIVAL_VERB = re.compile(r"\b(added|add|introduc\w*|support\w*|gain\w*|get|got
 # "Which release fixed X?", "from which version on does it do Y?", "what version added Z?": the question asks
 # for a release by name, which a changelog entry gives (query.entries_after_commits).
 _WHICH_RELEASE = re.compile(r"\b(which|what|first)\s+(release|version|tag)s?\b", re.IGNORECASE)
+# "Which pry version dropped Rubinius?", "in which helmet release did the options start …": a name between
+# "which" and "release" is the project's when a change follows ("dropped", "added", "started"); "which Go
+# version do I need", "what PHP version does it require" ask for a platform's, and name no change.
+_WHICH_NAMED_RELEASE = re.compile(
+    r"\b(?:which|what|first)\s+[A-Za-z][\w.-]*\s+(?:release|version|tag)s?\b(?P<rest>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+_RELEASE_CHANGE = re.compile(
+    r"\b(?:add(?:ed|s)?|dropp?(?:ed|s)?|remov(?:ed|es?)|fix(?:ed|es)?|introduc(?:ed|es?)|chang(?:ed|es?)"
+    r"|start(?:ed|s)?|stopp?(?:ed|s)?|ship(?:ped|s)?|brought|broke|land(?:ed|s)?|switch(?:ed|es)?|mov(?:ed|es?)"
+    r"|replac(?:ed|es?)|deprecat(?:ed|es?)|renam(?:ed|es?)|gain(?:ed|s)?|got|made|learn(?:ed|t)?)\b",
+    re.IGNORECASE,
+)
 
 
 def asks_which_release(text: str) -> bool:
     """Whether TEXT asks which release (version) something happened in."""
-    return _WHICH_RELEASE.search(text) is not None
+    if _WHICH_RELEASE.search(text) is not None:
+        return True
+    named = _WHICH_NAMED_RELEASE.search(text)
+    return named is not None and _RELEASE_CHANGE.search(named.group("rest")) is not None
 
 
 def asks_arrival(text: str) -> bool:
