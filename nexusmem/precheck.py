@@ -862,22 +862,17 @@ def _files_named(
         if name:
             stems.setdefault(name, []).append(path)
     if stems:
-        # Word boundaries are anything but letters and digits, so `tests/test_cache.py` names `cache`.
-        pattern = re.compile(
-            r"(?<![A-Za-z0-9])("
-            + "|".join(map(re.escape, sorted(stems, key=len, reverse=True)))
-            + r")(?![A-Za-z0-9])"
-        )
+        names_in = _names_finder(stems)
         naming_texts: dict[str, str] = {}  # a real log repeats a few hundred commands
         by_word: dict[str, set[str]] = {}  # failure id -> the module names that tie it to a file checked
         for node_id, command, _ts, _cwd, _code in open_failures:
-            hits = set(pattern.findall(command))
+            hits = names_in(command)
             if not hits:
                 continue  # the usual case: no staged module's name in it
             text = naming_texts.get(command)
             if text is None:
                 text = naming_texts[command] = _naming_text(command, roots)
-            hits = set(pattern.findall(text)) if text != command else hits
+            hits = names_in(text) if text != command else hits
             words = command.split()
             # A file the command names by its own name (`bash deploy.sh`, run in services/api) is that file,
             # found by its path where the command ran (node_files), not every file of that name
@@ -897,6 +892,38 @@ def _files_named(
             for hit in hits - ambiguous:
                 by_id.setdefault(node_id, set()).update(stems[hit])
     return by_id
+
+
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
+def _names_finder(stems: dict[str, list[str]]) -> Callable[[str], set[str]]:
+    """A finder of the module names of STEMS that a text holds as words, every one of them, one inside
+    another too: `tests/test_calc.py` holds `test_calc` and `calc` (checking both files, each is named, as
+    each is when checked alone). Word boundaries are anything but letters and digits, so
+    `tests/test_cache.py` names `cache`."""
+    longest_first = sorted(stems, key=len, reverse=True)
+    # One scan: at each place a name starts, the longest there (a lookahead, so that a name starting inside
+    # it is found too), and the shorter ones it starts with that end on a boundary there (`foo` in `foo_bar`).
+    pattern = re.compile(
+        r"(?<![A-Za-z0-9])(?=(" + "|".join(map(re.escape, longest_first)) + r")(?![A-Za-z0-9]))"
+    )
+    within = {
+        name: [
+            short
+            for short in longest_first
+            if len(short) < len(name) and name.startswith(short) and not _ALNUM.match(name[len(short)])
+        ]
+        for name in longest_first
+    }
+
+    def names_in(text: str) -> set[str]:
+        hits = set(pattern.findall(text))
+        for hit in list(hits):
+            hits.update(within[hit])
+        return hits
+
+    return names_in
 
 
 def _shared_names(root: Path) -> Callable[[dict[str, list[str]]], set[str]]:

@@ -159,3 +159,24 @@ def test_a_failure_is_not_given_to_another_file_of_the_same_name(repo: Path) -> 
         ("docs/samples/easter.py", "python easter.py"),  # run in docs/samples: that file, by its path
         ("dateutil/rrule.py", "pytest tests/test_rrule.py"),  # the one rrule.py: still named by its test
     }, found
+
+
+def test_a_test_file_and_its_module_checked_together_both_warn(repo: Path) -> None:
+    """`precheck --files calc.py tests/test_calc.py` after `pytest tests/test_calc.py` failed warned for the
+    test file alone: the name matcher found `test_calc` and never `calc` inside it, which `--files calc.py`
+    alone does find. Each warns, once."""
+    now_s = int(time.time())
+    commit(
+        repo,
+        "feat: calc",
+        {"calc.py": "def add(a, b): ...\n", "tests/test_calc.py": "from calc import add\n"},
+        when=now_s - 7200,
+    )
+    run_cli("-C", str(repo), "sync")
+    write_commands(repo, [((now_s - 600) * 1000, "pytest tests/test_calc.py", 1)])
+    alone = run_script("precheck", "--files", "calc.py", cwd=repo)
+    together = run_script("precheck", "--files", "calc.py", "tests/test_calc.py", cwd=repo)
+    said = [line for line in together.stderr.splitlines() if "`pytest tests/test_calc.py`" in line]
+    assert [line.split(":", 1)[0] for line in said] == ["calc.py", "tests/test_calc.py"], together.stderr
+    assert said[0] in alone.stderr.splitlines(), alone.stderr
+    assert "2 warning(s) for 2 file(s)" in together.stderr, together.stderr
