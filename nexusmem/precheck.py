@@ -2,7 +2,7 @@
 
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
 module name in the command, outside URLs, absolute paths elsewhere and what remote or container tools were
-asked about: _naming_text; a module name only when no other tracked file bears it: _shared_names) and were never seen passing (a later passing run of the command resolves a
+asked about: _naming_text; a module name another tracked file bears only for the one the failing test file imports by its dotted path: SharedNames) and were never seen passing (a later passing run of the command resolves a
 failure, so does its whole test file's for a pytest node id, and for a file so does one of a narrower form of it naming the same test file:
 _without_narrower_passes; a commit linked as its fix does not); the same for the files that import it (the import
 edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
@@ -332,7 +332,7 @@ def check(
         naming = team.nodes_naming(lookup, ("shell_command", "git_commit"), start, end)
         team_open = _open_failures(team_commands, None)
         named_by = _files_named(
-            files, team_open, naming, by_name=True, roots=(str(root),), shared=_shared_names(root)
+            files, team_open, naming, by_name=True, roots=(str(root),), shared=SharedNames(root, root)
         )
 
         def team_files(ids: list[str]) -> dict[str, set[str]]:
@@ -369,7 +369,7 @@ def check(
             if typed:
                 typed = _not_forgotten(typed, store.deny_entries(), result.notes)
             normalised: dict[tuple[str, str], str] = {}  # each command's text as compared, both answers
-            shared_names = _shared_names(root)
+            shared_names = SharedNames(root, memory)
 
             def shells_of(tail: list[TailCommand]) -> Callable[[list[str]], dict[str, str]]:
                 """The shells of some commands: the tail's lines say theirs, the store the others'."""
@@ -836,13 +836,14 @@ def _files_named(
     *,
     by_name: bool,
     roots: Sequence[str] = (),
-    shared: Callable[[dict[str, list[str]]], set[str]] | None = None,
+    shared: SharedNames | None = None,
 ) -> dict[str, set[str]]:
     """Which of FILES each of OPEN_FAILURES names: through node_files (the file or a parent directory), or,
     BY_NAME, its module name in the command's words (not in a URL, an absolute path outside ROOTS or what a
-    remote or container tool was asked about: _naming_text), unless SHARED (some module names -> the files
-    checked bearing each: those that more than one tracked file bears, _shared_names) says another file
-    bears it too: `pytest tests/test_easter.py` names no docs/samples/easter.py beside dateutil/easter.py."""
+    remote or container tool was asked about: _naming_text). When SHARED says another tracked file bears
+    that name too, only the files of that name the failing test file's imports name (SharedNames.imported):
+    `pytest tests/test_easter.py` doing `from dateutil import easter` names dateutil/easter.py, never
+    docs/samples/easter.py."""
     by_id: dict[str, set[str]] = {}
     wanted = set(files)
     dirs: dict[str, list[str]] = {}
@@ -865,7 +866,8 @@ def _files_named(
         names_in = _names_finder(stems)
         naming_texts: dict[str, str] = {}  # a real log repeats a few hundred commands
         by_word: dict[str, set[str]] = {}  # failure id -> the module names that tie it to a file checked
-        for node_id, command, _ts, _cwd, _code in open_failures:
+        ran: dict[str, tuple[str, str | None]] = {}  # failure id -> its text as _naming_text left it, cwd
+        for node_id, command, _ts, cwd, _code in open_failures:
             hits = names_in(command)
             if not hits:
                 continue  # the usual case: no staged module's name in it
@@ -886,11 +888,18 @@ def _files_named(
                 if hit in own or (hit == subcommand and command.count(hit) == 1):
                     continue
                 by_word.setdefault(node_id, set()).add(hit)
+                ran[node_id] = (text, cwd)
         used = {hit for hits in by_word.values() for hit in hits}
-        ambiguous = shared({hit: stems[hit] for hit in used}) if shared is not None and used else set()
+        ambiguous = shared.shared({hit: stems[hit] for hit in used}) if shared is not None and used else set()
         for node_id, hits in by_word.items():
             for hit in hits - ambiguous:
                 by_id.setdefault(node_id, set()).update(stems[hit])
+            if shared is None:
+                continue  # no name is ambiguous then
+            for hit in hits & ambiguous:
+                tested = shared.imported(*ran[node_id], hit, stems[hit])
+                if tested:
+                    by_id.setdefault(node_id, set()).update(tested)
     return by_id
 
 
@@ -926,21 +935,33 @@ def _names_finder(stems: dict[str, list[str]]) -> Callable[[str], set[str]]:
     return names_in
 
 
-def _shared_names(root: Path) -> Callable[[dict[str, list[str]]], set[str]]:
-    """For _files_named: of some module names (each with the files checked that bear it), those that more
-    than one file of ROOT's index (or of those checked) bears. One `git ls-files`, only when a failure names
-    a checked file by its module name; a git that cannot answer leaves every name to its files."""
+class SharedNames:
+    """For _files_named: which module names more than one tracked file bears, and which of those files a
+    failing test file's imports name. ROOT: the checkout whose index is asked; BASE: the work tree a
+    command's folder is told from (the memory's: `../repo-wt` for a linked worktree's commands). Nothing is
+    asked or read until a failure names a checked file by its module name; the answers are kept, as the
+    answer taken again from the tail redacted asks again."""
 
-    known: dict[str, bool] = {}  # name -> shared: the answer taken again from the tail redacted asks again
+    def __init__(self, root: Path, base: Path) -> None:
+        self.root = root
+        self.base = base
+        self.known: dict[str, bool] = {}  # name -> shared
+        self.imports: dict[str, set[str]] = {}  # test file (absolute) -> the dotted names its imports name
 
-    def shared(names: dict[str, list[str]]) -> set[str]:
+    def shared(self, names: dict[str, list[str]]) -> set[str]:
+        """Of NAMES (module names, each with the files checked that bear it), those that more than one file
+        of ROOT's index (or of those checked) bears. One `git ls-files`; a git that cannot answer leaves
+        every name to its files."""
+        known = self.known
         asked = sorted(name for name in names if name not in known)
         specs = [
             f":(glob)**/{_glob_escaped(name)}{tail}"
             for name in asked
             for tail in (".*", "/__init__.py", "/__main__.py")
         ]
-        code, out = gitcmd.run_ok(["ls-files", "-z", "--cached", "--", *specs], root) if asked else (0, b"")
+        code, out = (
+            gitcmd.run_ok(["ls-files", "-z", "--cached", "--", *specs], self.root) if asked else (0, b"")
+        )
         if code != 0:
             return {name for name in names if known.get(name)}
         bearers: dict[str, set[str]] = {name: set(names[name]) for name in asked}
@@ -952,7 +973,89 @@ def _shared_names(root: Path) -> Callable[[dict[str, list[str]]], set[str]]:
         known.update((name, len(found) > 1) for name, found in bearers.items())
         return {name for name in names if known[name]}
 
-    return shared
+    def imported(self, command: str, cwd: str | None, name: str, bearers: list[str]) -> set[str]:
+        """The files of BEARERS (checked, each bearing the shared module NAME) that the Python test files
+        COMMAND names by a path bearing NAME (from CWD, the folder it ran in) import by their dotted module
+        path (_dotted_paths): `from dateutil import easter`, `from dateutil.easter import easter` and
+        `import dateutil.easter` name dateutil/easter.py (or src/dateutil/easter.py). Only those test
+        files are read, and only their import lines (_imported_names)."""
+        tied: dict[str, str] = {}  # a dotted path -> the file bearing it
+        for path in bearers:
+            if path.endswith(_PYTHON):
+                tied.update(dict.fromkeys(_dotted_paths(path), path))
+        if not tied:
+            return set()
+        found: set[str] = set()
+        for full in self._test_files(command, cwd, name):
+            if full not in self.imports:
+                self.imports[full] = _imported_names(full)
+            found.update(tied[dotted] for dotted in self.imports[full] if dotted in tied)
+        return found
+
+    def _test_files(self, command: str, cwd: str | None, name: str) -> list[str]:
+        """The absolute paths of the Python test files COMMAND names by a word whose file name bears NAME
+        (`tests/test_easter.py`, `test_easter.py::test_x` run in tests), told from CWD, inside BASE or ROOT (a
+        test file by its path there: the folders above the repository say nothing)."""
+        word = re.compile(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?![A-Za-z0-9])")
+        folder = os.path.join(self.base, cwd or "")
+        found: list[str] = []
+        for raw in command.split():
+            given = raw.strip("'\"()").split("::", 1)[0]
+            base_name = given.rsplit("/", 1)[-1]
+            if not base_name.endswith(_PYTHON) or not word.search(base_name):
+                continue
+            full = os.path.normpath(os.path.join(folder, os.path.expanduser(given)))
+            top = next((str(r) for r in (self.base, self.root) if _inside(full, (str(r),))), None)
+            if top is not None and re.search(_TEST_FILE, os.path.relpath(full, top)) and full not in found:
+                found.append(full)
+        return found
+
+
+_PYTHON = (".py", ".pyi")
+# Import lines: `from A.b import (c, d)` (its names may go on over lines, in brackets or past a
+# backslash), `import A.b as x, c`. A relative import (`from . import x`) names no module path.
+_FROM_IMPORT = re.compile(
+    r"^[ \t]*from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|(?:[^\n#;\\]|\\\n?)*)", re.M
+)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+((?:[^\n#;\\]|\\\n?)*)", re.M)
+# A test file is read up to this much: its imports are at its top.
+_IMPORTS_READ = 1 << 20
+
+
+def _imported_names(full: str) -> set[str]:
+    """The dotted module paths the import lines of the file FULL name: `from A.b import c` names A.b and
+    A.b.c (c may be a module of A.b), `import A.b as x` names A.b; nothing when it cannot be read."""
+    try:
+        with open(full, "rb") as fh:
+            text = fh.read(_IMPORTS_READ).decode("utf-8", "replace")
+    except OSError:
+        return set()
+    names: set[str] = set()
+    for module, what in _FROM_IMPORT.findall(text):
+        names.add(module)
+        for part in what.strip("()").replace("\\\n", " ").split(","):
+            imported = part.split()
+            if imported and imported[0] != "*":
+                names.add(f"{module}.{imported[0]}")
+    for what in _IMPORT.findall(text):
+        for part in what.replace("\\\n", " ").split(","):
+            imported = part.split()
+            if imported:
+                names.add(imported[0])
+    return names
+
+
+def _dotted_paths(path: str) -> list[str]:
+    """The dotted module paths of the Python file PATH (repository-relative): its package folders and its
+    name (`dateutil/easter.py` → dateutil.easter; a package's `__init__.py`, the package), and under a
+    `src/` layout the same without `src` (`src/dateutil/easter.py` → dateutil.easter)."""
+    parts = path.split("/")
+    stem = parts[-1].rsplit(".", 1)[0]
+    parts = parts[:-1] if stem in ("__init__", "__main__") else [*parts[:-1], stem]
+    dotted = [".".join(parts)] if parts else []
+    if len(parts) > 1 and parts[0] == "src":
+        dotted.append(".".join(parts[1:]))
+    return dotted
 
 
 def _glob_escaped(name: str) -> str:

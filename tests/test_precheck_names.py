@@ -157,6 +157,8 @@ def test_a_failure_is_not_given_to_another_file_of_the_same_name(repo: Path) -> 
     found = _checked(repo, "docs/samples/easter.py", "dateutil/easter.py", "dateutil/rrule.py")
     assert found == {
         ("docs/samples/easter.py", "python easter.py"),  # run in docs/samples: that file, by its path
+        # The test file says which easter.py it tests: `from dateutil.easter import easter`.
+        ("dateutil/easter.py", "pytest tests/test_easter.py"),
         ("dateutil/rrule.py", "pytest tests/test_rrule.py"),  # the one rrule.py: still named by its test
     }, found
 
@@ -180,3 +182,93 @@ def test_a_test_file_and_its_module_checked_together_both_warn(repo: Path) -> No
     assert [line.split(":", 1)[0] for line in said] == ["calc.py", "tests/test_calc.py"], together.stderr
     assert said[0] in alone.stderr.splitlines(), alone.stderr
     assert "2 warning(s) for 2 file(s)" in together.stderr, together.stderr
+
+
+def _easter_failures(
+    repo: Path, modules: dict[str, str], tests: dict[str, str], lines: list[tuple[str, int, str]]
+) -> None:
+    """MODULES committed and synced, then TESTS written and staged (new: no sync has read their imports),
+    and LINES (command, exit, folder run in) logged ten minutes ago."""
+    now_s = int(time.time())
+    commit(repo, "feat: easter", modules, when=now_s - 7200)
+    run_cli("-C", str(repo), "sync")
+    for name, text in tests.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    for n, (line, code, folder) in enumerate(lines):
+        write_commands(repo, [((now_s - 600 + n) * 1000, line, code)], cwd=repo / folder)
+
+
+def _warnings(repo: Path, *files: str) -> list[str]:
+    """What `precheck --files FILES` says, a line per warning."""
+    said = run_script("precheck", "--files", *files, cwd=repo).stderr
+    return [line for line in said.splitlines() if " failed (exit " in line]
+
+
+def test_a_failing_test_file_says_which_file_of_a_shared_name_it_tests(repo: Path) -> None:
+    """With dateutil/easter.py and docs/samples/easter.py both tracked, a new test failing
+    (`pytest tests/test_easter.py`, no sync has read its imports yet) warned for neither by name; its import
+    lines (`from dateutil import easter`, `from dateutil.easter import easter`, `import dateutil.easter`) say
+    it tests dateutil/easter.py, which it now warns for, the sample still for nothing. The test file is found
+    from the folder the command ran in; one importing neither (`import easter`, on a path of its own) or no
+    test file at all (`pytest -k easter`) ties it to neither."""
+    _easter_failures(
+        repo,
+        {
+            "dateutil/__init__.py": "",
+            "dateutil/easter.py": "def easter(year): ...\n",
+            "docs/samples/easter.py": "print('a sample')\n",
+        },
+        {
+            "tests/test_easter.py": "import datetime\n\nfrom dateutil import easter\n",
+            "tests/test_easter_dates.py": "from dateutil.easter import (\n    EASTER_WESTERN,\n    easter,\n)\n",
+            "tests/test_easter_julian.py": "import os, dateutil.easter as e  # julian\n",
+            "tests/test_easter_sample.py": "import easter  # docs/samples on sys.path\n",
+        },
+        [
+            ("pytest tests/test_easter.py", 1, "."),
+            ("pytest test_easter_dates.py::test_2024", 1, "tests"),
+            ("python -m pytest -x tests/test_easter_julian.py", 1, "."),
+            ("pytest tests/test_easter_sample.py", 1, "."),
+            ("pytest -k easter", 1, "."),
+        ],
+    )
+    day = time.strftime("%Y-%m-%d", time.localtime(time.time() - 600))
+    assert _warnings(repo, "docs/samples/easter.py", "dateutil/easter.py") == [
+        f"dateutil/easter.py: `python -m pytest -x tests/test_easter_julian.py` failed (exit 1) on {day} and"
+        " was never seen passing — run it before committing",
+        f"dateutil/easter.py: `pytest test_easter_dates.py::test_2024` in tests failed (exit 1) on {day} and"
+        " was never seen passing — run it before committing",
+        f"dateutil/easter.py: `pytest tests/test_easter.py` failed (exit 1) on {day} and was never seen passing"
+        " — run it before committing",
+    ]
+
+
+def test_the_imports_name_a_file_by_its_package_path_under_a_src_layout_too(repo: Path) -> None:
+    """A src/ layout, the module checked with its test (whose own warning it had, by its path): `from
+    dateutil.legacy import easter` is about src/dateutil/legacy/easter.py, not src/dateutil/easter.py nor
+    docs/samples/easter.py (each bearing the name too)."""
+    _easter_failures(
+        repo,
+        {
+            "src/dateutil/__init__.py": "",
+            "src/dateutil/easter.py": "def easter(year): ...\n",
+            "src/dateutil/legacy/__init__.py": "",
+            "src/dateutil/legacy/easter.py": "def easter(year): ...\n",
+            "docs/samples/easter.py": "print('a sample')\n",
+        },
+        {"tests/test_easter_legacy.py": "from dateutil.legacy import easter\n"},
+        [("pytest tests/test_easter_legacy.py", 1, ".")],
+    )
+    said = _warnings(
+        repo,
+        "src/dateutil/easter.py",
+        "src/dateutil/legacy/easter.py",
+        "docs/samples/easter.py",
+        "tests/test_easter_legacy.py",
+    )
+    assert [line.split(": `", 1)[0] for line in said] == [
+        "src/dateutil/legacy/easter.py",
+        "tests/test_easter_legacy.py",
+    ], said
