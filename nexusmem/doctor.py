@@ -310,39 +310,6 @@ def check_agents(root: Path | None) -> list[Check]:
     return checks
 
 
-def _is_this_nexusmem(command: str) -> bool:
-    """Whether COMMAND (a hook's pinned console script) is the one running now."""
-    try:
-        here = git_hooks.console_script()
-    except NexusMemError:
-        return True  # nothing to compare with: the hook's own checks say what is wrong
-    return os.path.abspath(command) == os.path.abspath(here)
-
-
-_STARTS: dict[str, str | None] = {}
-
-
-def _cannot_start(command: str) -> str | None:
-    """Why COMMAND (another install's console script) does not start (`--version` fails: an editable
-    install whose source moved, a package removed from under its script); None when it starts. Asked once
-    per command."""
-    if command not in _STARTS:
-        import subprocess
-
-        try:
-            done = subprocess.run(
-                [command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            _STARTS[command] = type(exc).__name__
-        else:
-            last = (done.stderr.strip().splitlines() or [""])[-1][:160]
-            _STARTS[command] = (
-                None if done.returncode == 0 else f"exit {done.returncode}: {last}".rstrip(": ")
-            )
-    return _STARTS[command]
-
-
 def _auto_sync_check(root: Path, store_fix: str | None, store_locked: bool = False) -> list[Check]:
     """A post-commit sync that failed, with nothing synced since: the commits since are not in memory. Its
     fix is a sync, or STORE_FIX when check_store found the store needs one first (a sync fails on a damaged
@@ -453,25 +420,10 @@ def check_git(root: Path, store_fix: str | None = None, store_locked: bool = Fal
             runner = "the pre-commit framework" if state.framework else "git"
             detail = f"{state.path} is not executable, so {runner} does not run it"
             checks.append(Check("git", False, detail, f"chmod +x {shlex.quote(str(state.path))}"))
-        elif state.command and not _is_this_nexusmem(state.command):
-            # An install left by an older release at another path: it runs that one's code (its old bugs,
-            # and an error once this one has moved the store to a newer schema), or, moved or half removed,
-            # nothing at all (the script is there, the package it imports is not).
-            why = _cannot_start(state.command)
-            detail = (
-                f"{name}: runs {state.command}, which cannot start ({why}): the hook does nothing"
-                if why
-                else f"{name}: runs another NexusMem ({state.command}), not this one"
-            )
-            checks.append(Check("git", False, detail, fix))
-        elif git_hooks.outdated(state) and git_hooks.doubled(state, root) is None:
-            # An upgrade in place (same console script): the block still runs the body the older release
-            # copied into it, under the same marker. (Installed twice: said below, with the same fix.)
-            detail = (
-                f"{name}: the NexusMem block in {state.path} is an older release's (it differs from what"
-                " this release installs): it runs that release's hook body"
-            )
-            checks.append(Check("git", False, detail, fix + (" --strict" if state.strict else "")))
+        elif (verdict := git_hooks.verdict(state, root)) is not None:
+            # Another install pinned (an older release at another path, or one that cannot start), or an
+            # upgrade in place whose block still runs the older body: `hook git status` says the same.
+            checks.append(Check("git", False, f"{name}: {verdict[0]}", verdict[1]))
         else:
             through = (
                 f" (from {state.path}, which the pre-commit framework's hook runs)" if state.framework else ""

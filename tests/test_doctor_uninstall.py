@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from nexusmem import paths, sync
+from nexusmem.install import git_hooks
 
 from helpers import commit, git, run_cli
 from helpers.sqlite_holder import held
@@ -665,3 +666,70 @@ def test_doctor_names_hook_blocks_an_older_release_wrote_and_their_fixes_bring_t
     code, report = doctor_json(repo)
     assert code == 0 and report["problems"] == 0, [c for c in report["checks"] if not c["ok"]]
     assert "--strict" in (hooks / "pre-commit").read_text(encoding="utf-8")
+
+
+def _fake_install(folder: Path, exit_code: int) -> Path:
+    """Another install's console script at FOLDER/bin/nexusmem: one that starts (`--version` exits 0), or, with
+    EXIT_CODE 1, one whose package is gone from under it."""
+    script = folder / "bin" / "nexusmem"
+    script.parent.mkdir(parents=True)
+    said = "echo 'nexusmem 0.1.0'" if exit_code == 0 else "echo 'ModuleNotFoundError: nexusmem' >&2"
+    script.write_text(f"#!/bin/sh\n{said}\nexit {exit_code}\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_hook_git_status_says_what_doctor_says_of_a_block_from_an_older_release_or_another_install(
+    repo: Path, tmp_path: Path
+) -> None:
+    """After an in-place upgrade doctor named all four blocks an older release's, with their fix, while `hook
+    git status` said "installed (our own file) … runs precheck with …/bin/nexusmem"; of hooks another install
+    wrote, doctor said "runs another NexusMem (/old/bin/nexusmem), not this one" and status only "runs precheck
+    with /old/…". Both statuses now give doctor's verdict and fix, for each hook."""
+    commit(repo, "feat: first", {"a.py": "x = 1\n"})
+    sync.sync(repo, embed=False)
+    run_cli("-C", str(repo), "hook", "git", "install", "--strict")
+    run_cli("-C", str(repo), "hook", "git-post", "install")
+    hooks = repo / ".git" / "hooks"
+
+    def said() -> tuple[str, dict[str, tuple[str, str]]]:
+        """Both statuses' output, and doctor's problems with the git hooks by hook name: (detail, fix)."""
+        out = run_cli("-C", str(repo), "hook", "git", "status").output
+        out += run_cli("-C", str(repo), "hook", "git-post", "status").output
+        _, report = doctor_json(repo)
+        problems = [c for c in report["checks"] if c["area"] == "git" and not c["ok"]]  # type: ignore[union-attr]
+        by_hook = {}
+        for check in problems:
+            name, detail = str(check["detail"]).split(": ", 1)
+            by_hook[name] = (detail, str(check["fix"]))
+        return out, by_hook
+
+    status, problems = said()
+    assert not problems and "Warning" not in status, (status, problems)
+
+    for name in ("pre-commit", "post-commit", "post-merge", "post-applypatch"):
+        _as_an_older_release_wrote_it(hooks / name)
+    status, problems = said()
+    assert set(problems) == {"pre-commit", "post-commit", "post-merge", "post-applypatch"}, problems
+    for name, (detail, fix) in problems.items():
+        assert "older release's" in detail and str(hooks / name) in detail
+        assert f"  Warning: {detail}; fix: {fix}" in status, (name, status)
+    assert problems["pre-commit"][1] == "nexusmem hook git install --strict"
+    assert problems["post-merge"][1] == "nexusmem hook git-post install"
+
+    here = str(git_hooks.console_script())
+    starts = _fake_install(tmp_path / "old", 0)
+    broken = _fake_install(tmp_path / "moved", 1)
+    for name, other in (("pre-commit", starts), ("post-commit", broken)):
+        (hooks / name).write_text((hooks / name).read_text().replace(here, str(other)))
+    status, problems = said()
+    assert problems["pre-commit"][0] == f"runs another NexusMem ({starts}), not this one", problems
+    assert problems["post-commit"][0].startswith(f"runs {broken}, which cannot start (exit 1: "), problems
+    for name in ("pre-commit", "post-commit"):
+        detail, fix = problems[name]
+        assert f"  Warning: {detail}; fix: {fix}" in status, (name, status)
+
+    for fix in dict.fromkeys(fix for _, fix in problems.values()):
+        paste(fix, repo)
+    status, problems = said()
+    assert not problems and "Warning" not in status, (status, problems)

@@ -148,6 +148,9 @@ def _report_status(state: git_hooks.HookState, what: str, verb: str, start: Path
         echo_line(f"  Warning: re-pin it with `nexusmem hook {verb} install`", err=True)
     else:
         echo_line(f"  runs {what} with {state.command}")
+    verdict = git_hooks.verdict(state, start)  # doctor's: another install, or an older release's body
+    if verdict is not None:
+        echo_line(f"  Warning: {verdict[0]}; fix: {verdict[1]}", err=True)
     if not state.executable:
         runner = "the pre-commit framework" if state.framework else "git"
         echo_line(f"  Warning: {state.path} is not executable, so {runner} does not run it", err=True)

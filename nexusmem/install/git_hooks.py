@@ -1024,6 +1024,65 @@ def _refreshed(name: str, data: bytes, found: tuple[int, int, tuple[str, ...]], 
     return data[:start] + render_block(name, (*kept, *flags), wraps) + data[end:]
 
 
+def is_this_nexusmem(command: str) -> bool:
+    """Whether COMMAND (a hook's pinned console script) is the one running now."""
+    try:
+        here = console_script()
+    except NexusMemError:
+        return True  # nothing to compare with: the hook's own checks say what is wrong
+    return os.path.abspath(command) == os.path.abspath(here)
+
+
+_STARTS: dict[str, str | None] = {}
+
+
+def cannot_start(command: str) -> str | None:
+    """Why COMMAND (another install's console script) does not start (`--version` fails: an editable
+    install whose source moved, a package removed from under its script); None when it starts. Asked once
+    per command."""
+    if command not in _STARTS:
+        import subprocess
+
+        try:
+            done = subprocess.run(
+                [command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _STARTS[command] = type(exc).__name__
+        else:
+            last = (done.stderr.strip().splitlines() or [""])[-1][:160]
+            _STARTS[command] = (
+                None if done.returncode == 0 else f"exit {done.returncode}: {last}".rstrip(": ")
+            )
+    return _STARTS[command]
+
+
+def verdict(state: HookState, start: Path | str | None = None) -> tuple[str, str] | None:
+    """(what is wrong, the fix) when our block in hook STATE runs, but not as this release means it to: it
+    pins another NexusMem install (an older release at another path: its code, its old bugs, and an error
+    once this one has moved the memory to a newer schema), one that cannot start (the hook then does
+    nothing), or, an upgrade in place, the same console script under the body an older release copied in
+    (outdated; installed twice is said by doubled, with the same fix). None when it is this release's, or
+    has a problem of its own that status and doctor say first (broken, fallback, not executable). One
+    verdict for `doctor` and `hook git status` / `hook git-post status`."""
+    if not state.installed or state.broken or state.fallback or not state.executable:
+        return None
+    verb = "git" if state.name == "pre-commit" else "git-post"
+    fix = f"nexusmem hook {verb} install"
+    if state.command and not is_this_nexusmem(state.command):
+        why = cannot_start(state.command)
+        if why:
+            return f"runs {state.command}, which cannot start ({why}): the hook does nothing", fix
+        return f"runs another NexusMem ({state.command}), not this one", fix
+    if outdated(state) and doubled(state, start) is None:
+        detail = (
+            f"the NexusMem block in {state.path} is an older release's (it differs from what this release"
+            " installs): it runs that release's hook body"
+        )
+        return detail, fix + (" --strict" if state.strict else "")
+    return None
+
+
 def outdated(state: HookState) -> bool:
     """Whether the block in STATE's hook file is not what `hook ... install` (with the same --strict
     choice) writes now: an older release's body under the same marker (HOOK_ID names the block's shape, not
