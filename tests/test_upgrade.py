@@ -5,13 +5,16 @@ console script with HOME and NEXUSMEM_HOME in temp dirs."""
 
 from __future__ import annotations
 
+import os
 import re
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 from nexusmem.store import connection, migrations
 
-from helpers.cli import run_script
+from helpers.cli import console_script, run_script
 from helpers.git import commit, init_repo
 
 OLD = 16
@@ -101,3 +104,79 @@ def test_forget_takes_the_pre_upgrade_copy_too(tmp_path: Path) -> None:
     assert not copy.exists()
     assert f"{copy.name}" in gone.stdout
     assert re.search(r"verified: the value is in none", gone.stdout)
+
+
+def _schema_16_install(folder: Path) -> Path:
+    """A console script at FOLDER/bin/nexusmem that answers as a schema-16 release (6a1b5db) does in front of
+    a memory this release upgraded: `--version` works; anything else, `sync --auto` as the post-commit hook
+    runs it too, is refused with its words (its sync dates the line and names its pid), exit 1."""
+    script = folder / "bin" / "nexusmem"
+    script.parent.mkdir(parents=True)
+    refusal = f"database schema version {migrations.LATEST} is newer than this NexusMem ({OLD}); upgrade it"
+    script.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo "nexusmem 0.1.0"; exit 0; fi\n'
+        'if [ "$1" = sync ]; then\n'
+        f'    echo "$(date -u +%Y-%m-%dT%H:%M:%S+00:00) pid $$: Error: {refusal}"; exit 1\n'
+        "fi\n"
+        f'echo "Error: {refusal}" >&2; exit 1\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_doctor_explains_an_older_installs_refusal_in_the_auto_sync_log(tmp_path: Path) -> None:
+    """Hooks still pinned to a schema-16 install after another install upgraded the memory: each commit's
+    post-commit sync logs that release's "database schema version 18 is newer than this NexusMem (16);
+    upgrade it", and doctor repeated it with the fix `nexusmem sync` (which the next commit undid), as if the
+    memory were to upgrade. It says which install ran it (the hooks that run it), that it is the one to
+    upgrade, and a fix that points the hooks here first."""
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, "Add the zorblax parser", {"parser.py": "def zorblax():\n    return 1\n"})
+    assert run_script("sync", "-q", cwd=repo).returncode == 0
+    assert run_script("hook", "git-post", "install", cwd=repo).returncode == 0
+    old = _schema_16_install(tmp_path / "old")
+    hooks = repo / ".git" / "hooks"
+    for name in ("post-commit", "post-merge", "post-applypatch"):
+        text = (hooks / name).read_text(encoding="utf-8")
+        pinned = re.search(r"nexusmem_pinned='([^']+)'", text)
+        assert pinned is not None, text
+        (hooks / name).write_text(text.replace(pinned.group(1), str(old)), encoding="utf-8")
+
+    commit(repo, "Fix the zorblax parser on empty input", {"parser.py": "def zorblax():\n    return 2\n"})
+    log = repo / ".nexusmem" / "auto-sync.log"
+    deadline = time.monotonic() + 30
+    while "upgrade it" not in (log.read_text(encoding="utf-8") if log.exists() else ""):
+        assert time.monotonic() < deadline, "the post-commit hook logged nothing"
+        time.sleep(0.2)
+
+    doctor = run_script("doctor", cwd=repo)
+    lines = doctor.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "the post-commit sync failed at" in line)
+    assert (
+        f"is newer than this NexusMem ({OLD}); upgrade it (log: {log}): an older NexusMem (schema {OLD}),"
+        f" {old} (run by the post-commit, post-merge and post-applypatch hooks here), refused this memory,"
+        f" which a newer release upgraded to schema {migrations.LATEST}: that install is the one to upgrade,"
+        " not the memory"
+    ) in lines[at], lines[at]
+    fix = lines[at + 1].strip().removeprefix("fix: ")
+    assert fix.startswith("nexusmem hook git-post install && nexusmem sync"), fix
+
+    bin_dir = Path(console_script()).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    pasted = subprocess.run(fix, shell=True, cwd=repo, env=env, capture_output=True, text=True, check=False)
+    assert pasted.returncode == 0, pasted.stderr
+    assert "the post-commit sync failed" not in run_script("doctor", cwd=repo).stdout
+
+
+def test_both_refusals_of_a_newer_memory_are_read_back() -> None:
+    """What doctor explains: this release's refusal (its program named) and the older releases' words."""
+    said = migrations.newer_problem(migrations.LATEST + 1)
+    assert migrations.refused_as_newer(f"Error: {said}") == (
+        migrations.LATEST + 1,
+        migrations.LATEST,
+        migrations.running_program(),
+    )
+    older = "Error: database schema version 18 is newer than this NexusMem (16); upgrade it"
+    assert migrations.refused_as_newer(older) == (18, 16, None)
+    assert migrations.refused_as_newer("Error: disk I/O error") is None

@@ -553,6 +553,29 @@ def newer_problem(version: int) -> str:
     )
 
 
+# How releases before newer_problem's words refused a newer memory ("upgrade it" meant the program that ran).
+_OLDER_REFUSAL = r"database schema version (\d+) is newer than this NexusMem \((\d+)\)"
+_REFUSAL = (
+    r"written by a newer NexusMem \(schema (\d+)\) than the one running \(schema (\d+), (.+?)\): a hook"
+)
+
+
+def refused_as_newer(text: str) -> tuple[int, int, str | None] | None:
+    """(the memory's schema, the refusing release's schema, its program when TEXT names it) when TEXT holds
+    a release's refusal of a memory newer than itself: newer_problem's, or the words of the releases before
+    it ("database schema version 18 is newer than this NexusMem (16); upgrade it", which name no program);
+    None otherwise."""
+    import re
+
+    found = re.search(_REFUSAL, text)
+    if found is not None:
+        return int(found.group(1)), int(found.group(2)), found.group(3)
+    found = re.search(_OLDER_REFUSAL, text)
+    if found is not None:
+        return int(found.group(1)), int(found.group(2)), None
+    return None
+
+
 def running_program() -> str:
     """This process's NexusMem as a path: the console script it was started as, else the package's folder
     (`python -m nexusmem`, an MCP server or hook started by its interpreter)."""
