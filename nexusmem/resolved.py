@@ -1,8 +1,9 @@
 """Was this failure resolved? One rule for `precheck` ("never seen passing") and the failure → fix linker.
 
 A failed shell command is resolved by the first *later* success of the same command — the text with runs of
-whitespace collapsed and the ends trimmed, without the filters that read all its output (`| tee log`,
-`| tail -20`, `| cat`) and its output redirections (`2>&1`, `> log`) at its end (see :func:`normalise`) —
+whitespace collapsed and the ends trimmed, without an `&& echo …` (the line's status is then the command's:
+not a `; echo …`, whose is echo's), the filters that read all its output (`| tee log`, `| tail -20`,
+`| cat`) and its output redirections (`2>&1`, `> log`) at its end (see :func:`normalise`) —
 in the same working directory; a failed line naming a pytest node id (`pytest -q "tests/test_x.py::test_y"`)
 is also resolved by the same line with the node id's file instead (`pytest -q tests/test_x.py`: the whole
 file passing covers the test; :func:`whole_files`). "Later" is strict: a success
@@ -68,12 +69,65 @@ def _redirection_start(words: list[str], end: int) -> int:
     return end
 
 
+def _unquoted(text: str) -> tuple[str, list[int]] | None:
+    """TEXT with what its quotes hold (and each backslash-escaped character) left out, the quotes kept, and
+    where each character kept is in TEXT; None when a quote is not closed."""
+    kept: list[str] = []
+    where: list[int] = []
+    quote = ""
+    at = 0
+    while at < len(text):
+        char = text[at]
+        if char == "\\" and quote != "'":
+            at += 2  # an escaped character (in single quotes a backslash is itself)
+            continue
+        if quote and char != quote:
+            at += 1  # what the quotes hold
+            continue
+        if char in "'\"":
+            quote = "" if quote else char
+        kept.append(char)
+        where.append(at)
+        at += 1
+    return None if quote else ("".join(kept), where)
+
+
+# What an `echo` after `&&` may hold, out of quotes, and still be only an echo: no other command, no
+# redirection (a write that fails would be the line's status), no expansion that runs a command.
+_NOT_ECHO = frozenset(";&|<>()`")
+
+
+def _without_echo(text: str) -> str:
+    """TEXT (whitespace collapsed) without the `&& echo …` at its end (each of them): the shell records the
+    line's status, which is the command's before it (echo runs only after that passed, and does not fail),
+    so `pytest -q x && echo ok` passes and fails as `pytest -q x` does. Kept when a pipe comes before it
+    (the recorded pipestatus is echo's: `pytest | tee log && echo ok` passes whatever pytest did, as the
+    hook's pipeline_status no longer sees pytest's status), and a `; echo rc=$?` always is: that line
+    records echo's status, 0 after a failure too, so it is no pass of the command before it."""
+    while " && echo" in text and "$(" not in text and "`" not in text:
+        scanned = _unquoted(text)
+        if scanned is None:
+            return text
+        bare, where = scanned
+        at = bare.rfind("&&")
+        tail = bare[at + 2 :].strip()
+        if at <= 0 or tail.split(" ", 1)[0] != "echo" or not _NOT_ECHO.isdisjoint(tail):
+            return text
+        if "|" in bare[:at] or "<<" in bare[:at]:
+            return text
+        text = text[: where[at]].rstrip()
+    return text
+
+
 def failed_part(text: str) -> str:
-    """TEXT (whitespace collapsed) without the filters that read all its output at its end (`| tee -a log`,
-    `| tail -3`, `|& cat`: each with plain words only) and then the output redirections at its end (`2>&1`,
-    `> log`): `node t.js 2>&1 | tee /tmp/t.log` → `node t.js`. Anything else stays as typed: a pipe into
-    another program (`make test | grep FAIL` is not `make test`), a filter with a quoted or expanded
-    argument, a here-document (the text is not split where the shell would)."""
+    """TEXT (whitespace collapsed) without an `&& echo …` at its end (_without_echo), the filters that read
+    all its output at its end (`| tee -a log`, `| tail -3`, `|& cat`: each with plain words only) and then
+    the output redirections at its end (`2>&1`, `> log`): `node t.js 2>&1 | tee /tmp/t.log` → `node t.js`.
+    Anything else stays as typed: a pipe into another program (`make test | grep FAIL` is not `make test`),
+    a filter with a quoted or expanded argument, a here-document (the text is not split where the shell
+    would)."""
+    if "&& echo" in text:
+        text = _without_echo(text)
     if ("|" not in text and ">" not in text) or "<<" in text:
         return text
     words = text.split(" ")

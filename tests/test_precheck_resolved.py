@@ -4,13 +4,17 @@ a later passing run, never a commit linked as its fix."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nexusmem.store.db import open_store
 
-from helpers import commit, git, run_cli, run_script, write_commands
+from helpers import commit, git, run_cli, run_script, typed_in_bash, write_commands
 
 CALC = "def add(a, b):\n    return a + b\n"
 BROKEN = "def add(a, b):\n    return a - b\n"
@@ -136,6 +140,8 @@ EASTER = {
     "src/dateutil/easter.py": "def easter(year):\n    return year\n",
     "tests/test_easter.py": "from dateutil.easter import easter\n\n\ndef test_easter_western():\n    pass\n",
 }
+# A real test that fails while a file FAIL is in the folder pytest runs in.
+EASTER_FAILS_WITH_MARK = "import os\n\n\ndef test_easter_western():\n    assert not os.path.exists('FAIL')\n"
 
 
 def test_the_whole_test_file_passing_clears_a_failed_run_of_one_of_its_tests(repo: Path) -> None:
@@ -170,3 +176,49 @@ def test_the_whole_test_file_passing_clears_a_failed_run_of_one_of_its_tests(rep
     assert _failures(repo, "src/dateutil/easter.py") == expected  # the same from the memory
     links = _links(repo)
     assert links.count(("retry", "pytest -q tests/test_easter.py (exit 0)")) == len(cleared)
+
+
+def test_a_pass_followed_by_and_echo_clears_the_failure_and_a_semicolon_echo_does_not(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a real bash: after `pytest -q tests/test_easter.py` failed, `pytest -q tests/test_easter.py >/dev/null;
+    echo rc=$?` printed rc=0, yet precheck kept "never seen passing". That line's recorded status is echo's
+    (`false; echo rc=$?` records 0 too), so it is no pass of pytest, and still clears nothing; `… && echo ok`
+    records pytest's (echo runs only after it passed), so its pass clears the failure, and its failure is
+    pytest's failure."""
+    commit(repo, "feat: easter", {**EASTER, "tests/test_easter.py": EASTER_FAILS_WITH_MARK})
+    run_cli("-C", str(repo), "sync")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    typed_in_bash(
+        repo,
+        "touch FAIL",
+        "pytest -q -p no:cacheprovider tests/test_easter.py",
+        "pytest -q -p no:cacheprovider tests/test_easter.py::test_easter_western >/dev/null",
+        "false; echo rc=$?",
+        "rm FAIL",
+        "pytest -q -p no:cacheprovider tests/test_easter.py >/dev/null; echo rc=$?",
+    )
+    logged = {
+        line["command"]: line["exit"]
+        for line in map(json.loads, (Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl").open())
+    }
+    assert logged["false; echo rc=$?"] == 0  # echo's status: nothing says what ran before it did
+    assert logged["pytest -q -p no:cacheprovider tests/test_easter.py >/dev/null; echo rc=$?"] == 0
+    assert _failures(repo, "src/dateutil/easter.py") == [
+        "pytest -q -p no:cacheprovider tests/test_easter.py",
+        "pytest -q -p no:cacheprovider tests/test_easter.py::test_easter_western >/dev/null",
+    ]
+
+    typed_in_bash(
+        repo,
+        "touch FAIL",
+        "pytest -q -p no:cacheprovider tests/test_easter.py::test_easter_western && echo ok",
+        "rm FAIL",
+    )
+    assert "pytest -q -p no:cacheprovider tests/test_easter.py::test_easter_western && echo ok" in _failures(
+        repo, "src/dateutil/easter.py"
+    )
+    typed_in_bash(repo, "pytest -q -p no:cacheprovider tests/test_easter.py >/dev/null && echo ok")
+    assert _failures(repo, "src/dateutil/easter.py") == []
+    run_cli("-C", str(repo), "sync")
+    assert _failures(repo, "src/dateutil/easter.py") == []  # the same from the memory

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nexusmem.resolved import DAY_MS, retries
+from nexusmem.resolved import DAY_MS, normalise, retries
 
 T0 = 1_700_000_000_000
 
@@ -49,3 +49,28 @@ def test_a_pass_of_the_whole_file_resolves_a_failed_run_of_one_of_its_tests() ->
         "opts": ("b", T0 + 6),
         "file": ("ok", T0 + 7),
     }
+
+
+def test_a_pass_followed_by_and_echo_is_that_commands_pass_and_a_semicolon_echo_is_none() -> None:
+    """`pytest -q tests/x.py && echo ok` exits with pytest's status (echo runs only after it passed): its pass
+    clears `pytest -q tests/x.py`, and its failure is one of pytest's. `pytest …; echo rc=$?` exits with
+    echo's, 0 after a failure too, so it clears nothing; nor does an echo after a pipe (the pipestatus the
+    hook reads is echo's) or one that holds more than an echo."""
+    commands = [
+        ("file", T0, "pytest -q tests/x.py", "/r", 1),
+        ("node", T0 + 1, "pytest -q tests/x.py::test_a >/dev/null", "/r", 1),
+        ("piped", T0 + 2, "make test", "/r", 2),
+        ("written", T0 + 3, "make lint", "/r", 2),
+        ("semicolon", T0 + 4, "pytest -q tests/x.py >/dev/null; echo rc=$?", "/r", 0),
+        ("or-echo", T0 + 5, "pytest -q tests/x.py || echo failed", "/r", 0),
+        ("tee", T0 + 6, "make test | tee log && echo ok", "/r", 0),
+        ("redirected", T0 + 7, "make lint && echo ok >> log", "/r", 0),
+        ("and-echo-fails", T0 + 8, 'pytest -q tests/x.py::test_a && echo "all && passed"', "/r", 1),
+        ("ok", T0 + 9, 'pytest -q tests/x.py >/dev/null && echo "rc=$?" && echo done', "/r", 0),
+    ]
+    failures, resolved = retries(commands, within_ms=None)
+    assert "and-echo-fails" in [f[0] for f in failures]
+    assert resolved == {"file": ("ok", T0 + 9), "node": ("ok", T0 + 9), "and-echo-fails": ("ok", T0 + 9)}
+    assert normalise("pytest -q x; echo rc=$?") == "pytest -q x; echo rc=$?"
+    assert normalise('pytest -k "a && echo b" && echo ok') == 'pytest -k "a && echo b"'
+    assert normalise("pytest -q x && echo $(date)") == "pytest -q x && echo $(date)"
