@@ -2223,7 +2223,9 @@ def with_neighbours(
     lifted = {
         node_id: above(top, len(ids) + 1, step)
         for step, node_id in enumerate(ids)
-        if node_id in nodes and _within(nodes[node_id], None, since, until)
+        if node_id in nodes
+        and _within(nodes[node_id], None, since, until)
+        and not is_own_line(nodes[node_id])
     }
     if not lifted:
         return scored, None
@@ -3348,11 +3350,7 @@ def activity_first(
         kinds = ("shell_command",)
 
     def newest(kind: str) -> list[StoredNode]:
-        if author is not None and kind == "shell_command":
-            return _newest_authored(store, kind, low, high, limit, as_of, author)
-        ids = store.newest_of_kind(kind, low, high, limit * 4 if as_of is not None else limit)
-        nodes = store.get_many(ids, light=True)
-        return [nodes[i] for i in ids if i in nodes and _within(nodes[i], as_of, None, None)][:limit]
+        return _newest_work(store, kind, low, high, limit, as_of, author)
 
     if len(kinds) == 1:
         # "What did I run today?" with no command logged today but a commit made: the commit is the work
@@ -3377,20 +3375,25 @@ def activity_first(
     return _listed(scored, listed), listed, f"the newest {what} {span}".strip() + none_run
 
 
-# How many of the newest commands _newest_authored reads at most to find an author's among others'.
+# How many of the newest commands _newest_work reads at most to find an author's among others' (and the work
+# among NexusMem's own lines).
 AUTHORED_SCAN = 20_000
 
 
-def _newest_authored(
-    store: SearchStore, kind: str, low: int, high: int, limit: int, as_of: int | None, author: str
+def _newest_work(
+    store: SearchStore, kind: str, low: int, high: int, limit: int, as_of: int | None, author: str | None
 ) -> list[StoredNode]:
     """The LIMIT newest nodes of KIND within LOW..HIGH recorded by AS_OF that AUTHOR's filter keeps, reading
-    past other authors' (AUTHORED_SCAN at most)."""
+    past other authors' and NexusMem's own lines (`nexusmem query "…" | tee out.txt`: the questions asked of
+    it, no work done; is_own_line), AUTHORED_SCAN at most."""
     count = limit * 4
     while True:
         ids = store.newest_of_kind(kind, low, high, count)
         kept = _newest_kept(
-            store, ids, limit, lambda node: _passes(node, as_of, None, None, author, store.member)
+            store,
+            ids,
+            limit,
+            lambda node: _passes(node, as_of, None, None, author, store.member) and not is_own_line(node),
         )
         if len(kept) >= limit or len(ids) < count or count >= AUTHORED_SCAN:
             return kept

@@ -1,0 +1,68 @@
+"""NexusMem's own command lines (`clear; nexusmem query "…" | tee out.txt`, `nexusmem sync -q`) are the
+question being asked, never an answer: not in any listing of the newest work. Real repositories, a real
+interactive bash with the prompt hook, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from nexusmem import sync
+from nexusmem.paths import shell_log_path
+
+from helpers import commit, query_json, run_cli, typed_in_bash
+
+OWN_LINES = (
+    'clear; nexusmem query "how did I fix the test_easter_western failure" 2>&1 | tee out.txt',
+    "nexusmem sync -q",
+    "nexusmem precheck --files dateutil/easter.py",
+    'nexusmem query "which tests failed" ; echo rc=$?',
+)
+
+
+def agent_ran(repo: Path, *commands: str) -> None:
+    """COMMANDS run by Claude Code in REPO a minute ago, as its hook logs them."""
+    now = int(time.time() * 1000) - 60_000
+    base = {"cwd": str(repo), "shell": "claude-code", "session": "c1", "v": 1}
+    lines: list[dict[str, Any]] = [
+        {**base, "ts": now + n, "command": command, "exit": 0, "author": "claude-code",
+         "author_kind": "agent", "call_id": f"toolu_{n}"}
+        for n, command in enumerate(commands)
+    ]  # fmt: skip
+    path = shell_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+
+
+def commands(found: dict[str, Any]) -> list[str]:
+    """The commands an answer lists, but the line typed_in_bash ends its typing with."""
+    items = found["items"]
+    return [i["ref"] for i in items if i["kind"] == "shell_command" and "done-typing" not in i["ref"]]
+
+
+def test_newest_work_lists_no_line_of_nexusmem_itself(repo: Path) -> None:
+    commit(repo, "Fix the western easter date", {"easter.py": "E = 1\n"})
+    agent_ran(repo, "python -m pytest dateutil/test/test_easter.py -q")
+    typed_in_bash(repo, "python3 -c 'print(1)'", *OWN_LINES)
+    sync.sync(repo)
+    for question in ("what did I run today", "what have I been doing", "what did I run"):
+        found = query_json(repo, question)
+        refs = commands(found)
+        assert not [ref for ref in refs if "nexusmem" in ref], (question, refs)
+        assert refs[:2] == ["python3 -c 'print(1)'", "python -m pytest dateutil/test/test_easter.py -q"], (
+            question,
+            refs,
+        )
+    for extra in ((), ("--author", "claude")):
+        found = query_json(repo, "what has claude been doing", *extra)
+        refs = commands(found)
+        # Without --author the listing is everyone's newest work, Claude Code's among it; with it, Claude's alone.
+        expected = ["python -m pytest dateutil/test/test_easter.py -q"]
+        wanted = expected if extra else ["python3 -c 'print(1)'", *expected]
+        assert refs == wanted, (extra, refs, found["notes"])
+        assert not [ref for ref in refs if "nexusmem" in ref], (extra, refs)
+    text = run_cli("-C", str(repo), "query", "what did I run today").output
+    assert "nexusmem" not in text.split("\n", 1)[1], text
