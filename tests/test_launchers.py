@@ -194,6 +194,17 @@ def test_pytests_exit_5_failed_no_test(line: str, code: int, none_failed: bool) 
         ('git commit -m "nexusmem query; done"', False),
         ('nexusmem query "$(pbpaste)"', False),  # not read: taken as work
         ("python -m nexusmem status", False),
+        ('nexusmem query x --json | python3 -c "import json,sys; print(json.load(sys.stdin))"', True),
+        ("nexusmem query x --json | python3.12 -c 'import sys' | head", True),
+        ("nexusmem query x --json | node -e 'process.stdin.pipe(process.stdout)'", True),
+        ("nexusmem query x --json |& ruby -e 'puts STDIN.read'", True),
+        ("nexusmem sync; python3 -c 'import app; app.run()'", False),  # not fed by the pipe: work of its own
+        ("nexusmem query x | python3 report.py", False),  # a script of the project's
+        ("which nexusmem; nexusmem --version; nexusmem status", True),
+        ("type -a nexusmem && command -v nexusmem", True),
+        ("which nexusmem", True),
+        ("which pytest; nexusmem status", False),
+        ("command -v pytest", False),
     ],
 )
 def test_a_line_of_nexusmems_own_runs_it_among_shell_noise_only(line: str, own: bool) -> None:

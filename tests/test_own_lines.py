@@ -66,3 +66,32 @@ def test_newest_work_lists_no_line_of_nexusmem_itself(repo: Path) -> None:
         assert not [ref for ref in refs if "nexusmem" in ref], (extra, refs)
     text = run_cli("-C", str(repo), "query", "what did I run today").output
     assert "nexusmem" not in text.split("\n", 1)[1], text
+
+
+# Lines of NexusMem's own, read the way `nexusmem query "…" --json | jq .items` is: a script given inline to an
+# interpreter that reads the pipe, and a lookup of where `nexusmem` is.
+PIPED_OWN_LINES = (
+    'nexusmem query "easter western" --json | python3 -c "import json,sys; print(len(json.load(sys.stdin)))"',
+    "nexusmem query \"easter western\" --json | python -c 'import json,sys; json.load(sys.stdin)'",
+    "nexusmem query \"easter western\" --json | node -e 'process.stdin.pipe(process.stdout)'",
+    "nexusmem query \"easter western\" --json | ruby -e 'puts STDIN.read.size'",
+    "which nexusmem; nexusmem --version; nexusmem status",
+    "type nexusmem && command -v nexusmem",
+)
+
+
+def test_a_nexusmem_line_piped_into_an_inline_script_is_nexusmems_own(repo: Path) -> None:
+    commit(repo, "Fix the western easter date", {"easter.py": "E = 1\n"})
+    sync.sync(repo)
+    # Work of the user's: an inline script run after NexusMem, not fed by it.
+    work = "nexusmem sync; python3 -c 'import json,sys; print(json.dumps(sys.argv))'"
+    typed_in_bash(repo, *PIPED_OWN_LINES, work)
+    status = json.loads(run_cli("-C", str(repo), "status", "--json").stdout)
+    # The user's line and the one typed_in_bash ends its typing with wait for a sync; NexusMem's own do not.
+    assert status["unsynced_commands"] == 2, status["unsynced_commands"]
+    sync.sync(repo)
+    for extra in ((), ("--author", "me")):
+        found = query_json(repo, "json sys stdin process ruby python node nexusmem version", *extra)
+        assert commands(found) == [work], (extra, commands(found))
+        found = query_json(repo, "what did I run today", *extra)
+        assert commands(found) == [work], (extra, commands(found))

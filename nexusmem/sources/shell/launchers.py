@@ -369,6 +369,13 @@ _SHELL_NOISE = frozenset(
      "bat", "head", "tail", "cat", "jq", "grep", "egrep", "fgrep", "rg", "wc", "sort", "uniq", "column",
      "pbcopy", "xclip", "xsel", "wl-copy"}
 )  # fmt: skip
+# An interpreter given its script inline (`python3 -c "import json,sys; …"`, `node -e '…'`): a filter, as jq
+# is, when a pipe feeds it (`nexusmem query --json "…" | python3 -c …`); after a `;` it is work of its own.
+_INLINE_SCRIPT = re.compile(r"(?:python(?:\d(?:\.\d+)?)?|pypy3?|node|ruby|perl)\Z")
+_INLINE_OPTIONS = frozenset(("-c", "-e", "-E", "-ne", "-pe"))
+# What says where a command is (`which nexusmem`, `type nexusmem`, `command -v nexusmem`): of `nexusmem`
+# alone, about NexusMem.
+_LOOKUPS = frozenset(("which", "type", "command", "whence", "where", "hash"))
 # What ends one simple command of a line (`&` only where it is no redirection's: `2>&1`, `&>`), and what the
 # splitting cannot read (a command substitution, a here-document): such a line is never taken for NexusMem's.
 _SIMPLE_END = re.compile(r"\|\||&&|\|&|(?<![<>])&(?!>)|[|;()\n]")
@@ -379,9 +386,16 @@ def simple_commands(line: str) -> list[list[str]] | None:
     """The words of each simple command of the shell LINE, split at `;`, `&&`, `||`, `|`, `&` and brackets
     outside quotes (`echo "a; b"` is one); None when the line holds what this cannot read (`$(…)`, a
     backquote, a here-document, an unclosed quote)."""
+    piped = _piped_commands(line)
+    return None if piped is None else [words for _fed, words in piped]
+
+
+def _piped_commands(line: str) -> list[tuple[bool, list[str]]] | None:
+    """simple_commands, each with whether a pipe (`|`, `|&`) feeds it."""
     if _UNREADABLE.search(line):
         return None
-    parts: list[str] = []
+    parts: list[tuple[bool, str]] = []
+    fed = False
     start = 0
     i = 0
     quote = ""
@@ -402,30 +416,50 @@ def simple_commands(line: str) -> list[list[str]] | None:
         else:
             end = _SIMPLE_END.match(line, i)
             if end is not None:
-                parts.append(line[start:i])
+                parts.append((fed, line[start:i]))
+                fed = end.group(0) in ("|", "|&")
                 start = i = end.end()
                 continue
         i += 1
     if quote:
         return None
-    parts.append(line[start:])
-    split = (part.split() for part in parts)
-    return [words for words in split if words and words not in (["{"], ["}"])]
+    parts.append((fed, line[start:]))
+    split = ((fed, part.split()) for fed, part in parts)
+    return [(fed, words) for fed, words in split if words and words not in (["{"], ["}"])]
+
+
+def _looks_up_nexusmem(words: Sequence[str]) -> bool:
+    """Whether WORDS (a simple command past its launchers) only say where `nexusmem` is: `which nexusmem`,
+    `type -a nexusmem`, `command -v nexusmem`."""
+    names = [word for word in words[1:] if not word.startswith("-")]
+    return bool(names) and all(name.rpartition("/")[2] == "nexusmem" for name in names)
 
 
 def runs_nexusmem(line: str) -> bool:
     """Whether the shell LINE is NexusMem's own: one of its simple commands runs `nexusmem` (past what only
-    launches it: `time`, `sudo`, `env`, `NAME=value`) and the others only wipe, move, print, page or filter
-    (_SHELL_NOISE): `clear; nexusmem query "…" 2>&1 | tee out.txt`, `cd api && time nexusmem status`. The
-    question being asked, never an answer to one nor work waiting for a sync."""
+    launches it: `time`, `sudo`, `env`, `NAME=value`) or says where it is (`which nexusmem`, `type
+    nexusmem`, `command -v nexusmem`) and the others only wipe, move, print, page or filter (_SHELL_NOISE; an
+    inline script a pipe feeds, `| python3 -c "import json,sys; …"`, `| node -e …`, `| ruby -e …`):
+    `clear; nexusmem query "…" 2>&1 | tee out.txt`, `cd api && time nexusmem status`, `which nexusmem;
+    nexusmem --version`. The question being asked, never an answer to one nor work waiting for a sync."""
     if "nexusmem" not in line:
         return False
-    commands = simple_commands(line)
+    commands = _piped_commands(line)
     if not commands:
         return False
-    programs = set()
-    for words in commands:
-        start = command_start(words)
-        if start < len(words):  # `FOO=1` alone sets a variable: nothing run
-            programs.add(_unbracketed(words[start]).rpartition("/")[2])
-    return "nexusmem" in programs and programs <= _SHELL_NOISE | {"nexusmem"}
+    own = False
+    for fed, words in commands:
+        if words[0] in ("command", "builtin") and len(words) > 1 and words[1] in ("-v", "-V"):
+            start = 0  # `command -v nexusmem` says where it is (command_start: no command run)
+        else:
+            start = command_start(words)
+        if start >= len(words):  # `FOO=1` alone sets a variable: nothing run
+            continue
+        program = _unbracketed(words[start]).rpartition("/")[2]
+        if program == "nexusmem" or (program in _LOOKUPS and _looks_up_nexusmem(words[start:])):
+            own = True
+        elif program in _SHELL_NOISE:
+            continue
+        elif not (fed and _INLINE_SCRIPT.match(program) and _INLINE_OPTIONS & set(words[start + 1 :])):
+            return False
+    return own
