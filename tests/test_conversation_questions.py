@@ -5,6 +5,7 @@ transcripts in their real format (tests/helpers/transcripts.py), the real CLI an
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ from nexusmem.retrieve import timecue
 
 from helpers import commit, run_cli
 from helpers import transcripts as T
+from helpers.env import since_midnight
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 DAY = 86_400
+NOW_S = int(NOW.timestamp())
 
 
 @pytest.fixture
@@ -152,6 +155,54 @@ def test_a_day_word_puts_that_days_matches_first(world: Path, isolated_home: Pat
     # A day with nothing that matches says so, and ranks as before.
     none = ask(world, "the vtable the day before yesterday")
     assert any("nothing recorded the day before yesterday matches" in note for note in none["notes"]), none
+
+
+def test_what_did_i_ask_an_agent_on_a_day_lists_that_days_questions_first(
+    repo: Path, isolated_home: Path
+) -> None:
+    """ "what did I ask claude yesterday" put a Claude command (`cargo test … (exit 101)`) first, then one of
+    yesterday's two questions, then today's commands; the other question was missing even with no budget:
+    the day's questions are the answer, all of them, newest first."""
+    if since_midnight(time.time()) < 600:
+        pytest.skip("the day has just begun: today's session may be yesterday's")
+    commit(repo, "Fix Chain::advance past the end", {"src/chain.rs": "// advance\n"}, when=NOW_S - 400 * DAY)
+    folder = isolated_home / ".claude" / "projects" / "-repo"
+    low, high = timecue.local_day(1)
+    yesterday = datetime.fromtimestamp((low + high) / 2000, timezone.utc).replace(microsecond=0)
+    w = T.ClaudeWriter("5e1c2d3e-0000-4000-8000-00000000f00d", repo, yesterday)
+    w.user("the split_off test is failing after my change, can you look?")
+    w.bash("toolu_01YDAY", "cargo test --test test_bytes split_off", "test failed", exit_code=101)
+    w.say("It fails because split_off keeps the old capacity.")
+    w.user("then shrink the capacity in split_off and rerun the tests")
+    w.bash("toolu_01YDA2", "cargo test --test test_bytes", "ok")
+    w.say("Done: split_off shrinks the capacity, and the tests pass.")
+    w.write(folder / "5e1c2d3e-0000-4000-8000-00000000f00d.jsonl")
+    today = T.ClaudeWriter("4e1c2d3e-0000-4000-8000-00000000cafe", repo, datetime.now(timezone.utc))
+    today.user("why does Chain::advance panic when the first buffer is empty?")
+    today.bash("toolu_01TDAY", "cargo test --test test_buf", "test failed", exit_code=101)
+    today.say("It subtracts from the first buffer without checking that it is empty.")
+    today.write(folder / "4e1c2d3e-0000-4000-8000-00000000cafe.jsonl")
+    run_cli("-C", str(repo), "sync", "--conversation", "--no-embed")
+    asked = [
+        "then shrink the capacity in split_off and rerun the tests",
+        "the split_off test is failing after my change, can you look?",
+    ]
+    for question, whom in (
+        ("what did I ask claude yesterday", "claude-code"),
+        ("what did I ask the agent yesterday", "your agents"),
+    ):
+        data = ask(repo, question)
+        assert titles(data)[:2] == asked, (question, titles(data))
+        assert f"first: the questions you asked {whom} yesterday, newest first" in data["notes"], data[
+            "notes"
+        ]
+    mine = ask(repo, "what did I ask claude yesterday", "--author", "me")
+    assert titles(mine) == asked, titles(mine)
+    now = ask(repo, "what did I ask claude today")
+    assert titles(now)[:1] == ["why does Chain::advance panic when the first buffer is empty?"], titles(now)
+    # A question that names what it was about is still answered by its words.
+    about = ask(repo, "what did I ask claude about split_off yesterday")
+    assert set(titles(about)[:2]) == set(asked), titles(about)
 
 
 def test_under_author_me_a_turn_shows_the_persons_question_not_the_agents_answer(

@@ -961,12 +961,21 @@ def pasted_trace(text: str) -> Trace | None:
 # discuss about the vtable?", "what did I ask the agent about X?": the conversation with a coding agent about X
 # is asked for. The agent it names says whose conversation (an author hint), not what it was about: searched,
 # "claude" matched every command Claude Code ran (`cargo test`, `cargo clippy`) through its author.
+_AGENT_NAMED = r"(?:the|my|our)\s+(?:ai\s+|coding\s+)?(?:agent|assistant)|claude(?:[\s-]code)?|codex|gemini|aider|copilot|cursor"
 _CONVERSATION_ASKED = re.compile(
     r"\bwhat\s+(?:did|have|had|do)\s+(?:i|we)\s+"
     r"(?:ask|asked|tell|told|say|said|discuss|discussed|talk|talked|chat|chatted)(?:\s+(?:to|with))?"
-    r"(?:\s+(?P<who>(?:the|my|our)\s+(?:ai\s+|coding\s+)?(?:agent|assistant)"
-    r"|claude(?:[\s-]code)?|codex|gemini|aider|copilot|cursor))?"
+    rf"(?:\s+(?P<who>{_AGENT_NAMED}))?"
     r"\s+(?:about|on|regarding)\b",
+    re.IGNORECASE,
+)
+# "What did I ask claude yesterday?", "what did I tell the agent this morning?": what was asked of an agent on
+# a day, with nothing named it was about; the day's questions typed to it are the answer.
+_CONVERSATION_OF_DAY = re.compile(
+    r"^\W*what\s+(?:did|have|had|do)\s+(?:i|we)\s+(?:ask|asked|tell|told|say|said|type|typed)"
+    rf"(?:\s+(?:to|with))?\s+(?P<who>{_AGENT_NAMED})"
+    r"(?:\s+(?:the\s+day\s+before\s+yesterday|yesterday|last\s+night|today|tonight|earlier"
+    r"|this\s+(?:morning|afternoon|evening)|(?:before|after)\s+lunch))+\W*$",
     re.IGNORECASE,
 )
 
@@ -982,7 +991,16 @@ class ConversationAsk:
 
 def conversation_asked(text: str) -> ConversationAsk | None:
     """The conversation TEXT asks about ("what did I ask claude about X" -> claude-code's), else None."""
-    found = _CONVERSATION_ASKED.search(text)
+    return _conversation(_CONVERSATION_ASKED.search(text))
+
+
+def conversation_of_day(text: str) -> ConversationAsk | None:
+    """The agent TEXT asks what was asked of on a day it names, with nothing named beside ("what did I ask
+    claude yesterday" -> claude-code's; "the agent": any), else None."""
+    return _conversation(_CONVERSATION_OF_DAY.search(text))
+
+
+def _conversation(found: re.Match[str] | None) -> ConversationAsk | None:
     if found is None:
         return None
     who = (found.group("who") or "").lower()

@@ -27,6 +27,7 @@ from nexusmem.retrieve.intent import (
     command_head,
     command_words,
     conversation_asked,
+    conversation_of_day,
     first_release_asked,
     head_words,
     intent,
@@ -1191,6 +1192,17 @@ def retrieve(
     if dated is not None and dated_first and not listed and answered_by is None:
         question.notes.append(f"first: changes made {dated.phrase} (the dates the question writes)")
     lexical = {node_id for node_id, _ in bm25_hits}
+    day_asked = conversation_of_day(question.text) if day is not None else None
+    if day_asked is not None and day is not None and answered_by is None and not listed:
+        typed = questions_of_day(store, day, day_asked.agent, as_of)
+        whom = day_asked.agent or "your agents"
+        if typed:
+            scored = put_first(scored, typed)
+            pinned = _pinned([node.id for node in typed], pinned)
+            answered_by = typed[0].id
+            question.notes.append(f"first: the questions you asked {whom} {day.said}, newest first")
+        else:
+            question.notes.append(f"no question you asked {whom} is recorded {day.said}")
     if question.conversation is not None and answered_by is None and not listed:
         turns = conversations_first(scored, lexical, question.conversation, day)
         if turns:
@@ -2834,6 +2846,25 @@ def authored_first(
 # shares one common word of the question ("bulk question about buffer advance" of "Chain::advance") is not
 # the conversation asked about.
 CONVERSATION_SHARE = 0.6
+
+
+# How many of a day's questions to an agent questions_of_day lists at most (the budget may show fewer).
+DAY_QUESTIONS_LISTED = 50
+
+
+def questions_of_day(
+    store: SearchStore, day: Window, agent: str | None, as_of: int | None
+) -> list[StoredNode]:
+    """The conversation turns of DAY that hold a question the person typed, to AGENT (None: any agent), newest
+    first, DAY_QUESTIONS_LISTED at most: what "what did I ask claude yesterday" asks for, whatever their
+    words."""
+    ids = store.newest_of_kind("conversation_turn", day.low, day.high, DAY_QUESTIONS_LISTED * 4)
+
+    def asked(node: StoredNode) -> bool:
+        mine = _authored(authors.ME, node, store.member)
+        return mine and _within(node, as_of, None, None) and authors.keeps(agent, node.kind, node.meta)
+
+    return _newest_kept(store, ids, DAY_QUESTIONS_LISTED, asked)
 
 
 def conversations_first(
