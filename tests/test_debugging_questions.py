@@ -203,3 +203,23 @@ def test_how_did_i_fix_a_failure_shows_the_fix_commits_patch_after_it(repo: Path
     patch_at = next(i for i, line in enumerate(lines) if patch in line)
     assert commit_at < patch_at <= commit_at + 2, answer  # right after the fix (and its passing re-run)
     assert "+def _paschal_weekday(y):" in answer
+
+
+@pytest.mark.parametrize("budget", ["50", "80", "300"])
+def test_the_note_that_is_the_answer_is_kept_at_any_budget(repo: Path, budget: str) -> None:
+    """`which tests failed yesterday --budget 50` said "the best match does not fit … 0 of 440 match(es)", and
+    the note "no recorded run of tests failed yesterday", the answer, was gone (at 300 it was there)."""
+    years_ago = int(time.time()) - 3 * 365 * 86_400
+    for n in range(12):
+        old_commit(
+            repo,
+            f"Fix the failing test of the easter rule {n}\n\n" + "The tests failed on a leap year. " * 20,
+            {f"tests/test_rule{n}.py": f"def test_rule():\n    assert {n} == {n}\n"},
+            when=years_ago + n * 86_400,
+        )
+    write_commands(repo, [(int(time.time() * 1000) - 5 * 86_400_000, "pytest tests", 1, 900)])
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    result = run_cli("-C", str(repo), "query", "--budget", budget, "--", "which tests failed yesterday")
+    assert "note: no recorded run of tests failed yesterday" in result.stdout, (result.stdout, result.stderr)
+    tokens = int(result.stdout.rsplit("~", 1)[1].split("/", 1)[0])
+    assert tokens <= int(budget), result.stdout

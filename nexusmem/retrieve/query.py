@@ -4337,7 +4337,9 @@ def header(result: QueryResult, scope: str | None = None) -> str:
     def holds(note: str) -> bool:
         # An answer with no item says why: its best match too large (TOO_LARGE_NOTE) stays with it too.
         told = note.removeprefix("note: ")
-        return binding(note) or (not result.items and told.startswith("the best match") and "not fit" in told)
+        if binding(note) or settles(told):
+            return True
+        return not result.items and told.startswith("the best match") and "not fit" in told
 
     for note in result.notes:
         if estimate_tokens(text(*least, [*notes, f"note: {note}"])) <= room:
@@ -4360,6 +4362,10 @@ def header(result: QueryResult, scope: str | None = None) -> str:
         # within the budget), the binding notes go beside the answer (left_out) with the rest.
         notes = [line for line in notes if not binding(line)]
         kept = [line for line in notes if holds(line)]
+        if any(settles(line) for line in kept) and estimate_tokens(text(*least, kept)) > room:
+            # The answer is that nothing of what was asked is recorded: the line saying that the best match
+            # (an old one the words matched) does not fit gives way to it.
+            kept = [line for line in kept if settles(line)]
     if weak and estimate_tokens(text(weak, echo, scope, notes)) > room:
         weak = [WEAK_SHORT]
     if scope is not None and estimate_tokens(text(weak, echo, scope, notes)) > room:
@@ -4382,6 +4388,22 @@ _BINDING = (
     "not in HEAD's history",
     "no such release",
 )
+
+
+# Notes that are the answer themselves: memory holds nothing of what was asked for in the time it names ("which
+# tests failed yesterday": none ran). Short, and kept at any budget: without them the answer reads as no
+# answer at all, or as the old matches that follow.
+_SETTLING = (
+    "no recorded run of ",
+    "no recorded command ",
+    "no commit or command recorded",
+    "no question you asked ",
+)
+
+
+def settles(note: str) -> bool:
+    """Whether NOTE is the answer itself (_SETTLING): nothing recorded of what the question asks for."""
+    return note.removeprefix("note: ").startswith(_SETTLING)
 
 
 def binding(note: str) -> bool:
