@@ -97,3 +97,24 @@ def test_a_version_or_a_year_in_another_sense_is_no_window(repo: Path) -> None:
     assert found["items"][0]["ref"] == shas["edition"], found["items"][:3]
     assert timecue.asked_dates("the last may be wrong") is None
     assert timecue.asked_dates("on 2017-10-15 the clocks jump") is None  # a day: the question's data as often
+
+
+def test_a_window_with_nothing_in_it_says_so(repo: Path) -> None:
+    """ "What did we change in March 2021" on a history with no commit that month answered "No strong match"
+    then May and July 2021 and 2007 commits, with no word that March 2021 had none (May 2021 was introduced
+    as "first: changes made in …"). The answer says so first, in text, --json notes and MCP alike."""
+    commit(repo, "Add the date parser", {"parser.py": "P = 1\n"}, when=_at(2007, 1, 5))
+    commit(repo, "Teach the parser ISO weeks", {"parser.py": "P = 2\n"}, when=_at(2021, 5, 3))
+    commit(repo, "Change how the parser reads time zones", {"parser.py": "P = 3\n"}, when=_at(2021, 7, 9))
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    for question in ("what did we change in March 2021", "what did we change in the parser in March 2021?"):
+        found = query_json(repo, question)
+        assert "no change recorded in March 2021; the nearest follow" in found["notes"], found["notes"]
+        assert not any(n.startswith("first: changes made") for n in found["notes"]), found["notes"]
+        text = run_cli("-C", str(repo), "query", "--", question).stdout
+        assert "note: no change recorded in March 2021; the nearest follow" in text, text
+    # A month with changes that do not match the question's words says that instead.
+    found = query_json(repo, "what did we change in the cache in May 2021")
+    assert any(n.startswith("first: changes made in May 2021") for n in found["notes"]) or any(
+        n.startswith("nothing recorded in May 2021 matches") for n in found["notes"]
+    ), found["notes"]

@@ -1191,6 +1191,10 @@ def retrieve(
                 question.notes.append(no_commands)
     if dated is not None and dated_first and not listed and answered_by is None:
         question.notes.append(f"first: changes made {dated.phrase} (the dates the question writes)")
+    elif dated is not None and question.asks != "usage" and not listed and answered_by is None:
+        # "What did we change in March 2021?" with no change that month: said, before the changes of other
+        # months that follow, not a silent list of them.
+        question.notes.append(_dates_missed(store, dated))
     lexical = {node_id for node_id, _ in bm25_hits}
     day_asked = conversation_of_day(question.text) if day is not None else None
     if day_asked is not None and day is not None and answered_by is None and not listed:
@@ -1314,6 +1318,14 @@ def in_dates(scored: list[tuple[StoredNode, float]], dated: timecue.Dated) -> li
 
 def _in_dates(node: StoredNode, dated: timecue.Dated) -> bool:
     return _is_change(node) and dated.low <= node.ts <= dated.high
+
+
+def _dates_missed(store: SearchStore, dated: timecue.Dated) -> str:
+    """The note of a question whose dates (DATED) hold none of its matches: no change at all then, or none
+    that matches."""
+    if not store.newest_of_kind("git_commit", dated.low, dated.high, 1):
+        return f"no change recorded {dated.phrase}; the nearest follow"
+    return f"nothing recorded {dated.phrase} matches the question; the closest follow"
 
 
 def dated_cue(cue: timecue.Cue | None, dated: timecue.Dated | None) -> timecue.Cue | None:
@@ -4398,6 +4410,7 @@ _SETTLING = (
     "no recorded command ",
     "no commit or command recorded",
     "no question you asked ",
+    "no change recorded ",
 )
 
 
