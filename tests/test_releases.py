@@ -771,6 +771,45 @@ def test_a_changelog_only_commit_is_not_the_commit_an_entry_naming_its_prs_descr
     assert tidy not in described and prepare not in described, found["items"]
 
 
+def test_a_release_commit_that_bumps_the_version_is_not_what_an_entry_naming_its_pr_describes(
+    repo: Path,
+) -> None:
+    """bytes: "which release fixed reserve over allocating the underlying buffer" showed the fix (#560), its
+    1.2.1 entry, then `chore: prepare bytes v1.2.1 (#561)` as "the commit this changelog entry describes":
+    the release commit wrote the release's entries and bumped Cargo.toml, so the rule for a commit that only
+    touched the notes did not drop it. An entry that names its own change by number describes that change,
+    not the commit that wrote it along with other entries; an entry whose writer wrote it alone (a fix
+    adding its own line) keeps that link."""
+    fix = commit(
+        repo, "Fix reserve over allocating underlying buffer (#560)", {"src/bytes.rs": "fn reserve() {}\n"}
+    )
+    other = commit(repo, "Avoid a copy in split_to (#555)", {"src/split.rs": "fn split_to() {}\n"})
+    notes = (
+        "# 1.2.1 (July 30, 2022)\n\n- Fix reserve over allocating underlying buffer (#560)\n"
+        "- Avoid a copy in split_to (#555)\n"
+    )
+    prepare = commit(
+        repo,
+        "chore: prepare bytes v1.2.1 (#561)",
+        {"CHANGELOG.md": notes, "Cargo.toml": 'version = "1.2.1"\n'},
+    )
+    own = notes + "- Speed up freeze\n"
+    speed = commit(repo, "Speed up freeze", {"src/freeze.rs": "fn freeze() {}\n", "CHANGELOG.md": own})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    with project.load(repo).open_store() as store:
+        entries = {n.title: n for n in store.iter_nodes("doc_section") if n.source == "changelog"}
+
+        def described(word: str) -> set[str]:
+            entry = next(n for title, n in entries.items() if word in title)
+            linked = [dst for _, dst, _ in store.links_from([entry.id])]
+            return {n.ref for n in store.get_many(linked).values()}
+
+        assert described("reserve") == {fix}  # not prepare's
+        assert described("split_to") == {other}
+        assert described("freeze") == {speed}
+        assert prepare not in described("split_to")
+
+
 def _tag(repo: Path, name: str, sha: str, when: int) -> None:
     """An annotated tag NAME on SHA made at epoch WHEN (a tag made again years later keeps its old commit)."""
     date = f"@{when} +0000"
