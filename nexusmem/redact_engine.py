@@ -679,18 +679,22 @@ def _password_like(value: str) -> bool:
 
 def _named_in_prose(value: str) -> bool:
     """Whether VALUE, which a sentence names ("the password is X", "my token was X", "use password X to log
-    in"), is one: shaped like a password or random, or words and a number, in both cases, 8+ characters
-    (`PurpleMonkeyDishwasher42`, `Purple-Monkey-Dishwasher-42`, `Monkey42`): three classes, though read as
-    an identifier elsewhere. Not a dotted or all-caps name (`settings.DbPassword2`, `DB_PASSWORD_V2`), nor
-    words without both cases and a number (`MyServiceAccount`, `development_settings_v2`)."""
+    in"), is one: shaped like a password or random, or words and numbers, in both cases, 8+ characters
+    (`PurpleMonkeyDishwasher42`, `Purple-Monkey-Dishwasher-42`, `Monkey42`, `Hunter2-Zeta-55`,
+    `Hunter2-Zeta_1`): three classes, though read as an identifier elsewhere. Not a dotted or all-caps name
+    (`settings.DbPassword2`, `DB_PASSWORD_V2`: the callers keep a dotted name as a plain value), nor words
+    without both cases and a digit (`MyServiceAccount`, `development_settings_v2`)."""
     if _password_like(value) or _looks_random(value):
         return True
     return len(value) >= 8 and bool(_WORDS_AND_NUMBER.fullmatch(value))
 
 
-# Words (both cases present) run together or joined by `-`/`_`, then a number; one way to read any text
-# (a separator between repeats), so a long word that fails is read once, not in every way it splits.
-_WORDS_AND_NUMBER = _Lazy(r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])[A-Za-z]+(?:[-_][A-Za-z]+)*[-_]?[0-9]+")
+# Words and numbers (both cases and a digit present) run together or joined by `-`, `_` or `.`, the digits
+# anywhere (`Monkey42`, `Hunter2-Zeta-55`, `Hunter2-Zeta.07`); one way to read any text (a separator between
+# repeats), so a long word that fails is read once, not in every way it splits.
+_WORDS_AND_NUMBER = _Lazy(
+    r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])(?=[^0-9]*[0-9])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*"
+)
 
 
 # A password a sentence names by a word around it, not `NAME=value`: "password for the staging is X",

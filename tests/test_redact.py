@@ -435,6 +435,69 @@ def test_a_password_a_sentence_names_around_its_word(text: str, expected: str) -
     assert redact(text) == expected
 
 
+# A password of words and digits, the digits ending its words or standing after a separator: each was kept
+# (`Hunter2-Zeta-55` parses as the identifier parts Hunter2, Zeta, 55), while `Hunter2-Zeta-555` and
+# `Xyz-Staging-99` were replaced.
+SUFFIXED_PASSWORDS = [
+    "Hunter2-Staging-55",
+    "Hunter2-Zeta-55",
+    "Hunter2-Zeta-07",
+    "Hunter2-Zeta-1",
+    "Hunter2-Zeta_55",
+    "Hunter2-Zeta.55",
+    "Hunter2-Zeta#55",
+    "Hunter2Zeta-55",
+    "hunter2-Zeta-55",
+    "Hunter2-zeta-55",
+    "Zeta-Hunter2",
+    "Hunter2-Zeta-2026",
+    "Xyz-Staging-99",
+]
+PASSWORD_CUES = [
+    ("password for the staging is {}", "password"),
+    ("the password of the staging box is {}", "password"),
+    ("the password is {}", "password"),
+    ("my token was {}", "token"),
+    ("use password {} to log in", "password"),
+    ("pw: {}", "password"),
+    ("new password → {}", "password"),
+    ('echo "password for the staging is {}" > /dev/null', "password"),
+]
+
+
+@pytest.mark.parametrize("value", SUFFIXED_PASSWORDS)
+@pytest.mark.parametrize(("cue", "kind"), PASSWORD_CUES)
+def test_a_password_of_words_and_digits_is_replaced_whatever_its_suffix(
+    cue: str, kind: str, value: str
+) -> None:
+    """docs/hygiene.md: after a password cue, a value of both cases and a digit is a password whatever ends
+    it (`-55`, `-1`, `_55`, `.55`, `#55`); a sentence's closing `!` or `.` is kept."""
+    assert redact(cue.format(value)) == cue.format(placeholder(kind))
+    for end in "!." if cue.endswith("{}") else "":
+        assert redact(cue.format(value) + end) == cue.format(placeholder(kind)) + end
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Names in code and words without both cases, or without a digit, stay as written.
+        "the password is settings.DbPassword2",
+        "the password is Settings.Db2",
+        "the password is DB_PASSWORD_V2",
+        "the password is development_settings_v2",
+        "the password is hunter2-zeta-55",
+        "the token is MyServiceAccount",
+        "the token is My-Service-Account",
+        "the password is v1.2.3-rc1",
+        "pw: Optional[str] = None",
+        "the password for the account is reset by the admin",
+        "the pass for prod is in 1Password",
+    ],
+)
+def test_names_and_words_after_a_password_cue_are_kept(text: str) -> None:
+    assert redact(text) == text
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -512,3 +512,54 @@ def test_a_class_name_a_date_a_version_after_bearer_and_an_analytics_cookie_are_
     for kept in [*notes.splitlines(), "Cookie: _ga=GA1.2.1234567890.1600000000; sid=«redacted:cookie»"]:
         assert kept.encode() in raw, kept
     assert session.encode() not in raw
+
+
+@pytest.mark.slow
+def test_a_password_of_words_and_digits_never_reaches_the_store_from_any_source(
+    repo: Path, isolated_home: Path
+) -> None:
+    """`echo "password for the staging is Hunter2-Staging-55" > /dev/null` typed in bash was stored as written
+    (title, body, ref, natural key) and shown by `nexusmem query "password for the staging"`: a password
+    of words and digits whose digits end a word (`-55`, `-07`, `-1`, `_55`, `.55`) read as an identifier.
+    Now the placeholder stands in for it from each source: the shell hook's log, a commit message, an
+    agent's transcript and a Markdown doc."""
+    from datetime import datetime, timedelta, timezone
+
+    from helpers import query_json, typed_in_bash
+    from helpers import transcripts as T
+
+    commit(
+        repo,
+        "ops: rotate the staging login zorbcommit\n\nthe password is Hunter2-Commit-07, pw: Hunter2-Commit_55\n",
+        {"docs/staging.md": "# Staging\n\nThe zorbdocs password for the staging is Hunter2-Docs.55.\n"},
+    )
+    chat = T.ClaudeWriter(
+        "6f1c2d3e-0000-4000-8000-00000000c1b0", repo, datetime.now(timezone.utc) - timedelta(hours=1)
+    )
+    chat.user("zorbchat: log in to the staging box, the password for the staging is Hunter2-Chat-1")
+    chat.say("Logged in to the staging box with the password you gave.")
+    chat.write(isolated_home / ".claude" / "projects" / "-repo" / f"{chat.session}.jsonl")
+    typed_in_bash(repo, 'echo "password for the staging is Hunter2-Staging-55" > /dev/null')
+
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed", "--conversation")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for mark in (b"zorbcommit", b"zorbdocs", b"zorbchat", b"> /dev/null"):
+        assert mark in raw, f"{mark!r} was not stored: its source ingested nothing"
+    secrets = [
+        "Hunter2-Commit-07",
+        "Hunter2-Commit_55",
+        "Hunter2-Docs.55",
+        "Hunter2-Chat-1",
+        "Hunter2-Staging-55",
+    ]
+    assert [s for s in secrets if s.encode() in raw] == []
+    # The hook log, rewritten in place, holds the short placeholder where the typed one does not fit.
+    assert re.search(
+        rb'echo "password for the staging is \xc2\xabredacted(?::password)?\xc2\xbb" > /dev/null', raw
+    )
+
+    answer = query_json(repo, "password for the staging")
+    refs = [item["ref"] for item in answer["items"]]
+    assert 'echo "password for the staging is «redacted»" > /dev/null' in refs, refs
+    said = json.dumps(answer, ensure_ascii=False)
+    assert "the staging is «redacted:password»" in said and "Hunter2" not in said, said
