@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from nexusmem.retrieve.intent import asks_own_change, own_change_verb
+
 from helpers import commit, git, run_cli, write_commands
 
 MINUTE = 60_000
@@ -184,6 +186,37 @@ def test_why_did_i_change_a_function_prefers_my_own_commit_among_equal_matches(r
     assert mine not in titles or titles.index(mine) > titles.index("Fix Easter typos"), titles
 
 
+def test_why_did_i_change_is_about_the_thing_changed_not_the_word_change(repo: Path) -> None:
+    """ "why did I change the easter function" answered first with 2018's "Change the order of params in
+    rrule docstring" (its "change", and "function" and "byeaster" in its patch), above the asker's own
+    easter commits: the verb that says only that something changed is no word of the question."""
+    git(repo, "config", "user.email", "me@example.com")
+    git(repo, "config", "user.name", "Walk Me")
+    for n in range(20):  # years of other work: "function" is a common word here, "change" is not
+        old_commit(
+            repo, f"Add a helper function for tz parsing {n}", {f"src/tz{n}.py": f"N = {n}\n"}, 1400000000 + n
+        )
+    message = (
+        "Change the order of params in rrule docstring\n\nThe documentation had cache and byeaster out of order"
+        " from their appearance in the function's parameter list.\n\n- Added changelog for documentation change"
+    )
+    docstring = '    """:param byeaster: the offset from Easter Sunday."""\n'
+    old_commit(
+        repo, message, {"src/rrule.py": "def rrule(cache=False, byeaster=None):\n" + docstring}, 1524000000
+    )
+    body = "".join(f"    step_{k} = year // {k + 1}\n" for k in range(12))
+    for n, message in enumerate(
+        ("refactor(easter): simplify the weekday term", "fix(easter): restore the +2")
+    ):
+        source = (
+            f"def easter(year, method=EASTER_WESTERN):\n{body}    j = (year + {n + 2}) % 7\n    return j\n"
+        )
+        commit(repo, message, {"src/dateutil/easter.py": source})
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    titles = commit_titles_in_order(ask(repo, "why did I change the easter function"))
+    assert titles[0].startswith(("refactor(easter)", "fix(easter)")), titles
+
+
 def test_how_did_i_fix_a_failure_shows_the_fix_commits_patch_after_it(repo: Path) -> None:
     now = easter_project(repo)
     write_commands(
@@ -223,3 +256,20 @@ def test_the_note_that_is_the_answer_is_kept_at_any_budget(repo: Path, budget: s
     assert "note: no recorded run of tests failed yesterday" in result.stdout, (result.stdout, result.stderr)
     tokens = int(result.stdout.rsplit("~", 1)[1].split("/", 1)[0])
     assert tokens <= int(budget), result.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "own", "verb"),
+    [
+        ("why did I change the easter function", True, "change"),
+        ("what did we edit in the parser?", True, "edit"),
+        ("why did I rename the foo option", True, None),  # a rename is what its commit says
+        ("what did I do to easter", True, None),
+        ("how do I change the template of the help text?", False, None),  # how to, not a change of mine
+    ],
+)
+def test_a_question_about_my_own_change_and_the_verb_that_only_says_it_changed(
+    text: str, own: bool, verb: str | None
+) -> None:
+    assert asks_own_change(text) is own
+    assert own_change_verb(text) == verb

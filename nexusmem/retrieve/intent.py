@@ -691,17 +691,31 @@ def runs_named(text: str) -> list[Runs]:
 # A question about the asker's own change to something: "why did I change the easter function", "what did
 # I do to easter", "what did we change in the parser", "my change to within_delta". Not a fix: "how did I
 # fix" is answered by memory's failure → fix links (query.fixes_first).
+# "How do I change the template?" asks how to, in the present: no change of the asker's is asked about.
 _OWN_CHANGE = re.compile(
-    r"\b(?:did|do|have|had)\s+(?:i|we)\s+(?:just\s+|recently\s+)?"
-    r"(?:chang\w*|do|done|touch\w*|edit\w*|modif\w*|rewr\w*|refactor\w*|renam\w*|updat\w*|tweak\w*)\b"
+    r"\b(?:did|have|had)\s+(?:i|we)\s+(?:just\s+|recently\s+)?"
+    r"(?P<verb>chang\w*|do|done|touch\w*|edit\w*|modif\w*|rewr\w*|refactor\w*|renam\w*|updat\w*|tweak\w*)\b"
     r"|\b(?:my|our)\s+(?:last\s+|recent\s+)?(?:changes?|commits?|edits?|refactor\w*)\b",
     re.IGNORECASE,
 )
+# The verbs of such a question that say only that something changed: "why did I change the easter
+# function" is about easter, and "change" matched 2018's "Change the order of params in rrule docstring"
+# (its "byeaster" and "function" too) above the asker's own easter commits. A rename or a refactor is
+# itself what the commit says, and stays a word of the question.
+_PLAIN_CHANGE_VERB = re.compile(r"^(?:chang\w*|touch\w*|edit\w*|modif\w*|updat\w*|tweak\w*)$", re.IGNORECASE)
 
 
 def asks_own_change(text: str) -> bool:
     """Whether TEXT asks about a change the asker made ("why did I change X", "what did we do to X")."""
     return _OWN_CHANGE.search(text) is not None
+
+
+def own_change_verb(text: str) -> str | None:
+    """The verb of TEXT's question about the asker's own change when it says only that something changed
+    ("why did I change X" -> "change"; "why did I edit X" -> "edit"), else None ("why did I rename X")."""
+    found = _OWN_CHANGE.search(text)
+    verb = found.group("verb") if found else None
+    return verb if verb and _PLAIN_CHANGE_VERB.match(verb) else None
 
 
 def names_runs_alone(words: set[str], kinds: list[Runs]) -> bool:

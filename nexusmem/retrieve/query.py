@@ -39,6 +39,7 @@ from nexusmem.retrieve.intent import (
     names_runs_alone,
     newest_release_asked,
     origin_name,
+    own_change_verb,
     pasted_trace,
     purpose_name,
     release_named,
@@ -537,6 +538,11 @@ def prepare(text: str, project: str | None = None) -> Question:
         # every command it ran).
         left = question.search_text.replace(question.conversation.phrase, " ")
         question.search_text = " ".join(left.split()) if re.search(r"\w", left) else question.search_text
+    verb = own_change_verb(text)
+    if verb is not None:
+        # "why did I change the easter function": about easter; every commit that says "change" matched it.
+        left = re.sub(rf"\b{re.escape(verb)}\b", " ", question.search_text, count=1)
+        question.search_text = " ".join(left.split()) if search.terms(left) else question.search_text
     if question.gone is None and question.origin is None:
         question.gone = still_asked(text)
         question.still = question.gone is not None
