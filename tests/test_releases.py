@@ -776,18 +776,21 @@ def test_a_release_commit_that_bumps_the_version_is_not_what_an_entry_naming_its
 ) -> None:
     """bytes: "which release fixed reserve over allocating the underlying buffer" showed the fix (#560), its
     1.2.1 entry, then `chore: prepare bytes v1.2.1 (#561)` as "the commit this changelog entry describes":
-    the release commit wrote the release's entries and bumped Cargo.toml, so the rule for a commit that only
-    touched the notes did not drop it. An entry that names its own change by number describes that change,
-    not the commit that wrote it along with other entries; an entry whose writer wrote it alone (a fix
-    adding its own line) keeps that link."""
+    the release commit wrote the entry and bumped Cargo.toml, so the rule for a commit that only touched the
+    notes did not drop it. An entry that names its own change by number describes that change, not the
+    commit that wrote it; an entry that names none keeps the commit that wrote it (a fix adding its line)."""
     fix = commit(
         repo, "Fix reserve over allocating underlying buffer (#560)", {"src/bytes.rs": "fn reserve() {}\n"}
     )
     other = commit(repo, "Avoid a copy in split_to (#555)", {"src/split.rs": "fn split_to() {}\n"})
-    notes = (
-        "# 1.2.1 (July 30, 2022)\n\n- Fix reserve over allocating underlying buffer (#560)\n"
-        "- Avoid a copy in split_to (#555)\n"
+    notes = "# 1.2.0 (July 19, 2022)\n\n- Avoid a copy in split_to (#555)\n"
+    commit(
+        repo,
+        "chore: prepare bytes v1.2.0 (#556)",
+        {"CHANGELOG.md": notes, "Cargo.toml": 'version = "1.2.0"\n'},
     )
+    # The release commit writes its one entry, as bytes' did, and bumps the version.
+    notes = "# 1.2.1 (July 30, 2022)\n\n- Fix reserve over allocating underlying buffer (#560)\n\n" + notes
     prepare = commit(
         repo,
         "chore: prepare bytes v1.2.1 (#561)",

@@ -68,7 +68,7 @@ from nexusmem.sources.docs import (
 from nexusmem.sources.git.repo import boundary
 from nexusmem.text import content_text, one_line
 
-_CURSOR_VERSION = "changelog-19"
+_CURSOR_VERSION = "changelog-20"
 RELATION = "changelog"
 # A commit that added more entries than this is a release commit: its "added by" links are dropped.
 BULK_ENTRIES = 8
@@ -538,19 +538,16 @@ def _files_of(root: Path, shas: set[str]) -> dict[str, list[str]]:
     return found
 
 
-def _described(
-    named: list[str], adder: str | None, touched: dict[str, list[str]], wrote_entries: int = 1
-) -> list[str]:
+def _described(named: list[str], adder: str | None, touched: dict[str, list[str]]) -> list[str]:
     """The commits an entry describes: NAMED (the commits it names by sha, and those whose message has its
     `#123`), first, then ADDER (the commit that first wrote its line). A commit that only touched the release
     notes is bookkeeping, never the change: guzzle's "Small fixes on changelog (#2522)", which reworded the
     line of an entry naming #2421 and #2474; PHPMailer's "spelling: sendmail", which corrected a 2009 entry;
     a commit that wrote the notes of a release. An entry whose only commits are such has no commit it
-    describes. The adder is left out, too, when it only touched docs and the entry names commits of its own,
-    and when the entry names commits of its own and the adder wrote other entries as well (WROTE_ENTRIES,
-    the entries it first wrote): bytes' "chore: prepare bytes v1.2.1 (#561)" wrote the release's entries and
-    bumped Cargo.toml; the entry "Fix reserve over allocating … (#560)" describes #560, not the release.
-    TOUCHED: sha -> the files it changed."""
+    describes. The adder is left out, too, when the entry names commits of its own: bytes' "chore: prepare
+    bytes v1.2.1 (#561)" wrote the entry "Fix unbounded memory growth when using `reserve` (#560)" and
+    bumped Cargo.toml; the entry describes #560, not the release (a fix that writes its own line is named
+    by its number too, or is the adder of an entry that names none). TOUCHED: sha -> the files it changed."""
     commits = list(dict.fromkeys([*named, *([adder] if adder else [])]))
 
     def only(sha: str, test: Callable[[str], bool]) -> bool:
@@ -558,7 +555,7 @@ def _described(
         return bool(listed) and all(test(path) for path in listed)
 
     commits = [c for c in commits if not only(c, is_release_notes)]
-    if adder in commits and adder not in named and named and (only(adder, _docs_file) or wrote_entries > 1):
+    if adder in commits and adder not in named and named:
         commits.remove(adder)
     return commits
 
@@ -716,7 +713,7 @@ class ChangelogSource:
         for n, entry in enumerate(entries):
             ctx.progress("changelog", n, len(entries))
             named, adder = candidates[n]
-            commits = _described(named, adder, touched, per_commit.get(adder, 0) if adder else 0)
+            commits = _described(named, adder, touched)
             body = redact_cut(entry.text, MAX_ENTRY_CHARS)  # cut after: a secret cut short stays unredacted
             version = redact(entry.version)
             key_base = f"{entry.path}#{version}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
