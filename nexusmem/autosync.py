@@ -462,6 +462,64 @@ def last_failure(root: Path, store: Any) -> dict[str, str] | None:
     return {"at": at, "error": error, "log": str(path)}
 
 
+@dataclass
+class FailureAdvice:
+    """What doctor and status say of the post-commit sync's last failure: DETAIL, the command that fixes it,
+    and WHY that command when it is more than a sync."""
+
+    detail: str
+    fix: str
+    why: str | None = None
+
+
+def failure_advice(root: Path, failed: dict[str, str], store_fix: str | None = None) -> FailureAdvice:
+    """What happened and the fix for FAILED, the post-commit sync's last failure (last_failure): what doctor
+    and status both say. The fix is a sync, or STORE_FIX when doctor found the store needs one first; when
+    the failure is an older install's refusal of the memory a newer release upgraded
+    (migrations.refused_as_newer), it says which install that was, when its words or the sync hooks here
+    name it (a release before the refusal named its program logged "…; upgrade it", meaning itself), and
+    the fix points the hooks at this install first when they still run another (a bare sync is undone by
+    the next commit's)."""
+    from nexusmem.install import git_hooks
+    from nexusmem.store import migrations
+
+    detail = f"the post-commit sync failed at {failed['at']}: {failed['error']} (log: {failed['log']})"
+    fix = store_fix or "nexusmem sync"
+    refused = migrations.refused_as_newer(failed["error"])
+    if refused is None:
+        return FailureAdvice(detail, fix)
+    newer, older, program = refused
+    runs: dict[str, list[str]] = {}  # another NexusMem a sync hook here runs: the hooks that run it
+    for name in git_hooks.SYNC_HOOKS:
+        state = git_hooks.status(name, root)
+        command = state.fallback or state.command
+        if state.installed and command and not git_hooks.is_this_nexusmem(command):
+            runs.setdefault(command, []).append(name)
+
+    def hooks_run(command: str) -> str:
+        names = runs[command]
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        return f"{command} (run by the {listed} hook{'s' if len(names) > 1 else ''} here)"
+
+    if program is not None:
+        who = hooks_run(program) if program in runs else program
+    elif runs:
+        who = " or ".join(hooks_run(command) for command in runs)
+    else:
+        who = "one no sync hook here runs now"
+    detail += (
+        f": an older NexusMem (schema {older}), {who}, refused this memory, which a newer release upgraded to"
+        f" schema {newer}: that install is the one to upgrade, not the memory"
+    )
+    if not runs:
+        return FailureAdvice(detail, fix)
+    return FailureAdvice(
+        detail,
+        f"nexusmem hook git-post install && {fix}",
+        "points the sync hooks at this install, then catches up",
+    )
+
+
 def _logged_failure(path: Path) -> tuple[float, str] | None:
     """(when, error) of the log's last word when it is a failure; None when it is a run that worked."""
     read = _log_tail(path, 8192)

@@ -317,7 +317,7 @@ def _auto_sync_check(root: Path, store_fix: str | None, store_locked: bool = Fal
     process holding the store, and opening it would wait for that process (15 s) to say nothing more."""
     from nexusmem import autosync, project
     from nexusmem.errors import StoreError
-    from nexusmem.store import migrations, open_store
+    from nexusmem.store import open_store
 
     if store_locked or not paths.db_path(root).exists():
         return []
@@ -328,49 +328,9 @@ def _auto_sync_check(root: Path, store_fix: str | None, store_locked: bool = Fal
         return []  # check_store says what is wrong with the store
     if failed is None:
         return []
-    refused = migrations.refused_as_newer(failed["error"])
-    if refused is not None:
-        return [_older_install_ran(root, failed, refused, store_fix)]
-    detail = f"the post-commit sync failed at {failed['at']}: {failed['error']} (log: {failed['log']})"
-    return [Check("git", False, detail, store_fix or "nexusmem sync")]
-
-
-def _older_install_ran(
-    root: Path, failed: dict[str, str], refused: tuple[int, int, str | None], store_fix: str | None
-) -> Check:
-    """The post-commit sync's failure FAILED, when it is an older install's refusal of the memory a newer
-    release upgraded (REFUSED: migrations.refused_as_newer), explained: which install that was, when its
-    words or the sync hooks here name it (a release before the refusal named its program logged "…; upgrade
-    it", meaning itself), and the fix (pointing the hooks at this install first when they still run
-    another)."""
-    newer, older, program = refused
-    runs: dict[str, list[str]] = {}  # another NexusMem a sync hook here runs: the hooks that run it
-    for name in git_hooks.SYNC_HOOKS:
-        state = git_hooks.status(name, root)
-        command = state.fallback or state.command
-        if state.installed and command and not git_hooks.is_this_nexusmem(command):
-            runs.setdefault(command, []).append(name)
-
-    def hooks_run(command: str) -> str:
-        names = runs[command]
-        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        return f"{command} (run by the {listed} hook{'s' if len(names) > 1 else ''} here)"
-
-    if program is not None:
-        who = hooks_run(program) if program in runs else program
-    elif runs:
-        who = " or ".join(hooks_run(command) for command in runs)
-    else:
-        who = "one no sync hook here runs now"
-    detail = (
-        f"the post-commit sync failed at {failed['at']}: {failed['error']} (log: {failed['log']}): an older"
-        f" NexusMem (schema {older}), {who}, refused this memory, which a newer release upgraded to schema"
-        f" {newer}: that install is the one to upgrade, not the memory"
-    )
-    fix = store_fix or "nexusmem sync"
-    if runs:
-        fix = f"nexusmem hook git-post install && {fix}  # points the sync hooks at this install, then catches up"
-    return Check("git", False, detail, fix)
+    advice = autosync.failure_advice(root, failed, store_fix)
+    fix = f"{advice.fix}  # {advice.why}" if advice.why else advice.fix
+    return [Check("git", False, advice.detail, fix)]
 
 
 def _crlf_checks(name: str, state: git_hooks.HookState) -> list[Check]:

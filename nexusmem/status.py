@@ -101,7 +101,7 @@ def status(
             # One line per source that left one: why an opt-in source did nothing ("skipped: gh CLI ...").
             "source_states": source_states(store),
             # The post-commit sync's last failure, when nothing has synced since (else null).
-            "auto_sync_failed": autosync.last_failure(project.root, store),
+            "auto_sync_failed": _auto_sync_failed(project.root, store),
             # The configured Ollama embedder's last request did not answer in time (nothing answered
             # since): {"url", "at", "error", "held"} (held: queries and syncs do not ask it now), else null.
             "embedder_down": embedder_down(project.config),
@@ -123,6 +123,22 @@ def status(
             # Written (in part) with older redaction rules than this release's: `nexusmem scrub` applies them.
             "older_redaction_rules": redact.older_rules(store.get_meta(redact.RULES_KEY)),
         }
+
+
+def _auto_sync_failed(root: Path, store: Store) -> dict[str, str] | None:
+    """The post-commit sync's last failure (autosync.last_failure) with what doctor says of it: `detail`
+    (explained when an older install refused the memory), `fix` (the command) and `why` (of that command,
+    when it is more than a sync)."""
+    failed = autosync.last_failure(root, store)
+    if failed is None:
+        return None
+    advice = autosync.failure_advice(root, failed)
+    return {
+        **failed,
+        "detail": advice.detail,
+        "fix": advice.fix,
+        **({"why": advice.why} if advice.why else {}),
+    }
 
 
 def _locate_transcripts(root: Path, cursor: str | None, history: dict[str, Any]) -> None:
@@ -315,9 +331,10 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"shell: {waiting}")
     failed = info.get("auto_sync_failed")
     if failed:
+        why = f" ({failed['why']})" if failed.get("why") else ""
         lines.append(
-            f"auto-sync: the post-commit sync failed at {failed['at']}: {failed['error']}"
-            f" (log: {one_line(str(failed['log']))}); what was committed since is not in memory: run `nexusmem sync`"
+            f"auto-sync: {one_line(failed['detail'])}; what was committed since is not in memory:"
+            f" run `{failed['fix']}`{why}"
         )
     down = info.get("embedder_down")
     if down:

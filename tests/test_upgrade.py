@@ -5,6 +5,7 @@ console script with HOME and NEXUSMEM_HOME in temp dirs."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -125,12 +126,10 @@ def _schema_16_install(folder: Path) -> Path:
     return script
 
 
-def test_doctor_explains_an_older_installs_refusal_in_the_auto_sync_log(tmp_path: Path) -> None:
-    """Hooks still pinned to a schema-16 install after another install upgraded the memory: each commit's
-    post-commit sync logs that release's "database schema version 18 is newer than this NexusMem (16);
-    upgrade it", and doctor repeated it with the fix `nexusmem sync` (which the next commit undid), as if the
-    memory were to upgrade. It says which install ran it (the hooks that run it), that it is the one to
-    upgrade, and a fix that points the hooks here first."""
+def _refused_by_an_older_install(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A repository whose sync hooks this release installed, then pinned to a schema-16 install
+    (_schema_16_install), and a commit whose post-commit sync that install refused: (the repository, that
+    install, the auto-sync log holding its refusal)."""
     repo = init_repo(tmp_path / "repo")
     commit(repo, "Add the zorblax parser", {"parser.py": "def zorblax():\n    return 1\n"})
     assert run_script("sync", "-q", cwd=repo).returncode == 0
@@ -152,6 +151,17 @@ def test_doctor_explains_an_older_installs_refusal_in_the_auto_sync_log(tmp_path
     while "upgrade it" not in (log.read_text(encoding="utf-8") if log.exists() else ""):
         assert time.monotonic() < deadline, "the post-commit hook logged nothing"
         time.sleep(0.2)
+
+    return repo, old, log
+
+
+def test_doctor_explains_an_older_installs_refusal_in_the_auto_sync_log(tmp_path: Path) -> None:
+    """Hooks still pinned to a schema-16 install after another install upgraded the memory: each commit's
+    post-commit sync logs that release's "database schema version 18 is newer than this NexusMem (16);
+    upgrade it", and doctor repeated it with the fix `nexusmem sync` (which the next commit undid), as if the
+    memory were to upgrade. It says which install ran it (the hooks that run it), that it is the one to
+    upgrade, and a fix that points the hooks here first."""
+    repo, old, log = _refused_by_an_older_install(tmp_path)
 
     doctor = run_script("doctor", cwd=repo)
     lines = doctor.stdout.splitlines()
@@ -183,3 +193,30 @@ def test_both_refusals_of_a_newer_memory_are_read_back() -> None:
     older = "Error: database schema version 18 is newer than this NexusMem (16); upgrade it"
     assert migrations.refused_as_newer(older) == (18, 16, None)
     assert migrations.refused_as_newer("Error: disk I/O error") is None
+
+
+def test_status_gives_doctors_fix_for_an_older_installs_refusal(tmp_path: Path) -> None:
+    """The same refusal under `nexusmem status`: it said "what was committed since is not in memory: run
+    `nexusmem sync`", the fix the next commit's older hook undoes; it says what doctor says (the install that
+    refused, the one to upgrade) and doctor's fix, which, pasted, clears it."""
+    repo, old, log = _refused_by_an_older_install(tmp_path)
+
+    status = run_script("status", cwd=repo)
+    line = next(line for line in status.stdout.splitlines() if line.startswith("auto-sync:"))
+    assert f"{old} (run by the post-commit, post-merge and post-applypatch hooks here)" in line, line
+    assert f"upgrade it (log: {log}): an older NexusMem (schema {OLD})" in line, line
+    assert "that install is the one to upgrade, not the memory" in line, line
+    assert line.endswith(
+        "run `nexusmem hook git-post install && nexusmem sync` (points the sync hooks at this install, then"
+        " catches up)"
+    ), line
+    failed = json.loads(run_script("status", "--json", cwd=repo).stdout)["auto_sync_failed"]
+    assert failed["fix"] == "nexusmem hook git-post install && nexusmem sync", failed
+
+    bin_dir = Path(console_script()).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    pasted = subprocess.run(
+        failed["fix"], shell=True, cwd=repo, env=env, capture_output=True, text=True, check=False
+    )
+    assert pasted.returncode == 0, pasted.stderr
+    assert "auto-sync:" not in run_script("status", cwd=repo).stdout
