@@ -12,7 +12,7 @@ Protocol (two files in .nexusmem/):
 Each run writes one line to stdout (the hook points it at `.nexusmem/auto-sync.log`), and the log is cut
 back to its newest part at the start of every auto sync so it never grows without bound. A run that fails
 also leaves `auto-sync.failed` (its error inside when the disk takes it, the time of the failure as its
-mtime; taken away by the next run that works): on a full disk the log line cannot be written, and the
+mtime; taken away by the next sync that works, this one's or `nexusmem sync` by hand): on a full disk the log line cannot be written, and the
 failure was silent, but an empty file still can be made.
 """
 
@@ -283,7 +283,7 @@ def auto_sync(
                 except NexusMemError as exc:
                     mark_failed(state, str(exc))
                     raise
-                (state / FAILED_NAME).unlink(missing_ok=True)
+                clear_failure(root)
                 result.runs += 1
                 ended = time.time()
                 moved = getattr(summary, "moved", None)
@@ -439,6 +439,13 @@ def mark_failed(state: Path, error: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def clear_failure(root: Path) -> None:
+    """Take the failure mark (mark_failed) away: a sync that worked caught up with it, the post-commit one or
+    any other (`nexusmem sync` by hand, as doctor and status say to run)."""
+    with contextlib.suppress(OSError):
+        (paths.state_dir(root) / FAILED_NAME).unlink(missing_ok=True)
 
 
 def last_failure(root: Path, store: Any) -> dict[str, str] | None:

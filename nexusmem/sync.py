@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nexusmem import gitcmd, paths, registry
+from nexusmem import autosync, gitcmd, paths, registry
 from nexusmem import project as project_mod
 from nexusmem.errors import NexusMemError, StoreError, UsageError
 from nexusmem.markup import seen_text
@@ -1104,6 +1104,8 @@ def sync(
     registry.register(
         project.root, project.id, synced=True, own_dir=own, moved_from=[p for p, _left in former_roots]
     )
+    # A post-commit sync's failure this one caught up with leaves no mark for doctor or status to read.
+    autosync.clear_failure(project.root)
     summary.waited = waited
     summary.seconds = time.perf_counter() - started - waited
     if timing:

@@ -727,6 +727,31 @@ def test_a_store_precheck_cannot_read_never_refuses_or_holds_a_commit(repo: Path
     assert elapsed < 8, elapsed  # the busy wait of a hook is 1 s, not a sync's 15 s
 
 
+def test_a_sync_that_catches_up_takes_the_failure_mark_away(repo: Path) -> None:
+    """A post-commit sync that failed (here a config.json broken mid-edit) leaves `.nexusmem/auto-sync.failed`;
+    the `nexusmem sync` run by hand once it is fixed caught up, and the mark stayed behind (only the next
+    post-commit sync that worked took it away): it is gone, and status and doctor say nothing of it."""
+    synced(repo)
+    assert run_script("hook", "git-post", "install", cwd=repo).returncode == 0
+    config = repo / ".nexusmem" / "config.json"
+    kept = config.read_text(encoding="utf-8")
+    config.write_text('{"embedder": ', encoding="utf-8")
+    assert git_commit(repo, "feat: made while the config was half written").returncode == 0
+    mark = repo / ".nexusmem" / autosync.FAILED_NAME
+    deadline = time.monotonic() + 30
+    while not mark.exists():
+        assert time.monotonic() < deadline, "the post-commit sync left no failure mark"
+        time.sleep(0.2)
+    assert "not valid JSON" in mark.read_text(encoding="utf-8")
+
+    config.write_text(kept, encoding="utf-8")
+    done = run_script("sync", "-q", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert not mark.exists()
+    assert json.loads(run_script("status", "--json", cwd=repo).stdout)["auto_sync_failed"] is None
+    assert "post-commit sync failed" not in run_script("doctor", cwd=repo).stdout
+
+
 @pytest.mark.slow
 def test_a_failed_post_commit_sync_is_reported_until_a_sync_catches_up(
     repo: Path, monkeypatch: pytest.MonkeyPatch
