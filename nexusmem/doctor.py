@@ -638,6 +638,7 @@ def check_store(root: Path) -> list[Check]:
                 f" {root} sync`",
             )
         )
+    fine = False  # the store checked and found fine: then it is read (a locked one would keep doctor waiting)
     try:
         result = health.check_file(db, DOCTOR_CHECK_SECONDS, DOCTOR_BUSY_SECONDS)
         shape = health.shape_problem(db) if result is not None and not result else None
@@ -712,22 +713,48 @@ def check_store(root: Path) -> list[Check]:
         checks.append(Check("store", False, f"{db}: cannot be read ({exc})", _rebuild_damaged(root, db)))
     for path in made:  # what the check made is 0600 whatever the database's mode (0400 too)
         private.fix_file(path)
-    return checks + [m for m in modes if m is not None] + _pre_upgrade_copies(db)
+    return checks + [m for m in modes if m is not None] + _pre_upgrade_copies(db, read=fine)
 
 
-def _pre_upgrade_copies(db: Path) -> list[Check]:
-    """The copies upgrades kept of the memory at DB, as information: what an older release can still read."""
+def _pre_upgrade_copies(db: Path, read: bool) -> list[Check]:
+    """The copies upgrades kept of the memory at DB, as information: what an older release can still read; a
+    problem when a scrub ran since the copy was kept, for the copy still holds what it removed (asked of the
+    store when READ: check_store found it fine)."""
+    from nexusmem import project
+    from nexusmem.hygiene.scrub import scrubbed_after, unscrubbed_copy_text
+    from nexusmem.store import open_store
     from nexusmem.store.db import pre_upgrade_copies
 
-    return [
-        Check(
-            "store",
-            True,
-            f"memory upgraded from schema {version}: a copy of the old one is {copy} (what a release of that"
-            " schema reads; README, Upgrading and going back), delete it once you no longer need it",
+    copies = pre_upgrade_copies(db)
+    if not copies:
+        return []
+    audit: list[dict[str, Any]] = []
+    if read:
+        try:
+            with project.opened(open_store(db, readonly=True)) as store:
+                audit = store.audit_log()
+        except (NexusMemError, OSError):
+            pass  # the store's own check says what is wrong with it
+    checks = []
+    for version, copy in copies:
+        scrubbed = scrubbed_after(audit, copy)
+        if scrubbed is not None:
+            when = f"`nexusmem scrub` removed at {timefmt.iso(scrubbed)}"
+            checks.append(
+                Check(
+                    "store", False, unscrubbed_copy_text(version, copy, when), f"rm {shlex.quote(str(copy))}"
+                )
+            )
+            continue
+        checks.append(
+            Check(
+                "store",
+                True,
+                f"memory upgraded from schema {version}: a copy of the old one is {copy} (what a release of that"
+                " schema reads; README, Upgrading and going back), delete it once you no longer need it",
+            )
         )
-        for version, copy in pre_upgrade_copies(db)
-    ]
+    return checks
 
 
 def _older_rules(root: Path, db: Path) -> Check | None:

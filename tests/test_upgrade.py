@@ -220,3 +220,45 @@ def test_status_gives_doctors_fix_for_an_older_installs_refusal(tmp_path: Path) 
     )
     assert pasted.returncode == 0, pasted.stderr
     assert "auto-sync:" not in run_script("status", cwd=repo).stdout
+
+
+def test_scrub_and_doctor_say_the_upgrade_copy_still_holds_what_was_scrubbed(tmp_path: Path) -> None:
+    """A memory an older release wrote (a password its rules kept) upgraded by this one, then scrubbed: the
+    copy the upgrade kept (memory.db.pre-v16.bak) still held the password, while scrub spoke only of its own
+    backup and doctor called the copy ok. Scrub says the copy still holds what it removed and how to delete
+    it; doctor then warns, with that command as its fix, which clears it."""
+    secret = "Hunter2-Zeta-07"
+    repo, db = _memory(tmp_path)
+    commit(repo, f"Rotate the staging creds: the password is {secret}", {"creds.txt": "rotated\n"})
+    assert run_script("sync", "-q", cwd=repo).returncode == 0
+    # As the older release's rules stored it: the value as written, and no record of the rules.
+    conn = connection.connect(db)
+    with conn:
+        for column in ("title", "body"):
+            conn.execute(
+                f"UPDATE nodes SET {column} = replace({column}, '«redacted:password»', ?)", (secret,)
+            )
+        conn.execute("DELETE FROM schema_migrations WHERE version > ?", (OLD,))
+        conn.execute("DELETE FROM meta WHERE key = 'redaction.rules'")
+    conn.close()
+    assert run_script("status", cwd=repo).returncode == 0  # the upgrade, keeping the copy
+    copy = db.with_name(f"memory.db.pre-v{OLD}.bak")
+    assert secret.encode() in copy.read_bytes()
+
+    scrubbed = run_script("scrub", cwd=repo)
+    assert scrubbed.returncode == 0, scrubbed.stderr
+    assert secret.encode() not in db.read_bytes()
+    assert secret.encode() in copy.read_bytes()  # left as it was: see the warning
+    assert (
+        f"WARNING: {copy}, the copy the upgrade from schema {OLD} kept (to go back to a release of that schema),"
+        " still holds the text this scrub removed (secrets, transcript paths)"
+    ) in scrubbed.stdout, scrubbed.stdout
+    assert scrubbed.stdout.rstrip().endswith(f"need to go back: rm {copy}"), scrubbed.stdout
+
+    doctor = run_script("doctor", cwd=repo)
+    lines = doctor.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if f"{copy}, the copy the upgrade" in line)
+    assert lines[at].startswith("PROBLEM") and "still holds the text `nexusmem scrub` removed at" in lines[at]
+    assert lines[at + 1].strip() == f"fix: rm {copy}", lines[at + 1]
+    subprocess.run(["sh", "-c", lines[at + 1].strip().removeprefix("fix: ")], check=True)
+    assert str(copy) not in run_script("doctor", cwd=repo).stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -514,6 +515,11 @@ def scrub_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         echo_line(
             f"backup: {report.backup} (mode 0600; delete it once you are satisfied: it holds the secrets)"
         )
+    for version, copy in report.pre_upgrade:
+        said = scrub.unscrubbed_copy_text(
+            version, copy, "this scrub would remove" if dry_run else "this scrub removed"
+        )
+        echo_line(f"WARNING: {said}: rm {shlex.quote(str(copy))}")
 
 
 @click.command(

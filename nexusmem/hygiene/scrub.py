@@ -3,7 +3,9 @@
 Sources redact at ingest, so a rule added later protects new input only; scrub brings the old nodes up to
 the same standard. A backup of memory.db (mode 0600: it still holds the secrets) is taken first. The
 post-commit sync's output (.nexusmem/auto-sync.log, auto-sync.failed) and the crash log get the same rules,
-line by line.
+line by line. The copies upgrades kept of an older memory (memory.db.pre-vNN.bak) are not rewritten: the
+store's code reads and writes this release's schema only, and opening one would upgrade it, so that the
+release it is kept for could no longer read it; scrub and doctor say that they still hold what it removed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from nexusmem.hygiene.forget import writer_lock
 from nexusmem.nodes import Node, strings_in
 from nexusmem.redact import RULES_KEY, RULES_VERSION, path_text, redact_counts, redact_path_counts
 from nexusmem.sources.shell.node import split_title
+from nexusmem.store.db import pre_upgrade_copies
 
 
 @dataclass
@@ -42,6 +45,9 @@ class ScrubReport:
     # secret: redacted in place of the old text (an older release wrote its project id there).
     sync_log: int = 0
     crash_log: int = 0  # lines of the crash log (~/.nexusmem/crash.log) that held a secret: redacted in place
+    # The copies upgrades kept (schema, path) that still hold what this scrub removed (or would): left as they
+    # are (see the module's docstring).
+    pre_upgrade: list[tuple[int, Path]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,8 +65,32 @@ class ScrubReport:
             "sync_log": self.sync_log,
             "crash_log": self.crash_log,
             "backup": str(self.backup) if self.backup else None,
+            "pre_upgrade_unscrubbed": [str(copy) for _version, copy in self.pre_upgrade],
             "checkpointed": self.checkpointed,
         }
+
+
+def unscrubbed_copy_text(version: int, copy: Path, when: str) -> str:
+    """What scrub and doctor say of COPY, the copy the upgrade from schema VERSION kept, which holds what a
+    scrub removed (WHEN: "this scrub removed", "`nexusmem scrub` removed at …")."""
+    return (
+        f"{copy}, the copy the upgrade from schema {version} kept (to go back to a release of that schema), still"
+        f" holds the text {when} (secrets, transcript paths): scrub cannot rewrite a memory of an older schema"
+        " without upgrading it, which would leave that release nothing to read; delete it once you no longer"
+        " need to go back"
+    )
+
+
+def scrubbed_after(audit: list[dict[str, Any]], copy: Path) -> int | None:
+    """When (epoch ms) the newest scrub recorded in AUDIT (Store.audit_log) that changed the memory ran, when
+    it ran after the upgrade that kept COPY (the copy's mtime): the copy holds what it removed. None
+    otherwise (no scrub since: the copy holds what the memory held)."""
+    try:
+        kept = copy.stat().st_mtime * 1000
+    except OSError:
+        return None
+    after = [int(row["at"]) for row in audit if row["action"] == "scrub" and int(row["at"]) > kept]
+    return max(after) if after else None
 
 
 def _redact_value(value: Any, counts: dict[str, int]) -> Any:
@@ -195,9 +225,12 @@ def scrub(start: Path | str | None, *, dry_run: bool = False) -> ScrubReport:
         report.sync_log = autosync.rewrite_logs(project.db_path.parent, redacted, dry_run=dry_run)
         # A traceback written under older rules (or by an older release) may quote a secret it failed on.
         report.crash_log = autosync.rewrite_lines(crashlog.crash_log_path(), redacted, dry_run=dry_run)
+        changes = bool(rewrites or renames or report.imports or report.cursors or reasons or unclean)
+        if changes:
+            report.pre_upgrade = pre_upgrade_copies(project.db_path)
         if dry_run:
             return report
-        if not (rewrites or renames or report.imports or report.cursors or reasons or unclean):
+        if not changes:
             with store.transaction():  # nothing older rules left: the memory is as these rules write it
                 store.set_meta(RULES_KEY, str(RULES_VERSION))
             return report
