@@ -428,7 +428,7 @@ def check(
                     named_files, open_failures, merged, files_of, normalised
                 )
                 failures, redacted_value = _unresolved_failures(
-                    store, open_failures, named_files, (memory, root)
+                    store, open_failures, named_files, (memory, root), merged
                 )
                 # An importer's failures count only when the command names the importer's path (or a folder
                 # holding it): its bare module name would widen a guess into a wrong warning.
@@ -443,7 +443,7 @@ def check(
                         normalised,
                     )
                     via, redacted_via = _unresolved_failures(
-                        store, open_failures, named_importers, (memory, root)
+                        store, open_failures, named_importers, (memory, root), merged
                     )
                     redacted_value = redacted_value or redacted_via
                 # Redacting the tail's commands can only merge commands (resolving more failures) and take
@@ -1216,13 +1216,16 @@ def _unresolved_failures(
     open_failures: list[OpenFailure],
     by_id: dict[str, set[str]],
     seen_from: tuple[Path, Path] | None = None,
+    commands: Sequence[tuple[str, str, int, str | None, int | None]] = (),
 ) -> tuple[dict[str, list[Finding]], bool]:
     """Findings per file (BY_ID: the files each failure names, _files_named), and whether a failure naming
     one of them holds a redacted value (a redacted command of the unsynced tail might be its retry: see
     check). Only a passing run resolves a failure: the one found here (_open_failures) or a `retry` link; a
     `commit` link does not (a commit that held the failing change was once taken for its fix, and silenced
     a --strict hook while the test still failed: "never seen passing" is about passing). SEEN_FROM:
-    (the memory's work tree, the checkout precheck runs in), to name a command's folder from the latter."""
+    (the memory's work tree, the checkout precheck runs in), to name a command's folder from the latter.
+    COMMANDS (the window's, as _open_failures read them) are read only for a finding: a later run of its
+    command as `…; echo rc=$?` is named in it (_echoed_later)."""
     if not open_failures:
         return {}, False
     candidates = [f for f in open_failures if f[0] in by_id]
@@ -1243,6 +1246,7 @@ def _unresolved_failures(
         for path in sorted(by_id[failure[0]]):
             grouped.setdefault((path, compared, failure[3]), []).append(failure)
     out: dict[str, list[Finding]] = {}
+    echoed: dict[tuple[str, str | None], int] | None = None  # read at the first finding
     for (path, _compared, cwd), runs in grouped.items():
         if len(out.get(path, ())) >= MAX_FAILURES_PER_FILE:
             continue
@@ -1250,6 +1254,9 @@ def _unresolved_failures(
         shown = command if len(command) <= 120 else command[:119] + "…"
         shown = " ".join(shown.split())
         times = f" ({len(runs)} times in the last {WINDOW_DAYS} days)" if len(runs) > 1 else ""
+        if echoed is None:
+            echoed = _echoed_runs(commands)
+        hint = _echoed_later(echoed, _compared, cwd, ts)
         # Another checkout's run (`../repo-wt`) or a subfolder's: said, or two lines read the same.
         folder = _folder_shown(cwd, seen_from)
         where = f" in {one_line(folder)}" if folder else ""
@@ -1264,11 +1271,43 @@ def _unresolved_failures(
                 folder=folder,
                 message=(
                     f"{one_line(path)}: `{shown}`{where} failed (exit {code}) on {timefmt.day(ts)}{times} and was never"
-                    " seen passing — run it before committing"
+                    f" seen passing — run it before committing{hint}"
                 ),
             )
         )
     return out, redacted_value
+
+
+def _echoed_runs(
+    commands: Sequence[tuple[str, str, int, str | None, int | None]],
+) -> dict[tuple[str, str | None], int]:
+    """(the command as compared, its folder) -> the newest time it ran as `…; echo …` (resolved.before_
+    semicolon_echo) among COMMANDS."""
+    out: dict[tuple[str, str | None], int] = {}
+    for _id, command, ts, cwd, _code in commands:
+        if "echo" not in command:
+            continue
+        before = resolved.before_semicolon_echo(" ".join(command.split()))
+        if before:
+            key = (resolved.normalise(before, cwd), cwd)
+            out[key] = max(ts, out.get(key, ts))
+    return out
+
+
+def _echoed_later(echoed: dict[tuple[str, str | None], int], compared: str, cwd: str | None, ts: int) -> str:
+    """The hint for a failure (COMPARED, as run in CWD at TS) that a later line ran again followed by `; echo …`
+    (ECHOED: _echoed_runs), whose recorded status is echo's; "" without one. The run of its whole test file
+    counts too (resolved.whole_files)."""
+    later = max(
+        (echoed.get((text, cwd), 0) for text in {compared, resolved.whole_files(compared)}),
+        default=0,
+    )
+    if later <= ts:
+        return ""
+    return (
+        f" (run again on {timefmt.day(later)} followed by `; echo …`: that line's status is echo's, so its"
+        " result is unknown; run it alone, or with `&& echo`, to clear this)"
+    )
 
 
 def _folder_shown(cwd: str | None, seen_from: tuple[Path, Path] | None) -> str:

@@ -119,6 +119,23 @@ def _without_echo(text: str) -> str:
     return text
 
 
+def before_semicolon_echo(text: str) -> str | None:
+    """The command before the `; echo …` at the end of TEXT (whitespace collapsed), None without one (or when
+    the echo is more than an echo: _NOT_ECHO): the line's recorded status is echo's, so it says nothing of
+    whether that command passed (_without_echo). For precheck's hint, never to resolve a failure."""
+    if "; echo" not in text:
+        return None
+    scanned = _unquoted(text)
+    if scanned is None:
+        return None
+    bare, where = scanned
+    at = bare.rfind(";")
+    tail = bare[at + 1 :].strip()
+    if at <= 0 or tail.split(" ", 1)[0] != "echo" or not _NOT_ECHO.isdisjoint(tail):
+        return None
+    return text[: where[at]].rstrip()
+
+
 def failed_part(text: str) -> str:
     """TEXT (whitespace collapsed) without an `&& echo …` at its end (_without_echo), the filters that read
     all its output at its end (`| tee -a log`, `| tail -3`, `|& cat`: each with plain words only) and then

@@ -178,6 +178,53 @@ def test_the_whole_test_file_passing_clears_a_failed_run_of_one_of_its_tests(rep
     assert links.count(("retry", "pytest -q tests/test_easter.py (exit 0)")) == len(cleared)
 
 
+def test_a_failure_run_again_with_a_semicolon_echo_says_why_it_stays(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a real bash: `pytest -q tests/test_easter.py >/dev/null; echo rc=$?` printed rc=0 after the failure,
+    and precheck said only "failed (exit 1) … never seen passing", with no word of why that run did not count.
+    The warning now says that the later line's status was echo's, so its result is unknown, and how to run it
+    so that it counts (for the run of one of its tests too); a command not run again so says nothing more; and
+    `&& echo` clears them."""
+    commit(repo, "feat: easter", {**EASTER, "tests/test_easter.py": EASTER_FAILS_WITH_MARK})
+    run_cli("-C", str(repo), "sync")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    typed_in_bash(
+        repo,
+        "touch FAIL",
+        "pytest -q -p no:cacheprovider tests/test_easter.py",
+        "pytest -q -p no:cacheprovider tests/test_easter.py::test_easter_western >/dev/null",
+        "python -m pytest -q -p no:cacheprovider tests/test_easter.py",
+        "rm FAIL",
+        "pytest -q -p no:cacheprovider tests/test_easter.py >/dev/null; echo rc=$?",
+    )
+    hint = (
+        "followed by `; echo …`: that line's status is echo's, so its result is unknown; run it alone, or with"
+        " `&& echo`, to clear this)"
+    )
+    for where in ("unsynced", "synced"):
+        said = run_script("precheck", "--files", "src/dateutil/easter.py", cwd=repo)
+        lines = [line for line in said.stderr.splitlines() if "never seen passing" in line]
+        by_command = {line.split("`")[1]: line for line in lines}
+        assert sorted(by_command) == [
+            "pytest -q -p no:cacheprovider tests/test_easter.py",
+            "pytest -q -p no:cacheprovider tests/test_easter.py::test_easter_western >/dev/null",
+            "python -m pytest -q -p no:cacheprovider tests/test_easter.py",
+        ], (where, said.stderr)
+        assert by_command["pytest -q -p no:cacheprovider tests/test_easter.py"].endswith(hint), where
+        # The run of the whole file would have covered the failed test's run too.
+        assert by_command[
+            "pytest -q -p no:cacheprovider tests/test_easter.py::test_easter_western >/dev/null"
+        ].endswith(hint), where
+        assert by_command["python -m pytest -q -p no:cacheprovider tests/test_easter.py"].endswith(
+            "never seen passing — run it before committing"
+        ), where
+        run_cli("-C", str(repo), "sync")
+
+    typed_in_bash(repo, "pytest -q -p no:cacheprovider tests/test_easter.py >/dev/null && echo ok")
+    assert _failures(repo, "src/dateutil/easter.py") == []
+
+
 def test_a_pass_followed_by_and_echo_clears_the_failure_and_a_semicolon_echo_does_not(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
