@@ -273,3 +273,33 @@ def test_a_question_about_my_own_change_and_the_verb_that_only_says_it_changed(
 ) -> None:
     assert asks_own_change(text) is own
     assert own_change_verb(text) == verb
+
+
+def yesterday_noon_ms() -> int:
+    """Noon yesterday, local time (epoch ms)."""
+    now = time.localtime()
+    midnight = time.mktime((now.tm_year, now.tm_mon, now.tm_mday, 0, 0, 0, 0, 0, -1))
+    return int((midnight - 12 * 3600) * 1000)
+
+
+@pytest.mark.parametrize("budget", ["50", "80", "300"])
+def test_a_day_whose_only_run_passed_says_so_on_stdout_at_any_budget(repo: Path, budget: str) -> None:
+    """`which tests failed yesterday --budget 50` on a day that held one passing run (`pytest -q
+    tests/test_rrule.py -k until`, exit 0) and no failure: stdout said "the best match (~34 tokens) does not
+    fit the budget of 50" and "0 of 444 match(es) shown", the answer ("no run of tests failed yesterday") on
+    stderr only."""
+    years_ago = int(time.time()) - 3 * 365 * 86_400
+    for n in range(12):
+        old_commit(
+            repo,
+            f"Fix the failing test of the easter rule {n}\n\n" + "The tests failed on a leap year. " * 20,
+            {f"tests/test_rule{n}.py": f"def test_rule():\n    assert {n} == {n}\n"},
+            when=years_ago + n * 86_400,
+        )
+    write_commands(repo, [(yesterday_noon_ms(), "pytest -q tests/test_rrule.py -k until", 0, 900)])
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    result = run_cli("-C", str(repo), "query", "--budget", budget, "--", "which tests failed yesterday")
+    assert "no run of tests failed yesterday" in result.stdout, (result.stdout, result.stderr)
+    assert "does not fit the budget" not in result.stdout, result.stdout
+    tokens = int(result.stdout.rsplit("~", 1)[1].split("/", 1)[0])
+    assert tokens <= int(budget), result.stdout

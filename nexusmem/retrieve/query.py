@@ -4140,15 +4140,17 @@ def pack_items(
             room_for_best()
     if notes is not None and ranked and header_tokens + ranked[0].tokens > budget:
         # Said before packing, so that the line is counted in the budget like the rest of the header.
+        # What the budget left room for is said with it: "~34 tokens does not fit the budget of 50" read as
+        # wrong arithmetic when the header and footer had spent half of it.
         room = max(0, budget - header_tokens)
-        note = (
-            f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit the budget of {budget}"
-            + (f" (~{room} left after the header)" if room < budget - 10 else "")
-            + ": a larger budget shows it"
-        )
+        spare = f" (~{room} left after the header)" if room < budget - 10 else ""
+        too_large = f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit"
+        note = f"{too_large} the budget of {budget}{spare}: a larger budget shows it"
         for fewer in (  # a small budget: the note in as few words as leave the answer within it
-            f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit the budget of {budget}",
-            f"{TOO_LARGE_NOTE}{ranked[0].tokens} tokens) does not fit",
+            f"{too_large} the budget of {budget}{spare}",
+            f"{too_large} the budget of {budget}" + (f" (~{room} left)" if spare else ""),
+            f"{too_large} (~{room} left)" if spare else f"{too_large} the budget of {budget}",
+            too_large,
         ):
             if estimate_tokens(f"note: {note}\n") > room:
                 note = fewer
@@ -4417,6 +4419,7 @@ _SETTLING = (
     "no commit or command recorded",
     "no question you asked ",
     "no change recorded ",
+    "no run of ",
 )
 
 
@@ -4433,7 +4436,12 @@ def binding(note: str) -> bool:
 def binding_short(note: str) -> str:
     """NOTE's binding clauses alone, without what they name in parentheses: "ParserError is still in the
     code: no change removed it"."""
-    clauses = [clause for clause in note.split("; ") if binding(clause)] or [note]
+    clauses = [clause for clause in note.split("; ") if binding(clause)]
+    if not clauses and settles(note):
+        # The answer is its first clause ("no run of tests failed yesterday"); what follows says how the
+        # items are ordered.
+        clauses = note.split("; ")[:1]
+    clauses = clauses or [note]
     return "; ".join(re.sub(r" \([^)]*\)", "", clause) for clause in clauses)
 
 
