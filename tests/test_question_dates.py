@@ -109,12 +109,46 @@ def test_a_window_with_nothing_in_it_says_so(repo: Path) -> None:
     run_cli("-C", str(repo), "sync", "--no-embed")
     for question in ("what did we change in March 2021", "what did we change in the parser in March 2021?"):
         found = query_json(repo, question)
-        assert "no change recorded in March 2021; the nearest follow" in found["notes"], found["notes"]
+        assert (
+            "no change recorded in March 2021; the nearest by date follow, closest first" in found["notes"]
+        ), found["notes"]
         assert not any(n.startswith("first: changes made") for n in found["notes"]), found["notes"]
         text = run_cli("-C", str(repo), "query", "--", question).stdout
-        assert "note: no change recorded in March 2021; the nearest follow" in text, text
+        assert "note: no change recorded in March 2021; the nearest by date follow" in text, text
     # A month with changes that do not match the question's words says that instead.
     found = query_json(repo, "what did we change in the cache in May 2021")
     assert any(n.startswith("first: changes made in May 2021") for n in found["notes"]) or any(
         n.startswith("nothing recorded in May 2021 matches") for n in found["notes"]
     ), found["notes"]
+
+
+def test_a_window_with_nothing_in_it_lists_the_changes_nearest_to_it(repo: Path) -> None:
+    """ "What did we change in March 2021" with no commit that month (dateutil): "no change recorded in March
+    2021; the nearest follow" sat under "No strong match: …", above 2021-05-16, 2021-07-02, 2021-05-21…,
+    while 2021-02-19 (ten days before March) and 2021-05-03 were there. The nearest by date come first, before
+    and after, closest first, under no "No strong match"."""
+    shas = {
+        "2007": commit(repo, "Add the date parser", {"parser.py": "P = 1\n"}, when=_at(2007, 1, 5)),
+        "feb": commit(repo, "Fix a typo in the docs", {"README": "r\n"}, when=_at(2021, 2, 19)),
+        "may3": commit(repo, "Bump the version", {"VERSION": "2\n"}, when=_at(2021, 5, 3)),
+        "may16": commit(
+            repo, "Change what we change in the parser", {"parser.py": "P = 2\n"}, when=_at(2021, 5, 16)
+        ),
+        "may21": commit(repo, "We change the parser again", {"parser.py": "P = 3\n"}, when=_at(2021, 5, 21)),
+        "jul": commit(
+            repo, "Change how the parser reads time zones", {"parser.py": "P = 4\n"}, when=_at(2021, 7, 2)
+        ),
+    }
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = "what did we change in March 2021"
+    found = query_json(repo, question)
+    refs = [item["ref"] for item in found["items"] if item["kind"] == "git_commit"]
+    assert refs[:3] == [shas["feb"], shas["may3"], shas["may16"]], (refs, shas)
+    assert found["weak"] is False, found
+    text = run_cli("-C", str(repo), "query", "--", question).stdout
+    assert "No strong match" not in text, text
+    assert text.index("no change recorded in March 2021") < text.index("Fix a typo in the docs"), text
+    # The question's other words choose among them: the parser's changes, nearest first.
+    found = query_json(repo, "what did we change in the parser in March 2021")
+    refs = [item["ref"] for item in found["items"] if item["kind"] == "git_commit"]
+    assert refs[:3] == [shas["may16"], shas["may21"], shas["jul"]], (refs, shas)

@@ -1199,8 +1199,19 @@ def retrieve(
         question.notes.append(f"first: changes made {dated.phrase} (the dates the question writes)")
     elif dated is not None and question.asks != "usage" and not listed and answered_by is None:
         # "What did we change in March 2021?" with no change that month: said, before the changes of other
-        # months that follow, not a silent list of them.
-        question.notes.append(_dates_missed(store, dated))
+        # months that follow, not a silent list of them; those nearest to it by date first, before and after.
+        said = {node_id for node_id, _ in bm25_hits}
+        words_said = [node for node, _ in scored if node.kind == "git_commit" and node.id in said]
+        nearest = (
+            []
+            if _dates_hold_changes(store, dated)
+            else changes_nearest(store, dated, as_of, author, among=words_said or None)
+        )
+        question.notes.append(_dates_missed(store, dated, listed=bool(nearest)))
+        if nearest:
+            scored = put_first(scored, nearest)
+            pinned = _pinned([node.id for node in nearest], pinned)
+            answered_by = nearest[0].id
     lexical = {node_id for node_id, _ in bm25_hits}
     day_asked = conversation_of_day(question.text) if day is not None else None
     if day_asked is not None and day is not None and answered_by is None and not listed:
@@ -1326,12 +1337,44 @@ def _in_dates(node: StoredNode, dated: timecue.Dated) -> bool:
     return _is_change(node) and dated.low <= node.ts <= dated.high
 
 
-def _dates_missed(store: SearchStore, dated: timecue.Dated) -> str:
-    """The note of a question whose dates (DATED) hold none of its matches: no change at all then, or none
-    that matches."""
-    if not store.newest_of_kind("git_commit", dated.low, dated.high, 1):
-        return f"no change recorded {dated.phrase}; the nearest follow"
+def _dates_missed(store: SearchStore, dated: timecue.Dated, *, listed: bool = False) -> str:
+    """The note of a question whose dates (DATED) hold none of its matches: no change at all then (the changes
+    nearest to them by date LISTED first), or none that matches."""
+    if not _dates_hold_changes(store, dated):
+        follow = "the nearest by date follow, closest first" if listed else "the nearest follow"
+        return f"no change recorded {dated.phrase}; {follow}"
     return f"nothing recorded {dated.phrase} matches the question; the closest follow"
+
+
+def _dates_hold_changes(store: SearchStore, dated: timecue.Dated) -> bool:
+    return bool(store.newest_of_kind("git_commit", dated.low, dated.high, 1))
+
+
+def changes_nearest(
+    store: SearchStore,
+    dated: timecue.Dated,
+    as_of: int | None,
+    author: str | None,
+    among: list[StoredNode] | None = None,
+) -> list[StoredNode]:
+    """The NEAREST_CHANGES commits nearest by date to DATED, a window that holds none, before it and after it,
+    the closest first (ties: the earlier first), that pass the query's filters: what "what did we change in
+    March 2021" lists when nothing changed that month (February 19th before May 16th). AMONG: the commits the
+    question's other words matched ("… in the parser in March 2021"), when there are some."""
+    if among is None:
+        before = store.newest_of_kind("git_commit", 0, max(0, dated.low - 1), NEAREST_CHANGES * 2)
+        after = store.oldest_of_kind("git_commit", dated.high + 1, 2**62, NEAREST_CHANGES * 2)
+        among = list(store.get_many([*before, *after], light=True).values())
+    kept = [
+        node
+        for node in among
+        if not dated.low <= node.ts <= dated.high and _passes(node, as_of, None, None, author, store.member)
+    ]
+
+    def distance(node: StoredNode) -> tuple[int, int]:
+        return (dated.low - node.ts if node.ts < dated.low else node.ts - dated.high), node.ts
+
+    return sorted(kept, key=distance)[:NEAREST_CHANGES]
 
 
 def dated_cue(cue: timecue.Cue | None, dated: timecue.Dated | None) -> timecue.Cue | None:
@@ -1931,6 +1974,9 @@ def _after_their_commits(
 # docs/evaluation.md): mean .5443 at 1, .5457 at .9, .5470 at .7 and at .5 (no set lower at any factor).
 SIBLING_FACTOR = 0.7
 _CHANGE_KINDS = ("git_commit", "code_diff")
+NEAREST_CHANGES = (
+    5  # the commits nearest to a window of dates that holds none, listed first (changes_nearest)
+)
 
 
 def _usage_doc_path(node: StoredNode) -> str | None:

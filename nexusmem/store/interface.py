@@ -166,6 +166,10 @@ class SearchStore(Protocol):
         """Ids of the LIMIT newest nodes of KIND with START <= ts <= END, newest first (ties by id)."""
         ...
 
+    def oldest_of_kind(self, kind: str, start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT oldest nodes of KIND with START <= ts <= END, oldest first (ties by id)."""
+        ...
+
     def command_authors(self) -> list[tuple[str, str]]:
         """The distinct (author, author kind) of the shell commands held, by how many each ran, most first
         (a command recorded before authors existed is ("me", "human")): what a note names when --author

@@ -926,6 +926,16 @@ class NodesMixin:
             )
         ]
 
+    def oldest_of_kind(self, kind: str, start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT oldest nodes of KIND with START <= ts <= END, oldest first (ties by id)."""
+        return [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT id FROM nodes WHERE kind = ? AND ts BETWEEN ? AND ? ORDER BY ts, id LIMIT ?",
+                (kind, start, end, limit),
+            )
+        ]
+
     def command_authors(self) -> list[tuple[str, str]]:
         """The distinct (author, author kind) of the shell commands held, most commands first."""
         return [

@@ -1432,6 +1432,15 @@ class TeamStore:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def oldest_of_kind(self, kind: str, start: int, end: int, limit: int) -> list[str]:
+        """Ids of the LIMIT oldest of the team's nodes of KIND with START <= ts <= END, oldest first."""
+        rows = self.conn.execute(
+            "SELECT id FROM nodes WHERE project_id = %s AND kind = %s AND ts BETWEEN %s AND %s"
+            " ORDER BY ts, id LIMIT %s",
+            (self.project, kind, start, end, limit),
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def command_authors(self) -> list[tuple[str, str]]:
         """The distinct (author, author kind) of the team's shell commands, most commands first."""
         rows = self.conn.execute(
