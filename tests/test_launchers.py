@@ -205,6 +205,11 @@ def test_pytests_exit_5_failed_no_test(line: str, code: int, none_failed: bool) 
         ("which nexusmem", True),
         ("which pytest; nexusmem status", False),
         ("command -v pytest", False),
+        ("echo $HOME $NEXUSMEM_HOME; which nexusmem; pwd", True),
+        ("export LC_ALL=C; ls; command -v nexusmem", True),
+        ("cd . && nexusmem --version; pwd", True),
+        ("ls; pwd", False),
+        ("export PATH=/opt/bin:$PATH; make", False),
     ],
 )
 def test_a_line_of_nexusmems_own_runs_it_among_shell_noise_only(line: str, own: bool) -> None:

@@ -95,3 +95,26 @@ def test_a_nexusmem_line_piped_into_an_inline_script_is_nexusmems_own(repo: Path
         assert commands(found) == [work], (extra, commands(found))
         found = query_json(repo, "what did I run today", *extra)
         assert commands(found) == [work], (extra, commands(found))
+
+
+# A lookup of NexusMem's among setup commands that only print or set the scene (echo, pwd, ls, cd, export).
+SETUP_OWN_LINES = (
+    "echo $HOME $NEXUSMEM_HOME; which nexusmem; pwd",
+    "export LC_ALL=C; ls; command -v nexusmem",
+    "cd . && nexusmem --version; pwd",
+)
+
+
+def test_a_lookup_of_nexusmem_among_setup_commands_is_nexusmems_own(repo: Path) -> None:
+    """`query --author me "which nexusmem version"` answered `echo $HOME $NEXUSMEM_HOME; which nexusmem; pwd
+    (exit 0)` first: the question being asked, not an answer."""
+    commit(repo, "Bump the version to 2.9.0", {"VERSION": "2.9.0\n"})
+    sync.sync(repo)
+    work = "git tag -l 'v2*' --sort=version:refname"
+    typed_in_bash(repo, *SETUP_OWN_LINES, work)
+    sync.sync(repo)
+    for extra in ((), ("--author", "me")):
+        found = query_json(repo, "which nexusmem version", *extra)
+        assert not [ref for ref in commands(found) if "nexusmem" in ref], (extra, commands(found))
+        found = query_json(repo, "what did I run today", *extra)
+        assert commands(found) == [work], (extra, commands(found))

@@ -362,12 +362,13 @@ def no_test_failed(command: str, exit_code: int | None) -> bool:
     return _PYTEST.match(" ".join(words[command_start(words) :])) is not None
 
 
-# What only wipes, moves, prints, pages or filters around a NexusMem command on its line: `clear; nexusmem
-# query "…" 2>&1 | tee out.txt`, `cd api && nexusmem sync`, `nexusmem query --json "…" | jq .items`.
+# What only wipes, moves, prints, pages, filters or sets the scene around a NexusMem command on its line:
+# `clear; nexusmem query "…" 2>&1 | tee out.txt`, `cd api && nexusmem sync`, `nexusmem query --json "…" | jq
+# .items`, `echo $HOME $NEXUSMEM_HOME; which nexusmem; pwd`, `export LC_ALL=C; ls; command -v nexusmem`.
 _SHELL_NOISE = frozenset(
     {"clear", "reset", "cd", "pushd", "popd", "echo", "printf", "true", ":", "tee", "less", "more", "most",
      "bat", "head", "tail", "cat", "jq", "grep", "egrep", "fgrep", "rg", "wc", "sort", "uniq", "column",
-     "pbcopy", "xclip", "xsel", "wl-copy"}
+     "pbcopy", "xclip", "xsel", "wl-copy", "pwd", "ls", "export"}
 )  # fmt: skip
 # An interpreter given its script inline (`python3 -c "import json,sys; …"`, `node -e '…'`): a filter, as jq
 # is, when a pipe feeds it (`nexusmem query --json "…" | python3 -c …`); after a `;` it is work of its own.
@@ -438,8 +439,9 @@ def _looks_up_nexusmem(words: Sequence[str]) -> bool:
 def runs_nexusmem(line: str) -> bool:
     """Whether the shell LINE is NexusMem's own: one of its simple commands runs `nexusmem` (past what only
     launches it: `time`, `sudo`, `env`, `NAME=value`) or says where it is (`which nexusmem`, `type
-    nexusmem`, `command -v nexusmem`) and the others only wipe, move, print, page or filter (_SHELL_NOISE; an
-    inline script a pipe feeds, `| python3 -c "import json,sys; …"`, `| node -e …`, `| ruby -e …`):
+    nexusmem`, `command -v nexusmem`) and the others only wipe, move, print, page, filter or set the scene
+    (_SHELL_NOISE: `echo $HOME; which nexusmem; pwd`, `export LC_ALL=C; ls`; an inline script a pipe feeds,
+    `| python3 -c "import json,sys; …"`, `| node -e …`, `| ruby -e …`):
     `clear; nexusmem query "…" 2>&1 | tee out.txt`, `cd api && time nexusmem status`, `which nexusmem;
     nexusmem --version`. The question being asked, never an answer to one nor work waiting for a sync."""
     if "nexusmem" not in line:
