@@ -64,6 +64,28 @@ _NOT_A_NAME = frozenset({"atuin", "code", "agent", "cli"})
 _DOES = r"(?=\s+(?:ran|run|runs|running|did|do|does|tried|try|typed|type|executed|execute|changed|change)\b)"
 
 
+# A question whose subject is an agent NexusMem records, doing something: "what has claude been doing", "what
+# did codex run today", "which tests did gemini try". Not "what did I ask claude" (the person's questions),
+# nor "the claude API" (no doing).
+_AGENT_SUBJECT = re.compile(
+    r"\b(?:what|which(?:\s+\w+){1,2}|when|why|how|where)\s+(?:have|has|had|did|does|do|is|was)\s+"
+    r"(?P<who>claude(?:[\s-]code)?|codex|gemini|aider)\s+(?:just\s+|been\s+|last\s+)*"
+    r"(?:doing|done|do|did|working|work|worked|up\s+to|busy|running|run|ran|trying|tried|try|typing|typed"
+    r"|type|executing|executed|execute|changing|changed|change|committing|committed|commit)\b",
+    re.IGNORECASE,
+)
+
+
+def subject_agent(text: str) -> str | None:
+    """The agent TEXT asks about as its subject, as `--author` names it ("what has claude been doing" ->
+    claude-code), else None."""
+    found = _AGENT_SUBJECT.search(text)
+    if found is None:
+        return None
+    who = " ".join(found.group("who").lower().replace("-", " ").split())
+    return "claude-code" if who.startswith("claude") else parse(who)
+
+
 def without_author_words(text: str, wanted: str | None) -> str:
     """TEXT without the words that name the author WANTED (a parse() result) asks for: "the agent",
     "agents", the agent's name, and a part of it ("claude" of claude-code) where it does something. Under the

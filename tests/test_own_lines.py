@@ -59,11 +59,11 @@ def test_newest_work_lists_no_line_of_nexusmem_itself(repo: Path) -> None:
     for extra in ((), ("--author", "claude")):
         found = query_json(repo, "what has claude been doing", *extra)
         refs = commands(found)
-        # Without --author the listing is everyone's newest work, Claude Code's among it; with it, Claude's alone.
-        expected = ["python -m pytest dateutil/test/test_easter.py -q"]
-        wanted = expected if extra else ["python3 -c 'print(1)'", *expected]
-        assert refs == wanted, (extra, refs, found["notes"])
-        assert not [ref for ref in refs if "nexusmem" in ref], (extra, refs)
+        # Claude's work alone, with --author or without: the question names Claude (without, the listing was
+        # everyone's newest work, the user's own command first).
+        assert refs == ["python -m pytest dateutil/test/test_easter.py -q"], (extra, refs, found["notes"])
+        named = "the question names claude-code: read as --author claude-code"
+        assert (named in found["notes"]) is not bool(extra), (extra, found["notes"])
     text = run_cli("-C", str(repo), "query", "what did I run today").output
     assert "nexusmem" not in text.split("\n", 1)[1], text
 
@@ -118,3 +118,21 @@ def test_a_lookup_of_nexusmem_among_setup_commands_is_nexusmems_own(repo: Path) 
         assert not [ref for ref in commands(found) if "nexusmem" in ref], (extra, commands(found))
         found = query_json(repo, "what did I run today", *extra)
         assert commands(found) == [work], (extra, commands(found))
+
+
+def test_a_question_whose_subject_is_an_agent_reads_as_its_author(repo: Path) -> None:
+    """ "what did codex run today" without --author listed the user's own commands first, as "what have I been
+    doing" does; "what did I ask claude …" is still the user's questions."""
+    commit(repo, "Fix the western easter date", {"easter.py": "E = 1\n"})
+    agent_ran(repo, "python -m pytest dateutil/test/test_easter.py -q")
+    typed_in_bash(repo, "python3 -c 'print(1)'")
+    sync.sync(repo)
+    found = query_json(repo, "what did codex run today")
+    assert commands(found) == [], found["items"]
+    assert "the question names codex: read as --author codex" in found["notes"], found["notes"]
+    text = run_cli("-C", str(repo), "query", "what has Claude Code been doing").stdout
+    assert "python -m pytest dateutil/test/test_easter.py -q" in text and "print(1)" not in text, text
+    assert "note: the question names claude-code: read as --author claude-code" in text, text
+    mine = query_json(repo, "what have I been doing")
+    assert commands(mine)[0] == "python3 -c 'print(1)'", commands(mine)
+    assert not any("read as --author" in note for note in mine["notes"]), mine["notes"]

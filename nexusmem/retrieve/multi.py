@@ -374,7 +374,8 @@ def search_all(
     project since its last sync were not searched (unsynced_note).
     """
     asked = query.prepare(text)
-    result = MultiResult(query=asked.text, budget=budget, notes=list(asked.notes), query_cut=asked.cut)
+    author, named = query.asked_author(asked.text, author)
+    result = MultiResult(query=asked.text, budget=budget, notes=[*named, *asked.notes], query_cut=asked.cut)
     filters = _Filters(as_of, since, until, author)
     with ExitStack() as stack:
         searched: list[_Searched] = []

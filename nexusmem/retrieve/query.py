@@ -3811,6 +3811,7 @@ def run(
     nexusmem.authors; ROOT: the work tree whose memory STORE is, for the note when HEAD moved since its last
     sync)."""
     text = well_formed(text)
+    author, named = asked_author(text, author)
     found = retrieve(
         store,
         text,
@@ -3828,7 +3829,7 @@ def run(
         query=asked.text,
         budget=budget,
         projects=[project],
-        notes=answer_notes(store, found, as_of=as_of, root=root),
+        notes=[*named, *answer_notes(store, found, as_of=as_of, root=root)],
         query_cut=asked.cut,
     )
     result.matched, result.bm25_matched, result.vector_matched = (
@@ -3875,6 +3876,17 @@ def run(
         result.notes.append(EMPTY_NOTE)
     result.tokens_used = used + header_tokens(result)  # the header as `render` prints it, with every note
     return result
+
+
+def asked_author(text: str, author: str | None) -> tuple[str | None, list[str]]:
+    """AUTHOR (an --author filter), or without one the agent TEXT asks about as its subject ("what has claude
+    been doing": claude-code, authors.subject_agent), read as --author; with the note that says so."""
+    if author is not None:
+        return author, []
+    named = authors.subject_agent(text)
+    if named is None:
+        return None, []
+    return named, [f"the question names {named}: read as --author {named}"]
 
 
 def answer_notes(store: SearchStore, found: Retrieved, *, as_of: int | None, root: Path | None) -> list[str]:

@@ -69,6 +69,7 @@ def search(
     """Answer TEXT from LOCAL and TEAM (None: unreachable; TEAM_NOTE then says why, as one note line);
     AUTHOR (nexusmem.authors) keeps the commands of that author in both lists."""
     asked = query.prepare(text)
+    author, named = query.asked_author(asked.text, author)
     result = multi.MultiResult(query=asked.text, budget=budget, query_cut=asked.cut)
     filters = (as_of, since, until)
     searched = []
@@ -83,7 +84,7 @@ def search(
         result.projects.append(name)
         result.roots.append(str(root))
     counted = [answer.counts for answer in found]
-    result.notes = _notes(local, found, as_of, root)
+    result.notes = [*named, *_notes(local, found, as_of, root)]
     if team_note:
         result.notes.append(team_note)
     # What both hold counts once.
