@@ -198,6 +198,16 @@ def test_what_did_i_ask_an_agent_on_a_day_lists_that_days_questions_first(
         ]
     mine = ask(repo, "what did I ask claude yesterday", "--author", "me")
     assert titles(mine) == asked, titles(mine)
+    # The day's questions are the whole answer: no command of today's, no old commit after them as filler; and
+    # under a small budget nothing smaller takes the place of the next question.
+    assert titles(ask(repo, "what did I ask claude yesterday")) == asked
+    for budget in ("150", "100"):
+        text = run_cli(
+            "-C", str(repo), "query", "--budget", budget, "--", "what did I ask claude yesterday"
+        ).stdout
+        shown = [line for line in text.splitlines() if line.startswith("- ")]
+        assert shown and all("cargo" not in line for line in shown), (budget, text)
+        assert all(any(q[:30] in line for q in asked) for line in shown), (budget, text)
     now = ask(repo, "what did I ask claude today")
     assert titles(now)[:1] == ["why does Chain::advance panic when the first buffer is empty?"], titles(now)
     # A question that names what it was about is still answered by its words.

@@ -1218,10 +1218,15 @@ def retrieve(
         typed = questions_of_day(store, day, day_asked.agent, as_of)
         whom = day_asked.agent or "your agents"
         if typed:
-            scored = put_first(scored, typed)
+            # The day's questions are the whole answer (the question names nothing else): listed in their
+            # order, none of today's commands or old commits after them as filler, nor in place of the next
+            # one a small budget leaves out (the listing's note says how many).
+            scored = put_first([], typed)
+            listed = typed
             pinned = _pinned([node.id for node in typed], pinned)
             answered_by = typed[0].id
-            question.notes.append(f"first: the questions you asked {whom} {day.said}, newest first")
+            listing_note = f"first: the questions you asked {whom} {day.said}, newest first"
+            question.notes.append(listing_note)
         else:
             question.notes.append(f"no question you asked {whom} is recorded {day.said}")
     if question.conversation is not None and answered_by is None and not listed:
