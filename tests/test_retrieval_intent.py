@@ -844,6 +844,53 @@ def test_a_name_nothing_holds_whole_has_no_first_change_and_is_a_weak_answer(rep
     assert not any(n.startswith("nothing in memory") for n in member["notes"]), member["notes"]
 
 
+def test_a_name_held_as_the_family_it_heads_is_held(repo: Path) -> None:
+    """ "Which version added try_get methods for the Buf trait?" (tokio-rs/bytes) answered "No strong match"
+    and "note: nothing in memory holds try_get" right above the changelog entry "`try_get_*` methods for
+    `Buf` trait (#753)" and the commit that wrote `fn try_get_u8` and `fn try_get_u16`: a name written as
+    the family it heads is held, and the answer is no weak one. A name nothing holds in any form is still."""
+    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
+        commit(
+            repo,
+            f"Tidy the {area} module",
+            {f"src/{area}.rs": f"const N: u8 = {n};\n"},
+            when=NOW - (900 - n) * DAY,
+        )
+    commit(
+        repo,
+        "Add the Buf trait",
+        {"src/buf.rs": "pub trait Buf {\n    fn get_u8(&mut self) -> u8;\n}\n"},
+        when=NOW - 800 * DAY,
+    )
+    methods = "".join(
+        f"    fn try_get_{t}(&mut self) -> Result<{t}, TryGetError> {{\n        Ok(self.get_{t}())\n    }}\n"
+        for t in ("u8", "u16", "u32")
+    )
+    commit(
+        repo,
+        "Try get methods for Buf trait (#753)",
+        {"src/buf.rs": "pub trait Buf {\n    fn get_u8(&mut self) -> u8;\n" + methods + "}\n"},
+        when=NOW - 300 * DAY,
+    )
+    commit(
+        repo,
+        "chore: prepare bytes v1.10.0 (#766)",
+        {
+            "CHANGELOG.md": "# 1.10.0 (February 3rd, 2025)\n\n### Added\n- `try_get_*` methods for `Buf` trait"
+            " (#753)\n\n# 1.9.0 (November 27, 2024)\n\n### Added\n- Add `Bytes::from_owner` (#742)\n"
+        },
+        when=NOW - 290 * DAY,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, "Which bytes version added try_get methods for the Buf trait?")
+    assert not any(n.startswith("nothing in memory holds") for n in found["notes"]), found["notes"]
+    assert found["weak"] is False, found
+    titles = [it["title"] for it in found["items"]]
+    assert "Try get methods for Buf trait (#753)" in titles[:3], titles
+    made_up = query_json(repo, "Which bytes version added try_peek methods for the Buf trait?")
+    assert "nothing in memory holds try_peek" in made_up["notes"] and made_up["weak"] is True, made_up
+
+
 def synced_answer(repo: Path, question: str) -> tuple[list[str], list[str]]:
     """Sync REPO (no vectors), then the titles and notes `query --json` gives for QUESTION."""
     run_cli("-C", str(repo), "sync", "--no-embed")

@@ -372,14 +372,16 @@ def member_holds(
 
 def held_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> bool:
     """Whether any node (a change, a doc section, a command…) holds NAME whole: a plain identifier as one
-    identifier, any case (`cobertura_version`, not "Cobertura version"); an option as written, any case
+    identifier, any case (`cobertura_version`, not "Cobertura version"), or as the family it heads
+    (_family_name: `try_get` in "`try_get_*` methods" or `fn try_get_u8`); an option as written, any case
     (`--parallel-workers`, not "parallel workers"). True when ORIGIN_LIMIT nodes or more hold its words (a
     word of the project), when NAME has no words to search, and for any other name: a member or a path
     (`tomlkit.dumps`) is often written whole nowhere (`def dumps` in tomlkit/api.py). SEARCHES: the
     question's searches of the exact index (and its window)."""
-    if _exact_name(name) is None and not _OPTION.fullmatch(name.strip("`")):
+    family = _family_name(name)
+    if family is None and not _OPTION.fullmatch(name.strip("`")):
         return True
-    holding = holders_whole(store, name, searches=searches)
+    holding = holders_whole(store, name, searches=searches, matcher=family)
     return holding is None or bool(holding)
 
 
@@ -393,9 +395,12 @@ def docs_hold(store: SearchStore, name: str, *, searches: ExactSearches) -> bool
     )
 
 
-def holders_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> list[StoredNode] | None:
-    """The nodes that hold NAME whole (see held_whole); None when NAME has no words to search or
-    ORIGIN_LIMIT nodes or more hold its words (a word of the project: not read one by one)."""
+def holders_whole(
+    store: SearchStore, name: str, *, searches: ExactSearches, matcher: re.Pattern[str] | None = None
+) -> list[StoredNode] | None:
+    """The nodes that hold NAME whole (see held_whole), or what MATCHER matches when given; None when NAME
+    has no words to search or ORIGIN_LIMIT nodes or more hold its words (a word of the project: not read one
+    by one)."""
     words = terms(name)
     if not words:
         return None
@@ -405,7 +410,7 @@ def holders_whole(store: SearchStore, name: str, *, searches: ExactSearches) -> 
         return None
     if not found:
         return []
-    exact = _exact_name(name) or _written(name)
+    exact = matcher or _exact_name(name) or _written(name)
     return [n for n in store.get_many([i for i, _ in found]).values() if _holds(exact, n)]
 
 
@@ -699,14 +704,32 @@ def _kept_lines(body: str) -> list[str]:
 _PLAIN_NAME = re.compile(r"[A-Za-z_$][\w$]*")
 
 
+def _plain_name(name: str) -> str | None:
+    """NAME without backticks and a call's "()" when it is one plain identifier; None for a member, a path
+    or an option."""
+    core = name.strip("`")
+    core = core[:-2] if core.endswith("()") else core
+    return core if _PLAIN_NAME.fullmatch(core) else None
+
+
 def _exact_name(name: str) -> re.Pattern[str] | None:
     """A matcher of NAME as one whole identifier, any case (change words are lower-cased), when NAME is one
     plain identifier (backticks and a call's "()" aside); None for a member, a path or an option."""
-    core = name.strip("`")
-    core = core[:-2] if core.endswith("()") else core
-    if not _PLAIN_NAME.fullmatch(core):
+    core = _plain_name(name)
+    if core is None:
         return None
     return re.compile(r"(?<![\w$])" + re.escape(core) + r"(?![\w$])", re.IGNORECASE)
+
+
+def _family_name(name: str) -> re.Pattern[str] | None:
+    """_exact_name, and NAME as the head of a family of identifiers: "`try_get_*` methods for `Buf`", or
+    `try_get_u8` and `try_get_u16` in a change, hold `try_get` (as `git log -S try_get` finds them). The
+    family goes on after an underscore or a `*` (`cobertura_version_max` heads from `cobertura_version`; a
+    longer word does not: `try_getter` is no `try_get`). None for a member, a path or an option."""
+    core = _plain_name(name)
+    if core is None:
+        return None
+    return re.compile(r"(?<![\w$])" + re.escape(core) + r"(?:_[\w$]*|\*)?(?![\w$])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
