@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nexusmem import project
+from nexusmem import project, timefmt
 from nexusmem.retrieve import query, rank, rerank, search, thesaurus
 from nexusmem.retrieve.intent import (
     adopted_name,
@@ -889,6 +889,62 @@ def test_a_name_held_as_the_family_it_heads_is_held(repo: Path) -> None:
     assert "Try get methods for Buf trait (#753)" in titles[:3], titles
     made_up = query_json(repo, "Which bytes version added try_peek methods for the Buf trait?")
     assert "nothing in memory holds try_peek" in made_up["notes"] and made_up["weak"] is True, made_up
+
+
+@pytest.mark.parametrize(
+    "question", ["what did I try before the fix", "what did I try before fixing the easter test"]
+)
+def test_what_was_tried_before_the_fix_starts_at_the_failure_it_fixed(repo: Path, question: str) -> None:
+    """A failing `pytest -q tests/test_easter.py`, two edits, a re-run that fails again and another test,
+    then the fix commit and a passing run: "what did I try before the fix" listed the three commands before
+    `git commit -am 'Fix …'`, nearest first (the failure itself left out), and "… before fixing the easter
+    test" what came before the re-run that failed again (the first failure, then the work before it). Both list
+    what was run from the failure the fix fixed up to the fix, oldest first, the fix last."""
+    commit(
+        repo,
+        "Add the easter module",
+        {
+            "src/easter.py": "def easter(year):\n    return year % 19\n",
+            "tests/test_easter.py": "import easter\n",
+        },
+        when=NOW - 30 * DAY,
+    )
+    start = (NOW - 2 * 3600) * 1000
+    minute = 60_000
+    test = "pytest -q tests/test_easter.py"
+    tried = [
+        (start + 2 * minute, "sed -i 's/year % 19/(year % 19) + 1/' src/easter.py", 0),
+        (start + 3 * minute, test, 1),
+        (start + 5 * minute, "sed -i 's/+ 1/- 1/' src/easter.py", 0),
+        (start + 6 * minute, "pytest -q tests/test_dates.py", 0),
+    ]
+    fixed = "git commit -am 'Fix easter date for Julian years'"
+    write_commands(
+        repo,
+        [
+            (start - 20 * minute, "vim src/parser.py", 0),
+            (start - 10 * minute, "pytest -q tests/test_parser.py", 0),
+            (start, test, 1),
+            *tried,
+            (start + 8 * minute, fixed, 0),
+            (start + 9 * minute, test, 0),
+        ],
+    )
+    commit(
+        repo,
+        "Fix easter date for Julian years",
+        {"src/easter.py": "def easter(year):\n    return (year % 19) - 1\n"},
+        when=(start + 8 * minute) // 1000,
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    found = query_json(repo, question)
+    items = [(it["ref"], it["ts"]) for it in found["items"]]
+    listed = [(test, timefmt.iso(start)), *((command, timefmt.iso(ts)) for ts, command, _ in tried)]
+    assert items[: len(listed)] == listed, items
+    assert found["items"][len(listed)]["title"] == "Fix easter date for Julian years", items
+    assert (test, timefmt.iso(start + 9 * minute)) in items[len(listed) + 1 : len(listed) + 3], items
+    assert found["notes"][0].startswith(f"first: what was run from `{test}` (exit 1, "), found["notes"]
+    assert found["weak"] is False
 
 
 def synced_answer(repo: Path, question: str) -> tuple[list[str], list[str]]:

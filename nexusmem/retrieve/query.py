@@ -1097,7 +1097,37 @@ def retrieve(
             question.notes.append(listing_note)
             if not listed:
                 listing_note = None  # nothing then: said, and answered by the ranking below
-    if question.then is not None:
+    attempts = (
+        attempts_before_fix(store, question, as_of=as_of, since=since, until=until, names=names)
+        if question.then == "before" and answered_by is None and asks_before_fix(question.text)
+        else None
+    )
+    if attempts is not None:
+        # In time order, the budget keeping the first (listing), and no fix riding up after its failure
+        # (whole): the fix ends the listing, its patch after the commit.
+        listed = [attempts.failure, *attempts.tried, *attempts.fixes]
+        patches = {
+            node.id: patch
+            for node in attempts.fixes
+            if node.kind == "git_commit"
+            for patch in [fix_patch(store, attempts.failure.ref, node.ref)]
+            if patch is not None
+        }
+        patch_nodes = store.get_many(list(patches.values()), light=True)
+        listed = [
+            shown
+            for node in listed
+            for shown in (node, patch_nodes.get(patches.get(node.id, "")))
+            if shown is not None
+        ]
+        scored = _listed(scored, listed, keep=True)
+        whole = whole | {node.id for node in listed}
+        answered_by = attempts.failure.id
+        question.notes.append(
+            f"first: what was run from `{attempts.failure.ref}` ({_exit_text(attempts.failure)},"
+            f" {timefmt.iso(attempts.failure.ts)}) up to the fix memory linked to it, oldest first"
+        )
+    elif question.then is not None:
         ceiling = scored[0][1] if scored else 0.0  # what the commands run next are put above
         scored, anchor = with_neighbours(
             store,
@@ -2790,6 +2820,114 @@ def fixes_first(
         if shown_node is not None
     ]
     return _listed(scored, with_patches, keep=True), shown, failures
+
+
+# "What did I try before the fix?", "what did I try before fixing the easter test": the fix is what memory
+# linked to a failure (the commit made after it, the passing re-run: FIX_RELATIONS), and the attempts are
+# what was run from the first failure it fixed up to it, oldest first: not what came before a command that
+# shares the question's words (a re-run that failed again, the `git commit -m "Fix …"`), nearest first.
+_BEFORE_FIX = re.compile(
+    r"\bbefore\s+(?:(?:the|my|our|that|this|its)\s+fix\b|fixing\b|(?:i|we|you)\s+fixed\b|it\s+(?:was|got)\s+fixed\b)",
+    re.IGNORECASE,
+)
+ATTEMPTS_LISTED = 20  # the attempts shown at most, the first ones: the failure, then what followed it
+
+
+def asks_before_fix(text: str) -> bool:
+    """Whether TEXT asks what came before a fix ("before the fix", "before fixing the easter test")."""
+    return _BEFORE_FIX.search(text) is not None
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """What was run between a failure and its fix: FAILURE (the first failed run the fix fixed), then
+    TRIED (what was run after it, oldest first), then FIXES (what memory linked to it as its fix)."""
+
+    failure: StoredNode
+    tried: list[StoredNode]
+    fixes: list[StoredNode]
+
+
+def attempts_before_fix(
+    store: SearchStore,
+    question: Question,
+    *,
+    as_of: int | None,
+    since: int | None,
+    until: int | None,
+    names: frozenset[str] = frozenset(),
+) -> Attempts | None:
+    """The Attempts before the newest fix memory linked to a failed run the question names (every word of its
+    subject is a word of the command or of a name in it, `easter` of `tests/test_easter.py`, or names its kind
+    of run: "the easter test"; any failure when it names none), in the question's time; None when no such
+    failure is linked to a fix. Commands run in the failure's directory only, as with_neighbours reads them."""
+    words = search.terms(without_names(question.search_text, names))
+    subject = {w for w in words if not _ignorable(w) and w not in _FIX_WORDS} - FILLER_WORDS
+    asked = _asked_window(question, since, until)
+    low, high = (asked.low, asked.high) if asked is not None else (0, 2**62)
+    kinds = runs_named(question.text)
+    rows = store.shell_commands_between(low, high)
+    failed = [
+        row for row in reversed(rows) if resolved.failed(row[4]) and _names_tried(row[1], subject, kinds)
+    ]
+    for start in range(0, len(failed), 500):
+        chunk = failed[start : start + 500]
+        fixes: dict[str, list[str]] = {}
+        for from_id, to_id, relation in store.links_from([row[0] for row in chunk]):
+            if relation in FIX_RELATIONS:
+                fixes.setdefault(from_id, []).append(to_id)
+        newest = next((row for row in chunk if row[0] in fixes), None)
+        if newest is None:
+            continue
+        fixed = set(fixes[newest[0]])
+        # The first failure the same fix fixed: a re-run that failed again is linked to it too.
+        earlier = [
+            row
+            for row in failed
+            if row[3] == newest[3] and newest[2] - SEQUENCE_WINDOW_MS <= row[2] <= newest[2]
+        ]
+        linked = store.links_from([row[0] for row in earlier])
+        firsts = {
+            from_id for from_id, to_id, relation in linked if relation in FIX_RELATIONS and to_id in fixed
+        }
+        first = min((row for row in earlier if row[0] in firsts), key=lambda row: row[2], default=newest)
+        fix_nodes = store.get_many(sorted(fixed), light=True)
+        shown_fixes = sorted(
+            (n for n in fix_nodes.values() if _within(n, as_of, since, until)), key=lambda n: (n.ts, n.kind)
+        )
+        if not shown_fixes:
+            continue
+        end = shown_fixes[0].ts
+        between = [
+            row[0]
+            for row in rows
+            if row[3] == first[3] and first[2] <= row[2] < end and row[0] not in fixed and row[0] != first[0]
+        ]
+        nodes = store.get_many([first[0], *between], light=True)
+        if first[0] not in nodes:
+            continue
+        tried = [
+            nodes[i]
+            for i in between
+            if i in nodes and _within(nodes[i], as_of, None, None) and not is_own_line(nodes[i])
+        ]
+        return Attempts(nodes[first[0]], tried[: ATTEMPTS_LISTED - 1], shown_fixes)
+    return None
+
+
+def _names_tried(command: str, subject: set[str], kinds: list[Runs]) -> bool:
+    """_names_run, or every word of SUBJECT a part of a name in COMMAND (`easter` of `tests/test_easter.py`)."""
+    if _names_run(command, subject, kinds):
+        return True
+    said = search.terms(resolved.failed_part(command))
+    parts = {part for word in said for part in re.split(r"[_\-]+", word) if part}
+    named = {
+        w
+        for runs in kinds
+        if is_run(command_words(resolved.failed_part(command)), runs)
+        for w in subject & runs.words
+    }
+    return all(w in parts or w in named for w in subject)
 
 
 def fix_patch(store: SearchStore, command: str, sha: str) -> str | None:
