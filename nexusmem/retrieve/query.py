@@ -1089,11 +1089,13 @@ def retrieve(
     # "What did I commit in cJSON yesterday", "which tests failed in this repo": the project's own name says
     # which memory is asked (this one), not what about; the rules below read the question without it.
     names = project_names(store, project) if answered_by is None else frozenset()
+    file_said = False  # a question about one file's changes, answered by its own note (file_changes_first)
     if answered_by is None and question.then is None and not question.failure:
         scored, listed, listing_note = file_changes_first(
             store, scored, question, names, as_of=as_of, since=since, until=until
         )
         if listing_note is not None:
+            file_said = True
             question.notes.append(listing_note)
             if not listed:
                 listing_note = None  # nothing then: said, and answered by the ranking below
@@ -1227,7 +1229,14 @@ def retrieve(
                 question.notes.append(no_commands)
     if dated is not None and dated_first and not listed and answered_by is None:
         question.notes.append(f"first: changes made {dated.phrase} (the dates the question writes)")
-    elif dated is not None and question.asks != "usage" and not listed and answered_by is None:
+    elif (
+        dated is not None
+        and question.asks != "usage"
+        and not listed
+        and answered_by is None
+        and not file_said
+    ):
+        # (A file's changes in dates that hold none of them: its note says so and names its last change.)
         # "What did we change in March 2021?" with no change that month: said, before the changes of other
         # months that follow, not a silent list of them; those nearest to it by date first, before and after.
         said = {node_id for node_id, _ in bm25_hits}
