@@ -869,7 +869,8 @@ def build_server(log_level: LogLevel = "WARNING") -> MCPServer:
             str | None,
             Field(
                 description="Only what happened at or after this time: YYYY-MM-DD (a UTC day), ISO 8601, "
-                "today, yesterday (days of the server's local time zone, TZ), or an age such as 6h, 2d, 1w."
+                "today, yesterday (days of the server's local time zone, TZ), or an age such as 6h, 2d, 1w, "
+                '"2 days ago", "3 hours", "last 2 weeks".'
             ),
         ] = None,
         until: Annotated[

@@ -781,6 +781,37 @@ def test_since_today_is_the_local_day_of_the_server(repo: Path, tmp_path: Path) 
         anyio.run(main)
 
 
+def test_since_takes_an_age_written_out(repo: Path, tmp_path: Path) -> None:
+    """search_memory's `since: "2 days ago"` was refused ("'2 days ago' is not a time: use YYYY-MM-DD, …"):
+    an age written out in words is the age 2d is, in since, until and asOf alike, and the tool's parameter
+    says so."""
+    small_history(repo)
+    now = int(time.time() * 1000)
+    write_commands(repo, [(now - 5 * 86_400_000, "make test", 2), (now - 3_600_000, "make build", 1)])
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            listed = {t.name: t for t in (await s.list_tools()).tools}
+            assert "2 days ago" in listed["search_memory"].input_schema["properties"]["since"]["description"]
+            where = {"projectRoot": str(repo), "query": "make"}
+            ok(await s.call_tool("sync_project", {"projectRoot": str(repo), "noEmbed": True}))
+            for since in ("2 days ago", "2 days", "last 2 days", "48 hours ago", "1 week ago"):
+                _text, recent = ok(await s.call_tool("search_memory", {**where, "since": since}))
+                expected = (
+                    ["make build (exit 1)"]
+                    if "week" not in since
+                    else ["make build (exit 1)", "make test (exit 2)"]
+                )
+                assert sorted(it["title"] for it in recent["items"]) == sorted(expected), (
+                    since,
+                    recent["items"],
+                )
+            _text, older = ok(await s.call_tool("search_memory", {**where, "until": "3 days ago"}))
+            assert [it["title"] for it in older["items"]] == ["make test (exit 2)"], older["items"]
+
+    anyio.run(main)
+
+
 def test_a_long_backlog_is_left_to_the_next_sync_not_stored_by_a_search(repo: Path) -> None:
     """50,000 commands logged since the last sync held the first search 11 s: a search stores at most a
     short backlog first (catchup.CATCH_UP_MAX_BYTES), a longer one is the next sync's."""

@@ -103,6 +103,9 @@ def test_since_and_until_filter_on_event_time(old_and_fresh: Path) -> None:
         text=True,
     )
     assert plain_forever.returncode == 0 and "log each chunk's gateway" in plain_forever.stdout, plain_forever
+    # An age written out is the age 2d is ("'2 days ago' is not a time" before).
+    for age in ("2 days ago", "48 hours", "last 2 days"):
+        assert titles(query_json(old_and_fresh, "upload gateway", "--since", age)) == titles(recent), age
     bad = run_cli("-C", str(old_and_fresh), "query", "--since", "last tuesday", "upload", ok=False)
     assert bad.exit_code != 0 and "'last tuesday' is not a time" in bad.output
     empty = run_cli("-C", str(old_and_fresh), "query", "--since", "1d", "--until", "9d", "upload", ok=False)

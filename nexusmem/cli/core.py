@@ -242,7 +242,7 @@ count. An answer with no good match starts with "No strong match" (--json:
 @click.option(
     "--since",
     metavar="WHEN",
-    help="Only what happened at or after WHEN: YYYY-MM-DD (a UTC day), an ISO 8601 time, today, yesterday (local days), or an age (30m, 6h, 2d, 1w).",
+    help="Only what happened at or after WHEN: YYYY-MM-DD (a UTC day), an ISO 8601 time, today, yesterday (local days), or an age (30m, 6h, 2d, 1w, '2 days ago', 'last 2 weeks').",
 )
 @click.option(
     "--until",

@@ -253,8 +253,13 @@ def asked_dates(text: str, *, now: datetime | None = None) -> Dated | None:
 
 
 # --- --since / --until ---------------------------------------------------------------------------------------
-_AGO = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
-_AGO_UNIT_S = {"m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+# An age: 30m, 6h, 2d, 1w, also written out ("2 days ago", "3 hours", "last 2 weeks", "90 mins ago").
+_AGO = re.compile(
+    r"^\s*(?:(?:the\s+)?(?:last|past)\s+)?(\d+)\s*"
+    r"(m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?)(?:\s+ago)?\s*$",
+    re.IGNORECASE,
+)
+_AGO_UNIT_S = {"m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
 
 
 def _local_midnight(day: date) -> int:
@@ -275,8 +280,8 @@ def local_day(days_back: int = 0, *, now: datetime | None = None) -> tuple[int, 
 
 def parse_when(value: str, *, end: bool = False, now: datetime | None = None) -> int:
     """A --since/--until value → epoch ms. ISO 8601 date or time (a written date is a UTC day, a naive time
-    is UTC; 'Z' accepted), "today"/"yesterday" (local days: local_day), or an age such as 30m, 6h, 2d, 1w
-    (before NOW, the wall clock by default).
+    is UTC; 'Z' accepted), "today"/"yesterday" (local days: local_day), or an age such as 30m, 6h, 2d, 1w,
+    also written out ("2 days ago", "3 hours", "last 2 weeks") (before NOW, the wall clock by default).
 
     END: a bare date (or today/yesterday) means the end of that day, so `--until 2024-05-01` includes
     the whole day; otherwise the start of it."""
@@ -288,7 +293,7 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
         )
     ago = _AGO.match(text)
     if ago:
-        seconds = int(ago.group(1)) * _AGO_UNIT_S[ago.group(2).lower()]
+        seconds = int(ago.group(1)) * _AGO_UNIT_S[ago.group(2)[0].lower()]
         try:
             return int((clock - timedelta(seconds=seconds)).timestamp() * 1000)
         except (OverflowError, ValueError):
@@ -312,7 +317,7 @@ def parse_when(value: str, *, end: bool = False, now: datetime | None = None) ->
     except ValueError:
         raise UsageError(
             f"{value!r} is not a time: use YYYY-MM-DD, an ISO 8601 time such as 2024-05-01T12:00:00Z,"
-            " today, yesterday, or an age such as 30m, 6h, 2d, 1w"
+            " today, yesterday, or an age such as 30m, 6h, 2d, 1w or '2 days ago'"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
