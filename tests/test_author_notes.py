@@ -128,6 +128,36 @@ def test_mcp_search_memory_with_an_unknown_author_says_so(repo: Path, tmp_path: 
     anyio.run(main)
 
 
+def test_what_i_ran_with_no_command_of_mine_lists_nothing(repo: Path, tmp_path: Path) -> None:
+    """`--author me "what did I run"` (MCP author "me") with no command of yours recorded listed another
+    person's newest commits under four notes ("first: the newest commits (no command by me recorded)", "no
+    commands by 'me'; memory holds none", "8 older items not shown: raise --budget", the hook hint). It lists
+    nothing, and says once that no command of yours is recorded, with the hook hint."""
+    history(repo, codex=False)
+    for n in range(3, 9):
+        commit(repo, f"feat: step {n}", {f"src/s{n}.py": f"x = {n}\n"})
+    shell_log_path().write_text("", encoding="utf-8")
+    run_cli("-C", str(repo), "sync", "--rebuild", "--no-embed")
+    shell_log_path().write_text("", encoding="utf-8")
+    data = answer(repo, "me", "what did I run")
+    assert data["items"] == [], [it["title"] for it in data["items"]]
+    said = [n for n in data["notes"] if "me" in n and ("no command" in n)]
+    assert len(said) == 1, data["notes"]
+    assert not any("newest commits" in n or "not shown" in n for n in data["notes"]), data["notes"]
+    assert any("no prompt hook is installed" in n for n in data["notes"]), data["notes"]
+
+    async def main() -> None:
+        async with mcp_session(tmp_path / "server.log") as s:
+            got = await s.call_tool(
+                "search_memory", {"projectRoot": str(repo), "query": "what did I run", "author": "me"}
+            )
+            text = got.content[0].text  # type: ignore[union-attr]
+            assert "feat: step" not in text and "newest commits" not in text, text
+            assert "no prompt hook is installed" in text, text
+
+    anyio.run(main)
+
+
 def test_parse_takes_claude_for_claude_code() -> None:
     assert authors.parse("claude") == "claude-code"
     assert authors.parse("Codex") == "codex"

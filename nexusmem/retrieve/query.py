@@ -1213,9 +1213,10 @@ def retrieve(
         scored = kept
         if answered_by is None:
             scored = authored_first(scored, {node_id for node_id, _ in bm25_hits})
-        if recent_work and not listed and author != authors.ME:
+        if recent_work and not listed and (author != authors.ME or _none_held(store, author)):
             # What an agent has been doing is its commands (activity_first): with none of them listed, the
-            # commits and docs its filter lets through are no one's work of its, nothing to stand in.
+            # commits and docs its filter lets through are no one's work of its, nothing to stand in; nor
+            # yours when memory holds no command of yours.
             scored = [(n, s) for n, s in scored if n.kind in authors.AUTHORED_KINDS]
         if not any(node.kind == "shell_command" for node, _ in scored):
             recorded = store.command_authors()  # only when none of the author's commands is in the answer
@@ -3602,9 +3603,10 @@ def activity_first(
     if len(kinds) == 1:
         # "What did I run today?" with no command logged today but a commit made: the commit is the work
         # done (the hooks log no command, or none was run here), not "nothing recorded today". Not an
-        # agent's: another person's commits are no account of what it ran.
+        # agent's, nor yours under --author me when memory holds no command of yours at all: another
+        # person's commits are no account of what it (or you) ran.
         other = "shell_command" if kinds[0] == "git_commit" else "git_commit"
-        listed = newest(kinds[0]) or ([] if agent else newest(other))
+        listed = newest(kinds[0]) or ([] if agent or _none_held(store, author) else newest(other))
     else:
         both = [*newest("git_commit"), *newest("shell_command")]
         listed = sorted(both, key=lambda node: (-node.ts, node.id))[: limit if wanted else len(both)]
@@ -3625,6 +3627,11 @@ def activity_first(
 # How many of the newest commands _newest_work reads at most to find an author's among others' (and the work
 # among NexusMem's own lines).
 AUTHORED_SCAN = 20_000
+
+
+def _none_held(store: SearchStore, author: str | None) -> bool:
+    """Whether memory holds no command at all of AUTHOR (None: anyone's, never)."""
+    return author is not None and not authors.held_by(author, store.command_authors())
 
 
 def _newest_work(
