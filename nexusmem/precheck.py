@@ -2,7 +2,7 @@
 
 Per file: shell commands that failed in the last 30 days, name the file (a path, a parent directory, or its
 module name in the command, outside URLs, absolute paths elsewhere and what remote or container tools were
-asked about: _naming_text; a module name another tracked file bears only for the one the failing test file imports by its dotted path: SharedNames) and were never seen passing (a later passing run of the command resolves a
+asked about: _naming_text; not a file the line only writes to through `>`/`>>` or hands to git: _running_text; a module name another tracked file bears only for the one the failing test file imports by its dotted path: SharedNames) and were never seen passing (a later passing run of the command resolves a
 failure, so does its whole test file's for a pytest node id, and for a file so does one of a narrower form of it naming the same test file:
 _without_narrower_passes; a commit linked as its fix does not); the same for the files that import it (the import
 edges the last sync stored: `git add src/cache.py` warns that `pytest tests/test_api.py` failed when
@@ -762,6 +762,48 @@ def _git_only(command: str) -> bool:
     return bool(parts) and all(_GIT_COMMAND.match(p) for p in parts)
 
 
+# An output redirection and its target (`>> src/x.py`, `2>err.log`, `&> out`, `>|f`, `2>&1`): a file the line
+# writes to, not one it runs or tests.
+_REDIRECT_TARGET = re.compile(r"(?:\d|&)?>>?[|&]?\s*[^\s;&|]+")
+
+
+def _running_text(command: str) -> str:
+    """COMMAND with what names no file it runs or tests blanked out, every other character where it was: the
+    targets of its output redirections (`echo "# 6" >> src/tz.py`) and its git commands' words (`git add -A
+    src; time git commit -qm …`: a commit is no check to run before committing, and what it adds is no file
+    the line tested; a line of git commands alone is left out whole: _git_only)."""
+    if ">" not in command and "git" not in command:
+        return command  # the usual case
+    text = list(command)
+    for match in _REDIRECT_TARGET.finditer(command):
+        text[match.start() : match.end()] = " " * (match.end() - match.start())
+    if "git" in command:
+        from nexusmem.sources.shell.launchers import command_start  # only for a line naming git
+
+        at = 0
+        for separator in (*_SEGMENTS.finditer(command), None):
+            end = len(command) if separator is None else separator.start()
+            words = [m for m in _WORD.finditer(command, at, end)]
+            first = command_start([m.group() for m in words])
+            if first < len(words) and words[first].group().lstrip("({").rsplit("/", 1)[-1] == "git":
+                text[at:end] = " " * (end - at)
+            at = end if separator is None else separator.end()
+    return "".join(text)
+
+
+def _still_named(path: str, command: str, running: dict[str, str]) -> bool:
+    """Whether COMMAND, a failed line whose words name the repository path PATH (a file or a folder), names it
+    outside what _running_text blanks out: by its last part, where the line ran it or tested it. RUNNING
+    caches the blanked text of each command."""
+    text = running.get(command)
+    if text is None:
+        text = running[command] = _running_text(command)
+    if text == command:
+        return True
+    name = re.escape(path.rstrip("/").rsplit("/", 1)[-1])
+    return re.search(rf"(?<![\w.-]){name}(?![\w-])", text) is not None
+
+
 # Tools whose arguments are hosts, URLs and what is asked of them there (`curl localhost:8080/cart`, `ssh
 # deploy@web 'systemctl restart stock'`): no word of theirs is a repository file's bare name.
 _REMOTE_TOOLS = frozenset(
@@ -850,9 +892,14 @@ def _files_named(
     for path in files:
         for parent in _ancestors(path):
             dirs.setdefault(parent, []).append(path)
+    command_of = {failure[0]: failure[1] for failure in open_failures}
+    running: dict[str, str] = {}  # command -> _running_text of it
     for path, node_id, kind in naming:
         if kind != "shell_command":
             continue
+        command = command_of.get(node_id)
+        if command is not None and not _still_named(path, command, running):
+            continue  # `echo "# 6" >> src/tz.py; git add -A src; …`: written to and added, not run
         if path in wanted:
             by_id.setdefault(node_id, set()).add(path)
         for child in dirs.get(path, ()):
@@ -873,7 +920,7 @@ def _files_named(
                 continue  # the usual case: no staged module's name in it
             text = naming_texts.get(command)
             if text is None:
-                text = naming_texts[command] = _naming_text(command, roots)
+                text = naming_texts[command] = _naming_text(_running_text(command), roots)
             hits = names_in(text) if text != command else hits
             words = command.split()
             # A file the command names by its own name (`bash deploy.sh`, run in services/api) is that file,

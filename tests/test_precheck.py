@@ -800,6 +800,38 @@ def test_a_failed_git_command_is_no_check_to_run_before_committing(repo: Path) -
     assert [f["command"] for f in findings] == ["pytest tests/test_cache.py"], findings
 
 
+def test_a_file_a_failed_line_only_writes_to_is_not_named_by_it(repo: Path) -> None:
+    """`echo "# 6" >> src/cache.py; git add -A src; time git commit -q -m "tz: tweak"; time nexusmem team
+    push` exited 1 because `team push` failed, and every later commit of src/cache.py was told "`echo "# 6"
+    >> src/cache.py; git add …` failed (exit 1) … never seen passing — run it before committing". A file the
+    line only writes to through a redirection, or hands to git, is no file it ran or tested; a file a command
+    of the line runs is still named, and so is a test the line runs before it writes its output to a file."""
+    project(repo)
+    write_log(
+        repo,
+        [
+            (
+                'echo "# 6" >> src/cache.py; git add -A src; time git commit -q -m "tz: tweak";'
+                ' time nexusmem query --team "x"; time nexusmem team push',
+                1,
+                3 * 60_000,
+            ),
+            ("date > src/parser.py && git add src/parser.py", 1, 2 * 60_000),
+            ("pytest tests/test_cache.py > /tmp/out.log 2>&1", 1, 60_000),
+            ("python src/parser.py >> build.log", 1, 50_000),
+        ],
+    )
+    sync.sync(repo)
+    for path in ("src/cache.py", "src/parser.py"):
+        (repo / path).write_text("x = 2\n", encoding="utf-8")
+        git(repo, "add", path)
+    findings = json.loads(run_cli("-C", str(repo), "precheck", "--json").stdout)["findings"]
+    assert sorted((f["path"], f["command"]) for f in findings if f["kind"] == "failure") == [
+        ("src/cache.py", "pytest tests/test_cache.py > /tmp/out.log 2>&1"),
+        ("src/parser.py", "python src/parser.py >> build.log"),
+    ], findings
+
+
 def _four_commits_of(repo: Path, path: str) -> None:
     """c0 synced, then c1..c4 each changing PATH, synced (as the post-commit sync leaves the memory)."""
     commit(repo, "c0", {path: "0\n"})
