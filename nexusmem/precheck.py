@@ -342,7 +342,7 @@ def check(
             return found
 
         named_by = _without_narrower_passes(named_by, team_open, team_commands, team_files)
-        failures, _again = _unresolved_failures(team, team_open, named_by)
+        failures, _again = _unresolved_failures(team, team_open, named_by, by=team.recorded_by_of)
     else:
         with HookReader(db) as store:
             gone, churn_known = _left_behind(root, memory, store, result)
@@ -1264,6 +1264,7 @@ def _unresolved_failures(
     by_id: dict[str, set[str]],
     seen_from: tuple[Path, Path] | None = None,
     commands: Sequence[tuple[str, str, int, str | None, int | None]] = (),
+    by: Callable[[list[str]], dict[str, str]] | None = None,
 ) -> tuple[dict[str, list[Finding]], bool]:
     """Findings per file (BY_ID: the files each failure names, _files_named), and whether a failure naming
     one of them holds a redacted value (a redacted command of the unsynced tail might be its retry: see
@@ -1272,7 +1273,8 @@ def _unresolved_failures(
     a --strict hook while the test still failed: "never seen passing" is about passing). SEEN_FROM:
     (the memory's work tree, the checkout precheck runs in), to name a command's folder from the latter.
     COMMANDS (the window's, as _open_failures read them) are read only for a finding: a later run of its
-    command as `…; echo rc=$?` is named in it (_echoed_later)."""
+    command as `…; echo rc=$?` is named in it (_echoed_later). BY (some ids -> the team member who ran each:
+    the team store's) names the member in each finding, as `query --team` does: `[by alice@example.com]`."""
     if not open_failures:
         return {}, False
     candidates = [f for f in open_failures if f[0] in by_id]
@@ -1293,6 +1295,7 @@ def _unresolved_failures(
         for path in sorted(by_id[failure[0]]):
             grouped.setdefault((path, compared, failure[3]), []).append(failure)
     out: dict[str, list[Finding]] = {}
+    members = by([runs[0][0] for runs in grouped.values()]) if by is not None else {}
     echoed: dict[tuple[str, str | None], int] | None = None  # read at the first finding
     for (path, _compared, cwd), runs in grouped.items():
         if len(out.get(path, ())) >= MAX_FAILURES_PER_FILE:
@@ -1307,6 +1310,8 @@ def _unresolved_failures(
         # Another checkout's run (`../repo-wt`) or a subfolder's: said, or two lines read the same.
         folder = _folder_shown(cwd, seen_from)
         where = f" in {one_line(folder)}" if folder else ""
+        member = members.get(_id)
+        where += f" [by {one_line(member)}]" if member else ""
         out.setdefault(path, []).append(
             Finding(
                 path=path,

@@ -981,7 +981,7 @@ def test_a_deny_list_that_cannot_be_read_leaves_the_tail_out_not_the_check(repo:
     with shell_log_path().open("ab") as log:
         log.write(hook_line(repo, "ls", 0, 10_000))  # an unsynced line: the tail is read
     strict = run_script("precheck", "--strict", cwd=repo)
-    assert strict.returncode == 1 and "commit refused (--strict)" in strict.stderr, strict.stderr
+    assert strict.returncode == 1 and "(--strict: exit 1)" in strict.stderr, strict.stderr
     assert "the hook log's unsynced commands were not checked:" in strict.stderr
     assert "deny-list.json" in strict.stderr
     doctor = json.loads(run_script("doctor", "--json", cwd=repo).stdout)

@@ -94,7 +94,11 @@ def report(result: PrecheckResult, *, strict: bool, as_json: bool) -> int:
         for note in result.notes:  # what the counts left out (a reset since the last sync)
             _say(f"nexusmem precheck: {note}")
         if result.findings:
-            advice = "commit refused (--strict)" if strict else "advisory only"
+            advice = (
+                ("commit refused (--strict)" if in_a_commit() else "--strict: exit 1")
+                if strict
+                else "advisory only"
+            )
             _say(
                 f"nexusmem precheck: {len(result.findings)} warning(s) for {_files_warned(result)} ({advice})"
             )
@@ -124,6 +128,14 @@ def _shown(findings: list[Finding]) -> dict[int, None]:
         return dict.fromkeys(range(len(findings)))
     ranked = sorted(range(len(findings)), key=lambda i: (_KIND_ORDER.get(findings[i].kind, 2), i))
     return dict.fromkeys(sorted(ranked[:SHOWN_FINDINGS]))
+
+
+def in_a_commit() -> bool:
+    """Whether precheck runs inside a commit's hook (git gives every commit hook GIT_INDEX_FILE, and the
+    pre-commit framework's hooks inherit it): only there does --strict refuse a commit."""
+    import os
+
+    return bool(os.environ.get("GIT_INDEX_FILE"))
 
 
 def refusal_code() -> int:

@@ -1313,6 +1313,15 @@ class TeamStore:
             )
         ]
 
+    def recorded_by_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """The member who pushed each of IDS (`precheck --team` names who ran a failing command)."""
+        if not ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT id, author FROM nodes WHERE id = ANY(%s) AND project_id = %s", (list(ids), self.project)
+        ).fetchall()
+        return {row[0]: row[1] for row in rows}
+
     def links_from(self, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         if not ids:
             return []
