@@ -1417,20 +1417,59 @@ def run(
         files = [name for name in files if name]  # a quoted empty "$FILES" (`--files ''`) names no file
     if files is not None and not files:
         return PrecheckResult(root=str(root), files=[], checked=False, reason=NO_FILES, nothing_given=True)
-    if team:
+    memory = _memory_of(root)
+    if team and not paths.db_path(memory).exists():  # CI: a fresh checkout, the team store's findings alone
         return _run_team(root, here, files, working, now_ms)
-    # A linked worktree without a memory of its own reads the main work tree's, as query and status do
-    # (the same repository: the same paths, and its commands are that memory's).
-    memory = root
-    if not paths.state_dir(root).is_dir():
-        main = paths.main_worktree(root)
-        if main is not None and paths.db_path(main).exists():
-            memory = main
     result = _run_local(root, here, memory, files, working, now_ms, author)
     refused = secreturl.team_url_with_password(paths.config_path(memory))
+    if team and result.checked:
+        if refused is not None:  # the team store is off for it: said once, as the team's note
+            result.notes.append(
+                f"team store not checked: {secreturl.password_in_url(paths.config_path(memory), refused)}"
+            )
+            return result
+        return _with_team(result, _team_checked(root, result.files, now_ms))
     if refused is not None:
         result.warnings.append(secreturl.password_in_url(paths.config_path(memory), refused))
     return result
+
+
+def _memory_of(root: Path) -> Path:
+    """The work tree whose memory ROOT reads: its own, or for a linked worktree without a memory of its own
+    the main work tree's, as query and status do (the same repository: the same paths, and its commands
+    are that memory's)."""
+    if not paths.state_dir(root).is_dir():
+        main = paths.main_worktree(root)
+        if main is not None and paths.db_path(main).exists():
+            return main
+    return root
+
+
+def _with_team(local: PrecheckResult, team: PrecheckResult) -> PrecheckResult:
+    """`precheck --team` on a machine with a memory: LOCAL's findings and TEAM's added, each finding once
+    (the member's own failure pushed with shareShell, the churn both count: the local one is kept), by
+    file, failures before churn; a team store that was not read is a note, as `query --team` says it."""
+    if not team.checked:
+        local.notes.append(team.reason or "team store not checked")
+        return local
+
+    def key(finding: Finding) -> tuple[Any, ...]:
+        if finding.kind == "churn":
+            return (finding.path, finding.kind)
+        return (finding.path, finding.kind, finding.command, finding.folder, finding.importer)
+
+    seen = {key(f) for f in local.findings}
+    added = [f for f in team.findings if key(f) not in seen]
+    order = {path: i for i, path in enumerate(local.files)}
+    local.findings = sorted(
+        local.findings + added,
+        key=lambda f: (order.get(f.path, len(order)), _KINDS.get(f.kind, len(_KINDS))),
+    )
+    local.notes.extend(team.notes)
+    return local
+
+
+_KINDS = {"failure": 0, "importer_failure": 1, "churn": 2}
 
 
 def _run_local(

@@ -66,3 +66,44 @@ def test_ci_strict_team_says_exit_1_not_a_refused_commit_and_who_ran_the_failure
     )
     assert "1 warning(s) for 1 file(s) (--strict: exit 1)" in said.stderr, said.stderr
     assert "commit refused" not in said.stderr
+
+
+def test_team_on_a_members_machine_adds_the_teams_findings_to_their_own(
+    tmp_path: Path, team_url: str
+) -> None:
+    """`precheck --team` on a member's machine read the team store alone: a failure in their own memory
+    (shareShell off) was dropped, and with the server away only "team store not checked" was printed, no
+    local warning. Now the team's findings are added to the local ones, each once, and a team store that
+    cannot be reached leaves the local ones and a note, as `query --team` does."""
+    origin = shared_origin(tmp_path)
+    alice, bob = joined_members(tmp_path, origin, team_url, "alice", "bob")
+    _share_shell(bob)
+    for i in range(4):
+        alice.commit(f"Tune the uploader, step {i}", {"uploader.py": f"STEP = {i}\n"})
+    alice.run("sync", "--quiet", "--no-embed")
+    _failing_run(alice, "PYTHONPATH=src python tests/test_tz.py", ("uploader.py",))
+    alice.run("team", "push")
+    bob.run("sync", "--quiet", "--no-embed")
+    _failing_run(bob, "pytest tests/test_uploader.py -k retry", ("uploader.py",))
+    bob.run("team", "push")
+
+    own = alice.run("precheck", "--files", "uploader.py").stderr
+    assert "`PYTHONPATH=src python tests/test_tz.py` failed (exit 1)" in own, own
+    assert "2 warning(s) for 1 file(s)" in own and "test_uploader" not in own, own
+    both = alice.run("precheck", "--team", "--files", "uploader.py").stderr
+    assert "`PYTHONPATH=src python tests/test_tz.py` failed (exit 1)" in both, both
+    assert "`pytest tests/test_uploader.py -k retry` [by bob@example.com] failed (exit 1)" in both, both
+    assert both.count("high churn") == 1 and "3 warning(s) for 1 file(s)" in both, both
+    found = alice.json("precheck", "--team", "--files", "uploader.py")
+    assert [f["kind"] for f in found["findings"]] == ["failure", "failure", "churn"], found
+
+    # The server away: the local warnings stand, and a note says the team's were not read.
+    nowhere = tmp_path / "no-server-here"
+    nowhere.mkdir()
+    env = {**os.environ, **alice.env(), "NEXUSMEM_TEAM_URL": f"postgresql://postgres@/gone?host={nowhere}"}
+    env.pop("GIT_INDEX_FILE", None)
+    away = _precheck(alice.repo, env, "--strict", "--team", "--files", "uploader.py")
+    assert away.returncode == 1, away.stderr
+    assert "`PYTHONPATH=src python tests/test_tz.py` failed (exit 1)" in away.stderr, away.stderr
+    assert "nexusmem precheck: team store not checked: team store unreachable" in away.stderr, away.stderr
+    assert "2 warning(s) for 1 file(s) (--strict: exit 1)" in away.stderr, away.stderr
