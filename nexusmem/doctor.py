@@ -1011,6 +1011,7 @@ def run(start: Path | None) -> list[Check]:
     # The memory ROOT answers from: in a linked worktree without one of its own, the main work tree's (as
     # query and status resolve it). Its store and config are checked; the hooks and agents are ROOT's.
     memory = project.memory_root(root) if root is not None else None
+    password = _password_in_team_url(memory) if memory is not None else None
     store_fine = False
     if root is not None and memory is not None:
         store = check_store(memory)
@@ -1034,6 +1035,8 @@ def run(start: Path | None) -> list[Check]:
         checks.append(
             Check("config", False, detail, "read .nexusmem/config.json; if you set them: nexusmem trust")
         )
+    if password is not None:
+        checks.append(password)
     # A server the config may not use is not contacted either, nor one named by a config that does not load.
     if invalid is None and "embedding.url" not in unconfirmed:
         checks += check_embedder(memory, store_fine)
@@ -1042,6 +1045,24 @@ def run(start: Path | None) -> list[Check]:
     if not foreign_home:
         checks += check_registry(memory)
     return checks
+
+
+def _password_in_team_url(root: Path) -> Check | None:
+    """The problem of a config whose team.url holds a password (the team store is off for it), with its fix;
+    the warning every other command prints on stderr is then not printed too."""
+    from nexusmem import project, secreturl
+
+    path = paths.config_path(root)
+    label = secreturl.team_url_with_password(path)
+    if label is None:
+        return None
+    project.password_warning_said(root)
+    detail = (
+        f"{path}: 'team.url' holds a password, so the team store is not used until it is removed (a config"
+        " file must never hold credentials in clear)"
+    )
+    fix = f"take the password out of team.url (PGPASSWORD or ~/.pgpass hold it), or: nexusmem team init --url {label}"
+    return Check("config", False, detail, fix)
 
 
 def _unconfirmed(root: Path | None) -> tuple[dict[str, Any], str | None]:

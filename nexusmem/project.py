@@ -294,6 +294,14 @@ _warned: set[Path] = set()
 _warned_url: set[Path] = set()  # whose config's team.url held a password: said once a process
 
 
+def password_warning_said(root: Path) -> bool:
+    """Whether this process has said (or, with doctor, reports itself) that ROOT's config's team.url holds a
+    password; from now on it is not said again (see config_of)."""
+    said = root in _warned_url
+    _warned_url.add(root)
+    return said
+
+
 def config_of(root: Path) -> dict[str, Any]:
     """ROOT's validated config, minus the settings that reach beyond the repository (config.reaching_out)
     unless this machine's user stands behind them (registry.allows): a repository that brings its own

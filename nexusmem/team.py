@@ -145,7 +145,13 @@ def _refused(proj: Project) -> str | None:
     unset): what the team commands say instead of "no team store is configured"; None otherwise."""
     path = paths.config_path(proj.root)
     label = config.refused_team_url(path)
-    return None if label is None else secreturl.password_in_url(path, label)
+    if label is None:
+        return None
+    from nexusmem.project import password_warning_said
+
+    if password_warning_said(proj.root):  # the warning on stderr said it all: not twice a command
+        return f"the team store is off: the team URL in {path} has a password in it (see the warning)"
+    return secreturl.password_in_url(path, label)
 
 
 def ready(proj: Project) -> Settings:
