@@ -472,6 +472,9 @@ def unanswered(exc: BaseException, conn: Any = None) -> str:
             f"role {role} may not read it ({driver_reason(exc)}): reading takes SELECT on the team tables,"
             f" which their owner grants: `GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}`"
         )
+    seconds = _CUT_OFF.get(id(conn)) if conn is not None else None
+    if seconds is not None:  # our own deadline cut it: the server closed nothing
+        return f"no answer within {seconds:g} s (a read waits no longer)"
     return f"it did not answer in time ({driver_reason(exc)})"
 
 
@@ -628,6 +631,7 @@ class _Deadline:
         import threading
 
         self._conn = conn
+        self._seconds = seconds
         self._lock = threading.Lock()
         self._done = False
         self._timer = threading.Timer(seconds, self._cut)
@@ -637,12 +641,19 @@ class _Deadline:
     def _cut(self) -> None:
         with self._lock:
             if not self._done:
+                _CUT_OFF[id(self._conn)] = self._seconds
                 _shut(self._conn)
 
     def cancel(self) -> None:
         with self._lock:
             self._done = True
+            _CUT_OFF.pop(id(self._conn), None)  # the id may be another connection's next
         self._timer.cancel()
+
+
+# The connections (by id) a _Deadline cut, and after how many seconds: the read that failed on one says
+# that this side stopped waiting, not the driver's "server closed the connection unexpectedly".
+_CUT_OFF: dict[int, float] = {}
 
 
 def _shut(conn: Any) -> None:
