@@ -150,7 +150,11 @@ def _refused(proj: Project) -> str | None:
     from nexusmem.project import password_warning_said
 
     if password_warning_said(proj.root):  # the warning on stderr said it all: not twice a command
-        return f"the team store is off: the team URL in {path} has a password in it (see the warning)"
+        # Whole without the warning too: an MCP client reads the notes, never the server's stderr.
+        return (
+            f"the team store is off: the team URL in {path} has a password in it: take it out"
+            " (PGPASSWORD or ~/.pgpass hold it)"
+        )
     return secreturl.password_in_url(path, label)
 
 

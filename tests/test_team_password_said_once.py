@@ -61,3 +61,5 @@ def test_the_password_warning_is_said_once_a_command(secret_config: Path, args: 
     both = said.stdout + said.stderr
     assert both.count(WARNING) == 1, both
     assert "s3cret-pw" not in both
+    # The short form stands alone: an MCP client reads the notes, never the server's stderr.
+    assert "take it out (PGPASSWORD or ~/.pgpass hold it)" in both, both
