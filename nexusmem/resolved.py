@@ -105,18 +105,28 @@ def _without_echo(text: str) -> str:
     hook's pipeline_status no longer sees pytest's status), and a `; echo rc=$?` always is: that line
     records echo's status, 0 after a failure too, so it is no pass of the command before it."""
     while " && echo" in text and "$(" not in text and "`" not in text:
-        scanned = _unquoted(text)
-        if scanned is None:
+        found = _echo_after(text, "&&")
+        if found is None:
             return text
-        bare, where = scanned
-        at = bare.rfind("&&")
-        tail = bare[at + 2 :].strip()
-        if at <= 0 or tail.split(" ", 1)[0] != "echo" or not _NOT_ECHO.isdisjoint(tail):
+        bare, cut = found
+        if "|" in bare[: bare.rfind("&&")] or "<<" in bare[: bare.rfind("&&")]:
             return text
-        if "|" in bare[:at] or "<<" in bare[:at]:
-            return text
-        text = text[: where[at]].rstrip()
+        text = cut
     return text
+
+
+def _echo_after(text: str, separator: str) -> tuple[str, str] | None:
+    """(TEXT with its quotes' contents left out, TEXT up to its last SEPARATOR) when an echo and nothing more
+    (_NOT_ECHO) follows that separator, outside quotes; None otherwise, or when a quote is not closed."""
+    scanned = _unquoted(text)
+    if scanned is None:
+        return None
+    bare, where = scanned
+    at = bare.rfind(separator)
+    tail = bare[at + len(separator) :].strip()
+    if at <= 0 or tail.split(" ", 1)[0] != "echo" or not _NOT_ECHO.isdisjoint(tail):
+        return None
+    return bare, text[: where[at]].rstrip()
 
 
 def before_semicolon_echo(text: str) -> str | None:
@@ -125,15 +135,8 @@ def before_semicolon_echo(text: str) -> str | None:
     whether that command passed (_without_echo). For precheck's hint, never to resolve a failure."""
     if "; echo" not in text:
         return None
-    scanned = _unquoted(text)
-    if scanned is None:
-        return None
-    bare, where = scanned
-    at = bare.rfind(";")
-    tail = bare[at + 1 :].strip()
-    if at <= 0 or tail.split(" ", 1)[0] != "echo" or not _NOT_ECHO.isdisjoint(tail):
-        return None
-    return text[: where[at]].rstrip()
+    found = _echo_after(text, ";")
+    return None if found is None else found[1]
 
 
 def failed_part(text: str) -> str:
