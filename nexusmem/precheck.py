@@ -791,13 +791,19 @@ def _running_text(command: str) -> str:
     return "".join(text)
 
 
-def _still_named(path: str, command: str, running: dict[str, str]) -> bool:
-    """Whether COMMAND, a failed line whose words name the repository path PATH (a file or a folder), names it
-    outside what _running_text blanks out: by its last part, where the line ran it or tested it. RUNNING
-    caches the blanked text of each command."""
+def _running_cached(command: str, running: dict[str, str]) -> str:
+    """_running_text of COMMAND, kept in RUNNING (a real log repeats a few hundred commands)."""
     text = running.get(command)
     if text is None:
         text = running[command] = _running_text(command)
+    return text
+
+
+def _still_named(path: str, command: str, running: dict[str, str]) -> bool:
+    """Whether COMMAND, a failed line whose words name the repository path PATH (a file or a folder), names it
+    outside what _running_text blanks out: by its last part, where the line ran it or tested it. RUNNING
+    caches the blanked text of each command (_running_cached)."""
+    text = _running_cached(command, running)
     if text == command:
         return True
     name = re.escape(path.rstrip("/").rsplit("/", 1)[-1])
@@ -920,7 +926,7 @@ def _files_named(
                 continue  # the usual case: no staged module's name in it
             text = naming_texts.get(command)
             if text is None:
-                text = naming_texts[command] = _naming_text(_running_text(command), roots)
+                text = naming_texts[command] = _naming_text(_running_cached(command, running), roots)
             hits = names_in(text) if text != command else hits
             words = command.split()
             # A file the command names by its own name (`bash deploy.sh`, run in services/api) is that file,
