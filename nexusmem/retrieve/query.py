@@ -1242,12 +1242,12 @@ def retrieve(
         # months that follow, not a silent list of them; those nearest to it by date first, before and after.
         said = {node_id for node_id, _ in bm25_hits}
         words_said = [node for node, _ in scored if node.kind == "git_commit" and node.id in said]
+        # Any change at all in those dates: one read, for the nearest and the note.
+        changed_then = bool(store.newest_of_kind("git_commit", dated.low, dated.high, 1))
         nearest = (
-            []
-            if _dates_hold_changes(store, dated)
-            else changes_nearest(store, dated, as_of, author, among=words_said or None)
+            [] if changed_then else changes_nearest(store, dated, as_of, author, among=words_said or None)
         )
-        question.notes.append(_dates_missed(store, dated, listed=bool(nearest)))
+        question.notes.append(_dates_missed(dated, held=changed_then, listed=bool(nearest)))
         if nearest:
             scored = put_first(scored, nearest)
             pinned = _pinned([node.id for node in nearest], pinned)
@@ -1382,17 +1382,13 @@ def _in_dates(node: StoredNode, dated: timecue.Dated) -> bool:
     return _is_change(node) and dated.low <= node.ts <= dated.high
 
 
-def _dates_missed(store: SearchStore, dated: timecue.Dated, *, listed: bool = False) -> str:
-    """The note of a question whose dates (DATED) hold none of its matches: no change at all then (the changes
-    nearest to them by date LISTED first), or none that matches."""
-    if not _dates_hold_changes(store, dated):
+def _dates_missed(dated: timecue.Dated, *, held: bool, listed: bool = False) -> str:
+    """The note of a question whose dates (DATED) hold none of its matches: no change at all then (HELD
+    false; the changes nearest to them by date LISTED first), or none that matches."""
+    if not held:
         follow = "the nearest by date follow, closest first" if listed else "the nearest follow"
         return f"no change recorded {dated.phrase}; {follow}"
     return f"nothing recorded {dated.phrase} matches the question; the closest follow"
-
-
-def _dates_hold_changes(store: SearchStore, dated: timecue.Dated) -> bool:
-    return bool(store.newest_of_kind("git_commit", dated.low, dated.high, 1))
 
 
 def changes_nearest(
