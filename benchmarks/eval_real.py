@@ -164,6 +164,7 @@ SETS = (
     "fresh72",
     "fresh73",
     "fresh74",
+    "fresh75",
     "dev2",
     "removal",
     "rst",
