@@ -334,6 +334,44 @@ def test_a_version_number_in_the_question_finds_the_change_that_names_that_numbe
     )  # the release rules answer it
 
 
+def test_an_option_the_question_writes_finds_the_change_that_names_it_whole(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "`mdconv --no-html notes.md` still lets <script> through": the index holds `--no-html` as the words
+    "no" and "html", and "html" is in every other change of a Markdown converter; the name is asked as the
+    phrase of its words, which only the change that made the option work holds."""
+    areas = [
+        "tables",
+        "lists",
+        "links",
+        "images",
+        "headings",
+        "footnotes",
+        "quotes",
+        "code",
+        "emphasis",
+        "rules",
+    ]
+    for n, area in enumerate(areas * 3):
+        extra = ("notes", "script tags", "a flag")[n % 3]
+        subject = f"html: render {area} with {extra}" if n % 2 else f"Tidy the {area} html output for {extra}"
+        commit(repo, subject, {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - 20 * n) * DAY)
+    commit(
+        repo, "Make --no-html have an effect in the CLI", {"cli.py": "HTML = False\n"}, when=NOW - 500 * DAY
+    )
+    run_cli("-C", str(repo), "sync", "--no-embed")
+    question = (
+        "`mdconv --no-html notes.md` still lets <script> and <div> through untouched. Is the flag ignored?"
+    )
+    assert titles_for(repo, question)[0] == "Make --no-html have an effect in the CLI"
+    monkeypatch.setattr(query, "NAME_PHRASES_WEIGHT", 0.0)
+    assert titles_for(repo, question)[0] != "Make --no-html have an effect in the CLI"
+    assert query.name_phrases(query.prepare("why does `--no-html` ignore max_retries and Foo?")) == (
+        '"no html" OR "max retries"'
+    )
+    assert query.name_phrases(query.prepare("is the flag ignored?")) is None
+
+
 def test_a_commit_that_says_it_fixes_something_counts_more(repo: Path) -> None:
     commit(repo, "Rework cache eviction for large keys", {"cache.py": "A = 1\n"}, when=NOW - 50 * DAY)
     commit(repo, "Fix cache eviction for large keys", {"cache.py": "A = 2\n"}, when=NOW - 40 * DAY)
