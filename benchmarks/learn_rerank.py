@@ -170,11 +170,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(rows)} answerable questions, {len(sets)} sets; the step applies to {sum(r.x is not None for r in rows)}"
     )
     base = score(np, rows, None)
-    print(f"step off: MRR {base[0]:.4f}  R@5 {base[1]:.3f}")
+    shipped = {c: np.array(rerank.WEIGHTS[c]) for c in rerank.CONDITIONS}
+    now = score(np, rows, shipped)
+    print(
+        f"step off: MRR {base[0]:.4f}  R@5 {base[1]:.3f}; the weights rerank.py ships: MRR {now[0]:.4f}  R@5 {now[1]:.3f}"
+    )
     if args.folds > 1:
         shuffled = sets[:]
         random.Random(1).shuffle(shuffled)
-        before = after = five_before = five_after = 0.0
+        before = after = five_before = five_after = shipped_mrr = shipped_five = 0.0
         for k in range(args.folds):
             held = set(shuffled[k :: args.folds])
             test = [r for r in rows if r.set in held]
@@ -185,10 +189,13 @@ def main(argv: list[str] | None = None) -> int:
                 iterations=args.iterations,
                 rate=args.rate,
             )
-            b, a = score(np, test, None), score(np, test, weights)
+            b, a, sh = score(np, test, None), score(np, test, weights), score(np, test, shipped)
             print(
                 f"  fold {k + 1}: {len(held)} sets, {len(test)} questions: MRR {b[0]:.4f} -> {a[0]:.4f}, R@5 {b[1]:.3f} -> {a[1]:.3f}"
+                f" (shipped weights: {sh[0]:.4f}, {sh[1]:.3f})"
             )
+            shipped_mrr += sh[0] * len(test)
+            shipped_five += sh[1] * len(test)
             before += b[0] * len(test)
             after += a[0] * len(test)
             five_before += b[1] * len(test)
@@ -196,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         n = len(rows)
         print(
             f"held out: MRR {before / n:.4f} -> {after / n:.4f}, R@5 {five_before / n:.3f} -> {five_after / n:.3f}"
+            f" (the shipped weights on the same questions: MRR {shipped_mrr / n:.4f}, R@5 {shipped_five / n:.3f})"
         )
     weights = fit(np, rows, l2=args.l2, iterations=args.iterations, rate=args.rate)
     fitted = score(np, rows, weights)

@@ -735,6 +735,11 @@ def test_a_usage_question_lifts_the_how_to_page_not_the_blog_post_that_announced
         ("who wrote macos_dark_mode_active and what decides the theme?", "macos_dark_mode_active"),
         ("where did the TMonitor class come from?", "TMonitor"),  # an acronym before the word
         ("where did the envwrap decorator come from?", "envwrap"),  # named by what it is
+        ("when was the render method added?", "render"),
+        # A word that says which one or what kind is no name: the question names none.
+        ("The associated function that walks every constant was renamed. Which commits introduced it?", None),
+        ("where does the hint for an undefined method in a factory come from?", None),
+        ("when was the same function added to the main module?", None),
     ],
 )
 def test_a_question_about_where_a_name_came_from(text: str, name: str | None) -> None:

@@ -591,10 +591,75 @@ def purpose_name(text: str) -> str | None:
     return _named_thing(text)
 
 
+# Words that say which or what kind of thing, not its name: "the associated function that walks every
+# constant", "the same arguments", "its own argument", "a decorated function", "the generated struct".
+_NOT_A_NAME = frozenset(
+    [
+        "same",
+        "own",
+        "other",
+        "new",
+        "old",
+        "first",
+        "last",
+        "second",
+        "third",
+        "next",
+        "previous",
+        "single",
+        "real",
+        "plain",
+        "full",
+        "short",
+        "main",
+        "minimal",
+        "extra",
+        "wrong",
+        "thin",
+        "local",
+        "whole",
+        "entire",
+        "default",
+        "custom",
+        "generic",
+        "global",
+        "private",
+        "public",
+        "internal",
+        "external",
+        "inner",
+        "outer",
+        "standalone",
+        "separate",
+        "special",
+        "actual",
+        "original",
+        "underlying",
+        "corresponding",
+        "given",
+        "following",
+        "current",
+        "existing",
+        "optional",
+        "required",
+        "positional",
+        "top",
+        "bottom",
+    ]
+)
+
+
 def _named_thing(text: str) -> str | None:
-    """The name before what it is ("the envwrap decorator" -> "envwrap"), else None."""
-    named = _NAMED_THING.search(text)
-    return named.group(1) if named else None
+    """The name before what it is ("the envwrap decorator" -> "envwrap"), else None: not a word that says
+    which one or what kind (_NOT_A_NAME), nor a lowercase participle ("the associated function", "a
+    decorated function")."""
+    for named in _NAMED_THING.finditer(text):
+        word = named.group(1)
+        lower = word.lower()
+        if lower in _NOT_A_NAME or (word.islower() and len(word) > 4 and word.endswith("ed")):
+            continue
+        return word
+    return None
 
 
 # "The push was rejected, what did I do next?", "what did I run before pushing again?": the answer is a
