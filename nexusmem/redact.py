@@ -38,12 +38,13 @@ PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
 # and `status` tell a memory of an older version, or of none (made before the key), to run `nexusmem scrub`.
 # 2: a password a sentence names around its word ("password for the staging is V", "pw: V")
 # 3: such a password of words and digits whatever ends it ("the password is Hunter2-Zeta-55", `Hunter2-Zeta_1`)
-RULES_VERSION = 3
+# 4: the value of a key that holds its colon inside its quotes (`"password:": "V"`, `'password:': 'V'`)
+RULES_VERSION = 4
 # The fingerprint of the rules RULES_VERSION names (redact_engine.rules_fingerprint: the patterns, keyword
 # lists and thresholds). tests/test_redact.py fails while the two differ, and says what to do: a change to the
 # rules that redacts something new bumps RULES_VERSION and records the new fingerprint here; one that redacts
 # nothing new (a refactor, a narrower rule) records the new fingerprint alone.
-RULES_FINGERPRINT = "ef7fb9b2eaf52f82"
+RULES_FINGERPRINT = "5e97da1acb42b5c9"
 RULES_KEY = "redaction.rules"
 OLDER_RULES = "this memory was written with older redaction rules: run `nexusmem scrub`"
 

@@ -546,12 +546,33 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     weak = w in ("_key", "credential") or (w == "auth" and not m.group("k"))
     key_start = _name_before(text, m.start(), _KEYNAME)
     key = text[key_start : m.end("k")]
-    sep = m.group("sep")
-    vstart, vend = m.start("v"), m.end("v")
+    kind = _kind_for_name(key)
+
+    def accept(start: int, end: int) -> Span | None:
+        span = _value_span(text, start, end, kind)
+        if span is None:
+            return None
+        value = text[span[0] : span[1]]
+        if _plain_value(value) or (weak and not _looks_random(value)):
+            return None
+        return span
+
+    found = m  # the separator and the value
+    if _closes_key_string(m, text, key_start):
+        # A value follows the key's closing quote only after a separator of its own, as after a JSON key
+        # ending in a colon (`"password:": "V"`), or after a blank, shaped like a password.
+        after_key = _AFTER_KEY_STRING.match(text, m.start("v"))
+        if after_key is None:
+            if word == "pass-only":  # bare `pass` names a value only as openssl's `pass:V`
+                return None
+            return _word_after_key_string(text, m.start("v") + 1, accept)
+        found = after_key
+    sep = found.group("sep")
+    vstart, vend = found.start("v"), found.end("v")
     raw = text[vstart:vend]
     quoted = raw[0] in "\"'"
     before = text[key_start - 1] if key_start else ""
-    tail = m.group("tail")
+    tail = found.group("tail")
     whole = None
     # A value glued to punctuation is taken whole only where code does not stand: `NAME=value` (an .env
     # line, a shell assignment) and "the password is …". After `: ` or ` = ` it is code as often as config
@@ -567,24 +588,14 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         elif tail[0] not in _VALUE_ENDS:
             return None  # `get_token()`, `os.environ["KEY"]`: code
     after = text[vend] if vend < len(text) else " "
-    kind = _kind_for_name(key)
     if before == "/" and sep.strip() == ":":
         return None  # a URL's user (`https://x-access-token:TOKEN@host`): the URL rule takes its password
-
-    def accept(start: int, end: int) -> Span | None:
-        span = _value_span(text, start, end, kind)
-        if span is None:
-            return None
-        value = text[span[0] : span[1]]
-        if _plain_value(value) or (weak and not _looks_random(value)):
-            return None
-        return span
 
     if key.lower() in _NPMRC_KEYS and sep.strip() == "=":
         return accept(vstart, vend)
     if sep == "=" and before in ("?", "&") and not weak:  # a URL query parameter
         return accept(vstart, vend)
-    shell = sep == "=" and not m.group("q") and before not in ("$", "{", ".") and _ENV_NAME.fullmatch(key)
+    shell = sep == "=" and not found.group("q") and before not in ("$", "{", ".") and _ENV_NAME.fullmatch(key)
     if shell and key != key.upper() and not (after.isspace() or after in "\"'`"):
         shell = None  # lower-case `name=value` counts only as a whole shell word, not `f(password=pw, x)`
     if shell:
@@ -632,6 +643,63 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         if not at_start and not (_password_like(raw) or _looks_random(raw)):
             return None  # mid-line (`f(password: pw)`, prose): only a value shaped like a password
     return accept(vstart, vend)
+
+
+def _closes_key_string(m: re.Match[str], text: str, key_start: int) -> bool:
+    """Whether the quote an assignment rule took for the one opening the value (`password:"V"`) closes the
+    string the key and its separator stand in: `Check for "password:" as password prompt`, `expect("Enter
+    password: ")`, `'&password=' + escape(pw)`. So when the key's line holds an odd number of that quote
+    before it (_in_string) and what follows the quote ends a string rather than starts a value: a blank, the
+    end of the text, or punctuation after an expression. A word glued to it is a value (read as before): a
+    stray quote earlier on the line (`path="/')`, an apostrophe) must not hide `password="123 456"`."""
+    vstart = m.start("v")
+    quote = text[vstart]
+    if m.group("q") or m.group("sep").strip() not in (":", "=") or quote not in "\"'":
+        return False  # `"password": "V"`, `password "V"`, `password: V`
+    return text[vstart + 1 : vstart + 2] in _AFTER_STRING and _in_string(text, key_start, quote)
+
+
+# What follows a string's closing quote (the empty string: the end of the text).
+_AFTER_STRING = frozenset(["", " ", "\t", "\r", "\n", ")", "]", "}", ",", ";", "+", ".", "%", ":", "="])
+
+
+def _in_string(text: str, start: int, quote: str) -> bool:
+    """Whether START stands inside a string QUOTE opened before it on its line: an odd number of QUOTE
+    stand between the line's start and START, an escaped one (`\\"`) or an apostrophe inside a word
+    (`don't`) not counted. A line that starts more than 256 characters back holds none (a 1 MB line is not
+    rescanned for every hit; the value after the key is then read as one, as over-redacting beats leaking)."""
+    lo = max(0, start - 256)
+    line_start = text.rfind("\n", lo, start) + 1
+    if line_start == 0 and lo > 0:
+        return False
+    opened = False
+    at = text.find(quote, line_start, start)
+    while at >= 0:
+        escaped = at > 0 and text[at - 1] == "\\"
+        apostrophe = quote == "'" and at > 0 and text[at - 1].isalnum() and text[at + 1].isalnum()
+        opened ^= not (escaped or apostrophe)
+        at = text.find(quote, at + 1, start)
+    return opened
+
+
+# What follows a key's closing quote when the key holds its separator (`"password:"`): a separator and a
+# value, as after `"password"` (_ASSIGN_SEP's quote, then its separator).
+_AFTER_KEY_STRING = _Lazy(r"""(?P<q>["'])(?P<sep>[ \t]*[:=](?!=)[ \t]*)""" + _ASSIGN_VALUE)
+# A word after that quote and a blank (`"password:" Kx9mQ2vLp8`).
+_WORD_AFTER_KEY_STRING = _Lazy(r"""[ \t]+(?P<v>[A-Za-z0-9][^\s"'`;|&<>()\[\]{}]*)""")
+
+
+def _word_after_key_string(text: str, start: int, accept: Callable[[int, int], Span | None]) -> Span | None:
+    """The word after a blank after the closing quote (at START) of a key that holds its separator, when it
+    looks like a password or random, as a bare value in the middle of a line must (`"password:" Kx9mQ2vLp8`;
+    `the prompt "Password:" is matched` is prose)."""
+    found = _WORD_AFTER_KEY_STRING.match(text, start)
+    if found is None:
+        return None
+    value = found.group("v").rstrip(".,:!?")
+    if not (_password_like(value) or _looks_random(value)):
+        return None
+    return accept(found.start("v"), found.start("v") + len(value))
 
 
 def _glued(value: str, tail: str, *, shell: bool) -> str | None:

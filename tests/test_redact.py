@@ -646,6 +646,47 @@ def test_a_token_right_after_an_escape_is_redacted(text: str, expected: str) -> 
     assert redact(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A prompt that ends in a colon, quoted: the quote after the colon closes it, and was read as the
+        # one opening a value (`… "password:"«redacted:password»"password"`).
+        (
+            'Issue #451: Check for "password:" as password prompt instead of "password"',
+            'Issue #451: Check for "password:" as password prompt instead of "password"',
+        ),
+        ('expect("password:") then send it', 'expect("password:") then send it'),
+        ('the prompt "Password:" is matched', 'the prompt "Password:" is matched'),
+        ('expect "password:" { send "$pw\\r" }', 'expect "password:" { send "$pw\\r" }'),
+        ("read -s -p 'Password: ' pw", "read -s -p 'Password: ' pw"),
+        ('"password:".encode()', '"password:".encode()'),
+        # ... while a value after such a key is one: after another separator (a JSON key ending in a
+        # colon), or shaped like a password after a blank; a word glued to the quote is read as before.
+        ('"password:": "Hunter2-Zeta-55"', '"password:": "«redacted:password»"'),
+        ('{"user": "bob", "password:": "Kx9mQ2vLp8"}', '{"user": "bob", "password:": "«redacted:password»"}'),
+        ('"password:": hunter2', '"password:": «redacted:password»'),
+        ('echo "password:"Kx9mQ2vLp8', 'echo "password:"«redacted:password»'),
+        ('"password:" Kx9mQ2vLp8.', '"password:" «redacted:password».'),
+        # A key not inside a string is read as before: its quote opens the value.
+        ('password: "hunter2 is long"', 'password: "«redacted:password»"'),
+        ('{"password": "s3cr3tV@lue"}', '{"password": "«redacted:password»"}'),
+        ('password:"Kx9mQ2vLp8"', 'password:"«redacted:password»"'),
+        ("it's password:'Kx9mQ2vLp8'", "it's password:'«redacted:password»'"),
+        # ... also after a stray quote earlier on the line (httpx's CHANGELOG), as a word follows the quote.
+        (
+            'or `httpx.URL(path="/\')`, username="tom", password="123 456")`',
+            'or `httpx.URL(path="/\')`, username="tom", password="«redacted:password»")`',
+        ),
+    ],
+)
+def test_a_quoted_prompt_ending_in_a_colon_is_kept_and_a_value_after_it_is_not(
+    text: str, expected: str
+) -> None:
+    """docs/hygiene.md: a quoted prompt whose colon is inside its quotes (pexpect, expect, Ansible, `read
+    -p`) names no value; the value of a key written so (`"password:": V`) is still replaced."""
+    assert redact(text) == expected
+
+
 def test_the_rules_version_moves_with_the_rules() -> None:
     """RULES_VERSION was bumped by hand, and nothing tied it to the rules: a new keyword or pattern shipped
     under the old version, and `doctor`/`status` never told a memory written before it to run `nexusmem

@@ -563,3 +563,30 @@ def test_a_password_of_words_and_digits_never_reaches_the_store_from_any_source(
     assert 'echo "password for the staging is «redacted»" > /dev/null' in refs, refs
     said = json.dumps(answer, ensure_ascii=False)
     assert "the staging is «redacted:password»" in said and "Hunter2" not in said, said
+
+
+def test_a_quoted_password_prompt_is_stored_as_written_and_a_key_ending_in_a_colon_is_not(repo: Path) -> None:
+    """pexpect's commit `Issue #451: Check for "password:" as password prompt instead of "password"` was
+    stored, and shown by `nexusmem query`, as `… "password:"«redacted:password»"password"`: the quote that
+    closes a prompt ending in a colon was read as the one opening a value. So were an expect script's and a
+    Python login helper's lines. A JSON key ending in a colon, `"password:": "…"`, still loses its value."""
+    from helpers import query_json
+
+    subject = 'Issue #451: Check for "password:" as password prompt instead of "password"'
+    script = 'spawn ssh deploy@bastion\nexpect "password:" { send "$pw\\r" }\ninteract\n'
+    helper = "child = pexpect.spawn('su -')\nchild.expect('[Pp]assword:')\nchild.expect(\"Password: \")\n"
+    commit(
+        repo,
+        subject,
+        {"login.exp": script, "login.py": helper, "prompts.json": '{"password:": "Hunter2-Zeta-55"}\n'},
+    )
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for kept in [subject, *script.splitlines(), *helper.splitlines()]:
+        assert kept.encode() in raw, kept
+    assert b"Hunter2-Zeta-55" not in raw
+    assert '"password:": "«redacted:password»"'.encode() in raw
+
+    answer = query_json(repo, "password prompt")
+    titles = [item.get("title", "") for item in answer["items"]]
+    assert subject in titles, titles
