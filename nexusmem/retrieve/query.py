@@ -121,8 +121,9 @@ NUMBERS_WEIGHT = 0.75
 # this weight: "`markdown-it --no-html notes.md` still lets <script> through" shares only the common word
 # "html" with "Make --no-html have an effect in CLI" (not among the candidates at all), while the phrase
 # "no html" is held by that commit, its merge and its changelog entry. Hybrid MRR over ten sets (fresh66-74,
-# dev2; --no-pack): without .6660; .5 → .6700, .75 → .6711, 1 → .6708, 1.5 → .6689. Scaled to the words'
-# best match like the lists above (merge_scored); scaled up to it when weaker, .6637.
+# dev2; --no-pack): without .6660; .5 → .6700, .75 → .6711, 1 → .6708, 1.5 → .6689; with the names inside a
+# backticked span too (below), .6726 at .75. Scaled to the words' best match like the lists above
+# (merge_scored); scaled up to it when weaker, .6637. The blind fresh75, run once before: .723 → .719.
 NAME_PHRASES_WEIGHT = 0.75
 _INDEX_WORD = re.compile(r"[^\W_]+")
 _DOTTED = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)(?![\w.]*\d)")
