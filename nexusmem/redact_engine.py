@@ -565,7 +565,8 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
         if after_key is None:
             if word == "pass-only":  # bare `pass` names a value only as openssl's `pass:V`
                 return None
-            return _word_after_key_string(text, m.start("v") + 1, accept)
+            answer = _prompt_answer(text, m.start("v") + 1, accept)
+            return answer if answer is not None else _word_after_key_string(text, m.start("v") + 1, accept)
         found = after_key
     sep = found.group("sep")
     vstart, vend = found.start("v"), found.end("v")
@@ -700,6 +701,48 @@ def _word_after_key_string(text: str, start: int, accept: Callable[[int, int], S
     if not (_password_like(value) or _looks_random(value)):
         return None
     return accept(found.start("v"), found.start("v") + len(value))
+
+
+# The literal that answers a quoted prompt on its line, after the quote that closes the prompt: the next item
+# of a pair or a list (`("password:", "V")`), a concatenation (`"password:" + "V"`), or the first argument of
+# the next send call after the rest of the expect call (`child.expect("Password:"); child.sendline("V")`,
+# Tcl's `expect "password:" { send -- "V\r" }`, paramiko's `chan.send("V\n")`). A bytes or unicode prefix
+# (`b"V"`) is allowed; a variable or an expression (`sendline(pw)`, `os.environ["PW"]`) matches nothing.
+_PROMPT_ANSWER = _Lazy(
+    r"[ \t]*(?:[,+][ \t]*"
+    r"|[^\n\"'`;{}]{0,80}[;{][ \t]*(?:[A-Za-z_$][\w$]*(?:\.|->))*"
+    r"(?:send|sendline|send_keys|write)(?:[ \t]*\([ \t]*|[ \t]+(?:--[ \t]+)?))"
+    r"[bBuU]?(?P<v>\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')"
+)
+# The line end an answer is sent with (`"V\r"`, `"V\n"`): the program's, not the password's.
+_SENT_LINE_END = _Lazy(r"(?:\\[rn])+$")
+# Another prompt in a list of prompts (`["password:", "Password:"]`, `"[Pp]assphrase"`, `"(?i)login"`): one
+# that ends as a prompt does, or a regex's class of a letter's two cases, its case flag or `.*`.
+_PROMPT_SHAPE = _Lazy(r"[:?]$|\[[A-Za-z]{2}\]|\(\?i\)|\.\*")
+
+
+def _prompt_answer(text: str, start: int, accept: Callable[[int, int], Span | None]) -> Span | None:
+    """The literal that answers a quoted prompt (_PROMPT_ANSWER, from the prompt's closing quote at START),
+    without the line end it is sent with, when it looks like a password or random: a scripted login's
+    `("password:", "Kx9mQ2vLp8")`. One word only: a sentence (`"Enter your password"`, `"Are you sure
+    (yes/no)?"`) or another prompt in the list is not an answer; nor is `"yes"`, nor `"$pw\\r"` (accept)."""
+    found = _PROMPT_ANSWER.match(text, start)
+    if found is None:
+        return None
+    vstart, vend = found.start("v") + 1, found.end("v") - 1
+    value = text[vstart:vend]
+    line_end = _SENT_LINE_END.search(value)
+    if line_end is not None:
+        value = value[: line_end.start()]
+        vend = vstart + len(value)
+    if (
+        not value
+        or any(ch.isspace() for ch in value)
+        or _PROMPT_SHAPE.search(value)
+        or not (_password_like(value) or _looks_random(value))
+    ):
+        return None
+    return accept(vstart, vend)
 
 
 def _glued(value: str, tail: str, *, shell: bool) -> str | None:

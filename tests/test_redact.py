@@ -687,6 +687,77 @@ def test_a_quoted_prompt_ending_in_a_colon_is_kept_and_a_value_after_it_is_not(
     assert redact(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The answer to a quoted password prompt, written as a literal on the prompt's line (pexpect, expect,
+        # paramiko, a list of prompt/answer pairs): a pair, a concatenation, the next send call.
+        ('("password:", "Kx9mQ2vLp8")', '("password:", "«redacted:password»")'),
+        (
+            'expect_pairs=[("Password:", "Tr0ub4dor&3")]',
+            'expect_pairs=[("Password:", "«redacted:password»")]',
+        ),
+        (
+            'child.expect("Password:"); child.sendline("Kx9mQ2vLp8")',
+            'child.expect("Password:"); child.sendline("«redacted:password»")',
+        ),
+        (
+            "p.expect('password:'); p.sendline('Zq7Lm4pWx9v')",
+            "p.expect('password:'); p.sendline('«redacted:password»')",
+        ),
+        (
+            "child.expect('password:', timeout=120); child.sendline(b'Zq7Lm4pWx9v')",
+            "child.expect('password:', timeout=120); child.sendline(b'«redacted:password»')",
+        ),
+        (
+            'expect "password:" { send "Kx9mQ2vLp8\\r" }',
+            'expect "password:" { send "«redacted:password»\\r" }',
+        ),
+        (
+            'expect "Password: "; send -- "Tr0ub4dor&3\\n"',
+            'expect "Password: "; send -- "«redacted:password»\\n"',
+        ),
+        (
+            'child.sendline("password:" + "Kx9mQ2vLp8")',
+            'child.sendline("password:" + "«redacted:password»")',
+        ),
+        (
+            'chan.recv_until("Password:"); chan.send("Zq7Lm4pWx9v\\n")',
+            'chan.recv_until("Password:"); chan.send("«redacted:password»\\n")',
+        ),
+        ('"(?i)password:": "Kx9mQ2vLp8"', '"(?i)password:": "«redacted:password»"'),
+        # ... not a variable or an expression, nor a word, a sentence or another prompt.
+        ('expect "password:" { send "$pw\\r" }', 'expect "password:" { send "$pw\\r" }'),
+        ('expect "password:" { send -- "$env(PASS)\\r" }', 'expect "password:" { send -- "$env(PASS)\\r" }'),
+        (
+            'child.expect("password:"); child.sendline(password)',
+            'child.expect("password:"); child.sendline(password)',
+        ),
+        (
+            'child.expect("password:"); child.sendline(os.environ["PW"])',
+            'child.expect("password:"); child.sendline(os.environ["PW"])',
+        ),
+        ('("Password:", "Enter your password")', '("Password:", "Enter your password")'),
+        (
+            'child.expect("password:"); child.sendline("yes")',
+            'child.expect("password:"); child.sendline("yes")',
+        ),
+        ('child.expect(["password:", "Password:"])', 'child.expect(["password:", "Password:"])'),
+        ('child.expect(["password:", "[Pp]assphrase"])', 'child.expect(["password:", "[Pp]assphrase"])'),
+        (
+            'child.expect(["Password:", "Are you sure (yes/no)?", "Permission denied, try again."])',
+            'child.expect(["Password:", "Are you sure (yes/no)?", "Permission denied, try again."])',
+        ),
+        ('log.info("password:", "%s" % masked)', 'log.info("password:", "%s" % masked)'),
+        ('"password:" + "\\n"', '"password:" + "\\n"'),
+    ],
+)
+def test_the_answer_written_after_a_quoted_password_prompt_is_redacted(text: str, expected: str) -> None:
+    """docs/hygiene.md: a literal that answers a quoted password prompt on its line (after `,`, `:` or `+`,
+    or in the next send call) is a secret when it looks like a password or a random key."""
+    assert redact(text) == expected
+
+
 def test_the_rules_version_moves_with_the_rules() -> None:
     """RULES_VERSION was bumped by hand, and nothing tied it to the rules: a new keyword or pattern shipped
     under the old version, and `doctor`/`status` never told a memory written before it to run `nexusmem

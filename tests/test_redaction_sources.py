@@ -590,3 +590,46 @@ def test_a_quoted_password_prompt_is_stored_as_written_and_a_key_ending_in_a_col
     answer = query_json(repo, "password prompt")
     titles = [item.get("title", "") for item in answer["items"]]
     assert subject in titles, titles
+
+
+def test_the_answer_to_a_quoted_password_prompt_never_reaches_the_store(repo: Path) -> None:
+    """A login script answers a password prompt on the prompt's line -- `expect "password:" { send "…\\r" }`,
+    `child.expect('Password:'); child.sendline('…')`, `("Password:", "…")` pairs -- and its commits and
+    diffs were stored with the password as typed (the prompt is kept as written since rules version 4).
+    The answer a variable or an ordinary word gives stays as written."""
+    from helpers import query_json
+
+    script = (
+        "spawn ssh deploy@bastion\n"
+        'expect "password:" { send "Kx9mQ2vLp8\\r" }\n'
+        'expect "Passphrase:" { send "$pw\\r" }\n'
+        "interact\n"
+    )
+    helper = (
+        "child = pexpect.spawn('su -')\n"
+        "child.expect('Password:'); child.sendline('Zq7Lm4pWx9v')\n"
+        'child.expect("password:"); child.sendline(os.environ["PW"])\n'
+        'LOGIN = [("login:", "deploy"), ("Password:", "Tr0ub4dor&3")]\n'
+        'child.expect("continue connecting"); child.sendline("yes")\n'
+    )
+    subject = "bastion login: answer the su prompt"
+    body = 'Tried by hand first: child.sendline("password:" + "Hq4Vn8Tz2Lw6")'
+    commit(repo, f"{subject}\n\n{body}\n", {"login.exp": script, "login.py": helper})
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for secret in ("Kx9mQ2vLp8", "Zq7Lm4pWx9v", "Tr0ub4dor&3", "Hq4Vn8Tz2Lw6"):
+        assert secret.encode() not in raw, secret
+    for kept in [
+        'expect "password:" { send "«redacted:password»\\r" }',
+        "child.expect('Password:'); child.sendline('«redacted:password»')",
+        'LOGIN = [("login:", "deploy"), ("Password:", "«redacted:password»")]',
+        'child.sendline("password:" + "«redacted:password»")',
+        'expect "Passphrase:" { send "$pw\\r" }',
+        'child.expect("password:"); child.sendline(os.environ["PW"])',
+        'child.expect("continue connecting"); child.sendline("yes")',
+    ]:
+        assert kept.encode() in raw, kept
+
+    answer = query_json(repo, "bastion login su prompt")
+    titles = [item.get("title", "") for item in answer["items"]]
+    assert subject in titles, titles
