@@ -41,12 +41,14 @@ PLACEHOLDER_RE = re.compile(r"«redacted:[a-z0-9-]+»")
 # 4: the value of a key that holds its colon inside its quotes (`"password:": "V"`, `'password:': 'V'`)
 # 5: the literal that answers a quoted password prompt on its line (`("password:", "V")`, `expect "password:"
 #    { send "V\r" }`, `child.expect("Password:"); child.sendline("V")`)
-RULES_VERSION = 5
+# 6: that literal on the line after the prompt's (`expect "password:"` / `send "V\r"`, `child.expect('Password:')`
+#    / `child.sendline('V')`)
+RULES_VERSION = 6
 # The fingerprint of the rules RULES_VERSION names (redact_engine.rules_fingerprint: the patterns, keyword
 # lists and thresholds). tests/test_redact.py fails while the two differ, and says what to do: a change to the
 # rules that redacts something new bumps RULES_VERSION and records the new fingerprint here; one that redacts
 # nothing new (a refactor, a narrower rule) records the new fingerprint alone.
-RULES_FINGERPRINT = "e8f8a11cc982da19"
+RULES_FINGERPRINT = "77c6716d1b94f1ce"
 RULES_KEY = "redaction.rules"
 OLDER_RULES = "this memory was written with older redaction rules: run `nexusmem scrub`"
 

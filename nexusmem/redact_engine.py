@@ -703,14 +703,21 @@ def _word_after_key_string(text: str, start: int, accept: Callable[[int, int], S
     return accept(found.start("v"), found.start("v") + len(value))
 
 
-# The literal that answers a quoted prompt on its line, after the quote that closes the prompt: the next item
-# of a pair or a list (`("password:", "V")`), a concatenation (`"password:" + "V"`), or the first argument of
-# the next send call after the rest of the expect call (`child.expect("Password:"); child.sendline("V")`,
-# Tcl's `expect "password:" { send -- "V\r" }`, paramiko's `chan.send("V\n")`). A bytes or unicode prefix
-# (`b"V"`) is allowed; a variable or an expression (`sendline(pw)`, `os.environ["PW"]`) matches nothing.
+# The literal that answers a quoted prompt, after the quote that closes the prompt: the next item of a pair or
+# a list (`("password:", "V")`), a concatenation (`"password:" + "V"`), or the first argument of the next send
+# call after the rest of the expect call (`child.expect("Password:"); child.sendline("V")`, Tcl's `expect
+# "password:" { send -- "V\r" }`, paramiko's `chan.send("V\n")`). That call may start the next line when the
+# prompt is the last thing on its own -- the rest of the call (`)`, `, timeout=30)`), a `;` or a Tcl `{` --
+# as expect and pexpect scripts write it (`expect "password:"` / `send "V\r"`); in a diff after its `+`, `-`
+# or context blank. Only the line right after: the text is redacted whole (a diff, a file, a commit
+# message), and a prompt's line is where the regex starts, so no text without a prompt pays for it. A bytes
+# or unicode prefix (`b"V"`) is allowed; a variable or an expression (`sendline(pw)`, `os.environ["PW"]`)
+# matches nothing. Prose after the prompt (`Check for "password:" as the prompt`) is not the rest of a call.
 _PROMPT_ANSWER = _Lazy(
     r"[ \t]*(?:[,+][ \t]*"
-    r"|[^\n\"'`;{}]{0,80}[;{][ \t]*(?:[A-Za-z_$][\w$]*(?:\.|->))*"
+    r"|(?:[^\n\"'`;{}]{0,80}[;{][ \t]*"
+    r"|(?:[,)\]][^\n\"'`;{}]{0,80})?(?:[;{][ \t]*)?\r?\n[+-]?[ \t]*)"
+    r"(?:[A-Za-z_$][\w$]*(?:\.|->))*"
     r"(?:send|sendline|send_keys|write)(?:[ \t]*\([ \t]*|[ \t]+(?:--[ \t]+)?))"
     r"[bBuU]?(?P<v>\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')"
 )
@@ -722,10 +729,11 @@ _PROMPT_SHAPE = _Lazy(r"[:?]$|\[[A-Za-z]{2}\]|\(\?i\)|\.\*")
 
 
 def _prompt_answer(text: str, start: int, accept: Callable[[int, int], Span | None]) -> Span | None:
-    """The literal that answers a quoted prompt (_PROMPT_ANSWER, from the prompt's closing quote at START),
-    without the line end it is sent with, when it looks like a password or random: a scripted login's
-    `("password:", "Kx9mQ2vLp8")`. One word only: a sentence (`"Enter your password"`, `"Are you sure
-    (yes/no)?"`) or another prompt in the list is not an answer; nor is `"yes"`, nor `"$pw\\r"` (accept)."""
+    """The literal that answers a quoted prompt (_PROMPT_ANSWER, from the prompt's closing quote at START, on
+    its line or the next), without the line end it is sent with, when it looks like a password or random: a
+    scripted login's `("password:", "Kx9mQ2vLp8")`, `expect "password:"` / `send "Kx9mQ2vLp8\\r"`. One word
+    only: a sentence (`"Enter your password"`, `"Are you sure (yes/no)?"`) or another prompt in the list is
+    not an answer; nor is `"yes"`, nor `"$pw\\r"` (accept)."""
     found = _PROMPT_ANSWER.match(text, start)
     if found is None:
         return None

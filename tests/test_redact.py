@@ -758,6 +758,77 @@ def test_the_answer_written_after_a_quoted_password_prompt_is_redacted(text: str
     assert redact(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The answer on the line after the prompt's line, as expect and pexpect scripts write it (and a diff
+        # shows it, each line after its `+` or its context blank).
+        ('expect "password:"\nsend "Kx9mQ2vLp8\\r"\n', 'expect "password:"\nsend "«redacted:password»\\r"\n'),
+        (
+            "child.expect('password:')\nchild.sendline('Zq7Lm4pWx9v')",
+            "child.expect('password:')\nchild.sendline('«redacted:password»')",
+        ),
+        (
+            "    child.expect('Password: ', timeout=30)\r\n    child.sendline(b'Zq7Lm4pWx9v')\r\n",
+            "    child.expect('Password: ', timeout=30)\r\n    child.sendline(b'«redacted:password»')\r\n",
+        ),
+        (
+            '+expect "password:"\n+send -- "Tr0ub4dor&3\\r"\n',
+            '+expect "password:"\n+send -- "«redacted:password»\\r"\n',
+        ),
+        (
+            ' expect "Password:"\n-send "Kx9mQ2vLp8\\r"\n+send "$pw\\r"\n',
+            ' expect "Password:"\n-send "«redacted:password»\\r"\n+send "$pw\\r"\n',
+        ),
+        (
+            'expect "password:" {\n    send "Kx9mQ2vLp8\\r"\n}',
+            'expect "password:" {\n    send "«redacted:password»\\r"\n}',
+        ),
+        (
+            "p.expect('passphrase:');\np.sendline('Zq7Lm4pWx9v')",
+            "p.expect('passphrase:');\np.sendline('«redacted:password»')",
+        ),
+        # ... under the same conditions as on the prompt's line: a variable, an expression, a word are kept.
+        ('expect "password:"\nsend "$pw\\r"', 'expect "password:"\nsend "$pw\\r"'),
+        ('expect "password:"\nsend -- "$env(PASS)\\r"', 'expect "password:"\nsend -- "$env(PASS)\\r"'),
+        (
+            "child.expect('password:')\nchild.sendline(password)",
+            "child.expect('password:')\nchild.sendline(password)",
+        ),
+        (
+            "child.expect('password:')\nchild.sendline(os.environ['PW'])",
+            "child.expect('password:')\nchild.sendline(os.environ['PW'])",
+        ),
+        (
+            "child.expect('Password:')\nchild.sendline('yes')",
+            "child.expect('Password:')\nchild.sendline('yes')",
+        ),
+        # Only the line right after, and only a call that starts it: not a line further on, nor a line that
+        # is not a send call, nor a send after a prompt that is not the line's last thing.
+        (
+            'expect "password:"\n\nsend "Kx9mQ2vLp8\\r"',
+            'expect "password:"\n\nsend "Kx9mQ2vLp8\\r"',
+        ),
+        (
+            "child.expect('password:')\nlog('sent'); child.sendline('Zq7Lm4pWx9v')",
+            "child.expect('password:')\nlog('sent'); child.sendline('Zq7Lm4pWx9v')",
+        ),
+        (
+            "check('password:', 'login:')\nout.write('Zq7Lm4pWx9v')",
+            "check('password:', 'login:')\nout.write('Zq7Lm4pWx9v')",
+        ),
+        (
+            'Check for "password:" as password prompt\nsend "Kx9mQ2vLp8\\r"',
+            'Check for "password:" as password prompt\nsend "Kx9mQ2vLp8\\r"',
+        ),
+    ],
+)
+def test_the_answer_on_the_line_after_a_quoted_password_prompt_is_redacted(text: str, expected: str) -> None:
+    """docs/hygiene.md: the first argument of a send call that starts the line right after a line ending in a
+    quoted password prompt is a secret when it is a literal shaped like a password or a random key."""
+    assert redact(text) == expected
+
+
 def test_the_rules_version_moves_with_the_rules() -> None:
     """RULES_VERSION was bumped by hand, and nothing tied it to the rules: a new keyword or pattern shipped
     under the old version, and `doctor`/`status` never told a memory written before it to run `nexusmem

@@ -633,3 +633,39 @@ def test_the_answer_to_a_quoted_password_prompt_never_reaches_the_store(repo: Pa
     answer = query_json(repo, "bastion login su prompt")
     titles = [item.get("title", "") for item in answer["items"]]
     assert subject in titles, titles
+
+
+def test_the_answer_on_the_line_after_a_quoted_password_prompt_never_reaches_the_store(repo: Path) -> None:
+    """An expect or pexpect script answers a password prompt on the next line -- `expect "password:"` then
+    `send "…\\r"`, `child.expect('Password:')` then `child.sendline('…')` -- and its file, its diff and a
+    commit message quoting it were stored with the password as typed (the same-line answer is redacted
+    since rules version 5). A variable on that line, and a literal two lines down, stay as written."""
+    from helpers import query_json
+
+    script = 'spawn ssh deploy@bastion\nexpect "password:"\nsend "Kx9mQ2vLp8\\r"\nexpect "Passphrase:"\nsend "$pw\\r"\ninteract\n'
+    helper = (
+        "child = pexpect.spawn('su -')\n"
+        "child.expect('Password:', timeout=30)\n"
+        "child.sendline('Zq7Lm4pWx9v')\n"
+        "child.expect('continue connecting')\n"
+        "child.sendline('yes')\n"
+    )
+    subject = "bastion login: answer the su prompt on its own line"
+    body = 'Tried by hand first:\n\n    p.expect("passphrase:");\n    p.sendline("Hq4Vn8Tz2Lw6")\n'
+    commit(repo, f"{subject}\n\n{body}", {"login.exp": script, "login.py": helper})
+    run_cli("-C", str(repo), "sync", "-q", "--no-embed")
+    raw = b"\n".join(stored_bytes(repo).values())
+    for secret in ("Kx9mQ2vLp8", "Zq7Lm4pWx9v", "Hq4Vn8Tz2Lw6"):
+        assert secret.encode() not in raw, secret
+    for kept in [
+        'send "«redacted:password»\\r"',
+        "child.sendline('«redacted:password»')",
+        'p.sendline("«redacted:password»")',
+        'send "$pw\\r"',
+        "child.sendline('yes')",
+    ]:
+        assert kept.encode() in raw, kept
+
+    answer = query_json(repo, "bastion login su prompt own line")
+    titles = [item.get("title", "") for item in answer["items"]]
+    assert subject in titles, titles
