@@ -1480,7 +1480,7 @@ def release_nodes(store: SearchStore, exact: search.ExactSearches, version: str)
     order the file holds them), the commit its tag names, and the commits whose title names it ("Release 7.4.1 (#2965)", "Prepare 1.7.15")."""
     pre = _PRE_RELEASE.fullmatch(version)
     if pre is None:
-        phrase = '"' + " ".join(_WORDS.findall(version)) + '"'
+        phrase = search.phrase_of(_WORDS.findall(version))
     else:  # "7.0.0-rc.1" is "7 0 0 rc 1" to the index, the heading "7.0.0-rc1" is "7 0 0 rc1"
         number, label, count = " ".join(_WORDS.findall(pre.group(1))), pre.group(2).lower(), pre.group(3)
         phrase = (
@@ -3697,23 +3697,24 @@ def number_phrases(question: Question) -> str | None:
     if question.release or question.shipped or question.span or question.migrates:
         return None
     found = list(dict.fromkeys(_DOTTED.findall(question.search_text)))[: search.MAX_QUERY_TERMS]
-    return " OR ".join('"' + " ".join(number.split(".")) + '"' for number in found) or None
+    return " OR ".join(search.phrase_of(number.split(".")) for number in found) or None
 
 
 def name_phrases(question: Question) -> str | None:
     """The FTS5 expression asking for the code names QUESTION writes (and those in a backticked span) that
     the index holds as two to eight words, each as the phrase of its words (`"no html" OR "max retries"`),
     None when it writes none (NAME_PHRASES_WEIGHT)."""
-    found: list[str] = []
+    found: list[tuple[str, ...]] = []
     for name in code_names(question.search_text):
         # A quoted command line (`mdconv --no-html notes.md`) is asked whole and by the names in it.
-        inner = code_names(name.strip("`")) if name.startswith("`") else []
-        for each in [name, *(n for n in inner if n != name.strip("`"))]:
-            words = _INDEX_WORD.findall(each.lower())
+        bare = name.strip("`")
+        inner = code_names(bare) if name.startswith("`") else []
+        for each in [name, *(n for n in inner if n != bare)]:
+            words = tuple(_INDEX_WORD.findall(each.lower()))
             if 2 <= len(words) <= 8:
-                found.append(" ".join(words))
-    found = list(dict.fromkeys(found))[: search.MAX_QUERY_TERMS]
-    return " OR ".join('"' + phrase + '"' for phrase in found) or None
+                found.append(words)
+    kept = list(dict.fromkeys(found))[: search.MAX_QUERY_TERMS]
+    return " OR ".join(search.phrase_of(list(words)) for words in kept) or None
 
 
 def merge_scored(

@@ -38,6 +38,11 @@ def fts_expression(text: str | list[str]) -> str | None:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
+def phrase_of(words: list[str]) -> str:
+    """The FTS5 phrase of WORDS, in order ("max retries" finds `max_retries`, not max and retries apart)."""
+    return '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+
+
 def affordable_terms(
     store: SearchStore, words: list[str], budget: int = MAX_POSTINGS, *, counts: dict[str, int] | None = None
 ) -> list[str]:
@@ -262,8 +267,7 @@ def holder(
     words = terms(name)
     if not words or not hits:
         return hits, None
-    phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
-    holders = searches.scored(phrase, ORIGIN_LIMIT)
+    holders = searches.scored(phrase_of(words), ORIGIN_LIMIT)
     member = _member(store, name)
     if member is not None:
         # `pool.SIZE_LIMIT` is written `SIZE_LIMIT = 10` in pool.py: the changes that hold its last part
@@ -404,8 +408,7 @@ def holders_whole(
     words = terms(name)
     if not words:
         return None
-    phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
-    found = searches.scored(phrase, ORIGIN_LIMIT)
+    found = searches.scored(phrase_of(words), ORIGIN_LIMIT)
     if len(found) >= ORIGIN_LIMIT:
         return None
     if not found:
@@ -549,8 +552,7 @@ def still_in(store: SearchStore, name: str, *, searches: ExactSearches) -> Prese
     words = terms(name)
     if not words:
         return Presence([], [])
-    phrase = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
-    found = searches.scored(phrase, ORIGIN_LIMIT)
+    found = searches.scored(phrase_of(words), ORIGIN_LIMIT)
     if not found or len(found) >= ORIGIN_LIMIT:
         return Presence([], [])
     diffs = [
