@@ -238,10 +238,9 @@ def test_how_did_i_fix_a_failure_shows_the_fix_commits_patch_after_it(repo: Path
     assert "+def _paschal_weekday(y):" in answer
 
 
-@pytest.mark.parametrize("budget", ["50", "80", "300"])
-def test_the_note_that_is_the_answer_is_kept_at_any_budget(repo: Path, budget: str) -> None:
-    """`which tests failed yesterday --budget 50` said "the best match does not fit … 0 of 440 match(es)", and
-    the note "no recorded run of tests failed yesterday", the answer, was gone (at 300 it was there)."""
+def _old_test_fixes(repo: Path) -> None:
+    """Twelve commits of three years ago whose long messages say tests failed: matches enough to fill any
+    budget, none of them yesterday's."""
     years_ago = int(time.time()) - 3 * 365 * 86_400
     for n in range(12):
         old_commit(
@@ -250,6 +249,13 @@ def test_the_note_that_is_the_answer_is_kept_at_any_budget(repo: Path, budget: s
             {f"tests/test_rule{n}.py": f"def test_rule():\n    assert {n} == {n}\n"},
             when=years_ago + n * 86_400,
         )
+
+
+@pytest.mark.parametrize("budget", ["50", "80", "300"])
+def test_the_note_that_is_the_answer_is_kept_at_any_budget(repo: Path, budget: str) -> None:
+    """`which tests failed yesterday --budget 50` said "the best match does not fit … 0 of 440 match(es)", and
+    the note "no recorded run of tests failed yesterday", the answer, was gone (at 300 it was there)."""
+    _old_test_fixes(repo)
     write_commands(repo, [(int(time.time() * 1000) - 5 * 86_400_000, "pytest tests", 1, 900)])
     run_cli("-C", str(repo), "sync", "--no-embed")
     result = run_cli("-C", str(repo), "query", "--budget", budget, "--", "which tests failed yesterday")
@@ -288,14 +294,7 @@ def test_a_day_whose_only_run_passed_says_so_on_stdout_at_any_budget(repo: Path,
     tests/test_rrule.py -k until`, exit 0) and no failure: stdout said "the best match (~34 tokens) does not
     fit the budget of 50" and "0 of 444 match(es) shown", the answer ("no run of tests failed yesterday") on
     stderr only."""
-    years_ago = int(time.time()) - 3 * 365 * 86_400
-    for n in range(12):
-        old_commit(
-            repo,
-            f"Fix the failing test of the easter rule {n}\n\n" + "The tests failed on a leap year. " * 20,
-            {f"tests/test_rule{n}.py": f"def test_rule():\n    assert {n} == {n}\n"},
-            when=years_ago + n * 86_400,
-        )
+    _old_test_fixes(repo)
     write_commands(repo, [(yesterday_noon_ms(), "pytest -q tests/test_rrule.py -k until", 0, 900)])
     run_cli("-C", str(repo), "sync", "--no-embed")
     result = run_cli("-C", str(repo), "query", "--budget", budget, "--", "which tests failed yesterday")

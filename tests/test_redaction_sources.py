@@ -225,6 +225,19 @@ def stored_bytes(repo: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in files}
 
 
+def stored_blob(repo: Path) -> bytes:
+    """The bytes of every file stored_bytes reads, joined: what a secret must be absent from."""
+    return b"\n".join(stored_bytes(repo).values())
+
+
+def assert_query_finds(repo: Path, question: str, title: str) -> None:
+    """`nexusmem query QUESTION` lists an item titled TITLE: redaction left what finds it in place."""
+    from helpers import query_json
+
+    titles = [item.get("title", "") for item in query_json(repo, question)["items"]]
+    assert title in titles, titles
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("channel", list(CHANNELS))
 def test_no_corpus_secret_reaches_the_store(repo: Path, channel: str) -> None:
@@ -293,7 +306,7 @@ def test_a_token_a_length_limit_cuts_is_redacted_whole(
     commit(repo, "chore: start", {"a.txt": "a\n"})
     marks = CUT_CHANNELS[channel](repo, tmp_path, monkeypatch)
     run_cli("-C", str(repo), "sync", "-q", "--no-embed", "--github")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for mark in marks:
         assert mark.encode() in raw, f"{channel}: canary {mark} was not stored: the channel ingested nothing"
     assert CUT_TOKEN[4:24].encode() not in raw, f"{channel}: a cut token was stored"
@@ -340,7 +353,7 @@ def test_a_token_right_after_an_escape_never_reaches_the_store_or_the_log(repo: 
     log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
     assert GLUED_GITHUB.encode() in log.read_bytes()  # the hook logged the command as typed
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for mark in ("canaryescbody", "canaryescfile", "canaryescshell"):
         assert mark.encode() in raw, mark
     stored = [token for token in (GLUED_GITHUB, GLUED_PAT, GLUED_AWS, GLUED_SLACK) if token.encode() in raw]
@@ -372,7 +385,7 @@ def test_a_token_after_a_hex_unicode_octal_or_double_percent_escape_never_reache
     log = Path(os.environ["NEXUSMEM_HOME"]) / "shell-history.jsonl"
     assert GLUED_SLACK.encode() in log.read_bytes()  # the hook logged the command as typed
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for mark in ("canaryhexbody", "canaryhexfile", "canaryhexshell"):
         assert mark.encode() in raw, mark
     stored = [token for token in (GLUED_GITHUB, GLUED_PAT, GLUED_AWS, GLUED_SLACK) if token.encode() in raw]
@@ -407,7 +420,7 @@ def test_an_indented_key_a_later_commit_edits_never_reaches_the_store(repo: Path
     commit(repo, "chore: add the tls secret", {"k8s/secret.yaml": _secret_yaml(key, "canarykeyone")})
     commit(repo, "chore: rotate the tls key", {"k8s/secret.yaml": _secret_yaml(rotated, "canarykeytwo")})
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     assert b"canarykeyone" in raw and b"canarykeytwo" in raw  # both diffs were stored
     stored = [line for line in sorted(set(key + rotated)) if line.encode() in raw]
     assert not stored, f"{len(stored)} of {len(set(key + rotated))} key lines stored"
@@ -427,7 +440,7 @@ def test_a_bearer_token_or_a_session_cookie_in_a_header_never_reaches_the_store(
         f'curl -sH "Bearer {bearer}" http://127.0.0.1:9/canarybare; true',
     )
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for mark in ("canarycookie", "canaryauth", "canarybare", "lang=en"):
         assert mark.encode() in raw, mark
     assert bearer.encode() not in raw and session.encode() not in raw
@@ -455,7 +468,7 @@ def test_a_session_cookie_given_with_curl_b_quoted_or_in_capitals_never_reaches_
         "git checkout -q -b canary-session-branch",
     )
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for mark in ("canaryshort", "canaryupper", "canaryquoted", "lang=en", "canary-session-branch"):
         assert mark.encode() in raw, mark
     stored = [value for value in (short, upper, quoted) if value.encode() in raw]
@@ -483,7 +496,7 @@ def test_a_session_cookie_in_a_header_spelled_in_mixed_case_never_reaches_the_st
         f"echo 'Set-CoOkIe: sid={values[2]}; Path=/; HttpOnly' # canaryset",
     )
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for mark in ("canarymixed", "canarylower", "canaryset", "CoOkIe: lang=en; session=«redacted:cookie»"):
         assert mark.encode() in raw, mark
     assert "Set-CoOkIe: sid=«redacted:cookie»; Path=/; HttpOnly".encode() in raw
@@ -508,7 +521,7 @@ def test_a_class_name_a_date_a_version_after_bearer_and_an_analytics_cookie_are_
         repo, f"curl -sH 'Cookie: _ga=GA1.2.1234567890.1600000000; sid={session}' http://127.0.0.1:9/; true"
     )
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for kept in [*notes.splitlines(), "Cookie: _ga=GA1.2.1234567890.1600000000; sid=«redacted:cookie»"]:
         assert kept.encode() in raw, kept
     assert session.encode() not in raw
@@ -542,7 +555,7 @@ def test_a_password_of_words_and_digits_never_reaches_the_store_from_any_source(
     typed_in_bash(repo, 'echo "password for the staging is Hunter2-Staging-55" > /dev/null')
 
     run_cli("-C", str(repo), "sync", "-q", "--no-embed", "--conversation")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for mark in (b"zorbcommit", b"zorbdocs", b"zorbchat", b"> /dev/null"):
         assert mark in raw, f"{mark!r} was not stored: its source ingested nothing"
     secrets = [
@@ -570,7 +583,6 @@ def test_a_quoted_password_prompt_is_stored_as_written_and_a_key_ending_in_a_col
     stored, and shown by `nexusmem query`, as `… "password:"«redacted:password»"password"`: the quote that
     closes a prompt ending in a colon was read as the one opening a value. So were an expect script's and a
     Python login helper's lines. A JSON key ending in a colon, `"password:": "…"`, still loses its value."""
-    from helpers import query_json
 
     subject = 'Issue #451: Check for "password:" as password prompt instead of "password"'
     script = 'spawn ssh deploy@bastion\nexpect "password:" { send "$pw\\r" }\ninteract\n'
@@ -581,15 +593,13 @@ def test_a_quoted_password_prompt_is_stored_as_written_and_a_key_ending_in_a_col
         {"login.exp": script, "login.py": helper, "prompts.json": '{"password:": "Hunter2-Zeta-55"}\n'},
     )
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for kept in [subject, *script.splitlines(), *helper.splitlines()]:
         assert kept.encode() in raw, kept
     assert b"Hunter2-Zeta-55" not in raw
     assert '"password:": "«redacted:password»"'.encode() in raw
 
-    answer = query_json(repo, "password prompt")
-    titles = [item.get("title", "") for item in answer["items"]]
-    assert subject in titles, titles
+    assert_query_finds(repo, "password prompt", subject)
 
 
 def test_the_answer_to_a_quoted_password_prompt_never_reaches_the_store(repo: Path) -> None:
@@ -597,7 +607,6 @@ def test_the_answer_to_a_quoted_password_prompt_never_reaches_the_store(repo: Pa
     `child.expect('Password:'); child.sendline('…')`, `("Password:", "…")` pairs -- and its commits and
     diffs were stored with the password as typed (the prompt is kept as written since rules version 4).
     The answer a variable or an ordinary word gives stays as written."""
-    from helpers import query_json
 
     script = (
         "spawn ssh deploy@bastion\n"
@@ -616,7 +625,7 @@ def test_the_answer_to_a_quoted_password_prompt_never_reaches_the_store(repo: Pa
     body = 'Tried by hand first: child.sendline("password:" + "Hq4Vn8Tz2Lw6")'
     commit(repo, f"{subject}\n\n{body}\n", {"login.exp": script, "login.py": helper})
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for secret in ("Kx9mQ2vLp8", "Zq7Lm4pWx9v", "Tr0ub4dor&3", "Hq4Vn8Tz2Lw6"):
         assert secret.encode() not in raw, secret
     for kept in [
@@ -630,9 +639,7 @@ def test_the_answer_to_a_quoted_password_prompt_never_reaches_the_store(repo: Pa
     ]:
         assert kept.encode() in raw, kept
 
-    answer = query_json(repo, "bastion login su prompt")
-    titles = [item.get("title", "") for item in answer["items"]]
-    assert subject in titles, titles
+    assert_query_finds(repo, "bastion login su prompt", subject)
 
 
 def test_the_answer_on_the_line_after_a_quoted_password_prompt_never_reaches_the_store(repo: Path) -> None:
@@ -640,7 +647,6 @@ def test_the_answer_on_the_line_after_a_quoted_password_prompt_never_reaches_the
     `send "…\\r"`, `child.expect('Password:')` then `child.sendline('…')` -- and its file, its diff and a
     commit message quoting it were stored with the password as typed (the same-line answer is redacted
     since rules version 5). A variable on that line, and a literal two lines down, stay as written."""
-    from helpers import query_json
 
     script = 'spawn ssh deploy@bastion\nexpect "password:"\nsend "Kx9mQ2vLp8\\r"\nexpect "Passphrase:"\nsend "$pw\\r"\ninteract\n'
     helper = (
@@ -654,7 +660,7 @@ def test_the_answer_on_the_line_after_a_quoted_password_prompt_never_reaches_the
     body = 'Tried by hand first:\n\n    p.expect("passphrase:");\n    p.sendline("Hq4Vn8Tz2Lw6")\n'
     commit(repo, f"{subject}\n\n{body}", {"login.exp": script, "login.py": helper})
     run_cli("-C", str(repo), "sync", "-q", "--no-embed")
-    raw = b"\n".join(stored_bytes(repo).values())
+    raw = stored_blob(repo)
     for secret in ("Kx9mQ2vLp8", "Zq7Lm4pWx9v", "Hq4Vn8Tz2Lw6"):
         assert secret.encode() not in raw, secret
     for kept in [
@@ -666,6 +672,4 @@ def test_the_answer_on_the_line_after_a_quoted_password_prompt_never_reaches_the
     ]:
         assert kept.encode() in raw, kept
 
-    answer = query_json(repo, "bastion login su prompt own line")
-    titles = [item.get("title", "") for item in answer["items"]]
-    assert subject in titles, titles
+    assert_query_finds(repo, "bastion login su prompt own line", subject)

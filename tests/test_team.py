@@ -1064,98 +1064,74 @@ def nexusmem(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
 
 
 def test_a_read_this_side_cut_off_says_so_not_that_the_server_closed_it(
-    tmp_path: Path, origin: Path, team_url: str, pg_server: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, origin: Path, stalling: tuple[_StallingProxy, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A read cut off by this side's deadline (the server's session stalled) said "it did not answer in time
     (consuming input failed: server closed the connection unexpectedly)": the server closed nothing."""
-    import glob
-    from urllib.parse import urlsplit
-
     from nexusmem.store import team as team_store
 
-    server_socket = glob.glob(f"{pg_server.socket_dir}/.s.PGSQL.*")[0]
-    proxy_dir = tmp_path / "proxy"
-    proxy_dir.mkdir()
-    proxy = _StallingProxy(server_socket, proxy_dir)
-    try:
-        database = urlsplit(team_url).path.lstrip("/")
-        (bob,) = joined_members(
-            tmp_path, origin, f"postgresql://postgres@/{database}?host={proxy_dir}", "bob"
-        )
-        monkeypatch.setattr(team_store, "READ_SESSION_SECONDS", 2.0)
-        proxy.stall_after = 300  # the connection's start goes through; what follows does not
-        said = bob.run("query", "--team", "upload").stdout
-        assert "team store not searched: no answer within 2 s" in said, said
-        assert "server closed the connection" not in said, said
-        checked = bob.run("precheck", "--team", "--files", "uploader.py").stderr
-        assert "team store not checked: no answer within 2 s" in checked, checked
-        assert "server closed the connection" not in checked, checked
-    finally:
-        proxy.close()
+    proxy, url = stalling
+    (bob,) = joined_members(tmp_path, origin, url, "bob")
+    monkeypatch.setattr(team_store, "READ_SESSION_SECONDS", 2.0)
+    proxy.stall_after = 300  # the connection's start goes through; what follows does not
+    said = bob.run("query", "--team", "upload").stdout
+    assert "team store not searched: no answer within 2 s" in said, said
+    assert "server closed the connection" not in said, said
+    checked = bob.run("precheck", "--team", "--files", "uploader.py").stderr
+    assert "team store not checked: no answer within 2 s" in checked, checked
+    assert "server closed the connection" not in checked, checked
 
 
 def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
-    tmp_path: Path, origin: Path, team_url: str, pg_server: Any
+    tmp_path: Path, origin: Path, team_url: str, stalling: tuple[_StallingProxy, str]
 ) -> None:
     """A server that stopped answering after the connection was made (SIGSTOP, a dead link) held `query
     --team` and `precheck --team` forever (statement_timeout is the server's to enforce), and the post-commit
     push waiting on it held the sync lock, so no later commit reached even the local memory."""
-    import glob
-    from urllib.parse import urlsplit
-
     from nexusmem.oslock import held
 
-    server_socket = glob.glob(f"{pg_server.socket_dir}/.s.PGSQL.*")[0]
-    proxy_dir = tmp_path / "proxy"
-    proxy_dir.mkdir()
-    proxy = _StallingProxy(server_socket, proxy_dir)
+    proxy, url = stalling
+    (bob,) = joined_members(tmp_path, origin, url, "bob")
+    bob.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
+    bob.run("sync", "--quiet")
+    env = {**os.environ, **bob.env()}
+    proxy.stall_after = 300  # the connection's start goes through; what follows does not
+    began = time.monotonic()
+    done = nexusmem(env, "-C", str(bob.repo), "query", "--team", "upload timeout")
+    assert time.monotonic() - began < 45, "query --team waited on a server that stopped answering"
+    assert done.returncode == 0 and "Raise the upload timeout to 90 s" in done.stdout, done.stderr
+    assert "team store not searched" in done.stdout, done.stdout
+    (bob.repo / "uploader.py").write_text("TIMEOUT = 120\n", encoding="utf-8")
+    git(bob.repo, "add", "uploader.py")
+    checked = nexusmem(env, "-C", str(bob.repo), "precheck", "--team", "--strict")
+    assert checked.returncode == 0 and "team store not checked" in checked.stderr, checked.stderr
+    # The post-commit sync: the push waits on the stalled server, outside the lock the next sync needs.
+    pusher = subprocess.Popen(
+        [console_script(), "-C", str(bob.repo), "sync", "--auto"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
-        database = urlsplit(team_url).path.lstrip("/")
-        (bob,) = joined_members(
-            tmp_path, origin, f"postgresql://postgres@/{database}?host={proxy_dir}", "bob"
-        )
-        bob.commit("Raise the upload timeout to 90 s", {"uploader.py": "TIMEOUT = 90\n"})
-        bob.run("sync", "--quiet")
-        env = {**os.environ, **bob.env()}
-        proxy.stall_after = 300  # the connection's start goes through; what follows does not
-        began = time.monotonic()
-        done = nexusmem(env, "-C", str(bob.repo), "query", "--team", "upload timeout")
-        assert time.monotonic() - began < 45, "query --team waited on a server that stopped answering"
-        assert done.returncode == 0 and "Raise the upload timeout to 90 s" in done.stdout, done.stderr
-        assert "team store not searched" in done.stdout, done.stdout
-        (bob.repo / "uploader.py").write_text("TIMEOUT = 120\n", encoding="utf-8")
-        git(bob.repo, "add", "uploader.py")
-        checked = nexusmem(env, "-C", str(bob.repo), "precheck", "--team", "--strict")
-        assert checked.returncode == 0 and "team store not checked" in checked.stderr, checked.stderr
-        # The post-commit sync: the push waits on the stalled server, outside the lock the next sync needs.
-        pusher = subprocess.Popen(
-            [console_script(), "-C", str(bob.repo), "sync", "--auto"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        try:
-            deadline = time.monotonic() + 30
-            while not held(bob.repo / ".nexusmem" / "team-push.lock"):
-                assert time.monotonic() < deadline and pusher.poll() is None, "the push never started"
-                time.sleep(0.1)
-            bob.commit("Raise it again, to 120 s", {"uploader.py": "TIMEOUT = 120\n"})
-            following = nexusmem(env, "-C", str(bob.repo), "sync", "--auto")
-            assert "sync run 1 done" in following.stdout, following.stdout
-            assert "team push deferred: an earlier one is still running" in following.stdout
-            assert "Raise it again" in bob.run("query", "raise it again 120").stdout
-            # The server answers again: the waiting push ends, then pushes once more for the deferred one.
-            proxy.stall_after = None
-            pusher.wait(timeout=90)
-            titles = {
-                str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")
-            }
-            assert "Raise it again, to 120 s" in titles, titles
-        finally:
-            pusher.kill()
-            pusher.wait()
+        deadline = time.monotonic() + 30
+        while not held(bob.repo / ".nexusmem" / "team-push.lock"):
+            assert time.monotonic() < deadline and pusher.poll() is None, "the push never started"
+            time.sleep(0.1)
+        bob.commit("Raise it again, to 120 s", {"uploader.py": "TIMEOUT = 120\n"})
+        following = nexusmem(env, "-C", str(bob.repo), "sync", "--auto")
+        assert "sync run 1 done" in following.stdout, following.stdout
+        assert "team push deferred: an earlier one is still running" in following.stdout
+        assert "Raise it again" in bob.run("query", "raise it again 120").stdout
+        # The server answers again: the waiting push ends, then pushes once more for the deferred one.
+        proxy.stall_after = None
+        pusher.wait(timeout=90)
+        titles = {
+            str(r[0]) for r in _team_rows(team_url, "SELECT title FROM nodes WHERE kind = 'git_commit'")
+        }
+        assert "Raise it again, to 120 s" in titles, titles
     finally:
-        proxy.close()
+        pusher.kill()
+        pusher.wait()
 
 
 @pytest.fixture
