@@ -165,6 +165,7 @@ SETS = (
     "fresh73",
     "fresh74",
     "fresh75",
+    "fresh76",
     "dev2",
     "removal",
     "rst",
