@@ -44,6 +44,16 @@ SINCE_MIDNIGHT = since_midnight(NOW)
 MIDNIGHT_MARGIN = 120
 
 
+TIDY_AREAS = ("parser", "hashing", "logging", "cli", "manifest", "packaging")
+
+
+def tidy_modules(repo: Path, areas: list[str] | tuple[str, ...] = TIDY_AREAS) -> None:
+    """A haystack of old commits, one per area ("Tidy the parser module", each touching parser.py), a day
+    apart some 900 days ago: what a question must be told apart from."""
+    for n, area in enumerate(areas):
+        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+
+
 @pytest.fixture(autouse=True)
 def clock() -> None:
     """NOW and SINCE_MIDNIGHT for this test, with no local midnight in the next MIDNIGHT_MARGIN seconds."""
@@ -310,8 +320,7 @@ def test_a_version_number_in_the_question_finds_the_change_that_names_that_numbe
     """ "Which version dropped support for Python 3.9?": the index holds 3.9 as the words 3 and 9, which the
     question's words leave out (single characters), so "drop support for Python 3.7" matched as well as the
     change that says 3.9, and came first. The number is asked as the phrase of its parts."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     commit(
         repo,
         "build: drop support for Python 3.9",
@@ -600,10 +609,7 @@ def test_a_word_many_changes_hold_still_finds_the_guide_that_says_it_in_another_
     """ "plugin" is in several commit titles as written; the guide says only "plugins". Every word held by
     less than half the nodes is looked up by its stem too, so the guide is among the word matches (it was
     not found at all when only words fewer than three nodes held were stemmed)."""
-    for n, area in enumerate(
-        ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"]
-    ):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo, ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"])
     for n, title in enumerate(["Load each plugin lazily", "Sort the plugin list", "Log the plugin name"]):
         commit(repo, title, {f"t{n}.py": f"T = {n}\n"}, when=NOW - (500 - n) * DAY)
     guide = (
@@ -623,10 +629,7 @@ def test_a_question_about_how_something_changed_is_answered_by_the_changes_not_t
     """The guide says how retries work now; "how have X changed over the years?" asks for the changes. Doc
     sections count less for a question about what happened (changelog entries keep their score); a
     how-do-I question about the same thing still gets the guide."""
-    for n, area in enumerate(
-        ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"]
-    ):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo, ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"])
     guide = (
         "# Guide\n\n## Upload retries\n\nAn upload that fails with a 503 is retried three times, waiting"
         " longer each time. Set `retries` to change how many.\n\n## Output\n\nOne line per file.\n"
@@ -647,10 +650,7 @@ def test_a_question_about_how_something_changed_is_answered_by_the_changes_not_t
 def test_a_usage_question_lifts_the_guide_not_the_changelog_entry(repo: Path) -> None:
     """A changelog entry records what changed in a release; how to use the program is in the docs. Both
     match the question's words here, the entry more of them."""
-    for n, area in enumerate(
-        ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"]
-    ):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo, ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tests", "lint"])
     commit(repo, "Add the upload client", {"client.py": "WAIT = 30\n"}, when=NOW - 400 * DAY)
     commit(
         repo,
@@ -790,8 +790,7 @@ def test_what_a_name_is_for_is_answered_by_the_change_that_brought_it_in(repo: P
     """ "What is X for?" is answered by the change that defined X (its message says why), not by the later
     changes that use it more often; and an older change that had only a look-alike (`implicit_names`, which
     the word index reads as the same two words) is not taken for it."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     lookalike = "def varnames(func):\n    implicit_names = ('self',)\n    return implicit_names\n"
     commit(repo, "Handle bound methods in varnames", {"hooks.py": lookalike}, when=NOW - 800 * DAY)
     defined = "_IMPLICIT_NAMES = ('self', 'obj')\n\n\ndef varnames(func):\n    return _IMPLICIT_NAMES\n"
@@ -813,8 +812,7 @@ def test_what_a_name_the_docs_define_is_for_is_answered_by_the_doc_section(repo:
     """ "What is COVERAGE_PROCESS_START for?" of a name the docs define: the section that says what it does
     comes first, as for "what does COVERAGE_PROCESS_START do?", and the note still names the change that
     brought it in. The change came first, and the section after the later changes that use the name."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     start = "import os\n\nrc = os.environ.get('COVERAGE_PROCESS_START')\n"
     commit(repo, "A way to start measuring when Python starts", {"process.py": start}, when=NOW - 800 * DAY)
     for days in (700, 600):
@@ -844,8 +842,7 @@ def test_a_name_nothing_holds_whole_has_no_first_change_and_is_a_weak_answer(rep
     "Cobertura version" holds its two words, not the name, and was named its first holder (and the answer not
     weak). Nothing holds it, so nothing is its first, and the answer says so and is weak; so is a made-up
     option beside a real one. A name memory holds is answered as before."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     commit(
         repo,
         "Write the Cobertura version in the XML report header",
@@ -1006,8 +1003,7 @@ def test_when_was_a_name_added_finds_the_change_that_brought_it_in(repo: Path, l
     """Later changes that touch a name hold it as often as the one that brought it in (their diffs more):
     "when was X added" is answered by the first, as `git log -S X --reverse` would, also when both were
     committed in the same second (a script, a rebased series): the one the other descends from."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     compositor = "".join(f"int layer_{n}_depth = {n};\n" for n in range(30)) + "int qz_blit_stride = 64;\n"
     commit(repo, "Tune the compositor", {"blit.c": compositor}, when=NOW - 700 * DAY)
     checks = {"check.c": "assert(qz_blit_stride % 16 == 0);\nassert(qz_blit_stride > 0);\n"}
@@ -1057,8 +1053,7 @@ def test_a_rebased_branch_with_older_dates_is_not_taken_for_where_a_name_began(
     """A branch written long ago and rebased onto today's history keeps its old author dates: its change
     that uses a name looks older than the change that brought the name in, which is its ancestor. The
     first holder is the first in the history (`git log -S X --reverse`), not the oldest author date."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     commit(
         repo,
         "Throttle the uploader",
@@ -1969,8 +1964,7 @@ def test_a_question_about_where_a_name_went(text: str, name: str | None) -> None
 def test_when_was_a_name_removed_finds_the_change_that_took_it_out(repo: Path) -> None:
     """The change that deleted a name's last lines answers "when was X removed", not the earlier ones
     that touched it (their diffs hold it as often) nor the release notes written afterwards."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     legacy = "def qz_legacy_blit(frame):\n    return frame\n"
     history = [
         (800, "Add the blitter", {"blit.py": legacy}),
@@ -2154,8 +2148,7 @@ def test_a_question_that_speaks_of_docs(text: str, docs: bool) -> None:
 
 def tidy_then_fix(repo: Path) -> None:
     """Six commits that tidy unrelated modules, then the fix to the walk over a broken symlink."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     fix = "try:\n    st = os.lstat(p)\nexcept PermissionError:\n    continue\n"
     commit(repo, "walk: keep going past a broken symlink", {"walk.py": fix}, when=NOW - 500 * DAY)
 
@@ -2281,8 +2274,7 @@ def test_a_fix_keeps_its_own_test(repo: Path) -> None:
 @pytest.fixture
 def swept(repo: Path) -> Path:
     """A narrow fix, then a sweep over eight modules whose changed lines hold the same words."""
-    for n, area in enumerate(["hashing", "logging", "cli", "manifest", "packaging", "upload"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo, ["hashing", "logging", "cli", "manifest", "packaging", "upload"])
     fix = "if data.startswith(BOM):\n    data = data[len(BOM):]\n"
     commit(repo, "reader: skip a BOM at the start of a file", {"reader.py": fix}, when=NOW - 500 * DAY)
     sweep = {
@@ -2319,8 +2311,7 @@ def test_a_question_naming_other_code_still_finds_where_its_name_began(
     """ "Which change introduced X, so that write() stores Y …" names other code to say what X does. The
     name the origin verb takes is the one asked about: its first holder comes first, not the later change
     whose words hold more of the question."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     commit(repo, "Find the time field once", {"proto.js": "const qzSliceIndex = 8\n"}, when=NOW - 500 * DAY)
     later = "Store lastTime on every write"
     body = "function write(stream, t) {\n  stream.lastTime = t.slice(qzSliceIndex)\n}\n"
@@ -2375,8 +2366,7 @@ def test_the_code_a_question_names_outweighs_its_prose(repo: Path) -> None:
     """A question names the call that failed and tells the rest in words, one of which another change's
     title holds ("server"); the change to the named code comes first (without the second look at the
     named code, the other change did)."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging", "tables"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo, ["parser", "hashing", "logging", "cli", "manifest", "packaging", "tables"])
     broad = "Show the server zone"
     commit(repo, broad, {"server.py": "ZONE = 'UTC'\n"}, when=NOW - 400 * DAY)
     fix = "unsign: reject a value without a time part"
@@ -2704,8 +2694,7 @@ def test_a_member_name_has_a_first_holder_only_when_a_change_holds_it_whole(repo
     `pool.DEFAULTS`, and DEFAULTS lives in lib/connection_pool.rb (no file or folder named pool). A member
     `a.B` is held whole where `a.B` is written, or where `B` is in a file or folder named `a`
     (`pool.SIZE_LIMIT` of `SIZE_LIMIT = 10` in pool.py)."""
-    for n, area in enumerate(["parser", "hashing", "logging", "cli", "manifest", "packaging"]):
-        commit(repo, f"Tidy the {area} module", {f"{area}.py": f"N = {n}\n"}, when=NOW - (900 - n) * DAY)
+    tidy_modules(repo)
     first = "class ConnectionPool\n  DEFAULTS = {size: 5}\nend\n"
     commit(repo, "Initial pass at a generic pool", {"lib/connection_pool.rb": first}, when=NOW - 800 * DAY)
     later = "class ConnectionPool\n  # - :size - number of connections to pool, defaults to 5\n  DEFAULTS = {size: 5, fork: true}\nend\n"
