@@ -995,6 +995,8 @@ class _StallingProxy:
         self.stall_commit_after: bytes | None = None
         self.commits_held = 0
         self.held: list[Any] = []
+        # What each connection's client sent so far (bytes, chunks), by connection: said when a test fails.
+        self.traffic: list[list[int]] = []
         self.listener = socket.socket(socket.AF_UNIX)
         self.listener.bind(str(where / Path(server_socket).name))
         self.listener.listen(8)
@@ -1017,6 +1019,7 @@ class _StallingProxy:
                 0,
                 0,
             ]  # bytes and chunks the client sent on this connection; 1: it sent STALL_COMMIT_AFTER
+            self.traffic.append(sent)
             threading.Thread(target=self._pump, args=(client, upstream, sent, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, sent, False), daemon=True).start()
 
@@ -1104,7 +1107,10 @@ def test_a_team_store_that_stops_answering_holds_no_query_and_no_commit(
     (bob.repo / "uploader.py").write_text("TIMEOUT = 120\n", encoding="utf-8")
     git(bob.repo, "add", "uploader.py")
     checked = nexusmem(env, "-C", str(bob.repo), "precheck", "--team", "--strict")
-    assert checked.returncode == 0 and "team store not checked" in checked.stderr, checked.stderr
+    assert checked.returncode == 0 and "team store not checked" in checked.stderr, (
+        checked.stderr,
+        proxy.traffic,
+    )
     # The post-commit sync: the push waits on the stalled server, outside the lock the next sync needs.
     pusher = subprocess.Popen(
         [console_script(), "-C", str(bob.repo), "sync", "--auto"],
