@@ -166,6 +166,7 @@ SETS = (
     "fresh74",
     "fresh75",
     "fresh76",
+    "fresh77",
     "dev2",
     "removal",
     "rst",
