@@ -104,8 +104,13 @@ _ASSIGN_VALUE = (
     r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>()\[\]{}]+(?![^\s"'`;|&<>()\[\]{}])"""
     # ... unless something with a letter or digit is glued to it (`Kx9mQ2&vLp8`: _assignment decides)
     r"""(?=[^\s"'`]*?[A-Za-z0-9]|(?![^\s,;})\]|&<>"'`])))"""
-    r"""(?=(?P<tail>[^\s"'`]*))"""  # what is glued to the value, up to the next space (not consumed)
+    # What is glued to the value, up to the next space (not consumed), its first _TAIL_BOUND characters:
+    # unbounded, each value on a long line with no space (a minified bundle's query strings, 6,000 `token=`
+    # on a 120 KB line) read the rest of the line again, 4 s for that line. _assignment reads on when needed.
+    r"""(?=(?P<tail>[^\s"'`]{0,4096}))"""
 )
+_TAIL_BOUND = 4096
+_TAIL = re.compile(r"""[^\s"'`]*""")
 # What may follow a bare value that ends there (anything else glued to it makes it code, `get_token()`,
 # unless the whole glued word looks like a password: _glued).
 _VALUE_ENDS = frozenset(",;})]|&<>")
@@ -574,6 +579,8 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     quoted = raw[0] in "\"'"
     before = text[key_start - 1] if key_start else ""
     tail = found.group("tail")
+    if len(tail) == _TAIL_BOUND and "=" not in tail:  # a glued word that long: read it whole (rare)
+        tail = _TAIL.match(found.string, vend).group()
     whole = None
     # A value glued to punctuation is taken whole only where code does not stand: `NAME=value` (an .env
     # line, a shell assignment) and "the password is …". After `: ` or ` = ` it is code as often as config
@@ -1597,8 +1604,13 @@ def _base64_private_key(m: re.Match[str], text: str) -> Span | None:
     return (m.start(), m.end(), "private-key")
 
 
-# A line that decodes base64 (`echo … | base64 -d`, `base64 --decode <<< …`), and a base64 word on it.
-_DECODE_LINE = _Lazy(r"[^\n]*\bbase64\b[^\n]*?[ \t](?:-[A-Za-z0-9]*[dD][A-Za-z0-9]*|--decode)\b[^\n]*")
+# A line that decodes base64 (`echo … | base64 -d`, `base64 --decode <<< …`), and a base64 word on it. Tried
+# at line starts only (a match always spans its whole line): unanchored, every position of a long line that
+# says "base64" and decodes nothing started a scan to its end, and a 550 KB line of inlined wasm (gdamore/
+# tcell's `data:application/wasm;base64,…`) took hours.
+_DECODE_LINE = _Lazy(
+    r"^[^\n]*\bbase64\b[^\n]*?[ \t](?:-[A-Za-z0-9]*[dD][A-Za-z0-9]*|--decode)\b[^\n]*", re.MULTILINE
+)
 _B64_WORD = _Lazy(r"(?<![A-Za-z0-9+/=_.-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_.-])")
 
 
@@ -1634,7 +1646,9 @@ def _decoded_secrets(text: str) -> Iterator[Span]:
 # same line (`echo 'h:5432:db:u:VALUE' >> ~/.pgpass`), or in the here-document a line naming it opens
 # (`cat > ~/.pgpass <<EOF`). The port field must be a port (or `*`): a timestamp, an IPv6 address or a Go
 # module path beside the name is not an entry.
-_PGPASS_FIELD = r"(?:\\.|[^\s:'\"\\])+"
+# A field is at most 256 characters (a host name 253, a database or role name 63): unbounded, each start
+# on a long run of other characters (the `+` and `/` of a 200 KB base64 line) scanned to the run's end.
+_PGPASS_FIELD = r"(?:\\.|[^\s:'\"\\]){1,256}"
 _PGPASS_ENTRY = _Lazy(
     rf"(?<![\w.:\\-])(?P<q>['\"]?){_PGPASS_FIELD}:(?:\*|\d{{1,5}}):{_PGPASS_FIELD}:{_PGPASS_FIELD}:"
     r"(?P<v>(?:\\.|[^\s'\"\\])(?:\\.|[^\n'\"\\])*)"

@@ -899,3 +899,39 @@ def test_the_rules_fingerprint_is_the_same_in_every_process() -> None:
             check=True,
         )
         assert out.stdout.strip() == here
+
+
+# Long lines with no line break that made a rule read to the end of the line from every position of it, or
+# from every match on it: each took from a minute to hours before, under a second now.
+_LONG_LINES = {
+    "a line saying base64 that decodes nothing": "x = 'data:application/wasm;base64,{b64}'",
+    "a .pgpass mention before 600 KB of base64": "cp .pgpass /tmp; {b64}",
+    "30,000 query parameters on one line": "{query}",
+}
+
+
+@pytest.mark.parametrize("shape", list(_LONG_LINES))
+def test_a_long_line_is_redacted_in_one_pass(shape: str) -> None:
+    """What a minified bundle or an inlined binary holds (one line of hundreds of KB) is redacted as fast as the
+    same bytes in lines: the rules read at most a bounded stretch past each place they try."""
+    import subprocess
+    import sys
+
+    code = (
+        "import base64, json, sys\n"
+        "from nexusmem.redact import redact\n"
+        "b64 = base64.b64encode(bytes(range(256)) * 1800).decode()\n"
+        "query = 'key=value&token=Kx9mQ2vLp8Zr&' * 30000\n"
+        f"text = {_LONG_LINES[shape]!r}.format(b64=b64, query=query)\n"
+        "out = redact(text)\n"
+        "print(json.dumps([len(text), len(out), out.count('«redacted:')]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )  # a hang guard, not a speed figure (benchmarks/bench_redact.py --long-lines measures)
+    assert done.returncode == 0, done.stderr
+    size, kept, redacted = json.loads(done.stdout)
+    if shape == "30,000 query parameters on one line":
+        assert redacted == 30000  # every token= value, and nothing else
+    else:
+        assert (kept, redacted) == (size, 0)

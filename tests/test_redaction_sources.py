@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from helpers import commit, git, run_cli
+from helpers.cli import console_script
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS: dict[str, Any] = json.loads((FIXTURES / "redaction_corpus.json").read_text(encoding="utf-8"))
@@ -673,3 +674,34 @@ def test_the_answer_on_the_line_after_a_quoted_password_prompt_never_reaches_the
         assert kept.encode() in raw, kept
 
     assert_query_finds(repo, "bastion login su prompt own line", subject)
+
+
+def _bundle_line(size: int) -> str:
+    """A vendored JavaScript bundle's one line of inlined wasm, SIZE characters of base64 after the prefix."""
+    import base64
+
+    blob = base64.b64encode(bytes(range(256)) * (size // 340 + 1)).decode()[:size]
+    return f'      new URL("data:application/wasm;base64,{blob}"),'
+
+
+def test_a_commit_holding_a_huge_one_line_bundle_syncs_in_seconds(repo: Path) -> None:
+    """gdamore/tcell vendors a JavaScript file whose inlined wasm is one 550 KB line saying `base64`: its first
+    sync never ended (redacting that diff started a scan to the end of the line at every position of it:
+    80,000 characters took a minute, the whole line hours). The commit now syncs at once, its diff is stored,
+    and a secret in the same file is still redacted."""
+    token = "ghp_wI0b26r08QZJi6gkfsUFRDzsLb5ER8BoFzQF"
+    bundle = "export const defaults = [\n" + _bundle_line(600_000) + "\n];\n"
+    commit(
+        repo, "chore(wasm): vendor the web build", {"web/bundle.js": bundle + f"// {token} canarybundle\n"}
+    )
+    done = subprocess.run(
+        [console_script(), "-C", str(repo), "sync", "-q", "--no-embed"],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard, not a speed figure (benchmarks/bench_redact.py --long-lines measures)
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    raw = stored_blob(repo)
+    assert b"canarybundle" in raw and b"data:application/wasm;base64," in raw
+    assert token.encode() not in raw
