@@ -16,7 +16,12 @@ alike), and counts the texts whose output differs.
 (its file scanner with the default plugins and filters, each row as its own .txt file; a row counts as
 caught if anything is reported in it) and times its file scan over the same mix.
 
+`--long-lines KB` instead times one-line texts of KB kilobytes (base64, a minified query string, runs of
+one character, words) with a rule's keyword before or after, and prints the slowest: what a vendored bundle
+or an inlined binary costs a sync.
+
     .venv/bin/python benchmarks/bench_redact.py [--mb 10] [--repeat 3] [--against REF] [--detect-secrets]
+    .venv/bin/python benchmarks/bench_redact.py --long-lines 200 --repeat 1
 """
 
 from __future__ import annotations
@@ -239,6 +244,49 @@ def coverage_detect_secrets(corpus: dict[str, Any]) -> dict[str, Any]:
     return {"caught": len(rows) - len(missed), "missed": missed, "false_positives": fps}
 
 
+# One-line texts of the shapes minified bundles and inlined binaries have (hundreds of KB with no line break),
+# each with a rule's keyword before or after it: a rule that reads to the end of the line from every place it
+# tries costs the square of the line's length there (a 550 KB line took hours until the fifty-second wave).
+LONG_LINE_KEYWORDS = (
+    "base64",
+    ".pgpass",
+    "token=",
+    "password",
+    "secret",
+    "Authorization: Basic",
+    "export X=",
+)
+
+
+def long_line_bodies(size: int) -> dict[str, str]:
+    """SIZE-character lines: dense base64, a minified query string, `=` runs, `x` runs, spaced words."""
+    import base64
+
+    raw = base64.b64encode(bytes(random.Random(7).randrange(256) for _ in range(size))).decode()[:size]
+    return {
+        "base64": raw,
+        "query": ("key=value&token=abc&" * (size // 20 + 1))[:size],
+        "equals": "=" * size,
+        "letters": "x" * size,
+        "words": ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size],
+    }
+
+
+def long_lines(kb: int, repeat: int) -> None:
+    """The slowest keyword/shape pairs of LONG_LINE_KEYWORDS x long_line_bodies, and the time for all."""
+    rows: list[tuple[float, str, str]] = []
+    for shape, body in long_line_bodies(kb * 1000).items():
+        for keyword in LONG_LINE_KEYWORDS:
+            for text in (f"{keyword} {body}", f"{body} {keyword}"):
+                wall, _cpu = timed(lambda text=text: redact(text), repeat)
+                rows.append((wall, shape, keyword))
+    rows.sort(reverse=True)
+    total = sum(r[0] for r in rows)
+    print(f"long lines: {len(rows)} one-line texts of {kb} KB, {total:.2f} s in all; slowest:")
+    for wall, shape, keyword in rows[:5]:
+        print(f"  {wall * 1000:8.1f} ms  {shape:8} with {keyword!r}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--mb", type=float, default=10.0, help="size of the generated mix in MB")
@@ -248,7 +296,14 @@ def main() -> None:
         "--against", metavar="REF", help="also time nexusmem/redact.py at this git ref, alternately"
     )
     parser.add_argument("--verbose", action="store_true", help="list misses and false positives")
+    parser.add_argument(
+        "--long-lines", type=int, metavar="KB", help="only time one-line texts of KB kilobytes (e.g. 200)"
+    )
     args = parser.parse_args()
+    if args.long_lines:
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        long_lines(args.long_lines, args.repeat)
+        return
 
     corpus = load_corpus()
     n_secrets, n_plain = len(corpus["secrets"]), len(corpus["ordinary"])

@@ -1682,7 +1682,9 @@ def _pgpass_lines(text: str) -> Iterator[Span]:
         lo = text.rfind("\n", 0, at) + 1
         hi = text.find("\n", at)
         hi = len(text) if hi < 0 else hi
-        for m in _PGPASS_ENTRY.finditer(text, lo, hi):
+        # An entry holds four colons (`host:port:db:user:password`): a long line with fewer (a bundle, a
+        # base64 run) is not tried at every position of it.
+        for m in _PGPASS_ENTRY.finditer(text, lo, hi) if text.count(":", lo, hi) >= 4 else ():
             span = _pgpass_password(text, m, hi if m.group("q") else -1)
             if span is not None:
                 yield span
