@@ -580,7 +580,8 @@ def _assignment(m: re.Match[str], text: str) -> Span | None:
     before = text[key_start - 1] if key_start else ""
     tail = found.group("tail")
     if len(tail) == _TAIL_BOUND and "=" not in tail:  # a glued word that long: read it whole (rare)
-        tail = _TAIL.match(found.string, vend).group()
+        whole_tail = _TAIL.match(found.string, vend)  # [^…]* matches, if only the empty string
+        tail = whole_tail.group() if whole_tail is not None else tail
     whole = None
     # A value glued to punctuation is taken whole only where code does not stand: `NAME=value` (an .env
     # line, a shell assignment) and "the password is …". After `: ` or ` = ` it is code as often as config
