@@ -98,6 +98,7 @@ _KEYNAME = _NAME | {"-", "."}
 # A value in a shell command: double-quoted (with escapes), single-quoted, or bare up to a shell separator.
 # An unterminated quote runs to the end of the line (over-redacting beats leaking).
 _SHELL_VALUE = r"""(?P<v>"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s"'`;|&<>)]+)"""
+_TAIL_BOUND = 4096  # see the tail below
 # A value after `NAME=` / `key:`: as above, but a bare one must end the word (`token = get_token()`,
 # `api_key = os.environ["KEY"]` and `cache_key = f"..."` are code, not values).
 _ASSIGN_VALUE = (
@@ -107,9 +108,8 @@ _ASSIGN_VALUE = (
     # What is glued to the value, up to the next space (not consumed), its first _TAIL_BOUND characters:
     # unbounded, each value on a long line with no space (a minified bundle's query strings, 6,000 `token=`
     # on a 120 KB line) read the rest of the line again, 4 s for that line. _assignment reads on when needed.
-    r"""(?=(?P<tail>[^\s"'`]{0,4096}))"""
+    rf"""(?=(?P<tail>[^\s"'`]{{0,{_TAIL_BOUND}}}))"""
 )
-_TAIL_BOUND = 4096
 _TAIL = re.compile(r"""[^\s"'`]*""")
 # What may follow a bare value that ends there (anything else glued to it makes it code, `get_token()`,
 # unless the whole glued word looks like a password: _glued).
